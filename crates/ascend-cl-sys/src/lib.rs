@@ -1,0 +1,1 @@
+//! Raw FFI to libascendcl, loaded at run time.

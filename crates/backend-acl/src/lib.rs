@@ -1,0 +1,1 @@
+//! Executes lane effects with ACL on a real Ascend NPU.

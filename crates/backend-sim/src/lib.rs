@@ -1,0 +1,1 @@
+//! A deterministic, fault-injecting simulated Ascend device.

@@ -1,0 +1,2 @@
+//! `lane-sim`: the simulator demo.
+fn main() {}

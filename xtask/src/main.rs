@@ -1,0 +1,68 @@
+//! Project tooling in the rust-analyzer pattern: `cargo xtask <command>`.
+//!
+//! The alias lives in `.cargo/config.toml`. Checks that must never drift (tidy rules,
+//! generated docs being current) are ordinary `#[test]`s here, so `cargo test --workspace`
+//! is the single gate and CI needs nothing else.
+
+mod codegen;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const HELP: &str = "\
+cargo xtask <command>
+
+Commands:
+  ci                 run what CI runs (.ci/run): fmt check, clippy, then `cargo test --workspace`
+  codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
+                     with --check, only report which files are stale
+  help               print this text
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match args.as_slice() {
+        ["ci"] => ci(),
+        ["codegen"] => codegen::run(codegen::Mode::Write),
+        ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
+        [] | ["help"] | ["--help"] | ["-h"] => {
+            print!("{HELP}");
+            Ok(())
+        }
+        other => Err(format!(
+            "unknown arguments `{}`; run `cargo xtask help` for the list of commands",
+            other.join(" ")
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's manifest directory).
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// Runs `.ci/run`, so `cargo xtask ci` and CI can never disagree.
+fn ci() -> Result<(), String> {
+    let status = Command::new("bash")
+        .arg(".ci/run")
+        .current_dir(project_root())
+        .status()
+        .map_err(|e| format!("could not start `bash .ci/run`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`.ci/run` failed ({status})"))
+    }
+}
