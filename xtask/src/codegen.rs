@@ -29,7 +29,18 @@ pub(crate) struct GeneratedDoc {
 
 /// Every generated document in the project.
 pub(crate) fn generated_docs() -> Vec<GeneratedDoc> {
-    vec![]
+    vec![
+        GeneratedDoc {
+            path: "docs/status-codes.md",
+            source: "status_latch::status_codes_doc",
+            render: status_latch::status_codes_doc,
+        },
+        GeneratedDoc {
+            path: "docs/state-machines/stream-pair.md",
+            source: "stream_pair::transition_table",
+            render: stream_pair::transition_table,
+        },
+    ]
 }
 
 /// The full file contents for a document: a header that says where it comes from, then the body.
@@ -60,7 +71,8 @@ pub(crate) fn run(mode: Mode) -> Result<(), String> {
                     fs::create_dir_all(parent)
                         .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
                 }
-                fs::write(&path, want).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                fs::write(&path, want)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 println!("updated {}", doc.path);
             }
         }

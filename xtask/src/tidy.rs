@@ -30,8 +30,14 @@ mod tests {
         ("std::net", "pure crates do no IO"),
         ("std::process", "pure crates do no IO"),
         ("std::io", "pure crates do no IO"),
-        ("HashMap", "iteration order is not deterministic; use BTreeMap or an array"),
-        ("HashSet", "iteration order is not deterministic; use BTreeSet or an array"),
+        (
+            "HashMap",
+            "iteration order is not deterministic; use BTreeMap or an array",
+        ),
+        (
+            "HashSet",
+            "iteration order is not deterministic; use BTreeSet or an array",
+        ),
         ("unsafe", "pure crates are #![forbid(unsafe_code)]"),
     ];
 
@@ -87,9 +93,16 @@ mod tests {
         for krate in PURE_CRATES {
             rust_files(&root.join("crates").join(krate).join("src"), &mut files);
         }
-        assert!(!files.is_empty(), "found no source files in the pure crates");
+        assert!(
+            !files.is_empty(),
+            "found no source files in the pure crates"
+        );
         let found = violations(&files, IMPURE);
-        assert!(found.is_empty(), "pure-crate rule broken:\n{}", found.join("\n"));
+        assert!(
+            found.is_empty(),
+            "pure-crate rule broken:\n{}",
+            found.join("\n")
+        );
     }
 
     #[test]
@@ -116,14 +129,27 @@ mod tests {
         let mut crates: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
         crates.sort();
         for krate in crates {
-            let name = krate.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let name = krate
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
             if UNSAFE_CRATES.contains(&name) {
                 continue;
             }
             rust_files(&krate, &mut files);
         }
-        let found = violations(&files, &[("unsafe", "unsafe lives only in ascend-cl-sys and backend-acl")]);
-        assert!(found.is_empty(), "unsafe outside the FFI crates:\n{}", found.join("\n"));
+        let found = violations(
+            &files,
+            &[(
+                "unsafe",
+                "unsafe lives only in ascend-cl-sys and backend-acl",
+            )],
+        );
+        assert!(
+            found.is_empty(),
+            "unsafe outside the FFI crates:\n{}",
+            found.join("\n")
+        );
     }
 
     #[test]
@@ -132,13 +158,28 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-tidy-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let file = dir.join("probe.rs");
-        let body: String = IMPURE.iter().map(|(needle, _)| format!("let _ = {needle};\n")).collect();
-        fs::write(&file, format!("//! doc mentions HashMap but is a comment\n#![forbid(unsafe_code)]\n{body}")).unwrap();
+        let body: String = IMPURE
+            .iter()
+            .map(|(needle, _)| format!("let _ = {needle};\n"))
+            .collect();
+        fs::write(
+            &file,
+            format!("//! doc mentions HashMap but is a comment\n#![forbid(unsafe_code)]\n{body}"),
+        )
+        .unwrap();
         let found = violations(&[file], IMPURE);
         fs::remove_dir_all(&dir).ok();
         for (needle, _) in IMPURE {
-            assert!(found.iter().any(|f| f.contains(&format!("`{needle}`"))), "rule `{needle}` never fired");
+            assert!(
+                found.iter().any(|f| f.contains(&format!("`{needle}`"))),
+                "rule `{needle}` never fired"
+            );
         }
-        assert!(found.iter().all(|f| !f.contains("probe.rs:1:") && !f.contains("probe.rs:2:")), "{found:?}");
+        assert!(
+            found
+                .iter()
+                .all(|f| !f.contains("probe.rs:1:") && !f.contains("probe.rs:2:")),
+            "{found:?}"
+        );
     }
 }

@@ -1,5 +1,44 @@
 //! The runtime status header, the code tables and the failure classification (SPEC §5).
 //!
-//! Pure: decodes bytes the backend read, names codes, and maps every failure to
-//! `RunOnly` or `Poison` through one table.
+//! What it owns:
+//!
+//! - the status header layouts of both runtimes as data ([`HeaderLayout`]), [`decode`] from
+//!   the bytes a backend read, and [`encode`] for the simulator, tests and fuzzers;
+//! - the code tables: every runtime latch code ([`RuntimeCode`]) and every ACL/RT return
+//!   code that matters ([`AclCode`]), each with a name, a meaning and a hint;
+//! - the one classification policy ([`classify`], [`Rule`]): every [`Failure`] is
+//!   [`Class::RunOnly`] or [`Class::Poison`], with the documented reason;
+//! - the stable log line for a failed run ([`failure_line`]) and the Markdown tables
+//!   generated into `docs/status-codes.md` ([`status_codes_doc`]).
+//!
+//! Invariant: total over its inputs. `decode` never panics, whatever the bytes; unknown
+//! codes are values of their own (`Unknown(v)`), never rejected, and classify as poison.
+//!
+//! Boundary: pure. It never touches a device, reads a clock or allocates on the
+//! classification path; the backend reads the header and maps return values to
+//! [`AclCode`], the lane decides what a [`Class`] does.
 #![forbid(unsafe_code)]
+
+mod codes;
+mod header;
+mod line;
+mod policy;
+mod render;
+
+pub use codes::{AclCode, CodeInfo, RuntimeCode};
+pub use header::{
+    DecodeError, EncodeError, FieldSpec, FieldType, HeaderField, HeaderLayout, Latch, LatchSource,
+    Stall, StallDetail, Status, decode, encode, encode_into,
+};
+pub use line::{FailureLine, failure_line};
+pub use policy::{
+    Class, Classification, Failure, LaunchProgress, Rule, Stage, classify, known_failures,
+};
+pub use render::{classification_table, code_table, layout_table, status_codes_doc};
+
+// The lane keeps one failure per run inline and copies statuses around: keep them small.
+static_assertions::assert_impl_all!(Failure: Copy, Send, Sync);
+static_assertions::assert_impl_all!(Status: Copy, Send, Sync);
+static_assertions::assert_impl_all!(Classification: Copy, Send, Sync);
+static_assertions::const_assert!(core::mem::size_of::<Failure>() <= 16);
+static_assertions::const_assert!(core::mem::size_of::<Status>() <= 80);

@@ -1,0 +1,456 @@
+//! The one failure classification policy (SPEC §5.3, §5.4): every failure maps to one
+//! [`Rule`], and each rule carries its class and the reason for it.
+//!
+//! Both halves live here, next to each other: [`Rule::row`] (class and why) and
+//! [`Rule::of`] (which rule a failure falls under). A policy change is a one-row diff.
+
+use core::fmt;
+
+use crate::codes::{AclCode, RuntimeCode};
+use crate::header::Latch;
+
+/// Where on a run's path (or the device's recovery) an ACL/RT call failed.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Stage {
+    /// Creating a stream of the pair, on the launch path.
+    StreamCreate,
+    /// Destroying a stale or unproven stream, on the launch path.
+    StreamDestroy,
+    /// Launching the AICore kernel (first; nothing of the run is enqueued yet).
+    AicoreLaunch,
+    /// Launching the AICPU kernel (after the AICore kernel was enqueued).
+    AicpuLaunch,
+    /// Recording a completion event after the kernels.
+    EventRecord,
+    /// Waiting for (or querying) a completion event.
+    EventWait,
+    /// Reading the status header device-to-host.
+    StatusRead,
+    /// Copying the run's output back to the host.
+    CopyBack,
+    /// Preparing the run (touches no stream).
+    Prepare,
+    /// The bounded device drain of recovery.
+    DeviceDrain,
+    /// The force reset of recovery.
+    Reset,
+    /// The probe that confirms a reset.
+    Probe,
+    /// Uploading a publication's AICore code (a drain barrier: no run is in flight).
+    Upload,
+}
+
+impl Stage {
+    /// Every stage, in run order then recovery order.
+    pub const ALL: [Stage; 13] = [
+        Self::StreamCreate,
+        Self::StreamDestroy,
+        Self::AicoreLaunch,
+        Self::AicpuLaunch,
+        Self::EventRecord,
+        Self::EventWait,
+        Self::StatusRead,
+        Self::CopyBack,
+        Self::Prepare,
+        Self::DeviceDrain,
+        Self::Reset,
+        Self::Probe,
+        Self::Upload,
+    ];
+
+    /// The stage's name in logs and tables.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::StreamCreate => "stream create",
+            Self::StreamDestroy => "stream destroy",
+            Self::AicoreLaunch => "AICore launch",
+            Self::AicpuLaunch => "AICPU launch",
+            Self::EventRecord => "event record",
+            Self::EventWait => "event wait",
+            Self::StatusRead => "status read",
+            Self::CopyBack => "copy-back",
+            Self::Prepare => "prepare",
+            Self::DeviceDrain => "device drain",
+            Self::Reset => "reset",
+            Self::Probe => "probe",
+            Self::Upload => "upload",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How far a failed launch got (L-5).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum LaunchProgress {
+    /// The AICore launch failed: nothing of the run reached a stream.
+    NotStarted,
+    /// The AICPU launch failed after the AICore kernel was enqueued.
+    Partial,
+}
+
+impl LaunchProgress {
+    /// Both, in launch order.
+    pub const ALL: [LaunchProgress; 2] = [Self::NotStarted, Self::Partial];
+
+    /// The name in logs and tables.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::NotStarted => "not started",
+            Self::Partial => "partial",
+        }
+    }
+
+    /// The stage whose failure this progress describes.
+    pub const fn stage(self) -> Stage {
+        match self {
+            Self::NotStarted => Stage::AicoreLaunch,
+            Self::Partial => Stage::AicpuLaunch,
+        }
+    }
+}
+
+/// A run's failure, as the lane records it (one per run, inline: `Copy` and small).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Failure {
+    /// The status header latched a runtime code.
+    Latched(Latch),
+    /// An ACL/RT call returned a non-zero code at a stage. At `AicoreLaunch` and
+    /// `AicpuLaunch` this classifies exactly like `Launch` with `NotStarted` and `Partial`.
+    Acl {
+        /// Where.
+        stage: Stage,
+        /// What it returned.
+        code: AclCode,
+    },
+    /// A launch failed part way.
+    Launch {
+        /// How far it got.
+        progress: LaunchProgress,
+        /// What the failing launch returned.
+        code: AclCode,
+    },
+    /// The lane's own completion deadline passed before the run was proven complete.
+    HostWaitTimeout,
+    /// Host-side validation of the copied-back output failed.
+    CopyBackValidation,
+}
+
+/// What a failure does to the lane.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Class {
+    /// Fail this run; a queued successor and later runs continue.
+    RunOnly,
+    /// The device can no longer be trusted: poison the lane and recover the device.
+    Poison,
+}
+
+impl Class {
+    /// The name in logs and tables.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::RunOnly => "run-only",
+            Self::Poison => "poison",
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failure's class, the rule that decided it, and why.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Classification {
+    /// Run-only or poison.
+    pub class: Class,
+    /// The rule's documented reason.
+    pub reason: &'static str,
+    /// The rule that decided it.
+    pub rule: Rule,
+}
+
+/// One row of the policy.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Rule {
+    /// Latched orchestration and capacity codes (1-7, 9, 11, 101, 102, 104).
+    LatchedChangeAndRerun,
+    /// Latched timeouts (8, 100).
+    LatchedTimeout,
+    /// Latched runtime-internal codes (10, 103).
+    LatchedRuntimeInternal,
+    /// A latched code this build does not know.
+    LatchedUnknown,
+    /// An ACL code that names a device fault, at any stage.
+    DeviceFault,
+    /// Stream create or destroy on the launch path failed.
+    LaunchPathStream,
+    /// The AICore launch failed with a non-device code.
+    LaunchNotStarted,
+    /// The AICPU launch failed after AICore was enqueued.
+    LaunchPartial,
+    /// Recording a completion event failed.
+    EventRecordFailed,
+    /// A completion wait ended without proven completion.
+    EventWaitUnproven,
+    /// The status header read failed.
+    StatusReadFailed,
+    /// Copy-back failed with a non-device code.
+    CopyBackFailed,
+    /// Preparation failed.
+    PrepareFailed,
+    /// A recovery step (drain, reset, probe) failed.
+    RecoveryFailed,
+    /// The lane's completion deadline passed.
+    HostWaitTimeout,
+    /// Host-side validation of the output failed.
+    CopyBackValidation,
+    /// A publication's upload failed.
+    UploadFailed,
+}
+
+impl Rule {
+    /// Every rule, in the order [`Rule::of`] tries them.
+    pub const ALL: [Rule; 17] = [
+        Self::LatchedChangeAndRerun,
+        Self::LatchedTimeout,
+        Self::LatchedRuntimeInternal,
+        Self::LatchedUnknown,
+        Self::DeviceFault,
+        Self::LaunchPathStream,
+        Self::LaunchNotStarted,
+        Self::LaunchPartial,
+        Self::EventRecordFailed,
+        Self::EventWaitUnproven,
+        Self::StatusReadFailed,
+        Self::CopyBackFailed,
+        Self::PrepareFailed,
+        Self::RecoveryFailed,
+        Self::HostWaitTimeout,
+        Self::CopyBackValidation,
+        Self::UploadFailed,
+    ];
+
+    /// The policy table: each rule's name, class and why.
+    pub const fn row(self) -> (&'static str, Class, &'static str) {
+        use Class::{Poison, RunOnly};
+        match self {
+            Self::LatchedChangeAndRerun => (
+                "latched-change-and-rerun",
+                RunOnly,
+                "an orchestration or capacity code: the runtime stopped the run cleanly and nothing is left \
+                 running; the code's hint says what to change, and a queued successor is unaffected",
+            ),
+            Self::LatchedTimeout => (
+                "latched-timeout",
+                Poison,
+                "the runtime gave up waiting (SCHEDULER_TIMEOUT, TENSOR_WAIT_TIMEOUT): work may still be live \
+                 on the device",
+            ),
+            Self::LatchedRuntimeInternal => (
+                "latched-runtime-internal",
+                Poison,
+                "a runtime-internal failure (10, 103): the runtime's own state broke, so nothing proves the \
+                 device is clean",
+            ),
+            Self::LatchedUnknown => (
+                "latched-unknown",
+                Poison,
+                "a code this build does not know: nothing proves the device is clean",
+            ),
+            Self::DeviceFault => (
+                "device-fault",
+                Poison,
+                "the code names a device fault or timeout: the context is likely poisoned and only recovery \
+                 clears it, whatever the stage",
+            ),
+            Self::LaunchPathStream => (
+                "launch-path-stream",
+                RunOnly,
+                "a stream create or destroy on the launch path failed before the run reached a stream: the run \
+                 did not start, and the next launch retries the stream (S-7)",
+            ),
+            Self::LaunchNotStarted => (
+                "launch-not-started",
+                RunOnly,
+                "the AICore launch was refused before anything was enqueued: the run did not start and the \
+                 device is fine",
+            ),
+            Self::LaunchPartial => (
+                "launch-partial",
+                Poison,
+                "AICore workers were enqueued but the AICPU scheduler was not: they spin with nothing to release \
+                 them, so the stream cannot drain (L-5)",
+            ),
+            Self::EventRecordFailed => (
+                "event-record-failed",
+                Poison,
+                "the kernels are enqueued but their completion event is not: nothing can prove the run finished",
+            ),
+            Self::EventWaitUnproven => (
+                "event-wait-unproven",
+                Poison,
+                "the wait ended without proven completion: the work may still be running and the slot's \
+                 resources may still be in use",
+            ),
+            Self::StatusReadFailed => (
+                "status-read-failed",
+                Poison,
+                "the status header could not be read: the run's latch is unknown and the device failed a plain \
+                 copy",
+            ),
+            Self::CopyBackFailed => (
+                "copy-back-failed",
+                RunOnly,
+                "the run completed and its latch read clean; copying its output failed with a non-device code, \
+                 so only this run's output is lost",
+            ),
+            Self::PrepareFailed => (
+                "prepare-failed",
+                RunOnly,
+                "preparation touches no stream (L-4): nothing reached the device, so only this run fails",
+            ),
+            Self::RecoveryFailed => (
+                "recovery-failed",
+                Poison,
+                "a recovery step (drain, reset, probe) failed: the device stays untrusted until a probe passes",
+            ),
+            Self::HostWaitTimeout => (
+                "host-wait-timeout",
+                Poison,
+                "the lane's completion deadline passed: the work may still be running",
+            ),
+            Self::CopyBackValidation => (
+                "copy-back-validation",
+                RunOnly,
+                "the run completed and the device is fine; the host rejected its output",
+            ),
+            Self::UploadFailed => (
+                "upload-failed",
+                RunOnly,
+                "a publication is a drain barrier, so no run is in flight: only the publication fails (publish \
+                 again), the AICore stream is replaced before the next launch anyway, and a faulted device is \
+                 caught by the next run's prepare, launch or status read, which poisons with that run as origin; \
+                 this rule is checked before the device-fault rule so an upload never names a poison origin",
+            ),
+        }
+    }
+
+    /// Which rule a failure falls under. A device-fault code wins over the stage.
+    pub const fn of(failure: &Failure) -> Rule {
+        use RuntimeCode as R;
+        match *failure {
+            Failure::Acl {
+                stage: Stage::Upload,
+                ..
+            } => Self::UploadFailed,
+            Failure::Latched(Latch { code, .. }) => match code {
+                R::ScopeDeadlock
+                | R::HeapRingDeadlock
+                | R::FlowControlDeadlock
+                | R::DepPoolOverflow
+                | R::InvalidArgs
+                | R::DependencyOverflow
+                | R::RequireSyncStartInvalid
+                | R::ExplicitOrchFatal
+                | R::TensormapOverflow
+                | R::AsyncCompletionInvalid
+                | R::AsyncWaitOverflow
+                | R::ReadyQueueOverflow => Self::LatchedChangeAndRerun,
+                R::TensorWaitTimeout | R::SchedulerTimeout => Self::LatchedTimeout,
+                R::ScopeTasksOverflow | R::AsyncRegistrationFailed => Self::LatchedRuntimeInternal,
+                R::Unknown(_) => Self::LatchedUnknown,
+            },
+            Failure::Acl { code, .. } | Failure::Launch { code, .. } if code.is_device_fault() => {
+                Self::DeviceFault
+            }
+            Failure::Launch {
+                progress: LaunchProgress::NotStarted,
+                ..
+            } => Self::LaunchNotStarted,
+            Failure::Launch {
+                progress: LaunchProgress::Partial,
+                ..
+            } => Self::LaunchPartial,
+            Failure::Acl { stage, .. } => match stage {
+                Stage::StreamCreate | Stage::StreamDestroy => Self::LaunchPathStream,
+                Stage::AicoreLaunch => Self::LaunchNotStarted,
+                Stage::AicpuLaunch => Self::LaunchPartial,
+                Stage::EventRecord => Self::EventRecordFailed,
+                // 507004 lands here too: still not proven complete.
+                Stage::EventWait => Self::EventWaitUnproven,
+                Stage::StatusRead => Self::StatusReadFailed,
+                Stage::CopyBack => Self::CopyBackFailed,
+                Stage::Prepare => Self::PrepareFailed,
+                Stage::DeviceDrain | Stage::Reset | Stage::Probe => Self::RecoveryFailed,
+                Stage::Upload => Self::UploadFailed,
+            },
+            Failure::HostWaitTimeout => Self::HostWaitTimeout,
+            Failure::CopyBackValidation => Self::CopyBackValidation,
+        }
+    }
+
+    /// The rule's short name.
+    pub const fn name(self) -> &'static str {
+        self.row().0
+    }
+
+    /// The rule's class.
+    pub const fn class(self) -> Class {
+        self.row().1
+    }
+
+    /// Why the rule has that class.
+    pub const fn reason(self) -> &'static str {
+        self.row().2
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Classifies a failure: run-only or poison, with the rule and its reason (SPEC §5.3).
+pub const fn classify(failure: &Failure) -> Classification {
+    let rule = Rule::of(failure);
+    Classification {
+        class: rule.class(),
+        reason: rule.reason(),
+        rule,
+    }
+}
+
+/// Every failure the tables show: every known runtime code latched (and two unknown
+/// values), every named ACL code (and an unnamed one) at every stage and at both launch
+/// progresses, and the two failures without a code. For tables, tests and fuzz seeds.
+pub fn known_failures() -> Vec<Failure> {
+    use crate::header::LatchSource;
+    let runtime = RuntimeCode::ALL
+        .into_iter()
+        .chain([RuntimeCode::Unknown(-1), RuntimeCode::Unknown(12)]);
+    let acl = || AclCode::ALL.into_iter().chain([AclCode::Unknown(999_999)]);
+    let mut out: Vec<Failure> = runtime
+        .map(|code| {
+            Failure::Latched(Latch {
+                source: LatchSource::Orch,
+                code,
+            })
+        })
+        .collect();
+    for stage in Stage::ALL {
+        out.extend(acl().map(|code| Failure::Acl { stage, code }));
+    }
+    for progress in LaunchProgress::ALL {
+        out.extend(acl().map(|code| Failure::Launch { progress, code }));
+    }
+    out.extend([Failure::HostWaitTimeout, Failure::CopyBackValidation]);
+    out
+}

@@ -1,0 +1,325 @@
+//! The classification policy, row by row (SPEC §5.3, §5.4).
+
+use status_latch::{
+    AclCode, Class, Failure, Latch, LatchSource, LaunchProgress, Rule, RuntimeCode, Stage,
+    classify, known_failures,
+};
+
+fn latched(code: RuntimeCode) -> Failure {
+    Failure::Latched(Latch {
+        source: LatchSource::Orch,
+        code,
+    })
+}
+
+fn acl(stage: Stage, code: AclCode) -> Failure {
+    Failure::Acl { stage, code }
+}
+
+fn launch(progress: LaunchProgress, code: AclCode) -> Failure {
+    Failure::Launch { progress, code }
+}
+
+/// Asserts the class and the rule, and that the reason is the rule's.
+fn assert_rule(failure: Failure, class: Class, rule: Rule) {
+    let c = classify(&failure);
+    assert_eq!((c.class, c.rule), (class, rule), "{failure:?}");
+    assert_eq!(c.reason, rule.reason());
+}
+
+/// Named ACL codes that are not device faults (parameter and caller errors, 507004).
+fn non_fault_codes() -> impl Iterator<Item = AclCode> {
+    AclCode::ALL.into_iter().filter(|c| !c.is_device_fault())
+}
+
+#[test]
+fn orchestration_and_capacity_latches_fail_only_the_run() {
+    use RuntimeCode::*;
+    let run_only = [
+        ScopeDeadlock,
+        HeapRingDeadlock,
+        FlowControlDeadlock,
+        DepPoolOverflow,
+        InvalidArgs,
+        DependencyOverflow,
+        RequireSyncStartInvalid,
+        ExplicitOrchFatal,
+        TensormapOverflow,
+        AsyncCompletionInvalid,
+        AsyncWaitOverflow,
+        ReadyQueueOverflow,
+    ];
+    for code in run_only {
+        assert_rule(latched(code), Class::RunOnly, Rule::LatchedChangeAndRerun);
+    }
+}
+
+#[test]
+fn scheduler_and_tensor_wait_timeouts_poison() {
+    for code in [
+        RuntimeCode::SchedulerTimeout,
+        RuntimeCode::TensorWaitTimeout,
+    ] {
+        assert_rule(latched(code), Class::Poison, Rule::LatchedTimeout);
+    }
+}
+
+#[test]
+fn runtime_internal_latches_poison() {
+    for code in [
+        RuntimeCode::ScopeTasksOverflow,
+        RuntimeCode::AsyncRegistrationFailed,
+    ] {
+        assert_rule(latched(code), Class::Poison, Rule::LatchedRuntimeInternal);
+    }
+}
+
+#[test]
+fn unknown_latched_codes_poison() {
+    for raw in [-1, 12, 99, 105, i32::MIN] {
+        let code = RuntimeCode::from_value(raw).unwrap();
+        assert_rule(latched(code), Class::Poison, Rule::LatchedUnknown);
+    }
+}
+
+#[test]
+fn the_latch_source_does_not_change_the_class() {
+    for code in RuntimeCode::ALL
+        .into_iter()
+        .chain([RuntimeCode::Unknown(7777)])
+    {
+        let orch = classify(&latched(code));
+        let sched = classify(&Failure::Latched(Latch {
+            source: LatchSource::Sched,
+            code,
+        }));
+        assert_eq!(orch, sched, "{code}");
+    }
+}
+
+#[test]
+fn device_fault_codes_poison_at_every_run_and_recovery_stage_and_launch_progress() {
+    let faults = AclCode::ALL
+        .into_iter()
+        .chain([AclCode::Unknown(507_777)])
+        .filter(|c| c.is_device_fault());
+    for code in faults {
+        for stage in Stage::ALL.into_iter().filter(|s| *s != Stage::Upload) {
+            assert_rule(acl(stage, code), Class::Poison, Rule::DeviceFault);
+        }
+        for progress in LaunchProgress::ALL {
+            assert_rule(launch(progress, code), Class::Poison, Rule::DeviceFault);
+        }
+    }
+}
+
+#[test]
+fn memory_exhaustion_at_launch_poisons_but_a_parameter_error_fails_only_the_run() {
+    let oom = launch(LaunchProgress::NotStarted, AclCode::RtMemoryAllocation);
+    assert_rule(oom, Class::Poison, Rule::DeviceFault);
+    for code in [
+        AclCode::InvalidParam,
+        AclCode::RtParamInvalid,
+        AclCode::Unknown(107_555),
+    ] {
+        assert_rule(
+            launch(LaunchProgress::NotStarted, code),
+            Class::RunOnly,
+            Rule::LaunchNotStarted,
+        );
+    }
+}
+
+#[test]
+fn a_partial_launch_poisons_whatever_the_code() {
+    for code in non_fault_codes() {
+        assert_rule(
+            launch(LaunchProgress::Partial, code),
+            Class::Poison,
+            Rule::LaunchPartial,
+        );
+    }
+}
+
+#[test]
+fn aicore_and_aicpu_launch_stages_classify_like_not_started_and_partial() {
+    for code in AclCode::ALL
+        .into_iter()
+        .chain([AclCode::Unknown(1), AclCode::Unknown(507_001)])
+    {
+        for progress in LaunchProgress::ALL {
+            assert_eq!(
+                classify(&acl(progress.stage(), code)),
+                classify(&launch(progress, code)),
+                "{code} at {}",
+                progress.stage()
+            );
+        }
+    }
+}
+
+#[test]
+fn stream_create_or_destroy_failure_on_the_launch_path_fails_only_the_run() {
+    for stage in [Stage::StreamCreate, Stage::StreamDestroy] {
+        for code in non_fault_codes() {
+            assert_rule(acl(stage, code), Class::RunOnly, Rule::LaunchPathStream);
+        }
+    }
+}
+
+#[test]
+fn an_event_record_failure_poisons() {
+    for code in non_fault_codes() {
+        assert_rule(
+            acl(Stage::EventRecord, code),
+            Class::Poison,
+            Rule::EventRecordFailed,
+        );
+    }
+}
+
+#[test]
+fn an_event_wait_without_proven_completion_poisons_even_for_stream_not_complete() {
+    for code in non_fault_codes() {
+        assert_rule(
+            acl(Stage::EventWait, code),
+            Class::Poison,
+            Rule::EventWaitUnproven,
+        );
+    }
+    assert_rule(
+        acl(Stage::EventWait, AclCode::RtStreamNotComplete),
+        Class::Poison,
+        Rule::EventWaitUnproven,
+    );
+    // The wait timeout itself is a device-fault code, so it poisons through that row.
+    assert_rule(
+        acl(Stage::EventWait, AclCode::RtEventSyncTimeout),
+        Class::Poison,
+        Rule::DeviceFault,
+    );
+}
+
+#[test]
+fn stream_not_complete_outside_an_event_wait_follows_the_stage_rule() {
+    let code = AclCode::RtStreamNotComplete;
+    assert_rule(
+        acl(Stage::Prepare, code),
+        Class::RunOnly,
+        Rule::PrepareFailed,
+    );
+    assert_rule(
+        acl(Stage::CopyBack, code),
+        Class::RunOnly,
+        Rule::CopyBackFailed,
+    );
+    assert_rule(
+        acl(Stage::StreamDestroy, code),
+        Class::RunOnly,
+        Rule::LaunchPathStream,
+    );
+    assert_rule(
+        acl(Stage::StatusRead, code),
+        Class::Poison,
+        Rule::StatusReadFailed,
+    );
+}
+
+#[test]
+fn a_failed_status_read_poisons() {
+    for code in non_fault_codes() {
+        assert_rule(
+            acl(Stage::StatusRead, code),
+            Class::Poison,
+            Rule::StatusReadFailed,
+        );
+    }
+}
+
+#[test]
+fn copy_back_fails_only_the_run_with_a_host_code_and_poisons_with_a_device_code() {
+    for code in non_fault_codes() {
+        assert_rule(
+            acl(Stage::CopyBack, code),
+            Class::RunOnly,
+            Rule::CopyBackFailed,
+        );
+    }
+    assert_rule(
+        acl(Stage::CopyBack, AclCode::RtAicoreException),
+        Class::Poison,
+        Rule::DeviceFault,
+    );
+}
+
+#[test]
+fn a_failed_prepare_fails_only_the_run() {
+    for code in non_fault_codes() {
+        assert_rule(
+            acl(Stage::Prepare, code),
+            Class::RunOnly,
+            Rule::PrepareFailed,
+        );
+    }
+}
+
+#[test]
+fn any_failure_during_drain_reset_or_probe_poisons() {
+    for stage in [Stage::DeviceDrain, Stage::Reset, Stage::Probe] {
+        for code in non_fault_codes() {
+            assert_rule(acl(stage, code), Class::Poison, Rule::RecoveryFailed);
+        }
+    }
+}
+
+#[test]
+fn an_upload_failure_fails_only_the_publication_even_with_a_device_code() {
+    // A publication is a drain barrier with no run in flight: there is no run to name as a
+    // poison origin, and the next run's own calls surface a faulted device.
+    for code in AclCode::ALL
+        .into_iter()
+        .chain([AclCode::Unknown(507_777), AclCode::Unknown(1)])
+    {
+        assert_rule(acl(Stage::Upload, code), Class::RunOnly, Rule::UploadFailed);
+    }
+}
+
+#[test]
+fn a_host_wait_timeout_poisons() {
+    assert_rule(
+        Failure::HostWaitTimeout,
+        Class::Poison,
+        Rule::HostWaitTimeout,
+    );
+}
+
+#[test]
+fn a_copy_back_validation_failure_fails_only_the_run() {
+    assert_rule(
+        Failure::CopyBackValidation,
+        Class::RunOnly,
+        Rule::CopyBackValidation,
+    );
+}
+
+#[test]
+fn every_rule_is_reached_by_some_known_failure() {
+    let failures = known_failures();
+    for rule in Rule::ALL {
+        assert!(
+            failures.iter().any(|f| classify(f).rule == rule),
+            "no known failure reaches {rule}"
+        );
+    }
+}
+
+#[test]
+fn rule_names_are_unique_and_every_rule_has_a_reason() {
+    let mut names: Vec<&str> = Rule::ALL.iter().map(|r| r.name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), Rule::ALL.len());
+    for rule in Rule::ALL {
+        assert!(!rule.reason().is_empty(), "{rule}");
+    }
+}

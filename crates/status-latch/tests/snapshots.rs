@@ -1,0 +1,131 @@
+//! The rendered tables and failure lines, as reviewers read them. A policy or wording
+//! change shows up here as a diff.
+
+use status_latch::{
+    AclCode, Failure, HeaderLayout, Latch, LatchSource, LaunchProgress, RuntimeCode, Stage, Stall,
+    StallDetail, Status, classification_table, code_table, failure_line, layout_table,
+    status_codes_doc,
+};
+
+#[test]
+fn classification_table_snapshot() {
+    insta::assert_snapshot!(classification_table());
+}
+
+#[test]
+fn code_table_snapshot() {
+    insta::assert_snapshot!(code_table());
+}
+
+#[test]
+fn layout_table_snapshot() {
+    insta::assert_snapshot!(layout_table());
+}
+
+#[test]
+fn status_codes_doc_holds_the_layouts_and_both_tables() {
+    let doc = status_codes_doc();
+    for table in [code_table(), classification_table(), layout_table()] {
+        // Same rows; only the heading levels differ.
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).collect();
+        for row in rows {
+            assert!(doc.contains(row), "doc lacks row {row}");
+        }
+    }
+}
+
+#[test]
+fn failure_lines_snapshot() {
+    let tmr = HeaderLayout::TensormapAndRingbuffer;
+    let invalid_args = Failure::Latched(Latch {
+        source: LatchSource::Orch,
+        code: RuntimeCode::InvalidArgs,
+    });
+    let sched_timeout = Failure::Latched(Latch {
+        source: LatchSource::Sched,
+        code: RuntimeCode::SchedulerTimeout,
+    });
+    let stalled = Status {
+        sched: Some(RuntimeCode::SchedulerTimeout),
+        sched_thread: 2,
+        sched_bitmap: 0b110,
+        stall: Some(Stall {
+            detail: Some(StallDetail::DepDeadlock),
+            completed: 40,
+            total: 64,
+            running: 0,
+            ready: 0,
+            waiting: 24,
+            orch_done: 1,
+            task_id: 41,
+            core: 7,
+        }),
+        ..Status::clean(tmr)
+    };
+    let lines = [
+        failure_line(17, &invalid_args).to_string(),
+        failure_line(17, &invalid_args)
+            .with_status(Status {
+                orch: Some(RuntimeCode::InvalidArgs),
+                ..Status::clean(tmr)
+            })
+            .to_string(),
+        failure_line(18, &sched_timeout)
+            .with_status(stalled)
+            .to_string(),
+        failure_line(
+            19,
+            &Failure::Latched(Latch {
+                source: LatchSource::Orch,
+                code: RuntimeCode::Unknown(-3),
+            }),
+        )
+        .to_string(),
+        failure_line(
+            20,
+            &Failure::Acl {
+                stage: Stage::EventWait,
+                code: AclCode::RtEventSyncTimeout,
+            },
+        )
+        .to_string(),
+        failure_line(
+            21,
+            &Failure::Launch {
+                progress: LaunchProgress::NotStarted,
+                code: AclCode::RtMemoryAllocation,
+            },
+        )
+        .to_string(),
+        failure_line(
+            22,
+            &Failure::Launch {
+                progress: LaunchProgress::NotStarted,
+                code: AclCode::RtParamInvalid,
+            },
+        )
+        .to_string(),
+        failure_line(
+            23,
+            &Failure::Launch {
+                progress: LaunchProgress::Partial,
+                code: AclCode::RtParamInvalid,
+            },
+        )
+        .to_string(),
+        failure_line(
+            24,
+            &Failure::Acl {
+                stage: Stage::CopyBack,
+                code: AclCode::Unknown(123_456),
+            },
+        )
+        .to_string(),
+        failure_line(25, &Failure::HostWaitTimeout).to_string(),
+        failure_line(26, &Failure::CopyBackValidation).to_string(),
+    ];
+    for line in &lines {
+        assert!(!line.contains('\n'), "a failure line is one line: {line}");
+    }
+    insta::assert_snapshot!(lines.join("\n"));
+}

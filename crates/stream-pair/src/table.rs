@@ -1,0 +1,384 @@
+//! The transition table: every named representative state against every input, rendered
+//! by cloning the state and calling [`StreamPair::apply`], so the table is the code.
+
+use core::fmt::Write as _;
+
+use crate::{
+    Effects, Input, LaunchDepth, Owner, Readiness, Rejection, Retirement, Role, Step, StreamHandle,
+    StreamPair, StreamResult,
+};
+
+/// The front submission's owner in the representative states.
+const FRONT: Owner = Owner(1);
+/// The second submission's owner.
+const SECOND: Owner = Owner(2);
+/// An owner with no submission.
+const STRANGER: Owner = Owner(3);
+/// The AICPU stream's handle in the representative states.
+const H_AICPU: StreamHandle = StreamHandle(1);
+/// The AICore stream's handle.
+const H_AICORE: StreamHandle = StreamHandle(2);
+/// A handle no stream holds.
+const H_WRONG: StreamHandle = StreamHandle(9);
+/// A create failure code (driver internal).
+const CREATE_CODE: i32 = 507_899;
+/// A destroy failure code (destroy with pending tasks).
+const DESTROY_CODE: i32 = 507_901;
+/// The table's launch depth (a2a3's).
+pub(crate) const DEPTH: u8 = 2;
+
+/// Readies a cold pair with both creates succeeding.
+pub(crate) const OPEN: &[Input] = &[
+    Input::Ready,
+    Input::Created {
+        role: Role::Aicpu,
+        handle: H_AICPU,
+    },
+    Input::Created {
+        role: Role::Aicore,
+        handle: H_AICORE,
+    },
+];
+
+/// Starts a teardown whose AICPU destroy fails.
+const TEARDOWN_AICPU_FAILS: &[Input] = &[
+    Input::DestroyAll,
+    Input::DestroyFailed {
+        role: Role::Aicpu,
+        handle: H_AICPU,
+        code: DESTROY_CODE,
+    },
+];
+
+/// A named state of the machine, reached from a cold pair by a list of inputs (so every
+/// state in the table is reachable).
+pub(crate) struct Representative {
+    pub(crate) name: &'static str,
+    summary: &'static str,
+    pub(crate) reached_by: &'static [&'static [Input]],
+}
+
+pub(crate) const REPRESENTATIVES: &[Representative] = &[
+    Representative {
+        name: "cold",
+        summary: "No stream yet (new, or after a device reset); the first launch creates both.",
+        reached_by: &[],
+    },
+    Representative {
+        name: "creating",
+        summary: "The first `ready()` asked for both streams; both results are outstanding.",
+        reached_by: &[&[Input::Ready]],
+    },
+    Representative {
+        name: "ready idle",
+        summary: "Both streams live and fresh, nothing queued: the warm pair between runs.",
+        reached_by: &[OPEN],
+    },
+    Representative {
+        name: "ready, 1 queued",
+        summary: "One run submitted; a successor may still be submitted (depth 2).",
+        reached_by: &[OPEN, &[Input::Submit(FRONT)]],
+    },
+    Representative {
+        name: "ready, full",
+        summary: "Two runs submitted: the FIFO is at the launch depth.",
+        reached_by: &[OPEN, &[Input::Submit(FRONT), Input::Submit(SECOND)]],
+    },
+    Representative {
+        name: "stale idle",
+        summary: "A publication (or an `Unproven` retirement, or a failed replacement destroy) left the AICore stream stale; nothing queued, so the next `ready()` replaces it.",
+        reached_by: &[OPEN, &[Input::MarkStale]],
+    },
+    Representative {
+        name: "stale, 2 queued",
+        summary: "A publication while two runs are queued: the replacement waits for both retirements (draining).",
+        reached_by: &[
+            OPEN,
+            &[
+                Input::Submit(FRONT),
+                Input::Submit(SECOND),
+                Input::MarkStale,
+            ],
+        ],
+    },
+    Representative {
+        name: "replacement destroying",
+        summary: "The launch path is destroying the stale AICore stream; the AICPU stream stays.",
+        reached_by: &[OPEN, &[Input::MarkStale, Input::Ready]],
+    },
+    Representative {
+        name: "AICore creating",
+        summary: "The AICPU stream is live and the AICore stream is being created: a replacement whose stale predecessor is gone, a retry after a failed create, or a first readying whose AICPU answer came first.",
+        reached_by: &[
+            OPEN,
+            &[
+                Input::MarkStale,
+                Input::Ready,
+                Input::Destroyed {
+                    role: Role::Aicore,
+                    handle: H_AICORE,
+                },
+                Input::Ready,
+            ],
+        ],
+    },
+    Representative {
+        name: "half-ready",
+        summary: "The AICPU stream is live, the AICore stream is missing (its create failed, or its stale predecessor was just destroyed): not ready; the next `ready()` creates it.",
+        reached_by: &[&[
+            Input::Ready,
+            Input::Created {
+                role: Role::Aicpu,
+                handle: H_AICPU,
+            },
+            Input::CreateFailed {
+                role: Role::Aicore,
+                code: CREATE_CODE,
+            },
+        ]],
+    },
+    Representative {
+        name: "creating, published meanwhile",
+        summary: "A publication arrived while the AICore create was outstanding: the new stream will be stale and replaced before its first submission.",
+        reached_by: &[&[
+            Input::Ready,
+            Input::Created {
+                role: Role::Aicpu,
+                handle: H_AICPU,
+            },
+            Input::MarkStale,
+        ]],
+    },
+    Representative {
+        name: "closing",
+        summary: "`destroy_all()` asked for both destroys; both results are outstanding.",
+        reached_by: &[OPEN, &[Input::DestroyAll]],
+    },
+    Representative {
+        name: "closing, AICPU destroy failed",
+        summary: "One teardown destroy failed (its error is kept as the first error); the AICore result is outstanding.",
+        reached_by: &[OPEN, TEARDOWN_AICPU_FAILS],
+    },
+    Representative {
+        name: "closed, AICPU survivor",
+        summary: "The teardown finished with the AICPU destroy failed: the survivor stays stale, so a reuse destroys it before creating anew.",
+        reached_by: &[
+            OPEN,
+            TEARDOWN_AICPU_FAILS,
+            &[Input::Destroyed {
+                role: Role::Aicore,
+                handle: H_AICORE,
+            }],
+        ],
+    },
+];
+
+/// The inputs of the table, with representative payloads, in column order.
+const INPUTS: &[Input] = &[
+    Input::Ready,
+    Input::Submit(STRANGER),
+    Input::Submit(FRONT),
+    Input::Withdraw(FRONT),
+    Input::Withdraw(SECOND),
+    Input::Withdraw(STRANGER),
+    Input::Retire(FRONT, Retirement::Complete),
+    Input::Retire(FRONT, Retirement::Unproven),
+    Input::Retire(SECOND, Retirement::Complete),
+    Input::Retire(SECOND, Retirement::Unproven),
+    Input::Retire(STRANGER, Retirement::Unproven),
+    Input::MarkStale,
+    Input::Created {
+        role: Role::Aicpu,
+        handle: H_AICPU,
+    },
+    Input::Created {
+        role: Role::Aicore,
+        handle: H_AICORE,
+    },
+    Input::Created {
+        role: Role::Aicore,
+        handle: H_AICPU,
+    },
+    Input::CreateFailed {
+        role: Role::Aicpu,
+        code: CREATE_CODE,
+    },
+    Input::CreateFailed {
+        role: Role::Aicore,
+        code: CREATE_CODE,
+    },
+    Input::Destroyed {
+        role: Role::Aicpu,
+        handle: H_AICPU,
+    },
+    Input::Destroyed {
+        role: Role::Aicore,
+        handle: H_AICORE,
+    },
+    Input::Destroyed {
+        role: Role::Aicore,
+        handle: H_WRONG,
+    },
+    Input::DestroyFailed {
+        role: Role::Aicpu,
+        handle: H_AICPU,
+        code: DESTROY_CODE,
+    },
+    Input::DestroyFailed {
+        role: Role::Aicore,
+        handle: H_AICORE,
+        code: DESTROY_CODE,
+    },
+    Input::DestroyAll,
+    Input::Abandon,
+];
+
+const LEGEND: &str = "\
+# Stream pair: transition table
+
+Every named state of `stream_pair::StreamPair` against every input, computed by cloning
+the state and calling `StreamPair::apply` (launch depth 2). Rendered by
+`stream_pair::transition_table()`; a snapshot test holds it.
+
+- **Input**: the `Input` applied, with a representative payload. `run 1` owns the front
+  submission, `run 2` the second, `run 3` has none. `h1` is the AICPU stream's handle,
+  `h2` the AICore stream's, `h9` a handle no stream holds. Codes: 507899 for a failed
+  create, 507901 for a failed destroy.
+- **Reply**: what `apply` returns: the readiness (`Ready`, `Pending`, `Draining`,
+  `Closing`), a step, a retirement report, a result report, or `rejected: <Rejection>`.
+  A rejected input changes nothing.
+- **Effects**: the effects emitted, in the order the backend runs them; `-` for none. Only
+  `Ready` emits creates and replacement destroys; only `DestroyAll` emits teardown destroys.
+- **Next state**: a named state in bold, `unchanged`, or the full state.
+- **State**: `aicpu <stream>; aicore <stream>; queue [<owners, front first>]`, then
+  `closing` while a teardown waits for results. A stream is `absent`, `creating`, `live hN`
+  or `destroying hN`; `(stale)` means it must be destroyed and recreated before the next
+  submission (a stale AICore stream is a pending replacement).
+";
+
+/// The Markdown transition table of the stream pair: every named state against every input.
+pub fn transition_table() -> String {
+    let states: Vec<(&Representative, StreamPair)> = REPRESENTATIVES
+        .iter()
+        .map(|representative| (representative, reach(representative)))
+        .collect();
+    let mut out = String::from(LEGEND);
+    out.push_str("\n## States\n\n| State | Full state | Meaning |\n|---|---|---|\n");
+    for (representative, pair) in &states {
+        let _ = writeln!(
+            out,
+            "| [{name}](#{anchor}) | `{pair}` | {summary} |",
+            name = representative.name,
+            anchor = anchor(representative.name),
+            summary = representative.summary,
+        );
+    }
+    for (representative, pair) in &states {
+        let _ = write!(
+            out,
+            "\n## {name}\n\n{summary}\n\nState: `{pair}`\n\n\
+             | Input | Reply | Effects | Next state |\n|---|---|---|---|\n",
+            name = representative.name,
+            summary = representative.summary,
+        );
+        for input in INPUTS {
+            let mut next = pair.clone();
+            let outcome = next.apply(*input);
+            let (reply, effects) = render_outcome(&outcome);
+            let next_state = if outcome.is_err() || next == *pair {
+                String::from("unchanged")
+            } else {
+                name_of(&next, &states)
+            };
+            let _ = writeln!(out, "| {input} | {reply} | {effects} | {next_state} |");
+        }
+    }
+    out
+}
+
+fn reach(representative: &Representative) -> StreamPair {
+    let mut pair = StreamPair::new(LaunchDepth(DEPTH));
+    for input in representative
+        .reached_by
+        .iter()
+        .flat_map(|inputs| inputs.iter())
+    {
+        // A refused step would show in the snapshot as a wrong state description.
+        let _ = pair.apply(*input);
+    }
+    pair
+}
+
+/// The bold name of the representative with the same description, or the description.
+fn name_of(pair: &StreamPair, states: &[(&Representative, StreamPair)]) -> String {
+    let description = pair.to_string();
+    states
+        .iter()
+        .find(|(_, known)| known.to_string() == description)
+        .map_or_else(
+            || format!("`{description}`"),
+            |(representative, _)| format!("**{}**", representative.name),
+        )
+}
+
+fn render_outcome(outcome: &Result<Step, Rejection>) -> (String, String) {
+    match outcome {
+        Err(rejection) => (format!("rejected: `{rejection:?}`"), String::from("-")),
+        Ok(Step::Readiness(readiness)) => match readiness {
+            Readiness::Ready { aicpu, aicore } => {
+                (format!("Ready ({aicpu}, {aicore})"), String::from("-"))
+            }
+            Readiness::Pending(effects) => (String::from("Pending"), render_effects(effects)),
+            Readiness::Draining => (String::from("Draining"), String::from("-")),
+            Readiness::Closing => (String::from("Closing"), String::from("-")),
+        },
+        Ok(Step::Submitted) => (String::from("submitted"), String::from("-")),
+        Ok(Step::Withdrawn) => (String::from("withdrawn"), String::from("-")),
+        Ok(Step::Retired(retired)) => (format!("retired: {retired:?}"), String::from("-")),
+        Ok(Step::MarkedStale) => (String::from("marked stale"), String::from("-")),
+        Ok(Step::Result(result)) => (render_result(result), String::from("-")),
+        Ok(Step::Teardown(effects)) if effects.is_empty() => {
+            (String::from("teardown: nothing live"), String::from("-"))
+        }
+        Ok(Step::Teardown(effects)) => (String::from("teardown"), render_effects(effects)),
+        Ok(Step::Abandoned) => (String::from("abandoned"), String::from("-")),
+    }
+}
+
+fn render_result(result: &StreamResult) -> String {
+    match result {
+        StreamResult::Created { role, handle } => format!("created {role} {handle}"),
+        StreamResult::CreateFailed(failure) => format!("create failed: {failure}"),
+        StreamResult::Destroyed { role } => format!("destroyed {role}"),
+        StreamResult::DestroyFailed { role, handle, code } => {
+            format!("destroy failed: {role} {handle} {code}")
+        }
+        StreamResult::TeardownFinished { first_error: None } => {
+            String::from("teardown finished, no error")
+        }
+        StreamResult::TeardownFinished {
+            first_error: Some(failure),
+        } => format!("teardown finished, first error {failure}"),
+    }
+}
+
+fn render_effects(effects: &Effects) -> String {
+    if effects.is_empty() {
+        return String::from("-");
+    }
+    let rendered: Vec<String> = effects.iter().map(ToString::to_string).collect();
+    rendered.join("; ")
+}
+
+/// The GitHub-style anchor of a heading.
+fn anchor(heading: &str) -> String {
+    heading
+        .chars()
+        .filter_map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '_' => Some(c),
+            'A'..='Z' => Some(c.to_ascii_lowercase()),
+            ' ' => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
