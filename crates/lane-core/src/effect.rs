@@ -1,0 +1,154 @@
+//! What the lane asks the backend to do ([`Lane::poll_effect`](crate::Lane::poll_effect)).
+//!
+//! Every effect is answered by exactly one [`Event`](crate::Event) that names what it
+//! answers (run and lease, stream role and handle, publication, recovery attempt).
+
+use status_latch::HeaderLayout;
+use stream_pair::{Role, StreamHandle};
+
+use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
+
+/// One thing the backend must do. Effects come out in the order the lane decided them; the
+/// backend executes them in that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Prepare `run` into its slot: host runtime buffer, arena bank, args upload. Touches no
+    /// stream (L-4). Answered by `Prepared`, `PrepareIncompatible` or `PrepareFailed`.
+    ///
+    /// A failed prepare may leave per-run resources behind: the lane always follows it with
+    /// [`Effect::FinaliseRun`], which frees them.
+    PrepareRun {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// Whether the run collects diagnostics (it then runs alone, at depth one).
+        diagnostics: bool,
+    },
+    /// Create one stream of the pair. Answered by `StreamCreated` or `StreamCreateFailed`.
+    CreateStream {
+        /// Which stream.
+        role: Role,
+    },
+    /// Destroy one stream of the pair (no pre-destroy sync: syncing an error-state stream
+    /// wedges later work). Answered by `StreamDestroyed` or `StreamDestroyFailed`.
+    DestroyStream {
+        /// Which stream.
+        role: Role,
+        /// Its handle.
+        handle: StreamHandle,
+    },
+    /// Launch `run` on the pair, in this order (L-5, L-13): arm the slot's timing buffer,
+    /// clear the slot's handshake, enqueue the AICore kernel on `aicore`, the AICPU kernel on
+    /// `aicpu`, then record the slot's completion event on each stream. Answered by
+    /// `Launched` or `LaunchFailed` (naming the step that failed).
+    LaunchRun {
+        /// The run.
+        run: RunId,
+        /// Its lease (selects the slot's timing buffer, handshake and events).
+        lease: Lease,
+        /// The AICPU stream.
+        aicpu: StreamHandle,
+        /// The AICore stream.
+        aicore: StreamHandle,
+    },
+    /// Wait (bounded) until both of the slot's completion events are complete (L-6). Never a
+    /// whole-stream synchronise. Answered by `Completed` or `CompletionFailed`; if neither
+    /// arrives by `deadline`, call [`Lane::handle_timeout`](crate::Lane::handle_timeout).
+    ///
+    /// Only the oldest launched run is awaited; the next await is emitted when it completes,
+    /// which is also when the next run's deadline starts (SPEC §5.4).
+    AwaitCompletion {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// When the host gives up (the lane then poisons: work may still be running).
+        deadline: Timestamp,
+    },
+    /// Read the run's status header and its timing buffer device-to-host (L-8, L-17).
+    /// Answered by `StatusRead` or `StatusReadFailed`.
+    ReadStatus {
+        /// The run.
+        run: RunId,
+        /// Its lease (selects the slot's header and timing buffer).
+        lease: Lease,
+        /// How to decode the header.
+        layout: HeaderLayout,
+    },
+    /// Finalise the run: copy outputs back when `copy_back` (only for a run whose verdict is
+    /// so far `Ok`), free the per-run resources, and release the slot's completion events for
+    /// reuse (L-7). Emitted exactly once for every run that was asked to prepare, on every
+    /// terminal path except a device reset. Answered by `Finalised` or `FinaliseFailed`.
+    FinaliseRun {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// Whether to copy outputs back (false on every failure or cancel path).
+        copy_back: bool,
+    },
+    /// Upload published AICore code (the lane has drained every earlier run first, L-12).
+    /// Answered by `Uploaded` or `UploadFailed`; either way the AICore stream is then stale.
+    UploadCode {
+        /// The publication.
+        publication: PublicationId,
+        /// What to upload.
+        code: CodeRef,
+    },
+    /// Recovery step 1: a bounded device drain. Its return code proves nothing (a drain can
+    /// succeed on a poisoned card). Answered by `DeviceDrained`.
+    DrainDevice {
+        /// Recovery attempt, from 1.
+        attempt: u8,
+        /// The bound.
+        timeout_ns: u64,
+    },
+    /// Recovery step 2: force-reset the device. The backend then forgets every stream and
+    /// event handle and every per-run resource without destroying them (they are dead after
+    /// a reset). Never a plain reset after a force reset. Answered by `ResetDone` or
+    /// `ResetFailed`.
+    ForceReset {
+        /// Recovery attempt, from 1.
+        attempt: u8,
+    },
+    /// Recovery step 3: prove the device usable (re-bind, create and destroy a stream, a
+    /// small alloc and free). Answered by `ProbePassed` or `ProbeFailed`.
+    Probe {
+        /// Recovery attempt, from 1.
+        attempt: u8,
+    },
+}
+
+impl Effect {
+    /// The run this effect is about, if any.
+    #[must_use]
+    pub const fn run(&self) -> Option<RunId> {
+        match *self {
+            Self::PrepareRun { run, .. }
+            | Self::LaunchRun { run, .. }
+            | Self::AwaitCompletion { run, .. }
+            | Self::ReadStatus { run, .. }
+            | Self::FinaliseRun { run, .. } => Some(run),
+            _ => None,
+        }
+    }
+
+    /// A short name for traces and tables.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::PrepareRun { .. } => "PrepareRun",
+            Self::CreateStream { .. } => "CreateStream",
+            Self::DestroyStream { .. } => "DestroyStream",
+            Self::LaunchRun { .. } => "LaunchRun",
+            Self::AwaitCompletion { .. } => "AwaitCompletion",
+            Self::ReadStatus { .. } => "ReadStatus",
+            Self::FinaliseRun { .. } => "FinaliseRun",
+            Self::UploadCode { .. } => "UploadCode",
+            Self::DrainDevice { .. } => "DrainDevice",
+            Self::ForceReset { .. } => "ForceReset",
+            Self::Probe { .. } => "Probe",
+        }
+    }
+}

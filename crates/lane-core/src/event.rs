@@ -1,0 +1,254 @@
+//! What the backend reports back ([`Lane::handle`](crate::Lane::handle)).
+
+use status_latch::{AclCode, Status};
+use stream_pair::{Role, StreamHandle};
+
+use crate::ids::{DeviceTiming, Lease, PublicationId, RunId};
+
+/// The launch step that failed, in launch order (L-5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LaunchStep {
+    /// Arming the slot's timing buffer or clearing its handshake: nothing reached a stream
+    /// (`NotStarted`).
+    Arm,
+    /// The AICore kernel launch: nothing reached a stream (`NotStarted`).
+    Aicore,
+    /// The AICPU kernel launch after the AICore kernel was enqueued: a spinning AICore is
+    /// orphaned (`Partial`, poison).
+    Aicpu,
+    /// Recording a completion event after both kernels were enqueued: nothing can prove the
+    /// run finished (poison).
+    RecordEvent,
+}
+
+/// Why finalisation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinaliseFailure {
+    /// Host-side validation of the copied-back outputs failed (run-only).
+    Validation,
+    /// The copy-back or a free returned an ACL code (poison when it names a device fault).
+    Acl(AclCode),
+}
+
+/// One backend report. Each answers exactly one [`Effect`](crate::Effect) and names what it
+/// answers; the lane rejects (and ignores) an event that answers nothing it asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The run is prepared into its slot.
+    Prepared {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+    },
+    /// The run cannot be prepared while its predecessor runs (the C++ runtime's -3, a shared
+    /// arena probe miss). Nothing was touched; the lane prepares it again once the
+    /// predecessor has its outcome, keeping its place and lease.
+    PrepareIncompatible {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+    },
+    /// Preparation failed.
+    PrepareFailed {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// The code prepare returned.
+        code: AclCode,
+    },
+    /// A stream of the pair was created.
+    StreamCreated {
+        /// Which stream.
+        role: Role,
+        /// Its new handle.
+        handle: StreamHandle,
+    },
+    /// Creating a stream failed.
+    StreamCreateFailed {
+        /// Which stream.
+        role: Role,
+        /// The code.
+        code: AclCode,
+    },
+    /// A stream was destroyed.
+    StreamDestroyed {
+        /// Which stream.
+        role: Role,
+        /// The destroyed handle.
+        handle: StreamHandle,
+    },
+    /// Destroying a stream failed; the handle is kept, stale, and destroyed again later.
+    StreamDestroyFailed {
+        /// Which stream.
+        role: Role,
+        /// The handle that survived.
+        handle: StreamHandle,
+        /// The code.
+        code: AclCode,
+    },
+    /// Both kernels were enqueued and both completion events recorded.
+    Launched {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+    },
+    /// A launch step failed; every later step was skipped.
+    LaunchFailed {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// The step that failed.
+        step: LaunchStep,
+        /// The code.
+        code: AclCode,
+    },
+    /// Both of the run's completion events are complete.
+    Completed {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+    },
+    /// The completion wait ended without proving completion (a host error, an event wait
+    /// timeout, a device fault code): poison, the work may still be running.
+    CompletionFailed {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// The code.
+        code: AclCode,
+    },
+    /// The run's status header and timing buffer were read and decoded.
+    StatusRead {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// The decoded header.
+        status: Status,
+        /// Device start and end from the slot's timing buffer.
+        timing: DeviceTiming,
+    },
+    /// Reading (or decoding) the status header failed: poison.
+    StatusReadFailed {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// The code.
+        code: AclCode,
+    },
+    /// The run is finalised and its slot's events are released.
+    Finalised {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+    },
+    /// Finalisation failed; the per-run resources and the slot's events are released anyway.
+    FinaliseFailed {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// What failed.
+        failure: FinaliseFailure,
+    },
+    /// The published code is on the device.
+    Uploaded {
+        /// The publication.
+        publication: PublicationId,
+    },
+    /// The upload failed.
+    UploadFailed {
+        /// The publication.
+        publication: PublicationId,
+        /// The code.
+        code: AclCode,
+    },
+    /// The bounded device drain returned (with whatever code; it proves nothing).
+    DeviceDrained {
+        /// Recovery attempt.
+        attempt: u8,
+    },
+    /// The force reset returned success.
+    ResetDone {
+        /// Recovery attempt.
+        attempt: u8,
+    },
+    /// The force reset failed.
+    ResetFailed {
+        /// Recovery attempt.
+        attempt: u8,
+        /// The code.
+        code: AclCode,
+    },
+    /// The probe proved the device usable.
+    ProbePassed {
+        /// Recovery attempt.
+        attempt: u8,
+    },
+    /// The probe failed.
+    ProbeFailed {
+        /// Recovery attempt.
+        attempt: u8,
+        /// The code.
+        code: AclCode,
+    },
+}
+
+impl Event {
+    /// The run this event is about, if any.
+    #[must_use]
+    pub const fn run(&self) -> Option<RunId> {
+        match *self {
+            Self::Prepared { run, .. }
+            | Self::PrepareIncompatible { run, .. }
+            | Self::PrepareFailed { run, .. }
+            | Self::Launched { run, .. }
+            | Self::LaunchFailed { run, .. }
+            | Self::Completed { run, .. }
+            | Self::CompletionFailed { run, .. }
+            | Self::StatusRead { run, .. }
+            | Self::StatusReadFailed { run, .. }
+            | Self::Finalised { run, .. }
+            | Self::FinaliseFailed { run, .. } => Some(run),
+            _ => None,
+        }
+    }
+
+    /// A short name for traces, errors and tables.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Prepared { .. } => "Prepared",
+            Self::PrepareIncompatible { .. } => "PrepareIncompatible",
+            Self::PrepareFailed { .. } => "PrepareFailed",
+            Self::StreamCreated { .. } => "StreamCreated",
+            Self::StreamCreateFailed { .. } => "StreamCreateFailed",
+            Self::StreamDestroyed { .. } => "StreamDestroyed",
+            Self::StreamDestroyFailed { .. } => "StreamDestroyFailed",
+            Self::Launched { .. } => "Launched",
+            Self::LaunchFailed { .. } => "LaunchFailed",
+            Self::Completed { .. } => "Completed",
+            Self::CompletionFailed { .. } => "CompletionFailed",
+            Self::StatusRead { .. } => "StatusRead",
+            Self::StatusReadFailed { .. } => "StatusReadFailed",
+            Self::Finalised { .. } => "Finalised",
+            Self::FinaliseFailed { .. } => "FinaliseFailed",
+            Self::Uploaded { .. } => "Uploaded",
+            Self::UploadFailed { .. } => "UploadFailed",
+            Self::DeviceDrained { .. } => "DeviceDrained",
+            Self::ResetDone { .. } => "ResetDone",
+            Self::ResetFailed { .. } => "ResetFailed",
+            Self::ProbePassed { .. } => "ProbePassed",
+            Self::ProbeFailed { .. } => "ProbeFailed",
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Identifiers and time: the small value types every other module speaks in.
+
+use core::fmt;
+use core::num::NonZeroU64;
+
+/// A point in time, in nanoseconds since an epoch the backend chooses.
+///
+/// The lane never reads a clock: every command and event carries `now`, and deadlines are
+/// computed from it. The simulator counts virtual nanoseconds; the ACL driver converts its
+/// monotonic clock in exactly one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub u64);
+
+impl Timestamp {
+    /// The timestamp `ns` nanoseconds later, saturating at the end of time.
+    #[must_use]
+    pub const fn after_ns(self, ns: u64) -> Self {
+        Self(self.0.saturating_add(ns))
+    }
+
+    /// Nanoseconds from `earlier` to `self`, zero if `earlier` is later.
+    #[must_use]
+    pub const fn since(self, earlier: Self) -> u64 {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}ns", self.0)
+    }
+}
+
+/// Identifies an accepted run. Minted by the lane in submission order, starting at 1.
+///
+/// Runs and publications draw from one sequence, so ids order every accepted item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RunId(pub u64);
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "run {}", self.0)
+    }
+}
+
+/// Identifies an accepted publication (an upload of new AICore code).
+///
+/// Drawn from the same sequence as [`RunId`], so ids order every accepted item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PublicationId(pub u64);
+
+impl fmt::Display for PublicationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "publication {}", self.0)
+    }
+}
+
+/// A pipeline slot: selects the per-run resources that preparation writes (host runtime
+/// buffer, arena bank, handshake region, completion events, timing buffer). Not a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SlotId(pub u8);
+
+impl fmt::Display for SlotId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "slot {}", self.0)
+    }
+}
+
+/// A lease generation: minted by the lane each time a slot is taken; never zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Generation(pub NonZeroU64);
+
+impl Generation {
+    /// The raw generation number (never zero).
+    #[must_use]
+    pub const fn get(self) -> u64 {
+        self.0.get()
+    }
+}
+
+/// A slot leased to one run: the slot and the generation minted when it was taken.
+///
+/// Every effect and event about a run carries its lease; an event whose lease is not the
+/// live one for that slot is stale and changes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Lease {
+    /// The slot.
+    pub slot: SlotId,
+    /// The generation minted when the slot was taken.
+    pub generation: Generation,
+}
+
+impl fmt::Display for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "slot {} gen {}", self.slot.0, self.generation.get())
+    }
+}
+
+/// Opaque reference to AICore code a publication uploads (the backend knows what it names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CodeRef(pub u64);
+
+/// A caller tag carried by a run request: the runtime's dispatch id. Two live runs may not
+/// share one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Tag(pub u64);
+
+/// Device-side start and end of a run, read from the run's own slot's timing buffer (L-17).
+///
+/// Values are in the device clock's nanoseconds; only differences between runs of one lane
+/// are meaningful (the inter-run gap is `next.start - prev.end`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DeviceTiming {
+    /// When the run's kernels started on the device.
+    pub start_ns: u64,
+    /// When the run's kernels ended on the device.
+    pub end_ns: u64,
+}

@@ -1,0 +1,189 @@
+//! What the lane reports for each accepted item ([`Lane::poll_outcome`](crate::Lane::poll_outcome)).
+
+use core::fmt;
+
+use status_latch::{Class, Classification, Failure, classify, failure_line};
+
+use crate::ids::{DeviceTiming, PublicationId, RunId, Tag};
+
+/// Why a run failed: the failure and its classification (through status-latch's one table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cause {
+    /// What happened: a latched runtime code, an ACL code at a stage, a launch progress, a
+    /// host wait timeout.
+    pub failure: Failure,
+    /// Its class and the documented reason for it.
+    pub classification: Classification,
+}
+
+impl Cause {
+    /// Classifies `failure`.
+    #[must_use]
+    pub fn of(failure: Failure) -> Self {
+        Self {
+            failure,
+            classification: classify(&failure),
+        }
+    }
+
+    /// `RunOnly` or `Poison`.
+    #[must_use]
+    pub const fn class(&self) -> Class {
+        self.classification.class
+    }
+
+    /// The one stable log line for this cause (run, stage, code, name, meaning, class, hint).
+    #[must_use]
+    pub fn line(&self, run: RunId) -> String {
+        failure_line(run.0, &self.failure).to_string()
+    }
+}
+
+/// The one final outcome of a run (SPEC §2 "verdict").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The run completed, its latch was clean and it was finalised.
+    Ok,
+    /// The run failed. When `cause.class()` is `Poison`, this run is the origin of a device
+    /// poison: it gets its own cause and every other run taken down gets [`Verdict::Poisoned`].
+    Failed {
+        /// Why.
+        cause: Cause,
+    },
+    /// The run was taken down by a device failure that another run caused.
+    Poisoned {
+        /// The origin run's cause.
+        cause: Cause,
+        /// The run whose failure poisoned the device.
+        origin: RunId,
+    },
+    /// The run was never launched: the lane was closed first.
+    Cancelled,
+}
+
+impl Verdict {
+    /// Whether this is `Ok`.
+    #[must_use]
+    pub const fn is_ok(&self) -> bool {
+        matches!(self, Self::Ok)
+    }
+
+    /// The cause, for `Failed` and `Poisoned`.
+    #[must_use]
+    pub const fn cause(&self) -> Option<&Cause> {
+        match self {
+            Self::Failed { cause } | Self::Poisoned { cause, .. } => Some(cause),
+            Self::Ok | Self::Cancelled => None,
+        }
+    }
+
+    /// A short name for traces and tables.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Ok => "Ok",
+            Self::Failed { .. } => "Failed",
+            Self::Poisoned { .. } => "Poisoned",
+            Self::Cancelled => "Cancelled",
+        }
+    }
+}
+
+/// A run's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// The run.
+    pub run: RunId,
+    /// The caller's tag, if the request carried one.
+    pub tag: Option<Tag>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Device start and end from the run's own timing buffer, when its status was read.
+    pub timing: Option<DeviceTiming>,
+}
+
+/// The result of a publication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PublicationResult {
+    /// The code is on the device; the next launch runs on a fresh AICore stream.
+    Uploaded,
+    /// The upload failed; the AICore stream is stale anyway and is replaced before the next
+    /// launch. Publish again to retry.
+    Failed {
+        /// Why.
+        cause: Cause,
+    },
+    /// The lane was closed before the upload started; nothing was uploaded.
+    Cancelled,
+    /// A device poison took the publication down before it uploaded; the device was reset,
+    /// so every callable must be published again after recovery.
+    Poisoned {
+        /// The origin run's cause.
+        cause: Cause,
+        /// The run whose failure poisoned the device.
+        origin: RunId,
+    },
+}
+
+/// A publication's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PublicationOutcome {
+    /// The publication.
+    pub publication: PublicationId,
+    /// What happened.
+    pub result: PublicationResult,
+}
+
+/// One outcome per accepted run or publication, delivered in submission order (L-2, L-14).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A run's verdict.
+    Run(RunOutcome),
+    /// A publication's result.
+    Publication(PublicationOutcome),
+}
+
+impl Outcome {
+    /// The sequence number of the item (runs and publications share one sequence).
+    #[must_use]
+    pub const fn seq(&self) -> u64 {
+        match self {
+            Self::Run(r) => r.run.0,
+            Self::Publication(p) => p.publication.0,
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Run(r) => match &r.verdict {
+                Verdict::Ok => write!(f, "{}: ok", r.run),
+                Verdict::Cancelled => write!(f, "{}: cancelled", r.run),
+                Verdict::Failed { cause } => write!(f, "{}", cause.line(r.run)),
+                Verdict::Poisoned { cause, origin } => write!(
+                    f,
+                    "{}: poisoned by {origin}: {}",
+                    r.run,
+                    cause.line(*origin)
+                ),
+            },
+            Self::Publication(p) => match &p.result {
+                PublicationResult::Uploaded => write!(f, "{}: uploaded", p.publication),
+                PublicationResult::Cancelled => write!(f, "{}: cancelled", p.publication),
+                PublicationResult::Failed { cause } => write!(
+                    f,
+                    "{}: upload failed: {}",
+                    p.publication,
+                    cause.line(RunId(p.publication.0))
+                ),
+                PublicationResult::Poisoned { cause, origin } => write!(
+                    f,
+                    "{}: poisoned by {origin}: {}",
+                    p.publication,
+                    cause.line(*origin)
+                ),
+            },
+        }
+    }
+}

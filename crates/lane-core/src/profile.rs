@@ -1,0 +1,317 @@
+//! Per-chip capabilities as data (SPEC §2 "profile", L-3): depth is never a code path.
+
+use status_latch::HeaderLayout;
+use stream_pair::LaunchDepth;
+use thiserror::Error;
+
+/// Most pipeline slots a lane supports (inline storage is sized for it).
+pub const MAX_SLOTS: u8 = 4;
+
+/// Most publications that may wait in the lane at once; the next `publish` is refused with
+/// [`PublishError::Full`](crate::PublishError::Full).
+pub const MAX_PENDING_PUBLICATIONS: usize = 2;
+
+/// Host completion wait default: 50 s (SPEC L-6), above the 45 s device op timeout so the
+/// device's own timeout fires first and the host sees the real code.
+pub const DEFAULT_COMPLETION_TIMEOUT_NS: u64 = 50_000_000_000;
+
+/// Device op-execute timeout default: 45 s (SPEC L-6), below the host wait.
+pub const DEFAULT_DEVICE_OP_TIMEOUT_NS: u64 = 45_000_000_000;
+
+/// Bounded device drain before a force reset (SPEC §5.3); its return code proves nothing.
+pub const DEFAULT_DRAIN_TIMEOUT_NS: u64 = 10_000_000_000;
+
+/// Force-reset + probe attempts before the lane is declared lost (SPEC §5.3).
+pub const DEFAULT_RECOVERY_ATTEMPTS: u8 = 3;
+
+/// What a chip and runtime can do, as data.
+///
+/// Build one with [`Profile::a2a3`], [`Profile::a5`] or [`Profile::custom`]; every field is
+/// validated once there, so the lane never meets an impossible profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Profile {
+    name: &'static str,
+    slots: u8,
+    launch_depth: LaunchDepth,
+    concurrent_prepare: bool,
+    header: HeaderLayout,
+    completion_timeout_ns: u64,
+    device_op_timeout_ns: u64,
+    drain_timeout_ns: u64,
+    recovery_attempts: u8,
+}
+
+/// Why a custom profile was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum ProfileError {
+    /// Slots must be between 1 and [`MAX_SLOTS`].
+    #[error("a profile needs 1..={max} slots, got {got}; use 2 for a2a3 and a5", max = MAX_SLOTS)]
+    Slots {
+        /// The refused value.
+        got: u8,
+    },
+    /// Launch depth must be between 1 and the slot count (every launched run holds a slot).
+    #[error(
+        "launch depth {depth} is outside 1..={slots} (the slot count); lower the depth or add slots"
+    )]
+    Depth {
+        /// The refused depth.
+        depth: u8,
+        /// The profile's slot count.
+        slots: u8,
+    },
+    /// The device op timeout must be below the host completion timeout (SPEC L-6), or a hung
+    /// kernel keeps running after the host gives up and the host never sees the real code.
+    #[error(
+        "device op timeout {device_ns}ns must be below the host completion timeout {host_ns}ns; lower the op timeout"
+    )]
+    Timeouts {
+        /// Device op timeout.
+        device_ns: u64,
+        /// Host completion timeout.
+        host_ns: u64,
+    },
+    /// At least one recovery attempt is needed.
+    #[error("recovery needs at least one attempt; the default is {default}", default = DEFAULT_RECOVERY_ATTEMPTS)]
+    RecoveryAttempts,
+}
+
+/// The fields of a custom profile, so a call site names what it sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProfileSpec {
+    /// Shown in traces and reports.
+    pub name: &'static str,
+    /// Pipeline slots (1..=[`MAX_SLOTS`]).
+    pub slots: u8,
+    /// Runs launched on the pair at once (1..=slots).
+    pub launch_depth: u8,
+    /// Whether a successor may be prepared while its predecessor runs.
+    pub concurrent_prepare: bool,
+    /// The runtime's status header layout.
+    pub header: HeaderLayout,
+    /// Host wait for one run's completion, from when it became the oldest in flight.
+    pub completion_timeout_ns: u64,
+    /// Device op-execute timeout the backend programs (below the host wait).
+    pub device_op_timeout_ns: u64,
+    /// Bounded device drain before a force reset.
+    pub drain_timeout_ns: u64,
+    /// Force-reset + probe attempts before the lane is lost.
+    pub recovery_attempts: u8,
+}
+
+impl Profile {
+    /// Ascend 910B/910C: two slots, launch depth two (run N+1 is launched while N executes),
+    /// concurrent prepare, tensormap_and_ringbuffer header.
+    #[must_use]
+    pub fn a2a3() -> Self {
+        Self::from_valid(ProfileSpec {
+            name: "a2a3",
+            slots: 2,
+            launch_depth: 2,
+            ..Self::default_spec()
+        })
+    }
+
+    /// Ascend 950: two slots, launch depth one (N+1 may be prepared while N runs and launches
+    /// after N retired), tensormap_and_ringbuffer header.
+    #[must_use]
+    pub fn a5() -> Self {
+        Self::from_valid(ProfileSpec {
+            name: "a5",
+            slots: 2,
+            launch_depth: 1,
+            ..Self::default_spec()
+        })
+    }
+
+    /// The a2a3 defaults as a spec to start a custom profile from.
+    #[must_use]
+    pub const fn default_spec() -> ProfileSpec {
+        ProfileSpec {
+            name: "custom",
+            slots: 2,
+            launch_depth: 2,
+            concurrent_prepare: true,
+            header: HeaderLayout::TensormapAndRingbuffer,
+            completion_timeout_ns: DEFAULT_COMPLETION_TIMEOUT_NS,
+            device_op_timeout_ns: DEFAULT_DEVICE_OP_TIMEOUT_NS,
+            drain_timeout_ns: DEFAULT_DRAIN_TIMEOUT_NS,
+            recovery_attempts: DEFAULT_RECOVERY_ATTEMPTS,
+        }
+    }
+
+    /// A validated custom profile.
+    pub fn custom(spec: ProfileSpec) -> Result<Self, ProfileError> {
+        if spec.slots == 0 || spec.slots > MAX_SLOTS {
+            return Err(ProfileError::Slots { got: spec.slots });
+        }
+        if spec.launch_depth == 0 || spec.launch_depth > spec.slots {
+            return Err(ProfileError::Depth {
+                depth: spec.launch_depth,
+                slots: spec.slots,
+            });
+        }
+        if spec.device_op_timeout_ns >= spec.completion_timeout_ns {
+            return Err(ProfileError::Timeouts {
+                device_ns: spec.device_op_timeout_ns,
+                host_ns: spec.completion_timeout_ns,
+            });
+        }
+        if spec.recovery_attempts == 0 {
+            return Err(ProfileError::RecoveryAttempts);
+        }
+        let launch_depth =
+            LaunchDepth::new(spec.launch_depth).map_err(|_| ProfileError::Depth {
+                depth: spec.launch_depth,
+                slots: spec.slots,
+            })?;
+        Ok(Self {
+            name: spec.name,
+            slots: spec.slots,
+            launch_depth,
+            concurrent_prepare: spec.concurrent_prepare,
+            header: spec.header,
+            completion_timeout_ns: spec.completion_timeout_ns,
+            device_op_timeout_ns: spec.device_op_timeout_ns,
+            drain_timeout_ns: spec.drain_timeout_ns,
+            recovery_attempts: spec.recovery_attempts,
+        })
+    }
+
+    fn from_valid(spec: ProfileSpec) -> Self {
+        match Self::custom(spec) {
+            Ok(profile) => profile,
+            // The presets are constants checked by `presets_are_valid` in the tests.
+            Err(e) => unreachable!("preset profile {} is invalid: {e}", spec.name),
+        }
+    }
+
+    /// This profile as a spec, to derive a variant (e.g. a shorter timeout in a test).
+    #[must_use]
+    pub const fn spec(&self) -> ProfileSpec {
+        ProfileSpec {
+            name: self.name,
+            slots: self.slots,
+            launch_depth: self.launch_depth.get(),
+            concurrent_prepare: self.concurrent_prepare,
+            header: self.header,
+            completion_timeout_ns: self.completion_timeout_ns,
+            device_op_timeout_ns: self.device_op_timeout_ns,
+            drain_timeout_ns: self.drain_timeout_ns,
+            recovery_attempts: self.recovery_attempts,
+        }
+    }
+
+    /// The profile's name.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+    /// Pipeline slots.
+    #[must_use]
+    pub const fn slots(&self) -> u8 {
+        self.slots
+    }
+    /// Runs launched on the pair at once.
+    #[must_use]
+    pub const fn launch_depth(&self) -> LaunchDepth {
+        self.launch_depth
+    }
+    /// Whether a successor may be prepared while its predecessor runs.
+    #[must_use]
+    pub const fn concurrent_prepare(&self) -> bool {
+        self.concurrent_prepare
+    }
+    /// The runtime's status header layout.
+    #[must_use]
+    pub const fn header(&self) -> HeaderLayout {
+        self.header
+    }
+    /// Host wait for one run's completion.
+    #[must_use]
+    pub const fn completion_timeout_ns(&self) -> u64 {
+        self.completion_timeout_ns
+    }
+    /// Device op-execute timeout.
+    #[must_use]
+    pub const fn device_op_timeout_ns(&self) -> u64 {
+        self.device_op_timeout_ns
+    }
+    /// Bounded device drain before a force reset.
+    #[must_use]
+    pub const fn drain_timeout_ns(&self) -> u64 {
+        self.drain_timeout_ns
+    }
+    /// Force-reset + probe attempts before the lane is lost.
+    #[must_use]
+    pub const fn recovery_attempts(&self) -> u8 {
+        self.recovery_attempts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_valid_and_differ_only_in_depth() {
+        let a2a3 = Profile::a2a3();
+        let a5 = Profile::a5();
+        assert_eq!(Profile::custom(a2a3.spec()), Ok(a2a3));
+        assert_eq!(Profile::custom(a5.spec()), Ok(a5));
+        assert_eq!(a2a3.launch_depth().get(), 2);
+        assert_eq!(a5.launch_depth().get(), 1);
+        assert_eq!((a2a3.slots(), a5.slots()), (2, 2));
+        assert!(a2a3.device_op_timeout_ns() < a2a3.completion_timeout_ns());
+    }
+
+    #[test]
+    fn custom_profile_refuses_depth_above_slots() {
+        let spec = ProfileSpec {
+            slots: 2,
+            launch_depth: 3,
+            ..Profile::default_spec()
+        };
+        assert_eq!(
+            Profile::custom(spec),
+            Err(ProfileError::Depth { depth: 3, slots: 2 })
+        );
+    }
+
+    #[test]
+    fn custom_profile_refuses_zero_or_too_many_slots() {
+        for slots in [0, MAX_SLOTS + 1] {
+            let spec = ProfileSpec {
+                slots,
+                launch_depth: 1,
+                ..Profile::default_spec()
+            };
+            assert_eq!(
+                Profile::custom(spec),
+                Err(ProfileError::Slots { got: slots })
+            );
+        }
+    }
+
+    #[test]
+    fn custom_profile_refuses_device_timeout_at_or_above_host_wait() {
+        let spec = ProfileSpec {
+            device_op_timeout_ns: 50,
+            completion_timeout_ns: 50,
+            ..Profile::default_spec()
+        };
+        assert!(matches!(
+            Profile::custom(spec),
+            Err(ProfileError::Timeouts { .. })
+        ));
+    }
+
+    #[test]
+    fn custom_profile_refuses_zero_recovery_attempts() {
+        let spec = ProfileSpec {
+            recovery_attempts: 0,
+            ..Profile::default_spec()
+        };
+        assert_eq!(Profile::custom(spec), Err(ProfileError::RecoveryAttempts));
+    }
+}

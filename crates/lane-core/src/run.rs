@@ -1,0 +1,260 @@
+//! The per-run phase machine: one table, consulted by the lane for every phase change.
+//!
+//! A run moves `Queued → Preparing → Prepared → Launching → Launched → Awaiting →
+//! ReadingStatus → Finalising → Done`, may fall back from `Preparing` to `Queued` (an
+//! incompatible prepare), and reaches `Done` early on failure, cancel or device reset.
+//! [`step`] is the only place a phase changes; an input it refuses is an event the lane did
+//! not ask for, and the lane rejects that event without changing anything.
+
+use core::fmt::Write as _;
+
+use status_latch::Class;
+
+/// Where a run is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RunPhase {
+    /// Accepted with a lease; waiting for its turn to prepare.
+    Queued,
+    /// `PrepareRun` was emitted.
+    Preparing,
+    /// Prepared into its slot; waiting for its turn to launch.
+    Prepared,
+    /// `LaunchRun` was emitted; the run holds a submission on the stream pair.
+    Launching,
+    /// Both kernels and both completion events are enqueued.
+    Launched,
+    /// The oldest launched run: `AwaitCompletion` was emitted and its deadline runs.
+    Awaiting,
+    /// Completion proven (and its submission retired `Complete`); `ReadStatus` was emitted.
+    ReadingStatus,
+    /// The verdict is decided (pending finalisation); `FinaliseRun` was emitted.
+    Finalising,
+    /// Terminal: the verdict is final; the outcome is delivered in submission order.
+    Done,
+}
+
+impl RunPhase {
+    /// Every phase, in life order.
+    pub const ALL: [Self; 9] = [
+        Self::Queued,
+        Self::Preparing,
+        Self::Prepared,
+        Self::Launching,
+        Self::Launched,
+        Self::Awaiting,
+        Self::ReadingStatus,
+        Self::Finalising,
+        Self::Done,
+    ];
+
+    /// Whether the run holds a submission on the stream pair.
+    #[must_use]
+    pub const fn on_pair(self) -> bool {
+        matches!(self, Self::Launching | Self::Launched | Self::Awaiting)
+    }
+
+    /// Whether the run reached a stream (launch attempted or later, not yet done).
+    #[must_use]
+    pub const fn launched(self) -> bool {
+        matches!(
+            self,
+            Self::Launching
+                | Self::Launched
+                | Self::Awaiting
+                | Self::ReadingStatus
+                | Self::Finalising
+        )
+    }
+
+    /// Whether the run has its verdict.
+    #[must_use]
+    pub const fn is_done(self) -> bool {
+        matches!(self, Self::Done)
+    }
+}
+
+/// What can happen to a run: lane decisions and backend reports, with the class of a
+/// failure where it decides the next phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunInput {
+    /// The lane emits `PrepareRun`.
+    Prepare,
+    /// `Prepared` arrived.
+    Prepared,
+    /// `PrepareIncompatible` arrived: back to the queue, keeping place and lease.
+    Incompatible,
+    /// `PrepareFailed` arrived, classified.
+    PrepareFailed(Class),
+    /// The lane emits `LaunchRun` (the pair accepted the submission).
+    Launch,
+    /// Readying the pair for this run's launch failed (stream create or destroy), classified.
+    StreamsFailed(Class),
+    /// `Launched` arrived.
+    Launched,
+    /// `LaunchFailed` arrived, classified (`NotStarted` run-only, or poison).
+    LaunchFailed(Class),
+    /// The lane emits `AwaitCompletion` (the run became the oldest launched).
+    Await,
+    /// `Completed` arrived.
+    Completed,
+    /// `CompletionFailed` arrived (always poison).
+    CompletionFailed,
+    /// The completion deadline passed (always poison).
+    DeadlineExpired,
+    /// `StatusRead` arrived with a clean latch.
+    StatusClean,
+    /// `StatusRead` arrived with a latched code, classified.
+    StatusLatched(Class),
+    /// `StatusReadFailed` arrived (always poison).
+    StatusReadFailed,
+    /// `Finalised` arrived.
+    Finalised,
+    /// `FinaliseFailed` arrived, classified.
+    FinaliseFailed(Class),
+    /// The lane is closing: a run that did not launch is cancelled.
+    Cancel,
+    /// A device poison (this run's or another's): the device is reset, the run's resources are
+    /// abandoned, and it is done at once.
+    Abandon,
+}
+
+impl RunInput {
+    /// Every input with representative classes, in table order.
+    pub const ALL: [Self; 24] = [
+        Self::Prepare,
+        Self::Prepared,
+        Self::Incompatible,
+        Self::PrepareFailed(Class::RunOnly),
+        Self::PrepareFailed(Class::Poison),
+        Self::Launch,
+        Self::StreamsFailed(Class::RunOnly),
+        Self::StreamsFailed(Class::Poison),
+        Self::Launched,
+        Self::LaunchFailed(Class::RunOnly),
+        Self::LaunchFailed(Class::Poison),
+        Self::Await,
+        Self::Completed,
+        Self::CompletionFailed,
+        Self::DeadlineExpired,
+        Self::StatusClean,
+        Self::StatusLatched(Class::RunOnly),
+        Self::StatusLatched(Class::Poison),
+        Self::StatusReadFailed,
+        Self::Finalised,
+        Self::FinaliseFailed(Class::RunOnly),
+        Self::FinaliseFailed(Class::Poison),
+        Self::Cancel,
+        Self::Abandon,
+    ];
+}
+
+/// Why [`step`] refused an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// The run is not in a phase where this input can happen (the lane did not ask for it,
+    /// or it was already answered).
+    NotExpected,
+    /// A launched run is never cancelled: it finishes, and close waits for it.
+    LaunchedRunsFinish,
+    /// The run is done; nothing changes it any more.
+    AlreadyDone,
+}
+
+impl Refusal {
+    /// A one-line reason for tables and errors.
+    #[must_use]
+    pub const fn reason(self) -> &'static str {
+        match self {
+            Self::NotExpected => "not expected in this phase",
+            Self::LaunchedRunsFinish => "launched runs finish; close waits for them",
+            Self::AlreadyDone => "the run is done",
+        }
+    }
+}
+
+/// The one transition function of a run: the next phase, or why the input is refused.
+///
+/// A poison-class failure leads to `Done` directly: the device is reset, so no further
+/// effect is issued for the run (its resources are abandoned with the device's).
+pub const fn step(phase: RunPhase, input: RunInput) -> Result<RunPhase, Refusal> {
+    use RunInput as I;
+    use RunPhase as P;
+    let next = match (phase, input) {
+        (P::Done, _) => return Err(Refusal::AlreadyDone),
+        (_, I::Abandon) => P::Done,
+
+        (P::Queued, I::Prepare) => P::Preparing,
+        (P::Queued, I::Cancel) => P::Done,
+
+        (P::Preparing, I::Prepared) => P::Prepared,
+        (P::Preparing, I::Incompatible) => P::Queued,
+        (P::Preparing, I::PrepareFailed(Class::RunOnly)) => P::Finalising,
+        (P::Preparing, I::PrepareFailed(Class::Poison)) => P::Done,
+        // Cancel while the prepare is out: remembered by the lane, the phase stays.
+        (P::Preparing, I::Cancel) => P::Preparing,
+
+        (P::Prepared, I::Launch) => P::Launching,
+        (P::Prepared, I::StreamsFailed(Class::RunOnly)) => P::Finalising,
+        (P::Prepared, I::StreamsFailed(Class::Poison)) => P::Done,
+        (P::Prepared, I::Cancel) => P::Finalising,
+
+        (P::Launching, I::Launched) => P::Launched,
+        (P::Launching, I::LaunchFailed(Class::RunOnly)) => P::Finalising,
+        (P::Launching, I::LaunchFailed(Class::Poison)) => P::Done,
+
+        (P::Launched, I::Await) => P::Awaiting,
+
+        (P::Awaiting, I::Completed) => P::ReadingStatus,
+        (P::Awaiting, I::CompletionFailed | I::DeadlineExpired) => P::Done,
+
+        (P::ReadingStatus, I::StatusClean | I::StatusLatched(Class::RunOnly)) => P::Finalising,
+        (P::ReadingStatus, I::StatusLatched(Class::Poison) | I::StatusReadFailed) => P::Done,
+
+        (P::Finalising, I::Finalised | I::FinaliseFailed(_)) => P::Done,
+
+        (
+            P::Launching | P::Launched | P::Awaiting | P::ReadingStatus | P::Finalising,
+            I::Cancel,
+        ) => {
+            return Err(Refusal::LaunchedRunsFinish);
+        }
+        _ => return Err(Refusal::NotExpected),
+    };
+    Ok(next)
+}
+
+/// The per-run phase machine as a Markdown table: every (phase, input) pair.
+#[must_use]
+pub fn run_phase_table() -> String {
+    let mut out = String::new();
+    out.push_str("# Run phase machine\n\n");
+    out.push_str(
+        "Rendered from `lane_core::run::step`, the only place a run's phase changes. One row \
+         per (phase, input) pair. `RunOnly`/`Poison` is the class status-latch gives the \
+         failure. A refused input is an event the lane did not ask for: the lane rejects it \
+         with a typed error and changes nothing.\n\n",
+    );
+    out.push_str("| phase | input | next phase |\n|---|---|---|\n");
+    for phase in RunPhase::ALL {
+        for input in RunInput::ALL {
+            let next = match step(phase, input) {
+                Ok(next) if next == phase => format!("{next:?} (unchanged)"),
+                Ok(next) => format!("**{next:?}**"),
+                Err(refusal) => format!("refused: {}", refusal.reason()),
+            };
+            let _ = writeln!(out, "| {phase:?} | {} | {next} |", input_label(input));
+        }
+    }
+    out
+}
+
+fn input_label(input: RunInput) -> String {
+    match input {
+        RunInput::PrepareFailed(c) => format!("PrepareFailed({c:?})"),
+        RunInput::StreamsFailed(c) => format!("StreamsFailed({c:?})"),
+        RunInput::LaunchFailed(c) => format!("LaunchFailed({c:?})"),
+        RunInput::StatusLatched(c) => format!("StatusLatched({c:?})"),
+        RunInput::FinaliseFailed(c) => format!("FinaliseFailed({c:?})"),
+        other => format!("{other:?}"),
+    }
+}

@@ -1,0 +1,319 @@
+//! The lane-level machine: admission, poison and recovery, close.
+//!
+//! [`lane_step`] is the only place the lane's state changes; the lane consults it for every
+//! command and every recovery event, so the rendered [`lane_state_table`] is exactly what
+//! the lane does.
+
+use core::fmt::Write as _;
+
+/// A step of device recovery (SPEC §5.3): a bounded drain, a force reset, a probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RecoveryStep {
+    /// `DrainDevice` was emitted.
+    Drain,
+    /// `ForceReset` was emitted.
+    Reset,
+    /// `Probe` was emitted.
+    Probe,
+}
+
+/// What the lane does once recovery is confirmed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AfterRecovery {
+    /// Reopen for submissions (fresh streams at the next launch).
+    Reopen,
+    /// `close` was called meanwhile: finish closing.
+    Close,
+}
+
+/// The lane's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneState {
+    /// Accepting runs and publications.
+    Open,
+    /// A run poisoned the device: every live item has its verdict, handles are abandoned,
+    /// and recovery runs. Submissions are refused until it is confirmed.
+    Recovering {
+        /// The step in flight.
+        step: RecoveryStep,
+        /// The attempt, from 1.
+        attempt: u8,
+        /// What follows a confirmed recovery.
+        then: AfterRecovery,
+    },
+    /// Recovery failed every attempt: the device could not be proven usable. Every submit
+    /// is refused; the lane can only be closed.
+    Lost,
+    /// `close` was called: admission is stopped, launched runs finish, the rest are cancelled.
+    Closing,
+    /// Every item has its outcome; the stream pair is being destroyed.
+    ReleasingStreams,
+    /// Closed: nothing more happens.
+    Closed,
+}
+
+/// An input to the lane-level machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneInput {
+    /// A `submit` (or `reserve`).
+    Submit,
+    /// A `publish`.
+    Publish,
+    /// A `close`.
+    Close,
+    /// A failure classified `Poison`.
+    Poison,
+    /// `DeviceDrained` arrived.
+    Drained,
+    /// `ResetDone` arrived.
+    ResetDone,
+    /// `ResetFailed` arrived.
+    ResetFailed,
+    /// `ProbePassed` arrived.
+    ProbePassed,
+    /// `ProbeFailed` arrived.
+    ProbeFailed,
+    /// Every accepted item has its outcome.
+    Idle,
+    /// Every stream of the pair is destroyed (or none was live).
+    StreamsReleased,
+}
+
+impl LaneInput {
+    /// Every input, in table order.
+    pub const ALL: [Self; 11] = [
+        Self::Submit,
+        Self::Publish,
+        Self::Close,
+        Self::Poison,
+        Self::Drained,
+        Self::ResetDone,
+        Self::ResetFailed,
+        Self::ProbePassed,
+        Self::ProbeFailed,
+        Self::Idle,
+        Self::StreamsReleased,
+    ];
+}
+
+/// Why [`lane_step`] refused an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneRefusal {
+    /// The lane is closing or closed.
+    Closed,
+    /// The lane is recovering the device.
+    Recovering,
+    /// The lane is lost.
+    Lost,
+    /// The input cannot happen in this state (an event the lane did not ask for).
+    NotExpected,
+}
+
+impl LaneRefusal {
+    /// A one-line reason for tables and errors.
+    #[must_use]
+    pub const fn reason(self) -> &'static str {
+        match self {
+            Self::Closed => "the lane is closed",
+            Self::Recovering => "the lane is recovering the device",
+            Self::Lost => "the lane is lost",
+            Self::NotExpected => "not expected in this state",
+        }
+    }
+}
+
+/// The one transition function of the lane. `attempts` is the profile's recovery budget.
+pub const fn lane_step(
+    state: LaneState,
+    input: LaneInput,
+    attempts: u8,
+) -> Result<LaneState, LaneRefusal> {
+    use LaneInput as I;
+    use LaneState as S;
+    use RecoveryStep as R;
+    let next = match (state, input) {
+        (S::Open, I::Submit | I::Publish | I::Idle) => S::Open,
+        (S::Open, I::Close) => S::Closing,
+        (S::Open, I::Poison) => S::Recovering {
+            step: R::Drain,
+            attempt: 1,
+            then: AfterRecovery::Reopen,
+        },
+
+        (S::Recovering { .. }, I::Submit | I::Publish) => return Err(LaneRefusal::Recovering),
+        (S::Recovering { step, attempt, .. }, I::Close) => S::Recovering {
+            step,
+            attempt,
+            then: AfterRecovery::Close,
+        },
+        (
+            S::Recovering {
+                step: R::Drain,
+                attempt,
+                then,
+            },
+            I::Drained,
+        ) => S::Recovering {
+            step: R::Reset,
+            attempt,
+            then,
+        },
+        (
+            S::Recovering {
+                step: R::Reset,
+                attempt,
+                then,
+            },
+            I::ResetDone,
+        ) => S::Recovering {
+            step: R::Probe,
+            attempt,
+            then,
+        },
+        (
+            S::Recovering {
+                step: R::Reset,
+                attempt,
+                then,
+            },
+            I::ResetFailed,
+        )
+        | (
+            S::Recovering {
+                step: R::Probe,
+                attempt,
+                then,
+            },
+            I::ProbeFailed,
+        ) => {
+            if attempt < attempts {
+                S::Recovering {
+                    step: R::Drain,
+                    attempt: attempt + 1,
+                    then,
+                }
+            } else {
+                S::Lost
+            }
+        }
+        (
+            S::Recovering {
+                step: R::Probe,
+                then: AfterRecovery::Reopen,
+                ..
+            },
+            I::ProbePassed,
+        ) => S::Open,
+        (
+            S::Recovering {
+                step: R::Probe,
+                then: AfterRecovery::Close,
+                ..
+            },
+            I::ProbePassed,
+        ) => S::Closing,
+
+        (S::Lost, I::Submit | I::Publish) => return Err(LaneRefusal::Lost),
+        (S::Lost, I::Close) => S::Closed,
+        (S::Lost, I::Idle) => S::Lost,
+
+        (S::Closing | S::ReleasingStreams | S::Closed, I::Submit | I::Publish) => {
+            return Err(LaneRefusal::Closed);
+        }
+        (S::Closing, I::Close) => S::Closing,
+        (S::Closing, I::Poison) => S::Recovering {
+            step: R::Drain,
+            attempt: 1,
+            then: AfterRecovery::Close,
+        },
+        (S::Closing, I::Idle) => S::ReleasingStreams,
+        (S::ReleasingStreams, I::Close | I::Idle) => S::ReleasingStreams,
+        (S::ReleasingStreams, I::StreamsReleased) => S::Closed,
+        (S::Closed, I::Close | I::Idle) => S::Closed,
+        _ => return Err(LaneRefusal::NotExpected),
+    };
+    Ok(next)
+}
+
+/// Representative states for the rendered table (recovery shown at attempt 1 and at the
+/// last attempt of the default budget of 3).
+const TABLE_STATES: [LaneState; 11] = [
+    LaneState::Open,
+    LaneState::Recovering {
+        step: RecoveryStep::Drain,
+        attempt: 1,
+        then: AfterRecovery::Reopen,
+    },
+    LaneState::Recovering {
+        step: RecoveryStep::Reset,
+        attempt: 1,
+        then: AfterRecovery::Reopen,
+    },
+    LaneState::Recovering {
+        step: RecoveryStep::Probe,
+        attempt: 1,
+        then: AfterRecovery::Reopen,
+    },
+    LaneState::Recovering {
+        step: RecoveryStep::Probe,
+        attempt: 1,
+        then: AfterRecovery::Close,
+    },
+    LaneState::Recovering {
+        step: RecoveryStep::Reset,
+        attempt: 3,
+        then: AfterRecovery::Reopen,
+    },
+    LaneState::Recovering {
+        step: RecoveryStep::Probe,
+        attempt: 3,
+        then: AfterRecovery::Reopen,
+    },
+    LaneState::Lost,
+    LaneState::Closing,
+    LaneState::ReleasingStreams,
+    LaneState::Closed,
+];
+
+fn state_label(state: LaneState) -> String {
+    match state {
+        LaneState::Recovering {
+            step,
+            attempt,
+            then,
+        } => {
+            format!("Recovering({step:?}, attempt {attempt}, then {then:?})")
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// The lane-level machine as a Markdown table: every (state, input) pair, with the default
+/// recovery budget of 3 attempts.
+#[must_use]
+pub fn lane_state_table() -> String {
+    let attempts = crate::profile::DEFAULT_RECOVERY_ATTEMPTS;
+    let mut out = String::new();
+    out.push_str("# Lane state machine\n\n");
+    out.push_str(
+        "Rendered from `lane_core::state::lane_step`, the only place the lane's state \
+         changes, with the default recovery budget of 3 attempts. `Submit`/`Publish`/`Close` \
+         are commands; `Poison` is any failure status-latch classifies `Poison`; the recovery \
+         inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
+         means every accepted item has its outcome; `StreamsReleased` means the pair is \
+         destroyed. A refused command returns a typed error; a refused event is rejected and \
+         changes nothing.\n\n",
+    );
+    out.push_str("| state | input | next state |\n|---|---|---|\n");
+    for state in TABLE_STATES {
+        for input in LaneInput::ALL {
+            let next = match lane_step(state, input, attempts) {
+                Ok(next) if next == state => format!("{} (unchanged)", state_label(next)),
+                Ok(next) => format!("**{}**", state_label(next)),
+                Err(refusal) => format!("refused: {}", refusal.reason()),
+            };
+            let _ = writeln!(out, "| {} | {input:?} | {next} |", state_label(state));
+        }
+    }
+    out
+}

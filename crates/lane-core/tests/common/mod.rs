@@ -1,0 +1,448 @@
+//! A scripted backend for scenario tests: it answers every effect at once with success,
+//! except completion awaits (held until the test completes the run) and the faults a test
+//! installs. Each scenario then reads as "command or event in → effects out".
+#![allow(dead_code, unreachable_pub)]
+
+use lane_core::status_latch::{AclCode, RuntimeCode, Status};
+use lane_core::stream_pair::{Role, StreamHandle};
+use lane_core::{
+    CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Lane, LaneState, LaunchStep, Lease,
+    Outcome, Profile, PublicationId, PublicationResult, RunId, RunOutcome, RunRequest, Timestamp,
+    Verdict,
+};
+
+/// A fault the scripted backend injects.
+#[derive(Clone, Copy, Debug)]
+pub enum Fault {
+    /// `PrepareRun` of this run fails with the code.
+    PrepareFails(u64, i32),
+    /// `PrepareRun` of this run answers incompatible the first `n` times.
+    PrepareIncompatible(u64, u32),
+    /// The next `n` creates of this stream fail with the code.
+    CreateFails(Role, i32, u32),
+    /// The next `n` destroys of this stream fail with the code.
+    DestroyFails(Role, i32, u32),
+    /// `LaunchRun` of this run fails at the step with the code.
+    LaunchFails(u64, LaunchStep, i32),
+    /// The run's status header latches this code (orchestrator latch).
+    Latch(u64, RuntimeCode),
+    /// `ReadStatus` of this run fails with the code.
+    StatusReadFails(u64, i32),
+    /// `FinaliseRun` of this run fails.
+    FinaliseFails(u64, FinaliseFailure),
+    /// `UploadCode` of this publication fails with the code.
+    UploadFails(u64, i32),
+    /// The next `n` force resets fail with the code.
+    ResetFails(i32, u32),
+    /// The next `n` probes fail with the code.
+    ProbeFails(i32, u32),
+}
+
+pub fn code(raw: i32) -> AclCode {
+    AclCode::from_raw(raw).expect("non-zero code")
+}
+
+pub struct Harness {
+    pub lane: Lane,
+    pub now: Timestamp,
+    next_handle: u64,
+    /// Awaits the lane asked for and the test has not answered yet.
+    pub awaiting: Vec<(RunId, Lease, Timestamp)>,
+    pub outcomes: Vec<Outcome>,
+    pub faults: Vec<Fault>,
+    /// Every effect, rendered, since the last `take`.
+    pub log: Vec<String>,
+    /// Every event the lane rejected.
+    pub rejected: Vec<String>,
+}
+
+impl Harness {
+    pub fn new(profile: Profile) -> Self {
+        Self {
+            lane: Lane::new(profile),
+            now: Timestamp(0),
+            next_handle: 100,
+            awaiting: Vec::new(),
+            outcomes: Vec::new(),
+            faults: Vec::new(),
+            log: Vec::new(),
+            rejected: Vec::new(),
+        }
+    }
+
+    pub fn a2a3() -> Self {
+        Self::new(Profile::a2a3())
+    }
+
+    pub fn a5() -> Self {
+        Self::new(Profile::a5())
+    }
+
+    pub fn fault(&mut self, fault: Fault) -> &mut Self {
+        self.faults.push(fault);
+        self
+    }
+
+    /// Advances the clock.
+    pub fn tick(&mut self, ns: u64) {
+        self.now = self.now.after_ns(ns);
+    }
+
+    /// Submits and pumps; panics on refusal.
+    pub fn submit(&mut self, request: RunRequest) -> RunId {
+        let run = self
+            .lane
+            .submit(self.now, request)
+            .expect("submit accepted");
+        self.pump();
+        run
+    }
+
+    pub fn run(&mut self) -> RunId {
+        self.submit(RunRequest::new())
+    }
+
+    pub fn publish(&mut self, code: u64) -> PublicationId {
+        let publication = self
+            .lane
+            .publish(self.now, CodeRef(code))
+            .expect("publish accepted");
+        self.pump();
+        publication
+    }
+
+    pub fn close(&mut self) -> lane_core::CloseReport {
+        let report = self.lane.close(self.now);
+        self.pump();
+        report
+    }
+
+    /// The effects seen since the last call, rendered, and clears them.
+    pub fn take(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Feeds an event directly (for robustness tests); returns whether it was accepted.
+    pub fn feed(&mut self, event: Event) -> Result<(), lane_core::EventError> {
+        let result = self.lane.handle(self.now, event);
+        self.lane
+            .check_invariants()
+            .expect("invariants after an event");
+        self.pump();
+        result
+    }
+
+    /// Answers the held await of `run` with `Completed`.
+    pub fn complete(&mut self, run: RunId) {
+        let idx = self
+            .awaiting
+            .iter()
+            .position(|(r, _, _)| *r == run)
+            .unwrap_or_else(|| panic!("{run} is not awaited; awaiting {:?}", self.awaiting));
+        let (run, lease, _) = self.awaiting.remove(idx);
+        self.answer(Event::Completed { run, lease });
+        self.pump();
+    }
+
+    /// Answers the held await of `run` with `CompletionFailed`.
+    pub fn fail_completion(&mut self, run: RunId, raw: i32) {
+        let idx = self
+            .awaiting
+            .iter()
+            .position(|(r, _, _)| *r == run)
+            .expect("awaited");
+        let (run, lease, _) = self.awaiting.remove(idx);
+        self.answer(Event::CompletionFailed {
+            run,
+            lease,
+            code: code(raw),
+        });
+        self.pump();
+    }
+
+    /// Completes awaited runs until none is awaited.
+    pub fn complete_all(&mut self) {
+        while let Some(&(run, _, _)) = self.awaiting.first() {
+            self.complete(run);
+        }
+    }
+
+    /// The lane's deadline passes.
+    pub fn expire(&mut self) {
+        let deadline = self.lane.poll_deadline().expect("a deadline");
+        self.now = deadline;
+        self.lane.handle_timeout(self.now);
+        self.lane
+            .check_invariants()
+            .expect("invariants after a timeout");
+        self.awaiting.clear();
+        self.pump();
+    }
+
+    /// The verdict of `run`, once delivered.
+    pub fn verdict(&self, run: RunId) -> Option<Verdict> {
+        self.outcomes.iter().find_map(|o| match o {
+            Outcome::Run(RunOutcome {
+                run: r, verdict, ..
+            }) if *r == run => Some(*verdict),
+            _ => None,
+        })
+    }
+
+    pub fn run_outcome(&self, run: RunId) -> Option<RunOutcome> {
+        self.outcomes.iter().find_map(|o| match o {
+            Outcome::Run(outcome) if outcome.run == run => Some(*outcome),
+            _ => None,
+        })
+    }
+
+    pub fn publication(&self, publication: PublicationId) -> Option<PublicationResult> {
+        self.outcomes.iter().find_map(|o| match o {
+            Outcome::Publication(p) if p.publication == publication => Some(p.result),
+            _ => None,
+        })
+    }
+
+    /// Sequence numbers of the outcomes delivered so far, in delivery order.
+    pub fn outcome_order(&self) -> Vec<u64> {
+        self.outcomes.iter().map(Outcome::seq).collect()
+    }
+
+    pub fn state(&self) -> LaneState {
+        self.lane.state()
+    }
+
+    /// Executes every effect the lane has (answering all but awaits), until none is left.
+    pub fn pump(&mut self) {
+        while let Some(effect) = self.lane.poll_effect() {
+            self.log.push(render(&effect));
+            if let Some(event) = self.respond(effect) {
+                self.answer(event);
+            }
+        }
+        while let Some(outcome) = self.lane.poll_outcome() {
+            self.outcomes.push(outcome);
+        }
+        self.lane
+            .check_invariants()
+            .expect("invariants after a pump");
+    }
+
+    fn answer(&mut self, event: Event) {
+        if let Err(e) = self.lane.handle(self.now, event) {
+            self.rejected.push(e.to_string());
+        }
+        self.lane
+            .check_invariants()
+            .expect("invariants after an event");
+    }
+
+    fn take_fault(&mut self, pick: impl Fn(&Fault) -> bool) -> Option<Fault> {
+        let idx = self.faults.iter().position(pick)?;
+        Some(self.faults[idx])
+    }
+
+    /// Decrements a counted fault; removes it at zero.
+    fn use_counted(&mut self, pick: impl Fn(&Fault) -> bool) -> Option<i32> {
+        let idx = self.faults.iter().position(pick)?;
+        let (raw, left) = match &mut self.faults[idx] {
+            Fault::CreateFails(_, raw, n)
+            | Fault::DestroyFails(_, raw, n)
+            | Fault::ResetFails(raw, n)
+            | Fault::ProbeFails(raw, n) => {
+                *n -= 1;
+                (*raw, *n)
+            }
+            _ => return None,
+        };
+        if left == 0 {
+            self.faults.remove(idx);
+        }
+        Some(raw)
+    }
+
+    fn respond(&mut self, effect: Effect) -> Option<Event> {
+        Some(match effect {
+            Effect::PrepareRun { run, lease, .. } => {
+                if let Some(Fault::PrepareFails(_, raw)) =
+                    self.take_fault(|f| matches!(f, Fault::PrepareFails(r, _) if *r == run.0))
+                {
+                    return Some(Event::PrepareFailed {
+                        run,
+                        lease,
+                        code: code(raw),
+                    });
+                }
+                let incompatible = self.faults.iter().position(
+                    |f| matches!(f, Fault::PrepareIncompatible(r, n) if *r == run.0 && *n > 0),
+                );
+                if let Some(idx) = incompatible {
+                    if let Fault::PrepareIncompatible(_, n) = &mut self.faults[idx] {
+                        *n -= 1;
+                    }
+                    return Some(Event::PrepareIncompatible { run, lease });
+                }
+                Event::Prepared { run, lease }
+            }
+            Effect::CreateStream { role } => {
+                if let Some(raw) =
+                    self.use_counted(|f| matches!(f, Fault::CreateFails(r, _, _) if *r == role))
+                {
+                    return Some(Event::StreamCreateFailed {
+                        role,
+                        code: code(raw),
+                    });
+                }
+                self.next_handle += 1;
+                Event::StreamCreated {
+                    role,
+                    handle: StreamHandle(self.next_handle),
+                }
+            }
+            Effect::DestroyStream { role, handle } => {
+                if let Some(raw) =
+                    self.use_counted(|f| matches!(f, Fault::DestroyFails(r, _, _) if *r == role))
+                {
+                    return Some(Event::StreamDestroyFailed {
+                        role,
+                        handle,
+                        code: code(raw),
+                    });
+                }
+                Event::StreamDestroyed { role, handle }
+            }
+            Effect::LaunchRun { run, lease, .. } => {
+                if let Some(Fault::LaunchFails(_, step, raw)) =
+                    self.take_fault(|f| matches!(f, Fault::LaunchFails(r, _, _) if *r == run.0))
+                {
+                    return Some(Event::LaunchFailed {
+                        run,
+                        lease,
+                        step,
+                        code: code(raw),
+                    });
+                }
+                Event::Launched { run, lease }
+            }
+            Effect::AwaitCompletion {
+                run,
+                lease,
+                deadline,
+            } => {
+                self.awaiting.push((run, lease, deadline));
+                return None;
+            }
+            Effect::ReadStatus { run, lease, layout } => {
+                if let Some(Fault::StatusReadFails(_, raw)) =
+                    self.take_fault(|f| matches!(f, Fault::StatusReadFails(r, _) if *r == run.0))
+                {
+                    return Some(Event::StatusReadFailed {
+                        run,
+                        lease,
+                        code: code(raw),
+                    });
+                }
+                let mut status = Status::clean(layout);
+                if let Some(Fault::Latch(_, latched)) =
+                    self.take_fault(|f| matches!(f, Fault::Latch(r, _) if *r == run.0))
+                {
+                    status.orch = Some(latched);
+                }
+                // Device time: each run "ran" 100 us ending at its id's millisecond.
+                let end_ns = run.0 * 1_000_000;
+                Event::StatusRead {
+                    run,
+                    lease,
+                    status,
+                    timing: DeviceTiming {
+                        start_ns: end_ns - 100_000,
+                        end_ns,
+                    },
+                }
+            }
+            Effect::FinaliseRun { run, lease, .. } => {
+                if let Some(Fault::FinaliseFails(_, failure)) =
+                    self.take_fault(|f| matches!(f, Fault::FinaliseFails(r, _) if *r == run.0))
+                {
+                    return Some(Event::FinaliseFailed {
+                        run,
+                        lease,
+                        failure,
+                    });
+                }
+                Event::Finalised { run, lease }
+            }
+            Effect::UploadCode { publication, .. } => {
+                if let Some(Fault::UploadFails(_, raw)) = self
+                    .take_fault(|f| matches!(f, Fault::UploadFails(p, _) if *p == publication.0))
+                {
+                    return Some(Event::UploadFailed {
+                        publication,
+                        code: code(raw),
+                    });
+                }
+                Event::Uploaded { publication }
+            }
+            Effect::DrainDevice { attempt, .. } => Event::DeviceDrained { attempt },
+            Effect::ForceReset { attempt } => {
+                // A reset kills every outstanding await.
+                self.awaiting.clear();
+                match self.use_counted(|f| matches!(f, Fault::ResetFails(..))) {
+                    Some(raw) => Event::ResetFailed {
+                        attempt,
+                        code: code(raw),
+                    },
+                    None => Event::ResetDone { attempt },
+                }
+            }
+            Effect::Probe { attempt } => {
+                match self.use_counted(|f| matches!(f, Fault::ProbeFails(..))) {
+                    Some(raw) => Event::ProbeFailed {
+                        attempt,
+                        code: code(raw),
+                    },
+                    None => Event::ProbePassed { attempt },
+                }
+            }
+        })
+    }
+}
+
+/// A compact rendering of an effect for scenario assertions.
+pub fn render(effect: &Effect) -> String {
+    match *effect {
+        Effect::PrepareRun {
+            run,
+            lease,
+            diagnostics,
+        } => format!(
+            "PrepareRun r{}@s{}{}",
+            run.0,
+            lease.slot.0,
+            if diagnostics { " diagnostics" } else { "" }
+        ),
+        Effect::CreateStream { role } => format!("CreateStream {role:?}"),
+        Effect::DestroyStream { role, handle } => format!("DestroyStream {role:?} h{}", handle.0),
+        Effect::LaunchRun {
+            run, aicpu, aicore, ..
+        } => format!("LaunchRun r{} h{}/h{}", run.0, aicpu.0, aicore.0),
+        Effect::AwaitCompletion { run, .. } => format!("AwaitCompletion r{}", run.0),
+        Effect::ReadStatus { run, .. } => format!("ReadStatus r{}", run.0),
+        Effect::FinaliseRun { run, copy_back, .. } => {
+            format!(
+                "FinaliseRun r{}{}",
+                run.0,
+                if copy_back { " copy-back" } else { "" }
+            )
+        }
+        Effect::UploadCode { publication, .. } => format!("UploadCode p{}", publication.0),
+        Effect::DrainDevice { attempt, .. } => format!("DrainDevice #{attempt}"),
+        Effect::ForceReset { attempt } => format!("ForceReset #{attempt}"),
+        Effect::Probe { attempt } => format!("Probe #{attempt}"),
+    }
+}
+
+/// Whether a rendered log contains an effect starting with `prefix`.
+pub fn has(log: &[String], prefix: &str) -> bool {
+    log.iter().any(|line| line.starts_with(prefix))
+}

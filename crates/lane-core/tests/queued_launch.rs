@@ -1,0 +1,240 @@
+//! L-2, L-3, L-4, L-6: order, depth by profile, preparation never touching a stream, and
+//! per-run completion with deadlines that start when the predecessor completes.
+
+mod common;
+
+use common::{Fault, Harness};
+use lane_core::{Profile, ProfileSpec, RunPhase, RunRequest, Verdict};
+
+#[test]
+fn a2a3_launches_the_successor_while_the_predecessor_runs_on_the_same_pair() {
+    let mut h = Harness::a2a3();
+    let r1 = h.run();
+    assert_eq!(
+        h.take(),
+        [
+            "PrepareRun r1@s0",
+            "CreateStream Aicpu",
+            "CreateStream Aicore",
+            "LaunchRun r1 h101/h102",
+            "AwaitCompletion r1"
+        ]
+    );
+    let r2 = h.run();
+    // Same pair, no stream created or destroyed: run 2 is queued behind run 1 on the device.
+    assert_eq!(h.take(), ["PrepareRun r2@s1", "LaunchRun r2 h101/h102"]);
+    assert_eq!(h.lane.phase_of(r1), Some(RunPhase::Awaiting));
+    assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Launched));
+    assert_eq!(h.lane.pair().created_count(), 1);
+
+    h.complete(r1);
+    assert_eq!(
+        h.take(),
+        [
+            "ReadStatus r1",
+            "AwaitCompletion r2",
+            "FinaliseRun r1 copy-back"
+        ]
+    );
+    h.complete(r2);
+    assert_eq!(h.take(), ["ReadStatus r2", "FinaliseRun r2 copy-back"]);
+    assert_eq!(h.verdict(r1), Some(Verdict::Ok));
+    assert_eq!(h.verdict(r2), Some(Verdict::Ok));
+    assert_eq!(h.lane.pair().created_count(), 1);
+}
+
+#[test]
+fn a5_prepares_the_successor_but_launches_it_only_after_the_predecessor_retired() {
+    let mut h = Harness::a5();
+    let r1 = h.run();
+    h.take();
+    let r2 = h.run();
+    assert_eq!(
+        h.take(),
+        ["PrepareRun r2@s1"],
+        "prepared while run 1 executes, not launched"
+    );
+    assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Prepared));
+    h.complete(r1);
+    // Run 1 retired at completion: run 2 launches on the same pair while run 1's status is read.
+    assert_eq!(
+        h.take(),
+        [
+            "ReadStatus r1",
+            "LaunchRun r2 h101/h102",
+            "FinaliseRun r1 copy-back",
+            "AwaitCompletion r2"
+        ]
+    );
+    h.complete(r2);
+    assert_eq!(h.verdict(r2), Some(Verdict::Ok));
+}
+
+#[test]
+fn a_run_with_diagnostics_is_prepared_and_launched_alone_and_holds_back_its_successor() {
+    let mut h = Harness::a2a3();
+    let r1 = h.run();
+    h.take();
+    let diag = h.submit(RunRequest::new().with_diagnostics());
+    assert!(
+        h.take().is_empty(),
+        "a diagnostics run is not even prepared while run 1 is in flight"
+    );
+    h.complete(r1);
+    let log = h.take();
+    assert!(
+        log.contains(&"PrepareRun r2@s1 diagnostics".to_owned()),
+        "{log:?}"
+    );
+    assert!(
+        log.contains(&"LaunchRun r2 h101/h102".to_owned()),
+        "{log:?}"
+    );
+    let r3 = h.run();
+    assert!(
+        h.take().is_empty(),
+        "nothing after a diagnostics run starts before its outcome"
+    );
+    h.complete(diag);
+    assert!(common::has(&h.take(), "PrepareRun r3"));
+    h.complete(r3);
+    assert_eq!(h.verdict(r3), Some(Verdict::Ok));
+}
+
+#[test]
+fn without_concurrent_prepare_the_successor_is_prepared_only_after_the_predecessor_finished() {
+    let profile = Profile::custom(ProfileSpec {
+        concurrent_prepare: false,
+        launch_depth: 1,
+        ..Profile::default_spec()
+    })
+    .unwrap();
+    let mut h = Harness::new(profile);
+    let r1 = h.run();
+    h.take();
+    h.run();
+    assert!(h.take().is_empty());
+    h.complete(r1);
+    assert!(common::has(&h.take(), "PrepareRun r2"));
+}
+
+#[test]
+fn any_depth_up_to_the_slot_count_works_from_the_profile_alone() {
+    for (slots, depth) in [(1, 1), (3, 2), (3, 3), (4, 4), (4, 1)] {
+        let profile = Profile::custom(ProfileSpec {
+            slots,
+            launch_depth: depth,
+            ..Profile::default_spec()
+        })
+        .unwrap();
+        let mut h = Harness::new(profile);
+        let runs: Vec<_> = (0..slots).map(|_| h.run()).collect();
+        let launched = runs
+            .iter()
+            .filter(|r| h.lane.phase_of(**r).is_some_and(RunPhase::launched))
+            .count();
+        assert_eq!(launched, usize::from(depth), "slots {slots} depth {depth}");
+        for _ in 0..3 * slots {
+            h.complete_all();
+        }
+        for run in runs {
+            assert_eq!(
+                h.verdict(run),
+                Some(Verdict::Ok),
+                "slots {slots} depth {depth}"
+            );
+        }
+    }
+}
+
+#[test]
+fn preparation_never_touches_a_stream() {
+    // L-4: stream effects come only from the launch path, never from a prepare.
+    let mut h = Harness::a5();
+    let r1 = h.run();
+    h.publish(7);
+    h.take();
+    h.complete(r1);
+    let _r3 = h.run();
+    let log = h.take();
+    let prepare = log
+        .iter()
+        .position(|l| l.starts_with("PrepareRun r3"))
+        .expect("prepared");
+    let destroy = log
+        .iter()
+        .position(|l| l.starts_with("DestroyStream"))
+        .expect("replaced");
+    let launch = log
+        .iter()
+        .position(|l| l.starts_with("LaunchRun r3"))
+        .expect("launched");
+    assert!(prepare < destroy && destroy < launch, "{log:?}");
+}
+
+#[test]
+fn the_successors_deadline_starts_when_its_predecessor_completes() {
+    let mut h = Harness::a2a3();
+    let r1 = h.run();
+    let r2 = h.run();
+    let timeout = h.lane.profile().completion_timeout_ns();
+    assert_eq!(h.lane.poll_deadline().map(|d| d.0), Some(timeout));
+    // A long predecessor: run 1 takes 40 s, close to the 50 s bound.
+    h.tick(40_000_000_000);
+    h.complete(r1);
+    assert_eq!(
+        h.lane.poll_deadline().map(|d| d.0),
+        Some(40_000_000_000 + timeout)
+    );
+    h.tick(20_000_000_000);
+    h.lane.handle_timeout(h.now);
+    assert_eq!(
+        h.verdict(r2),
+        None,
+        "run 2 did not time out 60 s after its own launch"
+    );
+    h.complete(r2);
+    assert_eq!(h.verdict(r2), Some(Verdict::Ok));
+}
+
+#[test]
+fn runs_are_prepared_launched_and_delivered_in_submission_order() {
+    let mut h = Harness::a2a3();
+    let mut runs = Vec::new();
+    for _ in 0..20 {
+        while h.lane.pending_items() < 2 {
+            runs.push(h.run());
+        }
+        h.complete_all();
+    }
+    h.complete_all();
+    let order = h.outcome_order();
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(order, sorted);
+    assert_eq!(order.len(), runs.len());
+}
+
+#[test]
+fn a_prepared_successor_reported_incompatible_is_prepared_again_after_the_predecessor_and_keeps_its_place()
+ {
+    // §11.14 (#1588): miss → -3 → prepare1 again after finalize0, same lease and place.
+    let mut h = Harness::a5();
+    h.fault(Fault::PrepareIncompatible(2, 1));
+    let r1 = h.run();
+    let r2 = h.run();
+    assert_eq!(h.take()[5..], ["PrepareRun r2@s1"]);
+    assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Queued));
+    h.complete(r1);
+    let log = h.take();
+    let finalise1 = log
+        .iter()
+        .position(|l| l == "FinaliseRun r1 copy-back")
+        .unwrap();
+    let prepare2 = log.iter().position(|l| l == "PrepareRun r2@s1").unwrap();
+    assert!(finalise1 < prepare2, "{log:?}");
+    assert!(common::has(&log, "LaunchRun r2"));
+    h.complete(r2);
+    assert_eq!(h.outcome_order(), [1, 2]);
+    assert_eq!(h.verdict(r2), Some(Verdict::Ok));
+}

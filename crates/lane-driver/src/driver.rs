@@ -1,0 +1,613 @@
+//! The driver loop: drains lane effects, executes them through a [`Backend`], feeds each
+//! answer back, and blocks on the awaited run's completion events when nothing else is left.
+
+use lane_core::status_latch::{self, AclCode, HeaderLayout};
+use lane_core::stream_pair::Role;
+use lane_core::{
+    CloseReport, CodeRef, DeviceTiming, Effect, Event, EventError, InvariantViolation, Lane,
+    LaneState, LaunchStep, Lease, MAX_SLOTS, Outcome, Profile, PublicationId, PublishError, RunId,
+    RunRequest, SubmitError, Timestamp,
+};
+use std::collections::VecDeque;
+use thiserror::Error;
+
+use crate::backend::{Backend, DevicePtr, EventHandle, PrepareError, RunArgs};
+
+/// Bytes allocated for each slot's status header (the largest layout is 896).
+const HEADER_BYTES: usize = 1024;
+/// Bytes of each slot's timing buffer: device start and end, little-endian u64 nanoseconds.
+pub const TIMING_BYTES: usize = 16;
+/// Bytes of each slot's handshake region, cleared before every AICore launch.
+pub const HANDSHAKE_BYTES: usize = 64;
+/// Bytes the probe allocates and frees.
+const PROBE_BYTES: usize = 64;
+
+/// One thing the driver did, reported to [`Backend::observe`] for traces and checks.
+#[derive(Clone, Copy, Debug)]
+pub enum Observation<'a> {
+    /// A command was given to the lane.
+    Command {
+        /// When.
+        now: Timestamp,
+        /// `submit`, `publish` or `close`.
+        command: &'static str,
+        /// The id it returned, or `None` if refused.
+        accepted: Option<u64>,
+    },
+    /// The lane asked for an effect; the driver is about to execute it.
+    Effect {
+        /// When.
+        now: Timestamp,
+        /// The effect.
+        effect: &'a Effect,
+    },
+    /// The driver fed an event to the lane.
+    Event {
+        /// When.
+        now: Timestamp,
+        /// The event.
+        event: &'a Event,
+        /// Whether the lane accepted it.
+        result: &'a Result<(), EventError>,
+    },
+    /// The awaited run's deadline passed before its completion.
+    Timeout {
+        /// When.
+        now: Timestamp,
+    },
+    /// The lane delivered an outcome.
+    Outcome {
+        /// When.
+        now: Timestamp,
+        /// The outcome.
+        outcome: &'a Outcome,
+    },
+}
+
+/// Why the driver stopped. Each is a bug in the lane, the driver or the backend, never a
+/// device failure (those become verdicts).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum DriverError {
+    /// A lane invariant broke after a step.
+    #[error("{0}")]
+    Invariant(#[from] InvariantViolation),
+    /// The lane rejected an event the driver produced for one of its own effects.
+    #[error("the lane rejected the driver's own event: {0}")]
+    Rejected(EventError),
+    /// The lane has unfinished items but nothing to do and nothing to wait for.
+    #[error("stuck: {pending} items pending in state {state:?} with no effect and nothing awaited")]
+    Stuck {
+        /// Items without an outcome.
+        pending: usize,
+        /// The lane's state.
+        state: LaneState,
+    },
+    /// The lane asked to await a run whose slot events were never recorded (a wait would
+    /// return success at once).
+    #[error("asked to await {run}, whose slot events were never recorded")]
+    UnrecordedEvent {
+        /// The run.
+        run: RunId,
+    },
+    /// A status header the driver read could not be decoded.
+    #[error("status header of {run} could not be decoded: {reason}")]
+    Decode {
+        /// The run.
+        run: RunId,
+        /// The decoder's message.
+        reason: String,
+    },
+}
+
+/// What one [`Driver::turn`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// Effects ran or a wait ended; call `turn` again.
+    Progress,
+    /// Every accepted item has its outcome and nothing is in flight.
+    Idle,
+}
+
+/// Per-slot device resources, created at the slot's first launch and reused by every run
+/// that leases the slot (L-13): one completion event per stream, the status header, the
+/// timing buffer and the handshake region.
+#[derive(Clone, Copy, Debug)]
+struct SlotResources {
+    /// `[aicpu, aicore]`.
+    events: [EventHandle; 2],
+    /// Whether each event was recorded since the slot was last released (a never-recorded
+    /// event waits as success, so the driver tracks records itself).
+    recorded: [bool; 2],
+    header: DevicePtr,
+    timing: DevicePtr,
+    handshake: DevicePtr,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Awaited {
+    run: RunId,
+    lease: Lease,
+    deadline: Timestamp,
+}
+
+/// The one driver loop, generic over the backend. Both the simulator and the NPU backend run
+/// the lane through it.
+#[derive(Debug)]
+pub struct Driver<B: Backend> {
+    lane: Lane,
+    backend: B,
+    slots: [Option<SlotResources>; MAX_SLOTS as usize],
+    awaited: Option<Awaited>,
+    outcomes: VecDeque<Outcome>,
+    check_invariants: bool,
+    header: [u8; HEADER_BYTES],
+}
+
+impl<B: Backend> Driver<B> {
+    /// A driver for a new lane with `profile` on `backend`. Invariants are checked after every
+    /// step (turn it off with [`Driver::check_invariants`] for benchmarks).
+    pub fn new(profile: Profile, backend: B) -> Self {
+        Self {
+            lane: Lane::new(profile),
+            backend,
+            slots: [None; MAX_SLOTS as usize],
+            awaited: None,
+            outcomes: VecDeque::new(),
+            check_invariants: true,
+            header: [0; HEADER_BYTES],
+        }
+    }
+
+    /// Whether to run `Lane::check_invariants` after every step.
+    #[must_use]
+    pub fn check_invariants(mut self, on: bool) -> Self {
+        self.check_invariants = on;
+        self
+    }
+
+    /// The lane (read-only).
+    pub const fn lane(&self) -> &Lane {
+        &self.lane
+    }
+
+    /// The backend.
+    pub const fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The backend, mutably (e.g. to install a fault).
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    /// The backend, consuming the driver.
+    pub fn into_backend(self) -> B {
+        self.backend
+    }
+
+    /// Submits a run and executes whatever it starts.
+    pub fn submit(
+        &mut self,
+        request: RunRequest,
+    ) -> Result<Result<RunId, SubmitError>, DriverError> {
+        let now = self.backend.now();
+        let result = self.lane.submit(now, request);
+        self.backend.observe(&Observation::Command {
+            now,
+            command: "submit",
+            accepted: result.as_ref().ok().map(|r| r.0),
+        });
+        self.after_step()?;
+        self.execute_effects()?;
+        Ok(result)
+    }
+
+    /// Publishes code and executes whatever it starts.
+    pub fn publish(
+        &mut self,
+        code: CodeRef,
+    ) -> Result<Result<PublicationId, PublishError>, DriverError> {
+        let now = self.backend.now();
+        let result = self.lane.publish(now, code);
+        self.backend.observe(&Observation::Command {
+            now,
+            command: "publish",
+            accepted: result.as_ref().ok().map(|p| p.0),
+        });
+        self.after_step()?;
+        self.execute_effects()?;
+        Ok(result)
+    }
+
+    /// Closes the lane and executes whatever that starts; call [`Driver::run_until_idle`]
+    /// to let launched runs finish and the streams be destroyed.
+    pub fn close(&mut self) -> Result<CloseReport, DriverError> {
+        let now = self.backend.now();
+        let report = self.lane.close(now);
+        self.backend.observe(&Observation::Command {
+            now,
+            command: "close",
+            accepted: None,
+        });
+        self.after_step()?;
+        self.execute_effects()?;
+        Ok(report)
+    }
+
+    /// The next outcome, in submission order.
+    pub fn poll_outcome(&mut self) -> Option<Outcome> {
+        self.outcomes.pop_front()
+    }
+
+    /// Executes every effect the lane has, then, if nothing is left, blocks on the awaited
+    /// run (bounded by its deadline).
+    pub fn turn(&mut self) -> Result<Turn, DriverError> {
+        if self.execute_effects()? {
+            return Ok(Turn::Progress);
+        }
+        if let Some(awaited) = self.awaited.take() {
+            self.wait_for(awaited)?;
+            self.execute_effects()?;
+            return Ok(Turn::Progress);
+        }
+        if self.lane.is_idle() || matches!(self.lane.state(), LaneState::Lost | LaneState::Closed) {
+            return Ok(Turn::Idle);
+        }
+        Err(DriverError::Stuck {
+            pending: self.lane.pending_items(),
+            state: self.lane.state(),
+        })
+    }
+
+    /// Turns until the lane is idle.
+    pub fn run_until_idle(&mut self) -> Result<(), DriverError> {
+        while self.turn()? == Turn::Progress {}
+        Ok(())
+    }
+
+    /// Executes queued effects until none is left; returns whether any ran.
+    fn execute_effects(&mut self) -> Result<bool, DriverError> {
+        let mut any = false;
+        while let Some(effect) = self.lane.poll_effect() {
+            any = true;
+            let now = self.backend.now();
+            self.backend.observe(&Observation::Effect {
+                now,
+                effect: &effect,
+            });
+            if let Some(event) = self.execute(effect)? {
+                self.feed(event)?;
+            }
+        }
+        self.collect_outcomes();
+        if self.lane.state() == LaneState::Closed {
+            self.release_slot_resources();
+        }
+        Ok(any)
+    }
+
+    fn feed(&mut self, event: Event) -> Result<(), DriverError> {
+        let now = self.backend.now();
+        let result = self.lane.handle(now, event);
+        self.backend.observe(&Observation::Event {
+            now,
+            event: &event,
+            result: &result,
+        });
+        result.map_err(DriverError::Rejected)?;
+        self.after_step()
+    }
+
+    fn after_step(&mut self) -> Result<(), DriverError> {
+        self.collect_outcomes();
+        if self.check_invariants {
+            self.lane.check_invariants()?;
+        }
+        Ok(())
+    }
+
+    fn collect_outcomes(&mut self) {
+        while let Some(outcome) = self.lane.poll_outcome() {
+            let now = self.backend.now();
+            self.backend.observe(&Observation::Outcome {
+                now,
+                outcome: &outcome,
+            });
+            self.outcomes.push_back(outcome);
+        }
+    }
+
+    /// Runs one effect; returns the event that answers it (`None` for an await, which is
+    /// answered later by [`Driver::wait_for`]).
+    fn execute(&mut self, effect: Effect) -> Result<Option<Event>, DriverError> {
+        let b = &mut self.backend;
+        let event = match effect {
+            Effect::PrepareRun {
+                run,
+                lease,
+                diagnostics,
+            } => match b.prepare_run(run, lease.slot, diagnostics) {
+                Ok(()) => Event::Prepared { run, lease },
+                Err(PrepareError::Incompatible) => Event::PrepareIncompatible { run, lease },
+                Err(PrepareError::Failed(code)) => Event::PrepareFailed { run, lease, code },
+            },
+            Effect::CreateStream { role } => match b.create_stream() {
+                Ok(handle) => Event::StreamCreated { role, handle },
+                Err(code) => Event::StreamCreateFailed { role, code },
+            },
+            Effect::DestroyStream { role, handle } => match b.destroy_stream(handle) {
+                Ok(()) => Event::StreamDestroyed { role, handle },
+                Err(code) => Event::StreamDestroyFailed { role, handle, code },
+            },
+            Effect::LaunchRun {
+                run,
+                lease,
+                aicpu,
+                aicore,
+            } => match self.launch(run, lease, aicpu, aicore) {
+                Ok(()) => Event::Launched { run, lease },
+                Err((step, code)) => Event::LaunchFailed {
+                    run,
+                    lease,
+                    step,
+                    code,
+                },
+            },
+            Effect::AwaitCompletion {
+                run,
+                lease,
+                deadline,
+            } => {
+                self.awaited = Some(Awaited {
+                    run,
+                    lease,
+                    deadline,
+                });
+                return Ok(None);
+            }
+            Effect::ReadStatus { run, lease, layout } => self.read_status(run, lease, layout)?,
+            Effect::FinaliseRun {
+                run,
+                lease,
+                copy_back,
+            } => {
+                let result = b.finalise_run(run, lease.slot, copy_back);
+                // Finalisation releases the slot's completion events for the next run (L-7).
+                if let Some(slot) = self
+                    .slots
+                    .get_mut(usize::from(lease.slot.0))
+                    .and_then(Option::as_mut)
+                {
+                    slot.recorded = [false; 2];
+                }
+                match result {
+                    Ok(()) => Event::Finalised { run, lease },
+                    Err(failure) => Event::FinaliseFailed {
+                        run,
+                        lease,
+                        failure,
+                    },
+                }
+            }
+            Effect::UploadCode { publication, code } => match b.upload_code(code) {
+                Ok(()) => Event::Uploaded { publication },
+                Err(code) => Event::UploadFailed { publication, code },
+            },
+            Effect::DrainDevice {
+                attempt,
+                timeout_ns,
+            } => {
+                // Everything in flight was abandoned by the poison.
+                self.awaited = None;
+                let timeout_ms = i32::try_from(timeout_ns.div_ceil(1_000_000))
+                    .unwrap_or(i32::MAX)
+                    .max(1);
+                // The drain's code proves nothing (SPEC §5.3); only the probe decides.
+                let _ = b.synchronize_device(timeout_ms);
+                Event::DeviceDrained { attempt }
+            }
+            Effect::ForceReset { attempt } => {
+                let result = b.reset_device_force();
+                // Every handle is dead after a reset (a5 segfaults on reuse): forget, never destroy.
+                self.slots = [None; MAX_SLOTS as usize];
+                self.awaited = None;
+                match result {
+                    Ok(()) => Event::ResetDone { attempt },
+                    Err(code) => Event::ResetFailed { attempt, code },
+                }
+            }
+            Effect::Probe { attempt } => match self.probe() {
+                Ok(()) => Event::ProbePassed { attempt },
+                Err(code) => Event::ProbeFailed { attempt, code },
+            },
+        };
+        Ok(Some(event))
+    }
+
+    /// The launch order of L-5 and L-13: arm the slot's timing, clear its handshake, AICore
+    /// kernel, AICPU kernel, then one completion event per stream.
+    fn launch(
+        &mut self,
+        run: RunId,
+        lease: Lease,
+        aicpu: lane_core::stream_pair::StreamHandle,
+        aicore: lane_core::stream_pair::StreamHandle,
+    ) -> Result<(), (LaunchStep, AclCode)> {
+        let slot = self
+            .slot_resources(lease.slot.0)
+            .map_err(|code| (LaunchStep::Arm, code))?;
+        let b = &mut self.backend;
+        b.memcpy_to_device(slot.timing, &[0; TIMING_BYTES])
+            .map_err(|code| (LaunchStep::Arm, code))?;
+        b.memcpy_to_device(slot.handshake, &[0; HANDSHAKE_BYTES])
+            .map_err(|code| (LaunchStep::Arm, code))?;
+        let args = RunArgs {
+            run,
+            slot: lease.slot,
+            status_header: slot.header,
+            timing: slot.timing,
+            handshake: slot.handshake,
+        };
+        b.launch_aicore(aicore, &args)
+            .map_err(|code| (LaunchStep::Aicore, code))?;
+        b.launch_aicpu(aicpu, &args)
+            .map_err(|code| (LaunchStep::Aicpu, code))?;
+        b.record_event(slot.events[0], aicpu)
+            .map_err(|code| (LaunchStep::RecordEvent, code))?;
+        b.record_event(slot.events[1], aicore)
+            .map_err(|code| (LaunchStep::RecordEvent, code))?;
+        if let Some(slot) = self
+            .slots
+            .get_mut(usize::from(lease.slot.0))
+            .and_then(Option::as_mut)
+        {
+            slot.recorded = [true; 2];
+        }
+        Ok(())
+    }
+
+    /// The slot's resources, created (all or nothing) at its first use.
+    fn slot_resources(&mut self, slot: u8) -> Result<SlotResources, AclCode> {
+        let idx = usize::from(slot);
+        if let Some(existing) = self.slots.get(idx).copied().flatten() {
+            return Ok(existing);
+        }
+        let b = &mut self.backend;
+        let mut made_events: Vec<EventHandle> = Vec::new();
+        let mut made_ptrs: Vec<DevicePtr> = Vec::new();
+        let result = (|| {
+            for _ in 0..2 {
+                made_events.push(b.create_event()?);
+            }
+            for size in [HEADER_BYTES, TIMING_BYTES, HANDSHAKE_BYTES] {
+                made_ptrs.push(b.malloc(size)?);
+            }
+            Ok(())
+        })();
+        if let Err(code) = result {
+            for event in made_events {
+                let _ = b.destroy_event(event);
+            }
+            for ptr in made_ptrs {
+                let _ = b.free(ptr);
+            }
+            return Err(code);
+        }
+        let resources = SlotResources {
+            events: [made_events[0], made_events[1]],
+            recorded: [false; 2],
+            header: made_ptrs[0],
+            timing: made_ptrs[1],
+            handshake: made_ptrs[2],
+        };
+        if let Some(entry) = self.slots.get_mut(idx) {
+            *entry = Some(resources);
+        }
+        Ok(resources)
+    }
+
+    fn read_status(
+        &mut self,
+        run: RunId,
+        lease: Lease,
+        layout: HeaderLayout,
+    ) -> Result<Event, DriverError> {
+        let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
+            return Err(DriverError::UnrecordedEvent { run });
+        };
+        let size = layout.size();
+        let b = &mut self.backend;
+        if let Err(code) = b.memcpy_from_device(&mut self.header[..size], slot.header) {
+            return Ok(Event::StatusReadFailed { run, lease, code });
+        }
+        let status = status_latch::decode(layout, &self.header[..size]).map_err(|e| {
+            DriverError::Decode {
+                run,
+                reason: e.to_string(),
+            }
+        })?;
+        let mut timing = [0u8; TIMING_BYTES];
+        if let Err(code) = b.memcpy_from_device(&mut timing, slot.timing) {
+            return Ok(Event::StatusReadFailed { run, lease, code });
+        }
+        let (start, end) = timing.split_at(8);
+        let timing = DeviceTiming {
+            start_ns: u64::from_le_bytes(start.try_into().unwrap_or([0; 8])),
+            end_ns: u64::from_le_bytes(end.try_into().unwrap_or([0; 8])),
+        };
+        Ok(Event::StatusRead {
+            run,
+            lease,
+            status,
+            timing,
+        })
+    }
+
+    /// Blocks on both of the awaited run's completion events, AICPU first (as the C++ drain
+    /// does), bounded by the lane's deadline.
+    fn wait_for(&mut self, awaited: Awaited) -> Result<(), DriverError> {
+        let Awaited {
+            run,
+            lease,
+            deadline,
+        } = awaited;
+        let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
+            return Err(DriverError::UnrecordedEvent { run });
+        };
+        if slot.recorded != [true; 2] {
+            return Err(DriverError::UnrecordedEvent { run });
+        }
+        for event in slot.events {
+            let now = self.backend.now();
+            if now >= deadline {
+                self.backend.observe(&Observation::Timeout { now });
+                self.lane.handle_timeout(now);
+                return self.after_step();
+            }
+            let remaining_ms = i32::try_from(deadline.since(now).div_ceil(1_000_000))
+                .unwrap_or(i32::MAX)
+                .max(1);
+            if let Err(code) = self.backend.synchronize_event(event, remaining_ms) {
+                return self.feed(Event::CompletionFailed { run, lease, code });
+            }
+        }
+        self.feed(Event::Completed { run, lease })
+    }
+
+    /// Proves the device usable after a reset: re-bind, a stream create and destroy, a small
+    /// alloc and free (the C++ runtime's probe).
+    fn probe(&mut self) -> Result<(), AclCode> {
+        let b = &mut self.backend;
+        b.set_device()?;
+        let stream = b.create_stream()?;
+        b.destroy_stream(stream)?;
+        let ptr = b.malloc(PROBE_BYTES)?;
+        b.free(ptr)?;
+        Ok(())
+    }
+
+    /// After close: destroy each slot's events and free its buffers (the lane's streams were
+    /// destroyed by the lane itself).
+    fn release_slot_resources(&mut self) {
+        for slot in &mut self.slots {
+            if let Some(resources) = slot.take() {
+                for event in resources.events {
+                    let _ = self.backend.destroy_event(event);
+                }
+                for ptr in [resources.header, resources.timing, resources.handshake] {
+                    let _ = self.backend.free(ptr);
+                }
+            }
+        }
+    }
+}
+
+/// Which stream a completion event index belongs to, for traces.
+#[must_use]
+pub const fn event_role(index: usize) -> Role {
+    if index == 0 {
+        Role::Aicpu
+    } else {
+        Role::Aicore
+    }
+}
