@@ -36,10 +36,10 @@
 //!         }
 //!         Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
 //!         Effect::AwaitCompletion { run, lease, .. } => Event::Completed { run, lease },
-//!         Effect::ReadStatus { run, lease, .. } => Event::StatusRead {
+//!         Effect::ReadStatus { run, lease, layout } => Event::StatusRead {
 //!             run,
 //!             lease,
-//!             status: Status::clean(),
+//!             status: Status::clean(layout),
 //!             timing: Default::default(),
 //!         },
 //!         Effect::FinaliseRun { run, lease, .. } => Event::Finalised { run, lease },
