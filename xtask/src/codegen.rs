@@ -36,6 +36,16 @@ pub(crate) fn generated_docs() -> Vec<GeneratedDoc> {
             render: status_latch::status_codes_doc,
         },
         GeneratedDoc {
+            path: "docs/state-machines/run-phase.md",
+            source: "lane_core::run::run_phase_table",
+            render: lane_core::run::run_phase_table,
+        },
+        GeneratedDoc {
+            path: "docs/state-machines/lane.md",
+            source: "lane_core::state::lane_state_table",
+            render: lane_core::state::lane_state_table,
+        },
+        GeneratedDoc {
             path: "docs/state-machines/stream-pair.md",
             source: "stream_pair::transition_table",
             render: stream_pair::transition_table,

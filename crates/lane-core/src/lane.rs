@@ -112,8 +112,9 @@ struct RunRecord {
     verdict: Option<Verdict>,
     timing: Option<DeviceTiming>,
     deadline: Option<Timestamp>,
-    /// AICore stream creations counted by the pair when this run launched.
-    aicore_creations: u64,
+    /// AICore stream creations counted by the pair when this run's launch was submitted to
+    /// it; `None` if it never reached the pair.
+    launched_on: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -320,7 +321,7 @@ impl Lane {
             verdict: None,
             timing: None,
             deadline: None,
-            aicore_creations: 0,
+            launched_on: None,
         }));
         self.accepted += 1;
         self.progress(now);
@@ -771,7 +772,7 @@ impl Lane {
                 Item::Publication(_) if !item.is_done() => ahead.publication = true,
                 Item::Run(r) if !r.phase.is_done() => {
                     ahead.live_run = true;
-                    ahead.all_launched &= r.phase.launched();
+                    ahead.all_launched &= r.phase.past_launch();
                     ahead.diagnostics |= r.diagnostics;
                 }
                 _ => {}
@@ -835,7 +836,7 @@ impl Lane {
                 if self.advance(idx, RunInput::Launch, "launch").is_err() {
                     return false;
                 }
-                self.run_mut(idx).aicore_creations = self.pair.created_count();
+                self.run_mut(idx).launched_on = Some(self.pair.created_count());
                 self.launch_waiter = None;
                 self.emit(Effect::LaunchRun {
                     run: r.id,
@@ -1495,7 +1496,7 @@ impl Lane {
             match item {
                 Item::Publication(_) if !item.is_done() => ahead.publication = true,
                 Item::Run(r) if !r.phase.is_done() => {
-                    if r.phase.launched() {
+                    if r.phase.past_launch() {
                         if !ahead.all_launched {
                             return Err(InvariantViolation(format!(
                                 "{} launched before its predecessor",
@@ -1528,9 +1529,9 @@ impl Lane {
                         first_on_pair = false;
                     }
                     if let Some(mark) = self.last_publication {
-                        if r.phase.launched()
+                        if r.launched_on
+                            .is_some_and(|created| created <= mark.aicore_creations)
                             && r.id.0 > mark.seq
-                            && r.aicore_creations <= mark.aicore_creations
                         {
                             return Err(InvariantViolation(format!(
                                 "{} launched on the AICore stream made stale by publication {}",
@@ -1539,7 +1540,7 @@ impl Lane {
                         }
                     }
                     ahead.live_run = true;
-                    ahead.all_launched &= r.phase.launched();
+                    ahead.all_launched &= r.phase.past_launch();
                     ahead.diagnostics |= r.diagnostics;
                 }
                 _ => {}
@@ -1578,5 +1579,132 @@ impl Lane {
             LaneState::Open | LaneState::Closing => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! `check_invariants` must catch what it names: each test corrupts one fact of a healthy
+    //! lane (reaching inside, which only this module can) and expects a violation.
+
+    use super::*;
+
+    /// A lane with run 1 awaited and run 2 launched behind it on a fresh pair.
+    fn two_in_flight() -> Lane {
+        let mut lane = Lane::new(Profile::a2a3());
+        let now = Timestamp(0);
+        let mut handle = 0;
+        for _ in 0..2 {
+            lane.submit(now, RunRequest::new()).unwrap();
+            while let Some(effect) = lane.poll_effect() {
+                let event = match effect {
+                    Effect::PrepareRun { run, lease, .. } => Event::Prepared { run, lease },
+                    Effect::CreateStream { role } => {
+                        handle += 1;
+                        Event::StreamCreated {
+                            role,
+                            handle: stream_pair::StreamHandle(handle),
+                        }
+                    }
+                    Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
+                    Effect::AwaitCompletion { .. } => continue,
+                    other => panic!("{other:?}"),
+                };
+                lane.handle(now, event).unwrap();
+            }
+        }
+        lane.check_invariants().unwrap();
+        lane
+    }
+
+    fn violation(lane: &Lane) -> String {
+        lane.check_invariants()
+            .expect_err("corruption not caught")
+            .0
+    }
+
+    #[test]
+    fn a_freed_slot_still_owned_by_a_live_run_is_caught() {
+        let mut lane = two_in_flight();
+        lane.slots[0] = SlotState::Free;
+        assert!(violation(&lane).contains("slot is not leased"));
+    }
+
+    #[test]
+    fn a_run_on_the_pair_without_a_submission_is_caught() {
+        let mut lane = two_in_flight();
+        lane.pair.withdraw(Owner(2)).unwrap();
+        assert!(violation(&lane).contains("without a submission"));
+    }
+
+    #[test]
+    fn a_run_launched_before_its_predecessor_is_caught() {
+        let mut lane = two_in_flight();
+        lane.run_mut(0).phase = RunPhase::Prepared;
+        assert!(
+            violation(&lane).contains("before its predecessor")
+                || violation(&lane).contains("submissions")
+        );
+    }
+
+    #[test]
+    fn two_awaited_runs_are_caught() {
+        let mut lane = two_in_flight();
+        lane.run_mut(1).phase = RunPhase::Awaiting;
+        assert!(violation(&lane).contains("awaited"));
+    }
+
+    #[test]
+    fn a_lost_outcome_is_caught() {
+        let mut lane = two_in_flight();
+        lane.accepted += 1;
+        assert!(violation(&lane).contains("accepted"));
+    }
+
+    #[test]
+    fn outcomes_out_of_order_are_caught() {
+        let mut lane = two_in_flight();
+        let outcome = |seq| {
+            Outcome::Run(RunOutcome {
+                run: RunId(seq),
+                tag: None,
+                verdict: Verdict::Cancelled,
+                timing: None,
+            })
+        };
+        lane.outcomes.push(outcome(9));
+        lane.outcomes.push(outcome(8));
+        lane.delivered += 2;
+        lane.accepted += 2;
+        assert!(violation(&lane).contains("out of submission order"));
+    }
+
+    #[test]
+    fn a_launch_on_a_stream_made_stale_by_a_publication_is_caught() {
+        let mut lane = two_in_flight();
+        lane.last_publication = Some(PublicationMark {
+            seq: 0,
+            aicore_creations: lane.pair.created_count(),
+        });
+        assert!(violation(&lane).contains("made stale by publication"));
+    }
+
+    #[test]
+    fn a_live_run_while_recovering_is_caught() {
+        let mut lane = two_in_flight();
+        lane.state = LaneState::Lost;
+        assert!(violation(&lane).contains("live while the device"));
+    }
+
+    #[test]
+    fn a_pending_effect_for_a_finished_run_is_caught() {
+        let mut lane = two_in_flight();
+        let lease = lane.run(0).lease;
+        lane.effects.push(Effect::FinaliseRun {
+            run: RunId(42),
+            lease,
+            copy_back: false,
+        });
+        assert!(violation(&lane).contains("which is done"));
     }
 }

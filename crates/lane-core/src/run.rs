@@ -53,9 +53,11 @@ impl RunPhase {
         matches!(self, Self::Launching | Self::Launched | Self::Awaiting)
     }
 
-    /// Whether the run reached a stream (launch attempted or later, not yet done).
+    /// Whether the run no longer holds back its successors' preparation and launch: it has
+    /// launched, or it never will (its verdict is being finalised). Not proof that it reached
+    /// a stream: a run whose prepare failed is finalised without launching.
     #[must_use]
-    pub const fn launched(self) -> bool {
+    pub const fn past_launch(self) -> bool {
         matches!(
             self,
             Self::Launching

@@ -131,7 +131,7 @@ fn any_depth_up_to_the_slot_count_works_from_the_profile_alone() {
         let runs: Vec<_> = (0..slots).map(|_| h.run()).collect();
         let launched = runs
             .iter()
-            .filter(|r| h.lane.phase_of(**r).is_some_and(RunPhase::launched))
+            .filter(|r| h.lane.phase_of(**r).is_some_and(RunPhase::on_pair))
             .count();
         assert_eq!(launched, usize::from(depth), "slots {slots} depth {depth}");
         for _ in 0..3 * slots {

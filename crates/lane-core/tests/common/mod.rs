@@ -54,6 +54,8 @@ pub struct Harness {
     pub log: Vec<String>,
     /// Every event the lane rejected.
     pub rejected: Vec<String>,
+    /// The lease of every run the lane asked to prepare.
+    pub leases: Vec<(RunId, Lease)>,
 }
 
 impl Harness {
@@ -67,7 +69,17 @@ impl Harness {
             faults: Vec::new(),
             log: Vec::new(),
             rejected: Vec::new(),
+            leases: Vec::new(),
         }
+    }
+
+    /// The lease the lane gave `run` (seen in its `PrepareRun`).
+    pub fn lease(&self, run: RunId) -> Lease {
+        self.leases
+            .iter()
+            .find(|(r, _)| *r == run)
+            .map(|(_, l)| *l)
+            .expect("run was prepared")
     }
 
     pub fn a2a3() -> Self {
@@ -264,6 +276,7 @@ impl Harness {
     fn respond(&mut self, effect: Effect) -> Option<Event> {
         Some(match effect {
             Effect::PrepareRun { run, lease, .. } => {
+                self.leases.push((run, lease));
                 if let Some(Fault::PrepareFails(_, raw)) =
                     self.take_fault(|f| matches!(f, Fault::PrepareFails(r, _) if *r == run.0))
                 {

@@ -1,0 +1,77 @@
+//! The rendered transition tables are snapshot-tested: a behaviour change shows up as a
+//! table diff in review (and `cargo xtask codegen` writes the same tables into docs/).
+
+use lane_core::run::{RunInput, RunPhase, run_phase_table, step};
+use lane_core::state::{LaneInput, LaneState, lane_state_table, lane_step};
+
+#[test]
+fn run_phase_table_snapshot() {
+    insta::assert_snapshot!(run_phase_table());
+}
+
+#[test]
+fn lane_state_table_snapshot() {
+    insta::assert_snapshot!(lane_state_table());
+}
+
+#[test]
+fn every_phase_is_reachable_from_queued_and_reaches_done() {
+    // The table is a connected machine: no dead phase, no phase that cannot finish.
+    let mut reached = vec![RunPhase::Queued];
+    let mut frontier = vec![RunPhase::Queued];
+    while let Some(phase) = frontier.pop() {
+        for input in RunInput::ALL {
+            if let Ok(next) = step(phase, input) {
+                if !reached.contains(&next) {
+                    reached.push(next);
+                    frontier.push(next);
+                }
+            }
+        }
+    }
+    for phase in RunPhase::ALL {
+        assert!(reached.contains(&phase), "{phase:?} unreachable");
+        assert!(
+            phase == RunPhase::Done || step(phase, RunInput::Abandon) == Ok(RunPhase::Done),
+            "{phase:?} cannot be abandoned"
+        );
+    }
+}
+
+#[test]
+fn done_refuses_every_input() {
+    for input in RunInput::ALL {
+        assert!(step(RunPhase::Done, input).is_err(), "{input:?}");
+    }
+}
+
+#[test]
+fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
+    for attempts in 1..=5u8 {
+        for failures in 0..=attempts {
+            let mut state = lane_step(LaneState::Open, LaneInput::Poison, attempts).unwrap();
+            let mut failed = 0;
+            for _ in 0..(3 * usize::from(attempts) + 3) {
+                let input = match state {
+                    LaneState::Recovering { step, .. } => match step {
+                        lane_core::RecoveryStep::Drain => LaneInput::Drained,
+                        lane_core::RecoveryStep::Reset => LaneInput::ResetDone,
+                        lane_core::RecoveryStep::Probe if failed < failures => {
+                            failed += 1;
+                            LaneInput::ProbeFailed
+                        }
+                        lane_core::RecoveryStep::Probe => LaneInput::ProbePassed,
+                    },
+                    _ => break,
+                };
+                state = lane_step(state, input, attempts).unwrap();
+            }
+            let want = if failures >= attempts {
+                LaneState::Lost
+            } else {
+                LaneState::Open
+            };
+            assert_eq!(state, want, "attempts {attempts} failures {failures}");
+        }
+    }
+}
