@@ -1,0 +1,404 @@
+//! The driver against a recording backend: every ACL-shaped call is logged, so each test
+//! reads as "lane effects in → device calls out" (L-5 launch order, L-6 per-run waits,
+//! L-7 slot events, L-8 status read, §5.3 recovery, event-record tracking).
+
+use lane_core::status_latch::{AclCode, HeaderLayout, RuntimeCode, Status, encode_into};
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{
+    CodeRef, FinaliseFailure, LaneState, Outcome, Profile, RunId, RunRequest, SlotId, Timestamp,
+    Verdict,
+};
+use lane_driver::{
+    Backend, DevicePtr, Driver, EventHandle, EventStatus, PrepareError, RunArgs, Turn,
+};
+
+#[derive(Default)]
+struct Recorder {
+    now: u64,
+    next: u64,
+    calls: Vec<String>,
+    /// Device memory: (ptr, bytes).
+    memory: Vec<(DevicePtr, Vec<u8>)>,
+    /// Runs whose header latches this code when they run.
+    latch: Vec<(u64, RuntimeCode)>,
+    fail_sync: Option<i32>,
+    fail_probe_create: bool,
+}
+
+impl Recorder {
+    fn code(raw: i32) -> AclCode {
+        AclCode::from_raw(raw).unwrap()
+    }
+    fn id(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+    fn mem(&mut self, ptr: DevicePtr) -> &mut Vec<u8> {
+        let idx = self
+            .memory
+            .iter()
+            .position(|(p, _)| *p == ptr)
+            .expect("allocated pointer");
+        &mut self.memory[idx].1
+    }
+    fn log(&mut self, call: String) {
+        self.now += 1_000;
+        self.calls.push(call);
+    }
+}
+
+impl Backend for Recorder {
+    fn now(&mut self) -> Timestamp {
+        Timestamp(self.now)
+    }
+    fn set_device(&mut self) -> Result<(), AclCode> {
+        self.log("set_device".into());
+        Ok(())
+    }
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.log(format!("synchronize_device {timeout_ms}ms"));
+        Ok(())
+    }
+    fn reset_device_force(&mut self) -> Result<(), AclCode> {
+        self.log("reset_device_force".into());
+        Ok(())
+    }
+    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
+        if self.fail_probe_create && self.calls.iter().any(|c| c == "reset_device_force") {
+            self.log("create_stream -> 507899".into());
+            return Err(Self::code(507_899));
+        }
+        let id = self.id();
+        self.log(format!("create_stream -> s{id}"));
+        Ok(StreamHandle(id))
+    }
+    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.log(format!("destroy_stream s{}", stream.0));
+        Ok(())
+    }
+    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
+        let id = self.id();
+        self.log(format!("create_event -> e{id}"));
+        Ok(EventHandle(id))
+    }
+    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
+        self.log(format!("record_event e{} on s{}", event.0, stream.0));
+        Ok(())
+    }
+    fn query_event(&mut self, _event: EventHandle) -> Result<EventStatus, AclCode> {
+        Ok(EventStatus::Complete)
+    }
+    fn synchronize_event(&mut self, event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
+        self.log(format!("synchronize_event e{}", event.0));
+        match self.fail_sync {
+            Some(raw) => Err(Self::code(raw)),
+            None => Ok(()),
+        }
+    }
+    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
+        self.log(format!("destroy_event e{}", event.0));
+        Ok(())
+    }
+    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
+        let ptr = DevicePtr(self.id());
+        self.memory.push((ptr, vec![0; size]));
+        self.log(format!("malloc {size} -> p{}", ptr.0));
+        Ok(ptr)
+    }
+    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
+        self.log(format!("free p{}", ptr.0));
+        Ok(())
+    }
+    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
+        self.mem(dst)[..src.len()].copy_from_slice(src);
+        self.log(format!("memcpy_to_device p{} {}B", dst.0, src.len()));
+        Ok(())
+    }
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        let len = dst.len();
+        dst.copy_from_slice(&self.mem(src)[..len]);
+        self.log(format!("memcpy_from_device p{} {len}B", src.0));
+        Ok(())
+    }
+    fn launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
+        self.log(format!("launch_aicore r{} on s{}", args.run.0, stream.0));
+        Ok(())
+    }
+    fn launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
+        self.log(format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
+        // The "kernels" write the run's status header and timing buffer.
+        let mut status = Status::clean(HeaderLayout::TensormapAndRingbuffer);
+        if let Some((_, code)) = self.latch.iter().find(|(r, _)| *r == args.run.0) {
+            status.orch = Some(*code);
+        }
+        let header = self.mem(args.status_header);
+        encode_into(HeaderLayout::TensormapAndRingbuffer, &status, header).unwrap();
+        let end = args.run.0 * 1_000_000;
+        let timing = self.mem(args.timing);
+        timing[..8].copy_from_slice(&(end - 100_000).to_le_bytes());
+        timing[8..16].copy_from_slice(&end.to_le_bytes());
+        Ok(())
+    }
+    fn prepare_run(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        _diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        self.log(format!("prepare r{} s{}", run.0, slot.0));
+        Ok(())
+    }
+    fn finalise_run(
+        &mut self,
+        run: RunId,
+        _slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        self.log(format!(
+            "finalise r{}{}",
+            run.0,
+            if copy_back { " copy-back" } else { "" }
+        ));
+        Ok(())
+    }
+    fn upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
+        self.log(format!("upload c{}", code.0));
+        Ok(())
+    }
+}
+
+fn driver() -> Driver<Recorder> {
+    Driver::new(Profile::a2a3(), Recorder::default())
+}
+
+fn calls(d: &mut Driver<Recorder>) -> Vec<String> {
+    std::mem::take(&mut d.backend_mut().calls)
+}
+
+fn outcomes(d: &mut Driver<Recorder>) -> Vec<Outcome> {
+    std::iter::from_fn(|| d.poll_outcome()).collect()
+}
+
+#[test]
+fn a_launch_arms_the_slot_then_aicore_then_aicpu_then_records_one_event_per_stream() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    assert_eq!(
+        calls(&mut d),
+        [
+            "prepare r1 s0",
+            "create_stream -> s1",
+            "create_stream -> s2",
+            "create_event -> e3",
+            "create_event -> e4",
+            "malloc 1024 -> p5",
+            "malloc 16 -> p6",
+            "malloc 64 -> p7",
+            "memcpy_to_device p6 16B",
+            "memcpy_to_device p7 64B",
+            "launch_aicore r1 on s2",
+            "launch_aicpu r1 on s1",
+            "record_event e3 on s1",
+            "record_event e4 on s2",
+        ]
+    );
+}
+
+#[test]
+fn completion_waits_on_both_slot_events_then_reads_the_header_and_timing_before_the_verdict() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    calls(&mut d);
+    assert_eq!(d.turn().unwrap(), Turn::Progress);
+    assert_eq!(
+        calls(&mut d),
+        [
+            "synchronize_event e3",
+            "synchronize_event e4",
+            "memcpy_from_device p5 896B",
+            "memcpy_from_device p6 16B",
+            "finalise r1 copy-back",
+        ]
+    );
+    match outcomes(&mut d).as_slice() {
+        [Outcome::Run(r)] => {
+            assert_eq!(r.verdict, Verdict::Ok);
+            assert_eq!(
+                r.timing.map(|t| (t.start_ns, t.end_ns)),
+                Some((900_000, 1_000_000))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_second_run_in_a_slot_reuses_its_events_and_buffers_and_queues_behind_the_first() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    let log = calls(&mut d);
+    let creates = log.iter().filter(|c| c.starts_with("create_")).count();
+    assert_eq!(
+        creates,
+        2 + 2 * 2,
+        "two streams, then two events per slot, once each: {log:?}"
+    );
+    let third: Vec<_> = log
+        .iter()
+        .skip_while(|c| !c.starts_with("prepare r3"))
+        .collect();
+    assert!(
+        !third
+            .iter()
+            .any(|c| c.starts_with("create_") || c.starts_with("malloc")),
+        "{third:?}"
+    );
+    d.run_until_idle().unwrap();
+    assert!(
+        outcomes(&mut d)
+            .iter()
+            .all(|o| matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok))
+    );
+}
+
+#[test]
+fn the_status_latch_written_by_the_kernels_reaches_the_verdict() {
+    let mut d = driver();
+    d.backend_mut().latch.push((1, RuntimeCode::InvalidArgs));
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    assert!(
+        calls(&mut d).contains(&"finalise r1".to_owned()),
+        "no copy-back for a failed run"
+    );
+    match outcomes(&mut d).as_slice() {
+        [Outcome::Run(r)] => assert!(matches!(r.verdict, Verdict::Failed { .. })),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destroying_them() {
+    let mut d = driver();
+    d.backend_mut().fail_sync = Some(507_046);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    calls(&mut d);
+    d.backend_mut().fail_sync = Some(507_046);
+    d.turn().unwrap();
+    d.backend_mut().fail_sync = None;
+    let log = calls(&mut d);
+    assert_eq!(log[0], "synchronize_event e3");
+    assert_eq!(
+        log[1..],
+        [
+            "synchronize_device 10000ms",
+            "reset_device_force",
+            "set_device",
+            "create_stream -> s8",
+            "destroy_stream s8",
+            "malloc 64 -> p9",
+            "free p9",
+        ]
+    );
+    assert!(
+        !log.iter().any(|c| c.starts_with("destroy_event")),
+        "dead handles are never destroyed"
+    );
+    assert_eq!(d.lane().state(), LaneState::Open);
+    // The next run gets fresh streams, events and buffers.
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    let log = calls(&mut d);
+    assert_eq!(
+        log.iter()
+            .filter(|c| c.starts_with("create_stream"))
+            .count(),
+        2
+    );
+    assert_eq!(
+        log.iter().filter(|c| c.starts_with("create_event")).count(),
+        2
+    );
+}
+
+#[test]
+fn a_failed_probe_every_attempt_leaves_the_lane_lost_and_the_driver_idle() {
+    let mut d = driver();
+    d.backend_mut().fail_sync = Some(507_015);
+    d.backend_mut().fail_probe_create = true;
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    assert_eq!(d.lane().state(), LaneState::Lost);
+    let resets = calls(&mut d)
+        .iter()
+        .filter(|c| *c == "reset_device_force")
+        .count();
+    assert_eq!(resets, 3);
+    assert!(d.submit(RunRequest::new()).unwrap().is_err());
+}
+
+#[test]
+fn close_destroys_the_streams_then_releases_each_slots_events_and_buffers() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    calls(&mut d);
+    d.close().unwrap();
+    d.run_until_idle().unwrap();
+    assert_eq!(
+        calls(&mut d),
+        [
+            "destroy_stream s1",
+            "destroy_stream s2",
+            "destroy_event e3",
+            "destroy_event e4",
+            "free p5",
+            "free p6",
+            "free p7",
+        ]
+    );
+    assert_eq!(d.lane().state(), LaneState::Closed);
+}
+
+#[test]
+fn a_publication_uploads_between_runs_and_the_next_launch_gets_a_fresh_aicore_stream() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.publish(CodeRef(7)).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    let upload = log.iter().position(|c| c == "upload c7").unwrap();
+    let finalise1 = log
+        .iter()
+        .position(|c| c.starts_with("finalise r1"))
+        .unwrap();
+    let destroy = log.iter().position(|c| c == "destroy_stream s2").unwrap();
+    let launch3 = log
+        .iter()
+        .position(|c| c.starts_with("launch_aicore r3"))
+        .unwrap();
+    assert!(
+        finalise1 < upload && upload < destroy && destroy < launch3,
+        "{log:?}"
+    );
+    assert_eq!(outcomes(&mut d).len(), 3);
+}
+
+#[test]
+fn the_driver_reports_no_rejected_event_over_many_runs() {
+    let mut d = driver();
+    let mut accepted = 0;
+    while accepted < 200 {
+        if d.submit(RunRequest::new()).unwrap().is_ok() {
+            accepted += 1;
+        } else {
+            d.turn().unwrap();
+        }
+    }
+    d.run_until_idle().unwrap();
+    assert_eq!(d.lane().rejected_events(), 0);
+    assert_eq!(outcomes(&mut d).len(), 200);
+}
