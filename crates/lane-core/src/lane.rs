@@ -704,26 +704,37 @@ impl Lane {
 // ----- progress: what the lane starts next --------------------------------------------
 
 impl Lane {
-    /// Starts whatever the current state allows, until nothing more can start, then delivers
-    /// finished outcomes in order.
+    /// Delivers finished outcomes in order, then starts whatever the current state allows.
+    ///
+    /// One pass is enough, in this order: an upload, a launch, a preparation, an await.
+    /// Preparing, uploading and launching are answered by events, so none of them enables
+    /// another start before the next input, except a launch, which can let the next queued
+    /// run prepare; that is why the launch comes before the preparation. No start finishes an
+    /// item, so nothing new is left to deliver afterwards.
     fn progress(&mut self, now: Timestamp) {
-        loop {
-            self.deliver();
-            let changed = match self.state {
-                LaneState::Open => {
-                    self.start_upload()
-                        | self.start_prepare()
-                        | self.start_launch()
-                        | self.start_await(now)
-                }
-                LaneState::Closing => self.start_await(now) | self.finish_closing(),
-                LaneState::ReleasingStreams => self.release_streams(),
-                LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed => false,
-            };
-            if !changed {
-                break;
+        self.deliver();
+        match self.state {
+            LaneState::Open => {
+                self.start_upload();
+                self.start_launch();
+                self.start_prepare();
+                self.start_await(now);
             }
+            LaneState::Closing => {
+                self.start_await(now);
+                if self.finish_closing() {
+                    self.release_streams();
+                }
+            }
+            LaneState::ReleasingStreams => {
+                self.release_streams();
+            }
+            LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed => {}
         }
+        debug_assert!(
+            !self.items.first().is_some_and(Item::is_done),
+            "a start finished an item"
+        );
     }
 
     /// Moves finished items at the front into the outcome queue (L-2, L-14).

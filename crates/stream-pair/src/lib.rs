@@ -702,11 +702,18 @@ impl StreamPair {
     /// The one transition function; every method below is a thin typed wrapper over it.
     ///
     /// A rejected input changes nothing.
+    // Always inlined: each typed wrapper passes a constant input, so the compiler keeps
+    // only that input's arm (the submit/retire cycle is on every run's hot path).
+    #[inline(always)]
     pub fn apply(&mut self, input: Input) -> Result<Step, Rejection> {
         match input {
             Input::Ready => {
                 if self.teardown.is_some() {
                     return Ok(Step::Readiness(Readiness::Closing));
+                }
+                // The warm pair between runs (the hot path): nothing to create or replace.
+                if let (Some(aicpu), Some(aicore)) = (self.aicpu.usable(), self.aicore.usable()) {
+                    return Ok(Step::Readiness(Readiness::Ready { aicpu, aicore }));
                 }
                 let queued = !self.submissions.is_empty();
                 let mut effects = Effects::new();
@@ -883,6 +890,7 @@ impl StreamPair {
 
     /// The launch path: makes the pair ready, emitting the creates and replacement
     /// destroys to run now (only this method emits them, SPEC L-4).
+    #[inline]
     pub fn ready(&mut self) -> Readiness {
         match self.apply(Input::Ready) {
             Ok(Step::Readiness(readiness)) => readiness,
@@ -894,6 +902,7 @@ impl StreamPair {
 
     /// Queues `owner`'s submission at the back of the FIFO. Requires a ready pair, no
     /// pending replacement, room in the FIFO and an owner not already queued.
+    #[inline]
     pub fn submit(&mut self, owner: Owner) -> Result<(), SubmitError> {
         match self.apply(Input::Submit(owner)) {
             Ok(_) => Ok(()),
@@ -905,6 +914,7 @@ impl StreamPair {
 
     /// Removes `owner`'s submission, from any position, without marking anything stale:
     /// for a launch that reached no stream (`NotStarted`).
+    #[inline]
     pub fn withdraw(&mut self, owner: Owner) -> Result<(), WithdrawError> {
         match self.apply(Input::Withdraw(owner)) {
             Ok(_) => Ok(()),
@@ -915,6 +925,7 @@ impl StreamPair {
     }
 
     /// Retires `owner`'s submission (S-3..S-5); a caller without one changes nothing.
+    #[inline]
     pub fn retire(&mut self, owner: Owner, how: Retirement) -> Retired {
         match self.apply(Input::Retire(owner, how)) {
             Ok(Step::Retired(retired)) => retired,
