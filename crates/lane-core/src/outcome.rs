@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use status_latch::{Class, Classification, Failure, classify, failure_line};
+use status_latch::{Class, Classification, Failure, Stage, classify, failure_line};
 
 use crate::ids::{DeviceTiming, PublicationId, RunId, Tag};
 
@@ -30,6 +30,30 @@ impl Cause {
     #[must_use]
     pub const fn class(&self) -> Class {
         self.classification.class
+    }
+
+    /// Where it failed (`None` for a latched code, a host wait timeout, a validation failure).
+    #[must_use]
+    pub const fn stage(&self) -> Option<Stage> {
+        self.failure.stage()
+    }
+
+    /// The latched runtime code or the ACL return code, as reported.
+    #[must_use]
+    pub const fn code(&self) -> Option<i32> {
+        self.failure.code()
+    }
+
+    /// The code's name (`INVALID_ARGS`, `ACL_ERROR_RT_AICORE_EXCEPTION`, ...).
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.failure.name()
+    }
+
+    /// What to change and run again.
+    #[must_use]
+    pub const fn hint(&self) -> &'static str {
+        self.failure.hint()
     }
 
     /// The one stable log line for this cause (run, stage, code, name, meaning, class, hint).

@@ -29,6 +29,17 @@ fn a_clean_kernel_exit_with_a_nonzero_latch_fails_that_run() {
     let cause = failed_with(h.verdict(r1));
     assert_eq!(cause.class(), Class::RunOnly);
     assert!(matches!(cause.failure, Failure::Latched(l) if l.code == RuntimeCode::InvalidArgs));
+    // The outcome names the code, its name and the hint (through status-latch).
+    assert_eq!(
+        (cause.stage(), cause.code(), cause.name()),
+        (None, Some(5), "INVALID_ARGS")
+    );
+    assert_eq!(cause.hint(), RuntimeCode::InvalidArgs.hint());
+    assert!(
+        cause.line(r1).starts_with("run 1 failed: runtime latch"),
+        "{}",
+        cause.line(r1)
+    );
     assert!(
         h.take().contains(&"FinaliseRun r1".to_owned()),
         "failed runs are finalised without copy-back"

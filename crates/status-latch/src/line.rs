@@ -117,14 +117,13 @@ impl fmt::Display for FailureLine {
             }
             Failure::HostWaitTimeout => {
                 f.write_str(" at host wait: the completion deadline passed before both completion events were seen")?;
-                "the work may still be running, so the device is recovered; find the stuck run (its latch, the \
-                 device log) before raising the deadline"
+                self.failure.hint()
             }
             Failure::CopyBackValidation => {
                 f.write_str(
                     " at copy-back: host-side validation of the copied-back output failed",
                 )?;
-                "the device is fine: check the run's inputs and expected output, then run again"
+                self.failure.hint()
             }
         };
         write!(

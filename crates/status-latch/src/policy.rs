@@ -140,6 +140,55 @@ pub enum Failure {
     CopyBackValidation,
 }
 
+impl Failure {
+    /// Where it failed: the stage of an ACL code or of a launch; `None` for a latched code
+    /// (the runtime reports it from the device), a host wait timeout and a copy-back
+    /// validation failure.
+    pub const fn stage(&self) -> Option<Stage> {
+        match *self {
+            Self::Acl { stage, .. } => Some(stage),
+            Self::Launch { progress, .. } => Some(progress.stage()),
+            Self::Latched(_) | Self::HostWaitTimeout | Self::CopyBackValidation => None,
+        }
+    }
+
+    /// The code as reported: the latched runtime code's value or the ACL return code;
+    /// `None` for the two failures that carry no code.
+    pub const fn code(&self) -> Option<i32> {
+        match *self {
+            Self::Latched(latch) => Some(latch.code.value()),
+            Self::Acl { code, .. } | Self::Launch { code, .. } => Some(code.raw()),
+            Self::HostWaitTimeout | Self::CopyBackValidation => None,
+        }
+    }
+
+    /// The code's name (`INVALID_ARGS`, `ACL_ERROR_RT_AICORE_EXCEPTION`, ...), or a name for
+    /// the two failures without a code.
+    pub const fn name(&self) -> &'static str {
+        match *self {
+            Self::Latched(latch) => latch.code.name(),
+            Self::Acl { code, .. } | Self::Launch { code, .. } => code.name(),
+            Self::HostWaitTimeout => "HOST_WAIT_TIMEOUT",
+            Self::CopyBackValidation => "COPY_BACK_VALIDATION",
+        }
+    }
+
+    /// What to change and run again.
+    pub const fn hint(&self) -> &'static str {
+        match *self {
+            Self::Latched(latch) => latch.code.hint(),
+            Self::Acl { code, .. } | Self::Launch { code, .. } => code.hint(),
+            Self::HostWaitTimeout => {
+                "the work may still be running, so the device is recovered; find the stuck run (its latch, the \
+                 device log) before raising the deadline"
+            }
+            Self::CopyBackValidation => {
+                "the device is fine: check the run's inputs and expected output, then run again"
+            }
+        }
+    }
+}
+
 /// What a failure does to the lane.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Class {

@@ -323,3 +323,36 @@ fn rule_names_are_unique_and_every_rule_has_a_reason() {
         assert!(!rule.reason().is_empty(), "{rule}");
     }
 }
+
+#[test]
+fn a_failure_names_its_stage_code_name_and_hint() {
+    let latched = Failure::Latched(status_latch::Latch {
+        source: status_latch::LatchSource::Sched,
+        code: status_latch::RuntimeCode::InvalidArgs,
+    });
+    assert_eq!(latched.stage(), None);
+    assert_eq!(latched.code(), Some(5));
+    assert_eq!(latched.name(), "INVALID_ARGS");
+    assert_eq!(
+        latched.hint(),
+        status_latch::RuntimeCode::InvalidArgs.hint()
+    );
+
+    let wait = acl(Stage::EventWait, AclCode::from_raw(507_047).unwrap());
+    assert_eq!(wait.stage(), Some(Stage::EventWait));
+    assert_eq!(wait.code(), Some(507_047));
+    assert_eq!(wait.name(), AclCode::from_raw(507_047).unwrap().name());
+
+    let partial = launch(LaunchProgress::Partial, AclCode::from_raw(107_000).unwrap());
+    assert_eq!(partial.stage(), Some(Stage::AicpuLaunch));
+
+    for codeless in [Failure::HostWaitTimeout, Failure::CopyBackValidation] {
+        assert_eq!((codeless.stage(), codeless.code()), (None, None));
+        assert!(!codeless.name().is_empty() && !codeless.hint().is_empty());
+        assert!(
+            status_latch::failure_line(1, &codeless)
+                .to_string()
+                .ends_with(codeless.hint())
+        );
+    }
+}
