@@ -1,0 +1,1403 @@
+//! The simulated device: host and device on one virtual clock, streams as FIFO queues,
+//! events, device memory, sticky errors, and the device invariants.
+//!
+//! # Time
+//!
+//! `host_ns` is the host thread's clock, [`Backend::now`]. Every call advances it by its
+//! cost ([`Costs`]); a blocking wait advances it to the event's completion plus the host
+//! wake-up, or to the timeout. The device runs in parallel: a task's start is
+//! `max(enqueue + kernel start latency, previous task's end on its stream + task switch)`,
+//! so run N+1's kernels enqueued while run N executes start right after it.
+//!
+//! # A run on the device
+//!
+//! The AICore kernel is enqueued first and spins until its AICPU scheduler hands it work (the
+//! handshake); the run starts when both kernels have started, spends the per-run preamble,
+//! then its device time, and both kernels end together. The kernels write the slot's
+//! handshake (at start), timing buffer and status header (at end) through the arguments
+//! they were launched with; the host sees a write once its clock passes it.
+//!
+//! An AICore kernel whose AICPU partner is never enqueued (a partial launch) never ends.
+//! Both kernels on one stream is a deadlock: the simulator records it and fails loudly.
+//!
+//! # Sticky errors
+//!
+//! A device exception ends the run's kernels with the code, faults both of its streams
+//! (their later tasks fail at once) and makes the device bad: every checked call (launches,
+//! stream and event creation, records, copies, allocations, queries) returns the code until
+//! a force reset. An event wait does not: it returns success once its stream passes the
+//! event, as on hardware. [`SimDevice::query_stream`] returns it.
+
+use std::collections::BTreeMap;
+
+use lane_core::status_latch::{self, AclCode, HeaderLayout, RuntimeCode, Status};
+use lane_core::stream_pair::{Role, StreamHandle};
+use lane_core::{CodeRef, Event, FinaliseFailure, RunId, SlotId, Timestamp};
+use lane_driver::{
+    Backend, DevicePtr, EventHandle, EventStatus, Observation, PrepareError, RunArgs,
+};
+use rand_core::RngCore;
+
+use crate::costs::{Cost, Costs};
+use crate::faults::{FaultRule, Faults, Injected, Site, rng_for, streams};
+use crate::trace::{Ending, KernelRecord, Record, Side, Trace};
+
+/// First stream handle (AICPU and AICore handles are drawn from one counter).
+const FIRST_STREAM: u64 = 1;
+/// First event handle.
+const FIRST_EVENT: u64 = 1001;
+/// First device address.
+const FIRST_PTR: u64 = 0x1000_0000;
+/// `aclrtMalloc` rounds up to 32 bytes and adds 32 bytes of padding (ascend-cl.md §2.5).
+const MALLOC_ALIGN: u64 = 32;
+
+/// How long each run's device work takes: a base time, jittered per run from the seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunTimes {
+    /// The base device time of a run, after its preamble.
+    pub device_ns: u64,
+    /// Uniform jitter around the base, in parts per million of it (0 = every run equal).
+    pub jitter_ppm: u32,
+}
+
+impl RunTimes {
+    /// The device time of `run`: a pure function of the seed and the run id.
+    pub fn of(&self, seed: u64, run: RunId) -> u64 {
+        let span = self.device_ns.saturating_mul(u64::from(self.jitter_ppm)) / 1_000_000;
+        if span == 0 {
+            return self.device_ns;
+        }
+        let draw = rng_for(seed ^ run.0.rotate_left(17), streams::JITTER).next_u64();
+        let offset = draw % (2 * span + 1);
+        (self.device_ns + offset).saturating_sub(span).max(1)
+    }
+}
+
+/// The first thing that went wrong in the simulator itself (not a device failure the lane
+/// handles): a device invariant broke, a deadlock, or a livelock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceFailure {
+    /// A device invariant broke (see the crate doc's list).
+    Invariant(String),
+    /// Work that can never finish: both kernels of a run on one stream, or an unbounded
+    /// wait on an event that never completes.
+    Deadlock(String),
+    /// The lane kept the device busy without making progress.
+    Livelock(String),
+}
+
+impl core::fmt::Display for DeviceFailure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Invariant(what) => write!(f, "device invariant broken: {what}"),
+            Self::Deadlock(what) => write!(f, "deadlock: {what}"),
+            Self::Livelock(what) => write!(f, "livelock: {what}"),
+        }
+    }
+}
+
+/// Host time spent on behalf of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostUse {
+    /// Time in calls (their costs).
+    pub busy_ns: u64,
+    /// Time blocked in waits for the device.
+    pub blocked_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Stream {
+    /// When the last enqueued task ends; `None` = never.
+    tail: Option<u64>,
+    /// Ordinal of the last enqueued task, and its start, for the FIFO check.
+    last_task: Option<(u64, Option<u64>)>,
+    /// From when, and with which code, the stream is sticky-faulted.
+    faulted: Option<(u64, AclCode)>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Capture {
+    run: Option<RunId>,
+    /// When the stream passes the event; `None` = never.
+    complete_at: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+struct Allocation {
+    bytes: Vec<u8>,
+    /// The run whose kernels wrote it last (a host write clears it).
+    kernel_writer: Option<RunId>,
+}
+
+#[derive(Clone, Debug)]
+struct PendingWrite {
+    at: u64,
+    seq: u64,
+    run: RunId,
+    ptr: u64,
+    bytes: Vec<u8>,
+}
+
+/// An AICore kernel enqueued and waiting for its AICPU partner's launch.
+#[derive(Clone, Copy, Debug)]
+struct PendingCore {
+    args: RunArgs,
+    stream: u64,
+    enqueued: u64,
+    start: Option<u64>,
+}
+
+/// The simulated device: implements [`Backend`], so the one [`lane_driver::Driver`] loop
+/// runs the lane on it.
+#[derive(Debug)]
+pub struct SimDevice {
+    costs: Costs,
+    layout: HeaderLayout,
+    seed: u64,
+    run_times: RunTimes,
+    faults: Faults,
+    host_ns: u64,
+    streams: BTreeMap<u64, Stream>,
+    next_stream: u64,
+    tasks_enqueued: u64,
+    events: BTreeMap<u64, Option<Capture>>,
+    next_event: u64,
+    memory: BTreeMap<u64, Allocation>,
+    next_ptr: u64,
+    pending_writes: Vec<PendingWrite>,
+    write_seq: u64,
+    /// The device is bad from `.0` on with code `.1`, until a force reset.
+    sticky: Option<(u64, AclCode)>,
+    binary_loaded: bool,
+    pending_core: Option<PendingCore>,
+    /// The run whose launch is in progress (record_event is about it).
+    launching: Option<RunId>,
+    /// Runs launched and not yet finalised or reset, with their slot buffers.
+    live_runs: BTreeMap<u64, RunArgs>,
+    /// When each live run's kernels end (`None` = never), for the queued-launch count.
+    run_ends: BTreeMap<u64, Option<u64>>,
+    current_run: Option<RunId>,
+    host_use: BTreeMap<u64, HostUse>,
+    stream_roles: BTreeMap<u64, Role>,
+    aicore_streams_created: u64,
+    queued_launches: u64,
+    resets: u64,
+    calls: u64,
+    call_budget: u64,
+    trace: Trace,
+    failure: Option<DeviceFailure>,
+}
+
+impl SimDevice {
+    /// A fresh device: no streams, no faults, the host clock at 0.
+    pub fn new(costs: Costs, layout: HeaderLayout, seed: u64, run_times: RunTimes) -> Self {
+        Self {
+            costs,
+            layout,
+            seed,
+            run_times,
+            faults: Faults::new(seed),
+            host_ns: 0,
+            streams: BTreeMap::new(),
+            next_stream: FIRST_STREAM,
+            tasks_enqueued: 0,
+            events: BTreeMap::new(),
+            next_event: FIRST_EVENT,
+            memory: BTreeMap::new(),
+            next_ptr: FIRST_PTR,
+            pending_writes: Vec::new(),
+            write_seq: 0,
+            sticky: None,
+            binary_loaded: false,
+            pending_core: None,
+            launching: None,
+            live_runs: BTreeMap::new(),
+            run_ends: BTreeMap::new(),
+            current_run: None,
+            host_use: BTreeMap::new(),
+            stream_roles: BTreeMap::new(),
+            aicore_streams_created: 0,
+            queued_launches: 0,
+            resets: 0,
+            calls: 0,
+            call_budget: u64::MAX,
+            trace: Trace::default(),
+            failure: None,
+        }
+    }
+
+    /// Records a trace of every call, lane step and device task (off by default).
+    #[must_use]
+    pub fn with_trace(mut self, on: bool) -> Self {
+        self.trace = Trace::new(on);
+        self
+    }
+
+    /// Fails loudly (a livelock) after this many backend calls.
+    #[must_use]
+    pub const fn with_call_budget(mut self, calls: u64) -> Self {
+        self.call_budget = calls;
+        self
+    }
+
+    /// Installs a fault rule after the existing ones.
+    pub fn install(&mut self, rule: FaultRule) {
+        self.faults.install(rule);
+    }
+
+    /// Removes every fault rule (the device's state, a hung kernel or a sticky fault,
+    /// stays until the lane recovers it).
+    pub fn heal(&mut self) {
+        self.faults.heal();
+    }
+
+    /// The installed fault rules.
+    pub fn fault_rules(&self) -> &[FaultRule] {
+        self.faults.rules()
+    }
+
+    /// How many faults fired.
+    pub const fn faults_injected(&self) -> u64 {
+        self.faults.injected()
+    }
+
+    /// The first simulator failure (invariant, deadlock, livelock), if any.
+    pub const fn failure(&self) -> Option<&DeviceFailure> {
+        self.failure.as_ref()
+    }
+
+    /// The trace recorded so far.
+    pub const fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// Host time spent per run (by run id).
+    pub const fn host_use(&self) -> &BTreeMap<u64, HostUse> {
+        &self.host_use
+    }
+
+    /// The role of each stream the lane created (by handle).
+    pub const fn stream_roles(&self) -> &BTreeMap<u64, Role> {
+        &self.stream_roles
+    }
+
+    /// AICore streams created so far (a publication or an unproven retirement adds one).
+    pub const fn aicore_streams_created(&self) -> u64 {
+        self.aicore_streams_created
+    }
+
+    /// Launches that found an earlier run's kernels still queued or running on the device:
+    /// runs queued behind their predecessor (the point of depth two).
+    pub const fn queued_launches(&self) -> u64 {
+        self.queued_launches
+    }
+
+    /// Force resets that succeeded.
+    pub const fn resets(&self) -> u64 {
+        self.resets
+    }
+
+    /// The host clock, in ns.
+    pub const fn host_ns(&self) -> u64 {
+        self.host_ns
+    }
+
+    /// `aclrtStreamQuery`: whether every task on the stream has finished, or the stream's
+    /// sticky error (unlike an event wait, a stream query returns it).
+    pub fn query_stream(&mut self, stream: StreamHandle) -> Result<bool, AclCode> {
+        let start = self.enter();
+        self.spend(Cost::EventQuery);
+        let result = match self.streams.get(&stream.0) {
+            None => Err(self.dead_handle("query_stream", "stream", stream.0)),
+            Some(s) => match (s.faulted, self.sticky) {
+                (Some((since, code)), _) | (None, Some((since, code))) if since <= start => {
+                    Err(code)
+                }
+                _ => Ok(s.tail.is_some_and(|t| t <= start)),
+            },
+        };
+        self.finish(
+            "query_stream",
+            start,
+            None,
+            || format!("h{}", stream.0),
+            &result,
+        );
+        result
+    }
+
+    // ----- bookkeeping -----------------------------------------------------------------
+
+    /// Starts a call: counts it, orphans an AICore kernel whose partner never came, and
+    /// lets the host see every device write that has landed.
+    fn enter(&mut self) -> u64 {
+        self.enter_keeping_pending_core();
+        self.orphan_pending_core();
+        self.host_ns
+    }
+
+    fn enter_keeping_pending_core(&mut self) {
+        self.calls += 1;
+        if self.calls == self.call_budget {
+            self.fail(DeviceFailure::Livelock(format!(
+                "{} backend calls without the workload finishing; the lane is looping",
+                self.calls
+            )));
+        }
+        self.settle();
+    }
+
+    fn fail(&mut self, failure: DeviceFailure) {
+        if self.failure.is_none() {
+            let at = self.host_ns;
+            self.trace.push(|| Record::Note {
+                at_ns: at,
+                text: failure.to_string(),
+            });
+            self.failure = Some(failure);
+        }
+    }
+
+    fn violation(&mut self, what: String) {
+        self.fail(DeviceFailure::Invariant(what));
+    }
+
+    fn dead_handle(&mut self, call: &str, what: &str, handle: u64) -> AclCode {
+        self.violation(format!(
+            "{call} on {what} {handle:#x}, which is not live (never created, destroyed, or dropped by a reset)"
+        ));
+        AclCode::RtInvalidHandle
+    }
+
+    fn spend(&mut self, cost: Cost) {
+        let ns = self.costs.get(cost);
+        self.spend_ns(ns, self.current_run);
+    }
+
+    fn spend_ns(&mut self, ns: u64, run: Option<RunId>) {
+        self.host_ns = self.host_ns.saturating_add(ns);
+        if let Some(run) = run {
+            let entry = self.host_use.entry(run.0).or_default();
+            entry.busy_ns = entry.busy_ns.saturating_add(ns);
+        }
+    }
+
+    fn block_ns(&mut self, ns: u64, run: Option<RunId>) {
+        self.host_ns = self.host_ns.saturating_add(ns);
+        if let Some(run) = run {
+            let entry = self.host_use.entry(run.0).or_default();
+            entry.blocked_ns = entry.blocked_ns.saturating_add(ns);
+        }
+    }
+
+    /// The device's sticky error, if the host clock has reached it.
+    fn sticky_now(&self) -> Result<(), AclCode> {
+        match self.sticky {
+            Some((since, code)) if since <= self.host_ns => Err(code),
+            _ => Ok(()),
+        }
+    }
+
+    fn finish<T>(
+        &mut self,
+        name: &'static str,
+        start: u64,
+        run: Option<RunId>,
+        detail: impl FnOnce() -> String,
+        result: &Result<T, AclCode>,
+    ) {
+        let end = self.host_ns;
+        let error = result.as_ref().err().copied();
+        self.trace.push(|| Record::Call {
+            start_ns: start,
+            end_ns: end,
+            name,
+            run: run.map(|r| r.0),
+            detail: detail(),
+            error: error.map(|c| format!("{} {}", c.raw(), c.name())),
+        });
+    }
+
+    /// Applies every device write the host clock has passed, in device-time order.
+    fn settle(&mut self) {
+        if self.pending_writes.is_empty() {
+            return;
+        }
+        let now = self.host_ns;
+        let mut due: Vec<PendingWrite> = Vec::new();
+        self.pending_writes.retain(|w| {
+            if w.at <= now {
+                due.push(w.clone());
+                false
+            } else {
+                true
+            }
+        });
+        due.sort_by_key(|w| (w.at, w.seq));
+        for write in due {
+            if let Some(owner) = self.owner_of(write.ptr) {
+                if owner != write.run {
+                    self.violation(format!(
+                        "run {}'s kernels wrote {:#x}, a buffer of live run {} (L-13)",
+                        write.run.0, write.ptr, owner.0
+                    ));
+                }
+            }
+            match self.memory.get_mut(&write.ptr) {
+                Some(alloc) if alloc.bytes.len() >= write.bytes.len() => {
+                    if let Some(dst) = alloc.bytes.get_mut(..write.bytes.len()) {
+                        dst.copy_from_slice(&write.bytes);
+                    }
+                    alloc.kernel_writer = Some(write.run);
+                }
+                _ => self.violation(format!(
+                    "run {}'s kernels wrote {:#x}, which is not an allocation that large",
+                    write.run.0, write.ptr
+                )),
+            }
+        }
+    }
+
+    /// The live run whose slot buffers include `ptr`.
+    fn owner_of(&self, ptr: u64) -> Option<RunId> {
+        self.live_runs
+            .values()
+            .find(|a| [a.status_header.0, a.timing.0, a.handshake.0].contains(&ptr))
+            .map(|a| a.run)
+    }
+
+    fn write_later(&mut self, at: u64, run: RunId, ptr: DevicePtr, bytes: Vec<u8>) {
+        self.write_seq += 1;
+        self.pending_writes.push(PendingWrite {
+            at,
+            seq: self.write_seq,
+            run,
+            ptr: ptr.0,
+            bytes,
+        });
+    }
+
+    /// An AICore kernel whose AICPU partner was not launched by the next call spins forever
+    /// (a partial launch orphans it).
+    fn orphan_pending_core(&mut self) {
+        let Some(pending) = self.pending_core.take() else {
+            return;
+        };
+        if let Some(stream) = self.streams.get_mut(&pending.stream) {
+            stream.tail = None;
+        }
+        self.run_ends.insert(pending.args.run.0, None);
+        self.trace.push(|| {
+            Record::Kernel(KernelRecord {
+                run: pending.args.run.0,
+                side: Side::Aicore,
+                stream: pending.stream,
+                enqueued_ns: pending.enqueued,
+                start_ns: pending.start,
+                end_ns: None,
+                ending: Ending::Orphaned,
+                killed_ns: None,
+            })
+        });
+    }
+
+    /// Appends a task to a stream, checking FIFO order (a device invariant).
+    fn enqueue(&mut self, stream: u64, start: Option<u64>, end: Option<u64>) {
+        self.tasks_enqueued += 1;
+        let seq = self.tasks_enqueued;
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        let order_ok = match (s.last_task, start) {
+            (Some((prev_seq, _)), _) if prev_seq >= seq => false,
+            (Some(_), Some(start)) => s.tail.is_some_and(|t| t <= start),
+            _ => true,
+        };
+        s.last_task = Some((seq, start));
+        s.tail = end;
+        if !order_ok {
+            self.violation(format!(
+                "task {seq} on stream h{stream} would start before its predecessor ended"
+            ));
+        }
+    }
+
+    /// When a task enqueued now on `stream` starts: after the kernel start latency, and
+    /// after the stream's previous task plus a task switch. `None` if that never ends.
+    fn task_start(&self, stream: u64, latency: u64) -> Option<u64> {
+        let tail = self.streams.get(&stream)?.tail?;
+        let after_tail = tail.saturating_add(self.costs.get(Cost::TaskSwitch));
+        Some(after_tail.max(self.host_ns.saturating_add(latency)))
+    }
+
+    /// The stream's sticky fault, if it started by `at`.
+    fn stream_fault(&self, stream: u64, at: u64) -> Option<AclCode> {
+        match self.streams.get(&stream)?.faulted {
+            Some((since, code)) if since <= at => Some(code),
+            _ => None,
+        }
+    }
+
+    /// Device invariants that can be checked at any step (the others are checked where
+    /// they could break: enqueue, writes, launches, destroys).
+    fn check_device_invariants(&mut self) {
+        let mut seen: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut clash = None;
+        for args in self.live_runs.values() {
+            for ptr in [args.status_header.0, args.timing.0, args.handshake.0] {
+                if let Some(other) = seen.insert(ptr, args.run.0) {
+                    clash = Some((ptr, other, args.run.0));
+                }
+            }
+        }
+        if let Some((ptr, a, b)) = clash {
+            self.violation(format!(
+                "live runs {a} and {b} share the slot buffer {ptr:#x} (L-13)"
+            ));
+        }
+    }
+}
+
+impl Backend for SimDevice {
+    fn now(&mut self) -> Timestamp {
+        Timestamp(self.host_ns)
+    }
+
+    fn set_device(&mut self) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::SetDevice);
+        let result = match self.faults.decide(Site::Probe, None) {
+            Some(Injected::Fail(code)) => Err(code),
+            _ => Ok(()),
+        };
+        self.finish("set_device", start, None, String::new, &result);
+        result
+    }
+
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::SynchronizeDevice);
+        let drained_at = self
+            .streams
+            .values()
+            .map(|s| s.tail)
+            .try_fold(0_u64, |acc, t| t.map(|t| acc.max(t)));
+        let timeout_ns = u64::try_from(timeout_ms)
+            .unwrap_or(0)
+            .saturating_mul(1_000_000);
+        let result = match drained_at {
+            Some(t) if t.saturating_sub(self.host_ns) <= timeout_ns => {
+                let wait = t.saturating_sub(self.host_ns);
+                if wait > 0 {
+                    self.block_ns(wait, None);
+                    self.spend(Cost::HostWakeup);
+                }
+                self.sticky_now()
+            }
+            _ => {
+                self.block_ns(timeout_ns, None);
+                Err(AclCode::RtStreamSyncTimeout)
+            }
+        };
+        self.finish(
+            "synchronize_device",
+            start,
+            None,
+            || format!("timeout {timeout_ms} ms"),
+            &result,
+        );
+        result
+    }
+
+    fn reset_device_force(&mut self) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::ResetDevice);
+        let result = match self.faults.decide(Site::Reset, None) {
+            Some(Injected::Fail(code)) => Err(code),
+            _ => Ok(()),
+        };
+        if result.is_ok() {
+            let (streams, events, buffers) =
+                (self.streams.len(), self.events.len(), self.memory.len());
+            self.streams.clear();
+            self.events.clear();
+            self.memory.clear();
+            self.pending_writes.clear();
+            self.sticky = None;
+            self.binary_loaded = false;
+            self.live_runs.clear();
+            self.run_ends.clear();
+            self.launching = None;
+            self.resets += 1;
+            let at = self.host_ns;
+            self.trace.kill_open_kernels(at);
+            self.trace.push(|| Record::Note {
+                at_ns: at,
+                text: format!(
+                    "device reset: {streams} streams, {events} events and {buffers} buffers dropped; running kernels killed"
+                ),
+            });
+        }
+        self.finish("reset_device_force", start, None, String::new, &result);
+        result
+    }
+
+    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
+        let start = self.enter();
+        self.spend(Cost::StreamCreate);
+        let result =
+            self.sticky_now()
+                .and_then(|()| match self.faults.decide(Site::StreamCreate, None) {
+                    Some(Injected::Fail(code)) => Err(code),
+                    _ => {
+                        let handle = self.next_stream;
+                        self.next_stream += 1;
+                        self.streams.insert(
+                            handle,
+                            Stream {
+                                tail: Some(self.host_ns),
+                                last_task: None,
+                                faulted: None,
+                            },
+                        );
+                        Ok(StreamHandle(handle))
+                    }
+                });
+        let detail = result.map(|h| format!("-> h{}", h.0)).unwrap_or_default();
+        self.finish("create_stream", start, None, || detail, &result);
+        result
+    }
+
+    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::StreamDestroy);
+        let result = match self.streams.get(&stream.0).copied() {
+            None => Err(self.dead_handle("destroy_stream", "stream", stream.0)),
+            Some(s) => match self.faults.decide(Site::StreamDestroy, None) {
+                Some(Injected::Fail(code)) => Err(code),
+                _ => {
+                    if s.tail.is_none_or(|t| t > start) {
+                        let when = s
+                            .tail
+                            .map_or_else(|| "never ends".to_owned(), |t| format!("ends at {t} ns"));
+                        self.violation(format!(
+                            "stream h{} destroyed at {start} ns with queued work (its last task {when})",
+                            stream.0
+                        ));
+                    }
+                    self.streams.remove(&stream.0);
+                    Ok(())
+                }
+            },
+        };
+        self.finish(
+            "destroy_stream",
+            start,
+            None,
+            || format!("h{}", stream.0),
+            &result,
+        );
+        result
+    }
+
+    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
+        let start = self.enter();
+        self.spend(Cost::EventCreate);
+        let result = self.sticky_now().map(|()| {
+            let handle = self.next_event;
+            self.next_event += 1;
+            self.events.insert(handle, None);
+            EventHandle(handle)
+        });
+        let detail = result.map(|h| format!("-> e{}", h.0)).unwrap_or_default();
+        self.finish("create_event", start, None, || detail, &result);
+        result
+    }
+
+    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::EventRecord);
+        let run = self.launching;
+        let result = if !self.events.contains_key(&event.0) {
+            Err(self.dead_handle("record_event", "event", event.0))
+        } else if !self.streams.contains_key(&stream.0) {
+            Err(self.dead_handle("record_event", "stream", stream.0))
+        } else {
+            self.sticky_now().and_then(|()| {
+                if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventRecord, run) {
+                    return Err(code);
+                }
+                let task_start = self.task_start(stream.0, 0);
+                let complete_at =
+                    task_start.map(|s| s.saturating_add(self.costs.get(Cost::EventTask)));
+                self.enqueue(stream.0, task_start, complete_at);
+                self.events
+                    .insert(event.0, Some(Capture { run, complete_at }));
+                self.trace.push(|| Record::EventTask {
+                    stream: stream.0,
+                    event: event.0,
+                    run: run.map(|r| r.0),
+                    recorded_ns: start,
+                    complete_ns: complete_at,
+                });
+                Ok(())
+            })
+        };
+        self.finish(
+            "record_event",
+            start,
+            run,
+            || format!("e{} on h{}", event.0, stream.0),
+            &result,
+        );
+        result
+    }
+
+    fn query_event(&mut self, event: EventHandle) -> Result<EventStatus, AclCode> {
+        let start = self.enter();
+        self.spend(Cost::EventQuery);
+        let result = match self.events.get(&event.0).copied() {
+            None => Err(self.dead_handle("query_event", "event", event.0)),
+            // The context status is checked first (ascend-cl.md §2.4).
+            Some(capture) => self.sticky_now().and_then(|()| {
+                let run = capture.and_then(|c| c.run);
+                if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventWait, run) {
+                    return Err(code);
+                }
+                Ok(match capture {
+                    Some(Capture {
+                        complete_at: Some(t),
+                        ..
+                    }) if t <= start => EventStatus::Complete,
+                    // Never recorded: reports complete, as ACL does.
+                    None => EventStatus::Complete,
+                    Some(_) => EventStatus::NotReady,
+                })
+            }),
+        };
+        self.finish(
+            "query_event",
+            start,
+            None,
+            || format!("e{}", event.0),
+            &result,
+        );
+        result
+    }
+
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        let start = self.enter();
+        let capture = self.events.get(&event.0).copied();
+        let run = capture.flatten().and_then(|c| c.run);
+        let result = match capture {
+            None => {
+                self.spend_ns(self.costs.get(Cost::EventQuery), run);
+                Err(self.dead_handle("synchronize_event", "event", event.0))
+            }
+            Some(_) if timeout_ms == 0 || timeout_ms < -1 => {
+                self.spend_ns(self.costs.get(Cost::EventQuery), run);
+                Err(AclCode::RtParamInvalid)
+            }
+            Some(capture) => {
+                if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventWait, run) {
+                    self.spend_ns(self.costs.get(Cost::EventQuery), run);
+                    Err(code)
+                } else {
+                    self.wait_for_capture(event, capture, timeout_ms, run)
+                }
+            }
+        };
+        self.finish(
+            "synchronize_event",
+            start,
+            run,
+            || format!("e{} timeout {timeout_ms} ms", event.0),
+            &result,
+        );
+        result
+    }
+
+    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::EventDestroy);
+        let result = if self.events.remove(&event.0).is_some() {
+            Ok(())
+        } else {
+            Err(self.dead_handle("destroy_event", "event", event.0))
+        };
+        self.finish(
+            "destroy_event",
+            start,
+            None,
+            || format!("e{}", event.0),
+            &result,
+        );
+        result
+    }
+
+    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
+        let start = self.enter();
+        self.spend(Cost::Malloc);
+        let result = self.sticky_now().and_then(|()| {
+            if size == 0 {
+                return Err(AclCode::RtParamInvalid);
+            }
+            if let Some(Injected::Fail(code)) = self.faults.decide(Site::Malloc, None) {
+                return Err(code);
+            }
+            let ptr = self.next_ptr;
+            let size64 = u64::try_from(size).unwrap_or(u64::MAX);
+            self.next_ptr = self
+                .next_ptr
+                .saturating_add(size64.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
+            self.memory.insert(
+                ptr,
+                Allocation {
+                    bytes: vec![0; size],
+                    kernel_writer: None,
+                },
+            );
+            Ok(DevicePtr(ptr))
+        });
+        let detail = match &result {
+            Ok(p) => format!("{size} B -> {:#x}", p.0),
+            Err(_) => format!("{size} B"),
+        };
+        self.finish("malloc", start, None, || detail, &result);
+        result
+    }
+
+    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::Free);
+        let result = if self.memory.remove(&ptr.0).is_some() {
+            if self.pending_writes.iter().any(|w| w.ptr == ptr.0) {
+                self.violation(format!(
+                    "{:#x} freed while a run's kernels will still write it",
+                    ptr.0
+                ));
+            }
+            Ok(())
+        } else {
+            Err(self.dead_handle("free", "buffer", ptr.0))
+        };
+        self.finish("free", start, None, || format!("{:#x}", ptr.0), &result);
+        result
+    }
+
+    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::WriteH2d);
+        let result = self
+            .sticky_now()
+            .and_then(|()| match self.memory.get_mut(&dst.0) {
+                Some(alloc) if alloc.bytes.len() >= src.len() => {
+                    if let Some(out) = alloc.bytes.get_mut(..src.len()) {
+                        out.copy_from_slice(src);
+                    }
+                    alloc.kernel_writer = None;
+                    Ok(())
+                }
+                Some(_) => Err(AclCode::RtParamInvalid),
+                None => Err(self.dead_handle("memcpy_to_device", "buffer", dst.0)),
+            });
+        let run = self.current_run;
+        self.finish(
+            "memcpy_h2d",
+            start,
+            run,
+            || format!("{} B -> {:#x}", src.len(), dst.0),
+            &result,
+        );
+        result
+    }
+
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::ReadD2h);
+        let header_of = self
+            .live_runs
+            .values()
+            .find(|a| a.status_header == src)
+            .map(|a| a.run);
+        let result = self.sticky_now().and_then(|()| {
+            if let Some(run) = header_of {
+                if let Some(Injected::Fail(code)) = self.faults.decide(Site::StatusRead, Some(run))
+                {
+                    return Err(code);
+                }
+            }
+            match self.memory.get(&src.0) {
+                Some(alloc) => match alloc.bytes.get(..dst.len()) {
+                    Some(bytes) => {
+                        dst.copy_from_slice(bytes);
+                        Ok(())
+                    }
+                    None => Err(AclCode::RtParamInvalid),
+                },
+                None => Err(self.dead_handle("memcpy_from_device", "buffer", src.0)),
+            }
+        });
+        let run = self.current_run;
+        let len = dst.len();
+        self.finish(
+            "memcpy_d2h",
+            start,
+            run,
+            || format!("{len} B <- {:#x}", src.0),
+            &result,
+        );
+        result
+    }
+
+    fn launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::KernelLaunch);
+        if !self.binary_loaded {
+            self.spend(Cost::FirstAicoreLaunch);
+        }
+        let args = *args;
+        let result = if self.streams.contains_key(&stream.0) {
+            self.sticky_now().and_then(|()| {
+                if let Some(Injected::Fail(code)) =
+                    self.faults.decide(Site::AicoreLaunch, Some(args.run))
+                {
+                    return Err(code);
+                }
+                self.binary_loaded = true;
+                let now = self.host_ns;
+                if self
+                    .run_ends
+                    .values()
+                    .any(|end| end.is_none_or(|e| e > now))
+                {
+                    self.queued_launches += 1;
+                }
+                self.live_runs.insert(args.run.0, args);
+                self.check_device_invariants();
+                let start_ns = self.task_start(stream.0, self.costs.get(Cost::KernelStartLatency));
+                // The AICore kernel's end is known once its scheduler is enqueued.
+                self.enqueue(stream.0, start_ns, None);
+                self.pending_core = Some(PendingCore {
+                    args,
+                    stream: stream.0,
+                    enqueued: now,
+                    start: start_ns,
+                });
+                self.launching = Some(args.run);
+                Ok(())
+            })
+        } else {
+            Err(self.dead_handle("launch_aicore", "stream", stream.0))
+        };
+        self.finish(
+            "launch_aicore",
+            start,
+            Some(args.run),
+            || format!("run {} on h{}", args.run.0, stream.0),
+            &result,
+        );
+        result
+    }
+
+    fn launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
+        self.enter_keeping_pending_core();
+        let start = self.host_ns;
+        self.spend(Cost::KernelLaunch);
+        let args = *args;
+        let result = if self.streams.contains_key(&stream.0) {
+            self.sticky_now().and_then(|()| {
+                if let Some(Injected::Fail(code)) =
+                    self.faults.decide(Site::AicpuLaunch, Some(args.run))
+                {
+                    // The AICore kernel stays enqueued, spinning: orphaned at the next call.
+                    return Err(code);
+                }
+                self.start_run(stream.0, args);
+                Ok(())
+            })
+        } else {
+            Err(self.dead_handle("launch_aicpu", "stream", stream.0))
+        };
+        self.finish(
+            "launch_aicpu",
+            start,
+            Some(args.run),
+            || format!("run {} on h{}", args.run.0, stream.0),
+            &result,
+        );
+        result
+    }
+
+    fn prepare_run(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        let start = self.enter();
+        self.spend(Cost::Prepare);
+        let others_live = self.live_runs.keys().any(|&r| r != run.0);
+        let result = match self.faults.decide(Site::Prepare, Some(run)) {
+            Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
+            // Only an overlapping prepare can be incompatible; alone, it always fits.
+            Some(Injected::Incompatible) if others_live => Err(PrepareError::Incompatible),
+            // The args upload is a device copy: a bad device fails it.
+            _ => self.sticky_now().map_err(PrepareError::Failed),
+        };
+        let end = self.host_ns;
+        let error = match result {
+            Ok(()) => None,
+            Err(PrepareError::Incompatible) => Some("incompatible".to_owned()),
+            Err(PrepareError::Failed(code)) => Some(format!("{} {}", code.raw(), code.name())),
+        };
+        self.trace.push(|| Record::Call {
+            start_ns: start,
+            end_ns: end,
+            name: "prepare_run",
+            run: Some(run.0),
+            detail: format!(
+                "run {} slot {}{}",
+                run.0,
+                slot.0,
+                if diagnostics { " diagnostics" } else { "" }
+            ),
+            error,
+        });
+        result
+    }
+
+    fn finalise_run(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        let start = self.enter();
+        self.spend(Cost::Finalise);
+        let result = if copy_back {
+            match self.sticky_now() {
+                Err(code) => Err(FinaliseFailure::Acl(code)),
+                Ok(()) => match self.faults.decide(Site::Finalise, Some(run)) {
+                    Some(Injected::Fail(code)) => Err(FinaliseFailure::Acl(code)),
+                    Some(Injected::Validation) => Err(FinaliseFailure::Validation),
+                    _ => Ok(()),
+                },
+            }
+        } else {
+            Ok(())
+        };
+        // Finalisation releases the run's slot buffers for the next lease.
+        self.live_runs.remove(&run.0);
+        self.run_ends.remove(&run.0);
+        let end = self.host_ns;
+        let error = match result {
+            Ok(()) => None,
+            Err(FinaliseFailure::Validation) => Some("validation".to_owned()),
+            Err(FinaliseFailure::Acl(code)) => Some(format!("{} {}", code.raw(), code.name())),
+        };
+        self.trace.push(|| Record::Call {
+            start_ns: start,
+            end_ns: end,
+            name: "finalise_run",
+            run: Some(run.0),
+            detail: format!(
+                "run {} slot {}{}",
+                run.0,
+                slot.0,
+                if copy_back { " copy-back" } else { "" }
+            ),
+            error,
+        });
+        result
+    }
+
+    fn upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::Upload);
+        let result = self.sticky_now().and_then(|()| {
+            match self.faults.decide(Site::Upload, None) {
+                Some(Injected::Fail(code)) => Err(code),
+                _ => {
+                    // New code: the next AICore launch loads its binary again.
+                    self.binary_loaded = false;
+                    Ok(())
+                }
+            }
+        });
+        self.finish(
+            "upload_code",
+            start,
+            None,
+            || format!("code {}", code.0),
+            &result,
+        );
+        result
+    }
+
+    fn observe(&mut self, step: &Observation<'_>) {
+        let record = match *step {
+            Observation::Command {
+                now,
+                command,
+                accepted,
+            } => {
+                self.current_run = None;
+                Record::Lane {
+                    at_ns: now.0,
+                    text: match accepted {
+                        Some(id) => format!("{command} -> {id}"),
+                        None if command == "close" => command.to_owned(),
+                        None => format!("{command} refused"),
+                    },
+                }
+            }
+            Observation::Effect { now, effect } => {
+                self.current_run = effect.run();
+                if let lane_core::Effect::ReadStatus { run, .. } = *effect {
+                    self.check_timing_writer(run);
+                }
+                Record::Lane {
+                    at_ns: now.0,
+                    text: format!("effect {}", crate::trace::describe_effect(effect)),
+                }
+            }
+            Observation::Event { now, event, result } => {
+                self.current_run = None;
+                if let (Event::StreamCreated { role, handle }, Ok(())) = (*event, result) {
+                    self.stream_roles.insert(handle.0, role);
+                    if role == Role::Aicore {
+                        self.aicore_streams_created += 1;
+                    }
+                }
+                Record::Lane {
+                    at_ns: now.0,
+                    text: format!(
+                        "event  {}{}",
+                        crate::trace::describe_event(event),
+                        match result {
+                            Ok(()) => String::new(),
+                            Err(e) => format!(" REJECTED: {e}"),
+                        }
+                    ),
+                }
+            }
+            Observation::Timeout { now } => Record::Lane {
+                at_ns: now.0,
+                text: "deadline passed: handle_timeout".to_owned(),
+            },
+            Observation::Outcome { now, outcome } => {
+                if let lane_core::Outcome::Run(r) = outcome {
+                    self.live_runs.remove(&r.run.0);
+                    self.run_ends.remove(&r.run.0);
+                }
+                Record::Lane {
+                    at_ns: now.0,
+                    text: format!("outcome {outcome}"),
+                }
+            }
+        };
+        self.trace.push(|| record);
+        self.check_device_invariants();
+    }
+}
+
+impl SimDevice {
+    /// Both kernels of `args.run` are enqueued (AICore pending, AICPU on `aicpu`): decide
+    /// the run's fate, compute its device times and schedule its writes.
+    fn start_run(&mut self, aicpu: u64, args: RunArgs) {
+        let run = args.run;
+        let now = self.host_ns;
+        let Some(core) = self.pending_core.take().filter(|p| p.args.run == run) else {
+            self.violation(format!(
+                "run {}'s AICPU kernel was launched without its AICore kernel just before it (L-5)",
+                run.0
+            ));
+            return;
+        };
+        if core.stream == aicpu {
+            self.fail(DeviceFailure::Deadlock(format!(
+                "run {} has both kernels on stream h{aicpu}: the AICPU scheduler queues behind AICore \
+                 workers that wait for it forever (the pair must be two streams)",
+                run.0
+            )));
+            self.enqueue(aicpu, None, None);
+            self.run_ends.insert(run.0, None);
+            return;
+        }
+        let latency = self.costs.get(Cost::KernelStartLatency);
+        let aicpu_start = self.task_start(aicpu, latency);
+        let both_start = core.start.zip(aicpu_start).map(|(c, p)| c.max(p));
+        let injected = self.faults.decide(Site::Run, Some(run));
+        let device_ns = self.run_times.of(self.seed, run);
+        let preamble = self.costs.get(Cost::RunPreamble);
+        let (end, ending) = match both_start {
+            None => (None, Ending::Blocked),
+            Some(s) => {
+                let faulted = self
+                    .stream_fault(core.stream, s)
+                    .or_else(|| self.stream_fault(aicpu, s));
+                match (faulted, injected) {
+                    (Some(code), _) => (Some(s), Ending::FaultedStream(code)),
+                    (None, Some(Injected::Hang)) => (None, Ending::Hang),
+                    (None, Some(Injected::Exception(code))) => {
+                        // The kernels fault as they would have ended, so a queued successor
+                        // has been launched before the device turns bad.
+                        let at = s.saturating_add(preamble).saturating_add(device_ns);
+                        for stream in [core.stream, aicpu] {
+                            if let Some(st) = self.streams.get_mut(&stream) {
+                                st.faulted.get_or_insert((at, code));
+                            }
+                        }
+                        let earliest = self.sticky.map_or(at, |(since, _)| since.min(at));
+                        let code = self.sticky.map_or(code, |(_, c)| c);
+                        self.sticky = Some((earliest, code));
+                        (Some(at), Ending::Exception(code))
+                    }
+                    (None, Some(Injected::Latch(code))) => (
+                        Some(s.saturating_add(preamble).saturating_add(device_ns)),
+                        Ending::Latched(code),
+                    ),
+                    (None, _) => (
+                        Some(s.saturating_add(preamble).saturating_add(device_ns)),
+                        Ending::Clean,
+                    ),
+                }
+            }
+        };
+        // Both kernels end with the run; each stream's tail is the run's end.
+        if let Some(st) = self.streams.get_mut(&core.stream) {
+            st.tail = end;
+        }
+        self.enqueue(aicpu, aicpu_start, end);
+        self.run_ends.insert(run.0, end);
+        if let (Some(s), Some(e)) = (both_start, end) {
+            let writes = match ending {
+                Ending::Clean => Some(None),
+                Ending::Latched(code) => Some(Some(code)),
+                _ => None,
+            };
+            if let Some(latched) = writes {
+                self.schedule_run_writes(args, s, e, latched);
+            }
+        }
+        let enqueued = [core.enqueued, now];
+        let starts = [core.start, aicpu_start];
+        for (i, (side, stream)) in [(Side::Aicore, core.stream), (Side::Aicpu, aicpu)]
+            .into_iter()
+            .enumerate()
+        {
+            let record = KernelRecord {
+                run: run.0,
+                side,
+                stream,
+                enqueued_ns: enqueued.get(i).copied().unwrap_or(now),
+                start_ns: starts.get(i).copied().flatten(),
+                end_ns: end,
+                ending,
+                killed_ns: None,
+            };
+            self.trace.push(|| Record::Kernel(record));
+        }
+    }
+
+    /// The kernels' writes: the handshake when the workers report, the timing buffer and
+    /// the status header when the run ends.
+    fn schedule_run_writes(
+        &mut self,
+        args: RunArgs,
+        start: u64,
+        end: u64,
+        latched: Option<RuntimeCode>,
+    ) {
+        let run = args.run;
+        self.write_later(start, run, args.handshake, run.0.to_le_bytes().to_vec());
+        let mut timing = start.to_le_bytes().to_vec();
+        timing.extend_from_slice(&end.to_le_bytes());
+        self.write_later(end, run, args.timing, timing);
+        let mut status = Status::clean(self.layout);
+        match latched {
+            // Scheduler codes (100+) latch on the scheduler side, the rest on the orchestrator.
+            Some(code) if code.value() >= 100 => {
+                status.sched = Some(code);
+                status.sched_bitmap = 1;
+            }
+            Some(code) => status.orch = Some(code),
+            None => {}
+        }
+        let mut header = vec![0; self.layout.size()];
+        if status_latch::encode_into(self.layout, &status, &mut header).is_err() {
+            self.violation("status header layout larger than its buffer".to_owned());
+        }
+        self.write_later(end, run, args.status_header, header);
+    }
+
+    /// Blocks on an event's capture for at most `timeout_ms`.
+    fn wait_for_capture(
+        &mut self,
+        event: EventHandle,
+        capture: Option<Capture>,
+        timeout_ms: i32,
+        run: Option<RunId>,
+    ) -> Result<(), AclCode> {
+        let now = self.host_ns;
+        let complete_at = match capture {
+            // Never recorded: success at once (ascend-cl.md §2.4). The driver tracks records.
+            None => Some(now),
+            Some(c) => c.complete_at,
+        };
+        let timeout_ns = if timeout_ms == -1 {
+            None
+        } else {
+            Some(
+                u64::try_from(timeout_ms)
+                    .unwrap_or(0)
+                    .saturating_mul(1_000_000),
+            )
+        };
+        match (complete_at, timeout_ns) {
+            (Some(t), _) if t <= now => {
+                self.spend_ns(self.costs.get(Cost::EventQuery), run);
+                Ok(())
+            }
+            (Some(t), None) => {
+                self.block_ns(t - now, run);
+                self.spend_ns(self.costs.get(Cost::HostWakeup), run);
+                Ok(())
+            }
+            (Some(t), Some(limit)) if t - now <= limit => {
+                self.block_ns(t - now, run);
+                self.spend_ns(self.costs.get(Cost::HostWakeup), run);
+                Ok(())
+            }
+            (_, Some(limit)) => {
+                self.block_ns(limit, run);
+                Err(AclCode::RtEventSyncTimeout)
+            }
+            (None, None) => {
+                self.fail(DeviceFailure::Deadlock(format!(
+                    "the host waits without a timeout on event e{} whose stream never passes it",
+                    event.0
+                )));
+                Err(AclCode::RtEventSyncTimeout)
+            }
+        }
+    }
+
+    /// The run's timing buffer was written by no run's kernels but its own (L-13, L-17).
+    fn check_timing_writer(&mut self, run: RunId) {
+        let Some(args) = self.live_runs.get(&run.0).copied() else {
+            return;
+        };
+        let writer = self
+            .memory
+            .get(&args.timing.0)
+            .and_then(|a| a.kernel_writer);
+        if let Some(writer) = writer.filter(|w| *w != run) {
+            self.violation(format!(
+                "run {}'s timing buffer {:#x} was last written by run {}'s kernels (L-13)",
+                run.0, args.timing.0, writer.0
+            ));
+        }
+    }
+}

@@ -1,0 +1,894 @@
+//! Fault rules installed on the simulated device, decided by one seed.
+//!
+//! A [`FaultRule`] names a [`FaultKind`] (which call or run it hits and what it does), an
+//! optional code, and [`When`] it fires. The device consults the installed rules at every
+//! [`Site`] in install order; the first rule that fires wins (turmoil's `Rule`/`Verdict`).
+//! Rates draw from a [`ChaCha8Rng`] seeded from the run's seed, so the same seed and the
+//! same rules inject the same faults, on every platform and rand version.
+//!
+//! [`swarm`] derives a whole fault mix (which kinds are on, their rates and codes) from a
+//! seed (TigerBeetle's swarm testing); [`FaultRule`]'s `Display` prints each rule in the
+//! `--fault` syntax so the mix can be printed and replayed.
+
+use core::fmt;
+
+use lane_core::RunId;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use status_latch::{AclCode, RuntimeCode};
+use thiserror::Error;
+
+/// Parts per million: rates are integers so they print and compare exactly.
+const PPM: u64 = 1_000_000;
+
+/// Where the device consults its rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Site {
+    /// `create_stream` (also the probe's create).
+    StreamCreate,
+    /// `destroy_stream`.
+    StreamDestroy,
+    /// `launch_aicore`.
+    AicoreLaunch,
+    /// `launch_aicpu`.
+    AicpuLaunch,
+    /// `record_event`.
+    EventRecord,
+    /// `synchronize_event` / `query_event`.
+    EventWait,
+    /// The status header's device-to-host read.
+    StatusRead,
+    /// `malloc`.
+    Malloc,
+    /// The runner's `prepare_run`.
+    Prepare,
+    /// The runner's `finalise_run`.
+    Finalise,
+    /// The runner's `upload_code`.
+    Upload,
+    /// `reset_device_force`.
+    Reset,
+    /// `set_device`, the first call of the probe after a reset.
+    Probe,
+    /// A run's kernels, decided when both are enqueued.
+    Run,
+}
+
+impl Site {
+    const COUNT: usize = 14;
+
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What kind of fault a rule injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultKind {
+    /// Stream creation fails with a code.
+    StreamCreate,
+    /// Stream destruction fails with a code (the stream survives).
+    StreamDestroy,
+    /// The AICore kernel launch is refused; nothing is enqueued.
+    AicoreLaunch,
+    /// The AICPU kernel launch is refused after the AICore kernel was enqueued (which then
+    /// spins forever: a partial launch).
+    AicpuLaunch,
+    /// Recording a completion event fails.
+    EventRecord,
+    /// An event wait returns a code instead of waiting.
+    EventWait,
+    /// The status header read fails with a code.
+    StatusRead,
+    /// A device allocation fails.
+    Malloc,
+    /// The runner's prepare fails with a code.
+    Prepare,
+    /// The runner's prepare reports "incompatible while the predecessor runs" (-3).
+    PrepareIncompatible,
+    /// Copy-back fails with a code.
+    CopyBack,
+    /// Host validation of the copied-back output fails.
+    Validation,
+    /// A code upload fails with a code.
+    Upload,
+    /// The force reset fails.
+    Reset,
+    /// The probe's first call fails.
+    Probe,
+    /// A device exception: the run's kernels end (at their normal end) with the code, both streams are
+    /// sticky-faulted and the device is bad until a force reset.
+    Exception,
+    /// The run's kernels never end, so every wait for them times out.
+    Hang,
+    /// The kernels exit cleanly with this runtime code latched in the status header.
+    Latch,
+}
+
+/// What code a kind takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CodeKind {
+    None,
+    Acl,
+    Runtime,
+}
+
+impl FaultKind {
+    /// Every kind, in table order.
+    pub const ALL: [FaultKind; 18] = [
+        Self::StreamCreate,
+        Self::StreamDestroy,
+        Self::AicoreLaunch,
+        Self::AicpuLaunch,
+        Self::EventRecord,
+        Self::EventWait,
+        Self::StatusRead,
+        Self::Malloc,
+        Self::Prepare,
+        Self::PrepareIncompatible,
+        Self::CopyBack,
+        Self::Validation,
+        Self::Upload,
+        Self::Reset,
+        Self::Probe,
+        Self::Exception,
+        Self::Hang,
+        Self::Latch,
+    ];
+
+    /// The kind table: name, site, code kind, default codes (the first is used when a rule
+    /// names none; swarm picks among them), and a one-line description.
+    const fn row(self) -> (&'static str, Site, CodeKind, &'static [i32], &'static str) {
+        use CodeKind::{Acl, None, Runtime};
+        match self {
+            Self::StreamCreate => (
+                "stream-create",
+                Site::StreamCreate,
+                Acl,
+                // 207008 NO_STREAM_RESOURCE is run-only at launch; 507899 poisons.
+                &[207_008, 507_899],
+                "stream creation fails",
+            ),
+            Self::StreamDestroy => (
+                "stream-destroy",
+                Site::StreamDestroy,
+                Acl,
+                &[107_017, 507_901],
+                "stream destruction fails; the stream survives",
+            ),
+            Self::AicoreLaunch => (
+                "aicore-launch",
+                Site::AicoreLaunch,
+                Acl,
+                &[107_000, 207_001],
+                "the AICore launch is refused (not started)",
+            ),
+            Self::AicpuLaunch => (
+                "aicpu-launch",
+                Site::AicpuLaunch,
+                Acl,
+                &[507_018, 107_000],
+                "the AICPU launch is refused after AICore was enqueued (partial)",
+            ),
+            Self::EventRecord => (
+                "event-record",
+                Site::EventRecord,
+                Acl,
+                &[507_899, 107_000],
+                "recording a completion event fails",
+            ),
+            Self::EventWait => (
+                "event-wait",
+                Site::EventWait,
+                Acl,
+                &[507_000, 507_018],
+                "an event wait returns a code",
+            ),
+            Self::StatusRead => (
+                "status-read",
+                Site::StatusRead,
+                Acl,
+                &[507_899, 107_000],
+                "the status header read fails",
+            ),
+            Self::Malloc => (
+                "malloc",
+                Site::Malloc,
+                Acl,
+                &[200_000, 207_018],
+                "a device allocation fails",
+            ),
+            Self::Prepare => (
+                "prepare",
+                Site::Prepare,
+                Acl,
+                &[107_000, 507_018],
+                "the runner's prepare fails",
+            ),
+            Self::PrepareIncompatible => (
+                "prepare-incompatible",
+                Site::Prepare,
+                None,
+                &[],
+                "prepare cannot overlap the predecessor (-3); retried later",
+            ),
+            Self::CopyBack => (
+                "copy-back",
+                Site::Finalise,
+                Acl,
+                &[107_000, 507_018],
+                "copy-back fails",
+            ),
+            Self::Validation => (
+                "validation",
+                Site::Finalise,
+                None,
+                &[],
+                "host validation of the output fails",
+            ),
+            Self::Upload => (
+                "upload",
+                Site::Upload,
+                Acl,
+                &[107_000, 507_899],
+                "a code upload fails",
+            ),
+            Self::Reset => (
+                "reset",
+                Site::Reset,
+                Acl,
+                &[507_899, 507_000],
+                "the force reset fails",
+            ),
+            Self::Probe => (
+                "probe",
+                Site::Probe,
+                Acl,
+                &[507_899, 107_002],
+                "the probe after a reset fails",
+            ),
+            Self::Exception => (
+                "exception",
+                Site::Run,
+                Acl,
+                &[507_015, 507_018, 507_014, 507_017],
+                "a device exception: the kernels end with the code; sticky stream and device fault",
+            ),
+            Self::Hang => (
+                "hang",
+                Site::Run,
+                None,
+                &[],
+                "the run's kernels never end; waits time out",
+            ),
+            Self::Latch => (
+                "latch",
+                Site::Run,
+                Runtime,
+                &[1, 2, 3, 4, 5, 7, 9, 11, 101, 102, 104, 8, 100, 10, 103],
+                "the kernels exit cleanly with a runtime code latched",
+            ),
+        }
+    }
+
+    /// The kind's name in `--fault` and scenario files.
+    pub const fn name(self) -> &'static str {
+        self.row().0
+    }
+
+    /// Where the device consults rules of this kind.
+    pub const fn site(self) -> Site {
+        self.row().1
+    }
+
+    /// One line: what the fault does.
+    pub const fn description(self) -> &'static str {
+        self.row().4
+    }
+
+    /// The codes swarm mode picks among (empty for kinds without a code).
+    pub const fn default_codes(self) -> &'static [i32] {
+        self.row().3
+    }
+
+    /// Whether a rule of this kind can name runs (`runs = [...]`, `@run:N`).
+    pub const fn is_run_bound(self) -> bool {
+        matches!(
+            self.site(),
+            Site::AicoreLaunch
+                | Site::AicpuLaunch
+                | Site::EventRecord
+                | Site::EventWait
+                | Site::StatusRead
+                | Site::Prepare
+                | Site::Finalise
+                | Site::Run
+        )
+    }
+
+    /// The kind with this name.
+    pub fn from_name(name: &str) -> Result<Self, FaultError> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| FaultError::UnknownKind {
+                got: name.to_owned(),
+            })
+    }
+
+    /// Every kind's name, comma-separated (for errors and `--help`).
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
+    }
+
+    /// The kind list with descriptions, one per line (for `--help`).
+    pub fn help_table() -> String {
+        Self::ALL
+            .iter()
+            .map(|k| format!("  {:<21} {}", k.name(), k.description()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// The code a rule injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultCode {
+    /// The kind takes no code.
+    None,
+    /// An ACL/RT return code.
+    Acl(AclCode),
+    /// A runtime latch code.
+    Runtime(RuntimeCode),
+}
+
+/// When a rule fires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum When {
+    /// Every time its site is consulted.
+    Always,
+    /// The n-th consultations of its site, counting from 1 over the whole simulation.
+    Calls(Vec<u64>),
+    /// Consultations about these runs (by run id).
+    Runs(Vec<u64>),
+    /// Each consultation with this probability, in parts per million, drawn from the seed.
+    Rate(u32),
+}
+
+/// What the device does when a rule fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injected {
+    /// The call returns this code.
+    Fail(AclCode),
+    /// The prepare reports incompatible.
+    Incompatible,
+    /// Validation fails.
+    Validation,
+    /// The run ends with a device exception.
+    Exception(AclCode),
+    /// The run never ends.
+    Hang,
+    /// The run latches this code.
+    Latch(RuntimeCode),
+}
+
+/// One installed rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultRule {
+    /// What it injects.
+    pub kind: FaultKind,
+    /// With which code.
+    pub code: FaultCode,
+    /// When.
+    pub when: When,
+}
+
+/// Why a fault rule was refused. Each message names the problem and the fix.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum FaultError {
+    /// The kind is not one the simulator knows.
+    #[error("unknown fault kind '{got}'; use one of: {}", FaultKind::names())]
+    UnknownKind {
+        /// What was given.
+        got: String,
+    },
+    /// A code was given to a kind that takes none.
+    #[error("fault '{kind}' takes no code; drop '={code}'")]
+    UnexpectedCode {
+        /// The kind.
+        kind: &'static str,
+        /// The code given.
+        code: String,
+    },
+    /// The code is not a valid code for the kind.
+    #[error(
+        "fault '{kind}': '{code}' is not a {what}; give a non-zero number or a name such as {example}"
+    )]
+    BadCode {
+        /// The kind.
+        kind: &'static str,
+        /// The code given.
+        code: String,
+        /// "runtime latch code" or "ACL return code".
+        what: &'static str,
+        /// An example name.
+        example: &'static str,
+    },
+    /// Runs were named for a kind that is not about a run.
+    #[error(
+        "fault '{kind}' does not happen to a run, so 'runs' cannot select it; use calls (e.g. @call:1) or a rate"
+    )]
+    NotRunBound {
+        /// The kind.
+        kind: &'static str,
+    },
+    /// The selector is malformed.
+    #[error(
+        "bad selector '{got}' in fault '{spec}': use @always, @run:1,3, @call:2 or @rate:0.05 (also 5%)"
+    )]
+    BadSelector {
+        /// The whole spec.
+        spec: String,
+        /// The selector part.
+        got: String,
+    },
+    /// A rate outside 0..=1.
+    #[error("fault rate {got} is outside 0..=1; give a probability such as 0.05 or 5%")]
+    BadRate {
+        /// What was given.
+        got: String,
+    },
+    /// An empty or zero list of calls or runs.
+    #[error(
+        "fault '{kind}' selects no {what}; list numbers from 1, e.g. {what} = [2] or @{short}:2"
+    )]
+    EmptySelection {
+        /// The kind.
+        kind: &'static str,
+        /// "runs" or "calls".
+        what: &'static str,
+        /// "run" or "call".
+        short: &'static str,
+    },
+    /// More than one selector in a scenario rule.
+    #[error(
+        "fault '{kind}' has more than one of runs, calls, rate, always; keep one (one rule per selector)"
+    )]
+    TwoSelectors {
+        /// The kind.
+        kind: &'static str,
+    },
+}
+
+impl FaultRule {
+    /// A validated rule. `code` is the code's number or name (`None` takes the kind's
+    /// default code).
+    pub fn new(kind: FaultKind, code: Option<&str>, when: When) -> Result<Self, FaultError> {
+        let (name, _, code_kind, defaults, _) = kind.row();
+        let code = match (code_kind, code) {
+            (CodeKind::None, None) => FaultCode::None,
+            (CodeKind::None, Some(code)) => {
+                return Err(FaultError::UnexpectedCode {
+                    kind: name,
+                    code: code.to_owned(),
+                });
+            }
+            (CodeKind::Acl, given) => {
+                let value = given.map_or(
+                    defaults.first().copied().unwrap_or(0).to_string(),
+                    str::to_owned,
+                );
+                FaultCode::Acl(parse_acl(name, &value)?)
+            }
+            (CodeKind::Runtime, given) => {
+                let value = given.map_or(
+                    defaults.first().copied().unwrap_or(0).to_string(),
+                    str::to_owned,
+                );
+                FaultCode::Runtime(parse_runtime(name, &value)?)
+            }
+        };
+        match &when {
+            When::Runs(runs) if !kind.is_run_bound() && !runs.is_empty() => {
+                return Err(FaultError::NotRunBound { kind: name });
+            }
+            When::Runs(list) | When::Calls(list) if list.is_empty() || list.contains(&0) => {
+                let (what, short) = if matches!(when, When::Runs(_)) {
+                    ("runs", "run")
+                } else {
+                    ("calls", "call")
+                };
+                return Err(FaultError::EmptySelection {
+                    kind: name,
+                    what,
+                    short,
+                });
+            }
+            _ => {}
+        }
+        Ok(Self { kind, code, when })
+    }
+
+    /// Parses the `--fault` syntax: `KIND[=CODE][@SELECTOR]`, where the selector is
+    /// `always` (the default), `run:1,3`, `call:2` or `rate:0.05` (also `rate:5%`).
+    pub fn parse(spec: &str) -> Result<Self, FaultError> {
+        let (head, selector) = match spec.split_once('@') {
+            Some((head, sel)) => (head, Some(sel)),
+            None => (spec, None),
+        };
+        let (kind, code) = match head.split_once('=') {
+            Some((kind, code)) => (kind, Some(code)),
+            None => (head, None),
+        };
+        let kind = FaultKind::from_name(kind.trim())?;
+        let bad = || FaultError::BadSelector {
+            spec: spec.to_owned(),
+            got: selector.unwrap_or_default().to_owned(),
+        };
+        let when = match selector.map(str::trim) {
+            None | Some("always") => When::Always,
+            Some(sel) => {
+                let (what, list) = sel.split_once(':').ok_or_else(bad)?;
+                match what {
+                    "run" | "runs" => When::Runs(parse_list(list).ok_or_else(bad)?),
+                    "call" | "calls" => When::Calls(parse_list(list).ok_or_else(bad)?),
+                    "rate" => When::Rate(parse_rate(list)?),
+                    _ => return Err(bad()),
+                }
+            }
+        };
+        Self::new(kind, code.map(str::trim), when)
+    }
+
+    /// What the device does when this rule fires.
+    pub const fn injected(&self) -> Injected {
+        match (self.kind, self.code) {
+            (FaultKind::PrepareIncompatible, _) => Injected::Incompatible,
+            (FaultKind::Validation, _) => Injected::Validation,
+            (FaultKind::Hang, _) => Injected::Hang,
+            (FaultKind::Latch, FaultCode::Runtime(code)) => Injected::Latch(code),
+            (FaultKind::Exception, FaultCode::Acl(code)) => Injected::Exception(code),
+            (_, FaultCode::Acl(code)) => Injected::Fail(code),
+            // `new` gives every other kind an ACL code; a hand-built odd rule still fails.
+            (_, _) => Injected::Fail(AclCode::RtInternalError),
+        }
+    }
+}
+
+impl fmt::Display for FaultRule {
+    /// The rule in `--fault` syntax (parses back to the same rule).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind.name())?;
+        match self.code {
+            FaultCode::None => {}
+            FaultCode::Acl(code) => write!(f, "={}", code.raw())?,
+            FaultCode::Runtime(code) => write!(f, "={}", code.value())?,
+        }
+        let list = |l: &[u64]| l.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        match &self.when {
+            When::Always => Ok(()),
+            When::Calls(l) => write!(f, "@call:{}", list(l)),
+            When::Runs(l) => write!(f, "@run:{}", list(l)),
+            When::Rate(ppm) => write!(f, "@rate:{}", fmt_rate(*ppm)),
+        }
+    }
+}
+
+/// A rate in ppm as a short decimal probability (`0.05`, `0.0025`).
+fn fmt_rate(ppm: u32) -> String {
+    let s = format!("{}.{:06}", u64::from(ppm) / PPM, u64::from(ppm) % PPM);
+    let s = s.trim_end_matches('0');
+    s.strip_suffix('.')
+        .map_or_else(|| s.to_owned(), str::to_owned)
+}
+
+fn parse_list(list: &str) -> Option<Vec<u64>> {
+    list.split(',')
+        .map(|n| n.trim().parse::<u64>().ok())
+        .collect()
+}
+
+/// Parses a probability (`0.05` or `5%`) into parts per million.
+pub fn parse_rate(text: &str) -> Result<u32, FaultError> {
+    let bad = || FaultError::BadRate {
+        got: text.to_owned(),
+    };
+    let trimmed = text.trim();
+    let value: f64 = match trimmed.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
+        None => trimmed.parse::<f64>().map_err(|_| bad())?,
+    };
+    rate_to_ppm(value).ok_or_else(bad)
+}
+
+/// A probability in 0..=1 as parts per million.
+pub fn rate_to_ppm(value: f64) -> Option<u32> {
+    if !value.is_finite() || !(0.0..=1.0).contains(&value) {
+        return None;
+    }
+    // In range, so the cast neither truncates nor wraps.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let ppm = (value * 1_000_000.0).round() as u32;
+    Some(ppm)
+}
+
+fn parse_acl(kind: &'static str, text: &str) -> Result<AclCode, FaultError> {
+    let bad = || FaultError::BadCode {
+        kind,
+        code: text.to_owned(),
+        what: "ACL return code",
+        example: "507015 or ACL_ERROR_RT_AICORE_EXCEPTION",
+    };
+    if let Ok(value) = text.parse::<i32>() {
+        return AclCode::from_raw(value).ok_or_else(bad);
+    }
+    AclCode::ALL
+        .into_iter()
+        .find(|c| c.name() == text)
+        .ok_or_else(bad)
+}
+
+fn parse_runtime(kind: &'static str, text: &str) -> Result<RuntimeCode, FaultError> {
+    let bad = || FaultError::BadCode {
+        kind,
+        code: text.to_owned(),
+        what: "runtime latch code",
+        example: "1 or SCOPE_DEADLOCK",
+    };
+    if let Ok(value) = text.parse::<i32>() {
+        return RuntimeCode::from_value(value).ok_or_else(bad);
+    }
+    RuntimeCode::ALL
+        .into_iter()
+        .find(|c| c.name() == text)
+        .ok_or_else(bad)
+}
+
+/// splitmix64: derives independent child seeds from one seed (a fixed, version-stable
+/// function, so derivations never change under us).
+pub const fn mix_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(stream.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Child-seed streams, one per component that draws from the seed.
+pub(crate) mod streams {
+    /// Fault rate draws.
+    pub(crate) const FAULTS: u64 = 1;
+    /// The swarm mix.
+    pub(crate) const SWARM: u64 = 2;
+    /// Per-run device time jitter.
+    pub(crate) const JITTER: u64 = 3;
+}
+
+/// A ChaCha8 generator for one component of the simulation.
+pub fn rng_for(seed: u64, stream: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(mix_seed(seed, stream))
+}
+
+/// Derives a whole fault mix from `seed`: each kind is on with probability 1/3, at a rate
+/// between 0.5% and 10% (recovery faults between 10% and 60%, so some mixes exhaust the
+/// recovery attempts and end lost), with one of its codes. Print it with [`describe`].
+pub fn swarm(seed: u64) -> Vec<FaultRule> {
+    const RATES_PPM: [u32; 5] = [5_000, 10_000, 20_000, 50_000, 100_000];
+    const RECOVERY_RATES_PPM: [u32; 5] = [100_000, 200_000, 300_000, 450_000, 600_000];
+    let mut rng = rng_for(seed, streams::SWARM);
+    let mut pick = |n: usize| -> usize {
+        let n = u64::try_from(n).unwrap_or(1).max(1);
+        usize::try_from(rng.next_u64() % n).unwrap_or(0)
+    };
+    let mut rules = Vec::new();
+    for kind in FaultKind::ALL {
+        if pick(3) != 0 {
+            continue;
+        }
+        let rates = if matches!(kind, FaultKind::Reset | FaultKind::Probe) {
+            &RECOVERY_RATES_PPM
+        } else {
+            &RATES_PPM
+        };
+        let rate = rates.get(pick(rates.len())).copied().unwrap_or(10_000);
+        let codes = kind.default_codes();
+        let code = if codes.is_empty() {
+            FaultCode::None
+        } else {
+            let raw = codes.get(pick(codes.len())).copied().unwrap_or(0);
+            match kind.row().2 {
+                CodeKind::Runtime => {
+                    RuntimeCode::from_value(raw).map_or(FaultCode::None, FaultCode::Runtime)
+                }
+                _ => AclCode::from_raw(raw).map_or(FaultCode::None, FaultCode::Acl),
+            }
+        };
+        rules.push(FaultRule {
+            kind,
+            code,
+            when: When::Rate(rate),
+        });
+    }
+    rules
+}
+
+/// The rules, one per line, in `--fault` syntax.
+pub fn describe(rules: &[FaultRule]) -> String {
+    if rules.is_empty() {
+        return "  (no faults)".to_owned();
+    }
+    rules
+        .iter()
+        .map(|r| format!("  --fault {r}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The installed rules and the generator their rates draw from.
+#[derive(Clone, Debug)]
+pub struct Faults {
+    rules: Vec<FaultRule>,
+    rng: ChaCha8Rng,
+    consulted: [u64; Site::COUNT],
+    injected: u64,
+}
+
+impl Faults {
+    /// No rules; rates (once rules are installed) draw from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            rules: Vec::new(),
+            rng: rng_for(seed, streams::FAULTS),
+            consulted: [0; Site::COUNT],
+            injected: 0,
+        }
+    }
+
+    /// Installs a rule after the existing ones (earlier rules win).
+    pub fn install(&mut self, rule: FaultRule) {
+        self.rules.push(rule);
+    }
+
+    /// Removes every rule (the liveness phase: faults healed).
+    pub fn heal(&mut self) {
+        self.rules.clear();
+    }
+
+    /// The installed rules.
+    pub fn rules(&self) -> &[FaultRule] {
+        &self.rules
+    }
+
+    /// How many faults fired so far.
+    pub const fn injected(&self) -> u64 {
+        self.injected
+    }
+
+    /// Consults the rules for one call at `site` (about `run`, when it is about one). The
+    /// first rule that fires wins; rates draw only when their rule is reached.
+    pub fn decide(&mut self, site: Site, run: Option<RunId>) -> Option<Injected> {
+        let count = self.consulted.get_mut(site.index())?;
+        *count += 1;
+        let nth = *count;
+        for rule in &self.rules {
+            if rule.kind.site() != site {
+                continue;
+            }
+            let fires = match &rule.when {
+                When::Always => true,
+                When::Calls(calls) => calls.contains(&nth),
+                When::Runs(runs) => run.is_some_and(|r| runs.contains(&r.0)),
+                When::Rate(ppm) => self.rng.next_u64() % PPM < u64::from(*ppm),
+            };
+            if fires {
+                self.injected += 1;
+                return Some(rule.injected());
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_prints_back_to_itself() {
+        for spec in [
+            "latch=1@run:3",
+            "exception=507015@rate:0.01",
+            "hang@run:2,5",
+            "stream-create=207008@call:1",
+            "reset=507899",
+            "prepare-incompatible@rate:0.0025",
+        ] {
+            let rule = FaultRule::parse(spec).unwrap();
+            assert_eq!(rule.to_string(), spec);
+            assert_eq!(FaultRule::parse(&rule.to_string()).unwrap(), rule);
+        }
+    }
+
+    #[test]
+    fn codes_parse_by_name_and_default_when_omitted() {
+        let rule = FaultRule::parse("latch=SCOPE_DEADLOCK@run:1").unwrap();
+        assert_eq!(rule.code, FaultCode::Runtime(RuntimeCode::ScopeDeadlock));
+        let rule = FaultRule::parse("exception").unwrap();
+        assert_eq!(rule.code, FaultCode::Acl(AclCode::RtAicoreException));
+        assert_eq!(
+            FaultRule::parse("rate=5%").unwrap_err(),
+            FaultError::UnknownKind {
+                got: "rate".to_owned()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_specs_name_the_problem_and_the_fix() {
+        let msg = |s: &str| FaultRule::parse(s).unwrap_err().to_string();
+        assert!(msg("melt").contains("unknown fault kind 'melt'; use one of: stream-create"));
+        assert!(msg("hang=5").contains("takes no code"));
+        assert!(msg("latch=0").contains("not a runtime latch code"));
+        assert!(msg("reset@run:1").contains("does not happen to a run"));
+        assert!(msg("hang@rate:2").contains("outside 0..=1"));
+        assert!(msg("hang@when:2").contains("bad selector"));
+        assert!(msg("hang@call:0").contains("selects no calls"));
+    }
+
+    #[test]
+    fn the_first_installed_rule_that_fires_wins() {
+        let mut faults = Faults::new(7);
+        faults.install(FaultRule::parse("latch=1@run:2").unwrap());
+        faults.install(FaultRule::parse("hang").unwrap());
+        assert_eq!(
+            faults.decide(Site::Run, Some(RunId(1))),
+            Some(Injected::Hang)
+        );
+        assert_eq!(
+            faults.decide(Site::Run, Some(RunId(2))),
+            Some(Injected::Latch(RuntimeCode::ScopeDeadlock))
+        );
+        assert_eq!(faults.decide(Site::Prepare, Some(RunId(2))), None);
+        faults.heal();
+        assert_eq!(faults.decide(Site::Run, Some(RunId(2))), None);
+    }
+
+    #[test]
+    fn calls_count_per_site_from_one() {
+        let mut faults = Faults::new(7);
+        faults.install(FaultRule::parse("stream-create@call:2").unwrap());
+        assert_eq!(faults.decide(Site::StreamCreate, None), None);
+        assert_eq!(faults.decide(Site::Reset, None), None);
+        assert!(faults.decide(Site::StreamCreate, None).is_some());
+        assert_eq!(faults.decide(Site::StreamCreate, None), None);
+    }
+
+    #[test]
+    fn rates_are_reproducible_per_seed_and_differ_across_seeds() {
+        let draws = |seed| {
+            let mut faults = Faults::new(seed);
+            faults.install(FaultRule::parse("hang@rate:0.5").unwrap());
+            (0..64)
+                .map(|_| faults.decide(Site::Run, Some(RunId(1))).is_some())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draws(1), draws(1));
+        assert_ne!(draws(1), draws(2));
+        let fired = draws(1).into_iter().filter(|f| *f).count();
+        assert!(
+            (16..=48).contains(&fired),
+            "about half of 64 fire, got {fired}"
+        );
+    }
+
+    #[test]
+    fn swarm_derives_the_same_mix_from_the_same_seed() {
+        assert_eq!(swarm(42), swarm(42));
+        let mixes: Vec<_> = (0..16).map(swarm).collect();
+        assert!(mixes.windows(2).any(|w| w[0] != w[1]));
+        for rule in mixes.iter().flatten() {
+            assert_eq!(FaultRule::parse(&rule.to_string()).as_ref(), Ok(rule));
+        }
+    }
+}

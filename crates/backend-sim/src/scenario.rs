@@ -1,0 +1,660 @@
+//! Scenario files: a workload, a fault plan and the expected outcome of each run, in TOML.
+//! `lane-sim check FILE...` runs them and prints a readable diff when an expectation fails.
+//!
+//! ```toml
+//! name = "run-only failure, successor continues"
+//! rules = ["L-9"]               # the SPEC rules it shows
+//! profile = "a2a3"              # or "a5"; optional `depth = 1`
+//! seed = 1
+//!
+//! [workload]
+//! runs = 3                      # required
+//! device_us = 250.0             # default 250
+//! jitter_pct = 0.0              # default 0
+//! publish_after = [2]           # publish right after submitting the 2nd run
+//! diagnostics = []              # runs (by submission position) with diagnostics
+//! close_after = 3               # close right after the 3rd run (default: after the last)
+//!
+//! [costs]                       # optional overrides, in us
+//! prepare = 70.0
+//!
+//! [[fault]]                     # rules, in install order; the first that fires wins
+//! kind = "latch"                # `lane-sim faults` lists the kinds
+//! code = "SCOPE_DEADLOCK"       # or 1; optional (each kind has a default)
+//! runs = [2]                    # or calls = [1], rate = 0.05, always = true
+//!
+//! [expect]                      # every key is optional
+//! lane = "closed"               # or "lost": recovery failed before close
+//! aicore_streams_created = 1
+//! queued_launches = 2           # launches that found an earlier run still on the device
+//! resets = 0
+//! not_accepted = 0              # runs and publications refused (lane closed or lost)
+//! outcomes = [                  # one per accepted item, by id (runs and publications
+//!   "run 1: ok",                # share one id sequence)
+//!   "run 2: failed (latched-change-and-rerun: SCOPE_DEADLOCK)",
+//!   "publication 3: uploaded",
+//!   "run 4: poisoned by run 2 (device-fault)",
+//! ]
+//! ```
+//!
+//! An outcome line is `run N: ok | cancelled | failed [(CAUSE)] | poisoned by run M
+//! [(CAUSE)]` or `publication N: uploaded | cancelled | failed [(CAUSE)] | poisoned by run
+//! M [(CAUSE)]`. CAUSE is the classification rule's name (`device-fault`), optionally
+//! followed by `: ` and the code's name (`device-fault: ACL_ERROR_RT_AICORE_EXCEPTION`); a
+//! left-out part is not compared.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use lane_core::{Outcome, PublicationResult, Verdict};
+use serde::Deserialize;
+
+use crate::costs::Cost;
+use crate::error::{InputError, SimError};
+use crate::faults::{FaultKind, FaultRule, When, parse_rate};
+use crate::workload::{Origin, Points, ProfileName, Report, SimConfig, Workload, run};
+
+/// Bytes a scenario file may have (a guard against pointing `check` at the wrong file).
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: String,
+    #[serde(default)]
+    rules: Vec<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default = "default_profile")]
+    profile: String,
+    #[serde(default)]
+    depth: Option<u8>,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    workload: WorkloadSection,
+    #[serde(default)]
+    costs: BTreeMap<String, f64>,
+    #[serde(default)]
+    fault: Vec<FaultSection>,
+    #[serde(default)]
+    expect: Expect,
+}
+
+fn default_profile() -> String {
+    "a2a3".to_owned()
+}
+
+const fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadSection {
+    runs: u32,
+    #[serde(default = "default_device_us")]
+    device_us: f64,
+    #[serde(default)]
+    jitter_pct: f64,
+    #[serde(default)]
+    publish_after: Vec<u32>,
+    #[serde(default)]
+    diagnostics: Vec<u32>,
+    #[serde(default)]
+    close_after: Option<u32>,
+}
+
+/// The built-in workload's device time (see [`Workload::default`]).
+const fn default_device_us() -> f64 {
+    250.0
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum CodeValue {
+    Number(i64),
+    Name(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultSection {
+    kind: String,
+    #[serde(default)]
+    code: Option<CodeValue>,
+    #[serde(default)]
+    runs: Option<Vec<u64>>,
+    #[serde(default)]
+    calls: Option<Vec<u64>>,
+    #[serde(default)]
+    rate: Option<f64>,
+    #[serde(default)]
+    always: Option<bool>,
+}
+
+/// What a scenario expects; every field is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    lane: Option<String>,
+    aicore_streams_created: Option<u64>,
+    queued_launches: Option<u64>,
+    resets: Option<u64>,
+    not_accepted: Option<u32>,
+    outcomes: Option<Vec<String>>,
+}
+
+/// A parsed scenario: the simulation to run and what it must produce.
+#[derive(Debug)]
+pub struct Scenario {
+    /// The file.
+    pub path: String,
+    /// Its one-line name.
+    pub name: String,
+    /// The SPEC rules it shows.
+    pub rules: Vec<String>,
+    /// What it shows and why, in a few sentences.
+    pub description: Option<String>,
+    /// What to simulate.
+    pub config: SimConfig,
+    expect: Expect,
+    expected_outcomes: Option<Vec<ExpectedOutcome>>,
+}
+
+/// The result of checking one scenario.
+#[derive(Debug)]
+pub struct Checked {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// What the simulation produced.
+    pub report: Report,
+    /// One readable block per failed expectation (empty: it passed).
+    pub mismatches: Vec<String>,
+}
+
+impl Checked {
+    /// Whether every expectation held.
+    pub fn passed(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+
+    /// A readable report: `ok` with the name, or `FAIL` with every mismatch.
+    pub fn render(&self) -> String {
+        let rules = if self.scenario.rules.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.scenario.rules.join(", "))
+        };
+        if self.passed() {
+            return format!(
+                "ok    {}  {}{rules}\n",
+                self.scenario.path, self.scenario.name
+            );
+        }
+        let mut out = format!(
+            "FAIL  {}  {}{rules}: {} expectation{} differ\n",
+            self.scenario.path,
+            self.scenario.name,
+            self.mismatches.len(),
+            if self.mismatches.len() == 1 { "" } else { "s" }
+        );
+        for m in &self.mismatches {
+            for line in m.lines() {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        let _ = writeln!(out, "  reproduce: {}", self.scenario.config.repro());
+        out
+    }
+}
+
+fn bad(path: &str, message: impl Into<String>) -> InputError {
+    InputError::Scenario {
+        path: path.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// Reads and validates a scenario file.
+pub fn load(path: &Path) -> Result<Scenario, InputError> {
+    let shown = path.display().to_string();
+    let io = |e: std::io::Error| InputError::Io {
+        path: shown.clone(),
+        message: format!("cannot read it: {e}; check the path"),
+    };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(bad(
+            &shown,
+            format!("{size} bytes is too large for a scenario; is this the right file?"),
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    parse(&shown, &text)
+}
+
+/// Parses a scenario from its text (`path` names it in errors and the repro line).
+pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
+    let file: File = toml::from_str(text).map_err(|e| {
+        bad(
+            path,
+            format!(
+                "not a valid scenario: {}; fix the file (the format is in backend-sim's scenario module doc)",
+                e.to_string().trim_end()
+            ),
+        )
+    })?;
+    let profile = ProfileName::parse(&file.profile).map_err(|e| bad(path, e.to_string()))?;
+    let w = &file.workload;
+    if !w.device_us.is_finite() || w.device_us <= 0.0 {
+        return Err(bad(
+            path,
+            format!(
+                "workload.device_us = {} is not a positive time; give microseconds, e.g. 100.0",
+                w.device_us
+            ),
+        ));
+    }
+    let workload = Workload {
+        runs: w.runs,
+        device_ns: us_to_ns(w.device_us),
+        jitter_ppm: Workload::jitter_from_pct(w.jitter_pct)
+            .map_err(|e| bad(path, e.to_string()))?,
+        publish_after: Points {
+            every: None,
+            at: w.publish_after.clone(),
+        },
+        diagnostics: Points {
+            every: None,
+            at: w.diagnostics.clone(),
+        },
+        close_after: w.close_after,
+    };
+    let mut costs = Vec::new();
+    for (name, us) in &file.costs {
+        let cost = Cost::from_name(name).ok_or_else(|| {
+            bad(
+                path,
+                format!("unknown cost '{name}' in [costs]; `lane-sim costs` lists the names"),
+            )
+        })?;
+        if !us.is_finite() || *us < 0.0 {
+            return Err(bad(
+                path,
+                format!("cost {name} = {us} is not a time in us; give 0 or more"),
+            ));
+        }
+        costs.push((cost, us_to_ns(*us)));
+    }
+    let mut faults = Vec::new();
+    for (i, f) in file.fault.iter().enumerate() {
+        faults.push(fault_rule(f).map_err(|e| bad(path, format!("[[fault]] #{}: {e}", i + 1)))?);
+    }
+    let config = SimConfig {
+        profile,
+        depth: file.depth,
+        seed: file.seed,
+        workload,
+        faults,
+        swarm: false,
+        costs,
+        liveness: false,
+        trace: false,
+        origin: Origin::Scenario(path.to_owned()),
+    };
+    let lane_profile = config
+        .lane_profile()
+        .map_err(|e| bad(path, e.to_string()))?;
+    config
+        .workload
+        .validate(&lane_profile)
+        .map_err(|e| bad(path, e.to_string()))?;
+    if let Some(lane) = &file.expect.lane {
+        if lane != "closed" && lane != "lost" {
+            return Err(bad(
+                path,
+                format!("expect.lane = '{lane}'; use \"closed\" or \"lost\""),
+            ));
+        }
+    }
+    let expected_outcomes = match &file.expect.outcomes {
+        None => None,
+        Some(lines) => Some(
+            lines
+                .iter()
+                .map(|l| ExpectedOutcome::parse(l).map_err(|e| bad(path, e)))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    Ok(Scenario {
+        path: path.to_owned(),
+        name: file.name,
+        rules: file.rules,
+        description: file.description,
+        config,
+        expect: file.expect,
+        expected_outcomes,
+    })
+}
+
+fn us_to_ns(us: f64) -> u64 {
+    // Finite and non-negative (checked by callers); saturates at the top.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let ns = (us * 1_000.0).round() as u64;
+    ns
+}
+
+fn fault_rule(f: &FaultSection) -> Result<FaultRule, String> {
+    let kind = FaultKind::from_name(&f.kind).map_err(|e| e.to_string())?;
+    let mut selectors = Vec::new();
+    if let Some(runs) = &f.runs {
+        selectors.push(When::Runs(runs.clone()));
+    }
+    if let Some(calls) = &f.calls {
+        selectors.push(When::Calls(calls.clone()));
+    }
+    if let Some(rate) = f.rate {
+        selectors.push(When::Rate(
+            parse_rate(&rate.to_string()).map_err(|e| e.to_string())?,
+        ));
+    }
+    if f.always == Some(true) {
+        selectors.push(When::Always);
+    }
+    if selectors.len() > 1 {
+        return Err(crate::faults::FaultError::TwoSelectors { kind: kind.name() }.to_string());
+    }
+    let when = selectors.pop().unwrap_or(When::Always);
+    let code = f.code.as_ref().map(|c| match c {
+        CodeValue::Number(n) => n.to_string(),
+        CodeValue::Name(s) => s.clone(),
+    });
+    FaultRule::new(kind, code.as_deref(), when).map_err(|e| e.to_string())
+}
+
+/// One expected outcome line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ExpectedOutcome {
+    line: String,
+    publication: bool,
+    id: u64,
+    verdict: String,
+    origin: Option<u64>,
+    rule: Option<String>,
+    code: Option<String>,
+}
+
+impl ExpectedOutcome {
+    fn parse(line: &str) -> Result<Self, String> {
+        let fix = || {
+            format!(
+                "expect.outcomes entry '{line}' is not an outcome line; write e.g. \"run 2: ok\", \
+                 \"run 3: failed (device-fault)\", \"run 4: poisoned by run 3\" or \"publication 5: uploaded\""
+            )
+        };
+        let (head, tail) = line.split_once(':').ok_or_else(fix)?;
+        let mut head_words = head.split_whitespace();
+        let publication = match head_words.next() {
+            Some("run") => false,
+            Some("publication") => true,
+            _ => return Err(fix()),
+        };
+        let id = head_words
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(fix)?;
+        if head_words.next().is_some() {
+            return Err(fix());
+        }
+        let (body, cause) = match tail.split_once('(') {
+            Some((body, rest)) => (body, Some(rest.strip_suffix(')').ok_or_else(fix)?.trim())),
+            None => (tail, None),
+        };
+        let mut words = body.split_whitespace();
+        let verdict = words.next().ok_or_else(fix)?.to_owned();
+        let allowed: &[&str] = if publication {
+            &["uploaded", "cancelled", "failed", "poisoned"]
+        } else {
+            &["ok", "cancelled", "failed", "poisoned"]
+        };
+        if !allowed.contains(&verdict.as_str()) {
+            return Err(format!(
+                "{}; the verdict must be one of {}",
+                fix(),
+                allowed.join(", ")
+            ));
+        }
+        let origin = match (words.next(), words.next(), words.next()) {
+            (Some("by"), Some("run"), Some(n)) if verdict == "poisoned" => {
+                Some(n.parse::<u64>().map_err(|_| fix())?)
+            }
+            (None, _, _) => None,
+            _ => return Err(fix()),
+        };
+        if words.next().is_some() {
+            return Err(fix());
+        }
+        let (rule, code) = match cause {
+            None => (None, None),
+            Some(c) => match c.split_once(':') {
+                Some((r, code)) => (Some(r.trim().to_owned()), Some(code.trim().to_owned())),
+                None => (Some(c.to_owned()), None),
+            },
+        };
+        Ok(Self {
+            line: line.trim().to_owned(),
+            publication,
+            id,
+            verdict,
+            origin,
+            rule,
+            code,
+        })
+    }
+
+    fn matches(&self, got: &GotOutcome) -> bool {
+        self.publication == got.publication
+            && self.id == got.id
+            && self.verdict == got.verdict
+            && self.origin.is_none_or(|o| got.origin == Some(o))
+            && self
+                .rule
+                .as_ref()
+                .is_none_or(|r| got.rule.as_ref() == Some(r))
+            && self
+                .code
+                .as_ref()
+                .is_none_or(|c| got.code.as_ref() == Some(c))
+    }
+}
+
+/// An outcome in the scenario grammar.
+#[derive(Clone, Debug)]
+struct GotOutcome {
+    publication: bool,
+    id: u64,
+    verdict: &'static str,
+    origin: Option<u64>,
+    rule: Option<String>,
+    code: Option<String>,
+}
+
+impl GotOutcome {
+    fn of(outcome: &Outcome) -> Self {
+        let (publication, id, verdict, cause, origin) = match outcome {
+            Outcome::Run(r) => match r.verdict {
+                Verdict::Ok => (false, r.run.0, "ok", None, None),
+                Verdict::Cancelled => (false, r.run.0, "cancelled", None, None),
+                Verdict::Failed { cause } => (false, r.run.0, "failed", Some(cause), None),
+                Verdict::Poisoned { cause, origin } => {
+                    (false, r.run.0, "poisoned", Some(cause), Some(origin.0))
+                }
+            },
+            Outcome::Publication(p) => match p.result {
+                PublicationResult::Uploaded => (true, p.publication.0, "uploaded", None, None),
+                PublicationResult::Cancelled => (true, p.publication.0, "cancelled", None, None),
+                PublicationResult::Failed { cause } => {
+                    (true, p.publication.0, "failed", Some(cause), None)
+                }
+                PublicationResult::Poisoned { cause, origin } => (
+                    true,
+                    p.publication.0,
+                    "poisoned",
+                    Some(cause),
+                    Some(origin.0),
+                ),
+            },
+        };
+        Self {
+            publication,
+            id,
+            verdict,
+            origin,
+            rule: cause.map(|c| c.classification.rule.name().to_owned()),
+            code: cause.map(|c| c.name().to_owned()),
+        }
+    }
+
+    fn line(&self) -> String {
+        let mut line = format!(
+            "{} {}: {}",
+            if self.publication {
+                "publication"
+            } else {
+                "run"
+            },
+            self.id,
+            self.verdict
+        );
+        if let Some(origin) = self.origin {
+            let _ = write!(line, " by run {origin}");
+        }
+        match (&self.rule, &self.code) {
+            (Some(rule), Some(code)) => {
+                let _ = write!(line, " ({rule}: {code})");
+            }
+            (Some(rule), None) => {
+                let _ = write!(line, " ({rule})");
+            }
+            _ => {}
+        }
+        line
+    }
+}
+
+/// The outcome lines of a report, in the scenario grammar (what `expect.outcomes` would
+/// say to match exactly).
+pub fn outcome_lines(report: &Report) -> Vec<String> {
+    report
+        .outcomes
+        .iter()
+        .map(|o| GotOutcome::of(o).line())
+        .collect()
+}
+
+/// Runs a scenario and compares its report with the expectations.
+pub fn check(scenario: Scenario) -> Result<Checked, SimError> {
+    let report = run(&scenario.config, &mut |_, _| {})?;
+    let mut mismatches = Vec::new();
+    let e = &scenario.expect;
+    if let Some(lane) = &e.lane {
+        if report.end.name() != lane {
+            mismatches.push(format!("lane: expected {lane}, got {}", report.end.name()));
+        }
+    }
+    let numbers = [
+        (
+            "aicore_streams_created",
+            e.aicore_streams_created,
+            report.aicore_streams_created,
+        ),
+        ("queued_launches", e.queued_launches, report.queued_launches),
+        ("resets", e.resets, report.resets),
+        (
+            "not_accepted",
+            e.not_accepted.map(u64::from),
+            u64::from(report.not_accepted),
+        ),
+    ];
+    for (name, expected, got) in numbers {
+        if let Some(expected) = expected {
+            if expected != got {
+                mismatches.push(format!("{name}: expected {expected}, got {got}"));
+            }
+        }
+    }
+    if let Some(expected) = &scenario.expected_outcomes {
+        let got: Vec<GotOutcome> = report.outcomes.iter().map(GotOutcome::of).collect();
+        if let Some(diff) = diff_outcomes(expected, &got) {
+            mismatches.push(diff);
+        }
+    }
+    Ok(Checked {
+        scenario,
+        report,
+        mismatches,
+    })
+}
+
+/// A line diff of expected against got outcomes, `None` when they match.
+fn diff_outcomes(expected: &[ExpectedOutcome], got: &[GotOutcome]) -> Option<String> {
+    let all_match =
+        expected.len() == got.len() && expected.iter().zip(got).all(|(e, g)| e.matches(g));
+    if all_match {
+        return None;
+    }
+    let mut out = String::from("outcomes (- expected, + got):\n");
+    for i in 0..expected.len().max(got.len()) {
+        match (expected.get(i), got.get(i)) {
+            (Some(e), Some(g)) if e.matches(g) => {
+                let _ = writeln!(out, "    {}", g.line());
+            }
+            (e, g) => {
+                if let Some(e) = e {
+                    let _ = writeln!(out, "  - {}", e.line);
+                }
+                if let Some(g) = g {
+                    let _ = writeln!(out, "  + {}", g.line());
+                }
+            }
+        }
+    }
+    Some(out.trim_end().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_lines_parse_with_and_without_cause() {
+        let e = ExpectedOutcome::parse("run 4: poisoned by run 3 (device-fault)").unwrap();
+        assert_eq!(
+            (e.id, e.origin, e.rule.as_deref()),
+            (4, Some(3), Some("device-fault"))
+        );
+        let e = ExpectedOutcome::parse("run 2: failed (latched-change-and-rerun: SCOPE_DEADLOCK)")
+            .unwrap();
+        assert_eq!(e.code.as_deref(), Some("SCOPE_DEADLOCK"));
+        assert!(
+            ExpectedOutcome::parse("publication 3: uploaded")
+                .unwrap()
+                .publication
+        );
+    }
+
+    #[test]
+    fn malformed_outcome_lines_say_how_to_write_one() {
+        for bad in [
+            "2: ok",
+            "run two: ok",
+            "run 2: fine",
+            "run 2 ok",
+            "publication 3: ok",
+        ] {
+            let err = ExpectedOutcome::parse(bad).unwrap_err();
+            assert!(err.contains("write e.g. \"run 2: ok\""), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,486 @@
+//! What happened, in order: host calls, lane steps, device tasks. Rendered as a text trace
+//! (one line per event, fixed columns, sorted by virtual time) and as Chrome trace-event
+//! JSON (Perfetto: one track for the host, one per stream).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use lane_core::status_latch::{AclCode, RuntimeCode};
+use lane_core::stream_pair::Role;
+use lane_core::{Effect, Event};
+use serde_json::{Value, json};
+
+use crate::stats::fmt_us;
+
+/// Which kernel of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The AICore workers.
+    Aicore,
+    /// The AICPU scheduler.
+    Aicpu,
+}
+
+impl Side {
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Aicore => "aicore",
+            Self::Aicpu => "aicpu",
+        }
+    }
+}
+
+/// How a run's kernels ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Clean exit, clean latch.
+    Clean,
+    /// Clean exit with a runtime code latched.
+    Latched(RuntimeCode),
+    /// A device exception.
+    Exception(AclCode),
+    /// Failed at once: the stream was already sticky-faulted.
+    FaultedStream(AclCode),
+    /// A hang: never ends.
+    Hang,
+    /// Queued behind a task that never ends.
+    Blocked,
+    /// An AICore kernel whose AICPU partner was never launched: spins forever.
+    Orphaned,
+}
+
+impl Ending {
+    fn describe(self) -> String {
+        match self {
+            Self::Clean => "clean".to_owned(),
+            Self::Latched(code) => format!("latched {} {}", code.value(), code.name()),
+            Self::Exception(code) => format!("exception {} {}", code.raw(), code.name()),
+            Self::FaultedStream(code) => {
+                format!(
+                    "failed on a faulted stream ({} {})",
+                    code.raw(),
+                    code.name()
+                )
+            }
+            Self::Hang => "hang: never ends".to_owned(),
+            Self::Blocked => "blocked behind a task that never ends".to_owned(),
+            Self::Orphaned => "orphaned: its AICPU scheduler was never launched".to_owned(),
+        }
+    }
+}
+
+/// One kernel on a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelRecord {
+    /// The run.
+    pub run: u64,
+    /// Which kernel.
+    pub side: Side,
+    /// The stream handle.
+    pub stream: u64,
+    /// When the host enqueued it.
+    pub enqueued_ns: u64,
+    /// When it started (`None`: never).
+    pub start_ns: Option<u64>,
+    /// When it ended (`None`: never).
+    pub end_ns: Option<u64>,
+    /// How.
+    pub ending: Ending,
+    /// When a force reset killed it, if it never ended.
+    pub killed_ns: Option<u64>,
+}
+
+/// One trace record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A backend call on the host thread.
+    Call {
+        /// Host time at entry.
+        start_ns: u64,
+        /// Host time at return.
+        end_ns: u64,
+        /// The call.
+        name: &'static str,
+        /// The run it was made for, if any.
+        run: Option<u64>,
+        /// Arguments and results worth reading.
+        detail: String,
+        /// The code it returned, if it failed.
+        error: Option<String>,
+    },
+    /// A lane command, effect, event or outcome (as the driver reported it).
+    Lane {
+        /// Host time.
+        at_ns: u64,
+        /// What.
+        text: String,
+    },
+    /// A kernel.
+    Kernel(KernelRecord),
+    /// An event-record task on a stream.
+    EventTask {
+        /// The stream.
+        stream: u64,
+        /// The event.
+        event: u64,
+        /// The run whose launch recorded it.
+        run: Option<u64>,
+        /// When the host recorded it.
+        recorded_ns: u64,
+        /// When the stream passes it (`None`: never).
+        complete_ns: Option<u64>,
+    },
+    /// Something the simulator did or found (a reset, a failure).
+    Note {
+        /// When.
+        at_ns: u64,
+        /// What.
+        text: String,
+    },
+}
+
+/// The records of one simulation (empty when tracing is off).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    enabled: bool,
+    records: Vec<Record>,
+}
+
+impl Trace {
+    /// A trace that records (`on`) or ignores everything.
+    pub const fn new(on: bool) -> Self {
+        Self {
+            enabled: on,
+            records: Vec::new(),
+        }
+    }
+
+    /// Whether it records.
+    pub const fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The records, in the order they were made.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// Records what `make` builds (only called when tracing is on).
+    pub fn push(&mut self, make: impl FnOnce() -> Record) {
+        if self.enabled {
+            self.records.push(make());
+        }
+    }
+
+    /// A force reset at `at` killed every kernel that had not ended.
+    pub fn kill_open_kernels(&mut self, at: u64) {
+        for record in &mut self.records {
+            if let Record::Kernel(k) = record {
+                if k.end_ns.is_none() && k.killed_ns.is_none() {
+                    k.killed_ns = Some(at);
+                }
+            }
+        }
+    }
+
+    fn last_ns(&self) -> u64 {
+        self.records
+            .iter()
+            .map(|r| match r {
+                Record::Call { end_ns, .. } => *end_ns,
+                Record::Lane { at_ns, .. } | Record::Note { at_ns, .. } => *at_ns,
+                Record::Kernel(k) => k.end_ns.or(k.start_ns).unwrap_or(k.enqueued_ns),
+                Record::EventTask {
+                    recorded_ns,
+                    complete_ns,
+                    ..
+                } => complete_ns.unwrap_or(*recorded_ns),
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The text trace: one line per event, sorted by virtual time (ties keep the order
+    /// they happened in), columns `time_us  actor  what`.
+    pub fn render_text(&self, roles: &BTreeMap<u64, Role>) -> String {
+        let mut lines: Vec<(u64, String, String)> = Vec::new();
+        let stream = |h: u64| stream_label(h, roles);
+        for record in &self.records {
+            match record {
+                Record::Call {
+                    start_ns,
+                    end_ns,
+                    name,
+                    detail,
+                    error,
+                    ..
+                } => {
+                    let mut text = format!("{name:<19}{detail}");
+                    if let Some(error) = error {
+                        let _ = write!(text, " -> {error}");
+                    }
+                    let _ = write!(text, " [{} us]", fmt_us(end_ns - start_ns));
+                    lines.push((*start_ns, "host".to_owned(), text));
+                }
+                Record::Lane { at_ns, text } => {
+                    lines.push((*at_ns, "lane".to_owned(), text.clone()));
+                }
+                Record::Note { at_ns, text } => {
+                    lines.push((*at_ns, "sim".to_owned(), text.clone()));
+                }
+                Record::Kernel(k) => {
+                    let who = format!("run {} {}", k.run, k.side.name());
+                    match k.start_ns {
+                        Some(start) => lines.push((
+                            start,
+                            stream(k.stream),
+                            format!("{who} starts (enqueued at {} us)", fmt_us(k.enqueued_ns)),
+                        )),
+                        None => lines.push((
+                            k.enqueued_ns,
+                            stream(k.stream),
+                            format!("{who} enqueued; never starts ({})", k.ending.describe()),
+                        )),
+                    }
+                    match (k.start_ns, k.end_ns, k.killed_ns) {
+                        (_, Some(end), _) => lines.push((
+                            end,
+                            stream(k.stream),
+                            format!("{who} ends: {}", k.ending.describe()),
+                        )),
+                        (Some(start), None, _) => lines.push((
+                            start,
+                            stream(k.stream),
+                            format!("{who} never ends ({})", k.ending.describe()),
+                        )),
+                        (None, None, _) => {}
+                    }
+                    if let Some(killed) = k.killed_ns {
+                        lines.push((killed, stream(k.stream), format!("{who} killed by reset")));
+                    }
+                }
+                Record::EventTask {
+                    stream: s,
+                    event,
+                    run,
+                    recorded_ns,
+                    complete_ns,
+                } => {
+                    let of = run.map(|r| format!(" (run {r})")).unwrap_or_default();
+                    match complete_ns {
+                        Some(t) => {
+                            lines.push((*t, stream(*s), format!("event e{event} passed{of}")));
+                        }
+                        None => lines.push((
+                            *recorded_ns,
+                            stream(*s),
+                            format!("event e{event} recorded{of}; the stream never passes it"),
+                        )),
+                    }
+                }
+            }
+        }
+        lines.sort_by_key(|(t, _, _)| *t);
+        let mut out = String::new();
+        let _ = writeln!(out, "{:>13}  {:<10}  what", "time_us", "actor");
+        for (t, actor, text) in lines {
+            let _ = writeln!(out, "{:>13}  {actor:<10}  {text}", fmt_us(t));
+        }
+        out
+    }
+
+    /// Chrome trace events for this trace, as process `pid` (host) and `pid + 1` (device),
+    /// labelled `label`.
+    pub fn chrome_events(&self, roles: &BTreeMap<u64, Role>, pid: u64, label: &str) -> Vec<Value> {
+        let host = pid;
+        let device = pid + 1;
+        let end_of_trace = self.last_ns();
+        let us = |ns: u64| Value::from(ns as f64 / 1_000.0);
+        let mut out = vec![
+            json!({"name": "process_name", "ph": "M", "pid": host, "args": {"name": format!("{label}: host")}}),
+            json!({"name": "process_sort_index", "ph": "M", "pid": host, "args": {"sort_index": host}}),
+            json!({"name": "thread_name", "ph": "M", "pid": host, "tid": 1, "args": {"name": "lane thread (calls)"}}),
+            json!({"name": "thread_name", "ph": "M", "pid": host, "tid": 2, "args": {"name": "lane steps"}}),
+            json!({"name": "process_name", "ph": "M", "pid": device, "args": {"name": format!("{label}: device")}}),
+            json!({"name": "process_sort_index", "ph": "M", "pid": device, "args": {"sort_index": device}}),
+        ];
+        let mut streams: Vec<u64> = Vec::new();
+        for record in &self.records {
+            match record {
+                Record::Call {
+                    start_ns,
+                    end_ns,
+                    name,
+                    run,
+                    detail,
+                    error,
+                } => out.push(json!({
+                    "name": name, "ph": "X", "pid": host, "tid": 1,
+                    "ts": us(*start_ns), "dur": us(end_ns - start_ns),
+                    "args": {"detail": detail, "run": run, "error": error},
+                })),
+                Record::Lane { at_ns, text } => out.push(json!({
+                    "name": text, "ph": "i", "s": "t", "pid": host, "tid": 2, "ts": us(*at_ns),
+                })),
+                Record::Note { at_ns, text } => out.push(json!({
+                    "name": text, "ph": "i", "s": "p", "pid": device, "tid": 0, "ts": us(*at_ns),
+                })),
+                Record::Kernel(k) => {
+                    streams.push(k.stream);
+                    let start = k.start_ns.unwrap_or(k.enqueued_ns);
+                    let end = k.end_ns.or(k.killed_ns).unwrap_or(end_of_trace).max(start);
+                    let suffix = if k.end_ns.is_none() {
+                        " (never ends)"
+                    } else {
+                        ""
+                    };
+                    out.push(json!({
+                        "name": format!("run {} {}{suffix}", k.run, k.side.name()),
+                        "ph": "X", "pid": device, "tid": k.stream,
+                        "ts": us(start), "dur": us(end - start),
+                        "args": {"run": k.run, "enqueued_us": us(k.enqueued_ns), "ending": k.ending.describe()},
+                    }));
+                }
+                Record::EventTask {
+                    stream,
+                    event,
+                    run,
+                    recorded_ns,
+                    complete_ns,
+                } => {
+                    streams.push(*stream);
+                    let at = complete_ns.unwrap_or(*recorded_ns);
+                    out.push(json!({
+                        "name": format!("event e{event}"), "ph": "i", "s": "t",
+                        "pid": device, "tid": stream, "ts": us(at),
+                        "args": {"run": run, "recorded_us": us(*recorded_ns), "passes": complete_ns.is_some()},
+                    }));
+                }
+            }
+        }
+        streams.sort_unstable();
+        streams.dedup();
+        for stream in streams {
+            out.push(json!({
+                "name": "thread_name", "ph": "M", "pid": device, "tid": stream,
+                "args": {"name": format!("stream {}", stream_label(stream, roles))},
+            }));
+            out.push(json!({
+                "name": "thread_sort_index", "ph": "M", "pid": device, "tid": stream,
+                "args": {"sort_index": stream},
+            }));
+        }
+        out
+    }
+}
+
+/// A Chrome trace-event JSON document (opens in Perfetto and chrome://tracing) holding each
+/// `(label, trace, stream roles)` as its own host and device processes.
+pub fn chrome_json(arms: &[(&str, &Trace, &BTreeMap<u64, Role>)]) -> String {
+    let mut events = Vec::new();
+    for (i, (label, trace, roles)) in arms.iter().enumerate() {
+        let pid = 1 + 2 * u64::try_from(i).unwrap_or(0);
+        events.extend(trace.chrome_events(roles, pid, label));
+    }
+    let doc = json!({"traceEvents": events, "displayTimeUnit": "ns"});
+    let mut text = doc.to_string();
+    text.push('\n');
+    text
+}
+
+fn stream_label(handle: u64, roles: &BTreeMap<u64, Role>) -> String {
+    match roles.get(&handle) {
+        Some(Role::Aicpu) => format!("h{handle}/aicpu"),
+        Some(Role::Aicore) => format!("h{handle}/aicore"),
+        None => format!("h{handle}"),
+    }
+}
+
+/// One effect in a trace line.
+pub fn describe_effect(effect: &Effect) -> String {
+    match *effect {
+        Effect::PrepareRun {
+            run,
+            lease,
+            diagnostics,
+        } => format!(
+            "PrepareRun {run} ({lease}){}",
+            if diagnostics { " diagnostics" } else { "" }
+        ),
+        Effect::CreateStream { role } => format!("CreateStream {role:?}"),
+        Effect::DestroyStream { role, handle } => format!("DestroyStream {role:?} h{}", handle.0),
+        Effect::LaunchRun {
+            run,
+            lease,
+            aicpu,
+            aicore,
+        } => format!(
+            "LaunchRun {run} ({lease}) aicpu h{} aicore h{}",
+            aicpu.0, aicore.0
+        ),
+        Effect::AwaitCompletion { run, deadline, .. } => {
+            format!("AwaitCompletion {run} (deadline {} us)", fmt_us(deadline.0))
+        }
+        Effect::ReadStatus { run, .. } => format!("ReadStatus {run}"),
+        Effect::FinaliseRun { run, copy_back, .. } => format!(
+            "FinaliseRun {run}{}",
+            if copy_back { " copy-back" } else { "" }
+        ),
+        Effect::UploadCode { publication, code } => {
+            format!("UploadCode {publication} code {}", code.0)
+        }
+        Effect::DrainDevice {
+            attempt,
+            timeout_ns,
+        } => format!(
+            "DrainDevice attempt {attempt} (timeout {} ms)",
+            timeout_ns / 1_000_000
+        ),
+        Effect::ForceReset { attempt } => format!("ForceReset attempt {attempt}"),
+        Effect::Probe { attempt } => format!("Probe attempt {attempt}"),
+    }
+}
+
+/// One event in a trace line.
+pub fn describe_event(event: &Event) -> String {
+    let code = |c: &AclCode| format!(" {} {}", c.raw(), c.name());
+    let name = event.name();
+    let about = match event {
+        Event::StreamCreated { role, handle } | Event::StreamDestroyed { role, handle } => {
+            format!(" {role:?} h{}", handle.0)
+        }
+        Event::StreamCreateFailed { role, code: c } => format!(" {role:?}{}", code(c)),
+        Event::StreamDestroyFailed {
+            role,
+            handle,
+            code: c,
+        } => format!(" {role:?} h{}{}", handle.0, code(c)),
+        Event::PrepareFailed { code: c, .. }
+        | Event::CompletionFailed { code: c, .. }
+        | Event::StatusReadFailed { code: c, .. } => code(c),
+        Event::LaunchFailed { step, code: c, .. } => format!(" at {step:?}{}", code(c)),
+        Event::StatusRead { status, timing, .. } => format!(
+            " latch {} device {}..{} us",
+            status.runtime_status(),
+            fmt_us(timing.start_ns),
+            fmt_us(timing.end_ns)
+        ),
+        Event::FinaliseFailed { failure, .. } => format!(" {failure:?}"),
+        Event::Uploaded { publication } => format!(" {publication}"),
+        Event::UploadFailed {
+            publication,
+            code: c,
+        } => format!(" {publication}{}", code(c)),
+        Event::DeviceDrained { attempt }
+        | Event::ResetDone { attempt }
+        | Event::ProbePassed { attempt } => format!(" attempt {attempt}"),
+        Event::ResetFailed { attempt, code: c } | Event::ProbeFailed { attempt, code: c } => {
+            format!(" attempt {attempt}{}", code(c))
+        }
+        _ => String::new(),
+    };
+    match event.run() {
+        Some(run) => format!("{name} {run}{about}"),
+        None => format!("{name}{about}"),
+    }
+}

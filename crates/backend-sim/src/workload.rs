@@ -1,0 +1,688 @@
+//! A workload and the runner that drives it through the lane on the simulated device.
+//!
+//! The runner keeps the lane full (submit until `Full`, then `turn`), publishes and closes
+//! where the workload says, stops submitting once the lane is lost, and checks after every
+//! driver call that the device found nothing wrong (the driver itself checks the lane's
+//! invariants after every step). With `liveness` it then heals every fault, requires the
+//! lane to drain, and requires fresh runs to succeed unless the lane ended lost.
+
+use std::collections::BTreeMap;
+
+use lane_core::stream_pair::Role;
+use lane_core::{
+    CodeRef, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunRequest, SubmitError,
+    Verdict,
+};
+use lane_driver::{Driver, DriverError, Turn};
+
+use crate::costs::{Cost, Costs};
+use crate::device::{RunTimes, SimDevice};
+use crate::error::{Failure, InputError, SimError};
+use crate::faults::{FaultRule, describe, rate_to_ppm, swarm};
+use crate::stats::{RunStat, Summary, fmt_us, summarise};
+use crate::trace::Trace;
+
+/// Most runs one workload may hold (the outcome list and trace grow with it).
+pub const MAX_RUNS: u32 = 1_000_000;
+/// Fresh runs the liveness phase requires to succeed.
+pub const LIVENESS_RUNS: u32 = 4;
+
+/// A chip profile by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileName {
+    /// Ascend 910B/910C: two slots, launch depth two.
+    A2a3,
+    /// Ascend 950: two slots, launch depth one.
+    A5,
+}
+
+impl ProfileName {
+    /// Parses `a2a3` or `a5`.
+    pub fn parse(text: &str) -> Result<Self, InputError> {
+        match text {
+            "a2a3" => Ok(Self::A2a3),
+            "a5" => Ok(Self::A5),
+            other => Err(InputError::UnknownProfile {
+                got: other.to_owned(),
+            }),
+        }
+    }
+
+    /// The name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::A2a3 => "a2a3",
+            Self::A5 => "a5",
+        }
+    }
+
+    /// The lane profile, at its native launch depth or at `depth`.
+    pub fn profile(self, depth: Option<u8>) -> Result<Profile, InputError> {
+        let base = match self {
+            Self::A2a3 => Profile::a2a3(),
+            Self::A5 => Profile::a5(),
+        };
+        let Some(depth) = depth.filter(|d| *d != base.launch_depth().get()) else {
+            return Ok(base);
+        };
+        // Profile names are static; the variants the CLI can ask for are these.
+        let name = match (self, depth) {
+            (Self::A2a3, 1) => "a2a3 at depth 1",
+            (Self::A5, 2) => "a5 at depth 2",
+            _ => "custom depth",
+        };
+        Profile::custom(ProfileSpec {
+            name,
+            launch_depth: depth,
+            ..base.spec()
+        })
+        .map_err(|e| InputError::Profile(format!("--depth {depth} for {}: {e}", self.name())))
+    }
+}
+
+/// Positions in a workload's run sequence (the k-th run submitted, from 1).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Points {
+    /// Every n-th run.
+    pub every: Option<u32>,
+    /// These runs.
+    pub at: Vec<u32>,
+}
+
+impl Points {
+    /// Whether the k-th run is selected.
+    pub fn contains(&self, k: u32) -> bool {
+        self.every.is_some_and(|n| n > 0 && k % n == 0) || self.at.contains(&k)
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workload {
+    /// Runs to submit.
+    pub runs: u32,
+    /// Device time of each run, after its preamble.
+    pub device_ns: u64,
+    /// Per-run jitter of the device time, in parts per million of it.
+    pub jitter_ppm: u32,
+    /// Publish new AICore code right after submitting these runs.
+    pub publish_after: Points,
+    /// Submit these runs with diagnostics (they run alone).
+    pub diagnostics: Points,
+    /// Close right after submitting this many runs (the rest are never submitted);
+    /// `None`: close after the last.
+    pub close_after: Option<u32>,
+}
+
+impl Default for Workload {
+    /// The built-in workload: 200 back-to-back runs of 250 us (+-10%), the device time of
+    /// simpler's vector_example on a2a3 (measured-figures.md A12). Shorter runs make the
+    /// lane host-bound under the calibrated costs (~150 us of host work per run), so the
+    /// queue would never fill.
+    fn default() -> Self {
+        Self {
+            runs: 200,
+            device_ns: 250_000,
+            jitter_ppm: 100_000,
+            publish_after: Points::default(),
+            diagnostics: Points::default(),
+            close_after: None,
+        }
+    }
+}
+
+impl Workload {
+    /// Checks the workload can run; the error names the fix.
+    pub fn validate(&self, profile: &Profile) -> Result<(), InputError> {
+        if self.runs == 0 {
+            return Err(InputError::Workload(
+                "0 runs; give at least one run (--runs 1 or more)".to_owned(),
+            ));
+        }
+        if self.runs > MAX_RUNS {
+            return Err(InputError::Workload(format!(
+                "{} runs is more than {MAX_RUNS}; split it into several workloads",
+                self.runs
+            )));
+        }
+        if self.device_ns == 0 {
+            return Err(InputError::Workload(
+                "a run's device time is 0; give a positive time (--device-us 100)".to_owned(),
+            ));
+        }
+        let limit = profile.completion_timeout_ns() / 2;
+        if self.device_ns > limit {
+            return Err(InputError::Workload(format!(
+                "a run's device time of {} us is more than half the {} us completion timeout, so \
+                 runs would time out; give at most {} us (use a hang fault to test timeouts)",
+                fmt_us(self.device_ns),
+                fmt_us(profile.completion_timeout_ns()),
+                fmt_us(limit)
+            )));
+        }
+        if self.jitter_ppm > 1_000_000 {
+            return Err(InputError::Workload(
+                "jitter above 100% would make device times negative; give 0..=100".to_owned(),
+            ));
+        }
+        if self.close_after == Some(0) {
+            return Err(InputError::Workload(
+                "close after 0 runs submits nothing; give close_after >= 1 or leave it out"
+                    .to_owned(),
+            ));
+        }
+        if self.publish_after.every == Some(0) || self.diagnostics.every == Some(0) {
+            return Err(InputError::Workload(
+                "'every 0 runs' selects nothing; give 1 or more, or leave it out".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Device time jitter from a percentage.
+    pub fn jitter_from_pct(pct: f64) -> Result<u32, InputError> {
+        rate_to_ppm(pct / 100.0).ok_or_else(|| {
+            InputError::Workload(format!(
+                "jitter {pct}% is outside 0..=100; give a percentage"
+            ))
+        })
+    }
+}
+
+/// Where a configuration came from, for the reproduction line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The command line (the line is rebuilt from the options).
+    Cli,
+    /// A scenario file.
+    Scenario(String),
+}
+
+/// Everything one simulation needs; the same config gives the same trace, byte for byte.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimConfig {
+    /// The chip profile.
+    pub profile: ProfileName,
+    /// A launch depth other than the profile's own.
+    pub depth: Option<u8>,
+    /// The seed every random choice derives from.
+    pub seed: u64,
+    /// What to run.
+    pub workload: Workload,
+    /// Fault rules, in install order.
+    pub faults: Vec<FaultRule>,
+    /// Add the fault mix derived from the seed.
+    pub swarm: bool,
+    /// Cost overrides (ns).
+    pub costs: Vec<(Cost, u64)>,
+    /// After the workload: heal faults, drain, and require fresh runs to succeed.
+    pub liveness: bool,
+    /// Record a trace.
+    pub trace: bool,
+    /// Where the config came from.
+    pub origin: Origin,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            profile: ProfileName::A2a3,
+            depth: None,
+            seed: 1,
+            workload: Workload::default(),
+            faults: Vec::new(),
+            swarm: false,
+            costs: Vec::new(),
+            liveness: false,
+            trace: false,
+            origin: Origin::Cli,
+        }
+    }
+}
+
+impl SimConfig {
+    /// The lane profile this config runs.
+    pub fn lane_profile(&self) -> Result<Profile, InputError> {
+        self.profile.profile(self.depth)
+    }
+
+    /// Every fault rule installed: the explicit ones, then the swarm mix.
+    pub fn all_faults(&self) -> Vec<FaultRule> {
+        let mut rules = self.faults.clone();
+        if self.swarm {
+            rules.extend(swarm(self.seed));
+        }
+        rules
+    }
+
+    /// The costs, defaults plus overrides.
+    pub fn cost_table(&self) -> Costs {
+        let mut costs = Costs::default();
+        for (cost, ns) in &self.costs {
+            costs.set(*cost, *ns);
+        }
+        costs
+    }
+
+    /// The one command that reproduces this simulation.
+    pub fn repro(&self) -> String {
+        match &self.origin {
+            Origin::Scenario(path) => format!("cargo run --release -- check {path}"),
+            Origin::Cli => {
+                let w = &self.workload;
+                let mut line = format!(
+                    "cargo run --release -- --seed {} --profile {}",
+                    self.seed,
+                    self.profile.name()
+                );
+                if let Some(depth) = self.depth {
+                    line += &format!(" --depth {depth}");
+                }
+                line += &format!(
+                    " --runs {} --device-us {} --jitter-pct {}",
+                    w.runs,
+                    fmt_us(w.device_ns),
+                    fmt_pct(w.jitter_ppm)
+                );
+                for (flag, points) in [
+                    ("publish", &w.publish_after),
+                    ("diagnostics", &w.diagnostics),
+                ] {
+                    if let Some(n) = points.every {
+                        line += &format!(" --{flag}-every {n}");
+                    }
+                    if !points.at.is_empty() {
+                        let at: Vec<String> = points.at.iter().map(u32::to_string).collect();
+                        line += &format!(" --{flag}-after {}", at.join(","));
+                    }
+                }
+                if let Some(k) = w.close_after {
+                    line += &format!(" --close-after {k}");
+                }
+                for (cost, ns) in &self.costs {
+                    line += &format!(" --cost {}={}", cost.name(), fmt_us(*ns));
+                }
+                for rule in &self.faults {
+                    line += &format!(" --fault {rule}");
+                }
+                if self.swarm {
+                    line += " --swarm";
+                }
+                if self.liveness {
+                    line += " --liveness";
+                }
+                line
+            }
+        }
+    }
+}
+
+/// A percentage from parts per million, without trailing zeros.
+fn fmt_pct(ppm: u32) -> String {
+    let s = format!("{}.{:04}", ppm / 10_000, ppm % 10_000);
+    let s = s.trim_end_matches('0');
+    s.strip_suffix('.')
+        .map_or_else(|| s.to_owned(), str::to_owned)
+}
+
+/// How the lane ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneEnd {
+    /// Closed normally (after any number of recoveries).
+    Closed,
+    /// Recovery failed: the lane was lost before it was closed.
+    Lost,
+}
+
+impl LaneEnd {
+    /// `closed` or `lost`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Lost => "lost",
+        }
+    }
+}
+
+/// What one simulation produced.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The profile run.
+    pub profile: Profile,
+    /// Every outcome, in submission order.
+    pub outcomes: Vec<Outcome>,
+    /// Per-run figures.
+    pub runs: Vec<RunStat>,
+    /// Workload figures.
+    pub summary: Summary,
+    /// How the lane ended.
+    pub end: LaneEnd,
+    /// Runs and publications the lane refused (closed or lost) and never accepted.
+    pub not_accepted: u32,
+    /// AICore streams the lane created.
+    pub aicore_streams_created: u64,
+    /// Launches queued behind an earlier run still on the device.
+    pub queued_launches: u64,
+    /// Force resets that succeeded.
+    pub resets: u64,
+    /// The fault rules installed.
+    pub faults: Vec<FaultRule>,
+    /// How many faults fired.
+    pub faults_injected: u64,
+    /// The trace (empty unless asked for).
+    pub trace: Trace,
+    /// Stream roles by handle, for rendering the trace.
+    pub stream_roles: BTreeMap<u64, Role>,
+}
+
+impl Report {
+    /// The text trace.
+    pub fn text_trace(&self) -> String {
+        self.trace.render_text(&self.stream_roles)
+    }
+}
+
+struct Runner<'a> {
+    driver: Driver<SimDevice>,
+    repro: String,
+    outcomes: Vec<Outcome>,
+    accepted: Vec<u64>,
+    last_run_outcome_ns: u64,
+    turns: u64,
+    turn_budget: u64,
+    was_lost: bool,
+    on_progress: &'a mut dyn FnMut(u32, u32),
+}
+
+/// Runs one simulation. `on_progress(done, total)` is called after each submitted run.
+pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<Report, SimError> {
+    let profile = config.lane_profile()?;
+    let w = &config.workload;
+    w.validate(&profile)?;
+    let faults = config.all_faults();
+    let items = u64::from(w.runs) * 2 + u64::from(LIVENESS_RUNS);
+    let mut device = SimDevice::new(
+        config.cost_table(),
+        profile.header(),
+        config.seed,
+        RunTimes {
+            device_ns: w.device_ns,
+            jitter_ppm: w.jitter_ppm,
+        },
+    )
+    .with_trace(config.trace)
+    .with_call_budget(10_000 + 500 * items);
+    for rule in &faults {
+        device.install(rule.clone());
+    }
+    let mut runner = Runner {
+        driver: Driver::new(profile, device),
+        repro: config.repro(),
+        outcomes: Vec::new(),
+        accepted: Vec::new(),
+        last_run_outcome_ns: 0,
+        turns: 0,
+        turn_budget: 10_000 + 100 * items,
+        was_lost: false,
+        on_progress,
+    };
+    let mut not_accepted = 0;
+    for k in 1..=w.runs {
+        if w.close_after.is_some_and(|c| k > c) {
+            break;
+        }
+        let mut request = RunRequest::new();
+        if w.diagnostics.contains(k) {
+            request = request.with_diagnostics();
+        }
+        if runner.submit(request)?.is_none() {
+            not_accepted += w.runs - k + 1;
+            break;
+        }
+        if w.publish_after.contains(k) && !runner.publish(CodeRef(u64::from(k)))? {
+            not_accepted += 1;
+        }
+        (runner.on_progress)(k, w.runs);
+    }
+    if w.close_after.is_none() {
+        // Every run gets to finish: close only once the lane is idle.
+        runner.drain()?;
+        if config.liveness {
+            runner.liveness()?;
+        }
+    }
+    runner.close()?;
+    runner.check_accounting()?;
+    if config.liveness && runner.driver.lane().state() != LaneState::Closed {
+        return Err(runner.failed(Failure::Liveness(format!(
+            "after close and drain the lane is {:?}, not Closed",
+            runner.driver.lane().state()
+        ))));
+    }
+    let device = runner.driver.into_backend();
+    let (runs, summary) = summarise(
+        &runner.outcomes,
+        device.host_use(),
+        runner.last_run_outcome_ns,
+    );
+    Ok(Report {
+        profile,
+        outcomes: runner.outcomes,
+        runs,
+        summary,
+        end: if runner.was_lost {
+            LaneEnd::Lost
+        } else {
+            LaneEnd::Closed
+        },
+        not_accepted,
+        aicore_streams_created: device.aicore_streams_created(),
+        queued_launches: device.queued_launches(),
+        resets: device.resets(),
+        faults,
+        faults_injected: device.faults_injected(),
+        stream_roles: device.stream_roles().clone(),
+        trace: device.trace().clone(),
+    })
+}
+
+impl Runner<'_> {
+    fn failed(&self, failure: Failure) -> SimError {
+        SimError::Failed {
+            failure,
+            repro: self.repro.clone(),
+        }
+    }
+
+    /// After every driver call: a driver error or a device failure stops the simulation;
+    /// outcomes are collected.
+    fn check<T>(&mut self, result: Result<T, DriverError>) -> Result<T, SimError> {
+        let value = result.map_err(|e| self.failed(Failure::Driver(e)))?;
+        if let Some(failure) = self.driver.backend().failure() {
+            return Err(self.failed(Failure::Device(failure.clone())));
+        }
+        if self.driver.lane().state() == LaneState::Lost {
+            self.was_lost = true;
+        }
+        while let Some(outcome) = self.driver.poll_outcome() {
+            if matches!(outcome, Outcome::Run(_)) {
+                self.last_run_outcome_ns = self.driver.backend().host_ns();
+            }
+            self.outcomes.push(outcome);
+        }
+        Ok(value)
+    }
+
+    fn turn(&mut self, why: &str) -> Result<(), SimError> {
+        self.turns += 1;
+        if self.turns > self.turn_budget {
+            return Err(self.failed(Failure::Stuck(format!(
+                "{} turns without finishing ({why})",
+                self.turns - 1
+            ))));
+        }
+        let result = self.driver.turn();
+        if self.check(result)? == Turn::Idle {
+            return Err(self.failed(Failure::Stuck(format!(
+                "{why}, but the lane is idle in state {:?}",
+                self.driver.lane().state()
+            ))));
+        }
+        Ok(())
+    }
+
+    /// Submits one run, turning while the lane is full; `None` once the lane refuses for
+    /// good (lost or closed).
+    fn submit(&mut self, request: RunRequest) -> Result<Option<u64>, SimError> {
+        loop {
+            let result = self.driver.submit(request);
+            match self.check(result)? {
+                Ok(id) => {
+                    self.accepted.push(id.0);
+                    return Ok(Some(id.0));
+                }
+                Err(SubmitError::Full { .. }) => self.turn("submit was refused as full")?,
+                Err(SubmitError::Poisoned { .. }) => {
+                    self.turn("submit was refused while recovering")?;
+                }
+                Err(SubmitError::Lost { .. } | SubmitError::Closed) => return Ok(None),
+                Err(e @ (SubmitError::StaleLease { .. } | SubmitError::DuplicateRun { .. })) => {
+                    return Err(
+                        self.failed(Failure::Stuck(format!("a plain submit was refused: {e}")))
+                    );
+                }
+            }
+        }
+    }
+
+    /// Publishes, turning while publications are full; false if refused for good.
+    fn publish(&mut self, code: CodeRef) -> Result<bool, SimError> {
+        loop {
+            let result = self.driver.publish(code);
+            match self.check(result)? {
+                Ok(id) => {
+                    self.accepted.push(id.0);
+                    return Ok(true);
+                }
+                Err(PublishError::Full) => self.turn("publish was refused as full")?,
+                Err(PublishError::Poisoned { .. }) => {
+                    self.turn("publish was refused while recovering")?;
+                }
+                Err(PublishError::Lost { .. } | PublishError::Closed) => return Ok(false),
+            }
+        }
+    }
+
+    /// Turns until every accepted item has its outcome.
+    fn drain(&mut self) -> Result<(), SimError> {
+        loop {
+            self.turns += 1;
+            if self.turns > self.turn_budget {
+                return Err(self.failed(Failure::Stuck(format!(
+                    "{} turns without the lane draining",
+                    self.turns - 1
+                ))));
+            }
+            let result = self.driver.turn();
+            if self.check(result)? == Turn::Idle {
+                return Ok(());
+            }
+        }
+    }
+
+    fn close(&mut self) -> Result<(), SimError> {
+        let result = self.driver.close();
+        self.check(result)?;
+        self.drain()?;
+        if self.driver.lane().state() == LaneState::Lost {
+            // Recovery failed while closing: the lane is lost, and a second close is what
+            // moves a lost lane to closed.
+            let result = self.driver.close();
+            self.check(result)?;
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    /// Heal every fault, drain, then fresh runs must succeed unless the lane is lost.
+    fn liveness(&mut self) -> Result<(), SimError> {
+        self.driver.backend_mut().heal();
+        self.drain()?;
+        let state = self.driver.lane().state();
+        if state == LaneState::Lost {
+            return match self.driver.submit(RunRequest::new()) {
+                Ok(Err(SubmitError::Lost { .. })) => Ok(()),
+                other => Err(self.failed(Failure::Liveness(format!(
+                    "the lane is lost but a submit returned {other:?}"
+                )))),
+            };
+        }
+        if state != LaneState::Open {
+            return Err(self.failed(Failure::Liveness(format!(
+                "after healing and draining the lane is {state:?}, not Open"
+            ))));
+        }
+        let mut fresh = Vec::new();
+        for _ in 0..LIVENESS_RUNS {
+            match self.submit(RunRequest::new())? {
+                Some(id) => fresh.push(id),
+                None => {
+                    return Err(self.failed(Failure::Liveness(format!(
+                        "a fresh run was refused after healing (lane {:?})",
+                        self.driver.lane().state()
+                    ))));
+                }
+            }
+        }
+        self.drain()?;
+        for id in fresh {
+            let verdict = self.outcomes.iter().find_map(|o| match o {
+                Outcome::Run(r) if r.run.0 == id => Some(r.verdict),
+                _ => None,
+            });
+            if verdict != Some(Verdict::Ok) {
+                let got = self
+                    .outcomes
+                    .iter()
+                    .find(|o| o.seq() == id)
+                    .map_or_else(|| "no outcome".to_owned(), ToString::to_string);
+                return Err(self.failed(Failure::Liveness(format!(
+                    "fresh run {id} after healing did not succeed: {got}"
+                ))));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every accepted item has exactly one outcome, in submission order.
+    fn check_accounting(&self) -> Result<(), SimError> {
+        let got: Vec<u64> = self.outcomes.iter().map(Outcome::seq).collect();
+        if got != self.accepted {
+            return Err(self.failed(Failure::Accounting(format!(
+                "accepted items {:?} but outcomes for {:?}",
+                short(&self.accepted),
+                short(&got)
+            ))));
+        }
+        Ok(())
+    }
+}
+
+fn short(ids: &[u64]) -> String {
+    if ids.len() <= 12 {
+        format!("{ids:?}")
+    } else {
+        format!(
+            "{} items from {:?} to {:?}",
+            ids.len(),
+            ids.first(),
+            ids.last()
+        )
+    }
+}
+
+/// The fault rules a config installs, described for printing (swarm mode prints them
+/// before running).
+pub fn describe_faults(config: &SimConfig) -> String {
+    describe(&config.all_faults())
+}

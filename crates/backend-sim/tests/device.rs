@@ -1,0 +1,392 @@
+//! The device model, driven call by call through the `Backend` trait (no lane): stream
+//! FIFO timing, the handshake, deadlock detection, event semantics, sticky errors, the
+//! kernels' writes, costs, and the device invariants.
+
+use backend_sim::costs::{Cost, Costs};
+use backend_sim::{DeviceFailure, FaultRule, RunTimes, SimDevice};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, RuntimeCode};
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{RunId, SlotId};
+use lane_driver::{Backend, EventHandle, EventStatus, RunArgs};
+
+const LAYOUT: HeaderLayout = HeaderLayout::TensormapAndRingbuffer;
+const DEVICE_NS: u64 = 100_000;
+
+fn device() -> SimDevice {
+    SimDevice::new(
+        Costs::default(),
+        LAYOUT,
+        1,
+        RunTimes {
+            device_ns: DEVICE_NS,
+            jitter_ppm: 0,
+        },
+    )
+}
+
+fn cost(c: Cost) -> u64 {
+    Costs::default().get(c)
+}
+
+/// One slot's buffers and events.
+struct Slot {
+    args: RunArgs,
+    events: [EventHandle; 2],
+}
+
+fn slot(d: &mut SimDevice, run: u64, slot: u8) -> Slot {
+    let status_header = d.malloc(1024).unwrap();
+    let timing = d.malloc(16).unwrap();
+    let handshake = d.malloc(64).unwrap();
+    Slot {
+        args: RunArgs {
+            run: RunId(run),
+            slot: SlotId(slot),
+            status_header,
+            timing,
+            handshake,
+        },
+        events: [d.create_event().unwrap(), d.create_event().unwrap()],
+    }
+}
+
+fn pair(d: &mut SimDevice) -> (StreamHandle, StreamHandle) {
+    (d.create_stream().unwrap(), d.create_stream().unwrap())
+}
+
+/// The launch order of L-5: AICore, AICPU, then one event per stream.
+fn launch(d: &mut SimDevice, s: &Slot, aicpu: StreamHandle, aicore: StreamHandle) {
+    d.launch_aicore(aicore, &s.args).unwrap();
+    d.launch_aicpu(aicpu, &s.args).unwrap();
+    d.record_event(s.events[0], aicpu).unwrap();
+    d.record_event(s.events[1], aicore).unwrap();
+}
+
+fn wait(d: &mut SimDevice, s: &Slot) -> Result<(), AclCode> {
+    for e in s.events {
+        d.synchronize_event(e, 50_000)?;
+    }
+    Ok(())
+}
+
+fn timing(d: &mut SimDevice, s: &Slot) -> (u64, u64) {
+    let mut buf = [0u8; 16];
+    d.memcpy_from_device(&mut buf, s.args.timing).unwrap();
+    let (a, b) = buf.split_at(8);
+    (
+        u64::from_le_bytes(a.try_into().unwrap()),
+        u64::from_le_bytes(b.try_into().unwrap()),
+    )
+}
+
+#[test]
+fn a_run_queued_behind_another_on_the_same_pair_starts_when_it_ends() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    launch(&mut d, &s1, aicpu, aicore);
+    launch(&mut d, &s2, aicpu, aicore);
+    assert_eq!(d.queued_launches(), 1, "run 2 found run 1 on the device");
+    wait(&mut d, &s1).unwrap();
+    wait(&mut d, &s2).unwrap();
+    let (start1, end1) = timing(&mut d, &s1);
+    let (start2, end2) = timing(&mut d, &s2);
+    assert_eq!(end1 - start1, cost(Cost::RunPreamble) + DEVICE_NS);
+    assert_eq!(end2 - start2, cost(Cost::RunPreamble) + DEVICE_NS);
+    // Behind run 1's kernel: its event task, and a task switch on each side of it.
+    let gap = 2 * cost(Cost::TaskSwitch) + cost(Cost::EventTask);
+    assert_eq!(
+        start2,
+        end1 + gap,
+        "run 2 starts as soon as its stream is free"
+    );
+}
+
+#[test]
+fn a_run_starts_only_when_both_of_its_kernels_have_started() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let other_aicpu = d.create_stream().unwrap();
+    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    launch(&mut d, &s1, aicpu, aicore);
+    // Run 2's scheduler is on an idle stream and starts at once, but its AICore workers
+    // queue behind run 1: the handshake holds the run until they report.
+    d.launch_aicore(aicore, &s2.args).unwrap();
+    d.launch_aicpu(other_aicpu, &s2.args).unwrap();
+    d.record_event(s2.events[0], other_aicpu).unwrap();
+    d.record_event(s2.events[1], aicore).unwrap();
+    wait(&mut d, &s1).unwrap();
+    wait(&mut d, &s2).unwrap();
+    let (_, end1) = timing(&mut d, &s1);
+    let (start2, _) = timing(&mut d, &s2);
+    assert!(
+        start2 > end1,
+        "run 2 started at {start2} before its AICore kernel could (run 1 ends at {end1})"
+    );
+}
+
+#[test]
+fn both_kernels_of_a_run_on_one_stream_is_a_deadlock_reported_loudly() {
+    let mut d = device();
+    let stream = d.create_stream().unwrap();
+    let s = slot(&mut d, 1, 0);
+    d.launch_aicore(stream, &s.args).unwrap();
+    d.launch_aicpu(stream, &s.args).unwrap();
+    match d.failure() {
+        Some(DeviceFailure::Deadlock(what)) => {
+            assert!(what.contains("run 1 has both kernels on stream"), "{what}");
+        }
+        other => panic!("expected a deadlock, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_never_recorded_event_waits_as_success_at_once() {
+    let mut d = device();
+    let event = d.create_event().unwrap();
+    let before = d.host_ns();
+    assert_eq!(d.synchronize_event(event, 1_000), Ok(()));
+    assert_eq!(d.host_ns() - before, cost(Cost::EventQuery), "no blocking");
+    assert_eq!(d.query_event(event), Ok(EventStatus::Complete));
+}
+
+#[test]
+fn an_event_completes_when_its_stream_passes_it() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    assert_eq!(d.query_event(s.events[0]), Ok(EventStatus::NotReady));
+    let before = d.host_ns();
+    d.synchronize_event(s.events[0], 1_000).unwrap();
+    let blocked = d.host_ns() - before;
+    assert!(
+        blocked >= DEVICE_NS,
+        "the wait blocked for the run ({blocked} ns)"
+    );
+    assert_eq!(d.query_event(s.events[1]), Ok(EventStatus::Complete));
+}
+
+#[test]
+fn a_hung_run_makes_the_bounded_wait_time_out_with_507047() {
+    let mut d = device();
+    d.install(FaultRule::parse("hang@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    let before = d.host_ns();
+    assert_eq!(
+        d.synchronize_event(s.events[0], 100),
+        Err(AclCode::RtEventSyncTimeout)
+    );
+    assert_eq!(
+        d.host_ns() - before,
+        100_000_000,
+        "the host waited the whole timeout"
+    );
+    // The device drain cannot finish either; a reset kills the hung kernels.
+    assert_eq!(d.synchronize_device(10), Err(AclCode::RtStreamSyncTimeout));
+    d.reset_device_force().unwrap();
+    assert_eq!(d.synchronize_device(10), Ok(()));
+}
+
+#[test]
+fn an_unbounded_wait_on_a_hung_run_is_a_deadlock_not_a_hang_of_the_simulator() {
+    let mut d = device();
+    d.install(FaultRule::parse("hang").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    assert!(d.synchronize_event(s.events[0], -1).is_err());
+    assert!(matches!(d.failure(), Some(DeviceFailure::Deadlock(_))));
+}
+
+#[test]
+fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait() {
+    let mut d = device();
+    d.install(FaultRule::parse("exception=507015@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    launch(&mut d, &s1, aicpu, aicore);
+    // The event wait succeeds: it does not carry the device fault back (as on hardware).
+    assert_eq!(wait(&mut d, &s1), Ok(()));
+    let fault = Err(AclCode::RtAicoreException);
+    let mut header = [0u8; 896];
+    assert_eq!(
+        d.memcpy_from_device(&mut header, s1.args.status_header),
+        fault
+    );
+    assert_eq!(
+        d.query_stream(aicore).map(|_| ()),
+        fault,
+        "a stream query returns it"
+    );
+    assert_eq!(d.create_stream().map(|_| ()), fault);
+    assert_eq!(d.launch_aicore(aicore, &s2.args), fault);
+    assert_eq!(d.malloc(64).map(|_| ()), fault);
+    // A force reset clears it; the old handles are dead.
+    d.reset_device_force().unwrap();
+    assert!(d.create_stream().is_ok());
+    assert!(d.failure().is_none());
+}
+
+#[test]
+fn a_faulted_stream_fails_the_runs_queued_behind_the_fault_without_running_them() {
+    let mut d = device();
+    d.install(FaultRule::parse("exception@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    launch(&mut d, &s1, aicpu, aicore);
+    launch(&mut d, &s2, aicpu, aicore);
+    let before = d.host_ns();
+    assert_eq!(
+        wait(&mut d, &s2),
+        Ok(()),
+        "the queued run's events pass at once"
+    );
+    let waited = d.host_ns() - before;
+    assert!(
+        waited < 2 * DEVICE_NS,
+        "run 2 did not run its {DEVICE_NS} ns after the fault (waited {waited})"
+    );
+    assert_eq!(d.query_stream(aicpu), Err(AclCode::RtAicoreException));
+}
+
+#[test]
+fn the_kernels_write_the_status_header_and_timing_the_lane_decodes() {
+    let mut d = device();
+    d.install(FaultRule::parse("latch=100@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    let mut header = [0u8; 896];
+    // Before the run ends the host sees the header as it was (all zero).
+    d.memcpy_from_device(&mut header, s.args.status_header)
+        .unwrap();
+    assert_eq!(
+        status_latch::decode(LAYOUT, &header).unwrap().latched(),
+        None
+    );
+    wait(&mut d, &s).unwrap();
+    d.memcpy_from_device(&mut header, s.args.status_header)
+        .unwrap();
+    let status = status_latch::decode(LAYOUT, &header).unwrap();
+    assert_eq!(status.sched, Some(RuntimeCode::SchedulerTimeout));
+    assert_eq!(status.orch, None);
+    let (start, end) = timing(&mut d, &s);
+    assert!(start > 0 && end > start);
+}
+
+#[test]
+fn every_call_advances_the_host_clock_by_its_cost() {
+    let mut d = device();
+    let t0 = d.host_ns();
+    let stream = d.create_stream().unwrap();
+    assert_eq!(d.host_ns() - t0, cost(Cost::StreamCreate));
+    let ptr = d.malloc(16).unwrap();
+    let mut buf = [0u8; 16];
+    let t1 = d.host_ns();
+    d.memcpy_from_device(&mut buf, ptr).unwrap();
+    assert_eq!(d.host_ns() - t1, cost(Cost::ReadD2h));
+    let t2 = d.host_ns();
+    d.destroy_stream(stream).unwrap();
+    assert_eq!(d.host_ns() - t2, cost(Cost::StreamDestroy));
+}
+
+#[test]
+fn the_first_aicore_launch_after_an_upload_pays_the_binary_load_again() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    let t = d.host_ns();
+    launch(&mut d, &s1, aicpu, aicore);
+    let first = d.host_ns() - t;
+    wait(&mut d, &s1).unwrap();
+    d.upload_code(lane_core::CodeRef(1)).unwrap();
+    let t = d.host_ns();
+    d.launch_aicore(aicore, &s2.args).unwrap();
+    assert_eq!(
+        d.host_ns() - t,
+        cost(Cost::KernelLaunch) + cost(Cost::FirstAicoreLaunch)
+    );
+    assert!(first > cost(Cost::FirstAicoreLaunch));
+}
+
+#[test]
+fn destroying_a_stream_with_queued_work_breaks_a_device_invariant() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    d.destroy_stream(aicore).unwrap();
+    match d.failure() {
+        Some(DeviceFailure::Invariant(what)) => {
+            assert!(what.contains("with queued work"), "{what}")
+        }
+        other => panic!("expected an invariant failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_launch_into_a_live_runs_slot_buffers_breaks_a_device_invariant() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let s1 = slot(&mut d, 1, 0);
+    launch(&mut d, &s1, aicpu, aicore);
+    // Run 2 reuses run 1's timing buffer while run 1 is still live (L-13).
+    let mut s2 = slot(&mut d, 2, 1);
+    s2.args.timing = s1.args.timing;
+    d.launch_aicore(aicore, &s2.args).unwrap();
+    match d.failure() {
+        Some(DeviceFailure::Invariant(what)) => {
+            assert!(what.contains("share the slot buffer"), "{what}")
+        }
+        other => panic!("expected an invariant failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_partial_launch_leaves_the_aicore_kernel_spinning_forever() {
+    let mut d = device();
+    d.install(FaultRule::parse("aicpu-launch=507018@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    d.launch_aicore(aicore, &s.args).unwrap();
+    assert_eq!(
+        d.launch_aicpu(aicpu, &s.args),
+        Err(AclCode::RtAicpuException)
+    );
+    let probe = d.create_event().unwrap();
+    d.record_event(probe, aicore).unwrap();
+    assert_eq!(
+        d.synchronize_event(probe, 10),
+        Err(AclCode::RtEventSyncTimeout),
+        "nothing behind the orphaned AICore kernel ever runs"
+    );
+}
+
+#[test]
+fn using_a_handle_after_a_reset_breaks_a_device_invariant() {
+    let mut d = device();
+    let stream = d.create_stream().unwrap();
+    d.reset_device_force().unwrap();
+    assert_eq!(d.destroy_stream(stream), Err(AclCode::RtInvalidHandle));
+    assert!(matches!(d.failure(), Some(DeviceFailure::Invariant(w)) if w.contains("not live")));
+}
+
+#[test]
+fn device_time_jitter_is_a_pure_function_of_seed_and_run() {
+    let times = RunTimes {
+        device_ns: 100_000,
+        jitter_ppm: 100_000,
+    };
+    let a: Vec<u64> = (1..50).map(|r| times.of(7, RunId(r))).collect();
+    let b: Vec<u64> = (1..50).map(|r| times.of(7, RunId(r))).collect();
+    assert_eq!(a, b);
+    assert!(a.iter().all(|t| (90_000..=110_000).contains(t)));
+    assert!(a.windows(2).any(|w| w[0] != w[1]), "jitter varies per run");
+    assert_ne!(
+        a,
+        (1..50).map(|r| times.of(8, RunId(r))).collect::<Vec<_>>()
+    );
+}
