@@ -594,13 +594,6 @@ impl Runner<'_> {
         let result = self.driver.close();
         self.check(result)?;
         self.drain()?;
-        if self.driver.lane().state() == LaneState::Lost {
-            // Recovery failed while closing: the lane is lost, and a second close is what
-            // moves a lost lane to closed.
-            let result = self.driver.close();
-            self.check(result)?;
-            self.drain()?;
-        }
         Ok(())
     }
 

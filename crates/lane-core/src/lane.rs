@@ -86,6 +86,10 @@ pub struct CloseReport {
     pub state: LaneState,
     /// The most recent poison in this lane's life, if there was one (L-15).
     pub poison: Option<PoisonRecord>,
+    /// Whether recovery failed every attempt (the device must be reset outside the lane).
+    /// A close during a recovery reports `false` here until that recovery ends; check
+    /// [`Lane::device_lost`] once the lane is `Closed`.
+    pub device_lost: bool,
 }
 
 /// A stream teardown failure seen while closing.
@@ -220,6 +224,7 @@ pub struct Lane {
     last_publication: Option<PublicationMark>,
     teardown_started: bool,
     teardown_failure: Option<TeardownFailure>,
+    device_lost: bool,
     accepted: u64,
     delivered: u64,
     last_delivered_seq: u64,
@@ -245,6 +250,7 @@ impl Lane {
             last_publication: None,
             teardown_started: false,
             teardown_failure: None,
+            device_lost: false,
             accepted: 0,
             delivered: 0,
             last_delivered_seq: 0,
@@ -396,6 +402,7 @@ impl Lane {
         CloseReport {
             state: self.state,
             poison: self.poison,
+            device_lost: self.device_lost,
         }
     }
 
@@ -516,6 +523,13 @@ impl Lane {
     #[must_use]
     pub const fn rejected_events(&self) -> u64 {
         self.rejected_events
+    }
+
+    /// Whether a recovery failed every attempt: the device could not be proven usable and
+    /// must be reset outside the lane. Stays true for the lane's life.
+    #[must_use]
+    pub const fn device_lost(&self) -> bool {
+        self.device_lost
     }
 
     /// The first stream teardown failure seen while closing, if any.
@@ -1348,6 +1362,11 @@ impl Lane {
         }
         let next = lane_step(self.state, input, self.profile.recovery_attempts())
             .map_err(|_| unexpected)?;
+        if matches!(input, LaneInput::ResetFailed | LaneInput::ProbeFailed)
+            && !matches!(next, LaneState::Recovering { .. })
+        {
+            self.device_lost = true;
+        }
         self.state = next;
         match next {
             LaneState::Recovering {
@@ -1575,6 +1594,9 @@ impl Lane {
 
         match self.state {
             LaneState::Recovering { .. } | LaneState::Lost => {
+                if matches!(self.state, LaneState::Lost) && !self.device_lost {
+                    return fail("lost without a failed recovery");
+                }
                 if self.live_runs().next().is_some() {
                     return fail("a run is live while the device is being recovered or lost");
                 }
@@ -1704,6 +1726,8 @@ mod tests {
     fn a_live_run_while_recovering_is_caught() {
         let mut lane = two_in_flight();
         lane.state = LaneState::Lost;
+        assert!(violation(&lane).contains("lost without a failed recovery"));
+        lane.device_lost = true;
         assert!(violation(&lane).contains("live while the device"));
     }
 

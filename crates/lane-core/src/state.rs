@@ -42,7 +42,9 @@ pub enum LaneState {
         then: AfterRecovery,
     },
     /// Recovery failed every attempt: the device could not be proven usable. Every submit
-    /// is refused; the lane can only be closed.
+    /// is refused; the lane can only be closed. (If close was called during the recovery,
+    /// the lane goes straight to `Closed`; [`Lane::device_lost`](crate::Lane::device_lost)
+    /// still says the device was lost.)
     Lost,
     /// `close` was called: admission is stopped, launched runs finish, the rest are cancelled.
     Closing,
@@ -193,7 +195,12 @@ pub const fn lane_step(
                     then,
                 }
             } else {
-                S::Lost
+                match then {
+                    AfterRecovery::Reopen => S::Lost,
+                    // Close was asked for meanwhile: nothing is left to finish, and a lost
+                    // device is never touched again (its handles are abandoned).
+                    AfterRecovery::Close => S::Closed,
+                }
             }
         }
         (
@@ -237,7 +244,7 @@ pub const fn lane_step(
 
 /// Representative states for the rendered table (recovery shown at attempt 1 and at the
 /// last attempt of the default budget of 3).
-const TABLE_STATES: [LaneState; 11] = [
+const TABLE_STATES: [LaneState; 12] = [
     LaneState::Open,
     LaneState::Recovering {
         step: RecoveryStep::Drain,
@@ -268,6 +275,11 @@ const TABLE_STATES: [LaneState; 11] = [
         step: RecoveryStep::Probe,
         attempt: 3,
         then: AfterRecovery::Reopen,
+    },
+    LaneState::Recovering {
+        step: RecoveryStep::Probe,
+        attempt: 3,
+        then: AfterRecovery::Close,
     },
     LaneState::Lost,
     LaneState::Closing,

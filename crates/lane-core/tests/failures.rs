@@ -200,6 +200,7 @@ fn a_recovery_whose_probe_fails_every_attempt_leaves_the_lane_lost() {
         ]
     );
     assert_eq!(h.state(), LaneState::Lost);
+    assert!(h.lane.device_lost());
     let err = h.lane.submit(h.now, RunRequest::new()).unwrap_err();
     assert!(matches!(err, SubmitError::Lost { origin, .. } if origin == r1));
     assert!(err.to_string().contains("lost"), "{err}");
@@ -502,4 +503,23 @@ fn an_upload_failure_reports_its_error_and_never_poisons() {
         other => panic!("{other:?}"),
     }
     assert_eq!(h.state(), LaneState::Open);
+}
+
+#[test]
+fn a_recovery_that_fails_after_close_ends_closed_and_reports_the_device_lost() {
+    let mut h = Harness::a2a3();
+    h.fault(Fault::Latch(1, RuntimeCode::SchedulerTimeout));
+    h.fault(Fault::ProbeFails(507_899, 3));
+    let r1 = h.run();
+    let (run, lease, _) = h.awaiting.remove(0);
+    h.lane
+        .handle(h.now, lane_core::Event::Completed { run, lease })
+        .unwrap();
+    assert_eq!(h.lane.phase_of(r1), Some(RunPhase::ReadingStatus));
+    // Close before the status read reveals the poison; recovery then fails every attempt.
+    let report = h.close();
+    assert!(!report.device_lost);
+    assert_eq!(h.state(), LaneState::Closed, "no second close is needed");
+    assert!(h.lane.device_lost());
+    assert!(matches!(h.verdict(r1), Some(Verdict::Failed { .. })));
 }

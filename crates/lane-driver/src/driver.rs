@@ -409,6 +409,8 @@ impl<B: Backend> Driver<B> {
             Effect::ForceReset { attempt } => {
                 let result = b.reset_device_force();
                 // Every handle is dead after a reset (a5 segfaults on reuse): forget, never destroy.
+                // Also after a failed reset: the next attempt resets again, and a device no
+                // attempt recovers is never touched again.
                 self.slots = [None; MAX_SLOTS as usize];
                 self.awaited = None;
                 match result {
