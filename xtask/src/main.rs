@@ -5,6 +5,7 @@
 //! is the single gate and CI needs nothing else.
 
 mod codegen;
+mod fuzz;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,12 @@ Commands:
   ci                 run what CI runs (.ci/run): fmt check, clippy, then `cargo test --workspace`
   codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
                      with --check, only report which files are stale
+  fuzz <target> [--time S]
+                     run one cargo-fuzz target (`-s none`, stable toolchain) on fuzz/corpus/<target>
+                     and the committed fuzz/seeds/<target>, for S seconds (until a crash or Ctrl-C
+                     without --time); a new crash is copied into fuzz/regressions/<target>/
+  fuzz-all --time S  each target in turn for S seconds, then executions and new crashes per target
+                     (needs cargo-fuzz: `cargo install cargo-fuzz`; CI never runs these)
   help               print this text
 ";
 
@@ -27,6 +34,11 @@ fn main() -> ExitCode {
         ["ci"] => ci(),
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
+        ["fuzz", target] => fuzz::run(target, None),
+        ["fuzz", target, "--time", seconds] => {
+            fuzz::parse_time(seconds).and_then(|s| fuzz::run(target, Some(s)))
+        }
+        ["fuzz-all", "--time", seconds] => fuzz::parse_time(seconds).and_then(fuzz::run_all),
         [] | ["help"] | ["--help"] | ["-h"] => {
             print!("{HELP}");
             Ok(())

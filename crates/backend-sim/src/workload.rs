@@ -501,7 +501,8 @@ impl Runner<'_> {
         if let Some(failure) = self.driver.backend().failure() {
             return Err(self.failed(Failure::Device(failure.clone())));
         }
-        if self.driver.lane().state() == LaneState::Lost {
+        // Lost, or lost while closing (the lane then ends Closed but says the device is lost).
+        if self.driver.lane().device_lost() {
             self.was_lost = true;
         }
         while let Some(outcome) = self.driver.poll_outcome() {

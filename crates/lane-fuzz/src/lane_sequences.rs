@@ -1,0 +1,1423 @@
+//! Target `lane_sequences`: submits, publications, closes, reservations, time and backend
+//! events in any order, legal or not, on a [`Lane`].
+//!
+//! The body plays a driver and a backend at once. After every command or event it drains
+//! `poll_effect` (each effect joins the *outstanding* list, to be answered later, in any order,
+//! by an operation that picks it by relative index) and `poll_outcome`, then checks:
+//!
+//! - `check_invariants()`;
+//! - every outcome is the next accepted item's, in submission order (L-2, L-14), with its own
+//!   tag; an `Ok` verdict follows an accepted completion, clean status read and finalisation
+//!   and carries that read's timing (L-17); a cancel follows a close; a poison names a run
+//!   that failed with that cause;
+//! - runs are asked to prepare, launch and be awaited in submission order; an upload waits
+//!   for every earlier outcome (L-12); a run is finalised at most once, always when it may hold
+//!   per-run resources and did not end in a device reset (L-7), and copies back only after a
+//!   clean status read; every completed run's status is read (L-8);
+//! - the lane accepts an event only if it answers an effect the lane asked for and that is
+//!   still outstanding (a stale lease, an unknown run, a replayed answer to something already
+//!   answered, a wrong recovery attempt must be rejected), and it accepts the right answer to
+//!   every outstanding effect it asked for since the last poison;
+//! - commands agree with what the body can see: a run is refused `Full` only when the lane
+//!   holds as many runs and reservations as it has slots, a lease is accepted only if it is a
+//!   live reservation, a duplicate tag names a run whose outcome is not delivered yet;
+//! - a passed deadline, once `handle_timeout` is called, leaves no run awaited past it.
+//!
+//! After the last operation the backend answers every outstanding effect with success until
+//! the lane asks for nothing more: every accepted run and publication must then have exactly
+//! one outcome, and a `close` answered the same way must end `Closed`.
+//!
+//! `Lane::handle` returning an error for a bogus event is correct behaviour, not a finding.
+
+use arbitrary::{Arbitrary, Unstructured};
+use lane_core::status_latch::{AclCode, Class, RuntimeCode, Status};
+use lane_core::stream_pair::{Role, StreamHandle, StreamState};
+use lane_core::{
+    CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaneState, LaunchStep,
+    Lease, Outcome, Profile, ProfileSpec, PublicationId, PublicationResult, RunId, RunRequest,
+    SlotId, SubmitError, Tag, Timestamp, Verdict,
+};
+use lane_core::{Lane, MAX_SLOTS, PublishError};
+
+use crate::{Finding, Reached, decode, dense, pick};
+
+/// The target's name.
+pub const NAME: &str = "lane_sequences";
+
+/// The host completion timeout of every fuzzed profile, short so time jumps pass it.
+pub const COMPLETION_TIMEOUT_NS: u64 = 1_000_000;
+
+/// The most effects the final drain answers before it calls the lane livelocked.
+const FINAL_ANSWERS_MAX: usize = 2_000;
+
+behaviours! {
+    /// The behaviours a `lane_sequences` input can reach, in [`Reached`] bit order.
+    BEHAVIOURS;
+    VerdictOk => "run ok",
+    VerdictRunOnly => "run failed, run-only",
+    VerdictOrigin => "run failed, poison origin",
+    VerdictPoisoned => "run poisoned by another",
+    VerdictCancelled => "run cancelled",
+    PublicationUploaded => "publication uploaded",
+    PublicationFailed => "publication failed",
+    PublicationCancelled => "publication cancelled",
+    PublicationPoisoned => "publication poisoned",
+    TwoOnPair => "two runs on the pair at once",
+    Reopened => "recovery confirmed, lane reopened",
+    Lost => "recovery failed every attempt, lane lost",
+    Closed => "closed",
+    RefusedFull => "submit refused: full",
+    RefusedStaleLease => "submit refused: stale lease",
+    RefusedDuplicate => "submit refused: duplicate tag",
+    RefusedPoisoned => "submit refused: recovering or lost",
+    RefusedClosed => "submit refused: closed",
+    ReservedUsed => "run submitted on a reserved lease",
+    Released => "reservation released",
+    DeadlineExpired => "completion deadline expired",
+    Incompatible => "prepare incompatible",
+    StreamFailure => "stream create or destroy failed",
+    ForgeryRejected => "forged event rejected",
+    ReplayAccepted => "replayed event answered an outstanding effect",
+    Diagnostics => "diagnostics run ok",
+}
+
+/// A `lane_sequences` input: the profile and the operations.
+///
+/// From raw bytes: the profile first, then every byte belongs to an operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    /// The lane's profile.
+    pub profile: ProfileInput,
+    /// The operations, in order.
+    pub ops: Vec<Op>,
+}
+
+impl<'a> Arbitrary<'a> for Input {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(Self {
+            profile: u.arbitrary()?,
+            ops: u.arbitrary()?,
+        })
+    }
+
+    fn arbitrary_take_rest(mut u: Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(Self {
+            profile: u.arbitrary()?,
+            ops: dense(u)?,
+        })
+    }
+}
+
+/// The fuzzed profile, always valid: slots `1 + slots % MAX_SLOTS`, launch depth
+/// `1 + depth % slots`, recovery attempts `1 + attempts % 3`, completion timeout
+/// [`COMPLETION_TIMEOUT_NS`].
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProfileInput {
+    /// Pipeline slots.
+    pub slots: u8,
+    /// Launch depth.
+    pub depth: u8,
+    /// Whether a successor may be prepared while its predecessor runs.
+    pub concurrent_prepare: bool,
+    /// `host_build_graph` instead of `tensormap_and_ringbuffer`.
+    pub host_build_graph: bool,
+    /// Recovery attempts.
+    pub attempts: u8,
+}
+
+/// One command, event or time step.
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `submit`.
+    Submit {
+        /// The caller tag, `Tag(t % 4)`: few values, so duplicates happen.
+        tag: Option<u8>,
+        /// Whether the run collects diagnostics.
+        diagnostics: bool,
+        /// Which lease the request carries.
+        lease: LeasePick,
+    },
+    /// `publish(CodeRef(code))`.
+    Publish(u8),
+    /// `close`.
+    Close,
+    /// `reserve`.
+    Reserve,
+    /// `release` of the chosen lease.
+    Release(LeasePick),
+    /// Answers the outstanding effect at `effect % outstanding`.
+    Answer {
+        /// Relative index into the outstanding effects.
+        effect: u8,
+        /// How to answer.
+        reply: Reply,
+    },
+    /// A healthy backend for a moment: answers every outstanding effect but the completion
+    /// awaits with success, until only awaits are left.
+    Pump,
+    /// Feeds an event that answers nothing outstanding (or answers it a second time).
+    Forge(Forgery),
+    /// The clock moves `n` microseconds.
+    Tick(u16),
+    /// `handle_timeout(now)`: a spurious call unless a deadline passed.
+    Timeout,
+    /// The clock jumps to the deadline, then `handle_timeout`.
+    Expire,
+}
+
+/// Which lease a command carries.
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeasePick {
+    /// None: the lane picks a slot.
+    None,
+    /// A live reservation, at `index % reserved` (none if there is no reservation).
+    Reserved(u8),
+    /// A lease that was live once (used, released, or dropped by a close or a reset), at
+    /// `index % former`.
+    Former(u8),
+    /// `Lease { slot, generation }` made up.
+    Forged {
+        /// The slot.
+        slot: u8,
+        /// The generation (0 becomes 1).
+        generation: u8,
+    },
+}
+
+/// How an effect is answered.
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// The success event.
+    Success,
+    /// The failure event, with the ACL code at `code % 26` (the 26th is unnamed) and, for a
+    /// launch, the step at `step % 4`.
+    Failure {
+        /// The code index.
+        code: u8,
+        /// The launch step index.
+        step: u8,
+    },
+    /// The other answer where there is one: a prepare is incompatible, a status read latches
+    /// the runtime code at `code % 17` (the 17th is unknown), a finalisation fails validation,
+    /// a create reports the other stream's handle, a destroy names a wrong handle.
+    Other {
+        /// The code index.
+        code: u8,
+    },
+}
+
+/// An event made up to be refused (or, for a replay, to answer something a second time).
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forgery {
+    /// An event the lane accepted before, at `index % accepted events`.
+    Replay(u8),
+    /// The success answer to the outstanding run effect at `index % run effects`, with the
+    /// lease's generation moved by one.
+    StaleLease(u8),
+    /// A success event for a run that is not live: a delivered one or one never accepted.
+    UnknownRun(u8),
+    /// A recovery event for an attempt or step the lane is not at.
+    WrongAttempt(u8),
+    /// `Uploaded` for a publication that is not uploading.
+    UnknownPublication(u8),
+}
+
+/// Builds an [`Input`] from raw bytes (as libFuzzer does) and runs [`run`]; bytes that
+/// build no input reach nothing.
+pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
+    match decode::<Input>(data) {
+        Some(input) => run(&input),
+        None => Ok(Reached::default()),
+    }
+}
+
+/// Drives a lane through every operation, checking after each, then answers everything
+/// and checks that every accepted item got exactly one outcome.
+pub fn run(input: &Input) -> Result<Reached, Finding> {
+    let mut body = Body::new(input.profile);
+    for (step, op) in input.ops.iter().enumerate() {
+        body.op(*op).map_err(|message| {
+            Finding::new(
+                NAME,
+                Some(step),
+                format!("{op:?}: {message}\n{}", body.describe()),
+            )
+        })?;
+    }
+    body.finish()
+        .map_err(|message| Finding::new(NAME, None, format!("{message}\n{}", body.describe())))?;
+    Ok(body.reached)
+}
+
+/// Whether an event the body feeds must be accepted when it answers an outstanding effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A right answer: refusing it while its effect is outstanding is a finding.
+    Right,
+    /// Wrong on purpose (forged, replayed, a bad handle): refusing it is correct.
+    Wrong,
+}
+
+/// An effect the lane asked for and the body has not answered yet.
+#[derive(Clone, Copy, Debug)]
+struct Outstanding {
+    effect: Effect,
+    /// The poison count when it was polled: a poison abandons everything asked before it.
+    epoch: u32,
+}
+
+/// An accepted run or publication, in submission order.
+#[derive(Clone, Copy, Debug)]
+struct Accepted {
+    seq: u64,
+    /// `Some(tag)` for a run (the inner option is its tag), `None` for a publication.
+    run: Option<Option<Tag>>,
+    /// A run that collects diagnostics.
+    diagnostics: bool,
+    delivered: bool,
+}
+
+/// What the lane asked and accepted about one run: evidence its verdict is checked against.
+#[derive(Clone, Copy, Debug, Default)]
+struct Evidence {
+    completed: bool,
+    /// The timing of the accepted clean status read.
+    clean_status: Option<DeviceTiming>,
+    finalised: bool,
+    /// The last accepted prepare answer may have left per-run resources (`Prepared` or
+    /// `PrepareFailed`; an incompatible prepare touched nothing).
+    holds_resources: bool,
+    status_asked: bool,
+    finalise_asked: u32,
+}
+
+struct Body {
+    lane: Lane,
+    now: Timestamp,
+    layout_clean: Status,
+    outstanding: Vec<Outstanding>,
+    epoch: u32,
+    poisons: Vec<lane_core::PoisonRecord>,
+    accepted: Vec<Accepted>,
+    outcomes: Vec<Outcome>,
+    evidence: Vec<(RunId, Evidence)>,
+    /// The last run asked to prepare, launch and be awaited: each comes in submission order.
+    last_prepare: u64,
+    last_launch: u64,
+    last_await: u64,
+    uploaded: Vec<PublicationId>,
+    reserved: Vec<Lease>,
+    former_leases: Vec<Lease>,
+    history: Vec<Event>,
+    next_handle: u64,
+    closed: bool,
+    was_recovering: bool,
+    reached: Reached,
+}
+
+impl Body {
+    fn new(profile: ProfileInput) -> Self {
+        let slots = 1 + profile.slots % MAX_SLOTS;
+        let spec = ProfileSpec {
+            name: "fuzz",
+            slots,
+            launch_depth: 1 + profile.depth % slots,
+            concurrent_prepare: profile.concurrent_prepare,
+            header: if profile.host_build_graph {
+                lane_core::status_latch::HeaderLayout::HostBuildGraph
+            } else {
+                lane_core::status_latch::HeaderLayout::TensormapAndRingbuffer
+            },
+            completion_timeout_ns: COMPLETION_TIMEOUT_NS,
+            device_op_timeout_ns: COMPLETION_TIMEOUT_NS / 2,
+            drain_timeout_ns: 1_000,
+            recovery_attempts: 1 + profile.attempts % 3,
+        };
+        let profile = match Profile::custom(spec) {
+            Ok(profile) => profile,
+            // Every field is brought into range above.
+            Err(e) => unreachable!("fuzz profile refused: {e}"),
+        };
+        Self {
+            lane: Lane::new(profile),
+            now: Timestamp(0),
+            layout_clean: Status::clean(spec.header),
+            outstanding: Vec::new(),
+            epoch: 0,
+            poisons: Vec::new(),
+            accepted: Vec::new(),
+            outcomes: Vec::new(),
+            evidence: Vec::new(),
+            last_prepare: 0,
+            last_launch: 0,
+            last_await: 0,
+            uploaded: Vec::new(),
+            reserved: Vec::new(),
+            former_leases: Vec::new(),
+            history: Vec::new(),
+            next_handle: 0x100,
+            closed: false,
+            was_recovering: false,
+            reached: Reached::default(),
+        }
+    }
+
+    fn reach(&mut self, b: B) {
+        self.reached.insert(b.bit());
+    }
+
+    /// The state a reader of a finding needs.
+    fn describe(&self) -> String {
+        let outstanding: Vec<String> = self
+            .outstanding
+            .iter()
+            .map(|o| format!("{:?}@{}", o.effect, o.epoch))
+            .collect();
+        format!(
+            "  lane: {:?}, {} items pending, pair: {}, deadline {:?}, now {}\n  outstanding (epoch {}): {outstanding:?}\n  accepted: {:?}",
+            self.lane.state(),
+            self.lane.pending_items(),
+            self.lane.pair(),
+            self.lane.poll_deadline(),
+            self.now,
+            self.epoch,
+            self.accepted
+                .iter()
+                .map(|a| (a.seq, a.delivered))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn op(&mut self, op: Op) -> Result<(), String> {
+        match op {
+            Op::Submit {
+                tag,
+                diagnostics,
+                lease,
+            } => {
+                let request = RunRequest {
+                    tag: tag.map(|t| Tag(u64::from(t % 4))),
+                    diagnostics,
+                    lease: self.lease(lease),
+                };
+                self.submit(request)
+            }
+            Op::Publish(code) => self.publish(CodeRef(u64::from(code))),
+            Op::Close => {
+                let report = self.lane.close(self.now);
+                if report.poison != self.lane.poison() {
+                    return Err(format!("close reported {:?}", report.poison));
+                }
+                self.closed = true;
+                self.drop_reservations();
+                self.after_call()
+            }
+            Op::Reserve => self.reserve(),
+            Op::Release(pick_lease) => {
+                let Some(lease) = self.lease(pick_lease) else {
+                    return Ok(());
+                };
+                let live = self.reserved.iter().position(|l| *l == lease);
+                match (self.lane.release(lease), live) {
+                    (Ok(()), Some(at)) => {
+                        self.reserved.remove(at);
+                        self.former_leases.push(lease);
+                        self.reach(B::Released);
+                    }
+                    (Ok(()), None) => return Err(format!("released {lease}, not a reservation")),
+                    (Err(e), Some(_)) => {
+                        return Err(format!("refused to release live reservation {lease}: {e}"));
+                    }
+                    (Err(_), None) => {}
+                }
+                self.after_call()
+            }
+            Op::Answer { effect, reply } => {
+                let current = self.current();
+                let Some(&at) = pick_ref(&current, effect) else {
+                    return Ok(());
+                };
+                let effect = self.outstanding[at].effect;
+                let (event, kind) = self.reply(effect, reply);
+                self.feed(event, kind)
+            }
+            Op::Pump => {
+                for _ in 0..64 {
+                    let Some(at) = self.current().into_iter().find(|&at| {
+                        !matches!(self.outstanding[at].effect, Effect::AwaitCompletion { .. })
+                    }) else {
+                        break;
+                    };
+                    let effect = self.outstanding[at].effect;
+                    let (event, kind) = self.reply(effect, Reply::Success);
+                    self.feed(event, kind)?;
+                }
+                Ok(())
+            }
+            Op::Forge(forgery) => self.forge(forgery),
+            Op::Tick(us) => {
+                self.now = self.now.after_ns(u64::from(us) * 1_000);
+                Ok(())
+            }
+            Op::Timeout => self.timeout(),
+            Op::Expire => {
+                if let Some(deadline) = self.lane.poll_deadline() {
+                    self.now = self.now.max(deadline);
+                }
+                self.timeout()
+            }
+        }
+    }
+
+    /// Indices of the outstanding effects asked for since the last poison.
+    fn current(&self) -> Vec<usize> {
+        (0..self.outstanding.len())
+            .filter(|&at| self.outstanding[at].epoch == self.epoch)
+            .collect()
+    }
+
+    fn lease(&self, pick_lease: LeasePick) -> Option<Lease> {
+        match pick_lease {
+            LeasePick::None => None,
+            LeasePick::Reserved(i) => pick(&self.reserved, i),
+            LeasePick::Former(i) => pick(&self.former_leases, i),
+            LeasePick::Forged { slot, generation } => Some(Lease {
+                slot: SlotId(slot % (MAX_SLOTS + 1)),
+                generation: generation_of(u64::from(generation)),
+            }),
+        }
+    }
+
+    fn undelivered(&self, runs: bool) -> usize {
+        self.accepted
+            .iter()
+            .filter(|a| !a.delivered && a.run.is_some() == runs)
+            .count()
+    }
+
+    fn submit(&mut self, request: RunRequest) -> Result<(), String> {
+        let state = self.lane.state();
+        let slots = usize::from(self.lane.profile().slots());
+        let held = self.undelivered(true) + self.reserved.len();
+        let reservation = request
+            .lease
+            .and_then(|lease| self.reserved.iter().position(|l| *l == lease));
+        let tag_holder = request.tag.and_then(|tag| {
+            self.accepted
+                .iter()
+                .find(|a| !a.delivered && a.run == Some(Some(tag)))
+                .map(|a| a.seq)
+        });
+        let result = self.lane.submit(self.now, request);
+        match result {
+            Ok(run) => {
+                if state != LaneState::Open {
+                    return Err(format!("accepted {run} in state {state:?}"));
+                }
+                if let Some(lease) = request.lease {
+                    let Some(at) = reservation else {
+                        return Err(format!("accepted {run} on {lease}, not a live reservation"));
+                    };
+                    self.reserved.remove(at);
+                    self.former_leases.push(lease);
+                    self.reach(B::ReservedUsed);
+                } else if held >= slots {
+                    return Err(format!(
+                        "accepted {run} holding {held} runs and reservations on {slots} slots"
+                    ));
+                }
+                self.accept(run.0, Some(request.tag), request.diagnostics)?;
+            }
+            Err(error) => {
+                let consistent = match error {
+                    SubmitError::Full { .. } => {
+                        self.reach(B::RefusedFull);
+                        request.lease.is_none() && held >= slots
+                    }
+                    SubmitError::Closed => {
+                        self.reach(B::RefusedClosed);
+                        self.closed
+                            || matches!(state, LaneState::ReleasingStreams | LaneState::Closed)
+                    }
+                    SubmitError::Poisoned { .. } | SubmitError::Lost { .. } => {
+                        self.reach(B::RefusedPoisoned);
+                        matches!(state, LaneState::Recovering { .. } | LaneState::Lost)
+                    }
+                    SubmitError::StaleLease { lease } => {
+                        self.reach(B::RefusedStaleLease);
+                        request.lease == Some(lease) && reservation.is_none()
+                    }
+                    SubmitError::DuplicateRun { tag, run } => {
+                        self.reach(B::RefusedDuplicate);
+                        request.tag == Some(tag)
+                            && self
+                                .accepted
+                                .iter()
+                                .any(|a| a.seq == run.0 && !a.delivered && a.run == Some(Some(tag)))
+                    }
+                };
+                if !consistent {
+                    return Err(format!("submit refused with {error:?} ({error})"));
+                }
+                let fits = match request.lease {
+                    None => held < slots,
+                    Some(_) => reservation.is_some(),
+                };
+                if state == LaneState::Open && !self.closed && fits && tag_holder.is_none() {
+                    return Err(format!(
+                        "an open lane with room refused {request:?}: {error:?}"
+                    ));
+                }
+            }
+        }
+        self.after_call()
+    }
+
+    fn publish(&mut self, code: CodeRef) -> Result<(), String> {
+        let state = self.lane.state();
+        match self.lane.publish(self.now, code) {
+            Ok(publication) => {
+                if state != LaneState::Open {
+                    return Err(format!("accepted {publication} in state {state:?}"));
+                }
+                self.accept(publication.0, None, false)?;
+            }
+            Err(PublishError::Full) if self.undelivered(false) >= 2 => {}
+            Err(PublishError::Closed) if state != LaneState::Open => {}
+            Err(PublishError::Poisoned { .. } | PublishError::Lost { .. })
+                if matches!(state, LaneState::Recovering { .. } | LaneState::Lost) => {}
+            Err(error) => return Err(format!("publish refused with {error:?} in state {state:?}")),
+        }
+        self.after_call()
+    }
+
+    fn accept(
+        &mut self,
+        seq: u64,
+        run: Option<Option<Tag>>,
+        diagnostics: bool,
+    ) -> Result<(), String> {
+        if let Some(last) = self.accepted.last() {
+            if seq <= last.seq {
+                return Err(format!("minted id {seq} after {}", last.seq));
+            }
+        }
+        self.accepted.push(Accepted {
+            seq,
+            run,
+            diagnostics,
+            delivered: false,
+        });
+        Ok(())
+    }
+
+    fn reserve(&mut self) -> Result<(), String> {
+        let slots = usize::from(self.lane.profile().slots());
+        let held = self.undelivered(true) + self.reserved.len();
+        let state = self.lane.state();
+        match self.lane.reserve(self.now) {
+            Ok(lease) => {
+                if held >= slots || state != LaneState::Open {
+                    return Err(format!(
+                        "reserved {lease} holding {held} of {slots} slots in state {state:?}"
+                    ));
+                }
+                if usize::from(lease.slot.0) >= slots
+                    || self.reserved.iter().any(|l| l.slot == lease.slot)
+                {
+                    return Err(format!("reserved {lease}, a slot that is not free"));
+                }
+                self.reserved.push(lease);
+            }
+            Err(SubmitError::Full { .. }) if held >= slots => {}
+            Err(_) if state != LaneState::Open => {}
+            Err(error) => return Err(format!("reserve refused with {error:?}")),
+        }
+        self.after_call()
+    }
+
+    fn drop_reservations(&mut self) {
+        self.former_leases.append(&mut self.reserved);
+    }
+
+    fn timeout(&mut self) -> Result<(), String> {
+        if self.lane.poll_deadline().is_some_and(|d| d <= self.now) {
+            self.reach(B::DeadlineExpired);
+        }
+        self.lane.handle_timeout(self.now);
+        self.after_call()?;
+        if let Some(deadline) = self.lane.poll_deadline() {
+            if deadline <= self.now {
+                return Err(format!(
+                    "handle_timeout({}) left a run awaited past its deadline {deadline}",
+                    self.now
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The answer to `effect`, and whether it is a right one.
+    fn reply(&mut self, effect: Effect, reply: Reply) -> (Event, Kind) {
+        let code = |i: u8| acl_code(i);
+        match (effect, reply) {
+            (Effect::PrepareRun { run, lease, .. }, Reply::Success) => {
+                (Event::Prepared { run, lease }, Kind::Right)
+            }
+            (Effect::PrepareRun { run, lease, .. }, Reply::Failure { code: c, .. }) => (
+                Event::PrepareFailed {
+                    run,
+                    lease,
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::PrepareRun { run, lease, .. }, Reply::Other { .. }) => {
+                (Event::PrepareIncompatible { run, lease }, Kind::Right)
+            }
+            (Effect::CreateStream { role }, Reply::Failure { code: c, .. }) => (
+                Event::StreamCreateFailed {
+                    role,
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::CreateStream { role }, Reply::Other { .. }) => {
+                let other = match role {
+                    Role::Aicpu => Role::Aicore,
+                    Role::Aicore => Role::Aicpu,
+                };
+                match self.lane.pair().stream(other).state {
+                    StreamState::Live(handle) | StreamState::Destroying(handle) => {
+                        (Event::StreamCreated { role, handle }, Kind::Wrong)
+                    }
+                    StreamState::Absent | StreamState::Creating => self.created(role),
+                }
+            }
+            (Effect::CreateStream { role }, Reply::Success) => self.created(role),
+            (Effect::DestroyStream { role, handle }, Reply::Success) => {
+                (Event::StreamDestroyed { role, handle }, Kind::Right)
+            }
+            (Effect::DestroyStream { role, handle }, Reply::Failure { code: c, .. }) => (
+                Event::StreamDestroyFailed {
+                    role,
+                    handle,
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::DestroyStream { role, handle }, Reply::Other { .. }) => (
+                Event::StreamDestroyed {
+                    role,
+                    handle: StreamHandle(handle.0.wrapping_add(1)),
+                },
+                Kind::Wrong,
+            ),
+            (Effect::LaunchRun { run, lease, .. }, Reply::Success) => {
+                (Event::Launched { run, lease }, Kind::Right)
+            }
+            (Effect::LaunchRun { run, lease, .. }, Reply::Failure { code: c, step }) => (
+                Event::LaunchFailed {
+                    run,
+                    lease,
+                    step: launch_step(step),
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            // A launch has no third answer: the step is taken from the code index.
+            (Effect::LaunchRun { run, lease, .. }, Reply::Other { code: c }) => (
+                Event::LaunchFailed {
+                    run,
+                    lease,
+                    step: launch_step(c),
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::AwaitCompletion { run, lease, .. }, Reply::Failure { code: c, .. }) => (
+                Event::CompletionFailed {
+                    run,
+                    lease,
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::AwaitCompletion { run, lease, .. }, _) => {
+                (Event::Completed { run, lease }, Kind::Right)
+            }
+            (Effect::ReadStatus { run, lease, .. }, Reply::Success) => {
+                (self.status_read(run, lease, None), Kind::Right)
+            }
+            (Effect::ReadStatus { run, lease, .. }, Reply::Failure { code: c, .. }) => (
+                Event::StatusReadFailed {
+                    run,
+                    lease,
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::ReadStatus { run, lease, .. }, Reply::Other { code: c }) => {
+                (self.status_read(run, lease, Some(c)), Kind::Right)
+            }
+            (Effect::FinaliseRun { run, lease, .. }, Reply::Success) => {
+                (Event::Finalised { run, lease }, Kind::Right)
+            }
+            (Effect::FinaliseRun { run, lease, .. }, Reply::Failure { code: c, .. }) => (
+                Event::FinaliseFailed {
+                    run,
+                    lease,
+                    failure: FinaliseFailure::Acl(code(c)),
+                },
+                Kind::Right,
+            ),
+            (Effect::FinaliseRun { run, lease, .. }, Reply::Other { .. }) => (
+                Event::FinaliseFailed {
+                    run,
+                    lease,
+                    failure: FinaliseFailure::Validation,
+                },
+                Kind::Right,
+            ),
+            (Effect::UploadCode { publication, .. }, Reply::Failure { code: c, .. }) => (
+                Event::UploadFailed {
+                    publication,
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::UploadCode { publication, .. }, _) => {
+                (Event::Uploaded { publication }, Kind::Right)
+            }
+            (Effect::DrainDevice { attempt, .. }, _) => {
+                (Event::DeviceDrained { attempt }, Kind::Right)
+            }
+            (Effect::ForceReset { attempt }, Reply::Failure { code: c, .. }) => (
+                Event::ResetFailed {
+                    attempt,
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::ForceReset { attempt }, _) => (Event::ResetDone { attempt }, Kind::Right),
+            (Effect::Probe { attempt }, Reply::Failure { code: c, .. }) => (
+                Event::ProbeFailed {
+                    attempt,
+                    code: code(c),
+                },
+                Kind::Right,
+            ),
+            (Effect::Probe { attempt }, _) => (Event::ProbePassed { attempt }, Kind::Right),
+        }
+    }
+
+    fn created(&mut self, role: Role) -> (Event, Kind) {
+        self.next_handle += 1;
+        (
+            Event::StreamCreated {
+                role,
+                handle: StreamHandle(self.next_handle),
+            },
+            Kind::Right,
+        )
+    }
+
+    fn status_read(&self, run: RunId, lease: Lease, latch: Option<u8>) -> Event {
+        let mut status = self.layout_clean;
+        if let Some(i) = latch {
+            let at = usize::from(i) % (RuntimeCode::ALL.len() + 1);
+            let code = RuntimeCode::ALL
+                .get(at)
+                .copied()
+                .unwrap_or(RuntimeCode::Unknown(4242));
+            if i % 2 == 0 {
+                status.orch = Some(code);
+            } else {
+                status.sched = Some(code);
+            }
+        }
+        Event::StatusRead {
+            run,
+            lease,
+            status,
+            timing: DeviceTiming {
+                start_ns: run.0 * 1_000,
+                end_ns: run.0 * 1_000 + 500,
+            },
+        }
+    }
+
+    fn forge(&mut self, forgery: Forgery) -> Result<(), String> {
+        let event = match forgery {
+            Forgery::Replay(i) => match pick(&self.history, i) {
+                Some(event) => event,
+                None => return Ok(()),
+            },
+            Forgery::StaleLease(i) => {
+                let runs: Vec<Effect> = self
+                    .current()
+                    .into_iter()
+                    .map(|at| self.outstanding[at].effect)
+                    .filter(|e| e.run().is_some())
+                    .collect();
+                let Some(effect) = pick(&runs, i) else {
+                    return Ok(());
+                };
+                let (event, _) = self.reply(effect, Reply::Success);
+                with_lease(event, |lease| Lease {
+                    slot: lease.slot,
+                    generation: generation_of(lease.generation.get().wrapping_add(1)),
+                })
+            }
+            Forgery::UnknownRun(i) => {
+                let delivered: Vec<u64> = self
+                    .accepted
+                    .iter()
+                    .filter(|a| a.delivered)
+                    .map(|a| a.seq)
+                    .collect();
+                let run = match pick(&delivered, i) {
+                    Some(seq) if i % 2 == 0 => RunId(seq),
+                    _ => RunId(self.accepted.last().map_or(1, |a| a.seq) + 1 + u64::from(i)),
+                };
+                let lease = pick(&self.former_leases, i).unwrap_or(Lease {
+                    slot: SlotId(0),
+                    generation: generation_of(1),
+                });
+                match i % 5 {
+                    0 => Event::Prepared { run, lease },
+                    1 => Event::Launched { run, lease },
+                    2 => Event::Completed { run, lease },
+                    3 => self.status_read(run, lease, None),
+                    _ => Event::Finalised { run, lease },
+                }
+            }
+            Forgery::WrongAttempt(i) => {
+                let attempt = match self.lane.state() {
+                    LaneState::Recovering { attempt, .. } => attempt.wrapping_add(1 + i % 3),
+                    _ => 1 + i % 3,
+                };
+                match i % 3 {
+                    0 => Event::DeviceDrained { attempt },
+                    1 => Event::ResetDone { attempt },
+                    _ => Event::ProbePassed { attempt },
+                }
+            }
+            Forgery::UnknownPublication(i) => {
+                let uploading: Vec<u64> = self
+                    .current()
+                    .into_iter()
+                    .filter_map(|at| match self.outstanding[at].effect {
+                        Effect::UploadCode { publication, .. } => Some(publication.0),
+                        _ => None,
+                    })
+                    .collect();
+                let seq = pick(&self.accepted, i).map_or(u64::from(i), |a| a.seq);
+                if uploading.contains(&seq) {
+                    return Ok(());
+                }
+                Event::Uploaded {
+                    publication: PublicationId(seq),
+                }
+            }
+        };
+        let rejected_before = self.lane.rejected_events();
+        self.feed(event, Kind::Wrong)?;
+        if self.lane.rejected_events() > rejected_before {
+            self.reach(B::ForgeryRejected);
+        } else if matches!(forgery, Forgery::Replay(_)) {
+            self.reach(B::ReplayAccepted);
+        }
+        Ok(())
+    }
+
+    /// Feeds one event and checks the lane accepted exactly what it should.
+    fn feed(&mut self, event: Event, kind: Kind) -> Result<(), String> {
+        let answers = self
+            .current()
+            .into_iter()
+            .find(|&at| answers(&self.outstanding[at].effect, &event));
+        let result = self.lane.handle(self.now, event);
+        match (&result, answers) {
+            (Ok(()), Some(at)) => {
+                self.outstanding.remove(at);
+                self.record(event);
+            }
+            (Ok(()), None) => {
+                return Err(format!(
+                    "accepted {event:?}, which answers no outstanding effect"
+                ));
+            }
+            (Err(error), Some(_)) if kind == Kind::Right => {
+                return Err(format!(
+                    "refused {event:?}, the right answer to an effect it asked for: {error}"
+                ));
+            }
+            (Err(_), _) => {}
+        }
+        self.after_call()
+    }
+
+    /// Remembers an accepted event: for replays, and as evidence for verdicts.
+    fn record(&mut self, event: Event) {
+        if self.history.len() < 64 {
+            self.history.push(event);
+        }
+        match event {
+            Event::PrepareIncompatible { .. } => self.reach(B::Incompatible),
+            Event::StreamCreateFailed { .. } | Event::StreamDestroyFailed { .. } => {
+                self.reach(B::StreamFailure);
+            }
+            Event::Uploaded { publication } => self.uploaded.push(publication),
+            _ => {}
+        }
+        let Some(run) = event.run() else {
+            return;
+        };
+        let evidence = self.evidence_mut(run);
+        match event {
+            Event::Prepared { .. } | Event::PrepareFailed { .. } => evidence.holds_resources = true,
+            Event::PrepareIncompatible { .. } => evidence.holds_resources = false,
+            Event::Completed { .. } => evidence.completed = true,
+            Event::StatusRead { status, timing, .. } if status.latched().is_none() => {
+                evidence.clean_status = Some(timing);
+            }
+            Event::Finalised { .. } => evidence.finalised = true,
+            _ => {}
+        }
+    }
+
+    fn evidence_mut(&mut self, run: RunId) -> &mut Evidence {
+        let at = match self.evidence.iter().position(|(r, _)| *r == run) {
+            Some(at) => at,
+            None => {
+                self.evidence.push((run, Evidence::default()));
+                self.evidence.len() - 1
+            }
+        };
+        &mut self.evidence[at].1
+    }
+
+    /// One effect as it is polled: runs are prepared, launched and awaited in submission
+    /// order (L-2), an upload waits for every earlier outcome (L-12), a run is finalised at
+    /// most once and copies back only after a clean status read (L-7, L-8).
+    fn asked(&mut self, effect: Effect) -> Result<(), String> {
+        let in_order = |last: &mut u64, run: RunId, strictly: bool| {
+            let ok = if strictly {
+                run.0 > *last
+            } else {
+                run.0 >= *last
+            };
+            *last = run.0;
+            ok
+        };
+        let ordered = match effect {
+            Effect::PrepareRun { run, .. } => in_order(&mut self.last_prepare, run, false),
+            Effect::LaunchRun {
+                run, aicpu, aicore, ..
+            } => {
+                if aicpu == aicore {
+                    return Err(format!("{effect:?} launches both kernels on one stream"));
+                }
+                in_order(&mut self.last_launch, run, true)
+            }
+            Effect::AwaitCompletion { run, .. } => in_order(&mut self.last_await, run, true),
+            Effect::ReadStatus { run, .. } => {
+                self.evidence_mut(run).status_asked = true;
+                true
+            }
+            Effect::FinaliseRun { run, copy_back, .. } => {
+                let evidence = self.evidence_mut(run);
+                evidence.finalise_asked += 1;
+                if evidence.finalise_asked > 1 {
+                    return Err(format!("{run} asked to finalise twice"));
+                }
+                if copy_back && evidence.clean_status.is_none() {
+                    return Err(format!(
+                        "{run} asked to copy back without a clean status read"
+                    ));
+                }
+                true
+            }
+            Effect::UploadCode { publication, .. } => {
+                if let Some(earlier) = self
+                    .accepted
+                    .iter()
+                    .find(|a| a.seq < publication.0 && !a.delivered)
+                {
+                    return Err(format!(
+                        "{publication} uploads before item {} has its outcome",
+                        earlier.seq
+                    ));
+                }
+                true
+            }
+            _ => true,
+        };
+        if ordered {
+            Ok(())
+        } else {
+            Err(format!("{effect:?} is out of submission order"))
+        }
+    }
+
+    /// After every lane call: invariants, poison bookkeeping, then drain effects and
+    /// outcomes, checking each.
+    fn after_call(&mut self) -> Result<(), String> {
+        if let Err(violation) = self.lane.check_invariants() {
+            return Err(violation.to_string());
+        }
+        if let Some(poison) = self.lane.poison() {
+            if self.poisons.last() != Some(&poison) {
+                // Everything asked for before is abandoned with the device.
+                self.poisons.push(poison);
+                self.epoch += 1;
+                self.drop_reservations();
+            }
+        }
+        match self.lane.state() {
+            LaneState::Recovering { .. } => self.was_recovering = true,
+            LaneState::Open if self.was_recovering => {
+                self.was_recovering = false;
+                self.reach(B::Reopened);
+            }
+            LaneState::Lost => self.reach(B::Lost),
+            LaneState::Closed => self.reach(B::Closed),
+            _ => {}
+        }
+        if self.lane.pair().submissions().len() >= 2 {
+            self.reach(B::TwoOnPair);
+        }
+        // The driver's order: effects, then outcomes. Effects are checked after the outcomes
+        // of the same call are in, since an upload may follow an outcome delivered with it.
+        let mut effects = Vec::new();
+        while let Some(effect) = self.lane.poll_effect() {
+            effects.push(effect);
+        }
+        while let Some(outcome) = self.lane.poll_outcome() {
+            self.delivered(outcome)?;
+        }
+        for effect in effects {
+            self.asked(effect)?;
+            self.outstanding.push(Outstanding {
+                effect,
+                epoch: self.epoch,
+            });
+        }
+        if let Some(deadline) = self.lane.poll_deadline() {
+            let awaited = self.current().into_iter().any(|at| {
+                matches!(self.outstanding[at].effect, Effect::AwaitCompletion { deadline: d, .. } if d == deadline)
+            });
+            if !awaited {
+                return Err(format!(
+                    "deadline {deadline} with no outstanding completion await"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One outcome: the next accepted item's, in order, consistent with what happened.
+    fn delivered(&mut self, outcome: Outcome) -> Result<(), String> {
+        let Some(next) = self.accepted.iter_mut().find(|a| !a.delivered) else {
+            return Err(format!(
+                "{outcome} delivered, but every item has its outcome"
+            ));
+        };
+        if outcome.seq() != next.seq {
+            return Err(format!(
+                "{outcome} delivered while item {} is the next in submission order",
+                next.seq
+            ));
+        }
+        next.delivered = true;
+        let item = *next;
+        match outcome {
+            Outcome::Run(r) => {
+                if item.run != Some(r.tag) {
+                    return Err(format!("{} delivered with tag {:?}", r.run, r.tag));
+                }
+                let evidence = *self.evidence_mut(r.run);
+                let poison_path = match r.verdict {
+                    Verdict::Poisoned { .. } => true,
+                    Verdict::Failed { cause } => cause.class() == Class::Poison,
+                    Verdict::Ok | Verdict::Cancelled => false,
+                };
+                // L-7: every run that may hold per-run resources is finalised, on every
+                // terminal path but a device reset.
+                if !poison_path && evidence.holds_resources && evidence.finalise_asked != 1 {
+                    return Err(format!(
+                        "{} ended {} but was asked to finalise {} times",
+                        r.run,
+                        r.verdict.name(),
+                        evidence.finalise_asked
+                    ));
+                }
+                // L-8: every completed run's status is read before its verdict.
+                if !poison_path && evidence.completed && !evidence.status_asked {
+                    return Err(format!("{} completed but its status was never read", r.run));
+                }
+                match r.verdict {
+                    Verdict::Ok => {
+                        let timing = evidence.clean_status;
+                        if !(evidence.completed && timing.is_some() && evidence.finalised) {
+                            return Err(format!("{} is Ok with evidence {evidence:?}", r.run));
+                        }
+                        // L-17: the verdict carries the run's own timing.
+                        if r.timing != timing {
+                            return Err(format!(
+                                "{} carries timing {:?}, its status read {timing:?}",
+                                r.run, r.timing
+                            ));
+                        }
+                        self.reach(B::VerdictOk);
+                        if item.diagnostics {
+                            self.reach(B::Diagnostics);
+                        }
+                    }
+                    Verdict::Failed { cause } => {
+                        if cause.class() == Class::Poison {
+                            if !recorded(&self.poisons, cause, r.run) {
+                                return Err(format!(
+                                    "{} failed with a poison no one recorded",
+                                    r.run
+                                ));
+                            }
+                            self.reach(B::VerdictOrigin);
+                        } else {
+                            self.reach(B::VerdictRunOnly);
+                        }
+                    }
+                    Verdict::Poisoned { cause, origin } => {
+                        if !recorded(&self.poisons, cause, origin) {
+                            return Err(format!("{} poisoned by unrecorded {origin}", r.run));
+                        }
+                        self.reach(B::VerdictPoisoned);
+                    }
+                    Verdict::Cancelled => {
+                        if !self.closed {
+                            return Err(format!("{} cancelled but close was never called", r.run));
+                        }
+                        self.reach(B::VerdictCancelled);
+                    }
+                }
+            }
+            Outcome::Publication(p) => {
+                if item.run.is_some() {
+                    return Err(format!("{} delivered for a run", p.publication));
+                }
+                match p.result {
+                    PublicationResult::Uploaded => {
+                        if !self.uploaded.contains(&p.publication) {
+                            return Err(format!("{} uploaded without Uploaded", p.publication));
+                        }
+                        self.reach(B::PublicationUploaded);
+                    }
+                    PublicationResult::Failed { .. } => self.reach(B::PublicationFailed),
+                    PublicationResult::Cancelled => {
+                        if !self.closed {
+                            return Err(format!("{} cancelled without close", p.publication));
+                        }
+                        self.reach(B::PublicationCancelled);
+                    }
+                    PublicationResult::Poisoned { cause, origin } => {
+                        if !recorded(&self.poisons, cause, origin) {
+                            return Err(format!(
+                                "{} poisoned by unrecorded {origin}",
+                                p.publication
+                            ));
+                        }
+                        self.reach(B::PublicationPoisoned);
+                    }
+                }
+            }
+        }
+        self.outcomes.push(outcome);
+        Ok(())
+    }
+
+    /// The backend answers every outstanding effect with success until the lane asks for
+    /// nothing more; then every accepted item must have its outcome. Then a close, answered
+    /// the same way, must end `Closed`.
+    fn finish(&mut self) -> Result<(), String> {
+        self.answer_everything()?;
+        if self.lane.pending_items() > 0 {
+            return Err(format!(
+                "stuck: {} items pending with no effect to answer",
+                self.lane.pending_items()
+            ));
+        }
+        if let Some(missing) = self.accepted.iter().find(|a| !a.delivered) {
+            return Err(format!("item {} never got an outcome", missing.seq));
+        }
+        let _ = self.lane.close(self.now);
+        self.closed = true;
+        self.drop_reservations();
+        self.after_call()?;
+        self.answer_everything()?;
+        if self.lane.state() != LaneState::Closed {
+            return Err(format!(
+                "close, answered in full, left the lane {:?}",
+                self.lane.state()
+            ));
+        }
+        Ok(())
+    }
+
+    fn answer_everything(&mut self) -> Result<(), String> {
+        for _ in 0..FINAL_ANSWERS_MAX {
+            self.outstanding.retain(|o| o.epoch == self.epoch);
+            let Some(first) = self.outstanding.first() else {
+                return Ok(());
+            };
+            let (event, kind) = self.reply(first.effect, Reply::Success);
+            self.feed(event, kind)?;
+        }
+        Err(format!(
+            "livelock: still asking after {FINAL_ANSWERS_MAX} answers"
+        ))
+    }
+}
+
+/// Whether a poison with this origin and cause was seen.
+fn recorded(poisons: &[lane_core::PoisonRecord], cause: lane_core::Cause, origin: RunId) -> bool {
+    poisons
+        .iter()
+        .any(|p| p.origin == origin && p.cause == cause)
+}
+
+/// The launch step at `i % 4`.
+fn launch_step(i: u8) -> LaunchStep {
+    match i % 4 {
+        0 => LaunchStep::Arm,
+        1 => LaunchStep::Aicore,
+        2 => LaunchStep::Aicpu,
+        _ => LaunchStep::RecordEvent,
+    }
+}
+
+/// `index % len` into a list of indices.
+fn pick_ref(items: &[usize], i: u8) -> Option<&usize> {
+    match items.len() {
+        0 => None,
+        len => items.get(usize::from(i) % len),
+    }
+}
+
+/// The ACL code at `i % 26`; the 26th is one no table names.
+fn acl_code(i: u8) -> AclCode {
+    let at = usize::from(i) % (AclCode::ALL.len() + 1);
+    AclCode::ALL
+        .get(at)
+        .copied()
+        .unwrap_or(AclCode::Unknown(999_001))
+}
+
+/// A generation from any number (0 becomes 1: generations are never zero).
+fn generation_of(n: u64) -> Generation {
+    Generation(core::num::NonZeroU64::new(n).unwrap_or(core::num::NonZeroU64::MIN))
+}
+
+/// `event` with its lease changed by `f` (events without a lease are returned as they are).
+fn with_lease(event: Event, f: impl Fn(Lease) -> Lease) -> Event {
+    match event {
+        Event::Prepared { run, lease } => Event::Prepared {
+            run,
+            lease: f(lease),
+        },
+        Event::Launched { run, lease } => Event::Launched {
+            run,
+            lease: f(lease),
+        },
+        Event::Completed { run, lease } => Event::Completed {
+            run,
+            lease: f(lease),
+        },
+        Event::StatusRead {
+            run,
+            lease,
+            status,
+            timing,
+        } => Event::StatusRead {
+            run,
+            lease: f(lease),
+            status,
+            timing,
+        },
+        Event::Finalised { run, lease } => Event::Finalised {
+            run,
+            lease: f(lease),
+        },
+        other => other,
+    }
+}
+
+/// Whether `event` is an answer to `effect`: the same run and lease, stream role (and
+/// handle), publication, or recovery attempt.
+fn answers(effect: &Effect, event: &Event) -> bool {
+    match (*effect, *event) {
+        (
+            Effect::PrepareRun { run, lease, .. },
+            Event::Prepared { run: r, lease: l }
+            | Event::PrepareIncompatible { run: r, lease: l }
+            | Event::PrepareFailed {
+                run: r, lease: l, ..
+            },
+        )
+        | (
+            Effect::LaunchRun { run, lease, .. },
+            Event::Launched { run: r, lease: l }
+            | Event::LaunchFailed {
+                run: r, lease: l, ..
+            },
+        )
+        | (
+            Effect::AwaitCompletion { run, lease, .. },
+            Event::Completed { run: r, lease: l }
+            | Event::CompletionFailed {
+                run: r, lease: l, ..
+            },
+        )
+        | (
+            Effect::ReadStatus { run, lease, .. },
+            Event::StatusRead {
+                run: r, lease: l, ..
+            }
+            | Event::StatusReadFailed {
+                run: r, lease: l, ..
+            },
+        )
+        | (
+            Effect::FinaliseRun { run, lease, .. },
+            Event::Finalised { run: r, lease: l }
+            | Event::FinaliseFailed {
+                run: r, lease: l, ..
+            },
+        ) => run == r && lease == l,
+        (
+            Effect::CreateStream { role },
+            Event::StreamCreated { role: r, .. } | Event::StreamCreateFailed { role: r, .. },
+        ) => role == r,
+        (
+            Effect::DestroyStream { role, handle },
+            Event::StreamDestroyed { role: r, handle: h }
+            | Event::StreamDestroyFailed {
+                role: r, handle: h, ..
+            },
+        ) => role == r && handle == h,
+        (
+            Effect::UploadCode { publication, .. },
+            Event::Uploaded { publication: p } | Event::UploadFailed { publication: p, .. },
+        ) => publication == p,
+        (Effect::DrainDevice { attempt, .. }, Event::DeviceDrained { attempt: a })
+        | (
+            Effect::ForceReset { attempt },
+            Event::ResetDone { attempt: a } | Event::ResetFailed { attempt: a, .. },
+        )
+        | (
+            Effect::Probe { attempt },
+            Event::ProbePassed { attempt: a } | Event::ProbeFailed { attempt: a, .. },
+        ) => attempt == a,
+        _ => false,
+    }
+}
