@@ -4,6 +4,7 @@
 //! generated docs being current) are ordinary `#[test]`s here, so `cargo test --workspace`
 //! is the single gate and CI needs nothing else.
 
+mod bench;
 mod codegen;
 mod fuzz;
 mod tidy;
@@ -15,6 +16,8 @@ const HELP: &str = "\
 cargo xtask <command>
 
 Commands:
+  bench [--repeat N] run the micro-benchmarks (N runs each, default 3) and the simulator sweep, then
+                     write docs/performance.md and docs/performance-speedup.svg (on a quiet machine)
   ci                 run what CI runs (.ci/run): fmt check, clippy, then `cargo test --workspace`
   codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
                      with --check, only report which files are stale
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
+        ["bench", rest @ ..] => bench::run(rest),
         ["ci"] => ci(),
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),

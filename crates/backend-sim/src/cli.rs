@@ -12,6 +12,7 @@ use crate::error::{InputError, SimError};
 use crate::faults::{FaultKind, FaultRule};
 use crate::scenario;
 use crate::stats::{Summary, fmt_us, per_run_table};
+use crate::sweep::{DEFAULT_POINTS_US, DEFAULT_RUNS, SweepConfig, sweep};
 use crate::trace::chrome_json;
 use crate::workload::{
     MAX_RUNS, Points, ProfileName, Report, SimConfig, Workload, describe_faults, run,
@@ -36,6 +37,7 @@ const TRACE_MAX_RUNS: u32 = 20_000;
                   lane-sim --depth 2 --fault latch=1@run:3  one arm, one latched run\n  \
                   lane-sim --swarm --seed 7 --liveness      a seeded fault mix, then heal\n  \
                   lane-sim check scenarios/*.toml           run the scenario files\n  \
+                  lane-sim sweep                            depth one vs queued, 20 us to 5 ms, beside the model\n  \
                   lane-sim costs                            the cost table and its sources"
 )]
 pub struct Cli {
@@ -59,6 +61,10 @@ pub enum Command {
     },
     /// Print every simulated cost, its default and the source of the default.
     Costs,
+    /// Sweep device time per run and compare depth one with queued depth two at each point,
+    /// beside the throughput model of measured-figures.md §5(c) (steady state, both arms
+    /// in this one invocation).
+    Sweep(SweepArgs),
     /// Print every fault kind --fault and scenario files accept.
     Faults,
 }
@@ -133,6 +139,42 @@ pub struct SimArgs {
     /// Never print progress on stderr (shown by default above 20000 runs).
     #[arg(long)]
     pub no_progress: bool,
+}
+
+/// Options of `lane-sim sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Device times per run to sweep, in microseconds (after the per-run preamble).
+    #[arg(long, value_name = "US,..", value_delimiter = ',', default_values_t = DEFAULT_POINTS_US)]
+    pub points: Vec<u64>,
+    /// Runs per arm and point (the first tenth is skipped as warm-up).
+    #[arg(long, default_value_t = DEFAULT_RUNS, allow_negative_numbers = true)]
+    pub runs: u32,
+    /// Per-run jitter of the device time, in percent (the model assumes none).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub jitter_pct: f64,
+    /// Seed of the jitter.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub seed: u64,
+    /// Override a cost: NAME=US (the model uses the same table). Repeatable.
+    #[arg(long, value_name = "NAME=US", value_parser = parse_cost)]
+    pub cost: Vec<(Cost, u64)>,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl SweepArgs {
+    /// The sweep these options describe.
+    pub fn config(&self) -> Result<SweepConfig, InputError> {
+        Ok(SweepConfig {
+            points_us: self.points.clone(),
+            runs: self.runs,
+            jitter_ppm: Workload::jitter_from_pct(self.jitter_pct)?,
+            seed: self.seed,
+            costs: self.cost.clone(),
+        })
+    }
 }
 
 fn parse_fault(spec: &str) -> Result<FaultRule, String> {
@@ -233,6 +275,20 @@ pub fn execute(cli: &Cli) -> Result<ExitCode, SimError> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Check { files }) => check(files),
+        Some(Command::Sweep(args)) => {
+            let config = args.config()?;
+            let result = sweep(&config, &mut |done, total| {
+                if !args.json {
+                    eprintln!("lane-sim sweep: point {done}/{total}");
+                }
+            })?;
+            if args.json {
+                println!("{}", result.to_json());
+            } else {
+                print!("{}", result.table());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         None => simulate(&cli.sim),
     }
 }

@@ -443,16 +443,18 @@ impl SimDevice {
                     ));
                 }
             }
-            match self.memory.get_mut(&write.ptr) {
-                Some(alloc) if alloc.bytes.len() >= write.bytes.len() => {
-                    if let Some(dst) = alloc.bytes.get_mut(..write.bytes.len()) {
+            match self.region_mut(write.ptr, write.bytes.len()) {
+                Some((alloc, offset)) => {
+                    if let Some(dst) = alloc.bytes.get_mut(offset..offset + write.bytes.len()) {
                         dst.copy_from_slice(&write.bytes);
                     }
                     alloc.kernel_writer = Some(write.run);
                 }
-                _ => self.violation(format!(
-                    "run {}'s kernels wrote {:#x}, which is not an allocation that large",
-                    write.run.0, write.ptr
+                None => self.violation(format!(
+                    "run {}'s kernels wrote {} bytes at {:#x}, which is not inside an allocation",
+                    write.run.0,
+                    write.bytes.len(),
+                    write.ptr
                 )),
             }
         }
@@ -464,6 +466,21 @@ impl SimDevice {
             .values()
             .find(|a| [a.status_header.0, a.timing.0, a.handshake.0].contains(&ptr))
             .map(|a| a.run)
+    }
+
+    /// The allocation holding `ptr`, as `(base, offset of ptr)` (a pointer may address a
+    /// field inside an allocation, as the driver's slot buffers do).
+    fn locate(&self, ptr: u64) -> Option<(u64, usize)> {
+        let (&base, alloc) = self.memory.range(..=ptr).next_back()?;
+        let offset = usize::try_from(ptr - base).ok()?;
+        (offset < alloc.bytes.len()).then_some((base, offset))
+    }
+
+    /// The allocation holding all `len` bytes from `ptr`, and the offset of `ptr` in it.
+    fn region_mut(&mut self, ptr: u64, len: usize) -> Option<(&mut Allocation, usize)> {
+        let (base, offset) = self.locate(ptr)?;
+        let alloc = self.memory.get_mut(&base)?;
+        (offset.checked_add(len)? <= alloc.bytes.len()).then_some((alloc, offset))
     }
 
     fn write_later(&mut self, at: u64, run: RunId, ptr: DevicePtr, bytes: Vec<u8>) {
@@ -870,8 +887,15 @@ impl Backend for SimDevice {
     fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::Free);
-        let result = if self.memory.remove(&ptr.0).is_some() {
-            if self.pending_writes.iter().any(|w| w.ptr == ptr.0) {
+        let result = if let Some(alloc) = self.memory.remove(&ptr.0) {
+            let end = ptr
+                .0
+                .saturating_add(u64::try_from(alloc.bytes.len()).unwrap_or(u64::MAX));
+            if self
+                .pending_writes
+                .iter()
+                .any(|w| (ptr.0..end).contains(&w.ptr))
+            {
                 self.violation(format!(
                     "{:#x} freed while a run's kernels will still write it",
                     ptr.0
@@ -888,19 +912,19 @@ impl Backend for SimDevice {
     fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::WriteH2d);
-        let result = self
-            .sticky_now()
-            .and_then(|()| match self.memory.get_mut(&dst.0) {
-                Some(alloc) if alloc.bytes.len() >= src.len() => {
-                    if let Some(out) = alloc.bytes.get_mut(..src.len()) {
-                        out.copy_from_slice(src);
-                    }
-                    alloc.kernel_writer = None;
-                    Ok(())
-                }
-                Some(_) => Err(AclCode::RtParamInvalid),
-                None => Err(self.dead_handle("memcpy_to_device", "buffer", dst.0)),
-            });
+        let result = self.sticky_now().and_then(|()| {
+            if self.locate(dst.0).is_none() {
+                return Err(self.dead_handle("memcpy_to_device", "buffer", dst.0));
+            }
+            let (alloc, offset) = self
+                .region_mut(dst.0, src.len())
+                .ok_or(AclCode::RtParamInvalid)?;
+            if let Some(out) = alloc.bytes.get_mut(offset..offset + src.len()) {
+                out.copy_from_slice(src);
+            }
+            alloc.kernel_writer = None;
+            Ok(())
+        });
         let run = self.current_run;
         self.finish(
             "memcpy_h2d",
@@ -915,10 +939,13 @@ impl Backend for SimDevice {
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::ReadD2h);
+        // A read covering a live run's status header is that run's status read.
+        let len = u64::try_from(dst.len()).unwrap_or(u64::MAX);
+        let read = src.0..src.0.saturating_add(len);
         let header_of = self
             .live_runs
             .values()
-            .find(|a| a.status_header == src)
+            .find(|a| read.contains(&a.status_header.0))
             .map(|a| a.run);
         let result = self.sticky_now().and_then(|()| {
             if let Some(run) = header_of {
@@ -927,19 +954,18 @@ impl Backend for SimDevice {
                     return Err(code);
                 }
             }
-            match self.memory.get(&src.0) {
-                Some(alloc) => match alloc.bytes.get(..dst.len()) {
-                    Some(bytes) => {
-                        dst.copy_from_slice(bytes);
-                        Ok(())
-                    }
-                    None => Err(AclCode::RtParamInvalid),
-                },
-                None => Err(self.dead_handle("memcpy_from_device", "buffer", src.0)),
+            if self.locate(src.0).is_none() {
+                return Err(self.dead_handle("memcpy_from_device", "buffer", src.0));
             }
+            let (alloc, offset) = self
+                .region_mut(src.0, dst.len())
+                .ok_or(AclCode::RtParamInvalid)?;
+            if let Some(bytes) = alloc.bytes.get(offset..offset + dst.len()) {
+                dst.copy_from_slice(bytes);
+            }
+            Ok(())
         });
         let run = self.current_run;
-        let len = dst.len();
         self.finish(
             "memcpy_d2h",
             start,
@@ -1390,8 +1416,8 @@ impl SimDevice {
             return;
         };
         let writer = self
-            .memory
-            .get(&args.timing.0)
+            .locate(args.timing.0)
+            .and_then(|(base, _)| self.memory.get(&base))
             .and_then(|a| a.kernel_writer);
         if let Some(writer) = writer.filter(|w| *w != run) {
             self.violation(format!(

@@ -18,8 +18,9 @@
 //! | [`workload`] | [`SimConfig`], the runner (keep the lane full, close, liveness), [`Report`] |
 //! | [`trace`] | trace records, the text trace, Chrome trace-event JSON |
 //! | [`stats`] | per-run device start/end, gaps, host time; runs/s, utilisation, p99 |
+//! | [`sweep`] | depth one vs queued over device times, beside the §5(c) throughput model |
 //! | [`scenario`] | scenario TOML, expectations, the readable diff |
-//! | [`cli`] | `lane-sim`: the depth-one vs queued comparison, `check`, `costs`, `faults` |
+//! | [`cli`] | `lane-sim`: the depth-one vs queued comparison, `sweep`, `check`, `costs`, `faults` |
 //! | [`error`] | [`InputError`] (bad input, exit 2) and [`SimError`] (a bug found, exit 1) |
 //!
 //! **Invariant:** determinism. The same [`SimConfig`] gives a byte-identical trace: time is
@@ -43,6 +44,7 @@ pub mod error;
 pub mod faults;
 pub mod scenario;
 pub mod stats;
+pub mod sweep;
 pub mod trace;
 pub mod workload;
 

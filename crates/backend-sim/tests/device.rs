@@ -390,3 +390,40 @@ fn device_time_jitter_is_a_pure_function_of_seed_and_run() {
         (1..50).map(|r| times.of(8, RunId(r))).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn slot_buffers_inside_one_allocation_are_written_and_read_at_their_offsets() {
+    // The driver's layout: one allocation per slot, handshake at 0, timing at 64, header at
+    // 80. The kernels write through interior pointers; one copy reads timing and header.
+    let mut d = device();
+    d.install(FaultRule::parse("latch=100@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let base = d.malloc(1104).unwrap();
+    let s = Slot {
+        args: RunArgs {
+            run: RunId(1),
+            slot: SlotId(0),
+            status_header: base.at(80),
+            timing: base.at(64),
+            handshake: base,
+        },
+        events: [d.create_event().unwrap(), d.create_event().unwrap()],
+    };
+    d.memcpy_to_device(base, &[0xff; 80]).unwrap();
+    launch(&mut d, &s, aicpu, aicore);
+    wait(&mut d, &s).unwrap();
+    let mut readback = [0u8; 16 + 896];
+    d.memcpy_from_device(&mut readback, base.at(64)).unwrap();
+    let (timing, header) = readback.split_at(16);
+    let start = u64::from_le_bytes(timing[..8].try_into().unwrap());
+    let end = u64::from_le_bytes(timing[8..].try_into().unwrap());
+    assert!(start > 0 && end > start, "{start}..{end}");
+    let status = status_latch::decode(LAYOUT, header).unwrap();
+    assert_eq!(status.sched, Some(RuntimeCode::SchedulerTimeout));
+    // A copy running past the allocation's end is refused, not clipped.
+    assert_eq!(
+        d.memcpy_from_device(&mut [0u8; 64], base.at(1104 - 32)),
+        Err(AclCode::RtParamInvalid)
+    );
+    assert_eq!(d.failure(), None);
+}

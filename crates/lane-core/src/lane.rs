@@ -15,6 +15,7 @@ use crate::ids::{
 };
 use crate::outcome::{Cause, Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict};
 use crate::profile::{MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile};
+use crate::queue::Fifo;
 use crate::run::{RunInput, RunPhase, step};
 use crate::state::{LaneInput, LaneRefusal, LaneState, RecoveryStep, lane_step};
 
@@ -217,8 +218,8 @@ pub struct Lane {
     slots: [SlotState; MAX_SLOTS as usize],
     next_seq: u64,
     generations_minted: u64,
-    effects: SmallVec<[Effect; EFFECTS_INLINE]>,
-    outcomes: SmallVec<[Outcome; OUTCOMES_INLINE]>,
+    effects: Fifo<Effect, EFFECTS_INLINE>,
+    outcomes: Fifo<Outcome, OUTCOMES_INLINE>,
     poison: Option<PoisonRecord>,
     launch_waiter: Option<RunId>,
     last_publication: Option<PublicationMark>,
@@ -243,8 +244,8 @@ impl Lane {
             slots: [SlotState::Free; MAX_SLOTS as usize],
             next_seq: 1,
             generations_minted: 0,
-            effects: SmallVec::new(),
-            outcomes: SmallVec::new(),
+            effects: Fifo::new(),
+            outcomes: Fifo::new(),
             poison: None,
             launch_waiter: None,
             last_publication: None,
@@ -442,21 +443,13 @@ impl Lane {
     /// The next thing the backend must do, in decision order.
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        if self.effects.is_empty() {
-            None
-        } else {
-            Some(self.effects.remove(0))
-        }
+        self.effects.take()
     }
 
     /// The next outcome, in submission order: one per accepted run or publication.
     #[must_use]
     pub fn poll_outcome(&mut self) -> Option<Outcome> {
-        if self.outcomes.is_empty() {
-            None
-        } else {
-            Some(self.outcomes.remove(0))
-        }
+        self.outcomes.take()
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must be called if nothing else happens
@@ -612,6 +605,7 @@ impl Lane {
             .filter(|r| !r.phase.is_done())
     }
 
+    #[inline]
     fn run(&self, idx: usize) -> &RunRecord {
         match &self.items[idx] {
             Item::Run(r) => r,
@@ -620,6 +614,7 @@ impl Lane {
         }
     }
 
+    #[inline]
     fn run_mut(&mut self, idx: usize) -> &mut RunRecord {
         match &mut self.items[idx] {
             Item::Run(r) => r,
@@ -628,13 +623,17 @@ impl Lane {
     }
 
     /// Finds the live run an event names and checks its lease.
+    #[inline]
     fn live_run(&self, run: RunId, lease: Lease, event: &'static str) -> Result<usize, EventError> {
-        let idx = self
+        let (idx, live) = self
             .items
             .iter()
-            .position(|i| matches!(i, Item::Run(r) if r.id == run && !r.phase.is_done()))
+            .enumerate()
+            .find_map(|(idx, item)| match item {
+                Item::Run(r) if r.id == run && !r.phase.is_done() => Some((idx, r.lease)),
+                _ => None,
+            })
             .ok_or(EventError::UnknownRun { run, event })?;
-        let live = self.run(idx).lease;
         if live != lease {
             return Err(EventError::StaleLease {
                 run,
@@ -646,22 +645,28 @@ impl Lane {
         Ok(idx)
     }
 
-    /// Applies one phase-machine input to a run; refused inputs change nothing.
+    /// Applies one phase-machine input to a run and returns the run; refused inputs change
+    /// nothing.
+    #[inline]
     fn advance(
         &mut self,
         idx: usize,
         input: RunInput,
         event: &'static str,
-    ) -> Result<RunPhase, EventError> {
-        let r = self.run(idx);
-        let next = step(r.phase, input).map_err(|refusal| EventError::UnexpectedForRun {
-            run: r.id,
-            event,
-            phase: r.phase,
-            refusal,
-        })?;
-        self.run_mut(idx).phase = next;
-        Ok(next)
+    ) -> Result<&mut RunRecord, EventError> {
+        let r = self.run_mut(idx);
+        match step(r.phase, input) {
+            Ok(next) => {
+                r.phase = next;
+                Ok(r)
+            }
+            Err(refusal) => Err(EventError::UnexpectedForRun {
+                run: r.id,
+                event,
+                phase: r.phase,
+                refusal,
+            }),
+        }
     }
 
     /// Checks an input is allowed without applying it.
@@ -699,6 +704,7 @@ impl Lane {
         }
     }
 
+    #[inline]
     fn emit(&mut self, effect: Effect) {
         self.effects.push(effect);
     }
@@ -842,11 +848,12 @@ impl Lane {
             return false;
         };
         let ahead = self.ahead_of(idx);
-        let r = *self.run(idx);
+        let r = self.run(idx);
+        let (run, lease, diagnostics) = (r.id, r.lease, r.diagnostics);
         if ahead.publication || !ahead.all_launched {
             return false;
         }
-        if (r.diagnostics || ahead.diagnostics) && ahead.live_run {
+        if (diagnostics || ahead.diagnostics) && ahead.live_run {
             return false;
         }
         let on_pair = self.live_runs().filter(|r| r.phase.on_pair()).count();
@@ -855,24 +862,25 @@ impl Lane {
         }
         match self.pair.ready() {
             Readiness::Ready { aicpu, aicore } => {
-                if self.pair.submit(Owner(r.id.0)).is_err() {
+                if self.pair.submit(Owner(run.0)).is_err() {
                     return false;
                 }
-                if self.advance(idx, RunInput::Launch, "launch").is_err() {
-                    return false;
+                let created = self.pair.created_count();
+                match self.advance(idx, RunInput::Launch, "launch") {
+                    Ok(r) => r.launched_on = Some(created),
+                    Err(_) => return false,
                 }
-                self.run_mut(idx).launched_on = Some(self.pair.created_count());
                 self.launch_waiter = None;
                 self.emit(Effect::LaunchRun {
-                    run: r.id,
-                    lease: r.lease,
+                    run,
+                    lease,
                     aicpu,
                     aicore,
                 });
                 true
             }
             Readiness::Pending(effects) => {
-                self.launch_waiter = Some(r.id);
+                self.launch_waiter = Some(run);
                 let changed = !effects.is_empty();
                 for effect in effects {
                     self.emit(match effect {
@@ -904,11 +912,10 @@ impl Lane {
         if self.run(idx).phase != RunPhase::Launched {
             return false;
         }
-        if self.advance(idx, RunInput::Await, "await").is_err() {
-            return false;
-        }
         let deadline = now.after_ns(self.profile.completion_timeout_ns());
-        let r = self.run_mut(idx);
+        let Ok(r) = self.advance(idx, RunInput::Await, "await") else {
+            return false;
+        };
         r.deadline = Some(deadline);
         let (run, lease) = (r.id, r.lease);
         self.emit(Effect::AwaitCompletion {
@@ -1033,8 +1040,8 @@ impl Lane {
         match event {
             Event::Prepared { run, lease } => {
                 let idx = self.live_run(run, lease, name)?;
-                self.advance(idx, RunInput::Prepared, name)?;
-                if self.run(idx).cancel && self.advance(idx, RunInput::Cancel, name).is_ok() {
+                let cancel = self.advance(idx, RunInput::Prepared, name)?.cancel;
+                if cancel && self.advance(idx, RunInput::Cancel, name).is_ok() {
                     self.finalise(idx, Verdict::Cancelled, false);
                 }
             }
@@ -1117,9 +1124,8 @@ impl Lane {
             }
             Event::Completed { run, lease } => {
                 let idx = self.live_run(run, lease, name)?;
-                self.advance(idx, RunInput::Completed, name)?;
+                self.advance(idx, RunInput::Completed, name)?.deadline = None;
                 let _ = self.pair.retire(Owner(run.0), Retirement::Complete);
-                self.run_mut(idx).deadline = None;
                 let layout = self.profile.header();
                 self.emit(Effect::ReadStatus { run, lease, layout });
             }
@@ -1141,8 +1147,7 @@ impl Lane {
                 let idx = self.live_run(run, lease, name)?;
                 match status.latched() {
                     None => {
-                        self.advance(idx, RunInput::StatusClean, name)?;
-                        self.run_mut(idx).timing = Some(timing);
+                        self.advance(idx, RunInput::StatusClean, name)?.timing = Some(timing);
                         self.finalise(idx, Verdict::Ok, true);
                     }
                     Some(latch) => {
@@ -1164,8 +1169,10 @@ impl Lane {
             }
             Event::Finalised { run, lease } => {
                 let idx = self.live_run(run, lease, name)?;
-                self.advance(idx, RunInput::Finalised, name)?;
-                let verdict = self.run(idx).verdict.unwrap_or(Verdict::Ok);
+                let verdict = self
+                    .advance(idx, RunInput::Finalised, name)?
+                    .verdict
+                    .unwrap_or(Verdict::Ok);
                 self.settle(idx, verdict);
             }
             Event::FinaliseFailed {
@@ -1430,7 +1437,7 @@ impl Lane {
             return fail("more outcomes queued than delivered");
         }
         let mut prev = 0;
-        for outcome in &self.outcomes {
+        for outcome in self.outcomes.as_slice() {
             if outcome.seq() <= prev {
                 return fail("outcomes out of submission order");
             }
@@ -1581,7 +1588,7 @@ impl Lane {
         }
 
         // Effects refer to live runs only.
-        for effect in &self.effects {
+        for effect in self.effects.as_slice() {
             if let Some(run) = effect.run() {
                 if !self.live_runs().any(|r| r.id == run) {
                     return Err(InvariantViolation(format!(

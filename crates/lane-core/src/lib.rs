@@ -64,6 +64,7 @@ mod ids;
 mod lane;
 mod outcome;
 mod profile;
+mod queue;
 pub mod run;
 pub mod state;
 

@@ -18,6 +18,14 @@ pub struct EventHandle(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DevicePtr(pub u64);
 
+impl DevicePtr {
+    /// The address `offset` bytes into this one (a field of an allocation).
+    #[must_use]
+    pub const fn at(self, offset: usize) -> Self {
+        Self(self.0.wrapping_add(offset as u64))
+    }
+}
+
 /// What `aclrtQueryEventStatus` reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventStatus {
@@ -27,7 +35,8 @@ pub enum EventStatus {
     NotReady,
 }
 
-/// What a run's two kernels receive: its identity and its slot's device buffers (L-13).
+/// What a run's two kernels receive: its identity and its slot's device buffers (L-13),
+/// three regions of the slot's one allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunArgs {
     /// The run.

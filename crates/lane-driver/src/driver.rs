@@ -13,12 +13,36 @@ use thiserror::Error;
 
 use crate::backend::{Backend, DevicePtr, EventHandle, PrepareError, RunArgs};
 
-/// Bytes allocated for each slot's status header (the largest layout is 896).
+/// Bytes reserved for each slot's status header (the largest layout is 896).
 const HEADER_BYTES: usize = 1024;
 /// Bytes of each slot's timing buffer: device start and end, little-endian u64 nanoseconds.
 pub const TIMING_BYTES: usize = 16;
 /// Bytes of each slot's handshake region, cleared before every AICore launch.
 pub const HANDSHAKE_BYTES: usize = 64;
+
+/// Where each slot buffer sits in the slot's one device allocation. A small synchronous copy
+/// costs a driver round trip whatever its size (measured-figures.md A1: ~9.5 us, flat from 4
+/// to 64 bytes), so the layout makes each per-run transfer one copy: the handshake and the
+/// timing buffer are adjacent (one H2D clears both before a launch), and so are the timing
+/// buffer and the status header (one D2H reads both after completion).
+///
+/// ```text
+/// [0, 64)       handshake
+/// [64, 80)      timing buffer
+/// [80, 1104)    status header (the layout's size of it is used)
+///
+/// arm, before the launch (H2D):      [0, 80)          handshake + timing buffer
+/// read, after completion (D2H):      [64, 80 + size)  timing buffer + status header
+/// ```
+pub const HANDSHAKE_OFFSET: usize = 0;
+/// Offset of the timing buffer in a slot's allocation (see [`HANDSHAKE_OFFSET`]).
+pub const TIMING_OFFSET: usize = HANDSHAKE_OFFSET + HANDSHAKE_BYTES;
+/// Offset of the status header in a slot's allocation (see [`HANDSHAKE_OFFSET`]).
+pub const HEADER_OFFSET: usize = TIMING_OFFSET + TIMING_BYTES;
+/// Bytes of a slot's one device allocation.
+pub const SLOT_BYTES: usize = HEADER_OFFSET + HEADER_BYTES;
+/// The bytes the arm copy clears: the handshake and the timing buffer.
+const ARM_BYTES: usize = HANDSHAKE_BYTES + TIMING_BYTES;
 /// Bytes the probe allocates and frees.
 const PROBE_BYTES: usize = 64;
 
@@ -109,8 +133,9 @@ pub enum Turn {
 }
 
 /// Per-slot device resources, created at the slot's first launch and reused by every run
-/// that leases the slot (L-13): one completion event per stream, the status header, the
-/// timing buffer and the handshake region.
+/// that leases the slot (L-13): one completion event per stream, and one device allocation
+/// holding the handshake region, the timing buffer and the status header (laid out as
+/// [`HANDSHAKE_OFFSET`] shows).
 #[derive(Clone, Copy, Debug)]
 struct SlotResources {
     /// `[aicpu, aicore]`.
@@ -118,9 +143,22 @@ struct SlotResources {
     /// Whether each event was recorded since the slot was last released (a never-recorded
     /// event waits as success, so the driver tracks records itself).
     recorded: [bool; 2],
-    header: DevicePtr,
-    timing: DevicePtr,
-    handshake: DevicePtr,
+    /// The slot's allocation ([`SLOT_BYTES`]).
+    buffer: DevicePtr,
+}
+
+impl SlotResources {
+    fn handshake(&self) -> DevicePtr {
+        self.buffer.at(HANDSHAKE_OFFSET)
+    }
+
+    fn timing(&self) -> DevicePtr {
+        self.buffer.at(TIMING_OFFSET)
+    }
+
+    fn header(&self) -> DevicePtr {
+        self.buffer.at(HEADER_OFFSET)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -140,7 +178,8 @@ pub struct Driver<B: Backend> {
     awaited: Option<Awaited>,
     outcomes: VecDeque<Outcome>,
     check_invariants: bool,
-    header: [u8; HEADER_BYTES],
+    /// Where the status read lands: the timing buffer, then the status header.
+    readback: [u8; TIMING_BYTES + HEADER_BYTES],
 }
 
 impl<B: Backend> Driver<B> {
@@ -154,7 +193,7 @@ impl<B: Backend> Driver<B> {
             awaited: None,
             outcomes: VecDeque::new(),
             check_invariants: true,
-            header: [0; HEADER_BYTES],
+            readback: [0; TIMING_BYTES + HEADER_BYTES],
         }
     }
 
@@ -426,8 +465,8 @@ impl<B: Backend> Driver<B> {
         Ok(Some(event))
     }
 
-    /// The launch order of L-5 and L-13: arm the slot's timing, clear its handshake, AICore
-    /// kernel, AICPU kernel, then one completion event per stream.
+    /// The launch order of L-5 and L-13: arm the slot (clear its handshake and timing buffer,
+    /// one copy), AICore kernel, AICPU kernel, then one completion event per stream.
     fn launch(
         &mut self,
         run: RunId,
@@ -439,16 +478,14 @@ impl<B: Backend> Driver<B> {
             .slot_resources(lease.slot.0)
             .map_err(|code| (LaunchStep::Arm, code))?;
         let b = &mut self.backend;
-        b.memcpy_to_device(slot.timing, &[0; TIMING_BYTES])
-            .map_err(|code| (LaunchStep::Arm, code))?;
-        b.memcpy_to_device(slot.handshake, &[0; HANDSHAKE_BYTES])
+        b.memcpy_to_device(slot.handshake(), &[0; ARM_BYTES])
             .map_err(|code| (LaunchStep::Arm, code))?;
         let args = RunArgs {
             run,
             slot: lease.slot,
-            status_header: slot.header,
-            timing: slot.timing,
-            handshake: slot.handshake,
+            status_header: slot.header(),
+            timing: slot.timing(),
+            handshake: slot.handshake(),
         };
         b.launch_aicore(aicore, &args)
             .map_err(|code| (LaunchStep::Aicore, code))?;
@@ -476,31 +513,25 @@ impl<B: Backend> Driver<B> {
         }
         let b = &mut self.backend;
         let mut made_events: Vec<EventHandle> = Vec::new();
-        let mut made_ptrs: Vec<DevicePtr> = Vec::new();
         let result = (|| {
             for _ in 0..2 {
                 made_events.push(b.create_event()?);
             }
-            for size in [HEADER_BYTES, TIMING_BYTES, HANDSHAKE_BYTES] {
-                made_ptrs.push(b.malloc(size)?);
-            }
-            Ok(())
+            b.malloc(SLOT_BYTES)
         })();
-        if let Err(code) = result {
-            for event in made_events {
-                let _ = b.destroy_event(event);
+        let buffer = match result {
+            Ok(buffer) => buffer,
+            Err(code) => {
+                for event in made_events {
+                    let _ = b.destroy_event(event);
+                }
+                return Err(code);
             }
-            for ptr in made_ptrs {
-                let _ = b.free(ptr);
-            }
-            return Err(code);
-        }
+        };
         let resources = SlotResources {
             events: [made_events[0], made_events[1]],
             recorded: [false; 2],
-            header: made_ptrs[0],
-            timing: made_ptrs[1],
-            handshake: made_ptrs[2],
+            buffer,
         };
         if let Some(entry) = self.slots.get_mut(idx) {
             *entry = Some(resources);
@@ -517,21 +548,16 @@ impl<B: Backend> Driver<B> {
         let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
             return Err(DriverError::UnrecordedEvent { run });
         };
-        let size = layout.size();
-        let b = &mut self.backend;
-        if let Err(code) = b.memcpy_from_device(&mut self.header[..size], slot.header) {
+        // One copy: the timing buffer and the header behind it (L-8, L-17).
+        let readback = &mut self.readback[..TIMING_BYTES + layout.size()];
+        if let Err(code) = self.backend.memcpy_from_device(readback, slot.timing()) {
             return Ok(Event::StatusReadFailed { run, lease, code });
         }
-        let status = status_latch::decode(layout, &self.header[..size]).map_err(|e| {
-            DriverError::Decode {
-                run,
-                reason: e.to_string(),
-            }
+        let (timing, header) = readback.split_at(TIMING_BYTES);
+        let status = status_latch::decode(layout, header).map_err(|e| DriverError::Decode {
+            run,
+            reason: e.to_string(),
         })?;
-        let mut timing = [0u8; TIMING_BYTES];
-        if let Err(code) = b.memcpy_from_device(&mut timing, slot.timing) {
-            return Ok(Event::StatusReadFailed { run, lease, code });
-        }
         let (start, end) = timing.split_at(8);
         let timing = DeviceTiming {
             start_ns: u64::from_le_bytes(start.try_into().unwrap_or([0; 8])),
@@ -588,7 +614,7 @@ impl<B: Backend> Driver<B> {
         Ok(())
     }
 
-    /// After close: destroy each slot's events and free its buffers (the lane's streams were
+    /// After close: destroy each slot's events and free its buffer (the lane's streams were
     /// destroyed by the lane itself).
     fn release_slot_resources(&mut self) {
         for slot in &mut self.slots {
@@ -596,9 +622,7 @@ impl<B: Backend> Driver<B> {
                 for event in resources.events {
                     let _ = self.backend.destroy_event(event);
                 }
-                for ptr in [resources.header, resources.timing, resources.handshake] {
-                    let _ = self.backend.free(ptr);
-                }
+                let _ = self.backend.free(resources.buffer);
             }
         }
     }

@@ -23,5 +23,6 @@ mod driver;
 
 pub use backend::{Backend, DevicePtr, EventHandle, EventStatus, PrepareError, RunArgs};
 pub use driver::{
-    Driver, DriverError, HANDSHAKE_BYTES, Observation, TIMING_BYTES, Turn, event_role,
+    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, Observation, SLOT_BYTES,
+    TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
 };

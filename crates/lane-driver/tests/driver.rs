@@ -9,7 +9,8 @@ use lane_core::{
     Verdict,
 };
 use lane_driver::{
-    Backend, DevicePtr, Driver, EventHandle, EventStatus, PrepareError, RunArgs, Turn,
+    Backend, DevicePtr, Driver, EventHandle, EventStatus, HEADER_OFFSET, PrepareError, RunArgs,
+    SLOT_BYTES, TIMING_OFFSET, Turn,
 };
 
 #[derive(Default)]
@@ -17,12 +18,15 @@ struct Recorder {
     now: u64,
     next: u64,
     calls: Vec<String>,
-    /// Device memory: (ptr, bytes).
+    /// Device memory: (allocation base, bytes). Bases are `id << 16`, so a pointer into an
+    /// allocation (a slot buffer's field) names it as `p<id>+<offset>`.
     memory: Vec<(DevicePtr, Vec<u8>)>,
     /// Runs whose header latches this code when they run.
     latch: Vec<(u64, RuntimeCode)>,
     fail_sync: Option<i32>,
     fail_probe_create: bool,
+    /// What each AICore launch received.
+    launched: Vec<RunArgs>,
 }
 
 impl Recorder {
@@ -33,13 +37,28 @@ impl Recorder {
         self.next += 1;
         self.next
     }
-    fn mem(&mut self, ptr: DevicePtr) -> &mut Vec<u8> {
+    /// The allocation holding `ptr` and the offset of `ptr` in it.
+    fn find(&self, ptr: DevicePtr) -> (usize, usize) {
         let idx = self
             .memory
             .iter()
-            .position(|(p, _)| *p == ptr)
-            .expect("allocated pointer");
-        &mut self.memory[idx].1
+            .position(|(base, bytes)| (base.0..base.0 + bytes.len() as u64).contains(&ptr.0))
+            .expect("a pointer into an allocation");
+        (idx, (ptr.0 - self.memory[idx].0.0) as usize)
+    }
+    /// The device bytes from `ptr` to the end of its allocation.
+    fn mem(&mut self, ptr: DevicePtr) -> &mut [u8] {
+        let (idx, offset) = self.find(ptr);
+        &mut self.memory[idx].1[offset..]
+    }
+    /// `p<id>`, or `p<id>+<offset>` inside the allocation.
+    fn name(&self, ptr: DevicePtr) -> String {
+        let (idx, offset) = self.find(ptr);
+        let id = self.memory[idx].0.0 >> 16;
+        match offset {
+            0 => format!("p{id}"),
+            _ => format!("p{id}+{offset}"),
+        }
     }
     fn log(&mut self, call: String) {
         self.now += 1_000;
@@ -100,28 +119,32 @@ impl Backend for Recorder {
         Ok(())
     }
     fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
-        let ptr = DevicePtr(self.id());
-        self.memory.push((ptr, vec![0; size]));
-        self.log(format!("malloc {size} -> p{}", ptr.0));
-        Ok(ptr)
+        let id = self.id();
+        self.memory.push((DevicePtr(id << 16), vec![0; size]));
+        self.log(format!("malloc {size} -> p{id}"));
+        Ok(DevicePtr(id << 16))
     }
     fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        self.log(format!("free p{}", ptr.0));
+        let name = self.name(ptr);
+        self.log(format!("free {name}"));
         Ok(())
     }
     fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
         self.mem(dst)[..src.len()].copy_from_slice(src);
-        self.log(format!("memcpy_to_device p{} {}B", dst.0, src.len()));
+        let name = self.name(dst);
+        self.log(format!("memcpy_to_device {name} {}B", src.len()));
         Ok(())
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         let len = dst.len();
         dst.copy_from_slice(&self.mem(src)[..len]);
-        self.log(format!("memcpy_from_device p{} {len}B", src.0));
+        let name = self.name(src);
+        self.log(format!("memcpy_from_device {name} {len}B"));
         Ok(())
     }
     fn launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
         self.log(format!("launch_aicore r{} on s{}", args.run.0, stream.0));
+        self.launched.push(*args);
         Ok(())
     }
     fn launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
@@ -191,11 +214,8 @@ fn a_launch_arms_the_slot_then_aicore_then_aicpu_then_records_one_event_per_stre
             "create_stream -> s2",
             "create_event -> e3",
             "create_event -> e4",
-            "malloc 1024 -> p5",
-            "malloc 16 -> p6",
-            "malloc 64 -> p7",
-            "memcpy_to_device p6 16B",
-            "memcpy_to_device p7 64B",
+            "malloc 1104 -> p5",
+            "memcpy_to_device p5 80B",
             "launch_aicore r1 on s2",
             "launch_aicpu r1 on s1",
             "record_event e3 on s1",
@@ -205,7 +225,33 @@ fn a_launch_arms_the_slot_then_aicore_then_aicpu_then_records_one_event_per_stre
 }
 
 #[test]
-fn completion_waits_on_both_slot_events_then_reads_the_header_and_timing_before_the_verdict() {
+fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_documented_offsets() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    let r = d.backend();
+    let regions: Vec<[String; 3]> = r
+        .launched
+        .iter()
+        .map(|a| {
+            [
+                r.name(a.handshake),
+                r.name(a.timing),
+                r.name(a.status_header),
+            ]
+        })
+        .collect();
+    assert_eq!(
+        regions,
+        [["p5", "p5+64", "p5+80"], ["p8", "p8+64", "p8+80"]],
+        "slot 0 then slot 1"
+    );
+    assert_eq!((TIMING_OFFSET, HEADER_OFFSET, SLOT_BYTES), (64, 80, 1104));
+}
+
+#[test]
+fn completion_waits_on_both_slot_events_then_reads_timing_and_header_in_one_copy_before_the_verdict()
+ {
     let mut d = driver();
     d.submit(RunRequest::new()).unwrap().unwrap();
     calls(&mut d);
@@ -215,8 +261,7 @@ fn completion_waits_on_both_slot_events_then_reads_the_header_and_timing_before_
         [
             "synchronize_event e3",
             "synchronize_event e4",
-            "memcpy_from_device p5 896B",
-            "memcpy_from_device p6 16B",
+            "memcpy_from_device p5+64 912B",
             "finalise r1 copy-back",
         ]
     );
@@ -297,10 +342,10 @@ fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destr
             "synchronize_device 10000ms",
             "reset_device_force",
             "set_device",
-            "create_stream -> s8",
-            "destroy_stream s8",
-            "malloc 64 -> p9",
-            "free p9",
+            "create_stream -> s6",
+            "destroy_stream s6",
+            "malloc 64 -> p7",
+            "free p7",
         ]
     );
     assert!(
@@ -355,8 +400,6 @@ fn close_destroys_the_streams_then_releases_each_slots_events_and_buffers() {
             "destroy_event e3",
             "destroy_event e4",
             "free p5",
-            "free p6",
-            "free p7",
         ]
     );
     assert_eq!(d.lane().state(), LaneState::Closed);

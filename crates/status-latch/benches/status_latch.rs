@@ -16,7 +16,7 @@ fn header(layout: HeaderLayout, latched: Option<RuntimeCode>) -> Vec<u8> {
 }
 
 /// A clean tensormap_and_ringbuffer header (the common case): decode, find no latch.
-#[divan::bench]
+#[divan::bench(sample_size = 200, sample_count = 1000)]
 fn decode_clean_tensormap_header(bencher: divan::Bencher<'_, '_>) {
     let bytes = header(HeaderLayout::TensormapAndRingbuffer, None);
     bencher.bench_local(|| {
@@ -26,7 +26,11 @@ fn decode_clean_tensormap_header(bencher: divan::Bencher<'_, '_>) {
 }
 
 /// A latched header: decode, then classify the latch through the policy table.
-#[divan::bench(args = [HeaderLayout::TensormapAndRingbuffer, HeaderLayout::HostBuildGraph])]
+#[divan::bench(
+    args = [HeaderLayout::TensormapAndRingbuffer, HeaderLayout::HostBuildGraph],
+    sample_size = 200,
+    sample_count = 1000
+)]
 fn decode_and_classify_latched_header(bencher: divan::Bencher<'_, '_>, layout: HeaderLayout) {
     let bytes = header(layout, Some(RuntimeCode::SchedulerTimeout));
     bencher.bench_local(|| {

@@ -438,76 +438,80 @@ pub enum EncodeError {
     },
 }
 
-/// Reads fields out of a buffer already checked to hold the whole header.
-struct Reader<'a> {
-    layout: HeaderLayout,
-    bytes: &'a [u8],
-}
-
-impl Reader<'_> {
-    fn too_short(&self) -> DecodeError {
-        DecodeError::TooShort {
-            layout: self.layout,
-            needed: self.layout.size(),
-            got: self.bytes.len(),
-        }
-    }
-
-    fn array<const N: usize>(&self, field: HeaderField) -> Result<[u8; N], DecodeError> {
-        // A field the layout lacks reads as 0; decode never asks for one.
-        let Some(spec) = self.layout.field(field) else {
-            return Ok([0; N]);
-        };
-        spec.offset
-            .checked_add(N)
-            .and_then(|end| self.bytes.get(spec.offset..end))
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| self.too_short())
-    }
-
-    fn i32(&self, field: HeaderField) -> Result<i32, DecodeError> {
-        self.array(field).map(i32::from_le_bytes)
-    }
-
-    fn u32(&self, field: HeaderField) -> Result<u32, DecodeError> {
-        self.array(field).map(u32::from_le_bytes)
-    }
-
-    fn i64(&self, field: HeaderField) -> Result<i64, DecodeError> {
-        self.array(field).map(i64::from_le_bytes)
-    }
-}
-
 /// Decodes a status header. Never panics: a short buffer is [`DecodeError::TooShort`],
 /// bytes past the header are ignored, and any code value (negative, garbage) decodes, as
 /// [`RuntimeCode::Unknown`] when it is not a known code.
 pub fn decode(layout: HeaderLayout, bytes: &[u8]) -> Result<Status, DecodeError> {
-    let r = Reader { layout, bytes };
-    if bytes.len() < layout.size() {
-        return Err(r.too_short());
-    }
-    let stall = if layout.has_stall() {
-        Some(Stall {
-            detail: StallDetail::from_value(r.i32(HeaderField::StallDetail)?),
-            completed: r.u32(HeaderField::StallCompleted)?,
-            total: r.u32(HeaderField::StallTotal)?,
-            running: r.u32(HeaderField::StallRunning)?,
-            ready: r.u32(HeaderField::StallReady)?,
-            waiting: r.u32(HeaderField::StallWaiting)?,
-            orch_done: r.u32(HeaderField::StallOrchDone)?,
-            task_id: r.i64(HeaderField::StallTaskId)?,
-            core: r.i32(HeaderField::StallCore)?,
-        })
-    } else {
-        None
+    let too_short = DecodeError::TooShort {
+        layout,
+        needed: layout.size(),
+        got: bytes.len(),
     };
-    Ok(Status {
-        orch: RuntimeCode::from_value(r.i32(HeaderField::OrchErrorCode)?),
-        sched: RuntimeCode::from_value(r.i32(HeaderField::SchedErrorCode)?),
-        sched_thread: r.i32(HeaderField::SchedErrorThread)?,
-        sched_bitmap: r.u32(HeaderField::SchedErrorBitmap)?,
-        stall,
-    })
+    if bytes.len() < layout.size() {
+        return Err(too_short);
+    }
+    // One pass over the layout's fields, as `encode_into` writes them (a lookup per field
+    // would search the table once per field).
+    let read = |offset: usize| le_bytes::<4>(bytes, offset).ok_or(too_short);
+    let mut status = Status::default();
+    let mut stall: Option<Stall> = None;
+    for spec in layout.fields() {
+        let offset = spec.offset;
+        match spec.field {
+            HeaderField::OrchErrorCode => {
+                status.orch = RuntimeCode::from_value(i32::from_le_bytes(read(offset)?));
+            }
+            HeaderField::SchedErrorBitmap => {
+                status.sched_bitmap = u32::from_le_bytes(read(offset)?);
+            }
+            HeaderField::SchedErrorCode => {
+                status.sched = RuntimeCode::from_value(i32::from_le_bytes(read(offset)?));
+            }
+            HeaderField::SchedErrorThread => {
+                status.sched_thread = i32::from_le_bytes(read(offset)?);
+            }
+            HeaderField::StallDetail => {
+                stall.get_or_insert_default().detail =
+                    StallDetail::from_value(i32::from_le_bytes(read(offset)?));
+            }
+            HeaderField::StallCompleted => {
+                stall.get_or_insert_default().completed = u32::from_le_bytes(read(offset)?);
+            }
+            HeaderField::StallTotal => {
+                stall.get_or_insert_default().total = u32::from_le_bytes(read(offset)?);
+            }
+            HeaderField::StallRunning => {
+                stall.get_or_insert_default().running = u32::from_le_bytes(read(offset)?);
+            }
+            HeaderField::StallReady => {
+                stall.get_or_insert_default().ready = u32::from_le_bytes(read(offset)?);
+            }
+            HeaderField::StallWaiting => {
+                stall.get_or_insert_default().waiting = u32::from_le_bytes(read(offset)?);
+            }
+            HeaderField::StallOrchDone => {
+                stall.get_or_insert_default().orch_done = u32::from_le_bytes(read(offset)?);
+            }
+            HeaderField::StallTaskId => {
+                stall.get_or_insert_default().task_id =
+                    i64::from_le_bytes(le_bytes(bytes, offset).ok_or(too_short)?);
+            }
+            HeaderField::StallCore => {
+                stall.get_or_insert_default().core = i32::from_le_bytes(read(offset)?);
+            }
+        }
+    }
+    status.stall = stall;
+    Ok(status)
+}
+
+/// The `N` bytes at `offset`; `None` only if the layout table lied about its size (its
+/// fields are checked to fit at compile time).
+fn le_bytes<const N: usize>(bytes: &[u8], offset: usize) -> Option<[u8; N]> {
+    offset
+        .checked_add(N)
+        .and_then(|end| bytes.get(offset..end))
+        .and_then(|b| b.try_into().ok())
 }
 
 /// Writes `status` into `out` at the layout's offsets, leaving every other byte as it

@@ -1,0 +1,203 @@
+//! The before/after sweep: a tiny sweep runs both arms at each point, its model columns are
+//! consistent with the model, and the queued lane reaches the model's ideal throughput.
+//! Virtual time: these are checks of the lane against the model, not timed tests.
+
+use std::process::Command;
+
+use backend_sim::costs::{Cost, Costs};
+use backend_sim::sweep::{Model, Sweep, SweepConfig, sweep};
+use serde_json::Value;
+
+/// One host-bound point (50 us) and one device-bound point (1 ms), few runs.
+fn tiny(costs: Vec<(Cost, u64)>) -> Sweep {
+    let config = SweepConfig {
+        points_us: vec![50, 1000],
+        runs: 40,
+        costs,
+        ..SweepConfig::default()
+    };
+    let mut seen = Vec::new();
+    let result = sweep(&config, &mut |done, total| seen.push((done, total)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(seen, [(1, 2), (2, 2)], "progress once per point");
+    result
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn a_tiny_sweep_runs_both_arms_and_its_model_columns_are_consistent() {
+    let s = tiny(Vec::new());
+    assert_eq!(s.points.len(), 2);
+    let m = s.model;
+    for p in &s.points {
+        assert_eq!((p.depth_one.depth, p.queued.depth), (1, 2));
+        assert_eq!(p.d_ns, p.workload_device_ns + m.preamble_ns);
+        assert_eq!(p.model_queued_period_ns, (p.d_ns + m.g_ns).max(m.h_ns));
+        assert_eq!(p.model_depth_one_period_ns, (p.d_ns + m.r_ns).max(m.h_ns));
+        assert_eq!(p.host_bound, m.h_ns > p.d_ns + m.g_ns);
+        assert!(close(p.ratio, p.queued.runs_per_s / p.depth_one.runs_per_s));
+        assert!(close(
+            p.model_ratio,
+            p.model_depth_one_period_ns as f64 / p.model_queued_period_ns as f64
+        ));
+        assert!(close(
+            p.model_queued_runs_per_s,
+            1e9 / p.model_queued_period_ns as f64
+        ));
+        assert!(close(
+            p.queued_of_model,
+            p.queued.runs_per_s / p.model_queued_runs_per_s
+        ));
+        for arm in [&p.depth_one, &p.queued] {
+            assert_eq!(arm.steady_runs, 40 - 4, "a tenth skipped as warm-up");
+            assert!(close(arm.runs_per_s, 1e9 / arm.period_ns));
+            assert!((0.0..=1.0).contains(&arm.utilisation), "{arm:?}");
+        }
+    }
+    assert!(s.points[0].host_bound && !s.points[1].host_bound);
+}
+
+#[test]
+fn the_queued_lane_reaches_99_percent_of_the_model_and_never_trails_depth_one() {
+    for costs in [
+        Vec::new(),
+        // The previous slot layout (two copies to arm a launch, two to read a status) costs
+        // the same as one copy each at twice the price: the lane must still meet its model.
+        vec![(Cost::ReadD2h, 19_000), (Cost::WriteH2d, 19_000)],
+    ] {
+        let s = tiny(costs.clone());
+        for p in &s.points {
+            assert!(
+                p.queued_of_model >= 0.99,
+                "costs {costs:?}, {} us: queued at {:.2}% of the model",
+                p.workload_device_ns / 1_000,
+                p.queued_of_model * 100.0
+            );
+            assert!(
+                p.queued.runs_per_s >= p.depth_one.runs_per_s * 0.999,
+                "{p:?}"
+            );
+            assert!(p.queued.mean_gap_ns <= p.depth_one.mean_gap_ns, "{p:?}");
+        }
+    }
+}
+
+#[test]
+fn the_model_follows_the_cost_table() {
+    let base = Model::from_costs(&Costs::default());
+    // A dearer status read lies on the depth-one round trip and on the host's per-run
+    // work, not on the device between queued runs.
+    let mut costs = Costs::default();
+    costs.set(Cost::ReadD2h, costs.get(Cost::ReadD2h) + 10_000);
+    let dear_read = Model::from_costs(&costs);
+    assert_eq!(dear_read.r_ns, base.r_ns + 10_000);
+    assert_eq!(dear_read.h_ns, base.h_ns + 10_000);
+    assert_eq!(dear_read.g_ns, base.g_ns);
+    // A slower prepare overlaps the running run: only the host's per-run work grows.
+    let mut costs = Costs::default();
+    costs.set(Cost::Prepare, costs.get(Cost::Prepare) + 10_000);
+    let slow_prepare = Model::from_costs(&costs);
+    assert_eq!(
+        (slow_prepare.r_ns, slow_prepare.g_ns, slow_prepare.h_ns),
+        (base.r_ns, base.g_ns, base.h_ns + 10_000)
+    );
+    // A dearer task switch sits between queued runs twice.
+    let mut costs = Costs::default();
+    costs.set(Cost::TaskSwitch, costs.get(Cost::TaskSwitch) + 1_000);
+    assert_eq!(Model::from_costs(&costs).g_ns, base.g_ns + 2_000);
+}
+
+#[test]
+fn lane_sim_sweep_json_carries_the_model_and_every_column() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lane-sim"))
+        .args(["sweep", "--points", "50,1000", "--runs", "40", "--json"])
+        .output()
+        .expect("lane-sim runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("sweep --json prints JSON");
+    for key in ["preamble_ns", "r_ns", "g_ns", "h_ns"] {
+        assert!(doc["model"][key].as_u64().is_some(), "model.{key}");
+    }
+    let points = doc["points"].as_array().expect("points");
+    assert_eq!(points.len(), 2);
+    for p in points {
+        for key in [
+            "workload_device_ns",
+            "ratio",
+            "model_depth_one_runs_per_s",
+            "model_queued_runs_per_s",
+            "model_ratio",
+            "queued_of_model",
+        ] {
+            assert!(p[key].is_number(), "{key} in {p}");
+        }
+        for arm in ["depth_one", "queued"] {
+            for key in [
+                "runs_per_s",
+                "utilisation",
+                "mean_gap_ns",
+                "host_busy_per_run_ns",
+            ] {
+                assert!(p[arm][key].is_number(), "{arm}.{key} in {p}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lane_sim_sweep_refuses_a_sweep_without_a_steady_window() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lane-sim"))
+        .args(["sweep", "--runs", "3"])
+        .output()
+        .expect("lane-sim runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--runs 4 or more"), "{err}");
+}
+
+#[test]
+fn jitter_only_lowers_the_expected_queued_throughput_where_host_and_device_cross() {
+    let m = Model::from_costs(&Costs::default());
+    let crossing_us = (m.h_ns - m.g_ns - m.preamble_ns) / 1_000;
+    for us in [20, crossing_us, 5_000] {
+        let ns = us * 1_000;
+        let plain = m.queued_period_ns(ns) as f64;
+        assert_eq!(m.queued_period_with_jitter_ns(ns, 0), plain);
+        let jittered = m.queued_period_with_jitter_ns(ns, 100_000);
+        if us == crossing_us {
+            assert!(jittered > plain * 1.01, "{us} us: {jittered} vs {plain}");
+        } else {
+            assert!(
+                (jittered - plain).abs() < 1e-6 * plain,
+                "{us} us: {jittered} vs {plain}"
+            );
+        }
+    }
+    // With jitter, a sweep at the crossing lands between the two expectations.
+    let s = sweep(
+        &SweepConfig {
+            points_us: vec![crossing_us],
+            runs: 400,
+            jitter_ppm: 100_000,
+            ..SweepConfig::default()
+        },
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let p = &s.points[0];
+    assert!(
+        p.queued.runs_per_s <= p.model_queued_runs_per_s * 1.001,
+        "{p:?}"
+    );
+    assert!(
+        p.queued.runs_per_s >= p.model_queued_jitter_runs_per_s * 0.99,
+        "{p:?}"
+    );
+}
