@@ -627,7 +627,7 @@ impl Doc<'_> {
         }
         out.push_str(
             "**Zero heap allocations per run** in steady state is a test, not a timing: \
-             `crates/lane-core/tests/allocations.rs` runs 10,000 runs queued two deep under a \
+             `lane-core/tests/allocations.rs` runs 10,000 runs queued two deep under a \
              counting global allocator and requires zero allocations. Every benchmark also \
              runs once under `cargo test` (`test = true` on each `[[bench]]`), so none can \
              rot.\n\n",
@@ -663,7 +663,7 @@ impl Doc<'_> {
              run's prepare overlaps the running one (A23, and the a2a3 profile prepares \
              concurrently), so a depth-one lane whose host work per run exceeds `D + R` is \
              host-bound too: `T1 = max(D + R, H)`. `D`, `R`, `g` and `H` come from the \
-             simulator's cost table (`crates/backend-sim/src/costs.rs`; \
+             simulator's cost table (`backend-sim/src/costs.rs`; \
              `backend_sim::sweep::Model::from_costs` states each sum):\n"
         );
         let _ = writeln!(

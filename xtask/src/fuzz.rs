@@ -4,7 +4,7 @@
 //! Each run uses `fuzz/corpus/<target>` (ignored by git; libFuzzer writes new inputs there)
 //! and the committed `fuzz/seeds/<target>` (read only). A new crash file under
 //! `fuzz/artifacts/<target>/` is copied into `fuzz/regressions/<target>/`, where `cargo test`
-//! replays it (and a named test in crates/lane-fuzz/tests/regressions.rs should say why it
+//! replays it (and a named test in lane-fuzz/tests/regressions.rs should say why it
 //! crashed). CI never runs these commands: it runs the replay and the smoke run instead.
 
 use std::fs;
@@ -242,7 +242,7 @@ fn summarise(reports: &[Report]) -> Result<(), String> {
         Err(format!(
             "fuzzing failed for {}: for each crash in fuzz/regressions/<target>/, add a named \
              test that builds its operations literally (`cargo fuzz fmt <target> <file>` in \
-             fuzz/ prints them) to crates/lane-fuzz/tests/regressions.rs, with its root cause, \
+             fuzz/ prints them) to lane-fuzz/tests/regressions.rs, with its root cause, \
              and record it in docs/fuzzing.md",
             failed.join(", ")
         ))

@@ -4,6 +4,8 @@
 //! generated docs being current) are ordinary `#[test]`s here, so `cargo test --workspace`
 //! is the single gate and CI needs nothing else.
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod codegen;
 mod fuzz;

@@ -1,0 +1,56 @@
+//! A deterministic, fault-injecting simulated Ascend device, and the `lane-sim` command.
+//!
+//! **Owns:** a device model behind [`lane_driver::Backend`] ([`SimDevice`]): host and
+//! device on one virtual clock, streams as FIFO queues, the AICPU/AICore handshake, events
+//! that complete when their stream passes them (a never-recorded one waits as success),
+//! device memory written by the run's kernels, sticky errors, calibrated [`costs`], and
+//! [`faults`] installed as rules and decided by one seed. Around it: the workload runner
+//! ([`workload`]), traces ([`trace`]), figures ([`stats`]), scenario files ([`scenario`])
+//! and the command ([`cli`]).
+//!
+//! **Map of the code:**
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`device`] | [`SimDevice`]: the `Backend` impl, the device model and its invariants |
+//! | [`costs`] | every cost with its default and the measured figure it comes from |
+//! | [`faults`] | fault kinds, rules, the seeded decision, swarm mixes |
+//! | [`workload`] | [`SimConfig`], the runner (keep the lane full, close, liveness), [`Report`] |
+//! | [`trace`] | trace records, the text trace, Chrome trace-event JSON |
+//! | [`stats`] | per-run device start/end, gaps, host time; runs/s, utilisation, p99 |
+//! | [`sweep`] | depth one vs queued over device times, beside the §5(c) throughput model |
+//! | [`scenario`] | scenario TOML, expectations, the readable diff |
+//! | [`cli`] | `lane-sim`: the depth-one vs queued comparison, `sweep`, `check`, `costs`, `faults` |
+//! | [`error`] | [`InputError`] (bad input, exit 2) and [`SimError`] (a bug found, exit 1) |
+//!
+//! **Invariant:** determinism. The same [`SimConfig`] gives a byte-identical trace: time is
+//! virtual, every random choice draws from a `ChaCha8Rng` derived from the one `u64` seed,
+//! and every map is a `BTreeMap`. After every lane step the driver checks
+//! `Lane::check_invariants()` and the device checks its own: a run's timing buffer and
+//! status header are written only by that run's kernels, no two live runs share a slot
+//! buffer, no stream is destroyed with queued work, tasks on a stream run in enqueue order,
+//! and no handle is used after it died. A violation, a deadlock (both kernels of a run on
+//! one stream, an unbounded wait that can never end) or a livelock stops the run with an
+//! error that ends in the one line reproducing it.
+//!
+//! **API boundary:** [`SimDevice`] implements `lane_driver::Backend` and is driven by
+//! `lane_driver::Driver` like any backend; it never depends on backend-acl. [`run`] is
+//! the entry point for a workload; [`scenario::load`] and [`scenario::check`] for files.
+
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod costs;
+pub mod device;
+pub mod error;
+pub mod faults;
+pub mod scenario;
+pub mod stats;
+pub mod sweep;
+pub mod trace;
+pub mod workload;
+
+pub use device::{DeviceFailure, HostUse, RunTimes, SimDevice};
+pub use error::{Failure, InputError, SimError};
+pub use faults::{FaultKind, FaultRule, When};
+pub use workload::{LaneEnd, Report, SimConfig, Workload, run};
