@@ -3,7 +3,7 @@
 //!
 //! # What it owns
 //!
-//! One module per fuzz target. Each exposes a derived-[`Arbitrary`](arbitrary::Arbitrary)
+//! One module per fuzz target. Each exposes a derived-[`Arbitrary`]
 //! `Input`, `run(&Input) -> Result<Reached, Finding>` (the body) and `run_bytes(&[u8])`
 //! (builds the input with [`arbitrary::Unstructured`] exactly as libFuzzer's typed
 //! `fuzz_target!` does, then runs the body). The fuzz targets, the replay test that feeds every

@@ -2,7 +2,7 @@
 //! (`Complete` or `Unproven`, by any owner), publications, stream results (right or wrong,
 //! successes and failures), teardowns and abandons on a [`StreamPair`].
 //!
-//! After every operation the pair is compared with [`Model`], a reference written straight
+//! After every operation the pair is compared with `Model`, a reference written straight
 //! from SPEC §4 (a `Vec` of owners, a lifecycle and a stale flag per stream), on everything it
 //! answered and everything observable (`submissions()`, `handles()`, `stream()`,
 //! `is_replacement_pending()`, `created_count()`, `teardown_complete()`), and
@@ -185,7 +185,7 @@ pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
     }
 }
 
-/// Applies every operation to a pair and to the [`Model`], comparing them after each.
+/// Applies every operation to a pair and to the `Model`, comparing them after each.
 pub fn run(input: &Input) -> Result<Reached, Finding> {
     let mut body = Body::new(input.depth);
     for (step, op) in input.ops.iter().enumerate() {

@@ -3,7 +3,7 @@
 //! - The pure crates (stream-pair, status-latch, lane-core) never touch the clock, threads,
 //!   files, the network or processes, never use `HashMap`/`HashSet` (iteration order is not
 //!   deterministic), and contain no `unsafe`.
-//! - `unsafe` appears only in the FFI crates ([`UNSAFE_CRATES`](tests)); every other workspace
+//! - `unsafe` appears only in the FFI crates (`UNSAFE_CRATES`); every other workspace
 //!   member (read from the root `Cargo.toml`) is `#![forbid(unsafe_code)]`.
 
 #[cfg(test)]
