@@ -20,11 +20,13 @@ fn warm_pair(depth: u8) -> StreamPair {
         let stream_pair::Effect::Create { role } = effect else {
             panic!("{effect:?}")
         };
-        pair.handle(Input::Created {
-            role,
-            handle: StreamHandle(i as u64 + 1),
-        })
-        .expect("create answered");
+        let created = pair
+            .handle(Input::Created {
+                role,
+                handle: StreamHandle(i as u64 + 1),
+            })
+            .expect("create answered");
+        assert!(matches!(created, stream_pair::StreamResult::Created { .. }));
     }
     assert!(matches!(pair.ready(), Readiness::Ready { .. }));
     pair

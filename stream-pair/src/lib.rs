@@ -24,9 +24,11 @@
 //!
 //! # API boundary
 //!
-//! [`StreamPair::apply`] is the one transition function: every [`Input`] goes through it,
-//! and the typed methods ([`ready`](StreamPair::ready), [`submit`](StreamPair::submit),
-//! [`retire`](StreamPair::retire), [`handle`](StreamPair::handle), ...) are thin wrappers.
+//! Each [`Input`] has one private handler with its own typed answer. The typed methods
+//! ([`ready`](StreamPair::ready), [`submit`](StreamPair::submit),
+//! [`retire`](StreamPair::retire), [`handle`](StreamPair::handle), ...) call it directly,
+//! and [`StreamPair::apply`], the untyped transition function (for tables, fuzzers and
+//! replay), routes each input to the same handler; no answer is converted back.
 //! Only [`ready`](StreamPair::ready) emits `Create` and replacement `Destroy` effects (SPEC
 //! L-4: streams change only on the launch path); [`destroy_all`](StreamPair::destroy_all)
 //! emits the teardown `Destroy`s. Results never emit effects: after feeding one, the caller
@@ -313,6 +315,7 @@ impl fmt::Display for StreamFailure {
 
 /// What [`StreamPair::ready`] answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
 pub enum Readiness {
     /// Both streams are live and fresh: launch on them (after a successful `submit`).
     Ready {
@@ -334,6 +337,7 @@ pub enum Readiness {
 
 /// What [`StreamPair::retire`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[must_use]
 pub enum Retired {
     /// The front submission retired `Complete`: the retirement leaves the AICore stream
     /// reusable (a publication may still have marked it stale).
@@ -352,6 +356,7 @@ pub enum Retired {
 /// What handling a result [`Input`] did. Results never emit effects: call `ready()` (or keep
 /// feeding teardown results) next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[must_use]
 pub enum StreamResult {
     /// The stream is live.
     Created {
@@ -699,190 +704,28 @@ impl StreamPair {
         }
     }
 
-    /// The one transition function; every method below is a thin typed wrapper over it.
+    /// The transition function over untyped inputs: each input goes to its handler, the
+    /// same one its typed method calls, so the two cannot disagree.
     ///
     /// A rejected input changes nothing.
-    // Always inlined: each typed wrapper passes a constant input, so the compiler keeps
-    // only that input's arm (the submit/retire cycle is on every run's hot path).
-    #[inline(always)]
+    #[inline]
     pub fn apply(&mut self, input: Input) -> Result<Step, Rejection> {
         match input {
-            Input::Ready => {
-                if self.teardown.is_some() {
-                    return Ok(Step::Readiness(Readiness::Closing));
-                }
-                // The warm pair between runs (the hot path): nothing to create or replace.
-                if let (Some(aicpu), Some(aicore)) = (self.aicpu.usable(), self.aicore.usable()) {
-                    return Ok(Step::Readiness(Readiness::Ready { aicpu, aicore }));
-                }
-                let queued = !self.submissions.is_empty();
-                let mut effects = Effects::new();
-                let mut outstanding = false;
-                for role in Role::ALL {
-                    let stream = self.stream_mut(role);
-                    match (stream.state, stream.stale_since.is_some()) {
-                        (StreamState::Absent, _) => {
-                            stream.state = StreamState::Creating;
-                            effects.push(Effect::Create { role });
-                        }
-                        // Replacement: only once no submission sits on the stream (S-6).
-                        (StreamState::Live(handle), true) if !queued => {
-                            stream.state = StreamState::Destroying(handle);
-                            effects.push(Effect::Destroy { role, handle });
-                        }
-                        (StreamState::Live(_), _) => {}
-                        (StreamState::Creating | StreamState::Destroying(_), _) => {
-                            outstanding = true;
-                        }
-                    }
-                }
-                let readiness = match (self.aicpu.usable(), self.aicore.usable()) {
-                    (Some(aicpu), Some(aicore)) => Readiness::Ready { aicpu, aicore },
-                    _ if outstanding || !effects.is_empty() => Readiness::Pending(effects),
-                    // The only stream left alone is a stale one with submissions on it.
-                    _ => Readiness::Draining,
-                };
-                Ok(Step::Readiness(readiness))
-            }
-            Input::Submit(owner) => {
-                let refused = if self.teardown.is_some() {
-                    Some(SubmitError::NotReady)
-                } else if self.aicore.stale_since.is_some() {
-                    Some(SubmitError::ReplacementPending)
-                } else if self.aicpu.usable().is_none() || self.aicore.usable().is_none() {
-                    Some(SubmitError::NotReady)
-                } else if self.submissions.contains(&owner) {
-                    Some(SubmitError::DuplicateOwner { owner })
-                } else if self.submissions.len() >= usize::from(self.depth.get()) {
-                    Some(SubmitError::Full {
-                        depth: self.depth.get(),
-                    })
-                } else {
-                    None
-                };
-                match refused {
-                    Some(error) => Err(error.into()),
-                    None => {
-                        self.submissions.push(owner);
-                        self.accepted = self.accepted.wrapping_add(1);
-                        Ok(Step::Submitted)
-                    }
-                }
-            }
-            Input::Withdraw(owner) => match self.remove_submission(owner) {
-                Some(_) => Ok(Step::Withdrawn),
-                None => Err(WithdrawError::NotSubmitted { owner }.into()),
-            },
-            Input::Retire(owner, how) => {
-                let retired = match (self.remove_submission(owner), how) {
-                    (None, _) => Retired::NotOwner,
-                    (Some(0), Retirement::Complete) => Retired::Kept,
-                    (Some(_), Retirement::Unproven) => {
-                        self.mark_aicore_stale();
-                        Retired::ReplacementScheduled
-                    }
-                    // Out of order: nothing proves the stream finished the earlier work, so
-                    // treat it as Unproven; the C++ change leaked the entry here.
-                    (Some(_), Retirement::Complete) => {
-                        self.mark_aicore_stale();
-                        Retired::ConvertedToUnproven
-                    }
-                };
-                Ok(Step::Retired(retired))
-            }
+            Input::Ready => Ok(Step::Readiness(self.on_ready())),
+            Input::Submit(owner) => Ok(self.on_submit(owner).map(|()| Step::Submitted)?),
+            Input::Withdraw(owner) => Ok(self.on_withdraw(owner).map(|()| Step::Withdrawn)?),
+            Input::Retire(owner, how) => Ok(Step::Retired(self.on_retire(owner, how))),
             Input::MarkStale => {
-                self.mark_aicore_stale();
+                self.on_mark_stale();
                 Ok(Step::MarkedStale)
             }
-            Input::Created { role, handle } => {
-                if self.stream_ref(role).state != StreamState::Creating {
-                    return Err(Rejection::NoCreateInFlight { role });
-                }
-                if self.other(role).handle() == Some(handle) {
-                    return Err(Rejection::HandleInUse { role, handle });
-                }
-                // A publication during the create keeps `stale_since`: the new stream is
-                // replaced before its first submission.
-                self.stream_mut(role).state = StreamState::Live(handle);
-                if role == Role::Aicore {
-                    self.created = self.created.saturating_add(1);
-                }
-                Ok(Step::Result(StreamResult::Created { role, handle }))
-            }
-            Input::CreateFailed { role, code } => {
-                if self.stream_ref(role).state != StreamState::Creating {
-                    return Err(Rejection::NoCreateInFlight { role });
-                }
-                *self.stream_mut(role) = Stream::ABSENT;
-                Ok(Step::Result(StreamResult::CreateFailed(StreamFailure {
-                    role,
-                    code,
-                })))
-            }
-            Input::Destroyed { role, handle } => {
-                if self.stream_ref(role).state != StreamState::Destroying(handle) {
-                    return Err(Rejection::NotBeingDestroyed { role, handle });
-                }
-                *self.stream_mut(role) = Stream::ABSENT;
-                let result = self
-                    .finish_teardown()
-                    .unwrap_or(StreamResult::Destroyed { role });
-                Ok(Step::Result(result))
-            }
-            Input::DestroyFailed { role, handle, code } => {
-                if self.stream_ref(role).state != StreamState::Destroying(handle) {
-                    return Err(Rejection::NotBeingDestroyed { role, handle });
-                }
-                // The handle survives and stays stale, so it is destroyed again before any
-                // reuse (C++ finding A reused it).
-                self.stream_mut(role).state = StreamState::Live(handle);
-                if let Some(teardown) = &mut self.teardown {
-                    teardown
-                        .first_error
-                        .get_or_insert(StreamFailure { role, code });
-                }
-                let result = self
-                    .finish_teardown()
-                    .unwrap_or(StreamResult::DestroyFailed { role, handle, code });
-                Ok(Step::Result(result))
-            }
-            Input::DestroyAll => {
-                if !self.submissions.is_empty() {
-                    return Err(Rejection::SubmissionsQueued {
-                        queued: self.submissions.len(),
-                    });
-                }
-                if self.teardown.is_some() {
-                    return Err(Rejection::TeardownInProgress);
-                }
-                if let Some(role) = Role::ALL
-                    .into_iter()
-                    .find(|&role| self.stream_ref(role).is_outstanding())
-                {
-                    return Err(Rejection::ResultsOutstanding { role });
-                }
-                let accepted = self.accepted;
-                let mut effects = Effects::new();
-                for role in Role::ALL {
-                    let stream = self.stream_mut(role);
-                    if let StreamState::Live(handle) = stream.state {
-                        // Stale from now on: a survivor of a failed destroy is replaced
-                        // before any reuse.
-                        stream.stale_since.get_or_insert(accepted);
-                        stream.state = StreamState::Destroying(handle);
-                        effects.push(Effect::Destroy { role, handle });
-                    }
-                }
-                if !effects.is_empty() {
-                    self.teardown = Some(Teardown { first_error: None });
-                }
-                Ok(Step::Teardown(effects))
-            }
+            Input::Created { .. }
+            | Input::CreateFailed { .. }
+            | Input::Destroyed { .. }
+            | Input::DestroyFailed { .. } => self.handle(input).map(Step::Result),
+            Input::DestroyAll => self.on_destroy_all().map(Step::Teardown),
             Input::Abandon => {
-                self.aicpu = Stream::ABSENT;
-                self.aicore = Stream::ABSENT;
-                self.submissions.clear();
-                self.teardown = None;
+                self.on_abandon();
                 Ok(Step::Abandoned)
             }
         }
@@ -892,66 +735,54 @@ impl StreamPair {
     /// destroys to run now (only this method emits them, SPEC L-4).
     #[inline]
     pub fn ready(&mut self) -> Readiness {
-        match self.apply(Input::Ready) {
-            Ok(Step::Readiness(readiness)) => readiness,
-            // `apply` answers `Ready` with a readiness and never rejects it; waiting is the
-            // safe answer should that ever change.
-            _ => Readiness::Pending(Effects::new()),
-        }
+        self.on_ready()
     }
 
     /// Queues `owner`'s submission at the back of the FIFO. Requires a ready pair, no
     /// pending replacement, room in the FIFO and an owner not already queued.
     #[inline]
     pub fn submit(&mut self, owner: Owner) -> Result<(), SubmitError> {
-        match self.apply(Input::Submit(owner)) {
-            Ok(_) => Ok(()),
-            Err(Rejection::Submit(error)) => Err(error),
-            // `apply` refuses a submit only with a `SubmitError`.
-            Err(_) => Err(SubmitError::NotReady),
-        }
+        self.on_submit(owner)
     }
 
     /// Removes `owner`'s submission, from any position, without marking anything stale:
     /// for a launch that reached no stream (`NotStarted`).
     #[inline]
     pub fn withdraw(&mut self, owner: Owner) -> Result<(), WithdrawError> {
-        match self.apply(Input::Withdraw(owner)) {
-            Ok(_) => Ok(()),
-            Err(Rejection::Withdraw(error)) => Err(error),
-            // `apply` refuses a withdraw only with a `WithdrawError`.
-            Err(_) => Err(WithdrawError::NotSubmitted { owner }),
-        }
+        self.on_withdraw(owner)
     }
 
     /// Retires `owner`'s submission (S-3..S-5); a caller without one changes nothing.
     #[inline]
     pub fn retire(&mut self, owner: Owner, how: Retirement) -> Retired {
-        match self.apply(Input::Retire(owner, how)) {
-            Ok(Step::Retired(retired)) => retired,
-            // `apply` answers every retire with `Retired`.
-            _ => Retired::NotOwner,
-        }
+        self.on_retire(owner, how)
     }
 
     /// A publication happened: the AICore stream is stale and is replaced once the FIFO
     /// is empty, on the next `ready()`.
     pub fn mark_stale(&mut self) {
-        // `MarkStale` is never rejected.
-        let _ = self.apply(Input::MarkStale);
+        self.on_mark_stale();
     }
 
     /// Feeds the backend's answer to an effect: one of the four result inputs (see
     /// [`Input::is_result`]; any other input is rejected without change). Emits nothing:
     /// call `ready()` next (or, while closing, feed the remaining teardown results).
     pub fn handle(&mut self, result: Input) -> Result<StreamResult, Rejection> {
-        if !result.is_result() {
-            return Err(Rejection::NotAResult { input: result });
-        }
-        match self.apply(result)? {
-            Step::Result(answer) => Ok(answer),
-            // `apply` answers every result input with `Step::Result`.
-            _ => Err(Rejection::NotAResult { input: result }),
+        match result {
+            Input::Created { role, handle } => self.on_created(role, handle),
+            Input::CreateFailed { role, code } => self.on_create_failed(role, code),
+            Input::Destroyed { role, handle } => self.on_destroyed(role, handle),
+            Input::DestroyFailed { role, handle, code } => {
+                self.on_destroy_failed(role, handle, code)
+            }
+            // Listed, not `_`: a new input must be placed on one side or the other.
+            Input::Ready
+            | Input::Submit(_)
+            | Input::Withdraw(_)
+            | Input::Retire(..)
+            | Input::MarkStale
+            | Input::DestroyAll
+            | Input::Abandon => Err(Rejection::NotAResult { input: result }),
         }
     }
 
@@ -960,19 +791,14 @@ impl StreamPair {
     /// `TeardownFinished` with the first error; survivors stay stale. Empty effects mean
     /// no stream was live: the pair is closed already.
     pub fn destroy_all(&mut self) -> Result<Effects, Rejection> {
-        match self.apply(Input::DestroyAll)? {
-            Step::Teardown(effects) => Ok(effects),
-            // `apply` answers an accepted `DestroyAll` with `Step::Teardown`.
-            _ => Ok(Effects::new()),
-        }
+        self.on_destroy_all()
     }
 
     /// Forgets both streams and every submission without destroying anything (after a
     /// device reset, S-8). The next `ready()` creates both streams afresh; results of
     /// effects emitted before are rejected as answering nothing.
     pub fn abandon(&mut self) {
-        // `Abandon` is never rejected.
-        let _ = self.apply(Input::Abandon);
+        self.on_abandon();
     }
 
     /// AICore streams created over the pair's life (reuse keeps it flat).
@@ -1090,6 +916,224 @@ impl StreamPair {
         }
         Ok(())
     }
+
+    // ----- the handlers: one per input, each with its own typed answer ---------------------
+
+    /// `Ready`. Always inlined: the warm pair's answer is the hot path of every run; the
+    /// rest is out of line.
+    #[inline(always)]
+    fn on_ready(&mut self) -> Readiness {
+        if self.teardown.is_none() {
+            if let (Some(aicpu), Some(aicore)) = (self.aicpu.usable(), self.aicore.usable()) {
+                return Readiness::Ready { aicpu, aicore };
+            }
+        }
+        self.prepare()
+    }
+
+    /// `Ready` on a pair that is not ready (or closing): the creates and replacement
+    /// destroys to run now.
+    #[cold]
+    fn prepare(&mut self) -> Readiness {
+        if self.teardown.is_some() {
+            return Readiness::Closing;
+        }
+        let queued = !self.submissions.is_empty();
+        let mut effects = Effects::new();
+        let mut outstanding = false;
+        for role in Role::ALL {
+            let stream = self.stream_mut(role);
+            match (stream.state, stream.stale_since.is_some()) {
+                (StreamState::Absent, _) => {
+                    stream.state = StreamState::Creating;
+                    effects.push(Effect::Create { role });
+                }
+                // Replacement: only once no submission sits on the stream (S-6).
+                (StreamState::Live(handle), true) if !queued => {
+                    stream.state = StreamState::Destroying(handle);
+                    effects.push(Effect::Destroy { role, handle });
+                }
+                (StreamState::Live(_), _) => {}
+                (StreamState::Creating | StreamState::Destroying(_), _) => {
+                    outstanding = true;
+                }
+            }
+        }
+        // No stream became usable above (a create or destroy only starts here), so the pair
+        // is not ready: either results are awaited, or the only stream left alone is a
+        // stale one with submissions on it.
+        if outstanding || !effects.is_empty() {
+            Readiness::Pending(effects)
+        } else {
+            Readiness::Draining
+        }
+    }
+
+    /// `Submit`.
+    #[inline(always)]
+    fn on_submit(&mut self, owner: Owner) -> Result<(), SubmitError> {
+        if self.teardown.is_some() {
+            return Err(SubmitError::NotReady);
+        }
+        if self.aicore.stale_since.is_some() {
+            return Err(SubmitError::ReplacementPending);
+        }
+        if self.aicpu.usable().is_none() || self.aicore.usable().is_none() {
+            return Err(SubmitError::NotReady);
+        }
+        if self.submissions.contains(&owner) {
+            return Err(SubmitError::DuplicateOwner { owner });
+        }
+        if self.submissions.len() >= usize::from(self.depth.get()) {
+            return Err(SubmitError::Full {
+                depth: self.depth.get(),
+            });
+        }
+        self.submissions.push(owner);
+        self.accepted = self.accepted.wrapping_add(1);
+        Ok(())
+    }
+
+    /// `Withdraw`.
+    #[inline]
+    fn on_withdraw(&mut self, owner: Owner) -> Result<(), WithdrawError> {
+        match self.remove_submission(owner) {
+            Some(_) => Ok(()),
+            None => Err(WithdrawError::NotSubmitted { owner }),
+        }
+    }
+
+    /// `Retire`.
+    #[inline(always)]
+    fn on_retire(&mut self, owner: Owner, how: Retirement) -> Retired {
+        match (self.remove_submission(owner), how) {
+            (None, _) => Retired::NotOwner,
+            (Some(0), Retirement::Complete) => Retired::Kept,
+            (Some(_), Retirement::Unproven) => {
+                self.mark_aicore_stale();
+                Retired::ReplacementScheduled
+            }
+            // Out of order: nothing proves the stream finished the earlier work, so treat
+            // it as Unproven; the C++ change leaked the entry here.
+            (Some(_), Retirement::Complete) => {
+                self.mark_aicore_stale();
+                Retired::ConvertedToUnproven
+            }
+        }
+    }
+
+    /// `MarkStale`.
+    fn on_mark_stale(&mut self) {
+        self.mark_aicore_stale();
+    }
+
+    /// `Created`.
+    fn on_created(&mut self, role: Role, handle: StreamHandle) -> Result<StreamResult, Rejection> {
+        if self.stream_ref(role).state != StreamState::Creating {
+            return Err(Rejection::NoCreateInFlight { role });
+        }
+        if self.other(role).handle() == Some(handle) {
+            return Err(Rejection::HandleInUse { role, handle });
+        }
+        // A publication during the create keeps `stale_since`: the new stream is replaced
+        // before its first submission.
+        self.stream_mut(role).state = StreamState::Live(handle);
+        if role == Role::Aicore {
+            self.created = self.created.saturating_add(1);
+        }
+        Ok(StreamResult::Created { role, handle })
+    }
+
+    /// `CreateFailed`.
+    fn on_create_failed(&mut self, role: Role, code: i32) -> Result<StreamResult, Rejection> {
+        if self.stream_ref(role).state != StreamState::Creating {
+            return Err(Rejection::NoCreateInFlight { role });
+        }
+        *self.stream_mut(role) = Stream::ABSENT;
+        Ok(StreamResult::CreateFailed(StreamFailure { role, code }))
+    }
+
+    /// `Destroyed`.
+    fn on_destroyed(
+        &mut self,
+        role: Role,
+        handle: StreamHandle,
+    ) -> Result<StreamResult, Rejection> {
+        if self.stream_ref(role).state != StreamState::Destroying(handle) {
+            return Err(Rejection::NotBeingDestroyed { role, handle });
+        }
+        *self.stream_mut(role) = Stream::ABSENT;
+        Ok(self
+            .finish_teardown()
+            .unwrap_or(StreamResult::Destroyed { role }))
+    }
+
+    /// `DestroyFailed`.
+    fn on_destroy_failed(
+        &mut self,
+        role: Role,
+        handle: StreamHandle,
+        code: i32,
+    ) -> Result<StreamResult, Rejection> {
+        if self.stream_ref(role).state != StreamState::Destroying(handle) {
+            return Err(Rejection::NotBeingDestroyed { role, handle });
+        }
+        // The handle survives and stays stale, so it is destroyed again before any reuse
+        // (C++ finding A reused it).
+        self.stream_mut(role).state = StreamState::Live(handle);
+        if let Some(teardown) = &mut self.teardown {
+            teardown
+                .first_error
+                .get_or_insert(StreamFailure { role, code });
+        }
+        Ok(self
+            .finish_teardown()
+            .unwrap_or(StreamResult::DestroyFailed { role, handle, code }))
+    }
+
+    /// `DestroyAll`.
+    fn on_destroy_all(&mut self) -> Result<Effects, Rejection> {
+        if !self.submissions.is_empty() {
+            return Err(Rejection::SubmissionsQueued {
+                queued: self.submissions.len(),
+            });
+        }
+        if self.teardown.is_some() {
+            return Err(Rejection::TeardownInProgress);
+        }
+        if let Some(role) = Role::ALL
+            .into_iter()
+            .find(|&role| self.stream_ref(role).is_outstanding())
+        {
+            return Err(Rejection::ResultsOutstanding { role });
+        }
+        let accepted = self.accepted;
+        let mut effects = Effects::new();
+        for role in Role::ALL {
+            let stream = self.stream_mut(role);
+            if let StreamState::Live(handle) = stream.state {
+                // Stale from now on: a survivor of a failed destroy is replaced before any
+                // reuse.
+                stream.stale_since.get_or_insert(accepted);
+                stream.state = StreamState::Destroying(handle);
+                effects.push(Effect::Destroy { role, handle });
+            }
+        }
+        if !effects.is_empty() {
+            self.teardown = Some(Teardown { first_error: None });
+        }
+        Ok(effects)
+    }
+
+    /// `Abandon`.
+    fn on_abandon(&mut self) {
+        self.aicpu = Stream::ABSENT;
+        self.aicore = Stream::ABSENT;
+        self.submissions.clear();
+        self.teardown = None;
+    }
+
+    // ----- helpers -------------------------------------------------------------------------
 
     fn stream_ref(&self, role: Role) -> &Stream {
         match role {

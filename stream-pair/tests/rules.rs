@@ -3,8 +3,8 @@
 
 use stream_pair::{
     Effect, Effects, Input, LaunchDepth, MAX_DEPTH, Owner, Readiness, Rejection, Retired,
-    Retirement, Role, Step, StreamHandle, StreamPair, StreamResult, StreamState, SubmitError,
-    WithdrawError,
+    Retirement, Role, Step, StreamFailure, StreamHandle, StreamPair, StreamResult, StreamState,
+    SubmitError, WithdrawError,
 };
 
 const CREATE_CODE: i32 = 507_899;
@@ -69,8 +69,24 @@ impl Rig {
         }
     }
 
-    /// The backend answering one effect with success.
-    fn succeed(&mut self, effect: Effect) -> StreamResult {
+    /// The backend answering one effect with success, where the test reads no report: the
+    /// pair must still report a success of that effect's role.
+    fn succeed(&mut self, effect: Effect) {
+        let report = self.answer(effect);
+        let role = match effect {
+            Effect::Create { role } | Effect::Destroy { role, .. } => role,
+        };
+        match report {
+            StreamResult::Created { role: got, .. } | StreamResult::Destroyed { role: got } => {
+                assert_eq!(got, role, "{effect} answered for another role");
+            }
+            StreamResult::TeardownFinished { first_error: None } => {}
+            other => panic!("{effect} succeeded but the pair reported {other:?}"),
+        }
+    }
+
+    /// The backend answering one effect with success; the pair's report.
+    fn answer(&mut self, effect: Effect) -> StreamResult {
         let event = match effect {
             Effect::Create { role } => {
                 self.next_handle += 1;
@@ -123,13 +139,26 @@ impl Rig {
     }
 
     /// The backend answering a destroy with a failure.
-    fn fail_destroy(&mut self, role: Role, handle: StreamHandle) -> StreamResult {
-        self.event(Input::DestroyFailed {
-            role,
-            handle,
-            code: DESTROY_CODE,
-        })
-        .expect("the pair accepts the answer")
+    /// The pair must report the failure, alone or as the teardown's end.
+    fn fail_destroy(&mut self, role: Role, handle: StreamHandle) {
+        let report = self
+            .event(Input::DestroyFailed {
+                role,
+                handle,
+                code: DESTROY_CODE,
+            })
+            .expect("the pair accepts the answer");
+        match report {
+            StreamResult::DestroyFailed {
+                role: got_role,
+                handle: got_handle,
+                code: DESTROY_CODE,
+            } => assert_eq!((got_role, got_handle), (role, handle)),
+            StreamResult::TeardownFinished {
+                first_error: Some(_),
+            } => {}
+            other => panic!("a failed destroy of {handle} was reported as {other:?}"),
+        }
     }
 
     fn readiness(&mut self) -> Readiness {
@@ -535,7 +564,10 @@ fn failed_destroy_after_an_unproven_retirement_never_makes_the_stream_reusable()
     // reused the same handle.
     let (mut rig, _, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("room");
-    rig.retire(1, Retirement::Unproven);
+    assert_eq!(
+        rig.retire(1, Retirement::Unproven),
+        Retired::ReplacementScheduled
+    );
     rig.pending();
     rig.fail_destroy(Role::Aicore, aicore);
     for _ in 0..3 {
@@ -578,11 +610,16 @@ fn failed_create_is_asked_again_by_the_next_ready_and_the_aicpu_stream_is_kept()
         StreamState::Live(handle) => handle,
         other => panic!("AICPU not live: {other:?}"),
     };
-    rig.event(Input::CreateFailed {
-        role: Role::Aicore,
-        code: CREATE_CODE,
-    })
-    .expect("answers the create");
+    assert_eq!(
+        rig.event(Input::CreateFailed {
+            role: Role::Aicore,
+            code: CREATE_CODE,
+        }),
+        Ok(StreamResult::CreateFailed(StreamFailure {
+            role: Role::Aicore,
+            code: CREATE_CODE,
+        }))
+    );
     assert_eq!(
         rig.pending().as_slice(),
         [Effect::Create { role: Role::Aicore }]
@@ -606,11 +643,11 @@ fn destroy_all_destroys_both_and_finishes_when_both_results_are_in() {
     assert_eq!(rig.readiness(), Readiness::Closing);
     assert_eq!(rig.submit(1), Err(SubmitError::NotReady));
     assert_eq!(
-        rig.succeed(effects[0]),
+        rig.answer(effects[0]),
         StreamResult::Destroyed { role: Role::Aicpu }
     );
     assert_eq!(
-        rig.succeed(effects[1]),
+        rig.answer(effects[1]),
         StreamResult::TeardownFinished { first_error: None }
     );
     assert!(rig.pair.teardown_complete());
@@ -639,7 +676,7 @@ fn destroy_all_with_one_failure_reports_it_once_all_results_are_in_and_keeps_the
         "the AICore result is outstanding"
     );
     assert_eq!(
-        rig.succeed(destroy(Role::Aicore, aicore)),
+        rig.answer(destroy(Role::Aicore, aicore)),
         StreamResult::TeardownFinished {
             first_error: Some(stream_pair::StreamFailure {
                 role: Role::Aicpu,
@@ -656,11 +693,13 @@ fn destroy_all_with_one_failure_reports_it_once_all_results_are_in_and_keeps_the
 fn teardown_survivor_is_destroyed_before_the_pair_is_reused() {
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     rig.pair.destroy_all().expect("idle pair");
-    rig.event(Input::Destroyed {
-        role: Role::Aicpu,
-        handle: aicpu,
-    })
-    .expect("answers");
+    assert_eq!(
+        rig.event(Input::Destroyed {
+            role: Role::Aicpu,
+            handle: aicpu,
+        }),
+        Ok(StreamResult::Destroyed { role: Role::Aicpu })
+    );
     rig.fail_destroy(Role::Aicore, aicore);
     assert!(rig.pair.is_replacement_pending());
     assert_eq!(
@@ -843,11 +882,16 @@ fn created_with_the_other_streams_handle_is_rejected() {
     let mut rig = Rig::new(2);
     rig.pending();
     let shared = StreamHandle(7);
-    rig.event(Input::Created {
-        role: Role::Aicpu,
-        handle: shared,
-    })
-    .expect("answers the create");
+    assert_eq!(
+        rig.event(Input::Created {
+            role: Role::Aicpu,
+            handle: shared,
+        }),
+        Ok(StreamResult::Created {
+            role: Role::Aicpu,
+            handle: shared,
+        })
+    );
     assert_eq!(
         rig.event(Input::Created {
             role: Role::Aicore,
@@ -886,7 +930,7 @@ fn publication_during_a_create_makes_the_new_stream_stale() {
     let effects = rig.pending();
     rig.mark_stale();
     rig.succeed(effects[0]);
-    let aicore = match rig.succeed(effects[1]) {
+    let aicore = match rig.answer(effects[1]) {
         StreamResult::Created { handle, .. } => handle,
         other => panic!("expected Created, got {other:?}"),
     };
