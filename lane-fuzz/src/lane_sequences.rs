@@ -29,7 +29,7 @@
 //!
 //! `Lane::handle` returning an error for a bogus event is correct behaviour, not a finding.
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use lane_core::status_latch::{AclCode, Class, RuntimeCode, Status};
 use lane_core::stream_pair::{Role, StreamHandle, StreamState};
 use lane_core::{
@@ -39,7 +39,7 @@ use lane_core::{
 };
 use lane_core::{Lane, MAX_SLOTS, PublishError};
 
-use crate::{Finding, Reached, decode, dense, pick};
+use crate::{Finding, Reached, decode, pick};
 
 /// The target's name.
 pub const NAME: &str = "lane_sequences";
@@ -84,28 +84,13 @@ behaviours! {
 /// A `lane_sequences` input: the profile and the operations.
 ///
 /// From raw bytes: the profile first, then every byte belongs to an operation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
 pub struct Input {
     /// The lane's profile.
     pub profile: ProfileInput,
     /// The operations, in order.
+    #[arbitrary(with = crate::dense)]
     pub ops: Vec<Op>,
-}
-
-impl<'a> Arbitrary<'a> for Input {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Self {
-            profile: u.arbitrary()?,
-            ops: u.arbitrary()?,
-        })
-    }
-
-    fn arbitrary_take_rest(mut u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Self {
-            profile: u.arbitrary()?,
-            ops: dense(u)?,
-        })
-    }
 }
 
 /// The fuzzed profile, always valid: slots `1 + slots % MAX_SLOTS`, launch depth

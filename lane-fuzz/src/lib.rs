@@ -199,15 +199,16 @@ fn decode<T: for<'a> Arbitrary<'a>>(data: &[u8]) -> Option<T> {
     T::arbitrary_take_rest(Unstructured::new(data)).ok()
 }
 
-/// Every remaining byte as a sequence of `T`. The standard `Vec` reads a continuation byte
-/// before each element, so random bytes would mean two or three operations; here every byte
-/// belongs to an operation, and the input's `arbitrary_take_rest` (what libFuzzer's typed
-/// `fuzz_target!` calls) reads its operations this way.
-fn dense<'a, T: Arbitrary<'a>>(mut u: Unstructured<'a>) -> arbitrary::Result<Vec<T>> {
+/// Every remaining byte as a sequence of `T`: the one way each target's `Input` reads its
+/// last field (operations, or raw bytes), through `#[arbitrary(with = crate::dense)]`. The
+/// standard `Vec` reads a continuation byte before each element, so random bytes would mean
+/// two or three operations; here every byte belongs to an operation. For `T = u8` this is
+/// the rest of the bytes as they are.
+fn dense<'a, T: Arbitrary<'a>>(u: &mut Unstructured<'a>) -> arbitrary::Result<Vec<T>> {
     let mut items = Vec::new();
     while !u.is_empty() {
         let before = u.len();
-        items.push(T::arbitrary(&mut u)?);
+        items.push(T::arbitrary(u)?);
         if u.len() == before {
             break;
         }
@@ -220,5 +221,28 @@ fn pick<T: Copy>(items: &[T], pick: u8) -> Option<T> {
     match items.len() {
         0 => None,
         len => items.get(usize::from(pick) % len).copied(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dense_reads_every_remaining_byte_as_it_is() {
+        let data = [7, 0, 255, 1];
+        let mut u = Unstructured::new(&data);
+        assert_eq!(dense::<u8>(&mut u), Ok(data.to_vec()));
+        assert!(u.is_empty(), "bytes left behind");
+    }
+
+    #[test]
+    fn a_target_input_reads_its_operations_from_every_byte_after_its_head() {
+        // Depth byte, then three four-byte operation choices: three operations, where the
+        // standard `Vec` would have read continuation bytes and stopped after fewer.
+        let data = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let input: stream_pair_orderings::Input = decode(&data).expect("decodes");
+        assert_eq!(input.depth, 1);
+        assert_eq!(input.ops.len(), 3);
     }
 }

@@ -6,7 +6,7 @@
 //! are set; and [`classify`] and [`failure_line`] of whatever latched (and of an ACL failure
 //! built from the input) never panic and agree with the policy table.
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use status_latch::{
     AclCode, Class, DecodeError, EncodeError, Failure, FieldType, HeaderField, HeaderLayout,
     LatchSource, LaunchProgress, Rule, RuntimeCode, Stage, StallDetail, Status, classify, decode,
@@ -42,7 +42,7 @@ behaviours! {
 ///
 /// From raw bytes: the layout, length, writes and extra failure first; every byte left is
 /// a raw header byte.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
 pub struct Input {
     /// The layout whose field offsets the writes use (both layouts decode the buffer).
     pub layout: Layout,
@@ -53,29 +53,8 @@ pub struct Input {
     /// A failure classified and printed besides the latch.
     pub extra: Extra,
     /// The raw bytes the buffer starts from.
+    #[arbitrary(with = crate::dense)]
     pub bytes: Vec<u8>,
-}
-
-impl<'a> Arbitrary<'a> for Input {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Self {
-            layout: u.arbitrary()?,
-            length: u.arbitrary()?,
-            writes: u.arbitrary()?,
-            extra: u.arbitrary()?,
-            bytes: u.arbitrary()?,
-        })
-    }
-
-    fn arbitrary_take_rest(mut u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Self {
-            layout: u.arbitrary()?,
-            length: u.arbitrary()?,
-            writes: u.arbitrary()?,
-            extra: u.arbitrary()?,
-            bytes: u.take_rest().to_vec(),
-        })
-    }
 }
 
 /// A header layout.

@@ -8,14 +8,14 @@
 //! `is_replacement_pending()`, `created_count()`, `teardown_complete()`), and
 //! `check_invariants()` must hold.
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use stream_pair::{
     Effect, Effects, LaunchDepth, MAX_DEPTH, Owner, Readiness, Rejection, Retired, Retirement,
     Role, StreamFailure, StreamHandle, StreamPair, StreamResult, StreamState, StreamStatus,
     SubmitError, WithdrawError,
 };
 
-use crate::{Finding, Reached, decode, dense, pick};
+use crate::{Finding, Reached, decode, pick};
 
 /// The target's name.
 pub const NAME: &str = "stream_pair_orderings";
@@ -55,28 +55,13 @@ behaviours! {
 /// A `stream_pair_orderings` input: a launch depth and the operations to apply.
 ///
 /// From raw bytes: the first byte is the depth, every byte after it belongs to an operation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
 pub struct Input {
     /// The launch depth, taken as `1 + depth % MAX_DEPTH`.
     pub depth: u8,
     /// The operations, in order.
+    #[arbitrary(with = crate::dense)]
     pub ops: Vec<Op>,
-}
-
-impl<'a> Arbitrary<'a> for Input {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Self {
-            depth: u.arbitrary()?,
-            ops: u.arbitrary()?,
-        })
-    }
-
-    fn arbitrary_take_rest(mut u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Self {
-            depth: u.arbitrary()?,
-            ops: dense(u)?,
-        })
-    }
 }
 
 /// One operation on the pair.

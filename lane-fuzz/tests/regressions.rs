@@ -3,7 +3,7 @@
 //! byte by `tests/replay.rs`); the byte encoding follows `arbitrary`'s derive, which may change
 //! between versions, so each one is also spelled out here as operations a reader can follow.
 //!
-//! To add one: `cargo fuzz fmt <target> <file>` in `fuzz/` prints the input's operations;
+//! To add one: `cargo fuzz fmt -s none <target> <file>` in `fuzz/` prints the input's operations;
 //! copy them into a test named for what it proves, and record the finding in
 //! docs/fuzzing.md.
 

@@ -109,8 +109,10 @@ fn check_cargo_fuzz() -> Result<(), String> {
     }
 }
 
-/// Runs `cargo fuzz run <target> -s none corpus/<target> seeds/<target> -- -max_total_time=S`
-/// in `fuzz/`, echoing libFuzzer's output, and collects what it found.
+/// Runs `cargo fuzz run <target> -s none corpus/<target> seeds/<target> --
+/// -print_final_stats=1 -max_total_time=S` in `fuzz/`, echoing libFuzzer's output, and
+/// collects what it found. The final stats carry the execution count even when a crash
+/// comes while the corpus loads, before any status line.
 fn fuzz_target(root: &Path, target: &str, seconds: Option<u64>) -> Result<Report, String> {
     let fuzz = root.join("fuzz");
     let corpus = format!("corpus/{target}");
@@ -123,9 +125,10 @@ fn fuzz_target(root: &Path, target: &str, seconds: Option<u64>) -> Result<Report
     let mut command = Command::new("cargo");
     command
         .current_dir(&fuzz)
-        .args(["fuzz", "run", target, "-s", "none", &corpus, &seeds]);
+        .args(["fuzz", "run", target, "-s", "none", &corpus, &seeds])
+        .args(["--", "-print_final_stats=1"]);
     if let Some(seconds) = seconds {
-        command.arg("--").arg(format!("-max_total_time={seconds}"));
+        command.arg(format!("-max_total_time={seconds}"));
     }
     eprintln!(
         "xtask: fuzzing {target}{}",
@@ -140,6 +143,7 @@ fn fuzz_target(root: &Path, target: &str, seconds: Option<u64>) -> Result<Report
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             eprintln!("{line}");
             if let Some(n) = executions_in(&line) {
+                // Later lines count more: the final stats come last.
                 executions = Some(n);
             }
         }
@@ -177,10 +181,14 @@ fn fuzz_target(root: &Path, target: &str, seconds: Option<u64>) -> Result<Report
     })
 }
 
-/// libFuzzer's execution count on one line of its output: `Done N runs in T second(s)` at
-/// the end of a run, or the `#N` that starts each status line (the last one seen before a
-/// crash).
+/// libFuzzer's execution count on one line of its output: `stat::number_of_executed_units: N`
+/// in the final stats (printed at exit and on a crash, also one during corpus loading, when
+/// no status line has come yet), `Done N runs in T second(s)` at the end of a run, or the
+/// `#N` that starts each status line.
 fn executions_in(line: &str) -> Option<u64> {
+    if let Some(rest) = line.strip_prefix("stat::number_of_executed_units:") {
+        return rest.trim().parse().ok();
+    }
     if let Some(rest) = line.strip_prefix("Done ") {
         return rest.split_whitespace().next()?.parse().ok();
     }
@@ -239,14 +247,19 @@ fn summarise(reports: &[Report]) -> Result<(), String> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "fuzzing failed for {}: for each crash in fuzz/regressions/<target>/, add a named \
-             test that builds its operations literally (`cargo fuzz fmt <target> <file>` in \
-             fuzz/ prints them) to lane-fuzz/tests/regressions.rs, with its root cause, \
-             and record it in docs/fuzzing.md",
-            failed.join(", ")
-        ))
+        Err(failure_advice(&failed))
     }
+}
+
+/// What to do after a failed run. `cargo fuzz fmt` needs `-s none` on stable, like `run`.
+fn failure_advice(failed: &[&str]) -> String {
+    format!(
+        "fuzzing failed for {}: for each crash in fuzz/regressions/<target>/, add a named \
+         test that builds its operations literally (`cargo fuzz fmt -s none <target> <file>` \
+         in fuzz/ prints them) to lane-fuzz/tests/regressions.rs, with its root cause, and \
+         record it in docs/fuzzing.md",
+        failed.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -267,9 +280,27 @@ mod tests {
             executions_in("#1048576\tpulse  cov: 600 ft: 2000 corp: 90/3Kb"),
             Some(1_048_576)
         );
+        assert_eq!(
+            executions_in("stat::number_of_executed_units: 37"),
+            Some(37)
+        );
+        assert_eq!(executions_in("stat::peak_rss_mb: 41"), None);
         assert_eq!(executions_in("INFO: Seed: 2804145855"), None);
         assert_eq!(executions_in("#### end of dictionary"), None);
         assert_eq!(executions_in("\tNEW_FUNC[1/30]: 0x5601f3e8dcc1"), None);
+    }
+
+    #[test]
+    fn the_failure_advice_formats_crashes_without_a_sanitizer_so_it_works_on_stable() {
+        let advice = failure_advice(&["lane_sequences"]);
+        assert!(
+            advice.contains("fuzzing failed for lane_sequences:"),
+            "{advice}"
+        );
+        assert!(
+            advice.contains("`cargo fuzz fmt -s none <target> <file>`"),
+            "{advice}"
+        );
     }
 
     #[test]
