@@ -13,7 +13,9 @@ use crate::{CDYLIB_FILE_NAME, FakeCounters, Outcome};
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
     /// The cdylib was not built next to the running test.
-    #[error("{CDYLIB_FILE_NAME} not found in {searched:?}\nhint: cargo builds it with the acl-fake package; run `cargo test -p acl-fake` or `cargo build -p acl-fake`")]
+    #[error(
+        "{CDYLIB_FILE_NAME} not found in {searched:?}\nhint: cargo builds it with the acl-fake package; run `cargo test -p acl-fake` or `cargo build -p acl-fake`"
+    )]
     NotBuilt {
         /// The folders searched.
         searched: Vec<PathBuf>,
@@ -44,7 +46,12 @@ pub enum ControlError {
 /// [`ControlError::NotBuilt`] naming the folders searched.
 pub fn cdylib_path() -> Result<PathBuf, ControlError> {
     let exe = std::env::current_exe().unwrap_or_default();
-    let searched: Vec<PathBuf> = exe.ancestors().skip(1).take(2).map(Path::to_path_buf).collect();
+    let searched: Vec<PathBuf> = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(Path::to_path_buf)
+        .collect();
     searched
         .iter()
         .map(|dir| dir.join(CDYLIB_FILE_NAME))
@@ -90,7 +97,11 @@ impl std::fmt::Debug for Control {
 }
 
 fn check(call: &'static str, code: AclError) -> Result<(), ControlError> {
-    if code == ACL_SUCCESS { Ok(()) } else { Err(ControlError::Call { call, code }) }
+    if code == ACL_SUCCESS {
+        Ok(())
+    } else {
+        Err(ControlError::Call { call, code })
+    }
 }
 
 impl Control {
@@ -103,9 +114,15 @@ impl Control {
         // SAFETY: the fake's initialisers are Rust statics with const initialisers; nothing
         // runs at load time.
         let library = unsafe { Library::open(Some(path.as_os_str()), RTLD_NOW | RTLD_GLOBAL) }
-            .map_err(|e| ControlError::Load { path: path.to_path_buf(), message: e.to_string() })?;
+            .map_err(|e| ControlError::Load {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
         let functions = Functions::resolve(&library, path)?;
-        Ok(Self { functions, _library: library })
+        Ok(Self {
+            functions,
+            _library: library,
+        })
     }
 
     /// `runlanefake_reset`: back to a fresh process.
@@ -115,7 +132,9 @@ impl Control {
     /// [`ControlError::Call`] if the fake refused.
     pub fn reset(&self) -> Result<(), ControlError> {
         // SAFETY: no arguments.
-        check("runlanefake_reset", unsafe { (self.functions.runlanefake_reset)() })
+        check("runlanefake_reset", unsafe {
+            (self.functions.runlanefake_reset)()
+        })
     }
 
     /// `runlanefake_launch`: queue a kernel. The fake never dereferences `stream`, `timing`
@@ -159,10 +178,21 @@ impl Control {
     /// # Errors
     ///
     /// [`ControlError::Call`] for a name with a NUL or a zero count.
-    pub fn fail_call(&self, name: &str, code: AclError, skip: u32, count: u32) -> Result<(), ControlError> {
-        let name = CString::new(name).map_err(|_| ControlError::Call { call: "runlanefake_fail_call", code: 100_000 })?;
+    pub fn fail_call(
+        &self,
+        name: &str,
+        code: AclError,
+        skip: u32,
+        count: u32,
+    ) -> Result<(), ControlError> {
+        let name = CString::new(name).map_err(|_| ControlError::Call {
+            call: "runlanefake_fail_call",
+            code: 100_000,
+        })?;
         // SAFETY: `name` is a NUL-terminated string alive for the call.
-        check("runlanefake_fail_call", unsafe { (self.functions.runlanefake_fail_call)(name.as_ptr(), code, skip, count) })
+        check("runlanefake_fail_call", unsafe {
+            (self.functions.runlanefake_fail_call)(name.as_ptr(), code, skip, count)
+        })
     }
 
     /// `runlanefake_fault_kernel`: after `skip` launches on `engine`, end the next `count`
@@ -171,10 +201,24 @@ impl Control {
     /// # Errors
     ///
     /// [`ControlError::Call`] for a bad engine or a zero count.
-    pub fn fault_kernel(&self, outcome: Outcome, engine: u32, skip: u32, count: u32, header_bytes: &[u8]) -> Result<(), ControlError> {
+    pub fn fault_kernel(
+        &self,
+        outcome: Outcome,
+        engine: u32,
+        skip: u32,
+        count: u32,
+        header_bytes: &[u8],
+    ) -> Result<(), ControlError> {
         // SAFETY: `header_bytes` is a live slice of `len` bytes.
         let code = unsafe {
-            (self.functions.runlanefake_fault_kernel)(outcome as u32, engine, skip, count, header_bytes.as_ptr(), header_bytes.len())
+            (self.functions.runlanefake_fault_kernel)(
+                outcome as u32,
+                engine,
+                skip,
+                count,
+                header_bytes.as_ptr(),
+                header_bytes.len(),
+            )
         };
         check("runlanefake_fault_kernel", code)
     }
@@ -186,7 +230,9 @@ impl Control {
     /// [`ControlError::Call`] if the fake refused.
     pub fn clear_faults(&self) -> Result<(), ControlError> {
         // SAFETY: no arguments.
-        check("runlanefake_clear_faults", unsafe { (self.functions.runlanefake_clear_faults)() })
+        check("runlanefake_clear_faults", unsafe {
+            (self.functions.runlanefake_clear_faults)()
+        })
     }
 
     /// `runlanefake_set_soc_name` (`None`: the probe gets NULL).
@@ -198,10 +244,15 @@ impl Control {
         let name = name
             .map(CString::new)
             .transpose()
-            .map_err(|_| ControlError::Call { call: "runlanefake_set_soc_name", code: 100_000 })?;
+            .map_err(|_| ControlError::Call {
+                call: "runlanefake_set_soc_name",
+                code: 100_000,
+            })?;
         let pointer: *const c_char = name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr());
         // SAFETY: NULL or a NUL-terminated string alive for the call (the fake copies it).
-        check("runlanefake_set_soc_name", unsafe { (self.functions.runlanefake_set_soc_name)(pointer) })
+        check("runlanefake_set_soc_name", unsafe {
+            (self.functions.runlanefake_set_soc_name)(pointer)
+        })
     }
 
     /// `runlanefake_set_device_count`.
@@ -211,7 +262,9 @@ impl Control {
     /// [`ControlError::Call`] if the fake refused.
     pub fn set_device_count(&self, count: u32) -> Result<(), ControlError> {
         // SAFETY: plain value.
-        check("runlanefake_set_device_count", unsafe { (self.functions.runlanefake_set_device_count)(count) })
+        check("runlanefake_set_device_count", unsafe {
+            (self.functions.runlanefake_set_device_count)(count)
+        })
     }
 
     /// `runlanefake_counters`.
@@ -222,7 +275,9 @@ impl Control {
     pub fn counters(&self) -> Result<FakeCounters, ControlError> {
         let mut counters = FakeCounters::ZERO;
         // SAFETY: `counters` is a writable FakeCounters.
-        check("runlanefake_counters", unsafe { (self.functions.runlanefake_counters)(&mut counters) })?;
+        check("runlanefake_counters", unsafe {
+            (self.functions.runlanefake_counters)(&mut counters)
+        })?;
         Ok(counters)
     }
 }

@@ -20,7 +20,10 @@ pub(crate) const DEFAULT_SOC_NAME: &str = "Ascend910B1";
 const FIRST_HANDLE: u64 = 0x1000;
 
 /// The one device.
-pub(crate) static DEVICE: Device = Device { state: Mutex::new(State::new()), changed: Condvar::new() };
+pub(crate) static DEVICE: Device = Device {
+    state: Mutex::new(State::new()),
+    changed: Condvar::new(),
+};
 
 thread_local! {
     /// The context generation this thread bound with `aclrtSetDevice` (a force reset starts a
@@ -43,7 +46,9 @@ pub(crate) struct Device {
 impl Device {
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic under the lock is caught at the FFI boundary; the state stays usable.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn notify(&self) {
@@ -52,9 +57,18 @@ impl Device {
 
     /// Waits for a change, at most until `deadline` (`None`: no limit). Returns the guard and
     /// whether the deadline has passed.
-    pub(crate) fn wait<'a>(&self, guard: MutexGuard<'a, State>, deadline: Option<Instant>) -> (MutexGuard<'a, State>, bool) {
+    pub(crate) fn wait<'a>(
+        &self,
+        guard: MutexGuard<'a, State>,
+        deadline: Option<Instant>,
+    ) -> (MutexGuard<'a, State>, bool) {
         match deadline {
-            None => (self.changed.wait(guard).unwrap_or_else(std::sync::PoisonError::into_inner), false),
+            None => (
+                self.changed
+                    .wait(guard)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+                false,
+            ),
             Some(deadline) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -81,7 +95,12 @@ pub(crate) enum SocName {
 pub(crate) enum Task {
     Kernel(Kernel),
     /// An `aclrtMemcpyAsync`, checked at submission, performed when the stream reaches it.
-    Copy { dst: usize, src: usize, count: usize, kind: i32 },
+    Copy {
+        dst: usize,
+        src: usize,
+        count: usize,
+        kind: i32,
+    },
 }
 
 pub(crate) struct Kernel {
@@ -114,7 +133,10 @@ impl Stream {
 pub(crate) enum Capture {
     /// Never recorded, or its stream finished the captured work before it was destroyed.
     Complete,
-    Pending { stream: u64, upto: u64 },
+    Pending {
+        stream: u64,
+        upto: u64,
+    },
     /// Its stream was destroyed with the captured work unfinished.
     Aborted,
 }
@@ -208,7 +230,11 @@ impl State {
 
     /// 107002 unless the calling thread bound the current context.
     pub(crate) fn require_context(&self) -> Result<(), AclError> {
-        if BOUND.get() == Some(self.generation) { Ok(()) } else { Err(ACL_ERROR_RT_CONTEXT_NULL) }
+        if BOUND.get() == Some(self.generation) {
+            Ok(())
+        } else {
+            Err(ACL_ERROR_RT_CONTEXT_NULL)
+        }
     }
 
     pub(crate) fn bind_current_thread(&self) {
@@ -233,8 +259,10 @@ impl State {
 
     /// Applies the first matching kernel rule to a launch.
     pub(crate) fn apply_kernel_fault(&mut self, kernel: &mut Kernel) {
-        let Some(index) =
-            self.kernel_faults.iter().position(|f| f.engine == ENGINE_ANY || f.engine == kernel.engine)
+        let Some(index) = self
+            .kernel_faults
+            .iter()
+            .position(|f| f.engine == ENGINE_ANY || f.engine == kernel.engine)
         else {
             return;
         };
@@ -323,7 +351,9 @@ impl State {
 
 /// Starts the worker thread of stream `id`.
 pub(crate) fn spawn_worker(id: u64) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name(format!("fake-acl-stream-{id:#x}")).spawn(move || worker(id))
+    std::thread::Builder::new()
+        .name(format!("fake-acl-stream-{id:#x}"))
+        .spawn(move || worker(id))
 }
 
 /// Runs stream `id`'s tasks in order until the stream is destroyed.
@@ -348,7 +378,12 @@ fn worker(id: u64) {
             }
         };
         let result = match task {
-            Task::Copy { dst, src, count, kind } => copy(&mut state, dst, src, count, kind),
+            Task::Copy {
+                dst,
+                src,
+                count,
+                kind,
+            } => copy(&mut state, dst, src, count, kind),
             Task::Kernel(kernel) => {
                 let (guard, result) = run_kernel(state, id, &kernel);
                 state = guard;
@@ -424,11 +459,19 @@ fn run_kernel<'a>(
 }
 
 fn timeout_code(engine: u32) -> AclError {
-    if engine == ENGINE_AICPU { ACL_ERROR_RT_AICPU_TIMEOUT } else { ACL_ERROR_RT_AICORE_TIMEOUT }
+    if engine == ENGINE_AICPU {
+        ACL_ERROR_RT_AICPU_TIMEOUT
+    } else {
+        ACL_ERROR_RT_AICORE_TIMEOUT
+    }
 }
 
 fn exception_code(engine: u32) -> AclError {
-    if engine == ENGINE_AICPU { ACL_ERROR_RT_AICPU_EXCEPTION } else { ACL_ERROR_RT_AICORE_EXCEPTION }
+    if engine == ENGINE_AICPU {
+        ACL_ERROR_RT_AICPU_EXCEPTION
+    } else {
+        ACL_ERROR_RT_AICORE_EXCEPTION
+    }
 }
 
 /// Whether `engine` names an engine a kernel can run on.
@@ -437,15 +480,28 @@ pub(crate) fn valid_engine(engine: u32) -> bool {
 }
 
 /// Checks a copy's device side(s) without touching memory.
-pub(crate) fn check_copy(state: &mut State, dst: usize, dest_max: usize, src: usize, count: usize, kind: i32) -> Result<(), AclError> {
+pub(crate) fn check_copy(
+    state: &mut State,
+    dst: usize,
+    dest_max: usize,
+    src: usize,
+    count: usize,
+    kind: i32,
+) -> Result<(), AclError> {
     if dst == 0 || src == 0 {
         return Err(ACL_ERROR_INVALID_PARAM);
     }
     if count > dest_max {
         return Err(ACL_ERROR_RT_PARAM_INVALID);
     }
-    let device_dst = matches!(kind, ACL_MEMCPY_HOST_TO_DEVICE | ACL_MEMCPY_DEVICE_TO_DEVICE);
-    let device_src = matches!(kind, ACL_MEMCPY_DEVICE_TO_HOST | ACL_MEMCPY_DEVICE_TO_DEVICE);
+    let device_dst = matches!(
+        kind,
+        ACL_MEMCPY_HOST_TO_DEVICE | ACL_MEMCPY_DEVICE_TO_DEVICE
+    );
+    let device_src = matches!(
+        kind,
+        ACL_MEMCPY_DEVICE_TO_HOST | ACL_MEMCPY_DEVICE_TO_DEVICE
+    );
     if !(ACL_MEMCPY_HOST_TO_HOST..=ACL_MEMCPY_DEVICE_TO_DEVICE).contains(&kind) {
         return Err(ACL_ERROR_RT_PARAM_INVALID);
     }
@@ -462,12 +518,22 @@ pub(crate) fn check_copy(state: &mut State, dst: usize, dest_max: usize, src: us
 ///
 /// Host sides are the caller's pointers: as with ACL, the caller keeps them valid for
 /// `count` bytes until the copy has run.
-pub(crate) fn copy(state: &mut State, dst: usize, src: usize, count: usize, kind: i32) -> Result<(), AclError> {
+pub(crate) fn copy(
+    state: &mut State,
+    dst: usize,
+    src: usize,
+    count: usize,
+    kind: i32,
+) -> Result<(), AclError> {
     check_copy(state, dst, count, src, count, kind)?;
     let mut staging = vec![0_u8; count];
     match kind {
         ACL_MEMCPY_DEVICE_TO_HOST | ACL_MEMCPY_DEVICE_TO_DEVICE => {
-            staging.copy_from_slice(state.device_bytes(src, count).ok_or(ACL_ERROR_RT_PARAM_INVALID)?);
+            staging.copy_from_slice(
+                state
+                    .device_bytes(src, count)
+                    .ok_or(ACL_ERROR_RT_PARAM_INVALID)?,
+            );
         }
         _ => {
             // SAFETY: `src` is a host pointer valid for `count` bytes (the call's contract),
@@ -477,7 +543,10 @@ pub(crate) fn copy(state: &mut State, dst: usize, src: usize, count: usize, kind
     }
     match kind {
         ACL_MEMCPY_HOST_TO_DEVICE | ACL_MEMCPY_DEVICE_TO_DEVICE => {
-            state.device_bytes(dst, count).ok_or(ACL_ERROR_RT_PARAM_INVALID)?.copy_from_slice(&staging);
+            state
+                .device_bytes(dst, count)
+                .ok_or(ACL_ERROR_RT_PARAM_INVALID)?
+                .copy_from_slice(&staging);
         }
         _ => {
             // SAFETY: `dst` is a host pointer valid for `count` writable bytes (the call's

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use ascend_cl_sys::types::*;
 
 use crate::device::{
-    Allocation, Capture, DEVICE, DEFAULT_SOC_NAME, EventState, SocName, Stream, Task, check_copy, copy,
-    spawn_worker,
+    Allocation, Capture, DEFAULT_SOC_NAME, DEVICE, EventState, SocName, Stream, Task, check_copy,
+    copy, spawn_worker,
 };
 
 /// Writes `value` through a caller's out-pointer, 100000 for NULL.
@@ -36,19 +36,29 @@ fn code(result: Result<(), AclError>) -> AclError {
 fn deadline(timeout_ms: i32) -> Result<Option<Instant>, AclError> {
     match timeout_ms {
         -1 => Ok(None),
-        ms if ms > 0 => Ok(Some(Instant::now() + Duration::from_millis(ms.unsigned_abs().into()))),
+        ms if ms > 0 => Ok(Some(
+            Instant::now() + Duration::from_millis(ms.unsigned_abs().into()),
+        )),
         _ => Err(ACL_ERROR_RT_PARAM_INVALID),
     }
 }
 
 pub(crate) unsafe fn aclInit(_config_path: *const c_char) -> AclError {
     let mut state = DEVICE.lock();
-    if std::mem::replace(&mut state.initialised, true) { ACL_ERROR_REPEAT_INITIALIZE } else { ACL_SUCCESS }
+    if std::mem::replace(&mut state.initialised, true) {
+        ACL_ERROR_REPEAT_INITIALIZE
+    } else {
+        ACL_SUCCESS
+    }
 }
 
 pub(crate) unsafe fn aclFinalize() -> AclError {
     let mut state = DEVICE.lock();
-    if std::mem::replace(&mut state.initialised, false) { ACL_SUCCESS } else { ACL_ERROR_REPEAT_FINALIZE }
+    if std::mem::replace(&mut state.initialised, false) {
+        ACL_SUCCESS
+    } else {
+        ACL_ERROR_REPEAT_FINALIZE
+    }
 }
 
 pub(crate) unsafe fn aclGetRecentErrMsg() -> *const c_char {
@@ -99,7 +109,9 @@ pub(crate) unsafe fn aclrtGetSocName() -> *const c_char {
     match &state.soc_name {
         // The default lives forever; a custom name lives until the next set or reset, as the
         // documentation of `runlanefake_set_soc_name` says.
-        SocName::Default => DEFAULT.get_or_init(|| CString::new(DEFAULT_SOC_NAME).unwrap_or_default()).as_ptr(),
+        SocName::Default => DEFAULT
+            .get_or_init(|| CString::new(DEFAULT_SOC_NAME).unwrap_or_default())
+            .as_ptr(),
         SocName::Custom(name) => name.as_ptr(),
         SocName::Null => std::ptr::null(),
     }
@@ -126,7 +138,10 @@ pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclEr
     }
 }
 
-pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(timeout_us: u64, actual_timeout_us: *mut u64) -> AclError {
+pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(
+    timeout_us: u64,
+    actual_timeout_us: *mut u64,
+) -> AclError {
     if timeout_us == 0 {
         return ACL_ERROR_RT_PARAM_INVALID;
     }
@@ -139,7 +154,11 @@ pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(timeout_us: u64, actual_timeout_
     code(unsafe { write_out(actual_timeout_us, timeout_us) })
 }
 
-pub(crate) unsafe fn aclrtCreateStreamWithConfig(stream: *mut AclrtStream, _priority: u32, _flag: u32) -> AclError {
+pub(crate) unsafe fn aclrtCreateStreamWithConfig(
+    stream: *mut AclrtStream,
+    _priority: u32,
+    _flag: u32,
+) -> AclError {
     let mut state = DEVICE.lock();
     if let Err(code) = state.require_context() {
         return code;
@@ -148,7 +167,16 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(stream: *mut AclrtStream, _prio
         return ACL_ERROR_INVALID_PARAM;
     }
     let id = state.new_handle();
-    state.streams.insert(id, Stream { queue: Default::default(), submitted: 0, completed: 0, running: false, error: None });
+    state.streams.insert(
+        id,
+        Stream {
+            queue: Default::default(),
+            submitted: 0,
+            completed: 0,
+            running: false,
+            error: None,
+        },
+    );
     let worker = match spawn_worker(id) {
         Ok(worker) => worker,
         Err(_) => {
@@ -222,7 +250,10 @@ pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) ->
     let Some(capture) = state.events.get_mut(&(event as u64)) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
-    *capture = Capture::Pending { stream: stream as u64, upto };
+    *capture = Capture::Pending {
+        stream: stream as u64,
+        upto,
+    };
     ACL_SUCCESS
 }
 
@@ -243,7 +274,10 @@ pub(crate) unsafe fn aclrtQueryEventStatus(event: AclrtEvent, status: *mut i32) 
     code(unsafe { write_out(status, value) })
 }
 
-pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(event: AclrtEvent, timeout_ms: i32) -> AclError {
+pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
+    event: AclrtEvent,
+    timeout_ms: i32,
+) -> AclError {
     let mut state = DEVICE.lock();
     if let Err(code) = state.require_context() {
         return code;
@@ -364,7 +398,11 @@ pub(crate) unsafe fn aclrtFreeHost(host_ptr: *mut c_void) -> AclError {
     if host_ptr.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
-    if state.host_allocations.remove(&(host_ptr as usize)).is_none() {
+    if state
+        .host_allocations
+        .remove(&(host_ptr as usize))
+        .is_none()
+    {
         return ACL_ERROR_RT_PARAM_INVALID;
     }
     state.counters.host_frees += 1;
@@ -372,12 +410,25 @@ pub(crate) unsafe fn aclrtFreeHost(host_ptr: *mut c_void) -> AclError {
     ACL_SUCCESS
 }
 
-pub(crate) unsafe fn aclrtMemcpy(dst: *mut c_void, dest_max: usize, src: *const c_void, count: usize, kind: i32) -> AclError {
+pub(crate) unsafe fn aclrtMemcpy(
+    dst: *mut c_void,
+    dest_max: usize,
+    src: *const c_void,
+    count: usize,
+    kind: i32,
+) -> AclError {
     let mut state = DEVICE.lock();
     if let Err(code) = state.require_context() {
         return code;
     }
-    if let Err(code) = check_copy(&mut state, dst as usize, dest_max, src as usize, count, kind) {
+    if let Err(code) = check_copy(
+        &mut state,
+        dst as usize,
+        dest_max,
+        src as usize,
+        count,
+        kind,
+    ) {
         return code;
     }
     code(copy(&mut state, dst as usize, src as usize, count, kind))
@@ -395,13 +446,25 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
     if let Err(code) = state.require_context() {
         return code;
     }
-    if let Err(code) = check_copy(&mut state, dst as usize, dest_max, src as usize, count, kind) {
+    if let Err(code) = check_copy(
+        &mut state,
+        dst as usize,
+        dest_max,
+        src as usize,
+        count,
+        kind,
+    ) {
         return code;
     }
     let Some(s) = state.streams.get_mut(&(stream as u64)) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
-    s.queue.push_back(Task::Copy { dst: dst as usize, src: src as usize, count, kind });
+    s.queue.push_back(Task::Copy {
+        dst: dst as usize,
+        src: src as usize,
+        count,
+        kind,
+    });
     s.submitted += 1;
     DEVICE.notify();
     ACL_SUCCESS

@@ -68,7 +68,9 @@ pub enum Outcome {
 
 impl Outcome {
     fn from_raw(raw: u32) -> Option<Self> {
-        [Self::Ok, Self::Exception, Self::Hang, Self::Latch].into_iter().find(|o| *o as u32 == raw)
+        [Self::Ok, Self::Exception, Self::Hang, Self::Latch]
+            .into_iter()
+            .find(|o| *o as u32 == raw)
     }
 }
 
@@ -143,7 +145,11 @@ impl FakeCounters {
             && self.events_created == self.events_destroyed + self.events_reclaimed
             && self.mallocs == self.frees + self.allocations_reclaimed
             && self.host_mallocs == self.host_frees
-            && self.live_streams + self.live_events + self.live_allocations + self.live_host_allocations == 0
+            && self.live_streams
+                + self.live_events
+                + self.live_allocations
+                + self.live_host_allocations
+                == 0
     }
 }
 
@@ -154,7 +160,8 @@ thread_local! {
 }
 
 fn set_error_message(call: &str, code: AclError) {
-    let text = CString::new(format!("fake libascendcl: {call} returned {code}")).unwrap_or_default();
+    let text =
+        CString::new(format!("fake libascendcl: {call} returned {code}")).unwrap_or_default();
     ERROR_TEXT.with_borrow_mut(|(pending, _)| *pending = Some(text));
 }
 
@@ -199,7 +206,8 @@ fn guard<R: FfiReturn>(call: &str, body: impl FnOnce() -> R) -> R {
             return R::failure(code);
         }
     }
-    let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| R::failure(ACL_ERROR_INTERNAL_ERROR));
+    let result = catch_unwind(AssertUnwindSafe(body))
+        .unwrap_or_else(|_| R::failure(ACL_ERROR_INTERNAL_ERROR));
     if let Some(code) = result.failed() {
         set_error_message(call, code);
     }
@@ -342,7 +350,11 @@ mod control {
         if !timing.is_null() && state.device_bytes(timing as usize, 16).is_none() {
             return ACL_ERROR_RT_PARAM_INVALID;
         }
-        if !header.is_null() && state.device_bytes(header as usize, header_bytes.len()).is_none() {
+        if !header.is_null()
+            && state
+                .device_bytes(header as usize, header_bytes.len())
+                .is_none()
+        {
             return ACL_ERROR_RT_PARAM_INVALID;
         }
         if !state.streams.contains_key(&(stream as u64)) {
@@ -367,13 +379,25 @@ mod control {
         ACL_SUCCESS
     }
 
-    pub(super) unsafe fn runlanefake_fail_call(name: *const c_char, code: AclError, skip: u32, count: u32) -> AclError {
+    pub(super) unsafe fn runlanefake_fail_call(
+        name: *const c_char,
+        code: AclError,
+        skip: u32,
+        count: u32,
+    ) -> AclError {
         if name.is_null() || count == 0 {
             return ACL_ERROR_INVALID_PARAM;
         }
         // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-        let name = unsafe { core::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned();
-        DEVICE.lock().call_faults.push(CallFault { name, code, skip, count });
+        let name = unsafe { core::ffi::CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        DEVICE.lock().call_faults.push(CallFault {
+            name,
+            code,
+            skip,
+            count,
+        });
         ACL_SUCCESS
     }
 
@@ -396,7 +420,13 @@ mod control {
             Ok(bytes) => bytes,
             Err(code) => return code,
         };
-        DEVICE.lock().kernel_faults.push(KernelFault { outcome, engine, skip, count, header_bytes });
+        DEVICE.lock().kernel_faults.push(KernelFault {
+            outcome,
+            engine,
+            skip,
+            count,
+            header_bytes,
+        });
         ACL_SUCCESS
     }
 

@@ -37,7 +37,9 @@ pub struct Acl {
 
 impl std::fmt::Debug for Acl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Acl").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("Acl")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -104,9 +106,16 @@ impl Acl {
         crate::Search::from_env().open()
     }
 
-    pub(crate) fn resolve(path: PathBuf, libraries: &mut Libraries) -> Result<Self, AttemptFailure> {
+    pub(crate) fn resolve(
+        path: PathBuf,
+        libraries: &mut Libraries,
+    ) -> Result<Self, AttemptFailure> {
         let functions = Functions::resolve(libraries)?;
-        Ok(Self { functions, path, _libraries: libraries.take() })
+        Ok(Self {
+            functions,
+            path,
+            _libraries: libraries.take(),
+        })
     }
 
     /// The same library, reporting `path` as where it was loaded from.
@@ -150,7 +159,11 @@ impl Acl {
         if code == ACL_SUCCESS {
             Ok(())
         } else {
-            Err(CallError { call, code, message: self.recent_error_message() })
+            Err(CallError {
+                call,
+                code,
+                message: self.recent_error_message(),
+            })
         }
     }
 
@@ -196,5 +209,9 @@ unsafe fn copy_c_string(text: *const c_char) -> Option<String> {
         return None;
     }
     // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-    Some(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }

@@ -18,7 +18,12 @@ pub const ENV_EXPLICIT: &str = "RUN_LANE_ACL_LIB";
 /// The install variables `set_env.sh` sets, in the order they are consulted.
 pub const ENV_HOMES: &[&str] = &["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"];
 /// Library folders under an install home, newest layout first (ascend-cl.md §1.2).
-const HOME_SUBDIRS: &[&str] = &["lib64", "{arch}-linux/lib64", "runtime/lib64", "acllib/lib64"];
+const HOME_SUBDIRS: &[&str] = &[
+    "lib64",
+    "{arch}-linux/lib64",
+    "runtime/lib64",
+    "acllib/lib64",
+];
 
 /// Where a candidate came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +92,11 @@ impl fmt::Display for AttemptFailure {
                 path.display()
             ),
             Self::Open(message) => write!(f, "dlopen failed: {message}"),
-            Self::MissingSymbol { symbol, library, fallbacks } => {
+            Self::MissingSymbol {
+                symbol,
+                library,
+                fallbacks,
+            } => {
                 write!(f, "symbol `{symbol}` missing from {}", library.display())?;
                 for fallback in fallbacks {
                     write!(f, " and {}", fallback.display())?;
@@ -111,7 +120,11 @@ pub struct Attempt {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
     /// Every candidate failed; each is listed with its reason, in search order.
-    #[error("no usable {LIBRARY_NAME}:{}\nhint: {}", list(attempts), hint(attempts))]
+    #[error(
+        "no usable {LIBRARY_NAME}:{}\nhint: {}",
+        list(attempts),
+        hint(attempts)
+    )]
     NotLoaded {
         /// Every candidate tried, in search order.
         attempts: Vec<Attempt>,
@@ -131,7 +144,14 @@ impl LoadError {
 fn list(attempts: &[Attempt]) -> String {
     attempts
         .iter()
-        .map(|a| format!("\n  - {} ({}): {}", a.candidate.path.display(), a.candidate.source, a.failure))
+        .map(|a| {
+            format!(
+                "\n  - {} ({}): {}",
+                a.candidate.path.display(),
+                a.candidate.source,
+                a.failure
+            )
+        })
         .collect()
 }
 
@@ -164,7 +184,9 @@ pub struct Search {
 
 impl fmt::Debug for Search {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Search").field("candidates", &self.candidates()).finish()
+        f.debug_struct("Search")
+            .field("candidates", &self.candidates())
+            .finish()
     }
 }
 
@@ -178,7 +200,12 @@ impl Search {
     /// A search reading its variables through `env` (`RUN_LANE_ACL_LIB`, the homes, `HOME`).
     #[must_use]
     pub fn with_env(env: impl Fn(&str) -> Option<OsString> + 'static) -> Self {
-        Self { explicit: None, env: Box::new(env), prefixes: None, bare: true }
+        Self {
+            explicit: None,
+            env: Box::new(env),
+            prefixes: None,
+            bare: true,
+        }
     }
 
     /// Use this library and nothing else (takes precedence over `RUN_LANE_ACL_LIB`).
@@ -221,10 +248,16 @@ impl Search {
     #[must_use]
     pub fn candidates(&self) -> Vec<Candidate> {
         if let Some(path) = &self.explicit {
-            return vec![Candidate { path: path.clone(), source: Source::Explicit }];
+            return vec![Candidate {
+                path: path.clone(),
+                source: Source::Explicit,
+            }];
         }
         if let Some(path) = (self.env)(ENV_EXPLICIT).filter(|p| !p.is_empty()) {
-            return vec![Candidate { path: path.into(), source: Source::Env(ENV_EXPLICIT) }];
+            return vec![Candidate {
+                path: path.into(),
+                source: Source::Env(ENV_EXPLICIT),
+            }];
         }
         let mut out: Vec<Candidate> = Vec::new();
         let mut push = |path: PathBuf, source: Source| {
@@ -239,7 +272,10 @@ impl Search {
                 }
             }
         }
-        let prefixes = self.prefixes.clone().unwrap_or_else(|| self.default_prefixes());
+        let prefixes = self
+            .prefixes
+            .clone()
+            .unwrap_or_else(|| self.default_prefixes());
         for prefix in prefixes {
             for path in library_paths(&prefix) {
                 push(path, Source::Prefix);
@@ -271,14 +307,20 @@ impl Search {
 /// `<home>/lib64/libascendcl.so` and the older layouts.
 fn library_paths(home: &Path) -> impl Iterator<Item = PathBuf> + '_ {
     HOME_SUBDIRS.iter().map(move |sub| {
-        home.join(sub.replace("{arch}", std::env::consts::ARCH)).join(LIBRARY_NAME)
+        home.join(sub.replace("{arch}", std::env::consts::ARCH))
+            .join(LIBRARY_NAME)
     })
 }
 
-/// Whether `path` has a `devlib` component (CANN's stub folder).
+/// Whether `path`, or the file it resolves to through symlinks, lies under a `devlib`
+/// folder (CANN's stub libraries).
 #[must_use]
 pub fn is_stub_path(path: &Path) -> bool {
-    path.components().any(|c| matches!(c, Component::Normal(name) if name == "devlib"))
+    let under_devlib = |p: &Path| {
+        p.components()
+            .any(|c| matches!(c, Component::Normal(name) if name == "devlib"))
+    };
+    under_devlib(path) || std::fs::canonicalize(path).is_ok_and(|real| under_devlib(&real))
 }
 
 /// Whether `dlopen` would search for this name itself (no directory part).
@@ -375,11 +417,16 @@ impl Libraries {
     /// # Safety
     ///
     /// `T` is the symbol's C prototype as a function-pointer type.
-    pub(crate) unsafe fn symbol<T: Copy>(&mut self, name: &'static str) -> Result<T, AttemptFailure> {
+    pub(crate) unsafe fn symbol<T: Copy>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<T, AttemptFailure> {
         let lookup = |library: &Library| {
             // SAFETY: `T` is the symbol's prototype (caller's contract); the value is copied
             // out and only called while `Acl` keeps the library loaded.
-            unsafe { library.get::<T>(name.as_bytes()) }.ok().map(|symbol| *symbol)
+            unsafe { library.get::<T>(name.as_bytes()) }
+                .ok()
+                .map(|symbol| *symbol)
         };
         if let Some(found) = lookup(&self.opened[0]) {
             return Ok(found);
