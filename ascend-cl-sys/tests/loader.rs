@@ -217,3 +217,39 @@ fn an_unopenable_file_reports_the_loader_message() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_table_binds_the_minimal_surface_and_the_probe_calls() {
+    // ascend-cl.md §5's required set, the four calls issue 11 adds, and the copies a later
+    // issue queues on streams.
+    let expected = [
+        "aclInit",
+        "aclFinalize",
+        "aclrtSetDevice",
+        "aclrtResetDeviceForce",
+        "aclrtSynchronizeDeviceWithTimeout",
+        "aclrtCreateStreamWithConfig",
+        "aclrtDestroyStreamForce",
+        "aclrtDestroyStream",
+        "aclrtCreateEventExWithFlag",
+        "aclrtRecordEvent",
+        "aclrtQueryEventStatus",
+        "aclrtSynchronizeEventWithTimeout",
+        "aclrtDestroyEvent",
+        "aclrtMalloc",
+        "aclrtFree",
+        "aclrtMemcpy",
+        "aclGetRecentErrMsg",
+        "aclrtSetOpExecuteTimeOutV2",
+        "aclrtGetSocName",
+        "aclrtGetDeviceCount",
+        "aclrtMallocHost",
+        "aclrtFreeHost",
+        "aclrtMemcpyAsync",
+    ];
+    let mut bound = ascend_cl_sys::SYMBOLS.to_vec();
+    bound.sort_unstable();
+    let mut expected = expected.to_vec();
+    expected.sort_unstable();
+    assert_eq!(bound, expected);
+}
