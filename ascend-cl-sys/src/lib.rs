@@ -1,20 +1,36 @@
-//! Raw FFI to `libascendcl`, loaded at run time with `dlopen`, so building the workspace
-//! needs no CANN install. A later issue fills it; today it is a documented placeholder.
+//! Raw FFI to `libascendcl`, loaded at run time with `dlopen` (`libloading`), so building the
+//! workspace needs no CANN install.
 //!
-//! **Will own:** a symbol table of the ACL calls a run lane needs (ascend-cl.md §5: device
-//! set/reset/force-reset and bounded synchronise, stream create/destroy, event
-//! create/record/query/synchronize-with-timeout/destroy, malloc/free, memcpy both ways,
-//! `aclGetRecentErrMsg`, plus the RT kernel-launch calls), resolved from `libascendcl.so`
-//! with per-symbol fallback to `libacl_rt.so` and `libruntime.so`; the library search
-//! (`ASCEND_HOME_PATH`, `ASCEND_TOOLKIT_HOME`, the default install prefixes, then a bare
-//! `dlopen`); a refusal of any path under `/devlib/` (CANN's stub libraries return success
-//! from every call); and a probe (`aclrtGetDeviceCount` > 0, `aclrtGetSocName` non-null)
-//! that tells a2a3 (`Ascend910B*`, `Ascend910_93*`) from a5 (`Ascend950*`).
+//! **Owns:** the symbol table of the ACL calls a run lane makes (ascend-cl.md §5), declared
+//! once in [`for_each_acl_function!`]; the library search ([`Search`]: an explicit path or
+//! `RUN_LANE_ACL_LIB`, then `ASCEND_HOME_PATH`, `ASCEND_TOOLKIT_HOME`, the default install
+//! prefixes, then a bare `dlopen`); per-symbol fallback from `libascendcl.so` to
+//! `libacl_rt.so`; the refusal of any library under `devlib/` (CANN's stub libraries return
+//! success from every call); the ACL constants ([`types`]).
 //!
-//! **Invariant:** no policy and no interpretation of return codes (status-latch does that);
-//! every `unsafe` block carries a `// SAFETY:` line (clippy's `undocumented_unsafe_blocks`
-//! is denied workspace-wide). This crate and backend-acl are the only places `unsafe` may
-//! appear; a tidy test enforces it.
+//! **Invariant:** an [`Acl`] exists only with every symbol resolved, so a missing symbol is a
+//! [`LoadError`] naming the symbol and the library, never a crash at the first call. No
+//! policy: return codes are passed up raw (status-latch classifies them). `aclInit` is
+//! called only by [`Acl::init`], which treats 100002 (already initialised) as success,
+//! because the embedding runtime normally owns initialisation. Every `unsafe` block carries a
+//! `// SAFETY:` line.
 //!
-//! **API boundary:** raw `extern "C"` function-pointer types and a loader returning them;
-//! nothing above the ACL ABI.
+//! **API boundary:** [`Acl`], whose methods are the raw ACL calls (`unsafe`, named as in C),
+//! plus a few safe helpers ([`Acl::init`], [`Acl::device_count`], [`Acl::soc_name`],
+//! [`Acl::recent_error_message`]); [`Search`] and its [`LoadError`]. Nothing above the ACL
+//! ABI: streams, events and recovery live in backend-acl.
+//!
+//! The test fake (`acl-fake`, `librun_lane_fake_ascendcl.so`) exports its symbols by
+//! expanding the same [`for_each_acl_function!`] table, so the two cannot drift.
+
+mod api;
+mod loader;
+mod table;
+pub mod types;
+
+pub use api::{Acl, CallError, SYMBOLS};
+pub use loader::{
+    Attempt, AttemptFailure, Candidate, ENV_EXPLICIT, ENV_HOMES, FALLBACK_LIBRARIES, LIBRARY_NAME,
+    LoadError, Search, Source, is_stub_path,
+};
+pub use types::*;

@@ -1,0 +1,283 @@
+//! [`Control`]: the test side of the fake's control surface, loaded from the built cdylib.
+
+use core::ffi::{c_char, c_void};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+use ascend_cl_sys::types::{ACL_SUCCESS, AclError, AclrtStream};
+use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+
+use crate::{CDYLIB_FILE_NAME, FakeCounters, Outcome};
+
+/// Why the fake's control surface is unusable or refused a request.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The cdylib was not built next to the running test.
+    #[error(
+        "{CDYLIB_FILE_NAME} not found in {searched:?}\nhint: cargo builds it with the acl-fake package; run `cargo test -p acl-fake` or `cargo build -p acl-fake`"
+    )]
+    NotBuilt {
+        /// The folders searched.
+        searched: Vec<PathBuf>,
+    },
+    /// dlopen or dlsym failed.
+    #[error("cannot load the fake's control surface from {path}: {message}")]
+    Load {
+        /// The library.
+        path: PathBuf,
+        /// The loader's message.
+        message: String,
+    },
+    /// A control call returned an ACL code.
+    #[error("{call} returned {code}")]
+    Call {
+        /// The control function.
+        call: &'static str,
+        /// Its code.
+        code: AclError,
+    },
+}
+
+/// Finds the built fake next to the running executable: a test binary lives in
+/// `target/<profile>/deps/` and cargo puts the cdylib in `deps/` and in `target/<profile>/`.
+///
+/// # Errors
+///
+/// [`ControlError::NotBuilt`] naming the folders searched.
+pub fn cdylib_path() -> Result<PathBuf, ControlError> {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let searched: Vec<PathBuf> = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(Path::to_path_buf)
+        .collect();
+    searched
+        .iter()
+        .map(|dir| dir.join(CDYLIB_FILE_NAME))
+        .find(|path| path.is_file())
+        .ok_or(ControlError::NotBuilt { searched })
+}
+
+macro_rules! control_table {
+    ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
+        #[allow(non_snake_case)]
+        struct Functions {
+            $( $name: unsafe extern "C" fn($($ty),*) -> $ret, )*
+        }
+
+        impl Functions {
+            fn resolve(library: &Library, path: &Path) -> Result<Self, ControlError> {
+                Ok(Self {
+                    $( $name: {
+                        // SAFETY: the type is the export's signature, from the same table.
+                        let symbol = unsafe { library.get::<unsafe extern "C" fn($($ty),*) -> $ret>(stringify!($name).as_bytes()) };
+                        *symbol.map_err(|e| ControlError::Load { path: path.to_path_buf(), message: e.to_string() })?
+                    }, )*
+                })
+            }
+        }
+    };
+}
+
+for_each_control_function!(control_table);
+
+/// The fake's control surface, resolved from the cdylib the test also loads through
+/// ascend-cl-sys (`dlopen` of the same path returns the same library, so both see one
+/// device).
+pub struct Control {
+    functions: Functions,
+    _library: Library,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control").finish_non_exhaustive()
+    }
+}
+
+fn check(call: &'static str, code: AclError) -> Result<(), ControlError> {
+    if code == ACL_SUCCESS {
+        Ok(())
+    } else {
+        Err(ControlError::Call { call, code })
+    }
+}
+
+impl Control {
+    /// Loads the control functions from the fake at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Load`] when the library or a control symbol is missing.
+    pub fn open(path: &Path) -> Result<Self, ControlError> {
+        // SAFETY: the fake's initialisers are Rust statics with const initialisers; nothing
+        // runs at load time.
+        let library = unsafe { Library::open(Some(path.as_os_str()), RTLD_NOW | RTLD_GLOBAL) }
+            .map_err(|e| ControlError::Load {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        let functions = Functions::resolve(&library, path)?;
+        Ok(Self {
+            functions,
+            _library: library,
+        })
+    }
+
+    /// `runlanefake_reset`: back to a fresh process.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn reset(&self) -> Result<(), ControlError> {
+        // SAFETY: no arguments.
+        check("runlanefake_reset", unsafe {
+            (self.functions.runlanefake_reset)()
+        })
+    }
+
+    /// `runlanefake_launch`: queue a kernel. The fake never dereferences `stream`, `timing`
+    /// or `header`: they are looked up in its tables.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] with the launch's ACL code (107017 unknown stream, 107000 bad
+    /// range or engine, 107002 thread not bound, an injected code).
+    // The pointers are keys into the fake's tables, never dereferenced, so this is safe.
+    #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
+    pub fn launch(
+        &self,
+        stream: AclrtStream,
+        engine: u32,
+        duration: std::time::Duration,
+        outcome: Outcome,
+        timing: *mut c_void,
+        header: *mut c_void,
+        header_bytes: &[u8],
+    ) -> Result<(), ControlError> {
+        let duration_ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: `header_bytes` is a live slice of `len` bytes; the handles are only keys.
+        let code = unsafe {
+            (self.functions.runlanefake_launch)(
+                stream,
+                engine,
+                duration_ns,
+                outcome as u32,
+                timing,
+                header,
+                header_bytes.as_ptr(),
+                header_bytes.len(),
+            )
+        };
+        check("runlanefake_launch", code)
+    }
+
+    /// `runlanefake_fail_call`: after `skip` calls of `name`, fail the next `count` with `code`.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a name with a NUL or a zero count.
+    pub fn fail_call(
+        &self,
+        name: &str,
+        code: AclError,
+        skip: u32,
+        count: u32,
+    ) -> Result<(), ControlError> {
+        let name = CString::new(name).map_err(|_| ControlError::Call {
+            call: "runlanefake_fail_call",
+            code: 100_000,
+        })?;
+        // SAFETY: `name` is a NUL-terminated string alive for the call.
+        check("runlanefake_fail_call", unsafe {
+            (self.functions.runlanefake_fail_call)(name.as_ptr(), code, skip, count)
+        })
+    }
+
+    /// `runlanefake_fault_kernel`: after `skip` launches on `engine`, end the next `count`
+    /// with `outcome` (a latch writes `header_bytes`).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a bad engine or a zero count.
+    pub fn fault_kernel(
+        &self,
+        outcome: Outcome,
+        engine: u32,
+        skip: u32,
+        count: u32,
+        header_bytes: &[u8],
+    ) -> Result<(), ControlError> {
+        // SAFETY: `header_bytes` is a live slice of `len` bytes.
+        let code = unsafe {
+            (self.functions.runlanefake_fault_kernel)(
+                outcome as u32,
+                engine,
+                skip,
+                count,
+                header_bytes.as_ptr(),
+                header_bytes.len(),
+            )
+        };
+        check("runlanefake_fault_kernel", code)
+    }
+
+    /// `runlanefake_clear_faults`.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn clear_faults(&self) -> Result<(), ControlError> {
+        // SAFETY: no arguments.
+        check("runlanefake_clear_faults", unsafe {
+            (self.functions.runlanefake_clear_faults)()
+        })
+    }
+
+    /// `runlanefake_set_soc_name` (`None`: the probe gets NULL).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a name with a NUL.
+    pub fn set_soc_name(&self, name: Option<&str>) -> Result<(), ControlError> {
+        let name = name
+            .map(CString::new)
+            .transpose()
+            .map_err(|_| ControlError::Call {
+                call: "runlanefake_set_soc_name",
+                code: 100_000,
+            })?;
+        let pointer: *const c_char = name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr());
+        // SAFETY: NULL or a NUL-terminated string alive for the call (the fake copies it).
+        check("runlanefake_set_soc_name", unsafe {
+            (self.functions.runlanefake_set_soc_name)(pointer)
+        })
+    }
+
+    /// `runlanefake_set_device_count`.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn set_device_count(&self, count: u32) -> Result<(), ControlError> {
+        // SAFETY: plain value.
+        check("runlanefake_set_device_count", unsafe {
+            (self.functions.runlanefake_set_device_count)(count)
+        })
+    }
+
+    /// `runlanefake_counters`.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn counters(&self) -> Result<FakeCounters, ControlError> {
+        let mut counters = FakeCounters::ZERO;
+        // SAFETY: `counters` is a writable FakeCounters.
+        check("runlanefake_counters", unsafe {
+            (self.functions.runlanefake_counters)(&mut counters)
+        })?;
+        Ok(counters)
+    }
+}

@@ -1,0 +1,471 @@
+//! The ACL functions' behaviour. Each has the exact signature `for_each_acl_function!`
+//! declares (the exported wrappers call these, so a mismatch does not compile).
+
+#![allow(non_snake_case)]
+
+use core::ffi::{c_char, c_void};
+use std::ffi::CString;
+use std::time::{Duration, Instant};
+
+use ascend_cl_sys::types::*;
+
+use crate::device::{
+    Allocation, Capture, DEFAULT_SOC_NAME, DEVICE, EventState, SocName, Stream, Task, check_copy,
+    copy, spawn_worker,
+};
+
+/// Writes `value` through a caller's out-pointer, 100000 for NULL.
+///
+/// # Safety
+///
+/// `out` is NULL or valid for a write of `T`.
+unsafe fn write_out<T>(out: *mut T, value: T) -> Result<(), AclError> {
+    if out.is_null() {
+        return Err(ACL_ERROR_INVALID_PARAM);
+    }
+    // SAFETY: non-NULL, and valid for a write by the caller's contract.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+fn code(result: Result<(), AclError>) -> AclError {
+    result.err().unwrap_or(ACL_SUCCESS)
+}
+
+/// A timeout argument: -1 forever, > 0 milliseconds, anything else 107000.
+fn deadline(timeout_ms: i32) -> Result<Option<Instant>, AclError> {
+    match timeout_ms {
+        -1 => Ok(None),
+        ms if ms > 0 => Ok(Some(
+            Instant::now() + Duration::from_millis(ms.unsigned_abs().into()),
+        )),
+        _ => Err(ACL_ERROR_RT_PARAM_INVALID),
+    }
+}
+
+pub(crate) unsafe fn aclInit(_config_path: *const c_char) -> AclError {
+    let mut state = DEVICE.lock();
+    if std::mem::replace(&mut state.initialised, true) {
+        ACL_ERROR_REPEAT_INITIALIZE
+    } else {
+        ACL_SUCCESS
+    }
+}
+
+pub(crate) unsafe fn aclFinalize() -> AclError {
+    let mut state = DEVICE.lock();
+    if std::mem::replace(&mut state.initialised, false) {
+        ACL_SUCCESS
+    } else {
+        ACL_ERROR_REPEAT_FINALIZE
+    }
+}
+
+pub(crate) unsafe fn aclGetRecentErrMsg() -> *const c_char {
+    crate::take_error_message()
+}
+
+pub(crate) unsafe fn aclrtSetDevice(device_id: i32) -> AclError {
+    let state = DEVICE.lock();
+    if u32::try_from(device_id).map_or(true, |id| id >= state.device_count) {
+        return ACL_ERROR_RT_INVALID_DEVICEID;
+    }
+    state.bind_current_thread();
+    ACL_SUCCESS
+}
+
+pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
+    let mut state = DEVICE.lock();
+    if u32::try_from(device_id).map_or(true, |id| id >= state.device_count) {
+        return ACL_ERROR_RT_INVALID_DEVICEID;
+    }
+    let state = &mut *state;
+    let c = &mut state.counters;
+    c.force_resets += 1;
+    c.streams_reclaimed += state.streams.len() as u64;
+    c.events_reclaimed += state.events.len() as u64;
+    c.allocations_reclaimed += state.allocations.len() as u64;
+    let streams: Vec<u64> = state.streams.keys().copied().collect();
+    for id in streams {
+        state.remove_stream(id);
+    }
+    state.events.clear();
+    state.allocations.clear();
+    state.generation += 1;
+    state.refresh_live_counts();
+    DEVICE.notify();
+    ACL_SUCCESS
+}
+
+pub(crate) unsafe fn aclrtGetDeviceCount(count: *mut u32) -> AclError {
+    let device_count = DEVICE.lock().device_count;
+    // SAFETY: the caller passes NULL or a writable u32.
+    code(unsafe { write_out(count, device_count) })
+}
+
+pub(crate) unsafe fn aclrtGetSocName() -> *const c_char {
+    static DEFAULT: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
+    let state = DEVICE.lock();
+    match &state.soc_name {
+        // The default lives forever; a custom name lives until the next set or reset, as the
+        // documentation of `runlanefake_set_soc_name` says.
+        SocName::Default => DEFAULT
+            .get_or_init(|| CString::new(DEFAULT_SOC_NAME).unwrap_or_default())
+            .as_ptr(),
+        SocName::Custom(name) => name.as_ptr(),
+        SocName::Null => std::ptr::null(),
+    }
+}
+
+pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    let deadline = match deadline(timeout_ms) {
+        Ok(deadline) => deadline,
+        Err(code) => return code,
+    };
+    loop {
+        if state.all_idle() {
+            return state.first_stream_error().unwrap_or(ACL_SUCCESS);
+        }
+        let (guard, expired) = DEVICE.wait(state, deadline);
+        state = guard;
+        if expired && !state.all_idle() {
+            return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+        }
+    }
+}
+
+pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(
+    timeout_us: u64,
+    actual_timeout_us: *mut u64,
+) -> AclError {
+    if timeout_us == 0 {
+        return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    let mut state = DEVICE.lock();
+    state.op_timeout_us = timeout_us;
+    if actual_timeout_us.is_null() {
+        return ACL_SUCCESS;
+    }
+    // SAFETY: non-NULL out-pointer from the caller, valid for a u64 write.
+    code(unsafe { write_out(actual_timeout_us, timeout_us) })
+}
+
+pub(crate) unsafe fn aclrtCreateStreamWithConfig(
+    stream: *mut AclrtStream,
+    _priority: u32,
+    _flag: u32,
+) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if stream.is_null() {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    let id = state.new_handle();
+    state.streams.insert(
+        id,
+        Stream {
+            queue: Default::default(),
+            submitted: 0,
+            completed: 0,
+            running: false,
+            error: None,
+        },
+    );
+    let worker = match spawn_worker(id) {
+        Ok(worker) => worker,
+        Err(_) => {
+            state.streams.remove(&id);
+            return ACL_ERROR_RT_NO_STREAM_RESOURCE;
+        }
+    };
+    state.workers.retain(|w| !w.is_finished());
+    state.workers.push(worker);
+    state.counters.streams_created += 1;
+    state.refresh_live_counts();
+    // SAFETY: non-NULL, and a writable aclrtStream by the caller's contract.
+    code(unsafe { write_out(stream, id as AclrtStream) })
+}
+
+fn destroy_stream(stream: AclrtStream, wait: bool) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    let id = stream as u64;
+    // Healthy teardown waits for the queued work (a hang ends at the op timeout).
+    while wait && state.stream_idle(id) == Some(false) {
+        state = DEVICE.wait(state, None).0;
+    }
+    if !state.streams.contains_key(&id) {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    }
+    state.remove_stream(id);
+    state.counters.streams_destroyed += 1;
+    state.refresh_live_counts();
+    DEVICE.notify();
+    ACL_SUCCESS
+}
+
+pub(crate) unsafe fn aclrtDestroyStream(stream: AclrtStream) -> AclError {
+    destroy_stream(stream, true)
+}
+
+pub(crate) unsafe fn aclrtDestroyStreamForce(stream: AclrtStream) -> AclError {
+    destroy_stream(stream, false)
+}
+
+pub(crate) unsafe fn aclrtCreateEventExWithFlag(event: *mut AclrtEvent, flag: u32) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if event.is_null() {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if flag == 0 {
+        return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    let id = state.new_handle();
+    state.events.insert(id, Capture::Complete);
+    state.counters.events_created += 1;
+    state.refresh_live_counts();
+    // SAFETY: non-NULL, and a writable aclrtEvent by the caller's contract.
+    code(unsafe { write_out(event, id as AclrtEvent) })
+}
+
+pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    let Some(upto) = state.streams.get(&(stream as u64)).map(|s| s.submitted) else {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    };
+    let Some(capture) = state.events.get_mut(&(event as u64)) else {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    };
+    *capture = Capture::Pending {
+        stream: stream as u64,
+        upto,
+    };
+    ACL_SUCCESS
+}
+
+pub(crate) unsafe fn aclrtQueryEventStatus(event: AclrtEvent, status: *mut i32) -> AclError {
+    let state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    let Some(&capture) = state.events.get(&(event as u64)) else {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    };
+    let value = match state.event_state(capture) {
+        EventState::Complete => ACL_EVENT_RECORDED_STATUS_COMPLETE,
+        EventState::NotReady => ACL_EVENT_RECORDED_STATUS_NOT_READY,
+        EventState::Failed(code) => return code,
+    };
+    // SAFETY: the caller passes NULL or a writable i32.
+    code(unsafe { write_out(status, value) })
+}
+
+pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
+    event: AclrtEvent,
+    timeout_ms: i32,
+) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    let deadline = match deadline(timeout_ms) {
+        Ok(deadline) => deadline,
+        Err(code) => return code,
+    };
+    loop {
+        let Some(&capture) = state.events.get(&(event as u64)) else {
+            return ACL_ERROR_RT_INVALID_HANDLE;
+        };
+        match state.event_state(capture) {
+            EventState::Complete => return ACL_SUCCESS,
+            EventState::Failed(code) => return code,
+            EventState::NotReady => {}
+        }
+        let (guard, expired) = DEVICE.wait(state, deadline);
+        state = guard;
+        if expired {
+            let still_pending = state
+                .events
+                .get(&(event as u64))
+                .is_some_and(|&c| matches!(state.event_state(c), EventState::NotReady));
+            if still_pending {
+                return ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+            }
+        }
+    }
+}
+
+pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if state.events.remove(&(event as u64)).is_none() {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    }
+    state.counters.events_destroyed += 1;
+    state.refresh_live_counts();
+    DEVICE.notify();
+    ACL_SUCCESS
+}
+
+/// ACL pads every device allocation (ascend-cl.md §2.5); the fake does too, and checks
+/// bounds against the size asked for.
+const PADDING: usize = 32;
+
+pub(crate) unsafe fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, _policy: i32) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if dev_ptr.is_null() || size == 0 {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    let Some(padded) = size.checked_add(PADDING) else {
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    };
+    let mut data = Vec::new();
+    if data.try_reserve_exact(padded).is_err() {
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    data.resize(padded, 0_u8);
+    let data = data.into_boxed_slice();
+    let address = data.as_ptr() as usize;
+    state.allocations.insert(address, Allocation { data, size });
+    state.counters.mallocs += 1;
+    state.refresh_live_counts();
+    // SAFETY: non-NULL, and a writable pointer slot by the caller's contract.
+    code(unsafe { write_out(dev_ptr, address as *mut c_void) })
+}
+
+pub(crate) unsafe fn aclrtFree(dev_ptr: *mut c_void) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if dev_ptr.is_null() {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if state.allocations.remove(&(dev_ptr as usize)).is_none() {
+        return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    state.counters.frees += 1;
+    state.refresh_live_counts();
+    ACL_SUCCESS
+}
+
+pub(crate) unsafe fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if host_ptr.is_null() || size == 0 {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    let mut data = Vec::new();
+    if data.try_reserve_exact(size).is_err() {
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    data.resize(size, 0_u8);
+    let mut data = data.into_boxed_slice();
+    let address = data.as_mut_ptr();
+    state.host_allocations.insert(address as usize, data);
+    state.counters.host_mallocs += 1;
+    state.refresh_live_counts();
+    // SAFETY: non-NULL, and a writable pointer slot by the caller's contract.
+    code(unsafe { write_out(host_ptr, address.cast::<c_void>()) })
+}
+
+pub(crate) unsafe fn aclrtFreeHost(host_ptr: *mut c_void) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if host_ptr.is_null() {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if state
+        .host_allocations
+        .remove(&(host_ptr as usize))
+        .is_none()
+    {
+        return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    state.counters.host_frees += 1;
+    state.refresh_live_counts();
+    ACL_SUCCESS
+}
+
+pub(crate) unsafe fn aclrtMemcpy(
+    dst: *mut c_void,
+    dest_max: usize,
+    src: *const c_void,
+    count: usize,
+    kind: i32,
+) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if let Err(code) = check_copy(
+        &mut state,
+        dst as usize,
+        dest_max,
+        src as usize,
+        count,
+        kind,
+    ) {
+        return code;
+    }
+    code(copy(&mut state, dst as usize, src as usize, count, kind))
+}
+
+pub(crate) unsafe fn aclrtMemcpyAsync(
+    dst: *mut c_void,
+    dest_max: usize,
+    src: *const c_void,
+    count: usize,
+    kind: i32,
+    stream: AclrtStream,
+) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    if let Err(code) = check_copy(
+        &mut state,
+        dst as usize,
+        dest_max,
+        src as usize,
+        count,
+        kind,
+    ) {
+        return code;
+    }
+    let Some(s) = state.streams.get_mut(&(stream as u64)) else {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    };
+    s.queue.push_back(Task::Copy {
+        dst: dst as usize,
+        src: src as usize,
+        count,
+        kind,
+    });
+    s.submitted += 1;
+    DEVICE.notify();
+    ACL_SUCCESS
+}

@@ -1,0 +1,955 @@
+//! The fake libascendcl, loaded through ascend-cl-sys's public loader by explicit path, as a
+//! user's machine loads the real one. Every exported function runs here.
+//!
+//! The fake is one process-wide device, so the tests serialise on a lock and reset it first.
+//! Real-time tests assert orderings and outcomes only: "not ready" comes from kernels that
+//! hang until killed, never from a short duration racing the test thread.
+
+use core::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use ascend_cl_sys::types::*;
+use ascend_cl_sys::{Acl, AttemptFailure, Search};
+use run_lane_fake_ascendcl::{
+    CDYLIB_FILE_NAME, Control, ENGINE_AICORE, ENGINE_AICPU, ENGINE_ANY, Outcome, cdylib_path,
+};
+
+/// Generous for a loaded 2-core machine: a wait that should succeed gets this long.
+const LONG_MS: i32 = 30_000;
+
+struct Fake {
+    acl: Acl,
+    control: Control,
+    path: PathBuf,
+}
+
+fn fake() -> &'static Fake {
+    static FAKE: OnceLock<Fake> = OnceLock::new();
+    FAKE.get_or_init(|| {
+        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+        let acl = Acl::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        Fake { acl, control, path }
+    })
+}
+
+/// The fake, reset, with the calling thread bound to device 0; held for the whole test.
+fn session() -> (MutexGuard<'static, ()>, &'static Acl, &'static Control) {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    let guard = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let fake = fake();
+    fake.control.reset().expect("reset");
+    // SAFETY: plain value.
+    assert_eq!(unsafe { fake.acl.aclrtSetDevice(0) }, ACL_SUCCESS);
+    (guard, &fake.acl, &fake.control)
+}
+
+fn create_stream(acl: &Acl) -> AclrtStream {
+    let mut stream: AclrtStream = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: `stream` is a writable handle slot.
+        unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) },
+        ACL_SUCCESS
+    );
+    assert!(!stream.is_null());
+    stream
+}
+
+fn create_event(acl: &Acl) -> AclrtEvent {
+    let mut event: AclrtEvent = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: `event` is a writable handle slot.
+        unsafe { acl.aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC) },
+        ACL_SUCCESS
+    );
+    event
+}
+
+fn malloc(acl: &Acl, size: usize) -> *mut c_void {
+    let mut ptr = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: `ptr` is a writable pointer slot.
+        unsafe { acl.aclrtMalloc(&mut ptr, size, ACL_MEM_MALLOC_HUGE_FIRST) },
+        ACL_SUCCESS
+    );
+    ptr
+}
+
+fn to_device(acl: &Acl, dst: *mut c_void, bytes: &[u8]) -> AclError {
+    // SAFETY: `bytes` is readable for its length; the fake checks the device side.
+    unsafe {
+        acl.aclrtMemcpy(
+            dst,
+            bytes.len(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            ACL_MEMCPY_HOST_TO_DEVICE,
+        )
+    }
+}
+
+fn from_device(acl: &Acl, src: *const c_void, len: usize) -> Result<Vec<u8>, AclError> {
+    let mut out = vec![0_u8; len];
+    // SAFETY: `out` is writable for `len` bytes; the fake checks the device side.
+    let code = unsafe {
+        acl.aclrtMemcpy(
+            out.as_mut_ptr().cast(),
+            len,
+            src,
+            len,
+            ACL_MEMCPY_DEVICE_TO_HOST,
+        )
+    };
+    if code == ACL_SUCCESS {
+        Ok(out)
+    } else {
+        Err(code)
+    }
+}
+
+fn record(acl: &Acl, event: AclrtEvent, stream: AclrtStream) {
+    // SAFETY: handles from the fake.
+    assert_eq!(unsafe { acl.aclrtRecordEvent(event, stream) }, ACL_SUCCESS);
+}
+
+fn sync(acl: &Acl, event: AclrtEvent, timeout_ms: i32) -> AclError {
+    // SAFETY: a handle from the fake (or a stale one, which the fake rejects).
+    unsafe { acl.aclrtSynchronizeEventWithTimeout(event, timeout_ms) }
+}
+
+fn query(acl: &Acl, event: AclrtEvent) -> Result<i32, AclError> {
+    let mut status = -1;
+    // SAFETY: `status` is writable.
+    let code = unsafe { acl.aclrtQueryEventStatus(event, &mut status) };
+    if code == ACL_SUCCESS {
+        Ok(status)
+    } else {
+        Err(code)
+    }
+}
+
+fn destroy_stream(acl: &Acl, stream: AclrtStream) -> AclError {
+    // SAFETY: a handle from the fake.
+    unsafe { acl.aclrtDestroyStream(stream) }
+}
+
+fn destroy_stream_force(acl: &Acl, stream: AclrtStream) -> AclError {
+    // SAFETY: a handle from the fake.
+    unsafe { acl.aclrtDestroyStreamForce(stream) }
+}
+
+fn destroy_event(acl: &Acl, event: AclrtEvent) -> AclError {
+    // SAFETY: a handle from the fake.
+    unsafe { acl.aclrtDestroyEvent(event) }
+}
+
+fn free(acl: &Acl, ptr: *mut c_void) -> AclError {
+    // SAFETY: a device pointer from the fake (or a stale one, which the fake rejects).
+    unsafe { acl.aclrtFree(ptr) }
+}
+
+/// A kernel that never finishes on its own (the op timeout is 1091 s by default).
+fn launch_hang(control: &Control, stream: AclrtStream) {
+    control
+        .launch(
+            stream,
+            ENGINE_AICORE,
+            Duration::ZERO,
+            Outcome::Hang,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &[],
+        )
+        .expect("launch");
+}
+
+fn launch(
+    control: &Control,
+    stream: AclrtStream,
+    engine: u32,
+    ms: u64,
+) -> Result<(), run_lane_fake_ascendcl::ControlError> {
+    control.launch(
+        stream,
+        engine,
+        Duration::from_millis(ms),
+        Outcome::Ok,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        &[],
+    )
+}
+
+fn set_op_timeout_ms(acl: &Acl, ms: u64) {
+    let mut actual = 0;
+    assert_eq!(
+        // SAFETY: `actual` is writable.
+        unsafe { acl.aclrtSetOpExecuteTimeOutV2(ms * 1000, &mut actual) },
+        ACL_SUCCESS
+    );
+    assert_eq!(actual, ms * 1000);
+}
+
+fn assert_balanced(control: &Control) {
+    let counters = control.counters().expect("counters");
+    assert!(counters.balanced(), "leak: {counters:?}");
+}
+
+#[test]
+fn the_fake_loads_through_the_public_loader_under_its_own_name() {
+    let (_guard, acl, _) = session();
+    assert!(
+        acl.path().ends_with(CDYLIB_FILE_NAME),
+        "{}",
+        acl.path().display()
+    );
+    assert_ne!(CDYLIB_FILE_NAME, ascend_cl_sys::LIBRARY_NAME);
+    // The env-var route finds the same library.
+    let path = fake().path.clone();
+    let via_env = Search::with_env(move |name| {
+        (name == ascend_cl_sys::ENV_EXPLICIT).then(|| path.clone().into_os_string())
+    })
+    .open()
+    .expect("loads from RUN_LANE_ACL_LIB");
+    assert!(via_env.path().ends_with(CDYLIB_FILE_NAME));
+}
+
+#[test]
+fn nothing_searches_for_the_fake_by_default() {
+    let path = fake().path.clone();
+    let dir = path.parent().expect("a folder").to_path_buf();
+    let search = Search::with_env(move |name| {
+        (name == "ASCEND_HOME_PATH").then(|| dir.clone().into_os_string())
+    });
+    assert!(search.candidates().iter().all(|c| c.path != path));
+}
+
+#[test]
+fn a_real_library_reached_through_a_devlib_symlink_is_refused() {
+    let home = std::env::temp_dir().join(format!("acl-fake-devlib-{}", std::process::id()));
+    let devlib = home.join("devlib");
+    std::fs::create_dir_all(&devlib).expect("devlib");
+    std::fs::copy(&fake().path, devlib.join("libascendcl.so")).expect("copy");
+    let lib64 = home.join("lib64");
+    let _ = std::fs::remove_file(&lib64);
+    std::os::unix::fs::symlink(&devlib, &lib64).expect("symlink");
+    let env_home = home.clone();
+    let err = Search::with_env(move |name| {
+        (name == "ASCEND_HOME_PATH").then(|| env_home.clone().into_os_string())
+    })
+    .prefixes(vec![])
+    .bare_dlopen(false)
+    .open()
+    .expect_err("stub refused");
+    assert!(
+        matches!(
+            err.attempts()[0].failure,
+            AttemptFailure::StubLibrary { .. }
+        ),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&home).ok();
+}
+
+#[test]
+fn init_is_idempotent_and_a_second_finalize_reports_repeat_finalize() {
+    let (_guard, acl, _) = session();
+    acl.init().expect("first init");
+    acl.init().expect("a repeat (100002) counts as success");
+    // SAFETY: no arguments.
+    assert_eq!(unsafe { acl.aclFinalize() }, ACL_SUCCESS);
+    // SAFETY: no arguments.
+    assert_eq!(unsafe { acl.aclFinalize() }, ACL_ERROR_REPEAT_FINALIZE);
+}
+
+#[test]
+fn probe_reports_the_chosen_soc_name_and_device_count() {
+    let (_guard, acl, control) = session();
+    assert_eq!(acl.soc_name().as_deref(), Some("Ascend910B1"));
+    assert_eq!(acl.device_count(), Ok(1));
+    control.set_soc_name(Some("Ascend950PR_9599")).expect("soc");
+    control.set_device_count(2).expect("count");
+    assert_eq!(acl.soc_name().as_deref(), Some("Ascend950PR_9599"));
+    assert_eq!(acl.device_count(), Ok(2));
+    // SAFETY: plain value.
+    assert_eq!(unsafe { acl.aclrtSetDevice(1) }, ACL_SUCCESS);
+    control.set_soc_name(None).expect("soc");
+    assert_eq!(acl.soc_name(), None);
+    control.set_device_count(0).expect("count");
+    assert_eq!(acl.device_count(), Ok(0));
+    assert_eq!(
+        // SAFETY: NULL is rejected by the fake, not dereferenced.
+        unsafe { acl.aclrtGetDeviceCount(std::ptr::null_mut()) },
+        ACL_ERROR_INVALID_PARAM
+    );
+}
+
+#[test]
+fn a_wrong_device_id_is_rejected_and_an_unbound_thread_gets_context_null() {
+    let (_guard, acl, _) = session();
+    assert_eq!(
+        // SAFETY: plain values.
+        unsafe { acl.aclrtSetDevice(1) },
+        ACL_ERROR_RT_INVALID_DEVICEID
+    );
+    assert_eq!(
+        // SAFETY: plain value.
+        unsafe { acl.aclrtSetDevice(-1) },
+        ACL_ERROR_RT_INVALID_DEVICEID
+    );
+    assert_eq!(
+        // SAFETY: plain value.
+        unsafe { acl.aclrtResetDeviceForce(7) },
+        ACL_ERROR_RT_INVALID_DEVICEID
+    );
+    let unbound = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut stream: AclrtStream = std::ptr::null_mut();
+            // SAFETY: `stream` is a writable slot.
+            unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) }
+        })
+        .join()
+        .expect("thread")
+    });
+    assert_eq!(unbound, ACL_ERROR_RT_CONTEXT_NULL);
+}
+
+#[test]
+fn a_never_recorded_event_synchronises_and_queries_as_complete() {
+    let (_guard, acl, control) = session();
+    let event = create_event(acl);
+    assert_eq!(sync(acl, event, 1), ACL_SUCCESS);
+    assert_eq!(query(acl, event), Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE));
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_timed_wait_on_unfinished_work_returns_507047_and_the_device_drain_507046() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    launch_hang(control, stream);
+    record(acl, event, stream);
+    assert_eq!(query(acl, event), Ok(ACL_EVENT_RECORDED_STATUS_NOT_READY));
+    assert_eq!(sync(acl, event, 20), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    assert_eq!(
+        // SAFETY: plain value.
+        unsafe { acl.aclrtSynchronizeDeviceWithTimeout(20) },
+        ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+    );
+    // Force destroy does not wait for the hung kernel; the event's work is abandoned.
+    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_ERROR_RT_STREAM_ABORT);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_eq!(
+        // SAFETY: plain value.
+        unsafe { acl.aclrtSynchronizeDeviceWithTimeout(LONG_MS) },
+        ACL_SUCCESS
+    );
+    assert_balanced(control);
+}
+
+#[test]
+fn timeouts_of_zero_or_below_minus_one_are_invalid() {
+    let (_guard, acl, _) = session();
+    let event = create_event(acl);
+    assert_eq!(sync(acl, event, 0), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(sync(acl, event, -2), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(
+        // SAFETY: plain value.
+        unsafe { acl.aclrtSynchronizeDeviceWithTimeout(0) },
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    let mut event2: AclrtEvent = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: writable slot.
+        unsafe { acl.aclrtCreateEventExWithFlag(&mut event2, 0) },
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    assert_eq!(
+        // SAFETY: plain value; NULL out-pointer is allowed for the actual value.
+        unsafe { acl.aclrtSetOpExecuteTimeOutV2(0, std::ptr::null_mut()) },
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+}
+
+#[test]
+fn an_event_captures_only_the_work_submitted_before_its_record() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let before = create_event(acl);
+    let after = create_event(acl);
+    launch(control, stream, ENGINE_AICORE, 1).expect("launch");
+    record(acl, before, stream);
+    launch_hang(control, stream);
+    record(acl, after, stream);
+    assert_eq!(
+        sync(acl, before, LONG_MS),
+        ACL_SUCCESS,
+        "the hang was queued after the record"
+    );
+    assert_eq!(sync(acl, after, 20), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    // Re-recording re-captures: nothing new was submitted after the hang, so still pending.
+    record(acl, before, stream);
+    assert_eq!(query(acl, before), Ok(ACL_EVENT_RECORDED_STATUS_NOT_READY));
+    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, before), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, after), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_kernel_writes_its_timing_and_status_header_in_stream_order() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let timing = malloc(acl, 16);
+    let header = malloc(acl, 8);
+    control
+        .launch(
+            stream,
+            ENGINE_AICPU,
+            Duration::from_millis(2),
+            Outcome::Ok,
+            timing,
+            header,
+            &[1, 2, 3, 4, 5, 6, 7, 8],
+        )
+        .expect("first");
+    // Queued behind the first on the same stream: its start is not before the first's end.
+    let second_timing = malloc(acl, 16);
+    control
+        .launch(
+            stream,
+            ENGINE_AICORE,
+            Duration::from_millis(2),
+            Outcome::Ok,
+            second_timing,
+            std::ptr::null_mut(),
+            &[],
+        )
+        .expect("second");
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    let words = |bytes: Vec<u8>| {
+        let (a, b) = bytes.split_at(8);
+        (
+            u64::from_le_bytes(a.try_into().expect("8")),
+            u64::from_le_bytes(b.try_into().expect("8")),
+        )
+    };
+    let (start, end) = words(from_device(acl, timing, 16).expect("timing"));
+    let (second_start, second_end) = words(from_device(acl, second_timing, 16).expect("timing"));
+    assert!(start > 0 && end >= start + 2_000_000, "{start} {end}");
+    assert!(second_start >= end && second_end >= second_start);
+    assert_eq!(
+        from_device(acl, header, 8),
+        Ok(vec![1, 2, 3, 4, 5, 6, 7, 8])
+    );
+    for ptr in [timing, header, second_timing] {
+        assert_eq!(free(acl, ptr), ACL_SUCCESS);
+    }
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    let counters = control.counters().expect("counters");
+    assert_eq!(counters.launches, 2);
+    assert!(counters.balanced(), "{counters:?}");
+}
+
+#[test]
+fn a_healthy_destroy_waits_for_queued_work() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let timing = malloc(acl, 16);
+    control
+        .launch(
+            stream,
+            ENGINE_AICORE,
+            Duration::from_millis(5),
+            Outcome::Ok,
+            timing,
+            std::ptr::null_mut(),
+            &[],
+        )
+        .expect("launch");
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    let end = from_device(acl, timing, 16).expect("timing")[8..].to_vec();
+    assert_ne!(
+        end,
+        vec![0; 8],
+        "the kernel finished before the destroy returned"
+    );
+    assert_eq!(free(acl, timing), ACL_SUCCESS);
+    assert_eq!(
+        destroy_stream(acl, stream),
+        ACL_ERROR_RT_INVALID_HANDLE,
+        "a destroyed handle is dead"
+    );
+    assert_balanced(control);
+}
+
+#[test]
+fn copies_both_ways_are_bounds_checked_with_acl_codes() {
+    let (_guard, acl, control) = session();
+    let dev = malloc(acl, 8);
+    let other = malloc(acl, 8);
+    assert_eq!(to_device(acl, dev, &[9; 8]), ACL_SUCCESS);
+    assert_eq!(from_device(acl, dev, 8), Ok(vec![9; 8]));
+    // Device to device, and host to host.
+    assert_eq!(
+        // SAFETY: both device pointers from the fake, 8 bytes each.
+        unsafe { acl.aclrtMemcpy(other, 8, dev, 8, ACL_MEMCPY_DEVICE_TO_DEVICE) },
+        ACL_SUCCESS
+    );
+    assert_eq!(from_device(acl, other, 8), Ok(vec![9; 8]));
+    let src = [5_u8; 4];
+    let mut dst = [0_u8; 4];
+    assert_eq!(
+        // SAFETY: both host buffers of 4 bytes.
+        unsafe {
+            acl.aclrtMemcpy(
+                dst.as_mut_ptr().cast(),
+                4,
+                src.as_ptr().cast(),
+                4,
+                ACL_MEMCPY_HOST_TO_HOST,
+            )
+        },
+        ACL_SUCCESS
+    );
+    assert_eq!(dst, src);
+    // Past the end, an interior offset past the end, an unknown address, a short destination,
+    // NULL, an unknown kind: codes, not crashes.
+    assert_eq!(to_device(acl, dev, &[0; 9]), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(
+        to_device(acl, dev.wrapping_byte_add(4), &[0; 5]),
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    assert_eq!(
+        to_device(acl, dev.wrapping_byte_add(4), &[7; 4]),
+        ACL_SUCCESS
+    );
+    assert_eq!(
+        from_device(acl, 0x10_usize as *const c_void, 1),
+        Err(ACL_ERROR_RT_PARAM_INVALID)
+    );
+    let mut small = [0_u8; 2];
+    assert_eq!(
+        // SAFETY: `small` is writable for its 2 bytes; the count exceeds destMax and is refused.
+        unsafe {
+            acl.aclrtMemcpy(
+                small.as_mut_ptr().cast(),
+                2,
+                dev,
+                8,
+                ACL_MEMCPY_DEVICE_TO_HOST,
+            )
+        },
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    assert_eq!(
+        // SAFETY: NULL is rejected before any access.
+        unsafe { acl.aclrtMemcpy(std::ptr::null_mut(), 8, dev, 8, ACL_MEMCPY_DEVICE_TO_HOST) },
+        ACL_ERROR_INVALID_PARAM
+    );
+    assert_eq!(
+        // SAFETY: an unknown kind is rejected before any access.
+        unsafe { acl.aclrtMemcpy(other, 8, dev, 8, 42) },
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    assert_eq!(free(acl, dev), ACL_SUCCESS);
+    assert_eq!(
+        from_device(acl, dev, 8),
+        Err(ACL_ERROR_RT_PARAM_INVALID),
+        "freed memory is gone"
+    );
+    assert_eq!(free(acl, dev), ACL_ERROR_RT_PARAM_INVALID, "double free");
+    assert_eq!(free(acl, std::ptr::null_mut()), ACL_ERROR_INVALID_PARAM);
+    assert_eq!(free(acl, other), ACL_SUCCESS);
+    let mut null_slot = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: a size of 0 is refused before the slot is written.
+        unsafe { acl.aclrtMalloc(&mut null_slot, 0, ACL_MEM_MALLOC_HUGE_FIRST) },
+        ACL_ERROR_INVALID_PARAM
+    );
+    assert_balanced(control);
+}
+
+#[test]
+fn an_async_copy_into_pinned_host_memory_runs_after_the_kernel_before_it() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let header = malloc(acl, 4);
+    let mut pinned = std::ptr::null_mut();
+    // SAFETY: writable slot.
+    assert_eq!(unsafe { acl.aclrtMallocHost(&mut pinned, 4) }, ACL_SUCCESS);
+    control
+        .launch(
+            stream,
+            ENGINE_AICORE,
+            Duration::from_millis(2),
+            Outcome::Ok,
+            std::ptr::null_mut(),
+            header,
+            &[4, 3, 2, 1],
+        )
+        .expect("launch");
+    assert_eq!(
+        // SAFETY: `pinned` is 4 bytes from aclrtMallocHost, alive until the event completes.
+        unsafe { acl.aclrtMemcpyAsync(pinned, 4, header, 4, ACL_MEMCPY_DEVICE_TO_HOST, stream) },
+        ACL_SUCCESS
+    );
+    // A bad range is refused at submission.
+    assert_eq!(
+        // SAFETY: refused before any access.
+        unsafe { acl.aclrtMemcpyAsync(pinned, 8, header, 8, ACL_MEMCPY_DEVICE_TO_HOST, stream) },
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    // SAFETY: the copy completed (the event covers it); `pinned` holds 4 initialised bytes.
+    let copied = unsafe { std::slice::from_raw_parts(pinned.cast::<u8>(), 4) }.to_vec();
+    assert_eq!(copied, vec![4, 3, 2, 1]);
+    // SAFETY: from aclrtMallocHost.
+    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
+    assert_eq!(
+        // SAFETY: already freed; the fake looks it up and refuses.
+        unsafe { acl.aclrtFreeHost(pinned) },
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    assert_eq!(free(acl, header), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn failed_creates_return_the_injected_code_and_a_recent_error_message() {
+    let (_guard, acl, control) = session();
+    control
+        .fail_call(
+            "aclrtCreateStreamWithConfig",
+            ACL_ERROR_RT_NO_STREAM_RESOURCE,
+            0,
+            1,
+        )
+        .expect("rule");
+    control
+        .fail_call(
+            "aclrtCreateEventExWithFlag",
+            ACL_ERROR_RT_NO_EVENT_RESOURCE,
+            0,
+            1,
+        )
+        .expect("rule");
+    control
+        .fail_call("aclrtMalloc", ACL_ERROR_RT_MEMORY_ALLOCATION, 1, 1)
+        .expect("rule");
+    let mut stream: AclrtStream = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: writable slot.
+        unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) },
+        ACL_ERROR_RT_NO_STREAM_RESOURCE
+    );
+    let message = acl
+        .recent_error_message()
+        .expect("a message after a failure");
+    assert!(
+        message.contains("aclrtCreateStreamWithConfig") && message.contains("207008"),
+        "{message}"
+    );
+    assert_eq!(acl.recent_error_message(), None, "reading clears it");
+    let mut event: AclrtEvent = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: writable slot.
+        unsafe { acl.aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC) },
+        ACL_ERROR_RT_NO_EVENT_RESOURCE
+    );
+    let first = malloc(acl, 8);
+    let mut second = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: writable slot.
+        unsafe { acl.aclrtMalloc(&mut second, 8, 0) },
+        ACL_ERROR_RT_MEMORY_ALLOCATION,
+        "skip 1, then fail"
+    );
+    let err = acl
+        .check("aclrtMalloc", ACL_ERROR_RT_MEMORY_ALLOCATION)
+        .expect_err("a failure");
+    assert_eq!(err.code, ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert!(err.to_string().contains("aclrtMalloc"), "{err}");
+    // Rules are used up: the next calls succeed.
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    assert_eq!(free(acl, first), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_failed_launch_queues_nothing() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    control
+        .fail_call("runlanefake_launch", ACL_ERROR_RT_DRV_INTERNAL_ERROR, 0, 1)
+        .expect("rule");
+    let err = launch(control, stream, ENGINE_AICORE, 1).expect_err("injected");
+    assert!(err.to_string().contains("507899"), "{err}");
+    assert_eq!(control.counters().expect("counters").launches, 0);
+    // Launch arguments are checked: unknown engine, unknown stream, unknown range.
+    assert!(launch(control, stream, 7, 1).is_err());
+    assert!(launch(control, 0x42_usize as AclrtStream, ENGINE_AICORE, 1).is_err());
+    let bad = control.launch(
+        stream,
+        ENGINE_AICORE,
+        Duration::ZERO,
+        Outcome::Ok,
+        0x42_usize as *mut c_void,
+        std::ptr::null_mut(),
+        &[],
+    );
+    assert!(bad.is_err());
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_device_exception_is_sticky_on_its_stream() {
+    let (_guard, acl, control) = session();
+    for (engine, code) in [
+        (ENGINE_AICORE, ACL_ERROR_RT_AICORE_EXCEPTION),
+        (ENGINE_AICPU, ACL_ERROR_RT_AICPU_EXCEPTION),
+    ] {
+        let stream = create_stream(acl);
+        let healthy = create_stream(acl);
+        let event = create_event(acl);
+        let later = create_event(acl);
+        control
+            .fault_kernel(Outcome::Exception, engine, 0, 1, &[])
+            .expect("rule");
+        launch(control, stream, engine, 1).expect("launch");
+        record(acl, event, stream);
+        assert_eq!(sync(acl, event, LONG_MS), code);
+        // Sticky: later work on that stream never runs, and reports the same code.
+        launch(control, stream, engine, 1).expect("launch");
+        record(acl, later, stream);
+        assert_eq!(sync(acl, later, LONG_MS), code);
+        assert_eq!(query(acl, later), Err(code));
+        // Other streams are unaffected.
+        launch(control, healthy, engine, 1).expect("launch");
+        record(acl, later, healthy);
+        assert_eq!(sync(acl, later, LONG_MS), ACL_SUCCESS);
+        // The drain reports the fault.
+        assert_eq!(
+            // SAFETY: plain value.
+            unsafe { acl.aclrtSynchronizeDeviceWithTimeout(LONG_MS) },
+            code
+        );
+        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+        assert_eq!(destroy_stream(acl, healthy), ACL_SUCCESS);
+        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+        assert_eq!(destroy_event(acl, later), ACL_SUCCESS);
+    }
+    assert_balanced(control);
+}
+
+#[test]
+fn a_hang_ends_at_the_op_timeout_with_the_engines_timeout_code() {
+    let (_guard, acl, control) = session();
+    set_op_timeout_ms(acl, 20);
+    for (engine, code) in [
+        (ENGINE_AICORE, ACL_ERROR_RT_AICORE_TIMEOUT),
+        (ENGINE_AICPU, ACL_ERROR_RT_AICPU_TIMEOUT),
+    ] {
+        let stream = create_stream(acl);
+        let event = create_event(acl);
+        control
+            .fault_kernel(Outcome::Hang, ENGINE_ANY, 0, 1, &[])
+            .expect("rule");
+        launch(control, stream, engine, 0).expect("launch");
+        record(acl, event, stream);
+        assert_eq!(
+            sync(acl, event, LONG_MS),
+            code,
+            "the device timeout fires before the host's"
+        );
+        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+        // A kernel longer than the op timeout times out too.
+        let stream = create_stream(acl);
+        launch(control, stream, engine, 60_000).expect("launch");
+        record(acl, event, stream);
+        assert_eq!(sync(acl, event, LONG_MS), code);
+        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    }
+    assert_balanced(control);
+}
+
+#[test]
+fn a_latch_rule_writes_the_given_status_header() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let header = malloc(acl, 4);
+    control
+        .fault_kernel(Outcome::Latch, ENGINE_AICPU, 1, 1, &[0xEE; 4])
+        .expect("rule");
+    for expected in [[1_u8; 4], [0xEE; 4], [1; 4]] {
+        control
+            .launch(
+                stream,
+                ENGINE_AICPU,
+                Duration::ZERO,
+                Outcome::Ok,
+                std::ptr::null_mut(),
+                header,
+                &[1; 4],
+            )
+            .expect("launch");
+        record(acl, event, stream);
+        assert_eq!(
+            sync(acl, event, LONG_MS),
+            ACL_SUCCESS,
+            "a latched code is not a device fault"
+        );
+        assert_eq!(from_device(acl, header, 4), Ok(expected.to_vec()));
+    }
+    // A rule for another engine leaves this one alone; clear_faults removes it.
+    control
+        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("rule");
+    control.clear_faults().expect("clear");
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    assert_eq!(free(acl, header), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_force_reset_kills_everything_and_unbinds_every_thread() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let dev = malloc(acl, 8);
+    launch_hang(control, stream);
+    record(acl, event, stream);
+    // A waiter on another thread is released by the reset, not left hanging.
+    let waiter_code = std::thread::scope(|s| {
+        let event_addr = event as usize;
+        let waiter = s.spawn(move || {
+            // SAFETY: plain value.
+            assert_eq!(unsafe { acl.aclrtSetDevice(0) }, ACL_SUCCESS);
+            // Blocks on the hung kernel unless the reset already happened; either way it ends.
+            sync(acl, event_addr as AclrtEvent, LONG_MS)
+        });
+        control
+            .fail_call(
+                "aclrtResetDeviceForce",
+                ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+                0,
+                1,
+            )
+            .expect("rule");
+        assert_eq!(
+            // SAFETY: plain value.
+            unsafe { acl.aclrtResetDeviceForce(0) },
+            ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+            "a failed reset"
+        );
+        // SAFETY: plain value.
+        assert_eq!(unsafe { acl.aclrtResetDeviceForce(0) }, ACL_SUCCESS);
+        waiter.join().expect("waiter")
+    });
+    assert!(
+        [ACL_ERROR_RT_INVALID_HANDLE, ACL_ERROR_RT_CONTEXT_NULL].contains(&waiter_code),
+        "the waiter ends with a dead handle or an unbound context: {waiter_code}"
+    );
+    // Every thread must bind again.
+    let mut fresh: AclrtStream = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: writable slot.
+        unsafe { acl.aclrtCreateStreamWithConfig(&mut fresh, 0, 0) },
+        ACL_ERROR_RT_CONTEXT_NULL
+    );
+    // SAFETY: plain value.
+    assert_eq!(unsafe { acl.aclrtSetDevice(0) }, ACL_SUCCESS);
+    assert_eq!(
+        destroy_stream_force(acl, stream),
+        ACL_ERROR_RT_INVALID_HANDLE
+    );
+    assert_eq!(destroy_event(acl, event), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_eq!(free(acl, dev), ACL_ERROR_RT_PARAM_INVALID);
+    let counters = control.counters().expect("counters");
+    assert_eq!(
+        (
+            counters.streams_reclaimed,
+            counters.events_reclaimed,
+            counters.allocations_reclaimed
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(counters.force_resets, 1);
+    assert!(counters.balanced(), "{counters:?}");
+    // The device works again after set device.
+    let stream = create_stream(acl);
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn counters_expose_a_leak() {
+    let (_guard, acl, control) = session();
+    let dev = malloc(acl, 8);
+    let counters = control.counters().expect("counters");
+    assert_eq!((counters.mallocs, counters.live_allocations), (1, 1));
+    assert!(!counters.balanced());
+    assert_eq!(free(acl, dev), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn null_out_pointers_are_rejected_not_written() {
+    let (_guard, acl, _) = session();
+    // SAFETY: NULL out-pointers are rejected before any write.
+    unsafe {
+        assert_eq!(
+            acl.aclrtCreateStreamWithConfig(std::ptr::null_mut(), 0, 0),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtCreateEventExWithFlag(std::ptr::null_mut(), ACL_EVENT_SYNC),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtMalloc(std::ptr::null_mut(), 8, 0),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtMallocHost(std::ptr::null_mut(), 8),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtFreeHost(std::ptr::null_mut()),
+            ACL_ERROR_INVALID_PARAM
+        );
+    }
+    let event = create_event(acl);
+    assert_eq!(
+        // SAFETY: NULL status is rejected before any write.
+        unsafe { acl.aclrtQueryEventStatus(event, std::ptr::null_mut()) },
+        ACL_ERROR_INVALID_PARAM
+    );
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+}

@@ -1,0 +1,456 @@
+//! Finding and opening `libascendcl.so`: the search order, the devlib refusal, per-symbol
+//! fallback, and an error that lists every candidate tried.
+
+use std::ffi::{CStr, OsString};
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+
+use crate::api::Acl;
+
+/// The library a search looks for.
+pub const LIBRARY_NAME: &str = "libascendcl.so";
+/// Where a symbol missing from `libascendcl.so` is looked up next (ascend-cl.md §1.1).
+pub const FALLBACK_LIBRARIES: &[&str] = &["libacl_rt.so"];
+/// The variable naming an explicit library (the fake, a non-standard install).
+pub const ENV_EXPLICIT: &str = "RUN_LANE_ACL_LIB";
+/// The install variables `set_env.sh` sets, in the order they are consulted.
+pub const ENV_HOMES: &[&str] = &["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"];
+/// Library folders under an install home, newest layout first (ascend-cl.md §1.2).
+const HOME_SUBDIRS: &[&str] = &[
+    "lib64",
+    "{arch}-linux/lib64",
+    "runtime/lib64",
+    "acllib/lib64",
+];
+
+/// Where a candidate came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The constructor's path.
+    Explicit,
+    /// An environment variable (`RUN_LANE_ACL_LIB`, `ASCEND_HOME_PATH`, `ASCEND_TOOLKIT_HOME`).
+    Env(&'static str),
+    /// A default install prefix.
+    Prefix,
+    /// A bare `dlopen("libascendcl.so")`: the loader's own search (`LD_LIBRARY_PATH`, cache).
+    Bare,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Explicit => f.write_str("explicit path"),
+            Self::Env(var) => write!(f, "${var}"),
+            Self::Prefix => f.write_str("default install prefix"),
+            Self::Bare => f.write_str("bare dlopen"),
+        }
+    }
+}
+
+/// A library path the search will try.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The path handed to `dlopen` (a bare name for [`Source::Bare`]).
+    pub path: PathBuf,
+    /// Why it is a candidate.
+    pub source: Source,
+}
+
+/// Why one candidate was not used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttemptFailure {
+    /// No file at that path.
+    NotFound,
+    /// The path (or the file `dladdr` resolved) lies under a `devlib/` folder: CANN's stub
+    /// libraries, which return success from every call.
+    StubLibrary {
+        /// The stub's path.
+        path: PathBuf,
+    },
+    /// `dlopen` failed with this message.
+    Open(String),
+    /// The library (and its fallbacks) lacks a symbol of the table.
+    MissingSymbol {
+        /// The symbol.
+        symbol: &'static str,
+        /// The library opened first.
+        library: PathBuf,
+        /// The fallback libraries also searched.
+        fallbacks: Vec<PathBuf>,
+    },
+}
+
+impl fmt::Display for AttemptFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotFound => f.write_str("no such file"),
+            Self::StubLibrary { path } => write!(
+                f,
+                "refused: {} is under devlib/, CANN's stub library that returns success from every call (a lane on it would run on nothing)",
+                path.display()
+            ),
+            Self::Open(message) => write!(f, "dlopen failed: {message}"),
+            Self::MissingSymbol {
+                symbol,
+                library,
+                fallbacks,
+            } => {
+                write!(f, "symbol `{symbol}` missing from {}", library.display())?;
+                for fallback in fallbacks {
+                    write!(f, " and {}", fallback.display())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One candidate and why it failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The candidate.
+    pub candidate: Candidate,
+    /// Why it was not used.
+    pub failure: AttemptFailure,
+}
+
+/// No candidate produced a usable library.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// Every candidate failed; each is listed with its reason, in search order.
+    #[error(
+        "no usable {LIBRARY_NAME}:{}\nhint: {}",
+        list(attempts),
+        hint(attempts)
+    )]
+    NotLoaded {
+        /// Every candidate tried, in search order.
+        attempts: Vec<Attempt>,
+    },
+}
+
+impl LoadError {
+    /// Every candidate tried, in search order.
+    #[must_use]
+    pub fn attempts(&self) -> &[Attempt] {
+        match self {
+            Self::NotLoaded { attempts } => attempts,
+        }
+    }
+}
+
+fn list(attempts: &[Attempt]) -> String {
+    attempts
+        .iter()
+        .map(|a| {
+            format!(
+                "\n  - {} ({}): {}",
+                a.candidate.path.display(),
+                a.candidate.source,
+                a.failure
+            )
+        })
+        .collect()
+}
+
+fn hint(attempts: &[Attempt]) -> &'static str {
+    let any = |f: fn(&AttemptFailure) -> bool| attempts.iter().any(|a| f(&a.failure));
+    if any(|f| matches!(f, AttemptFailure::StubLibrary { .. })) {
+        "point at the real lib64 of a CANN install on a machine with the NPU driver, not at devlib/"
+    } else if any(|f| matches!(f, AttemptFailure::MissingSymbol { .. })) {
+        "the library is not libascendcl, or its CANN is older than 8.0.0 (aclrtSynchronizeDeviceWithTimeout, aclrtCreateEventExWithFlag)"
+    } else {
+        "install CANN and `source <cann>/set_env.sh`, or name the library in RUN_LANE_ACL_LIB"
+    }
+}
+
+/// Reads one environment variable.
+type EnvLookup = Box<dyn Fn(&str) -> Option<OsString>>;
+
+/// Where to look for the library, in order: an explicit path (exclusive: a mistyped explicit
+/// path must not silently load some other library), `ASCEND_HOME_PATH`,
+/// `ASCEND_TOOLKIT_HOME`, the default install prefixes, then a bare `dlopen`.
+///
+/// The environment is read through a closure, so tests can check the order without touching
+/// the process environment.
+pub struct Search {
+    explicit: Option<PathBuf>,
+    env: EnvLookup,
+    prefixes: Option<Vec<PathBuf>>,
+    bare: bool,
+}
+
+impl fmt::Debug for Search {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Search")
+            .field("candidates", &self.candidates())
+            .finish()
+    }
+}
+
+impl Search {
+    /// The search a user's machine runs: the process environment, the default prefixes.
+    #[must_use]
+    pub fn from_env() -> Self {
+        Self::with_env(|name| std::env::var_os(name))
+    }
+
+    /// A search reading its variables through `env` (`RUN_LANE_ACL_LIB`, the homes, `HOME`).
+    #[must_use]
+    pub fn with_env(env: impl Fn(&str) -> Option<OsString> + 'static) -> Self {
+        Self {
+            explicit: None,
+            env: Box::new(env),
+            prefixes: None,
+            bare: true,
+        }
+    }
+
+    /// Use this library and nothing else (takes precedence over `RUN_LANE_ACL_LIB`).
+    #[must_use]
+    pub fn explicit(mut self, path: impl Into<PathBuf>) -> Self {
+        self.explicit = Some(path.into());
+        self
+    }
+
+    /// Replace the default install prefixes.
+    #[must_use]
+    pub fn prefixes(mut self, prefixes: Vec<PathBuf>) -> Self {
+        self.prefixes = Some(prefixes);
+        self
+    }
+
+    /// Whether to end with a bare `dlopen` (default: yes).
+    #[must_use]
+    pub fn bare_dlopen(mut self, bare: bool) -> Self {
+        self.bare = bare;
+        self
+    }
+
+    /// The default install prefixes (ascend-cl.md §1.2), `$HOME` read through the closure.
+    #[must_use]
+    pub fn default_prefixes(&self) -> Vec<PathBuf> {
+        let mut out = vec![PathBuf::from("/usr/local/Ascend/cann")];
+        let home = (self.env)("HOME").map(PathBuf::from);
+        if let Some(home) = &home {
+            out.push(home.join("Ascend/cann"));
+        }
+        out.push(PathBuf::from("/usr/local/Ascend/ascend-toolkit/latest"));
+        if let Some(home) = &home {
+            out.push(home.join("Ascend/ascend-toolkit/latest"));
+        }
+        out
+    }
+
+    /// Every candidate, in the order [`Search::open`] tries them, without duplicates.
+    #[must_use]
+    pub fn candidates(&self) -> Vec<Candidate> {
+        if let Some(path) = &self.explicit {
+            return vec![Candidate {
+                path: path.clone(),
+                source: Source::Explicit,
+            }];
+        }
+        if let Some(path) = (self.env)(ENV_EXPLICIT).filter(|p| !p.is_empty()) {
+            return vec![Candidate {
+                path: path.into(),
+                source: Source::Env(ENV_EXPLICIT),
+            }];
+        }
+        let mut out: Vec<Candidate> = Vec::new();
+        let mut push = |path: PathBuf, source: Source| {
+            if !out.iter().any(|c| c.path == path) {
+                out.push(Candidate { path, source });
+            }
+        };
+        for var in ENV_HOMES {
+            if let Some(home) = (self.env)(var).filter(|p| !p.is_empty()) {
+                for path in library_paths(Path::new(&home)) {
+                    push(path, Source::Env(var));
+                }
+            }
+        }
+        let prefixes = self
+            .prefixes
+            .clone()
+            .unwrap_or_else(|| self.default_prefixes());
+        for prefix in prefixes {
+            for path in library_paths(&prefix) {
+                push(path, Source::Prefix);
+            }
+        }
+        if self.bare {
+            push(PathBuf::from(LIBRARY_NAME), Source::Bare);
+        }
+        out
+    }
+
+    /// Tries every candidate in order and returns the first that loads with every symbol.
+    ///
+    /// # Errors
+    ///
+    /// [`LoadError::NotLoaded`] listing each candidate and why it failed.
+    pub fn open(&self) -> Result<Acl, LoadError> {
+        let mut attempts = Vec::new();
+        for candidate in self.candidates() {
+            match open_candidate(&candidate) {
+                Ok(acl) => return Ok(acl),
+                Err(failure) => attempts.push(Attempt { candidate, failure }),
+            }
+        }
+        Err(LoadError::NotLoaded { attempts })
+    }
+}
+
+/// `<home>/lib64/libascendcl.so` and the older layouts.
+fn library_paths(home: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    HOME_SUBDIRS.iter().map(move |sub| {
+        home.join(sub.replace("{arch}", std::env::consts::ARCH))
+            .join(LIBRARY_NAME)
+    })
+}
+
+/// Whether `path`, or the file it resolves to through symlinks, lies under a `devlib`
+/// folder (CANN's stub libraries).
+#[must_use]
+pub fn is_stub_path(path: &Path) -> bool {
+    let under_devlib = |p: &Path| {
+        p.components()
+            .any(|c| matches!(c, Component::Normal(name) if name == "devlib"))
+    };
+    under_devlib(path) || std::fs::canonicalize(path).is_ok_and(|real| under_devlib(&real))
+}
+
+/// Whether `dlopen` would search for this name itself (no directory part).
+fn is_bare(path: &Path) -> bool {
+    path.parent().is_none_or(|p| p.as_os_str().is_empty())
+}
+
+fn open_candidate(candidate: &Candidate) -> Result<Acl, AttemptFailure> {
+    let path = &candidate.path;
+    if is_stub_path(path) {
+        return Err(AttemptFailure::StubLibrary { path: path.clone() });
+    }
+    if !is_bare(path) && !path.exists() {
+        return Err(AttemptFailure::NotFound);
+    }
+    let mut libraries = Libraries::open(path)?;
+    let acl = Acl::resolve(path.clone(), &mut libraries)?;
+    // The name given may be a bare name or a symlink: ask the loader which file it mapped.
+    let resolved = mapped_file(acl.init_address()).unwrap_or_else(|| path.clone());
+    if is_stub_path(&resolved) {
+        return Err(AttemptFailure::StubLibrary { path: resolved });
+    }
+    Ok(acl.with_path(resolved))
+}
+
+/// The file the dynamic loader mapped `address` from (`dladdr`).
+fn mapped_file(address: *const core::ffi::c_void) -> Option<PathBuf> {
+    let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `address` is a function pointer resolved from a loaded library; `info` is a
+    // writable Dl_info; dladdr only writes to it.
+    let found = unsafe { libc::dladdr(address, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: dladdr returned non-zero, so it filled `info`.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader, alive while the
+    // library stays loaded (it is: `Acl` holds it).
+    let name = unsafe { CStr::from_ptr(info.dli_fname) };
+    use std::os::unix::ffi::OsStrExt;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes())))
+}
+
+/// The primary library and the fallbacks opened on demand when it lacks a symbol.
+pub(crate) struct Libraries {
+    primary_path: PathBuf,
+    opened: Vec<Library>,
+    fallbacks_opened: bool,
+    fallback_paths: Vec<PathBuf>,
+}
+
+impl Libraries {
+    fn open(path: &Path) -> Result<Self, AttemptFailure> {
+        let primary = dlopen(path)?;
+        Ok(Self {
+            primary_path: path.to_path_buf(),
+            opened: vec![primary],
+            fallbacks_opened: false,
+            fallback_paths: Vec::new(),
+        })
+    }
+
+    /// Opens the fallback libraries next to the primary (or bare, when it was bare); one that
+    /// is missing, under devlib/ or fails to open is skipped.
+    fn open_fallbacks(&mut self) {
+        if self.fallbacks_opened {
+            return;
+        }
+        self.fallbacks_opened = true;
+        for name in FALLBACK_LIBRARIES {
+            let path = if is_bare(&self.primary_path) {
+                PathBuf::from(name)
+            } else {
+                match self.primary_path.parent() {
+                    Some(dir) => dir.join(name),
+                    None => continue,
+                }
+            };
+            if is_stub_path(&path) || (!is_bare(&path) && !path.exists()) {
+                continue;
+            }
+            if let Ok(library) = dlopen(&path) {
+                self.opened.push(library);
+                self.fallback_paths.push(path);
+            }
+        }
+    }
+
+    /// Resolves `name`, first in the primary library, then in each fallback.
+    ///
+    /// # Safety
+    ///
+    /// `T` is the symbol's C prototype as a function-pointer type.
+    pub(crate) unsafe fn symbol<T: Copy>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<T, AttemptFailure> {
+        let lookup = |library: &Library| {
+            // SAFETY: `T` is the symbol's prototype (caller's contract); the value is copied
+            // out and only called while `Acl` keeps the library loaded.
+            unsafe { library.get::<T>(name.as_bytes()) }
+                .ok()
+                .map(|symbol| *symbol)
+        };
+        if let Some(found) = lookup(&self.opened[0]) {
+            return Ok(found);
+        }
+        self.open_fallbacks();
+        if let Some(found) = self.opened[1..].iter().find_map(lookup) {
+            return Ok(found);
+        }
+        Err(AttemptFailure::MissingSymbol {
+            symbol: name,
+            library: self.primary_path.clone(),
+            fallbacks: self.fallback_paths.clone(),
+        })
+    }
+
+    pub(crate) fn take(&mut self) -> Vec<Library> {
+        std::mem::take(&mut self.opened)
+    }
+}
+
+fn dlopen(path: &Path) -> Result<Library, AttemptFailure> {
+    // SAFETY: opening a library runs its initialisers. CANN's and the fake's are sound to run
+    // on any thread; RTLD_NOW makes a broken library fail here, not at its first call, and
+    // RTLD_GLOBAL is how CANN's own loaders open it (ascend-cl.md §1.1).
+    unsafe { Library::open(Some(path.as_os_str()), RTLD_NOW | RTLD_GLOBAL) }
+        .map_err(|e| AttemptFailure::Open(e.to_string()))
+}

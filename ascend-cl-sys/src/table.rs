@@ -1,0 +1,68 @@
+//! The one declaration of every ACL function this crate binds.
+
+/// Calls `$callback! { ... }` with every ACL function this crate binds, one
+/// `fn name(arg: Type, ...) -> Ret;` item each, with its doc comment.
+///
+/// This is the single place a signature is written. ascend-cl-sys expands it into the
+/// symbol table [`Acl`](crate::Acl) resolves and the methods that call it; the test fake
+/// (`acl-fake`) expands it into the `#[unsafe(no_mangle)]` functions it exports, so the
+/// binding and the fake cannot drift. Types are spelled with `$crate::` paths so that the
+/// expansion compiles in any crate.
+#[macro_export]
+macro_rules! for_each_acl_function {
+    ($callback:ident) => {
+        $callback! {
+            /// `aclInit(configPath)`: initialise ACL for the process; `configPath` may be NULL.
+            /// A repeat returns 100002.
+            fn aclInit(config_path: *const ::core::ffi::c_char) -> $crate::AclError;
+            /// `aclFinalize()`: only if this process did the init.
+            fn aclFinalize() -> $crate::AclError;
+            /// `aclGetRecentErrMsg()`: the calling thread's latest error text, cleared by the
+            /// read; NULL when there is none. Valid until the next call.
+            fn aclGetRecentErrMsg() -> *const ::core::ffi::c_char;
+            /// `aclrtSetDevice(deviceId)`: bind the calling thread to the device's default
+            /// context (in every thread, and again after every reset).
+            fn aclrtSetDevice(device_id: i32) -> $crate::AclError;
+            /// `aclrtResetDeviceForce(deviceId)`: tear the device's context down; every stream,
+            /// event and allocation is dead afterwards. Never followed by a plain reset.
+            fn aclrtResetDeviceForce(device_id: i32) -> $crate::AclError;
+            /// `aclrtGetDeviceCount(&count)`.
+            fn aclrtGetDeviceCount(count: *mut u32) -> $crate::AclError;
+            /// `aclrtGetSocName()`: device 0's SoC name, NULL on failure.
+            fn aclrtGetSocName() -> *const ::core::ffi::c_char;
+            /// `aclrtSynchronizeDeviceWithTimeout(ms)`: bounded drain; 507046 on timeout.
+            fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> $crate::AclError;
+            /// `aclrtSetOpExecuteTimeOutV2(µs, &actual)`: the device op timeout.
+            fn aclrtSetOpExecuteTimeOutV2(timeout_us: u64, actual_timeout_us: *mut u64) -> $crate::AclError;
+            /// `aclrtCreateStreamWithConfig(&stream, priority, flag)`.
+            fn aclrtCreateStreamWithConfig(stream: *mut $crate::AclrtStream, priority: u32, flag: u32) -> $crate::AclError;
+            /// `aclrtDestroyStream(stream)`: healthy teardown, waits for queued tasks.
+            fn aclrtDestroyStream(stream: $crate::AclrtStream) -> $crate::AclError;
+            /// `aclrtDestroyStreamForce(stream)`: tear down without waiting (stuck or errored).
+            fn aclrtDestroyStreamForce(stream: $crate::AclrtStream) -> $crate::AclError;
+            /// `aclrtCreateEventExWithFlag(&event, flag)`: `flag` is never 0.
+            fn aclrtCreateEventExWithFlag(event: *mut $crate::AclrtEvent, flag: u32) -> $crate::AclError;
+            /// `aclrtRecordEvent(event, stream)`: capture the tasks submitted to `stream` so far.
+            fn aclrtRecordEvent(event: $crate::AclrtEvent, stream: $crate::AclrtStream) -> $crate::AclError;
+            /// `aclrtQueryEventStatus(event, &status)`: 1 complete (also never recorded), 0 not ready.
+            fn aclrtQueryEventStatus(event: $crate::AclrtEvent, status: *mut i32) -> $crate::AclError;
+            /// `aclrtSynchronizeEventWithTimeout(event, ms)`: `ms` is -1 or > 0; 507047 on timeout;
+            /// a never-recorded event returns 0 at once.
+            fn aclrtSynchronizeEventWithTimeout(event: $crate::AclrtEvent, timeout_ms: i32) -> $crate::AclError;
+            /// `aclrtDestroyEvent(event)`: non-blocking.
+            fn aclrtDestroyEvent(event: $crate::AclrtEvent) -> $crate::AclError;
+            /// `aclrtMalloc(&devPtr, size, policy)`.
+            fn aclrtMalloc(dev_ptr: *mut *mut ::core::ffi::c_void, size: usize, policy: i32) -> $crate::AclError;
+            /// `aclrtFree(devPtr)`.
+            fn aclrtFree(dev_ptr: *mut ::core::ffi::c_void) -> $crate::AclError;
+            /// `aclrtMallocHost(&hostPtr, size)`: pinned host memory.
+            fn aclrtMallocHost(host_ptr: *mut *mut ::core::ffi::c_void, size: usize) -> $crate::AclError;
+            /// `aclrtFreeHost(hostPtr)`.
+            fn aclrtFreeHost(host_ptr: *mut ::core::ffi::c_void) -> $crate::AclError;
+            /// `aclrtMemcpy(dst, destMax, src, count, kind)`: synchronous, no implicit stream sync.
+            fn aclrtMemcpy(dst: *mut ::core::ffi::c_void, dest_max: usize, src: *const ::core::ffi::c_void, count: usize, kind: i32) -> $crate::AclError;
+            /// `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: ordered on `stream`.
+            fn aclrtMemcpyAsync(dst: *mut ::core::ffi::c_void, dest_max: usize, src: *const ::core::ffi::c_void, count: usize, kind: i32, stream: $crate::AclrtStream) -> $crate::AclError;
+        }
+    };
+}
