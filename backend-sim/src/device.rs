@@ -3,7 +3,7 @@
 //!
 //! # Time
 //!
-//! `host_ns` is the host thread's clock, [`Backend::now`]. Every call advances it by its
+//! `host_ns` is the host thread's clock, [`Device::now`]. Every call advances it by its
 //! cost ([`Costs`]); a blocking wait advances it to the event's completion plus the host
 //! wake-up, or to the timeout. The device runs in parallel: a task's start is
 //! `max(enqueue + kernel start latency, previous task's end on its stream + task switch)`,
@@ -31,15 +31,14 @@
 use std::collections::BTreeMap;
 
 use lane_core::status_latch::{self, AclCode, HeaderLayout, RuntimeCode, Status};
-use lane_core::stream_pair::{Role, StreamHandle};
-use lane_core::{CodeRef, Event, FinaliseFailure, RunId, SlotId, Timestamp};
-use lane_driver::{
-    Backend, DevicePtr, EventHandle, EventStatus, Observation, PrepareError, RunArgs,
-};
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
+use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
 use rand_core::RngCore;
 
 use crate::costs::{Cost, Costs};
 use crate::faults::{FaultRule, Faults, Injected, Site, rng_for, streams};
+use crate::observer::Journal;
 use crate::trace::{Ending, KernelRecord, Record, Side, Trace};
 
 /// First stream handle (AICPU and AICore handles are drawn from one counter).
@@ -147,8 +146,8 @@ struct PendingCore {
     start: Option<u64>,
 }
 
-/// The simulated device: implements [`Backend`], so the one [`lane_driver::Driver`] loop
-/// runs the lane on it.
+/// The simulated device: implements [`Device`] (and [`SimRunner`] does the runner's work on
+/// it), so the one [`lane_driver::Driver`] loop runs the lane on it.
 #[derive(Debug)]
 pub struct SimDevice {
     costs: Costs,
@@ -176,15 +175,12 @@ pub struct SimDevice {
     live_runs: BTreeMap<u64, RunArgs>,
     /// When each live run's kernels end (`None` = never), for the queued-launch count.
     run_ends: BTreeMap<u64, Option<u64>>,
-    current_run: Option<RunId>,
     host_use: BTreeMap<u64, HostUse>,
-    stream_roles: BTreeMap<u64, Role>,
-    aicore_streams_created: u64,
     queued_launches: u64,
     resets: u64,
     calls: u64,
     call_budget: u64,
-    trace: Trace,
+    journal: Journal,
     failure: Option<DeviceFailure>,
 }
 
@@ -213,15 +209,12 @@ impl SimDevice {
             launching: None,
             live_runs: BTreeMap::new(),
             run_ends: BTreeMap::new(),
-            current_run: None,
             host_use: BTreeMap::new(),
-            stream_roles: BTreeMap::new(),
-            aicore_streams_created: 0,
             queued_launches: 0,
             resets: 0,
             calls: 0,
             call_budget: u64::MAX,
-            trace: Trace::default(),
+            journal: Journal::new(false),
             failure: None,
         }
     }
@@ -229,7 +222,7 @@ impl SimDevice {
     /// Records a trace of every call, lane step and device task (off by default).
     #[must_use]
     pub fn with_trace(mut self, on: bool) -> Self {
-        self.trace = Trace::new(on);
+        self.journal = Journal::new(on);
         self
     }
 
@@ -267,23 +260,19 @@ impl SimDevice {
     }
 
     /// The trace recorded so far.
-    pub const fn trace(&self) -> &Trace {
-        &self.trace
+    pub fn trace(&self) -> Trace {
+        self.journal.trace()
+    }
+
+    /// The journal this device writes its calls and kernels into; give it to the driver's
+    /// observer ([`SimObserver::new`]) so lane steps land in the same trace.
+    pub fn journal(&self) -> Journal {
+        self.journal.clone()
     }
 
     /// Host time spent per run (by run id).
     pub const fn host_use(&self) -> &BTreeMap<u64, HostUse> {
         &self.host_use
-    }
-
-    /// The role of each stream the lane created (by handle).
-    pub const fn stream_roles(&self) -> &BTreeMap<u64, Role> {
-        &self.stream_roles
-    }
-
-    /// AICore streams created so far (a publication or an unproven retirement adds one).
-    pub const fn aicore_streams_created(&self) -> u64 {
-        self.aicore_streams_created
     }
 
     /// Launches that found an earlier run's kernels still queued or running on the device:
@@ -350,7 +339,7 @@ impl SimDevice {
     fn fail(&mut self, failure: DeviceFailure) {
         if self.failure.is_none() {
             let at = self.host_ns;
-            self.trace.push(|| Record::Note {
+            self.journal.push(|| Record::Note {
                 at_ns: at,
                 text: failure.to_string(),
             });
@@ -371,7 +360,7 @@ impl SimDevice {
 
     fn spend(&mut self, cost: Cost) {
         let ns = self.costs.get(cost);
-        self.spend_ns(ns, self.current_run);
+        self.spend_ns(ns, self.journal.bill_to());
     }
 
     fn spend_ns(&mut self, ns: u64, run: Option<RunId>) {
@@ -408,7 +397,7 @@ impl SimDevice {
     ) {
         let end = self.host_ns;
         let error = result.as_ref().err().copied();
-        self.trace.push(|| Record::Call {
+        self.journal.push(|| Record::Call {
             start_ns: start,
             end_ns: end,
             name,
@@ -416,6 +405,49 @@ impl SimDevice {
             detail: detail(),
             error: error.map(|c| format!("{} {}", c.raw(), c.name())),
         });
+    }
+
+    /// `aclrtDestroyStream` (`force` false: queued work is a violation) or
+    /// `aclrtDestroyStreamForce` (`force` true: queued work is dropped with the stream).
+    fn destroy_stream_call(&mut self, stream: StreamHandle, force: bool) -> Result<(), AclCode> {
+        let name = if force {
+            "destroy_stream_force"
+        } else {
+            "destroy_stream"
+        };
+        let start = self.enter();
+        self.spend(Cost::StreamDestroy);
+        let result = match self.streams.get(&stream.0).copied() {
+            None => Err(self.dead_handle(name, "stream", stream.0)),
+            Some(s) => match self.faults.decide(Site::StreamDestroy, None) {
+                Some(Injected::Fail(code)) => Err(code),
+                _ => {
+                    let queued = s.tail.is_none_or(|t| t > start);
+                    if queued && !force {
+                        let when = s
+                            .tail
+                            .map_or_else(|| "never ends".to_owned(), |t| format!("ends at {t} ns"));
+                        self.violation(format!(
+                            "stream h{} destroyed at {start} ns with queued work (its last task {when})",
+                            stream.0
+                        ));
+                    }
+                    if queued && force {
+                        self.journal.push(|| Record::Note {
+                            at_ns: start,
+                            text: format!(
+                                "stream h{} force-destroyed: its queued work dropped",
+                                stream.0
+                            ),
+                        });
+                    }
+                    self.streams.remove(&stream.0);
+                    Ok(())
+                }
+            },
+        };
+        self.finish(name, start, None, || format!("h{}", stream.0), &result);
+        result
     }
 
     /// Applies every device write the host clock has passed, in device-time order.
@@ -504,7 +536,7 @@ impl SimDevice {
             stream.tail = None;
         }
         self.run_ends.insert(pending.args.run.0, None);
-        self.trace.push(|| {
+        self.journal.push(|| {
             Record::Kernel(KernelRecord {
                 run: pending.args.run.0,
                 side: Side::Aicore,
@@ -575,7 +607,7 @@ impl SimDevice {
     }
 }
 
-impl Backend for SimDevice {
+impl Device for SimDevice {
     fn now(&mut self) -> Timestamp {
         Timestamp(self.host_ns)
     }
@@ -647,8 +679,8 @@ impl Backend for SimDevice {
             self.launching = None;
             self.resets += 1;
             let at = self.host_ns;
-            self.trace.kill_open_kernels(at);
-            self.trace.push(|| Record::Note {
+            self.journal.kill_open_kernels(at);
+            self.journal.push(|| Record::Note {
                 at_ns: at,
                 text: format!(
                     "device reset: {streams} streams, {events} events and {buffers} buffers dropped; running kernels killed"
@@ -686,35 +718,11 @@ impl Backend for SimDevice {
     }
 
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::StreamDestroy);
-        let result = match self.streams.get(&stream.0).copied() {
-            None => Err(self.dead_handle("destroy_stream", "stream", stream.0)),
-            Some(s) => match self.faults.decide(Site::StreamDestroy, None) {
-                Some(Injected::Fail(code)) => Err(code),
-                _ => {
-                    if s.tail.is_none_or(|t| t > start) {
-                        let when = s
-                            .tail
-                            .map_or_else(|| "never ends".to_owned(), |t| format!("ends at {t} ns"));
-                        self.violation(format!(
-                            "stream h{} destroyed at {start} ns with queued work (its last task {when})",
-                            stream.0
-                        ));
-                    }
-                    self.streams.remove(&stream.0);
-                    Ok(())
-                }
-            },
-        };
-        self.finish(
-            "destroy_stream",
-            start,
-            None,
-            || format!("h{}", stream.0),
-            &result,
-        );
-        result
+        self.destroy_stream_call(stream, false)
+    }
+
+    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.destroy_stream_call(stream, true)
     }
 
     fn create_event(&mut self) -> Result<EventHandle, AclCode> {
@@ -750,7 +758,7 @@ impl Backend for SimDevice {
                 self.enqueue(stream.0, task_start, complete_at);
                 self.events
                     .insert(event.0, Some(Capture { run, complete_at }));
-                self.trace.push(|| Record::EventTask {
+                self.journal.push(|| Record::EventTask {
                     stream: stream.0,
                     event: event.0,
                     run: run.map(|r| r.0),
@@ -765,38 +773,6 @@ impl Backend for SimDevice {
             start,
             run,
             || format!("e{} on h{}", event.0, stream.0),
-            &result,
-        );
-        result
-    }
-
-    fn query_event(&mut self, event: EventHandle) -> Result<EventStatus, AclCode> {
-        let start = self.enter();
-        self.spend(Cost::EventQuery);
-        let result = match self.events.get(&event.0).copied() {
-            None => Err(self.dead_handle("query_event", "event", event.0)),
-            // The context status is checked first (ascend-cl.md §2.4).
-            Some(capture) => self.sticky_now().and_then(|()| {
-                let run = capture.and_then(|c| c.run);
-                if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventWait, run) {
-                    return Err(code);
-                }
-                Ok(match capture {
-                    Some(Capture {
-                        complete_at: Some(t),
-                        ..
-                    }) if t <= start => EventStatus::Complete,
-                    // Never recorded: reports complete, as ACL does.
-                    None => EventStatus::Complete,
-                    Some(_) => EventStatus::NotReady,
-                })
-            }),
-        };
-        self.finish(
-            "query_event",
-            start,
-            None,
-            || format!("e{}", event.0),
             &result,
         );
         result
@@ -925,7 +901,7 @@ impl Backend for SimDevice {
             alloc.kernel_writer = None;
             Ok(())
         });
-        let run = self.current_run;
+        let run = self.journal.bill_to();
         self.finish(
             "memcpy_h2d",
             start,
@@ -947,6 +923,9 @@ impl Backend for SimDevice {
             .values()
             .find(|a| read.contains(&a.status_header.0))
             .map(|a| a.run);
+        if let Some(run) = header_of {
+            self.check_timing_writer(run);
+        }
         let result = self.sticky_now().and_then(|()| {
             if let Some(run) = header_of {
                 if let Some(Injected::Fail(code)) = self.faults.decide(Site::StatusRead, Some(run))
@@ -965,7 +944,7 @@ impl Backend for SimDevice {
             }
             Ok(())
         });
-        let run = self.current_run;
+        let run = self.journal.bill_to();
         self.finish(
             "memcpy_d2h",
             start,
@@ -975,8 +954,60 @@ impl Backend for SimDevice {
         );
         result
     }
+}
 
-    fn launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
+/// The simulation's [`Runner`]: host preparation and finalisation cost host time, and the
+/// two kernel launches enqueue the run's kernels, all through the [`SimDevice`] it is given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimRunner;
+
+impl Runner<SimDevice> for SimRunner {
+    fn prepare_run(
+        &mut self,
+        device: &mut SimDevice,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        device.run_prepare_run(run, slot, diagnostics)
+    }
+
+    fn launch_aicore(
+        &mut self,
+        device: &mut SimDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        device.run_launch_aicore(stream, args)
+    }
+
+    fn launch_aicpu(
+        &mut self,
+        device: &mut SimDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        device.run_launch_aicpu(stream, args)
+    }
+
+    fn finalise_run(
+        &mut self,
+        device: &mut SimDevice,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        device.run_finalise_run(run, slot, copy_back)
+    }
+
+    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), AclCode> {
+        device.run_upload_code(code)
+    }
+}
+
+/// The runner's work on the device model ([`SimRunner`] delegates here).
+impl SimDevice {
+    fn run_launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::KernelLaunch);
         if !self.binary_loaded {
@@ -1026,7 +1057,7 @@ impl Backend for SimDevice {
         result
     }
 
-    fn launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
+    fn run_launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
         self.enter_keeping_pending_core();
         let start = self.host_ns;
         self.spend(Cost::KernelLaunch);
@@ -1055,7 +1086,7 @@ impl Backend for SimDevice {
         result
     }
 
-    fn prepare_run(
+    fn run_prepare_run(
         &mut self,
         run: RunId,
         slot: SlotId,
@@ -1077,7 +1108,7 @@ impl Backend for SimDevice {
             Err(PrepareError::Incompatible) => Some("incompatible".to_owned()),
             Err(PrepareError::Failed(code)) => Some(format!("{} {}", code.raw(), code.name())),
         };
-        self.trace.push(|| Record::Call {
+        self.journal.push(|| Record::Call {
             start_ns: start,
             end_ns: end,
             name: "prepare_run",
@@ -1093,7 +1124,7 @@ impl Backend for SimDevice {
         result
     }
 
-    fn finalise_run(
+    fn run_finalise_run(
         &mut self,
         run: RunId,
         slot: SlotId,
@@ -1122,7 +1153,7 @@ impl Backend for SimDevice {
             Err(FinaliseFailure::Validation) => Some("validation".to_owned()),
             Err(FinaliseFailure::Acl(code)) => Some(format!("{} {}", code.raw(), code.name())),
         };
-        self.trace.push(|| Record::Call {
+        self.journal.push(|| Record::Call {
             start_ns: start,
             end_ns: end,
             name: "finalise_run",
@@ -1138,7 +1169,7 @@ impl Backend for SimDevice {
         result
     }
 
-    fn upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
+    fn run_upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::Upload);
         let result = self.sticky_now().and_then(|()| {
@@ -1159,72 +1190,6 @@ impl Backend for SimDevice {
             &result,
         );
         result
-    }
-
-    fn observe(&mut self, step: &Observation<'_>) {
-        let record = match *step {
-            Observation::Command {
-                now,
-                command,
-                accepted,
-            } => {
-                self.current_run = None;
-                Record::Lane {
-                    at_ns: now.0,
-                    text: match accepted {
-                        Some(id) => format!("{command} -> {id}"),
-                        None if command == "close" => command.to_owned(),
-                        None => format!("{command} refused"),
-                    },
-                }
-            }
-            Observation::Effect { now, effect } => {
-                self.current_run = effect.run();
-                if let lane_core::Effect::ReadStatus { run, .. } = *effect {
-                    self.check_timing_writer(run);
-                }
-                Record::Lane {
-                    at_ns: now.0,
-                    text: format!("effect {}", crate::trace::describe_effect(effect)),
-                }
-            }
-            Observation::Event { now, event, result } => {
-                self.current_run = None;
-                if let (Event::StreamCreated { role, handle }, Ok(())) = (*event, result) {
-                    self.stream_roles.insert(handle.0, role);
-                    if role == Role::Aicore {
-                        self.aicore_streams_created += 1;
-                    }
-                }
-                Record::Lane {
-                    at_ns: now.0,
-                    text: format!(
-                        "event  {}{}",
-                        crate::trace::describe_event(event),
-                        match result {
-                            Ok(()) => String::new(),
-                            Err(e) => format!(" REJECTED: {e}"),
-                        }
-                    ),
-                }
-            }
-            Observation::Timeout { now } => Record::Lane {
-                at_ns: now.0,
-                text: "deadline passed: handle_timeout".to_owned(),
-            },
-            Observation::Outcome { now, outcome } => {
-                if let lane_core::Outcome::Run(r) = outcome {
-                    self.live_runs.remove(&r.run.0);
-                    self.run_ends.remove(&r.run.0);
-                }
-                Record::Lane {
-                    at_ns: now.0,
-                    text: format!("outcome {outcome}"),
-                }
-            }
-        };
-        self.trace.push(|| record);
-        self.check_device_invariants();
     }
 }
 
@@ -1323,7 +1288,7 @@ impl SimDevice {
                 ending,
                 killed_ns: None,
             };
-            self.trace.push(|| Record::Kernel(record));
+            self.journal.push(|| Record::Kernel(record));
         }
     }
 
