@@ -30,14 +30,16 @@
 
 use std::collections::BTreeMap;
 
-use lane_core::status_latch::{self, AclCode, HeaderLayout, RuntimeCode, Status};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, Status};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
 use rand_core::RngCore;
 
 use crate::costs::{Cost, Costs};
-use crate::faults::{FaultRule, Faults, Injected, Site, rng_for, streams};
+use crate::faults::{
+    FaultRule, Faults, Injected, Latched, Site, is_scheduler_code, rng_for, streams,
+};
 use crate::observer::Journal;
 use crate::trace::{Ending, KernelRecord, Record, Side, Trace};
 
@@ -133,7 +135,7 @@ struct PendingWrite {
     at: u64,
     seq: u64,
     run: RunId,
-    ptr: u64,
+    ptr: DevicePtr,
     bytes: Vec<u8>,
 }
 
@@ -141,7 +143,7 @@ struct PendingWrite {
 #[derive(Clone, Copy, Debug)]
 struct PendingCore {
     args: RunArgs,
-    stream: u64,
+    stream: StreamHandle,
     enqueued: u64,
     start: Option<u64>,
 }
@@ -156,12 +158,12 @@ pub struct SimDevice {
     run_times: RunTimes,
     faults: Faults,
     host_ns: u64,
-    streams: BTreeMap<u64, Stream>,
+    streams: BTreeMap<StreamHandle, Stream>,
     next_stream: u64,
     tasks_enqueued: u64,
-    events: BTreeMap<u64, Option<Capture>>,
+    events: BTreeMap<EventHandle, Option<Capture>>,
     next_event: u64,
-    memory: BTreeMap<u64, Allocation>,
+    memory: BTreeMap<DevicePtr, Allocation>,
     next_ptr: u64,
     pending_writes: Vec<PendingWrite>,
     write_seq: u64,
@@ -172,9 +174,9 @@ pub struct SimDevice {
     /// The run whose launch is in progress (record_event is about it).
     launching: Option<RunId>,
     /// Runs launched and not yet finalised or reset, with their slot buffers.
-    live_runs: BTreeMap<u64, RunArgs>,
+    live_runs: BTreeMap<RunId, RunArgs>,
     /// When each live run's kernels end (`None` = never), for the queued-launch count.
-    run_ends: BTreeMap<u64, Option<u64>>,
+    run_ends: BTreeMap<RunId, Option<u64>>,
     host_use: BTreeMap<u64, HostUse>,
     queued_launches: u64,
     resets: u64,
@@ -296,7 +298,7 @@ impl SimDevice {
     pub fn query_stream(&mut self, stream: StreamHandle) -> Result<bool, AclCode> {
         let start = self.enter();
         self.spend(Cost::EventQuery);
-        let result = match self.streams.get(&stream.0) {
+        let result = match self.streams.get(&stream) {
             None => Err(self.dead_handle("query_stream", "stream", stream.0)),
             Some(s) => match (s.faulted, self.sticky) {
                 (Some((since, code)), _) | (None, Some((since, code))) if since <= start => {
@@ -417,7 +419,7 @@ impl SimDevice {
         };
         let start = self.enter();
         self.spend(Cost::StreamDestroy);
-        let result = match self.streams.get(&stream.0).copied() {
+        let result = match self.streams.get(&stream).copied() {
             None => Err(self.dead_handle(name, "stream", stream.0)),
             Some(s) => match self.faults.decide(Site::StreamDestroy, None) {
                 Some(Injected::Fail(code)) => Err(code),
@@ -441,7 +443,7 @@ impl SimDevice {
                             ),
                         });
                     }
-                    self.streams.remove(&stream.0);
+                    self.streams.remove(&stream);
                     Ok(())
                 }
             },
@@ -471,7 +473,7 @@ impl SimDevice {
                 if owner != write.run {
                     self.violation(format!(
                         "run {}'s kernels wrote {:#x}, a buffer of live run {} (L-13)",
-                        write.run.0, write.ptr, owner.0
+                        write.run.0, write.ptr.0, owner.0
                     ));
                 }
             }
@@ -486,30 +488,30 @@ impl SimDevice {
                     "run {}'s kernels wrote {} bytes at {:#x}, which is not inside an allocation",
                     write.run.0,
                     write.bytes.len(),
-                    write.ptr
+                    write.ptr.0
                 )),
             }
         }
     }
 
     /// The live run whose slot buffers include `ptr`.
-    fn owner_of(&self, ptr: u64) -> Option<RunId> {
+    fn owner_of(&self, ptr: DevicePtr) -> Option<RunId> {
         self.live_runs
             .values()
-            .find(|a| [a.status_header.0, a.timing.0, a.handshake.0].contains(&ptr))
+            .find(|a| [a.status_header, a.timing, a.handshake].contains(&ptr))
             .map(|a| a.run)
     }
 
     /// The allocation holding `ptr`, as `(base, offset of ptr)` (a pointer may address a
     /// field inside an allocation, as the driver's slot buffers do).
-    fn locate(&self, ptr: u64) -> Option<(u64, usize)> {
+    fn locate(&self, ptr: DevicePtr) -> Option<(DevicePtr, usize)> {
         let (&base, alloc) = self.memory.range(..=ptr).next_back()?;
-        let offset = usize::try_from(ptr - base).ok()?;
+        let offset = usize::try_from(ptr.0 - base.0).ok()?;
         (offset < alloc.bytes.len()).then_some((base, offset))
     }
 
     /// The allocation holding all `len` bytes from `ptr`, and the offset of `ptr` in it.
-    fn region_mut(&mut self, ptr: u64, len: usize) -> Option<(&mut Allocation, usize)> {
+    fn region_mut(&mut self, ptr: DevicePtr, len: usize) -> Option<(&mut Allocation, usize)> {
         let (base, offset) = self.locate(ptr)?;
         let alloc = self.memory.get_mut(&base)?;
         (offset.checked_add(len)? <= alloc.bytes.len()).then_some((alloc, offset))
@@ -521,7 +523,7 @@ impl SimDevice {
             at,
             seq: self.write_seq,
             run,
-            ptr: ptr.0,
+            ptr,
             bytes,
         });
     }
@@ -535,12 +537,12 @@ impl SimDevice {
         if let Some(stream) = self.streams.get_mut(&pending.stream) {
             stream.tail = None;
         }
-        self.run_ends.insert(pending.args.run.0, None);
+        self.run_ends.insert(pending.args.run, None);
         self.journal.push(|| {
             Record::Kernel(KernelRecord {
                 run: pending.args.run.0,
                 side: Side::Aicore,
-                stream: pending.stream,
+                stream: pending.stream.0,
                 enqueued_ns: pending.enqueued,
                 start_ns: pending.start,
                 end_ns: None,
@@ -551,7 +553,7 @@ impl SimDevice {
     }
 
     /// Appends a task to a stream, checking FIFO order (a device invariant).
-    fn enqueue(&mut self, stream: u64, start: Option<u64>, end: Option<u64>) {
+    fn enqueue(&mut self, stream: StreamHandle, start: Option<u64>, end: Option<u64>) {
         self.tasks_enqueued += 1;
         let seq = self.tasks_enqueued;
         let Some(s) = self.streams.get_mut(&stream) else {
@@ -566,21 +568,22 @@ impl SimDevice {
         s.tail = end;
         if !order_ok {
             self.violation(format!(
-                "task {seq} on stream h{stream} would start before its predecessor ended"
+                "task {seq} on stream h{} would start before its predecessor ended",
+                stream.0
             ));
         }
     }
 
     /// When a task enqueued now on `stream` starts: after the kernel start latency, and
     /// after the stream's previous task plus a task switch. `None` if that never ends.
-    fn task_start(&self, stream: u64, latency: u64) -> Option<u64> {
+    fn task_start(&self, stream: StreamHandle, latency: u64) -> Option<u64> {
         let tail = self.streams.get(&stream)?.tail?;
         let after_tail = tail.saturating_add(self.costs.get(Cost::TaskSwitch));
         Some(after_tail.max(self.host_ns.saturating_add(latency)))
     }
 
     /// The stream's sticky fault, if it started by `at`.
-    fn stream_fault(&self, stream: u64, at: u64) -> Option<AclCode> {
+    fn stream_fault(&self, stream: StreamHandle, at: u64) -> Option<AclCode> {
         match self.streams.get(&stream)?.faulted {
             Some((since, code)) if since <= at => Some(code),
             _ => None,
@@ -590,12 +593,12 @@ impl SimDevice {
     /// Device invariants that can be checked at any step (the others are checked where
     /// they could break: enqueue, writes, launches, destroys).
     fn check_device_invariants(&mut self) {
-        let mut seen: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut seen: BTreeMap<DevicePtr, RunId> = BTreeMap::new();
         let mut clash = None;
         for args in self.live_runs.values() {
-            for ptr in [args.status_header.0, args.timing.0, args.handshake.0] {
-                if let Some(other) = seen.insert(ptr, args.run.0) {
-                    clash = Some((ptr, other, args.run.0));
+            for ptr in [args.status_header, args.timing, args.handshake] {
+                if let Some(other) = seen.insert(ptr, args.run) {
+                    clash = Some((ptr.0, other.0, args.run.0));
                 }
             }
         }
@@ -702,7 +705,7 @@ impl Device for SimDevice {
                         let handle = self.next_stream;
                         self.next_stream += 1;
                         self.streams.insert(
-                            handle,
+                            StreamHandle(handle),
                             Stream {
                                 tail: Some(self.host_ns),
                                 last_task: None,
@@ -731,7 +734,7 @@ impl Device for SimDevice {
         let result = self.sticky_now().map(|()| {
             let handle = self.next_event;
             self.next_event += 1;
-            self.events.insert(handle, None);
+            self.events.insert(EventHandle(handle), None);
             EventHandle(handle)
         });
         let detail = result.map(|h| format!("-> e{}", h.0)).unwrap_or_default();
@@ -743,21 +746,21 @@ impl Device for SimDevice {
         let start = self.enter();
         self.spend(Cost::EventRecord);
         let run = self.launching;
-        let result = if !self.events.contains_key(&event.0) {
+        let result = if !self.events.contains_key(&event) {
             Err(self.dead_handle("record_event", "event", event.0))
-        } else if !self.streams.contains_key(&stream.0) {
+        } else if !self.streams.contains_key(&stream) {
             Err(self.dead_handle("record_event", "stream", stream.0))
         } else {
             self.sticky_now().and_then(|()| {
                 if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventRecord, run) {
                     return Err(code);
                 }
-                let task_start = self.task_start(stream.0, 0);
+                let task_start = self.task_start(stream, 0);
                 let complete_at =
                     task_start.map(|s| s.saturating_add(self.costs.get(Cost::EventTask)));
-                self.enqueue(stream.0, task_start, complete_at);
+                self.enqueue(stream, task_start, complete_at);
                 self.events
-                    .insert(event.0, Some(Capture { run, complete_at }));
+                    .insert(event, Some(Capture { run, complete_at }));
                 self.journal.push(|| Record::EventTask {
                     stream: stream.0,
                     event: event.0,
@@ -780,7 +783,7 @@ impl Device for SimDevice {
 
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         let start = self.enter();
-        let capture = self.events.get(&event.0).copied();
+        let capture = self.events.get(&event).copied();
         let run = capture.flatten().and_then(|c| c.run);
         let result = match capture {
             None => {
@@ -813,7 +816,7 @@ impl Device for SimDevice {
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::EventDestroy);
-        let result = if self.events.remove(&event.0).is_some() {
+        let result = if self.events.remove(&event).is_some() {
             Ok(())
         } else {
             Err(self.dead_handle("destroy_event", "event", event.0))
@@ -844,7 +847,7 @@ impl Device for SimDevice {
                 .next_ptr
                 .saturating_add(size64.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
             self.memory.insert(
-                ptr,
+                DevicePtr(ptr),
                 Allocation {
                     bytes: vec![0; size],
                     kernel_writer: None,
@@ -863,14 +866,14 @@ impl Device for SimDevice {
     fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::Free);
-        let result = if let Some(alloc) = self.memory.remove(&ptr.0) {
+        let result = if let Some(alloc) = self.memory.remove(&ptr) {
             let end = ptr
                 .0
                 .saturating_add(u64::try_from(alloc.bytes.len()).unwrap_or(u64::MAX));
             if self
                 .pending_writes
                 .iter()
-                .any(|w| (ptr.0..end).contains(&w.ptr))
+                .any(|w| (ptr.0..end).contains(&w.ptr.0))
             {
                 self.violation(format!(
                     "{:#x} freed while a run's kernels will still write it",
@@ -889,11 +892,11 @@ impl Device for SimDevice {
         let start = self.enter();
         self.spend(Cost::WriteH2d);
         let result = self.sticky_now().and_then(|()| {
-            if self.locate(dst.0).is_none() {
+            if self.locate(dst).is_none() {
                 return Err(self.dead_handle("memcpy_to_device", "buffer", dst.0));
             }
             let (alloc, offset) = self
-                .region_mut(dst.0, src.len())
+                .region_mut(dst, src.len())
                 .ok_or(AclCode::RtParamInvalid)?;
             if let Some(out) = alloc.bytes.get_mut(offset..offset + src.len()) {
                 out.copy_from_slice(src);
@@ -933,11 +936,11 @@ impl Device for SimDevice {
                     return Err(code);
                 }
             }
-            if self.locate(src.0).is_none() {
+            if self.locate(src).is_none() {
                 return Err(self.dead_handle("memcpy_from_device", "buffer", src.0));
             }
             let (alloc, offset) = self
-                .region_mut(src.0, dst.len())
+                .region_mut(src, dst.len())
                 .ok_or(AclCode::RtParamInvalid)?;
             if let Some(bytes) = alloc.bytes.get(offset..offset + dst.len()) {
                 dst.copy_from_slice(bytes);
@@ -1014,7 +1017,7 @@ impl SimDevice {
             self.spend(Cost::FirstAicoreLaunch);
         }
         let args = *args;
-        let result = if self.streams.contains_key(&stream.0) {
+        let result = if self.streams.contains_key(&stream) {
             self.sticky_now().and_then(|()| {
                 if let Some(Injected::Fail(code)) =
                     self.faults.decide(Site::AicoreLaunch, Some(args.run))
@@ -1030,14 +1033,14 @@ impl SimDevice {
                 {
                     self.queued_launches += 1;
                 }
-                self.live_runs.insert(args.run.0, args);
+                self.live_runs.insert(args.run, args);
                 self.check_device_invariants();
-                let start_ns = self.task_start(stream.0, self.costs.get(Cost::KernelStartLatency));
+                let start_ns = self.task_start(stream, self.costs.get(Cost::KernelStartLatency));
                 // The AICore kernel's end is known once its scheduler is enqueued.
-                self.enqueue(stream.0, start_ns, None);
+                self.enqueue(stream, start_ns, None);
                 self.pending_core = Some(PendingCore {
                     args,
-                    stream: stream.0,
+                    stream,
                     enqueued: now,
                     start: start_ns,
                 });
@@ -1062,7 +1065,7 @@ impl SimDevice {
         let start = self.host_ns;
         self.spend(Cost::KernelLaunch);
         let args = *args;
-        let result = if self.streams.contains_key(&stream.0) {
+        let result = if self.streams.contains_key(&stream) {
             self.sticky_now().and_then(|()| {
                 if let Some(Injected::Fail(code)) =
                     self.faults.decide(Site::AicpuLaunch, Some(args.run))
@@ -1070,7 +1073,7 @@ impl SimDevice {
                     // The AICore kernel stays enqueued, spinning: orphaned at the next call.
                     return Err(code);
                 }
-                self.start_run(stream.0, args);
+                self.start_run(stream, args);
                 Ok(())
             })
         } else {
@@ -1094,7 +1097,7 @@ impl SimDevice {
     ) -> Result<(), PrepareError> {
         let start = self.enter();
         self.spend(Cost::Prepare);
-        let others_live = self.live_runs.keys().any(|&r| r != run.0);
+        let others_live = self.live_runs.keys().any(|&r| r != run);
         let result = match self.faults.decide(Site::Prepare, Some(run)) {
             Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
             // Only an overlapping prepare can be incompatible; alone, it always fits.
@@ -1145,8 +1148,8 @@ impl SimDevice {
             Ok(())
         };
         // Finalisation releases the run's slot buffers for the next lease.
-        self.live_runs.remove(&run.0);
-        self.run_ends.remove(&run.0);
+        self.live_runs.remove(&run);
+        self.run_ends.remove(&run);
         let end = self.host_ns;
         let error = match result {
             Ok(()) => None,
@@ -1196,7 +1199,7 @@ impl SimDevice {
 impl SimDevice {
     /// Both kernels of `args.run` are enqueued (AICore pending, AICPU on `aicpu`): decide
     /// the run's fate, compute its device times and schedule its writes.
-    fn start_run(&mut self, aicpu: u64, args: RunArgs) {
+    fn start_run(&mut self, aicpu: StreamHandle, args: RunArgs) {
         let run = args.run;
         let now = self.host_ns;
         let Some(core) = self.pending_core.take().filter(|p| p.args.run == run) else {
@@ -1208,12 +1211,12 @@ impl SimDevice {
         };
         if core.stream == aicpu {
             self.fail(DeviceFailure::Deadlock(format!(
-                "run {} has both kernels on stream h{aicpu}: the AICPU scheduler queues behind AICore \
+                "run {} has both kernels on stream h{}: the AICPU scheduler queues behind AICore \
                  workers that wait for it forever (the pair must be two streams)",
-                run.0
+                run.0, aicpu.0
             )));
             self.enqueue(aicpu, None, None);
-            self.run_ends.insert(run.0, None);
+            self.run_ends.insert(run, None);
             return;
         }
         let latency = self.costs.get(Cost::KernelStartLatency);
@@ -1245,9 +1248,9 @@ impl SimDevice {
                         self.sticky = Some((earliest, code));
                         (Some(at), Ending::Exception(code))
                     }
-                    (None, Some(Injected::Latch(code))) => (
+                    (None, Some(Injected::Latch(latched))) => (
                         Some(s.saturating_add(preamble).saturating_add(device_ns)),
-                        Ending::Latched(code),
+                        Ending::Latched(latched),
                     ),
                     (None, _) => (
                         Some(s.saturating_add(preamble).saturating_add(device_ns)),
@@ -1261,7 +1264,7 @@ impl SimDevice {
             st.tail = end;
         }
         self.enqueue(aicpu, aicpu_start, end);
-        self.run_ends.insert(run.0, end);
+        self.run_ends.insert(run, end);
         if let (Some(s), Some(e)) = (both_start, end) {
             let writes = match ending {
                 Ending::Clean => Some(None),
@@ -1281,7 +1284,7 @@ impl SimDevice {
             let record = KernelRecord {
                 run: run.0,
                 side,
-                stream,
+                stream: stream.0,
                 enqueued_ns: enqueued.get(i).copied().unwrap_or(now),
                 start_ns: starts.get(i).copied().flatten(),
                 end_ns: end,
@@ -1299,7 +1302,7 @@ impl SimDevice {
         args: RunArgs,
         start: u64,
         end: u64,
-        latched: Option<RuntimeCode>,
+        latched: Option<Latched>,
     ) {
         let run = args.run;
         self.write_later(start, run, args.handshake, run.0.to_le_bytes().to_vec());
@@ -1309,11 +1312,12 @@ impl SimDevice {
         let mut status = Status::clean(self.layout);
         match latched {
             // Scheduler codes (100+) latch on the scheduler side, the rest on the orchestrator.
-            Some(code) if code.value() >= 100 => {
-                status.sched = Some(code);
-                status.sched_bitmap = 1;
+            Some(latched) if is_scheduler_code(latched.code) => {
+                status.sched = Some(latched.code);
+                status.sched_thread = i32::from(latched.first_thread);
+                status.sched_bitmap = latched.bitmap;
             }
-            Some(code) => status.orch = Some(code),
+            Some(latched) => status.orch = Some(latched.code),
             None => {}
         }
         let mut header = vec![0; self.layout.size()];
@@ -1377,11 +1381,11 @@ impl SimDevice {
 
     /// The run's timing buffer was written by no run's kernels but its own (L-13, L-17).
     fn check_timing_writer(&mut self, run: RunId) {
-        let Some(args) = self.live_runs.get(&run.0).copied() else {
+        let Some(args) = self.live_runs.get(&run).copied() else {
             return;
         };
         let writer = self
-            .locate(args.timing.0)
+            .locate(args.timing)
             .and_then(|(base, _)| self.memory.get(&base))
             .and_then(|a| a.kernel_writer);
         if let Some(writer) = writer.filter(|w| *w != run) {

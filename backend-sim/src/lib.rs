@@ -57,6 +57,6 @@ pub mod workload;
 
 pub use device::{DeviceFailure, HostUse, RunTimes, SimDevice, SimRunner};
 pub use error::{Failure, InputError, SimError};
-pub use faults::{FaultKind, FaultRule, When};
+pub use faults::{FaultKind, FaultRule, Latched, When};
 pub use observer::{Journal, SimObserver};
 pub use workload::{LaneEnd, Report, SimConfig, Workload, run};

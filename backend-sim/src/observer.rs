@@ -3,13 +3,14 @@
 //! The device model sees only the calls made on it (and the runner's launches, which carry
 //! their [`RunArgs`](lane_driver::RunArgs)). What only the lane knows (stream roles, which run
 //! a host call works for) reaches the simulation through [`SimObserver`], as it would on
-//! hardware, and lands in the [`Journal`]: the trace, the stream roles, and the run host time
-//! is billed to. The journal is instrumentation: no device decision reads it.
+//! hardware, and lands in the [`Journal`]: the trace, the stream roles, the latched status
+//! headers the driver read, and the run host time is billed to. The journal is instrumentation: no device decision reads it.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use lane_core::status_latch::Status;
 use lane_core::stream_pair::Role;
 use lane_core::{Event, RunId};
 use lane_driver::{Observation, Observer};
@@ -22,6 +23,7 @@ struct Log {
     bill_to: Option<RunId>,
     stream_roles: BTreeMap<u64, Role>,
     aicore_streams_created: u64,
+    latches: Vec<(RunId, Status)>,
 }
 
 /// The records of one simulation, shared by the device (its calls, kernels and notes) and
@@ -66,6 +68,11 @@ impl Journal {
     /// AICore streams created so far (a publication or an unproven retirement adds one).
     pub fn aicore_streams_created(&self) -> u64 {
         self.0.borrow().aicore_streams_created
+    }
+
+    /// Every status header the driver read that latched a code, by run, in read order.
+    pub fn latches(&self) -> Vec<(RunId, Status)> {
+        self.0.borrow().latches.clone()
     }
 }
 
@@ -112,11 +119,19 @@ impl Observer for SimObserver {
             }
             Observation::Event { now, event, result } => {
                 log.bill_to = None;
-                if let (Event::StreamCreated { role, handle }, Ok(())) = (*event, result) {
-                    log.stream_roles.insert(handle.0, role);
-                    if role == Role::Aicore {
-                        log.aicore_streams_created += 1;
+                match (*event, result) {
+                    (Event::StreamCreated { role, handle }, Ok(())) => {
+                        log.stream_roles.insert(handle.0, role);
+                        if role == Role::Aicore {
+                            log.aicore_streams_created += 1;
+                        }
                     }
+                    (Event::StatusRead { run, status, .. }, Ok(()))
+                        if status.orch.is_some() || status.sched.is_some() =>
+                    {
+                        log.latches.push((run, status));
+                    }
+                    _ => {}
                 }
                 let verdict = match result {
                     Ok(()) => String::new(),

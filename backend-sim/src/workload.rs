@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
+use lane_core::status_latch::Status;
 use lane_core::stream_pair::Role;
 use lane_core::{
-    CodeRef, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunRequest, SubmitError,
-    Verdict,
+    CodeRef, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunId, RunRequest,
+    SubmitError, Verdict,
 };
 use lane_driver::{Driver, DriverError, Turn};
 
@@ -374,6 +375,8 @@ pub struct Report {
     pub trace: Trace,
     /// Stream roles by handle, for rendering the trace.
     pub stream_roles: BTreeMap<u64, Role>,
+    /// Every status header the driver read that latched a code, by run, in read order.
+    pub latches: Vec<(RunId, Status)>,
 }
 
 impl Report {
@@ -485,6 +488,7 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
         faults,
         faults_injected: device.faults_injected(),
         stream_roles: journal.stream_roles(),
+        latches: journal.latches(),
         trace: journal.trace(),
     })
 }

@@ -289,6 +289,23 @@ fn the_kernels_write_the_status_header_and_timing_the_lane_decodes() {
 }
 
 #[test]
+fn a_latch_by_two_scheduler_threads_names_both_in_the_bitmap_and_keeps_the_first_writer() {
+    let mut d = device();
+    d.install(FaultRule::parse("latch=SCHEDULER_TIMEOUT@run:1/threads:3,1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    wait(&mut d, &s).unwrap();
+    let mut header = [0u8; 896];
+    d.memcpy_from_device(&mut header, s.args.status_header)
+        .unwrap();
+    let status = status_latch::decode(LAYOUT, &header).unwrap();
+    assert_eq!(status.sched, Some(RuntimeCode::SchedulerTimeout));
+    assert_eq!(status.sched_thread, 3, "the first writer's thread");
+    assert_eq!(status.sched_bitmap, 0b1010, "threads 1 and 3");
+}
+
+#[test]
 fn every_call_advances_the_host_clock_by_its_cost() {
     let mut d = device();
     let t0 = d.host_ns();
