@@ -177,7 +177,6 @@ pub struct SimDevice {
     live_runs: BTreeMap<RunId, RunArgs>,
     /// When each live run's kernels end (`None` = never), for the queued-launch count.
     run_ends: BTreeMap<RunId, Option<u64>>,
-    host_use: BTreeMap<u64, HostUse>,
     queued_launches: u64,
     resets: u64,
     calls: u64,
@@ -211,7 +210,6 @@ impl SimDevice {
             launching: None,
             live_runs: BTreeMap::new(),
             run_ends: BTreeMap::new(),
-            host_use: BTreeMap::new(),
             queued_launches: 0,
             resets: 0,
             calls: 0,
@@ -267,14 +265,10 @@ impl SimDevice {
     }
 
     /// The journal this device writes its calls and kernels into; give it to the driver's
-    /// observer ([`SimObserver::new`]) so lane steps land in the same trace.
+    /// observer ([`SimObserver::new`](crate::SimObserver::new)) so lane steps land in the same
+    /// trace.
     pub fn journal(&self) -> Journal {
         self.journal.clone()
-    }
-
-    /// Host time spent per run (by run id).
-    pub const fn host_use(&self) -> &BTreeMap<u64, HostUse> {
-        &self.host_use
     }
 
     /// Launches that found an earlier run's kernels still queued or running on the device:
@@ -360,25 +354,36 @@ impl SimDevice {
         AclCode::RtInvalidHandle
     }
 
+    /// A call's cost: host time, billed to whatever run the driver's effect is for (the
+    /// journal knows; the device does not).
     fn spend(&mut self, cost: Cost) {
         let ns = self.costs.get(cost);
-        self.spend_ns(ns, self.journal.bill_to());
+        self.host_ns = self.host_ns.saturating_add(ns);
+        self.journal.bill_effect_busy(ns);
     }
 
+    /// Host time of a wait, billed to the run whose launch recorded the awaited event.
     fn spend_ns(&mut self, ns: u64, run: Option<RunId>) {
         self.host_ns = self.host_ns.saturating_add(ns);
-        if let Some(run) = run {
-            let entry = self.host_use.entry(run.0).or_default();
-            entry.busy_ns = entry.busy_ns.saturating_add(ns);
-        }
+        self.journal.bill(
+            run,
+            HostUse {
+                busy_ns: ns,
+                blocked_ns: 0,
+            },
+        );
     }
 
+    /// Host time blocked in a wait, billed like [`Self::spend_ns`].
     fn block_ns(&mut self, ns: u64, run: Option<RunId>) {
         self.host_ns = self.host_ns.saturating_add(ns);
-        if let Some(run) = run {
-            let entry = self.host_use.entry(run.0).or_default();
-            entry.blocked_ns = entry.blocked_ns.saturating_add(ns);
-        }
+        self.journal.bill(
+            run,
+            HostUse {
+                busy_ns: 0,
+                blocked_ns: ns,
+            },
+        );
     }
 
     /// The device's sticky error, if the host clock has reached it.
@@ -399,14 +404,23 @@ impl SimDevice {
     ) {
         let end = self.host_ns;
         let error = result.as_ref().err().copied();
-        self.journal.push(|| Record::Call {
-            start_ns: start,
-            end_ns: end,
-            name,
-            run: run.map(|r| r.0),
-            detail: detail(),
-            error: error.map(|c| format!("{} {}", c.raw(), c.name())),
-        });
+        self.journal
+            .push(|| call_record(name, start..end, run, detail(), error));
+    }
+
+    /// [`Self::finish`] for a call the device cannot tie to a run (a copy): the record names
+    /// the run whose effect the driver is executing.
+    fn finish_for_effect<T>(
+        &mut self,
+        name: &'static str,
+        start: u64,
+        detail: impl FnOnce() -> String,
+        result: &Result<T, AclCode>,
+    ) {
+        let end = self.host_ns;
+        let error = result.as_ref().err().copied();
+        self.journal
+            .push_for_effect(|run| call_record(name, start..end, run, detail(), error));
     }
 
     /// `aclrtDestroyStream` (`force` false: queued work is a violation) or
@@ -904,11 +918,9 @@ impl Device for SimDevice {
             alloc.kernel_writer = None;
             Ok(())
         });
-        let run = self.journal.bill_to();
-        self.finish(
+        self.finish_for_effect(
             "memcpy_h2d",
             start,
-            run,
             || format!("{} B -> {:#x}", src.len(), dst.0),
             &result,
         );
@@ -947,11 +959,9 @@ impl Device for SimDevice {
             }
             Ok(())
         });
-        let run = self.journal.bill_to();
-        self.finish(
+        self.finish_for_effect(
             "memcpy_d2h",
             start,
-            run,
             || format!("{len} B <- {:#x}", src.0),
             &result,
         );
@@ -1394,5 +1404,23 @@ impl SimDevice {
                 run.0, args.timing.0, writer.0
             ));
         }
+    }
+}
+
+/// A host call's trace record.
+fn call_record(
+    name: &'static str,
+    span: core::ops::Range<u64>,
+    run: Option<RunId>,
+    detail: String,
+    error: Option<AclCode>,
+) -> Record {
+    Record::Call {
+        start_ns: span.start,
+        end_ns: span.end,
+        name,
+        run: run.map(|r| r.0),
+        detail,
+        error: error.map(|c| format!("{} {}", c.raw(), c.name())),
     }
 }

@@ -15,6 +15,7 @@ use lane_core::stream_pair::Role;
 use lane_core::{Event, RunId};
 use lane_driver::{Observation, Observer};
 
+use crate::device::HostUse;
 use crate::trace::{Record, Trace, describe_effect, describe_event};
 
 #[derive(Debug, Default)]
@@ -24,6 +25,7 @@ struct Log {
     stream_roles: BTreeMap<u64, Role>,
     aicore_streams_created: u64,
     latches: Vec<(RunId, Status)>,
+    host_use: BTreeMap<u64, HostUse>,
 }
 
 /// The records of one simulation, shared by the device (its calls, kernels and notes) and
@@ -50,9 +52,38 @@ impl Journal {
         self.0.borrow_mut().trace.kill_open_kernels(at);
     }
 
-    /// The run whose effect the driver is executing, which host time is billed to.
-    pub(crate) fn bill_to(&self) -> Option<RunId> {
-        self.0.borrow().bill_to
+    /// Records what `make` builds for the run whose effect the driver is executing.
+    pub(crate) fn push_for_effect(&self, make: impl FnOnce(Option<RunId>) -> Record) {
+        let mut log = self.0.borrow_mut();
+        let run = log.bill_to;
+        log.trace.push(|| make(run));
+    }
+
+    /// Bills a call's host time to the run whose effect the driver is executing, if any.
+    pub(crate) fn bill_effect_busy(&self, ns: u64) {
+        let run = self.0.borrow().bill_to;
+        self.bill(
+            run,
+            HostUse {
+                busy_ns: ns,
+                blocked_ns: 0,
+            },
+        );
+    }
+
+    /// Bills host time to `run` (nothing when `None`).
+    pub(crate) fn bill(&self, run: Option<RunId>, spent: HostUse) {
+        if let Some(run) = run {
+            let mut log = self.0.borrow_mut();
+            let entry = log.host_use.entry(run.0).or_default();
+            entry.busy_ns = entry.busy_ns.saturating_add(spent.busy_ns);
+            entry.blocked_ns = entry.blocked_ns.saturating_add(spent.blocked_ns);
+        }
+    }
+
+    /// Host time spent per run (by run id).
+    pub fn host_use(&self) -> BTreeMap<u64, HostUse> {
+        self.0.borrow().host_use.clone()
     }
 
     /// The trace recorded so far.

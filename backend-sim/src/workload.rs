@@ -468,7 +468,7 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
     let journal = observer.journal();
     let (runs, summary) = summarise(
         &runner.outcomes,
-        device.host_use(),
+        &journal.host_use(),
         runner.last_run_outcome_ns,
     );
     Ok(Report {
