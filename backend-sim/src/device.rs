@@ -177,6 +177,8 @@ pub struct SimDevice {
     live_runs: BTreeMap<RunId, RunArgs>,
     /// When each live run's kernels end (`None` = never), for the queued-launch count.
     run_ends: BTreeMap<RunId, Option<u64>>,
+    /// The streams each live run's kernels were launched on (`[aicore, aicpu]`).
+    run_streams: BTreeMap<RunId, [StreamHandle; 2]>,
     queued_launches: u64,
     resets: u64,
     calls: u64,
@@ -210,6 +212,7 @@ impl SimDevice {
             launching: None,
             live_runs: BTreeMap::new(),
             run_ends: BTreeMap::new(),
+            run_streams: BTreeMap::new(),
             queued_launches: 0,
             resets: 0,
             calls: 0,
@@ -449,6 +452,14 @@ impl SimDevice {
                         ));
                     }
                     if queued && force {
+                        // The stream's queued kernels never write their slot buffers.
+                        let dropped: Vec<RunId> = self
+                            .run_streams
+                            .iter()
+                            .filter(|(_, streams)| streams.contains(&stream))
+                            .map(|(run, _)| *run)
+                            .collect();
+                        self.pending_writes.retain(|w| !dropped.contains(&w.run));
                         self.journal.push(|| Record::Note {
                             at_ns: start,
                             text: format!(
@@ -693,6 +704,7 @@ impl Device for SimDevice {
             self.binary_loaded = false;
             self.live_runs.clear();
             self.run_ends.clear();
+            self.run_streams.clear();
             self.launching = None;
             self.resets += 1;
             let at = self.host_ns;
@@ -1160,6 +1172,7 @@ impl SimDevice {
         // Finalisation releases the run's slot buffers for the next lease.
         self.live_runs.remove(&run);
         self.run_ends.remove(&run);
+        self.run_streams.remove(&run);
         let end = self.host_ns;
         let error = match result {
             Ok(()) => None,
@@ -1275,6 +1288,7 @@ impl SimDevice {
         }
         self.enqueue(aicpu, aicpu_start, end);
         self.run_ends.insert(run, end);
+        self.run_streams.insert(run, [core.stream, aicpu]);
         if let (Some(s), Some(e)) = (both_start, end) {
             let writes = match ending {
                 Ending::Clean => Some(None),

@@ -358,6 +358,27 @@ fn destroying_a_stream_with_queued_work_breaks_a_device_invariant() {
 }
 
 #[test]
+fn force_destroying_a_stream_drops_its_queued_work_without_breaking_an_invariant() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    d.destroy_stream_force(aicore).unwrap();
+    assert_eq!(d.failure(), None);
+    d.synchronize_device(1_000).ok();
+    let (start, end) = timing(&mut d, &s);
+    assert_eq!(
+        (start, end),
+        (0, 0),
+        "the dropped run never wrote its timing buffer"
+    );
+    assert!(
+        d.destroy_stream(aicore).is_err(),
+        "the stream is gone: a second destroy is a dead handle"
+    );
+}
+
+#[test]
 fn a_launch_into_a_live_runs_slot_buffers_breaks_a_device_invariant() {
     let mut d = device();
     let (aicpu, aicore) = pair(&mut d);
