@@ -3,7 +3,7 @@
 //!
 //! # Time
 //!
-//! `host_ns` is the host thread's clock, [`Backend::now`]. Every call advances it by its
+//! `host_ns` is the host thread's clock, [`Device::now`]. Every call advances it by its
 //! cost ([`Costs`]); a blocking wait advances it to the event's completion plus the host
 //! wake-up, or to the timeout. The device runs in parallel: a task's start is
 //! `max(enqueue + kernel start latency, previous task's end on its stream + task switch)`,
@@ -30,16 +30,17 @@
 
 use std::collections::BTreeMap;
 
-use lane_core::status_latch::{self, AclCode, HeaderLayout, RuntimeCode, Status};
-use lane_core::stream_pair::{Role, StreamHandle};
-use lane_core::{CodeRef, Event, FinaliseFailure, RunId, SlotId, Timestamp};
-use lane_driver::{
-    Backend, DevicePtr, EventHandle, EventStatus, Observation, PrepareError, RunArgs,
-};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, Status};
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
+use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
 use rand_core::RngCore;
 
 use crate::costs::{Cost, Costs};
-use crate::faults::{FaultRule, Faults, Injected, Site, rng_for, streams};
+use crate::faults::{
+    FaultRule, Faults, Injected, Latched, Site, is_scheduler_code, rng_for, streams,
+};
+use crate::observer::Journal;
 use crate::trace::{Ending, KernelRecord, Record, Side, Trace};
 
 /// First stream handle (AICPU and AICore handles are drawn from one counter).
@@ -134,7 +135,7 @@ struct PendingWrite {
     at: u64,
     seq: u64,
     run: RunId,
-    ptr: u64,
+    ptr: DevicePtr,
     bytes: Vec<u8>,
 }
 
@@ -142,13 +143,13 @@ struct PendingWrite {
 #[derive(Clone, Copy, Debug)]
 struct PendingCore {
     args: RunArgs,
-    stream: u64,
+    stream: StreamHandle,
     enqueued: u64,
     start: Option<u64>,
 }
 
-/// The simulated device: implements [`Backend`], so the one [`lane_driver::Driver`] loop
-/// runs the lane on it.
+/// The simulated device: implements [`Device`] (and [`SimRunner`] does the runner's work on
+/// it), so the one [`lane_driver::Driver`] loop runs the lane on it.
 #[derive(Debug)]
 pub struct SimDevice {
     costs: Costs,
@@ -157,12 +158,12 @@ pub struct SimDevice {
     run_times: RunTimes,
     faults: Faults,
     host_ns: u64,
-    streams: BTreeMap<u64, Stream>,
+    streams: BTreeMap<StreamHandle, Stream>,
     next_stream: u64,
     tasks_enqueued: u64,
-    events: BTreeMap<u64, Option<Capture>>,
+    events: BTreeMap<EventHandle, Option<Capture>>,
     next_event: u64,
-    memory: BTreeMap<u64, Allocation>,
+    memory: BTreeMap<DevicePtr, Allocation>,
     next_ptr: u64,
     pending_writes: Vec<PendingWrite>,
     write_seq: u64,
@@ -173,18 +174,16 @@ pub struct SimDevice {
     /// The run whose launch is in progress (record_event is about it).
     launching: Option<RunId>,
     /// Runs launched and not yet finalised or reset, with their slot buffers.
-    live_runs: BTreeMap<u64, RunArgs>,
+    live_runs: BTreeMap<RunId, RunArgs>,
     /// When each live run's kernels end (`None` = never), for the queued-launch count.
-    run_ends: BTreeMap<u64, Option<u64>>,
-    current_run: Option<RunId>,
-    host_use: BTreeMap<u64, HostUse>,
-    stream_roles: BTreeMap<u64, Role>,
-    aicore_streams_created: u64,
+    run_ends: BTreeMap<RunId, Option<u64>>,
+    /// The streams each live run's kernels were launched on (`[aicore, aicpu]`).
+    run_streams: BTreeMap<RunId, [StreamHandle; 2]>,
     queued_launches: u64,
     resets: u64,
     calls: u64,
     call_budget: u64,
-    trace: Trace,
+    journal: Journal,
     failure: Option<DeviceFailure>,
 }
 
@@ -213,15 +212,12 @@ impl SimDevice {
             launching: None,
             live_runs: BTreeMap::new(),
             run_ends: BTreeMap::new(),
-            current_run: None,
-            host_use: BTreeMap::new(),
-            stream_roles: BTreeMap::new(),
-            aicore_streams_created: 0,
+            run_streams: BTreeMap::new(),
             queued_launches: 0,
             resets: 0,
             calls: 0,
             call_budget: u64::MAX,
-            trace: Trace::default(),
+            journal: Journal::new(false),
             failure: None,
         }
     }
@@ -229,7 +225,7 @@ impl SimDevice {
     /// Records a trace of every call, lane step and device task (off by default).
     #[must_use]
     pub fn with_trace(mut self, on: bool) -> Self {
-        self.trace = Trace::new(on);
+        self.journal = Journal::new(on);
         self
     }
 
@@ -267,23 +263,15 @@ impl SimDevice {
     }
 
     /// The trace recorded so far.
-    pub const fn trace(&self) -> &Trace {
-        &self.trace
+    pub fn trace(&self) -> Trace {
+        self.journal.trace()
     }
 
-    /// Host time spent per run (by run id).
-    pub const fn host_use(&self) -> &BTreeMap<u64, HostUse> {
-        &self.host_use
-    }
-
-    /// The role of each stream the lane created (by handle).
-    pub const fn stream_roles(&self) -> &BTreeMap<u64, Role> {
-        &self.stream_roles
-    }
-
-    /// AICore streams created so far (a publication or an unproven retirement adds one).
-    pub const fn aicore_streams_created(&self) -> u64 {
-        self.aicore_streams_created
+    /// The journal this device writes its calls and kernels into; give it to the driver's
+    /// observer ([`SimObserver::new`](crate::SimObserver::new)) so lane steps land in the same
+    /// trace.
+    pub fn journal(&self) -> Journal {
+        self.journal.clone()
     }
 
     /// Launches that found an earlier run's kernels still queued or running on the device:
@@ -307,7 +295,7 @@ impl SimDevice {
     pub fn query_stream(&mut self, stream: StreamHandle) -> Result<bool, AclCode> {
         let start = self.enter();
         self.spend(Cost::EventQuery);
-        let result = match self.streams.get(&stream.0) {
+        let result = match self.streams.get(&stream) {
             None => Err(self.dead_handle("query_stream", "stream", stream.0)),
             Some(s) => match (s.faulted, self.sticky) {
                 (Some((since, code)), _) | (None, Some((since, code))) if since <= start => {
@@ -350,7 +338,7 @@ impl SimDevice {
     fn fail(&mut self, failure: DeviceFailure) {
         if self.failure.is_none() {
             let at = self.host_ns;
-            self.trace.push(|| Record::Note {
+            self.journal.push(|| Record::Note {
                 at_ns: at,
                 text: failure.to_string(),
             });
@@ -369,25 +357,36 @@ impl SimDevice {
         AclCode::RtInvalidHandle
     }
 
+    /// A call's cost: host time, billed to whatever run the driver's effect is for (the
+    /// journal knows; the device does not).
     fn spend(&mut self, cost: Cost) {
         let ns = self.costs.get(cost);
-        self.spend_ns(ns, self.current_run);
+        self.host_ns = self.host_ns.saturating_add(ns);
+        self.journal.bill_effect_busy(ns);
     }
 
+    /// Host time of a wait, billed to the run whose launch recorded the awaited event.
     fn spend_ns(&mut self, ns: u64, run: Option<RunId>) {
         self.host_ns = self.host_ns.saturating_add(ns);
-        if let Some(run) = run {
-            let entry = self.host_use.entry(run.0).or_default();
-            entry.busy_ns = entry.busy_ns.saturating_add(ns);
-        }
+        self.journal.bill(
+            run,
+            HostUse {
+                busy_ns: ns,
+                blocked_ns: 0,
+            },
+        );
     }
 
+    /// Host time blocked in a wait, billed like [`Self::spend_ns`].
     fn block_ns(&mut self, ns: u64, run: Option<RunId>) {
         self.host_ns = self.host_ns.saturating_add(ns);
-        if let Some(run) = run {
-            let entry = self.host_use.entry(run.0).or_default();
-            entry.blocked_ns = entry.blocked_ns.saturating_add(ns);
-        }
+        self.journal.bill(
+            run,
+            HostUse {
+                busy_ns: 0,
+                blocked_ns: ns,
+            },
+        );
     }
 
     /// The device's sticky error, if the host clock has reached it.
@@ -408,14 +407,74 @@ impl SimDevice {
     ) {
         let end = self.host_ns;
         let error = result.as_ref().err().copied();
-        self.trace.push(|| Record::Call {
-            start_ns: start,
-            end_ns: end,
-            name,
-            run: run.map(|r| r.0),
-            detail: detail(),
-            error: error.map(|c| format!("{} {}", c.raw(), c.name())),
-        });
+        self.journal
+            .push(|| call_record(name, start..end, run, detail(), error));
+    }
+
+    /// [`Self::finish`] for a call the device cannot tie to a run (a copy): the record names
+    /// the run whose effect the driver is executing.
+    fn finish_for_effect<T>(
+        &mut self,
+        name: &'static str,
+        start: u64,
+        detail: impl FnOnce() -> String,
+        result: &Result<T, AclCode>,
+    ) {
+        let end = self.host_ns;
+        let error = result.as_ref().err().copied();
+        self.journal
+            .push_for_effect(|run| call_record(name, start..end, run, detail(), error));
+    }
+
+    /// `aclrtDestroyStream` (`force` false: queued work is a violation) or
+    /// `aclrtDestroyStreamForce` (`force` true: queued work is dropped with the stream).
+    fn destroy_stream_call(&mut self, stream: StreamHandle, force: bool) -> Result<(), AclCode> {
+        let name = if force {
+            "destroy_stream_force"
+        } else {
+            "destroy_stream"
+        };
+        let start = self.enter();
+        self.spend(Cost::StreamDestroy);
+        let result = match self.streams.get(&stream).copied() {
+            None => Err(self.dead_handle(name, "stream", stream.0)),
+            Some(s) => match self.faults.decide(Site::StreamDestroy, None) {
+                Some(Injected::Fail(code)) => Err(code),
+                _ => {
+                    let queued = s.tail.is_none_or(|t| t > start);
+                    if queued && !force {
+                        let when = s
+                            .tail
+                            .map_or_else(|| "never ends".to_owned(), |t| format!("ends at {t} ns"));
+                        self.violation(format!(
+                            "stream h{} destroyed at {start} ns with queued work (its last task {when})",
+                            stream.0
+                        ));
+                    }
+                    if queued && force {
+                        // The stream's queued kernels never write their slot buffers.
+                        let dropped: Vec<RunId> = self
+                            .run_streams
+                            .iter()
+                            .filter(|(_, streams)| streams.contains(&stream))
+                            .map(|(run, _)| *run)
+                            .collect();
+                        self.pending_writes.retain(|w| !dropped.contains(&w.run));
+                        self.journal.push(|| Record::Note {
+                            at_ns: start,
+                            text: format!(
+                                "stream h{} force-destroyed: its queued work dropped",
+                                stream.0
+                            ),
+                        });
+                    }
+                    self.streams.remove(&stream);
+                    Ok(())
+                }
+            },
+        };
+        self.finish(name, start, None, || format!("h{}", stream.0), &result);
+        result
     }
 
     /// Applies every device write the host clock has passed, in device-time order.
@@ -439,7 +498,7 @@ impl SimDevice {
                 if owner != write.run {
                     self.violation(format!(
                         "run {}'s kernels wrote {:#x}, a buffer of live run {} (L-13)",
-                        write.run.0, write.ptr, owner.0
+                        write.run.0, write.ptr.0, owner.0
                     ));
                 }
             }
@@ -454,30 +513,30 @@ impl SimDevice {
                     "run {}'s kernels wrote {} bytes at {:#x}, which is not inside an allocation",
                     write.run.0,
                     write.bytes.len(),
-                    write.ptr
+                    write.ptr.0
                 )),
             }
         }
     }
 
     /// The live run whose slot buffers include `ptr`.
-    fn owner_of(&self, ptr: u64) -> Option<RunId> {
+    fn owner_of(&self, ptr: DevicePtr) -> Option<RunId> {
         self.live_runs
             .values()
-            .find(|a| [a.status_header.0, a.timing.0, a.handshake.0].contains(&ptr))
+            .find(|a| [a.status_header, a.timing, a.handshake].contains(&ptr))
             .map(|a| a.run)
     }
 
     /// The allocation holding `ptr`, as `(base, offset of ptr)` (a pointer may address a
     /// field inside an allocation, as the driver's slot buffers do).
-    fn locate(&self, ptr: u64) -> Option<(u64, usize)> {
+    fn locate(&self, ptr: DevicePtr) -> Option<(DevicePtr, usize)> {
         let (&base, alloc) = self.memory.range(..=ptr).next_back()?;
-        let offset = usize::try_from(ptr - base).ok()?;
+        let offset = usize::try_from(ptr.0 - base.0).ok()?;
         (offset < alloc.bytes.len()).then_some((base, offset))
     }
 
     /// The allocation holding all `len` bytes from `ptr`, and the offset of `ptr` in it.
-    fn region_mut(&mut self, ptr: u64, len: usize) -> Option<(&mut Allocation, usize)> {
+    fn region_mut(&mut self, ptr: DevicePtr, len: usize) -> Option<(&mut Allocation, usize)> {
         let (base, offset) = self.locate(ptr)?;
         let alloc = self.memory.get_mut(&base)?;
         (offset.checked_add(len)? <= alloc.bytes.len()).then_some((alloc, offset))
@@ -489,7 +548,7 @@ impl SimDevice {
             at,
             seq: self.write_seq,
             run,
-            ptr: ptr.0,
+            ptr,
             bytes,
         });
     }
@@ -503,12 +562,12 @@ impl SimDevice {
         if let Some(stream) = self.streams.get_mut(&pending.stream) {
             stream.tail = None;
         }
-        self.run_ends.insert(pending.args.run.0, None);
-        self.trace.push(|| {
+        self.run_ends.insert(pending.args.run, None);
+        self.journal.push(|| {
             Record::Kernel(KernelRecord {
                 run: pending.args.run.0,
                 side: Side::Aicore,
-                stream: pending.stream,
+                stream: pending.stream.0,
                 enqueued_ns: pending.enqueued,
                 start_ns: pending.start,
                 end_ns: None,
@@ -519,7 +578,7 @@ impl SimDevice {
     }
 
     /// Appends a task to a stream, checking FIFO order (a device invariant).
-    fn enqueue(&mut self, stream: u64, start: Option<u64>, end: Option<u64>) {
+    fn enqueue(&mut self, stream: StreamHandle, start: Option<u64>, end: Option<u64>) {
         self.tasks_enqueued += 1;
         let seq = self.tasks_enqueued;
         let Some(s) = self.streams.get_mut(&stream) else {
@@ -534,21 +593,22 @@ impl SimDevice {
         s.tail = end;
         if !order_ok {
             self.violation(format!(
-                "task {seq} on stream h{stream} would start before its predecessor ended"
+                "task {seq} on stream h{} would start before its predecessor ended",
+                stream.0
             ));
         }
     }
 
     /// When a task enqueued now on `stream` starts: after the kernel start latency, and
     /// after the stream's previous task plus a task switch. `None` if that never ends.
-    fn task_start(&self, stream: u64, latency: u64) -> Option<u64> {
+    fn task_start(&self, stream: StreamHandle, latency: u64) -> Option<u64> {
         let tail = self.streams.get(&stream)?.tail?;
         let after_tail = tail.saturating_add(self.costs.get(Cost::TaskSwitch));
         Some(after_tail.max(self.host_ns.saturating_add(latency)))
     }
 
     /// The stream's sticky fault, if it started by `at`.
-    fn stream_fault(&self, stream: u64, at: u64) -> Option<AclCode> {
+    fn stream_fault(&self, stream: StreamHandle, at: u64) -> Option<AclCode> {
         match self.streams.get(&stream)?.faulted {
             Some((since, code)) if since <= at => Some(code),
             _ => None,
@@ -558,12 +618,12 @@ impl SimDevice {
     /// Device invariants that can be checked at any step (the others are checked where
     /// they could break: enqueue, writes, launches, destroys).
     fn check_device_invariants(&mut self) {
-        let mut seen: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut seen: BTreeMap<DevicePtr, RunId> = BTreeMap::new();
         let mut clash = None;
         for args in self.live_runs.values() {
-            for ptr in [args.status_header.0, args.timing.0, args.handshake.0] {
-                if let Some(other) = seen.insert(ptr, args.run.0) {
-                    clash = Some((ptr, other, args.run.0));
+            for ptr in [args.status_header, args.timing, args.handshake] {
+                if let Some(other) = seen.insert(ptr, args.run) {
+                    clash = Some((ptr.0, other.0, args.run.0));
                 }
             }
         }
@@ -575,7 +635,7 @@ impl SimDevice {
     }
 }
 
-impl Backend for SimDevice {
+impl Device for SimDevice {
     fn now(&mut self) -> Timestamp {
         Timestamp(self.host_ns)
     }
@@ -644,11 +704,12 @@ impl Backend for SimDevice {
             self.binary_loaded = false;
             self.live_runs.clear();
             self.run_ends.clear();
+            self.run_streams.clear();
             self.launching = None;
             self.resets += 1;
             let at = self.host_ns;
-            self.trace.kill_open_kernels(at);
-            self.trace.push(|| Record::Note {
+            self.journal.kill_open_kernels(at);
+            self.journal.push(|| Record::Note {
                 at_ns: at,
                 text: format!(
                     "device reset: {streams} streams, {events} events and {buffers} buffers dropped; running kernels killed"
@@ -670,7 +731,7 @@ impl Backend for SimDevice {
                         let handle = self.next_stream;
                         self.next_stream += 1;
                         self.streams.insert(
-                            handle,
+                            StreamHandle(handle),
                             Stream {
                                 tail: Some(self.host_ns),
                                 last_task: None,
@@ -686,35 +747,11 @@ impl Backend for SimDevice {
     }
 
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::StreamDestroy);
-        let result = match self.streams.get(&stream.0).copied() {
-            None => Err(self.dead_handle("destroy_stream", "stream", stream.0)),
-            Some(s) => match self.faults.decide(Site::StreamDestroy, None) {
-                Some(Injected::Fail(code)) => Err(code),
-                _ => {
-                    if s.tail.is_none_or(|t| t > start) {
-                        let when = s
-                            .tail
-                            .map_or_else(|| "never ends".to_owned(), |t| format!("ends at {t} ns"));
-                        self.violation(format!(
-                            "stream h{} destroyed at {start} ns with queued work (its last task {when})",
-                            stream.0
-                        ));
-                    }
-                    self.streams.remove(&stream.0);
-                    Ok(())
-                }
-            },
-        };
-        self.finish(
-            "destroy_stream",
-            start,
-            None,
-            || format!("h{}", stream.0),
-            &result,
-        );
-        result
+        self.destroy_stream_call(stream, false)
+    }
+
+    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.destroy_stream_call(stream, true)
     }
 
     fn create_event(&mut self) -> Result<EventHandle, AclCode> {
@@ -723,7 +760,7 @@ impl Backend for SimDevice {
         let result = self.sticky_now().map(|()| {
             let handle = self.next_event;
             self.next_event += 1;
-            self.events.insert(handle, None);
+            self.events.insert(EventHandle(handle), None);
             EventHandle(handle)
         });
         let detail = result.map(|h| format!("-> e{}", h.0)).unwrap_or_default();
@@ -735,22 +772,22 @@ impl Backend for SimDevice {
         let start = self.enter();
         self.spend(Cost::EventRecord);
         let run = self.launching;
-        let result = if !self.events.contains_key(&event.0) {
+        let result = if !self.events.contains_key(&event) {
             Err(self.dead_handle("record_event", "event", event.0))
-        } else if !self.streams.contains_key(&stream.0) {
+        } else if !self.streams.contains_key(&stream) {
             Err(self.dead_handle("record_event", "stream", stream.0))
         } else {
             self.sticky_now().and_then(|()| {
                 if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventRecord, run) {
                     return Err(code);
                 }
-                let task_start = self.task_start(stream.0, 0);
+                let task_start = self.task_start(stream, 0);
                 let complete_at =
                     task_start.map(|s| s.saturating_add(self.costs.get(Cost::EventTask)));
-                self.enqueue(stream.0, task_start, complete_at);
+                self.enqueue(stream, task_start, complete_at);
                 self.events
-                    .insert(event.0, Some(Capture { run, complete_at }));
-                self.trace.push(|| Record::EventTask {
+                    .insert(event, Some(Capture { run, complete_at }));
+                self.journal.push(|| Record::EventTask {
                     stream: stream.0,
                     event: event.0,
                     run: run.map(|r| r.0),
@@ -770,41 +807,9 @@ impl Backend for SimDevice {
         result
     }
 
-    fn query_event(&mut self, event: EventHandle) -> Result<EventStatus, AclCode> {
-        let start = self.enter();
-        self.spend(Cost::EventQuery);
-        let result = match self.events.get(&event.0).copied() {
-            None => Err(self.dead_handle("query_event", "event", event.0)),
-            // The context status is checked first (ascend-cl.md §2.4).
-            Some(capture) => self.sticky_now().and_then(|()| {
-                let run = capture.and_then(|c| c.run);
-                if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventWait, run) {
-                    return Err(code);
-                }
-                Ok(match capture {
-                    Some(Capture {
-                        complete_at: Some(t),
-                        ..
-                    }) if t <= start => EventStatus::Complete,
-                    // Never recorded: reports complete, as ACL does.
-                    None => EventStatus::Complete,
-                    Some(_) => EventStatus::NotReady,
-                })
-            }),
-        };
-        self.finish(
-            "query_event",
-            start,
-            None,
-            || format!("e{}", event.0),
-            &result,
-        );
-        result
-    }
-
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         let start = self.enter();
-        let capture = self.events.get(&event.0).copied();
+        let capture = self.events.get(&event).copied();
         let run = capture.flatten().and_then(|c| c.run);
         let result = match capture {
             None => {
@@ -837,7 +842,7 @@ impl Backend for SimDevice {
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::EventDestroy);
-        let result = if self.events.remove(&event.0).is_some() {
+        let result = if self.events.remove(&event).is_some() {
             Ok(())
         } else {
             Err(self.dead_handle("destroy_event", "event", event.0))
@@ -868,7 +873,7 @@ impl Backend for SimDevice {
                 .next_ptr
                 .saturating_add(size64.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
             self.memory.insert(
-                ptr,
+                DevicePtr(ptr),
                 Allocation {
                     bytes: vec![0; size],
                     kernel_writer: None,
@@ -887,14 +892,14 @@ impl Backend for SimDevice {
     fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::Free);
-        let result = if let Some(alloc) = self.memory.remove(&ptr.0) {
+        let result = if let Some(alloc) = self.memory.remove(&ptr) {
             let end = ptr
                 .0
                 .saturating_add(u64::try_from(alloc.bytes.len()).unwrap_or(u64::MAX));
             if self
                 .pending_writes
                 .iter()
-                .any(|w| (ptr.0..end).contains(&w.ptr))
+                .any(|w| (ptr.0..end).contains(&w.ptr.0))
             {
                 self.violation(format!(
                     "{:#x} freed while a run's kernels will still write it",
@@ -913,11 +918,11 @@ impl Backend for SimDevice {
         let start = self.enter();
         self.spend(Cost::WriteH2d);
         let result = self.sticky_now().and_then(|()| {
-            if self.locate(dst.0).is_none() {
+            if self.locate(dst).is_none() {
                 return Err(self.dead_handle("memcpy_to_device", "buffer", dst.0));
             }
             let (alloc, offset) = self
-                .region_mut(dst.0, src.len())
+                .region_mut(dst, src.len())
                 .ok_or(AclCode::RtParamInvalid)?;
             if let Some(out) = alloc.bytes.get_mut(offset..offset + src.len()) {
                 out.copy_from_slice(src);
@@ -925,11 +930,9 @@ impl Backend for SimDevice {
             alloc.kernel_writer = None;
             Ok(())
         });
-        let run = self.current_run;
-        self.finish(
+        self.finish_for_effect(
             "memcpy_h2d",
             start,
-            run,
             || format!("{} B -> {:#x}", src.len(), dst.0),
             &result,
         );
@@ -947,6 +950,9 @@ impl Backend for SimDevice {
             .values()
             .find(|a| read.contains(&a.status_header.0))
             .map(|a| a.run);
+        if let Some(run) = header_of {
+            self.check_timing_writer(run);
+        }
         let result = self.sticky_now().and_then(|()| {
             if let Some(run) = header_of {
                 if let Some(Injected::Fail(code)) = self.faults.decide(Site::StatusRead, Some(run))
@@ -954,36 +960,86 @@ impl Backend for SimDevice {
                     return Err(code);
                 }
             }
-            if self.locate(src.0).is_none() {
+            if self.locate(src).is_none() {
                 return Err(self.dead_handle("memcpy_from_device", "buffer", src.0));
             }
             let (alloc, offset) = self
-                .region_mut(src.0, dst.len())
+                .region_mut(src, dst.len())
                 .ok_or(AclCode::RtParamInvalid)?;
             if let Some(bytes) = alloc.bytes.get(offset..offset + dst.len()) {
                 dst.copy_from_slice(bytes);
             }
             Ok(())
         });
-        let run = self.current_run;
-        self.finish(
+        self.finish_for_effect(
             "memcpy_d2h",
             start,
-            run,
             || format!("{len} B <- {:#x}", src.0),
             &result,
         );
         result
     }
+}
 
-    fn launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
+/// The simulation's [`Runner`]: host preparation and finalisation cost host time, and the
+/// two kernel launches enqueue the run's kernels, all through the [`SimDevice`] it is given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimRunner;
+
+impl Runner<SimDevice> for SimRunner {
+    fn prepare_run(
+        &mut self,
+        device: &mut SimDevice,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        device.run_prepare_run(run, slot, diagnostics)
+    }
+
+    fn launch_aicore(
+        &mut self,
+        device: &mut SimDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        device.run_launch_aicore(stream, args)
+    }
+
+    fn launch_aicpu(
+        &mut self,
+        device: &mut SimDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        device.run_launch_aicpu(stream, args)
+    }
+
+    fn finalise_run(
+        &mut self,
+        device: &mut SimDevice,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        device.run_finalise_run(run, slot, copy_back)
+    }
+
+    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), AclCode> {
+        device.run_upload_code(code)
+    }
+}
+
+/// The runner's work on the device model ([`SimRunner`] delegates here).
+impl SimDevice {
+    fn run_launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::KernelLaunch);
         if !self.binary_loaded {
             self.spend(Cost::FirstAicoreLaunch);
         }
         let args = *args;
-        let result = if self.streams.contains_key(&stream.0) {
+        let result = if self.streams.contains_key(&stream) {
             self.sticky_now().and_then(|()| {
                 if let Some(Injected::Fail(code)) =
                     self.faults.decide(Site::AicoreLaunch, Some(args.run))
@@ -999,14 +1055,14 @@ impl Backend for SimDevice {
                 {
                     self.queued_launches += 1;
                 }
-                self.live_runs.insert(args.run.0, args);
+                self.live_runs.insert(args.run, args);
                 self.check_device_invariants();
-                let start_ns = self.task_start(stream.0, self.costs.get(Cost::KernelStartLatency));
+                let start_ns = self.task_start(stream, self.costs.get(Cost::KernelStartLatency));
                 // The AICore kernel's end is known once its scheduler is enqueued.
-                self.enqueue(stream.0, start_ns, None);
+                self.enqueue(stream, start_ns, None);
                 self.pending_core = Some(PendingCore {
                     args,
-                    stream: stream.0,
+                    stream,
                     enqueued: now,
                     start: start_ns,
                 });
@@ -1026,12 +1082,12 @@ impl Backend for SimDevice {
         result
     }
 
-    fn launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
+    fn run_launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
         self.enter_keeping_pending_core();
         let start = self.host_ns;
         self.spend(Cost::KernelLaunch);
         let args = *args;
-        let result = if self.streams.contains_key(&stream.0) {
+        let result = if self.streams.contains_key(&stream) {
             self.sticky_now().and_then(|()| {
                 if let Some(Injected::Fail(code)) =
                     self.faults.decide(Site::AicpuLaunch, Some(args.run))
@@ -1039,7 +1095,7 @@ impl Backend for SimDevice {
                     // The AICore kernel stays enqueued, spinning: orphaned at the next call.
                     return Err(code);
                 }
-                self.start_run(stream.0, args);
+                self.start_run(stream, args);
                 Ok(())
             })
         } else {
@@ -1055,7 +1111,7 @@ impl Backend for SimDevice {
         result
     }
 
-    fn prepare_run(
+    fn run_prepare_run(
         &mut self,
         run: RunId,
         slot: SlotId,
@@ -1063,7 +1119,7 @@ impl Backend for SimDevice {
     ) -> Result<(), PrepareError> {
         let start = self.enter();
         self.spend(Cost::Prepare);
-        let others_live = self.live_runs.keys().any(|&r| r != run.0);
+        let others_live = self.live_runs.keys().any(|&r| r != run);
         let result = match self.faults.decide(Site::Prepare, Some(run)) {
             Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
             // Only an overlapping prepare can be incompatible; alone, it always fits.
@@ -1077,7 +1133,7 @@ impl Backend for SimDevice {
             Err(PrepareError::Incompatible) => Some("incompatible".to_owned()),
             Err(PrepareError::Failed(code)) => Some(format!("{} {}", code.raw(), code.name())),
         };
-        self.trace.push(|| Record::Call {
+        self.journal.push(|| Record::Call {
             start_ns: start,
             end_ns: end,
             name: "prepare_run",
@@ -1093,7 +1149,7 @@ impl Backend for SimDevice {
         result
     }
 
-    fn finalise_run(
+    fn run_finalise_run(
         &mut self,
         run: RunId,
         slot: SlotId,
@@ -1114,15 +1170,16 @@ impl Backend for SimDevice {
             Ok(())
         };
         // Finalisation releases the run's slot buffers for the next lease.
-        self.live_runs.remove(&run.0);
-        self.run_ends.remove(&run.0);
+        self.live_runs.remove(&run);
+        self.run_ends.remove(&run);
+        self.run_streams.remove(&run);
         let end = self.host_ns;
         let error = match result {
             Ok(()) => None,
             Err(FinaliseFailure::Validation) => Some("validation".to_owned()),
             Err(FinaliseFailure::Acl(code)) => Some(format!("{} {}", code.raw(), code.name())),
         };
-        self.trace.push(|| Record::Call {
+        self.journal.push(|| Record::Call {
             start_ns: start,
             end_ns: end,
             name: "finalise_run",
@@ -1138,7 +1195,7 @@ impl Backend for SimDevice {
         result
     }
 
-    fn upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
+    fn run_upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::Upload);
         let result = self.sticky_now().and_then(|()| {
@@ -1160,78 +1217,12 @@ impl Backend for SimDevice {
         );
         result
     }
-
-    fn observe(&mut self, step: &Observation<'_>) {
-        let record = match *step {
-            Observation::Command {
-                now,
-                command,
-                accepted,
-            } => {
-                self.current_run = None;
-                Record::Lane {
-                    at_ns: now.0,
-                    text: match accepted {
-                        Some(id) => format!("{command} -> {id}"),
-                        None if command == "close" => command.to_owned(),
-                        None => format!("{command} refused"),
-                    },
-                }
-            }
-            Observation::Effect { now, effect } => {
-                self.current_run = effect.run();
-                if let lane_core::Effect::ReadStatus { run, .. } = *effect {
-                    self.check_timing_writer(run);
-                }
-                Record::Lane {
-                    at_ns: now.0,
-                    text: format!("effect {}", crate::trace::describe_effect(effect)),
-                }
-            }
-            Observation::Event { now, event, result } => {
-                self.current_run = None;
-                if let (Event::StreamCreated { role, handle }, Ok(())) = (*event, result) {
-                    self.stream_roles.insert(handle.0, role);
-                    if role == Role::Aicore {
-                        self.aicore_streams_created += 1;
-                    }
-                }
-                Record::Lane {
-                    at_ns: now.0,
-                    text: format!(
-                        "event  {}{}",
-                        crate::trace::describe_event(event),
-                        match result {
-                            Ok(()) => String::new(),
-                            Err(e) => format!(" REJECTED: {e}"),
-                        }
-                    ),
-                }
-            }
-            Observation::Timeout { now } => Record::Lane {
-                at_ns: now.0,
-                text: "deadline passed: handle_timeout".to_owned(),
-            },
-            Observation::Outcome { now, outcome } => {
-                if let lane_core::Outcome::Run(r) = outcome {
-                    self.live_runs.remove(&r.run.0);
-                    self.run_ends.remove(&r.run.0);
-                }
-                Record::Lane {
-                    at_ns: now.0,
-                    text: format!("outcome {outcome}"),
-                }
-            }
-        };
-        self.trace.push(|| record);
-        self.check_device_invariants();
-    }
 }
 
 impl SimDevice {
     /// Both kernels of `args.run` are enqueued (AICore pending, AICPU on `aicpu`): decide
     /// the run's fate, compute its device times and schedule its writes.
-    fn start_run(&mut self, aicpu: u64, args: RunArgs) {
+    fn start_run(&mut self, aicpu: StreamHandle, args: RunArgs) {
         let run = args.run;
         let now = self.host_ns;
         let Some(core) = self.pending_core.take().filter(|p| p.args.run == run) else {
@@ -1243,12 +1234,12 @@ impl SimDevice {
         };
         if core.stream == aicpu {
             self.fail(DeviceFailure::Deadlock(format!(
-                "run {} has both kernels on stream h{aicpu}: the AICPU scheduler queues behind AICore \
+                "run {} has both kernels on stream h{}: the AICPU scheduler queues behind AICore \
                  workers that wait for it forever (the pair must be two streams)",
-                run.0
+                run.0, aicpu.0
             )));
             self.enqueue(aicpu, None, None);
-            self.run_ends.insert(run.0, None);
+            self.run_ends.insert(run, None);
             return;
         }
         let latency = self.costs.get(Cost::KernelStartLatency);
@@ -1280,9 +1271,9 @@ impl SimDevice {
                         self.sticky = Some((earliest, code));
                         (Some(at), Ending::Exception(code))
                     }
-                    (None, Some(Injected::Latch(code))) => (
+                    (None, Some(Injected::Latch(latched))) => (
                         Some(s.saturating_add(preamble).saturating_add(device_ns)),
-                        Ending::Latched(code),
+                        Ending::Latched(latched),
                     ),
                     (None, _) => (
                         Some(s.saturating_add(preamble).saturating_add(device_ns)),
@@ -1296,7 +1287,8 @@ impl SimDevice {
             st.tail = end;
         }
         self.enqueue(aicpu, aicpu_start, end);
-        self.run_ends.insert(run.0, end);
+        self.run_ends.insert(run, end);
+        self.run_streams.insert(run, [core.stream, aicpu]);
         if let (Some(s), Some(e)) = (both_start, end) {
             let writes = match ending {
                 Ending::Clean => Some(None),
@@ -1316,14 +1308,14 @@ impl SimDevice {
             let record = KernelRecord {
                 run: run.0,
                 side,
-                stream,
+                stream: stream.0,
                 enqueued_ns: enqueued.get(i).copied().unwrap_or(now),
                 start_ns: starts.get(i).copied().flatten(),
                 end_ns: end,
                 ending,
                 killed_ns: None,
             };
-            self.trace.push(|| Record::Kernel(record));
+            self.journal.push(|| Record::Kernel(record));
         }
     }
 
@@ -1334,7 +1326,7 @@ impl SimDevice {
         args: RunArgs,
         start: u64,
         end: u64,
-        latched: Option<RuntimeCode>,
+        latched: Option<Latched>,
     ) {
         let run = args.run;
         self.write_later(start, run, args.handshake, run.0.to_le_bytes().to_vec());
@@ -1344,11 +1336,12 @@ impl SimDevice {
         let mut status = Status::clean(self.layout);
         match latched {
             // Scheduler codes (100+) latch on the scheduler side, the rest on the orchestrator.
-            Some(code) if code.value() >= 100 => {
-                status.sched = Some(code);
-                status.sched_bitmap = 1;
+            Some(latched) if is_scheduler_code(latched.code) => {
+                status.sched = Some(latched.code);
+                status.sched_thread = i32::from(latched.first_thread);
+                status.sched_bitmap = latched.bitmap;
             }
-            Some(code) => status.orch = Some(code),
+            Some(latched) => status.orch = Some(latched.code),
             None => {}
         }
         let mut header = vec![0; self.layout.size()];
@@ -1412,11 +1405,11 @@ impl SimDevice {
 
     /// The run's timing buffer was written by no run's kernels but its own (L-13, L-17).
     fn check_timing_writer(&mut self, run: RunId) {
-        let Some(args) = self.live_runs.get(&run.0).copied() else {
+        let Some(args) = self.live_runs.get(&run).copied() else {
             return;
         };
         let writer = self
-            .locate(args.timing.0)
+            .locate(args.timing)
             .and_then(|(base, _)| self.memory.get(&base))
             .and_then(|a| a.kernel_writer);
         if let Some(writer) = writer.filter(|w| *w != run) {
@@ -1425,5 +1418,23 @@ impl SimDevice {
                 run.0, args.timing.0, writer.0
             ));
         }
+    }
+}
+
+/// A host call's trace record.
+fn call_record(
+    name: &'static str,
+    span: core::ops::Range<u64>,
+    run: Option<RunId>,
+    detail: String,
+    error: Option<AclCode>,
+) -> Record {
+    Record::Call {
+        start_ns: span.start,
+        end_ns: span.end,
+        name,
+        run: run.map(|r| r.0),
+        detail,
+        error: error.map(|c| format!("{} {}", c.raw(), c.name())),
     }
 }

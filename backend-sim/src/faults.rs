@@ -369,8 +369,24 @@ pub enum Injected {
     /// The run never ends.
     Hang,
     /// The run latches this code.
-    Latch(RuntimeCode),
+    Latch(Latched),
 }
+
+/// What a latch fault writes: the code, and for a scheduler code (100 and above) which
+/// scheduler threads reported it. Every reporting thread sets its bit in the bitmap; the
+/// first writer's code and thread are the ones kept (SPEC §5.1, first-writer-wins).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Latched {
+    /// The first writer's code.
+    pub code: RuntimeCode,
+    /// The first writer's thread.
+    pub first_thread: u8,
+    /// Every thread that reported, one bit each.
+    pub bitmap: u32,
+}
+
+/// Scheduler threads a header's bitmap can name (one bit each of a u32).
+pub const SCHED_THREADS: u8 = 32;
 
 /// One installed rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -381,6 +397,9 @@ pub struct FaultRule {
     pub code: FaultCode,
     /// When.
     pub when: When,
+    /// For a latch of a scheduler code: the scheduler threads that latched it, the first
+    /// writer first. Empty: thread 0 alone.
+    pub threads: Vec<u8>,
 }
 
 /// Why a fault rule was refused. Each message names the problem and the fix.
@@ -450,6 +469,24 @@ pub enum FaultError {
         /// "run" or "call".
         short: &'static str,
     },
+    /// Threads were named for a fault that is not a latch of a scheduler code.
+    #[error(
+        "fault '{kind}': only a latch of a scheduler code (100 and above, e.g. SCHEDULER_TIMEOUT) \
+         names scheduler threads; drop the threads or latch a scheduler code"
+    )]
+    ThreadsWithoutSchedulerLatch {
+        /// The kind.
+        kind: &'static str,
+    },
+    /// The thread list is empty, repeats a thread or names one the bitmap cannot hold.
+    #[error(
+        "fault threads {got:?}: list distinct scheduler threads from 0 to {}, the first writer first",
+        SCHED_THREADS - 1
+    )]
+    BadThreads {
+        /// What was given.
+        got: Vec<u8>,
+    },
     /// More than one selector in a scenario rule.
     #[error(
         "fault '{kind}' has more than one of runs, calls, rate, always; keep one (one rule per selector)"
@@ -506,12 +543,65 @@ impl FaultRule {
             }
             _ => {}
         }
-        Ok(Self { kind, code, when })
+        Ok(Self {
+            kind,
+            code,
+            when,
+            threads: Vec::new(),
+        })
     }
 
-    /// Parses the `--fault` syntax: `KIND[=CODE][@SELECTOR]`, where the selector is
-    /// `always` (the default), `run:1,3`, `call:2` or `rate:0.05` (also `rate:5%`).
+    /// The same rule, latched by these scheduler threads (the first writer first). Only a
+    /// latch of a scheduler code names threads.
+    pub fn with_threads(mut self, threads: Vec<u8>) -> Result<Self, FaultError> {
+        let scheduler_latch = matches!(
+            (self.kind, self.code),
+            (FaultKind::Latch, FaultCode::Runtime(code)) if is_scheduler_code(code)
+        );
+        if !scheduler_latch {
+            return Err(FaultError::ThreadsWithoutSchedulerLatch {
+                kind: self.kind.name(),
+            });
+        }
+        let distinct = threads
+            .iter()
+            .enumerate()
+            .all(|(i, t)| !threads.get(..i).is_some_and(|before| before.contains(t)));
+        if threads.is_empty() || !distinct || threads.iter().any(|t| *t >= SCHED_THREADS) {
+            return Err(FaultError::BadThreads { got: threads });
+        }
+        self.threads = threads;
+        Ok(self)
+    }
+
+    /// Parses the `--fault` syntax: `KIND[=CODE][@SELECTOR][/threads:T,..]`, where the
+    /// selector is `always` (the default), `run:1,3`, `call:2` or `rate:0.05` (also
+    /// `rate:5%`), and the threads (a latch of a scheduler code only) are the scheduler
+    /// threads that latched it, the first writer first.
     pub fn parse(spec: &str) -> Result<Self, FaultError> {
+        let (rule, threads) = match spec.split_once("/threads:") {
+            Some((rule, list)) => (rule, Some(list)),
+            None => (spec, None),
+        };
+        let parsed = Self::parse_rule(rule)?;
+        match threads {
+            None => Ok(parsed),
+            Some(list) => {
+                let threads = list
+                    .split(',')
+                    .map(|t| t.trim().parse::<u8>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| FaultError::BadSelector {
+                        spec: spec.to_owned(),
+                        got: format!("threads:{list}"),
+                    })?;
+                parsed.with_threads(threads)
+            }
+        }
+    }
+
+    /// `KIND[=CODE][@SELECTOR]`.
+    fn parse_rule(spec: &str) -> Result<Self, FaultError> {
         let (head, selector) = match spec.split_once('@') {
             Some((head, sel)) => (head, Some(sel)),
             None => (spec, None),
@@ -541,12 +631,22 @@ impl FaultRule {
     }
 
     /// What the device does when this rule fires.
-    pub const fn injected(&self) -> Injected {
+    pub fn injected(&self) -> Injected {
         match (self.kind, self.code) {
             (FaultKind::PrepareIncompatible, _) => Injected::Incompatible,
             (FaultKind::Validation, _) => Injected::Validation,
             (FaultKind::Hang, _) => Injected::Hang,
-            (FaultKind::Latch, FaultCode::Runtime(code)) => Injected::Latch(code),
+            (FaultKind::Latch, FaultCode::Runtime(code)) => Injected::Latch(Latched {
+                code,
+                first_thread: self.threads.first().copied().unwrap_or(0),
+                bitmap: if self.threads.is_empty() {
+                    1
+                } else {
+                    self.threads.iter().fold(0, |bits, t| {
+                        bits | 1_u32.checked_shl(u32::from(*t)).unwrap_or(0)
+                    })
+                },
+            }),
             (FaultKind::Exception, FaultCode::Acl(code)) => Injected::Exception(code),
             (_, FaultCode::Acl(code)) => Injected::Fail(code),
             // `new` gives every other kind an ACL code; a hand-built odd rule still fails.
@@ -570,8 +670,19 @@ impl fmt::Display for FaultRule {
             When::Calls(l) => write!(f, "@call:{}", list(l)),
             When::Runs(l) => write!(f, "@run:{}", list(l)),
             When::Rate(ppm) => write!(f, "@rate:{}", fmt_rate(*ppm)),
+        }?;
+        if !self.threads.is_empty() {
+            let threads: Vec<String> = self.threads.iter().map(u8::to_string).collect();
+            write!(f, "/threads:{}", threads.join(","))?;
         }
+        Ok(())
     }
+}
+
+/// Whether a runtime code is latched by the schedulers (100 and above, SPEC §5.2) rather
+/// than the orchestrator.
+pub const fn is_scheduler_code(code: RuntimeCode) -> bool {
+    code.value() >= 100
 }
 
 /// A rate in ppm as a short decimal probability (`0.05`, `0.0025`).
@@ -708,6 +819,7 @@ pub fn swarm(seed: u64) -> Vec<FaultRule> {
             kind,
             code,
             when: When::Rate(rate),
+            threads: Vec::new(),
         });
     }
     rules
@@ -837,6 +949,32 @@ mod tests {
     }
 
     #[test]
+    fn a_scheduler_latch_names_its_threads_and_round_trips_through_the_text_form() {
+        let rule = FaultRule::parse("latch=SCHEDULER_TIMEOUT@run:2/threads:3,1").unwrap();
+        assert_eq!(rule.threads, [3, 1]);
+        assert_eq!(
+            rule.injected(),
+            Injected::Latch(Latched {
+                code: RuntimeCode::SchedulerTimeout,
+                first_thread: 3,
+                bitmap: 0b1010
+            })
+        );
+        assert_eq!(rule.to_string(), "latch=100@run:2/threads:3,1");
+        assert_eq!(FaultRule::parse(&rule.to_string()).unwrap(), rule);
+    }
+
+    #[test]
+    fn threads_are_refused_unless_a_scheduler_code_is_latched_by_distinct_threads() {
+        let msg = |spec: &str| FaultRule::parse(spec).unwrap_err().to_string();
+        assert!(msg("latch=SCOPE_DEADLOCK/threads:1").contains("scheduler code"));
+        assert!(msg("hang/threads:1").contains("scheduler code"));
+        assert!(msg("latch=100/threads:1,1").contains("distinct"));
+        assert!(msg("latch=100/threads:32").contains("distinct"));
+        assert!(msg("latch=100/threads:x").contains("bad selector"));
+    }
+
+    #[test]
     fn the_first_installed_rule_that_fires_wins() {
         let mut faults = Faults::new(7);
         faults.install(FaultRule::parse("latch=1@run:2").unwrap());
@@ -847,7 +985,11 @@ mod tests {
         );
         assert_eq!(
             faults.decide(Site::Run, Some(RunId(2))),
-            Some(Injected::Latch(RuntimeCode::ScopeDeadlock))
+            Some(Injected::Latch(Latched {
+                code: RuntimeCode::ScopeDeadlock,
+                first_thread: 0,
+                bitmap: 1
+            }))
         );
         assert_eq!(faults.decide(Site::Prepare, Some(RunId(2))), None);
         faults.heal();

@@ -1,18 +1,21 @@
 //! A deterministic, fault-injecting simulated Ascend device, and the `lane-sim` command.
 //!
-//! **Owns:** a device model behind [`lane_driver::Backend`] ([`SimDevice`]): host and
+//! **Owns:** a device model behind [`lane_driver::Device`] ([`SimDevice`], with
+//! [`SimRunner`] as its `lane_driver::Runner`): host and
 //! device on one virtual clock, streams as FIFO queues, the AICPU/AICore handshake, events
 //! that complete when their stream passes them (a never-recorded one waits as success),
 //! device memory written by the run's kernels, sticky errors, calibrated [`costs`], and
 //! [`faults`] installed as rules and decided by one seed. Around it: the workload runner
 //! ([`workload`]), traces ([`trace`]), figures ([`stats`]), scenario files ([`scenario`])
-//! and the command ([`cli`]).
+//! and the command ([`cli`]). The device sees only the calls made on it; lane steps reach
+//! the trace through the driver's observer ([`SimObserver`]).
 //!
 //! **Map of the code:**
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`device`] | [`SimDevice`]: the `Backend` impl, the device model and its invariants |
+//! | [`device`] | [`SimDevice`]: the `Device` impl, the device model and its invariants; [`SimRunner`] |
+//! | [`observer`] | [`SimObserver`]: lane steps into the [`Journal`] (trace, stream roles, host billing) |
 //! | [`costs`] | every cost with its default and the measured figure it comes from |
 //! | [`faults`] | fault kinds, rules, the seeded decision, swarm mixes |
 //! | [`workload`] | [`SimConfig`], the runner (keep the lane full, close, liveness), [`Report`] |
@@ -26,15 +29,16 @@
 //! **Invariant:** determinism. The same [`SimConfig`] gives a byte-identical trace: time is
 //! virtual, every random choice draws from a `ChaCha8Rng` derived from the one `u64` seed,
 //! and every map is a `BTreeMap`. After every lane step the driver checks
-//! `Lane::check_invariants()` and the device checks its own: a run's timing buffer and
+//! `Lane::check_invariants()`; the device checks its own on the calls that could break them: a run's timing buffer and
 //! status header are written only by that run's kernels, no two live runs share a slot
 //! buffer, no stream is destroyed with queued work, tasks on a stream run in enqueue order,
 //! and no handle is used after it died. A violation, a deadlock (both kernels of a run on
 //! one stream, an unbounded wait that can never end) or a livelock stops the run with an
 //! error that ends in the one line reproducing it.
 //!
-//! **API boundary:** [`SimDevice`] implements `lane_driver::Backend` and is driven by
-//! `lane_driver::Driver` like any backend; it never depends on backend-acl. [`run`] is
+//! **API boundary:** [`SimDevice`] implements `lane_driver::Device` and [`SimRunner`]
+//! `lane_driver::Runner<SimDevice>`; both are driven by `lane_driver::Driver` like any
+//! backend, observed by [`SimObserver`]; it never depends on backend-acl. [`run`] is
 //! the entry point for a workload; [`scenario::load`] and [`scenario::check`] for files.
 
 #![forbid(unsafe_code)]
@@ -44,13 +48,15 @@ pub mod costs;
 pub mod device;
 pub mod error;
 pub mod faults;
+pub mod observer;
 pub mod scenario;
 pub mod stats;
 pub mod sweep;
 pub mod trace;
 pub mod workload;
 
-pub use device::{DeviceFailure, HostUse, RunTimes, SimDevice};
+pub use device::{DeviceFailure, HostUse, RunTimes, SimDevice, SimRunner};
 pub use error::{Failure, InputError, SimError};
-pub use faults::{FaultKind, FaultRule, When};
+pub use faults::{FaultKind, FaultRule, Latched, When};
+pub use observer::{Journal, SimObserver};
 pub use workload::{LaneEnd, Report, SimConfig, Workload, run};

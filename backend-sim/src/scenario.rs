@@ -22,6 +22,7 @@
 //! kind = "latch"                # `lane-sim faults` lists the kinds
 //! code = "SCOPE_DEADLOCK"       # or 1; optional (each kind has a default)
 //! runs = [2]                    # or calls = [1], rate = 0.05, always = true
+//! threads = [3, 1]              # a scheduler code's latching threads, first writer first
 //!
 //! [expect]                      # every key is optional
 //! lane = "closed"               # or "lost": recovery failed before close
@@ -35,6 +36,9 @@
 //!   "publication 3: uploaded",
 //!   "run 4: poisoned by run 2 (device-fault)",
 //! ]
+//! latches = [                   # every status header read that latched a code, in order
+//!   "run 2: orch_error_code=1",   # (a scheduler code reads `sched_error_code=100
+//! ]                             # sched_error_thread=3 sched_error_bitmap=0xa`)
 //! ```
 //!
 //! An outcome line is `run N: ok | cancelled | failed [(CAUSE)] | poisoned by run M
@@ -47,7 +51,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use lane_core::{Outcome, PublicationResult, Verdict};
+use lane_core::status_latch::Status;
+use lane_core::{Outcome, PublicationResult, RunId, Verdict};
 use serde::Deserialize;
 
 use crate::costs::Cost;
@@ -131,6 +136,8 @@ struct FaultSection {
     rate: Option<f64>,
     #[serde(default)]
     always: Option<bool>,
+    #[serde(default)]
+    threads: Option<Vec<u8>>,
 }
 
 /// What a scenario expects; every field is optional.
@@ -143,6 +150,7 @@ struct Expect {
     resets: Option<u64>,
     not_accepted: Option<u32>,
     outcomes: Option<Vec<String>>,
+    latches: Option<Vec<String>>,
 }
 
 /// A parsed scenario: the simulation to run and what it must produce.
@@ -370,7 +378,13 @@ fn fault_rule(f: &FaultSection) -> Result<FaultRule, String> {
         CodeValue::Number(n) => n.to_string(),
         CodeValue::Name(s) => s.clone(),
     });
-    FaultRule::new(kind, code.as_deref(), when).map_err(|e| e.to_string())
+    let rule = FaultRule::new(kind, code.as_deref(), when).map_err(|e| e.to_string())?;
+    match &f.threads {
+        None => Ok(rule),
+        Some(threads) => rule
+            .with_threads(threads.clone())
+            .map_err(|e| e.to_string()),
+    }
 }
 
 /// One expected outcome line.
@@ -590,6 +604,23 @@ pub fn check(scenario: Scenario) -> Result<Checked, SimError> {
             mismatches.push(diff);
         }
     }
+    if let Some(expected) = &e.latches {
+        let got: Vec<String> = report
+            .latches
+            .iter()
+            .map(|(run, status)| latch_line(*run, status))
+            .collect();
+        if *expected != got {
+            let mut diff = String::from("latches (- expected, + got):\n");
+            for line in expected {
+                let _ = writeln!(diff, "  - {line}");
+            }
+            for line in &got {
+                let _ = writeln!(diff, "  + {line}");
+            }
+            mismatches.push(diff.trim_end().to_owned());
+        }
+    }
     Ok(Checked {
         scenario,
         report,
@@ -621,6 +652,21 @@ fn diff_outcomes(expected: &[ExpectedOutcome], got: &[GotOutcome]) -> Option<Str
         }
     }
     Some(out.trim_end().to_owned())
+}
+
+/// A latched status header as a scenario's `latches` line: the run, then the header's latch
+/// fields (the orchestrator's code, or the schedulers' code, first thread and bitmap).
+pub fn latch_line(run: RunId, status: &Status) -> String {
+    match (status.orch, status.sched) {
+        (Some(orch), _) => format!("{run}: orch_error_code={}", orch.value()),
+        (None, Some(sched)) => format!(
+            "{run}: sched_error_code={} sched_error_thread={} sched_error_bitmap={:#x}",
+            sched.value(),
+            status.sched_thread,
+            status.sched_bitmap
+        ),
+        (None, None) => format!("{run}: clean"),
+    }
 }
 
 #[cfg(test)]

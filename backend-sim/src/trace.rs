@@ -5,11 +5,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use lane_core::status_latch::{AclCode, RuntimeCode};
+use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::Role;
 use lane_core::{Effect, Event};
 use serde_json::{Value, json};
 
+use crate::faults::Latched;
 use crate::stats::fmt_us;
 
 /// Which kernel of a run.
@@ -36,7 +37,7 @@ pub enum Ending {
     /// Clean exit, clean latch.
     Clean,
     /// Clean exit with a runtime code latched.
-    Latched(RuntimeCode),
+    Latched(Latched),
     /// A device exception.
     Exception(AclCode),
     /// Failed at once: the stream was already sticky-faulted.
@@ -53,7 +54,9 @@ impl Ending {
     fn describe(self) -> String {
         match self {
             Self::Clean => "clean".to_owned(),
-            Self::Latched(code) => format!("latched {} {}", code.value(), code.name()),
+            Self::Latched(latched) => {
+                format!("latched {} {}", latched.code.value(), latched.code.name())
+            }
             Self::Exception(code) => format!("exception {} {}", code.raw(), code.name()),
             Self::FaultedStream(code) => {
                 format!(

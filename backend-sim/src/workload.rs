@@ -8,17 +8,19 @@
 
 use std::collections::BTreeMap;
 
+use lane_core::status_latch::Status;
 use lane_core::stream_pair::Role;
 use lane_core::{
-    CodeRef, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunRequest, SubmitError,
-    Verdict,
+    CodeRef, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunId, RunRequest,
+    SubmitError, Verdict,
 };
 use lane_driver::{Driver, DriverError, Turn};
 
 use crate::costs::{Cost, Costs};
-use crate::device::{RunTimes, SimDevice};
+use crate::device::{RunTimes, SimDevice, SimRunner};
 use crate::error::{Failure, InputError, SimError};
 use crate::faults::{FaultRule, describe, rate_to_ppm, swarm};
+use crate::observer::SimObserver;
 use crate::stats::{RunStat, Summary, fmt_us, summarise};
 use crate::trace::Trace;
 
@@ -373,6 +375,8 @@ pub struct Report {
     pub trace: Trace,
     /// Stream roles by handle, for rendering the trace.
     pub stream_roles: BTreeMap<u64, Role>,
+    /// Every status header the driver read that latched a code, by run, in read order.
+    pub latches: Vec<(RunId, Status)>,
 }
 
 impl Report {
@@ -383,7 +387,7 @@ impl Report {
 }
 
 struct Runner<'a> {
-    driver: Driver<SimDevice>,
+    driver: Driver<SimDevice, SimRunner, SimObserver>,
     repro: String,
     outcomes: Vec<Outcome>,
     accepted: Vec<u64>,
@@ -415,8 +419,9 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
     for rule in &faults {
         device.install(rule.clone());
     }
+    let observer = SimObserver::new(device.journal());
     let mut runner = Runner {
-        driver: Driver::new(profile, device),
+        driver: Driver::new(profile, device, SimRunner).with_observer(observer),
         repro: config.repro(),
         outcomes: Vec::new(),
         accepted: Vec::new(),
@@ -459,10 +464,11 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
             runner.driver.lane().state()
         ))));
     }
-    let device = runner.driver.into_backend();
+    let (device, _, observer) = runner.driver.into_parts();
+    let journal = observer.journal();
     let (runs, summary) = summarise(
         &runner.outcomes,
-        device.host_use(),
+        &journal.host_use(),
         runner.last_run_outcome_ns,
     );
     Ok(Report {
@@ -476,13 +482,14 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
             LaneEnd::Closed
         },
         not_accepted,
-        aicore_streams_created: device.aicore_streams_created(),
+        aicore_streams_created: journal.aicore_streams_created(),
         queued_launches: device.queued_launches(),
         resets: device.resets(),
         faults,
         faults_injected: device.faults_injected(),
-        stream_roles: device.stream_roles().clone(),
-        trace: device.trace().clone(),
+        stream_roles: journal.stream_roles(),
+        latches: journal.latches(),
+        trace: journal.trace(),
     })
 }
 
@@ -498,7 +505,7 @@ impl Runner<'_> {
     /// outcomes are collected.
     fn check<T>(&mut self, result: Result<T, DriverError>) -> Result<T, SimError> {
         let value = result.map_err(|e| self.failed(Failure::Driver(e)))?;
-        if let Some(failure) = self.driver.backend().failure() {
+        if let Some(failure) = self.driver.device().failure() {
             return Err(self.failed(Failure::Device(failure.clone())));
         }
         // Lost, or lost while closing (the lane then ends Closed but says the device is lost).
@@ -507,7 +514,7 @@ impl Runner<'_> {
         }
         while let Some(outcome) = self.driver.poll_outcome() {
             if matches!(outcome, Outcome::Run(_)) {
-                self.last_run_outcome_ns = self.driver.backend().host_ns();
+                self.last_run_outcome_ns = self.driver.device().host_ns();
             }
             self.outcomes.push(outcome);
         }
@@ -600,7 +607,7 @@ impl Runner<'_> {
 
     /// Heal every fault, drain, then fresh runs must succeed unless the lane is lost.
     fn liveness(&mut self) -> Result<(), SimError> {
-        self.driver.backend_mut().heal();
+        self.driver.device_mut().heal();
         self.drain()?;
         let state = self.driver.lane().state();
         if state == LaneState::Lost {

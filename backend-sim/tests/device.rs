@@ -1,13 +1,13 @@
-//! The device model, driven call by call through the `Backend` trait (no lane): stream
+//! The device model, driven call by call through the `Device` and `Runner` traits (no lane): stream
 //! FIFO timing, the handshake, deadlock detection, event semantics, sticky errors, the
 //! kernels' writes, costs, and the device invariants.
 
 use backend_sim::costs::{Cost, Costs};
-use backend_sim::{DeviceFailure, FaultRule, RunTimes, SimDevice};
+use backend_sim::{DeviceFailure, FaultRule, RunTimes, SimDevice, SimRunner};
 use lane_core::status_latch::{self, AclCode, HeaderLayout, RuntimeCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{RunId, SlotId};
-use lane_driver::{Backend, EventHandle, EventStatus, RunArgs};
+use lane_driver::{Device, EventHandle, RunArgs, Runner};
 
 const LAYOUT: HeaderLayout = HeaderLayout::TensormapAndRingbuffer;
 const DEVICE_NS: u64 = 100_000;
@@ -56,8 +56,8 @@ fn pair(d: &mut SimDevice) -> (StreamHandle, StreamHandle) {
 
 /// The launch order of L-5: AICore, AICPU, then one event per stream.
 fn launch(d: &mut SimDevice, s: &Slot, aicpu: StreamHandle, aicore: StreamHandle) {
-    d.launch_aicore(aicore, &s.args).unwrap();
-    d.launch_aicpu(aicpu, &s.args).unwrap();
+    SimRunner.launch_aicore(d, aicore, &s.args).unwrap();
+    SimRunner.launch_aicpu(d, aicpu, &s.args).unwrap();
     d.record_event(s.events[0], aicpu).unwrap();
     d.record_event(s.events[1], aicore).unwrap();
 }
@@ -111,8 +111,10 @@ fn a_run_starts_only_when_both_of_its_kernels_have_started() {
     launch(&mut d, &s1, aicpu, aicore);
     // Run 2's scheduler is on an idle stream and starts at once, but its AICore workers
     // queue behind run 1: the handshake holds the run until they report.
-    d.launch_aicore(aicore, &s2.args).unwrap();
-    d.launch_aicpu(other_aicpu, &s2.args).unwrap();
+    SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
+    SimRunner
+        .launch_aicpu(&mut d, other_aicpu, &s2.args)
+        .unwrap();
     d.record_event(s2.events[0], other_aicpu).unwrap();
     d.record_event(s2.events[1], aicore).unwrap();
     wait(&mut d, &s1).unwrap();
@@ -130,8 +132,8 @@ fn both_kernels_of_a_run_on_one_stream_is_a_deadlock_reported_loudly() {
     let mut d = device();
     let stream = d.create_stream().unwrap();
     let s = slot(&mut d, 1, 0);
-    d.launch_aicore(stream, &s.args).unwrap();
-    d.launch_aicpu(stream, &s.args).unwrap();
+    SimRunner.launch_aicore(&mut d, stream, &s.args).unwrap();
+    SimRunner.launch_aicpu(&mut d, stream, &s.args).unwrap();
     match d.failure() {
         Some(DeviceFailure::Deadlock(what)) => {
             assert!(what.contains("run 1 has both kernels on stream"), "{what}");
@@ -147,7 +149,6 @@ fn a_never_recorded_event_waits_as_success_at_once() {
     let before = d.host_ns();
     assert_eq!(d.synchronize_event(event, 1_000), Ok(()));
     assert_eq!(d.host_ns() - before, cost(Cost::EventQuery), "no blocking");
-    assert_eq!(d.query_event(event), Ok(EventStatus::Complete));
 }
 
 #[test]
@@ -156,7 +157,11 @@ fn an_event_completes_when_its_stream_passes_it() {
     let (aicpu, aicore) = pair(&mut d);
     let s = slot(&mut d, 1, 0);
     launch(&mut d, &s, aicpu, aicore);
-    assert_eq!(d.query_event(s.events[0]), Ok(EventStatus::NotReady));
+    assert_eq!(
+        d.query_stream(aicpu),
+        Ok(false),
+        "the run is still on the stream"
+    );
     let before = d.host_ns();
     d.synchronize_event(s.events[0], 1_000).unwrap();
     let blocked = d.host_ns() - before;
@@ -164,7 +169,13 @@ fn an_event_completes_when_its_stream_passes_it() {
         blocked >= DEVICE_NS,
         "the wait blocked for the run ({blocked} ns)"
     );
-    assert_eq!(d.query_event(s.events[1]), Ok(EventStatus::Complete));
+    let before = d.host_ns();
+    d.synchronize_event(s.events[1], 1_000).unwrap();
+    assert_eq!(
+        d.host_ns() - before,
+        cost(Cost::EventQuery),
+        "the other stream has passed its event too: no blocking"
+    );
 }
 
 #[test]
@@ -222,7 +233,7 @@ fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait() {
         "a stream query returns it"
     );
     assert_eq!(d.create_stream().map(|_| ()), fault);
-    assert_eq!(d.launch_aicore(aicore, &s2.args), fault);
+    assert_eq!(SimRunner.launch_aicore(&mut d, aicore, &s2.args), fault);
     assert_eq!(d.malloc(64).map(|_| ()), fault);
     // A force reset clears it; the old handles are dead.
     d.reset_device_force().unwrap();
@@ -278,6 +289,23 @@ fn the_kernels_write_the_status_header_and_timing_the_lane_decodes() {
 }
 
 #[test]
+fn a_latch_by_two_scheduler_threads_names_both_in_the_bitmap_and_keeps_the_first_writer() {
+    let mut d = device();
+    d.install(FaultRule::parse("latch=SCHEDULER_TIMEOUT@run:1/threads:3,1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    wait(&mut d, &s).unwrap();
+    let mut header = [0u8; 896];
+    d.memcpy_from_device(&mut header, s.args.status_header)
+        .unwrap();
+    let status = status_latch::decode(LAYOUT, &header).unwrap();
+    assert_eq!(status.sched, Some(RuntimeCode::SchedulerTimeout));
+    assert_eq!(status.sched_thread, 3, "the first writer's thread");
+    assert_eq!(status.sched_bitmap, 0b1010, "threads 1 and 3");
+}
+
+#[test]
 fn every_call_advances_the_host_clock_by_its_cost() {
     let mut d = device();
     let t0 = d.host_ns();
@@ -302,9 +330,11 @@ fn the_first_aicore_launch_after_an_upload_pays_the_binary_load_again() {
     launch(&mut d, &s1, aicpu, aicore);
     let first = d.host_ns() - t;
     wait(&mut d, &s1).unwrap();
-    d.upload_code(lane_core::CodeRef(1)).unwrap();
+    SimRunner
+        .upload_code(&mut d, lane_core::CodeRef(1))
+        .unwrap();
     let t = d.host_ns();
-    d.launch_aicore(aicore, &s2.args).unwrap();
+    SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
     assert_eq!(
         d.host_ns() - t,
         cost(Cost::KernelLaunch) + cost(Cost::FirstAicoreLaunch)
@@ -328,6 +358,27 @@ fn destroying_a_stream_with_queued_work_breaks_a_device_invariant() {
 }
 
 #[test]
+fn force_destroying_a_stream_drops_its_queued_work_without_breaking_an_invariant() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    d.destroy_stream_force(aicore).unwrap();
+    assert_eq!(d.failure(), None);
+    d.synchronize_device(1_000).ok();
+    let (start, end) = timing(&mut d, &s);
+    assert_eq!(
+        (start, end),
+        (0, 0),
+        "the dropped run never wrote its timing buffer"
+    );
+    assert!(
+        d.destroy_stream(aicore).is_err(),
+        "the stream is gone: a second destroy is a dead handle"
+    );
+}
+
+#[test]
 fn a_launch_into_a_live_runs_slot_buffers_breaks_a_device_invariant() {
     let mut d = device();
     let (aicpu, aicore) = pair(&mut d);
@@ -336,7 +387,7 @@ fn a_launch_into_a_live_runs_slot_buffers_breaks_a_device_invariant() {
     // Run 2 reuses run 1's timing buffer while run 1 is still live (L-13).
     let mut s2 = slot(&mut d, 2, 1);
     s2.args.timing = s1.args.timing;
-    d.launch_aicore(aicore, &s2.args).unwrap();
+    SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
     match d.failure() {
         Some(DeviceFailure::Invariant(what)) => {
             assert!(what.contains("share the slot buffer"), "{what}")
@@ -351,9 +402,9 @@ fn a_partial_launch_leaves_the_aicore_kernel_spinning_forever() {
     d.install(FaultRule::parse("aicpu-launch=507018@run:1").unwrap());
     let (aicpu, aicore) = pair(&mut d);
     let s = slot(&mut d, 1, 0);
-    d.launch_aicore(aicore, &s.args).unwrap();
+    SimRunner.launch_aicore(&mut d, aicore, &s.args).unwrap();
     assert_eq!(
-        d.launch_aicpu(aicpu, &s.args),
+        SimRunner.launch_aicpu(&mut d, aicpu, &s.args),
         Err(AclCode::RtAicpuException)
     );
     let probe = d.create_event().unwrap();

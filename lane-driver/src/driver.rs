@@ -1,8 +1,9 @@
-//! The driver loop: drains lane effects, executes them through a [`Backend`], feeds each
-//! answer back, and blocks on the awaited run's completion events when nothing else is left.
+//! The driver loop: drains lane effects, executes them through a [`Device`] and a
+//! [`Runner`], feeds each answer back, and blocks on the awaited run's completion events when
+//! nothing else is left.
 
-use lane_core::status_latch::{self, AclCode, HeaderLayout};
-use lane_core::stream_pair::Role;
+use lane_core::status_latch::{self, AclCode, DecodeError, HeaderLayout};
+use lane_core::stream_pair::{Role, StreamHandle};
 use lane_core::{
     CloseReport, CodeRef, DeviceTiming, Effect, Event, EventError, InvariantViolation, Lane,
     LaneState, LaunchStep, Lease, MAX_SLOTS, Outcome, Profile, PublicationId, PublishError, RunId,
@@ -11,7 +12,9 @@ use lane_core::{
 use std::collections::VecDeque;
 use thiserror::Error;
 
-use crate::backend::{Backend, DevicePtr, EventHandle, PrepareError, RunArgs};
+use crate::device::{Device, DevicePtr, EventHandle};
+use crate::observer::{Command, NoObserver, Observation, Observer, Release};
+use crate::runner::{PrepareError, RunArgs, Runner};
 
 /// Bytes reserved for each slot's status header (the largest layout is 896).
 const HEADER_BYTES: usize = 1024;
@@ -46,49 +49,7 @@ const ARM_BYTES: usize = HANDSHAKE_BYTES + TIMING_BYTES;
 /// Bytes the probe allocates and frees.
 const PROBE_BYTES: usize = 64;
 
-/// One thing the driver did, reported to [`Backend::observe`] for traces and checks.
-#[derive(Clone, Copy, Debug)]
-pub enum Observation<'a> {
-    /// A command was given to the lane.
-    Command {
-        /// When.
-        now: Timestamp,
-        /// `submit`, `publish` or `close`.
-        command: &'static str,
-        /// The id it returned, or `None` if refused.
-        accepted: Option<u64>,
-    },
-    /// The lane asked for an effect; the driver is about to execute it.
-    Effect {
-        /// When.
-        now: Timestamp,
-        /// The effect.
-        effect: &'a Effect,
-    },
-    /// The driver fed an event to the lane.
-    Event {
-        /// When.
-        now: Timestamp,
-        /// The event.
-        event: &'a Event,
-        /// Whether the lane accepted it.
-        result: &'a Result<(), EventError>,
-    },
-    /// The awaited run's deadline passed before its completion.
-    Timeout {
-        /// When.
-        now: Timestamp,
-    },
-    /// The lane delivered an outcome.
-    Outcome {
-        /// When.
-        now: Timestamp,
-        /// The outcome.
-        outcome: &'a Outcome,
-    },
-}
-
-/// Why the driver stopped. Each is a bug in the lane, the driver or the backend, never a
+/// Why the driver stopped. Each is a bug in the lane, the driver, the device or the runner, never a
 /// device failure (those become verdicts).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum DriverError {
@@ -114,12 +75,20 @@ pub enum DriverError {
         run: RunId,
     },
     /// A status header the driver read could not be decoded.
-    #[error("status header of {run} could not be decoded: {reason}")]
+    #[error("status header of {run} could not be decoded")]
     Decode {
         /// The run.
         run: RunId,
-        /// The decoder's message.
-        reason: String,
+        /// Why.
+        #[source]
+        source: DecodeError,
+    },
+    /// The lane asked to await a run but reports no deadline for it (`Lane::poll_deadline`
+    /// is the one source of the bound on every wait).
+    #[error("asked to await {run}, but the lane reports no deadline")]
+    NoDeadline {
+        /// The run.
+        run: RunId,
     },
 }
 
@@ -161,19 +130,21 @@ impl SlotResources {
     }
 }
 
+/// The run the lane asked to await (its deadline is read from `Lane::poll_deadline`).
 #[derive(Clone, Copy, Debug)]
 struct Awaited {
     run: RunId,
     lease: Lease,
-    deadline: Timestamp,
 }
 
-/// The one driver loop, generic over the backend. Both the simulator and the NPU backend run
-/// the lane through it.
+/// The one driver loop, generic over the device, the runner and the observer. Both the
+/// simulator and the NPU backend run the lane through it.
 #[derive(Debug)]
-pub struct Driver<B: Backend> {
+pub struct Driver<D: Device, R: Runner<D>, O: Observer = NoObserver> {
     lane: Lane,
-    backend: B,
+    device: D,
+    runner: R,
+    observer: O,
     slots: [Option<SlotResources>; MAX_SLOTS as usize],
     awaited: Option<Awaited>,
     outcomes: VecDeque<Outcome>,
@@ -182,18 +153,38 @@ pub struct Driver<B: Backend> {
     readback: [u8; TIMING_BYTES + HEADER_BYTES],
 }
 
-impl<B: Backend> Driver<B> {
-    /// A driver for a new lane with `profile` on `backend`. Invariants are checked after every
+impl<D: Device, R: Runner<D>> Driver<D, R> {
+    /// A driver for a new lane with `profile` on `device`, running runs through `runner`,
+    /// observed by nobody (see [`Driver::with_observer`]). Invariants are checked after every
     /// step (turn it off with [`Driver::check_invariants`] for benchmarks).
-    pub fn new(profile: Profile, backend: B) -> Self {
+    pub fn new(profile: Profile, device: D, runner: R) -> Self {
         Self {
             lane: Lane::new(profile),
-            backend,
+            device,
+            runner,
+            observer: NoObserver,
             slots: [None; MAX_SLOTS as usize],
             awaited: None,
             outcomes: VecDeque::new(),
             check_invariants: true,
             readback: [0; TIMING_BYTES + HEADER_BYTES],
+        }
+    }
+}
+
+impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
+    /// The same driver, reporting every step to `observer` (traces, checks).
+    pub fn with_observer<P: Observer>(self, observer: P) -> Driver<D, R, P> {
+        Driver {
+            lane: self.lane,
+            device: self.device,
+            runner: self.runner,
+            observer,
+            slots: self.slots,
+            awaited: self.awaited,
+            outcomes: self.outcomes,
+            check_invariants: self.check_invariants,
+            readback: self.readback,
         }
     }
 
@@ -209,19 +200,29 @@ impl<B: Backend> Driver<B> {
         &self.lane
     }
 
-    /// The backend.
-    pub const fn backend(&self) -> &B {
-        &self.backend
+    /// The device.
+    pub const fn device(&self) -> &D {
+        &self.device
     }
 
-    /// The backend, mutably (e.g. to install a fault).
-    pub fn backend_mut(&mut self) -> &mut B {
-        &mut self.backend
+    /// The device, mutably (e.g. to install a fault in a simulator).
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.device
     }
 
-    /// The backend, consuming the driver.
-    pub fn into_backend(self) -> B {
-        self.backend
+    /// The runner.
+    pub const fn runner(&self) -> &R {
+        &self.runner
+    }
+
+    /// The observer.
+    pub const fn observer(&self) -> &O {
+        &self.observer
+    }
+
+    /// The device, the runner and the observer, consuming the driver.
+    pub fn into_parts(self) -> (D, R, O) {
+        (self.device, self.runner, self.observer)
     }
 
     /// Submits a run and executes whatever it starts.
@@ -229,16 +230,11 @@ impl<B: Backend> Driver<B> {
         &mut self,
         request: RunRequest,
     ) -> Result<Result<RunId, SubmitError>, DriverError> {
-        let now = self.backend.now();
-        let result = self.lane.submit(now, request);
-        self.backend.observe(&Observation::Command {
-            now,
-            command: "submit",
-            accepted: result.as_ref().ok().map(|r| r.0),
-        });
-        self.after_step()?;
-        self.execute_effects()?;
-        Ok(result)
+        self.command(
+            Command::Submit,
+            |lane, now| lane.submit(now, request),
+            |result| result.as_ref().ok().map(|r| r.0),
+        )
     }
 
     /// Publishes code and executes whatever it starts.
@@ -246,31 +242,37 @@ impl<B: Backend> Driver<B> {
         &mut self,
         code: CodeRef,
     ) -> Result<Result<PublicationId, PublishError>, DriverError> {
-        let now = self.backend.now();
-        let result = self.lane.publish(now, code);
-        self.backend.observe(&Observation::Command {
-            now,
-            command: "publish",
-            accepted: result.as_ref().ok().map(|p| p.0),
-        });
-        self.after_step()?;
-        self.execute_effects()?;
-        Ok(result)
+        self.command(
+            Command::Publish,
+            |lane, now| lane.publish(now, code),
+            |result| result.as_ref().ok().map(|p| p.0),
+        )
     }
 
     /// Closes the lane and executes whatever that starts; call [`Driver::run_until_idle`]
     /// to let launched runs finish and the streams be destroyed.
     pub fn close(&mut self) -> Result<CloseReport, DriverError> {
-        let now = self.backend.now();
-        let report = self.lane.close(now);
-        self.backend.observe(&Observation::Command {
+        self.command(Command::Close, |lane, now| lane.close(now), |_| None)
+    }
+
+    /// The one command path: gives the lane `command` at the device's time, reports it
+    /// (with the id it `accepted`), checks the lane and executes whatever it started.
+    fn command<T>(
+        &mut self,
+        command: Command,
+        apply: impl FnOnce(&mut Lane, Timestamp) -> T,
+        accepted: impl FnOnce(&T) -> Option<u64>,
+    ) -> Result<T, DriverError> {
+        let now = self.device.now();
+        let result = apply(&mut self.lane, now);
+        self.observer.observe(&Observation::Command {
             now,
-            command: "close",
-            accepted: None,
+            command,
+            accepted: accepted(&result),
         });
         self.after_step()?;
         self.execute_effects()?;
-        Ok(report)
+        Ok(result)
     }
 
     /// The next outcome, in submission order.
@@ -309,8 +311,8 @@ impl<B: Backend> Driver<B> {
         let mut any = false;
         while let Some(effect) = self.lane.poll_effect() {
             any = true;
-            let now = self.backend.now();
-            self.backend.observe(&Observation::Effect {
+            let now = self.device.now();
+            self.observer.observe(&Observation::Effect {
                 now,
                 effect: &effect,
             });
@@ -326,9 +328,9 @@ impl<B: Backend> Driver<B> {
     }
 
     fn feed(&mut self, event: Event) -> Result<(), DriverError> {
-        let now = self.backend.now();
+        let now = self.device.now();
         let result = self.lane.handle(now, event);
-        self.backend.observe(&Observation::Event {
+        self.observer.observe(&Observation::Event {
             now,
             event: &event,
             result: &result,
@@ -347,8 +349,8 @@ impl<B: Backend> Driver<B> {
 
     fn collect_outcomes(&mut self) {
         while let Some(outcome) = self.lane.poll_outcome() {
-            let now = self.backend.now();
-            self.backend.observe(&Observation::Outcome {
+            let now = self.device.now();
+            self.observer.observe(&Observation::Outcome {
                 now,
                 outcome: &outcome,
             });
@@ -359,22 +361,22 @@ impl<B: Backend> Driver<B> {
     /// Runs one effect; returns the event that answers it (`None` for an await, which is
     /// answered later by [`Driver::wait_for`]).
     fn execute(&mut self, effect: Effect) -> Result<Option<Event>, DriverError> {
-        let b = &mut self.backend;
+        let (d, r) = (&mut self.device, &mut self.runner);
         let event = match effect {
             Effect::PrepareRun {
                 run,
                 lease,
                 diagnostics,
-            } => match b.prepare_run(run, lease.slot, diagnostics) {
+            } => match r.prepare_run(d, run, lease.slot, diagnostics) {
                 Ok(()) => Event::Prepared { run, lease },
                 Err(PrepareError::Incompatible) => Event::PrepareIncompatible { run, lease },
                 Err(PrepareError::Failed(code)) => Event::PrepareFailed { run, lease, code },
             },
-            Effect::CreateStream { role } => match b.create_stream() {
+            Effect::CreateStream { role } => match d.create_stream() {
                 Ok(handle) => Event::StreamCreated { role, handle },
                 Err(code) => Event::StreamCreateFailed { role, code },
             },
-            Effect::DestroyStream { role, handle } => match b.destroy_stream(handle) {
+            Effect::DestroyStream { role, handle } => match d.destroy_stream(handle) {
                 Ok(()) => Event::StreamDestroyed { role, handle },
                 Err(code) => Event::StreamDestroyFailed { role, handle, code },
             },
@@ -392,16 +394,9 @@ impl<B: Backend> Driver<B> {
                     code,
                 },
             },
-            Effect::AwaitCompletion {
-                run,
-                lease,
-                deadline,
-            } => {
-                self.awaited = Some(Awaited {
-                    run,
-                    lease,
-                    deadline,
-                });
+            Effect::AwaitCompletion { run, lease, .. } => {
+                // The deadline is read when the wait starts, from the lane.
+                self.awaited = Some(Awaited { run, lease });
                 return Ok(None);
             }
             Effect::ReadStatus { run, lease, layout } => self.read_status(run, lease, layout)?,
@@ -410,7 +405,7 @@ impl<B: Backend> Driver<B> {
                 lease,
                 copy_back,
             } => {
-                let result = b.finalise_run(run, lease.slot, copy_back);
+                let result = r.finalise_run(d, run, lease.slot, copy_back);
                 // Finalisation releases the slot's completion events for the next run (L-7).
                 if let Some(slot) = self
                     .slots
@@ -428,7 +423,7 @@ impl<B: Backend> Driver<B> {
                     },
                 }
             }
-            Effect::UploadCode { publication, code } => match b.upload_code(code) {
+            Effect::UploadCode { publication, code } => match r.upload_code(d, code) {
                 Ok(()) => Event::Uploaded { publication },
                 Err(code) => Event::UploadFailed { publication, code },
             },
@@ -441,12 +436,13 @@ impl<B: Backend> Driver<B> {
                 let timeout_ms = i32::try_from(timeout_ns.div_ceil(1_000_000))
                     .unwrap_or(i32::MAX)
                     .max(1);
-                // The drain's code proves nothing (SPEC §5.3); only the probe decides.
-                let _ = b.synchronize_device(timeout_ms);
+                // The drain's code proves nothing (SPEC §5.3): the reset follows whatever it
+                // returns, and only the probe decides the device's health.
+                let _ = d.synchronize_device(timeout_ms);
                 Event::DeviceDrained { attempt }
             }
             Effect::ForceReset { attempt } => {
-                let result = b.reset_device_force();
+                let result = d.reset_device_force();
                 // Every handle is dead after a reset (a5 segfaults on reuse): forget, never destroy.
                 // Also after a failed reset: the next attempt resets again, and a device no
                 // attempt recovers is never touched again.
@@ -471,14 +467,14 @@ impl<B: Backend> Driver<B> {
         &mut self,
         run: RunId,
         lease: Lease,
-        aicpu: lane_core::stream_pair::StreamHandle,
-        aicore: lane_core::stream_pair::StreamHandle,
+        aicpu: StreamHandle,
+        aicore: StreamHandle,
     ) -> Result<(), (LaunchStep, AclCode)> {
         let slot = self
             .slot_resources(lease.slot.0)
             .map_err(|code| (LaunchStep::Arm, code))?;
-        let b = &mut self.backend;
-        b.memcpy_to_device(slot.handshake(), &[0; ARM_BYTES])
+        let (d, r) = (&mut self.device, &mut self.runner);
+        d.memcpy_to_device(slot.handshake(), &[0; ARM_BYTES])
             .map_err(|code| (LaunchStep::Arm, code))?;
         let args = RunArgs {
             run,
@@ -487,13 +483,13 @@ impl<B: Backend> Driver<B> {
             timing: slot.timing(),
             handshake: slot.handshake(),
         };
-        b.launch_aicore(aicore, &args)
+        r.launch_aicore(d, aicore, &args)
             .map_err(|code| (LaunchStep::Aicore, code))?;
-        b.launch_aicpu(aicpu, &args)
+        r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
-        b.record_event(slot.events[0], aicpu)
+        d.record_event(slot.events[0], aicpu)
             .map_err(|code| (LaunchStep::RecordEvent, code))?;
-        b.record_event(slot.events[1], aicore)
+        d.record_event(slot.events[1], aicore)
             .map_err(|code| (LaunchStep::RecordEvent, code))?;
         if let Some(slot) = self
             .slots
@@ -511,19 +507,20 @@ impl<B: Backend> Driver<B> {
         if let Some(existing) = self.slots.get(idx).copied().flatten() {
             return Ok(existing);
         }
-        let b = &mut self.backend;
+        let d = &mut self.device;
         let mut made_events: Vec<EventHandle> = Vec::new();
         let result = (|| {
             for _ in 0..2 {
-                made_events.push(b.create_event()?);
+                made_events.push(d.create_event()?);
             }
-            b.malloc(SLOT_BYTES)
+            d.malloc(SLOT_BYTES)
         })();
         let buffer = match result {
             Ok(buffer) => buffer,
             Err(code) => {
+                // All or nothing: the events made so far were never handed out.
                 for event in made_events {
-                    let _ = b.destroy_event(event);
+                    self.release(Release::DestroyEvent, |d| d.destroy_event(event));
                 }
                 return Err(code);
             }
@@ -550,14 +547,12 @@ impl<B: Backend> Driver<B> {
         };
         // One copy: the timing buffer and the header behind it (L-8, L-17).
         let readback = &mut self.readback[..TIMING_BYTES + layout.size()];
-        if let Err(code) = self.backend.memcpy_from_device(readback, slot.timing()) {
+        if let Err(code) = self.device.memcpy_from_device(readback, slot.timing()) {
             return Ok(Event::StatusReadFailed { run, lease, code });
         }
         let (timing, header) = readback.split_at(TIMING_BYTES);
-        let status = status_latch::decode(layout, header).map_err(|e| DriverError::Decode {
-            run,
-            reason: e.to_string(),
-        })?;
+        let status = status_latch::decode(layout, header)
+            .map_err(|source| DriverError::Decode { run, source })?;
         let (start, end) = timing.split_at(8);
         let timing = DeviceTiming {
             start_ns: u64::from_le_bytes(start.try_into().unwrap_or([0; 8])),
@@ -574,11 +569,10 @@ impl<B: Backend> Driver<B> {
     /// Blocks on both of the awaited run's completion events, AICPU first (as the C++ drain
     /// does), bounded by the lane's deadline.
     fn wait_for(&mut self, awaited: Awaited) -> Result<(), DriverError> {
-        let Awaited {
-            run,
-            lease,
-            deadline,
-        } = awaited;
+        let Awaited { run, lease } = awaited;
+        let Some(deadline) = self.lane.poll_deadline() else {
+            return Err(DriverError::NoDeadline { run });
+        };
         let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
             return Err(DriverError::UnrecordedEvent { run });
         };
@@ -586,16 +580,16 @@ impl<B: Backend> Driver<B> {
             return Err(DriverError::UnrecordedEvent { run });
         }
         for event in slot.events {
-            let now = self.backend.now();
+            let now = self.device.now();
             if now >= deadline {
-                self.backend.observe(&Observation::Timeout { now });
+                self.observer.observe(&Observation::Timeout { now });
                 self.lane.handle_timeout(now);
                 return self.after_step();
             }
             let remaining_ms = i32::try_from(deadline.since(now).div_ceil(1_000_000))
                 .unwrap_or(i32::MAX)
                 .max(1);
-            if let Err(code) = self.backend.synchronize_event(event, remaining_ms) {
+            if let Err(code) = self.device.synchronize_event(event, remaining_ms) {
                 return self.feed(Event::CompletionFailed { run, lease, code });
             }
         }
@@ -605,25 +599,36 @@ impl<B: Backend> Driver<B> {
     /// Proves the device usable after a reset: re-bind, a stream create and destroy, a small
     /// alloc and free (the C++ runtime's probe).
     fn probe(&mut self) -> Result<(), AclCode> {
-        let b = &mut self.backend;
-        b.set_device()?;
-        let stream = b.create_stream()?;
-        b.destroy_stream(stream)?;
-        let ptr = b.malloc(PROBE_BYTES)?;
-        b.free(ptr)?;
+        let d = &mut self.device;
+        d.set_device()?;
+        let stream = d.create_stream()?;
+        d.destroy_stream(stream)?;
+        let ptr = d.malloc(PROBE_BYTES)?;
+        d.free(ptr)?;
         Ok(())
     }
 
     /// After close: destroy each slot's events and free its buffer (the lane's streams were
     /// destroyed by the lane itself).
     fn release_slot_resources(&mut self) {
-        for slot in &mut self.slots {
-            if let Some(resources) = slot.take() {
-                for event in resources.events {
-                    let _ = self.backend.destroy_event(event);
-                }
-                let _ = self.backend.free(resources.buffer);
+        for idx in 0..self.slots.len() {
+            let Some(resources) = self.slots.get_mut(idx).and_then(Option::take) else {
+                continue;
+            };
+            for event in resources.events {
+                self.release(Release::DestroyEvent, |d| d.destroy_event(event));
             }
+            self.release(Release::Free, |d| d.free(resources.buffer));
+        }
+    }
+
+    /// Gives a resource back. Nothing waits on the answer (the lane is closed, or the
+    /// resource was never handed out), so a failure is only reported to the observer.
+    fn release(&mut self, release: Release, call: impl FnOnce(&mut D) -> Result<(), AclCode>) {
+        if let Err(code) = call(&mut self.device) {
+            let now = self.device.now();
+            self.observer
+                .observe(&Observation::ReleaseFailed { now, release, code });
         }
     }
 }

@@ -1,18 +1,21 @@
-//! The one driver loop that executes lane-core effects through an ACL-shaped backend trait.
+//! The one driver loop that executes lane-core effects through ACL-shaped traits.
 //!
-//! **Owns:** the [`Backend`] trait (one method per ACL call of ascend-cl.md §5, plus the
-//! runner's prepare, finalise and upload) and the [`Driver`] that turns lane effects into
-//! those calls: per-slot completion events and device buffers (created once per slot,
-//! re-recorded per run, tracked because a never-recorded event waits as success), the launch
-//! order of L-5, the status-header read of L-8, the bounded completion wait of L-6, and the
+//! **Owns:** the [`Device`] trait (the lane's calls: one method per ACL call of ascend-cl.md
+//! §5), the [`Runner`] trait (the embedding runtime's work for a run: prepare, the two kernel
+//! launches, finalise, upload), the [`Observer`] that traces and checks see every lane step
+//! through, and the [`Driver`] that turns lane effects into those calls: per-slot completion
+//! events and device buffers (created once per slot, re-recorded per run, tracked because a
+//! never-recorded event waits as success), the launch order of L-5, the status-header read of L-8, the bounded completion wait of L-6, and the
 //! recovery sequence of §5.3.
 //!
 //! **Invariant:** the driver makes no decision. Every choice (what to launch, when, what a
 //! failure means) is the lane's; the driver executes effects in order and reports each
-//! answer as the event that names it. The only clock read is [`Backend::now`].
+//! answer as the event that names it. The only clock read is [`Device::now`]; every wait is
+//! bounded by `Lane::poll_deadline`, the lane's one record of the awaited run's deadline.
 //!
-//! **API boundary:** [`Backend`], [`Driver`], [`Observation`]. backend-sim and backend-acl
-//! implement `Backend` and never depend on each other.
+//! **API boundary:** [`Device`], [`Runner`], [`Observer`], [`Driver`], [`Observation`].
+//! backend-sim implements `Device` and `Runner`; backend-acl implements `Device` alone (the
+//! embedding runtime supplies the `Runner`). They never depend on each other.
 //!
 //! **Threads (L-16):** the driver owns its lane; a blocking wait happens in
 //! [`Driver::turn`] with no lane borrowed. A multi-threaded runner puts the driver behind
@@ -20,11 +23,15 @@
 
 #![forbid(unsafe_code)]
 
-mod backend;
+mod device;
 mod driver;
+mod observer;
+mod runner;
 
-pub use backend::{Backend, DevicePtr, EventHandle, EventStatus, PrepareError, RunArgs};
+pub use device::{Device, DevicePtr, EventHandle};
 pub use driver::{
-    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, Observation, SLOT_BYTES,
+    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, SLOT_BYTES,
     TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
 };
+pub use observer::{Command, NoObserver, Observation, Observer, Release};
+pub use runner::{PrepareError, RunArgs, Runner};

@@ -1,4 +1,4 @@
-//! The driver against a recording backend: every ACL-shaped call is logged, so each test
+//! The driver against a recording device and runner: every ACL-shaped call is logged, so each test
 //! reads as "lane effects in → device calls out" (L-5 launch order, L-6 per-run waits,
 //! L-7 slot events, L-8 status read, §5.3 recovery, event-record tracking).
 
@@ -9,8 +9,8 @@ use lane_core::{
     Verdict,
 };
 use lane_driver::{
-    Backend, DevicePtr, Driver, EventHandle, EventStatus, HEADER_OFFSET, PrepareError, RunArgs,
-    SLOT_BYTES, TIMING_OFFSET, Turn,
+    Command, Device, DevicePtr, Driver, DriverError, EventHandle, HEADER_OFFSET, Observation,
+    Observer, PrepareError, Release, RunArgs, Runner, SLOT_BYTES, TIMING_OFFSET, Turn,
 };
 
 #[derive(Default)]
@@ -25,6 +25,9 @@ struct Recorder {
     latch: Vec<(u64, RuntimeCode)>,
     fail_sync: Option<i32>,
     fail_probe_create: bool,
+    fail_free: bool,
+    /// The timeout of each event wait, in ms.
+    wait_timeouts: Vec<i32>,
     /// What each AICore launch received.
     launched: Vec<RunArgs>,
 }
@@ -66,7 +69,7 @@ impl Recorder {
     }
 }
 
-impl Backend for Recorder {
+impl Device for Recorder {
     fn now(&mut self) -> Timestamp {
         Timestamp(self.now)
     }
@@ -104,11 +107,13 @@ impl Backend for Recorder {
         self.log(format!("record_event e{} on s{}", event.0, stream.0));
         Ok(())
     }
-    fn query_event(&mut self, _event: EventHandle) -> Result<EventStatus, AclCode> {
-        Ok(EventStatus::Complete)
+    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.log(format!("destroy_stream_force s{}", stream.0));
+        Ok(())
     }
-    fn synchronize_event(&mut self, event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.log(format!("synchronize_event e{}", event.0));
+        self.wait_timeouts.push(timeout_ms);
         match self.fail_sync {
             Some(raw) => Err(Self::code(raw)),
             None => Ok(()),
@@ -127,6 +132,9 @@ impl Backend for Recorder {
     fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
         let name = self.name(ptr);
         self.log(format!("free {name}"));
+        if self.fail_free {
+            return Err(Self::code(507_899));
+        }
         Ok(())
     }
     fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
@@ -142,63 +150,84 @@ impl Backend for Recorder {
         self.log(format!("memcpy_from_device {name} {len}B"));
         Ok(())
     }
-    fn launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
-        self.log(format!("launch_aicore r{} on s{}", args.run.0, stream.0));
-        self.launched.push(*args);
+}
+
+/// The runner half: its kernels write the run's status header and timing buffer through the
+/// device's memory.
+struct Kernels;
+
+impl Runner<Recorder> for Kernels {
+    fn launch_aicore(
+        &mut self,
+        d: &mut Recorder,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        d.log(format!("launch_aicore r{} on s{}", args.run.0, stream.0));
+        d.launched.push(*args);
         Ok(())
     }
-    fn launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
-        self.log(format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
+    fn launch_aicpu(
+        &mut self,
+        d: &mut Recorder,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        d.log(format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
         // The "kernels" write the run's status header and timing buffer.
         let mut status = Status::clean(HeaderLayout::TensormapAndRingbuffer);
-        if let Some((_, code)) = self.latch.iter().find(|(r, _)| *r == args.run.0) {
+        if let Some((_, code)) = d.latch.iter().find(|(r, _)| *r == args.run.0) {
             status.orch = Some(*code);
         }
-        let header = self.mem(args.status_header);
+        let header = d.mem(args.status_header);
         encode_into(HeaderLayout::TensormapAndRingbuffer, &status, header).unwrap();
         let end = args.run.0 * 1_000_000;
-        let timing = self.mem(args.timing);
+        let timing = d.mem(args.timing);
         timing[..8].copy_from_slice(&(end - 100_000).to_le_bytes());
         timing[8..16].copy_from_slice(&end.to_le_bytes());
         Ok(())
     }
     fn prepare_run(
         &mut self,
+        d: &mut Recorder,
         run: RunId,
         slot: SlotId,
         _diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        self.log(format!("prepare r{} s{}", run.0, slot.0));
+        d.log(format!("prepare r{} s{}", run.0, slot.0));
         Ok(())
     }
     fn finalise_run(
         &mut self,
+        d: &mut Recorder,
         run: RunId,
         _slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        self.log(format!(
+        d.log(format!(
             "finalise r{}{}",
             run.0,
             if copy_back { " copy-back" } else { "" }
         ));
         Ok(())
     }
-    fn upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
-        self.log(format!("upload c{}", code.0));
+    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), AclCode> {
+        d.log(format!("upload c{}", code.0));
         Ok(())
     }
 }
 
-fn driver() -> Driver<Recorder> {
-    Driver::new(Profile::a2a3(), Recorder::default())
+type TestDriver<O = lane_driver::NoObserver> = Driver<Recorder, Kernels, O>;
+
+fn driver() -> TestDriver {
+    Driver::new(Profile::a2a3(), Recorder::default(), Kernels)
 }
 
-fn calls(d: &mut Driver<Recorder>) -> Vec<String> {
-    std::mem::take(&mut d.backend_mut().calls)
+fn calls<O: Observer>(d: &mut TestDriver<O>) -> Vec<String> {
+    std::mem::take(&mut d.device_mut().calls)
 }
 
-fn outcomes(d: &mut Driver<Recorder>) -> Vec<Outcome> {
+fn outcomes<O: Observer>(d: &mut TestDriver<O>) -> Vec<Outcome> {
     std::iter::from_fn(|| d.poll_outcome()).collect()
 }
 
@@ -229,7 +258,7 @@ fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_docu
     let mut d = driver();
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.submit(RunRequest::new()).unwrap().unwrap();
-    let r = d.backend();
+    let r = d.device();
     let regions: Vec<[String; 3]> = r
         .launched
         .iter()
@@ -312,7 +341,7 @@ fn the_second_run_in_a_slot_reuses_its_events_and_buffers_and_queues_behind_the_
 #[test]
 fn the_status_latch_written_by_the_kernels_reaches_the_verdict() {
     let mut d = driver();
-    d.backend_mut().latch.push((1, RuntimeCode::InvalidArgs));
+    d.device_mut().latch.push((1, RuntimeCode::InvalidArgs));
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     assert!(
@@ -328,12 +357,12 @@ fn the_status_latch_written_by_the_kernels_reaches_the_verdict() {
 #[test]
 fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destroying_them() {
     let mut d = driver();
-    d.backend_mut().fail_sync = Some(507_046);
+    d.device_mut().fail_sync = Some(507_046);
     d.submit(RunRequest::new()).unwrap().unwrap();
     calls(&mut d);
-    d.backend_mut().fail_sync = Some(507_046);
+    d.device_mut().fail_sync = Some(507_046);
     d.turn().unwrap();
-    d.backend_mut().fail_sync = None;
+    d.device_mut().fail_sync = None;
     let log = calls(&mut d);
     assert_eq!(log[0], "synchronize_event e3");
     assert_eq!(
@@ -371,8 +400,8 @@ fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destr
 #[test]
 fn a_failed_probe_every_attempt_leaves_the_lane_lost_and_the_driver_idle() {
     let mut d = driver();
-    d.backend_mut().fail_sync = Some(507_015);
-    d.backend_mut().fail_probe_create = true;
+    d.device_mut().fail_sync = Some(507_015);
+    d.device_mut().fail_probe_create = true;
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     assert_eq!(d.lane().state(), LaneState::Lost);
@@ -444,4 +473,84 @@ fn the_driver_reports_no_rejected_event_over_many_runs() {
     d.run_until_idle().unwrap();
     assert_eq!(d.lane().rejected_events(), 0);
     assert_eq!(outcomes(&mut d).len(), 200);
+}
+
+/// Keeps what an observer is told, as text.
+#[derive(Default)]
+struct Seen(Vec<String>);
+
+impl Observer for Seen {
+    fn observe(&mut self, step: &Observation<'_>) {
+        match *step {
+            Observation::Command {
+                command, accepted, ..
+            } => self.0.push(format!("{command:?} {accepted:?}")),
+            Observation::ReleaseFailed { release, code, .. } => {
+                self.0.push(format!("{release:?} failed {}", code.raw()));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn the_observer_sees_each_command_by_its_enum_and_the_id_it_returned() {
+    let mut d = driver().with_observer(Seen::default());
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.publish(CodeRef(7)).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    d.close().unwrap();
+    d.run_until_idle().unwrap();
+    assert_eq!(
+        d.observer().0,
+        ["Submit Some(1)", "Publish Some(2)", "Close None"]
+    );
+    assert_eq!(Command::Publish.name(), "publish");
+}
+
+#[test]
+fn a_failed_release_after_close_is_reported_to_the_observer_and_stops_nothing() {
+    let mut d = driver().with_observer(Seen::default());
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    d.device_mut().fail_free = true;
+    d.close().unwrap();
+    d.run_until_idle().unwrap();
+    assert_eq!(d.lane().state(), LaneState::Closed);
+    assert_eq!(
+        d.observer().0.last().map(String::as_str),
+        Some(format!("{:?} failed 507899", Release::Free).as_str())
+    );
+}
+
+#[test]
+fn a_completion_wait_is_bounded_by_the_deadline_the_lane_reports() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    let now = d.device_mut().now();
+    let deadline = d.lane().poll_deadline().expect("the run is awaited");
+    let expected = i32::try_from(deadline.since(now).div_ceil(1_000_000)).unwrap();
+    d.turn().unwrap();
+    assert_eq!(
+        d.device().wait_timeouts.first().copied(),
+        Some(expected),
+        "the first wait gets the time left to the lane's deadline"
+    );
+}
+
+#[test]
+fn a_decode_failure_keeps_the_typed_decode_error_as_its_source() {
+    use lane_core::status_latch::DecodeError;
+    use std::error::Error as _;
+    let cause = DecodeError::TooShort {
+        layout: HeaderLayout::TensormapAndRingbuffer,
+        needed: 896,
+        got: 0,
+    };
+    let error = DriverError::Decode {
+        run: RunId(1),
+        source: cause,
+    };
+    let source = error.source().expect("a source");
+    assert_eq!(source.downcast_ref::<DecodeError>(), Some(&cause));
 }

@@ -1,0 +1,182 @@
+//! The simulator's driver-level observer, and the journal it shares with the device.
+//!
+//! The device model sees only the calls made on it (and the runner's launches, which carry
+//! their [`RunArgs`](lane_driver::RunArgs)). What only the lane knows (stream roles, which run
+//! a host call works for) reaches the simulation through [`SimObserver`], as it would on
+//! hardware, and lands in the [`Journal`]: the trace, the stream roles, the latched status
+//! headers the driver read, and the run host time is billed to. The journal is instrumentation: no device decision reads it.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use lane_core::status_latch::Status;
+use lane_core::stream_pair::Role;
+use lane_core::{Event, RunId};
+use lane_driver::{Observation, Observer};
+
+use crate::device::HostUse;
+use crate::trace::{Record, Trace, describe_effect, describe_event};
+
+#[derive(Debug, Default)]
+struct Log {
+    trace: Trace,
+    bill_to: Option<RunId>,
+    stream_roles: BTreeMap<u64, Role>,
+    aicore_streams_created: u64,
+    latches: Vec<(RunId, Status)>,
+    host_use: BTreeMap<u64, HostUse>,
+}
+
+/// The records of one simulation, shared by the device (its calls, kernels and notes) and
+/// the observer (lane steps), so the trace keeps the order things happened in.
+#[derive(Clone, Debug, Default)]
+pub struct Journal(Rc<RefCell<Log>>);
+
+impl Journal {
+    /// A journal whose trace records (`on`) or ignores everything.
+    pub(crate) fn new(trace: bool) -> Self {
+        Self(Rc::new(RefCell::new(Log {
+            trace: Trace::new(trace),
+            ..Log::default()
+        })))
+    }
+
+    /// Records what `make` builds (only called when tracing is on).
+    pub(crate) fn push(&self, make: impl FnOnce() -> Record) {
+        self.0.borrow_mut().trace.push(make);
+    }
+
+    /// A force reset at `at` killed every kernel that had not ended.
+    pub(crate) fn kill_open_kernels(&self, at: u64) {
+        self.0.borrow_mut().trace.kill_open_kernels(at);
+    }
+
+    /// Records what `make` builds for the run whose effect the driver is executing.
+    pub(crate) fn push_for_effect(&self, make: impl FnOnce(Option<RunId>) -> Record) {
+        let mut log = self.0.borrow_mut();
+        let run = log.bill_to;
+        log.trace.push(|| make(run));
+    }
+
+    /// Bills a call's host time to the run whose effect the driver is executing, if any.
+    pub(crate) fn bill_effect_busy(&self, ns: u64) {
+        let run = self.0.borrow().bill_to;
+        self.bill(
+            run,
+            HostUse {
+                busy_ns: ns,
+                blocked_ns: 0,
+            },
+        );
+    }
+
+    /// Bills host time to `run` (nothing when `None`).
+    pub(crate) fn bill(&self, run: Option<RunId>, spent: HostUse) {
+        if let Some(run) = run {
+            let mut log = self.0.borrow_mut();
+            let entry = log.host_use.entry(run.0).or_default();
+            entry.busy_ns = entry.busy_ns.saturating_add(spent.busy_ns);
+            entry.blocked_ns = entry.blocked_ns.saturating_add(spent.blocked_ns);
+        }
+    }
+
+    /// Host time spent per run (by run id).
+    pub fn host_use(&self) -> BTreeMap<u64, HostUse> {
+        self.0.borrow().host_use.clone()
+    }
+
+    /// The trace recorded so far.
+    pub fn trace(&self) -> Trace {
+        self.0.borrow().trace.clone()
+    }
+
+    /// The role of each stream the lane created (by handle).
+    pub fn stream_roles(&self) -> BTreeMap<u64, Role> {
+        self.0.borrow().stream_roles.clone()
+    }
+
+    /// AICore streams created so far (a publication or an unproven retirement adds one).
+    pub fn aicore_streams_created(&self) -> u64 {
+        self.0.borrow().aicore_streams_created
+    }
+
+    /// Every status header the driver read that latched a code, by run, in read order.
+    pub fn latches(&self) -> Vec<(RunId, Status)> {
+        self.0.borrow().latches.clone()
+    }
+}
+
+/// The observer the simulation's driver reports to: lane steps into the trace, stream roles,
+/// and the run each effect's host calls work for.
+#[derive(Clone, Debug)]
+pub struct SimObserver {
+    journal: Journal,
+}
+
+impl SimObserver {
+    /// An observer writing into `journal` (take it from [`SimDevice::journal`](crate::SimDevice::journal)).
+    pub const fn new(journal: Journal) -> Self {
+        Self { journal }
+    }
+
+    /// The journal it writes.
+    pub const fn journal(&self) -> &Journal {
+        &self.journal
+    }
+}
+
+impl Observer for SimObserver {
+    fn observe(&mut self, step: &Observation<'_>) {
+        let mut log = self.journal.0.borrow_mut();
+        let (at, text) = match *step {
+            Observation::Command {
+                now,
+                command,
+                accepted,
+            } => {
+                log.bill_to = None;
+                let name = command.name();
+                let text = match (accepted, command) {
+                    (Some(id), _) => format!("{name} -> {id}"),
+                    (None, lane_driver::Command::Close) => name.to_owned(),
+                    (None, _) => format!("{name} refused"),
+                };
+                (now, text)
+            }
+            Observation::Effect { now, effect } => {
+                log.bill_to = effect.run();
+                (now, format!("effect {}", describe_effect(effect)))
+            }
+            Observation::Event { now, event, result } => {
+                log.bill_to = None;
+                match (*event, result) {
+                    (Event::StreamCreated { role, handle }, Ok(())) => {
+                        log.stream_roles.insert(handle.0, role);
+                        if role == Role::Aicore {
+                            log.aicore_streams_created += 1;
+                        }
+                    }
+                    (Event::StatusRead { run, status, .. }, Ok(()))
+                        if status.orch.is_some() || status.sched.is_some() =>
+                    {
+                        log.latches.push((run, status));
+                    }
+                    _ => {}
+                }
+                let verdict = match result {
+                    Ok(()) => String::new(),
+                    Err(e) => format!(" REJECTED: {e}"),
+                };
+                (now, format!("event  {}{verdict}", describe_event(event)))
+            }
+            Observation::Timeout { now } => (now, "deadline passed: handle_timeout".to_owned()),
+            Observation::Outcome { now, outcome } => (now, format!("outcome {outcome}")),
+            Observation::ReleaseFailed { now, release, code } => (
+                now,
+                format!("release {release:?} failed: {} {}", code.raw(), code.name()),
+            ),
+        };
+        log.trace.push(|| Record::Lane { at_ns: at.0, text });
+    }
+}
