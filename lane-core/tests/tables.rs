@@ -1,6 +1,7 @@
 //! The rendered transition tables are snapshot-tested: a behaviour change shows up as a
 //! table diff in review (and `cargo xtask codegen` writes the same tables into docs/).
 
+use lane_core::publication::{PublicationInput, PublicationPhase, publication_table};
 use lane_core::run::{RunInput, RunPhase, run_phase_table, step};
 use lane_core::state::{LaneInput, LaneState, lane_state_table, lane_step};
 
@@ -12,6 +13,32 @@ fn run_phase_table_snapshot() {
 #[test]
 fn lane_state_table_snapshot() {
     insta::assert_snapshot!(lane_state_table());
+}
+
+#[test]
+fn publication_table_snapshot() {
+    insta::assert_snapshot!(publication_table());
+}
+
+#[test]
+fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
+    use lane_core::publication::step;
+    for phase in [PublicationPhase::Waiting, PublicationPhase::Uploading] {
+        assert_eq!(
+            step(phase, PublicationInput::Abandon),
+            Ok(PublicationPhase::Done),
+            "{phase:?}"
+        );
+    }
+    assert_eq!(
+        step(PublicationPhase::Waiting, PublicationInput::Upload),
+        Ok(PublicationPhase::Uploading)
+    );
+    // An upload in flight finishes: close does not cancel it.
+    assert!(step(PublicationPhase::Uploading, PublicationInput::Cancel).is_err());
+    for input in PublicationInput::ALL {
+        assert!(step(PublicationPhase::Done, input).is_err(), "{input:?}");
+    }
 }
 
 #[test]
