@@ -3,8 +3,10 @@
 //! A run moves `Queued → Preparing → Prepared → Launching → Launched → Awaiting →
 //! ReadingStatus → Finalising → Done`, may fall back from `Preparing` to `Queued` (an
 //! incompatible prepare), and reaches `Done` early on failure, cancel or device reset.
-//! [`step`] is the only place a phase changes; an input it refuses is an event the lane did
-//! not ask for, and the lane rejects that event without changing anything.
+//! [`step`] is the only place a phase changes, device resets included (`Abandon`); an input
+//! it refuses is an event the lane did not ask for, and the lane rejects that event without
+//! changing anything. An input the lane decided itself and `step` refuses is a lane bug,
+//! reported by [`Lane::check_invariants`](crate::Lane::check_invariants).
 
 use core::fmt::Write as _;
 
