@@ -252,9 +252,11 @@ impl Lane {
         input: stream_pair::Input,
         event: &'static str,
     ) -> Result<(), EventError> {
+        // What the pair reports is what the event says (a failure is handled by the event's
+        // own arm through `stream_failed`); only its refusal matters here.
         self.pair
             .handle(input)
-            .map(|_| ())
+            .map(|_reported| ())
             .map_err(|rejection| EventError::Stream { event, rejection })
     }
 
@@ -291,7 +293,9 @@ impl Lane {
     ) -> Result<(), EventError> {
         let input = match result {
             PublicationResult::Uploaded => PublicationInput::Uploaded,
-            _ => PublicationInput::UploadFailed,
+            PublicationResult::Failed { .. }
+            | PublicationResult::Cancelled
+            | PublicationResult::Poisoned { .. } => PublicationInput::UploadFailed,
         };
         let unexpected = EventError::UnexpectedForPublication { publication, event };
         let Some(Item::Publication(p)) = self

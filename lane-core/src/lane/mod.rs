@@ -299,7 +299,8 @@ impl Lane {
     pub fn close(&mut self, now: Timestamp) -> CloseReport {
         let was_open = self.state == LaneState::Open;
         // Every state accepts a close (a repeated close changes nothing).
-        let _closing = self.step_state(LaneInput::Close);
+        let accepted = self.step_state(LaneInput::Close).is_ok();
+        debug_assert!(accepted, "lane_step refused a close");
         if was_open {
             self.cancel_unlaunched();
         }
