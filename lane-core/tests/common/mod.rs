@@ -229,7 +229,7 @@ impl Harness {
     /// Executes every effect the lane has (answering all but awaits), until none is left.
     pub fn pump(&mut self) {
         while let Some(effect) = self.lane.poll_effect() {
-            self.log.push(render(&effect));
+            self.log.push(effect.to_string());
             if let Some(event) = self.respond(effect) {
                 self.answer(event);
             }
@@ -405,40 +405,6 @@ impl Harness {
                 }),
             Effect::AwaitCompletion { .. } | Effect::DrainDevice { .. } => None,
         }
-    }
-}
-
-/// A compact rendering of an effect for scenario assertions.
-pub fn render(effect: &Effect) -> String {
-    match *effect {
-        Effect::PrepareRun {
-            run,
-            lease,
-            diagnostics,
-        } => format!(
-            "PrepareRun r{}@s{}{}",
-            run.0,
-            lease.slot.0,
-            if diagnostics { " diagnostics" } else { "" }
-        ),
-        Effect::CreateStream { role } => format!("CreateStream {role:?}"),
-        Effect::DestroyStream { role, handle } => format!("DestroyStream {role:?} h{}", handle.0),
-        Effect::LaunchRun {
-            run, aicpu, aicore, ..
-        } => format!("LaunchRun r{} h{}/h{}", run.0, aicpu.0, aicore.0),
-        Effect::AwaitCompletion { run, .. } => format!("AwaitCompletion r{}", run.0),
-        Effect::ReadStatus { run, .. } => format!("ReadStatus r{}", run.0),
-        Effect::FinaliseRun { run, copy_back, .. } => {
-            format!(
-                "FinaliseRun r{}{}",
-                run.0,
-                if copy_back { " copy-back" } else { "" }
-            )
-        }
-        Effect::UploadCode { publication, .. } => format!("UploadCode p{}", publication.0),
-        Effect::DrainDevice { attempt, .. } => format!("DrainDevice #{attempt}"),
-        Effect::ForceReset { attempt } => format!("ForceReset #{attempt}"),
-        Effect::Probe { attempt } => format!("Probe #{attempt}"),
     }
 }
 
