@@ -305,7 +305,7 @@ impl Lane {
         else {
             return Err(unexpected);
         };
-        p.phase = crate::publication::step(p.phase, input).map_err(|_| unexpected)?;
+        p.step(input).map_err(|_| unexpected)?;
         p.result = Some(result);
         // Uploaded or not, cores may hold instructions from the replaced code: the AICore
         // stream is stale either way (L-12).

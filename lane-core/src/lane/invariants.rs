@@ -80,7 +80,7 @@ impl Lane {
         {
             return Err(V::RunWithoutSlot { run: r.id });
         }
-        if self.held_runs() + self.slots.reserved() > usize::from(self.profile.slots()) {
+        if self.slots.room(self.held_runs()).is_none() {
             return Err(V::OverCapacity);
         }
         if self.live_publications() > MAX_PENDING_PUBLICATIONS {

@@ -4,7 +4,7 @@
 use crate::error::EventError;
 use crate::ids::{CodeRef, DeviceTiming, Lease, PublicationId, RunId, Tag, Timestamp};
 use crate::outcome::{PublicationResult, Verdict};
-use crate::publication::PublicationPhase;
+use crate::publication::{PublicationInput, PublicationPhase, PublicationRefusal};
 use crate::run::RunPhase;
 
 use super::Lane;
@@ -59,6 +59,15 @@ pub(super) struct PublicationRecord {
     pub(super) code: CodeRef,
     pub(super) phase: PublicationPhase,
     pub(super) result: Option<PublicationResult>,
+}
+
+impl PublicationRecord {
+    /// Steps the phase through [`publication::step`](crate::publication::step), the only
+    /// place it changes; a refused input changes nothing.
+    pub(super) fn step(&mut self, input: PublicationInput) -> Result<(), PublicationRefusal> {
+        self.phase = crate::publication::step(self.phase, input)?;
+        Ok(())
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

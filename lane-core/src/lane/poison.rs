@@ -37,8 +37,7 @@ impl Lane {
                     }
                 }
                 Item::Publication(p) => {
-                    if let Ok(next) = crate::publication::step(p.phase, PublicationInput::Abandon) {
-                        p.phase = next;
+                    if p.step(PublicationInput::Abandon).is_ok() {
                         p.result = Some(PublicationResult::Poisoned { cause, origin });
                     }
                 }

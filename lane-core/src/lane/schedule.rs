@@ -75,10 +75,9 @@ impl Lane {
         let Some(Item::Publication(p)) = self.items.first_mut() else {
             return false;
         };
-        let Ok(next) = crate::publication::step(p.phase, PublicationInput::Upload) else {
+        if p.step(PublicationInput::Upload).is_err() {
             return false;
-        };
-        p.phase = next;
+        }
         let (publication, code) = (p.id, p.code);
         self.emit(Effect::UploadCode { publication, code });
         true
@@ -259,8 +258,7 @@ impl Lane {
             let phase = match &mut self.items[idx] {
                 Item::Publication(p) => {
                     // An upload in flight finishes; a waiting publication is cancelled.
-                    if let Ok(next) = crate::publication::step(p.phase, PublicationInput::Cancel) {
-                        p.phase = next;
+                    if p.step(PublicationInput::Cancel).is_ok() {
                         p.result = Some(PublicationResult::Cancelled);
                     }
                     continue;

@@ -54,11 +54,17 @@ impl SlotTable {
         self.index(slot).map(|i| self.slots[i])
     }
 
-    /// The capacity check (L-1): with `held_runs` runs held by the lane, takes the lowest
-    /// free slot under a freshly minted generation and reserves it. `None` when the lane is
-    /// full.
+    /// The one capacity rule (L-1): how many more runs fit with `held_runs` runs held by the
+    /// lane and the reservations in the table. `None` when more are held than there are
+    /// slots (a broken invariant).
+    pub(super) fn room(&self, held_runs: usize) -> Option<usize> {
+        usize::from(self.count).checked_sub(held_runs + self.reserved())
+    }
+
+    /// With `held_runs` runs held by the lane, takes the lowest free slot under a freshly
+    /// minted generation and reserves it. `None` when the lane is full.
     pub(super) fn reserve(&mut self, held_runs: usize) -> Option<Lease> {
-        if held_runs + self.reserved() >= usize::from(self.count) {
+        if self.room(held_runs).unwrap_or(0) == 0 {
             return None;
         }
         let idx = self.slots[..usize::from(self.count)]
