@@ -123,12 +123,13 @@ impl Lane {
             }
             Event::CompletionFailed { run, lease, code } => {
                 let idx = self.live_run(run, lease, name)?;
-                self.advance(idx, RunInput::CompletionFailed, name)?;
-                let cause = Cause::of(Failure::Acl {
-                    stage: Stage::EventWait,
+                self.poison_at(
+                    idx,
+                    RunInput::CompletionFailed,
+                    Stage::EventWait,
                     code,
-                });
-                self.poison_from(idx, cause);
+                    name,
+                )?;
             }
             Event::StatusRead {
                 run,
@@ -152,12 +153,13 @@ impl Lane {
             }
             Event::StatusReadFailed { run, lease, code } => {
                 let idx = self.live_run(run, lease, name)?;
-                self.advance(idx, RunInput::StatusReadFailed, name)?;
-                let cause = Cause::of(Failure::Acl {
-                    stage: Stage::StatusRead,
+                self.poison_at(
+                    idx,
+                    RunInput::StatusReadFailed,
+                    Stage::StatusRead,
                     code,
-                });
-                self.poison_from(idx, cause);
+                    name,
+                )?;
             }
             Event::Finalised { run, lease } => {
                 let idx = self.live_run(run, lease, name)?;
@@ -236,6 +238,21 @@ impl Lane {
     ) -> Result<(), EventError> {
         self.advance(idx, input, event)?;
         self.conclude(idx, cause);
+        Ok(())
+    }
+
+    /// An event reports a failure that poisons whatever its class: completion was not proven,
+    /// so the work may still be running.
+    fn poison_at(
+        &mut self,
+        idx: usize,
+        input: RunInput,
+        stage: Stage,
+        code: status_latch::AclCode,
+        event: &'static str,
+    ) -> Result<(), EventError> {
+        self.advance(idx, input, event)?;
+        self.poison_from(idx, Cause::of(Failure::Acl { stage, code }));
         Ok(())
     }
 

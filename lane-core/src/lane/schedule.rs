@@ -102,16 +102,21 @@ impl Lane {
         ahead
     }
 
+    /// The oldest run in `phase`, with what stands before it, if its turn has come: every
+    /// earlier run has launched (or never will) and no publication before it is unfinished
+    /// (L-2, L-12).
+    fn next_in_order(&self, phase: RunPhase) -> Option<(usize, Ahead)> {
+        let idx = self.first_run_in(phase)?;
+        let ahead = self.ahead_of(idx);
+        (!ahead.publication && ahead.all_launched).then_some((idx, ahead))
+    }
+
     /// Prepares the oldest queued run when the profile and its predecessors allow (L-3, §5.4).
     fn start_prepare(&mut self) -> bool {
-        let Some(idx) = self.first_run_in(RunPhase::Queued) else {
+        let Some((idx, ahead)) = self.next_in_order(RunPhase::Queued) else {
             return false;
         };
-        let ahead = self.ahead_of(idx);
         let r = self.run(idx);
-        if ahead.publication || !ahead.all_launched {
-            return false;
-        }
         if ahead.live_run
             && (!self.profile.concurrent_prepare()
                 || r.diagnostics
@@ -134,15 +139,11 @@ impl Lane {
 
     /// Launches the oldest prepared run when order, depth and the pair allow (L-2, L-3, L-11).
     fn start_launch(&mut self) -> bool {
-        let Some(idx) = self.first_run_in(RunPhase::Prepared) else {
+        let Some((idx, ahead)) = self.next_in_order(RunPhase::Prepared) else {
             return false;
         };
-        let ahead = self.ahead_of(idx);
         let r = self.run(idx);
         let (run, lease, diagnostics) = (r.id, r.lease, r.diagnostics);
-        if ahead.publication || !ahead.all_launched {
-            return false;
-        }
         if (diagnostics || ahead.diagnostics) && ahead.live_run {
             return false;
         }
