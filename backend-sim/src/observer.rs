@@ -16,7 +16,7 @@ use lane_core::{Event, RunId};
 use lane_driver::{Observation, Observer};
 
 use crate::device::HostUse;
-use crate::trace::{Record, Trace, describe_effect, describe_event};
+use crate::trace::{Record, Trace};
 
 #[derive(Debug, Default)]
 struct Log {
@@ -146,7 +146,7 @@ impl Observer for SimObserver {
             }
             Observation::Effect { now, effect } => {
                 log.bill_to = effect.run();
-                (now, format!("effect {}", describe_effect(effect)))
+                (now, format!("effect {effect}"))
             }
             Observation::Event { now, event, result } => {
                 log.bill_to = None;
@@ -168,7 +168,7 @@ impl Observer for SimObserver {
                     Ok(()) => String::new(),
                     Err(e) => format!(" REJECTED: {e}"),
                 };
-                (now, format!("event  {}{verdict}", describe_event(event)))
+                (now, format!("event  {event}{verdict}"))
             }
             Observation::Timeout { now } => (now, "deadline passed: handle_timeout".to_owned()),
             Observation::Outcome { now, outcome } => (now, format!("outcome {outcome}")),

@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::Role;
-use lane_core::{Effect, Event};
 use serde_json::{Value, json};
 
 use crate::faults::Latched;
@@ -399,91 +398,3 @@ fn stream_label(handle: u64, roles: &BTreeMap<u64, Role>) -> String {
     }
 }
 
-/// One effect in a trace line.
-pub fn describe_effect(effect: &Effect) -> String {
-    match *effect {
-        Effect::PrepareRun {
-            run,
-            lease,
-            diagnostics,
-        } => format!(
-            "PrepareRun {run} ({lease}){}",
-            if diagnostics { " diagnostics" } else { "" }
-        ),
-        Effect::CreateStream { role } => format!("CreateStream {role:?}"),
-        Effect::DestroyStream { role, handle } => format!("DestroyStream {role:?} h{}", handle.0),
-        Effect::LaunchRun {
-            run,
-            lease,
-            aicpu,
-            aicore,
-        } => format!(
-            "LaunchRun {run} ({lease}) aicpu h{} aicore h{}",
-            aicpu.0, aicore.0
-        ),
-        Effect::AwaitCompletion { run, deadline, .. } => {
-            format!("AwaitCompletion {run} (deadline {} us)", fmt_us(deadline.0))
-        }
-        Effect::ReadStatus { run, .. } => format!("ReadStatus {run}"),
-        Effect::FinaliseRun { run, copy_back, .. } => format!(
-            "FinaliseRun {run}{}",
-            if copy_back { " copy-back" } else { "" }
-        ),
-        Effect::UploadCode { publication, code } => {
-            format!("UploadCode {publication} code {}", code.0)
-        }
-        Effect::DrainDevice {
-            attempt,
-            timeout_ns,
-        } => format!(
-            "DrainDevice attempt {attempt} (timeout {} ms)",
-            timeout_ns / 1_000_000
-        ),
-        Effect::ForceReset { attempt } => format!("ForceReset attempt {attempt}"),
-        Effect::Probe { attempt } => format!("Probe attempt {attempt}"),
-    }
-}
-
-/// One event in a trace line.
-pub fn describe_event(event: &Event) -> String {
-    let code = |c: &AclCode| format!(" {} {}", c.raw(), c.name());
-    let name = event.name();
-    let about = match event {
-        Event::StreamCreated { role, handle } | Event::StreamDestroyed { role, handle } => {
-            format!(" {role:?} h{}", handle.0)
-        }
-        Event::StreamCreateFailed { role, code: c } => format!(" {role:?}{}", code(c)),
-        Event::StreamDestroyFailed {
-            role,
-            handle,
-            code: c,
-        } => format!(" {role:?} h{}{}", handle.0, code(c)),
-        Event::PrepareFailed { code: c, .. }
-        | Event::CompletionFailed { code: c, .. }
-        | Event::StatusReadFailed { code: c, .. } => code(c),
-        Event::LaunchFailed { step, code: c, .. } => format!(" at {step:?}{}", code(c)),
-        Event::StatusRead { status, timing, .. } => format!(
-            " latch {} device {}..{} us",
-            status.runtime_status(),
-            fmt_us(timing.start_ns),
-            fmt_us(timing.end_ns)
-        ),
-        Event::FinaliseFailed { failure, .. } => format!(" {failure:?}"),
-        Event::Uploaded { publication } => format!(" {publication}"),
-        Event::UploadFailed {
-            publication,
-            code: c,
-        } => format!(" {publication}{}", code(c)),
-        Event::DeviceDrained { attempt }
-        | Event::ResetDone { attempt }
-        | Event::ProbePassed { attempt } => format!(" attempt {attempt}"),
-        Event::ResetFailed { attempt, code: c } | Event::ProbeFailed { attempt, code: c } => {
-            format!(" attempt {attempt}{}", code(c))
-        }
-        _ => String::new(),
-    };
-    match event.run() {
-        Some(run) => format!("{name} {run}{about}"),
-        None => format!("{name}{about}"),
-    }
-}
