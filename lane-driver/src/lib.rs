@@ -25,13 +25,17 @@
 
 mod device;
 mod driver;
+mod executor;
 mod observer;
 mod runner;
+mod steps;
 
 pub use device::{Device, DevicePtr, EventHandle};
 pub use driver::{
     Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, SLOT_BYTES,
     TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
 };
+pub use executor::{Executor, Wait};
 pub use observer::{Command, NoObserver, Observation, Observer, Release};
 pub use runner::{PrepareError, RunArgs, Runner};
+pub use steps::LaneSteps;
