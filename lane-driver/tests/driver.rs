@@ -583,13 +583,20 @@ fn a_sliced_wait_returns_pending_when_a_slice_ends_and_resumes_at_the_event_it_l
     let (mut steps, mut executor) = awaiting_executor();
     // AICPU's event completes; AICore's first slice times out.
     executor.device_mut().sync_script = [None, Some(507_047)].into();
-    assert_eq!(executor.wait(steps.deadline(), Some(5)).unwrap(), Wait::Pending);
+    assert_eq!(
+        executor.wait(steps.deadline(), Some(5)).unwrap(),
+        Wait::Pending
+    );
     assert!(executor.is_awaiting(), "the await is kept");
     let wait = executor.wait(steps.deadline(), Some(5)).unwrap();
     let d = executor.device_mut();
     assert_eq!(
         d.calls,
-        ["synchronize_event e3", "synchronize_event e4", "synchronize_event e4"],
+        [
+            "synchronize_event e3",
+            "synchronize_event e4",
+            "synchronize_event e4"
+        ],
         "the second wait resumes at AICore's event"
     );
     assert_eq!(d.wait_timeouts, [5, 5, 5], "no wait is longer than a slice");

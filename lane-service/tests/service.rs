@@ -7,7 +7,7 @@ mod common;
 use common::{Stall, Stalling, StallingRunner, sim};
 use lane_core::{CodeRef, Outcome, Profile, PublicationResult, RunId, RunRequest, Verdict};
 use lane_service::{ItemId, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -15,15 +15,23 @@ use std::time::{Duration, Instant};
 
 const GENEROUS: Duration = Duration::from_secs(30);
 
-fn stalling(stall: Stall) -> (LaneHandle, Arc<std::sync::atomic::AtomicBool>) {
+type Prepared = Arc<Mutex<Vec<(RunId, Instant)>>>;
+
+fn stalling(stall: Stall) -> (LaneHandle, Arc<AtomicBool>) {
+    let (handle, dropped, _) = stalling_with(ServiceConfig::new(Profile::a2a3()), stall);
+    (handle, dropped)
+}
+
+fn stalling_with(config: ServiceConfig, stall: Stall) -> (LaneHandle, Arc<AtomicBool>, Prepared) {
     let (tx, rx) = mpsc::channel();
-    let handle = spawn(ServiceConfig::new(Profile::a2a3()), move || {
+    let handle = spawn(config, move || {
         let device = Stalling::new(sim(&Profile::a2a3(), 7, &[]), stall);
-        let _ = tx.send(Arc::clone(&device.dropped));
+        let _ = tx.send((Arc::clone(&device.dropped), Arc::clone(&device.prepared)));
         Ok::<_, String>((device, StallingRunner))
     })
     .expect("the lane starts");
-    (handle, rx.recv().expect("the device was made"))
+    let (dropped, prepared) = rx.recv().expect("the device was made");
+    (handle, dropped, prepared)
 }
 
 /// Polls until `count` outcomes arrived (or `GENEROUS` passed).
@@ -268,4 +276,45 @@ fn close_cancels_queued_runs_at_once_and_later_commands_are_refused() {
         outcomes.iter().map(Outcome::seq).collect::<Vec<_>>(),
         vec![first.0, second.0]
     );
+}
+
+#[test]
+fn a_run_submitted_during_a_long_completion_wait_is_prepared_within_a_few_slices() {
+    let (started_tx, started_rx) = mpsc::channel();
+    let mut config = ServiceConfig::new(Profile::a2a3());
+    config.wait_slice = Duration::from_millis(5);
+    let (handle, _, prepared) =
+        stalling_with(config, Stall::Slow(Duration::from_millis(1500), started_tx));
+    let first = handle.submit(RunRequest::new()).expect("accepted");
+    let waiting_since = started_rx
+        .recv_timeout(GENEROUS)
+        .expect("the lane thread waits");
+    let submitted_at = Instant::now();
+    let second = handle.submit(RunRequest::new()).expect("accepted");
+    let start = Instant::now();
+    let prepared_at = loop {
+        let found = prepared
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(run, _)| *run == second)
+            .map(|p| p.1);
+        if let Some(at) = found {
+            break at;
+        }
+        assert!(
+            start.elapsed() < GENEROUS,
+            "the second run was never prepared"
+        );
+        thread::sleep(Duration::from_millis(1));
+    };
+    let late = prepared_at.duration_since(submitted_at);
+    // Prepared while the first run still runs: at most a few 5 ms slices late, not 1.5 s.
+    assert!(
+        late < Duration::from_millis(500),
+        "prepared {late:?} after its submit"
+    );
+    assert!(prepared_at.duration_since(waiting_since) < Duration::from_millis(1500));
+    assert_eq!(handle.wait(first, GENEROUS).map(|o| o.seq()), Ok(first.0));
+    assert_eq!(handle.wait(second, GENEROUS).map(|o| o.seq()), Ok(second.0));
 }

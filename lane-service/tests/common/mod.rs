@@ -10,9 +10,9 @@ use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, Profile, RunId, SlotId, Timestamp};
 use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,12 @@ pub enum Stall {
     Block(Duration, Sender<Instant>),
     /// Says when it starts, sleeps this long, then panics.
     Panic(Duration, Sender<Instant>),
+    /// Says when it starts; the awaited run completes only this long after, in real time.
+    /// Until then every wait sleeps its own timeout and returns 507047 (a long run on a
+    /// device that honours the wait's bound).
+    Slow(Duration, Sender<Instant>),
+    /// A slow run in progress: it completes at this instant.
+    Until(Instant),
 }
 
 /// The simulator, with a stall in its first completion wait, and a flag set when dropped.
@@ -49,6 +55,8 @@ pub struct Stalling {
     pub inner: SimDevice,
     pub stall: Stall,
     pub dropped: Arc<AtomicBool>,
+    /// When the runner prepared each run.
+    pub prepared: Arc<Mutex<Vec<(RunId, Instant)>>>,
 }
 
 impl Stalling {
@@ -57,6 +65,7 @@ impl Stalling {
             inner,
             stall,
             dropped: Arc::new(AtomicBool::new(false)),
+            prepared: Arc::new(Mutex::new(Vec::new())),
         }
     }
 }
@@ -107,6 +116,22 @@ impl Device for Stalling {
                 thread::sleep(time);
                 panic!("the device exploded in synchronize_event");
             }
+            Stall::Slow(time, started) => {
+                let now = Instant::now();
+                let _ = started.send(now);
+                self.stall = Stall::Until(now + time);
+                return self.synchronize_event(event, timeout_ms);
+            }
+            Stall::Until(end) => {
+                let left = end.saturating_duration_since(Instant::now());
+                let bound = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+                if left > bound {
+                    self.stall = Stall::Until(end);
+                    thread::sleep(bound);
+                    return Err(AclCode::RtEventSyncTimeout);
+                }
+                thread::sleep(left);
+            }
         }
         self.inner.synchronize_event(event, timeout_ms)
     }
@@ -138,6 +163,7 @@ impl Runner<Stalling> for StallingRunner {
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
+        device.prepared.lock().unwrap().push((run, Instant::now()));
         SimRunner.prepare_run(&mut device.inner, run, slot, diagnostics)
     }
     fn launch_aicore(
