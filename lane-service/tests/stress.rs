@@ -98,7 +98,7 @@ fn submitter(handle: &LaneHandle, index: u64, stop: &AtomicBool) -> Submitted {
 #[test]
 fn eight_submitters_and_a_poller_on_a_faulty_simulator_get_exactly_one_outcome_per_item_in_order() {
     let profile = Profile::a2a3();
-    let handle = spawn(ServiceConfig::new(profile.clone()), move || {
+    let handle = spawn(ServiceConfig::new(profile), move || {
         Ok::<_, String>((sim(&profile, 12, &faults()), SimRunner))
     })
     .expect("the lane starts");
