@@ -318,3 +318,9 @@ fn a_run_submitted_during_a_long_completion_wait_is_prepared_within_a_few_slices
     assert_eq!(handle.wait(first, GENEROUS).map(|o| o.seq()), Ok(first.0));
     assert_eq!(handle.wait(second, GENEROUS).map(|o| o.seq()), Ok(second.0));
 }
+
+#[test]
+fn the_handle_is_send_sync_and_clone() {
+    fn shareable<T: Send + Sync + Clone + 'static>() {}
+    shareable::<LaneHandle>();
+}
