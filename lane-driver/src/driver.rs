@@ -2,22 +2,22 @@
 //! [`Runner`], feeds each answer back, and blocks on the awaited run's completion events when
 //! nothing else is left.
 
-use lane_core::status_latch::{self, AclCode, DecodeError, HeaderLayout};
-use lane_core::stream_pair::{Role, StreamHandle};
+use lane_core::status_latch::DecodeError;
+use lane_core::stream_pair::Role;
 use lane_core::{
-    CloseReport, CodeRef, DeviceTiming, Effect, Event, EventError, InvariantViolation, Lane,
-    LaneState, LaunchStep, Lease, MAX_SLOTS, Outcome, Profile, PublicationId, PublishError, RunId,
-    RunRequest, SubmitError, Timestamp,
+    CloseReport, CodeRef, EventError, InvariantViolation, Lane, LaneState, Outcome, Profile,
+    PublicationId, PublishError, RunId, RunRequest, SubmitError,
 };
-use std::collections::VecDeque;
 use thiserror::Error;
 
-use crate::device::{Device, DevicePtr, EventHandle};
-use crate::observer::{Command, NoObserver, Observation, Observer, Release};
-use crate::runner::{PrepareError, RunArgs, Runner};
+use crate::device::Device;
+use crate::executor::{Executor, Wait};
+use crate::observer::{NoObserver, Observer};
+use crate::runner::Runner;
+use crate::steps::LaneSteps;
 
 /// Bytes reserved for each slot's status header (the largest layout is 896).
-const HEADER_BYTES: usize = 1024;
+pub(crate) const HEADER_BYTES: usize = 1024;
 /// Bytes of each slot's timing buffer: device start and end, little-endian u64 nanoseconds.
 pub const TIMING_BYTES: usize = 16;
 /// Bytes of each slot's handshake region, cleared before every AICore launch.
@@ -45,9 +45,9 @@ pub const HEADER_OFFSET: usize = TIMING_OFFSET + TIMING_BYTES;
 /// Bytes of a slot's one device allocation.
 pub const SLOT_BYTES: usize = HEADER_OFFSET + HEADER_BYTES;
 /// The bytes the arm copy clears: the handshake and the timing buffer.
-const ARM_BYTES: usize = HANDSHAKE_BYTES + TIMING_BYTES;
+pub(crate) const ARM_BYTES: usize = HANDSHAKE_BYTES + TIMING_BYTES;
 /// Bytes the probe allocates and frees.
-const PROBE_BYTES: usize = 64;
+pub(crate) const PROBE_BYTES: usize = 64;
 
 /// Why the driver stopped. Each is a bug in the lane, the driver, the device or the runner, never a
 /// device failure (those become verdicts).
@@ -101,56 +101,14 @@ pub enum Turn {
     Idle,
 }
 
-/// Per-slot device resources, created at the slot's first launch and reused by every run
-/// that leases the slot (L-13): one completion event per stream, and one device allocation
-/// holding the handshake region, the timing buffer and the status header (laid out as
-/// [`HANDSHAKE_OFFSET`] shows).
-#[derive(Clone, Copy, Debug)]
-struct SlotResources {
-    /// `[aicpu, aicore]`.
-    events: [EventHandle; 2],
-    /// Whether each event was recorded since the slot was last released (a never-recorded
-    /// event waits as success, so the driver tracks records itself).
-    recorded: [bool; 2],
-    /// The slot's allocation ([`SLOT_BYTES`]).
-    buffer: DevicePtr,
-}
-
-impl SlotResources {
-    fn handshake(&self) -> DevicePtr {
-        self.buffer.at(HANDSHAKE_OFFSET)
-    }
-
-    fn timing(&self) -> DevicePtr {
-        self.buffer.at(TIMING_OFFSET)
-    }
-
-    fn header(&self) -> DevicePtr {
-        self.buffer.at(HEADER_OFFSET)
-    }
-}
-
-/// The run the lane asked to await (its deadline is read from `Lane::poll_deadline`).
-#[derive(Clone, Copy, Debug)]
-struct Awaited {
-    run: RunId,
-    lease: Lease,
-}
-
-/// The one driver loop, generic over the device, the runner and the observer. Both the
-/// simulator and the NPU backend run the lane through it.
+/// The one driver loop, generic over the device, the runner and the observer: the lane's
+/// [`LaneSteps`] and the [`Executor`], run on the caller's thread. Both the simulator and
+/// the NPU backend run the lane through it; lane-service runs the same two parts on a lane
+/// thread, with the steps behind a lock.
 #[derive(Debug)]
 pub struct Driver<D: Device, R: Runner<D>, O: Observer = NoObserver> {
-    lane: Lane,
-    device: D,
-    runner: R,
-    observer: O,
-    slots: [Option<SlotResources>; MAX_SLOTS as usize],
-    awaited: Option<Awaited>,
-    outcomes: VecDeque<Outcome>,
-    check_invariants: bool,
-    /// Where the status read lands: the timing buffer, then the status header.
-    readback: [u8; TIMING_BYTES + HEADER_BYTES],
+    steps: LaneSteps<O>,
+    executor: Executor<D, R>,
 }
 
 impl<D: Device, R: Runner<D>> Driver<D, R> {
@@ -159,15 +117,8 @@ impl<D: Device, R: Runner<D>> Driver<D, R> {
     /// step (turn it off with [`Driver::check_invariants`] for benchmarks).
     pub fn new(profile: Profile, device: D, runner: R) -> Self {
         Self {
-            lane: Lane::new(profile),
-            device,
-            runner,
-            observer: NoObserver,
-            slots: [None; MAX_SLOTS as usize],
-            awaited: None,
-            outcomes: VecDeque::new(),
-            check_invariants: true,
-            readback: [0; TIMING_BYTES + HEADER_BYTES],
+            steps: LaneSteps::new(profile),
+            executor: Executor::new(device, runner),
         }
     }
 }
@@ -176,53 +127,47 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     /// The same driver, reporting every step to `observer` (traces, checks).
     pub fn with_observer<P: Observer>(self, observer: P) -> Driver<D, R, P> {
         Driver {
-            lane: self.lane,
-            device: self.device,
-            runner: self.runner,
-            observer,
-            slots: self.slots,
-            awaited: self.awaited,
-            outcomes: self.outcomes,
-            check_invariants: self.check_invariants,
-            readback: self.readback,
+            steps: self.steps.with_observer(observer),
+            executor: self.executor,
         }
     }
 
     /// Whether to run `Lane::check_invariants` after every step.
     #[must_use]
     pub fn check_invariants(mut self, on: bool) -> Self {
-        self.check_invariants = on;
+        self.steps = self.steps.check_invariants(on);
         self
     }
 
     /// The lane (read-only).
     pub const fn lane(&self) -> &Lane {
-        &self.lane
+        self.steps.lane()
     }
 
     /// The device.
     pub const fn device(&self) -> &D {
-        &self.device
+        self.executor.device()
     }
 
     /// The device, mutably (e.g. to install a fault in a simulator).
     pub fn device_mut(&mut self) -> &mut D {
-        &mut self.device
+        self.executor.device_mut()
     }
 
     /// The runner.
     pub const fn runner(&self) -> &R {
-        &self.runner
+        self.executor.runner()
     }
 
     /// The observer.
     pub const fn observer(&self) -> &O {
-        &self.observer
+        self.steps.observer()
     }
 
     /// The device, the runner and the observer, consuming the driver.
     pub fn into_parts(self) -> (D, R, O) {
-        (self.device, self.runner, self.observer)
+        let (device, runner) = self.executor.into_parts();
+        (device, runner, self.steps.into_observer())
     }
 
     /// Submits a run and executes whatever it starts.
@@ -230,11 +175,10 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         &mut self,
         request: RunRequest,
     ) -> Result<Result<RunId, SubmitError>, DriverError> {
-        self.command(
-            Command::Submit,
-            |lane, now| lane.submit(now, request),
-            |result| result.as_ref().ok().map(|r| r.0),
-        )
+        let now = self.executor.now();
+        let result = self.steps.submit(now, request)?;
+        self.execute_effects()?;
+        Ok(result)
     }
 
     /// Publishes code and executes whatever it starts.
@@ -242,62 +186,46 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         &mut self,
         code: CodeRef,
     ) -> Result<Result<PublicationId, PublishError>, DriverError> {
-        self.command(
-            Command::Publish,
-            |lane, now| lane.publish(now, code),
-            |result| result.as_ref().ok().map(|p| p.0),
-        )
+        let now = self.executor.now();
+        let result = self.steps.publish(now, code)?;
+        self.execute_effects()?;
+        Ok(result)
     }
 
     /// Closes the lane and executes whatever that starts; call [`Driver::run_until_idle`]
     /// to let launched runs finish and the streams be destroyed.
     pub fn close(&mut self) -> Result<CloseReport, DriverError> {
-        self.command(Command::Close, |lane, now| lane.close(now), |_| None)
-    }
-
-    /// The one command path: gives the lane `command` at the device's time, reports it
-    /// (with the id it `accepted`), checks the lane and executes whatever it started.
-    fn command<T>(
-        &mut self,
-        command: Command,
-        apply: impl FnOnce(&mut Lane, Timestamp) -> T,
-        accepted: impl FnOnce(&T) -> Option<u64>,
-    ) -> Result<T, DriverError> {
-        let now = self.device.now();
-        let result = apply(&mut self.lane, now);
-        self.observer.observe(&Observation::Command {
-            now,
-            command,
-            accepted: accepted(&result),
-        });
-        self.after_step()?;
+        let now = self.executor.now();
+        let report = self.steps.close(now)?;
         self.execute_effects()?;
-        Ok(result)
+        Ok(report)
     }
 
     /// The next outcome, in submission order.
     pub fn poll_outcome(&mut self) -> Option<Outcome> {
-        self.outcomes.pop_front()
+        self.steps.poll_outcome()
     }
 
     /// Executes every effect the lane has, then, if nothing is left, blocks on the awaited
-    /// run (bounded by its deadline).
+    /// run (bounded by its deadline, in one wait per completion event).
     pub fn turn(&mut self) -> Result<Turn, DriverError> {
         if self.execute_effects()? {
             return Ok(Turn::Progress);
         }
-        if let Some(awaited) = self.awaited.take() {
-            self.wait_for(awaited)?;
+        if self.executor.is_awaiting() {
+            match self.executor.wait(self.steps.deadline(), None)? {
+                Wait::Answered(event) => {
+                    let now = self.executor.now();
+                    self.steps.feed(now, event)?;
+                }
+                Wait::Expired(now) => self.steps.expire(now)?,
+                // Unsliced waits always answer; nothing to feed otherwise.
+                Wait::Pending => {}
+            }
             self.execute_effects()?;
             return Ok(Turn::Progress);
         }
-        if self.lane.is_idle() || matches!(self.lane.state(), LaneState::Lost | LaneState::Closed) {
-            return Ok(Turn::Idle);
-        }
-        Err(DriverError::Stuck {
-            pending: self.lane.pending_items(),
-            state: self.lane.state(),
-        })
+        self.steps.settled()
     }
 
     /// Turns until the lane is idle.
@@ -309,327 +237,22 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     /// Executes queued effects until none is left; returns whether any ran.
     fn execute_effects(&mut self) -> Result<bool, DriverError> {
         let mut any = false;
-        while let Some(effect) = self.lane.poll_effect() {
+        loop {
+            let now = self.executor.now();
+            let Some(effect) = self.steps.next_effect(now) else {
+                break;
+            };
             any = true;
-            let now = self.device.now();
-            self.observer.observe(&Observation::Effect {
-                now,
-                effect: &effect,
-            });
-            if let Some(event) = self.execute(effect)? {
-                self.feed(event)?;
+            if let Some(event) = self.executor.execute(effect, self.steps.observer_mut())? {
+                let now = self.executor.now();
+                self.steps.feed(now, event)?;
             }
         }
-        self.collect_outcomes();
-        if self.lane.state() == LaneState::Closed {
-            self.release_slot_resources();
+        if self.steps.lane().state() == LaneState::Closed {
+            self.executor
+                .release_slot_resources(self.steps.observer_mut());
         }
         Ok(any)
-    }
-
-    fn feed(&mut self, event: Event) -> Result<(), DriverError> {
-        let now = self.device.now();
-        let result = self.lane.handle(now, event);
-        self.observer.observe(&Observation::Event {
-            now,
-            event: &event,
-            result: &result,
-        });
-        result.map_err(DriverError::Rejected)?;
-        self.after_step()
-    }
-
-    fn after_step(&mut self) -> Result<(), DriverError> {
-        self.collect_outcomes();
-        if self.check_invariants {
-            self.lane.check_invariants()?;
-        }
-        Ok(())
-    }
-
-    fn collect_outcomes(&mut self) {
-        while let Some(outcome) = self.lane.poll_outcome() {
-            let now = self.device.now();
-            self.observer.observe(&Observation::Outcome {
-                now,
-                outcome: &outcome,
-            });
-            self.outcomes.push_back(outcome);
-        }
-    }
-
-    /// Runs one effect; returns the event that answers it (`None` for an await, which is
-    /// answered later by [`Driver::wait_for`]).
-    fn execute(&mut self, effect: Effect) -> Result<Option<Event>, DriverError> {
-        let (d, r) = (&mut self.device, &mut self.runner);
-        let event = match effect {
-            Effect::PrepareRun {
-                run,
-                lease,
-                diagnostics,
-            } => match r.prepare_run(d, run, lease.slot, diagnostics) {
-                Ok(()) => Event::Prepared { run, lease },
-                Err(PrepareError::Incompatible) => Event::PrepareIncompatible { run, lease },
-                Err(PrepareError::Failed(code)) => Event::PrepareFailed { run, lease, code },
-            },
-            Effect::CreateStream { role } => match d.create_stream() {
-                Ok(handle) => Event::StreamCreated { role, handle },
-                Err(code) => Event::StreamCreateFailed { role, code },
-            },
-            Effect::DestroyStream { role, handle } => match d.destroy_stream(handle) {
-                Ok(()) => Event::StreamDestroyed { role, handle },
-                Err(code) => Event::StreamDestroyFailed { role, handle, code },
-            },
-            Effect::LaunchRun {
-                run,
-                lease,
-                aicpu,
-                aicore,
-            } => match self.launch(run, lease, aicpu, aicore) {
-                Ok(()) => Event::Launched { run, lease },
-                Err((step, code)) => Event::LaunchFailed {
-                    run,
-                    lease,
-                    step,
-                    code,
-                },
-            },
-            Effect::AwaitCompletion { run, lease, .. } => {
-                // The deadline is read when the wait starts, from the lane.
-                self.awaited = Some(Awaited { run, lease });
-                return Ok(None);
-            }
-            Effect::ReadStatus { run, lease, layout } => self.read_status(run, lease, layout)?,
-            Effect::FinaliseRun {
-                run,
-                lease,
-                copy_back,
-            } => {
-                let result = r.finalise_run(d, run, lease.slot, copy_back);
-                // Finalisation releases the slot's completion events for the next run (L-7).
-                if let Some(slot) = self
-                    .slots
-                    .get_mut(usize::from(lease.slot.0))
-                    .and_then(Option::as_mut)
-                {
-                    slot.recorded = [false; 2];
-                }
-                match result {
-                    Ok(()) => Event::Finalised { run, lease },
-                    Err(failure) => Event::FinaliseFailed {
-                        run,
-                        lease,
-                        failure,
-                    },
-                }
-            }
-            Effect::UploadCode { publication, code } => match r.upload_code(d, code) {
-                Ok(()) => Event::Uploaded { publication },
-                Err(code) => Event::UploadFailed { publication, code },
-            },
-            Effect::DrainDevice {
-                attempt,
-                timeout_ns,
-            } => {
-                // Everything in flight was abandoned by the poison.
-                self.awaited = None;
-                let timeout_ms = i32::try_from(timeout_ns.div_ceil(1_000_000))
-                    .unwrap_or(i32::MAX)
-                    .max(1);
-                // The drain's code proves nothing (SPEC §5.3): the reset follows whatever it
-                // returns, and only the probe decides the device's health.
-                let _ = d.synchronize_device(timeout_ms);
-                Event::DeviceDrained { attempt }
-            }
-            Effect::ForceReset { attempt } => {
-                let result = d.reset_device_force();
-                // Every handle is dead after a reset (a5 segfaults on reuse): forget, never destroy.
-                // Also after a failed reset: the next attempt resets again, and a device no
-                // attempt recovers is never touched again.
-                self.slots = [None; MAX_SLOTS as usize];
-                self.awaited = None;
-                match result {
-                    Ok(()) => Event::ResetDone { attempt },
-                    Err(code) => Event::ResetFailed { attempt, code },
-                }
-            }
-            Effect::Probe { attempt } => match self.probe() {
-                Ok(()) => Event::ProbePassed { attempt },
-                Err(code) => Event::ProbeFailed { attempt, code },
-            },
-        };
-        Ok(Some(event))
-    }
-
-    /// The launch order of L-5 and L-13: arm the slot (clear its handshake and timing buffer,
-    /// one copy), AICore kernel, AICPU kernel, then one completion event per stream.
-    fn launch(
-        &mut self,
-        run: RunId,
-        lease: Lease,
-        aicpu: StreamHandle,
-        aicore: StreamHandle,
-    ) -> Result<(), (LaunchStep, AclCode)> {
-        let slot = self
-            .slot_resources(lease.slot.0)
-            .map_err(|code| (LaunchStep::Arm, code))?;
-        let (d, r) = (&mut self.device, &mut self.runner);
-        d.memcpy_to_device(slot.handshake(), &[0; ARM_BYTES])
-            .map_err(|code| (LaunchStep::Arm, code))?;
-        let args = RunArgs {
-            run,
-            slot: lease.slot,
-            status_header: slot.header(),
-            timing: slot.timing(),
-            handshake: slot.handshake(),
-        };
-        r.launch_aicore(d, aicore, &args)
-            .map_err(|code| (LaunchStep::Aicore, code))?;
-        r.launch_aicpu(d, aicpu, &args)
-            .map_err(|code| (LaunchStep::Aicpu, code))?;
-        d.record_event(slot.events[0], aicpu)
-            .map_err(|code| (LaunchStep::RecordEvent, code))?;
-        d.record_event(slot.events[1], aicore)
-            .map_err(|code| (LaunchStep::RecordEvent, code))?;
-        if let Some(slot) = self
-            .slots
-            .get_mut(usize::from(lease.slot.0))
-            .and_then(Option::as_mut)
-        {
-            slot.recorded = [true; 2];
-        }
-        Ok(())
-    }
-
-    /// The slot's resources, created (all or nothing) at its first use.
-    fn slot_resources(&mut self, slot: u8) -> Result<SlotResources, AclCode> {
-        let idx = usize::from(slot);
-        if let Some(existing) = self.slots.get(idx).copied().flatten() {
-            return Ok(existing);
-        }
-        let d = &mut self.device;
-        let mut made_events: Vec<EventHandle> = Vec::new();
-        let result = (|| {
-            for _ in 0..2 {
-                made_events.push(d.create_event()?);
-            }
-            d.malloc(SLOT_BYTES)
-        })();
-        let buffer = match result {
-            Ok(buffer) => buffer,
-            Err(code) => {
-                // All or nothing: the events made so far were never handed out.
-                for event in made_events {
-                    self.release(Release::DestroyEvent, |d| d.destroy_event(event));
-                }
-                return Err(code);
-            }
-        };
-        let resources = SlotResources {
-            events: [made_events[0], made_events[1]],
-            recorded: [false; 2],
-            buffer,
-        };
-        if let Some(entry) = self.slots.get_mut(idx) {
-            *entry = Some(resources);
-        }
-        Ok(resources)
-    }
-
-    fn read_status(
-        &mut self,
-        run: RunId,
-        lease: Lease,
-        layout: HeaderLayout,
-    ) -> Result<Event, DriverError> {
-        let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
-            return Err(DriverError::UnrecordedEvent { run });
-        };
-        // One copy: the timing buffer and the header behind it (L-8, L-17).
-        let readback = &mut self.readback[..TIMING_BYTES + layout.size()];
-        if let Err(code) = self.device.memcpy_from_device(readback, slot.timing()) {
-            return Ok(Event::StatusReadFailed { run, lease, code });
-        }
-        let (timing, header) = readback.split_at(TIMING_BYTES);
-        let status = status_latch::decode(layout, header)
-            .map_err(|source| DriverError::Decode { run, source })?;
-        let (start, end) = timing.split_at(8);
-        let timing = DeviceTiming {
-            start_ns: u64::from_le_bytes(start.try_into().unwrap_or([0; 8])),
-            end_ns: u64::from_le_bytes(end.try_into().unwrap_or([0; 8])),
-        };
-        Ok(Event::StatusRead {
-            run,
-            lease,
-            status,
-            timing,
-        })
-    }
-
-    /// Blocks on both of the awaited run's completion events, AICPU first (as the C++ drain
-    /// does), bounded by the lane's deadline.
-    fn wait_for(&mut self, awaited: Awaited) -> Result<(), DriverError> {
-        let Awaited { run, lease } = awaited;
-        let Some(deadline) = self.lane.poll_deadline() else {
-            return Err(DriverError::NoDeadline { run });
-        };
-        let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
-            return Err(DriverError::UnrecordedEvent { run });
-        };
-        if slot.recorded != [true; 2] {
-            return Err(DriverError::UnrecordedEvent { run });
-        }
-        for event in slot.events {
-            let now = self.device.now();
-            if now >= deadline {
-                self.observer.observe(&Observation::Timeout { now });
-                self.lane.handle_timeout(now);
-                return self.after_step();
-            }
-            let remaining_ms = i32::try_from(deadline.since(now).div_ceil(1_000_000))
-                .unwrap_or(i32::MAX)
-                .max(1);
-            if let Err(code) = self.device.synchronize_event(event, remaining_ms) {
-                return self.feed(Event::CompletionFailed { run, lease, code });
-            }
-        }
-        self.feed(Event::Completed { run, lease })
-    }
-
-    /// Proves the device usable after a reset: re-bind, a stream create and destroy, a small
-    /// alloc and free (the C++ runtime's probe).
-    fn probe(&mut self) -> Result<(), AclCode> {
-        let d = &mut self.device;
-        d.set_device()?;
-        let stream = d.create_stream()?;
-        d.destroy_stream(stream)?;
-        let ptr = d.malloc(PROBE_BYTES)?;
-        d.free(ptr)?;
-        Ok(())
-    }
-
-    /// After close: destroy each slot's events and free its buffer (the lane's streams were
-    /// destroyed by the lane itself).
-    fn release_slot_resources(&mut self) {
-        for idx in 0..self.slots.len() {
-            let Some(resources) = self.slots.get_mut(idx).and_then(Option::take) else {
-                continue;
-            };
-            for event in resources.events {
-                self.release(Release::DestroyEvent, |d| d.destroy_event(event));
-            }
-            self.release(Release::Free, |d| d.free(resources.buffer));
-        }
-    }
-
-    /// Gives a resource back. Nothing waits on the answer (the lane is closed, or the
-    /// resource was never handed out), so a failure is only reported to the observer.
-    fn release(&mut self, release: Release, call: impl FnOnce(&mut D) -> Result<(), AclCode>) {
-        if let Err(code) = call(&mut self.device) {
-            let now = self.device.now();
-            self.observer
-                .observe(&Observation::ReleaseFailed { now, release, code });
-        }
     }
 }
 

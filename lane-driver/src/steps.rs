@@ -1,0 +1,195 @@
+//! [`LaneSteps`]: the lane with everything a driver does around a lane step (report it to
+//! the observer, check the invariants, collect the outcomes), and no device. Together with
+//! the [`Executor`](crate::Executor) it is the driver loop, taken apart at the one place a
+//! multi-threaded caller must release its lock: between polling an effect and feeding the
+//! event that answers it.
+
+use lane_core::{
+    CloseReport, CodeRef, Effect, Event, Lane, LaneState, Outcome, Profile, PublicationId,
+    PublishError, RunId, RunRequest, SubmitError, Timestamp,
+};
+use std::collections::VecDeque;
+
+use crate::driver::{DriverError, Turn};
+use crate::observer::{Command, NoObserver, Observation, Observer};
+
+/// A lane, its observer, and the outcomes it delivered but nobody took yet. Every method is
+/// one lane step at the `now` the caller read from [`Device::now`](crate::Device::now); none
+/// makes a device call.
+#[derive(Debug)]
+pub struct LaneSteps<O: Observer = NoObserver> {
+    lane: Lane,
+    observer: O,
+    check_invariants: bool,
+    outcomes: VecDeque<Outcome>,
+}
+
+impl LaneSteps {
+    /// A new lane with `profile`, observed by nobody, invariants checked after every step.
+    #[must_use]
+    pub fn new(profile: Profile) -> Self {
+        Self {
+            lane: Lane::new(profile),
+            observer: NoObserver,
+            check_invariants: true,
+            outcomes: VecDeque::new(),
+        }
+    }
+}
+
+impl<O: Observer> LaneSteps<O> {
+    /// The same steps, reported to `observer`.
+    pub fn with_observer<P: Observer>(self, observer: P) -> LaneSteps<P> {
+        LaneSteps {
+            lane: self.lane,
+            observer,
+            check_invariants: self.check_invariants,
+            outcomes: self.outcomes,
+        }
+    }
+
+    /// Whether to run `Lane::check_invariants` after every step.
+    #[must_use]
+    pub fn check_invariants(mut self, on: bool) -> Self {
+        self.check_invariants = on;
+        self
+    }
+
+    /// The lane (read-only).
+    pub const fn lane(&self) -> &Lane {
+        &self.lane
+    }
+
+    /// The observer.
+    pub const fn observer(&self) -> &O {
+        &self.observer
+    }
+
+    /// The observer, mutably (the executor reports failed releases to it).
+    pub fn observer_mut(&mut self) -> &mut O {
+        &mut self.observer
+    }
+
+    /// The observer, consuming the steps.
+    pub fn into_observer(self) -> O {
+        self.observer
+    }
+
+    /// Gives the lane a run at `now`.
+    pub fn submit(
+        &mut self,
+        now: Timestamp,
+        request: RunRequest,
+    ) -> Result<Result<RunId, SubmitError>, DriverError> {
+        self.command(
+            now,
+            Command::Submit,
+            |lane| lane.submit(now, request),
+            |result| result.as_ref().ok().map(|r| r.0),
+        )
+    }
+
+    /// Gives the lane a publication at `now`.
+    pub fn publish(
+        &mut self,
+        now: Timestamp,
+        code: CodeRef,
+    ) -> Result<Result<PublicationId, PublishError>, DriverError> {
+        self.command(
+            now,
+            Command::Publish,
+            |lane| lane.publish(now, code),
+            |result| result.as_ref().ok().map(|p| p.0),
+        )
+    }
+
+    /// Closes the lane at `now`.
+    pub fn close(&mut self, now: Timestamp) -> Result<CloseReport, DriverError> {
+        self.command(now, Command::Close, |lane| lane.close(now), |_| None)
+    }
+
+    /// The one command path: gives the lane `command`, reports it (with the id it
+    /// `accepted`) and checks the lane.
+    fn command<T>(
+        &mut self,
+        now: Timestamp,
+        command: Command,
+        apply: impl FnOnce(&mut Lane) -> T,
+        accepted: impl FnOnce(&T) -> Option<u64>,
+    ) -> Result<T, DriverError> {
+        let result = apply(&mut self.lane);
+        self.observer.observe(&Observation::Command {
+            now,
+            command,
+            accepted: accepted(&result),
+        });
+        self.after_step(now)?;
+        Ok(result)
+    }
+
+    /// The lane's next effect, reported as about to be executed.
+    pub fn next_effect(&mut self, now: Timestamp) -> Option<Effect> {
+        let effect = self.lane.poll_effect()?;
+        self.observer.observe(&Observation::Effect {
+            now,
+            effect: &effect,
+        });
+        Some(effect)
+    }
+
+    /// Feeds the event that answers an effect; a rejected one is a driver bug.
+    pub fn feed(&mut self, now: Timestamp, event: Event) -> Result<(), DriverError> {
+        let result = self.lane.handle(now, event);
+        self.observer.observe(&Observation::Event {
+            now,
+            event: &event,
+            result: &result,
+        });
+        result.map_err(DriverError::Rejected)?;
+        self.after_step(now)
+    }
+
+    /// Tells the lane the awaited run's deadline passed at `now`.
+    pub fn expire(&mut self, now: Timestamp) -> Result<(), DriverError> {
+        self.observer.observe(&Observation::Timeout { now });
+        self.lane.handle_timeout(now);
+        self.after_step(now)
+    }
+
+    /// The awaited run's deadline (`Lane::poll_deadline`), the bound on every wait.
+    #[must_use]
+    pub fn deadline(&self) -> Option<Timestamp> {
+        self.lane.poll_deadline()
+    }
+
+    /// The next delivered outcome, in submission order.
+    pub fn poll_outcome(&mut self) -> Option<Outcome> {
+        self.outcomes.pop_front()
+    }
+
+    /// With no effect left and nothing awaited: [`Turn::Idle`] when every accepted item has
+    /// its outcome (or the lane is closed or lost), else the lane is stuck.
+    pub fn settled(&self) -> Result<Turn, DriverError> {
+        if self.lane.is_idle() || matches!(self.lane.state(), LaneState::Lost | LaneState::Closed) {
+            return Ok(Turn::Idle);
+        }
+        Err(DriverError::Stuck {
+            pending: self.lane.pending_items(),
+            state: self.lane.state(),
+        })
+    }
+
+    fn after_step(&mut self, now: Timestamp) -> Result<(), DriverError> {
+        while let Some(outcome) = self.lane.poll_outcome() {
+            self.observer.observe(&Observation::Outcome {
+                now,
+                outcome: &outcome,
+            });
+            self.outcomes.push_back(outcome);
+        }
+        if self.check_invariants {
+            self.lane.check_invariants()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,75 @@
+//! The service's errors: a command's refusal, a lost lane, a wait that ended without its
+//! outcome.
+
+use lane_core::{PublishError, SubmitError};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Why the lane thread is gone: the text of the panic or driver error that ended it. Shared
+/// by every caller that sees it (cheap to clone).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct LostCause(pub Arc<str>);
+
+impl LostCause {
+    /// A cause with this text.
+    #[must_use]
+    pub fn new(text: impl Into<Arc<str>>) -> Self {
+        Self(text.into())
+    }
+}
+
+/// Why a command ([`LaneHandle::submit`](crate::LaneHandle::submit),
+/// [`publish`](crate::LaneHandle::publish), [`close`](crate::LaneHandle::close)) or
+/// [`spawn`](crate::spawn) failed.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ServiceError {
+    /// The lane refused the run (nothing was accepted).
+    #[error(transparent)]
+    Submit(#[from] SubmitError),
+    /// The lane refused the publication (nothing was accepted).
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    /// The `make` closure given to [`spawn`](crate::spawn) failed on the lane thread; no
+    /// lane was created.
+    #[error("the lane's device and runner could not be made: {0}")]
+    Make(String),
+    /// The lane thread could not be started.
+    #[error("the lane thread could not be started: {0}")]
+    Thread(String),
+    /// The lane thread is gone (a panic in the device, the runner or the lane, or a driver
+    /// error); the lane accepts nothing more.
+    #[error("the lane is lost: {0}")]
+    Lost(LostCause),
+}
+
+/// Why [`LaneHandle::wait`](crate::LaneHandle::wait) returned without the item's outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum WaitError {
+    /// The timeout passed first; the outcome can still be waited for or polled.
+    #[error("timed out waiting for item {item}")]
+    TimedOut {
+        /// The item's sequence number.
+        item: u64,
+    },
+    /// The lane thread is gone before the item's outcome was delivered.
+    #[error("the lane is lost before item {item} got its outcome: {cause}")]
+    Lost {
+        /// The item's sequence number.
+        item: u64,
+        /// Why the lane thread ended.
+        cause: LostCause,
+    },
+    /// The lane never accepted an item with this id.
+    #[error("item {item} was never accepted by this lane")]
+    Unknown {
+        /// The item's sequence number.
+        item: u64,
+    },
+    /// The item's outcome was already taken (by a poll or another wait).
+    #[error("the outcome of item {item} was already taken")]
+    AlreadyTaken {
+        /// The item's sequence number.
+        item: u64,
+    },
+}
