@@ -13,7 +13,7 @@ mod mutants;
 mod tidy;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 
 /// Crates whose library code must stay pure (SPEC §6): the tidy rules hold them to it, and
 /// mutation testing scores their tests.
@@ -94,4 +94,15 @@ fn ci() -> Result<(), String> {
     } else {
         Err(format!("`.ci/run` failed ({status})"))
     }
+}
+
+/// Whether `cargo <subcommand> --version` runs: the commands that need a cargo plugin
+/// check it first and say how to install it.
+fn cargo_has(subcommand: &str) -> bool {
+    Command::new("cargo")
+        .args([subcommand, "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
