@@ -12,10 +12,11 @@
 //! check). Naming the dependents instead buys little: every crate above a pure crate
 //! depends on it, directly or through lane-driver (lane-core, lane-driver, backend-sim,
 //! backend-acl, lane-fuzz, xtask), so the list would leave out only crates that cannot see
-//! its mutants at all (ascend-cl-sys, the pure crates below it), whose tests take a second,
-//! and it would go stale when a crate is added.
+//! its mutants at all (ascend-cl-sys, the pure crates below it), and it would go stale when
+//! a crate is added.
+//!
 //! `--own-tests` runs only the mutated crate's own tests: a mutant then rebuilds one crate,
-//! not six, so it is many times faster. Its score is a lower bound on the workspace score
+//! not every crate above it, so it is many times faster. Its score is a lower bound on the workspace score
 //! (more tests can only catch more mutants), which is how docs/testing.md measures it on a
 //! small machine.
 //!
