@@ -397,4 +397,3 @@ fn stream_label(handle: u64, roles: &BTreeMap<u64, Role>) -> String {
         None => format!("h{handle}"),
     }
 }
-

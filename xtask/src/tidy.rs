@@ -198,4 +198,64 @@ mod tests {
             "{found:?}"
         );
     }
+
+    /// The workspace crates a member's `[dependencies]` names (dev- and build-dependencies
+    /// are not layering: tests may reach across).
+    fn our_dependencies(member: &str, members: &[String]) -> Vec<String> {
+        let manifest = fs::read_to_string(project_root().join(member).join("Cargo.toml"))
+            .expect("member manifest");
+        let mut in_deps = false;
+        let mut found = Vec::new();
+        for line in manifest.lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                in_deps = line == "[dependencies]";
+                continue;
+            }
+            if !in_deps {
+                continue;
+            }
+            let name = line.split(['=', '.', ' ']).next().unwrap_or_default();
+            if members.iter().any(|m| m == name) {
+                found.push(name.to_owned());
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn layering_pure_crates_depend_on_nothing_above_them_and_no_backend_on_another() {
+        let members = workspace_members();
+        // Each crate may depend only on the crates listed for it (of ours); anything else is
+        // a layering break: a pure crate reaching up, or one backend reaching into another.
+        let allowed: &[(&str, &[&str])] = &[
+            ("stream-pair", &[]),
+            ("status-latch", &[]),
+            ("lane-core", &["stream-pair", "status-latch"]),
+            ("lane-driver", &["lane-core"]),
+            ("lane-service", &["lane-core", "lane-driver"]),
+            ("backend-sim", &["lane-core", "lane-driver", "status-latch"]),
+            ("ascend-cl-sys", &[]),
+            ("acl-fake", &["ascend-cl-sys"]),
+            (
+                "backend-acl",
+                &["ascend-cl-sys", "lane-driver", "lane-core"],
+            ),
+        ];
+        let mut broken = Vec::new();
+        for (krate, may) in allowed {
+            if !members.iter().any(|m| m == krate) {
+                continue;
+            }
+            for dep in our_dependencies(krate, &members) {
+                if !may.contains(&dep.as_str()) {
+                    broken.push(format!("{krate} depends on {dep}"));
+                }
+            }
+        }
+        assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
+        // The rule can fire: backend-sim's own manifest names lane-driver, which the pure
+        // crates may not.
+        assert!(our_dependencies("backend-sim", &members).contains(&"lane-driver".to_owned()));
+    }
 }
