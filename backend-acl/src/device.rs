@@ -8,7 +8,7 @@ use std::time::Instant;
 use ascend_cl_sys::{
     ACL_ERROR_INTERNAL_ERROR, ACL_ERROR_REPEAT_INITIALIZE, ACL_EVENT_SYNC,
     ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_SUCCESS,
-    Acl, AclrtEvent, AclrtStream, CallError, Search,
+    Acl, AclrtEvent, AclrtStream, Search,
 };
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
@@ -89,12 +89,6 @@ impl std::fmt::Debug for AclDevice {
     }
 }
 
-/// `Ok` for 0, else a [`CallError`] with the message (for open's calls, which are not lane
-/// calls).
-fn call_result(acl: &Acl, call: &'static str, code: i32) -> Result<(), CallError> {
-    acl.check(call, code)
-}
-
 impl AclDevice {
     /// Opens `config.device_id`: loads the library, calls `aclInit` if asked, probes (a
     /// device count above 0, the id in range, the SoC's profile unless `config.profile`
@@ -115,15 +109,27 @@ impl AclDevice {
             // SAFETY: a NULL config path is allowed (ascend-cl.md §2.1).
             let code = unsafe { acl.aclInit(core::ptr::null()) };
             if code != ACL_ERROR_REPEAT_INITIALIZE {
-                call_result(&acl, "aclInit", code).map_err(AclError::Init)?;
+                acl.check("aclInit", code).map_err(AclError::Init)?;
             }
             code == ACL_SUCCESS
         } else {
             false
         };
-        match Self::probe(acl, &config, initialised_here) {
-            Ok(opened) => Ok(opened),
-            Err((acl, error)) => {
+        match Self::probe(&acl, &config) {
+            Ok((soc_name, profile, op_timeout_us)) => {
+                let device = Self {
+                    acl,
+                    device_id: config.device_id,
+                    soc_name,
+                    op_timeout_us,
+                    initialised_here,
+                    bound: Some(std::thread::current().id()),
+                    message: None,
+                    epoch: Instant::now(),
+                };
+                Ok((device, profile))
+            }
+            Err(error) => {
                 if initialised_here {
                     // Undo only our own init; its code changes nothing about the error.
                     // SAFETY: no arguments; this process initialised ACL above.
@@ -134,48 +140,41 @@ impl AclDevice {
         }
     }
 
-    /// The probe and the op timeout, after the library loaded. On error the library comes
-    /// back, so `open` can undo its own `aclInit`.
-    fn probe(
-        acl: Acl,
-        config: &AclConfig,
-        initialised_here: bool,
-    ) -> Result<(Self, Profile), (Acl, AclError)> {
+    /// The probe, the thread binding and the op timeout, after the library loaded: the SoC
+    /// name, the profile and the op timeout the device accepted (µs).
+    fn probe(acl: &Acl, config: &AclConfig) -> Result<(Option<String>, Profile, u64), AclError> {
         let count = match acl.device_count() {
-            Ok(0) => return Err((acl, AclError::NoDevice)),
+            Ok(0) => return Err(AclError::NoDevice),
             Ok(count) => count,
-            Err(e) => return Err((acl, AclError::DeviceCount(e))),
+            Err(e) => return Err(AclError::DeviceCount(e)),
         };
         let device_id = config.device_id;
         if u32::try_from(device_id).map_or(true, |id| id >= count) {
-            return Err((acl, AclError::BadDeviceId { device_id, count }));
+            return Err(AclError::BadDeviceId { device_id, count });
         }
         let soc_name = acl.soc_name();
-        let profile = match config
+        let profile = config
             .profile
             .or_else(|| soc_name.as_deref().and_then(profile_for_soc))
-        {
-            Some(profile) => profile,
-            None => return Err((acl, AclError::UnknownSoc { name: soc_name })),
-        };
+            .ok_or_else(|| AclError::UnknownSoc {
+                name: soc_name.clone(),
+            })?;
         let host_ns = profile.completion_timeout_ns();
         let device_ns = profile.device_op_timeout_ns();
         if device_ns >= host_ns {
-            return Err((acl, AclError::OpTimeout { device_ns, host_ns }));
+            return Err(AclError::OpTimeout { device_ns, host_ns });
         }
         // SAFETY: plain value.
         let code = unsafe { acl.aclrtSetDevice(device_id) };
-        if let Err(source) = call_result(&acl, "aclrtSetDevice", code) {
-            return Err((acl, AclError::SetDevice { device_id, source }));
-        }
+        acl.check("aclrtSetDevice", code)
+            .map_err(|source| AclError::SetDevice { device_id, source })?;
         let mut actual_us = 0_u64;
         // The device counts in µs; round up so the timeout is never shorter than asked.
         let timeout_us = device_ns.div_ceil(1_000).max(1);
         // SAFETY: `actual_us` is a writable u64.
         let code = unsafe { acl.aclrtSetOpExecuteTimeOutV2(timeout_us, &mut actual_us) };
-        if let Err(e) = call_result(&acl, "aclrtSetOpExecuteTimeOutV2", code) {
-            return Err((acl, AclError::SetOpTimeout(e)));
-        }
+        acl.check("aclrtSetOpExecuteTimeOutV2", code)
+            .map_err(AclError::SetOpTimeout)?;
         // The device rounds up to its interval: the rounded value must still be below.
         let actual_us = if actual_us == 0 {
             timeout_us
@@ -184,25 +183,12 @@ impl AclDevice {
         };
         let actual_ns = actual_us.saturating_mul(1_000);
         if actual_ns >= host_ns {
-            return Err((
-                acl,
-                AclError::OpTimeout {
-                    device_ns: actual_ns,
-                    host_ns,
-                },
-            ));
+            return Err(AclError::OpTimeout {
+                device_ns: actual_ns,
+                host_ns,
+            });
         }
-        let device = Self {
-            acl,
-            device_id,
-            soc_name,
-            op_timeout_us: actual_us,
-            initialised_here,
-            bound: Some(std::thread::current().id()),
-            message: None,
-            epoch: Instant::now(),
-        };
-        Ok((device, profile))
+        Ok((soc_name, profile, actual_us))
     }
 
     /// The loaded library, so the embedding runtime's runner can launch on the lane's
