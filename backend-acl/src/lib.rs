@@ -29,6 +29,7 @@
 //! address), [`AclConfig`], [`Library`], [`AclError`], [`profile_for_soc`]. The runner is
 //! the embedding runtime's; this crate has none.
 
+pub mod check;
 mod device;
 mod error;
 mod soc;
