@@ -5,7 +5,7 @@
 use core::fmt;
 use std::path::{Path, PathBuf};
 
-use ascend_cl_sys::{Acl, AttemptFailure, LoadError};
+use ascend_cl_sys::{Acl, AttemptFailure, LoadError, Source};
 use lane_core::status_latch::AclCode;
 use lane_driver::Device;
 
@@ -166,9 +166,11 @@ fn unavailable(error: &AclError) -> String {
     match error {
         AclError::Load(LoadError::NotLoaded { attempts })
             if attempts.iter().all(|a| {
+                // Nothing at any path, and the loader's own search found nothing either (a
+                // library that exists but fails to open is reported in full below).
                 matches!(
-                    a.failure,
-                    AttemptFailure::NotFound | AttemptFailure::Open(_)
+                    (&a.candidate.source, &a.failure),
+                    (_, AttemptFailure::NotFound) | (Source::Bare, AttemptFailure::Open(_))
                 )
             }) =>
         {
