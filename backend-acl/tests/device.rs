@@ -10,17 +10,13 @@ use ascend_cl_sys::types::{ACL_ERROR_RT_CONTEXT_NULL, ACL_SUCCESS, AclrtStream};
 use backend_acl::AclDevice;
 use lane_core::status_latch::AclCode;
 use lane_driver::{Device, DevicePtr};
-use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
+use run_lane_fake_ascendcl::Outcome;
 
 /// A code no call returns on its own, so a failure is the injected one.
 const CODE: i32 = 507_899;
 
 fn code() -> AclCode {
     AclCode::from_raw(CODE).unwrap()
-}
-
-fn raw_stream(handle: lane_core::stream_pair::StreamHandle) -> AclrtStream {
-    handle.0 as usize as AclrtStream
 }
 
 #[test]
@@ -127,15 +123,7 @@ fn a_runners_own_failed_call_keeps_its_message_through_check() {
         .fail_call("runlanefake_launch", CODE, 0, 1)
         .unwrap();
     let stream = d.create_stream().unwrap();
-    let launched = fake.control.launch(
-        raw_stream(stream),
-        ENGINE_AICORE,
-        Duration::ZERO,
-        Outcome::Ok,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        &[],
-    );
+    let launched = common::launch_aicore(fake.control, stream, Duration::ZERO, Outcome::Ok);
     let Err(run_lane_fake_ascendcl::ControlError::Call { code: raw, .. }) = launched else {
         panic!("{launched:?}")
     };
@@ -154,17 +142,7 @@ fn a_healthy_destroy_waits_for_queued_work_and_a_forced_one_does_not() {
     let (mut d, _) = fake.open();
     let work = Duration::from_millis(200);
     let stream = d.create_stream().unwrap();
-    fake.control
-        .launch(
-            raw_stream(stream),
-            ENGINE_AICORE,
-            work,
-            Outcome::Ok,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &[],
-        )
-        .unwrap();
+    common::launch_aicore(fake.control, stream, work, Outcome::Ok).unwrap();
     let start = Instant::now();
     d.destroy_stream(stream).unwrap();
     assert!(
@@ -174,17 +152,7 @@ fn a_healthy_destroy_waits_for_queued_work_and_a_forced_one_does_not() {
     // A hung kernel (it would run to the 45 s op timeout): the forced destroy returns at
     // once, the test does not wait it out.
     let stuck = d.create_stream().unwrap();
-    fake.control
-        .launch(
-            raw_stream(stuck),
-            ENGINE_AICORE,
-            Duration::ZERO,
-            Outcome::Hang,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &[],
-        )
-        .unwrap();
+    common::launch_aicore(fake.control, stuck, Duration::ZERO, Outcome::Hang).unwrap();
     d.destroy_stream_force(stuck).unwrap();
     let c = fake.counters();
     assert_eq!(c.streams_destroyed, 2);

@@ -7,7 +7,6 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use ascend_cl_sys::types::AclrtStream;
 use backend_acl::{AclConfig, AclDevice};
 use lane_core::status_latch::{self, AclCode, HeaderLayout, Status};
 use lane_core::stream_pair::StreamHandle;
@@ -16,9 +15,7 @@ use lane_core::{
     Verdict,
 };
 use lane_driver::{Driver, PrepareError, Report, RunArgs, Runner};
-use run_lane_fake_ascendcl::{
-    Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as Kernel,
-};
+use run_lane_fake_ascendcl::{Control, ControlError, ENGINE_AICPU, Outcome as Kernel};
 
 /// Each fake kernel's duration: short, but long enough that queued runs overlap.
 const KERNEL: Duration = Duration::from_millis(5);
@@ -65,16 +62,7 @@ impl Runner<AclDevice> for FakeKernels {
         } else {
             Kernel::Ok
         };
-        let result = self.control.launch(
-            stream.0 as usize as AclrtStream,
-            ENGINE_AICORE,
-            KERNEL,
-            outcome,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &[],
-        );
-        launch_code(result)
+        launch_code(common::launch_aicore(self.control, stream, KERNEL, outcome))
     }
 
     fn launch_aicpu(
@@ -88,7 +76,7 @@ impl Runner<AclDevice> for FakeKernels {
         status_latch::encode_into(self.layout, &Status::clean(self.layout), &mut header)
             .expect("a clean header encodes");
         let result = self.control.launch(
-            stream.0 as usize as AclrtStream,
+            common::raw_stream(stream),
             ENGINE_AICPU,
             KERNEL,
             Kernel::Ok,
