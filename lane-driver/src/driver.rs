@@ -5,7 +5,7 @@
 use lane_core::status_latch::DecodeError;
 use lane_core::stream_pair::Role;
 use lane_core::{
-    CloseReport, CodeRef, EventError, InvariantViolation, Lane, LaneState, Outcome, Profile,
+    CloseReport, CodeRef, Event, EventError, InvariantViolation, Lane, LaneState, Outcome, Profile,
     PublicationId, PublishError, RunId, RunRequest, SubmitError,
 };
 use thiserror::Error;
@@ -90,6 +90,29 @@ pub enum DriverError {
         /// The run.
         run: RunId,
     },
+}
+
+/// An outcome as the driver delivers it: the lane's [`Outcome`] and, when the device call
+/// that failed it left one, the device's own text about it (`aclGetRecentErrMsg`, through
+/// [`Device::recent_error_message`]). Its `Display` is the outcome's stable line with that
+/// text appended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The device's text about the failed call behind the outcome's cause (the origin's, for
+    /// an item taken down by a poison). Only a failure allocates it.
+    pub device_message: Option<String>,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}",
+            self.outcome.with_detail(self.device_message.as_deref())
+        )
+    }
 }
 
 /// What one [`Driver::turn`] did.
@@ -201,9 +224,16 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         Ok(report)
     }
 
-    /// The next outcome, in submission order.
+    /// The next outcome, in submission order (without the device's text; see
+    /// [`Driver::poll_report`]).
     pub fn poll_outcome(&mut self) -> Option<Outcome> {
         self.steps.poll_outcome()
+    }
+
+    /// The next outcome with the device's text about the failed call behind it, in
+    /// submission order.
+    pub fn poll_report(&mut self) -> Option<Report> {
+        self.steps.poll_report()
     }
 
     /// Executes every effect the lane has, then, if nothing is left, blocks on the awaited
@@ -214,10 +244,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         }
         if self.executor.is_awaiting() {
             match self.executor.wait(self.steps.deadline(), None)? {
-                Wait::Answered(event) => {
-                    let now = self.executor.now();
-                    self.steps.feed(now, event)?;
-                }
+                Wait::Answered(event) => self.feed(event)?,
                 Wait::Expired(now) => self.steps.expire(now)?,
                 // Unsliced waits always answer; nothing to feed otherwise.
                 Wait::Pending => {}
@@ -244,8 +271,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             };
             any = true;
             if let Some(event) = self.executor.execute(effect, self.steps.observer_mut())? {
-                let now = self.executor.now();
-                self.steps.feed(now, event)?;
+                self.feed(event)?;
             }
         }
         if self.steps.lane().state() == LaneState::Closed {
@@ -253,6 +279,14 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
                 .release_slot_resources(self.steps.observer_mut());
         }
         Ok(any)
+    }
+
+    /// Feeds an event the executor produced, with the device's text if it reports a failed
+    /// call.
+    fn feed(&mut self, event: Event) -> Result<(), DriverError> {
+        let message = self.executor.device_message(&event);
+        let now = self.executor.now();
+        self.steps.feed(now, event, message)
     }
 }
 

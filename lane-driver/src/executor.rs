@@ -4,7 +4,7 @@
 //! drive the lane through it, so there is one code path from effect to device call.
 
 use lane_core::status_latch::{self, AclCode, HeaderLayout};
-use lane_core::stream_pair::StreamHandle;
+use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{DeviceTiming, Effect, Event, LaunchStep, Lease, MAX_SLOTS, RunId, Timestamp};
 
 use crate::device::{Device, DevicePtr, EventHandle};
@@ -119,6 +119,29 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         (self.device, self.runner)
     }
 
+    /// The device's text about the failed call behind `event`
+    /// ([`Device::recent_error_message`], read right after the call), if `event` reports a
+    /// failed device or runner call; `None` for every other event, so a success never reads
+    /// (or allocates) a text.
+    pub fn device_message(&mut self, event: &Event) -> Option<String> {
+        let failed = matches!(
+            event,
+            Event::PrepareFailed { .. }
+                | Event::LaunchFailed { .. }
+                | Event::CompletionFailed { .. }
+                | Event::StatusReadFailed { .. }
+                | Event::FinaliseFailed { .. }
+                | Event::UploadFailed { .. }
+                | Event::StreamCreateFailed { .. }
+                | Event::StreamDestroyFailed { .. }
+        );
+        if failed {
+            self.device.recent_error_message()
+        } else {
+            None
+        }
+    }
+
     /// Runs one effect through the device and the runner; returns the event that answers it
     /// (`None` for an await, which [`Executor::wait`] answers later). Touches no lane:
     /// `observer` sees only a failed release of a half-made slot.
@@ -142,10 +165,18 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 Ok(handle) => Event::StreamCreated { role, handle },
                 Err(code) => Event::StreamCreateFailed { role, code },
             },
-            Effect::DestroyStream { role, handle } => match d.destroy_stream(handle) {
-                Ok(()) => Event::StreamDestroyed { role, handle },
-                Err(code) => Event::StreamDestroyFailed { role, handle, code },
-            },
+            Effect::DestroyStream { role, handle, mode } => {
+                // The pair decides: a stream that may hold stuck or errored work is never
+                // given to `aclrtDestroyStream`, which would wait for it.
+                let result = match mode {
+                    DestroyMode::Healthy => d.destroy_stream(handle),
+                    DestroyMode::Force => d.destroy_stream_force(handle),
+                };
+                match result {
+                    Ok(()) => Event::StreamDestroyed { role, handle },
+                    Err(code) => Event::StreamDestroyFailed { role, handle, code },
+                }
+            }
             Effect::LaunchRun {
                 run,
                 lease,

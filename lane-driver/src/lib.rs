@@ -19,7 +19,10 @@
 //! thread; lane-service runs the same two on a lane thread with the steps behind a lock.
 //!
 //! **API boundary:** [`Device`], [`Runner`], [`Observer`], [`Driver`], [`LaneSteps`],
-//! [`Executor`], [`Wait`], [`Observation`].
+//! [`Executor`], [`Wait`], [`Observation`], [`Report`] (an outcome with the device's text
+//! about the failed call behind it, read with [`Device::recent_error_message`] after each
+//! failure event; allocated only on failure). A stream destroy is `Device::destroy_stream` or
+//! `Device::destroy_stream_force` as the pair's `DestroyMode` says.
 //! backend-sim implements `Device` and `Runner`; backend-acl implements `Device` alone (the
 //! embedding runtime supplies the `Runner`). They never depend on each other.
 //!
@@ -39,7 +42,7 @@ mod steps;
 
 pub use device::{Device, DevicePtr, EventHandle};
 pub use driver::{
-    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, SLOT_BYTES,
+    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, Report, SLOT_BYTES,
     TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
 };
 pub use executor::{Executor, Wait};

@@ -4,13 +4,14 @@
 //! multi-threaded caller must release its lock: between polling an effect and feeding the
 //! event that answers it.
 
+use lane_core::status_latch::Stage;
 use lane_core::{
-    CloseReport, CodeRef, Effect, Event, Lane, LaneState, Outcome, Profile, PublicationId,
-    PublishError, RunId, RunRequest, SubmitError, Timestamp,
+    Cause, CloseReport, CodeRef, Effect, Event, Lane, LaneState, MAX_SLOTS, Outcome, Profile,
+    PublicationId, PublicationResult, PublishError, RunId, RunRequest, SubmitError, Timestamp,
 };
 use std::collections::VecDeque;
 
-use crate::driver::{DriverError, Turn};
+use crate::driver::{DriverError, Report, Turn};
 use crate::observer::{Command, NoObserver, Observation, Observer};
 
 /// A lane, its observer, and the outcomes it delivered but nobody took yet. Every method is
@@ -21,8 +22,15 @@ pub struct LaneSteps<O: Observer = NoObserver> {
     lane: Lane,
     observer: O,
     check_invariants: bool,
-    outcomes: VecDeque<Outcome>,
+    outcomes: VecDeque<Report>,
+    /// The device's text about each failed call, keyed by the item (run or publication
+    /// sequence number) whose effect failed. Empty unless a call failed.
+    messages: Vec<(u64, String)>,
 }
+
+/// Device texts kept at most (one per failed item; a poison's origin is looked up by the
+/// items it takes down, all delivered within a few steps).
+const MAX_MESSAGES: usize = 2 * MAX_SLOTS as usize + lane_core::MAX_PENDING_PUBLICATIONS;
 
 impl LaneSteps {
     /// A new lane with `profile`, observed by nobody, invariants checked after every step.
@@ -33,6 +41,7 @@ impl LaneSteps {
             observer: NoObserver,
             check_invariants: true,
             outcomes: VecDeque::new(),
+            messages: Vec::new(),
         }
     }
 }
@@ -45,6 +54,7 @@ impl<O: Observer> LaneSteps<O> {
             observer,
             check_invariants: self.check_invariants,
             outcomes: self.outcomes,
+            messages: self.messages,
         }
     }
 
@@ -138,7 +148,22 @@ impl<O: Observer> LaneSteps<O> {
     }
 
     /// Feeds the event that answers an effect; a rejected one is a driver bug.
-    pub fn feed(&mut self, now: Timestamp, event: Event) -> Result<(), DriverError> {
+    /// `device_message` is the device's text about the failed call behind a failure event
+    /// ([`Executor::device_message`](crate::Executor::device_message)); it reaches the
+    /// [`Report`] of every outcome that names this failure as its cause.
+    pub fn feed(
+        &mut self,
+        now: Timestamp,
+        event: Event,
+        device_message: Option<String>,
+    ) -> Result<(), DriverError> {
+        if let Some(text) = device_message {
+            let key = failed_item(&event).unwrap_or(STREAM_CALL);
+            if self.messages.len() >= MAX_MESSAGES {
+                self.messages.remove(0);
+            }
+            self.messages.push((key, text));
+        }
         let result = self.lane.handle(now, event);
         self.observer.observe(&Observation::Event {
             now,
@@ -164,6 +189,11 @@ impl<O: Observer> LaneSteps<O> {
 
     /// The next delivered outcome, in submission order.
     pub fn poll_outcome(&mut self) -> Option<Outcome> {
+        self.poll_report().map(|report| report.outcome)
+    }
+
+    /// The next delivered outcome with the device's text about the failed call behind it.
+    pub fn poll_report(&mut self) -> Option<Report> {
         self.outcomes.pop_front()
     }
 
@@ -185,11 +215,61 @@ impl<O: Observer> LaneSteps<O> {
                 now,
                 outcome: &outcome,
             });
-            self.outcomes.push_back(outcome);
+            let device_message = outcome.cause_item().and_then(|item| {
+                // A stream create or destroy fails the run waiting to launch, which the
+                // executor cannot name when the call fails: its text is keyed by the stage.
+                let key = match cause_of(&outcome).and_then(Cause::stage) {
+                    Some(Stage::StreamCreate | Stage::StreamDestroy) => STREAM_CALL,
+                    _ => item,
+                };
+                self.messages
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, text)| text.clone())
+            });
+            self.outcomes.push_back(Report {
+                outcome,
+                device_message,
+            });
+        }
+        // Every item has its outcome: no later outcome can name a kept text.
+        if !self.messages.is_empty() && self.lane.pending_items() == 0 {
+            self.messages.clear();
         }
         if self.check_invariants {
             self.lane.check_invariants()?;
         }
         Ok(())
+    }
+}
+
+/// The key of the text of a failed stream create or destroy (no item's sequence number:
+/// those start at 1 and never reach it).
+const STREAM_CALL: u64 = u64::MAX;
+
+/// The cause an outcome reports, if it has one.
+const fn cause_of(outcome: &Outcome) -> Option<&Cause> {
+    match outcome {
+        Outcome::Run(r) => r.verdict.cause(),
+        Outcome::Publication(p) => match &p.result {
+            PublicationResult::Failed { cause } | PublicationResult::Poisoned { cause, .. } => {
+                Some(cause)
+            }
+            PublicationResult::Uploaded | PublicationResult::Cancelled => None,
+        },
+    }
+}
+
+/// The item (run or publication sequence number) whose effect a failure event answers, for
+/// the events that carry a device code and fail an item.
+const fn failed_item(event: &Event) -> Option<u64> {
+    match event {
+        Event::PrepareFailed { run, .. }
+        | Event::LaunchFailed { run, .. }
+        | Event::CompletionFailed { run, .. }
+        | Event::StatusReadFailed { run, .. }
+        | Event::FinaliseFailed { run, .. } => Some(run.0),
+        Event::UploadFailed { publication, .. } => Some(publication.0),
+        _ => None,
     }
 }

@@ -372,8 +372,9 @@ fn lane_loop<D: Device, R: Runner<D>>(
                     .execute(effect, &mut NoObserver)
                     .map_err(|e| lost(&e))?
                 {
+                    let message = executor.device_message(&event);
                     let now = executor.now();
-                    feed(mailbox, |steps| steps.feed(now, event), now)?
+                    feed(mailbox, |steps| steps.feed(now, event, message), now)?
                 } else {
                     false
                 }
@@ -383,8 +384,9 @@ fn lane_loop<D: Device, R: Runner<D>>(
                 .map_err(|e| lost(&e))?
             {
                 Wait::Answered(event) => {
+                    let message = executor.device_message(&event);
                     let now = executor.now();
-                    feed(mailbox, |steps| steps.feed(now, event), now)?
+                    feed(mailbox, |steps| steps.feed(now, event, message), now)?
                 }
                 Wait::Expired(now) => feed(mailbox, |steps| steps.expire(now), now)?,
                 Wait::Pending => false,
