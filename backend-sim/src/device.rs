@@ -37,9 +37,7 @@ use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner}
 use rand_core::RngCore;
 
 use crate::costs::{Cost, Costs};
-use crate::faults::{
-    FaultRule, Faults, Injected, Latched, Site, rng_for, streams,
-};
+use crate::faults::{FaultRule, Faults, Injected, Latched, Site, rng_for, streams};
 use crate::observer::Journal;
 use crate::trace::{Ending, KernelRecord, Record, Side, Trace};
 

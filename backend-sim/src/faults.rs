@@ -390,7 +390,10 @@ impl Latched {
     /// scheduler side with its first thread and bitmap, any other code on the orchestrator.
     /// `None` is a clean header. Every backend's runner writes headers through this one
     /// function, so they latch alike.
-    pub fn status(latched: Option<Self>, layout: status_latch::HeaderLayout) -> status_latch::Status {
+    pub fn status(
+        latched: Option<Self>,
+        layout: status_latch::HeaderLayout,
+    ) -> status_latch::Status {
         let mut status = status_latch::Status::clean(layout);
         match latched {
             Some(latched) if is_scheduler_code(latched.code) => {

@@ -29,7 +29,14 @@ fn every_shipped_scenario_passes() {
     );
     let mut failures = String::new();
     for path in &files {
-        let checked = scenario::load(path)
+        let loaded = scenario::load(path);
+        if loaded
+            .as_ref()
+            .is_ok_and(|s| !s.runs_on(scenario::BackendName::Sim))
+        {
+            continue;
+        }
+        let checked = loaded
             .map_err(backend_sim::SimError::from)
             .and_then(scenario::check);
         match checked {

@@ -106,12 +106,13 @@ impl FakePlan {
             let calls = call_rules(&rule.when).ok_or_else(|| {
                 none("only `calls` and `always` select calls of the fake's exports")
             })?;
-            self.calls.extend(calls.into_iter().map(|(skip, count)| CallRule {
-                symbol,
-                code: code.raw(),
-                skip,
-                count,
-            }));
+            self.calls
+                .extend(calls.into_iter().map(|(skip, count)| CallRule {
+                    symbol,
+                    code: code.raw(),
+                    skip,
+                    count,
+                }));
             return Ok(());
         }
         if rule.kind == FaultKind::Upload {
@@ -236,13 +237,20 @@ mod tests {
         assert_eq!(plan.runs.faults.len(), 4);
         assert_eq!(
             plan.runs.faults[0],
-            (RunSelect::Runs(vec![3]), RunFault::Exception(Engine::Aicore))
+            (
+                RunSelect::Runs(vec![3]),
+                RunFault::Exception(Engine::Aicore)
+            )
         );
     }
 
     #[test]
     fn a_rule_without_a_counterpart_says_so_and_how_to_mark_the_scenario() {
-        for spec in ["hang@rate:0.5", "event-wait@run:2", "exception=507014@run:1"] {
+        for spec in [
+            "hang@rate:0.5",
+            "event-wait@run:2",
+            "exception=507014@run:1",
+        ] {
             let err = FakePlan::of(&[rule(spec)]).unwrap_err().to_string();
             assert!(err.contains("no counterpart on the fake"), "{spec}: {err}");
             assert!(err.contains("backends = [\"sim\"]"), "{spec}: {err}");

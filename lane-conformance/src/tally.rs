@@ -1,8 +1,8 @@
 //! [`Tally`]: the figures a scenario compares, counted from the driver's observations, so any
 //! backend reports them the same way.
 
-use lane_core::stream_pair::Role;
 use lane_core::status_latch::Status;
+use lane_core::stream_pair::Role;
 use lane_core::{Effect, Event, RunId};
 use lane_driver::{Observation, Observer};
 
@@ -34,7 +34,10 @@ impl Observer for Tally {
         match *step {
             Observation::Effect { effect, .. } => {
                 // A poison abandons every run in flight: the drain and reset end them.
-                if matches!(effect, Effect::DrainDevice { .. } | Effect::ForceReset { .. }) {
+                if matches!(
+                    effect,
+                    Effect::DrainDevice { .. } | Effect::ForceReset { .. }
+                ) {
                     self.in_flight.clear();
                 }
             }
