@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use backend_acl::{AclConfig, AclDevice, Library};
 use lane_core::{Profile, ProfileError, ProfileSpec};
-use run_lane_fake_ascendcl::{Control, cdylib_path};
+use run_lane_fake_ascendcl::{CDYLIB_FILE_NAME, Control, cdylib_path};
 
 use crate::error::ConformanceError;
 
@@ -62,7 +62,9 @@ struct Loaded {
 fn loaded() -> Result<&'static Loaded, ConformanceError> {
     static FAKE: OnceLock<Result<Loaded, String>> = OnceLock::new();
     FAKE.get_or_init(|| {
-        let path = cdylib_path().map_err(|e| e.to_string())?;
+        let path = cdylib_path()
+            .or_else(|e| beside_a_binary().ok_or(e))
+            .map_err(|e| e.to_string())?;
         let control = Control::open(&path).map_err(|e| e.to_string())?;
         Ok(Loaded {
             path,
@@ -71,6 +73,14 @@ fn loaded() -> Result<&'static Loaded, ConformanceError> {
     })
     .as_ref()
     .map_err(|e| ConformanceError::Fake(e.clone()))
+}
+
+/// Where cargo puts the fake for a binary (`target/<profile>/fake-bench` finds it in
+/// `target/<profile>/deps/`); `cdylib_path` covers test binaries, which live in `deps/`.
+fn beside_a_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.parent()?.join("deps").join(CDYLIB_FILE_NAME);
+    path.is_file().then_some(path)
 }
 
 /// Exclusive use of the fake, reset to a fresh process's state. Held for as long as a
