@@ -8,7 +8,7 @@
 //! onto the fake's; [`FakeSession`], exclusive, reset use of the one fake per process; the
 //! [`suite`] ([`Backend`], [`Sim`], [`AclOnFake`], [`check`]) that runs every scenario file
 //! (`scenarios/*.toml`) on each backend against the same expectations; [`Tally`], the
-//! figures a scenario compares, counted from the driver's observations; and [`bench`], depth
+//! figures a scenario compares, counted from the driver's observations; and [`bench`](mod@bench), depth
 //! one against queued depth two on the fake in real time (the `fake-bench` binary).
 //!
 //! **Why a crate of its own:** the suite needs both backends, and backend-sim and
@@ -19,7 +19,7 @@
 //! timings; every wait is bounded by a generous timeout ([`FakeTimeouts`]), and nothing
 //! sleeps to synchronise.
 //!
-//! **API boundary:** the items re-exported here and the [`suite`] and [`bench`] modules.
+//! **API boundary:** the items re-exported here and the [`suite`] and [`bench`](mod@bench) modules.
 
 #![forbid(unsafe_code)]
 
