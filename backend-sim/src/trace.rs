@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use lane_core::status_latch::AclCode;
-use lane_core::stream_pair::Role;
+use lane_core::stream_pair::{DestroyMode, Role};
 use lane_core::{Effect, Event};
 use serde_json::{Value, json};
 
@@ -411,7 +411,14 @@ pub fn describe_effect(effect: &Effect) -> String {
             if diagnostics { " diagnostics" } else { "" }
         ),
         Effect::CreateStream { role } => format!("CreateStream {role:?}"),
-        Effect::DestroyStream { role, handle } => format!("DestroyStream {role:?} h{}", handle.0),
+        Effect::DestroyStream { role, handle, mode } => format!(
+            "DestroyStream {role:?} h{}{}",
+            handle.0,
+            match mode {
+                DestroyMode::Healthy => "",
+                DestroyMode::Force => " force",
+            }
+        ),
         Effect::LaunchRun {
             run,
             lease,

@@ -4,7 +4,7 @@
 //! answers (run and lease, stream role and handle, publication, recovery attempt).
 
 use status_latch::HeaderLayout;
-use stream_pair::{Role, StreamHandle};
+use stream_pair::{DestroyMode, Role, StreamHandle};
 
 use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
 
@@ -37,6 +37,10 @@ pub enum Effect {
         role: Role,
         /// Its handle.
         handle: StreamHandle,
+        /// `Healthy` (after a publication, or the teardown at close: `aclrtDestroyStream`) or
+        /// `Force` (the AICore stream replaced after an `Unproven` retirement, which may hold
+        /// stuck or errored work: `aclrtDestroyStreamForce`). The pair decides.
+        mode: DestroyMode,
     },
     /// Launch `run` on the pair, in this order (L-5, L-13): arm the slot's timing buffer,
     /// clear the slot's handshake, enqueue the AICore kernel on `aicore`, the AICPU kernel on

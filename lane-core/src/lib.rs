@@ -58,7 +58,9 @@ pub use ids::{
     CodeRef, DeviceTiming, Generation, Lease, PublicationId, RunId, SlotId, Tag, Timestamp,
 };
 pub use lane::{CloseReport, Lane, PoisonRecord, RunRequest, TeardownFailure};
-pub use outcome::{Cause, Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict};
+pub use outcome::{
+    Cause, Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict, WithDetail,
+};
 pub use profile::{
     DEFAULT_COMPLETION_TIMEOUT_NS, DEFAULT_DEVICE_OP_TIMEOUT_NS, DEFAULT_DRAIN_TIMEOUT_NS,
     DEFAULT_RECOVERY_ATTEMPTS, MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile, ProfileError,

@@ -188,6 +188,66 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// The item whose failure this outcome reports: the run itself when it `Failed`, the
+    /// origin when it was `Poisoned`, the publication when its upload failed; `None` for an
+    /// outcome without a cause. A backend's text about the failed call belongs to that item.
+    #[must_use]
+    pub const fn cause_item(&self) -> Option<u64> {
+        match self {
+            Self::Run(r) => match &r.verdict {
+                Verdict::Failed { .. } => Some(r.run.0),
+                Verdict::Poisoned { origin, .. } => Some(origin.0),
+                Verdict::Ok | Verdict::Cancelled => None,
+            },
+            Self::Publication(p) => match &p.result {
+                PublicationResult::Failed { .. } => Some(p.publication.0),
+                PublicationResult::Poisoned { origin, .. } => Some(origin.0),
+                PublicationResult::Uploaded | PublicationResult::Cancelled => None,
+            },
+        }
+    }
+
+    /// The stable line, followed by `; device: <text>` when the backend had text about the
+    /// failed call (ACL's `aclGetRecentErrMsg`), on one line (line breaks in the text become
+    /// spaces). Outcomes without a cause ignore the detail.
+    #[must_use]
+    pub const fn with_detail<'a>(&'a self, detail: Option<&'a str>) -> WithDetail<'a> {
+        WithDetail {
+            outcome: self,
+            detail,
+        }
+    }
+}
+
+/// An outcome's stable line with the backend's text about the failed call
+/// ([`Outcome::with_detail`]).
+#[derive(Clone, Copy, Debug)]
+pub struct WithDetail<'a> {
+    outcome: &'a Outcome,
+    detail: Option<&'a str>,
+}
+
+impl fmt::Display for WithDetail<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.outcome)?;
+        match self.detail {
+            Some(text) if self.outcome.cause_item().is_some() => {
+                f.write_str("; device: ")?;
+                // One line, so tools that read line by line keep the whole outcome.
+                for (at, part) in text.trim().lines().enumerate() {
+                    if at > 0 {
+                        f.write_str(" ")?;
+                    }
+                    f.write_str(part.trim())?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -250,6 +310,57 @@ mod tests {
             result,
         })
         .to_string()
+    }
+
+    #[test]
+    fn a_failed_runs_line_ends_with_the_devices_text_on_one_line() {
+        let outcome = Outcome::Run(RunOutcome {
+            run: RunId(5),
+            tag: None,
+            verdict: Verdict::Failed {
+                cause: acl(Stage::EventWait),
+            },
+            timing: None,
+        });
+        assert_eq!(outcome.cause_item(), Some(5));
+        let line = outcome
+            .with_detail(Some("EZ9999: aicore timeout\n  task 3 on stream 7\n"))
+            .to_string();
+        assert_eq!(
+            line,
+            format!("{outcome}; device: EZ9999: aicore timeout task 3 on stream 7")
+        );
+        assert_eq!(outcome.with_detail(None).to_string(), outcome.to_string());
+    }
+
+    #[test]
+    fn a_poisoned_items_detail_belongs_to_its_origin() {
+        let poisoned = Outcome::Publication(PublicationOutcome {
+            publication: PublicationId(6),
+            result: PublicationResult::Poisoned {
+                cause: acl(Stage::StatusRead),
+                origin: RunId(3),
+            },
+        });
+        assert_eq!(poisoned.cause_item(), Some(3));
+        assert!(
+            poisoned
+                .with_detail(Some("x"))
+                .to_string()
+                .ends_with("; device: x")
+        );
+    }
+
+    #[test]
+    fn an_outcome_without_a_cause_ignores_the_detail() {
+        let ok = Outcome::Run(RunOutcome {
+            run: RunId(5),
+            tag: None,
+            verdict: Verdict::Ok,
+            timing: None,
+        });
+        assert_eq!(ok.cause_item(), None);
+        assert_eq!(ok.with_detail(Some("stale text")).to_string(), "run 5: ok");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use core::fmt;
 
 use status_latch::{AclCode, Status};
-use stream_pair::StreamHandle;
+use stream_pair::{DestroyMode, StreamHandle};
 
 use crate::effect::Effect;
 use crate::error::EventError;
@@ -48,9 +48,16 @@ impl fmt::Display for Effect {
                 if diagnostics { " diagnostics" } else { "" }
             ),
             Self::CreateStream { role } => write!(f, "CreateStream {role:?}"),
-            Self::DestroyStream { role, handle } => {
-                write!(f, "DestroyStream {role:?} h{}", handle.0)
-            }
+            Self::DestroyStream {
+                role,
+                handle,
+                mode: DestroyMode::Healthy,
+            } => write!(f, "DestroyStream {role:?} h{}", handle.0),
+            Self::DestroyStream {
+                role,
+                handle,
+                mode: DestroyMode::Force,
+            } => write!(f, "DestroyStream {role:?} h{} force", handle.0),
             Self::LaunchRun {
                 run,
                 lease,
@@ -166,7 +173,7 @@ impl Succeed {
                     handle: StreamHandle(self.last_handle),
                 }
             }
-            Effect::DestroyStream { role, handle } => Event::StreamDestroyed { role, handle },
+            Effect::DestroyStream { role, handle, .. } => Event::StreamDestroyed { role, handle },
             Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
             Effect::AwaitCompletion { run, lease, .. } => Event::Completed { run, lease },
             Effect::ReadStatus { run, lease, layout } => Event::StatusRead {

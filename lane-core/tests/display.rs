@@ -4,7 +4,7 @@
 use core::num::NonZeroU64;
 
 use lane_core::status_latch::{AclCode, HeaderLayout, Status};
-use lane_core::stream_pair::{Role, StreamHandle};
+use lane_core::stream_pair::{DestroyMode, Role, StreamHandle};
 use lane_core::{
     CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaunchStep, Lease,
     PublicationId, RunId, SlotId, Timestamp,
@@ -51,8 +51,17 @@ fn every_effect_prints_its_trace_line() {
             Effect::DestroyStream {
                 role: Role::Aicore,
                 handle: StreamHandle(12),
+                mode: DestroyMode::Healthy,
             },
             "DestroyStream Aicore h12",
+        ),
+        (
+            Effect::DestroyStream {
+                role: Role::Aicore,
+                handle: StreamHandle(12),
+                mode: DestroyMode::Force,
+            },
+            "DestroyStream Aicore h12 force",
         ),
         (
             Effect::LaunchRun {

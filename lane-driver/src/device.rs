@@ -75,7 +75,10 @@ pub trait Device {
     /// stream sync (the driver reads only after the run's completion events).
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
 
-    /// `aclGetRecentErrMsg` after the last failed call, if the backend has one.
+    /// `aclGetRecentErrMsg` after the last call, if it failed and the backend has text for
+    /// it; taken (a second call returns `None`). The driver takes it after each failure that
+    /// fails a run or a publication and attaches it to that item's outcome
+    /// ([`Report`](crate::Report)).
     fn recent_error_message(&mut self) -> Option<String> {
         None
     }

@@ -3,7 +3,7 @@
 //! nothing else is left.
 
 use lane_core::status_latch::{self, AclCode, DecodeError, HeaderLayout};
-use lane_core::stream_pair::{Role, StreamHandle};
+use lane_core::stream_pair::{DestroyMode, Role, StreamHandle};
 use lane_core::{
     CloseReport, CodeRef, DeviceTiming, Effect, Event, EventError, InvariantViolation, Lane,
     LaneState, LaunchStep, Lease, MAX_SLOTS, Outcome, Profile, PublicationId, PublishError, RunId,
@@ -92,6 +92,33 @@ pub enum DriverError {
     },
 }
 
+/// An outcome as the driver delivers it: the lane's [`Outcome`] and, when the device call
+/// that failed it left one, the device's own text about it (`aclGetRecentErrMsg`, through
+/// [`Device::recent_error_message`]). Its `Display` is the outcome's stable line with that
+/// text appended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The device's text about the failed call behind the outcome's cause (the origin's, for
+    /// an item taken down by a poison). Only a failure allocates it.
+    pub device_message: Option<String>,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}",
+            self.outcome.with_detail(self.device_message.as_deref())
+        )
+    }
+}
+
+/// Device texts kept at most (one per failed item; a poison's origin is looked up by the
+/// items it takes down, all delivered within a few steps).
+const MAX_MESSAGES: usize = 2 * MAX_SLOTS as usize + lane_core::MAX_PENDING_PUBLICATIONS;
+
 /// What one [`Driver::turn`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Turn {
@@ -147,7 +174,10 @@ pub struct Driver<D: Device, R: Runner<D>, O: Observer = NoObserver> {
     observer: O,
     slots: [Option<SlotResources>; MAX_SLOTS as usize],
     awaited: Option<Awaited>,
-    outcomes: VecDeque<Outcome>,
+    outcomes: VecDeque<Report>,
+    /// The device's text about each failed call, keyed by the item (run or publication
+    /// sequence number) whose effect failed. Empty unless a call failed.
+    messages: Vec<(u64, String)>,
     check_invariants: bool,
     /// Where the status read lands: the timing buffer, then the status header.
     readback: [u8; TIMING_BYTES + HEADER_BYTES],
@@ -166,6 +196,7 @@ impl<D: Device, R: Runner<D>> Driver<D, R> {
             slots: [None; MAX_SLOTS as usize],
             awaited: None,
             outcomes: VecDeque::new(),
+            messages: Vec::new(),
             check_invariants: true,
             readback: [0; TIMING_BYTES + HEADER_BYTES],
         }
@@ -183,6 +214,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             slots: self.slots,
             awaited: self.awaited,
             outcomes: self.outcomes,
+            messages: self.messages,
             check_invariants: self.check_invariants,
             readback: self.readback,
         }
@@ -275,8 +307,15 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         Ok(result)
     }
 
-    /// The next outcome, in submission order.
+    /// The next outcome, in submission order (without the device's text; see
+    /// [`Driver::poll_report`]).
     pub fn poll_outcome(&mut self) -> Option<Outcome> {
+        self.poll_report().map(|report| report.outcome)
+    }
+
+    /// The next outcome with the device's text about the failed call behind it, in
+    /// submission order.
+    pub fn poll_report(&mut self) -> Option<Report> {
         self.outcomes.pop_front()
     }
 
@@ -328,6 +367,9 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     }
 
     fn feed(&mut self, event: Event) -> Result<(), DriverError> {
+        if let Some(item) = failed_item(&event) {
+            self.keep_message(item);
+        }
         let now = self.device.now();
         let result = self.lane.handle(now, event);
         self.observer.observe(&Observation::Event {
@@ -354,8 +396,32 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
                 now,
                 outcome: &outcome,
             });
-            self.outcomes.push_back(outcome);
+            let device_message = outcome.cause_item().and_then(|item| {
+                self.messages
+                    .iter()
+                    .find(|(key, _)| *key == item)
+                    .map(|(_, text)| text.clone())
+            });
+            self.outcomes.push_back(Report {
+                outcome,
+                device_message,
+            });
         }
+        // Every item has its outcome: no later outcome can name a kept text.
+        if !self.messages.is_empty() && self.lane.pending_items() == 0 {
+            self.messages.clear();
+        }
+    }
+
+    /// Keeps the device's text about the call that just failed `item`'s effect.
+    fn keep_message(&mut self, item: u64) {
+        let Some(text) = self.device.recent_error_message() else {
+            return;
+        };
+        if self.messages.len() >= MAX_MESSAGES {
+            self.messages.remove(0);
+        }
+        self.messages.push((item, text));
     }
 
     /// Runs one effect; returns the event that answers it (`None` for an await, which is
@@ -376,10 +442,18 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
                 Ok(handle) => Event::StreamCreated { role, handle },
                 Err(code) => Event::StreamCreateFailed { role, code },
             },
-            Effect::DestroyStream { role, handle } => match d.destroy_stream(handle) {
-                Ok(()) => Event::StreamDestroyed { role, handle },
-                Err(code) => Event::StreamDestroyFailed { role, handle, code },
-            },
+            Effect::DestroyStream { role, handle, mode } => {
+                // The pair decides: a stream that may hold stuck or errored work is never
+                // given to `aclrtDestroyStream`, which would wait for it.
+                let result = match mode {
+                    DestroyMode::Healthy => d.destroy_stream(handle),
+                    DestroyMode::Force => d.destroy_stream_force(handle),
+                };
+                match result {
+                    Ok(()) => Event::StreamDestroyed { role, handle },
+                    Err(code) => Event::StreamDestroyFailed { role, handle, code },
+                }
+            }
             Effect::LaunchRun {
                 run,
                 lease,
@@ -630,6 +704,20 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             self.observer
                 .observe(&Observation::ReleaseFailed { now, release, code });
         }
+    }
+}
+
+/// The item (run or publication sequence number) whose effect a failure event answers, for
+/// the events that carry a device code and fail an item.
+const fn failed_item(event: &Event) -> Option<u64> {
+    match event {
+        Event::PrepareFailed { run, .. }
+        | Event::LaunchFailed { run, .. }
+        | Event::CompletionFailed { run, .. }
+        | Event::StatusReadFailed { run, .. }
+        | Event::FinaliseFailed { run, .. } => Some(run.0),
+        Event::UploadFailed { publication, .. } => Some(publication.0),
+        _ => None,
     }
 }
 

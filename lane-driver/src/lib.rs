@@ -30,7 +30,7 @@ mod runner;
 
 pub use device::{Device, DevicePtr, EventHandle};
 pub use driver::{
-    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, SLOT_BYTES,
+    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, Report, SLOT_BYTES,
     TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
 };
 pub use observer::{Command, NoObserver, Observation, Observer, Release};

@@ -24,6 +24,10 @@ struct Recorder {
     /// Runs whose header latches this code when they run.
     latch: Vec<(u64, RuntimeCode)>,
     fail_sync: Option<i32>,
+    /// The text a failed event wait leaves for `recent_error_message`.
+    sync_message: Option<&'static str>,
+    /// What `recent_error_message` hands out next (set by a failed call, taken by the read).
+    message: Option<String>,
     fail_probe_create: bool,
     fail_free: bool,
     /// The timeout of each event wait, in ms.
@@ -115,7 +119,10 @@ impl Device for Recorder {
         self.log(format!("synchronize_event e{}", event.0));
         self.wait_timeouts.push(timeout_ms);
         match self.fail_sync {
-            Some(raw) => Err(Self::code(raw)),
+            Some(raw) => {
+                self.message = self.sync_message.map(str::to_owned);
+                Err(Self::code(raw))
+            }
             None => Ok(()),
         }
     }
@@ -149,6 +156,9 @@ impl Device for Recorder {
         let name = self.name(src);
         self.log(format!("memcpy_from_device {name} {len}B"));
         Ok(())
+    }
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.message.take()
     }
 }
 
@@ -456,7 +466,53 @@ fn a_publication_uploads_between_runs_and_the_next_launch_gets_a_fresh_aicore_st
         finalise1 < upload && upload < destroy && destroy < launch3,
         "{log:?}"
     );
+    assert!(
+        !log.iter().any(|c| c.starts_with("destroy_stream_force")),
+        "a publication's replacement is a healthy destroy: {log:?}"
+    );
     assert_eq!(outcomes(&mut d).len(), 3);
+}
+
+#[test]
+fn a_failed_calls_device_text_reaches_its_runs_outcome_and_the_runs_its_poison_takes_down() {
+    let mut d = driver();
+    d.device_mut().fail_sync = Some(507_015);
+    d.device_mut().sync_message = Some("EZ9999: AICore exception\n  at task 3");
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.turn().unwrap();
+    d.device_mut().fail_sync = None;
+    d.run_until_idle().unwrap();
+    let reports: Vec<_> = std::iter::from_fn(|| d.poll_report()).collect();
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    let text = Some("EZ9999: AICore exception\n  at task 3".to_owned());
+    assert!(
+        matches!(reports[0].outcome, Outcome::Run(r) if matches!(r.verdict, Verdict::Failed { .. }))
+    );
+    assert_eq!(reports[0].device_message, text);
+    assert!(
+        matches!(reports[1].outcome, Outcome::Run(r) if matches!(r.verdict, Verdict::Poisoned { origin: RunId(1), .. }))
+    );
+    assert_eq!(reports[1].device_message, text, "the origin's text");
+    let line = reports[0].to_string();
+    assert!(line.starts_with(&reports[0].outcome.to_string()), "{line}");
+    assert!(
+        line.ends_with("; device: EZ9999: AICore exception at task 3"),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_outcome_whose_calls_all_succeeded_carries_no_device_text() {
+    let mut d = driver();
+    // A text left by nothing that failed is never read.
+    d.device_mut().message = Some("stale".to_owned());
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let report = d.poll_report().unwrap();
+    assert!(report.outcome.to_string().ends_with(": ok"));
+    assert_eq!(report.device_message, None);
+    assert_eq!(report.to_string(), report.outcome.to_string());
 }
 
 #[test]

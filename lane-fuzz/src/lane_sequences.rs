@@ -680,10 +680,10 @@ impl Body {
                 }
             }
             (Effect::CreateStream { role }, Reply::Success) => self.created(role),
-            (Effect::DestroyStream { role, handle }, Reply::Success) => {
+            (Effect::DestroyStream { role, handle, .. }, Reply::Success) => {
                 (Event::StreamDestroyed { role, handle }, Kind::Right)
             }
-            (Effect::DestroyStream { role, handle }, Reply::Failure { code: c, .. }) => (
+            (Effect::DestroyStream { role, handle, .. }, Reply::Failure { code: c, .. }) => (
                 Event::StreamDestroyFailed {
                     role,
                     handle,
@@ -691,7 +691,7 @@ impl Body {
                 },
                 Kind::Right,
             ),
-            (Effect::DestroyStream { role, handle }, Reply::Other { .. }) => (
+            (Effect::DestroyStream { role, handle, .. }, Reply::Other { .. }) => (
                 Event::StreamDestroyed {
                     role,
                     handle: StreamHandle(handle.0.wrapping_add(1)),
@@ -1384,7 +1384,7 @@ fn answers(effect: &Effect, event: &Event) -> bool {
             Event::StreamCreated { role: r, .. } | Event::StreamCreateFailed { role: r, .. },
         ) => role == r,
         (
-            Effect::DestroyStream { role, handle },
+            Effect::DestroyStream { role, handle, .. },
             Event::StreamDestroyed { role: r, handle: h }
             | Event::StreamDestroyFailed {
                 role: r, handle: h, ..

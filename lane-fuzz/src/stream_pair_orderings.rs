@@ -10,9 +10,9 @@
 
 use arbitrary::Arbitrary;
 use stream_pair::{
-    Effect, Effects, LaunchDepth, MAX_DEPTH, Owner, Readiness, Rejection, Retired, Retirement,
-    Role, StreamFailure, StreamHandle, StreamPair, StreamResult, StreamState, StreamStatus,
-    SubmitError, WithdrawError,
+    DestroyMode, Effect, Effects, LaunchDepth, MAX_DEPTH, Owner, Readiness, Rejection, Retired,
+    Retirement, Role, StreamFailure, StreamHandle, StreamPair, StreamResult, StreamState,
+    StreamStatus, SubmitError, WithdrawError,
 };
 
 use crate::{Finding, Reached, decode, pick};
@@ -204,13 +204,28 @@ struct ModelStream {
     life: Life,
     /// Must be destroyed and created again before a submission.
     stale: bool,
+    /// A submission on it retired unproven: its destroy is forced.
+    unproven: bool,
 }
 
 impl ModelStream {
     const ABSENT: Self = Self {
         life: Life::Absent,
         stale: false,
+        unproven: false,
     };
+
+    fn destroy(self, role: Role, h: u64) -> Effect {
+        Effect::Destroy {
+            role,
+            handle: StreamHandle(h),
+            mode: if self.unproven {
+                DestroyMode::Force
+            } else {
+                DestroyMode::Healthy
+            },
+        }
+    }
 
     fn handle(self) -> Option<u64> {
         match self.life {
@@ -282,10 +297,7 @@ impl Model {
                 // S-6: a stale stream is replaced only once nothing is queued on it.
                 Life::Live(h) if stream.stale && !queued => {
                     stream.life = Life::Destroying(h);
-                    effects.push(Effect::Destroy {
-                        role,
-                        handle: StreamHandle(h),
-                    });
+                    effects.push(stream.destroy(role, h));
                 }
                 Life::Live(_) => {}
                 Life::Creating | Life::Destroying(_) => outstanding = true,
@@ -352,12 +364,12 @@ impl Model {
             // S-4
             (0, How::Complete) => Retired::Kept,
             (_, How::Unproven) => {
-                self.mark_stale();
+                self.mark_unproven();
                 Retired::ReplacementScheduled
             }
-            // S-5: removed, never leaked, and the stream is replaced.
+            // S-5: removed, never leaked, and the stream is replaced (forced).
             (_, How::Complete) => {
-                self.mark_stale();
+                self.mark_unproven();
                 Retired::ConvertedToUnproven
             }
         }
@@ -367,6 +379,14 @@ impl Model {
         let aicore = self.stream_mut(Role::Aicore);
         if aicore.life != Life::Absent {
             aicore.stale = true;
+        }
+    }
+
+    fn mark_unproven(&mut self) {
+        let aicore = self.stream_mut(Role::Aicore);
+        if aicore.life != Life::Absent {
+            aicore.stale = true;
+            aicore.unproven = true;
         }
     }
 
@@ -470,10 +490,7 @@ impl Model {
             if let Life::Live(h) = stream.life {
                 stream.stale = true;
                 stream.life = Life::Destroying(h);
-                effects.push(Effect::Destroy {
-                    role,
-                    handle: StreamHandle(h),
-                });
+                effects.push(stream.destroy(role, h));
             }
         }
         if !effects.is_empty() {

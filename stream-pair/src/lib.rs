@@ -55,13 +55,14 @@
 //!         Readiness::Ready { aicpu, aicore } => break (aicpu, aicore),
 //!         Readiness::Pending(effects) => {
 //!             for effect in effects {
-//!                 // A real backend calls aclrtCreateStream / aclrtDestroyStream here.
+//!                 // A real backend calls aclrtCreateStreamWithConfig here, and aclrtDestroyStream
+//!                 // or aclrtDestroyStreamForce as `mode` says.
 //!                 let event = match effect {
 //!                     Effect::Create { role } => {
 //!                         next_handle += 1;
 //!                         Input::Created { role, handle: StreamHandle(next_handle) }
 //!                     }
-//!                     Effect::Destroy { role, handle } => Input::Destroyed { role, handle },
+//!                     Effect::Destroy { role, handle, .. } => Input::Destroyed { role, handle },
 //!                 };
 //!                 pair.handle(event)?;
 //!             }
@@ -198,14 +199,47 @@ pub enum Effect {
         role: Role,
         /// Its handle.
         handle: StreamHandle,
+        /// Healthy (the stream holds no work) or forced (it may be stuck or errored).
+        mode: DestroyMode,
     },
+}
+
+/// How a stream is destroyed: the pair knows whether its work was proven finished, the
+/// backend picks the call from this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DestroyMode {
+    /// Every submission on the stream retired `Complete` (a replacement after a publication,
+    /// or the teardown at close): `aclrtDestroyStream`, which waits for queued work.
+    Healthy,
+    /// A submission on the stream retired `Unproven`: its work may be stuck or errored, so
+    /// `aclrtDestroyStreamForce`, which does not wait (a plain destroy would block on a hung
+    /// kernel).
+    Force,
+}
+
+impl fmt::Display for DestroyMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DestroyMode::Healthy => "healthy",
+            DestroyMode::Force => "force",
+        })
+    }
 }
 
 impl fmt::Display for Effect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Effect::Create { role } => write!(f, "Create {role}"),
-            Effect::Destroy { role, handle } => write!(f, "Destroy {role} {handle}"),
+            Effect::Destroy {
+                role,
+                handle,
+                mode: DestroyMode::Healthy,
+            } => write!(f, "Destroy {role} {handle}"),
+            Effect::Destroy {
+                role,
+                handle,
+                mode: DestroyMode::Force,
+            } => write!(f, "Destroy {role} {handle} (force)"),
         }
     }
 }
@@ -625,6 +659,12 @@ pub enum InvariantViolation {
     /// A teardown is open although no destroy result is outstanding.
     #[error("a teardown is open although no destroy result is outstanding")]
     TeardownNeverFinishes,
+    /// A stream is marked unproven (to be force-destroyed) without being stale.
+    #[error("the {role} stream is marked unproven without being stale")]
+    UnprovenWithoutStale {
+        /// The stream.
+        role: Role,
+    },
 }
 
 /// One stream inside the machine.
@@ -634,13 +674,26 @@ struct Stream {
     /// `Some(n)`: stale since the pair had accepted `n` submissions. Recording the count
     /// (not a bool) lets `check_invariants` prove no submission was accepted since.
     stale_since: Option<u64>,
+    /// A submission on it retired `Unproven`: its work may be stuck or errored, so it is
+    /// destroyed with [`DestroyMode::Force`]. Only ever set on a stale stream.
+    unproven: bool,
 }
 
 impl Stream {
     const ABSENT: Stream = Stream {
         state: StreamState::Absent,
         stale_since: None,
+        unproven: false,
     };
+
+    /// How this stream is destroyed.
+    fn destroy_mode(self) -> DestroyMode {
+        if self.unproven {
+            DestroyMode::Force
+        } else {
+            DestroyMode::Healthy
+        }
+    }
 
     /// The handle, while the stream exists (live or being destroyed).
     fn handle(self) -> Option<StreamHandle> {
@@ -879,6 +932,9 @@ impl StreamPair {
                     }
                 }
             }
+            if stream.unproven && stream.stale_since.is_none() {
+                return Err(InvariantViolation::UnprovenWithoutStale { role });
+            }
             match (stream.state, stream.stale_since) {
                 (StreamState::Absent, Some(_)) => {
                     return Err(InvariantViolation::StaleWithoutStream { role });
@@ -951,7 +1007,8 @@ impl StreamPair {
                 // Replacement: only once no submission sits on the stream (S-6).
                 (StreamState::Live(handle), true) if !queued => {
                     stream.state = StreamState::Destroying(handle);
-                    effects.push(Effect::Destroy { role, handle });
+                    let mode = stream.destroy_mode();
+                    effects.push(Effect::Destroy { role, handle, mode });
                 }
                 (StreamState::Live(_), _) => {}
                 (StreamState::Creating | StreamState::Destroying(_), _) => {
@@ -1010,13 +1067,13 @@ impl StreamPair {
             (None, _) => Retired::NotOwner,
             (Some(0), Retirement::Complete) => Retired::Kept,
             (Some(_), Retirement::Unproven) => {
-                self.mark_aicore_stale();
+                self.mark_aicore_unproven();
                 Retired::ReplacementScheduled
             }
             // Out of order: nothing proves the stream finished the earlier work, so treat
             // it as Unproven; the C++ change leaked the entry here.
             (Some(_), Retirement::Complete) => {
-                self.mark_aicore_stale();
+                self.mark_aicore_unproven();
                 Retired::ConvertedToUnproven
             }
         }
@@ -1116,7 +1173,8 @@ impl StreamPair {
                 // reuse.
                 stream.stale_since.get_or_insert(accepted);
                 stream.state = StreamState::Destroying(handle);
-                effects.push(Effect::Destroy { role, handle });
+                let mode = stream.destroy_mode();
+                effects.push(Effect::Destroy { role, handle, mode });
             }
         }
         if !effects.is_empty() {
@@ -1178,6 +1236,14 @@ impl StreamPair {
         }
     }
 
+    /// Marks the AICore stream stale and unproven: its replacement is forced (S-4, S-5).
+    fn mark_aicore_unproven(&mut self) {
+        self.mark_aicore_stale();
+        if self.aicore.stale_since.is_some() {
+            self.aicore.unproven = true;
+        }
+    }
+
     /// Ends the teardown once no destroy result is outstanding.
     fn finish_teardown(&mut self) -> Option<StreamResult> {
         let destroying = Role::ALL
@@ -1210,8 +1276,10 @@ impl fmt::Display for StreamPair {
                 StreamState::Live(handle) => write!(f, "{name} live {handle}")?,
                 StreamState::Destroying(handle) => write!(f, "{name} destroying {handle}")?,
             }
-            if stream.stale_since.is_some() {
-                f.write_str(" (stale)")?;
+            match (stream.stale_since.is_some(), stream.unproven) {
+                (true, true) => f.write_str(" (stale, unproven)")?,
+                (true, false) => f.write_str(" (stale)")?,
+                (false, _) => {}
             }
             f.write_str("; ")?;
         }

@@ -86,8 +86,19 @@ pub(crate) const REPRESENTATIVES: &[Representative] = &[
     },
     Representative {
         name: "stale idle",
-        summary: "A publication (or an `Unproven` retirement, or a failed replacement destroy) left the AICore stream stale; nothing queued, so the next `ready()` replaces it.",
+        summary: "A publication (or a failed replacement destroy) left the AICore stream stale; nothing queued, so the next `ready()` replaces it with a healthy destroy.",
         reached_by: &[OPEN, &[Input::MarkStale]],
+    },
+    Representative {
+        name: "unproven idle",
+        summary: "A run retired `Unproven`: the AICore stream is stale and may hold stuck or errored work, so the next `ready()` replaces it with a forced destroy.",
+        reached_by: &[
+            OPEN,
+            &[
+                Input::Submit(FRONT),
+                Input::Retire(FRONT, Retirement::Unproven),
+            ],
+        ],
     },
     Representative {
         name: "stale, 2 queued",

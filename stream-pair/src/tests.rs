@@ -28,6 +28,7 @@ fn check_invariants_reports_each_kind_of_corruption() {
     let stale = |state| Stream {
         state,
         stale_since: Some(0),
+        unproven: false,
     };
     let cases: Vec<(&str, StreamPair, InvariantViolation)> = vec![
         (
@@ -83,10 +84,20 @@ fn check_invariants_reports_each_kind_of_corruption() {
                 pair.aicore = Stream {
                     state: StreamState::Destroying(StreamHandle(2)),
                     stale_since: Some(1),
+                    unproven: false,
                 };
                 pair
             },
             InvariantViolation::DestroyWhileQueued { role: Role::Aicore },
+        ),
+        (
+            "unproven mark on a fresh stream",
+            {
+                let mut pair = pair_with(&[]);
+                pair.aicore.unproven = true;
+                pair
+            },
+            InvariantViolation::UnprovenWithoutStale { role: Role::Aicore },
         ),
         (
             "stale AICPU under a queued submission",

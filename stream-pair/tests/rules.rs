@@ -2,9 +2,9 @@
 //! public API only. Every step the `Rig` takes is followed by `check_invariants()`.
 
 use stream_pair::{
-    Effect, Effects, Input, LaunchDepth, MAX_DEPTH, Owner, Readiness, Rejection, Retired,
-    Retirement, Role, Step, StreamFailure, StreamHandle, StreamPair, StreamResult, StreamState,
-    SubmitError, WithdrawError,
+    DestroyMode, Effect, Effects, Input, LaunchDepth, MAX_DEPTH, Owner, Readiness, Rejection,
+    Retired, Retirement, Role, Step, StreamFailure, StreamHandle, StreamPair, StreamResult,
+    StreamState, SubmitError, WithdrawError,
 };
 
 const CREATE_CODE: i32 = 507_899;
@@ -95,7 +95,7 @@ impl Rig {
                     handle: StreamHandle(self.next_handle),
                 }
             }
-            Effect::Destroy { role, handle } => Input::Destroyed { role, handle },
+            Effect::Destroy { role, handle, .. } => Input::Destroyed { role, handle },
         };
         self.event(event).expect("the pair accepts the answer")
     }
@@ -203,8 +203,22 @@ impl Rig {
     }
 }
 
+/// A healthy destroy (every submission on the stream retired `Complete`).
 fn destroy(role: Role, handle: StreamHandle) -> Effect {
-    Effect::Destroy { role, handle }
+    Effect::Destroy {
+        role,
+        handle,
+        mode: DestroyMode::Healthy,
+    }
+}
+
+/// A forced destroy (a submission on the stream retired `Unproven`).
+fn force_destroy(role: Role, handle: StreamHandle) -> Effect {
+    Effect::Destroy {
+        role,
+        handle,
+        mode: DestroyMode::Force,
+    }
 }
 
 // --- Depth and the FIFO (S-2) ---
@@ -405,7 +419,10 @@ fn unproven_retirement_at_the_front_schedules_replacement_of_aicore_only() {
         Retired::ReplacementScheduled
     );
     assert!(rig.pair.is_replacement_pending());
-    assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicore, aicore)]);
+    assert_eq!(
+        rig.pending().as_slice(),
+        [force_destroy(Role::Aicore, aicore)]
+    );
     assert_eq!(rig.ready().0, aicpu, "the AICPU stream survives");
 }
 
@@ -421,7 +438,58 @@ fn unproven_retirement_of_a_successor_waits_for_the_front_before_replacing() {
     assert_eq!(rig.queue(), [1]);
     assert_eq!(rig.readiness(), Readiness::Draining);
     assert_eq!(rig.retire(1, Retirement::Complete), Retired::Kept);
-    assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicore, aicore)]);
+    assert_eq!(
+        rig.pending().as_slice(),
+        [force_destroy(Role::Aicore, aicore)]
+    );
+}
+
+#[test]
+fn an_unproven_retirement_after_a_publication_forces_the_replacement() {
+    // Stale for a publication (healthy) and then unproven: the stream may hold stuck work.
+    let (mut rig, _, aicore) = Rig::ready_pair(2);
+    rig.submit(1).expect("room");
+    rig.mark_stale();
+    assert_eq!(
+        rig.retire(1, Retirement::Unproven),
+        Retired::ReplacementScheduled
+    );
+    assert_eq!(
+        rig.pending().as_slice(),
+        [force_destroy(Role::Aicore, aicore)]
+    );
+}
+
+#[test]
+fn the_stream_created_after_a_forced_replacement_is_destroyed_healthy() {
+    let (mut rig, _, _) = Rig::ready_pair(2);
+    rig.submit(1).expect("room");
+    assert_eq!(
+        rig.retire(1, Retirement::Unproven),
+        Retired::ReplacementScheduled
+    );
+    let (_, fresh) = rig.ready();
+    rig.mark_stale();
+    assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicore, fresh)]);
+}
+
+#[test]
+fn the_teardown_forces_an_unproven_stream_and_destroys_the_others_healthy() {
+    let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
+    rig.submit(1).expect("room");
+    assert_eq!(
+        rig.retire(1, Retirement::Unproven),
+        Retired::ReplacementScheduled
+    );
+    let effects = rig.pair.destroy_all().expect("idle pair");
+    rig.check();
+    assert_eq!(
+        effects.as_slice(),
+        [
+            destroy(Role::Aicpu, aicpu),
+            force_destroy(Role::Aicore, aicore)
+        ]
+    );
 }
 
 // --- Retirement ownership (S-3, S-5) ---
@@ -462,7 +530,10 @@ fn out_of_order_complete_does_not_leak_its_entry_and_the_pair_is_reusable_after_
     assert_eq!(rig.queue(), [1], "the out-of-order entry left the FIFO");
     assert!(rig.pair.is_replacement_pending());
     assert_eq!(rig.retire(1, Retirement::Complete), Retired::Kept);
-    assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicore, aicore)]);
+    assert_eq!(
+        rig.pending().as_slice(),
+        [force_destroy(Role::Aicore, aicore)]
+    );
     let (aicpu_after, _) = rig.ready();
     assert_eq!(aicpu_after, aicpu);
     // Full depth is available again: nothing leaked.
@@ -573,7 +644,7 @@ fn failed_destroy_after_an_unproven_retirement_never_makes_the_stream_reusable()
     for _ in 0..3 {
         match rig.readiness() {
             Readiness::Pending(effects) => {
-                assert_eq!(effects.as_slice(), [destroy(Role::Aicore, aicore)]);
+                assert_eq!(effects.as_slice(), [force_destroy(Role::Aicore, aicore)]);
                 rig.fail_destroy(Role::Aicore, aicore);
             }
             other => panic!("the unproven stream was offered for reuse: {other:?}"),

@@ -180,8 +180,8 @@ impl Lane {
                 for effect in effects {
                     self.emit(match effect {
                         stream_pair::Effect::Create { role } => Effect::CreateStream { role },
-                        stream_pair::Effect::Destroy { role, handle } => {
-                            Effect::DestroyStream { role, handle }
+                        stream_pair::Effect::Destroy { role, handle, mode } => {
+                            Effect::DestroyStream { role, handle, mode }
                         }
                     });
                 }
@@ -241,8 +241,8 @@ impl Lane {
                 Ok(effects) => {
                     self.teardown_started = true;
                     for effect in effects {
-                        if let stream_pair::Effect::Destroy { role, handle } = effect {
-                            self.emit(Effect::DestroyStream { role, handle });
+                        if let stream_pair::Effect::Destroy { role, handle, mode } = effect {
+                            self.emit(Effect::DestroyStream { role, handle, mode });
                         }
                     }
                 }

@@ -341,7 +341,7 @@ impl Harness {
                     role,
                     code: code(raw),
                 }),
-            Effect::DestroyStream { role, handle } => self
+            Effect::DestroyStream { role, handle, .. } => self
                 .use_counted(|f| matches!(f, Fault::DestroyFails(r, _, _) if *r == role))
                 .map(|raw| Event::StreamDestroyFailed {
                     role,
