@@ -64,6 +64,8 @@ impl Default for AclConfig {
 pub struct AclDevice {
     acl: Acl,
     device_id: i32,
+    /// How many devices the library saw at open.
+    device_count: u32,
     soc_name: Option<String>,
     /// The device op timeout the device accepted (µs, after its rounding).
     op_timeout_us: u64,
@@ -116,10 +118,16 @@ impl AclDevice {
             false
         };
         match Self::probe(&acl, &config) {
-            Ok((soc_name, profile, op_timeout_us)) => {
+            Ok(Probed {
+                device_count,
+                soc_name,
+                profile,
+                op_timeout_us,
+            }) => {
                 let device = Self {
                     acl,
                     device_id: config.device_id,
+                    device_count,
                     soc_name,
                     op_timeout_us,
                     initialised_here,
@@ -142,7 +150,7 @@ impl AclDevice {
 
     /// The probe, the thread binding and the op timeout, after the library loaded: the SoC
     /// name, the profile and the op timeout the device accepted (µs).
-    fn probe(acl: &Acl, config: &AclConfig) -> Result<(Option<String>, Profile, u64), AclError> {
+    fn probe(acl: &Acl, config: &AclConfig) -> Result<Probed, AclError> {
         let count = match acl.device_count() {
             Ok(0) => return Err(AclError::NoDevice),
             Ok(count) => count,
@@ -188,7 +196,12 @@ impl AclDevice {
                 host_ns,
             });
         }
-        Ok((soc_name, profile, actual_us))
+        Ok(Probed {
+            device_count: count,
+            soc_name,
+            profile,
+            op_timeout_us: actual_us,
+        })
     }
 
     /// The loaded library, so the embedding runtime's runner can launch on the lane's
@@ -202,6 +215,12 @@ impl AclDevice {
     #[must_use]
     pub const fn device_id(&self) -> i32 {
         self.device_id
+    }
+
+    /// How many devices the library saw at open.
+    #[must_use]
+    pub const fn device_count(&self) -> u32 {
+        self.device_count
     }
 
     /// What `aclrtGetSocName` returned at open (`None` for NULL).
@@ -278,6 +297,15 @@ impl AclDevice {
         self.message = Some(format!("{call} returned success and a NULL handle"));
         AclCode::from_raw(ACL_ERROR_INTERNAL_ERROR).unwrap_or(AclCode::Unknown(-1))
     }
+}
+
+/// What the probe found.
+struct Probed {
+    device_count: u32,
+    soc_name: Option<String>,
+    profile: Profile,
+    /// The op timeout the device accepted, µs.
+    op_timeout_us: u64,
 }
 
 /// The `aclrtStream` a lane handle stands for (the pointer value, `StreamHandle.0`).

@@ -26,9 +26,20 @@
 //! **API boundary:** [`AclDevice`] (with [`AclDevice::acl`] and [`AclDevice::device_id`], so
 //! the embedding runtime's `Runner` launches on the lane's streams: `StreamHandle.0` is the
 //! `aclrtStream` pointer value, `EventHandle.0` the `aclrtEvent`, `DevicePtr.0` the device
-//! address), [`AclConfig`], [`Library`], [`AclError`], [`profile_for_soc`]. The runner is
-//! the embedding runtime's; this crate has none.
+//! address), [`AclConfig`], [`Library`], [`AclError`], [`profile_for_soc`], and [`check`]
+//! (`cargo xtask device-check`: the probe and the device-side calls that need no kernel, as
+//! a report; docs/hardware.md). The runner is the embedding runtime's; this crate has none
+//! (its tests use a private one over the fake's test-only kernels).
+//!
+//! Which destroy a stream gets is decided by the stream pair, not here: `Effect::DestroyStream`
+//! carries a `DestroyMode`, and the driver calls [`Device::destroy_stream`] for a healthy one
+//! and [`Device::destroy_stream_force`] for an AICore stream replaced after an `Unproven`
+//! retirement.
+//!
+//! [`Device::destroy_stream`]: lane_driver::Device::destroy_stream
+//! [`Device::destroy_stream_force`]: lane_driver::Device::destroy_stream_force
 
+pub mod check;
 mod device;
 mod error;
 mod soc;

@@ -22,6 +22,10 @@
 //!
 //! # Sticky errors
 //!
+//! A hung run's kernels end at the device op timeout ([`SimDevice::with_op_timeout`],
+//! SPEC L-6) with 507014 on the AICore stream and 507017 on the AICPU stream, a sticky fault
+//! like an exception's; only a `stuck` run never ends.
+//!
 //! A device exception ends the run's kernels with the code, faults both of its streams
 //! (their later tasks fail at once) and makes the device bad: every checked call (launches,
 //! stream and event creation, records, copies, allocations, queries) returns the code until
@@ -32,7 +36,7 @@ use std::collections::BTreeMap;
 
 use lane_core::status_latch::{self, AclCode, HeaderLayout};
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
+use lane_core::{CodeRef, DEFAULT_DEVICE_OP_TIMEOUT_NS, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
 use rand_core::RngCore;
 
@@ -181,6 +185,8 @@ pub struct SimDevice {
     resets: u64,
     calls: u64,
     call_budget: u64,
+    /// The device op timeout: a hung kernel ends this long after it started.
+    op_timeout_ns: u64,
     journal: Journal,
     failure: Option<DeviceFailure>,
 }
@@ -215,6 +221,7 @@ impl SimDevice {
             resets: 0,
             calls: 0,
             call_budget: u64::MAX,
+            op_timeout_ns: DEFAULT_DEVICE_OP_TIMEOUT_NS,
             journal: Journal::new(false),
             failure: None,
         }
@@ -224,6 +231,16 @@ impl SimDevice {
     #[must_use]
     pub fn with_trace(mut self, on: bool) -> Self {
         self.journal = Journal::new(on);
+        self
+    }
+
+    /// The device op timeout (`aclrtSetOpExecuteTimeOutV2`; default
+    /// [`DEFAULT_DEVICE_OP_TIMEOUT_NS`]): a hung run's kernels end this long after they
+    /// started, with 507014 (AICore) and 507017 (AICPU). Set it from
+    /// `Profile::device_op_timeout_ns`, as backend-acl does at open.
+    #[must_use]
+    pub const fn with_op_timeout(mut self, ns: u64) -> Self {
+        self.op_timeout_ns = ns;
         self
     }
 
@@ -1254,19 +1271,26 @@ impl SimDevice {
                     .or_else(|| self.stream_fault(aicpu, s));
                 match (faulted, injected) {
                     (Some(code), _) => (Some(s), Ending::FaultedStream(code)),
-                    (None, Some(Injected::Hang)) => (None, Ending::Hang),
+                    (None, Some(Injected::Hang)) => {
+                        // The device op timeout (SPEC L-6) ends the hung kernels, each with its
+                        // engine's code, before the host's deadline: the completion wait ends
+                        // and the status read meets the sticky fault.
+                        let at = s.saturating_add(self.op_timeout_ns);
+                        self.fault_streams(
+                            at,
+                            [
+                                (core.stream, AclCode::RtAicoreTimeout),
+                                (aicpu, AclCode::RtAicpuTimeout),
+                            ],
+                        );
+                        (Some(at), Ending::OpTimeout(AclCode::RtAicoreTimeout))
+                    }
+                    (None, Some(Injected::Stuck)) => (None, Ending::Hang),
                     (None, Some(Injected::Exception(code))) => {
                         // The kernels fault as they would have ended, so a queued successor
                         // has been launched before the device turns bad.
                         let at = s.saturating_add(preamble).saturating_add(device_ns);
-                        for stream in [core.stream, aicpu] {
-                            if let Some(st) = self.streams.get_mut(&stream) {
-                                st.faulted.get_or_insert((at, code));
-                            }
-                        }
-                        let earliest = self.sticky.map_or(at, |(since, _)| since.min(at));
-                        let code = self.sticky.map_or(code, |(_, c)| c);
-                        self.sticky = Some((earliest, code));
+                        let code = self.fault_streams(at, [(core.stream, code), (aicpu, code)]);
                         (Some(at), Ending::Exception(code))
                     }
                     (None, Some(Injected::Latch(latched))) => (
@@ -1303,6 +1327,11 @@ impl SimDevice {
             .into_iter()
             .enumerate()
         {
+            // Each engine's op timeout has its own code.
+            let ending = match (ending, side) {
+                (Ending::OpTimeout(_), Side::Aicpu) => Ending::OpTimeout(AclCode::RtAicpuTimeout),
+                (ending, _) => ending,
+            };
             let record = KernelRecord {
                 run: run.0,
                 side,
@@ -1315,6 +1344,21 @@ impl SimDevice {
             };
             self.journal.push(|| Record::Kernel(record));
         }
+    }
+
+    /// Faults each stream with its code at `at` (sticky: its later tasks fail at once) and
+    /// makes the device bad from the earliest fault on; returns the device's sticky code
+    /// (the first fault's).
+    fn fault_streams(&mut self, at: u64, faults: [(StreamHandle, AclCode); 2]) -> AclCode {
+        for (stream, code) in faults {
+            if let Some(st) = self.streams.get_mut(&stream) {
+                st.faulted.get_or_insert((at, code));
+            }
+        }
+        let earliest = self.sticky.map_or(at, |(since, _)| since.min(at));
+        let code = self.sticky.map_or(faults[0].1, |(_, c)| c);
+        self.sticky = Some((earliest, code));
+        code
     }
 
     /// The kernels' writes: the handshake when the workers report, the timing buffer and

@@ -99,10 +99,16 @@ pub enum FaultKind {
     /// A device exception: the run's kernels end (at their normal end) with the code, both streams are
     /// sticky-faulted and the device is bad until a force reset.
     Exception,
-    /// The run's kernels never end, so every wait for them times out.
+    /// The run's kernels hang until the device op timeout (SPEC L-6) ends them: the AICore
+    /// stream faults with 507014, the AICPU stream with 507017, and the device is bad until a
+    /// force reset, so the run's completion wait ends before the host deadline and its status
+    /// read fails with the device's code.
     Hang,
     /// The kernels exit cleanly with this runtime code latched in the status header.
     Latch,
+    /// The run's kernels never end and the device op timeout never fires (a device that
+    /// stopped reporting): only the host's bounded wait ends it, with 507047.
+    Stuck,
 }
 
 /// What code a kind takes.
@@ -115,7 +121,7 @@ enum CodeKind {
 
 impl FaultKind {
     /// Every kind, in table order.
-    pub const ALL: [FaultKind; 18] = [
+    pub const ALL: [FaultKind; 19] = [
         Self::StreamCreate,
         Self::StreamDestroy,
         Self::AicoreLaunch,
@@ -134,6 +140,8 @@ impl FaultKind {
         Self::Exception,
         Self::Hang,
         Self::Latch,
+        // Last, so the swarm mixes drawn for the kinds above stay what they were.
+        Self::Stuck,
     ];
 
     /// The kind table: name, site, code kind, default codes (the first is used when a rule
@@ -259,7 +267,14 @@ impl FaultKind {
                 Site::Run,
                 None,
                 &[],
-                "the run's kernels never end; waits time out",
+                "the run's kernels hang until the device op timeout ends them (507014 AICore, 507017 AICPU; sticky)",
+            ),
+            Self::Stuck => (
+                "stuck",
+                Site::Run,
+                None,
+                &[],
+                "the run's kernels never end and the op timeout never fires; host waits time out",
             ),
             Self::Latch => (
                 "latch",
@@ -366,8 +381,10 @@ pub enum Injected {
     Validation,
     /// The run ends with a device exception.
     Exception(AclCode),
-    /// The run never ends.
+    /// The run hangs until the device op timeout.
     Hang,
+    /// The run never ends.
+    Stuck,
     /// The run latches this code.
     Latch(Latched),
 }
@@ -659,6 +676,7 @@ impl FaultRule {
             (FaultKind::PrepareIncompatible, _) => Injected::Incompatible,
             (FaultKind::Validation, _) => Injected::Validation,
             (FaultKind::Hang, _) => Injected::Hang,
+            (FaultKind::Stuck, _) => Injected::Stuck,
             (FaultKind::Latch, FaultCode::Runtime(code)) => Injected::Latch(Latched {
                 code,
                 first_thread: self.threads.first().copied().unwrap_or(0),

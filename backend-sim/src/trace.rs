@@ -42,7 +42,10 @@ pub enum Ending {
     Exception(AclCode),
     /// Failed at once: the stream was already sticky-faulted.
     FaultedStream(AclCode),
-    /// A hang: never ends.
+    /// A hang that the device op timeout ended, with this kernel's engine's timeout code
+    /// (507014 AICore, 507017 AICPU).
+    OpTimeout(AclCode),
+    /// Stuck: never ends (the device op timeout did not fire).
     Hang,
     /// Queued behind a task that never ends.
     Blocked,
@@ -65,6 +68,11 @@ impl Ending {
                     code.name()
                 )
             }
+            Self::OpTimeout(code) => format!(
+                "hung until the device op timeout ({} {})",
+                code.raw(),
+                code.name()
+            ),
             Self::Hang => "hang: never ends".to_owned(),
             Self::Blocked => "blocked behind a task that never ends".to_owned(),
             Self::Orphaned => "orphaned: its AICPU scheduler was never launched".to_owned(),

@@ -467,6 +467,7 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
         },
     )
     .with_trace(config.trace)
+    .with_op_timeout(profile.device_op_timeout_ns())
     .with_call_budget(10_000 + 500 * items);
     for rule in &faults {
         device.install(rule.clone());

@@ -202,14 +202,63 @@ fn a_hung_run_makes_the_bounded_wait_time_out_with_507047() {
 }
 
 #[test]
-fn an_unbounded_wait_on_a_hung_run_is_a_deadlock_not_a_hang_of_the_simulator() {
+fn an_unbounded_wait_on_a_stuck_run_is_a_deadlock_not_a_hang_of_the_simulator() {
     let mut d = device();
-    d.install(FaultRule::parse("hang").unwrap());
+    d.install(FaultRule::parse("stuck").unwrap());
     let (aicpu, aicore) = pair(&mut d);
     let s = slot(&mut d, 1, 0);
     launch(&mut d, &s, aicpu, aicore);
     assert!(d.synchronize_event(s.events[0], -1).is_err());
     assert!(matches!(d.failure(), Some(DeviceFailure::Deadlock(_))));
+}
+
+#[test]
+fn a_hung_run_ends_at_the_device_op_timeout_with_each_engines_code_sticky() {
+    const OP_TIMEOUT_NS: u64 = 1_000_000_000;
+    let mut d = device().with_op_timeout(OP_TIMEOUT_NS);
+    d.install(FaultRule::parse("hang@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    let before = d.host_ns();
+    // A host wait longer than the op timeout ends with the kernels, not at its own limit.
+    assert_eq!(d.synchronize_event(s.events[0], 2_000), Ok(()));
+    assert_eq!(d.synchronize_event(s.events[1], 2_000), Ok(()));
+    let waited = d.host_ns() - before;
+    assert!(
+        (OP_TIMEOUT_NS..2 * OP_TIMEOUT_NS).contains(&waited),
+        "waited {waited} ns: the kernels end at the op timeout"
+    );
+    // The status read meets the device's own code (the run fails there and poisons).
+    let mut header = [0u8; 896];
+    assert_eq!(
+        d.memcpy_from_device(&mut header, s.args.status_header),
+        Err(AclCode::RtAicoreTimeout)
+    );
+    // Each stream holds its engine's code.
+    assert_eq!(
+        d.query_stream(aicore).map(|_| ()),
+        Err(AclCode::RtAicoreTimeout)
+    );
+    assert_eq!(
+        d.query_stream(aicpu).map(|_| ()),
+        Err(AclCode::RtAicpuTimeout)
+    );
+    d.reset_device_force().unwrap();
+    assert!(d.create_stream().is_ok());
+}
+
+#[test]
+fn a_hung_run_waited_on_for_less_than_the_op_timeout_still_times_out_with_507047() {
+    let mut d = device().with_op_timeout(1_000_000_000);
+    d.install(FaultRule::parse("hang@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    assert_eq!(
+        d.synchronize_event(s.events[0], 10),
+        Err(AclCode::RtEventSyncTimeout)
+    );
 }
 
 #[test]

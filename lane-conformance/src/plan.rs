@@ -6,7 +6,7 @@
 //! | `stream-create`, `malloc`, `reset` | `calls`, `always` | a fail-call rule on `aclrtCreateStreamWithConfig`, `aclrtMalloc`, `aclrtResetDeviceForce` |
 //! | `aicore-launch`, `aicpu-launch` | `runs`, `always` | a fail-call rule on that run's launch |
 //! | `exception` (507015, 507018) | `runs`, `always` | a kernel rule: an exception on the AICore (507015) or AICPU (507018) kernel |
-//! | `hang` | `runs`, `always` | a kernel rule: the AICore kernel hangs until the device op timeout |
+//! | `hang` | `runs`, `always` | a kernel rule: the AICore kernel hangs until the device op timeout (507014; the fake has no handshake, so the scheduler ends on its own, and the host meets the AICore code as the simulator's status read does) |
 //! | `latch` | `runs`, `always` | a kernel rule: the AICPU kernel writes the latched header |
 //! | `prepare`, `prepare-incompatible`, `copy-back`, `validation` | `runs`, `always` | the runner's own failure (the embedding runtime's work) |
 //! | `upload` | `calls`, `always` | the runner's own failure |
@@ -14,7 +14,8 @@
 //! No counterpart: any `rate` (the simulator's seeded draws), `calls` of a run-bound kind,
 //! `stream-destroy` (one simulator site, two ACL calls), `event-record`, `event-wait`,
 //! `status-read` and `probe` (the fake cannot tell which run or which caller a call is for),
-//! and an `exception` with a timeout code (507014, 507017: that is a hang). A scenario with
+//! an `exception` with a timeout code (507014, 507017: that is a hang), and `stuck` (the
+//! fake's kernels always end at the device op timeout). A scenario with
 //! one of these runs on the simulator alone (`backends = ["sim"]`).
 
 use backend_sim::faults::{FaultCode, Injected};
@@ -150,6 +151,11 @@ impl FakePlan {
                 ));
             }
             (FaultKind::Hang, _) => RunFault::Hang(Engine::Aicore),
+            (FaultKind::Stuck, _) => {
+                return Err(none(
+                    "the fake's kernels always end at the device op timeout backend-acl programs",
+                ));
+            }
             (FaultKind::Latch, Injected::Latch(latched)) => RunFault::Latch(latched),
             _ => {
                 return Err(none(

@@ -8,6 +8,7 @@
 
 mod bench;
 mod codegen;
+mod device_check;
 mod fuzz;
 mod tidy;
 
@@ -27,6 +28,11 @@ Commands:
   ci                 run what CI runs (.ci/run): fmt check, clippy, then `cargo test --workspace`
   codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
                      with --check, only report which files are stale
+  device-check [--lib PATH] [--device N]
+                     on a machine with CANN and an NPU: the probe and the device-side checks that
+                     need no kernels (streams, events, timed waits, copies, force reset and probe,
+                     devlib refusal), as a report; without them one line and a failure
+                     (docs/hardware.md). --lib also takes the fake, target/debug/librun_lane_fake_ascendcl.so
   fuzz <target> [--time S]
                      run one cargo-fuzz target (`-s none`, stable toolchain) on fuzz/corpus/<target>
                      and the committed fuzz/seeds/<target>, for S seconds (until a crash or Ctrl-C
@@ -43,6 +49,7 @@ fn main() -> ExitCode {
         ["bench", rest @ ..] => bench::run(rest),
         ["ci"] => ci(),
         ["fake-bench", rest @ ..] => fake_bench(rest),
+        ["device-check", rest @ ..] => device_check::run(rest),
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
         ["fuzz", target] => fuzz::run(target, None),

@@ -5,10 +5,16 @@
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use ascend_cl_sys::types::AclrtStream;
+use lane_core::stream_pair::StreamHandle;
 
 use backend_acl::{AclConfig, AclDevice, Library};
 use lane_core::Profile;
-use run_lane_fake_ascendcl::{Control, FakeCounters, cdylib_path};
+use run_lane_fake_ascendcl::{
+    Control, ControlError, ENGINE_AICORE, FakeCounters, Outcome, cdylib_path,
+};
 
 /// The fake, reset, held by this test until dropped.
 pub struct Fake {
@@ -67,4 +73,27 @@ impl Fake {
         let c = self.counters();
         assert!(c.balanced(), "the fake holds leaked resources: {c:#?}");
     }
+}
+
+/// The `aclrtStream` a lane handle stands for.
+pub fn raw_stream(stream: StreamHandle) -> AclrtStream {
+    stream.0 as usize as AclrtStream
+}
+
+/// Queues a fake AICore kernel on `stream` that writes no buffer.
+pub fn launch_aicore(
+    control: &Control,
+    stream: StreamHandle,
+    duration: Duration,
+    outcome: Outcome,
+) -> Result<(), ControlError> {
+    control.launch(
+        raw_stream(stream),
+        ENGINE_AICORE,
+        duration,
+        outcome,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        &[],
+    )
 }

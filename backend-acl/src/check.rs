@@ -1,0 +1,389 @@
+//! The device check (`cargo xtask device-check`): the probe and the device-side calls a lane
+//! makes that need no kernel of ours, each reported as passed, failed or not checked (and
+//! why). It runs against any library the loader accepts, the fake included.
+
+use core::fmt;
+use std::path::{Path, PathBuf};
+
+use ascend_cl_sys::{Acl, AttemptFailure, LoadError, Source};
+use lane_core::status_latch::AclCode;
+use lane_driver::Device;
+
+use crate::device::{AclConfig, AclDevice, Library};
+use crate::error::AclError;
+
+/// What to check.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// The library (the default search, or a path such as the fake's).
+    pub library: Library,
+    /// The device id.
+    pub device_id: i32,
+}
+
+/// How one check ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// It did what ACL documents.
+    Passed,
+    /// It did not; the detail says what happened.
+    Failed,
+    /// It could not be checked here; the detail says why.
+    NotChecked,
+}
+
+/// One check and what it found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// What was checked.
+    pub name: &'static str,
+    /// How it ended.
+    pub verdict: Verdict,
+    /// What it found, or why it failed or was not checked.
+    pub detail: String,
+}
+
+/// The whole check: the library used and each step, or the one reason nothing could be
+/// checked (no library, no device).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckReport {
+    /// The library that was loaded, if one was.
+    pub library: Option<PathBuf>,
+    /// Each check, in order.
+    pub steps: Vec<Step>,
+    /// Why nothing could be checked (one line), when that is the case.
+    pub unavailable: Option<String>,
+}
+
+impl CheckReport {
+    /// Whether the device was there and no check failed.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.unavailable.is_none() && self.steps.iter().all(|s| s.verdict != Verdict::Failed)
+    }
+
+    fn count(&self, verdict: Verdict) -> usize {
+        self.steps.iter().filter(|s| s.verdict == verdict).count()
+    }
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(reason) = &self.unavailable {
+            return writeln!(f, "device-check: {reason}");
+        }
+        if let Some(path) = &self.library {
+            writeln!(f, "device-check: library {}", path.display())?;
+        }
+        for step in &self.steps {
+            let tag = match step.verdict {
+                Verdict::Passed => "ok  ",
+                Verdict::Failed => "FAIL",
+                Verdict::NotChecked => "skip",
+            };
+            writeln!(f, "  {tag}  {}: {}", step.name, step.detail)?;
+        }
+        writeln!(
+            f,
+            "device-check: {} passed, {} failed, {} not checked",
+            self.count(Verdict::Passed),
+            self.count(Verdict::Failed),
+            self.count(Verdict::NotChecked)
+        )
+    }
+}
+
+/// Runs every check. Never panics: whatever the library or the device does ends in the
+/// report.
+#[must_use]
+pub fn run(options: &CheckOptions) -> CheckReport {
+    let config = AclConfig {
+        library: options.library.clone(),
+        device_id: options.device_id,
+        profile: None,
+        // This process is the only ACL user: it initialises (100002 counts as success).
+        init: true,
+    };
+    let mut report = CheckReport {
+        library: None,
+        steps: Vec::new(),
+        unavailable: None,
+    };
+    let (mut device, profile) = match AclDevice::open(config) {
+        Ok(opened) => opened,
+        Err(error) => {
+            report.unavailable = Some(unavailable(&error));
+            return report;
+        }
+    };
+    report.library = Some(device.acl().path().to_path_buf());
+    let steps = &mut report.steps;
+    steps.push(Step {
+        name: "probe",
+        verdict: Verdict::Passed,
+        detail: format!(
+            "{} device(s) visible, device {}, SoC {}, profile {}",
+            device.device_count(),
+            device.device_id(),
+            device.soc_name().unwrap_or("(none)"),
+            profile.name()
+        ),
+    });
+    steps.push(Step {
+        name: "op timeout",
+        verdict: Verdict::Passed,
+        detail: format!(
+            "aclrtSetOpExecuteTimeOutV2: {} us, below the host wait of {} ms",
+            device.op_timeout_us(),
+            profile.completion_timeout_ns() / 1_000_000
+        ),
+    });
+    steps.push(step("streams", check_streams(&mut device)));
+    steps.push(step("events", check_events(&mut device)));
+    steps.push(step("copies", check_copies(&mut device)));
+    steps.push(step("force reset then probe", check_recovery(&mut device)));
+    steps.push(check_devlib(device.acl().path()));
+    steps.push(Step {
+        name: "kernels",
+        verdict: Verdict::NotChecked,
+        detail: "launch order, completion of real kernels, the op timeout firing (507014/507017) \
+                 and the status latch need the embedding runtime's kernels (its Runner); see \
+                 docs/hardware.md"
+            .to_owned(),
+    });
+    if let Err(code) = device.finalize() {
+        report.steps.push(Step {
+            name: "finalize",
+            verdict: Verdict::Failed,
+            detail: format!("aclFinalize: {code}"),
+        });
+    }
+    report
+}
+
+/// The one line for a device that could not be opened.
+fn unavailable(error: &AclError) -> String {
+    match error {
+        AclError::Load(LoadError::NotLoaded { attempts })
+            if attempts.iter().all(|a| {
+                // Nothing at any path, and the loader's own search found nothing either (a
+                // library that exists but fails to open is reported in full below).
+                matches!(
+                    (&a.candidate.source, &a.failure),
+                    (_, AttemptFailure::NotFound) | (Source::Bare, AttemptFailure::Open(_))
+                )
+            }) =>
+        {
+            format!(
+                "no CANN install found (no usable libascendcl.so among {} candidates); nothing checked: install CANN and `source <cann>/set_env.sh`, or pass --lib PATH",
+                attempts.len()
+            )
+        }
+        other => format!(
+            "nothing checked: {}",
+            other.to_string().replace('\n', " ").replace("  ", " ")
+        ),
+    }
+}
+
+/// A check's result as a step: the detail of a pass, or the failing call and what the
+/// library said.
+fn step(name: &'static str, result: Result<String, String>) -> Step {
+    match result {
+        Ok(detail) => Step {
+            name,
+            verdict: Verdict::Passed,
+            detail,
+        },
+        Err(detail) => Step {
+            name,
+            verdict: Verdict::Failed,
+            detail,
+        },
+    }
+}
+
+/// `Err` text for a failed call: its name, code and the library's message.
+fn failed(device: &mut AclDevice, call: &str, code: AclCode) -> String {
+    match device.recent_error_message() {
+        Some(message) => format!("{call}: {code}: {message}"),
+        None => format!("{call}: {code}"),
+    }
+}
+
+fn check_streams(d: &mut AclDevice) -> Result<String, String> {
+    let aicpu = d
+        .create_stream()
+        .map_err(|c| failed(d, "create stream", c))?;
+    let aicore = match d.create_stream() {
+        Ok(stream) => stream,
+        Err(code) => {
+            let _ = d.destroy_stream(aicpu);
+            return Err(failed(d, "create second stream", code));
+        }
+    };
+    if aicpu == aicore {
+        let _ = d.destroy_stream(aicpu);
+        return Err("two creates returned the same stream handle".to_owned());
+    }
+    let first = d.destroy_stream(aicpu);
+    let second = d.destroy_stream_force(aicore);
+    first.map_err(|c| failed(d, "aclrtDestroyStream", c))?;
+    second.map_err(|c| failed(d, "aclrtDestroyStreamForce", c))?;
+    Ok("two distinct streams created; destroyed with aclrtDestroyStream and aclrtDestroyStreamForce".to_owned())
+}
+
+fn check_events(d: &mut AclDevice) -> Result<String, String> {
+    let stream = d
+        .create_stream()
+        .map_err(|c| failed(d, "create stream", c))?;
+    let result = (|| {
+        let event = d.create_event().map_err(|c| failed(d, "create event", c))?;
+        let result = (|| {
+            // Never recorded: waits as success at once (ascend-cl.md §2.4).
+            d.synchronize_event(event, 1_000)
+                .map_err(|c| failed(d, "synchronize a never-recorded event", c))?;
+            d.record_event(event, stream)
+                .map_err(|c| failed(d, "record", c))?;
+            d.synchronize_event(event, 5_000)
+                .map_err(|c| failed(d, "synchronize with a 5000 ms timeout", c))?;
+            // Re-recording reuses the event (the lane re-records per run).
+            d.record_event(event, stream)
+                .map_err(|c| failed(d, "record again", c))?;
+            d.synchronize_event(event, 5_000)
+                .map_err(|c| failed(d, "synchronize after the second record", c))
+        })();
+        let destroyed = d.destroy_event(event);
+        result?;
+        destroyed.map_err(|c| failed(d, "destroy event", c))
+    })();
+    let destroyed = d.destroy_stream(stream);
+    result?;
+    destroyed.map_err(|c| failed(d, "destroy stream", c))?;
+    Ok(
+        "created, recorded on an empty stream, synchronised with a timeout, re-recorded, destroyed"
+            .to_owned(),
+    )
+}
+
+fn check_copies(d: &mut AclDevice) -> Result<String, String> {
+    const BYTES: usize = 1024;
+    let ptr = d.malloc(BYTES).map_err(|c| failed(d, "aclrtMalloc", c))?;
+    let result = (|| {
+        let sent: Vec<u8> = (0..BYTES).map(|i| (i * 7 + 3) as u8).collect();
+        d.memcpy_to_device(ptr, &sent)
+            .map_err(|c| failed(d, "host to device", c))?;
+        let mut back = vec![0_u8; BYTES];
+        d.memcpy_from_device(&mut back, ptr)
+            .map_err(|c| failed(d, "device to host", c))?;
+        if back == sent {
+            Ok(format!("{BYTES} bytes host to device and back, identical"))
+        } else {
+            Err("the bytes read back differ from the bytes written".to_owned())
+        }
+    })();
+    let freed = d.free(ptr);
+    let detail = result?;
+    freed.map_err(|c| failed(d, "aclrtFree", c))?;
+    Ok(detail)
+}
+
+/// The recovery the lane runs after a poison: bounded drain, force reset, bind, probe.
+fn check_recovery(d: &mut AclDevice) -> Result<String, String> {
+    // The drain's code proves nothing (SPEC §5.3); it is reported, not judged.
+    let drained = d.synchronize_device(5_000);
+    let drain = match drained {
+        Ok(()) => "drained".to_owned(),
+        Err(code) => format!("drain returned {code} (ignored, as the lane does)"),
+    };
+    let _ = d.recent_error_message();
+    d.reset_device_force()
+        .map_err(|c| failed(d, "aclrtResetDeviceForce", c))?;
+    d.set_device()
+        .map_err(|c| failed(d, "aclrtSetDevice after the reset", c))?;
+    let stream = d
+        .create_stream()
+        .map_err(|c| failed(d, "probe: create stream", c))?;
+    d.destroy_stream(stream)
+        .map_err(|c| failed(d, "probe: destroy stream", c))?;
+    let ptr = d.malloc(64).map_err(|c| failed(d, "probe: malloc 64", c))?;
+    d.free(ptr).map_err(|c| failed(d, "probe: free", c))?;
+    Ok(format!(
+        "{drain}; aclrtResetDeviceForce, aclrtSetDevice, then a stream and a 64-byte allocation made and released"
+    ))
+}
+
+/// The loader refuses a library under `devlib/`: the install's own stub when there is one,
+/// else a link to the loaded library from a temporary `devlib/` folder.
+fn check_devlib(loaded: &Path) -> Step {
+    let name = "devlib refusal";
+    let stub = install_stub(loaded);
+    let (path, cleanup) = match stub {
+        Some(stub) => (stub, None),
+        None => {
+            let dir =
+                std::env::temp_dir().join(format!("run-lane-device-check-{}", std::process::id()));
+            let link = dir.join("devlib").join(ascend_cl_sys::LIBRARY_NAME);
+            let made = std::fs::create_dir_all(link.parent().unwrap_or(&dir))
+                .and_then(|()| std::os::unix::fs::symlink(loaded, &link));
+            if let Err(e) = made {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Step {
+                    name,
+                    verdict: Verdict::NotChecked,
+                    detail: format!("no stub in the install, and no temporary devlib/ link: {e}"),
+                };
+            }
+            (link, Some(dir))
+        }
+    };
+    let result = Acl::open(&path);
+    if let Some(dir) = cleanup {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    match result {
+        Err(LoadError::NotLoaded { attempts })
+            if attempts
+                .iter()
+                .any(|a| matches!(a.failure, AttemptFailure::StubLibrary { .. })) =>
+        {
+            Step {
+                name,
+                verdict: Verdict::Passed,
+                detail: format!("{} refused as a stub", path.display()),
+            }
+        }
+        Err(other) => Step {
+            name,
+            verdict: Verdict::Failed,
+            detail: format!(
+                "{} failed to load, but not as a stub: {}",
+                path.display(),
+                other.to_string().replace('\n', " ")
+            ),
+        },
+        Ok(_) => Step {
+            name,
+            verdict: Verdict::Failed,
+            detail: format!("{} under devlib/ was loaded", path.display()),
+        },
+    }
+}
+
+/// CANN's stub `libascendcl.so` under the install that holds `loaded`, if there is one
+/// (`<home>/devlib/...` or `<home>/<arch>-linux/devlib/...`, ascend-cl.md §1.1).
+fn install_stub(loaded: &Path) -> Option<PathBuf> {
+    let home = loaded.parent()?.parent()?;
+    let arch = std::env::consts::ARCH;
+    [
+        home.join("devlib").join(ascend_cl_sys::LIBRARY_NAME),
+        home.join(format!("devlib/linux/{arch}"))
+            .join(ascend_cl_sys::LIBRARY_NAME),
+        home.join(format!("{arch}-linux/devlib"))
+            .join(ascend_cl_sys::LIBRARY_NAME),
+        home.join(format!("{arch}-linux/devlib/linux/{arch}"))
+            .join(ascend_cl_sys::LIBRARY_NAME),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}

@@ -1,0 +1,111 @@
+//! The device check run against the fake libascendcl, as `cargo xtask device-check --lib`
+//! runs it: every device-side step passes, kernels are reported as not checked, and a
+//! machine without a library or a device gets one line, never a crash.
+
+mod common;
+
+use std::path::PathBuf;
+
+use backend_acl::Library;
+use backend_acl::check::{self, CheckOptions, Verdict};
+
+#[test]
+fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
+    let fake = common::fake();
+    let report = check::run(&CheckOptions {
+        library: Library::Path(fake.path.clone()),
+        device_id: 0,
+    });
+    let text = report.to_string();
+    assert!(report.passed(), "{text}");
+    let names: Vec<&str> = report.steps.iter().map(|s| s.name).collect();
+    assert_eq!(
+        names,
+        [
+            "probe",
+            "op timeout",
+            "streams",
+            "events",
+            "copies",
+            "force reset then probe",
+            "devlib refusal",
+            "kernels"
+        ],
+        "{text}"
+    );
+    let kernels = report.steps.last().unwrap();
+    assert_eq!(kernels.verdict, Verdict::NotChecked);
+    assert!(kernels.detail.contains("docs/hardware.md"));
+    assert!(text.contains("SoC Ascend910B1, profile a2a3"), "{text}");
+    assert!(
+        text.ends_with("device-check: 7 passed, 0 failed, 1 not checked\n"),
+        "{text}"
+    );
+    let c = fake.counters();
+    assert_eq!(c.force_resets, 1);
+    fake.assert_balanced();
+}
+
+#[test]
+fn a_failing_call_fails_its_step_with_the_code_and_the_librarys_message() {
+    let fake = common::fake();
+    fake.control
+        .fail_call("aclrtRecordEvent", 507_899, 0, 1)
+        .unwrap();
+    let report = check::run(&CheckOptions {
+        library: Library::Path(fake.path.clone()),
+        device_id: 0,
+    });
+    assert!(!report.passed());
+    let events = report.steps.iter().find(|s| s.name == "events").unwrap();
+    assert_eq!(events.verdict, Verdict::Failed);
+    assert!(
+        events.detail.contains("507899") && events.detail.contains("aclrtRecordEvent"),
+        "{}",
+        events.detail
+    );
+    // The other steps still ran and passed, and the failed step released what it made.
+    assert!(
+        report
+            .steps
+            .iter()
+            .filter(|s| s.verdict == Verdict::Passed)
+            .count()
+            >= 6
+    );
+    fake.assert_balanced();
+}
+
+#[test]
+fn no_library_is_one_line_and_a_failure() {
+    let report = check::run(&CheckOptions {
+        library: Library::Path(PathBuf::from("/nonexistent/lib64/libascendcl.so")),
+        device_id: 0,
+    });
+    assert!(!report.passed());
+    let text = report.to_string();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.starts_with("device-check: no CANN install found"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_device_or_a_bad_device_id_is_one_line_and_a_failure() {
+    let fake = common::fake();
+    let options = CheckOptions {
+        library: Library::Path(fake.path.clone()),
+        device_id: 3,
+    };
+    let text = check::run(&options).to_string();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("device id 3 is out of range"), "{text}");
+    fake.control.set_device_count(0).unwrap();
+    let report = check::run(&CheckOptions {
+        device_id: 0,
+        ..options
+    });
+    assert!(!report.passed());
+    assert!(report.to_string().contains("no Ascend device visible"));
+}

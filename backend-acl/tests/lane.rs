@@ -1,0 +1,265 @@
+//! Whole lanes through `lane_driver::Driver` on `AclDevice` over the fake libascendcl, with a
+//! tiny runner of our own (the fake's test-only kernels): runs complete in real time, a hung
+//! kernel ends with its device code before the host deadline, the device's message reaches
+//! the outcome line, and no path leaks a stream, an event or an allocation.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use backend_acl::{AclConfig, AclDevice};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, Status};
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{
+    CodeRef, FinaliseFailure, LaneState, Outcome, Profile, ProfileSpec, RunId, RunRequest, SlotId,
+    Verdict,
+};
+use lane_driver::{Driver, PrepareError, Report, RunArgs, Runner};
+use run_lane_fake_ascendcl::{Control, ControlError, ENGINE_AICPU, Outcome as Kernel};
+
+/// Each fake kernel's duration: short, but long enough that queued runs overlap.
+const KERNEL: Duration = Duration::from_millis(5);
+
+/// The smallest runner: each launch queues one fake kernel on the lane's stream; the AICPU
+/// kernel writes the run's timing buffer and a clean status header. `hang` names runs whose
+/// AICore kernel hangs until the device op timeout.
+struct FakeKernels {
+    control: &'static Control,
+    layout: HeaderLayout,
+    hang: Vec<u64>,
+}
+
+fn launch_code(result: Result<(), ControlError>) -> Result<(), AclCode> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(ControlError::Call { code, .. }) => {
+            Err(AclCode::from_raw(code).unwrap_or(AclCode::Unknown(code)))
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+impl Runner<AclDevice> for FakeKernels {
+    fn prepare_run(
+        &mut self,
+        _: &mut AclDevice,
+        _: RunId,
+        _: SlotId,
+        _: bool,
+    ) -> Result<(), PrepareError> {
+        Ok(())
+    }
+
+    fn launch_aicore(
+        &mut self,
+        d: &mut AclDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        d.bind_thread()?;
+        let outcome = if self.hang.contains(&args.run.0) {
+            Kernel::Hang
+        } else {
+            Kernel::Ok
+        };
+        launch_code(common::launch_aicore(self.control, stream, KERNEL, outcome))
+    }
+
+    fn launch_aicpu(
+        &mut self,
+        d: &mut AclDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        d.bind_thread()?;
+        let mut header = vec![0; self.layout.size()];
+        status_latch::encode_into(self.layout, &Status::clean(self.layout), &mut header)
+            .expect("a clean header encodes");
+        let result = self.control.launch(
+            common::raw_stream(stream),
+            ENGINE_AICPU,
+            KERNEL,
+            Kernel::Ok,
+            args.timing.0 as usize as *mut core::ffi::c_void,
+            args.status_header.0 as usize as *mut core::ffi::c_void,
+            &header,
+        );
+        launch_code(result)
+    }
+
+    fn finalise_run(
+        &mut self,
+        _: &mut AclDevice,
+        _: RunId,
+        _: SlotId,
+        _: bool,
+    ) -> Result<(), FinaliseFailure> {
+        Ok(())
+    }
+
+    fn upload_code(&mut self, _: &mut AclDevice, _: CodeRef) -> Result<(), AclCode> {
+        Ok(())
+    }
+}
+
+type FakeDriver = Driver<AclDevice, FakeKernels>;
+
+fn driver(fake: &common::Fake, config: AclConfig, hang: Vec<u64>) -> FakeDriver {
+    let (device, profile) = AclDevice::open(config).unwrap_or_else(|e| panic!("{e}"));
+    let runner = FakeKernels {
+        control: fake.control,
+        layout: profile.header(),
+        hang,
+    };
+    Driver::new(profile, device, runner)
+}
+
+/// Submits `runs` runs (waiting for room when the lane is full), closes, and returns every
+/// report.
+fn run_lane(d: &mut FakeDriver, runs: usize) -> Vec<Report> {
+    let mut reports = Vec::new();
+    let mut submitted = 0;
+    while submitted < runs {
+        match d.submit(RunRequest::new()).expect("driver") {
+            Ok(_) => submitted += 1,
+            Err(_) => {
+                d.turn().expect("driver");
+            }
+        }
+        reports.extend(std::iter::from_fn(|| d.poll_report()));
+    }
+    d.run_until_idle().expect("driver");
+    d.close().expect("driver");
+    d.run_until_idle().expect("driver");
+    reports.extend(std::iter::from_fn(|| d.poll_report()));
+    reports
+}
+
+fn verdict(report: &Report) -> Verdict {
+    match report.outcome {
+        Outcome::Run(r) => r.verdict,
+        Outcome::Publication(p) => panic!("unexpected {p:?}"),
+    }
+}
+
+#[test]
+fn a_lane_runs_its_runs_on_the_fake_in_real_time_and_leaks_nothing() {
+    let fake = common::fake();
+    let mut d = driver(&fake, fake.config(), Vec::new());
+    let reports = run_lane(&mut d, 12);
+    assert_eq!(reports.len(), 12);
+    for report in &reports {
+        assert!(verdict(report).is_ok(), "{report}");
+        let Outcome::Run(r) = report.outcome else {
+            unreachable!()
+        };
+        let timing = r.timing.expect("the status read brought the timing buffer");
+        assert!(
+            timing.end_ns >= timing.start_ns + KERNEL.as_nanos() as u64 / 2,
+            "{timing:?}"
+        );
+    }
+    assert_eq!(d.lane().state(), LaneState::Closed);
+    let c = fake.counters();
+    assert_eq!(c.streams_created, 2, "one pair for the whole lane");
+    assert_eq!(c.launches, 24);
+    fake.assert_balanced();
+}
+
+#[test]
+fn a_hung_kernel_ends_with_its_device_code_before_the_host_deadline_and_the_lane_recovers() {
+    let fake = common::fake();
+    let host_ns = 60_000_000_000;
+    let spec = ProfileSpec {
+        completion_timeout_ns: host_ns,
+        device_op_timeout_ns: 300_000_000,
+        ..Profile::a2a3().spec()
+    };
+    let config = AclConfig {
+        profile: Some(Profile::custom(spec).unwrap()),
+        ..fake.config()
+    };
+    let mut d = driver(&fake, config, vec![2]);
+    let start = Instant::now();
+    let reports = run_lane(&mut d, 4);
+    assert!(
+        start.elapsed() < Duration::from_nanos(host_ns),
+        "the device op timeout ended the hang, not the host deadline"
+    );
+    let verdicts: Vec<Verdict> = reports.iter().map(verdict).collect();
+    assert!(verdicts[0].is_ok(), "{}", reports[0]);
+    let cause = verdicts[1].cause().expect("run 2 failed");
+    assert_eq!(cause.code(), Some(507_014), "{}", reports[1]);
+    assert!(
+        matches!(verdicts[1], Verdict::Failed { .. }),
+        "{}",
+        reports[1]
+    );
+    // Run 3 was queued behind it (depth 2) and is taken down; run 4 runs after recovery.
+    assert!(
+        matches!(
+            verdicts[2],
+            Verdict::Poisoned {
+                origin: RunId(2),
+                ..
+            }
+        ),
+        "{}",
+        reports[2]
+    );
+    assert!(verdicts[3].is_ok(), "{}", reports[3]);
+    // The fake's own text for the failed call is on run 2's line (and its poisoned run's).
+    for report in &reports[1..3] {
+        let line = report.to_string();
+        assert!(
+            line.contains("; device: fake libascendcl:") && line.contains("507014"),
+            "{line}"
+        );
+    }
+    let c = fake.counters();
+    assert_eq!(c.force_resets, 1);
+    fake.assert_balanced();
+}
+
+#[test]
+fn no_failing_call_leaks_a_stream_an_event_or_an_allocation_over_a_lane_lifetime() {
+    // Each call of the lane's path failing once, at its first use and at a later one.
+    let symbols = [
+        "aclrtCreateStreamWithConfig",
+        "aclrtCreateEventExWithFlag",
+        "aclrtMalloc",
+        "aclrtMemcpy",
+        "aclrtRecordEvent",
+        "aclrtSynchronizeEventWithTimeout",
+        "aclrtDestroyStream",
+        "aclrtDestroyEvent",
+        "aclrtFree",
+        "runlanefake_launch",
+    ];
+    for symbol in symbols {
+        for skip in [0, 3] {
+            let fake = common::fake();
+            let mut d = driver(&fake, fake.config(), Vec::new());
+            fake.control.fail_call(symbol, 507_899, skip, 1).unwrap();
+            let reports = run_lane(&mut d, 5);
+            assert_eq!(
+                reports.len(),
+                5,
+                "{symbol} skip {skip}: one outcome per run"
+            );
+            let c = fake.counters();
+            // A failed destroy or free after close leaves that one resource alive: the lane
+            // is closed and nothing retries it. Everything else is given back.
+            let release_failed = matches!(
+                symbol,
+                "aclrtDestroyStream" | "aclrtDestroyEvent" | "aclrtFree"
+            );
+            if release_failed && c.force_resets == 0 {
+                let alive = c.live_streams + c.live_events + c.live_allocations;
+                assert!(alive <= 1, "{symbol} skip {skip}: {c:#?}");
+            } else {
+                assert!(c.balanced(), "{symbol} skip {skip}: {c:#?}");
+            }
+        }
+    }
+}
