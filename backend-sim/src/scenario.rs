@@ -766,11 +766,20 @@ impl GotOutcome {
 /// The outcome lines of a report, in the scenario grammar (what `expect.outcomes` would
 /// say to match exactly).
 pub fn outcome_lines(report: &Report) -> Vec<String> {
-    report
-        .outcomes
-        .iter()
-        .map(|o| GotOutcome::of(o).line())
-        .collect()
+    lines_of(&report.outcomes)
+}
+
+/// Outcomes as lines in the scenario grammar.
+fn lines_of(outcomes: &[Outcome]) -> Vec<String> {
+    outcomes.iter().map(|o| GotOutcome::of(o).line()).collect()
+}
+
+impl Observed {
+    /// The outcome lines, in the scenario grammar (cause and code included), so two
+    /// backends' runs compare line by line.
+    pub fn outcome_lines(&self) -> Vec<String> {
+        lines_of(&self.outcomes)
+    }
 }
 
 /// Runs a scenario on the simulator and compares its report with the expectations.

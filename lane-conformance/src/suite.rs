@@ -14,7 +14,7 @@ use backend_sim::scenario::{BackendName, Observed, Scenario};
 use backend_sim::workload::{DriveOptions, Harness, drive};
 use backend_sim::{Failure, LaneEnd, RunTimes};
 use lane_driver::{Device, Driver, Observer, Runner};
-use run_lane_fake_ascendcl::Control;
+use run_lane_fake_ascendcl::{Control, FakeCounters};
 
 use crate::error::ConformanceError;
 use crate::fake::{FakeSession, FakeTimeouts};
@@ -50,6 +50,14 @@ pub fn check(
     let mut mismatches = scenario.compare(&observed);
     mismatches.append(&mut own);
     Ok(mismatches)
+}
+
+/// A closed lane leaves nothing alive on the fake: every stream, event and allocation it
+/// made was destroyed, freed or reclaimed by a reset. A lost lane keeps what no reset could
+/// reclaim. `Some` describes the leak.
+pub fn leaks(end: LaneEnd, counters: &FakeCounters) -> Option<String> {
+    (end == LaneEnd::Closed && !counters.balanced())
+        .then(|| format!("leak: the closed lane left resources on the fake:\n{counters:#?}"))
 }
 
 /// The simulator, virtual time.
@@ -141,13 +149,7 @@ impl Backend for AclOnFake {
         drop(device);
         control.clear_faults().map_err(ConformanceError::control)?;
         let counters = control.counters().map_err(ConformanceError::control)?;
-        let mut own = Vec::new();
-        // A lost lane keeps what no reset could reclaim; a closed one leaves nothing behind.
-        if driven.end == LaneEnd::Closed && !counters.balanced() {
-            own.push(format!(
-                "leak: the closed lane left resources on the fake:\n{counters:#?}"
-            ));
-        }
+        let own = leaks(driven.end, &counters).into_iter().collect();
         let observed = Observed {
             end: driven.end,
             outcomes: driven.outcomes,
@@ -158,5 +160,30 @@ impl Backend for AclOnFake {
             latches: tally.latches,
         };
         Ok((observed, own))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_lane_with_a_live_stream_is_a_leak_but_a_lost_one_is_not() {
+        let live = FakeCounters {
+            streams_created: 2,
+            streams_destroyed: 1,
+            live_streams: 1,
+            ..FakeCounters::ZERO
+        };
+        let leak = leaks(LaneEnd::Closed, &live).expect("a live stream after close");
+        assert!(leak.contains("live_streams: 1"), "{leak}");
+        assert_eq!(leaks(LaneEnd::Lost, &live), None);
+        let clean = FakeCounters {
+            streams_created: 2,
+            streams_destroyed: 1,
+            streams_reclaimed: 1,
+            ..FakeCounters::ZERO
+        };
+        assert_eq!(leaks(LaneEnd::Closed, &clean), None);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use backend_sim::scenario::{self, BackendName, Scenario};
+use backend_sim::scenario::{self, BackendName, Observed, Scenario};
 use lane_conformance::{AclOnFake, Backend, Sim, check};
 
 fn scenario_files() -> Vec<PathBuf> {
@@ -90,6 +90,54 @@ fn a_wrong_expectation_fails_on_the_fake_too() {
             text.contains("    - run 2: failed\n    + run 2: ok"),
             "[{}] {text}",
             backend.name().name()
+        );
+    }
+}
+
+/// Faults no shipped scenario uses (the runner's own failures, every create failing, an
+/// upload failure, an AICPU exception): both backends must give every item the same
+/// outcome line, cause and code included.
+#[test]
+fn the_runners_own_faults_and_the_rarer_device_faults_end_the_same_on_both_backends() {
+    let cases = [
+        "[workload]\nruns = 4\n[[fault]]\nkind = \"prepare\"\ncode = 107000\nruns = [2]\n",
+        "[workload]\nruns = 4\n[[fault]]\nkind = \"copy-back\"\ncode = 107000\nruns = [2]\n\
+         [[fault]]\nkind = \"validation\"\nruns = [3]\n",
+        "[workload]\nruns = 4\n[[fault]]\nkind = \"prepare-incompatible\"\nruns = [2]\n",
+        "[workload]\nruns = 4\npublish_after = [2]\n[[fault]]\nkind = \"upload\"\ncode = 107000\ncalls = [1]\n",
+        "[workload]\nruns = 4\n[[fault]]\nkind = \"exception\"\ncode = \"ACL_ERROR_RT_AICPU_EXCEPTION\"\nruns = [2]\n",
+        "[workload]\nruns = 3\n[[fault]]\nkind = \"stream-create\"\ncode = 207008\nalways = true\n",
+        "[workload]\nruns = 3\n[[fault]]\nkind = \"latch\"\ncode = \"HEAP_RING_DEADLOCK\"\nalways = true\n",
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        let text = format!("name = \"case {i}\"\n{case}");
+        let scenario = scenario::parse(&format!("case-{i}.toml"), &text).unwrap();
+        let (sim, _) = Sim.run(&scenario).unwrap();
+        let (acl, own) = AclOnFake::default().run(&scenario).unwrap();
+        assert!(own.is_empty(), "case {i}: {own:?}");
+        assert_eq!(
+            sim.outcome_lines(),
+            acl.outcome_lines(),
+            "case {i}:\n{case}"
+        );
+        let figures = |o: &Observed| {
+            (
+                o.end,
+                o.not_accepted,
+                o.resets,
+                o.queued_launches,
+                o.aicore_streams_created,
+            )
+        };
+        assert_eq!(figures(&sim), figures(&acl), "case {i}:\n{case}");
+        // The fault fired: without it the same workload ends differently.
+        let (workload, _) = case.split_once("[[fault]]").unwrap();
+        let clean =
+            scenario::parse("clean.toml", &format!("name = \"clean\"\n{workload}")).unwrap();
+        let (clean, _) = Sim.run(&clean).unwrap();
+        assert!(
+            clean.outcome_lines() != sim.outcome_lines() || figures(&clean) != figures(&sim),
+            "case {i} changed nothing:\n{case}"
         );
     }
 }
