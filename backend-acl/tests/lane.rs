@@ -263,3 +263,26 @@ fn no_failing_call_leaks_a_stream_an_event_or_an_allocation_over_a_lane_lifetime
         }
     }
 }
+
+#[test]
+fn a_failed_stream_creates_text_reaches_the_run_that_waited_to_launch() {
+    let fake = common::fake();
+    let mut d = driver(&fake, fake.config(), Vec::new());
+    // 207008 (no stream resource) is not a device fault: only the waiting run fails.
+    fake.control
+        .fail_call("aclrtCreateStreamWithConfig", 207_008, 0, 1)
+        .unwrap();
+    let reports = run_lane(&mut d, 2);
+    let cause = verdict(&reports[0]).cause().copied().expect("run 1 failed");
+    assert_eq!(
+        cause.stage(),
+        Some(lane_core::status_latch::Stage::StreamCreate)
+    );
+    assert_eq!(
+        reports[0].device_message.as_deref(),
+        Some("fake libascendcl: aclrtCreateStreamWithConfig returned 207008")
+    );
+    assert!(verdict(&reports[1]).is_ok(), "{}", reports[1]);
+    assert_eq!(reports[1].device_message, None);
+    fake.assert_balanced();
+}

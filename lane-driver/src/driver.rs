@@ -2,12 +2,12 @@
 //! [`Runner`], feeds each answer back, and blocks on the awaited run's completion events when
 //! nothing else is left.
 
-use lane_core::status_latch::{self, AclCode, DecodeError, HeaderLayout};
+use lane_core::status_latch::{self, AclCode, DecodeError, HeaderLayout, Stage};
 use lane_core::stream_pair::{DestroyMode, Role, StreamHandle};
 use lane_core::{
-    CloseReport, CodeRef, DeviceTiming, Effect, Event, EventError, InvariantViolation, Lane,
-    LaneState, LaunchStep, Lease, MAX_SLOTS, Outcome, Profile, PublicationId, PublishError, RunId,
-    RunRequest, SubmitError, Timestamp,
+    Cause, CloseReport, CodeRef, DeviceTiming, Effect, Event, EventError, InvariantViolation, Lane,
+    LaneState, LaunchStep, Lease, MAX_SLOTS, Outcome, Profile, PublicationId, PublicationResult,
+    PublishError, RunId, RunRequest, SubmitError, Timestamp,
 };
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -369,6 +369,11 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     fn feed(&mut self, event: Event) -> Result<(), DriverError> {
         if let Some(item) = failed_item(&event) {
             self.keep_message(item);
+        } else if matches!(
+            event,
+            Event::StreamCreateFailed { .. } | Event::StreamDestroyFailed { .. }
+        ) {
+            self.keep_message(STREAM_CALL);
         }
         let now = self.device.now();
         let result = self.lane.handle(now, event);
@@ -397,9 +402,15 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
                 outcome: &outcome,
             });
             let device_message = outcome.cause_item().and_then(|item| {
+                // A stream create or destroy fails the run waiting to launch, which the
+                // driver cannot name when the call fails: its text is keyed by the stage.
+                let key = match cause_of(&outcome).and_then(Cause::stage) {
+                    Some(Stage::StreamCreate | Stage::StreamDestroy) => STREAM_CALL,
+                    _ => item,
+                };
                 self.messages
                     .iter()
-                    .find(|(key, _)| *key == item)
+                    .find(|(k, _)| *k == key)
                     .map(|(_, text)| text.clone())
             });
             self.outcomes.push_back(Report {
@@ -704,6 +715,23 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             self.observer
                 .observe(&Observation::ReleaseFailed { now, release, code });
         }
+    }
+}
+
+/// The key of the text of a failed stream create or destroy (no item's sequence number:
+/// those start at 1 and never reach it).
+const STREAM_CALL: u64 = u64::MAX;
+
+/// The cause an outcome reports, if it has one.
+const fn cause_of(outcome: &Outcome) -> Option<&Cause> {
+    match outcome {
+        Outcome::Run(r) => r.verdict.cause(),
+        Outcome::Publication(p) => match &p.result {
+            PublicationResult::Failed { cause } | PublicationResult::Poisoned { cause, .. } => {
+                Some(cause)
+            }
+            PublicationResult::Uploaded | PublicationResult::Cancelled => None,
+        },
     }
 }
 

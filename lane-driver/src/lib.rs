@@ -13,7 +13,11 @@
 //! answer as the event that names it. The only clock read is [`Device::now`]; every wait is
 //! bounded by `Lane::poll_deadline`, the lane's one record of the awaited run's deadline.
 //!
-//! **API boundary:** [`Device`], [`Runner`], [`Observer`], [`Driver`], [`Observation`].
+//! **API boundary:** [`Device`], [`Runner`], [`Observer`], [`Driver`], [`Observation`],
+//! [`Report`] (an outcome with the device's text about the failed call behind it, taken with
+//! [`Device::recent_error_message`] after each failure event; allocated only on failure). A
+//! stream destroy is `Device::destroy_stream` or `Device::destroy_stream_force` as the pair's
+//! `DestroyMode` says.
 //! backend-sim implements `Device` and `Runner`; backend-acl implements `Device` alone (the
 //! embedding runtime supplies the `Runner`). They never depend on each other.
 //!
