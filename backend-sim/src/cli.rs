@@ -294,9 +294,19 @@ pub fn execute(cli: &Cli) -> Result<ExitCode, SimError> {
 }
 
 fn check(files: &[PathBuf]) -> Result<ExitCode, SimError> {
-    let (mut failed, mut bad_input) = (0, 0);
+    let (mut failed, mut bad_input, mut skipped) = (0, 0, 0);
     for path in files {
         let loaded = scenario::load(path);
+        if let Ok(s) = &loaded {
+            if !s.runs_on(scenario::BackendName::Sim) {
+                // The file says the simulator cannot express it (and why).
+                let why = s.backends_reason.as_deref().unwrap_or_default();
+                let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+                println!("skip  {}  {}: not on the simulator: {why}", s.path, s.name);
+                skipped += 1;
+                continue;
+            }
+        }
         match loaded.map_err(SimError::from).and_then(scenario::check) {
             Ok(checked) => {
                 print!("{}", checked.render());
@@ -316,11 +326,16 @@ fn check(files: &[PathBuf]) -> Result<ExitCode, SimError> {
     }
     let total = files.len();
     println!(
-        "{total} scenario{}: {} passed, {failed} failed{}",
+        "{total} scenario{}: {} passed, {failed} failed{}{}",
         if total == 1 { "" } else { "s" },
-        total - failed - bad_input,
+        total - failed - bad_input - skipped,
         if bad_input > 0 {
             format!(", {bad_input} unreadable")
+        } else {
+            String::new()
+        },
+        if skipped > 0 {
+            format!(", {skipped} not for the simulator")
         } else {
             String::new()
         }

@@ -34,16 +34,14 @@
 
 use std::collections::BTreeMap;
 
-use lane_core::status_latch::{self, AclCode, HeaderLayout, Status};
+use lane_core::status_latch::{self, AclCode, HeaderLayout};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, DEFAULT_DEVICE_OP_TIMEOUT_NS, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
 use rand_core::RngCore;
 
 use crate::costs::{Cost, Costs};
-use crate::faults::{
-    FaultRule, Faults, Injected, Latched, Site, is_scheduler_code, rng_for, streams,
-};
+use crate::faults::{FaultRule, Faults, Injected, Latched, Site, rng_for, streams};
 use crate::observer::Journal;
 use crate::trace::{Ending, KernelRecord, Record, Side, Trace};
 
@@ -1377,17 +1375,7 @@ impl SimDevice {
         let mut timing = start.to_le_bytes().to_vec();
         timing.extend_from_slice(&end.to_le_bytes());
         self.write_later(end, run, args.timing, timing);
-        let mut status = Status::clean(self.layout);
-        match latched {
-            // Scheduler codes (100+) latch on the scheduler side, the rest on the orchestrator.
-            Some(latched) if is_scheduler_code(latched.code) => {
-                status.sched = Some(latched.code);
-                status.sched_thread = i32::from(latched.first_thread);
-                status.sched_bitmap = latched.bitmap;
-            }
-            Some(latched) => status.orch = Some(latched.code),
-            None => {}
-        }
+        let status = Latched::status(latched, self.layout);
         let mut header = vec![0; self.layout.size()];
         if status_latch::encode_into(self.layout, &status, &mut header).is_err() {
             self.violation("status header layout larger than its buffer".to_owned());

@@ -402,6 +402,29 @@ pub struct Latched {
     pub bitmap: u32,
 }
 
+impl Latched {
+    /// The status header this latch writes: a scheduler code (100 and above) on the
+    /// scheduler side with its first thread and bitmap, any other code on the orchestrator.
+    /// `None` is a clean header. Every backend's runner writes headers through this one
+    /// function, so they latch alike.
+    pub fn status(
+        latched: Option<Self>,
+        layout: status_latch::HeaderLayout,
+    ) -> status_latch::Status {
+        let mut status = status_latch::Status::clean(layout);
+        match latched {
+            Some(latched) if is_scheduler_code(latched.code) => {
+                status.sched = Some(latched.code);
+                status.sched_thread = i32::from(latched.first_thread);
+                status.sched_bitmap = latched.bitmap;
+            }
+            Some(latched) => status.orch = Some(latched.code),
+            None => {}
+        }
+        status
+    }
+}
+
 /// Scheduler threads a header's bitmap can name (one bit each of a u32).
 pub const SCHED_THREADS: u8 = 32;
 

@@ -6,6 +6,8 @@
 //! rules = ["L-9"]               # the SPEC rules it shows
 //! profile = "a2a3"              # or "a5"; optional `depth = 1`
 //! seed = 1
+//! backends = ["sim"]            # optional: the backends that can express it (default: all)
+//! backends_reason = "..."       # required when `backends` leaves one out: why
 //!
 //! [workload]
 //! runs = 3                      # required
@@ -46,6 +48,13 @@
 //! M [(CAUSE)]`. CAUSE is the classification rule's name (`device-fault`), optionally
 //! followed by `: ` and the code's name (`device-fault: ACL_ERROR_RT_AICORE_EXCEPTION`); a
 //! left-out part is not compared.
+//!
+//! **Backends.** The conformance suite (lane-conformance) runs every scenario on each
+//! [`BackendName`]: `sim` (this simulator, virtual time) and `acl` (backend-acl on the fake
+//! libascendcl, real time), and each must match the same expectations. A scenario only one
+//! of them can express (a fault the fake has no counterpart for, such as a rate, or a figure
+//! only virtual time makes exact) lists the ones it runs on in `backends`, with the reason
+//! in `backends_reason`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -58,7 +67,7 @@ use serde::Deserialize;
 use crate::costs::Cost;
 use crate::error::{InputError, SimError};
 use crate::faults::{FaultKind, FaultRule, When, parse_rate};
-use crate::workload::{Origin, Points, ProfileName, Report, SimConfig, Workload, run};
+use crate::workload::{LaneEnd, Origin, Points, ProfileName, Report, SimConfig, Workload, run};
 
 /// Bytes a scenario file may have (a guard against pointing `check` at the wrong file).
 const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -77,6 +86,10 @@ struct File {
     depth: Option<u8>,
     #[serde(default = "default_seed")]
     seed: u64,
+    #[serde(default)]
+    backends: Option<Vec<String>>,
+    #[serde(default)]
+    backends_reason: Option<String>,
     workload: WorkloadSection,
     #[serde(default)]
     costs: BTreeMap<String, f64>,
@@ -153,6 +166,68 @@ struct Expect {
     latches: Option<Vec<String>>,
 }
 
+/// A backend the conformance suite runs scenarios on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BackendName {
+    /// The simulator (virtual time).
+    Sim,
+    /// backend-acl on the fake libascendcl (real time).
+    Acl,
+}
+
+impl BackendName {
+    /// Every backend, in the order the suite runs them.
+    pub const ALL: [Self; 2] = [Self::Sim, Self::Acl];
+
+    /// `sim` or `acl`, as scenario files write it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Sim => "sim",
+            Self::Acl => "acl",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
+/// What a run produced, as far as a scenario's expectations compare it: the figures every
+/// backend can report (the simulator takes them from its [`Report`], another backend from
+/// its own observer).
+#[derive(Clone, Debug)]
+pub struct Observed {
+    /// How the lane ended.
+    pub end: LaneEnd,
+    /// Every outcome, in submission order.
+    pub outcomes: Vec<Outcome>,
+    /// Runs and publications refused (lane closed or lost).
+    pub not_accepted: u32,
+    /// AICore streams the lane created.
+    pub aicore_streams_created: u64,
+    /// Launches queued behind an earlier run still on the device.
+    pub queued_launches: u64,
+    /// Force resets that succeeded.
+    pub resets: u64,
+    /// Every status header read that latched a code, by run, in read order.
+    pub latches: Vec<(RunId, Status)>,
+}
+
+impl Observed {
+    /// The figures of a simulator report.
+    pub fn of(report: &Report) -> Self {
+        Self {
+            end: report.end,
+            outcomes: report.outcomes.clone(),
+            not_accepted: report.not_accepted,
+            aicore_streams_created: report.aicore_streams_created,
+            queued_launches: report.queued_launches,
+            resets: report.resets,
+            latches: report.latches.clone(),
+        }
+    }
+}
+
 /// A parsed scenario: the simulation to run and what it must produce.
 #[derive(Debug)]
 pub struct Scenario {
@@ -166,6 +241,10 @@ pub struct Scenario {
     pub description: Option<String>,
     /// What to simulate.
     pub config: SimConfig,
+    /// The backends that can express it (every backend unless the file says otherwise).
+    pub backends: Vec<BackendName>,
+    /// Why it runs on fewer than every backend.
+    pub backends_reason: Option<String>,
     expect: Expect,
     expected_outcomes: Option<Vec<ExpectedOutcome>>,
 }
@@ -189,31 +268,99 @@ impl Checked {
 
     /// A readable report: `ok` with the name, or `FAIL` with every mismatch.
     pub fn render(&self) -> String {
-        let rules = if self.scenario.rules.is_empty() {
+        self.scenario.render(None, &self.mismatches)
+    }
+}
+
+impl Scenario {
+    /// Whether the file lets `backend` run it.
+    pub fn runs_on(&self, backend: BackendName) -> bool {
+        self.backends.contains(&backend)
+    }
+
+    /// A readable report of a check: `ok` with the name (and the backend, if given), or
+    /// `FAIL` with every mismatch and the line that reproduces it.
+    pub fn render(&self, backend: Option<BackendName>, mismatches: &[String]) -> String {
+        let rules = if self.rules.is_empty() {
             String::new()
         } else {
-            format!(" ({})", self.scenario.rules.join(", "))
+            format!(" ({})", self.rules.join(", "))
         };
-        if self.passed() {
-            return format!(
-                "ok    {}  {}{rules}\n",
-                self.scenario.path, self.scenario.name
-            );
+        let on = backend.map_or_else(String::new, |b| format!(" [{}]", b.name()));
+        if mismatches.is_empty() {
+            return format!("ok    {}{on}  {}{rules}\n", self.path, self.name);
         }
         let mut out = format!(
-            "FAIL  {}  {}{rules}: {} expectation{} differ\n",
-            self.scenario.path,
-            self.scenario.name,
-            self.mismatches.len(),
-            if self.mismatches.len() == 1 { "" } else { "s" }
+            "FAIL  {}{on}  {}{rules}: {} expectation{} differ\n",
+            self.path,
+            self.name,
+            mismatches.len(),
+            if mismatches.len() == 1 { "" } else { "s" }
         );
-        for m in &self.mismatches {
+        for m in mismatches {
             for line in m.lines() {
                 let _ = writeln!(out, "  {line}");
             }
         }
-        let _ = writeln!(out, "  reproduce: {}", self.scenario.config.repro());
+        let _ = writeln!(out, "  reproduce: {}", self.config.repro());
         out
+    }
+
+    /// Compares what a run produced with the expectations: one readable block per failed
+    /// expectation (empty: every expectation held).
+    pub fn compare(&self, got: &Observed) -> Vec<String> {
+        let mut mismatches = Vec::new();
+        let e = &self.expect;
+        if let Some(lane) = &e.lane {
+            if got.end.name() != lane {
+                mismatches.push(format!("lane: expected {lane}, got {}", got.end.name()));
+            }
+        }
+        let numbers = [
+            (
+                "aicore_streams_created",
+                e.aicore_streams_created,
+                got.aicore_streams_created,
+            ),
+            ("queued_launches", e.queued_launches, got.queued_launches),
+            ("resets", e.resets, got.resets),
+            (
+                "not_accepted",
+                e.not_accepted.map(u64::from),
+                u64::from(got.not_accepted),
+            ),
+        ];
+        for (name, expected, got) in numbers {
+            if let Some(expected) = expected {
+                if expected != got {
+                    mismatches.push(format!("{name}: expected {expected}, got {got}"));
+                }
+            }
+        }
+        if let Some(expected) = &self.expected_outcomes {
+            let got: Vec<GotOutcome> = got.outcomes.iter().map(GotOutcome::of).collect();
+            if let Some(diff) = diff_outcomes(expected, &got) {
+                mismatches.push(diff);
+            }
+        }
+        if let Some(expected) = &e.latches {
+            let got: Vec<String> = got
+                .latches
+                .iter()
+                .map(|(run, status)| latch_line(*run, status))
+                .collect();
+            if *expected != got {
+                let mut diff = String::from("latches (- expected, + got):\n");
+                for line in expected {
+                    let _ = writeln!(diff, "  - {line}");
+                }
+                for line in &got {
+                    let _ = writeln!(diff, "  + {line}");
+                }
+                mismatches.push(diff.trim_end().to_owned());
+            }
+        }
+        mismatches
     }
 }
 
@@ -326,6 +473,11 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
             ));
         }
     }
+    let backends = parse_backends(
+        path,
+        file.backends.as_deref(),
+        file.backends_reason.as_ref(),
+    )?;
     let expected_outcomes = match &file.expect.outcomes {
         None => None,
         Some(lines) => Some(
@@ -341,9 +493,63 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         rules: file.rules,
         description: file.description,
         config,
+        backends,
+        backends_reason: file.backends_reason,
         expect: file.expect,
         expected_outcomes,
     })
+}
+
+/// The `backends` key: known names, none twice, at least one, and a reason whenever one is
+/// left out (a scenario that silently skips a backend would hide a divergence).
+fn parse_backends(
+    path: &str,
+    names: Option<&[String]>,
+    reason: Option<&String>,
+) -> Result<Vec<BackendName>, InputError> {
+    let Some(names) = names else {
+        if reason.is_some() {
+            return Err(bad(
+                path,
+                "backends_reason without backends; list the backends it runs on, or drop the reason",
+            ));
+        }
+        return Ok(BackendName::ALL.to_vec());
+    };
+    let all: Vec<&str> = BackendName::ALL.iter().map(|b| b.name()).collect();
+    let mut backends = Vec::new();
+    for name in names {
+        let backend = BackendName::parse(name).ok_or_else(|| {
+            bad(
+                path,
+                format!(
+                    "unknown backend '{name}' in backends; use {}",
+                    all.join(" or ")
+                ),
+            )
+        })?;
+        if backends.contains(&backend) {
+            return Err(bad(
+                path,
+                format!("backend '{name}' is listed twice in backends"),
+            ));
+        }
+        backends.push(backend);
+    }
+    if backends.is_empty() {
+        return Err(bad(
+            path,
+            "backends = [] runs the scenario nowhere; list at least one backend or drop the key",
+        ));
+    }
+    backends.sort();
+    if backends.len() < BackendName::ALL.len() && reason.is_none_or(|r| r.trim().is_empty()) {
+        return Err(bad(
+            path,
+            "backends leaves a backend out; say why in backends_reason (what it cannot express)",
+        ));
+    }
+    Ok(backends)
 }
 
 fn us_to_ns(us: f64) -> u64 {
@@ -560,67 +766,26 @@ impl GotOutcome {
 /// The outcome lines of a report, in the scenario grammar (what `expect.outcomes` would
 /// say to match exactly).
 pub fn outcome_lines(report: &Report) -> Vec<String> {
-    report
-        .outcomes
-        .iter()
-        .map(|o| GotOutcome::of(o).line())
-        .collect()
+    lines_of(&report.outcomes)
 }
 
-/// Runs a scenario and compares its report with the expectations.
+/// Outcomes as lines in the scenario grammar.
+fn lines_of(outcomes: &[Outcome]) -> Vec<String> {
+    outcomes.iter().map(|o| GotOutcome::of(o).line()).collect()
+}
+
+impl Observed {
+    /// The outcome lines, in the scenario grammar (cause and code included), so two
+    /// backends' runs compare line by line.
+    pub fn outcome_lines(&self) -> Vec<String> {
+        lines_of(&self.outcomes)
+    }
+}
+
+/// Runs a scenario on the simulator and compares its report with the expectations.
 pub fn check(scenario: Scenario) -> Result<Checked, SimError> {
     let report = run(&scenario.config, &mut |_, _| {})?;
-    let mut mismatches = Vec::new();
-    let e = &scenario.expect;
-    if let Some(lane) = &e.lane {
-        if report.end.name() != lane {
-            mismatches.push(format!("lane: expected {lane}, got {}", report.end.name()));
-        }
-    }
-    let numbers = [
-        (
-            "aicore_streams_created",
-            e.aicore_streams_created,
-            report.aicore_streams_created,
-        ),
-        ("queued_launches", e.queued_launches, report.queued_launches),
-        ("resets", e.resets, report.resets),
-        (
-            "not_accepted",
-            e.not_accepted.map(u64::from),
-            u64::from(report.not_accepted),
-        ),
-    ];
-    for (name, expected, got) in numbers {
-        if let Some(expected) = expected {
-            if expected != got {
-                mismatches.push(format!("{name}: expected {expected}, got {got}"));
-            }
-        }
-    }
-    if let Some(expected) = &scenario.expected_outcomes {
-        let got: Vec<GotOutcome> = report.outcomes.iter().map(GotOutcome::of).collect();
-        if let Some(diff) = diff_outcomes(expected, &got) {
-            mismatches.push(diff);
-        }
-    }
-    if let Some(expected) = &e.latches {
-        let got: Vec<String> = report
-            .latches
-            .iter()
-            .map(|(run, status)| latch_line(*run, status))
-            .collect();
-        if *expected != got {
-            let mut diff = String::from("latches (- expected, + got):\n");
-            for line in expected {
-                let _ = writeln!(diff, "  - {line}");
-            }
-            for line in &got {
-                let _ = writeln!(diff, "  + {line}");
-            }
-            mismatches.push(diff.trim_end().to_owned());
-        }
-    }
+    let mismatches = scenario.compare(&Observed::of(&report));
     Ok(Checked {
         scenario,
         report,

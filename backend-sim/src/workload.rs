@@ -14,7 +14,7 @@ use lane_core::{
     CodeRef, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunId, RunRequest,
     SubmitError, Verdict,
 };
-use lane_driver::{Driver, DriverError, Turn};
+use lane_driver::{Device, Driver, DriverError, Observer, Runner, Turn};
 
 use crate::costs::{Cost, Costs};
 use crate::device::{RunTimes, SimDevice, SimRunner};
@@ -386,8 +386,60 @@ impl Report {
     }
 }
 
-struct Runner<'a> {
-    driver: Driver<SimDevice, SimRunner, SimObserver>,
+/// What the workload runner needs from a backend beyond the [`Driver`]: the backend's own
+/// checks after every driver call, and healing its faults for the liveness phase. The
+/// simulator reports its device failures (invariants, deadlocks, livelocks) and heals its
+/// fault rules; another backend (backend-acl on the fake) supplies its own.
+pub trait Harness<D: Device, R: Runner<D>, O: Observer> {
+    /// Something the backend itself found wrong, checked after every driver call (`None`:
+    /// nothing).
+    fn failure(&self, driver: &Driver<D, R, O>) -> Option<Failure>;
+    /// Removes every installed fault (the device's state stays until the lane recovers it).
+    fn heal(&mut self, driver: &mut Driver<D, R, O>);
+}
+
+/// The simulator's [`Harness`]: the device model's failures, and its fault rules healed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimHarness;
+
+impl Harness<SimDevice, SimRunner, SimObserver> for SimHarness {
+    fn failure(&self, driver: &Driver<SimDevice, SimRunner, SimObserver>) -> Option<Failure> {
+        driver.device().failure().cloned().map(Failure::Device)
+    }
+
+    fn heal(&mut self, driver: &mut Driver<SimDevice, SimRunner, SimObserver>) {
+        driver.device_mut().heal();
+    }
+}
+
+/// How [`drive`] runs a workload.
+#[derive(Clone, Debug)]
+pub struct DriveOptions {
+    /// After the workload: heal faults, drain, and require fresh runs to succeed.
+    pub liveness: bool,
+    /// The command that reproduces the run, for every failure.
+    pub repro: String,
+}
+
+/// What [`drive`] produced: every outcome, how the lane ended, and the driver (for the
+/// backend's own figures).
+#[derive(Debug)]
+pub struct Driven<D: Device, R: Runner<D>, O: Observer> {
+    /// The driver, after close.
+    pub driver: Driver<D, R, O>,
+    /// Every outcome, in submission order.
+    pub outcomes: Vec<Outcome>,
+    /// How the lane ended.
+    pub end: LaneEnd,
+    /// Runs and publications the lane refused (closed or lost) and never accepted.
+    pub not_accepted: u32,
+    /// The device clock (`Device::now`) when the last run outcome arrived.
+    pub last_run_outcome_ns: u64,
+}
+
+struct Drive<'a, D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> {
+    driver: Driver<D, R, O>,
+    harness: &'a mut H,
     repro: String,
     outcomes: Vec<Outcome>,
     accepted: Vec<u64>,
@@ -421,9 +473,55 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
         device.install(rule.clone());
     }
     let observer = SimObserver::new(device.journal());
-    let mut runner = Runner {
-        driver: Driver::new(profile, device, SimRunner).with_observer(observer),
+    let driver = Driver::new(profile, device, SimRunner).with_observer(observer);
+    let options = DriveOptions {
+        liveness: config.liveness,
         repro: config.repro(),
+    };
+    let driven = drive(driver, w, &options, &mut SimHarness, on_progress)?;
+    let (device, _, observer) = driven.driver.into_parts();
+    let journal = observer.journal();
+    let (runs, summary) = summarise(
+        &driven.outcomes,
+        &journal.host_use(),
+        driven.last_run_outcome_ns,
+    );
+    Ok(Report {
+        profile,
+        outcomes: driven.outcomes,
+        runs,
+        summary,
+        end: driven.end,
+        not_accepted: driven.not_accepted,
+        aicore_streams_created: journal.aicore_streams_created(),
+        queued_launches: device.queued_launches(),
+        resets: device.resets(),
+        faults,
+        faults_injected: device.faults_injected(),
+        stream_roles: journal.stream_roles(),
+        latches: journal.latches(),
+        trace: journal.trace(),
+    })
+}
+
+/// Runs `workload` through `driver` on any backend: keeps the lane full (submit until
+/// `Full`, then turn), publishes and closes where the workload says, stops submitting once
+/// the lane is lost, checks `harness` after every driver call, and requires every accepted
+/// item to get exactly one outcome, in order. With `options.liveness` it heals the faults
+/// after the workload and requires fresh runs to succeed (unless the lane ended lost).
+/// `on_progress(done, total)` is called after each submitted run.
+pub fn drive<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>>(
+    driver: Driver<D, R, O>,
+    w: &Workload,
+    options: &DriveOptions,
+    harness: &mut H,
+    on_progress: &mut dyn FnMut(u32, u32),
+) -> Result<Driven<D, R, O>, SimError> {
+    let items = u64::from(w.runs) * 2 + u64::from(LIVENESS_RUNS);
+    let mut runner = Drive {
+        driver,
+        harness,
+        repro: options.repro.clone(),
         outcomes: Vec::new(),
         accepted: Vec::new(),
         last_run_outcome_ns: 0,
@@ -453,48 +551,32 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
     if w.close_after.is_none() {
         // Every run gets to finish: close only once the lane is idle.
         runner.drain()?;
-        if config.liveness {
+        if options.liveness {
             runner.liveness()?;
         }
     }
     runner.close()?;
     runner.check_accounting()?;
-    if config.liveness && runner.driver.lane().state() != LaneState::Closed {
+    if options.liveness && runner.driver.lane().state() != LaneState::Closed {
         return Err(runner.failed(Failure::Liveness(format!(
             "after close and drain the lane is {:?}, not Closed",
             runner.driver.lane().state()
         ))));
     }
-    let (device, _, observer) = runner.driver.into_parts();
-    let journal = observer.journal();
-    let (runs, summary) = summarise(
-        &runner.outcomes,
-        &journal.host_use(),
-        runner.last_run_outcome_ns,
-    );
-    Ok(Report {
-        profile,
+    Ok(Driven {
+        driver: runner.driver,
         outcomes: runner.outcomes,
-        runs,
-        summary,
         end: if runner.was_lost {
             LaneEnd::Lost
         } else {
             LaneEnd::Closed
         },
         not_accepted,
-        aicore_streams_created: journal.aicore_streams_created(),
-        queued_launches: device.queued_launches(),
-        resets: device.resets(),
-        faults,
-        faults_injected: device.faults_injected(),
-        stream_roles: journal.stream_roles(),
-        latches: journal.latches(),
-        trace: journal.trace(),
+        last_run_outcome_ns: runner.last_run_outcome_ns,
     })
 }
 
-impl Runner<'_> {
+impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, O, H> {
     fn failed(&self, failure: Failure) -> SimError {
         SimError::Failed {
             failure,
@@ -506,8 +588,8 @@ impl Runner<'_> {
     /// outcomes are collected.
     fn check<T>(&mut self, result: Result<T, DriverError>) -> Result<T, SimError> {
         let value = result.map_err(|e| self.failed(Failure::Driver(e)))?;
-        if let Some(failure) = self.driver.device().failure() {
-            return Err(self.failed(Failure::Device(failure.clone())));
+        if let Some(failure) = self.harness.failure(&self.driver) {
+            return Err(self.failed(failure));
         }
         // Lost, or lost while closing (the lane then ends Closed but says the device is lost).
         if self.driver.lane().device_lost() {
@@ -515,7 +597,7 @@ impl Runner<'_> {
         }
         while let Some(outcome) = self.driver.poll_outcome() {
             if matches!(outcome, Outcome::Run(_)) {
-                self.last_run_outcome_ns = self.driver.device().host_ns();
+                self.last_run_outcome_ns = self.driver.device_mut().now().0;
             }
             self.outcomes.push(outcome);
         }
@@ -608,7 +690,7 @@ impl Runner<'_> {
 
     /// Heal every fault, drain, then fresh runs must succeed unless the lane is lost.
     fn liveness(&mut self) -> Result<(), SimError> {
-        self.driver.device_mut().heal();
+        self.harness.heal(&mut self.driver);
         self.drain()?;
         let state = self.driver.lane().state();
         if state == LaneState::Lost {

@@ -271,6 +271,29 @@ fn the_binary_exits_2_on_bad_input_and_1_on_a_failed_check_without_panicking() {
 }
 
 #[test]
+fn check_skips_a_scenario_the_simulator_cannot_express_and_says_why() {
+    let acl_only = temp_path("acl-only.toml");
+    std::fs::write(
+        &acl_only,
+        "name = \"acl only\"\nbackends = [\"acl\"]\nbackends_reason = \"needs real threads\"\n\
+         [workload]\nruns = 1\n[expect]\noutcomes = [\"run 1: failed\"]\n",
+    )
+    .unwrap();
+    let out = lane_sim(&["check", acl_only.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&acl_only);
+    assert_eq!(out.status.code(), Some(0), "a skip is not a failure");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("acl only: not on the simulator: needs real threads"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 scenario: 0 passed, 0 failed, 1 not for the simulator"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn swarm_mode_prints_the_fault_mix_before_running() {
     let out = lane_sim(&[
         "--swarm",

@@ -136,12 +136,30 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         jitter: &jitter,
         previous: &previous,
     };
-    let markdown = doc.render()?;
+    let mut markdown = doc.render()?;
+    // The real-time companion section is `cargo xtask fake-bench`'s: keep it.
+    if let Some(section) = fs::read_to_string(root.join("docs/performance.md"))
+        .ok()
+        .as_deref()
+        .and_then(fake_bench_section)
+    {
+        markdown = format!("{}\n\n{section}", markdown.trim_end());
+    }
     let svg = speedup_svg(&sweep, &jitter)?;
     write(&root.join("docs/performance.md"), &markdown)?;
     write(&root.join("docs/performance-speedup.svg"), &svg)?;
     println!("wrote docs/performance.md and docs/performance-speedup.svg");
     Ok(())
+}
+
+/// The section `cargo xtask fake-bench` wrote (from its begin marker through its end
+/// marker and the line break after it), if the file has one.
+fn fake_bench_section(doc: &str) -> Option<&str> {
+    const BEGIN: &str = "<!-- fake-bench: begin";
+    const END: &str = "<!-- fake-bench: end -->";
+    let start = doc.find(BEGIN)?;
+    let end = doc[start..].find(END)? + start + END.len();
+    Some(&doc[start..end])
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -1063,6 +1081,16 @@ Timer precision: 20 ns
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn the_fake_bench_section_is_found_between_its_markers() {
+        let doc = "# P\n\n<!-- fake-bench: begin (x) -->\n\n## Real\n\n<!-- fake-bench: end -->\n";
+        assert_eq!(
+            fake_bench_section(doc),
+            Some("<!-- fake-bench: begin (x) -->\n\n## Real\n\n<!-- fake-bench: end -->")
+        );
+        assert_eq!(fake_bench_section("# P\n"), None);
     }
 
     #[test]

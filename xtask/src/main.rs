@@ -26,6 +26,10 @@ cargo xtask <command>
 Commands:
   bench [--repeat N] run the micro-benchmarks (N runs each, default 3) and the simulator sweep, then
                      write docs/performance.md and docs/performance-speedup.svg (on a quiet machine)
+  fake-bench [--runs N]
+                     depth one against queued depth two on the fake libascendcl in real time
+                     (lane-conformance's `fake-bench`, release build); writes its section of
+                     docs/performance.md and leaves the rest of the file alone
   ci                 run what CI runs (.ci/run): fmt check, clippy, then `cargo test --workspace`
   codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
                      with --check, only report which files are stale
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         ["bench", rest @ ..] => bench::run(rest),
         ["ci"] => ci(),
+        ["fake-bench", rest @ ..] => fake_bench(rest),
         ["device-check", rest @ ..] => device_check::run(rest),
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
@@ -87,6 +92,34 @@ fn project_root() -> PathBuf {
         .parent()
         .expect("xtask lives one level below the workspace root")
         .to_path_buf()
+}
+
+/// Runs lane-conformance's `fake-bench` in release and lets it write its section of
+/// docs/performance.md (between its markers; `cargo xtask bench` keeps that section).
+fn fake_bench(args: &[&str]) -> Result<(), String> {
+    let root = project_root();
+    let doc = root.join("docs/performance.md");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "lane-conformance",
+            "--bin",
+            "fake-bench",
+            "--",
+        ])
+        .args(args)
+        .arg("--write")
+        .arg(&doc)
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("could not start cargo run: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("fake-bench failed ({status})"))
+    }
 }
 
 /// Runs `.ci/run`, so `cargo xtask ci` and CI can never disagree.

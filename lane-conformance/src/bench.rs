@@ -1,0 +1,324 @@
+//! Real threads, real waits: depth one against queued depth two on the fake libascendcl.
+//!
+//! Each arm runs the same workload (back-to-back runs of one device time) through
+//! backend-acl on the fake with the [`FakeRunner`], at launch depth one (the
+//! host-synchronised lane) and at depth two (queued). From each run's own timing buffer
+//! (device start and end on the fake's clock) it reports the inter-run device gap; from the
+//! lane thread's clock, the lane's own host time per run: wall time minus the time blocked
+//! in the device's waits, divided by the runs. The fake's kernels are worker threads, so the
+//! gap at depth one is a real host round trip (wake, read the status, launch the successor,
+//! the worker wakes), and at depth two the stream's own hand-over.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use backend_sim::workload::{DriveOptions, Harness, ProfileName, drive};
+use backend_sim::{Failure, RunTimes, Workload};
+use lane_core::status_latch::AclCode;
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{Outcome, Timestamp, Verdict};
+use lane_driver::{Device, DevicePtr, Driver, EventHandle, Observer, Runner};
+
+use crate::error::ConformanceError;
+use crate::fake::{FakeSession, FakeTimeouts};
+use crate::fake_runner::FakeRunner;
+use crate::tally::Tally;
+
+/// One arm's figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arm {
+    /// Launch depth.
+    pub depth: u8,
+    /// Device time of each run.
+    pub device_ns: u64,
+    /// Runs submitted.
+    pub runs: u32,
+    /// Runs that ended `Ok`.
+    pub ok: u32,
+    /// Runs the figures skip (the first few: stream creation, first launches).
+    pub skipped: u32,
+    /// Launches made while an earlier run had not completed (lane-step order).
+    pub queued_launches: u64,
+    /// Inter-run device gaps over the measured runs (ns), sorted.
+    pub gaps_ns: Vec<u64>,
+    /// Device busy time (end - start) of each measured run (ns).
+    pub busy_ns: Vec<u64>,
+    /// Device end of the first and the last measured run (ns, the fake's clock).
+    pub ends_ns: (u64, u64),
+    /// Wall time of the workload on the lane thread.
+    pub wall: Duration,
+    /// Of it, time blocked in the device's waits.
+    pub blocked: Duration,
+}
+
+impl Arm {
+    /// Mean inter-run device gap (ns).
+    pub fn mean_gap_ns(&self) -> f64 {
+        if self.gaps_ns.is_empty() {
+            return 0.0;
+        }
+        self.gaps_ns.iter().map(|g| *g as f64).sum::<f64>() / self.gaps_ns.len() as f64
+    }
+
+    /// A percentile of the gaps (0..=100), nearest rank.
+    pub fn gap_percentile_ns(&self, pct: u32) -> u64 {
+        if self.gaps_ns.is_empty() {
+            return 0;
+        }
+        let last = self.gaps_ns.len() - 1;
+        let rank = (last * pct.min(100) as usize).div_ceil(100);
+        self.gaps_ns.get(rank).copied().unwrap_or(0)
+    }
+
+    /// The lane's own host time per run: wall minus blocked, over the runs.
+    pub fn host_per_run(&self) -> Duration {
+        self.wall.saturating_sub(self.blocked) / self.runs.max(1)
+    }
+
+    /// Runs per second from the spacing of the measured runs' device ends.
+    pub fn runs_per_s(&self) -> f64 {
+        let span = self.ends_ns.1.saturating_sub(self.ends_ns.0) as f64 / 1e9;
+        let spaced = self.busy_ns.len().saturating_sub(1) as f64;
+        if span > 0.0 { spaced / span } else { 0.0 }
+    }
+
+    /// Mean device busy time per measured run (ns): the kernels' own span, which a loaded
+    /// machine stretches past the asked-for device time (the worker wakes late).
+    pub fn mean_busy_ns(&self) -> f64 {
+        if self.busy_ns.is_empty() {
+            return 0.0;
+        }
+        self.busy_ns.iter().map(|b| *b as f64).sum::<f64>() / self.busy_ns.len() as f64
+    }
+}
+
+/// What the bench runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BenchConfig {
+    /// Runs per arm.
+    pub runs: u32,
+    /// Device times, one pair of arms each.
+    pub device_ns: Vec<u64>,
+    /// Runs skipped at the start of each arm.
+    pub skip: u32,
+}
+
+impl Default for BenchConfig {
+    /// 300 runs per arm at 100 us, 250 us and 1 ms, the first 20 skipped.
+    fn default() -> Self {
+        Self {
+            runs: 300,
+            device_ns: vec![100_000, 250_000, 1_000_000],
+            skip: 20,
+        }
+    }
+}
+
+/// Runs both arms for every device time, depth one first.
+///
+/// # Errors
+///
+/// [`ConformanceError`] when an arm cannot run.
+pub fn run(config: &BenchConfig) -> Result<Vec<(Arm, Arm)>, ConformanceError> {
+    config
+        .device_ns
+        .iter()
+        .map(|&device_ns| {
+            Ok((
+                arm(1, device_ns, config.runs, config.skip)?,
+                arm(2, device_ns, config.runs, config.skip)?,
+            ))
+        })
+        .collect()
+}
+
+/// A device that measures the time its waits block (everything else is the lane thread's
+/// own host work).
+#[derive(Debug)]
+struct Metered<D> {
+    inner: D,
+    blocked: Duration,
+}
+
+impl<D: Device> Metered<D> {
+    fn timed<T>(&mut self, call: impl FnOnce(&mut D) -> T) -> T {
+        let start = Instant::now();
+        let result = call(&mut self.inner);
+        self.blocked += start.elapsed();
+        result
+    }
+}
+
+impl<D: Device> Device for Metered<D> {
+    fn now(&mut self) -> Timestamp {
+        self.inner.now()
+    }
+    fn set_device(&mut self) -> Result<(), AclCode> {
+        self.inner.set_device()
+    }
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.timed(|d| d.synchronize_device(timeout_ms))
+    }
+    fn reset_device_force(&mut self) -> Result<(), AclCode> {
+        self.inner.reset_device_force()
+    }
+    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
+        self.inner.create_stream()
+    }
+    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        // Healthy teardown waits for the stream's queued work.
+        self.timed(|d| d.destroy_stream(stream))
+    }
+    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.inner.destroy_stream_force(stream)
+    }
+    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
+        self.inner.create_event()
+    }
+    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
+        self.inner.record_event(event, stream)
+    }
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.timed(|d| d.synchronize_event(event, timeout_ms))
+    }
+    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
+        self.inner.destroy_event(event)
+    }
+    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
+        self.inner.malloc(size)
+    }
+    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
+        self.inner.free(ptr)
+    }
+    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
+        self.inner.memcpy_to_device(dst, src)
+    }
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        self.inner.memcpy_from_device(dst, src)
+    }
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.inner.recent_error_message()
+    }
+}
+
+/// No checks of its own and no faults to heal.
+struct Plain;
+
+impl<D: Device, R: Runner<D>, O: Observer> Harness<D, R, O> for Plain {
+    fn failure(&self, _driver: &Driver<D, R, O>) -> Option<Failure> {
+        None
+    }
+    fn heal(&mut self, _driver: &mut Driver<D, R, O>) {}
+}
+
+/// One arm: `runs` back-to-back runs of `device_ns` at launch depth `depth` on a2a3.
+///
+/// # Errors
+///
+/// [`ConformanceError`] when the fake or the workload fails.
+pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, ConformanceError> {
+    let profile = FakeTimeouts::default().scale(ProfileName::A2a3.profile(Some(depth))?)?;
+    let session = FakeSession::start()?;
+    let device = Metered {
+        inner: session.open(profile)?,
+        blocked: Duration::ZERO,
+    };
+    let times = RunTimes {
+        device_ns,
+        jitter_ppm: 0,
+    };
+    let runner = FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times);
+    let driver = Driver::new(profile, device, runner)
+        .with_observer(Tally::default())
+        // The production setting: invariant checks are the simulator's and the tests' price.
+        .check_invariants(false);
+    let workload = Workload {
+        runs,
+        device_ns,
+        jitter_ppm: 0,
+        ..Workload::default()
+    };
+    let options = DriveOptions {
+        liveness: false,
+        repro: format!("cargo run --release -p lane-conformance --bin fake-bench -- --runs {runs}"),
+    };
+    let start = Instant::now();
+    let driven = drive(driver, &workload, &options, &mut Plain, &mut |_, _| {})?;
+    let wall = start.elapsed();
+    let (device, _, tally) = driven.driver.into_parts();
+    let timings: Vec<(u64, u64)> = driven
+        .outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Run(r) if r.verdict == Verdict::Ok => r.timing.map(|t| (t.start_ns, t.end_ns)),
+            _ => None,
+        })
+        .collect();
+    let ok = u32::try_from(timings.len()).unwrap_or(u32::MAX);
+    let mut gaps_ns: Vec<u64> = timings
+        .windows(2)
+        .skip(skip as usize)
+        .map(|pair| pair[1].0.saturating_sub(pair[0].1))
+        .collect();
+    gaps_ns.sort_unstable();
+    let measured = timings.get(skip as usize..).unwrap_or_default();
+    let busy_ns = measured.iter().map(|(s, e)| e.saturating_sub(*s)).collect();
+    let ends_ns = (
+        measured.first().map_or(0, |t| t.1),
+        measured.last().map_or(0, |t| t.1),
+    );
+    Ok(Arm {
+        depth,
+        device_ns,
+        runs,
+        ok,
+        skipped: skip,
+        queued_launches: tally.queued_launches,
+        gaps_ns,
+        busy_ns,
+        ends_ns,
+        wall,
+        blocked: device.blocked,
+    })
+}
+
+/// The bench's results as a markdown section for docs/performance.md.
+pub fn markdown(config: &BenchConfig, arms: &[(Arm, Arm)], machine: &str) -> String {
+    let mut out = String::from(
+        "## Real threads, real waits: depth one against queued depth two on the fake\n\n",
+    );
+    out += &format!(
+        "Generated by `cargo xtask fake-bench` ({machine}). The rest of this file is the \
+         virtual-time sweep; this section is its real-time companion: the same lane, driver and \
+         workload runner, with backend-acl's `AclDevice` on the fake libascendcl \
+         (`librun_lane_fake_ascendcl.so`, loaded through the same loader as the real library) \
+         and the fake's runner (`lane_conformance::FakeRunner`). Each stream is a worker thread \
+         that runs kernels for their device time in real time; every wait is a real timed wait. \
+         {} runs per arm, the first {} skipped; a2a3 at launch depth one (before) and two \
+         (after); invariant checks off, as in production.\n\n",
+        config.runs, config.skip
+    );
+    out += "- **runs/s**: from the spacing of the measured runs' device ends.\n";
+    out += "- **busy/run**: the mean span of a run's kernels on the device (start to end, its timing buffer); above the device time asked for when the machine is loaded (a worker thread wakes late).\n";
+    out += "- **gap**: from each run's own timing buffer, the device's idle time between one run's end and the next run's start (the fake's device clock).\n";
+    out += "- **host/run**: the lane thread's own time per run: the workload's wall time minus the time blocked in `aclrtSynchronizeEventWithTimeout` (and the drain and healthy stream teardown), over the runs. It includes the fake's call costs (a mutex and a condition variable per call), not a real driver's.\n";
+    out += "- **queued**: launches made before the predecessor's completion was known (an ordering of lane steps).\n\n";
+    out += "| device time | depth | runs/s | busy/run (us) | mean gap (us) | median gap (us) | p99 gap (us) | host/run (us) | queued launches |\n";
+    out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for arm in arms.iter().flat_map(|(a, b)| [a, b]) {
+        out += &format!(
+            "| {} us | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |\n",
+            arm.device_ns / 1_000,
+            arm.depth,
+            arm.runs_per_s(),
+            arm.mean_busy_ns() / 1_000.0,
+            arm.mean_gap_ns() / 1_000.0,
+            arm.gap_percentile_ns(50) as f64 / 1_000.0,
+            arm.gap_percentile_ns(99) as f64 / 1_000.0,
+            arm.host_per_run().as_secs_f64() * 1e6,
+            arm.queued_launches
+        );
+    }
+    out += "\nAt depth one the device idles for a whole host round trip between runs: the lane thread wakes from the completion wait, reads the timing buffer and status header, launches the successor, and the stream's worker wakes to run it. Queued at depth two the successor is already on the stream when its predecessor ends, so the gap is the worker's hand-over alone, whatever the host is doing: that is the figure to read here. Runs/s is not: the fake's kernels are timed condition-variable waits, and on a loaded machine a worker wakes late, so busy/run exceeds the device time asked for by more than the gap saved, and by different amounts in each arm (depth two keeps more threads runnable). On a real device the kernels' time is the device's, and the gap is what queueing removes (the virtual-time sweep above models it with measured costs). Host/run is small next to the simulator's calibrated `H` because the fake's calls are a mutex and a condition variable, not a driver round trip.\n\nReproduce: `cargo xtask fake-bench` (writes this section), or `cargo run --release -p lane-conformance --bin fake-bench` (prints it). `cargo test -p lane-conformance --test fake_bench` runs a short version that checks only the ordering: at depth two every successor is launched before its predecessor's completion, at depth one none is.\n";
+    out
+}

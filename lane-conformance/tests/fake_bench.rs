@@ -1,0 +1,29 @@
+//! A short run of the fake bench (`fake-bench`): queued depth two overlaps runs, depth one
+//! does not. Orderings of lane steps only, no timing assertions.
+
+use lane_conformance::bench;
+
+const RUNS: u32 = 6;
+
+#[test]
+fn queued_depth_two_launches_every_successor_before_its_predecessor_completed() {
+    let two = bench::arm(2, 200_000, RUNS, 1).unwrap();
+    assert_eq!(two.ok, RUNS, "every run succeeds: {two:?}");
+    assert_eq!(
+        two.queued_launches,
+        u64::from(RUNS - 1),
+        "each run after the first is launched before its predecessor's completion: {two:?}"
+    );
+}
+
+#[test]
+fn depth_one_launches_no_run_before_its_predecessor_completed() {
+    let one = bench::arm(1, 200_000, RUNS, 1).unwrap();
+    assert_eq!(one.ok, RUNS, "every run succeeds: {one:?}");
+    assert_eq!(one.queued_launches, 0, "{one:?}");
+    assert_eq!(
+        one.gaps_ns.len(),
+        (RUNS - 2) as usize,
+        "a gap per measured pair of consecutive runs"
+    );
+}
