@@ -62,6 +62,7 @@ macro_rules! behaviours {
     };
 }
 
+pub mod explore;
 pub mod lane_sequences;
 pub mod sim_swarm;
 pub mod status_header_decode;
