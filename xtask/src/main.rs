@@ -23,6 +23,11 @@ Commands:
   ci                 run what CI runs (.ci/run): fmt check, clippy, then `cargo test --workspace`
   codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
                      with --check, only report which files are stale
+  explore [--runs N] [--publications N] [--reservations] [--pair-owners N] [--pair-handles N]
+          [--pair-publications N] [--pair-abandons N]
+                     the exhaustive explorer with bigger bounds than `cargo test` (release build):
+                     the lane on a2a3 and a5 with up to N runs (default 3), a publication and a
+                     close, then the stream pair alone at every depth; prints the state counts
   fuzz <target> [--time S]
                      run one cargo-fuzz target (`-s none`, stable toolchain) on fuzz/corpus/<target>
                      and the committed fuzz/seeds/<target>, for S seconds (until a crash or Ctrl-C
@@ -40,6 +45,7 @@ fn main() -> ExitCode {
         ["ci"] => ci(),
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
+        ["explore", rest @ ..] => explore(rest),
         ["fuzz", target] => fuzz::run(target, None),
         ["fuzz", target, "--time", seconds] => {
             fuzz::parse_time(seconds).and_then(|s| fuzz::run(target, Some(s)))
@@ -69,6 +75,22 @@ fn project_root() -> PathBuf {
         .parent()
         .expect("xtask lives one level below the workspace root")
         .to_path_buf()
+}
+
+/// `cargo xtask explore ...`: lane-fuzz's `explore` example in a release build, with the
+/// arguments as they are (the example parses and documents them).
+fn explore(args: &[&str]) -> Result<(), String> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .args(["run", "--release", "-p", "lane-fuzz", "--example", "explore", "--"])
+        .args(args)
+        .current_dir(project_root())
+        .status()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the explorer failed ({status})"))
+    }
 }
 
 /// Runs `.ci/run`, so `cargo xtask ci` and CI can never disagree.
