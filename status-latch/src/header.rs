@@ -571,3 +571,98 @@ pub fn encode(layout: HeaderLayout, status: &Status) -> Vec<u8> {
     let _ = encode_into(layout, status, &mut out);
     out
 }
+
+/// The compile-time table checks run again at run time, so that they can fail: each
+/// `const_assert!` above only ever sees the real tables, which pass, so a check weakened to
+/// `true` would go unnoticed. These call the same `const fn`s on deliberately broken copies
+/// of the tables and expect `false`.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table of `(offset, type)` fields; which field each is does not matter to
+    /// `fields_fit`.
+    fn table(fields: &[(usize, FieldType)]) -> Vec<FieldSpec> {
+        fields
+            .iter()
+            .map(|&(offset, ty)| spec(HeaderField::StallCompleted, offset, ty))
+            .collect()
+    }
+
+    #[test]
+    fn the_real_tables_pass_both_checks() {
+        assert!(fields_fit(&TMR_FIELDS, TMR_SIZE));
+        assert!(fields_fit(&HBG_FIELDS, HBG_SIZE));
+        assert!(latch_block_at(&TMR_FIELDS, 784));
+        assert!(latch_block_at(&HBG_FIELDS, 208));
+    }
+
+    #[test]
+    fn fields_fit_accepts_adjacent_fields_and_a_field_ending_at_the_header_end() {
+        use FieldType::{I32, I64, U32};
+        assert!(fields_fit(&table(&[(4, I32), (8, U32), (16, I64)]), 24));
+        assert!(fields_fit(&[], 0));
+    }
+
+    #[test]
+    fn fields_fit_rejects_a_field_that_overlaps_the_previous_one() {
+        use FieldType::{I32, I64};
+        assert!(!fields_fit(&table(&[(8, I64), (12, I32)]), 32));
+        let mut broken = TMR_FIELDS;
+        broken[1].offset = broken[0].offset;
+        assert!(!fields_fit(&broken, TMR_SIZE));
+    }
+
+    #[test]
+    fn fields_fit_rejects_a_misaligned_field() {
+        use FieldType::{I32, I64};
+        assert!(!fields_fit(&table(&[(2, I32)]), 8));
+        assert!(!fields_fit(&table(&[(4, I64)]), 16));
+        let mut broken = TMR_FIELDS;
+        // The i64 task id moved into the padding before it: 4-aligned, not 8-aligned.
+        broken[11].offset = 828;
+        assert!(!fields_fit(&broken, TMR_SIZE));
+    }
+
+    #[test]
+    fn fields_fit_rejects_a_field_past_the_header_end() {
+        use FieldType::{I32, I64};
+        assert!(!fields_fit(&table(&[(8, I32)]), 8));
+        assert!(!fields_fit(&table(&[(8, I64)]), 12));
+        assert!(!fields_fit(&HBG_FIELDS, 220));
+        assert!(!fields_fit(&TMR_FIELDS, HBG_SIZE));
+    }
+
+    #[test]
+    fn latch_block_at_rejects_the_wrong_base() {
+        assert!(!latch_block_at(&TMR_FIELDS, 208));
+        assert!(!latch_block_at(&HBG_FIELDS, 784));
+        assert!(!latch_block_at(&HBG_FIELDS, 212));
+    }
+
+    #[test]
+    fn latch_block_at_rejects_a_table_shorter_than_the_latch_block() {
+        assert!(!latch_block_at(&HBG_FIELDS[..3], 208));
+        assert!(!latch_block_at(&[], 208));
+    }
+
+    #[test]
+    fn latch_block_at_rejects_any_latch_field_moved_or_replaced() {
+        for i in 0..4 {
+            let mut moved = HBG_FIELDS;
+            moved[i].offset += 4;
+            assert!(!latch_block_at(&moved, 208), "field {i} moved");
+
+            let mut replaced = HBG_FIELDS;
+            replaced[i].field = HeaderField::StallDetail;
+            assert!(!latch_block_at(&replaced, 208), "field {i} replaced");
+        }
+        let mut swapped = HBG_FIELDS;
+        swapped.swap(0, 2);
+        (swapped[0].offset, swapped[2].offset) = (208, 216);
+        assert!(
+            !latch_block_at(&swapped, 208),
+            "orch and sched codes swapped"
+        );
+    }
+}

@@ -146,6 +146,18 @@ fn decode_of_a_short_buffer_says_how_many_bytes_are_needed() {
 }
 
 #[test]
+fn a_short_buffer_error_names_the_layout_by_the_runtimes_name() {
+    for (layout, name) in [(TMR, "tensormap_and_ringbuffer"), (HBG, "host_build_graph")] {
+        assert_eq!(layout.to_string(), name);
+        let message = decode(layout, &[]).unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!("{name} status header")),
+            "{message}"
+        );
+    }
+}
+
+#[test]
 fn bytes_past_the_header_are_ignored() {
     for layout in HeaderLayout::ALL {
         let status = Status {

@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::project_root;
+use crate::{cargo_has, project_root};
 
 /// File name prefixes libFuzzer gives the inputs it saves when a run fails.
 const FAILURE_PREFIXES: &[&str] = &["crash-", "leak-", "oom-", "timeout-"];
@@ -92,13 +92,7 @@ fn check_target(root: &Path, target: &str) -> Result<(), String> {
 }
 
 fn check_cargo_fuzz() -> Result<(), String> {
-    let installed = Command::new("cargo")
-        .args(["fuzz", "--version"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if installed {
+    if cargo_has("fuzz") {
         Ok(())
     } else {
         Err(

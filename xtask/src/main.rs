@@ -9,10 +9,15 @@
 mod bench;
 mod codegen;
 mod fuzz;
+mod mutants;
 mod tidy;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
+
+/// Crates whose library code must stay pure (SPEC §6): the tidy rules hold them to it, and
+/// mutation testing scores their tests.
+const PURE_CRATES: &[&str] = &["stream-pair", "status-latch", "lane-core"];
 
 const HELP: &str = "\
 cargo xtask <command>
@@ -34,6 +39,11 @@ Commands:
                      without --time); a new crash is copied into fuzz/regressions/<target>/
   fuzz-all --time S  each target in turn for S seconds, then executions and new crashes per target
                      (needs cargo-fuzz: `cargo install cargo-fuzz`; CI never runs these)
+  mutants [CRATE] [--own-tests] [--timeout S] [--jobs N]
+                     cargo-mutants on one pure crate (default: stream-pair, status-latch, lane-core
+                     in turn), judged by the workspace's tests (--own-tests: the crate's own, faster),
+                     S seconds per mutant's tests (default 120), N mutants at once (default 1);
+                     report in target/mutants/CRATE/mutants.out (needs `cargo install cargo-mutants`)
   help               print this text
 ";
 
@@ -51,6 +61,7 @@ fn main() -> ExitCode {
             fuzz::parse_time(seconds).and_then(|s| fuzz::run(target, Some(s)))
         }
         ["fuzz-all", "--time", seconds] => fuzz::parse_time(seconds).and_then(fuzz::run_all),
+        ["mutants", rest @ ..] => mutants::run(rest),
         [] | ["help"] | ["--help"] | ["-h"] => {
             print!("{HELP}");
             Ok(())
@@ -105,4 +116,15 @@ fn ci() -> Result<(), String> {
     } else {
         Err(format!("`.ci/run` failed ({status})"))
     }
+}
+
+/// Whether `cargo <subcommand> --version` runs: the commands that need a cargo plugin
+/// check it first and say how to install it.
+fn cargo_has(subcommand: &str) -> bool {
+    Command::new("cargo")
+        .args([subcommand, "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }

@@ -11,10 +11,7 @@ mod tests {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use crate::project_root;
-
-    /// Crates whose library code must stay pure (SPEC §6).
-    const PURE_CRATES: &[&str] = &["stream-pair", "status-latch", "lane-core"];
+    use crate::{PURE_CRATES, project_root};
 
     /// The only crates allowed to contain `unsafe` (each block with a `// SAFETY:` line,
     /// which clippy's `undocumented_unsafe_blocks` enforces): the FFI crates.
