@@ -161,6 +161,10 @@ fn cargo_mutants_args(krate: &str, options: &Options) -> Vec<String> {
         Tests::Own => args.extend(["--test-package".to_owned(), krate.to_owned()]),
     }
     args.extend([
+        // Unoptimised builds (Cargo.toml): the test profile optimises the explorer's crates,
+        // which would slow every mutant's build more than it speeds its tests.
+        "--profile".to_owned(),
+        "mutants".to_owned(),
         "--timeout".to_owned(),
         options.timeout_s.to_string(),
         "--jobs".to_owned(),
@@ -246,14 +250,14 @@ mod tests {
         let mut options = parse(&["stream-pair", "--timeout", "45"]).unwrap();
         assert_eq!(
             cargo_mutants_args("stream-pair", &options).join(" "),
-            "mutants --package stream-pair --test-workspace=true --timeout 45 --jobs 1 \
-             --output target/mutants/stream-pair"
+            "mutants --package stream-pair --test-workspace=true --profile mutants --timeout 45 \
+             --jobs 1 --output target/mutants/stream-pair"
         );
         options.tests = Tests::Own;
         assert_eq!(
             cargo_mutants_args("stream-pair", &options).join(" "),
-            "mutants --package stream-pair --test-package stream-pair --timeout 45 --jobs 1 \
-             --output target/mutants/stream-pair"
+            "mutants --package stream-pair --test-package stream-pair --profile mutants \
+             --timeout 45 --jobs 1 --output target/mutants/stream-pair"
         );
     }
 }
