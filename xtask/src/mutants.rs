@@ -65,6 +65,10 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut failed = Vec::new();
     for krate in &options.crates {
         let args = cargo_mutants_args(krate, &options);
+        // cargo-mutants creates only the last level of `--output`.
+        let output = project_root().join("target/mutants").join(krate);
+        std::fs::create_dir_all(&output)
+            .map_err(|e| format!("cannot create {}: {e}", output.display()))?;
         eprintln!("xtask: cargo {}", args.join(" "));
         let status = Command::new("cargo")
             .args(&args)

@@ -1,0 +1,198 @@
+//! Interleavings that mutation testing found unpinned (docs/testing.md, lane-core): each test
+//! drives a lane by hand, answering each effect at the moment the scenario names.
+
+use lane_core::status_latch::{AclCode, Class, Failure, Stage};
+use lane_core::stream_pair::{Role, StreamHandle};
+use lane_core::{
+    Effect, Event, Lane, LaunchStep, Outcome, Profile, RunId, RunPhase, RunRequest, Timestamp,
+    Verdict,
+};
+
+const T: Timestamp = Timestamp(0);
+
+/// A lane, the effects it asked for and not yet answered, and the outcomes delivered.
+struct Driven {
+    lane: Lane,
+    outstanding: Vec<Effect>,
+    outcomes: Vec<Outcome>,
+}
+
+impl Driven {
+    fn new(profile: Profile) -> Self {
+        Self {
+            lane: Lane::new(profile),
+            outstanding: Vec::new(),
+            outcomes: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self) {
+        while let Some(effect) = self.lane.poll_effect() {
+            self.outstanding.push(effect);
+        }
+        while let Some(outcome) = self.lane.poll_outcome() {
+            self.outcomes.push(outcome);
+        }
+        self.lane.check_invariants().expect("invariants");
+    }
+
+    fn submit(&mut self) -> RunId {
+        let run = self.lane.submit(T, RunRequest::new()).expect("accepted");
+        self.poll();
+        run
+    }
+
+    /// Takes the outstanding effect `pick` matches (it must be there).
+    fn take(&mut self, what: &str, pick: impl Fn(&Effect) -> bool) -> Effect {
+        let at = self
+            .outstanding
+            .iter()
+            .position(pick)
+            .unwrap_or_else(|| panic!("no outstanding {what}: {:?}", self.outstanding));
+        self.outstanding.remove(at)
+    }
+
+    /// Answers the outstanding effect `pick` matches with `answer(effect)`.
+    fn answer(&mut self, what: &str, pick: impl Fn(&Effect) -> bool, answer: impl FnOnce(Effect) -> Event) {
+        let effect = self.take(what, pick);
+        self.lane.handle(T, answer(effect)).expect("accepted");
+        self.poll();
+    }
+
+    fn verdict(&self, run: RunId) -> Option<Verdict> {
+        self.outcomes.iter().find_map(|o| match o {
+            Outcome::Run(r) if r.run == run => Some(r.verdict),
+            _ => None,
+        })
+    }
+}
+
+fn prepare_of(run: RunId) -> impl Fn(&Effect) -> bool {
+    move |e| matches!(e, Effect::PrepareRun { run: r, .. } if *r == run)
+}
+
+fn finalise_of(run: RunId) -> impl Fn(&Effect) -> bool {
+    move |e| matches!(e, Effect::FinaliseRun { run: r, .. } if *r == run)
+}
+
+fn launch_of(run: RunId) -> impl Fn(&Effect) -> bool {
+    move |e| matches!(e, Effect::LaunchRun { run: r, .. } if *r == run)
+}
+
+fn prepared(e: Effect) -> Event {
+    match e {
+        Effect::PrepareRun { run, lease, .. } => Event::Prepared { run, lease },
+        other => panic!("{other:?}"),
+    }
+}
+
+fn finalised(e: Effect) -> Event {
+    match e {
+        Effect::FinaliseRun { run, lease, .. } => Event::Finalised { run, lease },
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_create_that_fails_after_the_predecessor_finalised_fails_the_run_waiting_on_it() {
+    // N's prepare fails (run-only), so N+1 prepares and launches first: it waits on the
+    // stream creates. N finalises meanwhile; then a create fails. The failure belongs to
+    // N+1, the run waiting on the create, though another run settled in between.
+    let mut d = Driven::new(Profile::a5());
+    let n = d.submit();
+    let n1 = d.submit();
+    d.answer("prepare of N", prepare_of(n), |e| match e {
+        Effect::PrepareRun { run, lease, .. } => Event::PrepareFailed {
+            run,
+            lease,
+            code: AclCode::InvalidParam,
+        },
+        other => panic!("{other:?}"),
+    });
+    d.answer("prepare of N+1", prepare_of(n1), prepared);
+    assert!(
+        d.outstanding.iter().any(|e| matches!(e, Effect::CreateStream { .. })),
+        "N+1 waits on the stream creates: {:?}",
+        d.outstanding
+    );
+    d.answer("finalise of N", finalise_of(n), finalised);
+    assert!(matches!(d.verdict(n), Some(Verdict::Failed { .. })));
+    d.answer(
+        "create",
+        |e| matches!(e, Effect::CreateStream { role: Role::Aicpu }),
+        |_| Event::StreamCreateFailed {
+            role: Role::Aicpu,
+            code: AclCode::InvalidParam,
+        },
+    );
+    assert_eq!(
+        d.lane.phase_of(n1),
+        Some(RunPhase::Finalising),
+        "N+1 fails with the create, it does not wait for another one"
+    );
+    d.answer("finalise of N+1", finalise_of(n1), finalised);
+    match d.verdict(n1) {
+        Some(Verdict::Failed { cause }) => {
+            assert!(
+                matches!(cause.failure, Failure::Acl { stage: Stage::StreamCreate, .. }),
+                "{cause:?}"
+            );
+        }
+        other => panic!("N+1 ended {other:?}"),
+    }
+}
+
+#[test]
+fn a_poison_leaves_a_finished_run_held_behind_its_predecessor_with_its_own_verdict() {
+    // On a2a3, N+1 fails to launch (run-only) while N is awaited: N+1 is finalised and done,
+    // but held behind N. N's completion then fails (poison): N+1 keeps its own failure, it
+    // is not rewritten to Poisoned, and nothing is stepped from `Done` again.
+    let mut d = Driven::new(Profile::a2a3());
+    let n = d.submit();
+    let n1 = d.submit();
+    d.answer("prepare of N", prepare_of(n), prepared);
+    for role in [Role::Aicpu, Role::Aicore] {
+        d.answer(
+            "create",
+            move |e| matches!(e, Effect::CreateStream { role: r } if *r == role),
+            move |_| Event::StreamCreated {
+                role,
+                handle: StreamHandle(if role == Role::Aicpu { 1 } else { 2 }),
+            },
+        );
+    }
+    d.answer("launch of N", launch_of(n), |e| match e {
+        Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
+        other => panic!("{other:?}"),
+    });
+    d.answer("prepare of N+1", prepare_of(n1), prepared);
+    d.answer("launch of N+1", launch_of(n1), |e| match e {
+        Effect::LaunchRun { run, lease, .. } => Event::LaunchFailed {
+            run,
+            lease,
+            step: LaunchStep::Arm,
+            code: AclCode::InvalidParam,
+        },
+        other => panic!("{other:?}"),
+    });
+    d.answer("finalise of N+1", finalise_of(n1), finalised);
+    assert_eq!(d.lane.phase_of(n1), Some(RunPhase::Done), "held behind N");
+    assert_eq!(d.verdict(n1), None, "its outcome waits for N's");
+    d.answer(
+        "await of N",
+        |e| matches!(e, Effect::AwaitCompletion { .. }),
+        |e| match e {
+            Effect::AwaitCompletion { run, lease, .. } => Event::CompletionFailed {
+                run,
+                lease,
+                code: AclCode::RtDeviceTaskAbort,
+            },
+            other => panic!("{other:?}"),
+        },
+    );
+    assert_eq!(d.lane.poison().map(|p| p.origin), Some(n));
+    match d.verdict(n1) {
+        Some(Verdict::Failed { cause }) => assert_eq!(cause.class(), Class::RunOnly),
+        other => panic!("N+1 ended {other:?}, not with its own run-only failure"),
+    }
+}
