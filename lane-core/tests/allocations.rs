@@ -6,10 +6,13 @@ use lane_core::testkit::Succeed;
 use lane_core::{Lane, Outcome, Profile, RunRequest, SubmitError, Timestamp, Verdict};
 
 /// Answers every effect with success (`testkit::Succeed`, which allocates nothing),
-/// completing a run as soon as it is awaited; the clock advances 1 us per effect.
-fn drive(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, oks: &mut u64) {
+/// completing a run as soon as it is awaited; the clock advances 1 us per effect. Returns
+/// how many effects it answered.
+fn drive(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, oks: &mut u64) -> u32 {
+    let mut answered = 0;
     while let Some(effect) = lane.poll_effect() {
         now.0 += 1_000;
+        answered += 1;
         assert!(lane.handle(*now, backend.answer(effect)).is_ok());
     }
     while let Some(outcome) = lane.poll_outcome() {
@@ -17,18 +20,29 @@ fn drive(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, oks: &mut 
             *oks += 1;
         }
     }
+    answered
 }
 
 fn run_many(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, runs: u64) -> u64 {
     let mut oks = 0;
     let mut submitted = 0;
     while submitted < runs {
-        match lane.submit(*now, RunRequest::new()) {
-            Ok(_) => submitted += 1,
-            Err(SubmitError::Full { .. }) => {}
+        let full = match lane.submit(*now, RunRequest::new()) {
+            Ok(_) => {
+                submitted += 1;
+                false
+            }
+            Err(SubmitError::Full { .. }) => true,
             Err(e) => panic!("{e}"),
-        }
-        drive(lane, now, backend, &mut oks);
+        };
+        // Full with nothing to answer would loop here for ever: the lane is stuck, a failure
+        // (not a hang) of this test.
+        let answered = drive(lane, now, backend, &mut oks);
+        assert!(
+            !full || answered > 0,
+            "the lane is full and asks for nothing after {submitted} runs: {} pending",
+            lane.pending_items()
+        );
     }
     drive(lane, now, backend, &mut oks);
     oks
