@@ -39,10 +39,11 @@ Commands:
                      without --time); a new crash is copied into fuzz/regressions/<target>/
   fuzz-all --time S  each target in turn for S seconds, then executions and new crashes per target
                      (needs cargo-fuzz: `cargo install cargo-fuzz`; CI never runs these)
-  mutants [CRATE] [--own-tests] [--timeout S] [--jobs N]
+  mutants [CRATE] [--own-tests] [--timeout S] [--jobs N] [--shard K/N]
                      cargo-mutants on one pure crate (default: stream-pair, status-latch, lane-core
                      in turn), judged by the workspace's tests (--own-tests: the crate's own, faster),
-                     S seconds per mutant's tests (default 120), N mutants at once (default 1);
+                     S seconds per mutant's tests (default 120), N mutants at once (default 1),
+                     only the K-th of N round-robin shards (a sample) with --shard;
                      report in target/mutants/CRATE/mutants.out (needs `cargo install cargo-mutants`)
   help               print this text
 ";
