@@ -299,7 +299,11 @@ fn table_states(attempts: u8) -> Vec<LaneState> {
     let mut states = vec![LaneState::Open];
     for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
         for attempt in 1..=attempts {
-            for step in [RecoveryStep::Drain, RecoveryStep::Reset, RecoveryStep::Probe] {
+            for step in [
+                RecoveryStep::Drain,
+                RecoveryStep::Reset,
+                RecoveryStep::Probe,
+            ] {
                 states.push(LaneState::Recovering {
                     step,
                     attempt,

@@ -53,7 +53,12 @@ impl Driven {
     }
 
     /// Answers the outstanding effect `pick` matches with `answer(effect)`.
-    fn answer(&mut self, what: &str, pick: impl Fn(&Effect) -> bool, answer: impl FnOnce(Effect) -> Event) {
+    fn answer(
+        &mut self,
+        what: &str,
+        pick: impl Fn(&Effect) -> bool,
+        answer: impl FnOnce(Effect) -> Event,
+    ) {
         let effect = self.take(what, pick);
         self.lane.handle(T, answer(effect)).expect("accepted");
         self.poll();
@@ -111,7 +116,9 @@ fn a_create_that_fails_after_the_predecessor_finalised_fails_the_run_waiting_on_
     });
     d.answer("prepare of N+1", prepare_of(n1), prepared);
     assert!(
-        d.outstanding.iter().any(|e| matches!(e, Effect::CreateStream { .. })),
+        d.outstanding
+            .iter()
+            .any(|e| matches!(e, Effect::CreateStream { .. })),
         "N+1 waits on the stream creates: {:?}",
         d.outstanding
     );
@@ -134,7 +141,13 @@ fn a_create_that_fails_after_the_predecessor_finalised_fails_the_run_waiting_on_
     match d.verdict(n1) {
         Some(Verdict::Failed { cause }) => {
             assert!(
-                matches!(cause.failure, Failure::Acl { stage: Stage::StreamCreate, .. }),
+                matches!(
+                    cause.failure,
+                    Failure::Acl {
+                        stage: Stage::StreamCreate,
+                        ..
+                    }
+                ),
                 "{cause:?}"
             );
         }

@@ -11,7 +11,11 @@ const T: Timestamp = Timestamp(0);
 fn equal_histories_give_equal_fingerprints_and_any_step_changes_it() {
     let (mut a, mut b) = (Lane::new(Profile::a2a3()), Lane::new(Profile::a2a3()));
     assert_eq!(a.fingerprint(), b.fingerprint());
-    assert_ne!(a.fingerprint(), Lane::new(Profile::a5()).fingerprint(), "the profile counts");
+    assert_ne!(
+        a.fingerprint(),
+        Lane::new(Profile::a5()).fingerprint(),
+        "the profile counts"
+    );
     let before = a.fingerprint();
     a.submit(T, RunRequest::new()).unwrap();
     assert_ne!(a.fingerprint(), before, "an accepted run counts");
@@ -38,7 +42,10 @@ fn a_publication_is_seen_waiting_then_uploading_then_gone_once_delivered() {
     let mut lane = Lane::new(Profile::a2a3());
     lane.submit(T, RunRequest::new()).unwrap();
     let publication = lane.publish(T, CodeRef(3)).unwrap();
-    assert_eq!(lane.publication_phase(publication), Some(PublicationPhase::Waiting));
+    assert_eq!(
+        lane.publication_phase(publication),
+        Some(PublicationPhase::Waiting)
+    );
     assert_eq!(lane.publication_phase(lane_core::PublicationId(99)), None);
     let mut backend = Succeed::new();
     // Answer everything but the upload: the run finishes, the upload is asked for.
@@ -50,8 +57,12 @@ fn a_publication_is_seen_waiting_then_uploading_then_gone_once_delivered() {
             lane.handle(T, backend.answer(effect)).unwrap();
         }
     }
-    assert_eq!(lane.publication_phase(publication), Some(PublicationPhase::Uploading));
-    lane.handle(T, backend.answer(upload.expect("an upload"))).unwrap();
+    assert_eq!(
+        lane.publication_phase(publication),
+        Some(PublicationPhase::Uploading)
+    );
+    lane.handle(T, backend.answer(upload.expect("an upload")))
+        .unwrap();
     assert_eq!(lane.publication_phase(publication), None, "delivered");
 }
 
@@ -62,4 +73,3 @@ fn effect_lease(effect: lane_core::Effect) -> lane_core::Lease {
         other => panic!("{other:?}"),
     }
 }
-

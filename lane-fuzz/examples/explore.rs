@@ -32,7 +32,7 @@ fn parse(args: &[String]) -> Result<(Vec<Config>, PairConfig), String> {
     let mut runs = 3;
     let mut publications = 1;
     let mut reservations = false;
-    let mut pair = PairConfig::test(1);
+    let mut pair = PairConfig::deep(1);
     let mut it = args.iter();
     let number = |flag: &str, value: Option<&String>| -> Result<u8, String> {
         value

@@ -1493,7 +1493,8 @@ impl Body {
             .iter()
             .map(|o| (o.epoch == self.epoch, o.effect))
             .collect();
-        let accepted: Vec<(u64, bool)> = self.accepted.iter().map(|a| (a.seq, a.delivered)).collect();
+        let accepted: Vec<(u64, bool)> =
+            self.accepted.iter().map(|a| (a.seq, a.delivered)).collect();
         format!(
             "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{},{},{}|{:?}|{:?}|{:?}|{}|{}",
             self.lane.fingerprint().as_str(),

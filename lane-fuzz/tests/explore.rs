@@ -58,7 +58,10 @@ fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() 
     }
     let tables = reached.against_tables();
     println!("table states never reached: {:?}", tables.unreached);
-    assert_eq!(tables.unreached, EXPECTED_UNREACHED, "table states never reached");
+    assert_eq!(
+        tables.unreached, EXPECTED_UNREACHED,
+        "table states never reached"
+    );
     assert!(
         tables.unlisted.is_empty(),
         "reached states no table lists: {:?}",
@@ -111,7 +114,11 @@ impl Model for Counter {
     type Action = u8;
 
     fn actions(&self) -> Vec<u8> {
-        if self.value < 20 { vec![1, 2] } else { Vec::new() }
+        if self.value < 20 {
+            vec![1, 2]
+        } else {
+            Vec::new()
+        }
     }
 
     fn step(&mut self, by: u8) -> Result<(), String> {
@@ -145,8 +152,14 @@ fn a_violation_comes_back_with_the_shortest_trace_that_reaches_it_rendered_as_co
     assert_eq!(violation.trace, [1, 2, 2, 2]);
     assert_eq!(violation.message, "reached 7");
     let report = render::<Counter>(violation, "replay(&[", "])");
-    assert!(report.starts_with("reached 7\nshortest trace (4 actions)"), "{report}");
-    assert!(report.ends_with("replay(&[\n    1,\n    2,\n    2,\n    2,\n])"), "{report}");
+    assert!(
+        report.starts_with("reached 7\nshortest trace (4 actions)"),
+        "{report}"
+    );
+    assert!(
+        report.ends_with("replay(&[\n    1,\n    2,\n    2,\n    2,\n])"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -93,7 +93,15 @@ fn project_root() -> PathBuf {
 /// arguments as they are (the example parses and documents them).
 fn explore(args: &[&str]) -> Result<(), String> {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
-        .args(["run", "--release", "-p", "lane-fuzz", "--example", "explore", "--"])
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "lane-fuzz",
+            "--example",
+            "explore",
+            "--",
+        ])
         .args(args)
         .current_dir(project_root())
         .status()

@@ -320,7 +320,11 @@ fn a_run_launched_behind_an_unfinished_publication_is_caught() {
     let run = lane.submit(now, RunRequest::new()).unwrap();
     drive(&mut lane, &mut backend);
     lane.check_invariants().unwrap();
-    assert_eq!(lane.phase_of(run), Some(RunPhase::Queued), "waits behind the publication");
+    assert_eq!(
+        lane.phase_of(run),
+        Some(RunPhase::Queued),
+        "waits behind the publication"
+    );
     // Past launch (without a submission on the pair) behind the waiting publication.
     lane.run_mut(2).phase = RunPhase::Finalising;
     assert_eq!(violation(&lane), V::LaunchedBehindPublication { run });

@@ -150,7 +150,9 @@ impl LaneModel {
             Action::Op(Op::Expire) => {
                 let deadline = self.body.lane().poll_deadline()?;
                 self.body.current_effects().iter().find_map(|e| match *e {
-                    Effect::AwaitCompletion { run, deadline: d, .. } if d == deadline => Some(run),
+                    Effect::AwaitCompletion {
+                        run, deadline: d, ..
+                    } if d == deadline => Some(run),
                     _ => None,
                 })
             }
@@ -439,16 +441,12 @@ impl Reached {
             ("lane state", &self.lane, lane_state_table()),
         ] {
             let listed = rows(&table);
-            check.unlisted.extend(
-                reached
-                    .difference(&listed)
-                    .map(|s| format!("{name} {s}")),
-            );
-            check.unreached.extend(
-                listed
-                    .difference(reached)
-                    .map(|s| format!("{name} {s}")),
-            );
+            check
+                .unlisted
+                .extend(reached.difference(&listed).map(|s| format!("{name} {s}")));
+            check
+                .unreached
+                .extend(listed.difference(reached).map(|s| format!("{name} {s}")));
         }
         check
     }

@@ -131,9 +131,8 @@ pub fn explore<M: Model>(
         actions.reverse();
         actions
     };
-    let fail = |trace: Vec<M::Action>, message: String| {
-        Failure::Violation(Violation { trace, message })
-    };
+    let fail =
+        |trace: Vec<M::Action>, message: String| Failure::Violation(Violation { trace, message });
 
     initial.check().map_err(|m| fail(Vec::new(), m))?;
     seen.insert(digest(&initial.key()));

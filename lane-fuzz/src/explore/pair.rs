@@ -44,6 +44,21 @@ impl PairConfig {
     }
 }
 
+impl PairConfig {
+    /// The default of `cargo xtask explore` at `depth`: more owners and creates than the
+    /// test bounds.
+    #[must_use]
+    pub const fn deep(depth: u8) -> Self {
+        Self {
+            depth,
+            owners: 3,
+            publications: 1,
+            handles: 4,
+            abandons: 1,
+        }
+    }
+}
+
 /// The pair with its reference model, within a configuration's bounds.
 #[derive(Clone)]
 pub struct PairModel {
