@@ -74,3 +74,33 @@ fn the_counter_sees_an_allocation_when_there_is_one() {
     });
     assert_eq!(info.count_total, 1);
 }
+
+#[test]
+fn a_lane_at_its_largest_allocates_nothing() {
+    // Every slot of the largest profile in flight and the most publications waiting: the
+    // item FIFO at its bound still fits its inline storage.
+    let spec = lane_core::ProfileSpec {
+        slots: lane_core::MAX_SLOTS,
+        launch_depth: lane_core::MAX_SLOTS,
+        ..Profile::default_spec()
+    };
+    let mut lane = Lane::new(Profile::custom(spec).unwrap());
+    let (mut now, mut backend) = (Timestamp(0), Succeed::new());
+    assert_eq!(run_many(&mut lane, &mut now, &mut backend, 10), 10);
+    let mut oks = 0;
+    let info = allocation_counter::measure(|| {
+        for _ in 0..lane_core::MAX_SLOTS {
+            lane.submit(now, RunRequest::new()).unwrap();
+        }
+        for code in 0..lane_core::MAX_PENDING_PUBLICATIONS {
+            lane.publish(now, lane_core::CodeRef(code as u64)).unwrap();
+        }
+        assert_eq!(
+            lane.pending_items(),
+            usize::from(lane_core::MAX_SLOTS) + lane_core::MAX_PENDING_PUBLICATIONS
+        );
+        drive(&mut lane, &mut now, &mut backend, &mut oks);
+    });
+    assert_eq!(oks, u64::from(lane_core::MAX_SLOTS));
+    assert_eq!(info.count_total, 0, "allocations at the bound: {info:?}");
+}
