@@ -279,6 +279,16 @@ mod tests {
     }
 
     #[test]
+    fn presets_carry_the_default_timeouts_and_budget() {
+        for profile in [Profile::a2a3(), Profile::a5()] {
+            assert_eq!(profile.completion_timeout_ns(), DEFAULT_COMPLETION_TIMEOUT_NS);
+            assert_eq!(profile.device_op_timeout_ns(), DEFAULT_DEVICE_OP_TIMEOUT_NS);
+            assert_eq!(profile.drain_timeout_ns(), DEFAULT_DRAIN_TIMEOUT_NS);
+            assert_eq!(profile.recovery_attempts(), DEFAULT_RECOVERY_ATTEMPTS);
+        }
+    }
+
+    #[test]
     fn custom_profile_refuses_depth_above_slots() {
         let spec = ProfileSpec {
             slots: 2,

@@ -73,3 +73,15 @@ fn effect_lease(effect: lane_core::Effect) -> lane_core::Lease {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_lane_is_idle_only_with_nothing_pending_and_lost_only_after_recovery_failed() {
+    let mut lane = Lane::new(Profile::a2a3());
+    assert!(lane.is_idle());
+    assert!(!lane.device_lost());
+    lane.submit(T, RunRequest::new()).unwrap();
+    assert!(!lane.is_idle());
+    Succeed::new().drive(&mut lane, T).unwrap();
+    assert!(lane.is_idle());
+    assert!(!lane.device_lost(), "a healthy life loses nothing");
+}
