@@ -124,7 +124,11 @@ mod tests {
     #[test]
     fn time_spans_saturate_instead_of_wrapping() {
         assert_eq!(Timestamp(7).since(Timestamp(3)), 4);
-        assert_eq!(Timestamp(3).since(Timestamp(7)), 0, "now never goes backwards");
+        assert_eq!(
+            Timestamp(3).since(Timestamp(7)),
+            0,
+            "now never goes backwards"
+        );
         assert_eq!(Timestamp(u64::MAX - 1).after_ns(5), Timestamp(u64::MAX));
     }
 

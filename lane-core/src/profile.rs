@@ -281,7 +281,10 @@ mod tests {
     #[test]
     fn presets_carry_the_default_timeouts_and_budget() {
         for profile in [Profile::a2a3(), Profile::a5()] {
-            assert_eq!(profile.completion_timeout_ns(), DEFAULT_COMPLETION_TIMEOUT_NS);
+            assert_eq!(
+                profile.completion_timeout_ns(),
+                DEFAULT_COMPLETION_TIMEOUT_NS
+            );
             assert_eq!(profile.device_op_timeout_ns(), DEFAULT_DEVICE_OP_TIMEOUT_NS);
             assert_eq!(profile.drain_timeout_ns(), DEFAULT_DRAIN_TIMEOUT_NS);
             assert_eq!(profile.recovery_attempts(), DEFAULT_RECOVERY_ATTEMPTS);

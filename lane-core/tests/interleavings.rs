@@ -209,3 +209,105 @@ fn a_poison_leaves_a_finished_run_held_behind_its_predecessor_with_its_own_verdi
         other => panic!("N+1 ended {other:?}, not with its own run-only failure"),
     }
 }
+
+/// Three slots at launch depth two (a2a3 with a spare slot), N launched and awaited, and
+/// N+1 failed at launch (run-only), finalised and done, held behind N (still holding its
+/// place in the capacity count, hence the third slot).
+fn held_behind_awaited() -> (Driven, RunId, RunId) {
+    let spec = lane_core::ProfileSpec {
+        slots: 3,
+        ..Profile::a2a3().spec()
+    };
+    let mut d = Driven::new(Profile::custom(spec).expect("valid"));
+    let n = d.submit();
+    let n1 = d.submit();
+    d.answer("prepare of N", prepare_of(n), prepared);
+    for (role, handle) in [(Role::Aicpu, 1), (Role::Aicore, 2)] {
+        d.answer(
+            "create",
+            move |e| matches!(e, Effect::CreateStream { role: r } if *r == role),
+            move |_| Event::StreamCreated {
+                role,
+                handle: StreamHandle(handle),
+            },
+        );
+    }
+    d.answer("launch of N", launch_of(n), launched);
+    d.answer("prepare of N+1", prepare_of(n1), prepared);
+    d.answer("launch of N+1", launch_of(n1), |e| match e {
+        Effect::LaunchRun { run, lease, .. } => Event::LaunchFailed {
+            run,
+            lease,
+            step: LaunchStep::Arm,
+            code: AclCode::InvalidParam,
+        },
+        other => panic!("{other:?}"),
+    });
+    d.answer("finalise of N+1", finalise_of(n1), finalised);
+    assert_eq!(d.lane.phase_of(n1), Some(RunPhase::Done));
+    (d, n, n1)
+}
+
+fn launched(e: Effect) -> Event {
+    match e {
+        Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_run_launches_past_a_finished_run_held_behind_the_awaited_one() {
+    // N+2 takes N+1's place on the pair: the finished run ahead of it holds nothing back,
+    // and the lane's invariants (checked after every step) agree.
+    let (mut d, n, _) = held_behind_awaited();
+    let n2 = d.submit();
+    d.answer("prepare of N+2", prepare_of(n2), prepared);
+    d.answer("launch of N+2", launch_of(n2), launched);
+    assert_eq!(d.lane.phase_of(n2), Some(RunPhase::Launched));
+    assert_eq!(d.lane.phase_of(n), Some(RunPhase::Awaiting));
+}
+
+#[test]
+fn a_failure_report_for_a_step_the_run_is_past_is_rejected_and_changes_nothing() {
+    let (mut d, n, n1) = held_behind_awaited();
+    let lease = match d
+        .outstanding
+        .iter()
+        .find(|e| matches!(e, Effect::AwaitCompletion { .. }))
+    {
+        Some(Effect::AwaitCompletion { lease, .. }) => *lease,
+        other => panic!("{other:?}"),
+    };
+    let before = d.lane.fingerprint();
+    // N launched long ago: a run-only launch failure for it now answers nothing, and must
+    // not take its submission off the pair on the way to being rejected.
+    let late_launch_failure = Event::LaunchFailed {
+        run: n,
+        lease,
+        step: LaunchStep::Arm,
+        code: AclCode::InvalidParam,
+    };
+    assert!(d.lane.handle(T, late_launch_failure).is_err());
+    // N is awaited, not reading its status: a latched header for it answers nothing either.
+    let early_latch = Event::StatusRead {
+        run: n,
+        lease,
+        status: {
+            let mut status = lane_core::status_latch::Status::clean(Profile::a2a3().header());
+            status.orch = Some(lane_core::status_latch::RuntimeCode::ScopeDeadlock);
+            status
+        },
+        timing: lane_core::DeviceTiming {
+            start_ns: 1,
+            end_ns: 2,
+        },
+    };
+    assert!(d.lane.handle(T, early_latch).is_err());
+    assert_eq!(
+        d.lane.fingerprint(),
+        before,
+        "a rejected event changed the lane"
+    );
+    d.lane.check_invariants().expect("invariants");
+    assert_eq!(d.lane.phase_of(n1), Some(RunPhase::Done));
+}

@@ -34,7 +34,10 @@ fn equal_histories_give_equal_fingerprints_and_any_step_changes_it() {
     assert!(a.handle(T, stale).is_err());
     assert_eq!(a.rejected_events(), 1);
     assert_eq!(a.fingerprint(), b.fingerprint());
-    assert!(a.fingerprint().as_str().contains("\"a2a3\""), "the text names the profile");
+    assert!(
+        a.fingerprint().as_str().contains("\"a2a3\""),
+        "the text names the profile"
+    );
 }
 
 #[test]

@@ -359,3 +359,25 @@ fn a_closed_or_releasing_lane_with_pending_items_is_caught() {
         assert_eq!(violation(&lane), V::ClosedWithItems, "{state:?}");
     }
 }
+
+#[test]
+fn a_finished_publication_holds_back_no_launch() {
+    // As in the test above, but the publication is done (cancelled, say): the run behind it
+    // may be past launch.
+    let mut lane = Lane::new(Profile::a2a3());
+    let now = Timestamp(0);
+    let mut backend = Succeed::new();
+    lane.submit(now, RunRequest::new()).unwrap();
+    while let Some(effect) = lane.poll_effect() {
+        if !matches!(effect, Effect::AwaitCompletion { .. }) {
+            lane.handle(now, backend.answer(effect)).unwrap();
+        }
+    }
+    lane.publish(now, CodeRef(7)).unwrap();
+    lane.submit(now, RunRequest::new()).unwrap();
+    if let Item::Publication(p) = &mut lane.items[1] {
+        p.phase = PublicationPhase::Done;
+    }
+    lane.run_mut(2).phase = RunPhase::Finalising;
+    assert_eq!(lane.check_invariants(), Ok(()));
+}
