@@ -338,6 +338,13 @@ fn a_diagnostics_run_launched_next_to_another_is_caught() {
         violation(&lane),
         V::LaunchedWithDiagnostics { run: RunId(2) }
     );
+    // A diagnostics run ahead forbids a launch behind it just the same.
+    let mut lane = two_in_flight();
+    lane.run_mut(0).diagnostics = true;
+    assert_eq!(
+        violation(&lane),
+        V::LaunchedWithDiagnostics { run: RunId(2) }
+    );
 }
 
 #[test]
