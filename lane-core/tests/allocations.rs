@@ -13,6 +13,8 @@ fn drive(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, oks: &mut 
     while let Some(effect) = lane.poll_effect() {
         now.0 += 1_000;
         answered += 1;
+        // A lane that never stops asking is a failure, not a hang.
+        assert!(answered <= 100_000, "livelock");
         assert!(lane.handle(*now, backend.answer(effect)).is_ok());
     }
     while let Some(outcome) = lane.poll_outcome() {
