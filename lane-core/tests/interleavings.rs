@@ -311,3 +311,114 @@ fn a_failure_report_for_a_step_the_run_is_past_is_rejected_and_changes_nothing()
     d.lane.check_invariants().expect("invariants");
     assert_eq!(d.lane.phase_of(n1), Some(RunPhase::Done));
 }
+
+/// An a2a3 lane poisoned by a completion failure of its only run, with `DrainDevice`
+/// attempt 1 outstanding.
+fn recovering() -> Driven {
+    let mut d = Driven::new(Profile::a2a3());
+    let n = d.submit();
+    d.answer("prepare", prepare_of(n), prepared);
+    for (role, handle) in [(Role::Aicpu, 1), (Role::Aicore, 2)] {
+        d.answer(
+            "create",
+            move |e| matches!(e, Effect::CreateStream { role: r } if *r == role),
+            move |_| Event::StreamCreated {
+                role,
+                handle: StreamHandle(handle),
+            },
+        );
+    }
+    d.answer("launch", launch_of(n), launched);
+    d.answer(
+        "await",
+        |e| matches!(e, Effect::AwaitCompletion { .. }),
+        |e| match e {
+            Effect::AwaitCompletion { run, lease, .. } => Event::CompletionFailed {
+                run,
+                lease,
+                code: AclCode::RtDeviceTaskAbort,
+            },
+            other => panic!("{other:?}"),
+        },
+    );
+    assert!(matches!(
+        d.outstanding[..],
+        [Effect::DrainDevice { attempt: 1, .. }]
+    ));
+    d
+}
+
+#[test]
+fn a_recovery_report_for_another_step_or_attempt_is_rejected() {
+    let mut d = recovering();
+    let before = d.lane.fingerprint();
+    for wrong in [
+        Event::ResetDone { attempt: 1 },
+        Event::ProbePassed { attempt: 1 },
+        Event::DeviceDrained { attempt: 2 },
+    ] {
+        assert!(d.lane.handle(T, wrong).is_err(), "{wrong:?} accepted");
+    }
+    assert_eq!(d.lane.fingerprint(), before);
+    d.answer(
+        "drain",
+        |e| matches!(e, Effect::DrainDevice { .. }),
+        |_| Event::DeviceDrained { attempt: 1 },
+    );
+    assert!(d.lane.handle(T, Event::ResetDone { attempt: 2 }).is_err());
+    assert!(
+        d.lane
+            .handle(T, Event::DeviceDrained { attempt: 1 })
+            .is_err(),
+        "twice"
+    );
+}
+
+#[test]
+fn the_device_is_lost_only_when_the_last_attempt_fails() {
+    let mut d = recovering();
+    let attempts = Profile::a2a3().recovery_attempts();
+    for attempt in 1..=attempts {
+        d.answer(
+            "drain",
+            |e| matches!(e, Effect::DrainDevice { .. }),
+            move |_| Event::DeviceDrained { attempt },
+        );
+        d.answer(
+            "reset",
+            |e| matches!(e, Effect::ForceReset { .. }),
+            move |_| Event::ResetFailed {
+                attempt,
+                code: AclCode::RtNoDevice,
+            },
+        );
+        assert_eq!(
+            d.lane.device_lost(),
+            attempt == attempts,
+            "after attempt {attempt} of {attempts} failed"
+        );
+    }
+    assert_eq!(d.lane.state(), lane_core::LaneState::Lost);
+}
+
+#[test]
+fn a_passed_probe_reopens_without_losing_the_device() {
+    let mut d = recovering();
+    d.answer(
+        "drain",
+        |e| matches!(e, Effect::DrainDevice { .. }),
+        |_| Event::DeviceDrained { attempt: 1 },
+    );
+    d.answer(
+        "reset",
+        |e| matches!(e, Effect::ForceReset { .. }),
+        |_| Event::ResetDone { attempt: 1 },
+    );
+    d.answer(
+        "probe",
+        |e| matches!(e, Effect::Probe { .. }),
+        |_| Event::ProbePassed { attempt: 1 },
+    );
+    assert_eq!(d.lane.state(), lane_core::LaneState::Open);
+    assert!(!d.lane.device_lost());
+}
