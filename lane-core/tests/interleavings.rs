@@ -316,6 +316,13 @@ fn a_failure_report_for_a_step_the_run_is_past_is_rejected_and_changes_nothing()
 /// attempt 1 outstanding.
 fn recovering() -> Driven {
     let mut d = Driven::new(Profile::a2a3());
+    poison_a_run(&mut d);
+    d
+}
+
+/// Submits a run and fails its completion wait (poison): `DrainDevice` attempt 1 is then
+/// the one outstanding effect.
+fn poison_a_run(d: &mut Driven) {
     let n = d.submit();
     d.answer("prepare", prepare_of(n), prepared);
     for (role, handle) in [(Role::Aicpu, 1), (Role::Aicore, 2)] {
@@ -345,7 +352,35 @@ fn recovering() -> Driven {
         d.outstanding[..],
         [Effect::DrainDevice { attempt: 1, .. }]
     ));
-    d
+}
+
+#[test]
+fn a_reservation_does_not_survive_a_device_reset() {
+    let mut d = Driven::new(Profile::a2a3());
+    let lease = d.lane.reserve(T).expect("reserved");
+    poison_a_run(&mut d);
+    d.answer(
+        "drain",
+        |e| matches!(e, Effect::DrainDevice { .. }),
+        |_| Event::DeviceDrained { attempt: 1 },
+    );
+    d.answer(
+        "reset",
+        |e| matches!(e, Effect::ForceReset { .. }),
+        |_| Event::ResetDone { attempt: 1 },
+    );
+    d.answer(
+        "probe",
+        |e| matches!(e, Effect::Probe { .. }),
+        |_| Event::ProbePassed { attempt: 1 },
+    );
+    assert_eq!(
+        d.lane.submit(T, RunRequest::new().on_lease(lease)),
+        Err(lane_core::SubmitError::StaleLease { lease })
+    );
+    // Both slots are free again.
+    d.submit();
+    d.submit();
 }
 
 #[test]
