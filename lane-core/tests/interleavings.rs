@@ -457,3 +457,18 @@ fn a_passed_probe_reopens_without_losing_the_device() {
     assert_eq!(d.lane.state(), lane_core::LaneState::Open);
     assert!(!d.lane.device_lost());
 }
+
+#[test]
+fn a_successor_is_not_prepared_while_its_predecessor_is_still_preparing() {
+    // Concurrent prepare (a2a3) lets N+1 prepare while N runs, not before N is prepared and
+    // launched: preparation follows launch order.
+    let mut d = Driven::new(Profile::a2a3());
+    let n = d.submit();
+    let n1 = d.submit();
+    assert!(d.outstanding.iter().any(prepare_of(n)));
+    assert!(
+        !d.outstanding.iter().any(prepare_of(n1)),
+        "N+1 asked to prepare while N is preparing: {:?}",
+        d.outstanding
+    );
+}
