@@ -472,3 +472,26 @@ fn a_successor_is_not_prepared_while_its_predecessor_is_still_preparing() {
         d.outstanding
     );
 }
+
+#[test]
+fn a_reservation_counts_against_capacity_next_to_a_finished_run_held_behind() {
+    // Three slots: N in flight, N+1 done but held behind N, and one reservation: full,
+    // though a slot is physically free (N+1's).
+    let (mut d, _, _) = held_behind_awaited();
+    let _lease = d.lane.reserve(T).expect("one slot left");
+    assert!(matches!(
+        d.lane.submit(T, RunRequest::new()),
+        Err(lane_core::SubmitError::Full { slots: 3 })
+    ));
+}
+
+#[test]
+fn close_drops_the_reservations() {
+    let mut d = Driven::new(Profile::a2a3());
+    let lease = d.lane.reserve(T).expect("reserved");
+    let _ = d.lane.close(T);
+    assert!(
+        d.lane.release(lease).is_err(),
+        "the reservation outlived close"
+    );
+}
