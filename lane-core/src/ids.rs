@@ -116,3 +116,36 @@ pub struct DeviceTiming {
     /// When the run's kernels ended on the device.
     pub end_ns: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_spans_saturate_instead_of_wrapping() {
+        assert_eq!(Timestamp(7).since(Timestamp(3)), 4);
+        assert_eq!(
+            Timestamp(3).since(Timestamp(7)),
+            0,
+            "now never goes backwards"
+        );
+        assert_eq!(Timestamp(u64::MAX - 1).after_ns(5), Timestamp(u64::MAX));
+    }
+
+    #[test]
+    fn identifiers_print_as_errors_and_traces_name_them() {
+        let generation = Generation(NonZeroU64::MIN);
+        assert_eq!(Timestamp(1500).to_string(), "1500ns");
+        assert_eq!(RunId(3).to_string(), "run 3");
+        assert_eq!(PublicationId(4).to_string(), "publication 4");
+        assert_eq!(SlotId(1).to_string(), "slot 1");
+        assert_eq!(
+            Lease {
+                slot: SlotId(1),
+                generation
+            }
+            .to_string(),
+            "slot 1 gen 1"
+        );
+    }
+}

@@ -364,6 +364,25 @@ mod tests {
     }
 
     #[test]
+    fn a_verdict_says_whether_it_is_ok_and_which_cause_failed_it() {
+        let cause = acl(Stage::StatusRead);
+        assert_eq!(cause.stage(), Some(Stage::StatusRead));
+        assert!(Verdict::Ok.is_ok());
+        assert_eq!(Verdict::Ok.cause(), None);
+        let failed = Verdict::Failed { cause };
+        assert!(!failed.is_ok());
+        assert_eq!(failed.cause(), Some(&cause));
+        let poisoned = Verdict::Poisoned {
+            cause,
+            origin: RunId(1),
+        };
+        assert!(!poisoned.is_ok());
+        assert_eq!(poisoned.cause(), Some(&cause));
+        assert!(!Verdict::Cancelled.is_ok());
+        assert_eq!(Verdict::Cancelled.cause(), None);
+    }
+
+    #[test]
     fn an_ok_run_reads_ok() {
         assert_eq!(run(Verdict::Ok), "run 5: ok");
     }

@@ -266,6 +266,32 @@ mod tests {
     }
 
     #[test]
+    fn each_profile_carries_its_name_for_traces_and_reports() {
+        assert_eq!(Profile::a2a3().name(), "a2a3");
+        assert_eq!(Profile::a5().name(), "a5");
+        assert_eq!(Profile::default_spec().name, "custom");
+        let spec = ProfileSpec {
+            name: "bench",
+            ..Profile::default_spec()
+        };
+        assert_eq!(Profile::custom(spec).map(|p| p.name()), Ok("bench"));
+        assert_eq!(Profile::a5().spec().name, "a5");
+    }
+
+    #[test]
+    fn presets_carry_the_default_timeouts_and_budget() {
+        for profile in [Profile::a2a3(), Profile::a5()] {
+            assert_eq!(
+                profile.completion_timeout_ns(),
+                DEFAULT_COMPLETION_TIMEOUT_NS
+            );
+            assert_eq!(profile.device_op_timeout_ns(), DEFAULT_DEVICE_OP_TIMEOUT_NS);
+            assert_eq!(profile.drain_timeout_ns(), DEFAULT_DRAIN_TIMEOUT_NS);
+            assert_eq!(profile.recovery_attempts(), DEFAULT_RECOVERY_ATTEMPTS);
+        }
+    }
+
+    #[test]
     fn custom_profile_refuses_depth_above_slots() {
         let spec = ProfileSpec {
             slots: 2,

@@ -96,6 +96,21 @@ mod tests {
     }
 
     #[test]
+    fn a_full_storage_with_taken_items_drops_them_instead_of_spilling() {
+        let mut fifo: Fifo<u32, 4> = Fifo::new();
+        for i in 1..=4 {
+            fifo.push(i);
+        }
+        for i in 1..=3 {
+            assert_eq!(fifo.take(), Some(i));
+        }
+        // Storage full, three of its items taken: the push makes room by dropping them.
+        fifo.push(5);
+        assert!(!fifo.items.spilled());
+        assert_eq!(fifo.as_slice(), &[4, 5]);
+    }
+
+    #[test]
     fn clear_empties_the_queue() {
         let mut fifo: Fifo<u32, 4> = Fifo::new();
         fifo.push(1);

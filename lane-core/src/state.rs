@@ -292,50 +292,34 @@ pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
     }
 }
 
-/// Representative states for the rendered table (recovery shown at attempt 1 and at the
-/// last attempt of the default budget of 3).
-const TABLE_STATES: [LaneState; 12] = [
-    LaneState::Open,
-    LaneState::Recovering {
-        step: RecoveryStep::Drain,
-        attempt: 1,
-        then: AfterRecovery::Reopen,
-    },
-    LaneState::Recovering {
-        step: RecoveryStep::Reset,
-        attempt: 1,
-        then: AfterRecovery::Reopen,
-    },
-    LaneState::Recovering {
-        step: RecoveryStep::Probe,
-        attempt: 1,
-        then: AfterRecovery::Reopen,
-    },
-    LaneState::Recovering {
-        step: RecoveryStep::Probe,
-        attempt: 1,
-        then: AfterRecovery::Close,
-    },
-    LaneState::Recovering {
-        step: RecoveryStep::Reset,
-        attempt: 3,
-        then: AfterRecovery::Reopen,
-    },
-    LaneState::Recovering {
-        step: RecoveryStep::Probe,
-        attempt: 3,
-        then: AfterRecovery::Reopen,
-    },
-    LaneState::Recovering {
-        step: RecoveryStep::Probe,
-        attempt: 3,
-        then: AfterRecovery::Close,
-    },
-    LaneState::Lost,
-    LaneState::Closing,
-    LaneState::ReleasingStreams,
-    LaneState::Closed,
-];
+/// Every state the lane can be in with a recovery budget of `attempts`, in table order:
+/// every step of every recovery attempt, toward either end. The exhaustive explorer
+/// (lane-fuzz) checks that each state it reaches has its rows here.
+fn table_states(attempts: u8) -> Vec<LaneState> {
+    let mut states = vec![LaneState::Open];
+    for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
+        for attempt in 1..=attempts {
+            for step in [
+                RecoveryStep::Drain,
+                RecoveryStep::Reset,
+                RecoveryStep::Probe,
+            ] {
+                states.push(LaneState::Recovering {
+                    step,
+                    attempt,
+                    then,
+                });
+            }
+        }
+    }
+    states.extend([
+        LaneState::Lost,
+        LaneState::Closing,
+        LaneState::ReleasingStreams,
+        LaneState::Closed,
+    ]);
+    states
+}
 
 fn state_label(state: LaneState) -> String {
     match state {
@@ -368,7 +352,7 @@ pub fn lane_state_table() -> String {
          event is rejected and changes nothing.\n\n",
     );
     out.push_str("| state | input | next state | effects |\n|---|---|---|---|\n");
-    for state in TABLE_STATES {
+    for state in table_states(attempts) {
         for input in LaneInput::ALL {
             let (next, effects) = match lane_step(state, input, attempts) {
                 Ok(next) if next == state => (format!("{} (unchanged)", state_label(next)), "none"),

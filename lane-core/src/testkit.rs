@@ -140,6 +140,10 @@ impl fmt::Display for Event {
     }
 }
 
+/// Most answers one [`Succeed::drive`] gives before it calls the lane livelocked: far above
+/// what any healthy lane asks for in one go (a run takes seven or eight).
+pub const DRIVE_LIMIT: usize = 100_000;
+
 /// Answers every effect with success: streams get fresh handles (counting up), runs prepare,
 /// launch, complete at once with a clean latch and default timing, finalise; uploads
 /// succeed; recovery drains, resets and probes successfully. Allocates nothing.
@@ -192,8 +196,20 @@ impl Succeed {
 
     /// Answers every effect the lane has at `now` until none is left (outcomes stay queued
     /// for the caller). Stops at the first rejected event.
+    ///
+    /// # Panics
+    ///
+    /// After [`DRIVE_LIMIT`] answers in one call: a lane that keeps asking while every
+    /// answer is a success is livelocked (a lane bug), and a test must fail on it rather
+    /// than hang.
     pub fn drive(&mut self, lane: &mut Lane, now: Timestamp) -> Result<(), EventError> {
+        let mut answered = 0;
         while let Some(effect) = lane.poll_effect() {
+            answered += 1;
+            assert!(
+                answered <= DRIVE_LIMIT,
+                "livelock: the lane still asks after {DRIVE_LIMIT} successful answers ({effect})"
+            );
             lane.handle(now, self.answer(effect))?;
         }
         Ok(())

@@ -6,10 +6,15 @@ use lane_core::testkit::Succeed;
 use lane_core::{Lane, Outcome, Profile, RunRequest, SubmitError, Timestamp, Verdict};
 
 /// Answers every effect with success (`testkit::Succeed`, which allocates nothing),
-/// completing a run as soon as it is awaited; the clock advances 1 us per effect.
-fn drive(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, oks: &mut u64) {
+/// completing a run as soon as it is awaited; the clock advances 1 us per effect. Returns
+/// how many effects it answered.
+fn drive(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, oks: &mut u64) -> u32 {
+    let mut answered = 0;
     while let Some(effect) = lane.poll_effect() {
         now.0 += 1_000;
+        answered += 1;
+        // A lane that never stops asking is a failure, not a hang.
+        assert!(answered <= 100_000, "livelock");
         assert!(lane.handle(*now, backend.answer(effect)).is_ok());
     }
     while let Some(outcome) = lane.poll_outcome() {
@@ -17,18 +22,29 @@ fn drive(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, oks: &mut 
             *oks += 1;
         }
     }
+    answered
 }
 
 fn run_many(lane: &mut Lane, now: &mut Timestamp, backend: &mut Succeed, runs: u64) -> u64 {
     let mut oks = 0;
     let mut submitted = 0;
     while submitted < runs {
-        match lane.submit(*now, RunRequest::new()) {
-            Ok(_) => submitted += 1,
-            Err(SubmitError::Full { .. }) => {}
+        let full = match lane.submit(*now, RunRequest::new()) {
+            Ok(_) => {
+                submitted += 1;
+                false
+            }
+            Err(SubmitError::Full { .. }) => true,
             Err(e) => panic!("{e}"),
-        }
-        drive(lane, now, backend, &mut oks);
+        };
+        // Full with nothing to answer would loop here for ever: the lane is stuck, a failure
+        // (not a hang) of this test.
+        let answered = drive(lane, now, backend, &mut oks);
+        assert!(
+            !full || answered > 0,
+            "the lane is full and asks for nothing after {submitted} runs: {} pending",
+            lane.pending_items()
+        );
     }
     drive(lane, now, backend, &mut oks);
     oks
@@ -59,4 +75,34 @@ fn the_counter_sees_an_allocation_when_there_is_one() {
         drop(v);
     });
     assert_eq!(info.count_total, 1);
+}
+
+#[test]
+fn a_lane_at_its_largest_allocates_nothing() {
+    // Every slot of the largest profile in flight and the most publications waiting: the
+    // item FIFO at its bound still fits its inline storage.
+    let spec = lane_core::ProfileSpec {
+        slots: lane_core::MAX_SLOTS,
+        launch_depth: lane_core::MAX_SLOTS,
+        ..Profile::default_spec()
+    };
+    let mut lane = Lane::new(Profile::custom(spec).unwrap());
+    let (mut now, mut backend) = (Timestamp(0), Succeed::new());
+    assert_eq!(run_many(&mut lane, &mut now, &mut backend, 10), 10);
+    let mut oks = 0;
+    let info = allocation_counter::measure(|| {
+        for _ in 0..lane_core::MAX_SLOTS {
+            lane.submit(now, RunRequest::new()).unwrap();
+        }
+        for code in 0..lane_core::MAX_PENDING_PUBLICATIONS {
+            lane.publish(now, lane_core::CodeRef(code as u64)).unwrap();
+        }
+        assert_eq!(
+            lane.pending_items(),
+            usize::from(lane_core::MAX_SLOTS) + lane_core::MAX_PENDING_PUBLICATIONS
+        );
+        drive(&mut lane, &mut now, &mut backend, &mut oks);
+    });
+    assert_eq!(oks, u64::from(lane_core::MAX_SLOTS));
+    assert_eq!(info.count_total, 0, "allocations at the bound: {info:?}");
 }

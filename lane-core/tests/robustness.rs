@@ -292,3 +292,22 @@ fn spurious_timeouts_are_harmless_and_the_lane_asks_for_each_completion_once() {
         .count();
     assert_eq!(awaits, 0, "no second await after the first");
 }
+
+#[test]
+fn a_lease_naming_the_slot_just_past_the_last_is_refused_without_panicking() {
+    let spec = lane_core::ProfileSpec {
+        slots: lane_core::MAX_SLOTS,
+        ..lane_core::Profile::default_spec()
+    };
+    let mut lane = lane_core::Lane::new(lane_core::Profile::custom(spec).unwrap());
+    let lease = lane_core::Lease {
+        slot: lane_core::SlotId(lane_core::MAX_SLOTS),
+        generation: lane_core::Generation(core::num::NonZeroU64::MIN),
+    };
+    assert!(lane.release(lease).is_err());
+    let refused = lane.submit(
+        lane_core::Timestamp(0),
+        lane_core::RunRequest::new().on_lease(lease),
+    );
+    assert_eq!(refused, Err(lane_core::SubmitError::StaleLease { lease }));
+}

@@ -39,6 +39,13 @@ fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
     for input in PublicationInput::ALL {
         assert!(step(PublicationPhase::Done, input).is_err(), "{input:?}");
     }
+    // No self-loop: every accepted input moves a publication on (the rendered table relies
+    // on it and prints no "unchanged" row).
+    for phase in PublicationPhase::ALL {
+        for input in PublicationInput::ALL {
+            assert_ne!(step(phase, input), Ok(phase), "{phase:?} x {input:?}");
+        }
+    }
 }
 
 #[test]

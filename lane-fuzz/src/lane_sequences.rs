@@ -276,7 +276,10 @@ struct Evidence {
     finalise_asked: u32,
 }
 
-struct Body {
+/// The body's driver-and-backend: the lane, what it asked for and what it answered. The
+/// explorer ([`crate::explore`]) clones it to branch.
+#[derive(Clone)]
+pub(crate) struct Body {
     lane: Lane,
     now: Timestamp,
     layout_clean: Status,
@@ -323,10 +326,15 @@ impl Body {
             // Every field is brought into range above.
             Err(e) => unreachable!("fuzz profile refused: {e}"),
         };
+        Self::with_profile(profile)
+    }
+
+    /// A body driving a fresh lane with `profile`.
+    pub(crate) fn with_profile(profile: Profile) -> Self {
         Self {
             lane: Lane::new(profile),
             now: Timestamp(0),
-            layout_clean: Status::clean(spec.header),
+            layout_clean: Status::clean(profile.header()),
             outstanding: Vec::new(),
             epoch: 0,
             poisons: Vec::new(),
@@ -352,7 +360,7 @@ impl Body {
     }
 
     /// The state a reader of a finding needs.
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let outstanding: Vec<String> = self
             .outstanding
             .iter()
@@ -373,7 +381,7 @@ impl Body {
         )
     }
 
-    fn op(&mut self, op: Op) -> Result<(), String> {
+    pub(crate) fn op(&mut self, op: Op) -> Result<(), String> {
         match op {
             Op::Submit {
                 tag,
@@ -455,7 +463,7 @@ impl Body {
     }
 
     /// Indices of the outstanding effects asked for since the last poison.
-    fn current(&self) -> Vec<usize> {
+    pub(crate) fn current(&self) -> Vec<usize> {
         (0..self.outstanding.len())
             .filter(|&at| self.outstanding[at].epoch == self.epoch)
             .collect()
@@ -1224,7 +1232,7 @@ impl Body {
     /// The backend answers every outstanding effect with success until the lane asks for
     /// nothing more; then every accepted item must have its outcome. Then a close, answered
     /// the same way, must end `Closed`.
-    fn finish(&mut self) -> Result<(), String> {
+    pub(crate) fn finish(&mut self) -> Result<(), String> {
         self.answer_everything()?;
         if self.lane.pending_items() > 0 {
             return Err(format!(
@@ -1404,5 +1412,114 @@ fn answers(effect: &Effect, event: &Event) -> bool {
             Event::ProbePassed { attempt: a } | Event::ProbeFailed { attempt: a, .. },
         ) => attempt == a,
         _ => false,
+    }
+}
+
+/// What the exhaustive explorer ([`crate::explore`]) reads and does beyond the operations.
+impl Body {
+    /// The lane under test.
+    pub(crate) const fn lane(&self) -> &Lane {
+        &self.lane
+    }
+
+    /// The outstanding effects asked for since the last poison, in the order
+    /// [`Op::Answer`] indexes them.
+    pub(crate) fn current_effects(&self) -> Vec<Effect> {
+        self.current()
+            .into_iter()
+            .map(|at| self.outstanding[at].effect)
+            .collect()
+    }
+
+    /// How many outstanding effects were asked for before the last poison (abandoned with
+    /// the device, so their answers are stale).
+    pub(crate) fn abandoned(&self) -> usize {
+        self.outstanding
+            .iter()
+            .filter(|o| o.epoch != self.epoch)
+            .count()
+    }
+
+    /// Feeds the success answer to the abandoned effect at `index % abandoned`: a stale
+    /// answer, which the lane may accept only if it also answers a current effect.
+    pub(crate) fn answer_abandoned(&mut self, index: u8) -> Result<(), String> {
+        let stale: Vec<usize> = (0..self.outstanding.len())
+            .filter(|&at| self.outstanding[at].epoch != self.epoch)
+            .collect();
+        let Some(&at) = pick_ref(&stale, index) else {
+            return Ok(());
+        };
+        let effect = self.outstanding.remove(at).effect;
+        let (event, _) = self.reply(effect, Reply::Success);
+        self.feed(event, Kind::Wrong)
+    }
+
+    /// [`Op::Answer`], then the same event fed again: a duplicated answer, which the lane
+    /// may accept only if it also answers another outstanding effect.
+    pub(crate) fn answer_twice(&mut self, index: u8, reply: Reply) -> Result<(), String> {
+        let current = self.current();
+        let Some(&at) = pick_ref(&current, index) else {
+            return Ok(());
+        };
+        let effect = self.outstanding[at].effect;
+        let (event, kind) = self.reply(effect, reply);
+        self.feed(event, kind)?;
+        self.feed(event, Kind::Wrong)
+    }
+
+    /// How many runs and how many publications the lane accepted so far.
+    pub(crate) fn accepted_counts(&self) -> (usize, usize) {
+        let runs = self.accepted.iter().filter(|a| a.run.is_some()).count();
+        (runs, self.accepted.len() - runs)
+    }
+
+    /// Whether `close` was called.
+    pub(crate) const fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// How many live reservations the body holds.
+    pub(crate) fn reservations(&self) -> usize {
+        self.reserved.len()
+    }
+
+    /// The canonical text of everything that decides what happens next: the lane's
+    /// fingerprint and every record the checks read. Left out: what only names behaviours
+    /// reached, the outcomes already checked, and the event history (the explorer replays
+    /// only the event it just fed, in the same action).
+    pub(crate) fn key_text(&self) -> String {
+        let outstanding: Vec<(bool, Effect)> = self
+            .outstanding
+            .iter()
+            .map(|o| (o.epoch == self.epoch, o.effect))
+            .collect();
+        let accepted: Vec<(u64, bool)> =
+            self.accepted.iter().map(|a| (a.seq, a.delivered)).collect();
+        format!(
+            "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{},{},{}|{:?}|{:?}|{:?}|{}|{}",
+            self.lane.fingerprint().as_str(),
+            self.now,
+            self.poisons,
+            self.evidence,
+            self.last_prepare,
+            self.last_launch,
+            self.last_await,
+            self.uploaded,
+            self.reserved,
+            self.former_leases,
+            self.next_handle,
+            self.closed,
+        )
+    }
+}
+
+impl Body {
+    /// The accepted items without an outcome yet: `(seq, is a run)`, in submission order.
+    pub(crate) fn pending_items(&self) -> Vec<(u64, bool)> {
+        self.accepted
+            .iter()
+            .filter(|a| !a.delivered)
+            .map(|a| (a.seq, a.run.is_some()))
+            .collect()
     }
 }

@@ -22,6 +22,10 @@
 //!   and a fault mix derived from the seed, with the lane's and the device's invariants
 //!   after every step, then healing and draining.
 //!
+//! And [`explore`], not a fuzz target: the exhaustive explorer, which drives the same
+//! `lane_sequences` and `stream_pair_orderings` bodies through every ordering within small
+//! bounds instead of a sample.
+//!
 //! # Invariant
 //!
 //! A body never panics on its own account: any input decodes to a meaningful sequence
@@ -62,6 +66,7 @@ macro_rules! behaviours {
     };
 }
 
+pub mod explore;
 pub mod lane_sequences;
 pub mod sim_swarm;
 pub mod status_header_decode;

@@ -518,7 +518,10 @@ impl Model {
     }
 }
 
-struct Body {
+/// The pair, its reference model and the body's records. The explorer
+/// ([`crate::explore::pair`]) clones it to branch.
+#[derive(Clone)]
+pub(crate) struct Body {
     pair: StreamPair,
     model: Model,
     next_owner: u64,
@@ -530,7 +533,7 @@ struct Body {
 }
 
 impl Body {
-    fn new(depth: u8) -> Self {
+    pub(crate) fn new(depth: u8) -> Self {
         let depth = 1 + depth % MAX_DEPTH;
         let pair = match LaunchDepth::new(depth) {
             Ok(depth) => StreamPair::new(depth),
@@ -596,7 +599,7 @@ impl Body {
         }
     }
 
-    fn op(&mut self, op: Op) -> Result<(), String> {
+    pub(crate) fn op(&mut self, op: Op) -> Result<(), String> {
         match op {
             Op::Ready => self.ready(),
             Op::Submit(who) => {
@@ -822,7 +825,7 @@ impl Body {
     }
 
     /// Everything observable on the pair against the model, and both sets of invariants.
-    fn compare(&self) -> Result<(), String> {
+    pub(crate) fn compare(&self) -> Result<(), String> {
         self.model.check()?;
         if let Err(violation) = self.pair.check_invariants() {
             return Err(format!("check_invariants: {violation}"));
@@ -891,5 +894,46 @@ impl From<Side> for Role {
             Side::Aicpu => Role::Aicpu,
             Side::Aicore => Role::Aicore,
         }
+    }
+}
+
+/// What the exhaustive explorer ([`crate::explore::pair`]) reads.
+impl Body {
+    /// Fresh owners handed out so far.
+    pub(crate) const fn fresh_owners(&self) -> u64 {
+        self.next_owner - 1000
+    }
+
+    /// Handles handed out so far.
+    pub(crate) fn handles_handed_out(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// Submissions queued (in the model).
+    pub(crate) fn queued(&self) -> usize {
+        self.model.fifo.len()
+    }
+
+    /// Owners that were queued and have left.
+    pub(crate) fn former_owners(&self) -> usize {
+        self.former.len()
+    }
+
+    /// Whether the model's `role` stream holds a handle (a destroy naming it mints none).
+    pub(crate) fn holds(&self, role: Role) -> bool {
+        self.model.stream(role).handle().is_some()
+    }
+
+    /// The pair and the model, for a reader of a finding.
+    pub(crate) fn describe(&self) -> String {
+        format!("  pair:  {}\n  model: {:?}", self.pair, self.model)
+    }
+
+    /// The canonical text of everything that decides what happens next.
+    pub(crate) fn key_text(&self) -> String {
+        format!(
+            "{:?}|{:?}|{}|{:?}|{}|{:?}",
+            self.pair, self.model, self.next_owner, self.former, self.next_handle, self.handles
+        )
     }
 }

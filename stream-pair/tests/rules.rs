@@ -1186,3 +1186,33 @@ fn typed_wrappers_agree_with_apply() {
         assert_eq!(by_apply, by_wrappers, "step {step}: {input}");
     }
 }
+
+#[test]
+fn exactly_the_four_backend_answers_are_results() {
+    let (role, handle) = (Role::Aicore, StreamHandle(7));
+    let results = [
+        Input::Created { role, handle },
+        Input::CreateFailed { role, code: -1 },
+        Input::Destroyed { role, handle },
+        Input::DestroyFailed {
+            role,
+            handle,
+            code: -1,
+        },
+    ];
+    let others = [
+        Input::Ready,
+        Input::Submit(Owner(1)),
+        Input::Withdraw(Owner(1)),
+        Input::Retire(Owner(1), Retirement::Complete),
+        Input::MarkStale,
+        Input::DestroyAll,
+        Input::Abandon,
+    ];
+    for input in results {
+        assert!(input.is_result(), "{input}");
+    }
+    for input in others {
+        assert!(!input.is_result(), "{input}");
+    }
+}

@@ -38,16 +38,22 @@ Commands:
                      need no kernels (streams, events, timed waits, copies, force reset and probe,
                      devlib refusal), as a report; without them one line and a failure
                      (docs/hardware.md). --lib also takes the fake, target/debug/librun_lane_fake_ascendcl.so
+  explore [--runs N] [--publications N] [--reservations] [--pair-owners N] [--pair-handles N]
+          [--pair-publications N] [--pair-abandons N]
+                     the exhaustive explorer with bigger bounds than `cargo test` (release build):
+                     the lane on a2a3 and a5 with up to N runs (default 3), a publication and a
+                     close, then the stream pair alone at every depth; prints the state counts
   fuzz <target> [--time S]
                      run one cargo-fuzz target (`-s none`, stable toolchain) on fuzz/corpus/<target>
                      and the committed fuzz/seeds/<target>, for S seconds (until a crash or Ctrl-C
                      without --time); a new crash is copied into fuzz/regressions/<target>/
   fuzz-all --time S  each target in turn for S seconds, then executions and new crashes per target
                      (needs cargo-fuzz: `cargo install cargo-fuzz`; CI never runs these)
-  mutants [CRATE] [--own-tests] [--timeout S] [--jobs N]
+  mutants [CRATE] [--own-tests] [--timeout S] [--jobs N] [--shard K/N]
                      cargo-mutants on one pure crate (default: stream-pair, status-latch, lane-core
                      in turn), judged by the workspace's tests (--own-tests: the crate's own, faster),
-                     S seconds per mutant's tests (default 120), N mutants at once (default 1);
+                     S seconds per mutant's tests (default 120), N mutants at once (default 1),
+                     only the K-th of N round-robin shards (a sample) with --shard;
                      report in target/mutants/CRATE/mutants.out (needs `cargo install cargo-mutants`)
   help               print this text
 ";
@@ -62,6 +68,7 @@ fn main() -> ExitCode {
         ["device-check", rest @ ..] => device_check::run(rest),
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
+        ["explore", rest @ ..] => explore(rest),
         ["fuzz", target] => fuzz::run(target, None),
         ["fuzz", target, "--time", seconds] => {
             fuzz::parse_time(seconds).and_then(|s| fuzz::run(target, Some(s)))
@@ -97,28 +104,42 @@ fn project_root() -> PathBuf {
 /// Runs lane-conformance's `fake-bench` in release and lets it write its section of
 /// docs/performance.md (between its markers; `cargo xtask bench` keeps that section).
 fn fake_bench(args: &[&str]) -> Result<(), String> {
-    let root = project_root();
-    let doc = root.join("docs/performance.md");
+    let doc = project_root().join("docs/performance.md");
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    args.extend([std::ffi::OsStr::new("--write"), doc.as_os_str()]);
+    run_release(
+        &["-p", "lane-conformance", "--bin", "fake-bench"],
+        &args,
+        "fake-bench",
+    )
+}
+
+/// `cargo xtask explore ...`: lane-fuzz's `explore` example in a release build, with the
+/// arguments as they are (the example parses and documents them).
+fn explore(args: &[&str]) -> Result<(), String> {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    run_release(
+        &["-p", "lane-fuzz", "--example", "explore"],
+        &args,
+        "the explorer",
+    )
+}
+
+/// `cargo run --release TARGET... -- ARGS...` at the project root; `what` names the program
+/// in the error.
+fn run_release(target: &[&str], args: &[&std::ffi::OsStr], what: &str) -> Result<(), String> {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "lane-conformance",
-            "--bin",
-            "fake-bench",
-            "--",
-        ])
+        .args(["run", "--release"])
+        .args(target)
+        .arg("--")
         .args(args)
-        .arg("--write")
-        .arg(&doc)
-        .current_dir(&root)
+        .current_dir(project_root())
         .status()
         .map_err(|e| format!("could not start cargo run: {e}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("fake-bench failed ({status})"))
+        Err(format!("{what} failed ({status})"))
     }
 }
 

@@ -1,4 +1,4 @@
-//! `cargo xtask mutants [CRATE] [--own-tests] [--timeout S] [--jobs N]`: cargo-mutants on
+//! `cargo xtask mutants [CRATE] [--own-tests] [--timeout S] [--jobs N] [--shard K/N]`: cargo-mutants on
 //! the pure crates, the way docs/testing.md records their scores.
 //!
 //! For each pure crate (`CRATE`, or stream-pair, status-latch and lane-core in turn) it runs
@@ -53,6 +53,9 @@ struct Options {
     timeout_s: u64,
     /// Mutants built and tested at once.
     jobs: u32,
+    /// `Some("k/n")`: only shard `k` of `n` (round-robin), a sample for a crate whose full
+    /// run does not fit the time at hand.
+    shard: Option<String>,
 }
 
 /// `cargo xtask mutants ...`: mutates each chosen crate in turn. Survivors and timeouts are
@@ -65,6 +68,10 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut failed = Vec::new();
     for krate in &options.crates {
         let args = cargo_mutants_args(krate, &options);
+        // cargo-mutants creates only the last level of `--output`.
+        let output = project_root().join("target/mutants").join(krate);
+        std::fs::create_dir_all(&output)
+            .map_err(|e| format!("cannot create {}: {e}", output.display()))?;
         eprintln!("xtask: cargo {}", args.join(" "));
         let status = Command::new("cargo")
             .args(&args)
@@ -98,13 +105,14 @@ fn measured(code: Option<i32>) -> bool {
     matches!(code, Some(0 | 2 | 3))
 }
 
-/// Parses `[CRATE] [--own-tests] [--timeout S] [--jobs N]`, in any order.
+/// Parses `[CRATE] [--own-tests] [--timeout S] [--jobs N] [--shard K/N]`, in any order.
 fn parse(args: &[&str]) -> Result<Options, String> {
     let mut options = Options {
         crates: PURE_CRATES.to_vec(),
         tests: Tests::Workspace,
         timeout_s: DEFAULT_TIMEOUT_S,
         jobs: 1,
+        shard: None,
     };
     let mut krate = None;
     let mut rest = args.iter().copied();
@@ -113,10 +121,11 @@ fn parse(args: &[&str]) -> Result<Options, String> {
             "--own-tests" => options.tests = Tests::Own,
             "--timeout" => options.timeout_s = positive("--timeout", rest.next())?.into(),
             "--jobs" => options.jobs = positive("--jobs", rest.next())?,
+            "--shard" => options.shard = Some(shard(rest.next())?),
             flag if flag.starts_with('-') => {
                 return Err(format!(
                     "unknown option `{flag}`; `cargo xtask mutants` takes [CRATE] \
-                     [--own-tests] [--timeout S] [--jobs N]"
+                     [--own-tests] [--timeout S] [--jobs N] [--shard K/N]"
                 ));
             }
             name => {
@@ -142,6 +151,16 @@ fn parse(args: &[&str]) -> Result<Options, String> {
     Ok(options)
 }
 
+/// The value after `--shard`: `k/n` with `k < n`.
+fn shard(value: Option<&str>) -> Result<String, String> {
+    let parsed = value.and_then(|v| {
+        let (k, n) = v.split_once('/')?;
+        let (k, n): (u32, u32) = (k.parse().ok()?, n.parse().ok()?);
+        (k < n).then(|| format!("{k}/{n}"))
+    });
+    parsed.ok_or_else(|| "--shard takes k/n with k below n, e.g. `--shard 0/8`".to_owned())
+}
+
 /// The value after `flag`, a whole number above zero.
 fn positive(flag: &str, value: Option<&str>) -> Result<u32, String> {
     value
@@ -161,6 +180,10 @@ fn cargo_mutants_args(krate: &str, options: &Options) -> Vec<String> {
         Tests::Own => args.extend(["--test-package".to_owned(), krate.to_owned()]),
     }
     args.extend([
+        // Unoptimised builds (Cargo.toml): the test profile optimises the explorer's crates,
+        // which would slow every mutant's build more than it speeds its tests.
+        "--profile".to_owned(),
+        "mutants".to_owned(),
         "--timeout".to_owned(),
         options.timeout_s.to_string(),
         "--jobs".to_owned(),
@@ -168,6 +191,14 @@ fn cargo_mutants_args(krate: &str, options: &Options) -> Vec<String> {
         "--output".to_owned(),
         format!("target/mutants/{krate}"),
     ]);
+    if let Some(shard) = &options.shard {
+        args.extend([
+            "--sharding".to_owned(),
+            "round-robin".to_owned(),
+            "--shard".to_owned(),
+            shard.clone(),
+        ]);
+    }
     args
 }
 
@@ -210,6 +241,7 @@ mod tests {
                 tests: Tests::Own,
                 timeout_s: 30,
                 jobs: 2,
+                shard: None,
             }
         );
     }
@@ -232,6 +264,20 @@ mod tests {
     }
 
     #[test]
+    fn a_shard_samples_round_robin_and_a_bad_one_is_refused() {
+        let options = parse(&["lane-core", "--shard", "0/8"]).unwrap();
+        assert!(
+            cargo_mutants_args("lane-core", &options)
+                .join(" ")
+                .ends_with("--sharding round-robin --shard 0/8"),
+        );
+        for bad in ["8/8", "1", "a/b"] {
+            let err = parse(&["--shard", bad]).unwrap_err();
+            assert!(err.contains("k/n"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn survivors_and_timeouts_are_results_but_a_failing_baseline_is_not() {
         assert!(measured(Some(0)));
         assert!(measured(Some(2)));
@@ -246,14 +292,14 @@ mod tests {
         let mut options = parse(&["stream-pair", "--timeout", "45"]).unwrap();
         assert_eq!(
             cargo_mutants_args("stream-pair", &options).join(" "),
-            "mutants --package stream-pair --test-workspace=true --timeout 45 --jobs 1 \
-             --output target/mutants/stream-pair"
+            "mutants --package stream-pair --test-workspace=true --profile mutants --timeout 45 \
+             --jobs 1 --output target/mutants/stream-pair"
         );
         options.tests = Tests::Own;
         assert_eq!(
             cargo_mutants_args("stream-pair", &options).join(" "),
-            "mutants --package stream-pair --test-package stream-pair --timeout 45 --jobs 1 \
-             --output target/mutants/stream-pair"
+            "mutants --package stream-pair --test-package stream-pair --profile mutants \
+             --timeout 45 --jobs 1 --output target/mutants/stream-pair"
         );
     }
 }

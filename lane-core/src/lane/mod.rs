@@ -118,6 +118,19 @@ pub struct TeardownFailure {
     pub code: status_latch::AclCode,
 }
 
+/// A canonical, hashable view of a [`Lane`] ([`Lane::fingerprint`]): equal fingerprints mean
+/// the lanes behave alike from here on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Fingerprint(String);
+
+impl Fingerprint {
+    /// The canonical text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Where the last publication left the AICore stream: every run launched after it must run
 /// on an AICore stream created after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -405,6 +418,15 @@ impl Lane {
             .map(|r| r.phase)
     }
 
+    /// The phase of an accepted publication whose outcome has not been delivered yet.
+    #[must_use]
+    pub fn publication_phase(&self, publication: PublicationId) -> Option<PublicationPhase> {
+        self.items.iter().find_map(|item| match item {
+            Item::Publication(p) if p.id == publication => Some(p.phase),
+            _ => None,
+        })
+    }
+
     /// Whether every accepted item has its outcome and nothing is in flight.
     #[must_use]
     pub fn is_idle(&self) -> bool {
@@ -428,6 +450,52 @@ impl Lane {
     #[must_use]
     pub const fn device_lost(&self) -> bool {
         self.device_lost
+    }
+
+    /// A canonical view of the lane's whole state, for model checkers that deduplicate
+    /// states: two lanes with equal fingerprints answer every future command, event and
+    /// poll alike.
+    ///
+    /// It is the `Debug` text of every field (each prints every value it holds) except the
+    /// count of rejected events: a rejected event changes nothing else, so counting them
+    /// would make every refused answer a new state. The effect and outcome queues contribute
+    /// only their untaken items, so taken items still in storage do not split a state.
+    #[must_use]
+    pub fn fingerprint(&self) -> Fingerprint {
+        use core::fmt::Write as _;
+        let mut text = String::with_capacity(1024);
+        // Destructured so a new field cannot be left out silently.
+        let Self {
+            profile,
+            state,
+            pair,
+            items,
+            slots,
+            next_seq,
+            effects,
+            outcomes,
+            poison,
+            launch_waiter,
+            last_publication,
+            teardown_started,
+            teardown_failure,
+            device_lost,
+            accepted,
+            delivered,
+            last_delivered_seq,
+            rejected_events: _,
+            bug,
+        } = self;
+        // Writing to a String cannot fail.
+        let _ = write!(
+            text,
+            "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
+             {launch_waiter:?}|{last_publication:?}|{teardown_started}|{teardown_failure:?}|\
+             {device_lost}|{accepted}|{delivered}|{last_delivered_seq}|{bug:?}",
+            effects.as_slice(),
+            outcomes.as_slice(),
+        );
+        Fingerprint(text)
     }
 
     /// The first stream teardown failure seen while closing, if any.

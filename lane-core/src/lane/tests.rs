@@ -221,3 +221,170 @@ fn a_completion_retired_out_of_order_is_recorded_and_reported() {
         }
     );
 }
+
+/// A run outcome with only its id set.
+fn cancelled(seq: u64) -> Outcome {
+    Outcome::Run(RunOutcome {
+        run: RunId(seq),
+        tag: None,
+        verdict: Verdict::Cancelled,
+        timing: None,
+    })
+}
+
+#[test]
+fn an_outcome_queued_but_never_counted_as_delivered_is_caught() {
+    let mut lane = two_in_flight();
+    lane.outcomes.push(cancelled(1));
+    assert_eq!(violation(&lane), V::OutcomesOverDelivered);
+}
+
+#[test]
+fn items_out_of_submission_order_are_caught() {
+    let mut lane = two_in_flight();
+    lane.items.swap(0, 1);
+    assert_eq!(violation(&lane), V::ItemsOutOfOrder);
+}
+
+#[test]
+fn a_finished_item_left_at_the_front_is_caught() {
+    let mut lane = two_in_flight();
+    lane.run_mut(0).phase = RunPhase::Done;
+    assert_eq!(violation(&lane), V::UndeliveredFront);
+}
+
+#[test]
+fn two_slots_sharing_a_generation_are_caught() {
+    let mut lane = two_in_flight();
+    let generation = lane.run(0).lease.generation;
+    lane.slots.corrupt(
+        SlotId(1),
+        SlotState::Leased {
+            generation,
+            run: RunId(2),
+        },
+    );
+    assert_eq!(violation(&lane), V::SlotGeneration { slot: SlotId(0) });
+}
+
+#[test]
+fn more_runs_held_than_slots_is_caught() {
+    let mut lane = two_in_flight();
+    // A finished run held behind the two in flight: it needs no slot, but it counts.
+    let lease = lane.run(1).lease;
+    let mut done = RunRecord::queued(RunId(3), None, false, lease);
+    done.phase = RunPhase::Done;
+    lane.items.push(Item::Run(done));
+    lane.accepted += 1;
+    assert_eq!(violation(&lane), V::OverCapacity);
+}
+
+#[test]
+fn more_pending_publications_than_allowed_is_caught() {
+    let mut lane = two_in_flight();
+    for seq in 3..=u64::try_from(MAX_PENDING_PUBLICATIONS).unwrap() + 3 {
+        lane.items.push(Item::Publication(PublicationRecord {
+            id: PublicationId(seq),
+            code: CodeRef(seq),
+            phase: PublicationPhase::Waiting,
+            result: None,
+        }));
+        lane.accepted += 1;
+    }
+    assert_eq!(violation(&lane), V::TooManyPublications);
+}
+
+#[test]
+fn more_runs_on_the_pair_than_the_launch_depth_is_caught() {
+    let mut lane = two_in_flight();
+    // The same lane under a depth-one profile: two submissions on the pair are one too many.
+    lane.profile = Profile::a5();
+    assert_eq!(violation(&lane), V::PairOverDepth);
+}
+
+#[test]
+fn a_run_launched_behind_an_unfinished_publication_is_caught() {
+    let mut lane = Lane::new(Profile::a2a3());
+    let now = Timestamp(0);
+    let mut backend = Succeed::new();
+    let drive = |lane: &mut Lane, backend: &mut Succeed| {
+        while let Some(effect) = lane.poll_effect() {
+            if !matches!(effect, Effect::AwaitCompletion { .. }) {
+                lane.handle(now, backend.answer(effect)).unwrap();
+            }
+        }
+    };
+    lane.submit(now, RunRequest::new()).unwrap();
+    drive(&mut lane, &mut backend);
+    lane.publish(now, CodeRef(7)).unwrap();
+    let run = lane.submit(now, RunRequest::new()).unwrap();
+    drive(&mut lane, &mut backend);
+    lane.check_invariants().unwrap();
+    assert_eq!(
+        lane.phase_of(run),
+        Some(RunPhase::Queued),
+        "waits behind the publication"
+    );
+    // Past launch (without a submission on the pair) behind the waiting publication.
+    lane.run_mut(2).phase = RunPhase::Finalising;
+    assert_eq!(violation(&lane), V::LaunchedBehindPublication { run });
+}
+
+#[test]
+fn a_diagnostics_run_launched_next_to_another_is_caught() {
+    let mut lane = two_in_flight();
+    lane.run_mut(1).diagnostics = true;
+    assert_eq!(
+        violation(&lane),
+        V::LaunchedWithDiagnostics { run: RunId(2) }
+    );
+    // A diagnostics run ahead forbids a launch behind it just the same.
+    let mut lane = two_in_flight();
+    lane.run_mut(0).diagnostics = true;
+    assert_eq!(
+        violation(&lane),
+        V::LaunchedWithDiagnostics { run: RunId(2) }
+    );
+}
+
+#[test]
+fn recovering_without_a_poison_record_is_caught() {
+    let mut lane = Lane::new(Profile::a2a3());
+    lane.state = LaneState::Recovering {
+        step: crate::state::RecoveryStep::Drain,
+        attempt: 1,
+        then: crate::state::AfterRecovery::Reopen,
+    };
+    assert_eq!(violation(&lane), V::RecoveringWithoutPoison);
+}
+
+#[test]
+fn a_closed_or_releasing_lane_with_pending_items_is_caught() {
+    for state in [LaneState::Closed, LaneState::ReleasingStreams] {
+        let mut lane = two_in_flight();
+        lane.state = state;
+        assert_eq!(violation(&lane), V::ClosedWithItems, "{state:?}");
+    }
+}
+
+#[test]
+fn a_finished_publication_holds_back_no_launch() {
+    // As in the test above, but the publication is done (cancelled, say): the run behind it
+    // may be past launch.
+    let mut lane = Lane::new(Profile::a2a3());
+    let now = Timestamp(0);
+    let mut backend = Succeed::new();
+    lane.submit(now, RunRequest::new()).unwrap();
+    while let Some(effect) = lane.poll_effect() {
+        if !matches!(effect, Effect::AwaitCompletion { .. }) {
+            lane.handle(now, backend.answer(effect)).unwrap();
+        }
+    }
+    lane.publish(now, CodeRef(7)).unwrap();
+    lane.submit(now, RunRequest::new()).unwrap();
+    if let Item::Publication(p) = &mut lane.items[1] {
+        p.phase = PublicationPhase::Done;
+    }
+    lane.run_mut(2).phase = RunPhase::Finalising;
+    assert_eq!(lane.check_invariants(), Ok(()));
+}

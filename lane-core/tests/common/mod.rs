@@ -228,7 +228,11 @@ impl Harness {
 
     /// Executes every effect the lane has (answering all but awaits), until none is left.
     pub fn pump(&mut self) {
+        let mut executed = 0;
         while let Some(effect) = self.lane.poll_effect() {
+            // A lane that never stops asking is a failure, not a hang.
+            executed += 1;
+            assert!(executed <= 100_000, "livelock: still asking ({effect})");
             self.log.push(effect.to_string());
             if let Some(event) = self.respond(effect) {
                 self.answer(event);

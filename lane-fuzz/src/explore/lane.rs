@@ -1,0 +1,521 @@
+//! The lane explored exhaustively: every command and every legal and illegal backend answer,
+//! in every order, for one small [`Config`].
+//!
+//! # Actions
+//!
+//! In every state ([`LaneModel::actions`]), within the configuration's bounds:
+//!
+//! - the commands: `submit`, `publish`, `close`, and with reservations on, `reserve`,
+//!   `release` and a submit on the reservation;
+//! - for every outstanding effect, in any order: success, and failure with each class of
+//!   code (a plain ACL code, whose class the stage decides — run-only for a prepare, poison
+//!   for a launch after the AICore kernel — and a device-fault code, poison at any stage),
+//!   every launch step, the other answers (an incompatible prepare, a latched run-only and a
+//!   latched timeout code, a validation failure) and the wrong ones (a create that reports
+//!   the other stream's handle, a destroy of a wrong handle);
+//! - recovery succeeding or failing at the reset and at the probe;
+//! - a completion deadline expiring (the clock jumps to it) and a spurious timeout call;
+//! - stale answers (to effects asked before a poison), duplicated answers (the first and the
+//!   last accepted event, fed again), and forged ones (a stale lease, an unknown run, a wrong
+//!   recovery attempt, an unknown publication).
+//!
+//! # Properties
+//!
+//! After every action, the fuzz body's checks ([`crate::lane_sequences`]): the lane's
+//! `check_invariants`, one outcome per accepted item in submission order and consistent with
+//! what happened, a rejected event changing nothing, commands refused only for a reason the
+//! body can see. Here in addition: a poison caused by answering a run's effect (or by its
+//! deadline) names that run as its origin. In every reached state ([`LaneModel::check`]):
+//! no deadlock (work pending with no effect to answer and no deadline), and liveness
+//! (answering success to everything from here gives every item its outcome, and a close
+//! answered the same way ends `Closed`).
+
+use std::collections::BTreeSet;
+
+use lane_core::publication::publication_table;
+use lane_core::run::run_phase_table;
+use lane_core::state::lane_state_table;
+use lane_core::{Effect, LaneState, Profile, RunId};
+
+use super::{Failure, Model, Stats, explore, render};
+use crate::lane_sequences::{Body, Forgery, LeasePick, Op, Reply};
+
+/// The chip profile (both have two slots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chip {
+    /// [`Profile::a2a3`]: launch depth two.
+    A2a3,
+    /// [`Profile::a5`]: launch depth one.
+    A5,
+}
+
+impl Chip {
+    /// The profile.
+    #[must_use]
+    pub fn profile(self) -> Profile {
+        match self {
+            Self::A2a3 => Profile::a2a3(),
+            Self::A5 => Profile::a5(),
+        }
+    }
+}
+
+/// The bounds of one exploration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The profile.
+    pub chip: Chip,
+    /// Most runs the lane accepts.
+    pub runs: u8,
+    /// Most publications the lane accepts.
+    pub publications: u8,
+    /// Whether `close` is offered.
+    pub close: bool,
+    /// Whether `reserve`, `release` and a submit on a reservation are offered.
+    pub reservations: bool,
+}
+
+impl Config {
+    /// The configuration `cargo test` explores for `chip`: two runs, one publication, a
+    /// close, no reservations (bigger bounds run through `cargo xtask explore`).
+    #[must_use]
+    pub const fn test(chip: Chip) -> Self {
+        Self {
+            chip,
+            runs: 2,
+            publications: 1,
+            close: true,
+            reservations: false,
+        }
+    }
+}
+
+impl Config {
+    /// This configuration as Rust code.
+    #[must_use]
+    pub fn rust(&self) -> String {
+        format!(
+            "Config {{ chip: Chip::{:?}, runs: {}, publications: {}, close: {}, reservations: {} }}",
+            self.chip, self.runs, self.publications, self.close, self.reservations
+        )
+    }
+}
+
+/// One transition of the lane model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// A fuzz operation, exactly as `lane_sequences` applies it.
+    Op(Op),
+    /// The success answer to the abandoned effect at `index % abandoned` (asked for
+    /// before the last poison): a stale answer.
+    AnswerAbandoned(u8),
+    /// `Op::Answer { effect, reply }`, then the same event fed again: a duplicated answer.
+    AnswerTwice {
+        /// Index into the outstanding effects, as [`Op::Answer`] takes it.
+        effect: u8,
+        /// How to answer.
+        reply: Reply,
+    },
+}
+
+/// The lane with its driver-and-backend, within a configuration's bounds.
+#[derive(Clone)]
+pub struct LaneModel {
+    body: Body,
+    config: Config,
+    /// `reserve` calls so far: each mints a generation, so they are bounded by the runs.
+    reserves: u8,
+}
+
+impl LaneModel {
+    /// A fresh lane for `config`.
+    #[must_use]
+    pub fn new(config: Config) -> Self {
+        Self {
+            body: Body::with_profile(config.chip.profile()),
+            config,
+            reserves: 0,
+        }
+    }
+
+    /// The run an action answers for (an answer to its effect, or its deadline expiring):
+    /// a poison it causes must name that run.
+    fn run_of(&self, action: Action) -> Option<RunId> {
+        match action {
+            Action::Op(Op::Answer { effect, .. }) | Action::AnswerTwice { effect, .. } => self
+                .body
+                .current_effects()
+                .get(usize::from(effect))
+                .and_then(Effect::run),
+            Action::Op(Op::Expire) => {
+                let deadline = self.body.lane().poll_deadline()?;
+                self.body.current_effects().iter().find_map(|e| match *e {
+                    Effect::AwaitCompletion {
+                        run, deadline: d, ..
+                    } if d == deadline => Some(run),
+                    _ => None,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The states of the three tables this state is in, as the tables label them.
+    fn table_states(&self, seen: &mut Reached) {
+        let lane = self.body.lane();
+        seen.lane.insert(lane_label(lane.state()));
+        for (seq, is_run) in self.body.pending_items() {
+            if is_run {
+                if let Some(phase) = lane.phase_of(RunId(seq)) {
+                    seen.run.insert(format!("{phase:?}"));
+                }
+            } else if let Some(phase) = lane.publication_phase(lane_core::PublicationId(seq)) {
+                seen.publication.insert(format!("{phase:?}"));
+            }
+        }
+    }
+}
+
+/// The answers offered to `effect`.
+fn replies(effect: &Effect) -> &'static [Reply] {
+    // Code index 0 is ACL_ERROR_INVALID_PARAM (its class follows the stage); 7 is
+    // ACL_ERROR_RT_DEVICE_TASK_ABORT (a device fault: poison at every stage). As a latch
+    // (`Other`), 0 is SCOPE_DEADLOCK (run-only) and 7 is TENSOR_WAIT_TIMEOUT (poison).
+    const PLAIN: Reply = Reply::Failure { code: 0, step: 0 };
+    const FAULT: Reply = Reply::Failure { code: 7, step: 0 };
+    const OTHER: Reply = Reply::Other { code: 0 };
+    match effect {
+        Effect::PrepareRun { .. }
+        | Effect::CreateStream { .. }
+        | Effect::DestroyStream { .. }
+        | Effect::FinaliseRun { .. } => &[Reply::Success, PLAIN, FAULT, OTHER],
+        Effect::LaunchRun { .. } => &[
+            Reply::Success,
+            Reply::Failure { code: 0, step: 0 },
+            Reply::Failure { code: 0, step: 1 },
+            Reply::Failure { code: 0, step: 2 },
+            Reply::Failure { code: 0, step: 3 },
+            Reply::Failure { code: 7, step: 1 },
+        ],
+        Effect::AwaitCompletion { .. } | Effect::UploadCode { .. } => {
+            &[Reply::Success, PLAIN, FAULT]
+        }
+        Effect::ReadStatus { .. } => &[Reply::Success, PLAIN, OTHER, Reply::Other { code: 7 }],
+        Effect::DrainDevice { .. } => &[Reply::Success],
+        Effect::ForceReset { .. } | Effect::Probe { .. } => &[Reply::Success, PLAIN],
+    }
+}
+
+impl Model for LaneModel {
+    type Action = Action;
+
+    fn actions(&self) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let mut twice = Vec::new();
+        let mut op = |op: Op| actions.push(Action::Op(op));
+        let config = self.config;
+        let (runs, publications) = self.body.accepted_counts();
+        let reserved = self.body.reservations();
+        let submit = |lease| Op::Submit {
+            tag: None,
+            diagnostics: false,
+            lease,
+        };
+        if runs + reserved < usize::from(config.runs) {
+            op(submit(LeasePick::None));
+            if config.reservations && self.reserves < config.runs {
+                op(Op::Reserve);
+            }
+        }
+        if reserved > 0 {
+            op(submit(LeasePick::Reserved(0)));
+            op(Op::Release(LeasePick::Reserved(0)));
+        }
+        if publications < usize::from(config.publications) {
+            op(Op::Publish(0));
+        }
+        if config.close && !self.body.closed() {
+            op(Op::Close);
+        }
+        let current = self.body.current_effects();
+        for (at, effect) in current.iter().enumerate() {
+            let Ok(effect_index) = u8::try_from(at) else {
+                break;
+            };
+            for &reply in replies(effect) {
+                op(Op::Answer {
+                    effect: effect_index,
+                    reply,
+                });
+            }
+            // Duplicates of the success and the first failure answer.
+            for &reply in replies(effect).iter().take(2) {
+                twice.push(Action::AnswerTwice {
+                    effect: effect_index,
+                    reply,
+                });
+            }
+        }
+        if self.body.lane().poll_deadline().is_some() {
+            op(Op::Expire);
+            op(Op::Timeout);
+        }
+        if current.iter().any(|e| e.run().is_some()) {
+            op(Op::Forge(Forgery::StaleLease(0)));
+        }
+        op(Op::Forge(Forgery::UnknownRun(0)));
+        op(Op::Forge(Forgery::UnknownRun(1)));
+        op(Op::Forge(Forgery::UnknownPublication(0)));
+        if matches!(self.body.lane().state(), LaneState::Recovering { .. }) {
+            op(Op::Forge(Forgery::WrongAttempt(0)));
+        }
+        actions.append(&mut twice);
+        for at in 0..self.body.abandoned() {
+            actions.push(Action::AnswerAbandoned(u8::try_from(at).unwrap_or(u8::MAX)));
+        }
+        actions
+    }
+
+    fn step(&mut self, action: Action) -> Result<(), String> {
+        let before = self.body.lane().poison();
+        let run = self.run_of(action);
+        if action == Action::Op(Op::Reserve) {
+            self.reserves += 1;
+        }
+        match action {
+            Action::Op(op) => self.body.op(op),
+            Action::AnswerAbandoned(index) => self.body.answer_abandoned(index),
+            Action::AnswerTwice { effect, reply } => self.body.answer_twice(effect, reply),
+        }
+        .map_err(|m| format!("{m}\n{}", self.body.describe()))?;
+        let after = self.body.lane().poison();
+        if after != before {
+            if let (Some(poison), Some(run)) = (after, run) {
+                if poison.origin != run {
+                    return Err(format!(
+                        "{action:?} failed {run}, but the poison names {} as its origin",
+                        poison.origin
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> String {
+        format!("{}|{}", self.body.key_text(), self.reserves)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let lane = self.body.lane();
+        let busy = lane.pending_items() > 0
+            || matches!(
+                lane.state(),
+                LaneState::Closing | LaneState::ReleasingStreams | LaneState::Recovering { .. }
+            );
+        if busy && self.body.current_effects().is_empty() && lane.poll_deadline().is_none() {
+            return Err(format!(
+                "deadlock: {:?} with {} items pending, no effect to answer and no deadline\n{}",
+                lane.state(),
+                lane.pending_items(),
+                self.body.describe()
+            ));
+        }
+        let mut healthy = self.body.clone();
+        healthy.finish().map_err(|m| {
+            format!(
+                "liveness: answering success to everything from here fails: {m}\n{}",
+                self.body.describe()
+            )
+        })
+    }
+
+    fn rust(action: Action) -> String {
+        match action {
+            Action::Op(op) => format!("Action::Op({})", rust_op(op)),
+            Action::AnswerAbandoned(i) => format!("Action::AnswerAbandoned({i})"),
+            Action::AnswerTwice { effect, reply } => format!(
+                "Action::AnswerTwice {{ effect: {effect}, reply: {} }}",
+                rust_reply(reply)
+            ),
+        }
+    }
+}
+
+/// An operation as Rust code (every path spelled out, so it compiles as it is pasted).
+fn rust_op(op: Op) -> String {
+    let lease = |l: LeasePick| match l {
+        LeasePick::None => "LeasePick::None".to_owned(),
+        LeasePick::Reserved(i) => format!("LeasePick::Reserved({i})"),
+        LeasePick::Former(i) => format!("LeasePick::Former({i})"),
+        LeasePick::Forged { slot, generation } => {
+            format!("LeasePick::Forged {{ slot: {slot}, generation: {generation} }}")
+        }
+    };
+    match op {
+        Op::Submit {
+            tag,
+            diagnostics,
+            lease: l,
+        } => format!(
+            "Op::Submit {{ tag: {tag:?}, diagnostics: {diagnostics}, lease: {} }}",
+            lease(l)
+        ),
+        Op::Publish(code) => format!("Op::Publish({code})"),
+        Op::Close => "Op::Close".to_owned(),
+        Op::Reserve => "Op::Reserve".to_owned(),
+        Op::Release(l) => format!("Op::Release({})", lease(l)),
+        Op::Answer { effect, reply } => format!(
+            "Op::Answer {{ effect: {effect}, reply: {} }}",
+            rust_reply(reply)
+        ),
+        Op::Pump => "Op::Pump".to_owned(),
+        Op::Forge(forgery) => format!("Op::Forge(Forgery::{forgery:?})"),
+        Op::Tick(us) => format!("Op::Tick({us})"),
+        Op::Timeout => "Op::Timeout".to_owned(),
+        Op::Expire => "Op::Expire".to_owned(),
+    }
+}
+
+/// A reply as Rust code.
+fn rust_reply(reply: Reply) -> String {
+    match reply {
+        Reply::Success => "Reply::Success".to_owned(),
+        Reply::Failure { code, step } => format!("Reply::Failure {{ code: {code}, step: {step} }}"),
+        Reply::Other { code } => format!("Reply::Other {{ code: {code} }}"),
+    }
+}
+
+/// The table states an exploration reached, by table, as the tables label them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reached {
+    /// Run phases.
+    pub run: BTreeSet<String>,
+    /// Publication phases.
+    pub publication: BTreeSet<String>,
+    /// Lane states.
+    pub lane: BTreeSet<String>,
+}
+
+/// A lane state as [`lane_state_table`] labels it.
+fn lane_label(state: LaneState) -> String {
+    match state {
+        LaneState::Recovering {
+            step,
+            attempt,
+            then,
+        } => format!("Recovering({step:?}, attempt {attempt}, then {then:?})"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The states a rendered table has rows for (its first column).
+fn rows(table: &str) -> BTreeSet<String> {
+    table
+        .lines()
+        .filter_map(|line| line.strip_prefix("| "))
+        .filter_map(|rest| rest.split(" | ").next())
+        .filter(|state| !matches!(*state, "state" | "phase" | "---"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// How the reached states compare with the tables.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableCheck {
+    /// Reached but not in the table: the table is missing a state (a finding).
+    pub unlisted: Vec<String>,
+    /// In a table but never reached within these bounds (reported; some need bigger
+    /// bounds, such as the third recovery attempt).
+    pub unreached: Vec<String>,
+}
+
+impl Reached {
+    /// Compares with the rendered run, publication and lane-state tables.
+    #[must_use]
+    pub fn against_tables(&self) -> TableCheck {
+        let mut check = TableCheck::default();
+        for (name, reached, table) in [
+            ("run phase", &self.run, run_phase_table()),
+            ("publication phase", &self.publication, publication_table()),
+            ("lane state", &self.lane, lane_state_table()),
+        ] {
+            let listed = rows(&table);
+            check
+                .unlisted
+                .extend(reached.difference(&listed).map(|s| format!("{name} {s}")));
+            check
+                .unreached
+                .extend(listed.difference(reached).map(|s| format!("{name} {s}")));
+        }
+        check
+    }
+
+    /// Adds what `other` reached.
+    pub fn union(&mut self, other: &Self) {
+        self.run.extend(other.run.iter().cloned());
+        self.publication.extend(other.publication.iter().cloned());
+        self.lane.extend(other.lane.iter().cloned());
+    }
+}
+
+/// What one configuration's exploration found.
+#[derive(Clone, Debug)]
+pub struct Explored {
+    /// The configuration.
+    pub config: Config,
+    /// States, transitions, depth.
+    pub stats: Stats,
+    /// The table states reached.
+    pub reached: Reached,
+}
+
+/// Explores `config` exhaustively (at most `limit` distinct states). A violation comes back
+/// rendered: the message and the shortest trace as Rust code for [`replay`].
+pub fn run(config: Config, limit: usize) -> Result<Explored, String> {
+    let mut reached = Reached::default();
+    let stats = explore(LaneModel::new(config), limit, |m: &LaneModel| {
+        m.table_states(&mut reached);
+    })
+    .map_err(|failure| match failure {
+        Failure::Violation(v) => render::<LaneModel>(
+            &v,
+            &format!("lane_fuzz::explore::lane::replay({}, &[", config.rust()),
+            "])",
+        ),
+        Failure::TooManyStates { limit } => {
+            format!("{config:?}: more than {limit} states; lower the bounds")
+        }
+    })?;
+    Ok(Explored {
+        config,
+        stats,
+        reached,
+    })
+}
+
+/// Explores every configuration in `configs` and merges the table states they reached.
+pub fn run_all(configs: &[Config], limit: usize) -> Result<(Vec<Explored>, Reached), String> {
+    let mut all = Reached::default();
+    let mut explored = Vec::new();
+    for &config in configs {
+        let one = run(config, limit)?;
+        all.union(&one.reached);
+        explored.push(one);
+    }
+    Ok((explored, all))
+}
+
+/// Replays a trace an exploration printed: applies each action from a fresh lane with the
+/// same checks. `Err` is the property that broke, with the index of the action.
+pub fn replay(config: Config, actions: &[Action]) -> Result<(), String> {
+    let mut model = LaneModel::new(config);
+    model.check().map_err(|m| format!("initial state: {m}"))?;
+    for (at, &action) in actions.iter().enumerate() {
+        model
+            .step(action)
+            .and_then(|()| model.check())
+            .map_err(|m| format!("action {at} ({action:?}): {m}"))?;
+    }
+    Ok(())
+}

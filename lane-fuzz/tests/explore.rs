@@ -1,0 +1,169 @@
+//! The exhaustive explorer under `cargo test`: every ordering of commands and backend
+//! answers within small bounds, on a2a3 and a5, and the stream pair alone at every depth.
+//! Bigger bounds: `cargo xtask explore --runs N`. The state counts printed here are recorded
+//! in docs/testing.md.
+
+use lane_fuzz::explore::lane::{self, Action, Chip, Config};
+use lane_fuzz::explore::pair::{self, PairConfig};
+use lane_fuzz::explore::{Failure, Model, explore, render};
+use lane_fuzz::lane_sequences::{Op, Reply};
+
+/// Far above what the test bounds reach: hitting it means the bounds grew.
+const LIMIT: usize = 1_000_000;
+
+/// The configurations `cargo test` explores on each chip: one run with a publication, a
+/// close and reservations; two runs with a close.
+fn test_configs() -> Vec<Config> {
+    let mut configs = Vec::new();
+    for chip in [Chip::A2a3, Chip::A5] {
+        configs.push(Config {
+            chip,
+            runs: 1,
+            publications: 1,
+            close: true,
+            reservations: true,
+        });
+        configs.push(Config {
+            chip,
+            runs: 2,
+            publications: 0,
+            close: true,
+            reservations: false,
+        });
+    }
+    configs
+}
+
+/// The table states the test bounds never reach: none. Every run phase, publication phase
+/// and lane state (every step of all three recovery attempts, toward reopen and toward
+/// close) is reached, so a table row for a state the lane cannot be in would show here.
+const EXPECTED_UNREACHED: &[&str] = &[];
+
+#[test]
+fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() {
+    let (explored, reached) = match lane::run_all(&test_configs(), LIMIT) {
+        Ok(done) => done,
+        Err(report) => panic!("{report}"),
+    };
+    for one in &explored {
+        println!(
+            "{}: {} states, {} transitions, depth {}",
+            one.config.rust(),
+            one.stats.states,
+            one.stats.transitions,
+            one.stats.depth
+        );
+        // Not degenerate: a run's life alone is a dozen steps, with a failure at each.
+        assert!(one.stats.states > 1_000, "{:?}", one.stats);
+    }
+    let tables = reached.against_tables();
+    println!("table states never reached: {:?}", tables.unreached);
+    assert_eq!(
+        tables.unreached, EXPECTED_UNREACHED,
+        "table states never reached"
+    );
+    assert!(
+        tables.unlisted.is_empty(),
+        "reached states no table lists: {:?}",
+        tables.unlisted
+    );
+}
+
+#[test]
+fn every_ordering_of_stream_pair_operations_matches_the_reference_model_at_depths_one_and_two() {
+    // With two owners, depths above two behave as depth two; `cargo xtask explore` runs
+    // every depth with more owners.
+    for depth in 1..=2 {
+        let config = PairConfig::test(depth);
+        match pair::run(config, LIMIT) {
+            Ok(stats) => {
+                println!(
+                    "{config:?}: {} states, {} transitions, depth {}",
+                    stats.states, stats.transitions, stats.depth
+                );
+                assert!(stats.states > 1_000, "{stats:?}");
+            }
+            Err(report) => panic!("{report}"),
+        }
+    }
+}
+
+#[test]
+fn a_printed_trace_replays_through_the_same_checks() {
+    // A run answered with success all the way, as a violation report would print it.
+    let config = Config::test(Chip::A5);
+    let answer = |reply| Action::Op(Op::Answer { effect: 0, reply });
+    let mut trace = vec![Action::Op(Op::Submit {
+        tag: None,
+        diagnostics: false,
+        lease: lane_fuzz::lane_sequences::LeasePick::None,
+    })];
+    trace.extend(std::iter::repeat_n(answer(Reply::Success), 8));
+    trace.push(Action::Op(Op::Close));
+    assert_eq!(lane::replay(config, &trace), Ok(()));
+}
+
+/// A counter that may go up by one or two; reaching `bad` breaks a property.
+#[derive(Clone)]
+struct Counter {
+    value: u8,
+    bad: u8,
+}
+
+impl Model for Counter {
+    type Action = u8;
+
+    fn actions(&self) -> Vec<u8> {
+        if self.value < 20 {
+            vec![1, 2]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn step(&mut self, by: u8) -> Result<(), String> {
+        self.value += by;
+        Ok(())
+    }
+
+    fn key(&self) -> String {
+        self.value.to_string()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.value == self.bad {
+            Err(format!("reached {}", self.bad))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn rust(by: u8) -> String {
+        by.to_string()
+    }
+}
+
+#[test]
+fn a_violation_comes_back_with_the_shortest_trace_that_reaches_it_rendered_as_code() {
+    let failure = explore(Counter { value: 0, bad: 7 }, 100, |_| {}).unwrap_err();
+    let violation = failure.violation().expect("a violation");
+    // Breadth first: 7 is reached in four steps, not seven; ties go to the first action
+    // offered at the shallowest state.
+    assert_eq!(violation.trace, [1, 2, 2, 2]);
+    assert_eq!(violation.message, "reached 7");
+    let report = render::<Counter>(violation, "replay(&[", "])");
+    assert!(
+        report.starts_with("reached 7\nshortest trace (4 actions)"),
+        "{report}"
+    );
+    assert!(
+        report.ends_with("replay(&[\n    1,\n    2,\n    2,\n    2,\n])"),
+        "{report}"
+    );
+}
+
+#[test]
+fn an_exploration_past_its_state_limit_says_so_instead_of_passing() {
+    let failure = explore(Counter { value: 0, bad: 99 }, 5, |_| {}).unwrap_err();
+    assert_eq!(failure, Failure::TooManyStates { limit: 5 });
+}
