@@ -46,7 +46,8 @@
 //! service's tests can use backend-sim, which itself depends on lane-driver.
 //!
 //! **API boundary:** [`spawn`], [`ServiceConfig`], [`LaneHandle`], [`ItemId`],
-//! [`ServiceError`], [`WaitError`], [`LostCause`]. lane-capi builds the C ABI on it.
+//! [`ServiceError`], [`WaitError`], [`LostCause`], and [`Report`] (an outcome with the
+//! device's text about the failed call behind it). lane-capi builds the C ABI on it.
 
 #![forbid(unsafe_code)]
 
@@ -56,4 +57,5 @@ mod service;
 mod sync;
 
 pub use error::{LostCause, ServiceError, WaitError};
+pub use lane_driver::Report;
 pub use service::{DEFAULT_WAIT_SLICE, ItemId, LaneHandle, OutcomeCallback, ServiceConfig, spawn};

@@ -4,7 +4,9 @@ use lane_core::{
     CloseReport, CodeRef, Effect, LaneState, Outcome, Profile, PublicationId, RunId, RunRequest,
     Timestamp,
 };
-use lane_driver::{Device, DriverError, Executor, LaneSteps, NoObserver, Runner, Turn, Wait};
+use lane_driver::{
+    Device, DriverError, Executor, LaneSteps, NoObserver, Report, Runner, Turn, Wait,
+};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, mpsc};
@@ -110,14 +112,14 @@ struct Shared {
 }
 
 impl Delivers for Shared {
-    type Outcome = Outcome;
+    type Outcome = Report;
 
-    fn take_outcome(&mut self) -> Option<Outcome> {
-        self.steps.poll_outcome()
+    fn take_outcome(&mut self) -> Option<Report> {
+        self.steps.poll_report()
     }
 
-    fn seq(outcome: &Outcome) -> u64 {
-        outcome.seq()
+    fn seq(report: &Report) -> u64 {
+        report.outcome.seq()
     }
 }
 
@@ -213,12 +215,29 @@ impl LaneHandle {
     /// Never blocks behind the device. After a loss the outcomes delivered before it can
     /// still be taken; [`lost`](Self::lost) tells a loss from "nothing yet".
     pub fn poll_outcome(&self) -> Option<Outcome> {
+        self.poll_report().map(|report| report.outcome)
+    }
+
+    /// As [`poll_outcome`](Self::poll_outcome), with the device's text about the failed call
+    /// behind the outcome (`aclGetRecentErrMsg`), if it left one: the [`Report`]'s `Display`
+    /// is the stable failure line with that text appended.
+    pub fn poll_report(&self) -> Option<Report> {
         self.mailbox().poll()
     }
 
     /// Blocks the caller (only) until `item` has its outcome and takes it, or `timeout`
     /// passes, or the lane is lost.
     pub fn wait(&self, item: impl Into<ItemId>, timeout: Duration) -> Result<Outcome, WaitError> {
+        self.wait_report(item, timeout).map(|report| report.outcome)
+    }
+
+    /// As [`wait`](Self::wait), with the device's text about the failed call behind the
+    /// outcome (see [`poll_report`](Self::poll_report)).
+    pub fn wait_report(
+        &self,
+        item: impl Into<ItemId>,
+        timeout: Duration,
+    ) -> Result<Report, WaitError> {
         let deadline = Instant::now().checked_add(timeout);
         self.mailbox().wait(item.into().seq(), deadline)
     }
@@ -426,8 +445,8 @@ fn feed(
 /// Shows the callback the outcomes delivered since the last call, with no lock held.
 fn announce(mailbox: &Mailbox<Shared>, on_outcome: &mut Option<OutcomeCallback>) {
     if let Some(callback) = on_outcome {
-        for outcome in mailbox.unannounced() {
-            callback(&outcome);
+        for report in mailbox.unannounced() {
+            callback(&report.outcome);
         }
     }
 }

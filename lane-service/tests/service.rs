@@ -324,3 +324,36 @@ fn the_handle_is_send_sync_and_clone() {
     fn shareable<T: Send + Sync + Clone + 'static>() {}
     shareable::<LaneHandle>();
 }
+
+#[test]
+fn a_failed_calls_device_text_reaches_the_report_and_a_success_carries_none() {
+    let fault = backend_sim::FaultRule::parse("event-wait=507015@run:2").expect("a fault rule");
+    let handle = spawn(ServiceConfig::new(Profile::a2a3()), move || {
+        let mut device = Stalling::new(sim(&Profile::a2a3(), 7, &[fault]), Stall::None);
+        device.message = Some("EZ9999: AICore exception");
+        Ok::<_, String>((device, StallingRunner))
+    })
+    .expect("the lane starts");
+    let first = handle.submit(RunRequest::new()).expect("accepted");
+    let first = handle.wait_report(first, GENEROUS).expect("run 1's report");
+    assert!(matches!(first.outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+    assert_eq!(first.device_message, None, "no call failed for run 1");
+    let second = handle.submit(RunRequest::new()).expect("accepted");
+    let second = handle
+        .wait_report(second, GENEROUS)
+        .expect("run 2's report");
+    assert!(
+        matches!(second.outcome, Outcome::Run(r) if matches!(r.verdict, Verdict::Failed { .. })),
+        "{second}"
+    );
+    assert_eq!(
+        second.device_message.as_deref(),
+        Some("EZ9999: AICore exception")
+    );
+    assert!(
+        second
+            .to_string()
+            .ends_with("; device: EZ9999: AICore exception"),
+        "{second}"
+    );
+}

@@ -57,6 +57,8 @@ pub struct Stalling {
     pub dropped: Arc<AtomicBool>,
     /// When the runner prepared each run.
     pub prepared: Arc<Mutex<Vec<(RunId, Instant)>>>,
+    /// What `recent_error_message` answers (the executor asks only after a failed call).
+    pub message: Option<&'static str>,
 }
 
 impl Stalling {
@@ -66,6 +68,7 @@ impl Stalling {
             stall,
             dropped: Arc::new(AtomicBool::new(false)),
             prepared: Arc::new(Mutex::new(Vec::new())),
+            message: None,
         }
     }
 }
@@ -79,6 +82,9 @@ impl Drop for Stalling {
 impl Device for Stalling {
     fn now(&mut self) -> Timestamp {
         self.inner.now()
+    }
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.message.map(str::to_owned)
     }
     fn set_device(&mut self) -> Result<(), AclCode> {
         self.inner.set_device()
