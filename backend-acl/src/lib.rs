@@ -1,19 +1,38 @@
-//! Executes lane effects with ACL on a real Ascend NPU. A later issue fills it; today it is
-//! a documented placeholder.
+//! The lane's device calls over ACL: [`AclDevice`] implements `lane_driver::Device` with
+//! ascend-cl-sys, so the same `lane_driver::Driver` loop that runs the simulator runs an NPU.
 //!
-//! **Will own:** an implementation of `lane_driver::Backend` over ascend-cl-sys, one method
-//! per ACL call, so the same `lane_driver::Driver` loop that runs the simulator runs the
-//! device: streams created with `aclrtCreateStreamWithConfig` and destroyed without a
-//! pre-destroy sync, completion events from `aclrtCreateEventExWithFlag` re-recorded per run,
-//! bounded waits with `aclrtSynchronizeEventWithTimeout`, the status header read with one
-//! synchronous D2H copy, recovery as bounded drain, `aclrtResetDeviceForce` and a probe
-//! (never a plain reset after a force reset), `aclrtSetDevice` on every thread that touches
-//! the device, and `aclGetRecentErrMsg` after every failure. Its conformance tests run the
-//! simulator's scenarios against hardware when a device is present.
+//! **Owns:** opening a device ([`AclDevice::open`] with an [`AclConfig`]): loading the library
+//! through ascend-cl-sys's search (a stub under `devlib/` is refused there), `aclInit` only
+//! when asked, the probe (device count > 0, a device id in range, `aclrtGetSocName` picking
+//! the profile: a2a3 for `Ascend910B*`/`Ascend910_93*`, a5 for `Ascend950*`, see
+//! [`profile_for_soc`]), and the device op timeout (`aclrtSetOpExecuteTimeOutV2` from
+//! `Profile::device_op_timeout_ns`, checked below the host completion wait, SPEC L-6, so a
+//! hung kernel ends with its device code, 507014 or 507017, before the host gives up). Then
+//! one `Device` method per ACL call; `aclGetRecentErrMsg` read after every failure and handed
+//! to the driver through `Device::recent_error_message`, which attaches it to the outcome of
+//! the run or publication whose call failed. Thread binding: the calling thread is bound
+//! (`aclrtSetDevice`) before its first call and again after every reset, tracked by
+//! `ThreadId`, so the device may move to the lane service's own thread.
 //!
 //! **Invariant:** mechanism only: every call returns the raw code it got; lane-core decides
-//! what it means. The only clock read is `Backend::now` (a monotonic clock). Never depends on
-//! backend-sim.
+//! what it means. Recovery is exactly the driver's effects: bounded drain
+//! (`aclrtSynchronizeDeviceWithTimeout`), `aclrtResetDeviceForce`, `aclrtSetDevice`, probe.
+//! A plain `aclrtResetDevice` is never called (it is not even in the symbol table), so it
+//! can never follow a force reset. Every handle dies with a reset: the driver forgets them,
+//! never destroys them. `aclrtDestroyStream` is the healthy teardown (it waits for queued
+//! work), `aclrtDestroyStreamForce` the replacement of a stuck or errored stream. The only
+//! clock read is `Device::now` (a monotonic clock). Never depends on backend-sim.
 //!
-//! **API boundary:** a `Backend` implementation and its constructor (device id, runner
-//! hooks for prepare, finalise and upload).
+//! **API boundary:** [`AclDevice`] (with [`AclDevice::acl`] and [`AclDevice::device_id`], so
+//! the embedding runtime's `Runner` launches on the lane's streams: `StreamHandle.0` is the
+//! `aclrtStream` pointer value, `EventHandle.0` the `aclrtEvent`, `DevicePtr.0` the device
+//! address), [`AclConfig`], [`Library`], [`AclError`], [`profile_for_soc`]. The runner is
+//! the embedding runtime's; this crate has none.
+
+mod device;
+mod error;
+mod soc;
+
+pub use device::{AclConfig, AclDevice, Library};
+pub use error::AclError;
+pub use soc::profile_for_soc;

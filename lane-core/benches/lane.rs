@@ -6,40 +6,19 @@
 #![allow(missing_docs)]
 
 use divan::black_box;
-use lane_core::status_latch::Status;
-use lane_core::stream_pair::StreamHandle;
-use lane_core::{Effect, Event, Lane, Outcome, Profile, RunRequest, Timestamp};
+use lane_core::testkit::Succeed;
+use lane_core::{Lane, Outcome, Profile, RunRequest, Timestamp};
 
 fn main() {
     divan::main();
 }
 
-/// Answers every effect at once with success (the status read returns `clean`, a canned
-/// answer: decoding is measured by status-latch's own benchmark); returns the outcomes seen.
-fn answer_all(lane: &mut Lane, now: Timestamp, handles: &mut u64, clean: Status) -> u32 {
-    while let Some(effect) = lane.poll_effect() {
-        let event = match effect {
-            Effect::PrepareRun { run, lease, .. } => Event::Prepared { run, lease },
-            Effect::CreateStream { role } => {
-                *handles += 1;
-                Event::StreamCreated {
-                    role,
-                    handle: StreamHandle(*handles),
-                }
-            }
-            Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
-            Effect::AwaitCompletion { run, lease, .. } => Event::Completed { run, lease },
-            Effect::ReadStatus { run, lease, .. } => Event::StatusRead {
-                run,
-                lease,
-                status: clean,
-                timing: Default::default(),
-            },
-            Effect::FinaliseRun { run, lease, .. } => Event::Finalised { run, lease },
-            other => unreachable!("not in a healthy cycle: {other:?}"),
-        };
-        let _ = lane.handle(now, event);
-    }
+/// Answers every effect at once with success (`testkit::Succeed`: the status read returns
+/// `clean`; decoding is measured by status-latch's own benchmark); returns the outcomes seen.
+fn answer_all(lane: &mut Lane, now: Timestamp, backend: &mut Succeed) -> u32 {
+    backend
+        .drive(lane, now)
+        .expect("a healthy cycle rejects no event");
     let mut outcomes = 0;
     while let Some(outcome) = lane.poll_outcome() {
         outcomes += u32::from(matches!(outcome, Outcome::Run(_)));
@@ -47,15 +26,14 @@ fn answer_all(lane: &mut Lane, now: Timestamp, handles: &mut u64, clean: Status)
     outcomes
 }
 
-/// A lane whose streams exist (one run done), its handle counter, and its clean status.
-fn warm_lane(profile: Profile) -> (Lane, u64, Status) {
+/// A lane whose streams exist (one run done), and its backend.
+fn warm_lane(profile: Profile) -> (Lane, Succeed) {
     let mut lane = Lane::new(profile);
-    let mut handles = 0;
-    let clean = Status::clean(profile.header());
+    let mut backend = Succeed::new();
     lane.submit(Timestamp(0), RunRequest::new())
         .expect("accepted");
-    answer_all(&mut lane, Timestamp(0), &mut handles, clean);
-    (lane, handles, clean)
+    answer_all(&mut lane, Timestamp(0), &mut backend);
+    (lane, backend)
 }
 
 /// One run from submit to outcome on a warm lane.
@@ -66,14 +44,14 @@ fn full_run_cycle(bencher: divan::Bencher<'_, '_>, profile: &str) {
     } else {
         Profile::a2a3()
     };
-    let (mut lane, mut handles, clean) = warm_lane(profile);
+    let (mut lane, mut backend) = warm_lane(profile);
     let mut now = 0u64;
     bencher.bench_local(|| {
         now += 1_000;
         let accepted = lane.submit(Timestamp(now), RunRequest::new()).is_ok();
         black_box((
             accepted,
-            answer_all(&mut lane, Timestamp(now), &mut handles, clean),
+            answer_all(&mut lane, Timestamp(now), &mut backend),
         ))
     });
 }
@@ -82,12 +60,12 @@ fn full_run_cycle(bencher: divan::Bencher<'_, '_>, profile: &str) {
 /// fuzzers run it (the price of checking, not a production path).
 #[divan::bench(sample_size = 100, sample_count = 1000)]
 fn full_run_cycle_with_invariant_checks(bencher: divan::Bencher<'_, '_>) {
-    let (mut lane, mut handles, clean) = warm_lane(Profile::a2a3());
+    let (mut lane, mut backend) = warm_lane(Profile::a2a3());
     let mut now = 0u64;
     bencher.bench_local(|| {
         now += 1_000;
         let accepted = lane.submit(Timestamp(now), RunRequest::new()).is_ok();
-        let outcomes = answer_all(&mut lane, Timestamp(now), &mut handles, clean);
+        let outcomes = answer_all(&mut lane, Timestamp(now), &mut backend);
         black_box((accepted, outcomes, lane.check_invariants().is_ok()))
     });
 }

@@ -79,7 +79,9 @@ pub enum Effect {
     /// Finalise the run: copy outputs back when `copy_back` (only for a run whose verdict is
     /// so far `Ok`), free the per-run resources, and release the slot's completion events for
     /// reuse (L-7). Emitted exactly once for every run that was asked to prepare, on every
-    /// terminal path except a device reset. Answered by `Finalised` or `FinaliseFailed`.
+    /// terminal path except a device reset and a run answered `PrepareIncompatible` that
+    /// close then cancels in the queue (nothing of it was touched). Answered by `Finalised`
+    /// or `FinaliseFailed`.
     FinaliseRun {
         /// The run.
         run: RunId,

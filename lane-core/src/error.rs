@@ -2,9 +2,10 @@
 
 use thiserror::Error;
 
-use crate::ids::{Lease, PublicationId, RunId, Tag};
+use crate::ids::{Lease, PublicationId, RunId, SlotId, Tag};
+use crate::lane::PoisonRecord;
 use crate::outcome::Cause;
-use crate::run::{Refusal, RunPhase};
+use crate::run::{Refusal, RunInput, RunPhase};
 use crate::state::LaneState;
 
 /// Why `submit` or `reserve` refused a run (L-1). Nothing was accepted.
@@ -66,21 +67,53 @@ pub enum PublishError {
     #[error("the lane is closed; create a new lane to publish")]
     Closed,
     /// The lane is recovering the device.
-    #[error(
-        "the lane is recovering the device after {origin} poisoned it; publish again once recovery is confirmed (the reset wiped published code)"
-    )]
+    #[error("the lane is recovering the device after {origin} poisoned it [{}]; publish again once recovery is confirmed (the reset wiped published code)", cause.line(*origin))]
     Poisoned {
         /// The run whose failure poisoned the device.
         origin: RunId,
+        /// Its cause.
+        cause: Cause,
     },
     /// The lane is lost.
-    #[error(
-        "the lane is lost after {origin} poisoned the device; reset the device outside the lane and create a new lane"
-    )]
+    #[error("the lane is lost: after {origin} poisoned the device [{}], no recovery attempt proved it usable; reset the device outside the lane and create a new lane", cause.line(*origin))]
     Lost {
         /// The run whose failure poisoned the device.
         origin: RunId,
+        /// Its cause.
+        cause: Cause,
     },
+}
+
+/// Why the lane refuses new work, whatever the command: the one mapping from a lane-level
+/// refusal to a caller error, shared by `submit`, `reserve` and `publish`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Closing or closed.
+    Closed,
+    /// Recovering after this poison.
+    Poisoned(PoisonRecord),
+    /// Lost after this poison.
+    Lost(PoisonRecord),
+}
+
+impl From<Refused> for SubmitError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::Closed => Self::Closed,
+            Refused::Poisoned(PoisonRecord { origin, cause }) => Self::Poisoned { origin, cause },
+            Refused::Lost(PoisonRecord { origin, cause }) => Self::Lost { origin, cause },
+        }
+    }
+}
+
+impl From<Refused> for PublishError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::Closed => Self::Closed,
+            Refused::Poisoned(PoisonRecord { origin, cause }) => Self::Poisoned { origin, cause },
+            Refused::Lost(PoisonRecord { origin, cause }) => Self::Lost { origin, cause },
+        }
+    }
 }
 
 /// Why `release` refused to give a reservation back.
@@ -161,6 +194,165 @@ pub enum EventError {
 /// A broken lane invariant, found by [`Lane::check_invariants`](crate::Lane::check_invariants).
 /// Seeing one is a bug in the lane (or in a test that reached into it): report it with the
 /// seed that reproduces it.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("lane invariant broken: {0}")]
-pub struct InvariantViolation(pub String);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum InvariantViolation {
+    /// The stream pair's own invariants are broken.
+    #[error("lane invariant broken: stream pair: {0}")]
+    Pair(stream_pair::InvariantViolation),
+    /// Accepted items and outcomes do not add up: an outcome was lost or invented.
+    #[error(
+        "lane invariant broken: accepted {accepted} items but {delivered} delivered + {pending} pending"
+    )]
+    OutcomeCount {
+        /// Items accepted.
+        accepted: u64,
+        /// Outcomes delivered.
+        delivered: u64,
+        /// Items without an outcome.
+        pending: u64,
+    },
+    /// More outcomes queued than were ever delivered.
+    #[error("lane invariant broken: more outcomes queued than delivered")]
+    OutcomesOverDelivered,
+    /// Queued outcomes are not in submission order.
+    #[error("lane invariant broken: outcomes out of submission order")]
+    OutcomesOutOfOrder,
+    /// Pending items are not in submission order, or one is behind a delivered outcome.
+    #[error("lane invariant broken: items out of submission order, or behind a delivered outcome")]
+    ItemsOutOfOrder,
+    /// A finished item at the front of the FIFO was not delivered.
+    #[error("lane invariant broken: a finished item at the front was not delivered")]
+    UndeliveredFront,
+    /// A slot is leased to a run that does not hold it.
+    #[error("lane invariant broken: {slot} is leased to {run}, which does not hold it")]
+    SlotHolderMismatch {
+        /// The slot.
+        slot: SlotId,
+        /// The run the slot names.
+        run: RunId,
+    },
+    /// A slot beyond the profile's slot count is in use.
+    #[error("lane invariant broken: {slot} is beyond the profile and in use")]
+    SlotBeyondProfile {
+        /// The slot.
+        slot: SlotId,
+    },
+    /// A slot in use carries a generation that was never minted, or one another slot carries.
+    #[error("lane invariant broken: {slot} carries an unminted or shared generation")]
+    SlotGeneration {
+        /// The slot.
+        slot: SlotId,
+    },
+    /// A live run's slot is not leased to it.
+    #[error("lane invariant broken: {run} is live but its slot is not leased to it")]
+    RunWithoutSlot {
+        /// The run.
+        run: RunId,
+    },
+    /// Held runs and reservations exceed the slot count.
+    #[error("lane invariant broken: the lane holds more runs than slots")]
+    OverCapacity,
+    /// More publications wait than the bound allows.
+    #[error("lane invariant broken: too many publications waiting")]
+    TooManyPublications,
+    /// The pair's submission FIFO differs from the runs on the pair.
+    #[error("lane invariant broken: the pair's submissions differ from the runs on the pair")]
+    PairSubmissionsDiffer,
+    /// A run is on the pair without a submission.
+    #[error("lane invariant broken: a run is on the pair without a submission")]
+    RunOnPairWithoutSubmission,
+    /// More runs on the pair than the launch depth.
+    #[error("lane invariant broken: more runs on the pair than the launch depth")]
+    PairOverDepth,
+    /// A run launched before its predecessor.
+    #[error("lane invariant broken: {run} launched before its predecessor")]
+    LaunchedBeforePredecessor {
+        /// The run.
+        run: RunId,
+    },
+    /// A run launched behind an unfinished publication.
+    #[error("lane invariant broken: {run} launched behind an unfinished publication")]
+    LaunchedBehindPublication {
+        /// The run.
+        run: RunId,
+    },
+    /// A run launched alongside a diagnostics run.
+    #[error("lane invariant broken: {run} launched alongside a diagnostics run")]
+    LaunchedWithDiagnostics {
+        /// The run.
+        run: RunId,
+    },
+    /// An awaited run is not the oldest on the pair.
+    #[error("lane invariant broken: {run} is awaited but is not the oldest on the pair")]
+    AwaitedNotOldest {
+        /// The run.
+        run: RunId,
+    },
+    /// More than one run is awaited.
+    #[error("lane invariant broken: more than one run awaited at once")]
+    SeveralAwaited,
+    /// A run launched after a publication runs on an AICore stream created before it.
+    #[error(
+        "lane invariant broken: {run} launched on the AICore stream made stale by {publication}"
+    )]
+    LaunchedOnStaleAicore {
+        /// The run.
+        run: RunId,
+        /// The publication that made the stream stale.
+        publication: PublicationId,
+    },
+    /// A pending effect names a run that is done.
+    #[error("lane invariant broken: a pending {effect} names {run}, which is done")]
+    EffectForDoneRun {
+        /// The effect's name.
+        effect: &'static str,
+        /// The run.
+        run: RunId,
+    },
+    /// The lane is lost although no recovery failed.
+    #[error("lane invariant broken: lost without a failed recovery")]
+    LostWithoutFailedRecovery,
+    /// A run is live while the device is being recovered or is lost.
+    #[error("lane invariant broken: a run is live while the device is being recovered or lost")]
+    LiveRunWhileRecovering,
+    /// Recovering or lost without a poison record.
+    #[error("lane invariant broken: recovering or lost without a poison record")]
+    RecoveringWithoutPoison,
+    /// Closed (or releasing streams) with items pending.
+    #[error("lane invariant broken: closed with items pending")]
+    ClosedWithItems,
+    /// The pair refused to withdraw a run whose launch failed before reaching a stream.
+    #[error("lane invariant broken: the pair refused to withdraw {run}: {error}")]
+    WithdrawRefused {
+        /// The run.
+        run: RunId,
+        /// The pair's refusal.
+        error: stream_pair::WithdrawError,
+    },
+    /// The pair refused a submission after answering `Ready`.
+    #[error("lane invariant broken: the pair answered Ready but refused {run}: {error}")]
+    SubmitRefused {
+        /// The run.
+        run: RunId,
+        /// The pair's refusal.
+        error: stream_pair::SubmitError,
+    },
+    /// The completed run was not the front submission on the pair.
+    #[error("lane invariant broken: {run} completed but its retirement was {retired:?}, not Kept")]
+    RetiredOutOfOrder {
+        /// The run.
+        run: RunId,
+        /// What the pair did.
+        retired: stream_pair::Retired,
+    },
+    /// The run phase machine refused an input the lane itself decided.
+    #[error("lane invariant broken: {run} in phase {phase:?} refused the lane's own {input:?}")]
+    StepRefused {
+        /// The run.
+        run: RunId,
+        /// Its phase.
+        phase: RunPhase,
+        /// The input the lane decided.
+        input: RunInput,
+    },
+}

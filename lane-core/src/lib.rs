@@ -11,42 +11,22 @@
 //! submission order, whatever the backend reports and in whatever order
 //! ([`Lane::check_invariants`] lists the rest).
 //!
-//! **API boundary:** [`Lane`] and its value types. The phase tables in [`run`] and
-//! [`state`] are public so their rendered tables can be reviewed and snapshot-tested.
+//! **API boundary:** [`Lane`] and its value types. The phase tables in [`run`],
+//! [`publication`] and [`state`] are public so their rendered tables can be reviewed and snapshot-tested.
 //!
 //! **Deliberately absent:** clocks, threads, IO, `HashMap` iteration, `unsafe`, and any
 //! allocation per run in steady state (inline storage throughout).
 //!
 //! ```
-//! use lane_core::{Effect, Event, Lane, Outcome, Profile, RunRequest, Timestamp, Verdict};
-//! use lane_core::status_latch::Status;
-//! use lane_core::stream_pair::StreamHandle;
+//! use lane_core::testkit::Succeed;
+//! use lane_core::{Lane, Outcome, Profile, RunRequest, Timestamp, Verdict};
 //!
 //! let mut lane = Lane::new(Profile::a2a3());
 //! let t = Timestamp(0);
 //! let run = lane.submit(t, RunRequest::new()).unwrap();
-//! let mut next_handle = 0;
-//! // A toy backend: answer every effect with success.
-//! while let Some(effect) = lane.poll_effect() {
-//!     let event = match effect {
-//!         Effect::PrepareRun { run, lease, .. } => Event::Prepared { run, lease },
-//!         Effect::CreateStream { role } => {
-//!             next_handle += 1;
-//!             Event::StreamCreated { role, handle: StreamHandle(next_handle) }
-//!         }
-//!         Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
-//!         Effect::AwaitCompletion { run, lease, .. } => Event::Completed { run, lease },
-//!         Effect::ReadStatus { run, lease, layout } => Event::StatusRead {
-//!             run,
-//!             lease,
-//!             status: Status::clean(layout),
-//!             timing: Default::default(),
-//!         },
-//!         Effect::FinaliseRun { run, lease, .. } => Event::Finalised { run, lease },
-//!         other => panic!("not expected here: {other:?}"),
-//!     };
-//!     lane.handle(t, event).unwrap();
-//! }
+//! // A stand-in backend (feature `testkit`): every effect succeeds. A real backend executes
+//! // each effect and feeds back the event that answers it.
+//! Succeed::new().drive(&mut lane, t).unwrap();
 //! match lane.poll_outcome() {
 //!     Some(Outcome::Run(outcome)) => {
 //!         assert_eq!(outcome.run, run);
@@ -64,9 +44,12 @@ mod ids;
 mod lane;
 mod outcome;
 mod profile;
+pub mod publication;
 mod queue;
 pub mod run;
 pub mod state;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 
 pub use effect::Effect;
 pub use error::{EventError, InvariantViolation, LeaseError, PublishError, SubmitError};

@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use status_latch::{Class, Classification, Failure, Stage, classify, failure_line};
+use status_latch::{Class, Classification, Failure, FailureDetail, Stage, classify, failure_line};
 
 use crate::ids::{DeviceTiming, PublicationId, RunId, Tag};
 
@@ -60,6 +60,16 @@ impl Cause {
     #[must_use]
     pub fn line(&self, run: RunId) -> String {
         failure_line(run.0, &self.failure).to_string()
+    }
+
+    /// The line's part after `run N failed` (stage, code, name, meaning, class, hint), for a
+    /// failure that belongs to no run: a publication's upload.
+    #[must_use]
+    pub const fn detail(&self) -> FailureDetail {
+        FailureDetail {
+            failure: self.failure,
+            status: None,
+        }
     }
 }
 
@@ -195,12 +205,9 @@ impl fmt::Display for Outcome {
             Self::Publication(p) => match &p.result {
                 PublicationResult::Uploaded => write!(f, "{}: uploaded", p.publication),
                 PublicationResult::Cancelled => write!(f, "{}: cancelled", p.publication),
-                PublicationResult::Failed { cause } => write!(
-                    f,
-                    "{}: upload failed: {}",
-                    p.publication,
-                    cause.line(RunId(p.publication.0))
-                ),
+                PublicationResult::Failed { cause } => {
+                    write!(f, "{}: upload failed{}", p.publication, cause.detail())
+                }
                 PublicationResult::Poisoned { cause, origin } => write!(
                     f,
                     "{}: poisoned by {origin}: {}",
@@ -209,5 +216,110 @@ impl fmt::Display for Outcome {
                 ),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every outcome line, one test each: the stable text tools grep.
+
+    use status_latch::{AclCode, Failure, Stage};
+
+    use super::*;
+
+    fn acl(stage: Stage) -> Cause {
+        Cause::of(Failure::Acl {
+            stage,
+            code: AclCode::from_raw(507_015).expect("non-zero"),
+        })
+    }
+
+    fn run(verdict: Verdict) -> String {
+        Outcome::Run(RunOutcome {
+            run: RunId(5),
+            tag: None,
+            verdict,
+            timing: None,
+        })
+        .to_string()
+    }
+
+    fn publication(result: PublicationResult) -> String {
+        Outcome::Publication(PublicationOutcome {
+            publication: PublicationId(5),
+            result,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn an_ok_run_reads_ok() {
+        assert_eq!(run(Verdict::Ok), "run 5: ok");
+    }
+
+    #[test]
+    fn a_cancelled_run_reads_cancelled() {
+        assert_eq!(run(Verdict::Cancelled), "run 5: cancelled");
+    }
+
+    #[test]
+    fn a_failed_run_reads_its_own_failure_line() {
+        let cause = acl(Stage::Prepare);
+        assert_eq!(run(Verdict::Failed { cause }), cause.line(RunId(5)));
+        assert!(run(Verdict::Failed { cause }).starts_with("run 5 failed at prepare: ACL 507015 "));
+    }
+
+    #[test]
+    fn a_poisoned_run_names_its_origin_and_the_origins_line() {
+        let cause = acl(Stage::EventWait);
+        let line = run(Verdict::Poisoned {
+            cause,
+            origin: RunId(3),
+        });
+        assert_eq!(
+            line,
+            format!("run 5: poisoned by run 3: {}", cause.line(RunId(3)))
+        );
+    }
+
+    #[test]
+    fn an_uploaded_publication_reads_uploaded() {
+        assert_eq!(
+            publication(PublicationResult::Uploaded),
+            "publication 5: uploaded"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_publication_reads_cancelled() {
+        assert_eq!(
+            publication(PublicationResult::Cancelled),
+            "publication 5: cancelled"
+        );
+    }
+
+    #[test]
+    fn a_failed_upload_reads_as_the_publications_failure_not_a_runs() {
+        let cause = acl(Stage::Upload);
+        let line = publication(PublicationResult::Failed { cause });
+        assert!(
+            line.starts_with("publication 5: upload failed at upload: ACL 507015 "),
+            "{line}"
+        );
+        assert!(!line.contains("run 5"), "{line}");
+        assert!(line.ends_with(&cause.line(RunId(5))["run 5 failed at upload".len()..]));
+    }
+
+    #[test]
+    fn a_poisoned_publication_names_its_origin_and_the_origins_line() {
+        let cause = acl(Stage::StatusRead);
+        let line = publication(PublicationResult::Poisoned {
+            cause,
+            origin: RunId(3),
+        });
+        assert_eq!(
+            line,
+            format!("publication 5: poisoned by run 3: {}", cause.line(RunId(3)))
+        );
     }
 }

@@ -3,8 +3,10 @@
 //! A run moves `Queued → Preparing → Prepared → Launching → Launched → Awaiting →
 //! ReadingStatus → Finalising → Done`, may fall back from `Preparing` to `Queued` (an
 //! incompatible prepare), and reaches `Done` early on failure, cancel or device reset.
-//! [`step`] is the only place a phase changes; an input it refuses is an event the lane did
-//! not ask for, and the lane rejects that event without changing anything.
+//! [`step`] is the only place a phase changes, device resets included (`Abandon`); an input
+//! it refuses is an event the lane did not ask for, and the lane rejects that event without
+//! changing anything. An input the lane decided itself and `step` refuses is a lane bug,
+//! reported by [`Lane::check_invariants`](crate::Lane::check_invariants).
 
 use core::fmt::Write as _;
 
@@ -225,7 +227,38 @@ pub const fn step(phase: RunPhase, input: RunInput) -> Result<RunPhase, Refusal>
     Ok(next)
 }
 
-/// The per-run phase machine as a Markdown table: every (phase, input) pair.
+/// What the lane emits with a run's transition from `input` to `next` (for the table).
+///
+/// A run-only failure is finalised without copy-back; a poison-class failure ends the run at
+/// once and starts recovery with `DrainDevice` (its resources go with the device reset).
+#[must_use]
+pub const fn effects(input: RunInput, next: RunPhase) -> &'static str {
+    use RunInput as I;
+    match (input, next) {
+        (I::Prepare, _) => "`PrepareRun`",
+        (I::Launch, _) => "`LaunchRun`",
+        (I::Await, _) => "`AwaitCompletion`",
+        (I::Completed, _) => "`ReadStatus`",
+        (I::StatusClean, _) => "`FinaliseRun` with copy-back",
+        (_, RunPhase::Finalising) => "`FinaliseRun`, no copy-back",
+        (I::Abandon, _) => "none (abandoned with the device)",
+        (
+            I::PrepareFailed(Class::Poison)
+            | I::StreamsFailed(Class::Poison)
+            | I::LaunchFailed(Class::Poison)
+            | I::CompletionFailed
+            | I::DeadlineExpired
+            | I::StatusLatched(Class::Poison)
+            | I::StatusReadFailed
+            | I::FinaliseFailed(Class::Poison),
+            _,
+        ) => "poison: `DrainDevice`",
+        _ => "none",
+    }
+}
+
+/// The per-run phase machine as a Markdown table: every (phase, input) pair with its next
+/// phase and what the lane emits with the transition.
 #[must_use]
 pub fn run_phase_table() -> String {
     let mut out = String::new();
@@ -233,18 +266,23 @@ pub fn run_phase_table() -> String {
     out.push_str(
         "Rendered from `lane_core::run::step`, the only place a run's phase changes. One row \
          per (phase, input) pair. `RunOnly`/`Poison` is the class status-latch gives the \
-         failure. A refused input is an event the lane did not ask for: the lane rejects it \
-         with a typed error and changes nothing.\n\n",
+         failure. `effects` is what the lane emits with the transition (SPEC §6: state x event \
+         -> next state + effects). A refused input is an event the lane did not ask for: the \
+         lane rejects it with a typed error and changes nothing.\n\n",
     );
-    out.push_str("| phase | input | next phase |\n|---|---|---|\n");
+    out.push_str("| phase | input | next phase | effects |\n|---|---|---|---|\n");
     for phase in RunPhase::ALL {
         for input in RunInput::ALL {
-            let next = match step(phase, input) {
-                Ok(next) if next == phase => format!("{next:?} (unchanged)"),
-                Ok(next) => format!("**{next:?}**"),
-                Err(refusal) => format!("refused: {}", refusal.reason()),
+            let (next, effects) = match step(phase, input) {
+                Ok(next) if next == phase => (format!("{next:?} (unchanged)"), "none"),
+                Ok(next) => (format!("**{next:?}**"), effects(input, next)),
+                Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
             };
-            let _ = writeln!(out, "| {phase:?} | {} | {next} |", input_label(input));
+            let _ = writeln!(
+                out,
+                "| {phase:?} | {} | {next} | {effects} |",
+                input_label(input)
+            );
         }
     }
     out

@@ -242,6 +242,56 @@ pub const fn lane_step(
     Ok(next)
 }
 
+/// What the lane emits with a transition of its state from `state` to `next` (for the
+/// table): entering a recovery step emits that step's effect; a close cancels what has not
+/// launched; an idle closing lane destroys the pair.
+#[must_use]
+pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
+    match (state, next) {
+        (
+            _,
+            LaneState::Recovering {
+                step: RecoveryStep::Drain,
+                ..
+            },
+        ) if !matches!(
+            state,
+            LaneState::Recovering {
+                step: RecoveryStep::Drain,
+                ..
+            }
+        ) =>
+        {
+            "`DrainDevice`"
+        }
+        (
+            LaneState::Recovering {
+                step: RecoveryStep::Drain,
+                ..
+            },
+            LaneState::Recovering {
+                step: RecoveryStep::Reset,
+                ..
+            },
+        ) => "`ForceReset`",
+        (
+            LaneState::Recovering {
+                step: RecoveryStep::Reset,
+                ..
+            },
+            LaneState::Recovering {
+                step: RecoveryStep::Probe,
+                ..
+            },
+        ) => "`Probe`",
+        (LaneState::Open, LaneState::Closing) => {
+            "`FinaliseRun` (no copy-back) for each prepared run; queued runs and waiting publications cancelled"
+        }
+        (LaneState::Closing, LaneState::ReleasingStreams) => "`DestroyStream` for each live stream",
+        _ => "none",
+    }
+}
+
 /// Representative states for the rendered table (recovery shown at attempt 1 and at the
 /// last attempt of the default budget of 3).
 const TABLE_STATES: [LaneState; 12] = [
@@ -313,18 +363,23 @@ pub fn lane_state_table() -> String {
          are commands; `Poison` is any failure status-latch classifies `Poison`; the recovery \
          inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
          means every accepted item has its outcome; `StreamsReleased` means the pair is \
-         destroyed. A refused command returns a typed error; a refused event is rejected and \
-         changes nothing.\n\n",
+         destroyed. `effects` is what the lane emits with the transition (SPEC §6: state x \
+         event -> next state + effects). A refused command returns a typed error; a refused \
+         event is rejected and changes nothing.\n\n",
     );
-    out.push_str("| state | input | next state |\n|---|---|---|\n");
+    out.push_str("| state | input | next state | effects |\n|---|---|---|---|\n");
     for state in TABLE_STATES {
         for input in LaneInput::ALL {
-            let next = match lane_step(state, input, attempts) {
-                Ok(next) if next == state => format!("{} (unchanged)", state_label(next)),
-                Ok(next) => format!("**{}**", state_label(next)),
-                Err(refusal) => format!("refused: {}", refusal.reason()),
+            let (next, effects) = match lane_step(state, input, attempts) {
+                Ok(next) if next == state => (format!("{} (unchanged)", state_label(next)), "none"),
+                Ok(next) => (format!("**{}**", state_label(next)), effects(state, next)),
+                Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
             };
-            let _ = writeln!(out, "| {} | {input:?} | {next} |", state_label(state));
+            let _ = writeln!(
+                out,
+                "| {} | {input:?} | {next} | {effects} |",
+                state_label(state)
+            );
         }
     }
     out

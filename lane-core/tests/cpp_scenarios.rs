@@ -21,7 +21,7 @@ fn s1_a_prepared_successor_that_fails_after_preparation_cannot_retire_the_live_s
     assert_eq!(h.lane.phase_of(s), Some(RunPhase::Prepared));
     h.take();
     h.close();
-    assert_eq!(h.take(), ["FinaliseRun r2"]);
+    assert_eq!(h.take(), ["FinaliseRun run 2"]);
     assert_eq!(
         h.lane.pair().submissions(),
         [lane_core::stream_pair::Owner(p.0)]
@@ -62,7 +62,7 @@ fn s2_publication_while_a_run_is_in_flight_creates_no_stream_at_prepare_and_repl
     let log = h.take();
     let prepare = log
         .iter()
-        .position(|l| l.starts_with("PrepareRun r3"))
+        .position(|l| l.starts_with("PrepareRun run 3"))
         .unwrap();
     let destroy = log
         .iter()
@@ -123,7 +123,14 @@ fn a_successful_drain_on_a_poisoned_card_never_skips_the_force_reset() {
     let r1 = h.run();
     h.take();
     h.fail_completion(r1, 507_046);
-    assert_eq!(h.take(), ["DrainDevice #1", "ForceReset #1", "Probe #1"]);
+    assert_eq!(
+        h.take(),
+        [
+            "DrainDevice attempt 1 (timeout 10000 ms)",
+            "ForceReset attempt 1",
+            "Probe attempt 1"
+        ]
+    );
 }
 
 #[test]

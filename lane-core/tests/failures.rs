@@ -41,7 +41,7 @@ fn a_clean_kernel_exit_with_a_nonzero_latch_fails_that_run() {
         cause.line(r1)
     );
     assert!(
-        h.take().contains(&"FinaliseRun r1".to_owned()),
+        h.take().contains(&"FinaliseRun run 1".to_owned()),
         "failed runs are finalised without copy-back"
     );
 }
@@ -55,11 +55,11 @@ fn every_completed_run_has_its_status_header_read_before_its_verdict() {
     for run in runs {
         let read = log
             .iter()
-            .position(|l| *l == format!("ReadStatus r{}", run.0))
+            .position(|l| *l == format!("ReadStatus {run}"))
             .expect("read");
         let fin = log
             .iter()
-            .position(|l| l.starts_with(&format!("FinaliseRun r{}", run.0)))
+            .position(|l| l.starts_with(&format!("FinaliseRun {run}")))
             .expect("finalised");
         assert!(read < fin);
         assert!(
@@ -114,10 +114,10 @@ fn a_poison_gives_the_origin_its_own_cause_and_the_successor_the_origin_then_reo
     assert_eq!(
         log,
         [
-            "ReadStatus r1",
-            "DrainDevice #1",
-            "ForceReset #1",
-            "Probe #1"
+            "ReadStatus run 1",
+            "DrainDevice attempt 1 (timeout 10000 ms)",
+            "ForceReset attempt 1",
+            "Probe attempt 1"
         ]
     );
     assert_eq!(h.state(), LaneState::Open);
@@ -187,16 +187,16 @@ fn a_recovery_whose_probe_fails_every_attempt_leaves_the_lane_lost() {
     assert_eq!(
         h.take(),
         [
-            "ReadStatus r1",
-            "DrainDevice #1",
-            "ForceReset #1",
-            "Probe #1",
-            "DrainDevice #2",
-            "ForceReset #2",
-            "Probe #2",
-            "DrainDevice #3",
-            "ForceReset #3",
-            "Probe #3"
+            "ReadStatus run 1",
+            "DrainDevice attempt 1 (timeout 10000 ms)",
+            "ForceReset attempt 1",
+            "Probe attempt 1",
+            "DrainDevice attempt 2 (timeout 10000 ms)",
+            "ForceReset attempt 2",
+            "Probe attempt 2",
+            "DrainDevice attempt 3 (timeout 10000 ms)",
+            "ForceReset attempt 3",
+            "Probe attempt 3"
         ]
     );
     assert_eq!(h.state(), LaneState::Lost);
@@ -221,11 +221,11 @@ fn a_failed_force_reset_is_retried_and_a_later_attempt_can_confirm_the_device() 
     assert_eq!(
         log[1..],
         [
-            "DrainDevice #1",
-            "ForceReset #1",
-            "DrainDevice #2",
-            "ForceReset #2",
-            "Probe #2"
+            "DrainDevice attempt 1 (timeout 10000 ms)",
+            "ForceReset attempt 1",
+            "DrainDevice attempt 2 (timeout 10000 ms)",
+            "ForceReset attempt 2",
+            "Probe attempt 2"
         ]
     );
     assert!(
@@ -364,7 +364,10 @@ fn a_failed_prepare_fails_only_that_run_and_is_finalised() {
     h.fault(Fault::PrepareFails(1, 107_000));
     let r1 = h.run();
     let log = h.take();
-    assert_eq!(log, ["PrepareRun r1@s0", "FinaliseRun r1"]);
+    assert_eq!(
+        log,
+        ["PrepareRun run 1 (slot 0 gen 1)", "FinaliseRun run 1"]
+    );
     let cause = failed_with(h.verdict(r1));
     assert!(matches!(
         cause.failure,

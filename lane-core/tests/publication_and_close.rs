@@ -23,7 +23,7 @@ fn a_publication_between_runs_waits_for_every_earlier_outcome_then_uploads_and_t
         "run 2 is still in flight"
     );
     h.complete(r2);
-    assert!(common::has(&h.take(), "UploadCode p3"));
+    assert!(common::has(&h.take(), "UploadCode publication 3"));
     assert_eq!(h.publication(p), Some(PublicationResult::Uploaded));
     assert_eq!(
         h.lane.pair().created_count(),
@@ -35,11 +35,11 @@ fn a_publication_between_runs_waits_for_every_earlier_outcome_then_uploads_and_t
     assert_eq!(
         log,
         [
-            "PrepareRun r4@s0",
+            "PrepareRun run 4 (slot 0 gen 3)",
             "DestroyStream Aicore h102",
             "CreateStream Aicore",
-            "LaunchRun r4 h101/h103",
-            "AwaitCompletion r4"
+            "LaunchRun run 4 (slot 0 gen 3) aicpu h101 aicore h103",
+            "AwaitCompletion run 4 (deadline 50000000.000 us)"
         ],
         "only the AICore stream is replaced; the AICPU stream survives"
     );
@@ -65,11 +65,11 @@ fn runs_submitted_after_a_publication_wait_behind_it_and_are_not_prepared_until_
     let log = h.take();
     let upload = log
         .iter()
-        .position(|l| l == "UploadCode p2")
+        .position(|l| l.starts_with("UploadCode publication 2 "))
         .expect("uploaded");
     let prepare = log
         .iter()
-        .position(|l| l.starts_with("PrepareRun r3"))
+        .position(|l| l.starts_with("PrepareRun run 3"))
         .expect("prepared");
     assert!(upload < prepare, "{log:?}");
     h.complete(r3);
@@ -80,7 +80,7 @@ fn runs_submitted_after_a_publication_wait_behind_it_and_are_not_prepared_until_
 fn a_publication_with_nothing_in_flight_proceeds_at_once() {
     let mut h = Harness::a2a3();
     let p = h.publish(1);
-    assert_eq!(h.take(), ["UploadCode p1"]);
+    assert_eq!(h.take(), ["UploadCode publication 1 code 1"]);
     assert_eq!(h.publication(p), Some(PublicationResult::Uploaded));
 }
 
@@ -141,7 +141,7 @@ fn close_with_runs_in_flight_lets_launched_runs_finish_cancels_the_rest_and_dest
     assert_eq!(report.state, LaneState::Closing);
     assert_eq!(
         h.take(),
-        ["FinaliseRun r2"],
+        ["FinaliseRun run 2"],
         "the prepared run is cancelled and its resources freed"
     );
     assert_eq!(
@@ -189,7 +189,7 @@ fn close_while_a_prepare_is_out_cancels_the_run_when_the_prepare_answers() {
         .handle(h.now, lane_core::Event::Prepared { run, lease })
         .unwrap();
     h.pump();
-    assert_eq!(h.take(), ["FinaliseRun r1"]);
+    assert_eq!(h.take(), ["FinaliseRun run 1"]);
     assert_eq!(h.verdict(run), Some(Verdict::Cancelled));
     assert_eq!(
         h.state(),

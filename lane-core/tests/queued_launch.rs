@@ -13,16 +13,22 @@ fn a2a3_launches_the_successor_while_the_predecessor_runs_on_the_same_pair() {
     assert_eq!(
         h.take(),
         [
-            "PrepareRun r1@s0",
+            "PrepareRun run 1 (slot 0 gen 1)",
             "CreateStream Aicpu",
             "CreateStream Aicore",
-            "LaunchRun r1 h101/h102",
-            "AwaitCompletion r1"
+            "LaunchRun run 1 (slot 0 gen 1) aicpu h101 aicore h102",
+            "AwaitCompletion run 1 (deadline 50000000.000 us)"
         ]
     );
     let r2 = h.run();
     // Same pair, no stream created or destroyed: run 2 is queued behind run 1 on the device.
-    assert_eq!(h.take(), ["PrepareRun r2@s1", "LaunchRun r2 h101/h102"]);
+    assert_eq!(
+        h.take(),
+        [
+            "PrepareRun run 2 (slot 1 gen 2)",
+            "LaunchRun run 2 (slot 1 gen 2) aicpu h101 aicore h102"
+        ]
+    );
     assert_eq!(h.lane.phase_of(r1), Some(RunPhase::Awaiting));
     assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Launched));
     assert_eq!(h.lane.pair().created_count(), 1);
@@ -31,13 +37,16 @@ fn a2a3_launches_the_successor_while_the_predecessor_runs_on_the_same_pair() {
     assert_eq!(
         h.take(),
         [
-            "ReadStatus r1",
-            "AwaitCompletion r2",
-            "FinaliseRun r1 copy-back"
+            "ReadStatus run 1",
+            "AwaitCompletion run 2 (deadline 50000000.000 us)",
+            "FinaliseRun run 1 copy-back"
         ]
     );
     h.complete(r2);
-    assert_eq!(h.take(), ["ReadStatus r2", "FinaliseRun r2 copy-back"]);
+    assert_eq!(
+        h.take(),
+        ["ReadStatus run 2", "FinaliseRun run 2 copy-back"]
+    );
     assert_eq!(h.verdict(r1), Some(Verdict::Ok));
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
     assert_eq!(h.lane.pair().created_count(), 1);
@@ -51,7 +60,7 @@ fn a5_prepares_the_successor_but_launches_it_only_after_the_predecessor_retired(
     let r2 = h.run();
     assert_eq!(
         h.take(),
-        ["PrepareRun r2@s1"],
+        ["PrepareRun run 2 (slot 1 gen 2)"],
         "prepared while run 1 executes, not launched"
     );
     assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Prepared));
@@ -60,10 +69,10 @@ fn a5_prepares_the_successor_but_launches_it_only_after_the_predecessor_retired(
     assert_eq!(
         h.take(),
         [
-            "ReadStatus r1",
-            "LaunchRun r2 h101/h102",
-            "FinaliseRun r1 copy-back",
-            "AwaitCompletion r2"
+            "ReadStatus run 1",
+            "LaunchRun run 2 (slot 1 gen 2) aicpu h101 aicore h102",
+            "FinaliseRun run 1 copy-back",
+            "AwaitCompletion run 2 (deadline 50000000.000 us)"
         ]
     );
     h.complete(r2);
@@ -83,11 +92,11 @@ fn a_run_with_diagnostics_is_prepared_and_launched_alone_and_holds_back_its_succ
     h.complete(r1);
     let log = h.take();
     assert!(
-        log.contains(&"PrepareRun r2@s1 diagnostics".to_owned()),
+        log.contains(&"PrepareRun run 2 (slot 1 gen 2) diagnostics".to_owned()),
         "{log:?}"
     );
     assert!(
-        log.contains(&"LaunchRun r2 h101/h102".to_owned()),
+        log.contains(&"LaunchRun run 2 (slot 1 gen 2) aicpu h101 aicore h102".to_owned()),
         "{log:?}"
     );
     let r3 = h.run();
@@ -96,7 +105,7 @@ fn a_run_with_diagnostics_is_prepared_and_launched_alone_and_holds_back_its_succ
         "nothing after a diagnostics run starts before its outcome"
     );
     h.complete(diag);
-    assert!(common::has(&h.take(), "PrepareRun r3"));
+    assert!(common::has(&h.take(), "PrepareRun run 3"));
     h.complete(r3);
     assert_eq!(h.verdict(r3), Some(Verdict::Ok));
 }
@@ -115,7 +124,7 @@ fn without_concurrent_prepare_the_successor_is_prepared_only_after_the_predecess
     h.run();
     assert!(h.take().is_empty());
     h.complete(r1);
-    assert!(common::has(&h.take(), "PrepareRun r2"));
+    assert!(common::has(&h.take(), "PrepareRun run 2"));
 }
 
 #[test]
@@ -159,7 +168,7 @@ fn preparation_never_touches_a_stream() {
     let log = h.take();
     let prepare = log
         .iter()
-        .position(|l| l.starts_with("PrepareRun r3"))
+        .position(|l| l.starts_with("PrepareRun run 3"))
         .expect("prepared");
     let destroy = log
         .iter()
@@ -167,7 +176,7 @@ fn preparation_never_touches_a_stream() {
         .expect("replaced");
     let launch = log
         .iter()
-        .position(|l| l.starts_with("LaunchRun r3"))
+        .position(|l| l.starts_with("LaunchRun run 3"))
         .expect("launched");
     assert!(prepare < destroy && destroy < launch, "{log:?}");
 }
@@ -223,17 +232,20 @@ fn a_prepared_successor_reported_incompatible_is_prepared_again_after_the_predec
     h.fault(Fault::PrepareIncompatible(2, 1));
     let r1 = h.run();
     let r2 = h.run();
-    assert_eq!(h.take()[5..], ["PrepareRun r2@s1"]);
+    assert_eq!(h.take()[5..], ["PrepareRun run 2 (slot 1 gen 2)"]);
     assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Queued));
     h.complete(r1);
     let log = h.take();
     let finalise1 = log
         .iter()
-        .position(|l| l == "FinaliseRun r1 copy-back")
+        .position(|l| l == "FinaliseRun run 1 copy-back")
         .unwrap();
-    let prepare2 = log.iter().position(|l| l == "PrepareRun r2@s1").unwrap();
+    let prepare2 = log
+        .iter()
+        .position(|l| l == "PrepareRun run 2 (slot 1 gen 2)")
+        .unwrap();
     assert!(finalise1 < prepare2, "{log:?}");
-    assert!(common::has(&log, "LaunchRun r2"));
+    assert!(common::has(&log, "LaunchRun run 2"));
     h.complete(r2);
     assert_eq!(h.outcome_order(), [1, 2]);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));

@@ -78,7 +78,7 @@ fn a_reserved_lease_is_used_once_and_a_released_or_used_lease_is_stale() {
     let mut h = Harness::a2a3();
     let lease = h.lane.reserve(h.now).unwrap();
     let run = h.submit(RunRequest::new().on_lease(lease));
-    assert!(h.take()[0].starts_with(&format!("PrepareRun r{}@s{}", run.0, lease.slot.0)));
+    assert!(h.take()[0].starts_with(&format!("PrepareRun {run} ({lease})")));
     assert_eq!(
         h.lane.submit(h.now, RunRequest::new().on_lease(lease)),
         Err(SubmitError::StaleLease { lease }),

@@ -1,6 +1,7 @@
 //! The rendered transition tables are snapshot-tested: a behaviour change shows up as a
 //! table diff in review (and `cargo xtask codegen` writes the same tables into docs/).
 
+use lane_core::publication::{PublicationInput, PublicationPhase, publication_table};
 use lane_core::run::{RunInput, RunPhase, run_phase_table, step};
 use lane_core::state::{LaneInput, LaneState, lane_state_table, lane_step};
 
@@ -12,6 +13,32 @@ fn run_phase_table_snapshot() {
 #[test]
 fn lane_state_table_snapshot() {
     insta::assert_snapshot!(lane_state_table());
+}
+
+#[test]
+fn publication_table_snapshot() {
+    insta::assert_snapshot!(publication_table());
+}
+
+#[test]
+fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
+    use lane_core::publication::step;
+    for phase in [PublicationPhase::Waiting, PublicationPhase::Uploading] {
+        assert_eq!(
+            step(phase, PublicationInput::Abandon),
+            Ok(PublicationPhase::Done),
+            "{phase:?}"
+        );
+    }
+    assert_eq!(
+        step(PublicationPhase::Waiting, PublicationInput::Upload),
+        Ok(PublicationPhase::Uploading)
+    );
+    // An upload in flight finishes: close does not cancel it.
+    assert!(step(PublicationPhase::Uploading, PublicationInput::Cancel).is_err());
+    for input in PublicationInput::ALL {
+        assert!(step(PublicationPhase::Done, input).is_err(), "{input:?}");
+    }
 }
 
 #[test]
@@ -74,4 +101,59 @@ fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
             assert_eq!(state, want, "attempts {attempts} failures {failures}");
         }
     }
+}
+
+/// The phases the run table says a run is in right after the lane emits `effect` for it.
+fn phases_after(effect: &str) -> Vec<RunPhase> {
+    let mut phases = Vec::new();
+    for phase in RunPhase::ALL {
+        for input in RunInput::ALL {
+            if let Ok(next) = step(phase, input) {
+                let emitted = lane_core::run::effects(input, next);
+                if next != phase && emitted.contains(&format!("`{effect}`")) {
+                    phases.push(next);
+                }
+            }
+        }
+    }
+    phases
+}
+
+#[test]
+fn the_run_tables_effects_column_matches_what_the_lane_emits() {
+    use lane_core::testkit::Succeed;
+    use lane_core::{Lane, Profile, RunRequest, Timestamp};
+
+    let mut lane = Lane::new(Profile::a2a3());
+    let mut backend = Succeed::new();
+    let now = Timestamp(0);
+    let mut checked = Vec::new();
+    // Two runs queued two deep through their whole healthy cycle.
+    for _ in 0..2 {
+        lane.submit(now, RunRequest::new()).unwrap();
+    }
+    while let Some(effect) = lane.poll_effect() {
+        if let Some(run) = effect.run() {
+            let phase = lane.phase_of(run).expect("an effect names a live run");
+            assert!(
+                phases_after(effect.name()).contains(&phase),
+                "{effect} left {run} in {phase:?}, which the table does not list for it"
+            );
+            if !checked.contains(&effect.name()) {
+                checked.push(effect.name());
+            }
+        }
+        lane.handle(now, backend.answer(effect)).unwrap();
+    }
+    checked.sort_unstable();
+    assert_eq!(
+        checked,
+        [
+            "AwaitCompletion",
+            "FinaliseRun",
+            "LaunchRun",
+            "PrepareRun",
+            "ReadStatus"
+        ]
+    );
 }

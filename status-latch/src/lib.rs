@@ -30,7 +30,7 @@ pub use header::{
     DecodeError, EncodeError, FieldSpec, FieldType, HeaderField, HeaderLayout, Latch, LatchSource,
     Stall, StallDetail, Status, decode, encode, encode_into,
 };
-pub use line::{FailureLine, failure_line};
+pub use line::{FailureDetail, FailureLine, failure_line};
 pub use policy::{
     Class, Classification, Failure, LaunchProgress, Rule, Stage, classify, known_failures,
 };

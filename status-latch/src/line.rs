@@ -69,8 +69,29 @@ fn write_stall(f: &mut fmt::Formatter<'_>, stall: &Stall) -> fmt::Result {
 
 impl fmt::Display for FailureLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let classification = classify(&self.failure);
         write!(f, "run {} failed", self.run)?;
+        FailureDetail {
+            failure: self.failure,
+            status: self.status,
+        }
+        .fmt(f)
+    }
+}
+
+/// The part of a [`FailureLine`] after `run N failed`: stage, code, class, rule and hint.
+/// For failures that belong to no run (a publication's upload), printed after the caller's
+/// own subject.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct FailureDetail {
+    /// What failed.
+    pub failure: Failure,
+    /// The decoded header, as in [`FailureLine::status`].
+    pub status: Option<Status>,
+}
+
+impl fmt::Display for FailureDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let classification = classify(&self.failure);
         let hint = match self.failure {
             Failure::Latched(latch) => {
                 f.write_str(": runtime latch")?;

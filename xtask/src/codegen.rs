@@ -41,6 +41,11 @@ pub(crate) fn generated_docs() -> Vec<GeneratedDoc> {
             render: lane_core::run::run_phase_table,
         },
         GeneratedDoc {
+            path: "docs/state-machines/publication.md",
+            source: "lane_core::publication::publication_table",
+            render: lane_core::publication::publication_table,
+        },
+        GeneratedDoc {
             path: "docs/state-machines/lane.md",
             source: "lane_core::state::lane_state_table",
             render: lane_core::state::lane_state_table,

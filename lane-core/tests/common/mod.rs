@@ -3,8 +3,9 @@
 //! installs. Each scenario then reads as "command or event in → effects out".
 #![allow(dead_code, unreachable_pub)]
 
-use lane_core::status_latch::{AclCode, RuntimeCode, Status};
-use lane_core::stream_pair::{Role, StreamHandle};
+use lane_core::status_latch::{AclCode, RuntimeCode};
+use lane_core::stream_pair::Role;
+use lane_core::testkit::Succeed;
 use lane_core::{
     CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Lane, LaneState, LaunchStep, Lease,
     Outcome, Profile, PublicationId, PublicationResult, RunId, RunOutcome, RunRequest, Timestamp,
@@ -45,7 +46,7 @@ pub fn code(raw: i32) -> AclCode {
 pub struct Harness {
     pub lane: Lane,
     pub now: Timestamp,
-    next_handle: u64,
+    backend: Succeed,
     /// Awaits the lane asked for and the test has not answered yet.
     pub awaiting: Vec<(RunId, Lease, Timestamp)>,
     pub outcomes: Vec<Outcome>,
@@ -63,7 +64,8 @@ impl Harness {
         Self {
             lane: Lane::new(profile),
             now: Timestamp(0),
-            next_handle: 100,
+            // Handles from 101, so test logs tell them from run ids.
+            backend: Succeed::with_handles_after(100),
             awaiting: Vec::new(),
             outcomes: Vec::new(),
             faults: Vec::new(),
@@ -227,7 +229,7 @@ impl Harness {
     /// Executes every effect the lane has (answering all but awaits), until none is left.
     pub fn pump(&mut self) {
         while let Some(effect) = self.lane.poll_effect() {
-            self.log.push(render(&effect));
+            self.log.push(effect.to_string());
             if let Some(event) = self.respond(effect) {
                 self.answer(event);
             }
@@ -273,8 +275,47 @@ impl Harness {
         Some(raw)
     }
 
+    /// The event answering `effect`: the installed fault if one applies, else success
+    /// (`testkit::Succeed`); `None` for an await, which the test answers.
     fn respond(&mut self, effect: Effect) -> Option<Event> {
-        Some(match effect {
+        if let Effect::AwaitCompletion {
+            run,
+            lease,
+            deadline,
+        } = effect
+        {
+            self.awaiting.push((run, lease, deadline));
+            return None;
+        }
+        if let Some(fault) = self.inject(effect) {
+            return Some(fault);
+        }
+        let mut event = self.backend.answer(effect);
+        if let Event::StatusRead {
+            run,
+            ref mut status,
+            ref mut timing,
+            ..
+        } = event
+        {
+            if let Some(Fault::Latch(_, latched)) =
+                self.take_fault(|f| matches!(f, Fault::Latch(r, _) if *r == run.0))
+            {
+                status.orch = Some(latched);
+            }
+            // Device time: each run "ran" 100 us ending at its id's millisecond.
+            let end_ns = run.0 * 1_000_000;
+            *timing = DeviceTiming {
+                start_ns: end_ns - 100_000,
+                end_ns,
+            };
+        }
+        Some(event)
+    }
+
+    /// The failure event of an installed fault that applies to `effect`, if any.
+    fn inject(&mut self, effect: Effect) -> Option<Event> {
+        match effect {
             Effect::PrepareRun { run, lease, .. } => {
                 self.leases.push((run, lease));
                 if let Some(Fault::PrepareFails(_, raw)) =
@@ -286,172 +327,84 @@ impl Harness {
                         code: code(raw),
                     });
                 }
-                let incompatible = self.faults.iter().position(
+                let idx = self.faults.iter().position(
                     |f| matches!(f, Fault::PrepareIncompatible(r, n) if *r == run.0 && *n > 0),
-                );
-                if let Some(idx) = incompatible {
-                    if let Fault::PrepareIncompatible(_, n) = &mut self.faults[idx] {
-                        *n -= 1;
-                    }
-                    return Some(Event::PrepareIncompatible { run, lease });
+                )?;
+                if let Fault::PrepareIncompatible(_, n) = &mut self.faults[idx] {
+                    *n -= 1;
                 }
-                Event::Prepared { run, lease }
+                Some(Event::PrepareIncompatible { run, lease })
             }
-            Effect::CreateStream { role } => {
-                if let Some(raw) =
-                    self.use_counted(|f| matches!(f, Fault::CreateFails(r, _, _) if *r == role))
-                {
-                    return Some(Event::StreamCreateFailed {
-                        role,
-                        code: code(raw),
-                    });
-                }
-                self.next_handle += 1;
-                Event::StreamCreated {
+            Effect::CreateStream { role } => self
+                .use_counted(|f| matches!(f, Fault::CreateFails(r, _, _) if *r == role))
+                .map(|raw| Event::StreamCreateFailed {
                     role,
-                    handle: StreamHandle(self.next_handle),
-                }
-            }
-            Effect::DestroyStream { role, handle } => {
-                if let Some(raw) =
-                    self.use_counted(|f| matches!(f, Fault::DestroyFails(r, _, _) if *r == role))
-                {
-                    return Some(Event::StreamDestroyFailed {
-                        role,
-                        handle,
-                        code: code(raw),
-                    });
-                }
-                Event::StreamDestroyed { role, handle }
-            }
+                    code: code(raw),
+                }),
+            Effect::DestroyStream { role, handle } => self
+                .use_counted(|f| matches!(f, Fault::DestroyFails(r, _, _) if *r == role))
+                .map(|raw| Event::StreamDestroyFailed {
+                    role,
+                    handle,
+                    code: code(raw),
+                }),
             Effect::LaunchRun { run, lease, .. } => {
-                if let Some(Fault::LaunchFails(_, step, raw)) =
-                    self.take_fault(|f| matches!(f, Fault::LaunchFails(r, _, _) if *r == run.0))
-                {
-                    return Some(Event::LaunchFailed {
+                match self.take_fault(|f| matches!(f, Fault::LaunchFails(r, _, _) if *r == run.0)) {
+                    Some(Fault::LaunchFails(_, step, raw)) => Some(Event::LaunchFailed {
                         run,
                         lease,
                         step,
                         code: code(raw),
-                    });
+                    }),
+                    _ => None,
                 }
-                Event::Launched { run, lease }
             }
-            Effect::AwaitCompletion {
-                run,
-                lease,
-                deadline,
-            } => {
-                self.awaiting.push((run, lease, deadline));
-                return None;
-            }
-            Effect::ReadStatus { run, lease, layout } => {
-                if let Some(Fault::StatusReadFails(_, raw)) =
-                    self.take_fault(|f| matches!(f, Fault::StatusReadFails(r, _) if *r == run.0))
-                {
-                    return Some(Event::StatusReadFailed {
-                        run,
-                        lease,
-                        code: code(raw),
-                    });
-                }
-                let mut status = Status::clean(layout);
-                if let Some(Fault::Latch(_, latched)) =
-                    self.take_fault(|f| matches!(f, Fault::Latch(r, _) if *r == run.0))
-                {
-                    status.orch = Some(latched);
-                }
-                // Device time: each run "ran" 100 us ending at its id's millisecond.
-                let end_ns = run.0 * 1_000_000;
-                Event::StatusRead {
+            Effect::ReadStatus { run, lease, .. } => match self
+                .take_fault(|f| matches!(f, Fault::StatusReadFails(r, _) if *r == run.0))
+            {
+                Some(Fault::StatusReadFails(_, raw)) => Some(Event::StatusReadFailed {
                     run,
                     lease,
-                    status,
-                    timing: DeviceTiming {
-                        start_ns: end_ns - 100_000,
-                        end_ns,
-                    },
-                }
-            }
+                    code: code(raw),
+                }),
+                _ => None,
+            },
             Effect::FinaliseRun { run, lease, .. } => {
-                if let Some(Fault::FinaliseFails(_, failure)) =
-                    self.take_fault(|f| matches!(f, Fault::FinaliseFails(r, _) if *r == run.0))
-                {
-                    return Some(Event::FinaliseFailed {
+                match self.take_fault(|f| matches!(f, Fault::FinaliseFails(r, _) if *r == run.0)) {
+                    Some(Fault::FinaliseFails(_, failure)) => Some(Event::FinaliseFailed {
                         run,
                         lease,
                         failure,
-                    });
+                    }),
+                    _ => None,
                 }
-                Event::Finalised { run, lease }
             }
-            Effect::UploadCode { publication, .. } => {
-                if let Some(Fault::UploadFails(_, raw)) = self
-                    .take_fault(|f| matches!(f, Fault::UploadFails(p, _) if *p == publication.0))
-                {
-                    return Some(Event::UploadFailed {
-                        publication,
-                        code: code(raw),
-                    });
-                }
-                Event::Uploaded { publication }
-            }
-            Effect::DrainDevice { attempt, .. } => Event::DeviceDrained { attempt },
+            Effect::UploadCode { publication, .. } => match self
+                .take_fault(|f| matches!(f, Fault::UploadFails(p, _) if *p == publication.0))
+            {
+                Some(Fault::UploadFails(_, raw)) => Some(Event::UploadFailed {
+                    publication,
+                    code: code(raw),
+                }),
+                _ => None,
+            },
             Effect::ForceReset { attempt } => {
                 // A reset kills every outstanding await.
                 self.awaiting.clear();
-                match self.use_counted(|f| matches!(f, Fault::ResetFails(..))) {
-                    Some(raw) => Event::ResetFailed {
+                self.use_counted(|f| matches!(f, Fault::ResetFails(..)))
+                    .map(|raw| Event::ResetFailed {
                         attempt,
                         code: code(raw),
-                    },
-                    None => Event::ResetDone { attempt },
-                }
+                    })
             }
-            Effect::Probe { attempt } => {
-                match self.use_counted(|f| matches!(f, Fault::ProbeFails(..))) {
-                    Some(raw) => Event::ProbeFailed {
-                        attempt,
-                        code: code(raw),
-                    },
-                    None => Event::ProbePassed { attempt },
-                }
-            }
-        })
-    }
-}
-
-/// A compact rendering of an effect for scenario assertions.
-pub fn render(effect: &Effect) -> String {
-    match *effect {
-        Effect::PrepareRun {
-            run,
-            lease,
-            diagnostics,
-        } => format!(
-            "PrepareRun r{}@s{}{}",
-            run.0,
-            lease.slot.0,
-            if diagnostics { " diagnostics" } else { "" }
-        ),
-        Effect::CreateStream { role } => format!("CreateStream {role:?}"),
-        Effect::DestroyStream { role, handle } => format!("DestroyStream {role:?} h{}", handle.0),
-        Effect::LaunchRun {
-            run, aicpu, aicore, ..
-        } => format!("LaunchRun r{} h{}/h{}", run.0, aicpu.0, aicore.0),
-        Effect::AwaitCompletion { run, .. } => format!("AwaitCompletion r{}", run.0),
-        Effect::ReadStatus { run, .. } => format!("ReadStatus r{}", run.0),
-        Effect::FinaliseRun { run, copy_back, .. } => {
-            format!(
-                "FinaliseRun r{}{}",
-                run.0,
-                if copy_back { " copy-back" } else { "" }
-            )
+            Effect::Probe { attempt } => self
+                .use_counted(|f| matches!(f, Fault::ProbeFails(..)))
+                .map(|raw| Event::ProbeFailed {
+                    attempt,
+                    code: code(raw),
+                }),
+            Effect::AwaitCompletion { .. } | Effect::DrainDevice { .. } => None,
         }
-        Effect::UploadCode { publication, .. } => format!("UploadCode p{}", publication.0),
-        Effect::DrainDevice { attempt, .. } => format!("DrainDevice #{attempt}"),
-        Effect::ForceReset { attempt } => format!("ForceReset #{attempt}"),
-        Effect::Probe { attempt } => format!("Probe #{attempt}"),
     }
 }
 

@@ -1,0 +1,427 @@
+//! [`AclDevice`]: opening and probing a device, and the `Device` methods, one ACL call each.
+
+use core::ffi::c_void;
+use std::path::PathBuf;
+use std::thread::ThreadId;
+use std::time::Instant;
+
+use ascend_cl_sys::{
+    ACL_ERROR_INTERNAL_ERROR, ACL_ERROR_REPEAT_INITIALIZE, ACL_EVENT_SYNC,
+    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_SUCCESS,
+    Acl, AclrtEvent, AclrtStream, Search,
+};
+use lane_core::status_latch::AclCode;
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{Profile, Timestamp};
+use lane_driver::{Device, DevicePtr, EventHandle};
+
+use crate::error::AclError;
+use crate::soc::profile_for_soc;
+
+/// Which library to open.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Library {
+    /// The search a user's machine runs (`ascend_cl_sys::Search::from_env`):
+    /// `RUN_LANE_ACL_LIB`, `ASCEND_HOME_PATH`, `ASCEND_TOOLKIT_HOME`, the default install
+    /// prefixes, a bare `dlopen`.
+    #[default]
+    Search,
+    /// This file and nothing else (the fake in tests, a non-standard install).
+    Path(PathBuf),
+}
+
+/// How to open a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AclConfig {
+    /// The library.
+    pub library: Library,
+    /// The logical device id (`aclrtSetDevice`'s argument).
+    pub device_id: i32,
+    /// The profile to run with; `None` probes `aclrtGetSocName` for it.
+    pub profile: Option<Profile>,
+    /// Whether to call `aclInit` (the embedding runtime normally owns it; 100002, already
+    /// initialised, counts as success).
+    pub init: bool,
+}
+
+impl Default for AclConfig {
+    /// The default library search, device 0, the probed profile, no `aclInit`.
+    fn default() -> Self {
+        Self {
+            library: Library::Search,
+            device_id: 0,
+            profile: None,
+            init: false,
+        }
+    }
+}
+
+/// One Ascend device, driven through ACL: the lane's [`Device`].
+///
+/// Every method binds the calling thread first if it is not bound (a new thread, or any
+/// thread after a reset), makes its one ACL call, and on failure reads `aclGetRecentErrMsg`
+/// (the driver takes it with [`Device::recent_error_message`]).
+pub struct AclDevice {
+    acl: Acl,
+    device_id: i32,
+    soc_name: Option<String>,
+    /// The device op timeout the device accepted (µs, after its rounding).
+    op_timeout_us: u64,
+    /// Whether `open` called `aclInit` and got 0 (not 100002), so [`AclDevice::finalize`]
+    /// may undo it.
+    initialised_here: bool,
+    /// The thread bound since the last reset (`aclrtSetDevice` binds one thread).
+    bound: Option<ThreadId>,
+    /// `aclGetRecentErrMsg` after the last call, when that call failed.
+    message: Option<String>,
+    epoch: Instant,
+}
+
+impl std::fmt::Debug for AclDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AclDevice")
+            .field("library", &self.acl.path())
+            .field("device_id", &self.device_id)
+            .field("soc_name", &self.soc_name)
+            .field("op_timeout_us", &self.op_timeout_us)
+            .field("bound", &self.bound)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AclDevice {
+    /// Opens `config.device_id`: loads the library, calls `aclInit` if asked, probes (a
+    /// device count above 0, the id in range, the SoC's profile unless `config.profile`
+    /// names one), binds the calling thread, and sets the device op timeout from the
+    /// profile. Returns the device and the profile the lane must run with.
+    ///
+    /// # Errors
+    ///
+    /// [`AclError`], each with a hint: no usable library (missing, a stub, a missing
+    /// symbol), a failed `aclInit`, no device, a bad device id, an unknown SoC without an
+    /// explicit profile, an op timeout not below the host wait, or a failed call.
+    pub fn open(config: AclConfig) -> Result<(Self, Profile), AclError> {
+        let acl = match &config.library {
+            Library::Search => Search::from_env().open()?,
+            Library::Path(path) => Acl::open(path)?,
+        };
+        let initialised_here = if config.init {
+            // SAFETY: a NULL config path is allowed (ascend-cl.md §2.1).
+            let code = unsafe { acl.aclInit(core::ptr::null()) };
+            if code != ACL_ERROR_REPEAT_INITIALIZE {
+                acl.check("aclInit", code).map_err(AclError::Init)?;
+            }
+            code == ACL_SUCCESS
+        } else {
+            false
+        };
+        match Self::probe(&acl, &config) {
+            Ok((soc_name, profile, op_timeout_us)) => {
+                let device = Self {
+                    acl,
+                    device_id: config.device_id,
+                    soc_name,
+                    op_timeout_us,
+                    initialised_here,
+                    bound: Some(std::thread::current().id()),
+                    message: None,
+                    epoch: Instant::now(),
+                };
+                Ok((device, profile))
+            }
+            Err(error) => {
+                if initialised_here {
+                    // Undo only our own init; its code changes nothing about the error.
+                    // SAFETY: no arguments; this process initialised ACL above.
+                    let _ = unsafe { acl.aclFinalize() };
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The probe, the thread binding and the op timeout, after the library loaded: the SoC
+    /// name, the profile and the op timeout the device accepted (µs).
+    fn probe(acl: &Acl, config: &AclConfig) -> Result<(Option<String>, Profile, u64), AclError> {
+        let count = match acl.device_count() {
+            Ok(0) => return Err(AclError::NoDevice),
+            Ok(count) => count,
+            Err(e) => return Err(AclError::DeviceCount(e)),
+        };
+        let device_id = config.device_id;
+        if u32::try_from(device_id).map_or(true, |id| id >= count) {
+            return Err(AclError::BadDeviceId { device_id, count });
+        }
+        let soc_name = acl.soc_name();
+        let profile = config
+            .profile
+            .or_else(|| soc_name.as_deref().and_then(profile_for_soc))
+            .ok_or_else(|| AclError::UnknownSoc {
+                name: soc_name.clone(),
+            })?;
+        let host_ns = profile.completion_timeout_ns();
+        let device_ns = profile.device_op_timeout_ns();
+        if device_ns >= host_ns {
+            return Err(AclError::OpTimeout { device_ns, host_ns });
+        }
+        // SAFETY: plain value.
+        let code = unsafe { acl.aclrtSetDevice(device_id) };
+        acl.check("aclrtSetDevice", code)
+            .map_err(|source| AclError::SetDevice { device_id, source })?;
+        let mut actual_us = 0_u64;
+        // The device counts in µs; round up so the timeout is never shorter than asked.
+        let timeout_us = device_ns.div_ceil(1_000).max(1);
+        // SAFETY: `actual_us` is a writable u64.
+        let code = unsafe { acl.aclrtSetOpExecuteTimeOutV2(timeout_us, &mut actual_us) };
+        acl.check("aclrtSetOpExecuteTimeOutV2", code)
+            .map_err(AclError::SetOpTimeout)?;
+        // The device rounds up to its interval: the rounded value must still be below.
+        let actual_us = if actual_us == 0 {
+            timeout_us
+        } else {
+            actual_us
+        };
+        let actual_ns = actual_us.saturating_mul(1_000);
+        if actual_ns >= host_ns {
+            return Err(AclError::OpTimeout {
+                device_ns: actual_ns,
+                host_ns,
+            });
+        }
+        Ok((soc_name, profile, actual_us))
+    }
+
+    /// The loaded library, so the embedding runtime's runner can launch on the lane's
+    /// streams (see [`AclDevice::check`] for its own failures).
+    #[must_use]
+    pub const fn acl(&self) -> &Acl {
+        &self.acl
+    }
+
+    /// The logical device id.
+    #[must_use]
+    pub const fn device_id(&self) -> i32 {
+        self.device_id
+    }
+
+    /// What `aclrtGetSocName` returned at open (`None` for NULL).
+    #[must_use]
+    pub fn soc_name(&self) -> Option<&str> {
+        self.soc_name.as_deref()
+    }
+
+    /// The device op timeout in force, in µs, as the device rounded it.
+    #[must_use]
+    pub const fn op_timeout_us(&self) -> u64 {
+        self.op_timeout_us
+    }
+
+    /// Binds the calling thread (`aclrtSetDevice`) unless it is already bound since the last
+    /// reset. A runner calls this before its own calls on a thread of its choosing.
+    ///
+    /// # Errors
+    ///
+    /// `aclrtSetDevice`'s code (its message is kept, as for every failure).
+    pub fn bind_thread(&mut self) -> Result<(), AclCode> {
+        if self.bound == Some(std::thread::current().id()) {
+            return Ok(());
+        }
+        self.set_device()
+    }
+
+    /// A runner's own ACL call result: `Ok` for 0; otherwise the code, with
+    /// `aclGetRecentErrMsg` kept so the driver attaches it to the run's outcome, as for the
+    /// device's own calls.
+    ///
+    /// # Errors
+    ///
+    /// The non-zero `code`.
+    pub fn check(&mut self, code: i32) -> Result<(), AclCode> {
+        match AclCode::from_raw(code) {
+            None => {
+                self.message = None;
+                Ok(())
+            }
+            Some(failure) => {
+                self.message = self.acl.recent_error_message();
+                Err(failure)
+            }
+        }
+    }
+
+    /// `aclFinalize`, if [`AclDevice::open`] initialised ACL (never from a destructor: ACL's
+    /// teardown order at exit is undefined, ascend-cl.md §2.1). Handles must be released
+    /// first.
+    ///
+    /// # Errors
+    ///
+    /// `aclFinalize`'s code.
+    pub fn finalize(mut self) -> Result<(), AclCode> {
+        if !self.initialised_here {
+            return Ok(());
+        }
+        // SAFETY: no arguments; this process initialised ACL in `open`.
+        let code = unsafe { self.acl.aclFinalize() };
+        self.check(code)
+    }
+
+    /// A call made on a bound thread, its code checked.
+    fn bound_call(&mut self, call: impl FnOnce(&Acl) -> i32) -> Result<(), AclCode> {
+        self.bind_thread()?;
+        let code = call(&self.acl);
+        self.check(code)
+    }
+
+    /// A call that returned success but no handle: a broken library (a stub passes every
+    /// call), reported as an internal error so the lane never holds a NULL handle.
+    fn null_handle(&mut self, call: &str) -> AclCode {
+        self.message = Some(format!("{call} returned success and a NULL handle"));
+        AclCode::from_raw(ACL_ERROR_INTERNAL_ERROR).unwrap_or(AclCode::Unknown(-1))
+    }
+}
+
+/// The `aclrtStream` a lane handle stands for (the pointer value, `StreamHandle.0`).
+fn stream_ptr(stream: StreamHandle) -> AclrtStream {
+    stream.0 as usize as AclrtStream
+}
+
+/// The `aclrtEvent` a lane handle stands for (the pointer value, `EventHandle.0`).
+fn event_ptr(event: EventHandle) -> AclrtEvent {
+    event.0 as usize as AclrtEvent
+}
+
+/// The device address a lane pointer stands for (`DevicePtr.0`).
+fn device_ptr(ptr: DevicePtr) -> *mut c_void {
+    ptr.0 as usize as *mut c_void
+}
+
+impl Device for AclDevice {
+    fn now(&mut self) -> Timestamp {
+        Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    fn set_device(&mut self) -> Result<(), AclCode> {
+        let id = self.device_id;
+        // SAFETY: plain value.
+        let code = unsafe { self.acl.aclrtSetDevice(id) };
+        self.check(code)?;
+        self.bound = Some(std::thread::current().id());
+        Ok(())
+    }
+
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        // SAFETY: plain value.
+        self.bound_call(|acl| unsafe { acl.aclrtSynchronizeDeviceWithTimeout(timeout_ms) })
+    }
+
+    fn reset_device_force(&mut self) -> Result<(), AclCode> {
+        let id = self.device_id;
+        // No bind first: the reset names its device, and a poisoned device may refuse the
+        // bind. Never a plain reset, before or after (ascend-cl.md §2.1: 507007).
+        // SAFETY: plain value.
+        let code = unsafe { self.acl.aclrtResetDeviceForce(id) };
+        // Whatever it returned, every thread must bind again before its next call.
+        self.bound = None;
+        self.check(code)
+    }
+
+    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
+        let mut stream: AclrtStream = core::ptr::null_mut();
+        // SAFETY: `stream` is a writable aclrtStream; priority 0 and flag 0 (an ordinary
+        // stream: PERSISTENT and friends make sync return at once, ascend-cl.md §2.3).
+        self.bound_call(|acl| unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) })?;
+        if stream.is_null() {
+            return Err(self.null_handle("aclrtCreateStreamWithConfig"));
+        }
+        Ok(StreamHandle(stream as usize as u64))
+    }
+
+    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        // SAFETY: a stream this library created and the lane has not destroyed.
+        self.bound_call(|acl| unsafe { acl.aclrtDestroyStream(stream_ptr(stream)) })
+    }
+
+    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        // SAFETY: a stream this library created and the lane has not destroyed.
+        self.bound_call(|acl| unsafe { acl.aclrtDestroyStreamForce(stream_ptr(stream)) })
+    }
+
+    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
+        let mut event: AclrtEvent = core::ptr::null_mut();
+        // SAFETY: `event` is a writable aclrtEvent; the flag is non-zero (0 is 107000).
+        self.bound_call(|acl| unsafe {
+            acl.aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC)
+        })?;
+        if event.is_null() {
+            return Err(self.null_handle("aclrtCreateEventExWithFlag"));
+        }
+        Ok(EventHandle(event as usize as u64))
+    }
+
+    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
+        // SAFETY: an event and a stream this library created, both live.
+        self.bound_call(|acl| unsafe { acl.aclrtRecordEvent(event_ptr(event), stream_ptr(stream)) })
+    }
+
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        // SAFETY: an event this library created, live; the timeout is the driver's (> 0).
+        self.bound_call(|acl| unsafe {
+            acl.aclrtSynchronizeEventWithTimeout(event_ptr(event), timeout_ms)
+        })
+    }
+
+    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
+        // SAFETY: an event this library created and the lane has not destroyed.
+        self.bound_call(|acl| unsafe { acl.aclrtDestroyEvent(event_ptr(event)) })
+    }
+
+    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
+        let mut ptr: *mut c_void = core::ptr::null_mut();
+        // SAFETY: `ptr` is a writable pointer slot.
+        self.bound_call(|acl| unsafe {
+            acl.aclrtMalloc(&mut ptr, size, ACL_MEM_MALLOC_HUGE_FIRST)
+        })?;
+        if ptr.is_null() {
+            return Err(self.null_handle("aclrtMalloc"));
+        }
+        Ok(DevicePtr(ptr as usize as u64))
+    }
+
+    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
+        // SAFETY: an allocation this library made and the lane has not freed.
+        self.bound_call(|acl| unsafe { acl.aclrtFree(device_ptr(ptr)) })
+    }
+
+    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
+        // SAFETY: `src` is readable for its length; `dst` is a device range the driver laid
+        // out inside one of its allocations, at least `src.len()` long.
+        self.bound_call(|acl| unsafe {
+            acl.aclrtMemcpy(
+                device_ptr(dst),
+                src.len(),
+                src.as_ptr().cast(),
+                src.len(),
+                ACL_MEMCPY_HOST_TO_DEVICE,
+            )
+        })
+    }
+
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        let len = dst.len();
+        // SAFETY: `dst` is writable for its length; `src` is a device range the driver laid
+        // out inside one of its allocations, at least `len` long.
+        self.bound_call(|acl| unsafe {
+            acl.aclrtMemcpy(
+                dst.as_mut_ptr().cast(),
+                len,
+                device_ptr(src),
+                len,
+                ACL_MEMCPY_DEVICE_TO_HOST,
+            )
+        })
+    }
+
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.message.take()
+    }
+}

@@ -1,0 +1,70 @@
+//! The fake libascendcl for backend-acl's tests: one process-wide device, so every test holds
+//! [`Fake`] (a lock) for its whole length and starts from a reset fake.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use backend_acl::{AclConfig, AclDevice, Library};
+use lane_core::Profile;
+use run_lane_fake_ascendcl::{Control, FakeCounters, cdylib_path};
+
+/// The fake, reset, held by this test until dropped.
+pub struct Fake {
+    _serial: MutexGuard<'static, ()>,
+    /// The fake's control surface.
+    pub control: &'static Control,
+    /// The fake's file.
+    pub path: PathBuf,
+}
+
+fn loaded() -> &'static (Control, PathBuf) {
+    static LOADED: OnceLock<(Control, PathBuf)> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+        let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        (control, path)
+    })
+}
+
+/// Takes the fake for this test and resets it (one device, "Ascend910B1", nothing alive).
+pub fn fake() -> Fake {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    let serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (control, path) = loaded();
+    control.reset().expect("reset the fake");
+    Fake {
+        _serial: serial,
+        control,
+        path: path.clone(),
+    }
+}
+
+impl Fake {
+    /// A config opening the fake's device 0 with the probed profile.
+    pub fn config(&self) -> AclConfig {
+        AclConfig {
+            library: Library::Path(self.path.clone()),
+            ..AclConfig::default()
+        }
+    }
+
+    /// Opens device 0 with the probed profile.
+    pub fn open(&self) -> (AclDevice, Profile) {
+        AclDevice::open(self.config()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The fake's counters.
+    pub fn counters(&self) -> FakeCounters {
+        self.control.counters().expect("counters")
+    }
+
+    /// Asserts every stream, event and allocation was destroyed, freed or reclaimed.
+    pub fn assert_balanced(&self) {
+        let c = self.counters();
+        assert!(c.balanced(), "the fake holds leaked resources: {c:#?}");
+    }
+}

@@ -1,0 +1,417 @@
+//! Applying backend events, and every run-phase change: [`Lane::advance`] (an event's
+//! input) and [`Lane::decide`] (the lane's own input) are the only callers of
+//! [`run::step`](crate::run::step).
+
+use status_latch::{Class, Failure, LaunchProgress, Stage};
+use stream_pair::{Owner, Retired, Retirement, Role};
+
+use crate::effect::Effect;
+use crate::error::{EventError, InvariantViolation};
+use crate::event::{Event, FinaliseFailure, LaunchStep};
+use crate::ids::PublicationId;
+use crate::outcome::{Cause, PublicationResult, Verdict};
+use crate::publication::PublicationInput;
+use crate::run::{RunInput, RunPhase, step};
+use crate::state::{LaneInput, LaneState, RecoveryStep};
+
+use super::items::{Item, RunRecord};
+use super::{Lane, PublicationMark, TeardownFailure};
+
+impl Lane {
+    pub(super) fn apply_event(&mut self, event: Event) -> Result<(), EventError> {
+        let name = event.name();
+        match event {
+            Event::Prepared { run, lease } => {
+                let idx = self.live_run(run, lease, name)?;
+                let cancel = self.advance(idx, RunInput::Prepared, name)?.cancel;
+                if cancel && self.decide(idx, RunInput::Cancel).is_some() {
+                    self.finalise(idx, Verdict::Cancelled, false);
+                }
+            }
+            Event::PrepareIncompatible { run, lease } => {
+                let idx = self.live_run(run, lease, name)?;
+                self.advance(idx, RunInput::Incompatible, name)?;
+                self.run_mut(idx).incompatible = true;
+                if self.run(idx).cancel && self.decide(idx, RunInput::Cancel).is_some() {
+                    self.settle(idx, Verdict::Cancelled);
+                }
+            }
+            Event::PrepareFailed { run, lease, code } => {
+                let idx = self.live_run(run, lease, name)?;
+                let cause = Cause::of(Failure::Acl {
+                    stage: Stage::Prepare,
+                    code,
+                });
+                self.fail(idx, RunInput::PrepareFailed(cause.class()), cause, name)?;
+            }
+            Event::StreamCreated { role, handle } => {
+                self.pair_result(stream_pair::Input::Created { role, handle }, name)?;
+            }
+            Event::StreamDestroyed { role, handle } => {
+                self.pair_result(stream_pair::Input::Destroyed { role, handle }, name)?;
+            }
+            Event::StreamCreateFailed { role, code } => {
+                self.pair_result(
+                    stream_pair::Input::CreateFailed {
+                        role,
+                        code: code.raw(),
+                    },
+                    name,
+                )?;
+                self.stream_failed(role, Stage::StreamCreate, code);
+            }
+            Event::StreamDestroyFailed { role, handle, code } => {
+                self.pair_result(
+                    stream_pair::Input::DestroyFailed {
+                        role,
+                        handle,
+                        code: code.raw(),
+                    },
+                    name,
+                )?;
+                self.stream_failed(role, Stage::StreamDestroy, code);
+            }
+            Event::Launched { run, lease } => {
+                let idx = self.live_run(run, lease, name)?;
+                self.advance(idx, RunInput::Launched, name)?;
+            }
+            Event::LaunchFailed {
+                run,
+                lease,
+                step,
+                code,
+            } => {
+                let idx = self.live_run(run, lease, name)?;
+                let failure = match step {
+                    LaunchStep::Arm | LaunchStep::Aicore => Failure::Launch {
+                        progress: LaunchProgress::NotStarted,
+                        code,
+                    },
+                    LaunchStep::Aicpu => Failure::Launch {
+                        progress: LaunchProgress::Partial,
+                        code,
+                    },
+                    LaunchStep::RecordEvent => Failure::Acl {
+                        stage: Stage::EventRecord,
+                        code,
+                    },
+                };
+                let cause = Cause::of(failure);
+                let input = RunInput::LaunchFailed(cause.class());
+                self.expect(idx, input, name)?;
+                if cause.class() == Class::RunOnly {
+                    // Nothing reached a stream: the submission leaves without staleness (S-2).
+                    if let Err(error) = self.pair.withdraw(Owner(run.0)) {
+                        // The run launched, so it holds a submission: a lane bug.
+                        self.record_bug(InvariantViolation::WithdrawRefused { run, error });
+                    }
+                }
+                self.fail(idx, input, cause, name)?;
+            }
+            Event::Completed { run, lease } => {
+                let idx = self.live_run(run, lease, name)?;
+                self.advance(idx, RunInput::Completed, name)?.deadline = None;
+                match self.pair.retire(Owner(run.0), Retirement::Complete) {
+                    Retired::Kept => {}
+                    // Only the oldest run on the pair is awaited: anything else is a lane bug.
+                    retired => {
+                        self.record_bug(InvariantViolation::RetiredOutOfOrder { run, retired });
+                    }
+                }
+                let layout = self.profile.header();
+                self.emit(Effect::ReadStatus { run, lease, layout });
+            }
+            Event::CompletionFailed { run, lease, code } => {
+                let idx = self.live_run(run, lease, name)?;
+                self.poison_at(
+                    idx,
+                    RunInput::CompletionFailed,
+                    Stage::EventWait,
+                    code,
+                    name,
+                )?;
+            }
+            Event::StatusRead {
+                run,
+                lease,
+                status,
+                timing,
+            } => {
+                let idx = self.live_run(run, lease, name)?;
+                match status.latched() {
+                    None => {
+                        self.advance(idx, RunInput::StatusClean, name)?.timing = Some(timing);
+                        self.finalise(idx, Verdict::Ok, true);
+                    }
+                    Some(latch) => {
+                        let cause = Cause::of(Failure::Latched(latch));
+                        self.expect(idx, RunInput::StatusLatched(cause.class()), name)?;
+                        self.run_mut(idx).timing = Some(timing);
+                        self.fail(idx, RunInput::StatusLatched(cause.class()), cause, name)?;
+                    }
+                }
+            }
+            Event::StatusReadFailed { run, lease, code } => {
+                let idx = self.live_run(run, lease, name)?;
+                self.poison_at(
+                    idx,
+                    RunInput::StatusReadFailed,
+                    Stage::StatusRead,
+                    code,
+                    name,
+                )?;
+            }
+            Event::Finalised { run, lease } => {
+                let idx = self.live_run(run, lease, name)?;
+                let verdict = self
+                    .advance(idx, RunInput::Finalised, name)?
+                    .verdict
+                    .unwrap_or(Verdict::Ok);
+                self.settle(idx, verdict);
+            }
+            Event::FinaliseFailed {
+                run,
+                lease,
+                failure,
+            } => {
+                let idx = self.live_run(run, lease, name)?;
+                let failure = match failure {
+                    FinaliseFailure::Validation => Failure::CopyBackValidation,
+                    FinaliseFailure::Acl(code) => Failure::Acl {
+                        stage: Stage::CopyBack,
+                        code,
+                    },
+                };
+                let cause = Cause::of(failure);
+                match cause.class() {
+                    Class::RunOnly => {
+                        self.advance(idx, RunInput::FinaliseFailed(Class::RunOnly), name)?;
+                        // The first failure wins: a run that already failed keeps its cause.
+                        let verdict = match self.run(idx).verdict {
+                            Some(Verdict::Ok) | None => Verdict::Failed { cause },
+                            Some(earlier) => earlier,
+                        };
+                        self.settle(idx, verdict);
+                    }
+                    Class::Poison => {
+                        self.advance(idx, RunInput::FinaliseFailed(Class::Poison), name)?;
+                        self.poison_from(idx, cause);
+                    }
+                }
+            }
+            Event::Uploaded { publication } => {
+                self.finish_upload(publication, PublicationResult::Uploaded, name)?;
+            }
+            Event::UploadFailed { publication, code } => {
+                let cause = Cause::of(Failure::Acl {
+                    stage: Stage::Upload,
+                    code,
+                });
+                self.finish_upload(publication, PublicationResult::Failed { cause }, name)?;
+            }
+            Event::DeviceDrained { attempt } => {
+                self.recovery(RecoveryStep::Drain, LaneInput::Drained, attempt, name)?;
+            }
+            Event::ResetDone { attempt } => {
+                self.recovery(RecoveryStep::Reset, LaneInput::ResetDone, attempt, name)?;
+            }
+            Event::ResetFailed { attempt, .. } => {
+                self.recovery(RecoveryStep::Reset, LaneInput::ResetFailed, attempt, name)?;
+            }
+            Event::ProbePassed { attempt } => {
+                self.recovery(RecoveryStep::Probe, LaneInput::ProbePassed, attempt, name)?;
+            }
+            Event::ProbeFailed { attempt, .. } => {
+                self.recovery(RecoveryStep::Probe, LaneInput::ProbeFailed, attempt, name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An event reports a failure: steps the run, then concludes it.
+    fn fail(
+        &mut self,
+        idx: usize,
+        input: RunInput,
+        cause: Cause,
+        event: &'static str,
+    ) -> Result<(), EventError> {
+        self.advance(idx, input, event)?;
+        self.conclude(idx, cause);
+        Ok(())
+    }
+
+    /// An event reports a failure that poisons whatever its class: completion was not proven,
+    /// so the work may still be running.
+    fn poison_at(
+        &mut self,
+        idx: usize,
+        input: RunInput,
+        stage: Stage,
+        code: status_latch::AclCode,
+        event: &'static str,
+    ) -> Result<(), EventError> {
+        self.advance(idx, input, event)?;
+        self.poison_from(idx, Cause::of(Failure::Acl { stage, code }));
+        Ok(())
+    }
+
+    /// A run-only failure finalises the run (no copy-back); a poison takes the device down.
+    fn conclude(&mut self, idx: usize, cause: Cause) {
+        match cause.class() {
+            Class::RunOnly => self.finalise(idx, Verdict::Failed { cause }, false),
+            Class::Poison => self.poison_from(idx, cause),
+        }
+    }
+
+    fn pair_result(
+        &mut self,
+        input: stream_pair::Input,
+        event: &'static str,
+    ) -> Result<(), EventError> {
+        // What the pair reports is what the event says (a failure is handled by the event's
+        // own arm through `stream_failed`); only its refusal matters here.
+        self.pair
+            .handle(input)
+            .map(|_reported| ())
+            .map_err(|rejection| EventError::Stream { event, rejection })
+    }
+
+    /// A stream create or destroy failed: on the launch path the waiting run fails
+    /// `NotStarted` (the next launch retries); while closing it is the teardown's report.
+    fn stream_failed(&mut self, role: Role, stage: Stage, code: status_latch::AclCode) {
+        if matches!(self.state, LaneState::ReleasingStreams) {
+            self.teardown_failure
+                .get_or_insert(TeardownFailure { role, code });
+            return;
+        }
+        let Some(waiter) = self.launch_waiter.take() else {
+            return;
+        };
+        let Some(idx) = self.items.iter().position(
+            |i| matches!(i, Item::Run(r) if r.id == waiter && r.phase == RunPhase::Prepared),
+        ) else {
+            return;
+        };
+        let cause = Cause::of(Failure::Acl { stage, code });
+        if self
+            .decide(idx, RunInput::StreamsFailed(cause.class()))
+            .is_some()
+        {
+            self.conclude(idx, cause);
+        }
+    }
+
+    fn finish_upload(
+        &mut self,
+        publication: PublicationId,
+        result: PublicationResult,
+        event: &'static str,
+    ) -> Result<(), EventError> {
+        let input = match result {
+            PublicationResult::Uploaded => PublicationInput::Uploaded,
+            PublicationResult::Failed { .. }
+            | PublicationResult::Cancelled
+            | PublicationResult::Poisoned { .. } => PublicationInput::UploadFailed,
+        };
+        let unexpected = EventError::UnexpectedForPublication { publication, event };
+        let Some(Item::Publication(p)) = self
+            .items
+            .iter_mut()
+            .find(|i| matches!(i, Item::Publication(p) if p.id == publication))
+        else {
+            return Err(unexpected);
+        };
+        p.step(input).map_err(|_| unexpected)?;
+        p.result = Some(result);
+        // Uploaded or not, cores may hold instructions from the replaced code: the AICore
+        // stream is stale either way (L-12).
+        self.pair.mark_stale();
+        self.last_publication = Some(PublicationMark {
+            seq: publication.0,
+            aicore_creations: self.pair.created_count(),
+        });
+        Ok(())
+    }
+
+    /// Applies an event's input to a run and returns the run; a refused input changes
+    /// nothing and rejects the event.
+    #[inline]
+    pub(super) fn advance(
+        &mut self,
+        idx: usize,
+        input: RunInput,
+        event: &'static str,
+    ) -> Result<&mut RunRecord, EventError> {
+        let r = self.run_mut(idx);
+        match step(r.phase, input) {
+            Ok(next) => {
+                r.phase = next;
+                Ok(r)
+            }
+            Err(refusal) => Err(EventError::UnexpectedForRun {
+                run: r.id,
+                event,
+                phase: r.phase,
+                refusal,
+            }),
+        }
+    }
+
+    /// Applies an input the lane itself decided (prepare, launch, await, cancel, a failed
+    /// readying, abandon). The lane only decides inputs its phase accepts, so a refusal is a
+    /// lane bug: recorded for `check_invariants`, and nothing changes.
+    #[inline]
+    pub(super) fn decide(&mut self, idx: usize, input: RunInput) -> Option<&mut RunRecord> {
+        let r = self.run(idx);
+        let (run, phase) = (r.id, r.phase);
+        match step(phase, input) {
+            Ok(next) => {
+                let r = self.run_mut(idx);
+                r.phase = next;
+                Some(r)
+            }
+            Err(_) => {
+                self.record_bug(InvariantViolation::StepRefused { run, phase, input });
+                None
+            }
+        }
+    }
+
+    /// Checks an input is allowed without applying it.
+    fn expect(&self, idx: usize, input: RunInput, event: &'static str) -> Result<(), EventError> {
+        let r = self.run(idx);
+        step(r.phase, input)
+            .map(|_| ())
+            .map_err(|refusal| EventError::UnexpectedForRun {
+                run: r.id,
+                event,
+                phase: r.phase,
+                refusal,
+            })
+    }
+
+    /// Frees the run's slot (its events were released by finalisation or abandoned by a
+    /// reset) and fixes its verdict.
+    pub(super) fn settle(&mut self, idx: usize, verdict: Verdict) {
+        let r = self.run_mut(idx);
+        r.verdict = Some(verdict);
+        r.deadline = None;
+        let (lease, id) = (r.lease, r.id);
+        self.slots.free_if_held(lease, id);
+        if self.launch_waiter == Some(id) {
+            self.launch_waiter = None;
+        }
+    }
+
+    pub(super) fn finalise(&mut self, idx: usize, verdict: Verdict, copy_back: bool) {
+        let r = self.run_mut(idx);
+        r.verdict = Some(verdict);
+        let (run, lease) = (r.id, r.lease);
+        self.emit(Effect::FinaliseRun {
+            run,
+            lease,
+            copy_back,
+        });
+    }
+}

@@ -1,0 +1,191 @@
+//! [`Lane::check_invariants`]: every lane invariant, as typed violations.
+
+use stream_pair::Owner;
+
+use crate::error::InvariantViolation as V;
+use crate::ids::PublicationId;
+use crate::profile::MAX_PENDING_PUBLICATIONS;
+use crate::run::RunPhase;
+use crate::state::LaneState;
+
+use super::Lane;
+use super::items::Item;
+use super::schedule::Ahead;
+
+impl Lane {
+    /// Checks every lane invariant (for tests, the simulator and the fuzzers; call it after
+    /// every step). Allocates only to describe a violation.
+    ///
+    /// - Exactly one outcome per accepted run and publication, in submission order.
+    /// - No slot is both free and owned; every unfinished run holds its slot's live lease.
+    /// - The stream pair's own invariants hold, and its FIFO is exactly the runs on the
+    ///   pair, in order.
+    /// - No run launched before its predecessor; no launch behind an unfinished publication.
+    /// - Runs on the pair never exceed the launch depth; a diagnostics run is alone.
+    /// - No run launched after a publication runs on an AICore stream created before it.
+    /// - Recovering, lost and closed lanes have no unfinished run.
+    /// - No step so far met a lane bug (a pair call or phase input the lane itself decided
+    ///   that was refused).
+    pub fn check_invariants(&self) -> Result<(), V> {
+        if let Some(bug) = self.bug {
+            return Err(bug);
+        }
+        self.pair.check_invariants().map_err(V::Pair)?;
+        self.slots.check()?;
+
+        // One outcome per accepted item, in order.
+        let queued_outcomes = u64::try_from(self.outcomes.len()).unwrap_or(u64::MAX);
+        let pending = u64::try_from(self.items.len()).unwrap_or(u64::MAX);
+        if self.delivered + pending != self.accepted {
+            return Err(V::OutcomeCount {
+                accepted: self.accepted,
+                delivered: self.delivered,
+                pending,
+            });
+        }
+        if queued_outcomes > self.delivered {
+            return Err(V::OutcomesOverDelivered);
+        }
+        let mut prev = 0;
+        for outcome in self.outcomes.as_slice() {
+            if outcome.seq() <= prev {
+                return Err(V::OutcomesOutOfOrder);
+            }
+            prev = outcome.seq();
+        }
+        let mut prev = self.last_delivered_seq;
+        for item in &self.items {
+            if item.seq() <= prev {
+                return Err(V::ItemsOutOfOrder);
+            }
+            prev = item.seq();
+        }
+        if self.items.first().is_some_and(Item::is_done) {
+            return Err(V::UndeliveredFront);
+        }
+
+        // Slots and leases: every leased slot's holder is live with that lease, and every
+        // live run holds its slot.
+        for (slot, generation, run) in self.slots.leased() {
+            let held = self
+                .live_runs()
+                .any(|r| r.id == run && r.lease.slot == slot && r.lease.generation == generation);
+            if !held {
+                return Err(V::SlotHolderMismatch { slot, run });
+            }
+        }
+        if let Some(r) = self
+            .live_runs()
+            .find(|r| !self.slots.is_leased_to(r.lease, r.id))
+        {
+            return Err(V::RunWithoutSlot { run: r.id });
+        }
+        if self.slots.room(self.held_runs()).is_none() {
+            return Err(V::OverCapacity);
+        }
+        if self.live_publications() > MAX_PENDING_PUBLICATIONS {
+            return Err(V::TooManyPublications);
+        }
+
+        // The pair's FIFO is exactly the runs on the pair, in order.
+        let mut on_pair = self
+            .live_runs()
+            .filter(|r| r.phase.on_pair())
+            .map(|r| Owner(r.id.0));
+        let submissions = self.pair.submissions();
+        for owner in submissions {
+            if on_pair.next() != Some(*owner) {
+                return Err(V::PairSubmissionsDiffer);
+            }
+        }
+        if on_pair.next().is_some() {
+            return Err(V::RunOnPairWithoutSubmission);
+        }
+        if submissions.len() > usize::from(self.profile.launch_depth().get()) {
+            return Err(V::PairOverDepth);
+        }
+
+        // Launch order, publication barrier, diagnostics alone, one await.
+        let mut ahead = Ahead::default();
+        let mut awaiting = 0;
+        let mut first_on_pair = true;
+        for item in &self.items {
+            match item {
+                Item::Publication(_) if !item.is_done() => ahead.publication = true,
+                Item::Run(r) if !r.phase.is_done() => {
+                    if r.phase.past_launch() {
+                        if !ahead.all_launched {
+                            return Err(V::LaunchedBeforePredecessor { run: r.id });
+                        }
+                        if ahead.publication {
+                            return Err(V::LaunchedBehindPublication { run: r.id });
+                        }
+                        if (r.diagnostics || ahead.diagnostics) && ahead.live_run {
+                            return Err(V::LaunchedWithDiagnostics { run: r.id });
+                        }
+                    }
+                    if r.phase == RunPhase::Awaiting {
+                        awaiting += 1;
+                        if !first_on_pair {
+                            return Err(V::AwaitedNotOldest { run: r.id });
+                        }
+                    }
+                    if r.phase.on_pair() {
+                        first_on_pair = false;
+                    }
+                    if let Some(mark) = self.last_publication {
+                        if r.launched_on
+                            .is_some_and(|created| created <= mark.aicore_creations)
+                            && r.id.0 > mark.seq
+                        {
+                            return Err(V::LaunchedOnStaleAicore {
+                                run: r.id,
+                                publication: PublicationId(mark.seq),
+                            });
+                        }
+                    }
+                    ahead.live_run = true;
+                    ahead.all_launched &= r.phase.past_launch();
+                    ahead.diagnostics |= r.diagnostics;
+                }
+                _ => {}
+            }
+        }
+        if awaiting > 1 {
+            return Err(V::SeveralAwaited);
+        }
+
+        // Effects refer to live runs only.
+        for effect in self.effects.as_slice() {
+            if let Some(run) = effect.run() {
+                if !self.live_runs().any(|r| r.id == run) {
+                    return Err(V::EffectForDoneRun {
+                        effect: effect.name(),
+                        run,
+                    });
+                }
+            }
+        }
+
+        match self.state {
+            LaneState::Recovering { .. } | LaneState::Lost => {
+                if matches!(self.state, LaneState::Lost) && !self.device_lost {
+                    return Err(V::LostWithoutFailedRecovery);
+                }
+                if self.live_runs().next().is_some() {
+                    return Err(V::LiveRunWhileRecovering);
+                }
+                if self.poison.is_none() {
+                    return Err(V::RecoveringWithoutPoison);
+                }
+            }
+            LaneState::Closed | LaneState::ReleasingStreams => {
+                if !self.items.is_empty() {
+                    return Err(V::ClosedWithItems);
+                }
+            }
+            LaneState::Open | LaneState::Closing => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,187 @@
+//! The item FIFO: one record per accepted run or publication, in submission order, until
+//! its outcome is delivered.
+
+use crate::error::EventError;
+use crate::ids::{CodeRef, DeviceTiming, Lease, PublicationId, RunId, Tag, Timestamp};
+use crate::outcome::{PublicationResult, Verdict};
+use crate::publication::{PublicationInput, PublicationPhase, PublicationRefusal};
+use crate::run::RunPhase;
+
+use super::Lane;
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RunRecord {
+    pub(super) id: RunId,
+    pub(super) tag: Option<Tag>,
+    pub(super) diagnostics: bool,
+    pub(super) lease: Lease,
+    pub(super) phase: RunPhase,
+    /// Prepared incompatible once: prepare again only after every earlier run is done.
+    pub(super) incompatible: bool,
+    /// Close arrived while the prepare was out.
+    pub(super) cancel: bool,
+    /// The verdict decided so far (final once the phase is `Done`).
+    pub(super) verdict: Option<Verdict>,
+    pub(super) timing: Option<DeviceTiming>,
+    pub(super) deadline: Option<Timestamp>,
+    /// AICore stream creations counted by the pair when this run's launch was submitted to
+    /// it; `None` if it never reached the pair.
+    pub(super) launched_on: Option<u64>,
+}
+
+impl RunRecord {
+    /// A freshly accepted run.
+    pub(super) const fn queued(
+        id: RunId,
+        tag: Option<Tag>,
+        diagnostics: bool,
+        lease: Lease,
+    ) -> Self {
+        Self {
+            id,
+            tag,
+            diagnostics,
+            lease,
+            phase: RunPhase::Queued,
+            incompatible: false,
+            cancel: false,
+            verdict: None,
+            timing: None,
+            deadline: None,
+            launched_on: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PublicationRecord {
+    pub(super) id: PublicationId,
+    pub(super) code: CodeRef,
+    pub(super) phase: PublicationPhase,
+    pub(super) result: Option<PublicationResult>,
+}
+
+impl PublicationRecord {
+    /// Steps the phase through [`publication::step`](crate::publication::step), the only
+    /// place it changes; a refused input changes nothing.
+    pub(super) fn step(&mut self, input: PublicationInput) -> Result<(), PublicationRefusal> {
+        self.phase = crate::publication::step(self.phase, input)?;
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Item {
+    Run(RunRecord),
+    Publication(PublicationRecord),
+}
+
+impl Item {
+    pub(super) const fn seq(&self) -> u64 {
+        match self {
+            Self::Run(r) => r.id.0,
+            Self::Publication(p) => p.id.0,
+        }
+    }
+
+    pub(super) const fn is_done(&self) -> bool {
+        match self {
+            Self::Run(r) => r.phase.is_done(),
+            Self::Publication(p) => matches!(p.phase, PublicationPhase::Done),
+        }
+    }
+
+    pub(super) const fn as_run(&self) -> Option<&RunRecord> {
+        match self {
+            Self::Run(r) => Some(r),
+            Self::Publication(_) => None,
+        }
+    }
+
+    pub(super) const fn is_live_publication(&self) -> bool {
+        matches!(self, Self::Publication(p) if !matches!(p.phase, PublicationPhase::Done))
+    }
+}
+
+impl Lane {
+    pub(super) fn mint_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// Runs the lane holds: every accepted run whose outcome is not delivered yet, including
+    /// finished runs held behind an unfinished predecessor (so the FIFO stays bounded).
+    pub(super) fn held_runs(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|i| matches!(i, Item::Run(_)))
+            .count()
+    }
+
+    /// Publications without their outcome.
+    pub(super) fn live_publications(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|i| i.is_live_publication())
+            .count()
+    }
+
+    pub(super) fn live_runs(&self) -> impl Iterator<Item = &RunRecord> {
+        self.items
+            .iter()
+            .filter_map(Item::as_run)
+            .filter(|r| !r.phase.is_done())
+    }
+
+    pub(super) fn first_run_in(&self, phase: RunPhase) -> Option<usize> {
+        self.items
+            .iter()
+            .position(|i| matches!(i, Item::Run(r) if r.phase == phase))
+    }
+
+    #[inline]
+    pub(super) fn run(&self, idx: usize) -> &RunRecord {
+        match &self.items[idx] {
+            Item::Run(r) => r,
+            // Callers only pass indices they found as runs.
+            Item::Publication(_) => unreachable!("item {idx} is a publication"),
+        }
+    }
+
+    #[inline]
+    pub(super) fn run_mut(&mut self, idx: usize) -> &mut RunRecord {
+        match &mut self.items[idx] {
+            Item::Run(r) => r,
+            Item::Publication(_) => unreachable!("item {idx} is a publication"),
+        }
+    }
+
+    /// Finds the live run an event names and checks its lease.
+    #[inline]
+    pub(super) fn live_run(
+        &self,
+        run: RunId,
+        lease: Lease,
+        event: &'static str,
+    ) -> Result<usize, EventError> {
+        let (idx, live) = self
+            .items
+            .iter()
+            .enumerate()
+            .find_map(|(idx, item)| match item {
+                Item::Run(r) if r.id == run && !r.phase.is_done() => Some((idx, r.lease)),
+                _ => None,
+            })
+            .ok_or(EventError::UnknownRun { run, event })?;
+        if live != lease {
+            return Err(EventError::StaleLease {
+                run,
+                event,
+                got: lease,
+                live,
+            });
+        }
+        Ok(idx)
+    }
+}

@@ -1,0 +1,475 @@
+//! The [`Lane`]: admission, slots and leases, the run FIFO, verdicts, poison and recovery,
+//! publication and close, driven by commands and backend events.
+//!
+//! One file per concern: [`items`] (the FIFO and its records), [`slots`] (slots and
+//! leases), [`schedule`] (what the lane starts next, and close), [`apply`] (backend events
+//! and every run-phase change), [`poison`] (poison and recovery), [`invariants`]. This file
+//! holds the public surface: the type, its commands, polls and getters.
+
+mod apply;
+mod invariants;
+mod items;
+mod poison;
+mod schedule;
+mod slots;
+#[cfg(test)]
+mod tests;
+
+use smallvec::SmallVec;
+use status_latch::Failure;
+use stream_pair::{Role, StreamPair};
+
+use crate::effect::Effect;
+use crate::error::{
+    EventError, InvariantViolation, LeaseError, PublishError, Refused, SubmitError,
+};
+use crate::event::Event;
+use crate::ids::{CodeRef, Lease, PublicationId, RunId, Tag, Timestamp};
+use crate::outcome::{Cause, Outcome};
+use crate::profile::{MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile};
+use crate::publication::PublicationPhase;
+use crate::queue::Fifo;
+use crate::run::{RunInput, RunPhase};
+use crate::state::{LaneInput, LaneRefusal, LaneState, lane_step};
+
+use items::{Item, PublicationRecord, RunRecord};
+use slots::SlotTable;
+
+/// Inline capacity of the item FIFO: every slot's run plus the waiting publications, with
+/// room for finished runs held behind an unfinished predecessor.
+const ITEMS_INLINE: usize = MAX_SLOTS as usize * 2 + MAX_PENDING_PUBLICATIONS;
+/// Inline capacity of the effect queue (one input emits at most a handful).
+const EFFECTS_INLINE: usize = 16;
+/// Inline capacity of the outcome queue.
+const OUTCOMES_INLINE: usize = ITEMS_INLINE;
+
+/// What a caller asks the lane to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct RunRequest {
+    /// The caller's tag (the runtime's dispatch id); two live runs may not share one.
+    pub tag: Option<Tag>,
+    /// Whether the run collects diagnostics: it then runs alone, at depth one (L-3).
+    pub diagnostics: bool,
+    /// A lease from [`Lane::reserve`]; `None` lets the lane take a slot now.
+    pub lease: Option<Lease>,
+}
+
+impl RunRequest {
+    /// A plain request: no tag, no diagnostics, the lane picks the slot.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            tag: None,
+            diagnostics: false,
+            lease: None,
+        }
+    }
+
+    /// This request with a caller tag.
+    #[must_use]
+    pub const fn tagged(mut self, tag: u64) -> Self {
+        self.tag = Some(Tag(tag));
+        self
+    }
+
+    /// This request with diagnostics enabled.
+    #[must_use]
+    pub const fn with_diagnostics(mut self) -> Self {
+        self.diagnostics = true;
+        self
+    }
+
+    /// This request on a lease taken earlier with [`Lane::reserve`].
+    #[must_use]
+    pub const fn on_lease(mut self, lease: Lease) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+}
+
+/// The most recent device poison: which run caused it and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoisonRecord {
+    /// The run whose failure poisoned the device.
+    pub origin: RunId,
+    /// Its cause.
+    pub cause: Cause,
+}
+
+/// What `close` reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CloseReport {
+    /// The lane's state right after the call (`Closed` when nothing was left to finish).
+    pub state: LaneState,
+    /// The most recent poison in this lane's life, if there was one (L-15).
+    pub poison: Option<PoisonRecord>,
+    /// Whether recovery failed every attempt (the device must be reset outside the lane).
+    /// A close during a recovery reports `false` here until that recovery ends; check
+    /// [`Lane::device_lost`] once the lane is `Closed`.
+    pub device_lost: bool,
+}
+
+/// A stream teardown failure seen while closing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TeardownFailure {
+    /// Which stream survived.
+    pub role: Role,
+    /// The destroy's code.
+    pub code: status_latch::AclCode,
+}
+
+/// Where the last publication left the AICore stream: every run launched after it must run
+/// on an AICore stream created after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PublicationMark {
+    seq: u64,
+    aicore_creations: u64,
+}
+
+/// The run lane: a pure, sans-IO state machine (SPEC §3).
+///
+/// # Method kinds
+///
+/// - **Commands** return at once with a typed result: [`submit`](Self::submit),
+///   [`reserve`](Self::reserve), [`release`](Self::release), [`publish`](Self::publish),
+///   [`close`](Self::close).
+/// - **Events** from the backend: [`handle`](Self::handle), and
+///   [`handle_timeout`](Self::handle_timeout) when the clock passes
+///   [`poll_deadline`](Self::poll_deadline).
+/// - **Polls**, drained by the driver after every command or event, in this order:
+///   [`poll_effect`](Self::poll_effect) until `None` (execute each, feeding its event back),
+///   then [`poll_outcome`](Self::poll_outcome) until `None`, then
+///   [`poll_deadline`](Self::poll_deadline).
+/// - **Getters** and [`check_invariants`](Self::check_invariants).
+///
+/// Time is a [`Timestamp`] passed in; the lane reads no clock. `now` must not go backwards.
+///
+/// Every run-phase change goes through [`run::step`](crate::run::step), every publication
+/// phase change through [`publication::step`](crate::publication::step), and every lane
+/// state change through [`lane_step`](crate::state::lane_step): the rendered tables are
+/// exactly what the lane does.
+///
+/// # Effect order
+///
+/// Effects come out in the order the lane decided them. Within one call the lane first
+/// finishes what the input completes (a finalise, a status read), then starts, in this
+/// order: an upload at the front, the next launch (stream create or destroy effects first
+/// when the pair needs them), the next preparation, then the next completion await. The
+/// launch comes before the preparation because a launch can let the next queued run
+/// prepare in the same call.
+///
+/// # `FinaliseRun`
+///
+/// Every run that was asked to prepare gets exactly one `FinaliseRun`, except on a device
+/// reset (poison abandons per-run resources with the device) and in one case: a run
+/// answered `PrepareIncompatible` is back in the queue with nothing touched, so when close
+/// cancels it there, it is settled `Cancelled` without a `FinaliseRun`.
+#[derive(Clone, Debug)]
+pub struct Lane {
+    profile: Profile,
+    state: LaneState,
+    pair: StreamPair,
+    items: SmallVec<[Item; ITEMS_INLINE]>,
+    slots: SlotTable,
+    next_seq: u64,
+    effects: Fifo<Effect, EFFECTS_INLINE>,
+    outcomes: Fifo<Outcome, OUTCOMES_INLINE>,
+    poison: Option<PoisonRecord>,
+    launch_waiter: Option<RunId>,
+    last_publication: Option<PublicationMark>,
+    teardown_started: bool,
+    teardown_failure: Option<TeardownFailure>,
+    device_lost: bool,
+    accepted: u64,
+    delivered: u64,
+    last_delivered_seq: u64,
+    rejected_events: u64,
+    /// The first lane bug seen while stepping (a refused pair call or phase input the lane
+    /// itself decided); [`check_invariants`](Self::check_invariants) reports it.
+    bug: Option<InvariantViolation>,
+}
+
+impl Lane {
+    /// A new, open lane with no streams yet (they are created at the first launch, S-1).
+    #[must_use]
+    pub fn new(profile: Profile) -> Self {
+        Self {
+            profile,
+            state: LaneState::Open,
+            pair: StreamPair::new(profile.launch_depth()),
+            items: SmallVec::new(),
+            slots: SlotTable::new(profile.slots()),
+            next_seq: 1,
+            effects: Fifo::new(),
+            outcomes: Fifo::new(),
+            poison: None,
+            launch_waiter: None,
+            last_publication: None,
+            teardown_started: false,
+            teardown_failure: None,
+            device_lost: false,
+            accepted: 0,
+            delivered: 0,
+            last_delivered_seq: 0,
+            rejected_events: 0,
+            bug: None,
+        }
+    }
+
+    // ----- commands -------------------------------------------------------------------
+
+    /// Takes a slot now and returns its lease, for a later [`RunRequest::on_lease`]. The
+    /// reservation counts against capacity until it is used or [released](Self::release).
+    pub fn reserve(&mut self, _now: Timestamp) -> Result<Lease, SubmitError> {
+        self.admit(LaneInput::Submit)?;
+        self.slots
+            .reserve(self.held_runs())
+            .ok_or(SubmitError::Full {
+                slots: self.profile.slots(),
+            })
+    }
+
+    /// Gives back a reservation that will not be used.
+    pub fn release(&mut self, lease: Lease) -> Result<(), LeaseError> {
+        if self.slots.release(lease) {
+            Ok(())
+        } else {
+            Err(LeaseError::NotReserved { lease })
+        }
+    }
+
+    /// Accepts a run (L-1): returns its id, or a typed refusal with nothing accepted.
+    pub fn submit(&mut self, now: Timestamp, request: RunRequest) -> Result<RunId, SubmitError> {
+        self.admit(LaneInput::Submit)?;
+        if let Some(tag) = request.tag {
+            if let Some(live) = self.live_runs().find(|r| r.tag == Some(tag)) {
+                return Err(SubmitError::DuplicateRun { tag, run: live.id });
+            }
+        }
+        let lease = match request.lease {
+            Some(lease) if self.slots.is_reserved(lease) => lease,
+            Some(lease) => return Err(SubmitError::StaleLease { lease }),
+            None => self
+                .slots
+                .reserve(self.held_runs())
+                .ok_or(SubmitError::Full {
+                    slots: self.profile.slots(),
+                })?,
+        };
+        let id = RunId(self.mint_seq());
+        self.slots.assign(lease, id);
+        self.items.push(Item::Run(RunRecord::queued(
+            id,
+            request.tag,
+            request.diagnostics,
+            lease,
+        )));
+        self.accepted += 1;
+        self.progress(now);
+        Ok(id)
+    }
+
+    /// Accepts a publication of new AICore code (L-12): it waits until every earlier item has
+    /// its outcome, uploads, and leaves the AICore stream stale, so the next launch runs on a
+    /// fresh one. Runs submitted after it wait behind it.
+    pub fn publish(
+        &mut self,
+        now: Timestamp,
+        code: CodeRef,
+    ) -> Result<PublicationId, PublishError> {
+        self.admit(LaneInput::Publish)?;
+        if self.live_publications() >= MAX_PENDING_PUBLICATIONS {
+            return Err(PublishError::Full);
+        }
+        let id = PublicationId(self.mint_seq());
+        self.items.push(Item::Publication(PublicationRecord {
+            id,
+            code,
+            phase: PublicationPhase::Waiting,
+            result: None,
+        }));
+        self.accepted += 1;
+        self.progress(now);
+        Ok(id)
+    }
+
+    /// Closes the lane (L-15): stops admission, lets launched runs finish, cancels prepared
+    /// and queued runs and waiting publications, and destroys the streams once idle. Closing
+    /// twice is harmless. The report carries the most recent poison, if any.
+    pub fn close(&mut self, now: Timestamp) -> CloseReport {
+        let was_open = self.state == LaneState::Open;
+        // Every state accepts a close (a repeated close changes nothing).
+        let accepted = self.step_state(LaneInput::Close).is_ok();
+        debug_assert!(accepted, "lane_step refused a close");
+        if was_open {
+            self.cancel_unlaunched();
+        }
+        self.progress(now);
+        CloseReport {
+            state: self.state,
+            poison: self.poison,
+            device_lost: self.device_lost,
+        }
+    }
+
+    // ----- events ---------------------------------------------------------------------
+
+    /// Feeds one backend event. A rejected event changes nothing (it answers nothing the lane
+    /// asked for: a stale lease, a duplicate, an unknown run, a wrong order).
+    pub fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), EventError> {
+        let result = self.apply_event(event);
+        match result {
+            Ok(()) => self.progress(now),
+            Err(_) => self.rejected_events += 1,
+        }
+        result
+    }
+
+    /// Tells the lane the clock reached `now`: a run whose completion deadline passed poisons
+    /// the device (its work may still be running). Spurious calls are harmless.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let expired = self.items.iter().position(|item| {
+            matches!(item, Item::Run(r) if r.phase == RunPhase::Awaiting
+                && r.deadline.is_some_and(|d| d <= now))
+        });
+        if let Some(idx) = expired {
+            if self
+                .advance(idx, RunInput::DeadlineExpired, "deadline")
+                .is_ok()
+            {
+                self.poison_from(idx, Cause::of(Failure::HostWaitTimeout));
+                self.progress(now);
+            }
+        }
+    }
+
+    // ----- polls ----------------------------------------------------------------------
+
+    /// The next thing the backend must do, in decision order.
+    #[must_use]
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.take()
+    }
+
+    /// The next outcome, in submission order: one per accepted run or publication.
+    #[must_use]
+    pub fn poll_outcome(&mut self) -> Option<Outcome> {
+        self.outcomes.take()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called if nothing else happens
+    /// first: the awaited run's completion deadline.
+    #[must_use]
+    pub fn poll_deadline(&self) -> Option<Timestamp> {
+        self.items
+            .iter()
+            .filter_map(|item| item.as_run())
+            .filter(|r| r.phase == RunPhase::Awaiting)
+            .filter_map(|r| r.deadline)
+            .min()
+    }
+
+    // ----- getters --------------------------------------------------------------------
+
+    /// The profile.
+    #[must_use]
+    pub const fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The lane's state.
+    #[must_use]
+    pub const fn state(&self) -> LaneState {
+        self.state
+    }
+
+    /// The most recent poison, if any.
+    #[must_use]
+    pub const fn poison(&self) -> Option<PoisonRecord> {
+        self.poison
+    }
+
+    /// The stream pair (read-only: for tests, traces and the simulator's checks).
+    #[must_use]
+    pub const fn pair(&self) -> &StreamPair {
+        &self.pair
+    }
+
+    /// The phase of an accepted run whose outcome has not been delivered yet.
+    #[must_use]
+    pub fn phase_of(&self, run: RunId) -> Option<RunPhase> {
+        self.items
+            .iter()
+            .filter_map(Item::as_run)
+            .find(|r| r.id == run)
+            .map(|r| r.phase)
+    }
+
+    /// Whether every accepted item has its outcome and nothing is in flight.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// How many accepted items still wait for their outcome.
+    #[must_use]
+    pub fn pending_items(&self) -> usize {
+        self.items.len()
+    }
+
+    /// How many events were rejected so far (a healthy backend never causes one).
+    #[must_use]
+    pub const fn rejected_events(&self) -> u64 {
+        self.rejected_events
+    }
+
+    /// Whether a recovery failed every attempt: the device could not be proven usable and
+    /// must be reset outside the lane. Stays true for the lane's life.
+    #[must_use]
+    pub const fn device_lost(&self) -> bool {
+        self.device_lost
+    }
+
+    /// The first stream teardown failure seen while closing, if any.
+    #[must_use]
+    pub const fn teardown_failure(&self) -> Option<TeardownFailure> {
+        self.teardown_failure
+    }
+}
+
+// ----- the lane state -------------------------------------------------------------------
+
+impl Lane {
+    /// Steps the lane state through [`lane_step`] (the one place it changes) and returns the
+    /// new state; a refused input changes nothing.
+    fn step_state(&mut self, input: LaneInput) -> Result<LaneState, LaneRefusal> {
+        let next = lane_step(self.state, input, self.profile.recovery_attempts())?;
+        self.state = next;
+        Ok(next)
+    }
+
+    /// Admission for a command (`submit`, `reserve`, `publish`): the lane-level refusal as
+    /// the one [`Refused`] both command errors convert from.
+    fn admit(&mut self, input: LaneInput) -> Result<(), Refused> {
+        match (self.step_state(input), self.poison) {
+            (Ok(_), _) => Ok(()),
+            (Err(LaneRefusal::Recovering), Some(poison)) => Err(Refused::Poisoned(poison)),
+            (Err(LaneRefusal::Lost), Some(poison)) => Err(Refused::Lost(poison)),
+            // Recovering or lost without a poison record cannot happen (the record is
+            // written before the state steps, and `check_invariants` reports it); the
+            // lane takes no work either way.
+            (Err(LaneRefusal::Recovering | LaneRefusal::Lost), None)
+            | (Err(LaneRefusal::Closed | LaneRefusal::NotExpected), _) => Err(Refused::Closed),
+        }
+    }
+
+    /// Records the first lane bug seen; `check_invariants` reports it.
+    fn record_bug(&mut self, violation: InvariantViolation) {
+        self.bug.get_or_insert(violation);
+    }
+
+    #[inline]
+    fn emit(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+}

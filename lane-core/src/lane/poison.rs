@@ -1,0 +1,114 @@
+//! Poison and recovery (L-10, SPEC §5.3): a poison takes every unfinished item down with
+//! the device; recovery drains, force-resets and probes until the device is proven usable
+//! or the attempts run out.
+
+use crate::effect::Effect;
+use crate::error::EventError;
+use crate::outcome::{Cause, PublicationResult, Verdict};
+use crate::publication::PublicationInput;
+use crate::run::RunInput;
+use crate::state::{LaneInput, LaneState, RecoveryStep};
+
+use super::items::Item;
+use super::{Lane, PoisonRecord};
+
+impl Lane {
+    /// Poison (L-10): the origin run gets its own cause, every other unfinished item names it
+    /// as origin, handles are abandoned without destroys, and recovery starts.
+    ///
+    /// The origin's failure already stepped it to `Done`; every other unfinished run is
+    /// abandoned through the phase machine.
+    pub(super) fn poison_from(&mut self, origin_idx: usize, cause: Cause) {
+        let origin = self.run(origin_idx).id;
+        self.poison = Some(PoisonRecord { origin, cause });
+        // Effects not yet taken are for work the reset abandons.
+        self.effects.clear();
+        for idx in 0..self.items.len() {
+            match &mut self.items[idx] {
+                Item::Run(r) if r.id == origin => {
+                    if !r.phase.is_done() {
+                        self.decide(idx, RunInput::Abandon);
+                    }
+                    self.settle(idx, Verdict::Failed { cause });
+                }
+                Item::Run(r) if !r.phase.is_done() => {
+                    if self.decide(idx, RunInput::Abandon).is_some() {
+                        self.settle(idx, Verdict::Poisoned { cause, origin });
+                    }
+                }
+                Item::Publication(p) => {
+                    if p.step(PublicationInput::Abandon).is_ok() {
+                        p.result = Some(PublicationResult::Poisoned { cause, origin });
+                    }
+                }
+                Item::Run(_) => {}
+            }
+        }
+        self.slots.clear();
+        self.pair.abandon();
+        self.launch_waiter = None;
+        self.teardown_started = false;
+        if let Ok(next) = self.step_state(LaneInput::Poison) {
+            self.emit_recovery_step(next);
+        }
+    }
+
+    /// One recovery event: checks it answers the step in flight, then emits the next step.
+    pub(super) fn recovery(
+        &mut self,
+        expected: RecoveryStep,
+        input: LaneInput,
+        attempt: u8,
+        event: &'static str,
+    ) -> Result<(), EventError> {
+        let unexpected = EventError::UnexpectedRecovery {
+            event,
+            attempt,
+            state: self.state,
+        };
+        match self.state {
+            LaneState::Recovering {
+                step,
+                attempt: live,
+                ..
+            } if step == expected && live == attempt => {}
+            _ => return Err(unexpected),
+        }
+        let next = self.step_state(input).map_err(|_| unexpected)?;
+        if matches!(input, LaneInput::ResetFailed | LaneInput::ProbeFailed)
+            && !matches!(next, LaneState::Recovering { .. })
+        {
+            self.device_lost = true;
+        }
+        self.emit_recovery_step(next);
+        Ok(())
+    }
+
+    /// Emits the recovery step a state asks for, if any.
+    fn emit_recovery_step(&mut self, state: LaneState) {
+        match state {
+            LaneState::Recovering {
+                step: RecoveryStep::Drain,
+                attempt,
+                ..
+            } => self.emit(Effect::DrainDevice {
+                attempt,
+                timeout_ns: self.profile.drain_timeout_ns(),
+            }),
+            LaneState::Recovering {
+                step: RecoveryStep::Reset,
+                attempt,
+                ..
+            } => self.emit(Effect::ForceReset { attempt }),
+            LaneState::Recovering {
+                step: RecoveryStep::Probe,
+                attempt,
+                ..
+            } => self.emit(Effect::Probe { attempt }),
+            // Confirmed: every handle was abandoned at poison time, so the next launch
+            // creates a fresh pair (L-10).
+            LaneState::Open | LaneState::Closing | LaneState::Lost => {}
+            LaneState::ReleasingStreams | LaneState::Closed => {}
+        }
+    }
+}

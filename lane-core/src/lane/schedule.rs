@@ -1,0 +1,304 @@
+//! Scheduling: what the lane starts next after every input (upload, launch, preparation,
+//! await), and close.
+
+use stream_pair::{Owner, Readiness};
+
+use crate::effect::Effect;
+use crate::error::InvariantViolation;
+use crate::ids::Timestamp;
+use crate::outcome::{Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict};
+use crate::publication::PublicationInput;
+use crate::run::{RunInput, RunPhase};
+use crate::state::{LaneInput, LaneState};
+
+use super::Lane;
+use super::items::Item;
+
+impl Lane {
+    /// Delivers finished outcomes in order, then starts whatever the current state allows.
+    ///
+    /// One pass is enough, in this order: an upload, a launch, a preparation, an await.
+    /// Preparing, uploading and launching are answered by events, so none of them enables
+    /// another start before the next input, except a launch, which can let the next queued
+    /// run prepare; that is why the launch comes before the preparation. No start finishes an
+    /// item, so nothing new is left to deliver afterwards.
+    pub(super) fn progress(&mut self, now: Timestamp) {
+        self.deliver();
+        match self.state {
+            LaneState::Open => {
+                self.start_upload();
+                self.start_launch();
+                self.start_prepare();
+                self.start_await(now);
+            }
+            LaneState::Closing => {
+                self.start_await(now);
+                if self.finish_closing() {
+                    self.release_streams();
+                }
+            }
+            LaneState::ReleasingStreams => {
+                self.release_streams();
+            }
+            LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed => {}
+        }
+        debug_assert!(
+            !self.items.first().is_some_and(Item::is_done),
+            "a start finished an item"
+        );
+    }
+
+    /// Moves finished items at the front into the outcome queue (L-2, L-14).
+    fn deliver(&mut self) {
+        while self.items.first().is_some_and(Item::is_done) {
+            let item = self.items.remove(0);
+            let outcome = match item {
+                Item::Run(r) => Outcome::Run(RunOutcome {
+                    run: r.id,
+                    tag: r.tag,
+                    verdict: r.verdict.unwrap_or(Verdict::Cancelled),
+                    timing: r.timing,
+                }),
+                Item::Publication(p) => Outcome::Publication(PublicationOutcome {
+                    publication: p.id,
+                    result: p.result.unwrap_or(PublicationResult::Cancelled),
+                }),
+            };
+            self.last_delivered_seq = item.seq();
+            self.delivered += 1;
+            self.outcomes.push(outcome);
+        }
+    }
+
+    /// A publication at the front of the FIFO uploads: every earlier item has its outcome.
+    fn start_upload(&mut self) -> bool {
+        let Some(Item::Publication(p)) = self.items.first_mut() else {
+            return false;
+        };
+        if p.step(PublicationInput::Upload).is_err() {
+            return false;
+        }
+        let (publication, code) = (p.id, p.code);
+        self.emit(Effect::UploadCode { publication, code });
+        true
+    }
+
+    /// What stands before the item at `idx`: whether a publication is unfinished, whether any
+    /// run is unfinished, whether all unfinished runs have launched, and whether one of them
+    /// collects diagnostics.
+    pub(super) fn ahead_of(&self, idx: usize) -> Ahead {
+        let mut ahead = Ahead::default();
+        for item in &self.items[..idx] {
+            match item {
+                Item::Publication(_) if !item.is_done() => ahead.publication = true,
+                Item::Run(r) if !r.phase.is_done() => {
+                    ahead.live_run = true;
+                    ahead.all_launched &= r.phase.past_launch();
+                    ahead.diagnostics |= r.diagnostics;
+                }
+                _ => {}
+            }
+        }
+        ahead
+    }
+
+    /// The oldest run in `phase`, with what stands before it, if its turn has come: every
+    /// earlier run has launched (or never will) and no publication before it is unfinished
+    /// (L-2, L-12).
+    fn next_in_order(&self, phase: RunPhase) -> Option<(usize, Ahead)> {
+        let idx = self.first_run_in(phase)?;
+        let ahead = self.ahead_of(idx);
+        (!ahead.publication && ahead.all_launched).then_some((idx, ahead))
+    }
+
+    /// Prepares the oldest queued run when the profile and its predecessors allow (L-3, §5.4).
+    fn start_prepare(&mut self) -> bool {
+        let Some((idx, ahead)) = self.next_in_order(RunPhase::Queued) else {
+            return false;
+        };
+        let r = self.run(idx);
+        if ahead.live_run
+            && (!self.profile.concurrent_prepare()
+                || r.diagnostics
+                || r.incompatible
+                || ahead.diagnostics)
+        {
+            return false;
+        }
+        let (run, lease, diagnostics) = (r.id, r.lease, r.diagnostics);
+        if self.decide(idx, RunInput::Prepare).is_none() {
+            return false;
+        }
+        self.emit(Effect::PrepareRun {
+            run,
+            lease,
+            diagnostics,
+        });
+        true
+    }
+
+    /// Launches the oldest prepared run when order, depth and the pair allow (L-2, L-3, L-11).
+    fn start_launch(&mut self) -> bool {
+        let Some((idx, ahead)) = self.next_in_order(RunPhase::Prepared) else {
+            return false;
+        };
+        let r = self.run(idx);
+        let (run, lease, diagnostics) = (r.id, r.lease, r.diagnostics);
+        if (diagnostics || ahead.diagnostics) && ahead.live_run {
+            return false;
+        }
+        let on_pair = self.live_runs().filter(|r| r.phase.on_pair()).count();
+        if on_pair >= usize::from(self.profile.launch_depth().get()) {
+            return false;
+        }
+        match self.pair.ready() {
+            Readiness::Ready { aicpu, aicore } => {
+                if let Err(error) = self.pair.submit(Owner(run.0)) {
+                    // The depth was checked above: a refusal after `Ready` is a lane bug.
+                    self.record_bug(InvariantViolation::SubmitRefused { run, error });
+                    return false;
+                }
+                let created = self.pair.created_count();
+                // `Prepared` accepts `Launch` (the run was found in that phase above).
+                if let Some(r) = self.decide(idx, RunInput::Launch) {
+                    r.launched_on = Some(created);
+                } else {
+                    return false;
+                }
+                self.launch_waiter = None;
+                self.emit(Effect::LaunchRun {
+                    run,
+                    lease,
+                    aicpu,
+                    aicore,
+                });
+                true
+            }
+            Readiness::Pending(effects) => {
+                self.launch_waiter = Some(run);
+                let changed = !effects.is_empty();
+                for effect in effects {
+                    self.emit(match effect {
+                        stream_pair::Effect::Create { role } => Effect::CreateStream { role },
+                        stream_pair::Effect::Destroy { role, handle } => {
+                            Effect::DestroyStream { role, handle }
+                        }
+                    });
+                }
+                changed
+            }
+            // Draining: the retirements of runs on the pair come first. Closing: the
+            // teardown's results come first. Either way a later input retries.
+            Readiness::Draining | Readiness::Closing => false,
+        }
+    }
+
+    /// Awaits the oldest launched run once nothing older is awaited: its deadline starts now,
+    /// when its predecessor completed or when it launched (SPEC §5.4).
+    fn start_await(&mut self, now: Timestamp) -> bool {
+        if self.live_runs().any(|r| r.phase == RunPhase::Awaiting) {
+            return false;
+        }
+        let Some(idx) = self
+            .items
+            .iter()
+            .position(|i| matches!(i, Item::Run(r) if r.phase.on_pair()))
+        else {
+            return false;
+        };
+        if self.run(idx).phase != RunPhase::Launched {
+            return false;
+        }
+        let deadline = now.after_ns(self.profile.completion_timeout_ns());
+        let Some(r) = self.decide(idx, RunInput::Await) else {
+            return false;
+        };
+        r.deadline = Some(deadline);
+        let (run, lease) = (r.id, r.lease);
+        self.emit(Effect::AwaitCompletion {
+            run,
+            lease,
+            deadline,
+        });
+        true
+    }
+
+    /// Closing and every item has its outcome: release the streams.
+    fn finish_closing(&mut self) -> bool {
+        if !self.items.is_empty() {
+            return false;
+        }
+        let before = self.state;
+        self.step_state(LaneInput::Idle)
+            .is_ok_and(|next| next != before)
+    }
+
+    /// Destroys the pair once (retrying while stream results are still outstanding), and
+    /// closes when nothing is left alive.
+    fn release_streams(&mut self) -> bool {
+        if !self.teardown_started {
+            match self.pair.destroy_all() {
+                Ok(effects) => {
+                    self.teardown_started = true;
+                    for effect in effects {
+                        if let stream_pair::Effect::Destroy { role, handle } = effect {
+                            self.emit(Effect::DestroyStream { role, handle });
+                        }
+                    }
+                }
+                // A create is still outstanding: its result retries the teardown.
+                Err(_) => return false,
+            }
+        }
+        self.pair.teardown_complete() && self.step_state(LaneInput::StreamsReleased).is_ok()
+    }
+
+    /// Close: cancel everything that has not launched (L-14, L-15).
+    pub(super) fn cancel_unlaunched(&mut self) {
+        for idx in 0..self.items.len() {
+            let phase = match &mut self.items[idx] {
+                Item::Publication(p) => {
+                    // An upload in flight finishes; a waiting publication is cancelled.
+                    if p.step(PublicationInput::Cancel).is_ok() {
+                        p.result = Some(PublicationResult::Cancelled);
+                    }
+                    continue;
+                }
+                Item::Run(r) => r.phase,
+            };
+            match phase {
+                // The prepare is out: cancel when it answers.
+                RunPhase::Preparing => self.run_mut(idx).cancel = true,
+                RunPhase::Queued if self.decide(idx, RunInput::Cancel).is_some() => {
+                    self.settle(idx, Verdict::Cancelled);
+                }
+                RunPhase::Prepared if self.decide(idx, RunInput::Cancel).is_some() => {
+                    self.finalise(idx, Verdict::Cancelled, false);
+                }
+                _ => {}
+            }
+        }
+        self.slots.clear_reservations();
+        self.launch_waiter = None;
+    }
+}
+
+/// What stands before an item in the FIFO.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ahead {
+    pub(super) publication: bool,
+    pub(super) live_run: bool,
+    pub(super) all_launched: bool,
+    pub(super) diagnostics: bool,
+}
+
+impl Default for Ahead {
+    fn default() -> Self {
+        Self {
+            publication: false,
+            live_run: false,
+            all_launched: true,
+            diagnostics: false,
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Test support (cargo feature `testkit`): `Display` for [`Effect`] and [`Event`] in the
+//! trace format, and [`Succeed`], the one backend-like helper that answers every effect
+//! with success.
+//!
+//! Not a backend: it touches no device and keeps no state beyond stream handle numbers.
+//! Tests, benches, fuzz bodies and doc examples drive a lane with it.
+
+use core::fmt;
+
+use status_latch::{AclCode, Status};
+use stream_pair::StreamHandle;
+
+use crate::effect::Effect;
+use crate::error::EventError;
+use crate::event::Event;
+use crate::ids::{DeviceTiming, Timestamp};
+use crate::lane::Lane;
+
+/// Nanoseconds as microseconds with three decimals (`1234` → `1.234`), as traces print them.
+struct Micros(u64);
+
+impl fmt::Display for Micros {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:03}", self.0 / 1_000, self.0 % 1_000)
+    }
+}
+
+/// ` <raw> <name>` of an ACL code.
+struct Code(AclCode);
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, " {} {}", self.0.raw(), self.0.name())
+    }
+}
+
+/// One effect as a trace line (backend-sim's text trace prints effects this way).
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::PrepareRun {
+                run,
+                lease,
+                diagnostics,
+            } => write!(
+                f,
+                "PrepareRun {run} ({lease}){}",
+                if diagnostics { " diagnostics" } else { "" }
+            ),
+            Self::CreateStream { role } => write!(f, "CreateStream {role:?}"),
+            Self::DestroyStream { role, handle } => {
+                write!(f, "DestroyStream {role:?} h{}", handle.0)
+            }
+            Self::LaunchRun {
+                run,
+                lease,
+                aicpu,
+                aicore,
+            } => write!(
+                f,
+                "LaunchRun {run} ({lease}) aicpu h{} aicore h{}",
+                aicpu.0, aicore.0
+            ),
+            Self::AwaitCompletion { run, deadline, .. } => write!(
+                f,
+                "AwaitCompletion {run} (deadline {} us)",
+                Micros(deadline.0)
+            ),
+            Self::ReadStatus { run, .. } => write!(f, "ReadStatus {run}"),
+            Self::FinaliseRun { run, copy_back, .. } => write!(
+                f,
+                "FinaliseRun {run}{}",
+                if copy_back { " copy-back" } else { "" }
+            ),
+            Self::UploadCode { publication, code } => {
+                write!(f, "UploadCode {publication} code {}", code.0)
+            }
+            Self::DrainDevice {
+                attempt,
+                timeout_ns,
+            } => write!(
+                f,
+                "DrainDevice attempt {attempt} (timeout {} ms)",
+                timeout_ns / 1_000_000
+            ),
+            Self::ForceReset { attempt } => write!(f, "ForceReset attempt {attempt}"),
+            Self::Probe { attempt } => write!(f, "Probe attempt {attempt}"),
+        }
+    }
+}
+
+/// One event as a trace line: its name, its run if any, then what it reports.
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())?;
+        if let Some(run) = self.run() {
+            write!(f, " {run}")?;
+        }
+        match *self {
+            Self::StreamCreated { role, handle } | Self::StreamDestroyed { role, handle } => {
+                write!(f, " {role:?} h{}", handle.0)
+            }
+            Self::StreamCreateFailed { role, code } => write!(f, " {role:?}{}", Code(code)),
+            Self::StreamDestroyFailed { role, handle, code } => {
+                write!(f, " {role:?} h{}{}", handle.0, Code(code))
+            }
+            Self::PrepareFailed { code, .. }
+            | Self::CompletionFailed { code, .. }
+            | Self::StatusReadFailed { code, .. } => write!(f, "{}", Code(code)),
+            Self::LaunchFailed { step, code, .. } => write!(f, " at {step:?}{}", Code(code)),
+            Self::StatusRead { status, timing, .. } => write!(
+                f,
+                " latch {} device {}..{} us",
+                status.runtime_status(),
+                Micros(timing.start_ns),
+                Micros(timing.end_ns)
+            ),
+            Self::FinaliseFailed { failure, .. } => write!(f, " {failure:?}"),
+            Self::Uploaded { publication } => write!(f, " {publication}"),
+            Self::UploadFailed { publication, code } => write!(f, " {publication}{}", Code(code)),
+            Self::DeviceDrained { attempt }
+            | Self::ResetDone { attempt }
+            | Self::ProbePassed { attempt } => write!(f, " attempt {attempt}"),
+            Self::ResetFailed { attempt, code } | Self::ProbeFailed { attempt, code } => {
+                write!(f, " attempt {attempt}{}", Code(code))
+            }
+            Self::Prepared { .. }
+            | Self::PrepareIncompatible { .. }
+            | Self::Launched { .. }
+            | Self::Completed { .. }
+            | Self::Finalised { .. } => Ok(()),
+        }
+    }
+}
+
+/// Answers every effect with success: streams get fresh handles (counting up), runs prepare,
+/// launch, complete at once with a clean latch and default timing, finalise; uploads
+/// succeed; recovery drains, resets and probes successfully. Allocates nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Succeed {
+    /// The last stream handle given out.
+    last_handle: u64,
+}
+
+impl Succeed {
+    /// Stream handles start at 1.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { last_handle: 0 }
+    }
+
+    /// Stream handles start after `last_handle`.
+    #[must_use]
+    pub const fn with_handles_after(last_handle: u64) -> Self {
+        Self { last_handle }
+    }
+
+    /// The success event that answers `effect`.
+    pub fn answer(&mut self, effect: Effect) -> Event {
+        match effect {
+            Effect::PrepareRun { run, lease, .. } => Event::Prepared { run, lease },
+            Effect::CreateStream { role } => {
+                self.last_handle += 1;
+                Event::StreamCreated {
+                    role,
+                    handle: StreamHandle(self.last_handle),
+                }
+            }
+            Effect::DestroyStream { role, handle } => Event::StreamDestroyed { role, handle },
+            Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
+            Effect::AwaitCompletion { run, lease, .. } => Event::Completed { run, lease },
+            Effect::ReadStatus { run, lease, layout } => Event::StatusRead {
+                run,
+                lease,
+                status: Status::clean(layout),
+                timing: DeviceTiming::default(),
+            },
+            Effect::FinaliseRun { run, lease, .. } => Event::Finalised { run, lease },
+            Effect::UploadCode { publication, .. } => Event::Uploaded { publication },
+            Effect::DrainDevice { attempt, .. } => Event::DeviceDrained { attempt },
+            Effect::ForceReset { attempt } => Event::ResetDone { attempt },
+            Effect::Probe { attempt } => Event::ProbePassed { attempt },
+        }
+    }
+
+    /// Answers every effect the lane has at `now` until none is left (outcomes stay queued
+    /// for the caller). Stops at the first rejected event.
+    pub fn drive(&mut self, lane: &mut Lane, now: Timestamp) -> Result<(), EventError> {
+        while let Some(effect) = lane.poll_effect() {
+            lane.handle(now, self.answer(effect))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,289 @@
+//! `Display` for effects and events (feature `testkit`) prints the trace format that
+//! backend-sim's text trace uses, byte for byte: one case per variant.
+
+use core::num::NonZeroU64;
+
+use lane_core::status_latch::{AclCode, HeaderLayout, Status};
+use lane_core::stream_pair::{Role, StreamHandle};
+use lane_core::{
+    CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaunchStep, Lease,
+    PublicationId, RunId, SlotId, Timestamp,
+};
+
+const RUN: RunId = RunId(7);
+const LEASE: Lease = Lease {
+    slot: SlotId(1),
+    generation: Generation(NonZeroU64::MIN),
+};
+
+fn code() -> AclCode {
+    AclCode::from_raw(507_015).expect("non-zero")
+}
+
+fn layout() -> HeaderLayout {
+    lane_core::Profile::a2a3().header()
+}
+
+#[test]
+fn every_effect_prints_its_trace_line() {
+    let cases = [
+        (
+            Effect::PrepareRun {
+                run: RUN,
+                lease: LEASE,
+                diagnostics: true,
+            },
+            "PrepareRun run 7 (slot 1 gen 1) diagnostics",
+        ),
+        (
+            Effect::PrepareRun {
+                run: RUN,
+                lease: LEASE,
+                diagnostics: false,
+            },
+            "PrepareRun run 7 (slot 1 gen 1)",
+        ),
+        (
+            Effect::CreateStream { role: Role::Aicpu },
+            "CreateStream Aicpu",
+        ),
+        (
+            Effect::DestroyStream {
+                role: Role::Aicore,
+                handle: StreamHandle(12),
+            },
+            "DestroyStream Aicore h12",
+        ),
+        (
+            Effect::LaunchRun {
+                run: RUN,
+                lease: LEASE,
+                aicpu: StreamHandle(3),
+                aicore: StreamHandle(4),
+            },
+            "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4",
+        ),
+        (
+            Effect::AwaitCompletion {
+                run: RUN,
+                lease: LEASE,
+                deadline: Timestamp(12_345_678),
+            },
+            "AwaitCompletion run 7 (deadline 12345.678 us)",
+        ),
+        (
+            Effect::ReadStatus {
+                run: RUN,
+                lease: LEASE,
+                layout: layout(),
+            },
+            "ReadStatus run 7",
+        ),
+        (
+            Effect::FinaliseRun {
+                run: RUN,
+                lease: LEASE,
+                copy_back: true,
+            },
+            "FinaliseRun run 7 copy-back",
+        ),
+        (
+            Effect::FinaliseRun {
+                run: RUN,
+                lease: LEASE,
+                copy_back: false,
+            },
+            "FinaliseRun run 7",
+        ),
+        (
+            Effect::UploadCode {
+                publication: PublicationId(9),
+                code: CodeRef(42),
+            },
+            "UploadCode publication 9 code 42",
+        ),
+        (
+            Effect::DrainDevice {
+                attempt: 2,
+                timeout_ns: 5_000_000_000,
+            },
+            "DrainDevice attempt 2 (timeout 5000 ms)",
+        ),
+        (Effect::ForceReset { attempt: 1 }, "ForceReset attempt 1"),
+        (Effect::Probe { attempt: 3 }, "Probe attempt 3"),
+    ];
+    for (effect, want) in cases {
+        assert_eq!(effect.to_string(), want, "{effect:?}");
+    }
+}
+
+#[test]
+fn every_event_prints_its_trace_line() {
+    let c = code();
+    let acl = format!("{} {}", c.raw(), c.name());
+    let status = Status::clean(layout());
+    let cases = [
+        (
+            Event::Prepared {
+                run: RUN,
+                lease: LEASE,
+            },
+            "Prepared run 7".to_owned(),
+        ),
+        (
+            Event::PrepareIncompatible {
+                run: RUN,
+                lease: LEASE,
+            },
+            "PrepareIncompatible run 7".to_owned(),
+        ),
+        (
+            Event::PrepareFailed {
+                run: RUN,
+                lease: LEASE,
+                code: c,
+            },
+            format!("PrepareFailed run 7 {acl}"),
+        ),
+        (
+            Event::StreamCreated {
+                role: Role::Aicpu,
+                handle: StreamHandle(5),
+            },
+            "StreamCreated Aicpu h5".to_owned(),
+        ),
+        (
+            Event::StreamCreateFailed {
+                role: Role::Aicore,
+                code: c,
+            },
+            format!("StreamCreateFailed Aicore {acl}"),
+        ),
+        (
+            Event::StreamDestroyed {
+                role: Role::Aicore,
+                handle: StreamHandle(6),
+            },
+            "StreamDestroyed Aicore h6".to_owned(),
+        ),
+        (
+            Event::StreamDestroyFailed {
+                role: Role::Aicpu,
+                handle: StreamHandle(6),
+                code: c,
+            },
+            format!("StreamDestroyFailed Aicpu h6 {acl}"),
+        ),
+        (
+            Event::Launched {
+                run: RUN,
+                lease: LEASE,
+            },
+            "Launched run 7".to_owned(),
+        ),
+        (
+            Event::LaunchFailed {
+                run: RUN,
+                lease: LEASE,
+                step: LaunchStep::Aicpu,
+                code: c,
+            },
+            format!("LaunchFailed run 7 at Aicpu {acl}"),
+        ),
+        (
+            Event::Completed {
+                run: RUN,
+                lease: LEASE,
+            },
+            "Completed run 7".to_owned(),
+        ),
+        (
+            Event::CompletionFailed {
+                run: RUN,
+                lease: LEASE,
+                code: c,
+            },
+            format!("CompletionFailed run 7 {acl}"),
+        ),
+        (
+            Event::StatusRead {
+                run: RUN,
+                lease: LEASE,
+                status,
+                timing: DeviceTiming {
+                    start_ns: 1_500,
+                    end_ns: 2_000_001,
+                },
+            },
+            format!(
+                "StatusRead run 7 latch {} device 1.500..2000.001 us",
+                status.runtime_status()
+            ),
+        ),
+        (
+            Event::StatusReadFailed {
+                run: RUN,
+                lease: LEASE,
+                code: c,
+            },
+            format!("StatusReadFailed run 7 {acl}"),
+        ),
+        (
+            Event::Finalised {
+                run: RUN,
+                lease: LEASE,
+            },
+            "Finalised run 7".to_owned(),
+        ),
+        (
+            Event::FinaliseFailed {
+                run: RUN,
+                lease: LEASE,
+                failure: FinaliseFailure::Validation,
+            },
+            "FinaliseFailed run 7 Validation".to_owned(),
+        ),
+        (
+            Event::Uploaded {
+                publication: PublicationId(9),
+            },
+            "Uploaded publication 9".to_owned(),
+        ),
+        (
+            Event::UploadFailed {
+                publication: PublicationId(9),
+                code: c,
+            },
+            format!("UploadFailed publication 9 {acl}"),
+        ),
+        (
+            Event::DeviceDrained { attempt: 1 },
+            "DeviceDrained attempt 1".to_owned(),
+        ),
+        (
+            Event::ResetDone { attempt: 2 },
+            "ResetDone attempt 2".to_owned(),
+        ),
+        (
+            Event::ResetFailed {
+                attempt: 2,
+                code: c,
+            },
+            format!("ResetFailed attempt 2 {acl}"),
+        ),
+        (
+            Event::ProbePassed { attempt: 3 },
+            "ProbePassed attempt 3".to_owned(),
+        ),
+        (
+            Event::ProbeFailed {
+                attempt: 3,
+                code: c,
+            },
+            format!("ProbeFailed attempt 3 {acl}"),
+        ),
+    ];
+    for (event, want) in cases {
+        assert_eq!(event.to_string(), want, "{event:?}");
+    }
+}
