@@ -7,8 +7,13 @@
 // bookkeeping; on the simulator backend the simulated device then runs the kernels.
 //
 // Usage: onboard_runner sim            (the simulator backend)
-//        onboard_runner acl LIBRARY    (the ACL backend on the given libascendcl)
+//        onboard_runner acl FAKE_LIB   (the ACL backend on the test fake of libascendcl)
 // Exits 0 when every check holds; prints "onboard runner: ok" last.
+//
+// On ACL a real runner launches its kernels with rtKernelLaunchWithHandleV2 and
+// rtsLaunchCpuKernel on the stream it is given. This miniature has no kernels: on the fake
+// library it queues fake kernels with the fake's test-only runlanefake_launch instead (the
+// AICPU one writes the run's device start and end into the slot's timing buffer).
 
 #include "run_lane.h"
 
@@ -16,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -45,6 +51,12 @@ constexpr int32_t kParamInvalid = 107000;
 // The code the runner publishes.
 constexpr uint64_t kCode = 7;
 
+// The fake library's kernel launch (acl-fake's runlanefake_launch): stream, engine (0 AICore,
+// 1 AICPU), duration, outcome (0 ok), timing buffer, status header, header bytes and length.
+using FakeLaunch = int32_t (*)(void *, uint32_t, uint64_t, uint32_t, void *, void *, const uint8_t *, size_t);
+// A fake kernel's duration.
+constexpr uint64_t kKernelNs = 2000000;
+
 // The runner's own state. Callbacks run on the lane thread only, one at a time; the mutex
 // is for the main thread's reads.
 struct OnboardRunner {
@@ -59,6 +71,7 @@ struct OnboardRunner {
     int uploads = 0;
     RunLane *lane = nullptr;
     RunLaneStatus wait_from_callback = RUN_LANE_STATUS_OK;
+    FakeLaunch fake_launch = nullptr;  // set on the fake ACL backend
 
     void on_lane_thread() {
         auto me = std::this_thread::get_id();
@@ -95,6 +108,9 @@ int32_t launch_aicore(void *user, void *stream, const RunLaneRunArgs *args) {
         return kParamInvalid;
     }
     ++r->aicore_launches;
+    if (r->fake_launch != nullptr) {
+        return r->fake_launch(stream, 0, kKernelNs, 0, nullptr, nullptr, nullptr, 0);
+    }
     return 0;
 }
 
@@ -102,9 +118,10 @@ int32_t launch_aicpu(void *user, void *stream, const RunLaneRunArgs *args) {
     auto *r = static_cast<OnboardRunner *>(user);
     std::lock_guard<std::mutex> lock(r->mutex);
     r->on_lane_thread();
-    (void)stream;
-    (void)args;
     ++r->aicpu_launches;
+    if (r->fake_launch != nullptr) {
+        return r->fake_launch(stream, 1, kKernelNs, 0, args->timing, nullptr, nullptr, 0);
+    }
     return 0;
 }
 
@@ -157,11 +174,24 @@ int main(int argc, char **argv) {
     check(run_lane_abi_version() == RUN_LANE_ABI_VERSION, "the library's ABI version matches the header's");
 
     OnboardRunner runner;
+    if (acl) {
+        void *fake = dlopen(argv[2], RTLD_NOW);
+        if (fake == nullptr) {
+            std::fprintf(stderr, "dlopen %s: %s\n", argv[2], dlerror());
+            return 2;
+        }
+        runner.fake_launch = reinterpret_cast<FakeLaunch>(dlsym(fake, "runlanefake_launch"));
+        if (runner.fake_launch == nullptr) {
+            std::fprintf(stderr, "%s has no runlanefake_launch\n", argv[2]);
+            return 2;
+        }
+    }
     RunLaneConfig config;
     expect_status(run_lane_config_default(&config), RUN_LANE_STATUS_OK, "config_default");
     config.backend = acl ? RUN_LANE_BACKEND_ACL : RUN_LANE_BACKEND_SIM;
     config.acl_library_path = acl ? argv[2] : nullptr;
-    config.profile = RUN_LANE_PROFILE_A2A3;
+    // Ask the device which chip this is (the simulator answers a2a3, the fake "Ascend910B1").
+    config.profile = RUN_LANE_PROFILE_PROBE;
     config.completion_timeout_ms = 10000;
     config.device_op_timeout_ms = 5000;
     config.sim_seed = 42;

@@ -69,7 +69,8 @@ enum RunLaneStatus
   RUN_LANE_STATUS_INVALID_CONFIG = 4,
   // The config's `abi_version` is not this library's (`RUN_LANE_ABI_VERSION`).
   RUN_LANE_STATUS_ABI_MISMATCH = 5,
-  // The backend could not be opened (library missing, device absent, not built).
+  // The backend could not be opened (no usable libascendcl, no device, a bad device id,
+  // an unknown SoC for a probe); the message says which and what to do.
   RUN_LANE_STATUS_BACKEND_UNAVAILABLE = 6,
   // Submit refused: the lane holds as many runs as it has slots; take an outcome first.
   RUN_LANE_STATUS_FULL = 7,

@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock, PoisonError};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
+use backend_acl::{AclConfig, AclDevice, Library};
 use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SimDevice, SimRunner};
 use core::ffi::c_char;
@@ -15,7 +16,7 @@ use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::error::{Error, guard, last_error_ptr};
 use crate::outcome::{close_to_c, empty_outcome, to_c};
 use crate::registry::{Registry, RunLane};
-use crate::runner::{CRunner, Requested, Requests};
+use crate::runner::{CRunner, NoModel, Requested, Requests};
 use crate::types::{
     RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneOutcome, RunLaneStatus,
     RunLaneSubmit,
@@ -113,12 +114,33 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                 Ok::<_, String>((device, CRunner::new(vtable, runner_requests, SimRunner)))
             })
         }
-        BackendChoice::Acl { .. } => {
-            return Err(Error::new(
-                RunLaneStatus::BackendUnavailable,
-                "the ACL backend is not built into this library yet (backend-acl is a placeholder); \
-                 use the simulator backend (RUN_LANE_BACKEND_SIM)",
-            ));
+        BackendChoice::Acl { device_id, library } => {
+            let library = library.map_or(Library::Search, Library::Path);
+            let open_config = |profile| AclConfig {
+                library: library.clone(),
+                device_id,
+                profile,
+                init: false,
+            };
+            let profile = match settings.profile {
+                ProfileChoice::Fixed(profile) => profile,
+                // The profile must be known before the lane thread starts: a first open on
+                // this thread probes the SoC (and binds this thread, as the runtime's own
+                // would be), then the lane thread opens the device with the final profile.
+                ProfileChoice::Probe(overrides) => {
+                    let (_probe, probed) = AclDevice::open(open_config(None)).map_err(|e| {
+                        Error::new(RunLaneStatus::BackendUnavailable, e.to_string())
+                    })?;
+                    overrides.apply(probed)?
+                }
+            };
+            let vtable = settings.vtable;
+            let config = open_config(Some(profile));
+            lane_service::spawn(ServiceConfig::new(profile), move || {
+                let _ = thread_cell.set(thread::current().id());
+                let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
+                Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel)))
+            })
         }
     }
     .map_err(|e| service_error(&e))?;

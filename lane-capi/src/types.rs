@@ -49,7 +49,8 @@ pub enum RunLaneStatus {
     InvalidConfig = 4,
     /// The config's `abi_version` is not this library's (`RUN_LANE_ABI_VERSION`).
     AbiMismatch = 5,
-    /// The backend could not be opened (library missing, device absent, not built).
+    /// The backend could not be opened (no usable libascendcl, no device, a bad device id,
+    /// an unknown SoC for a probe); the message says which and what to do.
     BackendUnavailable = 6,
     /// Submit refused: the lane holds as many runs as it has slots; take an outcome first.
     Full = 7,

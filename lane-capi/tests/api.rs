@@ -213,7 +213,7 @@ fn null_pointer_arguments_are_errors() {
 }
 
 #[test]
-fn the_acl_backend_reports_that_it_is_not_built_yet() {
+fn a_missing_acl_library_is_backend_unavailable_with_the_loaders_reason() {
     let state = State::default();
     let mut config = sim_config(&state);
     config.backend = RunLaneBackend::Acl as u32;
@@ -222,11 +222,16 @@ fn the_acl_backend_reports_that_it_is_not_built_yet() {
     }
     config.runner.launch_aicore = Some(launch);
     config.runner.launch_aicpu = Some(launch);
+    config.acl_library_path = c"/nonexistent/libascendcl.so".as_ptr();
     let mut lane = std::ptr::null_mut();
-    // SAFETY: valid config and out pointer.
+    // SAFETY: valid config (a NUL-terminated path) and out pointer.
     let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
     assert_eq!(status, RunLaneStatus::BackendUnavailable);
-    assert!(last_error().contains("simulator"), "{}", last_error());
+    assert!(
+        last_error().contains("/nonexistent/libascendcl.so"),
+        "{}",
+        last_error()
+    );
     assert!(lane.is_null());
 }
 

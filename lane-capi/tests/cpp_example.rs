@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The folder cargo puts this build's libraries in (`target/<profile>/`): the test binary
 /// sits in its `deps/`.
@@ -23,7 +24,12 @@ fn build_example() -> PathBuf {
         "{} is missing: cargo builds it with the lib (crate-type staticlib)",
         staticlib.display()
     );
-    let out = std::env::temp_dir().join(format!("run-lane-cpp-{}", std::process::id()));
+    static BUILDS: AtomicU32 = AtomicU32::new(0);
+    let out = std::env::temp_dir().join(format!(
+        "run-lane-cpp-{}-{}",
+        std::process::id(),
+        BUILDS.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&out).expect("a temporary folder");
     let target = env!("RUN_LANE_TARGET");
     let compiler = cc::Build::new()
@@ -62,15 +68,13 @@ fn build_example() -> PathBuf {
     exe
 }
 
-#[test]
-fn the_cpp_onboard_runner_runs_on_the_simulator_under_asan() {
+/// Runs the example with `args` and checks it passed every check and printed the failing
+/// dispatch's stable failure line.
+fn run_example(args: &[&std::ffi::OsStr]) {
     let exe = build_example();
     let output = Command::new(&exe)
-        .arg("sim")
-        .env(
-            "ASAN_OPTIONS",
-            "detect_leaks=1:abort_on_error=0:halt_on_error=1",
-        )
+        .args(args)
+        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
         .output()
         .expect("the example runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -80,8 +84,8 @@ fn the_cpp_onboard_runner_runs_on_the_simulator_under_asan() {
         "the example failed ({}):\n{stdout}\n{stderr}",
         output.status
     );
+    println!("{stdout}");
     assert!(stdout.ends_with("onboard runner: ok\n"), "{stdout}");
-    // The failing dispatch printed its stable failure line.
     assert!(
         stdout
             .lines()
@@ -89,4 +93,15 @@ fn the_cpp_onboard_runner_runs_on_the_simulator_under_asan() {
         "{stdout}"
     );
     let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
+}
+
+#[test]
+fn the_cpp_onboard_runner_runs_on_the_simulator_under_asan() {
+    run_example(&["sim".as_ref()]);
+}
+
+#[test]
+fn the_cpp_onboard_runner_runs_on_the_fake_acl_library_under_asan() {
+    let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+    run_example(&["acl".as_ref(), fake.as_os_str()]);
 }
