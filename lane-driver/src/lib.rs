@@ -13,13 +13,20 @@
 //! answer as the event that names it. The only clock read is [`Device::now`]; every wait is
 //! bounded by `Lane::poll_deadline`, the lane's one record of the awaited run's deadline.
 //!
-//! **API boundary:** [`Device`], [`Runner`], [`Observer`], [`Driver`], [`Observation`].
+//! **Two parts:** the loop is [`LaneSteps`] (the lane, its observer and its outcomes: one
+//! lane step per call, no device) and the [`Executor`] (the device, the runner and the slot
+//! resources: one effect in, one event out, no lane). [`Driver`] runs both on the caller's
+//! thread; lane-service runs the same two on a lane thread with the steps behind a lock.
+//!
+//! **API boundary:** [`Device`], [`Runner`], [`Observer`], [`Driver`], [`LaneSteps`],
+//! [`Executor`], [`Wait`], [`Observation`].
 //! backend-sim implements `Device` and `Runner`; backend-acl implements `Device` alone (the
 //! embedding runtime supplies the `Runner`). They never depend on each other.
 //!
-//! **Threads (L-16):** the driver owns its lane; a blocking wait happens in
-//! [`Driver::turn`] with no lane borrowed. A multi-threaded runner puts the driver behind
-//! its own lock and polls outcomes from its queue.
+//! **Threads (L-16):** the `Driver` is single-threaded: it owns its lane and makes its
+//! blocking waits itself, so a `Driver` behind a mutex blocks every other caller for the
+//! whole wait. A multi-threaded embedding uses lane-service, which holds its lock only for
+//! [`LaneSteps`] calls and makes every [`Executor`] call with it released.
 
 #![forbid(unsafe_code)]
 

@@ -9,8 +9,9 @@ use lane_core::{
     Verdict,
 };
 use lane_driver::{
-    Command, Device, DevicePtr, Driver, DriverError, EventHandle, HEADER_OFFSET, Observation,
-    Observer, PrepareError, Release, RunArgs, Runner, SLOT_BYTES, TIMING_OFFSET, Turn,
+    Command, Device, DevicePtr, Driver, DriverError, EventHandle, Executor, HEADER_OFFSET,
+    LaneSteps, Observation, Observer, PrepareError, Release, RunArgs, Runner, SLOT_BYTES,
+    TIMING_OFFSET, Turn, Wait,
 };
 
 #[derive(Default)]
@@ -24,6 +25,8 @@ struct Recorder {
     /// Runs whose header latches this code when they run.
     latch: Vec<(u64, RuntimeCode)>,
     fail_sync: Option<i32>,
+    /// What the next event waits return, first first (`None`: success); `fail_sync` after.
+    sync_script: std::collections::VecDeque<Option<i32>>,
     fail_probe_create: bool,
     fail_free: bool,
     /// The timeout of each event wait, in ms.
@@ -114,6 +117,9 @@ impl Device for Recorder {
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.log(format!("synchronize_event e{}", event.0));
         self.wait_timeouts.push(timeout_ms);
+        if let Some(scripted) = self.sync_script.pop_front() {
+            return scripted.map_or(Ok(()), |raw| Err(Self::code(raw)));
+        }
         match self.fail_sync {
             Some(raw) => Err(Self::code(raw)),
             None => Ok(()),
@@ -553,4 +559,69 @@ fn a_decode_failure_keeps_the_typed_decode_error_as_its_source() {
     };
     let source = error.source().expect("a source");
     assert_eq!(source.downcast_ref::<DecodeError>(), Some(&cause));
+}
+
+/// The two parts of the driver as a multi-threaded caller runs them: one submitted run,
+/// its effects executed, left awaiting.
+fn awaiting_executor() -> (LaneSteps, Executor<Recorder, Kernels>) {
+    let mut steps = LaneSteps::new(Profile::a2a3());
+    let mut executor = Executor::new(Recorder::default(), Kernels);
+    let now = executor.now();
+    steps.submit(now, RunRequest::new()).unwrap().unwrap();
+    while let Some(effect) = steps.next_effect(executor.now()) {
+        if let Some(event) = executor.execute(effect, steps.observer_mut()).unwrap() {
+            steps.feed(executor.now(), event).unwrap();
+        }
+    }
+    executor.device_mut().calls.clear();
+    assert!(executor.is_awaiting());
+    (steps, executor)
+}
+
+#[test]
+fn a_sliced_wait_returns_pending_when_a_slice_ends_and_resumes_at_the_event_it_left() {
+    let (mut steps, mut executor) = awaiting_executor();
+    // AICPU's event completes; AICore's first slice times out.
+    executor.device_mut().sync_script = [None, Some(507_047)].into();
+    assert_eq!(
+        executor.wait(steps.deadline(), Some(5)).unwrap(),
+        Wait::Pending
+    );
+    assert!(executor.is_awaiting(), "the await is kept");
+    let wait = executor.wait(steps.deadline(), Some(5)).unwrap();
+    let d = executor.device_mut();
+    assert_eq!(
+        d.calls,
+        [
+            "synchronize_event e3",
+            "synchronize_event e4",
+            "synchronize_event e4"
+        ],
+        "the second wait resumes at AICore's event"
+    );
+    assert_eq!(d.wait_timeouts, [5, 5, 5], "no wait is longer than a slice");
+    match wait {
+        Wait::Answered(event) => steps.feed(executor.now(), event).unwrap(),
+        other => panic!("expected the completion, got {other:?}"),
+    }
+    assert!(!executor.is_awaiting());
+    assert!(matches!(
+        steps.next_effect(executor.now()),
+        Some(lane_core::Effect::ReadStatus { .. })
+    ));
+}
+
+#[test]
+fn the_last_slice_before_the_deadline_answers_its_timeout_as_an_unsliced_wait_does() {
+    let (steps, mut executor) = awaiting_executor();
+    executor.device_mut().sync_script = [Some(507_047)].into();
+    // A slice longer than what is left of the deadline is cut to the remainder.
+    let wait = executor.wait(steps.deadline(), Some(i32::MAX)).unwrap();
+    assert!(
+        matches!(wait, Wait::Answered(lane_core::Event::CompletionFailed { code, .. }) if code.raw() == 507_047),
+        "{wait:?}"
+    );
+    assert!(!executor.is_awaiting());
+    let remaining = executor.device_mut().wait_timeouts[0];
+    assert!(remaining > 0 && remaining < i32::MAX, "{remaining}");
 }

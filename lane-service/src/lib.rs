@@ -48,6 +48,8 @@
 //! **API boundary:** [`spawn`], [`ServiceConfig`], [`LaneHandle`], [`ItemId`],
 //! [`ServiceError`], [`WaitError`], [`LostCause`]. lane-capi builds the C ABI on it.
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod mailbox;
 mod service;

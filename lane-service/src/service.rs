@@ -210,7 +210,8 @@ impl LaneHandle {
     }
 
     /// Takes the next outcome in sequence order, if one is delivered and not taken yet.
-    /// Never blocks behind the device.
+    /// Never blocks behind the device. After a loss the outcomes delivered before it can
+    /// still be taken; [`lost`](Self::lost) tells a loss from "nothing yet".
     pub fn poll_outcome(&self) -> Option<Outcome> {
         self.mailbox().poll()
     }

@@ -1,0 +1,197 @@
+//! Test backends: the simulator, and a wrapper around it whose first completion wait really
+//! blocks (or panics) on the lane thread.
+
+#![allow(dead_code, unreachable_pub)]
+
+use backend_sim::costs::Costs;
+use backend_sim::device::RunTimes;
+use backend_sim::{FaultRule, SimDevice, SimRunner};
+use lane_core::status_latch::AclCode;
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{CodeRef, FinaliseFailure, Profile, RunId, SlotId, Timestamp};
+use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A simulated device for `profile` with `faults` installed.
+pub fn sim(profile: &Profile, seed: u64, faults: &[FaultRule]) -> SimDevice {
+    let mut device = SimDevice::new(
+        Costs::default(),
+        profile.header(),
+        seed,
+        RunTimes {
+            device_ns: 100_000,
+            jitter_ppm: 200_000,
+        },
+    );
+    for rule in faults {
+        device.install(rule.clone());
+    }
+    device
+}
+
+/// What the first `synchronize_event` does before answering.
+pub enum Stall {
+    /// Nothing special.
+    None,
+    /// Says when it starts, then blocks for real this long (ignoring its timeout: a hung
+    /// driver call).
+    Block(Duration, Sender<Instant>),
+    /// Says when it starts, sleeps this long, then panics.
+    Panic(Duration, Sender<Instant>),
+    /// Says when it starts; the awaited run completes only this long after, in real time.
+    /// Until then every wait sleeps its own timeout and returns 507047 (a long run on a
+    /// device that honours the wait's bound).
+    Slow(Duration, Sender<Instant>),
+    /// A slow run in progress: it completes at this instant.
+    Until(Instant),
+}
+
+/// The simulator, with a stall in its first completion wait, and a flag set when dropped.
+pub struct Stalling {
+    pub inner: SimDevice,
+    pub stall: Stall,
+    pub dropped: Arc<AtomicBool>,
+    /// When the runner prepared each run.
+    pub prepared: Arc<Mutex<Vec<(RunId, Instant)>>>,
+}
+
+impl Stalling {
+    pub fn new(inner: SimDevice, stall: Stall) -> Self {
+        Self {
+            inner,
+            stall,
+            dropped: Arc::new(AtomicBool::new(false)),
+            prepared: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+}
+
+impl Drop for Stalling {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Device for Stalling {
+    fn now(&mut self) -> Timestamp {
+        self.inner.now()
+    }
+    fn set_device(&mut self) -> Result<(), AclCode> {
+        self.inner.set_device()
+    }
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.inner.synchronize_device(timeout_ms)
+    }
+    fn reset_device_force(&mut self) -> Result<(), AclCode> {
+        self.inner.reset_device_force()
+    }
+    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
+        self.inner.create_stream()
+    }
+    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.inner.destroy_stream(stream)
+    }
+    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.inner.destroy_stream_force(stream)
+    }
+    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
+        self.inner.create_event()
+    }
+    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
+        self.inner.record_event(event, stream)
+    }
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        match std::mem::replace(&mut self.stall, Stall::None) {
+            Stall::None => {}
+            Stall::Block(time, started) => {
+                let _ = started.send(Instant::now());
+                thread::sleep(time);
+            }
+            Stall::Panic(time, started) => {
+                let _ = started.send(Instant::now());
+                thread::sleep(time);
+                panic!("the device exploded in synchronize_event");
+            }
+            Stall::Slow(time, started) => {
+                let now = Instant::now();
+                let _ = started.send(now);
+                self.stall = Stall::Until(now + time);
+                return self.synchronize_event(event, timeout_ms);
+            }
+            Stall::Until(end) => {
+                let left = end.saturating_duration_since(Instant::now());
+                let bound = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+                if left > bound {
+                    self.stall = Stall::Until(end);
+                    thread::sleep(bound);
+                    return Err(AclCode::RtEventSyncTimeout);
+                }
+                thread::sleep(left);
+            }
+        }
+        self.inner.synchronize_event(event, timeout_ms)
+    }
+    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
+        self.inner.destroy_event(event)
+    }
+    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
+        self.inner.malloc(size)
+    }
+    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
+        self.inner.free(ptr)
+    }
+    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
+        self.inner.memcpy_to_device(dst, src)
+    }
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        self.inner.memcpy_from_device(dst, src)
+    }
+}
+
+/// The simulator's runner, on the stalling device.
+pub struct StallingRunner;
+
+impl Runner<Stalling> for StallingRunner {
+    fn prepare_run(
+        &mut self,
+        device: &mut Stalling,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        device.prepared.lock().unwrap().push((run, Instant::now()));
+        SimRunner.prepare_run(&mut device.inner, run, slot, diagnostics)
+    }
+    fn launch_aicore(
+        &mut self,
+        device: &mut Stalling,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        SimRunner.launch_aicore(&mut device.inner, stream, args)
+    }
+    fn launch_aicpu(
+        &mut self,
+        device: &mut Stalling,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        SimRunner.launch_aicpu(&mut device.inner, stream, args)
+    }
+    fn finalise_run(
+        &mut self,
+        device: &mut Stalling,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        SimRunner.finalise_run(&mut device.inner, run, slot, copy_back)
+    }
+    fn upload_code(&mut self, device: &mut Stalling, code: CodeRef) -> Result<(), AclCode> {
+        SimRunner.upload_code(&mut device.inner, code)
+    }
+}
