@@ -11,7 +11,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`types`] | every `#[repr(C)]` type and constant of the header |
-//! | [`api`] | the exported `run_lane_*` functions |
+//! | `api` | the exported `run_lane_*` functions (re-exported at the root) |
 //! | [`config`] | `RunLaneConfig` validated into a profile, a backend and the vtable |
 //! | [`runner`] | [`CRunner`]: the vtable as a `lane_driver::Runner`, then a model runner |
 //! | [`outcome`] | outcomes and close reports as C structs (strings in fixed buffers) |
