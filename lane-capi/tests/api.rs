@@ -366,3 +366,20 @@ fn a_full_lane_refuses_with_full_until_an_outcome_is_taken() {
     submit(lane, 3, false).unwrap();
     destroy(lane);
 }
+
+#[test]
+fn a5_and_probed_lanes_run_on_the_simulator() {
+    for profile in [RunLaneProfile::A5, RunLaneProfile::Probe] {
+        let state = State::default();
+        let mut config = sim_config(&state);
+        config.profile = profile as u32;
+        let lane = create(&config);
+        let runs: Vec<u64> = (1..=2)
+            .map(|tag| submit(lane, tag + 10, true).unwrap())
+            .collect();
+        for run in runs {
+            assert_eq!(wait(lane, run, 10_000).unwrap().verdict, RunLaneVerdict::Ok);
+        }
+        destroy(lane);
+    }
+}

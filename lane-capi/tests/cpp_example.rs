@@ -1,5 +1,6 @@
 //! The C++ example (`examples/onboard_runner.cpp`) compiles against `include/run_lane.h`,
-//! links `librun_lane.a` and runs its checks on the simulator, under AddressSanitizer.
+//! links `librun_lane.a` and runs its checks under AddressSanitizer, on the simulator and
+//! on the fake libascendcl; the header alone compiles as strict C.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,6 +16,50 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// A fresh temporary folder for one build.
+fn temp_dir() -> PathBuf {
+    static BUILDS: AtomicU32 = AtomicU32::new(0);
+    let out = std::env::temp_dir().join(format!(
+        "run-lane-capi-{}-{}",
+        std::process::id(),
+        BUILDS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&out).expect("a temporary folder");
+    out
+}
+
+/// A `cc` build for this target into `out`, warnings as errors, with the header's folder
+/// on the include path (outside a build script `cc` needs the target named).
+fn build(out: &Path, cpp: bool) -> cc::Build {
+    let target = env!("RUN_LANE_TARGET");
+    let mut build = cc::Build::new();
+    build
+        .cpp(cpp)
+        .target(target)
+        .host(target)
+        .opt_level(1)
+        .debug(true)
+        .out_dir(out)
+        .cargo_metadata(false)
+        .include(Path::new(env!("CARGO_MANIFEST_DIR")).join("include"))
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-Werror");
+    build
+}
+
+/// Runs `command`, failing the test with its output if it fails.
+fn run_compiler(mut command: Command, what: &str) {
+    let output = command.output().expect("the compiler runs");
+    assert!(
+        output.status.success(),
+        "{what} failed: {:?} {:?}\n{}",
+        command.get_program(),
+        command.get_args().collect::<Vec<_>>(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Compiles and links the example with AddressSanitizer into a fresh temporary folder.
 fn build_example() -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -24,27 +69,9 @@ fn build_example() -> PathBuf {
         "{} is missing: cargo builds it with the lib (crate-type staticlib)",
         staticlib.display()
     );
-    static BUILDS: AtomicU32 = AtomicU32::new(0);
-    let out = std::env::temp_dir().join(format!(
-        "run-lane-cpp-{}-{}",
-        std::process::id(),
-        BUILDS.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&out).expect("a temporary folder");
-    let target = env!("RUN_LANE_TARGET");
-    let compiler = cc::Build::new()
-        .cpp(true)
-        .target(target)
-        .host(target)
-        .opt_level(1)
-        .debug(true)
-        .out_dir(&out)
-        .cargo_metadata(false)
-        .include(crate_dir.join("include"))
+    let out = temp_dir();
+    let compiler = build(&out, true)
         .flag("-std=c++17")
-        .flag("-Wall")
-        .flag("-Wextra")
-        .flag("-Werror")
         .flag("-fsanitize=address")
         .flag("-fno-omit-frame-pointer")
         .get_compiler();
@@ -57,14 +84,7 @@ fn build_example() -> PathBuf {
         .args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"])
         .arg("-o")
         .arg(&exe);
-    let output = command.output().expect("the C++ compiler runs");
-    assert!(
-        output.status.success(),
-        "compiling the example failed: {:?} {:?}\n{}",
-        command.get_program(),
-        command.get_args().collect::<Vec<_>>(),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_compiler(command, "compiling the example");
     exe
 }
 
@@ -104,4 +124,29 @@ fn the_cpp_onboard_runner_runs_on_the_simulator_under_asan() {
 fn the_cpp_onboard_runner_runs_on_the_fake_acl_library_under_asan() {
     let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
     run_example(&["acl".as_ref(), fake.as_os_str()]);
+}
+
+#[test]
+fn the_header_compiles_as_c99_and_as_c11() {
+    let out = temp_dir();
+    let source = out.join("header.c");
+    std::fs::write(
+        &source,
+        "#include \"run_lane.h\"\nint main(void) { RunLaneConfig c; return run_lane_config_default(&c) == RUN_LANE_STATUS_OK ? 0 : 1; }\n",
+    )
+    .expect("write the C file");
+    for standard in ["-std=c99", "-std=c11"] {
+        let compiler = build(&out, false)
+            .flag(standard)
+            .flag("-Wpedantic")
+            .get_compiler();
+        let mut command = compiler.to_command();
+        command
+            .arg("-c")
+            .arg(&source)
+            .arg("-o")
+            .arg(out.join("header.o"));
+        run_compiler(command, &format!("compiling run_lane.h as {standard}"));
+    }
+    let _ = std::fs::remove_dir_all(&out);
 }
