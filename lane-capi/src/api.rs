@@ -411,3 +411,71 @@ pub unsafe extern "C" fn run_lane_wait(
         Ok(RunLaneStatus::Ok)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lane_core::status_latch::Failure;
+    use lane_core::{Cause, RunId};
+    use lane_service::LostCause;
+
+    #[test]
+    fn refusals_and_a_lost_lane_map_to_their_statuses_with_the_message() {
+        let cause = Cause::of(Failure::HostWaitTimeout);
+        let lost = ServiceError::Lost(LostCause::new("the device panicked"));
+        for (error, status) in [
+            (
+                ServiceError::Submit(SubmitError::Full { slots: 2 }),
+                RunLaneStatus::Full,
+            ),
+            (
+                ServiceError::Submit(SubmitError::Closed),
+                RunLaneStatus::Closed,
+            ),
+            (
+                ServiceError::Publish(PublishError::Full),
+                RunLaneStatus::Full,
+            ),
+            (
+                ServiceError::Submit(SubmitError::Poisoned {
+                    origin: RunId(1),
+                    cause,
+                }),
+                RunLaneStatus::Recovering,
+            ),
+            (
+                ServiceError::Submit(SubmitError::Lost {
+                    origin: RunId(1),
+                    cause,
+                }),
+                RunLaneStatus::Lost,
+            ),
+            (lost.clone(), RunLaneStatus::Lost),
+            (
+                ServiceError::Make("no device".into()),
+                RunLaneStatus::BackendUnavailable,
+            ),
+        ] {
+            let mapped = service_error(&error);
+            assert_eq!(mapped.status, status, "{error}");
+            assert_eq!(mapped.message, error.to_string());
+        }
+        assert!(service_error(&lost).message.contains("the device panicked"));
+    }
+
+    #[test]
+    fn wait_errors_map_to_their_statuses() {
+        let cause = LostCause::new("gone");
+        for (error, status) in [
+            (WaitError::TimedOut { item: 1 }, RunLaneStatus::TimedOut),
+            (WaitError::Lost { item: 1, cause }, RunLaneStatus::Lost),
+            (WaitError::Unknown { item: 1 }, RunLaneStatus::UnknownItem),
+            (
+                WaitError::AlreadyTaken { item: 1 },
+                RunLaneStatus::AlreadyTaken,
+            ),
+        ] {
+            assert_eq!(wait_error(&error).status, status, "{error}");
+        }
+    }
+}
