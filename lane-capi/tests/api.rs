@@ -27,6 +27,10 @@ struct State {
     lane: AtomicU64,
     /// What `run_lane_destroy` returned from inside a callback.
     destroy_from_callback: AtomicU32,
+    /// The handle `prepare` of the run tagged 50 submits the run tagged 51 on.
+    submit_lane: AtomicU64,
+    /// The id that submit returned, or u64::MAX on a refusal.
+    submitted_from_callback: AtomicU64,
     /// The copy-back flags `finalise` saw, by tag.
     copy_back: Mutex<Vec<(u64, bool)>>,
 }
@@ -51,6 +55,12 @@ unsafe extern "C" fn prepare(user: *mut c_void, run: *const RunLaneRunInfo) -> i
         state
             .destroy_from_callback
             .store(status as u32, Ordering::SeqCst);
+    }
+    let submit_lane = state.submit_lane.load(Ordering::SeqCst);
+    if run.tag == 50 && submit_lane != 0 {
+        let lane = std::ptr::without_provenance_mut(submit_lane as usize);
+        let id = submit(lane, 51, false).unwrap_or(u64::MAX);
+        state.submitted_from_callback.store(id, Ordering::SeqCst);
     }
     match run.tag {
         1 => state.prepare_tag1.load(Ordering::SeqCst) as i32,
@@ -382,4 +392,23 @@ fn a5_and_probed_lanes_run_on_the_simulator() {
         }
         destroy(lane);
     }
+}
+
+#[test]
+fn a_callback_may_submit_on_its_own_lane() {
+    let state = State::default();
+    let lane = create(&sim_config(&state));
+    state
+        .submit_lane
+        .store(lane.addr() as u64, Ordering::SeqCst);
+    let first = submit(lane, 50, false).unwrap();
+    assert_eq!(
+        wait(lane, first, 10_000).unwrap().verdict,
+        RunLaneVerdict::Ok
+    );
+    let second = state.submitted_from_callback.load(Ordering::SeqCst);
+    assert_eq!(second, first + 1);
+    let outcome = wait(lane, second, 10_000).unwrap();
+    assert_eq!((outcome.verdict, outcome.tag), (RunLaneVerdict::Ok, 51));
+    destroy(lane);
 }
