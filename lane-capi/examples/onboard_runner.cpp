@@ -1,8 +1,8 @@
 // A miniature onboard runner on the run lane's C ABI (run_lane.h).
 //
 // It does what the runtime's a2a3/a5 onboard runner does around the lane: it keeps a queue of
-// dispatches, submits them while the lane has room (RUN_LANE_STATUS_FULL means: take an
-// outcome first), publishes new AICore code once, sees one dispatch fail in its AICore
+// dispatches, submits them while the lane has room (RUN_LANE_STATUS_FULL means: wait for the
+// oldest outcome first), publishes new AICore code once, sees one dispatch fail in its AICore
 // launch, closes the lane and collects every outcome. The runner's callbacks keep its
 // bookkeeping; on the simulator backend the simulated device then runs the kernels.
 //
@@ -259,7 +259,7 @@ int main(int argc, char **argv) {
         uint64_t run = 0;
         RunLaneStatus s = run_lane_submit(lane, &request, &run);
         if (s == RUN_LANE_STATUS_FULL) {
-            // The lane holds as many runs as it has slots: take the oldest outcome first.
+            // Every slot holds a run without an outcome: wait for the oldest, then retry.
             take_oldest();
             continue;
         }

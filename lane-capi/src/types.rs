@@ -52,7 +52,8 @@ pub enum RunLaneStatus {
     /// The backend could not be opened (no usable libascendcl, no device, a bad device id,
     /// an unknown SoC for a probe); the message says which and what to do.
     BackendUnavailable = 6,
-    /// Submit refused: the lane holds as many runs as it has slots; take an outcome first.
+    /// Submit refused: every slot holds a run without an outcome yet; submit again once one
+    /// has its outcome (wait for the oldest).
     Full = 7,
     /// Submit or publish refused: the lane is closing or closed.
     Closed = 8,

@@ -365,9 +365,10 @@ fn a_publication_and_close_report_through_the_structs() {
 }
 
 #[test]
-fn a_full_lane_refuses_with_full_until_an_outcome_is_taken() {
+fn a_full_lane_refuses_with_full_until_a_run_has_its_outcome() {
     let state = State::default();
-    state.prepare_sleep_ms.store(50, Ordering::SeqCst);
+    // Long enough that the first run is still preparing when the third is submitted.
+    state.prepare_sleep_ms.store(300, Ordering::SeqCst);
     let lane = create(&sim_config(&state));
     let first = submit(lane, 1, false).unwrap();
     submit(lane, 2, false).unwrap();
