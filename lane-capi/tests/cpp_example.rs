@@ -48,6 +48,16 @@ fn build(out: &Path, cpp: bool) -> cc::Build {
     build
 }
 
+/// The C++ build of the example: C++17 under AddressSanitizer.
+fn asan_cpp(out: &Path) -> cc::Build {
+    let mut build = build(out, true);
+    build
+        .flag("-std=c++17")
+        .flag("-fsanitize=address")
+        .flag("-fno-omit-frame-pointer");
+    build
+}
+
 /// Runs `command`, failing the test with its output if it fails.
 fn run_compiler(mut command: Command, what: &str) {
     let output = command.output().expect("the compiler runs");
@@ -70,11 +80,7 @@ fn build_example() -> PathBuf {
         staticlib.display()
     );
     let out = temp_dir();
-    let compiler = build(&out, true)
-        .flag("-std=c++17")
-        .flag("-fsanitize=address")
-        .flag("-fno-omit-frame-pointer")
-        .get_compiler();
+    let compiler = asan_cpp(&out).get_compiler();
     let exe = out.join("onboard_runner");
     let mut command = compiler.to_command();
     command
@@ -148,5 +154,31 @@ fn the_header_compiles_as_c99_and_as_c11() {
             .arg(out.join("header.o"));
         run_compiler(command, &format!("compiling run_lane.h as {standard}"));
     }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn the_example_build_catches_a_heap_overflow() {
+    // The example passing under ASan means something only if ASan is in effect: the same
+    // build of a one-byte overflow must be stopped (`volatile`, or -O1 elides the
+    // malloc/free pair and the store with it).
+    let out = temp_dir();
+    let source = out.join("overflow.cpp");
+    std::fs::write(
+        &source,
+        "#include <cstdlib>\nint main(int argc, char **) { volatile char *p = static_cast<char *>(std::malloc(4)); p[argc + 3] = 1; std::free(const_cast<char *>(p)); return 0; }\n",
+    )
+    .expect("write the C++ file");
+    let exe = out.join("overflow");
+    let mut command = asan_cpp(&out).get_compiler().to_command();
+    command.arg(&source).arg("-o").arg(&exe);
+    run_compiler(command, "compiling the overflow");
+    let output = Command::new(&exe).output().expect("the overflow runs");
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("heap-buffer-overflow"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
