@@ -69,6 +69,7 @@ struct OnboardRunner {
     int aicore_launches = 0;
     int aicpu_launches = 0;
     int uploads = 0;
+    int outcomes_seen = 0;
     RunLane *lane = nullptr;
     RunLaneStatus wait_from_callback = RUN_LANE_STATUS_OK;
     FakeLaunch fake_launch = nullptr;  // set on the fake ACL backend
@@ -145,6 +146,15 @@ int32_t upload_code(void *user, uint64_t code) {
     return 0;
 }
 
+void on_outcome(void *user, const RunLaneOutcome *outcome) {
+    // A real runner would wake its own loop here; the outcome is still taken by poll/wait.
+    auto *r = static_cast<OnboardRunner *>(user);
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->on_lane_thread();
+    (void)outcome;
+    ++r->outcomes_seen;
+}
+
 struct Item {
     uint64_t id;
     bool is_run;
@@ -201,6 +211,7 @@ int main(int argc, char **argv) {
     config.runner.launch_aicpu = launch_aicpu;
     config.runner.finalise = finalise;
     config.runner.upload_code = upload_code;
+    config.runner.on_outcome = on_outcome;
 
     // A bad handle is an error, never a crash.
     RunLaneOutcome outcome;
@@ -331,6 +342,11 @@ int main(int argc, char **argv) {
     }
 
     expect_status(run_lane_destroy(lane), RUN_LANE_STATUS_OK, "destroy");
+    {
+        // After destroy (the lane thread joined) every outcome has been announced.
+        std::lock_guard<std::mutex> lock(runner.mutex);
+        check(runner.outcomes_seen == static_cast<int>(accepted.size()), "on_outcome saw every outcome");
+    }
     expect_status(run_lane_destroy(lane), RUN_LANE_STATUS_INVALID_HANDLE, "a second destroy");
 
     if (failures != 0) {

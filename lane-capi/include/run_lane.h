@@ -105,33 +105,6 @@ typedef uint32_t RunLaneStatus;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
-// The lane's state after `run_lane_close`.
-enum RunLaneState
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : uint32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
-  // Accepting runs.
-  RUN_LANE_STATE_OPEN = 0,
-  // Recovering the device after a poison.
-  RUN_LANE_STATE_RECOVERING = 1,
-  // Recovery failed every attempt.
-  RUN_LANE_STATE_LOST = 2,
-  // Closing: launched runs finish, the rest are cancelled.
-  RUN_LANE_STATE_CLOSING = 3,
-  // Every item has its outcome; the stream pair is being destroyed.
-  RUN_LANE_STATE_RELEASING_STREAMS = 4,
-  // Every item has its outcome; the streams are destroyed.
-  RUN_LANE_STATE_CLOSED = 5,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum RunLaneState RunLaneState;
-#else
-typedef uint32_t RunLaneState;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
-
 // Which kind of item an outcome is for.
 enum RunLaneItem
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -239,6 +212,33 @@ typedef uint32_t RunLaneStage;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// The lane's state after `run_lane_close`.
+enum RunLaneState
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Accepting runs.
+  RUN_LANE_STATE_OPEN = 0,
+  // Recovering the device after a poison.
+  RUN_LANE_STATE_RECOVERING = 1,
+  // Recovery failed every attempt.
+  RUN_LANE_STATE_LOST = 2,
+  // Closing: launched runs finish, the rest are cancelled.
+  RUN_LANE_STATE_CLOSING = 3,
+  // Every item has its outcome; the stream pair is being destroyed.
+  RUN_LANE_STATE_RELEASING_STREAMS = 4,
+  // Every item has its outcome; the streams are destroyed.
+  RUN_LANE_STATE_CLOSED = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneState RunLaneState;
+#else
+typedef uint32_t RunLaneState;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // The chip profile a lane runs with (`RunLaneConfig::profile` holds one).
 enum RunLaneProfile
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -313,12 +313,53 @@ typedef struct RunLaneRunArgs {
   void *handshake;
 } RunLaneRunArgs;
 
+// One item's outcome, copied into the caller's struct: it owns no memory and stays valid
+// as long as the caller keeps it. Strings are NUL-terminated, cut at a character boundary
+// when longer than their buffer.
+typedef struct RunLaneOutcome {
+  // Run or publication.
+  RunLaneItem item;
+  // The run or publication id (one sequence for both).
+  uint64_t id;
+  // Whether the run's request carried a tag.
+  bool has_tag;
+  // The run's tag.
+  uint64_t tag;
+  // The verdict.
+  RunLaneVerdict verdict;
+  // `NONE` unless `FAILED` or `POISONED`.
+  RunLaneClass failure_class;
+  // Whether `code` is set (a failure with a latched runtime code or an ACL code).
+  bool has_code;
+  // The latched runtime code or the ACL return code, as reported.
+  int32_t code;
+  // Where it failed.
+  RunLaneStage stage;
+  // `POISONED`: the run whose failure poisoned the device (else 0).
+  uint64_t origin;
+  // Whether the device start/end are known (the run's status was read).
+  bool has_timing;
+  // Device start of the run, nanoseconds on the device clock.
+  uint64_t device_start_ns;
+  // Device end of the run.
+  uint64_t device_end_ns;
+  // The code's name (`ACL_ERROR_RT_AICORE_EXCEPTION`, `HOST_WAIT_TIMEOUT`, ...), or "".
+  char code_name[RUN_LANE_NAME_BYTES];
+  // The stage's name ("AICore launch", ...), or "".
+  char stage_name[RUN_LANE_STAGE_BYTES];
+  // What to change and run again, or "".
+  char hint[RUN_LANE_HINT_BYTES];
+  // The one stable log line (`run N failed: ...`; for a poisoned item it names the
+  // origin), or "" for `OK` and `CANCELLED`.
+  char failure_line[RUN_LANE_LINE_BYTES];
+} RunLaneOutcome;
+
 // The runner's callbacks: the embedding runtime's work for each run. Every callback is
 // called **on the lane thread only**, one at a time, never concurrently with another
 // callback of the same lane; `user` is passed back unchanged. A NULL callback succeeds
 // without doing anything (allowed on the simulator; on ACL the two launches are required).
 //
-// Return 0 on success, or the ACL code the work failed with (the lane classifies it: a run
+// Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
 // failure, or a device poison and recovery). `prepare` may also return
 // `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
 // `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
@@ -352,6 +393,11 @@ typedef struct RunLaneRunner {
   // run is in flight while it runs.
   int32_t (*upload_code)(void *user,
                          uint64_t code);
+  // Optional: told of every outcome, in submission order, as it is delivered (e.g. to
+  // wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
+  // or `run_lane_wait` still returns it once. `outcome` is valid for the call only.
+  void (*on_outcome)(void *user,
+                     const struct RunLaneOutcome *outcome);
 } RunLaneRunner;
 
 // How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
@@ -408,47 +454,6 @@ typedef struct RunLaneCloseReport {
   // Its failure line.
   char poison_line[RUN_LANE_LINE_BYTES];
 } RunLaneCloseReport;
-
-// One item's outcome, copied into the caller's struct: it owns no memory and stays valid
-// as long as the caller keeps it. Strings are NUL-terminated, cut at a character boundary
-// when longer than their buffer.
-typedef struct RunLaneOutcome {
-  // Run or publication.
-  RunLaneItem item;
-  // The run or publication id (one sequence for both).
-  uint64_t id;
-  // Whether the run's request carried a tag.
-  bool has_tag;
-  // The run's tag.
-  uint64_t tag;
-  // The verdict.
-  RunLaneVerdict verdict;
-  // `NONE` unless `FAILED` or `POISONED`.
-  RunLaneClass failure_class;
-  // Whether `code` is set (a failure with a latched runtime code or an ACL code).
-  bool has_code;
-  // The latched runtime code or the ACL return code, as reported.
-  int32_t code;
-  // Where it failed.
-  RunLaneStage stage;
-  // `POISONED`: the run whose failure poisoned the device (else 0).
-  uint64_t origin;
-  // Whether the device start/end are known (the run's status was read).
-  bool has_timing;
-  // Device start of the run, nanoseconds on the device clock.
-  uint64_t device_start_ns;
-  // Device end of the run.
-  uint64_t device_end_ns;
-  // The code's name (`ACL_ERROR_RT_AICORE_EXCEPTION`, `HOST_WAIT_TIMEOUT`, ...), or "".
-  char code_name[RUN_LANE_NAME_BYTES];
-  // The stage's name ("AICore launch", ...), or "".
-  char stage_name[RUN_LANE_STAGE_BYTES];
-  // What to change and run again, or "".
-  char hint[RUN_LANE_HINT_BYTES];
-  // The one stable log line (`run N failed: ...`; for a poisoned item it names the
-  // origin), or "" for `OK` and `CANCELLED`.
-  char failure_line[RUN_LANE_LINE_BYTES];
-} RunLaneOutcome;
 
 #ifdef __cplusplus
 extern "C" {

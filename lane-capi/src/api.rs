@@ -16,7 +16,7 @@ use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::error::{Error, guard, last_error_ptr};
 use crate::outcome::{close_to_c, empty_outcome, to_c};
 use crate::registry::{Registry, RunLane};
-use crate::runner::{CRunner, NoModel, Requested, Requests};
+use crate::runner::{CRunner, NoModel, Requested, Requests, Vtable};
 use crate::types::{
     RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneOutcome, RunLaneStatus,
     RunLaneSubmit,
@@ -85,6 +85,13 @@ fn wait_error(error: &WaitError) -> Error {
     Error::new(status, error.to_string())
 }
 
+/// The service's config: `profile`, and the vtable's outcome callback.
+fn service_config(profile: Profile, vtable: Vtable) -> ServiceConfig {
+    let mut config = ServiceConfig::new(profile);
+    config.on_outcome = vtable.outcome_callback();
+    config
+}
+
 /// Spawns the service for `settings` on its backend.
 fn spawn(settings: Settings) -> Result<Lane, Error> {
     let requests = Requests::default();
@@ -100,7 +107,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             };
             let layout = profile.header();
             let vtable = settings.vtable;
-            lane_service::spawn(ServiceConfig::new(profile), move || {
+            lane_service::spawn(service_config(profile, vtable), move || {
                 let _ = thread_cell.set(thread::current().id());
                 let device = SimDevice::new(
                     Costs::default(),
@@ -136,7 +143,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             };
             let vtable = settings.vtable;
             let config = open_config(Some(profile));
-            lane_service::spawn(ServiceConfig::new(profile), move || {
+            lane_service::spawn(service_config(profile, vtable), move || {
                 let _ = thread_cell.set(thread::current().id());
                 let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
                 Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel)))

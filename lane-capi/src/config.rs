@@ -107,6 +107,7 @@ pub const fn default_config() -> RunLaneConfig {
             launch_aicpu: None,
             finalise: None,
             upload_code: None,
+            on_outcome: None,
         },
     }
 }

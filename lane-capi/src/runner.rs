@@ -8,10 +8,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use core::ffi::c_void;
+use lane_core::Outcome;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
 use lane_driver::{Device, DevicePtr, PrepareError, RunArgs, Runner};
+use lane_service::OutcomeCallback;
+
+use crate::outcome::to_c;
 
 use crate::types::{
     RUN_LANE_FINALISE_VALIDATION_FAILED, RUN_LANE_PREPARE_INCOMPATIBLE, RunLaneRunArgs,
@@ -54,6 +58,21 @@ impl Vtable {
     /// The callbacks.
     pub const fn get(&self) -> &RunLaneRunner {
         &self.0
+    }
+}
+
+impl Vtable {
+    /// The service's outcome callback for the vtable's `on_outcome`, if it has one: each
+    /// outcome converted to its C struct and passed with `user`, on the lane thread.
+    pub fn outcome_callback(self) -> Option<OutcomeCallback> {
+        let on_outcome = self.0.on_outcome?;
+        // The whole vtable moves into the closure (it is `Send`; a bare `user` is not).
+        let vtable = self;
+        Some(Box::new(move |outcome: &Outcome| {
+            let c = to_c(outcome);
+            // SAFETY: the caller's callback for this signature; `c` lives across the call.
+            unsafe { on_outcome(vtable.get().user, &raw const c) };
+        }))
     }
 }
 

@@ -106,7 +106,7 @@ pub enum RunLaneBackend {
 /// callback of the same lane; `user` is passed back unchanged. A NULL callback succeeds
 /// without doing anything (allowed on the simulator; on ACL the two launches are required).
 ///
-/// Return 0 on success, or the ACL code the work failed with (the lane classifies it: a run
+/// Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
 /// failure, or a device poison and recovery). `prepare` may also return
 /// `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
 /// `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
@@ -148,6 +148,10 @@ pub struct RunLaneRunner {
     /// Upload published AICore code (`code` is the value given to `run_lane_publish`). No
     /// run is in flight while it runs.
     pub upload_code: Option<unsafe extern "C" fn(user: *mut c_void, code: u64) -> i32>,
+    /// Optional: told of every outcome, in submission order, as it is delivered (e.g. to
+    /// wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
+    /// or `run_lane_wait` still returns it once. `outcome` is valid for the call only.
+    pub on_outcome: Option<unsafe extern "C" fn(user: *mut c_void, outcome: *const RunLaneOutcome)>,
 }
 
 /// How to create a lane. Fill it with `run_lane_config_default` first, then set fields.

@@ -33,6 +33,8 @@ struct State {
     submitted_from_callback: AtomicU64,
     /// The copy-back flags `finalise` saw, by tag.
     copy_back: Mutex<Vec<(u64, bool)>>,
+    /// The ids `on_outcome` saw, with its thread.
+    seen: Mutex<Vec<(u64, ThreadId)>>,
 }
 
 fn state<'a>(user: *mut c_void) -> &'a State {
@@ -89,6 +91,16 @@ unsafe extern "C" fn finalise(
     }
 }
 
+unsafe extern "C" fn on_outcome(user: *mut c_void, outcome: *const RunLaneOutcome) {
+    // SAFETY: the library passes a valid outcome for the call.
+    let id = unsafe { (*outcome).id };
+    state(user)
+        .seen
+        .lock()
+        .unwrap()
+        .push((id, thread::current().id()));
+}
+
 fn sim_config(state: &State) -> RunLaneConfig {
     let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
     // SAFETY: a valid place for a config.
@@ -100,6 +112,7 @@ fn sim_config(state: &State) -> RunLaneConfig {
     config.runner.user = std::ptr::from_ref(state).cast_mut().cast();
     config.runner.prepare = Some(prepare);
     config.runner.finalise = Some(finalise);
+    config.runner.on_outcome = Some(on_outcome);
     config
 }
 
@@ -412,4 +425,26 @@ fn a_callback_may_submit_on_its_own_lane() {
     let outcome = wait(lane, second, 10_000).unwrap();
     assert_eq!((outcome.verdict, outcome.tag), (RunLaneVerdict::Ok, 51));
     destroy(lane);
+}
+
+#[test]
+fn the_outcome_callback_sees_every_outcome_in_order_on_the_lane_thread() {
+    let state = State::default();
+    let lane = create(&sim_config(&state));
+    let mut ids = vec![submit(lane, 1, false).unwrap()];
+    let mut publication = 0;
+    // SAFETY: a valid out pointer.
+    let status = unsafe { run_lane_publish(lane, 5, &raw mut publication) };
+    assert_eq!(status, RunLaneStatus::Ok);
+    ids.push(publication);
+    ids.push(submit(lane, 2, false).unwrap());
+    for id in &ids {
+        // Seeing an outcome does not take it.
+        wait(lane, *id, 10_000).unwrap();
+    }
+    destroy(lane); // joins the lane thread: every callback has returned
+    let seen = state.seen.lock().unwrap().clone();
+    assert_eq!(seen.iter().map(|(id, _)| *id).collect::<Vec<_>>(), ids);
+    let lane_thread = state.threads.lock().unwrap()[0];
+    assert!(seen.iter().all(|(_, thread)| *thread == lane_thread));
 }
