@@ -8,15 +8,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use core::ffi::c_void;
-use lane_core::Outcome;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
+use lane_core::{CodeRef, FinaliseFailure, Outcome, RunId, SlotId};
 use lane_driver::{Device, DevicePtr, PrepareError, RunArgs, Runner};
 use lane_service::OutcomeCallback;
 
 use crate::outcome::to_c;
-
 use crate::types::{
     RUN_LANE_FINALISE_VALIDATION_FAILED, RUN_LANE_PREPARE_INCOMPATIBLE, RunLaneRunArgs,
     RunLaneRunInfo, RunLaneRunner,
@@ -59,9 +57,7 @@ impl Vtable {
     pub const fn get(&self) -> &RunLaneRunner {
         &self.0
     }
-}
 
-impl Vtable {
     /// The service's outcome callback for the vtable's `on_outcome`, if it has one: each
     /// outcome converted to its C struct and passed with `user`, on the lane thread.
     pub fn outcome_callback(self) -> Option<OutcomeCallback> {
