@@ -1,0 +1,358 @@
+// A miniature onboard runner on the run lane's C ABI (run_lane.h).
+//
+// It does what the runtime's a2a3/a5 onboard runner does around the lane: it keeps a queue of
+// dispatches, submits them while the lane has room (RUN_LANE_STATUS_FULL means: wait for the
+// oldest outcome first), publishes new AICore code once, sees one dispatch fail in its AICore
+// launch, closes the lane and collects every outcome. The runner's callbacks keep its
+// bookkeeping; on the simulator backend the simulated device then runs the kernels.
+//
+// Usage: onboard_runner sim            (the simulator backend)
+//        onboard_runner acl FAKE_LIB   (the ACL backend on the test fake of libascendcl)
+// Exits 0 when every check holds; prints "onboard runner: ok" last.
+//
+// On ACL a real runner launches its kernels with rtKernelLaunchWithHandleV2 and
+// rtsLaunchCpuKernel on the stream it is given. This miniature has no kernels: on the fake
+// library it queues fake kernels with the fake's test-only runlanefake_launch instead (the
+// AICPU one writes the run's device start and end into the slot's timing buffer).
+
+#include "run_lane.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string &what) {
+    if (!ok) {
+        std::fprintf(stderr, "CHECK FAILED: %s (last error: %s)\n", what.c_str(), run_lane_last_error());
+        ++failures;
+    }
+}
+
+void expect_status(RunLaneStatus got, RunLaneStatus want, const std::string &what) {
+    check(got == want, what + ": status " + std::to_string(got) + ", want " + std::to_string(want));
+}
+
+// The dispatch whose AICore launch fails (a bad kernel argument: run-only).
+constexpr uint64_t kFailingTag = 103;
+// ACL_ERROR_RT_PARAM_INVALID.
+constexpr int32_t kParamInvalid = 107000;
+// The code the runner publishes.
+constexpr uint64_t kCode = 7;
+
+// The fake library's kernel launch (acl-fake's runlanefake_launch): stream, engine (0 AICore,
+// 1 AICPU), duration, outcome (0 ok), timing buffer, status header, header bytes and length.
+using FakeLaunch = int32_t (*)(void *, uint32_t, uint64_t, uint32_t, void *, void *, const uint8_t *, size_t);
+// A fake kernel's duration.
+constexpr uint64_t kKernelNs = 2000000;
+
+// The runner's own state. Callbacks run on the lane thread only, one at a time; the mutex
+// is for the main thread's reads.
+struct OnboardRunner {
+    std::mutex mutex;
+    std::thread::id lane_thread;
+    bool callback_off_thread = false;
+    std::map<uint64_t, uint64_t> prepared;  // tag -> run
+    std::vector<uint64_t> finalised;        // tags, in order
+    std::map<uint64_t, bool> copied_back;   // tag -> copy_back
+    int aicore_launches = 0;
+    int aicpu_launches = 0;
+    int uploads = 0;
+    int outcomes_seen = 0;
+    RunLane *lane = nullptr;
+    RunLaneStatus wait_from_callback = RUN_LANE_STATUS_OK;
+    FakeLaunch fake_launch = nullptr;  // set on the fake ACL backend
+
+    void on_lane_thread() {
+        auto me = std::this_thread::get_id();
+        if (lane_thread == std::thread::id()) {
+            lane_thread = me;
+        } else if (lane_thread != me) {
+            callback_off_thread = true;
+        }
+    }
+};
+
+int32_t prepare(void *user, const RunLaneRunInfo *run) {
+    auto *r = static_cast<OnboardRunner *>(user);
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->on_lane_thread();
+    r->prepared[run->tag] = run->run;
+    if (r->lane != nullptr && r->wait_from_callback == RUN_LANE_STATUS_OK) {
+        // Waiting from a callback would wait on the lane thread itself: refused.
+        RunLaneOutcome outcome;
+        r->wait_from_callback = run_lane_wait(r->lane, run->run, 0, &outcome);
+    }
+    return 0;
+}
+
+int32_t launch_aicore(void *user, void *stream, const RunLaneRunArgs *args) {
+    auto *r = static_cast<OnboardRunner *>(user);
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->on_lane_thread();
+    if (stream == nullptr || args->status_header == nullptr || args->timing == nullptr ||
+        args->handshake == nullptr) {
+        return kParamInvalid;
+    }
+    if (args->info.tag == kFailingTag) {
+        return kParamInvalid;
+    }
+    ++r->aicore_launches;
+    if (r->fake_launch != nullptr) {
+        return r->fake_launch(stream, 0, kKernelNs, 0, nullptr, nullptr, nullptr, 0);
+    }
+    return 0;
+}
+
+int32_t launch_aicpu(void *user, void *stream, const RunLaneRunArgs *args) {
+    auto *r = static_cast<OnboardRunner *>(user);
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->on_lane_thread();
+    ++r->aicpu_launches;
+    if (r->fake_launch != nullptr) {
+        return r->fake_launch(stream, 1, kKernelNs, 0, args->timing, nullptr, nullptr, 0);
+    }
+    return 0;
+}
+
+int32_t finalise(void *user, const RunLaneRunInfo *run, bool copy_back) {
+    auto *r = static_cast<OnboardRunner *>(user);
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->on_lane_thread();
+    r->finalised.push_back(run->tag);
+    r->copied_back[run->tag] = copy_back;
+    return 0;
+}
+
+int32_t upload_code(void *user, uint64_t code) {
+    auto *r = static_cast<OnboardRunner *>(user);
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->on_lane_thread();
+    if (code != kCode) {
+        return kParamInvalid;
+    }
+    ++r->uploads;
+    return 0;
+}
+
+void on_outcome(void *user, const RunLaneOutcome *outcome) {
+    // A real runner would wake its own loop here; the outcome is still taken by poll/wait.
+    auto *r = static_cast<OnboardRunner *>(user);
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->on_lane_thread();
+    (void)outcome;
+    ++r->outcomes_seen;
+}
+
+struct Item {
+    uint64_t id;
+    bool is_run;
+    uint64_t tag;
+};
+
+void print(const RunLaneOutcome &o) {
+    if (o.item == RUN_LANE_ITEM_PUBLICATION) {
+        std::printf("publication %llu: %s\n", (unsigned long long)o.id,
+                    o.verdict == RUN_LANE_VERDICT_OK ? "uploaded" : o.failure_line);
+    } else if (o.verdict == RUN_LANE_VERDICT_OK) {
+        std::printf("run %llu (tag %llu): ok, device %llu..%llu ns\n", (unsigned long long)o.id,
+                    (unsigned long long)o.tag, (unsigned long long)o.device_start_ns,
+                    (unsigned long long)o.device_end_ns);
+    } else if (o.verdict == RUN_LANE_VERDICT_CANCELLED) {
+        std::printf("run %llu (tag %llu): cancelled\n", (unsigned long long)o.id, (unsigned long long)o.tag);
+    } else {
+        // The stable failure line: grep logs for "run N failed".
+        std::printf("%s\n", o.failure_line);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    const bool acl = argc >= 3 && std::strcmp(argv[1], "acl") == 0;
+    check(run_lane_abi_version() == RUN_LANE_ABI_VERSION, "the library's ABI version matches the header's");
+
+    OnboardRunner runner;
+    if (acl) {
+        void *fake = dlopen(argv[2], RTLD_NOW);
+        if (fake == nullptr) {
+            std::fprintf(stderr, "dlopen %s: %s\n", argv[2], dlerror());
+            return 2;
+        }
+        runner.fake_launch = reinterpret_cast<FakeLaunch>(dlsym(fake, "runlanefake_launch"));
+        if (runner.fake_launch == nullptr) {
+            std::fprintf(stderr, "%s has no runlanefake_launch\n", argv[2]);
+            return 2;
+        }
+    }
+    RunLaneConfig config;
+    expect_status(run_lane_config_default(&config), RUN_LANE_STATUS_OK, "config_default");
+    config.backend = acl ? RUN_LANE_BACKEND_ACL : RUN_LANE_BACKEND_SIM;
+    config.acl_library_path = acl ? argv[2] : nullptr;
+    // Ask the device which chip this is (the simulator answers a2a3, the fake "Ascend910B1").
+    config.profile = RUN_LANE_PROFILE_PROBE;
+    config.completion_timeout_ms = 10000;
+    config.device_op_timeout_ms = 5000;
+    config.sim_seed = 42;
+    config.runner.user = &runner;
+    config.runner.prepare = prepare;
+    config.runner.launch_aicore = launch_aicore;
+    config.runner.launch_aicpu = launch_aicpu;
+    config.runner.finalise = finalise;
+    config.runner.upload_code = upload_code;
+    config.runner.on_outcome = on_outcome;
+
+    // A bad handle is an error, never a crash.
+    RunLaneOutcome outcome;
+    expect_status(run_lane_poll(nullptr, &outcome), RUN_LANE_STATUS_INVALID_HANDLE, "poll(NULL)");
+    expect_status(run_lane_poll(reinterpret_cast<RunLane *>(0x1234), &outcome), RUN_LANE_STATUS_INVALID_HANDLE,
+                  "poll(foreign handle)");
+    RunLaneConfig stale = config;
+    stale.abi_version = RUN_LANE_ABI_VERSION + 1;
+    RunLane *lane = nullptr;
+    expect_status(run_lane_create(&stale, &lane), RUN_LANE_STATUS_ABI_MISMATCH, "create with a stale ABI version");
+
+    RunLaneStatus created = run_lane_create(&config, &lane);
+    if (created != RUN_LANE_STATUS_OK) {
+        std::fprintf(stderr, "run_lane_create: status %u: %s\n", created, run_lane_last_error());
+        return 2;
+    }
+    {
+        std::lock_guard<std::mutex> lock(runner.mutex);
+        runner.lane = lane;
+    }
+
+    // The dispatch queue: five runs, new code published after the second.
+    std::deque<uint64_t> dispatches = {100, 101, 102, kFailingTag, 104};
+    std::vector<Item> accepted;
+    std::deque<Item> in_flight;
+    std::vector<RunLaneOutcome> outcomes;
+    bool published = false;
+
+    auto take_oldest = [&]() {
+        Item oldest = in_flight.front();
+        in_flight.pop_front();
+        RunLaneOutcome o;
+        RunLaneStatus s = run_lane_wait(lane, oldest.id, 30000, &o);
+        expect_status(s, RUN_LANE_STATUS_OK, "wait for item " + std::to_string(oldest.id));
+        if (s == RUN_LANE_STATUS_OK) {
+            check(o.id == oldest.id, "wait returns the item waited for");
+            print(o);
+            outcomes.push_back(o);
+        }
+    };
+
+    while (!dispatches.empty()) {
+        if (accepted.size() == 2 && !published) {
+            uint64_t publication = 0;
+            expect_status(run_lane_publish(lane, kCode, &publication), RUN_LANE_STATUS_OK, "publish");
+            accepted.push_back({publication, false, 0});
+            in_flight.push_back(accepted.back());
+            published = true;
+            continue;
+        }
+        uint64_t tag = dispatches.front();
+        RunLaneSubmit request = {};
+        request.has_tag = true;
+        request.tag = tag;
+        request.copy_back = tag % 2 == 0;
+        uint64_t run = 0;
+        RunLaneStatus s = run_lane_submit(lane, &request, &run);
+        if (s == RUN_LANE_STATUS_FULL) {
+            // Every slot holds a run without an outcome: wait for the oldest, then retry.
+            take_oldest();
+            continue;
+        }
+        expect_status(s, RUN_LANE_STATUS_OK, "submit tag " + std::to_string(tag));
+        if (s != RUN_LANE_STATUS_OK) {
+            break;
+        }
+        dispatches.pop_front();
+        accepted.push_back({run, true, tag});
+        in_flight.push_back(accepted.back());
+    }
+
+    // Collect what is still in flight, then close: close cancels runs that have not
+    // launched yet, so a runner that wants every dispatch run drains first.
+    while (!in_flight.empty()) {
+        take_oldest();
+    }
+    RunLaneCloseReport report;
+    expect_status(run_lane_close(lane, &report), RUN_LANE_STATUS_OK, "close");
+    check(!report.device_lost && !report.poisoned, "a run-only failure poisons nothing");
+    RunLaneSubmit late = {};
+    uint64_t ignored = 0;
+    expect_status(run_lane_submit(lane, &late, &ignored), RUN_LANE_STATUS_CLOSED, "submit after close");
+    expect_status(run_lane_poll(lane, &outcome), RUN_LANE_STATUS_EMPTY, "nothing left to poll");
+    RunLaneOutcome again;
+    expect_status(run_lane_wait(lane, accepted.front().id, 0, &again), RUN_LANE_STATUS_ALREADY_TAKEN,
+                  "an outcome is taken once");
+    expect_status(run_lane_wait(lane, 999, 0, &again), RUN_LANE_STATUS_UNKNOWN_ITEM, "an unknown item");
+
+    // Exactly one outcome per accepted item, in submission order.
+    check(outcomes.size() == accepted.size(), "one outcome per accepted item");
+    for (size_t i = 0; i < outcomes.size() && i < accepted.size(); ++i) {
+        const RunLaneOutcome &o = outcomes[i];
+        const Item &item = accepted[i];
+        check(o.id == item.id, "outcome " + std::to_string(i) + " is in submission order");
+        check((o.item == RUN_LANE_ITEM_RUN) == item.is_run, "outcome kind");
+        if (!item.is_run) {
+            check(o.verdict == RUN_LANE_VERDICT_OK, "the publication uploaded");
+            continue;
+        }
+        check(o.has_tag && o.tag == item.tag, "the outcome carries its tag");
+        if (item.tag == kFailingTag) {
+            check(o.verdict == RUN_LANE_VERDICT_FAILED, "the failing dispatch failed");
+            check(o.failure_class == RUN_LANE_CLASS_RUN_ONLY, "a parameter error in a launch is run-only");
+            check(o.stage == RUN_LANE_STAGE_AICORE_LAUNCH, "it failed in the AICore launch");
+            check(o.has_code && o.code == kParamInvalid, "with the callback's code");
+            check(std::strcmp(o.code_name, "ACL_ERROR_RT_PARAM_INVALID") == 0, "and its name");
+            check(std::strlen(o.hint) > 0, "and a hint");
+            check(std::strncmp(o.failure_line, "run ", 4) == 0, "and the stable failure line");
+        } else {
+            check(o.verdict == RUN_LANE_VERDICT_OK, "dispatch " + std::to_string(item.tag) + " succeeded");
+            check(o.has_timing && o.device_end_ns > o.device_start_ns, "device start and end are known");
+            check(o.failure_line[0] == '\0', "an ok run has no failure line");
+        }
+    }
+
+    {
+        std::lock_guard<std::mutex> lock(runner.mutex);
+        check(!runner.callback_off_thread, "every callback ran on one thread");
+        check(runner.lane_thread != std::this_thread::get_id(), "and it is the lane thread, not ours");
+        check(runner.uploads == 1, "one upload");
+        check(runner.prepared.size() == 5, "five runs prepared");
+        check(runner.finalised.size() == 5, "every prepared run finalised once");
+        check(runner.aicore_launches == 4 && runner.aicpu_launches == 4, "four runs launched");
+        check(runner.copied_back[100] && !runner.copied_back[101] && runner.copied_back[104],
+              "copy-back as each request asked (and only for successful runs)");
+        check(!runner.copied_back[kFailingTag], "no copy-back for the failed run");
+        expect_status(runner.wait_from_callback, RUN_LANE_STATUS_WRONG_THREAD, "wait from a callback");
+    }
+
+    expect_status(run_lane_destroy(lane), RUN_LANE_STATUS_OK, "destroy");
+    {
+        // After destroy (the lane thread joined) every outcome has been announced.
+        std::lock_guard<std::mutex> lock(runner.mutex);
+        check(runner.outcomes_seen == static_cast<int>(accepted.size()), "on_outcome saw every outcome");
+    }
+    expect_status(run_lane_destroy(lane), RUN_LANE_STATUS_INVALID_HANDLE, "a second destroy");
+
+    if (failures != 0) {
+        std::fprintf(stderr, "onboard runner: %d checks failed\n", failures);
+        return 1;
+    }
+    std::printf("onboard runner: ok\n");
+    return 0;
+}

@@ -1,0 +1,488 @@
+//! The exported functions. Each runs inside [`guard`]: it returns a [`RunLaneStatus`],
+//! leaves a message for `run_lane_last_error` when it fails, and never lets a panic out.
+
+use std::sync::{Arc, OnceLock, PoisonError};
+use std::thread::{self, ThreadId};
+use std::time::Duration;
+
+use backend_acl::{AclConfig, AclDevice, Library};
+use backend_sim::costs::Costs;
+use backend_sim::{RunTimes, SimDevice, SimRunner};
+use core::ffi::c_char;
+use lane_core::{CodeRef, Outcome, Profile, PublishError, RunId, RunRequest, SubmitError};
+use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
+
+use crate::config::{self, BackendChoice, ProfileChoice, Settings};
+use crate::error::{Error, guard, last_error_ptr};
+use crate::outcome::{close_to_c, empty_outcome, to_c};
+use crate::registry::{Registry, RunLane};
+use crate::runner::{CRunner, NoModel, Requested, Requests, Vtable};
+use crate::types::{
+    RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneOutcome, RunLaneStatus,
+    RunLaneSubmit,
+};
+
+/// One lane as the C API holds it.
+struct Lane {
+    handle: LaneHandle,
+    requests: Requests,
+    /// The lane thread, once it started (calls that would wait on it refuse to run there).
+    lane_thread: Arc<OnceLock<ThreadId>>,
+}
+
+impl Lane {
+    /// Refuses to run `what` on the lane thread (from a callback), where it would wait on
+    /// itself.
+    fn not_on_lane_thread(&self, what: &str) -> Result<(), Error> {
+        if self.lane_thread.get() == Some(&thread::current().id()) {
+            return Err(Error::new(
+                RunLaneStatus::WrongThread,
+                format!(
+                    "{what} was called from a runner callback, on the lane thread it would wait for; call it from another thread"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Forgets the request of an item whose outcome was taken.
+    fn taken(&self, outcome: &Outcome) {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&outcome.seq());
+    }
+}
+
+static LANES: Registry<Lane> = Registry::new();
+
+/// The status and message of a refused command or a lost lane.
+fn service_error(error: &ServiceError) -> Error {
+    let status = match error {
+        ServiceError::Submit(SubmitError::Full { .. })
+        | ServiceError::Publish(PublishError::Full) => RunLaneStatus::Full,
+        ServiceError::Submit(SubmitError::Closed) | ServiceError::Publish(PublishError::Closed) => {
+            RunLaneStatus::Closed
+        }
+        ServiceError::Submit(SubmitError::Poisoned { .. })
+        | ServiceError::Publish(PublishError::Poisoned { .. }) => RunLaneStatus::Recovering,
+        ServiceError::Submit(SubmitError::Lost { .. })
+        | ServiceError::Publish(PublishError::Lost { .. })
+        | ServiceError::Lost(_) => RunLaneStatus::Lost,
+        ServiceError::Make(_) | ServiceError::Thread(_) => RunLaneStatus::BackendUnavailable,
+        ServiceError::Submit(_) => RunLaneStatus::Refused,
+    };
+    Error::new(status, error.to_string())
+}
+
+fn wait_error(error: &WaitError) -> Error {
+    let status = match error {
+        WaitError::TimedOut { .. } => RunLaneStatus::TimedOut,
+        WaitError::Lost { .. } => RunLaneStatus::Lost,
+        WaitError::Unknown { .. } => RunLaneStatus::UnknownItem,
+        WaitError::AlreadyTaken { .. } => RunLaneStatus::AlreadyTaken,
+    };
+    Error::new(status, error.to_string())
+}
+
+/// The service's config: `profile`, and the vtable's outcome callback.
+fn service_config(profile: Profile, vtable: Vtable) -> ServiceConfig {
+    let mut config = ServiceConfig::new(profile);
+    config.on_outcome = vtable.outcome_callback();
+    config
+}
+
+/// Spawns the service for `settings` on its backend.
+fn spawn(settings: Settings) -> Result<Lane, Error> {
+    let requests = Requests::default();
+    let lane_thread = Arc::new(OnceLock::new());
+    let runner_requests = Arc::clone(&requests);
+    let thread_cell = Arc::clone(&lane_thread);
+    let handle = match settings.backend {
+        BackendChoice::Sim { seed, run_ns } => {
+            // The simulator models an a2a3-shaped device; a probe reports a2a3.
+            let profile = match settings.profile {
+                ProfileChoice::Fixed(profile) => profile,
+                ProfileChoice::Probe(overrides) => overrides.apply(Profile::a2a3())?,
+            };
+            let layout = profile.header();
+            let vtable = settings.vtable;
+            lane_service::spawn(service_config(profile, vtable), move || {
+                let _ = thread_cell.set(thread::current().id());
+                let device = SimDevice::new(
+                    Costs::default(),
+                    layout,
+                    seed,
+                    RunTimes {
+                        device_ns: run_ns,
+                        jitter_ppm: 0,
+                    },
+                );
+                Ok::<_, String>((device, CRunner::new(vtable, runner_requests, SimRunner)))
+            })
+        }
+        BackendChoice::Acl { device_id, library } => {
+            let library = library.map_or(Library::Search, Library::Path);
+            let open_config = |profile| AclConfig {
+                library: library.clone(),
+                device_id,
+                profile,
+                init: false,
+            };
+            let profile = match settings.profile {
+                ProfileChoice::Fixed(profile) => profile,
+                // The profile must be known before the lane thread starts: a first open on
+                // this thread probes the SoC (and binds this thread, as the runtime's own
+                // would be), then the lane thread opens the device with the final profile.
+                ProfileChoice::Probe(overrides) => {
+                    let (_probe, probed) = AclDevice::open(open_config(None)).map_err(|e| {
+                        Error::new(RunLaneStatus::BackendUnavailable, e.to_string())
+                    })?;
+                    overrides.apply(probed)?
+                }
+            };
+            let vtable = settings.vtable;
+            let config = open_config(Some(profile));
+            lane_service::spawn(service_config(profile, vtable), move || {
+                let _ = thread_cell.set(thread::current().id());
+                let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
+                Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel)))
+            })
+        }
+    }
+    .map_err(|e| service_error(&e))?;
+    Ok(Lane {
+        handle,
+        requests,
+        lane_thread,
+    })
+}
+
+/// Writes a value through a C out pointer.
+///
+/// # Safety
+///
+/// `out` is NULL or valid for a write of `T`.
+unsafe fn write_out<T>(out: *mut T, value: T, what: &str) -> Result<(), Error> {
+    if out.is_null() {
+        return Err(Error::null(what));
+    }
+    // SAFETY: non-NULL and valid for a write (this function's contract).
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// The ABI version of this library ([`RUN_LANE_ABI_VERSION`] when the header matches).
+#[unsafe(no_mangle)]
+pub extern "C" fn run_lane_abi_version() -> u32 {
+    RUN_LANE_ABI_VERSION
+}
+
+/// The calling thread's last error message: a NUL-terminated string owned by the library,
+/// valid until the next `run_lane_*` call on this thread (copy it to keep it). "" when the
+/// thread's calls have not failed yet.
+#[unsafe(no_mangle)]
+pub extern "C" fn run_lane_last_error() -> *const c_char {
+    last_error_ptr()
+}
+
+/// Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
+/// slots and timeouts, device 0, the library searched, no callbacks.
+///
+/// # Safety
+///
+/// `config` is NULL (an error) or valid for a write of a `RunLaneConfig`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_config_default(config: *mut RunLaneConfig) -> RunLaneStatus {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        unsafe { write_out(config, config::default_config(), "config") }?;
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Creates a lane: validates `config`, starts the lane thread, opens the backend on it and
+/// writes the new handle to `*lane_out`. The handle is an opaque token: pass it to the other
+/// functions from any thread, and to `run_lane_destroy` once.
+///
+/// # Safety
+///
+/// `config` is NULL (an error) or points to a readable `RunLaneConfig` whose
+/// `acl_library_path` is NULL or a NUL-terminated string; `lane_out` is NULL (an error) or
+/// valid for a write of a pointer. The runner's callbacks and `user` must stay valid until
+/// `run_lane_destroy` returns.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_create(
+    config: *const RunLaneConfig,
+    lane_out: *mut *mut RunLane,
+) -> RunLaneStatus {
+    guard(|| {
+        if lane_out.is_null() {
+            return Err(Error::null("lane_out"));
+        }
+        // SAFETY: NULL or a readable config (the caller's contract).
+        let config = unsafe { config.as_ref() }.ok_or_else(|| Error::null("config"))?;
+        // SAFETY: the library path is NULL or a NUL-terminated string (the caller's contract).
+        let settings = unsafe { config::read(config) }?;
+        let lane = spawn(settings)?;
+        let handle = LANES.insert(lane);
+        // SAFETY: checked non-NULL above; valid for a write (the caller's contract).
+        unsafe { lane_out.write(handle) };
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Destroys a lane: closes it if still open, lets launched runs finish (each bounded by its
+/// deadline), joins the lane thread, and invalidates the handle. Outcomes not taken are
+/// dropped. Refused (`WRONG_THREAD`) from a runner callback. A second destroy of the same
+/// handle returns `INVALID_HANDLE`.
+///
+/// # Safety
+///
+/// None beyond passing a handle value (any value is checked).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_destroy(lane: *mut RunLane) -> RunLaneStatus {
+    guard(|| {
+        LANES.get(lane)?.not_on_lane_thread("run_lane_destroy")?;
+        let lane = LANES.remove(lane)?;
+        // Dropping the last handle closes the lane and joins its thread; a call still in
+        // flight on another thread holds its own reference and finishes first.
+        drop(lane);
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Submits a run; returns at once with its id in `*run_out`, or a refusal (`FULL`,
+/// `CLOSED`, `RECOVERING`, `LOST`, `REFUSED`). Its callbacks may start before this returns.
+///
+/// # Safety
+///
+/// `request` is NULL (an error) or readable; `run_out` is NULL (an error) or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_submit(
+    lane: *mut RunLane,
+    request: *const RunLaneSubmit,
+    run_out: *mut u64,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        // SAFETY: NULL or readable (the caller's contract).
+        let request = *unsafe { request.as_ref() }.ok_or_else(|| Error::null("request"))?;
+        if run_out.is_null() {
+            return Err(Error::null("run_out"));
+        }
+        let mut lane_request = RunRequest::new();
+        if request.has_tag {
+            lane_request = lane_request.tagged(request.tag);
+        }
+        if request.diagnostics {
+            lane_request = lane_request.with_diagnostics();
+        }
+        // Held across the submit and the insert, so the run's first callback (which reads
+        // its request under the same lock) cannot come before it is recorded.
+        let mut requests = lane.requests.lock().unwrap_or_else(PoisonError::into_inner);
+        let run: RunId = lane
+            .handle
+            .submit(lane_request)
+            .map_err(|e| service_error(&e))?;
+        requests.insert(
+            run.0,
+            Requested {
+                tag: request.has_tag.then_some(request.tag),
+                diagnostics: request.diagnostics,
+                copy_back: request.copy_back,
+            },
+        );
+        drop(requests);
+        // SAFETY: checked non-NULL; writable (the caller's contract).
+        unsafe { run_out.write(run.0) };
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Publishes AICore code (`code` is the runner's own reference, passed to `upload_code`);
+/// returns at once with the publication id in `*publication_out`. A publication is a drain
+/// barrier: runs submitted after it launch after the upload, on a fresh AICore stream.
+///
+/// # Safety
+///
+/// `publication_out` is NULL (an error) or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_publish(
+    lane: *mut RunLane,
+    code: u64,
+    publication_out: *mut u64,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        if publication_out.is_null() {
+            return Err(Error::null("publication_out"));
+        }
+        let publication = lane
+            .handle
+            .publish(CodeRef(code))
+            .map_err(|e| service_error(&e))?;
+        // SAFETY: checked non-NULL; writable (the caller's contract).
+        unsafe { publication_out.write(publication.0) };
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Closes the lane: admission stops, launched runs finish, queued runs are cancelled; every
+/// accepted item still gets its outcome. Returns at once; `report_out` may be NULL.
+///
+/// # Safety
+///
+/// `report_out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_close(
+    lane: *mut RunLane,
+    report_out: *mut RunLaneCloseReport,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        let report = lane.handle.close().map_err(|e| service_error(&e))?;
+        if !report_out.is_null() {
+            // SAFETY: non-NULL; writable (the caller's contract).
+            unsafe { report_out.write(close_to_c(&report)) };
+        }
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Takes the next outcome in submission order, without blocking: `OK` with `*outcome_out`
+/// filled, or `EMPTY` (and `*outcome_out` zeroed) when none is ready. `LOST` once the lane
+/// thread died and every delivered outcome was taken.
+///
+/// # Safety
+///
+/// `outcome_out` is NULL (an error) or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_poll(
+    lane: *mut RunLane,
+    outcome_out: *mut RunLaneOutcome,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        if outcome_out.is_null() {
+            return Err(Error::null("outcome_out"));
+        }
+        let (status, outcome) = match lane.handle.poll_outcome() {
+            Some(outcome) => {
+                lane.taken(&outcome);
+                (RunLaneStatus::Ok, to_c(&outcome))
+            }
+            None => (RunLaneStatus::Empty, empty_outcome()),
+        };
+        // SAFETY: checked non-NULL; writable (the caller's contract).
+        unsafe { outcome_out.write(outcome) };
+        if status == RunLaneStatus::Empty {
+            if let Some(cause) = lane.handle.lost() {
+                return Err(Error::new(
+                    RunLaneStatus::Lost,
+                    format!("the lane is lost: {cause}"),
+                ));
+            }
+        }
+        Ok(status)
+    })
+}
+
+/// Blocks the calling thread until item `id`'s outcome (a run or publication id) or
+/// `timeout_ms` passes, and takes it: `OK`, `TIMED_OUT` (it can be waited for again),
+/// `UNKNOWN_ITEM`, `ALREADY_TAKEN`, `LOST`. Refused (`WRONG_THREAD`) from a runner callback.
+///
+/// # Safety
+///
+/// `outcome_out` is NULL (an error) or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_wait(
+    lane: *mut RunLane,
+    id: u64,
+    timeout_ms: u32,
+    outcome_out: *mut RunLaneOutcome,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        lane.not_on_lane_thread("run_lane_wait")?;
+        if outcome_out.is_null() {
+            return Err(Error::null("outcome_out"));
+        }
+        let outcome = lane
+            .handle
+            .wait(RunId(id), Duration::from_millis(u64::from(timeout_ms)))
+            .map_err(|e| wait_error(&e))?;
+        lane.taken(&outcome);
+        // SAFETY: checked non-NULL; writable (the caller's contract).
+        unsafe { outcome_out.write(to_c(&outcome)) };
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lane_core::status_latch::Failure;
+    use lane_core::{Cause, RunId};
+    use lane_service::LostCause;
+
+    #[test]
+    fn refusals_and_a_lost_lane_map_to_their_statuses_with_the_message() {
+        let cause = Cause::of(Failure::HostWaitTimeout);
+        let lost = ServiceError::Lost(LostCause::new("the device panicked"));
+        for (error, status) in [
+            (
+                ServiceError::Submit(SubmitError::Full { slots: 2 }),
+                RunLaneStatus::Full,
+            ),
+            (
+                ServiceError::Submit(SubmitError::Closed),
+                RunLaneStatus::Closed,
+            ),
+            (
+                ServiceError::Publish(PublishError::Full),
+                RunLaneStatus::Full,
+            ),
+            (
+                ServiceError::Submit(SubmitError::Poisoned {
+                    origin: RunId(1),
+                    cause,
+                }),
+                RunLaneStatus::Recovering,
+            ),
+            (
+                ServiceError::Submit(SubmitError::Lost {
+                    origin: RunId(1),
+                    cause,
+                }),
+                RunLaneStatus::Lost,
+            ),
+            (lost.clone(), RunLaneStatus::Lost),
+            (
+                ServiceError::Make("no device".into()),
+                RunLaneStatus::BackendUnavailable,
+            ),
+        ] {
+            let mapped = service_error(&error);
+            assert_eq!(mapped.status, status, "{error}");
+            assert_eq!(mapped.message, error.to_string());
+        }
+        assert!(service_error(&lost).message.contains("the device panicked"));
+    }
+
+    #[test]
+    fn wait_errors_map_to_their_statuses() {
+        let cause = LostCause::new("gone");
+        for (error, status) in [
+            (WaitError::TimedOut { item: 1 }, RunLaneStatus::TimedOut),
+            (WaitError::Lost { item: 1, cause }, RunLaneStatus::Lost),
+            (WaitError::Unknown { item: 1 }, RunLaneStatus::UnknownItem),
+            (
+                WaitError::AlreadyTaken { item: 1 },
+                RunLaneStatus::AlreadyTaken,
+            ),
+        ] {
+            assert_eq!(wait_error(&error).status, status, "{error}");
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! `RunLaneConfig` read and validated: the profile, the backend and the runner.
+
+use std::ffi::CStr;
+use std::path::PathBuf;
+
+use lane_core::{Profile, ProfileSpec};
+
+use crate::error::Error;
+use crate::runner::Vtable;
+use crate::types::{
+    RUN_LANE_ABI_VERSION, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend, RunLaneConfig,
+    RunLaneProfile, RunLaneRunner, RunLaneStatus,
+};
+
+/// Which backend, with its settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The simulator.
+    Sim {
+        /// Its seed.
+        seed: u64,
+        /// Each run's device time.
+        run_ns: u64,
+    },
+    /// A real NPU through libascendcl.
+    Acl {
+        /// `aclrtSetDevice`'s id.
+        device_id: i32,
+        /// The library to open, or `None` to search.
+        library: Option<PathBuf>,
+    },
+}
+
+/// What the profile fields ask for: a named chip (overrides applied) or the device's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileChoice {
+    /// This profile.
+    Fixed(Profile),
+    /// Probe the device, then apply `overrides`.
+    Probe(Overrides),
+}
+
+/// The config's overrides of a profile (0 fields keep the profile's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overrides {
+    slots: u8,
+    completion_timeout_ms: u64,
+    device_op_timeout_ms: u64,
+}
+
+impl Overrides {
+    /// `base` with these overrides, validated. The launch depth is lowered to the slot count.
+    pub fn apply(self, base: Profile) -> Result<Profile, Error> {
+        let mut spec: ProfileSpec = base.spec();
+        if self.slots != 0 {
+            spec.slots = self.slots;
+            spec.launch_depth = spec.launch_depth.min(self.slots.max(1));
+        }
+        if self.completion_timeout_ms != 0 {
+            spec.completion_timeout_ns = ms_to_ns(self.completion_timeout_ms)?;
+        }
+        if self.device_op_timeout_ms != 0 {
+            spec.device_op_timeout_ns = ms_to_ns(self.device_op_timeout_ms)?;
+        }
+        Profile::custom(spec).map_err(|e| Error::new(RunLaneStatus::InvalidConfig, e.to_string()))
+    }
+}
+
+fn ms_to_ns(ms: u64) -> Result<u64, Error> {
+    ms.checked_mul(1_000_000).ok_or_else(|| {
+        Error::new(
+            RunLaneStatus::InvalidConfig,
+            format!("a timeout of {ms} ms does not fit in u64 nanoseconds"),
+        )
+    })
+}
+
+/// A validated config.
+#[derive(Debug)]
+pub struct Settings {
+    /// The profile, or a probe.
+    pub profile: ProfileChoice,
+    /// The backend.
+    pub backend: BackendChoice,
+    /// The runner's callbacks.
+    pub vtable: Vtable,
+}
+
+/// The defaults `run_lane_config_default` writes: a2a3 on ACL, the profile's slots and
+/// timeouts, device 0, library searched, no callbacks.
+pub const fn default_config() -> RunLaneConfig {
+    RunLaneConfig {
+        abi_version: RUN_LANE_ABI_VERSION,
+        profile: RunLaneProfile::A2a3 as u32,
+        backend: RunLaneBackend::Acl as u32,
+        slots: 0,
+        completion_timeout_ms: 0,
+        device_op_timeout_ms: 0,
+        device_id: 0,
+        acl_library_path: std::ptr::null(),
+        sim_seed: 0,
+        sim_run_ns: 0,
+        runner: RunLaneRunner {
+            user: std::ptr::null_mut(),
+            prepare: None,
+            launch_aicore: None,
+            launch_aicpu: None,
+            finalise: None,
+            upload_code: None,
+            on_outcome: None,
+        },
+    }
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(RunLaneStatus::InvalidConfig, message)
+}
+
+/// Reads `config`.
+///
+/// # Safety
+///
+/// `config.acl_library_path` is NULL or a NUL-terminated string readable for this call.
+pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
+    if config.abi_version != RUN_LANE_ABI_VERSION {
+        return Err(Error::new(
+            RunLaneStatus::AbiMismatch,
+            format!(
+                "the config says ABI version {}, this library is version {RUN_LANE_ABI_VERSION}; \
+                 rebuild against this library's run_lane.h and fill the config with run_lane_config_default",
+                config.abi_version
+            ),
+        ));
+    }
+    let overrides = Overrides {
+        slots: config.slots,
+        completion_timeout_ms: config.completion_timeout_ms,
+        device_op_timeout_ms: config.device_op_timeout_ms,
+    };
+    let profile = match config.profile {
+        p if p == RunLaneProfile::A2a3 as u32 => {
+            ProfileChoice::Fixed(overrides.apply(Profile::a2a3())?)
+        }
+        p if p == RunLaneProfile::A5 as u32 => {
+            ProfileChoice::Fixed(overrides.apply(Profile::a5())?)
+        }
+        p if p == RunLaneProfile::Probe as u32 => ProfileChoice::Probe(overrides),
+        other => {
+            return Err(invalid(format!(
+                "profile {other} is not a RunLaneProfile (A2A3 = 0, A5 = 1, PROBE = 2)"
+            )));
+        }
+    };
+    let backend = match config.backend {
+        b if b == RunLaneBackend::Sim as u32 => BackendChoice::Sim {
+            seed: config.sim_seed,
+            run_ns: if config.sim_run_ns == 0 {
+                RUN_LANE_SIM_DEFAULT_RUN_NS
+            } else {
+                config.sim_run_ns
+            },
+        },
+        b if b == RunLaneBackend::Acl as u32 => {
+            let library = if config.acl_library_path.is_null() {
+                None
+            } else {
+                // SAFETY: the caller guarantees a NUL-terminated string (this function's contract).
+                let path = unsafe { CStr::from_ptr(config.acl_library_path) };
+                let path = path.to_str().map_err(|_| {
+                    invalid("acl_library_path is not UTF-8; pass a UTF-8 path".to_owned())
+                })?;
+                Some(PathBuf::from(path))
+            };
+            if config.runner.launch_aicore.is_none() || config.runner.launch_aicpu.is_none() {
+                return Err(invalid(
+                    "the ACL backend needs the launch_aicore and launch_aicpu callbacks (nothing \
+                     else launches the run's kernels)"
+                        .to_owned(),
+                ));
+            }
+            BackendChoice::Acl {
+                device_id: config.device_id,
+                library,
+            }
+        }
+        other => {
+            return Err(invalid(format!(
+                "backend {other} is not a RunLaneBackend (ACL = 0, SIM = 1)"
+            )));
+        }
+    };
+    Ok(Settings {
+        profile,
+        backend,
+        vtable: Vtable::new(config.runner),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sim() -> RunLaneConfig {
+        RunLaneConfig {
+            backend: RunLaneBackend::Sim as u32,
+            ..default_config()
+        }
+    }
+
+    fn read_ok(config: &RunLaneConfig) -> Settings {
+        // SAFETY: no library path.
+        unsafe { read(config) }.unwrap()
+    }
+
+    fn read_err(config: &RunLaneConfig) -> Error {
+        // SAFETY: no library path.
+        unsafe { read(config) }.unwrap_err()
+    }
+
+    #[test]
+    fn the_defaults_on_the_simulator_give_a2a3() {
+        let settings = read_ok(&sim());
+        assert_eq!(settings.profile, ProfileChoice::Fixed(Profile::a2a3()));
+        assert_eq!(
+            settings.backend,
+            BackendChoice::Sim {
+                seed: 0,
+                run_ns: RUN_LANE_SIM_DEFAULT_RUN_NS
+            }
+        );
+    }
+
+    #[test]
+    fn one_slot_lowers_a2a3s_depth_to_one() {
+        let settings = read_ok(&RunLaneConfig { slots: 1, ..sim() });
+        let ProfileChoice::Fixed(profile) = settings.profile else {
+            panic!("fixed")
+        };
+        assert_eq!(profile.slots(), 1);
+        assert_eq!(profile.launch_depth().get(), 1);
+    }
+
+    #[test]
+    fn a_wrong_abi_version_is_refused() {
+        let error = read_err(&RunLaneConfig {
+            abi_version: RUN_LANE_ABI_VERSION + 1,
+            ..sim()
+        });
+        assert_eq!(error.status, RunLaneStatus::AbiMismatch);
+    }
+
+    #[test]
+    fn out_of_range_enums_and_bad_profiles_are_refused() {
+        for config in [
+            RunLaneConfig {
+                profile: 9,
+                ..sim()
+            },
+            RunLaneConfig {
+                backend: 9,
+                ..sim()
+            },
+            RunLaneConfig { slots: 5, ..sim() },
+            RunLaneConfig {
+                completion_timeout_ms: 1_000,
+                device_op_timeout_ms: 2_000,
+                ..sim()
+            },
+        ] {
+            assert_eq!(read_err(&config).status, RunLaneStatus::InvalidConfig);
+        }
+    }
+
+    #[test]
+    fn acl_without_launch_callbacks_is_refused() {
+        assert_eq!(
+            read_err(&default_config()).status,
+            RunLaneStatus::InvalidConfig
+        );
+    }
+}

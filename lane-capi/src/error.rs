@@ -1,0 +1,112 @@
+//! Status codes with a thread-local last-error message, and the boundary guard that keeps
+//! panics on the Rust side.
+
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use core::ffi::c_char;
+
+use crate::types::RunLaneStatus;
+
+/// A failed call: the status to return and the message for `run_lane_last_error`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    /// What the function returns.
+    pub status: RunLaneStatus,
+    /// Why, in one line.
+    pub message: String,
+}
+
+impl Error {
+    /// A failure with `status` and `message`.
+    pub fn new(status: RunLaneStatus, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// A NULL `what` argument.
+    pub fn null(what: &str) -> Self {
+        Self::new(
+            RunLaneStatus::NullArgument,
+            format!("{what} is NULL; pass a pointer to a valid {what}"),
+        )
+    }
+}
+
+thread_local! {
+    /// The calling thread's last error; empty when the last failing call left none.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `message` as this thread's last error (an interior NUL is replaced, so the
+/// message is never lost).
+pub fn set_last_error(message: &str) {
+    let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|last| *last.borrow_mut() = text);
+}
+
+/// This thread's last error message: valid until the next `run_lane_*` call on this thread.
+pub fn last_error_ptr() -> *const c_char {
+    LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
+
+/// Runs `body` at the C boundary: its error becomes the status and the thread's last error,
+/// and a panic is caught and becomes [`RunLaneStatus::Panic`] (none crosses into C).
+pub fn guard(body: impl FnOnce() -> Result<RunLaneStatus, Error>) -> RunLaneStatus {
+    // Unwind safety: after a panic the library only reports it; every shared structure is
+    // behind a mutex that is read through `PoisonError::into_inner`.
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(status)) => status,
+        Ok(Err(error)) => {
+            set_last_error(&error.message);
+            error.status
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic with no message".to_owned());
+            set_last_error(&format!(
+                "internal error (a panic was caught at the C boundary): {what}"
+            ));
+            RunLaneStatus::Panic
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn last() -> String {
+        // SAFETY: the pointer is this thread's live CString.
+        unsafe { CStr::from_ptr(last_error_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_the_panic_status_with_its_message() {
+        let status = guard(|| panic!("boom"));
+        assert_eq!(status, RunLaneStatus::Panic);
+        assert!(last().contains("boom"), "{}", last());
+    }
+
+    #[test]
+    fn an_error_sets_the_status_and_the_last_error() {
+        let status = guard(|| Err(Error::new(RunLaneStatus::Full, "no room")));
+        assert_eq!(status, RunLaneStatus::Full);
+        assert_eq!(last(), "no room");
+    }
+
+    #[test]
+    fn a_message_with_a_nul_is_kept() {
+        set_last_error("a\0b");
+        assert_eq!(last(), "a b");
+    }
+}

@@ -1,0 +1,228 @@
+//! Lane outcomes and close reports as their C structs, strings copied into fixed buffers.
+
+use core::ffi::c_char;
+use lane_core::status_latch::{Class, Stage};
+use lane_core::{Cause, CloseReport, LaneState, Outcome, PublicationResult, RunId, Verdict};
+
+use crate::types::{
+    RUN_LANE_HINT_BYTES, RUN_LANE_LINE_BYTES, RUN_LANE_NAME_BYTES, RUN_LANE_STAGE_BYTES,
+    RunLaneClass, RunLaneCloseReport, RunLaneItem, RunLaneOutcome, RunLaneStage, RunLaneState,
+    RunLaneVerdict,
+};
+
+/// Copies `text` into `buffer` NUL-terminated, cut at a character boundary if too long.
+pub fn copy_str<const N: usize>(buffer: &mut [c_char; N], text: &str) {
+    let mut end = text.len().min(N.saturating_sub(1));
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    for (slot, byte) in buffer.iter_mut().zip(&text.as_bytes()[..end]) {
+        *slot = *byte as c_char;
+    }
+    buffer[end..].fill(0);
+}
+
+/// The C stage of a status-latch stage.
+const fn stage(stage: Option<Stage>) -> RunLaneStage {
+    match stage {
+        None => RunLaneStage::None,
+        Some(Stage::StreamCreate) => RunLaneStage::StreamCreate,
+        Some(Stage::StreamDestroy) => RunLaneStage::StreamDestroy,
+        Some(Stage::AicoreLaunch) => RunLaneStage::AicoreLaunch,
+        Some(Stage::AicpuLaunch) => RunLaneStage::AicpuLaunch,
+        Some(Stage::EventRecord) => RunLaneStage::EventRecord,
+        Some(Stage::EventWait) => RunLaneStage::EventWait,
+        Some(Stage::StatusRead) => RunLaneStage::StatusRead,
+        Some(Stage::CopyBack) => RunLaneStage::CopyBack,
+        Some(Stage::Prepare) => RunLaneStage::Prepare,
+        Some(Stage::DeviceDrain) => RunLaneStage::DeviceDrain,
+        Some(Stage::Reset) => RunLaneStage::Reset,
+        Some(Stage::Probe) => RunLaneStage::Probe,
+        Some(Stage::Upload) => RunLaneStage::Upload,
+    }
+}
+
+/// An empty outcome (what `run_lane_poll` leaves when nothing is ready).
+pub const fn empty_outcome() -> RunLaneOutcome {
+    RunLaneOutcome {
+        item: RunLaneItem::Run,
+        id: 0,
+        has_tag: false,
+        tag: 0,
+        verdict: RunLaneVerdict::Ok,
+        failure_class: RunLaneClass::None,
+        has_code: false,
+        code: 0,
+        stage: RunLaneStage::None,
+        origin: 0,
+        has_timing: false,
+        device_start_ns: 0,
+        device_end_ns: 0,
+        code_name: [0; RUN_LANE_NAME_BYTES],
+        stage_name: [0; RUN_LANE_STAGE_BYTES],
+        hint: [0; RUN_LANE_HINT_BYTES],
+        failure_line: [0; RUN_LANE_LINE_BYTES],
+    }
+}
+
+/// Fills the failure fields of `out` from `cause`; `line` is the item's failure line.
+fn set_cause(out: &mut RunLaneOutcome, cause: &Cause, line: &str) {
+    out.failure_class = match cause.class() {
+        Class::RunOnly => RunLaneClass::RunOnly,
+        Class::Poison => RunLaneClass::Poison,
+    };
+    out.has_code = cause.code().is_some();
+    out.code = cause.code().unwrap_or(0);
+    out.stage = stage(cause.stage());
+    copy_str(&mut out.code_name, cause.name());
+    copy_str(&mut out.stage_name, cause.stage().map_or("", Stage::name));
+    copy_str(&mut out.hint, cause.hint());
+    copy_str(&mut out.failure_line, line);
+}
+
+/// The C outcome of `outcome`. The failure line is the lane's own `Display` of the outcome
+/// (for a poisoned item it names the origin's line).
+pub fn to_c(outcome: &Outcome) -> RunLaneOutcome {
+    let mut out = empty_outcome();
+    out.id = outcome.seq();
+    let line = outcome.to_string();
+    match outcome {
+        Outcome::Run(run) => {
+            out.item = RunLaneItem::Run;
+            out.has_tag = run.tag.is_some();
+            out.tag = run.tag.map_or(0, |t| t.0);
+            if let Some(timing) = run.timing {
+                out.has_timing = true;
+                out.device_start_ns = timing.start_ns;
+                out.device_end_ns = timing.end_ns;
+            }
+            out.verdict = match run.verdict {
+                Verdict::Ok => RunLaneVerdict::Ok,
+                Verdict::Cancelled => RunLaneVerdict::Cancelled,
+                Verdict::Failed { cause } => {
+                    set_cause(&mut out, &cause, &line);
+                    RunLaneVerdict::Failed
+                }
+                Verdict::Poisoned { cause, origin } => {
+                    set_cause(&mut out, &cause, &line);
+                    out.origin = origin.0;
+                    RunLaneVerdict::Poisoned
+                }
+            };
+        }
+        Outcome::Publication(publication) => {
+            out.item = RunLaneItem::Publication;
+            out.verdict = match publication.result {
+                PublicationResult::Uploaded => RunLaneVerdict::Ok,
+                PublicationResult::Cancelled => RunLaneVerdict::Cancelled,
+                PublicationResult::Failed { cause } => {
+                    set_cause(&mut out, &cause, &line);
+                    RunLaneVerdict::Failed
+                }
+                PublicationResult::Poisoned { cause, origin } => {
+                    set_cause(&mut out, &cause, &line);
+                    out.origin = origin.0;
+                    RunLaneVerdict::Poisoned
+                }
+            };
+        }
+    }
+    out
+}
+
+/// The C close report of `report`.
+pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
+    let mut out = RunLaneCloseReport {
+        state: match report.state {
+            LaneState::Open => RunLaneState::Open,
+            LaneState::Recovering { .. } => RunLaneState::Recovering,
+            LaneState::Lost => RunLaneState::Lost,
+            LaneState::Closing => RunLaneState::Closing,
+            LaneState::ReleasingStreams => RunLaneState::ReleasingStreams,
+            LaneState::Closed => RunLaneState::Closed,
+        },
+        device_lost: report.device_lost,
+        poisoned: report.poison.is_some(),
+        poison_origin: 0,
+        poison_line: [0; RUN_LANE_LINE_BYTES],
+    };
+    if let Some(poison) = report.poison {
+        out.poison_origin = poison.origin.0;
+        copy_str(
+            &mut out.poison_line,
+            &poison.cause.line(RunId(poison.origin.0)),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lane_core::status_latch::{AclCode, Failure};
+    use lane_core::{RunOutcome, Tag};
+    use std::ffi::CStr;
+
+    fn text<const N: usize>(buffer: &[c_char; N]) -> String {
+        // SAFETY: copy_str always leaves a NUL inside the buffer.
+        unsafe { CStr::from_ptr(buffer.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_long_string_is_cut_at_a_character_boundary_and_terminated() {
+        let mut buffer = [1 as c_char; 6];
+        copy_str(&mut buffer, "abcd\u{e9}f");
+        assert_eq!(text(&buffer), "abcd");
+        copy_str(&mut buffer, "ab");
+        assert_eq!(text(&buffer), "ab");
+        assert_eq!(buffer[5], 0);
+    }
+
+    #[test]
+    fn a_failed_run_carries_its_code_stage_hint_and_failure_line() {
+        let cause = Cause::of(Failure::Acl {
+            stage: Stage::Prepare,
+            code: AclCode::check(207_001).unwrap_err(),
+        });
+        let outcome = Outcome::Run(RunOutcome {
+            run: RunId(4),
+            tag: Some(Tag(40)),
+            verdict: Verdict::Failed { cause },
+            timing: None,
+        });
+        let c = to_c(&outcome);
+        assert_eq!(c.verdict, RunLaneVerdict::Failed);
+        assert_eq!((c.id, c.has_tag, c.tag), (4, true, 40));
+        assert_eq!((c.has_code, c.code), (true, 207_001));
+        assert_eq!(c.stage, RunLaneStage::Prepare);
+        assert_eq!(text(&c.stage_name), "prepare");
+        assert_eq!(text(&c.code_name), cause.name());
+        assert_eq!(text(&c.hint), cause.hint());
+        assert_eq!(text(&c.failure_line), cause.line(RunId(4)));
+        assert!(text(&c.failure_line).starts_with("run 4 failed"));
+    }
+
+    #[test]
+    fn an_ok_run_has_no_failure_fields() {
+        let outcome = Outcome::Run(RunOutcome {
+            run: RunId(1),
+            tag: None,
+            verdict: Verdict::Ok,
+            timing: Some(lane_core::DeviceTiming {
+                start_ns: 10,
+                end_ns: 20,
+            }),
+        });
+        let c = to_c(&outcome);
+        assert_eq!(c.verdict, RunLaneVerdict::Ok);
+        assert_eq!(c.failure_class, RunLaneClass::None);
+        assert!(!c.has_code && !c.has_tag);
+        assert_eq!(
+            (c.has_timing, c.device_start_ns, c.device_end_ns),
+            (true, 10, 20)
+        );
+        assert_eq!(text(&c.failure_line), "");
+    }
+}

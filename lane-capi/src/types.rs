@@ -1,0 +1,381 @@
+//! The C types of the ABI: everything `include/run_lane.h` declares, `#[repr(C)]`.
+//!
+//! Inputs written by C (the config, the submit request) carry their enums as `uint32_t` and
+//! are validated here, because an out-of-range value in a Rust enum would be undefined
+//! behaviour; outputs (status codes, outcomes) use the enums directly.
+
+use core::ffi::{c_char, c_void};
+
+/// The ABI version this library implements. A config whose `abi_version` differs is refused
+/// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
+/// on any change to a struct's layout or a function's signature.
+pub const RUN_LANE_ABI_VERSION: u32 = 1;
+
+/// What a `prepare` callback returns when the run cannot be prepared while its predecessor
+/// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
+pub const RUN_LANE_PREPARE_INCOMPATIBLE: i32 = -3;
+
+/// What a `finalise` callback returns when host-side validation of the copied-back outputs
+/// failed (a run-only failure: the device is fine).
+pub const RUN_LANE_FINALISE_VALIDATION_FAILED: i32 = -1;
+
+/// A simulated run's device time when `RunLaneConfig::sim_run_ns` is 0: 1 ms (virtual).
+pub const RUN_LANE_SIM_DEFAULT_RUN_NS: u64 = 1_000_000;
+
+/// Bytes of `RunLaneOutcome::code_name`, NUL included.
+pub const RUN_LANE_NAME_BYTES: usize = 64;
+/// Bytes of `RunLaneOutcome::stage_name`, NUL included.
+pub const RUN_LANE_STAGE_BYTES: usize = 32;
+/// Bytes of `RunLaneOutcome::hint`, NUL included.
+pub const RUN_LANE_HINT_BYTES: usize = 512;
+/// Bytes of `RunLaneOutcome::failure_line` and `RunLaneCloseReport::poison_line`, NUL
+/// included. A longer line is cut at a character boundary.
+pub const RUN_LANE_LINE_BYTES: usize = 1024;
+
+/// What every `run_lane_*` function returns. Anything but `OK` (and `EMPTY` from
+/// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneStatus {
+    /// Done.
+    Ok = 0,
+    /// `run_lane_poll`: no outcome is ready yet (not an error).
+    Empty = 1,
+    /// A required pointer argument was NULL.
+    NullArgument = 2,
+    /// The handle is NULL, destroyed, or was never returned by `run_lane_create`.
+    InvalidHandle = 3,
+    /// The config was refused (the message says which field and why).
+    InvalidConfig = 4,
+    /// The config's `abi_version` is not this library's (`RUN_LANE_ABI_VERSION`).
+    AbiMismatch = 5,
+    /// The backend could not be opened (no usable libascendcl, no device, a bad device id,
+    /// an unknown SoC for a probe); the message says which and what to do.
+    BackendUnavailable = 6,
+    /// Submit refused: every slot holds a run without an outcome yet; submit again once one
+    /// has its outcome (wait for the oldest).
+    Full = 7,
+    /// Submit or publish refused: the lane is closing or closed.
+    Closed = 8,
+    /// Submit or publish refused: the lane is recovering the device after a poison; submit
+    /// again once an outcome arrives or a little later.
+    Recovering = 9,
+    /// The lane is lost: the device could not be recovered, or the lane thread died (the
+    /// message names the cause). Only `run_lane_destroy` is useful now.
+    Lost = 10,
+    /// Refused for another reason (the message says why), e.g. a duplicate live tag.
+    Refused = 11,
+    /// `run_lane_wait`: the timeout passed before the item's outcome.
+    TimedOut = 12,
+    /// `run_lane_wait`: no accepted item has that id.
+    UnknownItem = 13,
+    /// `run_lane_wait`: the item's outcome was already taken (by a poll or another wait).
+    AlreadyTaken = 14,
+    /// Called from a runner callback (the lane thread) where it would wait on that thread
+    /// itself: `run_lane_wait` and `run_lane_destroy`.
+    WrongThread = 15,
+    /// A panic inside the library was caught at the boundary; the message has it.
+    Panic = 16,
+}
+
+/// The chip profile a lane runs with (`RunLaneConfig::profile` holds one).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneProfile {
+    /// Ascend 910B/910C: launch depth two (run N+1 queued while N executes).
+    A2a3 = 0,
+    /// Ascend 950: launch depth one (N+1 prepared while N runs, launched after N retired).
+    A5 = 1,
+    /// Ask the device (the ACL backend reads the SoC); the simulator reports a2a3.
+    Probe = 2,
+}
+
+/// Which backend executes the lane (`RunLaneConfig::backend`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneBackend {
+    /// A real NPU through libascendcl (opened at run time).
+    Acl = 0,
+    /// The deterministic simulator: for tests and a runner's own CI. Callbacks run, then the
+    /// simulated device runs the kernels.
+    Sim = 1,
+}
+
+/// The runner's callbacks: the embedding runtime's work for each run. Every callback is
+/// called **on the lane thread only**, one at a time, never concurrently with another
+/// callback of the same lane; `user` is passed back unchanged. A NULL callback succeeds
+/// without doing anything (allowed on the simulator; on ACL the two launches are required).
+///
+/// Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
+/// failure, or a device poison and recovery). `prepare` may also return
+/// `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
+/// `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
+/// not cross into the library) and must not call `run_lane_wait` or `run_lane_destroy` on
+/// its own lane (they return `WRONG_THREAD`); `submit`, `publish`, `poll` and `close` are
+/// allowed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RunLaneRunner {
+    /// Passed to every callback; the library never reads it.
+    pub user: *mut c_void,
+    /// Prepare the run into its slot (host runtime buffer, arena, args upload). Touches no
+    /// stream. The runtime's `prepare_run`.
+    pub prepare: Option<unsafe extern "C" fn(user: *mut c_void, run: *const RunLaneRunInfo) -> i32>,
+    /// Launch the run's AICore workers on `stream` (`rtKernelLaunchWithHandleV2`).
+    pub launch_aicore: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            stream: *mut c_void,
+            args: *const RunLaneRunArgs,
+        ) -> i32,
+    >,
+    /// Launch the run's AICPU scheduler on `stream` (`rtsLaunchCpuKernel`); it spins until
+    /// the AICore workers report through the handshake.
+    pub launch_aicpu: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            stream: *mut c_void,
+            args: *const RunLaneRunArgs,
+        ) -> i32,
+    >,
+    /// Copy outputs back when `copy_back` (the run succeeded and its request asked for it),
+    /// validate, free per-run resources. Called exactly once for every prepared run (also
+    /// after a failed prepare or launch, and for a cancelled run), except after a device
+    /// reset, which frees everything with the device.
+    pub finalise: Option<
+        unsafe extern "C" fn(user: *mut c_void, run: *const RunLaneRunInfo, copy_back: bool) -> i32,
+    >,
+    /// Upload published AICore code (`code` is the value given to `run_lane_publish`). No
+    /// run is in flight while it runs.
+    pub upload_code: Option<unsafe extern "C" fn(user: *mut c_void, code: u64) -> i32>,
+    /// Optional: told of every outcome, in submission order, as it is delivered (e.g. to
+    /// wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
+    /// or `run_lane_wait` still returns it once. `outcome` is valid for the call only.
+    pub on_outcome: Option<unsafe extern "C" fn(user: *mut c_void, outcome: *const RunLaneOutcome)>,
+}
+
+/// How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RunLaneConfig {
+    /// Must be `RUN_LANE_ABI_VERSION` (`run_lane_config_default` sets it).
+    pub abi_version: u32,
+    /// A `RunLaneProfile`.
+    pub profile: u32,
+    /// A `RunLaneBackend`.
+    pub backend: u32,
+    /// Pipeline slots, 1 to 4; 0 keeps the profile's (2). The launch depth is the profile's,
+    /// lowered to the slot count.
+    pub slots: u8,
+    /// Host wait for one run's completion, from when it became the oldest in flight; 0 keeps
+    /// the default (50 s). Must stay above `device_op_timeout_ms`.
+    pub completion_timeout_ms: u64,
+    /// Device op-execute timeout; 0 keeps the default (45 s).
+    pub device_op_timeout_ms: u64,
+    /// ACL: the device id (`aclrtSetDevice`).
+    pub device_id: i32,
+    /// ACL: the libascendcl to open, or NULL to search (`RUN_LANE_ACL_LIB`,
+    /// `ASCEND_HOME_PATH`, ...). Copied during `run_lane_create`.
+    pub acl_library_path: *const c_char,
+    /// Simulator: the seed of its one random stream.
+    pub sim_seed: u64,
+    /// Simulator: each run's device time in (virtual) nanoseconds; 0 keeps 1 ms.
+    pub sim_run_ns: u64,
+    /// The runner's callbacks.
+    pub runner: RunLaneRunner,
+}
+
+/// A run as a callback sees it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLaneRunInfo {
+    /// The run id `run_lane_submit` returned. A callback may come before the submitting
+    /// thread sees that id; match on `tag` instead.
+    pub run: u64,
+    /// The run's pipeline slot (its device buffers are the slot's).
+    pub slot: u8,
+    /// Whether the request carried a tag.
+    pub has_tag: bool,
+    /// The request's tag (the runtime's dispatch id).
+    pub tag: u64,
+    /// Whether the run collects diagnostics (it runs alone, at depth one).
+    pub diagnostics: bool,
+}
+
+/// What the two launch callbacks receive: the run and its slot's device buffers. On ACL the
+/// pointers are device addresses; on the simulator they are simulator addresses that must
+/// not be dereferenced.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLaneRunArgs {
+    /// The run.
+    pub info: RunLaneRunInfo,
+    /// The slot's status header: the runtime latches its codes here.
+    pub status_header: *mut c_void,
+    /// The slot's timing buffer: device start and end, two little-endian u64 nanoseconds.
+    pub timing: *mut c_void,
+    /// The slot's handshake region: AICore workers report here; the AICPU kernel waits on it.
+    pub handshake: *mut c_void,
+}
+
+/// One run to submit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunLaneSubmit {
+    /// Whether `tag` is set.
+    pub has_tag: bool,
+    /// The runtime's dispatch id; two live runs may not share one. Callbacks receive it.
+    pub tag: u64,
+    /// Collect diagnostics: the run runs alone, at depth one.
+    pub diagnostics: bool,
+    /// Copy the outputs back when the run succeeds (passed to `finalise`).
+    pub copy_back: bool,
+}
+
+/// Which kind of item an outcome is for.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneItem {
+    /// A run (`run_lane_submit`).
+    Run = 0,
+    /// A publication (`run_lane_publish`).
+    Publication = 1,
+}
+
+/// An item's one final outcome.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneVerdict {
+    /// The run completed with a clean latch and was finalised; the code was uploaded.
+    Ok = 0,
+    /// The item failed; `failure_class`, `code`, `stage`, `hint` and `failure_line` say how.
+    Failed = 1,
+    /// Taken down by a device failure another run caused (`origin`).
+    Poisoned = 2,
+    /// Never launched (or uploaded): the lane was closed first.
+    Cancelled = 3,
+}
+
+/// How far a failure reaches.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneClass {
+    /// No failure.
+    None = 0,
+    /// This run failed; the lane and later runs continue.
+    RunOnly = 1,
+    /// The device was poisoned: every live item got its verdict, the lane recovers it.
+    Poison = 2,
+}
+
+/// Where a failure happened (status-latch's `Stage`, plus `NONE` for a latched code, a host
+/// wait timeout or a validation failure).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneStage {
+    /// No stage: no failure, a latched runtime code, a host wait timeout, a validation failure.
+    None = 0,
+    /// Creating a stream of the pair.
+    StreamCreate = 1,
+    /// Destroying a stale or unproven stream.
+    StreamDestroy = 2,
+    /// The `launch_aicore` callback.
+    AicoreLaunch = 3,
+    /// The `launch_aicpu` callback.
+    AicpuLaunch = 4,
+    /// Recording a completion event.
+    EventRecord = 5,
+    /// Waiting for a completion event.
+    EventWait = 6,
+    /// Reading the status header.
+    StatusRead = 7,
+    /// The `finalise` callback's copy-back.
+    CopyBack = 8,
+    /// The `prepare` callback.
+    Prepare = 9,
+    /// The bounded device drain of recovery.
+    DeviceDrain = 10,
+    /// The force reset of recovery.
+    Reset = 11,
+    /// The probe that confirms a reset.
+    Probe = 12,
+    /// The `upload_code` callback.
+    Upload = 13,
+}
+
+/// One item's outcome, copied into the caller's struct: it owns no memory and stays valid
+/// as long as the caller keeps it. Strings are NUL-terminated, cut at a character boundary
+/// when longer than their buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RunLaneOutcome {
+    /// Run or publication.
+    pub item: RunLaneItem,
+    /// The run or publication id (one sequence for both).
+    pub id: u64,
+    /// Whether the run's request carried a tag.
+    pub has_tag: bool,
+    /// The run's tag.
+    pub tag: u64,
+    /// The verdict.
+    pub verdict: RunLaneVerdict,
+    /// `NONE` unless `FAILED` or `POISONED`.
+    pub failure_class: RunLaneClass,
+    /// Whether `code` is set (a failure with a latched runtime code or an ACL code).
+    pub has_code: bool,
+    /// The latched runtime code or the ACL return code, as reported.
+    pub code: i32,
+    /// Where it failed.
+    pub stage: RunLaneStage,
+    /// `POISONED`: the run whose failure poisoned the device (else 0).
+    pub origin: u64,
+    /// Whether the device start/end are known (the run's status was read).
+    pub has_timing: bool,
+    /// Device start of the run, nanoseconds on the device clock.
+    pub device_start_ns: u64,
+    /// Device end of the run.
+    pub device_end_ns: u64,
+    /// The code's name (`ACL_ERROR_RT_AICORE_EXCEPTION`, `HOST_WAIT_TIMEOUT`, ...), or "".
+    pub code_name: [c_char; RUN_LANE_NAME_BYTES],
+    /// The stage's name ("AICore launch", ...), or "".
+    pub stage_name: [c_char; RUN_LANE_STAGE_BYTES],
+    /// What to change and run again, or "".
+    pub hint: [c_char; RUN_LANE_HINT_BYTES],
+    /// The one stable log line (`run N failed: ...`; for a poisoned item it names the
+    /// origin), or "" for `OK` and `CANCELLED`.
+    pub failure_line: [c_char; RUN_LANE_LINE_BYTES],
+}
+
+/// The lane's state after `run_lane_close`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneState {
+    /// Accepting runs.
+    Open = 0,
+    /// Recovering the device after a poison.
+    Recovering = 1,
+    /// Recovery failed every attempt.
+    Lost = 2,
+    /// Closing: launched runs finish, the rest are cancelled.
+    Closing = 3,
+    /// Every item has its outcome; the stream pair is being destroyed.
+    ReleasingStreams = 4,
+    /// Every item has its outcome; the streams are destroyed.
+    Closed = 5,
+}
+
+/// What `run_lane_close` reports (copied into the caller's struct).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RunLaneCloseReport {
+    /// The state right after the call (`CLOSING` while launched runs finish).
+    pub state: RunLaneState,
+    /// Whether recovery failed every attempt (reset the device outside the lane).
+    pub device_lost: bool,
+    /// Whether the lane was ever poisoned (then `poison_origin` and `poison_line` are set).
+    pub poisoned: bool,
+    /// The run whose failure poisoned the device most recently.
+    pub poison_origin: u64,
+    /// Its failure line.
+    pub poison_line: [c_char; RUN_LANE_LINE_BYTES],
+}

@@ -1,0 +1,450 @@
+//! The C functions called from Rust as C would call them: statuses, bad arguments and
+//! handles, the threading contract, and the outcome fields on the simulator backend.
+
+use std::ffi::CStr;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+
+use core::ffi::c_void;
+use run_lane::*;
+
+/// The test runner's state, reached through `user`.
+#[derive(Default)]
+struct State {
+    /// Every callback's thread.
+    threads: Mutex<Vec<ThreadId>>,
+    /// How long `prepare` sleeps (ms), to keep the lane thread busy.
+    prepare_sleep_ms: AtomicU64,
+    /// What `prepare` returns for the run tagged 1 (0 = success).
+    prepare_tag1: AtomicU32,
+    /// How often `prepare` refuses with INCOMPATIBLE before accepting (tag 2).
+    incompatible_left: AtomicU32,
+    /// What `finalise` returns for the run tagged 3.
+    finalise_tag3: AtomicU32,
+    /// The handle, for calls from inside a callback.
+    lane: AtomicU64,
+    /// What `run_lane_destroy` returned from inside a callback.
+    destroy_from_callback: AtomicU32,
+    /// The handle `prepare` of the run tagged 50 submits the run tagged 51 on.
+    submit_lane: AtomicU64,
+    /// The id that submit returned, or u64::MAX on a refusal.
+    submitted_from_callback: AtomicU64,
+    /// The copy-back flags `finalise` saw, by tag.
+    copy_back: Mutex<Vec<(u64, bool)>>,
+    /// The ids `on_outcome` saw, with its thread.
+    seen: Mutex<Vec<(u64, ThreadId)>>,
+}
+
+fn state<'a>(user: *mut c_void) -> &'a State {
+    // SAFETY: every test passes a `State` that outlives its lane.
+    unsafe { &*user.cast::<State>() }
+}
+
+unsafe extern "C" fn prepare(user: *mut c_void, run: *const RunLaneRunInfo) -> i32 {
+    let state = state(user);
+    // SAFETY: the library passes a valid run for the call.
+    let run = unsafe { *run };
+    state.threads.lock().unwrap().push(thread::current().id());
+    thread::sleep(Duration::from_millis(
+        state.prepare_sleep_ms.load(Ordering::SeqCst),
+    ));
+    let lane = state.lane.load(Ordering::SeqCst);
+    if lane != 0 {
+        // SAFETY: any handle value is checked.
+        let status = unsafe { run_lane_destroy(std::ptr::without_provenance_mut(lane as usize)) };
+        state
+            .destroy_from_callback
+            .store(status as u32, Ordering::SeqCst);
+    }
+    let submit_lane = state.submit_lane.load(Ordering::SeqCst);
+    if run.tag == 50 && submit_lane != 0 {
+        let lane = std::ptr::without_provenance_mut(submit_lane as usize);
+        let id = submit(lane, 51, false).unwrap_or(u64::MAX);
+        state.submitted_from_callback.store(id, Ordering::SeqCst);
+    }
+    match run.tag {
+        1 => state.prepare_tag1.load(Ordering::SeqCst) as i32,
+        2 if state.incompatible_left.load(Ordering::SeqCst) > 0 => {
+            state.incompatible_left.fetch_sub(1, Ordering::SeqCst);
+            RUN_LANE_PREPARE_INCOMPATIBLE
+        }
+        _ => 0,
+    }
+}
+
+unsafe extern "C" fn finalise(
+    user: *mut c_void,
+    run: *const RunLaneRunInfo,
+    copy_back: bool,
+) -> i32 {
+    let state = state(user);
+    // SAFETY: the library passes a valid run for the call.
+    let run = unsafe { *run };
+    state.threads.lock().unwrap().push(thread::current().id());
+    state.copy_back.lock().unwrap().push((run.tag, copy_back));
+    if run.tag == 3 {
+        state.finalise_tag3.load(Ordering::SeqCst) as i32
+    } else {
+        0
+    }
+}
+
+unsafe extern "C" fn on_outcome(user: *mut c_void, outcome: *const RunLaneOutcome) {
+    // SAFETY: the library passes a valid outcome for the call.
+    let id = unsafe { (*outcome).id };
+    state(user)
+        .seen
+        .lock()
+        .unwrap()
+        .push((id, thread::current().id()));
+}
+
+fn sim_config(state: &State) -> RunLaneConfig {
+    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    // SAFETY: a valid place for a config.
+    let status = unsafe { run_lane_config_default(config.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok);
+    // SAFETY: filled by run_lane_config_default.
+    let mut config = unsafe { config.assume_init() };
+    config.backend = RunLaneBackend::Sim as u32;
+    config.runner.user = std::ptr::from_ref(state).cast_mut().cast();
+    config.runner.prepare = Some(prepare);
+    config.runner.finalise = Some(finalise);
+    config.runner.on_outcome = Some(on_outcome);
+    config
+}
+
+fn create(config: &RunLaneConfig) -> *mut RunLane {
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: valid config and out pointer.
+    let status = unsafe { run_lane_create(config, &raw mut lane) };
+    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
+    lane
+}
+
+fn last_error() -> String {
+    // SAFETY: the library returns a NUL-terminated string valid until the next call.
+    unsafe { CStr::from_ptr(run_lane_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn submit(lane: *mut RunLane, tag: u64, copy_back: bool) -> Result<u64, RunLaneStatus> {
+    let request = RunLaneSubmit {
+        has_tag: true,
+        tag,
+        diagnostics: false,
+        copy_back,
+    };
+    let mut run = 0;
+    // SAFETY: valid request and out pointer.
+    match unsafe { run_lane_submit(lane, &raw const request, &raw mut run) } {
+        RunLaneStatus::Ok => Ok(run),
+        status => Err(status),
+    }
+}
+
+fn wait(lane: *mut RunLane, id: u64, timeout_ms: u32) -> Result<RunLaneOutcome, RunLaneStatus> {
+    let mut outcome = std::mem::MaybeUninit::uninit();
+    // SAFETY: a valid out pointer.
+    match unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) } {
+        // SAFETY: written on OK.
+        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }),
+        status => Err(status),
+    }
+}
+
+fn destroy(lane: *mut RunLane) {
+    // SAFETY: any handle value is checked.
+    let status = unsafe { run_lane_destroy(lane) };
+    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
+}
+
+fn text(buffer: &[core::ffi::c_char]) -> String {
+    // SAFETY: the library NUL-terminates every string buffer.
+    unsafe { CStr::from_ptr(buffer.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn the_abi_version_is_the_headers() {
+    assert_eq!(run_lane_abi_version(), RUN_LANE_ABI_VERSION);
+}
+
+#[test]
+fn null_foreign_and_destroyed_handles_are_errors_with_a_message() {
+    let state = State::default();
+    let lane = create(&sim_config(&state));
+    let mut outcome = std::mem::MaybeUninit::uninit();
+    let foreign: *mut RunLane = std::ptr::without_provenance_mut(0xdead_beef);
+    for bad in [std::ptr::null_mut(), foreign] {
+        // SAFETY: any handle value is checked.
+        let status = unsafe { run_lane_poll(bad, outcome.as_mut_ptr()) };
+        assert_eq!(status, RunLaneStatus::InvalidHandle);
+        assert!(last_error().contains("handle"), "{}", last_error());
+    }
+    destroy(lane);
+    // SAFETY: any handle value is checked.
+    let status = unsafe { run_lane_destroy(lane) };
+    assert_eq!(status, RunLaneStatus::InvalidHandle);
+    assert_eq!(submit(lane, 1, false), Err(RunLaneStatus::InvalidHandle));
+}
+
+#[test]
+fn null_pointer_arguments_are_errors() {
+    let state = State::default();
+    let lane = create(&sim_config(&state));
+    let mut run = 0;
+    let mut out = std::ptr::null_mut();
+    // SAFETY: NULL pointers are checked.
+    unsafe {
+        assert_eq!(
+            run_lane_create(std::ptr::null(), &raw mut out),
+            RunLaneStatus::NullArgument
+        );
+        assert_eq!(
+            run_lane_config_default(std::ptr::null_mut()),
+            RunLaneStatus::NullArgument
+        );
+        assert_eq!(
+            run_lane_submit(lane, std::ptr::null(), &raw mut run),
+            RunLaneStatus::NullArgument
+        );
+        assert!(last_error().contains("request"), "{}", last_error());
+        assert_eq!(
+            run_lane_poll(lane, std::ptr::null_mut()),
+            RunLaneStatus::NullArgument
+        );
+        assert_eq!(
+            run_lane_publish(lane, 1, std::ptr::null_mut()),
+            RunLaneStatus::NullArgument
+        );
+        assert_eq!(
+            run_lane_wait(lane, 1, 0, std::ptr::null_mut()),
+            RunLaneStatus::NullArgument
+        );
+        // The close report is optional.
+        assert_eq!(
+            run_lane_close(lane, std::ptr::null_mut()),
+            RunLaneStatus::Ok
+        );
+    }
+    destroy(lane);
+}
+
+#[test]
+fn a_missing_acl_library_is_backend_unavailable_with_the_loaders_reason() {
+    let state = State::default();
+    let mut config = sim_config(&state);
+    config.backend = RunLaneBackend::Acl as u32;
+    unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRunArgs) -> i32 {
+        0
+    }
+    config.runner.launch_aicore = Some(launch);
+    config.runner.launch_aicpu = Some(launch);
+    config.acl_library_path = c"/nonexistent/libascendcl.so".as_ptr();
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: valid config (a NUL-terminated path) and out pointer.
+    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
+    assert_eq!(status, RunLaneStatus::BackendUnavailable);
+    assert!(
+        last_error().contains("/nonexistent/libascendcl.so"),
+        "{}",
+        last_error()
+    );
+    assert!(lane.is_null());
+}
+
+#[test]
+fn poll_and_submit_return_at_once_while_a_callback_holds_the_lane_thread() {
+    let state = State::default();
+    state.prepare_sleep_ms.store(400, Ordering::SeqCst);
+    let lane = create(&sim_config(&state));
+    let first = submit(lane, 10, false).unwrap();
+    thread::sleep(Duration::from_millis(50)); // the lane thread is now in `prepare`
+    let start = Instant::now();
+    let mut outcome = std::mem::MaybeUninit::uninit();
+    // SAFETY: a valid out pointer.
+    let status = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Empty);
+    let second = submit(lane, 11, false).unwrap();
+    assert!(
+        start.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(wait(lane, first, 10).unwrap_err(), RunLaneStatus::TimedOut);
+    assert_eq!(
+        wait(lane, first, 10_000).unwrap().verdict,
+        RunLaneVerdict::Ok
+    );
+    assert_eq!(
+        wait(lane, second, 10_000).unwrap().verdict,
+        RunLaneVerdict::Ok
+    );
+    // Every callback ran on one thread, not this one.
+    let threads = state.threads.lock().unwrap().clone();
+    assert!(
+        threads
+            .iter()
+            .all(|t| *t == threads[0] && *t != thread::current().id())
+    );
+    destroy(lane);
+}
+
+#[test]
+fn destroy_from_a_callback_is_refused_as_the_wrong_thread() {
+    let state = State::default();
+    let lane = create(&sim_config(&state));
+    state.lane.store(lane.addr() as u64, Ordering::SeqCst);
+    let run = submit(lane, 10, false).unwrap();
+    assert_eq!(wait(lane, run, 10_000).unwrap().verdict, RunLaneVerdict::Ok);
+    assert_eq!(
+        state.destroy_from_callback.load(Ordering::SeqCst),
+        RunLaneStatus::WrongThread as u32
+    );
+    state.lane.store(0, Ordering::SeqCst);
+    destroy(lane);
+}
+
+#[test]
+fn callback_failures_become_classified_outcomes_and_copy_back_follows_the_request() {
+    let state = State::default();
+    state.prepare_tag1.store(107_000, Ordering::SeqCst);
+    state.incompatible_left.store(1, Ordering::SeqCst);
+    state
+        .finalise_tag3
+        .store(RUN_LANE_FINALISE_VALIDATION_FAILED as u32, Ordering::SeqCst);
+    let lane = create(&sim_config(&state));
+    let mut outcomes = Vec::new();
+    for (tag, copy_back) in [(1, true), (2, true), (3, true), (4, false)] {
+        let run = submit(lane, tag, copy_back).unwrap();
+        outcomes.push(wait(lane, run, 10_000).unwrap());
+    }
+    let failed = &outcomes[0];
+    assert_eq!(failed.verdict, RunLaneVerdict::Failed);
+    assert_eq!(failed.failure_class, RunLaneClass::RunOnly);
+    assert_eq!(failed.stage, RunLaneStage::Prepare);
+    assert_eq!((failed.has_code, failed.code), (true, 107_000));
+    assert_eq!(text(&failed.code_name), "ACL_ERROR_RT_PARAM_INVALID");
+    assert!(text(&failed.failure_line).starts_with(&format!("run {} failed", failed.id)));
+    assert!(!text(&failed.hint).is_empty());
+    // An incompatible prepare is retried, not failed.
+    assert_eq!(outcomes[1].verdict, RunLaneVerdict::Ok);
+    let invalid = &outcomes[2];
+    assert_eq!(invalid.verdict, RunLaneVerdict::Failed);
+    assert_eq!(text(&invalid.code_name), "COPY_BACK_VALIDATION");
+    assert!(!invalid.has_code);
+    assert_eq!(outcomes[3].verdict, RunLaneVerdict::Ok);
+    assert!(outcomes[3].has_timing && outcomes[3].device_end_ns > outcomes[3].device_start_ns);
+    // Copy-back: only for a run that succeeded on the device and asked for it.
+    let copy_back = state.copy_back.lock().unwrap().clone();
+    assert_eq!(
+        copy_back,
+        vec![(1, false), (2, true), (3, true), (4, false)]
+    );
+    destroy(lane);
+}
+
+#[test]
+fn a_publication_and_close_report_through_the_structs() {
+    let state = State::default();
+    let lane = create(&sim_config(&state));
+    let mut publication = 0;
+    // SAFETY: a valid out pointer.
+    let status = unsafe { run_lane_publish(lane, 9, &raw mut publication) };
+    assert_eq!(status, RunLaneStatus::Ok);
+    let outcome = wait(lane, publication, 10_000).unwrap();
+    assert_eq!(outcome.item, RunLaneItem::Publication);
+    assert_eq!(outcome.verdict, RunLaneVerdict::Ok);
+    let mut report = std::mem::MaybeUninit::uninit();
+    // SAFETY: a valid out pointer.
+    let status = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok);
+    // SAFETY: written on OK.
+    let report = unsafe { report.assume_init() };
+    assert!(!report.poisoned && !report.device_lost);
+    assert_eq!(submit(lane, 1, false), Err(RunLaneStatus::Closed));
+    assert!(last_error().contains("closed"), "{}", last_error());
+    assert_eq!(
+        wait(lane, publication, 0).unwrap_err(),
+        RunLaneStatus::AlreadyTaken
+    );
+    assert_eq!(wait(lane, 77, 0).unwrap_err(), RunLaneStatus::UnknownItem);
+    destroy(lane);
+}
+
+#[test]
+fn a_full_lane_refuses_with_full_until_a_run_has_its_outcome() {
+    let state = State::default();
+    // Long enough that the first run is still preparing when the third is submitted.
+    state.prepare_sleep_ms.store(300, Ordering::SeqCst);
+    let lane = create(&sim_config(&state));
+    let first = submit(lane, 1, false).unwrap();
+    submit(lane, 2, false).unwrap();
+    assert_eq!(submit(lane, 3, false), Err(RunLaneStatus::Full));
+    wait(lane, first, 10_000).unwrap();
+    submit(lane, 3, false).unwrap();
+    destroy(lane);
+}
+
+#[test]
+fn a5_and_probed_lanes_run_on_the_simulator() {
+    for profile in [RunLaneProfile::A5, RunLaneProfile::Probe] {
+        let state = State::default();
+        let mut config = sim_config(&state);
+        config.profile = profile as u32;
+        let lane = create(&config);
+        let runs: Vec<u64> = (1..=2)
+            .map(|tag| submit(lane, tag + 10, true).unwrap())
+            .collect();
+        for run in runs {
+            assert_eq!(wait(lane, run, 10_000).unwrap().verdict, RunLaneVerdict::Ok);
+        }
+        destroy(lane);
+    }
+}
+
+#[test]
+fn a_callback_may_submit_on_its_own_lane() {
+    let state = State::default();
+    let lane = create(&sim_config(&state));
+    state
+        .submit_lane
+        .store(lane.addr() as u64, Ordering::SeqCst);
+    let first = submit(lane, 50, false).unwrap();
+    assert_eq!(
+        wait(lane, first, 10_000).unwrap().verdict,
+        RunLaneVerdict::Ok
+    );
+    let second = state.submitted_from_callback.load(Ordering::SeqCst);
+    assert_eq!(second, first + 1);
+    let outcome = wait(lane, second, 10_000).unwrap();
+    assert_eq!((outcome.verdict, outcome.tag), (RunLaneVerdict::Ok, 51));
+    destroy(lane);
+}
+
+#[test]
+fn the_outcome_callback_sees_every_outcome_in_order_on_the_lane_thread() {
+    let state = State::default();
+    let lane = create(&sim_config(&state));
+    let mut ids = vec![submit(lane, 1, false).unwrap()];
+    let mut publication = 0;
+    // SAFETY: a valid out pointer.
+    let status = unsafe { run_lane_publish(lane, 5, &raw mut publication) };
+    assert_eq!(status, RunLaneStatus::Ok);
+    ids.push(publication);
+    ids.push(submit(lane, 2, false).unwrap());
+    for id in &ids {
+        // Seeing an outcome does not take it.
+        wait(lane, *id, 10_000).unwrap();
+    }
+    destroy(lane); // joins the lane thread: every callback has returned
+    let seen = state.seen.lock().unwrap().clone();
+    assert_eq!(seen.iter().map(|(id, _)| *id).collect::<Vec<_>>(), ids);
+    let lane_thread = state.threads.lock().unwrap()[0];
+    assert!(seen.iter().all(|(_, thread)| *thread == lane_thread));
+}

@@ -1,0 +1,184 @@
+//! The C++ example (`examples/onboard_runner.cpp`) compiles against `include/run_lane.h`,
+//! links `librun_lane.a` and runs its checks under AddressSanitizer, on the simulator and
+//! on the fake libascendcl; the header alone compiles as strict C.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The folder cargo puts this build's libraries in (`target/<profile>/`): the test binary
+/// sits in its `deps/`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+/// A fresh temporary folder for one build.
+fn temp_dir() -> PathBuf {
+    static BUILDS: AtomicU32 = AtomicU32::new(0);
+    let out = std::env::temp_dir().join(format!(
+        "run-lane-capi-{}-{}",
+        std::process::id(),
+        BUILDS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&out).expect("a temporary folder");
+    out
+}
+
+/// A `cc` build for this target into `out`, warnings as errors, with the header's folder
+/// on the include path (outside a build script `cc` needs the target named).
+fn build(out: &Path, cpp: bool) -> cc::Build {
+    let target = env!("RUN_LANE_TARGET");
+    let mut build = cc::Build::new();
+    build
+        .cpp(cpp)
+        .target(target)
+        .host(target)
+        .opt_level(1)
+        .debug(true)
+        .out_dir(out)
+        .cargo_metadata(false)
+        .include(Path::new(env!("CARGO_MANIFEST_DIR")).join("include"))
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-Werror");
+    build
+}
+
+/// The C++ build of the example: C++17 under AddressSanitizer.
+fn asan_cpp(out: &Path) -> cc::Build {
+    let mut build = build(out, true);
+    build
+        .flag("-std=c++17")
+        .flag("-fsanitize=address")
+        .flag("-fno-omit-frame-pointer");
+    build
+}
+
+/// Runs `command`, failing the test with its output if it fails.
+fn run_compiler(mut command: Command, what: &str) {
+    let output = command.output().expect("the compiler runs");
+    assert!(
+        output.status.success(),
+        "{what} failed: {:?} {:?}\n{}",
+        command.get_program(),
+        command.get_args().collect::<Vec<_>>(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Compiles and links the example with AddressSanitizer into a fresh temporary folder.
+fn build_example() -> PathBuf {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let staticlib = profile_dir().join("librun_lane.a");
+    assert!(
+        staticlib.is_file(),
+        "{} is missing: cargo builds it with the lib (crate-type staticlib)",
+        staticlib.display()
+    );
+    let out = temp_dir();
+    let compiler = asan_cpp(&out).get_compiler();
+    let exe = out.join("onboard_runner");
+    let mut command = compiler.to_command();
+    command
+        .arg(crate_dir.join("examples/onboard_runner.cpp"))
+        .arg(&staticlib)
+        // What `rustc --print native-static-libs` names for a Rust staticlib on Linux.
+        .args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"])
+        .arg("-o")
+        .arg(&exe);
+    run_compiler(command, "compiling the example");
+    exe
+}
+
+/// Runs the example with `args` and checks it passed every check and printed the failing
+/// dispatch's stable failure line.
+fn run_example(args: &[&std::ffi::OsStr]) {
+    let exe = build_example();
+    let output = Command::new(&exe)
+        .args(args)
+        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
+        .output()
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the example failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    println!("{stdout}");
+    assert!(stdout.ends_with("onboard runner: ok\n"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("run ") && l.contains("failed") && l.contains("107000")),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
+}
+
+#[test]
+fn the_cpp_onboard_runner_runs_on_the_simulator_under_asan() {
+    run_example(&["sim".as_ref()]);
+}
+
+#[test]
+fn the_cpp_onboard_runner_runs_on_the_fake_acl_library_under_asan() {
+    let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+    run_example(&["acl".as_ref(), fake.as_os_str()]);
+}
+
+#[test]
+fn the_header_compiles_as_c99_and_as_c11() {
+    let out = temp_dir();
+    let source = out.join("header.c");
+    std::fs::write(
+        &source,
+        "#include \"run_lane.h\"\nint main(void) { RunLaneConfig c; return run_lane_config_default(&c) == RUN_LANE_STATUS_OK ? 0 : 1; }\n",
+    )
+    .expect("write the C file");
+    for standard in ["-std=c99", "-std=c11"] {
+        let compiler = build(&out, false)
+            .flag(standard)
+            .flag("-Wpedantic")
+            .get_compiler();
+        let mut command = compiler.to_command();
+        command
+            .arg("-c")
+            .arg(&source)
+            .arg("-o")
+            .arg(out.join("header.o"));
+        run_compiler(command, &format!("compiling run_lane.h as {standard}"));
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn the_example_build_catches_a_heap_overflow() {
+    // The example passing under ASan means something only if ASan is in effect: the same
+    // build of a one-byte overflow must be stopped (`volatile`, or -O1 elides the
+    // malloc/free pair and the store with it).
+    let out = temp_dir();
+    let source = out.join("overflow.cpp");
+    std::fs::write(
+        &source,
+        "#include <cstdlib>\nint main(int argc, char **) { volatile char *p = static_cast<char *>(std::malloc(4)); p[argc + 3] = 1; std::free(const_cast<char *>(p)); return 0; }\n",
+    )
+    .expect("write the C++ file");
+    let exe = out.join("overflow");
+    let mut command = asan_cpp(&out).get_compiler().to_command();
+    command.arg(&source).arg("-o").arg(&exe);
+    run_compiler(command, "compiling the overflow");
+    let output = Command::new(&exe).output().expect("the overflow runs");
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("heap-buffer-overflow"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
