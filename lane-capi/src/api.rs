@@ -14,7 +14,7 @@ use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
 
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::error::{Error, guard, last_error_ptr};
-use crate::outcome::{close_to_c, empty_outcome, to_c};
+use crate::outcome::{close_to_c, empty_outcome, report_to_c};
 use crate::registry::{Registry, RunLane};
 use crate::runner::{CRunner, NoModel, Requested, Requests, Vtable};
 use crate::types::{
@@ -367,10 +367,10 @@ pub unsafe extern "C" fn run_lane_poll(
         if outcome_out.is_null() {
             return Err(Error::null("outcome_out"));
         }
-        let (status, outcome) = match lane.handle.poll_outcome() {
-            Some(outcome) => {
-                lane.taken(&outcome);
-                (RunLaneStatus::Ok, to_c(&outcome))
+        let (status, outcome) = match lane.handle.poll_report() {
+            Some(report) => {
+                lane.taken(&report.outcome);
+                (RunLaneStatus::Ok, report_to_c(&report))
             }
             None => (RunLaneStatus::Empty, empty_outcome()),
         };
@@ -408,13 +408,13 @@ pub unsafe extern "C" fn run_lane_wait(
         if outcome_out.is_null() {
             return Err(Error::null("outcome_out"));
         }
-        let outcome = lane
+        let report = lane
             .handle
-            .wait(RunId(id), Duration::from_millis(u64::from(timeout_ms)))
+            .wait_report(RunId(id), Duration::from_millis(u64::from(timeout_ms)))
             .map_err(|e| wait_error(&e))?;
-        lane.taken(&outcome);
+        lane.taken(&report.outcome);
         // SAFETY: checked non-NULL; writable (the caller's contract).
-        unsafe { outcome_out.write(to_c(&outcome)) };
+        unsafe { outcome_out.write(report_to_c(&report)) };
         Ok(RunLaneStatus::Ok)
     })
 }

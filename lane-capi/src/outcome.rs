@@ -3,6 +3,7 @@
 use core::ffi::c_char;
 use lane_core::status_latch::{Class, Stage};
 use lane_core::{Cause, CloseReport, LaneState, Outcome, PublicationResult, RunId, Verdict};
+use lane_service::Report;
 
 use crate::types::{
     RUN_LANE_HINT_BYTES, RUN_LANE_LINE_BYTES, RUN_LANE_NAME_BYTES, RUN_LANE_STAGE_BYTES,
@@ -83,9 +84,19 @@ fn set_cause(out: &mut RunLaneOutcome, cause: &Cause, line: &str) {
 /// The C outcome of `outcome`. The failure line is the lane's own `Display` of the outcome
 /// (for a poisoned item it names the origin's line).
 pub fn to_c(outcome: &Outcome) -> RunLaneOutcome {
+    outcome_to_c(outcome, &outcome.to_string())
+}
+
+/// The C outcome of a delivered report: as [`to_c`], with the device's text about the failed
+/// call (`aclGetRecentErrMsg`) appended to the failure line when the device left one.
+pub fn report_to_c(report: &Report) -> RunLaneOutcome {
+    outcome_to_c(&report.outcome, &report.to_string())
+}
+
+/// The C outcome of `outcome`, whose failure line is `line`.
+fn outcome_to_c(outcome: &Outcome, line: &str) -> RunLaneOutcome {
     let mut out = empty_outcome();
     out.id = outcome.seq();
-    let line = outcome.to_string();
     match outcome {
         Outcome::Run(run) => {
             out.item = RunLaneItem::Run;
@@ -100,11 +111,11 @@ pub fn to_c(outcome: &Outcome) -> RunLaneOutcome {
                 Verdict::Ok => RunLaneVerdict::Ok,
                 Verdict::Cancelled => RunLaneVerdict::Cancelled,
                 Verdict::Failed { cause } => {
-                    set_cause(&mut out, &cause, &line);
+                    set_cause(&mut out, &cause, line);
                     RunLaneVerdict::Failed
                 }
                 Verdict::Poisoned { cause, origin } => {
-                    set_cause(&mut out, &cause, &line);
+                    set_cause(&mut out, &cause, line);
                     out.origin = origin.0;
                     RunLaneVerdict::Poisoned
                 }
@@ -116,11 +127,11 @@ pub fn to_c(outcome: &Outcome) -> RunLaneOutcome {
                 PublicationResult::Uploaded => RunLaneVerdict::Ok,
                 PublicationResult::Cancelled => RunLaneVerdict::Cancelled,
                 PublicationResult::Failed { cause } => {
-                    set_cause(&mut out, &cause, &line);
+                    set_cause(&mut out, &cause, line);
                     RunLaneVerdict::Failed
                 }
                 PublicationResult::Poisoned { cause, origin } => {
-                    set_cause(&mut out, &cause, &line);
+                    set_cause(&mut out, &cause, line);
                     out.origin = origin.0;
                     RunLaneVerdict::Poisoned
                 }
@@ -224,5 +235,31 @@ mod tests {
             (true, 10, 20)
         );
         assert_eq!(text(&c.failure_line), "");
+    }
+
+    #[test]
+    fn a_reports_device_text_ends_the_failure_line() {
+        let cause = Cause::of(Failure::Acl {
+            stage: Stage::EventWait,
+            code: AclCode::check(507_015).unwrap_err(),
+        });
+        let outcome = Outcome::Run(RunOutcome {
+            run: RunId(2),
+            tag: None,
+            verdict: Verdict::Failed { cause },
+            timing: None,
+        });
+        let report = Report {
+            outcome,
+            device_message: Some("EZ9999: AICore exception".to_owned()),
+        };
+        let c = report_to_c(&report);
+        assert_eq!(text(&c.failure_line), report.to_string());
+        assert!(text(&c.failure_line).ends_with("; device: EZ9999: AICore exception"));
+        let plain = report_to_c(&Report {
+            outcome,
+            device_message: None,
+        });
+        assert_eq!(text(&plain.failure_line), cause.line(RunId(2)));
     }
 }
