@@ -73,12 +73,20 @@ fn run_compiler(mut command: Command, what: &str) {
 /// Compiles and links the example with AddressSanitizer into a fresh temporary folder.
 fn build_example() -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let staticlib = profile_dir().join("librun_lane.a");
-    assert!(
-        staticlib.is_file(),
-        "{} is missing: cargo builds it with the lib (crate-type staticlib)",
-        staticlib.display()
-    );
+    // `cargo test` leaves the static library in deps/ (the test's own build of the lib);
+    // only `cargo build` copies it up to the profile folder. Prefer deps/: it is the one this
+    // very test run built.
+    let candidates = [
+        profile_dir().join("deps/librun_lane.a"),
+        profile_dir().join("librun_lane.a"),
+    ];
+    let staticlib = candidates
+        .iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("the static library is missing (cargo builds it with the lib, crate-type staticlib); looked at {candidates:?}")
+        })
+        .clone();
     let out = temp_dir();
     let compiler = asan_cpp(&out).get_compiler();
     let exe = out.join("onboard_runner");
