@@ -452,4 +452,8 @@ impl Device for AclDevice {
     fn recent_error_message(&mut self) -> Option<String> {
         self.message.take()
     }
+
+    fn capture_error_message(&mut self) {
+        self.message = self.acl.recent_error_message();
+    }
 }

@@ -137,6 +137,25 @@ fn a_runners_own_failed_call_keeps_its_message_through_check() {
 }
 
 #[test]
+fn a_runners_failed_call_keeps_its_message_through_capture_error_message() {
+    let fake = common::fake();
+    let (mut d, _) = fake.open();
+    fake.control
+        .fail_call("runlanefake_launch", CODE, 0, 1)
+        .unwrap();
+    let stream = d.create_stream().unwrap();
+    let launched = common::launch_aicore(fake.control, stream, Duration::ZERO, Outcome::Ok);
+    assert!(launched.is_err(), "{launched:?}");
+    // What a runner that only knows `Device` does after its own call failed.
+    Device::capture_error_message(&mut d);
+    assert!(
+        d.recent_error_message()
+            .is_some_and(|m| m.contains("runlanefake_launch"))
+    );
+    d.destroy_stream(stream).unwrap();
+}
+
+#[test]
 fn a_healthy_destroy_waits_for_queued_work_and_a_forced_one_does_not() {
     let fake = common::fake();
     let (mut d, _) = fake.open();

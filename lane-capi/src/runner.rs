@@ -153,8 +153,9 @@ impl<M> CRunner<M> {
     }
 
     /// Calls a launch callback with the raw stream and the slot's buffers.
-    fn launch(
+    fn launch<D: Device>(
         &self,
+        device: &mut D,
         callback: Option<
             unsafe extern "C" fn(*mut c_void, *mut c_void, *const RunLaneRunArgs) -> i32,
         >,
@@ -174,8 +175,14 @@ impl<M> CRunner<M> {
                 &raw const c_args,
             )
         };
-        AclCode::check(code)
+        checked(device, code)
     }
+}
+
+/// A callback's return as a result; on a failure the device keeps its own text about it
+/// (`aclGetRecentErrMsg` on ACL), so the outcome's line carries it.
+fn checked<D: Device>(device: &mut D, code: i32) -> Result<(), AclCode> {
+    AclCode::check(code).inspect_err(|_| device.capture_error_message())
 }
 
 /// A device address as the `void *` C expects.
@@ -201,7 +208,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
             if code == RUN_LANE_PREPARE_INCOMPATIBLE {
                 return Err(PrepareError::Incompatible);
             }
-            AclCode::check(code).map_err(PrepareError::Failed)?;
+            checked(device, code).map_err(PrepareError::Failed)?;
         }
         self.model.prepare_run(device, run, slot, diagnostics)
     }
@@ -212,7 +219,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), AclCode> {
-        self.launch(self.vtable.get().launch_aicore, stream, args)?;
+        self.launch(device, self.vtable.get().launch_aicore, stream, args)?;
         self.model.launch_aicore(device, stream, args)
     }
 
@@ -222,7 +229,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), AclCode> {
-        self.launch(self.vtable.get().launch_aicpu, stream, args)?;
+        self.launch(device, self.vtable.get().launch_aicpu, stream, args)?;
         self.model.launch_aicpu(device, stream, args)
     }
 
@@ -244,7 +251,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
                 if code == RUN_LANE_FINALISE_VALIDATION_FAILED {
                     Err(FinaliseFailure::Validation)
                 } else {
-                    AclCode::check(code).map_err(FinaliseFailure::Acl)
+                    checked(device, code).map_err(FinaliseFailure::Acl)
                 }
             }
         };
@@ -257,7 +264,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode> {
         if let Some(upload) = self.vtable.get().upload_code {
             // SAFETY: the caller's callback for this signature.
-            AclCode::check(unsafe { upload(self.vtable.get().user, code.0) })?;
+            checked(device, unsafe { upload(self.vtable.get().user, code.0) })?;
         }
         self.model.upload_code(device, code)
     }

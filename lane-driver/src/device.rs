@@ -82,4 +82,9 @@ pub trait Device {
     fn recent_error_message(&mut self) -> Option<String> {
         None
     }
+
+    /// A runner's own call on this device (a kernel launch, an upload) failed: keep the
+    /// device's text about it (`aclGetRecentErrMsg`, read now, before another call replaces
+    /// it) for [`Device::recent_error_message`]. The default keeps nothing.
+    fn capture_error_message(&mut self) {}
 }

@@ -150,6 +150,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         effect: Effect,
         observer: &mut O,
     ) -> Result<Option<Event>, DriverError> {
+        // A text left by a failure the lane is not told about (a drain, a release) must never
+        // be pinned on this effect's failure: drop it before the effect's first call.
+        drop(self.device.recent_error_message());
         let (d, r) = (&mut self.device, &mut self.runner);
         let event = match effect {
             Effect::PrepareRun {

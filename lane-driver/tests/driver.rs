@@ -33,6 +33,8 @@ struct Recorder {
     message: Option<String>,
     fail_probe_create: bool,
     fail_free: bool,
+    /// The code the runner's prepare fails with (it leaves no device text of its own).
+    fail_prepare: Option<i32>,
     /// The timeout of each event wait, in ms.
     wait_timeouts: Vec<i32>,
     /// What each AICore launch received.
@@ -211,7 +213,10 @@ impl Runner<Recorder> for Kernels {
         _diagnostics: bool,
     ) -> Result<(), PrepareError> {
         d.log(format!("prepare r{} s{}", run.0, slot.0));
-        Ok(())
+        match d.fail_prepare {
+            Some(raw) => Err(PrepareError::Failed(Recorder::code(raw))),
+            None => Ok(()),
+        }
     }
     fn finalise_run(
         &mut self,
@@ -680,4 +685,20 @@ fn the_last_slice_before_the_deadline_answers_its_timeout_as_an_unsliced_wait_do
     assert!(!executor.is_awaiting());
     let remaining = executor.device_mut().wait_timeouts[0];
     assert!(remaining > 0 && remaining < i32::MAX, "{remaining}");
+}
+
+#[test]
+fn a_text_left_by_an_unreported_failure_is_never_pinned_on_a_later_one() {
+    let mut d = driver();
+    // A drain or a release failed earlier and left its text; nothing reported it.
+    d.device_mut().message = Some("stale: left by a failed release".to_owned());
+    d.device_mut().fail_prepare = Some(100_000);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let report = d.poll_report().unwrap();
+    assert!(
+        matches!(report.outcome, Outcome::Run(r) if matches!(r.verdict, Verdict::Failed { .. })),
+        "{report}"
+    );
+    assert_eq!(report.device_message, None, "{report}");
 }
