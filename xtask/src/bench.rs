@@ -143,7 +143,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         .as_deref()
         .and_then(fake_bench_section)
     {
-        markdown = format!("{}\n\n{section}", markdown.trim_end());
+        markdown = format!("{}\n\n{section}\n", markdown.trim_end());
     }
     let svg = speedup_svg(&sweep, &jitter)?;
     write(&root.join("docs/performance.md"), &markdown)?;
