@@ -5,13 +5,14 @@
 
 use core::ffi::{c_char, c_void};
 use std::ffi::CString;
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
 use ascend_cl_sys::types::*;
 
 use crate::device::{
-    Allocation, Capture, DEFAULT_SOC_NAME, DEVICE, EventState, SocName, Stream, Task, check_copy,
-    copy, spawn_worker,
+    Allocation, Capture, DEFAULT_SOC_NAME, DEVICE, EventState, SocName, State, Stream, Task,
+    check_copy, copy, spawn_worker,
 };
 
 /// Writes `value` through a caller's out-pointer, 100000 for NULL.
@@ -417,21 +418,33 @@ pub(crate) unsafe fn aclrtMemcpy(
     count: usize,
     kind: i32,
 ) -> AclError {
+    let mut state = match checked_copy(dst, dest_max, src, count, kind) {
+        Ok(state) => state,
+        Err(code) => return code,
+    };
+    code(copy(&mut state, dst as usize, src as usize, count, kind))
+}
+
+/// The device, locked, once the calling thread has a context and the copy's arguments are
+/// valid (`aclrtMemcpy` and `aclrtMemcpyAsync` check the same way).
+fn checked_copy(
+    dst: *mut c_void,
+    dest_max: usize,
+    src: *const c_void,
+    count: usize,
+    kind: i32,
+) -> Result<MutexGuard<'static, State>, AclError> {
     let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
-    if let Err(code) = check_copy(
+    state.require_context()?;
+    check_copy(
         &mut state,
         dst as usize,
         dest_max,
         src as usize,
         count,
         kind,
-    ) {
-        return code;
-    }
-    code(copy(&mut state, dst as usize, src as usize, count, kind))
+    )?;
+    Ok(state)
 }
 
 pub(crate) unsafe fn aclrtMemcpyAsync(
@@ -442,20 +455,10 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
     kind: i32,
     stream: AclrtStream,
 ) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
-    if let Err(code) = check_copy(
-        &mut state,
-        dst as usize,
-        dest_max,
-        src as usize,
-        count,
-        kind,
-    ) {
-        return code;
-    }
+    let mut state = match checked_copy(dst, dest_max, src, count, kind) {
+        Ok(state) => state,
+        Err(code) => return code,
+    };
     let Some(s) = state.streams.get_mut(&(stream as u64)) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
