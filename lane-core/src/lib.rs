@@ -62,9 +62,9 @@ pub use outcome::{
     Cause, Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict, WithDetail,
 };
 pub use profile::{
-    DEFAULT_COMPLETION_TIMEOUT_NS, DEFAULT_DEVICE_OP_TIMEOUT_NS, DEFAULT_DRAIN_TIMEOUT_NS,
-    DEFAULT_RECOVERY_ATTEMPTS, MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile, ProfileError,
-    ProfileSpec,
+    CopyPath, DEFAULT_COMPLETION_TIMEOUT_NS, DEFAULT_DEVICE_OP_TIMEOUT_NS,
+    DEFAULT_DRAIN_TIMEOUT_NS, DEFAULT_RECOVERY_ATTEMPTS, MAX_PENDING_PUBLICATIONS, MAX_SLOTS,
+    Profile, ProfileError, ProfileSpec,
 };
 pub use run::{RunInput, RunPhase};
 pub use state::{AfterRecovery, LaneInput, LaneState, RecoveryStep};

@@ -24,6 +24,18 @@ pub const DEFAULT_DRAIN_TIMEOUT_NS: u64 = 10_000_000_000;
 /// Force-reset + probe attempts before the lane is declared lost (SPEC §5.3).
 pub const DEFAULT_RECOVERY_ATTEMPTS: u8 = 3;
 
+/// How a launch arms its slot and a status read reads it back (issue 13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CopyPath {
+    /// Two synchronous `aclrtMemcpy` calls per run on the lane thread: the arm before the
+    /// launch, the read after completion (~9.5 us each). For runtimes that cannot pin memory.
+    Sync,
+    /// Both copies queued on the run's streams from pinned host memory (`aclrtMallocHost`,
+    /// `aclrtMemcpyAsync`): the arm before the kernels, the read after them and before the
+    /// completion events, so a passed event proves the header is already in host memory.
+    OnStream,
+}
+
 /// What a chip and runtime can do, as data.
 ///
 /// Build one with [`Profile::a2a3`], [`Profile::a5`] or [`Profile::custom`]; every field is
@@ -34,6 +46,8 @@ pub struct Profile {
     slots: u8,
     launch_depth: LaunchDepth,
     concurrent_prepare: bool,
+    prepare_window: u8,
+    copies: CopyPath,
     header: HeaderLayout,
     completion_timeout_ns: u64,
     device_op_timeout_ns: u64,
@@ -71,6 +85,17 @@ pub enum ProfileError {
         /// Host completion timeout.
         host_ns: u64,
     },
+    /// The prepare window must be between 1 and the slot count (every preparing run holds a
+    /// slot).
+    #[error(
+        "prepare window {window} is outside 1..={slots} (the slot count); lower the window or add slots"
+    )]
+    PrepareWindow {
+        /// The refused window.
+        window: u8,
+        /// The profile's slot count.
+        slots: u8,
+    },
     /// At least one recovery attempt is needed.
     #[error("recovery needs at least one attempt; the default is {default}", default = DEFAULT_RECOVERY_ATTEMPTS)]
     RecoveryAttempts,
@@ -87,6 +112,12 @@ pub struct ProfileSpec {
     pub launch_depth: u8,
     /// Whether a successor may be prepared while its predecessor runs.
     pub concurrent_prepare: bool,
+    /// Most runs preparing or prepared but not yet launched at once (1..=slots). 1 is
+    /// today's lane: a run prepares only once every earlier run launched. More pays only when
+    /// prepares run on host workers (lane-service), each on its own slot.
+    pub prepare_window: u8,
+    /// How a launch arms its slot and a status read reads it back.
+    pub copies: CopyPath,
     /// The runtime's status header layout.
     pub header: HeaderLayout,
     /// Host wait for one run's completion, from when it became the oldest in flight.
@@ -132,6 +163,8 @@ impl Profile {
             slots: 2,
             launch_depth: 2,
             concurrent_prepare: true,
+            prepare_window: 1,
+            copies: CopyPath::Sync,
             header: HeaderLayout::TensormapAndRingbuffer,
             completion_timeout_ns: DEFAULT_COMPLETION_TIMEOUT_NS,
             device_op_timeout_ns: DEFAULT_DEVICE_OP_TIMEOUT_NS,
@@ -148,6 +181,12 @@ impl Profile {
         if spec.launch_depth == 0 || spec.launch_depth > spec.slots {
             return Err(ProfileError::Depth {
                 depth: spec.launch_depth,
+                slots: spec.slots,
+            });
+        }
+        if spec.prepare_window == 0 || spec.prepare_window > spec.slots {
+            return Err(ProfileError::PrepareWindow {
+                window: spec.prepare_window,
                 slots: spec.slots,
             });
         }
@@ -170,6 +209,8 @@ impl Profile {
             slots: spec.slots,
             launch_depth,
             concurrent_prepare: spec.concurrent_prepare,
+            prepare_window: spec.prepare_window,
+            copies: spec.copies,
             header: spec.header,
             completion_timeout_ns: spec.completion_timeout_ns,
             device_op_timeout_ns: spec.device_op_timeout_ns,
@@ -194,6 +235,8 @@ impl Profile {
             slots: self.slots,
             launch_depth: self.launch_depth.get(),
             concurrent_prepare: self.concurrent_prepare,
+            prepare_window: self.prepare_window,
+            copies: self.copies,
             header: self.header,
             completion_timeout_ns: self.completion_timeout_ns,
             device_op_timeout_ns: self.device_op_timeout_ns,
@@ -221,6 +264,16 @@ impl Profile {
     #[must_use]
     pub const fn concurrent_prepare(&self) -> bool {
         self.concurrent_prepare
+    }
+    /// Most runs preparing or prepared but not yet launched at once.
+    #[must_use]
+    pub const fn prepare_window(&self) -> u8 {
+        self.prepare_window
+    }
+    /// How a launch arms its slot and a status read reads it back.
+    #[must_use]
+    pub const fn copies(&self) -> CopyPath {
+        self.copies
     }
     /// The runtime's status header layout.
     #[must_use]
@@ -330,6 +383,21 @@ mod tests {
             Profile::custom(spec),
             Err(ProfileError::Timeouts { .. })
         ));
+    }
+
+    #[test]
+    fn custom_profile_refuses_a_prepare_window_of_zero_or_above_the_slots() {
+        for window in [0, 3] {
+            let spec = ProfileSpec {
+                slots: 2,
+                prepare_window: window,
+                ..Profile::default_spec()
+            };
+            assert_eq!(
+                Profile::custom(spec),
+                Err(ProfileError::PrepareWindow { window, slots: 2 })
+            );
+        }
     }
 
     #[test]

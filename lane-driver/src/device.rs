@@ -28,7 +28,26 @@ impl DevicePtr {
     }
 }
 
+/// A pinned host memory address, chosen by the backend (`void *hostPtr` from
+/// `aclrtMallocHost`). Only the backend that made it reads or writes through it
+/// ([`Device::read_host`], [`Device::write_host`]), so no caller holds a raw pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostPtr(pub u64);
+
+impl HostPtr {
+    /// The address `offset` bytes into this one (a field of an allocation).
+    #[must_use]
+    pub const fn at(self, offset: usize) -> Self {
+        Self(self.0.wrapping_add(offset as u64))
+    }
+}
+
 /// The ACL calls a lane makes on a device. One method, one ACL call.
+///
+/// The copies on the streams (`malloc_host` .. `stream_wait_event`, and the host access to
+/// pinned memory) are optional calls: their defaults answer `207000`
+/// (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`), and a lane whose profile keeps synchronous copies
+/// (`CopyPath::Sync`) never makes them.
 ///
 /// Every method is called from the driver's thread only; none is called while the lane is
 /// borrowed (so no device wait ever happens under a lane lock, L-16).
@@ -74,6 +93,65 @@ pub trait Device {
     /// `aclrtMemcpy(dst, .., src, .., ACL_MEMCPY_DEVICE_TO_HOST)`: synchronous, no implicit
     /// stream sync (the driver reads only after the run's completion events).
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
+
+    /// `aclrtMallocHost(&p, size)`: pinned host memory, so an async copy is truly async and
+    /// ordered on its stream. Made once per slot, like the device buffer.
+    fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
+        let _ = size;
+        Err(AclCode::RtFeatureNotSupport)
+    }
+    /// `aclrtFreeHost`.
+    fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
+        let _ = ptr;
+        Err(AclCode::RtFeatureNotSupport)
+    }
+    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_HOST_TO_DEVICE, stream)` from pinned
+    /// memory: enqueued behind every task already on `stream`; an error here is the enqueue's.
+    fn memcpy_to_device_async(
+        &mut self,
+        dst: DevicePtr,
+        src: HostPtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        let _ = (dst, src, len, stream);
+        Err(AclCode::RtFeatureNotSupport)
+    }
+    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_DEVICE_TO_HOST, stream)` into pinned
+    /// memory: enqueued behind every task already on `stream`, so an event recorded after it
+    /// passes only once the bytes are in host memory.
+    fn memcpy_from_device_async(
+        &mut self,
+        dst: HostPtr,
+        src: DevicePtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        let _ = (dst, src, len, stream);
+        Err(AclCode::RtFeatureNotSupport)
+    }
+    /// `aclrtStreamWaitEvent(stream, event)`: tasks enqueued on `stream` after this start only
+    /// once the tasks `event` captured have finished (the cross-stream order of an arm).
+    fn stream_wait_event(
+        &mut self,
+        stream: StreamHandle,
+        event: EventHandle,
+    ) -> Result<(), AclCode> {
+        let _ = (stream, event);
+        Err(AclCode::RtFeatureNotSupport)
+    }
+    /// Host write into pinned memory this backend made (no ACL call: plain host memory).
+    /// `207000` by default; a range outside the allocation is `100000`, never undefined.
+    fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
+        let _ = (dst, src);
+        Err(AclCode::RtFeatureNotSupport)
+    }
+    /// Host read from pinned memory this backend made (no ACL call). Read only after an event
+    /// proved the copy into it finished.
+    fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {
+        let _ = (dst, src);
+        Err(AclCode::RtFeatureNotSupport)
+    }
 
     /// `aclGetRecentErrMsg` after the last call, if it failed and the backend has text for
     /// it; taken (a second call returns `None`). The driver takes it after each failure that

@@ -40,12 +40,12 @@ mod observer;
 mod runner;
 mod steps;
 
-pub use device::{Device, DevicePtr, EventHandle};
+pub use device::{Device, DevicePtr, EventHandle, HostPtr};
 pub use driver::{
     Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, Report, SLOT_BYTES,
     TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
 };
 pub use executor::{Executor, Wait};
 pub use observer::{Command, NoObserver, Observation, Observer, Release};
-pub use runner::{PrepareError, RunArgs, Runner};
+pub use runner::{Concurrency, HostWorker, PrepareError, RunArgs, Runner};
 pub use steps::LaneSteps;

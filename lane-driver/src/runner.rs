@@ -34,6 +34,55 @@ pub enum PrepareError {
     Failed(AclCode),
 }
 
+/// How much of a runner's host work may leave the lane thread, as the runner declares it.
+///
+/// Prepare and finalise touch no stream, so a runner whose host state allows it lets a lane
+/// service run them on host workers ([`HostWorker`]) while the lane thread launches, records,
+/// waits and reads status. Over the C ABI this is a field of the runner vtable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Concurrency {
+    /// Whether prepare and finalise may run on host worker threads.
+    pub off_lane_thread: bool,
+    /// How many prepares may run at once, each on its own slot (at least 1). The lane's
+    /// prepare window is the smaller of this and the profile's.
+    pub prepares_at_once: u8,
+}
+
+impl Concurrency {
+    /// Everything on the lane thread, one prepare at a time (the default, and today's C++
+    /// runtime).
+    pub const LANE_THREAD: Self = Self {
+        off_lane_thread: false,
+        prepares_at_once: 1,
+    };
+}
+
+impl Default for Concurrency {
+    fn default() -> Self {
+        Self::LANE_THREAD
+    }
+}
+
+/// A runner's prepare and finalise on a host worker thread: made on that thread (after it
+/// bound the device), owned by it, and never called from the lane thread. The lane's lease
+/// rules keep each call on its own slot.
+pub trait HostWorker: Send {
+    /// As [`Runner::prepare_run`].
+    fn prepare_run(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError>;
+    /// As [`Runner::finalise_run`].
+    fn finalise_run(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure>;
+}
+
 /// The embedding runtime's work for a run: host preparation, the two kernel launches,
 /// finalisation, code upload. Each method gets the device, so a runner can launch on the
 /// lane's streams (the simulator's runner also advances its virtual clock through it).
@@ -71,4 +120,9 @@ pub trait Runner<D: Device + ?Sized> {
     ) -> Result<(), FinaliseFailure>;
     /// Upload published AICore code.
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode>;
+
+    /// How much of this runner's host work may leave the lane thread; by default none.
+    fn concurrency(&self) -> Concurrency {
+        Concurrency::LANE_THREAD
+    }
 }

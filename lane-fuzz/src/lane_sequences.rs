@@ -311,6 +311,8 @@ impl Body {
             slots,
             launch_depth: 1 + profile.depth % slots,
             concurrent_prepare: profile.concurrent_prepare,
+            prepare_window: 1,
+            copies: lane_core::CopyPath::Sync,
             header: if profile.host_build_graph {
                 lane_core::status_latch::HeaderLayout::HostBuildGraph
             } else {

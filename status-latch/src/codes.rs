@@ -288,6 +288,8 @@ pub enum AclCode {
     RtInvalidHandle,
     /// 107022 `ACL_ERROR_RT_DEVICE_TASK_ABORT`.
     RtDeviceTaskAbort,
+    /// 207000 `ACL_ERROR_RT_FEATURE_NOT_SUPPORT`.
+    RtFeatureNotSupport,
     /// 207001 `ACL_ERROR_RT_MEMORY_ALLOCATION`.
     RtMemoryAllocation,
     /// 207004 `ACL_ERROR_RT_NO_DEVICE`.
@@ -340,7 +342,7 @@ const SHRINK_MEMORY: &str = "shrink the device memory footprint (look for leaked
 
 impl AclCode {
     /// Every named code, in value order.
-    pub const ALL: [AclCode; 25] = [
+    pub const ALL: [AclCode; 26] = [
         Self::InvalidParam,
         Self::Uninitialize,
         Self::RtParamInvalid,
@@ -349,6 +351,7 @@ impl AclCode {
         Self::RtStreamContext,
         Self::RtInvalidHandle,
         Self::RtDeviceTaskAbort,
+        Self::RtFeatureNotSupport,
         Self::RtMemoryAllocation,
         Self::RtNoDevice,
         Self::RtDeviceOom,
@@ -418,6 +421,12 @@ impl AclCode {
                 "ACL_ERROR_RT_DEVICE_TASK_ABORT",
                 "a device task abort is in progress; usually collateral of another fault",
                 FALLOUT,
+            ),
+            Self::RtFeatureNotSupport => row(
+                207000,
+                "ACL_ERROR_RT_FEATURE_NOT_SUPPORT",
+                "this device, driver or backend lacks the call, an optional one such as aclrtMemcpyAsync",
+                "use the profile's synchronous copies (CopyPath::Sync), then run again",
             ),
             Self::RtMemoryAllocation => row(
                 207001,
