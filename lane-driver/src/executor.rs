@@ -13,7 +13,7 @@ use crate::driver::{
     TIMING_BYTES, TIMING_OFFSET,
 };
 use crate::observer::{Observation, Observer, Release};
-use crate::runner::{PrepareError, RunArgs, Runner};
+use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
 
 /// Per-slot device resources, created at the slot's first launch and reused by every run
 /// that leases the slot (L-13): one completion event per stream, and one device allocation
@@ -159,11 +159,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 run,
                 lease,
                 diagnostics,
-            } => match r.prepare_run(d, run, lease.slot, diagnostics) {
-                Ok(()) => Event::Prepared { run, lease },
-                Err(PrepareError::Incompatible) => Event::PrepareIncompatible { run, lease },
-                Err(PrepareError::Failed(code)) => Event::PrepareFailed { run, lease, code },
-            },
+            } => prepare_answer(run, lease, r.prepare_run(d, run, lease.slot, diagnostics)),
             Effect::CreateStream { role } => match d.create_stream() {
                 Ok(handle) => Event::StreamCreated { role, handle },
                 Err(code) => Event::StreamCreateFailed { role, code },
@@ -210,22 +206,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 copy_back,
             } => {
                 let result = r.finalise_run(d, run, lease.slot, copy_back);
-                // Finalisation releases the slot's completion events for the next run (L-7).
-                if let Some(slot) = self
-                    .slots
-                    .get_mut(usize::from(lease.slot.0))
-                    .and_then(Option::as_mut)
-                {
-                    slot.recorded = [false; 2];
-                }
-                match result {
-                    Ok(()) => Event::Finalised { run, lease },
-                    Err(failure) => Event::FinaliseFailed {
-                        run,
-                        lease,
-                        failure,
-                    },
-                }
+                self.release_events(lease);
+                finalise_answer(run, lease, result)
             }
             Effect::UploadCode { publication, code } => match r.upload_code(d, code) {
                 Ok(()) => Event::Uploaded { publication },
@@ -379,6 +361,29 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     #[must_use]
     pub const fn is_awaiting(&self) -> bool {
         self.awaited.is_some()
+    }
+
+    /// `effect` goes to a host worker instead of [`execute`](Self::execute) (runner host
+    /// work, [`is_host_work`](crate::is_host_work)): does the executor's own part of it, which
+    /// needs no device call. A `FinaliseRun` releases the slot's completion events for the
+    /// next run (L-7), as an executed one does; the worker's answer comes back through
+    /// [`run_host_work`](crate::run_host_work).
+    pub fn hand_off(&mut self, effect: &Effect) {
+        if let Effect::FinaliseRun { lease, .. } = effect {
+            self.release_events(*lease);
+        }
+    }
+
+    /// Finalisation releases the slot's completion events for the next run (L-7): they count
+    /// as never recorded until the next launch records them.
+    fn release_events(&mut self, lease: Lease) {
+        if let Some(slot) = self
+            .slots
+            .get_mut(usize::from(lease.slot.0))
+            .and_then(Option::as_mut)
+        {
+            slot.recorded = [false; 2];
+        }
     }
 
     /// Blocks on both of the awaited run's completion events, AICPU first (as the C++ drain

@@ -47,5 +47,7 @@ pub use driver::{
 };
 pub use executor::{Executor, Wait};
 pub use observer::{Command, NoObserver, Observation, Observer, Release};
-pub use runner::{Concurrency, HostWorker, PrepareError, RunArgs, Runner};
+pub use runner::{
+    Concurrency, HostWorker, PrepareError, RunArgs, Runner, is_host_work, run_host_work,
+};
 pub use steps::LaneSteps;

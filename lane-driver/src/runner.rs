@@ -4,7 +4,7 @@
 
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
+use lane_core::{CodeRef, Effect, Event, FinaliseFailure, Lease, RunId, SlotId};
 
 use crate::device::{Device, DevicePtr};
 
@@ -124,5 +124,67 @@ pub trait Runner<D: Device + ?Sized> {
     /// How much of this runner's host work may leave the lane thread; by default none.
     fn concurrency(&self) -> Concurrency {
         Concurrency::LANE_THREAD
+    }
+}
+
+/// The event that answers a `PrepareRun` with the runner's `result` (the lane thread's and a
+/// worker's prepare answer alike).
+pub(crate) const fn prepare_answer(run: RunId, lease: Lease, result: Result<(), PrepareError>) -> Event {
+    match result {
+        Ok(()) => Event::Prepared { run, lease },
+        Err(PrepareError::Incompatible) => Event::PrepareIncompatible { run, lease },
+        Err(PrepareError::Failed(code)) => Event::PrepareFailed { run, lease, code },
+    }
+}
+
+/// The event that answers a `FinaliseRun` with the runner's `result`.
+pub(crate) const fn finalise_answer(
+    run: RunId,
+    lease: Lease,
+    result: Result<(), FinaliseFailure>,
+) -> Event {
+    match result {
+        Ok(()) => Event::Finalised { run, lease },
+        Err(failure) => Event::FinaliseFailed {
+            run,
+            lease,
+            failure,
+        },
+    }
+}
+
+/// Whether `effect` is runner host work a [`HostWorker`] may run off the lane thread
+/// (`PrepareRun`, `FinaliseRun`).
+#[must_use]
+pub const fn is_host_work(effect: &Effect) -> bool {
+    matches!(effect, Effect::PrepareRun { .. } | Effect::FinaliseRun { .. })
+}
+
+/// Runs one piece of runner host work on `worker` (on a host worker thread) and returns the
+/// event that answers it, exactly as the [`Executor`](crate::Executor) answers the same effect
+/// on the lane thread; `None` for an effect that is not host work ([`is_host_work`]). The
+/// slot's completion events are the executor's to release
+/// ([`Executor::hand_off`](crate::Executor::hand_off)).
+pub fn run_host_work<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Option<Event> {
+    match effect {
+        Effect::PrepareRun {
+            run,
+            lease,
+            diagnostics,
+        } => Some(prepare_answer(
+            run,
+            lease,
+            worker.prepare_run(run, lease.slot, diagnostics),
+        )),
+        Effect::FinaliseRun {
+            run,
+            lease,
+            copy_back,
+        } => Some(finalise_answer(
+            run,
+            lease,
+            worker.finalise_run(run, lease.slot, copy_back),
+        )),
+        _ => None,
     }
 }

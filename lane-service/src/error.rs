@@ -34,6 +34,16 @@ pub enum ServiceError {
     /// lane was created.
     #[error("the lane's device and runner could not be made: {0}")]
     Make(String),
+    /// Host worker `index`'s `make_worker` (given to
+    /// [`spawn_with_workers`](crate::spawn_with_workers)) failed or panicked on its thread; no
+    /// lane was created.
+    #[error("host worker {index} could not be made: {text}")]
+    Worker {
+        /// The worker's index.
+        index: usize,
+        /// The factory's error text.
+        text: String,
+    },
     /// The lane thread could not be started.
     #[error("the lane thread could not be started: {0}")]
     Thread(String),

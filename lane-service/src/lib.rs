@@ -58,4 +58,7 @@ mod sync;
 
 pub use error::{LostCause, ServiceError, WaitError};
 pub use lane_driver::Report;
-pub use service::{DEFAULT_WAIT_SLICE, ItemId, LaneHandle, OutcomeCallback, ServiceConfig, spawn};
+pub use service::{
+    DEFAULT_WAIT_SLICE, DEFAULT_WORKERS, ItemId, LaneHandle, OutcomeCallback, ServiceConfig, spawn,
+    spawn_with_workers,
+};

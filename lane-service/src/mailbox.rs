@@ -1,5 +1,6 @@
-//! The lock and wake-up protocol between the lane thread and the handles: one mutex over the
-//! lane and its delivered outcomes, and two condition variables.
+//! The lock and wake-up protocol between the lane thread, the handles and the host workers:
+//! one mutex over the lane, its delivered outcomes and the workers' two queues, and three
+//! condition variables.
 //!
 //! - `work` wakes the lane thread. A command sets `State::work` and notifies under the lock;
 //!   the lane thread clears the flag in the same lock hold in which it polls the lane, and
@@ -8,6 +9,15 @@
 //! - `delivered` wakes waiters. Every outcome moved into `ready` and the lane's loss are
 //!   announced with `notify_all` under the lock; a waiter re-checks `ready` and the loss
 //!   before every sleep.
+//! - `jobs` wakes host workers. The lane thread hands runner work over (`Step::dispatch`)
+//!   inside a lane step, and the step notifies once per job before it releases the lock; a
+//!   worker re-checks the queue and the stop before every sleep. A worker's answer goes into
+//!   `answers` and sets `State::work` like a command, so it wakes the lane thread the same way
+//!   (asleep idle or waiting for an answer); the lane thread takes the answers in its next
+//!   step. The loss, and the lane's end after a close, stop the workers (`notify_all`).
+//!
+//! Both worker queues are allocated once, with room for every job a lane can have out (one
+//! per slot), so handing work over and back allocates nothing per run.
 //!
 //! The lock is held only for a lane step or a queue operation, never across a device call
 //! (L-16): the lane thread takes it to poll an effect or feed an event, and drops it before
@@ -29,6 +39,42 @@ pub(crate) trait Delivers {
     fn take_outcome(&mut self) -> Option<Self::Outcome>;
     /// The sequence number of `outcome`'s item.
     fn seq(outcome: &Self::Outcome) -> u64;
+    /// Runner work the lane thread hands to a host worker.
+    type Work;
+    /// A worker's answer to one [`Work`](Delivers::Work), fed to the lane by the lane thread.
+    type Answer;
+}
+
+/// What a lane step sees of the mailbox beside the lane: whether the last handle is gone,
+/// and the host workers' queues.
+pub(crate) struct Step<'a, L: Delivers> {
+    /// The last handle is gone: close the lane, finish, and end the thread.
+    pub(crate) shutdown: bool,
+    jobs: &'a mut VecDeque<L::Work>,
+    answers: &'a mut VecDeque<L::Answer>,
+    out: &'a mut usize,
+    dispatched: usize,
+}
+
+impl<L: Delivers> Step<'_, L> {
+    /// Hands `work` to a host worker (woken when the step ends).
+    pub(crate) fn dispatch(&mut self, work: L::Work) {
+        self.jobs.push_back(work);
+        *self.out += 1;
+        self.dispatched += 1;
+    }
+
+    /// The next answer a worker gave, in the order they were given.
+    pub(crate) fn answer(&mut self) -> Option<L::Answer> {
+        let answer = self.answers.pop_front()?;
+        *self.out = self.out.saturating_sub(1);
+        Some(answer)
+    }
+
+    /// How many dispatched jobs have no answer taken yet (queued, running, or answered).
+    pub(crate) const fn out(&self) -> usize {
+        *self.out
+    }
 }
 
 /// Everything behind the lock.
@@ -45,7 +91,15 @@ pub(crate) struct State<L: Delivers> {
     delivered: u64,
     /// The highest sequence number accepted.
     issued: u64,
-    /// A command arrived since the lane thread last polled the lane.
+    /// Runner work handed to the host workers and not taken by one yet.
+    jobs: VecDeque<L::Work>,
+    /// The workers' answers, not taken by the lane thread yet.
+    answers: VecDeque<L::Answer>,
+    /// Jobs dispatched whose answer the lane thread has not taken yet.
+    out: usize,
+    /// The workers end: the lane is closed with no job out, or the lane thread ended.
+    retire: bool,
+    /// A command or a worker's answer arrived since the lane thread last polled the lane.
     work: bool,
     /// The last handle is gone: close the lane, finish, and end the thread.
     shutdown: bool,
@@ -53,16 +107,19 @@ pub(crate) struct State<L: Delivers> {
     lost: Option<LostCause>,
 }
 
-/// The shared state and its two condition variables.
+/// The shared state and its three condition variables.
 pub(crate) struct Mailbox<L: Delivers> {
     state: Mutex<State<L>>,
     work: Condvar,
     delivered: Condvar,
+    jobs: Condvar,
 }
 
 impl<L: Delivers> Mailbox<L> {
-    /// A mailbox guarding `lane`; `announce` keeps a copy of each outcome for the callback.
-    pub(crate) fn new(lane: L, announce: bool) -> Self {
+    /// A mailbox guarding `lane`; `announce` keeps a copy of each outcome for the callback;
+    /// `jobs` is the most runner work the lane can have out at once (the workers' queues are
+    /// allocated for it here, once).
+    pub(crate) fn new(lane: L, announce: bool, jobs: usize) -> Self {
         Self {
             state: Mutex::new(State {
                 lane,
@@ -71,12 +128,17 @@ impl<L: Delivers> Mailbox<L> {
                 announce,
                 delivered: 0,
                 issued: 0,
+                jobs: VecDeque::with_capacity(jobs),
+                answers: VecDeque::with_capacity(jobs),
+                out: 0,
+                retire: false,
                 work: false,
                 shutdown: false,
                 lost: None,
             }),
             work: Condvar::new(),
             delivered: Condvar::new(),
+            jobs: Condvar::new(),
         }
     }
 
@@ -124,18 +186,66 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// A lane step on the lane thread: clears the work flag and applies `step` (told whether
-    /// the last handle is gone), then delivers. Fails when the lane is lost already (a
-    /// command's driver error): the lane thread then ends.
-    pub(crate) fn step<R>(&self, step: impl FnOnce(&mut L, bool) -> R) -> Result<R, LostCause> {
-        let mut state = lock(&self.state);
-        if let Some(cause) = &state.lost {
+    /// the last handle is gone, and given the workers' queues), then wakes a worker for each
+    /// job it dispatched and delivers. Fails when the lane is lost already (a command's
+    /// driver error, a worker's panic): the lane thread then ends.
+    pub(crate) fn step<R>(
+        &self,
+        step: impl FnOnce(&mut L, &mut Step<'_, L>) -> R,
+    ) -> Result<R, LostCause> {
+        let mut guard = lock(&self.state);
+        if let Some(cause) = &guard.lost {
             return Err(cause.clone());
         }
+        let state = &mut *guard;
         state.work = false;
-        let shutdown = state.shutdown;
-        let result = step(&mut state.lane, shutdown);
-        self.deliver(&mut state);
+        let mut cx = Step {
+            shutdown: state.shutdown,
+            jobs: &mut state.jobs,
+            answers: &mut state.answers,
+            out: &mut state.out,
+            dispatched: 0,
+        };
+        let result = step(&mut state.lane, &mut cx);
+        for _ in 0..cx.dispatched {
+            self.jobs.notify_one();
+        }
+        self.deliver(&mut guard);
         Ok(result)
+    }
+
+    /// On a host worker: the next job, blocking until there is one; `None` once the workers
+    /// retire (the lane closed with nothing out, or the lane thread ended).
+    pub(crate) fn take_job(&self) -> Option<L::Work> {
+        let mut state = lock(&self.state);
+        loop {
+            if state.retire || state.lost.is_some() {
+                return None;
+            }
+            if let Some(job) = state.jobs.pop_front() {
+                return Some(job);
+            }
+            state = wait(&self.jobs, state);
+        }
+    }
+
+    /// On a host worker: hands `answer` back and wakes the lane thread (dropped when the lane
+    /// is lost: nobody takes it).
+    pub(crate) fn give_answer(&self, answer: L::Answer) {
+        let mut state = lock(&self.state);
+        if state.lost.is_some() {
+            return;
+        }
+        state.answers.push_back(answer);
+        state.work = true;
+        self.work.notify_one();
+    }
+
+    /// On the lane thread once the lane is closed with no job out: the workers end.
+    pub(crate) fn retire_workers(&self) {
+        let mut state = lock(&self.state);
+        state.retire = true;
+        self.jobs.notify_all();
     }
 
     /// The outcomes delivered since the last call, for the callback (empty unless it is set).
@@ -143,13 +253,24 @@ impl<L: Delivers> Mailbox<L> {
         std::mem::take(&mut lock(&self.state).unannounced)
     }
 
-    /// On the lane thread with nothing to do: sleeps until a command, the shutdown or the
-    /// loss (the next [`step`](Self::step) tells which).
-    pub(crate) fn idle(&self) {
+    /// On the lane thread with nothing to do: sleeps until a command, a worker's answer, the
+    /// shutdown or the loss (the next [`step`](Self::step) tells which), or `until` passes.
+    /// Returns whether it was woken (else `until` passed).
+    pub(crate) fn idle(&self, until: Option<Instant>) -> bool {
         let mut state = lock(&self.state);
         while !state.work && !state.shutdown && state.lost.is_none() {
-            state = wait(&self.work, state);
+            state = match until {
+                None => wait(&self.work, state),
+                Some(until) => {
+                    let (state, passed) = wait_until(&self.work, state, until);
+                    if passed {
+                        return state.work || state.shutdown || state.lost.is_some();
+                    }
+                    state
+                }
+            };
         }
+        true
     }
 
     /// The next delivered outcome, in sequence order; never blocks behind the device.
@@ -213,6 +334,7 @@ impl<L: Delivers> Mailbox<L> {
         }
         self.delivered.notify_all();
         self.work.notify_all();
+        self.jobs.notify_all();
     }
 
     /// The last handle is gone: wakes the lane thread to close the lane and end.

@@ -4,9 +4,15 @@
 //! each scenario (up to a bounded number of preemptions) and fails on a deadlock, which is
 //! what a lost wake-up becomes here: a thread asleep with nobody left to wake it.
 //!
+//! The host workers' hand-off is modelled too: the lane thread dispatches runner work, a
+//! worker answers it, the answer wakes the lane thread, and the close, the shutdown and a
+//! loss end the workers.
+//!
 //! Deliberate bugs these scenarios catch (each tried by hand): a command that sets the work
-//! flag without notifying the lane thread, a delivery without `notify_all`, and a loss that
-//! wakes no waiter.
+//! flag without notifying the lane thread, a delivery without `notify_all`, a loss that
+//! wakes no waiter, a step that dispatches without notifying `jobs` (the worker sleeps on a
+//! queued job), and an answer that sets the work flag without notifying `work` (the lane
+//! thread sleeps on an answered job).
 
 /// The facade `mailbox.rs` is written against, over loom's primitives.
 mod sync {
@@ -48,16 +54,37 @@ use mailbox::{Delivers, Mailbox};
 use std::collections::VecDeque;
 
 /// A lane reduced to what the protocol sees: commands queue items, the lane thread finishes
-/// them, outcomes are item numbers.
+/// them (itself, or by a host worker's answer), outcomes are item numbers.
 #[derive(Default)]
 struct Toy {
     next: u64,
     queued: VecDeque<u64>,
+    /// Answered by a worker, in any order; finished in item order (as the lane delivers).
+    answered: Vec<u64>,
+    /// The last item finished.
+    last_finished: u64,
     finished: VecDeque<u64>,
+}
+
+impl Toy {
+    /// Finishes the answered items that are next in item order.
+    fn finish_in_order(&mut self) {
+        loop {
+            let next = self.last_finished + 1;
+            let Some(at) = self.answered.iter().position(|&a| a == next) else {
+                return;
+            };
+            self.answered.swap_remove(at);
+            self.last_finished = next;
+            self.finished.push_back(next);
+        }
+    }
 }
 
 impl Delivers for Toy {
     type Outcome = u64;
+    type Work = u64;
+    type Answer = u64;
 
     fn take_outcome(&mut self) -> Option<u64> {
         self.finished.pop_front()
@@ -83,33 +110,81 @@ fn submit(mailbox: &Mailbox<Toy>) -> u64 {
 fn lane_thread(mailbox: &Mailbox<Toy>) {
     loop {
         let (idle, exit) = mailbox
-            .step(|toy, shutdown| match toy.queued.pop_front() {
+            .step(|toy, cx| match toy.queued.pop_front() {
                 Some(item) => {
                     toy.finished.push_back(item);
                     (false, false)
                 }
-                None => (true, shutdown),
+                None => (true, cx.shutdown),
             })
             .expect("the lane is not lost");
         if exit {
             return;
         }
         if idle {
-            mailbox.idle();
+            mailbox.idle(None);
         }
     }
 }
 
+/// The lane thread with host workers: every queued item goes to a worker, and is finished
+/// when its answer comes back. Sleeps while answers are out or nothing is queued; at the
+/// shutdown with nothing out, retires the workers and ends. Ends quietly on a loss.
+fn lane_thread_with_workers(mailbox: &Mailbox<Toy>) {
+    loop {
+        let Ok((idle, exit)) = mailbox.step(|toy, cx| {
+            while let Some(answer) = cx.answer() {
+                toy.answered.push(answer);
+            }
+            toy.finish_in_order();
+            while let Some(item) = toy.queued.pop_front() {
+                cx.dispatch(item);
+            }
+            let settled = cx.out() == 0;
+            (true, settled && cx.shutdown)
+        }) else {
+            return;
+        };
+        if exit {
+            mailbox.retire_workers();
+            return;
+        }
+        if idle {
+            mailbox.idle(None);
+        }
+    }
+}
+
+/// A host worker: answers every job with itself until the workers retire or the lane is lost.
+fn worker(mailbox: &Mailbox<Toy>) -> usize {
+    let mut answered = 0;
+    while let Some(job) = mailbox.take_job() {
+        mailbox.give_answer(job);
+        answered += 1;
+    }
+    answered
+}
+
+fn spawn_worker(mailbox: &Arc<Mailbox<Toy>>) -> thread::JoinHandle<usize> {
+    let mailbox = Arc::clone(mailbox);
+    thread::spawn(move || worker(&mailbox))
+}
+
 fn model(scenario: impl Fn() + Sync + Send + 'static) {
+    model_bounded(3, scenario);
+}
+
+/// Four threads: two preemptions keep the exploration to seconds.
+fn model_bounded(preemptions: usize, scenario: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(3);
+    builder.preemption_bound = Some(preemptions);
     builder.check(scenario);
 }
 
 #[test]
 fn a_command_wakes_the_idle_lane_thread_and_its_outcome_wakes_the_waiter() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false));
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
         let lane = {
             let mailbox = Arc::clone(&mailbox);
             thread::spawn(move || lane_thread(&mailbox))
@@ -124,7 +199,7 @@ fn a_command_wakes_the_idle_lane_thread_and_its_outcome_wakes_the_waiter() {
 #[test]
 fn a_poll_and_a_wait_racing_for_one_outcome_take_it_exactly_once() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false));
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
         let item = submit(&mailbox);
         let lane = {
             let mailbox = Arc::clone(&mailbox);
@@ -151,7 +226,7 @@ fn a_poll_and_a_wait_racing_for_one_outcome_take_it_exactly_once() {
 #[test]
 fn the_lane_thread_s_loss_wakes_a_waiter_and_refuses_later_commands() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false));
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
         let item = submit(&mailbox);
         let lane = {
             let mailbox = Arc::clone(&mailbox);
@@ -176,12 +251,98 @@ fn the_lane_thread_s_loss_wakes_a_waiter_and_refuses_later_commands() {
 #[test]
 fn the_shutdown_wakes_the_idle_lane_thread() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false));
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
         let lane = {
             let mailbox = Arc::clone(&mailbox);
             thread::spawn(move || lane_thread(&mailbox))
         };
         mailbox.shutdown();
         lane.join().expect("the lane thread");
+    });
+}
+
+#[test]
+fn dispatched_work_wakes_a_worker_and_its_answer_wakes_the_lane_thread_and_the_waiter() {
+    model(|| {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_workers(&mailbox))
+        };
+        let worker = spawn_worker(&mailbox);
+        let item = submit(&mailbox);
+        assert_eq!(mailbox.wait(item, None), Ok(item));
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        assert_eq!(worker.join().expect("the worker"), 1);
+    });
+}
+
+#[test]
+fn two_workers_answer_two_jobs_in_any_order_and_both_outcomes_arrive() {
+    model_bounded(2, || {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let first = submit(&mailbox);
+        let second = submit(&mailbox);
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_workers(&mailbox))
+        };
+        let workers = [spawn_worker(&mailbox), spawn_worker(&mailbox)];
+        assert_eq!(mailbox.wait(second, None), Ok(second));
+        assert_eq!(mailbox.wait(first, None), Ok(first));
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        let answered: usize = workers.map(|w| w.join().expect("a worker")).iter().sum();
+        assert_eq!(answered, 2);
+    });
+}
+
+#[test]
+fn the_shutdown_with_no_work_retires_an_idle_worker() {
+    model(|| {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_workers(&mailbox))
+        };
+        let worker = spawn_worker(&mailbox);
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        assert_eq!(worker.join().expect("the worker"), 0);
+    });
+}
+
+#[test]
+fn a_worker_s_loss_wakes_the_idle_lane_thread_the_waiter_and_the_other_worker() {
+    model_bounded(2, || {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_workers(&mailbox))
+        };
+        let idle_worker = spawn_worker(&mailbox);
+        let item = submit(&mailbox);
+        // A worker that panics on its job: the service loses the lane with the cause.
+        let panicking = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || {
+                if mailbox.take_job().is_some() {
+                    mailbox.lose(LostCause::new("worker panic"));
+                }
+            })
+        };
+        // Either worker may take the job; only the panicking one never answers it.
+        match mailbox.wait(item, None) {
+            Ok(got) => assert_eq!(got, item),
+            Err(WaitError::Lost { cause, .. }) => assert_eq!(cause, LostCause::new("worker panic")),
+            Err(other) => panic!("unexpected: {other:?}"),
+        }
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        // Retired or lost: a panicking worker that got no job ends too.
+        panicking.join().expect("the panicking worker");
+        // Retired or lost: either way the idle worker ends.
+        idle_worker.join().expect("the idle worker");
     });
 }
