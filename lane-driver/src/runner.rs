@@ -129,7 +129,11 @@ pub trait Runner<D: Device + ?Sized> {
 
 /// The event that answers a `PrepareRun` with the runner's `result` (the lane thread's and a
 /// worker's prepare answer alike).
-pub(crate) const fn prepare_answer(run: RunId, lease: Lease, result: Result<(), PrepareError>) -> Event {
+pub(crate) const fn prepare_answer(
+    run: RunId,
+    lease: Lease,
+    result: Result<(), PrepareError>,
+) -> Event {
     match result {
         Ok(()) => Event::Prepared { run, lease },
         Err(PrepareError::Incompatible) => Event::PrepareIncompatible { run, lease },
@@ -157,7 +161,10 @@ pub(crate) const fn finalise_answer(
 /// (`PrepareRun`, `FinaliseRun`).
 #[must_use]
 pub const fn is_host_work(effect: &Effect) -> bool {
-    matches!(effect, Effect::PrepareRun { .. } | Effect::FinaliseRun { .. })
+    matches!(
+        effect,
+        Effect::PrepareRun { .. } | Effect::FinaliseRun { .. }
+    )
 }
 
 /// Runs one piece of runner host work on `worker` (on a host worker thread) and returns the

@@ -313,7 +313,8 @@ where
     W: Fn(usize) -> Result<Box<dyn HostWorker>, WE> + Send + Sync + 'static,
     WE: fmt::Display,
 {
-    let make_worker: MakeWorker = Arc::new(move |index| make_worker(index).map_err(|e| e.to_string()));
+    let make_worker: MakeWorker =
+        Arc::new(move |index| make_worker(index).map_err(|e| e.to_string()));
     start(config, make, Some(make_worker))
 }
 
@@ -458,8 +459,11 @@ fn start_workers(
     let mut handles = Vec::with_capacity(count);
     let mut failure = None;
     for index in 0..count {
-        let (mailbox, make_worker, ready) =
-            (Arc::clone(mailbox), Arc::clone(make_worker), ready_tx.clone());
+        let (mailbox, make_worker, ready) = (
+            Arc::clone(mailbox),
+            Arc::clone(make_worker),
+            ready_tx.clone(),
+        );
         let spawned = thread::Builder::new()
             .name(format!("lane-worker-{index}"))
             .spawn(move || host_worker(&mailbox, &*make_worker, index, &ready));
@@ -522,7 +526,9 @@ fn host_worker(
     if let Err(payload) = result {
         let text = panic_text(payload.as_ref());
         if said {
-            mailbox.lose(LostCause::new(format!("panic on host worker {index}: {text}")));
+            mailbox.lose(LostCause::new(format!(
+                "panic on host worker {index}: {text}"
+            )));
         } else {
             let _ = ready.send(Err(ServiceError::Worker {
                 index,
@@ -587,9 +593,8 @@ impl LaneThread<'_> {
             let off_lane = self.off_lane;
             let (next, retire) = mailbox.step(|shared, cx| {
                 let next = decide(shared, cx, executor, now, awaiting, off_lane);
-                let retire = off_lane
-                    && cx.out() == 0
-                    && shared.steps.lane().state() == LaneState::Closed;
+                let retire =
+                    off_lane && cx.out() == 0 && shared.steps.lane().state() == LaneState::Closed;
                 (next, retire)
             })?;
             announce(mailbox, on_outcome);

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod host;
+
 use backend_sim::costs::Costs;
 use backend_sim::device::RunTimes;
 use backend_sim::{FaultRule, SimDevice, SimRunner};

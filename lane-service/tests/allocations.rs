@@ -1,0 +1,106 @@
+//! Steady state allocates nothing per run with host workers on: the workers' queues are
+//! allocated once, answers travel through them, and no channel allocates per message.
+//! Counted by a global allocator that sees every thread (the lane thread and the workers,
+//! not only the test's), over 2,000 runs after a warm-up. One test in this binary, so no
+//! other test's allocations are counted.
+
+mod common;
+
+use common::host::{HostRunner, Instant0, OFF_LANE, Seen, Sleepy};
+use lane_core::{Outcome, Profile, ProfileSpec, RunRequest, SubmitError, Verdict};
+use lane_driver::HostWorker;
+use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn_with_workers};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use std::alloc::System;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Submits `runs` runs and polls their outcomes (all `Ok`), allocating nothing itself.
+fn run_many(handle: &LaneHandle, runs: u64) {
+    let start = Instant::now();
+    let (mut submitted, mut done) = (0, 0);
+    while done < runs {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "stuck at {done} of {runs}"
+        );
+        if submitted < runs {
+            match handle.submit(RunRequest::new()) {
+                Ok(_) => submitted += 1,
+                Err(ServiceError::Submit(SubmitError::Full { .. })) => thread::yield_now(),
+                Err(_) => panic!("the submit failed"),
+            }
+        }
+        if let Some(outcome) = handle.poll_outcome() {
+            assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+            done += 1;
+        }
+    }
+}
+
+#[test]
+fn two_thousand_runs_with_workers_allocate_nothing_on_any_thread() {
+    // The counter counts other threads: a thread's allocation shows in this region.
+    let region = Region::new(GLOBAL);
+    thread::spawn(|| drop(std::hint::black_box(vec![1u8; 64])))
+        .join()
+        .expect("the allocating thread");
+    assert!(
+        region.change().allocations >= 1,
+        "the counter sees other threads"
+    );
+
+    let seen = Arc::new(Seen::default());
+    let mut config = ServiceConfig::new(
+        Profile::custom(ProfileSpec {
+            slots: 3,
+            launch_depth: 2,
+            prepare_window: 2,
+            ..Profile::default_spec()
+        })
+        .expect("a valid profile"),
+    );
+    config.workers = 2;
+    let (lane_seen, worker_seen) = (Arc::clone(&seen), Arc::clone(&seen));
+    let handle = spawn_with_workers(
+        config,
+        move || {
+            Ok::<_, String>((
+                Instant0::new(),
+                HostRunner {
+                    concurrency: OFF_LANE,
+                    seen: lane_seen,
+                },
+            ))
+        },
+        move |index| {
+            let worker = Sleepy::new(
+                index as u64 + 1,
+                Duration::from_micros(20),
+                Arc::clone(&worker_seen),
+            );
+            Ok::<Box<dyn HostWorker>, String>(Box::new(worker))
+        },
+    )
+    .expect("the lane starts");
+    // Warm up: streams, slot resources, the queues at their high-water marks.
+    run_many(&handle, 200);
+    let region = Region::new(GLOBAL);
+    run_many(&handle, 2_000);
+    let change = region.change();
+    assert_eq!(
+        change.allocations + change.reallocations,
+        0,
+        "allocations during 2,000 runs with workers: {change:?}"
+    );
+    assert_eq!(
+        seen.on_worker.load(Ordering::SeqCst),
+        2 * 2_200,
+        "the workers did the work"
+    );
+}

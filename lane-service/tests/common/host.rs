@@ -1,0 +1,225 @@
+//! A device whose runs complete at once and a runner whose host work may run on host
+//! workers that sleep a seeded random short time: the service's threads without a
+//! simulator (whose runner work is bound to its device), for the worker tests. Nothing here
+//! allocates per run.
+
+use lane_core::status_latch::AclCode;
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
+use lane_driver::{
+    Concurrency, Device, DevicePtr, EventHandle, HostWorker, PrepareError, RunArgs, Runner,
+};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A device on which every run has completed by the time its events are waited for, with a
+/// clean status header (all zeros) and a plausible timing buffer.
+pub struct Instant0 {
+    epoch: Instant,
+    next: u64,
+}
+
+impl Instant0 {
+    pub fn new() -> Self {
+        Self {
+            epoch: Instant::now(),
+            next: 0,
+        }
+    }
+
+    fn id(&mut self) -> u64 {
+        self.next += 1;
+        self.next << 16
+    }
+}
+
+impl Device for Instant0 {
+    fn now(&mut self) -> Timestamp {
+        Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+    fn set_device(&mut self) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn synchronize_device(&mut self, _timeout_ms: i32) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn reset_device_force(&mut self) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
+        Ok(StreamHandle(self.id()))
+    }
+    fn destroy_stream(&mut self, _stream: StreamHandle) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn destroy_stream_force(&mut self, _stream: StreamHandle) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
+        Ok(EventHandle(self.id()))
+    }
+    fn record_event(&mut self, _event: EventHandle, _stream: StreamHandle) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn synchronize_event(&mut self, _event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn destroy_event(&mut self, _event: EventHandle) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn malloc(&mut self, _size: usize) -> Result<DevicePtr, AclCode> {
+        Ok(DevicePtr(self.id()))
+    }
+    fn free(&mut self, _ptr: DevicePtr) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn memcpy_to_device(&mut self, _dst: DevicePtr, _src: &[u8]) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn memcpy_from_device(&mut self, dst: &mut [u8], _src: DevicePtr) -> Result<(), AclCode> {
+        // The read is the timing buffer (start 1, end 2) and a clean header (zeros).
+        dst.fill(0);
+        if let Some(timing) = dst.get_mut(..16) {
+            timing[..8].copy_from_slice(&1u64.to_le_bytes());
+            timing[8..].copy_from_slice(&2u64.to_le_bytes());
+        }
+        Ok(())
+    }
+}
+
+/// What the runner's host work records: where it ran.
+#[derive(Default)]
+pub struct Seen {
+    /// Prepares and finalises run on the lane thread.
+    pub on_lane: AtomicU64,
+    /// Prepares and finalises run on a host worker.
+    pub on_worker: AtomicU64,
+    /// A worker was dropped (its thread ended).
+    pub worker_dropped: AtomicBool,
+}
+
+/// The runner on the lane thread: kernels are no-ops on [`Instant0`]; host work, when it is
+/// not on a worker, runs here.
+pub struct HostRunner {
+    pub concurrency: Concurrency,
+    pub seen: Arc<Seen>,
+}
+
+impl Runner<Instant0> for HostRunner {
+    fn prepare_run(
+        &mut self,
+        _device: &mut Instant0,
+        _run: RunId,
+        _slot: SlotId,
+        _diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        self.seen.on_lane.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn launch_aicore(
+        &mut self,
+        _device: &mut Instant0,
+        _stream: StreamHandle,
+        _args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn launch_aicpu(
+        &mut self,
+        _device: &mut Instant0,
+        _stream: StreamHandle,
+        _args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn finalise_run(
+        &mut self,
+        _device: &mut Instant0,
+        _run: RunId,
+        _slot: SlotId,
+        _copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        self.seen.on_lane.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn upload_code(&mut self, _device: &mut Instant0, _code: CodeRef) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn concurrency(&self) -> Concurrency {
+        self.concurrency
+    }
+}
+
+/// Runner work off the lane thread on a seeded random schedule: each call sleeps
+/// `0..max_sleep` (xorshift, no allocation), so answers come back in random order. A run
+/// whose id is `panic_on` panics its prepare.
+pub struct Sleepy {
+    pub state: u64,
+    pub max_sleep: Duration,
+    pub seen: Arc<Seen>,
+    pub panic_on: Option<u64>,
+}
+
+impl Sleepy {
+    pub fn new(seed: u64, max_sleep: Duration, seen: Arc<Seen>) -> Self {
+        Self {
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            max_sleep,
+            seen,
+            panic_on: None,
+        }
+    }
+
+    fn nap(&mut self) {
+        self.seen.on_worker.fetch_add(1, Ordering::SeqCst);
+        let max = u64::try_from(self.max_sleep.as_nanos()).unwrap_or(u64::MAX);
+        if max == 0 {
+            return;
+        }
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        thread::sleep(Duration::from_nanos(self.state % max));
+    }
+}
+
+impl Drop for Sleepy {
+    fn drop(&mut self) {
+        self.seen.worker_dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+impl HostWorker for Sleepy {
+    fn prepare_run(
+        &mut self,
+        run: RunId,
+        _slot: SlotId,
+        _diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        assert_ne!(
+            Some(run.0),
+            self.panic_on,
+            "the worker panics on run {}",
+            run.0
+        );
+        self.nap();
+        Ok(())
+    }
+    fn finalise_run(
+        &mut self,
+        _run: RunId,
+        _slot: SlotId,
+        _copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        self.nap();
+        Ok(())
+    }
+}
+
+/// Runner work allowed off the lane thread, two prepares at once.
+pub const OFF_LANE: Concurrency = Concurrency {
+    off_lane_thread: true,
+    prepares_at_once: 2,
+};

@@ -1,0 +1,255 @@
+//! Host workers: the runner's prepare and finalise run on worker threads when the runner
+//! allows it, every outcome still arrives once and in order whatever order the workers
+//! answer in, a failing or panicking worker is a typed error or a lost lane, and the last
+//! drop joins the workers. The stress test is bounded in runs and in time (a watchdog).
+
+mod common;
+
+use common::host::{HostRunner, Instant0, OFF_LANE, Seen, Sleepy};
+use lane_core::{Outcome, Profile, ProfileSpec, RunRequest, SubmitError, Verdict};
+use lane_driver::{Concurrency, HostWorker};
+use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError, spawn_with_workers};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const GENEROUS: Duration = Duration::from_secs(30);
+
+/// Three slots, two launched at once, two prepares at once.
+fn profile() -> Profile {
+    Profile::custom(ProfileSpec {
+        slots: 3,
+        launch_depth: 2,
+        prepare_window: 2,
+        ..Profile::default_spec()
+    })
+    .expect("a valid profile")
+}
+
+fn lane(
+    concurrency: Concurrency,
+    workers: usize,
+    max_sleep: Duration,
+    panic_on: Option<u64>,
+) -> (LaneHandle, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
+    let mut config = ServiceConfig::new(profile());
+    config.workers = workers;
+    let (lane_seen, worker_seen) = (Arc::clone(&seen), Arc::clone(&seen));
+    let handle = spawn_with_workers(
+        config,
+        move || {
+            Ok::<_, String>((
+                Instant0::new(),
+                HostRunner {
+                    concurrency,
+                    seen: lane_seen,
+                },
+            ))
+        },
+        move |index| {
+            let mut worker = Sleepy::new(index as u64 + 1, max_sleep, Arc::clone(&worker_seen));
+            worker.panic_on = panic_on;
+            Ok::<Box<dyn HostWorker>, String>(Box::new(worker))
+        },
+    )
+    .expect("the lane starts");
+    (handle, seen)
+}
+
+/// Submits `runs` runs (retrying while the lane is full) and polls every outcome; returns
+/// them in the order polled.
+fn run_all(handle: &LaneHandle, runs: u64) -> Vec<Outcome> {
+    let start = Instant::now();
+    let (mut submitted, mut outcomes) = (0, Vec::new());
+    while outcomes.len() < usize::try_from(runs).unwrap() {
+        assert!(
+            start.elapsed() < GENEROUS,
+            "{} of {runs} outcomes",
+            outcomes.len()
+        );
+        if submitted < runs {
+            match handle.submit(RunRequest::new()) {
+                Ok(_) => submitted += 1,
+                Err(ServiceError::Submit(SubmitError::Full { .. })) => {}
+                Err(other) => panic!("submit: {other}"),
+            }
+        }
+        match handle.poll_outcome() {
+            Some(outcome) => outcomes.push(outcome),
+            None if submitted == runs => thread::sleep(Duration::from_micros(50)),
+            None => {}
+        }
+    }
+    outcomes
+}
+
+#[test]
+fn prepare_and_finalise_run_on_the_workers_and_every_outcome_arrives_in_order() {
+    let (handle, seen) = lane(OFF_LANE, 2, Duration::from_micros(100), None);
+    let outcomes = run_all(&handle, 200);
+    let seqs: Vec<u64> = outcomes.iter().map(Outcome::seq).collect();
+    assert_eq!(seqs, (1..=200).collect::<Vec<_>>());
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok))
+    );
+    assert_eq!(
+        seen.on_lane.load(Ordering::SeqCst),
+        0,
+        "no host work on the lane thread"
+    );
+    assert_eq!(
+        seen.on_worker.load(Ordering::SeqCst),
+        400,
+        "a prepare and a finalise per run"
+    );
+}
+
+#[test]
+fn a_runner_that_keeps_its_work_on_the_lane_thread_gets_no_workers() {
+    let (handle, seen) = lane(Concurrency::LANE_THREAD, 2, Duration::ZERO, None);
+    assert_eq!(run_all(&handle, 20).len(), 20);
+    assert_eq!(seen.on_lane.load(Ordering::SeqCst), 40);
+    assert_eq!(seen.on_worker.load(Ordering::SeqCst), 0);
+    drop(handle);
+    // No worker was ever made, so none was dropped.
+    assert!(!seen.worker_dropped.load(Ordering::SeqCst));
+}
+
+#[test]
+fn zero_workers_keep_the_work_on_the_lane_thread() {
+    let (handle, seen) = lane(OFF_LANE, 0, Duration::ZERO, None);
+    assert_eq!(run_all(&handle, 20).len(), 20);
+    assert_eq!(seen.on_lane.load(Ordering::SeqCst), 40);
+    assert_eq!(seen.on_worker.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn dropping_the_last_handle_joins_the_workers() {
+    let (handle, seen) = lane(OFF_LANE, 3, Duration::from_micros(50), None);
+    assert_eq!(run_all(&handle, 10).len(), 10);
+    assert!(!seen.worker_dropped.load(Ordering::SeqCst));
+    drop(handle);
+    // Joined: each worker's thread ended, dropping its worker, before the drop returned.
+    assert!(seen.worker_dropped.load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_failing_or_panicking_worker_factory_fails_the_spawn_with_its_index() {
+    let spawn = |fail_at: usize, panic: bool| {
+        spawn_with_workers(
+            ServiceConfig::new(profile()),
+            || {
+                Ok::<_, String>((
+                    Instant0::new(),
+                    HostRunner {
+                        concurrency: OFF_LANE,
+                        seen: Arc::default(),
+                    },
+                ))
+            },
+            move |index| {
+                if index == fail_at {
+                    assert!(!panic, "worker {index} panics");
+                    return Err(format!("no device for worker {index}"));
+                }
+                Ok::<Box<dyn HostWorker>, String>(Box::new(Sleepy::new(
+                    1,
+                    Duration::ZERO,
+                    Arc::default(),
+                )))
+            },
+        )
+    };
+    match spawn(1, false) {
+        Err(ServiceError::Worker { index: 1, text }) => assert_eq!(text, "no device for worker 1"),
+        other => panic!("expected worker 1's error, got {other:?}"),
+    }
+    match spawn(0, true) {
+        Err(ServiceError::Worker { index: 0, text }) => {
+            assert!(
+                text.contains("panicked") && text.contains("worker 0 panics"),
+                "{text}"
+            );
+        }
+        other => panic!("expected worker 0's panic, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_panicking_worker_loses_the_lane_with_its_cause_and_wakes_the_waiter() {
+    let (handle, _) = lane(OFF_LANE, 2, Duration::ZERO, Some(3));
+    let runs: Vec<_> = (0..3)
+        .map(|_| handle.submit(RunRequest::new()).expect("accepted"))
+        .collect();
+    match handle.wait(runs[2], GENEROUS) {
+        Err(WaitError::Lost { cause, .. }) => {
+            assert!(cause.0.contains("panic on host worker"), "{cause}");
+            assert!(cause.0.contains("the worker panics on run 3"), "{cause}");
+        }
+        other => panic!("expected the loss, got {other:?}"),
+    }
+    assert!(matches!(
+        handle.submit(RunRequest::new()),
+        Err(ServiceError::Lost(_))
+    ));
+}
+
+/// Stress: two submitters and a poller, workers answering after a seeded random sleep, so
+/// answers come back in every order. Every accepted run gets exactly one outcome, polled in
+/// sequence order, and no wake-up is lost (a watchdog bounds the whole test).
+#[test]
+fn stress_with_workers_answering_in_random_order_loses_no_outcome_and_no_wake_up() {
+    const SUBMITTERS: usize = 2;
+    const RUNS: usize = 300;
+    let (done_tx, done_rx) = mpsc::channel();
+    let body = thread::spawn(move || {
+        let (handle, seen) = lane(OFF_LANE, 3, Duration::from_micros(200), None);
+        let submitters: Vec<_> = (0..SUBMITTERS)
+            .map(|_| {
+                let handle = handle.clone();
+                thread::spawn(move || {
+                    let mut accepted = 0;
+                    while accepted < RUNS {
+                        match handle.submit(RunRequest::new()) {
+                            Ok(_) => accepted += 1,
+                            Err(ServiceError::Submit(SubmitError::Full { .. })) => {
+                                thread::sleep(Duration::from_micros(100));
+                            }
+                            Err(other) => panic!("submit: {other}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut seqs = Vec::new();
+        let start = Instant::now();
+        while seqs.len() < SUBMITTERS * RUNS {
+            assert!(start.elapsed() < GENEROUS, "{} outcomes", seqs.len());
+            match handle.poll_outcome() {
+                Some(outcome) => {
+                    assert!(matches!(&outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+                    seqs.push(outcome.seq());
+                }
+                None => thread::sleep(Duration::from_micros(100)),
+            }
+        }
+        for submitter in submitters {
+            submitter.join().expect("a submitter");
+        }
+        let expected: Vec<u64> = (1..=(SUBMITTERS * RUNS) as u64).collect();
+        assert_eq!(seqs, expected, "one outcome per run, in sequence order");
+        assert_eq!(seen.on_lane.load(Ordering::SeqCst), 0);
+        assert!(handle.poll_outcome().is_none(), "no outcome twice");
+        drop(handle);
+        done_tx.send(()).expect("the watchdog listens");
+    });
+    assert!(
+        done_rx.recv_timeout(Duration::from_secs(60)).is_ok(),
+        "the stress test did not finish within 60 s"
+    );
+    body.join().expect("the stress body");
+}
