@@ -6,9 +6,12 @@
 // launch, closes the lane and collects every outcome. The runner's callbacks keep its
 // bookkeeping; on the simulator backend the simulated device then runs the kernels.
 //
-// Usage: onboard_runner sim            (the simulator backend)
-//        onboard_runner acl FAKE_LIB   (the ACL backend on the test fake of libascendcl)
-// Exits 0 when every check holds; prints "onboard runner: ok" last.
+// Usage: onboard_runner sim [workers]            (the simulator backend)
+//        onboard_runner acl FAKE_LIB [workers]   (the ACL backend on the test fake of libascendcl)
+// With "workers" the runner declares that prepare and finalise may run off the lane thread
+// (two prepares at once) and the lane gets two host workers: those two callbacks then come
+// from the workers, at the same time as the lane thread's launches, so they lock the
+// runner's state. Exits 0 when every check holds; prints "onboard runner: ok" last.
 //
 // On ACL a real runner launches its kernels with rtKernelLaunchWithHandleV2 and
 // rtsLaunchCpuKernel on the stream it is given. This miniature has no kernels: on the fake
@@ -25,6 +28,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,12 +61,15 @@ using FakeLaunch = int32_t (*)(void *, uint32_t, uint64_t, uint32_t, void *, voi
 // A fake kernel's duration.
 constexpr uint64_t kKernelNs = 2000000;
 
-// The runner's own state. Callbacks run on the lane thread only, one at a time; the mutex
-// is for the main thread's reads.
+// The runner's own state. Callbacks run on the lane thread, one at a time, except prepare and
+// finalise with workers, which run on the workers concurrently with it: the mutex is for
+// those and for the main thread's reads.
 struct OnboardRunner {
     std::mutex mutex;
     std::thread::id lane_thread;
     bool callback_off_thread = false;
+    bool workers = false;                   // prepare and finalise run on host workers
+    std::set<std::thread::id> host_threads;  // where prepare and finalise ran
     std::map<uint64_t, uint64_t> prepared;  // tag -> run
     std::vector<uint64_t> finalised;        // tags, in order
     std::map<uint64_t, bool> copied_back;   // tag -> copy_back
@@ -73,6 +80,15 @@ struct OnboardRunner {
     RunLane *lane = nullptr;
     RunLaneStatus wait_from_callback = RUN_LANE_STATUS_OK;
     FakeLaunch fake_launch = nullptr;  // set on the fake ACL backend
+
+    // Where prepare and finalise run: the lane thread, or with workers a host worker.
+    void on_host_thread() {
+        if (workers) {
+            host_threads.insert(std::this_thread::get_id());
+        } else {
+            on_lane_thread();
+        }
+    }
 
     void on_lane_thread() {
         auto me = std::this_thread::get_id();
@@ -87,10 +103,10 @@ struct OnboardRunner {
 int32_t prepare(void *user, const RunLaneRunInfo *run) {
     auto *r = static_cast<OnboardRunner *>(user);
     std::lock_guard<std::mutex> lock(r->mutex);
-    r->on_lane_thread();
+    r->on_host_thread();
     r->prepared[run->tag] = run->run;
     if (r->lane != nullptr && r->wait_from_callback == RUN_LANE_STATUS_OK) {
-        // Waiting from a callback would wait on the lane thread itself: refused.
+        // Waiting from a callback would wait on the lane thread (or the worker) itself: refused.
         RunLaneOutcome outcome;
         r->wait_from_callback = run_lane_wait(r->lane, run->run, 0, &outcome);
     }
@@ -129,7 +145,7 @@ int32_t launch_aicpu(void *user, void *stream, const RunLaneRunArgs *args) {
 int32_t finalise(void *user, const RunLaneRunInfo *run, bool copy_back) {
     auto *r = static_cast<OnboardRunner *>(user);
     std::lock_guard<std::mutex> lock(r->mutex);
-    r->on_lane_thread();
+    r->on_host_thread();
     r->finalised.push_back(run->tag);
     r->copied_back[run->tag] = copy_back;
     return 0;
@@ -181,9 +197,11 @@ void print(const RunLaneOutcome &o) {
 
 int main(int argc, char **argv) {
     const bool acl = argc >= 3 && std::strcmp(argv[1], "acl") == 0;
+    const bool workers = std::strcmp(argv[argc - 1], "workers") == 0;
     check(run_lane_abi_version() == RUN_LANE_ABI_VERSION, "the library's ABI version matches the header's");
 
     OnboardRunner runner;
+    runner.workers = workers;
     if (acl) {
         void *fake = dlopen(argv[2], RTLD_NOW);
         if (fake == nullptr) {
@@ -212,6 +230,14 @@ int main(int argc, char **argv) {
     config.runner.finalise = finalise;
     config.runner.upload_code = upload_code;
     config.runner.on_outcome = on_outcome;
+    if (workers) {
+        // prepare and finalise are safe on any thread (they lock the runner's state), two
+        // prepares at once, each on its own slot.
+        config.runner.concurrency.off_lane_thread = true;
+        config.runner.concurrency.prepares_at_once = 2;
+        config.workers = 2;
+        config.prepare_window = 2;
+    }
 
     // A bad handle is an error, never a crash.
     RunLaneOutcome outcome;
@@ -329,8 +355,13 @@ int main(int argc, char **argv) {
 
     {
         std::lock_guard<std::mutex> lock(runner.mutex);
-        check(!runner.callback_off_thread, "every callback ran on one thread");
+        check(!runner.callback_off_thread, "every lane-thread callback ran on one thread");
         check(runner.lane_thread != std::this_thread::get_id(), "and it is the lane thread, not ours");
+        if (workers) {
+            check(!runner.host_threads.empty(), "prepare and finalise ran on host workers");
+            check(runner.host_threads.count(runner.lane_thread) == 0, "not on the lane thread");
+            check(runner.host_threads.count(std::this_thread::get_id()) == 0, "nor on ours");
+        }
         check(runner.uploads == 1, "one upload");
         check(runner.prepared.size() == 5, "five runs prepared");
         check(runner.finalised.size() == 5, "every prepared run finalised once");

@@ -24,7 +24,7 @@
 // The ABI version this library implements. A config whose `abi_version` differs is refused
 // with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
 // on any change to a struct's layout or a function's signature.
-#define RUN_LANE_ABI_VERSION 1
+#define RUN_LANE_ABI_VERSION 2
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -33,6 +33,10 @@
 // What a `finalise` callback returns when host-side validation of the copied-back outputs
 // failed (a run-only failure: the device is fine).
 #define RUN_LANE_FINALISE_VALIDATION_FAILED -1
+
+// The most host workers a config may ask for (`RunLaneConfig::workers`): one job per slot
+// is the most a lane has out, so more would only sleep.
+#define RUN_LANE_MAX_WORKERS 8
 
 // A simulated run's device time when `RunLaneConfig::sim_run_ns` is 0: 1 ms (virtual).
 #define RUN_LANE_SIM_DEFAULT_RUN_NS 1000000
@@ -354,6 +358,17 @@ typedef struct RunLaneOutcome {
   char failure_line[RUN_LANE_LINE_BYTES];
 } RunLaneOutcome;
 
+// What a runner declares of its `prepare` and `finalise` (ABI 2).
+typedef struct RunLaneConcurrency {
+  // `prepare` and `finalise` may be called on host worker threads (when the config asks
+  // for `workers`): at once for different runs, each on its own slot, and at the same time
+  // as the lane thread's calls. Each worker binds the device before its first call.
+  bool off_lane_thread;
+  // How many prepares may run at once, each on its own slot; 0 counts as 1. The lane
+  // prepares at most the smaller of this and the config's `prepare_window`.
+  uint8_t prepares_at_once;
+} RunLaneConcurrency;
+
 // The runner's callbacks: the embedding runtime's work for each run. Every callback is
 // called **on the lane thread only**, one at a time, never concurrently with another
 // callback of the same lane; `user` is passed back unchanged. A NULL callback succeeds
@@ -398,6 +413,9 @@ typedef struct RunLaneRunner {
   // or `run_lane_wait` still returns it once. `outcome` is valid for the call only.
   void (*on_outcome)(void *user,
                      const struct RunLaneOutcome *outcome);
+  // How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
+  // default): both on the lane thread, one prepare at a time.
+  struct RunLaneConcurrency concurrency;
 } RunLaneRunner;
 
 // How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
@@ -427,6 +445,13 @@ typedef struct RunLaneConfig {
   uint64_t sim_run_ns;
   // The runner's callbacks.
   struct RunLaneRunner runner;
+  // Host worker threads that call `prepare` and `finalise` when the runner declares
+  // `concurrency.off_lane_thread` (ABI 2); 0 (the default) keeps every callback on the
+  // lane thread.
+  uint32_t workers;
+  // How many runs may be prepared at once, 1 to `slots`; 0 keeps the profile's (1). The
+  // runner's `concurrency.prepares_at_once` lowers it further (ABI 2).
+  uint8_t prepare_window;
 } RunLaneConfig;
 
 // One run to submit.

@@ -1,7 +1,7 @@
 //! The exported functions. Each runs inside [`guard`]: it returns a [`RunLaneStatus`],
 //! leaves a message for `run_lane_last_error` when it fails, and never lets a panic out.
 
-use std::sync::{Arc, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
@@ -10,13 +10,16 @@ use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SimDevice, SimRunner};
 use core::ffi::c_char;
 use lane_core::{CodeRef, Outcome, Profile, PublishError, RunId, RunRequest, SubmitError};
+use lane_driver::HostWorker;
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
 
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::error::{Error, guard, last_error_ptr};
 use crate::outcome::{close_to_c, empty_outcome, report_to_c};
 use crate::registry::{Registry, RunLane};
-use crate::runner::{CRunner, NoModel, Requested, Requests, Vtable};
+use crate::runner::{
+    Bind, CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred,
+};
 use crate::types::{
     RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneOutcome, RunLaneStatus,
     RunLaneSubmit,
@@ -28,17 +31,29 @@ struct Lane {
     requests: Requests,
     /// The lane thread, once it started (calls that would wait on it refuse to run there).
     lane_thread: Arc<OnceLock<ThreadId>>,
+    /// The host worker threads (their `prepare` and `finalise` callbacks must not wait either:
+    /// a destroy joins them).
+    worker_threads: WorkerThreads,
 }
 
+/// The host worker threads of a lane, as they start.
+type WorkerThreads = Arc<Mutex<Vec<ThreadId>>>;
+
 impl Lane {
-    /// Refuses to run `what` on the lane thread (from a callback), where it would wait on
-    /// itself.
+    /// Refuses to run `what` on the lane thread or a host worker (from a callback), where it
+    /// would wait on itself.
     fn not_on_lane_thread(&self, what: &str) -> Result<(), Error> {
-        if self.lane_thread.get() == Some(&thread::current().id()) {
+        let here = thread::current().id();
+        let on_worker = self
+            .worker_threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&here);
+        if self.lane_thread.get() == Some(&here) || on_worker {
             return Err(Error::new(
                 RunLaneStatus::WrongThread,
                 format!(
-                    "{what} was called from a runner callback, on the lane thread it would wait for; call it from another thread"
+                    "{what} was called from a runner callback, on the lane thread or a host worker it would wait for; call it from another thread"
                 ),
             ));
         }
@@ -69,7 +84,9 @@ fn service_error(error: &ServiceError) -> Error {
         ServiceError::Submit(SubmitError::Lost { .. })
         | ServiceError::Publish(PublishError::Lost { .. })
         | ServiceError::Lost(_) => RunLaneStatus::Lost,
-        ServiceError::Make(_) | ServiceError::Thread(_) => RunLaneStatus::BackendUnavailable,
+        ServiceError::Make(_) | ServiceError::Thread(_) | ServiceError::Worker { .. } => {
+            RunLaneStatus::BackendUnavailable
+        }
         ServiceError::Submit(_) => RunLaneStatus::Refused,
     };
     Error::new(status, error.to_string())
@@ -85,19 +102,26 @@ fn wait_error(error: &WaitError) -> Error {
     Error::new(status, error.to_string())
 }
 
-/// The service's config: `profile`, and the vtable's outcome callback.
-fn service_config(profile: Profile, vtable: Vtable) -> ServiceConfig {
+/// The service's config: `profile`, the vtable's outcome callback, the host workers.
+fn service_config(profile: Profile, vtable: Vtable, workers: usize) -> ServiceConfig {
     let mut config = ServiceConfig::new(profile);
     config.on_outcome = vtable.outcome_callback();
+    config.workers = workers;
     config
 }
 
-/// Spawns the service for `settings` on its backend.
+/// Spawns the service for `settings` on its backend: with host workers for `prepare` and
+/// `finalise` when the config asks for them (the service starts them only if the vtable
+/// declares `concurrency.off_lane_thread`).
 fn spawn(settings: Settings) -> Result<Lane, Error> {
     let requests = Requests::default();
     let lane_thread = Arc::new(OnceLock::new());
     let runner_requests = Arc::clone(&requests);
     let thread_cell = Arc::clone(&lane_thread);
+    let worker_threads = WorkerThreads::default();
+    let workers = settings.workers;
+    let vtable = settings.vtable;
+    let off_lane = workers > 0 && vtable.concurrency().off_lane_thread;
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
             // The simulator models an a2a3-shaped device; a probe reports a2a3.
@@ -106,20 +130,34 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                 ProfileChoice::Probe(overrides) => overrides.apply(Profile::a2a3())?,
             };
             let layout = profile.header();
-            let vtable = settings.vtable;
-            lane_service::spawn(service_config(profile, vtable), move || {
-                let _ = thread_cell.set(thread::current().id());
-                let device = SimDevice::new(
-                    Costs::default(),
-                    layout,
-                    seed,
-                    RunTimes {
-                        device_ns: run_ns,
-                        jitter_ppm: 0,
-                    },
-                );
-                Ok::<_, String>((device, CRunner::new(vtable, runner_requests, SimRunner)))
-            })
+            // The simulator's runner keeps its bookkeeping in the simulated device: the
+            // workers leave its share for the lane thread. Nothing to bind.
+            let deferred = if off_lane { deferred() } else { None };
+            let runner_deferred = deferred.clone();
+            let bind: Bind = Arc::new(|| Ok(()));
+            with_workers(
+                service_config(profile, vtable, workers),
+                move || {
+                    let _ = thread_cell.set(thread::current().id());
+                    let device = SimDevice::new(
+                        Costs::default(),
+                        layout,
+                        seed,
+                        RunTimes {
+                            device_ns: run_ns,
+                            jitter_ppm: 0,
+                        },
+                    );
+                    let runner = CRunner::new(vtable, runner_requests, SimRunner, runner_deferred);
+                    Ok::<_, String>((device, runner))
+                },
+                worker_factory(
+                    vtable,
+                    (&requests, &worker_threads),
+                    deferred,
+                    Arc::new(OnceLock::from(bind)),
+                ),
+            )
         }
         BackendChoice::Acl { device_id, library } => {
             let library = library.map_or(Library::Search, Library::Path);
@@ -141,13 +179,21 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     overrides.apply(probed)?
                 }
             };
-            let vtable = settings.vtable;
             let config = open_config(Some(profile));
-            lane_service::spawn(service_config(profile, vtable), move || {
-                let _ = thread_cell.set(thread::current().id());
-                let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
-                Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel)))
-            })
+            // The lane thread opens the device and leaves the workers its binding; the
+            // service makes the workers only after the lane thread's `make` returned.
+            let binding: Arc<OnceLock<Bind>> = Arc::new(OnceLock::new());
+            let lane_binding = Arc::clone(&binding);
+            with_workers(
+                service_config(profile, vtable, workers),
+                move || {
+                    let _ = thread_cell.set(thread::current().id());
+                    let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
+                    let _ = lane_binding.set(acl_binding(&device));
+                    Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel, None)))
+                },
+                worker_factory(vtable, (&requests, &worker_threads), None, binding),
+            )
         }
     }
     .map_err(|e| service_error(&e))?;
@@ -155,7 +201,63 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
         handle,
         requests,
         lane_thread,
+        worker_threads,
     })
+}
+
+/// How a worker thread binds the ACL device the lane thread opened.
+// PENDING(WorkerBinding): backend-acl's `AclDevice::worker_binding()` is not on this branch
+// yet; until it is, a worker on ACL cannot bind and the create fails with that reason.
+fn acl_binding(device: &AclDevice) -> Bind {
+    let device_id = device.device_id();
+    Arc::new(move || {
+        Err(format!(
+            "a host worker cannot bind device {device_id}: this build has no \
+             AclDevice::worker_binding (set workers = 0)"
+        ))
+    })
+}
+
+/// The factory of the host workers: each binds the device on its own thread (`bind`, set
+/// by the lane thread's `make`), then calls the vtable's prepare and finalise.
+fn worker_factory(
+    vtable: Vtable,
+    (requests, threads): (&Requests, &WorkerThreads),
+    deferred: Deferred,
+    bind: Arc<OnceLock<Bind>>,
+) -> impl Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync + 'static {
+    let (requests, threads) = (Arc::clone(requests), Arc::clone(threads));
+    move |_index| {
+        threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(thread::current().id());
+        let bind = bind
+            .get()
+            .ok_or_else(|| "the device was not opened before the workers".to_owned())?;
+        bind()?;
+        Ok(Box::new(CWorker::new(
+            vtable,
+            Arc::clone(&requests),
+            deferred.clone(),
+        )))
+    }
+}
+
+/// `lane_service::spawn_with_workers` (the service starts the workers only when the config
+/// asks for some and the runner declares `off_lane_thread`).
+fn with_workers<D, R, F, W>(
+    config: ServiceConfig,
+    make: F,
+    make_worker: W,
+) -> Result<LaneHandle, ServiceError>
+where
+    D: lane_driver::Device + 'static,
+    R: lane_driver::Runner<D> + 'static,
+    F: FnOnce() -> Result<(D, R), String> + Send + 'static,
+    W: Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync + 'static,
+{
+    lane_service::spawn_with_workers(config, make, make_worker)
 }
 
 /// Writes a value through a C out pointer.

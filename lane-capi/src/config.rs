@@ -8,8 +8,8 @@ use lane_core::{Profile, ProfileSpec};
 use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
-    RUN_LANE_ABI_VERSION, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend, RunLaneConfig,
-    RunLaneProfile, RunLaneRunner, RunLaneStatus,
+    RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
+    RunLaneConcurrency, RunLaneConfig, RunLaneProfile, RunLaneRunner, RunLaneStatus,
 };
 
 /// Which backend, with its settings.
@@ -46,6 +46,7 @@ pub struct Overrides {
     slots: u8,
     completion_timeout_ms: u64,
     device_op_timeout_ms: u64,
+    prepare_window: u8,
 }
 
 impl Overrides {
@@ -55,6 +56,9 @@ impl Overrides {
         if self.slots != 0 {
             spec.slots = self.slots;
             spec.launch_depth = spec.launch_depth.min(self.slots.max(1));
+        }
+        if self.prepare_window != 0 {
+            spec.prepare_window = self.prepare_window;
         }
         if self.completion_timeout_ms != 0 {
             spec.completion_timeout_ns = ms_to_ns(self.completion_timeout_ms)?;
@@ -84,6 +88,8 @@ pub struct Settings {
     pub backend: BackendChoice,
     /// The runner's callbacks.
     pub vtable: Vtable,
+    /// Host worker threads for `prepare` and `finalise` (0: none).
+    pub workers: usize,
 }
 
 /// The defaults `run_lane_config_default` writes: a2a3 on ACL, the profile's slots and
@@ -108,7 +114,13 @@ pub const fn default_config() -> RunLaneConfig {
             finalise: None,
             upload_code: None,
             on_outcome: None,
+            concurrency: RunLaneConcurrency {
+                off_lane_thread: false,
+                prepares_at_once: 0,
+            },
         },
+        workers: 0,
+        prepare_window: 0,
     }
 }
 
@@ -132,10 +144,18 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             ),
         ));
     }
+    if config.workers > RUN_LANE_MAX_WORKERS {
+        return Err(invalid(format!(
+            "workers {} is above RUN_LANE_MAX_WORKERS ({RUN_LANE_MAX_WORKERS}): a lane has at \
+             most one prepare or finalise out per slot",
+            config.workers
+        )));
+    }
     let overrides = Overrides {
         slots: config.slots,
         completion_timeout_ms: config.completion_timeout_ms,
         device_op_timeout_ms: config.device_op_timeout_ms,
+        prepare_window: config.prepare_window,
     };
     let profile = match config.profile {
         p if p == RunLaneProfile::A2a3 as u32 => {
@@ -193,6 +213,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         profile,
         backend,
         vtable: Vtable::new(config.runner),
+        workers: usize::try_from(config.workers).unwrap_or(usize::MAX),
     })
 }
 
@@ -261,6 +282,14 @@ mod tests {
                 ..sim()
             },
             RunLaneConfig { slots: 5, ..sim() },
+            RunLaneConfig {
+                workers: RUN_LANE_MAX_WORKERS + 1,
+                ..sim()
+            },
+            RunLaneConfig {
+                prepare_window: 3,
+                ..sim()
+            },
             RunLaneConfig {
                 completion_timeout_ms: 1_000,
                 device_op_timeout_ms: 2_000,

@@ -4,14 +4,14 @@
 //! `SimRunner`, so the C++ runner's bookkeeping runs and the simulated device still runs the
 //! kernels; on ACL the model is [`NoModel`] (the callbacks are the real work).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use core::ffi::c_void;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, Outcome, RunId, SlotId};
-use lane_driver::{Device, DevicePtr, PrepareError, RunArgs, Runner};
+use lane_driver::{Concurrency, Device, DevicePtr, HostWorker, PrepareError, RunArgs, Runner};
 use lane_service::OutcomeCallback;
 
 use crate::outcome::to_c;
@@ -43,9 +43,16 @@ pub type Requests = Arc<Mutex<BTreeMap<u64, Requested>>>;
 #[derive(Clone, Copy, Debug)]
 pub struct Vtable(RunLaneRunner);
 
-// SAFETY: the header's contract: every callback and `user` are used on the lane thread only
-// (and never concurrently), so moving them there once is what the caller agreed to.
+// SAFETY: the header's contract: the callbacks and `user` are called on the lane thread, and
+// `prepare` and `finalise` also on worker threads when the runner declares
+// `concurrency.off_lane_thread` (the caller then makes them safe to call from any thread, at
+// once for different runs); moving the vtable to those threads is what the caller agreed to.
 unsafe impl Send for Vtable {}
+
+// SAFETY: shared only by the worker factory, which copies the vtable (plain function and
+// `user` pointer values) into each worker; every call through it follows the `Send` contract
+// above (prepare and finalise off the lane thread only when the runner declared it).
+unsafe impl Sync for Vtable {}
 
 impl Vtable {
     /// Wraps the caller's vtable.
@@ -56,6 +63,20 @@ impl Vtable {
     /// The callbacks.
     pub const fn get(&self) -> &RunLaneRunner {
         &self.0
+    }
+
+    /// What the vtable declares of its prepare and finalise: off the lane thread or not, and
+    /// how many prepares at once (0 counts as 1).
+    pub const fn concurrency(&self) -> Concurrency {
+        let declared = self.0.concurrency;
+        Concurrency {
+            off_lane_thread: declared.off_lane_thread,
+            prepares_at_once: if declared.prepares_at_once == 0 {
+                1
+            } else {
+                declared.prepares_at_once
+            },
+        }
     }
 
     /// The service's outcome callback for the vtable's `on_outcome`, if it has one: each
@@ -110,42 +131,53 @@ pub struct CRunner<M> {
     vtable: Vtable,
     requests: Requests,
     model: M,
+    /// The model's share of the host work the workers did, not caught up yet.
+    deferred: Deferred,
 }
 
 impl<M> CRunner<M> {
     /// Calls `vtable`'s callbacks, then `model`'s methods; reads each run's request from
-    /// `requests`.
-    pub const fn new(vtable: Vtable, requests: Requests, model: M) -> Self {
+    /// `requests`; catches the model up on `deferred` (the workers' host work).
+    pub const fn new(vtable: Vtable, requests: Requests, model: M, deferred: Deferred) -> Self {
         Self {
             vtable,
             requests,
             model,
+            deferred,
         }
     }
 
-    fn requested(&self, run: RunId) -> Requested {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&run.0)
-            .copied()
-            .unwrap_or_default()
-    }
-
-    fn info(&self, run: RunId, slot: SlotId) -> RunLaneRunInfo {
-        let requested = self.requested(run);
-        RunLaneRunInfo {
-            run: run.0,
-            slot: slot.0,
-            has_tag: requested.tag.is_some(),
-            tag: requested.tag.unwrap_or(0),
-            diagnostics: requested.diagnostics,
+    /// Runs the model's share of the prepares and finalises the workers did, in the order
+    /// they did them, before any other runner call of the lane thread: so a run's model
+    /// prepare precedes its launch (its `Prepared` answer was given after the push). The
+    /// model's results are not the run's: the callback's were, on the worker.
+    fn catch_up<D: Device>(&mut self, device: &mut D)
+    where
+        M: Runner<D>,
+    {
+        let Some(deferred) = &self.deferred else {
+            return;
+        };
+        loop {
+            let next = deferred
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop_front();
+            match next {
+                Some(ModelWork::Prepare(run, slot, diagnostics)) => {
+                    let _ = self.model.prepare_run(device, run, slot, diagnostics);
+                }
+                Some(ModelWork::Finalise(run, slot, copy_back)) => {
+                    let _ = self.model.finalise_run(device, run, slot, copy_back);
+                }
+                None => return,
+            }
         }
     }
 
     fn args(&self, args: &RunArgs) -> RunLaneRunArgs {
         RunLaneRunArgs {
-            info: self.info(args.run, args.slot),
+            info: info(&self.requests, args.run, args.slot),
             status_header: address(args.status_header),
             timing: address(args.timing),
             handshake: address(args.handshake),
@@ -190,6 +222,145 @@ fn address(ptr: DevicePtr) -> *mut c_void {
     std::ptr::with_exposed_provenance_mut(ptr.0 as usize)
 }
 
+/// A run's request, or the default when it has none.
+fn requested(requests: &Requests, run: RunId) -> Requested {
+    requests
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&run.0)
+        .copied()
+        .unwrap_or_default()
+}
+
+/// A run as a callback sees it.
+fn info(requests: &Requests, run: RunId, slot: SlotId) -> RunLaneRunInfo {
+    let requested = requested(requests, run);
+    RunLaneRunInfo {
+        run: run.0,
+        slot: slot.0,
+        has_tag: requested.tag.is_some(),
+        tag: requested.tag.unwrap_or(0),
+        diagnostics: requested.diagnostics,
+    }
+}
+
+/// The `prepare` callback's answer (success without one).
+fn call_prepare(vtable: &Vtable, info: &RunLaneRunInfo) -> Result<(), PrepareError> {
+    let Some(prepare) = vtable.get().prepare else {
+        return Ok(());
+    };
+    // SAFETY: the caller's callback for this signature; `info` lives across the call.
+    let code = unsafe { prepare(vtable.get().user, &raw const *info) };
+    if code == RUN_LANE_PREPARE_INCOMPATIBLE {
+        return Err(PrepareError::Incompatible);
+    }
+    AclCode::check(code).map_err(PrepareError::Failed)
+}
+
+/// The `finalise` callback's answer (success without one).
+fn call_finalise(
+    vtable: &Vtable,
+    info: &RunLaneRunInfo,
+    copy_back: bool,
+) -> Result<(), FinaliseFailure> {
+    let Some(finalise) = vtable.get().finalise else {
+        return Ok(());
+    };
+    // SAFETY: the caller's callback for this signature; `info` lives across the call.
+    let code = unsafe { finalise(vtable.get().user, &raw const *info, copy_back) };
+    if code == RUN_LANE_FINALISE_VALIDATION_FAILED {
+        return Err(FinaliseFailure::Validation);
+    }
+    AclCode::check(code).map_err(FinaliseFailure::Acl)
+}
+
+/// A model runner's share of host work a worker did: prepare (run, slot, diagnostics) or
+/// finalise (run, slot, copy-back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelWork {
+    /// A prepare.
+    Prepare(RunId, SlotId, bool),
+    /// A finalise.
+    Finalise(RunId, SlotId, bool),
+}
+
+/// Where workers leave the model's share of their work for the lane thread (the simulator's
+/// runner keeps its bookkeeping in the simulated device, which lives on the lane thread);
+/// `None` when the model has none (ACL). Allocated once, with room for one job per slot.
+pub type Deferred = Option<Arc<Mutex<VecDeque<ModelWork>>>>;
+
+/// A queue for [`Deferred`] with room for every job a lane can have out.
+#[must_use]
+pub fn deferred() -> Deferred {
+    Some(Arc::new(Mutex::new(VecDeque::with_capacity(usize::from(
+        lane_core::MAX_SLOTS,
+    )))))
+}
+
+/// What a worker thread does first: binds the device to it (`aclrtSetDevice` on ACL;
+/// nothing on the simulator).
+pub type Bind = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// The C vtable's prepare and finalise on a host worker thread (the runner declared
+/// `concurrency.off_lane_thread` and the config asked for workers).
+#[derive(Debug)]
+pub struct CWorker {
+    vtable: Vtable,
+    requests: Requests,
+    deferred: Deferred,
+}
+
+impl CWorker {
+    /// A worker calling `vtable`'s prepare and finalise; leaves the model's share in
+    /// `deferred`.
+    pub const fn new(vtable: Vtable, requests: Requests, deferred: Deferred) -> Self {
+        Self {
+            vtable,
+            requests,
+            deferred,
+        }
+    }
+
+    fn defer(&self, work: ModelWork) {
+        if let Some(deferred) = &self.deferred {
+            deferred
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_back(work);
+        }
+    }
+}
+
+impl HostWorker for CWorker {
+    fn prepare_run(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        let info = RunLaneRunInfo {
+            diagnostics,
+            ..info(&self.requests, run, slot)
+        };
+        call_prepare(&self.vtable, &info)?;
+        self.defer(ModelWork::Prepare(run, slot, diagnostics));
+        Ok(())
+    }
+
+    fn finalise_run(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        let copy_back = copy_back && requested(&self.requests, run).copy_back;
+        let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back);
+        // The model frees its per-run state whatever the callback said.
+        self.defer(ModelWork::Finalise(run, slot, copy_back));
+        ours
+    }
+}
+
 impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
     fn prepare_run(
         &mut self,
@@ -198,18 +369,16 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        if let Some(prepare) = self.vtable.get().prepare {
-            let info = RunLaneRunInfo {
-                diagnostics,
-                ..self.info(run, slot)
-            };
-            // SAFETY: the caller's callback for this signature; `info` lives across the call.
-            let code = unsafe { prepare(self.vtable.get().user, &raw const info) };
-            if code == RUN_LANE_PREPARE_INCOMPATIBLE {
-                return Err(PrepareError::Incompatible);
+        self.catch_up(device);
+        let info = RunLaneRunInfo {
+            diagnostics,
+            ..info(&self.requests, run, slot)
+        };
+        call_prepare(&self.vtable, &info).inspect_err(|e| {
+            if matches!(e, PrepareError::Failed(_)) {
+                device.capture_error_message();
             }
-            checked(device, code).map_err(PrepareError::Failed)?;
-        }
+        })?;
         self.model.prepare_run(device, run, slot, diagnostics)
     }
 
@@ -219,6 +388,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), AclCode> {
+        self.catch_up(device);
         self.launch(device, self.vtable.get().launch_aicore, stream, args)?;
         self.model.launch_aicore(device, stream, args)
     }
@@ -229,6 +399,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), AclCode> {
+        self.catch_up(device);
         self.launch(device, self.vtable.get().launch_aicpu, stream, args)?;
         self.model.launch_aicpu(device, stream, args)
     }
@@ -240,28 +411,27 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
+        self.catch_up(device);
         // The lane asks for copy-back only for a successful run; the request may decline it.
-        let copy_back = copy_back && self.requested(run).copy_back;
-        let ours = match self.vtable.get().finalise {
-            None => Ok(()),
-            Some(finalise) => {
-                let info = self.info(run, slot);
-                // SAFETY: the caller's callback for this signature; `info` lives across it.
-                let code = unsafe { finalise(self.vtable.get().user, &raw const info, copy_back) };
-                if code == RUN_LANE_FINALISE_VALIDATION_FAILED {
-                    Err(FinaliseFailure::Validation)
-                } else {
-                    checked(device, code).map_err(FinaliseFailure::Acl)
+        let copy_back = copy_back && requested(&self.requests, run).copy_back;
+        let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back)
+            .inspect_err(|e| {
+                if matches!(e, FinaliseFailure::Acl(_)) {
+                    device.capture_error_message();
                 }
-            }
-        };
+            });
         // The model frees its per-run state whatever the callback said (finalise is the one
         // release of a prepared run), and the callback's failure is the one reported.
         let model = self.model.finalise_run(device, run, slot, copy_back);
         ours.and(model)
     }
 
+    fn concurrency(&self) -> Concurrency {
+        self.vtable.concurrency()
+    }
+
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode> {
+        self.catch_up(device);
         if let Some(upload) = self.vtable.get().upload_code {
             // SAFETY: the caller's callback for this signature.
             checked(device, unsafe { upload(self.vtable.get().user, code.0) })?;

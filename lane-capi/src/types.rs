@@ -9,7 +9,7 @@ use core::ffi::{c_char, c_void};
 /// The ABI version this library implements. A config whose `abi_version` differs is refused
 /// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
 /// on any change to a struct's layout or a function's signature.
-pub const RUN_LANE_ABI_VERSION: u32 = 1;
+pub const RUN_LANE_ABI_VERSION: u32 = 2;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -18,6 +18,10 @@ pub const RUN_LANE_PREPARE_INCOMPATIBLE: i32 = -3;
 /// What a `finalise` callback returns when host-side validation of the copied-back outputs
 /// failed (a run-only failure: the device is fine).
 pub const RUN_LANE_FINALISE_VALIDATION_FAILED: i32 = -1;
+
+/// The most host workers a config may ask for (`RunLaneConfig::workers`): one job per slot
+/// is the most a lane has out, so more would only sleep.
+pub const RUN_LANE_MAX_WORKERS: u32 = 8;
 
 /// A simulated run's device time when `RunLaneConfig::sim_run_ns` is 0: 1 ms (virtual).
 pub const RUN_LANE_SIM_DEFAULT_RUN_NS: u64 = 1_000_000;
@@ -152,6 +156,22 @@ pub struct RunLaneRunner {
     /// wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
     /// or `run_lane_wait` still returns it once. `outcome` is valid for the call only.
     pub on_outcome: Option<unsafe extern "C" fn(user: *mut c_void, outcome: *const RunLaneOutcome)>,
+    /// How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
+    /// default): both on the lane thread, one prepare at a time.
+    pub concurrency: RunLaneConcurrency,
+}
+
+/// What a runner declares of its `prepare` and `finalise` (ABI 2).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunLaneConcurrency {
+    /// `prepare` and `finalise` may be called on host worker threads (when the config asks
+    /// for `workers`): at once for different runs, each on its own slot, and at the same time
+    /// as the lane thread's calls. Each worker binds the device before its first call.
+    pub off_lane_thread: bool,
+    /// How many prepares may run at once, each on its own slot; 0 counts as 1. The lane
+    /// prepares at most the smaller of this and the config's `prepare_window`.
+    pub prepares_at_once: u8,
 }
 
 /// How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
@@ -183,6 +203,13 @@ pub struct RunLaneConfig {
     pub sim_run_ns: u64,
     /// The runner's callbacks.
     pub runner: RunLaneRunner,
+    /// Host worker threads that call `prepare` and `finalise` when the runner declares
+    /// `concurrency.off_lane_thread` (ABI 2); 0 (the default) keeps every callback on the
+    /// lane thread.
+    pub workers: u32,
+    /// How many runs may be prepared at once, 1 to `slots`; 0 keeps the profile's (1). The
+    /// runner's `concurrency.prepares_at_once` lowers it further (ABI 2).
+    pub prepare_window: u8,
 }
 
 /// A run as a callback sees it.
