@@ -44,6 +44,6 @@ mod device;
 mod error;
 mod soc;
 
-pub use device::{AclConfig, AclDevice, Library};
+pub use device::{AclConfig, AclDevice, Library, WorkerBinding};
 pub use error::AclError;
 pub use soc::profile_for_soc;
