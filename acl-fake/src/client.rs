@@ -223,6 +223,19 @@ impl Control {
         check("runlanefake_fault_kernel", code)
     }
 
+    /// `runlanefake_fault_copy`: after `skip` async copies, the next `count` fail with `code`
+    /// when their stream reaches them (the enqueue succeeds).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a code of 0 or a zero count.
+    pub fn fault_copy(&self, code: AclError, skip: u32, count: u32) -> Result<(), ControlError> {
+        // SAFETY: plain values.
+        check("runlanefake_fault_copy", unsafe {
+            (self.functions.runlanefake_fault_copy)(code, skip, count)
+        })
+    }
+
     /// `runlanefake_clear_faults`.
     ///
     /// # Errors

@@ -95,12 +95,31 @@ pub(crate) enum SocName {
 pub(crate) enum Task {
     Kernel(Kernel),
     /// An `aclrtMemcpyAsync`, checked at submission, performed when the stream reaches it.
-    Copy {
-        dst: usize,
-        src: usize,
-        count: usize,
-        kind: i32,
-    },
+    Copy(AsyncCopy),
+    /// An `aclrtStreamWaitEvent`: holds the stream until the capture it took at submission
+    /// is complete (a later record of the event does not move it, as in ACL).
+    Wait(Capture),
+}
+
+/// A queued `aclrtMemcpyAsync`.
+pub(crate) struct AsyncCopy {
+    pub(crate) dst: usize,
+    pub(crate) src: usize,
+    pub(crate) count: usize,
+    pub(crate) kind: i32,
+    /// Its host side lies in pinned memory (`aclrtMallocHost`): the fake checks at task time
+    /// that the allocation is still alive, so a buffer freed too early fails the stream
+    /// instead of being written.
+    pub(crate) pinned: bool,
+    /// A copy fault rule's code: the copy fails on the stream and no byte lands.
+    pub(crate) fail: Option<AclError>,
+}
+
+/// An event: the work its last record captured, and whether another stream may wait on it.
+pub(crate) struct Event {
+    pub(crate) capture: Capture,
+    /// Created with `ACL_EVENT_SYNC` (`aclrtStreamWaitEvent` needs it).
+    pub(crate) sync: bool,
 }
 
 pub(crate) struct Kernel {
@@ -156,6 +175,14 @@ pub(crate) struct CallFault {
     pub(crate) count: u32,
 }
 
+/// A copy rule: the next `count` async copies, after `skip`, fail on their stream with `code`
+/// when the stream reaches them (the enqueue itself succeeds).
+pub(crate) struct CopyFault {
+    pub(crate) code: AclError,
+    pub(crate) skip: u32,
+    pub(crate) count: u32,
+}
+
 /// A kernel rule: the next `count` launches on `engine`, after `skip`, end with `outcome`
 /// (and, for a latch, write `header_bytes` as their status header).
 pub(crate) struct KernelFault {
@@ -180,11 +207,12 @@ pub(crate) struct State {
     pub(crate) generation: u64,
     next_handle: u64,
     pub(crate) streams: BTreeMap<u64, Stream>,
-    pub(crate) events: BTreeMap<u64, Capture>,
+    pub(crate) events: BTreeMap<u64, Event>,
     pub(crate) allocations: BTreeMap<usize, Allocation>,
     pub(crate) host_allocations: BTreeMap<usize, Box<[u8]>>,
     pub(crate) call_faults: Vec<CallFault>,
     pub(crate) kernel_faults: Vec<KernelFault>,
+    pub(crate) copy_faults: Vec<CopyFault>,
     pub(crate) counters: FakeCounters,
     pub(crate) workers: Vec<JoinHandle<()>>,
 }
@@ -204,6 +232,7 @@ impl State {
             host_allocations: BTreeMap::new(),
             call_faults: Vec::new(),
             kernel_faults: Vec::new(),
+            copy_faults: Vec::new(),
             counters: FakeCounters::ZERO,
             workers: Vec::new(),
         }
@@ -281,6 +310,34 @@ impl State {
         }
     }
 
+    /// The code the first copy rule gives this async copy, if any (consumed like a kernel
+    /// rule).
+    pub(crate) fn apply_copy_fault(&mut self) -> Option<AclError> {
+        let rule = self.copy_faults.first_mut()?;
+        if rule.skip > 0 {
+            rule.skip -= 1;
+            return None;
+        }
+        let code = rule.code;
+        rule.count -= 1;
+        if rule.count == 0 {
+            self.copy_faults.remove(0);
+        }
+        Some(code)
+    }
+
+    /// Whether `[address, address + len)` lies in one live pinned host allocation.
+    pub(crate) fn pinned(&self, address: usize, len: usize) -> bool {
+        self.host_allocations
+            .range(..=address)
+            .next_back()
+            .is_some_and(|(&base, data)| {
+                (address - base)
+                    .checked_add(len)
+                    .is_some_and(|end| end <= data.len())
+            })
+    }
+
     /// The bytes `[address, address + len)` of one device allocation, if they lie in one.
     pub(crate) fn device_bytes(&mut self, address: usize, len: usize) -> Option<&mut [u8]> {
         let (&base, allocation) = self.allocations.range_mut(..=address).next_back()?;
@@ -310,10 +367,10 @@ impl State {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
-        for capture in self.events.values_mut() {
-            if let Capture::Pending { stream: s, upto } = *capture {
+        for event in self.events.values_mut() {
+            if let Capture::Pending { stream: s, upto } = event.capture {
                 if s == id {
-                    *capture = if stream.completed >= upto && stream.error.is_none() {
+                    event.capture = if stream.completed >= upto && stream.error.is_none() {
                         Capture::Complete
                     } else {
                         Capture::Aborted
@@ -377,21 +434,17 @@ fn worker(id: u64) {
                 continue;
             }
         };
-        let result = match task {
-            Task::Copy {
-                dst,
-                src,
-                count,
-                kind,
-            } => copy(&mut state, dst, src, count, kind),
-            Task::Kernel(kernel) => {
-                let (guard, result) = run_kernel(state, id, &kernel);
-                state = guard;
-                match result {
-                    Some(result) => result,
-                    None => return,
-                }
+        let (guard, result) = match task {
+            Task::Copy(task) => {
+                let result = run_copy(&mut state, &task);
+                (state, Some(result))
             }
+            Task::Kernel(kernel) => run_kernel(state, id, &kernel),
+            Task::Wait(capture) => wait_for(state, id, capture),
+        };
+        state = guard;
+        let Some(result) = result else {
+            return;
         };
         let Some(stream) = state.streams.get_mut(&id) else {
             return;
@@ -402,6 +455,49 @@ fn worker(id: u64) {
             Err(code) => stream.error = Some(code),
         }
         DEVICE.notify();
+    }
+}
+
+/// Performs one async copy when its stream reaches it: a copy rule fails it, a pinned host
+/// side freed since the enqueue fails it (107000), otherwise the bytes move now (a D2H reads
+/// the device bytes as they are at task time).
+fn run_copy(state: &mut State, task: &AsyncCopy) -> Result<(), AclError> {
+    if let Some(code) = task.fail {
+        return Err(code);
+    }
+    let host = host_side(task.kind, task.dst, task.src);
+    if task.pinned && !host.is_some_and(|address| state.pinned(address, task.count)) {
+        return Err(ACL_ERROR_RT_PARAM_INVALID);
+    }
+    copy(state, task.dst, task.src, task.count, task.kind)
+}
+
+/// The host address of a copy (`None` for device to device).
+pub(crate) fn host_side(kind: i32, dst: usize, src: usize) -> Option<usize> {
+    match kind {
+        ACL_MEMCPY_HOST_TO_DEVICE => Some(src),
+        ACL_MEMCPY_DEVICE_TO_HOST => Some(dst),
+        _ => None,
+    }
+}
+
+/// Holds stream `id` until `capture` is complete: `Err` with the code of the captured
+/// stream's failure (its sticky error, or 107023 when it was destroyed with the work
+/// unfinished); `None`: stream `id` was destroyed meanwhile.
+fn wait_for(
+    mut state: MutexGuard<'_, State>,
+    id: u64,
+    capture: Capture,
+) -> (MutexGuard<'_, State>, Option<Result<(), AclError>>) {
+    loop {
+        if !state.streams.contains_key(&id) {
+            return (state, None);
+        }
+        match state.event_state(capture) {
+            EventState::Complete => return (state, Some(Ok(()))),
+            EventState::Failed(code) => return (state, Some(Err(code))),
+            EventState::NotReady => state = DEVICE.wait(state, None).0,
+        }
     }
 }
 

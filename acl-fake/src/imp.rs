@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use ascend_cl_sys::types::*;
 
 use crate::device::{
-    Allocation, Capture, DEFAULT_SOC_NAME, DEVICE, EventState, SocName, State, Stream, Task,
-    check_copy, copy, spawn_worker,
+    Allocation, AsyncCopy, Capture, DEFAULT_SOC_NAME, DEVICE, Event, EventState, SocName, State,
+    Stream, Task, check_copy, copy, host_side, spawn_worker,
 };
 
 /// Writes `value` through a caller's out-pointer, 100000 for NULL.
@@ -86,12 +86,16 @@ pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
     c.streams_reclaimed += state.streams.len() as u64;
     c.events_reclaimed += state.events.len() as u64;
     c.allocations_reclaimed += state.allocations.len() as u64;
+    // Pinned host memory belongs to the context too [I]: the lane forgets it after a reset
+    // and never frees it, so the reset reclaims it (no stream is left to copy into it).
+    c.host_allocations_reclaimed += state.host_allocations.len() as u64;
     let streams: Vec<u64> = state.streams.keys().copied().collect();
     for id in streams {
         state.remove_stream(id);
     }
     state.events.clear();
     state.allocations.clear();
+    state.host_allocations.clear();
     state.generation += 1;
     state.refresh_live_counts();
     DEVICE.notify();
@@ -233,7 +237,13 @@ pub(crate) unsafe fn aclrtCreateEventExWithFlag(event: *mut AclrtEvent, flag: u3
         return ACL_ERROR_RT_PARAM_INVALID;
     }
     let id = state.new_handle();
-    state.events.insert(id, Capture::Complete);
+    state.events.insert(
+        id,
+        Event {
+            capture: Capture::Complete,
+            sync: flag & ACL_EVENT_SYNC != 0,
+        },
+    );
     state.counters.events_created += 1;
     state.refresh_live_counts();
     // SAFETY: non-NULL, and a writable aclrtEvent by the caller's contract.
@@ -248,10 +258,10 @@ pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) ->
     let Some(upto) = state.streams.get(&(stream as u64)).map(|s| s.submitted) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
-    let Some(capture) = state.events.get_mut(&(event as u64)) else {
+    let Some(event) = state.events.get_mut(&(event as u64)) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
-    *capture = Capture::Pending {
+    event.capture = Capture::Pending {
         stream: stream as u64,
         upto,
     };
@@ -263,7 +273,7 @@ pub(crate) unsafe fn aclrtQueryEventStatus(event: AclrtEvent, status: *mut i32) 
     if let Err(code) = state.require_context() {
         return code;
     }
-    let Some(&capture) = state.events.get(&(event as u64)) else {
+    let Some(capture) = state.events.get(&(event as u64)).map(|e| e.capture) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
     let value = match state.event_state(capture) {
@@ -288,7 +298,7 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
         Err(code) => return code,
     };
     loop {
-        let Some(&capture) = state.events.get(&(event as u64)) else {
+        let Some(capture) = state.events.get(&(event as u64)).map(|e| e.capture) else {
             return ACL_ERROR_RT_INVALID_HANDLE;
         };
         match state.event_state(capture) {
@@ -302,12 +312,35 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
             let still_pending = state
                 .events
                 .get(&(event as u64))
-                .is_some_and(|&c| matches!(state.event_state(c), EventState::NotReady));
+                .is_some_and(|e| matches!(state.event_state(e.capture), EventState::NotReady));
             if still_pending {
                 return ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
             }
         }
     }
+}
+
+pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent) -> AclError {
+    let mut state = DEVICE.lock();
+    if let Err(code) = state.require_context() {
+        return code;
+    }
+    let Some(event) = state.events.get(&(event as u64)) else {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    };
+    // ascend-cl.md §2.4: a cross-stream wait needs ACL_EVENT_SYNC; the refusal's code is [I].
+    if !event.sync {
+        return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    let capture = event.capture;
+    let Some(s) = state.streams.get_mut(&(stream as u64)) else {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    };
+    s.queue.push_back(Task::Wait(capture));
+    s.submitted += 1;
+    state.counters.stream_waits += 1;
+    DEVICE.notify();
+    ACL_SUCCESS
 }
 
 pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
@@ -455,20 +488,52 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
     kind: i32,
     stream: AclrtStream,
 ) -> AclError {
+    // ascend-cl.md §2.5: host to host is not supported in EP mode.
+    if kind == ACL_MEMCPY_HOST_TO_HOST {
+        return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+    }
     let mut state = match checked_copy(dst, dest_max, src, count, kind) {
         Ok(state) => state,
         Err(code) => return code,
     };
-    let Some(s) = state.streams.get_mut(&(stream as u64)) else {
+    let id = stream as u64;
+    if !state.streams.contains_key(&id) {
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    }
+    let host = host_side(kind, dst as usize, src as usize);
+    let pinned = host.is_some_and(|address| state.pinned(address, count));
+    let pageable = host.is_some() && !pinned;
+    let fail = state.apply_copy_fault();
+    state.counters.async_copies += 1;
+    let Some(s) = state.streams.get_mut(&id) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
-    s.queue.push_back(Task::Copy {
+    s.queue.push_back(Task::Copy(AsyncCopy {
         dst: dst as usize,
         src: src as usize,
         count,
         kind,
-    });
+        pinned,
+        fail,
+    }));
     s.submitted += 1;
+    let index = s.submitted;
     DEVICE.notify();
-    ACL_SUCCESS
+    if !pageable {
+        return ACL_SUCCESS;
+    }
+    // Pageable host memory: ordered on the stream, but the call returns only after the copy
+    // ran (ascend-cl.md §2.5), so the caller's buffer is alive while the worker uses it.
+    loop {
+        match state.streams.get(&id) {
+            None => return ACL_ERROR_RT_STREAM_ABORT,
+            Some(s) if s.completed >= index => return ACL_SUCCESS,
+            Some(s) => {
+                if let Some(code) = s.error {
+                    return code;
+                }
+            }
+        }
+        state = DEVICE.wait(state, None).0;
+    }
 }

@@ -13,7 +13,7 @@
 //! **Invariant:** ACL semantics where a lane can observe them: a never-recorded event
 //! synchronises as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its wait
 //! expires; a faulted stream's error is sticky and nothing more runs on it; a force reset
-//! kills every stream, event and device allocation and unbinds every thread (each must call
+//! kills every stream, event, device and pinned host allocation and unbinds every thread (each must call
 //! `aclrtSetDevice` again, else 107002); a kernel that runs past the op timeout
 //! (`aclrtSetOpExecuteTimeOutV2`, default 1091 s) ends with 507014 (AICore) or 507017
 //! (AICPU). No panic crosses the C boundary (a caught panic returns 500000), and a bad
@@ -101,6 +101,12 @@ pub struct FakeCounters {
     pub host_mallocs: u64,
     /// `aclrtFreeHost` successes.
     pub host_frees: u64,
+    /// Pinned host allocations killed by a force reset.
+    pub host_allocations_reclaimed: u64,
+    /// `aclrtMemcpyAsync` enqueues (successful calls; a copy rule may still fail the task).
+    pub async_copies: u64,
+    /// `aclrtStreamWaitEvent` enqueues.
+    pub stream_waits: u64,
     /// Kernels queued by `runlanefake_launch`.
     pub launches: u64,
     /// `aclrtResetDeviceForce` successes.
@@ -129,6 +135,9 @@ impl FakeCounters {
         allocations_reclaimed: 0,
         host_mallocs: 0,
         host_frees: 0,
+        host_allocations_reclaimed: 0,
+        async_copies: 0,
+        stream_waits: 0,
         launches: 0,
         force_resets: 0,
         live_streams: 0,
@@ -144,7 +153,7 @@ impl FakeCounters {
         self.streams_created == self.streams_destroyed + self.streams_reclaimed
             && self.events_created == self.events_destroyed + self.events_reclaimed
             && self.mallocs == self.frees + self.allocations_reclaimed
-            && self.host_mallocs == self.host_frees
+            && self.host_mallocs == self.host_frees + self.host_allocations_reclaimed
             && self.live_streams
                 + self.live_events
                 + self.live_allocations
@@ -257,6 +266,11 @@ macro_rules! for_each_control_function {
             /// launches, the next `count`. A [`Outcome::Latch`] writes `header_bytes` (the
             /// caller encodes a status header with a latched code) as the status header.
             fn runlanefake_fault_kernel(outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
+            /// Fail async copies (`aclrtMemcpyAsync`) on their stream: after `skip` copies,
+            /// the next `count` are enqueued as usual but end with `code` when the stream
+            /// reaches them (no byte lands, the stream's error is sticky, an event recorded
+            /// after them reports `code`). A failed enqueue is `runlanefake_fail_call`'s.
+            fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError;
             /// Remove every fault rule.
             fn runlanefake_clear_faults() -> AclError;
             /// The SoC name the probe reports (NULL: `aclrtGetSocName` returns NULL). The
@@ -430,10 +444,22 @@ mod control {
         ACL_SUCCESS
     }
 
+    pub(super) unsafe fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError {
+        if code == ACL_SUCCESS || count == 0 {
+            return ACL_ERROR_RT_PARAM_INVALID;
+        }
+        DEVICE
+            .lock()
+            .copy_faults
+            .push(device::CopyFault { code, skip, count });
+        ACL_SUCCESS
+    }
+
     pub(super) unsafe fn runlanefake_clear_faults() -> AclError {
         let mut state = DEVICE.lock();
         state.call_faults.clear();
         state.kernel_faults.clear();
+        state.copy_faults.clear();
         ACL_SUCCESS
     }
 

@@ -953,3 +953,232 @@ fn null_out_pointers_are_rejected_not_written() {
     );
     assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
 }
+
+fn malloc_host(acl: &Acl, size: usize) -> *mut c_void {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: `ptr` is a writable pointer slot.
+    assert_eq!(unsafe { acl.aclrtMallocHost(&mut ptr, size) }, ACL_SUCCESS);
+    ptr
+}
+
+fn stream_wait(acl: &Acl, stream: AclrtStream, event: AclrtEvent) -> AclError {
+    // SAFETY: handles from the fake (or stale ones, which the fake rejects).
+    unsafe { acl.aclrtStreamWaitEvent(stream, event) }
+}
+
+#[test]
+fn a_stream_wait_holds_later_tasks_until_the_capture_finishes_and_fails_with_it() {
+    let (_guard, acl, control) = session();
+    let a = create_stream(acl);
+    let b = create_stream(acl);
+    let on_a = create_event(acl);
+    let on_b = create_event(acl);
+    launch_hang(control, a);
+    record(acl, on_a, a);
+    assert_eq!(stream_wait(acl, b, on_a), ACL_SUCCESS);
+    record(acl, on_b, b);
+    // Stream B holds nothing but the wait, yet its event is not ready: the wait blocks it.
+    assert_eq!(query(acl, on_b), Ok(ACL_EVENT_RECORDED_STATUS_NOT_READY));
+    // Re-recording the event on an idle stream does not move the wait already submitted.
+    let idle = create_stream(acl);
+    record(acl, on_a, idle);
+    assert_eq!(query(acl, on_b), Ok(ACL_EVENT_RECORDED_STATUS_NOT_READY));
+    // The captured work dies unfinished: the waiting stream fails with the abort.
+    assert_eq!(destroy_stream_force(acl, a), ACL_SUCCESS);
+    assert_eq!(sync(acl, on_b, LONG_MS), ACL_ERROR_RT_STREAM_ABORT);
+    assert_eq!(control.counters().expect("counters").stream_waits, 1);
+    for stream in [b, idle] {
+        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    }
+    for event in [on_a, on_b] {
+        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    }
+    assert_balanced(control);
+}
+
+#[test]
+fn a_stream_wait_needs_a_sync_event_and_live_handles() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let mut timeline: AclrtEvent = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: `timeline` is a writable handle slot.
+        unsafe { acl.aclrtCreateEventExWithFlag(&mut timeline, ACL_EVENT_TIME_LINE) },
+        ACL_SUCCESS
+    );
+    assert_eq!(
+        stream_wait(acl, stream, timeline),
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    let sync_event = create_event(acl);
+    assert_eq!(
+        stream_wait(acl, 0xdead_0000 as AclrtStream, sync_event),
+        ACL_ERROR_RT_INVALID_HANDLE
+    );
+    assert_eq!(
+        stream_wait(acl, stream, 0xdead_0000 as AclrtEvent),
+        ACL_ERROR_RT_INVALID_HANDLE
+    );
+    // A never-recorded event is complete: the wait passes at once.
+    assert_eq!(stream_wait(acl, stream, sync_event), ACL_SUCCESS);
+    assert_eq!(
+        destroy_stream(acl, stream),
+        ACL_SUCCESS,
+        "the wait finished"
+    );
+    for event in [timeline, sync_event] {
+        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    }
+    assert_balanced(control);
+}
+
+#[test]
+fn an_async_copy_with_pageable_memory_returns_after_the_copy_and_host_to_host_is_refused() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let header = malloc(acl, 4);
+    control
+        .launch(
+            stream,
+            ENGINE_AICORE,
+            Duration::from_millis(20),
+            Outcome::Ok,
+            std::ptr::null_mut(),
+            header,
+            &[4, 3, 2, 1],
+        )
+        .expect("launch");
+    let mut pageable = [0_u8; 4];
+    assert_eq!(
+        // SAFETY: `pageable` is writable for 4 bytes and outlives the call, which returns
+        // only after the copy ran.
+        unsafe {
+            acl.aclrtMemcpyAsync(
+                pageable.as_mut_ptr().cast(),
+                4,
+                header,
+                4,
+                ACL_MEMCPY_DEVICE_TO_HOST,
+                stream,
+            )
+        },
+        ACL_SUCCESS
+    );
+    assert_eq!(
+        pageable,
+        [4, 3, 2, 1],
+        "ordered after the kernel, done on return"
+    );
+    let source = [0_u8; 4];
+    assert_eq!(
+        // SAFETY: refused before any access.
+        unsafe {
+            acl.aclrtMemcpyAsync(
+                pageable.as_mut_ptr().cast(),
+                4,
+                source.as_ptr().cast(),
+                4,
+                ACL_MEMCPY_HOST_TO_HOST,
+                stream,
+            )
+        },
+        ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    );
+    assert_eq!(control.counters().expect("counters").async_copies, 1);
+    assert_eq!(free(acl, header), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_pinned_buffer_freed_before_its_copy_runs_fails_the_stream_instead_of_being_written() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let dev = malloc(acl, 8);
+    let pinned = malloc_host(acl, 8);
+    // Long enough that the free below comes first on any machine.
+    launch(control, stream, ENGINE_AICORE, 300).expect("launch");
+    assert_eq!(
+        // SAFETY: `pinned` is 8 bytes from aclrtMallocHost; the fake re-checks it at task time.
+        unsafe { acl.aclrtMemcpyAsync(pinned, 8, dev, 8, ACL_MEMCPY_DEVICE_TO_HOST, stream) },
+        ACL_SUCCESS
+    );
+    record(acl, event, stream);
+    // SAFETY: from aclrtMallocHost; the copy still queued must not write it afterwards.
+    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(free(acl, dev), ACL_SUCCESS);
+    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_copy_rule_fails_the_copy_on_its_stream_and_bad_rules_are_refused() {
+    let (_guard, acl, control) = session();
+    assert!(control.fault_copy(0, 0, 1).is_err(), "code 0 is no fault");
+    assert!(control.fault_copy(CODE_FAULT, 0, 0).is_err(), "count 0");
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let dev = malloc(acl, 8);
+    let pinned = malloc_host(acl, 8);
+    control.fault_copy(CODE_FAULT, 1, 1).expect("rule");
+    for _ in 0..2 {
+        assert_eq!(
+            // SAFETY: `pinned` is 8 bytes from aclrtMallocHost, freed after the stream.
+            unsafe { acl.aclrtMemcpyAsync(dev, 8, pinned, 8, ACL_MEMCPY_HOST_TO_DEVICE, stream) },
+            ACL_SUCCESS,
+            "the enqueue succeeds"
+        );
+    }
+    record(acl, event, stream);
+    assert_eq!(
+        sync(acl, event, LONG_MS),
+        CODE_FAULT,
+        "the second copy failed"
+    );
+    control.fault_copy(CODE_FAULT, 0, 1).expect("rule");
+    control.clear_faults().expect("clear");
+    let fresh = create_stream(acl);
+    assert_eq!(
+        // SAFETY: as above.
+        unsafe { acl.aclrtMemcpyAsync(dev, 8, pinned, 8, ACL_MEMCPY_HOST_TO_DEVICE, fresh) },
+        ACL_SUCCESS
+    );
+    record(acl, event, fresh);
+    assert_eq!(
+        sync(acl, event, LONG_MS),
+        ACL_SUCCESS,
+        "cleared rules fail nothing"
+    );
+    for stream in [stream, fresh] {
+        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    }
+    // SAFETY: from aclrtMallocHost; no copy is queued any more.
+    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
+    assert_eq!(free(acl, dev), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+/// A code no call returns on its own.
+const CODE_FAULT: AclError = 507_899;
+
+#[test]
+fn a_force_reset_reclaims_pinned_host_memory() {
+    let (_guard, acl, control) = session();
+    let pinned = malloc_host(acl, 16);
+    // SAFETY: plain value.
+    assert_eq!(unsafe { acl.aclrtResetDeviceForce(0) }, ACL_SUCCESS);
+    // SAFETY: plain value.
+    assert_eq!(unsafe { acl.aclrtSetDevice(0) }, ACL_SUCCESS);
+    assert_eq!(
+        // SAFETY: a stale pointer; the fake looks it up and refuses.
+        unsafe { acl.aclrtFreeHost(pinned) },
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    let c = control.counters().expect("counters");
+    assert_eq!((c.host_frees, c.host_allocations_reclaimed), (0, 1));
+    assert_balanced(control);
+}

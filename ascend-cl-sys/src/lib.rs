@@ -9,7 +9,11 @@
 //! success from every call); the ACL constants ([`types`]).
 //!
 //! **Invariant:** an [`Acl`] exists only with every symbol resolved, so a missing symbol is a
-//! [`LoadError`] naming the symbol and the library, never a crash at the first call. No
+//! [`LoadError`] naming the symbol and the library, never a crash at the first call. The
+//! calls ascend-cl.md §5 lists as optional and the copies on the streams use
+//! (`aclrtMallocHost`, `aclrtFreeHost`, `aclrtMemcpyAsync`, `aclrtStreamWaitEvent`) are
+//! required symbols too: every CANN the lane supports (8.0.0 or newer) exports them, so a
+//! library without one is broken, not old, and is refused at load. No
 //! policy: return codes are passed up raw (status-latch classifies them). `aclInit` is
 //! called only by [`Acl::init`], which treats 100002 (already initialised) as success,
 //! because the embedding runtime normally owns initialisation. Every `unsafe` block carries a

@@ -51,6 +51,10 @@ macro_rules! for_each_acl_function {
             fn aclrtSynchronizeEventWithTimeout(event: $crate::AclrtEvent, timeout_ms: i32) -> $crate::AclError;
             /// `aclrtDestroyEvent(event)`: non-blocking.
             fn aclrtDestroyEvent(event: $crate::AclrtEvent) -> $crate::AclError;
+            /// `aclrtStreamWaitEvent(stream, event)`: async; tasks submitted to `stream` after it
+            /// start only once the tasks `event` captured (when the wait was submitted) have
+            /// finished. The event needs `ACL_EVENT_SYNC`.
+            fn aclrtStreamWaitEvent(stream: $crate::AclrtStream, event: $crate::AclrtEvent) -> $crate::AclError;
             /// `aclrtMalloc(&devPtr, size, policy)`.
             fn aclrtMalloc(dev_ptr: *mut *mut ::core::ffi::c_void, size: usize, policy: i32) -> $crate::AclError;
             /// `aclrtFree(devPtr)`.
@@ -61,7 +65,9 @@ macro_rules! for_each_acl_function {
             fn aclrtFreeHost(host_ptr: *mut ::core::ffi::c_void) -> $crate::AclError;
             /// `aclrtMemcpy(dst, destMax, src, count, kind)`: synchronous, no implicit stream sync.
             fn aclrtMemcpy(dst: *mut ::core::ffi::c_void, dest_max: usize, src: *const ::core::ffi::c_void, count: usize, kind: i32) -> $crate::AclError;
-            /// `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: ordered on `stream`.
+            /// `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: ordered on `stream`;
+            /// truly asynchronous only with pinned host memory (`aclrtMallocHost`), with pageable
+            /// host memory it returns after the copy.
             fn aclrtMemcpyAsync(dst: *mut ::core::ffi::c_void, dest_max: usize, src: *const ::core::ffi::c_void, count: usize, kind: i32, stream: $crate::AclrtStream) -> $crate::AclError;
         }
     };

@@ -32,6 +32,9 @@ pub const ACL_ERROR_RT_CONTEXT_NULL: AclError = 107_002;
 pub const ACL_ERROR_RT_INVALID_HANDLE: AclError = 107_017;
 /// `ACL_ERROR_RT_STREAM_ABORT`: the stream was torn down under the caller.
 pub const ACL_ERROR_RT_STREAM_ABORT: AclError = 107_023;
+/// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT`: the call or mode is not supported here (an
+/// `aclrtMemcpyAsync` host to host in EP mode).
+pub const ACL_ERROR_RT_FEATURE_NOT_SUPPORT: AclError = 207_000;
 /// `ACL_ERROR_RT_MEMORY_ALLOCATION`.
 pub const ACL_ERROR_RT_MEMORY_ALLOCATION: AclError = 207_001;
 /// `ACL_ERROR_RT_NO_STREAM_RESOURCE`.

@@ -246,6 +246,7 @@ fn the_table_binds_the_minimal_surface_and_the_probe_calls() {
         "aclrtMallocHost",
         "aclrtFreeHost",
         "aclrtMemcpyAsync",
+        "aclrtStreamWaitEvent",
     ];
     let mut bound = ascend_cl_sys::SYMBOLS.to_vec();
     bound.sort_unstable();

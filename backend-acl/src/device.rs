@@ -1,7 +1,10 @@
 //! [`AclDevice`]: opening and probing a device, and the `Device` methods, one ACL call each.
 
 use core::ffi::c_void;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::ThreadId;
 use std::time::Instant;
 
@@ -13,7 +16,7 @@ use ascend_cl_sys::{
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{Profile, Timestamp};
-use lane_driver::{Device, DevicePtr, EventHandle};
+use lane_driver::{Device, DevicePtr, EventHandle, HostPtr};
 
 use crate::error::AclError;
 use crate::soc::profile_for_soc;
@@ -62,7 +65,8 @@ impl Default for AclConfig {
 /// thread after a reset), makes its one ACL call, and on failure reads `aclGetRecentErrMsg`
 /// (the driver takes it with [`Device::recent_error_message`]).
 pub struct AclDevice {
-    acl: Acl,
+    /// Shared with every [`WorkerBinding`], so a worker thread binds through the same library.
+    acl: Arc<Acl>,
     device_id: i32,
     /// How many devices the library saw at open.
     device_count: u32,
@@ -76,7 +80,61 @@ pub struct AclDevice {
     bound: Option<ThreadId>,
     /// `aclGetRecentErrMsg` after the last call, when that call failed.
     message: Option<String>,
+    /// Pinned host allocations made since the last reset (`aclrtMallocHost`): address ->
+    /// size. `write_host`, `read_host` and the async copies touch only ranges inside one, so
+    /// a bad `HostPtr` is 100000, never undefined behaviour; a reset forgets them all.
+    pinned: BTreeMap<u64, usize>,
+    /// Force resets made so far, shared with every [`WorkerBinding`] (a worker bound before
+    /// the latest one must bind again).
+    resets: Arc<AtomicU64>,
     epoch: Instant,
+}
+
+/// What a host worker thread needs to bind itself to the lane's device: a `Clone + Send +
+/// Sync` value from [`AclDevice::worker_binding`].
+///
+/// ACL binds a device per thread (`aclrtSetDevice`, ascend-cl.md §2.1), and the lane's
+/// [`AclDevice`] tracks only the thread it runs on. A worker that runs the runner's prepare or
+/// finalise off the lane thread calls [`WorkerBinding::bind`] before its first runner call,
+/// and again once [`WorkerBinding::resets`] has moved past the count it bound at (a force
+/// reset unbinds every thread).
+#[derive(Clone, Debug)]
+pub struct WorkerBinding {
+    acl: Arc<Acl>,
+    device_id: i32,
+    resets: Arc<AtomicU64>,
+}
+
+impl WorkerBinding {
+    /// `aclrtSetDevice(device_id)` on the calling thread.
+    ///
+    /// # Errors
+    ///
+    /// `aclrtSetDevice`'s code.
+    pub fn bind(&self) -> Result<(), AclCode> {
+        // SAFETY: plain value.
+        let code = unsafe { self.acl.aclrtSetDevice(self.device_id) };
+        AclCode::from_raw(code).map_or(Ok(()), Err)
+    }
+
+    /// The loaded library, for the runner's own calls on the worker thread.
+    #[must_use]
+    pub fn acl(&self) -> &Acl {
+        &self.acl
+    }
+
+    /// The lane's logical device id.
+    #[must_use]
+    pub const fn device_id(&self) -> i32 {
+        self.device_id
+    }
+
+    /// How many force resets the lane's device has made: a worker that bound when this was
+    /// lower must bind again before its next call.
+    #[must_use]
+    pub fn resets(&self) -> u64 {
+        self.resets.load(Ordering::Acquire)
+    }
 }
 
 impl std::fmt::Debug for AclDevice {
@@ -125,7 +183,7 @@ impl AclDevice {
                 op_timeout_us,
             }) => {
                 let device = Self {
-                    acl,
+                    acl: Arc::new(acl),
                     device_id: config.device_id,
                     device_count,
                     soc_name,
@@ -133,6 +191,8 @@ impl AclDevice {
                     initialised_here,
                     bound: Some(std::thread::current().id()),
                     message: None,
+                    pinned: BTreeMap::new(),
+                    resets: Arc::new(AtomicU64::new(0)),
                     epoch: Instant::now(),
                 };
                 Ok((device, profile))
@@ -207,7 +267,7 @@ impl AclDevice {
     /// The loaded library, so the embedding runtime's runner can launch on the lane's
     /// streams (see [`AclDevice::check`] for its own failures).
     #[must_use]
-    pub const fn acl(&self) -> &Acl {
+    pub fn acl(&self) -> &Acl {
         &self.acl
     }
 
@@ -233,6 +293,17 @@ impl AclDevice {
     #[must_use]
     pub const fn op_timeout_us(&self) -> u64 {
         self.op_timeout_us
+    }
+
+    /// A handle a host worker thread binds itself with ([`WorkerBinding::bind`]) before it
+    /// makes the runner's calls off the lane thread.
+    #[must_use]
+    pub fn worker_binding(&self) -> WorkerBinding {
+        WorkerBinding {
+            acl: Arc::clone(&self.acl),
+            device_id: self.device_id,
+            resets: Arc::clone(&self.resets),
+        }
     }
 
     /// Binds the calling thread (`aclrtSetDevice`) unless it is already bound since the last
@@ -289,6 +360,55 @@ impl AclDevice {
         self.bind_thread()?;
         let code = call(&self.acl);
         self.check(code)
+    }
+
+    /// `[ptr, ptr + len)` as a host pointer when it lies inside one pinned allocation made
+    /// since the last reset; otherwise 100000 (`ACL_ERROR_INVALID_PARAM`), with a message, and
+    /// nothing touched.
+    fn pinned_range(&mut self, ptr: HostPtr, len: usize) -> Result<*mut u8, AclCode> {
+        let inside = self
+            .pinned
+            .range(..=ptr.0)
+            .next_back()
+            .is_some_and(|(&base, &size)| {
+                usize::try_from(ptr.0 - base)
+                    .ok()
+                    .and_then(|offset| offset.checked_add(len))
+                    .is_some_and(|end| end <= size)
+            });
+        if inside {
+            return Ok(ptr.0 as usize as *mut u8);
+        }
+        self.message = Some(format!(
+            "host range {:#x}+{len} is not inside pinned memory from aclrtMallocHost",
+            ptr.0
+        ));
+        Err(AclCode::InvalidParam)
+    }
+
+    /// `aclrtMemcpyAsync` between a device range and a checked pinned range.
+    fn memcpy_async(
+        &mut self,
+        host: HostPtr,
+        device: DevicePtr,
+        len: usize,
+        kind: i32,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        let host = self.pinned_range(host, len)?.cast::<c_void>();
+        let device = device_ptr(device);
+        let (dst, src) = if kind == ACL_MEMCPY_HOST_TO_DEVICE {
+            (device, host.cast_const())
+        } else {
+            (host, device.cast_const())
+        };
+        // SAFETY: the host side lies inside a live pinned allocation (checked above) that
+        // stays alive until freed, and the caller frees it only after an event proved the copy
+        // finished; the device side is a range the driver laid out in one of its allocations;
+        // the stream is live.
+        self.bound_call(|acl| unsafe {
+            acl.aclrtMemcpyAsync(dst, len, src, len, kind, stream_ptr(stream))
+        })
     }
 
     /// A call that returned success but no handle: a broken library (a stub passes every
@@ -348,8 +468,11 @@ impl Device for AclDevice {
         // bind. Never a plain reset, before or after (ascend-cl.md §2.1: 507007).
         // SAFETY: plain value.
         let code = unsafe { self.acl.aclrtResetDeviceForce(id) };
-        // Whatever it returned, every thread must bind again before its next call.
+        // Whatever it returned, every thread must bind again before its next call, and the
+        // pinned allocations are forgotten like every other handle: never freed, never touched.
         self.bound = None;
+        self.pinned.clear();
+        self.resets.fetch_add(1, Ordering::AcqRel);
         self.check(code)
     }
 
@@ -447,6 +570,80 @@ impl Device for AclDevice {
                 ACL_MEMCPY_DEVICE_TO_HOST,
             )
         })
+    }
+
+    fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
+        let mut ptr: *mut c_void = core::ptr::null_mut();
+        // SAFETY: `ptr` is a writable pointer slot.
+        self.bound_call(|acl| unsafe { acl.aclrtMallocHost(&mut ptr, size) })?;
+        if ptr.is_null() {
+            return Err(self.null_handle("aclrtMallocHost"));
+        }
+        let address = ptr as usize as u64;
+        self.pinned.insert(address, size);
+        Ok(HostPtr(address))
+    }
+
+    fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
+        if !self.pinned.contains_key(&ptr.0) {
+            self.message = Some(format!(
+                "{:#x} is not a pinned allocation made since the last reset",
+                ptr.0
+            ));
+            return Err(AclCode::InvalidParam);
+        }
+        // SAFETY: an allocation this library made since the last reset, not yet freed.
+        self.bound_call(|acl| unsafe { acl.aclrtFreeHost(ptr.0 as usize as *mut c_void) })?;
+        self.pinned.remove(&ptr.0);
+        Ok(())
+    }
+
+    fn memcpy_to_device_async(
+        &mut self,
+        dst: DevicePtr,
+        src: HostPtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        self.memcpy_async(src, dst, len, ACL_MEMCPY_HOST_TO_DEVICE, stream)
+    }
+
+    fn memcpy_from_device_async(
+        &mut self,
+        dst: HostPtr,
+        src: DevicePtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        self.memcpy_async(dst, src, len, ACL_MEMCPY_DEVICE_TO_HOST, stream)
+    }
+
+    fn stream_wait_event(
+        &mut self,
+        stream: StreamHandle,
+        event: EventHandle,
+    ) -> Result<(), AclCode> {
+        // SAFETY: a stream and an event (created with ACL_EVENT_SYNC) this library made, live.
+        self.bound_call(|acl| unsafe {
+            acl.aclrtStreamWaitEvent(stream_ptr(stream), event_ptr(event))
+        })
+    }
+
+    fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
+        let dst = self.pinned_range(dst, src.len())?;
+        // SAFETY: `dst` is inside a live pinned allocation for `src.len()` bytes (checked),
+        // which no Rust reference aliases; no copy into it is in flight (the driver writes
+        // only before it enqueues the copies that use it).
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+        Ok(())
+    }
+
+    fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {
+        let src = self.pinned_range(src, dst.len())?;
+        // SAFETY: `src` is inside a live pinned allocation for `dst.len()` bytes (checked);
+        // the driver reads only after an event proved the copy into it finished.
+        unsafe { core::ptr::copy_nonoverlapping(src.cast_const(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
     }
 
     fn recent_error_message(&mut self) -> Option<String> {

@@ -12,21 +12,26 @@
 //! to the driver through `Device::recent_error_message`, which attaches it to the outcome of
 //! the run or publication whose call failed. Thread binding: the calling thread is bound
 //! (`aclrtSetDevice`) before its first call and again after every reset, tracked by
-//! `ThreadId`, so the device may move to the lane service's own thread.
+//! `ThreadId`, so the device may move to the lane service's own thread; a host worker thread
+//! (runner work off the lane thread) binds itself through a [`WorkerBinding`]. The copies on
+//! the streams: pinned host memory (`aclrtMallocHost`) tracked as address -> size, so
+//! `write_host`, `read_host` and the async copies touch only ranges inside one (100000
+//! otherwise, nothing touched), and `aclrtStreamWaitEvent`.
 //!
 //! **Invariant:** mechanism only: every call returns the raw code it got; lane-core decides
 //! what it means. Recovery is exactly the driver's effects: bounded drain
 //! (`aclrtSynchronizeDeviceWithTimeout`), `aclrtResetDeviceForce`, `aclrtSetDevice`, probe.
 //! A plain `aclrtResetDevice` is never called (it is not even in the symbol table), so it
 //! can never follow a force reset. Every handle dies with a reset: the driver forgets them,
-//! never destroys them. `aclrtDestroyStream` is the healthy teardown (it waits for queued
+//! never destroys them, and the device forgets its pinned allocations the same way. `aclrtDestroyStream` is the healthy teardown (it waits for queued
 //! work), `aclrtDestroyStreamForce` the replacement of a stuck or errored stream. The only
 //! clock read is `Device::now` (a monotonic clock). Never depends on backend-sim.
 //!
 //! **API boundary:** [`AclDevice`] (with [`AclDevice::acl`] and [`AclDevice::device_id`], so
 //! the embedding runtime's `Runner` launches on the lane's streams: `StreamHandle.0` is the
 //! `aclrtStream` pointer value, `EventHandle.0` the `aclrtEvent`, `DevicePtr.0` the device
-//! address), [`AclConfig`], [`Library`], [`AclError`], [`profile_for_soc`], and [`check`]
+//! address, `HostPtr.0` the pinned host address), [`AclDevice::worker_binding`] and
+//! [`WorkerBinding`], [`AclConfig`], [`Library`], [`AclError`], [`profile_for_soc`], and [`check`]
 //! (`cargo xtask device-check`: the probe and the device-side calls that need no kernel, as
 //! a report; docs/hardware.md). The runner is the embedding runtime's; this crate has none
 //! (its tests use a private one over the fake's test-only kernels).
@@ -44,6 +49,6 @@ mod device;
 mod error;
 mod soc;
 
-pub use device::{AclConfig, AclDevice, Library};
+pub use device::{AclConfig, AclDevice, Library, WorkerBinding};
 pub use error::AclError;
 pub use soc::profile_for_soc;
