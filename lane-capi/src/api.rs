@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
-use backend_acl::{AclConfig, AclDevice, Library};
+use backend_acl::{AclConfig, AclDevice, Library, WorkerBinding};
 use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SimDevice, SimRunner};
 use core::ffi::c_char;
@@ -17,9 +17,7 @@ use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::error::{Error, guard, last_error_ptr};
 use crate::outcome::{close_to_c, empty_outcome, report_to_c};
 use crate::registry::{Registry, RunLane};
-use crate::runner::{
-    Bind, CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred,
-};
+use crate::runner::{CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred};
 use crate::types::{
     RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneOutcome, RunLaneStatus,
     RunLaneSubmit,
@@ -134,7 +132,6 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             // workers leave its share for the lane thread. Nothing to bind.
             let deferred = if off_lane { deferred() } else { None };
             let runner_deferred = deferred.clone();
-            let bind: Bind = Arc::new(|| Ok(()));
             with_workers(
                 service_config(profile, vtable, workers),
                 move || {
@@ -151,12 +148,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     let runner = CRunner::new(vtable, runner_requests, SimRunner, runner_deferred);
                     Ok::<_, String>((device, runner))
                 },
-                worker_factory(
-                    vtable,
-                    (&requests, &worker_threads),
-                    deferred,
-                    Arc::new(OnceLock::from(bind)),
-                ),
+                worker_factory(vtable, (&requests, &worker_threads), deferred, None),
             )
         }
         BackendChoice::Acl { device_id, library } => {
@@ -182,17 +174,17 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let config = open_config(Some(profile));
             // The lane thread opens the device and leaves the workers its binding; the
             // service makes the workers only after the lane thread's `make` returned.
-            let binding: Arc<OnceLock<Bind>> = Arc::new(OnceLock::new());
+            let binding: Arc<OnceLock<WorkerBinding>> = Arc::new(OnceLock::new());
             let lane_binding = Arc::clone(&binding);
             with_workers(
                 service_config(profile, vtable, workers),
                 move || {
                     let _ = thread_cell.set(thread::current().id());
                     let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
-                    let _ = lane_binding.set(acl_binding(&device));
+                    let _ = lane_binding.set(device.worker_binding());
                     Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel, None)))
                 },
-                worker_factory(vtable, (&requests, &worker_threads), None, binding),
+                worker_factory(vtable, (&requests, &worker_threads), None, Some(binding)),
             )
         }
     }
@@ -205,26 +197,14 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     })
 }
 
-/// How a worker thread binds the ACL device the lane thread opened.
-// PENDING(WorkerBinding): backend-acl's `AclDevice::worker_binding()` is not on this branch
-// yet; until it is, a worker on ACL cannot bind and the create fails with that reason.
-fn acl_binding(device: &AclDevice) -> Bind {
-    let device_id = device.device_id();
-    Arc::new(move || {
-        Err(format!(
-            "a host worker cannot bind device {device_id}: this build has no \
-             AclDevice::worker_binding (set workers = 0)"
-        ))
-    })
-}
-
-/// The factory of the host workers: each binds the device on its own thread (`bind`, set
-/// by the lane thread's `make`), then calls the vtable's prepare and finalise.
+/// The factory of the host workers: each binds the ACL device on its own thread (`binding`,
+/// set by the lane thread's `make`, which the service runs first; `None` on the simulator),
+/// then calls the vtable's prepare and finalise.
 fn worker_factory(
     vtable: Vtable,
     (requests, threads): (&Requests, &WorkerThreads),
     deferred: Deferred,
-    bind: Arc<OnceLock<Bind>>,
+    binding: Option<Arc<OnceLock<WorkerBinding>>>,
 ) -> impl Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync + 'static {
     let (requests, threads) = (Arc::clone(requests), Arc::clone(threads));
     move |_index| {
@@ -232,15 +212,17 @@ fn worker_factory(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(thread::current().id());
-        let bind = bind
-            .get()
-            .ok_or_else(|| "the device was not opened before the workers".to_owned())?;
-        bind()?;
-        Ok(Box::new(CWorker::new(
-            vtable,
-            Arc::clone(&requests),
-            deferred.clone(),
-        )))
+        let binding = match &binding {
+            Some(cell) => Some(
+                cell.get()
+                    .cloned()
+                    .ok_or_else(|| "the device was not opened before the workers".to_owned())?,
+            ),
+            None => None,
+        };
+        let worker = CWorker::new(vtable, Arc::clone(&requests), deferred.clone(), binding)
+            .map_err(|code| format!("aclrtSetDevice on the worker failed: {code}"))?;
+        Ok(Box::new(worker))
     }
 }
 

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use backend_acl::WorkerBinding;
 use core::ffi::c_void;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
@@ -297,10 +298,6 @@ pub fn deferred() -> Deferred {
     )))))
 }
 
-/// What a worker thread does first: binds the device to it (`aclrtSetDevice` on ACL;
-/// nothing on the simulator).
-pub type Bind = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
-
 /// The C vtable's prepare and finalise on a host worker thread (the runner declared
 /// `concurrency.off_lane_thread` and the config asked for workers).
 #[derive(Debug)]
@@ -308,17 +305,52 @@ pub struct CWorker {
     vtable: Vtable,
     requests: Requests,
     deferred: Deferred,
+    /// The ACL device's binding (`None` on the simulator: nothing to bind), and the reset
+    /// count this thread bound at.
+    binding: Option<(WorkerBinding, u64)>,
 }
 
 impl CWorker {
     /// A worker calling `vtable`'s prepare and finalise; leaves the model's share in
-    /// `deferred`.
-    pub const fn new(vtable: Vtable, requests: Requests, deferred: Deferred) -> Self {
-        Self {
+    /// `deferred`. On ACL it binds the calling thread now (`aclrtSetDevice`), so it is made
+    /// on its worker thread.
+    ///
+    /// # Errors
+    ///
+    /// `aclrtSetDevice`'s code.
+    pub fn new(
+        vtable: Vtable,
+        requests: Requests,
+        deferred: Deferred,
+        binding: Option<WorkerBinding>,
+    ) -> Result<Self, AclCode> {
+        let binding = match binding {
+            Some(binding) => {
+                let resets = binding.resets();
+                binding.bind()?;
+                Some((binding, resets))
+            }
+            None => None,
+        };
+        Ok(Self {
             vtable,
             requests,
             deferred,
+            binding,
+        })
+    }
+
+    /// Binds this thread again after a force reset unbound every thread.
+    fn rebind(&mut self) -> Result<(), AclCode> {
+        let Some((binding, bound_at)) = &mut self.binding else {
+            return Ok(());
+        };
+        let resets = binding.resets();
+        if resets != *bound_at {
+            binding.bind()?;
+            *bound_at = resets;
         }
+        Ok(())
     }
 
     fn defer(&self, work: ModelWork) {
@@ -338,6 +370,7 @@ impl HostWorker for CWorker {
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
+        self.rebind().map_err(PrepareError::Failed)?;
         let info = RunLaneRunInfo {
             diagnostics,
             ..info(&self.requests, run, slot)
@@ -353,6 +386,7 @@ impl HostWorker for CWorker {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
+        self.rebind().map_err(FinaliseFailure::Acl)?;
         let copy_back = copy_back && requested(&self.requests, run).copy_back;
         let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back);
         // The model frees its per-run state whatever the callback said.

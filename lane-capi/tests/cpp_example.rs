@@ -146,6 +146,12 @@ fn the_cpp_onboard_runner_runs_with_host_workers_on_the_simulator_under_asan() {
 }
 
 #[test]
+fn the_cpp_onboard_runner_runs_with_host_workers_on_the_fake_acl_library_under_asan() {
+    let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+    run_example(&["acl".as_ref(), fake.as_os_str(), "workers".as_ref()]);
+}
+
+#[test]
 fn the_header_compiles_as_c99_and_as_c11() {
     let out = temp_dir();
     let source = out.join("header.c");
