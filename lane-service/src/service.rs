@@ -266,6 +266,7 @@ where
         wait_slice,
         mut on_outcome,
     } = config;
+    let copies = profile.copies();
     let shared = Shared {
         steps: LaneSteps::new(profile).check_invariants(check_invariants),
         now: Timestamp(0),
@@ -294,7 +295,7 @@ where
                 if let Some(tx) = made.take() {
                     let _ = tx.send(Ok(()));
                 }
-                let mut executor = Executor::new(device, runner);
+                let mut executor = Executor::with_copies(device, runner, copies);
                 lane_loop(&lane_mailbox, &mut executor, slice_ms, &mut on_outcome)
             }));
             let cause = match result {
