@@ -8,11 +8,6 @@ use backend_sim::scenario::{self, BackendName, Observed, Scenario};
 use lane_conformance::{AclOnFake, Backend, Sim, SimWithCopies, check};
 use lane_core::CopyPath;
 
-/// Whether the suite also runs every scenario on backend-acl over the fake with copies on
-/// the streams. Off until the fake and backend-acl implement the async copies (issue 13's
-/// ACL part); turn it on there.
-const ACL_ON_FAKE_COPIES_ON_STREAM: bool = false;
-
 fn scenario_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -66,9 +61,6 @@ fn every_scenario_meets_the_same_expectations_on_the_simulator_with_copies_on_th
 #[test]
 fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_copies_on_the_streams()
  {
-    if !ACL_ON_FAKE_COPIES_ON_STREAM {
-        return;
-    }
     let (ran, failures) = failures_on(&mut AclOnFake {
         copies: Some(CopyPath::OnStream),
         ..AclOnFake::default()
