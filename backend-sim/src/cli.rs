@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use lane_core::CopyPath;
 
 use crate::costs::{Cost, Costs};
 use crate::error::{InputError, SimError};
@@ -103,6 +104,10 @@ pub struct SimArgs {
     /// Run one arm at this launch depth (1..=2) instead of comparing depth one and queued.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub depth: Option<u8>,
+    /// How a launch arms its slot and a status read reads it back: two synchronous copies
+    /// per run on the lane thread, or both queued on the run's streams from pinned memory.
+    #[arg(long, value_enum, default_value_t = Copies::Sync)]
+    pub copies: Copies,
     /// Seed of every random choice (fault rates, swarm mix, device-time jitter).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
@@ -221,6 +226,7 @@ impl SimArgs {
         Ok(SimConfig {
             profile: self.profile,
             depth: self.depth,
+            copies: self.copies.path(),
             seed: self.seed,
             workload: Workload {
                 runs: self.runs,
@@ -576,5 +582,24 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+}
+
+/// `--copies`: the profile's [`CopyPath`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Copies {
+    /// Two synchronous copies per run (`CopyPath::Sync`).
+    Sync,
+    /// Both copies on the run's streams from pinned memory (`CopyPath::OnStream`).
+    OnStream,
+}
+
+impl Copies {
+    /// The profile's copy path.
+    pub const fn path(self) -> CopyPath {
+        match self {
+            Self::Sync => CopyPath::Sync,
+            Self::OnStream => CopyPath::OnStream,
+        }
     }
 }

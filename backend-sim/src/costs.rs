@@ -58,11 +58,17 @@ pub enum Cost {
     EventTask,
     /// Device time of a run's preamble (AICPU init and AICore handshake) before its work.
     RunPreamble,
+    /// Host time of enqueueing a small `aclrtMemcpyAsync` from or to pinned memory.
+    CopyEnqueue,
+    /// Device time of a small async copy task on a stream.
+    CopyTask,
+    /// Host time of `aclrtStreamWaitEvent`.
+    StreamWait,
 }
 
 impl Cost {
     /// Every cost, in table order.
-    pub const ALL: [Cost; 23] = [
+    pub const ALL: [Cost; 26] = [
         Self::StreamCreate,
         Self::StreamDestroy,
         Self::KernelLaunch,
@@ -86,6 +92,9 @@ impl Cost {
         Self::TaskSwitch,
         Self::EventTask,
         Self::RunPreamble,
+        Self::CopyEnqueue,
+        Self::CopyTask,
+        Self::StreamWait,
     ];
 
     /// The cost table: `(name, default in ns, source of the default)`.
@@ -201,6 +210,21 @@ impl Cost {
                 "run_preamble",
                 9_000,
                 "A8: per-run device preamble ~9 us after PR #1323",
+            ),
+            Self::CopyEnqueue => (
+                "copy_enqueue",
+                2_000,
+                "E: unmeasured; a small async enqueue is a non-blocking runtime call, taken equal to a record",
+            ),
+            Self::CopyTask => (
+                "copy_task",
+                1_000,
+                "E: unmeasured; a small copy task on a stream, taken equal to an event-record task",
+            ),
+            Self::StreamWait => (
+                "stream_wait",
+                2_000,
+                "E: unmeasured; aclrtStreamWaitEvent is a non-blocking enqueue, taken equal to a record",
             ),
         }
     }

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use lane_core::status_latch::{self, AclCode, HeaderLayout};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, DEFAULT_DEVICE_OP_TIMEOUT_NS, FinaliseFailure, RunId, SlotId, Timestamp};
-use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
+use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PrepareError, RunArgs, Runner};
 use rand_core::RngCore;
 
 use crate::costs::{Cost, Costs};
@@ -53,6 +53,9 @@ const FIRST_EVENT: u64 = 1001;
 const FIRST_PTR: u64 = 0x1000_0000;
 /// `aclrtMalloc` rounds up to 32 bytes and adds 32 bytes of padding (ascend-cl.md §2.5).
 const MALLOC_ALIGN: u64 = 32;
+/// First pinned host address (`aclrtMallocHost`), far from device addresses so a mix-up
+/// between the two is a dead handle, never a silent hit.
+const FIRST_HOST_PTR: u64 = 0x7000_0000_0000;
 
 /// How long each run's device work takes: a base time, jittered per run from the seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +144,35 @@ struct PendingWrite {
     bytes: Vec<u8>,
 }
 
+/// An async copy task on a stream (copies on the streams): it moves its bytes when it runs
+/// in virtual time, not when it is enqueued.
+#[derive(Clone, Copy, Debug)]
+struct PendingCopy {
+    /// When the task ends (its bytes land then).
+    at: u64,
+    seq: u64,
+    /// The stream it runs on: a stream sticky-faulted by then fails it (nothing lands).
+    stream: StreamHandle,
+    /// When it starts, for the stream's fault.
+    start: u64,
+    direction: CopyDirection,
+    len: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum CopyDirection {
+    /// Pinned host memory to the device (the arm).
+    ToDevice { src: HostPtr, dst: DevicePtr },
+    /// The device to pinned host memory (the status read).
+    ToHost { src: DevicePtr, dst: HostPtr },
+}
+
+/// One device write due by the host clock, in device-time order.
+enum Due {
+    Kernel(PendingWrite),
+    Copy(PendingCopy),
+}
+
 /// An AICore kernel enqueued and waiting for its AICPU partner's launch.
 #[derive(Clone, Copy, Debug)]
 struct PendingCore {
@@ -168,7 +200,15 @@ pub struct SimDevice {
     memory: BTreeMap<DevicePtr, Allocation>,
     next_ptr: u64,
     pending_writes: Vec<PendingWrite>,
+    /// Async copy tasks not yet run (copies on the streams).
+    pending_copies: Vec<PendingCopy>,
     write_seq: u64,
+    /// Pinned host memory (`aclrtMallocHost`), by base address.
+    host_memory: BTreeMap<HostPtr, Vec<u8>>,
+    next_host_ptr: u64,
+    /// An arm copy was enqueued and its run's AICore kernel was not yet: the next record is
+    /// the slot's "armed" event, which belongs to no run the device knows yet.
+    arming: bool,
     /// The device is bad from `.0` on with code `.1`, until a force reset.
     sticky: Option<(u64, AclCode)>,
     binary_loaded: bool,
@@ -209,7 +249,11 @@ impl SimDevice {
             memory: BTreeMap::new(),
             next_ptr: FIRST_PTR,
             pending_writes: Vec::new(),
+            pending_copies: Vec::new(),
             write_seq: 0,
+            host_memory: BTreeMap::new(),
+            next_host_ptr: FIRST_HOST_PTR,
+            arming: false,
             sticky: None,
             binary_loaded: false,
             pending_core: None,
@@ -475,6 +519,7 @@ impl SimDevice {
                             .map(|(run, _)| *run)
                             .collect();
                         self.pending_writes.retain(|w| !dropped.contains(&w.run));
+                        self.pending_copies.retain(|c| c.stream != stream);
                         self.journal.push(|| Record::Note {
                             at_ns: start,
                             text: format!(
@@ -492,46 +537,186 @@ impl SimDevice {
         result
     }
 
-    /// Applies every device write the host clock has passed, in device-time order.
+    /// Applies every device write (kernel writes and copy tasks) the host clock has passed,
+    /// in device-time order.
     fn settle(&mut self) {
-        if self.pending_writes.is_empty() {
+        if self.pending_writes.is_empty() && self.pending_copies.is_empty() {
             return;
         }
         let now = self.host_ns;
-        let mut due: Vec<PendingWrite> = Vec::new();
+        let mut due: Vec<(u64, u64, Due)> = Vec::new();
         self.pending_writes.retain(|w| {
             if w.at <= now {
-                due.push(w.clone());
+                due.push((w.at, w.seq, Due::Kernel(w.clone())));
                 false
             } else {
                 true
             }
         });
-        due.sort_by_key(|w| (w.at, w.seq));
-        for write in due {
-            if let Some(owner) = self.owner_of(write.ptr) {
-                if owner != write.run {
-                    self.violation(format!(
-                        "run {}'s kernels wrote {:#x}, a buffer of live run {} (L-13)",
-                        write.run.0, write.ptr.0, owner.0
-                    ));
-                }
+        self.pending_copies.retain(|c| {
+            if c.at <= now {
+                due.push((c.at, c.seq, Due::Copy(*c)));
+                false
+            } else {
+                true
             }
-            match self.region_mut(write.ptr, write.bytes.len()) {
-                Some((alloc, offset)) => {
-                    if let Some(dst) = alloc.bytes.get_mut(offset..offset + write.bytes.len()) {
-                        dst.copy_from_slice(&write.bytes);
-                    }
-                    alloc.kernel_writer = Some(write.run);
-                }
-                None => self.violation(format!(
-                    "run {}'s kernels wrote {} bytes at {:#x}, which is not inside an allocation",
-                    write.run.0,
-                    write.bytes.len(),
-                    write.ptr.0
-                )),
+        });
+        due.sort_by_key(|(at, seq, _)| (*at, *seq));
+        for (_, _, due) in due {
+            match due {
+                Due::Kernel(write) => self.apply_kernel_write(write),
+                Due::Copy(copy) => self.run_copy_task(copy),
             }
         }
+    }
+
+    fn apply_kernel_write(&mut self, write: PendingWrite) {
+        if let Some(owner) = self.owner_of(write.ptr) {
+            if owner != write.run {
+                self.violation(format!(
+                    "run {}'s kernels wrote {:#x}, a buffer of live run {} (L-13)",
+                    write.run.0, write.ptr.0, owner.0
+                ));
+            }
+        }
+        match self.region_mut(write.ptr, write.bytes.len()) {
+            Some((alloc, offset)) => {
+                if let Some(dst) = alloc.bytes.get_mut(offset..offset + write.bytes.len()) {
+                    dst.copy_from_slice(&write.bytes);
+                }
+                alloc.kernel_writer = Some(write.run);
+            }
+            None => self.violation(format!(
+                "run {}'s kernels wrote {} bytes at {:#x}, which is not inside an allocation",
+                write.run.0,
+                write.bytes.len(),
+                write.ptr.0
+            )),
+        }
+    }
+
+    /// An async copy task runs: its bytes move now, in virtual time. On a stream
+    /// sticky-faulted by its start the task fails and nothing lands (the host sees that the
+    /// readback never arrived and asks the device, which answers with the fault).
+    fn run_copy_task(&mut self, copy: PendingCopy) {
+        if self.stream_fault(copy.stream, copy.start).is_some() {
+            return;
+        }
+        let len = copy.len;
+        match copy.direction {
+            CopyDirection::ToDevice { src, dst } => {
+                let Some(bytes) = self.host_region(src, len).map(<[u8]>::to_vec) else {
+                    self.violation(format!(
+                        "an arm copy read {len} bytes at host {:#x}, which is not pinned memory",
+                        src.0
+                    ));
+                    return;
+                };
+                match self.region_mut(dst, len) {
+                    Some((alloc, offset)) => {
+                        if let Some(out) = alloc.bytes.get_mut(offset..offset + len) {
+                            out.copy_from_slice(&bytes);
+                        }
+                        alloc.kernel_writer = None;
+                    }
+                    None => self.violation(format!(
+                        "an arm copy wrote {len} bytes at {:#x}, which is not inside an allocation",
+                        dst.0
+                    )),
+                }
+            }
+            CopyDirection::ToHost { src, dst } => {
+                if let Some(run) = self.header_read_of(src, len) {
+                    self.check_timing_writer(run);
+                }
+                let Some(bytes) = self
+                    .region_mut(src, len)
+                    .and_then(|(alloc, offset)| alloc.bytes.get(offset..offset + len))
+                    .map(<[u8]>::to_vec)
+                else {
+                    self.violation(format!(
+                        "a readback copy read {len} bytes at {:#x}, which is not inside an allocation",
+                        src.0
+                    ));
+                    return;
+                };
+                match self.host_region_mut(dst, len) {
+                    Some(out) => out.copy_from_slice(&bytes),
+                    None => self.violation(format!(
+                        "a readback copy wrote {len} bytes at host {:#x}, which is not pinned memory",
+                        dst.0
+                    )),
+                }
+            }
+        }
+    }
+
+    /// The live run whose status header a read of `len` bytes from `src` covers: that read
+    /// is the run's status read.
+    fn header_read_of(&self, src: DevicePtr, len: usize) -> Option<RunId> {
+        let len = u64::try_from(len).unwrap_or(u64::MAX);
+        let read = src.0..src.0.saturating_add(len);
+        self.live_runs
+            .values()
+            .find(|a| read.contains(&a.status_header.0))
+            .map(|a| a.run)
+    }
+
+    /// The pinned allocation holding `len` bytes from `ptr`, as that slice.
+    fn host_region(&self, ptr: HostPtr, len: usize) -> Option<&[u8]> {
+        let (base, bytes) = self.host_memory.range(..=ptr).next_back()?;
+        let offset = usize::try_from(ptr.0 - base.0).ok()?;
+        bytes.get(offset..offset.checked_add(len)?)
+    }
+
+    /// [`Self::host_region`], mutably.
+    fn host_region_mut(&mut self, ptr: HostPtr, len: usize) -> Option<&mut [u8]> {
+        let (base, bytes) = self.host_memory.range_mut(..=ptr).next_back()?;
+        let offset = usize::try_from(ptr.0 - base.0).ok()?;
+        bytes.get_mut(offset..offset.checked_add(len)?)
+    }
+
+    /// Enqueues an async copy task of `len` bytes on `stream`; the caller checked the
+    /// handles. Its bytes move when it runs ([`Self::run_copy_task`]).
+    fn enqueue_copy(&mut self, stream: StreamHandle, direction: CopyDirection, len: usize) {
+        let start = self.task_start(stream, 0);
+        let end = start.map(|s| s.saturating_add(self.costs.get(Cost::CopyTask)));
+        self.enqueue(stream, start, end);
+        // A copy behind a task that never ends never runs.
+        if let (Some(start), Some(at)) = (start, end) {
+            self.write_seq += 1;
+            self.pending_copies.push(PendingCopy {
+                at,
+                seq: self.write_seq,
+                stream,
+                start,
+                direction,
+                len,
+            });
+        }
+    }
+
+    /// The checks every async copy's enqueue makes, in the synchronous copy's order: the
+    /// stream, the device's sticky fault, the device buffer, the pinned buffer.
+    fn check_copy(
+        &mut self,
+        call: &str,
+        stream: StreamHandle,
+        device: DevicePtr,
+        host: HostPtr,
+        len: usize,
+    ) -> Result<(), AclCode> {
+        if !self.streams.contains_key(&stream) {
+            return Err(self.dead_handle(call, "stream", stream.0));
+        }
+        self.sticky_now()?;
+        if self.locate(device).is_none() {
+            return Err(self.dead_handle(call, "buffer", device.0));
+        }
+        if self.region_mut(device, len).is_none() || self.host_region(host, len).is_none() {
+            return Err(AclCode::RtParamInvalid);
+        }
+        Ok(())
     }
 
     /// The live run whose slot buffers include `ptr`.
@@ -715,6 +900,10 @@ impl Device for SimDevice {
             self.events.clear();
             self.memory.clear();
             self.pending_writes.clear();
+            self.pending_copies.clear();
+            // Pinned memory belongs to the context a force reset tears down.
+            self.host_memory.clear();
+            self.arming = false;
             self.sticky = None;
             self.binary_loaded = false;
             self.live_runs.clear();
@@ -786,15 +975,20 @@ impl Device for SimDevice {
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::EventRecord);
-        let run = self.launching;
+        // The "armed" record belongs to the arm, before its run's kernels: no run, and no
+        // record fault (those name the completion records, as on the synchronous path).
+        let armed = self.arming;
+        let run = if armed { None } else { self.launching };
         let result = if !self.events.contains_key(&event) {
             Err(self.dead_handle("record_event", "event", event.0))
         } else if !self.streams.contains_key(&stream) {
             Err(self.dead_handle("record_event", "stream", stream.0))
         } else {
             self.sticky_now().and_then(|()| {
-                if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventRecord, run) {
-                    return Err(code);
+                if !armed {
+                    if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventRecord, run) {
+                        return Err(code);
+                    }
                 }
                 let task_start = self.task_start(stream, 0);
                 let complete_at =
@@ -911,10 +1105,16 @@ impl Device for SimDevice {
             let end = ptr
                 .0
                 .saturating_add(u64::try_from(alloc.bytes.len()).unwrap_or(u64::MAX));
-            if self
-                .pending_writes
-                .iter()
-                .any(|w| (ptr.0..end).contains(&w.ptr.0))
+            let copied = self.pending_copies.iter().any(|c| match c.direction {
+                CopyDirection::ToDevice { dst: p, .. } | CopyDirection::ToHost { src: p, .. } => {
+                    (ptr.0..end).contains(&p.0)
+                }
+            });
+            if copied
+                || self
+                    .pending_writes
+                    .iter()
+                    .any(|w| (ptr.0..end).contains(&w.ptr.0))
             {
                 self.violation(format!(
                     "{:#x} freed while a run's kernels will still write it",
@@ -933,6 +1133,9 @@ impl Device for SimDevice {
         let start = self.enter();
         self.spend(Cost::WriteH2d);
         let result = self.sticky_now().and_then(|()| {
+            if let Some(Injected::Fail(code)) = self.faults.decide(Site::Arm, None) {
+                return Err(code);
+            }
             if self.locate(dst).is_none() {
                 return Err(self.dead_handle("memcpy_to_device", "buffer", dst.0));
             }
@@ -958,13 +1161,8 @@ impl Device for SimDevice {
         let start = self.enter();
         self.spend(Cost::ReadD2h);
         // A read covering a live run's status header is that run's status read.
-        let len = u64::try_from(dst.len()).unwrap_or(u64::MAX);
-        let read = src.0..src.0.saturating_add(len);
-        let header_of = self
-            .live_runs
-            .values()
-            .find(|a| read.contains(&a.status_header.0))
-            .map(|a| a.run);
+        let len = dst.len();
+        let header_of = self.header_read_of(src, len);
         if let Some(run) = header_of {
             self.check_timing_writer(run);
         }
@@ -993,6 +1191,183 @@ impl Device for SimDevice {
             &result,
         );
         result
+    }
+
+    fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
+        let start = self.enter();
+        // Pinned memory is allocated like device memory, once per slot.
+        self.spend(Cost::Malloc);
+        let result = self.sticky_now().and_then(|()| {
+            if size == 0 {
+                return Err(AclCode::RtParamInvalid);
+            }
+            // The slot's resources are made together: a malloc fault fails either allocation.
+            if let Some(Injected::Fail(code)) = self.faults.decide(Site::Malloc, None) {
+                return Err(code);
+            }
+            let ptr = self.next_host_ptr;
+            let size64 = u64::try_from(size).unwrap_or(u64::MAX);
+            self.next_host_ptr = self
+                .next_host_ptr
+                .saturating_add(size64.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
+            self.host_memory.insert(HostPtr(ptr), vec![0; size]);
+            Ok(HostPtr(ptr))
+        });
+        let detail = match &result {
+            Ok(p) => format!("{size} B -> host {:#x}", p.0),
+            Err(_) => format!("{size} B"),
+        };
+        self.finish("malloc_host", start, None, || detail, &result);
+        result
+    }
+
+    fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::Free);
+        let result = if let Some(bytes) = self.host_memory.remove(&ptr) {
+            let end = ptr
+                .0
+                .saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+            if self.pending_copies.iter().any(|c| match c.direction {
+                CopyDirection::ToDevice { src: p, .. } | CopyDirection::ToHost { dst: p, .. } => {
+                    (ptr.0..end).contains(&p.0)
+                }
+            }) {
+                self.violation(format!(
+                    "host {:#x} freed while a copy on a stream will still use it",
+                    ptr.0
+                ));
+            }
+            Ok(())
+        } else {
+            Err(self.dead_handle("free_host", "pinned buffer", ptr.0))
+        };
+        self.finish(
+            "free_host",
+            start,
+            None,
+            || format!("host {:#x}", ptr.0),
+            &result,
+        );
+        result
+    }
+
+    fn memcpy_to_device_async(
+        &mut self,
+        dst: DevicePtr,
+        src: HostPtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::CopyEnqueue);
+        let result = self
+            .check_copy("memcpy_h2d_async", stream, dst, src, len)
+            .and_then(|()| {
+                // The arm's fault site, as for the synchronous arm.
+                if let Some(Injected::Fail(code)) = self.faults.decide(Site::Arm, None) {
+                    return Err(code);
+                }
+                self.enqueue_copy(stream, CopyDirection::ToDevice { src, dst }, len);
+                self.arming = true;
+                Ok(())
+            });
+        self.finish_for_effect(
+            "memcpy_h2d_async",
+            start,
+            || format!("{len} B host {:#x} -> {:#x} on h{}", src.0, dst.0, stream.0),
+            &result,
+        );
+        result
+    }
+
+    fn memcpy_from_device_async(
+        &mut self,
+        dst: HostPtr,
+        src: DevicePtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::CopyEnqueue);
+        // A read covering a live run's status header is that run's status read.
+        let header_of = self.header_read_of(src, len);
+        let result = self
+            .check_copy("memcpy_d2h_async", stream, src, dst, len)
+            .and_then(|()| {
+                // The status read's fault site, as for the synchronous read.
+                if let Some(run) = header_of {
+                    if let Some(Injected::Fail(code)) =
+                        self.faults.decide(Site::StatusRead, Some(run))
+                    {
+                        return Err(code);
+                    }
+                }
+                self.enqueue_copy(stream, CopyDirection::ToHost { src, dst }, len);
+                Ok(())
+            });
+        self.finish_for_effect(
+            "memcpy_d2h_async",
+            start,
+            || format!("{len} B {:#x} -> host {:#x} on h{}", src.0, dst.0, stream.0),
+            &result,
+        );
+        result
+    }
+
+    fn stream_wait_event(
+        &mut self,
+        stream: StreamHandle,
+        event: EventHandle,
+    ) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::StreamWait);
+        let result = match self.events.get(&event).copied() {
+            None => Err(self.dead_handle("stream_wait_event", "event", event.0)),
+            Some(capture) => match self.streams.get(&stream).copied() {
+                None => Err(self.dead_handle("stream_wait_event", "stream", stream.0)),
+                Some(st) => self.sticky_now().map(|()| {
+                    // Later tasks start after the capture completes (never, if it never
+                    // does); a never-recorded event is no wait at all.
+                    let after = capture.map_or(Some(start), |c| c.complete_at);
+                    let tail = st.tail.zip(after).map(|(t, a)| t.max(a));
+                    if let Some(s) = self.streams.get_mut(&stream) {
+                        s.tail = tail;
+                    }
+                }),
+            },
+        };
+        self.finish_for_effect(
+            "stream_wait_event",
+            start,
+            || format!("h{} waits e{}", stream.0, event.0),
+            &result,
+        );
+        result
+    }
+
+    fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
+        // Plain host memory: no call, no cost; settle first so the order with copy tasks holds.
+        self.settle();
+        match self.host_region_mut(dst, src.len()) {
+            Some(out) => {
+                out.copy_from_slice(src);
+                Ok(())
+            }
+            None => Err(AclCode::RtParamInvalid),
+        }
+    }
+
+    fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {
+        // The host sees a copy task's bytes once its clock has passed the task's end.
+        self.settle();
+        match self.host_region(src, dst.len()) {
+            Some(bytes) => {
+                dst.copy_from_slice(bytes);
+                Ok(())
+            }
+            None => Err(AclCode::RtParamInvalid),
+        }
     }
 }
 
@@ -1062,6 +1437,7 @@ impl SimDevice {
                     return Err(code);
                 }
                 self.binary_loaded = true;
+                self.arming = false;
                 let now = self.host_ns;
                 if self
                     .run_ends

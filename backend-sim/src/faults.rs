@@ -52,10 +52,12 @@ pub enum Site {
     Probe,
     /// A run's kernels, decided when both are enqueued.
     Run,
+    /// The slot's arm: a host-to-device copy, synchronous or its async enqueue.
+    Arm,
 }
 
 impl Site {
-    const COUNT: usize = 14;
+    const COUNT: usize = 15;
 
     const fn index(self) -> usize {
         self as usize
@@ -109,6 +111,9 @@ pub enum FaultKind {
     /// The run's kernels never end and the device op timeout never fires (a device that
     /// stopped reporting): only the host's bounded wait ends it, with 507047.
     Stuck,
+    /// The slot's arm copy fails: the synchronous `aclrtMemcpy`, or the enqueue of its
+    /// `aclrtMemcpyAsync` with copies on the streams (selected by `calls`: the n-th arm).
+    Arm,
 }
 
 /// What code a kind takes.
@@ -121,7 +126,7 @@ enum CodeKind {
 
 impl FaultKind {
     /// Every kind, in table order.
-    pub const ALL: [FaultKind; 19] = [
+    pub const ALL: [FaultKind; 20] = [
         Self::StreamCreate,
         Self::StreamDestroy,
         Self::AicoreLaunch,
@@ -142,6 +147,8 @@ impl FaultKind {
         Self::Latch,
         // Last, so the swarm mixes drawn for the kinds above stay what they were.
         Self::Stuck,
+        // Not drawn by the swarm (see `swarm`), so every seed's mix stays what it was.
+        Self::Arm,
     ];
 
     /// The kind table: name, site, code kind, default codes (the first is used when a rule
@@ -275,6 +282,13 @@ impl FaultKind {
                 None,
                 &[],
                 "the run's kernels never end and the op timeout never fires; host waits time out",
+            ),
+            Self::Arm => (
+                "arm",
+                Site::Arm,
+                Acl,
+                &[107_000, 507_899],
+                "the slot's arm copy fails (the synchronous copy or the async enqueue)",
             ),
             Self::Latch => (
                 "latch",
@@ -834,7 +848,8 @@ pub fn swarm(seed: u64) -> Vec<FaultRule> {
         usize::try_from(rng.next_u64() % n).unwrap_or(0)
     };
     let mut rules = Vec::new();
-    for kind in FaultKind::ALL {
+    // The arm kind came after the swarm's mixes were fixed: drawing it would change them.
+    for kind in FaultKind::ALL.into_iter().filter(|k| *k != FaultKind::Arm) {
         if pick(3) != 0 {
             continue;
         }

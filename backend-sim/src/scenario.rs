@@ -5,6 +5,7 @@
 //! name = "run-only failure, successor continues"
 //! rules = ["L-9"]               # the SPEC rules it shows
 //! profile = "a2a3"              # or "a5"; optional `depth = 1`
+//! copies = "on-stream"          # optional: "sync" (default) or "on-stream" (CopyPath)
 //! seed = 1
 //! backends = ["sim"]            # optional: the backends that can express it (default: all)
 //! backends_reason = "..."       # required when `backends` leaves one out: why
@@ -61,7 +62,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use lane_core::status_latch::Status;
-use lane_core::{Outcome, PublicationResult, RunId, Verdict};
+use lane_core::{CopyPath, Outcome, PublicationResult, RunId, Verdict};
 use serde::Deserialize;
 
 use crate::costs::Cost;
@@ -84,6 +85,9 @@ struct File {
     profile: String,
     #[serde(default)]
     depth: Option<u8>,
+    /// `"sync"` (the default) or `"on-stream"`.
+    #[serde(default)]
+    copies: Option<String>,
     #[serde(default = "default_seed")]
     seed: u64,
     #[serde(default)]
@@ -401,6 +405,16 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         )
     })?;
     let profile = ProfileName::parse(&file.profile).map_err(|e| bad(path, e.to_string()))?;
+    let copies = match file.copies.as_deref() {
+        None | Some("sync") => CopyPath::Sync,
+        Some("on-stream") => CopyPath::OnStream,
+        Some(other) => {
+            return Err(bad(
+                path,
+                format!("copies = \"{other}\" is not a copy path; give \"sync\" or \"on-stream\""),
+            ));
+        }
+    };
     let w = &file.workload;
     if !w.device_us.is_finite() || w.device_us <= 0.0 {
         return Err(bad(
@@ -449,6 +463,7 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
     let config = SimConfig {
         profile,
         depth: file.depth,
+        copies,
         seed: file.seed,
         workload,
         faults,

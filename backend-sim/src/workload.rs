@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use lane_core::status_latch::Status;
 use lane_core::stream_pair::Role;
 use lane_core::{
-    CodeRef, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunId, RunRequest,
+    CodeRef, CopyPath, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunId, RunRequest,
     SubmitError, Verdict,
 };
 use lane_driver::{Device, Driver, DriverError, Observer, Runner, Turn};
@@ -207,6 +207,8 @@ pub struct SimConfig {
     pub profile: ProfileName,
     /// A launch depth other than the profile's own.
     pub depth: Option<u8>,
+    /// How launches arm their slot and status reads read it back (`--copies`).
+    pub copies: CopyPath,
     /// The seed every random choice derives from.
     pub seed: u64,
     /// What to run.
@@ -230,6 +232,7 @@ impl Default for SimConfig {
         Self {
             profile: ProfileName::A2a3,
             depth: None,
+            copies: CopyPath::Sync,
             seed: 1,
             workload: Workload::default(),
             faults: Vec::new(),
@@ -245,7 +248,15 @@ impl Default for SimConfig {
 impl SimConfig {
     /// The lane profile this config runs.
     pub fn lane_profile(&self) -> Result<Profile, InputError> {
-        self.profile.profile(self.depth)
+        let profile = self.profile.profile(self.depth)?;
+        if profile.copies() == self.copies {
+            return Ok(profile);
+        }
+        Profile::custom(ProfileSpec {
+            copies: self.copies,
+            ..profile.spec()
+        })
+        .map_err(|e| InputError::Profile(format!("--copies for {}: {e}", self.profile.name())))
     }
 
     /// Every fault rule installed: the explicit ones, then the swarm mix.
@@ -279,6 +290,9 @@ impl SimConfig {
                 );
                 if let Some(depth) = self.depth {
                     line += &format!(" --depth {depth}");
+                }
+                if self.copies == CopyPath::OnStream {
+                    line += " --copies on-stream";
                 }
                 line += &format!(
                     " --runs {} --device-us {} --jitter-pct {}",

@@ -35,5 +35,5 @@ pub use error::ConformanceError;
 pub use fake::{FakeSession, FakeTimeouts};
 pub use fake_runner::{Engine, FakeRunner, Healer, RunFault, RunPlan, RunSelect};
 pub use plan::{CallRule, FakePlan, NoCounterpart};
-pub use suite::{AclOnFake, Backend, Sim, check, leaks};
+pub use suite::{AclOnFake, Backend, Sim, SimWithCopies, check, leaks};
 pub use tally::Tally;

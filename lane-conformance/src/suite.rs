@@ -13,6 +13,7 @@ use std::sync::Arc;
 use backend_sim::scenario::{BackendName, Observed, Scenario};
 use backend_sim::workload::{DriveOptions, Harness, drive};
 use backend_sim::{Failure, LaneEnd, RunTimes};
+use lane_core::CopyPath;
 use lane_driver::{Device, Driver, Observer, Runner};
 use run_lane_fake_ascendcl::{Control, FakeCounters};
 
@@ -75,11 +76,33 @@ impl Backend for Sim {
     }
 }
 
+/// The simulator with every scenario's copy path replaced: the same expectations must hold
+/// whichever way a launch arms its slot and a status read reads it back.
+#[derive(Clone, Copy, Debug)]
+pub struct SimWithCopies(pub CopyPath);
+
+impl Backend for SimWithCopies {
+    fn name(&self) -> BackendName {
+        BackendName::Sim
+    }
+
+    fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
+        let config = backend_sim::SimConfig {
+            copies: self.0,
+            ..scenario.config.clone()
+        };
+        let report = backend_sim::run(&config, &mut |_, _| {})?;
+        Ok((Observed::of(&report), Vec::new()))
+    }
+}
+
 /// backend-acl on the fake libascendcl, real time.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AclOnFake {
     /// The timeouts every profile is scaled to.
     pub timeouts: FakeTimeouts,
+    /// Replaces every scenario's copy path (`None`: the scenario's own).
+    pub copies: Option<CopyPath>,
 }
 
 /// The fake's [`Harness`]: no checks of its own during the run (the leak check follows it),
@@ -111,7 +134,10 @@ impl Backend for AclOnFake {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        let config = &scenario.config;
+        let config = &backend_sim::SimConfig {
+            copies: self.copies.unwrap_or(scenario.config.copies),
+            ..scenario.config.clone()
+        };
         let plan = FakePlan::of(&config.all_faults())?;
         let profile = self.timeouts.scale(config.lane_profile()?)?;
         let session = FakeSession::start()?;

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use backend_sim::scenario::{self, BackendName, Observed, Scenario};
-use lane_conformance::{AclOnFake, Backend, Sim, check};
+use lane_conformance::{AclOnFake, Backend, Sim, SimWithCopies, check};
+use lane_core::CopyPath;
 
 fn scenario_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
@@ -47,6 +48,27 @@ fn failures_on(backend: &mut dyn Backend) -> (usize, String) {
 fn every_scenario_meets_its_expectations_on_the_simulator() {
     let (ran, failures) = failures_on(&mut Sim);
     assert!(ran >= 10, "only {ran} scenarios ran on the simulator");
+    assert!(failures.is_empty(), "\n{failures}");
+}
+
+#[test]
+fn every_scenario_meets_the_same_expectations_on_the_simulator_with_copies_on_the_streams() {
+    let (ran, failures) = failures_on(&mut SimWithCopies(CopyPath::OnStream));
+    assert!(ran >= 10, "only {ran} scenarios ran on the simulator");
+    assert!(failures.is_empty(), "\n{failures}");
+}
+
+#[test]
+fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_copies_on_the_streams()
+ {
+    let (ran, failures) = failures_on(&mut AclOnFake {
+        copies: Some(CopyPath::OnStream),
+        ..AclOnFake::default()
+    });
+    assert!(
+        ran >= 10,
+        "only {ran} scenarios ran on backend-acl over the fake"
+    );
     assert!(failures.is_empty(), "\n{failures}");
 }
 

@@ -140,8 +140,8 @@ impl<D: Device, R: Runner<D>> Driver<D, R> {
     /// step (turn it off with [`Driver::check_invariants`] for benchmarks).
     pub fn new(profile: Profile, device: D, runner: R) -> Self {
         Self {
+            executor: Executor::with_copies(device, runner, profile.copies()),
             steps: LaneSteps::new(profile),
-            executor: Executor::new(device, runner),
         }
     }
 }

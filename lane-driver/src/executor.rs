@@ -5,9 +5,11 @@
 
 use lane_core::status_latch::{self, AclCode, HeaderLayout};
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
-use lane_core::{DeviceTiming, Effect, Event, LaunchStep, Lease, MAX_SLOTS, RunId, Timestamp};
+use lane_core::{
+    CopyPath, DeviceTiming, Effect, Event, LaunchStep, Lease, MAX_SLOTS, RunId, Timestamp,
+};
 
-use crate::device::{Device, DevicePtr, EventHandle};
+use crate::device::{Device, DevicePtr, EventHandle, HostPtr};
 use crate::driver::{
     ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_BYTES, HEADER_OFFSET, PROBE_BYTES, SLOT_BYTES,
     TIMING_BYTES, TIMING_OFFSET,
@@ -15,10 +17,39 @@ use crate::driver::{
 use crate::observer::{Observation, Observer, Release};
 use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
 
+/// Bytes of the status read: the timing buffer and the whole reserved header behind it. The
+/// copy on the stream is enqueued at launch, before the lane names the layout, so it takes
+/// the reserved size (an async copy's cost does not depend on its size at this scale).
+const READBACK_BYTES: usize = TIMING_BYTES + HEADER_BYTES;
+/// Where the arm's source (zeros) sits in a slot's pinned host buffer.
+const PINNED_ARM_OFFSET: usize = 0;
+/// Where the status read lands in a slot's pinned host buffer: after the arm's source, so a
+/// readback never changes what the next arm copies.
+const PINNED_READBACK_OFFSET: usize = PINNED_ARM_OFFSET + ARM_BYTES;
+/// Bytes of a slot's pinned host buffer.
+const PINNED_BYTES: usize = PINNED_READBACK_OFFSET + READBACK_BYTES;
+/// The readback's fill before each launch: a timing buffer of all `0xFF` is one no kernel
+/// and no arm ever leaves, so it means the copy on the stream never landed.
+const NOT_LANDED: [u8; READBACK_BYTES] = [0xFF; READBACK_BYTES];
+
+/// A slot's resources for copies on the streams ([`CopyPath::OnStream`]).
+#[derive(Clone, Copy, Debug)]
+struct Pinned {
+    /// The slot's pinned host buffer ([`PINNED_BYTES`]): the arm's zeros, then the readback.
+    host: HostPtr,
+    /// Recorded on the AICore stream after the arm copy; the AICPU stream waits for it, so
+    /// the AICPU kernel never reads a handshake the arm has not cleared yet.
+    armed: EventHandle,
+    /// The code of a readback copy whose enqueue failed at this slot's last launch: the
+    /// status read answers it (the synchronous read's stage), not the launch.
+    read_failed: Option<AclCode>,
+}
+
 /// Per-slot device resources, created at the slot's first launch and reused by every run
 /// that leases the slot (L-13): one completion event per stream, and one device allocation
 /// holding the handshake region, the timing buffer and the status header (laid out as
-/// [`HANDSHAKE_OFFSET`] shows).
+/// [`HANDSHAKE_OFFSET`] shows); with copies on the streams also a pinned host buffer and the
+/// "armed" event.
 #[derive(Clone, Copy, Debug)]
 struct SlotResources {
     /// `[aicpu, aicore]`.
@@ -28,6 +59,8 @@ struct SlotResources {
     recorded: [bool; 2],
     /// The slot's allocation ([`SLOT_BYTES`]).
     buffer: DevicePtr,
+    /// `Some` exactly with [`CopyPath::OnStream`].
+    pinned: Option<Pinned>,
 }
 
 impl SlotResources {
@@ -76,22 +109,41 @@ pub enum Wait {
 pub struct Executor<D: Device, R: Runner<D>> {
     device: D,
     runner: R,
+    /// How launches arm their slot and status reads read it back (the profile's).
+    copies: CopyPath,
     slots: [Option<SlotResources>; MAX_SLOTS as usize],
     awaited: Option<Awaited>,
     /// Where the status read lands: the timing buffer, then the status header.
-    readback: [u8; TIMING_BYTES + HEADER_BYTES],
+    readback: [u8; READBACK_BYTES],
+    /// The device's text about a readback enqueue that failed at launch, handed out with the
+    /// status read that answers it (the device's own text is long gone by then).
+    deferred_message: Option<String>,
 }
 
 impl<D: Device, R: Runner<D>> Executor<D, R> {
-    /// An executor on `device`, running runs through `runner`; no slot resources yet.
+    /// An executor on `device`, running runs through `runner`, with synchronous copies
+    /// ([`CopyPath::Sync`]); no slot resources yet.
     pub fn new(device: D, runner: R) -> Self {
+        Self::with_copies(device, runner, CopyPath::Sync)
+    }
+
+    /// An executor whose launches arm and whose status reads read back through `copies`
+    /// (pass the profile's `Profile::copies`).
+    pub fn with_copies(device: D, runner: R, copies: CopyPath) -> Self {
         Self {
             device,
             runner,
+            copies,
             slots: [None; MAX_SLOTS as usize],
             awaited: None,
-            readback: [0; TIMING_BYTES + HEADER_BYTES],
+            readback: [0; READBACK_BYTES],
+            deferred_message: None,
         }
+    }
+
+    /// How launches arm their slot and status reads read it back.
+    pub const fn copies(&self) -> CopyPath {
+        self.copies
     }
 
     /// The device's clock ([`Device::now`]), the one clock the lane is given.
@@ -135,10 +187,12 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 | Event::StreamCreateFailed { .. }
                 | Event::StreamDestroyFailed { .. }
         );
-        if failed {
-            self.device.recent_error_message()
-        } else {
-            None
+        if !failed {
+            return None;
+        }
+        match (event, self.deferred_message.take()) {
+            (Event::StatusReadFailed { .. }, Some(text)) => Some(text),
+            _ => self.device.recent_error_message(),
         }
     }
 
@@ -153,6 +207,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         // A text left by a failure the lane is not told about (a drain, a release) must never
         // be pinned on this effect's failure: drop it before the effect's first call.
         drop(self.device.recent_error_message());
+        self.deferred_message = None;
         let (d, r) = (&mut self.device, &mut self.runner);
         let event = match effect {
             Effect::PrepareRun {
@@ -247,8 +302,13 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         Ok(Some(event))
     }
 
-    /// The launch order of L-5 and L-13: arm the slot (clear its handshake and timing buffer,
-    /// one copy), AICore kernel, AICPU kernel, then one completion event per stream.
+    /// The launch order of L-5 and L-13. Sync: arm the slot (clear its handshake and timing
+    /// buffer, one synchronous copy), AICore kernel, AICPU kernel, then one completion event
+    /// per stream. OnStream: fill the pinned readback with `0xFF`, the arm as a copy on the
+    /// AICore stream, the "armed" event on the AICore stream, the AICPU stream waits for it
+    /// (the arm and the AICPU kernel are on different streams), AICore kernel, AICPU kernel,
+    /// the readback copy on the AICPU stream, then the completion events (so a passed event
+    /// proves the readback landed).
     fn launch<O: Observer>(
         &mut self,
         run: RunId,
@@ -261,8 +321,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .slot_resources(lease.slot.0, observer)
             .map_err(|code| (LaunchStep::Arm, code))?;
         let (d, r) = (&mut self.device, &mut self.runner);
-        d.memcpy_to_device(slot.handshake(), &[0; ARM_BYTES])
-            .map_err(|code| (LaunchStep::Arm, code))?;
+        match slot.pinned {
+            None => d.memcpy_to_device(slot.handshake(), &[0; ARM_BYTES]),
+            Some(pinned) => arm_on_stream(d, &slot, pinned, aicpu, aicore),
+        }
+        .map_err(|code| (LaunchStep::Arm, code))?;
         let args = RunArgs {
             run,
             slot: lease.slot,
@@ -274,6 +337,14 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .map_err(|code| (LaunchStep::Aicore, code))?;
         r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
+        // A failed readback enqueue is the status read's failure, as with the synchronous
+        // read (SPEC §5.3 stages): the run launched, so it is answered after completion.
+        let read_failed = slot.pinned.and_then(|pinned| {
+            let readback = pinned.host.at(PINNED_READBACK_OFFSET);
+            d.memcpy_from_device_async(readback, slot.timing(), READBACK_BYTES, aicpu)
+                .err()
+        });
+        let read_message = read_failed.and_then(|_| d.recent_error_message());
         d.record_event(slot.events[0], aicpu)
             .map_err(|code| (LaunchStep::RecordEvent, code))?;
         d.record_event(slot.events[1], aicore)
@@ -284,7 +355,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .and_then(Option::as_mut)
         {
             slot.recorded = [true; 2];
+            if let Some(pinned) = slot.pinned.as_mut() {
+                pinned.read_failed = read_failed;
+            }
         }
+        self.deferred_message = read_message;
         Ok(())
     }
 
@@ -298,28 +373,42 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         if let Some(existing) = self.slots.get(idx).copied().flatten() {
             return Ok(existing);
         }
-        let d = &mut self.device;
-        let mut made_events: Vec<EventHandle> = Vec::new();
-        let result = (|| {
-            for _ in 0..2 {
-                made_events.push(d.create_event()?);
-            }
-            d.malloc(SLOT_BYTES)
-        })();
-        let buffer = match result {
-            Ok(buffer) => buffer,
-            Err(code) => {
-                // All or nothing: the events made so far were never handed out.
-                for event in made_events {
-                    self.release(observer, Release::DestroyEvent, |d| d.destroy_event(event));
-                }
-                return Err(code);
-            }
+        let events = match self.copies {
+            CopyPath::Sync => 2,
+            CopyPath::OnStream => 3,
         };
+        let mut made = Made::default();
+        let d = &mut self.device;
+        let result = (|| {
+            for _ in 0..events {
+                made.events.push(d.create_event()?);
+            }
+            made.buffer = Some(d.malloc(SLOT_BYTES)?);
+            if self.copies == CopyPath::OnStream {
+                let host = d.malloc_host(PINNED_BYTES)?;
+                made.host = Some(host);
+                // The arm's source never changes: zero it once.
+                d.write_host(host.at(PINNED_ARM_OFFSET), &[0; ARM_BYTES])?;
+            }
+            Ok(())
+        })();
+        let (Ok(()), [aicpu, aicore, rest @ ..], Some(buffer)) =
+            (result, made.events.as_slice(), made.buffer)
+        else {
+            // All or nothing: what was made so far was never handed out.
+            self.release_made(observer, &made);
+            return Err(result.err().unwrap_or(AclCode::RtParamInvalid));
+        };
+        let pinned = made.host.zip(rest.first()).map(|(host, &armed)| Pinned {
+            host,
+            armed,
+            read_failed: None,
+        });
         let resources = SlotResources {
-            events: [made_events[0], made_events[1]],
+            events: [*aicpu, *aicore],
             recorded: [false; 2],
             buffer,
+            pinned,
         };
         if let Some(entry) = self.slots.get_mut(idx) {
             *entry = Some(resources);
@@ -327,6 +416,22 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         Ok(resources)
     }
 
+    /// Gives back every resource in `made` (a slot's, at close or after a failed creation).
+    fn release_made<O: Observer>(&mut self, observer: &mut O, made: &Made) {
+        for &event in &made.events {
+            self.release(observer, Release::DestroyEvent, |d| d.destroy_event(event));
+        }
+        if let Some(buffer) = made.buffer {
+            self.release(observer, Release::Free, |d| d.free(buffer));
+        }
+        if let Some(host) = made.host {
+            self.release(observer, Release::FreeHost, |d| d.free_host(host));
+        }
+    }
+
+    /// The status read of L-8 and L-17: the timing buffer and the header behind it, in one
+    /// synchronous copy, or (copies on the streams) from the pinned readback the run's own
+    /// copy filled before its completion events passed.
     fn read_status(
         &mut self,
         run: RunId,
@@ -336,12 +441,24 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
             return Err(DriverError::UnrecordedEvent { run });
         };
-        // One copy: the timing buffer and the header behind it (L-8, L-17).
-        let readback = &mut self.readback[..TIMING_BYTES + layout.size()];
-        if let Err(code) = self.device.memcpy_from_device(readback, slot.timing()) {
+        let len = TIMING_BYTES + layout.size();
+        let read = match slot.pinned {
+            None => self
+                .device
+                .memcpy_from_device(&mut self.readback[..len], slot.timing()),
+            Some(Pinned {
+                read_failed: Some(code),
+                ..
+            }) => {
+                // Its text was kept at launch; `device_message` hands it out with this event.
+                Err(code)
+            }
+            Some(pinned) => self.read_pinned(&slot, pinned, len),
+        };
+        if let Err(code) = read {
             return Ok(Event::StatusReadFailed { run, lease, code });
         }
-        let (timing, header) = readback.split_at(TIMING_BYTES);
+        let (timing, header) = self.readback[..len].split_at(TIMING_BYTES);
         let status = status_latch::decode(layout, header)
             .map_err(|source| DriverError::Decode { run, source })?;
         let (start, end) = timing.split_at(8);
@@ -355,6 +472,25 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             status,
             timing,
         })
+    }
+
+    /// Reads the pinned readback (no device call). A readback still holding the launch's
+    /// `0xFF` fill never landed: its copy failed on the stream (a sticky fault ended the
+    /// run), so the synchronous read asks the device, which answers with the fault's code
+    /// exactly as the synchronous path does.
+    fn read_pinned(
+        &mut self,
+        slot: &SlotResources,
+        pinned: Pinned,
+        len: usize,
+    ) -> Result<(), AclCode> {
+        let readback = &mut self.readback[..len];
+        self.device
+            .read_host(readback, pinned.host.at(PINNED_READBACK_OFFSET))?;
+        if readback.get(..TIMING_BYTES) == NOT_LANDED.get(..TIMING_BYTES) {
+            return self.device.memcpy_from_device(readback, slot.timing());
+        }
+        Ok(())
     }
 
     /// Whether the lane asked to await a run that no wait has answered yet.
@@ -458,10 +594,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             let Some(resources) = self.slots.get_mut(idx).and_then(Option::take) else {
                 continue;
             };
-            for event in resources.events {
-                self.release(observer, Release::DestroyEvent, |d| d.destroy_event(event));
-            }
-            self.release(observer, Release::Free, |d| d.free(resources.buffer));
+            self.release_made(observer, &Made::from(resources));
         }
     }
 
@@ -478,4 +611,47 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             observer.observe(&Observation::ReleaseFailed { now, release, code });
         }
     }
+}
+
+/// A slot's resources as made so far (creation is all or nothing) or as released at close.
+#[derive(Debug, Default)]
+struct Made {
+    /// `[aicpu, aicore, armed]`, as far as made.
+    events: Vec<EventHandle>,
+    buffer: Option<DevicePtr>,
+    host: Option<HostPtr>,
+}
+
+impl From<SlotResources> for Made {
+    fn from(slot: SlotResources) -> Self {
+        let mut events = slot.events.to_vec();
+        events.extend(slot.pinned.map(|p| p.armed));
+        Self {
+            events,
+            buffer: Some(slot.buffer),
+            host: slot.pinned.map(|p| p.host),
+        }
+    }
+}
+
+/// The arm of a launch with copies on the streams, in order: the readback filled with
+/// `0xFF` (so a copy that never lands reads as not landed, never as the slot's last header),
+/// the arm copy and the "armed" record on the AICore stream, and the AICPU stream's wait
+/// for it. Any failure is the arm's (nothing of the run reached a kernel yet).
+fn arm_on_stream<D: Device>(
+    d: &mut D,
+    slot: &SlotResources,
+    pinned: Pinned,
+    aicpu: StreamHandle,
+    aicore: StreamHandle,
+) -> Result<(), AclCode> {
+    d.write_host(pinned.host.at(PINNED_READBACK_OFFSET), &NOT_LANDED)?;
+    d.memcpy_to_device_async(
+        slot.handshake(),
+        pinned.host.at(PINNED_ARM_OFFSET),
+        ARM_BYTES,
+        aicore,
+    )?;
+    d.record_event(pinned.armed, aicore)?;
+    d.stream_wait_event(aicpu, pinned.armed)
 }

@@ -8,6 +8,19 @@
 //! never-recorded event waits as success), the launch order of L-5, the status-header read of L-8, the bounded completion wait of L-6, and the
 //! recovery sequence of §5.3.
 //!
+//! **Copies (L-5, L-13):** the profile's `CopyPath` picks how a launch arms its slot and
+//! how the status read reads it back. `Sync`: one synchronous host-to-device copy before the
+//! AICore kernel, one synchronous device-to-host copy after completion. `OnStream`: per slot
+//! also a pinned host buffer and an "armed" event; the launch fills the pinned readback with
+//! `0xFF`, enqueues the arm copy on the AICore stream, records "armed" there, makes the AICPU
+//! stream wait for it, launches AICore then AICPU, enqueues the readback copy on the AICPU
+//! stream, then records the two completion events. The arm and the AICPU kernel are on
+//! different streams, so without the wait the AICPU kernel could read the previous run's
+//! handshake before the arm lands; the readback sits before the completion record, so a
+//! passed event proves it landed. A failed readback enqueue fails the status read (its SPEC
+//! §5.3 stage), not the launch; a readback that never landed (a sticky fault failed its
+//! task) is read once synchronously, so the device answers with the fault as on `Sync`.
+//!
 //! **Invariant:** the driver makes no decision. Every choice (what to launch, when, what a
 //! failure means) is the lane's; the driver executes effects in order and reports each
 //! answer as the event that names it. The only clock read is [`Device::now`]; every wait is

@@ -34,6 +34,8 @@ pub enum Release {
     DestroyEvent,
     /// `aclrtFree` of a slot's buffer.
     Free,
+    /// `aclrtFreeHost` of a slot's pinned host buffer (copies on the streams).
+    FreeHost,
 }
 
 /// One thing the driver did, reported to its [`Observer`] for traces and checks.

@@ -353,6 +353,7 @@ where
         mut on_outcome,
         workers,
     } = config;
+    let copies = profile.copies();
     let announce = on_outcome.is_some();
     let (made_tx, made_rx) = mpsc::channel::<Result<Concurrency, ServiceError>>();
     let (go_tx, go_rx) = mpsc::channel::<Go>();
@@ -378,7 +379,7 @@ where
                     return Ok(());
                 };
                 let lane_mailbox = mailbox.insert(lane_mailbox);
-                let mut executor = Executor::new(device, runner);
+                let mut executor = Executor::with_copies(device, runner, copies);
                 let mut lane = LaneThread {
                     mailbox: lane_mailbox,
                     slice: wait_slice,

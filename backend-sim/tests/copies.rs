@@ -1,0 +1,198 @@
+//! Copies on the streams (`CopyPath::OnStream`) against the synchronous copies: the host time
+//! they save the lane thread, faults that fail a copy's enqueue failing the run exactly as the
+//! synchronous copy does, and a passed completion event proving the readback landed.
+
+use backend_sim::costs::{Cost, Costs};
+use backend_sim::workload::ProfileName;
+use backend_sim::{FaultRule, RunTimes, SimConfig, SimDevice, SimRunner, Workload, run};
+use lane_core::status_latch::{self, AclCode, HeaderLayout};
+use lane_core::{CopyPath, Event, RunId, RunRequest, SlotId};
+use lane_driver::{Device, Driver, Observation, Observer, RunArgs, Runner};
+
+const LAYOUT: HeaderLayout = HeaderLayout::TensormapAndRingbuffer;
+
+fn config(copies: CopyPath, faults: &[&str]) -> SimConfig {
+    SimConfig {
+        profile: ProfileName::A2a3,
+        copies,
+        workload: Workload {
+            runs: 6,
+            device_ns: 250_000,
+            jitter_ppm: 0,
+            ..Workload::default()
+        },
+        faults: faults
+            .iter()
+            .map(|f| FaultRule::parse(f).unwrap_or_else(|e| panic!("{f}: {e}")))
+            .collect(),
+        ..SimConfig::default()
+    }
+}
+
+/// Every outcome line of the workload, and how many faults fired.
+fn outcomes(copies: CopyPath, faults: &[&str]) -> (Vec<String>, u64) {
+    let report = run(&config(copies, faults), &mut |_, _| {}).unwrap_or_else(|e| panic!("{e}"));
+    let lines = report.outcomes.iter().map(ToString::to_string).collect();
+    (lines, report.faults_injected)
+}
+
+fn cost(c: Cost) -> u64 {
+    Costs::default().get(c)
+}
+
+#[test]
+fn copies_on_the_streams_save_the_lane_thread_the_two_sync_copies_minus_the_enqueues() {
+    let busy = |copies| {
+        let report = run(&config(copies, &[]), &mut |_, _| {}).unwrap();
+        report
+            .runs
+            .iter()
+            .map(|r| r.host.busy_ns)
+            .collect::<Vec<_>>()
+    };
+    let (sync, on_stream) = (busy(CopyPath::Sync), busy(CopyPath::OnStream));
+    // Per run: the two synchronous copies go; the two enqueues, the "armed" record and the
+    // AICPU stream's wait come.
+    let saved = cost(Cost::WriteH2d) + cost(Cost::ReadD2h)
+        - 2 * cost(Cost::CopyEnqueue)
+        - cost(Cost::EventRecord)
+        - cost(Cost::StreamWait);
+    assert!(saved > 0);
+    // Runs 1 and 2 also make their slot's resources (one more event, the pinned buffer).
+    for (i, (s, o)) in sync.iter().zip(&on_stream).enumerate().skip(2) {
+        assert_eq!(s - o, saved, "run {}: sync {s} ns, on-stream {o} ns", i + 1);
+    }
+}
+
+#[test]
+fn a_failed_arm_copy_enqueue_fails_the_run_exactly_as_the_sync_arm_does() {
+    let faults = ["arm=107000@call:3"];
+    let (sync, fired) = outcomes(CopyPath::Sync, &faults);
+    assert_eq!(fired, 1);
+    let (on_stream, fired) = outcomes(CopyPath::OnStream, &faults);
+    assert_eq!(fired, 1);
+    assert_eq!(on_stream, sync);
+    assert!(
+        sync.get(2)
+            .is_some_and(|l| l.starts_with("run 3 failed") && l.contains("107000")),
+        "{sync:?}"
+    );
+    assert!(
+        sync.iter().filter(|l| l.ends_with(": ok")).count() >= 4,
+        "{sync:?}"
+    );
+}
+
+#[test]
+fn a_failed_readback_copy_enqueue_fails_the_run_exactly_as_the_sync_read_does() {
+    for faults in [["status-read=507899@run:3"], ["status-read=107000@run:3"]] {
+        let (sync, fired) = outcomes(CopyPath::Sync, &faults);
+        assert_eq!(fired, 1);
+        let (on_stream, fired) = outcomes(CopyPath::OnStream, &faults);
+        assert_eq!(fired, 1);
+        assert_eq!(on_stream, sync, "{faults:?}");
+        assert!(
+            sync.get(2).is_some_and(|l| !l.ends_with(": ok")),
+            "{sync:?}"
+        );
+    }
+}
+
+/// Collects the events the driver fed the lane.
+#[derive(Default)]
+struct Events(Vec<Event>);
+
+impl Observer for Events {
+    fn observe(&mut self, step: &Observation<'_>) {
+        if let Observation::Event { event, .. } = step {
+            self.0.push(**event);
+        }
+    }
+}
+
+#[test]
+fn a_failed_readback_enqueue_is_answered_at_the_status_read_as_status_read_failed_with_its_code() {
+    let profile = config(CopyPath::OnStream, &[]).lane_profile().unwrap();
+    let mut device = SimDevice::new(
+        Costs::default(),
+        LAYOUT,
+        1,
+        RunTimes {
+            device_ns: 100_000,
+            jitter_ppm: 0,
+        },
+    );
+    device.install(FaultRule::parse("status-read=507899@run:1").unwrap());
+    let mut driver = Driver::new(profile, device, SimRunner).with_observer(Events::default());
+    driver.submit(RunRequest::default()).unwrap().unwrap();
+    driver.close().unwrap();
+    driver.run_until_idle().unwrap();
+    let (_, _, Events(events)) = driver.into_parts();
+    let launched = events
+        .iter()
+        .position(|e| matches!(e, Event::Launched { run, .. } if *run == RunId(1)));
+    let failed = events.iter().position(|e| {
+        matches!(e, Event::StatusReadFailed { run, code, .. }
+            if *run == RunId(1) && *code == AclCode::from_raw(507_899).unwrap())
+    });
+    assert!(launched.is_some(), "the run launched: {events:?}");
+    assert!(
+        failed > launched,
+        "StatusReadFailed after the launch: {events:?}"
+    );
+}
+
+#[test]
+fn a_passed_completion_event_proves_the_readback_holds_the_runs_header() {
+    let mut d = SimDevice::new(
+        Costs::default(),
+        LAYOUT,
+        1,
+        RunTimes {
+            device_ns: 100_000,
+            jitter_ppm: 0,
+        },
+    );
+    let (aicpu, aicore) = (d.create_stream().unwrap(), d.create_stream().unwrap());
+    let buffer = d.malloc(1104).unwrap();
+    let host = d.malloc_host(1200).unwrap();
+    let [done_aicpu, done_aicore, armed] = [(); 3].map(|()| d.create_event().unwrap());
+    let args = RunArgs {
+        run: RunId(1),
+        slot: SlotId(0),
+        handshake: buffer,
+        timing: buffer.at(64),
+        status_header: buffer.at(80),
+    };
+    let readback = host.at(80);
+    let len = 16 + LAYOUT.size();
+    d.write_host(host, &[0; 80]).unwrap();
+    d.write_host(readback, &vec![0xFF; len]).unwrap();
+    // The launch order of copies on the streams.
+    d.memcpy_to_device_async(buffer, host, 80, aicore).unwrap();
+    d.record_event(armed, aicore).unwrap();
+    d.stream_wait_event(aicpu, armed).unwrap();
+    SimRunner.launch_aicore(&mut d, aicore, &args).unwrap();
+    SimRunner.launch_aicpu(&mut d, aicpu, &args).unwrap();
+    d.memcpy_from_device_async(readback, args.timing, len, aicpu)
+        .unwrap();
+    d.record_event(done_aicpu, aicpu).unwrap();
+    d.record_event(done_aicore, aicore).unwrap();
+    // Before the events pass, nothing landed: the bytes move when the copy task runs.
+    let mut bytes = vec![0; len];
+    d.read_host(&mut bytes, readback).unwrap();
+    assert!(bytes.iter().all(|b| *b == 0xFF));
+    d.synchronize_event(done_aicpu, 1_000).unwrap();
+    d.synchronize_event(done_aicore, 1_000).unwrap();
+    d.read_host(&mut bytes, readback).unwrap();
+    let (timing, header) = bytes.split_at(16);
+    let start = u64::from_le_bytes(timing[..8].try_into().unwrap());
+    let end = u64::from_le_bytes(timing[8..].try_into().unwrap());
+    assert!(start > 0 && end > start, "timing {start}..{end}");
+    let status = status_latch::decode(LAYOUT, header).unwrap();
+    assert!(
+        status.orch.is_none() && status.sched.is_none(),
+        "{status:?}"
+    );
+    assert!(d.failure().is_none(), "{:?}", d.failure());
+}
