@@ -16,8 +16,11 @@ use backend_sim::workload::{DriveOptions, Harness, ProfileName, drive};
 use backend_sim::{Failure, RunTimes, Workload};
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{Outcome, Timestamp, Verdict};
-use lane_driver::{Device, DevicePtr, Driver, EventHandle, Observer, Runner};
+use lane_core::{
+    CopyPath, Outcome, Profile, ProfileSpec, RunRequest, SubmitError, Timestamp, Verdict,
+};
+use lane_driver::{Device, DevicePtr, Driver, EventHandle, HostWorker, Observer, Runner};
+use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn_with_workers};
 
 use crate::error::ConformanceError;
 use crate::fake::{FakeSession, FakeTimeouts};
@@ -37,8 +40,9 @@ pub struct Arm {
     pub ok: u32,
     /// Runs the figures skip (the first few: stream creation, first launches).
     pub skipped: u32,
-    /// Launches made while an earlier run had not completed (lane-step order).
-    pub queued_launches: u64,
+    /// Launches made while an earlier run had not completed (lane-step order); `None` where
+    /// the arm cannot observe lane steps (through lane-service).
+    pub queued_launches: Option<u64>,
     /// Inter-run device gaps over the measured runs (ns), sorted.
     pub gaps_ns: Vec<u64>,
     /// Device busy time (end - start) of each measured run (ns).
@@ -47,8 +51,9 @@ pub struct Arm {
     pub ends_ns: (u64, u64),
     /// Wall time of the workload on the lane thread.
     pub wall: Duration,
-    /// Of it, time blocked in the device's waits.
-    pub blocked: Duration,
+    /// Of it, time blocked in the device's waits; `None` where the lane thread is not the
+    /// bench's (through lane-service, it also sleeps waiting for workers).
+    pub blocked: Option<Duration>,
 }
 
 impl Arm {
@@ -70,9 +75,11 @@ impl Arm {
         self.gaps_ns.get(rank).copied().unwrap_or(0)
     }
 
-    /// The lane's own host time per run: wall minus blocked, over the runs.
-    pub fn host_per_run(&self) -> Duration {
-        self.wall.saturating_sub(self.blocked) / self.runs.max(1)
+    /// The lane's own host time per run: wall minus blocked, over the runs (`None` where
+    /// blocked time is not known).
+    pub fn host_per_run(&self) -> Option<Duration> {
+        self.blocked
+            .map(|blocked| self.wall.saturating_sub(blocked) / self.runs.max(1))
     }
 
     /// Runs per second from the spacing of the measured runs' device ends.
@@ -97,7 +104,7 @@ impl Arm {
 pub struct BenchConfig {
     /// Runs per arm.
     pub runs: u32,
-    /// Device times, one pair of arms each.
+    /// Device times, three arms each.
     pub device_ns: Vec<u64>,
     /// Runs skipped at the start of each arm.
     pub skip: u32,
@@ -114,20 +121,43 @@ impl Default for BenchConfig {
     }
 }
 
-/// Runs both arms for every device time, depth one first.
+/// The three arms at one device time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arms {
+    /// Depth one, on the single-thread driver.
+    pub depth_one: Arm,
+    /// Queued at depth two, as today (single-thread driver, synchronous copies).
+    pub queued: Arm,
+    /// Queued, copies on the streams, runner work on host workers ([`lifted_arm`]).
+    pub lifted: Arm,
+}
+
+impl Arms {
+    /// The arms in table order.
+    pub fn all(&self) -> [(&'static str, &Arm); 3] {
+        [
+            ("depth one", &self.depth_one),
+            ("queued", &self.queued),
+            ("queued + on-stream copies + workers", &self.lifted),
+        ]
+    }
+}
+
+/// Runs the three arms for every device time: depth one, queued, then lifted.
 ///
 /// # Errors
 ///
 /// [`ConformanceError`] when an arm cannot run.
-pub fn run(config: &BenchConfig) -> Result<Vec<(Arm, Arm)>, ConformanceError> {
+pub fn run(config: &BenchConfig) -> Result<Vec<Arms>, ConformanceError> {
     config
         .device_ns
         .iter()
         .map(|&device_ns| {
-            Ok((
-                arm(1, device_ns, config.runs, config.skip)?,
-                arm(2, device_ns, config.runs, config.skip)?,
-            ))
+            Ok(Arms {
+                depth_one: arm(1, device_ns, config.runs, config.skip)?,
+                queued: arm(2, device_ns, config.runs, config.skip)?,
+                lifted: lifted_arm(device_ns, config.runs, config.skip)?,
+            })
         })
         .collect()
 }
@@ -246,8 +276,44 @@ pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Confo
     let driven = drive(driver, &workload, &options, &mut Plain, &mut |_, _| {})?;
     let wall = start.elapsed();
     let (device, _, tally) = driven.driver.into_parts();
-    let timings: Vec<(u64, u64)> = driven
-        .outcomes
+    Ok(figures(
+        Shape {
+            depth,
+            device_ns,
+            runs,
+            skip,
+        },
+        &driven.outcomes,
+        Some(tally.queued_launches),
+        wall,
+        Some(device.blocked),
+    ))
+}
+
+/// What an arm ran: its launch depth, device time, runs and skipped runs.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    depth: u8,
+    device_ns: u64,
+    runs: u32,
+    skip: u32,
+}
+
+/// An arm's figures from its outcomes (each run's own timing buffer) and its clocks.
+fn figures(
+    shape: Shape,
+    outcomes: &[Outcome],
+    queued_launches: Option<u64>,
+    wall: Duration,
+    blocked: Option<Duration>,
+) -> Arm {
+    let Shape {
+        depth,
+        device_ns,
+        runs,
+        skip,
+    } = shape;
+    let timings: Vec<(u64, u64)> = outcomes
         .iter()
         .filter_map(|o| match o {
             Outcome::Run(r) if r.verdict == Verdict::Ok => r.timing.map(|t| (t.start_ns, t.end_ns)),
@@ -267,58 +333,148 @@ pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Confo
         measured.first().map_or(0, |t| t.1),
         measured.last().map_or(0, |t| t.1),
     );
-    Ok(Arm {
+    Arm {
         depth,
         device_ns,
         runs,
         ok,
         skipped: skip,
-        queued_launches: tally.queued_launches,
+        queued_launches,
         gaps_ns,
         busy_ns,
         ends_ns,
         wall,
-        blocked: device.blocked,
-    })
+        blocked,
+    }
+}
+
+/// Host workers in the third arm: one prepares while the other finalises.
+const LIFTED_WORKERS: usize = 2;
+
+/// The third arm ("lifted"): `runs` back-to-back runs of `device_ns` through lane-service on
+/// real threads, queued at depth two on a2a3 with three slots and two prepares at once,
+/// both copies on the streams (`CopyPath::OnStream`), and the runner's prepare and finalise
+/// on [`LIFTED_WORKERS`] host workers ([`FakeRunner::host_worker`]). The lane thread's
+/// blocked time and the queued launches are not observed through the service (`None`).
+///
+/// # Errors
+///
+/// [`ConformanceError`] when the fake, the service or a run fails.
+pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, ConformanceError> {
+    let spec = ProfileSpec {
+        slots: 3,
+        prepare_window: 2,
+        copies: CopyPath::OnStream,
+        ..ProfileName::A2a3.profile(Some(2))?.spec()
+    };
+    let profile = FakeTimeouts::default().scale(Profile::custom(spec)?)?;
+    let session = FakeSession::start()?;
+    let device = session.open(profile)?;
+    let times = RunTimes {
+        device_ns,
+        jitter_ppm: 0,
+    };
+    let runner =
+        FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times).with_workers(2);
+    let worker = runner.host_worker();
+    let mut config = ServiceConfig::new(profile);
+    // The production setting, as in the other arms.
+    config.check_invariants = false;
+    config.workers = LIFTED_WORKERS;
+    let lane = spawn_with_workers(
+        config,
+        move || Ok::<_, String>((device, runner)),
+        move |_| Ok::<Box<dyn HostWorker>, String>(Box::new(worker.clone())),
+    )
+    .map_err(|e| ConformanceError::Service(e.to_string()))?;
+    let start = Instant::now();
+    let outcomes = submit_all(&lane, runs)?;
+    let wall = start.elapsed();
+    drop(lane);
+    Ok(figures(
+        Shape {
+            depth: 2,
+            device_ns,
+            runs,
+            skip,
+        },
+        &outcomes,
+        None,
+        wall,
+        None,
+    ))
+}
+
+/// Keeps the lane full with `runs` runs and takes every outcome in order.
+fn submit_all(lane: &LaneHandle, runs: u32) -> Result<Vec<Outcome>, ConformanceError> {
+    let runs = usize::try_from(runs).unwrap_or(usize::MAX);
+    let (mut submitted, mut outcomes) = (0, Vec::with_capacity(runs));
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while outcomes.len() < runs {
+        if Instant::now() > deadline {
+            return Err(ConformanceError::Service(format!(
+                "only {} of {runs} outcomes after 600 s",
+                outcomes.len()
+            )));
+        }
+        if submitted < runs {
+            match lane.submit(RunRequest::new()) {
+                Ok(_) => submitted += 1,
+                Err(ServiceError::Submit(SubmitError::Full { .. })) => {}
+                Err(e) => return Err(ConformanceError::Service(e.to_string())),
+            }
+        }
+        match lane.poll_outcome() {
+            Some(outcome) => outcomes.push(outcome),
+            None if submitted == runs => std::thread::sleep(Duration::from_micros(20)),
+            None => std::thread::yield_now(),
+        }
+    }
+    Ok(outcomes)
 }
 
 /// The bench's results as a markdown section for docs/performance.md.
-pub fn markdown(config: &BenchConfig, arms: &[(Arm, Arm)], machine: &str) -> String {
-    let mut out = String::from(
-        "## Real threads, real waits: depth one against queued depth two on the fake\n\n",
-    );
+pub fn markdown(config: &BenchConfig, arms: &[Arms], machine: &str) -> String {
+    let mut out = String::from("## Real threads, real waits: three arms on the fake\n\n");
     out += &format!(
         "Generated by `cargo xtask fake-bench` ({machine}). The rest of this file is the \
-         virtual-time sweep; this section is its real-time companion: the same lane, driver and \
-         workload runner, with backend-acl's `AclDevice` on the fake libascendcl \
+         virtual-time sweep; this section is its real-time companion: the same lane and \
+         executor, with backend-acl's `AclDevice` on the fake libascendcl \
          (`librun_lane_fake_ascendcl.so`, loaded through the same loader as the real library) \
          and the fake's runner (`lane_conformance::FakeRunner`). Each stream is a worker thread \
          that runs kernels for their device time in real time; every wait is a real timed wait. \
-         {} runs per arm, the first {} skipped; a2a3 at launch depth one (before) and two \
-         (after); invariant checks off, as in production.\n\n",
+         {} runs per arm, the first {} skipped; invariant checks off, as in production. The \
+         arms: **depth one** and **queued** (a2a3 at launch depth one and two, synchronous \
+         copies, the single-thread driver, as before this change), and **queued + on-stream \
+         copies + workers** (lane-service on its lane thread, a2a3 at depth two with three \
+         slots and a prepare window of two, `CopyPath::OnStream`, the runner's prepare and \
+         finalise on {LIFTED_WORKERS} host workers through `FakeRunner::host_worker`).\n\n",
         config.runs, config.skip
     );
     out += "- **runs/s**: from the spacing of the measured runs' device ends.\n";
     out += "- **busy/run**: the mean span of a run's kernels on the device (start to end, its timing buffer); above the device time asked for when the machine is loaded (a worker thread wakes late).\n";
     out += "- **gap**: from each run's own timing buffer, the device's idle time between one run's end and the next run's start (the fake's device clock).\n";
-    out += "- **host/run**: the lane thread's own time per run: the workload's wall time minus the time blocked in `aclrtSynchronizeEventWithTimeout` (and the drain and healthy stream teardown), over the runs. It includes the fake's call costs (a mutex and a condition variable per call), not a real driver's.\n";
-    out += "- **queued**: launches made before the predecessor's completion was known (an ordering of lane steps).\n\n";
-    out += "| device time | depth | runs/s | busy/run (us) | mean gap (us) | median gap (us) | p99 gap (us) | host/run (us) | queued launches |\n";
-    out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    for arm in arms.iter().flat_map(|(a, b)| [a, b]) {
+    out += "- **host/run**: the lane thread's own time per run: the workload's wall time minus the time blocked in `aclrtSynchronizeEventWithTimeout` (and the drain and healthy stream teardown), over the runs. It includes the fake's call costs (a mutex and a condition variable per call), not a real driver's. Not measured for the third arm (its lane thread also sleeps waiting for the workers' answers): -.\n";
+    out += "- **queued**: launches made before the predecessor's completion was known (an ordering of lane steps; the service does not report lane steps: -).\n\n";
+    out += "| device time | arm | runs/s | busy/run (us) | mean gap (us) | median gap (us) | p99 gap (us) | host/run (us) | queued launches |\n";
+    out += "|---:|:---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (name, arm) in arms.iter().flat_map(Arms::all) {
         out += &format!(
-            "| {} us | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |\n",
+            "| {} us | {name} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} |\n",
             arm.device_ns / 1_000,
-            arm.depth,
             arm.runs_per_s(),
             arm.mean_busy_ns() / 1_000.0,
             arm.mean_gap_ns() / 1_000.0,
             arm.gap_percentile_ns(50) as f64 / 1_000.0,
             arm.gap_percentile_ns(99) as f64 / 1_000.0,
-            arm.host_per_run().as_secs_f64() * 1e6,
+            arm.host_per_run().map_or_else(
+                || "-".to_owned(),
+                |h| format!("{:.1}", h.as_secs_f64() * 1e6)
+            ),
             arm.queued_launches
+                .map_or_else(|| "-".to_owned(), |q| q.to_string()),
         );
     }
-    out += "\nAt depth one the device idles for a whole host round trip between runs: the lane thread wakes from the completion wait, reads the timing buffer and status header, launches the successor, and the stream's worker wakes to run it. Queued at depth two the successor is already on the stream when its predecessor ends, so the gap is the worker's hand-over alone, whatever the host is doing: that is the figure to read here. Runs/s is not: the fake's kernels are timed condition-variable waits, and on a loaded machine a worker wakes late, so busy/run exceeds the device time asked for by more than the gap saved, and by different amounts in each arm (depth two keeps more threads runnable). On a real device the kernels' time is the device's, and the gap is what queueing removes (the virtual-time sweep above models it with measured costs). Host/run is small next to the simulator's calibrated `H` because the fake's calls are a mutex and a condition variable, not a driver round trip.\n\nReproduce: `cargo xtask fake-bench` (writes this section), or `cargo run --release -p lane-conformance --bin fake-bench` (prints it). `cargo test -p lane-conformance --test fake_bench` runs a short version that checks only the ordering: at depth two every successor is launched before its predecessor's completion, at depth one none is.\n";
+    out += "\nAt depth one the device idles for a whole host round trip between runs: the lane thread wakes from the completion wait, reads the timing buffer and status header, launches the successor, and the stream's worker wakes to run it. Queued at depth two the successor is already on the stream when its predecessor ends, so the gap is the worker's hand-over alone, whatever the host is doing: that is the figure to read here. The third arm takes the two synchronous copies and the runner's prepare and finalise off the lane thread. On the fake that removes little: a synchronous copy is a memcpy under a mutex, not a 9.5 us driver round trip, and the fake runner's prepare and finalise are nearly free, not 90 us of runtime work; and it adds work on the streams: per run an H2D arm before the kernels, a cross-stream wait and a D2H after them, each a task the fake's stream threads hand over, which lands in the gap between one run's end and the next run's start. So this arm shows the lifted lane running on real threads (every run `Ok`, the runs' timing read back through the pinned buffers), not the speed-up the simulator's calibrated costs predict; that is the virtual-time sweep's to show. Runs/s is not the figure to read: the fake's kernels are timed condition-variable waits, and on a loaded machine a worker wakes late, so busy/run exceeds the device time asked for by more than the gap saved, and by different amounts in each arm. On a real device the kernels' time is the device's, and the gap is what queueing removes (the virtual-time sweep above models it with measured costs).\n\nReproduce: `cargo xtask fake-bench` (writes this section), or `cargo run --release -p lane-conformance --bin fake-bench` (prints it). `cargo test -p lane-conformance --test fake_bench` runs a short version that checks only the ordering: at depth two every successor is launched before its predecessor's completion, at depth one none is; the third arm runs every run to `Ok` through the service's workers.\n";
     out
 }

@@ -28,6 +28,9 @@ pub enum ConformanceError {
     /// The profile cannot take the scaled timeouts.
     #[error("profile: {0}")]
     Profile(#[from] lane_core::ProfileError),
+    /// The lane service (real threads, host workers) failed to start or lost its lane.
+    #[error("the lane service: {0}")]
+    Service(String),
 }
 
 impl ConformanceError {

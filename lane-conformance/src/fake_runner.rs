@@ -11,16 +11,15 @@
 //! exception, a hang or a latch), so the fake decides them exactly as it would any other
 //! rule.
 
-use std::cell::Cell;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use backend_sim::{Latched, RunTimes};
 use lane_core::status_latch::{self, AclCode, HeaderLayout};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
-use lane_driver::{Device, PrepareError, RunArgs, Runner};
+use lane_driver::{Concurrency, Device, HostWorker, PrepareError, RunArgs, Runner};
 use run_lane_fake_ascendcl::{
     Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as KernelOutcome,
 };
@@ -107,14 +106,99 @@ impl RunPlan {
 }
 
 /// Turns the plan's faults off (liveness: the runner then runs every run clean). Cloned out
-/// of the runner before the driver takes it.
+/// of the runner before the driver takes it; shared with its host workers.
 #[derive(Clone, Debug, Default)]
-pub struct Healer(Rc<Cell<bool>>);
+pub struct Healer(Arc<AtomicBool>);
 
 impl Healer {
     /// From now on the runner applies no fault.
     pub fn heal(&self) {
-        self.0.set(true);
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    fn healed(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The host side of the runner that its host workers share with it: the fault plan, the
+/// healer, and the runs launched and not finalised (prepare-incompatible overlaps only
+/// these).
+#[derive(Clone, Debug, Default)]
+struct HostSide {
+    plan: Arc<RunPlan>,
+    healed: Healer,
+    live: Arc<Mutex<Vec<RunId>>>,
+}
+
+impl HostSide {
+    fn fault<T>(&self, run: RunId, site: impl Fn(RunFault) -> Option<T>) -> Option<T> {
+        if self.healed.healed() {
+            return None;
+        }
+        self.plan.find(run, site)
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, Vec<RunId>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn prepare_run(&self, run: RunId) -> Result<(), PrepareError> {
+        let others_live = self.live().iter().any(|r| *r != run);
+        match self.fault(run, |f| match f {
+            RunFault::Prepare(code) => Some(Some(code)),
+            RunFault::PrepareIncompatible => Some(None),
+            _ => None,
+        }) {
+            Some(Some(code)) => Err(PrepareError::Failed(code)),
+            // Only an overlapping prepare can be incompatible; alone, it always fits.
+            Some(None) if others_live => Err(PrepareError::Incompatible),
+            _ => Ok(()),
+        }
+    }
+
+    fn finalise_run(&self, run: RunId, copy_back: bool) -> Result<(), FinaliseFailure> {
+        self.live().retain(|r| *r != run);
+        if !copy_back {
+            return Ok(());
+        }
+        match self.fault(run, |f| match f {
+            RunFault::CopyBack(code) => Some(Some(code)),
+            RunFault::Validation => Some(None),
+            _ => None,
+        }) {
+            Some(Some(code)) => Err(FinaliseFailure::Acl(code)),
+            Some(None) => Err(FinaliseFailure::Validation),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A [`FakeRunner`]'s prepare and finalise on a host worker thread
+/// ([`FakeRunner::host_worker`]): the same fault plan, healer and live runs as the runner.
+/// Host work only: it touches no stream and needs no binding on the fake.
+#[derive(Clone, Debug)]
+pub struct FakeWorker {
+    host: HostSide,
+}
+
+impl HostWorker for FakeWorker {
+    fn prepare_run(
+        &mut self,
+        run: RunId,
+        _slot: SlotId,
+        _diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        self.host.prepare_run(run)
+    }
+
+    fn finalise_run(
+        &mut self,
+        run: RunId,
+        _slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        self.host.finalise_run(run, copy_back)
     }
 }
 
@@ -127,10 +211,8 @@ pub struct FakeRunner {
     layout: HeaderLayout,
     seed: u64,
     times: RunTimes,
-    plan: RunPlan,
-    healed: Healer,
-    /// Launched and not yet finalised (prepare-incompatible overlaps only these).
-    live: Vec<RunId>,
+    host: HostSide,
+    concurrency: Concurrency,
     uploads: u64,
     /// The clean status header, encoded once.
     clean_header: Vec<u8>,
@@ -146,9 +228,8 @@ impl FakeRunner {
             layout,
             seed,
             times,
-            plan: RunPlan::default(),
-            healed: Healer::default(),
-            live: Vec::new(),
+            host: HostSide::default(),
+            concurrency: Concurrency::LANE_THREAD,
             uploads: 0,
             clean_header: status_latch::encode(layout, &Latched::status(None, layout)),
         }
@@ -157,20 +238,36 @@ impl FakeRunner {
     /// The same runner applying `plan`.
     #[must_use]
     pub fn with_plan(mut self, plan: RunPlan) -> Self {
-        self.plan = plan;
+        self.host.plan = Arc::new(plan);
         self
+    }
+
+    /// The same runner declaring that its prepare and finalise may run on host workers
+    /// ([`host_worker`](Self::host_worker)), `prepares_at_once` at a time.
+    #[must_use]
+    pub const fn with_workers(mut self, prepares_at_once: u8) -> Self {
+        self.concurrency = Concurrency {
+            off_lane_thread: true,
+            prepares_at_once,
+        };
+        self
+    }
+
+    /// A host worker sharing this runner's fault plan, healer and live runs.
+    #[must_use]
+    pub fn host_worker(&self) -> FakeWorker {
+        FakeWorker {
+            host: self.host.clone(),
+        }
     }
 
     /// A handle that turns the plan off.
     pub fn healer(&self) -> Healer {
-        self.healed.clone()
+        self.host.healed.clone()
     }
 
     fn fault<T>(&self, run: RunId, site: impl Fn(RunFault) -> Option<T>) -> Option<T> {
-        if self.healed.0.get() {
-            return None;
-        }
-        self.plan.find(run, site)
+        self.host.fault(run, site)
     }
 
     /// Arms the fake's rule for this launch (the plan's first fault for this run and
@@ -252,17 +349,7 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         _slot: SlotId,
         _diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        let others_live = self.live.iter().any(|r| *r != run);
-        match self.fault(run, |f| match f {
-            RunFault::Prepare(code) => Some(Some(code)),
-            RunFault::PrepareIncompatible => Some(None),
-            _ => None,
-        }) {
-            Some(Some(code)) => Err(PrepareError::Failed(code)),
-            // Only an overlapping prepare can be incompatible; alone, it always fits.
-            Some(None) if others_live => Err(PrepareError::Incompatible),
-            _ => Ok(()),
-        }
+        self.host.prepare_run(run)
     }
 
     fn launch_aicore(
@@ -272,7 +359,7 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         args: &RunArgs,
     ) -> Result<(), AclCode> {
         self.launch(Engine::Aicore, stream, args)?;
-        self.live.push(args.run);
+        self.host.live().push(args.run);
         Ok(())
     }
 
@@ -292,28 +379,21 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         _slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        self.live.retain(|r| *r != run);
-        if !copy_back {
-            return Ok(());
-        }
-        match self.fault(run, |f| match f {
-            RunFault::CopyBack(code) => Some(Some(code)),
-            RunFault::Validation => Some(None),
-            _ => None,
-        }) {
-            Some(Some(code)) => Err(FinaliseFailure::Acl(code)),
-            Some(None) => Err(FinaliseFailure::Validation),
-            None => Ok(()),
-        }
+        self.host.finalise_run(run, copy_back)
+    }
+
+    fn concurrency(&self) -> Concurrency {
+        self.concurrency
     }
 
     fn upload_code(&mut self, _device: &mut D, _code: CodeRef) -> Result<(), AclCode> {
         self.uploads += 1;
-        if self.healed.0.get() {
+        if self.host.healed.healed() {
             return Ok(());
         }
         let n = self.uploads;
         match self
+            .host
             .plan
             .upload_failures
             .iter()

@@ -33,7 +33,7 @@ mod tally;
 
 pub use error::ConformanceError;
 pub use fake::{FakeSession, FakeTimeouts};
-pub use fake_runner::{Engine, FakeRunner, Healer, RunFault, RunPlan, RunSelect};
+pub use fake_runner::{Engine, FakeRunner, FakeWorker, Healer, RunFault, RunPlan, RunSelect};
 pub use plan::{CallRule, FakePlan, NoCounterpart};
 pub use suite::{AclOnFake, Backend, Sim, SimWithCopies, check, leaks};
 pub use tally::Tally;

@@ -1,5 +1,6 @@
 //! A short run of the fake bench (`fake-bench`): queued depth two overlaps runs, depth one
-//! does not. Orderings of lane steps only, no timing assertions.
+//! does not, and the lifted arm (copies on the streams, runner work on host workers) runs
+//! every run. Orderings and outcomes only, no timing assertions.
 
 use lane_conformance::bench;
 
@@ -11,7 +12,7 @@ fn queued_depth_two_launches_every_successor_before_its_predecessor_completed() 
     assert_eq!(two.ok, RUNS, "every run succeeds: {two:?}");
     assert_eq!(
         two.queued_launches,
-        u64::from(RUNS - 1),
+        Some(u64::from(RUNS - 1)),
         "each run after the first is launched before its predecessor's completion: {two:?}"
     );
 }
@@ -20,10 +21,25 @@ fn queued_depth_two_launches_every_successor_before_its_predecessor_completed() 
 fn depth_one_launches_no_run_before_its_predecessor_completed() {
     let one = bench::arm(1, 200_000, RUNS, 1).unwrap();
     assert_eq!(one.ok, RUNS, "every run succeeds: {one:?}");
-    assert_eq!(one.queued_launches, 0, "{one:?}");
+    assert_eq!(one.queued_launches, Some(0), "{one:?}");
     assert_eq!(
         one.gaps_ns.len(),
         (RUNS - 2) as usize,
         "a gap per measured pair of consecutive runs"
     );
+}
+
+#[test]
+fn the_lifted_arm_runs_every_run_with_its_timing_through_the_service_s_workers() {
+    let lifted = bench::lifted_arm(200_000, RUNS, 1).unwrap();
+    assert_eq!(lifted.ok, RUNS, "every run succeeds: {lifted:?}");
+    assert_eq!(lifted.depth, 2);
+    assert_eq!(
+        lifted.gaps_ns.len(),
+        (RUNS - 2) as usize,
+        "a gap per measured pair of consecutive runs, from the runs' timing read back through \
+         the pinned buffers: {lifted:?}"
+    );
+    assert!(lifted.busy_ns.iter().all(|b| *b > 0), "{lifted:?}");
+    assert_eq!(lifted.queued_launches, None);
 }

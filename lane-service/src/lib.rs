@@ -11,6 +11,13 @@
 //! - Every [`Device`](lane_driver::Device) and [`Runner`](lane_driver::Runner) call, from the
 //!   `make` closure given to [`spawn`] to the last release, happens on the lane thread. The
 //!   device and the runner need not be `Send`; only `make` is.
+//! - Except with host workers ([`spawn_with_workers`], when the runner's
+//!   [`concurrency`](lane_driver::Runner::concurrency) allows it): then every prepare and
+//!   finalise runs on a worker's own [`HostWorker`](lane_driver::HostWorker), made on that
+//!   worker's thread (so it binds the device there), and the lane thread makes only the
+//!   launches, records, waits, status reads, stream calls and recovery. Answers come back
+//!   through the mailbox and wake the lane thread; the queues are allocated once. A panicking
+//!   worker loses the lane like a panic on the lane thread; the last drop joins the workers.
 //! - The lane sits behind one mutex, taken for a lane step (a command, polling an effect,
 //!   feeding an event) or a queue operation, and never held across a device or runner call.
 //!   So [`submit`](LaneHandle::submit), [`publish`](LaneHandle::publish),
@@ -45,7 +52,7 @@
 //! deterministic path of the simulator, the scenarios and the fuzz targets), and the
 //! service's tests can use backend-sim, which itself depends on lane-driver.
 //!
-//! **API boundary:** [`spawn`], [`ServiceConfig`], [`LaneHandle`], [`ItemId`],
+//! **API boundary:** [`spawn`], [`spawn_with_workers`], [`ServiceConfig`], [`LaneHandle`], [`ItemId`],
 //! [`ServiceError`], [`WaitError`], [`LostCause`], and [`Report`] (an outcome with the
 //! device's text about the failed call behind it). lane-capi builds the C ABI on it.
 

@@ -254,17 +254,21 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// On the lane thread with nothing to do: sleeps until a command, a worker's answer, the
-    /// shutdown or the loss (the next [`step`](Self::step) tells which), or `until` passes.
-    /// Returns whether it was woken (else `until` passed).
-    pub(crate) fn idle(&self, until: Option<Instant>) -> bool {
+    /// shutdown (unless `shutdown_seen`: the lane thread already closed for it and now waits
+    /// for answers) or the loss (the next [`step`](Self::step) tells which), or `until`
+    /// passes. Returns whether it was woken (else `until` passed).
+    pub(crate) fn idle(&self, until: Option<Instant>, shutdown_seen: bool) -> bool {
+        let woken = |state: &State<L>| {
+            state.work || (state.shutdown && !shutdown_seen) || state.lost.is_some()
+        };
         let mut state = lock(&self.state);
-        while !state.work && !state.shutdown && state.lost.is_none() {
+        while !woken(&state) {
             state = match until {
                 None => wait(&self.work, state),
                 Some(until) => {
                     let (state, passed) = wait_until(&self.work, state, until);
                     if passed {
-                        return state.work || state.shutdown || state.lost.is_some();
+                        return woken(&state);
                     }
                     state
                 }

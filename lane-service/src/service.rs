@@ -592,11 +592,11 @@ impl LaneThread<'_> {
             let now = executor.now();
             let awaiting = executor.is_awaiting();
             let off_lane = self.off_lane;
-            let (next, retire) = mailbox.step(|shared, cx| {
+            let (next, retire, shutdown) = mailbox.step(|shared, cx| {
                 let next = decide(shared, cx, executor, now, awaiting, off_lane);
                 let retire =
                     off_lane && cx.out() == 0 && shared.steps.lane().state() == LaneState::Closed;
-                (next, retire)
+                (next, retire, cx.shutdown)
             })?;
             announce(mailbox, on_outcome);
             if retire && !self.retired {
@@ -617,7 +617,7 @@ impl LaneThread<'_> {
                     }
                 }
                 Next::Await { deadline, answers } => {
-                    if answers && self.await_answer(deadline, now) {
+                    if answers && self.await_answer(deadline, now, shutdown) {
                         continue;
                     }
                     match executor
@@ -634,7 +634,9 @@ impl LaneThread<'_> {
                     }
                 }
                 Next::Idle => {
-                    mailbox.idle(None);
+                    // After the shutdown, idle only while workers have jobs out: sleep until
+                    // their answers, not on the shutdown seen already.
+                    mailbox.idle(None, shutdown);
                     false
                 }
                 Next::Exit => {
@@ -653,7 +655,7 @@ impl LaneThread<'_> {
     /// With jobs out and a run awaited: sleeps until a worker's answer or a command, at most
     /// one slice and never past the awaited run's deadline (the event wait alone decides a
     /// timeout). Returns whether it was woken; else the caller looks at the run.
-    fn await_answer(&self, deadline: Option<Timestamp>, now: Timestamp) -> bool {
+    fn await_answer(&self, deadline: Option<Timestamp>, now: Timestamp, shutdown: bool) -> bool {
         let left = deadline.map_or(0, |deadline| deadline.since(now));
         let bound = self.slice.min(Duration::from_nanos(left));
         if bound.is_zero() {
@@ -661,7 +663,7 @@ impl LaneThread<'_> {
         }
         Instant::now()
             .checked_add(bound)
-            .is_some_and(|until| self.mailbox.idle(Some(until)))
+            .is_some_and(|until| self.mailbox.idle(Some(until), shutdown))
     }
 }
 

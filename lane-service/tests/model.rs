@@ -122,7 +122,7 @@ fn lane_thread(mailbox: &Mailbox<Toy>) {
             return;
         }
         if idle {
-            mailbox.idle(None);
+            mailbox.idle(None, false);
         }
     }
 }
@@ -132,7 +132,7 @@ fn lane_thread(mailbox: &Mailbox<Toy>) {
 /// shutdown with nothing out, retires the workers and ends. Ends quietly on a loss.
 fn lane_thread_with_workers(mailbox: &Mailbox<Toy>) {
     loop {
-        let Ok((idle, exit)) = mailbox.step(|toy, cx| {
+        let Ok((idle, exit, shutdown)) = mailbox.step(|toy, cx| {
             while let Some(answer) = cx.answer() {
                 toy.answered.push(answer);
             }
@@ -141,7 +141,7 @@ fn lane_thread_with_workers(mailbox: &Mailbox<Toy>) {
                 cx.dispatch(item);
             }
             let settled = cx.out() == 0;
-            (true, settled && cx.shutdown)
+            (true, settled && cx.shutdown, cx.shutdown)
         }) else {
             return;
         };
@@ -150,7 +150,8 @@ fn lane_thread_with_workers(mailbox: &Mailbox<Toy>) {
             return;
         }
         if idle {
-            mailbox.idle(None);
+            // After the shutdown only answers can wake it (as the service's lane thread).
+            mailbox.idle(None, shutdown);
         }
     }
 }

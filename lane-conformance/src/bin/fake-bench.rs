@@ -1,4 +1,5 @@
-//! `fake-bench`: depth one against queued depth two on the fake libascendcl, in real time.
+//! `fake-bench`: three arms on the fake libascendcl in real time: depth one, queued depth
+//! two, and queued with copies on the streams and runner work on host workers.
 //!
 //! ```text
 //! fake-bench [--runs N] [--device-us A,B,..] [--write FILE]
