@@ -349,7 +349,7 @@ fn figures(
 }
 
 /// Host workers in the third arm: one prepares while the other finalises.
-const LIFTED_WORKERS: usize = 2;
+pub const LIFTED_WORKERS: usize = 2;
 
 /// The third arm ("lifted"): `runs` back-to-back runs of `device_ns` through lane-service on
 /// real threads, queued at depth two on a2a3 with three slots and two prepares at once,
