@@ -14,6 +14,7 @@ mod schedule;
 mod slots;
 #[cfg(test)]
 mod tests;
+mod work;
 
 use smallvec::SmallVec;
 use status_latch::Failure;
@@ -34,6 +35,7 @@ use crate::state::{LaneInput, LaneRefusal, LaneState, lane_step};
 
 use items::{Item, PublicationRecord, RunRecord};
 use slots::SlotTable;
+use work::WorkTable;
 
 /// Inline capacity of the item FIFO: every slot's run plus the waiting publications, with
 /// room for finished runs held behind an unfinished predecessor.
@@ -197,6 +199,8 @@ pub struct Lane {
     delivered: u64,
     last_delivered_seq: u64,
     rejected_events: u64,
+    /// Runner work handed out and not answered yet, by slot (L-18).
+    runner_work: WorkTable,
     /// The first lane bug seen while stepping (a refused pair call or phase input the lane
     /// itself decided); [`check_invariants`](Self::check_invariants) reports it.
     bug: Option<InvariantViolation>,
@@ -225,6 +229,7 @@ impl Lane {
             delivered: 0,
             last_delivered_seq: 0,
             rejected_events: 0,
+            runner_work: [None; MAX_SLOTS as usize],
             bug: None,
         }
     }
@@ -329,11 +334,27 @@ impl Lane {
 
     /// Feeds one backend event. A rejected event changes nothing (it answers nothing the lane
     /// asked for: a stale lease, a duplicate, an unknown run, a wrong order).
+    ///
+    /// The answer to runner work that is out for a run a poison abandoned is accepted and
+    /// changes nothing but the record of work out; the last such answer lets recovery drain.
     pub fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), EventError> {
+        // Taken before the event applies, so a poison it causes sees this work answered.
+        let answered = self.take_answered(&event);
+        if let Some((_, work)) = answered {
+            if !self.live_runs().any(|r| r.id == work.run) {
+                self.quiesce_if_done();
+                return Ok(());
+            }
+        }
         let result = self.apply_event(event);
         match result {
             Ok(()) => self.progress(now),
-            Err(_) => self.rejected_events += 1,
+            Err(_) => {
+                if let Some((slot, work)) = answered {
+                    self.runner_work[slot] = Some(work);
+                }
+                self.rejected_events += 1;
+            }
         }
         result
     }
@@ -358,10 +379,13 @@ impl Lane {
 
     // ----- polls ----------------------------------------------------------------------
 
-    /// The next thing the backend must do, in decision order.
+    /// The next thing the backend must do, in decision order. A `PrepareRun` or
+    /// `FinaliseRun` taken here is runner work out until its answer arrives (L-18).
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.effects.take()
+        let effect = self.effects.take()?;
+        self.hand_out(&effect);
+        Some(effect)
     }
 
     /// The next outcome, in submission order: one per accepted run or publication.
@@ -484,6 +508,7 @@ impl Lane {
             delivered,
             last_delivered_seq,
             rejected_events: _,
+            runner_work,
             bug,
         } = self;
         // Writing to a String cannot fail.
@@ -491,7 +516,7 @@ impl Lane {
             text,
             "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
              {launch_waiter:?}|{last_publication:?}|{teardown_started}|{teardown_failure:?}|\
-             {device_lost}|{accepted}|{delivered}|{last_delivered_seq}|{bug:?}",
+             {device_lost}|{accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
             effects.as_slice(),
             outcomes.as_slice(),
         );
