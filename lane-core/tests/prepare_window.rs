@@ -314,3 +314,33 @@ fn several_prepares_start_in_one_pass_when_the_window_opens() {
         .collect();
     assert_eq!(next, [RunId(2), RunId(3)]);
 }
+
+#[test]
+fn a_successor_whose_prepare_fails_first_is_finalised_and_its_outcome_waits_its_turn() {
+    let mut lane = Lane::new(profile(2, 2));
+    lane.submit(T, RunRequest::new()).unwrap();
+    lane.submit(T, RunRequest::new()).unwrap();
+    let asked = prepares(&take(&mut lane));
+    let Effect::PrepareRun { run, lease, .. } = asked[1] else {
+        unreachable!()
+    };
+    // A plain ACL code at the prepare stage fails that run only.
+    let code = AclCode::from_raw(100_000).unwrap();
+    feed(&mut lane, Event::PrepareFailed { run, lease, code });
+    let finalise = take(&mut lane);
+    assert!(
+        matches!(finalise[..], [Effect::FinaliseRun { run: r, copy_back: false, .. }] if r == run),
+        "{finalise:?}"
+    );
+    feed(&mut lane, Succeed::new().answer(finalise[0]));
+    assert!(
+        run_outcomes(&mut lane).is_empty(),
+        "run 2's outcome waits for run 1's"
+    );
+    let asked = drive_newest_first_from(&mut lane, vec![asked[0]]);
+    assert!(asked.iter().any(|e| matches!(e, Effect::LaunchRun { .. })));
+    let outcomes = run_outcomes(&mut lane);
+    assert_eq!(outcomes[0], (RunId(1), Verdict::Ok));
+    assert_eq!(outcomes[1].0, RunId(2));
+    assert!(matches!(outcomes[1].1, Verdict::Failed { .. }));
+}

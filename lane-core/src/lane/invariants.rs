@@ -119,7 +119,10 @@ impl Lane {
             match item {
                 Item::Publication(_) if !item.is_done() => ahead.publication = true,
                 Item::Run(r) if !r.phase.is_done() => {
-                    if r.phase.past_launch() {
+                    // Runs that reached the pair: with a prepare window above one, a run
+                    // may be finalised (a failed prepare, a cancel) before an earlier run
+                    // launched, which launches nothing.
+                    if r.phase.past_launch() && r.launched_on.is_some() {
                         if !ahead.all_launched {
                             return Err(V::LaunchedBeforePredecessor { run: r.id });
                         }

@@ -325,8 +325,11 @@ fn a_run_launched_behind_an_unfinished_publication_is_caught() {
         Some(RunPhase::Queued),
         "waits behind the publication"
     );
-    // Past launch (without a submission on the pair) behind the waiting publication.
-    lane.run_mut(2).phase = RunPhase::Finalising;
+    // Launched (its submission since retired) behind the waiting publication.
+    let created = lane.pair.created_count();
+    let r = lane.run_mut(2);
+    r.phase = RunPhase::Finalising;
+    r.launched_on = Some(created);
     assert_eq!(violation(&lane), V::LaunchedBehindPublication { run });
 }
 
