@@ -274,8 +274,8 @@ fn a_finalise_out_at_a_poison_holds_the_drain_too() {
     let (mut finalise_1, mut await_2) = (None, None);
     while let Some(effect) = pending.pop() {
         match effect {
-            Effect::FinaliseRun { run, .. } if run == RunId(1) => finalise_1 = Some(effect),
-            Effect::AwaitCompletion { run, .. } if run == RunId(2) => await_2 = Some(effect),
+            Effect::FinaliseRun { run: RunId(1), .. } => finalise_1 = Some(effect),
+            Effect::AwaitCompletion { run: RunId(2), .. } => await_2 = Some(effect),
             other => {
                 feed(&mut lane, backend.answer(other));
                 pending.extend(take(&mut lane));
