@@ -169,9 +169,17 @@ struct PublicationMark {
 /// Effects come out in the order the lane decided them. Within one call the lane first
 /// finishes what the input completes (a finalise, a status read), then starts, in this
 /// order: an upload at the front, the next launch (stream create or destroy effects first
-/// when the pair needs them), the next preparation, then the next completion await. The
-/// launch comes before the preparation because a launch can let the next queued run
-/// prepare in the same call.
+/// when the pair needs them), the next preparations (up to the profile's prepare window, in
+/// submission order), then the next completion await. The launch comes before the
+/// preparations because a launch can let the next queued run prepare in the same call.
+///
+/// # Runner work out (L-18 Overlap)
+///
+/// A `PrepareRun` or `FinaliseRun` taken by [`poll_effect`](Self::poll_effect) is runner
+/// work out until its answer arrives (a driver with host workers answers it later, and
+/// answers of different runs in any order). A poison does not drain the device while any is
+/// out: recovery waits in `Quiesce`, accepts each such answer once without changing
+/// anything else, and drains after the last.
 ///
 /// # `FinaliseRun`
 ///
