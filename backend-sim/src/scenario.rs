@@ -457,6 +457,7 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         liveness: false,
         trace: false,
         origin: Origin::Scenario(path.to_owned()),
+        ..SimConfig::default()
     };
     let lane_profile = config
         .lane_profile()
