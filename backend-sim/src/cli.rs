@@ -13,7 +13,7 @@ use crate::error::{InputError, SimError};
 use crate::faults::{FaultKind, FaultRule};
 use crate::scenario;
 use crate::stats::{Summary, fmt_us, per_run_table};
-use crate::sweep::{DEFAULT_POINTS_US, DEFAULT_RUNS, SweepConfig, sweep};
+use crate::sweep::{DEFAULT_POINTS_US, DEFAULT_RUNS, Offload, SweepConfig, sweep};
 use crate::trace::chrome_json;
 use crate::workload::{
     MAX_RUNS, Points, ProfileName, Report, SimConfig, Workload, describe_faults, run,
@@ -38,7 +38,7 @@ const TRACE_MAX_RUNS: u32 = 20_000;
                   lane-sim --depth 2 --fault latch=1@run:3  one arm, one latched run\n  \
                   lane-sim --swarm --seed 7 --liveness      a seeded fault mix, then heal\n  \
                   lane-sim check scenarios/*.toml           run the scenario files\n  \
-                  lane-sim sweep                            depth one vs queued, 20 us to 5 ms, beside the model\n  \
+                  lane-sim sweep                            three arms, 20 us to 5 ms, each beside its model\n  \
                   lane-sim costs                            the cost table and its sources"
 )]
 pub struct Cli {
@@ -62,9 +62,10 @@ pub enum Command {
     },
     /// Print every simulated cost, its default and the source of the default.
     Costs,
-    /// Sweep device time per run and compare depth one with queued depth two at each point,
-    /// beside the throughput model of measured-figures.md §5(c) (steady state, both arms
-    /// in this one invocation).
+    /// Sweep device time per run and compare three arms at each point, each beside its
+    /// throughput model (measured-figures.md §5(c), extended): depth one, queued depth two as
+    /// today, and queued with the copies on the streams and prepare/finalise on host workers
+    /// (steady state, all arms in this one invocation).
     Sweep(SweepArgs),
     /// Print every fault kind --fault and scenario files accept.
     Faults,
@@ -104,10 +105,25 @@ pub struct SimArgs {
     /// Run one arm at this launch depth (1..=2) instead of comparing depth one and queued.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub depth: Option<u8>,
-    /// How a launch arms its slot and a status read reads it back: two synchronous copies
-    /// per run on the lane thread, or both queued on the run's streams from pinned memory.
-    #[arg(long, value_enum, default_value_t = Copies::Sync)]
-    pub copies: Copies,
+    /// Slots of the profile (1..=4; default: the profile's own).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub slots: Option<u8>,
+    /// Runs the lane may prepare at once (1..=slots; default: the profile's own).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub prepare_window: Option<u8>,
+    /// How the arm and status copies run: synchronous copies on the lane thread, or queued
+    /// on the run's streams from pinned host memory (default: the profile's own).
+    #[arg(long, value_enum)]
+    pub copies: Option<CopiesArg>,
+    /// Virtual host workers running the runner's prepare and finalise off the lane thread
+    /// (0: all on the lane thread).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub workers: u8,
     /// Seed of every random choice (fault rates, swarm mix, device-time jitter).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
@@ -146,6 +162,25 @@ pub struct SimArgs {
     pub no_progress: bool,
 }
 
+/// `--copies`: the profile's copy path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CopiesArg {
+    /// Synchronous copies on the lane thread.
+    Sync,
+    /// Async copies on the run's streams from pinned host memory.
+    OnStream,
+}
+
+impl CopiesArg {
+    /// The profile's copy path.
+    pub const fn path(self) -> CopyPath {
+        match self {
+            Self::Sync => CopyPath::Sync,
+            Self::OnStream => CopyPath::OnStream,
+        }
+    }
+}
+
 /// Options of `lane-sim sweep`.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -164,6 +199,15 @@ pub struct SweepArgs {
     /// Override a cost: NAME=US (the model uses the same table). Repeatable.
     #[arg(long, value_name = "NAME=US", value_parser = parse_cost)]
     pub cost: Vec<(Cost, u64)>,
+    /// Slots of the offloaded arm (3).
+    #[arg(long, value_name = "N", default_value_t = Offload::default().slots, allow_negative_numbers = true)]
+    pub slots: u8,
+    /// Prepare window of the offloaded arm (3).
+    #[arg(long, value_name = "N", default_value_t = Offload::default().prepare_window, allow_negative_numbers = true)]
+    pub prepare_window: u8,
+    /// Host workers of the offloaded arm (3).
+    #[arg(long, value_name = "N", default_value_t = Offload::default().workers, allow_negative_numbers = true)]
+    pub workers: u8,
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -178,6 +222,11 @@ impl SweepArgs {
             jitter_ppm: Workload::jitter_from_pct(self.jitter_pct)?,
             seed: self.seed,
             costs: self.cost.clone(),
+            offload: Offload {
+                slots: self.slots,
+                prepare_window: self.prepare_window,
+                workers: self.workers,
+            },
         })
     }
 }
@@ -226,7 +275,10 @@ impl SimArgs {
         Ok(SimConfig {
             profile: self.profile,
             depth: self.depth,
-            copies: self.copies.path(),
+            slots: self.slots,
+            prepare_window: self.prepare_window,
+            copies: self.copies.map(CopiesArg::path),
+            workers: self.workers,
             seed: self.seed,
             workload: Workload {
                 runs: self.runs,
@@ -582,24 +634,5 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-}
-
-/// `--copies`: the profile's [`CopyPath`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Copies {
-    /// Two synchronous copies per run (`CopyPath::Sync`).
-    Sync,
-    /// Both copies on the run's streams from pinned memory (`CopyPath::OnStream`).
-    OnStream,
-}
-
-impl Copies {
-    /// The profile's copy path.
-    pub const fn path(self) -> CopyPath {
-        match self {
-            Self::Sync => CopyPath::Sync,
-            Self::OnStream => CopyPath::OnStream,
-        }
     }
 }

@@ -349,6 +349,13 @@ impl SimDevice {
         self.host_ns
     }
 
+    /// Moves the host clock to `at_ns` and returns where it was. The virtual host workers
+    /// ([`crate::workers`]) run a runner call on a worker's own clock this way and then put
+    /// the lane thread's clock back; the lane thread idles forward with it.
+    pub const fn set_host_clock(&mut self, at_ns: u64) -> u64 {
+        core::mem::replace(&mut self.host_ns, at_ns)
+    }
+
     /// `aclrtStreamQuery`: whether every task on the stream has finished, or the stream's
     /// sticky error (unlike an event wait, a stream query returns it).
     pub fn query_stream(&mut self, stream: StreamHandle) -> Result<bool, AclCode> {

@@ -22,6 +22,7 @@
 //! | [`trace`] | trace records, the text trace, Chrome trace-event JSON |
 //! | [`stats`] | per-run device start/end, gaps, host time; runs/s, utilisation, p99 |
 //! | [`sweep`] | depth one vs queued over device times, beside the §5(c) throughput model |
+//! | [`workers`] | virtual host workers: the runner's prepare and finalise on worker tracks in virtual time |
 //! | [`scenario`] | scenario TOML, expectations, the readable diff |
 //! | [`cli`] | `lane-sim`: the depth-one vs queued comparison, `sweep`, `check`, `costs`, `faults` |
 //! | [`error`] | [`InputError`] (bad input, exit 2) and [`SimError`] (a bug found, exit 1) |
@@ -53,6 +54,7 @@ pub mod scenario;
 pub mod stats;
 pub mod sweep;
 pub mod trace;
+pub mod workers;
 pub mod workload;
 
 pub use device::{DeviceFailure, HostUse, RunTimes, SimDevice, SimRunner};

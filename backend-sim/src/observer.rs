@@ -26,6 +26,11 @@ struct Log {
     aicore_streams_created: u64,
     latches: Vec<(RunId, Status)>,
     host_use: BTreeMap<u64, HostUse>,
+    /// The virtual host worker whose track the device's host clock is on (`None`: the lane
+    /// thread), set by [`crate::workers`] around a runner call it runs on a worker.
+    track: Option<u8>,
+    /// Host time in calls on worker tracks, by run.
+    worker_use: BTreeMap<u64, u64>,
 }
 
 /// The records of one simulation, shared by the device (its calls, kernels and notes) and
@@ -42,9 +47,18 @@ impl Journal {
         })))
     }
 
-    /// Records what `make` builds (only called when tracing is on).
+    /// Records what `make` builds (only called when tracing is on); a call made on a worker
+    /// track is recorded as that worker's.
     pub(crate) fn push(&self, make: impl FnOnce() -> Record) {
-        self.0.borrow_mut().trace.push(make);
+        let mut log = self.0.borrow_mut();
+        let track = log.track;
+        log.trace.push(|| make().on_track(track));
+    }
+
+    /// Puts the records and host time of the calls that follow on worker `track`'s track
+    /// (`None`: back on the lane thread).
+    pub(crate) fn set_track(&self, track: Option<u8>) {
+        self.0.borrow_mut().track = track;
     }
 
     /// A force reset at `at` killed every kernel that had not ended.
@@ -55,8 +69,8 @@ impl Journal {
     /// Records what `make` builds for the run whose effect the driver is executing.
     pub(crate) fn push_for_effect(&self, make: impl FnOnce(Option<RunId>) -> Record) {
         let mut log = self.0.borrow_mut();
-        let run = log.bill_to;
-        log.trace.push(|| make(run));
+        let (run, track) = (log.bill_to, log.track);
+        log.trace.push(|| make(run).on_track(track));
     }
 
     /// Bills a call's host time to the run whose effect the driver is executing, if any.
@@ -71,10 +85,16 @@ impl Journal {
         );
     }
 
-    /// Bills host time to `run` (nothing when `None`).
+    /// Bills host time to `run` (nothing when `None`): to the lane thread's use, or to the
+    /// workers' while a worker's call runs (workers never wait for the device).
     pub(crate) fn bill(&self, run: Option<RunId>, spent: HostUse) {
         if let Some(run) = run {
             let mut log = self.0.borrow_mut();
+            if log.track.is_some() {
+                let entry = log.worker_use.entry(run.0).or_default();
+                *entry = entry.saturating_add(spent.busy_ns);
+                return;
+            }
             let entry = log.host_use.entry(run.0).or_default();
             entry.busy_ns = entry.busy_ns.saturating_add(spent.busy_ns);
             entry.blocked_ns = entry.blocked_ns.saturating_add(spent.blocked_ns);
@@ -84,6 +104,11 @@ impl Journal {
     /// Host time spent per run (by run id).
     pub fn host_use(&self) -> BTreeMap<u64, HostUse> {
         self.0.borrow().host_use.clone()
+    }
+
+    /// Host time in calls on virtual host worker tracks, per run (by run id).
+    pub fn worker_use(&self) -> BTreeMap<u64, u64> {
+        self.0.borrow().worker_use.clone()
     }
 
     /// The trace recorded so far.

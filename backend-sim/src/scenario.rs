@@ -406,8 +406,9 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
     })?;
     let profile = ProfileName::parse(&file.profile).map_err(|e| bad(path, e.to_string()))?;
     let copies = match file.copies.as_deref() {
-        None | Some("sync") => CopyPath::Sync,
-        Some("on-stream") => CopyPath::OnStream,
+        None => None,
+        Some("sync") => Some(CopyPath::Sync),
+        Some("on-stream") => Some(CopyPath::OnStream),
         Some(other) => {
             return Err(bad(
                 path,
@@ -472,6 +473,7 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         liveness: false,
         trace: false,
         origin: Origin::Scenario(path.to_owned()),
+        ..SimConfig::default()
     };
     let lane_profile = config
         .lane_profile()

@@ -26,8 +26,11 @@ pub struct RunStat {
     pub end_ns: Option<u64>,
     /// Device idle time between the previous timed run's end and this run's start.
     pub gap_before_ns: Option<u64>,
-    /// Host time spent for it.
+    /// Host time spent for it on the lane thread.
     pub host: HostUse,
+    /// Host time in calls spent for it on virtual host workers (its prepare and finalise,
+    /// when they ran off the lane thread).
+    pub worker_ns: u64,
 }
 
 /// How many items ended which way.
@@ -121,6 +124,7 @@ pub struct Summary {
 pub fn summarise(
     outcomes: &[Outcome],
     host_use: &BTreeMap<u64, HostUse>,
+    worker_use: &BTreeMap<u64, u64>,
     wall_ns: u64,
 ) -> (Vec<RunStat>, Summary) {
     let mut runs = Vec::new();
@@ -148,6 +152,7 @@ pub fn summarise(
             end_ns: timing.map(|t| t.end_ns),
             gap_before_ns: gap,
             host: host_use.get(&r.run.0).copied().unwrap_or_default(),
+            worker_ns: worker_use.get(&r.run.0).copied().unwrap_or_default(),
         });
     }
     let counts = OutcomeCounts::of(outcomes);
@@ -228,7 +233,7 @@ mod tests {
     #[test]
     fn gaps_utilisation_and_p99_come_from_the_runs_own_timing() {
         let outcomes = [ok(1, 0, 100), ok(2, 110, 200), ok(3, 230, 300)];
-        let (runs, s) = summarise(&outcomes, &BTreeMap::new(), 1_000_000_000);
+        let (runs, s) = summarise(&outcomes, &BTreeMap::new(), &BTreeMap::new(), 1_000_000_000);
         assert_eq!(runs[0].gap_before_ns, None);
         assert_eq!(runs[1].gap_before_ns, Some(10));
         assert_eq!(runs[2].gap_before_ns, Some(30));

@@ -1,9 +1,11 @@
-//! The before/after sweep: depth one against queued depth two over a range of device
-//! times, beside the throughput model of measured-figures.md §5(c).
+//! The sweep: three arms over a range of device times, each beside its throughput model
+//! (measured-figures.md §5(c), extended for host workers).
 //!
-//! Each point runs the same workload twice in one simulation session, at launch depth one
-//! (the host-synchronised lane, "before") and queued at depth two ("after"), with the same
-//! seed and costs. Figures are taken in steady state: the first runs of each arm pay the
+//! Each point runs the same workload three times in one simulation session, with the same
+//! seed and costs: (1) at launch depth one (the host-synchronised lane, "before"), (2) queued
+//! at depth two as today (every host step on the lane thread), and (3) queued with the copies
+//! on the streams and the runner's prepare and finalise on virtual host workers
+//! ([`Offload`]: by default four slots, depth two, a prepare window of two, two workers). Figures are taken in steady state: the first runs of each arm pay the
 //! one-time costs (stream creation, the first AICore launch's binary load, slot buffers),
 //! so they are skipped (see [`SweepConfig::warmup_runs`]).
 //!
@@ -11,7 +13,10 @@
 //!
 //! - depth-one period `T1 = D + R`, and never below `H` (see [`Model::depth_one_period_ns`]);
 //! - queued period `T2 = max(D + g, H)`;
-//! - speedup `T1 / T2`.
+//! - speedup `T1 / T2`;
+//! - offloaded period `T3 = max(D + g3, L, W)`: the device, the lane thread's host time per
+//!   run `L`, and the workers' host time per run over how many run in parallel `W`
+//!   (see [`Model::offloaded_period_ns`]).
 //!
 //! `D`, `R`, `g` and `H` are derived from the simulator's cost table by [`Model::from_costs`];
 //! its doc comment states each sum and why.
@@ -24,6 +29,7 @@ use crate::costs::{Cost, Costs};
 use crate::error::{InputError, SimError};
 use crate::stats::RunStat;
 use crate::workload::{ProfileName, Report, SimConfig, Workload, run};
+use lane_core::CopyPath;
 
 /// The default device times per run (us): from launch-bound runs to runs long enough that
 /// the host round trip is lost in them.
@@ -43,6 +49,20 @@ pub struct Model {
     pub g_ns: u64,
     /// `H`, host time per run on the lane's one thread once the host is the bottleneck.
     pub h_ns: u64,
+    /// `g3`, the queued gap of the offloaded arm (copies on the streams add stream tasks
+    /// between queued runs).
+    pub g3_ns: u64,
+    /// `L`, the offloaded arm's host time per run on the lane thread (no prepare, no
+    /// finalise; the copies enqueued instead of made).
+    pub l_ns: u64,
+    /// `P`, the runner's prepare (on a worker in the offloaded arm).
+    pub prepare_ns: u64,
+    /// `F`, the runner's finalise (on a worker in the offloaded arm).
+    pub finalise_ns: u64,
+    /// Host workers of the offloaded arm.
+    pub workers: u8,
+    /// Prepare window of the offloaded arm (prepares at once).
+    pub prepare_window: u8,
 }
 
 impl Model {
@@ -68,9 +88,29 @@ impl Model {
     ///   launches, two event records, the wait bookkeeping, the status D2H, finalise). When
     ///   the host is the bottleneck both completion events have passed by the time it waits,
     ///   so each wait costs a query, not a wake-up.
+    /// - `g3 = g` while the copies are synchronous (the offloaded arm's copies then stay on
+    ///   the lane thread).
+    /// - `L = WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·EventQuery + ReadD2h`: `H` less
+    ///   `Prepare` and `Finalise`, which the workers run.
+    /// - `P = Prepare`, `F = Finalise`; the workers' term of the period is
+    ///   [`Model::workers_period_ns`].
+    ///
+    /// The offloaded arm's shape (workers, prepare window) is [`Offload::default`]; see
+    /// [`Model::with_offload`] for another.
     pub fn from_costs(costs: &Costs) -> Self {
         let c = |cost| costs.get(cost);
+        let offload = Offload::default();
         Self {
+            g3_ns: 2 * c(Cost::TaskSwitch) + c(Cost::EventTask),
+            l_ns: c(Cost::WriteH2d)
+                + 2 * c(Cost::KernelLaunch)
+                + 2 * c(Cost::EventRecord)
+                + 2 * c(Cost::EventQuery)
+                + c(Cost::ReadD2h),
+            prepare_ns: c(Cost::Prepare),
+            finalise_ns: c(Cost::Finalise),
+            workers: offload.workers,
+            prepare_window: offload.prepare_window,
             preamble_ns: c(Cost::RunPreamble),
             g_ns: 2 * c(Cost::TaskSwitch) + c(Cost::EventTask),
             r_ns: c(Cost::TaskSwitch)
@@ -108,6 +148,34 @@ impl Model {
         (self.device_ns(workload_device_ns) + self.g_ns).max(self.h_ns)
     }
 
+    /// The same model for an offloaded arm of another shape.
+    #[must_use]
+    pub const fn with_offload(mut self, offload: &Offload) -> Self {
+        self.workers = offload.workers;
+        self.prepare_window = offload.prepare_window;
+        self
+    }
+
+    /// `W`, the workers' host time per run over how many run in parallel: each run costs
+    /// `P + F` of worker time, spread over all `workers`; and at most `min(workers, prepare
+    /// window)` prepares run at once, so `P` alone is spread over only that many:
+    /// `W = max((P + F) / workers, P / min(workers, window))`, rounded up.
+    pub fn workers_period_ns(&self) -> u64 {
+        let workers = u64::from(self.workers.max(1));
+        let at_once = workers.min(u64::from(self.prepare_window.max(1)));
+        (self.prepare_ns + self.finalise_ns)
+            .div_ceil(workers)
+            .max(self.prepare_ns.div_ceil(at_once))
+    }
+
+    /// Offloaded period: `T3 = max(D + g3, L, W)`, the slowest of the device, the lane
+    /// thread and the workers.
+    pub fn offloaded_period_ns(&self, workload_device_ns: u64) -> u64 {
+        (self.device_ns(workload_device_ns) + self.g3_ns)
+            .max(self.l_ns)
+            .max(self.workers_period_ns())
+    }
+
     /// The queued period when each run's device time is drawn uniformly from
     /// `workload ± jitter` (as [`RunTimes`](crate::RunTimes) draws it): `E[max(D_i + g, H)]`.
     /// The model's `max(E[D] + g, H)` is its lower bound (Jensen); they differ only where
@@ -129,6 +197,32 @@ impl Model {
     }
 }
 
+/// The offloaded arm's lane shape: copies on the streams, the runner's prepare and finalise
+/// on host workers, and enough slots and prepare window that the workers stay busy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Offload {
+    /// Slots of the a2a3 profile (a run holds its slot from prepare to finalise, so with the
+    /// lane thread no longer the bottleneck more runs are in flight than two slots hold).
+    pub slots: u8,
+    /// Runs prepared at once.
+    pub prepare_window: u8,
+    /// Virtual host workers.
+    pub workers: u8,
+}
+
+impl Default for Offload {
+    /// Four slots, a prepare window of two, two workers: two prepares at once keep two
+    /// workers busy, and four slots hold two runs on the device (depth two) beside two
+    /// being prepared.
+    fn default() -> Self {
+        Self {
+            slots: 4,
+            prepare_window: 2,
+            workers: 2,
+        }
+    }
+}
+
 /// What to sweep.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SweepConfig {
@@ -142,6 +236,8 @@ pub struct SweepConfig {
     pub seed: u64,
     /// Cost overrides (ns); the model is derived from the same table.
     pub costs: Vec<(Cost, u64)>,
+    /// The offloaded arm's shape.
+    pub offload: Offload,
 }
 
 impl Default for SweepConfig {
@@ -152,6 +248,7 @@ impl Default for SweepConfig {
             jitter_ppm: 0,
             seed: 1,
             costs: Vec::new(),
+            offload: Offload::default(),
         }
     }
 }
@@ -204,13 +301,15 @@ pub struct Arm {
     pub utilisation: f64,
     /// Mean device idle between consecutive runs in the steady window.
     pub mean_gap_ns: f64,
-    /// Mean host time in calls per run in the steady window.
+    /// Mean host time in calls per run on the lane thread in the steady window.
     pub host_busy_per_run_ns: f64,
+    /// Mean host time in calls per run on host workers in the steady window (0 without).
+    pub worker_busy_per_run_ns: f64,
     /// Runs in the steady window.
     pub steady_runs: usize,
 }
 
-/// One device time, both arms and the model.
+/// One device time, the three arms and the model.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Point {
     /// The workload's device time per run (after the preamble), in ns.
@@ -219,8 +318,10 @@ pub struct Point {
     pub d_ns: u64,
     /// Depth one ("before").
     pub depth_one: Arm,
-    /// Queued depth two ("after").
+    /// Queued depth two as today ("after").
     pub queued: Arm,
+    /// Queued depth two with the copies on the streams and runner work on host workers.
+    pub offloaded: Arm,
     /// Queued over depth-one runs/s.
     pub ratio: f64,
     /// The model's depth-one period, in ns.
@@ -240,6 +341,18 @@ pub struct Point {
     pub model_queued_jitter_runs_per_s: f64,
     /// Whether the queued lane is host-bound in the model (`H > D + g`).
     pub host_bound: bool,
+    /// The model's offloaded period `T3`, in ns.
+    pub model_offloaded_period_ns: u64,
+    /// The model's offloaded runs/s.
+    pub model_offloaded_runs_per_s: f64,
+    /// Offloaded runs/s over the model's.
+    pub offloaded_of_model: f64,
+    /// Offloaded over depth-one runs/s.
+    pub offloaded_ratio: f64,
+    /// Offloaded over queued runs/s.
+    pub offloaded_over_queued: f64,
+    /// What bounds the offloaded arm in the model: `device`, `lane thread` or `workers`.
+    pub offloaded_bound: &'static str,
 }
 
 /// A whole sweep.
@@ -255,6 +368,8 @@ pub struct Sweep {
     pub jitter_pct: f64,
     /// The seed.
     pub seed: u64,
+    /// The offloaded arm's shape.
+    pub offload: Offload,
     /// One entry per device time, in the order asked.
     pub points: Vec<Point>,
 }
@@ -265,38 +380,78 @@ pub fn sweep(
     on_point: &mut dyn FnMut(usize, usize),
 ) -> Result<Sweep, SimError> {
     config.validate()?;
-    let model = Model::from_costs(&config.cost_table());
+    let model = Model::from_costs(&config.cost_table()).with_offload(&config.offload);
     let warmup = usize::try_from(config.warmup_runs()).unwrap_or(usize::MAX);
     let mut points = Vec::new();
     for (i, &us) in config.points_us.iter().enumerate() {
         let workload_device_ns = us.saturating_mul(1_000);
-        let arm = |depth: u8| -> Result<Arm, SimError> {
-            let sim = SimConfig {
-                profile: ProfileName::A2a3,
-                depth: Some(depth),
-                seed: config.seed,
-                workload: Workload {
-                    runs: config.runs,
-                    device_ns: workload_device_ns,
-                    jitter_ppm: config.jitter_ppm,
-                    ..Workload::default()
-                },
-                costs: config.costs.clone(),
-                ..SimConfig::default()
-            };
-            let report = run(&sim, &mut |_, _| {})?;
-            steady(&report, depth, warmup)
+        let base = SimConfig {
+            profile: ProfileName::A2a3,
+            seed: config.seed,
+            workload: Workload {
+                runs: config.runs,
+                device_ns: workload_device_ns,
+                jitter_ppm: config.jitter_ppm,
+                ..Workload::default()
+            },
+            costs: config.costs.clone(),
+            ..SimConfig::default()
         };
-        let depth_one = arm(1)?;
-        let queued = arm(2)?;
+        let arm = |label: &str, sim: SimConfig| -> Result<Arm, SimError> {
+            let depth = sim.depth.unwrap_or(2);
+            let report = run(&sim, &mut |_, _| {})?;
+            steady(&report, depth, label, warmup)
+        };
+        // Arms 1 and 2 are today's lane: synchronous copies, one prepare at a time, no
+        // workers.
+        let today = SimConfig {
+            prepare_window: Some(1),
+            copies: Some(CopyPath::Sync),
+            ..base.clone()
+        };
+        let depth_one = arm(
+            "depth-one",
+            SimConfig {
+                depth: Some(1),
+                ..today.clone()
+            },
+        )?;
+        let queued = arm(
+            "queued",
+            SimConfig {
+                depth: Some(2),
+                ..today
+            },
+        )?;
+        let offloaded = arm(
+            "offloaded",
+            SimConfig {
+                depth: Some(2),
+                slots: Some(config.offload.slots),
+                prepare_window: Some(config.offload.prepare_window),
+                copies: Some(CopyPath::OnStream),
+                workers: config.offload.workers,
+                ..base
+            },
+        )?;
         let t1 = model.depth_one_period_ns(workload_device_ns);
         let t2 = model.queued_period_ns(workload_device_ns);
+        let t3 = model.offloaded_period_ns(workload_device_ns);
         let per_s = |period_ns: u64| 1e9 / period_ns as f64;
+        let device = model.device_ns(workload_device_ns) + model.g3_ns;
+        let offloaded_bound = if device >= model.l_ns.max(model.workers_period_ns()) {
+            "device"
+        } else if model.l_ns >= model.workers_period_ns() {
+            "lane thread"
+        } else {
+            "workers"
+        };
         points.push(Point {
             workload_device_ns,
             d_ns: model.device_ns(workload_device_ns),
             depth_one,
             queued,
+            offloaded,
             ratio: queued.runs_per_s / depth_one.runs_per_s,
             model_depth_one_period_ns: t1,
             model_queued_period_ns: t2,
@@ -307,6 +462,12 @@ pub fn sweep(
             model_queued_jitter_runs_per_s: 1e9
                 / model.queued_period_with_jitter_ns(workload_device_ns, config.jitter_ppm),
             host_bound: model.h_ns > model.device_ns(workload_device_ns) + model.g_ns,
+            model_offloaded_period_ns: t3,
+            model_offloaded_runs_per_s: per_s(t3),
+            offloaded_of_model: offloaded.runs_per_s / per_s(t3),
+            offloaded_ratio: offloaded.runs_per_s / depth_one.runs_per_s,
+            offloaded_over_queued: offloaded.runs_per_s / queued.runs_per_s,
+            offloaded_bound,
         });
         on_point(i + 1, config.points_us.len());
     }
@@ -316,12 +477,13 @@ pub fn sweep(
         warmup_runs: config.warmup_runs(),
         jitter_pct: f64::from(config.jitter_ppm) / 10_000.0,
         seed: config.seed,
+        offload: config.offload,
         points,
     })
 }
 
 /// Steady-state figures of one arm: every run after the warm-up must be `Ok` and timed.
-fn steady(report: &Report, depth: u8, warmup: usize) -> Result<Arm, SimError> {
+fn steady(report: &Report, depth: u8, label: &str, warmup: usize) -> Result<Arm, SimError> {
     let runs: &[RunStat] = report.runs.get(warmup..).unwrap_or_default();
     let timed: Vec<(u64, u64)> = runs
         .iter()
@@ -329,11 +491,11 @@ fn steady(report: &Report, depth: u8, warmup: usize) -> Result<Arm, SimError> {
         .collect();
     let (Some(&(first_start, first_end)), Some(&(_, last_end))) = (timed.first(), timed.last())
     else {
-        return Err(not_steady(depth, "no timed run after the warm-up"));
+        return Err(not_steady(label, "no timed run after the warm-up"));
     };
     if timed.len() != runs.len() || report.summary.counts.ok != report.runs.len() as u64 {
         return Err(not_steady(
-            depth,
+            label,
             &format!("not every run was ok and timed: {}", report.summary.counts),
         ));
     }
@@ -349,6 +511,7 @@ fn steady(report: &Report, depth: u8, warmup: usize) -> Result<Arm, SimError> {
         .collect();
     let mean = |values: &[u64]| values.iter().sum::<u64>() as f64 / values.len().max(1) as f64;
     let host: Vec<u64> = runs.iter().map(|r| r.host.busy_ns).collect();
+    let worker: Vec<u64> = runs.iter().map(|r| r.worker_ns).collect();
     Ok(Arm {
         depth,
         runs_per_s: if period_ns > 0.0 {
@@ -364,25 +527,27 @@ fn steady(report: &Report, depth: u8, warmup: usize) -> Result<Arm, SimError> {
         },
         mean_gap_ns: mean(&gaps),
         host_busy_per_run_ns: mean(&host),
+        worker_busy_per_run_ns: mean(&worker),
         steady_runs: n,
     })
 }
 
-fn not_steady(depth: u8, why: &str) -> SimError {
+fn not_steady(label: &str, why: &str) -> SimError {
     SimError::from(InputError::Workload(format!(
-        "the depth-{depth} arm has no steady window ({why}); give more runs"
+        "the {label} arm has no steady window ({why}); give more runs"
     )))
 }
 
 impl Sweep {
-    /// The human-readable table: one row per device time.
+    /// The human-readable table: one row per device time, the three arms side by side.
     pub fn table(&self) -> String {
         let us = |ns: f64| ns / 1_000.0;
         let m = &self.model;
+        let o = &self.offload;
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "model (measured-figures.md §5(c)): D = device time + {:.1} us preamble, R = {:.1} us, g = {:.1} us, H = {:.1} us",
+            "model (measured-figures.md §5(c), extended): D = device time + {:.1} us preamble, R = {:.1} us, g = {:.1} us, H = {:.1} us",
             us(m.preamble_ns as f64),
             us(m.r_ns as f64),
             us(m.g_ns as f64),
@@ -390,48 +555,76 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "  depth one T1 = max(D + R, H), queued T2 = max(D + g, H); {} runs per arm, first {} skipped, jitter {}%, seed {}",
+            "  offloaded: g3 = {:.1} us, L = {:.1} us on the lane thread, W = {:.1} us ((P + F = {:.1} us) / {} workers, P = {:.1} us / {} at once)",
+            us(m.g3_ns as f64),
+            us(m.l_ns as f64),
+            us(m.workers_period_ns() as f64),
+            us((m.prepare_ns + m.finalise_ns) as f64),
+            m.workers,
+            us(m.prepare_ns as f64),
+            m.workers.min(m.prepare_window)
+        );
+        let _ = writeln!(
+            out,
+            "  T1 = max(D + R, H), T2 = max(D + g, H), T3 = max(D + g3, L, W); {} runs per arm, first {} skipped, jitter {}%, seed {}",
             self.runs, self.warmup_runs, self.jitter_pct, self.seed
         );
         out.push('\n');
         let _ = writeln!(
             out,
-            "{:>9} {:>9} | {:>9} {:>9} {:>7} | {:>6} {:>6} | {:>9} {:>9} | {:>9} {:>9} {:>7} | {:>8}",
+            "{:>9} {:>7} | {:>8} {:>8} {:>8} | {:>6} {:>6} | {:>6} {:>6} {:>6} | {:>8} {:>8} {:>8} | {:>7} {:>7} | 3 bound by",
             "device_us",
             "D_us",
             "1:runs/s",
             "2:runs/s",
-            "ratio",
+            "3:runs/s",
+            "3/1",
+            "3/2",
             "1:util",
             "2:util",
-            "1:gap_us",
-            "2:gap_us",
-            "T1:runs/s",
-            "T2:runs/s",
-            "T1/T2",
-            "2/T2"
+            "3:util",
+            "T1:r/s",
+            "T2:r/s",
+            "T3:r/s",
+            "2/T2",
+            "3/T3",
         );
         for p in &self.points {
             let _ = writeln!(
                 out,
-                "{:>9} {:>9.1} | {:>9.0} {:>9.0} {:>7.3} | {:>5.1}% {:>5.1}% | {:>9.1} {:>9.1} | {:>9.0} {:>9.0} {:>7.3} | {:>7.2}%{}",
+                "{:>9} {:>7.1} | {:>8.0} {:>8.0} {:>8.0} | {:>6.2} {:>6.2} | {:>5.1}% {:>5.1}% {:>5.1}% | {:>8.0} {:>8.0} {:>8.0} | {:>6.2}% {:>6.2}% | {}",
                 p.workload_device_ns / 1_000,
                 us(p.d_ns as f64),
                 p.depth_one.runs_per_s,
                 p.queued.runs_per_s,
-                p.ratio,
+                p.offloaded.runs_per_s,
+                p.offloaded_ratio,
+                p.offloaded_over_queued,
                 p.depth_one.utilisation * 100.0,
                 p.queued.utilisation * 100.0,
-                us(p.depth_one.mean_gap_ns),
-                us(p.queued.mean_gap_ns),
+                p.offloaded.utilisation * 100.0,
                 p.model_depth_one_runs_per_s,
                 p.model_queued_runs_per_s,
-                p.model_ratio,
+                p.model_offloaded_runs_per_s,
                 p.queued_of_model * 100.0,
-                if p.host_bound { "  host-bound" } else { "" }
+                p.offloaded_of_model * 100.0,
+                p.offloaded_bound
             );
         }
-        out.push_str("\n1 = depth one (before), 2 = queued depth two (after); 2/T2 = queued runs/s over the model's ideal\n");
+        let _ = writeln!(
+            out,
+            "\n1 = depth one, 2 = queued depth two as today, 3 = queued with copies on the streams and prepare/finalise on {} host workers \
+             ({} slots, prepare window {}); 2/T2, 3/T3 = runs/s over the arm's model",
+            o.workers, o.slots, o.prepare_window
+        );
+        let _ = writeln!(
+            out,
+            "note: arm 3 uses {} slots because a run holds its slot from prepare to finalise: two on the device (depth two) \
+             and {} being prepared at once need {} slots, or the workers wait for a slot instead of preparing",
+            o.slots,
+            o.prepare_window,
+            2 + u16::from(o.prepare_window)
+        );
         out
     }
 

@@ -1,6 +1,7 @@
 //! What happened, in order: host calls, lane steps, device tasks. Rendered as a text trace
 //! (one line per event, fixed columns, sorted by virtual time) and as Chrome trace-event
-//! JSON (Perfetto: one track for the host, one per stream).
+//! JSON (Perfetto: one track for the lane thread, one per virtual host worker, one per
+//! stream).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -118,6 +119,24 @@ pub enum Record {
         /// The code it returned, if it failed.
         error: Option<String>,
     },
+    /// A runner call on a virtual host worker's track ([`crate::workers`]): the same fields
+    /// as [`Record::Call`], on worker `worker`'s clock.
+    WorkerCall {
+        /// The worker (from 0).
+        worker: u8,
+        /// Worker time at entry.
+        start_ns: u64,
+        /// Worker time at return.
+        end_ns: u64,
+        /// The call.
+        name: &'static str,
+        /// The run it was made for, if any.
+        run: Option<u64>,
+        /// Arguments and results worth reading.
+        detail: String,
+        /// The code it returned, if it failed.
+        error: Option<String>,
+    },
     /// A lane command, effect, event or outcome (as the driver reported it).
     Lane {
         /// Host time.
@@ -147,6 +166,95 @@ pub enum Record {
         /// What.
         text: String,
     },
+}
+
+impl Record {
+    /// The record as made on `track`: a host call on a worker's track becomes that worker's
+    /// [`Record::WorkerCall`]; everything else (and everything on the lane thread, `None`)
+    /// stays as it is.
+    #[must_use]
+    pub fn on_track(self, track: Option<u8>) -> Self {
+        match (self, track) {
+            (
+                Self::Call {
+                    start_ns,
+                    end_ns,
+                    name,
+                    run,
+                    detail,
+                    error,
+                },
+                Some(worker),
+            ) => Self::WorkerCall {
+                worker,
+                start_ns,
+                end_ns,
+                name,
+                run,
+                detail,
+                error,
+            },
+            (record, _) => record,
+        }
+    }
+
+    /// A host call's track (`Some(None)`: the lane thread, `Some(Some(w))`: worker `w`) and
+    /// its fields; `None` for every other record.
+    #[allow(clippy::type_complexity)]
+    fn as_call(
+        &self,
+    ) -> Option<(
+        Option<u8>,
+        u64,
+        u64,
+        &'static str,
+        Option<u64>,
+        &str,
+        Option<&str>,
+    )> {
+        match self {
+            Self::Call {
+                start_ns,
+                end_ns,
+                name,
+                run,
+                detail,
+                error,
+            } => Some((
+                None,
+                *start_ns,
+                *end_ns,
+                name,
+                *run,
+                detail,
+                error.as_deref(),
+            )),
+            Self::WorkerCall {
+                worker,
+                start_ns,
+                end_ns,
+                name,
+                run,
+                detail,
+                error,
+            } => Some((
+                Some(*worker),
+                *start_ns,
+                *end_ns,
+                name,
+                *run,
+                detail,
+                error.as_deref(),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Chrome thread id of virtual host worker `w` in the host process (1 and 2 are the lane
+/// thread's calls and steps).
+const fn worker_tid(worker: u8) -> u64 {
+    10 + worker as u64
 }
 
 /// The records of one simulation (empty when tracing is off).
@@ -197,7 +305,7 @@ impl Trace {
         self.records
             .iter()
             .map(|r| match r {
-                Record::Call { end_ns, .. } => *end_ns,
+                Record::Call { end_ns, .. } | Record::WorkerCall { end_ns, .. } => *end_ns,
                 Record::Lane { at_ns, .. } | Record::Note { at_ns, .. } => *at_ns,
                 Record::Kernel(k) => k.end_ns.or(k.start_ns).unwrap_or(k.enqueued_ns),
                 Record::EventTask {
@@ -216,22 +324,18 @@ impl Trace {
         let mut lines: Vec<(u64, String, String)> = Vec::new();
         let stream = |h: u64| stream_label(h, roles);
         for record in &self.records {
-            match record {
-                Record::Call {
-                    start_ns,
-                    end_ns,
-                    name,
-                    detail,
-                    error,
-                    ..
-                } => {
-                    let mut text = format!("{name:<19}{detail}");
-                    if let Some(error) = error {
-                        let _ = write!(text, " -> {error}");
-                    }
-                    let _ = write!(text, " [{} us]", fmt_us(end_ns - start_ns));
-                    lines.push((*start_ns, "host".to_owned(), text));
+            if let Some((track, start_ns, end_ns, name, _, detail, error)) = record.as_call() {
+                let mut text = format!("{name:<19}{detail}");
+                if let Some(error) = error {
+                    let _ = write!(text, " -> {error}");
                 }
+                let _ = write!(text, " [{} us]", fmt_us(end_ns - start_ns));
+                let actor = track.map_or_else(|| "host".to_owned(), |w| format!("worker {w}"));
+                lines.push((start_ns, actor, text));
+                continue;
+            }
+            match record {
+                Record::Call { .. } | Record::WorkerCall { .. } => {}
                 Record::Lane { at_ns, text } => {
                     lines.push((*at_ns, "lane".to_owned(), text.clone()));
                 }
@@ -315,20 +419,22 @@ impl Trace {
             json!({"name": "process_sort_index", "ph": "M", "pid": device, "args": {"sort_index": device}}),
         ];
         let mut streams: Vec<u64> = Vec::new();
+        let mut workers: Vec<u8> = Vec::new();
         for record in &self.records {
-            match record {
-                Record::Call {
-                    start_ns,
-                    end_ns,
-                    name,
-                    run,
-                    detail,
-                    error,
-                } => out.push(json!({
-                    "name": name, "ph": "X", "pid": host, "tid": 1,
-                    "ts": us(*start_ns), "dur": us(end_ns - start_ns),
+            if let Some((track, start_ns, end_ns, name, run, detail, error)) = record.as_call() {
+                let tid = track.map_or(1, |w| {
+                    workers.push(w);
+                    worker_tid(w)
+                });
+                out.push(json!({
+                    "name": name, "ph": "X", "pid": host, "tid": tid,
+                    "ts": us(start_ns), "dur": us(end_ns - start_ns),
                     "args": {"detail": detail, "run": run, "error": error},
-                })),
+                }));
+                continue;
+            }
+            match record {
+                Record::Call { .. } | Record::WorkerCall { .. } => {}
                 Record::Lane { at_ns, text } => out.push(json!({
                     "name": text, "ph": "i", "s": "t", "pid": host, "tid": 2, "ts": us(*at_ns),
                 })),
@@ -367,6 +473,14 @@ impl Trace {
                     }));
                 }
             }
+        }
+        workers.sort_unstable();
+        workers.dedup();
+        for worker in workers {
+            out.push(json!({
+                "name": "thread_name", "ph": "M", "pid": host, "tid": worker_tid(worker),
+                "args": {"name": format!("host worker {worker} (runner prepare, finalise)")},
+            }));
         }
         streams.sort_unstable();
         streams.dedup();

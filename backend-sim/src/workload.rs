@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use lane_core::status_latch::Status;
 use lane_core::stream_pair::Role;
 use lane_core::{
-    CodeRef, CopyPath, LaneState, Outcome, Profile, ProfileSpec, PublishError, RunId, RunRequest,
-    SubmitError, Verdict,
+    CloseReport, CodeRef, CopyPath, LaneState, Outcome, Profile, ProfileSpec, PublicationId,
+    PublishError, RunId, RunRequest, SubmitError, Verdict,
 };
 use lane_driver::{Device, Driver, DriverError, Observer, Runner, Turn};
 
@@ -23,6 +23,7 @@ use crate::faults::{FaultRule, describe, rate_to_ppm, swarm};
 use crate::observer::SimObserver;
 use crate::stats::{RunStat, Summary, fmt_us, summarise};
 use crate::trace::Trace;
+use crate::workers::{HostTracks, OffLaneRunner, SimTracks, WorkerLoop};
 
 /// Most runs one workload may hold (the outcome list and trace grow with it).
 pub const MAX_RUNS: u32 = 1_000_000;
@@ -207,8 +208,16 @@ pub struct SimConfig {
     pub profile: ProfileName,
     /// A launch depth other than the profile's own.
     pub depth: Option<u8>,
-    /// How launches arm their slot and status reads read it back (`--copies`).
-    pub copies: CopyPath,
+    /// A slot count other than the profile's own.
+    pub slots: Option<u8>,
+    /// A prepare window other than the profile's own (runs prepared at once).
+    pub prepare_window: Option<u8>,
+    /// A copy path other than the profile's own.
+    pub copies: Option<CopyPath>,
+    /// Virtual host workers running the runner's prepare and finalise off the lane thread
+    /// ([`crate::workers`]); 0: everything on the lane thread. With workers the runner
+    /// declares it allows that, with as many prepares at once as the prepare window.
+    pub workers: u8,
     /// The seed every random choice derives from.
     pub seed: u64,
     /// What to run.
@@ -232,7 +241,10 @@ impl Default for SimConfig {
         Self {
             profile: ProfileName::A2a3,
             depth: None,
-            copies: CopyPath::Sync,
+            slots: None,
+            prepare_window: None,
+            copies: None,
+            workers: 0,
             seed: 1,
             workload: Workload::default(),
             faults: Vec::new(),
@@ -246,17 +258,29 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
-    /// The lane profile this config runs.
+    /// The lane profile this config runs: the named profile at `depth`, with the slot count,
+    /// prepare window and copy path overridden where the config says.
     pub fn lane_profile(&self) -> Result<Profile, InputError> {
-        let profile = self.profile.profile(self.depth)?;
-        if profile.copies() == self.copies {
-            return Ok(profile);
+        let base = self.profile.profile(self.depth)?;
+        if self.slots.is_none() && self.prepare_window.is_none() && self.copies.is_none() {
+            return Ok(base);
         }
-        Profile::custom(ProfileSpec {
-            copies: self.copies,
-            ..profile.spec()
+        let spec = base.spec();
+        let spec = ProfileSpec {
+            name: "custom",
+            slots: self.slots.unwrap_or(spec.slots),
+            prepare_window: self.prepare_window.unwrap_or(spec.prepare_window),
+            copies: self.copies.unwrap_or(spec.copies),
+            ..spec
+        };
+        Profile::custom(spec).map_err(|e| {
+            InputError::Profile(format!(
+                "--slots {} --prepare-window {} for {}: {e}",
+                spec.slots,
+                spec.prepare_window,
+                self.profile.name()
+            ))
         })
-        .map_err(|e| InputError::Profile(format!("--copies for {}: {e}", self.profile.name())))
     }
 
     /// Every fault rule installed: the explicit ones, then the swarm mix.
@@ -291,8 +315,17 @@ impl SimConfig {
                 if let Some(depth) = self.depth {
                     line += &format!(" --depth {depth}");
                 }
-                if self.copies == CopyPath::OnStream {
-                    line += " --copies on-stream";
+                if let Some(slots) = self.slots {
+                    line += &format!(" --slots {slots}");
+                }
+                if let Some(window) = self.prepare_window {
+                    line += &format!(" --prepare-window {window}");
+                }
+                if let Some(copies) = self.copies {
+                    line += &format!(" --copies {}", copies_name(copies));
+                }
+                if self.workers > 0 {
+                    line += &format!(" --workers {}", self.workers);
                 }
                 line += &format!(
                     " --runs {} --device-us {} --jitter-pct {}",
@@ -330,6 +363,14 @@ impl SimConfig {
                 line
             }
         }
+    }
+}
+
+/// A copy path as `--copies` takes it.
+pub const fn copies_name(copies: CopyPath) -> &'static str {
+    match copies {
+        CopyPath::Sync => "sync",
+        CopyPath::OnStream => "on-stream",
     }
 }
 
@@ -410,19 +451,41 @@ pub trait Harness<D: Device, R: Runner<D>, O: Observer> {
     fn failure(&self, driver: &Driver<D, R, O>) -> Option<Failure>;
     /// Removes every installed fault (the device's state stays until the lane recovers it).
     fn heal(&mut self, driver: &mut Driver<D, R, O>);
+    /// The backend's virtual host worker tracks, if it models them ([`crate::workers`]);
+    /// with some, [`drive`] runs the runner's prepare and finalise on them when the runner
+    /// allows it. By default none: everything on the lane thread.
+    fn host_tracks(&mut self) -> Option<&mut dyn HostTracks<D>> {
+        None
+    }
 }
 
-/// The simulator's [`Harness`]: the device model's failures, and its fault rules healed.
+/// The simulator's [`Harness`]: the device model's failures, its fault rules healed, and its
+/// virtual host workers.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SimHarness;
+pub struct SimHarness {
+    tracks: SimTracks,
+}
 
-impl Harness<SimDevice, SimRunner, SimObserver> for SimHarness {
-    fn failure(&self, driver: &Driver<SimDevice, SimRunner, SimObserver>) -> Option<Failure> {
+impl SimHarness {
+    /// A harness with `workers` virtual host workers (0: none).
+    pub const fn new(workers: u8) -> Self {
+        Self {
+            tracks: SimTracks::new(workers),
+        }
+    }
+}
+
+impl<R: Runner<SimDevice>> Harness<SimDevice, R, SimObserver> for SimHarness {
+    fn failure(&self, driver: &Driver<SimDevice, R, SimObserver>) -> Option<Failure> {
         driver.device().failure().cloned().map(Failure::Device)
     }
 
-    fn heal(&mut self, driver: &mut Driver<SimDevice, SimRunner, SimObserver>) {
+    fn heal(&mut self, driver: &mut Driver<SimDevice, R, SimObserver>) {
         driver.device_mut().heal();
+    }
+
+    fn host_tracks(&mut self) -> Option<&mut dyn HostTracks<SimDevice>> {
+        Some(&mut self.tracks)
     }
 }
 
@@ -454,6 +517,9 @@ pub struct Driven<D: Device, R: Runner<D>, O: Observer> {
 struct Drive<'a, D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> {
     driver: Driver<D, R, O>,
     harness: &'a mut H,
+    /// The lane thread's loop with virtual host workers, when the harness has some and the
+    /// runner allows it; `None`: the plain driver loop.
+    workers: Option<WorkerLoop>,
     repro: String,
     outcomes: Vec<Outcome>,
     accepted: Vec<u64>,
@@ -486,27 +552,39 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
     for rule in &faults {
         device.install(rule.clone());
     }
-    let observer = SimObserver::new(device.journal());
-    let driver = Driver::new(profile, device, SimRunner).with_observer(observer);
     let options = DriveOptions {
         liveness: config.liveness,
         repro: config.repro(),
     };
-    let driven = drive(driver, w, &options, &mut SimHarness, on_progress)?;
-    let (device, _, observer) = driven.driver.into_parts();
-    let journal = observer.journal();
+    let (device, outcomes, end, not_accepted, last_run_outcome_ns) = if config.workers > 0 {
+        // The runner allows as many prepares at once as the profile's window.
+        let runner = OffLaneRunner::new(profile.prepare_window());
+        sim_drive(
+            profile,
+            device,
+            runner,
+            config.workers,
+            w,
+            &options,
+            on_progress,
+        )?
+    } else {
+        sim_drive(profile, device, SimRunner, 0, w, &options, on_progress)?
+    };
+    let journal = device.journal();
     let (runs, summary) = summarise(
-        &driven.outcomes,
+        &outcomes,
         &journal.host_use(),
-        driven.last_run_outcome_ns,
+        &journal.worker_use(),
+        last_run_outcome_ns,
     );
     Ok(Report {
         profile,
-        outcomes: driven.outcomes,
+        outcomes,
         runs,
         summary,
-        end: driven.end,
-        not_accepted: driven.not_accepted,
+        end,
+        not_accepted,
         aicore_streams_created: journal.aicore_streams_created(),
         queued_launches: device.queued_launches(),
         resets: device.resets(),
@@ -516,6 +594,38 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
         latches: journal.latches(),
         trace: journal.trace(),
     })
+}
+
+/// What [`sim_drive`] hands back: the device and [`Driven`]'s figures.
+type SimDriven = (SimDevice, Vec<Outcome>, LaneEnd, u32, u64);
+
+/// [`drive`] on the simulated device with `runner` and `workers` virtual host workers.
+fn sim_drive<R: Runner<SimDevice>>(
+    profile: Profile,
+    device: SimDevice,
+    runner: R,
+    workers: u8,
+    w: &Workload,
+    options: &DriveOptions,
+    on_progress: &mut dyn FnMut(u32, u32),
+) -> Result<SimDriven, SimError> {
+    let observer = SimObserver::new(device.journal());
+    let driver = Driver::new(profile, device, runner).with_observer(observer);
+    let driven = drive(
+        driver,
+        w,
+        options,
+        &mut SimHarness::new(workers),
+        on_progress,
+    )?;
+    let (device, _, _) = driven.driver.into_parts();
+    Ok((
+        device,
+        driven.outcomes,
+        driven.end,
+        driven.not_accepted,
+        driven.last_run_outcome_ns,
+    ))
 }
 
 /// Runs `workload` through `driver` on any backend: keeps the lane full (submit until
@@ -532,9 +642,13 @@ pub fn drive<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>>(
     on_progress: &mut dyn FnMut(u32, u32),
 ) -> Result<Driven<D, R, O>, SimError> {
     let items = u64::from(w.runs) * 2 + u64::from(LIVENESS_RUNS);
+    let workers = harness
+        .host_tracks()
+        .and_then(|tracks| WorkerLoop::new(tracks.workers(), driver.runner().concurrency()));
     let mut runner = Drive {
         driver,
         harness,
+        workers,
         repro: options.repro.clone(),
         outcomes: Vec::new(),
         accepted: Vec::new(),
@@ -591,6 +705,44 @@ pub fn drive<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>>(
 }
 
 impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, O, H> {
+    /// One driver submit: through the worker loop when there is one.
+    fn submit_once(
+        &mut self,
+        request: RunRequest,
+    ) -> Result<Result<RunId, SubmitError>, DriverError> {
+        match (&mut self.workers, self.harness.host_tracks()) {
+            (Some(workers), Some(tracks)) => workers.submit(&mut self.driver, tracks, request),
+            _ => self.driver.submit(request),
+        }
+    }
+
+    /// One driver publish, routed as [`Self::submit_once`].
+    fn publish_once(
+        &mut self,
+        code: CodeRef,
+    ) -> Result<Result<PublicationId, PublishError>, DriverError> {
+        match (&mut self.workers, self.harness.host_tracks()) {
+            (Some(workers), Some(tracks)) => workers.publish(&mut self.driver, tracks, code),
+            _ => self.driver.publish(code),
+        }
+    }
+
+    /// One driver close, routed as [`Self::submit_once`].
+    fn close_once(&mut self) -> Result<CloseReport, DriverError> {
+        match (&mut self.workers, self.harness.host_tracks()) {
+            (Some(workers), Some(tracks)) => workers.close(&mut self.driver, tracks),
+            _ => self.driver.close(),
+        }
+    }
+
+    /// One driver turn, routed as [`Self::submit_once`].
+    fn turn_once(&mut self) -> Result<Turn, DriverError> {
+        match (&mut self.workers, self.harness.host_tracks()) {
+            (Some(workers), Some(tracks)) => workers.turn(&mut self.driver, tracks),
+            _ => self.driver.turn(),
+        }
+    }
+
     fn failed(&self, failure: Failure) -> SimError {
         SimError::Failed {
             failure,
@@ -626,7 +778,7 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
                 self.turns - 1
             ))));
         }
-        let result = self.driver.turn();
+        let result = self.turn_once();
         if self.check(result)? == Turn::Idle {
             return Err(self.failed(Failure::Stuck(format!(
                 "{why}, but the lane is idle in state {:?}",
@@ -640,7 +792,7 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
     /// good (lost or closed).
     fn submit(&mut self, request: RunRequest) -> Result<Option<u64>, SimError> {
         loop {
-            let result = self.driver.submit(request);
+            let result = self.submit_once(request);
             match self.check(result)? {
                 Ok(id) => {
                     self.accepted.push(id.0);
@@ -663,7 +815,7 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
     /// Publishes, turning while publications are full; false if refused for good.
     fn publish(&mut self, code: CodeRef) -> Result<bool, SimError> {
         loop {
-            let result = self.driver.publish(code);
+            let result = self.publish_once(code);
             match self.check(result)? {
                 Ok(id) => {
                     self.accepted.push(id.0);
@@ -688,7 +840,7 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
                     self.turns - 1
                 ))));
             }
-            let result = self.driver.turn();
+            let result = self.turn_once();
             if self.check(result)? == Turn::Idle {
                 return Ok(());
             }
@@ -696,7 +848,7 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
     }
 
     fn close(&mut self) -> Result<(), SimError> {
-        let result = self.driver.close();
+        let result = self.close_once();
         self.check(result)?;
         self.drain()?;
         Ok(())
@@ -708,7 +860,7 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
         self.drain()?;
         let state = self.driver.lane().state();
         if state == LaneState::Lost {
-            return match self.driver.submit(RunRequest::new()) {
+            return match self.submit_once(RunRequest::new()) {
                 Ok(Err(SubmitError::Lost { .. })) => Ok(()),
                 other => Err(self.failed(Failure::Liveness(format!(
                     "the lane is lost but a submit returned {other:?}"

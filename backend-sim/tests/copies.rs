@@ -14,7 +14,7 @@ const LAYOUT: HeaderLayout = HeaderLayout::TensormapAndRingbuffer;
 fn config(copies: CopyPath, faults: &[&str]) -> SimConfig {
     SimConfig {
         profile: ProfileName::A2a3,
-        copies,
+        copies: Some(copies),
         workload: Workload {
             runs: 6,
             device_ns: 250_000,

@@ -201,3 +201,56 @@ fn jitter_only_lowers_the_expected_queued_throughput_where_host_and_device_cross
         "{p:?}"
     );
 }
+
+#[test]
+fn the_offloaded_arm_has_its_own_model_columns() {
+    let s = tiny(Vec::new());
+    let m = s.model;
+    for p in &s.points {
+        assert_eq!(
+            p.model_offloaded_period_ns,
+            (p.d_ns + m.g3_ns).max(m.l_ns).max(m.workers_period_ns())
+        );
+        assert!(close(
+            p.offloaded_of_model,
+            p.offloaded.runs_per_s / p.model_offloaded_runs_per_s
+        ));
+        assert!(close(
+            p.offloaded_ratio,
+            p.offloaded.runs_per_s / p.depth_one.runs_per_s
+        ));
+        // Prepare and finalise ran on the workers, not the lane thread.
+        assert!(p.offloaded.worker_busy_per_run_ns >= (m.prepare_ns + m.finalise_ns) as f64);
+        assert!(p.offloaded.host_busy_per_run_ns < p.queued.host_busy_per_run_ns);
+    }
+    // Two workers, a window of two: 90 us of worker time per run over two workers.
+    assert_eq!(m.workers_period_ns(), 45_000);
+}
+
+#[test]
+#[ignore = "until the lane prepares a window of runs at once and the copies run on the streams (issue 13, lane-core and copies parts)"]
+fn the_offloaded_arm_meets_the_issue_goals_at_every_default_point() {
+    let s = sweep(
+        &SweepConfig {
+            runs: 400,
+            ..SweepConfig::default()
+        },
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for p in &s.points {
+        let us = p.workload_device_ns / 1_000;
+        assert!(
+            p.offloaded_of_model >= 0.99,
+            "{us} us: arm 3 at {:.2}% of its model",
+            p.offloaded_of_model * 100.0
+        );
+        assert!(
+            p.offloaded.runs_per_s >= p.queued.runs_per_s * 0.999,
+            "{us} us: arm 3 slower than arm 2: {p:?}"
+        );
+        if us == 20 {
+            assert!(p.offloaded_ratio >= 2.0, "20 us: {:.2}x", p.offloaded_ratio);
+        }
+    }
+}

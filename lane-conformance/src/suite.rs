@@ -88,7 +88,7 @@ impl Backend for SimWithCopies {
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
         let config = backend_sim::SimConfig {
-            copies: self.0,
+            copies: Some(self.0),
             ..scenario.config.clone()
         };
         let report = backend_sim::run(&config, &mut |_, _| {})?;
@@ -135,7 +135,7 @@ impl Backend for AclOnFake {
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
         let config = &backend_sim::SimConfig {
-            copies: self.copies.unwrap_or(scenario.config.copies),
+            copies: self.copies.or(scenario.config.copies),
             ..scenario.config.clone()
         };
         let plan = FakePlan::of(&config.all_faults())?;

@@ -345,6 +345,38 @@ pub enum InvariantViolation {
         /// What the pair did.
         retired: stream_pair::Retired,
     },
+    /// Runner work was handed out on a slot that already had work out (L-18: nothing
+    /// overlaps on one slot).
+    #[error("lane invariant broken: runner work for {run} handed out on a slot with work out")]
+    RunnerWorkOverlap {
+        /// The run the second piece of work is for.
+        run: RunId,
+    },
+    /// Runner work is out for a run that is not in the phase that asked for it (a prepare
+    /// out of `Preparing`, a finalise out of `Finalising`), or on a slot it does not hold, or
+    /// for an abandoned run outside a recovery's `Quiesce` (L-18).
+    #[error("lane invariant broken: runner work for {run} is out of its run's phase or slot")]
+    RunnerWorkOutOfPhase {
+        /// The run.
+        run: RunId,
+    },
+    /// More runs are preparing or prepared than the profile's prepare window (L-18).
+    #[error("lane invariant broken: {runs} runs preparing or prepared, window {window}")]
+    PrepareWindowExceeded {
+        /// Runs preparing or prepared.
+        runs: usize,
+        /// The profile's prepare window.
+        window: u8,
+    },
+    /// A publication uploads while runner work is out (L-18).
+    #[error("lane invariant broken: an upload runs while runner work is out")]
+    UploadWithRunnerWorkOut,
+    /// A recovery step (drain, reset, probe) runs while runner work is out (L-18).
+    #[error("lane invariant broken: a recovery step runs while runner work is out")]
+    RecoveryWithRunnerWorkOut,
+    /// Recovery waits in `Quiesce` with no runner work out: nothing would ever leave it.
+    #[error("lane invariant broken: recovery quiesces with no runner work out")]
+    QuiescingWithNothingOut,
     /// The run phase machine refused an input the lane itself decided.
     #[error("lane invariant broken: {run} in phase {phase:?} refused the lane's own {input:?}")]
     StepRefused {

@@ -11,6 +11,25 @@
 //! submission order, whatever the backend reports and in whatever order
 //! ([`Lane::check_invariants`] lists the rest).
 //!
+//! **L-18 Overlap** (this project's addition to the SPEC; what may run at the same time once
+//! runner work runs on host workers):
+//!
+//! 1. Runner work (a run's prepare, its finalise) of different slots may overlap each other
+//!    and the lane thread's device calls.
+//! 2. On one slot nothing overlaps: a slot's prepare, launch, completion, status read and
+//!    finalise follow its run's phases, one at a time (at most one piece of runner work is
+//!    out per slot, always for the run holding it, in the phase that asked for it).
+//! 3. At most `prepare_window` runs are preparing or prepared; prepares start in submission
+//!    order and launches stay in submission order.
+//! 4. No upload (publication) and no recovery step (drain, reset, probe) runs while runner
+//!    work is out: after a poison, recovery first quiesces (`RecoveryStep::Quiesce`) until
+//!    every piece of runner work handed out has answered; those answers are accepted and
+//!    change nothing else.
+//!
+//! Runner work is out from the moment [`Lane::poll_effect`] hands out its `PrepareRun` or
+//! `FinaliseRun` until its answer arrives. [`Lane::check_invariants`] checks each part as a
+//! typed [`InvariantViolation`].
+//!
 //! **API boundary:** [`Lane`] and its value types. The phase tables in [`run`],
 //! [`publication`] and [`state`] are public so their rendered tables can be reviewed and snapshot-tested.
 //!

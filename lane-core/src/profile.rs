@@ -114,7 +114,10 @@ pub struct ProfileSpec {
     pub concurrent_prepare: bool,
     /// Most runs preparing or prepared but not yet launched at once (1..=slots). 1 is
     /// today's lane: a run prepares only once every earlier run launched. More pays only when
-    /// prepares run on host workers (lane-service), each on its own slot.
+    /// prepares run on host workers (lane-service), each on its own slot: prepares then start
+    /// in submission order, their answers may come in any order, and launches stay in
+    /// submission order (L-18 Overlap). Each run in the window holds a slot, so give the
+    /// profile slots for the window plus the launch depth plus one finalising run.
     pub prepare_window: u8,
     /// How a launch arms its slot and a status read reads it back.
     pub copies: CopyPath,
@@ -133,6 +136,16 @@ pub struct ProfileSpec {
 impl Profile {
     /// Ascend 910B/910C: two slots, launch depth two (run N+1 is launched while N executes),
     /// concurrent prepare, tensormap_and_ringbuffer header.
+    ///
+    /// Two slots are enough while one thread does every host step: a run holds its slot from
+    /// prepare to finalise, and with a window of one only the runs on the pair and one run
+    /// preparing or finalising need one. Three or more pay when prepares run on host workers
+    /// with a wider [`prepare_window`](Self::prepare_window) (lane-service with a runner that
+    /// allows it): then slots are needed at once for the runs preparing (up to the window),
+    /// the runs on the pair (the launch depth) and the run being finalised, so a window of
+    /// two at depth two wants four slots (a custom profile with `slots: 4`,
+    /// `prepare_window: 2`); with fewer, a prepare waits for a slot and the window does not
+    /// fill. The preset stays at two slots and a window of one, today's behaviour.
     #[must_use]
     pub fn a2a3() -> Self {
         Self::from_valid(ProfileSpec {

@@ -9,6 +9,10 @@ use core::fmt::Write as _;
 /// A step of device recovery (SPEC §5.3): a bounded drain, a force reset, a probe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RecoveryStep {
+    /// Waiting for runner work that was out at the poison (a prepare or finalise handed to a
+    /// host worker) to answer: no drain, reset or probe runs while it is out (L-18). Left at
+    /// once when nothing is out.
+    Quiesce,
     /// `DrainDevice` was emitted.
     Drain,
     /// `ForceReset` was emitted.
@@ -65,6 +69,8 @@ pub enum LaneInput {
     Close,
     /// A failure classified `Poison`.
     Poison,
+    /// Every piece of runner work that was out at the poison has answered.
+    Quiesced,
     /// `DeviceDrained` arrived.
     Drained,
     /// `ResetDone` arrived.
@@ -83,11 +89,12 @@ pub enum LaneInput {
 
 impl LaneInput {
     /// Every input, in table order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Submit,
         Self::Publish,
         Self::Close,
         Self::Poison,
+        Self::Quiesced,
         Self::Drained,
         Self::ResetDone,
         Self::ResetFailed,
@@ -137,7 +144,7 @@ pub const fn lane_step(
         (S::Open, I::Submit | I::Publish | I::Idle) => S::Open,
         (S::Open, I::Close) => S::Closing,
         (S::Open, I::Poison) => S::Recovering {
-            step: R::Drain,
+            step: R::Quiesce,
             attempt: 1,
             then: AfterRecovery::Reopen,
         },
@@ -147,6 +154,18 @@ pub const fn lane_step(
             step,
             attempt,
             then: AfterRecovery::Close,
+        },
+        (
+            S::Recovering {
+                step: R::Quiesce,
+                attempt,
+                then,
+            },
+            I::Quiesced,
+        ) => S::Recovering {
+            step: R::Drain,
+            attempt,
+            then,
         },
         (
             S::Recovering {
@@ -229,7 +248,7 @@ pub const fn lane_step(
         }
         (S::Closing, I::Close) => S::Closing,
         (S::Closing, I::Poison) => S::Recovering {
-            step: R::Drain,
+            step: R::Quiesce,
             attempt: 1,
             then: AfterRecovery::Close,
         },
@@ -248,6 +267,22 @@ pub const fn lane_step(
 #[must_use]
 pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
     match (state, next) {
+        (
+            _,
+            LaneState::Recovering {
+                step: RecoveryStep::Quiesce,
+                ..
+            },
+        ) if !matches!(
+            state,
+            LaneState::Recovering {
+                step: RecoveryStep::Quiesce,
+                ..
+            }
+        ) =>
+        {
+            "none while runner work is out (each answer is accepted, then ignored); `Quiesced` at once when none is"
+        }
         (
             _,
             LaneState::Recovering {
@@ -298,6 +333,13 @@ pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
 fn table_states(attempts: u8) -> Vec<LaneState> {
     let mut states = vec![LaneState::Open];
     for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
+        // Only a poison enters `Quiesce`, and only at the first attempt: a retry starts with
+        // nothing out (no run prepares or finalises during a recovery).
+        states.push(LaneState::Recovering {
+            step: RecoveryStep::Quiesce,
+            attempt: 1,
+            then,
+        });
         for attempt in 1..=attempts {
             for step in [
                 RecoveryStep::Drain,
@@ -344,7 +386,8 @@ pub fn lane_state_table() -> String {
     out.push_str(
         "Rendered from `lane_core::state::lane_step`, the only place the lane's state \
          changes, with the default recovery budget of 3 attempts. `Submit`/`Publish`/`Close` \
-         are commands; `Poison` is any failure status-latch classifies `Poison`; the recovery \
+         are commands; `Poison` is any failure status-latch classifies `Poison`; `Quiesced` means \
+         the runner work out at the poison has answered (L-18); the other recovery \
          inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
          means every accepted item has its outcome; `StreamsReleased` means the pair is \
          destroyed. `effects` is what the lane emits with the transition (SPEC §6: state x \

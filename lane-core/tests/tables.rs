@@ -85,9 +85,10 @@ fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
         for failures in 0..=attempts {
             let mut state = lane_step(LaneState::Open, LaneInput::Poison, attempts).unwrap();
             let mut failed = 0;
-            for _ in 0..(3 * usize::from(attempts) + 3) {
+            for _ in 0..(3 * usize::from(attempts) + 4) {
                 let input = match state {
                     LaneState::Recovering { step, .. } => match step {
+                        lane_core::RecoveryStep::Quiesce => LaneInput::Quiesced,
                         lane_core::RecoveryStep::Drain => LaneInput::Drained,
                         lane_core::RecoveryStep::Reset => LaneInput::ResetDone,
                         lane_core::RecoveryStep::Probe if failed < failures => {

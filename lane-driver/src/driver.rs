@@ -187,6 +187,13 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         self.steps.observer()
     }
 
+    /// The lane's steps and the executor, mutably, for a caller that runs its own loop over
+    /// the two parts on this thread (the simulator's virtual host workers execute a runner's
+    /// prepare and finalise on their own clocks and feed the answers back later).
+    pub fn parts_mut(&mut self) -> (&mut LaneSteps<O>, &mut Executor<D, R>) {
+        (&mut self.steps, &mut self.executor)
+    }
+
     /// The device, the runner and the observer, consuming the driver.
     pub fn into_parts(self) -> (D, R, O) {
         let (device, runner) = self.executor.into_parts();

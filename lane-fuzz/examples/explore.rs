@@ -53,7 +53,7 @@ fn parse(args: &[String]) -> Result<(Vec<Config>, PairConfig), String> {
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    let configs = [Chip::A2a3, Chip::A5]
+    let configs = [Chip::A2a3, Chip::A5, Chip::A2a3Window2]
         .into_iter()
         .map(|chip| Config {
             chip,

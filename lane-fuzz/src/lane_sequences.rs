@@ -3,7 +3,10 @@
 //!
 //! The body plays a driver and a backend at once. After every command or event it drains
 //! `poll_effect` (each effect joins the *outstanding* list, to be answered later, in any order,
-//! by an operation that picks it by relative index) and `poll_outcome`, then checks:
+//! by an operation that picks it by relative index) and `poll_outcome`, then checks. Runner
+//! answers can so be held back and delivered late in any order, as host workers deliver
+//! them ([`Op::PumpDevice`] answers everything else); the profile's prepare window lets
+//! several runs prepare at once:
 //!
 //! - `check_invariants()`;
 //! - every outcome is the next accepted item's, in submission order (L-2, L-14), with its own
@@ -79,6 +82,8 @@ behaviours! {
     ForgeryRejected => "forged event rejected",
     ReplayAccepted => "replayed event answered an outstanding effect",
     Diagnostics => "diagnostics run ok",
+    TwoPreparing => "two runs preparing at once (prepare window)",
+    QuiesceAnswered => "runner work out at a poison answered while recovery quiesced",
 }
 
 /// A `lane_sequences` input: the profile and the operations.
@@ -94,8 +99,8 @@ pub struct Input {
 }
 
 /// The fuzzed profile, always valid: slots `1 + slots % MAX_SLOTS`, launch depth
-/// `1 + depth % slots`, recovery attempts `1 + attempts % 3`, completion timeout
-/// [`COMPLETION_TIMEOUT_NS`].
+/// `1 + depth % slots`, recovery attempts `1 + attempts % 3`, prepare window
+/// `1 + window % slots`, completion timeout [`COMPLETION_TIMEOUT_NS`].
 #[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProfileInput {
     /// Pipeline slots.
@@ -108,6 +113,8 @@ pub struct ProfileInput {
     pub host_build_graph: bool,
     /// Recovery attempts.
     pub attempts: u8,
+    /// Prepare window: `1 + window % slots` runs may prepare at once (L-18).
+    pub window: u8,
 }
 
 /// One command, event or time step.
@@ -148,6 +155,10 @@ pub enum Op {
     Timeout,
     /// The clock jumps to the deadline, then `handle_timeout`.
     Expire,
+    /// The lane thread alone for a moment, as with host workers: answers every outstanding
+    /// effect but the completion awaits and the runner work (`PrepareRun`, `FinaliseRun`),
+    /// which stays out to be answered later, in any order, by [`Op::Answer`].
+    PumpDevice,
 }
 
 /// Which lease a command carries.
@@ -274,6 +285,7 @@ struct Evidence {
     holds_resources: bool,
     status_asked: bool,
     finalise_asked: u32,
+    prepare_asked: bool,
 }
 
 /// The body's driver-and-backend: the lane, what it asked for and what it answered. The
@@ -311,7 +323,7 @@ impl Body {
             slots,
             launch_depth: 1 + profile.depth % slots,
             concurrent_prepare: profile.concurrent_prepare,
-            prepare_window: 1,
+            prepare_window: 1 + profile.window % slots,
             copies: lane_core::CopyPath::Sync,
             header: if profile.host_build_graph {
                 lane_core::status_latch::HeaderLayout::HostBuildGraph
@@ -428,7 +440,7 @@ impl Body {
                 self.after_call()
             }
             Op::Answer { effect, reply } => {
-                let current = self.current();
+                let current = self.answerable();
                 let Some(&at) = pick_ref(&current, effect) else {
                     return Ok(());
                 };
@@ -436,19 +448,10 @@ impl Body {
                 let (event, kind) = self.reply(effect, reply);
                 self.feed(event, kind)
             }
-            Op::Pump => {
-                for _ in 0..64 {
-                    let Some(at) = self.current().into_iter().find(|&at| {
-                        !matches!(self.outstanding[at].effect, Effect::AwaitCompletion { .. })
-                    }) else {
-                        break;
-                    };
-                    let effect = self.outstanding[at].effect;
-                    let (event, kind) = self.reply(effect, Reply::Success);
-                    self.feed(event, kind)?;
-                }
-                Ok(())
-            }
+            Op::Pump => self.pump(|effect| !matches!(effect, Effect::AwaitCompletion { .. })),
+            Op::PumpDevice => self.pump(|effect| {
+                !matches!(effect, Effect::AwaitCompletion { .. }) && !is_runner_work(effect)
+            }),
             Op::Forge(forgery) => self.forge(forgery),
             Op::Tick(us) => {
                 self.now = self.now.after_ns(u64::from(us) * 1_000);
@@ -469,6 +472,35 @@ impl Body {
         (0..self.outstanding.len())
             .filter(|&at| self.outstanding[at].epoch == self.epoch)
             .collect()
+    }
+
+    /// Indices of the outstanding effects the lane must accept an answer to: those asked
+    /// for since the last poison, and runner work asked for before it (still out on its
+    /// worker, so the lane waits for its answer before it drains, L-18).
+    pub(crate) fn answerable(&self) -> Vec<usize> {
+        (0..self.outstanding.len())
+            .filter(|&at| {
+                let o = &self.outstanding[at];
+                o.epoch == self.epoch || is_runner_work(&o.effect)
+            })
+            .collect()
+    }
+
+    /// Answers with success, up to 64 times, the first answerable effect `wanted` picks.
+    fn pump(&mut self, wanted: impl Fn(&Effect) -> bool) -> Result<(), String> {
+        for _ in 0..64 {
+            let Some(at) = self
+                .answerable()
+                .into_iter()
+                .find(|&at| wanted(&self.outstanding[at].effect))
+            else {
+                break;
+            };
+            let effect = self.outstanding[at].effect;
+            let (event, kind) = self.reply(effect, Reply::Success);
+            self.feed(event, kind)?;
+        }
+        Ok(())
     }
 
     fn lease(&self, pick_lease: LeasePick) -> Option<Lease> {
@@ -929,13 +961,15 @@ impl Body {
     /// Feeds one event and checks the lane accepted exactly what it should.
     fn feed(&mut self, event: Event, kind: Kind) -> Result<(), String> {
         let answers = self
-            .current()
+            .answerable()
             .into_iter()
             .find(|&at| answers(&self.outstanding[at].effect, &event));
         let result = self.lane.handle(self.now, event);
         match (&result, answers) {
             (Ok(()), Some(at)) => {
-                self.outstanding.remove(at);
+                if self.outstanding.remove(at).epoch != self.epoch {
+                    self.reach(B::QuiesceAnswered);
+                }
                 self.record(event);
             }
             (Ok(()), None) => {
@@ -1007,7 +1041,14 @@ impl Body {
             ok
         };
         let ordered = match effect {
-            Effect::PrepareRun { run, .. } => in_order(&mut self.last_prepare, run, false),
+            Effect::PrepareRun { run, .. } => {
+                // Prepares start in submission order; a run answered incompatible prepares
+                // again later, possibly after a successor started (prepare window > 1).
+                let evidence = self.evidence_mut(run);
+                let again = evidence.prepare_asked;
+                evidence.prepare_asked = true;
+                again || in_order(&mut self.last_prepare, run, true)
+            }
             Effect::LaunchRun {
                 run, aicpu, aicore, ..
             } => {
@@ -1082,6 +1123,14 @@ impl Body {
         }
         if self.lane.pair().submissions().len() >= 2 {
             self.reach(B::TwoOnPair);
+        }
+        let preparing = self
+            .current()
+            .into_iter()
+            .filter(|&at| matches!(self.outstanding[at].effect, Effect::PrepareRun { .. }))
+            .count();
+        if preparing >= 2 {
+            self.reach(B::TwoPreparing);
         }
         // The driver's order: effects, then outcomes. Effects are checked after the outcomes
         // of the same call are in, since an upload may follow an outcome delivered with it.
@@ -1261,7 +1310,9 @@ impl Body {
 
     fn answer_everything(&mut self) -> Result<(), String> {
         for _ in 0..FINAL_ANSWERS_MAX {
-            self.outstanding.retain(|o| o.epoch == self.epoch);
+            let epoch = self.epoch;
+            self.outstanding
+                .retain(|o| o.epoch == epoch || is_runner_work(&o.effect));
             let Some(first) = self.outstanding.first() else {
                 return Ok(());
             };
@@ -1272,6 +1323,15 @@ impl Body {
             "livelock: still asking after {FINAL_ANSWERS_MAX} answers"
         ))
     }
+}
+
+/// Whether `effect` is runner work (a prepare or a finalise), which a poison cannot stop:
+/// the lane waits for its answer (L-18).
+const fn is_runner_work(effect: &Effect) -> bool {
+    matches!(
+        effect,
+        Effect::PrepareRun { .. } | Effect::FinaliseRun { .. }
+    )
 }
 
 /// Whether a poison with this origin and cause was seen.
@@ -1427,7 +1487,7 @@ impl Body {
     /// The outstanding effects asked for since the last poison, in the order
     /// [`Op::Answer`] indexes them.
     pub(crate) fn current_effects(&self) -> Vec<Effect> {
-        self.current()
+        self.answerable()
             .into_iter()
             .map(|at| self.outstanding[at].effect)
             .collect()
@@ -1438,7 +1498,7 @@ impl Body {
     pub(crate) fn abandoned(&self) -> usize {
         self.outstanding
             .iter()
-            .filter(|o| o.epoch != self.epoch)
+            .filter(|o| o.epoch != self.epoch && !is_runner_work(&o.effect))
             .count()
     }
 
@@ -1446,7 +1506,10 @@ impl Body {
     /// answer, which the lane may accept only if it also answers a current effect.
     pub(crate) fn answer_abandoned(&mut self, index: u8) -> Result<(), String> {
         let stale: Vec<usize> = (0..self.outstanding.len())
-            .filter(|&at| self.outstanding[at].epoch != self.epoch)
+            .filter(|&at| {
+                let o = &self.outstanding[at];
+                o.epoch != self.epoch && !is_runner_work(&o.effect)
+            })
             .collect();
         let Some(&at) = pick_ref(&stale, index) else {
             return Ok(());
@@ -1459,7 +1522,7 @@ impl Body {
     /// [`Op::Answer`], then the same event fed again: a duplicated answer, which the lane
     /// may accept only if it also answers another outstanding effect.
     pub(crate) fn answer_twice(&mut self, index: u8, reply: Reply) -> Result<(), String> {
-        let current = self.current();
+        let current = self.answerable();
         let Some(&at) = pick_ref(&current, index) else {
             return Ok(());
         };

@@ -12,9 +12,16 @@ use lane_fuzz::lane_sequences::{Op, Reply};
 const LIMIT: usize = 1_000_000;
 
 /// The configurations `cargo test` explores on each chip: one run with a publication, a
-/// close and reservations; two runs with a close.
+/// close and reservations; two runs with a close. And a2a3 with a prepare window of two:
+/// two runs with a close (both prepare at once; their answers come in any order).
 fn test_configs() -> Vec<Config> {
-    let mut configs = Vec::new();
+    let mut configs = vec![Config {
+        chip: Chip::A2a3Window2,
+        runs: 2,
+        publications: 0,
+        close: true,
+        reservations: false,
+    }];
     for chip in [Chip::A2a3, Chip::A5] {
         configs.push(Config {
             chip,

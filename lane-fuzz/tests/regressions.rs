@@ -26,6 +26,7 @@ fn an_upload_polled_with_the_outcome_that_unblocks_it_is_not_early() {
             concurrent_prepare: false,
             host_build_graph: false,
             attempts: 0,
+            window: 0,
         },
         // The final drain answers run 1 to the end; its `Finalised` both delivers its
         // outcome and starts publication 2's upload.

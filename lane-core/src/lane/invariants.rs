@@ -5,12 +5,14 @@ use stream_pair::Owner;
 use crate::error::InvariantViolation as V;
 use crate::ids::PublicationId;
 use crate::profile::MAX_PENDING_PUBLICATIONS;
+use crate::publication::PublicationPhase;
 use crate::run::RunPhase;
-use crate::state::LaneState;
+use crate::state::{LaneState, RecoveryStep};
 
 use super::Lane;
 use super::items::Item;
 use super::schedule::Ahead;
+use super::work::WorkKind;
 
 impl Lane {
     /// Checks every lane invariant (for tests, the simulator and the fuzzers; call it after
@@ -24,6 +26,10 @@ impl Lane {
     /// - Runs on the pair never exceed the launch depth; a diagnostics run is alone.
     /// - No run launched after a publication runs on an AICore stream created before it.
     /// - Recovering, lost and closed lanes have no unfinished run.
+    /// - L-18 Overlap: runner work out is at most one per slot, for the run holding that
+    ///   slot in the phase that asked for it (or, abandoned, only while recovery quiesces);
+    ///   at most `prepare_window` runs are preparing or prepared; no upload and no drain,
+    ///   reset or probe runs while runner work is out; `Quiesce` waits only on work out.
     /// - No step so far met a lane bug (a pair call or phase input the lane itself decided
     ///   that was refused).
     pub fn check_invariants(&self) -> Result<(), V> {
@@ -113,7 +119,10 @@ impl Lane {
             match item {
                 Item::Publication(_) if !item.is_done() => ahead.publication = true,
                 Item::Run(r) if !r.phase.is_done() => {
-                    if r.phase.past_launch() {
+                    // Runs that reached the pair: with a prepare window above one, a run
+                    // may be finalised (a failed prepare, a cancel) before an earlier run
+                    // launched, which launches nothing.
+                    if r.phase.past_launch() && r.launched_on.is_some() {
                         if !ahead.all_launched {
                             return Err(V::LaunchedBeforePredecessor { run: r.id });
                         }
@@ -167,6 +176,8 @@ impl Lane {
             }
         }
 
+        self.check_overlap()?;
+
         match self.state {
             LaneState::Recovering { .. } | LaneState::Lost => {
                 if matches!(self.state, LaneState::Lost) && !self.device_lost {
@@ -185,6 +196,57 @@ impl Lane {
                 }
             }
             LaneState::Open | LaneState::Closing => {}
+        }
+        Ok(())
+    }
+
+    /// The L-18 Overlap rule: what may run while runner work is out.
+    fn check_overlap(&self) -> Result<(), V> {
+        let quiescing = matches!(
+            self.state,
+            LaneState::Recovering {
+                step: RecoveryStep::Quiesce,
+                ..
+            }
+        );
+        let runs = self.in_prepare_window();
+        let window = self.profile.prepare_window();
+        if runs > usize::from(window) {
+            return Err(V::PrepareWindowExceeded { runs, window });
+        }
+        let out = self.runner_work_out();
+        let uploading = self.items.iter().any(
+            |item| matches!(item, Item::Publication(p) if p.phase == PublicationPhase::Uploading),
+        );
+        if out && uploading {
+            return Err(V::UploadWithRunnerWorkOut);
+        }
+        match self.state {
+            LaneState::Recovering { .. } if out && !quiescing => {
+                return Err(V::RecoveryWithRunnerWorkOut);
+            }
+            _ if quiescing && !out => return Err(V::QuiescingWithNothingOut),
+            _ => {}
+        }
+        for (slot, work) in self.runner_work.iter().enumerate() {
+            let Some(work) = work else { continue };
+            let asked = match work.kind {
+                WorkKind::Prepare => RunPhase::Preparing,
+                WorkKind::Finalise => RunPhase::Finalising,
+            };
+            let in_place = match self.live_runs().find(|r| r.id == work.run) {
+                Some(r) => {
+                    r.phase == asked
+                        && r.lease == work.lease
+                        && usize::from(r.lease.slot.0) == slot
+                        && self.slots.is_leased_to(r.lease, r.id)
+                }
+                // Abandoned by a poison: its answer is awaited only while quiescing.
+                None => quiescing,
+            };
+            if !in_place {
+                return Err(V::RunnerWorkOutOfPhase { run: work.run });
+            }
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ mod schedule;
 mod slots;
 #[cfg(test)]
 mod tests;
+mod work;
 
 use smallvec::SmallVec;
 use status_latch::Failure;
@@ -34,6 +35,7 @@ use crate::state::{LaneInput, LaneRefusal, LaneState, lane_step};
 
 use items::{Item, PublicationRecord, RunRecord};
 use slots::SlotTable;
+use work::WorkTable;
 
 /// Inline capacity of the item FIFO: every slot's run plus the waiting publications, with
 /// room for finished runs held behind an unfinished predecessor.
@@ -167,9 +169,17 @@ struct PublicationMark {
 /// Effects come out in the order the lane decided them. Within one call the lane first
 /// finishes what the input completes (a finalise, a status read), then starts, in this
 /// order: an upload at the front, the next launch (stream create or destroy effects first
-/// when the pair needs them), the next preparation, then the next completion await. The
-/// launch comes before the preparation because a launch can let the next queued run
-/// prepare in the same call.
+/// when the pair needs them), the next preparations (up to the profile's prepare window, in
+/// submission order), then the next completion await. The launch comes before the
+/// preparations because a launch can let the next queued run prepare in the same call.
+///
+/// # Runner work out (L-18 Overlap)
+///
+/// A `PrepareRun` or `FinaliseRun` taken by [`poll_effect`](Self::poll_effect) is runner
+/// work out until its answer arrives (a driver with host workers answers it later, and
+/// answers of different runs in any order). A poison does not drain the device while any is
+/// out: recovery waits in `Quiesce`, accepts each such answer once without changing
+/// anything else, and drains after the last.
 ///
 /// # `FinaliseRun`
 ///
@@ -197,6 +207,8 @@ pub struct Lane {
     delivered: u64,
     last_delivered_seq: u64,
     rejected_events: u64,
+    /// Runner work handed out and not answered yet, by slot (L-18).
+    runner_work: WorkTable,
     /// The first lane bug seen while stepping (a refused pair call or phase input the lane
     /// itself decided); [`check_invariants`](Self::check_invariants) reports it.
     bug: Option<InvariantViolation>,
@@ -225,6 +237,7 @@ impl Lane {
             delivered: 0,
             last_delivered_seq: 0,
             rejected_events: 0,
+            runner_work: [None; MAX_SLOTS as usize],
             bug: None,
         }
     }
@@ -329,11 +342,27 @@ impl Lane {
 
     /// Feeds one backend event. A rejected event changes nothing (it answers nothing the lane
     /// asked for: a stale lease, a duplicate, an unknown run, a wrong order).
+    ///
+    /// The answer to runner work that is out for a run a poison abandoned is accepted and
+    /// changes nothing but the record of work out; the last such answer lets recovery drain.
     pub fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), EventError> {
+        // Taken before the event applies, so a poison it causes sees this work answered.
+        let answered = self.take_answered(&event);
+        if let Some((_, work)) = answered {
+            if !self.live_runs().any(|r| r.id == work.run) {
+                self.quiesce_if_done();
+                return Ok(());
+            }
+        }
         let result = self.apply_event(event);
         match result {
             Ok(()) => self.progress(now),
-            Err(_) => self.rejected_events += 1,
+            Err(_) => {
+                if let Some((slot, work)) = answered {
+                    self.runner_work[slot] = Some(work);
+                }
+                self.rejected_events += 1;
+            }
         }
         result
     }
@@ -358,10 +387,13 @@ impl Lane {
 
     // ----- polls ----------------------------------------------------------------------
 
-    /// The next thing the backend must do, in decision order.
+    /// The next thing the backend must do, in decision order. A `PrepareRun` or
+    /// `FinaliseRun` taken here is runner work out until its answer arrives (L-18).
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        self.effects.take()
+        let effect = self.effects.take()?;
+        self.hand_out(&effect);
+        Some(effect)
     }
 
     /// The next outcome, in submission order: one per accepted run or publication.
@@ -484,6 +516,7 @@ impl Lane {
             delivered,
             last_delivered_seq,
             rejected_events: _,
+            runner_work,
             bug,
         } = self;
         // Writing to a String cannot fail.
@@ -491,7 +524,7 @@ impl Lane {
             text,
             "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
              {launch_waiter:?}|{last_publication:?}|{teardown_started}|{teardown_failure:?}|\
-             {device_lost}|{accepted}|{delivered}|{last_delivered_seq}|{bug:?}",
+             {device_lost}|{accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
             effects.as_slice(),
             outcomes.as_slice(),
         );

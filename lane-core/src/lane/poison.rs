@@ -48,8 +48,10 @@ impl Lane {
         self.pair.abandon();
         self.launch_waiter = None;
         self.teardown_started = false;
-        if let Ok(next) = self.step_state(LaneInput::Poison) {
-            self.emit_recovery_step(next);
+        // Recovery starts with `Quiesce`: runner work still out must answer before the
+        // drain (L-18); with none out it is left at once.
+        if self.step_state(LaneInput::Poison).is_ok() {
+            self.quiesce_if_done();
         }
     }
 
@@ -85,8 +87,13 @@ impl Lane {
     }
 
     /// Emits the recovery step a state asks for, if any.
-    fn emit_recovery_step(&mut self, state: LaneState) {
+    pub(super) fn emit_recovery_step(&mut self, state: LaneState) {
         match state {
+            // Nothing to emit: the answers of runner work out end it.
+            LaneState::Recovering {
+                step: RecoveryStep::Quiesce,
+                ..
+            } => {}
             LaneState::Recovering {
                 step: RecoveryStep::Drain,
                 attempt,

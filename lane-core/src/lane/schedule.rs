@@ -17,18 +17,20 @@ use super::items::Item;
 impl Lane {
     /// Delivers finished outcomes in order, then starts whatever the current state allows.
     ///
-    /// One pass is enough, in this order: an upload, a launch, a preparation, an await.
+    /// One pass is enough, in this order: an upload, a launch, preparations, an await.
     /// Preparing, uploading and launching are answered by events, so none of them enables
     /// another start before the next input, except a launch, which can let the next queued
-    /// run prepare; that is why the launch comes before the preparation. No start finishes an
-    /// item, so nothing new is left to deliver afterwards.
+    /// run prepare; that is why the launch comes before the preparation. Preparations start
+    /// until the prepare window is full or the next queued run must wait (each start takes
+    /// one window place, so this ends). No start finishes an item, so nothing new is left to
+    /// deliver afterwards.
     pub(super) fn progress(&mut self, now: Timestamp) {
         self.deliver();
         match self.state {
             LaneState::Open => {
                 self.start_upload();
                 self.start_launch();
-                self.start_prepare();
+                while self.start_prepare() {}
                 self.start_await(now);
             }
             LaneState::Closing => {
@@ -111,11 +113,28 @@ impl Lane {
         (!ahead.publication && ahead.all_launched).then_some((idx, ahead))
     }
 
-    /// Prepares the oldest queued run when the profile and its predecessors allow (L-3, §5.4).
+    /// Runs in the prepare window: preparing, or prepared and not launched yet.
+    pub(super) fn in_prepare_window(&self) -> usize {
+        self.live_runs()
+            .filter(|r| matches!(r.phase, RunPhase::Preparing | RunPhase::Prepared))
+            .count()
+    }
+
+    /// Prepares the oldest queued run when the profile and its predecessors allow (L-3, §5.4,
+    /// L-18): prepares start in submission order, behind no unfinished publication, with
+    /// fewer than `prepare_window` runs preparing or prepared. With a window of one that is
+    /// exactly "every earlier run launched" (the oldest queued run has no queued
+    /// predecessor, and none of them is preparing or prepared).
     fn start_prepare(&mut self) -> bool {
-        let Some((idx, ahead)) = self.next_in_order(RunPhase::Queued) else {
+        let Some(idx) = self.first_run_in(RunPhase::Queued) else {
             return false;
         };
+        let ahead = self.ahead_of(idx);
+        if ahead.publication
+            || self.in_prepare_window() >= usize::from(self.profile.prepare_window())
+        {
+            return false;
+        }
         let r = self.run(idx);
         if ahead.live_run
             && (!self.profile.concurrent_prepare()

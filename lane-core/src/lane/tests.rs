@@ -325,8 +325,11 @@ fn a_run_launched_behind_an_unfinished_publication_is_caught() {
         Some(RunPhase::Queued),
         "waits behind the publication"
     );
-    // Past launch (without a submission on the pair) behind the waiting publication.
-    lane.run_mut(2).phase = RunPhase::Finalising;
+    // Launched (its submission since retired) behind the waiting publication.
+    let created = lane.pair.created_count();
+    let r = lane.run_mut(2);
+    r.phase = RunPhase::Finalising;
+    r.launched_on = Some(created);
     assert_eq!(violation(&lane), V::LaunchedBehindPublication { run });
 }
 
@@ -387,4 +390,112 @@ fn a_finished_publication_holds_back_no_launch() {
     }
     lane.run_mut(2).phase = RunPhase::Finalising;
     assert_eq!(lane.check_invariants(), Ok(()));
+}
+
+// ----- L-18 Overlap ----------------------------------------------------------------------
+
+/// Runner work for `run` on `lease`, as if the driver had taken its effect.
+fn work(run: RunId, lease: Lease, kind: super::work::WorkKind) -> super::work::RunnerWork {
+    super::work::RunnerWork { run, lease, kind }
+}
+
+/// Two runs in flight, then run 1's completion fails: recovery drains, nothing out.
+fn poisoned() -> Lane {
+    let mut lane = two_in_flight();
+    let lease = lane.run(0).lease;
+    let code = status_latch::AclCode::from_raw(507_047).unwrap();
+    lane.handle(
+        Timestamp(0),
+        Event::CompletionFailed {
+            run: RunId(1),
+            lease,
+            code,
+        },
+    )
+    .unwrap();
+    lane.check_invariants().unwrap();
+    lane
+}
+
+#[test]
+fn runner_work_handed_out_twice_on_one_slot_is_recorded_and_reported() {
+    let mut lane = Lane::new(Profile::a2a3());
+    lane.submit(Timestamp(0), RunRequest::new()).unwrap();
+    let prepare = lane.poll_effect().unwrap();
+    lane.hand_out(&prepare);
+    assert_eq!(violation(&lane), V::RunnerWorkOverlap { run: RunId(1) });
+}
+
+#[test]
+fn runner_work_out_for_a_run_past_that_phase_is_caught() {
+    let mut lane = two_in_flight();
+    let lease = lane.run(0).lease;
+    // Run 1 is awaited on the pair: a prepare out for it would overlap its launch.
+    lane.runner_work[usize::from(lease.slot.0)] =
+        Some(work(RunId(1), lease, super::work::WorkKind::Prepare));
+    assert_eq!(violation(&lane), V::RunnerWorkOutOfPhase { run: RunId(1) });
+}
+
+#[test]
+fn abandoned_runner_work_outside_a_quiesce_is_caught() {
+    let mut lane = two_in_flight();
+    let lease = lane.run(0).lease;
+    lane.runner_work[usize::from(lease.slot.0)] =
+        Some(work(RunId(99), lease, super::work::WorkKind::Finalise));
+    assert_eq!(violation(&lane), V::RunnerWorkOutOfPhase { run: RunId(99) });
+}
+
+#[test]
+fn more_runs_preparing_than_the_window_is_caught() {
+    let mut lane = Lane::new(Profile::a2a3());
+    lane.submit(Timestamp(0), RunRequest::new()).unwrap();
+    lane.submit(Timestamp(0), RunRequest::new()).unwrap();
+    assert_eq!(lane.run(1).phase, RunPhase::Queued);
+    lane.run_mut(1).phase = RunPhase::Preparing;
+    assert_eq!(
+        violation(&lane),
+        V::PrepareWindowExceeded { runs: 2, window: 1 }
+    );
+}
+
+#[test]
+fn an_upload_while_runner_work_is_out_is_caught() {
+    let mut lane = Lane::new(Profile::a2a3());
+    lane.publish(Timestamp(0), CodeRef(1)).unwrap();
+    assert!(matches!(
+        lane.poll_effect(),
+        Some(Effect::UploadCode { .. })
+    ));
+    let lease = lane.slots.reserve(0).unwrap();
+    lane.runner_work[0] = Some(work(RunId(9), lease, super::work::WorkKind::Finalise));
+    assert_eq!(violation(&lane), V::UploadWithRunnerWorkOut);
+}
+
+#[test]
+fn a_recovery_step_while_runner_work_is_out_is_caught() {
+    let mut lane = poisoned();
+    assert!(matches!(
+        lane.state,
+        LaneState::Recovering {
+            step: crate::state::RecoveryStep::Drain,
+            ..
+        }
+    ));
+    let lease = Lease {
+        slot: SlotId(0),
+        generation: crate::ids::Generation(core::num::NonZeroU64::MIN),
+    };
+    lane.runner_work[0] = Some(work(RunId(1), lease, super::work::WorkKind::Finalise));
+    assert_eq!(violation(&lane), V::RecoveryWithRunnerWorkOut);
+}
+
+#[test]
+fn quiescing_with_nothing_out_is_caught() {
+    let mut lane = poisoned();
+    lane.state = LaneState::Recovering {
+        step: crate::state::RecoveryStep::Quiesce,
+        attempt: 1,
+        then: crate::state::AfterRecovery::Reopen,
+    };
+    assert_eq!(violation(&lane), V::QuiescingWithNothingOut);
 }

@@ -40,13 +40,17 @@ use lane_core::{Effect, LaneState, Profile, RunId};
 use super::{Failure, Model, Stats, explore, render};
 use crate::lane_sequences::{Body, Forgery, LeasePick, Op, Reply};
 
-/// The chip profile (both have two slots).
+/// The chip profile (all have two slots).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Chip {
     /// [`Profile::a2a3`]: launch depth two.
     A2a3,
     /// [`Profile::a5`]: launch depth one.
     A5,
+    /// [`Profile::a2a3`] with a prepare window of two, as with prepares on host workers:
+    /// both runs may prepare at once, and their answers (held back like every answer here)
+    /// come in any order (L-18).
+    A2a3Window2,
 }
 
 impl Chip {
@@ -56,6 +60,14 @@ impl Chip {
         match self {
             Self::A2a3 => Profile::a2a3(),
             Self::A5 => Profile::a5(),
+            Self::A2a3Window2 => match Profile::custom(lane_core::ProfileSpec {
+                prepare_window: 2,
+                ..Profile::a2a3().spec()
+            }) {
+                Ok(profile) => profile,
+                // A window of two fits a2a3's two slots.
+                Err(e) => unreachable!("a2a3 with window 2 refused: {e}"),
+            },
         }
     }
 }
@@ -370,6 +382,7 @@ fn rust_op(op: Op) -> String {
             rust_reply(reply)
         ),
         Op::Pump => "Op::Pump".to_owned(),
+        Op::PumpDevice => "Op::PumpDevice".to_owned(),
         Op::Forge(forgery) => format!("Op::Forge(Forgery::{forgery:?})"),
         Op::Tick(us) => format!("Op::Tick({us})"),
         Op::Timeout => "Op::Timeout".to_owned(),

@@ -1,0 +1,389 @@
+//! Virtual host workers: the runner's prepare and finalise off the lane thread, in virtual
+//! time, with no threads.
+//!
+//! lane-service runs a runner's `PrepareRun` and `FinaliseRun` on host worker threads when the
+//! runner's [`Concurrency`] allows, so the lane thread only launches, records, waits and reads
+//! status. The simulator models that deterministically: each worker is a track with its own
+//! clock, and [`WorkerLoop`] is the lane thread's loop over the lane's steps and the executor
+//! ([`Driver::parts_mut`]):
+//!
+//! - a `PrepareRun` or `FinaliseRun` effect goes to the earliest-free worker; the executor runs
+//!   it at `max(lane clock, worker free)` on that worker's clock ([`HostTracks::enter`]), so
+//!   its host costs are charged to the worker's track, not the lane thread's, and its trace
+//!   records are the worker's. A worker's first call (and its first after a force reset,
+//!   which unbinds every thread) is `set_device`: the worker binds the device first;
+//! - the answers (`Prepared`, `Finalised`, and the failures, exactly as the executor made
+//!   them on the lane thread) are fed back in end-time order once the lane thread's clock has
+//!   reached them: before every lane step; and when the lane thread has nothing else to do
+//!   it idles until the next answer;
+//! - a completion wait is not interrupted by an answer: lane-service waits in slices of
+//!   milliseconds, far longer than a run here, so an answer that lands during a wait is seen
+//!   when the wait returns, and this loop does the same.
+//!
+//! Device-side state the calls change (the faults drawn, the run's slot buffers released at
+//! finalise) changes in the order the calls were handed out, which is the lane's order.
+
+use lane_core::status_latch::AclCode;
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{
+    CloseReport, CodeRef, Effect, Event, FinaliseFailure, LaneState, PublicationId, PublishError,
+    RunId, RunRequest, SlotId, SubmitError, Timestamp,
+};
+use lane_driver::{
+    Concurrency, Device, Driver, DriverError, Observer, PrepareError, RunArgs, Runner, Turn, Wait,
+};
+
+use crate::device::{SimDevice, SimRunner};
+
+/// A backend's virtual host worker tracks: where a runner call made on a worker runs in
+/// virtual time. Only a virtual-time backend has them (the simulator); on a real clock the
+/// lane service's threads are the workers.
+pub trait HostTracks<D> {
+    /// How many workers run runner calls (0: all on the lane thread).
+    fn workers(&self) -> u8;
+    /// Puts the device's host clock on `worker`'s track at `at_ns`: every call until
+    /// [`HostTracks::leave`] is that worker's (its costs, its trace records).
+    fn enter(&mut self, device: &mut D, worker: u8, at_ns: u64);
+    /// Back on the lane thread's clock; returns when the worker's calls ended.
+    fn leave(&mut self, device: &mut D) -> u64;
+    /// The lane thread has nothing to do until `at_ns`: its clock moves there.
+    fn idle_until(&mut self, device: &mut D, at_ns: u64);
+}
+
+/// The simulator's worker tracks on a [`SimDevice`]: the device's one host clock is moved to
+/// the worker's time for its call and back to the lane thread's after it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimTracks {
+    workers: u8,
+    /// The lane thread's clock while a worker's call runs.
+    lane_ns: u64,
+}
+
+impl SimTracks {
+    /// `workers` virtual host workers (0: the runner's work stays on the lane thread).
+    pub const fn new(workers: u8) -> Self {
+        Self {
+            workers,
+            lane_ns: 0,
+        }
+    }
+}
+
+impl HostTracks<SimDevice> for SimTracks {
+    fn workers(&self) -> u8 {
+        self.workers
+    }
+
+    fn enter(&mut self, device: &mut SimDevice, worker: u8, at_ns: u64) {
+        self.lane_ns = device.set_host_clock(at_ns);
+        device.journal().set_track(Some(worker));
+    }
+
+    fn leave(&mut self, device: &mut SimDevice) -> u64 {
+        device.journal().set_track(None);
+        device.set_host_clock(self.lane_ns)
+    }
+
+    fn idle_until(&mut self, device: &mut SimDevice, at_ns: u64) {
+        let now = device.host_ns();
+        device.set_host_clock(now.max(at_ns));
+    }
+}
+
+/// [`SimRunner`] declaring that its prepare and finalise may run off the lane thread, with
+/// up to `prepares_at_once` prepares at once (each on its own slot). [`SimRunner`] itself
+/// keeps the default (everything on the lane thread), so every existing embedding of it is
+/// unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffLaneRunner {
+    prepares_at_once: u8,
+}
+
+impl OffLaneRunner {
+    /// A runner allowing `prepares_at_once` prepares at once (at least 1).
+    pub const fn new(prepares_at_once: u8) -> Self {
+        Self {
+            prepares_at_once: if prepares_at_once == 0 {
+                1
+            } else {
+                prepares_at_once
+            },
+        }
+    }
+}
+
+impl Runner<SimDevice> for OffLaneRunner {
+    fn prepare_run(
+        &mut self,
+        device: &mut SimDevice,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        SimRunner.prepare_run(device, run, slot, diagnostics)
+    }
+
+    fn launch_aicore(
+        &mut self,
+        device: &mut SimDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        SimRunner.launch_aicore(device, stream, args)
+    }
+
+    fn launch_aicpu(
+        &mut self,
+        device: &mut SimDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        SimRunner.launch_aicpu(device, stream, args)
+    }
+
+    fn finalise_run(
+        &mut self,
+        device: &mut SimDevice,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        SimRunner.finalise_run(device, run, slot, copy_back)
+    }
+
+    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), AclCode> {
+        SimRunner.upload_code(device, code)
+    }
+
+    fn concurrency(&self) -> Concurrency {
+        Concurrency {
+            off_lane_thread: true,
+            prepares_at_once: self.prepares_at_once,
+        }
+    }
+}
+
+/// A worker's answer, fed to the lane once the lane thread's clock reaches `end_ns`.
+#[derive(Clone, Debug)]
+struct Answer {
+    end_ns: u64,
+    /// Hand-out order: answers ending together are fed in it.
+    seq: u64,
+    event: Event,
+    /// The device's text about the failed call, read on the worker right after it.
+    message: Option<String>,
+}
+
+/// The lane thread's loop with virtual host workers (see the module doc): the same public
+/// steps as [`Driver`] (`submit`, `publish`, `close`, `turn`), over the driver's parts.
+#[derive(Clone, Debug)]
+pub struct WorkerLoop {
+    /// When each worker is next free.
+    free_at: Vec<u64>,
+    /// Whether each worker has bound the device since the last force reset.
+    bound: Vec<bool>,
+    /// Answers not yet fed, in `(end_ns, seq)` order.
+    answers: Vec<Answer>,
+    handed_out: u64,
+}
+
+impl WorkerLoop {
+    /// A loop with `workers` workers, if the runner lets its work leave the lane thread and
+    /// there is at least one worker; `None` otherwise (the plain [`Driver`] then runs it all).
+    pub fn new(workers: u8, concurrency: Concurrency) -> Option<Self> {
+        (workers > 0 && concurrency.off_lane_thread).then(|| Self {
+            free_at: vec![0; usize::from(workers)],
+            bound: vec![false; usize::from(workers)],
+            answers: Vec::new(),
+            handed_out: 0,
+        })
+    }
+
+    /// Runner calls handed out whose answers the lane has not been fed yet.
+    pub fn outstanding(&self) -> usize {
+        self.answers.len()
+    }
+
+    /// As [`Driver::submit`].
+    pub fn submit<D: Device, R: Runner<D>, O: Observer>(
+        &mut self,
+        driver: &mut Driver<D, R, O>,
+        tracks: &mut dyn HostTracks<D>,
+        request: RunRequest,
+    ) -> Result<Result<RunId, SubmitError>, DriverError> {
+        let (steps, executor) = driver.parts_mut();
+        let now = executor.now();
+        let result = steps.submit(now, request)?;
+        self.execute_effects(driver, tracks)?;
+        Ok(result)
+    }
+
+    /// As [`Driver::publish`].
+    pub fn publish<D: Device, R: Runner<D>, O: Observer>(
+        &mut self,
+        driver: &mut Driver<D, R, O>,
+        tracks: &mut dyn HostTracks<D>,
+        code: CodeRef,
+    ) -> Result<Result<PublicationId, PublishError>, DriverError> {
+        let (steps, executor) = driver.parts_mut();
+        let now = executor.now();
+        let result = steps.publish(now, code)?;
+        self.execute_effects(driver, tracks)?;
+        Ok(result)
+    }
+
+    /// As [`Driver::close`].
+    pub fn close<D: Device, R: Runner<D>, O: Observer>(
+        &mut self,
+        driver: &mut Driver<D, R, O>,
+        tracks: &mut dyn HostTracks<D>,
+    ) -> Result<CloseReport, DriverError> {
+        let (steps, executor) = driver.parts_mut();
+        let now = executor.now();
+        let report = steps.close(now)?;
+        self.execute_effects(driver, tracks)?;
+        Ok(report)
+    }
+
+    /// As [`Driver::turn`]: every effect the lane has (runner work to the workers), else the
+    /// awaited run's completion wait, else an idle wait for the next worker answer.
+    pub fn turn<D: Device, R: Runner<D>, O: Observer>(
+        &mut self,
+        driver: &mut Driver<D, R, O>,
+        tracks: &mut dyn HostTracks<D>,
+    ) -> Result<Turn, DriverError> {
+        if self.execute_effects(driver, tracks)? {
+            return Ok(Turn::Progress);
+        }
+        let (steps, executor) = driver.parts_mut();
+        if executor.is_awaiting() {
+            match executor.wait(steps.deadline(), None)? {
+                Wait::Answered(event) => {
+                    let message = executor.device_message(&event);
+                    let now = executor.now();
+                    steps.feed(now, event, message)?;
+                }
+                Wait::Expired(now) => steps.expire(now)?,
+                // Unsliced waits always answer.
+                Wait::Pending => {}
+            }
+            self.execute_effects(driver, tracks)?;
+            return Ok(Turn::Progress);
+        }
+        if let Some(next) = self.answers.first().map(|a| a.end_ns) {
+            tracks.idle_until(executor.device_mut(), next);
+            self.execute_effects(driver, tracks)?;
+            return Ok(Turn::Progress);
+        }
+        steps.settled()
+    }
+
+    /// Feeds the answers the lane thread's clock has reached and executes the lane's effects
+    /// until none is left; returns whether anything happened.
+    fn execute_effects<D: Device, R: Runner<D>, O: Observer>(
+        &mut self,
+        driver: &mut Driver<D, R, O>,
+        tracks: &mut dyn HostTracks<D>,
+    ) -> Result<bool, DriverError> {
+        let (steps, executor) = driver.parts_mut();
+        let mut any = false;
+        loop {
+            let now = executor.now();
+            while self.answers.first().is_some_and(|a| a.end_ns <= now.0) {
+                let answer = self.answers.remove(0);
+                steps.feed(now, answer.event, answer.message)?;
+                any = true;
+            }
+            let Some(effect) = steps.next_effect(now) else {
+                break;
+            };
+            any = true;
+            if matches!(
+                effect,
+                Effect::PrepareRun { .. } | Effect::FinaliseRun { .. }
+            ) {
+                self.hand_out(effect, now, executor, steps.observer_mut(), tracks)?;
+                continue;
+            }
+            if matches!(effect, Effect::ForceReset { .. }) {
+                // A reset unbinds every thread: each worker binds again before its next call.
+                self.bound.fill(false);
+            }
+            if let Some(event) = executor.execute(effect, steps.observer_mut())? {
+                let message = executor.device_message(&event);
+                let now = executor.now();
+                steps.feed(now, event, message)?;
+            }
+        }
+        if steps.lane().state() == LaneState::Closed {
+            executor.release_slot_resources(steps.observer_mut());
+        }
+        Ok(any)
+    }
+
+    /// Runs one runner effect on the earliest-free worker, at its own time, and keeps the
+    /// answer until the lane thread's clock reaches its end.
+    fn hand_out<D: Device, R: Runner<D>, O: Observer>(
+        &mut self,
+        effect: Effect,
+        now: Timestamp,
+        executor: &mut lane_driver::Executor<D, R>,
+        observer: &mut O,
+        tracks: &mut dyn HostTracks<D>,
+    ) -> Result<(), DriverError> {
+        let worker = (0..self.free_at.len())
+            .min_by_key(|&w| (self.free_at[w], w))
+            .unwrap_or(0);
+        let start = now.0.max(self.free_at[worker]);
+        let track = u8::try_from(worker).unwrap_or(u8::MAX);
+        tracks.enter(executor.device_mut(), track, start);
+        let bind = if self.bound[worker] {
+            Ok(())
+        } else {
+            executor.device_mut().set_device()
+        };
+        let answered = match bind {
+            Ok(()) => {
+                self.bound[worker] = true;
+                executor.execute(effect, observer)
+            }
+            // A worker that cannot bind fails the call it was given, at the same stage.
+            Err(code) => Ok(unbound(effect, code)),
+        };
+        let message = match &answered {
+            Ok(Some(event)) => executor.device_message(event),
+            _ => None,
+        };
+        let end = tracks.leave(executor.device_mut());
+        let Some(event) = answered? else {
+            return Ok(());
+        };
+        self.free_at[worker] = end;
+        self.handed_out += 1;
+        let answer = Answer {
+            end_ns: end,
+            seq: self.handed_out,
+            event,
+            message,
+        };
+        let at = self
+            .answers
+            .partition_point(|a| (a.end_ns, a.seq) <= (answer.end_ns, answer.seq));
+        self.answers.insert(at, answer);
+        Ok(())
+    }
+}
+
+/// The failure that answers a runner effect whose worker could not bind the device (`None`
+/// for any other effect, which is never handed out).
+const fn unbound(effect: Effect, code: AclCode) -> Option<Event> {
+    match effect {
+        Effect::PrepareRun { run, lease, .. } => Some(Event::PrepareFailed { run, lease, code }),
+        Effect::FinaliseRun { run, lease, .. } => Some(Event::FinaliseFailed {
+            run,
+            lease,
+            failure: FinaliseFailure::Acl(code),
+        }),
+        _ => None,
+    }
+}
