@@ -253,3 +253,86 @@ fn stress_with_workers_answering_in_random_order_loses_no_outcome_and_no_wake_up
     );
     body.join().expect("the stress body");
 }
+
+#[test]
+fn a_poison_with_worker_calls_in_flight_recovers_after_their_answers_and_the_lane_runs_on() {
+    // The third status read fails with a device fault while workers are still preparing
+    // (each call sleeps up to 2 ms): the lane waits for their answers before it drains, the
+    // service keeps feeding them while recovering, and runs after the recovery succeed.
+    let seen = Arc::new(Seen::default());
+    let worker_seen = Arc::clone(&seen);
+    let lane_seen = Arc::clone(&seen);
+    let handle = spawn_with_workers(
+        ServiceConfig::new(profile()),
+        move || {
+            let mut device = Instant0::new();
+            device.fail_read = Some(3);
+            Ok::<_, String>((
+                device,
+                HostRunner {
+                    concurrency: OFF_LANE,
+                    seen: lane_seen,
+                },
+            ))
+        },
+        move |index| {
+            let worker = Sleepy::new(
+                index as u64 + 7,
+                Duration::from_millis(2),
+                Arc::clone(&worker_seen),
+            );
+            Ok::<Box<dyn HostWorker>, String>(Box::new(worker))
+        },
+    )
+    .expect("the lane starts");
+    let start = Instant::now();
+    let mut outcomes = Vec::new();
+    let mut accepted = 0u64;
+    // Keep submitting through the recovery (refused while it recovers) until 20 accepted
+    // runs have their outcomes.
+    while outcomes.len() < 20 {
+        assert!(
+            start.elapsed() < GENEROUS,
+            "{} outcomes: {outcomes:?}",
+            outcomes.len()
+        );
+        if accepted < 20 {
+            match handle.submit(RunRequest::new()) {
+                Ok(_) => accepted += 1,
+                Err(ServiceError::Submit(
+                    SubmitError::Full { .. } | SubmitError::Poisoned { .. },
+                )) => {}
+                Err(other) => panic!("submit: {other}"),
+            }
+        }
+        match handle.poll_outcome() {
+            Some(outcome) => outcomes.push(outcome),
+            None => thread::sleep(Duration::from_micros(100)),
+        }
+    }
+    assert!(
+        handle.lost().is_none(),
+        "the lane is not lost: {:?}",
+        handle.lost()
+    );
+    let seqs: Vec<u64> = outcomes.iter().map(Outcome::seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=20).collect::<Vec<_>>(),
+        "one outcome per run, in order"
+    );
+    let failed = outcomes
+        .iter()
+        .filter(|o| !matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok))
+        .count();
+    assert!(
+        failed >= 1,
+        "the faulted run (and what it took down) failed"
+    );
+    assert!(
+        matches!(outcomes.last(), Some(Outcome::Run(r)) if r.verdict == Verdict::Ok),
+        "runs after the recovery succeed: {:?}",
+        outcomes.last()
+    );
+    assert_eq!(seen.on_lane.load(Ordering::SeqCst), 0);
+}

@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 pub struct Instant0 {
     epoch: Instant,
     next: u64,
+    reads: u64,
+    /// The status read with this number (from 1) fails with 507015 (an AICore exception: a
+    /// poison).
+    pub fail_read: Option<u64>,
 }
 
 impl Instant0 {
@@ -26,6 +30,8 @@ impl Instant0 {
         Self {
             epoch: Instant::now(),
             next: 0,
+            reads: 0,
+            fail_read: None,
         }
     }
 
@@ -79,6 +85,10 @@ impl Device for Instant0 {
         Ok(())
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], _src: DevicePtr) -> Result<(), AclCode> {
+        self.reads += 1;
+        if Some(self.reads) == self.fail_read {
+            return Err(AclCode::from_raw(507_015).expect("a failure code"));
+        }
         // The read is the timing buffer (start 1, end 2) and a clean header (zeros).
         dst.fill(0);
         if let Some(timing) = dst.get_mut(..16) {
