@@ -138,6 +138,8 @@ pub(crate) struct Stream {
     pub(crate) submitted: u64,
     pub(crate) completed: u64,
     pub(crate) running: bool,
+    /// Kernels queued or running on this stream (a launch behind one is a queued launch).
+    pub(crate) kernels_out: u64,
     /// Sticky: once set, nothing more runs on this stream.
     pub(crate) error: Option<AclError>,
 }
@@ -434,6 +436,7 @@ fn worker(id: u64) {
                 continue;
             }
         };
+        let kernel = matches!(task, Task::Kernel(_));
         let (guard, result) = match task {
             Task::Copy(task) => {
                 let result = run_copy(&mut state, &task);
@@ -450,6 +453,9 @@ fn worker(id: u64) {
             return;
         };
         stream.running = false;
+        if kernel {
+            stream.kernels_out = stream.kernels_out.saturating_sub(1);
+        }
         match result {
             Ok(()) => stream.completed += 1,
             Err(code) => stream.error = Some(code),

@@ -179,6 +179,7 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
             submitted: 0,
             completed: 0,
             running: false,
+            kernels_out: 0,
             error: None,
         },
     );

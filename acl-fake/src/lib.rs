@@ -109,6 +109,9 @@ pub struct FakeCounters {
     pub stream_waits: u64,
     /// Kernels queued by `runlanefake_launch`.
     pub launches: u64,
+    /// AICPU kernels queued onto a stream whose previous kernel had not finished: runs
+    /// launched while their predecessor was still on the device (a queued launch).
+    pub queued_launches: u64,
     /// `aclrtResetDeviceForce` successes.
     pub force_resets: u64,
     /// Streams alive now.
@@ -139,6 +142,7 @@ impl FakeCounters {
         async_copies: 0,
         stream_waits: 0,
         launches: 0,
+        queued_launches: 0,
         force_resets: 0,
         live_streams: 0,
         live_events: 0,
@@ -387,8 +391,13 @@ mod control {
         let Some(s) = state.streams.get_mut(&(stream as u64)) else {
             return ACL_ERROR_RT_INVALID_HANDLE;
         };
+        let queued = engine == ENGINE_AICPU && s.kernels_out > 0;
+        s.kernels_out += 1;
         s.queue.push_back(Task::Kernel(kernel));
         s.submitted += 1;
+        if queued {
+            state.counters.queued_launches += 1;
+        }
         DEVICE.notify();
         ACL_SUCCESS
     }

@@ -355,7 +355,9 @@ pub const LIFTED_WORKERS: usize = 2;
 /// real threads, queued at depth two on a2a3 with three slots and two prepares at once,
 /// both copies on the streams (`CopyPath::OnStream`), and the runner's prepare and finalise
 /// on [`LIFTED_WORKERS`] host workers ([`FakeRunner::host_worker`]). The lane thread's
-/// blocked time and the queued launches are not observed through the service (`None`).
+/// blocked time is not observed through the service (`None`); the queued launches are the
+/// fake's own count (`FakeCounters::queued_launches`: AICPU kernels launched while their
+/// stream's previous kernel had not finished), since the service reports no lane steps.
 ///
 /// # Errors
 ///
@@ -374,6 +376,11 @@ pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Conforman
         device_ns,
         jitter_ppm: 0,
     };
+    let queued_before = session
+        .control()
+        .counters()
+        .map_err(ConformanceError::control)?
+        .queued_launches;
     let runner =
         FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times).with_workers(2);
     let worker = runner.host_worker();
@@ -391,6 +398,12 @@ pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Conforman
     let outcomes = submit_all(&lane, runs)?;
     let wall = start.elapsed();
     drop(lane);
+    let queued = session
+        .control()
+        .counters()
+        .map_err(ConformanceError::control)?
+        .queued_launches
+        .saturating_sub(queued_before);
     Ok(figures(
         Shape {
             depth: 2,
@@ -399,7 +412,7 @@ pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Conforman
             skip,
         },
         &outcomes,
-        None,
+        Some(queued),
         wall,
         None,
     ))
@@ -455,7 +468,7 @@ pub fn markdown(config: &BenchConfig, arms: &[Arms], machine: &str) -> String {
     out += "- **busy/run**: the mean span of a run's kernels on the device (start to end, its timing buffer); above the device time asked for when the machine is loaded (a worker thread wakes late).\n";
     out += "- **gap**: from each run's own timing buffer, the device's idle time between one run's end and the next run's start (the fake's device clock).\n";
     out += "- **host/run**: the lane thread's own time per run: the workload's wall time minus the time blocked in `aclrtSynchronizeEventWithTimeout` (and the drain and healthy stream teardown), over the runs. It includes the fake's call costs (a mutex and a condition variable per call), not a real driver's. Not measured for the third arm (its lane thread also sleeps waiting for the workers' answers): -.\n";
-    out += "- **queued**: launches made before the predecessor's completion was known (an ordering of lane steps; the service does not report lane steps: -).\n\n";
+    out += "- **queued launches**: launches made before the predecessor's completion was known (an ordering of lane steps). The service reports no lane steps, so for the third arm the fake counts them on the device: AICPU kernels launched while their stream's previous kernel had not finished.\n\n";
     out += "| device time | arm | runs/s | busy/run (us) | mean gap (us) | median gap (us) | p99 gap (us) | host/run (us) | queued launches |\n";
     out += "|---:|:---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (name, arm) in arms.iter().flat_map(Arms::all) {

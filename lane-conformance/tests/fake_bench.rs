@@ -41,5 +41,19 @@ fn the_lifted_arm_runs_every_run_with_its_timing_through_the_service_s_workers()
          the pinned buffers: {lifted:?}"
     );
     assert!(lifted.busy_ns.iter().all(|b| *b > 0), "{lifted:?}");
-    assert_eq!(lifted.queued_launches, None);
+}
+
+/// The lifted lane still queues: with prepare and finalise on host workers and their answers
+/// coming back through the service's mailbox, every successor is launched before its
+/// predecessor's kernels finished (the fake counts it on the device). The runs are 50 ms
+/// long, so a launch late by even tens of milliseconds on a loaded machine still counts.
+#[test]
+fn the_lifted_arm_launches_every_successor_while_its_predecessor_is_on_the_device() {
+    let lifted = bench::lifted_arm(50_000_000, RUNS, 1).unwrap();
+    assert_eq!(lifted.ok, RUNS, "every run succeeds: {lifted:?}");
+    assert_eq!(
+        lifted.queued_launches,
+        Some(u64::from(RUNS - 1)),
+        "each run after the first is launched while its predecessor runs: {lifted:?}"
+    );
 }
