@@ -701,6 +701,19 @@ impl SimDevice {
         let start = self.task_start(stream, 0);
         let end = start.map(|s| s.saturating_add(self.costs.get(Cost::CopyTask)));
         self.enqueue(stream, start, end);
+        let enqueued_ns = self.host_ns;
+        let what = match direction {
+            CopyDirection::ToDevice { .. } => "arm h2d",
+            CopyDirection::ToHost { .. } => "readback d2h",
+        };
+        self.journal.push_for_effect(|run| Record::CopyTask {
+            stream: stream.0,
+            what,
+            len,
+            run: run.map(|r| r.0),
+            enqueued_ns,
+            span: start.zip(end),
+        });
         // A copy behind a task that never ends never runs.
         if let (Some(start), Some(at)) = (start, end) {
             self.write_seq += 1;

@@ -1084,16 +1084,20 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
             (*x, (d + r).max(h) / (d + g3).max(l).max(w).max(s))
         })
         .collect();
-    let y_top = measured
+    // Arm 3 can fall below depth one (under lane-service's answers-first wait): the axis
+    // spans every series and 1x.
+    let (y_floor, y_top) = measured
         .iter()
         .chain(&jittered)
         .chain(&curve)
         .chain(&curve3)
         .chain(&offloaded)
-        .map(|(_, y)| *y)
-        .fold(1.0_f64, f64::max);
+        .fold((1.0_f64, 1.0_f64), |(lo, hi), (_, y)| {
+            (lo.min(*y), hi.max(*y))
+        });
     let y_max = (y_top * 10.0).ceil() / 10.0 + 0.05;
-    let (y_min, plot_w, plot_h) = (1.0 - 0.05, WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let y_low = (y_floor * 10.0).floor() / 10.0;
+    let (y_min, plot_w, plot_h) = (y_low - 0.05, WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let px = |x: f64| LEFT + (x / x_min).ln() / (x_max / x_min).ln() * plot_w;
     let py = |y: f64| TOP + (y_max - y) / (y_max - y_min) * plot_h;
     let path = |pts: &[(f64, f64)]| {
@@ -1136,7 +1140,7 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
             TOP + plot_h + 18.0
         );
     }
-    let mut y = 1.0;
+    let mut y = y_low;
     while y <= y_max + 1e-9 {
         let _ = writeln!(
             svg,
@@ -1317,6 +1321,8 @@ Timer precision: 20 ns
             "arm 3's three points and the legend"
         );
         assert!(svg.contains("max(D+g3, L, W, S)"), "arm 3's model curve");
+        // Arm 3 at 0.95x depth one: the y axis reaches below 1x to show it.
+        assert!(svg.contains(">0.9×<"), "y tick below 1x");
         for tick in [">20<", ">100<", ">1000<", ">5000<"] {
             assert!(svg.contains(tick), "x tick {tick}");
         }
