@@ -202,14 +202,14 @@ fn a_passed_completion_event_proves_the_readback_holds_the_runs_header() {
 /// `copy_task` between the kernels, and the text trace names them on the stream.
 #[test]
 fn copy_tasks_show_on_the_stream_tracks_of_the_trace() {
-    let report = run(
-        &SimConfig {
+    let traced = |copies| {
+        let config = SimConfig {
             trace: true,
-            ..config(CopyPath::OnStream, &[])
-        },
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+            ..config(copies, &[])
+        };
+        run(&config, &mut |_, _| {}).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let report = traced(CopyPath::OnStream);
     let doc: serde_json::Value = serde_json::from_str(&backend_sim::trace::chrome_json(&[(
         "copies",
         &report.trace,
@@ -243,13 +243,5 @@ fn copy_tasks_show_on_the_stream_tracks_of_the_trace() {
         "{text}"
     );
     // The synchronous path has no copy tasks.
-    let sync = run(
-        &SimConfig {
-            trace: true,
-            ..config(CopyPath::Sync, &[])
-        },
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!sync.text_trace().contains("copy arm"));
+    assert!(!traced(CopyPath::Sync).text_trace().contains("copy arm"));
 }
