@@ -356,6 +356,18 @@ impl SimDevice {
         core::mem::replace(&mut self.host_ns, at_ns)
     }
 
+    /// A host thread that slept on a condition variable (not in a device call) wakes: the
+    /// wake-up latency (`host_wakeup`) is host time on the thread whose clock the device
+    /// is on (the lane thread, or a virtual host worker's, [`crate::workers`]), billed to
+    /// `run` and recorded as a `wake_up` call saying `why`.
+    pub fn host_wakeup(&mut self, run: Option<RunId>, why: &'static str) {
+        let start = self.host_ns;
+        self.spend_ns(self.costs.get(Cost::HostWakeup), run);
+        let end = self.host_ns;
+        self.journal
+            .push(|| call_record("wake_up", start..end, run, why.to_owned(), None));
+    }
+
     /// `aclrtStreamQuery`: whether every task on the stream has finished, or the stream's
     /// sticky error (unlike an event wait, a stream query returns it).
     pub fn query_stream(&mut self, stream: StreamHandle) -> Result<bool, AclCode> {
@@ -689,6 +701,19 @@ impl SimDevice {
         let start = self.task_start(stream, 0);
         let end = start.map(|s| s.saturating_add(self.costs.get(Cost::CopyTask)));
         self.enqueue(stream, start, end);
+        let enqueued_ns = self.host_ns;
+        let what = match direction {
+            CopyDirection::ToDevice { .. } => "arm h2d",
+            CopyDirection::ToHost { .. } => "readback d2h",
+        };
+        self.journal.push_for_effect(|run| Record::CopyTask {
+            stream: stream.0,
+            what,
+            len,
+            run: run.map(|r| r.0),
+            enqueued_ns,
+            span: start.zip(end),
+        });
         // A copy behind a task that never ends never runs.
         if let (Some(start), Some(at)) = (start, end) {
             self.write_seq += 1;

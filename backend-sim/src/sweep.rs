@@ -5,7 +5,7 @@
 //! seed and costs: (1) at launch depth one (the host-synchronised lane, "before"), (2) queued
 //! at depth two as today (every host step on the lane thread), and (3) queued with the copies
 //! on the streams and the runner's prepare and finalise on virtual host workers
-//! ([`Offload`]: by default four slots, depth two, a prepare window of two, two workers). Figures are taken in steady state: the first runs of each arm pay the
+//! ([`Offload`]: by default three slots, depth two, a prepare window of two, two workers). Figures are taken in steady state: the first runs of each arm pay the
 //! one-time costs (stream creation, the first AICore launch's binary load, slot buffers),
 //! so they are skipped (see [`SweepConfig::warmup_runs`]).
 //!
@@ -14,9 +14,11 @@
 //! - depth-one period `T1 = D + R`, and never below `H` (see [`Model::depth_one_period_ns`]);
 //! - queued period `T2 = max(D + g, H)`;
 //! - speedup `T1 / T2`;
-//! - offloaded period `T3 = max(D + g3, L, W)`: the device, the lane thread's host time per
-//!   run `L`, and the workers' host time per run over how many run in parallel `W`
-//!   (see [`Model::offloaded_period_ns`]).
+//! - offloaded period `T3 = max(D + g3, L, W, S)`: the device with the copies' stream
+//!   tasks, the lane thread's host time per run `L`, the workers' host time per run over how
+//!   many run in parallel `W`, and `S`, the lane thread's cycle under lane-service's
+//!   answers-first wait, which puts prepare and finalise back in series with it (see
+//!   [`Model::offloaded_period_ns`]).
 //!
 //! `D`, `R`, `g` and `H` are derived from the simulator's cost table by [`Model::from_costs`];
 //! its doc comment states each sum and why.
@@ -53,12 +55,20 @@ pub struct Model {
     /// between queued runs).
     pub g3_ns: u64,
     /// `L`, the offloaded arm's host time per run on the lane thread (no prepare, no
-    /// finalise; the copies enqueued instead of made).
+    /// finalise; the copies enqueued instead of made; the wake-ups for the workers' answers).
     pub l_ns: u64,
     /// `P`, the runner's prepare (on a worker in the offloaded arm).
     pub prepare_ns: u64,
     /// `F`, the runner's finalise (on a worker in the offloaded arm).
     pub finalise_ns: u64,
+    /// A sleeping thread's wake-up (`host_wakeup`): a worker woken for a job, the lane
+    /// thread woken by an answer.
+    pub wakeup_ns: u64,
+    /// `W`, the workers' term ([`Model::workers_period_ns`], for this shape).
+    pub w_ns: u64,
+    /// `S`, the lane thread's cycle under lane-service's answers-first wait
+    /// ([`Model::from_costs`]).
+    pub s_ns: u64,
     /// Host workers of the offloaded arm.
     pub workers: u8,
     /// Prepare window of the offloaded arm (prepares at once).
@@ -67,10 +77,11 @@ pub struct Model {
 
 impl Model {
     /// Derives the model from the simulator's costs, following exactly what the driver does
-    /// per run (lane-driver, `Driver::launch` and `Driver::read_status`: one arm copy
-    /// before a launch, one status read after completion) and how the simulated device
-    /// schedules tasks (`SimDevice`: a task starts after its predecessor plus a task switch,
-    /// and a launched kernel after the start latency).
+    /// per run (lane-driver, `Executor::launch` and `Executor::read_status`) and how the
+    /// simulated device schedules tasks (`SimDevice`: a task starts after its predecessor
+    /// plus a task switch, and a launched kernel after the start latency).
+    ///
+    /// Arms 1 and 2 (synchronous copies, everything on the lane thread):
     ///
     /// - `D = workload device time + RunPreamble`: §5 counts the per-run preamble (A8) as
     ///   device time.
@@ -88,27 +99,57 @@ impl Model {
     ///   launches, two event records, the wait bookkeeping, the status D2H, finalise). When
     ///   the host is the bottleneck both completion events have passed by the time it waits,
     ///   so each wait costs a query, not a wake-up.
-    /// - `g3 = g` while the copies are synchronous (the offloaded arm's copies then stay on
-    ///   the lane thread).
-    /// - `L = WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·EventQuery + ReadD2h`: `H` less
-    ///   `Prepare` and `Finalise`, which the workers run.
-    /// - `P = Prepare`, `F = Finalise`; the workers' term of the period is
-    ///   [`Model::workers_period_ns`].
+    ///
+    /// Arm 3 (copies on the streams, prepare and finalise on host workers,
+    /// [`Offload`]):
+    ///
+    /// - `g3 = 4·TaskSwitch + 2·EventTask + CopyTask`: on the AICore stream, after run N's
+    ///   kernel ends, N's completion event, N+1's arm copy, N+1's "armed" record and N+1's
+    ///   kernel each start behind a task switch (`TaskSwitch + EventTask`, `TaskSwitch +
+    ///   CopyTask`, `TaskSwitch + EventTask`, `TaskSwitch`). The AICPU stream runs N's
+    ///   readback copy and completion event (`2·TaskSwitch + CopyTask + EventTask`) and
+    ///   then waits for "armed" (`stream_wait_event`: no task of its own, its later tasks
+    ///   start after the capture), so N+1's AICPU kernel starts with its AICore kernel and
+    ///   the AICore path is the gap.
+    /// - `L = 2·CopyEnqueue + 3·EventRecord + StreamWait + 2·KernelLaunch + 2·EventQuery +
+    ///   2·HostWakeup`: the lane thread's calls per run: the arm and readback enqueues, the
+    ///   "armed" and two completion records, the AICPU stream's wait, the two launches, the
+    ///   completion wait (two queries: the events have passed when it looks), and a wake-up
+    ///   for each of the run's two answers (its prepare and its finalise). The status read
+    ///   reads pinned memory (`read_host`) and the hand-offs push into a preallocated queue:
+    ///   neither costs modelled host time.
+    /// - `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers,
+    ///   window))` ([`Model::workers_period_ns`]): each run costs a prepare and a finalise
+    ///   on some worker, each after the worker wakes for its job.
+    /// - `S = 2·CopyEnqueue + 3·EventRecord + StreamWait + 2·KernelLaunch + 2·EventQuery +
+    ///   Finalise + Prepare + 4·HostWakeup`: lane-service's lane thread, with a run awaited
+    ///   and any answer out, sleeps for the answer before it looks at the run (`await_answer`).
+    ///   With every slot held (the workload keeps the lane full), a completed run's slot
+    ///   goes back only through its finalise, and the next run's prepare starts in it only
+    ///   after that answer, so per run the lane thread launches, hands the finalise out (a
+    ///   worker wakes), sleeps through it (and wakes), hands the prepare out (a worker
+    ///   wakes), sleeps through it (and wakes), and only then finds the awaited run complete
+    ///   (two queries). `S` is that cycle: the policy puts `P` and `F` back in series with
+    ///   the lane thread.
     ///
     /// The offloaded arm's shape (workers, prepare window) is [`Offload::default`]; see
     /// [`Model::with_offload`] for another.
     pub fn from_costs(costs: &Costs) -> Self {
         let c = |cost| costs.get(cost);
         let offload = Offload::default();
-        Self {
-            g3_ns: 2 * c(Cost::TaskSwitch) + c(Cost::EventTask),
-            l_ns: c(Cost::WriteH2d)
-                + 2 * c(Cost::KernelLaunch)
-                + 2 * c(Cost::EventRecord)
-                + 2 * c(Cost::EventQuery)
-                + c(Cost::ReadD2h),
+        let launch = 2 * c(Cost::CopyEnqueue)
+            + 3 * c(Cost::EventRecord)
+            + c(Cost::StreamWait)
+            + 2 * c(Cost::KernelLaunch)
+            + 2 * c(Cost::EventQuery);
+        let model = Self {
+            g3_ns: 4 * c(Cost::TaskSwitch) + 2 * c(Cost::EventTask) + c(Cost::CopyTask),
+            l_ns: launch + 2 * c(Cost::HostWakeup),
+            s_ns: launch + c(Cost::Finalise) + c(Cost::Prepare) + 4 * c(Cost::HostWakeup),
             prepare_ns: c(Cost::Prepare),
             finalise_ns: c(Cost::Finalise),
+            wakeup_ns: c(Cost::HostWakeup),
+            w_ns: 0,
             workers: offload.workers,
             prepare_window: offload.prepare_window,
             preamble_ns: c(Cost::RunPreamble),
@@ -128,7 +169,8 @@ impl Model {
                 + 2 * c(Cost::EventQuery)
                 + c(Cost::ReadD2h)
                 + c(Cost::Finalise),
-        }
+        };
+        model.with_offload(&offload)
     }
 
     /// `D` for a workload device time: the run's device wall, preamble included.
@@ -153,27 +195,41 @@ impl Model {
     pub const fn with_offload(mut self, offload: &Offload) -> Self {
         self.workers = offload.workers;
         self.prepare_window = offload.prepare_window;
+        self.w_ns = self.workers_period_ns();
         self
     }
 
     /// `W`, the workers' host time per run over how many run in parallel: each run costs
-    /// `P + F` of worker time, spread over all `workers`; and at most `min(workers, prepare
-    /// window)` prepares run at once, so `P` alone is spread over only that many:
-    /// `W = max((P + F) / workers, P / min(workers, window))`, rounded up.
-    pub fn workers_period_ns(&self) -> u64 {
-        let workers = u64::from(self.workers.max(1));
-        let at_once = workers.min(u64::from(self.prepare_window.max(1)));
-        (self.prepare_ns + self.finalise_ns)
-            .div_ceil(workers)
-            .max(self.prepare_ns.div_ceil(at_once))
+    /// `P + F` of worker time plus a wake-up per job, spread over all `workers`; and at most
+    /// `min(workers, prepare window)` prepares run at once, so `P` (and its wake-up) alone
+    /// is spread over only that many:
+    /// `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers, window))`,
+    /// rounded up.
+    pub const fn workers_period_ns(&self) -> u64 {
+        let workers = if self.workers == 0 {
+            1
+        } else {
+            self.workers as u64
+        };
+        let window = if self.prepare_window == 0 {
+            1
+        } else {
+            self.prepare_window as u64
+        };
+        let at_once = if window < workers { window } else { workers };
+        let all = (self.prepare_ns + self.finalise_ns + 2 * self.wakeup_ns).div_ceil(workers);
+        let prepares = (self.prepare_ns + self.wakeup_ns).div_ceil(at_once);
+        if all > prepares { all } else { prepares }
     }
 
-    /// Offloaded period: `T3 = max(D + g3, L, W)`, the slowest of the device, the lane
-    /// thread and the workers.
+    /// Offloaded period: `T3 = max(D + g3, L, W, S)`, the slowest of the device, the lane
+    /// thread's calls, the workers and the lane thread's cycle under lane-service's
+    /// answers-first wait (which, being at least `L`, bounds it wherever the host does).
     pub fn offloaded_period_ns(&self, workload_device_ns: u64) -> u64 {
         (self.device_ns(workload_device_ns) + self.g3_ns)
             .max(self.l_ns)
-            .max(self.workers_period_ns())
+            .max(self.w_ns)
+            .max(self.s_ns)
     }
 
     /// The queued period when each run's device time is drawn uniformly from
@@ -211,12 +267,13 @@ pub struct Offload {
 }
 
 impl Default for Offload {
-    /// Four slots, a prepare window of two, two workers: two prepares at once keep two
-    /// workers busy, and four slots hold two runs on the device (depth two) beside two
-    /// being prepared.
+    /// Three slots, a prepare window of two, two workers: the fake-bench's third arm
+    /// (lane-conformance), so the simulator and the real threads measure one shape. Under
+    /// lane-service's answers-first wait a fourth slot buys nothing (the lane thread, not
+    /// the slots, is the bound: `S`), so the lane holds no more than it uses.
     fn default() -> Self {
         Self {
-            slots: 4,
+            slots: 3,
             prepare_window: 2,
             workers: 2,
         }
@@ -351,7 +408,8 @@ pub struct Point {
     pub offloaded_ratio: f64,
     /// Offloaded over queued runs/s.
     pub offloaded_over_queued: f64,
-    /// What bounds the offloaded arm in the model: `device`, `lane thread` or `workers`.
+    /// What bounds the offloaded arm in the model: `device`, `answers-first wait`, `lane
+    /// thread` or `workers`.
     pub offloaded_bound: &'static str,
 }
 
@@ -439,9 +497,11 @@ pub fn sweep(
         let t3 = model.offloaded_period_ns(workload_device_ns);
         let per_s = |period_ns: u64| 1e9 / period_ns as f64;
         let device = model.device_ns(workload_device_ns) + model.g3_ns;
-        let offloaded_bound = if device >= model.l_ns.max(model.workers_period_ns()) {
+        let offloaded_bound = if device >= model.l_ns.max(model.w_ns).max(model.s_ns) {
             "device"
-        } else if model.l_ns >= model.workers_period_ns() {
+        } else if model.s_ns >= model.l_ns.max(model.w_ns) {
+            "answers-first wait"
+        } else if model.l_ns >= model.w_ns {
             "lane thread"
         } else {
             "workers"
@@ -555,18 +615,18 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "  offloaded: g3 = {:.1} us, L = {:.1} us on the lane thread, W = {:.1} us ((P + F = {:.1} us) / {} workers, P = {:.1} us / {} at once)",
+            "  offloaded: g3 = {:.1} us, L = {:.1} us on the lane thread, W = {:.1} us (P + F = {:.1} us and a wake-up per job over {} workers, P over {} at once), S = {:.1} us (answers-first wait)",
             us(m.g3_ns as f64),
             us(m.l_ns as f64),
-            us(m.workers_period_ns() as f64),
+            us(m.w_ns as f64),
             us((m.prepare_ns + m.finalise_ns) as f64),
             m.workers,
-            us(m.prepare_ns as f64),
-            m.workers.min(m.prepare_window)
+            m.workers.min(m.prepare_window),
+            us(m.s_ns as f64),
         );
         let _ = writeln!(
             out,
-            "  T1 = max(D + R, H), T2 = max(D + g, H), T3 = max(D + g3, L, W); {} runs per arm, first {} skipped, jitter {}%, seed {}",
+            "  T1 = max(D + R, H), T2 = max(D + g, H), T3 = max(D + g3, L, W, S); {} runs per arm, first {} skipped, jitter {}%, seed {}",
             self.runs, self.warmup_runs, self.jitter_pct, self.seed
         );
         out.push('\n');
@@ -619,11 +679,9 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "note: arm 3 uses {} slots because a run holds its slot from prepare to finalise: two on the device (depth two) \
-             and {} being prepared at once need {} slots, or the workers wait for a slot instead of preparing",
-            o.slots,
-            o.prepare_window,
-            2 + u16::from(o.prepare_window)
+            "note: arm 3 waits as lane-service's lane thread does (answers first): with a run awaited and a worker's \
+             answer out it sleeps for the answer before it looks at the run, so per run it sleeps through a finalise \
+             and then the prepare that reuses the slot (S); where S > D + g3 that, not the device, sets arm 3's period"
         );
         out
     }

@@ -159,6 +159,23 @@ pub enum Record {
         /// When the stream passes it (`None`: never).
         complete_ns: Option<u64>,
     },
+    /// An async copy task on a stream (copies on the streams: the arm before a run's
+    /// kernels, the readback after them).
+    CopyTask {
+        /// The stream.
+        stream: u64,
+        /// What it copies: `arm h2d` or `readback d2h`.
+        what: &'static str,
+        /// Bytes.
+        len: usize,
+        /// The run whose launch enqueued it.
+        run: Option<u64>,
+        /// When the host enqueued it.
+        enqueued_ns: u64,
+        /// When it starts and ends on the stream (`None`: never, behind a task that never
+        /// ends).
+        span: Option<(u64, u64)>,
+    },
     /// Something the simulator did or found (a reset, a failure).
     Note {
         /// When.
@@ -313,6 +330,9 @@ impl Trace {
                     complete_ns,
                     ..
                 } => complete_ns.unwrap_or(*recorded_ns),
+                Record::CopyTask {
+                    enqueued_ns, span, ..
+                } => span.map_or(*enqueued_ns, |(_, end)| end),
             })
             .max()
             .unwrap_or(0)
@@ -372,6 +392,28 @@ impl Trace {
                     if let Some(killed) = k.killed_ns {
                         lines.push((killed, stream(k.stream), format!("{who} killed by reset")));
                     }
+                }
+                Record::CopyTask {
+                    stream: s,
+                    what,
+                    len,
+                    run,
+                    enqueued_ns,
+                    span,
+                } => {
+                    let of = run.map(|r| format!(" (run {r})")).unwrap_or_default();
+                    lines.push(match span {
+                        Some((start, end)) => (
+                            *start,
+                            stream(*s),
+                            format!("copy {what} {len} B{of} runs until {} us", fmt_us(*end)),
+                        ),
+                        None => (
+                            *enqueued_ns,
+                            stream(*s),
+                            format!("copy {what} {len} B{of} enqueued; never starts"),
+                        ),
+                    });
                 }
                 Record::EventTask {
                     stream: s,
@@ -455,6 +497,26 @@ impl Trace {
                         "ph": "X", "pid": device, "tid": k.stream,
                         "ts": us(start), "dur": us(end - start),
                         "args": {"run": k.run, "enqueued_us": us(k.enqueued_ns), "ending": k.ending.describe()},
+                    }));
+                }
+                Record::CopyTask {
+                    stream,
+                    what,
+                    len,
+                    run,
+                    enqueued_ns,
+                    span,
+                } => {
+                    streams.push(*stream);
+                    let (start, end, never) = span
+                        .map_or((*enqueued_ns, end_of_trace, " (never starts)"), |(s, e)| {
+                            (s, e, "")
+                        });
+                    out.push(json!({
+                        "name": format!("{what} copy{never}"),
+                        "ph": "X", "pid": device, "tid": stream,
+                        "ts": us(start), "dur": us(end.max(start) - start),
+                        "args": {"run": run, "bytes": len, "enqueued_us": us(*enqueued_ns)},
                     }));
                 }
                 Record::EventTask {

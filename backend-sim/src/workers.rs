@@ -4,21 +4,36 @@
 //! lane-service runs a runner's `PrepareRun` and `FinaliseRun` on host worker threads when the
 //! runner's [`Concurrency`] allows, so the lane thread only launches, records, waits and reads
 //! status. The simulator models that deterministically: each worker is a track with its own
-//! clock, and [`WorkerLoop`] is the lane thread's loop over the lane's steps and the executor
-//! ([`Driver::parts_mut`]):
+//! clock, and [`WorkerLoop`] is the lane thread's loop (lane-service's `LaneThread::run` and
+//! `decide`) over the lane's steps and the executor ([`Driver::parts_mut`]):
 //!
-//! - a `PrepareRun` or `FinaliseRun` effect goes to the earliest-free worker; the executor runs
-//!   it at `max(lane clock, worker free)` on that worker's clock ([`HostTracks::enter`]), so
-//!   its host costs are charged to the worker's track, not the lane thread's, and its trace
-//!   records are the worker's. A worker's first call (and its first after a force reset,
-//!   which unbinds every thread) is `set_device`: the worker binds the device first;
+//! - a `PrepareRun` or `FinaliseRun` effect goes to the earliest-free worker (lane-service's
+//!   job queue is FIFO and a free worker takes the next job, which is the same assignment).
+//!   A worker that was asleep (free before the hand-off) first wakes up (`host_wakeup` on its
+//!   own track); a busy one takes the job when its last call returns. The executor runs the
+//!   call on that worker's clock ([`HostTracks::enter`]), so its host costs are charged to the
+//!   worker's track, not the lane thread's, and its trace records are the worker's. A
+//!   worker's first call (and its first after a force reset, which unbinds every thread) is
+//!   `set_device`: the worker binds the device first;
 //! - the answers (`Prepared`, `Finalised`, and the failures, exactly as the executor made
-//!   them on the lane thread) are fed back in end-time order once the lane thread's clock has
-//!   reached them: before every lane step; and when the lane thread has nothing else to do
-//!   it idles until the next answer;
-//! - a completion wait is not interrupted by an answer: lane-service waits in slices of
-//!   milliseconds, far longer than a run here, so an answer that lands during a wait is seen
-//!   when the wait returns, and this loop does the same.
+//!   them on the lane thread) are fed back in end-time order, at the lane thread's next lane
+//!   step once its clock has reached them (lane-service's `decide` feeds every answer given
+//!   before it executes anything);
+//! - with nothing to execute and a run awaited while answers are out, the lane thread sleeps
+//!   until the next answer, at most one wait slice ([`WAIT_SLICE_NS`], lane-service's
+//!   `DEFAULT_WAIT_SLICE`) and never past the run's deadline. Woken by an answer it pays a
+//!   `host_wakeup`, feeds the answers and executes what they enable (a launch) before it
+//!   looks at the awaited run again; not woken within the slice it pays a `host_wakeup` (the
+//!   timed wait ends) and makes one sliced completion wait;
+//! - with no answer out it makes the sliced completion wait at once; that wait is a device
+//!   call (`synchronize_event`) and an answer landing during it is seen only when it returns;
+//! - with nothing awaited and answers out it sleeps until the next answer (a `host_wakeup`).
+//!
+//! Commands come from the workload between turns, at the lane thread's clock, as a client
+//! thread's command wakes lane-service's lane thread. The hand-off of a job and the giving
+//! of an answer cost no modelled host time: each is a push into a queue allocated once,
+//! under the lock the lane step holds, and the wake-up it causes is charged to the thread
+//! that wakes.
 //!
 //! Device-side state the calls change (the faults drawn, the run's slot buffers released at
 //! finalise) changes in the order the calls were handed out, which is the lane's order.
@@ -31,6 +46,7 @@ use lane_core::{
 };
 use lane_driver::{
     Concurrency, Device, Driver, DriverError, Observer, PrepareError, RunArgs, Runner, Turn, Wait,
+    is_host_work,
 };
 
 use crate::device::{SimDevice, SimRunner};
@@ -48,6 +64,10 @@ pub trait HostTracks<D> {
     fn leave(&mut self, device: &mut D) -> u64;
     /// The lane thread has nothing to do until `at_ns`: its clock moves there.
     fn idle_until(&mut self, device: &mut D, at_ns: u64);
+    /// The thread whose clock the device is on (the lane thread, or the worker between
+    /// [`HostTracks::enter`] and [`HostTracks::leave`]) wakes from a sleep: its wake-up
+    /// latency, billed to `run`, saying `why`.
+    fn wake_up(&mut self, device: &mut D, run: Option<RunId>, why: &'static str);
 }
 
 /// The simulator's worker tracks on a [`SimDevice`]: the device's one host clock is moved to
@@ -87,6 +107,10 @@ impl HostTracks<SimDevice> for SimTracks {
     fn idle_until(&mut self, device: &mut SimDevice, at_ns: u64) {
         let now = device.host_ns();
         device.set_host_clock(now.max(at_ns));
+    }
+
+    fn wake_up(&mut self, device: &mut SimDevice, run: Option<RunId>, why: &'static str) {
+        device.host_wakeup(run, why);
     }
 }
 
@@ -163,12 +187,19 @@ impl Runner<SimDevice> for OffLaneRunner {
     }
 }
 
+/// lane-service's default wait slice (`lane_service::DEFAULT_WAIT_SLICE`, 5 ms) in
+/// nanoseconds: the longest the lane thread sleeps for an answer, and the longest single
+/// completion wait, before it looks again.
+pub const WAIT_SLICE_NS: u64 = 5_000_000;
+
 /// A worker's answer, fed to the lane once the lane thread's clock reaches `end_ns`.
 #[derive(Clone, Debug)]
 struct Answer {
     end_ns: u64,
     /// Hand-out order: answers ending together are fed in it.
     seq: u64,
+    /// The run the job was for (a wake-up it causes is billed to it).
+    run: Option<RunId>,
     event: Event,
     /// The device's text about the failed call, read on the worker right after it.
     message: Option<String>,
@@ -185,6 +216,8 @@ pub struct WorkerLoop {
     /// Answers not yet fed, in `(end_ns, seq)` order.
     answers: Vec<Answer>,
     handed_out: u64,
+    /// The wait slice, in ns.
+    slice_ns: u64,
 }
 
 impl WorkerLoop {
@@ -196,6 +229,7 @@ impl WorkerLoop {
             bound: vec![false; usize::from(workers)],
             answers: Vec::new(),
             handed_out: 0,
+            slice_ns: WAIT_SLICE_NS,
         })
     }
 
@@ -245,8 +279,10 @@ impl WorkerLoop {
         Ok(report)
     }
 
-    /// As [`Driver::turn`]: every effect the lane has (runner work to the workers), else the
-    /// awaited run's completion wait, else an idle wait for the next worker answer.
+    /// As [`Driver::turn`], as lane-service's lane thread decides: every effect the lane
+    /// has (runner work to the workers); else, with a run awaited, a sleep for an answer
+    /// (while answers are out) or one sliced completion wait; else a sleep until the next
+    /// answer.
     pub fn turn<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
@@ -257,25 +293,68 @@ impl WorkerLoop {
         }
         let (steps, executor) = driver.parts_mut();
         if executor.is_awaiting() {
-            match executor.wait(steps.deadline(), None)? {
+            let deadline = steps.deadline();
+            if self.await_answer(executor, tracks, deadline) {
+                self.execute_effects(driver, tracks)?;
+                return Ok(Turn::Progress);
+            }
+            let (steps, executor) = driver.parts_mut();
+            let slice_ms = i32::try_from(self.slice_ns / 1_000_000)
+                .unwrap_or(i32::MAX)
+                .max(1);
+            match executor.wait(deadline, Some(slice_ms))? {
                 Wait::Answered(event) => {
                     let message = executor.device_message(&event);
                     let now = executor.now();
                     steps.feed(now, event, message)?;
                 }
                 Wait::Expired(now) => steps.expire(now)?,
-                // Unsliced waits always answer.
+                // A slice ended with the run still running: look again.
                 Wait::Pending => {}
             }
             self.execute_effects(driver, tracks)?;
             return Ok(Turn::Progress);
         }
-        if let Some(next) = self.answers.first().map(|a| a.end_ns) {
-            tracks.idle_until(executor.device_mut(), next);
+        if let Some((next, run)) = self.answers.first().map(|a| (a.end_ns, a.run)) {
+            let device = executor.device_mut();
+            tracks.idle_until(device, next);
+            tracks.wake_up(device, run, "a worker's answer");
             self.execute_effects(driver, tracks)?;
             return Ok(Turn::Progress);
         }
         steps.settled()
+    }
+
+    /// lane-service's `await_answer`: with answers out and a run awaited, the lane thread
+    /// sleeps until the next answer, at most one slice and never past the run's deadline;
+    /// either way it wakes (a `host_wakeup`). Returns whether an answer woke it (the caller
+    /// then feeds it and executes what it enables); else the caller waits on the run.
+    fn await_answer<D: Device, R: Runner<D>>(
+        &self,
+        executor: &mut lane_driver::Executor<D, R>,
+        tracks: &mut dyn HostTracks<D>,
+        deadline: Option<Timestamp>,
+    ) -> bool {
+        let Some(next) = self.answers.first() else {
+            return false;
+        };
+        let now = executor.now();
+        let left = deadline.map_or(0, |deadline| deadline.since(now));
+        let bound = self.slice_ns.min(left);
+        if bound == 0 {
+            return false;
+        }
+        let device = executor.device_mut();
+        let until = now.0.saturating_add(bound);
+        if next.end_ns <= until {
+            tracks.idle_until(device, next.end_ns);
+            tracks.wake_up(device, next.run, "a worker's answer");
+            true
+        } else {
+            tracks.idle_until(device, until);
+            tracks.wake_up(device, None, "the wait slice ended");
+            false
+        }
     }
 
     /// Feeds the answers the lane thread's clock has reached and executes the lane's effects
@@ -298,10 +377,9 @@ impl WorkerLoop {
                 break;
             };
             any = true;
-            if matches!(
-                effect,
-                Effect::PrepareRun { .. } | Effect::FinaliseRun { .. }
-            ) {
+            if is_host_work(&effect) {
+                // The executor runs it on the worker's track (its finalise releases the slot's
+                // events, as lane-service's `Executor::hand_off` does).
                 self.hand_out(effect, now, executor, steps.observer_mut(), tracks)?;
                 continue;
             }
@@ -321,8 +399,8 @@ impl WorkerLoop {
         Ok(any)
     }
 
-    /// Runs one runner effect on the earliest-free worker, at its own time, and keeps the
-    /// answer until the lane thread's clock reaches its end.
+    /// Runs one runner effect on the earliest-free worker, at its own time (after a wake-up
+    /// if it was asleep), and keeps the answer until the lane thread's clock reaches its end.
     fn hand_out<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         effect: Effect,
@@ -334,9 +412,14 @@ impl WorkerLoop {
         let worker = (0..self.free_at.len())
             .min_by_key(|&w| (self.free_at[w], w))
             .unwrap_or(0);
+        let asleep = self.free_at[worker] <= now.0;
         let start = now.0.max(self.free_at[worker]);
         let track = u8::try_from(worker).unwrap_or(u8::MAX);
+        let run = effect.run();
         tracks.enter(executor.device_mut(), track, start);
+        if asleep {
+            tracks.wake_up(executor.device_mut(), run, "a job");
+        }
         let bind = if self.bound[worker] {
             Ok(())
         } else {
@@ -363,6 +446,7 @@ impl WorkerLoop {
         let answer = Answer {
             end_ns: end,
             seq: self.handed_out,
+            run,
             event,
             message,
         };

@@ -196,3 +196,52 @@ fn a_passed_completion_event_proves_the_readback_holds_the_runs_header() {
     );
     assert!(d.failure().is_none(), "{:?}", d.failure());
 }
+
+/// The copies on the streams are device tasks: the Perfetto trace shows each run's arm copy
+/// on its AICore stream's track and its readback on its AICPU stream's, as slices of
+/// `copy_task` between the kernels, and the text trace names them on the stream.
+#[test]
+fn copy_tasks_show_on_the_stream_tracks_of_the_trace() {
+    let traced = |copies| {
+        let config = SimConfig {
+            trace: true,
+            ..config(copies, &[])
+        };
+        run(&config, &mut |_, _| {}).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let report = traced(CopyPath::OnStream);
+    let doc: serde_json::Value = serde_json::from_str(&backend_sim::trace::chrome_json(&[(
+        "copies",
+        &report.trace,
+        &report.stream_roles,
+    )]))
+    .expect("valid JSON");
+    let events = doc["traceEvents"].as_array().expect("events");
+    let copies = |name: &str| -> Vec<&serde_json::Value> {
+        events.iter().filter(|e| e["name"] == name).collect()
+    };
+    let (arms, readbacks) = (copies("arm h2d copy"), copies("readback d2h copy"));
+    assert_eq!((arms.len(), readbacks.len()), (6, 6));
+    let role_of = |e: &serde_json::Value| {
+        let tid = e["tid"].as_u64().unwrap_or(0);
+        report.stream_roles.get(&tid).copied()
+    };
+    for (arm, readback) in arms.iter().zip(&readbacks) {
+        assert_eq!(arm["pid"], 2, "a device track: {arm}");
+        assert_eq!(arm["ph"], "X");
+        assert_eq!(
+            arm["dur"].as_f64(),
+            Some(cost(Cost::CopyTask) as f64 / 1_000.0)
+        );
+        assert_eq!(role_of(arm), Some(lane_core::stream_pair::Role::Aicore));
+        assert_eq!(role_of(readback), Some(lane_core::stream_pair::Role::Aicpu));
+        assert_eq!(arm["args"]["run"], readback["args"]["run"]);
+    }
+    let text = report.text_trace();
+    assert!(
+        text.contains("copy readback d2h 1040 B (run 1) runs until"),
+        "{text}"
+    );
+    // The synchronous path has no copy tasks.
+    assert!(!traced(CopyPath::Sync).text_trace().contains("copy arm"));
+}

@@ -86,7 +86,7 @@ fn with_workers_prepare_and_finalise_leave_the_lane_thread_and_each_worker_binds
     for worker in 0..2 {
         let mine: Vec<&str> = calls
             .iter()
-            .filter(|(w, _)| *w == worker)
+            .filter(|(w, name)| *w == worker && *name != "wake_up")
             .map(|(_, name)| *name)
             .collect();
         assert_eq!(
@@ -98,6 +98,8 @@ fn with_workers_prepare_and_finalise_leave_the_lane_thread_and_each_worker_binds
     }
     let count = |name| calls.iter().filter(|(_, n)| *n == name).count();
     assert_eq!((count("prepare_run"), count("finalise_run")), (12, 12));
+    // A worker asleep when its job comes wakes first: at least its first job does.
+    assert!(count("wake_up") >= 2 && count("wake_up") <= 24, "{calls:?}");
     // Their host time is the workers', not the lane thread's.
     for run in &report.runs {
         assert!(run.worker_ns >= 90_000, "{run:?}");
@@ -172,7 +174,6 @@ fn runner_faults_fail_their_run_on_a_worker_exactly_as_on_the_lane_thread() {
 }
 
 #[test]
-#[ignore = "until the lane holds recovery while runner work is out (lane-core, issue 13)"]
 fn every_fault_scenario_gives_the_same_outcomes_with_workers() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -212,4 +213,60 @@ fn the_same_config_with_workers_gives_a_byte_identical_trace() {
     let (a, b) = (simulate(&config), simulate(&config));
     assert_eq!(a.text_trace(), b.text_trace());
     assert!(!worker_calls(&a).is_empty());
+}
+
+/// lane-service's lane thread, with a run awaited and a worker's job out, sleeps for the
+/// answer before it looks at the run (`await_answer`), and pays a wake-up for it; the
+/// simulated lane thread does the same, so no completion wait starts while a worker's call
+/// runs (a 5 ms slice never ends here: every call is far shorter).
+#[test]
+fn the_lane_thread_sleeps_for_answers_before_it_waits_on_a_run_as_lane_service_does() {
+    let config = SimConfig {
+        copies: Some(lane_core::CopyPath::OnStream),
+        workload: Workload {
+            runs: 40,
+            device_ns: 20_000,
+            ..Workload::default()
+        },
+        ..with_workers(2, &[])
+    };
+    let report = simulate(&config);
+    assert_eq!(report.summary.counts.ok, 40);
+    let records = report.trace.records();
+    let worker_spans: Vec<(u64, u64)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::WorkerCall {
+                start_ns, end_ns, ..
+            } => Some((*start_ns, *end_ns)),
+            _ => None,
+        })
+        .collect();
+    let mut waits = 0;
+    let mut answer_wakes = 0;
+    for record in records {
+        if let Record::Call {
+            name,
+            start_ns,
+            detail,
+            ..
+        } = record
+        {
+            if *name == "synchronize_event" {
+                waits += 1;
+                assert!(
+                    !worker_spans
+                        .iter()
+                        .any(|(s, e)| s < start_ns && start_ns < e),
+                    "a completion wait at {start_ns} ns started while a worker's call ran"
+                );
+            }
+            if *name == "wake_up" && detail == "a worker's answer" {
+                answer_wakes += 1;
+            }
+        }
+    }
+    assert!(waits >= 80, "{waits} completion waits");
+    // One wake-up per answer the lane thread slept for: most prepares and finalises.
+    assert!(answer_wakes >= 40, "{answer_wakes} wake-ups for answers");
 }

@@ -336,3 +336,13 @@ fn a_poison_with_worker_calls_in_flight_recovers_after_their_answers_and_the_lan
     );
     assert_eq!(seen.on_lane.load(Ordering::SeqCst), 0);
 }
+
+/// backend-sim's `WorkerLoop` models this lane thread's waits in virtual time with the
+/// service's default slice: if the default changes, the simulator's model of it must too.
+#[test]
+fn the_simulators_wait_slice_is_the_services_default() {
+    assert_eq!(
+        u128::from(backend_sim::workers::WAIT_SLICE_NS),
+        lane_service::DEFAULT_WAIT_SLICE.as_nanos()
+    );
+}
