@@ -1182,3 +1182,32 @@ fn a_force_reset_reclaims_pinned_host_memory() {
     assert_eq!((c.host_frees, c.host_allocations_reclaimed), (0, 1));
     assert_balanced(control);
 }
+
+#[test]
+fn an_aicpu_launch_behind_an_unfinished_kernel_counts_as_queued_and_one_on_a_drained_stream_does_not()
+ {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let queued = || control.counters().expect("counters").queued_launches;
+    let start = queued();
+    // A hang keeps the stream's first kernel unfinished while the second is launched.
+    launch_hang(control, stream);
+    launch(control, stream, ENGINE_AICPU, 1).expect("launch");
+    assert_eq!(queued(), start + 1, "launched behind an unfinished kernel");
+    // An AICore launch is not counted: one count per run, on its AICPU kernel.
+    launch(control, stream, ENGINE_AICORE, 1).expect("launch");
+    assert_eq!(queued(), start + 1);
+    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    let stream = create_stream(acl);
+    launch(control, stream, ENGINE_AICPU, 1).expect("launch");
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    launch(control, stream, ENGINE_AICPU, 1).expect("launch");
+    assert_eq!(queued(), start + 1, "the stream's kernels had all finished");
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
