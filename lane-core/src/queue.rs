@@ -33,6 +33,12 @@ impl<T: Copy, const N: usize> Fifo<T, N> {
         self.items.push(item);
     }
 
+    /// The front item, left in the queue.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<&T> {
+        self.items.get(self.head)
+    }
+
     /// Takes the front item.
     #[inline]
     pub(crate) fn take(&mut self) -> Option<T> {
