@@ -394,12 +394,19 @@ impl Lane {
     /// `FinaliseRun` taken here is runner work out until its answer arrives (L-18).
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        // Recorded from the queued effect before it is taken, so the effect itself is moved
-        // out once (this is the hot path of every run).
-        if let Some(work) = RunnerWork::of_effect(self.effects.front()?) {
-            self.hand_out(work);
-        }
-        self.effects.take()
+        // Recorded from the queued effect in place, so the effect itself is moved out once
+        // (this is the hot path of every run).
+        let Self {
+            effects,
+            runner_work,
+            bug,
+            ..
+        } = self;
+        effects.take_inspected(|effect| {
+            if let Some(work) = RunnerWork::of_effect(effect) {
+                work::hand_out(runner_work, bug, work);
+            }
+        })
     }
 
     /// The next outcome, in submission order: one per accepted run or publication.
