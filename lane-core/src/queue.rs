@@ -36,7 +36,15 @@ impl<T: Copy, const N: usize> Fifo<T, N> {
     /// Takes the front item.
     #[inline]
     pub(crate) fn take(&mut self) -> Option<T> {
-        let item = *self.items.get(self.head)?;
+        self.take_inspected(|_| {})
+    }
+
+    /// Takes the front item after `inspect` has seen it in place (no copy to inspect it).
+    #[inline]
+    pub(crate) fn take_inspected(&mut self, inspect: impl FnOnce(&T)) -> Option<T> {
+        let item = self.items.get(self.head)?;
+        inspect(item);
+        let item = *item;
         self.head += 1;
         if self.head == self.items.len() {
             self.clear();

@@ -18,9 +18,15 @@ use super::items::{Item, RunRecord};
 use super::{Lane, PublicationMark, TeardownFailure};
 
 impl Lane {
-    pub(super) fn apply_event(&mut self, event: Event) -> Result<(), EventError> {
+    /// Applies one event. An answer to runner work (`Prepared`, `PrepareIncompatible`,
+    /// `PrepareFailed`, `Finalised`, `FinaliseFailed`) looks its run up before it changes
+    /// anything, so its `UnknownRun` proves the event changed nothing ([`Lane::handle`]
+    /// relies on that for work abandoned by a poison).
+    // Inlined into its one caller, `handle`: the hot path of every event.
+    #[inline(always)]
+    pub(super) fn apply_event(&mut self, event: &Event) -> Result<(), EventError> {
         let name = event.name();
-        match event {
+        match *event {
             Event::Prepared { run, lease } => {
                 let idx = self.live_run(run, lease, name)?;
                 let cancel = self.advance(idx, RunInput::Prepared, name)?.cancel;

@@ -35,7 +35,7 @@ use crate::state::{LaneInput, LaneRefusal, LaneState, lane_step};
 
 use items::{Item, PublicationRecord, RunRecord};
 use slots::SlotTable;
-use work::WorkTable;
+use work::{RunnerWork, WorkTable};
 
 /// Inline capacity of the item FIFO: every slot's run plus the waiting publications, with
 /// room for finished runs held behind an unfinished predecessor.
@@ -348,23 +348,26 @@ impl Lane {
     pub fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), EventError> {
         // Taken before the event applies, so a poison it causes sees this work answered.
         let answered = self.take_answered(&event);
-        if let Some((_, work)) = answered {
-            if !self.live_runs().any(|r| r.id == work.run) {
-                self.quiesce_if_done();
-                return Ok(());
+        match self.apply_event(&event) {
+            Ok(()) => {
+                self.progress(now);
+                Ok(())
             }
-        }
-        let result = self.apply_event(event);
-        match result {
-            Ok(()) => self.progress(now),
-            Err(_) => {
+            // The answered work's run is not live: a poison abandoned it while the work was
+            // out. An answer looks its run up before it changes anything (`apply_event`), so
+            // this found the run gone and changed nothing; the answer is accepted.
+            Err(EventError::UnknownRun { .. }) if answered.is_some() => {
+                self.quiesce_if_done();
+                Ok(())
+            }
+            Err(error) => {
                 if let Some((slot, work)) = answered {
                     self.runner_work[slot] = Some(work);
                 }
                 self.rejected_events += 1;
+                Err(error)
             }
         }
-        result
     }
 
     /// Tells the lane the clock reached `now`: a run whose completion deadline passed poisons
@@ -391,9 +394,19 @@ impl Lane {
     /// `FinaliseRun` taken here is runner work out until its answer arrives (L-18).
     #[must_use]
     pub fn poll_effect(&mut self) -> Option<Effect> {
-        let effect = self.effects.take()?;
-        self.hand_out(&effect);
-        Some(effect)
+        // Recorded from the queued effect in place, so the effect itself is moved out once
+        // (this is the hot path of every run).
+        let Self {
+            effects,
+            runner_work,
+            bug,
+            ..
+        } = self;
+        effects.take_inspected(|effect| {
+            if let Some(work) = RunnerWork::of_effect(effect) {
+                work::hand_out(runner_work, bug, work);
+            }
+        })
     }
 
     /// The next outcome, in submission order: one per accepted run or publication.

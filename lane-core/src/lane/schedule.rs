@@ -125,14 +125,20 @@ impl Lane {
     /// fewer than `prepare_window` runs preparing or prepared. With a window of one that is
     /// exactly "every earlier run launched" (the oldest queued run has no queued
     /// predecessor, and none of them is preparing or prepared).
+    ///
+    /// Returns whether the next queued run may be tried: a start that fills the window ends
+    /// the round (the next try would find it full).
     fn start_prepare(&mut self) -> bool {
         let Some(idx) = self.first_run_in(RunPhase::Queued) else {
             return false;
         };
         let ahead = self.ahead_of(idx);
-        if ahead.publication
-            || self.in_prepare_window() >= usize::from(self.profile.prepare_window())
-        {
+        if ahead.publication {
+            return false;
+        }
+        let window = usize::from(self.profile.prepare_window());
+        let in_window = self.in_prepare_window();
+        if in_window >= window {
             return false;
         }
         let r = self.run(idx);
@@ -153,7 +159,7 @@ impl Lane {
             lease,
             diagnostics,
         });
-        true
+        in_window + 1 < window
     }
 
     /// Launches the oldest prepared run when order, depth and the pair allow (L-2, L-3, L-11).

@@ -422,7 +422,11 @@ fn runner_work_handed_out_twice_on_one_slot_is_recorded_and_reported() {
     let mut lane = Lane::new(Profile::a2a3());
     lane.submit(Timestamp(0), RunRequest::new()).unwrap();
     let prepare = lane.poll_effect().unwrap();
-    lane.hand_out(&prepare);
+    super::work::hand_out(
+        &mut lane.runner_work,
+        &mut lane.bug,
+        super::work::RunnerWork::of_effect(&prepare).unwrap(),
+    );
     assert_eq!(violation(&lane), V::RunnerWorkOverlap { run: RunId(1) });
 }
 

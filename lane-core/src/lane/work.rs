@@ -30,7 +30,8 @@ pub(super) struct RunnerWork {
 
 impl RunnerWork {
     /// The work an effect hands to the runner, if any.
-    const fn of_effect(effect: &Effect) -> Option<Self> {
+    #[inline]
+    pub(super) const fn of_effect(effect: &Effect) -> Option<Self> {
         match *effect {
             Effect::PrepareRun { run, lease, .. } => Some(Self {
                 run,
@@ -71,23 +72,26 @@ impl RunnerWork {
 /// Runner work out, indexed by slot (inline: no heap per run).
 pub(super) type WorkTable = [Option<RunnerWork>; MAX_SLOTS as usize];
 
-impl Lane {
-    /// Records the runner work an effect hands out. A slot that already has work out is a
-    /// lane bug (two pieces of runner work on one slot overlap, L-18).
-    pub(super) fn hand_out(&mut self, effect: &Effect) {
-        let Some(work) = RunnerWork::of_effect(effect) else {
-            return;
-        };
-        let slot = usize::from(work.lease.slot.0);
-        match self.runner_work.get(slot) {
-            Some(None) => self.runner_work[slot] = Some(work),
-            // Work out on this slot already (or a slot beyond the table): keep the first.
-            Some(Some(_)) | None => {
-                self.record_bug(InvariantViolation::RunnerWorkOverlap { run: work.run });
-            }
+/// Records runner work handed out ([`RunnerWork::of_effect`] of the effect taken). A slot
+/// that already has work out is a lane bug (two pieces of runner work on one slot overlap,
+/// L-18), recorded in `bug` like [`Lane::record_bug`] does. Takes the two fields, not the
+/// lane, so [`Lane::poll_effect`] can call it while the effect is still in its queue.
+#[inline]
+pub(super) fn hand_out(
+    table: &mut WorkTable,
+    bug: &mut Option<InvariantViolation>,
+    work: RunnerWork,
+) {
+    match table.get_mut(usize::from(work.lease.slot.0)) {
+        Some(entry @ None) => *entry = Some(work),
+        // Work out on this slot already (or a slot beyond the table): keep the first.
+        Some(Some(_)) | None => {
+            bug.get_or_insert(InvariantViolation::RunnerWorkOverlap { run: work.run });
         }
     }
+}
 
+impl Lane {
     /// Takes the record of the runner work `event` answers, if that work is out: the slot
     /// and the record, so a rejected event can put it back.
     pub(super) fn take_answered(&mut self, event: &Event) -> Option<(usize, RunnerWork)> {
