@@ -352,7 +352,8 @@ fn figures(
 pub const LIFTED_WORKERS: usize = 2;
 
 /// The third arm ("lifted"): `runs` back-to-back runs of `device_ns` through lane-service on
-/// real threads, queued at depth two on a2a3 with three slots and two prepares at once,
+/// real threads, queued at depth two on a2a3 with four slots and two prepares at once (the
+/// simulator's arm 3, `backend_sim::sweep::Offload::default`),
 /// both copies on the streams (`CopyPath::OnStream`), and the runner's prepare and finalise
 /// on [`LIFTED_WORKERS`] host workers ([`FakeRunner::host_worker`]). The lane thread's
 /// blocked time is not observed through the service (`None`); the queued launches are the
@@ -364,7 +365,7 @@ pub const LIFTED_WORKERS: usize = 2;
 /// [`ConformanceError`] when the fake, the service or a run fails.
 pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, ConformanceError> {
     let spec = ProfileSpec {
-        slots: 3,
+        slots: 4,
         prepare_window: 2,
         copies: CopyPath::OnStream,
         ..ProfileName::A2a3.profile(Some(2))?.spec()
@@ -459,7 +460,7 @@ pub fn markdown(config: &BenchConfig, arms: &[Arms], machine: &str) -> String {
          {} runs per arm, the first {} skipped; invariant checks off, as in production. The \
          arms: **depth one** and **queued** (a2a3 at launch depth one and two, synchronous \
          copies, the single-thread driver, as before this change), and **queued + on-stream \
-         copies + workers** (lane-service on its lane thread, a2a3 at depth two with three \
+         copies + workers** (lane-service on its lane thread, a2a3 at depth two with four \
          slots and a prepare window of two, `CopyPath::OnStream`, the runner's prepare and \
          finalise on {LIFTED_WORKERS} host workers through `FakeRunner::host_worker`).\n\n",
         config.runs, config.skip
