@@ -909,29 +909,30 @@ impl Doc<'_> {
         out.push('\n');
         let first = points(self.sweep)?
             .first()
-            .map(|p| -> Result<(f64, f64, f64), String> {
+            .map(|p| -> Result<(f64, f64, f64, &str), String> {
                 Ok((
                     num(p, "workload_device_ns")? / 1_000.0,
                     num(p, "offloaded_ratio")?,
                     num(p, "offloaded_over_queued")?,
+                    p["offloaded_bound"].as_str().unwrap_or("?"),
                 ))
             })
             .transpose()?;
-        if let (Some((w, at)), Some((first_us, over_one, over_two))) = (worst, first) {
+        if let (Some((w, at)), Some((first_us, over_one, over_two, bound))) = (worst, first) {
             let _ = writeln!(
                 out,
                 "**Arm 3 reaches {:.2}% of its model at worst ({at} us).** Against the issue's \
                  goals: 99% of its own model at every point holds, and at {first_us} us arm 3 \
-                 runs {over_one:.2}x depth one ({over_two:.2}x arm 2), bound by the prepare \
-                 chain `C`. Where the host bounds arm 2 (`H > D + g`), arm 3 is faster than \
+                 runs {over_one:.2}x depth one ({over_two:.2}x arm 2), bound by: {bound} \
+                 (`C` is the prepare chain). Where the host bounds arm 2 (`H > D + g`), arm 3 is faster than \
                  arm 2: its lane thread's calls `L`, its workers `W` and its chain `C` are each \
                  below `H`. Where the device bounds both, arm 3 is slower than arm 2 by exactly \
                  the copies' stream tasks: arm 3 / arm 2 = `(D + g) / (D + g3)` (the copies \
                  moved off the host sit between the kernels on the device). The wait policy is \
                  what makes the workers pay: the earlier one (answers first whenever a job was \
                  out) slept through each finalise and the prepare that reused its slot before \
-                 looking at the awaited run, a cycle of 137 us per run, above `H`, so arm 3 was \
-                 slower than arm 2 wherever the host bound it. `backend-sim/tests/sweep.rs` \
+                 looking at the awaited run, a cycle of 137 us per run at these costs, above `H`, \
+                 so arm 3 was slower than arm 2 wherever the host bound it. `backend-sim/tests/sweep.rs` \
                  checks each of these.\n",
                 w * 100.0
             );
