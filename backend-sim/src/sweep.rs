@@ -133,9 +133,11 @@ impl Model {
     ///   (with `slots >= depth + window` its slot is free by then: the finalise that frees it
     ///   ran while the lane thread launched). So from run k's launch, run k + window's
     ///   prepare costs a worker's wake-up and `Prepare`, then the lane thread wakes for its
-    ///   answer and makes the launch calls: `window` launches per that chain. The lane
-    ///   thread's completion queries and the finalises fit inside the prepare's time, so they
-    ///   are not on it. With fewer slots than `depth + window` a prepare also waits for a
+    ///   answer and makes the launch calls. The `window` places run such chains side by
+    ///   side (run k + 1's chain starts at run k − 1's launch), so `window` runs launch per
+    ///   chain. The lane thread's other calls (the other chains' launches, the completion
+    ///   queries) and the finalises fit inside the prepare's time, so they are not on it
+    ///   (where they do not, `L` or `W` is the larger term). With fewer slots than `depth + window` a prepare also waits for a
     ///   finalise, and the chain is longer than this (not modelled: the default shape has
     ///   four).
     ///

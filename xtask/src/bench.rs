@@ -868,9 +868,10 @@ impl Doc<'_> {
              the window, so its slot is free by then: the finalise that frees it runs while \
              the lane thread launches). From one launch, the prepare it lets in costs a \
              worker's wake-up and `prepare`, then the lane thread wakes for the answer and \
-             makes its launch calls ({} us): (2·{} + {} + {}) / {window} us, {window} launches \
-             per chain. The completion queries and the finalises fit inside the prepare's \
-             time, off the chain. `C` < `H` = {} us: the lane thread no longer sleeps \
+             makes its launch calls ({} us): (2·{} + {} + {}) / {window} us, as the {window} \
+             window places run such chains side by side. The lane thread's other calls (the \
+             other chains' launches, the completion queries) and the finalises fit inside the \
+             prepare's time, off the chain. `C` < `H` = {} us: the lane thread no longer sleeps \
              through a finalise or a prepare that no launch waits on.\n",
             us(c),
             us(launch),
