@@ -199,13 +199,13 @@ pub struct SweepArgs {
     /// Override a cost: NAME=US (the model uses the same table). Repeatable.
     #[arg(long, value_name = "NAME=US", value_parser = parse_cost)]
     pub cost: Vec<(Cost, u64)>,
-    /// Slots of the offloaded arm (3).
+    /// Slots of the offloaded arm.
     #[arg(long, value_name = "N", default_value_t = Offload::default().slots, allow_negative_numbers = true)]
     pub slots: u8,
-    /// Prepare window of the offloaded arm (3).
+    /// Prepare window of the offloaded arm.
     #[arg(long, value_name = "N", default_value_t = Offload::default().prepare_window, allow_negative_numbers = true)]
     pub prepare_window: u8,
-    /// Host workers of the offloaded arm (3).
+    /// Host workers of the offloaded arm.
     #[arg(long, value_name = "N", default_value_t = Offload::default().workers, allow_negative_numbers = true)]
     pub workers: u8,
     /// Print JSON instead of the table.

@@ -5,8 +5,8 @@
 //! seed and costs: (1) at launch depth one (the host-synchronised lane, "before"), (2) queued
 //! at depth two as today (every host step on the lane thread), and (3) queued with the copies
 //! on the streams and the runner's prepare and finalise on virtual host workers
-//! ([`Offload`]: by default three slots, depth two, a prepare window of two, two workers). Figures are taken in steady state: the first runs of each arm pay the
-//! one-time costs (stream creation, the first AICore launch's binary load, slot buffers),
+//! ([`Offload`]: by default four slots, depth two, a prepare window of two, two workers).
+//! Figures are taken in steady state: the first runs of each arm pay the one-time costs (stream creation, the first AICore launch's binary load, slot buffers),
 //! so they are skipped (see [`SweepConfig::warmup_runs`]).
 //!
 //! # The model (§5(c))
@@ -14,11 +14,11 @@
 //! - depth-one period `T1 = D + R`, and never below `H` (see [`Model::depth_one_period_ns`]);
 //! - queued period `T2 = max(D + g, H)`;
 //! - speedup `T1 / T2`;
-//! - offloaded period `T3 = max(D + g3, L, W, S)`: the device with the copies' stream
+//! - offloaded period `T3 = max(D + g3, L, W, C)`: the device with the copies' stream
 //!   tasks, the lane thread's host time per run `L`, the workers' host time per run over how
-//!   many run in parallel `W`, and `S`, the lane thread's cycle under lane-service's
-//!   answers-first wait, which puts prepare and finalise back in series with it (see
-//!   [`Model::offloaded_period_ns`]).
+//!   many run in parallel `W`, and `C`, the prepare chain: a prepare enters the window only
+//!   when a run leaves it by launching, and the run it prepares launches only after its
+//!   answer wakes the lane thread (see [`Model::offloaded_period_ns`]).
 //!
 //! `D`, `R`, `g` and `H` are derived from the simulator's cost table by [`Model::from_costs`];
 //! its doc comment states each sum and why.
@@ -66,9 +66,11 @@ pub struct Model {
     pub wakeup_ns: u64,
     /// `W`, the workers' term ([`Model::workers_period_ns`], for this shape).
     pub w_ns: u64,
-    /// `S`, the lane thread's cycle under lane-service's answers-first wait
-    /// ([`Model::from_costs`]).
-    pub s_ns: u64,
+    /// The lane thread's launch calls per run (copy enqueues, records, the stream wait, the
+    /// two launches): part of `L` and of `C`.
+    pub launch_ns: u64,
+    /// `C`, the prepare chain ([`Model::prepare_chain_ns`], for this shape).
+    pub c_ns: u64,
     /// Host workers of the offloaded arm.
     pub workers: u8,
     /// Prepare window of the offloaded arm (prepares at once).
@@ -121,16 +123,23 @@ impl Model {
     /// - `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers,
     ///   window))` ([`Model::workers_period_ns`]): each run costs a prepare and a finalise
     ///   on some worker, each after the worker wakes for its job.
-    /// - `S = 2·CopyEnqueue + 3·EventRecord + StreamWait + 2·KernelLaunch + 2·EventQuery +
-    ///   Finalise + Prepare + 4·HostWakeup`: lane-service's lane thread, with a run awaited
-    ///   and any answer out, sleeps for the answer before it looks at the run (`await_answer`).
-    ///   With every slot held (the workload keeps the lane full), a completed run's slot
-    ///   goes back only through its finalise, and the next run's prepare starts in it only
-    ///   after that answer, so per run the lane thread launches, hands the finalise out (a
-    ///   worker wakes), sleeps through it (and wakes), hands the prepare out (a worker
-    ///   wakes), sleeps through it (and wakes), and only then finds the awaited run complete
-    ///   (two queries). `S` is that cycle: the policy puts `P` and `F` back in series with
-    ///   the lane thread.
+    /// - `C = (2·HostWakeup + Prepare + 2·CopyEnqueue + 3·EventRecord + StreamWait +
+    ///   2·KernelLaunch) / window` ([`Model::prepare_chain_ns`]): lane-service's lane thread,
+    ///   with a run awaited, sleeps for a worker's answer first only when the next launch
+    ///   waits on a prepare that is out (`Lane::next_launch_waits_on_prepare`); otherwise it
+    ///   waits on the run's events. Where the host bounds the lane the device is idle when the
+    ///   next prepare answers, so every launch waits on its prepare, and a prepare is handed
+    ///   out only when a place in the prepare window frees, which is when a run launches
+    ///   (with `slots >= depth + window` its slot is free by then: the finalise that frees it
+    ///   ran while the lane thread launched). So from run k's launch, run k + window's
+    ///   prepare costs a worker's wake-up and `Prepare`, then the lane thread wakes for its
+    ///   answer and makes the launch calls. The `window` places run such chains side by
+    ///   side (run k + 1's chain starts at run k − 1's launch), so `window` runs launch per
+    ///   chain. The lane thread's other calls (the other chains' launches, the completion
+    ///   queries) and the finalises fit inside the prepare's time, so they are not on it
+    ///   (where they do not, `L` or `W` is the larger term). With fewer slots than `depth + window` a prepare also waits for a
+    ///   finalise, and the chain is longer than this (not modelled: the default shape has
+    ///   four).
     ///
     /// The offloaded arm's shape (workers, prepare window) is [`Offload::default`]; see
     /// [`Model::with_offload`] for another.
@@ -140,12 +149,12 @@ impl Model {
         let launch = 2 * c(Cost::CopyEnqueue)
             + 3 * c(Cost::EventRecord)
             + c(Cost::StreamWait)
-            + 2 * c(Cost::KernelLaunch)
-            + 2 * c(Cost::EventQuery);
+            + 2 * c(Cost::KernelLaunch);
         let model = Self {
             g3_ns: 4 * c(Cost::TaskSwitch) + 2 * c(Cost::EventTask) + c(Cost::CopyTask),
-            l_ns: launch + 2 * c(Cost::HostWakeup),
-            s_ns: launch + c(Cost::Finalise) + c(Cost::Prepare) + 4 * c(Cost::HostWakeup),
+            l_ns: launch + 2 * c(Cost::EventQuery) + 2 * c(Cost::HostWakeup),
+            launch_ns: launch,
+            c_ns: 0,
             prepare_ns: c(Cost::Prepare),
             finalise_ns: c(Cost::Finalise),
             wakeup_ns: c(Cost::HostWakeup),
@@ -196,7 +205,22 @@ impl Model {
         self.workers = offload.workers;
         self.prepare_window = offload.prepare_window;
         self.w_ns = self.workers_period_ns();
+        self.c_ns = self.prepare_chain_ns();
         self
+    }
+
+    /// `C`, the prepare chain: from one run's launch, the prepare that launch lets into the
+    /// window (a worker wakes, prepares), the lane thread's wake-up for its answer and its
+    /// launch calls, shared by the `window` runs launched per chain:
+    /// `C = (2·HostWakeup + P + launch calls) / window`, rounded up (see
+    /// [`Model::from_costs`]).
+    pub const fn prepare_chain_ns(&self) -> u64 {
+        let window = if self.prepare_window == 0 {
+            1
+        } else {
+            self.prepare_window as u64
+        };
+        (2 * self.wakeup_ns + self.prepare_ns + self.launch_ns).div_ceil(window)
     }
 
     /// `W`, the workers' host time per run over how many run in parallel: each run costs
@@ -222,14 +246,13 @@ impl Model {
         if all > prepares { all } else { prepares }
     }
 
-    /// Offloaded period: `T3 = max(D + g3, L, W, S)`, the slowest of the device, the lane
-    /// thread's calls, the workers and the lane thread's cycle under lane-service's
-    /// answers-first wait (which, being at least `L`, bounds it wherever the host does).
+    /// Offloaded period: `T3 = max(D + g3, L, W, C)`, the slowest of the device, the lane
+    /// thread's calls, the workers and the prepare chain.
     pub fn offloaded_period_ns(&self, workload_device_ns: u64) -> u64 {
         (self.device_ns(workload_device_ns) + self.g3_ns)
             .max(self.l_ns)
             .max(self.w_ns)
-            .max(self.s_ns)
+            .max(self.c_ns)
     }
 
     /// The queued period when each run's device time is drawn uniformly from
@@ -267,13 +290,16 @@ pub struct Offload {
 }
 
 impl Default for Offload {
-    /// Three slots, a prepare window of two, two workers: the fake-bench's third arm
-    /// (lane-conformance), so the simulator and the real threads measure one shape. Under
-    /// lane-service's answers-first wait a fourth slot buys nothing (the lane thread, not
-    /// the slots, is the bound: `S`), so the lane holds no more than it uses.
+    /// Four slots, a prepare window of two, two workers: the fake-bench's third arm
+    /// (lane-conformance), so the simulator and the real threads measure one shape. Four is
+    /// depth two plus the window: a prepare never waits for a slot, only for a window place
+    /// (`C`); with three it also waits for a finalise (1.87x depth one at 20 us against
+    /// 2.49x). A wider window with a third worker buys nothing here: the device or `C` at
+    /// a window of two already bounds every default point, and a window of three needs five
+    /// slots.
     fn default() -> Self {
         Self {
-            slots: 3,
+            slots: 4,
             prepare_window: 2,
             workers: 2,
         }
@@ -408,7 +434,7 @@ pub struct Point {
     pub offloaded_ratio: f64,
     /// Offloaded over queued runs/s.
     pub offloaded_over_queued: f64,
-    /// What bounds the offloaded arm in the model: `device`, `answers-first wait`, `lane
+    /// What bounds the offloaded arm in the model: `device`, `prepare chain`, `lane
     /// thread` or `workers`.
     pub offloaded_bound: &'static str,
 }
@@ -497,10 +523,10 @@ pub fn sweep(
         let t3 = model.offloaded_period_ns(workload_device_ns);
         let per_s = |period_ns: u64| 1e9 / period_ns as f64;
         let device = model.device_ns(workload_device_ns) + model.g3_ns;
-        let offloaded_bound = if device >= model.l_ns.max(model.w_ns).max(model.s_ns) {
+        let offloaded_bound = if device >= model.l_ns.max(model.w_ns).max(model.c_ns) {
             "device"
-        } else if model.s_ns >= model.l_ns.max(model.w_ns) {
-            "answers-first wait"
+        } else if model.c_ns >= model.l_ns.max(model.w_ns) {
+            "prepare chain"
         } else if model.l_ns >= model.w_ns {
             "lane thread"
         } else {
@@ -615,18 +641,18 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "  offloaded: g3 = {:.1} us, L = {:.1} us on the lane thread, W = {:.1} us (P + F = {:.1} us and a wake-up per job over {} workers, P over {} at once), S = {:.1} us (answers-first wait)",
+            "  offloaded: g3 = {:.1} us, L = {:.1} us on the lane thread, W = {:.1} us (P + F = {:.1} us and a wake-up per job over {} workers, P over {} at once), C = {:.1} us (prepare chain)",
             us(m.g3_ns as f64),
             us(m.l_ns as f64),
             us(m.w_ns as f64),
             us((m.prepare_ns + m.finalise_ns) as f64),
             m.workers,
             m.workers.min(m.prepare_window),
-            us(m.s_ns as f64),
+            us(m.c_ns as f64),
         );
         let _ = writeln!(
             out,
-            "  T1 = max(D + R, H), T2 = max(D + g, H), T3 = max(D + g3, L, W, S); {} runs per arm, first {} skipped, jitter {}%, seed {}",
+            "  T1 = max(D + R, H), T2 = max(D + g, H), T3 = max(D + g3, L, W, C); {} runs per arm, first {} skipped, jitter {}%, seed {}",
             self.runs, self.warmup_runs, self.jitter_pct, self.seed
         );
         out.push('\n');
@@ -679,9 +705,9 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "note: arm 3 waits as lane-service's lane thread does (answers first): with a run awaited and a worker's \
-             answer out it sleeps for the answer before it looks at the run, so per run it sleeps through a finalise \
-             and then the prepare that reuses the slot (S); where S > D + g3 that, not the device, sets arm 3's period"
+            "note: arm 3 waits as lane-service's lane thread does: with a run awaited it sleeps for a worker's \
+             answer first only when the next launch waits on a prepare that is out, else it waits on the run; \
+             where the host bounds arm 3 each launch waits on its prepare, which starts when a run launches (C)"
         );
         out
     }

@@ -19,13 +19,16 @@
 //!   them on the lane thread) are fed back in end-time order, at the lane thread's next lane
 //!   step once its clock has reached them (lane-service's `decide` feeds every answer given
 //!   before it executes anything);
-//! - with nothing to execute and a run awaited while answers are out, the lane thread sleeps
-//!   until the next answer, at most one wait slice ([`WAIT_SLICE_NS`], lane-service's
-//!   `DEFAULT_WAIT_SLICE`) and never past the run's deadline. Woken by an answer it pays a
-//!   `host_wakeup`, feeds the answers and executes what they enable (a launch) before it
-//!   looks at the awaited run again; not woken within the slice it pays a `host_wakeup` (the
-//!   timed wait ends) and makes one sliced completion wait;
-//! - with no answer out it makes the sliced completion wait at once; that wait is a device
+//! - with nothing to execute, a run awaited, answers out and the next launch waiting on a
+//!   prepare that is out (`Lane::next_launch_waits_on_prepare`: an answer could start a
+//!   launch), the lane thread sleeps until the next answer, at most one wait slice
+//!   ([`WAIT_SLICE_NS`], lane-service's `DEFAULT_WAIT_SLICE`) and never past the run's
+//!   deadline. Woken by an answer it pays a `host_wakeup`, feeds the answers and executes
+//!   what they enable (a launch) before it looks at the awaited run again; not woken within
+//!   the slice it pays a `host_wakeup` (the timed wait ends) and makes one sliced completion
+//!   wait;
+//! - otherwise (no answer out, or none that could start a launch: a finalise, a prepare
+//!   behind a full pair) it makes the sliced completion wait at once; that wait is a device
 //!   call (`synchronize_event`) and an answer landing during it is seen only when it returns;
 //! - with nothing awaited and answers out it sleeps until the next answer (a `host_wakeup`).
 //!
@@ -281,8 +284,8 @@ impl WorkerLoop {
 
     /// As [`Driver::turn`], as lane-service's lane thread decides: every effect the lane
     /// has (runner work to the workers); else, with a run awaited, a sleep for an answer
-    /// (while answers are out) or one sliced completion wait; else a sleep until the next
-    /// answer.
+    /// (while answers are out and the next launch waits on a prepare that is out) or one
+    /// sliced completion wait; else a sleep until the next answer.
     pub fn turn<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
@@ -294,7 +297,10 @@ impl WorkerLoop {
         let (steps, executor) = driver.parts_mut();
         if executor.is_awaiting() {
             let deadline = steps.deadline();
-            if self.await_answer(executor, tracks, deadline) {
+            // lane-service's `decide`: answers first only when one could start a launch.
+            if steps.lane().next_launch_waits_on_prepare()
+                && self.await_answer(executor, tracks, deadline)
+            {
                 self.execute_effects(driver, tracks)?;
                 return Ok(Turn::Progress);
             }
@@ -325,9 +331,10 @@ impl WorkerLoop {
         steps.settled()
     }
 
-    /// lane-service's `await_answer`: with answers out and a run awaited, the lane thread
-    /// sleeps until the next answer, at most one slice and never past the run's deadline;
-    /// either way it wakes (a `host_wakeup`). Returns whether an answer woke it (the caller
+    /// lane-service's `await_answer`: with answers out, a run awaited and the next launch
+    /// waiting on a prepare that is out, the lane thread sleeps until the next answer, at
+    /// most one slice and never past the run's deadline; either way it wakes (a
+    /// `host_wakeup`). Returns whether an answer woke it (the caller
     /// then feeds it and executes what it enables); else the caller waits on the run.
     fn await_answer<D: Device, R: Runner<D>>(
         &self,

@@ -215,12 +215,15 @@ fn the_same_config_with_workers_gives_a_byte_identical_trace() {
     assert!(!worker_calls(&a).is_empty());
 }
 
-/// lane-service's lane thread, with a run awaited and a worker's job out, sleeps for the
-/// answer before it looks at the run (`await_answer`), and pays a wake-up for it; the
-/// simulated lane thread does the same, so no completion wait starts while a worker's call
-/// runs (a 5 ms slice never ends here: every call is far shorter).
+/// lane-service's lane thread, with a run awaited, sleeps for a worker's answer first only
+/// when the next launch waits on a prepare that is out (`Lane::next_launch_waits_on_prepare`),
+/// and pays a wake-up for it; otherwise it looks at the run (an answer-first lane thread
+/// never started a completion wait while a worker's call ran). The simulated lane thread
+/// does the same: it looks at an awaited run that has completed while a worker still
+/// prepares a run whose launch can wait, and it still sleeps for the prepares its launches
+/// wait on (a 5 ms slice never ends here).
 #[test]
-fn the_lane_thread_sleeps_for_answers_before_it_waits_on_a_run_as_lane_service_does() {
+fn the_lane_thread_sleeps_for_an_answer_only_when_a_launch_waits_on_it_as_lane_service_does() {
     let config = SimConfig {
         copies: Some(lane_core::CopyPath::OnStream),
         workload: Workload {
@@ -243,6 +246,7 @@ fn the_lane_thread_sleeps_for_answers_before_it_waits_on_a_run_as_lane_service_d
         })
         .collect();
     let mut waits = 0;
+    let mut waits_during_a_call = 0;
     let mut answer_wakes = 0;
     for record in records {
         if let Record::Call {
@@ -254,19 +258,24 @@ fn the_lane_thread_sleeps_for_answers_before_it_waits_on_a_run_as_lane_service_d
         {
             if *name == "synchronize_event" {
                 waits += 1;
-                assert!(
-                    !worker_spans
-                        .iter()
-                        .any(|(s, e)| s < start_ns && start_ns < e),
-                    "a completion wait at {start_ns} ns started while a worker's call ran"
-                );
+                if worker_spans
+                    .iter()
+                    .any(|(s, e)| s < start_ns && start_ns < e)
+                {
+                    waits_during_a_call += 1;
+                }
             }
             if *name == "wake_up" && detail == "a worker's answer" {
                 answer_wakes += 1;
             }
         }
     }
+    assert!(
+        waits_during_a_call > 0,
+        "the lane thread slept through every worker's call"
+    );
     assert!(waits >= 80, "{waits} completion waits");
-    // One wake-up per answer the lane thread slept for: most prepares and finalises.
-    assert!(answer_wakes >= 40, "{answer_wakes} wake-ups for answers");
+    // One wake-up per answer the lane thread slept for: at least the prepares its launches
+    // waited on.
+    assert!(answer_wakes >= 30, "{answer_wakes} wake-ups for answers");
 }

@@ -352,7 +352,8 @@ fn figures(
 pub const LIFTED_WORKERS: usize = 2;
 
 /// The third arm ("lifted"): `runs` back-to-back runs of `device_ns` through lane-service on
-/// real threads, queued at depth two on a2a3 with three slots and two prepares at once,
+/// real threads, queued at depth two on a2a3 with four slots and two prepares at once (the
+/// simulator's arm 3, `backend_sim::sweep::Offload::default`),
 /// both copies on the streams (`CopyPath::OnStream`), and the runner's prepare and finalise
 /// on [`LIFTED_WORKERS`] host workers ([`FakeRunner::host_worker`]). The lane thread's
 /// blocked time is not observed through the service (`None`); the queued launches are the
@@ -364,7 +365,7 @@ pub const LIFTED_WORKERS: usize = 2;
 /// [`ConformanceError`] when the fake, the service or a run fails.
 pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, ConformanceError> {
     let spec = ProfileSpec {
-        slots: 3,
+        slots: 4,
         prepare_window: 2,
         copies: CopyPath::OnStream,
         ..ProfileName::A2a3.profile(Some(2))?.spec()
@@ -459,7 +460,7 @@ pub fn markdown(config: &BenchConfig, arms: &[Arms], machine: &str) -> String {
          {} runs per arm, the first {} skipped; invariant checks off, as in production. The \
          arms: **depth one** and **queued** (a2a3 at launch depth one and two, synchronous \
          copies, the single-thread driver, as before this change), and **queued + on-stream \
-         copies + workers** (lane-service on its lane thread, a2a3 at depth two with three \
+         copies + workers** (lane-service on its lane thread, a2a3 at depth two with four \
          slots and a prepare window of two, `CopyPath::OnStream`, the runner's prepare and \
          finalise on {LIFTED_WORKERS} host workers through `FakeRunner::host_worker`).\n\n",
         config.runs, config.skip
@@ -488,6 +489,6 @@ pub fn markdown(config: &BenchConfig, arms: &[Arms], machine: &str) -> String {
                 .map_or_else(|| "-".to_owned(), |q| q.to_string()),
         );
     }
-    out += "\nAt depth one the device idles for a whole host round trip between runs: the lane thread wakes from the completion wait, reads the timing buffer and status header, launches the successor, and the stream's worker wakes to run it. Queued at depth two the successor is already on the stream when its predecessor ends, so the gap is the worker's hand-over alone, whatever the host is doing: that is the figure to read here. The third arm takes the two synchronous copies and the runner's prepare and finalise off the lane thread. On the fake that removes little: a synchronous copy is a memcpy under a mutex, not a 9.5 us driver round trip, and the fake runner's prepare and finalise are nearly free, not 90 us of runtime work; and it adds work on the streams: per run an H2D arm before the kernels, a cross-stream wait and a D2H after them, each a task the fake's stream threads hand over, which lands in the gap between one run's end and the next run's start. So this arm shows the lifted lane running on real threads (every run `Ok`, the runs' timing read back through the pinned buffers), not the speed-up the simulator's calibrated costs predict; that is the virtual-time sweep's to show. Runs/s is not the figure to read: the fake's kernels are timed condition-variable waits, and on a loaded machine a worker wakes late, so busy/run exceeds the device time asked for by more than the gap saved, and by different amounts in each arm. On a real device the kernels' time is the device's, and the gap is what queueing removes (the virtual-time sweep above models it with measured costs).\n\nReproduce: `cargo xtask fake-bench` (writes this section), or `cargo run --release -p lane-conformance --bin fake-bench` (prints it). `cargo test -p lane-conformance --test fake_bench` runs a short version that checks only the ordering: at depth two every successor is launched before its predecessor's completion, at depth one none is; the third arm runs every run to `Ok` through the service's workers.\n";
+    out += "\nAt depth one the device idles for a whole host round trip between runs: the lane thread wakes from the completion wait, reads the timing buffer and status header, launches the successor, and the stream's worker wakes to run it. Queued at depth two the successor is already on the stream when its predecessor ends, so the gap is the worker's hand-over alone, whatever the host is doing: that is the figure to read here. The third arm takes the two synchronous copies and the runner's prepare and finalise off the lane thread. On the fake that removes little: a synchronous copy is a memcpy under a mutex, not a 9.5 us driver round trip, and the fake runner's prepare and finalise are nearly free, not 90 us of runtime work; and it adds work on the streams: per run an H2D arm before the kernels, a cross-stream wait and a D2H after them, each a task the fake's stream threads hand over, which lands in the gap between one run's end and the next run's start. So this arm shows the lifted lane running on real threads (every run `Ok`, the runs' timing read back through the pinned buffers), not the speed-up the simulator's calibrated costs predict; that is the virtual-time sweep's to show (its arm 3, the same lane shape, measured against depth one where the calibrated host costs bound the lane). Runs/s is not the figure to read: the fake's kernels are timed condition-variable waits, and on a loaded machine a worker wakes late, so busy/run exceeds the device time asked for by more than the gap saved, and by different amounts in each arm. On a real device the kernels' time is the device's, and the gap is what queueing removes (the virtual-time sweep above models it with measured costs).\n\nReproduce: `cargo xtask fake-bench` (writes this section), or `cargo run --release -p lane-conformance --bin fake-bench` (prints it). `cargo test -p lane-conformance --test fake_bench` runs a short version that checks only the ordering: at depth two every successor is launched before its predecessor's completion, at depth one none is; the third arm runs every run to `Ok` through the service's workers.\n";
     out
 }

@@ -553,9 +553,11 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 enum Next {
     /// Execute this effect (lock released).
     Execute(Effect),
-    /// Wait one slice for the awaited run, up to its deadline; `answers` says host workers
-    /// have jobs out, whose answers (launches waiting on a prepare, slots on a finalise) come
-    /// before the awaited run's completion.
+    /// Wait one slice for the awaited run, up to its deadline; `answers` says a worker's
+    /// answer comes first: a job is out and the next launch waits only on a prepare that is
+    /// out (`Lane::next_launch_waits_on_prepare`), so its answer would start a launch. Any
+    /// other answer (a finalise, a prepare behind a full pair) enables no launch, and the
+    /// awaited run's completion, which frees the pair, is waited for first.
     Await {
         deadline: Option<Timestamp>,
         answers: bool,
@@ -652,9 +654,10 @@ impl LaneThread<'_> {
         }
     }
 
-    /// With jobs out and a run awaited: sleeps until a worker's answer or a command, at most
-    /// one slice and never past the awaited run's deadline (the event wait alone decides a
-    /// timeout). Returns whether it was woken; else the caller looks at the run.
+    /// With a run awaited and a launch waiting on a prepare that is out: sleeps until a
+    /// worker's answer or a command, at most one slice and never past the awaited run's
+    /// deadline (the event wait alone decides a timeout). Returns whether it was woken; else
+    /// the caller looks at the run.
     fn await_answer(&self, deadline: Option<Timestamp>, now: Timestamp, shutdown: bool) -> bool {
         let left = deadline.map_or(0, |deadline| deadline.since(now));
         let bound = self.slice.min(Duration::from_nanos(left));
@@ -698,7 +701,7 @@ fn decide<D: Device, R: Runner<D>>(
     if awaiting {
         return Ok(Next::Await {
             deadline: shared.steps.deadline(),
-            answers: cx.out() > 0,
+            answers: cx.out() > 0 && shared.steps.lane().next_launch_waits_on_prepare(),
         });
     }
     // Workers still have jobs out: their answers come back as work.

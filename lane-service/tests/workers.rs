@@ -6,11 +6,13 @@
 mod common;
 
 use common::host::{HostRunner, Instant0, OFF_LANE, Seen, Sleepy};
-use lane_core::{Outcome, Profile, ProfileSpec, RunRequest, SubmitError, Verdict};
-use lane_driver::{Concurrency, HostWorker};
+use lane_core::{
+    FinaliseFailure, Outcome, Profile, ProfileSpec, RunId, RunRequest, SlotId, SubmitError, Verdict,
+};
+use lane_driver::{Concurrency, HostWorker, PrepareError};
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError, spawn_with_workers};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -345,4 +347,103 @@ fn the_simulators_wait_slice_is_the_services_default() {
         u128::from(backend_sim::workers::WAIT_SLICE_NS),
         lane_service::DEFAULT_WAIT_SLICE.as_nanos()
     );
+}
+
+/// A host worker whose finalise of run 1 blocks until the test opens the gate; it says which
+/// run each finalise is for as it starts.
+struct Gated {
+    gate: Arc<(Mutex<bool>, Condvar)>,
+    finalising: mpsc::Sender<u64>,
+}
+
+impl HostWorker for Gated {
+    fn prepare_run(
+        &mut self,
+        _run: RunId,
+        _slot: SlotId,
+        _diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        Ok(())
+    }
+    fn finalise_run(
+        &mut self,
+        run: RunId,
+        _slot: SlotId,
+        _copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        let _ = self.finalising.send(run.0);
+        if run.0 == 1 {
+            let (open, opened) = &*self.gate;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = opened.wait(open).unwrap();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Opens the gate when dropped, also when the test fails: the blocked worker then returns
+/// and the lane's drop can join it.
+struct OpenOnDrop(Arc<(Mutex<bool>, Condvar)>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        let (open, opened) = &*self.0;
+        *open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        opened.notify_all();
+    }
+}
+
+/// The wait policy: with the pair full and only a finalise out, no answer can start a
+/// launch, so the lane thread waits on the awaited run, not for the answer. Run 1's
+/// finalise blocks its worker; run 2 (complete at once on `Instant0`) must still be
+/// completed, read and handed to the other worker for its finalise. The wait slice is an
+/// hour and the completion deadline 50 s, so a lane thread that slept for the answer first
+/// would not look at run 2 within the test's bound.
+#[test]
+fn with_only_a_finalise_out_the_lane_thread_feeds_the_next_completion_without_its_answer() {
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let (finalising, started) = mpsc::channel();
+    let mut config = ServiceConfig::new(profile());
+    config.wait_slice = Duration::from_secs(3600);
+    let worker_gate = Arc::clone(&gate);
+    let handle = spawn_with_workers(
+        config,
+        || {
+            let seen = Arc::new(Seen::default());
+            Ok::<_, String>((
+                Instant0::new(),
+                HostRunner {
+                    concurrency: OFF_LANE,
+                    seen,
+                },
+            ))
+        },
+        move |_| {
+            Ok::<Box<dyn HostWorker>, String>(Box::new(Gated {
+                gate: Arc::clone(&worker_gate),
+                finalising: finalising.clone(),
+            }))
+        },
+    )
+    .expect("the lane starts");
+    let release = OpenOnDrop(Arc::clone(&gate));
+    // Three slots: run 1 finalising, runs 2 and 3 on the pair (depth two), nothing to prepare.
+    let runs: Vec<RunId> = (0..3)
+        .map(|_| handle.submit(RunRequest::new()).expect("a slot is free"))
+        .collect();
+    assert_eq!(started.recv_timeout(GENEROUS), Ok(1), "run 1's finalise");
+    assert_eq!(
+        started.recv_timeout(GENEROUS),
+        Ok(2),
+        "run 2 completed and finalising while run 1's finalise is out"
+    );
+    drop(release);
+    for run in runs {
+        let outcome = handle.wait(run, GENEROUS).expect("every run finishes");
+        assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+    }
 }

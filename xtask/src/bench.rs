@@ -789,13 +789,14 @@ impl Doc<'_> {
     fn offloaded(&self, out: &mut String) -> Result<(), String> {
         let model = &self.sweep["model"];
         let offload = &self.sweep["offload"];
-        let (g, g3, l, w, s3, h) = (
+        let (g, g3, l, w, c, h, launch) = (
             num(model, "g_ns")?,
             num(model, "g3_ns")?,
             num(model, "l_ns")?,
             num(model, "w_ns")?,
-            num(model, "s_ns")?,
+            num(model, "c_ns")?,
             num(model, "h_ns")?,
+            num(model, "launch_ns")?,
         );
         let (p, f, wake) = (
             num(model, "prepare_ns")?,
@@ -817,13 +818,15 @@ impl Doc<'_> {
              the Perfetto trace beside the copy tasks on the stream tracks), on the a2a3 \
              profile with {slots} slots and a prepare window of {window}: the fake-bench's \
              third arm below. The simulated lane thread waits exactly as lane-service's does \
-             (`WorkerLoop`): with a run awaited and a worker's answer out it first sleeps for \
-             the answer (at most one 5 ms wait slice, never past the run's deadline), feeds it \
-             and executes what it enables, and only then looks at the run; with no answer out \
-             it makes a sliced completion wait. Every sleep ends in a `host_wakeup`; a worker \
-             woken for a job pays one too. Its model extends §5(c): the period is the slowest \
-             of the device, the lane thread, the workers and the lane thread's cycle under \
-             that wait, `T3 = max(D + g3, L, W, S)` (each sum is written out in \
+             (`WorkerLoop`): with a run awaited it first sleeps for a worker's answer (at most \
+             one 5 ms wait slice, never past the run's deadline), feeds it and executes what \
+             it enables, only when a job is out and the next launch waits on a prepare that is \
+             out (`Lane::next_launch_waits_on_prepare`: that answer starts a launch); \
+             otherwise (a finalise out, a prepare behind a full pair, nothing out) it makes a \
+             sliced completion wait on the run, whose completion frees the pair. Every sleep \
+             ends in a `host_wakeup`; a worker woken for a job pays one too. Its model extends \
+             §5(c): the period is the slowest of the device, the lane thread, the workers and \
+             the prepare chain, `T3 = max(D + g3, L, W, C)` (each sum is written out in \
              `Model::from_costs`):\n"
         );
         let _ = writeln!(
@@ -859,14 +862,22 @@ impl Doc<'_> {
         );
         let _ = writeln!(
             out,
-            "- `S` = **{} us**: the lane thread's cycle under lane-service's answers-first \
-             wait. With every slot held, a completed run's slot comes back only through its \
-             finalise, and the next prepare starts in it only after that answer; the lane \
-             thread sleeps through both before it looks at the awaited run, so per run it \
-             pays its launch calls and queries, `finalise`, `prepare` and four wake-ups in \
-             series. `S` > `H` = {} us: wherever the host bounds the lane, arm 3 is slower \
-             than arm 2.\n",
-            us(s3),
+            "- `C` = **{} us**: the prepare chain. Where the host bounds the lane, every launch \
+             waits on its prepare, and a prepare is handed out only when a place in the \
+             prepare window frees, which is when a run launches ({slots} slots = depth two + \
+             the window, so its slot is free by then: the finalise that frees it runs while \
+             the lane thread launches). From one launch, the prepare it lets in costs a \
+             worker's wake-up and `prepare`, then the lane thread wakes for the answer and \
+             makes its launch calls ({} us): (2·{} + {} + {}) / {window} us, as the {window} \
+             window places run such chains side by side. The lane thread's other calls (the \
+             other chains' launches, the completion queries) and the finalises fit inside the \
+             prepare's time, off the chain. `C` < `H` = {} us: the lane thread no longer sleeps \
+             through a finalise or a prepare that no launch waits on.\n",
+            us(c),
+            us(launch),
+            us(wake),
+            us(p),
+            us(launch),
             us(h)
         );
         out.push_str(
@@ -897,20 +908,33 @@ impl Doc<'_> {
             );
         }
         out.push('\n');
-        if let Some((w, at)) = worst {
+        let first = points(self.sweep)?
+            .first()
+            .map(|p| -> Result<(f64, f64, f64, &str), String> {
+                Ok((
+                    num(p, "workload_device_ns")? / 1_000.0,
+                    num(p, "offloaded_ratio")?,
+                    num(p, "offloaded_over_queued")?,
+                    p["offloaded_bound"].as_str().unwrap_or("?"),
+                ))
+            })
+            .transpose()?;
+        if let (Some((w, at)), Some((first_us, over_one, over_two, bound))) = (worst, first) {
             let _ = writeln!(
                 out,
                 "**Arm 3 reaches {:.2}% of its model at worst ({at} us).** Against the issue's \
-                 goals: 99% of its own model at every point holds. Arm 3 is slower than arm 2 \
-                 at every point, for two reasons the model names. Where the device bounds it, \
-                 by exactly the copies' stream tasks: arm 3 / arm 2 = `(D + g) / (D + g3)` \
-                 (the copies moved off the host sit between the kernels on the device). Where \
-                 the host bounds it, by `H / S`: lane-service's answers-first wait puts \
-                 prepare and finalise back in series with the lane thread, so at 20 us arm 3 \
-                 does not reach 2x depth one (the first goal is not met with today's \
-                 lane-service; a lane thread that looks at the awaited run while a prepare is \
-                 out is the change it needs). `backend-sim/tests/sweep.rs` checks what holds \
-                 and keeps the 2x goal as an ignored test naming the cause.\n",
+                 goals: 99% of its own model at every point holds, and at {first_us} us arm 3 \
+                 runs {over_one:.2}x depth one ({over_two:.2}x arm 2), bound by: {bound} \
+                 (`C` is the prepare chain). Where the host bounds arm 2 (`H > D + g`), arm 3 is faster than \
+                 arm 2: its lane thread's calls `L`, its workers `W` and its chain `C` are each \
+                 below `H`. Where the device bounds both, arm 3 is slower than arm 2 by exactly \
+                 the copies' stream tasks: arm 3 / arm 2 = `(D + g) / (D + g3)` (the copies \
+                 moved off the host sit between the kernels on the device). The wait policy is \
+                 what makes the workers pay: the earlier one (answers first whenever a job was \
+                 out) slept through each finalise and the prepare that reused its slot before \
+                 looking at the awaited run, a cycle of 137 us per run at these costs, above `H`, \
+                 so arm 3 was slower than arm 2 wherever the host bound it. `backend-sim/tests/sweep.rs` \
+                 checks each of these.\n",
                 w * 100.0
             );
         }
@@ -1050,11 +1074,11 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
         })
         .collect::<Result<_, String>>()?;
     // The model's own terms (backend-sim's `Model::from_costs`), so the curve is T3 exactly.
-    let (g3, l, w, s) = (
+    let (g3, l, w, c) = (
         num(model, "g3_ns")?,
         num(model, "l_ns")?,
         num(model, "w_ns")?,
-        num(model, "s_ns")?,
+        num(model, "c_ns")?,
     );
     let (x_min, x_max) = measured
         .iter()
@@ -1081,11 +1105,11 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
         .iter()
         .map(|(x, _)| {
             let d = x * 1_000.0 + pre;
-            (*x, (d + r).max(h) / (d + g3).max(l).max(w).max(s))
+            (*x, (d + r).max(h) / (d + g3).max(l).max(w).max(c))
         })
         .collect();
-    // Arm 3 can fall below depth one (under lane-service's answers-first wait): the axis
-    // spans every series and 1x.
+    // A shape or cost table can put arm 3 below depth one: the axis spans every series and
+    // 1x.
     let (y_floor, y_top) = measured
         .iter()
         .chain(&jittered)
@@ -1239,7 +1263,7 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
     );
     let _ = writeln!(
         svg,
-        r##"<line x1="{lx}" y1="{}" x2="{}" y2="{}" stroke="#2e8b57" stroke-width="2" stroke-dasharray="2,3"/><text x="{}" y="{}">arm 3 model: max(D+R, H) / max(D+g3, L, W, S)</text>"##,
+        r##"<line x1="{lx}" y1="{}" x2="{}" y2="{}" stroke="#2e8b57" stroke-width="2" stroke-dasharray="2,3"/><text x="{}" y="{}">arm 3 model: max(D+R, H) / max(D+g3, L, W, C)</text>"##,
         ly + 80.0,
         lx + 30.0,
         ly + 80.0,
@@ -1300,7 +1324,7 @@ Timer precision: 20 ns
         let sweep = serde_json::json!({
             "model": {
                 "preamble_ns": 9_000, "r_ns": 44_400, "g_ns": 3_800, "h_ns": 128_000,
-                "g3_ns": 8_600, "l_ns": 37_000, "w_ns": 50_000, "s_ns": 137_000,
+                "g3_ns": 8_600, "l_ns": 37_000, "w_ns": 50_000, "c_ns": 51_500,
             },
             "points": [point(20.0, 1.0), point(250.0, 1.15), point(5_000.0, 1.008)],
         });
@@ -1320,7 +1344,7 @@ Timer precision: 20 ns
             3 + 1,
             "arm 3's three points and the legend"
         );
-        assert!(svg.contains("max(D+g3, L, W, S)"), "arm 3's model curve");
+        assert!(svg.contains("max(D+g3, L, W, C)"), "arm 3's model curve");
         // Arm 3 at 0.95x depth one: the y axis reaches below 1x to show it.
         assert!(svg.contains(">0.9×<"), "y tick below 1x");
         for tick in [">20<", ">100<", ">1000<", ">5000<"] {

@@ -9,6 +9,7 @@
 mod apply;
 mod invariants;
 mod items;
+mod launch_wait;
 mod poison;
 mod schedule;
 mod slots;

@@ -107,7 +107,7 @@ impl Lane {
     /// The oldest run in `phase`, with what stands before it, if its turn has come: every
     /// earlier run has launched (or never will) and no publication before it is unfinished
     /// (L-2, L-12).
-    fn next_in_order(&self, phase: RunPhase) -> Option<(usize, Ahead)> {
+    pub(super) fn next_in_order(&self, phase: RunPhase) -> Option<(usize, Ahead)> {
         let idx = self.first_run_in(phase)?;
         let ahead = self.ahead_of(idx);
         (!ahead.publication && ahead.all_launched).then_some((idx, ahead))
@@ -167,15 +167,11 @@ impl Lane {
         let Some((idx, ahead)) = self.next_in_order(RunPhase::Prepared) else {
             return false;
         };
+        if self.launch_held_back(idx, ahead) {
+            return false;
+        }
         let r = self.run(idx);
-        let (run, lease, diagnostics) = (r.id, r.lease, r.diagnostics);
-        if (diagnostics || ahead.diagnostics) && ahead.live_run {
-            return false;
-        }
-        let on_pair = self.live_runs().filter(|r| r.phase.on_pair()).count();
-        if on_pair >= usize::from(self.profile.launch_depth().get()) {
-            return false;
-        }
+        let (run, lease) = (r.id, r.lease);
         match self.pair.ready() {
             Readiness::Ready { aicpu, aicore } => {
                 if let Err(error) = self.pair.submit(Owner(run.0)) {
