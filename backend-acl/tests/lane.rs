@@ -286,3 +286,75 @@ fn a_failed_stream_creates_text_reaches_the_run_that_waited_to_launch() {
     assert_eq!(reports[1].device_message, None);
     fake.assert_balanced();
 }
+
+/// A config whose profile is the probed one with both copies on the streams.
+fn on_stream(fake: &common::Fake) -> AclConfig {
+    let (_, probed) = fake.open();
+    let profile = Profile::custom(ProfileSpec {
+        copies: lane_core::CopyPath::OnStream,
+        ..probed.spec()
+    })
+    .expect("a valid profile");
+    AclConfig {
+        profile: Some(profile),
+        ..fake.config()
+    }
+}
+
+#[test]
+fn with_copies_on_the_streams_no_failing_call_leaks_a_stream_an_event_an_allocation_or_pinned_memory()
+ {
+    // Each call the OnStream path adds failing once, at its first use and at a later one.
+    let symbols = [
+        "aclrtMallocHost",
+        "aclrtMemcpyAsync",
+        "aclrtStreamWaitEvent",
+        "aclrtRecordEvent",
+        "aclrtFreeHost",
+    ];
+    for symbol in symbols {
+        for skip in [0, 3] {
+            let fake = common::fake();
+            let mut d = driver(&fake, on_stream(&fake), Vec::new());
+            fake.control.fail_call(symbol, 507_899, skip, 1).unwrap();
+            let reports = run_lane(&mut d, 5);
+            assert_eq!(
+                reports.len(),
+                5,
+                "{symbol} skip {skip}: one outcome per run"
+            );
+            let c = fake.counters();
+            if symbol == "aclrtFreeHost" && c.force_resets == 0 {
+                // A failed free after close leaves that one buffer alive (nothing retries it).
+                assert!(c.live_host_allocations <= 1, "{symbol} skip {skip}: {c:#?}");
+            } else {
+                assert!(c.balanced(), "{symbol} skip {skip}: {c:#?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_failed_readback_enqueue_fails_its_run_at_the_status_read_as_a_failed_synchronous_read_does() {
+    // The first copy of a run is its arm, the second its status read: fail the second.
+    let failed_read = |config: fn(&common::Fake) -> AclConfig, symbol: &str| {
+        let fake = common::fake();
+        let mut d = driver(&fake, config(&fake), Vec::new());
+        fake.control.fail_call(symbol, 507_899, 1, 1).unwrap();
+        let reports = run_lane(&mut d, 1);
+        let cause = verdict(&reports[0]).cause().copied().expect("run 1 failed");
+        (cause, reports[0].to_string())
+    };
+    let (sync, sync_line) = failed_read(|fake| fake.config(), "aclrtMemcpy");
+    let (on_stream, on_stream_line) = failed_read(on_stream, "aclrtMemcpyAsync");
+    assert_eq!(
+        sync.stage(),
+        Some(lane_core::status_latch::Stage::StatusRead)
+    );
+    assert_eq!(on_stream, sync, "{on_stream_line}\n{sync_line}");
+    assert_eq!(
+        on_stream_line.split("; device:").next(),
+        sync_line.split("; device:").next(),
+        "the same outcome line"
+    );
+}
