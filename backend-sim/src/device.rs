@@ -128,6 +128,15 @@ struct Capture {
     complete_at: Option<u64>,
 }
 
+/// Which address space an allocation comes from.
+#[derive(Clone, Copy, Debug)]
+enum Memory {
+    /// Device memory (`aclrtMalloc`).
+    Device,
+    /// Pinned host memory (`aclrtMallocHost`).
+    Pinned,
+}
+
 #[derive(Clone, Debug)]
 struct Allocation {
     bytes: Vec<u8>,
@@ -437,6 +446,26 @@ impl SimDevice {
 
     /// A call's cost: host time, billed to whatever run the driver's effect is for (the
     /// journal knows; the device does not).
+    /// The checks every allocation makes (a zero size is invalid; the malloc fault site
+    /// applies to device and pinned memory alike) and its address: the next one of `memory`,
+    /// aligned, with a guard gap so neighbouring allocations never touch.
+    fn next_allocation(&mut self, size: usize, memory: Memory) -> Result<u64, AclCode> {
+        if size == 0 {
+            return Err(AclCode::RtParamInvalid);
+        }
+        if let Some(Injected::Fail(code)) = self.faults.decide(Site::Malloc, None) {
+            return Err(code);
+        }
+        let next = match memory {
+            Memory::Device => &mut self.next_ptr,
+            Memory::Pinned => &mut self.next_host_ptr,
+        };
+        let ptr = *next;
+        let size64 = u64::try_from(size).unwrap_or(u64::MAX);
+        *next = ptr.saturating_add(size64.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
+        Ok(ptr)
+    }
+
     fn spend(&mut self, cost: Cost) {
         let ns = self.costs.get(cost);
         self.host_ns = self.host_ns.saturating_add(ns);
@@ -1102,17 +1131,7 @@ impl Device for SimDevice {
         let start = self.enter();
         self.spend(Cost::Malloc);
         let result = self.sticky_now().and_then(|()| {
-            if size == 0 {
-                return Err(AclCode::RtParamInvalid);
-            }
-            if let Some(Injected::Fail(code)) = self.faults.decide(Site::Malloc, None) {
-                return Err(code);
-            }
-            let ptr = self.next_ptr;
-            let size64 = u64::try_from(size).unwrap_or(u64::MAX);
-            self.next_ptr = self
-                .next_ptr
-                .saturating_add(size64.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
+            let ptr = self.next_allocation(size, Memory::Device)?;
             self.memory.insert(
                 DevicePtr(ptr),
                 Allocation {
@@ -1230,18 +1249,8 @@ impl Device for SimDevice {
         // Pinned memory is allocated like device memory, once per slot.
         self.spend(Cost::Malloc);
         let result = self.sticky_now().and_then(|()| {
-            if size == 0 {
-                return Err(AclCode::RtParamInvalid);
-            }
             // The slot's resources are made together: a malloc fault fails either allocation.
-            if let Some(Injected::Fail(code)) = self.faults.decide(Site::Malloc, None) {
-                return Err(code);
-            }
-            let ptr = self.next_host_ptr;
-            let size64 = u64::try_from(size).unwrap_or(u64::MAX);
-            self.next_host_ptr = self
-                .next_host_ptr
-                .saturating_add(size64.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
+            let ptr = self.next_allocation(size, Memory::Pinned)?;
             self.host_memory.insert(HostPtr(ptr), vec![0; size]);
             Ok(HostPtr(ptr))
         });
