@@ -308,7 +308,12 @@ impl WorkerLoop {
             let slice_ms = i32::try_from(self.slice_ns / 1_000_000)
                 .unwrap_or(i32::MAX)
                 .max(1);
-            match executor.wait(deadline, Some(slice_ms))? {
+            // lane-service slices its waits to look for commands and answers between them.
+            // Here nothing arrives during a wait but the workers' answers, so with none out
+            // the slices would string together into this one wait: make it whole (a hung run
+            // is then one turn, not one per slice until the op timeout).
+            let slice = (!self.answers.is_empty()).then_some(slice_ms);
+            match executor.wait(deadline, slice)? {
                 Wait::Answered(event) => {
                     let message = executor.device_message(&event);
                     let now = executor.now();

@@ -11,15 +11,22 @@ use backend_sim::{SimConfig, Workload, run};
 const SEEDS: u64 = 850;
 
 fn swarm_config(seed: u64) -> SimConfig {
-    // Three shapes: a2a3 queued, a2a3 at depth one, a5; publications and diagnostics vary.
-    let (profile, depth) = match seed % 3 {
-        0 => (ProfileName::A2a3, None),
+    // Four shapes: a2a3 queued, a2a3 at depth one, a5, and a2a3 lifted (copies on the
+    // streams, prepare and finalise on two host workers, four slots, a prepare window of
+    // two); publications and diagnostics vary.
+    let (profile, depth) = match seed % 4 {
+        0 | 3 => (ProfileName::A2a3, None),
         1 => (ProfileName::A2a3, Some(1)),
         _ => (ProfileName::A5, None),
     };
+    let lifted = seed % 4 == 3;
     SimConfig {
         profile,
         depth,
+        slots: lifted.then_some(4),
+        prepare_window: lifted.then_some(2),
+        copies: lifted.then_some(lane_core::CopyPath::OnStream),
+        workers: if lifted { 2 } else { 0 },
         seed,
         workload: Workload {
             runs: 60,
@@ -33,9 +40,9 @@ fn swarm_config(seed: u64) -> SimConfig {
                 every: Some(7 + u32::try_from(seed % 3).unwrap_or(0)),
                 at: Vec::new(),
             },
-            // Every fourth seed closes half-way with runs in flight (then close must still
+            // Every fifth seed closes half-way with runs in flight (then close must still
             // complete with one outcome per accepted item).
-            close_after: (seed % 4 == 3).then_some(30),
+            close_after: (seed % 5 == 3).then_some(30),
         },
         swarm: true,
         liveness: true,
@@ -48,7 +55,7 @@ fn swarm_config(seed: u64) -> SimConfig {
 fn seeds() -> std::ops::Range<u64> {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
     let from = var("LANE_SIM_SWARM_FROM").unwrap_or(0);
-    from..from + var("LANE_SIM_SWARM_SEEDS").unwrap_or(SEEDS * 3)
+    from..from + var("LANE_SIM_SWARM_SEEDS").unwrap_or(SEEDS * 4)
 }
 
 #[test]

@@ -83,13 +83,6 @@ pub enum DriverError {
         #[source]
         source: DecodeError,
     },
-    /// The lane asked to await a run but reports no deadline for it (`Lane::poll_deadline`
-    /// is the one source of the bound on every wait).
-    #[error("asked to await {run}, but the lane reports no deadline")]
-    NoDeadline {
-        /// The run.
-        run: RunId,
-    },
 }
 
 /// An outcome as the driver delivers it: the lane's [`Outcome`] and, when the device call

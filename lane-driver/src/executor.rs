@@ -531,7 +531,12 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// and the events already completed are kept), so a multi-threaded caller can look for
     /// new work between slices. The last slice before the deadline is the full remainder, so
     /// its timeout is answered exactly as an unsliced wait answers it. Without `slice_ms`
-    /// the wait never returns `Pending`.
+    /// the wait never returns `Pending`, except for a run the lane no longer awaits.
+    ///
+    /// No `deadline` means the lane awaits nothing: a poison abandoned the awaited run while
+    /// runner work was out on host workers, and the drain that forgets it waits for that
+    /// work (L-18, `RecoveryStep::Quiesce`). The executor forgets the run now and returns
+    /// [`Wait::Pending`], so the caller goes back to the lane for the workers' answers.
     pub fn wait(
         &mut self,
         deadline: Option<Timestamp>,
@@ -542,7 +547,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         };
         let Awaited { run, lease, .. } = awaited;
         let Some(deadline) = deadline else {
-            return Err(DriverError::NoDeadline { run });
+            return Ok(Wait::Pending);
         };
         let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
             return Err(DriverError::UnrecordedEvent { run });

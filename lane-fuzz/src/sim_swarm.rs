@@ -31,6 +31,7 @@ behaviours! {
     Published => "a publication replaced the AICore stream",
     ClosedEarly => "closed with runs in flight",
     Liveness => "healed and drained",
+    Lifted => "copies on the streams and runner work on host workers",
 }
 
 /// Most runs one input submits: enough for a poison, a recovery and a publication to meet,
@@ -42,7 +43,8 @@ pub const MAX_RUNS: u32 = 24;
 pub struct Input {
     /// The seed of every random choice, including the fault mix.
     pub seed: u64,
-    /// `% 3`: a2a3 queued, a2a3 at depth one, a5.
+    /// `% 4`: a2a3 queued, a2a3 at depth one, a5, a2a3 lifted (copies on the streams,
+    /// prepare and finalise on two host workers, four slots, a prepare window of two).
     pub shape: u8,
     /// Runs, `1 + runs % MAX_RUNS`.
     pub runs: u8,
@@ -64,11 +66,12 @@ impl Input {
     /// The simulation this input describes.
     #[must_use]
     pub fn config(&self) -> SimConfig {
-        let (profile, depth) = match self.shape % 3 {
-            0 => (ProfileName::A2a3, None),
+        let (profile, depth) = match self.shape % 4 {
+            0 | 3 => (ProfileName::A2a3, None),
             1 => (ProfileName::A2a3, Some(1)),
             _ => (ProfileName::A5, None),
         };
+        let lifted = self.shape % 4 == 3;
         let runs = 1 + u32::from(self.runs) % MAX_RUNS;
         let every = |n: u8| Points {
             every: (n % 8 != 0).then_some(u32::from(n % 8)),
@@ -78,6 +81,10 @@ impl Input {
         SimConfig {
             profile,
             depth,
+            slots: lifted.then_some(4),
+            prepare_window: lifted.then_some(2),
+            copies: lifted.then_some(lane_core::CopyPath::OnStream),
+            workers: if lifted { 2 } else { 0 },
             seed: self.seed,
             workload: Workload {
                 runs,
@@ -112,6 +119,9 @@ pub fn run(input: &Input) -> Result<Reached, Finding> {
         (ProfileName::A2a3, Some(_)) => B::DepthOne,
         (ProfileName::A5, _) => B::A5,
     });
+    if config.workers > 0 {
+        hit(B::Lifted);
+    }
     if report.faults_injected > 0 {
         hit(B::FaultFired);
     }
