@@ -904,13 +904,10 @@ impl Device for SimDevice {
     fn set_device(&mut self) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::SetDevice);
-        // The `probe` fault site is the recovery probe's bind on the lane thread. A host
-        // worker's bind draws no fault: a worker that cannot bind answers its finalise as
-        // failed without running the runner's finalise, so the runner's per-run state would
-        // stay unreleased while the lane reuses the slot (a known gap, see docs).
-        let on_worker = self.journal.track().is_some();
-        let result = match (!on_worker).then(|| self.faults.decide(Site::Probe, None)) {
-            Some(Some(Injected::Fail(code))) => Err(code),
+        // The `probe` fault site: the recovery probe's bind, and a host worker's (whose job
+        // then goes back to the lane thread).
+        let result = match self.faults.decide(Site::Probe, None) {
+            Some(Injected::Fail(code)) => Err(code),
             _ => Ok(()),
         };
         self.finish("set_device", start, None, String::new, &result);

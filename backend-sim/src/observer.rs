@@ -61,11 +61,6 @@ impl Journal {
         self.0.borrow_mut().track = track;
     }
 
-    /// The worker whose track the calls are on now (`None`: the lane thread).
-    pub(crate) fn track(&self) -> Option<u8> {
-        self.0.borrow().track
-    }
-
     /// A force reset at `at` killed every kernel that had not ended.
     pub(crate) fn kill_open_kernels(&self, at: u64) {
         self.0.borrow_mut().trace.kill_open_kernels(at);

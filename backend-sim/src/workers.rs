@@ -14,7 +14,10 @@
 //!   call on that worker's clock ([`HostTracks::enter`]), so its host costs are charged to the
 //!   worker's track, not the lane thread's, and its trace records are the worker's. A
 //!   worker's first call (and its first after a force reset, which unbinds every thread) is
-//!   `set_device`: the worker binds the device first;
+//!   `set_device`: the worker binds the device first. A worker that cannot bind hands the
+//!   job back (lane-service's `HostWorker::bind`): once its clock reaches the failed bind's
+//!   end, the lane thread executes the job itself, charged to its own track, before it feeds
+//!   the later answers;
 //! - the answers (`Prepared`, `Finalised`, and the failures, exactly as the executor made
 //!   them on the lane thread) are fed back in end-time order, at the lane thread's next lane
 //!   step once its clock has reached them (lane-service's `decide` feeds every answer given
@@ -203,9 +206,20 @@ struct Answer {
     seq: u64,
     /// The run the job was for (a wake-up it causes is billed to it).
     run: Option<RunId>,
-    event: Event,
-    /// The device's text about the failed call, read on the worker right after it.
-    message: Option<String>,
+    reply: Reply,
+}
+
+/// What a worker gives back for a job.
+#[derive(Clone, Debug)]
+enum Reply {
+    /// The job ran: the event that answers it.
+    Answered {
+        event: Event,
+        /// The device's text about the failed call, read on the worker right after it.
+        message: Option<String>,
+    },
+    /// The worker could not bind the device: the lane thread runs the job itself.
+    HandedBack(Effect),
 }
 
 /// The lane thread's loop with virtual host workers (see the module doc): the same public
@@ -380,25 +394,38 @@ impl WorkerLoop {
         let mut any = false;
         loop {
             let now = executor.now();
-            while self.answers.first().is_some_and(|a| a.end_ns <= now.0) {
+            let mut handed_back = None;
+            while handed_back.is_none() && self.answers.first().is_some_and(|a| a.end_ns <= now.0) {
                 let answer = self.answers.remove(0);
-                steps.feed(now, answer.event, answer.message)?;
                 any = true;
+                match answer.reply {
+                    Reply::Answered { event, message } => steps.feed(now, event, message)?,
+                    // lane-service's `decide` executes it before it takes the later answers.
+                    Reply::HandedBack(effect) => handed_back = Some(effect),
+                }
             }
-            let Some(effect) = steps.next_effect(now) else {
-                break;
+            let effect = if let Some(effect) = handed_back {
+                // On the lane thread's track; a finalise releases the slot's events again,
+                // harmless: the slot is leased to no other run before this answer.
+                effect
+            } else {
+                let Some(effect) = steps.next_effect(now) else {
+                    break;
+                };
+                any = true;
+                if is_host_work(&effect) {
+                    // The executor runs it on the worker's track (its finalise releases the
+                    // slot's events, as lane-service's `Executor::hand_off` does).
+                    self.hand_out(effect, now, executor, steps.observer_mut(), tracks)?;
+                    continue;
+                }
+                if matches!(effect, Effect::ForceReset { .. }) {
+                    // A reset unbinds every thread: each worker binds again before its next
+                    // call.
+                    self.bound.fill(false);
+                }
+                effect
             };
-            any = true;
-            if is_host_work(&effect) {
-                // The executor runs it on the worker's track (its finalise releases the slot's
-                // events, as lane-service's `Executor::hand_off` does).
-                self.hand_out(effect, now, executor, steps.observer_mut(), tracks)?;
-                continue;
-            }
-            if matches!(effect, Effect::ForceReset { .. }) {
-                // A reset unbinds every thread: each worker binds again before its next call.
-                self.bound.fill(false);
-            }
             if let Some(event) = executor.execute(effect, steps.observer_mut())? {
                 let message = executor.device_message(&event);
                 let now = executor.now();
@@ -437,20 +464,22 @@ impl WorkerLoop {
         } else {
             executor.device_mut().set_device()
         };
-        let answered = match bind {
+        let replied = match bind {
             Ok(()) => {
                 self.bound[worker] = true;
-                executor.execute(effect, observer)
+                executor.execute(effect, observer).map(|answered| {
+                    answered.map(|event| Reply::Answered {
+                        message: executor.device_message(&event),
+                        event,
+                    })
+                })
             }
-            // A worker that cannot bind fails the call it was given, at the same stage.
-            Err(code) => Ok(unbound(effect, code)),
-        };
-        let message = match &answered {
-            Ok(Some(event)) => executor.device_message(event),
-            _ => None,
+            // A worker that cannot bind hands the job back to the lane thread (it stays
+            // unbound and tries again before its next job).
+            Err(_) => Ok(Some(Reply::HandedBack(effect))),
         };
         let end = tracks.leave(executor.device_mut());
-        let Some(event) = answered? else {
+        let Some(reply) = replied? else {
             return Ok(());
         };
         self.free_at[worker] = end;
@@ -459,27 +488,12 @@ impl WorkerLoop {
             end_ns: end,
             seq: self.handed_out,
             run,
-            event,
-            message,
+            reply,
         };
         let at = self
             .answers
             .partition_point(|a| (a.end_ns, a.seq) <= (answer.end_ns, answer.seq));
         self.answers.insert(at, answer);
         Ok(())
-    }
-}
-
-/// The failure that answers a runner effect whose worker could not bind the device (`None`
-/// for any other effect, which is never handed out).
-const fn unbound(effect: Effect, code: AclCode) -> Option<Event> {
-    match effect {
-        Effect::PrepareRun { run, lease, .. } => Some(Event::PrepareFailed { run, lease, code }),
-        Effect::FinaliseRun { run, lease, .. } => Some(Event::FinaliseFailed {
-            run,
-            lease,
-            failure: FinaliseFailure::Acl(code),
-        }),
-        _ => None,
     }
 }

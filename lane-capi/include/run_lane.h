@@ -362,7 +362,8 @@ typedef struct RunLaneOutcome {
 typedef struct RunLaneConcurrency {
   // `prepare` and `finalise` may be called on host worker threads (when the config asks
   // for `workers`): at once for different runs, each on its own slot, and at the same time
-  // as the lane thread's calls. Each worker binds the device before its first call.
+  // as the lane thread's calls. Each worker binds the device before its first call (and
+  // again after a force reset); a call whose worker cannot bind runs on the lane thread.
   bool off_lane_thread;
   // How many prepares may run at once, each on its own slot; 0 counts as 1. The lane
   // prepares at most the smaller of this and the config's `prepare_window`.

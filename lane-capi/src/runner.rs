@@ -364,13 +364,17 @@ impl CWorker {
 }
 
 impl HostWorker for CWorker {
+    /// Binds again after a force reset; a failure hands the job to the lane thread.
+    fn bind(&mut self) -> Result<(), AclCode> {
+        self.rebind()
+    }
+
     fn prepare_run(
         &mut self,
         run: RunId,
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        self.rebind().map_err(PrepareError::Failed)?;
         let info = RunLaneRunInfo {
             diagnostics,
             ..info(&self.requests, run, slot)
@@ -386,7 +390,6 @@ impl HostWorker for CWorker {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        self.rebind().map_err(FinaliseFailure::Acl)?;
         let copy_back = copy_back && requested(&self.requests, run).copy_back;
         let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back);
         // The model frees its per-run state whatever the callback said.

@@ -67,6 +67,17 @@ impl Default for Concurrency {
 /// bound the device), owned by it, and never called from the lane thread. The lane's lease
 /// rules keep each call on its own slot.
 pub trait HostWorker: Send {
+    /// Binds the calling worker thread to the device if it is not bound (its first job, or
+    /// the first after a force reset unbound every thread). The service calls it before every
+    /// job; an error hands the job back to the lane thread, which is always bound and runs it
+    /// with its own runner. By default there is nothing to bind.
+    ///
+    /// # Errors
+    ///
+    /// The bind's code (`aclrtSetDevice`).
+    fn bind(&mut self) -> Result<(), AclCode> {
+        Ok(())
+    }
     /// As [`Runner::prepare_run`].
     fn prepare_run(
         &mut self,

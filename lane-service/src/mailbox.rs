@@ -11,8 +11,9 @@
 //!   before every sleep.
 //! - `jobs` wakes host workers. The lane thread hands runner work over (`Step::dispatch`)
 //!   inside a lane step, and the step notifies once per job before it releases the lock; a
-//!   worker re-checks the queue and the stop before every sleep. A worker's answer goes into
-//!   `answers` and sets `State::work` like a command, so it wakes the lane thread the same way
+//!   worker re-checks the queue and the stop before every sleep. A worker's answer (or the job
+//!   itself, handed back when the worker could not bind the device) goes into `answers` and
+//!   sets `State::work` like a command, so it wakes the lane thread the same way
 //!   (asleep idle or waiting for an answer); the lane thread takes the answers in its next
 //!   step. The loss, and the lane's end after a close, stop the workers (`notify_all`).
 //!

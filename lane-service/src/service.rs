@@ -127,7 +127,7 @@ struct Shared {
 impl Delivers for Shared {
     type Outcome = Report;
     type Work = Effect;
-    type Answer = Event;
+    type Answer = WorkerAnswer;
 
     fn take_outcome(&mut self) -> Option<Report> {
         self.steps.poll_report()
@@ -136,6 +136,15 @@ impl Delivers for Shared {
     fn seq(report: &Report) -> u64 {
         report.outcome.seq()
     }
+}
+
+/// A host worker's answer to a job.
+enum WorkerAnswer {
+    /// The worker ran the job; this event answers it.
+    Answered(Event),
+    /// The worker could not bind the device ([`HostWorker::bind`]): the lane thread, always
+    /// bound, runs the job itself with its own runner.
+    HandedBack(Effect),
 }
 
 fn lost(error: &DriverError) -> LostCause {
@@ -519,7 +528,13 @@ fn host_worker(
         said = true;
         let _ = ready.send(Ok(()));
         while let Some(job) = mailbox.take_job() {
-            if let Some(answer) = run_host_work(&mut *worker, job) {
+            // Unbound (its first job after a force reset, say) and unable to bind: the job
+            // goes back to the lane thread, so the runner's prepare or finalise still runs.
+            let answer = match worker.bind() {
+                Ok(()) => run_host_work(&mut *worker, job).map(WorkerAnswer::Answered),
+                Err(_) => Some(WorkerAnswer::HandedBack(job)),
+            };
+            if let Some(answer) = answer {
                 mailbox.give_answer(answer);
             }
         }
@@ -682,9 +697,16 @@ fn decide<D: Device, R: Runner<D>>(
     off_lane: bool,
 ) -> Result<Next, DriverError> {
     shared.now = now;
-    // A worker's call is not the lane thread's: no device text goes with its failure.
     while let Some(answer) = cx.answer() {
-        shared.steps.feed(now, answer, None)?;
+        match answer {
+            // A worker's call is not the lane thread's: no device text goes with its failure.
+            WorkerAnswer::Answered(event) => shared.steps.feed(now, event, None)?,
+            // Executing a handed-back finalise releases the slot's events again, which
+            // `hand_off` already did: harmless, the lane leases the slot to no other run
+            // before the finalise is answered. The answers left are taken by the next step,
+            // which follows the execution without a sleep.
+            WorkerAnswer::HandedBack(effect) => return Ok(Next::Execute(effect)),
+        }
     }
     if cx.shutdown && !shared.closed_for_shutdown {
         shared.closed_for_shutdown = true;

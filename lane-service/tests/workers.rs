@@ -35,6 +35,17 @@ fn lane(
     max_sleep: Duration,
     panic_on: Option<u64>,
 ) -> (LaneHandle, Arc<Seen>) {
+    lane_failing_binds(concurrency, workers, max_sleep, panic_on, 0)
+}
+
+/// As [`lane`], each worker failing every `fail_bind_every`-th bind (0: never).
+fn lane_failing_binds(
+    concurrency: Concurrency,
+    workers: usize,
+    max_sleep: Duration,
+    panic_on: Option<u64>,
+    fail_bind_every: u64,
+) -> (LaneHandle, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
     let mut config = ServiceConfig::new(profile());
     config.workers = workers;
@@ -53,6 +64,7 @@ fn lane(
         move |index| {
             let mut worker = Sleepy::new(index as u64 + 1, max_sleep, Arc::clone(&worker_seen));
             worker.panic_on = panic_on;
+            worker.fail_bind_every = fail_bind_every;
             Ok::<Box<dyn HostWorker>, String>(Box::new(worker))
         },
     )
@@ -87,17 +99,23 @@ fn run_all(handle: &LaneHandle, runs: u64) -> Vec<Outcome> {
     outcomes
 }
 
-#[test]
-fn prepare_and_finalise_run_on_the_workers_and_every_outcome_arrives_in_order() {
-    let (handle, seen) = lane(OFF_LANE, 2, Duration::from_micros(100), None);
-    let outcomes = run_all(&handle, 200);
+/// Runs `runs` runs (as [`run_all`]) and checks that every one arrives, in order, `Ok`.
+fn run_all_ok_in_order(handle: &LaneHandle, runs: u64) {
+    let outcomes = run_all(handle, runs);
     let seqs: Vec<u64> = outcomes.iter().map(Outcome::seq).collect();
-    assert_eq!(seqs, (1..=200).collect::<Vec<_>>());
+    assert_eq!(seqs, (1..=runs).collect::<Vec<_>>());
     assert!(
         outcomes
             .iter()
-            .all(|o| matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok))
+            .all(|o| matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok)),
+        "every run Ok"
     );
+}
+
+#[test]
+fn prepare_and_finalise_run_on_the_workers_and_every_outcome_arrives_in_order() {
+    let (handle, seen) = lane(OFF_LANE, 2, Duration::from_micros(100), None);
+    run_all_ok_in_order(&handle, 200);
     assert_eq!(
         seen.on_lane.load(Ordering::SeqCst),
         0,
@@ -107,6 +125,25 @@ fn prepare_and_finalise_run_on_the_workers_and_every_outcome_arrives_in_order() 
         seen.on_worker.load(Ordering::SeqCst),
         400,
         "a prepare and a finalise per run"
+    );
+}
+
+#[test]
+fn a_job_whose_worker_cannot_bind_runs_on_the_lane_thread_and_every_outcome_arrives_in_order() {
+    let (handle, seen) = lane_failing_binds(OFF_LANE, 2, Duration::from_micros(100), None, 3);
+    // A failed bind fails no run.
+    run_all_ok_in_order(&handle, 200);
+    let failed = seen.binds_failed.load(Ordering::SeqCst);
+    assert!(failed > 0, "some binds failed");
+    assert_eq!(
+        seen.on_lane.load(Ordering::SeqCst),
+        failed,
+        "each handed-back job ran on the lane thread's runner"
+    );
+    assert_eq!(
+        seen.on_worker.load(Ordering::SeqCst) + failed,
+        400,
+        "a prepare and a finalise per run, none lost, none run twice"
     );
 }
 

@@ -108,6 +108,8 @@ pub struct Seen {
     pub on_worker: AtomicU64,
     /// A worker was dropped (its thread ended).
     pub worker_dropped: AtomicBool,
+    /// Binds a worker failed (each hands its job back to the lane thread).
+    pub binds_failed: AtomicU64,
 }
 
 /// The runner on the lane thread: kernels are no-ops on [`Instant0`]; host work, when it is
@@ -164,12 +166,15 @@ impl Runner<Instant0> for HostRunner {
 
 /// Runner work off the lane thread on a seeded random schedule: each call sleeps
 /// `0..max_sleep` (xorshift, no allocation), so answers come back in random order. A run
-/// whose id is `panic_on` panics its prepare.
+/// whose id is `panic_on` panics its prepare. With `fail_bind_every` n > 0, every n-th bind
+/// fails (as `aclrtSetDevice` after a force reset may).
 pub struct Sleepy {
     pub state: u64,
     pub max_sleep: Duration,
     pub seen: Arc<Seen>,
     pub panic_on: Option<u64>,
+    pub fail_bind_every: u64,
+    pub binds: u64,
 }
 
 impl Sleepy {
@@ -179,6 +184,8 @@ impl Sleepy {
             max_sleep,
             seen,
             panic_on: None,
+            fail_bind_every: 0,
+            binds: 0,
         }
     }
 
@@ -202,6 +209,14 @@ impl Drop for Sleepy {
 }
 
 impl HostWorker for Sleepy {
+    fn bind(&mut self) -> Result<(), AclCode> {
+        self.binds += 1;
+        if self.fail_bind_every > 0 && self.binds % self.fail_bind_every == 0 {
+            self.seen.binds_failed.fetch_add(1, Ordering::SeqCst);
+            return Err(AclCode::RtInvalidDeviceId);
+        }
+        Ok(())
+    }
     fn prepare_run(
         &mut self,
         run: RunId,
