@@ -279,3 +279,22 @@ fn the_lane_thread_sleeps_for_an_answer_only_when_a_launch_waits_on_it_as_lane_s
     // waited on.
     assert!(answer_wakes >= 30, "{answer_wakes} wake-ups for answers");
 }
+
+#[test]
+fn a_job_whose_worker_cannot_bind_runs_on_the_lane_thread_and_its_run_still_succeeds() {
+    // Each worker's first bind fails (the `probe` site; the lane thread binds no more here).
+    let report = simulate(&with_workers(2, &["probe@call:1,2"]));
+    assert_eq!(report.summary.counts.ok, 12, "{}", report.text_trace());
+    assert_eq!(report.resets, 0);
+    let lane = lane_thread_calls(&report);
+    let calls = worker_calls(&report);
+    let on_lane = |name| lane.iter().filter(|n| **n == name).count();
+    let on_workers = |name| calls.iter().filter(|(_, n)| *n == name).count();
+    // Both failed binds handed their job (the first prepares) back to the lane thread, which
+    // ran it with its runner; nothing was lost or run twice.
+    assert_eq!(on_lane("prepare_run"), 2, "{lane:?}");
+    assert_eq!(on_lane("prepare_run") + on_workers("prepare_run"), 12);
+    assert_eq!(on_lane("finalise_run") + on_workers("finalise_run"), 12);
+    // Each worker tried again before its next job, and bound.
+    assert_eq!(on_workers("set_device"), 4, "{calls:?}");
+}
