@@ -1568,6 +1568,7 @@ impl SimDevice {
             Err(PrepareError::Failed(code)) => Some(format!("{} {}", code.raw(), code.name())),
         };
         self.journal.push(|| Record::Call {
+            track: None,
             start_ns: start,
             end_ns: end,
             name: "prepare_run",
@@ -1614,6 +1615,7 @@ impl SimDevice {
             Err(FinaliseFailure::Acl(code)) => Some(format!("{} {}", code.raw(), code.name())),
         };
         self.journal.push(|| Record::Call {
+            track: None,
             start_ns: start,
             end_ns: end,
             name: "finalise_run",
@@ -1881,6 +1883,7 @@ fn call_record(
     error: Option<AclCode>,
 ) -> Record {
     Record::Call {
+        track: None,
         start_ns: span.start,
         end_ns: span.end,
         name,

@@ -104,29 +104,14 @@ pub struct KernelRecord {
 /// One trace record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
-    /// A backend call on the host thread.
+    /// A backend call on a host thread: the lane thread, or a virtual host worker
+    /// ([`crate::workers`]) on that worker's clock.
     Call {
+        /// The virtual host worker that made it (from 0); `None`: the lane thread.
+        track: Option<u8>,
         /// Host time at entry.
         start_ns: u64,
         /// Host time at return.
-        end_ns: u64,
-        /// The call.
-        name: &'static str,
-        /// The run it was made for, if any.
-        run: Option<u64>,
-        /// Arguments and results worth reading.
-        detail: String,
-        /// The code it returned, if it failed.
-        error: Option<String>,
-    },
-    /// A runner call on a virtual host worker's track ([`crate::workers`]): the same fields
-    /// as [`Record::Call`], on worker `worker`'s clock.
-    WorkerCall {
-        /// The worker (from 0).
-        worker: u8,
-        /// Worker time at entry.
-        start_ns: u64,
-        /// Worker time at return.
         end_ns: u64,
         /// The call.
         name: &'static str,
@@ -186,85 +171,14 @@ pub enum Record {
 }
 
 impl Record {
-    /// The record as made on `track`: a host call on a worker's track becomes that worker's
-    /// [`Record::WorkerCall`]; everything else (and everything on the lane thread, `None`)
-    /// stays as it is.
+    /// The record as made on `track`: a host call is tagged with the worker whose clock it
+    /// ran on (`None`: the lane thread); every other record stays as it is.
     #[must_use]
-    pub fn on_track(self, track: Option<u8>) -> Self {
-        match (self, track) {
-            (
-                Self::Call {
-                    start_ns,
-                    end_ns,
-                    name,
-                    run,
-                    detail,
-                    error,
-                },
-                Some(worker),
-            ) => Self::WorkerCall {
-                worker,
-                start_ns,
-                end_ns,
-                name,
-                run,
-                detail,
-                error,
-            },
-            (record, _) => record,
+    pub fn on_track(mut self, on: Option<u8>) -> Self {
+        if let Self::Call { track, .. } = &mut self {
+            *track = on;
         }
-    }
-
-    /// A host call's track (`Some(None)`: the lane thread, `Some(Some(w))`: worker `w`) and
-    /// its fields; `None` for every other record.
-    #[allow(clippy::type_complexity)]
-    fn as_call(
-        &self,
-    ) -> Option<(
-        Option<u8>,
-        u64,
-        u64,
-        &'static str,
-        Option<u64>,
-        &str,
-        Option<&str>,
-    )> {
-        match self {
-            Self::Call {
-                start_ns,
-                end_ns,
-                name,
-                run,
-                detail,
-                error,
-            } => Some((
-                None,
-                *start_ns,
-                *end_ns,
-                name,
-                *run,
-                detail,
-                error.as_deref(),
-            )),
-            Self::WorkerCall {
-                worker,
-                start_ns,
-                end_ns,
-                name,
-                run,
-                detail,
-                error,
-            } => Some((
-                Some(*worker),
-                *start_ns,
-                *end_ns,
-                name,
-                *run,
-                detail,
-                error.as_deref(),
-            )),
-            _ => None,
-        }
+        self
     }
 }
 
@@ -322,7 +236,7 @@ impl Trace {
         self.records
             .iter()
             .map(|r| match r {
-                Record::Call { end_ns, .. } | Record::WorkerCall { end_ns, .. } => *end_ns,
+                Record::Call { end_ns, .. } => *end_ns,
                 Record::Lane { at_ns, .. } | Record::Note { at_ns, .. } => *at_ns,
                 Record::Kernel(k) => k.end_ns.or(k.start_ns).unwrap_or(k.enqueued_ns),
                 Record::EventTask {
@@ -344,18 +258,24 @@ impl Trace {
         let mut lines: Vec<(u64, String, String)> = Vec::new();
         let stream = |h: u64| stream_label(h, roles);
         for record in &self.records {
-            if let Some((track, start_ns, end_ns, name, _, detail, error)) = record.as_call() {
-                let mut text = format!("{name:<19}{detail}");
-                if let Some(error) = error {
-                    let _ = write!(text, " -> {error}");
-                }
-                let _ = write!(text, " [{} us]", fmt_us(end_ns - start_ns));
-                let actor = track.map_or_else(|| "host".to_owned(), |w| format!("worker {w}"));
-                lines.push((start_ns, actor, text));
-                continue;
-            }
             match record {
-                Record::Call { .. } | Record::WorkerCall { .. } => {}
+                Record::Call {
+                    track,
+                    start_ns,
+                    end_ns,
+                    name,
+                    detail,
+                    error,
+                    ..
+                } => {
+                    let mut text = format!("{name:<19}{detail}");
+                    if let Some(error) = error {
+                        let _ = write!(text, " -> {error}");
+                    }
+                    let _ = write!(text, " [{} us]", fmt_us(end_ns - start_ns));
+                    let actor = track.map_or_else(|| "host".to_owned(), |w| format!("worker {w}"));
+                    lines.push((*start_ns, actor, text));
+                }
                 Record::Lane { at_ns, text } => {
                     lines.push((*at_ns, "lane".to_owned(), text.clone()));
                 }
@@ -463,20 +383,26 @@ impl Trace {
         let mut streams: Vec<u64> = Vec::new();
         let mut workers: Vec<u8> = Vec::new();
         for record in &self.records {
-            if let Some((track, start_ns, end_ns, name, run, detail, error)) = record.as_call() {
-                let tid = track.map_or(1, |w| {
-                    workers.push(w);
-                    worker_tid(w)
-                });
-                out.push(json!({
-                    "name": name, "ph": "X", "pid": host, "tid": tid,
-                    "ts": us(start_ns), "dur": us(end_ns - start_ns),
-                    "args": {"detail": detail, "run": run, "error": error},
-                }));
-                continue;
-            }
             match record {
-                Record::Call { .. } | Record::WorkerCall { .. } => {}
+                Record::Call {
+                    track,
+                    start_ns,
+                    end_ns,
+                    name,
+                    run,
+                    detail,
+                    error,
+                } => {
+                    let tid = track.map_or(1, |w| {
+                        workers.push(w);
+                        worker_tid(w)
+                    });
+                    out.push(json!({
+                        "name": name, "ph": "X", "pid": host, "tid": tid,
+                        "ts": us(*start_ns), "dur": us(end_ns - start_ns),
+                        "args": {"detail": detail, "run": run, "error": error},
+                    }));
+                }
                 Record::Lane { at_ns, text } => out.push(json!({
                     "name": text, "ph": "i", "s": "t", "pid": host, "tid": 2, "ts": us(*at_ns),
                 })),

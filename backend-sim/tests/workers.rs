@@ -58,7 +58,11 @@ fn worker_calls(report: &Report) -> Vec<(u8, &'static str)> {
         .records()
         .iter()
         .filter_map(|r| match r {
-            Record::WorkerCall { worker, name, .. } => Some((*worker, *name)),
+            Record::Call {
+                track: Some(worker),
+                name,
+                ..
+            } => Some((*worker, *name)),
             _ => None,
         })
         .collect()
@@ -70,7 +74,9 @@ fn lane_thread_calls(report: &Report) -> Vec<&'static str> {
         .records()
         .iter()
         .filter_map(|r| match r {
-            Record::Call { name, .. } => Some(*name),
+            Record::Call {
+                track: None, name, ..
+            } => Some(*name),
             _ => None,
         })
         .collect()
@@ -239,8 +245,11 @@ fn the_lane_thread_sleeps_for_an_answer_only_when_a_launch_waits_on_it_as_lane_s
     let worker_spans: Vec<(u64, u64)> = records
         .iter()
         .filter_map(|r| match r {
-            Record::WorkerCall {
-                start_ns, end_ns, ..
+            Record::Call {
+                track: Some(_),
+                start_ns,
+                end_ns,
+                ..
             } => Some((*start_ns, *end_ns)),
             _ => None,
         })
@@ -250,6 +259,7 @@ fn the_lane_thread_sleeps_for_an_answer_only_when_a_launch_waits_on_it_as_lane_s
     let mut answer_wakes = 0;
     for record in records {
         if let Record::Call {
+            track: None,
             name,
             start_ns,
             detail,
