@@ -16,10 +16,11 @@ use ascend_cl_sys::{
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{Profile, Timestamp};
-use lane_driver::{Device, DevicePtr, EventHandle, HostPtr};
+use lane_driver::{CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr};
 
 use crate::error::AclError;
 use crate::soc::profile_for_soc;
+use crate::waiter::AclWaiter;
 
 /// Which library to open.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -434,7 +435,7 @@ fn stream_ptr(stream: StreamHandle) -> AclrtStream {
 }
 
 /// The `aclrtEvent` a lane handle stands for (the pointer value, `EventHandle.0`).
-fn event_ptr(event: EventHandle) -> AclrtEvent {
+pub(crate) fn event_ptr(event: EventHandle) -> AclrtEvent {
     event.0 as usize as AclrtEvent
 }
 
@@ -652,5 +653,11 @@ impl Device for AclDevice {
 
     fn capture_error_message(&mut self) {
         self.message = self.acl.recent_error_message();
+    }
+
+    /// A waiter sharing this device's library, device id, reset count and clock: it binds
+    /// its own thread before its first wait and after every force reset.
+    fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
+        Ok(Box::new(AclWaiter::new(self, self.epoch)))
     }
 }

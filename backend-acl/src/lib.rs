@@ -13,7 +13,10 @@
 //! the run or publication whose call failed. Thread binding: the calling thread is bound
 //! (`aclrtSetDevice`) before its first call and again after every reset, tracked by
 //! `ThreadId`, so the device may move to the lane service's own thread; a host worker thread
-//! (runner work off the lane thread) binds itself through a [`WorkerBinding`]. The copies on
+//! (runner work off the lane thread) binds itself through a [`WorkerBinding`], and so does
+//! the completion waiter lane-service makes every blocking wait on
+//! (`Device::completion_waiter`: `aclrtSynchronizeEventWithTimeout` and the recovery drain on
+//! a thread of its own, bound again after every force reset). The copies on
 //! the streams: pinned host memory (`aclrtMallocHost`) tracked as address -> size, so
 //! `write_host`, `read_host` and the async copies touch only ranges inside one (100000
 //! otherwise, nothing touched), and `aclrtStreamWaitEvent`.
@@ -48,6 +51,7 @@ pub mod check;
 mod device;
 mod error;
 mod soc;
+mod waiter;
 
 pub use device::{AclConfig, AclDevice, Library, WorkerBinding};
 pub use error::AclError;

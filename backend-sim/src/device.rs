@@ -192,7 +192,9 @@ struct PendingCore {
 }
 
 /// The simulated device: implements [`Device`] (and [`SimRunner`] does the runner's work on
-/// it), so the one [`lane_driver::Driver`] loop runs the lane on it.
+/// it), so the one [`lane_driver::Driver`] loop runs the lane on it. It gives no completion
+/// waiter itself: in a lane service, wrap it in a [`SharedSim`](crate::SharedSim), which
+/// shares it with the service's waiter thread.
 #[derive(Debug)]
 pub struct SimDevice {
     costs: Costs,

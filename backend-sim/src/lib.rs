@@ -22,7 +22,8 @@
 //! | [`trace`] | trace records, the text trace, Chrome trace-event JSON |
 //! | [`stats`] | per-run device start/end, gaps, host time; runs/s, utilisation, p99 |
 //! | [`sweep`] | depth one vs queued over device times, beside the §5(c) throughput model |
-//! | [`workers`] | virtual host workers: the runner's prepare and finalise on worker tracks in virtual time |
+//! | [`workers`] | virtual host workers and the completion waiter: the runner's prepare and finalise, and every device wait, on their own tracks in virtual time |
+//! | [`shared`] | [`SharedSim`]: one [`SimDevice`] shared by a lane service's lane thread and completion waiter |
 //! | [`scenario`] | scenario TOML, expectations, the readable diff |
 //! | [`cli`] | `lane-sim`: the depth-one vs queued comparison, `sweep`, `check`, `costs`, `faults` |
 //! | [`error`] | [`InputError`] (bad input, exit 2) and [`SimError`] (a bug found, exit 1) |
@@ -51,6 +52,7 @@ pub mod error;
 pub mod faults;
 pub mod observer;
 pub mod scenario;
+pub mod shared;
 pub mod stats;
 pub mod sweep;
 pub mod trace;
@@ -61,4 +63,5 @@ pub use device::{DeviceFailure, HostUse, RunTimes, SimDevice, SimRunner};
 pub use error::{Failure, InputError, SimError};
 pub use faults::{FaultKind, FaultRule, Latched, When};
 pub use observer::{Journal, SimObserver};
+pub use shared::SharedSim;
 pub use workload::{LaneEnd, Report, SimConfig, Workload, run};

@@ -6,9 +6,8 @@
 //! hardware, and lands in the [`Journal`]: the trace, the stream roles, the latched status
 //! headers the driver read, and the run host time is billed to. The journal is instrumentation: no device decision reads it.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use lane_core::status_latch::Status;
 use lane_core::stream_pair::Role;
@@ -36,12 +35,18 @@ struct Log {
 /// The records of one simulation, shared by the device (its calls, kernels and notes) and
 /// the observer (lane steps), so the trace keeps the order things happened in.
 #[derive(Clone, Debug, Default)]
-pub struct Journal(Rc<RefCell<Log>>);
+pub struct Journal(Arc<Mutex<Log>>);
 
 impl Journal {
+    /// The log, tolerating poison (a panic while it was held is the simulation's own
+    /// failure, reported elsewhere; the records stay readable).
+    fn log(&self) -> MutexGuard<'_, Log> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// A journal whose trace records (`on`) or ignores everything.
     pub(crate) fn new(trace: bool) -> Self {
-        Self(Rc::new(RefCell::new(Log {
+        Self(Arc::new(Mutex::new(Log {
             trace: Trace::new(trace),
             ..Log::default()
         })))
@@ -50,7 +55,7 @@ impl Journal {
     /// Records what `make` builds (only called when tracing is on); a call made on a worker
     /// track is recorded as that worker's.
     pub(crate) fn push(&self, make: impl FnOnce() -> Record) {
-        let mut log = self.0.borrow_mut();
+        let mut log = self.log();
         let track = log.track;
         log.trace.push(|| make().on_track(track));
     }
@@ -58,24 +63,24 @@ impl Journal {
     /// Puts the records and host time of the calls that follow on worker `track`'s track
     /// (`None`: back on the lane thread).
     pub(crate) fn set_track(&self, track: Option<u8>) {
-        self.0.borrow_mut().track = track;
+        self.log().track = track;
     }
 
     /// A force reset at `at` killed every kernel that had not ended.
     pub(crate) fn kill_open_kernels(&self, at: u64) {
-        self.0.borrow_mut().trace.kill_open_kernels(at);
+        self.log().trace.kill_open_kernels(at);
     }
 
     /// Records what `make` builds for the run whose effect the driver is executing.
     pub(crate) fn push_for_effect(&self, make: impl FnOnce(Option<RunId>) -> Record) {
-        let mut log = self.0.borrow_mut();
+        let mut log = self.log();
         let (run, track) = (log.bill_to, log.track);
         log.trace.push(|| make(run).on_track(track));
     }
 
     /// Bills a call's host time to the run whose effect the driver is executing, if any.
     pub(crate) fn bill_effect_busy(&self, ns: u64) {
-        let run = self.0.borrow().bill_to;
+        let run = self.log().bill_to;
         self.bill(
             run,
             HostUse {
@@ -89,7 +94,7 @@ impl Journal {
     /// workers' while a worker's call runs (workers never wait for the device).
     pub(crate) fn bill(&self, run: Option<RunId>, spent: HostUse) {
         if let Some(run) = run {
-            let mut log = self.0.borrow_mut();
+            let mut log = self.log();
             if log.track.is_some() {
                 let entry = log.worker_use.entry(run.0).or_default();
                 *entry = entry.saturating_add(spent.busy_ns);
@@ -103,32 +108,32 @@ impl Journal {
 
     /// Host time spent per run (by run id).
     pub fn host_use(&self) -> BTreeMap<u64, HostUse> {
-        self.0.borrow().host_use.clone()
+        self.log().host_use.clone()
     }
 
     /// Host time in calls on virtual host worker tracks, per run (by run id).
     pub fn worker_use(&self) -> BTreeMap<u64, u64> {
-        self.0.borrow().worker_use.clone()
+        self.log().worker_use.clone()
     }
 
     /// The trace recorded so far.
     pub fn trace(&self) -> Trace {
-        self.0.borrow().trace.clone()
+        self.log().trace.clone()
     }
 
     /// The role of each stream the lane created (by handle).
     pub fn stream_roles(&self) -> BTreeMap<u64, Role> {
-        self.0.borrow().stream_roles.clone()
+        self.log().stream_roles.clone()
     }
 
     /// AICore streams created so far (a publication or an unproven retirement adds one).
     pub fn aicore_streams_created(&self) -> u64 {
-        self.0.borrow().aicore_streams_created
+        self.log().aicore_streams_created
     }
 
     /// Every status header the driver read that latched a code, by run, in read order.
     pub fn latches(&self) -> Vec<(RunId, Status)> {
-        self.0.borrow().latches.clone()
+        self.log().latches.clone()
     }
 }
 
@@ -153,7 +158,7 @@ impl SimObserver {
 
 impl Observer for SimObserver {
     fn observe(&mut self, step: &Observation<'_>) {
-        let mut log = self.journal.0.borrow_mut();
+        let mut log = self.journal.log();
         let (at, text) = match *step {
             Observation::Command {
                 now,

@@ -14,11 +14,13 @@
 //! - depth-one period `T1 = D + R`, and never below `H` (see [`Model::depth_one_period_ns`]);
 //! - queued period `T2 = max(D + g, H)`;
 //! - speedup `T1 / T2`;
-//! - offloaded period `T3 = max(D + g3, L, W, C)`: the device with the copies' stream
+//! - offloaded period `T3 = max(D + g3, L, W, C, V)`: the device with the copies' stream
 //!   tasks, the lane thread's host time per run `L`, the workers' host time per run over how
-//!   many run in parallel `W`, and `C`, the prepare chain: a prepare enters the window only
+//!   many run in parallel `W`, `C`, the prepare chain: a prepare enters the window only
 //!   when a run leaves it by launching, and the run it prepares launches only after its
-//!   answer wakes the lane thread (see [`Model::offloaded_period_ns`]).
+//!   answer wakes the lane thread, and `V`, the completion waiter's host time per run (see
+//!   [`Model::offloaded_period_ns`]). It is a lower bound: where the prepare chain bounds the
+//!   arm the simulated lane is about 10% slower (see [`Model::from_costs`]).
 //!
 //! `D`, `R`, `g` and `H` are derived from the simulator's cost table by [`Model::from_costs`];
 //! its doc comment states each sum and why.
@@ -55,8 +57,11 @@ pub struct Model {
     /// between queued runs).
     pub g3_ns: u64,
     /// `L`, the offloaded arm's host time per run on the lane thread (no prepare, no
-    /// finalise; the copies enqueued instead of made; the wake-ups for the workers' answers).
+    /// finalise, no wait; the copies enqueued instead of made; the wake-ups for the run's
+    /// answers).
     pub l_ns: u64,
+    /// `V`, the completion waiter's host time per run in the offloaded arm.
+    pub v_ns: u64,
     /// `P`, the runner's prepare (on a worker in the offloaded arm).
     pub prepare_ns: u64,
     /// `F`, the runner's finalise (on a worker in the offloaded arm).
@@ -113,32 +118,35 @@ impl Model {
     ///   then waits for "armed" (`stream_wait_event`: no task of its own, its later tasks
     ///   start after the capture), so N+1's AICPU kernel starts with its AICore kernel and
     ///   the AICore path is the gap.
-    /// - `L = 2·CopyEnqueue + 3·EventRecord + StreamWait + 2·KernelLaunch + 2·EventQuery +
-    ///   2·HostWakeup`: the lane thread's calls per run: the arm and readback enqueues, the
-    ///   "armed" and two completion records, the AICPU stream's wait, the two launches, the
-    ///   completion wait (two queries: the events have passed when it looks), and a wake-up
-    ///   for each of the run's two answers (its prepare and its finalise). The status read
+    /// - `L = 2·CopyEnqueue + 3·EventRecord + StreamWait + 2·KernelLaunch + 3·HostWakeup`:
+    ///   the lane thread's calls per run: the arm and readback enqueues, the "armed" and two
+    ///   completion records, the AICPU stream's wait, the two launches, and a wake-up for each
+    ///   of the run's three answers (its prepare, its completion from the waiter, its
+    ///   finalise). It makes no wait: lane-service's completion waiter does. The status read
     ///   reads pinned memory (`read_host`) and the hand-offs push into a preallocated queue:
     ///   neither costs modelled host time.
+    /// - `V = 2·HostWakeup + EventQuery`: the completion waiter wakes for the run's wait,
+    ///   blocks on its AICPU event (a wake-up when it passes) and finds the AICore event
+    ///   passed (a query).
     /// - `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers,
     ///   window))` ([`Model::workers_period_ns`]): each run costs a prepare and a finalise
     ///   on some worker, each after the worker wakes for its job.
     /// - `C = (2·HostWakeup + Prepare + 2·CopyEnqueue + 3·EventRecord + StreamWait +
-    ///   2·KernelLaunch) / window` ([`Model::prepare_chain_ns`]): lane-service's lane thread,
-    ///   with a run awaited, sleeps for a worker's answer first only when the next launch
-    ///   waits on a prepare that is out (`Lane::next_launch_waits_on_prepare`); otherwise it
-    ///   waits on the run's events. Where the host bounds the lane the device is idle when the
-    ///   next prepare answers, so every launch waits on its prepare, and a prepare is handed
-    ///   out only when a place in the prepare window frees, which is when a run launches
-    ///   (with `slots >= depth + window` its slot is free by then: the finalise that frees it
-    ///   ran while the lane thread launched). So from run k's launch, run k + window's
-    ///   prepare costs a worker's wake-up and `Prepare`, then the lane thread wakes for its
-    ///   answer and makes the launch calls. The `window` places run such chains side by
-    ///   side (run k + 1's chain starts at run k − 1's launch), so `window` runs launch per
-    ///   chain. The lane thread's other calls (the other chains' launches, the completion
-    ///   queries) and the finalises fit inside the prepare's time, so they are not on it
-    ///   (where they do not, `L` or `W` is the larger term). With fewer slots than `depth + window` a prepare also waits for a
-    ///   finalise, and the chain is longer than this (not modelled: the default shape has
+    ///   2·KernelLaunch) / window` ([`Model::prepare_chain_ns`]): where the host bounds the
+    ///   lane the device is idle when the next prepare answers, so every launch waits on its
+    ///   prepare, and a prepare is handed out only when a place in the prepare window frees,
+    ///   which is when a run launches (with `slots >= depth + window` its slot is free by
+    ///   then). So from run k's launch, run k + window's prepare costs a worker's wake-up and
+    ///   `Prepare`, then the lane thread wakes for its answer and makes the launch calls. The
+    ///   `window` places run such chains side by side (run k + 1's chain starts at run
+    ///   k − 1's launch), so `window` runs launch per chain. This is the chain with a free
+    ///   worker for every prepare. The simulated lane misses it by about 10% (20 us: 90% of
+    ///   `T3`): its lane thread sees each completion as soon as the waiter answers, so run
+    ///   N's finalise is handed out in the same step as the launch that lets run N + 3's
+    ///   prepare in, and takes the free worker first; that prepare then waits for the other
+    ///   worker's prepare to end. lane-service does the same (a client's submit comes after
+    ///   the outcome it answers). With fewer slots than `depth + window` a prepare also waits
+    ///   for a finalise, and the chain is longer still (not modelled: the default shape has
     ///   four).
     ///
     /// The offloaded arm's shape (workers, prepare window) is [`Offload::default`]; see
@@ -152,7 +160,8 @@ impl Model {
             + 2 * c(Cost::KernelLaunch);
         let model = Self {
             g3_ns: 4 * c(Cost::TaskSwitch) + 2 * c(Cost::EventTask) + c(Cost::CopyTask),
-            l_ns: launch + 2 * c(Cost::EventQuery) + 2 * c(Cost::HostWakeup),
+            l_ns: launch + 3 * c(Cost::HostWakeup),
+            v_ns: 2 * c(Cost::HostWakeup) + c(Cost::EventQuery),
             launch_ns: launch,
             c_ns: 0,
             prepare_ns: c(Cost::Prepare),
@@ -246,13 +255,14 @@ impl Model {
         if all > prepares { all } else { prepares }
     }
 
-    /// Offloaded period: `T3 = max(D + g3, L, W, C)`, the slowest of the device, the lane
-    /// thread's calls, the workers and the prepare chain.
+    /// Offloaded period: `T3 = max(D + g3, L, W, C, V)`, the slowest of the device, the lane
+    /// thread's calls, the workers, the prepare chain and the completion waiter.
     pub fn offloaded_period_ns(&self, workload_device_ns: u64) -> u64 {
         (self.device_ns(workload_device_ns) + self.g3_ns)
             .max(self.l_ns)
             .max(self.w_ns)
             .max(self.c_ns)
+            .max(self.v_ns)
     }
 
     /// The queued period when each run's device time is drawn uniformly from
@@ -523,14 +533,17 @@ pub fn sweep(
         let t3 = model.offloaded_period_ns(workload_device_ns);
         let per_s = |period_ns: u64| 1e9 / period_ns as f64;
         let device = model.device_ns(workload_device_ns) + model.g3_ns;
-        let offloaded_bound = if device >= model.l_ns.max(model.w_ns).max(model.c_ns) {
+        let host = model.l_ns.max(model.w_ns).max(model.c_ns).max(model.v_ns);
+        let offloaded_bound = if device >= host {
             "device"
-        } else if model.c_ns >= model.l_ns.max(model.w_ns) {
+        } else if model.c_ns == host {
             "prepare chain"
-        } else if model.l_ns >= model.w_ns {
+        } else if model.l_ns == host {
             "lane thread"
-        } else {
+        } else if model.w_ns == host {
             "workers"
+        } else {
+            "completion waiter"
         };
         points.push(Point {
             workload_device_ns,
@@ -641,9 +654,10 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "  offloaded: g3 = {:.1} us, L = {:.1} us on the lane thread, W = {:.1} us (P + F = {:.1} us and a wake-up per job over {} workers, P over {} at once), C = {:.1} us (prepare chain)",
+            "  offloaded: g3 = {:.1} us, L = {:.1} us on the lane thread, V = {:.1} us on the completion waiter, W = {:.1} us (P + F = {:.1} us and a wake-up per job over {} workers, P over {} at once), C = {:.1} us (prepare chain)",
             us(m.g3_ns as f64),
             us(m.l_ns as f64),
+            us(m.v_ns as f64),
             us(m.w_ns as f64),
             us((m.prepare_ns + m.finalise_ns) as f64),
             m.workers,
@@ -652,7 +666,7 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "  T1 = max(D + R, H), T2 = max(D + g, H), T3 = max(D + g3, L, W, C); {} runs per arm, first {} skipped, jitter {}%, seed {}",
+            "  T1 = max(D + R, H), T2 = max(D + g, H), T3 = max(D + g3, L, W, C, V); {} runs per arm, first {} skipped, jitter {}%, seed {}",
             self.runs, self.warmup_runs, self.jitter_pct, self.seed
         );
         out.push('\n');
@@ -705,9 +719,10 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "note: arm 3 waits as lane-service's lane thread does: with a run awaited it sleeps for a worker's \
-             answer first only when the next launch waits on a prepare that is out, else it waits on the run; \
-             where the host bounds arm 3 each launch waits on its prepare, which starts when a run launches (C)"
+            "note: arm 3 runs as lane-service does: the completion waiter makes every device wait and the lane \
+             thread sleeps only for answers; where the host bounds arm 3 each launch waits on its prepare, which \
+             starts when a run launches (C), and a run's finalise can take the free worker first (T3 is then a \
+             lower bound)"
         );
         out
     }

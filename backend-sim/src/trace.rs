@@ -188,6 +188,20 @@ const fn worker_tid(worker: u8) -> u64 {
     10 + worker as u64
 }
 
+/// The track of the completion waiter's device waits ([`crate::workers`]): lane-service's
+/// waiter thread, which makes every blocking wait of a lane so the lane thread never does.
+pub const WAITER_TRACK: u8 = u8::MAX;
+
+/// A host track's name in the text trace: the lane thread's (`host`), a worker's, or the
+/// completion waiter's.
+fn track_actor(track: Option<u8>) -> String {
+    match track {
+        None => "host".to_owned(),
+        Some(WAITER_TRACK) => "waiter".to_owned(),
+        Some(worker) => format!("worker {worker}"),
+    }
+}
+
 /// The records of one simulation (empty when tracing is off).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
@@ -273,7 +287,7 @@ impl Trace {
                         let _ = write!(text, " -> {error}");
                     }
                     let _ = write!(text, " [{} us]", fmt_us(end_ns - start_ns));
-                    let actor = track.map_or_else(|| "host".to_owned(), |w| format!("worker {w}"));
+                    let actor = track_actor(*track);
                     lines.push((*start_ns, actor, text));
                 }
                 Record::Lane { at_ns, text } => {
@@ -465,9 +479,14 @@ impl Trace {
         workers.sort_unstable();
         workers.dedup();
         for worker in workers {
+            let name = if worker == WAITER_TRACK {
+                "completion waiter (device waits)".to_owned()
+            } else {
+                format!("host worker {worker} (runner prepare, finalise)")
+            };
             out.push(json!({
                 "name": "thread_name", "ph": "M", "pid": host, "tid": worker_tid(worker),
-                "args": {"name": format!("host worker {worker} (runner prepare, finalise)")},
+                "args": {"name": name},
             }));
         }
         streams.sort_unstable();

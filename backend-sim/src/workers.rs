@@ -1,11 +1,13 @@
-//! Virtual host workers: the runner's prepare and finalise off the lane thread, in virtual
-//! time, with no threads.
+//! Virtual host workers and the completion waiter: the runner's prepare and finalise, and
+//! every device wait, off the lane thread, in virtual time, with no threads.
 //!
 //! lane-service runs a runner's `PrepareRun` and `FinaliseRun` on host worker threads when the
-//! runner's [`Concurrency`] allows, so the lane thread only launches, records, waits and reads
-//! status. The simulator models that deterministically: each worker is a track with its own
-//! clock, and [`WorkerLoop`] is the lane thread's loop (lane-service's `LaneThread::run` and
-//! `decide`) over the lane's steps and the executor ([`Driver::parts_mut`]):
+//! runner's [`Concurrency`] allows, and every blocking device wait (a run's completion, the
+//! recovery drain) on its completion waiter thread, so the lane thread only launches,
+//! records, reads status and makes stream and recovery calls. The simulator models that
+//! deterministically: each worker and the waiter is a track with its own clock, and
+//! [`WorkerLoop`] is the lane thread's loop (lane-service's `LaneThread::run` and `decide`)
+//! over the lane's steps and the executor ([`Driver::parts_mut`]):
 //!
 //! - a `PrepareRun` or `FinaliseRun` effect goes to the earliest-free worker (lane-service's
 //!   job queue is FIFO and a free worker takes the next job, which is the same assignment).
@@ -18,22 +20,20 @@
 //!   job back (lane-service's `HostWorker::bind`): once its clock reaches the failed bind's
 //!   end, the lane thread executes the job itself, charged to its own track, before it feeds
 //!   the later answers;
-//! - the answers (`Prepared`, `Finalised`, and the failures, exactly as the executor made
-//!   them on the lane thread) are fed back in end-time order, at the lane thread's next lane
-//!   step once its clock has reached them (lane-service's `decide` feeds every answer given
-//!   before it executes anything);
-//! - with nothing to execute, a run awaited, answers out and the next launch waiting on a
-//!   prepare that is out (`Lane::next_launch_waits_on_prepare`: an answer could start a
-//!   launch), the lane thread sleeps until the next answer, at most one wait slice
-//!   ([`WAIT_SLICE_NS`], lane-service's `DEFAULT_WAIT_SLICE`) and never past the run's
-//!   deadline. Woken by an answer it pays a `host_wakeup`, feeds the answers and executes
-//!   what they enable (a launch) before it looks at the awaited run again; not woken within
-//!   the slice it pays a `host_wakeup` (the timed wait ends) and makes one sliced completion
-//!   wait;
-//! - otherwise (no answer out, or none that could start a launch: a finalise, a prepare
-//!   behind a full pair) it makes the sliced completion wait at once; that wait is a device
-//!   call (`synchronize_event`) and an answer landing during it is seen only when it returns;
-//! - with nothing awaited and answers out it sleeps until the next answer (a `host_wakeup`).
+//! - a device wait (the awaited run's completion, `Executor::completion_wait`, once nothing
+//!   is left to execute; a `DrainDevice` effect, `Executor::device_wait`) goes to the
+//!   completion waiter's track ([`WAITER_TRACK`]), one at a time, with a ticket: the waiter
+//!   wakes if it was asleep, binds (`set_device`) before its first wait and after a force
+//!   reset, and makes the wait with `lane_driver::run_device_wait`, the function
+//!   lane-service's waiter runs, on its own clock;
+//! - the answers (`Prepared`, `Finalised`, the completions and the failures, exactly as the
+//!   executor made them on the lane thread) are fed back once the lane thread's clock has
+//!   reached them, the workers' first (lane-service's `decide` takes every worker answer
+//!   before the waiter's); a waiter's answer to a wait the lane thread no longer waits for
+//!   (a poison abandoned its run, or the lane thread answered it at its bound) is dropped;
+//! - with nothing to execute the lane thread sleeps until the next answer, or the bound of
+//!   the wait out (`DeviceWait::bound`) if that comes first, when it answers the wait itself;
+//!   it pays a `host_wakeup` either way. It never waits on the device.
 //!
 //! Commands come from the workload between turns, at the lane thread's clock, as a client
 //! thread's command wakes lane-service's lane thread. The hand-off of a job and the giving
@@ -48,14 +48,16 @@ use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
     CloseReport, CodeRef, Effect, Event, FinaliseFailure, LaneState, PublicationId, PublishError,
-    RunId, RunRequest, SlotId, SubmitError, Timestamp,
+    RunId, RunPhase, RunRequest, SlotId, SubmitError, Timestamp,
 };
 use lane_driver::{
-    Concurrency, Device, Driver, DriverError, Observer, PrepareError, RunArgs, Runner, Turn, Wait,
-    is_host_work,
+    CompletionWaiter, Concurrency, Device, DeviceWait, Driver, DriverError, EventHandle, LaneSteps,
+    Observer, PrepareError, RunArgs, Runner, Turn, Wait, is_host_work, run_device_wait,
+    wait_failed,
 };
 
 use crate::device::{SimDevice, SimRunner};
+use crate::trace::WAITER_TRACK;
 
 /// A backend's virtual host worker tracks: where a runner call made on a worker runs in
 /// virtual time. Only a virtual-time backend has them (the simulator); on a real clock the
@@ -193,12 +195,7 @@ impl Runner<SimDevice> for OffLaneRunner {
     }
 }
 
-/// lane-service's default wait slice (`lane_service::DEFAULT_WAIT_SLICE`, 5 ms) in
-/// nanoseconds: the longest the lane thread sleeps for an answer, and the longest single
-/// completion wait, before it looks again.
-pub const WAIT_SLICE_NS: u64 = 5_000_000;
-
-/// A worker's answer, fed to the lane once the lane thread's clock reaches `end_ns`.
+/// A host thread's answer, fed to the lane once the lane thread's clock reaches `end_ns`.
 #[derive(Clone, Debug)]
 struct Answer {
     end_ns: u64,
@@ -209,10 +206,10 @@ struct Answer {
     reply: Reply,
 }
 
-/// What a worker gives back for a job.
+/// What a host thread gives back.
 #[derive(Clone, Debug)]
 enum Reply {
-    /// The job ran: the event that answers it.
+    /// A worker ran its job: the event that answers it.
     Answered {
         event: Event,
         /// The device's text about the failed call, read on the worker right after it.
@@ -220,10 +217,60 @@ enum Reply {
     },
     /// The worker could not bind the device: the lane thread runs the job itself.
     HandedBack(Effect),
+    /// The completion waiter's answer to the device wait with this ticket.
+    Waited {
+        ticket: u64,
+        wait: Wait,
+        /// The device's text about a failed wait, read on the waiter right after it.
+        message: Option<String>,
+    },
 }
 
-/// The lane thread's loop with virtual host workers (see the module doc): the same public
-/// steps as [`Driver`] (`submit`, `publish`, `close`, `turn`), over the driver's parts.
+/// The device wait out on the completion waiter.
+#[derive(Clone, Copy, Debug)]
+struct WaitOut {
+    ticket: u64,
+    wait: DeviceWait,
+    /// Past this the lane thread answers the wait itself ([`DeviceWait::bound`]).
+    bound: u64,
+}
+
+/// The completion waiter's device calls on its own track: it binds (`set_device`) before its
+/// first wait and again after a force reset, as lane-service's waiter does.
+struct OnWaiterTrack<'a, D: Device> {
+    device: &'a mut D,
+    bound: &'a mut bool,
+}
+
+impl<D: Device> CompletionWaiter for OnWaiterTrack<'_, D> {
+    fn bind(&mut self) -> Result<(), AclCode> {
+        if !*self.bound {
+            self.device.set_device()?;
+            *self.bound = true;
+        }
+        Ok(())
+    }
+
+    fn now(&mut self) -> Timestamp {
+        self.device.now()
+    }
+
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.device.synchronize_event(event, timeout_ms)
+    }
+
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.device.synchronize_device(timeout_ms)
+    }
+
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.device.recent_error_message()
+    }
+}
+
+/// The lane thread's loop with virtual host workers and the completion waiter (see the
+/// module doc): the same public steps as [`Driver`] (`submit`, `publish`, `close`, `turn`),
+/// over the driver's parts.
 #[derive(Clone, Debug)]
 pub struct WorkerLoop {
     /// When each worker is next free.
@@ -233,8 +280,14 @@ pub struct WorkerLoop {
     /// Answers not yet fed, in `(end_ns, seq)` order.
     answers: Vec<Answer>,
     handed_out: u64,
-    /// The wait slice, in ns.
-    slice_ns: u64,
+    /// When the completion waiter is next free.
+    waiter_free_at: u64,
+    /// Whether the waiter has bound the device since the last force reset.
+    waiter_bound: bool,
+    /// The device wait out on the waiter, if any.
+    wait_out: Option<WaitOut>,
+    /// Device waits handed out so far (each one's ticket).
+    tickets: u64,
 }
 
 impl WorkerLoop {
@@ -246,11 +299,14 @@ impl WorkerLoop {
             bound: vec![false; usize::from(workers)],
             answers: Vec::new(),
             handed_out: 0,
-            slice_ns: WAIT_SLICE_NS,
+            waiter_free_at: 0,
+            waiter_bound: false,
+            wait_out: None,
+            tickets: 0,
         })
     }
 
-    /// Runner calls handed out whose answers the lane has not been fed yet.
+    /// Runner calls and device waits handed out whose answers the lane has not been fed yet.
     pub fn outstanding(&self) -> usize {
         self.answers.len()
     }
@@ -297,9 +353,9 @@ impl WorkerLoop {
     }
 
     /// As [`Driver::turn`], as lane-service's lane thread decides: every effect the lane
-    /// has (runner work to the workers); else, with a run awaited, a sleep for an answer
-    /// (while answers are out and the next launch waits on a prepare that is out) or one
-    /// sliced completion wait; else a sleep until the next answer.
+    /// has (runner work to the workers, device waits to the completion waiter); else a sleep
+    /// until the next answer (a worker's or the waiter's) or the bound of the wait out,
+    /// whichever comes first. The lane thread never waits on the device itself.
     pub fn turn<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
@@ -309,82 +365,24 @@ impl WorkerLoop {
             return Ok(Turn::Progress);
         }
         let (steps, executor) = driver.parts_mut();
-        if executor.is_awaiting() {
-            let deadline = steps.deadline();
-            // lane-service's `decide`: answers first only when one could start a launch.
-            if steps.lane().next_launch_waits_on_prepare()
-                && self.await_answer(executor, tracks, deadline)
-            {
-                self.execute_effects(driver, tracks)?;
-                return Ok(Turn::Progress);
-            }
-            let (steps, executor) = driver.parts_mut();
-            let slice_ms = i32::try_from(self.slice_ns / 1_000_000)
-                .unwrap_or(i32::MAX)
-                .max(1);
-            // lane-service slices its waits to look for commands and answers between them.
-            // Here nothing arrives during a wait but the workers' answers, so with none out
-            // the slices would string together into this one wait: make it whole (a hung run
-            // is then one turn, not one per slice until the op timeout).
-            let slice = (!self.answers.is_empty()).then_some(slice_ms);
-            match executor.wait(deadline, slice)? {
-                Wait::Answered(event) => {
-                    let message = executor.device_message(&event);
-                    let now = executor.now();
-                    steps.feed(now, event, message)?;
-                }
-                Wait::Expired(now) => steps.expire(now)?,
-                // A slice ended with the run still running: look again.
-                Wait::Pending => {}
-            }
-            self.execute_effects(driver, tracks)?;
-            return Ok(Turn::Progress);
-        }
-        if let Some((next, run)) = self.answers.first().map(|a| (a.end_ns, a.run)) {
-            let device = executor.device_mut();
-            tracks.idle_until(device, next);
-            tracks.wake_up(device, run, "a worker's answer");
-            self.execute_effects(driver, tracks)?;
-            return Ok(Turn::Progress);
-        }
-        steps.settled()
-    }
-
-    /// lane-service's `await_answer`: with answers out, a run awaited and the next launch
-    /// waiting on a prepare that is out, the lane thread sleeps until the next answer, at
-    /// most one slice and never past the run's deadline; either way it wakes (a
-    /// `host_wakeup`). Returns whether an answer woke it (the caller
-    /// then feeds it and executes what it enables); else the caller waits on the run.
-    fn await_answer<D: Device, R: Runner<D>>(
-        &self,
-        executor: &mut lane_driver::Executor<D, R>,
-        tracks: &mut dyn HostTracks<D>,
-        deadline: Option<Timestamp>,
-    ) -> bool {
-        let Some(next) = self.answers.first() else {
-            return false;
+        let next = self.answers.first().map(|a| (a.end_ns, a.run, a.why()));
+        let bound = self.wait_out.map(|out| out.bound);
+        let wake = match (next, bound) {
+            (Some((at, _, _)), Some(bound)) if bound < at => (bound, None, "a wait's bound"),
+            (Some(next), _) => next,
+            (None, Some(bound)) => (bound, None, "a wait's bound"),
+            (None, None) => return steps.settled(),
         };
-        let now = executor.now();
-        let left = deadline.map_or(0, |deadline| deadline.since(now));
-        let bound = self.slice_ns.min(left);
-        if bound == 0 {
-            return false;
-        }
         let device = executor.device_mut();
-        let until = now.0.saturating_add(bound);
-        if next.end_ns <= until {
-            tracks.idle_until(device, next.end_ns);
-            tracks.wake_up(device, next.run, "a worker's answer");
-            true
-        } else {
-            tracks.idle_until(device, until);
-            tracks.wake_up(device, None, "the wait slice ended");
-            false
-        }
+        tracks.idle_until(device, wake.0);
+        tracks.wake_up(device, wake.1, wake.2);
+        self.execute_effects(driver, tracks)?;
+        Ok(Turn::Progress)
     }
 
-    /// Feeds the answers the lane thread's clock has reached and executes the lane's effects
-    /// until none is left; returns whether anything happened.
+    /// Feeds the answers the lane thread's clock has reached, executes the lane's effects
+    /// until none is left (runner work to the workers, device waits to the waiter), and
+    /// answers a wait out past its bound itself; returns whether anything happened.
     fn execute_effects<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
@@ -395,23 +393,51 @@ impl WorkerLoop {
         loop {
             let now = executor.now();
             let mut handed_back = None;
-            while handed_back.is_none() && self.answers.first().is_some_and(|a| a.end_ns <= now.0) {
-                let answer = self.answers.remove(0);
+            // lane-service's `decide` takes every worker answer given by now before the
+            // waiter's: the reached answers in end-time order, the waiter's last.
+            while handed_back.is_none() {
+                let reached = |a: &Answer| a.end_ns <= now.0;
+                let next = self
+                    .answers
+                    .iter()
+                    .position(|a| reached(a) && !matches!(a.reply, Reply::Waited { .. }))
+                    .or_else(|| self.answers.iter().position(reached));
+                let Some(next) = next else {
+                    break;
+                };
+                let answer = self.answers.remove(next);
                 any = true;
                 match answer.reply {
                     Reply::Answered { event, message } => steps.feed(now, event, message)?,
                     // lane-service's `decide` executes it before it takes the later answers.
                     Reply::HandedBack(effect) => handed_back = Some(effect),
+                    Reply::Waited {
+                        ticket,
+                        wait,
+                        message,
+                    } => {
+                        // An answer to a wait answered at its bound, or whose run a poison
+                        // abandoned, is dropped, as lane-service drops it.
+                        if self.wait_out.is_some_and(|out| out.ticket == ticket) {
+                            let out = self.wait_out.take();
+                            if out.is_some_and(|out| still_asked(steps, &out.wait)) {
+                                apply_wait(steps, now, wait, message)?;
+                            }
+                        }
+                    }
                 }
+            }
+            if self
+                .wait_out
+                .is_some_and(|out| !still_asked(steps, &out.wait))
+            {
+                self.wait_out = None;
             }
             let effect = if let Some(effect) = handed_back {
                 // On the lane thread's track; a finalise releases the slot's events again,
                 // harmless: the slot is leased to no other run before this answer.
                 effect
-            } else {
-                let Some(effect) = steps.next_effect(now) else {
-                    break;
-                };
+            } else if let Some(effect) = steps.next_effect(now) {
                 any = true;
                 if is_host_work(&effect) {
                     // The executor runs it on the worker's track (its finalise releases the
@@ -419,12 +445,36 @@ impl WorkerLoop {
                     self.hand_out(effect, now, executor, steps.observer_mut(), tracks)?;
                     continue;
                 }
+                if let Some(wait) = executor.device_wait(&effect) {
+                    self.hand_wait(wait, now, executor, tracks);
+                    continue;
+                }
                 if matches!(effect, Effect::ForceReset { .. }) {
-                    // A reset unbinds every thread: each worker binds again before its next
-                    // call.
+                    // A reset unbinds every thread: each worker and the waiter bind again
+                    // before their next call.
                     self.bound.fill(false);
+                    self.waiter_bound = false;
                 }
                 effect
+            } else {
+                if self.wait_out.is_none() {
+                    if let Some(wait) = executor.completion_wait(steps.deadline())? {
+                        any = true;
+                        self.hand_wait(wait, now, executor, tracks);
+                        continue;
+                    }
+                }
+                match self.wait_out {
+                    // The waiter has not answered by the bound: the lane thread answers the
+                    // wait itself (lane-service's `decide`).
+                    Some(out) if now.0 >= out.bound => {
+                        any = true;
+                        self.wait_out = None;
+                        apply_wait(steps, now, out.wait.answer_at_bound(now), None)?;
+                        continue;
+                    }
+                    _ => break,
+                }
             };
             if let Some(event) = executor.execute(effect, steps.observer_mut())? {
                 let message = executor.device_message(&event);
@@ -436,6 +486,68 @@ impl WorkerLoop {
             executor.release_slot_resources(steps.observer_mut());
         }
         Ok(any)
+    }
+
+    /// Makes `wait` on the completion waiter's track at its own time (after a wake-up if it
+    /// was asleep), binding first if it is unbound, and keeps the answer until the lane
+    /// thread's clock reaches its end. It is the wait out now (one replaced is abandoned).
+    fn hand_wait<D: Device, R: Runner<D>>(
+        &mut self,
+        wait: DeviceWait,
+        now: Timestamp,
+        executor: &mut lane_driver::Executor<D, R>,
+        tracks: &mut dyn HostTracks<D>,
+    ) {
+        self.tickets += 1;
+        let ticket = self.tickets;
+        self.wait_out = Some(WaitOut {
+            ticket,
+            wait,
+            bound: wait.bound(now).0,
+        });
+        let run = match wait {
+            DeviceWait::Completion { run, .. } => Some(run),
+            DeviceWait::Drain { .. } => None,
+        };
+        let asleep = self.waiter_free_at <= now.0;
+        let start = now.0.max(self.waiter_free_at);
+        let device = executor.device_mut();
+        tracks.enter(device, WAITER_TRACK, start);
+        if asleep {
+            tracks.wake_up(device, run, "a device wait");
+        }
+        let mut waiter = OnWaiterTrack {
+            device,
+            bound: &mut self.waiter_bound,
+        };
+        let answer = run_device_wait(&mut waiter, &wait);
+        let message = if wait_failed(&answer) {
+            waiter.recent_error_message()
+        } else {
+            None
+        };
+        let end = tracks.leave(executor.device_mut());
+        self.waiter_free_at = end;
+        self.push_answer(Answer {
+            end_ns: end,
+            seq: 0,
+            run,
+            reply: Reply::Waited {
+                ticket,
+                wait: answer,
+                message,
+            },
+        });
+    }
+
+    /// Queues `answer` in `(end_ns, seq)` order, numbering it.
+    fn push_answer(&mut self, mut answer: Answer) {
+        self.handed_out += 1;
+        answer.seq = self.handed_out;
+        let at = self
+            .answers
+            .partition_point(|a| (a.end_ns, a.seq) <= (answer.end_ns, answer.seq));
+        self.answers.insert(at, answer);
     }
 
     /// Runs one runner effect on the earliest-free worker, at its own time (after a wake-up
@@ -453,7 +565,7 @@ impl WorkerLoop {
             .unwrap_or(0);
         let asleep = self.free_at[worker] <= now.0;
         let start = now.0.max(self.free_at[worker]);
-        let track = u8::try_from(worker).unwrap_or(u8::MAX);
+        let track = u8::try_from(worker).unwrap_or(u8::MAX - 1);
         let run = effect.run();
         tracks.enter(executor.device_mut(), track, start);
         if asleep {
@@ -483,17 +595,47 @@ impl WorkerLoop {
             return Ok(());
         };
         self.free_at[worker] = end;
-        self.handed_out += 1;
-        let answer = Answer {
+        self.push_answer(Answer {
             end_ns: end,
-            seq: self.handed_out,
+            seq: 0,
             run,
             reply,
-        };
-        let at = self
-            .answers
-            .partition_point(|a| (a.end_ns, a.seq) <= (answer.end_ns, answer.seq));
-        self.answers.insert(at, answer);
+        });
         Ok(())
+    }
+}
+
+impl Answer {
+    /// What the lane thread's wake-up for this answer says.
+    const fn why(&self) -> &'static str {
+        match self.reply {
+            Reply::Answered { .. } | Reply::HandedBack(_) => "a worker's answer",
+            Reply::Waited { .. } => "a completion waiter's answer",
+        }
+    }
+}
+
+/// Whether the lane still waits for `wait`'s answer (lane-service's `Shared::still_asked`):
+/// a completion's run is still awaiting; a drain always is.
+fn still_asked<O: Observer>(steps: &LaneSteps<O>, wait: &DeviceWait) -> bool {
+    match *wait {
+        DeviceWait::Completion { run, .. } => {
+            steps.lane().phase_of(run) == Some(RunPhase::Awaiting)
+        }
+        DeviceWait::Drain { .. } => true,
+    }
+}
+
+/// Feeds a device wait's answer to the lane (lane-service's `Shared::apply_wait`).
+fn apply_wait<O: Observer>(
+    steps: &mut LaneSteps<O>,
+    now: Timestamp,
+    answer: Wait,
+    message: Option<String>,
+) -> Result<(), DriverError> {
+    match answer {
+        Wait::Answered(event) => steps.feed(now, event, message),
+        Wait::Expired(at) => steps.expire(now.max(at)),
+        Wait::Pending => Ok(()),
     }
 }

@@ -209,7 +209,11 @@ fn the_offloaded_arm_has_its_own_model_columns() {
     for p in &s.points {
         assert_eq!(
             p.model_offloaded_period_ns,
-            (p.d_ns + m.g3_ns).max(m.l_ns).max(m.w_ns).max(m.c_ns)
+            (p.d_ns + m.g3_ns)
+                .max(m.l_ns)
+                .max(m.w_ns)
+                .max(m.c_ns)
+                .max(m.v_ns)
         );
         assert!(close(
             p.offloaded_of_model,
@@ -242,8 +246,9 @@ fn the_offloaded_terms_follow_the_cost_table() {
     assert_eq!(with(Cost::CopyTask, 1_000).g3_ns, base.g3_ns + 1_000);
     assert_eq!(with(Cost::TaskSwitch, 1_000).g3_ns, base.g3_ns + 4_000);
     // Two enqueues per run on the lane thread, in L and in the prepare chain (shared by
-    // the window of two); two wake-ups on it (one per answer), two on the workers, two in
-    // the chain (the worker's for the prepare, the lane thread's for its answer).
+    // the window of two); three wake-ups on it (one per answer: prepare, completion,
+    // finalise), two on the workers, two on the completion waiter, two in the chain (the
+    // worker's for the prepare, the lane thread's for its answer).
     let enqueue = with(Cost::CopyEnqueue, 1_000);
     assert_eq!(
         (enqueue.l_ns, enqueue.c_ns),
@@ -251,31 +256,42 @@ fn the_offloaded_terms_follow_the_cost_table() {
     );
     let wake = with(Cost::HostWakeup, 1_000);
     assert_eq!(
-        (wake.l_ns, wake.w_ns, wake.c_ns),
-        (base.l_ns + 2_000, base.w_ns + 1_000, base.c_ns + 1_000)
+        (wake.l_ns, wake.w_ns, wake.c_ns, wake.v_ns),
+        (
+            base.l_ns + 3_000,
+            base.w_ns + 1_000,
+            base.c_ns + 1_000,
+            base.v_ns + 2_000
+        )
     );
     // Prepare is on the workers and in the chain, never in L; finalise is in neither L nor
-    // the chain; a completion query is in L alone.
+    // the chain; a completion query is the waiter's alone (the lane thread makes no wait).
     let prepare = with(Cost::Prepare, 10_000);
     assert_eq!((prepare.l_ns, prepare.c_ns), (base.l_ns, base.c_ns + 5_000));
     let finalise = with(Cost::Finalise, 10_000);
     assert_eq!((finalise.l_ns, finalise.c_ns), (base.l_ns, base.c_ns));
     let query = with(Cost::EventQuery, 1_000);
-    assert_eq!((query.l_ns, query.c_ns), (base.l_ns + 2_000, base.c_ns));
+    assert_eq!(
+        (query.l_ns, query.c_ns, query.v_ns),
+        (base.l_ns, base.c_ns, base.v_ns + 1_000)
+    );
 }
 
-/// The goals, measured with the lane thread waiting exactly as lane-service's does
-/// (with a run awaited it sleeps for a worker's answer first only when the next launch waits
-/// on a prepare that is out). What holds at every default point:
+/// The goals, measured with the lane running exactly as lane-service's does (the completion
+/// waiter makes every device wait; the lane thread sleeps only for answers). What holds at
+/// every default point:
 ///
-/// - arm 3 reaches at least 99% of its model `T3 = max(D + g3, L, W, C)`;
-/// - where the device bounds arm 3 (`D + g3 >= max(L, W, C)`: 50 us and up), it is slower
-///   than arm 2 by exactly the copies' stream tasks: arm 3 / arm 2 = `(D + g) / (D + g3)`
-///   within 1% (`g3` = 8.6 us against `g` = 3.8 us: 0.982 at 250 us, 0.999 at 5 ms). That is
+/// - where the device bounds arm 3 (`D + g3 >= max(L, W, C, V)`: 50 us and up), arm 3
+///   reaches at least 99% of its model `T3 = max(D + g3, L, W, C, V)`, and it is slower than
+///   arm 2 by exactly the copies' stream tasks: arm 3 / arm 2 = `(D + g) / (D + g3)` within
+///   1% (`g3` = 8.6 us against `g` = 3.8 us: 0.982 at 250 us, 0.999 at 5 ms). That is
 ///   physical: the copies moved onto the streams sit between the runs' kernels;
+/// - where the host bounds arm 3 (20 us: the prepare chain), `T3` is a lower bound it
+///   reaches within 12%: a run's finalise can take the free worker ahead of a later run's
+///   prepare (see `Model::from_costs`);
 /// - where the host bounds arm 2 (`H > D + g`: up to 100 us), arm 3 is at least as fast as
-///   arm 2: the host work left on the lane thread (`L`), on the workers (`W`) and the prepare
-///   chain (`C`) are each below `H`.
+///   arm 2: the host work left on the lane thread (`L`), on the workers (`W`), on the waiter
+///   (`V`) and the prepare chain (`C`) are each below `H`.
 #[test]
 fn the_offloaded_arm_meets_its_model_everywhere_and_trails_arm_2_only_by_the_copies() {
     let s = sweep(
@@ -290,10 +306,16 @@ fn the_offloaded_arm_meets_its_model_everywhere_and_trails_arm_2_only_by_the_cop
     let mut host_bound_points = 0;
     for p in &s.points {
         let us = p.workload_device_ns / 1_000;
+        let floor = if p.offloaded_bound == "device" {
+            0.99
+        } else {
+            0.88
+        };
         assert!(
-            p.offloaded_of_model >= 0.99,
-            "{us} us: arm 3 at {:.2}% of its model",
-            p.offloaded_of_model * 100.0
+            p.offloaded_of_model >= floor && p.offloaded_of_model <= 1.001,
+            "{us} us: arm 3 at {:.2}% of its model ({})",
+            p.offloaded_of_model * 100.0,
+            p.offloaded_bound
         );
         if p.host_bound {
             host_bound_points += 1;
@@ -304,7 +326,7 @@ fn the_offloaded_arm_meets_its_model_everywhere_and_trails_arm_2_only_by_the_cop
                 p.queued.runs_per_s
             );
         }
-        if p.d_ns + m.g3_ns >= m.c_ns.max(m.l_ns).max(m.w_ns) {
+        if p.d_ns + m.g3_ns >= m.c_ns.max(m.l_ns).max(m.w_ns).max(m.v_ns) {
             assert_eq!(p.offloaded_bound, "device", "{us} us");
             let expected = (p.d_ns + m.g_ns) as f64 / (p.d_ns + m.g3_ns) as f64;
             if !p.host_bound {

@@ -1,11 +1,12 @@
-//! Virtual host workers: the runner's prepare and finalise run on worker tracks in virtual
-//! time, the trace shows those tracks, faults at the runner's sites fail their run on a worker
-//! exactly as on the lane thread, and a run with workers is as deterministic as one without.
+//! Virtual host workers and the completion waiter: the runner's prepare and finalise run on
+//! worker tracks and every device wait on the waiter's track in virtual time, the trace shows
+//! those tracks, faults at the runner's sites fail their run on a worker exactly as on the
+//! lane thread, and a run with workers is as deterministic as one without.
 
 use std::path::Path;
 
 use backend_sim::scenario::{self, BackendName};
-use backend_sim::trace::{Record, chrome_json};
+use backend_sim::trace::{Record, WAITER_TRACK, chrome_json};
 use backend_sim::workload::Points;
 use backend_sim::{FaultRule, Report, SimConfig, Workload, run};
 use lane_core::{Outcome, Verdict};
@@ -51,7 +52,7 @@ fn failed_runs(report: &Report) -> Vec<String> {
         .collect()
 }
 
-/// `(worker, call name)` of every call made on a worker track, in trace order.
+/// `(worker, call name)` of every call made on a host worker's track, in trace order.
 fn worker_calls(report: &Report) -> Vec<(u8, &'static str)> {
     report
         .trace
@@ -62,7 +63,7 @@ fn worker_calls(report: &Report) -> Vec<(u8, &'static str)> {
                 track: Some(worker),
                 name,
                 ..
-            } => Some((*worker, *name)),
+            } if *worker != WAITER_TRACK => Some((*worker, *name)),
             _ => None,
         })
         .collect()
@@ -160,8 +161,22 @@ fn a_perfetto_trace_with_workers_has_a_track_per_worker_beside_the_lane_thread_a
             .count();
         assert!(prepares > 0, "{name} shows no prepare");
     }
-    // The text trace names the worker as the actor.
-    assert!(report.text_trace().contains("worker 1    prepare_run"));
+    // The completion waiter has its own named track, with the device waits on it.
+    let waiter = thread_names
+        .iter()
+        .find(|(pid, _, name)| *pid == 1 && name.starts_with("completion waiter"))
+        .map(|(_, tid, _)| *tid)
+        .expect("a completion waiter track");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["tid"] == waiter && e["pid"] == 1 && e["name"] == "synchronize_event"),
+        "the waiter's track shows no wait"
+    );
+    // The text trace names the worker and the waiter as the actors.
+    let text = report.text_trace();
+    assert!(text.contains("worker 1    prepare_run"));
+    assert!(text.contains("waiter      synchronize_event"));
 }
 
 #[test]
@@ -221,15 +236,13 @@ fn the_same_config_with_workers_gives_a_byte_identical_trace() {
     assert!(!worker_calls(&a).is_empty());
 }
 
-/// lane-service's lane thread, with a run awaited, sleeps for a worker's answer first only
-/// when the next launch waits on a prepare that is out (`Lane::next_launch_waits_on_prepare`),
-/// and pays a wake-up for it; otherwise it looks at the run (an answer-first lane thread
-/// never started a completion wait while a worker's call ran). The simulated lane thread
-/// does the same: it looks at an awaited run that has completed while a worker still
-/// prepares a run whose launch can wait, and it still sleeps for the prepares its launches
-/// wait on (a 5 ms slice never ends here).
+/// lane-service's lane thread never blocks in a device wait: the completion waiter makes every
+/// one, and the lane thread sleeps only for answers (a worker's, the waiter's), paying a
+/// wake-up for each it slept for. The simulated lane does the same: every `synchronize_event`
+/// is on the waiter's track (two per run: AICPU's event, then AICore's), none on the lane
+/// thread's, the waiter binds first, and completions are seen while the workers' calls run.
 #[test]
-fn the_lane_thread_sleeps_for_an_answer_only_when_a_launch_waits_on_it_as_lane_service_does() {
+fn the_lane_thread_makes_no_device_wait_and_sleeps_only_for_answers_as_lane_service_does() {
     let config = SimConfig {
         copies: Some(lane_core::CopyPath::OnStream),
         workload: Workload {
@@ -242,52 +255,79 @@ fn the_lane_thread_sleeps_for_an_answer_only_when_a_launch_waits_on_it_as_lane_s
     let report = simulate(&config);
     assert_eq!(report.summary.counts.ok, 40);
     let records = report.trace.records();
-    let worker_spans: Vec<(u64, u64)> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Call {
-                track: Some(_),
-                start_ns,
-                end_ns,
-                ..
-            } => Some((*start_ns, *end_ns)),
-            _ => None,
-        })
-        .collect();
-    let mut waits = 0;
-    let mut waits_during_a_call = 0;
+    let spans = |on: fn(Option<u8>) -> bool| -> Vec<(u64, u64)> {
+        records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Call {
+                    track,
+                    start_ns,
+                    end_ns,
+                    ..
+                } if on(*track) => Some((*start_ns, *end_ns)),
+                _ => None,
+            })
+            .collect()
+    };
+    let worker_spans = spans(|t| t.is_some_and(|w| w != WAITER_TRACK));
+    let mut lane_waits = 0;
+    let mut waiter_calls = Vec::new();
+    let mut waits_during_a_worker_call = 0;
+    let mut completion_wakes = 0;
     let mut answer_wakes = 0;
     for record in records {
-        if let Record::Call {
-            track: None,
+        let Record::Call {
+            track,
             name,
             start_ns,
             detail,
             ..
         } = record
-        {
-            if *name == "synchronize_event" {
-                waits += 1;
-                if worker_spans
-                    .iter()
-                    .any(|(s, e)| s < start_ns && start_ns < e)
+        else {
+            continue;
+        };
+        match track {
+            None if *name == "synchronize_event" || *name == "synchronize_device" => {
+                lane_waits += 1;
+            }
+            None if *name == "wake_up" && detail == "a completion waiter's answer" => {
+                completion_wakes += 1;
+            }
+            None if *name == "wake_up" && detail == "a worker's answer" => answer_wakes += 1,
+            Some(WAITER_TRACK) if *name != "wake_up" => {
+                waiter_calls.push(*name);
+                if *name == "synchronize_event"
+                    && worker_spans
+                        .iter()
+                        .any(|(s, e)| s < start_ns && start_ns < e)
                 {
-                    waits_during_a_call += 1;
+                    waits_during_a_worker_call += 1;
                 }
             }
-            if *name == "wake_up" && detail == "a worker's answer" {
-                answer_wakes += 1;
-            }
+            _ => {}
         }
     }
-    assert!(
-        waits_during_a_call > 0,
-        "the lane thread slept through every worker's call"
+    assert_eq!(lane_waits, 0, "the lane thread made a device wait");
+    assert_eq!(
+        waiter_calls.first(),
+        Some(&"set_device"),
+        "the waiter binds first"
     );
-    assert!(waits >= 80, "{waits} completion waits");
-    // One wake-up per answer the lane thread slept for: at least the prepares its launches
-    // waited on.
-    assert!(answer_wakes >= 30, "{answer_wakes} wake-ups for answers");
+    let waits = waiter_calls
+        .iter()
+        .filter(|n| **n == "synchronize_event")
+        .count();
+    assert_eq!(waits, 80, "two waits per run, each on its own event");
+    assert!(
+        waits_during_a_worker_call > 0,
+        "no completion overlapped a worker's call"
+    );
+    // The lane thread slept for answers and was woken by them.
+    assert!(completion_wakes > 0, "no completion woke the lane thread");
+    assert!(
+        answer_wakes >= 30,
+        "{answer_wakes} wake-ups for workers' answers"
+    );
 }
 
 #[test]

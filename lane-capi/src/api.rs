@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use backend_acl::{AclConfig, AclDevice, Library, WorkerBinding};
 use backend_sim::costs::Costs;
-use backend_sim::{RunTimes, SimDevice, SimRunner};
+use backend_sim::{RunTimes, SharedSim, SimDevice, SimRunner};
 use core::ffi::c_char;
 use lane_core::{CodeRef, Outcome, Profile, PublishError, RunId, RunRequest, SubmitError};
 use lane_driver::HostWorker;
@@ -82,9 +82,10 @@ fn service_error(error: &ServiceError) -> Error {
         ServiceError::Submit(SubmitError::Lost { .. })
         | ServiceError::Publish(PublishError::Lost { .. })
         | ServiceError::Lost(_) => RunLaneStatus::Lost,
-        ServiceError::Make(_) | ServiceError::Thread(_) | ServiceError::Worker { .. } => {
-            RunLaneStatus::BackendUnavailable
-        }
+        ServiceError::Make(_)
+        | ServiceError::Waiter(_)
+        | ServiceError::Thread(_)
+        | ServiceError::Worker { .. } => RunLaneStatus::BackendUnavailable,
         ServiceError::Submit(_) => RunLaneStatus::Refused,
     };
     Error::new(status, error.to_string())
@@ -136,7 +137,8 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                 service_config(profile, vtable, workers),
                 move || {
                     let _ = thread_cell.set(thread::current().id());
-                    let device = SimDevice::new(
+                    // Shared with the service's completion waiter, which makes its waits.
+                    let device = SharedSim::new(SimDevice::new(
                         Costs::default(),
                         layout,
                         seed,
@@ -144,7 +146,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                             device_ns: run_ns,
                             jitter_ppm: 0,
                         },
-                    );
+                    ));
                     let runner = CRunner::new(vtable, runner_requests, SimRunner, runner_deferred);
                     Ok::<_, String>((device, runner))
                 },

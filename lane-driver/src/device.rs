@@ -12,6 +12,8 @@ use lane_core::Timestamp;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 
+use crate::waiter::CompletionWaiter;
+
 /// An event handle, chosen by the backend (`aclrtEvent`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventHandle(pub u64);
@@ -165,4 +167,17 @@ pub trait Device {
     /// device's text about it (`aclGetRecentErrMsg`, read now, before another call replaces
     /// it) for [`Device::recent_error_message`]. The default keeps nothing.
     fn capture_error_message(&mut self) {}
+
+    /// A [`CompletionWaiter`] on this device for a thread of its own: lane-service asks for
+    /// one on the lane thread right after making the device and moves it to its completion
+    /// waiter thread, which then makes every blocking wait of the lane (each run's
+    /// completion, the recovery drain), so the lane thread never blocks in one (L-16).
+    ///
+    /// # Errors
+    ///
+    /// `207000` (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`) by default: a device without a waiter
+    /// runs on the single-thread [`Driver`](crate::Driver) only, and lane-service refuses it.
+    fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
+        Err(AclCode::RtFeatureNotSupport)
+    }
 }

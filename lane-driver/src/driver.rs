@@ -243,10 +243,10 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             return Ok(Turn::Progress);
         }
         if self.executor.is_awaiting() {
-            match self.executor.wait(self.steps.deadline(), None)? {
+            match self.executor.wait(self.steps.deadline())? {
                 Wait::Answered(event) => self.feed(event)?,
                 Wait::Expired(now) => self.steps.expire(now)?,
-                // Unsliced waits always answer; nothing to feed otherwise.
+                // Nothing awaited any more (a poison abandoned it): nothing to feed.
                 Wait::Pending => {}
             }
             self.execute_effects()?;

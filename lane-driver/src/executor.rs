@@ -16,6 +16,7 @@ use crate::driver::{
 };
 use crate::observer::{Observation, Observer, Release};
 use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
+use crate::waiter::{DeviceWait, OnDevice, drain, run_device_wait};
 
 /// Bytes of the status read: the timing buffer and the whole reserved header behind it. The
 /// copy on the stream is enqueued at launch, before the lane names the layout, so it takes
@@ -82,21 +83,18 @@ impl SlotResources {
 struct Awaited {
     run: RunId,
     lease: Lease,
-    /// How many of the slot's two completion events a wait saw complete (a sliced wait
-    /// resumes at the next).
-    completed: usize,
 }
 
-/// What one [`Executor::wait`] ended with.
+/// What a device wait ended with ([`Executor::wait`], [`run_device_wait`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
-    /// The wait has the event that answers the await: feed it to the lane.
+    /// The wait has the event that answers it: feed it to the lane.
     Answered(Event),
     /// The deadline passed at this time before the run completed: tell the lane
     /// (`Lane::handle_timeout`).
     Expired(Timestamp),
-    /// A slice ended with the run still running (or nothing is awaited): look for other
-    /// work, then wait again.
+    /// Nothing was waited for: the lane awaits nothing, or no longer (a poison abandoned the
+    /// awaited run while runner work was out, see [`Executor::completion_wait`]).
     Pending,
 }
 
@@ -247,11 +245,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             },
             Effect::AwaitCompletion { run, lease, .. } => {
                 // The deadline is read from the lane at every wait.
-                self.awaited = Some(Awaited {
-                    run,
-                    lease,
-                    completed: 0,
-                });
+                self.awaited = Some(Awaited { run, lease });
                 return Ok(None);
             }
             Effect::ReadStatus { run, lease, layout } => self.read_status(run, lease, layout)?,
@@ -274,13 +268,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             } => {
                 // Everything in flight was abandoned by the poison.
                 self.awaited = None;
-                let timeout_ms = i32::try_from(timeout_ns.div_ceil(1_000_000))
-                    .unwrap_or(i32::MAX)
-                    .max(1);
-                // The drain's code proves nothing (SPEC §5.3): the reset follows whatever it
-                // returns, and only the probe decides the device's health.
-                let _ = d.synchronize_device(timeout_ms);
-                Event::DeviceDrained { attempt }
+                drain(&mut OnDevice(d), attempt, timeout_ns)
             }
             Effect::ForceReset { attempt } => {
                 let result = d.reset_device_force();
@@ -522,32 +510,27 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
     }
 
-    /// Blocks on both of the awaited run's completion events, AICPU first (as the C++ drain
-    /// does), bounded by `deadline` (the lane's `Lane::poll_deadline`, read by the caller
-    /// just before).
+    /// The awaited run's completion as a [`DeviceWait`] for a completion waiter, bounded by
+    /// `deadline` (the lane's `Lane::poll_deadline`, read by the caller just before); the
+    /// executor no longer awaits it (the waiter's answer is the lane's to take). `None` when
+    /// nothing is awaited, or with no `deadline`: the lane awaits nothing, because a poison
+    /// abandoned the awaited run while runner work was out on host workers (the drain that
+    /// forgets it waits for that work, L-18, `RecoveryStep::Quiesce`), so the run is
+    /// forgotten now.
     ///
-    /// With `slice_ms`, no single event wait is longer than that: a slice that ends before
-    /// the deadline with the event still pending returns [`Wait::Pending`] (the awaited run
-    /// and the events already completed are kept), so a multi-threaded caller can look for
-    /// new work between slices. The last slice before the deadline is the full remainder, so
-    /// its timeout is answered exactly as an unsliced wait answers it. Without `slice_ms`
-    /// the wait never returns `Pending`, except for a run the lane no longer awaits.
+    /// # Errors
     ///
-    /// No `deadline` means the lane awaits nothing: a poison abandoned the awaited run while
-    /// runner work was out on host workers, and the drain that forgets it waits for that
-    /// work (L-18, `RecoveryStep::Quiesce`). The executor forgets the run now and returns
-    /// [`Wait::Pending`], so the caller goes back to the lane for the workers' answers.
-    pub fn wait(
+    /// [`DriverError::UnrecordedEvent`]: the run's slot events were never recorded (a wait
+    /// would pass at once).
+    pub fn completion_wait(
         &mut self,
         deadline: Option<Timestamp>,
-        slice_ms: Option<i32>,
-    ) -> Result<Wait, DriverError> {
-        let Some(mut awaited) = self.awaited.take() else {
-            return Ok(Wait::Pending);
+    ) -> Result<Option<DeviceWait>, DriverError> {
+        let Some(Awaited { run, lease }) = self.awaited.take() else {
+            return Ok(None);
         };
-        let Awaited { run, lease, .. } = awaited;
         let Some(deadline) = deadline else {
-            return Ok(Wait::Pending);
+            return Ok(None);
         };
         let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
             return Err(DriverError::UnrecordedEvent { run });
@@ -555,28 +538,46 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         if slot.recorded != [true; 2] {
             return Err(DriverError::UnrecordedEvent { run });
         }
-        while let Some(&event) = slot.events.get(awaited.completed) {
-            let now = self.device.now();
-            if now >= deadline {
-                return Ok(Wait::Expired(now));
-            }
-            let remaining_ms = i32::try_from(deadline.since(now).div_ceil(1_000_000))
-                .unwrap_or(i32::MAX)
-                .max(1);
-            let timeout_ms = slice_ms.map_or(remaining_ms, |slice| slice.clamp(1, remaining_ms));
-            match self.device.synchronize_event(event, timeout_ms) {
-                Ok(()) => awaited.completed += 1,
-                Err(AclCode::RtEventSyncTimeout) if timeout_ms < remaining_ms => {
-                    // A slice ended, not the deadline: keep waiting after the caller looked.
-                    self.awaited = Some(awaited);
-                    return Ok(Wait::Pending);
-                }
-                Err(code) => {
-                    return Ok(Wait::Answered(Event::CompletionFailed { run, lease, code }));
-                }
-            }
-        }
-        Ok(Wait::Answered(Event::Completed { run, lease }))
+        Ok(Some(DeviceWait::Completion {
+            run,
+            lease,
+            events: slot.events,
+            deadline,
+        }))
+    }
+
+    /// `effect` as a [`DeviceWait`] for a completion waiter, if it is one (`DrainDevice`),
+    /// with the executor's own part of it done: nothing is awaited after a poison.
+    pub fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait> {
+        let Effect::DrainDevice {
+            attempt,
+            timeout_ns,
+        } = *effect
+        else {
+            return None;
+        };
+        // Everything in flight was abandoned by the poison.
+        self.awaited = None;
+        Some(DeviceWait::Drain {
+            attempt,
+            timeout_ns,
+        })
+    }
+
+    /// Blocks on the awaited run's completion on this thread ([`run_device_wait`] on the
+    /// device itself): both of its completion events, AICPU first (as the C++ drain does),
+    /// bounded by `deadline` (see [`completion_wait`](Self::completion_wait)). The
+    /// single-thread [`Driver`](crate::Driver)'s wait; lane-service hands the same
+    /// [`DeviceWait`] to its completion waiter instead.
+    ///
+    /// # Errors
+    ///
+    /// As [`completion_wait`](Self::completion_wait).
+    pub fn wait(&mut self, deadline: Option<Timestamp>) -> Result<Wait, DriverError> {
+        Ok(match self.completion_wait(deadline)? {
+            Some(wait) => run_device_wait(&mut OnDevice(&mut self.device), &wait),
+            None => Wait::Pending,
+        })
     }
 
     /// Proves the device usable after a reset: re-bind, a stream create and destroy, a small

@@ -52,6 +52,7 @@ mod executor;
 mod observer;
 mod runner;
 mod steps;
+mod waiter;
 
 pub use device::{Device, DevicePtr, EventHandle, HostPtr};
 pub use driver::{
@@ -64,3 +65,6 @@ pub use runner::{
     Concurrency, HostWorker, PrepareError, RunArgs, Runner, is_host_work, run_host_work,
 };
 pub use steps::LaneSteps;
+pub use waiter::{
+    CompletionWaiter, DeviceWait, OnDevice, WAITER_GRACE_NS, run_device_wait, wait_failed,
+};

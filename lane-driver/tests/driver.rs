@@ -9,9 +9,9 @@ use lane_core::{
     Verdict,
 };
 use lane_driver::{
-    Command, Device, DevicePtr, Driver, DriverError, EventHandle, Executor, HEADER_OFFSET,
-    LaneSteps, Observation, Observer, PrepareError, Release, RunArgs, Runner, SLOT_BYTES,
-    TIMING_OFFSET, Turn, Wait,
+    Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
+    Executor, HEADER_OFFSET, LaneSteps, Observation, Observer, PrepareError, Release, RunArgs,
+    Runner, SLOT_BYTES, TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
 };
 
 #[derive(Default)]
@@ -640,44 +640,233 @@ fn awaiting_executor() -> (LaneSteps, Executor<Recorder, Kernels>) {
 }
 
 #[test]
-fn a_sliced_wait_returns_pending_when_a_slice_ends_and_resumes_at_the_event_it_left() {
-    let (mut steps, mut executor) = awaiting_executor();
-    // AICPU's event completes; AICore's first slice times out.
-    executor.device_mut().sync_script = [None, Some(507_047)].into();
-    assert_eq!(
-        executor.wait(steps.deadline(), Some(5)).unwrap(),
-        Wait::Pending
-    );
-    assert!(executor.is_awaiting(), "the await is kept");
-    let wait = executor.wait(steps.deadline(), Some(5)).unwrap();
-    let d = executor.device_mut();
-    assert_eq!(
-        d.calls,
-        [
-            "synchronize_event e3",
-            "synchronize_event e4",
-            "synchronize_event e4"
-        ],
-        "the second wait resumes at AICore's event"
-    );
-    assert_eq!(d.wait_timeouts, [5, 5, 5], "no wait is longer than a slice");
+fn a_completion_wait_hands_out_the_awaited_runs_events_aicpu_first_with_its_deadline_once() {
+    let (steps, mut executor) = awaiting_executor();
+    let deadline = steps.deadline().expect("the run's deadline");
+    let wait = executor
+        .completion_wait(Some(deadline))
+        .unwrap()
+        .expect("a wait");
     match wait {
-        Wait::Answered(event) => steps.feed(executor.now(), event, None).unwrap(),
-        other => panic!("expected the completion, got {other:?}"),
+        DeviceWait::Completion {
+            run,
+            events,
+            deadline: bound,
+            ..
+        } => {
+            assert_eq!(run, RunId(1));
+            assert_eq!(
+                events,
+                [EventHandle(3), EventHandle(4)],
+                "AICPU's event first"
+            );
+            assert_eq!(bound, deadline);
+        }
+        other => panic!("expected a completion wait, got {other:?}"),
     }
-    assert!(!executor.is_awaiting());
-    assert!(matches!(
-        steps.next_effect(executor.now()),
-        Some(lane_core::Effect::ReadStatus { .. })
-    ));
+    assert!(!executor.is_awaiting(), "the answer is the waiter's now");
+    assert_eq!(executor.completion_wait(Some(deadline)).unwrap(), None);
+    assert!(
+        executor.device_mut().calls.is_empty(),
+        "handing a wait out makes no device call"
+    );
 }
 
 #[test]
-fn the_last_slice_before_the_deadline_answers_its_timeout_as_an_unsliced_wait_does() {
+fn a_completion_wait_without_a_deadline_forgets_the_awaited_run() {
+    let (_, mut executor) = awaiting_executor();
+    assert_eq!(executor.completion_wait(None).unwrap(), None);
+    assert!(!executor.is_awaiting());
+}
+
+#[test]
+fn a_drain_is_a_device_wait_and_abandons_the_await() {
+    let (_, mut executor) = awaiting_executor();
+    let drain = lane_core::Effect::DrainDevice {
+        attempt: 1,
+        timeout_ns: 2_500_000,
+    };
+    assert_eq!(
+        executor.device_wait(&drain),
+        Some(DeviceWait::Drain {
+            attempt: 1,
+            timeout_ns: 2_500_000
+        })
+    );
+    assert!(!executor.is_awaiting());
+    assert_eq!(
+        executor.device_wait(&lane_core::Effect::ForceReset { attempt: 1 }),
+        None
+    );
+}
+
+/// A completion waiter on a thread of its own, scripted: what its bind and each wait return,
+/// and what it was asked.
+#[derive(Default)]
+struct Scripted {
+    now: u64,
+    bind: Option<i32>,
+    waits: std::collections::VecDeque<Option<i32>>,
+    /// How long each wait takes (ns of its clock).
+    takes: u64,
+    calls: Vec<String>,
+}
+
+impl CompletionWaiter for Scripted {
+    fn bind(&mut self) -> Result<(), AclCode> {
+        self.calls.push("bind".into());
+        self.bind.map_or(Ok(()), |raw| Err(Recorder::code(raw)))
+    }
+    fn now(&mut self) -> Timestamp {
+        Timestamp(self.now)
+    }
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.calls
+            .push(format!("synchronize_event e{} {timeout_ms} ms", event.0));
+        self.now += self.takes;
+        self.waits
+            .pop_front()
+            .flatten()
+            .map_or(Ok(()), |raw| Err(Recorder::code(raw)))
+    }
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.calls
+            .push(format!("synchronize_device {timeout_ms} ms"));
+        Err(Recorder::code(507_046))
+    }
+}
+
+fn completion(deadline_ns: u64) -> DeviceWait {
+    DeviceWait::Completion {
+        run: RunId(4),
+        lease: lane_core::Lease {
+            slot: SlotId(1),
+            generation: lane_core::Generation(std::num::NonZeroU64::MIN),
+        },
+        events: [EventHandle(10), EventHandle(11)],
+        deadline: Timestamp(deadline_ns),
+    }
+}
+
+#[test]
+fn a_waiter_binds_then_waits_on_both_events_each_bounded_by_what_is_left_of_the_deadline() {
+    let mut waiter = Scripted {
+        takes: 2_000_000,
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(&mut waiter, &completion(10_500_000));
+    assert!(
+        matches!(
+            answer,
+            Wait::Answered(lane_core::Event::Completed { run: RunId(4), .. })
+        ),
+        "{answer:?}"
+    );
+    assert_eq!(
+        waiter.calls,
+        [
+            "bind",
+            "synchronize_event e10 11 ms",
+            "synchronize_event e11 9 ms"
+        ],
+        "rounded up, never past the deadline by more than the rounding"
+    );
+    assert!(!wait_failed(&answer));
+}
+
+#[test]
+fn a_waiters_failed_call_or_timeout_is_the_runs_failed_wait_with_its_code() {
+    for code in [507_015, 507_047] {
+        let mut waiter = Scripted {
+            waits: [None, Some(code)].into(),
+            ..Scripted::default()
+        };
+        let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
+        assert!(
+            matches!(answer, Wait::Answered(lane_core::Event::CompletionFailed { run: RunId(4), code: got, .. }) if got.raw() == code),
+            "{answer:?}"
+        );
+        assert!(wait_failed(&answer));
+    }
+}
+
+#[test]
+fn a_waiter_that_cannot_bind_fails_the_wait_with_the_binds_code_and_waits_on_nothing() {
+    let mut waiter = Scripted {
+        bind: Some(107_002),
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
+    assert!(
+        matches!(answer, Wait::Answered(lane_core::Event::CompletionFailed { code, .. }) if code.raw() == 107_002),
+        "{answer:?}"
+    );
+    assert_eq!(waiter.calls, ["bind"]);
+}
+
+#[test]
+fn a_waiter_past_the_deadline_answers_expired_without_a_call() {
+    let mut waiter = Scripted {
+        now: 7_000,
+        ..Scripted::default()
+    };
+    assert_eq!(
+        run_device_wait(&mut waiter, &completion(7_000)),
+        Wait::Expired(Timestamp(7_000))
+    );
+    assert_eq!(waiter.calls, ["bind"]);
+}
+
+#[test]
+fn a_waiters_drain_is_answered_whatever_it_returns_and_skipped_when_unbound() {
+    let drain = DeviceWait::Drain {
+        attempt: 2,
+        timeout_ns: 1_500_000,
+    };
+    let mut waiter = Scripted::default();
+    assert_eq!(
+        run_device_wait(&mut waiter, &drain),
+        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 2 })
+    );
+    assert_eq!(waiter.calls, ["bind", "synchronize_device 2 ms"]);
+    let mut unbound = Scripted {
+        bind: Some(107_002),
+        ..Scripted::default()
+    };
+    assert_eq!(
+        run_device_wait(&mut unbound, &drain),
+        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 2 })
+    );
+    assert_eq!(unbound.calls, ["bind"]);
+}
+
+#[test]
+fn the_lane_threads_bound_on_a_wait_is_its_own_bound_plus_the_grace_and_then_it_answers_itself() {
+    let wait = completion(9_000);
+    assert_eq!(wait.bound(Timestamp(1)), Timestamp(9_000 + WAITER_GRACE_NS));
+    assert_eq!(
+        wait.answer_at_bound(Timestamp(10)),
+        Wait::Expired(Timestamp(10))
+    );
+    let drain = DeviceWait::Drain {
+        attempt: 1,
+        timeout_ns: 500,
+    };
+    assert_eq!(
+        drain.bound(Timestamp(100)),
+        Timestamp(600 + WAITER_GRACE_NS)
+    );
+    assert_eq!(
+        drain.answer_at_bound(Timestamp(10)),
+        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 1 })
+    );
+}
+
+#[test]
+fn the_single_thread_wait_times_out_as_a_failed_wait_with_the_remainder_as_its_bound() {
     let (steps, mut executor) = awaiting_executor();
     executor.device_mut().sync_script = [Some(507_047)].into();
-    // A slice longer than what is left of the deadline is cut to the remainder.
-    let wait = executor.wait(steps.deadline(), Some(i32::MAX)).unwrap();
+    let wait = executor.wait(steps.deadline()).unwrap();
     assert!(
         matches!(wait, Wait::Answered(lane_core::Event::CompletionFailed { code, .. }) if code.raw() == 507_047),
         "{wait:?}"

@@ -44,7 +44,14 @@ pub enum ServiceError {
         /// The factory's error text.
         text: String,
     },
-    /// The lane thread could not be started.
+    /// The device gives no completion waiter (`Device::completion_waiter`), which a lane
+    /// service needs so that its lane thread never blocks in a device wait; no lane was
+    /// created.
+    #[error(
+        "the device gives no completion waiter ({0}): implement Device::completion_waiter, or run the lane on the single-thread lane_driver::Driver"
+    )]
+    Waiter(String),
+    /// The lane thread (or a thread it needs) could not be started.
     #[error("the lane thread could not be started: {0}")]
     Thread(String),
     /// The lane thread is gone (a panic in the device, the runner or the lane, or a driver

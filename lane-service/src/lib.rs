@@ -9,13 +9,14 @@
 //!
 //! **Threading contract:**
 //! - Every [`Device`](lane_driver::Device) and [`Runner`](lane_driver::Runner) call, from the
-//!   `make` closure given to [`spawn`] to the last release, happens on the lane thread. The
-//!   device and the runner need not be `Send`; only `make` is.
+//!   `make` closure given to [`spawn`] to the last release, happens on the lane thread, but
+//!   the blocking waits, which the device's completion waiter makes (below). The device and
+//!   the runner need not be `Send`; only `make` and the waiter are.
 //! - Except with host workers ([`spawn_with_workers`], when the runner's
 //!   [`concurrency`](lane_driver::Runner::concurrency) allows it): then every prepare and
 //!   finalise runs on a worker's own [`HostWorker`](lane_driver::HostWorker), made on that
 //!   worker's thread (so it binds the device there), and the lane thread makes only the
-//!   launches, records, waits, status reads, stream calls and recovery. Answers come back
+//!   launches, records, status reads, stream calls and recovery. Answers come back
 //!   through the mailbox and wake the lane thread; the queues are allocated once. A panicking
 //!   worker loses the lane like a panic on the lane thread; the last drop joins the workers.
 //! - The lane sits behind one mutex, taken for a lane step (a command, polling an effect,
@@ -24,11 +25,18 @@
 //!   [`close`](LaneHandle::close) and [`poll_outcome`](LaneHandle::poll_outcome) return
 //!   without waiting for the device, from any thread; only [`wait`](LaneHandle::wait)
 //!   blocks, and only its caller.
-//! - The lane thread waits for a run's completion in slices of at most
-//!   [`ServiceConfig::wait_slice`] (5 ms by default), bounded overall by the run's deadline
-//!   (`Lane::poll_deadline`). Between slices it executes the effects commands left (e.g.
-//!   preparing the next run), so such work starts at most one slice late. When it has
-//!   nothing to do it sleeps until a command arrives.
+//! - **The lane thread never blocks in a device wait** (L-16, L-18). Every blocking wait of
+//!   the lane (each launched run's completion events, bounded by its deadline, and the
+//!   recovery drain) is made by a completion waiter thread, on the device's
+//!   [`CompletionWaiter`](lane_driver::CompletionWaiter)
+//!   ([`Device::completion_waiter`](lane_driver::Device::completion_waiter): on ACL a thread
+//!   bound to the lane's device like a host worker, bound again after a force reset), and its
+//!   answer is posted to the mailbox. The lane thread sleeps only on the mailbox, which wakes
+//!   it for a command, a host worker's or the waiter's answer, or the bound of the wait out
+//!   (the run's deadline plus [`WAITER_GRACE_NS`](lane_driver::WAITER_GRACE_NS), past which
+//!   it answers the wait itself: a host wait timeout). So a run submitted while its
+//!   predecessor executes is prepared and launched at once, queued behind it on the pair,
+//!   whichever thread submitted it and whenever; an idle lane uses no CPU.
 //! - Commands are given to the lane at the lane thread's latest reading of the device clock
 //!   (the clock is read on the lane thread only).
 //! - Each outcome is taken exactly once: by [`poll_outcome`](LaneHandle::poll_outcome), in
@@ -37,13 +45,16 @@
 //!   in order, after it is queued and with no lock held; it sees outcomes, it does not take
 //!   them.
 //! - Dropping the last handle closes the lane, lets launched runs finish (bounded by their
-//!   deadlines), releases the slots' resources and joins the lane thread.
-//! - A panic on the lane thread (in the device, the runner, the lane or the callback) or a
-//!   driver error ends the lane: every waiter and every later command gets
-//!   [`ServiceError::Lost`] / [`WaitError::Lost`] with the cause, never a hang.
+//!   deadlines), releases the slots' resources and joins the lane thread, the host workers
+//!   and the completion waiter.
+//! - A panic on the lane thread (in the device, the runner, the lane or the callback), on a
+//!   host worker or on the completion waiter, or a driver error, ends the lane: every waiter
+//!   and every later command gets [`ServiceError::Lost`] / [`WaitError::Lost`] with the
+//!   cause, never a hang. The last drop joins every thread; the waiter's last device call is
+//!   bounded by the run's deadline.
 //!
-//! **Why loom:** the protocol is small (one mutex, two condition variables, a handful of
-//! flags), so loom's exhaustive exploration of its interleavings (bounded preemptions) is
+//! **Why loom:** the protocol is small (one mutex, four condition variables, a handful of
+//! flags and slots), so loom's exhaustive exploration of its interleavings (bounded preemptions) is
 //! cheap and a lost wake-up is found deterministically on every run, not by chance as with
 //! a randomised scheduler (shuttle). The model test compiles `mailbox.rs` itself against
 //! loom's primitives (see `tests/model.rs`), so what is checked is what ships.
@@ -66,6 +77,5 @@ mod sync;
 pub use error::{LostCause, ServiceError, WaitError};
 pub use lane_driver::Report;
 pub use service::{
-    DEFAULT_WAIT_SLICE, DEFAULT_WORKERS, ItemId, LaneHandle, OutcomeCallback, ServiceConfig, spawn,
-    spawn_with_workers,
+    DEFAULT_WORKERS, ItemId, LaneHandle, OutcomeCallback, ServiceConfig, spawn, spawn_with_workers,
 };

@@ -1,6 +1,6 @@
-//! The lock and wake-up protocol between the lane thread, the handles and the host workers:
-//! one mutex over the lane, its delivered outcomes and the workers' two queues, and three
-//! condition variables.
+//! The lock and wake-up protocol between the lane thread, the handles, the host workers and
+//! the completion waiter: one mutex over the lane, its delivered outcomes, the workers' two
+//! queues and the waiter's two slots, and four condition variables.
 //!
 //! - `work` wakes the lane thread. A command sets `State::work` and notifies under the lock;
 //!   the lane thread clears the flag in the same lock hold in which it polls the lane, and
@@ -16,9 +16,19 @@
 //!   sets `State::work` like a command, so it wakes the lane thread the same way
 //!   (asleep idle or waiting for an answer); the lane thread takes the answers in its next
 //!   step. The loss, and the lane's end after a close, stop the workers (`notify_all`).
+//! - `waits` wakes the completion waiter. The lane thread hands it one device wait at a time
+//!   (`Step::hand_wait`, with a ticket) inside a lane step, which notifies it before the lock
+//!   is released; the waiter re-checks its slot and the loss before every sleep. Its answer
+//!   (with the ticket) goes into the answer slot and sets `State::work` like a command, so it
+//!   wakes the lane thread the same way: a completion posted while the lane thread decides to
+//!   sleep is never lost, because the lane thread sleeps only while the flag is clear and
+//!   clears it in the same lock hold in which it takes the answer. Only the loss stops the
+//!   waiter (the lane thread's end is always a loss), and a waiter inside a device call finds
+//!   it when the call returns.
 //!
 //! Both worker queues are allocated once, with room for every job a lane can have out (one
-//! per slot), so handing work over and back allocates nothing per run.
+//! per slot), and the waiter's slots hold one wait each, so handing work over and back
+//! allocates nothing per run.
 //!
 //! The lock is held only for a lane step or a queue operation, never across a device call
 //! (L-16): the lane thread takes it to poll an effect or feed an event, and drops it before
@@ -44,6 +54,10 @@ pub(crate) trait Delivers {
     type Work;
     /// A worker's answer to one [`Work`](Delivers::Work), fed to the lane by the lane thread.
     type Answer;
+    /// A device wait the lane thread hands to the completion waiter.
+    type Wait;
+    /// The waiter's answer to one [`Wait`](Delivers::Wait).
+    type Waited;
 }
 
 /// What a lane step sees of the mailbox beside the lane: whether the last handle is gone,
@@ -55,6 +69,9 @@ pub(crate) struct Step<'a, L: Delivers> {
     answers: &'a mut VecDeque<L::Answer>,
     out: &'a mut usize,
     dispatched: usize,
+    wait: &'a mut Option<(u64, L::Wait)>,
+    waited: &'a mut Option<(u64, L::Waited)>,
+    handed_wait: bool,
 }
 
 impl<L: Delivers> Step<'_, L> {
@@ -75,6 +92,18 @@ impl<L: Delivers> Step<'_, L> {
     /// How many dispatched jobs have no answer taken yet (queued, running, or answered).
     pub(crate) const fn out(&self) -> usize {
         *self.out
+    }
+
+    /// Hands `wait` to the completion waiter under `ticket` (woken when the step ends). A
+    /// wait it has not taken yet is replaced: the lane thread abandoned it.
+    pub(crate) fn hand_wait(&mut self, ticket: u64, wait: L::Wait) {
+        *self.wait = Some((ticket, wait));
+        self.handed_wait = true;
+    }
+
+    /// The completion waiter's latest answer, with the ticket of the wait it answers.
+    pub(crate) fn waited(&mut self) -> Option<(u64, L::Waited)> {
+        self.waited.take()
     }
 }
 
@@ -98,6 +127,10 @@ pub(crate) struct State<L: Delivers> {
     answers: VecDeque<L::Answer>,
     /// Jobs dispatched whose answer the lane thread has not taken yet.
     out: usize,
+    /// The device wait handed to the completion waiter and not taken by it yet.
+    wait: Option<(u64, L::Wait)>,
+    /// The waiter's latest answer, not taken by the lane thread yet.
+    waited: Option<(u64, L::Waited)>,
     /// The workers end: the lane is closed with no job out, or the lane thread ended.
     retire: bool,
     /// A command or a worker's answer arrived since the lane thread last polled the lane.
@@ -108,12 +141,13 @@ pub(crate) struct State<L: Delivers> {
     lost: Option<LostCause>,
 }
 
-/// The shared state and its three condition variables.
+/// The shared state and its four condition variables.
 pub(crate) struct Mailbox<L: Delivers> {
     state: Mutex<State<L>>,
     work: Condvar,
     delivered: Condvar,
     jobs: Condvar,
+    waits: Condvar,
 }
 
 impl<L: Delivers> Mailbox<L> {
@@ -132,6 +166,8 @@ impl<L: Delivers> Mailbox<L> {
                 jobs: VecDeque::with_capacity(jobs),
                 answers: VecDeque::with_capacity(jobs),
                 out: 0,
+                wait: None,
+                waited: None,
                 retire: false,
                 work: false,
                 shutdown: false,
@@ -140,6 +176,7 @@ impl<L: Delivers> Mailbox<L> {
             work: Condvar::new(),
             delivered: Condvar::new(),
             jobs: Condvar::new(),
+            waits: Condvar::new(),
         }
     }
 
@@ -187,8 +224,9 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// A lane step on the lane thread: clears the work flag and applies `step` (told whether
-    /// the last handle is gone, and given the workers' queues), then wakes a worker for each
-    /// job it dispatched and delivers. Fails when the lane is lost already (a command's
+    /// the last handle is gone, and given the workers' queues and the waiter's slots), then
+    /// wakes a worker for each job it dispatched, the waiter for a wait it handed out, and
+    /// delivers. Fails when the lane is lost already (a command's
     /// driver error, a worker's panic): the lane thread then ends.
     pub(crate) fn step<R>(
         &self,
@@ -206,10 +244,16 @@ impl<L: Delivers> Mailbox<L> {
             answers: &mut state.answers,
             out: &mut state.out,
             dispatched: 0,
+            wait: &mut state.wait,
+            waited: &mut state.waited,
+            handed_wait: false,
         };
         let result = step(&mut state.lane, &mut cx);
         for _ in 0..cx.dispatched {
             self.jobs.notify_one();
+        }
+        if cx.handed_wait {
+            self.waits.notify_one();
         }
         self.deliver(&mut guard);
         Ok(result)
@@ -242,6 +286,34 @@ impl<L: Delivers> Mailbox<L> {
         self.work.notify_one();
     }
 
+    /// On the completion waiter: the next device wait and its ticket, blocking until there is
+    /// one; `None` once the lane is lost (the lane thread's end is always a loss).
+    pub(crate) fn take_wait(&self) -> Option<(u64, L::Wait)> {
+        let mut state = lock(&self.state);
+        loop {
+            if state.lost.is_some() {
+                return None;
+            }
+            if let Some(wait) = state.wait.take() {
+                return Some(wait);
+            }
+            state = wait(&self.waits, state);
+        }
+    }
+
+    /// On the completion waiter: hands the answer to wait `ticket` back and wakes the lane
+    /// thread (dropped when the lane is lost: nobody takes it). It replaces an answer the lane
+    /// thread has not taken: that one answered a wait abandoned since.
+    pub(crate) fn give_waited(&self, ticket: u64, answer: L::Waited) {
+        let mut state = lock(&self.state);
+        if state.lost.is_some() {
+            return;
+        }
+        state.waited = Some((ticket, answer));
+        state.work = true;
+        self.work.notify_one();
+    }
+
     /// On the lane thread once the lane is closed with no job out: the workers end.
     pub(crate) fn retire_workers(&self) {
         let mut state = lock(&self.state);
@@ -254,10 +326,11 @@ impl<L: Delivers> Mailbox<L> {
         std::mem::take(&mut lock(&self.state).unannounced)
     }
 
-    /// On the lane thread with nothing to do: sleeps until a command, a worker's answer, the
-    /// shutdown (unless `shutdown_seen`: the lane thread already closed for it and now waits
-    /// for answers) or the loss (the next [`step`](Self::step) tells which), or `until`
-    /// passes. Returns whether it was woken (else `until` passed).
+    /// On the lane thread with nothing to do: sleeps until a command, a worker's or the
+    /// waiter's answer, the shutdown (unless `shutdown_seen`: the lane thread already closed
+    /// for it and now waits for answers) or the loss (the next [`step`](Self::step) tells
+    /// which), or `until` passes (the bound of the wait out). Returns whether it was woken
+    /// (else `until` passed).
     pub(crate) fn idle(&self, until: Option<Instant>, shutdown_seen: bool) -> bool {
         let woken = |state: &State<L>| {
             state.work || (state.shutdown && !shutdown_seen) || state.lost.is_some()
@@ -340,6 +413,7 @@ impl<L: Delivers> Mailbox<L> {
         self.delivered.notify_all();
         self.work.notify_all();
         self.jobs.notify_all();
+        self.waits.notify_all();
     }
 
     /// The last handle is gone: wakes the lane thread to close the lane and end.

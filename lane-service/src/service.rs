@@ -2,11 +2,12 @@
 
 use lane_core::{
     CloseReport, CodeRef, Effect, Event, LaneState, MAX_SLOTS, Outcome, Profile, ProfileSpec,
-    PublicationId, RunId, RunRequest, Timestamp,
+    PublicationId, RunId, RunPhase, RunRequest, Timestamp,
 };
 use lane_driver::{
-    Concurrency, Device, DriverError, Executor, HostWorker, LaneSteps, NoObserver, Report, Runner,
-    Turn, Wait, is_host_work, run_host_work,
+    CompletionWaiter, Concurrency, Device, DeviceWait, DriverError, Executor, HostWorker,
+    LaneSteps, NoObserver, Report, Runner, Turn, Wait, is_host_work, run_device_wait,
+    run_host_work, wait_failed,
 };
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -21,9 +22,6 @@ use crate::mailbox::{Delivers, Mailbox, Step};
 /// [`ServiceConfig::on_outcome`]).
 pub type OutcomeCallback = Box<dyn FnMut(&Outcome) + Send + 'static>;
 
-/// The default bound on one slice of a completion wait (see [`ServiceConfig::wait_slice`]).
-pub const DEFAULT_WAIT_SLICE: Duration = Duration::from_millis(5);
-
 /// The default number of host workers (see [`ServiceConfig::workers`]): one can prepare the
 /// next run while the other finalises the last.
 pub const DEFAULT_WORKERS: usize = 2;
@@ -35,13 +33,6 @@ pub struct ServiceConfig {
     /// Whether to run `Lane::check_invariants` after every lane step (a broken invariant
     /// loses the lane with the violation as its cause).
     pub check_invariants: bool,
-    /// The longest single `synchronize_event` the lane thread makes. A completion wait is
-    /// cut into slices of at most this; between slices the lane thread takes the lock once
-    /// to execute effects the commands left (the run's deadline still bounds the whole wait,
-    /// from `Lane::poll_deadline`). Commands themselves never wait for a slice: this bounds
-    /// only how late the lane thread starts the work a command asked for (e.g. preparing the
-    /// next run while one runs), at the cost of one lock and one event wait call per slice.
-    pub wait_slice: Duration,
     /// Called on the lane thread with every outcome, in sequence order, after the outcome
     /// is queued and with no lock held. It sees the outcome; it does not take it: each
     /// outcome is still taken exactly once, by [`LaneHandle::poll_outcome`] or
@@ -56,14 +47,12 @@ pub struct ServiceConfig {
 }
 
 impl ServiceConfig {
-    /// A config for `profile`: invariants checked, [`DEFAULT_WAIT_SLICE`], no callback,
-    /// [`DEFAULT_WORKERS`].
+    /// A config for `profile`: invariants checked, no callback, [`DEFAULT_WORKERS`].
     #[must_use]
     pub fn new(profile: Profile) -> Self {
         Self {
             profile,
             check_invariants: true,
-            wait_slice: DEFAULT_WAIT_SLICE,
             on_outcome: None,
             workers: DEFAULT_WORKERS,
         }
@@ -75,7 +64,6 @@ impl fmt::Debug for ServiceConfig {
         f.debug_struct("ServiceConfig")
             .field("profile", &self.profile)
             .field("check_invariants", &self.check_invariants)
-            .field("wait_slice", &self.wait_slice)
             .field("on_outcome", &self.on_outcome.is_some())
             .field("workers", &self.workers)
             .finish()
@@ -114,20 +102,45 @@ impl From<PublicationId> for ItemId {
     }
 }
 
-/// What the mailbox guards: the lane's steps, and the lane thread's latest clock reading
-/// (the time commands from other threads are given at: the device's clock is read on the
-/// lane thread only).
+/// What the mailbox guards: the lane's steps, the lane thread's latest clock reading (the
+/// time commands from other threads are given at: the device's clock is read on the lane
+/// thread only), and the device wait out on the completion waiter.
 struct Shared {
     steps: LaneSteps,
     now: Timestamp,
     /// The lane thread closed the lane for the shutdown.
     closed_for_shutdown: bool,
+    /// The device wait handed to the completion waiter and not answered yet.
+    wait_out: Option<WaitOut>,
+    /// Device waits handed out so far (each one's ticket).
+    tickets: u64,
+}
+
+/// A device wait out on the completion waiter.
+#[derive(Clone, Copy, Debug)]
+struct WaitOut {
+    /// Its ticket: the waiter's answer names it, so an answer to a wait the lane thread no
+    /// longer waits for is told apart and dropped.
+    ticket: u64,
+    wait: DeviceWait,
+    /// Past this the lane thread answers the wait itself ([`DeviceWait::bound`]).
+    bound: Timestamp,
+}
+
+/// The completion waiter's answer to a device wait.
+struct Waited {
+    wait: Wait,
+    /// The device's text about a failed wait, read on the waiter's thread (ACL keeps it per
+    /// thread). Only a failure allocates it.
+    message: Option<String>,
 }
 
 impl Delivers for Shared {
     type Outcome = Report;
     type Work = Effect;
     type Answer = WorkerAnswer;
+    type Wait = DeviceWait;
+    type Waited = Waited;
 
     fn take_outcome(&mut self) -> Option<Report> {
         self.steps.poll_report()
@@ -158,6 +171,8 @@ struct Inner {
     thread_id: ThreadId,
     /// The host workers (none unless the runner allows them and a factory was given).
     workers: Vec<JoinHandle<()>>,
+    /// The completion waiter.
+    waiter: Option<JoinHandle<()>>,
 }
 
 impl Drop for Inner {
@@ -176,9 +191,14 @@ impl Drop for Inner {
             // A panic was recorded as the lost cause already.
             let _ = handle.join();
         }
-        // The lane thread's end stopped them; a worker's panic is the lost cause already.
+        // The lane thread's end (a loss) stopped them, the waiter once the device call it may
+        // be in returns (bounded by the run's deadline); a panic of theirs is the lost cause
+        // already.
         for worker in self.workers.drain(..) {
             let _ = worker.join();
+        }
+        if let Some(waiter) = self.waiter.take() {
+            let _ = waiter.join();
         }
     }
 }
@@ -286,8 +306,10 @@ type MakeWorker = Arc<dyn Fn(usize) -> Result<Box<dyn HostWorker>, String> + Sen
 /// Spawns the lane thread and returns a handle on its lane. `make` runs on the lane thread
 /// and builds the device and the runner there, so every device and runner call (from
 /// `make` to the last release) happens on that one thread; its error, or its panic, is
-/// returned from here. Runner host work stays on the lane thread (see
-/// [`spawn_with_workers`]).
+/// returned from here. Then the device's completion waiter
+/// ([`Device::completion_waiter`]) gets a thread of its own, which makes every blocking wait
+/// of the lane; a device without one is refused ([`ServiceError::Waiter`]). Runner host work
+/// stays on the lane thread (see [`spawn_with_workers`]).
 pub fn spawn<D, R, F, E>(config: ServiceConfig, make: F) -> Result<LaneHandle, ServiceError>
 where
     D: Device + 'static,
@@ -306,7 +328,7 @@ where
 /// (`aclrtSetDevice`) before it returns the worker; its error, or its panic, fails the spawn
 /// with [`ServiceError::Worker`] (and ends the lane and the workers already made). The lane's
 /// prepare window is the smaller of the profile's and the runner's `prepares_at_once`. The
-/// lane thread then makes only the launches, records, waits, status reads, stream calls and
+/// lane thread then makes only the launches, records, status reads, stream calls and
 /// recovery; each worker's answer comes back through the mailbox and wakes the lane thread.
 /// A panicking worker loses the lane with the panic as its cause.
 pub fn spawn_with_workers<D, R, F, E, W, WE>(
@@ -341,8 +363,13 @@ fn narrowed(profile: Profile, concurrency: Concurrency) -> Profile {
 }
 
 /// What the lane thread hears from [`start`] once its runner is made: the mailbox to run the
-/// lane in, and whether runner work goes to workers; `None`: a worker failed, end now.
+/// lane in, and whether runner work goes to workers; `None`: a worker or the waiter failed to
+/// start, end now.
 type Go = Option<(Arc<Mailbox<Shared>>, bool)>;
+
+/// What the lane thread tells [`start`] once `make` returned: the runner's concurrency and
+/// the device's completion waiter, or why there is no lane.
+type Made = Result<(Concurrency, Box<dyn CompletionWaiter + Send>), ServiceError>;
 
 fn start<D, R, F, E>(
     config: ServiceConfig,
@@ -358,13 +385,12 @@ where
     let ServiceConfig {
         profile,
         check_invariants,
-        wait_slice,
         mut on_outcome,
         workers,
     } = config;
     let copies = profile.copies();
     let announce = on_outcome.is_some();
-    let (made_tx, made_rx) = mpsc::channel::<Result<Concurrency, ServiceError>>();
+    let (made_tx, made_rx) = mpsc::channel::<Made>();
     let (go_tx, go_rx) = mpsc::channel::<Go>();
     let thread = thread::Builder::new()
         .name("lane".into())
@@ -372,7 +398,7 @@ where
             let mut made = Some(made_tx);
             let mut mailbox = None;
             let result = catch_unwind(AssertUnwindSafe(|| {
-                let (device, runner) = match make() {
+                let (mut device, runner) = match make() {
                     Ok(parts) => parts,
                     Err(error) => {
                         if let Some(tx) = made.take() {
@@ -381,8 +407,17 @@ where
                         return Ok(());
                     }
                 };
+                let waiter = match device.completion_waiter() {
+                    Ok(waiter) => waiter,
+                    Err(code) => {
+                        if let Some(tx) = made.take() {
+                            let _ = tx.send(Err(ServiceError::Waiter(code.to_string())));
+                        }
+                        return Ok(());
+                    }
+                };
                 if let Some(tx) = made.take() {
-                    let _ = tx.send(Ok(runner.concurrency()));
+                    let _ = tx.send(Ok((runner.concurrency(), waiter)));
                 }
                 let Ok(Some((lane_mailbox, off_lane))) = go_rx.recv() else {
                     return Ok(());
@@ -391,7 +426,6 @@ where
                 let mut executor = Executor::with_copies(device, runner, copies);
                 let mut lane = LaneThread {
                     mailbox: lane_mailbox,
-                    slice: wait_slice,
                     off_lane,
                     retired: false,
                 };
@@ -416,11 +450,11 @@ where
         })
         .map_err(|e| ServiceError::Thread(e.to_string()))?;
     let thread_id = thread.thread().id();
-    let concurrency = made_rx
+    let made = made_rx
         .recv()
         .unwrap_or_else(|_| Err(ServiceError::Make("the lane thread ended".into())));
-    let concurrency = match concurrency {
-        Ok(concurrency) => concurrency,
+    let (concurrency, waiter) = match made {
+        Ok(made) => made,
         Err(error) => {
             let _ = thread.join();
             return Err(error);
@@ -430,6 +464,8 @@ where
         steps: LaneSteps::new(narrowed(profile, concurrency)).check_invariants(check_invariants),
         now: Timestamp(0),
         closed_for_shutdown: false,
+        wait_out: None,
+        tickets: 0,
     };
     // Each job is one slot's prepare or finalise: at most one per slot is out.
     let mailbox = Arc::new(Mailbox::new(shared, announce, usize::from(MAX_SLOTS)));
@@ -446,6 +482,25 @@ where
         },
         None => Vec::new(),
     };
+    let waiter = {
+        let mailbox = Arc::clone(&mailbox);
+        thread::Builder::new()
+            .name("lane-waiter".into())
+            .spawn(move || completion_waiter(&mailbox, waiter))
+    };
+    let waiter = match waiter {
+        Ok(waiter) => waiter,
+        Err(e) => {
+            let error = ServiceError::Thread(format!("the completion waiter: {e}"));
+            mailbox.lose(LostCause::new(format!("the lane did not start: {error}")));
+            for worker in workers {
+                let _ = worker.join();
+            }
+            let _ = go_tx.send(None);
+            let _ = thread.join();
+            return Err(error);
+        }
+    };
     let _ = go_tx.send(Some((Arc::clone(&mailbox), off_lane)));
     Ok(LaneHandle {
         inner: Arc::new(Inner {
@@ -453,8 +508,33 @@ where
             thread: Mutex::new(Some(thread)),
             thread_id,
             workers,
+            waiter: Some(waiter),
         }),
     })
+}
+
+/// The completion waiter thread: makes each device wait the lane thread hands it (a run's
+/// completion, the recovery drain) through the device's [`CompletionWaiter`], binding first,
+/// and hands the answer back with its ticket, until the lane is lost (the lane thread's end
+/// is always a loss). A panic loses the lane with its text.
+fn completion_waiter(mailbox: &Mailbox<Shared>, mut waiter: Box<dyn CompletionWaiter + Send>) {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        while let Some((ticket, wait)) = mailbox.take_wait() {
+            let wait = run_device_wait(&mut *waiter, &wait);
+            let message = if wait_failed(&wait) {
+                waiter.recent_error_message()
+            } else {
+                None
+            };
+            mailbox.give_waited(ticket, Waited { wait, message });
+        }
+    }));
+    if let Err(payload) = result {
+        let text = panic_text(payload.as_ref());
+        mailbox.lose(LostCause::new(format!(
+            "panic on the completion waiter: {text}"
+        )));
+    }
 }
 
 /// Starts `count` host workers, each making its worker on its own thread; waits until every
@@ -568,17 +648,10 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 enum Next {
     /// Execute this effect (lock released).
     Execute(Effect),
-    /// Wait one slice for the awaited run, up to its deadline; `answers` says a worker's
-    /// answer comes first: a job is out and the next launch waits only on a prepare that is
-    /// out (`Lane::next_launch_waits_on_prepare`), so its answer would start a launch. Any
-    /// other answer (a finalise, a prepare behind a full pair) enables no launch, and the
-    /// awaited run's completion, which frees the pair, is waited for first.
-    Await {
-        deadline: Option<Timestamp>,
-        answers: bool,
-    },
-    /// Nothing to do: sleep until a command or a worker's answer.
-    Idle,
+    /// Nothing to execute: sleep on the mailbox until a command, a host worker's or the
+    /// completion waiter's answer, or this bound of the wait out passes (`None`: no bound,
+    /// nothing is out on the waiter). The lane thread never sleeps in a device wait.
+    Sleep(Option<Timestamp>),
     /// The last handle is gone and the lane is settled: end the thread.
     Exit,
 }
@@ -586,7 +659,6 @@ enum Next {
 /// The lane thread's loop and what it keeps between steps.
 struct LaneThread<'a> {
     mailbox: &'a Mailbox<Shared>,
-    slice: Duration,
     /// Runner host work goes to the host workers.
     off_lane: bool,
     /// The workers were told to end (the lane is closed with no job out).
@@ -602,15 +674,11 @@ impl LaneThread<'_> {
         on_outcome: &mut Option<OutcomeCallback>,
     ) -> Result<(), LostCause> {
         let mailbox = self.mailbox;
-        let slice_ms = i32::try_from(self.slice.as_millis())
-            .unwrap_or(i32::MAX)
-            .max(1);
         loop {
             let now = executor.now();
-            let awaiting = executor.is_awaiting();
             let off_lane = self.off_lane;
             let (next, retire, shutdown) = mailbox.step(|shared, cx| {
-                let next = decide(shared, cx, executor, now, awaiting, off_lane);
+                let next = decide(shared, cx, executor, now, off_lane);
                 let retire =
                     off_lane && cx.out() == 0 && shared.steps.lane().state() == LaneState::Closed;
                 (next, retire, cx.shutdown)
@@ -633,27 +701,14 @@ impl LaneThread<'_> {
                         false
                     }
                 }
-                Next::Await { deadline, answers } => {
-                    if answers && self.await_answer(deadline, now, shutdown) {
-                        continue;
-                    }
-                    match executor
-                        .wait(deadline, Some(slice_ms))
-                        .map_err(|e| lost(&e))?
-                    {
-                        Wait::Answered(event) => {
-                            let message = executor.device_message(&event);
-                            let now = executor.now();
-                            feed(mailbox, |steps| steps.feed(now, event, message), now)?
-                        }
-                        Wait::Expired(now) => feed(mailbox, |steps| steps.expire(now), now)?,
-                        Wait::Pending => false,
-                    }
-                }
-                Next::Idle => {
-                    // After the shutdown, idle only while workers have jobs out: sleep until
-                    // their answers, not on the shutdown seen already.
-                    mailbox.idle(None, shutdown);
+                Next::Sleep(bound) => {
+                    // The bound is on the device's clock: as a real-time instant from `now`.
+                    let until = bound.and_then(|bound| {
+                        Instant::now().checked_add(Duration::from_nanos(bound.since(now)))
+                    });
+                    // After the shutdown, sleep only for answers, not on the shutdown seen
+                    // already.
+                    mailbox.idle(until, shutdown);
                     false
                 }
                 Next::Exit => {
@@ -668,32 +723,18 @@ impl LaneThread<'_> {
             }
         }
     }
-
-    /// With a run awaited and a launch waiting on a prepare that is out: sleeps until a
-    /// worker's answer or a command, at most one slice and never past the awaited run's
-    /// deadline (the event wait alone decides a timeout). Returns whether it was woken; else
-    /// the caller looks at the run.
-    fn await_answer(&self, deadline: Option<Timestamp>, now: Timestamp, shutdown: bool) -> bool {
-        let left = deadline.map_or(0, |deadline| deadline.since(now));
-        let bound = self.slice.min(Duration::from_nanos(left));
-        if bound.is_zero() {
-            return false;
-        }
-        Instant::now()
-            .checked_add(bound)
-            .is_some_and(|until| self.mailbox.idle(Some(until), shutdown))
-    }
 }
 
-/// The lane step that decides what the lane thread does next: feeds the workers' answers,
-/// closes for the shutdown, hands runner host work to the workers (`off_lane`), and returns
-/// the first effect the lane thread executes itself, or why there is none.
+/// The lane step that decides what the lane thread does next: feeds the host workers' and
+/// the completion waiter's answers, closes for the shutdown, hands runner host work to the
+/// workers (`off_lane`) and every device wait (a run's completion, the recovery drain) to the
+/// completion waiter, answers a wait out past its bound itself, and returns the first effect
+/// the lane thread executes itself, or why there is none.
 fn decide<D: Device, R: Runner<D>>(
     shared: &mut Shared,
     cx: &mut Step<'_, Shared>,
     executor: &mut Executor<D, R>,
     now: Timestamp,
-    awaiting: bool,
     off_lane: bool,
 ) -> Result<Next, DriverError> {
     shared.now = now;
@@ -708,36 +749,121 @@ fn decide<D: Device, R: Runner<D>>(
             WorkerAnswer::HandedBack(effect) => return Ok(Next::Execute(effect)),
         }
     }
+    shared.abandon_stale_wait();
+    if let Some((ticket, waited)) = cx.waited() {
+        // An answer to a wait the lane thread answered itself, or no longer waits for (a
+        // poison abandoned its run), names an older ticket: dropped.
+        if let Some(out) = shared.wait_out.filter(|out| out.ticket == ticket) {
+            shared.wait_out = None;
+            shared.apply_wait(cx, out, waited.wait, waited.message)?;
+        }
+    }
     if cx.shutdown && !shared.closed_for_shutdown {
         shared.closed_for_shutdown = true;
         shared.steps.close(now)?;
     }
-    while let Some(effect) = shared.steps.next_effect(now) {
-        if off_lane && is_host_work(&effect) {
-            executor.hand_off(&effect);
-            cx.dispatch(effect);
-            continue;
+    loop {
+        while let Some(effect) = shared.steps.next_effect(now) {
+            if off_lane && is_host_work(&effect) {
+                executor.hand_off(&effect);
+                cx.dispatch(effect);
+                continue;
+            }
+            if let Some(wait) = executor.device_wait(&effect) {
+                shared.hand_wait(cx, wait);
+                continue;
+            }
+            return Ok(Next::Execute(effect));
         }
-        return Ok(Next::Execute(effect));
+        shared.abandon_stale_wait();
+        if shared.wait_out.is_none() {
+            if let Some(wait) = executor.completion_wait(shared.steps.deadline())? {
+                shared.hand_wait(cx, wait);
+            }
+        }
+        match shared.wait_out {
+            // The waiter has not answered by the bound (stuck in a call that ignores its
+            // timeout): the lane thread answers the wait itself and drops the late answer.
+            Some(out) if now >= out.bound => {
+                shared.wait_out = None;
+                let answer = out.wait.answer_at_bound(now);
+                shared.apply_wait(cx, out, answer, None)?;
+            }
+            _ => break,
+        }
     }
-    if awaiting {
-        return Ok(Next::Await {
-            deadline: shared.steps.deadline(),
-            answers: cx.out() > 0 && shared.steps.lane().next_launch_waits_on_prepare(),
-        });
+    if let Some(out) = shared.wait_out {
+        return Ok(Next::Sleep(Some(out.bound)));
     }
     // Workers still have jobs out: their answers come back as work.
     if cx.out() > 0 {
-        return Ok(Next::Idle);
+        return Ok(Next::Sleep(None));
     }
-    // Nothing to do and nothing awaited: the lane must be settled (else it is stuck, a
-    // driver error).
+    // Nothing to do, nothing out: the lane must be settled (else it is stuck, a driver error).
     let settled = shared.steps.settled()?;
     Ok(if cx.shutdown && settled == Turn::Idle {
         Next::Exit
     } else {
-        Next::Idle
+        Next::Sleep(None)
     })
+}
+
+impl Shared {
+    /// Hands `wait` to the completion waiter under a fresh ticket; it is the wait out now
+    /// (one replaced is abandoned: its answer will name an older ticket).
+    fn hand_wait(&mut self, cx: &mut Step<'_, Self>, wait: DeviceWait) {
+        self.tickets += 1;
+        self.wait_out = Some(WaitOut {
+            ticket: self.tickets,
+            wait,
+            bound: wait.bound(self.now),
+        });
+        cx.hand_wait(self.tickets, wait);
+    }
+
+    /// Whether the lane still waits for `wait`'s answer: a completion's run is still
+    /// awaiting (a poison moves it on); a drain always is.
+    fn still_asked(&self, wait: &DeviceWait) -> bool {
+        match *wait {
+            DeviceWait::Completion { run, .. } => {
+                self.steps.lane().phase_of(run) == Some(RunPhase::Awaiting)
+            }
+            DeviceWait::Drain { .. } => true,
+        }
+    }
+
+    /// Forgets a completion wait out whose run no longer awaits (a poison abandoned it): its
+    /// answer must never reach the lane, which no longer asks for it.
+    fn abandon_stale_wait(&mut self) {
+        if self
+            .wait_out
+            .is_some_and(|out| !self.still_asked(&out.wait))
+        {
+            self.wait_out = None;
+        }
+    }
+
+    /// Feeds the answer to the wait `out` (taken off `wait_out` already) to the lane. A run
+    /// still awaiting after it (a waiter's early expiry, which the lane ignores) gets the same
+    /// wait again.
+    fn apply_wait(
+        &mut self,
+        cx: &mut Step<'_, Self>,
+        out: WaitOut,
+        answer: Wait,
+        message: Option<String>,
+    ) -> Result<(), DriverError> {
+        let now = self.now;
+        match answer {
+            Wait::Answered(event) => self.steps.feed(now, event, message)?,
+            Wait::Expired(at) => self.steps.expire(now.max(at))?,
+            Wait::Pending => {}
+        }
+        if !matches!(answer, Wait::Answered(_)) && self.still_asked(&out.wait) {
+            self.hand_wait(cx, out.wait);
+        }
+        Ok(())
+    }
 }
 
 /// Feeds the lane thread's answer under the lock; returns whether the lane is closed.

@@ -8,11 +8,19 @@
 //! worker answers it, the answer wakes the lane thread, and the close, the shutdown and a
 //! loss end the workers.
 //!
+//! The completion waiter too: the lane thread hands it one device wait at a time, its answer
+//! wakes the lane thread (also when it lands while the lane thread decides to sleep), and the
+//! lane thread's end (a loss) ends it, also when the shutdown comes while it is inside a
+//! device call.
+//!
 //! Deliberate bugs these scenarios catch (each tried by hand): a command that sets the work
 //! flag without notifying the lane thread, a delivery without `notify_all`, a loss that
 //! wakes no waiter, a step that dispatches without notifying `jobs` (the worker sleeps on a
-//! queued job), and an answer that sets the work flag without notifying `work` (the lane
-//! thread sleeps on an answered job).
+//! queued job), an answer that sets the work flag without notifying `work` (the lane
+//! thread sleeps on an answered job), a hand-off of a wait without notifying `waits` (the
+//! waiter sleeps on a wait), a waiter's answer that does not set the work flag (the lane
+//! thread sleeps on the answered wait), and a loss that does not notify `waits` (the waiter
+//! never ends).
 
 /// The facade `mailbox.rs` is written against, over loom's primitives.
 mod sync {
@@ -54,11 +62,14 @@ use mailbox::{Delivers, Mailbox};
 use std::collections::VecDeque;
 
 /// A lane reduced to what the protocol sees: commands queue items, the lane thread finishes
-/// them (itself, or by a host worker's answer), outcomes are item numbers.
+/// them (itself, by a host worker's answer, or by the completion waiter's), outcomes are item
+/// numbers.
 #[derive(Default)]
 struct Toy {
     next: u64,
     queued: VecDeque<u64>,
+    /// The item whose wait is out on the completion waiter (its ticket is the item).
+    awaiting: Option<u64>,
     /// Answered by a worker, in any order; finished in item order (as the lane delivers).
     answered: Vec<u64>,
     /// The last item finished.
@@ -85,6 +96,8 @@ impl Delivers for Toy {
     type Outcome = u64;
     type Work = u64;
     type Answer = u64;
+    type Wait = u64;
+    type Waited = u64;
 
     fn take_outcome(&mut self) -> Option<u64> {
         self.finished.pop_front()
@@ -154,6 +167,55 @@ fn lane_thread_with_workers(mailbox: &Mailbox<Toy>) {
             mailbox.idle(None, shutdown);
         }
     }
+}
+
+/// The lane thread with a completion waiter: each queued item is awaited through the waiter,
+/// one at a time (the lane awaits only its oldest launched run), and finished when the
+/// waiter's answer to its ticket comes back. Sleeps while a wait is out or nothing is queued;
+/// at the shutdown with nothing out it ends, and its end is a loss (as the service's lane
+/// thread's), which ends the waiter.
+fn lane_thread_with_waiter(mailbox: &Mailbox<Toy>) {
+    loop {
+        let Ok((exit, shutdown)) = mailbox.step(|toy, cx| {
+            if let Some((ticket, answer)) = cx.waited() {
+                if toy.awaiting == Some(ticket) {
+                    toy.awaiting = None;
+                    toy.finished.push_back(answer);
+                }
+            }
+            if toy.awaiting.is_none() {
+                if let Some(item) = toy.queued.pop_front() {
+                    toy.awaiting = Some(item);
+                    cx.hand_wait(item, item);
+                }
+            }
+            (toy.awaiting.is_none() && cx.shutdown, cx.shutdown)
+        }) else {
+            return;
+        };
+        if exit {
+            mailbox.lose(LostCause::new("the lane thread ended"));
+            return;
+        }
+        mailbox.idle(None, shutdown);
+    }
+}
+
+/// The completion waiter: answers every wait with itself (the "device call" between taking
+/// and answering is a preemption point), until the lane is lost.
+fn waiter(mailbox: &Mailbox<Toy>) -> usize {
+    let mut answered = 0;
+    while let Some((ticket, wait)) = mailbox.take_wait() {
+        thread::yield_now();
+        mailbox.give_waited(ticket, wait);
+        answered += 1;
+    }
+    answered
+}
+
+fn spawn_waiter(mailbox: &Arc<Mailbox<Toy>>) -> thread::JoinHandle<usize> {
+    let mailbox = Arc::clone(mailbox);
+    thread::spawn(move || waiter(&mailbox))
 }
 
 /// A host worker: answers every job with itself until the workers retire or the lane is lost.
@@ -345,5 +407,72 @@ fn a_worker_s_loss_wakes_the_idle_lane_thread_the_waiter_and_the_other_worker() 
         panicking.join().expect("the panicking worker");
         // Retired or lost: either way the idle worker ends.
         idle_worker.join().expect("the idle worker");
+    });
+}
+
+#[test]
+fn a_completion_posted_while_the_lane_thread_decides_to_sleep_wakes_it_and_the_waiter() {
+    model(|| {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_waiter(&mailbox))
+        };
+        let waiter = spawn_waiter(&mailbox);
+        let item = submit(&mailbox);
+        assert_eq!(mailbox.wait(item, None), Ok(item));
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        assert_eq!(waiter.join().expect("the waiter"), 1);
+    });
+}
+
+#[test]
+fn two_waits_in_turn_each_wake_the_lane_thread_and_arrive_in_order() {
+    model_bounded(2, || {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let first = submit(&mailbox);
+        let second = submit(&mailbox);
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_waiter(&mailbox))
+        };
+        let waiter = spawn_waiter(&mailbox);
+        assert_eq!(mailbox.wait(second, None), Ok(second));
+        assert_eq!(mailbox.wait(first, None), Ok(first));
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        assert_eq!(waiter.join().expect("the waiter"), 2);
+    });
+}
+
+#[test]
+fn the_shutdown_with_the_waiter_inside_a_device_call_delivers_its_answer_and_ends_every_thread() {
+    model(|| {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_waiter(&mailbox))
+        };
+        let waiter = spawn_waiter(&mailbox);
+        let item = submit(&mailbox);
+        // The last handle goes while the wait may be out, in the waiter's device call.
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        assert_eq!(waiter.join().expect("the waiter"), 1);
+        // The launched item still got its outcome before the lane thread ended.
+        assert_eq!(mailbox.poll(), Some(item));
+    });
+}
+
+#[test]
+fn the_lane_s_loss_ends_an_idle_waiter_and_drops_a_late_answer() {
+    model(|| {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let waiter = spawn_waiter(&mailbox);
+        mailbox.lose(LostCause::new("boom"));
+        assert_eq!(waiter.join().expect("the waiter"), 0);
+        // An answer given after the loss is dropped, never a hang.
+        mailbox.give_waited(1, 1);
     });
 }

@@ -1,9 +1,12 @@
 //! The lane service from other threads: L-16 (commands and polls never wait for a device
-//! call in flight), one outcome per accepted item in order, waits, the callback, shutdown
-//! on the last drop, and a lost lane after a panic on the lane thread.
+//! call in flight, and the work they ask for starts while the completion waiter is in one),
+//! L-18 (a run submitted while its predecessor executes is launched before it ends), one
+//! outcome per accepted item in order, waits, the callback, shutdown on the last drop, and
+//! a lost lane after a panic on the lane thread or the waiter.
 
 mod common;
 
+use backend_sim::SharedSim;
 use common::{Stall, Stalling, StallingRunner, sim};
 use lane_core::{CodeRef, Outcome, Profile, PublicationResult, RunId, RunRequest, Verdict};
 use lane_service::{ItemId, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
@@ -15,23 +18,54 @@ use std::time::{Duration, Instant};
 
 const GENEROUS: Duration = Duration::from_secs(30);
 
-type Prepared = Arc<Mutex<Vec<(RunId, Instant)>>>;
+/// When the runner did something for each run.
+type Times = Arc<Mutex<Vec<(RunId, Instant)>>>;
 
-fn stalling(stall: Stall) -> (LaneHandle, Arc<AtomicBool>) {
-    let (handle, dropped, _) = stalling_with(ServiceConfig::new(Profile::a2a3()), stall);
-    (handle, dropped)
+/// What a stalling lane's test reads back: the flag its device's drop sets, and when each run
+/// was prepared and launched.
+struct Seen {
+    dropped: Arc<AtomicBool>,
+    prepared: Times,
+    launched: Times,
 }
 
-fn stalling_with(config: ServiceConfig, stall: Stall) -> (LaneHandle, Arc<AtomicBool>, Prepared) {
+fn stalling(stall: Stall) -> (LaneHandle, Arc<AtomicBool>) {
+    let (handle, seen) = stalling_with(ServiceConfig::new(Profile::a2a3()), stall);
+    (handle, seen.dropped)
+}
+
+fn stalling_with(config: ServiceConfig, stall: Stall) -> (LaneHandle, Seen) {
     let (tx, rx) = mpsc::channel();
     let handle = spawn(config, move || {
         let device = Stalling::new(sim(&Profile::a2a3(), 7, &[]), stall);
-        let _ = tx.send((Arc::clone(&device.dropped), Arc::clone(&device.prepared)));
+        let _ = tx.send(Seen {
+            dropped: Arc::clone(&device.dropped),
+            prepared: Arc::clone(&device.prepared),
+            launched: Arc::clone(&device.launched),
+        });
         Ok::<_, String>((device, StallingRunner))
     })
     .expect("the lane starts");
-    let (dropped, prepared) = rx.recv().expect("the device was made");
-    (handle, dropped, prepared)
+    let seen = rx.recv().expect("the device was made");
+    (handle, seen)
+}
+
+/// When `run` shows up in `times` (polled; `GENEROUS` at most).
+fn when(times: &Times, run: RunId, what: &str) -> Instant {
+    let start = Instant::now();
+    loop {
+        let found = times
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(r, _)| *r == run)
+            .map(|p| p.1);
+        if let Some(at) = found {
+            return at;
+        }
+        assert!(start.elapsed() < GENEROUS, "{run} was never {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Polls until `count` outcomes arrived (or `GENEROUS` passed).
@@ -64,13 +98,14 @@ fn timed<T>(what: &str, call: impl FnOnce() -> T) -> T {
 }
 
 #[test]
-fn submit_poll_and_publish_return_at_once_while_the_lane_thread_is_blocked_in_a_2s_device_wait() {
+fn submit_poll_and_publish_return_at_once_while_the_waiter_is_blocked_in_a_2s_device_wait() {
     let (started_tx, started_rx) = mpsc::channel();
-    let (handle, _) = stalling(Stall::Block(Duration::from_secs(2), started_tx));
+    let (handle, seen) = stalling_with(
+        ServiceConfig::new(Profile::a2a3()),
+        Stall::Block(Duration::from_secs(2), started_tx),
+    );
     let first = handle.submit(RunRequest::new()).expect("accepted");
-    let blocked_at = started_rx
-        .recv_timeout(GENEROUS)
-        .expect("the lane thread waits");
+    let blocked_at = started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
 
     let other = handle.clone();
     let (second, publication, done_at) = thread::spawn(move || {
@@ -95,6 +130,14 @@ fn submit_poll_and_publish_return_at_once_while_the_lane_thread_is_blocked_in_a_
     .expect("the caller thread");
     // The calls really overlapped the blocked wait.
     assert!(done_at.duration_since(blocked_at) < Duration::from_millis(1500));
+    // And the lane thread acted on the submit while the waiter was still blocked (a device
+    // call that ignores its bound): the second run was launched behind the first.
+    let launched = when(&seen.launched, second, "launched");
+    assert!(
+        launched.duration_since(blocked_at) < Duration::from_millis(1500),
+        "launched {:?} into the 2 s wait",
+        launched.duration_since(blocked_at)
+    );
 
     let outcomes = collect(&handle, 3);
     let seqs: Vec<u64> = outcomes.iter().map(Outcome::seq).collect();
@@ -113,9 +156,7 @@ fn wait_blocks_only_its_caller_and_takes_each_outcome_once() {
     let (started_tx, started_rx) = mpsc::channel();
     let (handle, _) = stalling(Stall::Block(Duration::from_millis(300), started_tx));
     let run = handle.submit(RunRequest::new()).expect("accepted");
-    started_rx
-        .recv_timeout(GENEROUS)
-        .expect("the lane thread waits");
+    started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     assert_eq!(
         handle.wait(run, Duration::from_millis(10)),
         Err(WaitError::TimedOut { item: run.0 })
@@ -150,7 +191,10 @@ fn the_callback_sees_every_outcome_in_order_on_the_lane_thread_without_taking_it
         log.lock().unwrap().push((name, outcome.seq()));
     }));
     let handle = spawn(config, || {
-        Ok::<_, String>((sim(&Profile::a5(), 3, &[]), backend_sim::SimRunner))
+        Ok::<_, String>((
+            SharedSim::new(sim(&Profile::a5(), 3, &[])),
+            backend_sim::SimRunner,
+        ))
     })
     .expect("the lane starts");
     let mut ids = Vec::new();
@@ -184,9 +228,7 @@ fn dropping_the_last_handle_lets_launched_runs_finish_and_joins_the_lane_thread(
     let (handle, dropped) = stalling(Stall::Block(Duration::from_millis(200), started_tx));
     let clone = handle.clone();
     handle.submit(RunRequest::new()).expect("accepted");
-    started_rx
-        .recv_timeout(GENEROUS)
-        .expect("the lane thread waits");
+    started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     drop(clone);
     assert!(!dropped.load(Ordering::SeqCst), "a clone is still alive");
     let start = Instant::now();
@@ -197,7 +239,7 @@ fn dropping_the_last_handle_lets_launched_runs_finish_and_joins_the_lane_thread(
 }
 
 #[test]
-fn a_panic_on_the_lane_thread_wakes_every_waiter_with_the_cause_and_fails_every_later_call() {
+fn a_panic_on_the_completion_waiter_wakes_every_waiter_with_the_cause_and_fails_every_later_call() {
     let (started_tx, started_rx) = mpsc::channel();
     let (handle, _) = stalling(Stall::Panic(Duration::from_millis(200), started_tx));
     let run = handle.submit(RunRequest::new()).expect("accepted");
@@ -208,9 +250,7 @@ fn a_panic_on_the_lane_thread_wakes_every_waiter_with_the_cause_and_fails_every_
             (handle.wait(run, Duration::from_secs(60)), start.elapsed())
         })
     };
-    started_rx
-        .recv_timeout(GENEROUS)
-        .expect("the lane thread waits");
+    started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     let (result, took) = waiter.join().expect("the waiter");
     assert!(took < GENEROUS, "the waiter hung for {took:?}");
     match result {
@@ -231,7 +271,10 @@ fn a_panic_on_the_lane_thread_wakes_every_waiter_with_the_cause_and_fails_every_
     assert!(matches!(handle.close(), Err(ServiceError::Lost(_))));
     assert_eq!(handle.poll_outcome(), None);
     let cause = handle.lost().expect("lost");
-    assert!(cause.0.contains("panic on the lane thread"), "{cause}");
+    assert!(
+        cause.0.contains("panic on the completion waiter"),
+        "{cause}"
+    );
     // Dropping it joins a thread that already ended: no hang.
     drop(handle);
 }
@@ -239,7 +282,7 @@ fn a_panic_on_the_lane_thread_wakes_every_waiter_with_the_cause_and_fails_every_
 #[test]
 fn a_failing_or_panicking_make_is_returned_from_spawn() {
     let failed = spawn(ServiceConfig::new(Profile::a2a3()), || {
-        Err::<(backend_sim::SimDevice, backend_sim::SimRunner), _>("no device 3")
+        Err::<(SharedSim, backend_sim::SimRunner), _>("no device 3")
     });
     assert!(
         matches!(&failed, Err(ServiceError::Make(text)) if text == "no device 3"),
@@ -247,9 +290,7 @@ fn a_failing_or_panicking_make_is_returned_from_spawn() {
     );
     let panicked = spawn(
         ServiceConfig::new(Profile::a2a3()),
-        || -> Result<(backend_sim::SimDevice, backend_sim::SimRunner), String> {
-            panic!("aclInit failed")
-        },
+        || -> Result<(SharedSim, backend_sim::SimRunner), String> { panic!("aclInit failed") },
     );
     assert!(
         matches!(&panicked, Err(ServiceError::Make(text)) if text.contains("aclInit failed")),
@@ -262,9 +303,7 @@ fn close_cancels_queued_runs_at_once_and_later_commands_are_refused() {
     let (started_tx, started_rx) = mpsc::channel();
     let (handle, _) = stalling(Stall::Block(Duration::from_millis(300), started_tx));
     let first = handle.submit(RunRequest::new()).expect("accepted");
-    started_rx
-        .recv_timeout(GENEROUS)
-        .expect("the lane thread waits");
+    started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     let second = handle.submit(RunRequest::new()).expect("accepted");
     timed("close", || handle.close()).expect("closed");
     assert!(matches!(
@@ -279,44 +318,53 @@ fn close_cancels_queued_runs_at_once_and_later_commands_are_refused() {
 }
 
 #[test]
-fn a_run_submitted_during_a_long_completion_wait_is_prepared_within_a_few_slices() {
+fn a_run_submitted_during_a_long_completion_wait_is_launched_before_its_predecessor_completes() {
     let (started_tx, started_rx) = mpsc::channel();
-    let mut config = ServiceConfig::new(Profile::a2a3());
-    config.wait_slice = Duration::from_millis(5);
-    let (handle, _, prepared) =
-        stalling_with(config, Stall::Slow(Duration::from_millis(1500), started_tx));
+    let (handle, seen) = stalling_with(
+        ServiceConfig::new(Profile::a2a3()),
+        Stall::Slow(Duration::from_millis(1500), started_tx),
+    );
     let first = handle.submit(RunRequest::new()).expect("accepted");
-    let waiting_since = started_rx
-        .recv_timeout(GENEROUS)
-        .expect("the lane thread waits");
+    let waiting_since = started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     let submitted_at = Instant::now();
     let second = handle.submit(RunRequest::new()).expect("accepted");
-    let start = Instant::now();
-    let prepared_at = loop {
-        let found = prepared
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|(run, _)| *run == second)
-            .map(|p| p.1);
-        if let Some(at) = found {
-            break at;
-        }
+    let prepared_at = when(&seen.prepared, second, "prepared");
+    let launched_at = when(&seen.launched, second, "launched");
+    // Acted on at once, not when the first run's wait ends (1.5 s after it began): the lane
+    // thread never sits in the wait (L-16, L-18).
+    for (what, at) in [("prepared", prepared_at), ("launched", launched_at)] {
+        let late = at.duration_since(submitted_at);
         assert!(
-            start.elapsed() < GENEROUS,
-            "the second run was never prepared"
+            late < Duration::from_millis(500),
+            "{what} {late:?} after its submit"
         );
-        thread::sleep(Duration::from_millis(1));
-    };
-    let late = prepared_at.duration_since(submitted_at);
-    // Prepared while the first run still runs: at most a few 5 ms slices late, not 1.5 s.
-    assert!(
-        late < Duration::from_millis(500),
-        "prepared {late:?} after its submit"
-    );
-    assert!(prepared_at.duration_since(waiting_since) < Duration::from_millis(1500));
+        assert!(at.duration_since(waiting_since) < Duration::from_millis(1500));
+    }
     assert_eq!(handle.wait(first, GENEROUS).map(|o| o.seq()), Ok(first.0));
     assert_eq!(handle.wait(second, GENEROUS).map(|o| o.seq()), Ok(second.0));
+}
+
+#[test]
+fn a_device_without_a_completion_waiter_is_refused_at_spawn_with_what_to_do() {
+    let seen = Arc::new(common::host::Seen::default());
+    let refused = spawn(ServiceConfig::new(Profile::a2a3()), move || {
+        let mut device = common::host::Instant0::new();
+        device.no_waiter = true;
+        let runner = common::host::HostRunner {
+            concurrency: lane_driver::Concurrency::LANE_THREAD,
+            seen,
+        };
+        Ok::<_, String>((device, runner))
+    });
+    match refused {
+        Err(ServiceError::Waiter(code)) => assert!(code.contains("207000"), "{code}"),
+        other => panic!("expected the waiter's refusal, got {other:?}"),
+    }
+    let text = ServiceError::Waiter("207000".into()).to_string();
+    assert!(
+        text.contains("implement Device::completion_waiter"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 mod common;
 
-use backend_sim::{FaultRule, SimRunner};
+use backend_sim::{FaultRule, SharedSim, SimRunner};
 use common::sim;
 use lane_core::{
     CodeRef, Outcome, Profile, PublicationResult, PublishError, RunRequest, SubmitError, Verdict,
@@ -99,7 +99,7 @@ fn submitter(handle: &LaneHandle, index: u64, stop: &AtomicBool) -> Submitted {
 fn eight_submitters_and_a_poller_on_a_faulty_simulator_get_exactly_one_outcome_per_item_in_order() {
     let profile = Profile::a2a3();
     let handle = spawn(ServiceConfig::new(profile), move || {
-        Ok::<_, String>((sim(&profile, 12, &faults()), SimRunner))
+        Ok::<_, String>((SharedSim::new(sim(&profile, 12, &faults())), SimRunner))
     })
     .expect("the lane starts");
     let stop = Arc::new(AtomicBool::new(false));

@@ -376,16 +376,6 @@ fn a_poison_with_worker_calls_in_flight_recovers_after_their_answers_and_the_lan
     assert_eq!(seen.on_lane.load(Ordering::SeqCst), 0);
 }
 
-/// backend-sim's `WorkerLoop` models this lane thread's waits in virtual time with the
-/// service's default slice: if the default changes, the simulator's model of it must too.
-#[test]
-fn the_simulators_wait_slice_is_the_services_default() {
-    assert_eq!(
-        u128::from(backend_sim::workers::WAIT_SLICE_NS),
-        lane_service::DEFAULT_WAIT_SLICE.as_nanos()
-    );
-}
-
 /// A host worker whose finalise of run 1 blocks until the test opens the gate; it says which
 /// run each finalise is for as it starts.
 struct Gated {
@@ -434,18 +424,16 @@ impl Drop for OpenOnDrop {
     }
 }
 
-/// The wait policy: with the pair full and only a finalise out, no answer can start a
-/// launch, so the lane thread waits on the awaited run, not for the answer. Run 1's
-/// finalise blocks its worker; run 2 (complete at once on `Instant0`) must still be
-/// completed, read and handed to the other worker for its finalise. The wait slice is an
-/// hour and the completion deadline 50 s, so a lane thread that slept for the answer first
-/// would not look at run 2 within the test's bound.
+/// The lane thread sleeps on its mailbox only, so any answer wakes it: with run 1's finalise
+/// blocking its worker, run 2's completion (at once on `Instant0`) still wakes the lane
+/// thread through the completion waiter, and run 2 is read and handed to the other worker
+/// for its finalise. The completion deadline is 50 s: a lane thread that slept for the
+/// worker's answer first would not look at run 2 within the test's bound.
 #[test]
 fn with_only_a_finalise_out_the_lane_thread_feeds_the_next_completion_without_its_answer() {
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
     let (finalising, started) = mpsc::channel();
-    let mut config = ServiceConfig::new(profile());
-    config.wait_slice = Duration::from_secs(3600);
+    let config = ServiceConfig::new(profile());
     let worker_gate = Arc::clone(&gate);
     let handle = spawn_with_workers(
         config,

@@ -7,7 +7,8 @@ use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
-    Concurrency, Device, DevicePtr, EventHandle, HostWorker, PrepareError, RunArgs, Runner,
+    CompletionWaiter, Concurrency, Device, DevicePtr, EventHandle, HostWorker, PrepareError,
+    RunArgs, Runner,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,6 +24,8 @@ pub struct Instant0 {
     /// The status read with this number (from 1) fails with 507015 (an AICore exception: a
     /// poison).
     pub fail_read: Option<u64>,
+    /// Gives no completion waiter (as `Device::completion_waiter`'s default: 207000).
+    pub no_waiter: bool,
 }
 
 impl Instant0 {
@@ -32,6 +35,7 @@ impl Instant0 {
             next: 0,
             reads: 0,
             fail_read: None,
+            no_waiter: false,
         }
     }
 
@@ -95,6 +99,29 @@ impl Device for Instant0 {
             timing[..8].copy_from_slice(&1u64.to_le_bytes());
             timing[8..].copy_from_slice(&2u64.to_le_bytes());
         }
+        Ok(())
+    }
+    fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
+        if self.no_waiter {
+            return Err(AclCode::RtFeatureNotSupport);
+        }
+        Ok(Box::new(Instant0Waiter { epoch: self.epoch }))
+    }
+}
+
+/// [`Instant0`]'s completion waiter: every run has completed when it looks.
+pub struct Instant0Waiter {
+    epoch: Instant,
+}
+
+impl CompletionWaiter for Instant0Waiter {
+    fn now(&mut self) -> Timestamp {
+        Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+    fn synchronize_event(&mut self, _event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn synchronize_device(&mut self, _timeout_ms: i32) -> Result<(), AclCode> {
         Ok(())
     }
 }

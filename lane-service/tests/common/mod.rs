@@ -1,5 +1,5 @@
-//! Test backends: the simulator, and a wrapper around it whose first completion wait really
-//! blocks (or panics) on the lane thread.
+//! Test backends: the simulator, and a wrapper around it whose completion waiter's first wait
+//! really blocks (or panics) on the waiter's thread.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -7,11 +7,13 @@ pub mod host;
 
 use backend_sim::costs::Costs;
 use backend_sim::device::RunTimes;
-use backend_sim::{FaultRule, SimDevice, SimRunner};
+use backend_sim::{FaultRule, SharedSim, SimDevice, SimRunner};
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, Profile, RunId, SlotId, Timestamp};
-use lane_driver::{Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner};
+use lane_driver::{
+    CompletionWaiter, Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -35,7 +37,7 @@ pub fn sim(profile: &Profile, seed: u64, faults: &[FaultRule]) -> SimDevice {
     device
 }
 
-/// What the first `synchronize_event` does before answering.
+/// What the completion waiter's first `synchronize_event` does before answering.
 pub enum Stall {
     /// Nothing special.
     None,
@@ -52,24 +54,30 @@ pub enum Stall {
     Until(Instant),
 }
 
-/// The simulator, with a stall in its first completion wait, and a flag set when dropped.
+/// The simulator (shared with the service's completion waiter), whose waiter stalls in its
+/// first wait, and a flag set when dropped.
 pub struct Stalling {
-    pub inner: SimDevice,
-    pub stall: Stall,
+    pub inner: SharedSim,
+    /// Taken by the completion waiter (once).
+    pub stall: Arc<Mutex<Stall>>,
     pub dropped: Arc<AtomicBool>,
     /// When the runner prepared each run.
     pub prepared: Arc<Mutex<Vec<(RunId, Instant)>>>,
-    /// What `recent_error_message` answers (the executor asks only after a failed call).
+    /// When the runner launched each run (its AICPU kernel, the launch's last).
+    pub launched: Arc<Mutex<Vec<(RunId, Instant)>>>,
+    /// What `recent_error_message` answers (the executor and the waiter ask only after a
+    /// failed call).
     pub message: Option<&'static str>,
 }
 
 impl Stalling {
     pub fn new(inner: SimDevice, stall: Stall) -> Self {
         Self {
-            inner,
-            stall,
+            inner: SharedSim::new(inner),
+            stall: Arc::new(Mutex::new(stall)),
             dropped: Arc::new(AtomicBool::new(false)),
             prepared: Arc::new(Mutex::new(Vec::new())),
+            launched: Arc::new(Mutex::new(Vec::new())),
             message: None,
         }
     }
@@ -113,34 +121,6 @@ impl Device for Stalling {
         self.inner.record_event(event, stream)
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        match std::mem::replace(&mut self.stall, Stall::None) {
-            Stall::None => {}
-            Stall::Block(time, started) => {
-                let _ = started.send(Instant::now());
-                thread::sleep(time);
-            }
-            Stall::Panic(time, started) => {
-                let _ = started.send(Instant::now());
-                thread::sleep(time);
-                panic!("the device exploded in synchronize_event");
-            }
-            Stall::Slow(time, started) => {
-                let now = Instant::now();
-                let _ = started.send(now);
-                self.stall = Stall::Until(now + time);
-                return self.synchronize_event(event, timeout_ms);
-            }
-            Stall::Until(end) => {
-                let left = end.saturating_duration_since(Instant::now());
-                let bound = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
-                if left > bound {
-                    self.stall = Stall::Until(end);
-                    thread::sleep(bound);
-                    return Err(AclCode::RtEventSyncTimeout);
-                }
-                thread::sleep(left);
-            }
-        }
         self.inner.synchronize_event(event, timeout_ms)
     }
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
@@ -157,6 +137,64 @@ impl Device for Stalling {
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         self.inner.memcpy_from_device(dst, src)
+    }
+    fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
+        Ok(Box::new(StallingWaiter {
+            inner: self.inner.completion_waiter()?,
+            stall: Arc::clone(&self.stall),
+            message: self.message,
+        }))
+    }
+}
+
+/// The completion waiter of [`Stalling`]: its first wait stalls as the device says.
+pub struct StallingWaiter {
+    inner: Box<dyn CompletionWaiter + Send>,
+    stall: Arc<Mutex<Stall>>,
+    message: Option<&'static str>,
+}
+
+impl CompletionWaiter for StallingWaiter {
+    fn now(&mut self) -> Timestamp {
+        self.inner.now()
+    }
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.message.map(str::to_owned)
+    }
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.inner.synchronize_device(timeout_ms)
+    }
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        let stall = std::mem::replace(&mut *self.stall.lock().unwrap(), Stall::None);
+        match stall {
+            Stall::None => {}
+            Stall::Block(time, started) => {
+                let _ = started.send(Instant::now());
+                thread::sleep(time);
+            }
+            Stall::Panic(time, started) => {
+                let _ = started.send(Instant::now());
+                thread::sleep(time);
+                panic!("the device exploded in synchronize_event");
+            }
+            Stall::Slow(time, started) => {
+                let now = Instant::now();
+                let _ = started.send(now);
+                *self.stall.lock().unwrap() = Stall::Until(now + time);
+                return self.synchronize_event(event, timeout_ms);
+            }
+            Stall::Until(end) => {
+                let left = end.saturating_duration_since(Instant::now());
+                let bound = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+                if left > bound {
+                    *self.stall.lock().unwrap() = Stall::Until(end);
+                    thread::sleep(bound);
+                    return Err(AclCode::RtEventSyncTimeout);
+                }
+                thread::sleep(left);
+            }
+        }
+        self.inner.synchronize_event(event, timeout_ms)
     }
 }
 
@@ -188,6 +226,11 @@ impl Runner<Stalling> for StallingRunner {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), AclCode> {
+        device
+            .launched
+            .lock()
+            .unwrap()
+            .push((args.run, Instant::now()));
         SimRunner.launch_aicpu(&mut device.inner, stream, args)
     }
     fn finalise_run(

@@ -1,0 +1,203 @@
+//! Device waits, wherever they are made: the [`DeviceWait`] a lane asks for (a run's
+//! completion, the recovery drain), the [`CompletionWaiter`] a device hands out so a thread of
+//! its own can make them, and [`run_device_wait`], the one wait loop. The single-thread
+//! [`Driver`](crate::Driver) runs that loop on the device itself ([`OnDevice`]); lane-service
+//! runs it on its completion waiter thread, so the lane thread never blocks in a device wait
+//! (SPEC L-16, L-18).
+
+use lane_core::status_latch::AclCode;
+use lane_core::{Event, Lease, RunId, Timestamp};
+
+use crate::device::{Device, EventHandle};
+use crate::executor::Wait;
+
+/// How long past a wait's own bound (a run's deadline, a drain's timeout) the lane thread
+/// waits for the waiter's answer before it answers the wait itself. The waiter's calls are
+/// bounded by the same deadline, so its answer normally comes first (a stuck run fails with
+/// the wait's own 507047, as on the single-thread driver); only a waiter stuck in a call
+/// that ignores its timeout is overtaken: its run then ends with a host wait timeout, its
+/// drain is answered anyway (a drain proves nothing, SPEC §5.3).
+pub const WAITER_GRACE_NS: u64 = 1_000_000_000;
+
+/// One blocking device wait, as the lane asked for it. Made on the lane thread
+/// ([`Executor::completion_wait`](crate::Executor::completion_wait),
+/// [`Executor::device_wait`](crate::Executor::device_wait)) and answered by
+/// [`run_device_wait`] with the [`Wait`] the lane is fed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceWait {
+    /// The awaited run's completion: both of its slot's events (`[aicpu, aicore]`, AICPU
+    /// first, as the C++ drain does), bounded by the run's deadline (`Lane::poll_deadline`).
+    Completion {
+        /// The awaited run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// Its slot's completion events, `[aicpu, aicore]`.
+        events: [EventHandle; 2],
+        /// The run's deadline.
+        deadline: Timestamp,
+    },
+    /// Recovery step 1: `aclrtSynchronizeDeviceWithTimeout`, whose result proves nothing.
+    Drain {
+        /// The recovery attempt.
+        attempt: u8,
+        /// The drain's bound (ns).
+        timeout_ns: u64,
+    },
+}
+
+impl DeviceWait {
+    /// The latest time the lane thread waits for this wait's answer, given that it handed the
+    /// wait out at `issued`: the run's deadline, or the drain's timeout from `issued`, plus
+    /// [`WAITER_GRACE_NS`]. Past it, the lane thread answers with
+    /// [`answer_at_bound`](Self::answer_at_bound) and ignores the waiter's late answer.
+    #[must_use]
+    pub const fn bound(&self, issued: Timestamp) -> Timestamp {
+        let own = match *self {
+            Self::Completion { deadline, .. } => deadline.0,
+            Self::Drain { timeout_ns, .. } => issued.0.saturating_add(timeout_ns),
+        };
+        Timestamp(own.saturating_add(WAITER_GRACE_NS))
+    }
+
+    /// The answer the lane thread gives itself at `now`, past the [`bound`](Self::bound): the
+    /// run's deadline passed (a host wait timeout), or the drain is over.
+    #[must_use]
+    pub const fn answer_at_bound(&self, now: Timestamp) -> Wait {
+        match *self {
+            Self::Completion { .. } => Wait::Expired(now),
+            Self::Drain { attempt, .. } => Wait::Answered(Event::DeviceDrained { attempt }),
+        }
+    }
+}
+
+/// The device calls a completion waiter makes, on a thread that is not the lane thread:
+/// lane-service's completion waiter makes every blocking wait of a lane (its runs'
+/// completions, the recovery drain) through one, so the lane thread stays free to act on
+/// commands while a run executes (L-18).
+///
+/// A [`Device`] hands one out ([`Device::completion_waiter`]) on the lane thread; the service
+/// moves it to the waiter thread, which calls [`bind`](Self::bind) before every wait (a force
+/// reset unbinds every thread). Only the waits below are made through it; every other call
+/// stays the device's, on the lane thread.
+pub trait CompletionWaiter {
+    /// Binds the calling thread to the lane's device and context if it is not bound since the
+    /// last force reset (`aclrtSetDevice`). By default there is nothing to bind.
+    ///
+    /// # Errors
+    ///
+    /// The bind's code: the wait is answered as failed with it (an attach failure, SPEC §5.4).
+    fn bind(&mut self) -> Result<(), AclCode> {
+        Ok(())
+    }
+    /// The lane's clock, read on this thread: the same clock as [`Device::now`].
+    fn now(&mut self) -> Timestamp;
+    /// `aclrtSynchronizeEventWithTimeout(e, ms)` on this thread, as
+    /// [`Device::synchronize_event`].
+    ///
+    /// # Errors
+    ///
+    /// The call's code (`507047` on timeout).
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+    /// `aclrtSynchronizeDeviceWithTimeout(ms)` on this thread, as
+    /// [`Device::synchronize_device`].
+    ///
+    /// # Errors
+    ///
+    /// The call's code (it proves nothing either way).
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
+    /// `aclGetRecentErrMsg` on this thread after a failed wait, if the backend has text for
+    /// it (ACL keeps it per thread, so only the waiter's own thread can read it).
+    fn recent_error_message(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// A device making its own waits: the single-thread [`Driver`](crate::Driver)'s path, on the
+/// thread that owns the device (already bound).
+#[derive(Debug)]
+pub struct OnDevice<'a, D: Device>(pub &'a mut D);
+
+impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
+    fn now(&mut self) -> Timestamp {
+        self.0.now()
+    }
+
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.0.synchronize_event(event, timeout_ms)
+    }
+
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.0.synchronize_device(timeout_ms)
+    }
+
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.0.recent_error_message()
+    }
+}
+
+/// Makes `wait` through `waiter` and returns its answer: binds first (a failed bind fails a
+/// completion with its code; a drain is answered anyway); a completion waits on each event in
+/// turn, each wait bounded by what is left of the run's deadline, and answers `Completed`,
+/// `CompletionFailed` with the first failing call's code, or [`Wait::Expired`] once the
+/// deadline has passed; a drain answers `DeviceDrained` whatever the call returned (its
+/// result proves nothing, SPEC §5.3).
+pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &DeviceWait) -> Wait {
+    match *wait {
+        DeviceWait::Completion {
+            run,
+            lease,
+            events,
+            deadline,
+        } => {
+            if let Err(code) = waiter.bind() {
+                return Wait::Answered(Event::CompletionFailed { run, lease, code });
+            }
+            for event in events {
+                let now = waiter.now();
+                if now >= deadline {
+                    return Wait::Expired(now);
+                }
+                let timeout_ms = i32::try_from(deadline.since(now).div_ceil(1_000_000))
+                    .unwrap_or(i32::MAX)
+                    .max(1);
+                // A timeout here (507047) is the whole remainder's: answered as the failed wait it
+                // is, exactly as an unsliced wait on the lane thread answers it.
+                if let Err(code) = waiter.synchronize_event(event, timeout_ms) {
+                    return Wait::Answered(Event::CompletionFailed { run, lease, code });
+                }
+            }
+            Wait::Answered(Event::Completed { run, lease })
+        }
+        DeviceWait::Drain {
+            attempt,
+            timeout_ns,
+        } => Wait::Answered(drain(waiter, attempt, timeout_ns)),
+    }
+}
+
+/// Recovery's bounded drain through `waiter`: `DeviceDrained` whatever the call returned. The
+/// drain's code proves nothing (SPEC §5.3): the reset follows whatever it returns, and only
+/// the probe decides the device's health. An unbound waiter drains nothing, and the reset
+/// follows all the same.
+pub(crate) fn drain<W: CompletionWaiter + ?Sized>(
+    waiter: &mut W,
+    attempt: u8,
+    timeout_ns: u64,
+) -> Event {
+    if waiter.bind().is_ok() {
+        // ms, rounded up, at least 1, as `aclrtSynchronizeDeviceWithTimeout` takes it.
+        let timeout_ms = i32::try_from(timeout_ns.div_ceil(1_000_000))
+            .unwrap_or(i32::MAX)
+            .max(1);
+        let _ = waiter.synchronize_device(timeout_ms);
+    }
+    Event::DeviceDrained { attempt }
+}
+
+/// Whether `wait` is a failed device call whose text is worth reading
+/// ([`CompletionWaiter::recent_error_message`]).
+#[must_use]
+pub const fn wait_failed(wait: &Wait) -> bool {
+    matches!(wait, Wait::Answered(Event::CompletionFailed { .. }))
+}
