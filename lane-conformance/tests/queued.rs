@@ -1,17 +1,21 @@
-//! L-18 on the fake libascendcl through lane-service, the path the C ABI runs: a run
-//! submitted while its predecessor's kernels execute is launched onto the pair before the
-//! predecessor completes, because the lane thread never sits in the predecessor's wait (the
-//! completion waiter does). The fake records it: an AICPU launch behind an unfinished kernel
-//! is a queued launch (`FakeCounters::queued_launches`).
+//! lane-service on the fake libascendcl, the path the C ABI runs, with the completion
+//! waiter making every device wait. L-18: a run submitted while its predecessor's kernels
+//! execute is launched onto the pair before the predecessor completes, because the lane
+//! thread never sits in the predecessor's wait; the fake records it (an AICPU launch behind
+//! an unfinished kernel is a queued launch, `FakeCounters::queued_launches`). And nothing else
+//! weakens: a hung kernel still ends at the device op timeout with its device code, and a
+//! poison still recovers the device, with the waiter bound again after the force reset.
 
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use backend_sim::RunTimes;
-use lane_conformance::{FakeRunner, FakeSession, FakeTimeouts};
-use lane_core::{Outcome, Profile, RunRequest, Verdict};
-use lane_service::{ServiceConfig, spawn};
+use lane_conformance::{
+    Engine, FakeRunner, FakeSession, FakeTimeouts, RunFault, RunPlan, RunSelect,
+};
+use lane_core::{Outcome, Profile, RunRequest, SubmitError, Verdict};
+use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn};
 
 const KERNEL: Duration = Duration::from_millis(50);
 const INTO_PREDECESSOR: Duration = Duration::from_millis(10);
@@ -68,4 +72,106 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_the_prede
     assert!(launched_at.elapsed() >= KERNEL, "run 1 ran its 50 ms");
     drop(lane);
     drop(session);
+}
+
+/// A lane on the fake through the service, running `plan`, with runs of `device_ns`.
+fn lane_on_fake(session: &FakeSession, plan: RunPlan, device_ns: u64) -> LaneHandle {
+    let profile = FakeTimeouts::default()
+        .scale(Profile::a2a3())
+        .expect("the fake's timeouts");
+    let device = session.open(profile).expect("the fake device");
+    let runner = FakeRunner::new(
+        Arc::clone(session.control()),
+        profile.header(),
+        1,
+        RunTimes {
+            device_ns,
+            jitter_ppm: 0,
+        },
+    )
+    .with_plan(plan);
+    spawn(ServiceConfig::new(profile), move || {
+        Ok::<_, String>((device, runner))
+    })
+    .expect("the lane starts")
+}
+
+/// Submits `runs` runs one after another, each once the previous has its outcome (again, a
+/// moment later, while the lane recovers after a poison), and takes their outcome lines.
+fn run_in_turn(lane: &LaneHandle, runs: u64) -> Vec<String> {
+    let mut lines = Vec::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        let run = loop {
+            match lane.submit(RunRequest::new()) {
+                Ok(run) => break run,
+                Err(ServiceError::Submit(SubmitError::Poisoned { .. }))
+                    if start.elapsed() < GENEROUS =>
+                {
+                    thread::sleep(Duration::from_millis(1));
+                }
+                Err(other) => panic!("refused: {other}"),
+            }
+        };
+        lines.push(lane.wait(run, GENEROUS).expect("its outcome").to_string());
+    }
+    lines
+}
+
+#[test]
+fn a_hung_kernel_through_the_service_ends_at_the_device_op_timeout_with_its_code_not_the_host_deadline()
+ {
+    let session = FakeSession::start().expect("the fake");
+    let plan = RunPlan {
+        faults: vec![(RunSelect::Runs(vec![1]), RunFault::Hang(Engine::Aicore))],
+        ..RunPlan::default()
+    };
+    let lane = lane_on_fake(&session, plan, 100_000);
+    let started = Instant::now();
+    let lines = run_in_turn(&lane, 2);
+    // The op timeout (1 s on the fake) fires well before the 10 s host deadline.
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        lines[0].contains("ACL_ERROR_RT_AICORE_TIMEOUT") && !lines[0].contains("HOST_WAIT"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].ends_with(": ok"),
+        "the device recovered: {lines:?}"
+    );
+    let counters = session.control().counters().expect("counters");
+    assert_eq!(counters.force_resets, 1, "{counters:?}");
+}
+
+#[test]
+fn a_poison_through_the_service_recovers_and_the_waiter_binds_again_after_the_force_reset() {
+    let session = FakeSession::start().expect("the fake");
+    let plan = RunPlan {
+        faults: vec![(
+            RunSelect::Runs(vec![2]),
+            RunFault::Exception(Engine::Aicore),
+        )],
+        ..RunPlan::default()
+    };
+    let lane = lane_on_fake(&session, plan, 100_000);
+    let lines = run_in_turn(&lane, 5);
+    assert!(lines[0].ends_with(": ok"), "{lines:?}");
+    assert!(
+        lines[1].contains("ACL_ERROR_RT_AICORE_EXCEPTION"),
+        "{lines:?}"
+    );
+    // A waiter still bound to the context before the reset would fail every later wait with
+    // 107002 (context null) and poison again.
+    for line in &lines[2..] {
+        assert!(line.ends_with(": ok"), "{lines:?}");
+    }
+    let counters = session.control().counters().expect("counters");
+    assert_eq!(counters.force_resets, 1, "one recovery: {counters:?}");
+    drop(lane);
+    let counters = session.control().counters().expect("counters");
+    assert!(counters.balanced(), "nothing leaked: {counters:?}");
 }

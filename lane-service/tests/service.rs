@@ -367,6 +367,67 @@ fn a_device_without_a_completion_waiter_is_refused_at_spawn_with_what_to_do() {
     );
 }
 
+/// The waiter stuck in a call that ignores its timeout: the lane thread answers the wait at
+/// its bound (the run's deadline plus `WAITER_GRACE_NS`): the run ends with a host wait
+/// timeout, the device is recovered (the drain, queued behind the stuck call, is answered at
+/// its own bound), and the lane runs on; the waiter's late answer is dropped.
+#[test]
+fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_recovers() {
+    let profile = Profile::custom(lane_core::ProfileSpec {
+        completion_timeout_ns: 1_000_000_000,
+        device_op_timeout_ns: 500_000_000,
+        drain_timeout_ns: 100_000_000,
+        ..Profile::a2a3().spec()
+    })
+    .expect("a profile");
+    let seen = Arc::new(common::host::Seen::default());
+    let handle = spawn(ServiceConfig::new(profile), move || {
+        let mut device = common::host::Instant0::new();
+        // Past run 1's bound (its 1 s deadline plus the 1 s grace); its drain then waits
+        // behind the stuck call, and run 2's wait comes after it.
+        device.stuck_wait = Some(Duration::from_secs(3));
+        let runner = common::host::HostRunner {
+            concurrency: lane_driver::Concurrency::LANE_THREAD,
+            seen,
+        };
+        Ok::<_, String>((device, runner))
+    })
+    .expect("the lane starts");
+    let first = handle.submit(RunRequest::new()).expect("accepted");
+    let started = Instant::now();
+    let first = handle
+        .wait_report(first, GENEROUS)
+        .expect("run 1's outcome");
+    let took = started.elapsed();
+    assert!(
+        first.to_string().contains("rule=host-wait-timeout"),
+        "{first} (after {took:?})"
+    );
+    // At the deadline plus the grace (2 s), not when the stuck call returns (3 s).
+    assert!(took < Duration::from_millis(2700), "{took:?}");
+    let start = Instant::now();
+    let second = loop {
+        match handle.submit(RunRequest::new()) {
+            Ok(run) => break run,
+            Err(ServiceError::Submit(lane_core::SubmitError::Poisoned { .. }))
+                if start.elapsed() < GENEROUS =>
+            {
+                thread::sleep(Duration::from_millis(5));
+            }
+            Err(other) => panic!("refused: {other}"),
+        }
+    };
+    let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
+    assert!(
+        matches!(second, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{second:?}"
+    );
+    assert_eq!(handle.poll_outcome(), None, "one outcome per item");
+    assert!(handle.lost().is_none());
+    // The drop joins the waiter once its stuck call returns.
+    drop(handle);
+}
+
 #[test]
 fn the_handle_is_send_sync_and_clone() {
     fn shareable<T: Send + Sync + Clone + 'static>() {}

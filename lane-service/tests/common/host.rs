@@ -26,6 +26,9 @@ pub struct Instant0 {
     pub fail_read: Option<u64>,
     /// Gives no completion waiter (as `Device::completion_waiter`'s default: 207000).
     pub no_waiter: bool,
+    /// The waiter's first event wait blocks this long, whatever its timeout (a driver call
+    /// that never honours its bound), then succeeds.
+    pub stuck_wait: Option<Duration>,
 }
 
 impl Instant0 {
@@ -36,6 +39,7 @@ impl Instant0 {
             reads: 0,
             fail_read: None,
             no_waiter: false,
+            stuck_wait: None,
         }
     }
 
@@ -105,13 +109,18 @@ impl Device for Instant0 {
         if self.no_waiter {
             return Err(AclCode::RtFeatureNotSupport);
         }
-        Ok(Box::new(Instant0Waiter { epoch: self.epoch }))
+        Ok(Box::new(Instant0Waiter {
+            epoch: self.epoch,
+            stuck: self.stuck_wait.take(),
+        }))
     }
 }
 
-/// [`Instant0`]'s completion waiter: every run has completed when it looks.
+/// [`Instant0`]'s completion waiter: every run has completed when it looks (after its first
+/// wait got stuck, if it does).
 pub struct Instant0Waiter {
     epoch: Instant,
+    stuck: Option<Duration>,
 }
 
 impl CompletionWaiter for Instant0Waiter {
@@ -119,6 +128,9 @@ impl CompletionWaiter for Instant0Waiter {
         Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
     fn synchronize_event(&mut self, _event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
+        if let Some(stuck) = self.stuck.take() {
+            thread::sleep(stuck);
+        }
         Ok(())
     }
     fn synchronize_device(&mut self, _timeout_ms: i32) -> Result<(), AclCode> {
