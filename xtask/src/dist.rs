@@ -458,9 +458,9 @@ fn install(prefix: &Path, built: &Built) -> Result<Tree, String> {
     let found = dynamic_section(&built.cdylib)?.soname;
     if found.as_deref() != Some(soname(major).as_str()) {
         return Err(format!(
-            "{HEADER} says ABI {major}, but {} has soname {} (lane-capi/build.rs sets \
-             {} from lane-capi/src/types.rs): regenerate the header with \
-             `RUN_LANE_BLESS=1 cargo test -p lane-capi --test header`",
+            "{HEADER} says ABI {major}, but {} has soname {}, not {} (lane-capi/build.rs \
+             names it from RUN_LANE_ABI_VERSION in lane-capi/src/types.rs): if the header is \
+             stale, regenerate it with `RUN_LANE_BLESS=1 cargo test -p lane-capi --test header`",
             built.cdylib.display(),
             found.as_deref().unwrap_or("(none)"),
             soname(major),
