@@ -1,7 +1,8 @@
 //! The C ABI of the run lane, for the runtime's C++ onboard runners (a2a3 and a5).
 //!
 //! **Owns:** `include/run_lane.h` (generated from this crate by cbindgen, committed, checked
-//! current by a test), `librun_lane.a` and `librun_lane.so`. A lane is an opaque handle
+//! current by a test), `librun_lane.a` and `librun_lane.so` (soname `librun_lane.so.<N>`,
+//! N = [`RUN_LANE_ABI_VERSION`], set by build.rs). A lane is an opaque handle
 //! over a `lane_service` lane: one lane thread per handle, on the ACL backend or the
 //! simulator, running the runner's C callbacks ([`RunLaneRunner`]) through [`CRunner`].
 //! docs/embedding.md is the user's guide.

@@ -30,3 +30,14 @@ fn header_is_current() {
         path.display()
     );
 }
+
+/// The build script's reading of `RUN_LANE_ABI_VERSION` (the soname's number,
+/// `librun_lane.so.<N>`) is the constant itself.
+#[test]
+fn the_soname_major_is_the_abi_version() {
+    assert_eq!(
+        env!("RUN_LANE_SONAME_ABI"),
+        run_lane::RUN_LANE_ABI_VERSION.to_string(),
+        "build.rs read another ABI major from src/types.rs than the constant"
+    );
+}

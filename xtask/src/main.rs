@@ -9,6 +9,7 @@
 mod bench;
 mod codegen;
 mod device_check;
+mod dist;
 mod fuzz;
 mod mutants;
 mod tidy;
@@ -30,7 +31,8 @@ Commands:
                      depth one against queued depth two on the fake libascendcl in real time
                      (lane-conformance's `fake-bench`, release build); writes its section of
                      docs/performance.md and leaves the rest of the file alone
-  ci                 run what CI runs (.ci/run): fmt check, clippy, then `cargo test --workspace`
+  ci                 run what CI runs (.ci/run): fmt check, clippy, docs, `cargo test --workspace`,
+                     then `cargo xtask dist --check`
   codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
                      with --check, only report which files are stale
   device-check [--lib PATH] [--device N]
@@ -38,6 +40,14 @@ Commands:
                      need no kernels (streams, events, timed waits, copies, force reset and probe,
                      devlib refusal), as a report; without them one line and a failure
                      (docs/hardware.md). --lib also takes the fake, target/debug/librun_lane_fake_ascendcl.so
+  dist --prefix DIR  install the C ABI (release build) for C++ consumers: include/run_lane.h,
+                     lib/librun_lane.a, lib/librun_lane.so.<ABI> (its soname) and the librun_lane.so
+                     link, lib/pkgconfig/run_lane.pc, lib/cmake/RunLane/ (RunLane::run_lane,
+                     RunLane::run_lane_static; version = ABI major) (docs/embedding.md)
+  dist --check       install into a temporary prefix, build the C++ example from it with CMake
+                     (shared, static) and pkg-config (shared), run each on the simulator and the
+                     fake libascendcl, check another ABI major is refused, clean up (CI runs it;
+                     needs cmake, pkg-config, make, readelf)
   explore [--runs N] [--publications N] [--reservations] [--pair-owners N] [--pair-handles N]
           [--pair-publications N] [--pair-abandons N]
                      the exhaustive explorer with bigger bounds than `cargo test` (release build):
@@ -66,6 +76,7 @@ fn main() -> ExitCode {
         ["ci"] => ci(),
         ["fake-bench", rest @ ..] => fake_bench(rest),
         ["device-check", rest @ ..] => device_check::run(rest),
+        ["dist", rest @ ..] => dist::run(rest),
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
         ["explore", rest @ ..] => explore(rest),
