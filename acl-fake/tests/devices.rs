@@ -365,7 +365,7 @@ fn a_force_reset_wakes_its_own_devices_waiter_with_invalid_handle_and_no_other_d
         let waiter = |device_id: i32, event: usize| {
             scope.spawn(move || {
                 bind(acl, device_id);
-                sync(acl, event_at(event), -1)
+                sync(acl, event_at(event), LONG_MS)
             })
         };
         let waiter_0 = waiter(0, e0);
@@ -410,7 +410,7 @@ fn a_second_thread_waits_on_an_event_while_the_first_launches_and_records_others
     std::thread::scope(|scope| {
         let waiter = scope.spawn(move || {
             bind(acl, 2);
-            sync(acl, event_at(awaited_raw), -1)
+            sync(acl, event_at(awaited_raw), LONG_MS)
         });
         wait_until("the waiter inside its wait", || {
             blocked_event_syncs(control, 2) == 1
@@ -659,5 +659,79 @@ fn the_whole_fake_reset_unbinds_every_device_and_serves_sixteen_again() {
     bind(acl, 3);
     let ptr = malloc(acl, 8);
     assert_eq!(free(acl, ptr), ACL_SUCCESS, "the rule was dropped too");
+    assert_all_balanced(control);
+}
+
+#[test]
+fn sixteen_threads_each_on_its_own_device_work_at_once_and_resets_of_half_leave_the_rest_alone() {
+    let (_guard, acl, control) = session();
+    let resets_done = std::sync::Barrier::new(16);
+    std::thread::scope(|scope| {
+        for id in 0..16 {
+            let resets_done = &resets_done;
+            scope.spawn(move || {
+                bind(acl, id);
+                let stream = create_stream(acl);
+                let event = create_event(acl);
+                let header = malloc(acl, 4);
+                let round = |stream: AclrtStream, header: *mut core::ffi::c_void| {
+                    let bytes = id.to_le_bytes();
+                    control
+                        .launch(
+                            stream,
+                            ENGINE_AICORE,
+                            Duration::ZERO,
+                            Outcome::Ok,
+                            std::ptr::null_mut(),
+                            header,
+                            &bytes,
+                        )
+                        .expect("launch");
+                    record(acl, event, stream);
+                    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "device {id}");
+                    assert_eq!(from_device(acl, header, 4), Ok(bytes.to_vec()));
+                };
+                let odd = id % 2 == 1;
+                // A failure before the barrier still reaches it (else the others wait there
+                // for good), and is raised after it.
+                let before = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    for _ in 0..3 {
+                        round(stream, header);
+                    }
+                    if odd {
+                        assert_eq!(force_reset(acl, id), ACL_SUCCESS);
+                    }
+                }));
+                // Every odd device has been reset before any thread goes on.
+                resets_done.wait();
+                if let Err(panic) = before {
+                    std::panic::resume_unwind(panic);
+                }
+                if odd {
+                    assert_eq!(
+                        destroy_stream(acl, stream),
+                        ACL_ERROR_RT_CONTEXT_NULL,
+                        "device {id}"
+                    );
+                    bind(acl, id);
+                    assert_eq!(destroy_event(acl, event), ACL_ERROR_RT_INVALID_HANDLE);
+                } else {
+                    round(stream, header);
+                    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+                    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+                    assert_eq!(free(acl, header), ACL_SUCCESS);
+                }
+            });
+        }
+    });
+    for id in 0..16 {
+        let c = control.device(id).counters().expect("counters");
+        let even_ran = if id % 2 == 0 { 4 } else { 3 };
+        assert_eq!(
+            (c.launches, c.force_resets),
+            (even_ran, u64::from(id % 2 == 1)),
+            "device {id}"
+        );
+    }
     assert_all_balanced(control);
 }

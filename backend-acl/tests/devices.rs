@@ -308,7 +308,7 @@ fn a_worker_bound_through_device_1s_binding_waits_on_its_event_until_device_1s_r
         unsafe {
             binding
                 .acl()
-                .aclrtSynchronizeEventWithTimeout(awaited.0 as usize as *mut _, -1)
+                .aclrtSynchronizeEventWithTimeout(awaited.0 as usize as *mut _, 30_000)
         }
     });
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
