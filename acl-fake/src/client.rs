@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use ascend_cl_sys::types::{ACL_SUCCESS, AclError, AclrtStream};
 use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
 
-use crate::{CDYLIB_FILE_NAME, FakeCounters, Outcome};
+use crate::{CDYLIB_FILE_NAME, FakeCounters, MAX_DEVICES, Outcome};
 
 /// Why the fake's control surface is unusable or refused a request.
 #[derive(Debug, thiserror::Error)]
@@ -83,8 +83,11 @@ macro_rules! control_table {
 for_each_control_function!(control_table);
 
 /// The fake's control surface, resolved from the cdylib the test also loads through
-/// ascend-cl-sys (`dlopen` of the same path returns the same library, so both see one
-/// device).
+/// ascend-cl-sys (`dlopen` of the same path returns the same library, so both see the same
+/// devices).
+///
+/// The fault and counter methods here act on device 0 (as before the fake served several
+/// devices); [`Control::device`] gives the same methods for any device.
 pub struct Control {
     functions: Functions,
     _library: Library,
@@ -125,7 +128,7 @@ impl Control {
         })
     }
 
-    /// `runlanefake_reset`: back to a fresh process.
+    /// `runlanefake_reset`: back to a fresh process, every device at once.
     ///
     /// # Errors
     ///
@@ -137,13 +140,15 @@ impl Control {
         })
     }
 
-    /// `runlanefake_launch`: queue a kernel. The fake never dereferences `stream`, `timing`
-    /// or `header`: they are looked up in its tables.
+    /// `runlanefake_launch`: queue a kernel on `stream`, a stream of the calling thread's
+    /// current device (whose kernel rules apply). The fake never dereferences `stream`,
+    /// `timing` or `header`: they are looked up in that device's tables.
     ///
     /// # Errors
     ///
-    /// [`ControlError::Call`] with the launch's ACL code (107017 unknown stream, 107000 bad
-    /// range or engine, 107002 thread not bound, an injected code).
+    /// [`ControlError::Call`] with the launch's ACL code (107017 unknown stream, 107003 a
+    /// stream of another device, 107000 bad range or engine, 107002 thread not bound, an
+    /// injected code).
     // The pointers are keys into the fake's tables, never dereferenced, so this is safe.
     #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn launch(
@@ -173,7 +178,17 @@ impl Control {
         check("runlanefake_launch", code)
     }
 
-    /// `runlanefake_fail_call`: after `skip` calls of `name`, fail the next `count` with `code`.
+    /// Device `device_id`'s view: its fault rules and counters (any id below
+    /// [`MAX_DEVICES`], served or not; a call for an id outside that range fails with 107001).
+    #[must_use]
+    pub const fn device(&self, device_id: i32) -> DeviceControl<'_> {
+        DeviceControl {
+            control: self,
+            device_id,
+        }
+    }
+
+    /// `runlanefake_fail_call`: [`DeviceControl::fail_call`] on device 0.
     ///
     /// # Errors
     ///
@@ -195,8 +210,7 @@ impl Control {
         })
     }
 
-    /// `runlanefake_fault_kernel`: after `skip` launches on `engine`, end the next `count`
-    /// with `outcome` (a latch writes `header_bytes`).
+    /// `runlanefake_fault_kernel`: [`DeviceControl::fault_kernel`] on device 0.
     ///
     /// # Errors
     ///
@@ -223,8 +237,7 @@ impl Control {
         check("runlanefake_fault_kernel", code)
     }
 
-    /// `runlanefake_fault_copy`: after `skip` async copies, the next `count` fail with `code`
-    /// when their stream reaches them (the enqueue succeeds).
+    /// `runlanefake_fault_copy`: [`DeviceControl::fault_copy`] on device 0.
     ///
     /// # Errors
     ///
@@ -236,7 +249,8 @@ impl Control {
         })
     }
 
-    /// `runlanefake_clear_faults`.
+    /// `runlanefake_clear_faults`: [`DeviceControl::clear_faults`] on device 0 (other
+    /// devices' rules stay).
     ///
     /// # Errors
     ///
@@ -268,11 +282,12 @@ impl Control {
         })
     }
 
-    /// `runlanefake_set_device_count`.
+    /// `runlanefake_set_device_count`: the count the probe reports and the ids
+    /// `aclrtSetDevice` accepts (16 after a reset).
     ///
     /// # Errors
     ///
-    /// [`ControlError::Call`] if the fake refused.
+    /// [`ControlError::Call`] above [`MAX_DEVICES`].
     pub fn set_device_count(&self, count: u32) -> Result<(), ControlError> {
         // SAFETY: plain value.
         check("runlanefake_set_device_count", unsafe {
@@ -280,7 +295,7 @@ impl Control {
         })
     }
 
-    /// `runlanefake_counters`.
+    /// `runlanefake_counters`: [`DeviceControl::counters`] of device 0.
     ///
     /// # Errors
     ///
@@ -290,6 +305,133 @@ impl Control {
         // SAFETY: `counters` is a writable FakeCounters.
         check("runlanefake_counters", unsafe {
             (self.functions.runlanefake_counters)(&mut counters)
+        })?;
+        Ok(counters)
+    }
+    /// Every device's counters summed (all [`MAX_DEVICES`], served or not): `balanced()` on
+    /// it proves nothing leaked on any device.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn total_counters(&self) -> Result<FakeCounters, ControlError> {
+        (0..MAX_DEVICES).try_fold(FakeCounters::ZERO, |total, id| {
+            let id = i32::try_from(id).unwrap_or(i32::MAX);
+            Ok(total.plus(self.device(id).counters()?))
+        })
+    }
+}
+
+/// One device's part of the fake's control surface, from [`Control::device`]: its fault rules
+/// and counters.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceControl<'a> {
+    control: &'a Control,
+    device_id: i32,
+}
+
+impl DeviceControl<'_> {
+    /// The device this view acts on.
+    #[must_use]
+    pub const fn device_id(&self) -> i32 {
+        self.device_id
+    }
+
+    /// `runlanefake_fail_call_on`: after `skip` calls of `name` made on this device (on a
+    /// thread whose current device it is; `aclrtSetDevice` and `aclrtResetDeviceForce` naming
+    /// it; the process-wide `aclInit`, `aclFinalize`, `aclrtGetDeviceCount` and
+    /// `aclrtGetSocName` count as device 0's), fail the next `count` with `code`.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a name with a NUL, a zero count or a bad device id.
+    pub fn fail_call(
+        &self,
+        name: &str,
+        code: AclError,
+        skip: u32,
+        count: u32,
+    ) -> Result<(), ControlError> {
+        let name = CString::new(name).map_err(|_| ControlError::Call {
+            call: "runlanefake_fail_call_on",
+            code: 100_000,
+        })?;
+        // SAFETY: `name` is a NUL-terminated string alive for the call.
+        check("runlanefake_fail_call_on", unsafe {
+            (self.control.functions.runlanefake_fail_call_on)(
+                self.device_id,
+                name.as_ptr(),
+                code,
+                skip,
+                count,
+            )
+        })
+    }
+
+    /// `runlanefake_fault_kernel_on`: after `skip` launches on this device and `engine`, end
+    /// the next `count` with `outcome` (a latch writes `header_bytes`).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a bad engine, a zero count or a bad device id.
+    pub fn fault_kernel(
+        &self,
+        outcome: Outcome,
+        engine: u32,
+        skip: u32,
+        count: u32,
+        header_bytes: &[u8],
+    ) -> Result<(), ControlError> {
+        // SAFETY: `header_bytes` is a live slice of `len` bytes.
+        let code = unsafe {
+            (self.control.functions.runlanefake_fault_kernel_on)(
+                self.device_id,
+                outcome as u32,
+                engine,
+                skip,
+                count,
+                header_bytes.as_ptr(),
+                header_bytes.len(),
+            )
+        };
+        check("runlanefake_fault_kernel_on", code)
+    }
+
+    /// `runlanefake_fault_copy_on`: after `skip` async copies on this device, the next `count`
+    /// fail with `code` when their stream reaches them (the enqueue succeeds).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a code of 0, a zero count or a bad device id.
+    pub fn fault_copy(&self, code: AclError, skip: u32, count: u32) -> Result<(), ControlError> {
+        // SAFETY: plain values.
+        check("runlanefake_fault_copy_on", unsafe {
+            (self.control.functions.runlanefake_fault_copy_on)(self.device_id, code, skip, count)
+        })
+    }
+
+    /// `runlanefake_clear_faults_on`: this device's rules removed.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a bad device id.
+    pub fn clear_faults(&self) -> Result<(), ControlError> {
+        // SAFETY: plain value.
+        check("runlanefake_clear_faults_on", unsafe {
+            (self.control.functions.runlanefake_clear_faults_on)(self.device_id)
+        })
+    }
+
+    /// `runlanefake_counters_on`: this device's counters.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a bad device id.
+    pub fn counters(&self) -> Result<FakeCounters, ControlError> {
+        let mut counters = FakeCounters::ZERO;
+        // SAFETY: `counters` is a writable FakeCounters.
+        check("runlanefake_counters_on", unsafe {
+            (self.control.functions.runlanefake_counters_on)(self.device_id, &mut counters)
         })?;
         Ok(counters)
     }

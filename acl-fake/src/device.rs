@@ -1,49 +1,227 @@
-//! The fake device: one process-wide state behind one mutex and one condition variable.
-//! Streams are FIFO task queues, each run by its own worker thread in real time; every state
-//! change notifies the condition variable, and every wait is a timed condvar wait on it.
+//! The fake devices: [`MAX_DEVICES`] independent device states, each behind its own mutex and
+//! condition variable, and the process-wide part (the `aclInit` flag, the SoC name) behind
+//! another. Streams are FIFO task queues, each run by its own worker thread in real time;
+//! every state change notifies its device's condition variable, and every wait is a timed
+//! condvar wait on the device it waits for, so a busy or hung device never wakes another's
+//! waiters and sixteen lanes never contend on one lock.
+//!
+//! A thread's binding is a thread-local (device id, context generation); a call acts on the
+//! thread's current device once that device's generation still matches (107002 otherwise).
+//! Handles carry their device: `seq << 12 | device << 4` with one process-wide `seq` that never
+//! repeats, so a handle is unique across devices, resets and [`reset_all`], and a stale or
+//! foreign handle never matches a live one.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::CString;
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ascend_cl_sys::types::*;
 
-use crate::{ENGINE_AICORE, ENGINE_AICPU, ENGINE_ANY, FakeCounters, Outcome};
+use crate::{
+    DEFAULT_DEVICE_COUNT, ENGINE_AICORE, ENGINE_AICPU, ENGINE_ANY, FakeCounters, MAX_DEVICES,
+    Outcome,
+};
 
 /// The device op timeout before `aclrtSetOpExecuteTimeOutV2` (ascend-cl.md §2.6: 1091 s).
 pub(crate) const DEFAULT_OP_TIMEOUT_US: u64 = 1_091_000_000;
 /// The SoC name the probe reports until a test chooses another.
 pub(crate) const DEFAULT_SOC_NAME: &str = "Ascend910B1";
-/// First handle value: non-NULL, never dereferenced, never reused.
-const FIRST_HANDLE: u64 = 0x1000;
 
-/// The one device.
-pub(crate) static DEVICE: Device = Device {
-    state: Mutex::new(State::new()),
-    changed: Condvar::new(),
-};
+/// A handle's device id sits in bits 4..12, its sequence number above: non-NULL (the
+/// sequence starts at 1), 16-byte aligned like a pointer, never dereferenced.
+const HANDLE_DEVICE_SHIFT: u32 = 4;
+const HANDLE_SEQ_SHIFT: u32 = 12;
+const HANDLE_DEVICE_MASK: u64 = (1 << (HANDLE_SEQ_SHIFT - HANDLE_DEVICE_SHIFT)) - 1;
+const _: () = assert!(MAX_DEVICES as u64 <= HANDLE_DEVICE_MASK + 1);
+
+/// The next handle's sequence number: process-wide, never reset, never reused.
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+/// The device count the probe reports, and the range of ids `aclrtSetDevice` accepts.
+static DEVICE_COUNT: AtomicU32 = AtomicU32::new(DEFAULT_DEVICE_COUNT);
+/// What belongs to the process rather than to a device.
+static PROCESS: Mutex<Process> = Mutex::new(Process::new());
+/// Every device the fake can serve, by id (the first [`device_count`] are served).
+static DEVICES: LazyLock<Vec<Device>> =
+    LazyLock::new(|| (0..MAX_DEVICES).map(Device::new).collect());
 
 thread_local! {
-    /// The context generation this thread bound with `aclrtSetDevice` (a force reset starts a
-    /// new generation, so every thread must bind again).
-    static BOUND: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    /// The device this thread bound with `aclrtSetDevice` and that device's context
+    /// generation at the time (its force reset starts a new one, so the thread must bind
+    /// again). One per thread: binding another device switches it.
+    static BOUND: Cell<Option<Binding>> = const { Cell::new(None) };
 }
 
-/// Nanoseconds on the fake's device clock (monotonic, from the first use).
+/// A thread's current device and context.
+#[derive(Clone, Copy)]
+struct Binding {
+    device: u32,
+    generation: u64,
+}
+
+/// Nanoseconds on the fake's device clock (monotonic, from the first use; one host clock
+/// shared by every device).
 pub(crate) fn device_now_ns() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     let epoch = *EPOCH.get_or_init(Instant::now);
     u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The process-wide state: ACL's init flag and the SoC name (`aclrtGetSocName` takes no
+/// device and reports device 0's name with several devices, ascend-cl.md §2.1, so the fake
+/// keeps one name for every device).
+pub(crate) struct Process {
+    pub(crate) initialised: bool,
+    pub(crate) soc_name: SocName,
+}
+
+impl Process {
+    const fn new() -> Self {
+        Self {
+            initialised: false,
+            soc_name: SocName::Default,
+        }
+    }
+}
+
+/// The process-wide state, locked.
+pub(crate) fn process() -> MutexGuard<'static, Process> {
+    // A panic under the lock is caught at the FFI boundary; the state stays usable.
+    PROCESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The device count the probe reports.
+pub(crate) fn device_count() -> u32 {
+    DEVICE_COUNT.load(Ordering::Acquire)
+}
+
+/// Sets the device count: 107000 above [`MAX_DEVICES`].
+pub(crate) fn set_device_count(count: u32) -> Result<(), AclError> {
+    if count > MAX_DEVICES {
+        return Err(ACL_ERROR_RT_PARAM_INVALID);
+    }
+    DEVICE_COUNT.store(count, Ordering::Release);
+    Ok(())
+}
+
+/// Device `id`, served or not (the control surface's view): `None` at or above
+/// [`MAX_DEVICES`].
+pub(crate) fn device(id: u32) -> Option<&'static Device> {
+    DEVICES.get(usize::try_from(id).ok()?)
+}
+
+/// Device `device_id` when it is served (below the device count): what `aclrtSetDevice` and
+/// `aclrtResetDeviceForce` accept.
+pub(crate) fn served(device_id: i32) -> Option<&'static Device> {
+    let id = u32::try_from(device_id).ok()?;
+    if id >= device_count() {
+        return None;
+    }
+    device(id)
+}
+
+/// The device the calling thread bound last (device 0 for a thread that never bound), stale
+/// or not: whose call-fault rules its calls draw.
+pub(crate) fn thread_device() -> &'static Device {
+    let id = BOUND.get().map_or(0, |b| b.device);
+    device(id).unwrap_or(&DEVICES[0])
+}
+
+/// The calling thread's current device, locked: 107002 when the thread never bound one or
+/// bound it before that device's last force reset.
+pub(crate) fn current() -> Result<(&'static Device, MutexGuard<'static, State>), AclError> {
+    let binding = BOUND.get().ok_or(ACL_ERROR_RT_CONTEXT_NULL)?;
+    let device = device(binding.device).ok_or(ACL_ERROR_RT_CONTEXT_NULL)?;
+    let state = device.lock();
+    if state.generation != binding.generation {
+        return Err(ACL_ERROR_RT_CONTEXT_NULL);
+    }
+    Ok((device, state))
+}
+
+/// Makes `device`'s current context the calling thread's (`aclrtSetDevice`).
+pub(crate) fn bind_current_thread(device: &Device, state: &State) {
+    BOUND.set(Some(Binding {
+        device: device.id,
+        generation: state.generation,
+    }));
+}
+
+/// A new handle of device `device`.
+pub(crate) fn new_handle(device: u32) -> u64 {
+    let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
+    (seq << HANDLE_SEQ_SHIFT) | (u64::from(device) << HANDLE_DEVICE_SHIFT)
+}
+
+/// The device a handle was made for, if it has a handle's shape.
+fn handle_device(handle: u64) -> Option<u32> {
+    let shaped = handle >> HANDLE_SEQ_SHIFT != 0 && handle & ((1 << HANDLE_DEVICE_SHIFT) - 1) == 0;
+    shaped
+        .then(|| u32::try_from((handle >> HANDLE_DEVICE_SHIFT) & HANDLE_DEVICE_MASK).ok())
+        .flatten()
+}
+
+/// The code for a stream handle that is not live on `current`: 107003
+/// (`ACL_ERROR_RT_STREAM_CONTEXT`, "stream not in the current context") when it is a live
+/// stream of another device, 107017 (`ACL_ERROR_RT_INVALID_HANDLE`) otherwise. The caller
+/// holds no device lock (this takes the other device's).
+pub(crate) fn missing_stream(current: &Device, handle: u64) -> AclError {
+    let foreign = handle_device(handle)
+        .filter(|&id| id != current.id)
+        .and_then(device)
+        .is_some_and(|other| other.lock().streams.contains_key(&handle));
+    if foreign {
+        ACL_ERROR_RT_STREAM_CONTEXT
+    } else {
+        ACL_ERROR_RT_INVALID_HANDLE
+    }
+}
+
+/// Back to a fresh process: every device's streams, events, allocations, faults and counters
+/// dropped and its generation bumped (so every thread must bind again), the device count,
+/// SoC name and init flag restored. Handles keep counting. Returns the stream workers to
+/// join once no lock is held.
+pub(crate) fn reset_all() -> Vec<JoinHandle<()>> {
+    *process() = Process::new();
+    DEVICE_COUNT.store(DEFAULT_DEVICE_COUNT, Ordering::Release);
+    let mut workers = Vec::new();
+    for device in DEVICES.iter() {
+        let mut state = device.lock();
+        workers.append(&mut state.workers);
+        let generation = state.generation + 1;
+        *state = State::new(generation);
+        drop(state);
+        device.notify();
+    }
+    workers
+}
+
+/// One device: its state, and the condition variable its waits wait on.
 pub(crate) struct Device {
+    id: u32,
     state: Mutex<State>,
     changed: Condvar,
 }
 
 impl Device {
+    fn new(id: u32) -> Self {
+        Self {
+            id,
+            state: Mutex::new(State::new(0)),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// This device's id.
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic under the lock is caught at the FFI boundary; the state stays usable.
         self.state
@@ -55,8 +233,8 @@ impl Device {
         self.changed.notify_all();
     }
 
-    /// Waits for a change, at most until `deadline` (`None`: no limit). Returns the guard and
-    /// whether the deadline has passed.
+    /// Waits for a change on this device, at most until `deadline` (`None`: no limit).
+    /// Returns the guard and whether the deadline has passed.
     pub(crate) fn wait<'a>(
         &self,
         guard: MutexGuard<'a, State>,
@@ -200,14 +378,12 @@ pub(crate) struct Allocation {
     pub(crate) size: usize,
 }
 
+/// One device's state: its context generation, op timeout, streams, events, allocations,
+/// fault rules and counters.
 pub(crate) struct State {
-    pub(crate) initialised: bool,
-    pub(crate) device_count: u32,
-    pub(crate) soc_name: SocName,
     pub(crate) op_timeout_us: u64,
-    /// Context generation: bumped by every force reset.
+    /// Context generation: bumped by every force reset of this device.
     pub(crate) generation: u64,
-    next_handle: u64,
     pub(crate) streams: BTreeMap<u64, Stream>,
     pub(crate) events: BTreeMap<u64, Event>,
     pub(crate) allocations: BTreeMap<usize, Allocation>,
@@ -220,14 +396,10 @@ pub(crate) struct State {
 }
 
 impl State {
-    const fn new() -> Self {
+    const fn new(generation: u64) -> Self {
         Self {
-            initialised: false,
-            device_count: 1,
-            soc_name: SocName::Default,
             op_timeout_us: DEFAULT_OP_TIMEOUT_US,
-            generation: 0,
-            next_handle: FIRST_HANDLE,
+            generation,
             streams: BTreeMap::new(),
             events: BTreeMap::new(),
             allocations: BTreeMap::new(),
@@ -240,36 +412,28 @@ impl State {
         }
     }
 
-    /// Back to a fresh process: everything dropped, defaults restored. Returns the workers
-    /// to join once the lock is released.
-    pub(crate) fn reset_all(&mut self) -> Vec<JoinHandle<()>> {
-        let next_handle = self.next_handle;
-        let generation = self.generation + 1;
-        let workers = std::mem::take(&mut self.workers);
-        *self = Self::new();
-        // Handles and generations keep counting, so a stale handle or binding never matches.
-        self.next_handle = next_handle;
-        self.generation = generation;
-        workers
-    }
-
-    pub(crate) fn new_handle(&mut self) -> u64 {
-        let handle = self.next_handle;
-        self.next_handle += 0x10;
-        handle
-    }
-
-    /// 107002 unless the calling thread bound the current context.
-    pub(crate) fn require_context(&self) -> Result<(), AclError> {
-        if BOUND.get() == Some(self.generation) {
-            Ok(())
-        } else {
-            Err(ACL_ERROR_RT_CONTEXT_NULL)
+    /// `aclrtResetDeviceForce` on this device: every stream, event, device and pinned host
+    /// allocation killed (and counted as reclaimed), a new context generation. Fault rules,
+    /// the op timeout and the counters stay.
+    pub(crate) fn force_reset(&mut self) {
+        let c = &mut self.counters;
+        c.force_resets += 1;
+        c.streams_reclaimed += self.streams.len() as u64;
+        c.events_reclaimed += self.events.len() as u64;
+        c.allocations_reclaimed += self.allocations.len() as u64;
+        // Pinned host memory belongs to the context too [I]: the lane forgets it after a
+        // reset and never frees it, so the reset reclaims it (no stream is left to copy into
+        // it).
+        c.host_allocations_reclaimed += self.host_allocations.len() as u64;
+        let streams: Vec<u64> = self.streams.keys().copied().collect();
+        for id in streams {
+            self.remove_stream(id);
         }
-    }
-
-    pub(crate) fn bind_current_thread(&self) {
-        BOUND.set(Some(self.generation));
+        self.events.clear();
+        self.allocations.clear();
+        self.host_allocations.clear();
+        self.generation += 1;
+        self.refresh_live_counts();
     }
 
     /// The failure a call-fault rule injects into this call of `name`, if any.
@@ -408,16 +572,16 @@ impl State {
     }
 }
 
-/// Starts the worker thread of stream `id`.
-pub(crate) fn spawn_worker(id: u64) -> std::io::Result<JoinHandle<()>> {
+/// Starts the worker thread of stream `id` on `device`.
+pub(crate) fn spawn_worker(device: &'static Device, id: u64) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
-        .name(format!("fake-acl-stream-{id:#x}"))
-        .spawn(move || worker(id))
+        .name(format!("fake-acl-{}-stream-{id:#x}", device.id))
+        .spawn(move || worker(device, id))
 }
 
-/// Runs stream `id`'s tasks in order until the stream is destroyed.
-fn worker(id: u64) {
-    let mut state = DEVICE.lock();
+/// Runs stream `id`'s tasks in order until the stream is destroyed (or its device reset).
+fn worker(device: &'static Device, id: u64) {
+    let mut state = device.lock();
     loop {
         let task = match state.streams.get_mut(&id) {
             None => return,
@@ -427,12 +591,12 @@ fn worker(id: u64) {
                     task
                 }
                 None => {
-                    state = DEVICE.wait(state, None).0;
+                    state = device.wait(state, None).0;
                     continue;
                 }
             },
             Some(_) => {
-                state = DEVICE.wait(state, None).0;
+                state = device.wait(state, None).0;
                 continue;
             }
         };
@@ -442,8 +606,8 @@ fn worker(id: u64) {
                 let result = run_copy(&mut state, &task);
                 (state, Some(result))
             }
-            Task::Kernel(kernel) => run_kernel(state, id, &kernel),
-            Task::Wait(capture) => wait_for(state, id, capture),
+            Task::Kernel(kernel) => run_kernel(device, state, id, &kernel),
+            Task::Wait(capture) => wait_for(device, state, id, capture),
         };
         state = guard;
         let Some(result) = result else {
@@ -460,7 +624,7 @@ fn worker(id: u64) {
             Ok(()) => stream.completed += 1,
             Err(code) => stream.error = Some(code),
         }
-        DEVICE.notify();
+        device.notify();
     }
 }
 
@@ -490,11 +654,12 @@ pub(crate) fn host_side(kind: i32, dst: usize, src: usize) -> Option<usize> {
 /// Holds stream `id` until `capture` is complete: `Err` with the code of the captured
 /// stream's failure (its sticky error, or 107023 when it was destroyed with the work
 /// unfinished); `None`: stream `id` was destroyed meanwhile.
-fn wait_for(
-    mut state: MutexGuard<'_, State>,
+fn wait_for<'a>(
+    device: &Device,
+    mut state: MutexGuard<'a, State>,
     id: u64,
     capture: Capture,
-) -> (MutexGuard<'_, State>, Option<Result<(), AclError>>) {
+) -> (MutexGuard<'a, State>, Option<Result<(), AclError>>) {
     loop {
         if !state.streams.contains_key(&id) {
             return (state, None);
@@ -502,13 +667,14 @@ fn wait_for(
         match state.event_state(capture) {
             EventState::Complete => return (state, Some(Ok(()))),
             EventState::Failed(code) => return (state, Some(Err(code))),
-            EventState::NotReady => state = DEVICE.wait(state, None).0,
+            EventState::NotReady => state = device.wait(state, None).0,
         }
     }
 }
 
 /// Runs one kernel in real time. `None`: the stream was destroyed meanwhile.
 fn run_kernel<'a>(
+    device: &Device,
     mut state: MutexGuard<'a, State>,
     id: u64,
     kernel: &Kernel,
@@ -531,7 +697,7 @@ fn run_kernel<'a>(
         if !state.streams.contains_key(&id) {
             return (state, None);
         }
-        let (guard, expired) = DEVICE.wait(state, Some(deadline));
+        let (guard, expired) = device.wait(state, Some(deadline));
         state = guard;
         if expired {
             break;

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use ascend_cl_sys::types::*;
 
 use crate::device::{
-    Allocation, AsyncCopy, Capture, DEFAULT_SOC_NAME, DEVICE, Event, EventState, SocName, State,
-    Stream, Task, check_copy, copy, host_side, spawn_worker,
+    Allocation, AsyncCopy, Capture, DEFAULT_SOC_NAME, Device, Event, EventState, SocName, State,
+    Stream, Task, bind_current_thread, check_copy, copy, current, device_count, host_side,
+    missing_stream, new_handle, process, served, spawn_worker,
 };
 
 /// Writes `value` through a caller's out-pointer, 100000 for NULL.
@@ -45,8 +46,7 @@ fn deadline(timeout_ms: i32) -> Result<Option<Instant>, AclError> {
 }
 
 pub(crate) unsafe fn aclInit(_config_path: *const c_char) -> AclError {
-    let mut state = DEVICE.lock();
-    if std::mem::replace(&mut state.initialised, true) {
+    if std::mem::replace(&mut process().initialised, true) {
         ACL_ERROR_REPEAT_INITIALIZE
     } else {
         ACL_SUCCESS
@@ -54,8 +54,7 @@ pub(crate) unsafe fn aclInit(_config_path: *const c_char) -> AclError {
 }
 
 pub(crate) unsafe fn aclFinalize() -> AclError {
-    let mut state = DEVICE.lock();
-    if std::mem::replace(&mut state.initialised, false) {
+    if std::mem::replace(&mut process().initialised, false) {
         ACL_SUCCESS
     } else {
         ACL_ERROR_REPEAT_FINALIZE
@@ -66,52 +65,47 @@ pub(crate) unsafe fn aclGetRecentErrMsg() -> *const c_char {
     crate::take_error_message()
 }
 
+/// Binds the calling thread to `device_id`'s current context (switching from any other
+/// device it was bound to). The call draws the rules of the device it names.
 pub(crate) unsafe fn aclrtSetDevice(device_id: i32) -> AclError {
-    let state = DEVICE.lock();
-    if u32::try_from(device_id).map_or(true, |id| id >= state.device_count) {
+    let Some(device) = served(device_id) else {
         return ACL_ERROR_RT_INVALID_DEVICEID;
+    };
+    let mut state = device.lock();
+    if let Some(code) = state.injected_failure("aclrtSetDevice") {
+        return code;
     }
-    state.bind_current_thread();
+    bind_current_thread(device, &state);
     ACL_SUCCESS
 }
 
+/// Kills `device_id`'s streams, events and allocations and starts its next context
+/// generation; other devices and the threads bound to them are untouched. Needs no binding.
 pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
-    let mut state = DEVICE.lock();
-    if u32::try_from(device_id).map_or(true, |id| id >= state.device_count) {
+    let Some(device) = served(device_id) else {
         return ACL_ERROR_RT_INVALID_DEVICEID;
+    };
+    let mut state = device.lock();
+    if let Some(code) = state.injected_failure("aclrtResetDeviceForce") {
+        return code;
     }
-    let state = &mut *state;
-    let c = &mut state.counters;
-    c.force_resets += 1;
-    c.streams_reclaimed += state.streams.len() as u64;
-    c.events_reclaimed += state.events.len() as u64;
-    c.allocations_reclaimed += state.allocations.len() as u64;
-    // Pinned host memory belongs to the context too [I]: the lane forgets it after a reset
-    // and never frees it, so the reset reclaims it (no stream is left to copy into it).
-    c.host_allocations_reclaimed += state.host_allocations.len() as u64;
-    let streams: Vec<u64> = state.streams.keys().copied().collect();
-    for id in streams {
-        state.remove_stream(id);
-    }
-    state.events.clear();
-    state.allocations.clear();
-    state.host_allocations.clear();
-    state.generation += 1;
-    state.refresh_live_counts();
-    DEVICE.notify();
+    state.force_reset();
+    drop(state);
+    // Wakes this device's waiters (their events are gone: 107017) and its stream workers
+    // (their streams are gone: they exit).
+    device.notify();
     ACL_SUCCESS
 }
 
 pub(crate) unsafe fn aclrtGetDeviceCount(count: *mut u32) -> AclError {
-    let device_count = DEVICE.lock().device_count;
     // SAFETY: the caller passes NULL or a writable u32.
-    code(unsafe { write_out(count, device_count) })
+    code(unsafe { write_out(count, device_count()) })
 }
 
 pub(crate) unsafe fn aclrtGetSocName() -> *const c_char {
     static DEFAULT: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
-    let state = DEVICE.lock();
-    match &state.soc_name {
+    let process = process();
+    match &process.soc_name {
         // The default lives forever; a custom name lives until the next set or reset, as the
         // documentation of `runlanefake_set_soc_name` says.
         SocName::Default => DEFAULT
@@ -122,11 +116,12 @@ pub(crate) unsafe fn aclrtGetSocName() -> *const c_char {
     }
 }
 
+/// Waits for the calling thread's current device only.
 pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     let deadline = match deadline(timeout_ms) {
         Ok(deadline) => deadline,
         Err(code) => return code,
@@ -135,7 +130,7 @@ pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclEr
         if state.all_idle() {
             return state.first_stream_error().unwrap_or(ACL_SUCCESS);
         }
-        let (guard, expired) = DEVICE.wait(state, deadline);
+        let (guard, expired) = device.wait(state, deadline);
         state = guard;
         if expired && !state.all_idle() {
             return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
@@ -147,10 +142,14 @@ pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(
     timeout_us: u64,
     actual_timeout_us: *mut u64,
 ) -> AclError {
+    // The calling thread's current device's timeout [I]: each device keeps its own.
+    let (_, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     if timeout_us == 0 {
         return ACL_ERROR_RT_PARAM_INVALID;
     }
-    let mut state = DEVICE.lock();
     state.op_timeout_us = timeout_us;
     if actual_timeout_us.is_null() {
         return ACL_SUCCESS;
@@ -164,14 +163,14 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
     _priority: u32,
     _flag: u32,
 ) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     if stream.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
-    let id = state.new_handle();
+    let id = new_handle(device.id());
     state.streams.insert(
         id,
         Stream {
@@ -183,7 +182,7 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
             error: None,
         },
     );
-    let worker = match spawn_worker(id) {
+    let worker = match spawn_worker(device, id) {
         Ok(worker) => worker,
         Err(_) => {
             state.streams.remove(&id);
@@ -199,22 +198,24 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
 }
 
 fn destroy_stream(stream: AclrtStream, wait: bool) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     let id = stream as u64;
     // Healthy teardown waits for the queued work (a hang ends at the op timeout).
     while wait && state.stream_idle(id) == Some(false) {
-        state = DEVICE.wait(state, None).0;
+        state = device.wait(state, None).0;
     }
     if !state.streams.contains_key(&id) {
-        return ACL_ERROR_RT_INVALID_HANDLE;
+        drop(state);
+        return missing_stream(device, id);
     }
     state.remove_stream(id);
     state.counters.streams_destroyed += 1;
     state.refresh_live_counts();
-    DEVICE.notify();
+    drop(state);
+    device.notify();
     ACL_SUCCESS
 }
 
@@ -227,17 +228,17 @@ pub(crate) unsafe fn aclrtDestroyStreamForce(stream: AclrtStream) -> AclError {
 }
 
 pub(crate) unsafe fn aclrtCreateEventExWithFlag(event: *mut AclrtEvent, flag: u32) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     if event.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
     if flag == 0 {
         return ACL_ERROR_RT_PARAM_INVALID;
     }
-    let id = state.new_handle();
+    let id = new_handle(device.id());
     state.events.insert(
         id,
         Event {
@@ -252,13 +253,15 @@ pub(crate) unsafe fn aclrtCreateEventExWithFlag(event: *mut AclrtEvent, flag: u3
 }
 
 pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
-    let Some(upto) = state.streams.get(&(stream as u64)).map(|s| s.submitted) else {
-        return ACL_ERROR_RT_INVALID_HANDLE;
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
     };
+    let Some(upto) = state.streams.get(&(stream as u64)).map(|s| s.submitted) else {
+        drop(state);
+        return missing_stream(device, stream as u64);
+    };
+    // An event of another device is not one of this context's handles: 107017 [I].
     let Some(event) = state.events.get_mut(&(event as u64)) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
@@ -270,10 +273,11 @@ pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) ->
 }
 
 pub(crate) unsafe fn aclrtQueryEventStatus(event: AclrtEvent, status: *mut i32) -> AclError {
-    let state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (_, state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
+
     let Some(capture) = state.events.get(&(event as u64)).map(|e| e.capture) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
@@ -290,15 +294,17 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
     event: AclrtEvent,
     timeout_ms: i32,
 ) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     let deadline = match deadline(timeout_ms) {
         Ok(deadline) => deadline,
         Err(code) => return code,
     };
     loop {
+        // Gone: destroyed, or killed by a force reset of this device while this thread
+        // waited (the reset wakes it).
         let Some(capture) = state.events.get(&(event as u64)).map(|e| e.capture) else {
             return ACL_ERROR_RT_INVALID_HANDLE;
         };
@@ -307,8 +313,11 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
             EventState::Failed(code) => return code,
             EventState::NotReady => {}
         }
-        let (guard, expired) = DEVICE.wait(state, deadline);
+        state.counters.blocked_event_syncs += 1;
+        let (guard, expired) = device.wait(state, deadline);
         state = guard;
+        // A whole-fake reset meanwhile zeroed the counters.
+        state.counters.blocked_event_syncs = state.counters.blocked_event_syncs.saturating_sub(1);
         if expired {
             let still_pending = state
                 .events
@@ -322,10 +331,11 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
 }
 
 pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
+
     let Some(event) = state.events.get(&(event as u64)) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
@@ -335,26 +345,29 @@ pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent
     }
     let capture = event.capture;
     let Some(s) = state.streams.get_mut(&(stream as u64)) else {
-        return ACL_ERROR_RT_INVALID_HANDLE;
+        drop(state);
+        return missing_stream(device, stream as u64);
     };
     s.queue.push_back(Task::Wait(capture));
     s.submitted += 1;
     state.counters.stream_waits += 1;
-    DEVICE.notify();
+    drop(state);
+    device.notify();
     ACL_SUCCESS
 }
 
 pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     if state.events.remove(&(event as u64)).is_none() {
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
     state.counters.events_destroyed += 1;
     state.refresh_live_counts();
-    DEVICE.notify();
+    drop(state);
+    device.notify();
     ACL_SUCCESS
 }
 
@@ -363,10 +376,10 @@ pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
 const PADDING: usize = 32;
 
 pub(crate) unsafe fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, _policy: i32) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (_, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     if dev_ptr.is_null() || size == 0 {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -388,10 +401,10 @@ pub(crate) unsafe fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, _policy
 }
 
 pub(crate) unsafe fn aclrtFree(dev_ptr: *mut c_void) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (_, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     if dev_ptr.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -404,10 +417,10 @@ pub(crate) unsafe fn aclrtFree(dev_ptr: *mut c_void) -> AclError {
 }
 
 pub(crate) unsafe fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (_, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     if host_ptr.is_null() || size == 0 {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -426,10 +439,10 @@ pub(crate) unsafe fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) ->
 }
 
 pub(crate) unsafe fn aclrtFreeHost(host_ptr: *mut c_void) -> AclError {
-    let mut state = DEVICE.lock();
-    if let Err(code) = state.require_context() {
-        return code;
-    }
+    let (_, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
     if host_ptr.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -452,24 +465,24 @@ pub(crate) unsafe fn aclrtMemcpy(
     count: usize,
     kind: i32,
 ) -> AclError {
-    let mut state = match checked_copy(dst, dest_max, src, count, kind) {
-        Ok(state) => state,
+    let (_, mut state) = match checked_copy(dst, dest_max, src, count, kind) {
+        Ok(bound) => bound,
         Err(code) => return code,
     };
     code(copy(&mut state, dst as usize, src as usize, count, kind))
 }
 
-/// The device, locked, once the calling thread has a context and the copy's arguments are
-/// valid (`aclrtMemcpy` and `aclrtMemcpyAsync` check the same way).
+/// The calling thread's current device, locked, once the copy's arguments are valid on it
+/// (`aclrtMemcpy` and `aclrtMemcpyAsync` check the same way; memory of another device is not
+/// in this device's table: 107000, as an unknown address [I]).
 fn checked_copy(
     dst: *mut c_void,
     dest_max: usize,
     src: *const c_void,
     count: usize,
     kind: i32,
-) -> Result<MutexGuard<'static, State>, AclError> {
-    let mut state = DEVICE.lock();
-    state.require_context()?;
+) -> Result<(&'static Device, MutexGuard<'static, State>), AclError> {
+    let (device, mut state) = current()?;
     check_copy(
         &mut state,
         dst as usize,
@@ -478,7 +491,7 @@ fn checked_copy(
         count,
         kind,
     )?;
-    Ok(state)
+    Ok((device, state))
 }
 
 pub(crate) unsafe fn aclrtMemcpyAsync(
@@ -493,13 +506,14 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
     if kind == ACL_MEMCPY_HOST_TO_HOST {
         return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
     }
-    let mut state = match checked_copy(dst, dest_max, src, count, kind) {
-        Ok(state) => state,
+    let (device, mut state) = match checked_copy(dst, dest_max, src, count, kind) {
+        Ok(bound) => bound,
         Err(code) => return code,
     };
     let id = stream as u64;
     if !state.streams.contains_key(&id) {
-        return ACL_ERROR_RT_INVALID_HANDLE;
+        drop(state);
+        return missing_stream(device, id);
     }
     let host = host_side(kind, dst as usize, src as usize);
     let pinned = host.is_some_and(|address| state.pinned(address, count));
@@ -519,7 +533,7 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
     }));
     s.submitted += 1;
     let index = s.submitted;
-    DEVICE.notify();
+    device.notify();
     if !pageable {
         return ACL_SUCCESS;
     }
@@ -535,6 +549,6 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
                 }
             }
         }
-        state = DEVICE.wait(state, None).0;
+        state = device.wait(state, None).0;
     }
 }

@@ -10,25 +10,46 @@
 //! memory is host memory, bounds-checked by a table); and a test-only control surface,
 //! `runlanefake_*` C functions, reached through [`Control`].
 //!
-//! **Invariant:** ACL semantics where a lane can observe them: a never-recorded event
-//! synchronises as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its wait
-//! expires; a faulted stream's error is sticky and nothing more runs on it; a force reset
-//! kills every stream, event, device and pinned host allocation and unbinds every thread (each must call
-//! `aclrtSetDevice` again, else 107002); a kernel that runs past the op timeout
-//! (`aclrtSetOpExecuteTimeOutV2`, default 1091 s) ends with 507014 (AICore) or 507017
-//! (AICPU). No panic crosses the C boundary (a caught panic returns 500000), and a bad
-//! device address fails with an ACL code instead of crashing.
+//! **Devices:** the fake serves [`DEFAULT_DEVICE_COUNT`] (16) devices by default, up to
+//! [`MAX_DEVICES`] (`runlanefake_set_device_count`). Each is isolated, with its own lock and
+//! condition variable: its own context generation, streams and their workers, events,
+//! device and pinned host allocations, fault rules (call, kernel and copy), op timeout and
+//! counters. The init flag, the device count and the SoC name are the process's (one name
+//! for every device: `aclrtGetSocName` takes no device and reports device 0's, ascend-cl.md
+//! §2.1).
 //!
-//! **API boundary:** the exported C functions (the only state is process-wide, as a real
-//! device's is: tests that use the fake serialise themselves and call
-//! [`Control::reset`] first); [`Control`], [`cdylib_path`], [`FakeCounters`] and the launch
-//! constants for tests. Never loaded unless pointed at explicitly: the file name cannot be
-//! mistaken for `libascendcl.so`, and nothing searches for it.
+//! **Invariant:** ACL semantics where a lane can observe them: `aclrtSetDevice(id)` makes
+//! device `id`'s context the calling thread's one current context (binding another device
+//! switches it); every stream, event, memory and launch call acts on the calling thread's
+//! current device, 107002 when the thread never bound one or bound it before that device's
+//! last force reset; a handle is unique across devices and never reused, and one of another
+//! device is refused (a live stream of another device 107003, any other unknown stream or
+//! event 107017, an address not allocated on this device 107000: the codes ACL gives for a
+//! stream outside the current context, a bad handle and a bad address [I]); a never-recorded
+//! event synchronises as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its
+//! wait expires; a faulted stream's error is sticky and nothing more runs on it; a force
+//! reset of device `id` kills that device's streams, events, device and pinned host
+//! allocations and unbinds only the threads bound to it (each must call `aclrtSetDevice`
+//! again, else 107002), and wakes that device's waiters with an error (the event is gone:
+//! 107017), while other devices and their threads carry on;
+//! `aclrtSynchronizeDeviceWithTimeout` drains the calling thread's device only; a kernel that
+//! runs past its device's op timeout (`aclrtSetOpExecuteTimeOutV2`, default 1091 s) ends with
+//! 507014 (AICore) or 507017 (AICPU). No panic crosses the C boundary (a caught panic returns
+//! 500000), and a bad device address fails with an ACL code instead of crashing.
+//!
+//! **API boundary:** the exported C functions (the state is process-wide, as a real
+//! driver's is: tests that use the fake serialise themselves and call [`Control::reset`]
+//! first); [`Control`] and its per-device view [`DeviceControl`], [`cdylib_path`],
+//! [`FakeCounters`], the device constants and the launch constants for tests. Never loaded
+//! unless pointed at explicitly: the file name cannot be mistaken for `libascendcl.so`, and
+//! nothing searches for it.
 //!
 //! Differences from real ACL, on purpose: `aclInit` is not required before other calls (the
-//! embedding runtime owns it); there is one device context per device generation, with no
-//! explicit contexts; `aclrtSynchronizeDeviceWithTimeout` returns the first faulted stream's
-//! code after the drain.
+//! embedding runtime owns it); there is one context per device generation, with no explicit
+//! contexts; `aclrtSynchronizeDeviceWithTimeout` returns the first faulted stream's code
+//! after the drain; `aclrtSetOpExecuteTimeOutV2` sets the calling thread's current device's
+//! timeout (107002 unbound) [I]; memory of one device is never reachable from another (no
+//! peer access); every device reads one host monotonic clock.
 
 use core::ffi::{c_char, c_void};
 use std::cell::RefCell;
@@ -40,10 +61,16 @@ use ascend_cl_sys::types::*;
 mod device;
 mod imp;
 
-use device::{CallFault, DEVICE, KernelFault, SocName, Task};
+use device::{CallFault, Device, KernelFault, SocName, Task};
 
 /// The fake's file name (never `libascendcl.so`).
 pub const CDYLIB_FILE_NAME: &str = "librun_lane_fake_ascendcl.so";
+
+/// The devices the fake serves after a reset (`aclrtGetDeviceCount`; ids `0..16` bind).
+pub const DEFAULT_DEVICE_COUNT: u32 = 16;
+/// The most devices the fake can serve (`runlanefake_set_device_count` refuses more), and
+/// the range of ids the per-device control functions accept.
+pub const MAX_DEVICES: u32 = 64;
 
 /// A kernel on the AICore engine (faults: 507015, timeout 507014).
 pub const ENGINE_AICORE: u32 = 0;
@@ -74,8 +101,9 @@ impl Outcome {
     }
 }
 
-/// The fake's counters: what was created against what was destroyed, freed or reclaimed by a
-/// force reset, so a test can prove no path leaks.
+/// One device's counters (or their sum over devices, [`Control::total_counters`]): what was
+/// created against what was destroyed, freed or reclaimed by a force reset, so a test can
+/// prove no path leaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct FakeCounters {
@@ -122,6 +150,9 @@ pub struct FakeCounters {
     pub live_allocations: u64,
     /// Host allocations alive now.
     pub live_host_allocations: u64,
+    /// Threads blocked now in `aclrtSynchronizeEventWithTimeout` on this device (waiting for
+    /// work to finish), so a test knows a waiter is inside its wait before it acts.
+    pub blocked_event_syncs: u64,
 }
 
 impl FakeCounters {
@@ -148,7 +179,38 @@ impl FakeCounters {
         live_events: 0,
         live_allocations: 0,
         live_host_allocations: 0,
+        blocked_event_syncs: 0,
     };
+
+    /// Field-wise sum (several devices' counters as one).
+    #[must_use]
+    pub const fn plus(self, other: Self) -> Self {
+        Self {
+            streams_created: self.streams_created + other.streams_created,
+            streams_destroyed: self.streams_destroyed + other.streams_destroyed,
+            streams_reclaimed: self.streams_reclaimed + other.streams_reclaimed,
+            events_created: self.events_created + other.events_created,
+            events_destroyed: self.events_destroyed + other.events_destroyed,
+            events_reclaimed: self.events_reclaimed + other.events_reclaimed,
+            mallocs: self.mallocs + other.mallocs,
+            frees: self.frees + other.frees,
+            allocations_reclaimed: self.allocations_reclaimed + other.allocations_reclaimed,
+            host_mallocs: self.host_mallocs + other.host_mallocs,
+            host_frees: self.host_frees + other.host_frees,
+            host_allocations_reclaimed: self.host_allocations_reclaimed
+                + other.host_allocations_reclaimed,
+            async_copies: self.async_copies + other.async_copies,
+            stream_waits: self.stream_waits + other.stream_waits,
+            launches: self.launches + other.launches,
+            queued_launches: self.queued_launches + other.queued_launches,
+            force_resets: self.force_resets + other.force_resets,
+            live_streams: self.live_streams + other.live_streams,
+            live_events: self.live_events + other.live_events,
+            live_allocations: self.live_allocations + other.live_allocations,
+            live_host_allocations: self.live_host_allocations + other.live_host_allocations,
+            blocked_event_syncs: self.blocked_event_syncs + other.blocked_event_syncs,
+        }
+    }
 
     /// Every stream, event and allocation created was destroyed, freed or reclaimed, and
     /// nothing is alive.
@@ -210,11 +272,23 @@ impl FfiReturn for *const c_char {
     }
 }
 
+/// The device whose call-fault rules a call of `call` draws: the calling thread's current
+/// device (device 0 for a thread that never bound one), device 0 for the process-wide calls,
+/// none for the two calls that name a device (they draw that device's rules themselves) and
+/// for `aclGetRecentErrMsg` (never failed).
+fn rules_for(call: &str) -> Option<&'static Device> {
+    match call {
+        "aclGetRecentErrMsg" | "aclrtSetDevice" | "aclrtResetDeviceForce" => None,
+        "aclInit" | "aclFinalize" | "aclrtGetDeviceCount" | "aclrtGetSocName" => device::device(0),
+        _ => Some(device::thread_device()),
+    }
+}
+
 /// Every exported function's boundary: injected failures, the thread's error text, and no
 /// panic across FFI.
 fn guard<R: FfiReturn>(call: &str, body: impl FnOnce() -> R) -> R {
-    if call != "aclGetRecentErrMsg" {
-        if let Some(code) = DEVICE.lock().injected_failure(call) {
+    if let Some(device) = rules_for(call) {
+        if let Some(code) = device.lock().injected_failure(call) {
             set_error_message(call, code);
             return R::failure(code);
         }
@@ -253,37 +327,57 @@ ascend_cl_sys::for_each_acl_function!(export_acl);
 macro_rules! for_each_control_function {
     ($callback:ident) => {
         $callback! {
-            /// Back to a fresh process: every stream, event and allocation dropped (workers
-            /// joined), faults cleared, counters zeroed, defaults restored (one device,
-            /// "Ascend910B1", op timeout 1091 s, not initialised). Every thread must bind again.
+            /// Back to a fresh process: on every device, every stream, event and allocation
+            /// dropped (workers joined), faults cleared, counters zeroed, op timeout 1091 s;
+            /// defaults restored (16 devices, "Ascend910B1", not initialised). Every thread
+            /// must bind again.
             fn runlanefake_reset() -> AclError;
-            /// Queue a kernel on `stream`: `engine` ([`ENGINE_AICORE`], [`ENGINE_AICPU`]),
-            /// `duration_ns`, `outcome` ([`Outcome`] as u32). It writes its device start and end
-            /// (two LE u64 ns) to `timing` (a 16-byte device range, or NULL) and, on success,
-            /// `header_len` bytes from `header_bytes` to `header` (a device range, or NULL).
-            /// Device ranges are checked now (107000); kernel fault rules may change the outcome.
+            /// Queue a kernel on `stream`, a stream of the calling thread's current device
+            /// (107002 unbound, 107003 a stream of another device): `engine`
+            /// ([`ENGINE_AICORE`], [`ENGINE_AICPU`]), `duration_ns`, `outcome` ([`Outcome`] as
+            /// u32). It writes its device start and end (two LE u64 ns) to `timing` (a 16-byte
+            /// range of that device's memory, or NULL) and, on success, `header_len` bytes from
+            /// `header_bytes` to `header` (a device range, or NULL). Device ranges are checked
+            /// now (107000); that device's kernel fault rules may change the outcome.
             fn runlanefake_launch(stream: AclrtStream, engine: u32, duration_ns: u64, outcome: u32, timing: *mut c_void, header: *mut c_void, header_bytes: *const u8, header_len: usize) -> AclError;
-            /// Fail calls of the exported function `name` (an ACL symbol or
-            /// `runlanefake_launch`): after `skip` calls, the next `count` return `code`.
+            /// `runlanefake_fail_call_on` device 0.
             fn runlanefake_fail_call(name: *const c_char, code: AclError, skip: u32, count: u32) -> AclError;
-            /// End launches on `engine` ([`ENGINE_ANY`] for all) with `outcome`: after `skip`
-            /// launches, the next `count`. A [`Outcome::Latch`] writes `header_bytes` (the
-            /// caller encodes a status header with a latched code) as the status header.
+            /// Fail calls of the exported function `name` (an ACL symbol or
+            /// `runlanefake_launch`) made on device `device_id` (0 to [`MAX_DEVICES`] - 1,
+            /// else 107001): after `skip` calls, the next `count` return `code`. A call is made
+            /// on the calling thread's current device (device 0 for a thread that never bound);
+            /// `aclrtSetDevice` and `aclrtResetDeviceForce` on the device they name;
+            /// `aclInit`, `aclFinalize`, `aclrtGetDeviceCount` and `aclrtGetSocName` on device 0.
+            fn runlanefake_fail_call_on(device_id: i32, name: *const c_char, code: AclError, skip: u32, count: u32) -> AclError;
+            /// `runlanefake_fault_kernel_on` device 0.
             fn runlanefake_fault_kernel(outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
-            /// Fail async copies (`aclrtMemcpyAsync`) on their stream: after `skip` copies,
-            /// the next `count` are enqueued as usual but end with `code` when the stream
-            /// reaches them (no byte lands, the stream's error is sticky, an event recorded
-            /// after them reports `code`). A failed enqueue is `runlanefake_fail_call`'s.
+            /// End launches on device `device_id` and `engine` ([`ENGINE_ANY`] for all) with
+            /// `outcome`: after `skip` launches, the next `count`. A [`Outcome::Latch`] writes
+            /// `header_bytes` (the caller encodes a status header with a latched code) as the
+            /// status header.
+            fn runlanefake_fault_kernel_on(device_id: i32, outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
+            /// `runlanefake_fault_copy_on` device 0.
             fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError;
-            /// Remove every fault rule.
+            /// Fail async copies (`aclrtMemcpyAsync`) on device `device_id`'s streams: after
+            /// `skip` copies, the next `count` are enqueued as usual but end with `code` when
+            /// the stream reaches them (no byte lands, the stream's error is sticky, an event
+            /// recorded after them reports `code`). A failed enqueue is
+            /// `runlanefake_fail_call_on`'s.
+            fn runlanefake_fault_copy_on(device_id: i32, code: AclError, skip: u32, count: u32) -> AclError;
+            /// `runlanefake_clear_faults_on` device 0.
             fn runlanefake_clear_faults() -> AclError;
-            /// The SoC name the probe reports (NULL: `aclrtGetSocName` returns NULL). The
-            /// previous custom name's pointer dies here.
+            /// Remove every fault rule of device `device_id`.
+            fn runlanefake_clear_faults_on(device_id: i32) -> AclError;
+            /// The SoC name the probe reports, one for every device (NULL: `aclrtGetSocName`
+            /// returns NULL). The previous custom name's pointer dies here.
             fn runlanefake_set_soc_name(name: *const c_char) -> AclError;
-            /// The device count the probe reports (also the range of valid device ids).
+            /// The device count the probe reports (also the range of ids `aclrtSetDevice`
+            /// accepts); above [`MAX_DEVICES`] is 107000.
             fn runlanefake_set_device_count(count: u32) -> AclError;
-            /// Copy the counters into `out`.
+            /// `runlanefake_counters_on` device 0.
             fn runlanefake_counters(out: *mut FakeCounters) -> AclError;
+            /// Copy device `device_id`'s counters into `out`.
+            fn runlanefake_counters_on(device_id: i32, out: *mut FakeCounters) -> AclError;
         }
     };
 }
@@ -329,10 +423,21 @@ mod control {
         Ok(unsafe { std::slice::from_raw_parts(bytes, len) }.to_vec())
     }
 
+    /// The device a per-device control function names: any id below [`MAX_DEVICES`], served
+    /// or not; 107001 otherwise.
+    fn named(device_id: i32) -> Result<&'static Device, AclError> {
+        u32::try_from(device_id)
+            .ok()
+            .and_then(device::device)
+            .ok_or(ACL_ERROR_RT_INVALID_DEVICEID)
+    }
+
+    fn code(result: Result<(), AclError>) -> AclError {
+        result.err().unwrap_or(ACL_SUCCESS)
+    }
+
     pub(super) unsafe fn runlanefake_reset() -> AclError {
-        let workers = DEVICE.lock().reset_all();
-        DEVICE.notify();
-        for worker in workers {
+        for worker in device::reset_all() {
             // A worker that panicked has nothing left to clean up.
             let _ = worker.join();
         }
@@ -355,10 +460,10 @@ mod control {
             Ok(bytes) => bytes,
             Err(code) => return code,
         };
-        let mut state = DEVICE.lock();
-        if let Err(code) = state.require_context() {
-            return code;
-        }
+        let (device, mut state) = match device::current() {
+            Ok(bound) => bound,
+            Err(code) => return code,
+        };
         let Some(outcome) = Outcome::from_raw(outcome) else {
             return ACL_ERROR_RT_PARAM_INVALID;
         };
@@ -376,7 +481,8 @@ mod control {
             return ACL_ERROR_RT_PARAM_INVALID;
         }
         if !state.streams.contains_key(&(stream as u64)) {
-            return ACL_ERROR_RT_INVALID_HANDLE;
+            drop(state);
+            return device::missing_stream(device, stream as u64);
         }
         let mut kernel = device::Kernel {
             engine,
@@ -398,7 +504,8 @@ mod control {
         if queued {
             state.counters.queued_launches += 1;
         }
-        DEVICE.notify();
+        drop(state);
+        device.notify();
         ACL_SUCCESS
     }
 
@@ -408,6 +515,21 @@ mod control {
         skip: u32,
         count: u32,
     ) -> AclError {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { runlanefake_fail_call_on(0, name, code, skip, count) }
+    }
+
+    pub(super) unsafe fn runlanefake_fail_call_on(
+        device_id: i32,
+        name: *const c_char,
+        code: AclError,
+        skip: u32,
+        count: u32,
+    ) -> AclError {
+        let device = match named(device_id) {
+            Ok(device) => device,
+            Err(code) => return code,
+        };
         if name.is_null() || count == 0 {
             return ACL_ERROR_INVALID_PARAM;
         }
@@ -415,7 +537,7 @@ mod control {
         let name = unsafe { core::ffi::CStr::from_ptr(name) }
             .to_string_lossy()
             .into_owned();
-        DEVICE.lock().call_faults.push(CallFault {
+        device.lock().call_faults.push(CallFault {
             name,
             code,
             skip,
@@ -432,6 +554,25 @@ mod control {
         header_bytes: *const u8,
         header_len: usize,
     ) -> AclError {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe {
+            runlanefake_fault_kernel_on(0, outcome, engine, skip, count, header_bytes, header_len)
+        }
+    }
+
+    pub(super) unsafe fn runlanefake_fault_kernel_on(
+        device_id: i32,
+        outcome: u32,
+        engine: u32,
+        skip: u32,
+        count: u32,
+        header_bytes: *const u8,
+        header_len: usize,
+    ) -> AclError {
+        let device = match named(device_id) {
+            Ok(device) => device,
+            Err(code) => return code,
+        };
         let Some(outcome) = Outcome::from_raw(outcome) else {
             return ACL_ERROR_RT_PARAM_INVALID;
         };
@@ -443,7 +584,7 @@ mod control {
             Ok(bytes) => bytes,
             Err(code) => return code,
         };
-        DEVICE.lock().kernel_faults.push(KernelFault {
+        device.lock().kernel_faults.push(KernelFault {
             outcome,
             engine,
             skip,
@@ -454,10 +595,24 @@ mod control {
     }
 
     pub(super) unsafe fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError {
+        // SAFETY: plain values, forwarded.
+        unsafe { runlanefake_fault_copy_on(0, code, skip, count) }
+    }
+
+    pub(super) unsafe fn runlanefake_fault_copy_on(
+        device_id: i32,
+        code: AclError,
+        skip: u32,
+        count: u32,
+    ) -> AclError {
+        let device = match named(device_id) {
+            Ok(device) => device,
+            Err(code) => return code,
+        };
         if code == ACL_SUCCESS || count == 0 {
             return ACL_ERROR_RT_PARAM_INVALID;
         }
-        DEVICE
+        device
             .lock()
             .copy_faults
             .push(device::CopyFault { code, skip, count });
@@ -465,7 +620,16 @@ mod control {
     }
 
     pub(super) unsafe fn runlanefake_clear_faults() -> AclError {
-        let mut state = DEVICE.lock();
+        // SAFETY: plain value, forwarded.
+        unsafe { runlanefake_clear_faults_on(0) }
+    }
+
+    pub(super) unsafe fn runlanefake_clear_faults_on(device_id: i32) -> AclError {
+        let device = match named(device_id) {
+            Ok(device) => device,
+            Err(code) => return code,
+        };
+        let mut state = device.lock();
         state.call_faults.clear();
         state.kernel_faults.clear();
         state.copy_faults.clear();
@@ -479,20 +643,31 @@ mod control {
             // SAFETY: non-NULL and NUL-terminated by the caller's contract.
             SocName::Custom(unsafe { core::ffi::CStr::from_ptr(name) }.to_owned())
         };
-        DEVICE.lock().soc_name = soc;
+        device::process().soc_name = soc;
         ACL_SUCCESS
     }
 
     pub(super) unsafe fn runlanefake_set_device_count(count: u32) -> AclError {
-        DEVICE.lock().device_count = count;
-        ACL_SUCCESS
+        code(device::set_device_count(count))
     }
 
     pub(super) unsafe fn runlanefake_counters(out: *mut FakeCounters) -> AclError {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { runlanefake_counters_on(0, out) }
+    }
+
+    pub(super) unsafe fn runlanefake_counters_on(
+        device_id: i32,
+        out: *mut FakeCounters,
+    ) -> AclError {
+        let device = match named(device_id) {
+            Ok(device) => device,
+            Err(code) => return code,
+        };
         if out.is_null() {
             return ACL_ERROR_INVALID_PARAM;
         }
-        let counters = DEVICE.lock().counters;
+        let counters = device.lock().counters;
         // SAFETY: non-NULL and writable by the caller's contract.
         unsafe { out.write(counters) };
         ACL_SUCCESS
@@ -501,4 +676,4 @@ mod control {
 
 mod client;
 
-pub use client::{Control, ControlError, cdylib_path};
+pub use client::{Control, ControlError, DeviceControl, cdylib_path};

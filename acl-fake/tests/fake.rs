@@ -1,203 +1,23 @@
 //! The fake libascendcl, loaded through ascend-cl-sys's public loader by explicit path, as a
 //! user's machine loads the real one. Every exported function runs here.
 //!
-//! The fake is one process-wide device, so the tests serialise on a lock and reset it first.
-//! Real-time tests assert orderings and outcomes only: "not ready" comes from kernels that
-//! hang until killed, never from a short duration racing the test thread.
+//! The fake is process-wide state, so the tests serialise on a lock and reset it first
+//! (`common::session`). These tests work on device 0; tests/devices.rs checks that the
+//! devices are isolated. Real-time tests assert orderings and outcomes only: "not ready"
+//! comes from kernels that hang until killed, never from a short duration racing the test
+//! thread.
+
+mod common;
 
 use core::ffi::c_void;
-use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use ascend_cl_sys::types::*;
-use ascend_cl_sys::{Acl, AttemptFailure, Search};
+use ascend_cl_sys::{AttemptFailure, Search};
+use common::*;
 use run_lane_fake_ascendcl::{
-    CDYLIB_FILE_NAME, Control, ENGINE_AICORE, ENGINE_AICPU, ENGINE_ANY, Outcome, cdylib_path,
+    CDYLIB_FILE_NAME, DEFAULT_DEVICE_COUNT, ENGINE_AICORE, ENGINE_AICPU, ENGINE_ANY, Outcome,
 };
-
-/// Generous for a loaded 2-core machine: a wait that should succeed gets this long.
-const LONG_MS: i32 = 30_000;
-
-struct Fake {
-    acl: Acl,
-    control: Control,
-    path: PathBuf,
-}
-
-fn fake() -> &'static Fake {
-    static FAKE: OnceLock<Fake> = OnceLock::new();
-    FAKE.get_or_init(|| {
-        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
-        let acl = Acl::open(&path).unwrap_or_else(|e| panic!("{e}"));
-        let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
-        Fake { acl, control, path }
-    })
-}
-
-/// The fake, reset, with the calling thread bound to device 0; held for the whole test.
-fn session() -> (MutexGuard<'static, ()>, &'static Acl, &'static Control) {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    let guard = SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let fake = fake();
-    fake.control.reset().expect("reset");
-    // SAFETY: plain value.
-    assert_eq!(unsafe { fake.acl.aclrtSetDevice(0) }, ACL_SUCCESS);
-    (guard, &fake.acl, &fake.control)
-}
-
-fn create_stream(acl: &Acl) -> AclrtStream {
-    let mut stream: AclrtStream = std::ptr::null_mut();
-    assert_eq!(
-        // SAFETY: `stream` is a writable handle slot.
-        unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) },
-        ACL_SUCCESS
-    );
-    assert!(!stream.is_null());
-    stream
-}
-
-fn create_event(acl: &Acl) -> AclrtEvent {
-    let mut event: AclrtEvent = std::ptr::null_mut();
-    assert_eq!(
-        // SAFETY: `event` is a writable handle slot.
-        unsafe { acl.aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC) },
-        ACL_SUCCESS
-    );
-    event
-}
-
-fn malloc(acl: &Acl, size: usize) -> *mut c_void {
-    let mut ptr = std::ptr::null_mut();
-    assert_eq!(
-        // SAFETY: `ptr` is a writable pointer slot.
-        unsafe { acl.aclrtMalloc(&mut ptr, size, ACL_MEM_MALLOC_HUGE_FIRST) },
-        ACL_SUCCESS
-    );
-    ptr
-}
-
-fn to_device(acl: &Acl, dst: *mut c_void, bytes: &[u8]) -> AclError {
-    // SAFETY: `bytes` is readable for its length; the fake checks the device side.
-    unsafe {
-        acl.aclrtMemcpy(
-            dst,
-            bytes.len(),
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            ACL_MEMCPY_HOST_TO_DEVICE,
-        )
-    }
-}
-
-fn from_device(acl: &Acl, src: *const c_void, len: usize) -> Result<Vec<u8>, AclError> {
-    let mut out = vec![0_u8; len];
-    // SAFETY: `out` is writable for `len` bytes; the fake checks the device side.
-    let code = unsafe {
-        acl.aclrtMemcpy(
-            out.as_mut_ptr().cast(),
-            len,
-            src,
-            len,
-            ACL_MEMCPY_DEVICE_TO_HOST,
-        )
-    };
-    if code == ACL_SUCCESS {
-        Ok(out)
-    } else {
-        Err(code)
-    }
-}
-
-fn record(acl: &Acl, event: AclrtEvent, stream: AclrtStream) {
-    // SAFETY: handles from the fake.
-    assert_eq!(unsafe { acl.aclrtRecordEvent(event, stream) }, ACL_SUCCESS);
-}
-
-fn sync(acl: &Acl, event: AclrtEvent, timeout_ms: i32) -> AclError {
-    // SAFETY: a handle from the fake (or a stale one, which the fake rejects).
-    unsafe { acl.aclrtSynchronizeEventWithTimeout(event, timeout_ms) }
-}
-
-fn query(acl: &Acl, event: AclrtEvent) -> Result<i32, AclError> {
-    let mut status = -1;
-    // SAFETY: `status` is writable.
-    let code = unsafe { acl.aclrtQueryEventStatus(event, &mut status) };
-    if code == ACL_SUCCESS {
-        Ok(status)
-    } else {
-        Err(code)
-    }
-}
-
-fn destroy_stream(acl: &Acl, stream: AclrtStream) -> AclError {
-    // SAFETY: a handle from the fake.
-    unsafe { acl.aclrtDestroyStream(stream) }
-}
-
-fn destroy_stream_force(acl: &Acl, stream: AclrtStream) -> AclError {
-    // SAFETY: a handle from the fake.
-    unsafe { acl.aclrtDestroyStreamForce(stream) }
-}
-
-fn destroy_event(acl: &Acl, event: AclrtEvent) -> AclError {
-    // SAFETY: a handle from the fake.
-    unsafe { acl.aclrtDestroyEvent(event) }
-}
-
-fn free(acl: &Acl, ptr: *mut c_void) -> AclError {
-    // SAFETY: a device pointer from the fake (or a stale one, which the fake rejects).
-    unsafe { acl.aclrtFree(ptr) }
-}
-
-/// A kernel that never finishes on its own (the op timeout is 1091 s by default).
-fn launch_hang(control: &Control, stream: AclrtStream) {
-    control
-        .launch(
-            stream,
-            ENGINE_AICORE,
-            Duration::ZERO,
-            Outcome::Hang,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &[],
-        )
-        .expect("launch");
-}
-
-fn launch(
-    control: &Control,
-    stream: AclrtStream,
-    engine: u32,
-    ms: u64,
-) -> Result<(), run_lane_fake_ascendcl::ControlError> {
-    control.launch(
-        stream,
-        engine,
-        Duration::from_millis(ms),
-        Outcome::Ok,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        &[],
-    )
-}
-
-fn set_op_timeout_ms(acl: &Acl, ms: u64) {
-    let mut actual = 0;
-    assert_eq!(
-        // SAFETY: `actual` is writable.
-        unsafe { acl.aclrtSetOpExecuteTimeOutV2(ms * 1000, &mut actual) },
-        ACL_SUCCESS
-    );
-    assert_eq!(actual, ms * 1000);
-}
-
-fn assert_balanced(control: &Control) {
-    let counters = control.counters().expect("counters");
-    assert!(counters.balanced(), "leak: {counters:?}");
-}
 
 #[test]
 fn the_fake_loads_through_the_public_loader_under_its_own_name() {
@@ -270,7 +90,7 @@ fn init_is_idempotent_and_a_second_finalize_reports_repeat_finalize() {
 fn probe_reports_the_chosen_soc_name_and_device_count() {
     let (_guard, acl, control) = session();
     assert_eq!(acl.soc_name().as_deref(), Some("Ascend910B1"));
-    assert_eq!(acl.device_count(), Ok(1));
+    assert_eq!(acl.device_count(), Ok(DEFAULT_DEVICE_COUNT));
     control.set_soc_name(Some("Ascend950PR_9599")).expect("soc");
     control.set_device_count(2).expect("count");
     assert_eq!(acl.soc_name().as_deref(), Some("Ascend950PR_9599"));
@@ -293,7 +113,7 @@ fn a_wrong_device_id_is_rejected_and_an_unbound_thread_gets_context_null() {
     let (_guard, acl, _) = session();
     assert_eq!(
         // SAFETY: plain values.
-        unsafe { acl.aclrtSetDevice(1) },
+        unsafe { acl.aclrtSetDevice(16) },
         ACL_ERROR_RT_INVALID_DEVICEID
     );
     assert_eq!(
@@ -303,7 +123,7 @@ fn a_wrong_device_id_is_rejected_and_an_unbound_thread_gets_context_null() {
     );
     assert_eq!(
         // SAFETY: plain value.
-        unsafe { acl.aclrtResetDeviceForce(7) },
+        unsafe { acl.aclrtResetDeviceForce(16) },
         ACL_ERROR_RT_INVALID_DEVICEID
     );
     let unbound = std::thread::scope(|s| {
@@ -837,7 +657,7 @@ fn a_latch_rule_writes_the_given_status_header() {
 }
 
 #[test]
-fn a_force_reset_kills_everything_and_unbinds_every_thread() {
+fn a_force_reset_kills_everything_on_its_device_and_unbinds_the_threads_bound_to_it() {
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
     let event = create_event(acl);
@@ -952,18 +772,6 @@ fn null_out_pointers_are_rejected_not_written() {
         ACL_ERROR_INVALID_PARAM
     );
     assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
-}
-
-fn malloc_host(acl: &Acl, size: usize) -> *mut c_void {
-    let mut ptr = std::ptr::null_mut();
-    // SAFETY: `ptr` is a writable pointer slot.
-    assert_eq!(unsafe { acl.aclrtMallocHost(&mut ptr, size) }, ACL_SUCCESS);
-    ptr
-}
-
-fn stream_wait(acl: &Acl, stream: AclrtStream, event: AclrtEvent) -> AclError {
-    // SAFETY: handles from the fake (or stale ones, which the fake rejects).
-    unsafe { acl.aclrtStreamWaitEvent(stream, event) }
 }
 
 #[test]
@@ -1161,9 +969,6 @@ fn a_copy_rule_fails_the_copy_on_its_stream_and_bad_rules_are_refused() {
     assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
     assert_balanced(control);
 }
-
-/// A code no call returns on its own.
-const CODE_FAULT: AclError = 507_899;
 
 #[test]
 fn a_force_reset_reclaims_pinned_host_memory() {

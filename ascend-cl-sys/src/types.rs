@@ -28,6 +28,9 @@ pub const ACL_ERROR_RT_INVALID_DEVICEID: AclError = 107_001;
 /// `ACL_ERROR_RT_CONTEXT_NULL`: the thread never called `aclrtSetDevice` (or the device
 /// was reset since).
 pub const ACL_ERROR_RT_CONTEXT_NULL: AclError = 107_002;
+/// `ACL_ERROR_RT_STREAM_CONTEXT`: the stream is not in the calling thread's current
+/// context (a stream of another device).
+pub const ACL_ERROR_RT_STREAM_CONTEXT: AclError = 107_003;
 /// `ACL_ERROR_RT_INVALID_HANDLE`.
 pub const ACL_ERROR_RT_INVALID_HANDLE: AclError = 107_017;
 /// `ACL_ERROR_RT_STREAM_ABORT`: the stream was torn down under the caller.

@@ -96,11 +96,11 @@ fn no_device_or_a_bad_device_id_is_one_line_and_a_failure() {
     let fake = common::fake();
     let options = CheckOptions {
         library: Library::Path(fake.path.clone()),
-        device_id: 3,
+        device_id: 16,
     };
     let text = check::run(&options).to_string();
     assert_eq!(text.lines().count(), 1, "{text}");
-    assert!(text.contains("device id 3 is out of range"), "{text}");
+    assert!(text.contains("device id 16 is out of range"), "{text}");
     fake.control.set_device_count(0).unwrap();
     let report = check::run(&CheckOptions {
         device_id: 0,

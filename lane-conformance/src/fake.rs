@@ -1,6 +1,6 @@
 //! The fake libascendcl for a test or a bench: loaded once per process through
 //! ascend-cl-sys's loader by explicit path (as a user's machine loads the real library), one
-//! user at a time (the fake is one process-wide device), reset before each use.
+//! user at a time (the fake's sixteen devices are process-wide state), reset before each use.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -83,8 +83,8 @@ fn beside_a_binary() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-/// Exclusive use of the fake, reset to a fresh process's state. Held for as long as a
-/// device opened from it is in use.
+/// Exclusive use of the whole fake (every device), reset to a fresh process's state. Held for
+/// as long as a device opened from it is in use.
 #[derive(Debug)]
 pub struct FakeSession {
     _serial: MutexGuard<'static, ()>,
@@ -116,17 +116,27 @@ impl FakeSession {
         &self.fake.control
     }
 
-    /// Opens device 0 of the fake with backend-acl, as a user opens an NPU, with `profile`
-    /// (so backend-acl programs its device op timeout on the fake). The calling thread is
-    /// bound: it is the lane thread.
+    /// [`open_on`](Self::open_on) device 0.
     ///
     /// # Errors
     ///
     /// [`ConformanceError::Open`] with backend-acl's error.
     pub fn open(&self, profile: Profile) -> Result<AclDevice, ConformanceError> {
+        self.open_on(0, profile)
+    }
+
+    /// Opens device `device_id` of the fake (0 to 15 after the reset) with backend-acl, as a
+    /// user opens an NPU, with `profile` (so backend-acl programs that device's op timeout on
+    /// the fake). The calling thread is bound to it: it is the lane thread. Its fault rules
+    /// and counters are `control().device(device_id)`'s.
+    ///
+    /// # Errors
+    ///
+    /// [`ConformanceError::Open`] with backend-acl's error.
+    pub fn open_on(&self, device_id: i32, profile: Profile) -> Result<AclDevice, ConformanceError> {
         let (device, _) = AclDevice::open(AclConfig {
             library: Library::Path(self.fake.path.clone()),
-            device_id: 0,
+            device_id,
             profile: Some(profile),
             init: false,
         })

@@ -208,6 +208,8 @@ impl HostWorker for FakeWorker {
 #[derive(Debug)]
 pub struct FakeRunner {
     control: Arc<Control>,
+    /// The device whose kernel and launch rules a run's faults are armed on (the lane's).
+    device_id: i32,
     layout: HeaderLayout,
     seed: u64,
     times: RunTimes,
@@ -219,12 +221,14 @@ pub struct FakeRunner {
 }
 
 impl FakeRunner {
-    /// A runner launching kernels through `control`: each run's device time is
-    /// `times.of(seed, run)` (the simulator's own function, so a jittered workload runs the
-    /// same kernels on both backends), and headers use `layout`.
+    /// A runner launching kernels through `control` for a lane on the fake's device 0 (see
+    /// [`on_device`](Self::on_device)): each run's device time is `times.of(seed, run)` (the
+    /// simulator's own function, so a jittered workload runs the same kernels on both
+    /// backends), and headers use `layout`.
     pub fn new(control: Arc<Control>, layout: HeaderLayout, seed: u64, times: RunTimes) -> Self {
         Self {
             control,
+            device_id: 0,
             layout,
             seed,
             times,
@@ -233,6 +237,15 @@ impl FakeRunner {
             uploads: 0,
             clean_header: status_latch::encode(layout, &Latched::status(None, layout)),
         }
+    }
+
+    /// The same runner for a lane on the fake's device `device_id`: a run's faults are armed
+    /// as that device's rules. (Its kernels go to the lane's streams whatever the id: the
+    /// launch acts on the calling thread's device, the lane's.)
+    #[must_use]
+    pub const fn on_device(mut self, device_id: i32) -> Self {
+        self.device_id = device_id;
+        self
     }
 
     /// The same runner applying `plan`.
@@ -284,17 +297,17 @@ impl FakeRunner {
             }
             _ => None,
         });
+        let rules = self.control.device(self.device_id);
         match armed {
             None => {}
-            Some(Armed::Refused(code)) => self
-                .control
+            Some(Armed::Refused(code)) => rules
                 .fail_call(LAUNCH_SYMBOL, code.raw(), 0, 1)
                 .map_err(control_code)?,
             Some(Armed::Kernel(outcome, latched)) => {
                 let header = latched.map_or_else(Vec::new, |l| {
                     status_latch::encode(self.layout, &Latched::status(Some(l), self.layout))
                 });
-                self.control
+                rules
                     .fault_kernel(outcome, engine.raw(), 0, 1, &header)
                     .map_err(control_code)?;
             }

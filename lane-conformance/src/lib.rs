@@ -5,7 +5,8 @@
 //! given duration and outcome launched on the lane's streams through the fake's control
 //! surface; host-side prepare, finalise, upload), usable by any crate's tests with any
 //! `Device` whose streams are the fake's; [`FakePlan`], the simulator's fault rules mapped
-//! onto the fake's; [`FakeSession`], exclusive, reset use of the one fake per process; the
+//! onto the fake's; [`FakeSession`], exclusive, reset use of the fake (all sixteen devices)
+//! per process, opening a lane on any of its devices; the
 //! [`suite`] ([`Backend`], [`Sim`], [`AclOnFake`], [`check`]) that runs every scenario file
 //! (`scenarios/*.toml`) on each backend against the same expectations; [`Tally`], the
 //! figures a scenario compares, counted from the driver's observations; and [`bench`](mod@bench), depth

@@ -21,7 +21,7 @@
 use backend_sim::faults::{FaultCode, Injected};
 use backend_sim::{FaultKind, FaultRule, When};
 use lane_core::status_latch::AclCode;
-use run_lane_fake_ascendcl::{Control, ControlError};
+use run_lane_fake_ascendcl::{ControlError, DeviceControl};
 use thiserror::Error;
 
 use crate::fake_runner::{Engine, RunFault, RunPlan, RunSelect};
@@ -76,12 +76,12 @@ impl FakePlan {
         Ok(plan)
     }
 
-    /// Installs the fail-call rules on the fake.
+    /// Installs the fail-call rules on one device of the fake (the lane's: `control.device(id)`).
     ///
     /// # Errors
     ///
     /// [`ControlError`] if the fake refused one.
-    pub fn install(&self, control: &Control) -> Result<(), ControlError> {
+    pub fn install(&self, control: DeviceControl<'_>) -> Result<(), ControlError> {
         for rule in &self.calls {
             control.fail_call(rule.symbol, rule.code, rule.skip, rule.count)?;
         }

@@ -103,12 +103,16 @@ pub struct AclOnFake {
     pub timeouts: FakeTimeouts,
     /// Replaces every scenario's copy path (`None`: the scenario's own).
     pub copies: Option<CopyPath>,
+    /// The fake's device the lane runs on (0 by default): its faults are armed there, and no
+    /// other device may see a call.
+    pub device_id: i32,
 }
 
 /// The fake's [`Harness`]: no checks of its own during the run (the leak check follows it),
 /// and healing clears the fake's rules and turns the runner's plan off.
 struct FakeHarness {
     control: Arc<Control>,
+    device_id: i32,
     healer: Healer,
     heal_failed: Option<String>,
 }
@@ -122,7 +126,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Harness<D, R, O> for FakeHarness {
 
     fn heal(&mut self, _driver: &mut Driver<D, R, O>) {
         self.healer.heal();
-        if let Err(e) = self.control.clear_faults() {
+        if let Err(e) = self.control.device(self.device_id).clear_faults() {
             self.heal_failed = Some(e.to_string());
         }
     }
@@ -142,9 +146,11 @@ impl Backend for AclOnFake {
         let profile = self.timeouts.scale(config.lane_profile()?)?;
         let session = FakeSession::start()?;
         let control = session.control();
-        let device = session.open(profile)?;
+        let device_id = self.device_id;
+        let device = session.open_on(device_id, profile)?;
         // After open: the scenario's call counts are the lane's calls, not the probe's.
-        plan.install(control).map_err(ConformanceError::control)?;
+        plan.install(control.device(device_id))
+            .map_err(ConformanceError::control)?;
         let w = &config.workload;
         let runner = FakeRunner::new(
             Arc::clone(control),
@@ -155,9 +161,11 @@ impl Backend for AclOnFake {
                 jitter_ppm: w.jitter_ppm,
             },
         )
+        .on_device(device_id)
         .with_plan(plan.runs);
         let mut harness = FakeHarness {
             control: Arc::clone(control),
+            device_id,
             healer: runner.healer(),
             heal_failed: None,
         };
@@ -173,9 +181,19 @@ impl Backend for AclOnFake {
         let (device, _, tally) = driven.driver.into_parts();
         // Everything the lane made is given back by close; the device holds nothing else.
         drop(device);
-        control.clear_faults().map_err(ConformanceError::control)?;
-        let counters = control.counters().map_err(ConformanceError::control)?;
-        let own = leaks(driven.end, &counters).into_iter().collect();
+        let lanes = control.device(device_id);
+        lanes.clear_faults().map_err(ConformanceError::control)?;
+        let counters = lanes.counters().map_err(ConformanceError::control)?;
+        let total = control
+            .total_counters()
+            .map_err(ConformanceError::control)?;
+        let mut own: Vec<String> = leaks(driven.end, &counters).into_iter().collect();
+        if total != counters {
+            own.push(format!(
+                "the lane on device {device_id} reached other devices of the fake: all devices \
+                 {total:#?}\nits own {counters:#?}"
+            ));
+        }
         let observed = Observed {
             end: driven.end,
             outcomes: driven.outcomes,

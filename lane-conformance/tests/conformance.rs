@@ -83,6 +83,21 @@ fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake() {
 }
 
 #[test]
+fn every_scenario_meets_the_same_expectations_on_the_fakes_last_device_and_touches_no_other() {
+    // The lane's faults are armed on device 15 and the suite's leak check fails a run whose
+    // calls reached any other device (device 0 included, where the legacy rules live).
+    let (ran, failures) = failures_on(&mut AclOnFake {
+        device_id: 15,
+        ..AclOnFake::default()
+    });
+    assert!(
+        ran >= 10,
+        "only {ran} scenarios ran on backend-acl over the fake's device 15"
+    );
+    assert!(failures.is_empty(), "\n{failures}");
+}
+
+#[test]
 fn a_scenario_left_off_a_backend_says_why() {
     for scenario in scenarios() {
         if scenario.backends != BackendName::ALL {

@@ -1,5 +1,5 @@
-//! The fake libascendcl for backend-acl's tests: one process-wide device, so every test holds
-//! [`Fake`] (a lock) for its whole length and starts from a reset fake.
+//! The fake libascendcl for backend-acl's tests: process-wide state (sixteen devices), so
+//! every test holds [`Fake`] (a lock) for its whole length and starts from a reset fake.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -34,7 +34,7 @@ fn loaded() -> &'static (Control, PathBuf) {
     })
 }
 
-/// Takes the fake for this test and resets it (one device, "Ascend910B1", nothing alive).
+/// Takes the fake for this test and resets it (16 devices, "Ascend910B1", nothing alive).
 pub fn fake() -> Fake {
     static SERIAL: Mutex<()> = Mutex::new(());
     let serial = SERIAL

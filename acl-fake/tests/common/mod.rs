@@ -1,0 +1,265 @@
+//! Shared by the fake's test files: the fake loaded once per test binary through
+//! ascend-cl-sys's public loader, the session every test holds (the fake is process-wide
+//! state, so the tests of one binary serialise on a lock and reset it first), and one helper
+//! per ACL call the tests make.
+
+#![allow(dead_code, unreachable_pub)]
+
+use core::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use ascend_cl_sys::Acl;
+use ascend_cl_sys::types::*;
+use run_lane_fake_ascendcl::{Control, ENGINE_AICORE, Outcome, cdylib_path};
+
+/// Generous for a loaded 2-core machine: a wait that should succeed gets this long.
+pub const LONG_MS: i32 = 30_000;
+
+/// The loaded fake.
+pub struct Fake {
+    /// Its ACL symbols.
+    pub acl: Acl,
+    /// Its control surface.
+    pub control: Control,
+    /// Its file.
+    pub path: PathBuf,
+}
+
+/// The fake, loaded once per test binary.
+pub fn fake() -> &'static Fake {
+    static FAKE: OnceLock<Fake> = OnceLock::new();
+    FAKE.get_or_init(|| {
+        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+        let acl = Acl::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        Fake { acl, control, path }
+    })
+}
+
+/// The fake, reset, with the calling thread bound to device 0; held for the whole test.
+pub fn session() -> (MutexGuard<'static, ()>, &'static Acl, &'static Control) {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    let guard = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let fake = fake();
+    fake.control.reset().expect("reset");
+    // SAFETY: plain value.
+    assert_eq!(unsafe { fake.acl.aclrtSetDevice(0) }, ACL_SUCCESS);
+    (guard, &fake.acl, &fake.control)
+}
+
+pub fn create_stream(acl: &Acl) -> AclrtStream {
+    let mut stream: AclrtStream = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: `stream` is a writable handle slot.
+        unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) },
+        ACL_SUCCESS
+    );
+    assert!(!stream.is_null());
+    stream
+}
+
+pub fn create_event(acl: &Acl) -> AclrtEvent {
+    let mut event: AclrtEvent = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: `event` is a writable handle slot.
+        unsafe { acl.aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC) },
+        ACL_SUCCESS
+    );
+    event
+}
+
+pub fn malloc(acl: &Acl, size: usize) -> *mut c_void {
+    let mut ptr = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: `ptr` is a writable pointer slot.
+        unsafe { acl.aclrtMalloc(&mut ptr, size, ACL_MEM_MALLOC_HUGE_FIRST) },
+        ACL_SUCCESS
+    );
+    ptr
+}
+
+pub fn to_device(acl: &Acl, dst: *mut c_void, bytes: &[u8]) -> AclError {
+    // SAFETY: `bytes` is readable for its length; the fake checks the device side.
+    unsafe {
+        acl.aclrtMemcpy(
+            dst,
+            bytes.len(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            ACL_MEMCPY_HOST_TO_DEVICE,
+        )
+    }
+}
+
+pub fn from_device(acl: &Acl, src: *const c_void, len: usize) -> Result<Vec<u8>, AclError> {
+    let mut out = vec![0_u8; len];
+    // SAFETY: `out` is writable for `len` bytes; the fake checks the device side.
+    let code = unsafe {
+        acl.aclrtMemcpy(
+            out.as_mut_ptr().cast(),
+            len,
+            src,
+            len,
+            ACL_MEMCPY_DEVICE_TO_HOST,
+        )
+    };
+    if code == ACL_SUCCESS {
+        Ok(out)
+    } else {
+        Err(code)
+    }
+}
+
+pub fn record(acl: &Acl, event: AclrtEvent, stream: AclrtStream) {
+    // SAFETY: handles from the fake.
+    assert_eq!(unsafe { acl.aclrtRecordEvent(event, stream) }, ACL_SUCCESS);
+}
+
+pub fn sync(acl: &Acl, event: AclrtEvent, timeout_ms: i32) -> AclError {
+    // SAFETY: a handle from the fake (or a stale one, which the fake rejects).
+    unsafe { acl.aclrtSynchronizeEventWithTimeout(event, timeout_ms) }
+}
+
+pub fn query(acl: &Acl, event: AclrtEvent) -> Result<i32, AclError> {
+    let mut status = -1;
+    // SAFETY: `status` is writable.
+    let code = unsafe { acl.aclrtQueryEventStatus(event, &mut status) };
+    if code == ACL_SUCCESS {
+        Ok(status)
+    } else {
+        Err(code)
+    }
+}
+
+pub fn destroy_stream(acl: &Acl, stream: AclrtStream) -> AclError {
+    // SAFETY: a handle from the fake.
+    unsafe { acl.aclrtDestroyStream(stream) }
+}
+
+pub fn destroy_stream_force(acl: &Acl, stream: AclrtStream) -> AclError {
+    // SAFETY: a handle from the fake.
+    unsafe { acl.aclrtDestroyStreamForce(stream) }
+}
+
+pub fn destroy_event(acl: &Acl, event: AclrtEvent) -> AclError {
+    // SAFETY: a handle from the fake.
+    unsafe { acl.aclrtDestroyEvent(event) }
+}
+
+pub fn free(acl: &Acl, ptr: *mut c_void) -> AclError {
+    // SAFETY: a device pointer from the fake (or a stale one, which the fake rejects).
+    unsafe { acl.aclrtFree(ptr) }
+}
+
+/// A kernel that never finishes on its own (the op timeout is 1091 s by default).
+pub fn launch_hang(control: &Control, stream: AclrtStream) {
+    control
+        .launch(
+            stream,
+            ENGINE_AICORE,
+            Duration::ZERO,
+            Outcome::Hang,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &[],
+        )
+        .expect("launch");
+}
+
+pub fn launch(
+    control: &Control,
+    stream: AclrtStream,
+    engine: u32,
+    ms: u64,
+) -> Result<(), run_lane_fake_ascendcl::ControlError> {
+    control.launch(
+        stream,
+        engine,
+        Duration::from_millis(ms),
+        Outcome::Ok,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        &[],
+    )
+}
+
+pub fn set_op_timeout_ms(acl: &Acl, ms: u64) {
+    let mut actual = 0;
+    assert_eq!(
+        // SAFETY: `actual` is writable.
+        unsafe { acl.aclrtSetOpExecuteTimeOutV2(ms * 1000, &mut actual) },
+        ACL_SUCCESS
+    );
+    assert_eq!(actual, ms * 1000);
+}
+
+pub fn assert_balanced(control: &Control) {
+    let counters = control.counters().expect("counters");
+    assert!(counters.balanced(), "leak: {counters:?}");
+}
+
+pub fn malloc_host(acl: &Acl, size: usize) -> *mut c_void {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: `ptr` is a writable pointer slot.
+    assert_eq!(unsafe { acl.aclrtMallocHost(&mut ptr, size) }, ACL_SUCCESS);
+    ptr
+}
+
+pub fn stream_wait(acl: &Acl, stream: AclrtStream, event: AclrtEvent) -> AclError {
+    // SAFETY: handles from the fake (or stale ones, which the fake rejects).
+    unsafe { acl.aclrtStreamWaitEvent(stream, event) }
+}
+
+/// A code no call returns on its own.
+pub const CODE_FAULT: AclError = 507_899;
+
+/// Binds the calling thread to `device_id` (asserting success).
+pub fn bind(acl: &Acl, device_id: i32) {
+    assert_eq!(
+        // SAFETY: plain value.
+        unsafe { acl.aclrtSetDevice(device_id) },
+        ACL_SUCCESS,
+        "bind {device_id}"
+    );
+}
+
+/// `aclrtResetDeviceForce(device_id)`'s code.
+pub fn force_reset(acl: &Acl, device_id: i32) -> AclError {
+    // SAFETY: plain value.
+    unsafe { acl.aclrtResetDeviceForce(device_id) }
+}
+
+/// `aclrtSynchronizeDeviceWithTimeout`'s code.
+pub fn sync_device(acl: &Acl, timeout_ms: i32) -> AclError {
+    // SAFETY: plain value.
+    unsafe { acl.aclrtSynchronizeDeviceWithTimeout(timeout_ms) }
+}
+
+/// Asserts nothing is alive or leaked on any device.
+pub fn assert_all_balanced(control: &Control) {
+    let counters = control.total_counters().expect("counters");
+    assert!(counters.balanced(), "leak on some device: {counters:?}");
+}
+
+/// Waits until `done` holds, yielding between looks, for at most [`LONG_MS`]: for a state
+/// another thread brings about that no call can wait for (a waiter inside its wait).
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_millis(LONG_MS.unsigned_abs().into());
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// How many threads are blocked in an event sync on `device_id` now.
+pub fn blocked_event_syncs(control: &Control, device_id: i32) -> u64 {
+    control
+        .device(device_id)
+        .counters()
+        .expect("counters")
+        .blocked_event_syncs
+}
