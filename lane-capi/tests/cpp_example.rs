@@ -72,6 +72,12 @@ fn run_compiler(mut command: Command, what: &str) {
 
 /// Compiles and links the example with AddressSanitizer into a fresh temporary folder.
 fn build_example() -> PathBuf {
+    build_program("onboard_runner")
+}
+
+/// Compiles and links `examples/<name>.cpp` with AddressSanitizer into a fresh temporary
+/// folder.
+fn build_program(name: &str) -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     // `cargo test` leaves the static library in deps/ (the test's own build of the lib);
     // only `cargo build` copies it up to the profile folder. Prefer deps/: it is the one this
@@ -89,16 +95,16 @@ fn build_example() -> PathBuf {
         .clone();
     let out = temp_dir();
     let compiler = asan_cpp(&out).get_compiler();
-    let exe = out.join("onboard_runner");
+    let exe = out.join(name);
     let mut command = compiler.to_command();
     command
-        .arg(crate_dir.join("examples/onboard_runner.cpp"))
+        .arg(crate_dir.join(format!("examples/{name}.cpp")))
         .arg(&staticlib)
         // What `rustc --print native-static-libs` names for a Rust staticlib on Linux.
         .args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"])
         .arg("-o")
         .arg(&exe);
-    run_compiler(command, "compiling the example");
+    run_compiler(command, &format!("compiling {name}.cpp"));
     exe
 }
 
@@ -149,6 +155,46 @@ fn the_cpp_onboard_runner_runs_with_host_workers_on_the_simulator_under_asan() {
 fn the_cpp_onboard_runner_runs_with_host_workers_on_the_fake_acl_library_under_asan() {
     let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
     run_example(&["acl".as_ref(), fake.as_os_str(), "workers".as_ref()]);
+}
+
+/// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
+/// runs of each arm: it prints the floor and the six arms (three loops at depth two and at
+/// depth one), every run OK. Its figures are the benchmark's, not this test's.
+#[test]
+fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
+    let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+    let exe = build_program("fake_bench");
+    let output = Command::new(&exe)
+        .arg(&fake)
+        .args(["8", "1", "2000"])
+        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
+        .output()
+        .expect("the bench runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines.len(), 7, "{stdout}");
+    assert_eq!(lines[0][..3], ["floor", "2000", "6"], "{stdout}");
+    let mut arms = Vec::new();
+    for arm in &lines[1..] {
+        assert_eq!(arm[0], "arm", "{stdout}");
+        assert_eq!((arm[4], arm[5]), ("8", "8"), "every run OK: {stdout}");
+        arms.push((arm[2], arm[3]));
+    }
+    let want: Vec<(&str, &str)> = ["a", "b", "c"]
+        .iter()
+        .flat_map(|l| [(*l, "a2a3"), (*l, "a5")])
+        .collect();
+    assert_eq!(arms, want);
+    let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
 }
 
 #[test]

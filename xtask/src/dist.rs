@@ -87,13 +87,13 @@ fn parse(args: &[&str]) -> Result<Mode, String> {
 }
 
 /// The release build's products.
-struct Built {
+pub(crate) struct Built {
     /// `librun_lane.a`.
-    staticlib: PathBuf,
+    pub(crate) staticlib: PathBuf,
     /// `librun_lane.so`.
     cdylib: PathBuf,
     /// What the static library needs linked after it, as rustc prints it (`-ldl`, ...).
-    native_static_libs: Vec<String>,
+    pub(crate) native_static_libs: Vec<String>,
 }
 
 /// The cargo the xtask runs under.
@@ -103,7 +103,7 @@ fn cargo() -> Command {
 
 /// Builds lane-capi in release (both libraries, one rustc) and asks rustc for the static
 /// library's native libraries.
-fn build_release() -> Result<Built, String> {
+pub(crate) fn build_release() -> Result<Built, String> {
     println!("dist: building lane-capi (release)");
     let mut command = cargo();
     command
@@ -130,7 +130,7 @@ fn build_release() -> Result<Built, String> {
 
 /// Builds acl-fake in release and returns its cdylib's path (the fake libascendcl is never
 /// installed: only the check loads it).
-fn build_fake() -> Result<PathBuf, String> {
+pub(crate) fn build_fake() -> Result<PathBuf, String> {
     println!("dist: building acl-fake (release)");
     let mut command = cargo();
     command.args([

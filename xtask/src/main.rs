@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod capi_bench;
 mod codegen;
 mod device_check;
 mod dist;
@@ -28,9 +29,10 @@ Commands:
   bench [--repeat N] run the micro-benchmarks (N runs each, default 3) and the simulator sweep, then
                      write docs/performance.md and docs/performance-speedup.svg (on a quiet machine)
   fake-bench [--runs N]
-                     depth one against queued depth two on the fake libascendcl in real time
-                     (lane-conformance's `fake-bench`, release build); writes its section of
-                     docs/performance.md and leaves the rest of the file alone
+                     real time on the fake libascendcl, release builds: the runner loops through
+                     the C ABI (a C++ runner on librun_lane.a, each loop at depth two beside depth
+                     one, with the fake's floor), then lane-conformance's `fake-bench` arms; each
+                     writes its section of docs/performance.md and leaves the rest alone
   ci                 run what CI runs (.ci/run): fmt check, clippy, docs, `cargo test --workspace`,
                      then `cargo xtask dist --check`
   codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
@@ -112,11 +114,43 @@ fn project_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Runs lane-conformance's `fake-bench` in release and lets it write its section of
-/// docs/performance.md (between its markers; `cargo xtask bench` keeps that section).
+/// `cargo xtask fake-bench [--runs N]`: the real-time figures on the fake libascendcl, each
+/// part writing its own section of docs/performance.md (`cargo xtask bench` keeps both): first
+/// the runner loops through the C ABI (the C++ bench against the release static library,
+/// [`capi_bench`]), then lane-conformance's `fake-bench` (the three arms through the Rust API).
 fn fake_bench(args: &[&str]) -> Result<(), String> {
+    let runs = match args {
+        [] => None,
+        ["--runs", n] => Some(
+            n.parse::<u32>()
+                .ok()
+                .filter(|n| *n > 30)
+                .ok_or_else(|| format!("--runs takes a count above 30, not `{n}`"))?,
+        ),
+        other => {
+            return Err(format!(
+                "unknown arguments `{}`; use `cargo xtask fake-bench [--runs N]`",
+                other.join(" ")
+            ));
+        }
+    };
     let doc = project_root().join("docs/performance.md");
-    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let before = bench::load_average();
+    let section = capi_bench::run(
+        runs,
+        &format!("{cpus} logical CPUs, load average {before} before"),
+    )?;
+    let old =
+        std::fs::read_to_string(&doc).map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
+    std::fs::write(&doc, capi_bench::splice(&old, &section))
+        .map_err(|e| format!("cannot write {}: {e}", doc.display()))?;
+    println!("wrote the C ABI loops' section of {}", doc.display());
+    let runs = runs.map(|n| n.to_string());
+    let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+    if let Some(runs) = &runs {
+        args.extend([std::ffi::OsStr::new("--runs"), std::ffi::OsStr::new(runs)]);
+    }
     args.extend([std::ffi::OsStr::new("--write"), doc.as_os_str()]);
     run_release(
         &["-p", "lane-conformance", "--bin", "fake-bench"],
