@@ -2,7 +2,8 @@
 //
 // It does what the runtime's a2a3/a5 onboard runner does around the lane: it keeps a queue of
 // dispatches, submits them while the lane has room (RUN_LANE_STATUS_FULL means: wait for the
-// oldest outcome first), publishes new AICore code once, sees one dispatch fail in its AICore
+// oldest outcome first; the loop docs/embedding.md recommends, which keeps every successor
+// queued behind its running predecessor), publishes new AICore code once, sees one dispatch fail in its AICore
 // launch, closes the lane and collects every outcome. The runner's callbacks keep its
 // bookkeeping; on the simulator backend the simulated device then runs the kernels.
 //

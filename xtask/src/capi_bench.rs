@@ -187,7 +187,7 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
     );
     let _ = writeln!(
         out,
-        "Reproduce: `cargo xtask fake-bench` (writes this section and the next). \
+        "Reproduce: `cargo xtask fake-bench` (writes this section and the one before). \
          `cargo test -p lane-capi --test cpp_example` builds the same program against the test \
          build and runs a few runs of each arm."
     );
