@@ -9,7 +9,6 @@
 mod apply;
 mod invariants;
 mod items;
-mod launch_wait;
 mod poison;
 mod schedule;
 mod slots;

@@ -104,6 +104,17 @@ impl Lane {
         ahead
     }
 
+    /// Whether the run at `idx`, its turn come, is held back from launching by the lane's
+    /// own rules: a run with diagnostics, or one behind it, runs alone (L-3), and the pair
+    /// holds at most the launch depth (L-11). Stream readiness is the pair's to say.
+    pub(super) fn launch_held_back(&self, idx: usize, ahead: Ahead) -> bool {
+        if (self.run(idx).diagnostics || ahead.diagnostics) && ahead.live_run {
+            return true;
+        }
+        let on_pair = self.live_runs().filter(|r| r.phase.on_pair()).count();
+        on_pair >= usize::from(self.profile.launch_depth().get())
+    }
+
     /// The oldest run in `phase`, with what stands before it, if its turn has come: every
     /// earlier run has launched (or never will) and no publication before it is unfinished
     /// (L-2, L-12).
