@@ -30,7 +30,8 @@ macro_rules! for_each_acl_function {
             fn aclrtGetDeviceCount(count: *mut u32) -> $crate::AclError;
             /// `aclrtGetSocName()`: device 0's SoC name, NULL on failure.
             fn aclrtGetSocName() -> *const ::core::ffi::c_char;
-            /// `aclrtSynchronizeDeviceWithTimeout(ms)`: bounded drain; 507046 on timeout.
+            /// `aclrtSynchronizeDeviceWithTimeout(ms)`: bounded drain of the calling thread's
+            /// current device; 507046 on timeout. The lane's completion waiter makes it.
             fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> $crate::AclError;
             /// `aclrtSetOpExecuteTimeOutV2(µs, &actual)`: the device op timeout.
             fn aclrtSetOpExecuteTimeOutV2(timeout_us: u64, actual_timeout_us: *mut u64) -> $crate::AclError;
@@ -47,7 +48,10 @@ macro_rules! for_each_acl_function {
             /// `aclrtQueryEventStatus(event, &status)`: 1 complete (also never recorded), 0 not ready.
             fn aclrtQueryEventStatus(event: $crate::AclrtEvent, status: *mut i32) -> $crate::AclError;
             /// `aclrtSynchronizeEventWithTimeout(event, ms)`: `ms` is -1 or > 0; 507047 on timeout;
-            /// a never-recorded event returns 0 at once.
+            /// a never-recorded event returns 0 at once. Any thread bound to the event's device
+            /// may wait on it (the lane's completion waiter does, while the lane thread records
+            /// other events), after the record in a known order (ascend-cl.md §2.4), and never
+            /// while the event is destroyed; a force reset ends the wait with an error.
             fn aclrtSynchronizeEventWithTimeout(event: $crate::AclrtEvent, timeout_ms: i32) -> $crate::AclError;
             /// `aclrtDestroyEvent(event)`: non-blocking.
             fn aclrtDestroyEvent(event: $crate::AclrtEvent) -> $crate::AclError;

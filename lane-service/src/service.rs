@@ -755,7 +755,7 @@ fn decide<D: Device, R: Runner<D>>(
         // poison abandoned its run), names an older ticket: dropped.
         if let Some(out) = shared.wait_out.filter(|out| out.ticket == ticket) {
             shared.wait_out = None;
-            shared.apply_wait(cx, out, waited.wait, waited.message)?;
+            shared.apply_wait(cx, out, waited.wait, waited.message, true)?;
         }
     }
     if cx.shutdown && !shared.closed_for_shutdown {
@@ -787,7 +787,9 @@ fn decide<D: Device, R: Runner<D>>(
             Some(out) if now >= out.bound => {
                 shared.wait_out = None;
                 let answer = out.wait.answer_at_bound(now);
-                shared.apply_wait(cx, out, answer, None)?;
+                // Past the deadline the lane poisons; were the run still awaiting, nothing
+                // would be out and the settle check below would report the lane stuck.
+                shared.apply_wait(cx, out, answer, None, false)?;
             }
             _ => break,
         }
@@ -843,15 +845,16 @@ impl Shared {
         }
     }
 
-    /// Feeds the answer to the wait `out` (taken off `wait_out` already) to the lane. A run
-    /// still awaiting after it (a waiter's early expiry, which the lane ignores) gets the same
-    /// wait again.
+    /// Feeds the answer to the wait `out` (taken off `wait_out` already) to the lane. With
+    /// `again`, a run still awaiting after it (a waiter's early expiry, which the lane
+    /// ignores) gets the same wait again.
     fn apply_wait(
         &mut self,
         cx: &mut Step<'_, Self>,
         out: WaitOut,
         answer: Wait,
         message: Option<String>,
+        again: bool,
     ) -> Result<(), DriverError> {
         let now = self.now;
         match answer {
@@ -859,7 +862,7 @@ impl Shared {
             Wait::Expired(at) => self.steps.expire(now.max(at))?,
             Wait::Pending => {}
         }
-        if !matches!(answer, Wait::Answered(_)) && self.still_asked(&out.wait) {
+        if again && !matches!(answer, Wait::Answered(_)) && self.still_asked(&out.wait) {
             self.hand_wait(cx, out.wait);
         }
         Ok(())
