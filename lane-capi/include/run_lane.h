@@ -6,8 +6,10 @@
  * (RunLaneRunner) are called on the lane's own thread only, one at a time; from a callback,
  * run_lane_wait and run_lane_destroy return RUN_LANE_STATUS_WRONG_THREAD.
  *
- * Errors: every function returns a RunLaneStatus; on failure run_lane_last_error() has a
- * message on the calling thread, valid until that thread's next run_lane_* call.
+ * Errors: every function returns a RunLaneStatus. A call that fails leaves a one-line
+ * message for run_lane_last_error() on the calling thread, saying what to do; a call that
+ * succeeds (RUN_LANE_STATUS_OK, or RUN_LANE_STATUS_EMPTY from run_lane_poll) clears it to "".
+ * The string is valid until that thread's next run_lane_* call.
  *
  * Lifetimes: outcomes and close reports are copied into the caller's structs; the handle is
  * an opaque token, valid from run_lane_create to run_lane_destroy. See docs/embedding.md. */
@@ -55,7 +57,8 @@
 #define RUN_LANE_LINE_BYTES 1024
 
 // What every `run_lane_*` function returns. Anything but `OK` (and `EMPTY` from
-// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread.
+// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread that says
+// what to do; `OK` and `EMPTY` clear it to "".
 enum RunLaneStatus
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
   : uint32_t
@@ -438,7 +441,8 @@ typedef struct RunLaneConfig {
   // ACL: the device id (`aclrtSetDevice`).
   int32_t device_id;
   // ACL: the libascendcl to open, or NULL to search (`RUN_LANE_ACL_LIB`,
-  // `ASCEND_HOME_PATH`, ...). Copied during `run_lane_create`.
+  // `ASCEND_HOME_PATH`, ...). An empty string is refused (`INVALID_CONFIG`). Copied during
+  // `run_lane_create`.
   const char *acl_library_path;
   // Simulator: the seed of its one random stream.
   uint64_t sim_seed;
@@ -489,8 +493,11 @@ extern "C" {
 uint32_t run_lane_abi_version(void);
 
 // The calling thread's last error message: a NUL-terminated string owned by the library,
-// valid until the next `run_lane_*` call on this thread (copy it to keep it). "" when the
-// thread's calls have not failed yet.
+// valid until the next `run_lane_*` call on this thread (copy it to keep it). It belongs to
+// the thread's latest call that returned a status: every such call that fails sets it, and
+// every one that returns `OK` (or `EMPTY` from `run_lane_poll`) clears it to "". So it is ""
+// after a success and before the thread's first call; it is never an older failure's text.
+// This function and `run_lane_abi_version` leave it as it is.
 const char *run_lane_last_error(void);
 
 // Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's

@@ -265,8 +265,11 @@ pub extern "C" fn run_lane_abi_version() -> u32 {
 }
 
 /// The calling thread's last error message: a NUL-terminated string owned by the library,
-/// valid until the next `run_lane_*` call on this thread (copy it to keep it). "" when the
-/// thread's calls have not failed yet.
+/// valid until the next `run_lane_*` call on this thread (copy it to keep it). It belongs to
+/// the thread's latest call that returned a status: every such call that fails sets it, and
+/// every one that returns `OK` (or `EMPTY` from `run_lane_poll`) clears it to "". So it is ""
+/// after a success and before the thread's first call; it is never an older failure's text.
+/// This function and `run_lane_abi_version` leave it as it is.
 #[unsafe(no_mangle)]
 pub extern "C" fn run_lane_last_error() -> *const c_char {
     last_error_ptr()

@@ -189,6 +189,16 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
                 let path = path.to_str().map_err(|_| {
                     invalid("acl_library_path is not UTF-8; pass a UTF-8 path".to_owned())
                 })?;
+                // The loader would be handed an empty name, and dlopen("") answers with
+                // the program itself: a lane on whatever libascendcl it happens to have.
+                if path.is_empty() {
+                    return Err(invalid(
+                        "acl_library_path is \"\" (an empty path); pass NULL to search for \
+                         libascendcl (RUN_LANE_ACL_LIB, ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, the \
+                         default prefixes) or the path to the library"
+                            .to_owned(),
+                    ));
+                }
                 Some(PathBuf::from(path))
             };
             if config.runner.launch_aicore.is_none() || config.runner.launch_aicpu.is_none() {
@@ -298,6 +308,39 @@ mod tests {
         ] {
             assert_eq!(read_err(&config).status, RunLaneStatus::InvalidConfig);
         }
+    }
+
+    #[test]
+    fn an_empty_library_path_is_refused_with_what_to_pass_instead() {
+        unsafe extern "C" fn launch(
+            _: *mut core::ffi::c_void,
+            _: *mut core::ffi::c_void,
+            _: *const crate::types::RunLaneRunArgs,
+        ) -> i32 {
+            0
+        }
+        let mut config = default_config();
+        config.runner.launch_aicore = Some(launch);
+        config.runner.launch_aicpu = Some(launch);
+        config.acl_library_path = c"".as_ptr();
+        // SAFETY: a NUL-terminated (empty) path.
+        let error = unsafe { read(&config) }.unwrap_err();
+        assert_eq!(error.status, RunLaneStatus::InvalidConfig);
+        assert!(
+            error.message.contains("acl_library_path") && error.message.contains("pass NULL"),
+            "{}",
+            error.message
+        );
+        config.acl_library_path = c"/opt/libascendcl.so".as_ptr();
+        // SAFETY: a NUL-terminated path.
+        let settings = unsafe { read(&config) }.unwrap();
+        assert_eq!(
+            settings.backend,
+            BackendChoice::Acl {
+                device_id: 0,
+                library: Some(PathBuf::from("/opt/libascendcl.so"))
+            }
+        );
     }
 
     #[test]

@@ -37,7 +37,8 @@ pub const RUN_LANE_HINT_BYTES: usize = 512;
 pub const RUN_LANE_LINE_BYTES: usize = 1024;
 
 /// What every `run_lane_*` function returns. Anything but `OK` (and `EMPTY` from
-/// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread.
+/// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread that says
+/// what to do; `OK` and `EMPTY` clear it to "".
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunLaneStatus {
@@ -196,7 +197,8 @@ pub struct RunLaneConfig {
     /// ACL: the device id (`aclrtSetDevice`).
     pub device_id: i32,
     /// ACL: the libascendcl to open, or NULL to search (`RUN_LANE_ACL_LIB`,
-    /// `ASCEND_HOME_PATH`, ...). Copied during `run_lane_create`.
+    /// `ASCEND_HOME_PATH`, ...). An empty string is refused (`INVALID_CONFIG`). Copied during
+    /// `run_lane_create`.
     pub acl_library_path: *const c_char,
     /// Simulator: the seed of its one random stream.
     pub sim_seed: u64,

@@ -448,3 +448,86 @@ fn the_outcome_callback_sees_every_outcome_in_order_on_the_lane_thread() {
     let lane_thread = state.threads.lock().unwrap()[0];
     assert!(seen.iter().all(|(_, thread)| *thread == lane_thread));
 }
+
+#[test]
+fn every_call_that_succeeds_clears_the_threads_last_error() {
+    // A failure leaves a message; the next call that returns OK (or EMPTY) clears it.
+    let fail = || {
+        assert_eq!(
+            submit(std::ptr::null_mut(), 1, false),
+            Err(RunLaneStatus::InvalidHandle)
+        );
+        assert!(last_error().contains("handle"), "{}", last_error());
+    };
+    let state = State::default();
+    let config = sim_config(&state);
+    fail();
+    let mut filled = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    // SAFETY: a valid place for a config.
+    assert_eq!(
+        unsafe { run_lane_config_default(filled.as_mut_ptr()) },
+        RunLaneStatus::Ok
+    );
+    assert_eq!(last_error(), "", "run_lane_config_default");
+    fail();
+    let lane = create(&config);
+    assert_eq!(last_error(), "", "run_lane_create");
+    fail();
+    let run = submit(lane, 1, false).unwrap();
+    assert_eq!(last_error(), "", "run_lane_submit");
+    fail();
+    let mut publication = 0;
+    // SAFETY: a valid out pointer.
+    assert_eq!(
+        unsafe { run_lane_publish(lane, 3, &raw mut publication) },
+        RunLaneStatus::Ok
+    );
+    assert_eq!(last_error(), "", "run_lane_publish");
+    fail();
+    wait(lane, run, 10_000).unwrap();
+    assert_eq!(last_error(), "", "run_lane_wait");
+    wait(lane, publication, 10_000).unwrap();
+    fail();
+    let mut outcome = std::mem::MaybeUninit::uninit();
+    // SAFETY: a valid out pointer.
+    let polled = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
+    assert_eq!(polled, RunLaneStatus::Empty);
+    assert_eq!(last_error(), "", "run_lane_poll returning EMPTY");
+    fail();
+    // SAFETY: the report is optional.
+    assert_eq!(
+        unsafe { run_lane_close(lane, std::ptr::null_mut()) },
+        RunLaneStatus::Ok
+    );
+    assert_eq!(last_error(), "", "run_lane_close");
+    fail();
+    destroy(lane);
+    assert_eq!(last_error(), "", "run_lane_destroy");
+    // The two functions that return no status leave the message alone.
+    fail();
+    let _ = run_lane_abi_version();
+    assert!(last_error().contains("handle"), "{}", last_error());
+}
+
+#[test]
+fn an_empty_acl_library_path_is_an_invalid_config_that_says_to_pass_null() {
+    let state = State::default();
+    let mut config = sim_config(&state);
+    config.backend = RunLaneBackend::Acl as u32;
+    unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRunArgs) -> i32 {
+        0
+    }
+    config.runner.launch_aicore = Some(launch);
+    config.runner.launch_aicpu = Some(launch);
+    config.acl_library_path = c"".as_ptr();
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: valid config (a NUL-terminated path) and out pointer.
+    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
+    assert_eq!(status, RunLaneStatus::InvalidConfig);
+    assert!(
+        last_error().contains("pass NULL to search"),
+        "{}",
+        last_error()
+    );
+    assert!(lane.is_null(), "no lane was opened");
+}
