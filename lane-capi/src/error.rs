@@ -61,7 +61,11 @@ pub fn clear_last_error() {
 /// This thread's last error message ("" after a success): valid until the next `run_lane_*`
 /// call on this thread.
 pub fn last_error_ptr() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ref().map_or(c"".as_ptr(), |text| text.as_ptr()))
+    LAST_ERROR.with(|last| {
+        last.borrow()
+            .as_ref()
+            .map_or(c"".as_ptr(), |text| text.as_ptr())
+    })
 }
 
 /// Runs `body` at the C boundary: its error becomes the status and the thread's last error,

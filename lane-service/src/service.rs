@@ -6,8 +6,8 @@ use lane_core::{
 };
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DeviceWait, DriverError, Executor, HostWorker,
-    LaneSteps, NoObserver, Report, Runner, Turn, Wait, is_host_work, run_device_wait,
-    run_host_work, wait_failed,
+    LaneSteps, NoObserver, Report, Runner, Turn, Wait, host_work_failed, is_host_work,
+    run_device_wait, run_host_work, wait_failed,
 };
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -153,8 +153,10 @@ impl Delivers for Shared {
 
 /// A host worker's answer to a job.
 enum WorkerAnswer {
-    /// The worker ran the job; this event answers it.
-    Answered(Event),
+    /// The worker ran the job; this event answers it, with the device's text about a failed
+    /// prepare or finalise, read on the worker's thread (ACL keeps it per thread). Only a
+    /// failure allocates it.
+    Answered(Event, Option<String>),
     /// The worker could not bind the device ([`HostWorker::bind`]): the lane thread, always
     /// bound, runs the job itself with its own runner.
     HandedBack(Effect),
@@ -611,7 +613,16 @@ fn host_worker(
             // Unbound (its first job after a force reset, say) and unable to bind: the job
             // goes back to the lane thread, so the runner's prepare or finalise still runs.
             let answer = match worker.bind() {
-                Ok(()) => run_host_work(&mut *worker, job).map(WorkerAnswer::Answered),
+                Ok(()) => run_host_work(&mut *worker, job).map(|event| {
+                    // Read right after the failed call, before the worker's thread makes
+                    // another, as the lane thread does after its own.
+                    let message = if host_work_failed(&event) {
+                        worker.recent_error_message()
+                    } else {
+                        None
+                    };
+                    WorkerAnswer::Answered(event, message)
+                }),
                 Err(_) => Some(WorkerAnswer::HandedBack(job)),
             };
             if let Some(answer) = answer {
@@ -740,8 +751,9 @@ fn decide<D: Device, R: Runner<D>>(
     shared.now = now;
     while let Some(answer) = cx.answer() {
         match answer {
-            // A worker's call is not the lane thread's: no device text goes with its failure.
-            WorkerAnswer::Answered(event) => shared.steps.feed(now, event, None)?,
+            // The device's text about a failed prepare or finalise came from the worker's
+            // own thread: it reaches the outcome's line as a lane-thread failure's does.
+            WorkerAnswer::Answered(event, message) => shared.steps.feed(now, event, message)?,
             // Executing a handed-back finalise releases the slot's events again, which
             // `hand_off` already did: harmless, the lane leases the slot to no other run
             // before the finalise is answered. The answers left are taken by the next step,
