@@ -3,8 +3,28 @@
  * `RUN_LANE_BLESS=1 cargo test -p lane-capi --test header`.
  *
  * Threads: every function may be called from any thread. The runner's callbacks
- * (RunLaneRunner) are called on the lane's own thread only, one at a time; from a callback,
- * run_lane_wait and run_lane_destroy return RUN_LANE_STATUS_WRONG_THREAD.
+ * (RunLaneRunner) are called on the lane's own thread, one at a time (prepare and finalise
+ * on host workers instead when RunLaneConcurrency and RunLaneConfig.workers ask for it).
+ *
+ * Re-entrance: what a callback may call. The answer is the same from every callback
+ * (prepare, launch_aicore, launch_aicpu, finalise, upload_code, on_outcome), on the lane
+ * thread or a host worker:
+ *
+ *   call made from a callback       on its own lane         on another lane
+ *   run_lane_submit                 allowed                 allowed
+ *   run_lane_publish                allowed                 allowed
+ *   run_lane_poll                   allowed (takes it)      allowed
+ *   run_lane_close                  allowed                 allowed
+ *   run_lane_wait                   WRONG_THREAD            WRONG_THREAD
+ *   run_lane_destroy                WRONG_THREAD            WRONG_THREAD
+ *   run_lane_create                 -                       WRONG_THREAD (a new lane)
+ *   run_lane_config_default, run_lane_abi_version, run_lane_last_error: allowed
+ *
+ * The allowed calls return at once and answer as from any thread (a submit may be FULL; a
+ * close still gives every accepted item its outcome, the current one included). The refused
+ * ones block: on the callback's own lane they would wait for the thread they run on, on
+ * another lane they would stall this lane's thread (and two lanes waiting on each other
+ * would never wake); make them from the runtime's own threads. The refusal changes nothing.
  *
  * Errors: every function returns a RunLaneStatus. A call that fails leaves a one-line
  * message for run_lane_last_error() on the calling thread, saying what to do; a call that
@@ -98,8 +118,9 @@ enum RunLaneStatus
   RUN_LANE_STATUS_UNKNOWN_ITEM = 13,
   // `run_lane_wait`: the item's outcome was already taken (by a poll or another wait).
   RUN_LANE_STATUS_ALREADY_TAKEN = 14,
-  // Called from a runner callback (the lane thread) where it would wait on that thread
-  // itself: `run_lane_wait` and `run_lane_destroy`.
+  // A call that blocks (`run_lane_wait`, `run_lane_destroy`, `run_lane_create`) was made
+  // from a runner callback, of this lane or another: it would stall the callback's lane (on
+  // its own lane wait for itself). Make it from another thread.
   RUN_LANE_STATUS_WRONG_THREAD = 15,
   // A panic inside the library was caught at the boundary; the message has it.
   RUN_LANE_STATUS_PANIC = 16,
@@ -374,17 +395,20 @@ typedef struct RunLaneConcurrency {
 } RunLaneConcurrency;
 
 // The runner's callbacks: the embedding runtime's work for each run. Every callback is
-// called **on the lane thread only**, one at a time, never concurrently with another
-// callback of the same lane; `user` is passed back unchanged. A NULL callback succeeds
+// called **on the lane thread**, one at a time, never concurrently with another callback of
+// the same lane, except `prepare` and `finalise` when `concurrency.off_lane_thread` and the
+// config's `workers` move them to host workers (see `RunLaneConcurrency`); `user` is passed
+// back unchanged. A NULL callback succeeds
 // without doing anything (allowed on the simulator; on ACL the two launches are required).
 //
 // Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
 // failure, or a device poison and recovery). `prepare` may also return
 // `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
 // `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
-// not cross into the library) and must not call `run_lane_wait` or `run_lane_destroy` on
-// its own lane (they return `WRONG_THREAD`); `submit`, `publish`, `poll` and `close` are
-// allowed.
+// not cross into the library). From any callback, on its own lane or another, `submit`,
+// `publish`, `poll` and `close` are allowed; `run_lane_wait`, `run_lane_destroy` and
+// `run_lane_create` block and return `WRONG_THREAD` (the header's top comment has the
+// table).
 typedef struct RunLaneRunner {
   // Passed to every callback; the library never reads it.
   void *user;
@@ -510,7 +534,8 @@ RunLaneStatus run_lane_config_default(struct RunLaneConfig *config);
 
 // Creates a lane: validates `config`, starts the lane thread, opens the backend on it and
 // writes the new handle to `*lane_out`. The handle is an opaque token: pass it to the other
-// functions from any thread, and to `run_lane_destroy` once.
+// functions from any thread, and to `run_lane_destroy` once. Refused (`WRONG_THREAD`) from a
+// runner callback of any lane: it blocks while the new lane starts.
 //
 // # Safety
 //
@@ -523,8 +548,8 @@ RunLaneStatus run_lane_create(const struct RunLaneConfig *config,
 
 // Destroys a lane: closes it if still open, lets launched runs finish (each bounded by its
 // deadline), joins the lane thread, and invalidates the handle. Outcomes not taken are
-// dropped. Refused (`WRONG_THREAD`) from a runner callback. A second destroy of the same
-// handle returns `INVALID_HANDLE`.
+// dropped. Refused (`WRONG_THREAD`) from a runner callback of any lane (it waits for the
+// lane's threads). A second destroy of the same handle returns `INVALID_HANDLE`.
 //
 // # Safety
 //
@@ -573,7 +598,8 @@ RunLaneStatus run_lane_poll(struct RunLane *lane,
 
 // Blocks the calling thread until item `id`'s outcome (a run or publication id) or
 // `timeout_ms` passes, and takes it: `OK`, `TIMED_OUT` (it can be waited for again),
-// `UNKNOWN_ITEM`, `ALREADY_TAKEN`, `LOST`. Refused (`WRONG_THREAD`) from a runner callback.
+// `UNKNOWN_ITEM`, `ALREADY_TAKEN`, `LOST`. Refused (`WRONG_THREAD`) from a runner callback of
+// any lane (take outcomes there with `run_lane_poll`).
 //
 // # Safety
 //

@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_thread_that_never_failed_reads_an_empty_message() {
-        let empty = std::thread::spawn(|| last()).join().unwrap();
+        let empty = std::thread::spawn(last).join().unwrap();
         assert_eq!(empty, "");
     }
 

@@ -76,8 +76,9 @@ pub enum RunLaneStatus {
     UnknownItem = 13,
     /// `run_lane_wait`: the item's outcome was already taken (by a poll or another wait).
     AlreadyTaken = 14,
-    /// Called from a runner callback (the lane thread) where it would wait on that thread
-    /// itself: `run_lane_wait` and `run_lane_destroy`.
+    /// A call that blocks (`run_lane_wait`, `run_lane_destroy`, `run_lane_create`) was made
+    /// from a runner callback, of this lane or another: it would stall the callback's lane (on
+    /// its own lane wait for itself). Make it from another thread.
     WrongThread = 15,
     /// A panic inside the library was caught at the boundary; the message has it.
     Panic = 16,
@@ -107,17 +108,20 @@ pub enum RunLaneBackend {
 }
 
 /// The runner's callbacks: the embedding runtime's work for each run. Every callback is
-/// called **on the lane thread only**, one at a time, never concurrently with another
-/// callback of the same lane; `user` is passed back unchanged. A NULL callback succeeds
+/// called **on the lane thread**, one at a time, never concurrently with another callback of
+/// the same lane, except `prepare` and `finalise` when `concurrency.off_lane_thread` and the
+/// config's `workers` move them to host workers (see `RunLaneConcurrency`); `user` is passed
+/// back unchanged. A NULL callback succeeds
 /// without doing anything (allowed on the simulator; on ACL the two launches are required).
 ///
 /// Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
 /// failure, or a device poison and recovery). `prepare` may also return
 /// `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
 /// `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
-/// not cross into the library) and must not call `run_lane_wait` or `run_lane_destroy` on
-/// its own lane (they return `WRONG_THREAD`); `submit`, `publish`, `poll` and `close` are
-/// allowed.
+/// not cross into the library). From any callback, on its own lane or another, `submit`,
+/// `publish`, `poll` and `close` are allowed; `run_lane_wait`, `run_lane_destroy` and
+/// `run_lane_create` block and return `WRONG_THREAD` (the header's top comment has the
+/// table).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneRunner {

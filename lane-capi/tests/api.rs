@@ -464,10 +464,8 @@ fn every_call_that_succeeds_clears_the_threads_last_error() {
     fail();
     let mut filled = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
     // SAFETY: a valid place for a config.
-    assert_eq!(
-        unsafe { run_lane_config_default(filled.as_mut_ptr()) },
-        RunLaneStatus::Ok
-    );
+    let defaulted = unsafe { run_lane_config_default(filled.as_mut_ptr()) };
+    assert_eq!(defaulted, RunLaneStatus::Ok);
     assert_eq!(last_error(), "", "run_lane_config_default");
     fail();
     let lane = create(&config);
@@ -478,10 +476,8 @@ fn every_call_that_succeeds_clears_the_threads_last_error() {
     fail();
     let mut publication = 0;
     // SAFETY: a valid out pointer.
-    assert_eq!(
-        unsafe { run_lane_publish(lane, 3, &raw mut publication) },
-        RunLaneStatus::Ok
-    );
+    let published = unsafe { run_lane_publish(lane, 3, &raw mut publication) };
+    assert_eq!(published, RunLaneStatus::Ok);
     assert_eq!(last_error(), "", "run_lane_publish");
     fail();
     wait(lane, run, 10_000).unwrap();
@@ -495,10 +491,8 @@ fn every_call_that_succeeds_clears_the_threads_last_error() {
     assert_eq!(last_error(), "", "run_lane_poll returning EMPTY");
     fail();
     // SAFETY: the report is optional.
-    assert_eq!(
-        unsafe { run_lane_close(lane, std::ptr::null_mut()) },
-        RunLaneStatus::Ok
-    );
+    let closed = unsafe { run_lane_close(lane, std::ptr::null_mut()) };
+    assert_eq!(closed, RunLaneStatus::Ok);
     assert_eq!(last_error(), "", "run_lane_close");
     fail();
     destroy(lane);

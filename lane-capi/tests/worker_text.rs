@@ -104,10 +104,8 @@ fn text(buffer: &[core::ffi::c_char]) -> String {
 fn lines(path: &std::ffi::CStr, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> {
     let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
     // SAFETY: a valid place for a config.
-    assert_eq!(
-        unsafe { run_lane_config_default(config.as_mut_ptr()) },
-        RunLaneStatus::Ok
-    );
+    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
+    assert_eq!(filled, RunLaneStatus::Ok);
     // SAFETY: filled by run_lane_config_default.
     let mut config = unsafe { config.assume_init() };
     config.acl_library_path = path.as_ptr();
