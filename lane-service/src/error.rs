@@ -58,6 +58,14 @@ pub enum ServiceError {
     /// error); the lane accepts nothing more.
     #[error("the lane is lost: {0}")]
     Lost(LostCause),
+    /// [`LaneHandle::shut_down`](crate::LaneHandle::shut_down) was called on one of the
+    /// lane's own threads (from the outcome callback, or a host worker's runner call), where it
+    /// would join itself; the shutdown is asked for all the same, and the last handle's drop
+    /// joins the threads.
+    #[error(
+        "shut_down was called on the lane's own thread (the outcome callback or a host worker), which it would join; the shutdown goes on, call shut_down from another thread to wait for it"
+    )]
+    OwnThread,
 }
 
 /// Why [`LaneHandle::wait`](crate::LaneHandle::wait) returned without the item's outcome.
