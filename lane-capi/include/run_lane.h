@@ -16,7 +16,7 @@
  *   run_lane_poll                   allowed (takes it)      allowed
  *   run_lane_close                  allowed                 allowed
  *   run_lane_wait                   WRONG_THREAD            WRONG_THREAD
- *   run_lane_destroy                WRONG_THREAD            WRONG_THREAD
+ *   run_lane_destroy(_with_report)  WRONG_THREAD            WRONG_THREAD
  *   run_lane_create                 -                       WRONG_THREAD (a new lane)
  *   run_lane_config_default, run_lane_abi_version, run_lane_last_error: allowed
  *
@@ -30,6 +30,11 @@
  * message for run_lane_last_error() on the calling thread, saying what to do; a call that
  * succeeds (RUN_LANE_STATUS_OK, or RUN_LANE_STATUS_EMPTY from run_lane_poll) clears it to "".
  * The string is valid until that thread's next run_lane_* call.
+ *
+ * Teardown: once every item has its outcome the lane destroys its streams; a failed destroy
+ * is retried at once, and once more by run_lane_destroy. A stream that survives is named in
+ * the close report (streams_left, its code, teardown_line): final from
+ * run_lane_destroy_with_report.
  *
  * Lifetimes: outcomes and close reports are copied into the caller's structs; the handle is
  * an opaque token, valid from run_lane_create to run_lane_destroy. See docs/embedding.md. */
@@ -45,8 +50,10 @@
 
 // The ABI version this library implements. A config whose `abi_version` differs is refused
 // with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
-// on any change to a struct's layout or a function's signature.
-#define RUN_LANE_ABI_VERSION 2
+// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
+// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
+// `run_lane_destroy_with_report` returns the final report.
+#define RUN_LANE_ABI_VERSION 3
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -72,8 +79,9 @@
 // Bytes of `RunLaneOutcome::hint`, NUL included.
 #define RUN_LANE_HINT_BYTES 512
 
-// Bytes of `RunLaneOutcome::failure_line` and `RunLaneCloseReport::poison_line`, NUL
-// included. A longer line is cut at a character boundary.
+// Bytes of `RunLaneOutcome::failure_line`, `RunLaneCloseReport::poison_line` and
+// `RunLaneCloseReport::teardown_line`, NUL included. A longer line is cut at a character
+// boundary.
 #define RUN_LANE_LINE_BYTES 1024
 
 // What every `run_lane_*` function returns. Anything but `OK` (and `EMPTY` from
@@ -254,9 +262,11 @@ enum RunLaneState
   RUN_LANE_STATE_LOST = 2,
   // Closing: launched runs finish, the rest are cancelled.
   RUN_LANE_STATE_CLOSING = 3,
-  // Every item has its outcome; the stream pair is being destroyed.
+  // Every item has its outcome; the stream pair is being destroyed (a failed destroy is
+  // retried once at once).
   RUN_LANE_STATE_RELEASING_STREAMS = 4,
-  // Every item has its outcome; the streams are destroyed.
+  // Every item has its outcome and the teardown ended: the streams are destroyed, except
+  // those the report names in `streams_left`.
   RUN_LANE_STATE_CLOSED = 5,
 };
 #ifndef __cplusplus
@@ -483,19 +493,8 @@ typedef struct RunLaneConfig {
   uint8_t prepare_window;
 } RunLaneConfig;
 
-// One run to submit.
-typedef struct RunLaneSubmit {
-  // Whether `tag` is set.
-  bool has_tag;
-  // The runtime's dispatch id; two live runs may not share one. Callbacks receive it.
-  uint64_t tag;
-  // Collect diagnostics: the run runs alone, at depth one.
-  bool diagnostics;
-  // Copy the outputs back when the run succeeds (passed to `finalise`).
-  bool copy_back;
-} RunLaneSubmit;
-
-// What `run_lane_close` reports (copied into the caller's struct).
+// What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
+// struct).
 typedef struct RunLaneCloseReport {
   // The state right after the call (`CLOSING` while launched runs finish).
   RunLaneState state;
@@ -507,7 +506,30 @@ typedef struct RunLaneCloseReport {
   uint64_t poison_origin;
   // Its failure line.
   char poison_line[RUN_LANE_LINE_BYTES];
+  // How many streams of the pair the teardown could not destroy (0, 1 or 2; ABI 3): each
+  // failed destroy is retried at once, and once more by `run_lane_destroy`. Set once
+  // `state` is `CLOSED` (0 before); final from `run_lane_destroy_with_report`.
+  uint8_t streams_left;
+  // The last destroy code of the AICPU stream if it is left, else 0 (ABI 3).
+  int32_t aicpu_stream_code;
+  // The last destroy code of the AICore stream if it is left, else 0 (ABI 3).
+  int32_t aicore_stream_code;
+  // One line naming each stream left with its code, its CANN name and what to do
+  // (`close left the AICPU stream: ...`), or "" (ABI 3).
+  char teardown_line[RUN_LANE_LINE_BYTES];
 } RunLaneCloseReport;
+
+// One run to submit.
+typedef struct RunLaneSubmit {
+  // Whether `tag` is set.
+  bool has_tag;
+  // The runtime's dispatch id; two live runs may not share one. Callbacks receive it.
+  uint64_t tag;
+  // Collect diagnostics: the run runs alone, at depth one.
+  bool diagnostics;
+  // Copy the outputs back when the run succeeds (passed to `finalise`).
+  bool copy_back;
+} RunLaneSubmit;
 
 #ifdef __cplusplus
 extern "C" {
@@ -547,14 +569,29 @@ RunLaneStatus run_lane_create(const struct RunLaneConfig *config,
                               struct RunLane **lane_out);
 
 // Destroys a lane: closes it if still open, lets launched runs finish (each bounded by its
-// deadline), joins the lane thread, and invalidates the handle. Outcomes not taken are
-// dropped. Refused (`WRONG_THREAD`) from a runner callback of any lane (it waits for the
-// lane's threads). A second destroy of the same handle returns `INVALID_HANDLE`.
+// deadline), destroys once more any stream the teardown left, joins the lane thread, the
+// completion waiter and the host workers, and invalidates the handle. Outcomes not taken are
+// dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
+// returns `LOST` unless its outcome came first); after this returns no callback runs. Refused
+// (`WRONG_THREAD`) from a runner callback of any lane (it waits for the lane's threads). A
+// second destroy of the same handle returns `INVALID_HANDLE`. `run_lane_destroy_with_report`
+// does the same and says what the teardown left.
 //
 // # Safety
 //
 // None beyond passing a handle value (any value is checked).
 RunLaneStatus run_lane_destroy(struct RunLane *lane);
+
+// As `run_lane_destroy`, and writes the lane's final close report to `*report_out` (ABI 3):
+// `CLOSED` (or `LOST`), the poison if there was one, and `streams_left` with each surviving
+// stream's code after every destroy the lane tried (the teardown's, its retry, and the one
+// more this call makes), so nothing is leaked silently. `report_out` may be NULL.
+//
+// # Safety
+//
+// `report_out` is NULL or writable; any handle value is checked.
+RunLaneStatus run_lane_destroy_with_report(struct RunLane *lane,
+                                           struct RunLaneCloseReport *report_out);
 
 // Submits a run; returns at once with its id in `*run_out`, or a refusal (`FULL`,
 // `CLOSED`, `RECOVERING`, `LOST`, `REFUSED`). Its callbacks may start before this returns.
@@ -578,7 +615,10 @@ RunLaneStatus run_lane_publish(struct RunLane *lane,
                                uint64_t *publication_out);
 
 // Closes the lane: admission stops, launched runs finish, queued runs are cancelled; every
-// accepted item still gets its outcome. Returns at once; `report_out` may be NULL.
+// accepted item still gets its outcome, then the streams are destroyed. Returns at once;
+// `report_out` may be NULL. The report is the lane's state now: called again once the lane
+// is `CLOSED` it names the streams the teardown left (`streams_left`); the final report,
+// after the last retry, comes from `run_lane_destroy_with_report`.
 //
 // # Safety
 //

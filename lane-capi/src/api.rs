@@ -102,6 +102,7 @@ fn service_error(error: &ServiceError) -> Error {
         ServiceError::Submit(SubmitError::Lost { .. })
         | ServiceError::Publish(PublishError::Lost { .. })
         | ServiceError::Lost(_) => RunLaneStatus::Lost,
+        ServiceError::OwnThread => RunLaneStatus::WrongThread,
         ServiceError::Make(_)
         | ServiceError::Waiter(_)
         | ServiceError::Thread(_)
@@ -338,23 +339,54 @@ pub unsafe extern "C" fn run_lane_create(
 }
 
 /// Destroys a lane: closes it if still open, lets launched runs finish (each bounded by its
-/// deadline), joins the lane thread, and invalidates the handle. Outcomes not taken are
-/// dropped. Refused (`WRONG_THREAD`) from a runner callback of any lane (it waits for the
-/// lane's threads). A second destroy of the same handle returns `INVALID_HANDLE`.
+/// deadline), destroys once more any stream the teardown left, joins the lane thread, the
+/// completion waiter and the host workers, and invalidates the handle. Outcomes not taken are
+/// dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
+/// returns `LOST` unless its outcome came first); after this returns no callback runs. Refused
+/// (`WRONG_THREAD`) from a runner callback of any lane (it waits for the lane's threads). A
+/// second destroy of the same handle returns `INVALID_HANDLE`. `run_lane_destroy_with_report`
+/// does the same and says what the teardown left.
 ///
 /// # Safety
 ///
 /// None beyond passing a handle value (any value is checked).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn run_lane_destroy(lane: *mut RunLane) -> RunLaneStatus {
-    guard(|| {
-        LANES.get(lane)?.not_in_callback("run_lane_destroy")?;
-        let lane = LANES.remove(lane)?;
-        // Dropping the last handle closes the lane and joins its thread; a call still in
-        // flight on another thread holds its own reference and finishes first.
-        drop(lane);
-        Ok(RunLaneStatus::Ok)
-    })
+    guard(|| destroy(lane, std::ptr::null_mut(), "run_lane_destroy"))
+}
+
+/// As `run_lane_destroy`, and writes the lane's final close report to `*report_out` (ABI 3):
+/// `CLOSED` (or `LOST`), the poison if there was one, and `streams_left` with each surviving
+/// stream's code after every destroy the lane tried (the teardown's, its retry, and the one
+/// more this call makes), so nothing is leaked silently. `report_out` may be NULL.
+///
+/// # Safety
+///
+/// `report_out` is NULL or writable; any handle value is checked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_destroy_with_report(
+    lane: *mut RunLane,
+    report_out: *mut RunLaneCloseReport,
+) -> RunLaneStatus {
+    guard(|| destroy(lane, report_out, "run_lane_destroy_with_report"))
+}
+
+/// The body of both destroys (`what` names the caller).
+fn destroy(
+    lane: *mut RunLane,
+    report_out: *mut RunLaneCloseReport,
+    what: &str,
+) -> Result<RunLaneStatus, Error> {
+    LANES.get(lane)?.not_in_callback(what)?;
+    let lane = LANES.remove(lane)?;
+    // Shut down whatever other references exist (a call in flight on another thread holds
+    // one): the threads are joined here, so no callback runs after this returns.
+    let report = lane.handle.shut_down().map_err(|e| service_error(&e))?;
+    if !report_out.is_null() {
+        // SAFETY: non-NULL; writable (the callers' contract).
+        unsafe { report_out.write(close_to_c(&report)) };
+    }
+    Ok(RunLaneStatus::Ok)
 }
 
 /// Submits a run; returns at once with its id in `*run_out`, or a refusal (`FULL`,
@@ -434,7 +466,10 @@ pub unsafe extern "C" fn run_lane_publish(
 }
 
 /// Closes the lane: admission stops, launched runs finish, queued runs are cancelled; every
-/// accepted item still gets its outcome. Returns at once; `report_out` may be NULL.
+/// accepted item still gets its outcome, then the streams are destroyed. Returns at once;
+/// `report_out` may be NULL. The report is the lane's state now: called again once the lane
+/// is `CLOSED` it names the streams the teardown left (`streams_left`); the final report,
+/// after the last retry, comes from `run_lane_destroy_with_report`.
 ///
 /// # Safety
 ///

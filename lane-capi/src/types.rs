@@ -8,8 +8,10 @@ use core::ffi::{c_char, c_void};
 
 /// The ABI version this library implements. A config whose `abi_version` differs is refused
 /// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
-/// on any change to a struct's layout or a function's signature.
-pub const RUN_LANE_ABI_VERSION: u32 = 2;
+/// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
+/// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
+/// `run_lane_destroy_with_report` returns the final report.
+pub const RUN_LANE_ABI_VERSION: u32 = 3;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -32,8 +34,9 @@ pub const RUN_LANE_NAME_BYTES: usize = 64;
 pub const RUN_LANE_STAGE_BYTES: usize = 32;
 /// Bytes of `RunLaneOutcome::hint`, NUL included.
 pub const RUN_LANE_HINT_BYTES: usize = 512;
-/// Bytes of `RunLaneOutcome::failure_line` and `RunLaneCloseReport::poison_line`, NUL
-/// included. A longer line is cut at a character boundary.
+/// Bytes of `RunLaneOutcome::failure_line`, `RunLaneCloseReport::poison_line` and
+/// `RunLaneCloseReport::teardown_line`, NUL included. A longer line is cut at a character
+/// boundary.
 pub const RUN_LANE_LINE_BYTES: usize = 1024;
 
 /// What every `run_lane_*` function returns. Anything but `OK` (and `EMPTY` from
@@ -392,13 +395,16 @@ pub enum RunLaneState {
     Lost = 2,
     /// Closing: launched runs finish, the rest are cancelled.
     Closing = 3,
-    /// Every item has its outcome; the stream pair is being destroyed.
+    /// Every item has its outcome; the stream pair is being destroyed (a failed destroy is
+    /// retried once at once).
     ReleasingStreams = 4,
-    /// Every item has its outcome; the streams are destroyed.
+    /// Every item has its outcome and the teardown ended: the streams are destroyed, except
+    /// those the report names in `streams_left`.
     Closed = 5,
 }
 
-/// What `run_lane_close` reports (copied into the caller's struct).
+/// What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
+/// struct).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneCloseReport {
@@ -412,4 +418,15 @@ pub struct RunLaneCloseReport {
     pub poison_origin: u64,
     /// Its failure line.
     pub poison_line: [c_char; RUN_LANE_LINE_BYTES],
+    /// How many streams of the pair the teardown could not destroy (0, 1 or 2; ABI 3): each
+    /// failed destroy is retried at once, and once more by `run_lane_destroy`. Set once
+    /// `state` is `CLOSED` (0 before); final from `run_lane_destroy_with_report`.
+    pub streams_left: u8,
+    /// The last destroy code of the AICPU stream if it is left, else 0 (ABI 3).
+    pub aicpu_stream_code: i32,
+    /// The last destroy code of the AICore stream if it is left, else 0 (ABI 3).
+    pub aicore_stream_code: i32,
+    /// One line naming each stream left with its code, its CANN name and what to do
+    /// (`close left the AICPU stream: ...`), or "" (ABI 3).
+    pub teardown_line: [c_char; RUN_LANE_LINE_BYTES],
 }

@@ -525,3 +525,66 @@ fn an_empty_acl_library_path_is_an_invalid_config_that_says_to_pass_null() {
     );
     assert!(lane.is_null(), "no lane was opened");
 }
+
+/// The events of [`destroy_joins_the_lane_while_another_threads_wait_on_it_is_in_flight`], in
+/// order.
+static EVENTS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn slow_prepare(user: *mut c_void, _run: *const RunLaneRunInfo) -> i32 {
+    EVENTS.lock().unwrap().push("prepare begins");
+    // SAFETY: the test passes a `Sender` that outlives the lane.
+    let started = unsafe { &*user.cast::<std::sync::mpsc::Sender<()>>() };
+    let _ = started.send(());
+    // The runtime's work: long enough that the destroy below begins while it runs.
+    thread::sleep(Duration::from_millis(200));
+    EVENTS.lock().unwrap().push("prepare ends");
+    0
+}
+
+unsafe extern "C" fn logged_finalise(_: *mut c_void, _: *const RunLaneRunInfo, _: bool) -> i32 {
+    EVENTS.lock().unwrap().push("finalise");
+    0
+}
+
+#[test]
+fn destroy_joins_the_lane_while_another_threads_wait_on_it_is_in_flight() {
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let mut config = sim_config(&State::default());
+    config.runner.user = std::ptr::from_ref(&started_tx).cast_mut().cast();
+    config.runner.prepare = Some(slow_prepare);
+    config.runner.finalise = Some(logged_finalise);
+    config.runner.on_outcome = None;
+    let lane = create(&config);
+    let run = submit(lane, 1, false).unwrap();
+    let (waiting_tx, waiting_rx) = std::sync::mpsc::channel::<()>();
+    let handle = lane.addr();
+    let waiter = thread::spawn(move || {
+        let lane: *mut RunLane = std::ptr::without_provenance_mut(handle);
+        waiting_tx.send(()).unwrap();
+        // In flight across the destroy: its outcome (the close cancels the run) or LOST.
+        wait(lane, run, 30_000).map(|o| o.verdict)
+    });
+    started_rx.recv().unwrap();
+    waiting_rx.recv().unwrap();
+    destroy(lane);
+    EVENTS.lock().unwrap().push("destroy returned");
+    let waited = waiter.join().unwrap();
+    assert!(
+        matches!(
+            waited,
+            Ok(RunLaneVerdict::Cancelled) | Err(RunLaneStatus::Lost | RunLaneStatus::InvalidHandle)
+        ),
+        "{waited:?}"
+    );
+    let events = EVENTS.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        [
+            "prepare begins",
+            "prepare ends",
+            "finalise",
+            "destroy returned"
+        ],
+        "destroy returned only after every callback, and none ran after it"
+    );
+}

@@ -1,7 +1,7 @@
 //! Runner callbacks re-entering the library: every callback (prepare, launch_aicore,
 //! launch_aicpu, finalise, upload_code, on_outcome; prepare and finalise also on a host
-//! worker) makes every call (submit, publish, poll, close, wait, destroy on its own lane and
-//! on another, and create), and each gets the status the header's table promises: the calls
+//! worker) makes every call (submit, publish, poll, close, wait, destroy, destroy with a
+//! report, each on its own lane and on another, and create), and each gets the status the header's table promises: the calls
 //! that return at once are allowed, the ones that block are `WRONG_THREAD` with a message
 //! that says where to call them from. Whatever the call, every accepted item still gets its
 //! outcome, a refused destroy destroyed nothing, and both lanes are destroyed afterwards.
@@ -36,6 +36,7 @@ enum Call {
     Close,
     Wait,
     Destroy,
+    DestroyWithReport,
     Create,
 }
 
@@ -54,7 +55,9 @@ const fn expected(site: Site, call: Call, target: Target) -> RunLaneStatus {
         (Call::Submit | Call::Publish | Call::Close, _) => RunLaneStatus::Ok,
         (Call::Poll, Target::Own) if matches!(site, Site::OnOutcome) => RunLaneStatus::Ok,
         (Call::Poll, _) => RunLaneStatus::Empty,
-        (Call::Wait | Call::Destroy | Call::Create, _) => RunLaneStatus::WrongThread,
+        (Call::Wait | Call::Destroy | Call::DestroyWithReport | Call::Create, _) => {
+            RunLaneStatus::WrongThread
+        }
     }
 }
 
@@ -179,6 +182,11 @@ fn reenter(user: *mut c_void, site: Site) {
         }
         // SAFETY: any handle value is checked.
         Call::Destroy => unsafe { run_lane_destroy(target) },
+        Call::DestroyWithReport => {
+            let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+            // SAFETY: any handle value is checked; a writable report.
+            unsafe { run_lane_destroy_with_report(target, report.as_mut_ptr()) }
+        }
         Call::Create => {
             let config = sim_config(std::ptr::null_mut(), false);
             let mut lane = std::ptr::null_mut();
@@ -432,6 +440,8 @@ fn every_call_from_every_callback_gets_the_status_of_the_headers_table() {
         (Call::Wait, Target::Other),
         (Call::Destroy, Target::Own),
         (Call::Destroy, Target::Other),
+        (Call::DestroyWithReport, Target::Own),
+        (Call::DestroyWithReport, Target::Other),
         (Call::Create, Target::Other),
     ];
     for (site, on_worker) in sites {
