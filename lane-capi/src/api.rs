@@ -89,8 +89,22 @@ impl Lane {
 
 static LANES: Registry<Lane> = Registry::new();
 
-/// The status and message of a refused command or a lost lane.
+/// The status and message of a refused command or a lost lane, in the C ABI's words where
+/// the service's name its Rust calls.
 fn service_error(error: &ServiceError) -> Error {
+    let message = match error {
+        ServiceError::Submit(SubmitError::Full { slots }) => format!(
+            "every slot holds a run without an outcome ({slots} slots); take an outcome (run_lane_wait for the oldest, or run_lane_poll) and submit again"
+        ),
+        ServiceError::Publish(PublishError::Full) => format!(
+            "{} publications are already waiting; take an outcome (run_lane_wait or run_lane_poll) and publish again",
+            lane_core::MAX_PENDING_PUBLICATIONS
+        ),
+        ServiceError::Lost(_) => format!(
+            "{error}; the lane takes nothing more: destroy it (run_lane_destroy) and create a new one"
+        ),
+        _ => error.to_string(),
+    };
     let status = match error {
         ServiceError::Submit(SubmitError::Full { .. })
         | ServiceError::Publish(PublishError::Full) => RunLaneStatus::Full,
@@ -109,7 +123,7 @@ fn service_error(error: &ServiceError) -> Error {
         | ServiceError::Worker { .. } => RunLaneStatus::BackendUnavailable,
         ServiceError::Submit(_) => RunLaneStatus::Refused,
     };
-    Error::new(status, error.to_string())
+    Error::new(status, message)
 }
 
 fn wait_error(error: &WaitError) -> Error {
@@ -606,9 +620,18 @@ mod tests {
         ] {
             let mapped = service_error(&error);
             assert_eq!(mapped.status, status, "{error}");
-            assert_eq!(mapped.message, error.to_string());
+            assert!(!mapped.message.is_empty(), "{error}");
         }
-        assert!(service_error(&lost).message.contains("the device panicked"));
+        let lost = service_error(&lost).message;
+        assert!(lost.contains("the device panicked"), "{lost}");
+        assert!(lost.contains("run_lane_destroy"), "{lost}");
+        let full = service_error(&ServiceError::Submit(SubmitError::Full { slots: 2 })).message;
+        assert!(
+            full.contains("run_lane_wait") && !full.contains("poll_outcome"),
+            "in the C ABI's words: {full}"
+        );
+        let closed = service_error(&ServiceError::Submit(SubmitError::Closed));
+        assert_eq!(closed.message, SubmitError::Closed.to_string());
     }
 
     #[test]

@@ -74,7 +74,10 @@ fn ms_to_ns(ms: u64) -> Result<u64, Error> {
     ms.checked_mul(1_000_000).ok_or_else(|| {
         Error::new(
             RunLaneStatus::InvalidConfig,
-            format!("a timeout of {ms} ms does not fit in u64 nanoseconds"),
+            format!(
+                "a timeout of {ms} ms does not fit in u64 nanoseconds; pass at most {} ms (0 keeps the default)",
+                u64::MAX / 1_000_000
+            ),
         )
     })
 }
@@ -147,7 +150,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
     if config.workers > RUN_LANE_MAX_WORKERS {
         return Err(invalid(format!(
             "workers {} is above RUN_LANE_MAX_WORKERS ({RUN_LANE_MAX_WORKERS}): a lane has at \
-             most one prepare or finalise out per slot",
+             most one prepare or finalise out per slot; pass 0 to {RUN_LANE_MAX_WORKERS}",
             config.workers
         )));
     }
@@ -204,7 +207,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             if config.runner.launch_aicore.is_none() || config.runner.launch_aicpu.is_none() {
                 return Err(invalid(
                     "the ACL backend needs the launch_aicore and launch_aicpu callbacks (nothing \
-                     else launches the run's kernels)"
+                     else launches the run's kernels); set both, or use RUN_LANE_BACKEND_SIM"
                         .to_owned(),
                 ));
             }

@@ -46,10 +46,23 @@ thread_local! {
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
-/// Records `message` as this thread's last error (an interior NUL is replaced, so the
+/// Records `message` as this thread's last error, on one line (its lines, trimmed, joined
+/// with "; ", or a space after a line ending in ':'; an interior NUL is replaced, so the
 /// message is never lost).
 pub fn set_last_error(message: &str) {
-    let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    let mut line = String::with_capacity(message.len());
+    for part in message
+        .lines()
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+    {
+        if !line.is_empty() {
+            // A line ending in ':' introduces the next ("candidates:"), others are clauses.
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    let text = CString::new(line.replace('\0', " ")).unwrap_or_default();
     LAST_ERROR.with(|last| *last.borrow_mut() = Some(text));
 }
 
@@ -144,5 +157,11 @@ mod tests {
     fn a_message_with_a_nul_is_kept() {
         set_last_error("a\0b");
         assert_eq!(last(), "a b");
+    }
+
+    #[test]
+    fn a_message_on_several_lines_becomes_one_line() {
+        set_last_error("not loaded:\n  - /opt/x: missing\r\nhint: check npu-smi\n");
+        assert_eq!(last(), "not loaded: - /opt/x: missing; hint: check npu-smi");
     }
 }

@@ -72,13 +72,15 @@ pub enum ServiceError {
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum WaitError {
     /// The timeout passed first; the outcome can still be waited for or polled.
-    #[error("timed out waiting for item {item}")]
+    #[error("timed out waiting for item {item}; it is still pending: wait for it again, or poll")]
     TimedOut {
         /// The item's sequence number.
         item: u64,
     },
     /// The lane thread is gone before the item's outcome was delivered.
-    #[error("the lane is lost before item {item} got its outcome: {cause}")]
+    #[error(
+        "the lane is lost before item {item} got its outcome: {cause}; it takes nothing more: drop it and make a new lane"
+    )]
     Lost {
         /// The item's sequence number.
         item: u64,
@@ -86,13 +88,17 @@ pub enum WaitError {
         cause: LostCause,
     },
     /// The lane never accepted an item with this id.
-    #[error("item {item} was never accepted by this lane")]
+    #[error(
+        "item {item} was never accepted by this lane; wait for an id that submit or publish returned"
+    )]
     Unknown {
         /// The item's sequence number.
         item: u64,
     },
     /// The item's outcome was already taken (by a poll or another wait).
-    #[error("the outcome of item {item} was already taken")]
+    #[error(
+        "the outcome of item {item} was already taken (by a poll or another wait); each outcome is taken once"
+    )]
     AlreadyTaken {
         /// The item's sequence number.
         item: u64,
