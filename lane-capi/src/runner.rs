@@ -419,8 +419,8 @@ impl HostWorker for CWorker {
         ours
     }
 
-    /// The text [`capture_error_message`](Self::capture_error_message) kept after a failed
-    /// callback, taken.
+    /// The device's text read on this worker's thread right after its latest failed callback
+    /// (`aclGetRecentErrMsg`), taken.
     fn recent_error_message(&mut self) -> Option<String> {
         self.message.take()
     }
