@@ -27,9 +27,11 @@ pub enum AclError {
         "no Ascend device visible (aclrtGetDeviceCount returned 0)\nhint: check `npu-smi info`, the driver install, and ASCEND_RT_VISIBLE_DEVICES"
     )]
     NoDevice,
-    /// The device id is not one the library sees.
+    /// The device id is not one the library sees. The message names the valid ids: "id 0"
+    /// for one device, "ids 0 to N-1" for N.
     #[error(
-        "device id {device_id} is out of range: {count} device(s) visible (ids 0..{count})\nhint: pass an id below {count}; ids are logical, remapped by ASCEND_RT_VISIBLE_DEVICES"
+        "device id {device_id} is out of range: {} visible ({})\nhint: pass {}; ids are logical, remapped by ASCEND_RT_VISIBLE_DEVICES",
+        devices(*count), valid_ids(*count), pass_ids(*count)
     )]
     BadDeviceId {
         /// The id asked for.
@@ -75,4 +77,63 @@ pub enum AclError {
         "{0}\nhint: the op timeout needs CANN 8.0 or later; check the value against aclrtGetOpTimeOutInterval x 254"
     )]
     SetOpTimeout(#[source] CallError),
+}
+
+/// "1 device" or "N devices".
+fn devices(count: u32) -> String {
+    if count == 1 {
+        "1 device".to_owned()
+    } else {
+        format!("{count} devices")
+    }
+}
+
+/// The ids a count of devices allows, as a reader counts them: "id 0", "ids 0 to N-1".
+fn valid_ids(count: u32) -> String {
+    match count {
+        0 => "no id is valid".to_owned(),
+        1 => "id 0".to_owned(),
+        _ => format!("ids 0 to {}", count - 1),
+    }
+}
+
+/// What to pass instead: "id 0", "an id from 0 to N-1".
+fn pass_ids(count: u32) -> String {
+    match count {
+        0 => "an id once a device is visible".to_owned(),
+        1 => "id 0".to_owned(),
+        _ => format!("an id from 0 to {}", count - 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bad(device_id: i32, count: u32) -> String {
+        AclError::BadDeviceId { device_id, count }.to_string()
+    }
+
+    #[test]
+    fn one_visible_device_names_id_0() {
+        let text = bad(1, 1);
+        assert!(
+            text.starts_with("device id 1 is out of range: 1 device visible (id 0)\n"),
+            "{text}"
+        );
+        assert!(text.contains("hint: pass id 0;"), "{text}");
+        assert!(!text.contains(".."), "{text}");
+    }
+
+    #[test]
+    fn many_visible_devices_name_the_first_and_last_id() {
+        let text = bad(16, 16);
+        assert!(
+            text.starts_with("device id 16 is out of range: 16 devices visible (ids 0 to 15)\n"),
+            "{text}"
+        );
+        assert!(text.contains("hint: pass an id from 0 to 15;"), "{text}");
+        let two = bad(-1, 2);
+        assert!(two.contains("(ids 0 to 1)"), "{two}");
+    }
 }

@@ -107,7 +107,11 @@ fn a_device_id_out_of_range_is_a_typed_error_naming_the_count() {
             matches!(error, AclError::BadDeviceId { device_id: d, count: 2 } if d == device_id),
             "{error:?}"
         );
-        assert!(error.to_string().contains("hint: pass an id below 2"));
+        assert!(
+            error.to_string().contains("2 devices visible (ids 0 to 1)"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("hint: pass an id from 0 to 1"));
     }
     let (device, _) = AclDevice::open(AclConfig {
         device_id: 1,
@@ -115,6 +119,34 @@ fn a_device_id_out_of_range_is_a_typed_error_naming_the_count() {
     })
     .unwrap();
     assert_eq!(device.device_id(), 1);
+}
+
+#[test]
+fn a_bad_device_id_names_id_0_with_one_device_and_ids_0_to_15_with_the_fakes_sixteen() {
+    let fake = common::fake();
+    let sixteen = open_err(AclConfig {
+        device_id: 16,
+        ..fake.config()
+    });
+    assert!(
+        matches!(sixteen, AclError::BadDeviceId { count: 16, .. }),
+        "{sixteen:?}"
+    );
+    assert!(
+        sixteen
+            .to_string()
+            .contains("16 devices visible (ids 0 to 15)"),
+        "{sixteen}"
+    );
+    fake.control.set_device_count(1).unwrap();
+    let one = open_err(AclConfig {
+        device_id: 1,
+        ..fake.config()
+    });
+    let text = one.to_string();
+    assert!(text.contains("1 device visible (id 0)"), "{text}");
+    assert!(text.contains("hint: pass id 0;"), "{text}");
+    assert!(!text.contains("0.."), "{text}");
 }
 
 #[test]

@@ -169,7 +169,9 @@ impl Observer for SimObserver {
                 let name = command.name();
                 let text = match (accepted, command) {
                     (Some(id), _) => format!("{name} -> {id}"),
-                    (None, lane_driver::Command::Close) => name.to_owned(),
+                    (None, lane_driver::Command::Close | lane_driver::Command::RetryTeardown) => {
+                        name.to_owned()
+                    }
                     (None, _) => format!("{name} refused"),
                 };
                 (now, text)

@@ -373,7 +373,11 @@ int main(int argc, char **argv) {
         expect_status(runner.wait_from_callback, RUN_LANE_STATUS_WRONG_THREAD, "wait from a callback");
     }
 
-    expect_status(run_lane_destroy(lane), RUN_LANE_STATUS_OK, "destroy");
+    // The final report (ABI 3): the teardown ended, and no stream survived its destroys.
+    RunLaneCloseReport last;
+    expect_status(run_lane_destroy_with_report(lane, &last), RUN_LANE_STATUS_OK, "destroy");
+    check(last.state == RUN_LANE_STATE_CLOSED, "destroy's report is the closed lane's");
+    check(last.streams_left == 0 && last.teardown_line[0] == '\0', "no stream was left");
     {
         // After destroy (the lane thread joined) every outcome has been announced.
         std::lock_guard<std::mutex> lock(runner.mutex);

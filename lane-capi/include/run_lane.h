@@ -3,11 +3,38 @@
  * `RUN_LANE_BLESS=1 cargo test -p lane-capi --test header`.
  *
  * Threads: every function may be called from any thread. The runner's callbacks
- * (RunLaneRunner) are called on the lane's own thread only, one at a time; from a callback,
- * run_lane_wait and run_lane_destroy return RUN_LANE_STATUS_WRONG_THREAD.
+ * (RunLaneRunner) are called on the lane's own thread, one at a time (prepare and finalise
+ * on host workers instead when RunLaneConcurrency and RunLaneConfig.workers ask for it).
  *
- * Errors: every function returns a RunLaneStatus; on failure run_lane_last_error() has a
- * message on the calling thread, valid until that thread's next run_lane_* call.
+ * Re-entrance: what a callback may call. The answer is the same from every callback
+ * (prepare, launch_aicore, launch_aicpu, finalise, upload_code, on_outcome), on the lane
+ * thread or a host worker:
+ *
+ *   call made from a callback       on its own lane         on another lane
+ *   run_lane_submit                 allowed                 allowed
+ *   run_lane_publish                allowed                 allowed
+ *   run_lane_poll                   allowed (takes it)      allowed
+ *   run_lane_close                  allowed                 allowed
+ *   run_lane_wait                   WRONG_THREAD            WRONG_THREAD
+ *   run_lane_destroy(_with_report)  WRONG_THREAD            WRONG_THREAD
+ *   run_lane_create                 -                       WRONG_THREAD (a new lane)
+ *   run_lane_config_default, run_lane_abi_version, run_lane_last_error: allowed
+ *
+ * The allowed calls return at once and answer as from any thread (a submit may be FULL; a
+ * close still gives every accepted item its outcome, the current one included). The refused
+ * ones block: on the callback's own lane they would wait for the thread they run on, on
+ * another lane they would stall this lane's thread (and two lanes waiting on each other
+ * would never wake); make them from the runtime's own threads. The refusal changes nothing.
+ *
+ * Errors: every function returns a RunLaneStatus. A call that fails leaves a one-line
+ * message for run_lane_last_error() on the calling thread, saying what to do; a call that
+ * succeeds (RUN_LANE_STATUS_OK, or RUN_LANE_STATUS_EMPTY from run_lane_poll) clears it to "".
+ * The string is valid until that thread's next run_lane_* call.
+ *
+ * Teardown: once every item has its outcome the lane destroys its streams; a failed destroy
+ * is retried at once, and once more by run_lane_destroy. A stream that survives is named in
+ * the close report (streams_left, its code, teardown_line): final from
+ * run_lane_destroy_with_report.
  *
  * Lifetimes: outcomes and close reports are copied into the caller's structs; the handle is
  * an opaque token, valid from run_lane_create to run_lane_destroy. See docs/embedding.md. */
@@ -23,8 +50,10 @@
 
 // The ABI version this library implements. A config whose `abi_version` differs is refused
 // with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
-// on any change to a struct's layout or a function's signature.
-#define RUN_LANE_ABI_VERSION 2
+// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
+// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
+// `run_lane_destroy_with_report` returns the final report.
+#define RUN_LANE_ABI_VERSION 3
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -50,12 +79,14 @@
 // Bytes of `RunLaneOutcome::hint`, NUL included.
 #define RUN_LANE_HINT_BYTES 512
 
-// Bytes of `RunLaneOutcome::failure_line` and `RunLaneCloseReport::poison_line`, NUL
-// included. A longer line is cut at a character boundary.
+// Bytes of `RunLaneOutcome::failure_line`, `RunLaneCloseReport::poison_line` and
+// `RunLaneCloseReport::teardown_line`, NUL included. A longer line is cut at a character
+// boundary.
 #define RUN_LANE_LINE_BYTES 1024
 
 // What every `run_lane_*` function returns. Anything but `OK` (and `EMPTY` from
-// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread.
+// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread that says
+// what to do; `OK` and `EMPTY` clear it to "".
 enum RunLaneStatus
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
   : uint32_t
@@ -95,8 +126,9 @@ enum RunLaneStatus
   RUN_LANE_STATUS_UNKNOWN_ITEM = 13,
   // `run_lane_wait`: the item's outcome was already taken (by a poll or another wait).
   RUN_LANE_STATUS_ALREADY_TAKEN = 14,
-  // Called from a runner callback (the lane thread) where it would wait on that thread
-  // itself: `run_lane_wait` and `run_lane_destroy`.
+  // A call that blocks (`run_lane_wait`, `run_lane_destroy`, `run_lane_create`) was made
+  // from a runner callback, of this lane or another: it would stall the callback's lane (on
+  // its own lane wait for itself). Make it from another thread.
   RUN_LANE_STATUS_WRONG_THREAD = 15,
   // A panic inside the library was caught at the boundary; the message has it.
   RUN_LANE_STATUS_PANIC = 16,
@@ -230,9 +262,11 @@ enum RunLaneState
   RUN_LANE_STATE_LOST = 2,
   // Closing: launched runs finish, the rest are cancelled.
   RUN_LANE_STATE_CLOSING = 3,
-  // Every item has its outcome; the stream pair is being destroyed.
+  // Every item has its outcome; the stream pair is being destroyed (a failed destroy is
+  // retried once at once).
   RUN_LANE_STATE_RELEASING_STREAMS = 4,
-  // Every item has its outcome; the streams are destroyed.
+  // Every item has its outcome and the teardown ended: the streams are destroyed, except
+  // those the report names in `streams_left`.
   RUN_LANE_STATE_CLOSED = 5,
 };
 #ifndef __cplusplus
@@ -371,17 +405,20 @@ typedef struct RunLaneConcurrency {
 } RunLaneConcurrency;
 
 // The runner's callbacks: the embedding runtime's work for each run. Every callback is
-// called **on the lane thread only**, one at a time, never concurrently with another
-// callback of the same lane; `user` is passed back unchanged. A NULL callback succeeds
+// called **on the lane thread**, one at a time, never concurrently with another callback of
+// the same lane, except `prepare` and `finalise` when `concurrency.off_lane_thread` and the
+// config's `workers` move them to host workers (see `RunLaneConcurrency`); `user` is passed
+// back unchanged. A NULL callback succeeds
 // without doing anything (allowed on the simulator; on ACL the two launches are required).
 //
 // Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
 // failure, or a device poison and recovery). `prepare` may also return
 // `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
 // `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
-// not cross into the library) and must not call `run_lane_wait` or `run_lane_destroy` on
-// its own lane (they return `WRONG_THREAD`); `submit`, `publish`, `poll` and `close` are
-// allowed.
+// not cross into the library). From any callback, on its own lane or another, `submit`,
+// `publish`, `poll` and `close` are allowed; `run_lane_wait`, `run_lane_destroy` and
+// `run_lane_create` block and return `WRONG_THREAD` (the header's top comment has the
+// table).
 typedef struct RunLaneRunner {
   // Passed to every callback; the library never reads it.
   void *user;
@@ -438,7 +475,8 @@ typedef struct RunLaneConfig {
   // ACL: the device id (`aclrtSetDevice`).
   int32_t device_id;
   // ACL: the libascendcl to open, or NULL to search (`RUN_LANE_ACL_LIB`,
-  // `ASCEND_HOME_PATH`, ...). Copied during `run_lane_create`.
+  // `ASCEND_HOME_PATH`, ...). An empty string is refused (`INVALID_CONFIG`). Copied during
+  // `run_lane_create`.
   const char *acl_library_path;
   // Simulator: the seed of its one random stream.
   uint64_t sim_seed;
@@ -455,6 +493,32 @@ typedef struct RunLaneConfig {
   uint8_t prepare_window;
 } RunLaneConfig;
 
+// What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
+// struct).
+typedef struct RunLaneCloseReport {
+  // The state right after the call (`CLOSING` while launched runs finish).
+  RunLaneState state;
+  // Whether recovery failed every attempt (reset the device outside the lane).
+  bool device_lost;
+  // Whether the lane was ever poisoned (then `poison_origin` and `poison_line` are set).
+  bool poisoned;
+  // The run whose failure poisoned the device most recently.
+  uint64_t poison_origin;
+  // Its failure line.
+  char poison_line[RUN_LANE_LINE_BYTES];
+  // How many streams of the pair the teardown could not destroy (0, 1 or 2; ABI 3): each
+  // failed destroy is retried at once, and once more by `run_lane_destroy`. Set once
+  // `state` is `CLOSED` (0 before); final from `run_lane_destroy_with_report`.
+  uint8_t streams_left;
+  // The last destroy code of the AICPU stream if it is left, else 0 (ABI 3).
+  int32_t aicpu_stream_code;
+  // The last destroy code of the AICore stream if it is left, else 0 (ABI 3).
+  int32_t aicore_stream_code;
+  // One line naming each stream left with its code, its CANN name and what to do
+  // (`close left the AICPU stream: ...`), or "" (ABI 3).
+  char teardown_line[RUN_LANE_LINE_BYTES];
+} RunLaneCloseReport;
+
 // One run to submit.
 typedef struct RunLaneSubmit {
   // Whether `tag` is set.
@@ -467,20 +531,6 @@ typedef struct RunLaneSubmit {
   bool copy_back;
 } RunLaneSubmit;
 
-// What `run_lane_close` reports (copied into the caller's struct).
-typedef struct RunLaneCloseReport {
-  // The state right after the call (`CLOSING` while launched runs finish).
-  RunLaneState state;
-  // Whether recovery failed every attempt (reset the device outside the lane).
-  bool device_lost;
-  // Whether the lane was ever poisoned (then `poison_origin` and `poison_line` are set).
-  bool poisoned;
-  // The run whose failure poisoned the device most recently.
-  uint64_t poison_origin;
-  // Its failure line.
-  char poison_line[RUN_LANE_LINE_BYTES];
-} RunLaneCloseReport;
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -489,8 +539,11 @@ extern "C" {
 uint32_t run_lane_abi_version(void);
 
 // The calling thread's last error message: a NUL-terminated string owned by the library,
-// valid until the next `run_lane_*` call on this thread (copy it to keep it). "" when the
-// thread's calls have not failed yet.
+// valid until the next `run_lane_*` call on this thread (copy it to keep it). It belongs to
+// the thread's latest call that returned a status: every such call that fails sets it, and
+// every one that returns `OK` (or `EMPTY` from `run_lane_poll`) clears it to "". So it is ""
+// after a success and before the thread's first call; it is never an older failure's text.
+// This function and `run_lane_abi_version` leave it as it is.
 const char *run_lane_last_error(void);
 
 // Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
@@ -503,7 +556,8 @@ RunLaneStatus run_lane_config_default(struct RunLaneConfig *config);
 
 // Creates a lane: validates `config`, starts the lane thread, opens the backend on it and
 // writes the new handle to `*lane_out`. The handle is an opaque token: pass it to the other
-// functions from any thread, and to `run_lane_destroy` once.
+// functions from any thread, and to `run_lane_destroy` once. Refused (`WRONG_THREAD`) from a
+// runner callback of any lane: it blocks while the new lane starts.
 //
 // # Safety
 //
@@ -515,14 +569,29 @@ RunLaneStatus run_lane_create(const struct RunLaneConfig *config,
                               struct RunLane **lane_out);
 
 // Destroys a lane: closes it if still open, lets launched runs finish (each bounded by its
-// deadline), joins the lane thread, and invalidates the handle. Outcomes not taken are
-// dropped. Refused (`WRONG_THREAD`) from a runner callback. A second destroy of the same
-// handle returns `INVALID_HANDLE`.
+// deadline), destroys once more any stream the teardown left, joins the lane thread, the
+// completion waiter and the host workers, and invalidates the handle. Outcomes not taken are
+// dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
+// returns `LOST` unless its outcome came first); after this returns no callback runs. Refused
+// (`WRONG_THREAD`) from a runner callback of any lane (it waits for the lane's threads). A
+// second destroy of the same handle returns `INVALID_HANDLE`. `run_lane_destroy_with_report`
+// does the same and says what the teardown left.
 //
 // # Safety
 //
 // None beyond passing a handle value (any value is checked).
 RunLaneStatus run_lane_destroy(struct RunLane *lane);
+
+// As `run_lane_destroy`, and writes the lane's final close report to `*report_out` (ABI 3):
+// `CLOSED` (or `LOST`), the poison if there was one, and `streams_left` with each surviving
+// stream's code after every destroy the lane tried (the teardown's, its retry, and the one
+// more this call makes), so nothing is leaked silently. `report_out` may be NULL.
+//
+// # Safety
+//
+// `report_out` is NULL or writable; any handle value is checked.
+RunLaneStatus run_lane_destroy_with_report(struct RunLane *lane,
+                                           struct RunLaneCloseReport *report_out);
 
 // Submits a run; returns at once with its id in `*run_out`, or a refusal (`FULL`,
 // `CLOSED`, `RECOVERING`, `LOST`, `REFUSED`). Its callbacks may start before this returns.
@@ -546,7 +615,10 @@ RunLaneStatus run_lane_publish(struct RunLane *lane,
                                uint64_t *publication_out);
 
 // Closes the lane: admission stops, launched runs finish, queued runs are cancelled; every
-// accepted item still gets its outcome. Returns at once; `report_out` may be NULL.
+// accepted item still gets its outcome, then the streams are destroyed. Returns at once;
+// `report_out` may be NULL. The report is the lane's state now: called again once the lane
+// is `CLOSED` it names the streams the teardown left (`streams_left`); the final report,
+// after the last retry, comes from `run_lane_destroy_with_report`.
 //
 // # Safety
 //
@@ -566,7 +638,8 @@ RunLaneStatus run_lane_poll(struct RunLane *lane,
 
 // Blocks the calling thread until item `id`'s outcome (a run or publication id) or
 // `timeout_ms` passes, and takes it: `OK`, `TIMED_OUT` (it can be waited for again),
-// `UNKNOWN_ITEM`, `ALREADY_TAKEN`, `LOST`. Refused (`WRONG_THREAD`) from a runner callback.
+// `UNKNOWN_ITEM`, `ALREADY_TAKEN`, `LOST`. Refused (`WRONG_THREAD`) from a runner callback of
+// any lane (take outcomes there with `run_lane_poll`).
 //
 // # Safety
 //

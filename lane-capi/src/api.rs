@@ -1,8 +1,9 @@
 //! The exported functions. Each runs inside [`guard`]: it returns a [`RunLaneStatus`],
 //! leaves a message for `run_lane_last_error` when it fails, and never lets a panic out.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::thread::{self, ThreadId};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
 use backend_acl::{AclConfig, AclDevice, Library, WorkerBinding};
@@ -27,35 +28,54 @@ use crate::types::{
 struct Lane {
     handle: LaneHandle,
     requests: Requests,
-    /// The lane thread, once it started (calls that would wait on it refuse to run there).
-    lane_thread: Arc<OnceLock<ThreadId>>,
-    /// The host worker threads (their `prepare` and `finalise` callbacks must not wait either:
-    /// a destroy joins them).
-    worker_threads: WorkerThreads,
+    /// This lane's number among the process's lanes (from 1), the mark of its callback
+    /// threads ([`CALLBACK_LANE`]).
+    serial: u64,
 }
 
-/// The host worker threads of a lane, as they start.
-type WorkerThreads = Arc<Mutex<Vec<ThreadId>>>;
+/// Lane numbers handed out so far.
+static LANES_MADE: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// On a thread that runs a lane's runner callbacks (its lane thread, its host workers),
+    /// that lane's serial; 0 on every other thread. The lane thread and the workers run
+    /// nothing of the caller's but its callbacks, so a call made on a marked thread comes from
+    /// a callback.
+    static CALLBACK_LANE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Marks the calling thread as one that runs lane `serial`'s callbacks.
+fn mark_callback_thread(serial: u64) {
+    CALLBACK_LANE.with(|lane| lane.set(serial));
+}
+
+/// Refuses a call that blocks (`what`) from any lane's runner callback: it would stall that
+/// lane's thread; on its own lane it would wait for itself, and two lanes waiting on each
+/// other would never wake. The non-blocking calls (submit, publish, poll, close) are allowed.
+fn refuse_in_callback(what: &str, target: Option<u64>) -> Result<(), Error> {
+    let caller = CALLBACK_LANE.with(Cell::get);
+    if caller == 0 {
+        return Ok(());
+    }
+    let message = match target {
+        Some(target) if target == caller => format!(
+            "{what} was called from a runner callback of this lane (on its lane thread or one of its host workers), which it would wait for; call it from another thread (a callback can take outcomes with run_lane_poll)"
+        ),
+        Some(_) => format!(
+            "{what} was called from a runner callback of another lane: a callback must not block its own lane's thread, and two lanes waiting on each other would never wake; call it from another thread (a callback can take outcomes with run_lane_poll)"
+        ),
+        None => format!(
+            "{what} was called from a runner callback: it would block that lane's thread while the new lane starts (and a probe would bind the thread to the new lane's device); create lanes from the runtime's own threads"
+        ),
+    };
+    Err(Error::new(RunLaneStatus::WrongThread, message))
+}
 
 impl Lane {
-    /// Refuses to run `what` on the lane thread or a host worker (from a callback), where it
-    /// would wait on itself.
-    fn not_on_lane_thread(&self, what: &str) -> Result<(), Error> {
-        let here = thread::current().id();
-        let on_worker = self
-            .worker_threads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&here);
-        if self.lane_thread.get() == Some(&here) || on_worker {
-            return Err(Error::new(
-                RunLaneStatus::WrongThread,
-                format!(
-                    "{what} was called from a runner callback, on the lane thread or a host worker it would wait for; call it from another thread"
-                ),
-            ));
-        }
-        Ok(())
+    /// Refuses to run `what`, a call that blocks, from a runner callback (see
+    /// [`refuse_in_callback`]).
+    fn not_in_callback(&self, what: &str) -> Result<(), Error> {
+        refuse_in_callback(what, Some(self.serial))
     }
 
     /// Forgets the request of an item whose outcome was taken.
@@ -69,8 +89,22 @@ impl Lane {
 
 static LANES: Registry<Lane> = Registry::new();
 
-/// The status and message of a refused command or a lost lane.
+/// The status and message of a refused command or a lost lane, in the C ABI's words where
+/// the service's name its Rust calls.
 fn service_error(error: &ServiceError) -> Error {
+    let message = match error {
+        ServiceError::Submit(SubmitError::Full { slots }) => format!(
+            "every slot holds a run without an outcome ({slots} slots); take an outcome (run_lane_wait for the oldest, or run_lane_poll) and submit again"
+        ),
+        ServiceError::Publish(PublishError::Full) => format!(
+            "{} publications are already waiting; take an outcome (run_lane_wait or run_lane_poll) and publish again",
+            lane_core::MAX_PENDING_PUBLICATIONS
+        ),
+        ServiceError::Lost(_) => format!(
+            "{error}; the lane takes nothing more: destroy it (run_lane_destroy) and create a new one"
+        ),
+        _ => error.to_string(),
+    };
     let status = match error {
         ServiceError::Submit(SubmitError::Full { .. })
         | ServiceError::Publish(PublishError::Full) => RunLaneStatus::Full,
@@ -82,13 +116,14 @@ fn service_error(error: &ServiceError) -> Error {
         ServiceError::Submit(SubmitError::Lost { .. })
         | ServiceError::Publish(PublishError::Lost { .. })
         | ServiceError::Lost(_) => RunLaneStatus::Lost,
+        ServiceError::OwnThread => RunLaneStatus::WrongThread,
         ServiceError::Make(_)
         | ServiceError::Waiter(_)
         | ServiceError::Thread(_)
         | ServiceError::Worker { .. } => RunLaneStatus::BackendUnavailable,
         ServiceError::Submit(_) => RunLaneStatus::Refused,
     };
-    Error::new(status, error.to_string())
+    Error::new(status, message)
 }
 
 fn wait_error(error: &WaitError) -> Error {
@@ -114,10 +149,8 @@ fn service_config(profile: Profile, vtable: Vtable, workers: usize) -> ServiceCo
 /// declares `concurrency.off_lane_thread`).
 fn spawn(settings: Settings) -> Result<Lane, Error> {
     let requests = Requests::default();
-    let lane_thread = Arc::new(OnceLock::new());
     let runner_requests = Arc::clone(&requests);
-    let thread_cell = Arc::clone(&lane_thread);
-    let worker_threads = WorkerThreads::default();
+    let serial = LANES_MADE.fetch_add(1, Ordering::Relaxed) + 1;
     let workers = settings.workers;
     let vtable = settings.vtable;
     let off_lane = workers > 0 && vtable.concurrency().off_lane_thread;
@@ -136,7 +169,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             with_workers(
                 service_config(profile, vtable, workers),
                 move || {
-                    let _ = thread_cell.set(thread::current().id());
+                    mark_callback_thread(serial);
                     // Shared with the service's completion waiter, which makes its waits.
                     let device = SharedSim::new(SimDevice::new(
                         Costs::default(),
@@ -150,7 +183,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     let runner = CRunner::new(vtable, runner_requests, SimRunner, runner_deferred);
                     Ok::<_, String>((device, runner))
                 },
-                worker_factory(vtable, (&requests, &worker_threads), deferred, None),
+                worker_factory(vtable, (&requests, serial), deferred, None),
             )
         }
         BackendChoice::Acl { device_id, library } => {
@@ -181,12 +214,12 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             with_workers(
                 service_config(profile, vtable, workers),
                 move || {
-                    let _ = thread_cell.set(thread::current().id());
+                    mark_callback_thread(serial);
                     let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
                     let _ = lane_binding.set(device.worker_binding());
                     Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel, None)))
                 },
-                worker_factory(vtable, (&requests, &worker_threads), None, Some(binding)),
+                worker_factory(vtable, (&requests, serial), None, Some(binding)),
             )
         }
     }
@@ -194,8 +227,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     Ok(Lane {
         handle,
         requests,
-        lane_thread,
-        worker_threads,
+        serial,
     })
 }
 
@@ -204,16 +236,13 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
 /// then calls the vtable's prepare and finalise.
 fn worker_factory(
     vtable: Vtable,
-    (requests, threads): (&Requests, &WorkerThreads),
+    (requests, serial): (&Requests, u64),
     deferred: Deferred,
     binding: Option<Arc<OnceLock<WorkerBinding>>>,
 ) -> impl Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync + 'static {
-    let (requests, threads) = (Arc::clone(requests), Arc::clone(threads));
+    let requests = Arc::clone(requests);
     move |_index| {
-        threads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(thread::current().id());
+        mark_callback_thread(serial);
         let binding = match &binding {
             Some(cell) => Some(
                 cell.get()
@@ -265,8 +294,11 @@ pub extern "C" fn run_lane_abi_version() -> u32 {
 }
 
 /// The calling thread's last error message: a NUL-terminated string owned by the library,
-/// valid until the next `run_lane_*` call on this thread (copy it to keep it). "" when the
-/// thread's calls have not failed yet.
+/// valid until the next `run_lane_*` call on this thread (copy it to keep it). It belongs to
+/// the thread's latest call that returned a status: every such call that fails sets it, and
+/// every one that returns `OK` (or `EMPTY` from `run_lane_poll`) clears it to "". So it is ""
+/// after a success and before the thread's first call; it is never an older failure's text.
+/// This function and `run_lane_abi_version` leave it as it is.
 #[unsafe(no_mangle)]
 pub extern "C" fn run_lane_last_error() -> *const c_char {
     last_error_ptr()
@@ -289,7 +321,8 @@ pub unsafe extern "C" fn run_lane_config_default(config: *mut RunLaneConfig) -> 
 
 /// Creates a lane: validates `config`, starts the lane thread, opens the backend on it and
 /// writes the new handle to `*lane_out`. The handle is an opaque token: pass it to the other
-/// functions from any thread, and to `run_lane_destroy` once.
+/// functions from any thread, and to `run_lane_destroy` once. Refused (`WRONG_THREAD`) from a
+/// runner callback of any lane: it blocks while the new lane starts.
 ///
 /// # Safety
 ///
@@ -308,6 +341,7 @@ pub unsafe extern "C" fn run_lane_create(
         }
         // SAFETY: NULL or a readable config (the caller's contract).
         let config = unsafe { config.as_ref() }.ok_or_else(|| Error::null("config"))?;
+        refuse_in_callback("run_lane_create", None)?;
         // SAFETY: the library path is NULL or a NUL-terminated string (the caller's contract).
         let settings = unsafe { config::read(config) }?;
         let lane = spawn(settings)?;
@@ -319,23 +353,54 @@ pub unsafe extern "C" fn run_lane_create(
 }
 
 /// Destroys a lane: closes it if still open, lets launched runs finish (each bounded by its
-/// deadline), joins the lane thread, and invalidates the handle. Outcomes not taken are
-/// dropped. Refused (`WRONG_THREAD`) from a runner callback. A second destroy of the same
-/// handle returns `INVALID_HANDLE`.
+/// deadline), destroys once more any stream the teardown left, joins the lane thread, the
+/// completion waiter and the host workers, and invalidates the handle. Outcomes not taken are
+/// dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
+/// returns `LOST` unless its outcome came first); after this returns no callback runs. Refused
+/// (`WRONG_THREAD`) from a runner callback of any lane (it waits for the lane's threads). A
+/// second destroy of the same handle returns `INVALID_HANDLE`. `run_lane_destroy_with_report`
+/// does the same and says what the teardown left.
 ///
 /// # Safety
 ///
 /// None beyond passing a handle value (any value is checked).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn run_lane_destroy(lane: *mut RunLane) -> RunLaneStatus {
-    guard(|| {
-        LANES.get(lane)?.not_on_lane_thread("run_lane_destroy")?;
-        let lane = LANES.remove(lane)?;
-        // Dropping the last handle closes the lane and joins its thread; a call still in
-        // flight on another thread holds its own reference and finishes first.
-        drop(lane);
-        Ok(RunLaneStatus::Ok)
-    })
+    guard(|| destroy(lane, std::ptr::null_mut(), "run_lane_destroy"))
+}
+
+/// As `run_lane_destroy`, and writes the lane's final close report to `*report_out` (ABI 3):
+/// `CLOSED` (or `LOST`), the poison if there was one, and `streams_left` with each surviving
+/// stream's code after every destroy the lane tried (the teardown's, its retry, and the one
+/// more this call makes), so nothing is leaked silently. `report_out` may be NULL.
+///
+/// # Safety
+///
+/// `report_out` is NULL or writable; any handle value is checked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_destroy_with_report(
+    lane: *mut RunLane,
+    report_out: *mut RunLaneCloseReport,
+) -> RunLaneStatus {
+    guard(|| destroy(lane, report_out, "run_lane_destroy_with_report"))
+}
+
+/// The body of both destroys (`what` names the caller).
+fn destroy(
+    lane: *mut RunLane,
+    report_out: *mut RunLaneCloseReport,
+    what: &str,
+) -> Result<RunLaneStatus, Error> {
+    LANES.get(lane)?.not_in_callback(what)?;
+    let lane = LANES.remove(lane)?;
+    // Shut down whatever other references exist (a call in flight on another thread holds
+    // one): the threads are joined here, so no callback runs after this returns.
+    let report = lane.handle.shut_down().map_err(|e| service_error(&e))?;
+    if !report_out.is_null() {
+        // SAFETY: non-NULL; writable (the callers' contract).
+        unsafe { report_out.write(close_to_c(&report)) };
+    }
+    Ok(RunLaneStatus::Ok)
 }
 
 /// Submits a run; returns at once with its id in `*run_out`, or a refusal (`FULL`,
@@ -415,7 +480,10 @@ pub unsafe extern "C" fn run_lane_publish(
 }
 
 /// Closes the lane: admission stops, launched runs finish, queued runs are cancelled; every
-/// accepted item still gets its outcome. Returns at once; `report_out` may be NULL.
+/// accepted item still gets its outcome, then the streams are destroyed. Returns at once;
+/// `report_out` may be NULL. The report is the lane's state now: called again once the lane
+/// is `CLOSED` it names the streams the teardown left (`streams_left`); the final report,
+/// after the last retry, comes from `run_lane_destroy_with_report`.
 ///
 /// # Safety
 ///
@@ -476,7 +544,8 @@ pub unsafe extern "C" fn run_lane_poll(
 
 /// Blocks the calling thread until item `id`'s outcome (a run or publication id) or
 /// `timeout_ms` passes, and takes it: `OK`, `TIMED_OUT` (it can be waited for again),
-/// `UNKNOWN_ITEM`, `ALREADY_TAKEN`, `LOST`. Refused (`WRONG_THREAD`) from a runner callback.
+/// `UNKNOWN_ITEM`, `ALREADY_TAKEN`, `LOST`. Refused (`WRONG_THREAD`) from a runner callback of
+/// any lane (take outcomes there with `run_lane_poll`).
 ///
 /// # Safety
 ///
@@ -490,7 +559,7 @@ pub unsafe extern "C" fn run_lane_wait(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        lane.not_on_lane_thread("run_lane_wait")?;
+        lane.not_in_callback("run_lane_wait")?;
         if outcome_out.is_null() {
             return Err(Error::null("outcome_out"));
         }
@@ -551,9 +620,18 @@ mod tests {
         ] {
             let mapped = service_error(&error);
             assert_eq!(mapped.status, status, "{error}");
-            assert_eq!(mapped.message, error.to_string());
+            assert!(!mapped.message.is_empty(), "{error}");
         }
-        assert!(service_error(&lost).message.contains("the device panicked"));
+        let lost = service_error(&lost).message;
+        assert!(lost.contains("the device panicked"), "{lost}");
+        assert!(lost.contains("run_lane_destroy"), "{lost}");
+        let full = service_error(&ServiceError::Submit(SubmitError::Full { slots: 2 })).message;
+        assert!(
+            full.contains("run_lane_wait") && !full.contains("poll_outcome"),
+            "in the C ABI's words: {full}"
+        );
+        let closed = service_error(&ServiceError::Submit(SubmitError::Closed));
+        assert_eq!(closed.message, SubmitError::Closed.to_string());
     }
 
     #[test]

@@ -74,7 +74,10 @@ fn ms_to_ns(ms: u64) -> Result<u64, Error> {
     ms.checked_mul(1_000_000).ok_or_else(|| {
         Error::new(
             RunLaneStatus::InvalidConfig,
-            format!("a timeout of {ms} ms does not fit in u64 nanoseconds"),
+            format!(
+                "a timeout of {ms} ms does not fit in u64 nanoseconds; pass at most {} ms (0 keeps the default)",
+                u64::MAX / 1_000_000
+            ),
         )
     })
 }
@@ -147,7 +150,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
     if config.workers > RUN_LANE_MAX_WORKERS {
         return Err(invalid(format!(
             "workers {} is above RUN_LANE_MAX_WORKERS ({RUN_LANE_MAX_WORKERS}): a lane has at \
-             most one prepare or finalise out per slot",
+             most one prepare or finalise out per slot; pass 0 to {RUN_LANE_MAX_WORKERS}",
             config.workers
         )));
     }
@@ -189,12 +192,22 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
                 let path = path.to_str().map_err(|_| {
                     invalid("acl_library_path is not UTF-8; pass a UTF-8 path".to_owned())
                 })?;
+                // The loader would be handed an empty name, and dlopen("") answers with
+                // the program itself: a lane on whatever libascendcl it happens to have.
+                if path.is_empty() {
+                    return Err(invalid(
+                        "acl_library_path is \"\" (an empty path); pass NULL to search for \
+                         libascendcl (RUN_LANE_ACL_LIB, ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, the \
+                         default prefixes) or the path to the library"
+                            .to_owned(),
+                    ));
+                }
                 Some(PathBuf::from(path))
             };
             if config.runner.launch_aicore.is_none() || config.runner.launch_aicpu.is_none() {
                 return Err(invalid(
                     "the ACL backend needs the launch_aicore and launch_aicpu callbacks (nothing \
-                     else launches the run's kernels)"
+                     else launches the run's kernels); set both, or use RUN_LANE_BACKEND_SIM"
                         .to_owned(),
                 ));
             }
@@ -298,6 +311,39 @@ mod tests {
         ] {
             assert_eq!(read_err(&config).status, RunLaneStatus::InvalidConfig);
         }
+    }
+
+    #[test]
+    fn an_empty_library_path_is_refused_with_what_to_pass_instead() {
+        unsafe extern "C" fn launch(
+            _: *mut core::ffi::c_void,
+            _: *mut core::ffi::c_void,
+            _: *const crate::types::RunLaneRunArgs,
+        ) -> i32 {
+            0
+        }
+        let mut config = default_config();
+        config.runner.launch_aicore = Some(launch);
+        config.runner.launch_aicpu = Some(launch);
+        config.acl_library_path = c"".as_ptr();
+        // SAFETY: a NUL-terminated (empty) path.
+        let error = unsafe { read(&config) }.unwrap_err();
+        assert_eq!(error.status, RunLaneStatus::InvalidConfig);
+        assert!(
+            error.message.contains("acl_library_path") && error.message.contains("pass NULL"),
+            "{}",
+            error.message
+        );
+        config.acl_library_path = c"/opt/libascendcl.so".as_ptr();
+        // SAFETY: a NUL-terminated path.
+        let settings = unsafe { read(&config) }.unwrap();
+        assert_eq!(
+            settings.backend,
+            BackendChoice::Acl {
+                device_id: 0,
+                library: Some(PathBuf::from("/opt/libascendcl.so"))
+            }
+        );
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! Status codes with a thread-local last-error message, and the boundary guard that keeps
 //! panics on the Rust side.
+//!
+//! The message follows the calling thread's latest `run_lane_*` call that returns a status:
+//! a failure sets it, a success (`OK`, or `EMPTY` from `run_lane_poll`) clears it to "", so
+//! `run_lane_last_error()` never shows a failure older than the thread's latest call.
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -37,29 +41,57 @@ impl Error {
 }
 
 thread_local! {
-    /// The calling thread's last error; empty when the last failing call left none.
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// The calling thread's last error; `None` when its latest call succeeded (or it made
+    /// none), so a success frees the text and never allocates.
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
-/// Records `message` as this thread's last error (an interior NUL is replaced, so the
+/// Records `message` as this thread's last error, on one line (its lines, trimmed, joined
+/// with "; ", or a space after a line ending in ':'; an interior NUL is replaced, so the
 /// message is never lost).
 pub fn set_last_error(message: &str) {
-    let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|last| *last.borrow_mut() = text);
+    let mut line = String::with_capacity(message.len());
+    for part in message
+        .lines()
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+    {
+        if !line.is_empty() {
+            // A line ending in ':' introduces the next ("candidates:"), others are clauses.
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    let text = CString::new(line.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|last| *last.borrow_mut() = Some(text));
 }
 
-/// This thread's last error message: valid until the next `run_lane_*` call on this thread.
+/// Clears this thread's last error: `run_lane_last_error()` is "" until the next failure.
+pub fn clear_last_error() {
+    LAST_ERROR.with(|last| last.borrow_mut().take());
+}
+
+/// This thread's last error message ("" after a success): valid until the next `run_lane_*`
+/// call on this thread.
 pub fn last_error_ptr() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+    LAST_ERROR.with(|last| {
+        last.borrow()
+            .as_ref()
+            .map_or(c"".as_ptr(), |text| text.as_ptr())
+    })
 }
 
 /// Runs `body` at the C boundary: its error becomes the status and the thread's last error,
-/// and a panic is caught and becomes [`RunLaneStatus::Panic`] (none crosses into C).
+/// a success (`Ok` of any status: `OK`, or `EMPTY` from a poll) clears the thread's last
+/// error, and a panic is caught and becomes [`RunLaneStatus::Panic`] (none crosses into C).
 pub fn guard(body: impl FnOnce() -> Result<RunLaneStatus, Error>) -> RunLaneStatus {
     // Unwind safety: after a panic the library only reports it; every shared structure is
     // behind a mutex that is read through `PoisonError::into_inner`.
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(status)) => status,
+        Ok(Ok(status)) => {
+            clear_last_error();
+            status
+        }
         Ok(Err(error)) => {
             set_last_error(&error.message);
             error.status
@@ -105,8 +137,31 @@ mod tests {
     }
 
     #[test]
+    fn a_success_after_a_failure_clears_the_last_error() {
+        guard(|| Err(Error::new(RunLaneStatus::Full, "no room")));
+        assert_eq!(last(), "no room");
+        assert_eq!(guard(|| Ok(RunLaneStatus::Empty)), RunLaneStatus::Empty);
+        assert_eq!(last(), "", "EMPTY is a success");
+        guard(|| Err(Error::new(RunLaneStatus::Closed, "closed")));
+        assert_eq!(guard(|| Ok(RunLaneStatus::Ok)), RunLaneStatus::Ok);
+        assert_eq!(last(), "");
+    }
+
+    #[test]
+    fn a_thread_that_never_failed_reads_an_empty_message() {
+        let empty = std::thread::spawn(last).join().unwrap();
+        assert_eq!(empty, "");
+    }
+
+    #[test]
     fn a_message_with_a_nul_is_kept() {
         set_last_error("a\0b");
         assert_eq!(last(), "a b");
+    }
+
+    #[test]
+    fn a_message_on_several_lines_becomes_one_line() {
+        set_last_error("not loaded:\n  - /opt/x: missing\r\nhint: check npu-smi\n");
+        assert_eq!(last(), "not loaded: - /opt/x: missing; hint: check npu-smi");
     }
 }

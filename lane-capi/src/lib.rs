@@ -28,8 +28,11 @@
 //! `run_lane_last_error`'s string (valid until the thread's next call).
 //!
 //! **Threads:** every function may be called from any thread. The runner's callbacks run
-//! on the lane's own thread only, one at a time; `run_lane_wait` and `run_lane_destroy`
-//! refuse to run there (they would wait on themselves).
+//! on the lane's own thread, one at a time (prepare and finalise on host workers when the
+//! vtable and the config ask for it). From any lane's callback the calls that return at once
+//! (submit, publish, poll, close) are allowed and the ones that block (`run_lane_wait`,
+//! `run_lane_destroy`, `run_lane_create`) return `WRONG_THREAD`: the header's top comment has
+//! the table.
 //!
 //! **API boundary:** the C functions and types of `run_lane.h`; Rust users embed
 //! `lane_service` directly.
@@ -44,8 +47,8 @@ pub mod types;
 
 pub use api::{
     run_lane_abi_version, run_lane_close, run_lane_config_default, run_lane_create,
-    run_lane_destroy, run_lane_last_error, run_lane_poll, run_lane_publish, run_lane_submit,
-    run_lane_wait,
+    run_lane_destroy, run_lane_destroy_with_report, run_lane_last_error, run_lane_poll,
+    run_lane_publish, run_lane_submit, run_lane_wait,
 };
 pub use registry::RunLane;
 pub use runner::CRunner;

@@ -1,7 +1,7 @@
 //! Lane outcomes and close reports as their C structs, strings copied into fixed buffers.
 
 use core::ffi::c_char;
-use lane_core::status_latch::{Class, Stage};
+use lane_core::status_latch::{AclCode, Class, Stage};
 use lane_core::{Cause, CloseReport, LaneState, Outcome, PublicationResult, RunId, Verdict};
 use lane_service::Report;
 
@@ -156,6 +156,10 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
         poisoned: report.poison.is_some(),
         poison_origin: 0,
         poison_line: [0; RUN_LANE_LINE_BYTES],
+        streams_left: report.streams_left.count(),
+        aicpu_stream_code: report.streams_left.aicpu.map_or(0, AclCode::raw),
+        aicore_stream_code: report.streams_left.aicore.map_or(0, AclCode::raw),
+        teardown_line: [0; RUN_LANE_LINE_BYTES],
     };
     if let Some(poison) = report.poison {
         out.poison_origin = poison.origin.0;
@@ -164,13 +168,16 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
             &poison.cause.line(RunId(poison.origin.0)),
         );
     }
+    if !report.streams_left.is_empty() {
+        copy_str(&mut out.teardown_line, &report.streams_left.to_string());
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lane_core::status_latch::{AclCode, Failure};
+    use lane_core::status_latch::Failure;
     use lane_core::{RunOutcome, Tag};
     use std::ffi::CStr;
 
@@ -235,6 +242,33 @@ mod tests {
             (true, 10, 20)
         );
         assert_eq!(text(&c.failure_line), "");
+    }
+
+    #[test]
+    fn a_close_report_names_each_stream_left_with_its_code_and_line() {
+        let left = lane_core::StreamsLeft {
+            aicpu: None,
+            aicore: AclCode::from_raw(507_901),
+        };
+        let report = CloseReport {
+            state: LaneState::Closed,
+            poison: None,
+            device_lost: false,
+            streams_left: left,
+        };
+        let c = close_to_c(&report);
+        assert_eq!(c.state, RunLaneState::Closed);
+        assert_eq!(c.streams_left, 1);
+        assert_eq!((c.aicpu_stream_code, c.aicore_stream_code), (0, 507_901));
+        assert_eq!(text(&c.teardown_line), left.to_string());
+        assert!(text(&c.teardown_line).starts_with("close left the AICore stream"));
+        let clean = close_to_c(&CloseReport {
+            streams_left: lane_core::StreamsLeft::NONE,
+            ..report
+        });
+        assert_eq!(clean.streams_left, 0);
+        assert_eq!((clean.aicpu_stream_code, clean.aicore_stream_code), (0, 0));
+        assert_eq!(text(&clean.teardown_line), "");
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl<T> Registry<T> {
         if handle.is_null() {
             return Err(Error::new(
                 RunLaneStatus::InvalidHandle,
-                "the lane handle is NULL",
+                "the lane handle is NULL; pass the handle run_lane_create wrote",
             ));
         }
         self.live
@@ -71,7 +71,7 @@ impl<T> Registry<T> {
         if handle.is_null() {
             return Err(Error::new(
                 RunLaneStatus::InvalidHandle,
-                "the lane handle is NULL",
+                "the lane handle is NULL; pass the handle run_lane_create wrote",
             ));
         }
         self.live
@@ -85,7 +85,7 @@ impl<T> Registry<T> {
         Error::new(
             RunLaneStatus::InvalidHandle,
             format!(
-                "{handle:p} is not a live lane handle (destroyed, or never returned by run_lane_create)"
+                "{handle:p} is not a live lane handle (destroyed, or never returned by run_lane_create); pass a handle run_lane_create wrote and not destroyed yet"
             ),
         )
     }

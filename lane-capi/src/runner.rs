@@ -308,6 +308,9 @@ pub struct CWorker {
     /// The ACL device's binding (`None` on the simulator: nothing to bind), and the reset
     /// count this thread bound at.
     binding: Option<(WorkerBinding, u64)>,
+    /// The device's text about the latest failed callback (`aclGetRecentErrMsg`, read on this
+    /// thread right after it), until the service takes it.
+    message: Option<String>,
 }
 
 impl CWorker {
@@ -337,7 +340,17 @@ impl CWorker {
             requests,
             deferred,
             binding,
+            message: None,
         })
+    }
+
+    /// A callback failed with an ACL code: keep the device's text about it, read now on this
+    /// thread (ACL keeps it per thread) before another call replaces it. Nothing on the
+    /// simulator.
+    fn capture_error_message(&mut self) {
+        if let Some((binding, _)) = &self.binding {
+            self.message = binding.acl().recent_error_message();
+        }
     }
 
     /// Binds this thread again after a force reset unbound every thread.
@@ -379,7 +392,11 @@ impl HostWorker for CWorker {
             diagnostics,
             ..info(&self.requests, run, slot)
         };
-        call_prepare(&self.vtable, &info)?;
+        call_prepare(&self.vtable, &info).inspect_err(|e| {
+            if matches!(e, PrepareError::Failed(_)) {
+                self.capture_error_message();
+            }
+        })?;
         self.defer(ModelWork::Prepare(run, slot, diagnostics));
         Ok(())
     }
@@ -391,10 +408,21 @@ impl HostWorker for CWorker {
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
         let copy_back = copy_back && requested(&self.requests, run).copy_back;
-        let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back);
+        let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back)
+            .inspect_err(|e| {
+                if matches!(e, FinaliseFailure::Acl(_)) {
+                    self.capture_error_message();
+                }
+            });
         // The model frees its per-run state whatever the callback said.
         self.defer(ModelWork::Finalise(run, slot, copy_back));
         ours
+    }
+
+    /// The device's text read on this worker's thread right after its latest failed callback
+    /// (`aclGetRecentErrMsg`), taken.
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.message.take()
     }
 }
 

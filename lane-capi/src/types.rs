@@ -8,8 +8,10 @@ use core::ffi::{c_char, c_void};
 
 /// The ABI version this library implements. A config whose `abi_version` differs is refused
 /// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
-/// on any change to a struct's layout or a function's signature.
-pub const RUN_LANE_ABI_VERSION: u32 = 2;
+/// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
+/// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
+/// `run_lane_destroy_with_report` returns the final report.
+pub const RUN_LANE_ABI_VERSION: u32 = 3;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -32,12 +34,14 @@ pub const RUN_LANE_NAME_BYTES: usize = 64;
 pub const RUN_LANE_STAGE_BYTES: usize = 32;
 /// Bytes of `RunLaneOutcome::hint`, NUL included.
 pub const RUN_LANE_HINT_BYTES: usize = 512;
-/// Bytes of `RunLaneOutcome::failure_line` and `RunLaneCloseReport::poison_line`, NUL
-/// included. A longer line is cut at a character boundary.
+/// Bytes of `RunLaneOutcome::failure_line`, `RunLaneCloseReport::poison_line` and
+/// `RunLaneCloseReport::teardown_line`, NUL included. A longer line is cut at a character
+/// boundary.
 pub const RUN_LANE_LINE_BYTES: usize = 1024;
 
 /// What every `run_lane_*` function returns. Anything but `OK` (and `EMPTY` from
-/// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread.
+/// `run_lane_poll`) leaves a message for `run_lane_last_error` on the calling thread that says
+/// what to do; `OK` and `EMPTY` clear it to "".
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunLaneStatus {
@@ -75,8 +79,9 @@ pub enum RunLaneStatus {
     UnknownItem = 13,
     /// `run_lane_wait`: the item's outcome was already taken (by a poll or another wait).
     AlreadyTaken = 14,
-    /// Called from a runner callback (the lane thread) where it would wait on that thread
-    /// itself: `run_lane_wait` and `run_lane_destroy`.
+    /// A call that blocks (`run_lane_wait`, `run_lane_destroy`, `run_lane_create`) was made
+    /// from a runner callback, of this lane or another: it would stall the callback's lane (on
+    /// its own lane wait for itself). Make it from another thread.
     WrongThread = 15,
     /// A panic inside the library was caught at the boundary; the message has it.
     Panic = 16,
@@ -106,17 +111,20 @@ pub enum RunLaneBackend {
 }
 
 /// The runner's callbacks: the embedding runtime's work for each run. Every callback is
-/// called **on the lane thread only**, one at a time, never concurrently with another
-/// callback of the same lane; `user` is passed back unchanged. A NULL callback succeeds
+/// called **on the lane thread**, one at a time, never concurrently with another callback of
+/// the same lane, except `prepare` and `finalise` when `concurrency.off_lane_thread` and the
+/// config's `workers` move them to host workers (see `RunLaneConcurrency`); `user` is passed
+/// back unchanged. A NULL callback succeeds
 /// without doing anything (allowed on the simulator; on ACL the two launches are required).
 ///
 /// Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
 /// failure, or a device poison and recovery). `prepare` may also return
 /// `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
 /// `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
-/// not cross into the library) and must not call `run_lane_wait` or `run_lane_destroy` on
-/// its own lane (they return `WRONG_THREAD`); `submit`, `publish`, `poll` and `close` are
-/// allowed.
+/// not cross into the library). From any callback, on its own lane or another, `submit`,
+/// `publish`, `poll` and `close` are allowed; `run_lane_wait`, `run_lane_destroy` and
+/// `run_lane_create` block and return `WRONG_THREAD` (the header's top comment has the
+/// table).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneRunner {
@@ -196,7 +204,8 @@ pub struct RunLaneConfig {
     /// ACL: the device id (`aclrtSetDevice`).
     pub device_id: i32,
     /// ACL: the libascendcl to open, or NULL to search (`RUN_LANE_ACL_LIB`,
-    /// `ASCEND_HOME_PATH`, ...). Copied during `run_lane_create`.
+    /// `ASCEND_HOME_PATH`, ...). An empty string is refused (`INVALID_CONFIG`). Copied during
+    /// `run_lane_create`.
     pub acl_library_path: *const c_char,
     /// Simulator: the seed of its one random stream.
     pub sim_seed: u64,
@@ -386,13 +395,16 @@ pub enum RunLaneState {
     Lost = 2,
     /// Closing: launched runs finish, the rest are cancelled.
     Closing = 3,
-    /// Every item has its outcome; the stream pair is being destroyed.
+    /// Every item has its outcome; the stream pair is being destroyed (a failed destroy is
+    /// retried once at once).
     ReleasingStreams = 4,
-    /// Every item has its outcome; the streams are destroyed.
+    /// Every item has its outcome and the teardown ended: the streams are destroyed, except
+    /// those the report names in `streams_left`.
     Closed = 5,
 }
 
-/// What `run_lane_close` reports (copied into the caller's struct).
+/// What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
+/// struct).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneCloseReport {
@@ -406,4 +418,15 @@ pub struct RunLaneCloseReport {
     pub poison_origin: u64,
     /// Its failure line.
     pub poison_line: [c_char; RUN_LANE_LINE_BYTES],
+    /// How many streams of the pair the teardown could not destroy (0, 1 or 2; ABI 3): each
+    /// failed destroy is retried at once, and once more by `run_lane_destroy`. Set once
+    /// `state` is `CLOSED` (0 before); final from `run_lane_destroy_with_report`.
+    pub streams_left: u8,
+    /// The last destroy code of the AICPU stream if it is left, else 0 (ABI 3).
+    pub aicpu_stream_code: i32,
+    /// The last destroy code of the AICore stream if it is left, else 0 (ABI 3).
+    pub aicore_stream_code: i32,
+    /// One line naming each stream left with its code, its CANN name and what to do
+    /// (`close left the AICPU stream: ...`), or "" (ABI 3).
+    pub teardown_line: [c_char; RUN_LANE_LINE_BYTES],
 }

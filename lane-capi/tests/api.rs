@@ -448,3 +448,143 @@ fn the_outcome_callback_sees_every_outcome_in_order_on_the_lane_thread() {
     let lane_thread = state.threads.lock().unwrap()[0];
     assert!(seen.iter().all(|(_, thread)| *thread == lane_thread));
 }
+
+#[test]
+fn every_call_that_succeeds_clears_the_threads_last_error() {
+    // A failure leaves a message; the next call that returns OK (or EMPTY) clears it.
+    let fail = || {
+        assert_eq!(
+            submit(std::ptr::null_mut(), 1, false),
+            Err(RunLaneStatus::InvalidHandle)
+        );
+        assert!(last_error().contains("handle"), "{}", last_error());
+    };
+    let state = State::default();
+    let config = sim_config(&state);
+    fail();
+    let mut filled = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    // SAFETY: a valid place for a config.
+    let defaulted = unsafe { run_lane_config_default(filled.as_mut_ptr()) };
+    assert_eq!(defaulted, RunLaneStatus::Ok);
+    assert_eq!(last_error(), "", "run_lane_config_default");
+    fail();
+    let lane = create(&config);
+    assert_eq!(last_error(), "", "run_lane_create");
+    fail();
+    let run = submit(lane, 1, false).unwrap();
+    assert_eq!(last_error(), "", "run_lane_submit");
+    fail();
+    let mut publication = 0;
+    // SAFETY: a valid out pointer.
+    let published = unsafe { run_lane_publish(lane, 3, &raw mut publication) };
+    assert_eq!(published, RunLaneStatus::Ok);
+    assert_eq!(last_error(), "", "run_lane_publish");
+    fail();
+    wait(lane, run, 10_000).unwrap();
+    assert_eq!(last_error(), "", "run_lane_wait");
+    wait(lane, publication, 10_000).unwrap();
+    fail();
+    let mut outcome = std::mem::MaybeUninit::uninit();
+    // SAFETY: a valid out pointer.
+    let polled = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
+    assert_eq!(polled, RunLaneStatus::Empty);
+    assert_eq!(last_error(), "", "run_lane_poll returning EMPTY");
+    fail();
+    // SAFETY: the report is optional.
+    let closed = unsafe { run_lane_close(lane, std::ptr::null_mut()) };
+    assert_eq!(closed, RunLaneStatus::Ok);
+    assert_eq!(last_error(), "", "run_lane_close");
+    fail();
+    destroy(lane);
+    assert_eq!(last_error(), "", "run_lane_destroy");
+    // The two functions that return no status leave the message alone.
+    fail();
+    let _ = run_lane_abi_version();
+    assert!(last_error().contains("handle"), "{}", last_error());
+}
+
+#[test]
+fn an_empty_acl_library_path_is_an_invalid_config_that_says_to_pass_null() {
+    let state = State::default();
+    let mut config = sim_config(&state);
+    config.backend = RunLaneBackend::Acl as u32;
+    unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRunArgs) -> i32 {
+        0
+    }
+    config.runner.launch_aicore = Some(launch);
+    config.runner.launch_aicpu = Some(launch);
+    config.acl_library_path = c"".as_ptr();
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: valid config (a NUL-terminated path) and out pointer.
+    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
+    assert_eq!(status, RunLaneStatus::InvalidConfig);
+    assert!(
+        last_error().contains("pass NULL to search"),
+        "{}",
+        last_error()
+    );
+    assert!(lane.is_null(), "no lane was opened");
+}
+
+/// The events of [`destroy_joins_the_lane_while_another_threads_wait_on_it_is_in_flight`], in
+/// order.
+static EVENTS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn slow_prepare(user: *mut c_void, _run: *const RunLaneRunInfo) -> i32 {
+    EVENTS.lock().unwrap().push("prepare begins");
+    // SAFETY: the test passes a `Sender` that outlives the lane.
+    let started = unsafe { &*user.cast::<std::sync::mpsc::Sender<()>>() };
+    let _ = started.send(());
+    // The runtime's work: long enough that the destroy below begins while it runs.
+    thread::sleep(Duration::from_millis(200));
+    EVENTS.lock().unwrap().push("prepare ends");
+    0
+}
+
+unsafe extern "C" fn logged_finalise(_: *mut c_void, _: *const RunLaneRunInfo, _: bool) -> i32 {
+    EVENTS.lock().unwrap().push("finalise");
+    0
+}
+
+#[test]
+fn destroy_joins_the_lane_while_another_threads_wait_on_it_is_in_flight() {
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let mut config = sim_config(&State::default());
+    config.runner.user = std::ptr::from_ref(&started_tx).cast_mut().cast();
+    config.runner.prepare = Some(slow_prepare);
+    config.runner.finalise = Some(logged_finalise);
+    config.runner.on_outcome = None;
+    let lane = create(&config);
+    let run = submit(lane, 1, false).unwrap();
+    let (waiting_tx, waiting_rx) = std::sync::mpsc::channel::<()>();
+    let handle = lane.addr();
+    let waiter = thread::spawn(move || {
+        let lane: *mut RunLane = std::ptr::without_provenance_mut(handle);
+        waiting_tx.send(()).unwrap();
+        // In flight across the destroy: its outcome (the close cancels the run) or LOST.
+        wait(lane, run, 30_000).map(|o| o.verdict)
+    });
+    started_rx.recv().unwrap();
+    waiting_rx.recv().unwrap();
+    destroy(lane);
+    EVENTS.lock().unwrap().push("destroy returned");
+    let waited = waiter.join().unwrap();
+    assert!(
+        matches!(
+            waited,
+            Ok(RunLaneVerdict::Cancelled) | Err(RunLaneStatus::Lost | RunLaneStatus::InvalidHandle)
+        ),
+        "{waited:?}"
+    );
+    let events = EVENTS.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        [
+            "prepare begins",
+            "prepare ends",
+            "finalise",
+            "destroy returned"
+        ],
+        "destroy returned only after every callback, and none ran after it"
+    );
+}

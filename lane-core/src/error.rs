@@ -321,6 +321,19 @@ pub enum InvariantViolation {
     /// Closed (or releasing streams) with items pending.
     #[error("lane invariant broken: closed with items pending")]
     ClosedWithItems,
+    /// Closed, and the streams the close report names as left are not the pair's live ones
+    /// (a stream leaked silently, or a destroyed one is reported).
+    #[error(
+        "lane invariant broken: closed with the {role} stream {}, but the close report says {}",
+        if *live { "live" } else { "gone" },
+        if *live { "it was destroyed" } else { "it is left" }
+    )]
+    StreamsLeftMisreported {
+        /// The stream.
+        role: stream_pair::Role,
+        /// Whether it is live.
+        live: bool,
+    },
     /// The pair refused to withdraw a run whose launch failed before reaching a stream.
     #[error("lane invariant broken: the pair refused to withdraw {run}: {error}")]
     WithdrawRefused {

@@ -76,7 +76,10 @@ pub use event::{Event, FinaliseFailure, LaunchStep};
 pub use ids::{
     CodeRef, DeviceTiming, Generation, Lease, PublicationId, RunId, SlotId, Tag, Timestamp,
 };
-pub use lane::{CloseReport, Fingerprint, Lane, PoisonRecord, RunRequest, TeardownFailure};
+pub use lane::{
+    CloseReport, Fingerprint, Lane, PoisonRecord, RunRequest, StreamsLeft, TEARDOWN_ATTEMPTS,
+    TeardownFailure,
+};
 pub use outcome::{
     Cause, Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict, WithDetail,
 };

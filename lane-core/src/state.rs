@@ -85,11 +85,16 @@ pub enum LaneInput {
     Idle,
     /// Every stream of the pair is destroyed (or none was live).
     StreamsReleased,
+    /// The teardown ended with a stream whose every destroy failed (the first and its
+    /// retry): it is left, and reported (`CloseReport::streams_left`).
+    StreamsLeft,
+    /// `Lane::retry_teardown` on a closed lane with a stream left: destroy it once more.
+    RetryTeardown,
 }
 
 impl LaneInput {
     /// Every input, in table order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 14] = [
         Self::Submit,
         Self::Publish,
         Self::Close,
@@ -102,6 +107,8 @@ impl LaneInput {
         Self::ProbeFailed,
         Self::Idle,
         Self::StreamsReleased,
+        Self::StreamsLeft,
+        Self::RetryTeardown,
     ];
 }
 
@@ -254,8 +261,9 @@ pub const fn lane_step(
         },
         (S::Closing, I::Idle) => S::ReleasingStreams,
         (S::ReleasingStreams, I::Close | I::Idle) => S::ReleasingStreams,
-        (S::ReleasingStreams, I::StreamsReleased) => S::Closed,
+        (S::ReleasingStreams, I::StreamsReleased | I::StreamsLeft) => S::Closed,
         (S::Closed, I::Close | I::Idle) => S::Closed,
+        (S::Closed, I::RetryTeardown) => S::ReleasingStreams,
         _ => return Err(LaneRefusal::NotExpected),
     };
     Ok(next)
@@ -322,7 +330,10 @@ pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
         (LaneState::Open, LaneState::Closing) => {
             "`FinaliseRun` (no copy-back) for each prepared run; queued runs and waiting publications cancelled"
         }
-        (LaneState::Closing, LaneState::ReleasingStreams) => "`DestroyStream` for each live stream",
+        (LaneState::Closing, LaneState::ReleasingStreams) => {
+            "`DestroyStream` for each live stream, and once more for each whose destroy failed"
+        }
+        (LaneState::Closed, LaneState::ReleasingStreams) => "`DestroyStream` for each stream left",
         _ => "none",
     }
 }
@@ -390,7 +401,9 @@ pub fn lane_state_table() -> String {
          the runner work out at the poison has answered (L-18); the other recovery \
          inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
          means every accepted item has its outcome; `StreamsReleased` means the pair is \
-         destroyed. `effects` is what the lane emits with the transition (SPEC §6: state x \
+         destroyed; `StreamsLeft` means a stream survived its destroy and its retry (it is \
+         reported in the close report); `RetryTeardown` is `Lane::retry_teardown`, which \
+         destroys the streams left once more. `effects` is what the lane emits with the transition (SPEC §6: state x \
          event -> next state + effects). A refused command returns a typed error; a refused \
          event is rejected and changes nothing.\n\n",
     );

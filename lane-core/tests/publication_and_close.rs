@@ -3,9 +3,11 @@
 mod common;
 
 use common::{Fault, Harness};
-use lane_core::status_latch::RuntimeCode;
+use lane_core::status_latch::{AclCode, RuntimeCode};
+use lane_core::stream_pair::Role;
 use lane_core::{
-    LaneState, PublicationResult, PublishError, RunPhase, RunRequest, SubmitError, Verdict,
+    LaneState, PublicationResult, PublishError, RunPhase, RunRequest, StreamsLeft, SubmitError,
+    TEARDOWN_ATTEMPTS, TeardownFailure, Verdict,
 };
 
 #[test]
@@ -209,21 +211,152 @@ fn close_reports_the_poison_if_there_was_one() {
     assert_eq!(report.state, LaneState::Closed);
 }
 
-#[test]
-fn a_failed_teardown_destroy_is_reported_after_close() {
+/// A lane with one completed run (so both streams exist), closed with `faults` installed.
+fn closed_after_a_run(faults: &[Fault]) -> Harness {
     let mut h = Harness::a2a3();
     let r1 = h.run();
     h.complete(r1);
-    h.fault(Fault::DestroyFails(
-        lane_core::stream_pair::Role::Aicpu,
-        507_901,
-        1,
-    ));
+    h.take();
+    for fault in faults {
+        h.fault(*fault);
+    }
+    h.close();
+    h
+}
+
+fn destroys(log: &[String], role: &str) -> usize {
+    log.iter()
+        .filter(|l| l.starts_with(&format!("DestroyStream {role}")))
+        .count()
+}
+
+#[test]
+fn a_teardown_destroy_that_fails_is_retried_at_once_and_nothing_is_left_when_the_retry_succeeds() {
+    let mut h = closed_after_a_run(&[Fault::DestroyFails(Role::Aicpu, 507_901, 1)]);
+    let log = h.take();
+    assert_eq!(
+        destroys(&log, "Aicpu"),
+        2,
+        "the destroy and its retry: {log:?}"
+    );
+    assert_eq!(destroys(&log, "Aicore"), 1, "{log:?}");
+    assert_eq!(h.state(), LaneState::Closed);
+    assert!(h.lane.streams_left().is_empty());
+    assert_eq!(h.close().streams_left, StreamsLeft::NONE);
+}
+
+#[test]
+fn a_stream_whose_destroy_and_retry_fail_is_left_and_named_in_the_close_report() {
+    let mut h = closed_after_a_run(&[Fault::DestroyFails(Role::Aicpu, 507_901, 2)]);
+    let log = h.take();
+    assert_eq!(
+        destroys(&log, "Aicpu"),
+        usize::from(TEARDOWN_ATTEMPTS),
+        "{log:?}"
+    );
+    assert_eq!(h.state(), LaneState::Closed);
+    let report = h.close();
+    assert_eq!(report.state, LaneState::Closed);
+    assert_eq!(report.streams_left.aicpu.map(AclCode::raw), Some(507_901));
+    assert_eq!(
+        report.streams_left.aicore, None,
+        "the AICore stream was destroyed"
+    );
+    assert_eq!(report.streams_left.count(), 1);
+    let failures: Vec<TeardownFailure> = report.streams_left.iter().collect();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].role, Role::Aicpu);
+    let line = report.streams_left.to_string();
+    assert!(
+        line.starts_with("close left the AICPU stream: its every destroy failed, the last with ACL 507901 ACL_ERROR_RT_SOCKET_CLOSE"),
+        "{line}"
+    );
+    assert!(line.contains("; hint: "), "{line}");
+    assert_eq!(h.lane.streams_left(), report.streams_left);
+}
+
+#[test]
+fn both_streams_left_are_named_aicpu_first() {
+    let mut h = closed_after_a_run(&[
+        Fault::DestroyFails(Role::Aicpu, 507_901, 2),
+        Fault::DestroyFails(Role::Aicore, 107_000, 2),
+    ]);
+    let left = h.close().streams_left;
+    assert_eq!(left.count(), 2);
+    assert_eq!(left.aicore.map(AclCode::raw), Some(107_000));
+    let line = left.to_string();
+    let aicpu = line.find("the AICPU stream").expect("named");
+    let aicore = line.find("; and the AICore stream").expect("named");
+    assert!(aicpu < aicore, "{line}");
+}
+
+#[test]
+fn the_close_report_names_no_stream_left_before_the_teardown_ends() {
+    let mut h = Harness::a2a3();
+    let r1 = h.run();
+    h.complete(r1);
+    let r2 = h.run();
+    h.fault(Fault::DestroyFails(Role::Aicpu, 507_901, 2));
+    // Run 2 is still in flight: the teardown has not started.
+    let report = h.close();
+    assert_eq!(report.state, LaneState::Closing);
+    assert!(report.streams_left.is_empty());
+    h.complete(r2);
+    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.close().streams_left.count(), 1);
+}
+
+#[test]
+fn retry_teardown_destroys_a_stream_left_once_more_and_clears_it_when_that_succeeds() {
+    let mut h = closed_after_a_run(&[Fault::DestroyFails(Role::Aicpu, 507_901, 2)]);
+    h.take();
+    let now = h.now;
+    assert!(h.lane.retry_teardown(now));
+    assert_eq!(h.state(), LaneState::ReleasingStreams);
+    assert!(
+        h.lane.streams_left().is_empty(),
+        "not final while it releases"
+    );
+    h.pump();
+    let log = h.take();
+    assert_eq!(destroys(&log, "Aicpu"), 1, "one more destroy: {log:?}");
+    assert_eq!(destroys(&log, "Aicore"), 0, "only the stream left: {log:?}");
+    assert_eq!(h.state(), LaneState::Closed);
+    assert!(h.lane.streams_left().is_empty());
+    assert!(
+        !h.lane.retry_teardown(now),
+        "nothing left: nothing to retry"
+    );
+}
+
+#[test]
+fn retry_teardown_that_fails_again_keeps_the_stream_left_with_its_new_code() {
+    let mut h = closed_after_a_run(&[Fault::DestroyFails(Role::Aicpu, 507_901, 2)]);
+    h.fault(Fault::DestroyFails(Role::Aicpu, 507_899, 1));
+    let now = h.now;
+    assert!(h.lane.retry_teardown(now));
+    h.pump();
+    h.take();
+    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(
+        h.lane.streams_left().aicpu.map(AclCode::raw),
+        Some(507_899),
+        "the last destroy's code"
+    );
+}
+
+#[test]
+fn retry_teardown_changes_nothing_on_a_lane_that_is_not_closed_or_left_nothing() {
+    let mut h = Harness::a2a3();
+    let now = h.now;
+    assert!(!h.lane.retry_teardown(now), "open");
+    let r1 = h.run();
+    h.complete(r1);
     h.close();
     assert_eq!(h.state(), LaneState::Closed);
-    let failure = h.lane.teardown_failure().expect("reported");
-    assert_eq!(failure.role, lane_core::stream_pair::Role::Aicpu);
-    assert_eq!(failure.code.raw(), 507_901);
+    h.take();
+    assert!(!h.lane.retry_teardown(now), "closed, nothing left");
+    assert!(h.take().is_empty());
 }
 
 #[test]

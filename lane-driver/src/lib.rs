@@ -62,7 +62,8 @@ pub use driver::{
 pub use executor::{Executor, Wait};
 pub use observer::{Command, NoObserver, Observation, Observer, Release};
 pub use runner::{
-    Concurrency, HostWorker, PrepareError, RunArgs, Runner, is_host_work, run_host_work,
+    Concurrency, HostWorker, PrepareError, RunArgs, Runner, host_work_failed, is_host_work,
+    run_host_work,
 };
 pub use steps::LaneSteps;
 pub use waiter::{

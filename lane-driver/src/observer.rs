@@ -13,16 +13,19 @@ pub enum Command {
     Publish,
     /// [`Driver::close`](crate::Driver::close).
     Close,
+    /// [`LaneSteps::retry_teardown`](crate::LaneSteps::retry_teardown).
+    RetryTeardown,
 }
 
 impl Command {
-    /// `submit`, `publish` or `close`.
+    /// `submit`, `publish`, `close` or `retry-teardown`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
             Self::Submit => "submit",
             Self::Publish => "publish",
             Self::Close => "close",
+            Self::RetryTeardown => "retry-teardown",
         }
     }
 }

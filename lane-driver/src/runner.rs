@@ -92,6 +92,16 @@ pub trait HostWorker: Send {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure>;
+    /// The device's text about the failure of this worker's latest prepare or finalise
+    /// (`aclGetRecentErrMsg`, which ACL keeps per thread, so only the worker's own thread can
+    /// read it), if it left one; taken (a second call returns `None`). The service calls it
+    /// on the worker's thread right after a job answered `PrepareFailed` or `FinaliseFailed`
+    /// ([`host_work_failed`]) and attaches the text to the outcome's failure line, as the
+    /// lane thread does with [`Device::recent_error_message`] after its own calls. By default
+    /// there is none.
+    fn recent_error_message(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// The embedding runtime's work for a run: host preparation, the two kernel launches,
@@ -175,6 +185,16 @@ pub const fn is_host_work(effect: &Effect) -> bool {
     matches!(
         effect,
         Effect::PrepareRun { .. } | Effect::FinaliseRun { .. }
+    )
+}
+
+/// Whether `event`, a host worker's answer, reports a failed prepare or finalise whose device
+/// text is worth reading ([`HostWorker::recent_error_message`]).
+#[must_use]
+pub const fn host_work_failed(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::PrepareFailed { .. } | Event::FinaliseFailed { .. }
     )
 }
 

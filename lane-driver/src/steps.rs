@@ -118,6 +118,18 @@ impl<O: Observer> LaneSteps<O> {
         self.command(now, Command::Close, |lane| lane.close(now), |_| None)
     }
 
+    /// Destroys the streams a closed lane's teardown left once more at `now`
+    /// ([`Lane::retry_teardown`]): whether there were any (their `DestroyStream` effects
+    /// follow).
+    pub fn retry_teardown(&mut self, now: Timestamp) -> Result<bool, DriverError> {
+        self.command(
+            now,
+            Command::RetryTeardown,
+            |lane| lane.retry_teardown(now),
+            |_| None,
+        )
+    }
+
     /// The one command path: gives the lane `command`, reports it (with the id it
     /// `accepted`) and checks the lane.
     fn command<T>(

@@ -58,19 +58,29 @@ pub enum ServiceError {
     /// error); the lane accepts nothing more.
     #[error("the lane is lost: {0}")]
     Lost(LostCause),
+    /// [`LaneHandle::shut_down`](crate::LaneHandle::shut_down) was called on one of the
+    /// lane's own threads (from the outcome callback, or a host worker's runner call), where it
+    /// would join itself; the shutdown is asked for all the same, and the last handle's drop
+    /// joins the threads.
+    #[error(
+        "shut_down was called on the lane's own thread (the outcome callback or a host worker), which it would join; the shutdown goes on, call shut_down from another thread to wait for it"
+    )]
+    OwnThread,
 }
 
 /// Why [`LaneHandle::wait`](crate::LaneHandle::wait) returned without the item's outcome.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum WaitError {
     /// The timeout passed first; the outcome can still be waited for or polled.
-    #[error("timed out waiting for item {item}")]
+    #[error("timed out waiting for item {item}; it is still pending: wait for it again, or poll")]
     TimedOut {
         /// The item's sequence number.
         item: u64,
     },
     /// The lane thread is gone before the item's outcome was delivered.
-    #[error("the lane is lost before item {item} got its outcome: {cause}")]
+    #[error(
+        "the lane is lost before item {item} got its outcome: {cause}; it takes nothing more: drop it and make a new lane"
+    )]
     Lost {
         /// The item's sequence number.
         item: u64,
@@ -78,13 +88,17 @@ pub enum WaitError {
         cause: LostCause,
     },
     /// The lane never accepted an item with this id.
-    #[error("item {item} was never accepted by this lane")]
+    #[error(
+        "item {item} was never accepted by this lane; wait for an id that submit or publish returned"
+    )]
     Unknown {
         /// The item's sequence number.
         item: u64,
     },
     /// The item's outcome was already taken (by a poll or another wait).
-    #[error("the outcome of item {item} was already taken")]
+    #[error(
+        "the outcome of item {item} was already taken (by a poll or another wait); each outcome is taken once"
+    )]
     AlreadyTaken {
         /// The item's sequence number.
         item: u64,

@@ -394,6 +394,12 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
+    /// Reads the lane under the lock, also once it is lost (the final report after the lane
+    /// thread ended).
+    pub(crate) fn inspect<R>(&self, read: impl FnOnce(&L) -> R) -> R {
+        read(&lock(&self.state).lane)
+    }
+
     /// Why the lane thread ended, if it did.
     pub(crate) fn lost(&self) -> Option<LostCause> {
         lock(&self.state).lost.clone()

@@ -6,8 +6,8 @@ use lane_core::{
 };
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DeviceWait, DriverError, Executor, HostWorker,
-    LaneSteps, NoObserver, Report, Runner, Turn, Wait, is_host_work, run_device_wait,
-    run_host_work, wait_failed,
+    LaneSteps, NoObserver, Report, Runner, Turn, Wait, host_work_failed, is_host_work,
+    run_device_wait, run_host_work, wait_failed,
 };
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -110,6 +110,8 @@ struct Shared {
     now: Timestamp,
     /// The lane thread closed the lane for the shutdown.
     closed_for_shutdown: bool,
+    /// The lane thread destroyed once more the streams the teardown left, at the shutdown.
+    teardown_retried: bool,
     /// The device wait handed to the completion waiter and not answered yet.
     wait_out: Option<WaitOut>,
     /// Device waits handed out so far (each one's ticket).
@@ -153,8 +155,10 @@ impl Delivers for Shared {
 
 /// A host worker's answer to a job.
 enum WorkerAnswer {
-    /// The worker ran the job; this event answers it.
-    Answered(Event),
+    /// The worker ran the job; this event answers it, with the device's text about a failed
+    /// prepare or finalise, read on the worker's thread (ACL keeps it per thread). Only a
+    /// failure allocates it.
+    Answered(Event, Option<String>),
     /// The worker could not bind the device ([`HostWorker::bind`]): the lane thread, always
     /// bound, runs the job itself with its own runner.
     HandedBack(Effect),
@@ -167,39 +171,57 @@ fn lost(error: &DriverError) -> LostCause {
 /// Owned by the handles; dropping the last one shuts the lane down.
 struct Inner {
     mailbox: Arc<Mailbox<Shared>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-    thread_id: ThreadId,
+    /// The lane's threads, joined once, under this lock (a second caller waits until the
+    /// first has joined them all).
+    threads: Mutex<Threads>,
+    /// The lane thread, the host workers and the completion waiter: a shutdown asked on one
+    /// of them cannot join them.
+    own: Vec<ThreadId>,
+}
+
+/// The lane's threads not joined yet.
+struct Threads {
+    lane: Option<JoinHandle<()>>,
     /// The host workers (none unless the runner allows them and a factory was given).
     workers: Vec<JoinHandle<()>>,
     /// The completion waiter.
     waiter: Option<JoinHandle<()>>,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
+impl Inner {
+    /// Asks the lane thread to close the lane and end, then joins every thread of the lane;
+    /// returns whether they are joined (`false` on one of the lane's own threads, which would
+    /// join itself: it only asks). Once joined, a later call returns at once.
+    fn shut_down(&self) -> bool {
         self.mailbox.shutdown();
-        // Dropped on the lane thread itself (by the callback): it ends on its own.
-        if thread::current().id() == self.thread_id {
-            return;
+        if self.own.contains(&thread::current().id()) {
+            return false;
         }
-        let handle = self
-            .thread
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(handle) = handle {
+        let mut threads = self
+            .threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(lane) = threads.lane.take() {
             // A panic was recorded as the lost cause already.
-            let _ = handle.join();
+            let _ = lane.join();
         }
         // The lane thread's end (a loss) stopped them, the waiter once the device call it may
         // be in returns (bounded by the run's deadline); a panic of theirs is the lost cause
         // already.
-        for worker in self.workers.drain(..) {
+        for worker in threads.workers.drain(..) {
             let _ = worker.join();
         }
-        if let Some(waiter) = self.waiter.take() {
+        if let Some(waiter) = threads.waiter.take() {
             let _ = waiter.join();
         }
+        true
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Dropped on the lane's own thread (by the callback), it ends on its own.
+        self.shut_down();
     }
 }
 
@@ -292,10 +314,33 @@ impl LaneHandle {
         self.mailbox().wait(item.into().seq(), deadline)
     }
 
-    /// Why the lane thread ended, if it did (a panic, a driver error).
+    /// Why the lane thread ended, if it did (a panic, a driver error, a shutdown).
     #[must_use]
     pub fn lost(&self) -> Option<LostCause> {
         self.mailbox().lost()
+    }
+
+    /// Shuts the lane down whatever other clones exist, and returns its final close report:
+    /// closes the lane, lets launched runs finish (each bounded by its deadline), destroys
+    /// once more the streams its teardown left (S-7: the retry at the end, so a stream whose
+    /// destroys failed gets its last chance), and joins the lane thread, the host workers and
+    /// the completion waiter. The report's `streams_left` names what still survives. Afterwards
+    /// every command and every wait on any clone is refused as lost, including a wait blocked
+    /// meanwhile; outcomes delivered before can still be polled. A second call returns the
+    /// same report once the threads have ended. Dropping the last handle does the same,
+    /// without the report.
+    ///
+    /// # Errors
+    ///
+    /// [`ServiceError::OwnThread`] on one of the lane's own threads (the outcome callback, a
+    /// host worker): it would join itself; the shutdown is asked for all the same.
+    pub fn shut_down(&self) -> Result<CloseReport, ServiceError> {
+        if !self.inner.shut_down() {
+            return Err(ServiceError::OwnThread);
+        }
+        Ok(self
+            .mailbox()
+            .inspect(|shared| shared.steps.lane().close_report()))
     }
 }
 
@@ -432,9 +477,9 @@ where
                 lane.run(&mut executor, &mut on_outcome)
             }));
             let cause = match result {
-                Ok(Ok(())) => {
-                    LostCause::new("the lane thread ended after the last handle was dropped")
-                }
+                Ok(Ok(())) => LostCause::new(
+                    "the lane was shut down (its last handle dropped, or shut_down called)",
+                ),
                 Ok(Err(cause)) => cause,
                 Err(payload) => {
                     let text = panic_text(payload.as_ref());
@@ -464,6 +509,7 @@ where
         steps: LaneSteps::new(narrowed(profile, concurrency)).check_invariants(check_invariants),
         now: Timestamp(0),
         closed_for_shutdown: false,
+        teardown_retried: false,
         wait_out: None,
         tickets: 0,
     };
@@ -502,13 +548,19 @@ where
         }
     };
     let _ = go_tx.send(Some((Arc::clone(&mailbox), off_lane)));
+    let own = std::iter::once(thread_id)
+        .chain(workers.iter().map(|worker| worker.thread().id()))
+        .chain(std::iter::once(waiter.thread().id()))
+        .collect();
     Ok(LaneHandle {
         inner: Arc::new(Inner {
             mailbox,
-            thread: Mutex::new(Some(thread)),
-            thread_id,
-            workers,
-            waiter: Some(waiter),
+            threads: Mutex::new(Threads {
+                lane: Some(thread),
+                workers,
+                waiter: Some(waiter),
+            }),
+            own,
         }),
     })
 }
@@ -611,7 +663,16 @@ fn host_worker(
             // Unbound (its first job after a force reset, say) and unable to bind: the job
             // goes back to the lane thread, so the runner's prepare or finalise still runs.
             let answer = match worker.bind() {
-                Ok(()) => run_host_work(&mut *worker, job).map(WorkerAnswer::Answered),
+                Ok(()) => run_host_work(&mut *worker, job).map(|event| {
+                    // Read right after the failed call, before the worker's thread makes
+                    // another, as the lane thread does after its own.
+                    let message = if host_work_failed(&event) {
+                        worker.recent_error_message()
+                    } else {
+                        None
+                    };
+                    WorkerAnswer::Answered(event, message)
+                }),
                 Err(_) => Some(WorkerAnswer::HandedBack(job)),
             };
             if let Some(answer) = answer {
@@ -740,8 +801,9 @@ fn decide<D: Device, R: Runner<D>>(
     shared.now = now;
     while let Some(answer) = cx.answer() {
         match answer {
-            // A worker's call is not the lane thread's: no device text goes with its failure.
-            WorkerAnswer::Answered(event) => shared.steps.feed(now, event, None)?,
+            // The device's text about a failed prepare or finalise came from the worker's
+            // own thread: it reaches the outcome's line as a lane-thread failure's does.
+            WorkerAnswer::Answered(event, message) => shared.steps.feed(now, event, message)?,
             // Executing a handed-back finalise releases the slot's events again, which
             // `hand_off` already did: harmless, the lane leases the slot to no other run
             // before the finalise is answered. The answers left are taken by the next step,
@@ -761,6 +823,17 @@ fn decide<D: Device, R: Runner<D>>(
     if cx.shutdown && !shared.closed_for_shutdown {
         shared.closed_for_shutdown = true;
         shared.steps.close(now)?;
+    }
+    // S-7: a stream the teardown left gets one more destroy before the lane thread ends
+    // (time has passed since the teardown's own retry); the final report names it if it
+    // still survives.
+    if cx.shutdown
+        && !shared.teardown_retried
+        && shared.steps.lane().state() == LaneState::Closed
+        && !shared.steps.lane().streams_left().is_empty()
+    {
+        shared.teardown_retried = true;
+        shared.steps.retry_teardown(now)?;
     }
     loop {
         while let Some(effect) = shared.steps.next_effect(now) {

@@ -6,6 +6,7 @@
 mod common;
 
 use common::host::{HostRunner, Instant0, OFF_LANE, Seen, Sleepy};
+use lane_core::status_latch::AclCode;
 use lane_core::{
     FinaliseFailure, Outcome, Profile, ProfileSpec, RunId, RunRequest, SlotId, SubmitError, Verdict,
 };
@@ -471,4 +472,92 @@ fn with_only_a_finalise_out_the_lane_thread_feeds_the_next_completion_without_it
         let outcome = handle.wait(run, GENEROUS).expect("every run finishes");
         assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
     }
+}
+
+/// A host worker whose prepare of run 1 and finalise of run 2 fail with an ACL code, leaving
+/// a device text as ACL would on the worker's thread; every other job succeeds.
+struct FailsWithText {
+    text: Option<String>,
+}
+
+impl HostWorker for FailsWithText {
+    fn prepare_run(
+        &mut self,
+        run: RunId,
+        _slot: SlotId,
+        _diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        if run.0 == 1 {
+            self.text = Some(format!("EZ1001: prepare of run {} on a worker", run.0));
+            return Err(PrepareError::Failed(AclCode::RtParamInvalid));
+        }
+        Ok(())
+    }
+    fn finalise_run(
+        &mut self,
+        run: RunId,
+        _slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        if run.0 == 2 && copy_back {
+            self.text = Some(format!("EZ1002: copy-back of run {} on a worker", run.0));
+            return Err(FinaliseFailure::Acl(AclCode::RtParamInvalid));
+        }
+        Ok(())
+    }
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.text.take()
+    }
+}
+
+#[test]
+fn a_workers_failed_prepare_or_finalise_carries_its_device_text_into_the_failure_line() {
+    let handle = spawn_with_workers(
+        ServiceConfig::new(profile()),
+        || {
+            Ok::<_, String>((
+                Instant0::new(),
+                HostRunner {
+                    concurrency: OFF_LANE,
+                    seen: Arc::default(),
+                },
+            ))
+        },
+        |_| Ok::<Box<dyn HostWorker>, String>(Box::new(FailsWithText { text: None })),
+    )
+    .expect("the lane starts");
+    let runs: Vec<RunId> = (0..3)
+        .map(|_| handle.submit(RunRequest::new()).expect("a slot is free"))
+        .collect();
+    let reports: Vec<_> = runs
+        .iter()
+        .map(|run| handle.wait_report(*run, GENEROUS).expect("an outcome"))
+        .collect();
+    let line = |i: usize| reports[i].to_string();
+    assert!(
+        line(0).starts_with("run 1 failed at prepare"),
+        "{}",
+        line(0)
+    );
+    assert!(
+        line(0).ends_with("; device: EZ1001: prepare of run 1 on a worker"),
+        "{}",
+        line(0)
+    );
+    assert!(
+        line(1).starts_with("run 2 failed at copy-back"),
+        "{}",
+        line(1)
+    );
+    assert!(
+        line(1).ends_with("; device: EZ1002: copy-back of run 2 on a worker"),
+        "{}",
+        line(1)
+    );
+    assert!(
+        matches!(reports[2].outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{}",
+        line(2)
+    );
+    assert_eq!(reports[2].device_message, None, "a success reads no text");
 }

@@ -15,7 +15,7 @@ use crate::run::{RunInput, RunPhase, step};
 use crate::state::{LaneInput, LaneState, RecoveryStep};
 
 use super::items::{Item, RunRecord};
-use super::{Lane, PublicationMark, TeardownFailure};
+use super::{Lane, PublicationMark};
 
 impl Lane {
     /// Applies one event. An answer to runner work (`Prepared`, `PrepareIncompatible`,
@@ -284,11 +284,12 @@ impl Lane {
     }
 
     /// A stream create or destroy failed: on the launch path the waiting run fails
-    /// `NotStarted` (the next launch retries); while closing it is the teardown's report.
+    /// `NotStarted` (the next launch retries); while closing the teardown records it, to
+    /// destroy the stream again or report it left.
     fn stream_failed(&mut self, role: Role, stage: Stage, code: status_latch::AclCode) {
         if matches!(self.state, LaneState::ReleasingStreams) {
-            self.teardown_failure
-                .get_or_insert(TeardownFailure { role, code });
+            // The teardown destroys it again or reports it (`release_streams`).
+            self.streams_left.set(role, Some(code));
             return;
         }
         let Some(waiter) = self.launch_waiter.take() else {

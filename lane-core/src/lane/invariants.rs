@@ -25,7 +25,8 @@ impl Lane {
     /// - No run launched before its predecessor; no launch behind an unfinished publication.
     /// - Runs on the pair never exceed the launch depth; a diagnostics run is alone.
     /// - No run launched after a publication runs on an AICore stream created before it.
-    /// - Recovering, lost and closed lanes have no unfinished run.
+    /// - Recovering, lost and closed lanes have no unfinished run; a closed lane reports
+    ///   exactly its live streams as left.
     /// - L-18 Overlap: runner work out is at most one per slot, for the run holding that
     ///   slot in the phase that asked for it (or, abandoned, only while recovery quiesces);
     ///   at most `prepare_window` runs are preparing or prepared; no upload and no drain,
@@ -193,6 +194,18 @@ impl Lane {
             LaneState::Closed | LaneState::ReleasingStreams => {
                 if !self.items.is_empty() {
                     return Err(V::ClosedWithItems);
+                }
+                if self.state == LaneState::Closed {
+                    // Nothing leaks silently: every live stream of a closed lane is reported.
+                    for role in stream_pair::Role::ALL {
+                        let live = matches!(
+                            self.pair.stream(role).state,
+                            stream_pair::StreamState::Live(_)
+                        );
+                        if live != self.streams_left.code(role).is_some() {
+                            return Err(V::StreamsLeftMisreported { role, live });
+                        }
+                    }
                 }
             }
             LaneState::Open | LaneState::Closing => {}

@@ -16,8 +16,10 @@ mod slots;
 mod tests;
 mod work;
 
+use core::fmt;
+
 use smallvec::SmallVec;
-use status_latch::Failure;
+use status_latch::{AclCode, Failure};
 use stream_pair::{Role, StreamPair};
 
 use crate::effect::Effect;
@@ -109,15 +111,108 @@ pub struct CloseReport {
     /// A close during a recovery reports `false` here until that recovery ends; check
     /// [`Lane::device_lost`] once the lane is `Closed`.
     pub device_lost: bool,
+    /// The streams the teardown could not destroy, each with its last destroy's code: final
+    /// once `state` is `Closed` (every destroy and its retry answered), empty before.
+    pub streams_left: StreamsLeft,
 }
 
-/// A stream teardown failure seen while closing.
+/// How many times a close's teardown destroys each stream before the lane settles with the
+/// stream left (S-7): the first destroy, and one retry as soon as it failed.
+/// [`Lane::retry_teardown`] destroys a stream left once more, later.
+pub const TEARDOWN_ATTEMPTS: u8 = 2;
+
+/// One stream a teardown could not destroy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TeardownFailure {
     /// Which stream survived.
     pub role: Role,
-    /// The destroy's code.
-    pub code: status_latch::AclCode,
+    /// Its last destroy's code.
+    pub code: AclCode,
+}
+
+/// The streams of the pair a close's teardown left alive, each with the code of its last
+/// failed destroy (`None`: destroyed, or never created). Nothing is leaked silently: a
+/// stream whose destroy failed is destroyed again ([`TEARDOWN_ATTEMPTS`],
+/// [`Lane::retry_teardown`]) and, while it survives, named here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StreamsLeft {
+    /// The AICPU stream's last destroy code, if it survived.
+    pub aicpu: Option<AclCode>,
+    /// The AICore stream's last destroy code, if it survived.
+    pub aicore: Option<AclCode>,
+}
+
+impl StreamsLeft {
+    /// No stream left.
+    pub const NONE: Self = Self {
+        aicpu: None,
+        aicore: None,
+    };
+
+    /// Whether every stream was destroyed (or none was made).
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.aicpu.is_none() && self.aicore.is_none()
+    }
+
+    /// How many streams are left (0, 1 or 2).
+    #[must_use]
+    pub const fn count(&self) -> u8 {
+        self.aicpu.is_some() as u8 + self.aicore.is_some() as u8
+    }
+
+    /// `role`'s last destroy code, if it is left.
+    #[must_use]
+    pub const fn code(&self, role: Role) -> Option<AclCode> {
+        match role {
+            Role::Aicpu => self.aicpu,
+            Role::Aicore => self.aicore,
+        }
+    }
+
+    /// Each stream left, AICPU first.
+    pub fn iter(&self) -> impl Iterator<Item = TeardownFailure> + '_ {
+        Role::ALL
+            .into_iter()
+            .filter_map(|role| self.code(role).map(|code| TeardownFailure { role, code }))
+    }
+
+    pub(crate) fn set(&mut self, role: Role, code: Option<AclCode>) {
+        match role {
+            Role::Aicpu => self.aicpu = code,
+            Role::Aicore => self.aicore = code,
+        }
+    }
+}
+
+/// One stable line, "" when nothing is left, e.g. `close left the AICPU stream: its every
+/// destroy failed, the last with ACL 507901 ACL_ERROR_RT_SOCKET_CLOSE (...); hint: ...`.
+impl fmt::Display for StreamsLeft {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (at, left) in self.iter().enumerate() {
+            let code = left.code;
+            if at > 0 {
+                f.write_str("; and ")?;
+            } else {
+                f.write_str("close left ")?;
+            }
+            write!(
+                f,
+                "the {} stream: its every destroy failed, the last with ACL {} {} ({})",
+                left.role,
+                code.raw(),
+                code.name(),
+                code.meaning()
+            )?;
+        }
+        if !self.is_empty() {
+            f.write_str(
+                "; hint: the device still holds the stream; force-reset the device \
+                 (aclrtResetDeviceForce) before it is used again, and check the device log",
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// A canonical, hashable view of a [`Lane`] ([`Lane::fingerprint`]): equal fingerprints mean
@@ -200,8 +295,12 @@ pub struct Lane {
     poison: Option<PoisonRecord>,
     launch_waiter: Option<RunId>,
     last_publication: Option<PublicationMark>,
-    teardown_started: bool,
-    teardown_failure: Option<TeardownFailure>,
+    /// Destroy rounds of the current teardown (0: not started); at most
+    /// [`TEARDOWN_ATTEMPTS`] before the lane settles, one more per [`Lane::retry_teardown`].
+    teardown_attempts: u8,
+    /// Each stream's last failed teardown destroy; once the teardown settles, exactly the
+    /// streams left.
+    streams_left: StreamsLeft,
     device_lost: bool,
     accepted: u64,
     delivered: u64,
@@ -230,8 +329,8 @@ impl Lane {
             poison: None,
             launch_waiter: None,
             last_publication: None,
-            teardown_started: false,
-            teardown_failure: None,
+            teardown_attempts: 0,
+            streams_left: StreamsLeft::NONE,
             device_lost: false,
             accepted: 0,
             delivered: 0,
@@ -331,11 +430,26 @@ impl Lane {
             self.cancel_unlaunched();
         }
         self.progress(now);
-        CloseReport {
-            state: self.state,
-            poison: self.poison,
-            device_lost: self.device_lost,
+        self.close_report()
+    }
+
+    /// Destroys the streams a closed lane's teardown left once more (S-7: a failed destroy is
+    /// retried): the next opportunity after the lane settled, for a driver to take (the lane
+    /// service does at its last drop). Returns whether there was one: the lane is then
+    /// `ReleasingStreams` until the destroys answer, and `Closed` again after, with
+    /// [`streams_left`](Self::streams_left) what still survives. Any other lane (not
+    /// `Closed`, or nothing left) changes nothing.
+    pub fn retry_teardown(&mut self, now: Timestamp) -> bool {
+        if self.state != LaneState::Closed || self.streams_left.is_empty() {
+            return false;
         }
+        if self.step_state(LaneInput::RetryTeardown).is_err() {
+            return false;
+        }
+        // One more round: the lane settles as soon as it is answered.
+        self.teardown_attempts = TEARDOWN_ATTEMPTS - 1;
+        self.progress(now);
+        true
     }
 
     // ----- events ---------------------------------------------------------------------
@@ -490,6 +604,21 @@ impl Lane {
         self.rejected_events
     }
 
+    /// What [`close`](Self::close) would report now, without closing.
+    #[must_use]
+    pub const fn close_report(&self) -> CloseReport {
+        CloseReport {
+            state: self.state,
+            poison: self.poison,
+            device_lost: self.device_lost,
+            streams_left: if matches!(self.state, LaneState::Closed) {
+                self.streams_left
+            } else {
+                StreamsLeft::NONE
+            },
+        }
+    }
+
     /// Whether a recovery failed every attempt: the device could not be proven usable and
     /// must be reset outside the lane. Stays true for the lane's life.
     #[must_use]
@@ -522,8 +651,8 @@ impl Lane {
             poison,
             launch_waiter,
             last_publication,
-            teardown_started,
-            teardown_failure,
+            teardown_attempts,
+            streams_left,
             device_lost,
             accepted,
             delivered,
@@ -536,7 +665,7 @@ impl Lane {
         let _ = write!(
             text,
             "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
-             {launch_waiter:?}|{last_publication:?}|{teardown_started}|{teardown_failure:?}|\
+             {launch_waiter:?}|{last_publication:?}|{teardown_attempts}|{streams_left:?}|\
              {device_lost}|{accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
             effects.as_slice(),
             outcomes.as_slice(),
@@ -544,10 +673,11 @@ impl Lane {
         Fingerprint(text)
     }
 
-    /// The first stream teardown failure seen while closing, if any.
+    /// The streams a close's teardown left alive, each with its last destroy's code: empty
+    /// until the lane is `Closed`, then final until a [`retry_teardown`](Self::retry_teardown).
     #[must_use]
-    pub const fn teardown_failure(&self) -> Option<TeardownFailure> {
-        self.teardown_failure
+    pub const fn streams_left(&self) -> StreamsLeft {
+        self.close_report().streams_left
     }
 }
 

@@ -47,7 +47,9 @@ impl Lane {
         self.slots.clear();
         self.pair.abandon();
         self.launch_waiter = None;
-        self.teardown_started = false;
+        // Abandoned handles died with the reset: nothing is left to destroy or report.
+        self.teardown_attempts = 0;
+        self.streams_left = super::StreamsLeft::NONE;
         // Recovery starts with `Quiesce`: runner work still out must answer before the
         // drain (L-18); with none out it is left at once.
         if self.step_state(LaneInput::Poison).is_ok() {

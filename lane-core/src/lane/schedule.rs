@@ -1,7 +1,7 @@
 //! Scheduling: what the lane starts next after every input (upload, launch, preparation,
 //! await), and close.
 
-use stream_pair::{Owner, Readiness};
+use stream_pair::{Owner, Readiness, Role, StreamState};
 
 use crate::effect::Effect;
 use crate::error::InvariantViolation;
@@ -11,8 +11,8 @@ use crate::publication::PublicationInput;
 use crate::run::{RunInput, RunPhase};
 use crate::state::{LaneInput, LaneState};
 
-use super::Lane;
 use super::items::Item;
+use super::{Lane, TEARDOWN_ATTEMPTS};
 
 impl Lane {
     /// Delivers finished outcomes in order, then starts whatever the current state allows.
@@ -265,24 +265,51 @@ impl Lane {
             .is_ok_and(|next| next != before)
     }
 
-    /// Destroys the pair once (retrying while stream results are still outstanding), and
-    /// closes when nothing is left alive.
+    /// The teardown (L-15, S-7): destroys every live stream of the pair, then each one whose
+    /// destroy failed once more, up to [`TEARDOWN_ATTEMPTS`] rounds, and settles `Closed`:
+    /// `StreamsReleased` when nothing is left, `StreamsLeft` with the survivors recorded for
+    /// the close report. Waits while stream results are outstanding (a create, or a round's
+    /// destroys); their results call it again.
     fn release_streams(&mut self) -> bool {
-        if !self.teardown_started {
+        if !self.pair.teardown_complete() {
+            return false;
+        }
+        let left = Role::ALL.into_iter().any(|role| self.stream_live(role));
+        if self.teardown_attempts == 0 || (left && self.teardown_attempts < TEARDOWN_ATTEMPTS) {
             match self.pair.destroy_all() {
                 Ok(effects) => {
-                    self.teardown_started = true;
-                    for effect in effects {
-                        if let stream_pair::Effect::Destroy { role, handle, mode } = effect {
-                            self.emit(Effect::DestroyStream { role, handle, mode });
+                    self.teardown_attempts += 1;
+                    if !effects.is_empty() {
+                        for effect in effects {
+                            if let stream_pair::Effect::Destroy { role, handle, mode } = effect {
+                                self.emit(Effect::DestroyStream { role, handle, mode });
+                            }
                         }
+                        return false;
                     }
                 }
-                // A create is still outstanding: its result retries the teardown.
+                // A create or a replacement destroy is still outstanding: its result calls
+                // this again.
                 Err(_) => return false,
             }
         }
-        self.pair.teardown_complete() && self.step_state(LaneInput::StreamsReleased).is_ok()
+        // Settled: what is still live is left, with its last destroy's code.
+        for role in Role::ALL {
+            if !self.stream_live(role) {
+                self.streams_left.set(role, None);
+            }
+        }
+        let input = if self.streams_left.is_empty() {
+            LaneInput::StreamsReleased
+        } else {
+            LaneInput::StreamsLeft
+        };
+        self.step_state(input).is_ok()
+    }
+
+    /// Whether the pair's `role` stream is live (made and not destroyed).
+    fn stream_live(&self, role: Role) -> bool {
+        matches!(self.pair.stream(role).state, StreamState::Live(_))
     }
 
     /// Close: cancel everything that has not launched (L-14, L-15).

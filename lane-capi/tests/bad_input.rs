@@ -1,0 +1,402 @@
+//! Bad input to every C entry point: each case gets its status and a one-line
+//! `run_lane_last_error()` that says what to do, and nothing crashes; the lane used for the
+//! cases still gives every accepted item its outcome. On the simulator, and on the fake
+//! libascendcl for what only the ACL backend refuses (a bad device id, a missing library),
+//! where nothing is left alive after a refused create.
+
+use std::ffi::CStr;
+
+use core::ffi::c_void;
+use run_lane::*;
+use run_lane_fake_ascendcl::{Control, cdylib_path};
+
+fn last_error() -> String {
+    // SAFETY: the library returns a NUL-terminated string valid until the next call.
+    unsafe { CStr::from_ptr(run_lane_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn defaults() -> RunLaneConfig {
+    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    // SAFETY: a valid place for a config.
+    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
+    assert_eq!(filled, RunLaneStatus::Ok);
+    // SAFETY: filled by run_lane_config_default.
+    unsafe { config.assume_init() }
+}
+
+unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRunArgs) -> i32 {
+    0
+}
+
+fn sim() -> RunLaneConfig {
+    RunLaneConfig {
+        backend: RunLaneBackend::Sim as u32,
+        ..defaults()
+    }
+}
+
+fn acl(path: &CStr) -> RunLaneConfig {
+    let mut config = defaults();
+    config.runner.launch_aicore = Some(launch);
+    config.runner.launch_aicpu = Some(launch);
+    config.acl_library_path = path.as_ptr();
+    config
+}
+
+/// Checks one refused call: its status, and a one-line message naming `what_to_do`.
+fn refused(case: &str, got: RunLaneStatus, want: RunLaneStatus, what_to_do: &str) {
+    let message = last_error();
+    assert_eq!(got, want, "{case}: {message}");
+    assert!(!message.contains('\n'), "{case}: one line: {message:?}");
+    assert!(
+        message.contains(what_to_do),
+        "{case}: the message says what to do ({what_to_do:?}): {message}"
+    );
+}
+
+fn create(config: &RunLaneConfig) -> (RunLaneStatus, *mut RunLane) {
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a readable config (any library path is NUL-terminated) and a writable handle.
+    let status = unsafe { run_lane_create(config, &raw mut lane) };
+    (status, lane)
+}
+
+#[test]
+fn every_bad_config_is_refused_with_what_to_pass_instead() {
+    let cases: [(&str, RunLaneConfig, RunLaneStatus, &str); 10] = [
+        (
+            "another ABI version",
+            RunLaneConfig {
+                abi_version: RUN_LANE_ABI_VERSION + 1,
+                ..sim()
+            },
+            RunLaneStatus::AbiMismatch,
+            "rebuild against this library's run_lane.h",
+        ),
+        (
+            "an unknown profile",
+            RunLaneConfig {
+                profile: 9,
+                ..sim()
+            },
+            RunLaneStatus::InvalidConfig,
+            "A2A3 = 0, A5 = 1, PROBE = 2",
+        ),
+        (
+            "an unknown backend",
+            RunLaneConfig {
+                backend: 9,
+                ..sim()
+            },
+            RunLaneStatus::InvalidConfig,
+            "ACL = 0, SIM = 1",
+        ),
+        (
+            "five slots",
+            RunLaneConfig { slots: 5, ..sim() },
+            RunLaneStatus::InvalidConfig,
+            "use 2",
+        ),
+        (
+            "a prepare window above the slots",
+            RunLaneConfig {
+                prepare_window: 3,
+                ..sim()
+            },
+            RunLaneStatus::InvalidConfig,
+            "lower the window or add slots",
+        ),
+        (
+            "too many workers",
+            RunLaneConfig {
+                workers: RUN_LANE_MAX_WORKERS + 1,
+                ..sim()
+            },
+            RunLaneStatus::InvalidConfig,
+            "pass 0 to 8",
+        ),
+        (
+            "a device timeout above the host's",
+            RunLaneConfig {
+                completion_timeout_ms: 1_000,
+                device_op_timeout_ms: 2_000,
+                ..sim()
+            },
+            RunLaneStatus::InvalidConfig,
+            "lower the op timeout",
+        ),
+        (
+            "a timeout past u64 nanoseconds",
+            RunLaneConfig {
+                completion_timeout_ms: u64::MAX,
+                ..sim()
+            },
+            RunLaneStatus::InvalidConfig,
+            "pass at most",
+        ),
+        (
+            "ACL without launch callbacks",
+            defaults(),
+            RunLaneStatus::InvalidConfig,
+            "set both, or use RUN_LANE_BACKEND_SIM",
+        ),
+        (
+            "an empty library path",
+            acl(c""),
+            RunLaneStatus::InvalidConfig,
+            "pass NULL to search",
+        ),
+    ];
+    for (case, config, want, what_to_do) in cases {
+        let (status, lane) = create(&config);
+        refused(case, status, want, what_to_do);
+        assert!(lane.is_null(), "{case}: no handle");
+    }
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: NULL arguments are checked.
+    let status = unsafe { run_lane_create(std::ptr::null(), &raw mut lane) };
+    refused(
+        "a NULL config",
+        status,
+        RunLaneStatus::NullArgument,
+        "pass a pointer",
+    );
+    let config = sim();
+    // SAFETY: NULL arguments are checked.
+    let status = unsafe { run_lane_create(&raw const config, std::ptr::null_mut()) };
+    refused(
+        "a NULL lane_out",
+        status,
+        RunLaneStatus::NullArgument,
+        "pass a pointer",
+    );
+    // SAFETY: NULL arguments are checked.
+    let status = unsafe { run_lane_config_default(std::ptr::null_mut()) };
+    refused(
+        "a NULL config to fill",
+        status,
+        RunLaneStatus::NullArgument,
+        "pass a pointer",
+    );
+}
+
+#[test]
+fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome() {
+    let (status, lane) = create(&sim());
+    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
+    let foreign: *mut RunLane = std::ptr::without_provenance_mut(0x5a5a_0000);
+    let request = RunLaneSubmit {
+        has_tag: true,
+        tag: 1,
+        ..RunLaneSubmit::default()
+    };
+    let mut id = 0;
+    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+    // SAFETY: every call below passes a NULL, foreign or live handle (all checked) and
+    // pointers that are NULL or valid for their access.
+    unsafe {
+        for handle in [std::ptr::null_mut(), foreign] {
+            refused(
+                "submit on a bad handle",
+                run_lane_submit(handle, &raw const request, &raw mut id),
+                RunLaneStatus::InvalidHandle,
+                "run_lane_create wrote",
+            );
+            refused(
+                "publish on a bad handle",
+                run_lane_publish(handle, 1, &raw mut id),
+                RunLaneStatus::InvalidHandle,
+                "run_lane_create wrote",
+            );
+            refused(
+                "poll on a bad handle",
+                run_lane_poll(handle, outcome.as_mut_ptr()),
+                RunLaneStatus::InvalidHandle,
+                "run_lane_create wrote",
+            );
+            refused(
+                "wait on a bad handle",
+                run_lane_wait(handle, 1, 0, outcome.as_mut_ptr()),
+                RunLaneStatus::InvalidHandle,
+                "run_lane_create wrote",
+            );
+            refused(
+                "close on a bad handle",
+                run_lane_close(handle, report.as_mut_ptr()),
+                RunLaneStatus::InvalidHandle,
+                "run_lane_create wrote",
+            );
+            refused(
+                "destroy on a bad handle",
+                run_lane_destroy(handle),
+                RunLaneStatus::InvalidHandle,
+                "run_lane_create wrote",
+            );
+            refused(
+                "destroy with a report on a bad handle",
+                run_lane_destroy_with_report(handle, report.as_mut_ptr()),
+                RunLaneStatus::InvalidHandle,
+                "run_lane_create wrote",
+            );
+        }
+        refused(
+            "submit with a NULL request",
+            run_lane_submit(lane, std::ptr::null(), &raw mut id),
+            RunLaneStatus::NullArgument,
+            "pass a pointer to a valid request",
+        );
+        refused(
+            "submit with a NULL run_out",
+            run_lane_submit(lane, &raw const request, std::ptr::null_mut()),
+            RunLaneStatus::NullArgument,
+            "pass a pointer to a valid run_out",
+        );
+        refused(
+            "publish with a NULL publication_out",
+            run_lane_publish(lane, 1, std::ptr::null_mut()),
+            RunLaneStatus::NullArgument,
+            "pass a pointer",
+        );
+        refused(
+            "poll with a NULL outcome_out",
+            run_lane_poll(lane, std::ptr::null_mut()),
+            RunLaneStatus::NullArgument,
+            "pass a pointer",
+        );
+        refused(
+            "wait with a NULL outcome_out",
+            run_lane_wait(lane, 1, 0, std::ptr::null_mut()),
+            RunLaneStatus::NullArgument,
+            "pass a pointer",
+        );
+        refused(
+            "wait for item 0",
+            run_lane_wait(lane, 0, 0, outcome.as_mut_ptr()),
+            RunLaneStatus::UnknownItem,
+            "wait for an id that submit or publish returned",
+        );
+        // Two accepted runs fill both slots; a third, and a duplicate tag, are refused.
+        assert_eq!(
+            run_lane_submit(lane, &raw const request, &raw mut id),
+            RunLaneStatus::Ok
+        );
+        let first = id;
+        refused(
+            "a live run's tag again",
+            run_lane_submit(lane, &raw const request, &raw mut id),
+            RunLaneStatus::Refused,
+            "use another tag",
+        );
+        let untagged = RunLaneSubmit::default();
+        assert_eq!(
+            run_lane_submit(lane, &raw const untagged, &raw mut id),
+            RunLaneStatus::Ok
+        );
+        let second = id;
+        let full = run_lane_submit(lane, &raw const untagged, &raw mut id);
+        if full != RunLaneStatus::Ok {
+            refused(
+                "a full lane",
+                full,
+                RunLaneStatus::Full,
+                "run_lane_wait for the oldest",
+            );
+        }
+        let third = (full == RunLaneStatus::Ok).then_some(id);
+        refused(
+            "wait for an item not accepted yet",
+            run_lane_wait(lane, second + 10, 0, outcome.as_mut_ptr()),
+            RunLaneStatus::UnknownItem,
+            "wait for an id",
+        );
+        for item in [Some(first), Some(second), third].into_iter().flatten() {
+            assert_eq!(
+                run_lane_wait(lane, item, 30_000, outcome.as_mut_ptr()),
+                RunLaneStatus::Ok,
+                "item {item}: {}",
+                last_error()
+            );
+        }
+        refused(
+            "an outcome taken twice",
+            run_lane_wait(lane, first, 0, outcome.as_mut_ptr()),
+            RunLaneStatus::AlreadyTaken,
+            "each outcome is taken once",
+        );
+        assert_eq!(
+            run_lane_close(lane, std::ptr::null_mut()),
+            RunLaneStatus::Ok
+        );
+        refused(
+            "submit after close",
+            run_lane_submit(lane, &raw const untagged, &raw mut id),
+            RunLaneStatus::Closed,
+            "create a new lane",
+        );
+        refused(
+            "publish after close",
+            run_lane_publish(lane, 1, &raw mut id),
+            RunLaneStatus::Closed,
+            "create a new lane",
+        );
+        assert_eq!(run_lane_destroy(lane), RunLaneStatus::Ok);
+        refused(
+            "a second destroy",
+            run_lane_destroy(lane),
+            RunLaneStatus::InvalidHandle,
+            "pass a handle run_lane_create wrote and not destroyed yet",
+        );
+    }
+}
+
+#[test]
+fn the_acl_backend_refuses_a_bad_device_id_and_a_missing_library_and_leaves_nothing_alive() {
+    let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+    let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    control.reset().expect("reset the fake");
+    let path = std::ffi::CString::new(path.to_str().expect("a UTF-8 path")).expect("no NUL");
+    let cases = [
+        (RunLaneProfile::A2a3, 16, "16 devices visible (ids 0 to 15)"),
+        (RunLaneProfile::Probe, -1, "pass an id from 0 to 15"),
+    ];
+    for (profile, device_id, what_to_do) in cases {
+        let config = RunLaneConfig {
+            profile: profile as u32,
+            device_id,
+            ..acl(&path)
+        };
+        let (status, lane) = create(&config);
+        refused(
+            &format!("device id {device_id} ({profile:?})"),
+            status,
+            RunLaneStatus::BackendUnavailable,
+            what_to_do,
+        );
+        assert!(lane.is_null());
+    }
+    control.set_device_count(1).expect("one device");
+    let (status, _) = create(&RunLaneConfig {
+        device_id: 1,
+        ..acl(&path)
+    });
+    refused(
+        "device id 1 of one",
+        status,
+        RunLaneStatus::BackendUnavailable,
+        "1 device visible (id 0)",
+    );
+    let (status, _) = create(&acl(c"/nonexistent/libascendcl.so"));
+    refused(
+        "a missing library",
+        status,
+        RunLaneStatus::BackendUnavailable,
+        "hint: ",
+    );
+    assert!(
+        control.total_counters().expect("counters").balanced(),
+        "a refused create leaves nothing alive"
+    );
+}

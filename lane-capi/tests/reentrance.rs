@@ -1,0 +1,452 @@
+//! Runner callbacks re-entering the library: every callback (prepare, launch_aicore,
+//! launch_aicpu, finalise, upload_code, on_outcome; prepare and finalise also on a host
+//! worker) makes every call (submit, publish, poll, close, wait, destroy, destroy with a
+//! report, each on its own lane and on another, and create), and each gets the status the header's table promises: the calls
+//! that return at once are allowed, the ones that block are `WRONG_THREAD` with a message
+//! that says where to call them from. Whatever the call, every accepted item still gets its
+//! outcome, a refused destroy destroyed nothing, and both lanes are destroyed afterwards.
+//! On the simulator, host workers included.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::thread::{self, ThreadId};
+use std::time::Duration;
+
+use core::ffi::c_void;
+use run_lane::*;
+
+/// Where the call is made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Site {
+    Prepare,
+    LaunchAicore,
+    LaunchAicpu,
+    Finalise,
+    UploadCode,
+    OnOutcome,
+}
+
+/// The call a callback makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Call {
+    Submit,
+    Publish,
+    Poll,
+    Close,
+    Wait,
+    Destroy,
+    DestroyWithReport,
+    Create,
+}
+
+/// Which lane the call names (`Create` makes a new one: always `Other`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Own,
+    Other,
+}
+
+/// The header's re-entrance table: the status a call from a callback returns. The answer is
+/// the same for every callback and thread; only a poll's depends on what is delivered (from
+/// `on_outcome` the own lane's outcome is, and the poll takes it).
+const fn expected(site: Site, call: Call, target: Target) -> RunLaneStatus {
+    match (call, target) {
+        (Call::Submit | Call::Publish | Call::Close, _) => RunLaneStatus::Ok,
+        (Call::Poll, Target::Own) if matches!(site, Site::OnOutcome) => RunLaneStatus::Ok,
+        (Call::Poll, _) => RunLaneStatus::Empty,
+        (Call::Wait | Call::Destroy | Call::DestroyWithReport | Call::Create, _) => {
+            RunLaneStatus::WrongThread
+        }
+    }
+}
+
+/// One combination, reached by the callbacks through `user`.
+struct Case {
+    site: Site,
+    call: Call,
+    target: Target,
+    own: AtomicU64,
+    other: AtomicU64,
+    /// The call was made (once: the first time its site runs).
+    fired: AtomicBool,
+    /// Set, and notified, once the call returned.
+    done: (Mutex<bool>, Condvar),
+    status: AtomicU32,
+    message: Mutex<String>,
+    /// The thread the call was made on.
+    call_thread: Mutex<Option<ThreadId>>,
+    /// The threads the launch callbacks ran on (the lane thread).
+    lane_threads: Mutex<Vec<ThreadId>>,
+    /// The id a submit or publish from the callback was given.
+    accepted: AtomicU64,
+    /// The id of the outcome a poll from the callback took.
+    taken: AtomicU64,
+    /// The lane a create from the callback made, if it did (a bug: destroyed by the test).
+    created: AtomicU64,
+}
+
+fn case<'a>(user: *mut c_void) -> &'a Case {
+    // SAFETY: every lane of this test gets a `Case` that outlives it.
+    unsafe { &*user.cast::<Case>() }
+}
+
+fn handle(value: u64) -> *mut RunLane {
+    std::ptr::without_provenance_mut(usize::try_from(value).expect("a handle fits"))
+}
+
+fn last_error() -> String {
+    // SAFETY: the library returns a NUL-terminated string valid until the next call.
+    unsafe { CStr::from_ptr(run_lane_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
+    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    // SAFETY: a valid place for a config.
+    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
+    assert_eq!(filled, RunLaneStatus::Ok);
+    // SAFETY: filled by run_lane_config_default.
+    let mut config = unsafe { config.assume_init() };
+    config.backend = RunLaneBackend::Sim as u32;
+    config.runner = RunLaneRunner {
+        user,
+        prepare: Some(prepare),
+        launch_aicore: Some(launch_aicore),
+        launch_aicpu: Some(launch_aicpu),
+        finalise: Some(finalise),
+        upload_code: Some(upload_code),
+        on_outcome: Some(on_outcome),
+        concurrency: RunLaneConcurrency {
+            off_lane_thread: workers,
+            prepares_at_once: 1,
+        },
+    };
+    config.workers = if workers { 2 } else { 0 };
+    config
+}
+
+/// Makes the case's call, the first time its site runs.
+fn reenter(user: *mut c_void, site: Site) {
+    if user.is_null() {
+        return; // a lane made by a (wrongly accepted) create from a callback
+    }
+    let case = case(user);
+    if case.site != site || case.fired.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    *case.call_thread.lock().unwrap() = Some(thread::current().id());
+    let target = handle(match case.target {
+        Target::Own => case.own.load(Ordering::SeqCst),
+        Target::Other => case.other.load(Ordering::SeqCst),
+    });
+    let status = match case.call {
+        Call::Submit => {
+            let request = RunLaneSubmit {
+                has_tag: true,
+                tag: 99,
+                diagnostics: false,
+                copy_back: false,
+            };
+            let mut id = 0;
+            // SAFETY: a readable request and a writable id.
+            let status = unsafe { run_lane_submit(target, &raw const request, &raw mut id) };
+            case.accepted.store(id, Ordering::SeqCst);
+            status
+        }
+        Call::Publish => {
+            let mut id = 0;
+            // SAFETY: a writable id.
+            let status = unsafe { run_lane_publish(target, 5, &raw mut id) };
+            case.accepted.store(id, Ordering::SeqCst);
+            status
+        }
+        Call::Poll => {
+            let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+            // SAFETY: a writable outcome.
+            let status = unsafe { run_lane_poll(target, outcome.as_mut_ptr()) };
+            if status == RunLaneStatus::Ok {
+                // SAFETY: written on OK.
+                let id = unsafe { outcome.assume_init() }.id;
+                case.taken.store(id, Ordering::SeqCst);
+            }
+            status
+        }
+        // SAFETY: the report is optional.
+        Call::Close => unsafe { run_lane_close(target, std::ptr::null_mut()) },
+        Call::Wait => {
+            let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+            // SAFETY: a writable outcome.
+            unsafe { run_lane_wait(target, 1, 0, outcome.as_mut_ptr()) }
+        }
+        // SAFETY: any handle value is checked.
+        Call::Destroy => unsafe { run_lane_destroy(target) },
+        Call::DestroyWithReport => {
+            let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+            // SAFETY: any handle value is checked; a writable report.
+            unsafe { run_lane_destroy_with_report(target, report.as_mut_ptr()) }
+        }
+        Call::Create => {
+            let config = sim_config(std::ptr::null_mut(), false);
+            let mut lane = std::ptr::null_mut();
+            // SAFETY: a valid config and a writable handle.
+            let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
+            case.created.store(lane.addr() as u64, Ordering::SeqCst);
+            status
+        }
+    };
+    case.status.store(status as u32, Ordering::SeqCst);
+    *case.message.lock().unwrap() = last_error();
+    let (done, returned) = &case.done;
+    *done.lock().unwrap() = true;
+    returned.notify_all();
+}
+
+/// Blocks until the case's call returned (bounded: a call that never returns fails the test).
+fn until_done(case: &Case, what: &str) {
+    let (done, returned) = &case.done;
+    let (done, timeout) = returned
+        .wait_timeout_while(done.lock().unwrap(), Duration::from_secs(30), |done| !*done)
+        .unwrap();
+    assert!(
+        *done && !timeout.timed_out(),
+        "{what}: the call did not return"
+    );
+}
+
+unsafe extern "C" fn prepare(user: *mut c_void, _run: *const RunLaneRunInfo) -> i32 {
+    reenter(user, Site::Prepare);
+    0
+}
+
+fn note_lane_thread(user: *mut c_void) {
+    if !user.is_null() {
+        case(user)
+            .lane_threads
+            .lock()
+            .unwrap()
+            .push(thread::current().id());
+    }
+}
+
+unsafe extern "C" fn launch_aicore(
+    user: *mut c_void,
+    _stream: *mut c_void,
+    _args: *const RunLaneRunArgs,
+) -> i32 {
+    note_lane_thread(user);
+    reenter(user, Site::LaunchAicore);
+    0
+}
+
+unsafe extern "C" fn launch_aicpu(
+    user: *mut c_void,
+    _stream: *mut c_void,
+    _args: *const RunLaneRunArgs,
+) -> i32 {
+    note_lane_thread(user);
+    reenter(user, Site::LaunchAicpu);
+    0
+}
+
+unsafe extern "C" fn finalise(
+    user: *mut c_void,
+    _run: *const RunLaneRunInfo,
+    _copy_back: bool,
+) -> i32 {
+    reenter(user, Site::Finalise);
+    0
+}
+
+unsafe extern "C" fn upload_code(user: *mut c_void, _code: u64) -> i32 {
+    note_lane_thread(user);
+    reenter(user, Site::UploadCode);
+    0
+}
+
+unsafe extern "C" fn on_outcome(user: *mut c_void, _outcome: *const RunLaneOutcome) {
+    note_lane_thread(user);
+    reenter(user, Site::OnOutcome);
+}
+
+fn create(config: &RunLaneConfig) -> *mut RunLane {
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config and out pointer.
+    let status = unsafe { run_lane_create(config, &raw mut lane) };
+    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
+    lane
+}
+
+/// Waits for item `id` of `lane`: its outcome's id, or the wait's status.
+fn wait(lane: *mut RunLane, id: u64) -> Result<u64, RunLaneStatus> {
+    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    // SAFETY: a writable outcome.
+    match unsafe { run_lane_wait(lane, id, 30_000, outcome.as_mut_ptr()) } {
+        // SAFETY: written on OK.
+        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }.id),
+        status => Err(status),
+    }
+}
+
+/// Runs one combination and checks it.
+fn check(site: Site, on_worker: bool, call: Call, target: Target) {
+    let what = format!("{call:?} on the {target:?} lane from {site:?} (worker: {on_worker})");
+    let case = Case {
+        site,
+        call,
+        target,
+        own: AtomicU64::new(0),
+        other: AtomicU64::new(0),
+        fired: AtomicBool::new(false),
+        done: (Mutex::new(false), Condvar::new()),
+        status: AtomicU32::new(u32::MAX),
+        message: Mutex::new(String::new()),
+        call_thread: Mutex::new(None),
+        lane_threads: Mutex::new(Vec::new()),
+        accepted: AtomicU64::new(0),
+        taken: AtomicU64::new(0),
+        created: AtomicU64::new(0),
+    };
+    let user = std::ptr::from_ref(&case).cast_mut().cast();
+    // The other lane's callbacks make no call (their `user` is NULL).
+    let other = create(&sim_config(std::ptr::null_mut(), false));
+    let own = create(&sim_config(user, on_worker));
+    case.own.store(own.addr() as u64, Ordering::SeqCst);
+    case.other.store(other.addr() as u64, Ordering::SeqCst);
+
+    // The item whose callbacks make the call: a publication for upload_code, else a run.
+    let trigger = if site == Site::UploadCode {
+        let mut id = 0;
+        // SAFETY: a writable id.
+        let published = unsafe { run_lane_publish(own, 1, &raw mut id) };
+        assert_eq!(published, RunLaneStatus::Ok);
+        id
+    } else {
+        let request = RunLaneSubmit {
+            has_tag: true,
+            tag: 7,
+            diagnostics: false,
+            copy_back: true,
+        };
+        let mut id = 0;
+        // SAFETY: a readable request and a writable id.
+        let submitted = unsafe { run_lane_submit(own, &raw const request, &raw mut id) };
+        assert_eq!(submitted, RunLaneStatus::Ok);
+        id
+    };
+
+    // The call returns first (from on_outcome: before this thread takes the outcome, so a
+    // poll there finds it). Then every accepted item gets its outcome: the trigger (unless
+    // the callback's poll took it), and what the callback submitted or published.
+    until_done(&case, &what);
+    assert!(
+        case.fired.load(Ordering::SeqCst),
+        "{what}: the call was made"
+    );
+    let got = wait(own, trigger);
+    let taken = case.taken.load(Ordering::SeqCst);
+    if taken == trigger && target == Target::Own {
+        assert_eq!(got, Err(RunLaneStatus::AlreadyTaken), "{what}");
+    } else {
+        assert_eq!(got, Ok(trigger), "{what}");
+    }
+    let status = case.status.load(Ordering::SeqCst);
+    let want = expected(site, call, target);
+    assert_eq!(
+        status,
+        want as u32,
+        "{what}: {}",
+        case.message.lock().unwrap()
+    );
+    let message = case.message.lock().unwrap().clone();
+    match (want, call, target) {
+        (RunLaneStatus::WrongThread, Call::Create, _) => {
+            assert!(
+                message.contains("run_lane_create was called from a runner callback"),
+                "{what}: {message}"
+            );
+            assert_eq!(
+                case.created.load(Ordering::SeqCst),
+                0,
+                "{what}: no lane made"
+            );
+        }
+        (RunLaneStatus::WrongThread, _, Target::Own) => {
+            assert!(
+                message.contains("runner callback of this lane"),
+                "{what}: {message}"
+            );
+        }
+        (RunLaneStatus::WrongThread, _, Target::Other) => {
+            assert!(
+                message.contains("runner callback of another lane"),
+                "{what}: {message}"
+            );
+        }
+        _ => assert_eq!(message, "", "{what}: a success leaves no message"),
+    }
+    let accepted = case.accepted.load(Ordering::SeqCst);
+    if matches!(call, Call::Submit | Call::Publish) {
+        let lane = if target == Target::Own { own } else { other };
+        assert_eq!(
+            wait(lane, accepted),
+            Ok(accepted),
+            "{what}: the callback's item"
+        );
+    }
+    if on_worker {
+        let called_on = case.call_thread.lock().unwrap().expect("recorded");
+        assert!(
+            !case.lane_threads.lock().unwrap().contains(&called_on),
+            "{what}: made on a host worker, not the lane thread"
+        );
+    }
+    // A refused destroy destroyed nothing: both handles are live until the test destroys them.
+    for lane in [own, other] {
+        // SAFETY: any handle value is checked.
+        let destroyed = unsafe { run_lane_destroy(lane) };
+        assert_eq!(destroyed, RunLaneStatus::Ok, "{what}: {}", last_error());
+    }
+    let created = case.created.load(Ordering::SeqCst);
+    if created != 0 {
+        // SAFETY: any handle value is checked.
+        unsafe { run_lane_destroy(handle(created)) };
+    }
+}
+
+#[test]
+fn every_call_from_every_callback_gets_the_status_of_the_headers_table() {
+    let sites = [
+        (Site::Prepare, false),
+        (Site::Prepare, true),
+        (Site::LaunchAicore, false),
+        (Site::LaunchAicpu, false),
+        (Site::Finalise, false),
+        (Site::Finalise, true),
+        (Site::UploadCode, false),
+        (Site::OnOutcome, false),
+    ];
+    let calls = [
+        (Call::Submit, Target::Own),
+        (Call::Submit, Target::Other),
+        (Call::Publish, Target::Own),
+        (Call::Publish, Target::Other),
+        (Call::Poll, Target::Own),
+        (Call::Poll, Target::Other),
+        (Call::Close, Target::Own),
+        (Call::Close, Target::Other),
+        (Call::Wait, Target::Own),
+        (Call::Wait, Target::Other),
+        (Call::Destroy, Target::Own),
+        (Call::Destroy, Target::Other),
+        (Call::DestroyWithReport, Target::Own),
+        (Call::DestroyWithReport, Target::Other),
+        (Call::Create, Target::Other),
+    ];
+    for (site, on_worker) in sites {
+        for (call, target) in calls {
+            check(site, on_worker, call, target);
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The teardown through the C ABI, on the fake libascendcl (S-7, L-15): a stream destroy that
+//! fails at close is retried at once and once more by `run_lane_destroy`, and what still
+//! survives is named in the close report (`streams_left`, each stream's code, the teardown
+//! line), which the fake's own count of live streams confirms. The fake's
+//! `aclrtDestroyStream` fails on cue (`Control::fail_call`): the teardown destroys the AICPU
+//! stream, then the AICore stream; its retry and the destroy's last one go in the same order.
+
+use std::ffi::CStr;
+use std::sync::{Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use core::ffi::c_void;
+use run_lane::*;
+use run_lane_fake_ascendcl::{Control, ENGINE_AICORE, ENGINE_AICPU, Outcome, cdylib_path};
+
+/// The fake's control surface, shared with the launch callbacks.
+fn control() -> &'static Control {
+    static CONTROL: OnceLock<Control> = OnceLock::new();
+    CONTROL.get_or_init(|| {
+        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+        Control::open(&path).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+/// The fake is one per process: the tests here take turns.
+static FAKE: Mutex<()> = Mutex::new(());
+
+const CODE: i32 = 507_901;
+
+fn launch(stream: *mut c_void, engine: u32, timing: *mut c_void) -> i32 {
+    match control().launch(
+        stream,
+        engine,
+        Duration::from_micros(200),
+        Outcome::Ok,
+        timing,
+        std::ptr::null_mut(),
+        &[],
+    ) {
+        Ok(()) => 0,
+        Err(_) => 507_899,
+    }
+}
+
+unsafe extern "C" fn launch_aicore(
+    _user: *mut c_void,
+    stream: *mut c_void,
+    _args: *const RunLaneRunArgs,
+) -> i32 {
+    launch(stream, ENGINE_AICORE, std::ptr::null_mut())
+}
+
+unsafe extern "C" fn launch_aicpu(
+    _user: *mut c_void,
+    stream: *mut c_void,
+    args: *const RunLaneRunArgs,
+) -> i32 {
+    // SAFETY: the library passes valid args for the call.
+    launch(stream, ENGINE_AICPU, unsafe { (*args).timing })
+}
+
+fn text(buffer: &[core::ffi::c_char]) -> String {
+    // SAFETY: the library NUL-terminates every string buffer.
+    unsafe { CStr::from_ptr(buffer.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A lane on the fake (reset first) that ran one run to its outcome, so both streams exist,
+/// and was closed; the fake's `aclrtDestroyStream` then fails `failures` times in a row.
+fn closed_lane_after_one_run(failures: u32) -> *mut RunLane {
+    let control = control();
+    control.reset().expect("reset the fake");
+    let path = std::ffi::CString::new(
+        cdylib_path()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .to_str()
+            .expect("a UTF-8 path"),
+    )
+    .expect("no NUL");
+    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    // SAFETY: a valid place for a config.
+    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
+    assert_eq!(filled, RunLaneStatus::Ok);
+    // SAFETY: filled by run_lane_config_default.
+    let mut config = unsafe { config.assume_init() };
+    config.acl_library_path = path.as_ptr();
+    config.completion_timeout_ms = 10_000;
+    config.device_op_timeout_ms = 5_000;
+    config.runner.launch_aicore = Some(launch_aicore);
+    config.runner.launch_aicpu = Some(launch_aicpu);
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config (the path is copied) and a writable handle.
+    let created = unsafe { run_lane_create(&raw const config, &raw mut lane) };
+    assert_eq!(created, RunLaneStatus::Ok);
+    let request = RunLaneSubmit::default();
+    let mut run = 0;
+    // SAFETY: a live handle, a readable request, a writable id.
+    let submitted = unsafe { run_lane_submit(lane, &raw const request, &raw mut run) };
+    assert_eq!(submitted, RunLaneStatus::Ok);
+    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    // SAFETY: a live handle and a writable outcome.
+    let waited = unsafe { run_lane_wait(lane, run, 30_000, outcome.as_mut_ptr()) };
+    assert_eq!(waited, RunLaneStatus::Ok);
+    // SAFETY: filled by the OK wait.
+    assert_eq!(unsafe { outcome.assume_init() }.verdict, RunLaneVerdict::Ok);
+    assert_eq!(control.counters().expect("counters").live_streams, 2);
+    if failures > 0 {
+        control
+            .fail_call("aclrtDestroyStream", CODE, 0, failures)
+            .expect("arm the fault");
+    }
+    // SAFETY: the report is optional.
+    let closed = unsafe { run_lane_close(lane, std::ptr::null_mut()) };
+    assert_eq!(closed, RunLaneStatus::Ok);
+    lane
+}
+
+/// `run_lane_close` again until the report says `CLOSED` (the teardown ended), bounded.
+fn report_once_closed(lane: *mut RunLane) -> RunLaneCloseReport {
+    let start = Instant::now();
+    loop {
+        let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+        // SAFETY: a live handle and a writable report.
+        let closed = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
+        assert_eq!(closed, RunLaneStatus::Ok);
+        // SAFETY: written on OK.
+        let report = unsafe { report.assume_init() };
+        if report.state == RunLaneState::Closed {
+            return report;
+        }
+        assert_eq!(report.streams_left, 0, "nothing is reported before the end");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the teardown never ended"
+        );
+        thread::yield_now();
+    }
+}
+
+fn destroy_with_report(lane: *mut RunLane) -> RunLaneCloseReport {
+    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+    // SAFETY: a live handle and a writable report.
+    let destroyed = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
+    assert_eq!(destroyed, RunLaneStatus::Ok);
+    // SAFETY: written on OK.
+    unsafe { report.assume_init() }
+}
+
+#[test]
+fn a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced() {
+    let _fake = FAKE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lane = closed_lane_after_one_run(0);
+    let report = destroy_with_report(lane);
+    assert_eq!(report.state, RunLaneState::Closed);
+    assert_eq!(report.streams_left, 0);
+    assert_eq!(
+        (report.aicpu_stream_code, report.aicore_stream_code),
+        (0, 0)
+    );
+    assert_eq!(text(&report.teardown_line), "");
+    assert!(control().counters().expect("counters").balanced());
+    // SAFETY: any handle value is checked.
+    let again = unsafe { run_lane_destroy_with_report(lane, std::ptr::null_mut()) };
+    assert_eq!(again, RunLaneStatus::InvalidHandle, "the handle is gone");
+}
+
+#[test]
+fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_still_holds_them() {
+    let _fake = FAKE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Six failures: both streams' destroys, both retries, both of destroy's last destroys.
+    let lane = closed_lane_after_one_run(6);
+    let interim = report_once_closed(lane);
+    assert_eq!(
+        interim.streams_left, 2,
+        "both left after the teardown's retry"
+    );
+    let report = destroy_with_report(lane);
+    assert_eq!(report.state, RunLaneState::Closed);
+    assert_eq!(report.streams_left, 2);
+    assert_eq!(
+        (report.aicpu_stream_code, report.aicore_stream_code),
+        (CODE, CODE)
+    );
+    let line = text(&report.teardown_line);
+    assert!(
+        line.starts_with(
+            "close left the AICPU stream: its every destroy failed, the last with ACL 507901"
+        ),
+        "{line}"
+    );
+    assert!(line.contains("; and the AICore stream: "), "{line}");
+    assert!(line.contains("hint: "), "{line}");
+    let counters = control().counters().expect("counters");
+    assert_eq!(counters.live_streams, 2, "the report is the fake's truth");
+    assert_eq!(
+        counters.streams_destroyed, 0,
+        "no destroy of the pair succeeded"
+    );
+}
+
+#[test]
+fn a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lane_destroy() {
+    let _fake = FAKE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Three failures: both first destroys and the AICPU stream's retry; the AICore retry
+    // succeeds, and so does destroy's last destroy of the AICPU stream.
+    let lane = closed_lane_after_one_run(3);
+    let interim = report_once_closed(lane);
+    assert_eq!(interim.streams_left, 1);
+    assert_eq!(
+        (interim.aicpu_stream_code, interim.aicore_stream_code),
+        (CODE, 0)
+    );
+    assert!(text(&interim.teardown_line).starts_with("close left the AICPU stream"));
+    assert_eq!(control().counters().expect("counters").live_streams, 1);
+    let report = destroy_with_report(lane);
+    assert_eq!(report.streams_left, 0, "destroyed by the last retry");
+    assert_eq!(text(&report.teardown_line), "");
+    assert!(
+        control().counters().expect("counters").balanced(),
+        "nothing leaked"
+    );
+}
