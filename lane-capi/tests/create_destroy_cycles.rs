@@ -1,8 +1,8 @@
 //! 1,000 lanes created, run and destroyed one after another in one process, through the C
 //! ABI, on the simulator and then 1,000 more on the fake libascendcl (each on the next of its
 //! 16 devices; a fake lane opens the library, binds, creates its streams at the first launch
-//! and destroys them, about half a millisecond a cycle): the process's open descriptors,
-//! threads, memory mappings and resident memory end where they started. Every other lane has
+//! and destroys them, about half a millisecond a cycle): the process's open descriptors and
+//! threads end where they started, its memory mappings and resident memory within a bound. Every other lane has
 //! two host workers, so their threads come and go too.
 //!
 //! Its own test binary, with one test: the counts are the process's, and the fake's state is
@@ -28,9 +28,17 @@ const RUNS: u64 = 2;
 /// grows by tens of KiB: the allocator's noise (glibc gives freed memory back to the kernel
 /// only past its trim threshold, 128 KiB at the top of an arena, so that much can stay
 /// resident per arena without a leak). A leak of 1 KiB per cycle is 1 MiB over the 1,000
-/// cycles and fails; a leaked thread or thread stack fails the exact thread and mapping
-/// counts first.
+/// cycles and fails; a leaked thread fails the exact thread count, a leaked thread stack
+/// the mapping bound.
 const RSS_GROWTH_KIB: u64 = 1024;
+/// How many memory mappings the process may gain over the measured cycles: 64. Ended threads'
+/// stacks stay mapped for a while without a leak: the fake keeps each device's last stream
+/// workers' join handles (and so their stacks) until the next stream on that device (16
+/// devices x 2 stacks x 2 mappings, a stack and its guard page), and glibc caches freed
+/// stacks for reuse (up to 40 MiB); how many of either are held at the end depends on thread
+/// timing (on a quiet machine the count is unchanged). A thread stack leaked per cycle would
+/// be 2,000 more.
+const MAPPINGS_GROWTH: u64 = 64;
 
 /// A simulator lane (its callbacks NULL: the simulated device runs the kernels).
 fn sim_config() -> RunLaneConfig {
@@ -79,8 +87,8 @@ fn settled() -> Usage {
 }
 
 /// Runs [`WARM_UP`] then [`CYCLES`] cycles of `config_for(i)` and checks the process's
-/// descriptors, threads and memory mappings are back where they were after the warm-up, and
-/// its resident memory within [`RSS_GROWTH_KIB`].
+/// descriptors and threads are back where they were after the warm-up, its memory mappings
+/// within [`MAPPINGS_GROWTH`] and its resident memory within [`RSS_GROWTH_KIB`].
 fn cycles_leave_the_process_as_it_was(what: &str, config_for: impl Fn(u32) -> RunLaneConfig) {
     for i in 0..WARM_UP {
         cycle(&config_for(i));
@@ -104,7 +112,11 @@ fn cycles_leave_the_process_as_it_was(what: &str, config_for: impl Fn(u32) -> Ru
     );
     assert_eq!(after.fds, before.fds, "{what}: open descriptors");
     assert_eq!(after.threads, before.threads, "{what}: threads");
-    assert_eq!(after.mappings, before.mappings, "{what}: memory mappings");
+    assert!(
+        after.mappings <= before.mappings + MAPPINGS_GROWTH,
+        "{what}: {} memory mappings more after {CYCLES} cycles (bound {MAPPINGS_GROWTH})",
+        after.mappings - before.mappings
+    );
     assert!(
         after.rss_kib <= before.rss_kib + RSS_GROWTH_KIB,
         "{what}: resident memory grew by {} KiB over {CYCLES} cycles (bound {RSS_GROWTH_KIB} KiB)",
