@@ -28,7 +28,7 @@ const SKIP: u32 = 20;
 /// and how often each case runs (the spread of its medians is the noise).
 const LANES_RUNS: u32 = 1_000;
 const LANES_KERNEL_US: u64 = 1_000;
-const LANES_REPEATS: u32 = 3;
+const LANES_REPEATS: u32 = 5;
 /// The lanes of the `--lanes` mode, and the healthy ones measured beside the faulty two.
 const LANES: u64 = 16;
 const FOURTEEN: u32 = 14;
@@ -253,18 +253,25 @@ fn lanes_markdown(measured: &Measured) -> String {
         let _ = writeln!(
             out,
             "Every run of the fourteen ended `Ok`, in order, in both cases. Their median gap, \
-             averaged over the repeats: healthy {} us, beside the faulty two {} us, a difference \
-             of {:+.1} us; the run-to-run noise, taken as the larger spread (highest minus lowest \
-             median) of one case over its repeats, is {} us, so the difference is {} the noise. \
+             averaged over the repeats: healthy {:.2} us, beside the faulty two {:.2} us, a \
+             difference of {:+.2} us. The run-to-run noise, taken as the larger spread (highest \
+             minus lowest median) of one case over its {} repeats, is {:.2} us (a coarse estimate from so few \
+             repeats): the difference is {} it. \
              The faulty two cost the others little by construction: a hung kernel on the fake is \
              a timed wait on its own device's condition variable (no CPU), and recovery is a \
              drain, a force reset and a probe of device 14 or 15 alone. The p99 column is the \
              machine's: two logical CPUs share 64 lane and stream threads and the 16 drivers.\n",
-            us(healthy.round() as u64),
-            us(faulty.round() as u64),
-            (faulty - healthy) / 1_000.0,
-            us(noise.round() as u64),
-            if within { "within" } else { "outside" },
+            healthy / 1_000.0,
+            faulty / 1_000.0,
+            // Rounded first, so a difference that rounds to zero reads +0.00, not -0.00.
+            ((faulty - healthy) / 10.0).round() / 100.0 + 0.0,
+            measured.lanes.iter().filter(|c| c.faulty.is_none()).count(),
+            noise / 1_000.0,
+            if within {
+                "no larger than"
+            } else {
+                "larger than"
+            },
         );
     }
     if let Some(cost) = measured.lanes_cost {
@@ -574,7 +581,10 @@ mod tests {
             text.contains("| 14 beside the faulty 2 | 1 | 4.2 | 60.0 | 14000 / 14000 | 7 runs, 0 Ok, 4 poisons | 1000 runs, 998 Ok, 1 poison |"),
             "{text}"
         );
-        assert!(text.contains("is within the noise"), "{text}");
+        assert!(
+            text.contains("the difference is no larger than it"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "**threads** 1 before the lanes, 33 once the sixteen were created (2 a lane"
