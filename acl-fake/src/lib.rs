@@ -25,7 +25,7 @@
 //! last force reset; a handle is unique across devices and never reused, and one of another
 //! device is refused (a live stream of another device 107003, any other unknown stream or
 //! event 107017, an address not allocated on this device 107000: the codes ACL gives for a
-//! stream outside the current context, a bad handle and a bad address [I]); a never-recorded
+//! stream outside the current context, a bad handle and a bad address \[I\]); a never-recorded
 //! event synchronises as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its
 //! wait expires; a faulted stream's error is sticky and nothing more runs on it; a force
 //! reset of device `id` kills that device's streams, events, device and pinned host
@@ -48,7 +48,7 @@
 //! embedding runtime owns it); there is one context per device generation, with no explicit
 //! contexts; `aclrtSynchronizeDeviceWithTimeout` returns the first faulted stream's code
 //! after the drain; `aclrtSetOpExecuteTimeOutV2` sets the calling thread's current device's
-//! timeout (107002 unbound) [I]; memory of one device is never reachable from another (no
+//! timeout (107002 unbound) \[I\]; memory of one device is never reachable from another (no
 //! peer access); every device reads one host monotonic clock.
 
 use core::ffi::{c_char, c_void};
