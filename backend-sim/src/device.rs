@@ -413,6 +413,19 @@ impl SimDevice {
         self.host_ns
     }
 
+    /// A call another thread makes beside the lane's own (lane-service's completion waiter,
+    /// through [`crate::SharedSim`]): it may land between a run's AICore and AICPU launches
+    /// on the lane thread, so it is not the lane's "next call" and leaves the pending AICore
+    /// kernel to its partner, which comes next among the lane's calls.
+    pub(crate) fn beside_the_lane<T>(&mut self, call: impl FnOnce(&mut Self) -> T) -> T {
+        let pending = self.pending_core.take();
+        let result = call(self);
+        if pending.is_some() {
+            self.pending_core = pending;
+        }
+        result
+    }
+
     fn enter_keeping_pending_core(&mut self) {
         self.calls += 1;
         if self.calls == self.call_budget {

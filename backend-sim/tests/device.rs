@@ -3,7 +3,7 @@
 //! kernels' writes, costs, and the device invariants.
 
 use backend_sim::costs::{Cost, Costs};
-use backend_sim::{DeviceFailure, FaultRule, RunTimes, SimDevice, SimRunner};
+use backend_sim::{DeviceFailure, FaultRule, RunTimes, SharedSim, SimDevice, SimRunner};
 use lane_core::status_latch::{self, AclCode, HeaderLayout, RuntimeCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{RunId, SlotId};
@@ -125,6 +125,55 @@ fn a_run_starts_only_when_both_of_its_kernels_have_started() {
         start2 > end1,
         "run 2 started at {start2} before its AICore kernel could (run 1 ends at {end1})"
     );
+}
+
+/// lane-service's completion waiter calls a `SharedSim` from its own thread, so its wait for
+/// run 1 can land between run 2's two launches on the lane thread. It is not the lane's next
+/// call: run 2's AICore kernel stays pending for its AICPU partner and the run completes
+/// (before, the wait orphaned it, and run 2 ended in a host wait timeout).
+#[test]
+fn a_completion_waiters_wait_between_a_runs_two_launches_leaves_its_aicore_kernel_pending() {
+    let mut shared = SharedSim::new(device());
+    let mut waiter = shared.completion_waiter().unwrap();
+    let (aicpu, aicore, s1, s2) = {
+        let mut d = shared.lock();
+        let (aicpu, aicore) = pair(&mut d);
+        let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+        launch(&mut d, &s1, aicpu, aicore);
+        (aicpu, aicore, s1, s2)
+    };
+    SimRunner
+        .launch_aicore(&mut shared, aicore, &s2.args)
+        .unwrap();
+    for e in s1.events {
+        waiter.synchronize_event(e, 50_000).unwrap();
+    }
+    SimRunner
+        .launch_aicpu(&mut shared, aicpu, &s2.args)
+        .unwrap();
+    let mut d = shared.lock();
+    d.record_event(s2.events[0], aicpu).unwrap();
+    d.record_event(s2.events[1], aicore).unwrap();
+    assert_eq!(wait(&mut d, &s2), Ok(()));
+    let (start2, end2) = timing(&mut d, &s2);
+    assert_eq!(end2 - start2, cost(Cost::RunPreamble) + DEVICE_NS);
+    assert_eq!(d.failure(), None);
+}
+
+#[test]
+fn the_lanes_own_call_between_a_runs_two_launches_orphans_its_aicore_kernel() {
+    // The model's rule the waiter's calls are exempt from: a lane that makes another call
+    // after the AICore launch never launched the AICPU kernel that call would have been.
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    launch(&mut d, &s1, aicpu, aicore);
+    SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
+    wait(&mut d, &s1).unwrap();
+    SimRunner.launch_aicpu(&mut d, aicpu, &s2.args).unwrap();
+    d.record_event(s2.events[0], aicpu).unwrap();
+    d.record_event(s2.events[1], aicore).unwrap();
+    assert_eq!(wait(&mut d, &s2), Err(AclCode::RtEventSyncTimeout));
 }
 
 #[test]

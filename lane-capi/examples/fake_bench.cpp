@@ -2,6 +2,7 @@
 // static library, release build) on the fake libascendcl, in real time.
 //
 // Usage: fake_bench FAKE_LIB RUNS SKIP KERNEL_US[,KERNEL_US...]
+//        fake_bench --lanes FAKE_LIB RUNS SKIP KERNEL_US REPEATS
 //
 // For each kernel length it measures, in one process:
 //   floor   the fake's own floor: RUNS kernels already queued on one stream, back to back;
@@ -17,19 +18,41 @@
 // per measurement:
 //   floor KERNEL_US GAPS MEDIAN_NS P99_NS
 //   arm KERNEL_US LOOP PROFILE RUNS OK MEDIAN_NS P99_NS
+//
+// With --lanes it runs sixteen lanes at once, one per device of the fake (ids 0 to 15), each
+// driven from its own thread with loop (b), REPEATS times each of two cases, alternating:
+//   healthy  every lane runs RUNS runs;
+//   faulty   device 14's AICore kernels all hang (each run ends at the 200 ms op timeout and
+//            poisons; the lane recovers and the next hangs again) and device 15 has one AICore
+//            exception (run RUNS/3 + 1 poisons) while the other fourteen run RUNS runs each.
+// In both cases it pools the gaps of devices 0 to 13 (the first SKIP runs of each skipped)
+// and prints
+//   lanes healthy REPEAT KERNEL_US RUNS OK MEDIAN_NS P99_NS
+//   lanes faulty REPEAT KERNEL_US RUNS OK MEDIAN_NS P99_NS HUNG_RUNS HUNG_OK HUNG_POISONS
+//                POISONED_RUNS POISONED_OK POISONED_POISONS
+// (OK: the fourteen's Ok outcomes, all of them), and once, for the first healthy case, what
+// the process of sixteen lanes costs (/proc/self/status Threads and VmRSS in KiB: before the
+// lanes, once created, once they ran (alive, streams created), after destroy; and the threads
+// named `lane*` and `fake-acl-*` once they ran):
+//   lanes-cost THREADS_BEFORE THREADS_CREATED THREADS_RAN THREADS_AFTER RSS_BEFORE RSS_CREATED
+//              RSS_RAN RSS_AFTER LANE_THREADS FAKE_STREAM_THREADS
 // `cargo xtask fake-bench` builds it, runs it and writes the table into docs/performance.md.
-// Exits 1 (with the reason on stderr) when a call fails or a run does not end OK.
+// Exits 1 (with the reason on stderr) when a call fails or a run does not end as expected.
 
 #include "run_lane.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fstream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -51,6 +74,9 @@ using CreateEvent = int32_t (*)(void **, uint32_t);
 using RecordEvent = int32_t (*)(void *, void *);
 using SyncEvent = int32_t (*)(void *, int32_t);
 using DestroyEvent = int32_t (*)(void *);
+// The fake's per-device kernel fault rules and its reset (test-only control functions).
+using FaultKernelOn = int32_t (*)(int32_t, uint32_t, uint32_t, uint32_t, uint32_t, const uint8_t *, size_t);
+using Reset = int32_t (*)();
 
 constexpr uint32_t kAicore = 0;
 constexpr uint32_t kAicpu = 1;
@@ -293,11 +319,299 @@ std::vector<uint64_t> floor_gaps(void *fake, FakeLaunch launch, uint64_t kernel_
     return out;
 }
 
+// ----- --lanes: sixteen lanes at once -----------------------------------------------------
+
+constexpr int kLanes = 16;
+constexpr int kHung = 14;
+constexpr int kPoisoned = 15;
+constexpr uint32_t kFakeException = 1;
+constexpr uint32_t kFakeHang = 2;
+constexpr uint64_t kOpTimeoutMs = 200;
+constexpr int32_t kAicoreTimeout = 507014;
+constexpr int32_t kAicoreException = 507015;
+
+// A field of /proc/self/status ("Threads:", "VmRSS:"), its first number.
+uint64_t status_field(const char *field) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind(field, 0) == 0) {
+            return std::strtoull(line.c_str() + std::strlen(field), nullptr, 10);
+        }
+    }
+    fail(std::string("/proc/self/status has no ") + field);
+}
+
+// Threads whose name (/proc/self/task/*/comm) starts with `prefix`.
+uint64_t threads_named(const char *prefix) {
+    uint64_t n = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    if (tasks == nullptr) {
+        fail("cannot list /proc/self/task");
+    }
+    while (dirent *task = readdir(tasks)) {
+        if (task->d_name[0] == '.') {
+            continue;
+        }
+        std::ifstream comm(std::string("/proc/self/task/") + task->d_name + "/comm");
+        std::string name;
+        if (std::getline(comm, name) && name.rfind(prefix, 0) == 0) {
+            ++n;
+        }
+    }
+    closedir(tasks);
+    return n;
+}
+
+// What a lane's driver keeps of each outcome.
+struct Kept {
+    uint64_t id;
+    RunLaneVerdict verdict;
+    RunLaneClass klass;
+    int32_t code;
+    bool has_timing;
+    uint64_t start_ns;
+    uint64_t end_ns;
+};
+
+Kept keep(const RunLaneOutcome &o) {
+    return {o.id, o.verdict, o.failure_class, o.has_code ? o.code : 0, o.has_timing, o.device_start_ns, o.device_end_ns};
+}
+
+// One lane of the sixteen: its kernels (the bench's callbacks read `bench`), its handle and
+// what its driver kept.
+struct LaneRun {
+    Bench bench;
+    RunLane *lane = nullptr;
+    int device = 0;
+    std::vector<Kept> outcomes;
+};
+
+RunLane *create_on(LaneRun &run, const char *fake) {
+    RunLaneConfig config;
+    if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
+        fail("config_default");
+    }
+    config.backend = RUN_LANE_BACKEND_ACL;
+    config.acl_library_path = fake;
+    config.profile = RUN_LANE_PROFILE_A2A3;
+    config.device_id = run.device;
+    config.completion_timeout_ms = 10000;
+    config.device_op_timeout_ms = kOpTimeoutMs;
+    config.runner.user = &run.bench;
+    config.runner.launch_aicore = launch_aicore;
+    config.runner.launch_aicpu = launch_aicpu;
+    RunLane *lane = nullptr;
+    if (run_lane_create(&config, &lane) != RUN_LANE_STATUS_OK) {
+        fail("create a lane on device " + std::to_string(run.device));
+    }
+    return lane;
+}
+
+// Loop (b) on one lane: submit until FULL, then wait for the oldest; RECOVERING (after a
+// poison) is "submit again shortly": wait for the oldest if any, else yield. Runs `runs` runs,
+// or, with `until`, keeps submitting until `until` is set (at least one run).
+void drive(LaneRun &run, int runs, const std::atomic<bool> *until) {
+    std::deque<uint64_t> in_flight;
+    int submitted = 0;
+    auto more = [&] { return until != nullptr ? (submitted == 0 || !until->load()) : submitted < runs; };
+    auto take_oldest = [&] {
+        run.outcomes.push_back(keep(wait(run.lane, in_flight.front())));
+        in_flight.pop_front();
+    };
+    const auto start = std::chrono::steady_clock::now();
+    while (more()) {
+        uint64_t id = 0;
+        RunLaneStatus status = submit(run.lane, &id);
+        if (status == RUN_LANE_STATUS_OK) {
+            ++submitted;
+            in_flight.push_back(id);
+        } else if (status == RUN_LANE_STATUS_FULL) {
+            take_oldest();
+        } else if (status == RUN_LANE_STATUS_RECOVERING) {
+            if (!in_flight.empty()) {
+                take_oldest();
+            } else if (std::chrono::steady_clock::now() - start > std::chrono::seconds(120)) {
+                fail("device " + std::to_string(run.device) + " recovered for too long");
+            } else {
+                std::this_thread::yield();
+            }
+        } else {
+            fail("submit on device " + std::to_string(run.device));
+        }
+    }
+    while (!in_flight.empty()) {
+        take_oldest();
+    }
+}
+
+// The gaps between consecutive runs of one lane after `skip` (every run OK, in order).
+void lane_gaps(const LaneRun &run, int skip, std::vector<uint64_t> &out) {
+    for (size_t i = 0; i < run.outcomes.size(); ++i) {
+        const Kept &o = run.outcomes[i];
+        if (o.verdict != RUN_LANE_VERDICT_OK || !o.has_timing ||
+            (i > 0 && o.id != run.outcomes[i - 1].id + 1)) {
+            fail("device " + std::to_string(run.device) + ": run " + std::to_string(o.id) + " not OK or out of order");
+        }
+        if (i > 0 && static_cast<int>(i) > skip) {
+            const Kept &p = run.outcomes[i - 1];
+            out.push_back(o.start_ns > p.end_ns ? o.start_ns - p.end_ns : 0);
+        }
+    }
+}
+
+// A faulty lane's outcomes: (runs, OK, runs that failed and poisoned with `code`); anything
+// else (another code, a cancel, a poisoned run before any failure) fails the bench.
+std::vector<uint64_t> classes(const LaneRun &run, int32_t code) {
+    uint64_t ok = 0, poisons = 0;
+    for (const Kept &o : run.outcomes) {
+        if (o.verdict == RUN_LANE_VERDICT_OK) {
+            ++ok;
+        } else if (o.verdict == RUN_LANE_VERDICT_FAILED && o.klass == RUN_LANE_CLASS_POISON && o.code == code) {
+            ++poisons;
+        } else if (o.verdict != RUN_LANE_VERDICT_POISONED || poisons == 0) {
+            fail("device " + std::to_string(run.device) + ": run " + std::to_string(o.id) + " ended unexpectedly");
+        }
+    }
+    return {run.outcomes.size(), ok, poisons};
+}
+
+// One case: sixteen lanes at once (healthy, or beside a hung device 14 and a poisoned 15).
+void lanes_case(void *fake_lib, const char *fake, FakeLaunch launch, uint64_t kernel_us, int runs, int skip,
+                bool faulty, int repeat, bool cost) {
+    auto fault_kernel = symbol<FaultKernelOn>(fake_lib, "runlanefake_fault_kernel_on");
+    auto reset = symbol<Reset>(fake_lib, "runlanefake_reset");
+    if (reset() != 0) {
+        fail("reset the fake");
+    }
+    if (faulty && (fault_kernel(kHung, kFakeHang, kAicore, 0, UINT32_MAX, nullptr, 0) != 0 ||
+                   fault_kernel(kPoisoned, kFakeException, kAicore, static_cast<uint32_t>(runs / 3), 1, nullptr, 0) != 0)) {
+        fail("the fault rules");
+    }
+    const uint64_t threads_before = status_field("Threads:");
+    const uint64_t rss_before = status_field("VmRSS:");
+    std::vector<std::unique_ptr<LaneRun>> lanes;
+    for (int device = 0; device < kLanes; ++device) {
+        auto run = std::make_unique<LaneRun>();
+        run->device = device;
+        run->bench.launch = launch;
+        run->bench.kernel_ns = kernel_us * 1000;
+        run->outcomes.reserve(static_cast<size_t>(runs) + 64);
+        run->lane = create_on(*run, fake);
+        lanes.push_back(std::move(run));
+    }
+    const uint64_t threads_created = status_field("Threads:");
+    const uint64_t rss_created = status_field("VmRSS:");
+    std::atomic<bool> healthy_done{false};
+    std::vector<std::thread> drivers;
+    for (auto &run : lanes) {
+        LaneRun *r = run.get();
+        const bool hung = faulty && r->device == kHung;
+        drivers.emplace_back([r, runs, hung, &healthy_done] { drive(*r, runs, hung ? &healthy_done : nullptr); });
+    }
+    // The fourteen first; then the hung lane stops submitting.
+    for (int device = 0; device < kLanes; ++device) {
+        if (device != kHung) {
+            drivers[device].join();
+        }
+    }
+    healthy_done = true;
+    drivers[kHung].join();
+    const uint64_t threads_ran = status_field("Threads:");
+    const uint64_t rss_ran = status_field("VmRSS:");
+    const uint64_t lane_threads = threads_named("lane");
+    const uint64_t fake_threads = threads_named("fake-acl-");
+    for (auto &run : lanes) {
+        if (run_lane_destroy(run->lane) != RUN_LANE_STATUS_OK) {
+            fail("destroy");
+        }
+    }
+    // The fake's stream threads end on their own once their streams are destroyed.
+    uint64_t threads_after = status_field("Threads:");
+    const auto destroyed = std::chrono::steady_clock::now();
+    while (threads_after > threads_before && std::chrono::steady_clock::now() - destroyed < std::chrono::seconds(10)) {
+        std::this_thread::yield();
+        threads_after = status_field("Threads:");
+    }
+    const uint64_t rss_after = status_field("VmRSS:");
+    std::vector<uint64_t> gaps;
+    int ok = 0;
+    for (auto &run : lanes) {
+        if (run->device < kHung) {
+            lane_gaps(*run, skip, gaps);
+            ok += static_cast<int>(run->outcomes.size());
+        }
+    }
+    auto measured = spread(gaps);
+    if (faulty) {
+        auto hung = classes(*lanes[kHung], kAicoreTimeout);
+        auto poisoned = classes(*lanes[kPoisoned], kAicoreException);
+        if (hung[1] != 0 || hung[2] == 0 || poisoned[2] != 1) {
+            fail("the faulty lanes did not end as expected");
+        }
+        std::printf("lanes faulty %d %llu %d %d %llu %llu %llu %llu %llu %llu %llu %llu\n", repeat,
+                    (unsigned long long)kernel_us, runs, ok, (unsigned long long)measured.first,
+                    (unsigned long long)measured.second, (unsigned long long)hung[0], (unsigned long long)hung[1],
+                    (unsigned long long)hung[2], (unsigned long long)poisoned[0], (unsigned long long)poisoned[1],
+                    (unsigned long long)poisoned[2]);
+    } else {
+        std::printf("lanes healthy %d %llu %d %d %llu %llu\n", repeat, (unsigned long long)kernel_us, runs, ok,
+                    (unsigned long long)measured.first, (unsigned long long)measured.second);
+    }
+    if (cost) {
+        std::printf("lanes-cost %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+                    (unsigned long long)threads_before, (unsigned long long)threads_created,
+                    (unsigned long long)threads_ran, (unsigned long long)threads_after,
+                    (unsigned long long)rss_before, (unsigned long long)rss_created, (unsigned long long)rss_ran,
+                    (unsigned long long)rss_after, (unsigned long long)lane_threads,
+                    (unsigned long long)fake_threads);
+    }
+    std::fflush(stdout);
+    if (reset() != 0) {
+        fail("reset the fake");
+    }
+}
+
+int lanes_main(int argc, char **argv) {
+    if (argc != 7) {
+        std::fprintf(stderr, "usage: fake_bench --lanes FAKE_LIB RUNS SKIP KERNEL_US REPEATS\n");
+        return 2;
+    }
+    const char *fake_path = argv[2];
+    const int runs = std::atoi(argv[3]);
+    const int skip = std::atoi(argv[4]);
+    const uint64_t kernel_us = std::strtoull(argv[5], nullptr, 10);
+    const int repeats = std::atoi(argv[6]);
+    if (runs < 4 || skip < 0 || skip + 2 >= runs || kernel_us == 0 || kernel_us * 1000 >= kOpTimeoutMs * 1000000 ||
+        repeats < 1) {
+        std::fprintf(stderr,
+                     "fake_bench: RUNS at least 4 and above SKIP + 2, KERNEL_US above 0 and below the op "
+                     "timeout, REPEATS at least 1\n");
+        return 2;
+    }
+    void *fake = dlopen(fake_path, RTLD_NOW);
+    if (fake == nullptr) {
+        std::fprintf(stderr, "fake_bench: dlopen %s: %s\n", fake_path, dlerror());
+        return 2;
+    }
+    auto launch = symbol<FakeLaunch>(fake, "runlanefake_launch");
+    for (int repeat = 1; repeat <= repeats; ++repeat) {
+        lanes_case(fake, fake_path, launch, kernel_us, runs, skip, false, repeat, repeat == 1);
+        lanes_case(fake, fake_path, launch, kernel_us, runs, skip, true, repeat, false);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
+    if (argc > 1 && std::strcmp(argv[1], "--lanes") == 0) {
+        return lanes_main(argc, argv);
+    }
     if (argc != 5) {
-        std::fprintf(stderr, "usage: fake_bench FAKE_LIB RUNS SKIP KERNEL_US[,KERNEL_US...]\n");
+        std::fprintf(stderr,
+                     "usage: fake_bench FAKE_LIB RUNS SKIP KERNEL_US[,KERNEL_US...]\n"
+                     "       fake_bench --lanes FAKE_LIB RUNS SKIP KERNEL_US REPEATS\n");
         return 2;
     }
     const char *fake_path = argv[1];

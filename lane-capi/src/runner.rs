@@ -149,9 +149,11 @@ impl<M> CRunner<M> {
     }
 
     /// Runs the model's share of the prepares and finalises the workers did, in the order
-    /// they did them, before any other runner call of the lane thread: so a run's model
-    /// prepare precedes its launch (its `Prepared` answer was given after the push). The
-    /// model's results are not the run's: the callback's were, on the worker.
+    /// they did them, before every other runner call of the lane thread but `launch_aicpu`:
+    /// so a run's model prepare precedes its launch (its `Prepared` answer was given after
+    /// the push), and nothing comes between a run's two launches (on the simulator a model
+    /// call there orphans the AICore kernel just launched). The model's results are not the
+    /// run's: the callback's were, on the worker.
     fn catch_up<D: Device>(&mut self, device: &mut D)
     where
         M: Runner<D>,
@@ -464,7 +466,6 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), AclCode> {
-        self.catch_up(device);
         self.launch(device, self.vtable.get().launch_aicpu, stream, args)?;
         self.model.launch_aicpu(device, stream, args)
     }

@@ -197,6 +197,54 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
 }
 
+/// The bench's `--lanes` mode, built against this test build and run for a few runs of one
+/// repeat: sixteen lanes at once, healthy, then beside a hung device 14 and a poisoned device
+/// 15: the fourteen's every run OK in both cases, the hung lane never OK and poisoned at
+/// least once, the poisoned one poisoned once, and the cost line's thread counts (2 lane
+/// threads and 2 fake stream threads a lane). Its figures are the benchmark's.
+#[test]
+fn the_c_abi_fake_bench_runs_sixteen_lanes_healthy_and_beside_a_hung_and_a_poisoned_device() {
+    let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+    let exe = build_program("fake_bench");
+    let output = Command::new(&exe)
+        .arg("--lanes")
+        .arg(&fake)
+        .args(["8", "1", "2000", "1"])
+        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
+        .output()
+        .expect("the bench runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    // lanes healthy REPEAT KERNEL_US RUNS OK MEDIAN P99: every run of the fourteen OK.
+    assert_eq!(lines[0].len(), 8, "{stdout}");
+    assert_eq!(lines[0][..6], ["lanes", "healthy", "1", "2000", "8", "112"]);
+    // lanes-cost ...: 2 lane threads (lane thread, completion waiter) and 2 fake stream
+    // threads a lane once they ran; the lanes' threads gone after destroy.
+    assert_eq!(lines[1].len(), 11, "{stdout}");
+    assert_eq!(lines[1][0], "lanes-cost");
+    assert_eq!((lines[1][9], lines[1][10]), ("32", "32"), "{stdout}");
+    assert_eq!(lines[1][4], lines[1][1], "threads after destroy as before");
+    // lanes faulty ... HUNG_RUNS HUNG_OK HUNG_POISONS POISONED_RUNS POISONED_OK POISONED_POISONS
+    let faulty = &lines[2];
+    assert_eq!(faulty.len(), 14, "{stdout}");
+    assert_eq!(faulty[..6], ["lanes", "faulty", "1", "2000", "8", "112"]);
+    let n = |i: usize| faulty[i].parse::<u32>().expect("a count");
+    assert_eq!(n(9), 0, "the hung lane never ends a run OK: {stdout}");
+    assert!(n(10) >= 1, "the hung lane poisons: {stdout}");
+    assert_eq!((n(11), n(13)), (8, 1), "the poisoned lane, once: {stdout}");
+    let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
+}
+
 #[test]
 fn the_header_compiles_as_c99_and_as_c11() {
     let out = temp_dir();

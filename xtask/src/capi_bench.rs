@@ -3,7 +3,10 @@
 //! library (`librun_lane.a`, linked with rustc's `native-static-libs`, as the install tree's
 //! `run_lane.pc` links it), runs it on the release fake, and writes its section of
 //! docs/performance.md: per kernel length, the fake's floor and each loop's median and p99
-//! device gap at launch depth two (a2a3) beside depth one (a5), with the targets checked.
+//! device gap at launch depth two (a2a3) beside depth one (a5), with the targets checked; then
+//! its `--lanes` mode: sixteen lanes at once, healthy and beside a hung and a poisoned device,
+//! the fourteen's median gap in each case against the run-to-run noise, and what the process
+//! of sixteen lanes costs in threads and resident memory.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,15 @@ const KERNELS_US: [u64; 3] = [300, 1_000, 3_000];
 /// Runs per arm by default, and runs skipped at the start of each.
 const RUNS: u32 = 300;
 const SKIP: u32 = 20;
+/// The sixteen-lane mode: runs per lane by default (enough for device 14's lane to hang,
+/// recover and hang again a few times at the 200 ms op timeout), its kernel length (us),
+/// and how often each case runs (the spread of its medians is the noise).
+const LANES_RUNS: u32 = 1_000;
+const LANES_KERNEL_US: u64 = 1_000;
+const LANES_REPEATS: u32 = 5;
+/// The lanes of the `--lanes` mode, and the healthy ones measured beside the faulty two.
+const LANES: u64 = 16;
+const FOURTEEN: u32 = 14;
 
 /// One measured arm: a loop on a profile at one kernel length.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,11 +54,45 @@ pub(crate) struct Floor {
     pub(crate) p99_ns: u64,
 }
 
+/// The faulty two of a `lanes faulty` line: each lane's runs, `Ok` outcomes and poisons
+/// (runs that failed and poisoned the lane).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FaultyTwo {
+    pub(crate) hung: [u32; 3],
+    pub(crate) poisoned: [u32; 3],
+}
+
+/// One case of the sixteen-lane mode: the fourteen's gaps (devices 0 to 13), and with
+/// `faulty` the outcomes of devices 14 (hung) and 15 (poisoned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LanesCase {
+    pub(crate) repeat: u32,
+    pub(crate) kernel_us: u64,
+    pub(crate) runs: u32,
+    pub(crate) ok: u32,
+    pub(crate) median_ns: u64,
+    pub(crate) p99_ns: u64,
+    pub(crate) faulty: Option<FaultyTwo>,
+}
+
+/// What the process of sixteen lanes cost (/proc/self/status): threads and VmRSS (KiB)
+/// before the lanes, once created, once they ran, after destroy; threads named `lane*` and
+/// `fake-acl-*` once they ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LanesCost {
+    pub(crate) threads: [u64; 4],
+    pub(crate) rss_kib: [u64; 4],
+    pub(crate) lane_threads: u64,
+    pub(crate) fake_stream_threads: u64,
+}
+
 /// What the bench printed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Measured {
     pub(crate) floors: Vec<Floor>,
     pub(crate) arms: Vec<Arm>,
+    pub(crate) lanes: Vec<LanesCase>,
+    pub(crate) lanes_cost: Option<LanesCost>,
 }
 
 /// Parses the bench's output lines (`floor ...` and `arm ...`; see fake_bench.cpp).
@@ -77,6 +123,37 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 median_ns: num(6)?,
                 p99_ns: num(7)?,
             }),
+            Some(&"lanes") if fields.len() == 8 || fields.len() == 14 => {
+                let faulty = match (fields[1], fields.len()) {
+                    ("healthy", 8) => None,
+                    ("faulty", 14) => Some(FaultyTwo {
+                        hung: [count(8)?, count(9)?, count(10)?],
+                        poisoned: [count(11)?, count(12)?, count(13)?],
+                    }),
+                    _ => {
+                        return Err(format!(
+                            "fake_bench printed `{line}`: not a healthy or faulty case"
+                        ));
+                    }
+                };
+                measured.lanes.push(LanesCase {
+                    repeat: count(2)?,
+                    kernel_us: num(3)?,
+                    runs: count(4)?,
+                    ok: count(5)?,
+                    median_ns: num(6)?,
+                    p99_ns: num(7)?,
+                    faulty,
+                });
+            }
+            Some(&"lanes-cost") if fields.len() == 11 => {
+                measured.lanes_cost = Some(LanesCost {
+                    threads: [num(1)?, num(2)?, num(3)?, num(4)?],
+                    rss_kib: [num(5)?, num(6)?, num(7)?, num(8)?],
+                    lane_threads: num(9)?,
+                    fake_stream_threads: num(10)?,
+                });
+            }
             _ => {
                 return Err(format!(
                     "fake_bench printed a line it never prints: `{line}`"
@@ -85,6 +162,149 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
         }
     }
     Ok(measured)
+}
+
+/// The median gaps of one kind of case over its repeats: mean, lowest, highest (ns).
+fn over_repeats(cases: &[&LanesCase]) -> Option<(f64, u64, u64)> {
+    let medians: Vec<u64> = cases.iter().map(|c| c.median_ns).collect();
+    let (min, max) = (*medians.iter().min()?, *medians.iter().max()?);
+    Some((
+        medians.iter().sum::<u64>() as f64 / medians.len() as f64,
+        min,
+        max,
+    ))
+}
+
+/// The healthy and the faulty cases' medians against the noise: (healthy mean, faulty mean,
+/// noise, within), the noise being the larger spread (highest minus lowest median) of one
+/// case over its repeats, and `within` whether the means differ by at most that.
+pub(crate) fn lanes_verdict(lanes: &[LanesCase]) -> Option<(f64, f64, f64, bool)> {
+    let healthy: Vec<&LanesCase> = lanes.iter().filter(|c| c.faulty.is_none()).collect();
+    let faulty: Vec<&LanesCase> = lanes.iter().filter(|c| c.faulty.is_some()).collect();
+    let (h, h_min, h_max) = over_repeats(&healthy)?;
+    let (f, f_min, f_max) = over_repeats(&faulty)?;
+    let noise = (h_max - h_min).max(f_max - f_min) as f64;
+    Some((h, f, noise, (f - h).abs() <= noise))
+}
+
+fn kib_to_mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+/// The sixteen-lane part of the section (empty when the bench printed none).
+fn lanes_markdown(measured: &Measured) -> String {
+    let mut out = String::new();
+    let Some(first) = measured.lanes.first() else {
+        return out;
+    };
+    let (runs, kernel_us) = (first.runs, first.kernel_us);
+    let _ = writeln!(
+        out,
+        "### Sixteen lanes at once, beside a hung and a poisoned device\n\n\
+         `fake_bench --lanes`: sixteen lanes in one process, one per device of the fake (ids 0 \
+         to 15), each driven from its own thread with loop (b), {runs} runs of {kernel} kernels \
+         per lane, at launch depth two with a 200 ms device op timeout. Two cases, alternating, \
+         each repeated: **healthy 16**, every lane healthy; **14 beside the faulty 2**, device \
+         14's AICore kernels all hang (each of its runs ends at the op timeout with 507014 and \
+         poisons the lane, which recovers the device and hangs on its next run again, until the \
+         fourteen are done) and device 15 has one AICore exception (run {poison} fails with \
+         507015 and poisons; the lane recovers and runs on). The gap figures pool the gaps of \
+         devices 0 to 13 in both cases (the first {SKIP} runs of each lane skipped), so the two \
+         cases compare the same fourteen lanes.\n",
+        kernel = kernel_label(kernel_us),
+        poison = runs / 3 + 1,
+    );
+    let _ = writeln!(
+        out,
+        "| case | repeat | devices 0-13: median gap (us) | p99 (us) | devices 0-13: runs Ok | device 14 (hung) | device 15 (poisoned) |\n\
+         |:---|---:|---:|---:|---:|:---|:---|"
+    );
+    for case in &measured.lanes {
+        let expected = case.runs * FOURTEEN;
+        let (name, hung, poisoned) = match case.faulty {
+            None => (
+                "healthy 16",
+                format!("{} runs, all Ok", case.runs),
+                format!("{} runs, all Ok", case.runs),
+            ),
+            Some(two) => (
+                "14 beside the faulty 2",
+                format!(
+                    "{} runs, {} Ok, {} poisons",
+                    two.hung[0], two.hung[1], two.hung[2]
+                ),
+                format!(
+                    "{} runs, {} Ok, {} poison",
+                    two.poisoned[0], two.poisoned[1], two.poisoned[2]
+                ),
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} / {expected} | {hung} | {poisoned} |",
+            case.repeat,
+            us(case.median_ns),
+            us(case.p99_ns),
+            case.ok,
+        );
+    }
+    out.push('\n');
+    if let Some((healthy, faulty, noise, within)) = lanes_verdict(&measured.lanes) {
+        let _ = writeln!(
+            out,
+            "Every run of the fourteen ended `Ok`, in order, in both cases. Their median gap, \
+             averaged over the repeats: healthy {:.2} us, beside the faulty two {:.2} us, a \
+             difference of {:+.2} us. The run-to-run noise, taken as the larger spread (highest \
+             minus lowest median) of one case over its {} repeats, is {:.2} us (a coarse estimate from so few \
+             repeats): the difference is {} it. \
+             The faulty two cost the others little by construction: a hung kernel on the fake is \
+             a timed wait on its own device's condition variable (no CPU), and recovery is a \
+             drain, a force reset and a probe of device 14 or 15 alone. The p99 column is the \
+             machine's: two logical CPUs share 64 lane and stream threads and the 16 drivers.\n",
+            healthy / 1_000.0,
+            faulty / 1_000.0,
+            // Rounded first, so a difference that rounds to zero reads +0.00, not -0.00.
+            ((faulty - healthy) / 10.0).round() / 100.0 + 0.0,
+            measured.lanes.iter().filter(|c| c.faulty.is_none()).count(),
+            noise / 1_000.0,
+            if within {
+                "no larger than"
+            } else {
+                "larger than"
+            },
+        );
+    }
+    if let Some(cost) = measured.lanes_cost {
+        let [t0, t1, t2, t3] = cost.threads;
+        let [r0, r1, r2, r3] = cost.rss_kib;
+        let per_lane = |a: u64, b: u64| b.saturating_sub(a) / LANES;
+        let _ = writeln!(
+            out,
+            "What one process of sixteen lanes costs (the first healthy case, from \
+             /proc/self/status; the bench's own threads joined before each reading): **threads** \
+             {t0} before the lanes, {t1} once the sixteen were created ({} a lane: its lane \
+             thread and completion waiter; host workers would add `config.workers` each), {t2} \
+             once they ran ({} named `lane*`, {} named `fake-acl-*`: the fake's two stream \
+             threads a lane, created at its first launch, which a real libascendcl does not \
+             have), {t3} after destroy. **Resident memory** (VmRSS) {} MiB before, {} MiB once \
+             created ({} KiB a lane: thread stacks touched, the lane's tables, the fake's \
+             device and pinned memory of its slots), {} MiB once they ran ({} KiB a lane over \
+             the start, with its streams and the bench's own record of its runs, 48 bytes a \
+             run), {} MiB after destroy (what the allocator keeps for reuse; the create/destroy \
+             test, `tests/create_destroy_cycles.rs`, checks 1,000 cycles leave it within 1 \
+             MiB).\n",
+            per_lane(t0, t1),
+            cost.lane_threads,
+            cost.fake_stream_threads,
+            kib_to_mib(r0),
+            kib_to_mib(r1),
+            per_lane(r0, r1),
+            kib_to_mib(r2),
+            per_lane(r0, r2),
+            kib_to_mib(r3),
+        );
+    }
+    out
 }
 
 impl Measured {
@@ -185,11 +405,14 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
          docs/embedding.md recommends loop (b), the one the C++ example uses.\n",
         verdicts.join(", ")
     );
+    out.push_str(&lanes_markdown(measured));
     let _ = writeln!(
         out,
         "Reproduce: `cargo xtask fake-bench` (writes this section and the one before). \
          `cargo test -p lane-capi --test cpp_example` builds the same program against the test \
-         build and runs a few runs of each arm."
+         build and runs a few runs of each arm, and of each case of `--lanes`; \
+         `cargo test -p lane-capi --test sixteen_lanes` checks the sixteen lanes' outcomes and \
+         threads (no timings)."
     );
     out
 }
@@ -202,10 +425,11 @@ fn kernel_label(us: u64) -> String {
     }
 }
 
-/// Builds the bench (release libraries, then the C++ program), runs it, and returns its
-/// section's markdown.
-pub(crate) fn run(runs: Option<u32>, machine: &str) -> Result<String, String> {
-    let runs = runs.unwrap_or(RUNS);
+/// Builds the bench (release libraries, then the C++ program), runs its loops and its
+/// `--lanes` mode (`runs_asked` runs per arm and per lane, else [`RUNS`] and [`LANES_RUNS`]),
+/// and returns its section's markdown.
+pub(crate) fn run(runs_asked: Option<u32>, machine: &str) -> Result<String, String> {
+    let runs = runs_asked.unwrap_or(RUNS);
     let built = dist::build_release()?;
     let fake = dist::build_fake()?;
     let scratch = std::env::temp_dir().join(format!("run-lane-capi-bench-{}", std::process::id()));
@@ -214,22 +438,42 @@ pub(crate) fn run(runs: Option<u32>, machine: &str) -> Result<String, String> {
     let exe = compile(&scratch, &built.staticlib, &built.native_static_libs)?;
     let kernels: Vec<String> = KERNELS_US.iter().map(u64::to_string).collect();
     println!("fake-bench: the C ABI loops ({runs} runs per arm)");
-    let output = Command::new(&exe)
+    let loops = Command::new(&exe)
         .arg(&fake)
         .arg(runs.to_string())
         .arg(SKIP.to_string())
         .arg(kernels.join(","))
         .output()
-        .map_err(|e| format!("could not run {}: {e}", exe.display()))?;
+        .map_err(|e| format!("could not run {}: {e}", exe.display()));
+    let lanes_runs = runs_asked.unwrap_or(LANES_RUNS);
+    println!(
+        "fake-bench: sixteen lanes at once ({lanes_runs} runs per lane, {LANES_REPEATS} repeats)"
+    );
+    let lanes = loops.as_ref().ok().map(|_| {
+        Command::new(&exe)
+            .arg("--lanes")
+            .arg(&fake)
+            .arg(lanes_runs.to_string())
+            .arg(SKIP.to_string())
+            .arg(LANES_KERNEL_US.to_string())
+            .arg(LANES_REPEATS.to_string())
+            .output()
+            .map_err(|e| format!("could not run {}: {e}", exe.display()))
+    });
     let _ = std::fs::remove_dir_all(&scratch);
-    if !output.status.success() {
-        return Err(format!(
-            "fake_bench failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ));
+    let mut stdout = String::new();
+    for output in [Some(loops), lanes].into_iter().flatten() {
+        let output = output?;
+        if !output.status.success() {
+            return Err(format!(
+                "fake_bench failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        stdout.push_str(&String::from_utf8_lossy(&output.stdout));
     }
-    let measured = parse(&String::from_utf8_lossy(&output.stdout))?;
+    let measured = parse(&stdout)?;
     Ok(markdown(&measured, runs, machine))
 }
 
@@ -300,11 +544,66 @@ mod tests {
         assert!(text.contains("300 us: holds"), "{text}");
     }
 
+    const LANES: &str = "lanes healthy 1 1000 1000 14000 4000 50000\n\
+        lanes-cost 1 33 65 1 4936 8404 11152 10664 32 32\n\
+        lanes faulty 1 1000 1000 14000 4200 60000 7 0 4 1000 998 1\n\
+        lanes healthy 2 1000 1000 14000 3600 40000\n\
+        lanes faulty 2 1000 1000 14000 3900 70000 7 0 4 1000 999 1\n";
+
+    #[test]
+    fn the_sixteen_lane_cases_parse_and_their_difference_is_judged_against_the_repeats_spread() {
+        let measured = parse(&format!("{OUTPUT}{LANES}")).unwrap();
+        assert_eq!(measured.lanes.len(), 4);
+        assert_eq!(
+            measured.lanes[1].faulty,
+            Some(FaultyTwo {
+                hung: [7, 0, 4],
+                poisoned: [1000, 998, 1]
+            })
+        );
+        assert_eq!(measured.lanes_cost.unwrap().threads, [1, 33, 65, 1]);
+        // Healthy 3.8 us (3.6..4.0), faulty 4.05 us (3.9..4.2): 0.25 us apart, noise 0.4 us.
+        let (healthy, faulty, noise, within) = lanes_verdict(&measured.lanes).unwrap();
+        assert_eq!(
+            (healthy, faulty, noise, within),
+            (3800.0, 4050.0, 400.0, true)
+        );
+        let far = LANES
+            .replace("14000 4200 60000", "14000 9000 60000")
+            .replace("14000 3900 70000", "14000 9200 70000");
+        let measured_far = parse(&far).unwrap();
+        assert!(
+            !lanes_verdict(&measured_far.lanes).unwrap().3,
+            "outside the noise"
+        );
+        let text = markdown(&measured, 200, "test");
+        assert!(
+            text.contains("| 14 beside the faulty 2 | 1 | 4.2 | 60.0 | 14000 / 14000 | 7 runs, 0 Ok, 4 poisons | 1000 runs, 998 Ok, 1 poison |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the difference is no larger than it"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "**threads** 1 before the lanes, 33 once the sixteen were created (2 a lane"
+            ),
+            "{text}"
+        );
+        assert!(!markdown(&parse(OUTPUT).unwrap(), 200, "test").contains("Sixteen lanes"));
+    }
+
     #[test]
     fn a_line_the_bench_never_prints_is_an_error_naming_it() {
         let error = parse("arm 300 a").unwrap_err();
         assert!(error.contains("`arm 300 a`"), "{error}");
         assert!(parse("floor x 1 2 3").unwrap_err().contains("not a number"));
+        assert!(
+            parse("lanes sideways 1 1 1 1 1 1")
+                .unwrap_err()
+                .contains("not a healthy or faulty case")
+        );
     }
 
     #[test]

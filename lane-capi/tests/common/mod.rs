@@ -1,0 +1,334 @@
+//! What the many-lane tests share: the fake's control surface, a config for a lane on one of
+//! its devices, launch callbacks that queue fake kernels on the streams the lane gives them
+//! (the AICPU kernel writes the slot's timing buffer, as a runtime's scheduler does), the
+//! documented submit loop, and the process's threads (by name), open descriptors and
+//! resident memory read from `/proc/self`.
+
+// Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
+use std::ffi::CString;
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use core::ffi::c_void;
+use run_lane::*;
+use run_lane_fake_ascendcl::{Control, ENGINE_AICORE, ENGINE_AICPU, Outcome, cdylib_path};
+
+/// The longest any one wait of these tests may take: past it the test fails instead of
+/// hanging (a healthy run takes milliseconds; a hung one ends at its lane's op timeout).
+pub(crate) const BOUND: Duration = Duration::from_secs(60);
+
+/// The fake's control surface, shared with the launch callbacks.
+pub(crate) fn control() -> &'static Control {
+    static CONTROL: OnceLock<Control> = OnceLock::new();
+    CONTROL.get_or_init(|| {
+        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+        Control::open(&path).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+/// The fake's path as a C string, alive for the whole test binary (configs point at it).
+pub(crate) fn fake_path() -> &'static CString {
+    static PATH: OnceLock<CString> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+        CString::new(path.to_str().expect("a UTF-8 path")).expect("no NUL")
+    })
+}
+
+/// A lane's kernels, reached through the runner's `user`: each run is one AICore and one
+/// AICPU kernel of `kernel` on the lane's streams.
+pub(crate) struct Kernels {
+    pub(crate) kernel: Duration,
+}
+
+fn kernels<'a>(user: *mut c_void) -> &'a Kernels {
+    // SAFETY: every lane of these tests passes a `Kernels` that outlives it.
+    unsafe { &*user.cast::<Kernels>() }
+}
+
+fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, timing: *mut c_void) -> i32 {
+    let kernel = kernels(user).kernel;
+    match control().launch(
+        stream,
+        engine,
+        kernel,
+        Outcome::Ok,
+        timing,
+        std::ptr::null_mut(),
+        &[],
+    ) {
+        Ok(()) => 0,
+        Err(run_lane_fake_ascendcl::ControlError::Call { code, .. }) => code,
+        Err(_) => 507_899,
+    }
+}
+
+unsafe extern "C" fn launch_aicore(
+    user: *mut c_void,
+    stream: *mut c_void,
+    _args: *const RunLaneRunArgs,
+) -> i32 {
+    launch(user, stream, ENGINE_AICORE, std::ptr::null_mut())
+}
+
+unsafe extern "C" fn launch_aicpu(
+    user: *mut c_void,
+    stream: *mut c_void,
+    args: *const RunLaneRunArgs,
+) -> i32 {
+    // SAFETY: the library passes valid args for the call.
+    let timing = unsafe { (*args).timing };
+    launch(user, stream, ENGINE_AICPU, timing)
+}
+
+/// The defaults, filled by the library.
+pub(crate) fn default_config() -> RunLaneConfig {
+    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    // SAFETY: a valid place for a config.
+    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
+    assert_eq!(filled, RunLaneStatus::Ok);
+    // SAFETY: filled by run_lane_config_default.
+    unsafe { config.assume_init() }
+}
+
+/// An a2a3 lane on the fake's device `device_id` running `kernels`: host wait 10 s, device op
+/// timeout `op_timeout_ms` (a hung kernel ends there with 507014).
+pub(crate) fn fake_config(device_id: i32, kernels: &Kernels, op_timeout_ms: u64) -> RunLaneConfig {
+    let mut config = default_config();
+    config.backend = RunLaneBackend::Acl as u32;
+    config.profile = RunLaneProfile::A2a3 as u32;
+    config.device_id = device_id;
+    config.acl_library_path = fake_path().as_ptr();
+    config.completion_timeout_ms = 10_000;
+    config.device_op_timeout_ms = op_timeout_ms;
+    config.runner.user = std::ptr::from_ref(kernels).cast_mut().cast();
+    config.runner.launch_aicore = Some(launch_aicore);
+    config.runner.launch_aicpu = Some(launch_aicpu);
+    config
+}
+
+/// `run_lane_create`, which must succeed.
+pub(crate) fn create(config: &RunLaneConfig) -> *mut RunLane {
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config (its path and user outlive the lane) and a writable handle.
+    let status = unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) };
+    assert_eq!(status, RunLaneStatus::Ok, "create: {}", last_error());
+    lane
+}
+
+/// `run_lane_destroy`, which must succeed.
+pub(crate) fn destroy(lane: *mut RunLane) {
+    // SAFETY: a live handle, destroyed once.
+    let status = unsafe { run_lane_destroy(lane) };
+    assert_eq!(status, RunLaneStatus::Ok, "destroy: {}", last_error());
+}
+
+/// The calling thread's last error message.
+pub(crate) fn last_error() -> String {
+    // SAFETY: the library returns a NUL-terminated string valid until this thread's next call.
+    unsafe { std::ffi::CStr::from_ptr(run_lane_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `run_lane_submit` of an untagged run: its id, or the refusal.
+pub(crate) fn submit(lane: *mut RunLane) -> Result<u64, RunLaneStatus> {
+    let request = RunLaneSubmit::default();
+    let mut run = 0;
+    // SAFETY: a live handle, a readable request and a writable id.
+    match unsafe { run_lane_submit(lane, &raw const request, &raw mut run) } {
+        RunLaneStatus::Ok => Ok(run),
+        refused => Err(refused),
+    }
+}
+
+/// `run_lane_wait` for `id`, which must deliver within [`BOUND`].
+pub(crate) fn wait(lane: *mut RunLane, id: u64) -> RunLaneOutcome {
+    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    let bound = u32::try_from(BOUND.as_millis()).unwrap_or(u32::MAX);
+    // SAFETY: a live handle and a writable outcome.
+    let status = unsafe { run_lane_wait(lane, id, bound, outcome.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok, "wait {id}: {}", last_error());
+    // SAFETY: filled by the OK wait.
+    unsafe { outcome.assume_init() }
+}
+
+/// The embedding guide's loop: submit until `FULL`, then wait for the oldest run in flight,
+/// and repeat while `more(submitted so far, outcomes so far)`; then wait for the runs still
+/// in flight. `RECOVERING` (a poisoned lane resetting its device) is "submit again shortly":
+/// with runs in flight it waits for the oldest; with none it yields and tries again, for at
+/// most [`BOUND`]. Returns every outcome, in the order taken (the oldest first).
+pub(crate) fn documented_loop(
+    lane: *mut RunLane,
+    mut more: impl FnMut(u64, &[RunLaneOutcome]) -> bool,
+) -> Vec<RunLaneOutcome> {
+    let mut outcomes = Vec::new();
+    let mut in_flight = std::collections::VecDeque::new();
+    let mut submitted = 0_u64;
+    let mut recovering_since: Option<Instant> = None;
+    while more(submitted, &outcomes) {
+        match submit(lane) {
+            Ok(run) => {
+                submitted += 1;
+                in_flight.push_back(run);
+                recovering_since = None;
+            }
+            Err(RunLaneStatus::Full) => {
+                let oldest = in_flight.pop_front().expect("FULL with nothing in flight");
+                outcomes.push(wait(lane, oldest));
+            }
+            Err(RunLaneStatus::Recovering) => match in_flight.pop_front() {
+                Some(oldest) => outcomes.push(wait(lane, oldest)),
+                None => {
+                    let since = *recovering_since.get_or_insert_with(Instant::now);
+                    assert!(
+                        since.elapsed() < BOUND,
+                        "the lane recovered for longer than {BOUND:?}"
+                    );
+                    thread::yield_now();
+                }
+            },
+            Err(status) => panic!("submit refused with {status:?}: {}", last_error()),
+        }
+    }
+    while let Some(oldest) = in_flight.pop_front() {
+        outcomes.push(wait(lane, oldest));
+    }
+    outcomes
+}
+
+/// Every outcome `Ok` with its timing, in submission order (consecutive ids from the first),
+/// each run on the device after its predecessor ended.
+pub(crate) fn assert_ok_in_order(device: i32, outcomes: &[RunLaneOutcome]) {
+    assert!(!outcomes.is_empty(), "device {device}: no outcomes");
+    let first = outcomes[0].id;
+    for (i, outcome) in outcomes.iter().enumerate() {
+        assert_eq!(
+            outcome.id,
+            first + i as u64,
+            "device {device}: outcome {i} out of order"
+        );
+        assert_eq!(
+            outcome.verdict,
+            RunLaneVerdict::Ok,
+            "device {device}: run {} did not end OK: {}",
+            outcome.id,
+            line(outcome)
+        );
+        assert!(outcome.has_timing, "device {device}: run {}", outcome.id);
+        assert!(outcome.device_start_ns <= outcome.device_end_ns);
+        if i > 0 {
+            assert!(
+                outcome.device_start_ns >= outcomes[i - 1].device_end_ns,
+                "device {device}: run {} started before its predecessor ended",
+                outcome.id
+            );
+        }
+    }
+}
+
+/// An outcome's failure line.
+pub(crate) fn line(outcome: &RunLaneOutcome) -> String {
+    // SAFETY: the library NUL-terminates the buffer.
+    unsafe { std::ffi::CStr::from_ptr(outcome.failure_line.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The process's threads, open descriptors and resident memory, from `/proc/self`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Usage {
+    /// `Threads` of /proc/self/status.
+    pub(crate) threads: u64,
+    /// Entries of /proc/self/fd (the listing's own descriptor included, every time alike).
+    pub(crate) fds: u64,
+    /// `VmRSS` of /proc/self/status, KiB.
+    pub(crate) rss_kib: u64,
+    /// Lines of /proc/self/maps: the process's memory mappings (thread stacks among them).
+    pub(crate) mappings: u64,
+    /// Threads named `lane`, `lane-waiter` or `lane-worker-N` (lane-service's).
+    pub(crate) lane_threads: u64,
+    /// Threads named `fake-acl-...`: the fake's stream workers (a real libascendcl has none).
+    pub(crate) fake_stream_threads: u64,
+    /// Every thread's name (`/proc/self/task/*/comm`, at most 15 bytes).
+    pub(crate) names: Vec<String>,
+}
+
+impl Usage {
+    /// Threads whose name starts with `prefix`.
+    pub(crate) fn named(&self, prefix: &str) -> u64 {
+        self.names.iter().filter(|n| n.starts_with(prefix)).count() as u64
+    }
+}
+
+fn status_field(status: &str, field: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("/proc/self/status has no {field}"))
+}
+
+/// The process's [`Usage`] now.
+pub(crate) fn usage() -> Usage {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let fds = std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .count() as u64;
+    let (mut lane_threads, mut fake_stream_threads) = (0, 0);
+    let mut names = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
+        let Ok(task) = task else { continue };
+        // A thread that ended between the listing and the read has no comm: not counted.
+        let Ok(name) = std::fs::read_to_string(task.path().join("comm")) else {
+            continue;
+        };
+        let name = name.trim_end().to_owned();
+        if name == "lane" || name.starts_with("lane-") {
+            lane_threads += 1;
+        } else if name.starts_with("fake-acl-") {
+            fake_stream_threads += 1;
+        }
+        names.push(name);
+    }
+    Usage {
+        threads: status_field(&status, "Threads:"),
+        fds,
+        rss_kib: status_field(&status, "VmRSS:"),
+        mappings: std::fs::read_to_string("/proc/self/maps")
+            .expect("/proc/self/maps")
+            .lines()
+            .count() as u64,
+        lane_threads,
+        fake_stream_threads,
+        names,
+    }
+}
+
+/// Waits (at most [`BOUND`]) until the process's usage satisfies `settled`, and returns it.
+/// Two things settle shortly after the call that causes them: a new thread takes its name
+/// (`lane-waiter`, say) once it runs, not when it is spawned, and a destroyed stream's worker
+/// in the fake ends once woken, after the destroy returned.
+pub(crate) fn wait_for_usage(what: &str, settled: impl Fn(&Usage) -> bool) -> Usage {
+    let start = Instant::now();
+    loop {
+        let now = usage();
+        if settled(&now) {
+            return now;
+        }
+        assert!(start.elapsed() < BOUND, "{what}, after {BOUND:?}: {now:?}");
+        thread::yield_now();
+    }
+}
+
+/// [`wait_for_usage`] until the process has no lane thread (a destroy joins them) and no
+/// fake stream thread.
+pub(crate) fn wait_for_no_lane_threads() -> Usage {
+    wait_for_usage("no lane or fake stream thread left", |u| {
+        u.lane_threads == 0 && u.fake_stream_threads == 0
+    })
+}
