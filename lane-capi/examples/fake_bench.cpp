@@ -18,6 +18,10 @@
 // per measurement:
 //   floor KERNEL_US GAPS MEDIAN_NS P99_NS
 //   arm KERNEL_US LOOP PROFILE RUNS OK MEDIAN_NS P99_NS
+// and, at depth two, how long after its submit each run's launch onto the pair has been made
+// (from just before `run_lane_submit` to the return of its `launch_aicpu` callback, the
+// launch's last call; the first SKIP runs skipped):
+//   latency KERNEL_US LOOP MEDIAN_NS P99_NS
 //
 // With --lanes it runs sixteen lanes at once, one per device of the fake (ids 0 to 15), each
 // driven from its own thread with loop (b), REPEATS times each of two cases, alternating:
@@ -112,6 +116,10 @@ std::pair<uint64_t, uint64_t> spread(std::vector<uint64_t> gaps) {
 struct Bench {
     FakeLaunch launch = nullptr;
     uint64_t kernel_ns = 0;
+    // By run tag (its index in the arm): when its submit began, when its launch returned.
+    std::vector<std::chrono::steady_clock::time_point> submitted;
+    std::vector<std::chrono::steady_clock::time_point> launched;
+    uint64_t next_tag = 0;
     std::mutex mutex;
     std::condition_variable changed;
     RunLane *refill = nullptr;  // loop (a): submit from on_outcome while `left` > 0
@@ -127,12 +135,27 @@ int32_t launch_aicore(void *user, void *stream, const RunLaneRunArgs *) {
 
 int32_t launch_aicpu(void *user, void *stream, const RunLaneRunArgs *args) {
     auto *b = static_cast<Bench *>(user);
-    return b->launch(stream, kAicpu, b->kernel_ns, 0, args->timing, nullptr, nullptr, 0);
+    int32_t code = b->launch(stream, kAicpu, b->kernel_ns, 0, args->timing, nullptr, nullptr, 0);
+    if (args->info.has_tag && args->info.tag < b->launched.size()) {
+        b->launched[args->info.tag] = std::chrono::steady_clock::now();
+    }
+    return code;
 }
 
-RunLaneStatus submit(RunLane *lane, uint64_t *run) {
+// Submits the bench's next run, tagged with its index; its submit time is taken just before
+// the call (its callbacks may come before the call returns), again on a retry after FULL.
+RunLaneStatus submit(Bench &bench, RunLane *lane, uint64_t *run) {
     RunLaneSubmit request = {};
-    return run_lane_submit(lane, &request, run);
+    request.has_tag = true;
+    request.tag = bench.next_tag;
+    if (request.tag < bench.submitted.size()) {
+        bench.submitted[request.tag] = std::chrono::steady_clock::now();
+    }
+    RunLaneStatus status = run_lane_submit(lane, &request, run);
+    if (status == RUN_LANE_STATUS_OK) {
+        ++bench.next_tag;
+    }
+    return status;
 }
 
 void on_outcome(void *user, const RunLaneOutcome *) {
@@ -142,7 +165,7 @@ void on_outcome(void *user, const RunLaneOutcome *) {
     if (b->refill != nullptr && b->left > 0) {
         uint64_t run = 0;
         // Re-entering submit from a callback is allowed; the slot this outcome freed takes it.
-        if (submit(b->refill, &run) == RUN_LANE_STATUS_OK) {
+        if (submit(*b, b->refill, &run) == RUN_LANE_STATUS_OK) {
             --b->left;
         } else {
             b->refused = true;
@@ -185,6 +208,9 @@ std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint32_t profile
         bench.refused = false;
         bench.refill = nullptr;
         bench.left = 0;
+        bench.next_tag = 0;
+        bench.submitted.assign(static_cast<size_t>(runs), {});
+        bench.launched.assign(static_cast<size_t>(runs), {});
     }
     std::vector<RunLaneOutcome> outcomes;
     std::deque<uint64_t> in_flight;
@@ -193,7 +219,7 @@ std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint32_t profile
     auto fill = [&]() {
         while (submitted < runs) {
             uint64_t run = 0;
-            RunLaneStatus status = submit(lane, &run);
+            RunLaneStatus status = submit(bench, lane, &run);
             if (status == RUN_LANE_STATUS_FULL) {
                 return;
             }
@@ -216,7 +242,7 @@ std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint32_t profile
         bench.left = runs;
         while (bench.left > 0) {
             uint64_t run = 0;
-            RunLaneStatus status = submit(lane, &run);
+            RunLaneStatus status = submit(bench, lane, &run);
             if (status == RUN_LANE_STATUS_FULL) {
                 break;
             }
@@ -256,6 +282,17 @@ std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint32_t profile
         fail("destroy");
     }
     return outcomes;
+}
+
+// From each run's submit to its launch's return, the runs after `skip` (the lane joined, so
+// every callback's write is seen).
+std::vector<uint64_t> latencies(const Bench &bench, int skip) {
+    std::vector<uint64_t> out;
+    for (size_t i = static_cast<size_t>(skip); i < bench.launched.size(); ++i) {
+        auto took = bench.launched[i] - bench.submitted[i];
+        out.push_back(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+    }
+    return out;
 }
 
 // The device gaps between consecutive runs after `skip`, from their timing buffers.
@@ -422,7 +459,7 @@ void drive(LaneRun &run, int runs, const std::atomic<bool> *until) {
     const auto start = std::chrono::steady_clock::now();
     while (more()) {
         uint64_t id = 0;
-        RunLaneStatus status = submit(run.lane, &id);
+        RunLaneStatus status = submit(run.bench, run.lane, &id);
         if (status == RUN_LANE_STATUS_OK) {
             ++submitted;
             in_flight.push_back(id);
@@ -645,6 +682,11 @@ int main(int argc, char **argv) {
                 std::printf("arm %llu %c %s %d %d %llu %llu\n", (unsigned long long)us, loop,
                             profile == RUN_LANE_PROFILE_A2A3 ? "a2a3" : "a5", runs, ok,
                             (unsigned long long)measured.first, (unsigned long long)measured.second);
+                if (profile == RUN_LANE_PROFILE_A2A3) {
+                    auto latency = spread(latencies(bench, skip));
+                    std::printf("latency %llu %c %llu %llu\n", (unsigned long long)us, loop,
+                                (unsigned long long)latency.first, (unsigned long long)latency.second);
+                }
                 std::fflush(stdout);
             }
         }

@@ -181,19 +181,30 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(lines.len(), 7, "{stdout}");
+    assert_eq!(lines.len(), 10, "{stdout}");
     assert_eq!(lines[0][..3], ["floor", "2000", "6"], "{stdout}");
-    let mut arms = Vec::new();
-    for arm in &lines[1..] {
-        assert_eq!(arm[0], "arm", "{stdout}");
-        assert_eq!((arm[4], arm[5]), ("8", "8"), "every run OK: {stdout}");
-        arms.push((arm[2], arm[3]));
+    let (mut arms, mut latencies) = (Vec::new(), Vec::new());
+    for line in &lines[1..] {
+        match line[0] {
+            "arm" => {
+                assert_eq!((line[4], line[5]), ("8", "8"), "every run OK: {stdout}");
+                arms.push((line[2], line[3]));
+            }
+            // At depth two, each loop's submit-to-launch latency follows its arm's line.
+            "latency" => {
+                assert_eq!(line.len(), 5, "{stdout}");
+                assert_eq!(arms.last().map(|a| a.1), Some("a2a3"), "{stdout}");
+                latencies.push(line[2]);
+            }
+            other => panic!("an unknown line `{other}`: {stdout}"),
+        }
     }
     let want: Vec<(&str, &str)> = ["a", "b", "c"]
         .iter()
         .flat_map(|l| [(*l, "a2a3"), (*l, "a5")])
         .collect();
     assert_eq!(arms, want);
+    assert_eq!(latencies, ["a", "b", "c"]);
     let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
 }
 

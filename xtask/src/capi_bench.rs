@@ -86,11 +86,22 @@ pub(crate) struct LanesCost {
     pub(crate) fake_stream_threads: u64,
 }
 
+/// At depth two, from a run's submit to its launch's return (the `launch_aicpu` callback),
+/// for one loop at one kernel length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Latency {
+    pub(crate) kernel_us: u64,
+    pub(crate) loop_name: char,
+    pub(crate) median_ns: u64,
+    pub(crate) p99_ns: u64,
+}
+
 /// What the bench printed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Measured {
     pub(crate) floors: Vec<Floor>,
     pub(crate) arms: Vec<Arm>,
+    pub(crate) latencies: Vec<Latency>,
     pub(crate) lanes: Vec<LanesCase>,
     pub(crate) lanes_cost: Option<LanesCost>,
 }
@@ -111,6 +122,12 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
             Some(&"floor") if fields.len() == 5 => measured.floors.push(Floor {
                 kernel_us: num(1)?,
                 gaps: count(2)?,
+                median_ns: num(3)?,
+                p99_ns: num(4)?,
+            }),
+            Some(&"latency") if fields.len() == 5 => measured.latencies.push(Latency {
+                kernel_us: num(1)?,
+                loop_name: fields[2].chars().next().unwrap_or('?'),
                 median_ns: num(3)?,
                 p99_ns: num(4)?,
             }),
@@ -354,8 +371,8 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
     );
     let _ = writeln!(
         out,
-        "| kernel | loop | depth two: median gap (us) | p99 (us) | depth one: median gap (us) | p99 (us) | depth two / depth one | floor: median (us) |\n\
-         |---:|:---|---:|---:|---:|---:|---:|---:|"
+        "| kernel | loop | depth two: median gap (us) | p99 (us) | depth one: median gap (us) | p99 (us) | depth two / depth one | floor: median (us) | depth two: submit to launch, median (us) | p99 (us) |\n\
+         |---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for kernel_us in KERNELS_US {
         let floor = measured.floors.iter().find(|f| f.kernel_us == kernel_us);
@@ -367,15 +384,21 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
                 continue;
             };
             let ratio = q.median_ns as f64 / d.median_ns.max(1) as f64;
+            let latency = measured
+                .latencies
+                .iter()
+                .find(|t| t.kernel_us == kernel_us && t.loop_name == l);
             let _ = writeln!(
                 out,
-                "| {} | ({l}) | {} | {} | {} | {} | {ratio:.2} | {} |",
+                "| {} | ({l}) | {} | {} | {} | {} | {ratio:.2} | {} | {} | {} |",
                 kernel_label(kernel_us),
                 us(q.median_ns),
                 us(q.p99_ns),
                 us(d.median_ns),
                 us(d.p99_ns),
                 floor.map_or_else(|| "?".to_owned(), |f| us(f.median_ns)),
+                latency.map_or_else(|| "?".to_owned(), |t| us(t.median_ns)),
+                latency.map_or_else(|| "?".to_owned(), |t| us(t.p99_ns)),
             );
         }
     }
@@ -401,7 +424,11 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
          completion waiter does, docs/ARCHITECTURE.md). At depth one every gap is the host's \
          round trip: the waiter wakes, the lane thread wakes for its answer, reads the status, \
          and launches the next run. The p99 column is the machine's noise (two logical CPUs \
-         share the lane thread, its waiter, the fake's stream threads and the runner). \
+         share the lane thread, its waiter, the fake's stream threads and the runner). The last \
+         two columns are L-16's promise, measured: from just before `run_lane_submit` to the \
+         return of the run's `launch_aicpu` callback (its launch's last call), while the run \
+         ahead of it executes; it includes the run's prepare, which the fake runner makes \
+         free, and in loop (a) the rest of the outcome callback the submit is made from. \
          docs/embedding.md recommends loop (b), the one the C++ example uses.\n",
         verdicts.join(", ")
     );
@@ -524,7 +551,8 @@ mod tests {
     const OUTPUT: &str = "floor 300 179 6840 8382\n\
         arm 300 a a2a3 200 200 9254 16935\narm 300 a a5 200 200 70415 241315\n\
         arm 300 b a2a3 200 200 8583 29184\narm 300 b a5 200 200 73900 160700\n\
-        arm 300 c a2a3 200 200 9885 66709\narm 300 c a5 200 200 74260 204916\n";
+        arm 300 c a2a3 200 200 9885 66709\narm 300 c a5 200 200 74260 204916\n\
+        latency 300 b 21500 48000\n";
 
     #[test]
     fn the_benchs_lines_parse_and_the_targets_are_checked_per_kernel_length() {
@@ -542,6 +570,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("300 us: holds"), "{text}");
+        // The submit-to-launch columns, where measured.
+        assert_eq!(measured.latencies.len(), 1);
+        assert!(text.contains("| 6.8 | 21.5 | 48.0 |"), "{text}");
+        assert!(
+            text.contains("| (a) | 9.3 | 16.9 | 70.4 | 241.3 | 0.13 | 6.8 | ? | ? |"),
+            "{text}"
+        );
     }
 
     const LANES: &str = "lanes healthy 1 1000 1000 14000 4000 50000\n\
