@@ -123,15 +123,16 @@ fn shut_down_joins_the_lane_with_other_clones_alive_and_they_see_a_lost_lane() {
 #[test]
 fn shut_down_from_the_outcome_callback_is_refused_as_its_own_thread_and_shuts_down_anyway() {
     let slot: Arc<Mutex<Option<LaneHandle>>> = Arc::new(Mutex::new(None));
-    let answers: Arc<Mutex<Vec<Result<(), ServiceError>>>> = Arc::default();
+    let (answer_tx, answer_rx) = std::sync::mpsc::channel::<Result<(), ServiceError>>();
+    let answer_tx = Mutex::new(answer_tx);
     let mut config = ServiceConfig::new(Profile::a2a3());
-    let (callback_slot, callback_answers) = (Arc::clone(&slot), Arc::clone(&answers));
+    let callback_slot = Arc::clone(&slot);
     config.on_outcome = Some(Box::new(move |_outcome: &Outcome| {
         // A clone, dropped at once: the test's own handle stays the last.
         let handle = callback_slot.lock().unwrap().clone();
         if let Some(handle) = handle {
             let answer = handle.shut_down().map(|_| ());
-            callback_answers.lock().unwrap().push(answer);
+            let _ = answer_tx.lock().unwrap().send(answer);
         }
     }));
     let handle = spawn(config, || {
@@ -141,12 +142,14 @@ fn shut_down_from_the_outcome_callback_is_refused_as_its_own_thread_and_shuts_do
     *slot.lock().unwrap() = Some(handle.clone());
     let run = handle.submit(RunRequest::new()).expect("accepted");
     handle.wait(run, GENEROUS).expect("its outcome");
+    // The callback sees the outcome after it is delivered: wait for its answer, not the
+    // outcome, before the slot is emptied.
+    let answer = answer_rx
+        .recv_timeout(GENEROUS)
+        .expect("the callback answered");
     slot.lock().unwrap().take();
     // The callback's shutdown request stands: this one joins the threads.
     let report = handle.shut_down().expect("from the test thread");
     assert_eq!(report.state, LaneState::Closed);
-    assert_eq!(
-        answers.lock().unwrap().as_slice(),
-        [Err(ServiceError::OwnThread)]
-    );
+    assert_eq!(answer, Err(ServiceError::OwnThread));
 }
