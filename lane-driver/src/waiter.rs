@@ -161,8 +161,8 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
                 let timeout_ms = i32::try_from(deadline.since(now).div_ceil(1_000_000))
                     .unwrap_or(i32::MAX)
                     .max(1);
-                // A timeout here (507047) is the whole remainder's: answered as the failed wait it
-                // is, exactly as an unsliced wait on the lane thread answers it.
+                // A timeout here (507047) is the whole remainder's: the failed wait it is (a
+                // stuck run's outcome line says so), on every path that runs this loop.
                 if let Err(code) = waiter.synchronize_event(event, timeout_ms) {
                     return Wait::Answered(Event::CompletionFailed { run, lease, code });
                 }
