@@ -157,26 +157,34 @@ fn the_cpp_onboard_runner_runs_with_host_workers_on_the_fake_acl_library_under_a
     run_example(&["acl".as_ref(), fake.as_os_str(), "workers".as_ref()]);
 }
 
-/// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
-/// runs of each arm: it prints the floor and the six arms (three loops at depth two and at
-/// depth one), every run OK. Its figures are the benchmark's, not this test's.
-#[test]
-fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
+/// Builds `examples/fake_bench.cpp` (ASan) and runs it as `fake_bench MODE... FAKE ARGS...`,
+/// failing the test with its output unless it succeeds; the binary and what it printed.
+fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
     let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
     let exe = build_program("fake_bench");
     let output = Command::new(&exe)
+        .args(mode)
         .arg(&fake)
-        .args(["8", "1", "2000"])
+        .args(args)
         .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
         .output()
         .expect("the bench runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "{}\n{stdout}\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
+    (exe, stdout)
+}
+
+/// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
+/// runs of each arm: it prints the floor and the six arms (three loops at depth two and at
+/// depth one), every run OK. Its figures are the benchmark's, not this test's.
+#[test]
+fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
+    let (exe, stdout) = run_fake_bench(&[], &["8", "1", "2000"]);
     let lines: Vec<Vec<&str>> = stdout
         .lines()
         .map(|l| l.split_whitespace().collect())
@@ -215,22 +223,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
 /// threads and 2 fake stream threads a lane). Its figures are the benchmark's.
 #[test]
 fn the_c_abi_fake_bench_runs_sixteen_lanes_healthy_and_beside_a_hung_and_a_poisoned_device() {
-    let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
-    let exe = build_program("fake_bench");
-    let output = Command::new(&exe)
-        .arg("--lanes")
-        .arg(&fake)
-        .args(["8", "1", "2000", "1"])
-        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
-        .output()
-        .expect("the bench runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let (exe, stdout) = run_fake_bench(&["--lanes"], &["8", "1", "2000", "1"]);
     let lines: Vec<Vec<&str>> = stdout
         .lines()
         .map(|l| l.split_whitespace().collect())

@@ -5,91 +5,31 @@
 //! `aclrtDestroyStream` fails on cue (`Control::fail_call`): the teardown destroys the AICPU
 //! stream, then the AICore stream; its retry and the destroy's last one go in the same order.
 
-use std::ffi::CStr;
-use std::sync::{Mutex, OnceLock};
+mod common;
+
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use core::ffi::c_void;
+use common::{Kernels, control, text};
 use run_lane::*;
-use run_lane_fake_ascendcl::{Control, ENGINE_AICORE, ENGINE_AICPU, Outcome, cdylib_path};
 
-/// The fake's control surface, shared with the launch callbacks.
-fn control() -> &'static Control {
-    static CONTROL: OnceLock<Control> = OnceLock::new();
-    CONTROL.get_or_init(|| {
-        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
-        Control::open(&path).unwrap_or_else(|e| panic!("{e}"))
-    })
-}
+/// Each run: a pair of 200 us fake kernels.
+static KERNELS: Kernels = Kernels {
+    kernel: Duration::from_micros(200),
+};
 
 /// The fake is one per process: the tests here take turns.
 static FAKE: Mutex<()> = Mutex::new(());
 
 const CODE: i32 = 507_901;
 
-fn launch(stream: *mut c_void, engine: u32, timing: *mut c_void) -> i32 {
-    match control().launch(
-        stream,
-        engine,
-        Duration::from_micros(200),
-        Outcome::Ok,
-        timing,
-        std::ptr::null_mut(),
-        &[],
-    ) {
-        Ok(()) => 0,
-        Err(_) => 507_899,
-    }
-}
-
-unsafe extern "C" fn launch_aicore(
-    _user: *mut c_void,
-    stream: *mut c_void,
-    _args: *const RunLaneRunArgs,
-) -> i32 {
-    launch(stream, ENGINE_AICORE, std::ptr::null_mut())
-}
-
-unsafe extern "C" fn launch_aicpu(
-    _user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    launch(stream, ENGINE_AICPU, unsafe { (*args).timing })
-}
-
-fn text(buffer: &[core::ffi::c_char]) -> String {
-    // SAFETY: the library NUL-terminates every string buffer.
-    unsafe { CStr::from_ptr(buffer.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// A lane on the fake (reset first) that ran one run to its outcome, so both streams exist,
 /// and was closed; the fake's `aclrtDestroyStream` then fails `failures` times in a row.
 fn closed_lane_after_one_run(failures: u32) -> *mut RunLane {
     let control = control();
     control.reset().expect("reset the fake");
-    let path = std::ffi::CString::new(
-        cdylib_path()
-            .unwrap_or_else(|e| panic!("{e}"))
-            .to_str()
-            .expect("a UTF-8 path"),
-    )
-    .expect("no NUL");
-    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
-    // SAFETY: a valid place for a config.
-    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
-    assert_eq!(filled, RunLaneStatus::Ok);
-    // SAFETY: filled by run_lane_config_default.
-    let mut config = unsafe { config.assume_init() };
-    config.acl_library_path = path.as_ptr();
-    config.completion_timeout_ms = 10_000;
-    config.device_op_timeout_ms = 5_000;
-    config.runner.launch_aicore = Some(launch_aicore);
-    config.runner.launch_aicpu = Some(launch_aicpu);
+    let config = common::fake_config(0, &KERNELS, 5_000);
     let mut lane = std::ptr::null_mut();
     // SAFETY: a valid config (the path is copied) and a writable handle.
     let created = unsafe { run_lane_create(&raw const config, &raw mut lane) };

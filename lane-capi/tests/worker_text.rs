@@ -3,22 +3,19 @@
 //! lane thread: on the fake libascendcl, a `prepare` and a `finalise` that make a failing call
 //! of the fake (its text names the call) and return its code.
 
-use std::ffi::CStr;
-use std::sync::OnceLock;
+mod common;
+
 use std::time::Duration;
 
+use common::{Kernels, control, text};
 use core::ffi::c_void;
 use run_lane::*;
-use run_lane_fake_ascendcl::{Control, ENGINE_AICORE, ENGINE_AICPU, Outcome, cdylib_path};
+use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
 
-/// The fake's control surface, shared with the callbacks.
-fn control() -> &'static Control {
-    static CONTROL: OnceLock<Control> = OnceLock::new();
-    CONTROL.get_or_init(|| {
-        let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
-        Control::open(&path).unwrap_or_else(|e| panic!("{e}"))
-    })
-}
+/// Each run: a pair of 100 us fake kernels.
+static KERNELS: Kernels = Kernels {
+    kernel: Duration::from_micros(100),
+};
 
 /// A call of the fake that fails on the calling thread (a launch on no stream), leaving its
 /// text for `aclGetRecentErrMsg` there; its code.
@@ -60,62 +57,13 @@ unsafe extern "C" fn finalise(
     }
 }
 
-fn launch(stream: *mut c_void, engine: u32, timing: *mut c_void) -> i32 {
-    match control().launch(
-        stream,
-        engine,
-        Duration::from_micros(100),
-        Outcome::Ok,
-        timing,
-        std::ptr::null_mut(),
-        &[],
-    ) {
-        Ok(()) => 0,
-        Err(_) => 507_899,
-    }
-}
-
-unsafe extern "C" fn launch_aicore(
-    _user: *mut c_void,
-    stream: *mut c_void,
-    _args: *const RunLaneRunArgs,
-) -> i32 {
-    launch(stream, ENGINE_AICORE, std::ptr::null_mut())
-}
-
-unsafe extern "C" fn launch_aicpu(
-    _user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    launch(stream, ENGINE_AICPU, unsafe { (*args).timing })
-}
-
-fn text(buffer: &[core::ffi::c_char]) -> String {
-    // SAFETY: the library NUL-terminates every string buffer.
-    unsafe { CStr::from_ptr(buffer.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// The failure lines of runs tagged 1 (prepare fails), 2 (finalise fails) and 3 (succeeds)
 /// on a lane with `workers` host workers.
-fn lines(path: &std::ffi::CStr, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> {
-    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
-    // SAFETY: a valid place for a config.
-    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
-    assert_eq!(filled, RunLaneStatus::Ok);
-    // SAFETY: filled by run_lane_config_default.
-    let mut config = unsafe { config.assume_init() };
-    config.acl_library_path = path.as_ptr();
-    config.completion_timeout_ms = 10_000;
-    config.device_op_timeout_ms = 5_000;
+fn lines(workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> {
+    let mut config = common::fake_config(0, &KERNELS, 5_000);
     config.workers = workers;
     config.runner.prepare = Some(prepare);
     config.runner.finalise = Some(finalise);
-    config.runner.launch_aicore = Some(launch_aicore);
-    config.runner.launch_aicpu = Some(launch_aicpu);
     config.runner.concurrency = RunLaneConcurrency {
         off_lane_thread: true,
         prepares_at_once: 1,
@@ -153,15 +101,8 @@ fn lines(path: &std::ffi::CStr, workers: u32) -> Vec<(RunLaneVerdict, RunLaneSta
 fn a_failed_prepare_or_finalise_ends_its_line_with_the_device_text_on_a_worker_as_on_the_lane_thread()
  {
     control().reset().expect("reset the fake");
-    let path = std::ffi::CString::new(
-        cdylib_path()
-            .unwrap_or_else(|e| panic!("{e}"))
-            .to_str()
-            .expect("a UTF-8 path"),
-    )
-    .expect("no NUL");
     for workers in [0, 2] {
-        let lines = lines(&path, workers);
+        let lines = lines(workers);
         let (verdict, stage, line) = &lines[0];
         assert_eq!(
             (*verdict, *stage),

@@ -846,6 +846,12 @@ fn decide<D: Device, R: Runner<D>>(
                 shared.hand_wait(cx, wait);
                 continue;
             }
+            if matches!(effect, Effect::AwaitCompletion { .. }) {
+                // Only notes the run the executor awaits (no device call): done in this step,
+                // so the wait is handed to the waiter below without another lock round.
+                executor.execute(effect, &mut NoObserver)?;
+                continue;
+            }
             return Ok(Next::Execute(effect));
         }
         shared.abandon_stale_wait();

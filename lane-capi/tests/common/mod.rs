@@ -84,6 +84,14 @@ unsafe extern "C" fn launch_aicpu(
     launch(user, stream, ENGINE_AICPU, timing)
 }
 
+/// A NUL-terminated string buffer of an outcome or a report, as text.
+pub(crate) fn text(buffer: &[core::ffi::c_char]) -> String {
+    // SAFETY: the library NUL-terminates every string buffer.
+    unsafe { std::ffi::CStr::from_ptr(buffer.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// The defaults, filled by the library.
 pub(crate) fn default_config() -> RunLaneConfig {
     let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
