@@ -23,7 +23,9 @@ mod codes;
 mod header;
 mod line;
 mod policy;
+mod record;
 mod render;
+mod verdict;
 
 pub use codes::{AclCode, CodeInfo, RuntimeCode};
 pub use header::{
@@ -34,11 +36,21 @@ pub use line::{FailureDetail, FailureLine, failure_line};
 pub use policy::{
     Class, Classification, Failure, LaunchProgress, Rule, Stage, classify, known_failures,
 };
+pub use record::{
+    RECORD_BYTES, RECORD_PAYLOAD_MAX, RECORD_PAYLOAD_OFFSET, Record, RecordDefect, RecordSource,
+    RecordWrite, decode_record, encode_record, record_payload,
+};
+pub use verdict::{
+    Boundary, DeviceVerdict, Evidence, HeaderRead, Judgement, RecordRead, VerdictChannel,
+    VerdictRule, judge, needs_device_verdict,
+};
 pub use render::{classification_table, code_table, layout_table, status_codes_doc};
 
 // The lane keeps one failure per run inline and copies statuses around: keep them small.
 static_assertions::assert_impl_all!(Failure: Copy, Send, Sync);
 static_assertions::assert_impl_all!(Status: Copy, Send, Sync);
 static_assertions::assert_impl_all!(Classification: Copy, Send, Sync);
+static_assertions::assert_impl_all!(Evidence: Copy, Send, Sync);
+static_assertions::const_assert!(core::mem::size_of::<Evidence>() <= 48);
 static_assertions::const_assert!(core::mem::size_of::<Failure>() <= 16);
 static_assertions::const_assert!(core::mem::size_of::<Status>() <= 80);

@@ -146,6 +146,27 @@ impl fmt::Display for FailureDetail {
                 )?;
                 self.failure.hint()
             }
+            Failure::Record { code, source } => {
+                write!(
+                    f,
+                    ": result record error from the {source}: runtime_status={} {} ({})",
+                    code.value().wrapping_neg(),
+                    code.name(),
+                    code.meaning()
+                )?;
+                code.hint()
+            }
+            Failure::NoRecord => {
+                f.write_str(
+                    ": no result record: the run did not complete its normal path (its boundary completed and \
+                     both streams synchronized clean)",
+                )?;
+                self.failure.hint()
+            }
+            Failure::MalformedRecord(defect) => {
+                write!(f, ": malformed result record ({defect})")?;
+                self.failure.hint()
+            }
         };
         write!(
             f,

@@ -8,6 +8,7 @@ use core::fmt;
 
 use crate::codes::{AclCode, RuntimeCode};
 use crate::header::Latch;
+use crate::record::{RecordDefect, RecordSource};
 
 /// Where on a run's path (or the device's recovery) an ACL/RT call failed.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -26,6 +27,11 @@ pub enum Stage {
     EventWait,
     /// Reading the status header device-to-host.
     StatusRead,
+    /// Reading the run's result record device-to-host, right after its boundary (L-8).
+    RecordRead,
+    /// The device verdict: the bounded synchronize of the pair (AICPU stream, then AICore)
+    /// that materializes a stream's code when the record does not decide the run (L-8).
+    StreamSync,
     /// Copying the run's output back to the host.
     CopyBack,
     /// Preparing the run (touches no stream).
@@ -42,7 +48,7 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in run order then recovery order.
-    pub const ALL: [Stage; 13] = [
+    pub const ALL: [Stage; 15] = [
         Self::StreamCreate,
         Self::StreamDestroy,
         Self::AicoreLaunch,
@@ -50,6 +56,8 @@ impl Stage {
         Self::EventRecord,
         Self::EventWait,
         Self::StatusRead,
+        Self::RecordRead,
+        Self::StreamSync,
         Self::CopyBack,
         Self::Prepare,
         Self::DeviceDrain,
@@ -68,6 +76,8 @@ impl Stage {
             Self::EventRecord => "event record",
             Self::EventWait => "event wait",
             Self::StatusRead => "status read",
+            Self::RecordRead => "record read",
+            Self::StreamSync => "device verdict",
             Self::CopyBack => "copy-back",
             Self::Prepare => "prepare",
             Self::DeviceDrain => "device drain",
@@ -138,6 +148,20 @@ pub enum Failure {
     HostWaitTimeout,
     /// Host-side validation of the copied-back output failed.
     CopyBackValidation,
+    /// The run's result record says it failed, with the runtime's own code (L-8): classified
+    /// as the same code latched in the header would be.
+    Record {
+        /// The runtime's code.
+        code: RuntimeCode,
+        /// Where the runtime took it from.
+        source: RecordSource,
+    },
+    /// The run published no result record and the device verdict was clean: it did not
+    /// complete its normal path (L-8). Never success.
+    NoRecord,
+    /// The run's record carries this run's epoch but breaks the record's rules, and the
+    /// device verdict was clean.
+    MalformedRecord(RecordDefect),
 }
 
 impl Failure {
@@ -148,7 +172,12 @@ impl Failure {
         match *self {
             Self::Acl { stage, .. } => Some(stage),
             Self::Launch { progress, .. } => Some(progress.stage()),
-            Self::Latched(_) | Self::HostWaitTimeout | Self::CopyBackValidation => None,
+            Self::Latched(_)
+            | Self::HostWaitTimeout
+            | Self::CopyBackValidation
+            | Self::Record { .. }
+            | Self::NoRecord
+            | Self::MalformedRecord(_) => None,
         }
     }
 
@@ -156,9 +185,12 @@ impl Failure {
     /// `None` for the two failures that carry no code.
     pub const fn code(&self) -> Option<i32> {
         match *self {
-            Self::Latched(latch) => Some(latch.code.value()),
+            Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => Some(code.value()),
             Self::Acl { code, .. } | Self::Launch { code, .. } => Some(code.raw()),
-            Self::HostWaitTimeout | Self::CopyBackValidation => None,
+            Self::HostWaitTimeout
+            | Self::CopyBackValidation
+            | Self::NoRecord
+            | Self::MalformedRecord(_) => None,
         }
     }
 
@@ -166,18 +198,28 @@ impl Failure {
     /// the two failures without a code.
     pub const fn name(&self) -> &'static str {
         match *self {
-            Self::Latched(latch) => latch.code.name(),
+            Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => code.name(),
             Self::Acl { code, .. } | Self::Launch { code, .. } => code.name(),
             Self::HostWaitTimeout => "HOST_WAIT_TIMEOUT",
             Self::CopyBackValidation => "COPY_BACK_VALIDATION",
+            Self::NoRecord => "NO_RESULT_RECORD",
+            Self::MalformedRecord(_) => "MALFORMED_RESULT_RECORD",
         }
     }
 
     /// What to change and run again.
     pub const fn hint(&self) -> &'static str {
         match *self {
-            Self::Latched(latch) => latch.code.hint(),
+            Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => code.hint(),
             Self::Acl { code, .. } | Self::Launch { code, .. } => code.hint(),
+            Self::NoRecord => {
+                "the streams are clean but the run published no result record: check that the runtime's device \
+                 code publishes one for every run (docs/embedding.md), then run again"
+            }
+            Self::MalformedRecord(_) => {
+                "the record carries this run's epoch but breaks its rules: check that the runtime and this lane \
+                 agree on the record's layout, then run again"
+            }
             Self::HostWaitTimeout => {
                 "the work may still be running, so the device is recovered; find the stuck run (its latch, the \
                  device log) before raising the deadline"
@@ -262,11 +304,19 @@ pub enum Rule {
     CopyBackValidation,
     /// A publication's upload failed.
     UploadFailed,
+    /// The device verdict is clean but the run published no result record.
+    NoResultRecord,
+    /// The device verdict is clean but the run's record is malformed.
+    MalformedRecord,
+    /// The result record could not be read.
+    RecordReadFailed,
+    /// The device verdict's synchronize failed with a code that names no device fault.
+    DeviceVerdictFailed,
 }
 
 impl Rule {
     /// Every rule, in the order [`Rule::of`] tries them.
-    pub const ALL: [Rule; 17] = [
+    pub const ALL: [Rule; 21] = [
         Self::LatchedChangeAndRerun,
         Self::LatchedTimeout,
         Self::LatchedRuntimeInternal,
@@ -284,6 +334,10 @@ impl Rule {
         Self::HostWaitTimeout,
         Self::CopyBackValidation,
         Self::UploadFailed,
+        Self::NoResultRecord,
+        Self::MalformedRecord,
+        Self::RecordReadFailed,
+        Self::DeviceVerdictFailed,
     ];
 
     /// The policy table: each rule's name, class and why.
@@ -388,6 +442,30 @@ impl Rule {
                  caught by the next run's prepare, launch or status read, which poisons with that run as origin; \
                  this rule is checked before the device-fault rule so an upload never names a poison origin",
             ),
+            Self::NoResultRecord => (
+                "no-result-record",
+                RunOnly,
+                "the run's boundary completed and the bounded synchronize of both streams returned 0, but the \
+                 run published no record: it did not complete its normal path (L-8); the device is clean, so \
+                 only this run fails, and it is never reported as a success",
+            ),
+            Self::MalformedRecord => (
+                "malformed-result-record",
+                RunOnly,
+                "the run's record carries its epoch but breaks the record's rules, and the bounded synchronize \
+                 of both streams returned 0: the device is clean, the run's result is unknown",
+            ),
+            Self::RecordReadFailed => (
+                "record-read-failed",
+                Poison,
+                "the run's result record could not be read after its boundary: the device failed a plain copy \
+                 of memory the run wrote",
+            ),
+            Self::DeviceVerdictFailed => (
+                "device-verdict-failed",
+                Poison,
+                "the synchronize that decides an unproven run failed: nothing proves the streams are clean",
+            ),
         }
     }
 
@@ -399,7 +477,7 @@ impl Rule {
                 stage: Stage::Upload,
                 ..
             } => Self::UploadFailed,
-            Failure::Latched(Latch { code, .. }) => match code {
+            Failure::Latched(Latch { code, .. }) | Failure::Record { code, .. } => match code {
                 R::ScopeDeadlock
                 | R::HeapRingDeadlock
                 | R::FlowControlDeadlock
@@ -435,6 +513,8 @@ impl Rule {
                 // 507004 lands here too: still not proven complete.
                 Stage::EventWait => Self::EventWaitUnproven,
                 Stage::StatusRead => Self::StatusReadFailed,
+                Stage::RecordRead => Self::RecordReadFailed,
+                Stage::StreamSync => Self::DeviceVerdictFailed,
                 Stage::CopyBack => Self::CopyBackFailed,
                 Stage::Prepare => Self::PrepareFailed,
                 Stage::DeviceDrain | Stage::Reset | Stage::Probe => Self::RecoveryFailed,
@@ -442,6 +522,8 @@ impl Rule {
             },
             Failure::HostWaitTimeout => Self::HostWaitTimeout,
             Failure::CopyBackValidation => Self::CopyBackValidation,
+            Failure::NoRecord => Self::NoResultRecord,
+            Failure::MalformedRecord(_) => Self::MalformedRecord,
         }
     }
 
@@ -501,5 +583,17 @@ pub fn known_failures() -> Vec<Failure> {
         out.extend(acl().map(|code| Failure::Launch { progress, code }));
     }
     out.extend([Failure::HostWaitTimeout, Failure::CopyBackValidation]);
+    out.extend(RecordSource::ALL.into_iter().map(|source| Failure::Record {
+        code: RuntimeCode::ScopeDeadlock,
+        source,
+    }));
+    out.extend([
+        Failure::Record {
+            code: RuntimeCode::SchedulerTimeout,
+            source: RecordSource::Header,
+        },
+        Failure::NoRecord,
+        Failure::MalformedRecord(RecordDefect::NoVerdict),
+    ]);
     out
 }

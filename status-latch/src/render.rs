@@ -154,6 +154,24 @@ fn classification_table_under(h: &str) -> String {
                 "-".to_string(),
                 "-",
             ),
+            Failure::Record { code, source } => (
+                "result record",
+                format!("record ({source})"),
+                code.value().to_string(),
+                code.name(),
+            ),
+            Failure::NoRecord => (
+                "no result record",
+                "device verdict clean".to_string(),
+                "-".to_string(),
+                "-",
+            ),
+            Failure::MalformedRecord(_) => (
+                "malformed record",
+                "device verdict clean".to_string(),
+                "-".to_string(),
+                "-",
+            ),
         };
         let c = classify(&failure);
         let _ = writeln!(
