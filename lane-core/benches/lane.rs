@@ -37,10 +37,10 @@ fn warm_lane(profile: Profile) -> (Lane, Succeed) {
 }
 
 /// One run from submit to outcome on a warm lane.
-#[divan::bench(args = ["a2a3", "a5"], sample_size = 100, sample_count = 1000)]
+#[divan::bench(args = ["a2a3", "depth-one"], sample_size = 100, sample_count = 1000)]
 fn full_run_cycle(bencher: divan::Bencher<'_, '_>, profile: &str) {
-    let profile = if profile == "a5" {
-        Profile::a5()
+    let profile = if profile == "depth-one" {
+        Profile::depth_one()
     } else {
         Profile::a2a3()
     };

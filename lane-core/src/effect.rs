@@ -3,7 +3,7 @@
 //! Every effect is answered by exactly one [`Event`](crate::Event) that names what it
 //! answers (run and lease, stream role and handle, publication, recovery attempt).
 
-use status_latch::HeaderLayout;
+use status_latch::{HeaderLayout, VerdictChannel};
 use stream_pair::{DestroyMode, Role, StreamHandle};
 
 use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
@@ -56,9 +56,12 @@ pub enum Effect {
         /// The AICore stream.
         aicore: StreamHandle,
     },
-    /// Wait (bounded) until both of the slot's completion events are complete (L-6). Never a
-    /// whole-stream synchronise. Answered by `Completed` or `CompletionFailed`; if neither
-    /// arrives by `deadline`, call [`Lane::handle_timeout`](crate::Lane::handle_timeout).
+    /// Wait (bounded) for the run's boundary (L-6), read its result record right after it,
+    /// and make the device verdict when the record does not decide the run (L-8: a bounded
+    /// synchronize of the AICPU stream, then the AICore stream, never on the lane thread).
+    /// Answered by `Completed` with that evidence, or `CompletionFailed` when the boundary
+    /// wait fails; if neither arrives by `deadline`, call
+    /// [`Lane::handle_timeout`](crate::Lane::handle_timeout).
     ///
     /// Only the oldest launched run is awaited; the next await is emitted when it completes,
     /// which is also when the next run's deadline starts (SPEC §5.4).
@@ -69,6 +72,8 @@ pub enum Effect {
         lease: Lease,
         /// When the host gives up (the lane then poisons: work may still be running).
         deadline: Timestamp,
+        /// The profile's verdict channel: read the record, or synchronize every run.
+        channel: VerdictChannel,
     },
     /// Read the run's status header and its timing buffer device-to-host (L-8, L-17).
     /// Answered by `StatusRead` or `StatusReadFailed`.

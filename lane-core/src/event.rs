@@ -1,6 +1,6 @@
 //! What the backend reports back ([`Lane::handle`](crate::Lane::handle)).
 
-use status_latch::{AclCode, Status};
+use status_latch::{AclCode, Evidence, Status};
 use stream_pair::{Role, StreamHandle};
 
 use crate::ids::{DeviceTiming, Lease, PublicationId, RunId};
@@ -8,16 +8,18 @@ use crate::ids::{DeviceTiming, Lease, PublicationId, RunId};
 /// The launch step that failed, in launch order (L-5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LaunchStep {
-    /// Arming the slot's timing buffer or clearing its handshake: nothing reached a stream
-    /// (`NotStarted`).
+    /// Arming the slot (clearing its handshake, timing buffer and status header) or queueing
+    /// the AICore stream's wait on the predecessor's boundary: nothing of the run reached a
+    /// kernel (`NotStarted`).
     Arm,
     /// The AICore kernel launch: nothing reached a stream (`NotStarted`).
     Aicore,
     /// The AICPU kernel launch after the AICore kernel was enqueued: a spinning AICore is
     /// orphaned (`Partial`, poison).
     Aicpu,
-    /// Recording a completion event after both kernels were enqueued: nothing can prove the
-    /// run finished (poison).
+    /// Recording or waiting for the run's events after a kernel was accepted (its fence:
+    /// `core_done` on the AICore stream, the AICPU stream's wait on it, the boundary): the run
+    /// is unfenced and nothing of its own can prove it finished (L-5, poison).
     RecordEvent,
 }
 
@@ -107,12 +109,17 @@ pub enum Event {
         /// The code.
         code: AclCode,
     },
-    /// Both of the run's completion events are complete.
+    /// The run's boundary completed (both kernels exited), with what the completion waiter
+    /// learned right after it: the result record's read and, when the record does not decide
+    /// the run, the device verdict (L-8). Completion is evidence, not the verdict: the lane
+    /// judges it with [`status_latch::judge`].
     Completed {
         /// The run.
         run: RunId,
         /// Its lease.
         lease: Lease,
+        /// The record and the device verdict.
+        evidence: Evidence,
     },
     /// The completion wait ended without proving completion (a host error, an event wait
     /// timeout, a device fault code): poison, the work may still be running.

@@ -1,6 +1,6 @@
 //! Per-chip capabilities as data (SPEC §2 "profile", L-3): depth is never a code path.
 
-use status_latch::HeaderLayout;
+use status_latch::{HeaderLayout, VerdictChannel};
 use stream_pair::LaunchDepth;
 use thiserror::Error;
 
@@ -48,6 +48,7 @@ pub struct Profile {
     concurrent_prepare: bool,
     prepare_window: u8,
     copies: CopyPath,
+    verdict: VerdictChannel,
     header: HeaderLayout,
     completion_timeout_ns: u64,
     device_op_timeout_ns: u64,
@@ -96,6 +97,15 @@ pub enum ProfileError {
         /// The profile's slot count.
         slots: u8,
     },
+    /// A profile whose verdict channel is the stream synchronize runs at depth one: the
+    /// synchronize of a run's streams would wait for a queued successor too (device-truth §1).
+    #[error(
+        "launch depth {depth} needs the record verdict channel; the stream-synchronize channel runs at depth 1"
+    )]
+    SyncChannelDepth {
+        /// The refused depth.
+        depth: u8,
+    },
     /// At least one recovery attempt is needed.
     #[error("recovery needs at least one attempt; the default is {default}", default = DEFAULT_RECOVERY_ATTEMPTS)]
     RecoveryAttempts,
@@ -121,6 +131,9 @@ pub struct ProfileSpec {
     pub prepare_window: u8,
     /// How a launch arms its slot and a status read reads it back.
     pub copies: CopyPath,
+    /// How a run gets its verdict (SPEC L-8): the runtime's result record (the default), or
+    /// a stream synchronize of every run (a runtime that publishes no record; depth one).
+    pub verdict: VerdictChannel,
     /// The runtime's status header layout.
     pub header: HeaderLayout,
     /// Host wait for one run's completion, from when it became the oldest in flight.
@@ -156,16 +169,39 @@ impl Profile {
         })
     }
 
-    /// Ascend 950: two slots, launch depth one (N+1 may be prepared while N runs and launches
-    /// after N retired), tensormap_and_ringbuffer header.
+    /// Ascend 950: two slots, launch depth two on the record verdict channel (as the peer's
+    /// newest code queues on a5), concurrent prepare, tensormap_and_ringbuffer header.
     #[must_use]
     pub fn a5() -> Self {
         Self::from_valid(ProfileSpec {
             name: "a5",
             slots: 2,
+            launch_depth: 2,
+            ..Self::default_spec()
+        })
+    }
+
+    /// a2a3 at launch depth one on the record channel: run N+1 may be prepared while N runs
+    /// and launches only once N retired (the lane's host-synchronised baseline, and what a
+    /// runner with diagnostics gets per run).
+    #[must_use]
+    pub fn depth_one() -> Self {
+        Self::from_valid(ProfileSpec {
+            name: "depth-one",
+            slots: 2,
             launch_depth: 1,
             ..Self::default_spec()
         })
+    }
+
+    /// This profile for a runtime that publishes no result record: its verdict channel is the
+    /// stream synchronize of every run (SPEC L-8), so it runs at launch depth one (L-3); every
+    /// other field is kept.
+    #[must_use]
+    pub const fn with_stream_sync(mut self) -> Self {
+        self.verdict = VerdictChannel::StreamSync;
+        self.launch_depth = LaunchDepth::ONE;
+        self
     }
 
     /// The a2a3 defaults as a spec to start a custom profile from.
@@ -178,6 +214,7 @@ impl Profile {
             concurrent_prepare: true,
             prepare_window: 1,
             copies: CopyPath::Sync,
+            verdict: VerdictChannel::Record,
             header: HeaderLayout::TensormapAndRingbuffer,
             completion_timeout_ns: DEFAULT_COMPLETION_TIMEOUT_NS,
             device_op_timeout_ns: DEFAULT_DEVICE_OP_TIMEOUT_NS,
@@ -209,6 +246,11 @@ impl Profile {
                 host_ns: spec.completion_timeout_ns,
             });
         }
+        if spec.verdict == VerdictChannel::StreamSync && spec.launch_depth > 1 {
+            return Err(ProfileError::SyncChannelDepth {
+                depth: spec.launch_depth,
+            });
+        }
         if spec.recovery_attempts == 0 {
             return Err(ProfileError::RecoveryAttempts);
         }
@@ -224,6 +266,7 @@ impl Profile {
             concurrent_prepare: spec.concurrent_prepare,
             prepare_window: spec.prepare_window,
             copies: spec.copies,
+            verdict: spec.verdict,
             header: spec.header,
             completion_timeout_ns: spec.completion_timeout_ns,
             device_op_timeout_ns: spec.device_op_timeout_ns,
@@ -250,6 +293,7 @@ impl Profile {
             concurrent_prepare: self.concurrent_prepare,
             prepare_window: self.prepare_window,
             copies: self.copies,
+            verdict: self.verdict,
             header: self.header,
             completion_timeout_ns: self.completion_timeout_ns,
             device_op_timeout_ns: self.device_op_timeout_ns,
@@ -287,6 +331,11 @@ impl Profile {
     #[must_use]
     pub const fn copies(&self) -> CopyPath {
         self.copies
+    }
+    /// How a run gets its verdict (SPEC L-8).
+    #[must_use]
+    pub const fn verdict(&self) -> VerdictChannel {
+        self.verdict
     }
     /// The runtime's status header layout.
     #[must_use]
@@ -326,7 +375,7 @@ mod tests {
         assert_eq!(Profile::custom(a2a3.spec()), Ok(a2a3));
         assert_eq!(Profile::custom(a5.spec()), Ok(a5));
         assert_eq!(a2a3.launch_depth().get(), 2);
-        assert_eq!(a5.launch_depth().get(), 1);
+        assert_eq!(a5.launch_depth().get(), 2);
         assert_eq!((a2a3.slots(), a5.slots()), (2, 2));
         assert!(a2a3.device_op_timeout_ns() < a2a3.completion_timeout_ns());
     }

@@ -27,7 +27,8 @@ pub enum RunPhase {
     Launched,
     /// The oldest launched run: `AwaitCompletion` was emitted and its deadline runs.
     Awaiting,
-    /// Completion proven (and its submission retired `Complete`); `ReadStatus` was emitted.
+    /// Its boundary completed and the verdict rule did not poison (its submission retired
+    /// `Complete`); `ReadStatus` was emitted for its timing and the header fallback.
     ReadingStatus,
     /// The verdict is decided (pending finalisation); `FinaliseRun` was emitted.
     Finalising,
@@ -99,16 +100,19 @@ pub enum RunInput {
     LaunchFailed(Class),
     /// The lane emits `AwaitCompletion` (the run became the oldest launched).
     Await,
-    /// `Completed` arrived.
+    /// `Completed` arrived and the verdict rule, on its evidence, did not poison.
     Completed,
+    /// `Completed` arrived and the verdict rule, on its evidence alone, poisons (a device
+    /// verdict's code, a record error that poisons, a failed record read).
+    CompletedFaulted,
     /// `CompletionFailed` arrived (always poison).
     CompletionFailed,
     /// The completion deadline passed (always poison).
     DeadlineExpired,
-    /// `StatusRead` arrived with a clean latch.
-    StatusClean,
-    /// `StatusRead` arrived with a latched code, classified.
-    StatusLatched(Class),
+    /// `StatusRead` arrived and the verdict rule judged the run `Ok` (L-8).
+    JudgedOk,
+    /// `StatusRead` arrived and the verdict rule judged the run failed, classified.
+    JudgedFailed(Class),
     /// `StatusReadFailed` arrived (always poison).
     StatusReadFailed,
     /// `Finalised` arrived.
@@ -124,7 +128,7 @@ pub enum RunInput {
 
 impl RunInput {
     /// Every input with representative classes, in table order.
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 25] = [
         Self::Prepare,
         Self::Prepared,
         Self::Incompatible,
@@ -138,11 +142,12 @@ impl RunInput {
         Self::LaunchFailed(Class::Poison),
         Self::Await,
         Self::Completed,
+        Self::CompletedFaulted,
         Self::CompletionFailed,
         Self::DeadlineExpired,
-        Self::StatusClean,
-        Self::StatusLatched(Class::RunOnly),
-        Self::StatusLatched(Class::Poison),
+        Self::JudgedOk,
+        Self::JudgedFailed(Class::RunOnly),
+        Self::JudgedFailed(Class::Poison),
         Self::StatusReadFailed,
         Self::Finalised,
         Self::FinaliseFailed(Class::RunOnly),
@@ -209,10 +214,10 @@ pub const fn step(phase: RunPhase, input: RunInput) -> Result<RunPhase, Refusal>
         (P::Launched, I::Await) => P::Awaiting,
 
         (P::Awaiting, I::Completed) => P::ReadingStatus,
-        (P::Awaiting, I::CompletionFailed | I::DeadlineExpired) => P::Done,
+        (P::Awaiting, I::CompletedFaulted | I::CompletionFailed | I::DeadlineExpired) => P::Done,
 
-        (P::ReadingStatus, I::StatusClean | I::StatusLatched(Class::RunOnly)) => P::Finalising,
-        (P::ReadingStatus, I::StatusLatched(Class::Poison) | I::StatusReadFailed) => P::Done,
+        (P::ReadingStatus, I::JudgedOk | I::JudgedFailed(Class::RunOnly)) => P::Finalising,
+        (P::ReadingStatus, I::JudgedFailed(Class::Poison) | I::StatusReadFailed) => P::Done,
 
         (P::Finalising, I::Finalised | I::FinaliseFailed(_)) => P::Done,
 
@@ -239,16 +244,17 @@ pub const fn effects(input: RunInput, next: RunPhase) -> &'static str {
         (I::Launch, _) => "`LaunchRun`",
         (I::Await, _) => "`AwaitCompletion`",
         (I::Completed, _) => "`ReadStatus`",
-        (I::StatusClean, _) => "`FinaliseRun` with copy-back",
+        (I::JudgedOk, _) => "`FinaliseRun` with copy-back",
         (_, RunPhase::Finalising) => "`FinaliseRun`, no copy-back",
         (I::Abandon, _) => "none (abandoned with the device)",
         (
             I::PrepareFailed(Class::Poison)
             | I::StreamsFailed(Class::Poison)
             | I::LaunchFailed(Class::Poison)
+            | I::CompletedFaulted
             | I::CompletionFailed
             | I::DeadlineExpired
-            | I::StatusLatched(Class::Poison)
+            | I::JudgedFailed(Class::Poison)
             | I::StatusReadFailed
             | I::FinaliseFailed(Class::Poison),
             _,
@@ -293,7 +299,7 @@ fn input_label(input: RunInput) -> String {
         RunInput::PrepareFailed(c) => format!("PrepareFailed({c:?})"),
         RunInput::StreamsFailed(c) => format!("StreamsFailed({c:?})"),
         RunInput::LaunchFailed(c) => format!("LaunchFailed({c:?})"),
-        RunInput::StatusLatched(c) => format!("StatusLatched({c:?})"),
+        RunInput::JudgedFailed(c) => format!("JudgedFailed({c:?})"),
         RunInput::FinaliseFailed(c) => format!("FinaliseFailed({c:?})"),
         other => format!("{other:?}"),
     }

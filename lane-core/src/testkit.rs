@@ -7,7 +7,7 @@
 
 use core::fmt;
 
-use status_latch::{AclCode, Status};
+use status_latch::{AclCode, Evidence, Status, VerdictChannel};
 use stream_pair::{DestroyMode, StreamHandle};
 
 use crate::effect::Effect;
@@ -122,6 +122,10 @@ impl fmt::Display for Event {
                 Micros(timing.start_ns),
                 Micros(timing.end_ns)
             ),
+            // The common shape prints as before; every other shape says what was proven.
+            Self::Completed { evidence, .. } if evidence != Evidence::PUBLISHED_OK => {
+                write!(f, " {evidence}")
+            }
             Self::FinaliseFailed { failure, .. } => write!(f, " {failure:?}"),
             Self::Uploaded { publication } => write!(f, " {publication}"),
             Self::UploadFailed { publication, code } => write!(f, " {publication}{}", Code(code)),
@@ -179,7 +183,19 @@ impl Succeed {
             }
             Effect::DestroyStream { role, handle, .. } => Event::StreamDestroyed { role, handle },
             Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
-            Effect::AwaitCompletion { run, lease, .. } => Event::Completed { run, lease },
+            Effect::AwaitCompletion {
+                run,
+                lease,
+                channel,
+                ..
+            } => Event::Completed {
+                run,
+                lease,
+                evidence: match channel {
+                    VerdictChannel::Record => Evidence::PUBLISHED_OK,
+                    VerdictChannel::StreamSync => Evidence::SYNCHRONIZED_CLEAN,
+                },
+            },
             Effect::ReadStatus { run, lease, layout } => Event::StatusRead {
                 run,
                 lease,

@@ -15,7 +15,7 @@ use lane_core::{
 fn s1_a_prepared_successor_that_fails_after_preparation_cannot_retire_the_live_stream() {
     // §11.6 (#1852 S1): pred P launched → successor S prepared → S fails after preparation
     // (here: the lane closes and cancels it) → P's stream is untouched.
-    let mut h = Harness::a5();
+    let mut h = Harness::depth_one();
     let p = h.run();
     let s = h.run();
     assert_eq!(h.lane.phase_of(s), Some(RunPhase::Prepared));
@@ -150,7 +150,7 @@ fn two_diagnostics_runs_in_a_row_each_release_their_slot() {
 fn the_depth_one_and_diagnostics_arms_never_overlap_launches() {
     // §11.16 (#1857): the negative controls. With depth one, or with diagnostics, a successor
     // is never launched while its predecessor is on the pair.
-    for (profile, diagnostics) in [(Profile::a5(), false), (Profile::a2a3(), true)] {
+    for (profile, diagnostics) in [(Profile::depth_one(), false), (Profile::a2a3(), true)] {
         let mut h = Harness::new(profile);
         let request = if diagnostics {
             RunRequest::new().with_diagnostics()
@@ -241,7 +241,7 @@ fn close_gives_unlaunched_runs_a_cancelled_verdict_not_a_silent_drop() {
     h.close();
     h.complete_all();
     assert_eq!(h.verdict(r3).map(|v| v.name()), Some("Ok"));
-    let mut h = Harness::a5();
+    let mut h = Harness::depth_one();
     let r1 = h.run();
     let r2 = h.run();
     h.close();
@@ -252,7 +252,7 @@ fn close_gives_unlaunched_runs_a_cancelled_verdict_not_a_silent_drop() {
 #[test]
 fn a5_also_replaces_its_aicore_stream_after_a_publication() {
     // Finding G: the C++ a5 path never invalidated its AICore stream on publication.
-    let mut h = Harness::a5();
+    let mut h = Harness::depth_one();
     let r1 = h.run();
     h.complete(r1);
     h.publish(1);

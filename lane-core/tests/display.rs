@@ -3,7 +3,10 @@
 
 use core::num::NonZeroU64;
 
-use lane_core::status_latch::{AclCode, HeaderLayout, Status};
+use lane_core::status_latch::{
+    AclCode, Boundary, DeviceVerdict, Evidence, HeaderLayout, Record, RecordRead, Status,
+    VerdictChannel,
+};
 use lane_core::stream_pair::{DestroyMode, Role, StreamHandle};
 use lane_core::{
     CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaunchStep, Lease,
@@ -77,6 +80,7 @@ fn every_effect_prints_its_trace_line() {
                 run: RUN,
                 lease: LEASE,
                 deadline: Timestamp(12_345_678),
+                channel: VerdictChannel::Record,
             },
             "AwaitCompletion run 7 (deadline 12345.678 us)",
         ),
@@ -203,8 +207,23 @@ fn every_event_prints_its_trace_line() {
             Event::Completed {
                 run: RUN,
                 lease: LEASE,
+                evidence: Evidence::PUBLISHED_OK,
             },
             "Completed run 7".to_owned(),
+        ),
+        (
+            Event::Completed {
+                run: RUN,
+                lease: LEASE,
+                evidence: Evidence {
+                    channel: VerdictChannel::Record,
+                    boundary: Boundary::Complete,
+                    record: RecordRead::Read(Record::NeverPublished { stamp: 0 }),
+                    device: Some(DeviceVerdict::Fault(AclCode::RtAicpuException)),
+                },
+            },
+            "Completed run 7 channel=record boundary=complete record=never published device=507018"
+                .to_owned(),
         ),
         (
             Event::CompletionFailed {

@@ -141,7 +141,11 @@ fn submits_are_refused_while_recovering_with_an_error_naming_the_origin() {
     // Hold the recovery at its first step by not pumping: feed the completion by hand.
     let (run, lease, _) = h.awaiting.remove(0);
     h.lane
-        .handle(h.now, lane_core::Event::Completed { run, lease })
+        .handle(h.now, lane_core::Event::Completed {
+            run,
+            lease,
+            evidence: common::HEADER_DECIDES,
+        })
         .unwrap();
     // Answer the status read with the latched header.
     let effect = h.lane.poll_effect().unwrap();
@@ -473,7 +477,7 @@ fn every_terminal_path_releases_the_slot() {
     }
     // Cancel: close with a prepared run, then a new lane is not needed to prove the slot is
     // free: the lane is empty and closed.
-    let mut h = Harness::a5();
+    let mut h = Harness::depth_one();
     let r1 = h.run();
     let r2 = h.run();
     h.close();
@@ -516,7 +520,11 @@ fn a_recovery_that_fails_after_close_ends_closed_and_reports_the_device_lost() {
     let r1 = h.run();
     let (run, lease, _) = h.awaiting.remove(0);
     h.lane
-        .handle(h.now, lane_core::Event::Completed { run, lease })
+        .handle(h.now, lane_core::Event::Completed {
+            run,
+            lease,
+            evidence: common::HEADER_DECIDES,
+        })
         .unwrap();
     assert_eq!(h.lane.phase_of(r1), Some(RunPhase::ReadingStatus));
     // Close before the status read reveals the poison; recovery then fails every attempt.

@@ -103,7 +103,7 @@ fn a_create_that_fails_after_the_predecessor_finalised_fails_the_run_waiting_on_
     // N's prepare fails (run-only), so N+1 prepares and launches first: it waits on the
     // stream creates. N finalises meanwhile; then a create fails. The failure belongs to
     // N+1, the run waiting on the create, though another run settled in between.
-    let mut d = Driven::new(Profile::a5());
+    let mut d = Driven::new(Profile::depth_one());
     let n = d.submit();
     let n1 = d.submit();
     d.answer("prepare of N", prepare_of(n), |e| match e {

@@ -134,7 +134,7 @@ fn too_many_waiting_publications_are_refused() {
 #[test]
 fn close_with_runs_in_flight_lets_launched_runs_finish_cancels_the_rest_and_destroys_the_streams_once_idle()
  {
-    let mut h = Harness::a5();
+    let mut h = Harness::depth_one();
     let r1 = h.run();
     let r2 = h.run();
     assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Prepared));

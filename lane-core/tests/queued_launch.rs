@@ -54,7 +54,7 @@ fn a2a3_launches_the_successor_while_the_predecessor_runs_on_the_same_pair() {
 
 #[test]
 fn a5_prepares_the_successor_but_launches_it_only_after_the_predecessor_retired() {
-    let mut h = Harness::a5();
+    let mut h = Harness::depth_one();
     let r1 = h.run();
     h.take();
     let r2 = h.run();
@@ -159,7 +159,7 @@ fn any_depth_up_to_the_slot_count_works_from_the_profile_alone() {
 #[test]
 fn preparation_never_touches_a_stream() {
     // L-4: stream effects come only from the launch path, never from a prepare.
-    let mut h = Harness::a5();
+    let mut h = Harness::depth_one();
     let r1 = h.run();
     h.publish(7);
     h.take();
@@ -228,7 +228,7 @@ fn runs_are_prepared_launched_and_delivered_in_submission_order() {
 fn a_prepared_successor_reported_incompatible_is_prepared_again_after_the_predecessor_and_keeps_its_place()
  {
     // §11.14 (#1588): miss → -3 → prepare1 again after finalize0, same lease and place.
-    let mut h = Harness::a5();
+    let mut h = Harness::depth_one();
     h.fault(Fault::PrepareIncompatible(2, 1));
     let r1 = h.run();
     let r2 = h.run();

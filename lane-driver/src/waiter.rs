@@ -167,7 +167,7 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
                     return Wait::Answered(Event::CompletionFailed { run, lease, code });
                 }
             }
-            Wait::Answered(Event::Completed { run, lease })
+            Wait::Answered(Event::Completed { run, lease, evidence: lane_core::status_latch::Evidence::PUBLISHED_OK })
         }
         DeviceWait::Drain {
             attempt,

@@ -150,6 +150,9 @@ pub enum Retirement {
 pub struct LaunchDepth(u8);
 
 impl LaunchDepth {
+    /// Depth one: a run launches only once its predecessor retired.
+    pub const ONE: Self = Self(1);
+
     /// A launch depth, refused outside `1..=MAX_DEPTH`.
     pub const fn new(depth: u8) -> Result<Self, DepthError> {
         if depth >= 1 && depth <= MAX_DEPTH {

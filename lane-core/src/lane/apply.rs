@@ -2,7 +2,10 @@
 //! input) and [`Lane::decide`] (the lane's own input) are the only callers of
 //! [`run::step`](crate::run::step).
 
-use status_latch::{Class, Failure, LaunchProgress, Stage};
+use status_latch::{
+    Boundary, Class, Evidence, Failure, HeaderRead, Judgement, LaunchProgress, RecordRead, Stage,
+    judge,
+};
 use stream_pair::{Owner, Retired, Retirement, Role};
 
 use crate::effect::Effect;
@@ -114,9 +117,32 @@ impl Lane {
                 }
                 self.fail(idx, input, cause, name)?;
             }
-            Event::Completed { run, lease } => {
+            Event::Completed {
+                run,
+                lease,
+                evidence,
+            } => {
                 let idx = self.live_run(run, lease, name)?;
-                self.advance(idx, RunInput::Completed, name)?.deadline = None;
+                // The evidence alone may already poison (L-8): then the run never reaches
+                // the pair's retirement or a status read on a faulted device.
+                let cause = match judge(&evidence, HeaderRead::Unread).1 {
+                    Judgement::Fail(failure) => Some(Cause::of(failure)),
+                    // The waiter makes the device verdict whenever the rule asks for it; a
+                    // backend that did not proves nothing.
+                    Judgement::NeedsDeviceVerdict => Some(Cause::of(Failure::Acl {
+                        stage: Stage::StreamSync,
+                        code: status_latch::AclCode::RtFeatureNotSupport,
+                    })),
+                    Judgement::Ok | Judgement::NeedsHeader => None,
+                };
+                if let Some(cause) = cause.filter(|c| c.class() == Class::Poison) {
+                    self.advance(idx, RunInput::CompletedFaulted, name)?;
+                    self.poison_from(idx, cause);
+                    return Ok(());
+                }
+                let record = self.advance(idx, RunInput::Completed, name)?;
+                record.deadline = None;
+                record.evidence = Some(evidence);
                 match self.pair.retire(Owner(run.0), Retirement::Complete) {
                     Retired::Kept => {}
                     // Only the oldest run on the pair is awaited: anything else is a lane bug.
@@ -129,13 +155,22 @@ impl Lane {
             }
             Event::CompletionFailed { run, lease, code } => {
                 let idx = self.live_run(run, lease, name)?;
-                self.poison_at(
-                    idx,
-                    RunInput::CompletionFailed,
-                    Stage::EventWait,
-                    code,
-                    name,
-                )?;
+                // The verdict rule's `boundary-failed` row: the wait's code, poison.
+                let evidence = Evidence {
+                    channel: self.profile.verdict(),
+                    boundary: Boundary::Failed(code),
+                    record: RecordRead::NotRead,
+                    device: None,
+                };
+                let failure = match judge(&evidence, HeaderRead::Unread).1 {
+                    Judgement::Fail(failure) => failure,
+                    _ => Failure::Acl {
+                        stage: Stage::EventWait,
+                        code,
+                    },
+                };
+                self.advance(idx, RunInput::CompletionFailed, name)?;
+                self.poison_from(idx, Cause::of(failure));
             }
             Event::StatusRead {
                 run,
@@ -144,16 +179,34 @@ impl Lane {
                 timing,
             } => {
                 let idx = self.live_run(run, lease, name)?;
-                match status.latched() {
-                    None => {
-                        self.advance(idx, RunInput::StatusClean, name)?.timing = Some(timing);
+                let header = match status.latched() {
+                    None => HeaderRead::Clean,
+                    Some(latch) => HeaderRead::Latched(latch),
+                };
+                // `Completed` kept its evidence; a run never completed has none, and the
+                // phase check below refuses the event.
+                let evidence = self.run(idx).evidence.unwrap_or(Evidence {
+                    channel: self.profile.verdict(),
+                    boundary: Boundary::Failed(status_latch::AclCode::RtParamInvalid),
+                    record: RecordRead::NotRead,
+                    device: None,
+                });
+                match judge(&evidence, header).1 {
+                    Judgement::Ok => {
+                        self.advance(idx, RunInput::JudgedOk, name)?.timing = Some(timing);
                         self.finalise(idx, Verdict::Ok, true);
                     }
-                    Some(latch) => {
-                        let cause = Cause::of(Failure::Latched(latch));
-                        self.expect(idx, RunInput::StatusLatched(cause.class()), name)?;
+                    judgement => {
+                        let failure = match judgement {
+                            Judgement::Fail(failure) => failure,
+                            // The header was read and the device verdict made: neither can
+                            // be asked for again, so the run has no positive evidence.
+                            _ => Failure::NoRecord,
+                        };
+                        let cause = Cause::of(failure);
+                        self.expect(idx, RunInput::JudgedFailed(cause.class()), name)?;
                         self.run_mut(idx).timing = Some(timing);
-                        self.fail(idx, RunInput::StatusLatched(cause.class()), cause, name)?;
+                        self.fail(idx, RunInput::JudgedFailed(cause.class()), cause, name)?;
                     }
                 }
             }

@@ -1,6 +1,8 @@
 //! The item FIFO: one record per accepted run or publication, in submission order, until
 //! its outcome is delivered.
 
+use status_latch::Evidence;
+
 use crate::error::EventError;
 use crate::ids::{CodeRef, DeviceTiming, Lease, PublicationId, RunId, Tag, Timestamp};
 use crate::outcome::{PublicationResult, Verdict};
@@ -23,6 +25,9 @@ pub(super) struct RunRecord {
     /// The verdict decided so far (final once the phase is `Done`).
     pub(super) verdict: Option<Verdict>,
     pub(super) timing: Option<DeviceTiming>,
+    /// What `Completed` proved (the record and the device verdict), judged again with the
+    /// header at the status read.
+    pub(super) evidence: Option<Evidence>,
     pub(super) deadline: Option<Timestamp>,
     /// AICore stream creations counted by the pair when this run's launch was submitted to
     /// it; `None` if it never reached the pair.
@@ -47,6 +52,7 @@ impl RunRecord {
             cancel: false,
             verdict: None,
             timing: None,
+            evidence: None,
             deadline: None,
             launched_on: None,
         }

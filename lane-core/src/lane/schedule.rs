@@ -247,10 +247,12 @@ impl Lane {
         };
         r.deadline = Some(deadline);
         let (run, lease) = (r.id, r.lease);
+        let channel = self.profile.verdict();
         self.emit(Effect::AwaitCompletion {
             run,
             lease,
             deadline,
+            channel,
         });
         true
     }

@@ -210,6 +210,7 @@ fn a_completion_retired_out_of_order_is_recorded_and_reported() {
         Event::Completed {
             run: RunId(1),
             lease,
+            evidence: status_latch::Evidence::PUBLISHED_OK,
         },
     )
     .unwrap();
@@ -298,7 +299,7 @@ fn more_pending_publications_than_allowed_is_caught() {
 fn more_runs_on_the_pair_than_the_launch_depth_is_caught() {
     let mut lane = two_in_flight();
     // The same lane under a depth-one profile: two submissions on the pair are one too many.
-    lane.profile = Profile::a5();
+    lane.profile = Profile::a2a3().with_stream_sync();
     assert_eq!(violation(&lane), V::PairOverDepth);
 }
 

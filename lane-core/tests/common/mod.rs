@@ -3,13 +3,23 @@
 //! installs. Each scenario then reads as "command or event in → effects out".
 #![allow(dead_code, unreachable_pub)]
 
-use lane_core::status_latch::{AclCode, RuntimeCode};
+use lane_core::status_latch::{
+    AclCode, DeviceVerdict, Evidence, Record, RecordRead, RuntimeCode,
+};
 use lane_core::stream_pair::Role;
 use lane_core::testkit::Succeed;
 use lane_core::{
     CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Lane, LaneState, LaunchStep, Lease,
     Outcome, Profile, PublicationId, PublicationResult, RunId, RunOutcome, RunRequest, Timestamp,
     Verdict,
+};
+
+/// A completed run that published no record and whose device verdict is clean: the status
+/// header (the fallback) decides its verdict.
+pub const HEADER_DECIDES: Evidence = Evidence {
+    record: RecordRead::Read(Record::NeverPublished { stamp: 0 }),
+    device: Some(DeviceVerdict::Clean),
+    ..Evidence::PUBLISHED_OK
 };
 
 /// A fault the scripted backend injects.
@@ -88,8 +98,8 @@ impl Harness {
         Self::new(Profile::a2a3())
     }
 
-    pub fn a5() -> Self {
-        Self::new(Profile::a5())
+    pub fn depth_one() -> Self {
+        Self::new(Profile::depth_one())
     }
 
     pub fn fault(&mut self, fault: Fault) -> &mut Self {
@@ -146,15 +156,36 @@ impl Harness {
         result
     }
 
-    /// Answers the held await of `run` with `Completed`.
+    /// Answers the held await of `run` with `Completed`: its record is ok, or, for a run the
+    /// test latches ([`Fault::Latch`]), no record and a clean device verdict, so the latch
+    /// in the status header decides (the header fallback, as a runtime without records).
     pub fn complete(&mut self, run: RunId) {
+        let latched = self
+            .faults
+            .iter()
+            .any(|f| matches!(*f, Fault::Latch(r, _) if r == run.0));
+        let evidence = if latched {
+            HEADER_DECIDES
+        } else {
+            Evidence::PUBLISHED_OK
+        };
+        self.complete_with(run, evidence);
+    }
+
+    /// Answers the held await of `run` with `Completed` carrying `evidence` (what the
+    /// completion waiter learned: the record, the device verdict).
+    pub fn complete_with(&mut self, run: RunId, evidence: Evidence) {
         let idx = self
             .awaiting
             .iter()
             .position(|(r, _, _)| *r == run)
             .unwrap_or_else(|| panic!("{run} is not awaited; awaiting {:?}", self.awaiting));
         let (run, lease, _) = self.awaiting.remove(idx);
-        self.answer(Event::Completed { run, lease });
+        self.answer(Event::Completed {
+            run,
+            lease,
+            evidence,
+        });
         self.pump();
     }
 
@@ -286,6 +317,7 @@ impl Harness {
             run,
             lease,
             deadline,
+            ..
         } = effect
         {
             self.awaiting.push((run, lease, deadline));

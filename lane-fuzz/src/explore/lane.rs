@@ -59,7 +59,7 @@ impl Chip {
     pub fn profile(self) -> Profile {
         match self {
             Self::A2a3 => Profile::a2a3(),
-            Self::A5 => Profile::a5(),
+            Self::A5 => Profile::depth_one(),
             Self::A2a3Window2 => match Profile::custom(lane_core::ProfileSpec {
                 prepare_window: 2,
                 ..Profile::a2a3().spec()
