@@ -83,6 +83,13 @@ pub trait Device {
     /// at once, so the driver tracks its own records. It does not return a stream's sticky
     /// error: the status header read does.
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+    /// `aclrtSynchronizeStreamWithTimeout(stream, ms)`: waits for every task on `stream`
+    /// (`ms` > 0; 0 is refused with 107000), 507046 on timeout, and returns the stream's sticky
+    /// code: on real ACL the only call that materializes a faulted kernel's code
+    /// (device-truth §1). The device verdict (L-8) makes it, AICPU stream first, only for a
+    /// run its record does not decide; a successful run's path never does.
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32)
+    -> Result<(), AclCode>;
     /// `aclrtDestroyEvent`.
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode>;
 
@@ -133,7 +140,9 @@ pub trait Device {
         Err(AclCode::RtFeatureNotSupport)
     }
     /// `aclrtStreamWaitEvent(stream, event)`: tasks enqueued on `stream` after this start only
-    /// once the tasks `event` captured have finished (the cross-stream order of an arm).
+    /// once the tasks `event` captured have finished: a run's fence (the AICPU stream waits
+    /// for its AICore kernel's `core_done`), the order between runs (the AICore stream waits
+    /// for the predecessor's boundary, L-5), and the arm of copies on the streams.
     fn stream_wait_event(
         &mut self,
         stream: StreamHandle,

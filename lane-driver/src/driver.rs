@@ -2,7 +2,7 @@
 //! [`Runner`], feeds each answer back, and blocks on the awaited run's completion events when
 //! nothing else is left.
 
-use lane_core::status_latch::DecodeError;
+use lane_core::status_latch::{DecodeError, RECORD_BYTES};
 use lane_core::stream_pair::Role;
 use lane_core::{
     CloseReport, CodeRef, Event, EventError, InvariantViolation, Lane, LaneState, Outcome, Profile,
@@ -25,27 +25,33 @@ pub const HANDSHAKE_BYTES: usize = 64;
 
 /// Where each slot buffer sits in the slot's one device allocation. A small synchronous copy
 /// costs a driver round trip whatever its size (measured-figures.md A1: ~9.5 us, flat from 4
-/// to 64 bytes), so the layout makes each per-run transfer one copy: the handshake and the
-/// timing buffer are adjacent (one H2D clears both before a launch), and so are the timing
-/// buffer and the status header (one D2H reads both after completion).
+/// to 64 bytes), so the layout makes each per-run transfer one copy: the handshake, the
+/// timing buffer and the status header are adjacent (one H2D clears all three before a
+/// launch, so no latch outlives its run), the timing buffer and the header are read in one
+/// D2H after completion, and the result record behind them is read on its own, by the
+/// completion waiter right after the boundary (L-8).
 ///
 /// ```text
-/// [0, 64)       handshake
-/// [64, 80)      timing buffer
-/// [80, 1104)    status header (the layout's size of it is used)
+/// [0, 64)        handshake
+/// [64, 80)       timing buffer
+/// [80, 1104)     status header (the layout's size of it is used)
+/// [1104, 1384)   result record (280 bytes; its `published` word zeroed once, at allocation)
 ///
-/// arm, before the launch (H2D):      [0, 80)          handshake + timing buffer
-/// read, after completion (D2H):      [64, 80 + size)  timing buffer + status header
+/// arm, before the launch (H2D):      [0, 1104)        handshake + timing buffer + header
+/// status read, after completion:     [64, 80 + size)  timing buffer + status header
+/// record read, on the waiter:        [1104, 1384)
 /// ```
 pub const HANDSHAKE_OFFSET: usize = 0;
 /// Offset of the timing buffer in a slot's allocation (see [`HANDSHAKE_OFFSET`]).
 pub const TIMING_OFFSET: usize = HANDSHAKE_OFFSET + HANDSHAKE_BYTES;
 /// Offset of the status header in a slot's allocation (see [`HANDSHAKE_OFFSET`]).
 pub const HEADER_OFFSET: usize = TIMING_OFFSET + TIMING_BYTES;
+/// Offset of the result record in a slot's allocation (see [`HANDSHAKE_OFFSET`]).
+pub const RECORD_OFFSET: usize = HEADER_OFFSET + HEADER_BYTES;
 /// Bytes of a slot's one device allocation.
-pub const SLOT_BYTES: usize = HEADER_OFFSET + HEADER_BYTES;
-/// The bytes the arm copy clears: the handshake and the timing buffer.
-pub(crate) const ARM_BYTES: usize = HANDSHAKE_BYTES + TIMING_BYTES;
+pub const SLOT_BYTES: usize = RECORD_OFFSET + RECORD_BYTES;
+/// The bytes the arm copy clears: the handshake, the timing buffer and the status header.
+pub(crate) const ARM_BYTES: usize = HANDSHAKE_BYTES + TIMING_BYTES + HEADER_BYTES;
 /// Bytes the probe allocates and frees.
 pub(crate) const PROBE_BYTES: usize = 64;
 

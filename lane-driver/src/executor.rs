@@ -3,7 +3,9 @@
 //! single-thread [`Driver`](crate::Driver) and a multi-threaded service (lane-service) both
 //! drive the lane through it, so there is one code path from effect to device call.
 
-use lane_core::status_latch::{self, AclCode, HeaderLayout};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use lane_core::status_latch::{self, AclCode, HeaderLayout, RECORD_BYTES, VerdictChannel};
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{
     CopyPath, DeviceTiming, Effect, Event, LaunchStep, Lease, MAX_SLOTS, RunId, Timestamp,
@@ -11,12 +13,12 @@ use lane_core::{
 
 use crate::device::{Device, DevicePtr, EventHandle, HostPtr};
 use crate::driver::{
-    ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_BYTES, HEADER_OFFSET, PROBE_BYTES, SLOT_BYTES,
-    TIMING_BYTES, TIMING_OFFSET,
+    ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_BYTES, HEADER_OFFSET, PROBE_BYTES,
+    RECORD_OFFSET, SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET,
 };
 use crate::observer::{Observation, Observer, Release};
 use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
-use crate::waiter::{DeviceWait, OnDevice, drain, run_device_wait};
+use crate::waiter::{DeviceWait, OnDevice, drain, run_device_wait, wait_failed};
 
 /// Bytes of the status read: the timing buffer and the whole reserved header behind it. The
 /// copy on the stream is enqueued at launch, before the lane names the layout, so it takes
@@ -32,6 +34,9 @@ const PINNED_BYTES: usize = PINNED_READBACK_OFFSET + READBACK_BYTES;
 /// The readback's fill before each launch: a timing buffer of all `0xFF` is one no kernel
 /// and no arm ever leaves, so it means the copy on the stream never landed.
 const NOT_LANDED: [u8; READBACK_BYTES] = [0xFF; READBACK_BYTES];
+/// What the synchronous arm writes: the handshake, timing buffer and status header cleared,
+/// so no latch outlives its run.
+const ZEROS: [u8; ARM_BYTES] = [0; ARM_BYTES];
 
 /// A slot's resources for copies on the streams ([`CopyPath::OnStream`]).
 #[derive(Clone, Copy, Debug)]
@@ -47,17 +52,22 @@ struct Pinned {
 }
 
 /// Per-slot device resources, created at the slot's first launch and reused by every run
-/// that leases the slot (L-13): one completion event per stream, and one device allocation
-/// holding the handshake region, the timing buffer and the status header (laid out as
-/// [`HANDSHAKE_OFFSET`] shows); with copies on the streams also a pinned host buffer and the
-/// "armed" event.
+/// that leases the slot (L-13): the run's two fence events, and one device allocation
+/// holding the handshake region, the timing buffer, the status header and the result record
+/// (laid out as [`HANDSHAKE_OFFSET`] shows); with copies on the streams also a pinned host
+/// buffer and the "armed" event.
 #[derive(Clone, Copy, Debug)]
 struct SlotResources {
-    /// `[aicpu, aicore]`.
+    /// `[boundary, core_done]`: the boundary is recorded on the AICPU stream behind a wait on
+    /// `core_done`, which is recorded on the AICore stream after its kernel (L-5). Reused by
+    /// every run of the slot (`ACL_EVENT_SYNC` events re-record without a reset).
     events: [EventHandle; 2],
     /// Whether each event was recorded since the slot was last released (a never-recorded
     /// event waits as success, so the driver tracks records itself).
     recorded: [bool; 2],
+    /// The run launched on this slot last: its epoch and the pair it went to (what the
+    /// device verdict synchronizes).
+    launched: Option<Launched>,
     /// The slot's allocation ([`SLOT_BYTES`]).
     buffer: DevicePtr,
     /// `Some` exactly with [`CopyPath::OnStream`].
@@ -76,6 +86,41 @@ impl SlotResources {
     fn header(&self) -> DevicePtr {
         self.buffer.at(HEADER_OFFSET)
     }
+
+    fn record(&self) -> DevicePtr {
+        self.buffer.at(RECORD_OFFSET)
+    }
+
+    fn boundary(&self) -> EventHandle {
+        self.events[0]
+    }
+
+    fn core_done(&self) -> EventHandle {
+        self.events[1]
+    }
+}
+
+/// A slot's last launch, as the completion wait needs it.
+#[derive(Clone, Copy, Debug)]
+struct Launched {
+    epoch: u64,
+    /// `[aicpu, aicore]`.
+    streams: [StreamHandle; 2],
+}
+
+/// The process-wide epoch counter: every run of every lane of the process gets its own, so
+/// a record can never be mistaken for another run's, even across lanes or a reset.
+static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh epoch for a run (L-8): process-unique and never 0 (the value a zeroed record
+/// region reads as).
+pub fn next_epoch() -> u64 {
+    loop {
+        let epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
+        if epoch != 0 {
+            return epoch;
+        }
+    }
 }
 
 /// The run the lane asked to await (its deadline is read from `Lane::poll_deadline`).
@@ -83,6 +128,7 @@ impl SlotResources {
 struct Awaited {
     run: RunId,
     lease: Lease,
+    channel: VerdictChannel,
 }
 
 /// What a device wait ended with ([`Executor::wait`], [`run_device_wait`]).
@@ -110,6 +156,9 @@ pub struct Executor<D: Device, R: Runner<D>> {
     /// How launches arm their slot and status reads read it back (the profile's).
     copies: CopyPath,
     slots: [Option<SlotResources>; MAX_SLOTS as usize],
+    /// The slot of the run launched last: its boundary orders the next run's AICore kernel
+    /// behind both of its kernels (L-5).
+    last_launch: Option<u8>,
     awaited: Option<Awaited>,
     /// Where the status read lands: the timing buffer, then the status header.
     readback: [u8; READBACK_BYTES],
@@ -133,6 +182,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             runner,
             copies,
             slots: [None; MAX_SLOTS as usize],
+            last_launch: None,
             awaited: None,
             readback: [0; READBACK_BYTES],
             deferred_message: None,
@@ -174,17 +224,19 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// failed device or runner call; `None` for every other event, so a success never reads
     /// (or allocates) a text.
     pub fn device_message(&mut self, event: &Event) -> Option<String> {
-        let failed = matches!(
-            event,
+        let failed = match event {
             Event::PrepareFailed { .. }
-                | Event::LaunchFailed { .. }
-                | Event::CompletionFailed { .. }
-                | Event::StatusReadFailed { .. }
-                | Event::FinaliseFailed { .. }
-                | Event::UploadFailed { .. }
-                | Event::StreamCreateFailed { .. }
-                | Event::StreamDestroyFailed { .. }
-        );
+            | Event::LaunchFailed { .. }
+            | Event::CompletionFailed { .. }
+            | Event::StatusReadFailed { .. }
+            | Event::FinaliseFailed { .. }
+            | Event::UploadFailed { .. }
+            | Event::StreamCreateFailed { .. }
+            | Event::StreamDestroyFailed { .. } => true,
+            // A completion whose record read or device verdict failed.
+            Event::Completed { .. } => wait_failed(&Wait::Answered(*event)),
+            _ => false,
+        };
         if !failed {
             return None;
         }
@@ -243,9 +295,18 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                     code,
                 },
             },
-            Effect::AwaitCompletion { run, lease, .. } => {
+            Effect::AwaitCompletion {
+                run,
+                lease,
+                channel,
+                ..
+            } => {
                 // The deadline is read from the lane at every wait.
-                self.awaited = Some(Awaited { run, lease });
+                self.awaited = Some(Awaited {
+                    run,
+                    lease,
+                    channel,
+                });
                 return Ok(None);
             }
             Effect::ReadStatus { run, lease, layout } => self.read_status(run, lease, layout)?,
@@ -276,6 +337,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 // Also after a failed reset: the next attempt resets again, and a device no
                 // attempt recovers is never touched again.
                 self.slots = [None; MAX_SLOTS as usize];
+                self.last_launch = None;
                 self.awaited = None;
                 match result {
                     Ok(()) => Event::ResetDone { attempt },
@@ -290,13 +352,15 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         Ok(Some(event))
     }
 
-    /// The launch order of L-5 and L-13. Sync: arm the slot (clear its handshake and timing
-    /// buffer, one synchronous copy), AICore kernel, AICPU kernel, then one completion event
-    /// per stream. OnStream: fill the pinned readback with `0xFF`, the arm as a copy on the
-    /// AICore stream, the "armed" event on the AICore stream, the AICPU stream waits for it
-    /// (the arm and the AICPU kernel are on different streams), AICore kernel, AICPU kernel,
-    /// the readback copy on the AICPU stream, then the completion events (so a passed event
-    /// proves the readback landed).
+    /// The launch order of L-5 and L-13. AICore stream: the arm (Sync: one synchronous copy
+    /// that clears the slot's handshake, timing buffer and status header; OnStream: the
+    /// readback filled with `0xFF`, the arm as a copy, the "armed" event, which the AICPU
+    /// stream waits for), a wait on the predecessor's boundary when one is in flight, the
+    /// AICore kernel, `core_done`. AICPU stream: the AICPU kernel, a wait on `core_done`,
+    /// (OnStream: the readback copy), the boundary. AICore is submitted before AICPU, back to
+    /// back; nothing waits on the device between them. A failure before the AICore kernel is
+    /// the arm's (`NotStarted`); a record or wait after a kernel was accepted leaves the run
+    /// unfenced (`RecordEvent`, poison).
     fn launch<O: Observer>(
         &mut self,
         run: RunId,
@@ -308,23 +372,44 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         let slot = self
             .slot_resources(lease.slot.0, observer)
             .map_err(|code| (LaunchStep::Arm, code))?;
+        // The predecessor's boundary, if it is still in flight (recorded and not released):
+        // the successor's AICore kernel starts only once both of its kernels exited.
+        let predecessor = self
+            .last_launch
+            .filter(|&prev| prev != lease.slot.0)
+            .and_then(|prev| self.slots.get(usize::from(prev)).copied().flatten())
+            .filter(|prev| prev.recorded[0])
+            .map(|prev| prev.boundary());
         let (d, r) = (&mut self.device, &mut self.runner);
         match slot.pinned {
-            None => d.memcpy_to_device(slot.handshake(), &[0; ARM_BYTES]),
+            None => d.memcpy_to_device(slot.handshake(), &ZEROS),
             Some(pinned) => arm_on_stream(d, &slot, pinned, aicpu, aicore),
         }
         .map_err(|code| (LaunchStep::Arm, code))?;
+        if let Some(boundary) = predecessor {
+            d.stream_wait_event(aicore, boundary)
+                .map_err(|code| (LaunchStep::Arm, code))?;
+        }
+        let epoch = next_epoch();
         let args = RunArgs {
             run,
             slot: lease.slot,
             status_header: slot.header(),
             timing: slot.timing(),
             handshake: slot.handshake(),
+            record: slot.record(),
+            epoch,
         };
         r.launch_aicore(d, aicore, &args)
             .map_err(|code| (LaunchStep::Aicore, code))?;
+        // From here a kernel is on a stream: a failed record or wait leaves the run unfenced.
+        let unfenced = |code| (LaunchStep::RecordEvent, code);
+        d.record_event(slot.core_done(), aicore)
+            .map_err(unfenced)?;
         r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
+        d.stream_wait_event(aicpu, slot.core_done())
+            .map_err(unfenced)?;
         // A failed readback enqueue is the status read's failure, as with the synchronous
         // read (SPEC §5.3 stages): the run launched, so it is answered after completion.
         let read_failed = slot.pinned.and_then(|pinned| {
@@ -333,20 +418,22 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 .err()
         });
         let read_message = read_failed.and_then(|_| d.recent_error_message());
-        d.record_event(slot.events[0], aicpu)
-            .map_err(|code| (LaunchStep::RecordEvent, code))?;
-        d.record_event(slot.events[1], aicore)
-            .map_err(|code| (LaunchStep::RecordEvent, code))?;
+        d.record_event(slot.boundary(), aicpu).map_err(unfenced)?;
         if let Some(slot) = self
             .slots
             .get_mut(usize::from(lease.slot.0))
             .and_then(Option::as_mut)
         {
             slot.recorded = [true; 2];
+            slot.launched = Some(Launched {
+                epoch,
+                streams: [aicpu, aicore],
+            });
             if let Some(pinned) = slot.pinned.as_mut() {
                 pinned.read_failed = read_failed;
             }
         }
+        self.last_launch = Some(lease.slot.0);
         self.deferred_message = read_message;
         Ok(())
     }
@@ -371,12 +458,16 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             for _ in 0..events {
                 made.events.push(d.create_event()?);
             }
-            made.buffer = Some(d.malloc(SLOT_BYTES)?);
+            let buffer = d.malloc(SLOT_BYTES)?;
+            made.buffer = Some(buffer);
+            // Device memory holds garbage: the record's `published` word is zeroed once, here;
+            // a record then counts only when stamped with its run's epoch (L-8).
+            d.memcpy_to_device(buffer.at(RECORD_OFFSET), &[0; RECORD_BYTES])?;
             if self.copies == CopyPath::OnStream {
                 let host = d.malloc_host(PINNED_BYTES)?;
                 made.host = Some(host);
                 // The arm's source never changes: zero it once.
-                d.write_host(host.at(PINNED_ARM_OFFSET), &[0; ARM_BYTES])?;
+                d.write_host(host.at(PINNED_ARM_OFFSET), &ZEROS)?;
             }
             Ok(())
         })();
@@ -395,6 +486,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         let resources = SlotResources {
             events: [*aicpu, *aicore],
             recorded: [false; 2],
+            launched: None,
             buffer,
             pinned,
         };
@@ -526,7 +618,12 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         &mut self,
         deadline: Option<Timestamp>,
     ) -> Result<Option<DeviceWait>, DriverError> {
-        let Some(Awaited { run, lease }) = self.awaited.take() else {
+        let Some(Awaited {
+            run,
+            lease,
+            channel,
+        }) = self.awaited.take()
+        else {
             return Ok(None);
         };
         let Some(deadline) = deadline else {
@@ -535,13 +632,17 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
             return Err(DriverError::UnrecordedEvent { run });
         };
-        if slot.recorded != [true; 2] {
+        let (true, Some(launched)) = (slot.recorded == [true; 2], slot.launched) else {
             return Err(DriverError::UnrecordedEvent { run });
-        }
+        };
         Ok(Some(DeviceWait::Completion {
             run,
             lease,
-            events: slot.events,
+            boundary: slot.boundary(),
+            record: slot.record(),
+            epoch: launched.epoch,
+            streams: launched.streams,
+            channel,
             deadline,
         }))
     }

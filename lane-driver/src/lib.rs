@@ -56,10 +56,10 @@ mod waiter;
 
 pub use device::{Device, DevicePtr, EventHandle, HostPtr};
 pub use driver::{
-    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, Report, SLOT_BYTES,
-    TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
+    Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, RECORD_OFFSET, Report,
+    SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
 };
-pub use executor::{Executor, Wait};
+pub use executor::{Executor, Wait, next_epoch};
 pub use observer::{Command, NoObserver, Observation, Observer, Release};
 pub use runner::{
     Concurrency, HostWorker, PrepareError, RunArgs, Runner, host_work_failed, is_host_work,

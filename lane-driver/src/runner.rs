@@ -22,6 +22,14 @@ pub struct RunArgs {
     pub timing: DevicePtr,
     /// The slot's handshake region (AICore workers report here; the AICPU kernel waits on it).
     pub handshake: DevicePtr,
+    /// The slot's result record region ([`RECORD_BYTES`](lane_core::status_latch::RECORD_BYTES)):
+    /// the runtime's device side publishes the run's terminal record here, stamped with
+    /// [`epoch`](Self::epoch), writing `published` last (L-8). The lane reads it right after
+    /// the run's boundary; a run is `Ok` only on its own published ok record.
+    pub record: DevicePtr,
+    /// The run's epoch: process-unique and never 0. A record counts only when its
+    /// `published` word is this value, so an earlier run's record is never read as this one's.
+    pub epoch: u64,
 }
 
 /// Why the runner's prepare failed.

@@ -5,10 +5,14 @@
 //! runs it on its completion waiter thread, so the lane thread never blocks in a device wait
 //! (SPEC L-16, L-18).
 
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{
+    AclCode, Boundary, DeviceVerdict, Evidence, RECORD_BYTES, RecordRead, VerdictChannel,
+    decode_record, needs_device_verdict,
+};
+use lane_core::stream_pair::StreamHandle;
 use lane_core::{Event, Lease, RunId, Timestamp};
 
-use crate::device::{Device, EventHandle};
+use crate::device::{Device, DevicePtr, EventHandle};
 use crate::executor::Wait;
 
 /// How long past a wait's own bound (a run's deadline, a drain's timeout) the lane thread
@@ -25,15 +29,27 @@ pub const WAITER_GRACE_NS: u64 = 1_000_000_000;
 /// [`run_device_wait`] with the [`Wait`] the lane is fed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceWait {
-    /// The awaited run's completion: both of its slot's events (`[aicpu, aicore]`, AICPU
-    /// first, as the C++ drain does), bounded by the run's deadline (`Lane::poll_deadline`).
+    /// The awaited run's completion and the evidence for its verdict (L-6, L-8): its
+    /// boundary event, then its result record, then, when the record does not decide the run,
+    /// the device verdict (a synchronize of the AICPU stream, then the AICore stream), every
+    /// call bounded by the run's deadline (`Lane::poll_deadline`).
     Completion {
         /// The awaited run.
         run: RunId,
         /// Its lease.
         lease: Lease,
-        /// Its slot's completion events, `[aicpu, aicore]`.
-        events: [EventHandle; 2],
+        /// The run's boundary: recorded on the AICPU stream behind a wait on its AICore
+        /// kernel's `core_done`, so it completes once both kernels exited.
+        boundary: EventHandle,
+        /// The slot's result record region.
+        record: DevicePtr,
+        /// The run's epoch (the record counts only when stamped with it).
+        epoch: u64,
+        /// The pair the run was launched on, `[aicpu, aicore]`: what the device verdict
+        /// synchronizes.
+        streams: [StreamHandle; 2],
+        /// The profile's verdict channel.
+        channel: VerdictChannel,
         /// The run's deadline.
         deadline: Timestamp,
     },
@@ -99,6 +115,21 @@ pub trait CompletionWaiter {
     ///
     /// The call's code (`507047` on timeout).
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+    /// `aclrtSynchronizeStreamWithTimeout(stream, ms)` on this thread, as
+    /// [`Device::synchronize_stream`]: the device verdict.
+    ///
+    /// # Errors
+    ///
+    /// The stream's sticky code, or the call's own (`507046` on timeout).
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32)
+    -> Result<(), AclCode>;
+    /// `aclrtMemcpy(.., ACL_MEMCPY_DEVICE_TO_HOST)` on this thread, as
+    /// [`Device::memcpy_from_device`]: the result record's read right after the boundary.
+    ///
+    /// # Errors
+    ///
+    /// The copy's code.
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
     /// `aclrtSynchronizeDeviceWithTimeout(ms)` on this thread, as
     /// [`Device::synchronize_device`].
     ///
@@ -127,6 +158,18 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
         self.0.synchronize_event(event, timeout_ms)
     }
 
+    fn synchronize_stream(
+        &mut self,
+        stream: StreamHandle,
+        timeout_ms: i32,
+    ) -> Result<(), AclCode> {
+        self.0.synchronize_stream(stream, timeout_ms)
+    }
+
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        self.0.memcpy_from_device(dst, src)
+    }
+
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
         self.0.synchronize_device(timeout_ms)
     }
@@ -137,43 +180,106 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
 }
 
 /// Makes `wait` through `waiter` and returns its answer: binds first (a failed bind fails a
-/// completion with its code; a drain is answered anyway); a completion waits on each event in
-/// turn, each wait bounded by what is left of the run's deadline, and answers `Completed`,
-/// `CompletionFailed` with the first failing call's code, or [`Wait::Expired`] once the
-/// deadline has passed; a drain answers `DeviceDrained` whatever the call returned (its
-/// result proves nothing, SPEC §5.3).
+/// completion with its code; a drain is answered anyway). A completion waits on the run's
+/// boundary bounded by what is left of its deadline (a failed wait is `CompletionFailed`
+/// with the call's code, 507047 on timeout; [`Wait::Expired`] once the deadline has passed),
+/// then gathers the evidence for its verdict (L-8): on the record channel it reads the
+/// result record at once and decodes it for the run's epoch; when the verdict rule says the
+/// record does not decide ([`needs_device_verdict`]) it synchronizes the AICPU stream, then
+/// the AICore stream, each bounded by what is left of the deadline (past it, the verdict is
+/// the synchronize's timeout, 507046), and answers `Completed` with that evidence. A drain
+/// answers `DeviceDrained` whatever the call returned (its result proves nothing, SPEC §5.3).
 pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &DeviceWait) -> Wait {
     match *wait {
         DeviceWait::Completion {
             run,
             lease,
-            events,
+            boundary,
+            record,
+            epoch,
+            streams,
+            channel,
             deadline,
         } => {
             if let Err(code) = waiter.bind() {
                 return Wait::Answered(Event::CompletionFailed { run, lease, code });
             }
-            for event in events {
-                let now = waiter.now();
-                if now >= deadline {
-                    return Wait::Expired(now);
-                }
-                let timeout_ms = i32::try_from(deadline.since(now).div_ceil(1_000_000))
-                    .unwrap_or(i32::MAX)
-                    .max(1);
-                // A timeout here (507047) is the whole remainder's: the failed wait it is (a
-                // stuck run's outcome line says so), on every path that runs this loop.
-                if let Err(code) = waiter.synchronize_event(event, timeout_ms) {
-                    return Wait::Answered(Event::CompletionFailed { run, lease, code });
-                }
+            let now = waiter.now();
+            if now >= deadline {
+                return Wait::Expired(now);
             }
-            Wait::Answered(Event::Completed { run, lease, evidence: lane_core::status_latch::Evidence::PUBLISHED_OK })
+            // A timeout here (507047) is the whole remainder's: the failed wait it is (a
+            // stuck run's outcome line says so), on every path that runs this loop.
+            if let Err(code) = waiter.synchronize_event(boundary, remaining_ms(deadline, now)) {
+                return Wait::Answered(Event::CompletionFailed { run, lease, code });
+            }
+            let record = match channel {
+                VerdictChannel::Record => read_record(waiter, record, epoch),
+                VerdictChannel::StreamSync => RecordRead::NotRead,
+            };
+            let mut evidence = Evidence {
+                channel,
+                boundary: Boundary::Complete,
+                record,
+                device: None,
+            };
+            if needs_device_verdict(&evidence) {
+                evidence.device = Some(device_verdict(waiter, streams, deadline));
+            }
+            Wait::Answered(Event::Completed {
+                run,
+                lease,
+                evidence,
+            })
         }
         DeviceWait::Drain {
             attempt,
             timeout_ns,
         } => Wait::Answered(drain(waiter, attempt, timeout_ns)),
     }
+}
+
+/// What is left of `deadline` at `now`, in the milliseconds ACL takes: rounded up, at least 1
+/// (0 is "refused" for a stream synchronize and "no wait" nowhere), at most `i32::MAX`.
+fn remaining_ms(deadline: Timestamp, now: Timestamp) -> i32 {
+    i32::try_from(deadline.since(now).div_ceil(1_000_000))
+        .unwrap_or(i32::MAX)
+        .max(1)
+}
+
+/// The result record's read, right after the boundary: one device-to-host copy, decoded for
+/// the run's epoch (an earlier run's record reads as never published).
+fn read_record<W: CompletionWaiter + ?Sized>(
+    waiter: &mut W,
+    record: DevicePtr,
+    epoch: u64,
+) -> RecordRead {
+    let mut bytes = [0; RECORD_BYTES];
+    match waiter.memcpy_from_device(&mut bytes, record) {
+        Ok(()) => RecordRead::Read(decode_record(&bytes, epoch)),
+        Err(code) => RecordRead::Failed(code),
+    }
+}
+
+/// The device verdict (L-8): a bounded synchronize of the AICPU stream, then the AICore
+/// stream; the first code is the verdict. On real ACL only this materializes a faulted
+/// kernel's code (device-truth §1); it waits for a queued successor's tasks too, so a
+/// successful run never makes it.
+fn device_verdict<W: CompletionWaiter + ?Sized>(
+    waiter: &mut W,
+    streams: [StreamHandle; 2],
+    deadline: Timestamp,
+) -> DeviceVerdict {
+    for stream in streams {
+        let now = waiter.now();
+        if now >= deadline {
+            return DeviceVerdict::Fault(AclCode::RtStreamSyncTimeout);
+        }
+        if let Err(code) = waiter.synchronize_stream(stream, remaining_ms(deadline, now)) {
+            return DeviceVerdict::Fault(code);
+        }
+    }
+    DeviceVerdict::Clean
 }
 
 /// Recovery's bounded drain through `waiter`: `DeviceDrained` whatever the call returned. The
@@ -199,5 +305,12 @@ pub(crate) fn drain<W: CompletionWaiter + ?Sized>(
 /// ([`CompletionWaiter::recent_error_message`]).
 #[must_use]
 pub const fn wait_failed(wait: &Wait) -> bool {
-    matches!(wait, Wait::Answered(Event::CompletionFailed { .. }))
+    match wait {
+        Wait::Answered(Event::CompletionFailed { .. }) => true,
+        Wait::Answered(Event::Completed { evidence, .. }) => matches!(
+            (evidence.record, evidence.device),
+            (RecordRead::Failed(_), _) | (_, Some(DeviceVerdict::Fault(_)))
+        ),
+        _ => false,
+    }
 }
