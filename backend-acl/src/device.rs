@@ -430,7 +430,7 @@ struct Probed {
 }
 
 /// The `aclrtStream` a lane handle stands for (the pointer value, `StreamHandle.0`).
-fn stream_ptr(stream: StreamHandle) -> AclrtStream {
+pub(crate) fn stream_ptr(stream: StreamHandle) -> AclrtStream {
     stream.0 as usize as AclrtStream
 }
 
@@ -440,7 +440,7 @@ pub(crate) fn event_ptr(event: EventHandle) -> AclrtEvent {
 }
 
 /// The device address a lane pointer stands for (`DevicePtr.0`).
-fn device_ptr(ptr: DevicePtr) -> *mut c_void {
+pub(crate) fn device_ptr(ptr: DevicePtr) -> *mut c_void {
     ptr.0 as usize as *mut c_void
 }
 
@@ -519,6 +519,17 @@ impl Device for AclDevice {
         // SAFETY: an event this library created, live; the timeout is the driver's (> 0).
         self.bound_call(|acl| unsafe {
             acl.aclrtSynchronizeEventWithTimeout(event_ptr(event), timeout_ms)
+        })
+    }
+
+    fn synchronize_stream(
+        &mut self,
+        stream: StreamHandle,
+        timeout_ms: i32,
+    ) -> Result<(), AclCode> {
+        // SAFETY: a stream this library created, live; the timeout is the driver's (> 0).
+        self.bound_call(|acl| unsafe {
+            acl.aclrtSynchronizeStreamWithTimeout(stream_ptr(stream), timeout_ms)
         })
     }
 

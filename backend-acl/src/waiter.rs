@@ -8,9 +8,11 @@ use std::time::Instant;
 use ascend_cl_sys::Acl;
 use lane_core::Timestamp;
 use lane_core::status_latch::AclCode;
-use lane_driver::{CompletionWaiter, EventHandle};
+use ascend_cl_sys::types::ACL_MEMCPY_DEVICE_TO_HOST;
+use lane_core::stream_pair::StreamHandle;
+use lane_driver::{CompletionWaiter, DevicePtr, EventHandle};
 
-use crate::device::{AclDevice, WorkerBinding, event_ptr};
+use crate::device::{AclDevice, WorkerBinding, device_ptr, event_ptr, stream_ptr};
 
 /// [`CompletionWaiter`] over the lane's loaded library, bound to the lane's device on its own
 /// thread like a host worker: `aclrtSetDevice` before its first wait and again after every
@@ -60,6 +62,38 @@ impl CompletionWaiter for AclWaiter {
         let code = unsafe {
             self.acl()
                 .aclrtSynchronizeEventWithTimeout(event_ptr(event), timeout_ms)
+        };
+        AclCode::from_raw(code).map_or(Ok(()), Err)
+    }
+
+    fn synchronize_stream(
+        &mut self,
+        stream: StreamHandle,
+        timeout_ms: i32,
+    ) -> Result<(), AclCode> {
+        // SAFETY: the pair's stream the awaited run was launched on; the lane replaces or
+        // destroys a stream only once its FIFO is empty, and the awaited run holds its entry
+        // until this wait's answer is fed, so the stream is live for the call.
+        let code = unsafe {
+            self.acl()
+                .aclrtSynchronizeStreamWithTimeout(stream_ptr(stream), timeout_ms)
+        };
+        AclCode::from_raw(code).map_or(Ok(()), Err)
+    }
+
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        let len = dst.len();
+        // SAFETY: `dst` is writable for its length; `src` is the awaited run's record region,
+        // inside its slot's allocation, which the lane frees only at close or forgets after a
+        // reset, never while a wait on the slot is out.
+        let code = unsafe {
+            self.acl().aclrtMemcpy(
+                dst.as_mut_ptr().cast(),
+                len,
+                device_ptr(src),
+                len,
+                ACL_MEMCPY_DEVICE_TO_HOST,
+            )
         };
         AclCode::from_raw(code).map_or(Ok(()), Err)
     }

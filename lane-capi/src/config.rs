@@ -10,6 +10,7 @@ use crate::runner::Vtable;
 use crate::types::{
     RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
     RunLaneConcurrency, RunLaneConfig, RunLaneProfile, RunLaneRunner, RunLaneStatus,
+    RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
@@ -47,6 +48,8 @@ pub struct Overrides {
     completion_timeout_ms: u64,
     device_op_timeout_ms: u64,
     prepare_window: u8,
+    /// The stream-synchronize verdict channel (and so depth one).
+    stream_sync: bool,
 }
 
 impl Overrides {
@@ -66,7 +69,13 @@ impl Overrides {
         if self.device_op_timeout_ms != 0 {
             spec.device_op_timeout_ns = ms_to_ns(self.device_op_timeout_ms)?;
         }
-        Profile::custom(spec).map_err(|e| Error::new(RunLaneStatus::InvalidConfig, e.to_string()))
+        let profile = Profile::custom(spec)
+            .map_err(|e| Error::new(RunLaneStatus::InvalidConfig, e.to_string()))?;
+        Ok(if self.stream_sync {
+            profile.with_stream_sync()
+        } else {
+            profile
+        })
     }
 }
 
@@ -124,6 +133,7 @@ pub const fn default_config() -> RunLaneConfig {
         },
         workers: 0,
         prepare_window: 0,
+        verdict_channel: RunLaneVerdictChannel::Record as u32,
     }
 }
 
@@ -154,11 +164,21 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             config.workers
         )));
     }
+    let stream_sync = match config.verdict_channel {
+        c if c == RunLaneVerdictChannel::Record as u32 => false,
+        c if c == RunLaneVerdictChannel::StreamSync as u32 => true,
+        other => {
+            return Err(invalid(format!(
+                "verdict_channel {other} is not a RunLaneVerdictChannel (RECORD = 0, STREAM_SYNC = 1)"
+            )));
+        }
+    };
     let overrides = Overrides {
         slots: config.slots,
         completion_timeout_ms: config.completion_timeout_ms,
         device_op_timeout_ms: config.device_op_timeout_ms,
         prepare_window: config.prepare_window,
+        stream_sync,
     };
     let profile = match config.profile {
         p if p == RunLaneProfile::A2a3 as u32 => {

@@ -184,6 +184,8 @@ impl<M> CRunner<M> {
             status_header: address(args.status_header),
             timing: address(args.timing),
             handshake: address(args.handshake),
+            record: address(args.record),
+            epoch: args.epoch,
         }
     }
 

@@ -11,7 +11,7 @@ use core::ffi::{c_char, c_void};
 /// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 /// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 /// `run_lane_destroy_with_report` returns the final report.
-pub const RUN_LANE_ABI_VERSION: u32 = 3;
+pub const RUN_LANE_ABI_VERSION: u32 = 4;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -93,10 +93,24 @@ pub enum RunLaneStatus {
 pub enum RunLaneProfile {
     /// Ascend 910B/910C: launch depth two (run N+1 queued while N executes).
     A2a3 = 0,
-    /// Ascend 950: launch depth one (N+1 prepared while N runs, launched after N retired).
+    /// Ascend 950: launch depth two on the record verdict channel (ABI 4; it was depth one).
     A5 = 1,
     /// Ask the device (the ACL backend reads the SoC); the simulator reports a2a3.
     Probe = 2,
+}
+
+/// How a run gets its verdict (`RunLaneConfig::verdict_channel`, ABI 4; SPEC L-8).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneVerdictChannel {
+    /// The runtime's device side publishes a result record per run (`RunLaneRunArgs::record`,
+    /// stamped with `epoch`): a published ok record is success with no stream synchronize;
+    /// every other shape is synchronized. The default; runs queue at the profile's depth.
+    Record = 0,
+    /// The runtime publishes no record: every run's streams are synchronized after its
+    /// boundary (a clean synchronize and a clean status header are success). Runs at launch
+    /// depth one.
+    StreamSync = 1,
 }
 
 /// Which backend executes the lane (`RunLaneConfig::backend`).
@@ -220,6 +234,9 @@ pub struct RunLaneConfig {
     /// How many runs may be prepared at once, 1 to `slots`; 0 keeps the profile's (1). The
     /// runner's `concurrency.prepares_at_once` lowers it further (ABI 2).
     pub prepare_window: u8,
+    /// A `RunLaneVerdictChannel` (ABI 4): `RECORD` (0, the default) or `STREAM_SYNC` (1, a
+    /// runtime that publishes no result record; the lane then runs at depth one).
+    pub verdict_channel: u32,
 }
 
 /// A run as a callback sees it.
@@ -253,6 +270,14 @@ pub struct RunLaneRunArgs {
     pub timing: *mut c_void,
     /// The slot's handshake region: AICore workers report here; the AICPU kernel waits on it.
     pub handshake: *mut c_void,
+    /// The slot's result record region, 280 bytes (ABI 4): the runtime's device side
+    /// publishes the run's terminal record here, stamped with `epoch`, writing the
+    /// `published` word last (docs/embedding.md). A run is success only on its own published
+    /// ok record.
+    pub record: *mut c_void,
+    /// The run's epoch (ABI 4): process-unique, never 0. The record counts only when its
+    /// `published` word equals it.
+    pub epoch: u64,
 }
 
 /// One run to submit.
