@@ -522,11 +522,7 @@ impl Device for AclDevice {
         })
     }
 
-    fn synchronize_stream(
-        &mut self,
-        stream: StreamHandle,
-        timeout_ms: i32,
-    ) -> Result<(), AclCode> {
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         // SAFETY: a stream this library created, live; the timeout is the driver's (> 0).
         self.bound_call(|acl| unsafe {
             acl.aclrtSynchronizeStreamWithTimeout(stream_ptr(stream), timeout_ms)

@@ -6,9 +6,9 @@
 use std::time::Instant;
 
 use ascend_cl_sys::Acl;
+use ascend_cl_sys::types::ACL_MEMCPY_DEVICE_TO_HOST;
 use lane_core::Timestamp;
 use lane_core::status_latch::AclCode;
-use ascend_cl_sys::types::ACL_MEMCPY_DEVICE_TO_HOST;
 use lane_core::stream_pair::StreamHandle;
 use lane_driver::{CompletionWaiter, DevicePtr, EventHandle};
 
@@ -66,11 +66,7 @@ impl CompletionWaiter for AclWaiter {
         AclCode::from_raw(code).map_or(Ok(()), Err)
     }
 
-    fn synchronize_stream(
-        &mut self,
-        stream: StreamHandle,
-        timeout_ms: i32,
-    ) -> Result<(), AclCode> {
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         // SAFETY: the pair's stream the awaited run was launched on; the lane replaces or
         // destroys a stream only once its FIFO is empty, and the awaited run holds its entry
         // until this wait's answer is fed, so the stream is live for the call.

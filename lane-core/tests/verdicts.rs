@@ -7,8 +7,8 @@ mod common;
 
 use common::{Fault, HEADER_DECIDES, Harness};
 use lane_core::status_latch::{
-    AclCode, Boundary, Class, DeviceVerdict, Evidence, Failure, Record, RecordDefect,
-    RecordRead, RecordSource, RuntimeCode, Stage, VerdictChannel,
+    AclCode, Boundary, Class, DeviceVerdict, Evidence, Failure, Record, RecordDefect, RecordRead,
+    RecordSource, RuntimeCode, Stage, VerdictChannel,
 };
 use lane_core::{LaneState, Profile, RunId, Verdict};
 
@@ -34,7 +34,10 @@ fn a_device_code_from_the_synchronize_poisons_the_run_and_its_queued_successor()
     let mut h = Harness::a2a3();
     let r1 = h.run();
     let r2 = h.run();
-    h.complete_with(r1, unpublished(DeviceVerdict::Fault(AclCode::RtAicpuException)));
+    h.complete_with(
+        r1,
+        unpublished(DeviceVerdict::Fault(AclCode::RtAicpuException)),
+    );
     let cause = failed(h.verdict(r1));
     assert_eq!(cause.class(), Class::Poison);
     assert_eq!(
@@ -225,7 +228,9 @@ fn no_path_reports_ok_without_a_published_ok_record() {
         NEVER,
         RecordRead::Read(Record::NeverPublished { stamp: 41 }),
         RecordRead::Read(Record::Malformed(RecordDefect::ZeroEpoch)),
-        RecordRead::Read(Record::Malformed(RecordDefect::PayloadTooLong { bytes: 300 })),
+        RecordRead::Read(Record::Malformed(RecordDefect::PayloadTooLong {
+            bytes: 300,
+        })),
         RecordRead::Read(Record::Error {
             code: RuntimeCode::Unknown(77),
             source: RecordSource::Shutdown,

@@ -2,7 +2,10 @@
 //! reads as "lane effects in → device calls out" (L-5 launch order, L-6 per-run waits,
 //! L-7 slot events, L-8 status read, §5.3 recovery, event-record tracking).
 
-use lane_core::status_latch::{AclCode, HeaderLayout, RuntimeCode, Status, encode_into};
+use lane_core::status_latch::{
+    AclCode, HeaderLayout, RECORD_BYTES, RecordSource, RecordWrite, RuntimeCode, Status,
+    VerdictChannel, encode_into, encode_record,
+};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
     CodeRef, FinaliseFailure, LaneState, Outcome, Profile, RunId, RunRequest, SlotId, Timestamp,
@@ -10,8 +13,9 @@ use lane_core::{
 };
 use lane_driver::{
     Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
-    Executor, HEADER_OFFSET, LaneSteps, Observation, Observer, PrepareError, Release, RunArgs,
-    Runner, SLOT_BYTES, TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
+    Executor, HEADER_OFFSET, LaneSteps, Observation, Observer, PrepareError, RECORD_OFFSET,
+    Release, RunArgs, Runner, SLOT_BYTES, TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait,
+    run_device_wait, wait_failed,
 };
 
 #[derive(Default)]
@@ -39,6 +43,10 @@ struct Recorder {
     wait_timeouts: Vec<i32>,
     /// What each AICore launch received.
     launched: Vec<RunArgs>,
+    /// What the stream synchronizes return (the device verdict), first first; success after.
+    stream_sync_script: std::collections::VecDeque<Option<i32>>,
+    /// Runs whose kernels publish no result record.
+    silent: Vec<u64>,
 }
 
 impl Recorder {
@@ -138,6 +146,22 @@ impl Device for Recorder {
         self.log(format!("destroy_event e{}", event.0));
         Ok(())
     }
+    fn stream_wait_event(
+        &mut self,
+        stream: StreamHandle,
+        event: EventHandle,
+    ) -> Result<(), AclCode> {
+        self.log(format!("stream_wait_event s{} e{}", stream.0, event.0));
+        Ok(())
+    }
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.log(format!("synchronize_stream s{}", stream.0));
+        self.wait_timeouts.push(timeout_ms);
+        match self.stream_sync_script.pop_front().flatten() {
+            Some(raw) => Err(Self::code(raw)),
+            None => Ok(()),
+        }
+    }
     fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
         let id = self.id();
         self.memory.push((DevicePtr(id << 16), vec![0; size]));
@@ -199,6 +223,21 @@ impl Runner<Recorder> for Kernels {
         }
         let header = d.mem(args.status_header);
         encode_into(HeaderLayout::TensormapAndRingbuffer, &status, header).unwrap();
+        // The runtime's device side publishes its record last: ok, or the latched code.
+        if !d.silent.contains(&args.run.0) {
+            let record = match status.orch {
+                None => encode_record(args.epoch, &RecordWrite::Ok),
+                Some(code) => encode_record(
+                    args.epoch,
+                    &RecordWrite::Error {
+                        code: code.value(),
+                        source: RecordSource::Header,
+                        payload: &[],
+                    },
+                ),
+            };
+            d.mem(args.record)[..RECORD_BYTES].copy_from_slice(&record);
+        }
         let end = args.run.0 * 1_000_000;
         let timing = d.mem(args.timing);
         timing[..8].copy_from_slice(&(end - 100_000).to_le_bytes());
@@ -253,7 +292,7 @@ fn outcomes<O: Observer>(d: &mut TestDriver<O>) -> Vec<Outcome> {
 }
 
 #[test]
-fn a_launch_arms_the_slot_then_aicore_then_aicpu_then_records_one_event_per_stream() {
+fn a_launch_arms_the_slot_then_fences_aicore_before_aicpu_behind_one_boundary() {
     let mut d = driver();
     d.submit(RunRequest::new()).unwrap().unwrap();
     assert_eq!(
@@ -264,14 +303,38 @@ fn a_launch_arms_the_slot_then_aicore_then_aicpu_then_records_one_event_per_stre
             "create_stream -> s2",
             "create_event -> e3",
             "create_event -> e4",
-            "malloc 1104 -> p5",
-            "memcpy_to_device p5 80B",
+            "malloc 1384 -> p5",
+            // The record's `published` word zeroed once, when the region is allocated.
+            "memcpy_to_device p5+1104 280B",
+            // The arm clears handshake, timing and header: no latch outlives its run.
+            "memcpy_to_device p5 1104B",
             "launch_aicore r1 on s2",
-            "launch_aicpu r1 on s1",
-            "record_event e3 on s1",
             "record_event e4 on s2",
+            "launch_aicpu r1 on s1",
+            "stream_wait_event s1 e4",
+            "record_event e3 on s1",
         ]
     );
+}
+
+#[test]
+fn a_successors_aicore_kernel_waits_on_its_predecessors_boundary() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    calls(&mut d);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    let log = calls(&mut d);
+    let wait = log
+        .iter()
+        .position(|c| c == "stream_wait_event s2 e3")
+        .expect("the AICore stream waits on run 1's boundary");
+    let launch = log
+        .iter()
+        .position(|c| c == "launch_aicore r2 on s2")
+        .expect("run 2's AICore kernel");
+    assert!(wait < launch, "{log:?}");
+    let epochs: Vec<u64> = d.device().launched.iter().map(|a| a.epoch).collect();
+    assert!(epochs[0] != 0 && epochs[1] > epochs[0], "{epochs:?}");
 }
 
 #[test]
@@ -296,11 +359,16 @@ fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_docu
         [["p5", "p5+64", "p5+80"], ["p8", "p8+64", "p8+80"]],
         "slot 0 then slot 1"
     );
-    assert_eq!((TIMING_OFFSET, HEADER_OFFSET, SLOT_BYTES), (64, 80, 1104));
+    assert_eq!(
+        (TIMING_OFFSET, HEADER_OFFSET, RECORD_OFFSET, SLOT_BYTES),
+        (64, 80, 1104, 1384)
+    );
+    let records: Vec<String> = r.launched.iter().map(|a| r.name(a.record)).collect();
+    assert_eq!(records, ["p5+1104", "p8+1104"]);
 }
 
 #[test]
-fn completion_waits_on_both_slot_events_then_reads_timing_and_header_in_one_copy_before_the_verdict()
+fn completion_waits_on_the_boundary_reads_the_record_then_timing_and_header_in_one_copy_before_the_verdict()
  {
     let mut d = driver();
     d.submit(RunRequest::new()).unwrap().unwrap();
@@ -310,7 +378,7 @@ fn completion_waits_on_both_slot_events_then_reads_timing_and_header_in_one_copy
         calls(&mut d),
         [
             "synchronize_event e3",
-            "synchronize_event e4",
+            "memcpy_from_device p5+1104 280B",
             "memcpy_from_device p5+64 912B",
             "finalise r1 copy-back",
         ]
@@ -323,6 +391,58 @@ fn completion_waits_on_both_slot_events_then_reads_timing_and_header_in_one_copy
                 Some((900_000, 1_000_000))
             );
         }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_run_that_publishes_nothing_is_synchronized_and_a_device_code_poisons_it_without_a_status_read()
+{
+    let mut d = driver();
+    d.device_mut().silent.push(1);
+    d.device_mut().stream_sync_script = [Some(507_018)].into();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    calls(&mut d);
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    assert_eq!(
+        log[..3],
+        [
+            "synchronize_event e3",
+            "memcpy_from_device p5+1104 280B",
+            "synchronize_stream s1"
+        ],
+        "{log:?}"
+    );
+    assert!(!log.iter().any(|c| c == "memcpy_from_device p5+64 912B"));
+    match outcomes(&mut d).as_slice() {
+        [Outcome::Run(r)] => match r.verdict {
+            Verdict::Failed { cause } => {
+                assert_eq!(cause.code(), Some(507_018));
+                assert_eq!(cause.class(), lane_core::status_latch::Class::Poison);
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_run_that_publishes_nothing_on_clean_streams_fails_run_only_with_no_result_record() {
+    let mut d = driver();
+    d.device_mut().silent.push(1);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    assert!(log.iter().any(|c| c == "synchronize_stream s1"));
+    assert!(log.iter().any(|c| c == "synchronize_stream s2"));
+    match outcomes(&mut d).as_slice() {
+        [Outcome::Run(r)] => match r.verdict {
+            Verdict::Failed { cause } => {
+                assert_eq!(cause.failure, lane_core::status_latch::Failure::NoRecord);
+            }
+            other => panic!("{other:?}"),
+        },
         other => panic!("{other:?}"),
     }
 }
@@ -640,9 +760,11 @@ fn awaiting_executor() -> (LaneSteps, Executor<Recorder, Kernels>) {
 }
 
 #[test]
-fn a_completion_wait_hands_out_the_awaited_runs_events_aicpu_first_with_its_deadline_once() {
+fn a_completion_wait_hands_out_the_awaited_runs_boundary_record_epoch_and_pair_with_its_deadline_once()
+ {
     let (steps, mut executor) = awaiting_executor();
     let deadline = steps.deadline().expect("the run's deadline");
+    let launched = executor.device().launched[0];
     let wait = executor
         .completion_wait(Some(deadline))
         .unwrap()
@@ -650,16 +772,20 @@ fn a_completion_wait_hands_out_the_awaited_runs_events_aicpu_first_with_its_dead
     match wait {
         DeviceWait::Completion {
             run,
-            events,
+            boundary,
+            record,
+            epoch,
+            streams,
+            channel,
             deadline: bound,
             ..
         } => {
             assert_eq!(run, RunId(1));
-            assert_eq!(
-                events,
-                [EventHandle(3), EventHandle(4)],
-                "AICPU's event first"
-            );
+            assert_eq!(boundary, EventHandle(3), "the slot's first event");
+            assert_eq!((record, epoch), (launched.record, launched.epoch));
+            assert_ne!(epoch, 0);
+            assert_eq!(streams, [StreamHandle(1), StreamHandle(2)], "AICPU first");
+            assert_eq!(channel, VerdictChannel::Record);
             assert_eq!(bound, deadline);
         }
         other => panic!("expected a completion wait, got {other:?}"),
@@ -710,6 +836,12 @@ struct Scripted {
     /// How long each wait takes (ns of its clock).
     takes: u64,
     calls: Vec<String>,
+    /// What the record region holds (zeros: never published).
+    record: Option<[u8; RECORD_BYTES]>,
+    /// The record read's code, if it fails.
+    read_fails: Option<i32>,
+    /// What each stream synchronize returns, first first (`None`: 0).
+    stream_syncs: std::collections::VecDeque<Option<i32>>,
 }
 
 impl CompletionWaiter for Scripted {
@@ -734,6 +866,35 @@ impl CompletionWaiter for Scripted {
             .push(format!("synchronize_device {timeout_ms} ms"));
         Err(Recorder::code(507_046))
     }
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.calls
+            .push(format!("synchronize_stream s{} {timeout_ms} ms", stream.0));
+        self.now += self.takes;
+        self.stream_syncs
+            .pop_front()
+            .flatten()
+            .map_or(Ok(()), |raw| Err(Recorder::code(raw)))
+    }
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        self.calls
+            .push(format!("memcpy_from_device p{} {}B", src.0, dst.len()));
+        if let Some(raw) = self.read_fails {
+            return Err(Recorder::code(raw));
+        }
+        let record = self.record.unwrap_or([0; RECORD_BYTES]);
+        dst.copy_from_slice(&record[..dst.len()]);
+        Ok(())
+    }
+}
+
+/// The epoch of [`completion`]'s run.
+const EPOCH: u64 = 77;
+
+fn evidence(answer: &Wait) -> lane_core::status_latch::Evidence {
+    match answer {
+        Wait::Answered(lane_core::Event::Completed { evidence, .. }) => *evidence,
+        other => panic!("expected Completed, got {other:?}"),
+    }
 }
 
 fn completion(deadline_ns: u64) -> DeviceWait {
@@ -743,42 +904,141 @@ fn completion(deadline_ns: u64) -> DeviceWait {
             slot: SlotId(1),
             generation: lane_core::Generation(std::num::NonZeroU64::MIN),
         },
-        events: [EventHandle(10), EventHandle(11)],
+        boundary: EventHandle(10),
+        record: DevicePtr(0x500),
+        epoch: EPOCH,
+        streams: [StreamHandle(1), StreamHandle(2)],
+        channel: VerdictChannel::Record,
         deadline: Timestamp(deadline_ns),
     }
 }
 
 #[test]
-fn a_waiter_binds_then_waits_on_both_events_each_bounded_by_what_is_left_of_the_deadline() {
+fn a_waiter_waits_on_the_boundary_then_reads_the_record_and_a_published_ok_record_needs_no_synchronize()
+ {
     let mut waiter = Scripted {
         takes: 2_000_000,
+        record: Some(encode_record(EPOCH, &RecordWrite::Ok)),
         ..Scripted::default()
     };
     let answer = run_device_wait(&mut waiter, &completion(10_500_000));
-    assert!(
-        matches!(
-            answer,
-            Wait::Answered(lane_core::Event::Completed { run: RunId(4), .. })
-        ),
-        "{answer:?}"
+    assert_eq!(
+        evidence(&answer),
+        lane_core::status_latch::Evidence::PUBLISHED_OK
     );
     assert_eq!(
         waiter.calls,
         [
             "bind",
             "synchronize_event e10 11 ms",
-            "synchronize_event e11 9 ms"
+            "memcpy_from_device p1280 280B"
         ],
-        "rounded up, never past the deadline by more than the rounding"
+        "one event wait bounded by the deadline (rounded up), one record read, no stream synchronize"
     );
     assert!(!wait_failed(&answer));
+}
+
+#[test]
+fn a_record_of_another_epoch_is_never_published_and_the_waiter_synchronizes_aicpu_then_aicore() {
+    let mut waiter = Scripted {
+        takes: 2_000_000,
+        record: Some(encode_record(EPOCH - 1, &RecordWrite::Ok)),
+        stream_syncs: [None, Some(507_014)].into(),
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(&mut waiter, &completion(10_500_000));
+    let got = evidence(&answer);
+    assert_eq!(
+        got.record,
+        lane_core::status_latch::RecordRead::Read(
+            lane_core::status_latch::Record::NeverPublished { stamp: EPOCH - 1 }
+        )
+    );
+    assert_eq!(
+        got.device,
+        Some(lane_core::status_latch::DeviceVerdict::Fault(
+            Recorder::code(507_014)
+        ))
+    );
+    assert_eq!(
+        waiter.calls[3..],
+        ["synchronize_stream s1 9 ms", "synchronize_stream s2 7 ms"],
+        "AICPU first, each bounded by what is left"
+    );
+    assert!(
+        wait_failed(&answer),
+        "a device code's text is worth reading"
+    );
+}
+
+#[test]
+fn a_record_error_decides_without_a_synchronize_and_a_failed_read_synchronizes() {
+    let mut waiter = Scripted {
+        record: Some(encode_record(
+            EPOCH,
+            &RecordWrite::Error {
+                code: 1,
+                source: RecordSource::Header,
+                payload: &[],
+            },
+        )),
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
+    assert_eq!(evidence(&answer).device, None);
+    assert!(
+        !waiter
+            .calls
+            .iter()
+            .any(|c| c.starts_with("synchronize_stream"))
+    );
+    let mut failing = Scripted {
+        read_fails: Some(507_899),
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(&mut failing, &completion(5_000_000_000));
+    assert_eq!(
+        evidence(&answer).device,
+        Some(lane_core::status_latch::DeviceVerdict::Clean)
+    );
+    assert!(wait_failed(&answer));
+}
+
+#[test]
+fn the_stream_sync_channel_reads_no_record_and_synchronizes_every_run() {
+    let mut waiter = Scripted::default();
+    let mut wait = completion(5_000_000_000);
+    if let DeviceWait::Completion { channel, .. } = &mut wait {
+        *channel = VerdictChannel::StreamSync;
+    }
+    let answer = run_device_wait(&mut waiter, &wait);
+    assert_eq!(
+        evidence(&answer),
+        lane_core::status_latch::Evidence::SYNCHRONIZED_CLEAN
+    );
+    assert!(!waiter.calls.iter().any(|c| c.starts_with("memcpy")));
+}
+
+#[test]
+fn a_device_verdict_past_the_deadline_is_the_synchronize_timeout() {
+    let mut waiter = Scripted {
+        takes: 6_000_000,
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(&mut waiter, &completion(10_000_000));
+    assert_eq!(
+        evidence(&answer).device,
+        Some(lane_core::status_latch::DeviceVerdict::Fault(
+            Recorder::code(507_046)
+        ))
+    );
 }
 
 #[test]
 fn a_waiters_failed_call_or_timeout_is_the_runs_failed_wait_with_its_code() {
     for code in [507_015, 507_047] {
         let mut waiter = Scripted {
-            waits: [None, Some(code)].into(),
+            waits: [Some(code)].into(),
             ..Scripted::default()
         };
         let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));

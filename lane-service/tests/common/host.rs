@@ -3,22 +3,26 @@
 //! simulator (whose runner work is bound to its device), for the worker tests. Nothing here
 //! allocates per run.
 
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{AclCode, RecordWrite, encode_record};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DevicePtr, EventHandle, HostWorker, PrepareError,
     RunArgs, Runner,
 };
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// A device on which every run has completed by the time its events are waited for, with a
-/// clean status header (all zeros) and a plausible timing buffer.
+/// clean status header (all zeros), a plausible timing buffer, and the ok record its runner
+/// published ([`Instant0::publish`]).
 pub struct Instant0 {
     epoch: Instant,
+    /// Each record region's last published epoch, shared with the waiter (which reads it).
+    records: Records,
     next: u64,
     reads: u64,
     /// The status read with this number (from 1) fails with 507015 (an AICore exception: a
@@ -35,6 +39,7 @@ impl Instant0 {
     pub fn new() -> Self {
         Self {
             epoch: Instant::now(),
+            records: Records::default(),
             next: 0,
             reads: 0,
             fail_read: None,
@@ -47,7 +52,15 @@ impl Instant0 {
         self.next += 1;
         self.next << 16
     }
+
+    /// The runtime's device side publishing an ok record for the run stamped `epoch`.
+    pub fn publish(&self, record: DevicePtr, epoch: u64) {
+        self.records.lock().unwrap().insert(record.0, epoch);
+    }
 }
+
+/// Record region address to the epoch last published there.
+type Records = Arc<Mutex<BTreeMap<u64, u64>>>;
 
 impl Device for Instant0 {
     fn now(&mut self) -> Timestamp {
@@ -78,6 +91,13 @@ impl Device for Instant0 {
         Ok(())
     }
     fn synchronize_event(&mut self, _event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn synchronize_stream(
+        &mut self,
+        _stream: StreamHandle,
+        _timeout_ms: i32,
+    ) -> Result<(), AclCode> {
         Ok(())
     }
     fn destroy_event(&mut self, _event: EventHandle) -> Result<(), AclCode> {
@@ -111,6 +131,7 @@ impl Device for Instant0 {
         }
         Ok(Box::new(Instant0Waiter {
             epoch: self.epoch,
+            records: Arc::clone(&self.records),
             stuck: self.stuck_wait.take(),
         }))
     }
@@ -120,6 +141,7 @@ impl Device for Instant0 {
 /// wait got stuck, if it does).
 pub struct Instant0Waiter {
     epoch: Instant,
+    records: Records,
     stuck: Option<Duration>,
 }
 
@@ -134,6 +156,24 @@ impl CompletionWaiter for Instant0Waiter {
         Ok(())
     }
     fn synchronize_device(&mut self, _timeout_ms: i32) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn synchronize_stream(
+        &mut self,
+        _stream: StreamHandle,
+        _timeout_ms: i32,
+    ) -> Result<(), AclCode> {
+        Ok(())
+    }
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        // Only the record is read here: the ok record its runner published, else zeros.
+        let published = self.records.lock().unwrap().get(&src.0).copied();
+        dst.fill(0);
+        if let Some(epoch) = published {
+            let bytes = encode_record(epoch, &RecordWrite::Ok);
+            let len = dst.len().min(bytes.len());
+            dst[..len].copy_from_slice(&bytes[..len]);
+        }
         Ok(())
     }
 }
@@ -179,10 +219,11 @@ impl Runner<Instant0> for HostRunner {
     }
     fn launch_aicpu(
         &mut self,
-        _device: &mut Instant0,
+        device: &mut Instant0,
         _stream: StreamHandle,
-        _args: &RunArgs,
+        args: &RunArgs,
     ) -> Result<(), AclCode> {
+        device.publish(args.record, args.epoch);
         Ok(())
     }
     fn finalise_run(

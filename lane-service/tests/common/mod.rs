@@ -123,6 +123,9 @@ impl Device for Stalling {
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.inner.synchronize_event(event, timeout_ms)
     }
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.inner.synchronize_stream(stream, timeout_ms)
+    }
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
         self.inner.destroy_event(event)
     }
@@ -163,6 +166,12 @@ impl CompletionWaiter for StallingWaiter {
     }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
         self.inner.synchronize_device(timeout_ms)
+    }
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.inner.synchronize_stream(stream, timeout_ms)
+    }
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        self.inner.memcpy_from_device(dst, src)
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         let stall = std::mem::replace(&mut *self.stall.lock().unwrap(), Stall::None);
