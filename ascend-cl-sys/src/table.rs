@@ -51,8 +51,17 @@ macro_rules! for_each_acl_function {
             /// a never-recorded event returns 0 at once. Any thread bound to the event's device
             /// may wait on it (the lane's completion waiter does, while the lane thread records
             /// other events), after the record in a known order (ascend-cl.md §2.4), and never
-            /// while the event is destroyed; a force reset ends the wait with an error.
+            /// while the event is destroyed; a force reset ends the wait with an error. Completion
+            /// is not the verdict: an event recorded after a faulted, killed or fatal-status
+            /// kernel completes with 0 once the kernel exited (device-truth.md §1).
             fn aclrtSynchronizeEventWithTimeout(event: $crate::AclrtEvent, timeout_ms: i32) -> $crate::AclError;
+            /// `aclrtSynchronizeStreamWithTimeout(stream, ms)`: waits for every task submitted
+            /// to `stream` so far, then returns the stream's sticky code (0 if none): the only
+            /// call that materializes a device fault (device-truth.md §1). `ms == 0` is refused
+            /// with 107000; -1 waits forever; 507046 on timeout. Afterwards
+            /// `aclrtPeekAtLastError` / `aclrtGetLastError` report the code on the calling
+            /// thread. Any thread bound to the stream's device may call it.
+            fn aclrtSynchronizeStreamWithTimeout(stream: $crate::AclrtStream, timeout_ms: i32) -> $crate::AclError;
             /// `aclrtDestroyEvent(event)`: non-blocking.
             fn aclrtDestroyEvent(event: $crate::AclrtEvent) -> $crate::AclError;
             /// `aclrtStreamWaitEvent(stream, event)`: async; tasks submitted to `stream` after it

@@ -71,6 +71,10 @@ pub const ACL_EVENT_RECORDED_STATUS_NOT_READY: i32 = 0;
 /// `ACL_EVENT_RECORDED_STATUS_COMPLETE` (also before the first record).
 pub const ACL_EVENT_RECORDED_STATUS_COMPLETE: i32 = 1;
 
+/// `ACL_RT_THREAD_LEVEL`: the `level` of `aclrtPeekAtLastError` / `aclrtGetLastError`
+/// (the calling thread's last error).
+pub const ACL_RT_THREAD_LEVEL: i32 = 0;
+
 /// `ACL_MEM_MALLOC_HUGE_FIRST`.
 pub const ACL_MEM_MALLOC_HUGE_FIRST: i32 = 0;
 

@@ -247,6 +247,7 @@ fn the_table_binds_the_minimal_surface_and_the_probe_calls() {
         "aclrtFreeHost",
         "aclrtMemcpyAsync",
         "aclrtStreamWaitEvent",
+        "aclrtSynchronizeStreamWithTimeout",
     ];
     let mut bound = ascend_cl_sys::SYMBOLS.to_vec();
     bound.sort_unstable();
