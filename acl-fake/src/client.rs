@@ -301,6 +301,19 @@ impl Control {
         })
     }
 
+    /// `runlanefake_set_semantics` with a raw switch and value (for a test of the refusal of
+    /// unknown ones; [`Control::set_semantics`] cannot make them).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] with 107000 for an unknown switch or value.
+    pub fn set_semantics_raw(&self, switch: u32, value: u32) -> Result<(), ControlError> {
+        // SAFETY: plain values.
+        check("runlanefake_set_semantics", unsafe {
+            (self.functions.runlanefake_set_semantics)(switch, value)
+        })
+    }
+
     /// `aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL)` on the calling thread: its last error,
     /// not cleared.
     #[must_use]

@@ -374,6 +374,9 @@ pub(crate) struct Semantics {
     pub(crate) op_timeout_code_on: u32,
     /// `LEGACY_EVENT_FAULTS` = 1: event waits return the fault, nothing runs after it.
     pub(crate) legacy_event_faults: bool,
+    /// `LATCH_FAULTS_STREAM` = 1: an AICPU kernel ending [`Outcome::Latch`] returns a fatal
+    /// status, leaving 507018 sticky on its stream.
+    pub(crate) latch_faults_stream: bool,
 }
 
 impl Semantics {
@@ -382,6 +385,7 @@ impl Semantics {
         refuse_enqueue_after_fault: false,
         op_timeout_code_on: OP_TIMEOUT_CODE_ON_OWN_STREAM,
         legacy_event_faults: false,
+        latch_faults_stream: true,
     };
 }
 
@@ -425,6 +429,9 @@ pub(crate) enum Ending {
     Fault(AclError),
     /// Killed by the op timeout.
     Killed(AclError),
+    /// Exited cleanly with a fatal status (an AICPU latch): its record is published, and the
+    /// code is sticky on its stream.
+    Fatal(AclError),
 }
 
 #[derive(Clone, Copy)]
@@ -881,7 +888,7 @@ fn settle_kernel(
 ) -> Result<(), AclError> {
     let result = match ending {
         Ending::Clean => Ok(()),
-        Ending::Fault(code) => Err(code),
+        Ending::Fault(code) | Ending::Fatal(code) => Err(code),
         Ending::Killed(code) => {
             let mode = state.semantics.op_timeout_code_on;
             let partner = (mode != OP_TIMEOUT_CODE_ON_OWN_STREAM)
@@ -904,7 +911,7 @@ fn settle_kernel(
             }
         }
     };
-    state.end_kernel(kernel, matches!(ending, Ending::Clean));
+    state.end_kernel(kernel, matches!(ending, Ending::Clean | Ending::Fatal(_)));
     result
 }
 
@@ -1048,6 +1055,14 @@ fn run_kernel<'a>(
                 None => Ending::Fault(exception_code(kernel.engine)),
             }
         }
+        other => other,
+    };
+    // A latched AICPU kernel returns a fatal status: 507018 on its stream (device-truth §1).
+    let fatal = kernel.outcome == Outcome::Latch
+        && kernel.engine == ENGINE_AICPU
+        && state.semantics.latch_faults_stream;
+    let ending = match ending {
+        Ending::Clean if fatal => Ending::Fatal(ACL_ERROR_RT_AICPU_EXCEPTION),
         other => other,
     };
     (state, Some(ending))

@@ -90,7 +90,9 @@ pub enum Outcome {
     Exception = 1,
     /// Hangs until the op timeout, then 507014 (AICore) or 507017 (AICPU).
     Hang = 2,
-    /// Succeeds, writing the rule's bytes (a latched runtime code) as its status header.
+    /// Runs its duration and writes the rule's bytes (a latched runtime code) as its status
+    /// header; on AICPU it then returns a fatal status: 507018 sticky on its stream
+    /// ([`SWITCH_LATCH_FAULTS_STREAM`]), its events still complete.
     Latch = 3,
     /// Runs its duration, writes its timing and status header like [`Outcome::Ok`], exits
     /// cleanly (no sticky code) but publishes no result record: a run that did not complete
@@ -142,6 +144,12 @@ pub const OP_TIMEOUT_CODE_ON_BOTH_STREAMS: u32 = 2;
 /// returns the sticky code unrun. Set it before creating streams. Values 0 (off, default), 1.
 pub const SWITCH_LEGACY_EVENT_FAULTS: u32 = 2;
 
+/// `runlanefake_set_semantics` switch: whether an AICPU kernel that ends [`Outcome::Latch`]
+/// returns a fatal status, leaving 507018 sticky on its stream as a latched `SCOPE_DEADLOCK`
+/// does on a2a3 (device-truth §1): 1 (default), or 0 (it exits clean; the fake's earlier
+/// latch). Its header and record are written either way, and its events complete.
+pub const SWITCH_LATCH_FAULTS_STREAM: u32 = 3;
+
 /// The fake's semantic switches (`runlanefake_set_semantics`), where the hardware's
 /// behaviour is not known: each value is one plausible behaviour. `runlanefake_reset`
 /// restores every default; a force reset keeps them.
@@ -153,6 +161,8 @@ pub enum Semantics {
     OpTimeoutCodeOn(OpTimeoutCodeOn),
     /// [`SWITCH_LEGACY_EVENT_FAULTS`]: `true` is the old, unreal behaviour.
     LegacyEventFaults(bool),
+    /// [`SWITCH_LATCH_FAULTS_STREAM`]: `true` (default) leaves 507018 on the stream.
+    LatchFaultsStream(bool),
 }
 
 impl Semantics {
@@ -163,6 +173,7 @@ impl Semantics {
             Self::EnqueueAfterFault(v) => (SWITCH_ENQUEUE_AFTER_FAULT, v as u32),
             Self::OpTimeoutCodeOn(v) => (SWITCH_OP_TIMEOUT_CODE_ON, v as u32),
             Self::LegacyEventFaults(v) => (SWITCH_LEGACY_EVENT_FAULTS, v as u32),
+            Self::LatchFaultsStream(v) => (SWITCH_LATCH_FAULTS_STREAM, v as u32),
         }
     }
 }
@@ -501,7 +512,8 @@ macro_rules! for_each_control_function {
             /// is stamped with `epoch`.
             fn runlanefake_launch_run(stream: AclrtStream, engine: u32, duration_ns: u64, outcome: u32, timing: *mut c_void, header: *mut c_void, header_bytes: *const u8, header_len: usize, handshake: *mut c_void, record: *mut c_void, epoch: u64) -> AclError;
             /// Set semantic switch `switch` ([`SWITCH_ENQUEUE_AFTER_FAULT`],
-            /// [`SWITCH_OP_TIMEOUT_CODE_ON`], [`SWITCH_LEGACY_EVENT_FAULTS`]) to `value` on every
+            /// [`SWITCH_OP_TIMEOUT_CODE_ON`], [`SWITCH_LEGACY_EVENT_FAULTS`],
+            /// [`SWITCH_LATCH_FAULTS_STREAM`]) to `value` on every
             /// device (served or not); an unknown switch or value is 107000.
             fn runlanefake_set_semantics(switch: u32, value: u32) -> AclError;
             /// `runlanefake_set_semantics` on device `device_id` only (107001 out of range).
@@ -756,6 +768,7 @@ mod control {
                 | OP_TIMEOUT_CODE_ON_BOTH_STREAMS,
             ) => semantics.op_timeout_code_on = value,
             (SWITCH_LEGACY_EVENT_FAULTS, 0 | 1) => semantics.legacy_event_faults = value == 1,
+            (SWITCH_LATCH_FAULTS_STREAM, 0 | 1) => semantics.latch_faults_stream = value == 1,
             _ => return Err(ACL_ERROR_RT_PARAM_INVALID),
         }
         Ok(())
