@@ -928,7 +928,7 @@ fn contribution(kernel: &Kernel, clean: bool, aicpu_rule: bool) -> Contribution 
 
 /// A latch's record: the header decoded by the layout whose size is its length (896
 /// tensormap_and_ringbuffer, 256 host_build_graph). A latched code gives an error record
-/// (source: the header; payload: tensormap_and_ringbuffer's error tail, bytes 784..848 [I],
+/// (source: the header; payload: tensormap_and_ringbuffer's error tail, bytes 784..848 \[I\],
 /// host_build_graph none); a clean header an ok record; any other length nothing.
 fn latch_contribution(header: &[u8]) -> Contribution {
     let Some(layout) = HeaderLayout::ALL
@@ -1058,9 +1058,11 @@ fn run_kernel<'a>(
         other => other,
     };
     // A latched AICPU kernel returns a fatal status: 507018 on its stream (device-truth §1).
+    // The legacy switch keeps the old clean latch too.
     let fatal = kernel.outcome == Outcome::Latch
         && kernel.engine == ENGINE_AICPU
-        && state.semantics.latch_faults_stream;
+        && state.semantics.latch_faults_stream
+        && !state.semantics.legacy_event_faults;
     let ending = match ending {
         Ending::Clean if fatal => Ending::Fatal(ACL_ERROR_RT_AICPU_EXCEPTION),
         other => other,

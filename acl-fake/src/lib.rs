@@ -25,9 +25,21 @@
 //! last force reset; a handle is unique across devices and never reused, and one of another
 //! device is refused (a live stream of another device 107003, any other unknown stream or
 //! event 107017, an address not allocated on this device 107000: the codes ACL gives for a
-//! stream outside the current context, a bad handle and a bad address \[I\]); a never-recorded
-//! event synchronises as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its
-//! wait expires; a faulted stream's error is sticky and nothing more runs on it; a force
+//! stream outside the current context, a bad handle and a bad address \[I\]); a NULL stream
+//! or event handle, or a NULL `actualTimeout`, is 100000; a never-recorded event synchronises
+//! as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its wait expires.
+//! Completion is not the verdict (device-truth §1): an event recorded after a faulted,
+//! op-timeout-killed or fatal-status (latched AICPU) kernel completes, its wait returns 0 and
+//! its query says complete, once the kernel exited. A failed task's code is sticky on its
+//! stream until the stream is destroyed or its device force-reset, and the stream runs the
+//! next task (continue-on-failure). Only `aclrtSynchronizeStreamWithTimeout` reports it: it
+//! waits for every task submitted so far and returns the sticky code (107000 for a zero
+//! timeout, 507046 when it expires), which then becomes the calling thread's last error
+//! (`aclrtPeekAtLastError`, `aclrtGetLastError`, exported beside the table; 0 until such a
+//! synchronize). A run's two kernels (`runlanefake_launch_run`) publish its 280-byte result
+//! record, stamped with its epoch, when both have ended cleanly (device-truth §2, §3).
+//! `aclrtStreamWaitEvent` on an event without `ACL_EVENT_SYNC` is 207000;
+//! `aclrtSetOpExecuteTimeOutV2(0)` is the maximum: no kernel is killed. A force
 //! reset of device `id` kills that device's streams, events, device and pinned host
 //! allocations and unbinds only the threads bound to it (each must call `aclrtSetDevice`
 //! again, else 107002), and wakes that device's waiters with an error (the event is gone:
@@ -46,8 +58,12 @@
 //!
 //! Differences from real ACL, on purpose: `aclInit` is not required before other calls (the
 //! embedding runtime owns it); there is one context per device generation, with no explicit
-//! contexts; `aclrtSynchronizeDeviceWithTimeout` returns the first faulted stream's code
-//! after the drain; `aclrtSetOpExecuteTimeOutV2` sets the calling thread's current device's
+//! contexts and no default (NULL) stream; `aclrtSynchronizeDeviceWithTimeout` returns the
+//! first faulted stream's code after the drain; only the stream synchronize sets a thread's
+//! last error \[I\]; there is no stream query call; where the hardware is not known, each
+//! plausible behaviour is a switch ([`Semantics`]: a refused enqueue after a fault, where an
+//! op-timeout kill leaves its code, whether a latch faults its stream), and the old unreal
+//! fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch; `aclrtSetOpExecuteTimeOutV2` sets the calling thread's current device's
 //! timeout (107002 unbound) \[I\]; memory of one device is never reachable from another (no
 //! peer access); every device reads one host monotonic clock.
 
@@ -140,8 +156,10 @@ pub const OP_TIMEOUT_CODE_ON_BOTH_STREAMS: u32 = 2;
 
 /// `runlanefake_set_semantics` switch: 1 restores the fake's OLD, unreal behaviour, never
 /// the default: an event wait or query on work behind a faulted task returns the fault's
-/// code, a stream stops running tasks after a fault, and a pageable async copy behind one
-/// returns the sticky code unrun. Set it before creating streams. Values 0 (off, default), 1.
+/// code, a stream stops running tasks after a fault, a pageable async copy behind one
+/// returns the sticky code unrun, and a latch exits clean (as with
+/// [`SWITCH_LATCH_FAULTS_STREAM`] 0). Set it before creating streams. Values 0 (off,
+/// default), 1.
 pub const SWITCH_LEGACY_EVENT_FAULTS: u32 = 2;
 
 /// `runlanefake_set_semantics` switch: whether an AICPU kernel that ends [`Outcome::Latch`]
@@ -236,7 +254,7 @@ pub struct FakeCounters {
     pub async_copies: u64,
     /// `aclrtStreamWaitEvent` enqueues.
     pub stream_waits: u64,
-    /// Kernels queued by `runlanefake_launch`.
+    /// Kernels queued by `runlanefake_launch` and `runlanefake_launch_run`.
     pub launches: u64,
     /// AICPU kernels queued onto a stream whose previous kernel had not finished: runs
     /// launched while their predecessor was still on the device (a queued launch).
@@ -358,7 +376,7 @@ fn last_error(clear: bool) -> AclError {
 }
 
 /// `aclrtPeekAtLastError` / `aclrtGetLastError`: 107000 for a level other than
-/// `ACL_RT_THREAD_LEVEL` [I]; no panic crosses (500000).
+/// `ACL_RT_THREAD_LEVEL` \[I\]; no panic crosses (500000).
 fn last_error_call(level: i32, clear: bool) -> AclError {
     if level != ACL_RT_THREAD_LEVEL {
         return ACL_ERROR_RT_PARAM_INVALID;
@@ -368,7 +386,7 @@ fn last_error_call(level: i32, clear: bool) -> AclError {
 
 /// `aclrtPeekAtLastError(level)`: the calling thread's last error, not cleared. 0 for a
 /// device fault until a stream synchronize (`aclrtSynchronizeStreamWithTimeout`)
-/// materialized it on this thread (device-truth §1); only that call sets it here [I].
+/// materialized it on this thread (device-truth §1); only that call sets it here \[I\].
 ///
 /// Exported by the fake beside the table (the lane does not bind it, so a CANN without it
 /// still loads).
@@ -530,17 +548,17 @@ macro_rules! for_each_control_function {
             /// `runlanefake_fault_kernel_on` device 0.
             fn runlanefake_fault_kernel(outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
             /// End launches on device `device_id` and `engine` ([`ENGINE_ANY`] for all) with
-            /// `outcome`: after `skip` launches, the next `count`. A [`Outcome::Latch`] writes
-            /// `header_bytes` (the caller encodes a status header with a latched code) as the
-            /// status header.
+            /// `outcome` (any [`Outcome`], [`Outcome::Silent`] included): after `skip`
+            /// launches, the next `count`. A [`Outcome::Latch`] writes `header_bytes` (the
+            /// caller encodes a status header with a latched code) as the status header.
             fn runlanefake_fault_kernel_on(device_id: i32, outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
             /// `runlanefake_fault_copy_on` device 0.
             fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError;
             /// Fail async copies (`aclrtMemcpyAsync`) on device `device_id`'s streams: after
             /// `skip` copies, the next `count` are enqueued as usual but end with `code` when
-            /// the stream reaches them (no byte lands, the stream's error is sticky, an event
-            /// recorded after them reports `code`). A failed enqueue is
-            /// `runlanefake_fail_call_on`'s.
+            /// the stream reaches them (no byte lands, `code` is sticky on the stream and its
+            /// synchronize reports it; an event recorded after them completes). A failed
+            /// enqueue is `runlanefake_fail_call_on`'s.
             fn runlanefake_fault_copy_on(device_id: i32, code: AclError, skip: u32, count: u32) -> AclError;
             /// `runlanefake_clear_faults_on` device 0.
             fn runlanefake_clear_faults() -> AclError;
