@@ -4,10 +4,10 @@ use core::ffi::{c_char, c_void};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
-use ascend_cl_sys::types::{ACL_SUCCESS, AclError, AclrtStream};
+use ascend_cl_sys::types::{ACL_RT_THREAD_LEVEL, ACL_SUCCESS, AclError, AclrtStream};
 use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
 
-use crate::{CDYLIB_FILE_NAME, FakeCounters, MAX_DEVICES, Outcome};
+use crate::{CDYLIB_FILE_NAME, ENGINE_AICORE, FakeCounters, MAX_DEVICES, Outcome, Semantics};
 
 /// Why the fake's control surface is unusable or refused a request.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +82,84 @@ macro_rules! control_table {
 
 for_each_control_function!(control_table);
 
+/// The fake's extra ACL exports beside the table (`aclrtPeekAtLastError`,
+/// `aclrtGetLastError`).
+struct LastError {
+    peek: unsafe extern "C" fn(i32) -> AclError,
+    get: unsafe extern "C" fn(i32) -> AclError,
+}
+
+impl LastError {
+    fn resolve(library: &Library, path: &Path) -> Result<Self, ControlError> {
+        let symbol = |name: &str| {
+            // SAFETY: both exports are `extern "C" fn(i32) -> aclError` in this crate.
+            let symbol =
+                unsafe { library.get::<unsafe extern "C" fn(i32) -> AclError>(name.as_bytes()) };
+            symbol.map(|s| *s).map_err(|e| ControlError::Load {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })
+        };
+        Ok(Self {
+            peek: symbol("aclrtPeekAtLastError")?,
+            get: symbol("aclrtGetLastError")?,
+        })
+    }
+}
+
+/// One kernel for [`Control::launch_run`]: `runlanefake_launch_run`'s arguments. The
+/// pointers are keys into the fake's tables (device addresses, the handshake address), never
+/// dereferenced by the caller's side.
+#[derive(Clone, Copy, Debug)]
+pub struct RunKernel<'a> {
+    /// A stream of the calling thread's current device.
+    pub stream: AclrtStream,
+    /// [`ENGINE_AICORE`](crate::ENGINE_AICORE) or [`ENGINE_AICPU`](crate::ENGINE_AICPU).
+    pub engine: u32,
+    /// How long it runs.
+    pub duration: std::time::Duration,
+    /// How it ends (kernel fault rules may change it).
+    pub outcome: Outcome,
+    /// 16 bytes of device memory for its start and end, or NULL.
+    pub timing: *mut c_void,
+    /// Device memory for its status header, or NULL.
+    pub header: *mut c_void,
+    /// The status header it writes on a clean exit.
+    pub header_bytes: &'a [u8],
+    /// The run's handshake address, shared by its two kernels (NULL: a kernel alone).
+    pub handshake: *mut c_void,
+    /// 280 bytes of device memory for the run's result record (given with the AICPU
+    /// kernel), or NULL.
+    pub record: *mut c_void,
+    /// The run's epoch (non-zero with a record).
+    pub epoch: u64,
+}
+
+impl<'a> RunKernel<'a> {
+    /// An [`Outcome::Ok`] kernel on `stream` and `engine`, no duration, no buffers, no run.
+    #[must_use]
+    pub const fn new(stream: AclrtStream, engine: u32) -> Self {
+        Self {
+            stream,
+            engine,
+            duration: std::time::Duration::ZERO,
+            outcome: Outcome::Ok,
+            timing: std::ptr::null_mut(),
+            header: std::ptr::null_mut(),
+            header_bytes: &[],
+            handshake: std::ptr::null_mut(),
+            record: std::ptr::null_mut(),
+            epoch: 0,
+        }
+    }
+}
+
+impl Default for RunKernel<'_> {
+    fn default() -> Self {
+        Self::new(std::ptr::null_mut(), ENGINE_AICORE)
+    }
+}
+
 /// The fake's control surface, resolved from the cdylib the test also loads through
 /// ascend-cl-sys (`dlopen` of the same path returns the same library, so both see the same
 /// devices).
@@ -90,6 +168,7 @@ for_each_control_function!(control_table);
 /// devices); [`Control::device`] gives the same methods for any device.
 pub struct Control {
     functions: Functions,
+    last_error: LastError,
     _library: Library,
 }
 
@@ -122,8 +201,10 @@ impl Control {
                 message: e.to_string(),
             })?;
         let functions = Functions::resolve(&library, path)?;
+        let last_error = LastError::resolve(&library, path)?;
         Ok(Self {
             functions,
+            last_error,
             _library: library,
         })
     }
@@ -176,6 +257,90 @@ impl Control {
             )
         };
         check("runlanefake_launch", code)
+    }
+
+    /// `runlanefake_launch_run`: queue one kernel of a run (its record published when both
+    /// of the run's kernels have ended, by the rules of `runlanefake_launch_run`).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] with the launch's ACL code (as [`Control::launch`]; 107000
+    /// also for a bad record range, a record with epoch 0, or a second kernel of one engine
+    /// in a run; 100000 a NULL stream; 507899 a refused enqueue).
+    pub fn launch_run(&self, kernel: &RunKernel<'_>) -> Result<(), ControlError> {
+        let duration_ns = u64::try_from(kernel.duration.as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: `header_bytes` is a live slice of `len` bytes; the rest are only keys.
+        let code = unsafe {
+            (self.functions.runlanefake_launch_run)(
+                kernel.stream,
+                kernel.engine,
+                duration_ns,
+                kernel.outcome as u32,
+                kernel.timing,
+                kernel.header,
+                kernel.header_bytes.as_ptr(),
+                kernel.header_bytes.len(),
+                kernel.handshake,
+                kernel.record,
+                kernel.epoch,
+            )
+        };
+        check("runlanefake_launch_run", code)
+    }
+
+    /// `runlanefake_set_semantics`: one switch, on every device.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn set_semantics(&self, semantics: Semantics) -> Result<(), ControlError> {
+        let (switch, value) = semantics.raw();
+        // SAFETY: plain values.
+        check("runlanefake_set_semantics", unsafe {
+            (self.functions.runlanefake_set_semantics)(switch, value)
+        })
+    }
+
+    /// `runlanefake_set_semantics` with a raw switch and value (for a test of the refusal of
+    /// unknown ones; [`Control::set_semantics`] cannot make them).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] with 107000 for an unknown switch or value.
+    pub fn set_semantics_raw(&self, switch: u32, value: u32) -> Result<(), ControlError> {
+        // SAFETY: plain values.
+        check("runlanefake_set_semantics", unsafe {
+            (self.functions.runlanefake_set_semantics)(switch, value)
+        })
+    }
+
+    /// `aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL)` on the calling thread: its last error,
+    /// not cleared.
+    #[must_use]
+    pub fn peek_at_last_error(&self) -> AclError {
+        // SAFETY: a plain value.
+        unsafe { (self.last_error.peek)(ACL_RT_THREAD_LEVEL) }
+    }
+
+    /// `aclrtGetLastError(ACL_RT_THREAD_LEVEL)` on the calling thread: its last error,
+    /// cleared.
+    #[must_use]
+    pub fn get_last_error(&self) -> AclError {
+        // SAFETY: a plain value.
+        unsafe { (self.last_error.get)(ACL_RT_THREAD_LEVEL) }
+    }
+
+    /// `aclrtPeekAtLastError(level)` / `aclrtGetLastError(level)` with any level (`clear`
+    /// picks Get): 107000 for a level other than `ACL_RT_THREAD_LEVEL`.
+    #[must_use]
+    pub fn last_error_at(&self, level: i32, clear: bool) -> AclError {
+        let call = if clear {
+            self.last_error.get
+        } else {
+            self.last_error.peek
+        };
+        // SAFETY: a plain value.
+        unsafe { call(level) }
     }
 
     /// Device `device_id`'s view: its fault rules and counters (any id below
@@ -419,6 +584,19 @@ impl DeviceControl<'_> {
         // SAFETY: plain value.
         check("runlanefake_clear_faults_on", unsafe {
             (self.control.functions.runlanefake_clear_faults_on)(self.device_id)
+        })
+    }
+
+    /// `runlanefake_set_semantics_on`: one switch, on this device only.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] for a bad device id.
+    pub fn set_semantics(&self, semantics: Semantics) -> Result<(), ControlError> {
+        let (switch, value) = semantics.raw();
+        // SAFETY: plain values.
+        check("runlanefake_set_semantics_on", unsafe {
+            (self.control.functions.runlanefake_set_semantics_on)(self.device_id, switch, value)
         })
     }
 

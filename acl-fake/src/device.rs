@@ -21,13 +21,19 @@ use std::time::{Duration, Instant};
 
 use ascend_cl_sys::types::*;
 
+use status_latch::{HeaderLayout, RECORD_BYTES, RecordSource, RecordWrite};
+
 use crate::{
     DEFAULT_DEVICE_COUNT, ENGINE_AICORE, ENGINE_AICPU, ENGINE_ANY, FakeCounters, MAX_DEVICES,
-    Outcome,
+    OP_TIMEOUT_CODE_ON_BOTH_STREAMS, OP_TIMEOUT_CODE_ON_OWN_STREAM,
+    OP_TIMEOUT_CODE_ON_PARTNER_STREAM, Outcome,
 };
 
 /// The device op timeout before `aclrtSetOpExecuteTimeOutV2` (ascend-cl.md §2.6: 1091 s).
 pub(crate) const DEFAULT_OP_TIMEOUT_US: u64 = 1_091_000_000;
+/// The op timeout `aclrtSetOpExecuteTimeOutV2(0)` sets: the maximum, never fires
+/// (device-truth §6).
+pub(crate) const NEVER_OP_TIMEOUT_US: u64 = u64::MAX;
 /// The SoC name the probe reports until a test chooses another.
 pub(crate) const DEFAULT_SOC_NAME: &str = "Ascend910B1";
 
@@ -301,6 +307,14 @@ pub(crate) struct Event {
 }
 
 pub(crate) struct Kernel {
+    /// The run this kernel belongs to (`runlanefake_launch_run` with a non-NULL handshake),
+    /// or `None`: a kernel alone.
+    pub(crate) run: Option<RunKey>,
+    /// Device address of the run's 280-byte result record (only the AICPU kernel's counts
+    /// in a run), or 0: publish nothing.
+    pub(crate) record: usize,
+    /// The run's epoch, stamped into its record.
+    pub(crate) epoch: u64,
     pub(crate) engine: u32,
     pub(crate) duration: Duration,
     pub(crate) outcome: Outcome,
@@ -318,14 +332,106 @@ pub(crate) struct Stream {
     pub(crate) running: bool,
     /// Kernels queued or running on this stream (a launch behind one is a queued launch).
     pub(crate) kernels_out: u64,
-    /// Sticky: once set, nothing more runs on this stream.
+    /// Sticky: the first failed task's code, kept until the stream is destroyed or its
+    /// device force-reset. Later tasks still run (continue-on-failure, device-truth §1),
+    /// except under the legacy switch, where nothing more runs.
     pub(crate) error: Option<AclError>,
+    /// Tasks taken off the queue so far (the index of the running task).
+    pub(crate) popped: u64,
+    /// Tasks whose own result a caller waits for (a pageable `aclrtMemcpyAsync`): task index
+    /// to `None` while pending, then its code (0 success).
+    pub(crate) watched: BTreeMap<u64, Option<AclError>>,
 }
 
 impl Stream {
-    fn idle(&self) -> bool {
-        self.error.is_some() || (self.queue.is_empty() && !self.running)
+    /// A new, empty, healthy stream.
+    pub(crate) fn new() -> Self {
+        Self {
+            queue: VecDeque::new(),
+            submitted: 0,
+            completed: 0,
+            running: false,
+            kernels_out: 0,
+            error: None,
+            popped: 0,
+            watched: BTreeMap::new(),
+        }
     }
+
+    /// Nothing left to run: drained, or (legacy) halted by a fault.
+    fn idle(&self, legacy: bool) -> bool {
+        (legacy && self.error.is_some()) || (self.queue.is_empty() && !self.running)
+    }
+}
+
+/// The switches of [`crate::Semantics`], as one device keeps them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Semantics {
+    /// `ENQUEUE_AFTER_FAULT` = 1: an enqueue on a stream holding a sticky code is refused
+    /// with 507899.
+    pub(crate) refuse_enqueue_after_fault: bool,
+    /// `OP_TIMEOUT_CODE_ON`: 0 own stream, 1 partner stream, 2 both.
+    pub(crate) op_timeout_code_on: u32,
+    /// `LEGACY_EVENT_FAULTS` = 1: event waits return the fault, nothing runs after it.
+    pub(crate) legacy_event_faults: bool,
+    /// `LATCH_FAULTS_STREAM` = 1: an AICPU kernel ending [`Outcome::Latch`] returns a fatal
+    /// status, leaving 507018 sticky on its stream.
+    pub(crate) latch_faults_stream: bool,
+}
+
+impl Semantics {
+    /// What a real device does (device-truth §1).
+    pub(crate) const DEFAULT: Self = Self {
+        refuse_enqueue_after_fault: false,
+        op_timeout_code_on: OP_TIMEOUT_CODE_ON_OWN_STREAM,
+        legacy_event_faults: false,
+        latch_faults_stream: true,
+    };
+}
+
+/// The two kernels of one run share a handshake address and an epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct RunKey {
+    pub(crate) handshake: usize,
+    pub(crate) epoch: u64,
+}
+
+/// One run's kernels (at most one per engine) and where its record goes.
+pub(crate) struct Run {
+    kernels: Vec<RunKernel>,
+    /// The AICPU kernel's record address (0: none given yet, or none).
+    record: usize,
+}
+
+struct RunKernel {
+    engine: u32,
+    stream: u64,
+    /// What its ending lets the run publish; `None` while it runs.
+    end: Option<Contribution>,
+}
+
+/// What one kernel's ending lets its run publish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Contribution {
+    /// Nothing: a fault, a kill, a silent exit, an undecodable latch.
+    Blocks,
+    /// An ok record.
+    Ok,
+    /// An error record with the latched runtime code and the header's error tail.
+    Error { code: i32, payload: Vec<u8> },
+}
+
+/// How a kernel ended.
+pub(crate) enum Ending {
+    /// Exited cleanly (Ok, Latch, Silent), header written.
+    Clean,
+    /// A device exception (or a header freed under it).
+    Fault(AclError),
+    /// Killed by the op timeout.
+    Killed(AclError),
+    /// Exited cleanly with a fatal status (an AICPU latch): its record is published, and the
+    /// code is sticky on its stream.
+    Fatal(AclError),
 }
 
 #[derive(Clone, Copy)]
@@ -381,7 +487,12 @@ pub(crate) struct Allocation {
 /// One device's state: its context generation, op timeout, streams, events, allocations,
 /// fault rules and counters.
 pub(crate) struct State {
+    /// The op timeout; [`NEVER_OP_TIMEOUT_US`]: never.
     pub(crate) op_timeout_us: u64,
+    /// The semantic switches (`runlanefake_set_semantics`).
+    pub(crate) semantics: Semantics,
+    /// Runs with a kernel launched whose record is not settled yet.
+    pub(crate) runs: BTreeMap<RunKey, Run>,
     /// Context generation: bumped by every force reset of this device.
     pub(crate) generation: u64,
     pub(crate) streams: BTreeMap<u64, Stream>,
@@ -399,6 +510,8 @@ impl State {
     const fn new(generation: u64) -> Self {
         Self {
             op_timeout_us: DEFAULT_OP_TIMEOUT_US,
+            semantics: Semantics::DEFAULT,
+            runs: BTreeMap::new(),
             generation,
             streams: BTreeMap::new(),
             events: BTreeMap::new(),
@@ -414,7 +527,7 @@ impl State {
 
     /// `aclrtResetDeviceForce` on this device: every stream, event, device and pinned host
     /// allocation killed (and counted as reclaimed), a new context generation. Fault rules,
-    /// the op timeout and the counters stay.
+    /// the op timeout, the semantic switches and the counters stay.
     pub(crate) fn force_reset(&mut self) {
         let c = &mut self.counters;
         c.force_resets += 1;
@@ -521,8 +634,13 @@ impl State {
             Capture::Aborted => EventState::Failed(ACL_ERROR_RT_STREAM_ABORT),
             Capture::Pending { stream, upto } => match self.streams.get(&stream) {
                 None => EventState::Failed(ACL_ERROR_RT_STREAM_ABORT),
+                // Every finished task counts, failed or not: completion does not propagate a
+                // failed predecessor (device-truth §1).
                 Some(s) if s.completed >= upto => EventState::Complete,
-                Some(s) => s.error.map_or(EventState::NotReady, EventState::Failed),
+                Some(s) if self.semantics.legacy_event_faults => {
+                    s.error.map_or(EventState::NotReady, EventState::Failed)
+                }
+                Some(_) => EventState::NotReady,
             },
         }
     }
@@ -533,10 +651,15 @@ impl State {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
+        // A run with a kernel on this stream can no longer publish.
+        self.runs
+            .retain(|_, run| run.kernels.iter().all(|k| k.stream != id));
+        let legacy = self.semantics.legacy_event_faults;
         for event in self.events.values_mut() {
             if let Capture::Pending { stream: s, upto } = event.capture {
                 if s == id {
-                    event.capture = if stream.completed >= upto && stream.error.is_none() {
+                    let clean = !legacy || stream.error.is_none();
+                    event.capture = if stream.completed >= upto && clean {
                         Capture::Complete
                     } else {
                         Capture::Aborted
@@ -546,9 +669,10 @@ impl State {
         }
     }
 
-    /// Every stream idle (or faulted).
+    /// Every stream idle (or, legacy, halted by a fault).
     pub(crate) fn all_idle(&self) -> bool {
-        self.streams.values().all(Stream::idle)
+        let legacy = self.semantics.legacy_event_faults;
+        self.streams.values().all(|s| s.idle(legacy))
     }
 
     pub(crate) fn first_stream_error(&self) -> Option<AclError> {
@@ -556,11 +680,121 @@ impl State {
     }
 
     pub(crate) fn stream_idle(&self, id: u64) -> Option<bool> {
-        self.streams.get(&id).map(Stream::idle)
+        let legacy = self.semantics.legacy_event_faults;
+        self.streams.get(&id).map(|s| s.idle(legacy))
     }
 
-    pub(crate) fn op_timeout(&self) -> Duration {
-        Duration::from_micros(self.op_timeout_us)
+    /// Whether an enqueue on stream `id` is refused (`ENQUEUE_AFTER_FAULT` = 1 and the stream
+    /// holds a sticky code).
+    pub(crate) fn refuses_enqueue(&self, id: u64) -> bool {
+        self.semantics.refuse_enqueue_after_fault
+            && self.streams.get(&id).is_some_and(|s| s.error.is_some())
+    }
+
+    /// The op timeout; `None`: never (`aclrtSetOpExecuteTimeOutV2(0)`).
+    pub(crate) fn op_timeout(&self) -> Option<Duration> {
+        (self.op_timeout_us != NEVER_OP_TIMEOUT_US)
+            .then(|| Duration::from_micros(self.op_timeout_us))
+    }
+
+    /// Whether a kernel of `engine` may join run `key` (107000 when the run already has one
+    /// on that engine).
+    pub(crate) fn check_run(&self, key: RunKey, engine: u32) -> Result<(), AclError> {
+        let taken = self
+            .runs
+            .get(&key)
+            .is_some_and(|run| run.kernels.iter().any(|k| k.engine == engine));
+        if taken {
+            Err(ACL_ERROR_RT_PARAM_INVALID)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Registers a launched kernel with its run (checked by [`State::check_run`]).
+    pub(crate) fn join_run(&mut self, kernel: &Kernel, stream: u64) {
+        let Some(key) = kernel.run else {
+            return;
+        };
+        let run = self.runs.entry(key).or_insert_with(|| Run {
+            kernels: Vec::new(),
+            record: 0,
+        });
+        if kernel.engine == ENGINE_AICPU {
+            run.record = kernel.record;
+        }
+        run.kernels.push(RunKernel {
+            engine: kernel.engine,
+            stream,
+            end: None,
+        });
+    }
+
+    /// The stream of the other kernel of `kernel`'s run, if one was launched and its stream
+    /// is alive.
+    fn partner_stream(&self, kernel: &Kernel, own: u64) -> Option<u64> {
+        let run = self.runs.get(&kernel.run?)?;
+        run.kernels
+            .iter()
+            .find(|k| k.engine != kernel.engine)
+            .map(|k| k.stream)
+            .filter(|stream| *stream != own && self.streams.contains_key(stream))
+    }
+
+    /// Settles a kernel's ending on its run, publishing the run's record when this kernel is
+    /// the run's last to end (before its task completes, so an event recorded after it sees
+    /// the record).
+    fn end_kernel(&mut self, kernel: &Kernel, clean: bool) {
+        let Some(key) = kernel.run else {
+            // A kernel alone: its own ending decides, by the AICPU rule.
+            if kernel.record != 0 {
+                let contribution = contribution(kernel, clean, true);
+                self.publish(kernel.record, kernel.epoch, &contribution);
+            }
+            return;
+        };
+        let Some(run) = self.runs.get_mut(&key) else {
+            return;
+        };
+        if let Some(k) = run.kernels.iter_mut().find(|k| k.engine == kernel.engine) {
+            k.end = Some(contribution(kernel, clean, kernel.engine == ENGINE_AICPU));
+        }
+        let both_ended = run.kernels.len() == 2 && run.kernels.iter().all(|k| k.end.is_some());
+        if !both_ended {
+            return;
+        }
+        let Some(run) = self.runs.remove(&key) else {
+            return;
+        };
+        let end_of = |engine| {
+            run.kernels
+                .iter()
+                .find(|k| k.engine == engine)
+                .and_then(|k| k.end.clone())
+        };
+        if end_of(ENGINE_AICORE) == Some(Contribution::Ok) && run.record != 0 {
+            if let Some(aicpu) = end_of(ENGINE_AICPU) {
+                self.publish(run.record, key.epoch, &aicpu);
+            }
+        }
+    }
+
+    /// Writes a record stamped `epoch` at `record`, when the contribution publishes one and
+    /// the region is still allocated (it was checked at launch; one freed since gets nothing).
+    fn publish(&mut self, record: usize, epoch: u64, contribution: &Contribution) {
+        let write = match contribution {
+            Contribution::Blocks => return,
+            Contribution::Ok => RecordWrite::Ok,
+            Contribution::Error { code, payload } => RecordWrite::Error {
+                code: *code,
+                source: RecordSource::Header,
+                payload,
+            },
+        };
+        let bytes = status_latch::encode_record(epoch, &write);
+        if let Some(region) = self.device_bytes(record, RECORD_BYTES) {
+            region.copy_from_slice(&bytes);
+        }
     }
 
     pub(crate) fn refresh_live_counts(&mut self) {
@@ -580,25 +814,29 @@ pub(crate) fn spawn_worker(device: &'static Device, id: u64) -> std::io::Result<
 }
 
 /// Runs stream `id`'s tasks in order until the stream is destroyed (or its device reset).
+/// A failed task leaves its code sticky on the stream and the next task runs
+/// (continue-on-failure, device-truth §1); under the legacy switch nothing more runs.
 fn worker(device: &'static Device, id: u64) {
     let mut state = device.lock();
     loop {
-        let task = match state.streams.get_mut(&id) {
+        let legacy = state.semantics.legacy_event_faults;
+        let (task, index) = match state.streams.get_mut(&id) {
             None => return,
-            Some(stream) if stream.error.is_none() => match stream.queue.pop_front() {
+            Some(stream) if legacy && stream.error.is_some() => {
+                state = device.wait(state, None).0;
+                continue;
+            }
+            Some(stream) => match stream.queue.pop_front() {
                 Some(task) => {
                     stream.running = true;
-                    task
+                    stream.popped += 1;
+                    (task, stream.popped)
                 }
                 None => {
                     state = device.wait(state, None).0;
                     continue;
                 }
             },
-            Some(_) => {
-                state = device.wait(state, None).0;
-                continue;
-            }
         };
         let kernel = matches!(task, Task::Kernel(_));
         let (guard, result) = match task {
@@ -606,13 +844,18 @@ fn worker(device: &'static Device, id: u64) {
                 let result = run_copy(&mut state, &task);
                 (state, Some(result))
             }
-            Task::Kernel(kernel) => run_kernel(device, state, id, &kernel),
+            Task::Kernel(kernel) => {
+                let (mut guard, ending) = run_kernel(device, state, id, &kernel);
+                let result = ending.map(|ending| settle_kernel(&mut guard, id, &kernel, ending));
+                (guard, result)
+            }
             Task::Wait(capture) => wait_for(device, state, id, capture),
         };
         state = guard;
         let Some(result) = result else {
             return;
         };
+        let legacy = state.semantics.legacy_event_faults;
         let Some(stream) = state.streams.get_mut(&id) else {
             return;
         };
@@ -620,11 +863,95 @@ fn worker(device: &'static Device, id: u64) {
         if kernel {
             stream.kernels_out = stream.kernels_out.saturating_sub(1);
         }
+        if let Some(slot) = stream.watched.get_mut(&index) {
+            *slot = Some(result.err().unwrap_or(ACL_SUCCESS));
+        }
         match result {
             Ok(()) => stream.completed += 1,
-            Err(code) => stream.error = Some(code),
+            Err(code) if legacy => stream.error = Some(code),
+            Err(code) => {
+                stream.completed += 1;
+                stream.error.get_or_insert(code);
+            }
         }
         device.notify();
+    }
+}
+
+/// A kernel's ending as its own stream's task result, with the op-timeout code placed by
+/// the `OP_TIMEOUT_CODE_ON` switch and the run's record settled.
+fn settle_kernel(
+    state: &mut State,
+    id: u64,
+    kernel: &Kernel,
+    ending: Ending,
+) -> Result<(), AclError> {
+    let result = match ending {
+        Ending::Clean => Ok(()),
+        Ending::Fault(code) | Ending::Fatal(code) => Err(code),
+        Ending::Killed(code) => {
+            let mode = state.semantics.op_timeout_code_on;
+            let partner = (mode != OP_TIMEOUT_CODE_ON_OWN_STREAM)
+                .then(|| state.partner_stream(kernel, id))
+                .flatten();
+            match partner {
+                // No partner (a kernel alone, or its sibling not launched): its own stream.
+                None => Err(code),
+                Some(partner) => {
+                    if let Some(p) = state.streams.get_mut(&partner) {
+                        p.error.get_or_insert(code);
+                    }
+                    if mode == OP_TIMEOUT_CODE_ON_PARTNER_STREAM {
+                        Ok(())
+                    } else {
+                        debug_assert_eq!(mode, OP_TIMEOUT_CODE_ON_BOTH_STREAMS);
+                        Err(code)
+                    }
+                }
+            }
+        }
+    };
+    state.end_kernel(kernel, matches!(ending, Ending::Clean | Ending::Fatal(_)));
+    result
+}
+
+/// What a kernel's ending lets its run publish: nothing unless it exited cleanly; by the
+/// AICPU rule (`aicpu_rule`), an ok record for Ok and the latched code for Latch; by the
+/// AICore rule, "ok" only for Ok.
+fn contribution(kernel: &Kernel, clean: bool, aicpu_rule: bool) -> Contribution {
+    match (clean, kernel.outcome) {
+        (true, Outcome::Ok) => Contribution::Ok,
+        (true, Outcome::Latch) if aicpu_rule => latch_contribution(&kernel.header_bytes),
+        _ => Contribution::Blocks,
+    }
+}
+
+/// A latch's record: the header decoded by the layout whose size is its length (896
+/// tensormap_and_ringbuffer, 256 host_build_graph). A latched code gives an error record
+/// (source: the header; payload: tensormap_and_ringbuffer's error tail, bytes 784..848 \[I\],
+/// host_build_graph none); a clean header an ok record; any other length nothing.
+fn latch_contribution(header: &[u8]) -> Contribution {
+    let Some(layout) = HeaderLayout::ALL
+        .into_iter()
+        .find(|layout| layout.size() == header.len())
+    else {
+        return Contribution::Blocks;
+    };
+    let Ok(status) = status_latch::decode(layout, header) else {
+        return Contribution::Blocks;
+    };
+    match status.latched() {
+        None => Contribution::Ok,
+        Some(latch) => {
+            let payload = match layout {
+                HeaderLayout::TensormapAndRingbuffer => header.get(784..848).unwrap_or(&[]),
+                HeaderLayout::HostBuildGraph => &[],
+            };
+            Contribution::Error {
+                code: latch.code.value(),
+                payload: payload.to_vec(),
+            }
+        }
     }
 }
 
@@ -678,7 +1005,7 @@ fn run_kernel<'a>(
     mut state: MutexGuard<'a, State>,
     id: u64,
     kernel: &Kernel,
-) -> (MutexGuard<'a, State>, Option<Result<(), AclError>>) {
+) -> (MutexGuard<'a, State>, Option<Ending>) {
     let start = device_now_ns();
     if kernel.timing != 0 {
         if let Some(bytes) = state.device_bytes(kernel.timing, 8) {
@@ -686,18 +1013,23 @@ fn run_kernel<'a>(
         }
     }
     let op_timeout = state.op_timeout();
-    let (duration, result) = match kernel.outcome {
-        Outcome::Hang => (op_timeout, Err(timeout_code(kernel.engine))),
-        _ if kernel.duration > op_timeout => (op_timeout, Err(timeout_code(kernel.engine))),
-        Outcome::Exception => (kernel.duration, Err(exception_code(kernel.engine))),
-        Outcome::Ok | Outcome::Latch => (kernel.duration, Ok(())),
+    let killed = Ending::Killed(timeout_code(kernel.engine));
+    // `None`: runs until its stream is destroyed (a hang with no op timeout).
+    let (duration, ending) = match kernel.outcome {
+        Outcome::Hang => (op_timeout, killed),
+        _ if op_timeout.is_some_and(|limit| kernel.duration > limit) => (op_timeout, killed),
+        Outcome::Exception => (
+            Some(kernel.duration),
+            Ending::Fault(exception_code(kernel.engine)),
+        ),
+        Outcome::Ok | Outcome::Latch | Outcome::Silent => (Some(kernel.duration), Ending::Clean),
     };
-    let deadline = Instant::now() + duration;
+    let deadline = duration.and_then(|d| Instant::now().checked_add(d));
     loop {
         if !state.streams.contains_key(&id) {
             return (state, None);
         }
-        let (guard, expired) = device.wait(state, Some(deadline));
+        let (guard, expired) = device.wait(state, deadline);
         state = guard;
         if expired {
             break;
@@ -712,18 +1044,30 @@ fn run_kernel<'a>(
             bytes.copy_from_slice(&end.to_le_bytes());
         }
     }
-    let result = result.and_then(|()| {
-        if kernel.header == 0 || kernel.header_bytes.is_empty() {
-            return Ok(());
+    let ending = match ending {
+        Ending::Clean if kernel.header != 0 && !kernel.header_bytes.is_empty() => {
+            // The header was checked at launch; an allocation freed since is a bad address.
+            match state.device_bytes(kernel.header, kernel.header_bytes.len()) {
+                Some(bytes) => {
+                    bytes.copy_from_slice(&kernel.header_bytes);
+                    Ending::Clean
+                }
+                None => Ending::Fault(exception_code(kernel.engine)),
+            }
         }
-        // The header was checked at launch; an allocation freed since is a bad address.
-        let bytes = state
-            .device_bytes(kernel.header, kernel.header_bytes.len())
-            .ok_or_else(|| exception_code(kernel.engine))?;
-        bytes.copy_from_slice(&kernel.header_bytes);
-        Ok(())
-    });
-    (state, Some(result))
+        other => other,
+    };
+    // A latched AICPU kernel returns a fatal status: 507018 on its stream (device-truth §1).
+    // The legacy switch keeps the old clean latch too.
+    let fatal = kernel.outcome == Outcome::Latch
+        && kernel.engine == ENGINE_AICPU
+        && state.semantics.latch_faults_stream
+        && !state.semantics.legacy_event_faults;
+    let ending = match ending {
+        Ending::Clean if fatal => Ending::Fatal(ACL_ERROR_RT_AICPU_EXCEPTION),
+        other => other,
+    };
+    (state, Some(ending))
 }
 
 fn timeout_code(engine: u32) -> AclError {

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use ascend_cl_sys::types::*;
 
 use crate::device::{
-    Allocation, AsyncCopy, Capture, DEFAULT_SOC_NAME, Device, Event, EventState, SocName, State,
-    Stream, Task, bind_current_thread, check_copy, copy, current, device_count, host_side,
-    missing_stream, new_handle, process, served, spawn_worker,
+    Allocation, AsyncCopy, Capture, DEFAULT_SOC_NAME, Device, Event, EventState,
+    NEVER_OP_TIMEOUT_US, SocName, State, Stream, Task, bind_current_thread, check_copy, copy,
+    current, device_count, host_side, missing_stream, new_handle, process, served, spawn_worker,
 };
 
 /// Writes `value` through a caller's out-pointer, 100000 for NULL.
@@ -32,6 +32,15 @@ unsafe fn write_out<T>(out: *mut T, value: T) -> Result<(), AclError> {
 
 fn code(result: Result<(), AclError>) -> AclError {
     result.err().unwrap_or(ACL_SUCCESS)
+}
+
+/// A stream or event handle: 100000 for NULL (device-truth §6), else its table key.
+fn handle(raw: *mut c_void) -> Result<u64, AclError> {
+    if raw.is_null() {
+        Err(ACL_ERROR_INVALID_PARAM)
+    } else {
+        Ok(raw as u64)
+    }
 }
 
 /// A timeout argument: -1 forever, > 0 milliseconds, anything else 107000.
@@ -147,13 +156,17 @@ pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(
         Ok(bound) => bound,
         Err(code) => return code,
     };
-    if timeout_us == 0 {
-        return ACL_ERROR_RT_PARAM_INVALID;
-    }
-    state.op_timeout_us = timeout_us;
+    // A NULL `actualTimeout` is 100000 and sets nothing (device-truth §6).
     if actual_timeout_us.is_null() {
-        return ACL_SUCCESS;
+        return ACL_ERROR_INVALID_PARAM;
     }
+    // 0 is the maximum: never times out (device-truth §6); the fake reports it as u64::MAX [I].
+    let timeout_us = if timeout_us == 0 {
+        NEVER_OP_TIMEOUT_US
+    } else {
+        timeout_us
+    };
+    state.op_timeout_us = timeout_us;
     // SAFETY: non-NULL out-pointer from the caller, valid for a u64 write.
     code(unsafe { write_out(actual_timeout_us, timeout_us) })
 }
@@ -171,17 +184,7 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
         return ACL_ERROR_INVALID_PARAM;
     }
     let id = new_handle(device.id());
-    state.streams.insert(
-        id,
-        Stream {
-            queue: Default::default(),
-            submitted: 0,
-            completed: 0,
-            running: false,
-            kernels_out: 0,
-            error: None,
-        },
-    );
+    state.streams.insert(id, Stream::new());
     let worker = match spawn_worker(device, id) {
         Ok(worker) => worker,
         Err(_) => {
@@ -202,7 +205,10 @@ fn destroy_stream(stream: AclrtStream, wait: bool) -> AclError {
         Ok(bound) => bound,
         Err(code) => return code,
     };
-    let id = stream as u64;
+    let id = match handle(stream) {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
     // Healthy teardown waits for the queued work (a hang ends at the op timeout).
     while wait && state.stream_idle(id) == Some(false) {
         state = device.wait(state, None).0;
@@ -257,18 +263,24 @@ pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) ->
         Ok(bound) => bound,
         Err(code) => return code,
     };
-    let Some(upto) = state.streams.get(&(stream as u64)).map(|s| s.submitted) else {
+    let (event, stream) = match handle(event).and_then(|e| Ok((e, handle(stream)?))) {
+        Ok(handles) => handles,
+        Err(code) => return code,
+    };
+    let Some(upto) = state.streams.get(&stream).map(|s| s.submitted) else {
         drop(state);
-        return missing_stream(device, stream as u64);
+        return missing_stream(device, stream);
     };
     // An event of another device is not one of this context's handles: 107017 [I].
-    let Some(event) = state.events.get_mut(&(event as u64)) else {
+    if !state.events.contains_key(&event) {
         return ACL_ERROR_RT_INVALID_HANDLE;
-    };
-    event.capture = Capture::Pending {
-        stream: stream as u64,
-        upto,
-    };
+    }
+    if state.refuses_enqueue(stream) {
+        return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
+    }
+    if let Some(event) = state.events.get_mut(&event) {
+        event.capture = Capture::Pending { stream, upto };
+    }
     ACL_SUCCESS
 }
 
@@ -277,8 +289,11 @@ pub(crate) unsafe fn aclrtQueryEventStatus(event: AclrtEvent, status: *mut i32) 
         Ok(bound) => bound,
         Err(code) => return code,
     };
-
-    let Some(capture) = state.events.get(&(event as u64)).map(|e| e.capture) else {
+    let event = match handle(event) {
+        Ok(event) => event,
+        Err(code) => return code,
+    };
+    let Some(capture) = state.events.get(&event).map(|e| e.capture) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
     let value = match state.event_state(capture) {
@@ -302,6 +317,9 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
         Ok(deadline) => deadline,
         Err(code) => return code,
     };
+    if event.is_null() {
+        return ACL_ERROR_INVALID_PARAM;
+    }
     loop {
         // Gone: destroyed, or killed by a force reset of this device while this thread
         // waited (the reset wakes it).
@@ -335,18 +353,27 @@ pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent
         Ok(bound) => bound,
         Err(code) => return code,
     };
-
-    let Some(event) = state.events.get(&(event as u64)) else {
+    let (stream, event) = match handle(stream).and_then(|s| Ok((s, handle(event)?))) {
+        Ok(handles) => handles,
+        Err(code) => return code,
+    };
+    let Some(event) = state.events.get(&event) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
-    // ascend-cl.md §2.4: a cross-stream wait needs ACL_EVENT_SYNC; the refusal's code is [I].
+    // A cross-stream wait needs ACL_EVENT_SYNC: 207000 without it (device-truth §6).
     if !event.sync {
-        return ACL_ERROR_RT_PARAM_INVALID;
+        return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
     }
     let capture = event.capture;
-    let Some(s) = state.streams.get_mut(&(stream as u64)) else {
+    if !state.streams.contains_key(&stream) {
         drop(state);
-        return missing_stream(device, stream as u64);
+        return missing_stream(device, stream);
+    }
+    if state.refuses_enqueue(stream) {
+        return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
+    }
+    let Some(s) = state.streams.get_mut(&stream) else {
+        return ACL_ERROR_RT_INVALID_HANDLE;
     };
     s.queue.push_back(Task::Wait(capture));
     s.submitted += 1;
@@ -361,6 +388,9 @@ pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
         Ok(bound) => bound,
         Err(code) => return code,
     };
+    if event.is_null() {
+        return ACL_ERROR_INVALID_PARAM;
+    }
     if state.events.remove(&(event as u64)).is_none() {
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
@@ -510,10 +540,16 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
         Ok(bound) => bound,
         Err(code) => return code,
     };
-    let id = stream as u64;
+    let id = match handle(stream) {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
     if !state.streams.contains_key(&id) {
         drop(state);
         return missing_stream(device, id);
+    }
+    if state.refuses_enqueue(id) {
+        return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
     }
     let host = host_side(kind, dst as usize, src as usize);
     let pinned = host.is_some_and(|address| state.pinned(address, count));
@@ -533,22 +569,87 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
     }));
     s.submitted += 1;
     let index = s.submitted;
+    if pageable {
+        s.watched.insert(index, None);
+    }
     device.notify();
     if !pageable {
         return ACL_SUCCESS;
     }
     // Pageable host memory: ordered on the stream, but the call returns only after the copy
-    // ran (ascend-cl.md §2.5), so the caller's buffer is alive while the worker uses it.
+    // ran (ascend-cl.md §2.5), so the caller's buffer is alive while the worker uses it. It
+    // returns the copy's own code (the stream's earlier faults do not stop it); under the
+    // legacy switch a faulted stream never reaches the copy, and the sticky code returns.
     loop {
-        match state.streams.get(&id) {
-            None => return ACL_ERROR_RT_STREAM_ABORT,
-            Some(s) if s.completed >= index => return ACL_SUCCESS,
-            Some(s) => {
-                if let Some(code) = s.error {
-                    return code;
-                }
+        let legacy = state.semantics.legacy_event_faults;
+        let Some(s) = state.streams.get_mut(&id) else {
+            return ACL_ERROR_RT_STREAM_ABORT;
+        };
+        if let Some(&Some(code)) = s.watched.get(&index) {
+            s.watched.remove(&index);
+            return code;
+        }
+        if legacy {
+            if let Some(code) = s.error {
+                s.watched.remove(&index);
+                return code;
             }
         }
         state = device.wait(state, None).0;
+    }
+}
+
+/// Waits for every task submitted to `stream` so far, then returns its sticky code (0 if
+/// none): the call that materializes a device fault (device-truth §1). The calling thread's
+/// last error becomes any code it returns.
+pub(crate) unsafe fn aclrtSynchronizeStreamWithTimeout(
+    stream: AclrtStream,
+    timeout_ms: i32,
+) -> AclError {
+    let result = synchronize_stream(stream, timeout_ms);
+    if result != ACL_SUCCESS {
+        crate::set_last_error(result);
+    }
+    result
+}
+
+fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
+    let (device, mut state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
+    // A zero timeout is refused (device-truth §1): no non-blocking form.
+    let deadline = match deadline(timeout_ms) {
+        Ok(deadline) => deadline,
+        Err(code) => return code,
+    };
+    let id = match handle(stream) {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
+    let Some(upto) = state.streams.get(&id).map(|s| s.submitted) else {
+        drop(state);
+        return missing_stream(device, id);
+    };
+    loop {
+        let legacy = state.semantics.legacy_event_faults;
+        // Gone meanwhile: destroyed, or killed by a force reset (which wakes this wait).
+        let Some(s) = state.streams.get(&id) else {
+            return ACL_ERROR_RT_INVALID_HANDLE;
+        };
+        if s.completed >= upto || (legacy && s.error.is_some()) {
+            return s.error.unwrap_or(ACL_SUCCESS);
+        }
+        let (guard, expired) = device.wait(state, deadline);
+        state = guard;
+        if expired {
+            let done = state
+                .streams
+                .get(&id)
+                .is_none_or(|s| s.completed >= upto || (legacy && s.error.is_some()));
+            if !done {
+                return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+            }
+        }
     }
 }

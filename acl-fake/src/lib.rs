@@ -25,9 +25,21 @@
 //! last force reset; a handle is unique across devices and never reused, and one of another
 //! device is refused (a live stream of another device 107003, any other unknown stream or
 //! event 107017, an address not allocated on this device 107000: the codes ACL gives for a
-//! stream outside the current context, a bad handle and a bad address \[I\]); a never-recorded
-//! event synchronises as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its
-//! wait expires; a faulted stream's error is sticky and nothing more runs on it; a force
+//! stream outside the current context, a bad handle and a bad address \[I\]); a NULL stream
+//! or event handle, or a NULL `actualTimeout`, is 100000; a never-recorded event synchronises
+//! as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its wait expires.
+//! Completion is not the verdict (device-truth §1): an event recorded after a faulted,
+//! op-timeout-killed or fatal-status (latched AICPU) kernel completes, its wait returns 0 and
+//! its query says complete, once the kernel exited. A failed task's code is sticky on its
+//! stream until the stream is destroyed or its device force-reset, and the stream runs the
+//! next task (continue-on-failure). Only `aclrtSynchronizeStreamWithTimeout` reports it: it
+//! waits for every task submitted so far and returns the sticky code (107000 for a zero
+//! timeout, 507046 when it expires), which then becomes the calling thread's last error
+//! (`aclrtPeekAtLastError`, `aclrtGetLastError`, exported beside the table; 0 until such a
+//! synchronize). A run's two kernels (`runlanefake_launch_run`) publish its 280-byte result
+//! record, stamped with its epoch, when both have ended cleanly (device-truth §2, §3).
+//! `aclrtStreamWaitEvent` on an event without `ACL_EVENT_SYNC` is 207000;
+//! `aclrtSetOpExecuteTimeOutV2(0)` is the maximum: no kernel is killed. A force
 //! reset of device `id` kills that device's streams, events, device and pinned host
 //! allocations and unbinds only the threads bound to it (each must call `aclrtSetDevice`
 //! again, else 107002), and wakes that device's waiters with an error (the event is gone:
@@ -46,15 +58,20 @@
 //!
 //! Differences from real ACL, on purpose: `aclInit` is not required before other calls (the
 //! embedding runtime owns it); there is one context per device generation, with no explicit
-//! contexts; `aclrtSynchronizeDeviceWithTimeout` returns the first faulted stream's code
-//! after the drain; `aclrtSetOpExecuteTimeOutV2` sets the calling thread's current device's
+//! contexts and no default (NULL) stream; `aclrtSynchronizeDeviceWithTimeout` returns the
+//! first faulted stream's code after the drain; only the stream synchronize sets a thread's
+//! last error \[I\]; there is no stream query call; where the hardware is not known, each
+//! plausible behaviour is a switch ([`Semantics`]: a refused enqueue after a fault, where an
+//! op-timeout kill leaves its code, whether a latch faults its stream), and the old unreal
+//! fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch; `aclrtSetOpExecuteTimeOutV2` sets the calling thread's current device's
 //! timeout (107002 unbound) \[I\]; memory of one device is never reachable from another (no
 //! peer access); every device reads one host monotonic clock.
 
 use core::ffi::{c_char, c_void};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ascend_cl_sys::types::*;
 
@@ -89,16 +106,118 @@ pub enum Outcome {
     Exception = 1,
     /// Hangs until the op timeout, then 507014 (AICore) or 507017 (AICPU).
     Hang = 2,
-    /// Succeeds, writing the rule's bytes (a latched runtime code) as its status header.
+    /// Runs its duration and writes the rule's bytes (a latched runtime code) as its status
+    /// header; on AICPU it then returns a fatal status: 507018 sticky on its stream
+    /// ([`SWITCH_LATCH_FAULTS_STREAM`]), its events still complete.
     Latch = 3,
+    /// Runs its duration, writes its timing and status header like [`Outcome::Ok`], exits
+    /// cleanly (no sticky code) but publishes no result record: a run that did not complete
+    /// its normal path while its streams stay clean.
+    Silent = 4,
 }
 
 impl Outcome {
     fn from_raw(raw: u32) -> Option<Self> {
-        [Self::Ok, Self::Exception, Self::Hang, Self::Latch]
-            .into_iter()
-            .find(|o| *o as u32 == raw)
+        [
+            Self::Ok,
+            Self::Exception,
+            Self::Hang,
+            Self::Latch,
+            Self::Silent,
+        ]
+        .into_iter()
+        .find(|o| *o as u32 == raw)
     }
+}
+
+/// `runlanefake_set_semantics` switch: a later enqueue (kernel launch, event record, stream
+/// wait, async copy) on a stream that holds a sticky code. Values
+/// [`ENQUEUE_AFTER_FAULT_ACCEPTED`] (default) and [`ENQUEUE_AFTER_FAULT_REFUSED`].
+pub const SWITCH_ENQUEUE_AFTER_FAULT: u32 = 0;
+/// The enqueue is accepted and the task runs (default).
+pub const ENQUEUE_AFTER_FAULT_ACCEPTED: u32 = 0;
+/// The enqueue is refused with 507899 (a later enqueue on the runner has failed early,
+/// device-truth §1).
+pub const ENQUEUE_AFTER_FAULT_REFUSED: u32 = 1;
+
+/// `runlanefake_set_semantics` switch: where a kernel killed by the op timeout leaves its
+/// code (507014 AICore, 507017 AICPU). The partner is the stream of the other kernel of the
+/// same run (`runlanefake_launch_run`: same handshake and epoch). A kernel with no partner
+/// (launched alone, its sibling not launched yet, or its stream gone) always leaves it on its
+/// own stream. Values [`OP_TIMEOUT_CODE_ON_OWN_STREAM`] (default),
+/// [`OP_TIMEOUT_CODE_ON_PARTNER_STREAM`], [`OP_TIMEOUT_CODE_ON_BOTH_STREAMS`].
+pub const SWITCH_OP_TIMEOUT_CODE_ON: u32 = 1;
+/// The killed kernel's own stream only (default).
+pub const OP_TIMEOUT_CODE_ON_OWN_STREAM: u32 = 0;
+/// The partner stream only: the killed kernel's own stream stays clean.
+pub const OP_TIMEOUT_CODE_ON_PARTNER_STREAM: u32 = 1;
+/// Both streams.
+pub const OP_TIMEOUT_CODE_ON_BOTH_STREAMS: u32 = 2;
+
+/// `runlanefake_set_semantics` switch: 1 restores the fake's OLD, unreal behaviour, never
+/// the default: an event wait or query on work behind a faulted task returns the fault's
+/// code, a stream stops running tasks after a fault, a pageable async copy behind one
+/// returns the sticky code unrun, and a latch exits clean (as with
+/// [`SWITCH_LATCH_FAULTS_STREAM`] 0). Set it before creating streams. Values 0 (off,
+/// default), 1.
+pub const SWITCH_LEGACY_EVENT_FAULTS: u32 = 2;
+
+/// `runlanefake_set_semantics` switch: whether an AICPU kernel that ends [`Outcome::Latch`]
+/// returns a fatal status, leaving 507018 sticky on its stream as a latched `SCOPE_DEADLOCK`
+/// does on a2a3 (device-truth §1): 1 (default), or 0 (it exits clean; the fake's earlier
+/// latch). Its header and record are written either way, and its events complete.
+pub const SWITCH_LATCH_FAULTS_STREAM: u32 = 3;
+
+/// The fake's semantic switches (`runlanefake_set_semantics`), where the hardware's
+/// behaviour is not known: each value is one plausible behaviour. `runlanefake_reset`
+/// restores every default; a force reset keeps them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Semantics {
+    /// [`SWITCH_ENQUEUE_AFTER_FAULT`].
+    EnqueueAfterFault(EnqueueAfterFault),
+    /// [`SWITCH_OP_TIMEOUT_CODE_ON`].
+    OpTimeoutCodeOn(OpTimeoutCodeOn),
+    /// [`SWITCH_LEGACY_EVENT_FAULTS`]: `true` is the old, unreal behaviour.
+    LegacyEventFaults(bool),
+    /// [`SWITCH_LATCH_FAULTS_STREAM`]: `true` (default) leaves 507018 on the stream.
+    LatchFaultsStream(bool),
+}
+
+impl Semantics {
+    /// The (switch, value) pair `runlanefake_set_semantics` takes.
+    #[must_use]
+    pub const fn raw(self) -> (u32, u32) {
+        match self {
+            Self::EnqueueAfterFault(v) => (SWITCH_ENQUEUE_AFTER_FAULT, v as u32),
+            Self::OpTimeoutCodeOn(v) => (SWITCH_OP_TIMEOUT_CODE_ON, v as u32),
+            Self::LegacyEventFaults(v) => (SWITCH_LEGACY_EVENT_FAULTS, v as u32),
+            Self::LatchFaultsStream(v) => (SWITCH_LATCH_FAULTS_STREAM, v as u32),
+        }
+    }
+}
+
+/// [`SWITCH_ENQUEUE_AFTER_FAULT`]'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u32)]
+pub enum EnqueueAfterFault {
+    /// [`ENQUEUE_AFTER_FAULT_ACCEPTED`] (default).
+    #[default]
+    Accepted = ENQUEUE_AFTER_FAULT_ACCEPTED,
+    /// [`ENQUEUE_AFTER_FAULT_REFUSED`]: 507899.
+    Refused = ENQUEUE_AFTER_FAULT_REFUSED,
+}
+
+/// [`SWITCH_OP_TIMEOUT_CODE_ON`]'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u32)]
+pub enum OpTimeoutCodeOn {
+    /// [`OP_TIMEOUT_CODE_ON_OWN_STREAM`] (default).
+    #[default]
+    OwnStream = OP_TIMEOUT_CODE_ON_OWN_STREAM,
+    /// [`OP_TIMEOUT_CODE_ON_PARTNER_STREAM`].
+    PartnerStream = OP_TIMEOUT_CODE_ON_PARTNER_STREAM,
+    /// [`OP_TIMEOUT_CODE_ON_BOTH_STREAMS`].
+    BothStreams = OP_TIMEOUT_CODE_ON_BOTH_STREAMS,
 }
 
 /// One device's counters (or their sum over devices, [`Control::total_counters`]): what was
@@ -135,7 +254,7 @@ pub struct FakeCounters {
     pub async_copies: u64,
     /// `aclrtStreamWaitEvent` enqueues.
     pub stream_waits: u64,
-    /// Kernels queued by `runlanefake_launch`.
+    /// Kernels queued by `runlanefake_launch` and `runlanefake_launch_run`.
     pub launches: u64,
     /// AICPU kernels queued onto a stream whose previous kernel had not finished: runs
     /// launched while their predecessor was still on the device (a queued launch).
@@ -226,6 +345,60 @@ impl FakeCounters {
                 + self.live_host_allocations
                 == 0
     }
+}
+
+/// Bumped by `runlanefake_reset`: a thread's last error from before it reads as 0.
+static LAST_ERROR_RESETS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The calling thread's last error (`aclrtPeekAtLastError`) and the reset count when it
+    /// was set.
+    static LAST_ERROR: Cell<(AclError, u64)> = const { Cell::new((ACL_SUCCESS, 0)) };
+}
+
+/// Makes `code` the calling thread's last error (a stream synchronize that returned it).
+pub(crate) fn set_last_error(code: AclError) {
+    LAST_ERROR.set((code, LAST_ERROR_RESETS.load(Ordering::Acquire)));
+}
+
+/// The calling thread's last error, cleared when `clear`.
+fn last_error(clear: bool) -> AclError {
+    let (code, resets) = if clear {
+        LAST_ERROR.replace((ACL_SUCCESS, 0))
+    } else {
+        LAST_ERROR.get()
+    };
+    if resets == LAST_ERROR_RESETS.load(Ordering::Acquire) {
+        code
+    } else {
+        ACL_SUCCESS
+    }
+}
+
+/// `aclrtPeekAtLastError` / `aclrtGetLastError`: 107000 for a level other than
+/// `ACL_RT_THREAD_LEVEL` \[I\]; no panic crosses (500000).
+fn last_error_call(level: i32, clear: bool) -> AclError {
+    if level != ACL_RT_THREAD_LEVEL {
+        return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    catch_unwind(|| last_error(clear)).unwrap_or(ACL_ERROR_INTERNAL_ERROR)
+}
+
+/// `aclrtPeekAtLastError(level)`: the calling thread's last error, not cleared. 0 for a
+/// device fault until a stream synchronize (`aclrtSynchronizeStreamWithTimeout`)
+/// materialized it on this thread (device-truth §1); only that call sets it here \[I\].
+///
+/// Exported by the fake beside the table (the lane does not bind it, so a CANN without it
+/// still loads).
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtPeekAtLastError(level: i32) -> AclError {
+    last_error_call(level, false)
+}
+
+/// `aclrtGetLastError(level)`: as [`aclrtPeekAtLastError`], and clears it.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtGetLastError(level: i32) -> AclError {
+    last_error_call(level, true)
 }
 
 thread_local! {
@@ -328,8 +501,9 @@ macro_rules! for_each_control_function {
     ($callback:ident) => {
         $callback! {
             /// Back to a fresh process: on every device, every stream, event and allocation
-            /// dropped (workers joined), faults cleared, counters zeroed, op timeout 1091 s;
-            /// defaults restored (16 devices, "Ascend910B1", not initialised). Every thread
+            /// dropped (workers joined), faults cleared, counters zeroed, op timeout 1091 s,
+            /// every semantic switch at its default; defaults restored (16 devices,
+            /// "Ascend910B1", not initialised); every thread's last error reads 0. Every thread
             /// must bind again.
             fn runlanefake_reset() -> AclError;
             /// Queue a kernel on `stream`, a stream of the calling thread's current device
@@ -340,6 +514,28 @@ macro_rules! for_each_control_function {
             /// `header_bytes` to `header` (a device range, or NULL). Device ranges are checked
             /// now (107000); that device's kernel fault rules may change the outcome.
             fn runlanefake_launch(stream: AclrtStream, engine: u32, duration_ns: u64, outcome: u32, timing: *mut c_void, header: *mut c_void, header_bytes: *const u8, header_len: usize) -> AclError;
+            /// `runlanefake_launch` for a kernel of a run (device-truth §2, §3): the run's two
+            /// kernels (one AICore, one AICPU; a second of the same engine is 107000) share the
+            /// non-NULL `handshake` address and `epoch`. When both have ended, the last to end
+            /// publishes the run's result record at `record` (280 bytes of device memory, given
+            /// with the AICPU kernel; checked now, 107000), before its task completes, so an
+            /// event recorded after it sees the record: published only when the AICore kernel
+            /// ended [`Outcome::Ok`] and the AICPU kernel [`Outcome::Ok`] (an ok record) or
+            /// [`Outcome::Latch`] (the header decoded by the layout whose size is its length:
+            /// an error record with the latched code, source header; a clean header: ok; any
+            /// other length: nothing). An exception, an op-timeout kill, [`Outcome::Silent`], or
+            /// a run whose stream was destroyed publishes nothing. A NULL `handshake`: the
+            /// kernel is a run alone, publishing by its own ending. A NULL `record` publishes
+            /// nothing; a non-NULL one with epoch 0 is 107000 (no run has epoch 0). The record
+            /// is stamped with `epoch`.
+            fn runlanefake_launch_run(stream: AclrtStream, engine: u32, duration_ns: u64, outcome: u32, timing: *mut c_void, header: *mut c_void, header_bytes: *const u8, header_len: usize, handshake: *mut c_void, record: *mut c_void, epoch: u64) -> AclError;
+            /// Set semantic switch `switch` ([`SWITCH_ENQUEUE_AFTER_FAULT`],
+            /// [`SWITCH_OP_TIMEOUT_CODE_ON`], [`SWITCH_LEGACY_EVENT_FAULTS`],
+            /// [`SWITCH_LATCH_FAULTS_STREAM`]) to `value` on every
+            /// device (served or not); an unknown switch or value is 107000.
+            fn runlanefake_set_semantics(switch: u32, value: u32) -> AclError;
+            /// `runlanefake_set_semantics` on device `device_id` only (107001 out of range).
+            fn runlanefake_set_semantics_on(device_id: i32, switch: u32, value: u32) -> AclError;
             /// `runlanefake_fail_call_on` device 0.
             fn runlanefake_fail_call(name: *const c_char, code: AclError, skip: u32, count: u32) -> AclError;
             /// Fail calls of the exported function `name` (an ACL symbol or
@@ -352,17 +548,17 @@ macro_rules! for_each_control_function {
             /// `runlanefake_fault_kernel_on` device 0.
             fn runlanefake_fault_kernel(outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
             /// End launches on device `device_id` and `engine` ([`ENGINE_ANY`] for all) with
-            /// `outcome`: after `skip` launches, the next `count`. A [`Outcome::Latch`] writes
-            /// `header_bytes` (the caller encodes a status header with a latched code) as the
-            /// status header.
+            /// `outcome` (any [`Outcome`], [`Outcome::Silent`] included): after `skip`
+            /// launches, the next `count`. A [`Outcome::Latch`] writes `header_bytes` (the
+            /// caller encodes a status header with a latched code) as the status header.
             fn runlanefake_fault_kernel_on(device_id: i32, outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
             /// `runlanefake_fault_copy_on` device 0.
             fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError;
             /// Fail async copies (`aclrtMemcpyAsync`) on device `device_id`'s streams: after
             /// `skip` copies, the next `count` are enqueued as usual but end with `code` when
-            /// the stream reaches them (no byte lands, the stream's error is sticky, an event
-            /// recorded after them reports `code`). A failed enqueue is
-            /// `runlanefake_fail_call_on`'s.
+            /// the stream reaches them (no byte lands, `code` is sticky on the stream and its
+            /// synchronize reports it; an event recorded after them completes). A failed
+            /// enqueue is `runlanefake_fail_call_on`'s.
             fn runlanefake_fault_copy_on(device_id: i32, code: AclError, skip: u32, count: u32) -> AclError;
             /// `runlanefake_clear_faults_on` device 0.
             fn runlanefake_clear_faults() -> AclError;
@@ -437,6 +633,7 @@ mod control {
     }
 
     pub(super) unsafe fn runlanefake_reset() -> AclError {
+        LAST_ERROR_RESETS.fetch_add(1, Ordering::AcqRel);
         for worker in device::reset_all() {
             // A worker that panicked has nothing left to clean up.
             let _ = worker.join();
@@ -455,6 +652,38 @@ mod control {
         header_bytes: *const u8,
         header_len: usize,
     ) -> AclError {
+        // SAFETY: the caller's contract, forwarded; no run, no record.
+        unsafe {
+            runlanefake_launch_run(
+                stream,
+                engine,
+                duration_ns,
+                outcome,
+                timing,
+                header,
+                header_bytes,
+                header_len,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn runlanefake_launch_run(
+        stream: AclrtStream,
+        engine: u32,
+        duration_ns: u64,
+        outcome: u32,
+        timing: *mut c_void,
+        header: *mut c_void,
+        header_bytes: *const u8,
+        header_len: usize,
+        handshake: *mut c_void,
+        record: *mut c_void,
+        epoch: u64,
+    ) -> AclError {
         // SAFETY: the caller's contract for `header_bytes`.
         let header_bytes = match unsafe { bytes_from(header_bytes, header_len) } {
             Ok(bytes) => bytes,
@@ -464,6 +693,9 @@ mod control {
             Ok(bound) => bound,
             Err(code) => return code,
         };
+        if stream.is_null() {
+            return ACL_ERROR_INVALID_PARAM;
+        }
         let Some(outcome) = Outcome::from_raw(outcome) else {
             return ACL_ERROR_RT_PARAM_INVALID;
         };
@@ -480,11 +712,35 @@ mod control {
         {
             return ACL_ERROR_RT_PARAM_INVALID;
         }
-        if !state.streams.contains_key(&(stream as u64)) {
+        if !record.is_null()
+            && (epoch == 0
+                || state
+                    .device_bytes(record as usize, status_latch::RECORD_BYTES)
+                    .is_none())
+        {
+            return ACL_ERROR_RT_PARAM_INVALID;
+        }
+        let run = (!handshake.is_null()).then_some(device::RunKey {
+            handshake: handshake as usize,
+            epoch,
+        });
+        if let Some(key) = run {
+            if let Err(code) = state.check_run(key, engine) {
+                return code;
+            }
+        }
+        let id = stream as u64;
+        if !state.streams.contains_key(&id) {
             drop(state);
-            return device::missing_stream(device, stream as u64);
+            return device::missing_stream(device, id);
+        }
+        if state.refuses_enqueue(id) {
+            return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
         }
         let mut kernel = device::Kernel {
+            run,
+            record: record as usize,
+            epoch,
             engine,
             duration: std::time::Duration::from_nanos(duration_ns),
             outcome,
@@ -493,8 +749,9 @@ mod control {
             header_bytes,
         };
         state.apply_kernel_fault(&mut kernel);
+        state.join_run(&kernel, id);
         state.counters.launches += 1;
-        let Some(s) = state.streams.get_mut(&(stream as u64)) else {
+        let Some(s) = state.streams.get_mut(&id) else {
             return ACL_ERROR_RT_INVALID_HANDLE;
         };
         let queued = engine == ENGINE_AICPU && s.kernels_out > 0;
@@ -507,6 +764,65 @@ mod control {
         drop(state);
         device.notify();
         ACL_SUCCESS
+    }
+
+    /// A switch and value as the device keeps them: 107000 when unknown.
+    fn apply_semantics(
+        semantics: &mut device::Semantics,
+        switch: u32,
+        value: u32,
+    ) -> Result<(), AclError> {
+        match (switch, value) {
+            (
+                SWITCH_ENQUEUE_AFTER_FAULT,
+                ENQUEUE_AFTER_FAULT_ACCEPTED | ENQUEUE_AFTER_FAULT_REFUSED,
+            ) => {
+                semantics.refuse_enqueue_after_fault = value == ENQUEUE_AFTER_FAULT_REFUSED;
+            }
+            (
+                SWITCH_OP_TIMEOUT_CODE_ON,
+                OP_TIMEOUT_CODE_ON_OWN_STREAM
+                | OP_TIMEOUT_CODE_ON_PARTNER_STREAM
+                | OP_TIMEOUT_CODE_ON_BOTH_STREAMS,
+            ) => semantics.op_timeout_code_on = value,
+            (SWITCH_LEGACY_EVENT_FAULTS, 0 | 1) => semantics.legacy_event_faults = value == 1,
+            (SWITCH_LATCH_FAULTS_STREAM, 0 | 1) => semantics.latch_faults_stream = value == 1,
+            _ => return Err(ACL_ERROR_RT_PARAM_INVALID),
+        }
+        Ok(())
+    }
+
+    pub(super) unsafe fn runlanefake_set_semantics(switch: u32, value: u32) -> AclError {
+        // Checked once, so a bad switch changes no device.
+        let mut probe = device::Semantics::DEFAULT;
+        if let Err(code) = apply_semantics(&mut probe, switch, value) {
+            return code;
+        }
+        for id in 0..MAX_DEVICES {
+            if let Some(device) = device::device(id) {
+                let mut state = device.lock();
+                let _ = apply_semantics(&mut state.semantics, switch, value);
+                drop(state);
+                device.notify();
+            }
+        }
+        ACL_SUCCESS
+    }
+
+    pub(super) unsafe fn runlanefake_set_semantics_on(
+        device_id: i32,
+        switch: u32,
+        value: u32,
+    ) -> AclError {
+        let device = match named(device_id) {
+            Ok(device) => device,
+            Err(code) => return code,
+        };
+        let mut state = device.lock();
+        let result = apply_semantics(&mut state.semantics, switch, value);
+        drop(state);
+        device.notify();
+        code(result)
     }
 
     pub(super) unsafe fn runlanefake_fail_call(
@@ -676,4 +992,4 @@ mod control {
 
 mod client;
 
-pub use client::{Control, ControlError, DeviceControl, cdylib_path};
+pub use client::{Control, ControlError, DeviceControl, RunKernel, cdylib_path};

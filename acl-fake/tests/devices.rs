@@ -508,7 +508,11 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     let event_1 = create_event(acl);
     launch(control, on_1, ENGINE_AICORE, 0).expect("launch");
     record(acl, event_1, on_1);
-    assert_eq!(sync(acl, event_1, LONG_MS), ACL_ERROR_RT_AICORE_EXCEPTION);
+    assert_eq!(sync(acl, event_1, LONG_MS), ACL_SUCCESS);
+    assert_eq!(
+        sync_stream(acl, on_1, LONG_MS),
+        ACL_ERROR_RT_AICORE_EXCEPTION
+    );
     let fresh = create_stream(acl);
     let dev_1 = malloc(acl, 8);
     let pinned_1 = malloc_host(acl, 8);
@@ -518,8 +522,9 @@ fn fault_rules_of_one_device_never_fire_on_another() {
         ACL_SUCCESS
     );
     record(acl, event_1, fresh);
+    assert_eq!(sync(acl, event_1, LONG_MS), ACL_SUCCESS);
     assert_eq!(
-        sync(acl, event_1, LONG_MS),
+        sync_stream(acl, fresh, LONG_MS),
         CODE_FAULT,
         "the copy rule fired"
     );
@@ -602,8 +607,9 @@ fn each_device_keeps_its_own_op_timeout() {
     let timed_out = create_event(acl);
     launch_hang(control, short);
     record(acl, timed_out, short);
+    assert_eq!(sync(acl, timed_out, LONG_MS), ACL_SUCCESS);
     assert_eq!(
-        sync(acl, timed_out, LONG_MS),
+        sync_stream(acl, short, LONG_MS),
         ACL_ERROR_RT_AICORE_TIMEOUT,
         "device 1's 20 ms op timeout ended its hang"
     );
@@ -620,7 +626,7 @@ fn each_device_keeps_its_own_op_timeout() {
     assert_eq!(destroy_event(acl, timed_out), ACL_SUCCESS);
     // An unbound thread has no device whose timeout it could set.
     let unbound = std::thread::spawn(|| {
-        // SAFETY: plain value; NULL is allowed for the actual value.
+        // SAFETY: plain value; the binding is checked before the NULL out-pointer.
         unsafe {
             fake()
                 .acl

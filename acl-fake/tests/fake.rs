@@ -191,11 +191,10 @@ fn timeouts_of_zero_or_below_minus_one_are_invalid() {
         unsafe { acl.aclrtCreateEventExWithFlag(&mut event2, 0) },
         ACL_ERROR_RT_PARAM_INVALID
     );
-    assert_eq!(
-        // SAFETY: plain value; NULL out-pointer is allowed for the actual value.
-        unsafe { acl.aclrtSetOpExecuteTimeOutV2(0, std::ptr::null_mut()) },
-        ACL_ERROR_RT_PARAM_INVALID
-    );
+    let stream = create_stream(acl);
+    assert_eq!(sync_stream(acl, stream, 0), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(sync_stream(acl, stream, -2), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
     assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
 }
 
@@ -542,7 +541,7 @@ fn a_failed_launch_queues_nothing() {
 }
 
 #[test]
-fn a_device_exception_is_sticky_on_its_stream() {
+fn a_device_exception_completes_its_event_and_stays_sticky_for_the_stream_synchronize() {
     let (_guard, acl, control) = session();
     for (engine, code) in [
         (ENGINE_AICORE, ACL_ERROR_RT_AICORE_EXCEPTION),
@@ -557,16 +556,19 @@ fn a_device_exception_is_sticky_on_its_stream() {
             .expect("rule");
         launch(control, stream, engine, 1).expect("launch");
         record(acl, event, stream);
-        assert_eq!(sync(acl, event, LONG_MS), code);
-        // Sticky: later work on that stream never runs, and reports the same code.
+        assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "the kernel exited");
+        assert_eq!(sync_stream(acl, stream, LONG_MS), code);
+        // Sticky: later work on that stream runs, its event completes, the code stays.
         launch(control, stream, engine, 1).expect("launch");
         record(acl, later, stream);
-        assert_eq!(sync(acl, later, LONG_MS), code);
-        assert_eq!(query(acl, later), Err(code));
+        assert_eq!(sync(acl, later, LONG_MS), ACL_SUCCESS);
+        assert_eq!(query(acl, later), Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE));
+        assert_eq!(sync_stream(acl, stream, LONG_MS), code);
         // Other streams are unaffected.
         launch(control, healthy, engine, 1).expect("launch");
         record(acl, later, healthy);
         assert_eq!(sync(acl, later, LONG_MS), ACL_SUCCESS);
+        assert_eq!(sync_stream(acl, healthy, LONG_MS), ACL_SUCCESS);
         // The drain reports the fault.
         assert_eq!(
             // SAFETY: plain value.
@@ -598,15 +600,17 @@ fn a_hang_ends_at_the_op_timeout_with_the_engines_timeout_code() {
         record(acl, event, stream);
         assert_eq!(
             sync(acl, event, LONG_MS),
-            code,
-            "the device timeout fires before the host's"
+            ACL_SUCCESS,
+            "the device timeout fires before the host's and the killed kernel exited"
         );
+        assert_eq!(sync_stream(acl, stream, LONG_MS), code);
         assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
         // A kernel longer than the op timeout times out too.
         let stream = create_stream(acl);
         launch(control, stream, engine, 60_000).expect("launch");
         record(acl, event, stream);
-        assert_eq!(sync(acl, event, LONG_MS), code);
+        assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+        assert_eq!(sync_stream(acl, stream, LONG_MS), code);
         assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
         assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
     }
@@ -775,7 +779,7 @@ fn null_out_pointers_are_rejected_not_written() {
 }
 
 #[test]
-fn a_stream_wait_holds_later_tasks_until_the_capture_finishes_and_fails_with_it() {
+fn a_stream_wait_holds_later_tasks_and_an_aborted_capture_is_sticky_on_the_waiter() {
     let (_guard, acl, control) = session();
     let a = create_stream(acl);
     let b = create_stream(acl);
@@ -791,9 +795,11 @@ fn a_stream_wait_holds_later_tasks_until_the_capture_finishes_and_fails_with_it(
     let idle = create_stream(acl);
     record(acl, on_a, idle);
     assert_eq!(query(acl, on_b), Ok(ACL_EVENT_RECORDED_STATUS_NOT_READY));
-    // The captured work dies unfinished: the waiting stream fails with the abort.
+    // The captured work dies unfinished: the wait ends, its event completes, and the waiting
+    // stream holds the abort.
     assert_eq!(destroy_stream_force(acl, a), ACL_SUCCESS);
-    assert_eq!(sync(acl, on_b, LONG_MS), ACL_ERROR_RT_STREAM_ABORT);
+    assert_eq!(sync(acl, on_b, LONG_MS), ACL_SUCCESS);
+    assert_eq!(sync_stream(acl, b, LONG_MS), ACL_ERROR_RT_STREAM_ABORT);
     assert_eq!(control.counters().expect("counters").stream_waits, 1);
     for stream in [b, idle] {
         assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
@@ -816,7 +822,8 @@ fn a_stream_wait_needs_a_sync_event_and_live_handles() {
     );
     assert_eq!(
         stream_wait(acl, stream, timeline),
-        ACL_ERROR_RT_PARAM_INVALID
+        ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        "a wait on an event without ACL_EVENT_SYNC is 207000"
     );
     let sync_event = create_event(acl);
     assert_eq!(
@@ -915,7 +922,11 @@ fn a_pinned_buffer_freed_before_its_copy_runs_fails_the_stream_instead_of_being_
     record(acl, event, stream);
     // SAFETY: from aclrtMallocHost; the copy still queued must not write it afterwards.
     assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    assert_eq!(
+        sync_stream(acl, stream, LONG_MS),
+        ACL_ERROR_RT_PARAM_INVALID
+    );
     assert_eq!(free(acl, dev), ACL_SUCCESS);
     assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
     assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
@@ -941,8 +952,9 @@ fn a_copy_rule_fails_the_copy_on_its_stream_and_bad_rules_are_refused() {
         );
     }
     record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
     assert_eq!(
-        sync(acl, event, LONG_MS),
+        sync_stream(acl, stream, LONG_MS),
         CODE_FAULT,
         "the second copy failed"
     );
@@ -956,7 +968,7 @@ fn a_copy_rule_fails_the_copy_on_its_stream_and_bad_rules_are_refused() {
     );
     record(acl, event, fresh);
     assert_eq!(
-        sync(acl, event, LONG_MS),
+        sync_stream(acl, fresh, LONG_MS),
         ACL_SUCCESS,
         "cleared rules fail nothing"
     );

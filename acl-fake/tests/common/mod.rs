@@ -233,6 +233,12 @@ pub fn force_reset(acl: &Acl, device_id: i32) -> AclError {
     unsafe { acl.aclrtResetDeviceForce(device_id) }
 }
 
+/// `aclrtSynchronizeStreamWithTimeout`'s code: the stream's sticky code once its tasks ran.
+pub fn sync_stream(acl: &Acl, stream: AclrtStream, timeout_ms: i32) -> AclError {
+    // SAFETY: a handle from the fake (or a stale or NULL one, which the fake rejects).
+    unsafe { acl.aclrtSynchronizeStreamWithTimeout(stream, timeout_ms) }
+}
+
 /// `aclrtSynchronizeDeviceWithTimeout`'s code.
 pub fn sync_device(acl: &Acl, timeout_ms: i32) -> AclError {
     // SAFETY: plain value.

@@ -1,0 +1,1094 @@
+//! The fake behaves as a real Ascend device does (reference/device-truth.md): completion is
+//! not the verdict (§1), continue-on-failure, the stream synchronize and the thread's last
+//! error, the per-run result record (§2, §3), the small codes (§6), and each switch where the
+//! hardware is not known.
+
+mod common;
+
+use core::ffi::c_void;
+use std::time::Duration;
+
+use ascend_cl_sys::Acl;
+use ascend_cl_sys::types::*;
+use common::*;
+use run_lane_fake_ascendcl::{
+    Control, ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn, Outcome, RunKernel,
+    SWITCH_LEGACY_EVENT_FAULTS, Semantics,
+};
+use status_latch::{
+    HeaderLayout, RECORD_BYTES, Record, RecordSource, RuntimeCode, Status, decode_record,
+    record_payload,
+};
+
+/// A status header of `layout` with `code` latched by the orchestrator.
+fn latched_header(layout: HeaderLayout, code: RuntimeCode) -> Vec<u8> {
+    let status = Status {
+        orch: Some(code),
+        ..Status::clean(layout)
+    };
+    let mut bytes = status_latch::encode(layout, &status);
+    if layout == HeaderLayout::TensormapAndRingbuffer {
+        // Something recognisable in the error tail past the latch words.
+        bytes[844..848].copy_from_slice(&[0xAB; 4]);
+    }
+    bytes
+}
+
+/// A zeroed 280-byte record region (device memory holds garbage; the lane zeroes it once).
+fn record_region(acl: &Acl) -> *mut c_void {
+    let region = malloc(acl, RECORD_BYTES);
+    assert_eq!(to_device(acl, region, &[0; RECORD_BYTES]), ACL_SUCCESS);
+    region
+}
+
+fn read_record(acl: &Acl, region: *mut c_void) -> Vec<u8> {
+    from_device(acl, region, RECORD_BYTES).expect("record")
+}
+
+/// One run's streams and events, launched in the lane's order (device-truth §3):
+/// AICore: kernel -> record core_done; AICPU: kernel -> wait core_done -> record boundary.
+struct Pair {
+    core: AclrtStream,
+    cpu: AclrtStream,
+    core_done: AclrtEvent,
+    boundary: AclrtEvent,
+}
+
+impl Pair {
+    fn new(acl: &Acl) -> Self {
+        Self {
+            core: create_stream(acl),
+            cpu: create_stream(acl),
+            core_done: create_event(acl),
+            boundary: create_event(acl),
+        }
+    }
+
+    /// Launches one run: `core` and `cpu` describe the two kernels (their streams, handshake
+    /// and epoch are filled in here).
+    fn launch(
+        &self,
+        acl: &Acl,
+        control: &Control,
+        core: RunKernel<'_>,
+        cpu: RunKernel<'_>,
+        handshake: *mut c_void,
+        epoch: u64,
+    ) {
+        control
+            .launch_run(&RunKernel {
+                stream: self.core,
+                engine: ENGINE_AICORE,
+                handshake,
+                epoch,
+                ..core
+            })
+            .expect("AICore launch");
+        record(acl, self.core_done, self.core);
+        control
+            .launch_run(&RunKernel {
+                stream: self.cpu,
+                engine: ENGINE_AICPU,
+                handshake,
+                epoch,
+                ..cpu
+            })
+            .expect("AICPU launch");
+        assert_eq!(stream_wait(acl, self.cpu, self.core_done), ACL_SUCCESS);
+        record(acl, self.boundary, self.cpu);
+    }
+
+    fn destroy(self, acl: &Acl) {
+        for stream in [self.core, self.cpu] {
+            assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+        }
+        for event in [self.core_done, self.boundary] {
+            assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+        }
+    }
+}
+
+/// A stand-in handshake address: only a key, never dereferenced.
+fn handshake(n: usize) -> *mut c_void {
+    (0x1000 * n) as *mut c_void
+}
+
+/// device-truth §1's table, from the event wait to the last error, for a run whose kernel on
+/// `stream` left `code`, with `events` recorded after it.
+fn assert_completion_is_not_the_verdict(
+    acl: &Acl,
+    control: &Control,
+    events: &[AclrtEvent],
+    stream: AclrtStream,
+    code: AclError,
+) {
+    for &event in events {
+        assert_eq!(
+            sync(acl, event, LONG_MS),
+            ACL_SUCCESS,
+            "the event wait is 0"
+        );
+        assert_eq!(
+            query(acl, event),
+            Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE),
+            "the query says complete"
+        );
+    }
+    assert_eq!(
+        control.peek_at_last_error(),
+        ACL_SUCCESS,
+        "peek is 0 before a sync"
+    );
+    assert_eq!(
+        sync_stream(acl, stream, 0),
+        ACL_ERROR_RT_PARAM_INVALID,
+        "a zero timeout is refused"
+    );
+    assert_eq!(control.get_last_error(), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(control.peek_at_last_error(), ACL_SUCCESS, "get cleared it");
+    assert_eq!(
+        sync_stream(acl, stream, LONG_MS),
+        code,
+        "the sync materializes it"
+    );
+    assert_eq!(control.peek_at_last_error(), code, "peek after the sync");
+    assert_eq!(control.peek_at_last_error(), code, "peek does not clear");
+    assert_eq!(control.get_last_error(), code);
+    assert_eq!(control.peek_at_last_error(), ACL_SUCCESS, "get clears");
+}
+
+#[test]
+fn after_a_fatal_status_run_events_complete_and_only_the_stream_synchronize_reports_507018() {
+    let (_guard, acl, control) = session();
+    let pair = Pair::new(acl);
+    let region = record_region(acl);
+    let header = latched_header(
+        HeaderLayout::TensormapAndRingbuffer,
+        RuntimeCode::ScopeDeadlock,
+    );
+    let header_at = malloc(acl, header.len());
+    pair.launch(
+        acl,
+        control,
+        RunKernel::default(),
+        RunKernel {
+            outcome: Outcome::Latch,
+            header: header_at,
+            header_bytes: &header,
+            record: region,
+            ..RunKernel::default()
+        },
+        handshake(1),
+        7,
+    );
+    assert_completion_is_not_the_verdict(
+        acl,
+        control,
+        &[pair.core_done, pair.boundary],
+        pair.cpu,
+        ACL_ERROR_RT_AICPU_EXCEPTION,
+    );
+    assert_eq!(sync_stream(acl, pair.core, LONG_MS), ACL_SUCCESS);
+    assert_eq!(
+        from_device(acl, header_at, header.len()),
+        Ok(header.clone())
+    );
+    assert_eq!(
+        decode_record(&read_record(acl, region), 7),
+        Record::Error {
+            code: RuntimeCode::ScopeDeadlock,
+            source: RecordSource::Header,
+            payload_len: 64,
+        },
+        "the record, not the event, says the run failed"
+    );
+    for ptr in [region, header_at] {
+        assert_eq!(free(acl, ptr), ACL_SUCCESS);
+    }
+    pair.destroy(acl);
+    assert_balanced(control);
+}
+
+#[test]
+fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synchronize_reports_the_code()
+ {
+    let (_guard, acl, control) = session();
+    set_op_timeout_ms(acl, 20);
+    for (outcome, engine, code) in [
+        (
+            Outcome::Exception,
+            ENGINE_AICORE,
+            ACL_ERROR_RT_AICORE_EXCEPTION,
+        ),
+        (
+            Outcome::Exception,
+            ENGINE_AICPU,
+            ACL_ERROR_RT_AICPU_EXCEPTION,
+        ),
+        (Outcome::Hang, ENGINE_AICORE, ACL_ERROR_RT_AICORE_TIMEOUT),
+        (Outcome::Hang, ENGINE_AICPU, ACL_ERROR_RT_AICPU_TIMEOUT),
+    ] {
+        let stream = create_stream(acl);
+        let event = create_event(acl);
+        control
+            .launch_run(&RunKernel {
+                outcome,
+                ..RunKernel::new(stream, engine)
+            })
+            .expect("launch");
+        record(acl, event, stream);
+        assert_completion_is_not_the_verdict(acl, control, &[event], stream, code);
+        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    }
+    assert_balanced(control);
+}
+
+#[test]
+fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let other = create_stream(acl);
+    let event = create_event(acl);
+    let timing = malloc(acl, 16);
+    let dev = malloc(acl, 4);
+    let pinned = malloc_host(acl, 4);
+    // SAFETY: 4 bytes from aclrtMallocHost, written before the copy is queued.
+    unsafe { pinned.cast::<[u8; 4]>().write([6, 7, 8, 9]) };
+    control
+        .launch_run(&RunKernel {
+            outcome: Outcome::Exception,
+            ..RunKernel::new(stream, ENGINE_AICORE)
+        })
+        .expect("faulted kernel");
+    control
+        .launch_run(&RunKernel {
+            timing,
+            duration: Duration::from_millis(1),
+            ..RunKernel::new(stream, ENGINE_AICORE)
+        })
+        .expect("the kernel behind it");
+    assert_eq!(
+        // SAFETY: `pinned` is 4 bytes from aclrtMallocHost, freed after the stream synchronize.
+        unsafe { acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, stream) },
+        ACL_SUCCESS
+    );
+    record(acl, event, other);
+    assert_eq!(stream_wait(acl, stream, event), ACL_SUCCESS);
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    let words = from_device(acl, timing, 16).expect("timing");
+    assert!(
+        words[..8] != [0; 8] && words[8..] != [0; 8],
+        "the kernel behind the fault ran and wrote its timing: {words:?}"
+    );
+    assert_eq!(
+        from_device(acl, dev, 4),
+        Ok(vec![6, 7, 8, 9]),
+        "the copy ran"
+    );
+    assert_eq!(
+        sync_stream(acl, stream, LONG_MS),
+        ACL_ERROR_RT_AICORE_EXCEPTION,
+        "the first fault stays"
+    );
+    // SAFETY: from aclrtMallocHost; nothing is queued any more.
+    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
+    for ptr in [timing, dev] {
+        assert_eq!(free(acl, ptr), ACL_SUCCESS);
+    }
+    for s in [stream, other] {
+        assert_eq!(destroy_stream(acl, s), ACL_SUCCESS);
+    }
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn the_sticky_code_stays_until_the_stream_is_destroyed_or_the_device_force_reset() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    control
+        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("rule");
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    for _ in 0..2 {
+        assert_eq!(
+            sync_stream(acl, stream, LONG_MS),
+            ACL_ERROR_RT_AICORE_EXCEPTION
+        );
+    }
+    launch(control, stream, ENGINE_AICORE, 0).expect("a clean kernel behind it");
+    assert_eq!(
+        sync_stream(acl, stream, LONG_MS),
+        ACL_ERROR_RT_AICORE_EXCEPTION,
+        "a clean task does not clear it"
+    );
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(
+        sync_stream(acl, stream, LONG_MS),
+        ACL_ERROR_RT_INVALID_HANDLE,
+        "the handle died with its code"
+    );
+    let fresh = create_stream(acl);
+    assert_eq!(
+        sync_stream(acl, fresh, LONG_MS),
+        ACL_SUCCESS,
+        "a new stream is clean"
+    );
+    control
+        .launch_run(&RunKernel {
+            outcome: Outcome::Exception,
+            ..RunKernel::new(fresh, ENGINE_AICORE)
+        })
+        .expect("launch");
+    assert_eq!(
+        sync_stream(acl, fresh, LONG_MS),
+        ACL_ERROR_RT_AICORE_EXCEPTION
+    );
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    bind(acl, 0);
+    let after = create_stream(acl);
+    assert_eq!(sync_stream(acl, after, LONG_MS), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, after), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_from_any_bound_thread()
+ {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let timing = malloc(acl, 16);
+    control
+        .launch_run(&RunKernel {
+            timing,
+            duration: Duration::from_millis(20),
+            ..RunKernel::new(stream, ENGINE_AICPU)
+        })
+        .expect("launch");
+    assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
+    assert_ne!(
+        from_device(acl, timing, 16).expect("timing")[8..],
+        [0; 8],
+        "the kernel ended before the synchronize returned"
+    );
+    launch_hang(control, stream);
+    assert_eq!(
+        sync_stream(acl, stream, 20),
+        ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+    );
+    assert_eq!(control.get_last_error(), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    // Another thread bound to the device synchronizes; the last error is that thread's.
+    let faulted = create_stream(acl);
+    control
+        .launch_run(&RunKernel {
+            outcome: Outcome::Exception,
+            ..RunKernel::new(faulted, ENGINE_AICPU)
+        })
+        .expect("launch");
+    let raw = faulted as usize;
+    let (code, peeked) = std::thread::scope(|s| {
+        s.spawn(|| {
+            bind(acl, 0);
+            let code = sync_stream(acl, raw as AclrtStream, LONG_MS);
+            (code, control.peek_at_last_error())
+        })
+        .join()
+        .expect("thread")
+    });
+    assert_eq!((code, peeked), (ACL_ERROR_RT_AICPU_EXCEPTION, code));
+    assert_eq!(
+        control.peek_at_last_error(),
+        ACL_SUCCESS,
+        "this thread never synchronized it"
+    );
+    assert_eq!(
+        control.last_error_at(1, false),
+        ACL_ERROR_RT_PARAM_INVALID,
+        "only the thread level exists"
+    );
+    // A whole-fake reset clears every thread's last error.
+    assert_eq!(
+        sync_stream(acl, faulted, LONG_MS),
+        ACL_ERROR_RT_AICPU_EXCEPTION
+    );
+    assert_eq!(destroy_stream_force(acl, faulted), ACL_SUCCESS);
+    assert_eq!(free(acl, timing), ACL_SUCCESS);
+    assert_balanced(control);
+    control.reset().expect("reset");
+    assert_eq!(control.peek_at_last_error(), ACL_SUCCESS);
+}
+
+#[test]
+fn null_handles_and_out_pointers_get_100000_and_a_wait_on_a_non_sync_event_207000() {
+    let (_guard, acl, control) = session();
+    let null_stream: AclrtStream = std::ptr::null_mut();
+    let null_event: AclrtEvent = std::ptr::null_mut();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let dev = malloc(acl, 4);
+    let pinned = malloc_host(acl, 4);
+    // SAFETY: NULL handles are refused before any use; the buffers are live.
+    unsafe {
+        assert_eq!(
+            acl.aclrtRecordEvent(event, null_stream),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtRecordEvent(null_event, stream),
+            ACL_ERROR_INVALID_PARAM
+        );
+        let mut status = 0;
+        assert_eq!(
+            acl.aclrtQueryEventStatus(null_event, &mut status),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtSynchronizeEventWithTimeout(null_event, LONG_MS),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtStreamWaitEvent(null_stream, event),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtStreamWaitEvent(stream, null_event),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(acl.aclrtDestroyEvent(null_event), ACL_ERROR_INVALID_PARAM);
+        assert_eq!(acl.aclrtDestroyStream(null_stream), ACL_ERROR_INVALID_PARAM);
+        assert_eq!(
+            acl.aclrtDestroyStreamForce(null_stream),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, null_stream),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtSynchronizeStreamWithTimeout(null_stream, LONG_MS),
+            ACL_ERROR_INVALID_PARAM
+        );
+        assert_eq!(
+            acl.aclrtSetOpExecuteTimeOutV2(1_000, std::ptr::null_mut()),
+            ACL_ERROR_INVALID_PARAM
+        );
+    }
+    let err = launch(control, null_stream, ENGINE_AICORE, 0).expect_err("NULL stream");
+    assert!(err.to_string().contains("100000"), "{err}");
+    let mut timeline: AclrtEvent = std::ptr::null_mut();
+    assert_eq!(
+        // SAFETY: a writable handle slot.
+        unsafe { acl.aclrtCreateEventExWithFlag(&mut timeline, ACL_EVENT_TIME_LINE) },
+        ACL_SUCCESS
+    );
+    assert_eq!(
+        stream_wait(acl, stream, timeline),
+        ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    );
+    // SAFETY: from aclrtMallocHost; nothing was queued.
+    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
+    assert_eq!(free(acl, dev), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    for e in [event, timeline] {
+        assert_eq!(destroy_event(acl, e), ACL_SUCCESS);
+    }
+    assert_balanced(control);
+}
+
+#[test]
+fn an_op_timeout_of_zero_is_the_maximum_and_a_hang_is_never_killed() {
+    let (_guard, acl, control) = session();
+    let mut actual = 0;
+    assert_eq!(
+        // SAFETY: `actual` is writable.
+        unsafe { acl.aclrtSetOpExecuteTimeOutV2(0, &mut actual) },
+        ACL_SUCCESS
+    );
+    assert_eq!(actual, u64::MAX, "the maximum");
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    launch_hang(control, stream);
+    // A long kernel is not killed either.
+    launch(control, stream, ENGINE_AICORE, 1).expect("launch");
+    record(acl, event, stream);
+    assert_eq!(
+        sync(acl, event, 200),
+        ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
+        "still hanging"
+    );
+    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_507899() {
+    let (_guard, acl, control) = session();
+    control
+        .set_semantics(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused))
+        .expect("switch");
+    let stream = create_stream(acl);
+    let healthy = create_stream(acl);
+    let event = create_event(acl);
+    let dev = malloc(acl, 4);
+    let pinned = malloc_host(acl, 4);
+    control
+        .launch_run(&RunKernel {
+            outcome: Outcome::Exception,
+            ..RunKernel::new(stream, ENGINE_AICORE)
+        })
+        .expect("accepted: no code is sticky yet");
+    assert_eq!(
+        sync_stream(acl, stream, LONG_MS),
+        ACL_ERROR_RT_AICORE_EXCEPTION
+    );
+    let err = launch(control, stream, ENGINE_AICORE, 0).expect_err("refused");
+    assert!(err.to_string().contains("507899"), "{err}");
+    assert_eq!(
+        // SAFETY: handles from the fake.
+        unsafe { acl.aclrtRecordEvent(event, stream) },
+        ACL_ERROR_RT_DRV_INTERNAL_ERROR
+    );
+    assert_eq!(
+        stream_wait(acl, stream, event),
+        ACL_ERROR_RT_DRV_INTERNAL_ERROR
+    );
+    assert_eq!(
+        // SAFETY: refused before any access.
+        unsafe { acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, stream) },
+        ACL_ERROR_RT_DRV_INTERNAL_ERROR
+    );
+    launch(control, healthy, ENGINE_AICORE, 0).expect("a clean stream accepts");
+    record(acl, event, healthy);
+    // The default accepts (and runs) them.
+    control.reset().expect("reset");
+    bind(acl, 0);
+    let stream = create_stream(acl);
+    control
+        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("rule");
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    assert_eq!(
+        sync_stream(acl, stream, LONG_MS),
+        ACL_ERROR_RT_AICORE_EXCEPTION
+    );
+    launch(control, stream, ENGINE_AICORE, 0).expect("accepted by default");
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+/// Launches a run whose AICore kernel hangs to the op timeout; returns the codes of the two
+/// streams' synchronizes (AICore, AICPU).
+fn op_timeout_codes(acl: &Acl, control: &Control, place: OpTimeoutCodeOn) -> (AclError, AclError) {
+    control
+        .set_semantics(Semantics::OpTimeoutCodeOn(place))
+        .expect("switch");
+    let pair = Pair::new(acl);
+    pair.launch(
+        acl,
+        control,
+        RunKernel {
+            outcome: Outcome::Hang,
+            ..RunKernel::default()
+        },
+        RunKernel::default(),
+        handshake(3),
+        9,
+    );
+    assert_eq!(sync(acl, pair.boundary, LONG_MS), ACL_SUCCESS);
+    let codes = (
+        sync_stream(acl, pair.core, LONG_MS),
+        sync_stream(acl, pair.cpu, LONG_MS),
+    );
+    pair.destroy(acl);
+    codes
+}
+
+#[test]
+fn op_timeout_code_on_places_a_killed_kernels_code_on_its_own_its_partners_or_both_streams() {
+    let (_guard, acl, control) = session();
+    // Long enough that the AICPU kernel is launched before the AICore one is killed.
+    set_op_timeout_ms(acl, 300);
+    let kill = ACL_ERROR_RT_AICORE_TIMEOUT;
+    assert_eq!(
+        op_timeout_codes(acl, control, OpTimeoutCodeOn::OwnStream),
+        (kill, ACL_SUCCESS)
+    );
+    assert_eq!(
+        op_timeout_codes(acl, control, OpTimeoutCodeOn::PartnerStream),
+        (ACL_SUCCESS, kill)
+    );
+    assert_eq!(
+        op_timeout_codes(acl, control, OpTimeoutCodeOn::BothStreams),
+        (kill, kill)
+    );
+    // A kernel alone has no partner: its own stream, whatever the switch.
+    let alone = create_stream(acl);
+    launch_hang(control, alone);
+    assert_eq!(sync_stream(acl, alone, LONG_MS), kill);
+    assert_eq!(destroy_stream(acl, alone), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
+    let (_guard, acl, control) = session();
+    control
+        .set_semantics(Semantics::LegacyEventFaults(true))
+        .expect("switch");
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let timing = malloc(acl, 16);
+    control
+        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("rule");
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    control
+        .launch_run(&RunKernel {
+            timing,
+            ..RunKernel::new(stream, ENGINE_AICORE)
+        })
+        .expect("launch");
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_ERROR_RT_AICORE_EXCEPTION);
+    assert_eq!(query(acl, event), Err(ACL_ERROR_RT_AICORE_EXCEPTION));
+    assert_eq!(
+        sync_stream(acl, stream, LONG_MS),
+        ACL_ERROR_RT_AICORE_EXCEPTION
+    );
+    assert_eq!(
+        from_device(acl, timing, 16),
+        Ok(vec![0; 16]),
+        "nothing ran after the fault"
+    );
+    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_eq!(free(acl, timing), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
+    let (_guard, acl, control) = session();
+    let err = control
+        .device(0)
+        .set_semantics(Semantics::LegacyEventFaults(true));
+    assert!(err.is_ok());
+    // Only device 0 has it: device 1 keeps the default.
+    bind(acl, 1);
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    control
+        .device(1)
+        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("rule");
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    record(acl, event, stream);
+    assert_eq!(
+        sync(acl, event, LONG_MS),
+        ACL_SUCCESS,
+        "device 1: real semantics"
+    );
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert!(
+        control
+            .device(64)
+            .set_semantics(Semantics::LegacyEventFaults(true))
+            .is_err()
+    );
+    // Unknown switches and values are refused (the typed call cannot make them).
+    assert!(
+        control
+            .set_semantics_raw(SWITCH_LEGACY_EVENT_FAULTS, 2)
+            .is_err()
+    );
+    assert!(control.set_semantics_raw(99, 0).is_err());
+    assert_eq!(
+        Semantics::LegacyEventFaults(true).raw(),
+        (SWITCH_LEGACY_EVENT_FAULTS, 1)
+    );
+    // The reset restores device 0's default.
+    control.reset().expect("reset");
+    bind(acl, 0);
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    control
+        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("rule");
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    record(acl, event, stream);
+    assert_eq!(
+        sync(acl, event, LONG_MS),
+        ACL_SUCCESS,
+        "reset: real semantics again"
+    );
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_all_balanced(control);
+}
+
+/// Launches one run on `pair` with the given outcomes (the AICPU kernel carries the record
+/// and, for a latch, `header`) and returns the record region's bytes once the boundary
+/// completed.
+#[allow(clippy::too_many_arguments)]
+fn run_record(
+    acl: &Acl,
+    control: &Control,
+    pair: &Pair,
+    region: *mut c_void,
+    core: Outcome,
+    cpu: Outcome,
+    header: &[u8],
+    epoch: u64,
+) -> Vec<u8> {
+    let header_at = if header.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        malloc(acl, header.len())
+    };
+    pair.launch(
+        acl,
+        control,
+        RunKernel {
+            outcome: core,
+            ..RunKernel::default()
+        },
+        RunKernel {
+            outcome: cpu,
+            header: header_at,
+            header_bytes: header,
+            record: region,
+            ..RunKernel::default()
+        },
+        handshake(5),
+        epoch,
+    );
+    assert_eq!(sync(acl, pair.boundary, LONG_MS), ACL_SUCCESS);
+    if !header_at.is_null() {
+        assert_eq!(free(acl, header_at), ACL_SUCCESS);
+    }
+    read_record(acl, region)
+}
+
+#[test]
+fn an_ok_run_publishes_an_ok_record_and_a_latched_run_an_error_record_with_its_code() {
+    let (_guard, acl, control) = session();
+    set_op_timeout_ms(acl, 20);
+    let region = record_region(acl);
+    let pair = Pair::new(acl);
+    let ok = run_record(
+        acl,
+        control,
+        &pair,
+        region,
+        Outcome::Ok,
+        Outcome::Ok,
+        &[],
+        1,
+    );
+    assert_eq!(decode_record(&ok, 1), Record::Ok);
+    pair.destroy(acl);
+    for (layout, payload) in [
+        (HeaderLayout::TensormapAndRingbuffer, 64),
+        (HeaderLayout::HostBuildGraph, 0),
+    ] {
+        let pair = Pair::new(acl);
+        let header = latched_header(layout, RuntimeCode::ExplicitOrchFatal);
+        let bytes = run_record(
+            acl,
+            control,
+            &pair,
+            region,
+            Outcome::Ok,
+            Outcome::Latch,
+            &header,
+            2,
+        );
+        assert_eq!(
+            decode_record(&bytes, 2),
+            Record::Error {
+                code: RuntimeCode::ExplicitOrchFatal,
+                source: RecordSource::Header,
+                payload_len: payload,
+            },
+            "{layout}"
+        );
+        if payload > 0 {
+            assert_eq!(record_payload(&bytes), &header[784..848]);
+        }
+        pair.destroy(acl);
+    }
+    assert_eq!(free(acl, region), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn an_exception_a_hang_a_silent_exit_or_a_faulted_aicore_sibling_publishes_nothing() {
+    let (_guard, acl, control) = session();
+    set_op_timeout_ms(acl, 20);
+    let region = record_region(acl);
+    for (core, cpu) in [
+        (Outcome::Ok, Outcome::Exception),
+        (Outcome::Ok, Outcome::Hang),
+        (Outcome::Ok, Outcome::Silent),
+        (Outcome::Exception, Outcome::Ok),
+        (Outcome::Hang, Outcome::Ok),
+        (Outcome::Silent, Outcome::Ok),
+        (Outcome::Exception, Outcome::Latch),
+    ] {
+        let pair = Pair::new(acl);
+        let header = latched_header(HeaderLayout::HostBuildGraph, RuntimeCode::ScopeDeadlock);
+        let bytes = run_record(acl, control, &pair, region, core, cpu, &header, 3);
+        assert_eq!(
+            decode_record(&bytes, 3),
+            Record::NeverPublished { stamp: 0 },
+            "{core:?} + {cpu:?}"
+        );
+        pair.destroy(acl);
+    }
+    // A kernel rule may end a run silently.
+    control
+        .fault_kernel(Outcome::Silent, ENGINE_AICPU, 0, 1, &[])
+        .expect("a rule accepts Silent");
+    let pair = Pair::new(acl);
+    let bytes = run_record(
+        acl,
+        control,
+        &pair,
+        region,
+        Outcome::Ok,
+        Outcome::Ok,
+        &[],
+        4,
+    );
+    assert_eq!(
+        decode_record(&bytes, 4),
+        Record::NeverPublished { stamp: 0 }
+    );
+    assert_eq!(
+        sync_stream(acl, pair.cpu, LONG_MS),
+        ACL_SUCCESS,
+        "silent is clean"
+    );
+    pair.destroy(acl);
+    assert_eq!(free(acl, region), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn the_record_is_written_before_an_event_recorded_after_the_runs_last_kernel_completes() {
+    let (_guard, acl, control) = session();
+    let region = record_region(acl);
+    // Either kernel may end last; the boundary (and core_done) sees the record both ways.
+    for (core_ms, cpu_ms, epoch) in [(30, 0, 11), (0, 30, 12)] {
+        let pair = Pair::new(acl);
+        pair.launch(
+            acl,
+            control,
+            RunKernel {
+                duration: Duration::from_millis(core_ms),
+                ..RunKernel::default()
+            },
+            RunKernel {
+                duration: Duration::from_millis(cpu_ms),
+                record: region,
+                ..RunKernel::default()
+            },
+            handshake(6),
+            epoch,
+        );
+        let last = if core_ms > cpu_ms {
+            pair.core_done
+        } else {
+            pair.boundary
+        };
+        assert_eq!(sync(acl, last, LONG_MS), ACL_SUCCESS);
+        assert_eq!(
+            decode_record(&read_record(acl, region), epoch),
+            Record::Ok,
+            "AICore {core_ms} ms, AICPU {cpu_ms} ms"
+        );
+        pair.destroy(acl);
+    }
+    assert_eq!(free(acl, region), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn each_record_is_stamped_with_its_runs_epoch_and_an_unpublished_run_leaves_the_last_stamp() {
+    let (_guard, acl, control) = session();
+    let region = record_region(acl);
+    let pair = Pair::new(acl);
+    let first = run_record(
+        acl,
+        control,
+        &pair,
+        region,
+        Outcome::Ok,
+        Outcome::Ok,
+        &[],
+        21,
+    );
+    assert_eq!(decode_record(&first, 21), Record::Ok);
+    let second = run_record(
+        acl,
+        control,
+        &pair,
+        region,
+        Outcome::Ok,
+        Outcome::Ok,
+        &[],
+        22,
+    );
+    assert_eq!(decode_record(&second, 22), Record::Ok);
+    assert_eq!(
+        decode_record(&second, 21),
+        Record::NeverPublished { stamp: 22 }
+    );
+    let silent = run_record(
+        acl,
+        control,
+        &pair,
+        region,
+        Outcome::Ok,
+        Outcome::Silent,
+        &[],
+        23,
+    );
+    assert_eq!(
+        decode_record(&silent, 23),
+        Record::NeverPublished { stamp: 22 },
+        "an earlier run's record is never this run's"
+    );
+    pair.destroy(acl);
+    assert_eq!(free(acl, region), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_bad_record_address_a_zero_epoch_or_a_second_kernel_of_one_engine_fails_the_launch() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let small = malloc(acl, 16);
+    let region = record_region(acl);
+    let code = |kernel: RunKernel<'_>| match control.launch_run(&kernel) {
+        Ok(()) => ACL_SUCCESS,
+        Err(run_lane_fake_ascendcl::ControlError::Call { code, .. }) => code,
+        Err(e) => panic!("{e}"),
+    };
+    let cpu = RunKernel::new(stream, ENGINE_AICPU);
+    assert_eq!(
+        code(RunKernel {
+            record: small,
+            epoch: 1,
+            ..cpu
+        }),
+        ACL_ERROR_RT_PARAM_INVALID,
+        "16 bytes cannot hold 280"
+    );
+    assert_eq!(
+        code(RunKernel {
+            record: 0x40_usize as *mut c_void,
+            epoch: 1,
+            ..cpu
+        }),
+        ACL_ERROR_RT_PARAM_INVALID
+    );
+    assert_eq!(
+        code(RunKernel {
+            record: region,
+            epoch: 0,
+            ..cpu
+        }),
+        ACL_ERROR_RT_PARAM_INVALID,
+        "no run has epoch 0"
+    );
+    let in_run = RunKernel {
+        record: region,
+        epoch: 5,
+        handshake: handshake(8),
+        ..cpu
+    };
+    assert_eq!(code(in_run), ACL_SUCCESS);
+    assert_eq!(
+        code(in_run),
+        ACL_ERROR_RT_PARAM_INVALID,
+        "one AICPU kernel per run"
+    );
+    assert_eq!(
+        code(RunKernel {
+            engine: ENGINE_AICORE,
+            ..in_run
+        }),
+        ACL_SUCCESS
+    );
+    assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
+    assert_eq!(decode_record(&read_record(acl, region), 5), Record::Ok);
+    assert_eq!(control.counters().expect("counters").launches, 2);
+    for ptr in [small, region] {
+        assert_eq!(free(acl, ptr), ACL_SUCCESS);
+    }
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn a_kernel_alone_with_a_record_publishes_by_its_own_ending() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let region = record_region(acl);
+    for (outcome, epoch, published) in [
+        (Outcome::Ok, 31, true),
+        (Outcome::Exception, 32, false),
+        (Outcome::Silent, 33, false),
+    ] {
+        control
+            .launch_run(&RunKernel {
+                outcome,
+                record: region,
+                epoch,
+                ..RunKernel::new(stream, ENGINE_AICPU)
+            })
+            .expect("launch");
+        let _ = sync_stream(acl, stream, LONG_MS);
+        let record = decode_record(&read_record(acl, region), epoch);
+        assert_eq!(record == Record::Ok, published, "{outcome:?}: {record}");
+    }
+    assert_eq!(free(acl, region), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_balanced(control);
+}
+
+#[test]
+fn latch_faults_stream_off_lets_a_latched_aicpu_kernel_exit_clean_with_its_record() {
+    let (_guard, acl, control) = session();
+    control
+        .set_semantics(Semantics::LatchFaultsStream(false))
+        .expect("switch");
+    let region = record_region(acl);
+    let pair = Pair::new(acl);
+    let header = latched_header(HeaderLayout::HostBuildGraph, RuntimeCode::ScopeDeadlock);
+    let bytes = run_record(
+        acl,
+        control,
+        &pair,
+        region,
+        Outcome::Ok,
+        Outcome::Latch,
+        &header,
+        41,
+    );
+    assert!(matches!(decode_record(&bytes, 41), Record::Error { .. }));
+    assert_eq!(
+        sync_stream(acl, pair.cpu, LONG_MS),
+        ACL_SUCCESS,
+        "no sticky code"
+    );
+    pair.destroy(acl);
+    assert_eq!(free(acl, region), ACL_SUCCESS);
+    assert_balanced(control);
+}
