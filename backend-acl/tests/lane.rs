@@ -15,7 +15,7 @@ use lane_core::{
     Verdict,
 };
 use lane_driver::{Driver, PrepareError, Report, RunArgs, Runner};
-use run_lane_fake_ascendcl::{Control, ControlError, ENGINE_AICPU, Outcome as Kernel};
+use run_lane_fake_ascendcl::{Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as Kernel};
 
 /// Each fake kernel's duration: short, but long enough that queued runs overlap.
 const KERNEL: Duration = Duration::from_millis(5);
@@ -62,7 +62,15 @@ impl Runner<AclDevice> for FakeKernels {
         } else {
             Kernel::Ok
         };
-        launch_code(common::launch_aicore(self.control, stream, KERNEL, outcome))
+        launch_code(common::launch_run_kernel(
+            self.control,
+            stream,
+            ENGINE_AICORE,
+            KERNEL,
+            outcome,
+            args,
+            &[],
+        ))
     }
 
     fn launch_aicpu(
@@ -75,16 +83,15 @@ impl Runner<AclDevice> for FakeKernels {
         let mut header = vec![0; self.layout.size()];
         status_latch::encode_into(self.layout, &Status::clean(self.layout), &mut header)
             .expect("a clean header encodes");
-        let result = self.control.launch(
-            common::raw_stream(stream),
+        launch_code(common::launch_run_kernel(
+            self.control,
+            stream,
             ENGINE_AICPU,
             KERNEL,
             Kernel::Ok,
-            args.timing.0 as usize as *mut core::ffi::c_void,
-            args.status_header.0 as usize as *mut core::ffi::c_void,
+            args,
             &header,
-        );
-        launch_code(result)
+        ))
     }
 
     fn finalise_run(
@@ -336,17 +343,19 @@ fn with_copies_on_the_streams_no_failing_call_leaks_a_stream_an_event_an_allocat
 
 #[test]
 fn a_failed_readback_enqueue_fails_its_run_at_the_status_read_as_a_failed_synchronous_read_does() {
-    // The first copy of a run is its arm, the second its status read: fail the second.
-    let failed_read = |config: fn(&common::Fake) -> AclConfig, symbol: &str| {
+    // Synchronous copies of a first run: the record region's zeroing, the arm, the record
+    // read, the status read. On the streams: the arm, then the readback. Fail the status
+    // read's.
+    let failed_read = |config: fn(&common::Fake) -> AclConfig, symbol: &str, skip: u32| {
         let fake = common::fake();
         let mut d = driver(&fake, config(&fake), Vec::new());
-        fake.control.fail_call(symbol, 507_899, 1, 1).unwrap();
+        fake.control.fail_call(symbol, 507_899, skip, 1).unwrap();
         let reports = run_lane(&mut d, 1);
         let cause = verdict(&reports[0]).cause().copied().expect("run 1 failed");
         (cause, reports[0].to_string())
     };
-    let (sync, sync_line) = failed_read(|fake| fake.config(), "aclrtMemcpy");
-    let (on_stream, on_stream_line) = failed_read(on_stream, "aclrtMemcpyAsync");
+    let (sync, sync_line) = failed_read(|fake| fake.config(), "aclrtMemcpy", 3);
+    let (on_stream, on_stream_line) = failed_read(on_stream, "aclrtMemcpyAsync", 1);
     assert_eq!(
         sync.stage(),
         Some(lane_core::status_latch::Stage::StatusRead)

@@ -279,6 +279,7 @@ const fn failed_item(event: &Event) -> Option<u64> {
         Event::PrepareFailed { run, .. }
         | Event::LaunchFailed { run, .. }
         | Event::CompletionFailed { run, .. }
+        | Event::Completed { run, .. }
         | Event::StatusReadFailed { run, .. }
         | Event::FinaliseFailed { run, .. } => Some(run.0),
         Event::UploadFailed { publication, .. } => Some(publication.0),

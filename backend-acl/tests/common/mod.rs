@@ -13,7 +13,7 @@ use lane_core::stream_pair::StreamHandle;
 use backend_acl::{AclConfig, AclDevice, Library};
 use lane_core::Profile;
 use run_lane_fake_ascendcl::{
-    Control, ControlError, ENGINE_AICORE, FakeCounters, Outcome, cdylib_path,
+    Control, ControlError, ENGINE_AICORE, FakeCounters, Outcome, RunKernel, cdylib_path,
 };
 
 /// The fake, reset, held by this test until dropped.
@@ -78,6 +78,34 @@ impl Fake {
 /// The `aclrtStream` a lane handle stands for.
 pub fn raw_stream(stream: StreamHandle) -> AclrtStream {
     stream.0 as usize as AclrtStream
+}
+
+/// Queues one kernel of a lane run on `stream`: linked to its sibling by the slot's
+/// handshake and the run's epoch, and (the AICPU kernel) publishing the run's result record
+/// when both kernels ended on their normal path (acl-fake's run model).
+pub fn launch_run_kernel(
+    control: &Control,
+    stream: StreamHandle,
+    engine: u32,
+    duration: Duration,
+    outcome: Outcome,
+    args: &lane_driver::RunArgs,
+    header: &[u8],
+) -> Result<(), ControlError> {
+    let ptr = |p: lane_driver::DevicePtr| p.0 as usize as *mut core::ffi::c_void;
+    let aicpu = engine == run_lane_fake_ascendcl::ENGINE_AICPU;
+    control.launch_run(&RunKernel {
+        stream: raw_stream(stream),
+        engine,
+        duration,
+        outcome,
+        timing: if aicpu { ptr(args.timing) } else { std::ptr::null_mut() },
+        header: if aicpu { ptr(args.status_header) } else { std::ptr::null_mut() },
+        header_bytes: if aicpu { header } else { &[] },
+        handshake: ptr(args.handshake),
+        record: if aicpu { ptr(args.record) } else { std::ptr::null_mut() },
+        epoch: args.epoch,
+    })
 }
 
 /// Queues a fake AICore kernel on `stream` that writes no buffer.
