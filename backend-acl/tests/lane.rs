@@ -22,11 +22,25 @@ const KERNEL: Duration = Duration::from_millis(5);
 
 /// The smallest runner: each launch queues one fake kernel on the lane's stream; the AICPU
 /// kernel writes the run's timing buffer and a clean status header. `hang` names runs whose
-/// AICore kernel hangs until the device op timeout.
+/// AICore kernel hangs until the device op timeout; `faults` names a run, an engine and how
+/// that engine's kernel ends (a latch writes SCOPE_DEADLOCK into the header).
 struct FakeKernels {
     control: &'static Control,
     layout: HeaderLayout,
     hang: Vec<u64>,
+    faults: Vec<(u64, u32, Kernel)>,
+}
+
+impl FakeKernels {
+    fn outcome(&self, run: RunId, engine: u32) -> Kernel {
+        if engine == ENGINE_AICORE && self.hang.contains(&run.0) {
+            return Kernel::Hang;
+        }
+        self.faults
+            .iter()
+            .find(|(r, e, _)| *r == run.0 && *e == engine)
+            .map_or(Kernel::Ok, |(_, _, outcome)| *outcome)
+    }
 }
 
 fn launch_code(result: Result<(), ControlError>) -> Result<(), AclCode> {
@@ -57,11 +71,7 @@ impl Runner<AclDevice> for FakeKernels {
         args: &RunArgs,
     ) -> Result<(), AclCode> {
         d.bind_thread()?;
-        let outcome = if self.hang.contains(&args.run.0) {
-            Kernel::Hang
-        } else {
-            Kernel::Ok
-        };
+        let outcome = self.outcome(args.run, ENGINE_AICORE);
         launch_code(common::launch_run_kernel(
             self.control,
             stream,
@@ -80,15 +90,20 @@ impl Runner<AclDevice> for FakeKernels {
         args: &RunArgs,
     ) -> Result<(), AclCode> {
         d.bind_thread()?;
+        let outcome = self.outcome(args.run, ENGINE_AICPU);
+        let mut status = Status::clean(self.layout);
+        if outcome == Kernel::Latch {
+            status.orch = Some(status_latch::RuntimeCode::ScopeDeadlock);
+        }
         let mut header = vec![0; self.layout.size()];
-        status_latch::encode_into(self.layout, &Status::clean(self.layout), &mut header)
-            .expect("a clean header encodes");
+        status_latch::encode_into(self.layout, &status, &mut header)
+            .expect("a header encodes");
         launch_code(common::launch_run_kernel(
             self.control,
             stream,
             ENGINE_AICPU,
             KERNEL,
-            Kernel::Ok,
+            outcome,
             args,
             &header,
         ))
@@ -117,6 +132,7 @@ fn driver(fake: &common::Fake, config: AclConfig, hang: Vec<u64>) -> FakeDriver 
         control: fake.control,
         layout: profile.header(),
         hang,
+        faults: Vec::new(),
     };
     Driver::new(profile, device, runner)
 }
@@ -366,4 +382,78 @@ fn a_failed_readback_enqueue_fails_its_run_at_the_status_read_as_a_failed_synchr
         sync_line.split("; device:").next(),
         "the same outcome line"
     );
+}
+
+/// Twelve runs at depth two with `fault` on run 5's `engine`: each run's verdict.
+fn twelve_with_run_5(engine: u32, fault: Kernel) -> Vec<Report> {
+    let fake = common::fake();
+    let profile = Profile::custom(ProfileSpec {
+        device_op_timeout_ns: 200_000_000,
+        completion_timeout_ns: 2_000_000_000,
+        ..fake.open().1.spec()
+    })
+    .expect("a valid profile");
+    let config = AclConfig {
+        profile: Some(profile),
+        ..fake.config()
+    };
+    let mut d = driver(&fake, config, Vec::new());
+    d.runner_mut().faults.push((5, engine, fault));
+    let reports = run_lane(&mut d, 12);
+    fake.assert_balanced();
+    reports
+}
+
+#[test]
+fn on_device_semantics_a_faulted_or_hung_run_is_never_ok_and_a_latch_fails_only_its_run() {
+    use lane_core::status_latch::{Class, Failure, RuntimeCode, Stage};
+    let cases = [
+        (ENGINE_AICPU, Kernel::Exception, Some(507_018)),
+        (ENGINE_AICORE, Kernel::Exception, Some(507_015)),
+        (ENGINE_AICORE, Kernel::Hang, Some(507_014)),
+        (ENGINE_AICPU, Kernel::Hang, Some(507_017)),
+        (ENGINE_AICPU, Kernel::Latch, None),
+        (ENGINE_AICPU, Kernel::Silent, None),
+    ];
+    for (engine, fault, poison_code) in cases {
+        let reports = twelve_with_run_5(engine, fault);
+        let case = format!("engine {engine} {fault:?}");
+        assert_eq!(reports.len(), 12, "{case}");
+        let five = verdict(&reports[4]);
+        match poison_code {
+            Some(code) => {
+                let cause = five.cause().copied().unwrap_or_else(|| panic!("{case}: {}", reports[4]));
+                assert_eq!(cause.class(), Class::Poison, "{case}: {}", reports[4]);
+                assert_eq!(cause.code(), Some(code), "{case}: {}", reports[4]);
+                assert_eq!(cause.stage(), Some(Stage::StreamSync), "{case}: {}", reports[4]);
+                // Run 6 was queued behind it: poisoned with run 5 as origin.
+                assert!(
+                    matches!(verdict(&reports[5]), Verdict::Poisoned { origin: RunId(5), .. }),
+                    "{case}: {}",
+                    reports[5]
+                );
+            }
+            None => {
+                let cause = five.cause().copied().unwrap_or_else(|| panic!("{case}: {}", reports[4]));
+                assert_eq!(cause.class(), Class::RunOnly, "{case}: {}", reports[4]);
+                if fault == Kernel::Latch {
+                    assert!(
+                        matches!(cause.failure, Failure::Record { code: RuntimeCode::ScopeDeadlock, .. }),
+                        "{case}: {}",
+                        reports[4]
+                    );
+                } else {
+                    assert_eq!(cause.failure, Failure::NoRecord, "{case}: {}", reports[4]);
+                }
+                // Every other run gets its own verdict: Ok (no later run inherits run 5's).
+                for (i, report) in reports.iter().enumerate().filter(|(i, _)| *i != 4) {
+                    assert!(verdict(report).is_ok(), "{case}: run {}: {report}", i + 1);
+                }
+            }
+        }
+        // Runs before the fault are Ok; after a poison, recovery reopens and later runs are Ok.
+        for report in reports.iter().take(4).chain(reports.iter().skip(6)) {
+            assert!(verdict(report).is_ok(), "{case}: {report}");
+        }
+    }
 }

@@ -181,6 +181,11 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         self.executor.runner()
     }
 
+    /// The runner, mutably (e.g. to plan a fault for a later run).
+    pub fn runner_mut(&mut self) -> &mut R {
+        self.executor.runner_mut()
+    }
+
     /// The observer.
     pub const fn observer(&self) -> &O {
         self.steps.observer()

@@ -214,6 +214,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         &self.runner
     }
 
+    /// The runner, mutably.
+    pub fn runner_mut(&mut self) -> &mut R {
+        &mut self.runner
+    }
+
     /// The device and the runner, consuming the executor.
     pub fn into_parts(self) -> (D, R) {
         (self.device, self.runner)
