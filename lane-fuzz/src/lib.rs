@@ -18,6 +18,8 @@
 //!   in submission order, once the backend answers everything.
 //! - [`status_header_decode`]: arbitrary bytes and layouts through
 //!   [`status_latch::decode`], `encode`, `classify` and `failure_line`.
+//! - [`result_record_decode`]: arbitrary result-record bytes and epochs through
+//!   [`status_latch::decode_record`], and [`status_latch::judge`] over evidence around them.
 //! - [`sim_swarm`]: a seed and option bytes into the simulator (backend-sim): a workload
 //!   and a fault mix derived from the seed, with the lane's and the device's invariants
 //!   after every step, then healing and draining.
@@ -68,6 +70,7 @@ macro_rules! behaviours {
 
 pub mod explore;
 pub mod lane_sequences;
+pub mod result_record_decode;
 pub mod sim_swarm;
 pub mod status_header_decode;
 pub mod stream_pair_orderings;
@@ -183,6 +186,11 @@ pub const TARGETS: &[Target] = &[
         name: status_header_decode::NAME,
         run_bytes: status_header_decode::run_bytes,
         behaviours: status_header_decode::BEHAVIOURS,
+    },
+    Target {
+        name: result_record_decode::NAME,
+        run_bytes: result_record_decode::run_bytes,
+        behaviours: result_record_decode::BEHAVIOURS,
     },
     Target {
         name: sim_swarm::NAME,

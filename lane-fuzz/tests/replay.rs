@@ -176,6 +176,11 @@ fn status_header_decode_smoke_run_finds_nothing_and_reaches_every_behaviour() {
 }
 
 #[test]
+fn result_record_decode_smoke_run_finds_nothing_and_reaches_every_behaviour() {
+    smoke("result_record_decode", 0x5EED_0005, SMOKE_CASES);
+}
+
+#[test]
 fn sim_swarm_smoke_run_finds_nothing_and_reaches_every_behaviour() {
     smoke("sim_swarm", 0x5EED_0004, SIM_SMOKE_CASES);
 }
@@ -187,6 +192,7 @@ fn every_target_has_a_smoke_run() {
         "stream_pair_orderings",
         "lane_sequences",
         "status_header_decode",
+        "result_record_decode",
         "sim_swarm",
     ];
     for target in TARGETS {

@@ -8,11 +8,16 @@
 //!   code that matters ([`AclCode`]), each with a name, a meaning and a hint;
 //! - the one classification policy ([`classify`], [`Rule`]): every [`Failure`] is
 //!   [`Class::RunOnly`] or [`Class::Poison`], with the documented reason;
+//! - the per-run result record ([`decode_record`], [`encode_record`], [`RECORD_LAYOUT`]):
+//!   a record counts only when it carries this run's epoch;
+//! - the verdict rule (L-8, [`judge`], [`VerdictRule`]): a run is `Ok` only on positive
+//!   evidence, and every other shape says which evidence it still needs or how it failed;
 //! - the stable log line for a failed run ([`failure_line`]) and the Markdown tables
 //!   generated into `docs/status-codes.md` ([`status_codes_doc`]).
 //!
-//! Invariant: total over its inputs. `decode` never panics, whatever the bytes; unknown
-//! codes are values of their own (`Unknown(v)`), never rejected, and classify as poison.
+//! Invariant: total over its inputs. `decode` and `decode_record` never panic, whatever the
+//! bytes; `judge` gives a row for every input; unknown codes are values of their own
+//! (`Unknown(v)`), never rejected, and classify as poison.
 //!
 //! Boundary: pure. It never touches a device, reads a clock or allocates on the
 //! classification path; the backend reads the header and maps return values to
@@ -37,8 +42,11 @@ pub use policy::{
     Class, Classification, Failure, LaunchProgress, Rule, Stage, classify, known_failures,
 };
 pub use record::{
-    RECORD_BYTES, RECORD_PAYLOAD_MAX, RECORD_PAYLOAD_OFFSET, Record, RecordDefect, RecordSource,
-    RecordWrite, decode_record, encode_record, record_payload,
+    RECORD_BYTES, RECORD_LAYOUT, RECORD_PAYLOAD_MAX, RECORD_PAYLOAD_OFFSET, Record, RecordDefect,
+    RecordField, RecordSource, RecordWrite, decode_record, encode_record, record_payload,
+};
+pub use render::{
+    classification_table, code_table, layout_table, record_table, status_codes_doc, verdict_table,
 };
 pub use render::{classification_table, code_table, layout_table, status_codes_doc};
 pub use verdict::{

@@ -147,10 +147,12 @@ impl fmt::Display for FailureDetail {
                 self.failure.hint()
             }
             Failure::Record { code, source } => {
+                // The record's own field, as read: its codes may be signed either way
+                // (device-truth §2), so negating it (as `runtime_status`) could mislead.
                 write!(
                     f,
-                    ": result record error from the {source}: runtime_status={} {} ({})",
-                    code.value().wrapping_neg(),
+                    ": result record error from the {source}: completion_code={} {} ({})",
+                    code.value(),
                     code.name(),
                     code.meaning()
                 )?;

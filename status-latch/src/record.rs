@@ -25,6 +25,71 @@ pub const RECORD_PAYLOAD_MAX: usize = 256;
 /// Offset of the payload in the record.
 pub const RECORD_PAYLOAD_OFFSET: usize = 24;
 
+/// Offset of `published` (u64).
+pub(crate) const PUBLISHED_AT: usize = 0;
+/// Offset of `payload_bytes` (u32).
+pub(crate) const PAYLOAD_BYTES_AT: usize = 8;
+/// Offset of `verdict` (u32).
+pub(crate) const VERDICT_AT: usize = 12;
+/// Offset of `completion_code` (i32).
+pub(crate) const CODE_AT: usize = 16;
+/// Offset of `code_source` (u32).
+pub(crate) const SOURCE_AT: usize = 20;
+
+/// One field of the record region, as the layout table shows it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct RecordField {
+    /// Offset in bytes from the region's start.
+    pub offset: usize,
+    /// Wire type, little-endian (`u64`, `u32`, `i32`, or the payload's byte count).
+    pub ty: &'static str,
+    /// Field name, as the runtime spells it.
+    pub name: &'static str,
+    /// What the field holds.
+    pub meaning: &'static str,
+}
+
+/// The record region, field by field, in offset order (device-truth §2). [`decode_record`]
+/// and [`encode_record`] read and write exactly these offsets.
+pub const RECORD_LAYOUT: [RecordField; 6] = [
+    RecordField {
+        offset: PUBLISHED_AT,
+        ty: "u64",
+        name: "published",
+        meaning: "the run's epoch; written and flushed last",
+    },
+    RecordField {
+        offset: PAYLOAD_BYTES_AT,
+        ty: "u32",
+        name: "payload_bytes",
+        meaning: "payload bytes that follow (at most 256)",
+    },
+    RecordField {
+        offset: VERDICT_AT,
+        ty: "u32",
+        name: "verdict",
+        meaning: "0 none, 1 ok, 2 error",
+    },
+    RecordField {
+        offset: CODE_AT,
+        ty: "i32",
+        name: "completion_code",
+        meaning: "the runtime's own code; 0 if and only if the verdict is ok",
+    },
+    RecordField {
+        offset: SOURCE_AT,
+        ty: "u32",
+        name: "code_source",
+        meaning: "0 none, 1 status header, 2 thread return code, 3 shutdown code",
+    },
+    RecordField {
+        offset: RECORD_PAYLOAD_OFFSET,
+        ty: "256 bytes",
+        name: "payload",
+        meaning: "for tensormap_and_ringbuffer, the error tail of its status header; else none",
+    },
+];
+
 /// Wire value of `verdict`: none.
 const VERDICT_NONE: u32 = 0;
 /// Wire value of `verdict`: ok.
@@ -121,6 +186,22 @@ pub enum RecordDefect {
         /// The value read.
         raw: u32,
     },
+}
+
+impl RecordDefect {
+    /// The defect's short name in tables.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::ZeroEpoch => "zero epoch",
+            Self::Short { .. } => "short read",
+            Self::PayloadTooLong { .. } => "payload too long",
+            Self::NoVerdict => "no verdict",
+            Self::UnknownVerdict { .. } => "unknown verdict",
+            Self::OkWithDetail { .. } => "ok with detail",
+            Self::ErrorWithoutCode => "error without code",
+            Self::UnknownSource { .. } => "unknown source",
+        }
+    }
 }
 
 impl fmt::Display for RecordDefect {
@@ -233,14 +314,14 @@ pub fn decode_record(bytes: &[u8], epoch: u64) -> Record {
         let len = u16::try_from(bytes.len()).unwrap_or(u16::MAX);
         return Record::Malformed(RecordDefect::Short { len });
     }
-    let stamp = u64_at(bytes, 0);
+    let stamp = u64_at(bytes, PUBLISHED_AT);
     if stamp != epoch {
         return Record::NeverPublished { stamp };
     }
-    let payload = u32_at(bytes, 8);
-    let verdict = u32_at(bytes, 12);
-    let code = i32::from_le_bytes(u32_at(bytes, 16).to_le_bytes());
-    let source = u32_at(bytes, 20);
+    let payload = u32_at(bytes, PAYLOAD_BYTES_AT);
+    let verdict = u32_at(bytes, VERDICT_AT);
+    let code = i32::from_le_bytes(u32_at(bytes, CODE_AT).to_le_bytes());
+    let source = u32_at(bytes, SOURCE_AT);
     if payload as usize > RECORD_PAYLOAD_MAX {
         return Record::Malformed(RecordDefect::PayloadTooLong { bytes: payload });
     }
@@ -269,7 +350,7 @@ pub fn decode_record(bytes: &[u8], epoch: u64) -> Record {
 /// The payload of a record read into `bytes`, as long as its `payload_bytes` says (capped at
 /// [`RECORD_PAYLOAD_MAX`] and at what was read). Meaningful for [`Record::Error`].
 pub fn record_payload(bytes: &[u8]) -> &[u8] {
-    let len = (u32_at(bytes, 8) as usize).min(RECORD_PAYLOAD_MAX);
+    let len = (u32_at(bytes, PAYLOAD_BYTES_AT) as usize).min(RECORD_PAYLOAD_MAX);
     let end = (RECORD_PAYLOAD_OFFSET + len).min(bytes.len());
     bytes.get(RECORD_PAYLOAD_OFFSET..end).unwrap_or(&[])
 }
@@ -291,27 +372,32 @@ pub enum RecordWrite<'a> {
     },
 }
 
+fn put(out: &mut [u8], at: usize, word: [u8; 4]) {
+    out[at..at + 4].copy_from_slice(&word);
+}
+
 /// The 280 bytes of `write` published with `epoch`, `published` included: what the device
 /// leaves in the region once it has written the fields and then the stamp.
 pub fn encode_record(epoch: u64, write: &RecordWrite<'_>) -> [u8; RECORD_BYTES] {
     let mut out = [0; RECORD_BYTES];
-    out[0..8].copy_from_slice(&epoch.to_le_bytes());
     match *write {
-        RecordWrite::Ok => out[12..16].copy_from_slice(&VERDICT_OK.to_le_bytes()),
+        RecordWrite::Ok => put(&mut out, VERDICT_AT, VERDICT_OK.to_le_bytes()),
         RecordWrite::Error {
             code,
             source,
             payload,
         } => {
             let len = payload.len().min(RECORD_PAYLOAD_MAX);
-            out[8..12].copy_from_slice(&(len as u32).to_le_bytes());
-            out[12..16].copy_from_slice(&VERDICT_ERROR.to_le_bytes());
-            out[16..20].copy_from_slice(&code.to_le_bytes());
-            out[20..24].copy_from_slice(&source.raw().to_le_bytes());
+            // At most 256: fits.
+            put(&mut out, PAYLOAD_BYTES_AT, (len as u32).to_le_bytes());
+            put(&mut out, VERDICT_AT, VERDICT_ERROR.to_le_bytes());
+            put(&mut out, CODE_AT, code.to_le_bytes());
+            put(&mut out, SOURCE_AT, source.raw().to_le_bytes());
             out[RECORD_PAYLOAD_OFFSET..RECORD_PAYLOAD_OFFSET + len]
                 .copy_from_slice(&payload[..len]);
         }
     }
+    out[PUBLISHED_AT..PUBLISHED_AT + 8].copy_from_slice(&epoch.to_le_bytes());
     out
 }
 

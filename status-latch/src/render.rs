@@ -1,11 +1,23 @@
-//! Markdown renderings of the layouts, code tables and policy: snapshot-tested, and written
-//! to `docs/status-codes.md` by `cargo xtask codegen`.
+//! Markdown renderings of the layouts, code tables, result record, verdict rule and policy:
+//! snapshot-tested, and written to `docs/status-codes.md` by `cargo xtask codegen`.
+//!
+//! Every conclusion in a table is computed by the code it documents (`decode_record`,
+//! `judge`, `classify`); only the conditions and reasons are prose.
 
 use core::fmt::Write as _;
 
 use crate::codes::{AclCode, RuntimeCode};
-use crate::header::HeaderLayout;
+use crate::header::{HeaderLayout, Latch, LatchSource};
 use crate::policy::{Failure, Rule, classify, known_failures};
+use crate::record::{
+    CODE_AT, PAYLOAD_BYTES_AT, RECORD_BYTES, RECORD_LAYOUT, RECORD_PAYLOAD_MAX,
+    RECORD_PAYLOAD_OFFSET, Record, RecordSource, RecordWrite, SOURCE_AT, VERDICT_AT, decode_record,
+    encode_record,
+};
+use crate::verdict::{
+    Boundary, DeviceVerdict, Evidence, HeaderRead, Judgement, RecordRead, VerdictChannel,
+    VerdictRule, judge,
+};
 
 /// A table cell: a `|` would end the cell early.
 fn cell(text: &str) -> String {
@@ -183,14 +195,396 @@ fn classification_table_under(h: &str) -> String {
     out
 }
 
-/// What `docs/status-codes.md` holds: a legend, the header layouts, the code tables and
-/// the classification table.
+/// The epoch the decode table's example bytes are read for.
+const EXAMPLE_EPOCH: u64 = 7;
+
+/// `base` with the u32 at `at` set to `value`.
+fn with_word(base: &[u8; RECORD_BYTES], at: usize, value: u32) -> Vec<u8> {
+    let mut bytes = base.to_vec();
+    bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    bytes
+}
+
+/// One example per shape [`decode_record`] tells apart, in the order it checks them: the
+/// condition on the bytes, then bytes and an epoch that meet it.
+fn decode_examples() -> Vec<(&'static str, Vec<u8>, u64)> {
+    let e = EXAMPLE_EPOCH;
+    let ok = encode_record(e, &RecordWrite::Ok);
+    let error = encode_record(
+        e,
+        &RecordWrite::Error {
+            code: RuntimeCode::ScopeDeadlock.value(),
+            source: RecordSource::Header,
+            payload: &[0; 64],
+        },
+    );
+    vec![
+        (
+            "the host asks with epoch 0, whatever the bytes",
+            ok.to_vec(),
+            0,
+        ),
+        (
+            "fewer than 24 bytes were read (the fixed fields)",
+            ok[..10].to_vec(),
+            e,
+        ),
+        (
+            "`published` is not the run's epoch: 0 in a fresh region, or an earlier run's epoch",
+            encode_record(e - 1, &RecordWrite::Ok).to_vec(),
+            e,
+        ),
+        (
+            "`payload_bytes` is over 256 (checked before `verdict`)",
+            with_word(&error, PAYLOAD_BYTES_AT, 257),
+            e,
+        ),
+        ("`verdict` is 0", with_word(&ok, VERDICT_AT, 0), e),
+        (
+            "`verdict` is 1 and `completion_code`, `code_source` and `payload_bytes` are 0",
+            ok.to_vec(),
+            e,
+        ),
+        (
+            "`verdict` is 1 with a non-zero code, source or payload",
+            with_word(&ok, CODE_AT, u32::from_le_bytes((-9_i32).to_le_bytes())),
+            e,
+        ),
+        (
+            "`verdict` is 2 and `completion_code` is 0",
+            with_word(&error, CODE_AT, 0),
+            e,
+        ),
+        (
+            "`verdict` is 2, the code is not 0, `code_source` is not 1, 2 or 3",
+            with_word(&error, SOURCE_AT, 0),
+            e,
+        ),
+        (
+            "`verdict` is 2, the code is not 0, `code_source` is 1, 2 or 3",
+            error.to_vec(),
+            e,
+        ),
+        ("`verdict` is over 2", with_word(&ok, VERDICT_AT, 3), e),
+    ]
+}
+
+/// A judgement in words, with the failure's class and rule.
+fn judgement_text(judgement: Judgement) -> String {
+    match judgement {
+        Judgement::Ok => "`Ok`".to_string(),
+        Judgement::NeedsDeviceVerdict => "make the device verdict".to_string(),
+        Judgement::NeedsHeader => "read the status header".to_string(),
+        Judgement::Fail(failure) => {
+            let c = classify(&failure);
+            let at = failure
+                .stage()
+                .map_or(String::new(), |stage| format!(" at {stage}"));
+            format!("fail `{}`{at}: {} (`{}`)", failure.name(), c.class, c.rule)
+        }
+    }
+}
+
+/// What the verdict rule does with a completed run's `record` on the record channel: the
+/// row that fires, and, when it needs the device verdict, the row once the device verdict
+/// and the header came back clean.
+fn record_verdict(record: Record) -> String {
+    let mut evidence = Evidence {
+        channel: VerdictChannel::Record,
+        boundary: Boundary::Complete,
+        record: RecordRead::Read(record),
+        device: None,
+    };
+    let (rule, judgement) = judge(&evidence, HeaderRead::Unread);
+    if judgement != Judgement::NeedsDeviceVerdict {
+        return format!("`{rule}`: {}", judgement_text(judgement));
+    }
+    evidence.device = Some(DeviceVerdict::Clean);
+    let (then, judgement) = judge(&evidence, HeaderRead::Clean);
+    format!(
+        "`{rule}`, then on a clean device verdict and header `{then}`: {}",
+        judgement_text(judgement)
+    )
+}
+
+/// Markdown: the result record's layout (offset, type, field), then every shape the decoder
+/// tells apart with the condition on the bytes, an example decode and what the verdict rule
+/// does with it.
+pub fn record_table() -> String {
+    record_table_under("##")
+}
+
+/// `record_table` with its section headings at level `h`.
+fn record_table_under(h: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{h} Record layout ({RECORD_BYTES} bytes)\n");
+    out.push_str("| offset | type | field | meaning |\n|---:|---|---|---|\n");
+    for field in RECORD_LAYOUT {
+        let _ = writeln!(
+            out,
+            "| {} | {} | `{}` | {} |",
+            field.offset,
+            field.ty,
+            field.name,
+            cell(field.meaning)
+        );
+    }
+    let _ = writeln!(out, "\n{h} Decode\n");
+    let _ = writeln!(
+        out,
+        "`decode_record(bytes, epoch)`, checked in this order; the first that holds decides. \
+         The examples are read for epoch {EXAMPLE_EPOCH}; the payload starts at byte \
+         {RECORD_PAYLOAD_OFFSET} and holds at most {RECORD_PAYLOAD_MAX} bytes. The verdict rule \
+         column is `judge` on a completed run of the record channel.\n"
+    );
+    out.push_str(
+        "| shape | condition on the bytes | decodes to (example) | verdict rule |\n|---|---|---|---|\n",
+    );
+    for (condition, bytes, epoch) in decode_examples() {
+        let record = decode_record(&bytes, epoch);
+        let shape = match record {
+            Record::Malformed(defect) => format!("malformed: {}", defect.name()),
+            other => other.name().to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {shape} | {} | {} | {} |",
+            cell(condition),
+            cell(&record.to_string()),
+            cell(&record_verdict(record))
+        );
+    }
+    out
+}
+
+/// The evidence dimensions the combination table enumerates: channel, boundary, record,
+/// device verdict, header. Each has a few representative values (the functions below).
+const DIMENSIONS: usize = 5;
+
+fn channels() -> [(String, VerdictChannel); 2] {
+    VerdictChannel::ALL.map(|c| (c.name().to_string(), c))
+}
+
+fn boundaries() -> [(String, Boundary); 3] {
+    let failed = AclCode::RtEventSyncTimeout;
+    let unfenced = AclCode::RtParamInvalid;
+    [
+        ("complete".to_string(), Boundary::Complete),
+        (
+            format!("wait failed ({})", failed.raw()),
+            Boundary::Failed(failed),
+        ),
+        (
+            format!("unfenced ({})", unfenced.raw()),
+            Boundary::Unfenced(unfenced),
+        ),
+    ]
+}
+
+fn records() -> [(String, RecordRead); 6] {
+    let code = RuntimeCode::ScopeDeadlock;
+    let read_failed = AclCode::RtParamInvalid;
+    let malformed = crate::record::RecordDefect::NoVerdict;
+    [
+        ("ok".to_string(), RecordRead::Read(Record::Ok)),
+        (
+            format!("error {} ({})", code.value(), RecordSource::Header),
+            RecordRead::Read(Record::Error {
+                code,
+                source: RecordSource::Header,
+                payload_len: 0,
+            }),
+        ),
+        (
+            "never published".to_string(),
+            RecordRead::Read(Record::NeverPublished { stamp: 0 }),
+        ),
+        (
+            format!("malformed ({})", malformed.name()),
+            RecordRead::Read(Record::Malformed(malformed)),
+        ),
+        (
+            format!("read failed ({})", read_failed.raw()),
+            RecordRead::Failed(read_failed),
+        ),
+        ("not read".to_string(), RecordRead::NotRead),
+    ]
+}
+
+fn devices() -> [(String, Option<DeviceVerdict>); 3] {
+    let fault = AclCode::RtAicpuException;
+    [
+        ("not made".to_string(), None),
+        ("clean".to_string(), Some(DeviceVerdict::Clean)),
+        (fault.raw().to_string(), Some(DeviceVerdict::Fault(fault))),
+    ]
+}
+
+fn headers() -> [(String, HeaderRead); 3] {
+    let latch = Latch {
+        source: LatchSource::Orch,
+        code: RuntimeCode::ExplicitOrchFatal,
+    };
+    [
+        ("not read".to_string(), HeaderRead::Unread),
+        ("clean".to_string(), HeaderRead::Clean),
+        (
+            format!("latched {}", latch.code.value()),
+            HeaderRead::Latched(latch),
+        ),
+    ]
+}
+
+/// How many representative values each dimension has.
+const SIZES: [usize; DIMENSIONS] = [2, 3, 6, 3, 3];
+
+/// `judge` on the combination `at` (an index into each dimension's values).
+fn judge_at(at: [usize; DIMENSIONS]) -> (VerdictRule, Judgement) {
+    let evidence = Evidence {
+        channel: channels()[at[0]].1,
+        boundary: boundaries()[at[1]].1,
+        record: records()[at[2]].1,
+        device: devices()[at[3]].1,
+    };
+    judge(&evidence, headers()[at[4]].1)
+}
+
+/// Every completion of `at` from dimension `from` on, each dimension over its values.
+fn completions(at: [usize; DIMENSIONS], from: usize) -> Vec<[usize; DIMENSIONS]> {
+    let mut out = vec![at];
+    for dim in from..DIMENSIONS {
+        out = out
+            .into_iter()
+            .flat_map(|a| {
+                (0..SIZES[dim]).map(move |i| {
+                    let mut b = a;
+                    b[dim] = i;
+                    b
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Whether `judge` ignores dimension `dim` under the prefix `at[..dim]`, whatever the later
+/// dimensions hold.
+fn ignored(at: [usize; DIMENSIONS], dim: usize) -> bool {
+    completions(at, dim + 1).into_iter().all(|c| {
+        (1..SIZES[dim]).all(|i| {
+            let mut other = c;
+            other[dim] = i;
+            let mut first = c;
+            first[dim] = 0;
+            judge_at(other) == judge_at(first)
+        })
+    })
+}
+
+/// The combination table's rows: a value index per dimension, `None` where `judge` ignores
+/// the dimension under the values to its left.
+fn combination_rows() -> Vec<[Option<usize>; DIMENSIONS]> {
+    fn walk(
+        at: [usize; DIMENSIONS],
+        row: [Option<usize>; DIMENSIONS],
+        dim: usize,
+        out: &mut Vec<[Option<usize>; DIMENSIONS]>,
+    ) {
+        if dim == DIMENSIONS {
+            out.push(row);
+            return;
+        }
+        if ignored(at, dim) {
+            walk(at, row, dim + 1, out);
+            return;
+        }
+        for i in 0..SIZES[dim] {
+            let (mut at, mut row) = (at, row);
+            at[dim] = i;
+            row[dim] = Some(i);
+            walk(at, row, dim + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk([0; DIMENSIONS], [None; DIMENSIONS], 0, &mut out);
+    out
+}
+
+/// Markdown: the verdict rule's rows ([`VerdictRule::ALL`], in the order `judge` tries
+/// them) with their evidence and conclusion, then representative evidence combinations with
+/// the row that fires and the judgement, computed by `judge`.
+pub fn verdict_table() -> String {
+    verdict_table_under("##")
+}
+
+/// `verdict_table` with its section headings at level `h`.
+fn verdict_table_under(h: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{h} Rows\n");
+    out.push_str(
+        "`judge(evidence, header)` tries these in order; the first that matches decides. A run is \
+         `Ok` only on positive evidence (L-8).\n\n",
+    );
+    out.push_str("| # | row | evidence | conclusion |\n|---:|---|---|---|\n");
+    for (i, rule) in VerdictRule::ALL.into_iter().enumerate() {
+        let (name, evidence, conclusion) = rule.row();
+        let _ = writeln!(
+            out,
+            "| {} | {name} | {} | {} |",
+            i + 1,
+            cell(evidence),
+            cell(conclusion)
+        );
+    }
+    let _ = writeln!(out, "\n{h} Evidence combinations\n");
+    out.push_str(
+        "Every combination of these values, through `judge`; *any* marks a column `judge` \
+         ignores given the columns to its left. Codes: 507047 event sync timeout, 107000 \
+         parameter invalid, 507018 AICPU exception; the record error and the latch are runtime \
+         codes (1 SCOPE_DEADLOCK, 9 EXPLICIT_ORCH_FATAL).\n\n",
+    );
+    out.push_str(
+        "| channel | boundary | record | device verdict | header | row | judgement |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    let (c, b, r, d, hd) = (channels(), boundaries(), records(), devices(), headers());
+    for row in combination_rows() {
+        let label = |dim: usize| -> String {
+            let Some(i) = row[dim] else {
+                return "*any*".to_string();
+            };
+            match dim {
+                0 => c[i].0.clone(),
+                1 => b[i].0.clone(),
+                2 => r[i].0.clone(),
+                3 => d[i].0.clone(),
+                _ => hd[i].0.clone(),
+            }
+        };
+        let (rule, judgement) = judge_at(row.map(|i| i.unwrap_or(0)));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {rule} | {} |",
+            label(0),
+            label(1),
+            label(2),
+            label(3),
+            label(4),
+            cell(&judgement_text(judgement))
+        );
+    }
+    out
+}
+
+/// What `docs/status-codes.md` holds: a legend, the header layouts, the result record, the
+/// code tables, the verdict rule and the classification table.
 pub fn status_codes_doc() -> String {
     let mut out = String::new();
     out.push_str("# Status codes and failure classification\n\n");
     out.push_str(
-        "What the `status-latch` crate knows (SPEC §5): the status header layouts, the runtime latch \
-         codes, the ACL/RT return codes, and the one policy that classifies every failure.\n\n\
+        "What the `status-latch` crate knows (SPEC §5, L-8): the status header layouts, the result \
+         record, the runtime latch codes, the ACL/RT return codes, the verdict rule, and the one policy \
+         that classifies every failure.\n\n\
          Legend:\n\n\
          - **run-only**: fail this run; a queued successor and later runs continue.\n\
          - **poison**: the device can no longer be trusted; the lane stops, fails what is in flight and \
@@ -199,12 +593,21 @@ pub fn status_codes_doc() -> String {
          - A latched failure's class does not depend on whether the orchestrator or a scheduler latched it; \
          the orchestrator's code wins when both are set.\n\
          - Unknown values are values of their own (`Unknown(v)`), never rejected; an unknown latch \
-         code poisons.\n\n",
+         code poisons.\n\
+         - **result record**: the per-run record the runtime's device side publishes, stamped with the \
+         run's epoch; only this run's own published ok record makes a run `Ok` without a stream \
+         synchronize (L-8).\n\
+         - **device verdict**: the bounded synchronize of the pair (AICPU stream, then AICore) that \
+         materializes a stream's code when the record does not decide the run.\n\n",
     );
     out.push_str("## Header layouts\n\nLittle-endian; offsets in bytes.\n\n");
     out.push_str(&layout_table_under("###"));
-    out.push_str("## Codes\n\n");
+    out.push_str("## Result record\n\nLittle-endian; offsets in bytes.\n\n");
+    out.push_str(&record_table_under("###"));
+    out.push_str("\n## Codes\n\n");
     out.push_str(&code_table_under("###"));
+    out.push_str("\n## Verdict rule\n\n");
+    out.push_str(&verdict_table_under("###"));
     out.push_str("\n## Classification\n\n");
     out.push_str(&classification_table_under("###"));
     out

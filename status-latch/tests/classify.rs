@@ -356,3 +356,94 @@ fn a_failure_names_its_stage_code_name_and_hint() {
         );
     }
 }
+
+#[test]
+fn a_record_error_classifies_exactly_as_the_same_code_latched() {
+    let codes = RuntimeCode::ALL.into_iter().chain([
+        RuntimeCode::Unknown(-9),
+        RuntimeCode::Unknown(12),
+        RuntimeCode::Unknown(i32::MIN),
+    ]);
+    for code in codes {
+        for source in status_latch::RecordSource::ALL {
+            let record = Failure::Record { code, source };
+            for latch_source in [LatchSource::Orch, LatchSource::Sched] {
+                let latched = Failure::Latched(Latch {
+                    source: latch_source,
+                    code,
+                });
+                assert_eq!(
+                    classify(&record),
+                    classify(&latched),
+                    "{code} from {source}"
+                );
+            }
+            assert_eq!(record.code(), Some(code.value()));
+            assert_eq!(record.name(), code.name());
+            assert_eq!(record.hint(), code.hint());
+            assert_eq!(record.stage(), None);
+        }
+    }
+}
+
+#[test]
+fn no_record_and_a_malformed_record_fail_only_the_run() {
+    assert_rule(Failure::NoRecord, Class::RunOnly, Rule::NoResultRecord);
+    for defect in [
+        status_latch::RecordDefect::ZeroEpoch,
+        status_latch::RecordDefect::Short { len: 0 },
+        status_latch::RecordDefect::PayloadTooLong { bytes: 257 },
+        status_latch::RecordDefect::NoVerdict,
+        status_latch::RecordDefect::UnknownVerdict { raw: u32::MAX },
+        status_latch::RecordDefect::OkWithDetail {
+            code: 1,
+            source: 1,
+            payload: 1,
+        },
+        status_latch::RecordDefect::ErrorWithoutCode,
+        status_latch::RecordDefect::UnknownSource { raw: 4 },
+    ] {
+        assert_rule(
+            Failure::MalformedRecord(defect),
+            Class::RunOnly,
+            Rule::MalformedRecord,
+        );
+    }
+    assert_eq!(Failure::NoRecord.code(), None);
+    assert_eq!(Failure::NoRecord.name(), "NO_RESULT_RECORD");
+}
+
+#[test]
+fn a_failed_record_read_or_device_verdict_poisons_at_every_code() {
+    for code in AclCode::ALL.into_iter().chain([AclCode::Unknown(999_999)]) {
+        let device = code.is_device_fault();
+        assert_rule(
+            acl(Stage::RecordRead, code),
+            Class::Poison,
+            if device {
+                Rule::DeviceFault
+            } else {
+                Rule::RecordReadFailed
+            },
+        );
+        assert_rule(
+            acl(Stage::StreamSync, code),
+            Class::Poison,
+            if device {
+                Rule::DeviceFault
+            } else {
+                Rule::DeviceVerdictFailed
+            },
+        );
+    }
+}
+
+#[test]
+fn every_stage_is_in_stage_all_once() {
+    let mut names: Vec<&str> = Stage::ALL.iter().map(|s| s.name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), Stage::ALL.len());
+    assert!(Stage::ALL.contains(&Stage::RecordRead));
+    assert!(Stage::ALL.contains(&Stage::StreamSync));
+}

@@ -2,9 +2,9 @@
 //! change shows up here as a diff.
 
 use status_latch::{
-    AclCode, Failure, HeaderLayout, Latch, LatchSource, LaunchProgress, RuntimeCode, Stage, Stall,
-    StallDetail, Status, classification_table, code_table, failure_line, layout_table,
-    status_codes_doc,
+    AclCode, Failure, HeaderLayout, Latch, LatchSource, LaunchProgress, RecordDefect, RecordSource,
+    RuntimeCode, Stage, Stall, StallDetail, Status, classification_table, code_table, failure_line,
+    layout_table, record_table, status_codes_doc, verdict_table,
 };
 
 #[test]
@@ -23,9 +23,25 @@ fn layout_table_snapshot() {
 }
 
 #[test]
-fn status_codes_doc_holds_the_layouts_and_both_tables() {
+fn record_table_snapshot() {
+    insta::assert_snapshot!(record_table());
+}
+
+#[test]
+fn verdict_table_snapshot() {
+    insta::assert_snapshot!(verdict_table());
+}
+
+#[test]
+fn status_codes_doc_holds_every_table() {
     let doc = status_codes_doc();
-    for table in [code_table(), classification_table(), layout_table()] {
+    for table in [
+        code_table(),
+        classification_table(),
+        layout_table(),
+        record_table(),
+        verdict_table(),
+    ] {
         // Same rows; only the heading levels differ.
         let rows: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).collect();
         for row in rows {
@@ -123,6 +139,65 @@ fn failure_lines_snapshot() {
         .to_string(),
         failure_line(25, &Failure::HostWaitTimeout).to_string(),
         failure_line(26, &Failure::CopyBackValidation).to_string(),
+        failure_line(
+            27,
+            &Failure::Record {
+                code: RuntimeCode::ExplicitOrchFatal,
+                source: RecordSource::ThreadReturn,
+            },
+        )
+        .to_string(),
+        failure_line(
+            28,
+            &Failure::Record {
+                code: RuntimeCode::SchedulerTimeout,
+                source: RecordSource::Header,
+            },
+        )
+        .to_string(),
+        failure_line(
+            29,
+            &Failure::Record {
+                code: RuntimeCode::Unknown(-9),
+                source: RecordSource::Shutdown,
+            },
+        )
+        .to_string(),
+        failure_line(30, &Failure::NoRecord).to_string(),
+        failure_line(
+            31,
+            &Failure::MalformedRecord(RecordDefect::UnknownVerdict { raw: 3 }),
+        )
+        .to_string(),
+        failure_line(
+            32,
+            &Failure::MalformedRecord(RecordDefect::Short { len: 10 }),
+        )
+        .to_string(),
+        failure_line(
+            33,
+            &Failure::Acl {
+                stage: Stage::RecordRead,
+                code: AclCode::RtParamInvalid,
+            },
+        )
+        .to_string(),
+        failure_line(
+            34,
+            &Failure::Acl {
+                stage: Stage::StreamSync,
+                code: AclCode::RtStreamSyncTimeout,
+            },
+        )
+        .to_string(),
+        failure_line(
+            35,
+            &Failure::Acl {
+                stage: Stage::StreamSync,
+                code: AclCode::RtStreamNotComplete,
+            },
+        )
+        .to_string(),
     ];
     for line in &lines {
         assert!(!line.contains('\n'), "a failure line is one line: {line}");
