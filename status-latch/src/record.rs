@@ -336,7 +336,7 @@ pub fn decode_record(bytes: &[u8], epoch: u64) -> Record {
         VERDICT_ERROR if code == 0 => Record::Malformed(RecordDefect::ErrorWithoutCode),
         VERDICT_ERROR => match RecordSource::from_raw(source) {
             Some(source) => Record::Error {
-                code: RuntimeCode::from_value(code).unwrap_or(RuntimeCode::Unknown(code)),
+                code: record_code(code, source),
                 source,
                 // At most 256: checked above.
                 payload_len: payload as u16,
@@ -345,6 +345,18 @@ pub fn decode_record(bytes: &[u8], epoch: u64) -> Record {
         },
         raw => Record::Malformed(RecordDefect::UnknownVerdict { raw }),
     }
+}
+
+/// The runtime's code in a record: a code taken from the status header may be written as
+/// the runtime's status (`runtime_status = -code`, device-truth §2's `-9`), which reads as
+/// the latched code it negates; every other value is kept as written (an unknown one
+/// classifies as poison).
+fn record_code(code: i32, source: RecordSource) -> RuntimeCode {
+    let code = match source {
+        RecordSource::Header if code < 0 => code.wrapping_neg(),
+        _ => code,
+    };
+    RuntimeCode::from_value(code).unwrap_or(RuntimeCode::Unknown(code))
 }
 
 /// The payload of a record read into `bytes`, as long as its `payload_bytes` says (capped at
@@ -412,6 +424,32 @@ mod tests {
         assert_eq!(
             decode_record(&bytes, 8),
             Record::NeverPublished { stamp: 7 }
+        );
+    }
+
+    #[test]
+    fn a_header_code_written_as_the_runtime_status_reads_as_its_latch_code() {
+        let write = |code, source| {
+            encode_record(
+                2,
+                &RecordWrite::Error {
+                    code,
+                    source,
+                    payload: &[],
+                },
+            )
+        };
+        let code_of = |bytes: &[u8]| match decode_record(bytes, 2) {
+            Record::Error { code, .. } => code,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            code_of(&write(-9, RecordSource::Header)),
+            RuntimeCode::ExplicitOrchFatal
+        );
+        assert_eq!(
+            code_of(&write(-9, RecordSource::ThreadReturn)),
+            RuntimeCode::Unknown(-9)
         );
     }
 

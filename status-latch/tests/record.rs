@@ -323,7 +323,7 @@ fn a_record_code_is_kept_as_the_runtime_wrote_it_and_unknown_values_stay_unknown
 fn encode_then_decode_gives_back_every_error_and_ok() {
     let codes = RuntimeCode::ALL
         .into_iter()
-        .chain([RuntimeCode::Unknown(-9), RuntimeCode::Unknown(i32::MAX)]);
+        .chain([RuntimeCode::Unknown(12), RuntimeCode::Unknown(i32::MAX)]);
     let payload: Vec<u8> = (0..=255u8).collect();
     for code in codes {
         for source in RecordSource::ALL {
