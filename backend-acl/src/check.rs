@@ -140,6 +140,7 @@ pub fn run(options: &CheckOptions) -> CheckReport {
     });
     steps.push(step("streams", check_streams(&mut device)));
     steps.push(step("events", check_events(&mut device)));
+    steps.push(step("stream synchronize", check_stream_sync(&mut device)));
     steps.push(step("copies", check_copies(&mut device)));
     steps.push(step("force reset then probe", check_recovery(&mut device)));
     steps.push(check_devlib(device.acl().path()));
@@ -150,6 +151,11 @@ pub fn run(options: &CheckOptions) -> CheckReport {
                  and the status latch need the embedding runtime's kernels (its Runner); see \
                  docs/hardware.md"
             .to_owned(),
+    });
+    steps.push(Step {
+        name: "verdict channel",
+        verdict: Verdict::NotChecked,
+        detail: FATAL_STATUS_CHECKLIST.to_owned(),
     });
     if let Err(code) = device.finalize() {
         report.steps.push(Step {
@@ -262,6 +268,57 @@ fn check_events(d: &mut AclDevice) -> Result<String, String> {
     destroyed.map_err(|c| failed(d, "destroy stream", c))?;
     Ok(
         "created, recorded on an empty stream, synchronised with a timeout, re-recorded, destroyed"
+            .to_owned(),
+    )
+}
+
+/// What a runtime must confirm on this device with a kernel of its own that returns a fatal
+/// status (device-truth §1), since the lane's verdict rests on it (L-8).
+const FATAL_STATUS_CHECKLIST: &str = "with a fatal-status AICPU kernel of the runtime's own, \
+    confirm: (1) aclrtSynchronizeEventWithTimeout on an event recorded after it returns 0; \
+    (2) aclrtPeekAtLastError returns 0 before any stream synchronize; \
+    (3) aclrtSynchronizeStreamWithTimeout(stream, T > 0) returns the fault (507018 on a2a3); \
+    (4) a kernel queued behind it still runs; (5) its result record is published with the run's \
+    epoch and verdict error, or not at all; see docs/hardware.md";
+
+/// The device verdict's call (L-8): a zero timeout is refused, a positive one on an idle or
+/// drained stream returns 0, and a never-recorded event waits as success (so the lane tracks
+/// its own records).
+fn check_stream_sync(d: &mut AclDevice) -> Result<String, String> {
+    let stream = d
+        .create_stream()
+        .map_err(|c| failed(d, "create stream", c))?;
+    let result = (|| {
+        match d.synchronize_stream(stream, 0) {
+            Err(code) if code.raw() == 107_000 => {}
+            Err(code) => {
+                return Err(format!(
+                    "aclrtSynchronizeStreamWithTimeout(stream, 0) returned {code}, not 107000"
+                ));
+            }
+            Ok(()) => {
+                return Err(
+                    "aclrtSynchronizeStreamWithTimeout(stream, 0) was accepted; a zero timeout \
+                     must be refused (107000)"
+                        .to_owned(),
+                );
+            }
+        }
+        let _ = d.recent_error_message();
+        d.synchronize_stream(stream, 5_000)
+            .map_err(|c| failed(d, "synchronize an idle stream with a 5000 ms timeout", c))?;
+        let event = d.create_event().map_err(|c| failed(d, "create event", c))?;
+        let waited = d.synchronize_event(event, 1_000);
+        let destroyed = d.destroy_event(event);
+        waited.map_err(|c| failed(d, "synchronize a never-recorded event", c))?;
+        destroyed.map_err(|c| failed(d, "destroy event", c))
+    })();
+    let destroyed = d.destroy_stream(stream);
+    result?;
+    destroyed.map_err(|c| failed(d, "destroy stream", c))?;
+    Ok(
+        "a zero timeout is refused with 107000; an idle stream synchronizes with 0; a \
+         never-recorded event waits as success"
             .to_owned(),
     )
 }

@@ -26,19 +26,25 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
             "op timeout",
             "streams",
             "events",
+            "stream synchronize",
             "copies",
             "force reset then probe",
             "devlib refusal",
-            "kernels"
+            "kernels",
+            "verdict channel"
         ],
         "{text}"
     );
-    let kernels = report.steps.last().unwrap();
-    assert_eq!(kernels.verdict, Verdict::NotChecked);
-    assert!(kernels.detail.contains("docs/hardware.md"));
+    for name in ["kernels", "verdict channel"] {
+        let step = report.steps.iter().find(|s| s.name == name).unwrap();
+        assert_eq!(step.verdict, Verdict::NotChecked);
+        assert!(step.detail.contains("docs/hardware.md"));
+    }
+    let channel = report.steps.last().unwrap();
+    assert!(channel.detail.contains("fatal-status"), "{text}");
     assert!(text.contains("SoC Ascend910B1, profile a2a3"), "{text}");
     assert!(
-        text.ends_with("device-check: 7 passed, 0 failed, 1 not checked\n"),
+        text.ends_with("device-check: 8 passed, 0 failed, 2 not checked\n"),
         "{text}"
     );
     let c = fake.counters();
@@ -108,4 +114,23 @@ fn no_device_or_a_bad_device_id_is_one_line_and_a_failure() {
     });
     assert!(!report.passed());
     assert!(report.to_string().contains("no Ascend device visible"));
+}
+
+#[test]
+fn a_stream_synchronize_that_accepts_a_zero_timeout_fails_its_step() {
+    let fake = common::fake();
+    // The fake refuses 0 as ACL does; make the first synchronize answer 0 instead.
+    fake.control
+        .fail_call("aclrtSynchronizeStreamWithTimeout", 0, 0, 1)
+        .unwrap();
+    let report = check::run(&CheckOptions {
+        library: Library::Path(fake.path.clone()),
+        device_id: 0,
+    });
+    let step = report
+        .steps
+        .iter()
+        .find(|s| s.name == "stream synchronize")
+        .unwrap();
+    assert_eq!(step.verdict, Verdict::Failed, "{report}");
 }

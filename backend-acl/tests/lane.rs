@@ -15,7 +15,9 @@ use lane_core::{
     Verdict,
 };
 use lane_driver::{Driver, PrepareError, Report, RunArgs, Runner};
-use run_lane_fake_ascendcl::{Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as Kernel};
+use run_lane_fake_ascendcl::{
+    Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as Kernel,
+};
 
 /// Each fake kernel's duration: short, but long enough that queued runs overlap.
 const KERNEL: Duration = Duration::from_millis(5);
@@ -96,8 +98,7 @@ impl Runner<AclDevice> for FakeKernels {
             status.orch = Some(status_latch::RuntimeCode::ScopeDeadlock);
         }
         let mut header = vec![0; self.layout.size()];
-        status_latch::encode_into(self.layout, &status, &mut header)
-            .expect("a header encodes");
+        status_latch::encode_into(self.layout, &status, &mut header).expect("a header encodes");
         launch_code(common::launch_run_kernel(
             self.control,
             stream,
@@ -422,23 +423,46 @@ fn on_device_semantics_a_faulted_or_hung_run_is_never_ok_and_a_latch_fails_only_
         let five = verdict(&reports[4]);
         match poison_code {
             Some(code) => {
-                let cause = five.cause().copied().unwrap_or_else(|| panic!("{case}: {}", reports[4]));
+                let cause = five
+                    .cause()
+                    .copied()
+                    .unwrap_or_else(|| panic!("{case}: {}", reports[4]));
                 assert_eq!(cause.class(), Class::Poison, "{case}: {}", reports[4]);
                 assert_eq!(cause.code(), Some(code), "{case}: {}", reports[4]);
-                assert_eq!(cause.stage(), Some(Stage::StreamSync), "{case}: {}", reports[4]);
+                assert_eq!(
+                    cause.stage(),
+                    Some(Stage::StreamSync),
+                    "{case}: {}",
+                    reports[4]
+                );
                 // Run 6 was queued behind it: poisoned with run 5 as origin.
                 assert!(
-                    matches!(verdict(&reports[5]), Verdict::Poisoned { origin: RunId(5), .. }),
+                    matches!(
+                        verdict(&reports[5]),
+                        Verdict::Poisoned {
+                            origin: RunId(5),
+                            ..
+                        }
+                    ),
                     "{case}: {}",
                     reports[5]
                 );
             }
             None => {
-                let cause = five.cause().copied().unwrap_or_else(|| panic!("{case}: {}", reports[4]));
+                let cause = five
+                    .cause()
+                    .copied()
+                    .unwrap_or_else(|| panic!("{case}: {}", reports[4]));
                 assert_eq!(cause.class(), Class::RunOnly, "{case}: {}", reports[4]);
                 if fault == Kernel::Latch {
                     assert!(
-                        matches!(cause.failure, Failure::Record { code: RuntimeCode::ScopeDeadlock, .. }),
+                        matches!(
+                            cause.failure,
+                            Failure::Record {
+                                code: RuntimeCode::ScopeDeadlock,
+                                ..
+                            }
+                        ),
                         "{case}: {}",
                         reports[4]
                     );

@@ -449,7 +449,7 @@ fn check_error_round_trip(
         reached.insert(B::PayloadCut.bit());
     } else if !negated
         && again.get(..RECORD_PAYLOAD_OFFSET + payload.len())
-        != bytes.get(..RECORD_PAYLOAD_OFFSET + payload.len())
+            != bytes.get(..RECORD_PAYLOAD_OFFSET + payload.len())
     {
         return Err("the re-encoded error record differs from the bytes read".into());
     }

@@ -99,11 +99,23 @@ pub fn launch_run_kernel(
         engine,
         duration,
         outcome,
-        timing: if aicpu { ptr(args.timing) } else { std::ptr::null_mut() },
-        header: if aicpu { ptr(args.status_header) } else { std::ptr::null_mut() },
+        timing: if aicpu {
+            ptr(args.timing)
+        } else {
+            std::ptr::null_mut()
+        },
+        header: if aicpu {
+            ptr(args.status_header)
+        } else {
+            std::ptr::null_mut()
+        },
         header_bytes: if aicpu { header } else { &[] },
         handshake: ptr(args.handshake),
-        record: if aicpu { ptr(args.record) } else { std::ptr::null_mut() },
+        record: if aicpu {
+            ptr(args.record)
+        } else {
+            std::ptr::null_mut()
+        },
         epoch: args.epoch,
     })
 }
