@@ -16,7 +16,7 @@
 //
 // On ACL a real runner launches its kernels with rtKernelLaunchWithHandleV2 and
 // rtsLaunchCpuKernel on the stream it is given. This miniature has no kernels: on the fake
-// library it queues fake kernels with the fake's test-only runlanefake_launch instead (the
+// library it queues fake kernels with the fake's test-only runlanefake_launch_run instead (the
 // AICPU one writes the run's device start and end into the slot's timing buffer).
 
 #include "run_lane.h"
@@ -56,9 +56,13 @@ constexpr int32_t kParamInvalid = 107000;
 // The code the runner publishes.
 constexpr uint64_t kCode = 7;
 
-// The fake library's kernel launch (acl-fake's runlanefake_launch): stream, engine (0 AICore,
-// 1 AICPU), duration, outcome (0 ok), timing buffer, status header, header bytes and length.
-using FakeLaunch = int32_t (*)(void *, uint32_t, uint64_t, uint32_t, void *, void *, const uint8_t *, size_t);
+// The fake library's kernel launch (acl-fake's runlanefake_launch_run): stream, engine (0
+// AICore, 1 AICPU), duration, outcome (0 ok), timing buffer, status header, header bytes and
+// length, the run's handshake (links its two kernels), its result record and its epoch. The
+// fake publishes the record when both kernels end on their normal path, as a runtime's device
+// code must (docs/embedding.md).
+using FakeLaunch = int32_t (*)(void *, uint32_t, uint64_t, uint32_t, void *, void *, const uint8_t *, size_t,
+                               void *, void *, uint64_t);
 // A fake kernel's duration.
 constexpr uint64_t kKernelNs = 2000000;
 
@@ -119,7 +123,7 @@ int32_t launch_aicore(void *user, void *stream, const RunLaneRunArgs *args) {
     std::lock_guard<std::mutex> lock(r->mutex);
     r->on_lane_thread();
     if (stream == nullptr || args->status_header == nullptr || args->timing == nullptr ||
-        args->handshake == nullptr) {
+        args->handshake == nullptr || args->record == nullptr || args->epoch == 0) {
         return kParamInvalid;
     }
     if (args->info.tag == kFailingTag) {
@@ -127,7 +131,8 @@ int32_t launch_aicore(void *user, void *stream, const RunLaneRunArgs *args) {
     }
     ++r->aicore_launches;
     if (r->fake_launch != nullptr) {
-        return r->fake_launch(stream, 0, kKernelNs, 0, nullptr, nullptr, nullptr, 0);
+        return r->fake_launch(stream, 0, kKernelNs, 0, nullptr, nullptr, nullptr, 0, args->handshake, nullptr,
+                              args->epoch);
     }
     return 0;
 }
@@ -138,7 +143,8 @@ int32_t launch_aicpu(void *user, void *stream, const RunLaneRunArgs *args) {
     r->on_lane_thread();
     ++r->aicpu_launches;
     if (r->fake_launch != nullptr) {
-        return r->fake_launch(stream, 1, kKernelNs, 0, args->timing, nullptr, nullptr, 0);
+        return r->fake_launch(stream, 1, kKernelNs, 0, args->timing, nullptr, nullptr, 0, args->handshake,
+                              args->record, args->epoch);
     }
     return 0;
 }
@@ -209,9 +215,9 @@ int main(int argc, char **argv) {
             std::fprintf(stderr, "dlopen %s: %s\n", argv[2], dlerror());
             return 2;
         }
-        runner.fake_launch = reinterpret_cast<FakeLaunch>(dlsym(fake, "runlanefake_launch"));
+        runner.fake_launch = reinterpret_cast<FakeLaunch>(dlsym(fake, "runlanefake_launch_run"));
         if (runner.fake_launch == nullptr) {
-            std::fprintf(stderr, "%s has no runlanefake_launch\n", argv[2]);
+            std::fprintf(stderr, "%s has no runlanefake_launch_run\n", argv[2]);
             return 2;
         }
     }

@@ -50,6 +50,7 @@ pub struct Overrides {
     prepare_window: u8,
     /// The stream-synchronize verdict channel (and so depth one).
     stream_sync: bool,
+    launch_depth: u8,
 }
 
 impl Overrides {
@@ -62,6 +63,15 @@ impl Overrides {
         }
         if self.prepare_window != 0 {
             spec.prepare_window = self.prepare_window;
+        }
+        if self.launch_depth != 0 {
+            if self.launch_depth > spec.launch_depth {
+                return Err(invalid(format!(
+                    "launch_depth {} is above the profile's {}: pass 1 to {} (0 keeps it)",
+                    self.launch_depth, spec.launch_depth, spec.launch_depth
+                )));
+            }
+            spec.launch_depth = self.launch_depth;
         }
         if self.completion_timeout_ms != 0 {
             spec.completion_timeout_ns = ms_to_ns(self.completion_timeout_ms)?;
@@ -134,6 +144,7 @@ pub const fn default_config() -> RunLaneConfig {
         workers: 0,
         prepare_window: 0,
         verdict_channel: RunLaneVerdictChannel::Record as u32,
+        launch_depth: 0,
     }
 }
 
@@ -179,6 +190,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         device_op_timeout_ms: config.device_op_timeout_ms,
         prepare_window: config.prepare_window,
         stream_sync,
+        launch_depth: config.launch_depth,
     };
     let profile = match config.profile {
         p if p == RunLaneProfile::A2a3 as u32 => {

@@ -237,6 +237,10 @@ pub struct RunLaneConfig {
     /// A `RunLaneVerdictChannel` (ABI 4): `RECORD` (0, the default) or `STREAM_SYNC` (1, a
     /// runtime that publishes no result record; the lane then runs at depth one).
     pub verdict_channel: u32,
+    /// Runs launched on the pair at once, 1 to the profile's (ABI 4); 0 keeps the profile's
+    /// (two on a2a3 and a5). 1 is the host-synchronised baseline: a run launches only after
+    /// its predecessor retired, while its prepare still overlaps.
+    pub launch_depth: u8,
 }
 
 /// A run as a callback sees it.
