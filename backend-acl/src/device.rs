@@ -74,6 +74,8 @@ pub struct AclDevice {
     soc_name: Option<String>,
     /// The device op timeout the device accepted (µs, after its rounding).
     op_timeout_us: u64,
+    /// This device's use of the process's one op timeout (L-21), given back on drop.
+    _op_timeout: OpTimeoutLease,
     /// Whether `open` called `aclInit` and got 0 (not 100002), so [`AclDevice::finalize`]
     /// may undo it.
     initialised_here: bool,
@@ -182,6 +184,7 @@ impl AclDevice {
                 soc_name,
                 profile,
                 op_timeout_us,
+                op_timeout,
             }) => {
                 let device = Self {
                     acl: Arc::new(acl),
@@ -189,6 +192,7 @@ impl AclDevice {
                     device_count,
                     soc_name,
                     op_timeout_us,
+                    _op_timeout: op_timeout,
                     initialised_here,
                     bound: Some(std::thread::current().id()),
                     message: None,
@@ -212,6 +216,63 @@ impl AclDevice {
     /// The probe, the thread binding and the op timeout, after the library loaded: the SoC
     /// name, the profile and the op timeout the device accepted (µs).
     fn probe(acl: &Acl, config: &AclConfig) -> Result<Probed, AclError> {
+        let (count, soc_name, profile) = Self::identify(acl, config)?;
+        let device_id = config.device_id;
+        let host_ns = profile.completion_timeout_ns();
+        let device_ns = profile.device_op_timeout_ns();
+        if device_ns >= host_ns {
+            return Err(AclError::OpTimeout { device_ns, host_ns });
+        }
+        // SAFETY: plain value.
+        let code = unsafe { acl.aclrtSetDevice(device_id) };
+        acl.check("aclrtSetDevice", code)
+            .map_err(|source| AclError::SetDevice { device_id, source })?;
+        // The device counts in µs; round up so the timeout is never shorter than asked.
+        let timeout_us = device_ns.div_ceil(1_000).max(1);
+        let (op_timeout, actual_us) = OpTimeoutLease::take(acl, timeout_us)?;
+        let actual_ns = actual_us.saturating_mul(1_000);
+        if actual_ns >= host_ns {
+            return Err(AclError::OpTimeout {
+                device_ns: actual_ns,
+                host_ns,
+            });
+        }
+        Ok(Probed {
+            device_count: count,
+            soc_name,
+            profile,
+            op_timeout_us: actual_us,
+            op_timeout,
+        })
+    }
+
+    /// The profile `config` opens with, without opening a lane's device: loads the library,
+    /// checks the device count and id, reads the SoC (unless `config.profile` names the
+    /// profile) and binds the calling thread, but sets no op timeout (so it never conflicts
+    /// with the one in force, L-21).
+    ///
+    /// # Errors
+    ///
+    /// As [`AclDevice::open`], but for the op timeout.
+    pub fn probe_profile(config: &AclConfig) -> Result<Profile, AclError> {
+        let acl = match &config.library {
+            Library::Search => Search::from_env().open()?,
+            Library::Path(path) => Acl::open(path)?,
+        };
+        let (_, _, profile) = Self::identify(&acl, config)?;
+        let device_id = config.device_id;
+        // SAFETY: plain value.
+        let code = unsafe { acl.aclrtSetDevice(device_id) };
+        acl.check("aclrtSetDevice", code)
+            .map_err(|source| AclError::SetDevice { device_id, source })?;
+        Ok(profile)
+    }
+
+    /// The device count, the SoC name and the profile (`config.profile`, else the SoC's).
+    fn identify(
+        acl: &Acl,
+        config: &AclConfig,
+    ) -> Result<(u32, Option<String>, Profile), AclError> {
         let count = match acl.device_count() {
             Ok(0) => return Err(AclError::NoDevice),
             Ok(count) => count,
@@ -228,41 +289,7 @@ impl AclDevice {
             .ok_or_else(|| AclError::UnknownSoc {
                 name: soc_name.clone(),
             })?;
-        let host_ns = profile.completion_timeout_ns();
-        let device_ns = profile.device_op_timeout_ns();
-        if device_ns >= host_ns {
-            return Err(AclError::OpTimeout { device_ns, host_ns });
-        }
-        // SAFETY: plain value.
-        let code = unsafe { acl.aclrtSetDevice(device_id) };
-        acl.check("aclrtSetDevice", code)
-            .map_err(|source| AclError::SetDevice { device_id, source })?;
-        let mut actual_us = 0_u64;
-        // The device counts in µs; round up so the timeout is never shorter than asked.
-        let timeout_us = device_ns.div_ceil(1_000).max(1);
-        // SAFETY: `actual_us` is a writable u64.
-        let code = unsafe { acl.aclrtSetOpExecuteTimeOutV2(timeout_us, &mut actual_us) };
-        acl.check("aclrtSetOpExecuteTimeOutV2", code)
-            .map_err(AclError::SetOpTimeout)?;
-        // The device rounds up to its interval: the rounded value must still be below.
-        let actual_us = if actual_us == 0 {
-            timeout_us
-        } else {
-            actual_us
-        };
-        let actual_ns = actual_us.saturating_mul(1_000);
-        if actual_ns >= host_ns {
-            return Err(AclError::OpTimeout {
-                device_ns: actual_ns,
-                host_ns,
-            });
-        }
-        Ok(Probed {
-            device_count: count,
-            soc_name,
-            profile,
-            op_timeout_us: actual_us,
-        })
+        Ok((count, soc_name, profile))
     }
 
     /// The loaded library, so the embedding runtime's runner can launch on the lane's
@@ -427,6 +454,91 @@ struct Probed {
     profile: Profile,
     /// The op timeout the device accepted, µs.
     op_timeout_us: u64,
+    /// The device's use of the process's op timeout.
+    op_timeout: OpTimeoutLease,
+}
+
+/// The device op timeout in force in this process (L-21): `aclrtSetOpExecuteTimeOutV2` is
+/// process-wide on real ACL (device-truth §5), so every lane of a process uses one value. The
+/// first device opened sets it; the others count themselves as users of it.
+#[derive(Debug)]
+struct OpTimeoutInForce {
+    /// What was asked (µs).
+    asked_us: u64,
+    /// What the device accepted (µs, after its rounding).
+    actual_us: u64,
+    /// Open devices using it.
+    users: usize,
+}
+
+static OP_TIMEOUT: std::sync::Mutex<Option<OpTimeoutInForce>> = std::sync::Mutex::new(None);
+
+/// The device op timeout in force in this process (µs, as asked), if a device is open (L-21):
+/// a lane asking for another value is refused until every device using it is closed.
+#[must_use]
+pub fn op_timeout_in_force_us() -> Option<u64> {
+    OP_TIMEOUT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+        .map(|current| current.asked_us)
+}
+
+/// One open device's use of the process's op timeout; the last one given back lets the
+/// next device set another value.
+#[derive(Debug)]
+struct OpTimeoutLease;
+
+impl OpTimeoutLease {
+    /// Uses the op timeout in force if it is `timeout_us`, or sets it when none is: the
+    /// lease and the value the device accepted (µs).
+    fn take(acl: &Acl, timeout_us: u64) -> Result<(Self, u64), AclError> {
+        let mut in_force = OP_TIMEOUT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(current) = in_force.as_mut() {
+            if current.asked_us != timeout_us {
+                return Err(AclError::OpTimeoutInForce {
+                    asked_us: timeout_us,
+                    in_force_us: current.asked_us,
+                });
+            }
+            current.users += 1;
+            return Ok((Self, current.actual_us));
+        }
+        let mut actual_us = 0_u64;
+        // SAFETY: `actual_us` is a writable u64.
+        let code = unsafe { acl.aclrtSetOpExecuteTimeOutV2(timeout_us, &mut actual_us) };
+        acl.check("aclrtSetOpExecuteTimeOutV2", code)
+            .map_err(AclError::SetOpTimeout)?;
+        // The device rounds up to its interval: the rounded value must still be below the
+        // host wait (checked by the caller).
+        let actual_us = if actual_us == 0 {
+            timeout_us
+        } else {
+            actual_us
+        };
+        *in_force = Some(OpTimeoutInForce {
+            asked_us: timeout_us,
+            actual_us,
+            users: 1,
+        });
+        Ok((Self, actual_us))
+    }
+}
+
+impl Drop for OpTimeoutLease {
+    fn drop(&mut self) {
+        let mut in_force = OP_TIMEOUT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(current) = in_force.as_mut() {
+            current.users = current.users.saturating_sub(1);
+            if current.users == 0 {
+                *in_force = None;
+            }
+        }
+    }
 }
 
 /// The `aclrtStream` a lane handle stands for (the pointer value, `StreamHandle.0`).

@@ -72,6 +72,17 @@ pub enum AclError {
         /// The host completion timeout.
         host_ns: u64,
     },
+    /// Another lane of this process set a different device op timeout (SPEC L-21): the value is
+    /// process-wide, so every lane of a process uses one.
+    #[error(
+        "this lane asks for a device op timeout of {asked_us} us, but {in_force_us} us is in force in this process (aclrtSetOpExecuteTimeOutV2 is process-wide)\nhint: give every lane of the process the same device op timeout, or close the lanes using {in_force_us} us first; the embedding runtime must not set it behind the lanes"
+    )]
+    OpTimeoutInForce {
+        /// What this lane asked for (µs).
+        asked_us: u64,
+        /// What is in force (µs).
+        in_force_us: u64,
+    },
     /// `aclrtSetOpExecuteTimeOutV2` failed.
     #[error(
         "{0}\nhint: the op timeout needs CANN 8.0 or later; check the value against aclrtGetOpTimeOutInterval x 254"

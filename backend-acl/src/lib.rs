@@ -53,6 +53,6 @@ mod error;
 mod soc;
 mod waiter;
 
-pub use device::{AclConfig, AclDevice, Library, WorkerBinding};
+pub use device::{AclConfig, AclDevice, Library, WorkerBinding, op_timeout_in_force_us};
 pub use error::AclError;
 pub use soc::profile_for_soc;

@@ -200,12 +200,27 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                 // this thread probes the SoC (and binds this thread, as the runtime's own
                 // would be), then the lane thread opens the device with the final profile.
                 ProfileChoice::Probe(overrides) => {
-                    let (_probe, probed) = AclDevice::open(open_config(None)).map_err(|e| {
+                    let probed = AclDevice::probe_profile(&open_config(None)).map_err(|e| {
                         Error::new(RunLaneStatus::BackendUnavailable, e.to_string())
                     })?;
                     overrides.apply(probed)?
                 }
             };
+            // L-21: the device op timeout is process-wide; a lane asking for another value
+            // than the one in force is a bad config, not a missing backend.
+            let asked_us = profile.device_op_timeout_ns().div_ceil(1_000).max(1);
+            if let Some(in_force_us) = backend_acl::op_timeout_in_force_us() {
+                if in_force_us != asked_us {
+                    return Err(Error::new(
+                        RunLaneStatus::InvalidConfig,
+                        format!(
+                            "device_op_timeout_ms asks for {asked_us} us, but {in_force_us} us is in force in this \
+                             process (aclrtSetOpExecuteTimeOutV2 is process-wide): give every lane of the process \
+                             the same device op timeout, or destroy the lanes using {in_force_us} us first"
+                        ),
+                    ));
+                }
+            }
             let config = open_config(Some(profile));
             // The lane thread opens the device and leaves the workers its binding; the
             // service makes the workers only after the lane thread's `make` returned.

@@ -337,6 +337,12 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 drain(&mut OnDevice(d), attempt, timeout_ns)
             }
             Effect::ForceReset { attempt } => {
+                // L-20: between attempts the device is bound again, since a second force
+                // reset with no `aclrtSetDevice` in between is refused (507007, device-truth
+                // §5). A failed bind shows as the reset's own failure.
+                if attempt > 1 {
+                    let _ = d.set_device();
+                }
                 let result = d.reset_device_force();
                 // Every handle is dead after a reset (a5 segfaults on reuse): forget, never destroy.
                 // Also after a failed reset: the next attempt resets again, and a device no

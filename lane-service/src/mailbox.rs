@@ -71,6 +71,7 @@ pub(crate) struct Step<'a, L: Delivers> {
     dispatched: usize,
     wait: &'a mut Option<(u64, L::Wait)>,
     waited: &'a mut Option<(u64, L::Waited)>,
+    waiter_inside: bool,
     handed_wait: bool,
 }
 
@@ -105,6 +106,18 @@ impl<L: Delivers> Step<'_, L> {
     pub(crate) fn waited(&mut self) -> Option<(u64, L::Waited)> {
         self.waited.take()
     }
+
+    /// Whether the completion waiter has taken a wait and not answered it yet: it is inside
+    /// a device call, or about to make one (L-20: no force reset then).
+    pub(crate) const fn waiter_inside(&self) -> bool {
+        self.waiter_inside
+    }
+
+    /// Takes back the wait handed to the completion waiter if it has not taken it yet (the
+    /// lane thread answered it itself): the waiter never starts it.
+    pub(crate) fn withdraw_wait(&mut self) {
+        *self.wait = None;
+    }
 }
 
 /// Everything behind the lock.
@@ -131,6 +144,8 @@ pub(crate) struct State<L: Delivers> {
     wait: Option<(u64, L::Wait)>,
     /// The waiter's latest answer, not taken by the lane thread yet.
     waited: Option<(u64, L::Waited)>,
+    /// The waiter took a wait and has not answered it yet.
+    waiter_inside: bool,
     /// The workers end: the lane is closed with no job out, or the lane thread ended.
     retire: bool,
     /// A command or a worker's answer arrived since the lane thread last polled the lane.
@@ -168,6 +183,7 @@ impl<L: Delivers> Mailbox<L> {
                 out: 0,
                 wait: None,
                 waited: None,
+                waiter_inside: false,
                 retire: false,
                 work: false,
                 shutdown: false,
@@ -246,6 +262,7 @@ impl<L: Delivers> Mailbox<L> {
             dispatched: 0,
             wait: &mut state.wait,
             waited: &mut state.waited,
+            waiter_inside: state.waiter_inside,
             handed_wait: false,
         };
         let result = step(&mut state.lane, &mut cx);
@@ -295,6 +312,7 @@ impl<L: Delivers> Mailbox<L> {
                 return None;
             }
             if let Some(wait) = state.wait.take() {
+                state.waiter_inside = true;
                 return Some(wait);
             }
             state = wait(&self.waits, state);
@@ -306,6 +324,7 @@ impl<L: Delivers> Mailbox<L> {
     /// thread has not taken: that one answered a wait abandoned since.
     pub(crate) fn give_waited(&self, ticket: u64, answer: L::Waited) {
         let mut state = lock(&self.state);
+        state.waiter_inside = false;
         if state.lost.is_some() {
             return;
         }

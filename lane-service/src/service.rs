@@ -116,6 +116,11 @@ struct Shared {
     wait_out: Option<WaitOut>,
     /// Device waits handed out so far (each one's ticket).
     tickets: u64,
+    /// The latest bound of any wait handed to the completion waiter: a call it is still in
+    /// returns by then, or it ignores its timeout.
+    waiter_bound: Timestamp,
+    /// A force reset held back while the completion waiter is inside a device call (L-20).
+    held_reset: Option<Effect>,
 }
 
 /// A device wait out on the completion waiter.
@@ -512,6 +517,8 @@ where
         teardown_retried: false,
         wait_out: None,
         tickets: 0,
+        waiter_bound: Timestamp(0),
+        held_reset: None,
     };
     // Each job is one slot's prepare or finalise: at most one per slot is out.
     let mailbox = Arc::new(Mailbox::new(shared, announce, usize::from(MAX_SLOTS)));
@@ -715,6 +722,8 @@ enum Next {
     Sleep(Option<Timestamp>),
     /// The last handle is gone and the lane is settled: end the thread.
     Exit,
+    /// The lane cannot go on safely: end it, lost, with this cause.
+    Lose(LostCause),
 }
 
 /// The lane thread's loop and what it keeps between steps.
@@ -776,6 +785,7 @@ impl LaneThread<'_> {
                     executor.release_slot_resources(&mut NoObserver);
                     return Ok(());
                 }
+                Next::Lose(cause) => return Err(cause),
             };
             announce(mailbox, on_outcome);
             // L-15: once closed, the slots' events and buffers go back (a no-op once they have).
@@ -810,6 +820,22 @@ fn decide<D: Device, R: Runner<D>>(
             // which follows the execution without a sleep.
             WorkerAnswer::HandedBack(effect) => return Ok(Next::Execute(effect)),
         }
+    }
+    // L-20: a force reset waits until the completion waiter has left its device call (its
+    // bound returns it); one still inside past that bound ignores its timeout, and a reset
+    // under it would free what it reads, so the lane ends instead.
+    if let Some(effect) = shared.held_reset {
+        if !cx.waiter_inside() {
+            shared.held_reset = None;
+            return Ok(Next::Execute(effect));
+        }
+        if now >= shared.waiter_bound {
+            return Ok(Next::Lose(LostCause::new(
+                "the completion waiter is still inside a device call past its bound: no force \
+                 reset is made under a wait (L-20), so the device is left unrecovered",
+            )));
+        }
+        return Ok(Next::Sleep(Some(shared.waiter_bound)));
     }
     shared.abandon_stale_wait();
     if let Some((ticket, waited)) = cx.waited() {
@@ -846,6 +872,10 @@ fn decide<D: Device, R: Runner<D>>(
                 shared.hand_wait(cx, wait);
                 continue;
             }
+            if matches!(effect, Effect::ForceReset { .. }) && cx.waiter_inside() {
+                shared.held_reset = Some(effect);
+                return Ok(Next::Sleep(Some(shared.waiter_bound)));
+            }
             if matches!(effect, Effect::AwaitCompletion { .. }) {
                 // Only notes the run the executor awaits (no device call): done in this step,
                 // so the wait is handed to the waiter below without another lock round.
@@ -865,6 +895,8 @@ fn decide<D: Device, R: Runner<D>>(
             // timeout): the lane thread answers the wait itself and drops the late answer.
             Some(out) if now >= out.bound => {
                 shared.wait_out = None;
+                // Not started yet: the waiter never makes it.
+                cx.withdraw_wait();
                 let answer = out.wait.answer_at_bound(now);
                 // Past the deadline the lane poisons; were the run still awaiting, nothing
                 // would be out and the settle check below would report the lane stuck.
@@ -894,10 +926,12 @@ impl Shared {
     /// (one replaced is abandoned: its answer will name an older ticket).
     fn hand_wait(&mut self, cx: &mut Step<'_, Self>, wait: DeviceWait) {
         self.tickets += 1;
+        let bound = wait.bound(self.now);
+        self.waiter_bound = self.waiter_bound.max(bound);
         self.wait_out = Some(WaitOut {
             ticket: self.tickets,
             wait,
-            bound: wait.bound(self.now),
+            bound,
         });
         cx.hand_wait(self.tickets, wait);
     }
