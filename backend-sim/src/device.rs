@@ -11,33 +11,66 @@
 //!
 //! # A run on the device
 //!
-//! The AICore kernel is enqueued first and spins until its AICPU scheduler hands it work (the
-//! handshake); the run starts when both kernels have started, spends the per-run preamble,
-//! then its device time, and both kernels end together. The kernels write the slot's
-//! handshake (at start), timing buffer and status header (at end) through the arguments
-//! they were launched with; the host sees a write once its clock passes it.
+//! The executor's launch order (SPEC L-5, device-truth §3) is, per run:
+//!
+//! ```text
+//! AICore stream: [wait predecessor's boundary] -> AICore kernel -> record core_done
+//! AICPU  stream: AICPU kernel -> wait core_done -> [readback copy] -> record boundary
+//! ```
+//!
+//! The device infers the protocol from the order of the lane's calls: the record made while
+//! an AICore kernel waits for its AICPU partner (between the two launches) is that run's
+//! `core_done`, enqueued behind the AICore kernel once the kernel's end is known; a record on
+//! the AICPU stream after the AICPU launch is the run's boundary. A task behind
+//! `stream_wait_event(s, e)` starts only once the tasks `e` captured have finished: the
+//! boundary behind `core_done`, the successor's AICore kernel behind the predecessor's
+//! boundary.
+//!
+//! The AICore kernel spins until its AICPU scheduler hands it work (the handshake); the run
+//! starts when both kernels have started, spends the per-run preamble, then its device time,
+//! and both kernels end together. The kernels write the slot's handshake (at start), timing
+//! buffer and status header (at end) through the arguments they were launched with, and the
+//! AICPU scheduler publishes the run's result record ([`RunArgs::record`], stamped with
+//! [`RunArgs::epoch`]) at its end, before the boundary can complete: `ok` for a clean run, an
+//! error with the latched code (source: the status header, payload: the header's error tail)
+//! for a latch, nothing for a device exception, an op-timeout kill or a `silent` run. The host
+//! sees a write once its clock passes it. The device remembers every ok record it published
+//! ([`SimDevice::take_published_ok`]), so a harness can check that no run is `Ok` without one.
 //!
 //! An AICore kernel whose AICPU partner is never enqueued (a partial launch) never ends.
 //! Both kernels on one stream is a deadlock: the simulator records it and fails loudly.
 //!
-//! # Sticky errors
+//! # Sticky errors (device-truth §1)
 //!
-//! A hung run's kernels end at the device op timeout ([`SimDevice::with_op_timeout`],
-//! SPEC L-6) with 507014 on the AICore stream and 507017 on the AICPU stream, a sticky fault
-//! like an exception's; only a `stuck` run never ends.
+//! Completion is not the verdict. A run whose kernel faulted, was killed by the op timeout
+//! or latched a fatal code still ends, so its events complete: an event wait returns 0 once
+//! the tasks it captured ended, and a stream query reports no error. Streams run in
+//! continue-on-failure mode: tasks behind a faulted task still run (a queued successor
+//! executes), and the faulted stream keeps its code until it is destroyed or the device is
+//! force-reset. Only [`Device::synchronize_stream`] returns it: it waits (in virtual time,
+//! bounded by its timeout: 507046 if the stream's tasks do not end in time; a zero timeout is
+//! refused with 107000) and returns the stream's sticky code.
 //!
-//! A device exception ends the run's kernels with the code, faults both of its streams
-//! (their later tasks fail at once) and makes the device bad: every checked call (launches,
-//! stream and event creation, records, copies, allocations, queries) returns the code until
-//! a force reset. An event wait does not: it returns success once its stream passes the
-//! event, as on hardware. [`SimDevice::query_stream`] returns it.
+//! A hung AICore kernel ends at the device op timeout ([`SimDevice::with_op_timeout`], SPEC
+//! L-6) with 507014 on the AICore stream; a hung AICPU scheduler with 507017 on the AICPU
+//! stream (its never-released workers with 507014 on theirs); only a `stuck` run never ends.
+//! A device exception ends the run's kernels at their normal end and faults its engine's
+//! stream with the code (507015/507014: AICore, 507018/507017: AICPU, any other: both).
+//!
+//! Either also makes the device bad (the sim's model of the sticky fallout): every checked
+//! call (launches, stream and event creation, records, copies, allocations) returns the code
+//! until a force reset. An event wait and a stream query never do.
 
 use std::collections::BTreeMap;
 
-use lane_core::status_latch::{self, AclCode, HeaderLayout};
+use lane_core::status_latch::{
+    self, AclCode, HeaderLayout, RECORD_BYTES, RecordSource, RecordWrite, encode_record,
+};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, DEFAULT_DEVICE_OP_TIMEOUT_NS, FinaliseFailure, RunId, SlotId, Timestamp};
-use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PrepareError, RunArgs, Runner};
+use lane_driver::{
+    Device, DevicePtr, EventHandle, HostPtr, PrepareError, RECORD_OFFSET, RunArgs, Runner,
+};
 use rand_core::RngCore;
 
 use crate::costs::{Cost, Costs};
@@ -151,6 +184,8 @@ struct PendingWrite {
     run: RunId,
     ptr: DevicePtr,
     bytes: Vec<u8>,
+    /// A result record that says ok, with this epoch: remembered as published when it lands.
+    ok_epoch: Option<u64>,
 }
 
 /// An async copy task on a stream (copies on the streams): it moves its bytes when it runs
@@ -160,10 +195,8 @@ struct PendingCopy {
     /// When the task ends (its bytes land then).
     at: u64,
     seq: u64,
-    /// The stream it runs on: a stream sticky-faulted by then fails it (nothing lands).
+    /// The stream it runs on (a force destroy drops it).
     stream: StreamHandle,
-    /// When it starts, for the stream's fault.
-    start: u64,
     direction: CopyDirection,
     len: usize,
 }
@@ -182,6 +215,21 @@ enum Due {
     Copy(PendingCopy),
 }
 
+/// What a run's AICPU scheduler publishes at its end.
+#[derive(Clone, Copy, Debug)]
+enum Publish {
+    /// An ok record.
+    Ok,
+    /// An error record with the latched code (the header latches it too).
+    Error(Latched),
+    /// No record (a `silent` run): the region keeps whatever it held.
+    Nothing,
+}
+
+/// The status header's error tail, the payload of a tensormap_and_ringbuffer record
+/// (device-truth §2: bytes 784..848 of the 896-byte header).
+const ERROR_TAIL: core::ops::Range<usize> = 784..848;
+
 /// An AICore kernel enqueued and waiting for its AICPU partner's launch.
 #[derive(Clone, Copy, Debug)]
 struct PendingCore {
@@ -189,6 +237,10 @@ struct PendingCore {
     stream: StreamHandle,
     enqueued: u64,
     start: Option<u64>,
+    /// The run's `core_done` record, made while the kernel waits for its partner: the event
+    /// and when it was recorded. Its task is enqueued behind the kernel once the kernel's end
+    /// is known (at the AICPU launch).
+    core_done: Option<(EventHandle, u64)>,
 }
 
 /// The simulated device: implements [`Device`] (and [`SimRunner`] does the runner's work on
@@ -233,6 +285,9 @@ pub struct SimDevice {
     /// The streams each live run's kernels were launched on (`[aicore, aicpu]`).
     run_streams: BTreeMap<RunId, [StreamHandle; 2]>,
     queued_launches: u64,
+    /// Ok records that landed, by run, with their epoch; taken by the harness's check
+    /// ([`Self::take_published_ok`]).
+    published_ok: BTreeMap<RunId, u64>,
     resets: u64,
     calls: u64,
     call_budget: u64,
@@ -273,6 +328,7 @@ impl SimDevice {
             run_ends: BTreeMap::new(),
             run_streams: BTreeMap::new(),
             queued_launches: 0,
+            published_ok: BTreeMap::new(),
             resets: 0,
             calls: 0,
             call_budget: u64::MAX,
@@ -379,19 +435,16 @@ impl SimDevice {
             .push(|| call_record("wake_up", start..end, run, why.to_owned(), None));
     }
 
-    /// `aclrtStreamQuery`: whether every task on the stream has finished, or the stream's
-    /// sticky error (unlike an event wait, a stream query returns it).
+    /// `aclrtStreamQuery`: whether every task on the stream has finished. As on hardware it
+    /// reports no error, not even a faulted stream's sticky code (device-truth §1: a query of a
+    /// drained faulted stream returns 0); [`Device::synchronize_stream`] is the call that
+    /// materializes it.
     pub fn query_stream(&mut self, stream: StreamHandle) -> Result<bool, AclCode> {
         let start = self.enter();
         self.spend(Cost::EventQuery);
         let result = match self.streams.get(&stream) {
             None => Err(self.dead_handle("query_stream", "stream", stream.0)),
-            Some(s) => match (s.faulted, self.sticky) {
-                (Some((since, code)), _) | (None, Some((since, code))) if since <= start => {
-                    Err(code)
-                }
-                _ => Ok(s.tail.is_some_and(|t| t <= start)),
-            },
+            Some(s) => Ok(s.tail.is_some_and(|t| t <= start)),
         };
         self.finish(
             "query_stream",
@@ -401,6 +454,14 @@ impl SimDevice {
             &result,
         );
         result
+    }
+
+    /// Whether the run's kernels published an ok result record (stamped with the epoch the
+    /// run was launched with) that landed in its slot's record region, and forgets it (each
+    /// run's is taken once, when its outcome is checked). The harness checks every `Ok`
+    /// verdict with it: no path may report `Ok` without a published ok record (L-8).
+    pub fn take_published_ok(&mut self, run: RunId) -> bool {
+        self.published_ok.remove(&run).is_some()
     }
 
     // ----- bookkeeping -----------------------------------------------------------------
@@ -648,6 +709,9 @@ impl SimDevice {
                     dst.copy_from_slice(&write.bytes);
                 }
                 alloc.kernel_writer = Some(write.run);
+                if let Some(epoch) = write.ok_epoch {
+                    self.published_ok.insert(write.run, epoch);
+                }
             }
             None => self.violation(format!(
                 "run {}'s kernels wrote {} bytes at {:#x}, which is not inside an allocation",
@@ -658,13 +722,9 @@ impl SimDevice {
         }
     }
 
-    /// An async copy task runs: its bytes move now, in virtual time. On a stream
-    /// sticky-faulted by its start the task fails and nothing lands (the host sees that the
-    /// readback never arrived and asks the device, which answers with the fault).
+    /// An async copy task runs: its bytes move now, in virtual time. A stream sticky-faulted
+    /// by an earlier task still runs it (continue-on-failure, device-truth §1).
     fn run_copy_task(&mut self, copy: PendingCopy) {
-        if self.stream_fault(copy.stream, copy.start).is_some() {
-            return;
-        }
         let len = copy.len;
         match copy.direction {
             CopyDirection::ToDevice { src, dst } => {
@@ -759,13 +819,12 @@ impl SimDevice {
             span: start.zip(end),
         });
         // A copy behind a task that never ends never runs.
-        if let (Some(start), Some(at)) = (start, end) {
+        if let (Some(_), Some(at)) = (start, end) {
             self.write_seq += 1;
             self.pending_copies.push(PendingCopy {
                 at,
                 seq: self.write_seq,
                 stream,
-                start,
                 direction,
                 len,
             });
@@ -799,7 +858,7 @@ impl SimDevice {
     fn owner_of(&self, ptr: DevicePtr) -> Option<RunId> {
         self.live_runs
             .values()
-            .find(|a| [a.status_header, a.timing, a.handshake].contains(&ptr))
+            .find(|a| [a.status_header, a.timing, a.handshake, a.record].contains(&ptr))
             .map(|a| a.run)
     }
 
@@ -826,6 +885,7 @@ impl SimDevice {
             run,
             ptr,
             bytes,
+            ok_epoch: None,
         });
     }
 
@@ -839,6 +899,16 @@ impl SimDevice {
             stream.tail = None;
         }
         self.run_ends.insert(pending.args.run, None);
+        if let Some((event, recorded_ns)) = pending.core_done {
+            // Behind a kernel that never ends: the event never completes.
+            self.journal.push(|| Record::EventTask {
+                stream: pending.stream.0,
+                event: event.0,
+                run: Some(pending.args.run.0),
+                recorded_ns,
+                complete_ns: None,
+            });
+        }
         self.journal.push(|| {
             Record::Kernel(KernelRecord {
                 run: pending.args.run.0,
@@ -883,21 +953,13 @@ impl SimDevice {
         Some(after_tail.max(self.host_ns.saturating_add(latency)))
     }
 
-    /// The stream's sticky fault, if it started by `at`.
-    fn stream_fault(&self, stream: StreamHandle, at: u64) -> Option<AclCode> {
-        match self.streams.get(&stream)?.faulted {
-            Some((since, code)) if since <= at => Some(code),
-            _ => None,
-        }
-    }
-
     /// Device invariants that can be checked at any step (the others are checked where
     /// they could break: enqueue, writes, launches, destroys).
     fn check_device_invariants(&mut self) {
         let mut seen: BTreeMap<DevicePtr, RunId> = BTreeMap::new();
         let mut clash = None;
         for args in self.live_runs.values() {
-            for ptr in [args.status_header, args.timing, args.handshake] {
+            for ptr in [args.status_header, args.timing, args.handshake, args.record] {
                 if let Some(other) = seen.insert(ptr, args.run) {
                     clash = Some((ptr.0, other.0, args.run.0));
                 }
@@ -1051,10 +1113,18 @@ impl Device for SimDevice {
     }
 
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        let start = self.enter();
+        // A record on the stream of an AICore kernel waiting for its partner is that run's
+        // `core_done` (L-5): it is part of the launch, so it leaves the kernel pending.
+        let core_done = self.pending_core.is_some_and(|p| p.stream == stream);
+        let start = if core_done {
+            self.enter_keeping_pending_core();
+            self.host_ns
+        } else {
+            self.enter()
+        };
         self.spend(Cost::EventRecord);
         // The "armed" record belongs to the arm, before its run's kernels: no run, and no
-        // record fault (those name the completion records, as on the synchronous path).
+        // record fault (those name the run's fence records, as on the synchronous path).
         let armed = self.arming;
         let run = if armed { None } else { self.launching };
         let result = if !self.events.contains_key(&event) {
@@ -1067,6 +1137,20 @@ impl Device for SimDevice {
                     if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventRecord, run) {
                         return Err(code);
                     }
+                }
+                if core_done {
+                    // Its task goes behind the kernel, whose end the AICPU launch decides.
+                    if let Some(pending) = self.pending_core.as_mut() {
+                        pending.core_done = Some((event, start));
+                    }
+                    self.events.insert(
+                        event,
+                        Some(Capture {
+                            run,
+                            complete_at: None,
+                        }),
+                    );
+                    return Ok(());
                 }
                 let task_start = self.task_start(stream, 0);
                 let complete_at =
@@ -1121,6 +1205,59 @@ impl Device for SimDevice {
             start,
             run,
             || format!("e{} timeout {timeout_ms} ms", event.0),
+            &result,
+        );
+        result
+    }
+
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        let start = self.enter();
+        let result = match self.streams.get(&stream).copied() {
+            None => {
+                self.spend(Cost::EventQuery);
+                Err(self.dead_handle("synchronize_stream", "stream", stream.0))
+            }
+            // A zero timeout is refused (device-truth §1), as is any negative but -1 (forever).
+            Some(_) if timeout_ms == 0 || timeout_ms < -1 => {
+                self.spend(Cost::EventQuery);
+                Err(AclCode::RtParamInvalid)
+            }
+            Some(st) => {
+                self.spend(Cost::SynchronizeDevice);
+                let now = self.host_ns;
+                let limit = u64::try_from(timeout_ms)
+                    .ok()
+                    .map(|ms| ms.saturating_mul(1_000_000));
+                match (st.tail, limit) {
+                    (Some(t), limit) if limit.is_none_or(|l| t.saturating_sub(now) <= l) => {
+                        if t > now {
+                            self.block_ns(t - now, None);
+                            self.spend(Cost::HostWakeup);
+                        }
+                        // The stream's sticky code, once its tasks have ended.
+                        match st.faulted {
+                            Some((since, code)) if since <= self.host_ns => Err(code),
+                            _ => Ok(()),
+                        }
+                    }
+                    (_, Some(limit)) => {
+                        self.block_ns(limit, None);
+                        Err(AclCode::RtStreamSyncTimeout)
+                    }
+                    (_, None) => {
+                        self.fail(DeviceFailure::Deadlock(format!(
+                            "the host synchronizes stream h{} without a timeout and its tasks never end",
+                            stream.0
+                        )));
+                        Err(AclCode::RtStreamSyncTimeout)
+                    }
+                }
+            }
+        };
+        self.finish_for_effect(
+            "synchronize_stream",
+            start,
+            || format!("h{} timeout {timeout_ms} ms", stream.0),
             &result,
         );
         result
@@ -1200,9 +1337,17 @@ impl Device for SimDevice {
     fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
         let start = self.enter();
         self.spend(Cost::WriteH2d);
+        // The executor zeroes a slot's record region once, when it makes the slot: that copy
+        // is not an arm (the arm's fault site counts arms).
+        let record_zeroing = src.len() == RECORD_BYTES
+            && self
+                .locate(dst)
+                .is_some_and(|(_, offset)| offset == RECORD_OFFSET);
         let result = self.sticky_now().and_then(|()| {
-            if let Some(Injected::Fail(code)) = self.faults.decide(Site::Arm, None) {
-                return Err(code);
+            if !record_zeroing {
+                if let Some(Injected::Fail(code)) = self.faults.decide(Site::Arm, None) {
+                    return Err(code);
+                }
             }
             if self.locate(dst).is_none() {
                 return Err(self.dead_handle("memcpy_to_device", "buffer", dst.0));
@@ -1234,9 +1379,21 @@ impl Device for SimDevice {
         if let Some(run) = header_of {
             self.check_timing_writer(run);
         }
+        // A read of a live run's record region is the waiter's record read (L-8).
+        let record_of = self
+            .live_runs
+            .values()
+            .find(|a| a.record == src)
+            .map(|a| a.run);
         let result = self.sticky_now().and_then(|()| {
             if let Some(run) = header_of {
                 if let Some(Injected::Fail(code)) = self.faults.decide(Site::StatusRead, Some(run))
+                {
+                    return Err(code);
+                }
+            }
+            if let Some(run) = record_of {
+                if let Some(Injected::Fail(code)) = self.faults.decide(Site::RecordRead, Some(run))
                 {
                     return Err(code);
                 }
@@ -1505,6 +1662,7 @@ impl SimDevice {
                     self.queued_launches += 1;
                 }
                 self.live_runs.insert(args.run, args);
+                self.journal.note_epoch(args.epoch, args.run);
                 self.check_device_invariants();
                 let start_ns = self.task_start(stream, self.costs.get(Cost::KernelStartLatency));
                 // The AICore kernel's end is known once its scheduler is enqueued.
@@ -1514,6 +1672,7 @@ impl SimDevice {
                     stream,
                     enqueued: now,
                     start: start_ns,
+                    core_done: None,
                 });
                 self.launching = Some(args.run);
                 Ok(())
@@ -1699,44 +1858,61 @@ impl SimDevice {
         let injected = self.faults.decide(Site::Run, Some(run));
         let device_ns = self.run_times.of(self.seed, run);
         let preamble = self.costs.get(Cost::RunPreamble);
-        let (end, ending) = match both_start {
-            None => (None, Ending::Blocked),
+        // Each kernel's ending, `[aicore, aicpu]`. Continue-on-failure (device-truth §1): a
+        // run behind a faulted task still runs, whatever its stream's sticky code.
+        let (end, endings) = match both_start {
+            None => (None, [Ending::Blocked; 2]),
             Some(s) => {
-                let faulted = self
-                    .stream_fault(core.stream, s)
-                    .or_else(|| self.stream_fault(aicpu, s));
-                match (faulted, injected) {
-                    (Some(code), _) => (Some(s), Ending::FaultedStream(code)),
-                    (None, Some(Injected::Hang)) => {
-                        // The device op timeout (SPEC L-6) ends the hung kernels, each with its
-                        // engine's code, before the host's deadline: the completion wait ends
-                        // and the status read meets the sticky fault.
-                        let at = s.saturating_add(self.op_timeout_ns);
+                let normal_end = s.saturating_add(preamble).saturating_add(device_ns);
+                let killed_at = s.saturating_add(self.op_timeout_ns);
+                match injected {
+                    Some(Injected::Hang) => {
+                        // The op timeout (SPEC L-6) kills the hung AICore kernel before the
+                        // host's deadline; its scheduler, the workers gone, exits unpublished.
+                        self.fault_streams(killed_at, &[(core.stream, AclCode::RtAicoreTimeout)]);
+                        (
+                            Some(killed_at),
+                            [Ending::OpTimeout(AclCode::RtAicoreTimeout), Ending::Silent],
+                        )
+                    }
+                    Some(Injected::HangAicpu) => {
                         self.fault_streams(
-                            at,
-                            [
-                                (core.stream, AclCode::RtAicoreTimeout),
+                            killed_at,
+                            &[
                                 (aicpu, AclCode::RtAicpuTimeout),
+                                (core.stream, AclCode::RtAicoreTimeout),
                             ],
                         );
-                        (Some(at), Ending::OpTimeout(AclCode::RtAicoreTimeout))
+                        (
+                            Some(killed_at),
+                            [
+                                Ending::OpTimeout(AclCode::RtAicoreTimeout),
+                                Ending::OpTimeout(AclCode::RtAicpuTimeout),
+                            ],
+                        )
                     }
-                    (None, Some(Injected::Stuck)) => (None, Ending::Hang),
-                    (None, Some(Injected::Exception(code))) => {
+                    Some(Injected::Stuck) => (None, [Ending::Hang; 2]),
+                    Some(Injected::Exception(code)) => {
                         // The kernels fault as they would have ended, so a queued successor
-                        // has been launched before the device turns bad.
-                        let at = s.saturating_add(preamble).saturating_add(device_ns);
-                        let code = self.fault_streams(at, [(core.stream, code), (aicpu, code)]);
-                        (Some(at), Ending::Exception(code))
+                        // has been launched before the device turns bad. The code names the
+                        // engine whose stream it faults.
+                        let code = match code {
+                            AclCode::RtAicoreException | AclCode::RtAicoreTimeout => {
+                                self.fault_streams(normal_end, &[(core.stream, code)])
+                            }
+                            AclCode::RtAicpuException | AclCode::RtAicpuTimeout => {
+                                self.fault_streams(normal_end, &[(aicpu, code)])
+                            }
+                            _ => self
+                                .fault_streams(normal_end, &[(core.stream, code), (aicpu, code)]),
+                        };
+                        (Some(normal_end), [Ending::Exception(code); 2])
                     }
-                    (None, Some(Injected::Latch(latched))) => (
-                        Some(s.saturating_add(preamble).saturating_add(device_ns)),
-                        Ending::Latched(latched),
-                    ),
-                    (None, _) => (
-                        Some(s.saturating_add(preamble).saturating_add(device_ns)),
-                        Ending::Clean,
-                    ),
+                    Some(Injected::Latch(latched)) => {
+                        (Some(normal_end), [Ending::Latched(latched); 2])
+                    }
+                    Some(Injected::Silent) => (Some(normal_end), [Ending::Silent; 2]),
+                    _ => (Some(normal_end), [Ending::Clean; 2]),
                 }
             }
         };
@@ -1744,17 +1920,39 @@ impl SimDevice {
         if let Some(st) = self.streams.get_mut(&core.stream) {
             st.tail = end;
         }
+        if let Some((event, recorded_ns)) = core.core_done {
+            // `core_done` behind the AICore kernel (it never completes behind one that never
+            // ends).
+            let task_start = self.task_start(core.stream, 0);
+            let complete_at = task_start.map(|s| s.saturating_add(self.costs.get(Cost::EventTask)));
+            self.enqueue(core.stream, task_start, complete_at);
+            self.events.insert(
+                event,
+                Some(Capture {
+                    run: Some(run),
+                    complete_at,
+                }),
+            );
+            self.journal.push(|| Record::EventTask {
+                stream: core.stream.0,
+                event: event.0,
+                run: Some(run.0),
+                recorded_ns,
+                complete_ns: complete_at,
+            });
+        }
         self.enqueue(aicpu, aicpu_start, end);
         self.run_ends.insert(run, end);
         self.run_streams.insert(run, [core.stream, aicpu]);
         if let (Some(s), Some(e)) = (both_start, end) {
-            let writes = match ending {
-                Ending::Clean => Some(None),
-                Ending::Latched(code) => Some(Some(code)),
+            let writes = match endings[1] {
+                Ending::Clean => Some(Publish::Ok),
+                Ending::Latched(code) => Some(Publish::Error(code)),
+                Ending::Silent if endings[0] == Ending::Silent => Some(Publish::Nothing),
                 _ => None,
             };
-            if let Some(latched) = writes {
-                self.schedule_run_writes(args, s, e, latched);
+            if let Some(publish) = writes {
+                self.schedule_run_writes(args, s, e, publish);
             }
         }
         let enqueued = [core.enqueued, now];
@@ -1763,11 +1961,6 @@ impl SimDevice {
             .into_iter()
             .enumerate()
         {
-            // Each engine's op timeout has its own code.
-            let ending = match (ending, side) {
-                (Ending::OpTimeout(_), Side::Aicpu) => Ending::OpTimeout(AclCode::RtAicpuTimeout),
-                (ending, _) => ending,
-            };
             let record = KernelRecord {
                 run: run.0,
                 side,
@@ -1775,48 +1968,79 @@ impl SimDevice {
                 enqueued_ns: enqueued.get(i).copied().unwrap_or(now),
                 start_ns: starts.get(i).copied().flatten(),
                 end_ns: end,
-                ending,
+                ending: endings.get(i).copied().unwrap_or(Ending::Clean),
                 killed_ns: None,
             };
             self.journal.push(|| Record::Kernel(record));
         }
     }
 
-    /// Faults each stream with its code at `at` (sticky: its later tasks fail at once) and
-    /// makes the device bad from the earliest fault on; returns the device's sticky code
-    /// (the first fault's).
-    fn fault_streams(&mut self, at: u64, faults: [(StreamHandle, AclCode); 2]) -> AclCode {
-        for (stream, code) in faults {
+    /// Faults each stream with its code at `at` (sticky until the stream is destroyed or the
+    /// device force-reset; later tasks still run) and makes the device bad from the earliest
+    /// fault on; returns the device's sticky code (the first fault's).
+    fn fault_streams(&mut self, at: u64, faults: &[(StreamHandle, AclCode)]) -> AclCode {
+        for &(stream, code) in faults {
             if let Some(st) = self.streams.get_mut(&stream) {
                 st.faulted.get_or_insert((at, code));
             }
         }
+        let first = faults.first().map_or(AclCode::RtInternalError, |f| f.1);
         let earliest = self.sticky.map_or(at, |(since, _)| since.min(at));
-        let code = self.sticky.map_or(faults[0].1, |(_, c)| c);
+        let code = self.sticky.map_or(first, |(_, c)| c);
         self.sticky = Some((earliest, code));
         code
     }
 
     /// The kernels' writes: the handshake when the workers report, the timing buffer and
-    /// the status header when the run ends.
-    fn schedule_run_writes(
-        &mut self,
-        args: RunArgs,
-        start: u64,
-        end: u64,
-        latched: Option<Latched>,
-    ) {
+    /// the status header when the run ends, and the result record the AICPU scheduler
+    /// publishes at its end (before the run's boundary can complete), stamped with the
+    /// run's epoch.
+    fn schedule_run_writes(&mut self, args: RunArgs, start: u64, end: u64, publish: Publish) {
         let run = args.run;
         self.write_later(start, run, args.handshake, run.0.to_le_bytes().to_vec());
         let mut timing = start.to_le_bytes().to_vec();
         timing.extend_from_slice(&end.to_le_bytes());
         self.write_later(end, run, args.timing, timing);
+        let latched = match publish {
+            Publish::Error(latched) => Some(latched),
+            Publish::Ok | Publish::Nothing => None,
+        };
         let status = Latched::status(latched, self.layout);
         let mut header = vec![0; self.layout.size()];
         if status_latch::encode_into(self.layout, &status, &mut header).is_err() {
             self.violation("status header layout larger than its buffer".to_owned());
         }
+        let record = match publish {
+            Publish::Nothing => None,
+            Publish::Ok => Some(encode_record(args.epoch, &RecordWrite::Ok)),
+            Publish::Error(latched) => {
+                // tensormap_and_ringbuffer's payload is its header's error tail; host_build_graph
+                // has none.
+                let payload = match self.layout {
+                    HeaderLayout::TensormapAndRingbuffer => {
+                        header.get(ERROR_TAIL).unwrap_or_default()
+                    }
+                    HeaderLayout::HostBuildGraph => &[],
+                };
+                Some(encode_record(
+                    args.epoch,
+                    &RecordWrite::Error {
+                        code: latched.code.value(),
+                        source: RecordSource::Header,
+                        payload,
+                    },
+                ))
+            }
+        };
         self.write_later(end, run, args.status_header, header);
+        if let Some(bytes) = record {
+            self.write_later(end, run, args.record, bytes.to_vec());
+            if matches!(publish, Publish::Ok) {
+                if let Some(write) = self.pending_writes.last_mut() {
+                    write.ok_epoch = Some(args.epoch);
+                }
+            }
+        }
     }
 
     /// Blocks on an event's capture for at most `timeout_ms`.

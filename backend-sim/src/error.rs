@@ -15,7 +15,9 @@ use crate::faults::FaultError;
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum InputError {
     /// Not a profile name.
-    #[error("unknown profile '{got}'; use a2a3 (Ascend 910B/910C) or a5 (Ascend 950)")]
+    #[error(
+        "unknown profile '{got}'; use a2a3 (Ascend 910B/910C), a5 (Ascend 950) or depth-one (a2a3 at launch depth one)"
+    )]
     UnknownProfile {
         /// What was given.
         got: String,

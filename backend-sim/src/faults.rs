@@ -54,10 +54,13 @@ pub enum Site {
     Run,
     /// The slot's arm: a host-to-device copy, synchronous or its async enqueue.
     Arm,
+    /// The result record's device-to-host read (the completion waiter's, right after the
+    /// run's boundary).
+    RecordRead,
 }
 
 impl Site {
-    const COUNT: usize = 15;
+    const COUNT: usize = 16;
 
     const fn index(self) -> usize {
         self as usize
@@ -101,12 +104,14 @@ pub enum FaultKind {
     /// A device exception: the run's kernels end (at their normal end) with the code, both streams are
     /// sticky-faulted and the device is bad until a force reset.
     Exception,
-    /// The run's kernels hang until the device op timeout (SPEC L-6) ends them: the AICore
-    /// stream faults with 507014, the AICPU stream with 507017, and the device is bad until a
-    /// force reset, so the run's completion wait ends before the host deadline and its status
-    /// read fails with the device's code.
+    /// The run's AICore kernel hangs until the device op timeout (SPEC L-6) kills it: the
+    /// AICore stream faults with 507014 and the device is bad until a force reset; the AICPU
+    /// scheduler, its workers gone, exits without publishing a record and its stream stays
+    /// clean. The boundary completes before the host deadline (the event wait returns 0) and
+    /// the device verdict's AICore synchronize returns 507014.
     Hang,
-    /// The kernels exit cleanly with this runtime code latched in the status header.
+    /// The kernels exit cleanly with this runtime code latched in the status header; the
+    /// AICPU scheduler publishes an error record with it (source: the status header).
     Latch,
     /// The run's kernels never end and the device op timeout never fires (a device that
     /// stopped reporting): only the host's bounded wait ends it, with 507047.
@@ -114,6 +119,17 @@ pub enum FaultKind {
     /// The slot's arm copy fails: the synchronous `aclrtMemcpy`, or the enqueue of its
     /// `aclrtMemcpyAsync` with copies on the streams (selected by `calls`: the n-th arm).
     Arm,
+    /// The run's AICPU scheduler hangs until the device op timeout kills it (507017 on the
+    /// AICPU stream); its AICore workers, never released, are killed by the same timeout
+    /// (507014 on the AICore stream). Nothing is published; the device verdict's AICPU
+    /// synchronize returns 507017.
+    HangAicpu,
+    /// The run's kernels exit and its streams stay clean, but the runtime publishes no result
+    /// record (it did not complete its audited normal path): the device verdict is clean and
+    /// the run fails run-only, "no result record".
+    Silent,
+    /// The result record's read after the boundary fails with a code.
+    RecordRead,
 }
 
 /// What code a kind takes.
@@ -126,7 +142,7 @@ enum CodeKind {
 
 impl FaultKind {
     /// Every kind, in table order.
-    pub const ALL: [FaultKind; 20] = [
+    pub const ALL: [FaultKind; 23] = [
         Self::StreamCreate,
         Self::StreamDestroy,
         Self::AicoreLaunch,
@@ -149,6 +165,11 @@ impl FaultKind {
         Self::Stuck,
         // Not drawn by the swarm (see `swarm`), so every seed's mix stays what it was.
         Self::Arm,
+        // After the arm: drawn by the swarm after every kind above, so the draws for those
+        // stay what they were.
+        Self::HangAicpu,
+        Self::Silent,
+        Self::RecordRead,
     ];
 
     /// The kind table: name, site, code kind, default codes (the first is used when a rule
@@ -274,7 +295,28 @@ impl FaultKind {
                 Site::Run,
                 None,
                 &[],
-                "the run's kernels hang until the device op timeout ends them (507014 AICore, 507017 AICPU; sticky)",
+                "the AICore kernel hangs until the op timeout kills it (507014 on the AICore stream, sticky); nothing published",
+            ),
+            Self::HangAicpu => (
+                "hang-aicpu",
+                Site::Run,
+                None,
+                &[],
+                "the AICPU scheduler hangs until the op timeout kills both kernels (507017 AICPU, 507014 AICore; sticky)",
+            ),
+            Self::Silent => (
+                "silent",
+                Site::Run,
+                None,
+                &[],
+                "the kernels exit with clean streams but publish no result record",
+            ),
+            Self::RecordRead => (
+                "record-read",
+                Site::RecordRead,
+                Acl,
+                &[507_899, 107_000],
+                "the result record's read after the boundary fails",
             ),
             Self::Stuck => (
                 "stuck",
@@ -295,7 +337,7 @@ impl FaultKind {
                 Site::Run,
                 Runtime,
                 &[1, 2, 3, 4, 5, 7, 9, 11, 101, 102, 104, 8, 100, 10, 103],
-                "the kernels exit cleanly with a runtime code latched",
+                "the kernels exit cleanly with a runtime code latched and published in an error record",
             ),
         }
     }
@@ -332,6 +374,7 @@ impl FaultKind {
                 | Site::Prepare
                 | Site::Finalise
                 | Site::Run
+                | Site::RecordRead
         )
     }
 
@@ -395,8 +438,12 @@ pub enum Injected {
     Validation,
     /// The run ends with a device exception.
     Exception(AclCode),
-    /// The run hangs until the device op timeout.
+    /// The run's AICore kernel hangs until the device op timeout.
     Hang,
+    /// The run's AICPU scheduler hangs until the device op timeout.
+    HangAicpu,
+    /// The run exits with clean streams and publishes no record.
+    Silent,
     /// The run never ends.
     Stuck,
     /// The run latches this code.
@@ -690,6 +737,8 @@ impl FaultRule {
             (FaultKind::PrepareIncompatible, _) => Injected::Incompatible,
             (FaultKind::Validation, _) => Injected::Validation,
             (FaultKind::Hang, _) => Injected::Hang,
+            (FaultKind::HangAicpu, _) => Injected::HangAicpu,
+            (FaultKind::Silent, _) => Injected::Silent,
             (FaultKind::Stuck, _) => Injected::Stuck,
             (FaultKind::Latch, FaultCode::Runtime(code)) => Injected::Latch(Latched {
                 code,

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use lane_core::status_latch::Status;
+use lane_core::status_latch::{Record as Published, RecordRead, Status};
 use lane_core::stream_pair::Role;
 use lane_core::{Event, RunId};
 use lane_driver::{Observation, Observer};
@@ -30,7 +30,13 @@ struct Log {
     track: Option<u8>,
     /// Host time in calls on worker tracks, by run.
     worker_use: BTreeMap<u64, u64>,
+    /// The epochs of the last launches and the runs launched with them (a bounded window:
+    /// the slots' records are all a stale stamp can be).
+    epochs: Vec<(u64, u64)>,
 }
+
+/// Launches whose epochs [`Log::epochs`] keeps.
+const EPOCH_WINDOW: usize = 16;
 
 /// The records of one simulation, shared by the device (its calls, kernels and notes) and
 /// the observer (lane steps), so the trace keeps the order things happened in.
@@ -131,6 +137,17 @@ impl Journal {
         self.log().aicore_streams_created
     }
 
+    /// The device launched `run` with `epoch`. Epochs are process-wide (two simulations in one
+    /// process get different ones), so the trace shows a record's stale stamp as the id of
+    /// the run launched with it and stays byte-identical per seed.
+    pub(crate) fn note_epoch(&self, epoch: u64, run: RunId) {
+        let mut log = self.log();
+        if log.epochs.len() == EPOCH_WINDOW {
+            log.epochs.remove(0);
+        }
+        log.epochs.push((epoch, run.0));
+    }
+
     /// Every status header the driver read that latched a code, by run, in read order.
     pub fn latches(&self) -> Vec<(RunId, Status)> {
         self.log().latches.clone()
@@ -153,6 +170,34 @@ impl SimObserver {
     /// The journal it writes.
     pub const fn journal(&self) -> &Journal {
         &self.journal
+    }
+}
+
+/// `event` as the trace shows it: a never-published record's stale stamp (another run's
+/// epoch) replaced by the id of the run launched with it (0 if it is not a recent launch's).
+fn stamp_as_run(epochs: &[(u64, u64)], event: Event) -> Event {
+    match event {
+        Event::Completed {
+            run,
+            lease,
+            mut evidence,
+        } => {
+            if let RecordRead::Read(Published::NeverPublished { stamp }) = evidence.record {
+                if stamp != 0 {
+                    let shown = epochs
+                        .iter()
+                        .find(|(epoch, _)| *epoch == stamp)
+                        .map_or(0, |(_, run)| *run);
+                    evidence.record = RecordRead::Read(Published::NeverPublished { stamp: shown });
+                }
+            }
+            Event::Completed {
+                run,
+                lease,
+                evidence,
+            }
+        }
+        other => other,
     }
 }
 
@@ -200,7 +245,8 @@ impl Observer for SimObserver {
                     Ok(()) => String::new(),
                     Err(e) => format!(" REJECTED: {e}"),
                 };
-                (now, format!("event  {event}{verdict}"))
+                let shown = stamp_as_run(&log.epochs, *event);
+                (now, format!("event  {shown}{verdict}"))
             }
             Observation::Timeout { now } => (now, "deadline passed: handle_timeout".to_owned()),
             Observation::Outcome { now, outcome } => (now, format!("outcome {outcome}")),

@@ -4,7 +4,7 @@
 //! ```toml
 //! name = "run-only failure, successor continues"
 //! rules = ["L-9"]               # the SPEC rules it shows
-//! profile = "a2a3"              # or "a5"; optional `depth = 1`
+//! profile = "a2a3"              # "a5" or "depth-one"; optional `depth = 1`
 //! copies = "on-stream"          # optional: "sync" (default) or "on-stream" (CopyPath)
 //! seed = 1
 //! backends = ["sim"]            # optional: the backends that can express it (default: all)

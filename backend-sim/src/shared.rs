@@ -73,6 +73,9 @@ impl Device for SharedSim {
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.lock().synchronize_event(event, timeout_ms)
     }
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.lock().synchronize_stream(stream, timeout_ms)
+    }
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
         self.lock().destroy_event(event)
     }
@@ -154,6 +157,16 @@ impl CompletionWaiter for SimWaiter {
         self.0
             .lock()
             .beside_the_lane(|device| device.synchronize_event(event, timeout_ms))
+    }
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.0
+            .lock()
+            .beside_the_lane(|device| device.synchronize_stream(stream, timeout_ms))
+    }
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        self.0
+            .lock()
+            .beside_the_lane(|device| device.memcpy_from_device(dst, src))
     }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
         self.0

@@ -40,8 +40,9 @@ pub enum Ending {
     Latched(Latched),
     /// A device exception.
     Exception(AclCode),
-    /// Failed at once: the stream was already sticky-faulted.
-    FaultedStream(AclCode),
+    /// Exited with clean streams without publishing a result record (a `silent` run, or an
+    /// AICPU scheduler whose hung workers the op timeout killed).
+    Silent,
     /// A hang that the device op timeout ended, with this kernel's engine's timeout code
     /// (507014 AICore, 507017 AICPU).
     OpTimeout(AclCode),
@@ -61,13 +62,7 @@ impl Ending {
                 format!("latched {} {}", latched.code.value(), latched.code.name())
             }
             Self::Exception(code) => format!("exception {} {}", code.raw(), code.name()),
-            Self::FaultedStream(code) => {
-                format!(
-                    "failed on a faulted stream ({} {})",
-                    code.raw(),
-                    code.name()
-                )
-            }
+            Self::Silent => "exited without publishing a result record".to_owned(),
             Self::OpTimeout(code) => format!(
                 "hung until the device op timeout ({} {})",
                 code.raw(),

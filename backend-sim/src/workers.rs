@@ -51,8 +51,8 @@ use lane_core::{
     RunId, RunPhase, RunRequest, SlotId, SubmitError, Timestamp,
 };
 use lane_driver::{
-    CompletionWaiter, Concurrency, Device, DeviceWait, Driver, DriverError, EventHandle, LaneSteps,
-    Observer, PrepareError, RunArgs, Runner, Turn, Wait, is_host_work, run_device_wait,
+    CompletionWaiter, Concurrency, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
+    LaneSteps, Observer, PrepareError, RunArgs, Runner, Turn, Wait, is_host_work, run_device_wait,
     wait_failed,
 };
 
@@ -257,6 +257,14 @@ impl<D: Device> CompletionWaiter for OnWaiterTrack<'_, D> {
 
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.device.synchronize_event(event, timeout_ms)
+    }
+
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.device.synchronize_stream(stream, timeout_ms)
+    }
+
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
+        self.device.memcpy_from_device(dst, src)
     }
 
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {

@@ -17,7 +17,7 @@ use lane_core::{
 use lane_driver::{Device, Driver, DriverError, Observer, Runner, Turn};
 
 use crate::costs::{Cost, Costs};
-use crate::device::{RunTimes, SimDevice, SimRunner};
+use crate::device::{DeviceFailure, RunTimes, SimDevice, SimRunner};
 use crate::error::{Failure, InputError, SimError};
 use crate::faults::{FaultRule, describe, rate_to_ppm, swarm};
 use crate::observer::SimObserver;
@@ -35,16 +35,20 @@ pub const LIVENESS_RUNS: u32 = 4;
 pub enum ProfileName {
     /// Ascend 910B/910C: two slots, launch depth two.
     A2a3,
-    /// Ascend 950: two slots, launch depth one.
+    /// Ascend 950: two slots, launch depth two (on the record verdict channel).
     A5,
+    /// a2a3 at launch depth one (`Profile::depth_one`): the successor is prepared early and
+    /// launched only once its predecessor retired.
+    DepthOne,
 }
 
 impl ProfileName {
-    /// Parses `a2a3` or `a5`.
+    /// Parses `a2a3`, `a5` or `depth-one`.
     pub fn parse(text: &str) -> Result<Self, InputError> {
         match text {
             "a2a3" => Ok(Self::A2a3),
             "a5" => Ok(Self::A5),
+            "depth-one" => Ok(Self::DepthOne),
             other => Err(InputError::UnknownProfile {
                 got: other.to_owned(),
             }),
@@ -56,6 +60,7 @@ impl ProfileName {
         match self {
             Self::A2a3 => "a2a3",
             Self::A5 => "a5",
+            Self::DepthOne => "depth-one",
         }
     }
 
@@ -64,6 +69,7 @@ impl ProfileName {
         let base = match self {
             Self::A2a3 => Profile::a2a3(),
             Self::A5 => Profile::a5(),
+            Self::DepthOne => Profile::depth_one(),
         };
         let Some(depth) = depth.filter(|d| *d != base.launch_depth().get()) else {
             return Ok(base);
@@ -71,7 +77,8 @@ impl ProfileName {
         // Profile names are static; the variants the CLI can ask for are these.
         let name = match (self, depth) {
             (Self::A2a3, 1) => "a2a3 at depth 1",
-            (Self::A5, 2) => "a5 at depth 2",
+            (Self::A5, 1) => "a5 at depth 1",
+            (Self::DepthOne, 2) => "depth-one at depth 2",
             _ => "custom depth",
         };
         Profile::custom(ProfileSpec {
@@ -449,6 +456,15 @@ pub trait Harness<D: Device, R: Runner<D>, O: Observer> {
     /// Something the backend itself found wrong, checked after every driver call (`None`:
     /// nothing).
     fn failure(&self, driver: &Driver<D, R, O>) -> Option<Failure>;
+    /// Something the backend knows is wrong with an outcome the lane just delivered, checked
+    /// for every outcome (`None`: nothing; the default checks nothing).
+    fn outcome_failure(
+        &mut self,
+        _driver: &mut Driver<D, R, O>,
+        _outcome: &Outcome,
+    ) -> Option<Failure> {
+        None
+    }
     /// Removes every installed fault (the device's state stays until the lane recovers it).
     fn heal(&mut self, driver: &mut Driver<D, R, O>);
     /// The backend's virtual host worker tracks, if it models them ([`crate::workers`]);
@@ -478,6 +494,27 @@ impl SimHarness {
 impl<R: Runner<SimDevice>> Harness<SimDevice, R, SimObserver> for SimHarness {
     fn failure(&self, driver: &Driver<SimDevice, R, SimObserver>) -> Option<Failure> {
         driver.device().failure().cloned().map(Failure::Device)
+    }
+
+    /// No path reports `Ok` without a published ok record (L-8): every run outcome takes the
+    /// device's note of the run's ok record, and an `Ok` verdict without one is a device
+    /// invariant broken.
+    fn outcome_failure(
+        &mut self,
+        driver: &mut Driver<SimDevice, R, SimObserver>,
+        outcome: &Outcome,
+    ) -> Option<Failure> {
+        let Outcome::Run(run) = outcome else {
+            return None;
+        };
+        let published = driver.device_mut().take_published_ok(run.run);
+        (run.verdict == Verdict::Ok && !published).then(|| {
+            Failure::Device(DeviceFailure::Invariant(format!(
+                "run {} was reported Ok but its kernels published no ok result record for its \
+                 epoch (no path may report Ok without one, L-8)",
+                run.run.0
+            )))
+        })
     }
 
     fn heal(&mut self, driver: &mut Driver<SimDevice, R, SimObserver>) {
@@ -764,6 +801,9 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
         while let Some(outcome) = self.driver.poll_outcome() {
             if matches!(outcome, Outcome::Run(_)) {
                 self.last_run_outcome_ns = self.driver.device_mut().now().0;
+            }
+            if let Some(failure) = self.harness.outcome_failure(&mut self.driver, &outcome) {
+                return Err(self.failed(failure));
             }
             self.outcomes.push(outcome);
         }

@@ -143,7 +143,7 @@ fn a_failed_readback_enqueue_is_answered_at_the_status_read_as_status_read_faile
 }
 
 #[test]
-fn a_passed_completion_event_proves_the_readback_holds_the_runs_header() {
+fn a_passed_boundary_proves_the_readback_holds_the_runs_header() {
     let mut d = SimDevice::new(
         Costs::default(),
         LAYOUT,
@@ -154,36 +154,38 @@ fn a_passed_completion_event_proves_the_readback_holds_the_runs_header() {
         },
     );
     let (aicpu, aicore) = (d.create_stream().unwrap(), d.create_stream().unwrap());
-    let buffer = d.malloc(1104).unwrap();
+    let buffer = d.malloc(lane_driver::SLOT_BYTES).unwrap();
     let host = d.malloc_host(1200).unwrap();
-    let [done_aicpu, done_aicore, armed] = [(); 3].map(|()| d.create_event().unwrap());
+    let [boundary, core_done, armed] = [(); 3].map(|()| d.create_event().unwrap());
     let args = RunArgs {
         run: RunId(1),
         slot: SlotId(0),
         handshake: buffer,
         timing: buffer.at(64),
         status_header: buffer.at(80),
+        record: buffer.at(lane_driver::RECORD_OFFSET),
+        epoch: 1,
     };
     let readback = host.at(80);
     let len = 16 + LAYOUT.size();
     d.write_host(host, &[0; 80]).unwrap();
     d.write_host(readback, &vec![0xFF; len]).unwrap();
-    // The launch order of copies on the streams.
+    // The launch order of copies on the streams (L-5).
     d.memcpy_to_device_async(buffer, host, 80, aicore).unwrap();
     d.record_event(armed, aicore).unwrap();
     d.stream_wait_event(aicpu, armed).unwrap();
     SimRunner.launch_aicore(&mut d, aicore, &args).unwrap();
+    d.record_event(core_done, aicore).unwrap();
     SimRunner.launch_aicpu(&mut d, aicpu, &args).unwrap();
+    d.stream_wait_event(aicpu, core_done).unwrap();
     d.memcpy_from_device_async(readback, args.timing, len, aicpu)
         .unwrap();
-    d.record_event(done_aicpu, aicpu).unwrap();
-    d.record_event(done_aicore, aicore).unwrap();
-    // Before the events pass, nothing landed: the bytes move when the copy task runs.
+    d.record_event(boundary, aicpu).unwrap();
+    // Before the boundary passes, nothing landed: the bytes move when the copy task runs.
     let mut bytes = vec![0; len];
     d.read_host(&mut bytes, readback).unwrap();
     assert!(bytes.iter().all(|b| *b == 0xFF));
-    d.synchronize_event(done_aicpu, 1_000).unwrap();
-    d.synchronize_event(done_aicore, 1_000).unwrap();
+    d.synchronize_event(boundary, 1_000).unwrap();
     d.read_host(&mut bytes, readback).unwrap();
     let (timing, header) = bytes.split_at(16);
     let start = u64::from_le_bytes(timing[..8].try_into().unwrap());

@@ -1,10 +1,13 @@
 //! The device model, driven call by call through the `Device` and `Runner` traits (no lane): stream
-//! FIFO timing, the handshake, deadlock detection, event semantics, sticky errors, the
-//! kernels' writes, costs, and the device invariants.
+//! FIFO timing, the handshake, deadlock detection, event semantics, sticky errors and the stream
+//! synchronize that materializes them, the kernels' writes and result records, costs, and the
+//! device invariants.
 
 use backend_sim::costs::{Cost, Costs};
 use backend_sim::{DeviceFailure, FaultRule, RunTimes, SharedSim, SimDevice, SimRunner};
-use lane_core::status_latch::{self, AclCode, HeaderLayout, RuntimeCode};
+use lane_core::status_latch::{
+    self, AclCode, HeaderLayout, RECORD_BYTES, Record, RecordSource, RuntimeCode, decode_record,
+};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{RunId, SlotId};
 use lane_driver::{Device, EventHandle, RunArgs, Runner};
@@ -28,7 +31,7 @@ fn cost(c: Cost) -> u64 {
     Costs::default().get(c)
 }
 
-/// One slot's buffers and events.
+/// One slot's buffers and events, `[boundary, core_done]`.
 struct Slot {
     args: RunArgs,
     events: [EventHandle; 2],
@@ -38,6 +41,7 @@ fn slot(d: &mut SimDevice, run: u64, slot: u8) -> Slot {
     let status_header = d.malloc(1024).unwrap();
     let timing = d.malloc(16).unwrap();
     let handshake = d.malloc(64).unwrap();
+    let record = d.malloc(RECORD_BYTES).unwrap();
     Slot {
         args: RunArgs {
             run: RunId(run),
@@ -45,28 +49,50 @@ fn slot(d: &mut SimDevice, run: u64, slot: u8) -> Slot {
             status_header,
             timing,
             handshake,
+            record,
+            // Any process-unique non-zero number; the run id is one here.
+            epoch: run,
         },
         events: [d.create_event().unwrap(), d.create_event().unwrap()],
     }
+}
+
+/// The run's result record, decoded for its epoch.
+fn record(d: &mut SimDevice, s: &Slot) -> Record {
+    let mut bytes = [0u8; RECORD_BYTES];
+    d.memcpy_from_device(&mut bytes, s.args.record).unwrap();
+    decode_record(&bytes, s.args.epoch)
 }
 
 fn pair(d: &mut SimDevice) -> (StreamHandle, StreamHandle) {
     (d.create_stream().unwrap(), d.create_stream().unwrap())
 }
 
-/// The launch order of L-5: AICore, AICPU, then one event per stream.
+/// The launch order of L-5 with nothing ahead: AICore kernel, `core_done` on the AICore
+/// stream, AICPU kernel, the AICPU stream's wait on `core_done`, the boundary.
 fn launch(d: &mut SimDevice, s: &Slot, aicpu: StreamHandle, aicore: StreamHandle) {
     SimRunner.launch_aicore(d, aicore, &s.args).unwrap();
-    SimRunner.launch_aicpu(d, aicpu, &s.args).unwrap();
-    d.record_event(s.events[0], aicpu).unwrap();
     d.record_event(s.events[1], aicore).unwrap();
+    SimRunner.launch_aicpu(d, aicpu, &s.args).unwrap();
+    d.stream_wait_event(aicpu, s.events[1]).unwrap();
+    d.record_event(s.events[0], aicpu).unwrap();
 }
 
+/// [`launch`] behind a predecessor: the AICore stream first waits on its boundary.
+fn launch_after(
+    d: &mut SimDevice,
+    s: &Slot,
+    predecessor: &Slot,
+    aicpu: StreamHandle,
+    aicore: StreamHandle,
+) {
+    d.stream_wait_event(aicore, predecessor.events[0]).unwrap();
+    launch(d, s, aicpu, aicore);
+}
+
+/// The completion wait: the run's boundary only.
 fn wait(d: &mut SimDevice, s: &Slot) -> Result<(), AclCode> {
-    for e in s.events {
-        d.synchronize_event(e, 50_000)?;
-    }
-    Ok(())
+    d.synchronize_event(s.events[0], 50_000)
 }
 
 fn timing(d: &mut SimDevice, s: &Slot) -> (u64, u64) {
@@ -85,7 +111,7 @@ fn a_run_queued_behind_another_on_the_same_pair_starts_when_it_ends() {
     let (aicpu, aicore) = pair(&mut d);
     let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
     launch(&mut d, &s1, aicpu, aicore);
-    launch(&mut d, &s2, aicpu, aicore);
+    launch_after(&mut d, &s2, &s1, aicpu, aicore);
     assert_eq!(d.queued_launches(), 1, "run 2 found run 1 on the device");
     wait(&mut d, &s1).unwrap();
     wait(&mut d, &s2).unwrap();
@@ -93,12 +119,13 @@ fn a_run_queued_behind_another_on_the_same_pair_starts_when_it_ends() {
     let (start2, end2) = timing(&mut d, &s2);
     assert_eq!(end1 - start1, cost(Cost::RunPreamble) + DEVICE_NS);
     assert_eq!(end2 - start2, cost(Cost::RunPreamble) + DEVICE_NS);
-    // Behind run 1's kernel: its event task, and a task switch on each side of it.
-    let gap = 2 * cost(Cost::TaskSwitch) + cost(Cost::EventTask);
+    // Behind run 1's kernels: its core_done, the AICPU stream's wait on it, its boundary
+    // (run 2's AICore kernel waits on it), with a task switch before each task.
+    let gap = 3 * cost(Cost::TaskSwitch) + 2 * cost(Cost::EventTask);
     assert_eq!(
         start2,
         end1 + gap,
-        "run 2 starts as soon as its stream is free"
+        "run 2 starts as soon as run 1's boundary has passed"
     );
 }
 
@@ -111,12 +138,7 @@ fn a_run_starts_only_when_both_of_its_kernels_have_started() {
     launch(&mut d, &s1, aicpu, aicore);
     // Run 2's scheduler is on an idle stream and starts at once, but its AICore workers
     // queue behind run 1: the handshake holds the run until they report.
-    SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
-    SimRunner
-        .launch_aicpu(&mut d, other_aicpu, &s2.args)
-        .unwrap();
-    d.record_event(s2.events[0], other_aicpu).unwrap();
-    d.record_event(s2.events[1], aicore).unwrap();
+    launch(&mut d, &s2, other_aicpu, aicore);
     wait(&mut d, &s1).unwrap();
     wait(&mut d, &s2).unwrap();
     let (_, end1) = timing(&mut d, &s1);
@@ -145,15 +167,19 @@ fn a_completion_waiters_wait_between_a_runs_two_launches_leaves_its_aicore_kerne
     SimRunner
         .launch_aicore(&mut shared, aicore, &s2.args)
         .unwrap();
-    for e in s1.events {
-        waiter.synchronize_event(e, 50_000).unwrap();
-    }
+    shared.record_event(s2.events[1], aicore).unwrap();
+    waiter.synchronize_event(s1.events[0], 50_000).unwrap();
+    let mut bytes = [0u8; RECORD_BYTES];
+    waiter
+        .memcpy_from_device(&mut bytes, s1.args.record)
+        .unwrap();
+    assert_eq!(decode_record(&bytes, s1.args.epoch), Record::Ok);
     SimRunner
         .launch_aicpu(&mut shared, aicpu, &s2.args)
         .unwrap();
     let mut d = shared.lock();
+    d.stream_wait_event(aicpu, s2.events[1]).unwrap();
     d.record_event(s2.events[0], aicpu).unwrap();
-    d.record_event(s2.events[1], aicore).unwrap();
     assert_eq!(wait(&mut d, &s2), Ok(()));
     let (start2, end2) = timing(&mut d, &s2);
     assert_eq!(end2 - start2, cost(Cost::RunPreamble) + DEVICE_NS);
@@ -171,8 +197,9 @@ fn the_lanes_own_call_between_a_runs_two_launches_orphans_its_aicore_kernel() {
     SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
     wait(&mut d, &s1).unwrap();
     SimRunner.launch_aicpu(&mut d, aicpu, &s2.args).unwrap();
-    d.record_event(s2.events[0], aicpu).unwrap();
     d.record_event(s2.events[1], aicore).unwrap();
+    d.stream_wait_event(aicpu, s2.events[1]).unwrap();
+    d.record_event(s2.events[0], aicpu).unwrap();
     assert_eq!(wait(&mut d, &s2), Err(AclCode::RtEventSyncTimeout));
 }
 
@@ -223,7 +250,7 @@ fn an_event_completes_when_its_stream_passes_it() {
     assert_eq!(
         d.host_ns() - before,
         cost(Cost::EventQuery),
-        "the other stream has passed its event too: no blocking"
+        "core_done is behind the boundary already: no blocking"
     );
 }
 
@@ -262,7 +289,8 @@ fn an_unbounded_wait_on_a_stuck_run_is_a_deadlock_not_a_hang_of_the_simulator() 
 }
 
 #[test]
-fn a_hung_run_ends_at_the_device_op_timeout_with_each_engines_code_sticky() {
+fn a_hung_aicore_kernel_ends_at_the_op_timeout_its_event_passes_and_only_the_stream_synchronize_says_507014()
+ {
     const OP_TIMEOUT_NS: u64 = 1_000_000_000;
     let mut d = device().with_op_timeout(OP_TIMEOUT_NS);
     d.install(FaultRule::parse("hang@run:1").unwrap());
@@ -270,31 +298,48 @@ fn a_hung_run_ends_at_the_device_op_timeout_with_each_engines_code_sticky() {
     let s = slot(&mut d, 1, 0);
     launch(&mut d, &s, aicpu, aicore);
     let before = d.host_ns();
-    // A host wait longer than the op timeout ends with the kernels, not at its own limit.
+    // A host wait longer than the op timeout ends with the kernels, not at its own limit, and
+    // returns 0: the kernel exited (device-truth §1).
     assert_eq!(d.synchronize_event(s.events[0], 2_000), Ok(()));
-    assert_eq!(d.synchronize_event(s.events[1], 2_000), Ok(()));
     let waited = d.host_ns() - before;
     assert!(
         (OP_TIMEOUT_NS..2 * OP_TIMEOUT_NS).contains(&waited),
         "waited {waited} ns: the kernels end at the op timeout"
     );
-    // The status read meets the device's own code (the run fails there and poisons).
-    let mut header = [0u8; 896];
+    // A stream query reports nothing; the synchronize materializes the AICore engine's code.
+    assert_eq!(d.query_stream(aicore), Ok(true));
+    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
     assert_eq!(
-        d.memcpy_from_device(&mut header, s.args.status_header),
-        Err(AclCode::RtAicoreTimeout)
-    );
-    // Each stream holds its engine's code.
-    assert_eq!(
-        d.query_stream(aicore).map(|_| ()),
+        d.synchronize_stream(aicore, 1_000),
         Err(AclCode::RtAicoreTimeout)
     );
     assert_eq!(
-        d.query_stream(aicpu).map(|_| ()),
-        Err(AclCode::RtAicpuTimeout)
+        d.synchronize_stream(aicore, 1_000),
+        Err(AclCode::RtAicoreTimeout),
+        "sticky until destroy or reset"
     );
     d.reset_device_force().unwrap();
     assert!(d.create_stream().is_ok());
+}
+
+#[test]
+fn a_hung_aicpu_scheduler_faults_its_stream_with_507017_and_publishes_nothing() {
+    const OP_TIMEOUT_NS: u64 = 1_000_000_000;
+    let mut d = device().with_op_timeout(OP_TIMEOUT_NS);
+    d.install(FaultRule::parse("hang-aicpu@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    assert_eq!(d.synchronize_event(s.events[0], 2_000), Ok(()));
+    assert_eq!(
+        d.synchronize_stream(aicpu, 1_000),
+        Err(AclCode::RtAicpuTimeout)
+    );
+    assert_eq!(
+        d.synchronize_stream(aicore, 1_000),
+        Err(AclCode::RtAicoreTimeout)
+    );
+    d.reset_device_force().unwrap();
 }
 
 #[test]
@@ -311,7 +356,7 @@ fn a_hung_run_waited_on_for_less_than_the_op_timeout_still_times_out_with_507047
 }
 
 #[test]
-fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait() {
+fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait_or_a_query() {
     let mut d = device();
     d.install(FaultRule::parse("exception=507015@run:1").unwrap());
     let (aicpu, aicore) = pair(&mut d);
@@ -320,15 +365,18 @@ fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait() {
     // The event wait succeeds: it does not carry the device fault back (as on hardware).
     assert_eq!(wait(&mut d, &s1), Ok(()));
     let fault = Err(AclCode::RtAicoreException);
+    assert_eq!(
+        d.query_stream(aicore),
+        Ok(true),
+        "a stream query reports nothing"
+    );
+    // The AICore exception faults the AICore stream; the synchronize materializes it.
+    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
+    assert_eq!(d.synchronize_stream(aicore, 1_000), fault);
     let mut header = [0u8; 896];
     assert_eq!(
         d.memcpy_from_device(&mut header, s1.args.status_header),
         fault
-    );
-    assert_eq!(
-        d.query_stream(aicore).map(|_| ()),
-        fault,
-        "a stream query returns it"
     );
     assert_eq!(d.create_stream().map(|_| ()), fault);
     assert_eq!(SimRunner.launch_aicore(&mut d, aicore, &s2.args), fault);
@@ -340,25 +388,117 @@ fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait() {
 }
 
 #[test]
-fn a_faulted_stream_fails_the_runs_queued_behind_the_fault_without_running_them() {
+fn a_run_queued_behind_a_faulted_run_still_runs_continue_on_failure_and_the_code_stays_sticky() {
     let mut d = device();
-    d.install(FaultRule::parse("exception@run:1").unwrap());
+    d.install(FaultRule::parse("exception=507018@run:1").unwrap());
     let (aicpu, aicore) = pair(&mut d);
     let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
     launch(&mut d, &s1, aicpu, aicore);
-    launch(&mut d, &s2, aicpu, aicore);
+    launch_after(&mut d, &s2, &s1, aicpu, aicore);
+    wait(&mut d, &s1).unwrap();
     let before = d.host_ns();
-    assert_eq!(
-        wait(&mut d, &s2),
-        Ok(()),
-        "the queued run's events pass at once"
-    );
+    assert_eq!(wait(&mut d, &s2), Ok(()));
     let waited = d.host_ns() - before;
     assert!(
-        waited < 2 * DEVICE_NS,
-        "run 2 did not run its {DEVICE_NS} ns after the fault (waited {waited})"
+        waited >= DEVICE_NS,
+        "run 2 ran its {DEVICE_NS} ns behind the fault (waited {waited})"
     );
-    assert_eq!(d.query_stream(aicpu), Err(AclCode::RtAicoreException));
+    assert_eq!(
+        d.synchronize_stream(aicpu, 1_000),
+        Err(AclCode::RtAicpuException),
+        "the AICPU stream keeps run 1's code"
+    );
+    d.reset_device_force().unwrap();
+}
+
+#[test]
+fn a_clean_run_publishes_an_ok_record_stamped_with_its_epoch_before_its_boundary_passes() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    assert_eq!(record(&mut d, &s), Record::NeverPublished { stamp: 0 });
+    wait(&mut d, &s).unwrap();
+    assert_eq!(record(&mut d, &s), Record::Ok);
+    assert!(d.take_published_ok(s.args.run));
+    assert!(!d.take_published_ok(s.args.run), "taken once");
+}
+
+#[test]
+fn a_latched_run_publishes_an_error_record_with_the_code_from_the_header_and_its_error_tail() {
+    let mut d = device();
+    d.install(FaultRule::parse("latch=SCOPE_DEADLOCK@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    wait(&mut d, &s).unwrap();
+    assert_eq!(
+        record(&mut d, &s),
+        Record::Error {
+            code: RuntimeCode::ScopeDeadlock,
+            source: RecordSource::Header,
+            payload_len: 64,
+        }
+    );
+    assert!(!d.take_published_ok(s.args.run));
+}
+
+#[test]
+fn faulted_hung_and_silent_runs_publish_no_record() {
+    for fault in ["exception=507018", "hang", "hang-aicpu", "silent"] {
+        let mut d = device().with_op_timeout(1_000_000);
+        d.install(FaultRule::parse(&format!("{fault}@run:1")).unwrap());
+        let (aicpu, aicore) = pair(&mut d);
+        let s = slot(&mut d, 1, 0);
+        launch(&mut d, &s, aicpu, aicore);
+        wait(&mut d, &s).unwrap();
+        d.synchronize_stream(aicpu, 1_000).ok();
+        d.reset_device_force().unwrap();
+        // Read the bytes the device held, as the record read would have before the reset:
+        // nothing was ever stamped (the reset dropped the region with the device).
+        assert!(!d.take_published_ok(s.args.run), "{fault}");
+    }
+    // A silent run's streams stay clean: the synchronize says 0.
+    let mut d = device();
+    d.install(FaultRule::parse("silent@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    wait(&mut d, &s).unwrap();
+    assert_eq!(record(&mut d, &s), Record::NeverPublished { stamp: 0 });
+    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
+    assert_eq!(d.synchronize_stream(aicore, 1_000), Ok(()));
+}
+
+#[test]
+fn a_stream_synchronize_refuses_a_zero_timeout_and_times_out_with_507046() {
+    let mut d = device();
+    d.install(FaultRule::parse("stuck@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    assert_eq!(d.synchronize_stream(aicpu, 0), Err(AclCode::RtParamInvalid));
+    let before = d.host_ns();
+    assert_eq!(
+        d.synchronize_stream(aicpu, 10),
+        Err(AclCode::RtStreamSyncTimeout)
+    );
+    assert_eq!(
+        d.host_ns() - before,
+        cost(Cost::SynchronizeDevice) + 10_000_000
+    );
+}
+
+#[test]
+fn a_stream_synchronize_waits_for_the_streams_tasks_in_virtual_time() {
+    let mut d = device();
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    let before = d.host_ns();
+    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
+    assert!(d.host_ns() - before >= DEVICE_NS, "it waited for the run");
+    assert_eq!(d.query_stream(aicpu), Ok(true));
 }
 
 #[test]
@@ -547,7 +687,7 @@ fn slot_buffers_inside_one_allocation_are_written_and_read_at_their_offsets() {
     let mut d = device();
     d.install(FaultRule::parse("latch=100@run:1").unwrap());
     let (aicpu, aicore) = pair(&mut d);
-    let base = d.malloc(1104).unwrap();
+    let base = d.malloc(lane_driver::SLOT_BYTES).unwrap();
     let s = Slot {
         args: RunArgs {
             run: RunId(1),
@@ -555,6 +695,8 @@ fn slot_buffers_inside_one_allocation_are_written_and_read_at_their_offsets() {
             status_header: base.at(80),
             timing: base.at(64),
             handshake: base,
+            record: base.at(lane_driver::RECORD_OFFSET),
+            epoch: 1,
         },
         events: [d.create_event().unwrap(), d.create_event().unwrap()],
     };
@@ -571,7 +713,7 @@ fn slot_buffers_inside_one_allocation_are_written_and_read_at_their_offsets() {
     assert_eq!(status.sched, Some(RuntimeCode::SchedulerTimeout));
     // A copy running past the allocation's end is refused, not clipped.
     assert_eq!(
-        d.memcpy_from_device(&mut [0u8; 64], base.at(1104 - 32)),
+        d.memcpy_from_device(&mut [0u8; 64], base.at(lane_driver::SLOT_BYTES - 32)),
         Err(AclCode::RtParamInvalid)
     );
     assert_eq!(d.failure(), None);

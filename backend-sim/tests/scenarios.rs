@@ -99,15 +99,15 @@ fn a_wrong_expectation_fails_with_a_readable_diff() {
 #[test]
 fn an_expected_latch_that_the_headers_do_not_hold_shows_in_the_diff() {
     let checked = scenario::check(queued_launch_with(
-        "[[fault]]\nkind = \"latch\"\ncode = \"SCHEDULER_TIMEOUT\"\nruns = [2]\nthreads = [0, 4]\n\
-         [expect]\nlatches = [\"run 2: sched_error_code=100 sched_error_thread=4 sched_error_bitmap=0x11\"]\n",
+        "[[fault]]\nkind = \"latch\"\ncode = \"READY_QUEUE_OVERFLOW\"\nruns = [2]\nthreads = [0, 4]\n\
+         [expect]\nlatches = [\"run 2: sched_error_code=104 sched_error_thread=4 sched_error_bitmap=0x11\"]\n",
     ))
     .unwrap();
     let text = checked.render();
     assert!(
         text.contains(
-            "  - run 2: sched_error_code=100 sched_error_thread=4 sched_error_bitmap=0x11\n    \
-             + run 2: sched_error_code=100 sched_error_thread=0 sched_error_bitmap=0x11"
+            "  - run 2: sched_error_code=104 sched_error_thread=4 sched_error_bitmap=0x11\n    \
+             + run 2: sched_error_code=104 sched_error_thread=0 sched_error_bitmap=0x11"
         ),
         "the first writer is thread 0, not 4:\n{text}"
     );
