@@ -141,11 +141,14 @@ fn submits_are_refused_while_recovering_with_an_error_naming_the_origin() {
     // Hold the recovery at its first step by not pumping: feed the completion by hand.
     let (run, lease, _) = h.awaiting.remove(0);
     h.lane
-        .handle(h.now, lane_core::Event::Completed {
-            run,
-            lease,
-            evidence: common::HEADER_DECIDES,
-        })
+        .handle(
+            h.now,
+            lane_core::Event::Completed {
+                run,
+                lease,
+                evidence: common::HEADER_DECIDES,
+            },
+        )
         .unwrap();
     // Answer the status read with the latched header.
     let effect = h.lane.poll_effect().unwrap();
@@ -520,11 +523,14 @@ fn a_recovery_that_fails_after_close_ends_closed_and_reports_the_device_lost() {
     let r1 = h.run();
     let (run, lease, _) = h.awaiting.remove(0);
     h.lane
-        .handle(h.now, lane_core::Event::Completed {
-            run,
-            lease,
-            evidence: common::HEADER_DECIDES,
-        })
+        .handle(
+            h.now,
+            lane_core::Event::Completed {
+                run,
+                lease,
+                evidence: common::HEADER_DECIDES,
+            },
+        )
         .unwrap();
     assert_eq!(h.lane.phase_of(r1), Some(RunPhase::ReadingStatus));
     // Close before the status read reveals the poison; recovery then fails every attempt.

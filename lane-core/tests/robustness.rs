@@ -188,7 +188,11 @@ fn duplicated_and_unrequested_events_are_rejected_without_change() {
     let before = snapshot(&h);
     for event in [
         Event::Prepared { run, lease },
-        Event::Completed { run, lease, evidence: lane_core::status_latch::Evidence::PUBLISHED_OK },
+        Event::Completed {
+            run,
+            lease,
+            evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
+        },
         Event::Launched { run, lease },
         Event::Finalised { run, lease },
         Event::StatusRead {
@@ -246,7 +250,14 @@ fn out_of_order_completion_is_rejected_and_cannot_strand_the_fifo() {
     let lease = h.lease(r2);
     let err = h
         .lane
-        .handle(h.now, Event::Completed { run: r2, lease, evidence: lane_core::status_latch::Evidence::PUBLISHED_OK })
+        .handle(
+            h.now,
+            Event::Completed {
+                run: r2,
+                lease,
+                evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
+            },
+        )
         .unwrap_err();
     assert!(
         matches!(

@@ -88,8 +88,7 @@ pub trait Device {
     /// code: on real ACL the only call that materializes a faulted kernel's code
     /// (device-truth §1). The device verdict (L-8) makes it, AICPU stream first, only for a
     /// run its record does not decide; a successful run's path never does.
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32)
-    -> Result<(), AclCode>;
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode>;
     /// `aclrtDestroyEvent`.
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode>;
 

@@ -404,8 +404,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .map_err(|code| (LaunchStep::Aicore, code))?;
         // From here a kernel is on a stream: a failed record or wait leaves the run unfenced.
         let unfenced = |code| (LaunchStep::RecordEvent, code);
-        d.record_event(slot.core_done(), aicore)
-            .map_err(unfenced)?;
+        d.record_event(slot.core_done(), aicore).map_err(unfenced)?;
         r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
         d.stream_wait_event(aicpu, slot.core_done())

@@ -121,8 +121,7 @@ pub trait CompletionWaiter {
     /// # Errors
     ///
     /// The stream's sticky code, or the call's own (`507046` on timeout).
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32)
-    -> Result<(), AclCode>;
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode>;
     /// `aclrtMemcpy(.., ACL_MEMCPY_DEVICE_TO_HOST)` on this thread, as
     /// [`Device::memcpy_from_device`]: the result record's read right after the boundary.
     ///
@@ -158,11 +157,7 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
         self.0.synchronize_event(event, timeout_ms)
     }
 
-    fn synchronize_stream(
-        &mut self,
-        stream: StreamHandle,
-        timeout_ms: i32,
-    ) -> Result<(), AclCode> {
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.0.synchronize_stream(stream, timeout_ms)
     }
 

@@ -770,9 +770,14 @@ impl Body {
                 },
                 Kind::Right,
             ),
-            (Effect::AwaitCompletion { run, lease, .. }, _) => {
-                (Event::Completed { run, lease, evidence: lane_core::status_latch::Evidence::PUBLISHED_OK }, Kind::Right)
-            }
+            (Effect::AwaitCompletion { run, lease, .. }, _) => (
+                Event::Completed {
+                    run,
+                    lease,
+                    evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
+                },
+                Kind::Right,
+            ),
             (Effect::ReadStatus { run, lease, .. }, Reply::Success) => {
                 (self.status_read(run, lease, None), Kind::Right)
             }
@@ -914,7 +919,11 @@ impl Body {
                 match i % 5 {
                     0 => Event::Prepared { run, lease },
                     1 => Event::Launched { run, lease },
-                    2 => Event::Completed { run, lease, evidence: lane_core::status_latch::Evidence::PUBLISHED_OK },
+                    2 => Event::Completed {
+                        run,
+                        lease,
+                        evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
+                    },
                     3 => self.status_read(run, lease, None),
                     _ => Event::Finalised { run, lease },
                 }
@@ -1384,7 +1393,11 @@ fn with_lease(event: Event, f: impl Fn(Lease) -> Lease) -> Event {
             run,
             lease: f(lease),
         },
-        Event::Completed { run, lease, evidence: lane_core::status_latch::Evidence::PUBLISHED_OK } => Event::Completed {
+        Event::Completed {
+            run,
+            lease,
+            evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
+        } => Event::Completed {
             run,
             lease: f(lease),
         },

@@ -40,11 +40,11 @@ pub use record::{
     RECORD_BYTES, RECORD_PAYLOAD_MAX, RECORD_PAYLOAD_OFFSET, Record, RecordDefect, RecordSource,
     RecordWrite, decode_record, encode_record, record_payload,
 };
+pub use render::{classification_table, code_table, layout_table, status_codes_doc};
 pub use verdict::{
     Boundary, DeviceVerdict, Evidence, HeaderRead, Judgement, RecordRead, VerdictChannel,
     VerdictRule, judge, needs_device_verdict,
 };
-pub use render::{classification_table, code_table, layout_table, status_codes_doc};
 
 // The lane keeps one failure per run inline and copies statuses around: keep them small.
 static_assertions::assert_impl_all!(Failure: Copy, Send, Sync);

@@ -323,7 +323,10 @@ mod tests {
     fn an_ok_record_decodes_only_for_its_own_epoch() {
         let bytes = encode_record(7, &RecordWrite::Ok);
         assert_eq!(decode_record(&bytes, 7), Record::Ok);
-        assert_eq!(decode_record(&bytes, 8), Record::NeverPublished { stamp: 7 });
+        assert_eq!(
+            decode_record(&bytes, 8),
+            Record::NeverPublished { stamp: 7 }
+        );
     }
 
     #[test]

@@ -316,7 +316,10 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
     if record_channel {
         match evidence.record {
             RecordRead::Read(Record::Error { code, source, .. }) => {
-                return (R::RecordError, Judgement::Fail(Failure::Record { code, source }));
+                return (
+                    R::RecordError,
+                    Judgement::Fail(Failure::Record { code, source }),
+                );
             }
             RecordRead::Read(Record::Ok) => return (R::RecordOk, Judgement::Ok),
             _ => {}
@@ -346,16 +349,19 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
     }
     match header {
         HeaderRead::Unread => return (R::AwaitHeader, Judgement::NeedsHeader),
-        HeaderRead::Latched(latch) => return (R::HeaderLatched, Judgement::Fail(Failure::Latched(latch))),
+        HeaderRead::Latched(latch) => {
+            return (R::HeaderLatched, Judgement::Fail(Failure::Latched(latch)));
+        }
         HeaderRead::Clean => {}
     }
     if !record_channel {
         return (R::SynchronizedClean, Judgement::Ok);
     }
     match evidence.record {
-        RecordRead::Read(Record::Malformed(defect)) => {
-            (R::MalformedRecord, Judgement::Fail(Failure::MalformedRecord(defect)))
-        }
+        RecordRead::Read(Record::Malformed(defect)) => (
+            R::MalformedRecord,
+            Judgement::Fail(Failure::MalformedRecord(defect)),
+        ),
         _ => (R::NoRecord, Judgement::Fail(Failure::NoRecord)),
     }
 }
@@ -415,10 +421,7 @@ mod tests {
 
     #[test]
     fn a_device_code_poisons_and_a_record_error_decides_whatever_else() {
-        let fault = record(
-            NEVER,
-            Some(DeviceVerdict::Fault(AclCode::RtAicpuException)),
-        );
+        let fault = record(NEVER, Some(DeviceVerdict::Fault(AclCode::RtAicpuException)));
         let Judgement::Fail(failure) = judge(&fault, HeaderRead::Unread).1 else {
             panic!()
         };

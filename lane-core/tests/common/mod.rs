@@ -3,9 +3,7 @@
 //! installs. Each scenario then reads as "command or event in → effects out".
 #![allow(dead_code, unreachable_pub)]
 
-use lane_core::status_latch::{
-    AclCode, DeviceVerdict, Evidence, Record, RecordRead, RuntimeCode,
-};
+use lane_core::status_latch::{AclCode, DeviceVerdict, Evidence, Record, RecordRead, RuntimeCode};
 use lane_core::stream_pair::Role;
 use lane_core::testkit::Succeed;
 use lane_core::{
