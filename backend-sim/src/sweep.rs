@@ -92,20 +92,26 @@ impl Model {
     ///
     /// - `D = workload device time + RunPreamble`: §5 counts the per-run preamble (A8) as
     ///   device time.
-    /// - `g = 2·TaskSwitch + EventTask`: after run N's kernels end, each stream runs N's
-    ///   completion-event task and then N+1's kernel, each behind a task switch.
-    /// - `R = TaskSwitch + EventTask + HostWakeup + EventQuery + ReadD2h + WriteH2d +
-    ///   2·KernelLaunch + KernelStartLatency`: at depth one, run N's AICPU event passes
-    ///   (task switch, event task), the blocked host wakes, finds the AICore event passed
-    ///   too (a non-blocking query), reads N's status (one D2H: timing and header), arms
-    ///   N+1's slot (one H2D), launches both kernels, and N+1 starts after the start latency.
-    ///   N+1 was prepared while N ran (the a2a3 profile prepares concurrently, A23), and N's
+    /// - `g = 3·TaskSwitch + 2·EventTask`: after run N's kernels end (L-5), the AICore
+    ///   stream runs N's `core_done` task, the AICPU stream, behind its wait on it, N's
+    ///   boundary task, and N+1's AICore kernel, behind its wait on that boundary, starts:
+    ///   three tasks, each behind a task switch (the waits are no tasks of their own). Before
+    ///   the one-boundary order this was `2·TaskSwitch + EventTask` (one event per stream).
+    /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + 2·ReadD2h + WriteH2d + StreamWait +
+    ///   2·KernelLaunch + EventRecord + KernelStartLatency`: at depth one, run N's
+    ///   `core_done` and boundary pass, the blocked host wakes, reads N's result record (one
+    ///   D2H, L-8) and its status (one D2H: timing and header), arms N+1's slot (one H2D),
+    ///   queues the AICore stream's wait on N's boundary (N is not finalised yet, so its
+    ///   boundary still counts as in flight), launches the AICore kernel, records its
+    ///   `core_done`, launches the AICPU kernel, and N+1 starts after the start latency. N+1
+    ///   was prepared while N ran (the a2a3 profile prepares concurrently, A23), and N's
     ///   finalise runs after N+1's launch, so neither is on this path.
-    /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·EventQuery + ReadD2h +
-    ///   Finalise`: everything the lane's one thread does per run (§5's `H`: prepare, two
-    ///   launches, two event records, the wait bookkeeping, the status D2H, finalise). When
-    ///   the host is the bottleneck both completion events have passed by the time it waits,
-    ///   so each wait costs a query, not a wake-up.
+    /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·StreamWait +
+    ///   EventQuery + 2·ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
+    ///   prepare, the arm, two launches, the `core_done` and boundary records, the waits on
+    ///   the predecessor's boundary and on `core_done`, the boundary wait, the record and
+    ///   status D2Hs, finalise). When the host is the bottleneck the boundary has passed by
+    ///   the time it waits, so the wait costs a query, not a wake-up.
     ///
     /// Arm 3 (copies on the streams, prepare and finalise on host workers,
     /// [`Offload`]):
@@ -118,20 +124,23 @@ impl Model {
     ///   then waits for "armed" (`stream_wait_event`: no task of its own, its later tasks
     ///   start after the capture), so N+1's AICPU kernel starts with its AICore kernel and
     ///   the AICore path is the gap.
-    /// - `L = 2·CopyEnqueue + 3·EventRecord + StreamWait + 2·KernelLaunch + 3·HostWakeup`:
-    ///   the lane thread's calls per run: the arm and readback enqueues, the "armed" and two
-    ///   completion records, the AICPU stream's wait, the two launches, and a wake-up for each
+    /// - `L = 2·CopyEnqueue + 3·EventRecord + 3·StreamWait + 2·KernelLaunch + 3·HostWakeup`:
+    ///   the lane thread's calls per run: the arm and readback enqueues, the "armed",
+    ///   `core_done` and boundary records, the AICPU stream's waits on "armed" and `core_done`
+    ///   and the AICore stream's on the predecessor's boundary, the two launches (the
+    ///   one-boundary order added two waits; `g3` is unchanged: the arm copy and "armed"
+    ///   record already made the AICore path the longer one), and a wake-up for each
     ///   of the run's three answers (its prepare, its completion from the waiter, its
     ///   finalise). It makes no wait: lane-service's completion waiter does. The status read
     ///   reads pinned memory (`read_host`) and the hand-offs push into a preallocated queue:
     ///   neither costs modelled host time.
-    /// - `V = 2·HostWakeup + EventQuery`: the completion waiter wakes for the run's wait,
-    ///   blocks on its AICPU event (a wake-up when it passes) and finds the AICore event
-    ///   passed (a query).
+    /// - `V = 2·HostWakeup + ReadD2h`: the completion waiter wakes for the run's wait,
+    ///   blocks on its boundary (a wake-up when it passes) and reads its result record (one
+    ///   D2H, L-8).
     /// - `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers,
     ///   window))` ([`Model::workers_period_ns`]): each run costs a prepare and a finalise
     ///   on some worker, each after the worker wakes for its job.
-    /// - `C = (2·HostWakeup + Prepare + 2·CopyEnqueue + 3·EventRecord + StreamWait +
+    /// - `C = (2·HostWakeup + Prepare + 2·CopyEnqueue + 3·EventRecord + 3·StreamWait +
     ///   2·KernelLaunch) / window` ([`Model::prepare_chain_ns`]): where the host bounds the
     ///   lane the device is idle when the next prepare answers, so every launch waits on its
     ///   prepare, and a prepare is handed out only when a place in the prepare window frees,
@@ -156,12 +165,12 @@ impl Model {
         let offload = Offload::default();
         let launch = 2 * c(Cost::CopyEnqueue)
             + 3 * c(Cost::EventRecord)
-            + c(Cost::StreamWait)
+            + 3 * c(Cost::StreamWait)
             + 2 * c(Cost::KernelLaunch);
         let model = Self {
             g3_ns: 4 * c(Cost::TaskSwitch) + 2 * c(Cost::EventTask) + c(Cost::CopyTask),
             l_ns: launch + 3 * c(Cost::HostWakeup),
-            v_ns: 2 * c(Cost::HostWakeup) + c(Cost::EventQuery),
+            v_ns: 2 * c(Cost::HostWakeup) + c(Cost::ReadD2h),
             launch_ns: launch,
             c_ns: 0,
             prepare_ns: c(Cost::Prepare),
@@ -171,21 +180,23 @@ impl Model {
             workers: offload.workers,
             prepare_window: offload.prepare_window,
             preamble_ns: c(Cost::RunPreamble),
-            g_ns: 2 * c(Cost::TaskSwitch) + c(Cost::EventTask),
-            r_ns: c(Cost::TaskSwitch)
-                + c(Cost::EventTask)
+            g_ns: 3 * c(Cost::TaskSwitch) + 2 * c(Cost::EventTask),
+            r_ns: 2 * c(Cost::TaskSwitch)
+                + 2 * c(Cost::EventTask)
                 + c(Cost::HostWakeup)
-                + c(Cost::EventQuery)
-                + c(Cost::ReadD2h)
+                + 2 * c(Cost::ReadD2h)
                 + c(Cost::WriteH2d)
+                + c(Cost::StreamWait)
                 + 2 * c(Cost::KernelLaunch)
+                + c(Cost::EventRecord)
                 + c(Cost::KernelStartLatency),
             h_ns: c(Cost::Prepare)
                 + c(Cost::WriteH2d)
                 + 2 * c(Cost::KernelLaunch)
                 + 2 * c(Cost::EventRecord)
-                + 2 * c(Cost::EventQuery)
-                + c(Cost::ReadD2h)
+                + 2 * c(Cost::StreamWait)
+                + c(Cost::EventQuery)
+                + 2 * c(Cost::ReadD2h)
                 + c(Cost::Finalise),
         };
         model.with_offload(&offload)

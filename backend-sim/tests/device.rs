@@ -452,10 +452,8 @@ fn faulted_hung_and_silent_runs_publish_no_record() {
         let s = slot(&mut d, 1, 0);
         launch(&mut d, &s, aicpu, aicore);
         wait(&mut d, &s).unwrap();
-        d.synchronize_stream(aicpu, 1_000).ok();
-        d.reset_device_force().unwrap();
-        // Read the bytes the device held, as the record read would have before the reset:
-        // nothing was ever stamped (the reset dropped the region with the device).
+        // The kernels ended (the boundary passed) without stamping an ok record (a faulted
+        // device also refuses the record's read: the device verdict decides those).
         assert!(!d.take_published_ok(s.args.run), "{fault}");
     }
     // A silent run's streams stay clean: the synchronize says 0.

@@ -317,7 +317,12 @@ fn the_lane_thread_makes_no_device_wait_and_sleeps_only_for_answers_as_lane_serv
         .iter()
         .filter(|n| **n == "synchronize_event")
         .count();
-    assert_eq!(waits, 80, "two waits per run, each on its own event");
+    assert_eq!(waits, 40, "one wait per run, on its boundary");
+    let record_reads = waiter_calls.iter().filter(|n| **n == "memcpy_d2h").count();
+    assert_eq!(
+        record_reads, 40,
+        "one result record read per run, on the waiter"
+    );
     assert!(
         waits_during_a_worker_call > 0,
         "no completion overlapped a worker's call"

@@ -40,6 +40,8 @@ const fn stage(stage: Option<Stage>) -> RunLaneStage {
         Some(Stage::Reset) => RunLaneStage::Reset,
         Some(Stage::Probe) => RunLaneStage::Probe,
         Some(Stage::Upload) => RunLaneStage::Upload,
+        Some(Stage::RecordRead) => RunLaneStage::RecordRead,
+        Some(Stage::StreamSync) => RunLaneStage::StreamSync,
     }
 }
 

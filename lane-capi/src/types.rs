@@ -367,6 +367,10 @@ pub enum RunLaneStage {
     Probe = 12,
     /// The `upload_code` callback.
     Upload = 13,
+    /// Reading the run's result record after its boundary (ABI 4).
+    RecordRead = 14,
+    /// The device verdict: the bounded synchronize of the pair (ABI 4).
+    StreamSync = 15,
 }
 
 /// One item's outcome, copied into the caller's struct: it owns no memory and stays valid

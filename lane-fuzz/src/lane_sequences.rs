@@ -33,7 +33,10 @@
 //! `Lane::handle` returning an error for a bogus event is correct behaviour, not a finding.
 
 use arbitrary::Arbitrary;
-use lane_core::status_latch::{AclCode, Class, RuntimeCode, Status};
+use lane_core::status_latch::{
+    AclCode, Boundary, Class, DeviceVerdict, Evidence as Waited, Record, RecordRead, RecordSource,
+    RuntimeCode, Status, VerdictChannel,
+};
 use lane_core::stream_pair::{Role, StreamHandle, StreamState};
 use lane_core::{
     CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaneState, LaunchStep,
@@ -193,9 +196,13 @@ pub enum Reply {
         /// The launch step index.
         step: u8,
     },
-    /// The other answer where there is one: a prepare is incompatible, a status read latches
-    /// the runtime code at `code % 17` (the 17th is unknown), a finalisation fails validation,
-    /// a create reports the other stream's handle, a destroy names a wrong handle.
+    /// The other answer where there is one: a prepare is incompatible, a completion carries
+    /// evidence other than a published ok record (`code % 4`: an error record with the
+    /// runtime code at `code / 4`, never published with a clean device verdict, never
+    /// published with the device code at `code / 4`, a failed record read with a clean
+    /// device verdict), a status read latches the runtime code at `code % 17` (the 17th is
+    /// unknown), a finalisation fails validation, a create reports the other stream's
+    /// handle, a destroy names a wrong handle.
     Other {
         /// The code index.
         code: u8,
@@ -277,7 +284,8 @@ struct Accepted {
 #[derive(Clone, Copy, Debug, Default)]
 struct Evidence {
     completed: bool,
-    /// The timing of the accepted clean status read.
+    /// The timing of the accepted status read that leaves the run `Ok`: a clean header, or
+    /// any header behind a published ok record.
     clean_status: Option<DeviceTiming>,
     finalised: bool,
     /// The last accepted prepare answer may have left per-run resources (`Prepared` or
@@ -286,6 +294,9 @@ struct Evidence {
     status_asked: bool,
     finalise_asked: u32,
     prepare_asked: bool,
+    /// The accepted completion carried the run's own published ok record (L-8: the only
+    /// evidence that makes a run `Ok` on the record channel).
+    published_ok: bool,
 }
 
 /// The body's driver-and-backend: the lane, what it asked for and what it answered. The
@@ -325,6 +336,7 @@ impl Body {
             concurrent_prepare: profile.concurrent_prepare,
             prepare_window: 1 + profile.window % slots,
             copies: lane_core::CopyPath::Sync,
+            verdict: VerdictChannel::Record,
             header: if profile.host_build_graph {
                 lane_core::status_latch::HeaderLayout::HostBuildGraph
             } else {
@@ -770,11 +782,19 @@ impl Body {
                 },
                 Kind::Right,
             ),
+            (Effect::AwaitCompletion { run, lease, .. }, Reply::Other { code: c }) => (
+                Event::Completed {
+                    run,
+                    lease,
+                    evidence: completion_evidence(c),
+                },
+                Kind::Right,
+            ),
             (Effect::AwaitCompletion { run, lease, .. }, _) => (
                 Event::Completed {
                     run,
                     lease,
-                    evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
+                    evidence: Waited::PUBLISHED_OK,
                 },
                 Kind::Right,
             ),
@@ -922,7 +942,7 @@ impl Body {
                     2 => Event::Completed {
                         run,
                         lease,
-                        evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
+                        evidence: Waited::PUBLISHED_OK,
                     },
                     3 => self.status_read(run, lease, None),
                     _ => Event::Finalised { run, lease },
@@ -1016,8 +1036,17 @@ impl Body {
         match event {
             Event::Prepared { .. } | Event::PrepareFailed { .. } => evidence.holds_resources = true,
             Event::PrepareIncompatible { .. } => evidence.holds_resources = false,
-            Event::Completed { .. } => evidence.completed = true,
-            Event::StatusRead { status, timing, .. } if status.latched().is_none() => {
+            Event::Completed {
+                evidence: waited, ..
+            } => {
+                evidence.completed = true;
+                evidence.published_ok = waited.record == RecordRead::Read(Record::Ok);
+            }
+            // A header latch does not fail a run whose own record was published ok: the
+            // record decides it (L-8's first rows), so its status read counts as clean.
+            Event::StatusRead { status, timing, .. }
+                if status.latched().is_none() || evidence.published_ok =>
+            {
                 evidence.clean_status = Some(timing);
             }
             Event::Finalised { .. } => evidence.finalised = true,
@@ -1216,6 +1245,13 @@ impl Body {
                         if !(evidence.completed && timing.is_some() && evidence.finalised) {
                             return Err(format!("{} is Ok with evidence {evidence:?}", r.run));
                         }
+                        // L-8: no run is Ok without its own published ok record.
+                        if !evidence.published_ok {
+                            return Err(format!(
+                                "{} is Ok without a published ok record ({evidence:?})",
+                                r.run
+                            ));
+                        }
                         // L-17: the verdict carries the run's own timing.
                         if r.timing != timing {
                             return Err(format!(
@@ -1368,6 +1404,42 @@ fn pick_ref(items: &[usize], i: u8) -> Option<&usize> {
     }
 }
 
+/// The completion evidence other than a published ok record, picked by `c` (see
+/// [`Reply::Other`]): the verdict rule's rows past `record-ok` on the record channel.
+fn completion_evidence(c: u8) -> Waited {
+    let never = RecordRead::Read(Record::NeverPublished {
+        stamp: u64::from(c),
+    });
+    let (record, device) = match c % 4 {
+        0 => {
+            let at = usize::from(c / 4) % (RuntimeCode::ALL.len() + 1);
+            let code = RuntimeCode::ALL
+                .get(at)
+                .copied()
+                .unwrap_or(RuntimeCode::Unknown(4242));
+            // The waiter makes no device verdict on an error record: it decides the run.
+            let record = Record::Error {
+                code,
+                source: RecordSource::Header,
+                payload_len: 0,
+            };
+            (RecordRead::Read(record), None)
+        }
+        1 => (never, Some(DeviceVerdict::Clean)),
+        2 => (never, Some(DeviceVerdict::Fault(acl_code(c / 4)))),
+        _ => (
+            RecordRead::Failed(acl_code(c / 4)),
+            Some(DeviceVerdict::Clean),
+        ),
+    };
+    Waited {
+        channel: VerdictChannel::Record,
+        boundary: Boundary::Complete,
+        record,
+        device,
+    }
+}
+
 /// The ACL code at `i % 26`; the 26th is one no table names.
 fn acl_code(i: u8) -> AclCode {
     let at = usize::from(i) % (AclCode::ALL.len() + 1);
@@ -1396,10 +1468,11 @@ fn with_lease(event: Event, f: impl Fn(Lease) -> Lease) -> Event {
         Event::Completed {
             run,
             lease,
-            evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
+            evidence,
         } => Event::Completed {
             run,
             lease: f(lease),
+            evidence,
         },
         Event::StatusRead {
             run,
@@ -1441,7 +1514,9 @@ fn answers(effect: &Effect, event: &Event) -> bool {
         )
         | (
             Effect::AwaitCompletion { run, lease, .. },
-            Event::Completed { run: r, lease: l }
+            Event::Completed {
+                run: r, lease: l, ..
+            }
             | Event::CompletionFailed {
                 run: r, lease: l, ..
             },

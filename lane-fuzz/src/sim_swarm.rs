@@ -4,7 +4,8 @@
 //! time, jitter, publications, diagnostics runs, an early close) and the seed; the
 //! simulator derives a whole fault mix from the seed (swarm mode), runs the workload
 //! through the real driver and lane, and checks the lane's and the device's invariants after
-//! every step. With `liveness` the faults are then healed and fresh runs must succeed unless
+//! every step, among them that no run is reported `Ok` without an ok result record its
+//! kernels published (the simulator's harness checks every outcome). With `liveness` the faults are then healed and fresh runs must succeed unless
 //! the lane ended lost. A [`Finding`] is whatever the simulator reports as a failure (an
 //! invariant, a deadlock, a stuck lane, a lost or duplicated outcome), with its
 //! reproduction line.
@@ -43,7 +44,8 @@ pub const MAX_RUNS: u32 = 24;
 pub struct Input {
     /// The seed of every random choice, including the fault mix.
     pub seed: u64,
-    /// `% 4`: a2a3 queued, a2a3 at depth one, a5, a2a3 lifted (copies on the streams,
+    /// `% 4`: a2a3 queued, depth one (the `depth-one` profile: a2a3 at launch depth one),
+    /// a5 (queued two deep on the record channel), a2a3 lifted (copies on the streams,
     /// prepare and finalise on two host workers, four slots, a prepare window of two).
     pub shape: u8,
     /// Runs, `1 + runs % MAX_RUNS`.
@@ -68,7 +70,7 @@ impl Input {
     pub fn config(&self) -> SimConfig {
         let (profile, depth) = match self.shape % 4 {
             0 | 3 => (ProfileName::A2a3, None),
-            1 => (ProfileName::A2a3, Some(1)),
+            1 => (ProfileName::DepthOne, None),
             _ => (ProfileName::A5, None),
         };
         let lifted = self.shape % 4 == 3;
@@ -116,7 +118,7 @@ pub fn run(input: &Input) -> Result<Reached, Finding> {
     let mut hit = |b: B| reached.insert(b.bit());
     hit(match (config.profile, config.depth) {
         (ProfileName::A2a3, None) => B::A2a3Queued,
-        (ProfileName::A2a3, Some(_)) => B::DepthOne,
+        (ProfileName::A2a3, Some(_)) | (ProfileName::DepthOne, _) => B::DepthOne,
         (ProfileName::A5, _) => B::A5,
     });
     if config.workers > 0 {

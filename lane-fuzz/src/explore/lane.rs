@@ -45,8 +45,9 @@ use crate::lane_sequences::{Body, Forgery, LeasePick, Op, Reply};
 pub enum Chip {
     /// [`Profile::a2a3`]: launch depth two.
     A2a3,
-    /// [`Profile::a5`]: launch depth one.
-    A5,
+    /// [`Profile::depth_one`]: a2a3 at launch depth one (what this chip was while
+    /// [`Profile::a5`] ran at depth one; a5 now queues two deep, like a2a3).
+    DepthOne,
     /// [`Profile::a2a3`] with a prepare window of two, as with prepares on host workers:
     /// both runs may prepare at once, and their answers (held back like every answer here)
     /// come in any order (L-18).
@@ -59,7 +60,7 @@ impl Chip {
     pub fn profile(self) -> Profile {
         match self {
             Self::A2a3 => Profile::a2a3(),
-            Self::A5 => Profile::depth_one(),
+            Self::DepthOne => Profile::depth_one(),
             Self::A2a3Window2 => match Profile::custom(lane_core::ProfileSpec {
                 prepare_window: 2,
                 ..Profile::a2a3().spec()
@@ -209,9 +210,11 @@ fn replies(effect: &Effect) -> &'static [Reply] {
             Reply::Failure { code: 0, step: 3 },
             Reply::Failure { code: 7, step: 1 },
         ],
-        Effect::AwaitCompletion { .. } | Effect::UploadCode { .. } => {
-            &[Reply::Success, PLAIN, FAULT]
-        }
+        // A completion also answers with evidence that is no published ok record (L-8):
+        // `Other { code: 1 }` is a record never published with a clean device verdict, so
+        // the verdict rule's `no-record` row fails the run, run-only, after its status read.
+        Effect::AwaitCompletion { .. } => &[Reply::Success, PLAIN, FAULT, Reply::Other { code: 1 }],
+        Effect::UploadCode { .. } => &[Reply::Success, PLAIN, FAULT],
         Effect::ReadStatus { .. } => &[Reply::Success, PLAIN, OTHER, Reply::Other { code: 7 }],
         Effect::DrainDevice { .. } => &[Reply::Success],
         Effect::ForceReset { .. } | Effect::Probe { .. } => &[Reply::Success, PLAIN],
