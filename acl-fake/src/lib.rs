@@ -13,10 +13,10 @@
 //! **Devices:** the fake serves [`DEFAULT_DEVICE_COUNT`] (16) devices by default, up to
 //! [`MAX_DEVICES`] (`runlanefake_set_device_count`). Each is isolated, with its own lock and
 //! condition variable: its own context generation, streams and their workers, events,
-//! device and pinned host allocations, fault rules (call, kernel and copy), op timeout and
-//! counters. The init flag, the device count and the SoC name are the process's (one name
-//! for every device: `aclrtGetSocName` takes no device and reports device 0's, ascend-cl.md
-//! §2.1).
+//! device and pinned host allocations, fault rules (call, kernel and copy) and counters.
+//! The init flag, the device count, the SoC name, the op timeout and the exception callback
+//! slot are the process's (one name for every device: `aclrtGetSocName` takes no device and
+//! reports device 0's, ascend-cl.md §2.1).
 //!
 //! **Invariant:** ACL semantics where a lane can observe them: `aclrtSetDevice(id)` makes
 //! device `id`'s context the calling thread's one current context (binding another device
@@ -39,14 +39,35 @@
 //! synchronize). A run's two kernels (`runlanefake_launch_run`) publish its 280-byte result
 //! record, stamped with its epoch, when both have ended cleanly (device-truth §2, §3).
 //! `aclrtStreamWaitEvent` on an event without `ACL_EVENT_SYNC` is 207000;
-//! `aclrtSetOpExecuteTimeOutV2(0)` is the maximum: no kernel is killed. A force
-//! reset of device `id` kills that device's streams, events, device and pinned host
-//! allocations and unbinds only the threads bound to it (each must call `aclrtSetDevice`
-//! again, else 107002), and wakes that device's waiters with an error (the event is gone:
-//! 107017), while other devices and their threads carry on;
-//! `aclrtSynchronizeDeviceWithTimeout` drains the calling thread's device only; a kernel that
-//! runs past its device's op timeout (`aclrtSetOpExecuteTimeOutV2`, default 1091 s) ends with
-//! 507014 (AICore) or 507017 (AICPU). No panic crosses the C boundary (a caught panic returns
+//! `aclrtSetOpExecuteTimeOutV2(0)` is the maximum: no kernel is killed.
+//!
+//! Resets (device-truth §5, SPEC L-20). A force reset of device `id` kills that device's
+//! streams, events, device and pinned host allocations. It unbinds only the threads bound to
+//! it (each must call `aclrtSetDevice` again, else 107002); other devices carry on. It needs
+//! the calling thread to have called `aclrtSetDevice(id)` since `id`'s last reset: otherwise
+//! 507007 and nothing is reset, so a second force reset with no set device in between is
+//! 507007. A thread still inside an event, stream or device synchronize on `id` is a reset
+//! under a wait: real ACL would let it read the deleted device (a use-after-free). The fake
+//! counts it (`resets_under_wait`, per device and [`Control::resets_under_wait`] for the
+//! process) and wakes the waiter with [`RESET_UNDER_WAIT`] (599999, no ACL code), which a
+//! lane must never see. Device and pinned host addresses are never handed out twice (device
+//! addresses never; pinned host ones until `runlanefake_reset`), so a stale address fails
+//! with an ACL code instead of reaching a new allocation.
+//!
+//! One op timeout per process (device-truth §5, SPEC L-21): `aclrtSetOpExecuteTimeOutV2`
+//! sets it from any thread, and every device's kernels use it (default 1091 s); a kernel that
+//! runs past it ends with 507014 (AICore) or 507017 (AICPU). A force reset keeps it.
+//!
+//! Fault notices (device-truth §4, SPEC L-19): `aclrtSetExceptionInfoCallback` fills the
+//! process's one slot (the last registration wins silently; NULL empties it; a force reset
+//! keeps it). `runlanefake_raise_notice` ([`Control::raise_notice`]) delivers a notice late,
+//! after its delay, on a driver thread of the fake's own, to the callback registered then;
+//! with none it is dropped and counted. Its info names the device, the stream id and the
+//! code; task id and thread id are 0. The getters return 0xFFFFFFFF for NULL.
+//! `aclrtStreamGetId` gives each stream a small number, unique on its device and never
+//! reused until `runlanefake_reset`. `runlanefake_reset` cancels notices still waiting.
+//!
+//! `aclrtSynchronizeDeviceWithTimeout` drains the calling thread's device only. No panic crosses the C boundary (a caught panic returns
 //! 500000), and a bad device address fails with an ACL code instead of crashing.
 //!
 //! **API boundary:** the exported C functions (the state is process-wide, as a real
@@ -63,9 +84,15 @@
 //! last error \[I\]; there is no stream query call; where the hardware is not known, each
 //! plausible behaviour is a switch ([`Semantics`]: a refused enqueue after a fault, where an
 //! op-timeout kill leaves its code, whether a latch faults its stream), and the old unreal
-//! fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch; `aclrtSetOpExecuteTimeOutV2` sets the calling thread's current device's
-//! timeout (107002 unbound) \[I\]; memory of one device is never reachable from another (no
-//! peer access); every device reads one host monotonic clock.
+//! fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch. A reset
+//! under a wait wakes the waiter (real ACL leaves it to read freed memory, device-truth §5).
+//! `aclrtSetOpExecuteTimeOutV2` needs no bound thread \[I: the CANN docs do not say\]. The
+//! 507007 rule is per thread (the caller must have set the device) \[I: real ACL may count any
+//! thread's set device\]. Device addresses are the fake's own, not host pointers; no address
+//! is reused. Stream ids are never reused \[I: real ACL may reuse a destroyed stream's\].
+//! Notices come only when a test raises one (never from a faulted kernel); their thread id
+//! is 0 \[I\]. Memory of one device is never reachable from another (no peer access); every
+//! device reads one host monotonic clock.
 
 use core::ffi::{c_char, c_void};
 use std::cell::{Cell, RefCell};
