@@ -473,6 +473,62 @@ impl Control {
         })?;
         Ok(counters)
     }
+    /// `runlanefake_raise_notice`: a device fault notice naming `device_id`, `stream_id`
+    /// and `code`, delivered by a fake driver thread to the registered exception callback
+    /// after at least `delay` (dropped and counted when none is registered then).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] with 107001 for a device id outside 0 to [`MAX_DEVICES`] - 1.
+    pub fn raise_notice(
+        &self,
+        device_id: i32,
+        stream_id: i32,
+        code: AclError,
+        delay: std::time::Duration,
+    ) -> Result<(), ControlError> {
+        let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: plain values.
+        check("runlanefake_raise_notice", unsafe {
+            (self.functions.runlanefake_raise_notice)(device_id, stream_id, code, delay_ns)
+        })
+    }
+
+    /// `runlanefake_notice_counts`: (delivered, dropped) notices since the last reset.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn notice_counts(&self) -> Result<(u64, u64), ControlError> {
+        let (mut delivered, mut dropped) = (0, 0);
+        // SAFETY: both are writable u64s.
+        check("runlanefake_notice_counts", unsafe {
+            (self.functions.runlanefake_notice_counts)(&mut delivered, &mut dropped)
+        })?;
+        Ok((delivered, dropped))
+    }
+
+    /// Notices raised with no callback registered when they came due, since the last reset.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn notices_dropped(&self) -> Result<u64, ControlError> {
+        self.notice_counts().map(|(_, dropped)| dropped)
+    }
+
+    /// `runlanefake_resets_under_wait`: force resets made while a thread was inside a device
+    /// wait, on every device, since the process loaded the fake (a [`Control::reset`] does
+    /// not clear it). Each one is a use-after-free on real ACL (SPEC L-20): one shared check
+    /// asserts it stays 0. `u64::MAX` if the fake refused the query (never reads as 0).
+    #[must_use]
+    pub fn resets_under_wait(&self) -> u64 {
+        let mut total = 0;
+        // SAFETY: `total` is a writable u64.
+        let code = unsafe { (self.functions.runlanefake_resets_under_wait)(&mut total) };
+        if code == ACL_SUCCESS { total } else { u64::MAX }
+    }
+
     /// Every device's counters summed (all [`MAX_DEVICES`], served or not): `balanced()` on
     /// it proves nothing leaked on any device.
     ///

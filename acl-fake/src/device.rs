@@ -14,7 +14,7 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -46,6 +46,25 @@ const _: () = assert!(MAX_DEVICES as u64 <= HANDLE_DEVICE_MASK + 1);
 
 /// The next handle's sequence number: process-wide, never reset, never reused.
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+/// The first device address the fake hands out: far from any host mapping, so a device
+/// address used as a host pointer faults instead of landing in host memory.
+const DEVICE_ADDRESS_BASE: usize = 0x1000_0000_0000;
+/// Device address space is handed out in pages, with a page left unused after each
+/// allocation, so no two allocations touch.
+const DEVICE_PAGE: usize = 4096;
+/// The next device address: process-wide, only ever grows, so a freed or reset address is
+/// never handed out again (device-truth has a use-after-free hazard; the fake makes a stale
+/// address fail with an ACL code instead of reaching a new allocation).
+static NEXT_DEVICE_ADDRESS: AtomicUsize = AtomicUsize::new(DEVICE_ADDRESS_BASE);
+/// The process's one device op timeout (`aclrtSetOpExecuteTimeOutV2` is process-wide,
+/// device-truth §5); [`NEVER_OP_TIMEOUT_US`]: never.
+static OP_TIMEOUT_US: AtomicU64 = AtomicU64::new(DEFAULT_OP_TIMEOUT_US);
+/// Force resets made while a thread was inside a device wait, on any device, since the
+/// process loaded the fake (`runlanefake_reset` does not clear it).
+static RESETS_UNDER_WAIT_TOTAL: AtomicU64 = AtomicU64::new(0);
+/// Pinned host allocations freed or reclaimed since the last `runlanefake_reset`: kept (not
+/// returned to the allocator) so their addresses are never handed out again until then.
+static RETIRED_HOST: Mutex<Vec<Box<[u8]>>> = Mutex::new(Vec::new());
 /// The device count the probe reports, and the range of ids `aclrtSetDevice` accepts.
 static DEVICE_COUNT: AtomicU32 = AtomicU32::new(DEFAULT_DEVICE_COUNT);
 /// What belongs to the process rather than to a device.
@@ -59,6 +78,10 @@ thread_local! {
     /// generation at the time (its force reset starts a new one, so the thread must bind
     /// again). One per thread: binding another device switches it.
     static BOUND: Cell<Option<Binding>> = const { Cell::new(None) };
+    /// Every device this thread called `aclrtSetDevice` on, with that device's generation
+    /// at the time: a force reset needs the caller to have set the device since its last
+    /// reset (507007 otherwise, device-truth §5).
+    static SET: std::cell::RefCell<Vec<Binding>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A thread's current device and context.
@@ -152,10 +175,56 @@ pub(crate) fn current() -> Result<(&'static Device, MutexGuard<'static, State>),
 
 /// Makes `device`'s current context the calling thread's (`aclrtSetDevice`).
 pub(crate) fn bind_current_thread(device: &Device, state: &State) {
-    BOUND.set(Some(Binding {
+    let binding = Binding {
         device: device.id,
         generation: state.generation,
-    }));
+    };
+    BOUND.set(Some(binding));
+    SET.with_borrow_mut(|set| {
+        set.retain(|b| b.device != device.id);
+        set.push(binding);
+    });
+}
+
+/// Whether the calling thread called `aclrtSetDevice` on `device` since its last force
+/// reset (or whole-fake reset): what a force reset of it needs.
+pub(crate) fn thread_has_set(device: &Device, state: &State) -> bool {
+    SET.with_borrow(|set| {
+        set.iter()
+            .any(|b| b.device == device.id && b.generation == state.generation)
+    })
+}
+
+/// A fresh device address range for `size` bytes, never handed out before.
+pub(crate) fn new_device_address(size: usize) -> Option<usize> {
+    let pages = size.checked_add(DEVICE_PAGE - 1)? / DEVICE_PAGE + 1;
+    let span = pages.checked_mul(DEVICE_PAGE)?;
+    let address = NEXT_DEVICE_ADDRESS.fetch_add(span, Ordering::Relaxed);
+    address.checked_add(span).map(|_| address)
+}
+
+/// Keeps a freed pinned host allocation alive (unused) until `runlanefake_reset`, so its
+/// address is never handed out again before then.
+pub(crate) fn retire_host(data: Box<[u8]>) {
+    RETIRED_HOST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(data);
+}
+
+/// The process's op timeout in µs ([`NEVER_OP_TIMEOUT_US`]: never).
+pub(crate) fn op_timeout_us() -> u64 {
+    OP_TIMEOUT_US.load(Ordering::Acquire)
+}
+
+/// Sets the process's op timeout (every device's kernels use it from their next start).
+pub(crate) fn set_op_timeout_us(timeout_us: u64) {
+    OP_TIMEOUT_US.store(timeout_us, Ordering::Release);
+}
+
+/// Force resets made under a wait, on every device, since the process loaded the fake.
+pub(crate) fn resets_under_wait_total() -> u64 {
+    RESETS_UNDER_WAIT_TOTAL.load(Ordering::Acquire)
 }
 
 /// A new handle of device `device`.
@@ -195,15 +264,24 @@ pub(crate) fn missing_stream(current: &Device, handle: u64) -> AclError {
 pub(crate) fn reset_all() -> Vec<JoinHandle<()>> {
     *process() = Process::new();
     DEVICE_COUNT.store(DEFAULT_DEVICE_COUNT, Ordering::Release);
+    set_op_timeout_us(DEFAULT_OP_TIMEOUT_US);
     let mut workers = Vec::new();
     for device in DEVICES.iter() {
         let mut state = device.lock();
         workers.append(&mut state.workers);
         let generation = state.generation + 1;
+        // Threads still inside a wait leave it by themselves (with RESET_UNDER_WAIT): their
+        // count stays right.
+        let waits_inside = state.waits_inside;
         *state = State::new(generation);
+        state.waits_inside = waits_inside;
         drop(state);
         device.notify();
     }
+    RETIRED_HOST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clear();
     workers
 }
 
@@ -326,6 +404,9 @@ pub(crate) struct Kernel {
 }
 
 pub(crate) struct Stream {
+    /// Its number (`aclrtStreamGetId`): small, unique on its device until
+    /// `runlanefake_reset`.
+    pub(crate) number: i32,
     pub(crate) queue: VecDeque<Task>,
     pub(crate) submitted: u64,
     pub(crate) completed: u64,
@@ -344,9 +425,10 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
-    /// A new, empty, healthy stream.
-    pub(crate) fn new() -> Self {
+    /// A new, empty, healthy stream with number `number`.
+    pub(crate) fn new(number: i32) -> Self {
         Self {
+            number,
             queue: VecDeque::new(),
             submitted: 0,
             completed: 0,
@@ -487,8 +569,13 @@ pub(crate) struct Allocation {
 /// One device's state: its context generation, op timeout, streams, events, allocations,
 /// fault rules and counters.
 pub(crate) struct State {
-    /// The op timeout; [`NEVER_OP_TIMEOUT_US`]: never.
-    pub(crate) op_timeout_us: u64,
+    /// Threads inside a device wait on this device now (an event, stream or device
+    /// synchronize that has blocked at least once): a force reset meanwhile is a reset under
+    /// a wait.
+    pub(crate) waits_inside: u64,
+    /// The number the next stream gets (`aclrtStreamGetId`); kept by a force reset, so a
+    /// number taken before it never names a later stream.
+    pub(crate) next_stream_number: i32,
     /// The semantic switches (`runlanefake_set_semantics`).
     pub(crate) semantics: Semantics,
     /// Runs with a kernel launched whose record is not settled yet.
@@ -509,7 +596,8 @@ pub(crate) struct State {
 impl State {
     const fn new(generation: u64) -> Self {
         Self {
-            op_timeout_us: DEFAULT_OP_TIMEOUT_US,
+            waits_inside: 0,
+            next_stream_number: 1,
             semantics: Semantics::DEFAULT,
             runs: BTreeMap::new(),
             generation,
@@ -527,8 +615,14 @@ impl State {
 
     /// `aclrtResetDeviceForce` on this device: every stream, event, device and pinned host
     /// allocation killed (and counted as reclaimed), a new context generation. Fault rules,
-    /// the op timeout, the semantic switches and the counters stay.
+    /// the semantic switches, the stream numbering and the counters stay. A thread inside a
+    /// wait on this device makes it a reset under a wait: counted, and the waiter returns
+    /// [`RESET_UNDER_WAIT`](crate::RESET_UNDER_WAIT) when it wakes.
     pub(crate) fn force_reset(&mut self) {
+        if self.waits_inside > 0 {
+            self.counters.resets_under_wait += 1;
+            RESETS_UNDER_WAIT_TOTAL.fetch_add(1, Ordering::AcqRel);
+        }
         let c = &mut self.counters;
         c.force_resets += 1;
         c.streams_reclaimed += self.streams.len() as u64;
@@ -544,7 +638,9 @@ impl State {
         }
         self.events.clear();
         self.allocations.clear();
-        self.host_allocations.clear();
+        for (_, data) in std::mem::take(&mut self.host_allocations) {
+            retire_host(data);
+        }
         self.generation += 1;
         self.refresh_live_counts();
     }
@@ -691,10 +787,15 @@ impl State {
             && self.streams.get(&id).is_some_and(|s| s.error.is_some())
     }
 
-    /// The op timeout; `None`: never (`aclrtSetOpExecuteTimeOutV2(0)`).
+    /// The process's op timeout; `None`: never (`aclrtSetOpExecuteTimeOutV2(0)`).
     pub(crate) fn op_timeout(&self) -> Option<Duration> {
-        (self.op_timeout_us != NEVER_OP_TIMEOUT_US)
-            .then(|| Duration::from_micros(self.op_timeout_us))
+        let timeout_us = op_timeout_us();
+        (timeout_us != NEVER_OP_TIMEOUT_US).then(|| Duration::from_micros(timeout_us))
+    }
+
+    /// The number of stream `id` (`aclrtStreamGetId`), if it is live here.
+    pub(crate) fn stream_number(&self, id: u64) -> Option<i32> {
+        self.streams.get(&id).map(|s| s.number)
     }
 
     /// Whether a kernel of `engine` may join run `key` (107000 when the run already has one
@@ -1167,4 +1268,36 @@ pub(crate) fn copy(
         }
     }
     Ok(())
+}
+
+/// Runs `body`, a device wait of the calling thread on `device` (event, stream or device
+/// synchronize), counted as a thread inside a wait. `body` gets the generation at entry and
+/// must end with [`RESET_UNDER_WAIT`](crate::RESET_UNDER_WAIT) when [`wait_inside`] says the device was reset.
+pub(crate) fn counted_wait<'a>(
+    mut state: MutexGuard<'a, State>,
+    body: impl FnOnce(MutexGuard<'a, State>, u64) -> (MutexGuard<'a, State>, AclError),
+) -> AclError {
+    let generation = state.generation;
+    state.waits_inside += 1;
+    let (mut state, code) = body(state, generation);
+    state.waits_inside = state.waits_inside.saturating_sub(1);
+    code
+}
+
+/// One wait inside [`counted_wait`]: the guard, whether `deadline` passed, and `Err` when
+/// the device was reset meanwhile (a force reset or `runlanefake_reset`): the context the
+/// wait read is gone. Real ACL would read the deleted device object here, a use-after-free
+/// (device-truth §5); the fake returns [`RESET_UNDER_WAIT`](crate::RESET_UNDER_WAIT) instead.
+pub(crate) fn wait_inside<'a>(
+    device: &Device,
+    state: MutexGuard<'a, State>,
+    deadline: Option<Instant>,
+    generation: u64,
+) -> Result<(MutexGuard<'a, State>, bool), MutexGuard<'a, State>> {
+    let (state, expired) = device.wait(state, deadline);
+    if state.generation == generation {
+        Ok((state, expired))
+    } else {
+        Err(state)
+    }
 }

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 
 use ascend_cl_sys::types::*;
 
+use crate::RESET_UNDER_WAIT;
 use crate::device::{
     Allocation, AsyncCopy, Capture, DEFAULT_SOC_NAME, Device, Event, EventState,
     NEVER_OP_TIMEOUT_US, SocName, State, Stream, Task, bind_current_thread, check_copy, copy,
-    current, device_count, host_side, missing_stream, new_handle, process, served, spawn_worker,
+    counted_wait, current, device_count, host_side, missing_stream, new_device_address, new_handle,
+    process, retire_host, served, set_op_timeout_us, spawn_worker, thread_has_set, wait_inside,
 };
 
 /// Writes `value` through a caller's out-pointer, 100000 for NULL.
@@ -89,7 +91,10 @@ pub(crate) unsafe fn aclrtSetDevice(device_id: i32) -> AclError {
 }
 
 /// Kills `device_id`'s streams, events and allocations and starts its next context
-/// generation; other devices and the threads bound to them are untouched. Needs no binding.
+/// generation; other devices and the threads bound to them are untouched. The calling thread
+/// must have called `aclrtSetDevice(device_id)` since that device's last reset (it need not
+/// be its current device): otherwise 507007 and nothing is reset, as a second force reset
+/// with no set device in between is on ACL (device-truth §5).
 pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
     let Some(device) = served(device_id) else {
         return ACL_ERROR_RT_INVALID_DEVICEID;
@@ -98,10 +103,13 @@ pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
     if let Some(code) = state.injected_failure("aclrtResetDeviceForce") {
         return code;
     }
+    if !thread_has_set(device, &state) {
+        return ACL_ERROR_RT_CONTEXT_RELEASE_ERROR;
+    }
     state.force_reset();
     drop(state);
-    // Wakes this device's waiters (their events are gone: 107017) and its stream workers
-    // (their streams are gone: they exit).
+    // Wakes this device's waiters (their context is gone: RESET_UNDER_WAIT) and its stream
+    // workers (their streams are gone: they exit).
     device.notify();
     ACL_SUCCESS
 }
@@ -127,7 +135,7 @@ pub(crate) unsafe fn aclrtGetSocName() -> *const c_char {
 
 /// Waits for the calling thread's current device only.
 pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclError {
-    let (device, mut state) = match current() {
+    let (device, state) = match current() {
         Ok(bound) => bound,
         Err(code) => return code,
     };
@@ -135,27 +143,33 @@ pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclEr
         Ok(deadline) => deadline,
         Err(code) => return code,
     };
-    loop {
-        if state.all_idle() {
-            return state.first_stream_error().unwrap_or(ACL_SUCCESS);
-        }
-        let (guard, expired) = device.wait(state, deadline);
-        state = guard;
-        if expired && !state.all_idle() {
-            return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
-        }
+    if state.all_idle() {
+        return state.first_stream_error().unwrap_or(ACL_SUCCESS);
     }
+    counted_wait(state, |mut state, generation| {
+        loop {
+            if state.all_idle() {
+                let code = state.first_stream_error().unwrap_or(ACL_SUCCESS);
+                return (state, code);
+            }
+            let expired;
+            (state, expired) = match wait_inside(device, state, deadline, generation) {
+                Ok(woken) => woken,
+                Err(state) => return (state, RESET_UNDER_WAIT),
+            };
+            if expired && !state.all_idle() {
+                return (state, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+            }
+        }
+    })
 }
 
 pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(
     timeout_us: u64,
     actual_timeout_us: *mut u64,
 ) -> AclError {
-    // The calling thread's current device's timeout [I]: each device keeps its own.
-    let (_, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    // Process-wide (device-truth §5): one value for every device's kernels. Any thread may
+    // set it, bound or not [I: the CANN docs do not say it needs a device].
     // A NULL `actualTimeout` is 100000 and sets nothing (device-truth §6).
     if actual_timeout_us.is_null() {
         return ACL_ERROR_INVALID_PARAM;
@@ -166,7 +180,7 @@ pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(
     } else {
         timeout_us
     };
-    state.op_timeout_us = timeout_us;
+    set_op_timeout_us(timeout_us);
     // SAFETY: non-NULL out-pointer from the caller, valid for a u64 write.
     code(unsafe { write_out(actual_timeout_us, timeout_us) })
 }
@@ -184,7 +198,9 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
         return ACL_ERROR_INVALID_PARAM;
     }
     let id = new_handle(device.id());
-    state.streams.insert(id, Stream::new());
+    let number = state.next_stream_number;
+    state.next_stream_number = number.saturating_add(1);
+    state.streams.insert(id, Stream::new(number));
     let worker = match spawn_worker(device, id) {
         Ok(worker) => worker,
         Err(_) => {
@@ -309,7 +325,7 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
     event: AclrtEvent,
     timeout_ms: i32,
 ) -> AclError {
-    let (device, mut state) = match current() {
+    let (device, state) = match current() {
         Ok(bound) => bound,
         Err(code) => return code,
     };
@@ -320,32 +336,43 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
     if event.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
-    loop {
-        // Gone: destroyed, or killed by a force reset of this device while this thread
-        // waited (the reset wakes it).
-        let Some(capture) = state.events.get(&(event as u64)).map(|e| e.capture) else {
-            return ACL_ERROR_RT_INVALID_HANDLE;
-        };
-        match state.event_state(capture) {
-            EventState::Complete => return ACL_SUCCESS,
-            EventState::Failed(code) => return code,
-            EventState::NotReady => {}
-        }
-        state.counters.blocked_event_syncs += 1;
-        let (guard, expired) = device.wait(state, deadline);
-        state = guard;
-        // A whole-fake reset meanwhile zeroed the counters.
-        state.counters.blocked_event_syncs = state.counters.blocked_event_syncs.saturating_sub(1);
-        if expired {
-            let still_pending = state
-                .events
-                .get(&(event as u64))
-                .is_some_and(|e| matches!(state.event_state(e.capture), EventState::NotReady));
-            if still_pending {
-                return ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+    let key = event as u64;
+    counted_wait(state, |mut state, generation| {
+        loop {
+            // Gone: destroyed meanwhile (a force reset of this device ends the wait below).
+            let Some(capture) = state.events.get(&key).map(|e| e.capture) else {
+                return (state, ACL_ERROR_RT_INVALID_HANDLE);
+            };
+            match state.event_state(capture) {
+                EventState::Complete => return (state, ACL_SUCCESS),
+                EventState::Failed(code) => return (state, code),
+                EventState::NotReady => {}
+            }
+            state.counters.blocked_event_syncs += 1;
+            let woken = wait_inside(device, state, deadline, generation);
+            let expired;
+            (state, expired) = match woken {
+                Ok(woken) => woken,
+                Err(mut state) => {
+                    // A whole-fake reset meanwhile zeroed the counters.
+                    state.counters.blocked_event_syncs =
+                        state.counters.blocked_event_syncs.saturating_sub(1);
+                    return (state, RESET_UNDER_WAIT);
+                }
+            };
+            state.counters.blocked_event_syncs =
+                state.counters.blocked_event_syncs.saturating_sub(1);
+            if expired {
+                let still_pending = state
+                    .events
+                    .get(&key)
+                    .is_some_and(|e| matches!(state.event_state(e.capture), EventState::NotReady));
+                if still_pending {
+                    return (state, ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+                }
             }
         }
-    }
+    })
 }
 
 pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent) -> AclError {
@@ -422,7 +449,10 @@ pub(crate) unsafe fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, _policy
     }
     data.resize(padded, 0_u8);
     let data = data.into_boxed_slice();
-    let address = data.as_ptr() as usize;
+    // An address of the fake's own device address space, never handed out before.
+    let Some(address) = new_device_address(padded) else {
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    };
     state.allocations.insert(address, Allocation { data, size });
     state.counters.mallocs += 1;
     state.refresh_live_counts();
@@ -476,13 +506,11 @@ pub(crate) unsafe fn aclrtFreeHost(host_ptr: *mut c_void) -> AclError {
     if host_ptr.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
-    if state
-        .host_allocations
-        .remove(&(host_ptr as usize))
-        .is_none()
-    {
+    let Some(data) = state.host_allocations.remove(&(host_ptr as usize)) else {
         return ACL_ERROR_RT_PARAM_INVALID;
-    }
+    };
+    // Kept until `runlanefake_reset`, so the address is not handed out again before then.
+    retire_host(data);
     state.counters.host_frees += 1;
     state.refresh_live_counts();
     ACL_SUCCESS
@@ -614,7 +642,7 @@ pub(crate) unsafe fn aclrtSynchronizeStreamWithTimeout(
 }
 
 fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
-    let (device, mut state) = match current() {
+    let (device, state) = match current() {
         Ok(bound) => bound,
         Err(code) => return code,
     };
@@ -631,25 +659,89 @@ fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
         drop(state);
         return missing_stream(device, id);
     };
-    loop {
-        let legacy = state.semantics.legacy_event_faults;
-        // Gone meanwhile: destroyed, or killed by a force reset (which wakes this wait).
-        let Some(s) = state.streams.get(&id) else {
-            return ACL_ERROR_RT_INVALID_HANDLE;
-        };
-        if s.completed >= upto || (legacy && s.error.is_some()) {
-            return s.error.unwrap_or(ACL_SUCCESS);
-        }
-        let (guard, expired) = device.wait(state, deadline);
-        state = guard;
-        if expired {
-            let done = state
-                .streams
-                .get(&id)
-                .is_none_or(|s| s.completed >= upto || (legacy && s.error.is_some()));
-            if !done {
-                return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+    counted_wait(state, |mut state, generation| {
+        loop {
+            let legacy = state.semantics.legacy_event_faults;
+            // Gone meanwhile: destroyed (a force reset of this device ends the wait below).
+            let Some(s) = state.streams.get(&id) else {
+                return (state, ACL_ERROR_RT_INVALID_HANDLE);
+            };
+            if s.completed >= upto || (legacy && s.error.is_some()) {
+                let code = s.error.unwrap_or(ACL_SUCCESS);
+                return (state, code);
+            }
+            let expired;
+            (state, expired) = match wait_inside(device, state, deadline, generation) {
+                Ok(woken) => woken,
+                Err(state) => return (state, RESET_UNDER_WAIT),
+            };
+            if expired {
+                let done = state
+                    .streams
+                    .get(&id)
+                    .is_none_or(|s| s.completed >= upto || (legacy && s.error.is_some()));
+                if !done {
+                    return (state, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+                }
             }
         }
+    })
+}
+
+/// The process's one callback slot: the last registration wins silently, NULL clears it;
+/// needs no binding. A force reset keeps it \[I: not measured, device-truth §4\].
+pub(crate) unsafe fn aclrtSetExceptionInfoCallback(
+    callback: AclrtExceptionInfoCallback,
+) -> AclError {
+    crate::notice::set_callback(callback);
+    ACL_SUCCESS
+}
+
+pub(crate) unsafe fn aclrtGetDeviceIdFromExceptionInfo(info: *const AclrtExceptionInfo) -> u32 {
+    // SAFETY: the caller passes NULL or the info of a callback that is running.
+    unsafe { crate::notice::read(info, |i| i.device_id) }
+}
+
+pub(crate) unsafe fn aclrtGetStreamIdFromExceptionInfo(info: *const AclrtExceptionInfo) -> u32 {
+    // SAFETY: as above.
+    unsafe { crate::notice::read(info, |i| i.stream_id) }
+}
+
+pub(crate) unsafe fn aclrtGetTaskIdFromExceptionInfo(info: *const AclrtExceptionInfo) -> u32 {
+    // SAFETY: as above.
+    unsafe { crate::notice::read(info, |i| i.task_id) }
+}
+
+pub(crate) unsafe fn aclrtGetThreadIdFromExceptionInfo(info: *const AclrtExceptionInfo) -> u32 {
+    // SAFETY: as above.
+    unsafe { crate::notice::read(info, |i| i.thread_id) }
+}
+
+pub(crate) unsafe fn aclrtGetErrorCodeFromExceptionInfo(info: *const AclrtExceptionInfo) -> u32 {
+    // SAFETY: as above.
+    unsafe { crate::notice::read(info, |i| i.error_code) }
+}
+
+/// A live stream of the calling thread's current device: its number, small, unique on the
+/// device and never reused until `runlanefake_reset` (a number taken before a force reset
+/// names no later stream) \[I: real ACL may reuse a destroyed stream's id\]. NULL stream or
+/// out-pointer 100000; a dead stream 107017; a live stream of another device 107003.
+pub(crate) unsafe fn aclrtStreamGetId(stream: AclrtStream, stream_id: *mut i32) -> AclError {
+    let (device, state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
+    let id = match handle(stream) {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
+    if stream_id.is_null() {
+        return ACL_ERROR_INVALID_PARAM;
     }
+    let Some(number) = state.stream_number(id) else {
+        drop(state);
+        return missing_stream(device, id);
+    };
+    // SAFETY: non-NULL, and a writable i32 by the caller's contract.
+    code(unsafe { write_out(stream_id, number) })
 }

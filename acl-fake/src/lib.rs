@@ -13,10 +13,10 @@
 //! **Devices:** the fake serves [`DEFAULT_DEVICE_COUNT`] (16) devices by default, up to
 //! [`MAX_DEVICES`] (`runlanefake_set_device_count`). Each is isolated, with its own lock and
 //! condition variable: its own context generation, streams and their workers, events,
-//! device and pinned host allocations, fault rules (call, kernel and copy), op timeout and
-//! counters. The init flag, the device count and the SoC name are the process's (one name
-//! for every device: `aclrtGetSocName` takes no device and reports device 0's, ascend-cl.md
-//! §2.1).
+//! device and pinned host allocations, fault rules (call, kernel and copy) and counters.
+//! The init flag, the device count, the SoC name, the op timeout and the exception callback
+//! slot are the process's (one name for every device: `aclrtGetSocName` takes no device and
+//! reports device 0's, ascend-cl.md §2.1).
 //!
 //! **Invariant:** ACL semantics where a lane can observe them: `aclrtSetDevice(id)` makes
 //! device `id`'s context the calling thread's one current context (binding another device
@@ -39,14 +39,35 @@
 //! synchronize). A run's two kernels (`runlanefake_launch_run`) publish its 280-byte result
 //! record, stamped with its epoch, when both have ended cleanly (device-truth §2, §3).
 //! `aclrtStreamWaitEvent` on an event without `ACL_EVENT_SYNC` is 207000;
-//! `aclrtSetOpExecuteTimeOutV2(0)` is the maximum: no kernel is killed. A force
-//! reset of device `id` kills that device's streams, events, device and pinned host
-//! allocations and unbinds only the threads bound to it (each must call `aclrtSetDevice`
-//! again, else 107002), and wakes that device's waiters with an error (the event is gone:
-//! 107017), while other devices and their threads carry on;
-//! `aclrtSynchronizeDeviceWithTimeout` drains the calling thread's device only; a kernel that
-//! runs past its device's op timeout (`aclrtSetOpExecuteTimeOutV2`, default 1091 s) ends with
-//! 507014 (AICore) or 507017 (AICPU). No panic crosses the C boundary (a caught panic returns
+//! `aclrtSetOpExecuteTimeOutV2(0)` is the maximum: no kernel is killed.
+//!
+//! Resets (device-truth §5, SPEC L-20). A force reset of device `id` kills that device's
+//! streams, events, device and pinned host allocations. It unbinds only the threads bound to
+//! it (each must call `aclrtSetDevice` again, else 107002); other devices carry on. It needs
+//! the calling thread to have called `aclrtSetDevice(id)` since `id`'s last reset: otherwise
+//! 507007 and nothing is reset, so a second force reset with no set device in between is
+//! 507007. A thread still inside an event, stream or device synchronize on `id` is a reset
+//! under a wait: real ACL would let it read the deleted device (a use-after-free). The fake
+//! counts it (`resets_under_wait`, per device and [`Control::resets_under_wait`] for the
+//! process) and wakes the waiter with [`RESET_UNDER_WAIT`] (599999, no ACL code), which a
+//! lane must never see. Device and pinned host addresses are never handed out twice (device
+//! addresses never; pinned host ones until `runlanefake_reset`), so a stale address fails
+//! with an ACL code instead of reaching a new allocation.
+//!
+//! One op timeout per process (device-truth §5, SPEC L-21): `aclrtSetOpExecuteTimeOutV2`
+//! sets it from any thread, and every device's kernels use it (default 1091 s); a kernel that
+//! runs past it ends with 507014 (AICore) or 507017 (AICPU). A force reset keeps it.
+//!
+//! Fault notices (device-truth §4, SPEC L-19): `aclrtSetExceptionInfoCallback` fills the
+//! process's one slot (the last registration wins silently; NULL empties it; a force reset
+//! keeps it). `runlanefake_raise_notice` ([`Control::raise_notice`]) delivers a notice late,
+//! after its delay, on a driver thread of the fake's own, to the callback registered then;
+//! with none it is dropped and counted. Its info names the device, the stream id and the
+//! code; task id and thread id are 0. The getters return 0xFFFFFFFF for NULL.
+//! `aclrtStreamGetId` gives each stream a small number, unique on its device and never
+//! reused until `runlanefake_reset`. `runlanefake_reset` cancels notices still waiting.
+//!
+//! `aclrtSynchronizeDeviceWithTimeout` drains the calling thread's device only. No panic crosses the C boundary (a caught panic returns
 //! 500000), and a bad device address fails with an ACL code instead of crashing.
 //!
 //! **API boundary:** the exported C functions (the state is process-wide, as a real
@@ -63,9 +84,15 @@
 //! last error \[I\]; there is no stream query call; where the hardware is not known, each
 //! plausible behaviour is a switch ([`Semantics`]: a refused enqueue after a fault, where an
 //! op-timeout kill leaves its code, whether a latch faults its stream), and the old unreal
-//! fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch; `aclrtSetOpExecuteTimeOutV2` sets the calling thread's current device's
-//! timeout (107002 unbound) \[I\]; memory of one device is never reachable from another (no
-//! peer access); every device reads one host monotonic clock.
+//! fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch. A reset
+//! under a wait wakes the waiter (real ACL leaves it to read freed memory, device-truth §5).
+//! `aclrtSetOpExecuteTimeOutV2` needs no bound thread \[I: the CANN docs do not say\]. The
+//! 507007 rule is per thread (the caller must have set the device) \[I: real ACL may count any
+//! thread's set device\]. Device addresses are the fake's own, not host pointers; no address
+//! is reused. Stream ids are never reused \[I: real ACL may reuse a destroyed stream's\].
+//! Notices come only when a test raises one (never from a faulted kernel); their thread id
+//! is 0 \[I\]. Memory of one device is never reachable from another (no peer access); every
+//! device reads one host monotonic clock.
 
 use core::ffi::{c_char, c_void};
 use std::cell::{Cell, RefCell};
@@ -77,6 +104,7 @@ use ascend_cl_sys::types::*;
 
 mod device;
 mod imp;
+mod notice;
 
 use device::{CallFault, Device, KernelFault, SocName, Task};
 
@@ -88,6 +116,15 @@ pub const DEFAULT_DEVICE_COUNT: u32 = 16;
 /// The most devices the fake can serve (`runlanefake_set_device_count` refuses more), and
 /// the range of ids the per-device control functions accept.
 pub const MAX_DEVICES: u32 = 64;
+
+/// What a device wait (`aclrtSynchronizeEventWithTimeout`, `aclrtSynchronizeStreamWithTimeout`,
+/// `aclrtSynchronizeDeviceWithTimeout`) returns when its device was force-reset while the
+/// thread was inside it (or the whole fake reset). Not an ACL code, and no real call returns
+/// it: on real ACL that waiter is not woken and reads the deleted device object after its
+/// slice, a use-after-free (device-truth §5, SPEC L-20). The fake wakes it so tests end, and
+/// counts the reset ([`FakeCounters::resets_under_wait`], [`Control::resets_under_wait`]). A
+/// lane must never see it.
+pub const RESET_UNDER_WAIT: AclError = 599_999;
 
 /// A kernel on the AICore engine (faults: 507015, timeout 507014).
 pub const ENGINE_AICORE: u32 = 0;
@@ -272,6 +309,10 @@ pub struct FakeCounters {
     /// Threads blocked now in `aclrtSynchronizeEventWithTimeout` on this device (waiting for
     /// work to finish), so a test knows a waiter is inside its wait before it acts.
     pub blocked_event_syncs: u64,
+    /// `aclrtResetDeviceForce` successes made while a thread was inside an event, stream or
+    /// device synchronize on this device: each one a use-after-free on real ACL
+    /// (device-truth §5); the waiter got [`RESET_UNDER_WAIT`]. Must stay 0 (SPEC L-20).
+    pub resets_under_wait: u64,
 }
 
 impl FakeCounters {
@@ -299,6 +340,7 @@ impl FakeCounters {
         live_allocations: 0,
         live_host_allocations: 0,
         blocked_event_syncs: 0,
+        resets_under_wait: 0,
     };
 
     /// Field-wise sum (several devices' counters as one).
@@ -328,11 +370,13 @@ impl FakeCounters {
             live_allocations: self.live_allocations + other.live_allocations,
             live_host_allocations: self.live_host_allocations + other.live_host_allocations,
             blocked_event_syncs: self.blocked_event_syncs + other.blocked_event_syncs,
+            resets_under_wait: self.resets_under_wait + other.resets_under_wait,
         }
     }
 
     /// Every stream, event and allocation created was destroyed, freed or reclaimed, and
-    /// nothing is alive.
+    /// nothing is alive. (A reset under a wait is a hazard, not a leak: check
+    /// [`FakeCounters::resets_under_wait`] apart.)
     #[must_use]
     pub fn balanced(&self) -> bool {
         self.streams_created == self.streams_destroyed + self.streams_reclaimed
@@ -436,6 +480,15 @@ impl FfiReturn for AclError {
     }
 }
 
+impl FfiReturn for u32 {
+    fn failure(_: AclError) -> Self {
+        EXCEPTION_INFO_INVALID
+    }
+    fn failed(self) -> Option<AclError> {
+        None
+    }
+}
+
 impl FfiReturn for *const c_char {
     fn failure(_: AclError) -> Self {
         std::ptr::null()
@@ -452,6 +505,13 @@ impl FfiReturn for *const c_char {
 fn rules_for(call: &str) -> Option<&'static Device> {
     match call {
         "aclGetRecentErrMsg" | "aclrtSetDevice" | "aclrtResetDeviceForce" => None,
+        // Called from inside the callback, on the driver's thread: never failed, and no
+        // device lock taken.
+        "aclrtGetDeviceIdFromExceptionInfo"
+        | "aclrtGetStreamIdFromExceptionInfo"
+        | "aclrtGetTaskIdFromExceptionInfo"
+        | "aclrtGetThreadIdFromExceptionInfo"
+        | "aclrtGetErrorCodeFromExceptionInfo" => None,
         "aclInit" | "aclFinalize" | "aclrtGetDeviceCount" | "aclrtGetSocName" => device::device(0),
         _ => Some(device::thread_device()),
     }
@@ -494,6 +554,7 @@ macro_rules! export_acl {
 }
 
 ascend_cl_sys::for_each_acl_function!(export_acl);
+ascend_cl_sys::for_each_optional_acl_function!(export_acl);
 
 /// Calls `$callback! { ... }` with the fake's test-only control functions: declared once,
 /// expanded into the exports and into [`Control`]'s table.
@@ -501,10 +562,13 @@ macro_rules! for_each_control_function {
     ($callback:ident) => {
         $callback! {
             /// Back to a fresh process: on every device, every stream, event and allocation
-            /// dropped (workers joined), faults cleared, counters zeroed, op timeout 1091 s,
-            /// every semantic switch at its default; defaults restored (16 devices,
-            /// "Ascend910B1", not initialised); every thread's last error reads 0. Every thread
-            /// must bind again.
+            /// dropped (workers joined), faults cleared, counters zeroed, the process's op
+            /// timeout 1091 s, every semantic switch at its default; defaults restored (16
+            /// devices, "Ascend910B1", not initialised); every thread's last error reads 0;
+            /// the exception callback unregistered and every notice still waiting out its
+            /// delay CANCELLED (one already being delivered finishes before this returns, so no
+            /// callback runs after it); retired pinned host memory released. Every thread must
+            /// bind again. The process's resets-under-wait total is kept.
             fn runlanefake_reset() -> AclError;
             /// Queue a kernel on `stream`, a stream of the calling thread's current device
             /// (107002 unbound, 107003 a stream of another device): `engine`
@@ -574,6 +638,22 @@ macro_rules! for_each_control_function {
             fn runlanefake_counters(out: *mut FakeCounters) -> AclError;
             /// Copy device `device_id`'s counters into `out`.
             fn runlanefake_counters_on(device_id: i32, out: *mut FakeCounters) -> AclError;
+            /// Raise a device fault notice (device-truth §4) as the driver does, late and on a
+            /// thread of its own: after at least `delay_ns`, the callback registered with
+            /// `aclrtSetExceptionInfoCallback` at that moment is called with an info naming
+            /// logical device `device_id`, stream id `stream_id` (as `aclrtStreamGetId` gives
+            /// it; any value, a stream of nobody's too), error code `code`, task id 0 and thread
+            /// id 0. With no callback registered then, the notice is dropped (counted). Needs
+            /// no binding; `device_id` outside 0 to [`MAX_DEVICES`] - 1 is 107001.
+            fn runlanefake_raise_notice(device_id: i32, stream_id: i32, code: AclError, delay_ns: u64) -> AclError;
+            /// Copy the notices delivered to a callback and the notices dropped (no callback
+            /// registered) since the last `runlanefake_reset` into `delivered` and `dropped`
+            /// (either may be NULL).
+            fn runlanefake_notice_counts(delivered: *mut u64, dropped: *mut u64) -> AclError;
+            /// Copy into `out` the force resets made under a wait (see [`RESET_UNDER_WAIT`])
+            /// on every device since the process loaded the fake: `runlanefake_reset` does not
+            /// clear it, so one check can cover every test of a process.
+            fn runlanefake_resets_under_wait(out: *mut u64) -> AclError;
         }
     };
 }
@@ -633,6 +713,7 @@ mod control {
     }
 
     pub(super) unsafe fn runlanefake_reset() -> AclError {
+        crate::notice::reset();
         LAST_ERROR_RESETS.fetch_add(1, Ordering::AcqRel);
         for worker in device::reset_all() {
             // A worker that panicked has nothing left to clean up.
@@ -986,6 +1067,57 @@ mod control {
         let counters = device.lock().counters;
         // SAFETY: non-NULL and writable by the caller's contract.
         unsafe { out.write(counters) };
+        ACL_SUCCESS
+    }
+
+    pub(super) unsafe fn runlanefake_raise_notice(
+        device_id: i32,
+        stream_id: i32,
+        code: AclError,
+        delay_ns: u64,
+    ) -> AclError {
+        let Ok(device) = u32::try_from(device_id) else {
+            return ACL_ERROR_RT_INVALID_DEVICEID;
+        };
+        if device >= MAX_DEVICES {
+            return ACL_ERROR_RT_INVALID_DEVICEID;
+        }
+        let info = crate::notice::Info {
+            device_id: device,
+            // The C getters hand the ids and the code back as uint32_t.
+            stream_id: stream_id as u32,
+            task_id: 0,
+            thread_id: 0,
+            error_code: code as u32,
+        };
+        self::code(crate::notice::raise(
+            info,
+            std::time::Duration::from_nanos(delay_ns),
+        ))
+    }
+
+    pub(super) unsafe fn runlanefake_notice_counts(
+        delivered: *mut u64,
+        dropped: *mut u64,
+    ) -> AclError {
+        let (d, x) = crate::notice::counts();
+        if !delivered.is_null() {
+            // SAFETY: non-NULL and writable by the caller's contract.
+            unsafe { delivered.write(d) };
+        }
+        if !dropped.is_null() {
+            // SAFETY: as above.
+            unsafe { dropped.write(x) };
+        }
+        ACL_SUCCESS
+    }
+
+    pub(super) unsafe fn runlanefake_resets_under_wait(out: *mut u64) -> AclError {
+        if out.is_null() {
+            return ACL_ERROR_INVALID_PARAM;
+        }
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe { out.write(device::resets_under_wait_total()) };
         ACL_SUCCESS
     }
 }

@@ -1,5 +1,6 @@
 //! The fake's devices are isolated: sixteen by default, each with its own context generation,
-//! thread bindings, streams, events, memory, fault rules, op timeout and counters. A handle of
+//! thread bindings, streams, events, memory, fault rules and counters; the op timeout is
+//! the process's, shared by every device. A handle of
 //! one device is refused on another, a force reset of one leaves the others and the threads
 //! bound to them alone, and a device's waits are woken by that device only.
 //!
@@ -20,6 +21,7 @@ use ascend_cl_sys::types::*;
 use common::*;
 use run_lane_fake_ascendcl::{
     Control, ControlError, DEFAULT_DEVICE_COUNT, ENGINE_AICORE, ENGINE_ANY, MAX_DEVICES, Outcome,
+    RESET_UNDER_WAIT,
 };
 
 /// A code no call returns on its own.
@@ -280,10 +282,14 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
         record(acl, event, stream);
         (stream as usize, event as usize, malloc(acl, 8) as usize)
     });
-    // Reset from a third thread, bound to neither device.
-    let reset = std::thread::spawn(|| force_reset(&fake().acl, 1))
-        .join()
-        .expect("reset thread");
+    // Reset from a third thread: it sets device 1 itself first (a force reset needs the
+    // caller to have set the device since its last reset, device-truth §5).
+    let reset = std::thread::spawn(|| {
+        bind(&fake().acl, 1);
+        force_reset(&fake().acl, 1)
+    })
+    .join()
+    .expect("reset thread");
     assert_eq!(reset, ACL_SUCCESS);
     // Device 0's lane thread is still bound and its handles live: no new aclrtSetDevice.
     lane_0.run(move |acl, control| {
@@ -349,7 +355,8 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
 }
 
 #[test]
-fn a_force_reset_wakes_its_own_devices_waiter_with_invalid_handle_and_no_other_devices() {
+fn a_force_reset_under_a_wait_is_counted_and_wakes_only_its_own_devices_waiter_with_the_use_after_free_code()
+ {
     let (_guard, acl, control) = session();
     let s0 = create_stream(acl);
     let e0 = create_event(acl);
@@ -373,11 +380,28 @@ fn a_force_reset_wakes_its_own_devices_waiter_with_invalid_handle_and_no_other_d
         wait_until("both waiters inside their waits", || {
             blocked_event_syncs(control, 0) == 1 && blocked_event_syncs(control, 1) == 1
         });
+        let total_before = control.resets_under_wait();
         assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
         assert_eq!(
             waiter_1.join().expect("waiter 1"),
-            ACL_ERROR_RT_INVALID_HANDLE,
-            "the reset killed the event it waited on"
+            RESET_UNDER_WAIT,
+            "on real ACL this waiter reads the deleted device: the fake's distinctive code"
+        );
+        assert_eq!(control.resets_under_wait(), total_before + 1);
+        assert_eq!(
+            (
+                control
+                    .device(1)
+                    .counters()
+                    .expect("counters")
+                    .resets_under_wait,
+                control
+                    .device(0)
+                    .counters()
+                    .expect("counters")
+                    .resets_under_wait
+            ),
+            (1, 0)
         );
         assert_eq!(
             blocked_event_syncs(control, 0),
@@ -593,49 +617,54 @@ fn counters_are_kept_per_device_and_the_legacy_counters_are_device_0s() {
 }
 
 #[test]
-fn each_device_keeps_its_own_op_timeout() {
+fn one_op_timeout_serves_every_device_and_any_thread_sets_it_bound_or_not() {
     let (_guard, acl, control) = session();
+    // Set on device 1's thread: device 0's kernels use it too (device-truth §5: one value
+    // per process).
     bind(acl, 1);
     set_op_timeout_ms(acl, 20);
     bind(acl, 0);
-    let long = create_stream(acl);
-    let pending = create_event(acl);
-    launch_hang(control, long);
-    record(acl, pending, long);
-    bind(acl, 1);
-    let short = create_stream(acl);
-    let timed_out = create_event(acl);
-    launch_hang(control, short);
-    record(acl, timed_out, short);
-    assert_eq!(sync(acl, timed_out, LONG_MS), ACL_SUCCESS);
+    let on_0 = create_stream(acl);
+    launch_hang(control, on_0);
     assert_eq!(
-        sync_stream(acl, short, LONG_MS),
+        sync_stream(acl, on_0, LONG_MS),
         ACL_ERROR_RT_AICORE_TIMEOUT,
-        "device 1's 20 ms op timeout ended its hang"
+        "device 0's hang ended at the 20 ms set from device 1"
     );
-    bind(acl, 0);
-    assert_eq!(
-        sync(acl, pending, 200),
-        ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
-        "device 0 keeps the 1091 s default: its hang is still running"
-    );
-    assert_eq!(destroy_stream_force(acl, long), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, pending), ACL_SUCCESS);
-    bind(acl, 1);
-    assert_eq!(destroy_stream_force(acl, short), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, timed_out), ACL_SUCCESS);
-    // An unbound thread has no device whose timeout it could set.
+    assert_eq!(destroy_stream_force(acl, on_0), ACL_SUCCESS);
+    // An unbound thread sets it too [I], and every device sees the new value.
     let unbound = std::thread::spawn(|| {
-        // SAFETY: plain value; the binding is checked before the NULL out-pointer.
-        unsafe {
-            fake()
-                .acl
-                .aclrtSetOpExecuteTimeOutV2(1_000, std::ptr::null_mut())
-        }
+        let mut actual = 0;
+        // SAFETY: `actual` is writable.
+        let code = unsafe { fake().acl.aclrtSetOpExecuteTimeOutV2(0, &mut actual) };
+        (code, actual)
     })
     .join()
     .expect("thread");
-    assert_eq!(unbound, ACL_ERROR_RT_CONTEXT_NULL);
+    assert_eq!(unbound, (ACL_SUCCESS, u64::MAX), "0 is the maximum");
+    bind(acl, 1);
+    let on_1 = create_stream(acl);
+    let pending = create_event(acl);
+    launch_hang(control, on_1);
+    record(acl, pending, on_1);
+    assert_eq!(
+        sync(acl, pending, 200),
+        ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
+        "the unbound thread's 0 (never) replaced the 20 ms on device 1 too"
+    );
+    assert_eq!(destroy_stream_force(acl, on_1), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, pending), ACL_SUCCESS);
+    // A force reset keeps it; the whole-fake reset restores the 1091 s default.
+    set_op_timeout_ms(acl, 20);
+    assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
+    bind(acl, 1);
+    let after = create_stream(acl);
+    launch_hang(control, after);
+    assert_eq!(
+        sync_stream(acl, after, LONG_MS),
+        ACL_ERROR_RT_AICORE_TIMEOUT
+    );
+    assert_eq!(destroy_stream_force(acl, after), ACL_SUCCESS);
     assert_all_balanced(control);
 }
 

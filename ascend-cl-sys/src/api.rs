@@ -22,7 +22,19 @@ pub struct CallError {
     pub message: Option<String>,
 }
 
-/// A loaded ACL library: every symbol of the table resolved, the libraries kept open for as
+/// An optional ACL call the loaded library does not export: nothing was called. What it
+/// degrades is the caller's to say (docs/hardware.md lists it for the lane).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{symbol} is not available in the loaded ACL library (an optional call: needs a newer CANN)"
+)]
+pub struct Unavailable {
+    /// The optional symbol.
+    pub symbol: &'static str,
+}
+
+/// A loaded ACL library: every required symbol of the table resolved (each optional one
+/// resolved or listed by [`Acl::missing_optional`]), the libraries kept open for as
 /// long as this value lives.
 ///
 /// Methods named after the ACL functions call them directly (`unsafe`: the caller upholds
@@ -30,6 +42,8 @@ pub struct CallError {
 /// [`Search::open`](crate::Search::open).
 pub struct Acl {
     functions: Functions,
+    optional: OptionalFunctions,
+    missing_optional: Vec<&'static str>,
     path: PathBuf,
     // Dropped after `functions` (declaration order), so no pointer outlives its library.
     _libraries: Vec<Library>,
@@ -39,13 +53,14 @@ impl std::fmt::Debug for Acl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Acl")
             .field("path", &self.path)
+            .field("missing_optional", &self.missing_optional)
             .finish_non_exhaustive()
     }
 }
 
 macro_rules! define_acl {
     ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
-        /// Every ACL symbol the table binds, in declaration order.
+        /// Every REQUIRED ACL symbol the table binds, in declaration order.
         pub const SYMBOLS: &[&str] = &[$(stringify!($name)),*];
 
         #[allow(non_snake_case)]
@@ -54,14 +69,22 @@ macro_rules! define_acl {
         }
 
         impl Functions {
+            /// Every symbol resolved, or the refusal naming every one that is missing.
+            #[allow(non_snake_case)]
             fn resolve(libraries: &mut Libraries) -> Result<Self, AttemptFailure> {
-                Ok(Self {
-                    $( $name: {
-                        // SAFETY: the type is this symbol's C prototype (ascend-cl.md §2), as
-                        // declared once in `for_each_acl_function!`.
-                        unsafe { libraries.symbol::<unsafe extern "C" fn($($ty),*) -> $ret>(stringify!($name))? }
-                    }, )*
-                })
+                let mut missing = Vec::new();
+                $(
+                    // SAFETY: the type is this symbol's C prototype (ascend-cl.md §2), as
+                    // declared once in `for_each_acl_function!`.
+                    let $name = unsafe { libraries.symbol::<unsafe extern "C" fn($($ty),*) -> $ret>(stringify!($name)) };
+                    if $name.is_none() {
+                        missing.push(stringify!($name));
+                    }
+                )*
+                match ($($name,)*) {
+                    ($(Some($name),)*) => Ok(Self { $($name,)* }),
+                    _ => Err(libraries.missing(missing)),
+                }
             }
         }
 
@@ -84,15 +107,76 @@ macro_rules! define_acl {
     };
 }
 
+macro_rules! define_optional_acl {
+    ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
+        /// Every OPTIONAL ACL symbol the table binds, in declaration order: a library may lack
+        /// any of them ([`Acl::missing_optional`]).
+        pub const OPTIONAL_SYMBOLS: &[&str] = &[$(stringify!($name)),*];
+
+        #[allow(non_snake_case)]
+        struct OptionalFunctions {
+            $( $name: Option<unsafe extern "C" fn($($ty),*) -> $ret>, )*
+        }
+
+        impl OptionalFunctions {
+            /// Each symbol the libraries have; the names of those they lack, in order.
+            fn resolve(libraries: &mut Libraries) -> (Self, Vec<&'static str>) {
+                let functions = Self {
+                    $( $name: {
+                        // SAFETY: the type is this symbol's C prototype, as declared once in
+                        // `for_each_optional_acl_function!`.
+                        unsafe { libraries.symbol::<unsafe extern "C" fn($($ty),*) -> $ret>(stringify!($name)) }
+                    }, )*
+                };
+                let mut missing = Vec::new();
+                $(
+                    if functions.$name.is_none() {
+                        missing.push(stringify!($name));
+                    }
+                )*
+                (functions, missing)
+            }
+        }
+
+        #[allow(non_snake_case)]
+        impl Acl {
+            $(
+                $(#[doc = $doc])*
+                ///
+                /// Optional: [`Unavailable`] (nothing called) when the library lacks it.
+                ///
+                /// # Errors
+                ///
+                /// [`Unavailable`] naming the symbol when the loaded library does not export it.
+                ///
+                /// # Safety
+                ///
+                /// The call's C contract: pointer arguments valid for the reads and writes the
+                /// call makes, handles created by this library and not yet destroyed.
+                pub unsafe fn $name(&self, $($arg: $ty),*) -> Result<$ret, Unavailable> {
+                    let function = self
+                        .optional
+                        .$name
+                        .ok_or(Unavailable { symbol: stringify!($name) })?;
+                    // SAFETY: the pointer was resolved from a library `self` keeps loaded, with
+                    // its C prototype; the caller upholds the call's contract.
+                    Ok(unsafe { function($($arg),*) })
+                }
+            )*
+        }
+    };
+}
+
 crate::for_each_acl_function!(define_acl);
+crate::for_each_optional_acl_function!(define_optional_acl);
 
 impl Acl {
     /// Loads the library at `path` (nothing else is tried; `RUN_LANE_ACL_LIB` is ignored).
     ///
     /// # Errors
     ///
-    /// [`LoadError`](crate::LoadError) when the file is missing, cannot be opened, lies under
-    /// `devlib/` or lacks a symbol.
+    /// [`LoadError`](crate::LoadError) when the path is empty, the file is missing, cannot be
+    /// opened, lies under `devlib/` or lacks a required symbol (every missing one is named).
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, crate::LoadError> {
         crate::Search::from_env().explicit(path).open()
     }
@@ -111,8 +195,11 @@ impl Acl {
         libraries: &mut Libraries,
     ) -> Result<Self, AttemptFailure> {
         let functions = Functions::resolve(libraries)?;
+        let (optional, missing_optional) = OptionalFunctions::resolve(libraries);
         Ok(Self {
             functions,
+            optional,
+            missing_optional,
             path,
             _libraries: libraries.take(),
         })
@@ -127,6 +214,20 @@ impl Acl {
     /// The address of `aclInit` in the loaded library, for `dladdr`.
     pub(crate) fn init_address(&self) -> *const core::ffi::c_void {
         self.functions.aclInit as *const core::ffi::c_void
+    }
+
+    /// The optional symbols ([`OPTIONAL_SYMBOLS`]) the loaded library lacks, in declaration
+    /// order: each one's method returns [`Unavailable`]. Empty on every CANN that has them.
+    #[must_use]
+    pub fn missing_optional(&self) -> &[&'static str] {
+        &self.missing_optional
+    }
+
+    /// Whether the optional symbol `name` was resolved (`false` too for a name that is not an
+    /// optional symbol of the table).
+    #[must_use]
+    pub fn has_optional(&self, name: &str) -> bool {
+        OPTIONAL_SYMBOLS.contains(&name) && !self.missing_optional.contains(&name)
     }
 
     /// The library that was opened (the file `dladdr` names, when it could tell).

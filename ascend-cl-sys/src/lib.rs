@@ -8,12 +8,17 @@
 //! `libacl_rt.so`; the refusal of any library under `devlib/` (CANN's stub libraries return
 //! success from every call); the ACL constants ([`types`]).
 //!
-//! **Invariant:** an [`Acl`] exists only with every symbol resolved, so a missing symbol is a
-//! [`LoadError`] naming the symbol and the library, never a crash at the first call. The
-//! calls ascend-cl.md §5 lists as optional and the copies on the streams use
+//! **Invariant:** an [`Acl`] exists only with every REQUIRED symbol resolved, so a missing
+//! one is a [`LoadError`] naming every missing symbol (one line each, with the CANN that has
+//! it where known: [`required_version`]) and the library, never a crash at the first call.
+//! The calls ascend-cl.md §5 lists as optional and the copies on the streams use
 //! (`aclrtMallocHost`, `aclrtFreeHost`, `aclrtMemcpyAsync`, `aclrtStreamWaitEvent`) are
 //! required symbols too: every CANN the lane supports (8.0.0 or newer) exports them, so a
-//! library without one is broken, not old, and is refused at load. No
+//! library without one is broken, not old, and is refused at load. The OPTIONAL symbols
+//! ([`for_each_optional_acl_function!`]: the fault notice callback and its getters,
+//! `aclrtStreamGetId`) never refuse a load: [`Acl::missing_optional`] names the absent ones
+//! and each of their methods returns [`Unavailable`] without calling. An empty explicit path
+//! is refused ([`AttemptFailure::EmptyPath`]), as `dlopen("")` is the main program. No
 //! policy: return codes are passed up raw (status-latch classifies them). `aclInit` is
 //! called only by [`Acl::init`], which treats 100002 (already initialised) as success,
 //! because the embedding runtime normally owns initialisation. Every `unsafe` block carries a
@@ -25,16 +30,17 @@
 //! ABI: streams, events and recovery live in backend-acl.
 //!
 //! The test fake (`acl-fake`, `librun_lane_fake_ascendcl.so`) exports its symbols by
-//! expanding the same [`for_each_acl_function!`] table, so the two cannot drift.
+//! expanding the same [`for_each_acl_function!`] and [`for_each_optional_acl_function!`]
+//! tables, so the two cannot drift.
 
 mod api;
 mod loader;
 mod table;
 pub mod types;
 
-pub use api::{Acl, CallError, SYMBOLS};
+pub use api::{Acl, CallError, OPTIONAL_SYMBOLS, SYMBOLS, Unavailable};
 pub use loader::{
     Attempt, AttemptFailure, Candidate, ENV_EXPLICIT, ENV_HOMES, FALLBACK_LIBRARIES, LIBRARY_NAME,
-    LoadError, Search, Source, is_stub_path,
+    LoadError, Search, Source, is_stub_path, missing_symbols, required_version,
 };
 pub use types::*;

@@ -71,15 +71,44 @@ pub enum AttemptFailure {
     },
     /// `dlopen` failed with this message.
     Open(String),
-    /// The library (and its fallbacks) lacks a symbol of the table.
+    /// The path is empty. Refused, as C's `dlopen("")` would hand back the main program
+    /// (whose own symbols, a test's linked fake among them, would then pass for ACL's).
+    EmptyPath,
+    /// The library (and its fallbacks) lacks one or more REQUIRED symbols of the table
+    /// (a missing optional symbol never fails a load).
     MissingSymbol {
-        /// The symbol.
+        /// The first missing symbol, in declaration order.
         symbol: &'static str,
+        /// Every missing required symbol, in declaration order (`symbol` first).
+        missing: Vec<&'static str>,
         /// The library opened first.
         library: PathBuf,
         /// The fallback libraries also searched.
         fallbacks: Vec<PathBuf>,
     },
+}
+
+/// The oldest CANN (and why) that exports `symbol`, where the lane knows a version that
+/// lacks it (device-truth §6); `None` for a symbol every supported CANN has.
+#[must_use]
+pub fn required_version(symbol: &str) -> Option<&'static str> {
+    match symbol {
+        "aclrtSynchronizeDeviceWithTimeout" | "aclrtSetOpExecuteTimeOutV2" => {
+            Some("CANN 8.0.0 or newer (ACL 1.10.0, the CANN of August 2024, lacks it)")
+        }
+        _ => None,
+    }
+}
+
+/// One line per missing symbol, each with the version that has it where known.
+fn missing_lines(missing: &[&'static str]) -> String {
+    missing
+        .iter()
+        .map(|symbol| match required_version(symbol) {
+            Some(version) => format!("\n      `{symbol}`: needs {version}"),
+            None => format!("\n      `{symbol}`"),
+        })
+        .collect()
 }
 
 impl fmt::Display for AttemptFailure {
@@ -92,16 +121,31 @@ impl fmt::Display for AttemptFailure {
                 path.display()
             ),
             Self::Open(message) => write!(f, "dlopen failed: {message}"),
+            Self::EmptyPath => f.write_str(
+                "refused: an empty path (dlopen would return the main program, not a library)",
+            ),
             Self::MissingSymbol {
                 symbol,
+                missing,
                 library,
                 fallbacks,
             } => {
-                write!(f, "symbol `{symbol}` missing from {}", library.display())?;
+                let listed: &[&'static str] = if missing.is_empty() {
+                    core::slice::from_ref(symbol)
+                } else {
+                    missing
+                };
+                let count = listed.len();
+                let noun = if count == 1 { "symbol" } else { "symbols" };
+                write!(
+                    f,
+                    "{count} required {noun} missing from {}",
+                    library.display()
+                )?;
                 for fallback in fallbacks {
                     write!(f, " and {}", fallback.display())?;
                 }
-                Ok(())
+                write!(f, ":{}", missing_lines(listed))
             }
         }
     }
@@ -159,8 +203,15 @@ fn hint(attempts: &[Attempt]) -> &'static str {
     let any = |f: fn(&AttemptFailure) -> bool| attempts.iter().any(|a| f(&a.failure));
     if any(|f| matches!(f, AttemptFailure::StubLibrary { .. })) {
         "point at the real lib64 of a CANN install on a machine with the NPU driver, not at devlib/"
+    } else if any(|f| {
+        matches!(f, AttemptFailure::MissingSymbol { missing, .. }
+            if !missing.is_empty() && missing.iter().all(|s| required_version(s).is_some()))
+    }) {
+        "its CANN is too old: the lane needs CANN 8.0.0 or newer; `source` a newer install's set_env.sh"
     } else if any(|f| matches!(f, AttemptFailure::MissingSymbol { .. })) {
-        "the library is not libascendcl, or its CANN is older than 8.0.0 (aclrtSynchronizeDeviceWithTimeout, aclrtCreateEventExWithFlag)"
+        "the library is not libascendcl, or its CANN is older than 8.0.0, the oldest the lane supports"
+    } else if any(|f| matches!(f, AttemptFailure::EmptyPath)) {
+        "name the library by a non-empty path"
     } else {
         "install CANN and `source <cann>/set_env.sh`, or name the library in RUN_LANE_ACL_LIB"
     }
@@ -330,6 +381,9 @@ fn is_bare(path: &Path) -> bool {
 
 fn open_candidate(candidate: &Candidate) -> Result<Acl, AttemptFailure> {
     let path = &candidate.path;
+    if path.as_os_str().is_empty() {
+        return Err(AttemptFailure::EmptyPath);
+    }
     if is_stub_path(path) {
         return Err(AttemptFailure::StubLibrary { path: path.clone() });
     }
@@ -412,15 +466,13 @@ impl Libraries {
         }
     }
 
-    /// Resolves `name`, first in the primary library, then in each fallback.
+    /// Resolves `name`, first in the primary library, then in each fallback; `None` when no
+    /// library has it.
     ///
     /// # Safety
     ///
     /// `T` is the symbol's C prototype as a function-pointer type.
-    pub(crate) unsafe fn symbol<T: Copy>(
-        &mut self,
-        name: &'static str,
-    ) -> Result<T, AttemptFailure> {
+    pub(crate) unsafe fn symbol<T: Copy>(&mut self, name: &'static str) -> Option<T> {
         let lookup = |library: &Library| {
             // SAFETY: `T` is the symbol's prototype (caller's contract); the value is copied
             // out and only called while `Acl` keeps the library loaded.
@@ -429,17 +481,19 @@ impl Libraries {
                 .map(|symbol| *symbol)
         };
         if let Some(found) = lookup(&self.opened[0]) {
-            return Ok(found);
+            return Some(found);
         }
         self.open_fallbacks();
-        if let Some(found) = self.opened[1..].iter().find_map(lookup) {
-            return Ok(found);
-        }
-        Err(AttemptFailure::MissingSymbol {
-            symbol: name,
-            library: self.primary_path.clone(),
-            fallbacks: self.fallback_paths.clone(),
-        })
+        self.opened[1..].iter().find_map(lookup)
+    }
+
+    /// The refusal for these missing required symbols (at least one), in declaration order.
+    pub(crate) fn missing(&self, missing: Vec<&'static str>) -> AttemptFailure {
+        missing_symbols(
+            missing,
+            self.primary_path.clone(),
+            self.fallback_paths.clone(),
+        )
     }
 
     pub(crate) fn take(&mut self) -> Vec<Library> {
@@ -453,4 +507,21 @@ fn dlopen(path: &Path) -> Result<Library, AttemptFailure> {
     // RTLD_GLOBAL is how CANN's own loaders open it (ascend-cl.md §1.1).
     unsafe { Library::open(Some(path.as_os_str()), RTLD_NOW | RTLD_GLOBAL) }
         .map_err(|e| AttemptFailure::Open(e.to_string()))
+}
+
+/// [`AttemptFailure::MissingSymbol`] for `missing` (non-empty, declaration order) from
+/// `library` and its `fallbacks`: what the loader reports, built from a list so its message
+/// can be checked without a library that lacks the symbols.
+#[must_use]
+pub fn missing_symbols(
+    missing: Vec<&'static str>,
+    library: PathBuf,
+    fallbacks: Vec<PathBuf>,
+) -> AttemptFailure {
+    AttemptFailure::MissingSymbol {
+        symbol: missing.first().copied().unwrap_or(""),
+        missing,
+        library,
+        fallbacks,
+    }
 }

@@ -85,3 +85,42 @@ macro_rules! for_each_acl_function {
         }
     };
 }
+
+/// Calls `$callback! { ... }` with every OPTIONAL ACL function this crate binds, in the
+/// same item syntax as [`for_each_acl_function!`].
+///
+/// An optional symbol may be absent from the library (an older CANN, a trimmed build):
+/// opening still succeeds, [`Acl::missing_optional`](crate::Acl::missing_optional) names it,
+/// and its method returns [`Unavailable`](crate::Unavailable) instead of calling. The loader
+/// looks each one up like a required symbol (the primary library, then `libacl_rt.so`). The
+/// test fake exports these too.
+#[macro_export]
+macro_rules! for_each_optional_acl_function {
+    ($callback:ident) => {
+        $callback! {
+            /// `aclrtSetExceptionInfoCallback(callback)`: install the process's one device
+            /// fault notice handler (NULL unregisters). One slot per process: the last
+            /// registration wins silently, and HCCL or the embedding runtime may own it
+            /// (device-truth §4). Install it only when the embedding asks (SPEC L-19).
+            fn aclrtSetExceptionInfoCallback(callback: $crate::AclrtExceptionInfoCallback) -> $crate::AclError;
+            /// `aclrtGetDeviceIdFromExceptionInfo(info)`: the logical device id the notice
+            /// names; 0xFFFFFFFF for NULL.
+            fn aclrtGetDeviceIdFromExceptionInfo(info: *const $crate::AclrtExceptionInfo) -> u32;
+            /// `aclrtGetStreamIdFromExceptionInfo(info)`: the stream id (as `aclrtStreamGetId`
+            /// gives it); 0xFFFFFFFF for NULL.
+            fn aclrtGetStreamIdFromExceptionInfo(info: *const $crate::AclrtExceptionInfo) -> u32;
+            /// `aclrtGetTaskIdFromExceptionInfo(info)`: 0 for every error class on a2a3
+            /// (device-truth §4); 0xFFFFFFFF for NULL.
+            fn aclrtGetTaskIdFromExceptionInfo(info: *const $crate::AclrtExceptionInfo) -> u32;
+            /// `aclrtGetThreadIdFromExceptionInfo(info)`: 0xFFFFFFFF for NULL.
+            fn aclrtGetThreadIdFromExceptionInfo(info: *const $crate::AclrtExceptionInfo) -> u32;
+            /// `aclrtGetErrorCodeFromExceptionInfo(info)`: the fault's code (e.g. 507018);
+            /// 0xFFFFFFFF for NULL.
+            fn aclrtGetErrorCodeFromExceptionInfo(info: *const $crate::AclrtExceptionInfo) -> u32;
+            /// `aclrtStreamGetId(stream, &id)`: the stream's number, the one a fault notice
+            /// names. Take it while the handle is live: the number survives the reset that
+            /// kills the handle (device-truth §4).
+            fn aclrtStreamGetId(stream: $crate::AclrtStream, stream_id: *mut i32) -> $crate::AclError;
+        }
+    };
+}

@@ -9,6 +9,24 @@ pub type AclrtStream = *mut c_void;
 /// `aclrtEvent`: an opaque handle.
 pub type AclrtEvent = *mut c_void;
 
+/// `aclrtExceptionInfo`: the driver's opaque record of one device fault notice, valid only
+/// for the duration of the callback it is passed to (device-truth §4). Read it with the
+/// `aclrtGet*FromExceptionInfo` getters; never construct or copy one.
+#[repr(C)]
+pub struct AclrtExceptionInfo {
+    _opaque: [u8; 0],
+    // Neither Send, Sync nor Unpin: it is the driver's, behind a pointer.
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `aclrtExceptionInfoCallback`: `void (*)(aclrtExceptionInfo *)`, `None` for NULL (which
+/// unregisters). The driver calls it on a thread of its own, up to 16 s after the fault; the
+/// process has one slot and the last registration wins silently (device-truth §4).
+pub type AclrtExceptionInfoCallback = Option<unsafe extern "C" fn(info: *mut AclrtExceptionInfo)>;
+
+/// What each `aclrtGet*FromExceptionInfo` getter returns for a NULL info.
+pub const EXCEPTION_INFO_INVALID: u32 = 0xFFFF_FFFF;
+
 /// `ACL_SUCCESS`.
 pub const ACL_SUCCESS: AclError = 0;
 /// `ACL_ERROR_INVALID_PARAM`: a NULL pointer argument (ACL layer).
@@ -46,6 +64,10 @@ pub const ACL_ERROR_RT_NO_STREAM_RESOURCE: AclError = 207_008;
 pub const ACL_ERROR_RT_NO_EVENT_RESOURCE: AclError = 207_007;
 /// `ACL_ERROR_RT_INTERNAL_ERROR`.
 pub const ACL_ERROR_RT_INTERNAL_ERROR: AclError = 507_000;
+/// `ACL_ERROR_RT_CONTEXT_RELEASE_ERROR`: a reset of a device whose context is already gone
+/// (a second `aclrtResetDeviceForce` with no `aclrtSetDevice` in between, or a plain
+/// `aclrtResetDevice` after a force reset; device-truth §5).
+pub const ACL_ERROR_RT_CONTEXT_RELEASE_ERROR: AclError = 507_007;
 /// `ACL_ERROR_RT_AICORE_TIMEOUT`: the device op timeout fired on AICore.
 pub const ACL_ERROR_RT_AICORE_TIMEOUT: AclError = 507_014;
 /// `ACL_ERROR_RT_AICORE_EXCEPTION`: an AICore kernel fault.

@@ -255,3 +255,129 @@ fn the_table_binds_the_minimal_surface_and_the_probe_calls() {
     expected.sort_unstable();
     assert_eq!(bound, expected);
 }
+
+#[test]
+fn a_library_without_the_symbols_names_every_missing_required_symbol_one_line_each() {
+    let err = Search::with_env(env(&[]))
+        .explicit("libc.so.6")
+        .open()
+        .expect_err("not ACL");
+    let AttemptFailure::MissingSymbol { missing, .. } = &err.attempts()[0].failure else {
+        panic!("expected missing symbols: {err}");
+    };
+    assert_eq!(
+        missing.as_slice(),
+        ascend_cl_sys::SYMBOLS,
+        "every one, in order"
+    );
+    let text = err.to_string();
+    for symbol in ascend_cl_sys::SYMBOLS {
+        let lines = text
+            .lines()
+            .filter(|line| line.contains(&format!("`{symbol}`")))
+            .count();
+        assert_eq!(lines, 1, "one line for {symbol}: {text}");
+    }
+    assert!(
+        !text.contains("aclrtStreamGetId"),
+        "an optional symbol never refuses a load: {text}"
+    );
+}
+
+#[test]
+fn the_refusal_says_which_cann_has_each_versioned_symbol() {
+    let failure = ascend_cl_sys::missing_symbols(
+        vec![
+            "aclrtSynchronizeDeviceWithTimeout",
+            "aclrtSetOpExecuteTimeOutV2",
+            "aclrtMalloc",
+        ],
+        PathBuf::from("/cann-2024-08/lib64/libascendcl.so"),
+        vec![PathBuf::from("/cann-2024-08/lib64/libacl_rt.so")],
+    );
+    let text = failure.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "a heading and one line per symbol: {text}");
+    assert!(
+        lines[0].contains("3 required symbols missing from /cann-2024-08/lib64/libascendcl.so")
+            && lines[0].contains("libacl_rt.so"),
+        "{text}"
+    );
+    for (line, symbol) in lines[1..3].iter().zip([
+        "aclrtSynchronizeDeviceWithTimeout",
+        "aclrtSetOpExecuteTimeOutV2",
+    ]) {
+        assert!(
+            line.contains(symbol)
+                && line.contains("CANN 8.0.0 or newer")
+                && line.contains("ACL 1.10.0"),
+            "{line}"
+        );
+    }
+    assert!(
+        lines[3].contains("aclrtMalloc") && !lines[3].contains("CANN"),
+        "no version claimed where none is known: {}",
+        lines[3]
+    );
+    assert_eq!(
+        ascend_cl_sys::required_version("aclrtSynchronizeDeviceWithTimeout"),
+        ascend_cl_sys::required_version("aclrtSetOpExecuteTimeOutV2")
+    );
+    assert_eq!(ascend_cl_sys::required_version("aclInit"), None);
+    // Only the versioned symbols missing: the hint is an old CANN, not a wrong library.
+    let err = ascend_cl_sys::LoadError::NotLoaded {
+        attempts: vec![ascend_cl_sys::Attempt {
+            candidate: ascend_cl_sys::Candidate {
+                path: PathBuf::from("/old/libascendcl.so"),
+                source: Source::Explicit,
+            },
+            failure: ascend_cl_sys::missing_symbols(
+                vec!["aclrtSetOpExecuteTimeOutV2"],
+                PathBuf::from("/old/libascendcl.so"),
+                vec![],
+            ),
+        }],
+    };
+    let text = err.to_string();
+    assert!(
+        text.contains("hint: its CANN is too old: the lane needs CANN 8.0.0 or newer"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_empty_explicit_path_is_refused_without_opening_anything() {
+    let err = Search::with_env(env(&[]))
+        .explicit("")
+        .open()
+        .expect_err("refused");
+    assert_eq!(err.attempts().len(), 1);
+    assert_eq!(err.attempts()[0].failure, AttemptFailure::EmptyPath);
+    let text = err.to_string();
+    assert!(text.contains("empty path"), "{text}");
+    let err = ascend_cl_sys::Acl::open("").expect_err("refused");
+    assert_eq!(err.attempts()[0].failure, AttemptFailure::EmptyPath);
+}
+
+#[test]
+fn the_optional_table_binds_the_fault_notice_calls_and_the_stream_id() {
+    let mut bound = ascend_cl_sys::OPTIONAL_SYMBOLS.to_vec();
+    bound.sort_unstable();
+    let mut expected = vec![
+        "aclrtSetExceptionInfoCallback",
+        "aclrtGetDeviceIdFromExceptionInfo",
+        "aclrtGetStreamIdFromExceptionInfo",
+        "aclrtGetTaskIdFromExceptionInfo",
+        "aclrtGetThreadIdFromExceptionInfo",
+        "aclrtGetErrorCodeFromExceptionInfo",
+        "aclrtStreamGetId",
+    ];
+    expected.sort_unstable();
+    assert_eq!(bound, expected);
+    assert!(
+        ascend_cl_sys::OPTIONAL_SYMBOLS
+            .iter()
+            .all(|s| !ascend_cl_sys::SYMBOLS.contains(s)),
+        "a symbol is required or optional, never both"
+    );
+}

@@ -1,0 +1,342 @@
+//! The recovery hazards and the fault notice channel (SPEC L-19, L-20, L-21; device-truth
+//! §4, §5): a force reset needs a set device, a reset under a wait is counted and wakes the
+//! waiter with the fake's distinctive code, addresses are never reused, and fault notices
+//! arrive late on the driver's thread through the process's one callback slot.
+//!
+//! Like the other test files, every test holds the session and starts from a reset fake.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use ascend_cl_sys::types::*;
+use common::*;
+use run_lane_fake_ascendcl::RESET_UNDER_WAIT;
+
+#[test]
+fn a_second_force_reset_without_a_set_device_returns_507007_and_a_set_device_rearms_it() {
+    let (_guard, acl, control) = session();
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    assert_eq!(force_reset(acl, 0), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
+    bind(acl, 0);
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    assert_eq!(control.counters().expect("counters").force_resets, 2);
+}
+
+#[test]
+fn a_force_reset_from_a_thread_that_never_set_the_device_returns_507007_and_resets_nothing() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let code = std::thread::spawn(|| force_reset(&fake().acl, 0))
+        .join()
+        .expect("thread");
+    assert_eq!(code, ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
+    assert_eq!(control.counters().expect("counters").force_resets, 0);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS, "still alive");
+    // Set once since the last reset is enough, even when another device is current now.
+    bind(acl, 2);
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    assert_all_balanced(control);
+}
+
+#[test]
+fn a_force_reset_under_a_stream_or_device_synchronize_is_counted_and_the_waiter_gets_the_distinctive_code()
+ {
+    let (_guard, acl, control) = session();
+    let total_before = control.resets_under_wait();
+    for device_wide in [false, true] {
+        bind(acl, 0);
+        let stream = create_stream(acl);
+        launch_hang(control, stream);
+        let raw = stream as usize;
+        let (bound, is_bound) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let acl = &fake().acl;
+            bind(acl, 0);
+            let _ = bound.send(());
+            if device_wide {
+                sync_device(acl, LONG_MS)
+            } else {
+                sync_stream(acl, raw as AclrtStream, LONG_MS)
+            }
+        });
+        // No counter says a stream or device waiter is inside: it is bound and about to call,
+        // a hung kernel keeps it there, and a short pause lets it get in.
+        is_bound.recv().expect("the waiter bound");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+        assert_eq!(waiter.join().expect("waiter"), RESET_UNDER_WAIT);
+    }
+    assert_eq!(control.counters().expect("counters").resets_under_wait, 2);
+    assert_eq!(control.resets_under_wait(), total_before + 2);
+    control.reset().expect("reset");
+    assert_eq!(
+        control.resets_under_wait(),
+        total_before + 2,
+        "the process total survives the whole-fake reset"
+    );
+    assert_eq!(control.counters().expect("counters").resets_under_wait, 0);
+}
+
+#[test]
+fn a_force_reset_with_no_thread_inside_a_wait_is_not_counted() {
+    let (_guard, acl, control) = session();
+    let total_before = control.resets_under_wait();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    launch(control, stream, ENGINE_AICORE_ID, 0).expect("launch");
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    assert_eq!(control.counters().expect("counters").resets_under_wait, 0);
+    assert_eq!(control.resets_under_wait(), total_before);
+}
+
+const ENGINE_AICORE_ID: u32 = run_lane_fake_ascendcl::ENGINE_AICORE;
+
+#[test]
+fn device_and_pinned_host_addresses_are_never_handed_out_again_after_a_free_or_a_reset() {
+    let (_guard, acl, control) = session();
+    let mut device = BTreeSet::new();
+    let mut host = BTreeSet::new();
+    for round in 0..3 {
+        for _ in 0..8 {
+            let d = malloc(acl, 64);
+            let h = malloc_host(acl, 64);
+            assert!(
+                device.insert(d as usize),
+                "device address reused in round {round}"
+            );
+            assert!(
+                host.insert(h as usize),
+                "host address reused in round {round}"
+            );
+            assert_eq!(free(acl, d), ACL_SUCCESS);
+            // SAFETY: a pinned pointer from the fake.
+            assert_eq!(unsafe { acl.aclrtFreeHost(h) }, ACL_SUCCESS);
+        }
+        let d = malloc(acl, 64);
+        let h = malloc_host(acl, 64);
+        assert!(device.insert(d as usize) && host.insert(h as usize));
+        assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+        bind(acl, 0);
+        assert_eq!(
+            free(acl, d),
+            ACL_ERROR_RT_PARAM_INVALID,
+            "dead after the reset"
+        );
+    }
+    assert_all_balanced(control);
+}
+
+#[test]
+fn stream_ids_are_small_unique_per_device_and_a_dead_stream_is_107017() {
+    let (_guard, acl, control) = session();
+    let id_of = |stream: AclrtStream| {
+        let mut id = -1;
+        // SAFETY: `id` is writable.
+        let code = unsafe { acl.aclrtStreamGetId(stream, &mut id) }.expect("the fake has it");
+        (code, id)
+    };
+    let a = create_stream(acl);
+    let b = create_stream(acl);
+    let (ca, ia) = id_of(a);
+    let (cb, ib) = id_of(b);
+    assert_eq!((ca, cb), (ACL_SUCCESS, ACL_SUCCESS));
+    assert!(ia != ib && (0..1024).contains(&ia) && (0..1024).contains(&ib));
+    assert_eq!(id_of(a), (ACL_SUCCESS, ia), "stable");
+    assert_eq!(
+        // SAFETY: a NULL out-pointer, refused unwritten.
+        unsafe { acl.aclrtStreamGetId(a, std::ptr::null_mut()) },
+        Ok(ACL_ERROR_INVALID_PARAM)
+    );
+    assert_eq!(id_of(std::ptr::null_mut()).0, ACL_ERROR_INVALID_PARAM);
+    assert_eq!(destroy_stream(acl, b), ACL_SUCCESS);
+    assert_eq!(id_of(b).0, ACL_ERROR_RT_INVALID_HANDLE);
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    bind(acl, 0);
+    assert_eq!(
+        id_of(a).0,
+        ACL_ERROR_RT_INVALID_HANDLE,
+        "killed by the reset"
+    );
+    let fresh = create_stream(acl);
+    let (_, fresh_id) = id_of(fresh);
+    assert!(
+        fresh_id != ia && fresh_id != ib,
+        "a number taken before the reset names no later stream"
+    );
+    assert_eq!(destroy_stream(acl, fresh), ACL_SUCCESS);
+    assert_all_balanced(control);
+}
+
+#[test]
+fn the_fake_exports_every_optional_symbol() {
+    let (_guard, acl, _) = session();
+    assert!(
+        acl.missing_optional().is_empty(),
+        "{:?}",
+        acl.missing_optional()
+    );
+    assert!(acl.has_optional("aclrtSetExceptionInfoCallback"));
+}
+
+/// What the test callbacks saw: (which callback, device, stream, task, thread, code, when).
+type Seen = (u32, u32, u32, u32, u32, u32, Instant);
+static SEEN: Mutex<Vec<Seen>> = Mutex::new(Vec::new());
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// One `aclrtGet*FromExceptionInfo` method of [`ascend_cl_sys::Acl`].
+type Getter = unsafe fn(
+    &ascend_cl_sys::Acl,
+    *const AclrtExceptionInfo,
+) -> Result<u32, ascend_cl_sys::Unavailable>;
+
+fn record_notice(which: u32, info: *mut AclrtExceptionInfo) {
+    let acl = &fake().acl;
+    let get = |f: Getter| {
+        // SAFETY: `info` is the notice's, alive during the callback.
+        unsafe { f(acl, info) }.unwrap_or(u32::MAX - 1)
+    };
+    let entry = (
+        which,
+        get(ascend_cl_sys::Acl::aclrtGetDeviceIdFromExceptionInfo),
+        get(ascend_cl_sys::Acl::aclrtGetStreamIdFromExceptionInfo),
+        get(ascend_cl_sys::Acl::aclrtGetTaskIdFromExceptionInfo),
+        get(ascend_cl_sys::Acl::aclrtGetThreadIdFromExceptionInfo),
+        get(ascend_cl_sys::Acl::aclrtGetErrorCodeFromExceptionInfo),
+        Instant::now(),
+    );
+    SEEN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(entry);
+    CALLS.fetch_add(1, Ordering::AcqRel);
+}
+
+unsafe extern "C" fn first_callback(info: *mut AclrtExceptionInfo) {
+    record_notice(1, info);
+}
+
+unsafe extern "C" fn second_callback(info: *mut AclrtExceptionInfo) {
+    record_notice(2, info);
+}
+
+fn register(callback: AclrtExceptionInfoCallback) {
+    let acl = &fake().acl;
+    // SAFETY: a callback that outlives every notice (a plain function).
+    let code = unsafe { acl.aclrtSetExceptionInfoCallback(callback) }.expect("the fake has it");
+    assert_eq!(code, ACL_SUCCESS);
+}
+
+fn take_seen() -> Vec<Seen> {
+    std::mem::take(
+        &mut *SEEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
+
+fn wait_for_calls(n: u64) {
+    wait_until("the notices delivered", || {
+        CALLS.load(Ordering::Acquire) >= n
+    });
+}
+
+#[test]
+fn a_registered_callback_gets_the_device_stream_and_code_after_the_delay_on_another_thread() {
+    let (_guard, _, control) = session();
+    take_seen();
+    CALLS.store(0, Ordering::Release);
+    register(Some(first_callback));
+    let raised = Instant::now();
+    let delay = Duration::from_millis(150);
+    control
+        .raise_notice(5, 42, ACL_ERROR_RT_AICPU_EXCEPTION, delay)
+        .expect("raise");
+    wait_for_calls(1);
+    let seen = take_seen();
+    assert_eq!(seen.len(), 1);
+    let (which, device, stream, task, thread, code, at) = seen[0];
+    assert_eq!(
+        (which, device, stream, task, thread, code),
+        (1, 5, 42, 0, 0, ACL_ERROR_RT_AICPU_EXCEPTION as u32),
+        "task id 0, as on a2a3"
+    );
+    assert!(at.duration_since(raised) >= delay, "arrived early");
+    assert_eq!(control.notice_counts().expect("counts"), (1, 0));
+}
+
+#[test]
+fn the_last_registration_wins_and_null_unregisters_so_the_notice_is_dropped() {
+    let (_guard, _, control) = session();
+    take_seen();
+    CALLS.store(0, Ordering::Release);
+    register(Some(first_callback));
+    register(Some(second_callback));
+    control
+        .raise_notice(0, 7, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO)
+        .expect("raise");
+    wait_for_calls(1);
+    assert_eq!(take_seen()[0].0, 2, "the second registration took the slot");
+    register(None);
+    control
+        .raise_notice(0, 7, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO)
+        .expect("raise");
+    wait_until("the notice dropped", || {
+        control.notices_dropped().expect("counts") == 1
+    });
+    assert!(take_seen().is_empty());
+    assert_eq!(control.notice_counts().expect("counts"), (1, 1));
+    assert!(
+        control
+            .raise_notice(64, 0, 1, Duration::ZERO)
+            .is_err_and(|e| e.to_string().contains("107001"))
+    );
+}
+
+#[test]
+fn the_whole_fake_reset_cancels_notices_still_waiting_and_unregisters_the_callback() {
+    let (_guard, _, control) = session();
+    take_seen();
+    CALLS.store(0, Ordering::Release);
+    register(Some(first_callback));
+    control
+        .raise_notice(
+            0,
+            1,
+            ACL_ERROR_RT_AICPU_EXCEPTION,
+            Duration::from_millis(200),
+        )
+        .expect("raise");
+    control.reset().expect("reset");
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(take_seen().is_empty(), "cancelled, not delivered late");
+    assert_eq!(control.notice_counts().expect("counts"), (0, 0));
+    control
+        .raise_notice(0, 1, ACL_ERROR_RT_AICPU_EXCEPTION, Duration::ZERO)
+        .expect("raise");
+    wait_until("the notice dropped", || {
+        control.notices_dropped().expect("counts") == 1
+    });
+}
+
+#[test]
+fn the_getters_return_0xffffffff_for_a_null_info() {
+    let (_guard, acl, _) = session();
+    let null = std::ptr::null();
+    // SAFETY: NULL is allowed: each getter returns 0xFFFFFFFF.
+    let values = unsafe {
+        [
+            acl.aclrtGetDeviceIdFromExceptionInfo(null),
+            acl.aclrtGetStreamIdFromExceptionInfo(null),
+            acl.aclrtGetTaskIdFromExceptionInfo(null),
+            acl.aclrtGetThreadIdFromExceptionInfo(null),
+            acl.aclrtGetErrorCodeFromExceptionInfo(null),
+        ]
+    };
+    assert_eq!(values, [Ok(EXCEPTION_INFO_INVALID); 5]);
+}
