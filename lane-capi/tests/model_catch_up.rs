@@ -20,6 +20,8 @@ fn args(device: &mut SharedSim, run: u64, slot: u8) -> RunArgs {
         status_header: device.malloc(1024).unwrap(),
         timing: device.malloc(16).unwrap(),
         handshake: device.malloc(64).unwrap(),
+        record: device.malloc(280).unwrap(),
+        epoch: lane_driver::next_epoch(),
     }
 }
 

@@ -211,6 +211,9 @@ impl<D: Device> Device for Metered<D> {
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.timed(|d| d.synchronize_event(event, timeout_ms))
     }
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.timed(|d| d.synchronize_stream(stream, timeout_ms))
+    }
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
         self.inner.destroy_event(event)
     }

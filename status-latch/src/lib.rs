@@ -48,7 +48,6 @@ pub use record::{
 pub use render::{
     classification_table, code_table, layout_table, record_table, status_codes_doc, verdict_table,
 };
-pub use render::{classification_table, code_table, layout_table, status_codes_doc};
 pub use verdict::{
     Boundary, DeviceVerdict, Evidence, HeaderRead, Judgement, RecordRead, VerdictChannel,
     VerdictRule, judge, needs_device_verdict,
