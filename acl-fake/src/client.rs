@@ -221,6 +221,22 @@ impl Control {
         })
     }
 
+    /// Resets the fake ([`reset`](Self::reset)) and returns a [`Session`] that, when dropped at
+    /// the end of the test, fails it if any force reset was made while a thread was inside a
+    /// device wait since (L-20: on real ACL a use-after-free). Every fake-backed test of the
+    /// workspace starts through it, so the one check covers them all.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused the reset.
+    pub fn session(&self) -> Result<Session<'_>, ControlError> {
+        self.reset()?;
+        Ok(Session {
+            control: self,
+            hazard_expected: core::cell::Cell::new(false),
+        })
+    }
+
     /// `runlanefake_launch`: queue a kernel on `stream`, a stream of the calling thread's
     /// current device (whose kernel rules apply). The fake never dereferences `stream`,
     /// `timing` or `header`: they are looked up in that device's tables.
@@ -668,5 +684,44 @@ impl DeviceControl<'_> {
             (self.control.functions.runlanefake_counters_on)(self.device_id, &mut counters)
         })?;
         Ok(counters)
+    }
+}
+
+/// A test's use of the fake from a reset on ([`Control::session`]): dropping it checks that
+/// no force reset was made under a device wait (the fake's `resets_under_wait` counters),
+/// the hazard L-20 forbids. A test that makes one on purpose says so with
+/// [`expect_resets_under_wait`](Self::expect_resets_under_wait).
+#[derive(Debug)]
+pub struct Session<'a> {
+    control: &'a Control,
+    hazard_expected: core::cell::Cell<bool>,
+}
+
+impl Session<'_> {
+    /// The test makes a force reset under a wait on purpose: the drop check is skipped.
+    pub fn expect_resets_under_wait(&self) {
+        self.hazard_expected.set(true);
+    }
+
+    /// Force resets made under a device wait since the session began, on every device.
+    #[must_use]
+    pub fn resets_under_wait(&self) -> u64 {
+        self.control
+            .total_counters()
+            .map_or(u64::MAX, |c| c.resets_under_wait)
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if self.hazard_expected.get() || std::thread::panicking() {
+            return;
+        }
+        let count = self.resets_under_wait();
+        assert_eq!(
+            count, 0,
+            "{count} force reset(s) were made while a thread was inside a device wait (L-20: a \
+             use-after-free on real ACL)"
+        );
     }
 }

@@ -1124,4 +1124,4 @@ mod control {
 
 mod client;
 
-pub use client::{Control, ControlError, DeviceControl, RunKernel, cdylib_path};
+pub use client::{Control, ControlError, DeviceControl, RunKernel, Session, cdylib_path};

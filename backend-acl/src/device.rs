@@ -269,10 +269,7 @@ impl AclDevice {
     }
 
     /// The device count, the SoC name and the profile (`config.profile`, else the SoC's).
-    fn identify(
-        acl: &Acl,
-        config: &AclConfig,
-    ) -> Result<(u32, Option<String>, Profile), AclError> {
+    fn identify(acl: &Acl, config: &AclConfig) -> Result<(u32, Option<String>, Profile), AclError> {
         let count = match acl.device_count() {
             Ok(0) => return Err(AclError::NoDevice),
             Ok(count) => count,

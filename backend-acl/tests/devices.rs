@@ -292,7 +292,7 @@ fn a_handle_of_device_0_used_on_a_thread_bound_to_device_1_is_refused() {
 }
 
 #[test]
-fn a_worker_bound_through_device_1s_binding_waits_on_its_event_until_device_1s_reset_wakes_it() {
+fn a_reset_of_device_1_under_a_workers_wait_is_counted_as_the_hazard_and_device_0_carries_on() {
     let fake = common::fake();
     let control = fake.control;
     let (lane_0, lane_1) = (lane(&fake, 0), lane(&fake, 1));
@@ -335,11 +335,15 @@ fn a_worker_bound_through_device_1s_binding_waits_on_its_event_until_device_1s_r
         });
     }
     lane_1.run(|d| d.reset_device_force().unwrap());
+    // The hazard L-20 forbids, made on purpose: the fake ends the wait with its
+    // reset-under-wait code and counts it (real ACL would read freed memory).
     assert_eq!(
         waiter.join().unwrap(),
-        ascend_cl_sys::types::ACL_ERROR_RT_INVALID_HANDLE,
-        "the reset woke the waiter: its event is gone"
+        run_lane_fake_ascendcl::RESET_UNDER_WAIT,
+        "the reset ended the waiter's wait"
     );
+    assert_eq!(control.device(1).counters().unwrap().resets_under_wait, 1);
+    fake.expect_resets_under_wait();
     assert_eq!(control.device(0).counters().unwrap().force_resets, 0);
     assert!(control.total_counters().unwrap().balanced());
 }

@@ -258,7 +258,9 @@ fn no_failing_call_leaks_a_stream_an_event_or_an_allocation_over_a_lane_lifetime
         "aclrtDestroyStream",
         "aclrtDestroyEvent",
         "aclrtFree",
-        "runlanefake_launch",
+        "runlanefake_launch_run",
+        "aclrtStreamWaitEvent",
+        "aclrtSynchronizeStreamWithTimeout",
     ];
     for symbol in symbols {
         for skip in [0, 3] {

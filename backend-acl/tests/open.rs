@@ -166,11 +166,48 @@ fn open_sets_the_op_timeout_from_the_profile_in_microseconds() {
         profile: Some(Profile::custom(spec).unwrap()),
         ..fake.config()
     };
-    // Rounded up, never shorter than asked.
+    // L-21: the op timeout is the process's; another value is refused while a device uses
+    // the first, naming both.
+    let refused = AclDevice::open(config.clone()).unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            backend_acl::AclError::OpTimeoutInForce {
+                asked_us: 1_500_001,
+                in_force_us: 45_000_000
+            }
+        ),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("process-wide"), "{refused}");
+    // Once the first device is gone the next may set its own: rounded up, never shorter.
+    drop(device);
     assert_eq!(
         AclDevice::open(config).unwrap().0.op_timeout_us(),
         1_500_001
     );
+    assert_eq!(
+        backend_acl::op_timeout_in_force_us(),
+        None,
+        "given back on drop"
+    );
+}
+
+#[test]
+fn two_devices_with_the_same_op_timeout_share_it_and_the_last_one_gives_it_back() {
+    let fake = common::fake();
+    let first = AclDevice::open(fake.config()).unwrap().0;
+    let second = AclDevice::open(AclConfig {
+        device_id: 1,
+        ..fake.config()
+    })
+    .unwrap()
+    .0;
+    assert_eq!(backend_acl::op_timeout_in_force_us(), Some(45_000_000));
+    drop(first);
+    assert_eq!(backend_acl::op_timeout_in_force_us(), Some(45_000_000));
+    drop(second);
+    assert_eq!(backend_acl::op_timeout_in_force_us(), None);
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //
 // For each kernel length it measures, in one process:
 //   floor   the fake's own floor: RUNS kernels already queued on one stream, back to back;
-//   a2a3    the lane at launch depth two (run N+1 queued while N executes), and
-//   a5      the lane at launch depth one (N+1 launched after N retired),
+//   depth2  the lane at launch depth two (run N+1 queued while N executes), and
+//   depth1  the lane at launch depth one (N+1 launched after N retired, config.launch_depth 1),
 // each driven by three loops:
 //   a  "kept full": runs submitted until FULL up front, then each next run submitted from the
 //      outcome callback, on the lane thread, the moment a slot frees (no thread hop);
@@ -17,7 +17,7 @@
 // kernel) it takes the inter-run device gaps, the first SKIP runs skipped, and prints one line
 // per measurement:
 //   floor KERNEL_US GAPS MEDIAN_NS P99_NS
-//   arm KERNEL_US LOOP PROFILE RUNS OK MEDIAN_NS P99_NS
+//   arm KERNEL_US LOOP DEPTH RUNS OK MEDIAN_NS P99_NS
 // and, at depth two, how long after its submit each run's launch onto the pair has been made
 // (from just before `run_lane_submit` to the return of its `launch_aicpu` callback, the
 // launch's last call; the first SKIP runs skipped):
@@ -65,8 +65,13 @@
 namespace {
 
 // The fake's kernel launch (runlanefake_launch): stream, engine (0 AICore, 1 AICPU), duration,
-// outcome (0 ok), timing buffer, status header, header bytes and length.
+// outcome (0 ok), timing buffer, status header, header bytes and length. The floor's kernels.
 using FakeLaunch = int32_t (*)(void *, uint32_t, uint64_t, uint32_t, void *, void *, const uint8_t *, size_t);
+// A lane run's kernel (runlanefake_launch_run): as above, then the run's handshake (links its
+// two kernels), its result record and its epoch; the fake publishes the record when both end
+// on their normal path, as a runtime's device code does.
+using FakeLaunchRun = int32_t (*)(void *, uint32_t, uint64_t, uint32_t, void *, void *, const uint8_t *, size_t,
+                                  void *, void *, uint64_t);
 // The ACL calls the floor makes (acl-fake implements them as libascendcl does).
 using SetDevice = int32_t (*)(int32_t);
 using CreateStream = int32_t (*)(void **, uint32_t, uint32_t);
@@ -114,7 +119,7 @@ std::pair<uint64_t, uint64_t> spread(std::vector<uint64_t> gaps) {
 // What the callbacks see: the kernel length, the fake's launch, and for loop (a) the lane
 // to refill and the outcomes so far.
 struct Bench {
-    FakeLaunch launch = nullptr;
+    FakeLaunchRun launch = nullptr;
     uint64_t kernel_ns = 0;
     // By run tag (its index in the arm): when its submit began, when its launch returned.
     std::vector<std::chrono::steady_clock::time_point> submitted;
@@ -128,14 +133,16 @@ struct Bench {
     bool refused = false;
 };
 
-int32_t launch_aicore(void *user, void *stream, const RunLaneRunArgs *) {
+int32_t launch_aicore(void *user, void *stream, const RunLaneRunArgs *args) {
     auto *b = static_cast<Bench *>(user);
-    return b->launch(stream, kAicore, b->kernel_ns, 0, nullptr, nullptr, nullptr, 0);
+    return b->launch(stream, kAicore, b->kernel_ns, 0, nullptr, nullptr, nullptr, 0, args->handshake, nullptr,
+                     args->epoch);
 }
 
 int32_t launch_aicpu(void *user, void *stream, const RunLaneRunArgs *args) {
     auto *b = static_cast<Bench *>(user);
-    int32_t code = b->launch(stream, kAicpu, b->kernel_ns, 0, args->timing, nullptr, nullptr, 0);
+    int32_t code = b->launch(stream, kAicpu, b->kernel_ns, 0, args->timing, nullptr, nullptr, 0, args->handshake,
+                             args->record, args->epoch);
     if (args->info.has_tag && args->info.tag < b->launched.size()) {
         b->launched[args->info.tag] = std::chrono::steady_clock::now();
     }
@@ -182,16 +189,17 @@ RunLaneOutcome wait(RunLane *lane, uint64_t id) {
     return outcome;
 }
 
-// One arm: `runs` runs of the bench's kernel through `loop` on `profile`; its outcomes in
-// submission order.
-std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint32_t profile, char loop, int runs) {
+// One arm: `runs` runs of the bench's kernel through `loop` on a2a3 at launch depth `depth`;
+// its outcomes in submission order.
+std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, char loop, int runs) {
     RunLaneConfig config;
     if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
         fail("config_default");
     }
     config.backend = RUN_LANE_BACKEND_ACL;
     config.acl_library_path = fake;
-    config.profile = profile;
+    config.profile = RUN_LANE_PROFILE_A2A3;
+    config.launch_depth = depth;
     config.completion_timeout_ms = 10000;
     config.device_op_timeout_ms = 5000;
     config.runner.user = &bench;
@@ -514,7 +522,7 @@ std::vector<uint64_t> classes(const LaneRun &run, int32_t code) {
 }
 
 // One case: sixteen lanes at once (healthy, or beside a hung device 14 and a poisoned 15).
-void lanes_case(void *fake_lib, const char *fake, FakeLaunch launch, uint64_t kernel_us, int runs, int skip,
+void lanes_case(void *fake_lib, const char *fake, FakeLaunchRun launch, uint64_t kernel_us, int runs, int skip,
                 bool faulty, int repeat, bool cost) {
     auto fault_kernel = symbol<FaultKernelOn>(fake_lib, "runlanefake_fault_kernel_on");
     auto reset = symbol<Reset>(fake_lib, "runlanefake_reset");
@@ -631,7 +639,7 @@ int lanes_main(int argc, char **argv) {
         std::fprintf(stderr, "fake_bench: dlopen %s: %s\n", fake_path, dlerror());
         return 2;
     }
-    auto launch = symbol<FakeLaunch>(fake, "runlanefake_launch");
+    auto launch = symbol<FakeLaunchRun>(fake, "runlanefake_launch_run");
     for (int repeat = 1; repeat <= repeats; ++repeat) {
         lanes_case(fake, fake_path, launch, kernel_us, runs, skip, false, repeat, repeat == 1);
         lanes_case(fake, fake_path, launch, kernel_us, runs, skip, true, repeat, false);
@@ -668,21 +676,22 @@ int main(int argc, char **argv) {
         return 2;
     }
     Bench bench;
-    bench.launch = symbol<FakeLaunch>(fake, "runlanefake_launch");
+    bench.launch = symbol<FakeLaunchRun>(fake, "runlanefake_launch_run");
+    auto floor_launch = symbol<FakeLaunch>(fake, "runlanefake_launch");
     for (uint64_t us : kernels_us) {
         bench.kernel_ns = us * 1000;
-        auto floor = spread(floor_gaps(fake, bench.launch, bench.kernel_ns, runs, skip));
+        auto floor = spread(floor_gaps(fake, floor_launch, bench.kernel_ns, runs, skip));
         std::printf("floor %llu %d %llu %llu\n", (unsigned long long)us, runs - skip - 1,
                     (unsigned long long)floor.first, (unsigned long long)floor.second);
         std::fflush(stdout);
         for (char loop : {'a', 'b', 'c'}) {
-            for (uint32_t profile : {static_cast<uint32_t>(RUN_LANE_PROFILE_A2A3), static_cast<uint32_t>(RUN_LANE_PROFILE_A5)}) {
+            for (uint8_t depth : {uint8_t{2}, uint8_t{1}}) {
                 int ok = 0;
-                auto measured = spread(gaps(arm(bench, fake_path, profile, loop, runs), skip, &ok));
-                std::printf("arm %llu %c %s %d %d %llu %llu\n", (unsigned long long)us, loop,
-                            profile == RUN_LANE_PROFILE_A2A3 ? "a2a3" : "a5", runs, ok,
+                auto measured = spread(gaps(arm(bench, fake_path, depth, loop, runs), skip, &ok));
+                std::printf("arm %llu %c depth%u %d %d %llu %llu\n", (unsigned long long)us, loop,
+                            unsigned{depth}, runs, ok,
                             (unsigned long long)measured.first, (unsigned long long)measured.second);
-                if (profile == RUN_LANE_PROFILE_A2A3) {
+                if (depth == 2) {
                     auto latency = spread(latencies(bench, skip));
                     std::printf("latency %llu %c %llu %llu\n", (unsigned long long)us, loop,
                                 (unsigned long long)latency.first, (unsigned long long)latency.second);

@@ -53,7 +53,7 @@
 // on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 // reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 // `run_lane_destroy_with_report` returns the final report.
-#define RUN_LANE_ABI_VERSION 3
+#define RUN_LANE_ABI_VERSION 4
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -239,6 +239,10 @@ enum RunLaneStage
   RUN_LANE_STAGE_PROBE = 12,
   // The `upload_code` callback.
   RUN_LANE_STAGE_UPLOAD = 13,
+  // Reading the run's result record after its boundary (ABI 4).
+  RUN_LANE_STAGE_RECORD_READ = 14,
+  // The device verdict: the bounded synchronize of the pair (ABI 4).
+  RUN_LANE_STAGE_STREAM_SYNC = 15,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -285,7 +289,7 @@ enum RunLaneProfile
  {
   // Ascend 910B/910C: launch depth two (run N+1 queued while N executes).
   RUN_LANE_PROFILE_A2A3 = 0,
-  // Ascend 950: launch depth one (N+1 prepared while N runs, launched after N retired).
+  // Ascend 950: launch depth two on the record verdict channel (ABI 4; it was depth one).
   RUN_LANE_PROFILE_A5 = 1,
   // Ask the device (the ACL backend reads the SoC); the simulator reports a2a3.
   RUN_LANE_PROFILE_PROBE = 2,
@@ -349,6 +353,14 @@ typedef struct RunLaneRunArgs {
   void *timing;
   // The slot's handshake region: AICore workers report here; the AICPU kernel waits on it.
   void *handshake;
+  // The slot's result record region, 280 bytes (ABI 4): the runtime's device side
+  // publishes the run's terminal record here, stamped with `epoch`, writing the
+  // `published` word last (docs/embedding.md). A run is success only on its own published
+  // ok record.
+  void *record;
+  // The run's epoch (ABI 4): process-unique, never 0. The record counts only when its
+  // `published` word equals it.
+  uint64_t epoch;
 } RunLaneRunArgs;
 
 // One item's outcome, copied into the caller's struct: it owns no memory and stays valid
@@ -491,6 +503,13 @@ typedef struct RunLaneConfig {
   // How many runs may be prepared at once, 1 to `slots`; 0 keeps the profile's (1). The
   // runner's `concurrency.prepares_at_once` lowers it further (ABI 2).
   uint8_t prepare_window;
+  // A `RunLaneVerdictChannel` (ABI 4): `RECORD` (0, the default) or `STREAM_SYNC` (1, a
+  // runtime that publishes no result record; the lane then runs at depth one).
+  uint32_t verdict_channel;
+  // Runs launched on the pair at once, 1 to the profile's (ABI 4); 0 keeps the profile's
+  // (two on a2a3 and a5). 1 is the host-synchronised baseline: a run launches only after
+  // its predecessor retired, while its prepare still overlaps.
+  uint8_t launch_depth;
 } RunLaneConfig;
 
 // What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's

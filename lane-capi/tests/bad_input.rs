@@ -356,7 +356,7 @@ fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome()
 fn the_acl_backend_refuses_a_bad_device_id_and_a_missing_library_and_leaves_nothing_alive() {
     let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
     let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
-    control.reset().expect("reset the fake");
+    let _fake = control.session().expect("reset the fake");
     let path = std::ffi::CString::new(path.to_str().expect("a UTF-8 path")).expect("no NUL");
     let cases = [
         (RunLaneProfile::A2a3, 16, "16 devices visible (ids 0 to 15)"),

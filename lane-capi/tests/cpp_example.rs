@@ -201,7 +201,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
             // At depth two, each loop's submit-to-launch latency follows its arm's line.
             "latency" => {
                 assert_eq!(line.len(), 5, "{stdout}");
-                assert_eq!(arms.last().map(|a| a.1), Some("a2a3"), "{stdout}");
+                assert_eq!(arms.last().map(|a| a.1), Some("depth2"), "{stdout}");
                 latencies.push(line[2]);
             }
             other => panic!("an unknown line `{other}`: {stdout}"),
@@ -209,7 +209,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     }
     let want: Vec<(&str, &str)> = ["a", "b", "c"]
         .iter()
-        .flat_map(|l| [(*l, "a2a3"), (*l, "a5")])
+        .flat_map(|l| [(*l, "depth2"), (*l, "depth1")])
         .collect();
     assert_eq!(arms, want);
     assert_eq!(latencies, ["a", "b", "c"]);

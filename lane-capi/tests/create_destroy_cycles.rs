@@ -132,10 +132,8 @@ fn a_thousand_lanes_created_run_and_destroyed_leave_fds_threads_and_memory_as_th
     cycles_leave_the_process_as_it_was("simulator", |i| with_workers(config, i));
 
     let control = control();
-    control.reset().expect("reset the fake");
-    let kernels = Kernels {
-        kernel: Duration::from_micros(100),
-    };
+    let _fake = control.session().expect("reset the fake");
+    let kernels = Kernels::healthy(Duration::from_micros(100));
     // Each cycle on the next of the fake's 16 devices.
     cycles_leave_the_process_as_it_was("fake libascendcl", |i| {
         with_workers(fake_config((i % 16) as i32, &kernels, 5_000), i)

@@ -12,15 +12,13 @@ use common::{Kernels, control, wait};
 use run_lane::*;
 
 /// Each run: a pair of 50 ms fake kernels.
-static KERNELS: Kernels = Kernels {
-    kernel: Duration::from_millis(50),
-};
+static KERNELS: Kernels = Kernels::healthy(Duration::from_millis(50));
 const INTO_PREDECESSOR: Duration = Duration::from_millis(10);
 
 #[test]
 fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes() {
     let control = control();
-    control.reset().expect("reset the fake");
+    let _fake = control.session().expect("reset the fake");
     let config = common::fake_config(0, &KERNELS, 5_000);
     let mut lane = std::ptr::null_mut();
     // SAFETY: a valid config (its path outlives the lane) and a writable handle.

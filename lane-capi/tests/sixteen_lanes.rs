@@ -75,7 +75,7 @@ fn lane_thread(
     thread::Builder::new()
         .name(format!("driver-{device}"))
         .spawn(move || {
-            let kernels = Kernels { kernel: KERNEL };
+            let kernels = Kernels::healthy(KERNEL);
             let lane = create(&fake_config(device, &kernels, OP_TIMEOUT_MS));
             steps.wait(); // every lane created
             steps.wait(); // counted
@@ -167,7 +167,7 @@ fn rss_mib(kib: u64) -> f64 {
 fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane() {
     let _serial = serial();
     let control = control();
-    control.reset().expect("reset the fake");
+    let _fake = control.session().expect("reset the fake");
     let (done_tx, done) = mpsc::channel();
     let mores: Vec<More> = (0..LANES)
         .map(|_| Box::new(|submitted, _: &[RunLaneOutcome]| submitted < RUNS) as Box<_>)
@@ -270,7 +270,7 @@ fn poisons(device: i32, outcomes: &[RunLaneOutcome], code: i32) -> Vec<u64> {
 fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok() {
     let _serial = serial();
     let control = control();
-    control.reset().expect("reset the fake");
+    let _fake = control.session().expect("reset the fake");
     // Device 14: every AICore kernel hangs (to the op timeout). Device 15: one faults.
     control
         .device(HUNG)
@@ -391,5 +391,5 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
             .count(),
         poisoned.len(),
     );
-    control.reset().expect("reset the fake");
+    let _fake = control.session().expect("reset the fake");
 }

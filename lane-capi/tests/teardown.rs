@@ -15,9 +15,7 @@ use common::{Kernels, control, text};
 use run_lane::*;
 
 /// Each run: a pair of 200 us fake kernels.
-static KERNELS: Kernels = Kernels {
-    kernel: Duration::from_micros(200),
-};
+static KERNELS: Kernels = Kernels::healthy(Duration::from_micros(200));
 
 /// The fake is one per process: the tests here take turns.
 static FAKE: Mutex<()> = Mutex::new(());
@@ -28,7 +26,7 @@ const CODE: i32 = 507_901;
 /// and was closed; the fake's `aclrtDestroyStream` then fails `failures` times in a row.
 fn closed_lane_after_one_run(failures: u32) -> *mut RunLane {
     let control = control();
-    control.reset().expect("reset the fake");
+    let _fake = control.session().expect("reset the fake");
     let config = common::fake_config(0, &KERNELS, 5_000);
     let mut lane = std::ptr::null_mut();
     // SAFETY: a valid config (the path is copied) and a writable handle.

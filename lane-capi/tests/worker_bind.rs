@@ -35,7 +35,7 @@ unsafe extern "C" fn counted_finalise(
 fn after_a_force_reset_a_failed_bind_is_binds_error_and_prepare_and_finalise_still_call_back() {
     let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
     let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
-    control.reset().expect("reset the fake");
+    let _fake = control.session().expect("reset the fake");
     let (mut device, _) = AclDevice::open(AclConfig {
         library: Library::Path(path),
         ..AclConfig::default()

@@ -13,9 +13,7 @@ use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
 
 /// Each run: a pair of 100 us fake kernels.
-static KERNELS: Kernels = Kernels {
-    kernel: Duration::from_micros(100),
-};
+static KERNELS: Kernels = Kernels::healthy(Duration::from_micros(100));
 
 /// A call of the fake that fails on the calling thread (a launch on no stream), leaving its
 /// text for `aclGetRecentErrMsg` there; its code.
@@ -100,7 +98,7 @@ fn lines(workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> {
 #[test]
 fn a_failed_prepare_or_finalise_ends_its_line_with_the_device_text_on_a_worker_as_on_the_lane_thread()
  {
-    control().reset().expect("reset the fake");
+    let _fake = control().session().expect("reset the fake");
     for workers in [0, 2] {
         let lines = lines(workers);
         let (verdict, stage, line) = &lines[0];

@@ -214,6 +214,13 @@ impl<D: Device> Device for Metered<D> {
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.timed(|d| d.synchronize_stream(stream, timeout_ms))
     }
+    fn stream_wait_event(
+        &mut self,
+        stream: StreamHandle,
+        event: EventHandle,
+    ) -> Result<(), AclCode> {
+        self.inner.stream_wait_event(stream, event)
+    }
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
         self.inner.destroy_event(event)
     }

@@ -87,6 +87,9 @@ fn beside_a_binary() -> Option<PathBuf> {
 /// as long as a device opened from it is in use.
 #[derive(Debug)]
 pub struct FakeSession {
+    /// The shared L-20 check when the session ends (no force reset under a device wait);
+    /// dropped before the lock.
+    _checked: run_lane_fake_ascendcl::Session<'static>,
     _serial: MutexGuard<'static, ()>,
     fake: &'static Loaded,
 }
@@ -104,8 +107,9 @@ impl FakeSession {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let fake = loaded()?;
-        fake.control.reset().map_err(ConformanceError::control)?;
+        let checked = fake.control.session().map_err(ConformanceError::control)?;
         Ok(Self {
+            _checked: checked,
             _serial: serial,
             fake,
         })

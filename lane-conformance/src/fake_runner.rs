@@ -21,11 +21,11 @@ use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
 use lane_driver::{Concurrency, Device, HostWorker, PrepareError, RunArgs, Runner};
 use run_lane_fake_ascendcl::{
-    Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as KernelOutcome,
+    Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as KernelOutcome, RunKernel,
 };
 
 /// The symbol the fake's launch failures are injected on.
-const LAUNCH_SYMBOL: &str = "runlanefake_launch";
+const LAUNCH_SYMBOL: &str = "runlanefake_launch_run";
 
 /// Which engine a kernel fault hits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,16 +323,25 @@ impl FakeRunner {
             ),
             Engine::Aicore => (core::ptr::null_mut(), core::ptr::null_mut(), &[]),
         };
+        // The run's two kernels are linked by the slot's handshake and the run's epoch; the
+        // scheduler publishes the run's result record when both end on their normal path.
+        let record = match engine {
+            Engine::Aicpu => device_address(args.record.0),
+            Engine::Aicore => core::ptr::null_mut(),
+        };
         self.control
-            .launch(
-                device_address(stream.0),
-                engine.raw(),
+            .launch_run(&RunKernel {
+                stream: device_address(stream.0),
+                engine: engine.raw(),
                 duration,
-                KernelOutcome::Ok,
+                outcome: KernelOutcome::Ok,
                 timing,
                 header,
-                bytes,
-            )
+                header_bytes: bytes,
+                handshake: device_address(args.handshake.0),
+                record,
+                epoch: args.epoch,
+            })
             .map_err(control_code)
     }
 }

@@ -46,7 +46,7 @@ impl HostPtr {
 
 /// The ACL calls a lane makes on a device. One method, one ACL call.
 ///
-/// The copies on the streams (`malloc_host` .. `stream_wait_event`, and the host access to
+/// The copies on the streams (`malloc_host` .. the async copies, and the host access to
 /// pinned memory) are optional calls: their defaults answer `207000`
 /// (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`), and a lane whose profile keeps synchronous copies
 /// (`CopyPath::Sync`) never makes them.
@@ -146,10 +146,7 @@ pub trait Device {
         &mut self,
         stream: StreamHandle,
         event: EventHandle,
-    ) -> Result<(), AclCode> {
-        let _ = (stream, event);
-        Err(AclCode::RtFeatureNotSupport)
-    }
+    ) -> Result<(), AclCode>;
     /// Host write into pinned memory this backend made (no ACL call: plain host memory).
     /// `207000` by default; a range outside the allocation is `100000`, never undefined.
     fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {

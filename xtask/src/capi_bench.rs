@@ -3,7 +3,7 @@
 //! library (`librun_lane.a`, linked with rustc's `native-static-libs`, as the install tree's
 //! `run_lane.pc` links it), runs it on the release fake, and writes its section of
 //! docs/performance.md: per kernel length, the fake's floor and each loop's median and p99
-//! device gap at launch depth two (a2a3) beside depth one (a5), with the targets checked; then
+//! device gap at launch depth two (`depth2`) beside depth one (`depth1`), with the targets checked; then
 //! its `--lanes` mode: sixteen lanes at once, healthy and beside a hung and a poisoned device,
 //! the fourteen's median gap in each case against the run-to-run noise, and what the process
 //! of sixteen lanes costs in threads and resident memory.
@@ -332,10 +332,10 @@ impl Measured {
     }
 
     /// Whether the targets hold at `kernel_us`: (b) and (c) at depth two have a median gap at
-    /// most 1/3 of depth one's (a5, the same loop) and at most 2x loop (a)'s.
+    /// most 1/3 of depth one's (`depth1`, the same loop) and at most 2x loop (a)'s.
     pub(crate) fn targets_hold(&self, kernel_us: u64) -> Option<bool> {
-        let queued = |l| self.arm(kernel_us, l, "a2a3").map(|a| a.median_ns);
-        let depth_one = |l| self.arm(kernel_us, l, "a5").map(|a| a.median_ns);
+        let queued = |l| self.arm(kernel_us, l, "depth2").map(|a| a.median_ns);
+        let depth_one = |l| self.arm(kernel_us, l, "depth1").map(|a| a.median_ns);
         let up_front = queued('a')?;
         let mut hold = true;
         for l in ['b', 'c'] {
@@ -366,7 +366,7 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
          from the outcome callback (on the lane thread) the moment a slot frees; **(b) the \
          documented loop**, submit until `FULL`, then wait for the oldest outcome; **(c)** a \
          successor submitted a third of a kernel after its predecessor's outcome. Each runs at \
-         launch depth two (a2a3: queued) and, beside it, at depth one (a5). The floor is the \
+         launch depth two (`depth2`: queued) and, beside it, at depth one (`depth1`). The floor is the \
          fake's own: the same kernels already queued on one stream.\n"
     );
     let _ = writeln!(
@@ -378,8 +378,8 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
         let floor = measured.floors.iter().find(|f| f.kernel_us == kernel_us);
         for l in ['a', 'b', 'c'] {
             let (Some(q), Some(d)) = (
-                measured.arm(kernel_us, l, "a2a3"),
-                measured.arm(kernel_us, l, "a5"),
+                measured.arm(kernel_us, l, "depth2"),
+                measured.arm(kernel_us, l, "depth1"),
             ) else {
                 continue;
             };
@@ -549,9 +549,9 @@ mod tests {
     use super::*;
 
     const OUTPUT: &str = "floor 300 179 6840 8382\n\
-        arm 300 a a2a3 200 200 9254 16935\narm 300 a a5 200 200 70415 241315\n\
-        arm 300 b a2a3 200 200 8583 29184\narm 300 b a5 200 200 73900 160700\n\
-        arm 300 c a2a3 200 200 9885 66709\narm 300 c a5 200 200 74260 204916\n\
+        arm 300 a depth2 200 200 9254 16935\narm 300 a depth1 200 200 70415 241315\n\
+        arm 300 b depth2 200 200 8583 29184\narm 300 b depth1 200 200 73900 160700\n\
+        arm 300 c depth2 200 200 9885 66709\narm 300 c depth1 200 200 74260 204916\n\
         latency 300 b 21500 48000\n";
 
     #[test]
@@ -562,7 +562,7 @@ mod tests {
         assert_eq!(measured.targets_hold(300), Some(true));
         assert_eq!(measured.targets_hold(1_000), None, "not measured");
         // A queued gap that is depth one's gap is a miss.
-        let missed = OUTPUT.replace("b a2a3 200 200 8583", "b a2a3 200 200 70000");
+        let missed = OUTPUT.replace("b depth2 200 200 8583", "b depth2 200 200 70000");
         assert_eq!(parse(&missed).unwrap().targets_hold(300), Some(false));
         let text = markdown(&measured, 200, "test");
         assert!(

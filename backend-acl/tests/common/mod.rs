@@ -18,6 +18,8 @@ use run_lane_fake_ascendcl::{
 
 /// The fake, reset, held by this test until dropped.
 pub struct Fake {
+    /// The L-20 check at the test's end (declared first: dropped before the lock).
+    session: run_lane_fake_ascendcl::Session<'static>,
     _serial: MutexGuard<'static, ()>,
     /// The fake's control surface.
     pub control: &'static Control,
@@ -41,8 +43,9 @@ pub fn fake() -> Fake {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (control, path) = loaded();
-    control.reset().expect("reset the fake");
+    let session = control.session().expect("reset the fake");
     Fake {
+        session,
         _serial: serial,
         control,
         path: path.clone(),
@@ -50,6 +53,11 @@ pub fn fake() -> Fake {
 }
 
 impl Fake {
+    /// This test makes a force reset under a wait on purpose (the shared L-20 check is off).
+    pub fn expect_resets_under_wait(&self) {
+        self.session.expect_resets_under_wait();
+    }
+
     /// A config opening the fake's device 0 with the probed profile.
     pub fn config(&self) -> AclConfig {
         AclConfig {

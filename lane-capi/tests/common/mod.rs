@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use core::ffi::c_void;
 use run_lane::*;
-use run_lane_fake_ascendcl::{Control, ENGINE_AICORE, ENGINE_AICPU, Outcome, cdylib_path};
+use run_lane_fake_ascendcl::{
+    Control, ENGINE_AICORE, ENGINE_AICPU, Outcome, RunKernel, cdylib_path,
+};
 
 /// The longest any one wait of these tests may take: past it the test fails instead of
 /// hanging (a healthy run takes milliseconds; a hung one ends at its lane's op timeout).
@@ -39,9 +41,24 @@ pub(crate) fn fake_path() -> &'static CString {
 }
 
 /// A lane's kernels, reached through the runner's `user`: each run is one AICore and one
-/// AICPU kernel of `kernel` on the lane's streams.
+/// AICPU kernel of `kernel` on the lane's streams, linked by the slot's handshake and the
+/// run's epoch; the AICPU kernel publishes the run's result record when both end on their
+/// normal path (acl-fake's run model, as a runtime's device code does). `faults` names a
+/// run, an engine and how that engine's kernel ends instead (a latch writes SCOPE_DEADLOCK
+/// into the tensormap_and_ringbuffer header).
 pub(crate) struct Kernels {
     pub(crate) kernel: Duration,
+    pub(crate) faults: &'static [(u64, u32, Outcome)],
+}
+
+impl Kernels {
+    /// Healthy kernels of `kernel`.
+    pub(crate) const fn healthy(kernel: Duration) -> Self {
+        Self {
+            kernel,
+            faults: &[],
+        }
+    }
 }
 
 fn kernels<'a>(user: *mut c_void) -> &'a Kernels {
@@ -49,17 +66,52 @@ fn kernels<'a>(user: *mut c_void) -> &'a Kernels {
     unsafe { &*user.cast::<Kernels>() }
 }
 
-fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, timing: *mut c_void) -> i32 {
-    let kernel = kernels(user).kernel;
-    match control().launch(
+/// The header a latched AICPU kernel writes: SCOPE_DEADLOCK on the orchestrator.
+fn latched_header() -> &'static [u8] {
+    static HEADER: OnceLock<Vec<u8>> = OnceLock::new();
+    HEADER.get_or_init(|| {
+        use lane_core::status_latch::{self, HeaderLayout, RuntimeCode, Status};
+        let layout = HeaderLayout::TensormapAndRingbuffer;
+        let mut status = Status::clean(layout);
+        status.orch = Some(RuntimeCode::ScopeDeadlock);
+        status_latch::encode(layout, &status)
+    })
+}
+
+fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    let kernels = kernels(user);
+    let outcome = kernels
+        .faults
+        .iter()
+        .find(|(run, e, _)| *run == args.info.run && *e == engine)
+        .map_or(Outcome::Ok, |(_, _, outcome)| *outcome);
+    let aicpu = engine == ENGINE_AICPU;
+    let latched = aicpu && outcome == Outcome::Latch;
+    let kernel = RunKernel {
         stream,
         engine,
-        kernel,
-        Outcome::Ok,
-        timing,
-        std::ptr::null_mut(),
-        &[],
-    ) {
+        duration: kernels.kernel,
+        outcome,
+        timing: if aicpu {
+            args.timing
+        } else {
+            std::ptr::null_mut()
+        },
+        header: if latched {
+            args.status_header
+        } else {
+            std::ptr::null_mut()
+        },
+        header_bytes: if latched { latched_header() } else { &[] },
+        handshake: args.handshake,
+        record: if aicpu {
+            args.record
+        } else {
+            std::ptr::null_mut()
+        },
+        epoch: args.epoch,
+    };
+    match control().launch_run(&kernel) {
         Ok(()) => 0,
         Err(run_lane_fake_ascendcl::ControlError::Call { code, .. }) => code,
         Err(_) => 507_899,
@@ -69,9 +121,10 @@ fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, timing: *mut c_vo
 unsafe extern "C" fn launch_aicore(
     user: *mut c_void,
     stream: *mut c_void,
-    _args: *const RunLaneRunArgs,
+    args: *const RunLaneRunArgs,
 ) -> i32 {
-    launch(user, stream, ENGINE_AICORE, std::ptr::null_mut())
+    // SAFETY: the library passes valid args for the call.
+    launch(user, stream, ENGINE_AICORE, unsafe { &*args })
 }
 
 unsafe extern "C" fn launch_aicpu(
@@ -80,8 +133,7 @@ unsafe extern "C" fn launch_aicpu(
     args: *const RunLaneRunArgs,
 ) -> i32 {
     // SAFETY: the library passes valid args for the call.
-    let timing = unsafe { (*args).timing };
-    launch(user, stream, ENGINE_AICPU, timing)
+    launch(user, stream, ENGINE_AICPU, unsafe { &*args })
 }
 
 /// A NUL-terminated string buffer of an outcome or a report, as text.

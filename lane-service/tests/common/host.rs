@@ -100,6 +100,13 @@ impl Device for Instant0 {
     ) -> Result<(), AclCode> {
         Ok(())
     }
+    fn stream_wait_event(
+        &mut self,
+        _stream: StreamHandle,
+        _event: EventHandle,
+    ) -> Result<(), AclCode> {
+        Ok(())
+    }
     fn destroy_event(&mut self, _event: EventHandle) -> Result<(), AclCode> {
         Ok(())
     }
