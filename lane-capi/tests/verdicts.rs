@@ -1,0 +1,235 @@
+//! L-8 through the C ABI, on the fake libascendcl with a real device's semantics (event waits
+//! report completion for faulted, killed and fatal-status runs; only a stream synchronize
+//! materializes the code): twelve runs at depth two, the fault on run 5. A faulted or hung run
+//! is never `OK`; it poisons with the device's code from the device verdict, before the host
+//! deadline, and the run queued behind it is poisoned with run 5 as origin. A latch or a run
+//! that publishes nothing fails only run 5: every other run gets its own `OK`, so no later run
+//! of a slot inherits run 5's status. Each shape runs under each unknown of the hardware the
+//! fake offers as a switch.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Kernels, control};
+use run_lane::*;
+use run_lane_fake_ascendcl::{
+    ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn, Outcome, Semantics,
+};
+
+const KERNEL: Duration = Duration::from_micros(500);
+/// The device op timeout: a hung kernel is killed here, far below the host wait.
+const OP_TIMEOUT_MS: u64 = 200;
+
+static AICPU_EXCEPTION: Kernels = Kernels {
+    kernel: KERNEL,
+    faults: &[(5, ENGINE_AICPU, Outcome::Exception)],
+};
+static AICORE_EXCEPTION: Kernels = Kernels {
+    kernel: KERNEL,
+    faults: &[(5, ENGINE_AICORE, Outcome::Exception)],
+};
+static AICORE_HANG: Kernels = Kernels {
+    kernel: KERNEL,
+    faults: &[(5, ENGINE_AICORE, Outcome::Hang)],
+};
+static AICPU_HANG: Kernels = Kernels {
+    kernel: KERNEL,
+    faults: &[(5, ENGINE_AICPU, Outcome::Hang)],
+};
+static LATCH: Kernels = Kernels {
+    kernel: KERNEL,
+    faults: &[(5, ENGINE_AICPU, Outcome::Latch)],
+};
+static SILENT: Kernels = Kernels {
+    kernel: KERNEL,
+    faults: &[(5, ENGINE_AICPU, Outcome::Silent)],
+};
+
+/// The fake is one per process: this binary's tests take it in turn.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How run 5 must end.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    /// Poisoned with one of these device codes (which one may depend on the switch).
+    Poisoned(&'static [i32]),
+    /// Failed run-only, its line containing this.
+    RunOnly(&'static str),
+}
+
+const CASES: [(&str, &Kernels, Expect); 6] = [
+    (
+        "AICPU exception",
+        &AICPU_EXCEPTION,
+        Expect::Poisoned(&[507_018]),
+    ),
+    (
+        "AICore exception",
+        &AICORE_EXCEPTION,
+        Expect::Poisoned(&[507_015]),
+    ),
+    ("AICore hang", &AICORE_HANG, Expect::Poisoned(&[507_014])),
+    ("AICPU hang", &AICPU_HANG, Expect::Poisoned(&[507_017])),
+    (
+        "SCOPE_DEADLOCK latched",
+        &LATCH,
+        Expect::RunOnly("SCOPE_DEADLOCK"),
+    ),
+    (
+        "nothing published",
+        &SILENT,
+        Expect::RunOnly("no result record"),
+    ),
+];
+
+/// The hardware's unknowns, each as the fake offers it.
+fn switches() -> [(&'static str, Option<Semantics>); 4] {
+    [
+        ("defaults", None),
+        (
+            "a later enqueue on a faulted stream fails",
+            Some(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused)),
+        ),
+        (
+            "an op-timeout kill leaves its code on the partner stream",
+            Some(Semantics::OpTimeoutCodeOn(OpTimeoutCodeOn::PartnerStream)),
+        ),
+        (
+            "an op-timeout kill leaves its code on both streams",
+            Some(Semantics::OpTimeoutCodeOn(OpTimeoutCodeOn::BothStreams)),
+        ),
+    ]
+}
+
+/// Twelve runs through the documented loop on a fresh lane; the outcomes in order.
+fn twelve(kernels: &'static Kernels) -> Vec<RunLaneOutcome> {
+    let mut config = common::fake_config(0, kernels, OP_TIMEOUT_MS);
+    config.completion_timeout_ms = 5_000;
+    let lane = common::create(&config);
+    let mut outcomes = common::documented_loop(lane, |submitted, _| submitted < 12);
+    common::destroy(lane);
+    outcomes.sort_by_key(|o| o.id);
+    outcomes
+}
+
+#[test]
+fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_its_run() {
+    let _serial = serial();
+    let control = control();
+    for (switch, semantics) in switches() {
+        for (case, kernels, expect) in CASES {
+            let _fake = control.session().expect("reset the fake");
+            if let Some(semantics) = semantics {
+                control.set_semantics(semantics).expect("a known switch");
+            }
+            let what = format!("{case}, {switch}");
+            let started = Instant::now();
+            let outcomes = twelve(kernels);
+            assert_eq!(outcomes.len(), 12, "{what}: one outcome per run");
+            let five = &outcomes[4];
+            let line = common::line(five);
+            match expect {
+                Expect::Poisoned(codes) => {
+                    assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
+                    assert_eq!(five.failure_class, RunLaneClass::Poison, "{what}: {line}");
+                    assert!(
+                        five.has_code && codes.contains(&five.code),
+                        "{what}: the device's code: {line}"
+                    );
+                    assert_eq!(five.stage, RunLaneStage::StreamSync, "{what}: {line}");
+                    // Run 6 was launched behind it: taken down, naming run 5.
+                    let six = &outcomes[5];
+                    assert_eq!(
+                        six.verdict,
+                        RunLaneVerdict::Poisoned,
+                        "{what}: {}",
+                        common::line(six)
+                    );
+                    assert_eq!(six.origin, five.id, "{what}");
+                }
+                Expect::RunOnly(says) => {
+                    assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
+                    assert_eq!(five.failure_class, RunLaneClass::RunOnly, "{what}: {line}");
+                    assert!(line.contains(says), "{what}: {line}");
+                }
+            }
+            // A fatal status leaves 507018 on the AICPU stream (device-truth §1); where the
+            // device then refuses later enqueues on it, the next launch fails and poisons (the
+            // lane recovers): those runs get a device verdict, never a borrowed OK.
+            let sticky_refuses = kernels.faults[0].2 == Outcome::Latch
+                && semantics == Some(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused));
+            if sticky_refuses {
+                for outcome in &outcomes[5..11] {
+                    assert!(
+                        outcome.verdict == RunLaneVerdict::Ok
+                            || outcome.failure_class == RunLaneClass::Poison,
+                        "{what}: run {}: {}",
+                        outcome.id,
+                        common::line(outcome)
+                    );
+                }
+                assert_eq!(
+                    outcomes[11].verdict,
+                    RunLaneVerdict::Ok,
+                    "{what}: recovered"
+                );
+                continue;
+            }
+            // Every run before it, and every run after the one it took down, has its own OK.
+            for outcome in outcomes.iter().filter(|o| {
+                o.id < five.id || o.id > five.id + u64::from(matches!(expect, Expect::Poisoned(_)))
+            }) {
+                assert_eq!(
+                    outcome.verdict,
+                    RunLaneVerdict::Ok,
+                    "{what}: run {}: {}",
+                    outcome.id,
+                    common::line(outcome)
+                );
+            }
+            // A hang ends at the device's op timeout, far before the 5 s host deadline.
+            assert!(started.elapsed() < Duration::from_secs(4), "{what}");
+        }
+    }
+}
+
+#[test]
+fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize() {
+    // A runtime without records: every run's streams are synchronized, clean ones are OK.
+    let _serial = serial();
+    let control = control();
+    let _fake = control.session().expect("reset the fake");
+    static NO_RECORDS: Kernels = Kernels {
+        kernel: KERNEL,
+        faults: &[
+            (1, ENGINE_AICPU, Outcome::Silent),
+            (2, ENGINE_AICPU, Outcome::Silent),
+            (3, ENGINE_AICPU, Outcome::Silent),
+            (4, ENGINE_AICPU, Outcome::Silent),
+        ],
+    };
+    let mut config = common::fake_config(0, &NO_RECORDS, OP_TIMEOUT_MS);
+    config.verdict_channel = RunLaneVerdictChannel::StreamSync as u32;
+    let lane = common::create(&config);
+    let outcomes = common::documented_loop(lane, |submitted, _| submitted < 4);
+    common::destroy(lane);
+    for outcome in &outcomes {
+        assert_eq!(
+            outcome.verdict,
+            RunLaneVerdict::Ok,
+            "{}",
+            common::line(outcome)
+        );
+    }
+    assert_eq!(
+        control.counters().expect("counters").queued_launches,
+        0,
+        "depth one"
+    );
+}
