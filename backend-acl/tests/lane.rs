@@ -483,28 +483,3 @@ fn on_device_semantics_a_faulted_or_hung_run_is_never_ok_and_a_latch_fails_only_
         }
     }
 }
-
-#[test]
-fn a_recovery_whose_first_attempt_fails_binds_again_and_its_second_reset_is_accepted() {
-    // L-20: a second force reset with no aclrtSetDevice since the last one is refused (the
-    // fake returns 507007, as ACL does). Attempt 1 resets, then its probe's bind fails; the
-    // lane binds again before attempt 2's reset, which the device accepts.
-    let fake = common::fake();
-    let mut d = driver(&fake, fake.config(), Vec::new());
-    d.runner_mut().faults.push((1, ENGINE_AICPU, Kernel::Exception));
-    // The open bound the lane thread (call 1); the probe of attempt 1 is the next bind.
-    fake.control
-        .fail_call("aclrtSetDevice", 507_899, 0, 1)
-        .unwrap();
-    let reports = run_lane(&mut d, 3);
-    assert!(
-        matches!(verdict(&reports[0]), Verdict::Failed { .. }),
-        "{}",
-        reports[0]
-    );
-    assert!(verdict(&reports[2]).is_ok(), "{}", reports[2]);
-    assert_eq!(d.lane().state(), LaneState::Closed);
-    let c = fake.counters();
-    assert_eq!(c.force_resets, 2, "attempt 1's reset and attempt 2's: {c:#?}");
-    fake.assert_balanced();
-}

@@ -175,3 +175,68 @@ fn a_poison_through_the_service_recovers_and_the_waiter_binds_again_after_the_fo
     let counters = session.control().counters().expect("counters");
     assert!(counters.balanced(), "nothing leaked: {counters:?}");
 }
+
+#[test]
+fn no_force_reset_is_made_while_the_waiter_is_inside_a_wait_that_outlives_the_drain() {
+    // L-20. Run 1's AICore kernel hangs to the 2 s op timeout, the waiter inside its wait;
+    // run 2's AICPU launch is refused meanwhile, which poisons. The drain (50 ms) queues
+    // behind the waiter's wait and the lane thread answers it itself at its bound, long
+    // before the wait returns: the force reset waits for the waiter to leave its call. The
+    // session's drop fails this test if the fake counted a reset under a wait.
+    let session = FakeSession::start().expect("the fake");
+    let profile = FakeTimeouts {
+        completion_ns: 10_000_000_000,
+        device_op_ns: 2_000_000_000,
+        drain_ns: 50_000_000,
+    }
+    .scale(Profile::a2a3())
+    .expect("the fake's timeouts");
+    let device = session.open(profile).expect("the fake device");
+    let runner = FakeRunner::new(
+        Arc::clone(session.control()),
+        profile.header(),
+        1,
+        RunTimes {
+            device_ns: 1_000_000,
+            jitter_ppm: 0,
+        },
+    )
+    .with_plan(RunPlan {
+        faults: vec![
+            (RunSelect::Runs(vec![1]), RunFault::Hang(Engine::Aicore)),
+            (
+                RunSelect::Runs(vec![2]),
+                RunFault::LaunchRefused(
+                    Engine::Aicpu,
+                    lane_core::status_latch::AclCode::RtParamInvalid,
+                ),
+            ),
+        ],
+        ..RunPlan::default()
+    });
+    let lane = spawn(ServiceConfig::new(profile), move || {
+        Ok::<_, String>((device, runner))
+    })
+    .expect("the lane starts");
+    let first = lane.submit(RunRequest::new()).expect("run 1 accepted");
+    thread::sleep(Duration::from_millis(20));
+    let second = lane.submit(RunRequest::new()).expect("run 2 accepted");
+    for run in [first, second] {
+        let outcome = lane.wait(run, GENEROUS).expect("an outcome");
+        assert!(
+            matches!(outcome, Outcome::Run(r) if r.verdict != Verdict::Ok),
+            "{outcome:?}"
+        );
+    }
+    let lines = run_in_turn(&lane, 1);
+    assert!(
+        lines[0].ends_with(": ok"),
+        "the device recovered: {lines:?}"
+    );
+    assert_eq!(
+        session.control().counters().expect("counters").force_resets,
+        1
+    );
+    drop(lane);
+    drop(session);
+}
