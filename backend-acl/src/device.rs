@@ -117,7 +117,9 @@ impl WorkerBinding {
     pub fn bind(&self) -> Result<(), AclCode> {
         // SAFETY: plain value.
         let code = unsafe { self.acl.aclrtSetDevice(self.device_id) };
-        AclCode::from_raw(code).map_or(Ok(()), Err)
+        AclCode::from_raw(code).map_or(Ok(()), Err)?;
+        set_current_device(Some(self.device_id));
+        Ok(())
     }
 
     /// The loaded library, for the runner's own calls on the worker thread.
@@ -227,6 +229,7 @@ impl AclDevice {
         let code = unsafe { acl.aclrtSetDevice(device_id) };
         acl.check("aclrtSetDevice", code)
             .map_err(|source| AclError::SetDevice { device_id, source })?;
+        set_current_device(Some(device_id));
         // The device counts in µs; round up so the timeout is never shorter than asked.
         let timeout_us = device_ns.div_ceil(1_000).max(1);
         let (op_timeout, actual_us) = OpTimeoutLease::take(acl, timeout_us)?;
@@ -265,6 +268,7 @@ impl AclDevice {
         let code = unsafe { acl.aclrtSetDevice(device_id) };
         acl.check("aclrtSetDevice", code)
             .map_err(|source| AclError::SetDevice { device_id, source })?;
+        set_current_device(Some(device_id));
         Ok(profile)
     }
 
@@ -338,7 +342,12 @@ impl AclDevice {
     ///
     /// `aclrtSetDevice`'s code (its message is kept, as for every failure).
     pub fn bind_thread(&mut self) -> Result<(), AclCode> {
-        if self.bound == Some(std::thread::current().id()) {
+        // Bound since the last reset, and no other device bound on this thread since: ACL
+        // keeps one current device per thread, so two devices driven from one thread each
+        // bind again when the other bound last.
+        if self.bound == Some(std::thread::current().id())
+            && current_device() == Some(self.device_id)
+        {
             return Ok(());
         }
         self.set_device()
@@ -442,6 +451,20 @@ impl AclDevice {
         self.message = Some(format!("{call} returned success and a NULL handle"));
         AclCode::from_raw(ACL_ERROR_INTERNAL_ERROR).unwrap_or(AclCode::Unknown(-1))
     }
+}
+
+thread_local! {
+    /// The device this thread bound last through this library (`aclrtSetDevice` makes it the
+    /// thread's one current device), `None` after a force reset of it.
+    static CURRENT_DEVICE: core::cell::Cell<Option<i32>> = const { core::cell::Cell::new(None) };
+}
+
+fn current_device() -> Option<i32> {
+    CURRENT_DEVICE.with(core::cell::Cell::get)
+}
+
+fn set_current_device(device: Option<i32>) {
+    CURRENT_DEVICE.with(|current| current.set(device));
 }
 
 /// What the probe found.
@@ -564,6 +587,7 @@ impl Device for AclDevice {
         let code = unsafe { self.acl.aclrtSetDevice(id) };
         self.check(code)?;
         self.bound = Some(std::thread::current().id());
+        set_current_device(Some(id));
         Ok(())
     }
 
@@ -581,6 +605,9 @@ impl Device for AclDevice {
         // Whatever it returned, every thread must bind again before its next call, and the
         // pinned allocations are forgotten like every other handle: never freed, never touched.
         self.bound = None;
+        if current_device() == Some(id) {
+            set_current_device(None);
+        }
         self.pinned.clear();
         self.resets.fetch_add(1, Ordering::AcqRel);
         self.check(code)

@@ -347,3 +347,34 @@ fn a_reset_of_device_1_under_a_workers_wait_is_counted_as_the_hazard_and_device_
     assert_eq!(control.device(0).counters().unwrap().force_resets, 0);
     assert!(control.total_counters().unwrap().balanced());
 }
+
+#[test]
+fn two_devices_driven_from_one_thread_each_bind_again_after_the_other_bound() {
+    // ACL keeps one current device per thread: device 1's bind switches the thread away
+    // from device 0, so device 0's next call must bind again (keyed by device, not only by
+    // thread), or it would act on device 1's context.
+    let fake = common::fake();
+    let (mut zero, _) = fake.open();
+    let (mut one, _) = AclDevice::open(AclConfig {
+        device_id: 1,
+        ..fake.config()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let on_zero = zero.create_stream().unwrap();
+    let on_one = one.create_stream().unwrap();
+    for id in [0, 1] {
+        assert_eq!(
+            fake.control.device(id).counters().unwrap().streams_created,
+            1,
+            "each device made its own stream"
+        );
+    }
+    zero.destroy_stream(on_zero)
+        .expect("device 0's stream, destroyed on device 0 after device 1 bound");
+    one.destroy_stream(on_one).unwrap();
+    assert!(control_balanced(&fake));
+}
+
+fn control_balanced(fake: &common::Fake) -> bool {
+    fake.control.total_counters().unwrap().balanced()
+}
