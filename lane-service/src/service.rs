@@ -825,6 +825,9 @@ fn decide<D: Device, R: Runner<D>>(
     // bound returns it); one still inside past that bound ignores its timeout, and a reset
     // under it would free what it reads, so the lane ends instead.
     if let Some(effect) = shared.held_reset {
+        // A wait not taken yet never starts: the check and the withdrawal are one step
+        // under the lock, so the waiter cannot take it after the reset.
+        cx.withdraw_wait();
         if !cx.waiter_inside() {
             shared.held_reset = None;
             return Ok(Next::Execute(effect));
@@ -872,9 +875,12 @@ fn decide<D: Device, R: Runner<D>>(
                 shared.hand_wait(cx, wait);
                 continue;
             }
-            if matches!(effect, Effect::ForceReset { .. }) && cx.waiter_inside() {
-                shared.held_reset = Some(effect);
-                return Ok(Next::Sleep(Some(shared.waiter_bound)));
+            if matches!(effect, Effect::ForceReset { .. }) {
+                cx.withdraw_wait();
+                if cx.waiter_inside() {
+                    shared.held_reset = Some(effect);
+                    return Ok(Next::Sleep(Some(shared.waiter_bound)));
+                }
             }
             if matches!(effect, Effect::AwaitCompletion { .. }) {
                 // Only notes the run the executor awaits (no device call): done in this step,

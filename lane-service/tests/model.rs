@@ -20,7 +20,9 @@
 //! thread sleeps on an answered job), a hand-off of a wait without notifying `waits` (the
 //! waiter sleeps on a wait), a waiter's answer that does not set the work flag (the lane
 //! thread sleeps on the answered wait), and a loss that does not notify `waits` (the waiter
-//! never ends).
+//! never ends). And L-20: a force reset that ignores whether the waiter is inside its call,
+//! or leaves a wait the waiter has not taken yet to be taken after it, is a reset under a
+//! wait.
 
 /// The facade `mailbox.rs` is written against, over loom's primitives.
 mod sync {
@@ -57,6 +59,7 @@ mod mailbox;
 
 use lane_service::{LostCause, WaitError};
 use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use mailbox::{Delivers, Mailbox};
 use std::collections::VecDeque;
@@ -231,6 +234,50 @@ fn worker(mailbox: &Mailbox<Toy>) -> usize {
 fn spawn_worker(mailbox: &Arc<Mailbox<Toy>>) -> thread::JoinHandle<usize> {
     let mailbox = Arc::clone(mailbox);
     thread::spawn(move || worker(&mailbox))
+}
+
+/// The lane thread of a recovery (L-20): hands one wait to the waiter, then, without waiting
+/// for its answer (the run it was for was abandoned), makes a "force reset" as soon as the
+/// waiter is out of its device call, taking back a wait the waiter has not taken (it polls
+/// the mailbox, as the service's lane thread does when woken by its bound); the reset
+/// asserts the waiter is not inside its call. Then the lane ends (a loss ends the waiter).
+fn lane_thread_resetting(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
+    loop {
+        let Ok(reset) = mailbox.step(|toy, cx| {
+            if toy.awaiting.is_none() {
+                toy.awaiting = Some(1);
+                cx.hand_wait(1, 1);
+                return false;
+            }
+            // Its answer, if any, is dropped: nobody asks for it any more.
+            let _ = cx.waited();
+            cx.withdraw_wait();
+            !cx.waiter_inside()
+        }) else {
+            return;
+        };
+        if reset {
+            assert!(
+                !in_call.load(Ordering::SeqCst),
+                "a force reset under a wait"
+            );
+            mailbox.lose(LostCause::new("the lane thread ended"));
+            return;
+        }
+        // Not asleep on the mailbox: the service's lane thread wakes at its bound or for a
+        // command while the waiter is still inside its call.
+        thread::yield_now();
+    }
+}
+
+/// A completion waiter that marks the time it is inside its device call.
+fn marking_waiter(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
+    while let Some((ticket, wait)) = mailbox.take_wait() {
+        in_call.store(true, Ordering::SeqCst);
+        thread::yield_now();
+        in_call.store(false, Ordering::SeqCst);
+        mailbox.give_waited(ticket, wait);
+    }
 }
 
 fn model(scenario: impl Fn() + Sync + Send + 'static) {
@@ -474,5 +521,24 @@ fn the_lane_s_loss_ends_an_idle_waiter_and_drops_a_late_answer() {
         assert_eq!(waiter.join().expect("the waiter"), 0);
         // An answer given after the loss is dropped, never a hang.
         mailbox.give_waited(1, 1);
+    });
+}
+
+#[test]
+fn a_force_reset_is_made_only_once_the_waiter_is_out_of_its_call_and_never_lost() {
+    model(|| {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let in_call = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (mailbox, in_call) = (Arc::clone(&mailbox), Arc::clone(&in_call));
+            thread::spawn(move || marking_waiter(&mailbox, &in_call))
+        };
+        let lane = {
+            let (mailbox, in_call) = (Arc::clone(&mailbox), Arc::clone(&in_call));
+            thread::spawn(move || lane_thread_resetting(&mailbox, &in_call))
+        };
+        lane.join()
+            .expect("the lane thread reset, never under a wait");
+        waiter.join().expect("the waiter ended with the loss");
     });
 }

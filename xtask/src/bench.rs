@@ -86,8 +86,8 @@ const MICRO: [MicroBench; 7] = [
     MicroBench {
         package: "lane-core",
         bench: "lane",
-        path: "lane::full_run_cycle::a5",
-        measures: "the same on a5 (launch depth one)",
+        path: "lane::full_run_cycle::depth-one",
+        measures: "the same at launch depth one",
         target_ns: Some(250.0),
     },
 ];
@@ -1295,7 +1295,7 @@ mod tests {
 lane                                     fastest       │ slowest       │ median        │ mean          │ samples │ iters
 ├─ full_run_cycle                                      │               │               │               │         │
 │  ├─ a2a3                               500.4 ns      │ 8.044 µs      │ 660.9 ns      │ 761.8 ns      │ 100     │ 100
-│  ╰─ a5                                 304.9 ns      │ 1.685 µs      │ 1.5 µs        │ 623.6 ns      │ 100     │ 400
+│  ╰─ depth-one                          304.9 ns      │ 1.685 µs      │ 1.5 µs        │ 623.6 ns      │ 100     │ 400
 ╰─ full_run_cycle_with_invariant_checks  570.4 ns      │ 2.123 µs      │ 750.4 ns      │ 751.3 ns      │ 100     │ 100
 Timer precision: 20 ns
 ";
@@ -1303,7 +1303,7 @@ Timer precision: 20 ns
             parse_divan(text),
             [
                 ("lane::full_run_cycle::a2a3".to_owned(), 660.9),
-                ("lane::full_run_cycle::a5".to_owned(), 1_500.0),
+                ("lane::full_run_cycle::depth-one".to_owned(), 1_500.0),
                 (
                     "lane::full_run_cycle_with_invariant_checks".to_owned(),
                     750.4
