@@ -76,7 +76,17 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_the_prede
 
 /// A lane on the fake through the service, running `plan`, with runs of `device_ns`.
 fn lane_on_fake(session: &FakeSession, plan: RunPlan, device_ns: u64) -> LaneHandle {
-    let profile = FakeTimeouts::default()
+    lane_on_fake_with(session, plan, device_ns, FakeTimeouts::default())
+}
+
+/// As [`lane_on_fake`], with these timeouts.
+fn lane_on_fake_with(
+    session: &FakeSession,
+    plan: RunPlan,
+    device_ns: u64,
+    timeouts: FakeTimeouts,
+) -> LaneHandle {
+    let profile = timeouts
         .scale(Profile::a2a3())
         .expect("the fake's timeouts");
     let device = session.open(profile).expect("the fake device");
@@ -184,24 +194,7 @@ fn no_force_reset_is_made_while_the_waiter_is_inside_a_wait_that_outlives_the_dr
     // before the wait returns: the force reset waits for the waiter to leave its call. The
     // session's drop fails this test if the fake counted a reset under a wait.
     let session = FakeSession::start().expect("the fake");
-    let profile = FakeTimeouts {
-        completion_ns: 10_000_000_000,
-        device_op_ns: 2_000_000_000,
-        drain_ns: 50_000_000,
-    }
-    .scale(Profile::a2a3())
-    .expect("the fake's timeouts");
-    let device = session.open(profile).expect("the fake device");
-    let runner = FakeRunner::new(
-        Arc::clone(session.control()),
-        profile.header(),
-        1,
-        RunTimes {
-            device_ns: 1_000_000,
-            jitter_ppm: 0,
-        },
-    )
-    .with_plan(RunPlan {
+    let plan = RunPlan {
         faults: vec![
             (RunSelect::Runs(vec![1]), RunFault::Hang(Engine::Aicore)),
             (
@@ -213,11 +206,13 @@ fn no_force_reset_is_made_while_the_waiter_is_inside_a_wait_that_outlives_the_dr
             ),
         ],
         ..RunPlan::default()
-    });
-    let lane = spawn(ServiceConfig::new(profile), move || {
-        Ok::<_, String>((device, runner))
-    })
-    .expect("the lane starts");
+    };
+    let timeouts = FakeTimeouts {
+        completion_ns: 10_000_000_000,
+        device_op_ns: 2_000_000_000,
+        drain_ns: 50_000_000,
+    };
+    let lane = lane_on_fake_with(&session, plan, 1_000_000, timeouts);
     let first = lane.submit(RunRequest::new()).expect("run 1 accepted");
     thread::sleep(Duration::from_millis(20));
     let second = lane.submit(RunRequest::new()).expect("run 2 accepted");
