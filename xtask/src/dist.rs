@@ -5,9 +5,14 @@
 //!
 //! ```text
 //! include/run_lane.h
-//! lib/librun_lane.a
-//! lib/librun_lane.so.<N>            soname librun_lane.so.<N> (lane-capi/build.rs)
+//! lib/librun_lane.a                 debug sections stripped
+//! lib/librun_lane.so.<N>            soname librun_lane.so.<N> (lane-capi/build.rs); debug
+//!                                   sections stripped, .gnu_debuglink librun_lane.so.<N>.debug
 //! lib/librun_lane.so -> librun_lane.so.<N>
+//! lib/.debug/librun_lane.so.<N>.debug   the shared library's debug information (gdb looks in
+//!                                       the library's `.debug/` folder for the debuglink)
+//! lib/.debug/librun_lane.a          the static library unstripped, to link by path (or with
+//!                                   `-L lib/.debug`) when the binary should carry symbols
 //! lib/pkgconfig/run_lane.pc         Version <N>; Libs.private from rustc's native-static-libs
 //! lib/cmake/RunLane/RunLaneConfig.cmake          RunLane::run_lane, RunLane::run_lane_static
 //! lib/cmake/RunLane/RunLaneConfigVersion.cmake   version <N>, SameMajorVersion
@@ -19,10 +24,18 @@
 //! major, so `find_package(RunLane N)` and `pkg-config 'run_lane = N'` accept exactly the
 //! ABI a runner was written for.
 //!
+//! Release keeps `debug = 1`, so the built libraries are mostly DWARF; the installed copies
+//! are stripped with binutils' objcopy (`--strip-debug`: the symbol tables stay, so
+//! backtraces still name functions) and the debug information is kept, zlib-compressed, in
+//! `lib/.debug/`. Without objcopy dist fails, naming the package: it never installs the
+//! libraries unstripped.
+//!
 //! `--check` installs into a temporary prefix, then builds the C++ example three ways (CMake
 //! with each target, pkg-config with the shared library), runs each binary on the simulator
 //! and on the fake libascendcl, checks that CMake refuses another major, and removes the
-//! prefix. It needs cmake, pkg-config, make and readelf; `cargo test` needs none of them.
+//! prefix; it also checks that the installed libraries carry no `.debug_info`, that their
+//! debug files do, and that the shared library's `.gnu_debuglink` names its debug file. It
+//! needs cmake, pkg-config, make, readelf and objcopy; `cargo test` needs none of them.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -43,6 +56,11 @@ const EXAMPLES: &str = "lane-capi/examples";
 const STATICLIB: &str = "librun_lane.a";
 const CDYLIB: &str = "librun_lane.so";
 const FAKE_CDYLIB: &str = "librun_lane_fake_ascendcl.so";
+/// The folder of `lib/` that holds the libraries' debug information: gdb looks for a
+/// `.gnu_debuglink` file name beside the library and in this folder beside it.
+const DEBUG_DIR: &str = ".debug";
+/// The Debian package with objcopy and readelf.
+const BINUTILS: &str = "binutils";
 /// The line a passing example prints last.
 const EXAMPLE_OK: &str = "onboard runner: ok\n";
 
@@ -59,6 +77,7 @@ enum Mode {
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     match parse(args)? {
         Mode::Install(prefix) => {
+            require_objcopy()?;
             let prefix = prepare_prefix(&prefix)?;
             let built = build_release()?;
             let tree = install(&prefix, &built)?;
@@ -421,6 +440,101 @@ fn remove_existing(path: &Path) -> Result<(), String> {
     }
 }
 
+/// Fails, naming the package, when objcopy is missing: dist never installs unstripped.
+fn require_objcopy() -> Result<(), String> {
+    let found = Command::new("objcopy")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "dist: objcopy was not found; it strips the installed libraries (their debug \
+             information goes to lib/{DEBUG_DIR}/). Install {BINUTILS} (e.g. `apt-get install \
+             -y {BINUTILS}`)"
+        ))
+    }
+}
+
+/// Runs a binutils tool; the error names the command and its output, or the package when
+/// the tool is missing.
+fn binutils(command: &mut Command) -> Result<Output, String> {
+    let output = command.output().map_err(|e| {
+        format!(
+            "dist: could not run {:?} ({BINUTILS}; e.g. `apt-get install -y {BINUTILS}`): {e}",
+            command.get_program()
+        )
+    })?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(format!(
+            "dist: `{}` failed ({}): {}",
+            describe(command),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// `objcopy FLAGS FROM TO`, replacing (not overwriting in place) what is at `to`.
+fn objcopy(flags: &[String], from: &Path, to: &Path) -> Result<(), String> {
+    remove_existing(to)?;
+    binutils(Command::new("objcopy").args(flags).arg(from).arg(to)).map(drop)
+}
+
+/// The debug file of the installed library `name`, in `lib`: `.debug/<name>.debug` for the
+/// shared library (its `.gnu_debuglink`), `.debug/<name>` (an unstripped, linkable copy) for
+/// the static one.
+fn debug_file(lib: &Path, name: &str) -> PathBuf {
+    let debug = lib.join(DEBUG_DIR);
+    if name == STATICLIB {
+        debug.join(name)
+    } else {
+        debug.join(format!("{name}.debug"))
+    }
+}
+
+/// Installs the shared library `from` as `lib/<name>` without its debug sections, which go
+/// (compressed) to its debug file; the installed copy's `.gnu_debuglink` names that file, so
+/// gdb finds it in `lib/.debug/`.
+fn install_shared(from: &Path, lib: &Path, name: &str) -> Result<(), String> {
+    let debug = debug_file(lib, name);
+    objcopy(
+        &[
+            "--only-keep-debug".to_owned(),
+            "--compress-debug-sections=zlib".to_owned(),
+        ],
+        from,
+        &debug,
+    )?;
+    // Only the file name is recorded (with the debug file's CRC), so the tree may be moved.
+    objcopy(
+        &[
+            "--strip-debug".to_owned(),
+            format!("--add-gnu-debuglink={}", debug.display()),
+        ],
+        from,
+        &lib.join(name),
+    )
+}
+
+/// Installs the static library `from` as `lib/<name>` without its debug sections, and an
+/// unstripped copy (debug sections compressed, which the linkers read) as its debug file: a
+/// statically linked binary carries its own debug information, so there is no debuglink to
+/// follow, and a runner that wants the lane's symbols links that copy instead.
+fn install_static(from: &Path, lib: &Path, name: &str) -> Result<(), String> {
+    objcopy(
+        &["--compress-debug-sections=zlib".to_owned()],
+        from,
+        &debug_file(lib, name),
+    )?;
+    objcopy(&["--strip-debug".to_owned()], from, &lib.join(name))
+}
+
 /// `librun_lane.so -> librun_lane.so.<N>` in `lib`.
 #[cfg(unix)]
 fn link_shared(lib: &Path, major: u32) -> Result<(), String> {
@@ -472,12 +586,12 @@ fn install(prefix: &Path, built: &Built) -> Result<Tree, String> {
     let lib = prefix.join("lib");
     let pkgconfig = lib.join("pkgconfig");
     let cmake = lib.join("cmake/RunLane");
-    for dir in [&include, &lib, &pkgconfig, &cmake] {
+    for dir in [&include, &lib, &lib.join(DEBUG_DIR), &pkgconfig, &cmake] {
         create_dir(dir)?;
     }
     install_file(&header_path, &include.join("run_lane.h"))?;
-    install_file(&built.staticlib, &lib.join(STATICLIB))?;
-    install_file(&built.cdylib, &lib.join(soname(major)))?;
+    install_static(&built.staticlib, &lib, STATICLIB)?;
+    install_shared(&built.cdylib, &lib, &soname(major))?;
     link_shared(&lib, major)?;
     install_text(
         &pkg_config_file(&prefix_text, major, &built.native_static_libs),
@@ -533,12 +647,13 @@ const TOOLS: &[(&str, &str)] = &[
     ("cmake", "cmake"),
     ("pkg-config", "pkg-config"),
     ("make", "make"),
-    ("readelf", "binutils"),
+    ("readelf", BINUTILS),
+    ("objcopy", BINUTILS),
 ];
 
 /// Fails, naming the packages, when a tool the check needs is missing.
 fn check_tools() -> Result<(), String> {
-    let missing: Vec<&str> = TOOLS
+    let mut missing: Vec<&str> = TOOLS
         .iter()
         .filter(|(tool, _)| {
             Command::new(tool)
@@ -550,6 +665,8 @@ fn check_tools() -> Result<(), String> {
         })
         .map(|(_, package)| *package)
         .collect();
+    // readelf and objcopy are both binutils (adjacent in TOOLS).
+    missing.dedup();
     if missing.is_empty() {
         Ok(())
     } else {
@@ -595,6 +712,7 @@ fn check_in(scratch: &Path) -> Result<(), String> {
         prefix.display(),
         soname(major)
     );
+    check_stripped(&prefix.join("lib"), major)?;
 
     let examples = project_root().join(EXAMPLES);
     let mut consumers = Vec::new();
@@ -643,6 +761,84 @@ fn check_in(scratch: &Path) -> Result<(), String> {
     }
 
     refuse_other_majors(scratch, prefix, major)
+}
+
+/// The installed libraries carry no `.debug_info`, their debug files do, and the shared
+/// library's `.gnu_debuglink` names its debug file (which gdb then finds in `lib/.debug/`).
+fn check_stripped(lib: &Path, major: u32) -> Result<(), String> {
+    let step_name = "debug information";
+    for name in [soname(major), STATICLIB.to_owned()] {
+        let installed = lib.join(&name);
+        let debug = debug_file(lib, &name);
+        if section_names(&installed)?
+            .iter()
+            .any(|s| s == ".debug_info")
+        {
+            return Err(format!(
+                "dist --check: step `{step_name}`: {} has a .debug_info section; it should be \
+                 stripped",
+                installed.display()
+            ));
+        }
+        if !section_names(&debug)?.iter().any(|s| s == ".debug_info") {
+            return Err(format!(
+                "dist --check: step `{step_name}`: {} has no .debug_info section",
+                debug.display()
+            ));
+        }
+        println!(
+            "dist --check: {name}: stripped, debug information in {}",
+            debug.display()
+        );
+    }
+    let shared = lib.join(soname(major));
+    let output = binutils(
+        Command::new("readelf")
+            .args(["-W", "-p", ".gnu_debuglink"])
+            .arg(&shared),
+    )?;
+    let link = first_string(&String::from_utf8_lossy(&output.stdout));
+    let want = format!("{}.debug", soname(major));
+    if link.as_deref() != Some(want.as_str()) {
+        return Err(format!(
+            "dist --check: step `{step_name}`: {}'s .gnu_debuglink names {}, want {want}",
+            shared.display(),
+            link.as_deref().unwrap_or("nothing (no such section)")
+        ));
+    }
+    println!("dist --check: {}: .gnu_debuglink {want}: ok", soname(major));
+    Ok(())
+}
+
+/// The section names of `readelf -S -W` output (of every member, for an archive).
+fn parse_section_names(readelf: &str) -> Vec<String> {
+    readelf
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix('['))
+        .filter_map(|rest| rest.split_once(']'))
+        .filter(|(index, _)| index.trim().parse::<u32>().is_ok())
+        .filter_map(|(_, rest)| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `readelf -S -W FILE`'s section names.
+fn section_names(file: &Path) -> Result<Vec<String>, String> {
+    let output = binutils(Command::new("readelf").args(["-S", "-W"]).arg(file))?;
+    Ok(parse_section_names(&String::from_utf8_lossy(
+        &output.stdout,
+    )))
+}
+
+/// The string at offset 0 of `readelf -p SECTION` output: for `.gnu_debuglink`, the debug
+/// file's name (the CRC follows it, after its NUL).
+fn first_string(readelf: &str) -> Option<String> {
+    readelf
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix('['))
+        .filter_map(|rest| rest.split_once(']'))
+        .find(|(offset, _)| offset.trim() == "0")
+        .map(|(_, name)| name.trim().to_owned())
 }
 
 /// Builds the example with `pkg-config --cflags --libs run_lane` (the shared library; an
@@ -852,6 +1048,45 @@ Dynamic section at offset 0x1 contains 3 entries:
             }
         );
         assert_eq!(parse_dynamic(""), Dynamic::default());
+    }
+
+    #[test]
+    fn readelf_output_gives_the_section_names_and_the_debuglink() {
+        let sections = "\
+File: librun_lane.a(a.o)
+There are 4 section headers, starting at offset 0x1:
+
+Section Headers:
+  [Nr] Name              Type            Address          Off    Size   ES Flg Lk Inf Al
+  [ 0]                   NULL            0000000000000000 000000 000000 00      0   0  0
+  [ 1] .text             PROGBITS        0000000000000000 000040 000010 00  AX  0   0 16
+  [ 2] .debug_info       PROGBITS        0000000000000000 000050 000020 00   C  0   0  1
+Key to Flags:
+  W (write), A (alloc), X (execute), M (merge), S (strings), I (info),
+";
+        let names = parse_section_names(sections);
+        assert_eq!(names, ["NULL", ".text", ".debug_info"]);
+        assert!(parse_section_names("").is_empty());
+
+        let dump = "\nString dump of section '.gnu_debuglink':\n  [     0]  librun_lane.so.3.debug\n  [    18]  Z!x\n\n";
+        assert_eq!(
+            first_string(dump),
+            Some("librun_lane.so.3.debug".to_owned())
+        );
+        assert_eq!(first_string("readelf: Warning: no section\n"), None);
+    }
+
+    #[test]
+    fn the_debug_files_lie_in_libs_debug_folder() {
+        let lib = Path::new("/opt/lane/lib");
+        assert_eq!(
+            debug_file(lib, &soname(3)),
+            Path::new("/opt/lane/lib/.debug/librun_lane.so.3.debug")
+        );
+        assert_eq!(
+            debug_file(lib, STATICLIB),
+            Path::new("/opt/lane/lib/.debug/librun_lane.a")
+        );
     }
 
     #[test]

@@ -46,11 +46,13 @@ Commands:
   dist --prefix DIR  install the C ABI (release build) for C++ consumers: include/run_lane.h,
                      lib/librun_lane.a, lib/librun_lane.so.<ABI> (its soname) and the librun_lane.so
                      link, lib/pkgconfig/run_lane.pc, lib/cmake/RunLane/ (RunLane::run_lane,
-                     RunLane::run_lane_static; version = ABI major) (docs/embedding.md)
+                     RunLane::run_lane_static; version = ABI major); the libraries stripped
+                     by objcopy, their debug information in lib/.debug/ (docs/embedding.md)
   dist --check       install into a temporary prefix, build the C++ example from it with CMake
                      (shared, static) and pkg-config (shared), run each on the simulator and the
-                     fake libascendcl, check another ABI major is refused, clean up (CI runs it;
-                     needs cmake, pkg-config, make, readelf)
+                     fake libascendcl, check the libraries are stripped and their debug files
+                     not, check another ABI major is refused, clean up (CI runs it; needs cmake,
+                     pkg-config, make, readelf, objcopy)
   explore [--runs N] [--publications N] [--reservations] [--pair-owners N] [--pair-handles N]
           [--pair-publications N] [--pair-abandons N]
                      the exhaustive explorer with bigger bounds than `cargo test` (release build):
