@@ -61,6 +61,9 @@ pub enum RunFault {
     Hang(Engine),
     /// The scheduler exits cleanly with this latch in the status header.
     Latch(Latched),
+    /// The scheduler exits cleanly but publishes no result record (it left its normal path
+    /// while its streams stay clean).
+    Silent,
     /// Copy-back fails with this code.
     CopyBack(AclCode),
     /// Host validation of the output fails.
@@ -294,6 +297,9 @@ impl FakeRunner {
             RunFault::Hang(e) if e == engine => Some(Armed::Kernel(KernelOutcome::Hang, None)),
             RunFault::Latch(latched) if engine == Engine::Aicpu => {
                 Some(Armed::Kernel(KernelOutcome::Latch, Some(latched)))
+            }
+            RunFault::Silent if engine == Engine::Aicpu => {
+                Some(Armed::Kernel(KernelOutcome::Silent, None))
             }
             _ => None,
         });

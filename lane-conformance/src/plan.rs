@@ -151,6 +151,8 @@ impl FakePlan {
                 ));
             }
             (FaultKind::Hang, _) => RunFault::Hang(Engine::Aicore),
+            (FaultKind::HangAicpu, _) => RunFault::Hang(Engine::Aicpu),
+            (FaultKind::Silent, _) => RunFault::Silent,
             (FaultKind::Stuck, _) => {
                 return Err(none(
                     "the fake's kernels always end at the device op timeout backend-acl programs",

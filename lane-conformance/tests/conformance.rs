@@ -145,6 +145,8 @@ fn the_runners_own_faults_and_the_rarer_device_faults_end_the_same_on_both_backe
         "[workload]\nruns = 4\n[[fault]]\nkind = \"exception\"\ncode = \"ACL_ERROR_RT_AICPU_EXCEPTION\"\nruns = [2]\n",
         "[workload]\nruns = 3\n[[fault]]\nkind = \"stream-create\"\ncode = 207008\nalways = true\n",
         "[workload]\nruns = 3\n[[fault]]\nkind = \"latch\"\ncode = \"HEAP_RING_DEADLOCK\"\nalways = true\n",
+        "[workload]\nruns = 4\n[[fault]]\nkind = \"exception\"\ncode = \"ACL_ERROR_RT_AICORE_EXCEPTION\"\nruns = [2]\n",
+        "[workload]\nruns = 4\n[[fault]]\nkind = \"latch\"\ncode = \"SCOPE_DEADLOCK\"\nruns = [1]\n",
     ];
     for (i, case) in cases.iter().enumerate() {
         let text = format!("name = \"case {i}\"\n{case}");
