@@ -17,7 +17,8 @@ use run_lane_fake_ascendcl::{
     ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn, Outcome, Semantics,
 };
 
-const KERNEL: Duration = Duration::from_micros(500);
+/// Long enough that the documented loop submits run 6 while run 5 executes, on a loaded machine.
+const KERNEL: Duration = Duration::from_millis(3);
 /// The device op timeout: a hung kernel is killed here, far below the host wait.
 const OP_TIMEOUT_MS: u64 = 200;
 
@@ -134,7 +135,37 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
             assert_eq!(outcomes.len(), 12, "{what}: one outcome per run");
             let five = &outcomes[4];
             let line = common::line(five);
+            // A fatal status leaves 507018 on the AICPU stream (device-truth §1); where the
+            // device then refuses later enqueues on it, a launch that reaches the stream after
+            // run 5's kernel ended fails and poisons (the lane recovers): those runs get a
+            // device verdict, never a borrowed OK.
+            let refuses =
+                semantics == Some(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused));
+            let sticky_refuses = kernels.faults[0].2 == Outcome::Latch && refuses;
+            // Whether run 6's launch reaches a stream before or after run 5's kernel faults or
+            // latches it is a race of the host against the device. Where the device refuses
+            // an enqueue on a faulted stream and the launch comes after, the lane learns of a
+            // poison (run 6's refused launch) while run 5 is still in flight, and L-10 takes
+            // run 5 down with it: nothing of run 5 is read on a poisoned device.
+            let taken_down_by_six =
+                refuses && five.verdict == RunLaneVerdict::Poisoned && five.origin == five.id + 1;
+            if taken_down_by_six {
+                let six = &outcomes[5];
+                let six_line = common::line(six);
+                assert_eq!(six.verdict, RunLaneVerdict::Failed, "{what}: {six_line}");
+                assert_eq!(
+                    six.failure_class,
+                    RunLaneClass::Poison,
+                    "{what}: {six_line}"
+                );
+                assert!(
+                    six.has_code && six.code == 507_899,
+                    "{what}: the refused enqueue's code: {six_line}"
+                );
+                assert!(line.contains("run 6"), "{what}: names its origin: {line}");
+            }
             match expect {
+                _ if taken_down_by_six => {}
                 Expect::Poisoned(codes) => {
                     assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
                     assert_eq!(five.failure_class, RunLaneClass::Poison, "{what}: {line}");
@@ -159,11 +190,6 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
                     assert!(line.contains(says), "{what}: {line}");
                 }
             }
-            // A fatal status leaves 507018 on the AICPU stream (device-truth §1); where the
-            // device then refuses later enqueues on it, the next launch fails and poisons (the
-            // lane recovers): those runs get a device verdict, never a borrowed OK.
-            let sticky_refuses = kernels.faults[0].2 == Outcome::Latch
-                && semantics == Some(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused));
             if sticky_refuses {
                 for outcome in &outcomes[5..11] {
                     assert!(
