@@ -839,10 +839,14 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
                     return Ok(Some(id.0));
                 }
                 Err(SubmitError::Full { .. }) => self.turn("submit was refused as full")?,
-                Err(SubmitError::Poisoned { .. }) => {
+                Err(SubmitError::Poisoned { .. } | SubmitError::Suspect { .. }) => {
                     self.turn("submit was refused while recovering")?;
                 }
-                Err(SubmitError::Lost { .. } | SubmitError::Closed) => return Ok(None),
+                Err(
+                    SubmitError::Lost { .. }
+                    | SubmitError::LostAfterNotice { .. }
+                    | SubmitError::Closed,
+                ) => return Ok(None),
                 Err(e @ (SubmitError::StaleLease { .. } | SubmitError::DuplicateRun { .. })) => {
                     return Err(
                         self.failed(Failure::Stuck(format!("a plain submit was refused: {e}")))
@@ -862,10 +866,14 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
                     return Ok(true);
                 }
                 Err(PublishError::Full) => self.turn("publish was refused as full")?,
-                Err(PublishError::Poisoned { .. }) => {
+                Err(PublishError::Poisoned { .. } | PublishError::Suspect { .. }) => {
                     self.turn("publish was refused while recovering")?;
                 }
-                Err(PublishError::Lost { .. } | PublishError::Closed) => return Ok(false),
+                Err(
+                    PublishError::Lost { .. }
+                    | PublishError::LostAfterNotice { .. }
+                    | PublishError::Closed,
+                ) => return Ok(false),
             }
         }
     }

@@ -4,6 +4,7 @@ use thiserror::Error;
 
 use crate::ids::{Lease, PublicationId, RunId, SlotId, Tag};
 use crate::lane::PoisonRecord;
+use crate::notice::FaultNotice;
 use crate::outcome::Cause;
 use crate::run::{Refusal, RunInput, RunPhase};
 use crate::state::LaneState;
@@ -38,6 +39,23 @@ pub enum SubmitError {
         origin: RunId,
         /// Its cause.
         cause: Cause,
+    },
+    /// A device fault notice named this lane's device and stream (L-19): the lane lets its
+    /// launched runs finish, then recovers the device.
+    #[error(
+        "the device is suspect after a {notice}; the lane recovers it once its launched runs have their verdicts: submit again once recovery is confirmed"
+    )]
+    Suspect {
+        /// The notice.
+        notice: FaultNotice,
+    },
+    /// Recovery after a fault notice failed every attempt.
+    #[error(
+        "the lane is lost: after a {notice}, no recovery attempt proved the device usable; reset the device outside the lane and create a new lane"
+    )]
+    LostAfterNotice {
+        /// The notice.
+        notice: FaultNotice,
     },
     /// The request carried a lease that is not a live reservation.
     #[error(
@@ -82,6 +100,23 @@ pub enum PublishError {
         /// Its cause.
         cause: Cause,
     },
+    /// A device fault notice named this lane's device and stream (L-19): the lane lets its
+    /// launched runs finish, then recovers the device.
+    #[error(
+        "the device is suspect after a {notice}; the lane recovers it once its launched runs have their verdicts: publish again once recovery is confirmed"
+    )]
+    Suspect {
+        /// The notice.
+        notice: FaultNotice,
+    },
+    /// Recovery after a fault notice failed every attempt.
+    #[error(
+        "the lane is lost: after a {notice}, no recovery attempt proved the device usable; reset the device outside the lane and create a new lane"
+    )]
+    LostAfterNotice {
+        /// The notice.
+        notice: FaultNotice,
+    },
 }
 
 /// Why the lane refuses new work, whatever the command: the one mapping from a lane-level
@@ -94,6 +129,10 @@ pub(crate) enum Refused {
     Poisoned(PoisonRecord),
     /// Lost after this poison.
     Lost(PoisonRecord),
+    /// Suspect, or recovering, after this notice.
+    Suspect(FaultNotice),
+    /// Lost after this notice.
+    LostAfterNotice(FaultNotice),
 }
 
 impl From<Refused> for SubmitError {
@@ -102,6 +141,8 @@ impl From<Refused> for SubmitError {
             Refused::Closed => Self::Closed,
             Refused::Poisoned(PoisonRecord { origin, cause }) => Self::Poisoned { origin, cause },
             Refused::Lost(PoisonRecord { origin, cause }) => Self::Lost { origin, cause },
+            Refused::Suspect(notice) => Self::Suspect { notice },
+            Refused::LostAfterNotice(notice) => Self::LostAfterNotice { notice },
         }
     }
 }
@@ -112,6 +153,8 @@ impl From<Refused> for PublishError {
             Refused::Closed => Self::Closed,
             Refused::Poisoned(PoisonRecord { origin, cause }) => Self::Poisoned { origin, cause },
             Refused::Lost(PoisonRecord { origin, cause }) => Self::Lost { origin, cause },
+            Refused::Suspect(notice) => Self::Suspect { notice },
+            Refused::LostAfterNotice(notice) => Self::LostAfterNotice { notice },
         }
     }
 }
@@ -315,9 +358,17 @@ pub enum InvariantViolation {
     /// A run is live while the device is being recovered or is lost.
     #[error("lane invariant broken: a run is live while the device is being recovered or lost")]
     LiveRunWhileRecovering,
-    /// Recovering or lost without a poison record.
-    #[error("lane invariant broken: recovering or lost without a poison record")]
+    /// Suspect, recovering or lost without the poison or fault notice that caused it.
+    #[error("lane invariant broken: suspect, recovering or lost without a poison or notice record")]
     RecoveringWithoutPoison,
+    /// A prepare or launch was queued while the device is suspect (L-19).
+    #[error(
+        "lane invariant broken: {effect} queued while the device is suspect after a fault notice"
+    )]
+    StartWhileSuspect {
+        /// The effect's name.
+        effect: &'static str,
+    },
     /// Closed (or releasing streams) with items pending.
     #[error("lane invariant broken: closed with items pending")]
     ClosedWithItems,

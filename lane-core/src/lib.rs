@@ -61,6 +61,7 @@ mod error;
 mod event;
 mod ids;
 mod lane;
+mod notice;
 mod outcome;
 mod profile;
 pub mod publication;
@@ -80,6 +81,7 @@ pub use lane::{
     CloseReport, Fingerprint, Lane, PoisonRecord, RunRequest, StreamsLeft, TEARDOWN_ATTEMPTS,
     TeardownFailure,
 };
+pub use notice::FaultNotice;
 pub use outcome::{
     Cause, Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict, WithDetail,
 };

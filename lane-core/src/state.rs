@@ -35,6 +35,13 @@ pub enum AfterRecovery {
 pub enum LaneState {
     /// Accepting runs and publications.
     Open,
+    /// A device fault notice named this lane's device and stream (L-19): nothing new is
+    /// admitted, prepared or launched; launched runs get their own verdicts, then recovery
+    /// starts.
+    Suspect {
+        /// What follows a confirmed recovery.
+        then: AfterRecovery,
+    },
     /// A run poisoned the device: every live item has its verdict, handles are abandoned,
     /// and recovery runs. Submissions are refused until it is confirmed.
     Recovering {
@@ -83,6 +90,10 @@ pub enum LaneInput {
     ProbeFailed,
     /// Every accepted item has its outcome.
     Idle,
+    /// A device fault notice named this lane's device and one of its streams (L-19).
+    FaultNotice,
+    /// Suspect, and every run that launched has its verdict: recovery can start.
+    LaunchedDone,
     /// Every stream of the pair is destroyed (or none was live).
     StreamsReleased,
     /// The teardown ended with a stream whose every destroy failed (the first and its
@@ -94,7 +105,7 @@ pub enum LaneInput {
 
 impl LaneInput {
     /// Every input, in table order.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 16] = [
         Self::Submit,
         Self::Publish,
         Self::Close,
@@ -106,6 +117,8 @@ impl LaneInput {
         Self::ProbePassed,
         Self::ProbeFailed,
         Self::Idle,
+        Self::FaultNotice,
+        Self::LaunchedDone,
         Self::StreamsReleased,
         Self::StreamsLeft,
         Self::RetryTeardown,
@@ -119,6 +132,8 @@ pub enum LaneRefusal {
     Closed,
     /// The lane is recovering the device.
     Recovering,
+    /// A device fault notice made the device suspect; recovery follows.
+    Suspect,
     /// The lane is lost.
     Lost,
     /// The input cannot happen in this state (an event the lane did not ask for).
@@ -132,6 +147,7 @@ impl LaneRefusal {
         match self {
             Self::Closed => "the lane is closed",
             Self::Recovering => "the lane is recovering the device",
+            Self::Suspect => "the device is suspect after a fault notice",
             Self::Lost => "the lane is lost",
             Self::NotExpected => "not expected in this state",
         }
@@ -155,6 +171,25 @@ pub const fn lane_step(
             attempt: 1,
             then: AfterRecovery::Reopen,
         },
+
+        // A notice changes the device's standing only where something still trusts it.
+        (S::Open, I::FaultNotice) => S::Suspect {
+            then: AfterRecovery::Reopen,
+        },
+        (S::Closing, I::FaultNotice) => S::Suspect {
+            then: AfterRecovery::Close,
+        },
+        (S::Suspect { .. }, I::Submit | I::Publish) => return Err(LaneRefusal::Suspect),
+        (S::Suspect { .. }, I::Close) => S::Suspect {
+            then: AfterRecovery::Close,
+        },
+        (S::Suspect { .. }, I::FaultNotice | I::Idle) => state,
+        (S::Suspect { then }, I::LaunchedDone | I::Poison) => S::Recovering {
+            step: R::Quiesce,
+            attempt: 1,
+            then,
+        },
+        (S::Recovering { .. } | S::Lost | S::ReleasingStreams | S::Closed, I::FaultNotice) => state,
 
         (S::Recovering { .. }, I::Submit | I::Publish) => return Err(LaneRefusal::Recovering),
         (S::Recovering { step, attempt, .. }, I::Close) => S::Recovering {
@@ -327,6 +362,9 @@ pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
                 ..
             },
         ) => "`Probe`",
+        (LaneState::Open | LaneState::Closing, LaneState::Suspect { .. }) => {
+            "none: launched runs keep their awaits; nothing new prepares or launches"
+        }
         (LaneState::Open, LaneState::Closing) => {
             "`FinaliseRun` (no copy-back) for each prepared run; queued runs and waiting publications cancelled"
         }
@@ -344,7 +382,10 @@ pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
 fn table_states(attempts: u8) -> Vec<LaneState> {
     let mut states = vec![LaneState::Open];
     for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
-        // Only a poison enters `Quiesce`, and only at the first attempt: a retry starts with
+        states.push(LaneState::Suspect { then });
+    }
+    for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
+        // Only a poison or a notice enters `Quiesce`, and only at the first attempt: a retry starts with
         // nothing out (no run prepares or finalises during a recovery).
         states.push(LaneState::Recovering {
             step: RecoveryStep::Quiesce,
@@ -375,15 +416,24 @@ fn table_states(attempts: u8) -> Vec<LaneState> {
 }
 
 fn state_label(state: LaneState) -> String {
-    match state {
-        LaneState::Recovering {
-            step,
-            attempt,
-            then,
-        } => {
-            format!("Recovering({step:?}, attempt {attempt}, then {then:?})")
+    state.label()
+}
+
+impl LaneState {
+    /// The state as the rendered [`lane_state_table`] labels it (its first column).
+    #[must_use]
+    pub fn label(self) -> String {
+        match self {
+            Self::Recovering {
+                step,
+                attempt,
+                then,
+            } => {
+                format!("Recovering({step:?}, attempt {attempt}, then {then:?})")
+            }
+            Self::Suspect { then } => format!("Suspect(then {then:?})"),
+            other => format!("{other:?}"),
         }
-        other => format!("{other:?}"),
     }
 }
 
@@ -403,7 +453,10 @@ pub fn lane_state_table() -> String {
          means every accepted item has its outcome; `StreamsReleased` means the pair is \
          destroyed; `StreamsLeft` means a stream survived its destroy and its retry (it is \
          reported in the close report); `RetryTeardown` is `Lane::retry_teardown`, which \
-         destroys the streams left once more. `effects` is what the lane emits with the transition (SPEC §6: state x \
+         destroys the streams left once more; `FaultNotice` is a device fault notice that \
+         names this lane's device and stream (L-19), and `LaunchedDone` means every run that \
+         launched while the device was suspect has its verdict (what had not launched then \
+         fails with the notice). `effects` is what the lane emits with the transition (SPEC §6: state x \
          event -> next state + effects). A refused command returns a typed error; a refused \
          event is rejected and changes nothing.\n\n",
     );

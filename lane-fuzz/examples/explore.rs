@@ -61,6 +61,7 @@ fn parse(args: &[String]) -> Result<(Vec<Config>, PairConfig), String> {
             publications,
             close: true,
             reservations,
+            notices: false,
         })
         .collect();
     Ok((configs, pair))

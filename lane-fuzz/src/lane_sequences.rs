@@ -75,7 +75,7 @@ behaviours! {
     RefusedFull => "submit refused: full",
     RefusedStaleLease => "submit refused: stale lease",
     RefusedDuplicate => "submit refused: duplicate tag",
-    RefusedPoisoned => "submit refused: recovering or lost",
+    RefusedPoisoned => "submit refused: suspect, recovering or lost",
     RefusedClosed => "submit refused: closed",
     ReservedUsed => "run submitted on a reserved lease",
     Released => "reservation released",
@@ -87,6 +87,7 @@ behaviours! {
     Diagnostics => "diagnostics run ok",
     TwoPreparing => "two runs preparing at once (prepare window)",
     QuiesceAnswered => "runner work out at a poison answered while recovery quiesced",
+    Suspected => "a fault notice made the device suspect",
 }
 
 /// A `lane_sequences` input: the profile and the operations.
@@ -162,6 +163,10 @@ pub enum Op {
     /// effect but the completion awaits and the runner work (`PrepareRun`, `FinaliseRun`),
     /// which stays out to be answered later, in any order, by [`Op::Answer`].
     PumpDevice,
+    /// A device fault notice the backend matched to the lane (L-19), on stream id `n`, with
+    /// one of a few codes (`n % 3`: an AICore exception, an AICPU exception, a code that names
+    /// no device fault).
+    Notice(u8),
 }
 
 /// Which lease a command carries.
@@ -323,6 +328,8 @@ pub(crate) struct Body {
     next_handle: u64,
     closed: bool,
     was_recovering: bool,
+    /// Whether a fault notice was acted on (its cause may then fail unlaunched items).
+    noticed: bool,
     reached: Reached,
 }
 
@@ -377,6 +384,7 @@ impl Body {
             next_handle: 0x100,
             closed: false,
             was_recovering: false,
+            noticed: false,
             reached: Reached::default(),
         }
     }
@@ -469,6 +477,7 @@ impl Body {
                 self.now = self.now.after_ns(u64::from(us) * 1_000);
                 Ok(())
             }
+            Op::Notice(n) => self.notice(n),
             Op::Timeout => self.timeout(),
             Op::Expire => {
                 if let Some(deadline) = self.lane.poll_deadline() {
@@ -582,6 +591,18 @@ impl Body {
                         self.reach(B::RefusedPoisoned);
                         matches!(state, LaneState::Recovering { .. } | LaneState::Lost)
                     }
+                    SubmitError::Suspect { notice } => {
+                        self.reach(B::RefusedPoisoned);
+                        self.lane.notice() == Some(notice)
+                            && matches!(
+                                state,
+                                LaneState::Suspect { .. } | LaneState::Recovering { .. }
+                            )
+                    }
+                    SubmitError::LostAfterNotice { notice } => {
+                        self.reach(B::RefusedPoisoned);
+                        self.lane.notice() == Some(notice) && state == LaneState::Lost
+                    }
                     SubmitError::StaleLease { lease } => {
                         self.reach(B::RefusedStaleLease);
                         request.lease == Some(lease) && reservation.is_none()
@@ -625,7 +646,34 @@ impl Body {
             Err(PublishError::Closed) if state != LaneState::Open => {}
             Err(PublishError::Poisoned { .. } | PublishError::Lost { .. })
                 if matches!(state, LaneState::Recovering { .. } | LaneState::Lost) => {}
+            Err(PublishError::Suspect { .. })
+                if matches!(
+                    state,
+                    LaneState::Suspect { .. } | LaneState::Recovering { .. }
+                ) => {}
+            Err(PublishError::LostAfterNotice { .. }) if state == LaneState::Lost => {}
             Err(error) => return Err(format!("publish refused with {error:?} in state {state:?}")),
+        }
+        self.after_call()
+    }
+
+    /// A matched fault notice: an open or closing lane becomes suspect; any other ignores it.
+    fn notice(&mut self, n: u8) -> Result<(), String> {
+        let state = self.lane.state();
+        let raw = [507_015, 507_018, 107_000][usize::from(n % 3)];
+        let notice = lane_core::FaultNotice {
+            device: 0,
+            stream_id: u32::from(n),
+            code: AclCode::from_raw(raw).unwrap_or(AclCode::Unknown(raw)),
+        };
+        let acted = self.lane.fault_notice(self.now, notice);
+        let expected = matches!(state, LaneState::Open | LaneState::Closing);
+        if acted != expected {
+            return Err(format!("a fault notice in state {state:?} acted: {acted}"));
+        }
+        if acted {
+            self.noticed = true;
+            self.reach(B::Suspected);
         }
         self.after_call()
     }
@@ -1141,13 +1189,21 @@ impl Body {
         if let Err(violation) = self.lane.check_invariants() {
             return Err(violation.to_string());
         }
+        let mut taken_down = false;
         if let Some(poison) = self.lane.poison() {
             if self.poisons.last() != Some(&poison) {
-                // Everything asked for before is abandoned with the device.
                 self.poisons.push(poison);
-                self.epoch += 1;
-                self.drop_reservations();
+                taken_down = true;
             }
+        }
+        // A recovery entered without a new poison was entered from a fault notice (L-19):
+        // it takes the unlaunched items down just the same.
+        let recovering = matches!(self.lane.state(), LaneState::Recovering { .. });
+        taken_down |= recovering && !self.was_recovering;
+        if taken_down {
+            // Everything asked for before is abandoned with the device.
+            self.epoch += 1;
+            self.drop_reservations();
         }
         match self.lane.state() {
             LaneState::Recovering { .. } => self.was_recovering = true,
@@ -1266,7 +1322,10 @@ impl Body {
                     }
                     Verdict::Failed { cause } => {
                         if cause.class() == Class::Poison {
-                            if !recorded(&self.poisons, cause, r.run) {
+                            let by_notice = self.noticed
+                                && cause.stage()
+                                    == Some(lane_core::status_latch::Stage::FaultNotice);
+                            if !by_notice && !recorded(&self.poisons, cause, r.run) {
                                 return Err(format!(
                                     "{} failed with a poison no one recorded",
                                     r.run
@@ -1636,6 +1695,11 @@ impl Body {
         self.reserved.len()
     }
 
+    /// Whether a fault notice was acted on.
+    pub(crate) const fn noticed(&self) -> bool {
+        self.noticed
+    }
+
     /// The canonical text of everything that decides what happens next: the lane's
     /// fingerprint and every record the checks read. Left out: what only names behaviours
     /// reached, the outcomes already checked, and the event history (the explorer replays
@@ -1649,7 +1713,7 @@ impl Body {
         let accepted: Vec<(u64, bool)> =
             self.accepted.iter().map(|a| (a.seq, a.delivered)).collect();
         format!(
-            "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{},{},{}|{:?}|{:?}|{:?}|{}|{}",
+            "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{},{},{}|{:?}|{:?}|{:?}|{}|{}|{}",
             self.lane.fingerprint().as_str(),
             self.now,
             self.poisons,
@@ -1662,6 +1726,7 @@ impl Body {
             self.former_leases,
             self.next_handle,
             self.closed,
+            self.noticed,
         )
     }
 }

@@ -15,13 +15,26 @@ const LIMIT: usize = 1_000_000;
 /// close and reservations; two runs with a close. And a2a3 with a prepare window of two:
 /// two runs with a close (both prepare at once; their answers come in any order).
 fn test_configs() -> Vec<Config> {
-    let mut configs = vec![Config {
-        chip: Chip::A2a3Window2,
-        runs: 2,
-        publications: 0,
-        close: true,
-        reservations: false,
-    }];
+    let mut configs = vec![
+        Config {
+            chip: Chip::A2a3Window2,
+            runs: 2,
+            publications: 0,
+            close: true,
+            reservations: false,
+            notices: false,
+        },
+        // L-19: one matched fault notice at any point of a run's life, of a publication's,
+        // and of a close.
+        Config {
+            chip: Chip::A2a3,
+            runs: 1,
+            publications: 1,
+            close: true,
+            reservations: false,
+            notices: true,
+        },
+    ];
     for chip in [Chip::A2a3, Chip::DepthOne] {
         configs.push(Config {
             chip,
@@ -29,6 +42,7 @@ fn test_configs() -> Vec<Config> {
             publications: 1,
             close: true,
             reservations: true,
+            notices: false,
         });
         configs.push(Config {
             chip,
@@ -36,6 +50,7 @@ fn test_configs() -> Vec<Config> {
             publications: 0,
             close: true,
             reservations: false,
+            notices: false,
         });
     }
     configs

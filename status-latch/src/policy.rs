@@ -44,11 +44,14 @@ pub enum Stage {
     Probe,
     /// Uploading a publication's AICore code (a drain barrier: no run is in flight).
     Upload,
+    /// A device fault notice named one of the lane's streams (L-19): the device was
+    /// recovered before this item could run.
+    FaultNotice,
 }
 
 impl Stage {
     /// Every stage, in run order then recovery order.
-    pub const ALL: [Stage; 15] = [
+    pub const ALL: [Stage; 16] = [
         Self::StreamCreate,
         Self::StreamDestroy,
         Self::AicoreLaunch,
@@ -64,6 +67,7 @@ impl Stage {
         Self::Reset,
         Self::Probe,
         Self::Upload,
+        Self::FaultNotice,
     ];
 
     /// The stage's name in logs and tables.
@@ -84,6 +88,7 @@ impl Stage {
             Self::Reset => "reset",
             Self::Probe => "probe",
             Self::Upload => "upload",
+            Self::FaultNotice => "device fault notice",
         }
     }
 }
@@ -312,11 +317,14 @@ pub enum Rule {
     RecordReadFailed,
     /// The device verdict's synchronize failed with a code that names no device fault.
     DeviceVerdictFailed,
+    /// A device fault notice named one of the lane's streams with a code that names no
+    /// device fault.
+    FaultNotice,
 }
 
 impl Rule {
     /// Every rule, in the order [`Rule::of`] tries them.
-    pub const ALL: [Rule; 21] = [
+    pub const ALL: [Rule; 22] = [
         Self::LatchedChangeAndRerun,
         Self::LatchedTimeout,
         Self::LatchedRuntimeInternal,
@@ -338,6 +346,7 @@ impl Rule {
         Self::MalformedRecord,
         Self::RecordReadFailed,
         Self::DeviceVerdictFailed,
+        Self::FaultNotice,
     ];
 
     /// The policy table: each rule's name, class and why.
@@ -466,6 +475,12 @@ impl Rule {
                 Poison,
                 "the synchronize that decides an unproven run failed: nothing proves the streams are clean",
             ),
+            Self::FaultNotice => (
+                "fault-notice",
+                Poison,
+                "the driver reported a fault on one of the lane's streams (L-19): the device is suspect until \
+                 a reset is confirmed, so what had not launched fails and the device is recovered",
+            ),
         }
     }
 
@@ -519,6 +534,7 @@ impl Rule {
                 Stage::Prepare => Self::PrepareFailed,
                 Stage::DeviceDrain | Stage::Reset | Stage::Probe => Self::RecoveryFailed,
                 Stage::Upload => Self::UploadFailed,
+                Stage::FaultNotice => Self::FaultNotice,
             },
             Failure::HostWaitTimeout => Self::HostWaitTimeout,
             Failure::CopyBackValidation => Self::CopyBackValidation,

@@ -9,6 +9,7 @@
 mod apply;
 mod invariants;
 mod items;
+mod notice;
 mod poison;
 mod schedule;
 mod slots;
@@ -28,6 +29,7 @@ use crate::error::{
 };
 use crate::event::Event;
 use crate::ids::{CodeRef, Lease, PublicationId, RunId, Tag, Timestamp};
+use crate::notice::FaultNotice;
 use crate::outcome::{Cause, Outcome};
 use crate::profile::{MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile};
 use crate::publication::PublicationPhase;
@@ -107,6 +109,9 @@ pub struct CloseReport {
     pub state: LaneState,
     /// The most recent poison in this lane's life, if there was one (L-15).
     pub poison: Option<PoisonRecord>,
+    /// The most recent device fault notice that made the device suspect and caused a
+    /// recovery (L-19), if there was one.
+    pub notice: Option<FaultNotice>,
     /// Whether recovery failed every attempt (the device must be reset outside the lane).
     /// A close during a recovery reports `false` here until that recovery ends; check
     /// [`Lane::device_lost`] once the lane is `Closed`.
@@ -293,6 +298,11 @@ pub struct Lane {
     effects: Fifo<Effect, EFFECTS_INLINE>,
     outcomes: Fifo<Outcome, OUTCOMES_INLINE>,
     poison: Option<PoisonRecord>,
+    /// The most recent fault notice that made the device suspect (L-19).
+    notice: Option<FaultNotice>,
+    /// Whether the suspect state or recovery in progress (or the loss it ended in) comes
+    /// from `notice` rather than from `poison`.
+    notice_recovery: bool,
     launch_waiter: Option<RunId>,
     last_publication: Option<PublicationMark>,
     /// Destroy rounds of the current teardown (0: not started); at most
@@ -327,6 +337,8 @@ impl Lane {
             effects: Fifo::new(),
             outcomes: Fifo::new(),
             poison: None,
+            notice: None,
+            notice_recovery: false,
             launch_waiter: None,
             last_publication: None,
             teardown_attempts: 0,
@@ -610,6 +622,7 @@ impl Lane {
         CloseReport {
             state: self.state,
             poison: self.poison,
+            notice: self.notice,
             device_lost: self.device_lost,
             streams_left: if matches!(self.state, LaneState::Closed) {
                 self.streams_left
@@ -649,6 +662,8 @@ impl Lane {
             effects,
             outcomes,
             poison,
+            notice,
+            notice_recovery,
             launch_waiter,
             last_publication,
             teardown_attempts,
@@ -665,7 +680,7 @@ impl Lane {
         let _ = write!(
             text,
             "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
-             {launch_waiter:?}|{last_publication:?}|{teardown_attempts}|{streams_left:?}|\
+             {notice:?}|{notice_recovery}|{launch_waiter:?}|{last_publication:?}|{teardown_attempts}|{streams_left:?}|\
              {device_lost}|{accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
             effects.as_slice(),
             outcomes.as_slice(),
@@ -695,15 +710,24 @@ impl Lane {
     /// Admission for a command (`submit`, `reserve`, `publish`): the lane-level refusal as
     /// the one [`Refused`] both command errors convert from.
     fn admit(&mut self, input: LaneInput) -> Result<(), Refused> {
-        match (self.step_state(input), self.poison) {
-            (Ok(_), _) => Ok(()),
-            (Err(LaneRefusal::Recovering), Some(poison)) => Err(Refused::Poisoned(poison)),
-            (Err(LaneRefusal::Lost), Some(poison)) => Err(Refused::Lost(poison)),
-            // Recovering or lost without a poison record cannot happen (the record is
+        let refusal = match self.step_state(input) {
+            Ok(_) => return Ok(()),
+            Err(refusal) => refusal,
+        };
+        let notice = self.notice.filter(|_| self.notice_recovery);
+        match (refusal, notice, self.poison) {
+            (LaneRefusal::Suspect | LaneRefusal::Recovering, Some(notice), _) => {
+                Err(Refused::Suspect(notice))
+            }
+            (LaneRefusal::Lost, Some(notice), _) => Err(Refused::LostAfterNotice(notice)),
+            (LaneRefusal::Recovering, None, Some(poison)) => Err(Refused::Poisoned(poison)),
+            (LaneRefusal::Lost, None, Some(poison)) => Err(Refused::Lost(poison)),
+            // Suspect, recovering or lost without a record cannot happen (the record is
             // written before the state steps, and `check_invariants` reports it); the
             // lane takes no work either way.
-            (Err(LaneRefusal::Recovering | LaneRefusal::Lost), None)
-            | (Err(LaneRefusal::Closed | LaneRefusal::NotExpected), _) => Err(Refused::Closed),
+            (LaneRefusal::Suspect | LaneRefusal::Recovering | LaneRefusal::Lost, None, None)
+            | (LaneRefusal::Suspect, None, Some(_))
+            | (LaneRefusal::Closed | LaneRefusal::NotExpected, _, _) => Err(Refused::Closed),
         }
     }
 

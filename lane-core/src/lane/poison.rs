@@ -11,6 +11,7 @@ use crate::state::{LaneInput, LaneState, RecoveryStep};
 
 use super::items::Item;
 use super::{Lane, PoisonRecord};
+use crate::ids::RunId;
 
 impl Lane {
     /// Poison (L-10): the origin run gets its own cause, every other unfinished item names it
@@ -21,11 +22,20 @@ impl Lane {
     pub(super) fn poison_from(&mut self, origin_idx: usize, cause: Cause) {
         let origin = self.run(origin_idx).id;
         self.poison = Some(PoisonRecord { origin, cause });
+        self.notice_recovery = false;
+        self.take_down(Some(origin), cause);
+        self.start_recovery(LaneInput::Poison);
+    }
+
+    /// Ends every unfinished item before a reset: `origin` (if any) fails with `cause`, every
+    /// other run and publication is poisoned naming it, or, with no origin (a fault notice,
+    /// L-19), fails with `cause` itself. Handles are abandoned without destroys.
+    pub(super) fn take_down(&mut self, origin: Option<RunId>, cause: Cause) {
         // Effects not yet taken are for work the reset abandons.
         self.effects.clear();
         for idx in 0..self.items.len() {
             match &mut self.items[idx] {
-                Item::Run(r) if r.id == origin => {
+                Item::Run(r) if Some(r.id) == origin => {
                     if !r.phase.is_done() {
                         self.decide(idx, RunInput::Abandon);
                     }
@@ -33,12 +43,19 @@ impl Lane {
                 }
                 Item::Run(r) if !r.phase.is_done() => {
                     if self.decide(idx, RunInput::Abandon).is_some() {
-                        self.settle(idx, Verdict::Poisoned { cause, origin });
+                        let verdict = match origin {
+                            Some(origin) => Verdict::Poisoned { cause, origin },
+                            None => Verdict::Failed { cause },
+                        };
+                        self.settle(idx, verdict);
                     }
                 }
                 Item::Publication(p) => {
                     if p.step(PublicationInput::Abandon).is_ok() {
-                        p.result = Some(PublicationResult::Poisoned { cause, origin });
+                        p.result = Some(match origin {
+                            Some(origin) => PublicationResult::Poisoned { cause, origin },
+                            None => PublicationResult::Failed { cause },
+                        });
                     }
                 }
                 Item::Run(_) => {}
@@ -50,9 +67,13 @@ impl Lane {
         // Abandoned handles died with the reset: nothing is left to destroy or report.
         self.teardown_attempts = 0;
         self.streams_left = super::StreamsLeft::NONE;
-        // Recovery starts with `Quiesce`: runner work still out must answer before the
-        // drain (L-18); with none out it is left at once.
-        if self.step_state(LaneInput::Poison).is_ok() {
+    }
+
+    /// Enters recovery through `input` (a poison, or the end of a suspect state): it starts
+    /// with `Quiesce`, since runner work still out must answer before the drain (L-18); with
+    /// none out it is left at once.
+    pub(super) fn start_recovery(&mut self, input: LaneInput) {
+        if self.step_state(input).is_ok() {
             self.quiesce_if_done();
         }
     }
@@ -117,6 +138,7 @@ impl Lane {
             // Confirmed: every handle was abandoned at poison time, so the next launch
             // creates a fresh pair (L-10).
             LaneState::Open | LaneState::Closing | LaneState::Lost => {}
+            LaneState::Suspect { .. } => {}
             LaneState::ReleasingStreams | LaneState::Closed => {}
         }
     }

@@ -39,6 +39,12 @@ impl Lane {
                     self.release_streams();
                 }
             }
+            LaneState::Suspect { .. } => {
+                self.start_await(now);
+                // Recovery ends what had not launched: deliver those outcomes too.
+                self.recover_if_launched_done();
+                self.deliver();
+            }
             LaneState::ReleasingStreams => {
                 self.release_streams();
             }

@@ -133,6 +133,14 @@ impl Harness {
         publication
     }
 
+    /// Feeds a fault notice the backend matched to this lane, and pumps; returns whether
+    /// the lane acted on it.
+    pub fn notice(&mut self, notice: lane_core::FaultNotice) -> bool {
+        let acted = self.lane.fault_notice(self.now, notice);
+        self.pump();
+        acted
+    }
+
     pub fn close(&mut self) -> lane_core::CloseReport {
         let report = self.lane.close(self.now);
         self.pump();

@@ -86,6 +86,8 @@ pub struct Config {
     pub close: bool,
     /// Whether `reserve`, `release` and a submit on a reservation are offered.
     pub reservations: bool,
+    /// Whether one matched device fault notice is offered (L-19), at any point of a path.
+    pub notices: bool,
 }
 
 impl Config {
@@ -99,6 +101,7 @@ impl Config {
             publications: 1,
             close: true,
             reservations: false,
+            notices: false,
         }
     }
 }
@@ -108,8 +111,8 @@ impl Config {
     #[must_use]
     pub fn rust(&self) -> String {
         format!(
-            "Config {{ chip: Chip::{:?}, runs: {}, publications: {}, close: {}, reservations: {} }}",
-            self.chip, self.runs, self.publications, self.close, self.reservations
+            "Config {{ chip: Chip::{:?}, runs: {}, publications: {}, close: {}, reservations: {}, notices: {} }}",
+            self.chip, self.runs, self.publications, self.close, self.reservations, self.notices
         )
     }
 }
@@ -176,7 +179,7 @@ impl LaneModel {
     /// The states of the three tables this state is in, as the tables label them.
     fn table_states(&self, seen: &mut Reached) {
         let lane = self.body.lane();
-        seen.lane.insert(lane_label(lane.state()));
+        seen.lane.insert(LaneState::label(lane.state()));
         for (seq, is_run) in self.body.pending_items() {
             if is_run {
                 if let Some(phase) = lane.phase_of(RunId(seq)) {
@@ -251,6 +254,15 @@ impl Model for LaneModel {
         }
         if config.close && !self.body.closed() {
             op(Op::Close);
+        }
+        if config.notices
+            && !self.body.noticed()
+            && matches!(
+                self.body.lane().state(),
+                LaneState::Open | LaneState::Closing
+            )
+        {
+            op(Op::Notice(0));
         }
         let current = self.body.current_effects();
         for (at, effect) in current.iter().enumerate() {
@@ -390,6 +402,7 @@ fn rust_op(op: Op) -> String {
         Op::Tick(us) => format!("Op::Tick({us})"),
         Op::Timeout => "Op::Timeout".to_owned(),
         Op::Expire => "Op::Expire".to_owned(),
+        Op::Notice(n) => format!("Op::Notice({n})"),
     }
 }
 
@@ -411,18 +424,6 @@ pub struct Reached {
     pub publication: BTreeSet<String>,
     /// Lane states.
     pub lane: BTreeSet<String>,
-}
-
-/// A lane state as [`lane_state_table`] labels it.
-fn lane_label(state: LaneState) -> String {
-    match state {
-        LaneState::Recovering {
-            step,
-            attempt,
-            then,
-        } => format!("Recovering({step:?}, attempt {attempt}, then {then:?})"),
-        other => format!("{other:?}"),
-    }
 }
 
 /// The states a rendered table has rows for (its first column).
