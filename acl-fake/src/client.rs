@@ -510,6 +510,29 @@ impl Control {
         })
     }
 
+    /// `runlanefake_live_stream_ids`: the ids (`aclrtStreamGetId`) of device `device_id`'s
+    /// live streams, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] with 107001 for a device id outside 0 to [`MAX_DEVICES`] - 1.
+    pub fn live_stream_ids(&self, device_id: i32) -> Result<Vec<i32>, ControlError> {
+        let mut ids = [0_i32; 16];
+        let mut count = 0_u32;
+        let capacity = u32::try_from(ids.len()).unwrap_or(0);
+        // SAFETY: `ids` has room for `capacity` ids; `count` is writable.
+        check("runlanefake_live_stream_ids", unsafe {
+            (self.functions.runlanefake_live_stream_ids)(
+                device_id,
+                ids.as_mut_ptr(),
+                capacity,
+                &mut count,
+            )
+        })?;
+        let count = usize::try_from(count).unwrap_or(usize::MAX).min(ids.len());
+        Ok(ids[..count].to_vec())
+    }
+
     /// `runlanefake_notice_counts`: (delivered, dropped) notices since the last reset.
     ///
     /// # Errors

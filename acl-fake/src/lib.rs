@@ -650,6 +650,10 @@ macro_rules! for_each_control_function {
             /// registered) since the last `runlanefake_reset` into `delivered` and `dropped`
             /// (either may be NULL).
             fn runlanefake_notice_counts(delivered: *mut u64, dropped: *mut u64) -> AclError;
+            /// Copy into `out` (room for `capacity` ids; NULL with 0) the ids
+            /// (`aclrtStreamGetId`) of device `device_id`'s live streams, oldest first, and
+            /// their count into `count` (it may exceed `capacity`: only that many are copied).
+            fn runlanefake_live_stream_ids(device_id: i32, out: *mut i32, capacity: u32, count: *mut u32) -> AclError;
             /// Copy into `out` the force resets made under a wait (see [`RESET_UNDER_WAIT`])
             /// on every device since the process loaded the fake: `runlanefake_reset` does not
             /// clear it, so one check can cover every test of a process.
@@ -1094,6 +1098,31 @@ mod control {
             info,
             std::time::Duration::from_nanos(delay_ns),
         ))
+    }
+
+    pub(super) unsafe fn runlanefake_live_stream_ids(
+        device_id: i32,
+        out: *mut i32,
+        capacity: u32,
+        count: *mut u32,
+    ) -> AclError {
+        let device = match named(device_id) {
+            Ok(device) => device,
+            Err(code) => return code,
+        };
+        if count.is_null() || (out.is_null() && capacity > 0) {
+            return ACL_ERROR_INVALID_PARAM;
+        }
+        // Handles grow with creation: the map's order is the creation order.
+        let ids: Vec<i32> = device.lock().streams.values().map(|s| s.number).collect();
+        let room = usize::try_from(capacity).unwrap_or(usize::MAX);
+        for (at, id) in ids.iter().take(room).enumerate() {
+            // SAFETY: `out` has room for `capacity` ids by the caller's contract.
+            unsafe { out.add(at).write(*id) };
+        }
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe { count.write(u32::try_from(ids.len()).unwrap_or(u32::MAX)) };
+        ACL_SUCCESS
     }
 
     pub(super) unsafe fn runlanefake_notice_counts(

@@ -103,6 +103,7 @@ pub fn run(options: &CheckOptions) -> CheckReport {
         profile: None,
         // This process is the only ACL user: it initialises (100002 counts as success).
         init: true,
+        notice_monitor: false,
     };
     let mut report = CheckReport {
         library: None,

@@ -1,7 +1,7 @@
 //! [`AclDevice`]: opening and probing a device, and the `Device` methods, one ACL call each.
 
 use core::ffi::c_void;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,10 +15,11 @@ use ascend_cl_sys::{
 };
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{Profile, Timestamp};
+use lane_core::{FaultNotice, Profile, Timestamp};
 use lane_driver::{CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr};
 
 use crate::error::AclError;
+use crate::notice::NoticeMonitor;
 use crate::soc::profile_for_soc;
 use crate::waiter::AclWaiter;
 
@@ -46,6 +47,11 @@ pub struct AclConfig {
     /// Whether to call `aclInit` (the embedding runtime normally owns it; 100002, already
     /// initialised, counts as success).
     pub init: bool,
+    /// Whether to install the library's device fault notice monitor (L-19): it takes the
+    /// process's one callback slot (`aclrtSetExceptionInfoCallback`; the last registration
+    /// wins, and HCCL or the embedding may own it). Off: the embedding forwards notices with
+    /// `lane_driver::report_device_fault`.
+    pub notice_monitor: bool,
 }
 
 impl Default for AclConfig {
@@ -56,6 +62,7 @@ impl Default for AclConfig {
             device_id: 0,
             profile: None,
             init: false,
+            notice_monitor: false,
         }
     }
 }
@@ -91,7 +98,17 @@ pub struct AclDevice {
     /// the latest one must bind again).
     resets: Arc<AtomicU64>,
     epoch: Instant,
+    /// The ids (`aclrtStreamGetId`) of the streams created since the last force reset, the
+    /// newest last, at most [`RECENT_STREAM_IDS`]: a fault notice naming one concerns this
+    /// device (L-19). Taken while each handle is live; a reset forgets them.
+    stream_ids: VecDeque<u32>,
+    /// How installing the fault notice monitor went.
+    notice_monitor: NoticeMonitor,
 }
+
+/// Stream ids a device remembers: the live pair and the streams replaced before it (a late
+/// notice can name a stream already destroyed).
+pub const RECENT_STREAM_IDS: usize = 16;
 
 /// What a host worker thread needs to bind itself to the lane's device: a `Clone + Send +
 /// Sync` value from [`AclDevice::worker_binding`].
@@ -188,8 +205,14 @@ impl AclDevice {
                 op_timeout_us,
                 op_timeout,
             }) => {
+                let acl = Arc::new(acl);
+                let notice_monitor = if config.notice_monitor {
+                    crate::notice::install(&acl)
+                } else {
+                    NoticeMonitor::NotAsked
+                };
                 let device = Self {
-                    acl: Arc::new(acl),
+                    acl,
                     device_id: config.device_id,
                     device_count,
                     soc_name,
@@ -201,6 +224,8 @@ impl AclDevice {
                     pinned: BTreeMap::new(),
                     resets: Arc::new(AtomicU64::new(0)),
                     epoch: Instant::now(),
+                    stream_ids: VecDeque::new(),
+                    notice_monitor,
                 };
                 Ok((device, profile))
             }
@@ -304,6 +329,38 @@ impl AclDevice {
     #[must_use]
     pub const fn device_id(&self) -> i32 {
         self.device_id
+    }
+
+    /// How installing the fault notice monitor went ([`AclConfig::notice_monitor`]); its
+    /// `Display` is the message for a monitor that could not be installed.
+    #[must_use]
+    pub const fn notice_monitor(&self) -> &NoticeMonitor {
+        &self.notice_monitor
+    }
+
+    /// The ids of the streams created since the last force reset (`aclrtStreamGetId`), the
+    /// newest last: a fault notice naming one of them concerns this device (L-19). Empty on
+    /// a library without `aclrtStreamGetId`.
+    pub fn stream_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.stream_ids.iter().copied()
+    }
+
+    /// Takes a new stream's id while its handle is live (the number outlives the handle);
+    /// without `aclrtStreamGetId`, or on a failed call, the stream has none.
+    fn take_stream_id(&mut self, stream: AclrtStream) {
+        let mut id: i32 = -1;
+        // SAFETY: `stream` was just created by this library; `id` is a writable int32_t.
+        let got = unsafe { self.acl.aclrtStreamGetId(stream, &mut id) };
+        let Ok(ACL_SUCCESS) = got else {
+            return;
+        };
+        let Ok(id) = u32::try_from(id) else {
+            return;
+        };
+        if self.stream_ids.len() == RECENT_STREAM_IDS {
+            self.stream_ids.pop_front();
+        }
+        self.stream_ids.push_back(id);
     }
 
     /// How many devices the library saw at open.
@@ -577,6 +634,11 @@ pub(crate) fn device_ptr(ptr: DevicePtr) -> *mut c_void {
 }
 
 impl Device for AclDevice {
+    fn notice_concerns(&self, notice: &FaultNotice) -> bool {
+        u32::try_from(self.device_id).is_ok_and(|device| device == notice.device)
+            && self.stream_ids.contains(&notice.stream_id)
+    }
+
     fn now(&mut self) -> Timestamp {
         Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
@@ -609,7 +671,10 @@ impl Device for AclDevice {
             set_current_device(None);
         }
         self.pinned.clear();
+        // A number taken before the reset names a stream of a dead generation (L-19).
+        self.stream_ids.clear();
         self.resets.fetch_add(1, Ordering::AcqRel);
+        crate::notice::register_again(&self.acl);
         self.check(code)
     }
 
@@ -621,6 +686,7 @@ impl Device for AclDevice {
         if stream.is_null() {
             return Err(self.null_handle("aclrtCreateStreamWithConfig"));
         }
+        self.take_stream_id(stream);
         Ok(StreamHandle(stream as usize as u64))
     }
 

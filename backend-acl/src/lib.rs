@@ -21,6 +21,12 @@
 //! `write_host`, `read_host` and the async copies touch only ranges inside one (100000
 //! otherwise, nothing touched), and `aclrtStreamWaitEvent`.
 //!
+//! Fault notices (L-19): each stream's id is taken with `aclrtStreamGetId` when it is
+//! created and kept until the next force reset, and `Device::notice_concerns` matches a
+//! notice against them; the library's own notice handler is installed only when
+//! [`AclConfig::notice_monitor`] asks (see [`NoticeMonitor`]), and registered again after
+//! every force reset.
+//!
 //! **Invariant:** mechanism only: every call returns the raw code it got; lane-core decides
 //! what it means. Recovery is exactly the driver's effects: bounded drain
 //! (`aclrtSynchronizeDeviceWithTimeout`), `aclrtResetDeviceForce`, `aclrtSetDevice`, probe.
@@ -50,9 +56,13 @@
 pub mod check;
 mod device;
 mod error;
+mod notice;
 mod soc;
 mod waiter;
 
-pub use device::{AclConfig, AclDevice, Library, WorkerBinding, op_timeout_in_force_us};
+pub use device::{
+    AclConfig, AclDevice, Library, RECENT_STREAM_IDS, WorkerBinding, op_timeout_in_force_us,
+};
 pub use error::AclError;
+pub use notice::NoticeMonitor;
 pub use soc::profile_for_soc;

@@ -53,7 +53,7 @@
 // on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 // reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 // `run_lane_destroy_with_report` returns the final report.
-#define RUN_LANE_ABI_VERSION 4
+#define RUN_LANE_ABI_VERSION 5
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -132,6 +132,10 @@ enum RunLaneStatus
   RUN_LANE_STATUS_WRONG_THREAD = 15,
   // A panic inside the library was caught at the boundary; the message has it.
   RUN_LANE_STATUS_PANIC = 16,
+  // Submit or publish refused (ABI 5): a device fault notice named one of this lane's
+  // streams, so the device is suspect; the lane recovers it once its launched runs have
+  // their verdicts. Submit again once an outcome arrives or a little later.
+  RUN_LANE_STATUS_SUSPECT = 17,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -243,6 +247,9 @@ enum RunLaneStage
   RUN_LANE_STAGE_RECORD_READ = 14,
   // The device verdict: the bounded synchronize of the pair (ABI 4).
   RUN_LANE_STAGE_STREAM_SYNC = 15,
+  // A device fault notice named one of the lane's streams: the device was recovered
+  // before this item ran (ABI 5; `code` is the notice's).
+  RUN_LANE_STAGE_FAULT_NOTICE = 16,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -272,6 +279,9 @@ enum RunLaneState
   // Every item has its outcome and the teardown ended: the streams are destroyed, except
   // those the report names in `streams_left`.
   RUN_LANE_STATE_CLOSED = 5,
+  // A device fault notice named one of the lane's streams (ABI 5): launched runs finish,
+  // then the device is recovered.
+  RUN_LANE_STATE_SUSPECT = 6,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -510,6 +520,12 @@ typedef struct RunLaneConfig {
   // (two on a2a3 and a5). 1 is the host-synchronised baseline: a run launches only after
   // its predecessor retired, while its prepare still overlaps.
   uint8_t launch_depth;
+  // ACL (ABI 5): install the library's device fault notice handler
+  // (`aclrtSetExceptionInfoCallback`). The process has one callback slot and the last
+  // registration wins silently (HCCL registers one too), so the default, `false`, leaves
+  // the slot alone: the embedding forwards notices with `run_lane_report_device_fault`. A
+  // library without the callback or its getters runs without notices.
+  bool fault_notice_monitor;
 } RunLaneConfig;
 
 // What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
@@ -536,6 +552,15 @@ typedef struct RunLaneCloseReport {
   // One line naming each stream left with its code, its CANN name and what to do
   // (`close left the AICPU stream: ...`), or "" (ABI 3).
   char teardown_line[RUN_LANE_LINE_BYTES];
+  // Whether a device fault notice ever made the device suspect and caused a recovery (ABI
+  // 5); then the three fields below name the most recent one.
+  bool noticed;
+  // The notice's logical device id.
+  uint32_t notice_device;
+  // The notice's stream id (`aclrtStreamGetId`'s number for one of the lane's streams).
+  uint32_t notice_stream_id;
+  // The notice's code.
+  int32_t notice_code;
 } RunLaneCloseReport;
 
 // One run to submit.
@@ -564,6 +589,19 @@ uint32_t run_lane_abi_version(void);
 // after a success and before the thread's first call; it is never an older failure's text.
 // This function and `run_lane_abi_version` leave it as it is.
 const char *run_lane_last_error(void);
+
+// Forwards a device fault notice from the embedding's own exception handler (ABI 5, L-19):
+// the device id, stream id and code its `aclrtGet*FromExceptionInfo` getters returned. Takes
+// no lock and allocates nothing, so the handler may call it on the driver's callback thread.
+// Each lane on `device_id` whose streams include `stream_id` (taken with `aclrtStreamGetId`
+// since its last device reset) becomes suspect at its next step: it admits nothing new
+// (`SUSPECT`), lets its launched runs reach their own verdicts, then recovers the device.
+// Every other lane ignores it. Use it when the embedding keeps the process's one callback
+// slot (the default); with `RunLaneConfig::fault_notice_monitor` the library's own handler
+// does this. Always `OK`.
+RunLaneStatus run_lane_report_device_fault(uint32_t device_id,
+                                           uint32_t stream_id,
+                                           int32_t code);
 
 // Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
 // slots and timeouts, device 0, the library searched, no callbacks.

@@ -113,8 +113,10 @@ fn service_error(error: &ServiceError) -> Error {
         }
         ServiceError::Submit(SubmitError::Poisoned { .. })
         | ServiceError::Publish(PublishError::Poisoned { .. }) => RunLaneStatus::Recovering,
-        ServiceError::Submit(SubmitError::Lost { .. })
-        | ServiceError::Publish(PublishError::Lost { .. })
+        ServiceError::Submit(SubmitError::Suspect { .. })
+        | ServiceError::Publish(PublishError::Suspect { .. }) => RunLaneStatus::Suspect,
+        ServiceError::Submit(SubmitError::Lost { .. } | SubmitError::LostAfterNotice { .. })
+        | ServiceError::Publish(PublishError::Lost { .. } | PublishError::LostAfterNotice { .. })
         | ServiceError::Lost(_) => RunLaneStatus::Lost,
         ServiceError::OwnThread => RunLaneStatus::WrongThread,
         ServiceError::Make(_)
@@ -186,13 +188,18 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                 worker_factory(vtable, (&requests, serial), deferred, None),
             )
         }
-        BackendChoice::Acl { device_id, library } => {
+        BackendChoice::Acl {
+            device_id,
+            library,
+            notice_monitor,
+        } => {
             let library = library.map_or(Library::Search, Library::Path);
             let open_config = |profile| AclConfig {
                 library: library.clone(),
                 device_id,
                 profile,
                 init: false,
+                notice_monitor,
             };
             let profile = match settings.profile {
                 ProfileChoice::Fixed(profile) => profile,
@@ -317,6 +324,27 @@ pub extern "C" fn run_lane_abi_version() -> u32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn run_lane_last_error() -> *const c_char {
     last_error_ptr()
+}
+
+/// Forwards a device fault notice from the embedding's own exception handler (ABI 5, L-19):
+/// the device id, stream id and code its `aclrtGet*FromExceptionInfo` getters returned. Takes
+/// no lock and allocates nothing, so the handler may call it on the driver's callback thread.
+/// Each lane on `device_id` whose streams include `stream_id` (taken with `aclrtStreamGetId`
+/// since its last device reset) becomes suspect at its next step: it admits nothing new
+/// (`SUSPECT`), lets its launched runs reach their own verdicts, then recovers the device.
+/// Every other lane ignores it. Use it when the embedding keeps the process's one callback
+/// slot (the default); with `RunLaneConfig::fault_notice_monitor` the library's own handler
+/// does this. Always `OK`.
+#[unsafe(no_mangle)]
+pub extern "C" fn run_lane_report_device_fault(
+    device_id: u32,
+    stream_id: u32,
+    code: i32,
+) -> RunLaneStatus {
+    guard(|| {
+        lane_driver::report_device_fault(device_id, stream_id, code);
+        Ok(RunLaneStatus::Ok)
+    })
 }
 
 /// Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's

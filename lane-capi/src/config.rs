@@ -29,6 +29,8 @@ pub enum BackendChoice {
         device_id: i32,
         /// The library to open, or `None` to search.
         library: Option<PathBuf>,
+        /// Install the library's fault notice handler (L-19).
+        notice_monitor: bool,
     },
 }
 
@@ -145,6 +147,7 @@ pub const fn default_config() -> RunLaneConfig {
         prepare_window: 0,
         verdict_channel: RunLaneVerdictChannel::Record as u32,
         launch_depth: 0,
+        fault_notice_monitor: false,
     }
 }
 
@@ -246,6 +249,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             BackendChoice::Acl {
                 device_id: config.device_id,
                 library,
+                notice_monitor: config.fault_notice_monitor,
             }
         }
         other => {
@@ -373,7 +377,8 @@ mod tests {
             settings.backend,
             BackendChoice::Acl {
                 device_id: 0,
-                library: Some(PathBuf::from("/opt/libascendcl.so"))
+                library: Some(PathBuf::from("/opt/libascendcl.so")),
+                notice_monitor: false,
             }
         );
     }

@@ -42,6 +42,7 @@ const fn stage(stage: Option<Stage>) -> RunLaneStage {
         Some(Stage::Upload) => RunLaneStage::Upload,
         Some(Stage::RecordRead) => RunLaneStage::RecordRead,
         Some(Stage::StreamSync) => RunLaneStage::StreamSync,
+        Some(Stage::FaultNotice) => RunLaneStage::FaultNotice,
     }
 }
 
@@ -153,6 +154,7 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
             LaneState::Closing => RunLaneState::Closing,
             LaneState::ReleasingStreams => RunLaneState::ReleasingStreams,
             LaneState::Closed => RunLaneState::Closed,
+            LaneState::Suspect { .. } => RunLaneState::Suspect,
         },
         device_lost: report.device_lost,
         poisoned: report.poison.is_some(),
@@ -162,6 +164,10 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
         aicpu_stream_code: report.streams_left.aicpu.map_or(0, AclCode::raw),
         aicore_stream_code: report.streams_left.aicore.map_or(0, AclCode::raw),
         teardown_line: [0; RUN_LANE_LINE_BYTES],
+        noticed: report.notice.is_some(),
+        notice_device: report.notice.map_or(0, |n| n.device),
+        notice_stream_id: report.notice.map_or(0, |n| n.stream_id),
+        notice_code: report.notice.map_or(0, |n| n.code.raw()),
     };
     if let Some(poison) = report.poison {
         out.poison_origin = poison.origin.0;
@@ -255,6 +261,7 @@ mod tests {
         let report = CloseReport {
             state: LaneState::Closed,
             poison: None,
+            notice: None,
             device_lost: false,
             streams_left: left,
         };

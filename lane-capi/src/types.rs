@@ -11,7 +11,7 @@ use core::ffi::{c_char, c_void};
 /// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 /// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 /// `run_lane_destroy_with_report` returns the final report.
-pub const RUN_LANE_ABI_VERSION: u32 = 4;
+pub const RUN_LANE_ABI_VERSION: u32 = 5;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -85,6 +85,10 @@ pub enum RunLaneStatus {
     WrongThread = 15,
     /// A panic inside the library was caught at the boundary; the message has it.
     Panic = 16,
+    /// Submit or publish refused (ABI 5): a device fault notice named one of this lane's
+    /// streams, so the device is suspect; the lane recovers it once its launched runs have
+    /// their verdicts. Submit again once an outcome arrives or a little later.
+    Suspect = 17,
 }
 
 /// The chip profile a lane runs with (`RunLaneConfig::profile` holds one).
@@ -241,6 +245,12 @@ pub struct RunLaneConfig {
     /// (two on a2a3 and a5). 1 is the host-synchronised baseline: a run launches only after
     /// its predecessor retired, while its prepare still overlaps.
     pub launch_depth: u8,
+    /// ACL (ABI 5): install the library's device fault notice handler
+    /// (`aclrtSetExceptionInfoCallback`). The process has one callback slot and the last
+    /// registration wins silently (HCCL registers one too), so the default, `false`, leaves
+    /// the slot alone: the embedding forwards notices with `run_lane_report_device_fault`. A
+    /// library without the callback or its getters runs without notices.
+    pub fault_notice_monitor: bool,
 }
 
 /// A run as a callback sees it.
@@ -371,6 +381,9 @@ pub enum RunLaneStage {
     RecordRead = 14,
     /// The device verdict: the bounded synchronize of the pair (ABI 4).
     StreamSync = 15,
+    /// A device fault notice named one of the lane's streams: the device was recovered
+    /// before this item ran (ABI 5; `code` is the notice's).
+    FaultNotice = 16,
 }
 
 /// One item's outcome, copied into the caller's struct: it owns no memory and stays valid
@@ -434,6 +447,9 @@ pub enum RunLaneState {
     /// Every item has its outcome and the teardown ended: the streams are destroyed, except
     /// those the report names in `streams_left`.
     Closed = 5,
+    /// A device fault notice named one of the lane's streams (ABI 5): launched runs finish,
+    /// then the device is recovered.
+    Suspect = 6,
 }
 
 /// What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
@@ -462,4 +478,13 @@ pub struct RunLaneCloseReport {
     /// One line naming each stream left with its code, its CANN name and what to do
     /// (`close left the AICPU stream: ...`), or "" (ABI 3).
     pub teardown_line: [c_char; RUN_LANE_LINE_BYTES],
+    /// Whether a device fault notice ever made the device suspect and caused a recovery (ABI
+    /// 5); then the three fields below name the most recent one.
+    pub noticed: bool,
+    /// The notice's logical device id.
+    pub notice_device: u32,
+    /// The notice's stream id (`aclrtStreamGetId`'s number for one of the lane's streams).
+    pub notice_stream_id: u32,
+    /// The notice's code.
+    pub notice_code: i32,
 }

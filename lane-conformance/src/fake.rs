@@ -143,6 +143,7 @@ impl FakeSession {
             device_id,
             profile: Some(profile),
             init: false,
+            notice_monitor: false,
         })
         .map_err(|e| ConformanceError::Open(e.to_string()))?;
         Ok(device)

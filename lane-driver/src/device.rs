@@ -8,9 +8,9 @@
 //! code the call returned as an [`AclCode`] on failure; they never interpret it (status-latch
 //! classifies, lane-core decides).
 
-use lane_core::Timestamp;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
+use lane_core::{FaultNotice, Timestamp};
 
 use crate::waiter::CompletionWaiter;
 
@@ -184,5 +184,15 @@ pub trait Device {
     /// runs on the single-thread [`Driver`](crate::Driver) only, and lane-service refuses it.
     fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
         Err(AclCode::RtFeatureNotSupport)
+    }
+
+    /// Whether a device fault notice names this device and one of the stream ids this
+    /// device took (`aclrtStreamGetId`) for the streams it created since its last force reset
+    /// (L-19): destroyed ones included, since a late notice can name a stream already gone.
+    /// A stream of a generation before the last reset, another device or another stream
+    /// does not concern it. The default knows no stream ids: no notice concerns it.
+    fn notice_concerns(&self, notice: &FaultNotice) -> bool {
+        let _ = notice;
+        false
     }
 }

@@ -209,6 +209,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         &mut self,
         request: RunRequest,
     ) -> Result<Result<RunId, SubmitError>, DriverError> {
+        self.take_notices()?;
         let now = self.executor.now();
         let result = self.steps.submit(now, request)?;
         self.execute_effects()?;
@@ -220,6 +221,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         &mut self,
         code: CodeRef,
     ) -> Result<Result<PublicationId, PublishError>, DriverError> {
+        self.take_notices()?;
         let now = self.executor.now();
         let result = self.steps.publish(now, code)?;
         self.execute_effects()?;
@@ -250,6 +252,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     /// Executes every effect the lane has, then, if nothing is left, blocks on the awaited
     /// run (bounded by its deadline, in one wait per completion event).
     pub fn turn(&mut self) -> Result<Turn, DriverError> {
+        self.take_notices()?;
         if self.execute_effects()? {
             return Ok(Turn::Progress);
         }
@@ -269,6 +272,16 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     /// Turns until the lane is idle.
     pub fn run_until_idle(&mut self) -> Result<(), DriverError> {
         while self.turn()? == Turn::Progress {}
+        Ok(())
+    }
+
+    /// Gives the lane every fault notice that concerns its device (L-19), read from the
+    /// process's ring since the last step.
+    fn take_notices(&mut self) -> Result<(), DriverError> {
+        while let Some(notice) = self.executor.next_notice() {
+            let now = self.executor.now();
+            self.steps.fault_notice(now, notice)?;
+        }
         Ok(())
     }
 

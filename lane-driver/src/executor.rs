@@ -8,7 +8,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use lane_core::status_latch::{self, AclCode, HeaderLayout, RECORD_BYTES, VerdictChannel};
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{
-    CopyPath, DeviceTiming, Effect, Event, LaunchStep, Lease, MAX_SLOTS, RunId, Timestamp,
+    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, RunId,
+    Timestamp,
 };
 
 use crate::device::{Device, DevicePtr, EventHandle, HostPtr};
@@ -16,6 +17,7 @@ use crate::driver::{
     ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_BYTES, HEADER_OFFSET, PROBE_BYTES,
     RECORD_OFFSET, SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET,
 };
+use crate::notice_ring::NoticeRead;
 use crate::observer::{Observation, Observer, Release};
 use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
 use crate::waiter::{DeviceWait, OnDevice, drain, run_device_wait, wait_failed};
@@ -165,6 +167,11 @@ pub struct Executor<D: Device, R: Runner<D>> {
     /// The device's text about a readback enqueue that failed at launch, handed out with the
     /// status read that answers it (the device's own text is long gone by then).
     deferred_message: Option<String>,
+    /// Where this executor reads the process's notice ring from (L-19): notices written
+    /// before it existed are not its device's streams.
+    notice_cursor: u64,
+    /// Notices overwritten before this executor read them.
+    notices_lost: u64,
 }
 
 impl<D: Device, R: Runner<D>> Executor<D, R> {
@@ -186,7 +193,40 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             awaited: None,
             readback: [0; READBACK_BYTES],
             deferred_message: None,
+            notice_cursor: crate::notices().head(),
+            notices_lost: 0,
         }
+    }
+
+    /// The next device fault notice from the process's ring that concerns this device
+    /// ([`Device::notice_concerns`]), skipping the rest (L-19).
+    pub fn next_notice(&mut self) -> Option<FaultNotice> {
+        let ring = crate::notices();
+        loop {
+            match ring.read(&mut self.notice_cursor) {
+                NoticeRead::Empty => return None,
+                NoticeRead::Lost { count } => {
+                    self.notices_lost = self.notices_lost.saturating_add(count);
+                }
+                NoticeRead::Notice(raw) => {
+                    let code = AclCode::from_raw(raw.code).unwrap_or(AclCode::Unknown(raw.code));
+                    let notice = FaultNotice {
+                        device: raw.device,
+                        stream_id: raw.stream_id,
+                        code,
+                    };
+                    if self.device.notice_concerns(&notice) {
+                        return Some(notice);
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many notices were overwritten in the ring before this executor read them (more
+    /// than [`NOTICE_CAPACITY`](crate::NOTICE_CAPACITY) between two of its steps).
+    pub const fn notices_lost(&self) -> u64 {
+        self.notices_lost
     }
 
     /// How launches arm their slot and status reads read it back.

@@ -39,6 +39,10 @@
 //! backend-sim implements `Device` and `Runner`; backend-acl implements `Device` alone (the
 //! embedding runtime supplies the `Runner`). They never depend on each other.
 //!
+//! **Fault notices (L-19):** one process-wide [`NoticeRing`] ([`notices`]), written by
+//! whoever holds the driver's callback slot (or [`report_device_fault`]); each executor reads
+//! it from its own cursor and hands the lane only what [`Device::notice_concerns`] matches.
+//!
 //! **Threads (L-16):** the `Driver` is single-threaded: it owns its lane and makes its
 //! blocking waits itself, so a `Driver` behind a mutex blocks every other caller for the
 //! whole wait. A multi-threaded embedding uses lane-service, which holds its lock only for
@@ -46,9 +50,16 @@
 
 #![forbid(unsafe_code)]
 
+/// The atomics the notice ring is written against (the loom model test puts loom's here).
+mod atomic {
+    pub(crate) use std::sync::atomic::{AtomicU64, Ordering, fence};
+}
+
 mod device;
 mod driver;
 mod executor;
+mod notice;
+mod notice_ring;
 mod observer;
 mod runner;
 mod steps;
@@ -60,6 +71,8 @@ pub use driver::{
     SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET, Turn, event_role,
 };
 pub use executor::{Executor, Wait, next_epoch};
+pub use notice::{notices, notices_if_made, report_device_fault};
+pub use notice_ring::{NOTICE_CAPACITY, NoticeRead, NoticeRing, RawNotice};
 pub use observer::{Command, NoObserver, Observation, Observer, Release};
 pub use runner::{
     Concurrency, HostWorker, PrepareError, RunArgs, Runner, host_work_failed, is_host_work,

@@ -15,10 +15,13 @@ pub enum Command {
     Close,
     /// [`LaneSteps::retry_teardown`](crate::LaneSteps::retry_teardown).
     RetryTeardown,
+    /// [`LaneSteps::fault_notice`](crate::LaneSteps::fault_notice): a device fault notice
+    /// that concerns the lane's device (L-19).
+    FaultNotice,
 }
 
 impl Command {
-    /// `submit`, `publish`, `close` or `retry-teardown`.
+    /// `submit`, `publish`, `close`, `retry-teardown` or `fault-notice`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -26,6 +29,7 @@ impl Command {
             Self::Publish => "publish",
             Self::Close => "close",
             Self::RetryTeardown => "retry-teardown",
+            Self::FaultNotice => "fault-notice",
         }
     }
 }

@@ -6,8 +6,9 @@
 
 use lane_core::status_latch::Stage;
 use lane_core::{
-    Cause, CloseReport, CodeRef, Effect, Event, Lane, LaneState, MAX_SLOTS, Outcome, Profile,
-    PublicationId, PublicationResult, PublishError, RunId, RunRequest, SubmitError, Timestamp,
+    Cause, CloseReport, CodeRef, Effect, Event, FaultNotice, Lane, LaneState, MAX_SLOTS, Outcome,
+    Profile, PublicationId, PublicationResult, PublishError, RunId, RunRequest, SubmitError,
+    Timestamp,
 };
 use std::collections::VecDeque;
 
@@ -110,6 +111,21 @@ impl<O: Observer> LaneSteps<O> {
             Command::Publish,
             |lane| lane.publish(now, code),
             |result| result.as_ref().ok().map(|p| p.0),
+        )
+    }
+
+    /// Tells the lane about a device fault notice that concerns its device at `now` (L-19):
+    /// whether the lane acted on it.
+    pub fn fault_notice(
+        &mut self,
+        now: Timestamp,
+        notice: FaultNotice,
+    ) -> Result<bool, DriverError> {
+        self.command(
+            now,
+            Command::FaultNotice,
+            |lane| lane.fault_notice(now, notice),
+            |_| None,
         )
     }
 

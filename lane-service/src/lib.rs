@@ -77,5 +77,6 @@ mod sync;
 pub use error::{LostCause, ServiceError, WaitError};
 pub use lane_driver::Report;
 pub use service::{
-    DEFAULT_WORKERS, ItemId, LaneHandle, OutcomeCallback, ServiceConfig, spawn, spawn_with_workers,
+    DEFAULT_WORKERS, ItemId, LaneHandle, NOTICE_POLL_NS, OutcomeCallback, ServiceConfig, spawn,
+    spawn_with_workers,
 };

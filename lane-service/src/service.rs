@@ -726,6 +726,10 @@ enum Next {
     Lose(LostCause),
 }
 
+/// How often a sleeping lane thread looks for device fault notices (L-19): notices come up
+/// to seconds late, so this adds little, and an idle lane wakes only this often.
+pub const NOTICE_POLL_NS: u64 = 50_000_000;
+
 /// The lane thread's loop and what it keeps between steps.
 struct LaneThread<'a> {
     mailbox: &'a Mailbox<Shared>,
@@ -772,10 +776,12 @@ impl LaneThread<'_> {
                     }
                 }
                 Next::Sleep(bound) => {
+                    // A fault notice wakes no one (its handler takes no lock): the lane thread
+                    // looks at the ring at least this often (L-19).
+                    let poll = now.after_ns(NOTICE_POLL_NS);
+                    let bound = bound.map_or(poll, |bound| bound.min(poll));
                     // The bound is on the device's clock: as a real-time instant from `now`.
-                    let until = bound.and_then(|bound| {
-                        Instant::now().checked_add(Duration::from_nanos(bound.since(now)))
-                    });
+                    let until = Instant::now().checked_add(Duration::from_nanos(bound.since(now)));
                     // After the shutdown, sleep only for answers, not on the shutdown seen
                     // already.
                     mailbox.idle(until, shutdown);
@@ -820,6 +826,10 @@ fn decide<D: Device, R: Runner<D>>(
             // which follows the execution without a sleep.
             WorkerAnswer::HandedBack(effect) => return Ok(Next::Execute(effect)),
         }
+    }
+    // L-19: the fault notices that concern this lane's device, since its last step.
+    while let Some(notice) = executor.next_notice() {
+        shared.steps.fault_notice(now, notice)?;
     }
     // L-20: a force reset waits until the completion waiter has left its device call (its
     // bound returns it); one still inside past that bound ignores its timeout, and a reset

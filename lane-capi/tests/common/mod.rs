@@ -218,7 +218,8 @@ pub(crate) fn wait(lane: *mut RunLane, id: u64) -> RunLaneOutcome {
 
 /// The embedding guide's loop: submit until `FULL`, then wait for the oldest run in flight,
 /// and repeat while `more(submitted so far, outcomes so far)`; then wait for the runs still
-/// in flight. `RECOVERING` (a poisoned lane resetting its device) is "submit again shortly":
+/// in flight. `RECOVERING` (a poisoned lane resetting its device) and `SUSPECT` (a fault
+/// notice named its stream) are "submit again shortly":
 /// with runs in flight it waits for the oldest; with none it yields and tries again, for at
 /// most [`BOUND`]. Returns every outcome, in the order taken (the oldest first).
 pub(crate) fn documented_loop(
@@ -240,17 +241,21 @@ pub(crate) fn documented_loop(
                 let oldest = in_flight.pop_front().expect("FULL with nothing in flight");
                 outcomes.push(wait(lane, oldest));
             }
-            Err(RunLaneStatus::Recovering) => match in_flight.pop_front() {
-                Some(oldest) => outcomes.push(wait(lane, oldest)),
-                None => {
-                    let since = *recovering_since.get_or_insert_with(Instant::now);
-                    assert!(
-                        since.elapsed() < BOUND,
-                        "the lane recovered for longer than {BOUND:?}"
-                    );
-                    thread::yield_now();
+            // SUSPECT (a fault notice named the lane's stream) is the same: launched runs
+            // finish, then the device is recovered.
+            Err(RunLaneStatus::Recovering | RunLaneStatus::Suspect) => {
+                match in_flight.pop_front() {
+                    Some(oldest) => outcomes.push(wait(lane, oldest)),
+                    None => {
+                        let since = *recovering_since.get_or_insert_with(Instant::now);
+                        assert!(
+                            since.elapsed() < BOUND,
+                            "the lane recovered for longer than {BOUND:?}"
+                        );
+                        thread::yield_now();
+                    }
                 }
-            },
+            }
             Err(status) => panic!("submit refused with {status:?}: {}", last_error()),
         }
     }

@@ -2,7 +2,6 @@
 
 use stream_pair::Owner;
 
-use crate::effect::Effect;
 use crate::error::InvariantViolation as V;
 use crate::ids::PublicationId;
 use crate::profile::MAX_PENDING_PUBLICATIONS;
@@ -26,7 +25,7 @@ impl Lane {
     /// - No run launched before its predecessor; no launch behind an unfinished publication.
     /// - Runs on the pair never exceed the launch depth; a diagnostics run is alone.
     /// - No run launched after a publication runs on an AICore stream created before it.
-    /// - A suspect lane (L-19) has a notice on record and queues no prepare or launch.
+    /// - A suspect lane (L-19) has its notice on record.
     /// - Recovering, lost and closed lanes have no unfinished run; a closed lane reports
     ///   exactly its live streams as left.
     /// - L-18 Overlap: runner work out is at most one per slot, for the run holding that
@@ -214,17 +213,8 @@ impl Lane {
                 if self.notice.is_none() || !self.notice_recovery {
                     return Err(V::RecoveringWithoutPoison);
                 }
-                // L-19: nothing new prepares or launches on a suspect device.
-                if let Some(effect) = self
-                    .effects
-                    .as_slice()
-                    .iter()
-                    .find(|e| matches!(e, Effect::PrepareRun { .. } | Effect::LaunchRun { .. }))
-                {
-                    return Err(V::StartWhileSuspect {
-                        effect: effect.name(),
-                    });
-                }
+                // What was asked before the notice stays asked: a launch already emitted
+                // is a launched run, which gets its own verdict.
             }
             LaneState::Open | LaneState::Closing => {}
         }
