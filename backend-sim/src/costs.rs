@@ -143,7 +143,7 @@ impl Cost {
             Self::HostWakeup => (
                 "host_wakeup",
                 5_000,
-                "A15/H11: a futex or pipe wake costs ~4.4-10 us on bare metal (§4)",
+                "A15/H11: a futex or pipe wake costs ~4.4-10 us on bare metal (measured-figures §4)",
             ),
             Self::ReadD2h => (
                 "read_d2h",
@@ -184,7 +184,7 @@ impl Cost {
             Self::Finalise => (
                 "finalise",
                 20_000,
-                "E: §5(b) validate and finalise add D2H reads of >=9.5 us each; two of them",
+                "E: measured-figures §5(b): validate and finalise add D2H reads of >=9.5 us each; two of them",
             ),
             Self::Upload => (
                 "upload",
@@ -194,7 +194,7 @@ impl Cost {
             Self::KernelStartLatency => (
                 "kernel_start_latency",
                 5_000,
-                "E: unmeasured (§1 'not found'); §5(a) lists it as part of the host round trip",
+                "E: unmeasured (measured-figures §1 'not found'); §5(a) lists it as part of the host round trip",
             ),
             Self::TaskSwitch => (
                 "task_switch",
@@ -204,7 +204,7 @@ impl Cost {
             Self::EventTask => (
                 "event_task",
                 1_000,
-                "E: §5(a) estimates the per-run event-record task at <=1 us",
+                "E: measured-figures §5(a) estimates the per-run event-record task at <=1 us",
             ),
             Self::RunPreamble => (
                 "run_preamble",

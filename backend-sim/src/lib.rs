@@ -21,7 +21,7 @@
 //! | [`workload`] | [`SimConfig`], the runner (keep the lane full, close, liveness), [`Report`] |
 //! | [`trace`] | trace records, the text trace, Chrome trace-event JSON |
 //! | [`stats`] | per-run device start/end, gaps, host time; runs/s, utilisation, p99 |
-//! | [`sweep`] | depth one vs queued over device times, beside the §5(c) throughput model |
+//! | [`sweep`] | depth one vs queued over device times, beside the measured-figures.md §5(c) throughput model |
 //! | [`workers`] | virtual host workers and the completion waiter: the runner's prepare and finalise, and every device wait, on their own tracks in virtual time |
 //! | [`shared`] | [`SharedSim`]: one [`SimDevice`] shared by a lane service's lane thread and completion waiter |
 //! | [`scenario`] | scenario TOML, expectations, the readable diff |

@@ -274,7 +274,8 @@ fn a_launch_that_reached_no_stream_fails_only_that_run_and_withdraws_its_submiss
 
 #[test]
 fn an_arming_failure_is_not_started_not_partial() {
-    // §11.10 (#1714): an arming failure was graded Partial (device poison with no stream touched).
+    // simpler-lane.md §11.10 (#1714): an arming failure was graded Partial (device poison
+    // with no stream touched).
     let mut h = Harness::a2a3();
     h.fault(Fault::LaunchFails(1, LaunchStep::Arm, 107_000));
     let r1 = h.run();

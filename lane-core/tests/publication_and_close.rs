@@ -105,9 +105,10 @@ fn a_failed_upload_reports_its_error_and_still_leaves_the_stream_stale() {
 
 #[test]
 fn publication_and_admission_are_serialised_by_the_lane() {
-    // The C++ check-then-act race (§6(e)): "no runs outstanding" then upload. Here a run
-    // submitted after the publication cannot be prepared before the upload, and a run
-    // submitted before it is always drained first, whatever the interleaving.
+    // The C++ check-then-act race (simpler-lane.md §6(e)): "no runs outstanding" then
+    // upload. Here a run submitted after the publication cannot be prepared before the
+    // upload, and a run submitted before it is always drained first, whatever the
+    // interleaving.
     let mut h = Harness::a2a3();
     let r1 = h.run();
     let p = h.publish(1);

@@ -227,7 +227,8 @@ fn runs_are_prepared_launched_and_delivered_in_submission_order() {
 #[test]
 fn a_prepared_successor_reported_incompatible_is_prepared_again_after_the_predecessor_and_keeps_its_place()
  {
-    // §11.14 (#1588): miss → -3 → prepare1 again after finalize0, same lease and place.
+    // simpler-lane.md §11.14 (#1588): miss → -3 → prepare1 again after finalize0, same lease
+    // and place.
     let mut h = Harness::depth_one();
     h.fault(Fault::PrepareIncompatible(2, 1));
     let r1 = h.run();

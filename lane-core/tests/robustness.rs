@@ -89,7 +89,7 @@ fn a_reserved_lease_is_used_once_and_a_released_or_used_lease_is_stale() {
     assert_eq!(
         h.lane.submit(h.now, RunRequest::new().on_lease(other)),
         Err(SubmitError::StaleLease { lease: other }),
-        "a released lease is stale (§11.15: the C++ replay filter let it pass)"
+        "a released lease is stale (simpler-lane.md §11.15: the C++ replay filter let it pass)"
     );
     assert!(h.lane.release(other).is_err());
 }
@@ -278,8 +278,9 @@ fn out_of_order_completion_is_rejected_and_cannot_strand_the_fifo() {
 
 #[test]
 fn spurious_timeouts_are_harmless_and_the_lane_asks_for_each_completion_once() {
-    // §11.13 (#1650): a re-polling wait made 636,336 polls for one 200 ms run. The lane asks
-    // once per run and spurious timeout calls before the deadline change nothing.
+    // simpler-lane.md §11.13 (#1650): a re-polling wait made 636,336 polls for one 200 ms
+    // run. The lane asks once per run and spurious timeout calls before the deadline change
+    // nothing.
     let mut h = Harness::a2a3();
     let r1 = h.run();
     assert_eq!(

@@ -6,7 +6,7 @@
 //! through, and the [`Driver`] that turns lane effects into those calls: per-slot completion
 //! events and device buffers (created once per slot, re-recorded per run, tracked because a
 //! never-recorded event waits as success), the launch order of L-5, the status-header read of L-8, the bounded completion wait of L-6, and the
-//! recovery sequence of §5.3.
+//! recovery sequence of SPEC §5.3.
 //!
 //! **Copies (L-5, L-13):** the profile's `CopyPath` picks how a launch arms its slot and
 //! how the status read reads it back. `Sync`: one synchronous host-to-device copy before the

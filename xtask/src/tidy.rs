@@ -5,6 +5,9 @@
 //!   deterministic), and contain no `unsafe`.
 //! - `unsafe` appears only in the FFI crates (`UNSAFE_CRATES`); every other workspace
 //!   member (read from the root `Cargo.toml`) is `#![forbid(unsafe_code)]`.
+//! - Every rule id the workspace cites (`L-n`, `S-n`, `SPEC §n`, `device-truth §n`, the
+//!   other reference sheets' `§n`) has an entry in `docs/rules.md`, and every test an entry
+//!   names under "Checked by" exists in the file it names.
 
 #[cfg(test)]
 mod tests {
@@ -258,5 +261,356 @@ mod tests {
         // The rule can fire: backend-sim's own manifest names lane-driver, which the pure
         // crates may not.
         assert!(our_dependencies("backend-sim", &members).contains(&"lane-driver".to_owned()));
+    }
+
+    // ----- docs/rules.md: every cited id has an entry, every named test exists ------------
+
+    /// The rules file, relative to the workspace root.
+    const RULES_MD: &str = "docs/rules.md";
+
+    /// The documents a `§n` citation can point into, by the name written before it
+    /// (`SPEC §5.3`, `device-truth.md §1`, `reference/ascend-cl.md §2.1`). docs/rules.md
+    /// names each cited section the same way, without `.md`.
+    const CITED_DOCUMENTS: &[&str] = &[
+        "SPEC",
+        "device-truth",
+        "ascend-cl",
+        "measured-figures",
+        "simpler-lane",
+        "model-codebases",
+    ];
+
+    /// The extensions of the files whose citations are checked: sources, the C header and
+    /// example, docs, manifests and scenarios.
+    const CITING_EXTENSIONS: &[&str] = &["rs", "md", "h", "hpp", "c", "cc", "cpp", "toml"];
+
+    /// Whether `c` continues a word, so that an id or a document name next to it is part of
+    /// something else (`CL-10`, `L-1x`, `SPEC_FILE`).
+    fn is_word(c: char) -> bool {
+        c.is_ascii_alphanumeric() || c == '_'
+    }
+
+    /// The section number at the start of `rest`, just after a `§` (`5.3`, `5(c)`; a full
+    /// stop that ends the sentence is not part of it), with its length in bytes.
+    fn section_number(rest: &str) -> Option<(String, usize)> {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number = rest[..end].trim_end_matches('.');
+        if !number.starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        let mut id = number.to_owned();
+        // A lettered part, as in measured-figures §5(c).
+        if let [b'(', letter, b')', ..] = &rest.as_bytes()[number.len()..] {
+            if letter.is_ascii_lowercase() {
+                id.push_str(&rest[number.len()..number.len() + 3]);
+            }
+        }
+        let len = id.len();
+        Some((id, len))
+    }
+
+    /// The `L-n` or `S-n` rule id at the start of `rest`, with its length in bytes.
+    fn rule_id(rest: &str) -> Option<(String, usize)> {
+        let [kind @ (b'L' | b'S'), b'-', ..] = rest.as_bytes() else {
+            return None;
+        };
+        let number = &rest[2..];
+        let digits = number
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(number.len());
+        if digits == 0 || number[digits..].starts_with(is_word) {
+            return None;
+        }
+        Some((
+            format!("{}-{}", char::from(*kind), &number[..digits]),
+            2 + digits,
+        ))
+    }
+
+    /// The cited document whose name starts `rest` (`device-truth.md`, `SPEC's`), not a
+    /// longer name that begins with it (`ascend-cl-sys`, the crate).
+    fn document_name(rest: &str) -> Option<&'static str> {
+        CITED_DOCUMENTS.iter().copied().find(|name| {
+            rest.strip_prefix(name)
+                .is_some_and(|after| !after.starts_with(|c: char| is_word(c) || c == '-'))
+        })
+    }
+
+    /// The rule ids `text` cites, each with its line number. A `§n` belongs to the document
+    /// named last before it in the text (SPEC until another is named), so
+    /// `device-truth §2, §3` cites two of its sections.
+    fn citations(text: &str) -> Vec<(usize, String)> {
+        let mut found = Vec::new();
+        let mut document = CITED_DOCUMENTS[0];
+        for (line_no, line) in text.lines().enumerate() {
+            let mut at = 0;
+            while let Some(c) = line[at..].chars().next() {
+                let rest = &line[at..];
+                let mut len = c.len_utf8();
+                let starts_word = !line[..at].ends_with(|p: char| is_word(p) || p == '-');
+                if c == '§' {
+                    if let Some((number, n)) = section_number(&rest[len..]) {
+                        found.push((line_no + 1, format!("{document} §{number}")));
+                        len += n;
+                    }
+                } else if starts_word {
+                    if let Some(name) = document_name(rest) {
+                        document = name;
+                        len = name.len();
+                    } else if let Some((id, n)) = rule_id(rest) {
+                        found.push((line_no + 1, id));
+                        len = n;
+                    }
+                }
+                at += len;
+            }
+        }
+        found
+    }
+
+    /// The id an entry of docs/rules.md defines: a `### ` heading or a `- **` item that
+    /// starts with one (`### L-8 ...`, `### SPEC §5.3 ...`, `- **ascend-cl §2.1** ...`).
+    fn entry_id(line: &str) -> Option<String> {
+        let text = line
+            .strip_prefix("### ")
+            .or_else(|| line.strip_prefix("- **"))?;
+        let (_, id) = citations(text).into_iter().next()?;
+        text.starts_with(&id).then_some(id)
+    }
+
+    /// One entry of docs/rules.md: its id, its line, and the tests its "Checked by" list
+    /// names, each as (line, file, function).
+    struct Entry {
+        id: String,
+        line: usize,
+        tests: Vec<(usize, String, String)>,
+    }
+
+    /// The entries of docs/rules.md, and the lines of its "Checked by" lists that name no
+    /// file and test. A list starts at a `Checked by:` line; each item is
+    /// `` - `path/to/file.rs`: `test_one`, `test_two` ``.
+    fn rules_entries(text: &str) -> (Vec<Entry>, Vec<String>) {
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut malformed = Vec::new();
+        let mut in_list = false;
+        for (i, line) in text.lines().enumerate() {
+            let line_no = i + 1;
+            if let Some(id) = entry_id(line) {
+                entries.push(Entry {
+                    id,
+                    line: line_no,
+                    tests: Vec::new(),
+                });
+                in_list = false;
+            } else if line.trim() == "Checked by:" {
+                in_list = true;
+            } else if in_list && line.starts_with("- ") {
+                let quoted: Vec<&str> = line.split('`').skip(1).step_by(2).collect();
+                match (entries.last_mut(), quoted.split_first()) {
+                    (Some(entry), Some((file, tests))) if !tests.is_empty() => {
+                        for test in tests {
+                            entry
+                                .tests
+                                .push((line_no, (*file).to_owned(), (*test).to_owned()));
+                        }
+                    }
+                    _ => malformed.push(format!(
+                        "{RULES_MD}:{line_no}: a `Checked by:` item is `` - `path/to/file.rs`: \
+                         `test_name`, ... `` under an entry's heading"
+                    )),
+                }
+            } else {
+                in_list = false;
+            }
+        }
+        (entries, malformed)
+    }
+
+    /// Every file of the workspace that may cite a rule: `CITING_EXTENSIONS`, outside
+    /// `target/` and hidden folders, and not docs/rules.md itself. fuzz/ is included.
+    fn citing_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+        entries.sort();
+        for path in entries {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if path.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    citing_files(&path, out);
+                }
+            } else if path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| CITING_EXTENSIONS.contains(&e))
+                && path != project_root().join(RULES_MD)
+            {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn every_rule_id_the_workspace_cites_has_an_entry_in_docs_rules_md() {
+        let root = project_root();
+        let rules = fs::read_to_string(root.join(RULES_MD)).expect("docs/rules.md");
+        let (entries, _) = rules_entries(&rules);
+        let mut ids = std::collections::BTreeMap::new();
+        let mut problems = Vec::new();
+        for entry in &entries {
+            if let Some(first) = ids.insert(entry.id.clone(), entry.line) {
+                problems.push(format!(
+                    "{RULES_MD}:{}: a second entry for {} (the first is at line {first}): \
+                     merge them",
+                    entry.line, entry.id
+                ));
+            }
+        }
+        let mut files = Vec::new();
+        citing_files(&root, &mut files);
+        assert!(
+            files.len() > 100,
+            "found only {} files to scan",
+            files.len()
+        );
+        let mut cited = 0;
+        for file in &files {
+            let text =
+                String::from_utf8_lossy(&fs::read(file).expect("readable file")).into_owned();
+            let rel = file.strip_prefix(&root).unwrap_or(file).display();
+            for (line_no, id) in citations(&text) {
+                cited += 1;
+                if !ids.contains_key(&id) {
+                    problems.push(format!(
+                        "{rel}:{line_no}: cites {id}, which has no entry: add an entry for \
+                         {id} to {RULES_MD} (a `### {id}` heading with the rule in the \
+                         project's words and its `Checked by:` tests), or correct the \
+                         citation (a bare `§n` belongs to the document named last above it in \
+                         the file; write `SPEC §n` or `device-truth §n`)"
+                    ));
+                }
+            }
+        }
+        assert!(
+            cited > 500,
+            "found only {cited} citations: is the scanner broken?"
+        );
+        assert!(
+            problems.is_empty(),
+            "rule ids without an entry:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    #[test]
+    fn every_test_docs_rules_md_names_exists_and_every_rule_names_one() {
+        let root = project_root();
+        let rules = fs::read_to_string(root.join(RULES_MD)).expect("docs/rules.md");
+        let (entries, mut problems) = rules_entries(&rules);
+        let mut named = 0;
+        for entry in &entries {
+            let is_rule = entry.id.starts_with("L-") || entry.id.starts_with("S-");
+            if is_rule && entry.tests.is_empty() {
+                problems.push(format!(
+                    "{RULES_MD}:{}: {} names no test: list the tests that check it under \
+                     `Checked by:`",
+                    entry.line, entry.id
+                ));
+            }
+            for (line_no, file, test) in &entry.tests {
+                named += 1;
+                let Ok(text) = fs::read_to_string(root.join(file)) else {
+                    problems.push(format!(
+                        "{RULES_MD}:{line_no}: {}: no file {file}: give the test's file \
+                         relative to the workspace root",
+                        entry.id
+                    ));
+                    continue;
+                };
+                if !text.contains(&format!("fn {test}(")) {
+                    problems.push(format!(
+                        "{RULES_MD}:{line_no}: {}: {file} has no `fn {test}`: name a test \
+                         that exists (it was renamed or moved?), or drop it",
+                        entry.id
+                    ));
+                }
+            }
+        }
+        assert!(named > 100, "found only {named} tests named in {RULES_MD}");
+        assert!(
+            problems.is_empty(),
+            "{RULES_MD} is out of date:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_citation_scanner_reads_ids_and_nothing_that_only_looks_like_one() {
+        // Built at run time, so this file cites nothing it does not mean.
+        let (l, s, sec) = ("L", "S", '§');
+        let text = format!(
+            "({l}-8, {s}-1..{s}-8) SPEC {sec}5.3.\n\
+             not CL-10, {l}-1x, {l}-, v0.29.4, x86-64, ascend-cl-sys {sec}2\n\
+             device-truth.md {sec}2, {sec}3; `measured-figures.md` {sec}5(c)'s\n\
+             {sec}4 {sec}x\n"
+        );
+        let expected = [
+            (1, format!("{l}-8")),
+            (1, format!("{s}-1")),
+            (1, format!("{s}-8")),
+            (1, format!("SPEC {sec}5.3")),
+            (2, format!("SPEC {sec}2")),
+            (3, format!("device-truth {sec}2")),
+            (3, format!("device-truth {sec}3")),
+            (3, format!("measured-figures {sec}5(c)")),
+            (4, format!("measured-figures {sec}4")),
+        ];
+        assert_eq!(citations(&text), expected);
+
+        let rules = format!(
+            "## The lane ({l}-1..{l}-21)\n\
+             ### {l}-8 A verdict needs positive evidence\n\
+             Checked by:\n\
+             - `lane-core/tests/verdicts.rs`: `one`, `two`\n\
+             \n\
+             ### SPEC {sec}5.3 Policy\n\
+             - **ascend-cl {sec}2.1** Init and device.\n\
+             Checked by:\n\
+             - no file here\n"
+        );
+        let (entries, malformed) = rules_entries(&rules);
+        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                format!("{l}-8"),
+                format!("SPEC {sec}5.3"),
+                format!("ascend-cl {sec}2.1")
+            ]
+        );
+        assert_eq!(
+            entries[0].tests,
+            [
+                (
+                    4,
+                    "lane-core/tests/verdicts.rs".to_owned(),
+                    "one".to_owned()
+                ),
+                (
+                    4,
+                    "lane-core/tests/verdicts.rs".to_owned(),
+                    "two".to_owned()
+                )
+            ]
+        );
+        assert!(entries[1].tests.is_empty() && entries[2].tests.is_empty());
+        assert_eq!(malformed.len(), 1, "{malformed:?}");
+        assert!(malformed[0].contains(":9:"), "{malformed:?}");
     }
 }
