@@ -18,7 +18,8 @@
  *   run_lane_wait                   WRONG_THREAD            WRONG_THREAD
  *   run_lane_destroy(_with_report)  WRONG_THREAD            WRONG_THREAD
  *   run_lane_create                 -                       WRONG_THREAD (a new lane)
- *   run_lane_config_default, run_lane_abi_version, run_lane_last_error: allowed
+ *   run_lane_config_default, run_lane_abi_version, run_lane_last_error,
+ *   run_lane_report_device_fault (also from the driver's exception callback): allowed
  *
  * The allowed calls return at once and answer as from any thread (a submit may be FULL; a
  * close still gives every accepted item its outcome, the current one included). The refused

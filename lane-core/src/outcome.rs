@@ -80,6 +80,8 @@ pub enum Verdict {
     Ok,
     /// The run failed. When `cause.class()` is `Poison`, this run is the origin of a device
     /// poison: it gets its own cause and every other run taken down gets [`Verdict::Poisoned`].
+    /// The exception: at stage `FaultNotice` a device fault notice took the run down before it
+    /// launched (L-19); every item it took down carries that same cause.
     Failed {
         /// Why.
         cause: Cause,
