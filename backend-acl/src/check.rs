@@ -140,6 +140,7 @@ pub fn run(options: &CheckOptions) -> CheckReport {
         ),
     });
     steps.push(step("streams", check_streams(&mut device)));
+    steps.push(check_stream_ids(&mut device));
     steps.push(step("events", check_events(&mut device)));
     steps.push(step("stream synchronize", check_stream_sync(&mut device)));
     steps.push(step("copies", check_copies(&mut device)));
@@ -238,6 +239,51 @@ fn check_streams(d: &mut AclDevice) -> Result<String, String> {
     first.map_err(|c| failed(d, "aclrtDestroyStream", c))?;
     second.map_err(|c| failed(d, "aclrtDestroyStreamForce", c))?;
     Ok("two distinct streams created; destroyed with aclrtDestroyStream and aclrtDestroyStreamForce".to_owned())
+}
+
+/// L-19: each new stream gets its own id from `aclrtStreamGetId`, the number a fault notice
+/// names; and whether the library has the notice callback and its getters. Without them the
+/// lane runs, but no notice reaches it: the step is not checked rather than failed.
+fn check_stream_ids(d: &mut AclDevice) -> Step {
+    let missing: Vec<&str> = d
+        .acl()
+        .missing_optional()
+        .iter()
+        .copied()
+        .filter(|s| s.contains("ExceptionInfo") || *s == "aclrtStreamGetId")
+        .collect();
+    if !missing.is_empty() {
+        return Step {
+            name: "stream ids",
+            verdict: Verdict::NotChecked,
+            detail: format!(
+                "the library lacks {}: lanes run without device fault notices (docs/hardware.md)",
+                missing.join(", ")
+            ),
+        };
+    }
+    let result = (|| {
+        let first = d.create_stream().map_err(|c| failed(d, "create stream", c))?;
+        let second = match d.create_stream() {
+            Ok(stream) => stream,
+            Err(code) => {
+                let _ = d.destroy_stream(first);
+                return Err(failed(d, "create second stream", code));
+            }
+        };
+        let ids: Vec<u32> = d.stream_ids().collect();
+        let _ = d.destroy_stream(first);
+        let _ = d.destroy_stream(second);
+        match ids.as_slice() {
+            [.., a, b] if a != b => Ok(format!(
+                "aclrtStreamGetId gave two streams ids {a} and {b}; the fault notice callback and \
+                 its getters are present"
+            )),
+            [.., a, b] => Err(format!("aclrtStreamGetId gave two streams one id ({a} = {b})")),
+            _ => Err("aclrtStreamGetId gave no id for a new stream".to_owned()),
+        }
+    })();
+    step("stream ids", result)
 }
 
 fn check_events(d: &mut AclDevice) -> Result<String, String> {

@@ -25,6 +25,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
             "probe",
             "op timeout",
             "streams",
+            "stream ids",
             "events",
             "stream synchronize",
             "copies",
@@ -44,7 +45,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
     assert!(channel.detail.contains("fatal-status"), "{text}");
     assert!(text.contains("SoC Ascend910B1, profile a2a3"), "{text}");
     assert!(
-        text.ends_with("device-check: 8 passed, 0 failed, 2 not checked\n"),
+        text.ends_with("device-check: 9 passed, 0 failed, 2 not checked\n"),
         "{text}"
     );
     let c = fake.counters();
