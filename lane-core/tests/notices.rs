@@ -25,6 +25,15 @@ const RECOVERY: [&str; 3] = [
     "Probe attempt 1",
 ];
 
+/// The three recovery effects from the first `DrainDevice` of `log` on.
+fn recovery_in(log: &[String]) -> &[String] {
+    let drain = log
+        .iter()
+        .position(|l| l.starts_with("DrainDevice"))
+        .unwrap_or_else(|| panic!("no recovery in {log:?}"));
+    &log[drain..(drain + RECOVERY.len()).min(log.len())]
+}
+
 #[test]
 fn a_notice_during_queued_runs_lets_them_reach_their_own_verdicts_then_recovers_and_reopens() {
     let mut h = Harness::a2a3();
@@ -63,11 +72,8 @@ fn a_notice_during_queued_runs_lets_them_reach_their_own_verdicts_then_recovers_
     h.complete(r2);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
     let log = h.take();
-    let drain = log
-        .iter()
-        .position(|l| l.starts_with("DrainDevice"))
-        .expect("recovery after the last launched run's verdict");
-    assert_eq!(log[drain..], RECOVERY);
+    assert_eq!(recovery_in(&log), RECOVERY, "after the last launched run's verdict");
+    assert_eq!(log.last().map(String::as_str), Some(RECOVERY[2]));
     assert_eq!(h.state(), LaneState::Open, "reopened");
     // Fresh streams at the next launch, and the run succeeds.
     let r3 = h.run();
@@ -193,12 +199,7 @@ fn a_close_while_suspect_recovers_the_device_then_closes() {
     h.take();
     h.complete(r1);
     assert_eq!(h.verdict(r1), Some(Verdict::Ok));
-    let log = h.take();
-    let drain = log
-        .iter()
-        .position(|l| l.starts_with("DrainDevice"))
-        .expect("recovered");
-    assert_eq!(log[drain..drain + 3], RECOVERY);
+    assert_eq!(recovery_in(&h.take()), RECOVERY);
     assert_eq!(h.state(), LaneState::Closed);
 }
 
