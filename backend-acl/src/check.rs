@@ -263,7 +263,9 @@ fn check_stream_ids(d: &mut AclDevice) -> Step {
         };
     }
     let result = (|| {
-        let first = d.create_stream().map_err(|c| failed(d, "create stream", c))?;
+        let first = d
+            .create_stream()
+            .map_err(|c| failed(d, "create stream", c))?;
         let second = match d.create_stream() {
             Ok(stream) => stream,
             Err(code) => {
@@ -279,7 +281,9 @@ fn check_stream_ids(d: &mut AclDevice) -> Step {
                 "aclrtStreamGetId gave two streams ids {a} and {b}; the fault notice callback and \
                  its getters are present"
             )),
-            [.., a, b] => Err(format!("aclrtStreamGetId gave two streams one id ({a} = {b})")),
+            [.., a, b] => Err(format!(
+                "aclrtStreamGetId gave two streams one id ({a} = {b})"
+            )),
             _ => Err("aclrtStreamGetId gave no id for a new stream".to_owned()),
         }
     })();

@@ -153,9 +153,11 @@ fn a_matched_notice_recovers_the_lane(send: impl FnOnce(u32)) {
     // had not (it fails with the notice).
     for run in accepted {
         let outcome = common::wait(lane, run);
+        // The outcome names the notice: its device, stream id and code.
         let by_notice = outcome.verdict == RunLaneVerdict::Failed
             && outcome.stage == RunLaneStage::FaultNotice
-            && outcome.code == AICORE_EXCEPTION;
+            && outcome.code == AICORE_EXCEPTION
+            && common::line(&outcome).contains(&format!("device 0 stream {}", before[0]));
         assert!(
             outcome.verdict == RunLaneVerdict::Ok || by_notice,
             "run {run}: {}",
@@ -308,4 +310,48 @@ fn with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it
     );
     common::destroy(zero);
     common::destroy(one);
+}
+
+#[test]
+fn a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice() {
+    let _serial = serial();
+    let _fake = control().session().expect("reset the fake");
+    let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    // Depth one: run 2 is prepared but launches only after run 1 retired.
+    config.launch_depth = 1;
+    let lane = common::create(&config);
+    let r1 = common::submit(lane).expect("run 1");
+    let r2 = common::submit(lane).expect("run 2, prepared behind run 1");
+    let ids = pair_ids(0);
+    let since = Instant::now();
+    while control().device(0).counters().expect("counters").launches < 2 {
+        assert!(since.elapsed() < common::BOUND, "run 1 never launched");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    // The lane thread takes the notice at its next step, before run 1's completion.
+    assert_eq!(
+        run_lane_report_device_fault(0, ids[0], AICORE_EXCEPTION),
+        RunLaneStatus::Ok
+    );
+    let one = common::wait(lane, r1);
+    assert_eq!(one.verdict, RunLaneVerdict::Ok, "{}", common::line(&one));
+    let two = common::wait(lane, r2);
+    let line = common::line(&two);
+    assert_eq!(two.verdict, RunLaneVerdict::Failed, "{line}");
+    assert_eq!(two.stage, RunLaneStage::FaultNotice, "{line}");
+    assert!(two.has_code && two.code == AICORE_EXCEPTION, "{line}");
+    assert!(
+        line.contains(&format!(
+            "device fault notice on device 0 stream {}",
+            ids[0]
+        )),
+        "the outcome names the notice: {line}"
+    );
+    assert_eq!(
+        control().device(0).counters().expect("counters").launches,
+        2
+    );
+    let after = submit_when_open(lane);
+    assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
+    common::destroy(lane);
 }

@@ -72,7 +72,11 @@ fn a_notice_during_queued_runs_lets_them_reach_their_own_verdicts_then_recovers_
     h.complete(r2);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
     let log = h.take();
-    assert_eq!(recovery_in(&log), RECOVERY, "after the last launched run's verdict");
+    assert_eq!(
+        recovery_in(&log),
+        RECOVERY,
+        "after the last launched run's verdict"
+    );
     assert_eq!(log.last().map(String::as_str), Some(RECOVERY[2]));
     assert_eq!(h.state(), LaneState::Open, "reopened");
     // Fresh streams at the next launch, and the run succeeds.

@@ -243,18 +243,25 @@ impl<O: Observer> LaneSteps<O> {
                 now,
                 outcome: &outcome,
             });
-            let device_message = outcome.cause_item().and_then(|item| {
-                // A stream create or destroy fails the run waiting to launch, which the
-                // executor cannot name when the call fails: its text is keyed by the stage.
-                let key = match cause_of(&outcome).and_then(Cause::stage) {
-                    Some(Stage::StreamCreate | Stage::StreamDestroy) => STREAM_CALL,
-                    _ => item,
-                };
-                self.messages
-                    .iter()
-                    .find(|(k, _)| *k == key)
-                    .map(|(_, text)| text.clone())
-            });
+            let stage = cause_of(&outcome).and_then(Cause::stage);
+            let device_message = if stage == Some(Stage::FaultNotice) {
+                // Taken down by a fault notice (L-19): the notice is the device's word on it
+                // (device, stream id, code), so the outcome names which notice it was.
+                self.lane.notice().map(|notice| notice.to_string())
+            } else {
+                outcome.cause_item().and_then(|item| {
+                    // A stream create or destroy fails the run waiting to launch, which the
+                    // executor cannot name when the call fails: its text is keyed by the stage.
+                    let key = match stage {
+                        Some(Stage::StreamCreate | Stage::StreamDestroy) => STREAM_CALL,
+                        _ => item,
+                    };
+                    self.messages
+                        .iter()
+                        .find(|(k, _)| *k == key)
+                        .map(|(_, text)| text.clone())
+                })
+            };
             self.outcomes.push_back(Report {
                 outcome,
                 device_message,
