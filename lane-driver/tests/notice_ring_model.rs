@@ -11,7 +11,8 @@ mod atomic {
     pub(crate) use loom::sync::atomic::{AtomicU64, Ordering, fence};
 }
 
-#[allow(dead_code)]
+// The file's `pub` items are the library's API; here they live in a private module.
+#[allow(dead_code, unreachable_pub)]
 #[path = "../src/notice_ring.rs"]
 mod notice_ring;
 
