@@ -22,6 +22,21 @@
 // (from just before `run_lane_submit` to the return of its `launch_aicpu` callback, the
 // launch's last call; the first SKIP runs skipped):
 //   latency KERNEL_US LOOP MEDIAN_NS P99_NS
+// Just before loop (b), the loop they are compared with, the two hand-written anchors: the
+// same runs with no lane, the calls a lane makes for them (the arm copy, the two kernels,
+// their events, the boundary's wait, the record and status reads, on the lane's slot layout)
+// made on the fake's ACL calls directly from this thread, their gaps taken as the arms' are:
+//   depth1  launch a run, wait for its boundary, read it, launch the next;
+//   queued  two in flight: run N+1 launched before N's wait, then wait for the oldest, read
+//           it, launch the next (the queued loop on the submitting thread);
+//   anchor KERNEL_US KIND RUNS MEDIAN_NS P99_NS
+// And last, an idle lane (each run submitted once its predecessor retired and a pause of
+// 1 ms passed, nothing in flight): from just before `run_lane_submit` to the return of its
+// `launch_aicpu` callback; beside it the same launch's calls made directly from this thread,
+// idle alike (from the arm copy to the AICPU launch's return), and of those the two kernel
+// launches alone (the first SKIP runs of each skipped):
+//   idle KERNEL_US RUNS LANE_MEDIAN_NS LANE_P99_NS CALLS_MEDIAN_NS CALLS_P99_NS
+//        LAUNCHES_MEDIAN_NS LAUNCHES_P99_NS
 //
 // With --lanes it runs sixteen lanes at once, one per device of the fake (ids 0 to 15), each
 // driven from its own thread with loop (b), REPEATS times each of two cases, alternating:
@@ -81,6 +96,7 @@ using Free = int32_t (*)(void *);
 using Memcpy = int32_t (*)(void *, size_t, const void *, size_t, int32_t);
 using CreateEvent = int32_t (*)(void **, uint32_t);
 using RecordEvent = int32_t (*)(void *, void *);
+using StreamWaitEvent = int32_t (*)(void *, void *);
 using SyncEvent = int32_t (*)(void *, int32_t);
 using DestroyEvent = int32_t (*)(void *);
 // The fake's per-device kernel fault rules and its reset (test-only control functions).
@@ -89,6 +105,7 @@ using Reset = int32_t (*)();
 
 constexpr uint32_t kAicore = 0;
 constexpr uint32_t kAicpu = 1;
+constexpr int32_t kMemcpyHostToDevice = 1;
 constexpr int32_t kMemcpyDeviceToHost = 2;
 constexpr uint32_t kEventSync = 1;
 
@@ -104,6 +121,39 @@ F symbol(void *lib, const char *name) {
         fail(std::string("the fake has no ") + name);
     }
     return reinterpret_cast<F>(found);
+}
+
+// The ACL calls the floor and the anchors make (acl-fake implements them as libascendcl does).
+struct Acl {
+    SetDevice set_device;
+    CreateStream create_stream;
+    DestroyStream destroy_stream;
+    Malloc malloc_device;
+    Free free_device;
+    Memcpy memcpy_sync;
+    CreateEvent create_event;
+    RecordEvent record_event;
+    StreamWaitEvent stream_wait_event;
+    SyncEvent sync_event;
+    DestroyEvent destroy_event;
+};
+
+Acl load_acl(void *fake) {
+    return {symbol<SetDevice>(fake, "aclrtSetDevice"),
+            symbol<CreateStream>(fake, "aclrtCreateStreamWithConfig"),
+            symbol<DestroyStream>(fake, "aclrtDestroyStream"),
+            symbol<Malloc>(fake, "aclrtMalloc"),
+            symbol<Free>(fake, "aclrtFree"),
+            symbol<Memcpy>(fake, "aclrtMemcpy"),
+            symbol<CreateEvent>(fake, "aclrtCreateEventExWithFlag"),
+            symbol<RecordEvent>(fake, "aclrtRecordEvent"),
+            symbol<StreamWaitEvent>(fake, "aclrtStreamWaitEvent"),
+            symbol<SyncEvent>(fake, "aclrtSynchronizeEventWithTimeout"),
+            symbol<DestroyEvent>(fake, "aclrtDestroyEvent")};
+}
+
+uint64_t ns_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
 }
 
 // The gaps' median and 99th percentile (nearest rank), in ns.
@@ -189,9 +239,9 @@ RunLaneOutcome wait(RunLane *lane, uint64_t id) {
     return outcome;
 }
 
-// One arm: `runs` runs of the bench's kernel through `loop` on a2a3 at launch depth `depth`;
-// its outcomes in submission order.
-std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, char loop, int runs) {
+// A lane on a2a3 at launch depth `depth` (0: the profile's, two) with the bench's runner, and
+// the bench ready for `runs` tagged runs.
+RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs) {
     RunLaneConfig config;
     if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
         fail("config_default");
@@ -220,6 +270,13 @@ std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, c
         bench.submitted.assign(static_cast<size_t>(runs), {});
         bench.launched.assign(static_cast<size_t>(runs), {});
     }
+    return lane;
+}
+
+// One arm: `runs` runs of the bench's kernel through `loop` on a2a3 at launch depth `depth`;
+// its outcomes in submission order.
+std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, char loop, int runs) {
+    RunLane *lane = create_lane(bench, fake, depth, runs);
     std::vector<RunLaneOutcome> outcomes;
     std::deque<uint64_t> in_flight;
     int submitted = 0;
@@ -297,48 +354,50 @@ std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, c
 std::vector<uint64_t> latencies(const Bench &bench, int skip) {
     std::vector<uint64_t> out;
     for (size_t i = static_cast<size_t>(skip); i < bench.launched.size(); ++i) {
-        auto took = bench.launched[i] - bench.submitted[i];
-        out.push_back(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+        out.push_back(ns_between(bench.submitted[i], bench.launched[i]));
+    }
+    return out;
+}
+
+// A run's device start and end (ns), from its timing buffer.
+using DeviceSpan = std::pair<uint64_t, uint64_t>;
+
+// The device gaps between consecutive runs after `skip`: the lane's arms and the anchors
+// alike, so their figures compare.
+std::vector<uint64_t> span_gaps(const std::vector<DeviceSpan> &runs, int skip) {
+    std::vector<uint64_t> out;
+    for (size_t i = 1; i < runs.size(); ++i) {
+        if (static_cast<int>(i) > skip) {
+            uint64_t start = runs[i].first;
+            uint64_t end = runs[i - 1].second;
+            out.push_back(start > end ? start - end : 0);
+        }
     }
     return out;
 }
 
 // The device gaps between consecutive runs after `skip`, from their timing buffers.
 std::vector<uint64_t> gaps(const std::vector<RunLaneOutcome> &outcomes, int skip, int *ok) {
-    std::vector<uint64_t> out;
+    std::vector<DeviceSpan> spans;
     *ok = 0;
-    for (size_t i = 0; i < outcomes.size(); ++i) {
-        const RunLaneOutcome &o = outcomes[i];
+    for (const RunLaneOutcome &o : outcomes) {
         if (o.verdict != RUN_LANE_VERDICT_OK || !o.has_timing) {
             fail("run " + std::to_string(o.id) + " did not end OK: " + o.failure_line);
         }
         ++*ok;
-        if (i > 0 && static_cast<int>(i) > skip) {
-            const RunLaneOutcome &p = outcomes[i - 1];
-            out.push_back(o.device_start_ns > p.device_end_ns ? o.device_start_ns - p.device_end_ns : 0);
-        }
+        spans.emplace_back(o.device_start_ns, o.device_end_ns);
     }
-    return out;
+    return span_gaps(spans, skip);
 }
 
 // The fake's floor: `runs` kernels queued back to back on one stream before the first ends.
-std::vector<uint64_t> floor_gaps(void *fake, FakeLaunch launch, uint64_t kernel_ns, int runs, int skip) {
-    auto set_device = symbol<SetDevice>(fake, "aclrtSetDevice");
-    auto create_stream = symbol<CreateStream>(fake, "aclrtCreateStreamWithConfig");
-    auto destroy_stream = symbol<DestroyStream>(fake, "aclrtDestroyStream");
-    auto malloc_device = symbol<Malloc>(fake, "aclrtMalloc");
-    auto free_device = symbol<Free>(fake, "aclrtFree");
-    auto memcpy_sync = symbol<Memcpy>(fake, "aclrtMemcpy");
-    auto create_event = symbol<CreateEvent>(fake, "aclrtCreateEventExWithFlag");
-    auto record_event = symbol<RecordEvent>(fake, "aclrtRecordEvent");
-    auto sync_event = symbol<SyncEvent>(fake, "aclrtSynchronizeEventWithTimeout");
-    auto destroy_event = symbol<DestroyEvent>(fake, "aclrtDestroyEvent");
+std::vector<uint64_t> floor_gaps(const Acl &acl, FakeLaunch launch, uint64_t kernel_ns, int runs, int skip) {
     void *stream = nullptr;
     void *timing = nullptr;
     void *event = nullptr;
     const size_t bytes = 16 * static_cast<size_t>(runs);
-    if (set_device(0) != 0 || create_stream(&stream, 0, 0) != 0 || malloc_device(&timing, bytes, 0) != 0 ||
-        create_event(&event, kEventSync) != 0) {
+    if (acl.set_device(0) != 0 || acl.create_stream(&stream, 0, 0) != 0 || acl.malloc_device(&timing, bytes, 0) != 0 ||
+        acl.create_event(&event, kEventSync) != 0) {
         fail("the floor's stream, buffer or event");
     }
     for (int i = 0; i < runs; ++i) {
@@ -348,20 +407,202 @@ std::vector<uint64_t> floor_gaps(void *fake, FakeLaunch launch, uint64_t kernel_
         }
     }
     std::vector<uint64_t> times(2 * static_cast<size_t>(runs));
-    if (record_event(event, stream) != 0 || sync_event(event, 600000) != 0 ||
-        memcpy_sync(times.data(), bytes, timing, bytes, kMemcpyDeviceToHost) != 0) {
+    if (acl.record_event(event, stream) != 0 || acl.sync_event(event, 600000) != 0 ||
+        acl.memcpy_sync(times.data(), bytes, timing, bytes, kMemcpyDeviceToHost) != 0) {
         fail("the floor's wait or read");
     }
-    destroy_event(event);
-    free_device(timing);
-    destroy_stream(stream);
-    std::vector<uint64_t> out;
-    for (int i = skip + 1; i < runs; ++i) {
-        uint64_t start = times[2 * i];
-        uint64_t end = times[2 * (i - 1) + 1];
-        out.push_back(start > end ? start - end : 0);
+    acl.destroy_event(event);
+    acl.free_device(timing);
+    acl.destroy_stream(stream);
+    std::vector<DeviceSpan> spans;
+    for (int i = 0; i < runs; ++i) {
+        spans.emplace_back(times[2 * i], times[2 * i + 1]);
     }
-    return out;
+    return span_gaps(spans, skip);
+}
+
+// ----- The anchors: the same runs by hand, no lane -------------------------------------------
+
+// The lane's slot layout (lane-driver's driver.rs), kept so the anchors' copies are the
+// lane's: handshake (64 bytes), timing buffer (16), status header (1024 reserved), result
+// record (280). The arm clears the first three in one copy; the status read takes the timing
+// buffer and the a2a3 header (tensormap_and_ringbuffer, 896 bytes) in another.
+constexpr size_t kTimingOffset = 64;
+constexpr size_t kRecordOffset = kTimingOffset + 16 + 1024;
+constexpr size_t kRecordBytes = 280;
+constexpr size_t kArmBytes = kRecordOffset;
+constexpr size_t kStatusBytes = 16 + 896;
+// Record fields (status-latch's record.rs): the epoch it was published for, the verdict.
+constexpr size_t kRecordVerdictAt = 12;
+constexpr uint32_t kRecordOk = 1;
+// Before each idle submit: long enough for the lane's threads (and the fake's) to sleep.
+constexpr auto kIdlePause = std::chrono::milliseconds(1);
+
+struct AnchorSlot {
+    void *buffer = nullptr;
+    void *core_done = nullptr;
+    void *boundary = nullptr;
+    uint64_t epoch = 0;
+};
+
+// A hand-written runner on the fake's ACL calls: a pair of streams and two slots, as a lane
+// on a2a3 has, driven from the calling thread.
+struct Anchor {
+    Acl acl = {};
+    FakeLaunchRun launch = nullptr;
+    uint64_t kernel_ns = 0;
+    void *aicpu = nullptr;
+    void *aicore = nullptr;
+    AnchorSlot slots[2];
+    std::vector<uint8_t> zeros = std::vector<uint8_t>(kArmBytes, 0);
+    uint64_t epochs = 0;
+};
+
+// The pair and the slots, made as the lane makes them (each record zeroed once: a record
+// counts only when stamped with its run's epoch).
+void anchor_open(Anchor &a) {
+    const Acl &acl = a.acl;
+    if (acl.set_device(0) != 0 || acl.create_stream(&a.aicpu, 0, 0) != 0 || acl.create_stream(&a.aicore, 0, 0) != 0) {
+        fail("the anchor's streams");
+    }
+    for (AnchorSlot &s : a.slots) {
+        if (acl.malloc_device(&s.buffer, kRecordOffset + kRecordBytes, 0) != 0 ||
+            acl.create_event(&s.core_done, kEventSync) != 0 || acl.create_event(&s.boundary, kEventSync) != 0 ||
+            acl.memcpy_sync(static_cast<char *>(s.buffer) + kRecordOffset, kRecordBytes, a.zeros.data(), kRecordBytes,
+                            kMemcpyHostToDevice) != 0) {
+            fail("the anchor's slots");
+        }
+    }
+}
+
+void anchor_close(Anchor &a) {
+    for (AnchorSlot &s : a.slots) {
+        a.acl.destroy_event(s.boundary);
+        a.acl.destroy_event(s.core_done);
+        a.acl.free_device(s.buffer);
+    }
+    a.acl.destroy_stream(a.aicore);
+    a.acl.destroy_stream(a.aicpu);
+}
+
+// When a launch began, and when each of its two kernel launches began and returned.
+struct LaunchTimes {
+    std::chrono::steady_clock::time_point begin, core_begin, core_end, cpu_begin, cpu_end;
+};
+
+// The lane's launch order (executor.rs, synchronous copies): the arm, a wait on the
+// predecessor's boundary while it is in flight, the AICore kernel, `core_done`, the AICPU
+// kernel (the bench's callbacks' arguments), the AICPU stream's wait on `core_done`, the
+// boundary.
+LaunchTimes anchor_launch(Anchor &a, AnchorSlot &s, const AnchorSlot *in_flight) {
+    const Acl &acl = a.acl;
+    char *base = static_cast<char *>(s.buffer);
+    s.epoch = ++a.epochs;
+    LaunchTimes t;
+    t.begin = std::chrono::steady_clock::now();
+    if (acl.memcpy_sync(base, kArmBytes, a.zeros.data(), kArmBytes, kMemcpyHostToDevice) != 0 ||
+        (in_flight != nullptr && acl.stream_wait_event(a.aicore, in_flight->boundary) != 0)) {
+        fail("an anchor's arm");
+    }
+    t.core_begin = std::chrono::steady_clock::now();
+    int32_t core = a.launch(a.aicore, kAicore, a.kernel_ns, 0, nullptr, nullptr, nullptr, 0, base, nullptr, s.epoch);
+    t.core_end = std::chrono::steady_clock::now();
+    if (core != 0 || acl.record_event(s.core_done, a.aicore) != 0) {
+        fail("an anchor's AICore launch");
+    }
+    t.cpu_begin = std::chrono::steady_clock::now();
+    int32_t cpu = a.launch(a.aicpu, kAicpu, a.kernel_ns, 0, base + kTimingOffset, nullptr, nullptr, 0, base,
+                           base + kRecordOffset, s.epoch);
+    t.cpu_end = std::chrono::steady_clock::now();
+    if (cpu != 0 || acl.stream_wait_event(a.aicpu, s.core_done) != 0 || acl.record_event(s.boundary, a.aicpu) != 0) {
+        fail("an anchor's AICPU launch");
+    }
+    return t;
+}
+
+// The lane's retire: the boundary's wait and the record's read (its completion waiter's),
+// then the status read; the run must have published an ok record, as the lane's must.
+DeviceSpan anchor_retire(Anchor &a, const AnchorSlot &s) {
+    const Acl &acl = a.acl;
+    const char *base = static_cast<const char *>(s.buffer);
+    uint8_t record[kRecordBytes];
+    uint8_t status[kStatusBytes];
+    if (acl.sync_event(s.boundary, 60000) != 0 ||
+        acl.memcpy_sync(record, kRecordBytes, base + kRecordOffset, kRecordBytes, kMemcpyDeviceToHost) != 0 ||
+        acl.memcpy_sync(status, kStatusBytes, base + kTimingOffset, kStatusBytes, kMemcpyDeviceToHost) != 0) {
+        fail("an anchor's wait or read");
+    }
+    uint64_t published = 0;
+    uint32_t verdict = 0;
+    std::memcpy(&published, record, sizeof published);
+    std::memcpy(&verdict, record + kRecordVerdictAt, sizeof verdict);
+    if (published != s.epoch || verdict != kRecordOk) {
+        fail("an anchor's run did not publish an ok record");
+    }
+    DeviceSpan span;
+    std::memcpy(&span.first, status, 8);
+    std::memcpy(&span.second, status + 8, 8);
+    return span;
+}
+
+// An anchor's `runs` runs, in order: at depth one (launch, wait, read, launch the next) or
+// queued (two in flight: N+1 launched before N's wait; wait for the oldest, read, launch).
+std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs) {
+    std::vector<DeviceSpan> spans;
+    if (!queued) {
+        for (int i = 0; i < runs; ++i) {
+            anchor_launch(a, a.slots[i % 2], nullptr);
+            spans.push_back(anchor_retire(a, a.slots[i % 2]));
+        }
+        return spans;
+    }
+    anchor_launch(a, a.slots[0], nullptr);
+    anchor_launch(a, a.slots[1], &a.slots[0]);
+    for (int i = 0; i < runs; ++i) {
+        spans.push_back(anchor_retire(a, a.slots[i % 2]));
+        if (i + 2 < runs) {
+            anchor_launch(a, a.slots[i % 2], &a.slots[(i + 1) % 2]);
+        }
+    }
+    return spans;
+}
+
+// An idle lane (default depth): each run submitted once the one before retired and the
+// pause passed, so nothing is in flight; from each submit to its launch's return.
+std::vector<uint64_t> idle_lane(Bench &bench, const char *fake, int runs, int skip) {
+    RunLane *lane = create_lane(bench, fake, 0, runs);
+    for (int i = 0; i < runs; ++i) {
+        std::this_thread::sleep_for(kIdlePause);
+        uint64_t run = 0;
+        if (submit(bench, lane, &run) != RUN_LANE_STATUS_OK) {
+            fail("submit to an idle lane");
+        }
+        RunLaneOutcome outcome = wait(lane, run);
+        if (outcome.verdict != RUN_LANE_VERDICT_OK) {
+            fail("run " + std::to_string(outcome.id) + " did not end OK: " + outcome.failure_line);
+        }
+    }
+    if (run_lane_destroy(lane) != RUN_LANE_STATUS_OK) {
+        fail("destroy");
+    }
+    return latencies(bench, skip);
+}
+
+// The same launches made directly from this thread, idle alike: per run after `skip`, from
+// the arm copy to the AICPU launch's return (the launch's calls), and the two kernel
+// launches alone.
+std::pair<std::vector<uint64_t>, std::vector<uint64_t>> idle_anchor(Anchor &a, int runs, int skip) {
+    std::vector<uint64_t> calls, launches;
+    for (int i = 0; i < runs; ++i) {
+        std::this_thread::sleep_for(kIdlePause);
+        LaunchTimes t = anchor_launch(a, a.slots[i % 2], nullptr);
+        anchor_retire(a, a.slots[i % 2]);
+        if (i >= skip) {
+            calls.push_back(ns_between(t.begin, t.cpu_end));
+            launches.push_back(ns_between(t.core_begin, t.core_end) + ns_between(t.cpu_begin, t.cpu_end));
+        }
+    }
+    return {calls, launches};
 }
 
 // ----- --lanes: sixteen lanes at once -----------------------------------------------------
@@ -678,13 +919,30 @@ int main(int argc, char **argv) {
     Bench bench;
     bench.launch = symbol<FakeLaunchRun>(fake, "runlanefake_launch_run");
     auto floor_launch = symbol<FakeLaunch>(fake, "runlanefake_launch");
+    const Acl acl = load_acl(fake);
     for (uint64_t us : kernels_us) {
         bench.kernel_ns = us * 1000;
-        auto floor = spread(floor_gaps(fake, floor_launch, bench.kernel_ns, runs, skip));
+        auto floor = spread(floor_gaps(acl, floor_launch, bench.kernel_ns, runs, skip));
         std::printf("floor %llu %d %llu %llu\n", (unsigned long long)us, runs - skip - 1,
                     (unsigned long long)floor.first, (unsigned long long)floor.second);
         std::fflush(stdout);
+        Anchor anchor;
+        anchor.acl = acl;
+        anchor.launch = bench.launch;
+        anchor.kernel_ns = bench.kernel_ns;
         for (char loop : {'a', 'b', 'c'}) {
+            if (loop == 'b') {
+                // Next to the loop they are compared with, so a change of load touches both.
+                anchor_open(anchor);
+                for (bool queued : {false, true}) {
+                    auto measured = spread(span_gaps(anchor_loop(anchor, queued, runs), skip));
+                    std::printf("anchor %llu %s %d %llu %llu\n", (unsigned long long)us,
+                                queued ? "queued" : "depth1", runs, (unsigned long long)measured.first,
+                                (unsigned long long)measured.second);
+                    std::fflush(stdout);
+                }
+                anchor_close(anchor);
+            }
             for (uint8_t depth : {uint8_t{2}, uint8_t{1}}) {
                 int ok = 0;
                 auto measured = spread(gaps(arm(bench, fake_path, depth, loop, runs), skip, &ok));
@@ -699,6 +957,17 @@ int main(int argc, char **argv) {
                 std::fflush(stdout);
             }
         }
+        auto lane = spread(idle_lane(bench, fake_path, runs, skip));
+        anchor_open(anchor);
+        auto by_hand = idle_anchor(anchor, runs, skip);
+        anchor_close(anchor);
+        auto calls = spread(by_hand.first);
+        auto launches = spread(by_hand.second);
+        std::printf("idle %llu %d %llu %llu %llu %llu %llu %llu\n", (unsigned long long)us, runs,
+                    (unsigned long long)lane.first, (unsigned long long)lane.second, (unsigned long long)calls.first,
+                    (unsigned long long)calls.second, (unsigned long long)launches.first,
+                    (unsigned long long)launches.second);
+        std::fflush(stdout);
     }
     return 0;
 }

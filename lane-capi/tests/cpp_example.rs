@@ -180,8 +180,10 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
 }
 
 /// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
-/// runs of each arm: it prints the floor and the six arms (three loops at depth two and at
-/// depth one), every run OK. Its figures are the benchmark's, not this test's.
+/// runs of each arm: it prints the floor, the six arms (three loops at depth two and at depth
+/// one), every run OK, the two hand-written anchors just before loop (b) (their runs checked
+/// by the bench itself: each must publish an ok record), and the idle lane's line last. Its
+/// figures are the benchmark's, not this test's.
 #[test]
 fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     let (exe, stdout) = run_fake_bench(&[], &["8", "1", "2000"]);
@@ -189,10 +191,10 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(lines.len(), 10, "{stdout}");
+    assert_eq!(lines.len(), 13, "{stdout}");
     assert_eq!(lines[0][..3], ["floor", "2000", "6"], "{stdout}");
-    let (mut arms, mut latencies) = (Vec::new(), Vec::new());
-    for line in &lines[1..] {
+    let (mut arms, mut latencies, mut anchors) = (Vec::new(), Vec::new(), Vec::new());
+    for line in &lines[1..lines.len() - 1] {
         match line[0] {
             "arm" => {
                 assert_eq!((line[4], line[5]), ("8", "8"), "every run OK: {stdout}");
@@ -204,6 +206,13 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
                 assert_eq!(arms.last().map(|a| a.1), Some("depth2"), "{stdout}");
                 latencies.push(line[2]);
             }
+            // anchor KERNEL_US KIND RUNS MEDIAN P99, right after loop (a)'s arms.
+            "anchor" => {
+                assert_eq!(line.len(), 6, "{stdout}");
+                assert_eq!((line[1], line[3]), ("2000", "8"), "{stdout}");
+                assert_eq!(arms.len(), 2, "{stdout}");
+                anchors.push(line[2]);
+            }
             other => panic!("an unknown line `{other}`: {stdout}"),
         }
     }
@@ -213,6 +222,17 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         .collect();
     assert_eq!(arms, want);
     assert_eq!(latencies, ["a", "b", "c"]);
+    assert_eq!(anchors, ["depth1", "queued"]);
+    // idle KERNEL_US RUNS LANE_MEDIAN LANE_P99 CALLS_MEDIAN CALLS_P99 LAUNCHES_MEDIAN
+    // LAUNCHES_P99: the two kernel launches are part of the launch's calls.
+    let idle = &lines[lines.len() - 1];
+    assert_eq!(idle.len(), 9, "{stdout}");
+    assert_eq!(idle[..3], ["idle", "2000", "8"], "{stdout}");
+    let n = |i: usize| idle[i].parse::<u64>().expect("a figure");
+    assert!(
+        n(7) <= n(5),
+        "the launches within the launch's calls: {stdout}"
+    );
     let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
 }
 

@@ -4,6 +4,9 @@
 //! `run_lane.pc` links it), runs it on the release fake, and writes its section of
 //! docs/performance.md: per kernel length, the fake's floor and each loop's median and p99
 //! device gap at launch depth two (`depth2`) beside depth one (`depth1`), with the targets checked; then
+//! beside them the two hand-written anchors (the same runs on the fake's ACL calls, no lane: at
+//! depth one, and queued on the submitting thread) and an idle lane's submit to launch beside
+//! the launch's own calls, each lane/anchor ratio against its target; then
 //! its `--lanes` mode: sixteen lanes at once, healthy and beside a hung and a poisoned device,
 //! the fourteen's median gap in each case against the run-to-run noise, and what the process
 //! of sixteen lanes costs in threads and resident memory.
@@ -29,6 +32,17 @@ const SKIP: u32 = 20;
 const LANES_RUNS: u32 = 1_000;
 const LANES_KERNEL_US: u64 = 1_000;
 const LANES_REPEATS: u32 = 5;
+/// How many processes run the loops: the anchors' targets are judged on the middle one, not on
+/// one process's noise.
+const LOOP_ROUNDS: u32 = 3;
+/// The kernel lengths the anchors' targets are stated at (us); the other lengths' anchors are
+/// shown, not judged.
+const ANCHOR_TARGETS_US: [u64; 2] = [300, 1_000];
+/// The lane's depth-one median gap may be at most this much of the depth-one anchor's, in
+/// percent (1.05x).
+const DEPTH_ONE_PERCENT: u64 = 105;
+/// An idle lane's submit to launch may be at most this much above the launch's own calls (ns).
+const IDLE_SLACK_NS: u64 = 5_000;
 /// The lanes of the `--lanes` mode, and the healthy ones measured beside the faulty two.
 const LANES: u64 = 16;
 const FOURTEEN: u32 = 14;
@@ -96,17 +110,75 @@ pub(crate) struct Latency {
     pub(crate) p99_ns: u64,
 }
 
+/// Which hand-written anchor: launch, wait, read, launch (`depth1`), or two in flight, run
+/// N+1 launched before N's wait (`queued`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AnchorKind {
+    /// `depth1`: each run launched once the one before was read.
+    DepthOne,
+    /// `queued`: two runs in flight, from the submitting thread.
+    Queued,
+}
+
+/// A hand-written anchor's median and p99 gap at one kernel length: the same runs on the
+/// fake's ACL calls from the bench's thread, no lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Anchor {
+    pub(crate) kernel_us: u64,
+    pub(crate) kind: AnchorKind,
+    pub(crate) runs: u32,
+    pub(crate) median_ns: u64,
+    pub(crate) p99_ns: u64,
+}
+
+/// An idle lane at one kernel length, each figure `[median, p99]` in ns: from a submit to its
+/// launch's return (`lane`), the same launch's calls made by hand (`calls`, the anchor), and
+/// of those the two kernel launches alone (`launches`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Idle {
+    pub(crate) kernel_us: u64,
+    pub(crate) runs: u32,
+    pub(crate) lane: [u64; 2],
+    pub(crate) calls: [u64; 2],
+    pub(crate) launches: [u64; 2],
+}
+
+/// One target against its anchor: the lane's median over the anchor's (for the idle figure,
+/// also the difference in ns), and whether the target holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct AgainstAnchor {
+    pub(crate) ratio: f64,
+    pub(crate) over_ns: f64,
+    pub(crate) met: bool,
+}
+
+/// The three targets at one kernel length: the lane's depth one (loop (b)) at most 1.05x the
+/// depth-one anchor's gap, its depth two at most the queued anchor's gap, an idle submit to
+/// launch within 5 us of the launch's own calls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct AnchorTargets {
+    pub(crate) depth_one: AgainstAnchor,
+    pub(crate) depth_two: AgainstAnchor,
+    pub(crate) idle: AgainstAnchor,
+}
+
 /// What the bench printed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Measured {
     pub(crate) floors: Vec<Floor>,
     pub(crate) arms: Vec<Arm>,
     pub(crate) latencies: Vec<Latency>,
+    pub(crate) anchors: Vec<Anchor>,
+    pub(crate) idle: Vec<Idle>,
     pub(crate) lanes: Vec<LanesCase>,
     pub(crate) lanes_cost: Option<LanesCost>,
+    /// The loops' further processes ([`LOOP_ROUNDS`]), each parsed on its own: their anchors
+    /// are judged against their own lane arms.
+    pub(crate) more_rounds: Vec<Measured>,
 }
 
-/// Parses the bench's output lines (`floor ...` and `arm ...`; see fake_bench.cpp).
+/// Parses the bench's output lines (`floor ...`, `arm ...`, `anchor ...`, `idle ...`, ...; see
+/// fake_bench.cpp).
 pub(crate) fn parse(output: &str) -> Result<Measured, String> {
     let mut measured = Measured::default();
     for line in output.lines().filter(|l| !l.trim().is_empty()) {
@@ -139,6 +211,28 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 ok: count(5)?,
                 median_ns: num(6)?,
                 p99_ns: num(7)?,
+            }),
+            Some(&"anchor") if fields.len() == 6 => measured.anchors.push(Anchor {
+                kernel_us: num(1)?,
+                kind: match fields[2] {
+                    "depth1" => AnchorKind::DepthOne,
+                    "queued" => AnchorKind::Queued,
+                    _ => {
+                        return Err(format!(
+                            "fake_bench printed `{line}`: not a depth1 or queued anchor"
+                        ));
+                    }
+                },
+                runs: count(3)?,
+                median_ns: num(4)?,
+                p99_ns: num(5)?,
+            }),
+            Some(&"idle") if fields.len() == 9 => measured.idle.push(Idle {
+                kernel_us: num(1)?,
+                runs: count(2)?,
+                lane: [num(3)?, num(4)?],
+                calls: [num(5)?, num(6)?],
+                launches: [num(7)?, num(8)?],
             }),
             Some(&"lanes") if fields.len() == 8 || fields.len() == 14 => {
                 let faulty = match (fields[1], fields.len()) {
@@ -202,6 +296,159 @@ pub(crate) fn lanes_verdict(lanes: &[LanesCase]) -> Option<(f64, f64, f64, bool)
     let (f, f_min, f_max) = over_repeats(&faulty)?;
     let noise = (h_max - h_min).max(f_max - f_min) as f64;
     Some((h, f, noise, (f - h).abs() <= noise))
+}
+
+/// The anchors' part of the section (empty when the bench printed none): each round's
+/// figures, and each target judged on the middle round.
+fn anchors_markdown(measured: &Measured, runs: u32) -> String {
+    let mut out = String::new();
+    if measured.anchors.is_empty() && measured.idle.is_empty() {
+        return out;
+    }
+    let rounds: Vec<&Measured> = measured.rounds().collect();
+    let _ = writeln!(
+        out,
+        "### Beside the hand-written anchors\n\n\
+         The lane against the loops a runner writes without it, in the same process on the same \
+         fake. **Depth-one anchor**: the calls the lane makes for a run, on the lane's slot \
+         layout (the arm copy, the AICore kernel, `core_done`, the AICPU kernel, the AICPU \
+         stream's wait on `core_done`, the boundary; then the boundary's wait, the record's read \
+         and the status read), made directly on the fake's ACL calls from the bench's thread, \
+         each run launched once the one before was read (launch, wait, read, launch). **Queued \
+         anchor**: the same calls with two runs in flight, run N+1 launched (its AICore kernel \
+         behind N's boundary) before N's wait, then wait for the oldest, read it, launch the \
+         next: the queued loop on the submitting thread. Both run just before loop (b), the \
+         documented loop they are compared with, {runs} runs each, their gaps taken from the \
+         runs' timing buffers exactly as the lane's (the first {SKIP} skipped). **Idle submit \
+         to launch**: {runs} runs, each submitted to an idle lane (launch depth two, its \
+         predecessor retired and a 1 ms pause passed, nothing in flight), from just before \
+         `run_lane_submit` to the return of its `launch_aicpu` callback; its anchor is the same \
+         launch's calls made by hand, idle alike, from the arm copy to the AICPU launch's \
+         return (of those, the two kernel launches alone are the last row). The lane measured \
+         has no submitting-thread option (it is not built yet): every submit is handed to the \
+         lane thread, which launches. The loops ran in {} processes (rounds), each measuring \
+         the lane beside its anchors; each cell lists the rounds' medians in order, and each \
+         target is judged on the middle round's ratio (the idle figure's, on its difference): \
+         one process's medians on this machine can move by tens of us from one process to the \
+         next (the table above is the first round's).\n",
+        rounds.len()
+    );
+    let _ = writeln!(
+        out,
+        "| kernel | figure | anchor: median (us) | lane: median (us) | lane / anchor (idle: lane - anchor, us) | middle round | target | met |\n\
+         |---:|:---|:---|:---|:---|---:|:---|:---|"
+    );
+    let each = |f: &dyn Fn(&Measured) -> Option<String>| {
+        rounds
+            .iter()
+            .map(|m| f(m).unwrap_or_else(|| "?".to_owned()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for kernel_us in KERNELS_US {
+        if !rounds.iter().any(|m| m.anchor_targets(kernel_us).is_some()) {
+            continue;
+        }
+        let judged = ANCHOR_TARGETS_US.contains(&kernel_us);
+        let verdict = measured.anchor_verdict(kernel_us);
+        let kernel = kernel_label(kernel_us);
+        // Each row: the figure, its anchor (`None`: the idle launch's calls), its target, and
+        // which of a round's targets it is.
+        type Pick = fn(&AnchorTargets) -> AgainstAnchor;
+        let rows: [(&str, Option<AnchorKind>, &str, Pick); 3] = [
+            (
+                "depth one: gap",
+                Some(AnchorKind::DepthOne),
+                "at most 1.05x",
+                |t| t.depth_one,
+            ),
+            (
+                "depth two: gap (anchor: queued)",
+                Some(AnchorKind::Queued),
+                "at most 1.00x",
+                |t| t.depth_two,
+            ),
+            (
+                "idle: submit to launch (anchor: the launch's calls)",
+                None,
+                "at most +5 us",
+                |t| t.idle,
+            ),
+        ];
+        for (figure, kind, target, pick) in rows {
+            let anchor = each(&|m| match kind {
+                Some(kind) => m.anchor(kernel_us, kind).map(|a| us(a.median_ns)),
+                None => m.idle_at(kernel_us).map(|i| us(i.calls[0])),
+            });
+            let lane = each(&|m| match kind {
+                Some(AnchorKind::DepthOne) => {
+                    m.arm(kernel_us, 'b', "depth1").map(|a| us(a.median_ns))
+                }
+                Some(AnchorKind::Queued) => {
+                    m.arm(kernel_us, 'b', "depth2").map(|a| us(a.median_ns))
+                }
+                None => m.idle_at(kernel_us).map(|i| us(i.lane[0])),
+            });
+            let idle = kind.is_none();
+            let show = |a: AgainstAnchor| {
+                if idle {
+                    format!("{:+.1}", a.over_ns / 1_000.0)
+                } else {
+                    format!("{:.2}", a.ratio)
+                }
+            };
+            let against = each(&|m| m.anchor_targets(kernel_us).map(|t| show(pick(&t))));
+            let middle = verdict.map_or_else(|| "?".to_owned(), |t| show(pick(&t)));
+            let (target, met) = match (judged, verdict) {
+                (true, Some(t)) => (target, if pick(&t).met { "yes" } else { "no" }),
+                _ => ("-", "-"),
+            };
+            let _ = writeln!(
+                out,
+                "| {kernel} | {figure} | {anchor} | {lane} | {against} | {middle} | {target} | {met} |"
+            );
+        }
+        let launches = each(&|m| m.idle_at(kernel_us).map(|i| us(i.launches[0])));
+        let _ = writeln!(
+            out,
+            "| {kernel} | idle: the two kernel launches alone | {launches} | - | - | - | - | - |"
+        );
+    }
+    out.push('\n');
+    let verdicts: Vec<String> = ANCHOR_TARGETS_US
+        .iter()
+        .filter_map(|&k| {
+            let word = |a: AgainstAnchor| if a.met { "met" } else { "missed" };
+            measured.anchor_verdict(k).map(|t| {
+                format!(
+                    "{}: depth one {:.2}x ({}), depth two {:.2}x ({}), idle {:+.1} us ({})",
+                    kernel_label(k),
+                    t.depth_one.ratio,
+                    word(t.depth_one),
+                    t.depth_two.ratio,
+                    word(t.depth_two),
+                    t.idle.over_ns / 1_000.0,
+                    word(t.idle),
+                )
+            })
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "Targets (a benchmark, not a timed test), medians, at 300 us and 1 ms kernels: the lane \
+         at depth one at most 1.05x the depth-one anchor's gap; at depth two at most the queued \
+         anchor's gap; an idle submit to launch within 5 us of the launch's own calls (with the \
+         submitting-thread option off, as it is not built yet). Measured, the middle round: {}. \
+         The anchors make every call on one thread; the lane spreads them over the submitting \
+         thread, the lane thread and its completion waiter (docs/ARCHITECTURE.md), and each \
+         hand-over between them is a wake-up on this machine's two shared CPUs.\n",
+        if verdicts.is_empty() {
+            "not measured".to_owned()
+        } else {
+            verdicts.join("; ")
+        }
+    );
+    out
 }
 
 fn kib_to_mib(kib: u64) -> String {
@@ -331,6 +578,68 @@ impl Measured {
             .find(|a| a.kernel_us == kernel_us && a.loop_name == loop_name && a.profile == profile)
     }
 
+    /// This process's figures, then the further rounds'.
+    fn rounds(&self) -> impl Iterator<Item = &Measured> {
+        std::iter::once(self).chain(&self.more_rounds)
+    }
+
+    fn idle_at(&self, kernel_us: u64) -> Option<&Idle> {
+        self.idle.iter().find(|i| i.kernel_us == kernel_us)
+    }
+
+    /// The anchors' targets at `kernel_us` over the rounds: each target's middle round (by
+    /// ratio; the idle figure by its difference), the lower middle for an even count; `None`
+    /// where no round measured them all.
+    pub(crate) fn anchor_verdict(&self, kernel_us: u64) -> Option<AnchorTargets> {
+        let rounds: Vec<AnchorTargets> = self
+            .rounds()
+            .filter_map(|m| m.anchor_targets(kernel_us))
+            .collect();
+        let middle = |pick: fn(&AnchorTargets) -> AgainstAnchor, key: fn(&AgainstAnchor) -> f64| {
+            let mut figures: Vec<AgainstAnchor> = rounds.iter().map(pick).collect();
+            figures.sort_by(|a, b| key(a).total_cmp(&key(b)));
+            figures.get(figures.len().checked_sub(1)? / 2).copied()
+        };
+        Some(AnchorTargets {
+            depth_one: middle(|t| t.depth_one, |a| a.ratio)?,
+            depth_two: middle(|t| t.depth_two, |a| a.ratio)?,
+            idle: middle(|t| t.idle, |a| a.over_ns)?,
+        })
+    }
+
+    fn anchor(&self, kernel_us: u64, kind: AnchorKind) -> Option<&Anchor> {
+        self.anchors
+            .iter()
+            .find(|a| a.kernel_us == kernel_us && a.kind == kind)
+    }
+
+    /// The anchors' targets at `kernel_us`, the lane's figures being the documented loop's
+    /// (b): its depth-one median gap at most 1.05x the depth-one anchor's, its depth-two median
+    /// gap at most the queued anchor's, and an idle lane's median submit to launch at most
+    /// 5 us above the launch's own calls; `None` where a figure is missing.
+    pub(crate) fn anchor_targets(&self, kernel_us: u64) -> Option<AnchorTargets> {
+        let against = |lane: u64, anchor: u64, met: bool| AgainstAnchor {
+            ratio: lane as f64 / anchor.max(1) as f64,
+            over_ns: lane as f64 - anchor as f64,
+            met,
+        };
+        let one = self.arm(kernel_us, 'b', "depth1")?.median_ns;
+        let two = self.arm(kernel_us, 'b', "depth2")?.median_ns;
+        let by_hand_one = self.anchor(kernel_us, AnchorKind::DepthOne)?.median_ns;
+        let queued = self.anchor(kernel_us, AnchorKind::Queued)?.median_ns;
+        let idle = self.idle_at(kernel_us)?;
+        let (submit, calls) = (idle.lane[0], idle.calls[0]);
+        Some(AnchorTargets {
+            depth_one: against(
+                one,
+                by_hand_one,
+                one.saturating_mul(100) <= by_hand_one.saturating_mul(DEPTH_ONE_PERCENT),
+            ),
+            depth_two: against(two, queued, two <= queued),
+            idle: against(submit, calls, submit <= calls.saturating_add(IDLE_SLACK_NS)),
+        })
+    }
+
     /// Whether the targets hold at `kernel_us`: (b) and (c) at depth two have a median gap at
     /// most 1/3 of depth one's (`depth1`, the same loop) and at most 2x loop (a)'s.
     pub(crate) fn targets_hold(&self, kernel_us: u64) -> Option<bool> {
@@ -432,12 +741,13 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
          docs/embedding.md recommends loop (b), the one the C++ example uses.\n",
         verdicts.join(", ")
     );
+    out.push_str(&anchors_markdown(measured, runs));
     out.push_str(&lanes_markdown(measured));
     let _ = writeln!(
         out,
         "Reproduce: `cargo xtask fake-bench` (writes this section and the one before). \
          `cargo test -p lane-capi --test cpp_example` builds the same program against the test \
-         build and runs a few runs of each arm, and of each case of `--lanes`; \
+         build and runs a few runs of each arm and each anchor, and of each case of `--lanes`; \
          `cargo test -p lane-capi --test sixteen_lanes` checks the sixteen lanes' outcomes and \
          threads (no timings)."
     );
@@ -452,9 +762,10 @@ fn kernel_label(us: u64) -> String {
     }
 }
 
-/// Builds the bench (release libraries, then the C++ program), runs its loops and its
-/// `--lanes` mode (`runs_asked` runs per arm and per lane, else [`RUNS`] and [`LANES_RUNS`]),
-/// and returns its section's markdown.
+/// Builds the bench (release libraries, then the C++ program), runs its loops ([`LOOP_ROUNDS`]
+/// processes) and its `--lanes` mode (`runs_asked` runs per arm and per lane, else [`RUNS`]
+/// and [`LANES_RUNS`]), and returns its section's markdown: the main table from the first
+/// round, the anchors' from every round.
 pub(crate) fn run(runs_asked: Option<u32>, machine: &str) -> Result<String, String> {
     let runs = runs_asked.unwrap_or(RUNS);
     let built = dist::build_release()?;
@@ -464,19 +775,30 @@ pub(crate) fn run(runs_asked: Option<u32>, machine: &str) -> Result<String, Stri
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let exe = compile(&scratch, &built.staticlib, &built.native_static_libs)?;
     let kernels: Vec<String> = KERNELS_US.iter().map(u64::to_string).collect();
-    println!("fake-bench: the C ABI loops ({runs} runs per arm)");
-    let loops = Command::new(&exe)
-        .arg(&fake)
-        .arg(runs.to_string())
-        .arg(SKIP.to_string())
-        .arg(kernels.join(","))
-        .output()
-        .map_err(|e| format!("could not run {}: {e}", exe.display()));
+    let mut loops = Vec::new();
+    for round in 1..=LOOP_ROUNDS {
+        println!(
+            "fake-bench: the C ABI loops, round {round} of {LOOP_ROUNDS} ({runs} runs per arm)"
+        );
+        let output = Command::new(&exe)
+            .arg(&fake)
+            .arg(runs.to_string())
+            .arg(SKIP.to_string())
+            .arg(kernels.join(","))
+            .output()
+            .map_err(|e| format!("could not run {}: {e}", exe.display()))
+            .and_then(succeeded);
+        let failed = output.is_err();
+        loops.push(output);
+        if failed {
+            break;
+        }
+    }
     let lanes_runs = runs_asked.unwrap_or(LANES_RUNS);
-    println!(
-        "fake-bench: sixteen lanes at once ({lanes_runs} runs per lane, {LANES_REPEATS} repeats)"
-    );
-    let lanes = loops.as_ref().ok().map(|_| {
+    let lanes = loops.iter().all(Result::is_ok).then(|| {
+        println!(
+            "fake-bench: sixteen lanes at once ({lanes_runs} runs per lane, {LANES_REPEATS} repeats)"
+        );
         Command::new(&exe)
             .arg("--lanes")
             .arg(&fake)
@@ -486,22 +808,35 @@ pub(crate) fn run(runs_asked: Option<u32>, machine: &str) -> Result<String, Stri
             .arg(LANES_REPEATS.to_string())
             .output()
             .map_err(|e| format!("could not run {}: {e}", exe.display()))
+            .and_then(succeeded)
     });
     let _ = std::fs::remove_dir_all(&scratch);
-    let mut stdout = String::new();
-    for output in [Some(loops), lanes].into_iter().flatten() {
-        let output = output?;
-        if !output.status.success() {
-            return Err(format!(
-                "fake_bench failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        }
-        stdout.push_str(&String::from_utf8_lossy(&output.stdout));
+    let mut rounds = Vec::new();
+    for output in loops {
+        rounds.push(parse(&output?)?);
     }
-    let measured = parse(&stdout)?;
+    let mut rounds = rounds.into_iter();
+    let mut measured = rounds.next().ok_or("fake_bench ran no loops")?;
+    measured.more_rounds = rounds.collect();
+    if let Some(lanes) = lanes {
+        let lanes = parse(&lanes?)?;
+        measured.lanes = lanes.lanes;
+        measured.lanes_cost = lanes.lanes_cost;
+    }
     Ok(markdown(&measured, runs, machine))
+}
+
+/// A finished bench's stdout, or why it failed.
+fn succeeded(output: std::process::Output) -> Result<String, String> {
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(format!(
+            "fake_bench failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
 }
 
 /// `c++ -O2` of the bench against the static library.
@@ -629,6 +964,104 @@ mod tests {
         assert!(!markdown(&parse(OUTPUT).unwrap(), 200, "test").contains("Sixteen lanes"));
     }
 
+    const ANCHORS: &str = "anchor 300 depth1 200 70000 90000\n\
+        anchor 300 queued 200 9000 20000\n\
+        idle 300 200 24000 60000 19500 30000 8000 12000\n";
+
+    #[test]
+    fn the_anchors_parse_and_the_lanes_loop_b_is_judged_against_them() {
+        let measured = parse(&format!("{OUTPUT}{ANCHORS}")).unwrap();
+        assert_eq!(
+            measured.anchors[1],
+            Anchor {
+                kernel_us: 300,
+                kind: AnchorKind::Queued,
+                runs: 200,
+                median_ns: 9_000,
+                p99_ns: 20_000
+            }
+        );
+        assert_eq!(measured.idle[0].launches, [8_000, 12_000]);
+        // Loop (b): depth one 73.9 us over 70.0 (1.056x, above 1.05x), depth two 8.6 us under
+        // 9.0, idle 24.0 us against 19.5 + 5.
+        let t = measured.anchor_targets(300).unwrap();
+        assert!(!t.depth_one.met && (t.depth_one.ratio - 73_900.0 / 70_000.0).abs() < 1e-9);
+        assert!(t.depth_two.met);
+        assert!(t.idle.met && (t.idle.over_ns - 4_500.0).abs() < 1e-9);
+        assert_eq!(measured.anchor_targets(1_000), None, "not measured");
+        assert_eq!(measured.anchor_verdict(300), Some(t), "one round: its own");
+        // Half a microsecond more and the idle figure misses.
+        let late = ANCHORS.replace("idle 300 200 24000", "idle 300 200 24600");
+        let late = parse(&format!("{OUTPUT}{late}")).unwrap();
+        assert!(!late.anchor_targets(300).unwrap().idle.met);
+        // Without the anchors' lines the section has no anchors' part.
+        assert!(!markdown(&parse(OUTPUT).unwrap(), 200, "test").contains("hand-written anchors"));
+    }
+
+    #[test]
+    fn each_target_is_judged_on_its_middle_round() {
+        let round = |depth_one_anchor: &str, idle_lane: &str| {
+            let anchors = ANCHORS
+                .replace(
+                    "depth1 200 70000",
+                    &format!("depth1 200 {depth_one_anchor}"),
+                )
+                .replace("idle 300 200 24000", &format!("idle 300 200 {idle_lane}"));
+            parse(&format!("{OUTPUT}{anchors}")).unwrap()
+        };
+        // Depth one 73.9 us against 60.0, 70.0 and 80.0 us: 1.23x, 1.06x, 0.92x, the middle
+        // 1.06x missed; idle +4.5, +40.5, +0.5 us, the middle +4.5 met.
+        let mut measured = round("60000", "24000");
+        measured.more_rounds = vec![round("70000", "60000"), round("80000", "20000")];
+        let verdict = measured.anchor_verdict(300).unwrap();
+        assert!(!verdict.depth_one.met);
+        assert!((verdict.depth_one.ratio - 73_900.0 / 70_000.0).abs() < 1e-9);
+        assert!(verdict.idle.met && (verdict.idle.over_ns - 4_500.0).abs() < 1e-9);
+        let text = markdown(&measured, 200, "test");
+        assert!(text.contains("in 3 processes (rounds)"), "{text}");
+        assert!(
+            text.contains(
+                "| 300 us | depth one: gap | 60.0, 70.0, 80.0 | 73.9, 73.9, 73.9 | 1.23, 1.06, 0.92 | 1.06 | at most 1.05x | no |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| 300 us | depth two: gap (anchor: queued) | 9.0, 9.0, 9.0 | 8.6, 8.6, 8.6 | 0.95, 0.95, 0.95 | 0.95 | at most 1.00x | yes |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| 300 us | idle: submit to launch (anchor: the launch's calls) | 19.5, 19.5, 19.5 | 24.0, 60.0, 20.0 | +4.5, +40.5, +0.5 | +4.5 | at most +5 us | yes |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| 300 us | idle: the two kernel launches alone | 8.0, 8.0, 8.0 | - | - | - | - | - |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "300 us: depth one 1.06x (missed), depth two 0.95x (met), idle +4.5 us (met)"
+            ),
+            "{text}"
+        );
+        // A kernel length outside the targets' is shown, not judged.
+        let other = format!("{OUTPUT}{ANCHORS}").replace(" 300 ", " 3000 ");
+        let text = markdown(&parse(&other).unwrap(), 200, "test");
+        assert!(
+            text.contains("| 3 ms | depth one: gap | 70.0 | 73.9 | 1.06 | 1.06 | - | - |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Measured, the middle round: not measured"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn a_line_the_bench_never_prints_is_an_error_naming_it() {
         let error = parse("arm 300 a").unwrap_err();
@@ -638,6 +1071,16 @@ mod tests {
             parse("lanes sideways 1 1 1 1 1 1")
                 .unwrap_err()
                 .contains("not a healthy or faulty case")
+        );
+        assert!(
+            parse("anchor 300 sideways 80 1 2")
+                .unwrap_err()
+                .contains("not a depth1 or queued anchor")
+        );
+        assert!(
+            parse("idle 300 80 1 2 3")
+                .unwrap_err()
+                .contains("never prints")
         );
     }
 

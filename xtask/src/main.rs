@@ -31,9 +31,11 @@ Commands:
   fake-bench [--runs N]
                      real time on the fake libascendcl, release builds: the runner loops through
                      the C ABI (a C++ runner on librun_lane.a, each loop at depth two beside depth
-                     one, with the fake's floor, and sixteen lanes at once, healthy and beside a
-                     hung and a poisoned device), then lane-conformance's `fake-bench` arms; each
-                     writes its section of docs/performance.md and leaves the rest alone
+                     one, with the fake's floor, the two hand-written anchors on the fake's ACL
+                     calls and an idle lane's submit to launch, in three processes; then sixteen
+                     lanes at once, healthy and beside a hung and a poisoned device), then
+                     lane-conformance's `fake-bench` arms; each writes its section of
+                     docs/performance.md and leaves the rest alone
   ci                 run what CI runs (.ci/run): fmt check, clippy, docs, `cargo test --workspace`,
                      then `cargo xtask dist --check`
   codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
@@ -120,8 +122,8 @@ fn project_root() -> PathBuf {
 /// `cargo xtask fake-bench [--runs N]`: the real-time figures on the fake libascendcl, each
 /// part writing its own section of docs/performance.md (`cargo xtask bench` keeps both): first
 /// the runner loops through the C ABI (the C++ bench against the release static library,
-/// [`capi_bench`], with its sixteen lanes at once), then lane-conformance's `fake-bench` (the
-/// three arms through the Rust API).
+/// [`capi_bench`], with its hand-written anchors and its sixteen lanes at once), then
+/// lane-conformance's `fake-bench` (the three arms through the Rust API).
 fn fake_bench(args: &[&str]) -> Result<(), String> {
     let runs = match args {
         [] => None,
