@@ -3,8 +3,9 @@
 //!
 //! One file per concern: [`items`] (the FIFO and its records), [`slots`] (slots and
 //! leases), [`schedule`] (what the lane starts next, and close), [`apply`] (backend events
-//! and every run-phase change), [`poison`] (poison and recovery), [`invariants`]. This file
-//! holds the public surface: the type, its commands, polls and getters.
+//! and every run-phase change), [`poison`] (poison and recovery), [`notice`] (fault notices),
+//! [`values`] (the requests and reports it takes and gives), [`invariants`]. This file holds
+//! the public surface: the type, its commands, polls and getters.
 
 mod apply;
 mod invariants;
@@ -15,20 +16,24 @@ mod schedule;
 mod slots;
 #[cfg(test)]
 mod tests;
+mod values;
 mod work;
 
-use core::fmt;
+pub use values::{
+    CloseReport, Fingerprint, PoisonRecord, RunRequest, StreamsLeft, TEARDOWN_ATTEMPTS,
+    TeardownFailure,
+};
 
 use smallvec::SmallVec;
-use status_latch::{AclCode, Failure};
-use stream_pair::{Role, StreamPair};
+use status_latch::Failure;
+use stream_pair::StreamPair;
 
 use crate::effect::Effect;
 use crate::error::{
     EventError, InvariantViolation, LeaseError, PublishError, Refused, SubmitError,
 };
 use crate::event::Event;
-use crate::ids::{CodeRef, Lease, PublicationId, RunId, Tag, Timestamp};
+use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
 use crate::notice::FaultNotice;
 use crate::outcome::{Cause, Outcome};
 use crate::profile::{MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile};
@@ -48,190 +53,6 @@ const ITEMS_INLINE: usize = MAX_SLOTS as usize * 2 + MAX_PENDING_PUBLICATIONS;
 const EFFECTS_INLINE: usize = 16;
 /// Inline capacity of the outcome queue.
 const OUTCOMES_INLINE: usize = ITEMS_INLINE;
-
-/// What a caller asks the lane to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct RunRequest {
-    /// The caller's tag (the runtime's dispatch id); two live runs may not share one.
-    pub tag: Option<Tag>,
-    /// Whether the run collects diagnostics: it then runs alone, at depth one (L-3).
-    pub diagnostics: bool,
-    /// A lease from [`Lane::reserve`]; `None` lets the lane take a slot now.
-    pub lease: Option<Lease>,
-}
-
-impl RunRequest {
-    /// A plain request: no tag, no diagnostics, the lane picks the slot.
-    #[must_use]
-    pub const fn new() -> Self {
-        Self {
-            tag: None,
-            diagnostics: false,
-            lease: None,
-        }
-    }
-
-    /// This request with a caller tag.
-    #[must_use]
-    pub const fn tagged(mut self, tag: u64) -> Self {
-        self.tag = Some(Tag(tag));
-        self
-    }
-
-    /// This request with diagnostics enabled.
-    #[must_use]
-    pub const fn with_diagnostics(mut self) -> Self {
-        self.diagnostics = true;
-        self
-    }
-
-    /// This request on a lease taken earlier with [`Lane::reserve`].
-    #[must_use]
-    pub const fn on_lease(mut self, lease: Lease) -> Self {
-        self.lease = Some(lease);
-        self
-    }
-}
-
-/// The most recent device poison: which run caused it and why.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoisonRecord {
-    /// The run whose failure poisoned the device.
-    pub origin: RunId,
-    /// Its cause.
-    pub cause: Cause,
-}
-
-/// What `close` reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CloseReport {
-    /// The lane's state right after the call (`Closed` when nothing was left to finish).
-    pub state: LaneState,
-    /// The most recent poison in this lane's life, if there was one (L-15).
-    pub poison: Option<PoisonRecord>,
-    /// The most recent device fault notice that made the device suspect and caused a
-    /// recovery (L-19), if there was one.
-    pub notice: Option<FaultNotice>,
-    /// Whether recovery failed every attempt (the device must be reset outside the lane).
-    /// A close during a recovery reports `false` here until that recovery ends; check
-    /// [`Lane::device_lost`] once the lane is `Closed`.
-    pub device_lost: bool,
-    /// The streams the teardown could not destroy, each with its last destroy's code: final
-    /// once `state` is `Closed` (every destroy and its retry answered), empty before.
-    pub streams_left: StreamsLeft,
-}
-
-/// How many times a close's teardown destroys each stream before the lane settles with the
-/// stream left (S-7): the first destroy, and one retry as soon as it failed.
-/// [`Lane::retry_teardown`] destroys a stream left once more, later.
-pub const TEARDOWN_ATTEMPTS: u8 = 2;
-
-/// One stream a teardown could not destroy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TeardownFailure {
-    /// Which stream survived.
-    pub role: Role,
-    /// Its last destroy's code.
-    pub code: AclCode,
-}
-
-/// The streams of the pair a close's teardown left alive, each with the code of its last
-/// failed destroy (`None`: destroyed, or never created). Nothing is leaked silently: a
-/// stream whose destroy failed is destroyed again ([`TEARDOWN_ATTEMPTS`],
-/// [`Lane::retry_teardown`]) and, while it survives, named here.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct StreamsLeft {
-    /// The AICPU stream's last destroy code, if it survived.
-    pub aicpu: Option<AclCode>,
-    /// The AICore stream's last destroy code, if it survived.
-    pub aicore: Option<AclCode>,
-}
-
-impl StreamsLeft {
-    /// No stream left.
-    pub const NONE: Self = Self {
-        aicpu: None,
-        aicore: None,
-    };
-
-    /// Whether every stream was destroyed (or none was made).
-    #[must_use]
-    pub const fn is_empty(&self) -> bool {
-        self.aicpu.is_none() && self.aicore.is_none()
-    }
-
-    /// How many streams are left (0, 1 or 2).
-    #[must_use]
-    pub const fn count(&self) -> u8 {
-        self.aicpu.is_some() as u8 + self.aicore.is_some() as u8
-    }
-
-    /// `role`'s last destroy code, if it is left.
-    #[must_use]
-    pub const fn code(&self, role: Role) -> Option<AclCode> {
-        match role {
-            Role::Aicpu => self.aicpu,
-            Role::Aicore => self.aicore,
-        }
-    }
-
-    /// Each stream left, AICPU first.
-    pub fn iter(&self) -> impl Iterator<Item = TeardownFailure> + '_ {
-        Role::ALL
-            .into_iter()
-            .filter_map(|role| self.code(role).map(|code| TeardownFailure { role, code }))
-    }
-
-    pub(crate) fn set(&mut self, role: Role, code: Option<AclCode>) {
-        match role {
-            Role::Aicpu => self.aicpu = code,
-            Role::Aicore => self.aicore = code,
-        }
-    }
-}
-
-/// One stable line, "" when nothing is left, e.g. `close left the AICPU stream: its every
-/// destroy failed, the last with ACL 507901 ACL_ERROR_RT_SOCKET_CLOSE (...); hint: ...`.
-impl fmt::Display for StreamsLeft {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (at, left) in self.iter().enumerate() {
-            let code = left.code;
-            if at > 0 {
-                f.write_str("; and ")?;
-            } else {
-                f.write_str("close left ")?;
-            }
-            write!(
-                f,
-                "the {} stream: its every destroy failed, the last with ACL {} {} ({})",
-                left.role,
-                code.raw(),
-                code.name(),
-                code.meaning()
-            )?;
-        }
-        if !self.is_empty() {
-            f.write_str(
-                "; hint: the device still holds the stream; force-reset the device \
-                 (aclrtResetDeviceForce) before it is used again, and check the device log",
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// A canonical, hashable view of a [`Lane`] ([`Lane::fingerprint`]): equal fingerprints mean
-/// the lanes behave alike from here on.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Fingerprint(String);
-
-impl Fingerprint {
-    /// The canonical text.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
 
 /// Where the last publication left the AICore stream: every run launched after it must run
 /// on an AICore stream created after it.
