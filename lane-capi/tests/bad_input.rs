@@ -182,9 +182,22 @@ fn every_bad_config_is_refused_with_what_to_pass_instead() {
     );
 }
 
+/// Holds every prepare while set: keeps the first run live (its tag taken) for as long as
+/// the test needs, however fast the simulator runs it.
+static HOLD_PREPARE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+unsafe extern "C" fn held_prepare(_: *mut c_void, _: *const RunLaneRunInfo) -> i32 {
+    while HOLD_PREPARE.load(std::sync::atomic::Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    0
+}
+
 #[test]
 fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome() {
-    let (status, lane) = create(&sim());
+    let mut config = sim();
+    config.runner.prepare = Some(held_prepare);
+    let (status, lane) = create(&config);
     assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
     let foreign: *mut RunLane = std::ptr::without_provenance_mut(0x5a5a_0000);
     let request = RunLaneSubmit {
@@ -290,6 +303,7 @@ fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome()
             RunLaneStatus::Refused,
             "use another tag",
         );
+        HOLD_PREPARE.store(false, std::sync::atomic::Ordering::Release);
         let untagged = RunLaneSubmit::default();
         assert_eq!(
             run_lane_submit(lane, &raw const untagged, &raw mut id),
