@@ -58,6 +58,24 @@ fn pair_ids(device: i32) -> Vec<u32> {
     }
 }
 
+/// Waits until `device` has launched `kernels` kernels (two a run).
+fn wait_for_kernels(device: i32, kernels: u64) {
+    let since = Instant::now();
+    while control()
+        .device(device)
+        .counters()
+        .expect("counters")
+        .launches
+        < kernels
+    {
+        assert!(
+            since.elapsed() < common::BOUND,
+            "device {device} never launched {kernels} kernels"
+        );
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
 fn force_resets(device: i32) -> u64 {
     control()
         .device(device)
@@ -111,14 +129,7 @@ fn a_matched_notice_recovers_the_lane(send: impl FnOnce(u32)) {
     let before = pair_ids(0);
     assert_eq!(before.len(), 2, "the lane's pair");
     // Both runs launched (two kernels each): the notice comes while they execute.
-    let since = Instant::now();
-    while control().device(0).counters().expect("counters").launches < 4 {
-        assert!(
-            since.elapsed() < common::BOUND,
-            "runs 1 and 2 never launched"
-        );
-        std::thread::sleep(Duration::from_micros(100));
-    }
+    wait_for_kernels(0, 4);
     send(before[0]);
     // Runs accepted before the lane thread saw the notice, then `SUSPECT`.
     let since = Instant::now();
@@ -323,11 +334,7 @@ fn a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice() {
     let r1 = common::submit(lane).expect("run 1");
     let r2 = common::submit(lane).expect("run 2, prepared behind run 1");
     let ids = pair_ids(0);
-    let since = Instant::now();
-    while control().device(0).counters().expect("counters").launches < 2 {
-        assert!(since.elapsed() < common::BOUND, "run 1 never launched");
-        std::thread::sleep(Duration::from_micros(100));
-    }
+    wait_for_kernels(0, 2);
     // The lane thread takes the notice at its next step, before run 1's completion.
     assert_eq!(
         run_lane_report_device_fault(0, ids[0], AICORE_EXCEPTION),
