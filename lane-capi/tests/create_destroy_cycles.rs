@@ -82,7 +82,7 @@ fn cycle(config: &RunLaneConfig) {
 
 /// The process's usage once every thread a destroyed lane left has ended.
 fn settled() -> Usage {
-    assert_eq!(usage().lane_threads, 0, "destroy joins the lane's threads");
+    wait_for_lane_threads_joined("destroy joins the lane's threads");
     wait_for_no_lane_threads()
 }
 

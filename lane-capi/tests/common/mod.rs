@@ -390,6 +390,31 @@ pub(crate) fn wait_for_usage(what: &str, settled: impl Fn(&Usage) -> bool) -> Us
     }
 }
 
+/// How long a joined thread may stay listed in `/proc/self/task`: the kernel wakes the
+/// joiner as the thread exits and drops its entry a moment later, once the exiting thread
+/// is scheduled again (on a loaded machine, later). A thread destroy failed to join keeps
+/// running, and outlives any grace.
+pub(crate) const REAP_GRACE: Duration = Duration::from_secs(5);
+
+/// Waits at most [`REAP_GRACE`] for the process to list no lane thread, and returns the
+/// usage then: what a destroy that joined its lane's threads leaves.
+pub(crate) fn wait_for_lane_threads_joined(what: &str) -> Usage {
+    let start = Instant::now();
+    loop {
+        let now = usage();
+        if now.lane_threads == 0 {
+            return now;
+        }
+        assert!(
+            start.elapsed() < REAP_GRACE,
+            "{what}: {} lane threads still listed {REAP_GRACE:?} after destroy returned: {:?}",
+            now.lane_threads,
+            now.names
+        );
+        thread::yield_now();
+    }
+}
+
 /// [`wait_for_usage`] until the process has no lane thread (a destroy joins them) and no
 /// fake stream thread.
 pub(crate) fn wait_for_no_lane_threads() -> Usage {
