@@ -11,10 +11,14 @@ use lane_core::{
 use thiserror::Error;
 
 use crate::device::Device;
+use crate::dispatch::{
+    Dispatch, DispatchInput, DispatchRefusal, DispatchState, Next, NoHelpers, Setting, Waited,
+};
 use crate::executor::{Executor, Wait};
 use crate::observer::{NoObserver, Observer};
 use crate::runner::Runner;
 use crate::steps::LaneSteps;
+use crate::waiter::{OnDevice, run_device_wait};
 
 /// Bytes reserved for each slot's status header (the largest layout is 896).
 pub(crate) const HEADER_BYTES: usize = 1024;
@@ -80,6 +84,16 @@ pub enum DriverError {
         /// The run.
         run: RunId,
     },
+    /// The dispatch machine met a situation its table rules out (a bug in the driver).
+    #[error("the dispatch machine refused {input:?} in {state:?}: {refusal:?}")]
+    Dispatch {
+        /// The machine's state.
+        state: DispatchState,
+        /// What it found.
+        input: DispatchInput,
+        /// Why the table refuses it.
+        refusal: DispatchRefusal,
+    },
     /// A status header the driver read could not be decoded.
     #[error("status header of {run} could not be decoded")]
     Decode {
@@ -131,6 +145,8 @@ pub enum Turn {
 pub struct Driver<D: Device, R: Runner<D>, O: Observer = NoObserver> {
     steps: LaneSteps<O>,
     executor: Executor<D, R>,
+    /// The dispatch machine in its zero-worker setting: every wait is made here.
+    dispatch: Dispatch,
 }
 
 impl<D: Device, R: Runner<D>> Driver<D, R> {
@@ -141,6 +157,7 @@ impl<D: Device, R: Runner<D>> Driver<D, R> {
         Self {
             executor: Executor::with_copies(device, runner, profile.copies()),
             steps: LaneSteps::new(profile),
+            dispatch: Dispatch::new(Setting::DRIVER, None),
         }
     }
 }
@@ -151,6 +168,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         Driver {
             steps: self.steps.with_observer(observer),
             executor: self.executor,
+            dispatch: self.dispatch,
         }
     }
 
@@ -250,23 +268,47 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     }
 
     /// Executes every effect the lane has, then, if nothing is left, blocks on the awaited
-    /// run (bounded by its deadline, in one wait per completion event).
+    /// run (bounded by its deadline, in one wait per completion event). Each step is the
+    /// dispatch machine's ([`Setting::DRIVER`]).
     pub fn turn(&mut self) -> Result<Turn, DriverError> {
         self.take_notices()?;
         if self.execute_effects()? {
             return Ok(Turn::Progress);
         }
-        if self.executor.is_awaiting() {
-            match self.executor.wait(self.steps.deadline())? {
-                Wait::Answered(event) => self.feed(event)?,
-                Wait::Expired(now) => self.steps.expire(now)?,
-                // Nothing awaited any more (a poison abandoned it): nothing to feed.
-                Wait::Pending => {}
+        let now = self.executor.now();
+        match self
+            .dispatch
+            .decide(now, &mut self.steps, &mut NoHelpers, &mut self.executor)?
+        {
+            Next::WaitHere { ticket, wait } => {
+                let answer = run_device_wait(&mut OnDevice(self.executor.device_mut()), &wait);
+                let message = match answer {
+                    Wait::Answered(event) => self.executor.device_message(&event),
+                    Wait::Expired(_) | Wait::Pending => None,
+                };
+                let now = match answer {
+                    Wait::Expired(at) => at,
+                    _ => self.executor.now(),
+                };
+                self.dispatch.answer_here(
+                    now,
+                    &mut self.steps,
+                    ticket,
+                    Waited {
+                        wait: answer,
+                        message,
+                    },
+                )?;
+                self.execute_effects()?;
+                Ok(Turn::Progress)
             }
-            self.execute_effects()?;
-            return Ok(Turn::Progress);
+            // Effects came in since (a notice); they run at the next turn.
+            Next::Execute(effect) => {
+                self.execute(effect)?;
+                Ok(Turn::Progress)
+            }
+            Next::Sleep(_) | Next::Exit | Next::Lose(_) => self.steps.settled(),
         }
-        self.steps.settled()
     }
 
     /// Turns until the lane is idle.
@@ -278,31 +320,39 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     /// Gives the lane every fault notice that concerns its device (L-19), read from the
     /// process's ring since the last step.
     fn take_notices(&mut self) -> Result<(), DriverError> {
-        while let Some(notice) = self.executor.next_notice() {
-            let now = self.executor.now();
-            self.steps.fault_notice(now, notice)?;
-        }
-        Ok(())
+        let now = self.executor.now();
+        self.dispatch
+            .take_notices(now, &mut self.steps, &mut self.executor)
     }
 
-    /// Executes queued effects until none is left; returns whether any ran.
+    /// Executes the effects the dispatch machine gives this thread until it has none left
+    /// (a wait it leaves for the next turn); returns whether any ran.
     fn execute_effects(&mut self) -> Result<bool, DriverError> {
         let mut any = false;
         loop {
             let now = self.executor.now();
-            let Some(effect) = self.steps.next_effect(now) else {
+            let next =
+                self.dispatch
+                    .decide(now, &mut self.steps, &mut NoHelpers, &mut self.executor)?;
+            let Next::Execute(effect) = next else {
                 break;
             };
             any = true;
-            if let Some(event) = self.executor.execute(effect, self.steps.observer_mut())? {
-                self.feed(event)?;
-            }
+            self.execute(effect)?;
         }
         if self.steps.lane().state() == LaneState::Closed {
             self.executor
                 .release_slot_resources(self.steps.observer_mut());
         }
         Ok(any)
+    }
+
+    /// Executes one effect here and feeds its event.
+    fn execute(&mut self, effect: lane_core::Effect) -> Result<(), DriverError> {
+        if let Some(event) = self.executor.execute(effect, self.steps.observer_mut())? {
+            self.feed(event)?;
+        }
+        Ok(())
     }
 
     /// Feeds an event the executor produced, with the device's text if it reports a failed

@@ -56,6 +56,7 @@ mod atomic {
 }
 
 mod device;
+pub mod dispatch;
 mod driver;
 mod executor;
 mod notice;
