@@ -150,6 +150,11 @@ pub(crate) struct State<L: Delivers> {
     retire: bool,
     /// A command or a worker's answer arrived since the lane thread last polled the lane.
     work: bool,
+    /// A thread is running the lane's steps: everything posted meanwhile is its to take
+    /// before it lets go.
+    running: bool,
+    /// A thread ran the steps to their end after the shutdown: the lane thread ends.
+    exited: bool,
     /// The last handle is gone: close the lane, finish, and end the thread.
     shutdown: bool,
     /// Why the lane thread ended, once it did.
@@ -186,6 +191,8 @@ impl<L: Delivers> Mailbox<L> {
                 waiter_inside: false,
                 retire: false,
                 work: false,
+                running: false,
+                exited: false,
                 shutdown: false,
                 lost: None,
             }),
@@ -209,14 +216,21 @@ impl<L: Delivers> Mailbox<L> {
         }
         if any {
             self.delivered.notify_all();
+            if state.announce {
+                // The callback runs on the lane thread: wake it if another thread delivered.
+                self.work.notify_one();
+            }
         }
     }
 
     /// A command from any thread: applies `apply` to the lane under the lock (it returns its
     /// result and the sequence number it accepted, if any), delivers what it finished and
-    /// wakes the lane thread. Fails when the lane is lost, or is lost by `apply`'s error.
+    /// posts it as work: the thread running the steps takes it before it lets go; with none
+    /// running, the lane thread is woken for it unless the caller runs the steps itself
+    /// (`!wake`). Fails when the lane is lost, or is lost by `apply`'s error.
     pub(crate) fn command<R>(
         &self,
+        wake: bool,
         apply: impl FnOnce(&mut L) -> Result<(R, Option<u64>), LostCause>,
     ) -> Result<R, LostCause> {
         let mut state = lock(&self.state);
@@ -235,8 +249,49 @@ impl<L: Delivers> Mailbox<L> {
         }
         self.deliver(&mut state);
         state.work = true;
-        self.work.notify_one();
+        if wake && !state.running {
+            self.work.notify_one();
+        }
         Ok(result)
+    }
+
+    /// Claims the lane's steps for the calling thread: `false` when another thread runs them
+    /// (it takes what this thread posted before it lets go) or they ended; the cause when the
+    /// lane is lost.
+    pub(crate) fn begin_steps(&self) -> Result<bool, LostCause> {
+        let mut state = lock(&self.state);
+        if let Some(cause) = &state.lost {
+            return Err(cause.clone());
+        }
+        if state.running || state.exited {
+            return Ok(false);
+        }
+        state.running = true;
+        Ok(true)
+    }
+
+    /// Lets go of the lane's steps, unless work was posted since the last
+    /// [`step`](Self::step): then `false`, and the caller steps again (no command waits for a
+    /// wake-up while a thread runs the steps). With `exit` the steps are over for good and
+    /// the lane thread is woken to end.
+    pub(crate) fn end_steps(&self, exit: bool) -> bool {
+        let mut state = lock(&self.state);
+        if exit {
+            state.exited = true;
+            state.running = false;
+            self.work.notify_all();
+            return true;
+        }
+        if state.work && state.lost.is_none() {
+            return false;
+        }
+        state.running = false;
+        true
+    }
+
+    /// Whether a thread ran the steps to their end after the shutdown.
+    pub(crate) fn exited(&self) -> bool {
+        lock(&self.state).exited
     }
 
     /// A lane step on the lane thread: clears the work flag and applies `step` (told whether
@@ -291,16 +346,19 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
-    /// On a host worker: hands `answer` back and wakes the lane thread (dropped when the lane
-    /// is lost: nobody takes it).
-    pub(crate) fn give_answer(&self, answer: L::Answer) {
+    /// On a host worker: hands `answer` back as work (dropped when the lane is lost: nobody
+    /// takes it); with `wake` and no thread running the steps, wakes the lane thread for it
+    /// (else the worker runs the steps itself).
+    pub(crate) fn give_answer(&self, answer: L::Answer, wake: bool) {
         let mut state = lock(&self.state);
         if state.lost.is_some() {
             return;
         }
         state.answers.push_back(answer);
         state.work = true;
-        self.work.notify_one();
+        if wake && !state.running {
+            self.work.notify_one();
+        }
     }
 
     /// On the completion waiter: the next device wait and its ticket, blocking until there is
@@ -319,9 +377,10 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
-    /// On the completion waiter: hands the answer to wait `ticket` back and wakes the lane
-    /// thread (dropped when the lane is lost: nobody takes it). It replaces an answer the lane
-    /// thread has not taken: that one answered a wait abandoned since.
+    /// On the completion waiter: hands the answer to wait `ticket` back as work (dropped when
+    /// the lane is lost: nobody takes it); the waiter then runs the steps itself, or the
+    /// thread running them takes it. It replaces an answer not taken yet: that one answered
+    /// a wait abandoned since.
     pub(crate) fn give_waited(&self, ticket: u64, answer: L::Waited) {
         let mut state = lock(&self.state);
         state.waiter_inside = false;
@@ -330,7 +389,6 @@ impl<L: Delivers> Mailbox<L> {
         }
         state.waited = Some((ticket, answer));
         state.work = true;
-        self.work.notify_one();
     }
 
     /// On the lane thread once the lane is closed with no job out: the workers end.
@@ -345,14 +403,16 @@ impl<L: Delivers> Mailbox<L> {
         std::mem::take(&mut lock(&self.state).unannounced)
     }
 
-    /// On the lane thread with nothing to do: sleeps until a command, a worker's or the
-    /// waiter's answer, the shutdown (unless `shutdown_seen`: the lane thread already closed
-    /// for it and now waits for answers) or the loss (the next [`step`](Self::step) tells
-    /// which), or `until` passes (the bound of the wait out). Returns whether it was woken
-    /// (else `until` passed).
-    pub(crate) fn idle(&self, until: Option<Instant>, shutdown_seen: bool) -> bool {
+    /// On the lane thread with nothing to do: sleeps until work that no thread is running the
+    /// steps for (a command, a worker's answer), an outcome for the callback, the end of the
+    /// steps or the loss (the shutdown is posted as work), or `until` passes (the next timer). Returns whether it was woken (else
+    /// `until` passed).
+    pub(crate) fn idle(&self, until: Option<Instant>) -> bool {
         let woken = |state: &State<L>| {
-            state.work || (state.shutdown && !shutdown_seen) || state.lost.is_some()
+            (state.work && !state.running)
+                || !state.unannounced.is_empty()
+                || state.exited
+                || state.lost.is_some()
         };
         let mut state = lock(&self.state);
         while !woken(&state) {
@@ -441,11 +501,15 @@ impl<L: Delivers> Mailbox<L> {
         self.waits.notify_all();
     }
 
-    /// The last handle is gone: wakes the lane thread to close the lane and end.
+    /// The last handle is gone: posted as work, so the thread running the steps takes it
+    /// before it lets go, or the lane thread is woken for it, to close the lane and end.
     pub(crate) fn shutdown(&self) {
         let mut state = lock(&self.state);
         state.shutdown = true;
-        self.work.notify_one();
+        state.work = true;
+        if !state.running {
+            self.work.notify_one();
+        }
     }
 }
 

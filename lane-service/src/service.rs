@@ -1,13 +1,14 @@
 //! [`spawn`], the [`LaneHandle`] and the lane thread's loop.
 
 use lane_core::{
-    CloseReport, CodeRef, Effect, Event, LaneState, MAX_SLOTS, Outcome, Profile, ProfileSpec,
-    PublicationId, RunId, RunPhase, RunRequest, Timestamp,
+    CloseReport, CodeRef, Effect, LaneState, MAX_SLOTS, Outcome, Profile, ProfileSpec,
+    PublicationId, RunId, RunRequest, Timestamp,
 };
+use lane_driver::dispatch::{Dispatch, Helpers, Next, Setting, Waited, WorkerAnswer};
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DeviceWait, DriverError, Executor, HostWorker,
-    LaneSteps, NoObserver, Report, Runner, Turn, Wait, host_work_failed, is_host_work,
-    run_device_wait, run_host_work, wait_failed,
+    LaneSteps, NoObserver, Report, Runner, host_work_failed, run_device_wait, run_host_work,
+    wait_failed,
 };
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -44,6 +45,14 @@ pub struct ServiceConfig {
     /// [`concurrency`](Runner::concurrency) allows it. `0` keeps them on the lane thread;
     /// [`spawn`] starts none whatever this says.
     pub workers: usize,
+    /// The threads that call [`LaneHandle::submit`] and [`LaneHandle::publish`] are bound to
+    /// the lane's device (`aclrtSetDevice` on them), so the lane's steps, runner callbacks
+    /// included, may run on them: a command to a lane that no thread is running the steps
+    /// for prepares and launches on the caller's thread, and returns after those calls (never
+    /// after a device wait, L-16). Off (the default), a command wakes one of the lane's own
+    /// threads. Binding a caller's thread is visible to the caller, so only the embedding can
+    /// say it holds.
+    pub submitters_bound: bool,
 }
 
 impl ServiceConfig {
@@ -55,6 +64,7 @@ impl ServiceConfig {
             check_invariants: true,
             on_outcome: None,
             workers: DEFAULT_WORKERS,
+            submitters_bound: false,
         }
     }
 }
@@ -66,6 +76,7 @@ impl fmt::Debug for ServiceConfig {
             .field("check_invariants", &self.check_invariants)
             .field("on_outcome", &self.on_outcome.is_some())
             .field("workers", &self.workers)
+            .field("submitters_bound", &self.submitters_bound)
             .finish()
     }
 }
@@ -102,44 +113,14 @@ impl From<PublicationId> for ItemId {
     }
 }
 
-/// What the mailbox guards: the lane's steps, the lane thread's latest clock reading (the
-/// time commands from other threads are given at: the device's clock is read on the lane
-/// thread only), and the device wait out on the completion waiter.
+/// What the mailbox guards: the lane's steps, the latest clock reading of the thread
+/// running them (the time commands from other threads are given at: the device's clock is
+/// read only by the thread running the steps), and the dispatch machine.
 struct Shared {
     steps: LaneSteps,
     now: Timestamp,
-    /// The lane thread closed the lane for the shutdown.
-    closed_for_shutdown: bool,
-    /// The lane thread destroyed once more the streams the teardown left, at the shutdown.
-    teardown_retried: bool,
-    /// The device wait handed to the completion waiter and not answered yet.
-    wait_out: Option<WaitOut>,
-    /// Device waits handed out so far (each one's ticket).
-    tickets: u64,
-    /// The latest bound of any wait handed to the completion waiter: a call it is still in
-    /// returns by then, or it ignores its timeout.
-    waiter_bound: Timestamp,
-    /// A force reset held back while the completion waiter is inside a device call (L-20).
-    held_reset: Option<Effect>,
-}
-
-/// A device wait out on the completion waiter.
-#[derive(Clone, Copy, Debug)]
-struct WaitOut {
-    /// Its ticket: the waiter's answer names it, so an answer to a wait the lane thread no
-    /// longer waits for is told apart and dropped.
-    ticket: u64,
-    wait: DeviceWait,
-    /// Past this the lane thread answers the wait itself ([`DeviceWait::bound`]).
-    bound: Timestamp,
-}
-
-/// The completion waiter's answer to a device wait.
-struct Waited {
-    wait: Wait,
-    /// The device's text about a failed wait, read on the waiter's thread (ACL keeps it per
-    /// thread). Only a failure allocates it.
-    message: Option<String>,
+    /// What the thread running the steps does next: every policy of the threaded lane.
+    dispatch: Dispatch,
 }
 
 impl Delivers for Shared {
@@ -158,15 +139,31 @@ impl Delivers for Shared {
     }
 }
 
-/// A host worker's answer to a job.
-enum WorkerAnswer {
-    /// The worker ran the job; this event answers it, with the device's text about a failed
-    /// prepare or finalise, read on the worker's thread (ACL keeps it per thread). Only a
-    /// failure allocates it.
-    Answered(Event, Option<String>),
-    /// The worker could not bind the device ([`HostWorker::bind`]): the lane thread, always
-    /// bound, runs the job itself with its own runner.
-    HandedBack(Effect),
+impl Helpers for Step<'_, Shared> {
+    fn answer(&mut self) -> Option<WorkerAnswer> {
+        Step::answer(self)
+    }
+    fn waited(&mut self) -> Option<(u64, Waited)> {
+        Step::waited(self)
+    }
+    fn dispatch(&mut self, job: Effect) {
+        Step::dispatch(self, job);
+    }
+    fn hand_wait(&mut self, ticket: u64, wait: DeviceWait) {
+        Step::hand_wait(self, ticket, wait);
+    }
+    fn withdraw_wait(&mut self) {
+        Step::withdraw_wait(self);
+    }
+    fn waiter_inside(&self) -> bool {
+        Step::waiter_inside(self)
+    }
+    fn jobs_out(&self) -> usize {
+        self.out()
+    }
+    fn shutdown(&self) -> bool {
+        self.shutdown
+    }
 }
 
 fn lost(error: &DriverError) -> LostCause {
@@ -176,6 +173,9 @@ fn lost(error: &DriverError) -> LostCause {
 /// Owned by the handles; dropping the last one shuts the lane down.
 struct Inner {
     mailbox: Arc<Mailbox<Shared>>,
+    /// The lane's steps, for a command on a submitting thread to run
+    /// ([`ServiceConfig::submitters_bound`]); `None`: commands wake the lane's own threads.
+    steps_here: Option<Arc<dyn RunsSteps>>,
     /// The lane's threads, joined once, under this lock (a second caller waits until the
     /// first has joined them all).
     threads: Mutex<Threads>,
@@ -251,9 +251,26 @@ impl LaneHandle {
         &self.inner.mailbox
     }
 
-    /// Submits a run: its id, or the lane's refusal (nothing accepted), at once.
+    /// Posts a command; with [`ServiceConfig::submitters_bound`] the caller then runs the
+    /// lane's steps unless another thread does (which takes the command before it lets go).
+    fn command<T>(
+        &self,
+        apply: impl FnOnce(&mut Shared) -> Result<(T, Option<u64>), LostCause>,
+    ) -> Result<T, LostCause> {
+        let here = self.inner.steps_here.as_deref();
+        let result = self.mailbox().command(here.is_none(), apply)?;
+        if let Some(steps) = here {
+            // A loss here is the lane's, recorded in the mailbox: the next call reports it.
+            let _ = steps.run_steps();
+        }
+        Ok(result)
+    }
+
+    /// Submits a run: its id, or the lane's refusal (nothing accepted), at once (with
+    /// [`ServiceConfig::submitters_bound`], once its prepare and launch are made, if no other
+    /// thread runs the lane's steps).
     pub fn submit(&self, request: RunRequest) -> Result<RunId, ServiceError> {
-        let result = self.mailbox().command(|shared| {
+        let result = self.command(|shared| {
             let result = shared
                 .steps
                 .submit(shared.now, request)
@@ -266,7 +283,7 @@ impl LaneHandle {
 
     /// Publishes code: the publication's id, or the lane's refusal, at once.
     pub fn publish(&self, code: CodeRef) -> Result<PublicationId, ServiceError> {
-        let result = self.mailbox().command(|shared| {
+        let result = self.command(|shared| {
             let result = shared
                 .steps
                 .publish(shared.now, code)
@@ -280,12 +297,11 @@ impl LaneHandle {
     /// Closes the lane (L-15) at once: launched runs still finish on the lane thread,
     /// queued ones get their cancelled outcomes. Closing twice is harmless.
     pub fn close(&self) -> Result<CloseReport, ServiceError> {
-        self.mailbox()
-            .command(|shared| {
-                let report = shared.steps.close(shared.now).map_err(|e| lost(&e))?;
-                Ok((report, None))
-            })
-            .map_err(ServiceError::Lost)
+        self.command(|shared| {
+            let report = shared.steps.close(shared.now).map_err(|e| lost(&e))?;
+            Ok((report, None))
+        })
+        .map_err(ServiceError::Lost)
     }
 
     /// Takes the next outcome in sequence order, if one is delivered and not taken yet.
@@ -362,8 +378,8 @@ type MakeWorker = Arc<dyn Fn(usize) -> Result<Box<dyn HostWorker>, String> + Sen
 /// stays on the lane thread (see [`spawn_with_workers`]).
 pub fn spawn<D, R, F, E>(config: ServiceConfig, make: F) -> Result<LaneHandle, ServiceError>
 where
-    D: Device + 'static,
-    R: Runner<D> + 'static,
+    D: Device + Send + 'static,
+    R: Runner<D> + Send + 'static,
     F: FnOnce() -> Result<(D, R), E> + Send + 'static,
     E: fmt::Display,
 {
@@ -387,8 +403,8 @@ pub fn spawn_with_workers<D, R, F, E, W, WE>(
     make_worker: W,
 ) -> Result<LaneHandle, ServiceError>
 where
-    D: Device + 'static,
-    R: Runner<D> + 'static,
+    D: Device + Send + 'static,
+    R: Runner<D> + Send + 'static,
     F: FnOnce() -> Result<(D, R), E> + Send + 'static,
     E: fmt::Display,
     W: Fn(usize) -> Result<Box<dyn HostWorker>, WE> + Send + Sync + 'static,
@@ -412,10 +428,9 @@ fn narrowed(profile: Profile, concurrency: Concurrency) -> Profile {
     .unwrap_or(profile)
 }
 
-/// What the lane thread hears from [`start`] once its runner is made: the mailbox to run the
-/// lane in, and whether runner work goes to workers; `None`: a worker or the waiter failed to
-/// start, end now.
-type Go = Option<(Arc<Mailbox<Shared>>, bool)>;
+/// What the lane thread hears from [`start`] once its runner is made: the engine to put its
+/// executor in; `None`: a worker or the waiter failed to start, end now.
+type Go<D, R> = Option<Arc<Engine<D, R>>>;
 
 /// What the lane thread tells [`start`] once `make` returned: the runner's concurrency and
 /// the device's completion waiter, or why there is no lane.
@@ -427,8 +442,8 @@ fn start<D, R, F, E>(
     make_worker: Option<MakeWorker>,
 ) -> Result<LaneHandle, ServiceError>
 where
-    D: Device + 'static,
-    R: Runner<D> + 'static,
+    D: Device + Send + 'static,
+    R: Runner<D> + Send + 'static,
     F: FnOnce() -> Result<(D, R), E> + Send + 'static,
     E: fmt::Display,
 {
@@ -437,16 +452,17 @@ where
         check_invariants,
         mut on_outcome,
         workers,
+        submitters_bound,
     } = config;
     let copies = profile.copies();
     let announce = on_outcome.is_some();
     let (made_tx, made_rx) = mpsc::channel::<Made>();
-    let (go_tx, go_rx) = mpsc::channel::<Go>();
+    let (go_tx, go_rx) = mpsc::channel::<Go<D, R>>();
     let thread = thread::Builder::new()
         .name("lane".into())
         .spawn(move || {
             let mut made = Some(made_tx);
-            let mut mailbox = None;
+            let mut engine: Option<Arc<Engine<D, R>>> = None;
             let result = catch_unwind(AssertUnwindSafe(|| {
                 let (mut device, runner) = match make() {
                     Ok(parts) => parts,
@@ -469,17 +485,12 @@ where
                 if let Some(tx) = made.take() {
                     let _ = tx.send(Ok((runner.concurrency(), waiter)));
                 }
-                let Ok(Some((lane_mailbox, off_lane))) = go_rx.recv() else {
+                let Ok(Some(lane_engine)) = go_rx.recv() else {
                     return Ok(());
                 };
-                let lane_mailbox = mailbox.insert(lane_mailbox);
-                let mut executor = Executor::with_copies(device, runner, copies);
-                let mut lane = LaneThread {
-                    mailbox: lane_mailbox,
-                    off_lane,
-                    retired: false,
-                };
-                lane.run(&mut executor, &mut on_outcome)
+                let lane_engine = &*engine.insert(lane_engine);
+                lane_engine.install(Executor::with_copies(device, runner, copies));
+                lane_thread(lane_engine, &mut on_outcome)
             }));
             let cause = match result {
                 Ok(Ok(())) => LostCause::new(
@@ -494,8 +505,10 @@ where
                     LostCause::new(format!("panic on the lane thread: {text}"))
                 }
             };
-            if let Some(mailbox) = mailbox {
-                mailbox.lose(cause);
+            if let Some(engine) = engine {
+                engine.mailbox.lose(cause);
+                // The device and the runner end on the thread that made them.
+                drop(engine.uninstall());
             }
         })
         .map_err(|e| ServiceError::Thread(e.to_string()))?;
@@ -510,22 +523,27 @@ where
             return Err(error);
         }
     };
+    let make_worker = make_worker.filter(|_| concurrency.off_lane_thread && workers > 0);
+    let off_lane = make_worker.is_some();
+    let setting = if off_lane {
+        Setting::WORKERS
+    } else {
+        Setting::WAITER
+    };
     let shared = Shared {
         steps: LaneSteps::new(narrowed(profile, concurrency)).check_invariants(check_invariants),
         now: Timestamp(0),
-        closed_for_shutdown: false,
-        teardown_retried: false,
-        wait_out: None,
-        tickets: 0,
-        waiter_bound: Timestamp(0),
-        held_reset: None,
+        dispatch: Dispatch::new(setting, Some(NOTICE_POLL_NS)),
     };
     // Each job is one slot's prepare or finalise: at most one per slot is out.
     let mailbox = Arc::new(Mailbox::new(shared, announce, usize::from(MAX_SLOTS)));
-    let make_worker = make_worker.filter(|_| concurrency.off_lane_thread && workers > 0);
-    let off_lane = make_worker.is_some();
+    let engine = Arc::new(Engine {
+        mailbox: Arc::clone(&mailbox),
+        executor: Mutex::new(None),
+        off_lane,
+    });
     let workers = match make_worker {
-        Some(make_worker) => match start_workers(&mailbox, &make_worker, workers) {
+        Some(make_worker) => match start_workers(&engine, &make_worker, workers) {
             Ok(workers) => workers,
             Err(error) => {
                 let _ = go_tx.send(None);
@@ -536,10 +554,11 @@ where
         None => Vec::new(),
     };
     let waiter = {
+        let engine: Arc<dyn RunsSteps> = Arc::clone(&engine) as Arc<dyn RunsSteps>;
         let mailbox = Arc::clone(&mailbox);
         thread::Builder::new()
             .name("lane-waiter".into())
-            .spawn(move || completion_waiter(&mailbox, waiter))
+            .spawn(move || completion_waiter(&mailbox, &*engine, waiter))
     };
     let waiter = match waiter {
         Ok(waiter) => waiter,
@@ -554,7 +573,8 @@ where
             return Err(error);
         }
     };
-    let _ = go_tx.send(Some((Arc::clone(&mailbox), off_lane)));
+    let steps_here = submitters_bound.then(|| Arc::clone(&engine) as Arc<dyn RunsSteps>);
+    let _ = go_tx.send(Some(engine));
     let own = std::iter::once(thread_id)
         .chain(workers.iter().map(|worker| worker.thread().id()))
         .chain(std::iter::once(waiter.thread().id()))
@@ -562,6 +582,7 @@ where
     Ok(LaneHandle {
         inner: Arc::new(Inner {
             mailbox,
+            steps_here,
             threads: Mutex::new(Threads {
                 lane: Some(thread),
                 workers,
@@ -572,11 +593,17 @@ where
     })
 }
 
-/// The completion waiter thread: makes each device wait the lane thread hands it (a run's
-/// completion, the recovery drain) through the device's [`CompletionWaiter`], binding first,
-/// and hands the answer back with its ticket, until the lane is lost (the lane thread's end
-/// is always a loss). A panic loses the lane with its text.
-fn completion_waiter(mailbox: &Mailbox<Shared>, mut waiter: Box<dyn CompletionWaiter + Send>) {
+/// The completion waiter thread: makes each device wait handed to it (a run's completion,
+/// the recovery drain) through the device's [`CompletionWaiter`], binding first, hands the
+/// answer back with its ticket, and then runs the lane's steps itself unless another thread
+/// does (whoever has the event runs the steps: the next run's launch is made here), until
+/// the lane is lost (the lane thread's end is always a loss). A panic loses the lane with
+/// its text.
+fn completion_waiter(
+    mailbox: &Mailbox<Shared>,
+    steps: &dyn RunsSteps,
+    mut waiter: Box<dyn CompletionWaiter + Send>,
+) {
     let result = catch_unwind(AssertUnwindSafe(|| {
         while let Some((ticket, wait)) = mailbox.take_wait() {
             let wait = run_device_wait(&mut *waiter, &wait);
@@ -586,6 +613,8 @@ fn completion_waiter(mailbox: &Mailbox<Shared>, mut waiter: Box<dyn CompletionWa
                 None
             };
             mailbox.give_waited(ticket, Waited { wait, message });
+            // A loss is recorded in the mailbox: the next take_wait ends the loop.
+            let _ = steps.run_steps();
         }
     }));
     if let Err(payload) = result {
@@ -599,23 +628,29 @@ fn completion_waiter(mailbox: &Mailbox<Shared>, mut waiter: Box<dyn CompletionWa
 /// Starts `count` host workers, each making its worker on its own thread; waits until every
 /// one is made. On a failure the workers made so far end (the mailbox is lost) and are
 /// joined.
-fn start_workers(
-    mailbox: &Arc<Mailbox<Shared>>,
+fn start_workers<D, R>(
+    engine: &Arc<Engine<D, R>>,
     make_worker: &MakeWorker,
     count: usize,
-) -> Result<Vec<JoinHandle<()>>, ServiceError> {
+) -> Result<Vec<JoinHandle<()>>, ServiceError>
+where
+    D: Device + Send + 'static,
+    R: Runner<D> + Send + 'static,
+{
+    let mailbox = &engine.mailbox;
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), ServiceError>>();
     let mut handles = Vec::with_capacity(count);
     let mut failure = None;
     for index in 0..count {
-        let (mailbox, make_worker, ready) = (
-            Arc::clone(mailbox),
+        let (engine, make_worker, ready) = (
+            Arc::clone(engine) as Arc<dyn RunsSteps>,
             Arc::clone(make_worker),
             ready_tx.clone(),
         );
+        let mailbox = Arc::clone(mailbox);
         let spawned = thread::Builder::new()
             .name(format!("lane-worker-{index}"))
-            .spawn(move || host_worker(&mailbox, &*make_worker, index, &ready));
+            .spawn(move || host_worker(&mailbox, &*engine, &*make_worker, index, &ready));
         match spawned {
             Ok(handle) => handles.push(handle),
             Err(e) => {
@@ -647,9 +682,11 @@ fn start_workers(
 }
 
 /// A host worker thread: makes its worker (binding the device, in `make_worker`), says so,
-/// then answers jobs until the workers retire. A panic anywhere loses the lane with its text.
+/// then answers jobs until the workers retire, running the lane's steps after each answer
+/// unless another thread does. A panic anywhere loses the lane with its text.
 fn host_worker(
     mailbox: &Mailbox<Shared>,
+    steps: &dyn RunsSteps,
     make_worker: &(dyn Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync),
     index: usize,
     ready: &mpsc::Sender<Result<(), ServiceError>>,
@@ -668,22 +705,30 @@ fn host_worker(
         let _ = ready.send(Ok(()));
         while let Some(job) = mailbox.take_job() {
             // Unbound (its first job after a force reset, say) and unable to bind: the job
-            // goes back to the lane thread, so the runner's prepare or finalise still runs.
-            let answer = match worker.bind() {
-                Ok(()) => run_host_work(&mut *worker, job).map(|event| {
-                    // Read right after the failed call, before the worker's thread makes
-                    // another, as the lane thread does after its own.
-                    let message = if host_work_failed(&event) {
-                        worker.recent_error_message()
-                    } else {
-                        None
-                    };
-                    WorkerAnswer::Answered(event, message)
-                }),
-                Err(_) => Some(WorkerAnswer::HandedBack(job)),
+            // goes back, so the runner's prepare or finalise still runs, on a bound thread.
+            let (answer, bound) = match worker.bind() {
+                Ok(()) => (
+                    run_host_work(&mut *worker, job).map(|event| {
+                        // Read right after the failed call, before the worker's thread makes
+                        // another, as the thread running the steps does after its own.
+                        let message = if host_work_failed(&event) {
+                            worker.recent_error_message()
+                        } else {
+                            None
+                        };
+                        WorkerAnswer::Answered(event, message)
+                    }),
+                    true,
+                ),
+                Err(_) => (Some(WorkerAnswer::HandedBack(job)), false),
             };
             if let Some(answer) = answer {
-                mailbox.give_answer(answer);
+                mailbox.give_answer(answer, !bound);
+            }
+            // A bound worker runs the steps its answer starts (the launch of the run it
+            // prepared); an unbound one leaves them to a bound thread.
+            if bound {
+                let _ = steps.run_steps();
             }
         }
     }));
@@ -712,57 +757,125 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// What the lane thread does next, decided under the lock.
-enum Next {
-    /// Execute this effect (lock released).
-    Execute(Effect),
-    /// Nothing to execute: sleep on the mailbox until a command, a host worker's or the
-    /// completion waiter's answer, or this bound of the wait out passes (`None`: no bound,
-    /// nothing is out on the waiter). The lane thread never sleeps in a device wait.
-    Sleep(Option<Timestamp>),
-    /// The last handle is gone and the lane is settled: end the thread.
-    Exit,
-    /// The lane cannot go on safely: end it, lost, with this cause.
-    Lose(LostCause),
-}
-
 /// How often a sleeping lane thread looks for device fault notices (L-19): notices come up
 /// to seconds late, so this adds little, and an idle lane wakes only this often.
 pub const NOTICE_POLL_NS: u64 = 50_000_000;
 
-/// The lane thread's loop and what it keeps between steps.
-struct LaneThread<'a> {
-    mailbox: &'a Mailbox<Shared>,
+/// The lane's steps and its executor, shared by every thread that may run them: the lane
+/// thread, the completion waiter, the host workers and, with
+/// [`ServiceConfig::submitters_bound`], the submitting threads. One runs them at a time
+/// (the mailbox's `running` claim); the executor's lock is only ever taken by that thread,
+/// so it is never contended.
+struct Engine<D: Device, R: Runner<D>> {
+    mailbox: Arc<Mailbox<Shared>>,
+    /// Put in by the lane thread once it made the device and the runner, taken out by it
+    /// at its end (they are dropped on the thread that made them).
+    executor: Mutex<Option<Executor<D, R>>>,
     /// Runner host work goes to the host workers.
     off_lane: bool,
-    /// The workers were told to end (the lane is closed with no job out).
-    retired: bool,
 }
 
-impl LaneThread<'_> {
-    /// One lane step under the lock, then the device work it asked for with the lock
-    /// released, until the last handle is gone and the lane is settled.
-    fn run<D: Device, R: Runner<D>>(
-        &mut self,
-        executor: &mut Executor<D, R>,
-        on_outcome: &mut Option<OutcomeCallback>,
-    ) -> Result<(), LostCause> {
-        let mailbox = self.mailbox;
+/// What the lane thread's last run of the steps left it to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ran {
+    /// Another thread runs the steps (or the executor is not in yet): it takes what was
+    /// posted.
+    Elsewhere,
+    /// Ran them to a sleep: nothing to do until work is posted or `until` (on the device's
+    /// clock, read at `now`) passes.
+    Slept {
+        until: Option<Timestamp>,
+        now: Timestamp,
+    },
+    /// Ran them to their end after the shutdown.
+    Exited,
+}
+
+/// The lane's steps, type-erased for the threads that do not own the device's type.
+trait RunsSteps: Send + Sync {
+    /// Runs the lane's steps on the calling thread until they sleep, unless another thread
+    /// runs them. A loss (a driver error, a panic) is recorded in the mailbox and returned.
+    fn run_steps(&self) -> Result<Ran, LostCause>;
+}
+
+impl<D: Device + Send, R: Runner<D> + Send> RunsSteps for Engine<D, R> {
+    fn run_steps(&self) -> Result<Ran, LostCause> {
+        if !self.mailbox.begin_steps()? {
+            return Ok(Ran::Elsewhere);
+        }
+        let mut executor = self
+            .executor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(executor) = executor.as_mut() else {
+            self.mailbox.end_steps(false);
+            return Ok(Ran::Elsewhere);
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| self.steps(executor)));
+        let cause = match result {
+            Ok(Ok(ran)) => return Ok(ran),
+            Ok(Err(cause)) => cause,
+            Err(payload) => {
+                let name = thread::current()
+                    .name()
+                    .unwrap_or("a caller's thread")
+                    .to_owned();
+                let text = panic_text(payload.as_ref());
+                LostCause::new(format!("panic on {}: {text}", thread_label(&name)))
+            }
+        };
+        self.mailbox.lose(cause.clone());
+        Err(cause)
+    }
+}
+
+/// How a panic's lost cause names the thread it happened on.
+fn thread_label(name: &str) -> String {
+    match name {
+        "lane" => "the lane thread".to_owned(),
+        "lane-waiter" => "the completion waiter".to_owned(),
+        _ => match name.strip_prefix("lane-worker-") {
+            Some(index) => format!("host worker {index}"),
+            None => format!("the submitting thread {name:?}"),
+        },
+    }
+}
+
+impl<D: Device, R: Runner<D>> Engine<D, R> {
+    /// Puts the lane thread's executor in: the steps can run from now on.
+    fn install(&self, executor: Executor<D, R>) {
+        *self
+            .executor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(executor);
+    }
+
+    /// Takes the executor out at the lane thread's end.
+    fn uninstall(&self) -> Option<Executor<D, R>> {
+        self.executor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// One dispatch decision under the lock, then what it asks this thread to do with the
+    /// lock released, until the machine sleeps (and nothing was posted meanwhile) or ends.
+    fn steps(&self, executor: &mut Executor<D, R>) -> Result<Ran, LostCause> {
+        let mailbox = &*self.mailbox;
+        let off_lane = self.off_lane;
         loop {
             let now = executor.now();
-            let off_lane = self.off_lane;
-            let (next, retire, shutdown) = mailbox.step(|shared, cx| {
-                let next = decide(shared, cx, executor, now, off_lane);
+            let (next, retire) = mailbox.step(|shared, cx| {
+                shared.now = now;
+                let next = shared.dispatch.decide(now, &mut shared.steps, cx, executor);
                 let retire =
                     off_lane && cx.out() == 0 && shared.steps.lane().state() == LaneState::Closed;
-                (next, retire, cx.shutdown)
+                (next, retire)
             })?;
-            announce(mailbox, on_outcome);
-            if retire && !self.retired {
-                self.retired = true;
+            if retire {
                 mailbox.retire_workers();
             }
-            let closed = match next.map_err(|e| lost(&e))? {
+            match next.map_err(|e| lost(&e))? {
                 Next::Execute(effect) => {
                     if let Some(event) = executor
                         .execute(effect, &mut NoObserver)
@@ -770,235 +883,71 @@ impl LaneThread<'_> {
                     {
                         let message = executor.device_message(&event);
                         let now = executor.now();
-                        feed(mailbox, |steps| steps.feed(now, event, message), now)?
-                    } else {
-                        false
+                        // L-15: once closed, the slots' events and buffers go back (a no-op
+                        // once they have).
+                        if feed(mailbox, |steps| steps.feed(now, event, message), now)? {
+                            executor.release_slot_resources(&mut NoObserver);
+                        }
                     }
                 }
-                Next::Sleep(bound) => {
-                    // A fault notice wakes no one (its handler takes no lock): the lane thread
-                    // looks at the ring at least this often (L-19).
-                    let poll = now.after_ns(NOTICE_POLL_NS);
-                    let bound = bound.map_or(poll, |bound| bound.min(poll));
-                    // The bound is on the device's clock: as a real-time instant from `now`.
-                    let until = Instant::now().checked_add(Duration::from_nanos(bound.since(now)));
-                    // After the shutdown, sleep only for answers, not on the shutdown seen
-                    // already.
-                    mailbox.idle(until, shutdown);
-                    false
+                Next::Sleep(until) => {
+                    if mailbox.end_steps(false) {
+                        return Ok(Ran::Slept { until, now });
+                    }
                 }
                 Next::Exit => {
                     executor.release_slot_resources(&mut NoObserver);
+                    mailbox.end_steps(true);
+                    return Ok(Ran::Exited);
+                }
+                Next::Lose(loss) => return Err(LostCause::new(loss.to_string())),
+                Next::WaitHere { .. } => {
+                    return Err(LostCause::new(
+                        "driver error: the dispatch machine asked a threaded lane to wait here",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The lane thread: runs the lane's steps when work is posted that no other thread runs
+/// them for, shows the outcome callback each delivered outcome, and sleeps until the next
+/// timer of the dispatch machine (at least every [`NOTICE_POLL_NS`]: a fault notice wakes no
+/// one), until a thread runs the steps to their end after the shutdown.
+fn lane_thread<D: Device + Send, R: Runner<D> + Send>(
+    engine: &Engine<D, R>,
+    on_outcome: &mut Option<OutcomeCallback>,
+) -> Result<(), LostCause> {
+    let mailbox = &*engine.mailbox;
+    loop {
+        let ran = engine.run_steps()?;
+        announce(mailbox, on_outcome);
+        let until = match ran {
+            Ran::Exited => return Ok(()),
+            Ran::Slept { until, now } => {
+                // The bound is on the device's clock: as a real-time instant from `now`,
+                // capped so the notice ring is looked at.
+                let poll = now.after_ns(NOTICE_POLL_NS);
+                let until = until.map_or(poll, |until| until.min(poll));
+                Instant::now().checked_add(Duration::from_nanos(until.since(now)))
+            }
+            Ran::Elsewhere => {
+                if mailbox.exited() {
                     return Ok(());
                 }
-                Next::Lose(cause) => return Err(cause),
-            };
+                Instant::now().checked_add(Duration::from_nanos(NOTICE_POLL_NS))
+            }
+        };
+        mailbox.idle(until);
+        if mailbox.exited() {
             announce(mailbox, on_outcome);
-            // L-15: once closed, the slots' events and buffers go back (a no-op once they have).
-            if closed {
-                executor.release_slot_resources(&mut NoObserver);
-            }
+            return Ok(());
         }
     }
 }
 
-/// The lane step that decides what the lane thread does next: feeds the host workers' and
-/// the completion waiter's answers, closes for the shutdown, hands runner host work to the
-/// workers (`off_lane`) and every device wait (a run's completion, the recovery drain) to the
-/// completion waiter, answers a wait out past its bound itself, and returns the first effect
-/// the lane thread executes itself, or why there is none.
-fn decide<D: Device, R: Runner<D>>(
-    shared: &mut Shared,
-    cx: &mut Step<'_, Shared>,
-    executor: &mut Executor<D, R>,
-    now: Timestamp,
-    off_lane: bool,
-) -> Result<Next, DriverError> {
-    shared.now = now;
-    while let Some(answer) = cx.answer() {
-        match answer {
-            // The device's text about a failed prepare or finalise came from the worker's
-            // own thread: it reaches the outcome's line as a lane-thread failure's does.
-            WorkerAnswer::Answered(event, message) => shared.steps.feed(now, event, message)?,
-            // Executing a handed-back finalise releases the slot's events again, which
-            // `hand_off` already did: harmless, the lane leases the slot to no other run
-            // before the finalise is answered. The answers left are taken by the next step,
-            // which follows the execution without a sleep.
-            WorkerAnswer::HandedBack(effect) => return Ok(Next::Execute(effect)),
-        }
-    }
-    // L-19: the fault notices that concern this lane's device, since its last step.
-    while let Some(notice) = executor.next_notice() {
-        shared.steps.fault_notice(now, notice)?;
-    }
-    // L-20: a force reset waits until the completion waiter has left its device call (its
-    // bound returns it); one still inside past that bound ignores its timeout, and a reset
-    // under it would free what it reads, so the lane ends instead.
-    if let Some(effect) = shared.held_reset {
-        // A wait not taken yet never starts: the check and the withdrawal are one step
-        // under the lock, so the waiter cannot take it after the reset.
-        cx.withdraw_wait();
-        if !cx.waiter_inside() {
-            shared.held_reset = None;
-            return Ok(Next::Execute(effect));
-        }
-        if now >= shared.waiter_bound {
-            return Ok(Next::Lose(LostCause::new(
-                "the completion waiter is still inside a device call past its bound: no force \
-                 reset is made under a wait (L-20), so the device is left unrecovered",
-            )));
-        }
-        return Ok(Next::Sleep(Some(shared.waiter_bound)));
-    }
-    shared.abandon_stale_wait();
-    if let Some((ticket, waited)) = cx.waited() {
-        // An answer to a wait the lane thread answered itself, or no longer waits for (a
-        // poison abandoned its run), names an older ticket: dropped.
-        if let Some(out) = shared.wait_out.filter(|out| out.ticket == ticket) {
-            shared.wait_out = None;
-            shared.apply_wait(cx, out, waited.wait, waited.message, true)?;
-        }
-    }
-    if cx.shutdown && !shared.closed_for_shutdown {
-        shared.closed_for_shutdown = true;
-        shared.steps.close(now)?;
-    }
-    // S-7: a stream the teardown left gets one more destroy before the lane thread ends
-    // (time has passed since the teardown's own retry); the final report names it if it
-    // still survives.
-    if cx.shutdown
-        && !shared.teardown_retried
-        && shared.steps.lane().state() == LaneState::Closed
-        && !shared.steps.lane().streams_left().is_empty()
-    {
-        shared.teardown_retried = true;
-        shared.steps.retry_teardown(now)?;
-    }
-    loop {
-        while let Some(effect) = shared.steps.next_effect(now) {
-            if off_lane && is_host_work(&effect) {
-                executor.hand_off(&effect);
-                cx.dispatch(effect);
-                continue;
-            }
-            if let Some(wait) = executor.device_wait(&effect) {
-                shared.hand_wait(cx, wait);
-                continue;
-            }
-            if matches!(effect, Effect::ForceReset { .. }) {
-                cx.withdraw_wait();
-                if cx.waiter_inside() {
-                    shared.held_reset = Some(effect);
-                    return Ok(Next::Sleep(Some(shared.waiter_bound)));
-                }
-            }
-            if matches!(effect, Effect::AwaitCompletion { .. }) {
-                // Only notes the run the executor awaits (no device call): done in this step,
-                // so the wait is handed to the waiter below without another lock round.
-                executor.execute(effect, &mut NoObserver)?;
-                continue;
-            }
-            return Ok(Next::Execute(effect));
-        }
-        shared.abandon_stale_wait();
-        if shared.wait_out.is_none() {
-            if let Some(wait) = executor.completion_wait(shared.steps.deadline())? {
-                shared.hand_wait(cx, wait);
-            }
-        }
-        match shared.wait_out {
-            // The waiter has not answered by the bound (stuck in a call that ignores its
-            // timeout): the lane thread answers the wait itself and drops the late answer.
-            Some(out) if now >= out.bound => {
-                shared.wait_out = None;
-                // Not started yet: the waiter never makes it.
-                cx.withdraw_wait();
-                let answer = out.wait.answer_at_bound(now);
-                // Past the deadline the lane poisons; were the run still awaiting, nothing
-                // would be out and the settle check below would report the lane stuck.
-                shared.apply_wait(cx, out, answer, None, false)?;
-            }
-            _ => break,
-        }
-    }
-    if let Some(out) = shared.wait_out {
-        return Ok(Next::Sleep(Some(out.bound)));
-    }
-    // Workers still have jobs out: their answers come back as work.
-    if cx.out() > 0 {
-        return Ok(Next::Sleep(None));
-    }
-    // Nothing to do, nothing out: the lane must be settled (else it is stuck, a driver error).
-    let settled = shared.steps.settled()?;
-    Ok(if cx.shutdown && settled == Turn::Idle {
-        Next::Exit
-    } else {
-        Next::Sleep(None)
-    })
-}
-
-impl Shared {
-    /// Hands `wait` to the completion waiter under a fresh ticket; it is the wait out now
-    /// (one replaced is abandoned: its answer will name an older ticket).
-    fn hand_wait(&mut self, cx: &mut Step<'_, Self>, wait: DeviceWait) {
-        self.tickets += 1;
-        let bound = wait.bound(self.now);
-        self.waiter_bound = self.waiter_bound.max(bound);
-        self.wait_out = Some(WaitOut {
-            ticket: self.tickets,
-            wait,
-            bound,
-        });
-        cx.hand_wait(self.tickets, wait);
-    }
-
-    /// Whether the lane still waits for `wait`'s answer: a completion's run is still
-    /// awaiting (a poison moves it on); a drain always is.
-    fn still_asked(&self, wait: &DeviceWait) -> bool {
-        match *wait {
-            DeviceWait::Completion { run, .. } => {
-                self.steps.lane().phase_of(run) == Some(RunPhase::Awaiting)
-            }
-            DeviceWait::Drain { .. } => true,
-        }
-    }
-
-    /// Forgets a completion wait out whose run no longer awaits (a poison abandoned it): its
-    /// answer must never reach the lane, which no longer asks for it.
-    fn abandon_stale_wait(&mut self) {
-        if self
-            .wait_out
-            .is_some_and(|out| !self.still_asked(&out.wait))
-        {
-            self.wait_out = None;
-        }
-    }
-
-    /// Feeds the answer to the wait `out` (taken off `wait_out` already) to the lane. With
-    /// `again`, a run still awaiting after it (a waiter's early expiry, which the lane
-    /// ignores) gets the same wait again.
-    fn apply_wait(
-        &mut self,
-        cx: &mut Step<'_, Self>,
-        out: WaitOut,
-        answer: Wait,
-        message: Option<String>,
-        again: bool,
-    ) -> Result<(), DriverError> {
-        let now = self.now;
-        match answer {
-            Wait::Answered(event) => self.steps.feed(now, event, message)?,
-            Wait::Expired(at) => self.steps.expire(now.max(at))?,
-            Wait::Pending => {}
-        }
-        if again && !matches!(answer, Wait::Answered(_)) && self.still_asked(&out.wait) {
-            self.hand_wait(cx, out.wait);
-        }
-        Ok(())
-    }
-}
-
-/// Feeds the lane thread's answer under the lock; returns whether the lane is closed.
+/// Feeds an executed effect's answer under the lock; returns whether the lane is closed.
 fn feed(
     mailbox: &Mailbox<Shared>,
     apply: impl FnOnce(&mut LaneSteps) -> Result<(), DriverError>,

@@ -61,7 +61,7 @@ use lane_service::{LostCause, WaitError};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
-use mailbox::{Delivers, Mailbox};
+use mailbox::{Delivers, Mailbox, Step};
 use std::collections::VecDeque;
 
 /// A lane reduced to what the protocol sees: commands queue items, the lane thread finishes
@@ -111,106 +111,176 @@ impl Delivers for Toy {
     }
 }
 
-fn submit(mailbox: &Mailbox<Toy>) -> u64 {
-    mailbox
-        .command(|toy| {
+/// A command from a handle; `runs_steps`: the caller's thread is bound and runs the steps
+/// itself afterwards unless another thread runs them (`submitters_bound`).
+fn submit_from(mailbox: &Mailbox<Toy>, runs_steps: Option<Body>) -> u64 {
+    let item = mailbox
+        .command(runs_steps.is_none(), |toy| {
             toy.next += 1;
             toy.queued.push_back(toy.next);
             Ok((toy.next, Some(toy.next)))
         })
-        .expect("the lane is not lost")
+        .expect("the lane is not lost");
+    if let Some(body) = runs_steps {
+        run_steps(mailbox, body);
+    }
+    item
 }
 
-/// The lane thread's loop: finish one queued item per step; sleep when there is none; end
-/// at the shutdown once nothing is queued.
+fn submit(mailbox: &Mailbox<Toy>) -> u64 {
+    submit_from(mailbox, None)
+}
+
+/// What one step of a toy lane leaves to do.
+enum Flow {
+    /// Step again.
+    Again,
+    /// Nothing to do until work is posted.
+    Sleep,
+    /// Settled after the shutdown: the steps end.
+    Exit,
+}
+
+/// One step of a toy lane, under the lock.
+type Body = fn(&mut Toy, &mut Step<'_, Toy>) -> Flow;
+
+/// What [`run_steps`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Ran {
+    /// Another thread runs the steps.
+    Elsewhere,
+    /// Ran them to a sleep; whether the step saw the shutdown.
+    Slept(bool),
+    /// Ran them to their end.
+    Exited,
+    /// The lane is lost.
+    Lost,
+}
+
+/// The service's `Engine::run_steps`: claim the steps (or leave them to the thread that has
+/// them), step until a step sleeps and nothing was posted meanwhile, or the steps end.
+fn run_steps(mailbox: &Mailbox<Toy>, body: Body) -> Ran {
+    match mailbox.begin_steps() {
+        Ok(true) => {}
+        Ok(false) => return Ran::Elsewhere,
+        Err(_) => return Ran::Lost,
+    }
+    loop {
+        let Ok((flow, shutdown)) = mailbox.step(|toy, cx| (body(toy, cx), cx.shutdown)) else {
+            return Ran::Lost;
+        };
+        match flow {
+            Flow::Again => {}
+            Flow::Sleep => {
+                if mailbox.end_steps(false) {
+                    return Ran::Slept(shutdown);
+                }
+            }
+            Flow::Exit => {
+                mailbox.end_steps(true);
+                return Ran::Exited;
+            }
+        }
+    }
+}
+
+/// The service's lane thread: runs the steps when woken for work no other thread runs them
+/// for, sleeps otherwise; once the steps end (on any thread) it retires the workers and ends,
+/// and its end is a loss (which ends the waiter). Ends quietly on a loss.
+fn lane_loop(mailbox: &Mailbox<Toy>, body: Body) {
+    loop {
+        match run_steps(mailbox, body) {
+            Ran::Exited => break,
+            Ran::Lost => return,
+            Ran::Slept(_) | Ran::Elsewhere => {}
+        }
+        if mailbox.exited() {
+            break;
+        }
+        mailbox.idle(None);
+        if mailbox.exited() {
+            break;
+        }
+    }
+    mailbox.retire_workers();
+    mailbox.lose(LostCause::new("the lane thread ended"));
+}
+
+/// A lane that finishes one queued item per step, and ends at the shutdown once nothing is
+/// queued.
+fn plain_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
+    match toy.queued.pop_front() {
+        Some(item) => {
+            toy.finished.push_back(item);
+            Flow::Again
+        }
+        None if cx.shutdown => Flow::Exit,
+        None => Flow::Sleep,
+    }
+}
+
+/// The lane thread's loop of [`plain_body`].
 fn lane_thread(mailbox: &Mailbox<Toy>) {
-    loop {
-        let (idle, exit) = mailbox
-            .step(|toy, cx| match toy.queued.pop_front() {
-                Some(item) => {
-                    toy.finished.push_back(item);
-                    (false, false)
-                }
-                None => (true, cx.shutdown),
-            })
-            .expect("the lane is not lost");
-        if exit {
-            return;
-        }
-        if idle {
-            mailbox.idle(None, false);
-        }
+    lane_loop(mailbox, plain_body);
+}
+
+/// A lane with host workers: every queued item goes to a worker, and is finished when its
+/// answer comes back; at the shutdown with nothing out, the steps end.
+fn workers_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
+    while let Some(answer) = cx.answer() {
+        toy.answered.push(answer);
+    }
+    toy.finish_in_order();
+    while let Some(item) = toy.queued.pop_front() {
+        cx.dispatch(item);
+    }
+    if cx.out() == 0 && cx.shutdown {
+        Flow::Exit
+    } else {
+        Flow::Sleep
     }
 }
 
-/// The lane thread with host workers: every queued item goes to a worker, and is finished
-/// when its answer comes back. Sleeps while answers are out or nothing is queued; at the
-/// shutdown with nothing out, retires the workers and ends. Ends quietly on a loss.
 fn lane_thread_with_workers(mailbox: &Mailbox<Toy>) {
-    loop {
-        let Ok((idle, exit, shutdown)) = mailbox.step(|toy, cx| {
-            while let Some(answer) = cx.answer() {
-                toy.answered.push(answer);
-            }
-            toy.finish_in_order();
-            while let Some(item) = toy.queued.pop_front() {
-                cx.dispatch(item);
-            }
-            let settled = cx.out() == 0;
-            (true, settled && cx.shutdown, cx.shutdown)
-        }) else {
-            return;
-        };
-        if exit {
-            mailbox.retire_workers();
-            return;
+    lane_loop(mailbox, workers_body);
+}
+
+/// A lane with a completion waiter: each queued item is awaited through the waiter, one at a
+/// time (the lane awaits only its oldest launched run), and finished when the waiter's answer
+/// to its ticket comes back; at the shutdown with nothing out, the steps end.
+fn waiter_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
+    if let Some((ticket, answer)) = cx.waited() {
+        if toy.awaiting == Some(ticket) {
+            toy.awaiting = None;
+            toy.finished.push_back(answer);
         }
-        if idle {
-            // After the shutdown only answers can wake it (as the service's lane thread).
-            mailbox.idle(None, shutdown);
+    }
+    if toy.awaiting.is_none() {
+        if let Some(item) = toy.queued.pop_front() {
+            toy.awaiting = Some(item);
+            cx.hand_wait(item, item);
         }
+    }
+    if toy.awaiting.is_none() && cx.shutdown {
+        Flow::Exit
+    } else {
+        Flow::Sleep
     }
 }
 
-/// The lane thread with a completion waiter: each queued item is awaited through the waiter,
-/// one at a time (the lane awaits only its oldest launched run), and finished when the
-/// waiter's answer to its ticket comes back. Sleeps while a wait is out or nothing is queued;
-/// at the shutdown with nothing out it ends, and its end is a loss (as the service's lane
-/// thread's), which ends the waiter.
 fn lane_thread_with_waiter(mailbox: &Mailbox<Toy>) {
-    loop {
-        let Ok((exit, shutdown)) = mailbox.step(|toy, cx| {
-            if let Some((ticket, answer)) = cx.waited() {
-                if toy.awaiting == Some(ticket) {
-                    toy.awaiting = None;
-                    toy.finished.push_back(answer);
-                }
-            }
-            if toy.awaiting.is_none() {
-                if let Some(item) = toy.queued.pop_front() {
-                    toy.awaiting = Some(item);
-                    cx.hand_wait(item, item);
-                }
-            }
-            (toy.awaiting.is_none() && cx.shutdown, cx.shutdown)
-        }) else {
-            return;
-        };
-        if exit {
-            mailbox.lose(LostCause::new("the lane thread ended"));
-            return;
-        }
-        mailbox.idle(None, shutdown);
-    }
+    lane_loop(mailbox, waiter_body);
 }
 
 /// The completion waiter: answers every wait with itself (the "device call" between taking
-/// and answering is a preemption point), until the lane is lost.
+/// and answering is a preemption point), then runs the steps itself unless another thread
+/// does (whoever has the event runs the steps), until the lane is lost.
 fn waiter(mailbox: &Mailbox<Toy>) -> usize {
     let mut answered = 0;
     while let Some((ticket, wait)) = mailbox.take_wait() {
         thread::yield_now();
         mailbox.give_waited(ticket, wait);
+        run_steps(mailbox, waiter_body);
         answered += 1;
     }
     answered
@@ -221,11 +291,13 @@ fn spawn_waiter(mailbox: &Arc<Mailbox<Toy>>) -> thread::JoinHandle<usize> {
     thread::spawn(move || waiter(&mailbox))
 }
 
-/// A host worker: answers every job with itself until the workers retire or the lane is lost.
+/// A host worker: answers every job with itself and runs the steps its answer starts unless
+/// another thread does, until the workers retire or the lane is lost.
 fn worker(mailbox: &Mailbox<Toy>) -> usize {
     let mut answered = 0;
     while let Some(job) = mailbox.take_job() {
-        mailbox.give_answer(job);
+        mailbox.give_answer(job, false);
+        run_steps(mailbox, workers_body);
         answered += 1;
     }
     answered
@@ -242,6 +314,8 @@ fn spawn_worker(mailbox: &Arc<Mailbox<Toy>>) -> thread::JoinHandle<usize> {
 /// the mailbox, as the service's lane thread does when woken by its bound); the reset
 /// asserts the waiter is not inside its call. Then the lane ends (a loss ends the waiter).
 fn lane_thread_resetting(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
+    // It holds the steps throughout: the waiter's answer is this thread's to take.
+    assert_eq!(mailbox.begin_steps(), Ok(true));
     loop {
         let Ok(reset) = mailbox.step(|toy, cx| {
             if toy.awaiting.is_none() {
@@ -277,6 +351,9 @@ fn marking_waiter(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
         thread::yield_now();
         in_call.store(false, Ordering::SeqCst);
         mailbox.give_waited(ticket, wait);
+        // The steps are the resetting lane thread's (or over, with the lane).
+        let ran = run_steps(mailbox, waiter_body);
+        assert!(matches!(ran, Ran::Elsewhere | Ran::Lost), "{ran:?}");
     }
 }
 
@@ -351,7 +428,7 @@ fn the_lane_thread_s_loss_wakes_a_waiter_and_refuses_later_commands() {
             })
         );
         assert_eq!(
-            mailbox.command(|_| Ok(((), None))),
+            mailbox.command(true, |_| Ok(((), None))),
             Err(LostCause::new("boom"))
         );
         lane.join().expect("the lane thread");
@@ -471,6 +548,49 @@ fn a_completion_posted_while_the_lane_thread_decides_to_sleep_wakes_it_and_the_w
         mailbox.shutdown();
         lane.join().expect("the lane thread");
         assert_eq!(waiter.join().expect("the waiter"), 1);
+    });
+}
+
+#[test]
+fn a_command_posted_while_the_waiter_runs_the_steps_is_taken_before_it_lets_go() {
+    model_bounded(2, || {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_waiter(&mailbox))
+        };
+        let waiter = spawn_waiter(&mailbox);
+        let first = submit(&mailbox);
+        // Posted while the waiter may be running the steps for the first item's answer: a
+        // command that finds a thread running them wakes no one, so that thread must take it.
+        let second = submit(&mailbox);
+        assert_eq!(mailbox.wait(first, None), Ok(first));
+        assert_eq!(mailbox.wait(second, None), Ok(second));
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        assert_eq!(waiter.join().expect("the waiter"), 2);
+    });
+}
+
+#[test]
+fn a_completion_arriving_while_a_submitter_runs_the_steps_is_taken_by_it() {
+    model_bounded(2, || {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || lane_thread_with_waiter(&mailbox))
+        };
+        let waiter = spawn_waiter(&mailbox);
+        // The submitting thread runs the steps (it hands the first wait out itself); the
+        // second submit may be running them when the first answer arrives, and the waiter
+        // then leaves them to it.
+        let first = submit_from(&mailbox, Some(waiter_body));
+        let second = submit_from(&mailbox, Some(waiter_body));
+        assert_eq!(mailbox.wait(first, None), Ok(first));
+        assert_eq!(mailbox.wait(second, None), Ok(second));
+        mailbox.shutdown();
+        lane.join().expect("the lane thread");
+        assert_eq!(waiter.join().expect("the waiter"), 2);
     });
 }
 
