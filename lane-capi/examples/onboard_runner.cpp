@@ -71,8 +71,7 @@ constexpr uint64_t kKernelNs = 2000000;
 // those and for the main thread's reads.
 struct OnboardRunner {
     std::mutex mutex;
-    std::thread::id lane_thread;
-    bool callback_off_thread = false;
+    std::set<std::thread::id> lane_threads;  // where the launches, uploads, outcomes ran
     bool workers = false;                   // prepare and finalise run on host workers
     std::set<std::thread::id> host_threads;  // where prepare and finalise ran
     std::map<uint64_t, uint64_t> prepared;  // tag -> run
@@ -95,14 +94,10 @@ struct OnboardRunner {
         }
     }
 
-    void on_lane_thread() {
-        auto me = std::this_thread::get_id();
-        if (lane_thread == std::thread::id()) {
-            lane_thread = me;
-        } else if (lane_thread != me) {
-            callback_off_thread = true;
-        }
-    }
+    // The lane's own callbacks run one at a time, on whichever of the lane's own threads
+    // runs its steps: the lane thread, the completion waiter once it has a run's verdict,
+    // or (with workers) a host worker once it answered.
+    void on_lane_thread() { lane_threads.insert(std::this_thread::get_id()); }
 };
 
 int32_t prepare(void *user, const RunLaneRunInfo *run) {
@@ -362,12 +357,14 @@ int main(int argc, char **argv) {
 
     {
         std::lock_guard<std::mutex> lock(runner.mutex);
-        check(!runner.callback_off_thread, "every lane-thread callback ran on one thread");
-        check(runner.lane_thread != std::this_thread::get_id(), "and it is the lane thread, not ours");
+        const auto me = std::this_thread::get_id();
+        check(!runner.lane_threads.empty() && runner.lane_threads.count(me) == 0,
+              "every launch callback ran on one of the lane's own threads, not ours");
+        check(runner.lane_threads.size() <= (workers ? 4u : 2u),
+              "the lane thread and the completion waiter (and the host workers)");
         if (workers) {
             check(!runner.host_threads.empty(), "prepare and finalise ran on host workers");
-            check(runner.host_threads.count(runner.lane_thread) == 0, "not on the lane thread");
-            check(runner.host_threads.count(std::this_thread::get_id()) == 0, "nor on ours");
+            check(runner.host_threads.count(me) == 0, "not on ours");
         }
         check(runner.uploads == 1, "one upload");
         check(runner.prepared.size() == 5, "five runs prepared");

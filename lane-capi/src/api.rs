@@ -49,6 +49,29 @@ fn mark_callback_thread(serial: u64) {
     CALLBACK_LANE.with(|lane| lane.set(serial));
 }
 
+/// Marks the calling thread as running one of lane `serial`'s runner callbacks until it is
+/// dropped, then restores the mark it had: the completion waiter and a bound submitting
+/// thread run a lane's steps (its launches among them) only at times, so they are marked
+/// only for each callback.
+pub(crate) struct CallbackMark {
+    previous: u64,
+}
+
+impl CallbackMark {
+    /// Marks the calling thread for lane `serial`.
+    pub(crate) fn enter(serial: u64) -> Self {
+        Self {
+            previous: CALLBACK_LANE.with(|lane| lane.replace(serial)),
+        }
+    }
+}
+
+impl Drop for CallbackMark {
+    fn drop(&mut self) {
+        CALLBACK_LANE.with(|lane| lane.set(self.previous));
+    }
+}
+
 /// Refuses a call that blocks (`what`) from any lane's runner callback: it would stall that
 /// lane's thread; on its own lane it would wait for itself, and two lanes waiting on each
 /// other would never wake. The non-blocking calls (submit, publish, poll, close) are allowed.
@@ -182,7 +205,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                             jitter_ppm: 0,
                         },
                     ));
-                    let runner = CRunner::new(vtable, runner_requests, SimRunner, runner_deferred);
+                    let runner = CRunner::new(vtable, runner_requests, SimRunner, runner_deferred, serial);
                     Ok::<_, String>((device, runner))
                 },
                 worker_factory(vtable, (&requests, serial), deferred, None),
@@ -239,7 +262,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     mark_callback_thread(serial);
                     let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
                     let _ = lane_binding.set(device.worker_binding());
-                    Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel, None)))
+                    Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel, None, serial)))
                 },
                 worker_factory(vtable, (&requests, serial), None, Some(binding)),
             )
@@ -287,8 +310,8 @@ fn with_workers<D, R, F, W>(
     make_worker: W,
 ) -> Result<LaneHandle, ServiceError>
 where
-    D: lane_driver::Device + 'static,
-    R: lane_driver::Runner<D> + 'static,
+    D: lane_driver::Device + Send + 'static,
+    R: lane_driver::Runner<D> + Send + 'static,
     F: FnOnce() -> Result<(D, R), String> + Send + 'static,
     W: Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync + 'static,
 {

@@ -4,6 +4,7 @@
 //! `SimRunner`, so the C++ runner's bookkeeping runs and the simulated device still runs the
 //! kernels; on ACL the model is [`NoModel`] (the callbacks are the real work).
 
+use crate::api::CallbackMark;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -134,17 +135,27 @@ pub struct CRunner<M> {
     model: M,
     /// The model's share of the host work the workers did, not caught up yet.
     deferred: Deferred,
+    /// The lane's serial: a thread is marked as this lane's while a callback runs on it.
+    serial: u64,
 }
 
 impl<M> CRunner<M> {
     /// Calls `vtable`'s callbacks, then `model`'s methods; reads each run's request from
-    /// `requests`; catches the model up on `deferred` (the workers' host work).
-    pub const fn new(vtable: Vtable, requests: Requests, model: M, deferred: Deferred) -> Self {
+    /// `requests`; catches the model up on `deferred` (the workers' host work); marks the
+    /// thread a callback runs on as lane `serial`'s while it runs.
+    pub const fn new(
+        vtable: Vtable,
+        requests: Requests,
+        model: M,
+        deferred: Deferred,
+        serial: u64,
+    ) -> Self {
         Self {
             vtable,
             requests,
             model,
             deferred,
+            serial,
         }
     }
 
@@ -438,6 +449,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
+        let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         let info = RunLaneRunInfo {
             diagnostics,
@@ -457,6 +469,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), AclCode> {
+        let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         self.launch(device, self.vtable.get().launch_aicore, stream, args)?;
         self.model.launch_aicore(device, stream, args)
@@ -468,6 +481,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), AclCode> {
+        let _mark = CallbackMark::enter(self.serial);
         self.launch(device, self.vtable.get().launch_aicpu, stream, args)?;
         self.model.launch_aicpu(device, stream, args)
     }
@@ -479,6 +493,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
+        let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         // The lane asks for copy-back only for a successful run; the request may decline it.
         let copy_back = copy_back && requested(&self.requests, run).copy_back;
@@ -499,6 +514,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
     }
 
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode> {
+        let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         if let Some(upload) = self.vtable.get().upload_code {
             // SAFETY: the caller's callback for this signature.

@@ -51,7 +51,7 @@ fn a_workers_prepare_deferred_between_a_runs_two_launches_is_caught_up_after_the
     });
     let deferred = deferred();
     let queue = deferred.clone().expect("a queue");
-    let mut runner = CRunner::new(vtable, Requests::default(), SimRunner, deferred);
+    let mut runner = CRunner::new(vtable, Requests::default(), SimRunner, deferred, 0);
     let (aicpu, aicore) = (
         device.create_stream().unwrap(),
         device.create_stream().unwrap(),
