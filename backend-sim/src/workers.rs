@@ -5,11 +5,18 @@
 //! runner's [`Concurrency`] allows, and every blocking device wait (a run's completion, the
 //! recovery drain) on its completion waiter thread, so the lane thread only launches,
 //! records, reads status and makes stream and recovery calls. The simulator models that
-//! deterministically: each worker and the waiter is a track with its own clock, and
-//! [`WorkerLoop`] is the lane thread's loop (lane-service's `LaneThread::run` and `decide`)
-//! over the lane's steps and the executor ([`Driver::parts_mut`]):
+//! deterministically: [`WorkerLoop`] is the lane thread, over the lane's steps and the
+//! executor ([`Driver::parts_mut`]), and each worker and the waiter is a track with its own
+//! clock.
 //!
-//! - a `PrepareRun` or `FinaliseRun` effect goes to the earliest-free worker (lane-service's
+//! What happens next is not decided here: the lane thread drives the one dispatch machine
+//! ([`lane_driver::dispatch::Dispatch`], in its [`Setting::WORKERS`] setting), as
+//! lane-service's lane thread does. The machine hands runner work to the workers and device
+//! waits to the waiter (with their tickets), drops a stale answer, answers a wait past its
+//! bound, holds a force reset while the waiter is inside a call, and says when the lane
+//! thread executes an effect itself or sleeps. Only the virtual-time model lives here:
+//!
+//! - a job the machine hands out runs at once on the earliest-free worker (lane-service's
 //!   job queue is FIFO and a free worker takes the next job, which is the same assignment).
 //!   A worker that was asleep (free before the hand-off) first wakes up (`host_wakeup` on its
 //!   own track); a busy one takes the job when its last call returns. The executor runs the
@@ -17,23 +24,25 @@
 //!   worker's track, not the lane thread's, and its trace records are the worker's. A
 //!   worker's first call (and its first after a force reset, which unbinds every thread) is
 //!   `set_device`: the worker binds the device first. A worker that cannot bind hands the
-//!   job back (lane-service's `HostWorker::bind`): once its clock reaches the failed bind's
-//!   end, the lane thread executes the job itself, charged to its own track, before it feeds
-//!   the later answers;
-//! - a device wait (the awaited run's completion, `Executor::completion_wait`, once nothing
-//!   is left to execute; a `DrainDevice` effect, `Executor::device_wait`) goes to the
-//!   completion waiter's track ([`WAITER_TRACK`]), one at a time, with a ticket: the waiter
-//!   wakes if it was asleep, binds (`set_device`) before its first wait and after a force
-//!   reset, and makes the wait with `lane_driver::run_device_wait`, the function
-//!   lane-service's waiter runs, on its own clock;
+//!   job back (lane-service's `HostWorker::bind`), which the machine gives to the lane
+//!   thread once its clock reaches the failed bind's end;
+//! - a device wait the machine hands out runs on the completion waiter's track
+//!   ([`WAITER_TRACK`]), one at a time: the waiter wakes if it was asleep, binds
+//!   (`set_device`) before its first wait and after a force reset, and makes the wait with
+//!   `lane_driver::run_device_wait`, the function lane-service's waiter runs, on its own
+//!   clock. A waiter in no call takes the wait at once (a withdrawal then takes nothing
+//!   back); one still inside a call finds the wait in lane-service's one slot when that call
+//!   returns, and until then the machine may replace it (a newer wait) or withdraw it (a
+//!   bound passed, a force reset), and it is never made. The waiter is inside its call until
+//!   the lane thread's clock reaches the wait's end;
 //! - the answers (`Prepared`, `Finalised`, the completions and the failures, exactly as the
-//!   executor made them on the lane thread) are fed back once the lane thread's clock has
-//!   reached them, the workers' first (lane-service's `decide` takes every worker answer
-//!   before the waiter's); a waiter's answer to a wait the lane thread no longer waits for
-//!   (a poison abandoned its run, or the lane thread answered it at its bound) is dropped;
-//! - with nothing to execute the lane thread sleeps until the next answer, or the bound of
-//!   the wait out (`DeviceWait::bound`) if that comes first, when it answers the wait itself;
-//!   it pays a `host_wakeup` either way. It never waits on the device.
+//!   executor made them on the lane thread) are held until the lane thread's clock reaches
+//!   them, then given to the machine: the workers' in `(end, hand-out)` order, and the
+//!   waiter's latest (its one answer slot in lane-service: an older answer it gave before is
+//!   replaced, and names an older ticket anyway);
+//! - when the machine says sleep, the lane thread's clock moves to the next answer's end, or
+//!   to the machine's next timer (a wait's bound) if that comes first, and it pays a
+//!   `host_wakeup` either way. It never waits on the device.
 //!
 //! Commands come from the workload between turns, at the lane thread's clock, as a client
 //! thread's command wakes lane-service's lane thread. The hand-off of a job and the giving
@@ -44,15 +53,21 @@
 //! Device-side state the calls change (the faults drawn, the run's slot buffers released at
 //! finalise) changes in the order the calls were handed out, which is the lane's order.
 
+use core::cell::{RefCell, RefMut};
+
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
-    CloseReport, CodeRef, Effect, Event, FinaliseFailure, LaneState, PublicationId, PublishError,
-    RunId, RunPhase, RunRequest, SlotId, SubmitError, Timestamp,
+    CloseReport, CodeRef, Effect, FaultNotice, FinaliseFailure, LaneState, PublicationId,
+    PublishError, RunId, RunRequest, SlotId, SubmitError, Timestamp,
+};
+use lane_driver::dispatch::{
+    Bookkeeping, Dispatch, DispatchInput, DispatchRefusal, DispatchState, Helpers, Next, Setting,
+    Waited, WorkerAnswer,
 };
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
-    LaneSteps, Observer, PrepareError, RunArgs, Runner, Turn, Wait, is_host_work, run_device_wait,
+    Executor, NoObserver, Observer, PrepareError, RunArgs, Runner, Turn, run_device_wait,
     wait_failed,
 };
 
@@ -195,46 +210,6 @@ impl Runner<SimDevice> for OffLaneRunner {
     }
 }
 
-/// A host thread's answer, fed to the lane once the lane thread's clock reaches `end_ns`.
-#[derive(Clone, Debug)]
-struct Answer {
-    end_ns: u64,
-    /// Hand-out order: answers ending together are fed in it.
-    seq: u64,
-    /// The run the job was for (a wake-up it causes is billed to it).
-    run: Option<RunId>,
-    reply: Reply,
-}
-
-/// What a host thread gives back.
-#[derive(Clone, Debug)]
-enum Reply {
-    /// A worker ran its job: the event that answers it.
-    Answered {
-        event: Event,
-        /// The device's text about the failed call, read on the worker right after it.
-        message: Option<String>,
-    },
-    /// The worker could not bind the device: the lane thread runs the job itself.
-    HandedBack(Effect),
-    /// The completion waiter's answer to the device wait with this ticket.
-    Waited {
-        ticket: u64,
-        wait: Wait,
-        /// The device's text about a failed wait, read on the waiter right after it.
-        message: Option<String>,
-    },
-}
-
-/// The device wait out on the completion waiter.
-#[derive(Clone, Copy, Debug)]
-struct WaitOut {
-    ticket: u64,
-    wait: DeviceWait,
-    /// Past this the lane thread answers the wait itself ([`DeviceWait::bound`]).
-    bound: u64,
-}
-
 /// The completion waiter's device calls on its own track: it binds (`set_device`) before its
 /// first wait and again after a force reset, as lane-service's waiter does.
 struct OnWaiterTrack<'a, D: Device> {
@@ -276,26 +251,234 @@ impl<D: Device> CompletionWaiter for OnWaiterTrack<'_, D> {
     }
 }
 
-/// The lane thread's loop with virtual host workers and the completion waiter (see the
-/// module doc): the same public steps as [`Driver`] (`submit`, `publish`, `close`, `turn`),
-/// over the driver's parts.
+/// A host thread's answer, given to the dispatch machine once the lane thread's clock
+/// reaches `end_ns`.
 #[derive(Clone, Debug)]
-pub struct WorkerLoop {
+struct Answer {
+    end_ns: u64,
+    /// Hand-out order: answers ending together are given in it.
+    seq: u64,
+    /// The run the job was for (a wake-up it causes is billed to it).
+    run: Option<RunId>,
+    reply: Reply,
+}
+
+/// What a host thread gives back.
+#[derive(Clone, Debug)]
+enum Reply {
+    /// A host worker's answer to its job.
+    Worker(WorkerAnswer),
+    /// The completion waiter's answer to the device wait with this ticket.
+    Waited(u64, Waited),
+}
+
+impl Answer {
+    const fn is_worker(&self) -> bool {
+        matches!(self.reply, Reply::Worker(_))
+    }
+
+    /// What the lane thread's wake-up for this answer says.
+    const fn why(&self) -> &'static str {
+        match self.reply {
+            Reply::Worker(_) => "a worker's answer",
+            Reply::Waited(..) => "a completion waiter's answer",
+        }
+    }
+}
+
+/// The virtual-time model of the lane's other threads: the worker and waiter tracks, and
+/// the answers they hold for the lane thread.
+#[derive(Clone, Debug)]
+struct OffLane {
     /// When each worker is next free.
     free_at: Vec<u64>,
     /// Whether each worker has bound the device since the last force reset.
     bound: Vec<bool>,
-    /// Answers not yet fed, in `(end_ns, seq)` order.
+    /// Answers not yet given to the machine, in `(end_ns, seq)` order.
     answers: Vec<Answer>,
     handed_out: u64,
     /// When the completion waiter is next free.
     waiter_free_at: u64,
     /// Whether the waiter has bound the device since the last force reset.
     waiter_bound: bool,
-    /// The device wait out on the waiter, if any.
-    wait_out: Option<WaitOut>,
-    /// Device waits handed out so far (each one's ticket).
-    tickets: u64,
+    /// A device wait handed out while the waiter was inside a call, with its ticket: the
+    /// waiter takes it when that call returns (`waiter_free_at`), unless the machine
+    /// replaces or withdraws it first (lane-service's one untaken wait).
+    untaken: Option<(u64, DeviceWait)>,
+}
+
+/// What one decision of the machine works on besides the lane's steps: the executor, the
+/// host tracks and the model, shared by its [`Helpers`] and its [`Bookkeeping`] (it calls
+/// one at a time).
+struct Shared<'a, D: Device, R: Runner<D>> {
+    executor: &'a mut Executor<D, R>,
+    host: &'a mut dyn HostTracks<D>,
+    off_lane: &'a mut OffLane,
+}
+
+/// The lane's other threads in virtual time, as the machine sees them during one decision
+/// at `now_ns`: what it hands out is made at once on its track, and the answers it is given
+/// are those the lane thread's clock has reached.
+struct Helping<'s, 'a, D: Device, R: Runner<D>> {
+    shared: &'s RefCell<Shared<'a, D, R>>,
+    now_ns: u64,
+    /// An answer was taken or work handed out.
+    progress: bool,
+    /// The machine withdrew the wait (at a bound, or for a force reset).
+    withdrew: bool,
+    /// An answer made in this decision is due already (a call that took no time).
+    due: bool,
+    /// A job's execution failed: the machine's later hand-outs are not made.
+    failed: Option<DriverError>,
+}
+
+impl<D: Device, R: Runner<D>> Helping<'_, '_, D, R> {
+    /// Takes the first reached answer `pick` accepts.
+    fn take(&mut self, pick: impl Fn(&Answer) -> bool) -> Option<Reply> {
+        let mut shared = self.shared.borrow_mut();
+        let answers = &mut shared.off_lane.answers;
+        let at = answers
+            .iter()
+            .position(|a| a.end_ns <= self.now_ns && pick(a))?;
+        self.progress = true;
+        Some(answers.remove(at).reply)
+    }
+}
+
+impl<D: Device, R: Runner<D>> Helpers for Helping<'_, '_, D, R> {
+    fn answer(&mut self) -> Option<WorkerAnswer> {
+        match self.take(Answer::is_worker)? {
+            Reply::Worker(answer) => Some(answer),
+            Reply::Waited(..) => None,
+        }
+    }
+
+    fn waited(&mut self) -> Option<(u64, Waited)> {
+        // The waiter has one answer slot: an answer it gave after another replaced it.
+        let mut latest = None;
+        while let Some(reply) = self.take(|a| !a.is_worker()) {
+            if let Reply::Waited(ticket, waited) = reply {
+                latest = Some((ticket, waited));
+            }
+        }
+        latest
+    }
+
+    /// The earliest-free worker runs the job at once.
+    fn dispatch(&mut self, job: Effect) {
+        self.progress = true;
+        if self.failed.is_some() {
+            return;
+        }
+        let now = self.now_ns;
+        let shared = &mut *self.shared.borrow_mut();
+        match shared
+            .off_lane
+            .run_job(job, now, shared.executor, shared.host)
+        {
+            Ok(due) => self.due |= due,
+            Err(error) => self.failed = Some(error),
+        }
+    }
+
+    /// The waiter takes the wait at once if it is in no call; else it is left for the
+    /// waiter, replacing one left before.
+    fn hand_wait(&mut self, ticket: u64, wait: DeviceWait) {
+        self.progress = true;
+        let now = self.now_ns;
+        let shared = &mut *self.shared.borrow_mut();
+        let off_lane = &mut *shared.off_lane;
+        off_lane.untaken = None;
+        if off_lane.waiter_free_at <= now {
+            self.due |=
+                off_lane.make_wait(ticket, wait, now, true, shared.executor, shared.host) <= now;
+        } else {
+            off_lane.untaken = Some((ticket, wait));
+        }
+    }
+
+    /// A wait left for the waiter is taken back; one it took runs to its end.
+    fn withdraw_wait(&mut self) {
+        self.withdrew = true;
+        self.shared.borrow_mut().off_lane.untaken = None;
+    }
+
+    /// The waiter is inside a call until the lane thread's clock reaches the end of the
+    /// last wait it took.
+    fn waiter_inside(&self) -> bool {
+        self.shared
+            .borrow()
+            .off_lane
+            .answers
+            .iter()
+            .any(|a| !a.is_worker() && a.end_ns > self.now_ns)
+    }
+
+    fn jobs_out(&self) -> usize {
+        let shared = self.shared.borrow();
+        shared
+            .off_lane
+            .answers
+            .iter()
+            .filter(|a| a.is_worker())
+            .count()
+    }
+
+    fn shutdown(&self) -> bool {
+        false
+    }
+}
+
+/// The executor as the machine's bookkeeping, noting whether the lane thread did any.
+struct Books<'s, 'a, D: Device, R: Runner<D>> {
+    shared: &'s RefCell<Shared<'a, D, R>>,
+    /// A notice was taken or an awaited run noted.
+    progress: bool,
+}
+
+impl<D: Device, R: Runner<D>> Books<'_, '_, D, R> {
+    fn executor(&self) -> RefMut<'_, Executor<D, R>> {
+        RefMut::map(self.shared.borrow_mut(), |shared| &mut *shared.executor)
+    }
+}
+
+impl<D: Device, R: Runner<D>> Bookkeeping for Books<'_, '_, D, R> {
+    fn next_notice(&mut self) -> Option<FaultNotice> {
+        let notice = self.executor().next_notice();
+        self.progress |= notice.is_some();
+        notice
+    }
+
+    fn hand_off(&mut self, effect: &Effect) {
+        self.executor().hand_off(effect);
+    }
+
+    fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait> {
+        self.executor().device_wait(effect)
+    }
+
+    fn note_await(&mut self, effect: Effect) -> Result<(), DriverError> {
+        self.progress = true;
+        Bookkeeping::note_await(&mut *self.executor(), effect)
+    }
+
+    fn completion_wait(
+        &mut self,
+        deadline: Option<Timestamp>,
+    ) -> Result<Option<DeviceWait>, DriverError> {
+        self.executor().completion_wait(deadline)
+    }
+}
+
+/// The lane thread's loop with virtual host workers and the completion waiter (see the
+/// module doc): the same public steps as [`Driver`] (`submit`, `publish`, `close`, `turn`),
+/// over the driver's parts, each decided by the dispatch machine.
+#[derive(Clone, Debug)]
+pub struct WorkerLoop {
+    /// The dispatch machine, with host workers and a completion waiter; the lane thread
+    /// looks at the notice ring on its own calls.
+    dispatch: Dispatch,
+    off_lane: OffLane,
 }
 
 impl WorkerLoop {
@@ -303,20 +486,22 @@ impl WorkerLoop {
     /// there is at least one worker; `None` otherwise (the plain [`Driver`] then runs it all).
     pub fn new(workers: u8, concurrency: Concurrency) -> Option<Self> {
         (workers > 0 && concurrency.off_lane_thread).then(|| Self {
-            free_at: vec![0; usize::from(workers)],
-            bound: vec![false; usize::from(workers)],
-            answers: Vec::new(),
-            handed_out: 0,
-            waiter_free_at: 0,
-            waiter_bound: false,
-            wait_out: None,
-            tickets: 0,
+            dispatch: Dispatch::new(Setting::WORKERS, None),
+            off_lane: OffLane {
+                free_at: vec![0; usize::from(workers)],
+                bound: vec![false; usize::from(workers)],
+                answers: Vec::new(),
+                handed_out: 0,
+                waiter_free_at: 0,
+                waiter_bound: false,
+                untaken: None,
+            },
         })
     }
 
     /// Runner calls and device waits handed out whose answers the lane has not been fed yet.
     pub fn outstanding(&self) -> usize {
-        self.answers.len()
+        self.off_lane.answers.len() + usize::from(self.off_lane.untaken.is_some())
     }
 
     /// As [`Driver::submit`].
@@ -328,6 +513,7 @@ impl WorkerLoop {
     ) -> Result<Result<RunId, SubmitError>, DriverError> {
         let (steps, executor) = driver.parts_mut();
         let now = executor.now();
+        self.dispatch.take_notices(now, steps, executor)?;
         let result = steps.submit(now, request)?;
         self.execute_effects(driver, tracks)?;
         Ok(result)
@@ -342,6 +528,7 @@ impl WorkerLoop {
     ) -> Result<Result<PublicationId, PublishError>, DriverError> {
         let (steps, executor) = driver.parts_mut();
         let now = executor.now();
+        self.dispatch.take_notices(now, steps, executor)?;
         let result = steps.publish(now, code)?;
         self.execute_effects(driver, tracks)?;
         Ok(result)
@@ -360,169 +547,191 @@ impl WorkerLoop {
         Ok(report)
     }
 
-    /// As [`Driver::turn`], as lane-service's lane thread decides: every effect the lane
-    /// has (runner work to the workers, device waits to the completion waiter); else a sleep
-    /// until the next answer (a worker's or the waiter's) or the bound of the wait out,
-    /// whichever comes first. The lane thread never waits on the device itself.
+    /// As [`Driver::turn`], as lane-service's lane thread runs the dispatch machine: every
+    /// effect the lane thread has; else a sleep until the next answer (a worker's or the
+    /// waiter's) or the machine's next timer (the bound of the wait out), whichever comes
+    /// first. The lane thread never waits on the device itself.
     pub fn turn<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
         tracks: &mut dyn HostTracks<D>,
     ) -> Result<Turn, DriverError> {
-        if self.execute_effects(driver, tracks)? {
+        let (progress, timer) = self.execute_effects(driver, tracks)?;
+        if progress {
             return Ok(Turn::Progress);
         }
         let (steps, executor) = driver.parts_mut();
-        let next = self.answers.first().map(|a| (a.end_ns, a.run, a.why()));
-        let bound = self.wait_out.map(|out| out.bound);
-        let wake = match (next, bound) {
-            (Some((at, _, _)), Some(bound)) if bound < at => (bound, None, "a wait's bound"),
-            (Some(next), _) => next,
-            (None, Some(bound)) => (bound, None, "a wait's bound"),
-            (None, None) => return steps.settled(),
+        let now = executor.now().0;
+        let timer = timer.map(|at| at.0);
+        let wake = loop {
+            // An answer given already and not taken is the machine's to leave (the waiter's
+            // older one while a reset is held): the lane thread sleeps until the next one.
+            let next = self
+                .off_lane
+                .answers
+                .iter()
+                .find(|a| a.end_ns > now)
+                .map(|a| (a.end_ns, a.run, a.why()));
+            let wake = match (next, timer) {
+                (Some((at, _, _)), Some(timer)) if timer < at => {
+                    Some((timer, None, "a wait's bound"))
+                }
+                (Some(next), _) => Some(next),
+                (None, Some(timer)) => Some((timer, None, "a wait's bound")),
+                (None, None) => None,
+            };
+            // The waiter returns from its call, and takes the wait left for it, before then.
+            let by = wake.map_or(u64::MAX, |wake| wake.0);
+            if !self.off_lane.take_untaken(by, executor, tracks) {
+                break wake;
+            }
+        };
+        let Some((at, run, why)) = wake else {
+            return steps.settled();
         };
         let device = executor.device_mut();
-        tracks.idle_until(device, wake.0);
-        tracks.wake_up(device, wake.1, wake.2);
+        tracks.idle_until(device, at);
+        tracks.wake_up(device, run, why);
         self.execute_effects(driver, tracks)?;
         Ok(Turn::Progress)
     }
 
-    /// Feeds the answers the lane thread's clock has reached, executes the lane's effects
-    /// until none is left (runner work to the workers, device waits to the waiter), and
-    /// answers a wait out past its bound itself; returns whether anything happened.
+    /// Decides with the dispatch machine until it says sleep, executing on the lane thread's
+    /// track what it gives this thread (what it hands out is made on the worker and waiter
+    /// tracks meanwhile); returns whether anything happened, and the machine's next timer.
     fn execute_effects<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
         tracks: &mut dyn HostTracks<D>,
-    ) -> Result<bool, DriverError> {
+    ) -> Result<(bool, Option<Timestamp>), DriverError> {
         let (steps, executor) = driver.parts_mut();
         let mut any = false;
-        loop {
+        let timer = loop {
             let now = executor.now();
-            let mut handed_back = None;
-            // lane-service's `decide` takes every worker answer given by now before the
-            // waiter's: the reached answers in end-time order, the waiter's last.
-            while handed_back.is_none() {
-                let reached = |a: &Answer| a.end_ns <= now.0;
-                let next = self
-                    .answers
-                    .iter()
-                    .position(|a| reached(a) && !matches!(a.reply, Reply::Waited { .. }))
-                    .or_else(|| self.answers.iter().position(reached));
-                let Some(next) = next else {
-                    break;
-                };
-                let answer = self.answers.remove(next);
-                any = true;
-                match answer.reply {
-                    Reply::Answered { event, message } => steps.feed(now, event, message)?,
-                    // lane-service's `decide` executes it before it takes the later answers.
-                    Reply::HandedBack(effect) => handed_back = Some(effect),
-                    Reply::Waited {
-                        ticket,
-                        wait,
-                        message,
-                    } => {
-                        // An answer to a wait answered at its bound, or whose run a poison
-                        // abandoned, is dropped, as lane-service drops it.
-                        if self.wait_out.is_some_and(|out| out.ticket == ticket) {
-                            let out = self.wait_out.take();
-                            if out.is_some_and(|out| still_asked(steps, &out.wait)) {
-                                apply_wait(steps, now, wait, message)?;
-                            }
-                        }
-                    }
-                }
-            }
-            if self
-                .wait_out
-                .is_some_and(|out| !still_asked(steps, &out.wait))
-            {
-                self.wait_out = None;
-            }
-            let effect = if let Some(effect) = handed_back {
-                // On the lane thread's track; a finalise releases the slot's events again,
-                // harmless: the slot is leased to no other run before this answer.
-                effect
-            } else if let Some(effect) = steps.next_effect(now) {
-                any = true;
-                if is_host_work(&effect) {
-                    // The executor runs it on the worker's track (its finalise releases the
-                    // slot's events, as lane-service's `Executor::hand_off` does).
-                    self.hand_out(effect, now, executor, steps.observer_mut(), tracks)?;
-                    continue;
-                }
-                if let Some(wait) = executor.device_wait(&effect) {
-                    self.hand_wait(wait, now, executor, tracks);
-                    continue;
-                }
-                if matches!(effect, Effect::ForceReset { .. }) {
-                    // A reset unbinds every thread: each worker and the waiter bind again
-                    // before their next call.
-                    self.bound.fill(false);
-                    self.waiter_bound = false;
-                }
-                effect
-            } else {
-                if self.wait_out.is_none() {
-                    if let Some(wait) = executor.completion_wait(steps.deadline())? {
-                        any = true;
-                        self.hand_wait(wait, now, executor, tracks);
-                        continue;
-                    }
-                }
-                match self.wait_out {
-                    // The waiter has not answered by the bound: the lane thread answers the
-                    // wait itself (lane-service's `decide`).
-                    Some(out) if now.0 >= out.bound => {
-                        any = true;
-                        self.wait_out = None;
-                        apply_wait(steps, now, out.wait.answer_at_bound(now), None)?;
-                        continue;
-                    }
-                    _ => break,
-                }
+            // The waiter's call returned while the lane thread was busy: it took the wait
+            // left for it then.
+            self.off_lane.take_untaken(now.0, executor, tracks);
+            let held = self.dispatch.state() == DispatchState::ResetHeld;
+            let shared = RefCell::new(Shared {
+                executor: &mut *executor,
+                host: &mut *tracks,
+                off_lane: &mut self.off_lane,
+            });
+            let mut helping = Helping {
+                shared: &shared,
+                now_ns: now.0,
+                progress: false,
+                withdrew: false,
+                due: false,
+                failed: None,
             };
-            if let Some(event) = executor.execute(effect, steps.observer_mut())? {
-                let message = executor.device_message(&event);
-                let now = executor.now();
-                steps.feed(now, event, message)?;
+            let mut books = Books {
+                shared: &shared,
+                progress: false,
+            };
+            let next = self.dispatch.decide(now, steps, &mut helping, &mut books);
+            // A withdrawal outside a held reset is a wait answered at its bound, or a reset
+            // taken from the lane.
+            any |= helping.progress || books.progress || (helping.withdrew && !held);
+            let (due, failed) = (helping.due, helping.failed);
+            if let Some(error) = failed {
+                return Err(error);
             }
-        }
+            match next? {
+                Next::Execute(effect) => {
+                    any = true;
+                    if matches!(effect, Effect::ForceReset { .. }) {
+                        // A reset unbinds every thread: each worker and the waiter bind again
+                        // before their next call.
+                        self.off_lane.bound.fill(false);
+                        self.off_lane.waiter_bound = false;
+                    }
+                    if let Some(event) = executor.execute(effect, steps.observer_mut())? {
+                        let message = executor.device_message(&event);
+                        let now = executor.now();
+                        steps.feed(now, event, message)?;
+                    }
+                }
+                // An answer that took no time is the machine's to take before the lane
+                // thread sleeps.
+                Next::Sleep(_) if due => {}
+                Next::Sleep(timer) => break timer,
+                Next::WaitHere { .. } => {
+                    return Err(self.refused(DispatchInput::Waiting, DispatchRefusal::NotInSetting));
+                }
+                Next::Exit => {
+                    return Err(self.refused(
+                        DispatchInput::SettledShutdown,
+                        DispatchRefusal::NotInSetting,
+                    ));
+                }
+                // L-20: lane-service's lane thread ends, the lane lost; the simulator has no
+                // such end, so the simulation stops here.
+                Next::Lose(_) => {
+                    return Err(
+                        self.refused(DispatchInput::WaiterPastBound, DispatchRefusal::NotExpected)
+                    );
+                }
+            }
+        };
         if steps.lane().state() == LaneState::Closed {
             executor.release_slot_resources(steps.observer_mut());
         }
-        Ok(any)
+        Ok((any, timer))
     }
 
-    /// Makes `wait` on the completion waiter's track at its own time (after a wake-up if it
-    /// was asleep), binding first if it is unbound, and keeps the answer until the lane
-    /// thread's clock reaches its end. It is the wait out now (one replaced is abandoned).
-    fn hand_wait<D: Device, R: Runner<D>>(
+    /// What the lane thread cannot do here, as a driver error: a wait made on the lane
+    /// thread and the end of the thread have no place with a waiter and no shutdown; a lane
+    /// lost because the waiter stayed inside a call past every bound it was given (a wait it
+    /// took late, behind a call that ran long) has no end in the simulator.
+    const fn refused(&self, input: DispatchInput, refusal: DispatchRefusal) -> DriverError {
+        DriverError::Dispatch {
+            state: self.dispatch.state(),
+            input,
+            refusal,
+        }
+    }
+}
+
+impl OffLane {
+    /// The waiter takes the wait left for it if its call returns by `by_ns`; returns whether
+    /// it did.
+    fn take_untaken<D: Device, R: Runner<D>>(
         &mut self,
+        by_ns: u64,
+        executor: &mut Executor<D, R>,
+        host: &mut dyn HostTracks<D>,
+    ) -> bool {
+        if self.waiter_free_at > by_ns {
+            return false;
+        }
+        let Some((ticket, wait)) = self.untaken.take() else {
+            return false;
+        };
+        self.make_wait(ticket, wait, self.waiter_free_at, false, executor, host);
+        true
+    }
+
+    /// Makes `wait` on the completion waiter's track from `start_ns` (after a wake-up if it
+    /// was `asleep`), binding first if it is unbound, and keeps the answer until the lane
+    /// thread's clock reaches its end; returns the end.
+    fn make_wait<D: Device, R: Runner<D>>(
+        &mut self,
+        ticket: u64,
         wait: DeviceWait,
-        now: Timestamp,
-        executor: &mut lane_driver::Executor<D, R>,
-        tracks: &mut dyn HostTracks<D>,
-    ) {
-        self.tickets += 1;
-        let ticket = self.tickets;
-        self.wait_out = Some(WaitOut {
-            ticket,
-            wait,
-            bound: wait.bound(now).0,
-        });
+        start_ns: u64,
+        asleep: bool,
+        executor: &mut Executor<D, R>,
+        host: &mut dyn HostTracks<D>,
+    ) -> u64 {
         let run = match wait {
             DeviceWait::Completion { run, .. } => Some(run),
             DeviceWait::Drain { .. } => None,
         };
-        let asleep = self.waiter_free_at <= now.0;
-        let start = now.0.max(self.waiter_free_at);
         let device = executor.device_mut();
-        tracks.enter(device, WAITER_TRACK, start);
+        host.enter(device, WAITER_TRACK, start_ns);
         if asleep {
-            tracks.wake_up(device, run, "a device wait");
+            host.wake_up(device, run, "a device wait");
         }
         let mut waiter = OnWaiterTrack {
             device,
@@ -534,18 +743,21 @@ impl WorkerLoop {
         } else {
             None
         };
-        let end = tracks.leave(executor.device_mut());
+        let end = host.leave(executor.device_mut());
         self.waiter_free_at = end;
         self.push_answer(Answer {
             end_ns: end,
             seq: 0,
             run,
-            reply: Reply::Waited {
+            reply: Reply::Waited(
                 ticket,
-                wait: answer,
-                message,
-            },
+                Waited {
+                    wait: answer,
+                    message,
+                },
+            ),
         });
+        end
     }
 
     /// Queues `answer` in `(end_ns, seq)` order, numbering it.
@@ -558,26 +770,26 @@ impl WorkerLoop {
         self.answers.insert(at, answer);
     }
 
-    /// Runs one runner effect on the earliest-free worker, at its own time (after a wake-up
-    /// if it was asleep), and keeps the answer until the lane thread's clock reaches its end.
-    fn hand_out<D: Device, R: Runner<D>, O: Observer>(
+    /// Runs one runner effect on the earliest-free worker at `now_ns` or when it is next
+    /// free (after a wake-up if it was asleep), and keeps the answer until the lane thread's
+    /// clock reaches its end; returns whether that end is `now_ns` (the job took no time).
+    fn run_job<D: Device, R: Runner<D>>(
         &mut self,
         effect: Effect,
-        now: Timestamp,
-        executor: &mut lane_driver::Executor<D, R>,
-        observer: &mut O,
-        tracks: &mut dyn HostTracks<D>,
-    ) -> Result<(), DriverError> {
+        now_ns: u64,
+        executor: &mut Executor<D, R>,
+        host: &mut dyn HostTracks<D>,
+    ) -> Result<bool, DriverError> {
         let worker = (0..self.free_at.len())
             .min_by_key(|&w| (self.free_at[w], w))
             .unwrap_or(0);
-        let asleep = self.free_at[worker] <= now.0;
-        let start = now.0.max(self.free_at[worker]);
+        let asleep = self.free_at[worker] <= now_ns;
+        let start = now_ns.max(self.free_at[worker]);
         let track = u8::try_from(worker).unwrap_or(u8::MAX - 1);
         let run = effect.run();
-        tracks.enter(executor.device_mut(), track, start);
+        host.enter(executor.device_mut(), track, start);
         if asleep {
-            tracks.wake_up(executor.device_mut(), run, "a job");
+            host.wake_up(executor.device_mut(), run, "a job");
         }
         let bind = if self.bound[worker] {
             Ok(())
@@ -587,63 +799,112 @@ impl WorkerLoop {
         let replied = match bind {
             Ok(()) => {
                 self.bound[worker] = true;
-                executor.execute(effect, observer).map(|answered| {
-                    answered.map(|event| Reply::Answered {
-                        message: executor.device_message(&event),
-                        event,
+                // A prepare or finalise shows the observer nothing (it sees only a launch's
+                // failed release of a half-made slot).
+                executor.execute(effect, &mut NoObserver).map(|answered| {
+                    answered.map(|event| {
+                        let message = executor.device_message(&event);
+                        WorkerAnswer::Answered(event, message)
                     })
                 })
             }
             // A worker that cannot bind hands the job back to the lane thread (it stays
             // unbound and tries again before its next job).
-            Err(_) => Ok(Some(Reply::HandedBack(effect))),
+            Err(_) => Ok(Some(WorkerAnswer::HandedBack(effect))),
         };
-        let end = tracks.leave(executor.device_mut());
+        let end = host.leave(executor.device_mut());
         let Some(reply) = replied? else {
-            return Ok(());
+            return Ok(false);
         };
         self.free_at[worker] = end;
         self.push_answer(Answer {
             end_ns: end,
             seq: 0,
             run,
-            reply,
+            reply: Reply::Worker(reply),
         });
-        Ok(())
+        Ok(end <= now_ns)
     }
 }
 
-impl Answer {
-    /// What the lane thread's wake-up for this answer says.
-    const fn why(&self) -> &'static str {
-        match self.reply {
-            Reply::Answered { .. } | Reply::HandedBack(_) => "a worker's answer",
-            Reply::Waited { .. } => "a completion waiter's answer",
+#[cfg(test)]
+mod tests {
+    use crate::trace::{Record, WAITER_TRACK};
+    use crate::{SimConfig, Workload, run};
+
+    /// L-20 as lane-service keeps it: in this swarm mix a drain is handed out while the
+    /// waiter is inside a hung run's completion wait, and its bound passes before the waiter
+    /// gets to it. The machine answers it itself and holds the force reset until the waiter
+    /// has left its call; the drain left for the waiter is taken back, never made.
+    #[test]
+    fn no_force_reset_is_made_while_the_waiter_is_inside_a_call() {
+        let config = SimConfig {
+            workers: 1,
+            depth: Some(2),
+            slots: Some(3),
+            prepare_window: Some(2),
+            seed: 32,
+            swarm: true,
+            liveness: true,
+            trace: true,
+            workload: Workload {
+                runs: 25,
+                device_ns: 40_000,
+                ..Workload::default()
+            },
+            ..SimConfig::default()
+        };
+        let report = run(&config, &mut |_, _| {}).unwrap_or_else(|e| panic!("{e}"));
+        let calls: Vec<_> = report
+            .trace
+            .records()
+            .iter()
+            .filter_map(|r| match r {
+                Record::Call {
+                    track,
+                    start_ns,
+                    end_ns,
+                    name,
+                    ..
+                } => Some((*track, *start_ns, *end_ns, *name)),
+                _ => None,
+            })
+            .collect();
+        let resets: Vec<u64> = calls
+            .iter()
+            .filter(|&&(track, _, _, name)| track.is_none() && name == "reset_device_force")
+            .map(|&(_, start, _, _)| start)
+            .collect();
+        assert!(resets.len() > 1, "the mix resets the device: {resets:?}");
+        for reset in resets {
+            let inside = calls.iter().find(|&&(track, start, end, _)| {
+                track == Some(WAITER_TRACK) && start < reset && reset < end
+            });
+            assert_eq!(inside, None, "a force reset at {reset} ns under a wait");
         }
-    }
-}
-
-/// Whether the lane still waits for `wait`'s answer (lane-service's `Shared::still_asked`):
-/// a completion's run is still awaiting; a drain always is.
-fn still_asked<O: Observer>(steps: &LaneSteps<O>, wait: &DeviceWait) -> bool {
-    match *wait {
-        DeviceWait::Completion { run, .. } => {
-            steps.lane().phase_of(run) == Some(RunPhase::Awaiting)
-        }
-        DeviceWait::Drain { .. } => true,
-    }
-}
-
-/// Feeds a device wait's answer to the lane (lane-service's `Shared::apply_wait`).
-fn apply_wait<O: Observer>(
-    steps: &mut LaneSteps<O>,
-    now: Timestamp,
-    answer: Wait,
-    message: Option<String>,
-) -> Result<(), DriverError> {
-    match answer {
-        Wait::Answered(event) => steps.feed(now, event, message),
-        Wait::Expired(at) => steps.expire(now.max(at)),
-        Wait::Pending => Ok(()),
+        // The withdrawn drain is never made: each drain is made by the waiter or answered at
+        // its bound (the one wait in this mix whose bound passes), not both.
+        let records = report.trace.records();
+        let handed = records
+            .iter()
+            .filter(|r| {
+                matches!(r, Record::Lane { text, .. } if text.starts_with("effect DrainDevice"))
+            })
+            .count();
+        let made = calls
+            .iter()
+            .filter(|&&(track, _, _, name)| {
+                track == Some(WAITER_TRACK) && name == "synchronize_device"
+            })
+            .count();
+        let at_bound = records
+            .iter()
+            .filter(|r| {
+                matches!(r, Record::Call { track: None, name: "wake_up", detail, .. }
+                    if detail == "a wait's bound")
+            })
+            .count();
+        assert_eq!(at_bound, 1, "one drain is answered at its bound");
+        assert_eq!(made + at_bound, handed, "every other drain is the waiter's");
     }
 }
