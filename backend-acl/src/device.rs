@@ -86,8 +86,10 @@ pub struct AclDevice {
     /// Whether `open` called `aclInit` and got 0 (not 100002), so [`AclDevice::finalize`]
     /// may undo it.
     initialised_here: bool,
-    /// The thread bound since the last reset (`aclrtSetDevice` binds one thread).
-    bound: Option<ThreadId>,
+    /// The threads bound since the last reset (`aclrtSetDevice` binds the calling thread):
+    /// whichever of the lane's threads runs its steps makes the device's calls, and each
+    /// binds once per reset, not at every change of thread.
+    bound: Vec<ThreadId>,
     /// `aclGetRecentErrMsg` after the last call, when that call failed.
     message: Option<String>,
     /// Pinned host allocations made since the last reset (`aclrtMallocHost`): address ->
@@ -219,7 +221,13 @@ impl AclDevice {
                     op_timeout_us,
                     _op_timeout: op_timeout,
                     initialised_here,
-                    bound: Some(std::thread::current().id()),
+                    // Room for the lane thread, the completion waiter and two host workers:
+                    // a bind allocates nothing after the first few.
+                    bound: {
+                        let mut bound = Vec::with_capacity(4);
+                        bound.push(std::thread::current().id());
+                        bound
+                    },
                     message: None,
                     pinned: BTreeMap::new(),
                     resets: Arc::new(AtomicU64::new(0)),
@@ -402,7 +410,7 @@ impl AclDevice {
         // Bound since the last reset, and no other device bound on this thread since: ACL
         // keeps one current device per thread, so two devices driven from one thread each
         // bind again when the other bound last.
-        if self.bound == Some(std::thread::current().id())
+        if self.bound.contains(&std::thread::current().id())
             && current_device() == Some(self.device_id)
         {
             return Ok(());
@@ -648,7 +656,10 @@ impl Device for AclDevice {
         // SAFETY: plain value.
         let code = unsafe { self.acl.aclrtSetDevice(id) };
         self.check(code)?;
-        self.bound = Some(std::thread::current().id());
+        let me = std::thread::current().id();
+        if !self.bound.contains(&me) {
+            self.bound.push(me);
+        }
         set_current_device(Some(id));
         Ok(())
     }
@@ -666,7 +677,7 @@ impl Device for AclDevice {
         let code = unsafe { self.acl.aclrtResetDeviceForce(id) };
         // Whatever it returned, every thread must bind again before its next call, and the
         // pinned allocations are forgotten like every other handle: never freed, never touched.
-        self.bound = None;
+        self.bound.clear();
         if current_device() == Some(id) {
             set_current_device(None);
         }

@@ -3,12 +3,16 @@
  * `RUN_LANE_BLESS=1 cargo test -p lane-capi --test header`.
  *
  * Threads: every function may be called from any thread. The runner's callbacks
- * (RunLaneRunner) are called on the lane's own thread, one at a time (prepare and finalise
- * on host workers instead when RunLaneConcurrency and RunLaneConfig.workers ask for it).
+ * (RunLaneRunner) are called one at a time, on whichever of the lane's own threads has the
+ * event (the lane thread, the completion waiter once it has a run's verdict, a host worker
+ * once it answered), and with RunLaneConfig.submitters_bound on a submitting thread too;
+ * on_outcome always on the lane thread. Only prepare and finalise on host workers
+ * (RunLaneConcurrency, RunLaneConfig.workers) may overlap other callbacks. Every such
+ * thread is bound to the lane's device.
  *
  * Re-entrance: what a callback may call. The answer is the same from every callback
- * (prepare, launch_aicore, launch_aicpu, finalise, upload_code, on_outcome), on the lane
- * thread or a host worker:
+ * (prepare, launch_aicore, launch_aicpu, finalise, upload_code, on_outcome), on whichever
+ * thread it runs:
  *
  *   call made from a callback       on its own lane         on another lane
  *   run_lane_submit                 allowed                 allowed
@@ -54,7 +58,7 @@
 // on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 // reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 // `run_lane_destroy_with_report` returns the final report.
-#define RUN_LANE_ABI_VERSION 5
+#define RUN_LANE_ABI_VERSION 6
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -527,6 +531,14 @@ typedef struct RunLaneConfig {
   // the slot alone: the embedding forwards notices with `run_lane_report_device_fault`. A
   // library without the callback or its getters runs without notices.
   bool fault_notice_monitor;
+  // The threads that call `run_lane_submit` and `run_lane_publish` are bound to the lane's
+  // device (`aclrtSetDevice` on them) (ABI 6). Then a command that finds no thread running
+  // the lane's steps runs them on the calling thread: a submit to an idle lane prepares and
+  // launches there, and returns after those calls (never after a device wait). The runner
+  // callbacks then run on that thread too, still one at a time. `false` (the default): a
+  // command wakes one of the lane's own threads. Only the embedding knows its threads are
+  // bound, so only it can turn this on.
+  bool submitters_bound;
 } RunLaneConfig;
 
 // What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's

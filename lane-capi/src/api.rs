@@ -162,10 +162,10 @@ fn wait_error(error: &WaitError) -> Error {
 }
 
 /// The service's config: `profile`, the vtable's outcome callback, the host workers.
-fn service_config(profile: Profile, vtable: Vtable, workers: usize) -> ServiceConfig {
+fn service_config(profile: Profile, vtable: Vtable, settings: (usize, bool)) -> ServiceConfig {
     let mut config = ServiceConfig::new(profile);
     config.on_outcome = vtable.outcome_callback();
-    config.workers = workers;
+    (config.workers, config.submitters_bound) = settings;
     config
 }
 
@@ -177,6 +177,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     let runner_requests = Arc::clone(&requests);
     let serial = LANES_MADE.fetch_add(1, Ordering::Relaxed) + 1;
     let workers = settings.workers;
+    let threads = (workers, settings.submitters_bound);
     let vtable = settings.vtable;
     let off_lane = workers > 0 && vtable.concurrency().off_lane_thread;
     let handle = match settings.backend {
@@ -192,7 +193,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let deferred = if off_lane { deferred() } else { None };
             let runner_deferred = deferred.clone();
             with_workers(
-                service_config(profile, vtable, workers),
+                service_config(profile, vtable, threads),
                 move || {
                     mark_callback_thread(serial);
                     // Shared with the service's completion waiter, which makes its waits.
@@ -257,7 +258,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let binding: Arc<OnceLock<WorkerBinding>> = Arc::new(OnceLock::new());
             let lane_binding = Arc::clone(&binding);
             with_workers(
-                service_config(profile, vtable, workers),
+                service_config(profile, vtable, threads),
                 move || {
                     mark_callback_thread(serial);
                     let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
@@ -495,22 +496,23 @@ pub unsafe extern "C" fn run_lane_submit(
         if request.diagnostics {
             lane_request = lane_request.with_diagnostics();
         }
-        // Held across the submit and the insert, so the run's first callback (which reads
-        // its request under the same lock) cannot come before it is recorded.
-        let mut requests = lane.requests.lock().unwrap_or_else(PoisonError::into_inner);
+        // Recorded as the lane accepts the run, before its first callback (which reads its
+        // request) can start: with submitters_bound that callback may run on this thread,
+        // inside the submit.
+        let requested = Requested {
+            tag: request.has_tag.then_some(request.tag),
+            diagnostics: request.diagnostics,
+            copy_back: request.copy_back,
+        };
         let run: RunId = lane
             .handle
-            .submit(lane_request)
+            .submit_noting(lane_request, |run| {
+                lane.requests
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(run.0, requested);
+            })
             .map_err(|e| service_error(&e))?;
-        requests.insert(
-            run.0,
-            Requested {
-                tag: request.has_tag.then_some(request.tag),
-                diagnostics: request.diagnostics,
-                copy_back: request.copy_back,
-            },
-        );
-        drop(requests);
         // SAFETY: checked non-NULL; writable (the caller's contract).
         unsafe { run_out.write(run.0) };
         Ok(RunLaneStatus::Ok)

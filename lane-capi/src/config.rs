@@ -114,6 +114,8 @@ pub struct Settings {
     pub vtable: Vtable,
     /// Host worker threads for `prepare` and `finalise` (0: none).
     pub workers: usize,
+    /// The submitting threads are bound: commands run the lane's steps on them.
+    pub submitters_bound: bool,
 }
 
 /// The defaults `run_lane_config_default` writes: a2a3 on ACL, the profile's slots and
@@ -148,6 +150,7 @@ pub const fn default_config() -> RunLaneConfig {
         verdict_channel: RunLaneVerdictChannel::Record as u32,
         launch_depth: 0,
         fault_notice_monitor: false,
+        submitters_bound: false,
     }
 }
 
@@ -263,6 +266,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         backend,
         vtable: Vtable::new(config.runner),
         workers: usize::try_from(config.workers).unwrap_or(usize::MAX),
+        submitters_bound: config.submitters_bound,
     })
 }
 

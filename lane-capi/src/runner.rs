@@ -35,10 +35,10 @@ pub struct Requested {
     pub copy_back: bool,
 }
 
-/// The requests of live runs, keyed by run id. The submitting thread holds the lock across
-/// the lane's `submit` and the insert, and the lane thread takes it before reading, so a
-/// callback never misses its run's entry (the lane lock is never held by the lane thread
-/// during a callback, so the two locks never wait on each other).
+/// The requests of live runs, keyed by run id. A submit inserts its run's entry as the lane
+/// accepts it, under the lane's lock and before any callback of the run can start, so a
+/// callback never misses its run's entry (a callback reads it without the lane's lock, so the
+/// two locks are only ever taken lane lock first).
 pub type Requests = Arc<Mutex<BTreeMap<u64, Requested>>>;
 
 /// The vtable, movable to the lane thread.

@@ -11,7 +11,7 @@ use core::ffi::{c_char, c_void};
 /// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 /// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 /// `run_lane_destroy_with_report` returns the final report.
-pub const RUN_LANE_ABI_VERSION: u32 = 5;
+pub const RUN_LANE_ABI_VERSION: u32 = 6;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -251,6 +251,14 @@ pub struct RunLaneConfig {
     /// the slot alone: the embedding forwards notices with `run_lane_report_device_fault`. A
     /// library without the callback or its getters runs without notices.
     pub fault_notice_monitor: bool,
+    /// The threads that call `run_lane_submit` and `run_lane_publish` are bound to the lane's
+    /// device (`aclrtSetDevice` on them) (ABI 6). Then a command that finds no thread running
+    /// the lane's steps runs them on the calling thread: a submit to an idle lane prepares and
+    /// launches there, and returns after those calls (never after a device wait). The runner
+    /// callbacks then run on that thread too, still one at a time. `false` (the default): a
+    /// command wakes one of the lane's own threads. Only the embedding knows its threads are
+    /// bound, so only it can turn this on.
+    pub submitters_bound: bool,
 }
 
 /// A run as a callback sees it.

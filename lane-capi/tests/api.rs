@@ -588,3 +588,39 @@ fn destroy_joins_the_lane_while_another_threads_wait_on_it_is_in_flight() {
         "destroy returned only after every callback, and none ran after it"
     );
 }
+
+/// Submits `runs` runs one after another to an idle lane (each waited for before the next)
+/// and returns how many of their prepares ran on the submitting thread.
+fn prepares_on_the_submitting_thread(submitters_bound: bool, runs: u64) -> usize {
+    let state = State::default();
+    let mut config = sim_config(&state);
+    config.submitters_bound = submitters_bound;
+    let lane = create(&config);
+    // A prepare on a submitting thread is a callback of this lane: a destroy from it is
+    // refused like one from the lane's own threads.
+    state.lane.store(lane as usize as u64, Ordering::SeqCst);
+    for tag in 0..runs {
+        let run = submit(lane, 20 + tag, false).unwrap();
+        assert_eq!(wait(lane, run, 10_000).unwrap().verdict, RunLaneVerdict::Ok);
+    }
+    state.lane.store(0, Ordering::SeqCst);
+    assert_eq!(
+        state.destroy_from_callback.load(Ordering::SeqCst),
+        RunLaneStatus::WrongThread as u32
+    );
+    destroy(lane);
+    let me = thread::current().id();
+    state.threads.lock().unwrap().iter().filter(|t| **t == me).count()
+}
+
+#[test]
+fn with_submitters_bound_a_submit_to_an_idle_lane_prepares_on_the_submitting_thread() {
+    // The lane thread looks at the notice ring every 50 ms and may run the steps a submit
+    // posts at that moment; over five submits at least one prepares here.
+    assert!(prepares_on_the_submitting_thread(true, 5) >= 1);
+}
+
+#[test]
+fn without_submitters_bound_no_callback_runs_on_the_submitting_thread() {
+    assert_eq!(prepares_on_the_submitting_thread(false, 5), 0);
+}

@@ -289,6 +289,16 @@ impl<L: Delivers> Mailbox<L> {
         true
     }
 
+    /// Lets go of the lane's steps without running them (they cannot run on this thread yet):
+    /// work posted meanwhile wakes the lane thread.
+    pub(crate) fn hand_steps_back(&self) {
+        let mut state = lock(&self.state);
+        state.running = false;
+        if state.work {
+            self.work.notify_one();
+        }
+    }
+
     /// Whether a thread ran the steps to their end after the shutdown.
     pub(crate) fn exited(&self) -> bool {
         lock(&self.state).exited

@@ -270,13 +270,28 @@ impl LaneHandle {
     /// [`ServiceConfig::submitters_bound`], once its prepare and launch are made, if no other
     /// thread runs the lane's steps).
     pub fn submit(&self, request: RunRequest) -> Result<RunId, ServiceError> {
+        self.submit_noting(request, |_| {})
+    }
+
+    /// As [`submit`](Self::submit), and calls `accepted` with the run's id once the lane
+    /// accepts it, before any of the run's runner callbacks can start (on this thread or
+    /// another): a caller that keeps per-run data for its callbacks records it here. It runs
+    /// under the lane's lock, so it must not call the lane.
+    pub fn submit_noting(
+        &self,
+        request: RunRequest,
+        accepted: impl FnOnce(RunId),
+    ) -> Result<RunId, ServiceError> {
         let result = self.command(|shared| {
             let result = shared
                 .steps
                 .submit(shared.now, request)
                 .map_err(|e| lost(&e))?;
-            let accepted = result.as_ref().ok().map(|run| run.0);
-            Ok((result, accepted))
+            let seq = result.as_ref().ok().map(|run| run.0);
+            if let Ok(run) = &result {
+                accepted(*run);
+            }
+            Ok((result, seq))
         });
         Ok(result.map_err(ServiceError::Lost)??)
     }
@@ -808,7 +823,8 @@ impl<D: Device + Send, R: Runner<D> + Send> RunsSteps for Engine<D, R> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(executor) = executor.as_mut() else {
-            self.mailbox.end_steps(false);
+            // Not started yet: the lane thread runs the steps once it has its executor.
+            self.mailbox.hand_steps_back();
             return Ok(Ran::Elsewhere);
         };
         let result = catch_unwind(AssertUnwindSafe(|| self.steps(executor)));

@@ -466,3 +466,23 @@ fn a_failed_calls_device_text_reaches_the_report_and_a_success_carries_none() {
         "{second}"
     );
 }
+
+#[test]
+fn with_submitters_bound_every_run_still_gets_its_outcome_in_order() {
+    let mut config = ServiceConfig::new(Profile::a2a3());
+    config.submitters_bound = true;
+    let handle = spawn(config, move || {
+        let device = Stalling::new(sim(&Profile::a2a3(), 7, &[]), Stall::None);
+        Ok::<_, String>((device, StallingRunner))
+    })
+    .expect("the lane starts");
+    for _ in 0..20 {
+        let run = handle.submit(RunRequest::new()).expect("accepted");
+        let outcome = handle.wait(run, GENEROUS).expect("its outcome");
+        assert!(
+            matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+            "{outcome:?}"
+        );
+    }
+    assert!(handle.lost().is_none());
+}
