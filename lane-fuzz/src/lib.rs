@@ -20,6 +20,8 @@
 //!   [`status_latch::decode`], `encode`, `classify` and `failure_line`.
 //! - [`result_record_decode`]: arbitrary result-record bytes and epochs through
 //!   [`status_latch::decode_record`], and [`status_latch::judge`] over evidence around them.
+//! - [`dispatch_orders`]: the dispatch machine in long orders of the world around it (the
+//!   explorer's model of it), checked after every step.
 //! - [`sim_swarm`]: a seed and option bytes into the simulator (backend-sim): a workload
 //!   and a fault mix derived from the seed, with the lane's and the device's invariants
 //!   after every step, then healing and draining.
@@ -68,6 +70,7 @@ macro_rules! behaviours {
     };
 }
 
+pub mod dispatch_orders;
 pub mod explore;
 pub mod lane_sequences;
 pub mod result_record_decode;
@@ -191,6 +194,11 @@ pub const TARGETS: &[Target] = &[
         name: result_record_decode::NAME,
         run_bytes: result_record_decode::run_bytes,
         behaviours: result_record_decode::BEHAVIOURS,
+    },
+    Target {
+        name: dispatch_orders::NAME,
+        run_bytes: dispatch_orders::run_bytes,
+        behaviours: dispatch_orders::BEHAVIOURS,
     },
     Target {
         name: sim_swarm::NAME,

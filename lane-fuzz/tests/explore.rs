@@ -189,3 +189,31 @@ fn an_exploration_past_its_state_limit_says_so_instead_of_passing() {
     let failure = explore(Counter { value: 0, bad: 99 }, 5, |_| {}).unwrap_err();
     assert_eq!(failure, Failure::TooManyStates { limit: 5 });
 }
+
+#[test]
+fn every_order_the_dispatch_machine_can_meet_keeps_its_state_true_and_reaches_every_accepted_row() {
+    use lane_driver::dispatch::{DispatchInput, DispatchState, Setting};
+    use lane_fuzz::explore::dispatch;
+    for setting in Setting::ALL {
+        let covered = match dispatch::run(setting, 4, LIMIT) {
+            Ok(covered) => covered,
+            Err(report) => panic!("{report}"),
+        };
+        println!("dispatch {}: {:?}", setting.label(), covered.stats);
+        let unreached: Vec<_> = dispatch::accepted_rows(setting)
+            .difference(&covered.rows)
+            .map(|&(s, i)| (DispatchState::ALL[s], DispatchInput::ALL[i]))
+            // Without a waiter a wait out is the awaited run's, made on this thread before
+            // anything else is noted: the row is accepted (harmless) and never used.
+            .filter(|row| {
+                !(setting == Setting::DRIVER
+                    && *row == (DispatchState::WaitOut, DispatchInput::Await))
+            })
+            .collect();
+        assert!(
+            unreached.is_empty(),
+            "{}: accepted rows no order reaches: {unreached:?}",
+            setting.label()
+        );
+    }
+}

@@ -181,6 +181,11 @@ fn result_record_decode_smoke_run_finds_nothing_and_reaches_every_behaviour() {
 }
 
 #[test]
+fn dispatch_orders_smoke_run_finds_nothing_and_reaches_every_behaviour() {
+    smoke("dispatch_orders", 0x5EED_0006, SMOKE_CASES);
+}
+
+#[test]
 fn sim_swarm_smoke_run_finds_nothing_and_reaches_every_behaviour() {
     smoke("sim_swarm", 0x5EED_0004, SIM_SMOKE_CASES);
 }
@@ -193,6 +198,7 @@ fn every_target_has_a_smoke_run() {
         "lane_sequences",
         "status_header_decode",
         "result_record_decode",
+        "dispatch_orders",
         "sim_swarm",
     ];
     for target in TARGETS {

@@ -51,6 +51,11 @@ pub(crate) fn generated_docs() -> Vec<GeneratedDoc> {
             render: lane_core::state::lane_state_table,
         },
         GeneratedDoc {
+            path: "docs/state-machines/dispatch.md",
+            source: "lane_driver::dispatch::dispatch_table",
+            render: lane_driver::dispatch::dispatch_table,
+        },
+        GeneratedDoc {
             path: "docs/state-machines/stream-pair.md",
             source: "stream_pair::transition_table",
             render: stream_pair::transition_table,

@@ -233,6 +233,8 @@ pub const fn dispatch_step(
     use DispatchState as S;
     let Setting { workers, waiter } = setting;
     Ok(match (state, input) {
+        // Only a waiter's call can hold a reset.
+        (S::ResetHeld, _) if !waiter => return Err(DispatchRefusal::NotInSetting),
         // Answers are fed first, whatever the state: a poison they bring moves the lane on
         // before anything is handed out.
         (_, I::WorkerAnswered | I::HandedBack) if !workers => {

@@ -24,6 +24,7 @@
 //! action sequence that reaches it ([`Violation`]), printed as Rust code a test can paste
 //! and replay.
 
+pub mod dispatch;
 pub mod lane;
 pub mod pair;
 
