@@ -2,7 +2,8 @@
 //! accepted item gets exactly one outcome (taken by the poller or by its submitter's wait),
 //! polled outcomes come in sequence order, no wait misses its wake-up, nothing deadlocks.
 //! Bounded in count (runs per submitter, attempts) and in time (a watchdog fails the test
-//! instead of hanging).
+//! instead of hanging). Once with the lane's own threads running its steps, once with the
+//! submitting threads running them too.
 
 mod common;
 
@@ -97,8 +98,23 @@ fn submitter(handle: &LaneHandle, index: u64, stop: &AtomicBool) -> Submitted {
 
 #[test]
 fn eight_submitters_and_a_poller_on_a_faulty_simulator_get_exactly_one_outcome_per_item_in_order() {
+    stress(false);
+}
+
+/// The same with the submitting threads running the lane's steps (a submit to an idle lane
+/// prepares and launches on its own thread): submitters, the completion waiter and the lane
+/// thread all take the steps in turn.
+#[test]
+fn with_submitters_bound_eight_submitters_and_a_poller_still_get_exactly_one_outcome_per_item_in_order()
+ {
+    stress(true);
+}
+
+fn stress(submitters_bound: bool) {
     let profile = Profile::a2a3();
-    let handle = spawn(ServiceConfig::new(profile), move || {
+    let mut config = ServiceConfig::new(profile);
+    config.submitters_bound = submitters_bound;
+    let handle = spawn(config, move || {
         Ok::<_, String>((SharedSim::new(sim(&profile, 12, &faults())), SimRunner))
     })
     .expect("the lane starts");
