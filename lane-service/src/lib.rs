@@ -8,37 +8,42 @@
 //! two parts the single-thread [`Driver`](lane_driver::Driver) runs.
 //!
 //! **Threading contract:**
-//! - Every [`Device`](lane_driver::Device) and [`Runner`](lane_driver::Runner) call, from the
-//!   `make` closure given to [`spawn`] to the last release, happens on the lane thread, but
-//!   the blocking waits, which the device's completion waiter makes (below). The device and
-//!   the runner need not be `Send`; only `make` and the waiter are.
-//! - Except with host workers ([`spawn_with_workers`], when the runner's
-//!   [`concurrency`](lane_driver::Runner::concurrency) allows it): then every prepare and
-//!   finalise runs on a worker's own [`HostWorker`](lane_driver::HostWorker), made on that
-//!   worker's thread (so it binds the device there), and the lane thread makes only the
-//!   launches, records, status reads, stream calls and recovery. Answers come back
-//!   through the mailbox and wake the lane thread; the queues are allocated once. A panicking
+//! - **Whoever has the event runs the steps** (issue 25, `docs/decisions/0021`). The lane's
+//!   steps are lane-driver's dispatch machine ([`Dispatch`](lane_driver::dispatch::Dispatch),
+//!   in its waiter or workers setting) over the [`LaneSteps`](lane_driver::LaneSteps) and the
+//!   [`Executor`](lane_driver::Executor). The thread that brings an event runs them, when no
+//!   other thread does: the completion waiter once it has a run's completion (it launches
+//!   the next run itself), a host worker once it answered, the lane thread for a timer, a
+//!   notice poll or a wake-up, and with [`ServiceConfig::submitters_bound`] the submitting
+//!   thread. A command posted while another thread runs the steps is taken by that thread
+//!   before it lets go (a claim in the mailbox). So every [`Device`](lane_driver::Device) and
+//!   [`Runner`](lane_driver::Runner) call is made on one of the lane's threads (or a bound
+//!   submitter), one thread at a time; the device and the runner must be `Send`, and the
+//!   executor is made, kept and dropped on the lane thread.
+//! - With host workers ([`spawn_with_workers`], when the runner's
+//!   [`concurrency`](lane_driver::Runner::concurrency) allows it) every prepare and finalise
+//!   runs on a worker's own [`HostWorker`](lane_driver::HostWorker), made on that worker's
+//!   thread (so it binds the device there); the queues are allocated once. A panicking
 //!   worker loses the lane like a panic on the lane thread; the last drop joins the workers.
 //! - The lane sits behind one mutex, taken for a lane step (a command, polling an effect,
 //!   feeding an event) or a queue operation, and never held across a device or runner call.
-//!   So [`submit`](LaneHandle::submit), [`publish`](LaneHandle::publish),
-//!   [`close`](LaneHandle::close) and [`poll_outcome`](LaneHandle::poll_outcome) return
-//!   without waiting for the device, from any thread; only [`wait`](LaneHandle::wait)
-//!   blocks, and only its caller.
-//! - **The lane thread never blocks in a device wait** (L-16, L-18). Every blocking wait of
-//!   the lane (each launched run's completion events, bounded by its deadline, and the
-//!   recovery drain) is made by a completion waiter thread, on the device's
-//!   [`CompletionWaiter`](lane_driver::CompletionWaiter)
-//!   ([`Device::completion_waiter`](lane_driver::Device::completion_waiter): on ACL a thread
-//!   bound to the lane's device like a host worker, bound again after a force reset), and its
-//!   answer is posted to the mailbox. The lane thread sleeps only on the mailbox, which wakes
-//!   it for a command, a host worker's or the waiter's answer, or the bound of the wait out
-//!   (the run's deadline plus [`WAITER_GRACE_NS`](lane_driver::WAITER_GRACE_NS), past which
-//!   it answers the wait itself: a host wait timeout). So a run submitted while its
-//!   predecessor executes is prepared and launched at once, queued behind it on the pair,
-//!   whichever thread submitted it and whenever; an idle lane uses no CPU.
-//! - Commands are given to the lane at the lane thread's latest reading of the device clock
-//!   (the clock is read on the lane thread only).
+//!   So [`publish`](LaneHandle::publish), [`close`](LaneHandle::close) and
+//!   [`poll_outcome`](LaneHandle::poll_outcome) return without waiting for the device, from
+//!   any thread, and so does [`submit`](LaneHandle::submit) unless the submitter is bound
+//!   (then it may prepare and launch its run before it returns, never waiting on a device
+//!   wait); only [`wait`](LaneHandle::wait) blocks, and only its caller.
+//! - **No thread runs the steps across a blocking device wait** (L-16, L-18). Every blocking
+//!   wait of the lane (each launched run's completion, bounded by its deadline, and the
+//!   recovery drain) is made by the completion waiter, on the device's
+//!   [`CompletionWaiter`](lane_driver::CompletionWaiter) (on ACL a thread bound to the lane's
+//!   device like a host worker, bound again after a force reset), outside the claim. The
+//!   machine's timer table bounds the wait out (the run's deadline plus
+//!   [`WAITER_GRACE_NS`](lane_driver::WAITER_GRACE_NS), past which the lane answers the wait
+//!   itself: a host wait timeout) and the notice poll. So a run submitted while its
+//!   predecessor executes is prepared and launched at once, queued behind it on the pair;
+//!   an idle lane uses no CPU but its notice poll.
+//! - Commands are given to the lane at the latest reading of the device clock by the thread
+//!   that ran the steps last.
 //! - Each outcome is taken exactly once: by [`poll_outcome`](LaneHandle::poll_outcome), in
 //!   sequence order, or by [`wait`](LaneHandle::wait) for that item. The optional
 //!   [`ServiceConfig::on_outcome`] callback is called on the lane thread with every outcome,

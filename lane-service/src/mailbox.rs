@@ -1,38 +1,43 @@
-//! The lock and wake-up protocol between the lane thread, the handles, the host workers and
-//! the completion waiter: one mutex over the lane, its delivered outcomes, the workers' two
-//! queues and the waiter's two slots, and four condition variables.
+//! The lock, the claim on the lane's steps and the wake-ups between the handles, the lane
+//! thread, the host workers and the completion waiter: one mutex over the lane, its
+//! delivered outcomes, the workers' two queues and the waiter's two slots, and four
+//! condition variables.
 //!
-//! - `work` wakes the lane thread. A command sets `State::work` and notifies under the lock;
-//!   the lane thread clears the flag in the same lock hold in which it polls the lane, and
-//!   sleeps only while the flag is clear, so a command between its poll and its sleep is
-//!   never lost.
+//! - **The claim.** Whoever brings an event runs the steps it starts, if no other thread runs
+//!   them: `begin_steps` sets `State::running` (or finds it set and leaves). Every event (a
+//!   command, a worker's answer, the waiter's answer, the shutdown) sets `State::work` under
+//!   the lock; `step` clears it in the same hold in which it looks at the lane. The running
+//!   thread lets go with `end_steps`, which refuses while `work` is set: it steps again, so
+//!   an event posted while it ran is taken by it before it lets go, and no event waits for a
+//!   wake-up while a thread runs the steps. The claim is never held across a blocking device
+//!   wait (the machine hands those to the waiter), so a thread that claims it returns soon.
+//! - `work` wakes the lane thread. An event posted while no thread runs the steps notifies it
+//!   (a command or a worker's answer when the poster will not run the steps itself); the lane
+//!   thread sleeps only while `work && !running` is false, so an event between its look and
+//!   its sleep is never lost.
 //! - `delivered` wakes waiters. Every outcome moved into `ready` and the lane's loss are
 //!   announced with `notify_all` under the lock; a waiter re-checks `ready` and the loss
 //!   before every sleep.
-//! - `jobs` wakes host workers. The lane thread hands runner work over (`Step::dispatch`)
-//!   inside a lane step, and the step notifies once per job before it releases the lock; a
-//!   worker re-checks the queue and the stop before every sleep. A worker's answer (or the job
-//!   itself, handed back when the worker could not bind the device) goes into `answers` and
-//!   sets `State::work` like a command, so it wakes the lane thread the same way
-//!   (asleep idle or waiting for an answer); the lane thread takes the answers in its next
-//!   step. The loss, and the lane's end after a close, stop the workers (`notify_all`).
-//! - `waits` wakes the completion waiter. The lane thread hands it one device wait at a time
-//!   (`Step::hand_wait`, with a ticket) inside a lane step, which notifies it before the lock
-//!   is released; the waiter re-checks its slot and the loss before every sleep. Its answer
-//!   (with the ticket) goes into the answer slot and sets `State::work` like a command, so it
-//!   wakes the lane thread the same way: a completion posted while the lane thread decides to
-//!   sleep is never lost, because the lane thread sleeps only while the flag is clear and
-//!   clears it in the same lock hold in which it takes the answer. Only the loss stops the
-//!   waiter (the lane thread's end is always a loss), and a waiter inside a device call finds
-//!   it when the call returns.
+//! - `jobs` wakes host workers. A step hands runner work over (`Step::dispatch`) and notifies
+//!   once per job before it releases the lock; a worker re-checks the queue and the stop
+//!   before every sleep. A worker's answer (or its job, handed back when the worker could not
+//!   bind the device) goes into `answers` as an event, and the worker then runs the steps
+//!   itself unless another thread does. The loss, and the lane's end after a close, stop the
+//!   workers (`notify_all`).
+//! - `waits` wakes the completion waiter. A step hands it one device wait at a time
+//!   (`Step::hand_wait`, with a ticket) and notifies it before the lock is released; the
+//!   waiter re-checks its slot and the loss before every sleep. Its answer (with the ticket)
+//!   goes into the answer slot as an event, and the waiter then runs the steps (launching the
+//!   next run itself) unless another thread does. Only the loss stops the waiter, and a
+//!   waiter inside a device call finds it when the call returns.
 //!
 //! Both worker queues are allocated once, with room for every job a lane can have out (one
 //! per slot), and the waiter's slots hold one wait each, so handing work over and back
 //! allocates nothing per run.
 //!
 //! The lock is held only for a lane step or a queue operation, never across a device call
-//! (L-16): the lane thread takes it to poll an effect or feed an event, and drops it before
-//! executing the effect.
+//! (L-16): the thread running the steps takes it to poll an effect or feed an event, and
+//! drops it before executing the effect.
 //!
 //! This file is self-contained over `super::sync` and `super::error` so the loom model test
 //! compiles it as is against loom's primitives.

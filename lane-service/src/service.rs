@@ -385,12 +385,15 @@ impl LaneHandle {
 type MakeWorker = Arc<dyn Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync>;
 
 /// Spawns the lane thread and returns a handle on its lane. `make` runs on the lane thread
-/// and builds the device and the runner there, so every device and runner call (from
-/// `make` to the last release) happens on that one thread; its error, or its panic, is
-/// returned from here. Then the device's completion waiter
-/// ([`Device::completion_waiter`]) gets a thread of its own, which makes every blocking wait
-/// of the lane; a device without one is refused ([`ServiceError::Waiter`]). Runner host work
-/// stays on the lane thread (see [`spawn_with_workers`]).
+/// and builds the device and the runner there (its error, or its panic, is returned from
+/// here); the executor that owns them stays there, and is dropped there. Then the device's
+/// completion waiter ([`Device::completion_waiter`]) gets a thread of its own, which makes
+/// every blocking wait of the lane; a device without one is refused
+/// ([`ServiceError::Waiter`]). The lane's steps, and so its device and runner calls, run on
+/// whichever of the lane's threads has the event (the waiter launches the run after the one
+/// it saw complete), one thread at a time, which is why the device and the runner must be
+/// `Send`. Runner host work stays with the thread running the steps (see
+/// [`spawn_with_workers`]).
 pub fn spawn<D, R, F, E>(config: ServiceConfig, make: F) -> Result<LaneHandle, ServiceError>
 where
     D: Device + Send + 'static,
@@ -409,9 +412,9 @@ where
 /// (`aclrtSetDevice`) before it returns the worker; its error, or its panic, fails the spawn
 /// with [`ServiceError::Worker`] (and ends the lane and the workers already made). The lane's
 /// prepare window is the smaller of the profile's and the runner's `prepares_at_once`. The
-/// lane thread then makes only the launches, records, status reads, stream calls and
-/// recovery; each worker's answer comes back through the mailbox and wakes the lane thread.
-/// A panicking worker loses the lane with the panic as its cause.
+/// thread running the steps then makes only the launches, records, status reads, stream
+/// calls and recovery; a worker posts its answer and runs the steps it starts itself unless
+/// another thread runs them. A panicking worker loses the lane with the panic as its cause.
 pub fn spawn_with_workers<D, R, F, E, W, WE>(
     config: ServiceConfig,
     make: F,
