@@ -18,6 +18,9 @@
 // per measurement:
 //   floor KERNEL_US GAPS MEDIAN_NS P99_NS
 //   arm KERNEL_US LOOP DEPTH RUNS OK MEDIAN_NS P99_NS
+// Loop (b) runs twice more at each depth, with `config.submitters_bound` on (this thread
+// bound to the device: a submit that finds no thread running the lane's steps prepares and
+// launches here), its lines' DEPTH `depth2-bound` and `depth1-bound`.
 // and, at depth two, how long after its submit each run's launch onto the pair has been made
 // (from just before `run_lane_submit` to the return of its `launch_aicpu` callback, the
 // launch's last call; the first SKIP runs skipped):
@@ -37,6 +40,13 @@
 // launches alone (the first SKIP runs of each skipped):
 //   idle KERNEL_US RUNS LANE_MEDIAN_NS LANE_P99_NS CALLS_MEDIAN_NS CALLS_P99_NS
 //        LAUNCHES_MEDIAN_NS LAUNCHES_P99_NS
+// then the idle lane again with `config.submitters_bound` on (this thread bound), measured
+// between the lane's figure above and the calls':
+//   idle-bound KERNEL_US RUNS LANE_MEDIAN_NS LANE_P99_NS
+// and where the idle figures' time goes before the AICore launch begins (medians, ns): from
+// the submit to the `launch_aicore` callback's start, with the option off and on, and the
+// anchor's from its arm copy's start to its AICore launch's start:
+//   idle-split KERNEL_US OFF_MEDIAN_NS BOUND_MEDIAN_NS ANCHOR_MEDIAN_NS
 //
 // With --lanes it runs sixteen lanes at once, one per device of the fake (ids 0 to 15), each
 // driven from its own thread with loop (b), REPEATS times each of two cases, alternating:
@@ -170,10 +180,12 @@ std::pair<uint64_t, uint64_t> spread(std::vector<uint64_t> gaps) {
 // to refill and the outcomes so far.
 struct Bench {
     FakeLaunchRun launch = nullptr;
+    SetDevice set_device = nullptr;  // binds this thread before a submitters_bound lane
     uint64_t kernel_ns = 0;
     // By run tag (its index in the arm): when its submit began, when its launch returned.
     std::vector<std::chrono::steady_clock::time_point> submitted;
     std::vector<std::chrono::steady_clock::time_point> launched;
+    std::vector<std::chrono::steady_clock::time_point> core_began;  // launch_aicore's start
     uint64_t next_tag = 0;
     std::mutex mutex;
     std::condition_variable changed;
@@ -185,6 +197,9 @@ struct Bench {
 
 int32_t launch_aicore(void *user, void *stream, const RunLaneRunArgs *args) {
     auto *b = static_cast<Bench *>(user);
+    if (args->info.has_tag && args->info.tag < b->core_began.size()) {
+        b->core_began[args->info.tag] = std::chrono::steady_clock::now();
+    }
     return b->launch(stream, kAicore, b->kernel_ns, 0, nullptr, nullptr, nullptr, 0, args->handshake, nullptr,
                      args->epoch);
 }
@@ -240,8 +255,9 @@ RunLaneOutcome wait(RunLane *lane, uint64_t id) {
 }
 
 // A lane on a2a3 at launch depth `depth` (0: the profile's, two) with the bench's runner, and
-// the bench ready for `runs` tagged runs.
-RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs) {
+// the bench ready for `runs` tagged runs; with `bound`, `submitters_bound` on and this thread
+// (the only one that submits) bound to the lane's device first, as the option requires.
+RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bool bound = false) {
     RunLaneConfig config;
     if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
         fail("config_default");
@@ -256,6 +272,10 @@ RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs) {
     config.runner.launch_aicore = launch_aicore;
     config.runner.launch_aicpu = launch_aicpu;
     config.runner.on_outcome = on_outcome;
+    config.submitters_bound = bound;
+    if (bound && (bench.set_device == nullptr || bench.set_device(0) != 0)) {
+        fail("bind the submitting thread to device 0");
+    }
     RunLane *lane = nullptr;
     if (run_lane_create(&config, &lane) != RUN_LANE_STATUS_OK) {
         fail("create");
@@ -269,14 +289,16 @@ RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs) {
         bench.next_tag = 0;
         bench.submitted.assign(static_cast<size_t>(runs), {});
         bench.launched.assign(static_cast<size_t>(runs), {});
+        bench.core_began.assign(static_cast<size_t>(runs), {});
     }
     return lane;
 }
 
-// One arm: `runs` runs of the bench's kernel through `loop` on a2a3 at launch depth `depth`;
-// its outcomes in submission order.
-std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, char loop, int runs) {
-    RunLane *lane = create_lane(bench, fake, depth, runs);
+// One arm: `runs` runs of the bench's kernel through `loop` on a2a3 at launch depth `depth`
+// (with `bound`, submitters_bound on); its outcomes in submission order.
+std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, char loop, int runs,
+                                bool bound = false) {
+    RunLane *lane = create_lane(bench, fake, depth, runs, bound);
     std::vector<RunLaneOutcome> outcomes;
     std::deque<uint64_t> in_flight;
     int submitted = 0;
@@ -567,10 +589,12 @@ std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs) {
     return spans;
 }
 
-// An idle lane (default depth): each run submitted once the one before retired and the
-// pause passed, so nothing is in flight; from each submit to its launch's return.
-std::vector<uint64_t> idle_lane(Bench &bench, const char *fake, int runs, int skip) {
-    RunLane *lane = create_lane(bench, fake, 0, runs);
+// An idle lane (default depth; with `bound`, submitters_bound on): each run submitted once
+// the one before retired and the pause passed, so nothing is in flight; from each submit to
+// its launch's return, and to its AICore launch's start.
+std::pair<std::vector<uint64_t>, std::vector<uint64_t>> idle_lane(Bench &bench, const char *fake, int runs, int skip,
+                                                                  bool bound) {
+    RunLane *lane = create_lane(bench, fake, 0, runs, bound);
     for (int i = 0; i < runs; ++i) {
         std::this_thread::sleep_for(kIdlePause);
         uint64_t run = 0;
@@ -585,14 +609,22 @@ std::vector<uint64_t> idle_lane(Bench &bench, const char *fake, int runs, int sk
     if (run_lane_destroy(lane) != RUN_LANE_STATUS_OK) {
         fail("destroy");
     }
-    return latencies(bench, skip);
+    std::vector<uint64_t> before_core;
+    for (size_t i = static_cast<size_t>(skip); i < bench.core_began.size(); ++i) {
+        before_core.push_back(ns_between(bench.submitted[i], bench.core_began[i]));
+    }
+    return {latencies(bench, skip), before_core};
 }
 
 // The same launches made directly from this thread, idle alike: per run after `skip`, from
-// the arm copy to the AICPU launch's return (the launch's calls), and the two kernel
-// launches alone.
-std::pair<std::vector<uint64_t>, std::vector<uint64_t>> idle_anchor(Anchor &a, int runs, int skip) {
-    std::vector<uint64_t> calls, launches;
+// the arm copy to the AICPU launch's return (the launch's calls), the two kernel launches
+// alone, and from the arm copy to the AICore launch's start.
+struct IdleCalls {
+    std::vector<uint64_t> calls, launches, before_core;
+};
+
+IdleCalls idle_anchor(Anchor &a, int runs, int skip) {
+    std::vector<uint64_t> calls, launches, before_core;
     for (int i = 0; i < runs; ++i) {
         std::this_thread::sleep_for(kIdlePause);
         LaunchTimes t = anchor_launch(a, a.slots[i % 2], nullptr);
@@ -600,9 +632,10 @@ std::pair<std::vector<uint64_t>, std::vector<uint64_t>> idle_anchor(Anchor &a, i
         if (i >= skip) {
             calls.push_back(ns_between(t.begin, t.cpu_end));
             launches.push_back(ns_between(t.core_begin, t.core_end) + ns_between(t.cpu_begin, t.cpu_end));
+            before_core.push_back(ns_between(t.begin, t.core_begin));
         }
     }
-    return {calls, launches};
+    return {calls, launches, before_core};
 }
 
 // ----- --lanes: sixteen lanes at once -----------------------------------------------------
@@ -918,6 +951,7 @@ int main(int argc, char **argv) {
     }
     Bench bench;
     bench.launch = symbol<FakeLaunchRun>(fake, "runlanefake_launch_run");
+    bench.set_device = symbol<SetDevice>(fake, "aclrtSetDevice");
     auto floor_launch = symbol<FakeLaunch>(fake, "runlanefake_launch");
     const Acl acl = load_acl(fake);
     for (uint64_t us : kernels_us) {
@@ -956,17 +990,36 @@ int main(int argc, char **argv) {
                 }
                 std::fflush(stdout);
             }
+            if (loop == 'b') {
+                // The documented loop again with submitters_bound on, beside the same anchors.
+                for (uint8_t depth : {uint8_t{2}, uint8_t{1}}) {
+                    int ok = 0;
+                    auto measured = spread(gaps(arm(bench, fake_path, depth, loop, runs, true), skip, &ok));
+                    std::printf("arm %llu %c depth%u-bound %d %d %llu %llu\n", (unsigned long long)us, loop,
+                                unsigned{depth}, runs, ok, (unsigned long long)measured.first,
+                                (unsigned long long)measured.second);
+                    std::fflush(stdout);
+                }
+            }
         }
-        auto lane = spread(idle_lane(bench, fake_path, runs, skip));
+        auto off = idle_lane(bench, fake_path, runs, skip, false);
+        auto on = idle_lane(bench, fake_path, runs, skip, true);
+        auto lane = spread(off.first);
+        auto bound = spread(on.first);
         anchor_open(anchor);
         auto by_hand = idle_anchor(anchor, runs, skip);
         anchor_close(anchor);
-        auto calls = spread(by_hand.first);
-        auto launches = spread(by_hand.second);
+        auto calls = spread(by_hand.calls);
+        auto launches = spread(by_hand.launches);
         std::printf("idle %llu %d %llu %llu %llu %llu %llu %llu\n", (unsigned long long)us, runs,
                     (unsigned long long)lane.first, (unsigned long long)lane.second, (unsigned long long)calls.first,
                     (unsigned long long)calls.second, (unsigned long long)launches.first,
                     (unsigned long long)launches.second);
+        std::printf("idle-bound %llu %d %llu %llu\n", (unsigned long long)us, runs, (unsigned long long)bound.first,
+                    (unsigned long long)bound.second);
+        std::printf("idle-split %llu %llu %llu %llu\n", (unsigned long long)us,
+                    (unsigned long long)spread(off.second).first, (unsigned long long)spread(on.second).first,
+                    (unsigned long long)spread(by_hand.before_core).first);
         std::fflush(stdout);
     }
     return 0;

@@ -182,8 +182,10 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
 /// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
 /// runs of each arm: it prints the floor, the six arms (three loops at depth two and at depth
 /// one), every run OK, the two hand-written anchors just before loop (b) (their runs checked
-/// by the bench itself: each must publish an ok record), and the idle lane's line last. Its
-/// figures are the benchmark's, not this test's.
+/// by the bench itself: each must publish an ok record), loop (b) again at both depths with
+/// `submitters_bound` on, and the idle lane's lines last (option off, then on, then where
+/// their time goes before the AICore launch). Its figures
+/// are the benchmark's, not this test's.
 #[test]
 fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     let (exe, stdout) = run_fake_bench(&[], &["8", "1", "2000"]);
@@ -191,10 +193,10 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(lines.len(), 13, "{stdout}");
+    assert_eq!(lines.len(), 17, "{stdout}");
     assert_eq!(lines[0][..3], ["floor", "2000", "6"], "{stdout}");
     let (mut arms, mut latencies, mut anchors) = (Vec::new(), Vec::new(), Vec::new());
-    for line in &lines[1..lines.len() - 1] {
+    for line in &lines[1..lines.len() - 3] {
         match line[0] {
             "arm" => {
                 assert_eq!((line[4], line[5]), ("8", "8"), "every run OK: {stdout}");
@@ -216,22 +218,43 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
             other => panic!("an unknown line `{other}`: {stdout}"),
         }
     }
-    let want: Vec<(&str, &str)> = ["a", "b", "c"]
-        .iter()
-        .flat_map(|l| [(*l, "depth2"), (*l, "depth1")])
-        .collect();
+    // Loop (b)'s arms with submitters_bound on right after its own.
+    let want = [
+        ("a", "depth2"),
+        ("a", "depth1"),
+        ("b", "depth2"),
+        ("b", "depth1"),
+        ("b", "depth2-bound"),
+        ("b", "depth1-bound"),
+        ("c", "depth2"),
+        ("c", "depth1"),
+    ];
     assert_eq!(arms, want);
     assert_eq!(latencies, ["a", "b", "c"]);
     assert_eq!(anchors, ["depth1", "queued"]);
     // idle KERNEL_US RUNS LANE_MEDIAN LANE_P99 CALLS_MEDIAN CALLS_P99 LAUNCHES_MEDIAN
     // LAUNCHES_P99: the two kernel launches are part of the launch's calls.
-    let idle = &lines[lines.len() - 1];
+    let idle = &lines[lines.len() - 3];
     assert_eq!(idle.len(), 9, "{stdout}");
     assert_eq!(idle[..3], ["idle", "2000", "8"], "{stdout}");
     let n = |i: usize| idle[i].parse::<u64>().expect("a figure");
     assert!(
         n(7) <= n(5),
         "the launches within the launch's calls: {stdout}"
+    );
+    // idle-bound KERNEL_US RUNS LANE_MEDIAN LANE_P99: the idle lane with submitters_bound on.
+    let bound = &lines[lines.len() - 2];
+    assert_eq!(bound.len(), 5, "{stdout}");
+    assert_eq!(bound[..3], ["idle-bound", "2000", "8"], "{stdout}");
+    // idle-split KERNEL_US OFF BOUND ANCHOR: the medians up to the AICore launch's start, each
+    // within its whole figure.
+    let split = &lines[lines.len() - 1];
+    assert_eq!(split.len(), 5, "{stdout}");
+    assert_eq!(split[..2], ["idle-split", "2000"], "{stdout}");
+    let anchor_before_core = split[4].parse::<u64>().expect("a figure");
+    assert!(
+        anchor_before_core <= n(5),
+        "the anchor's part of its calls: {stdout}"
     );
     let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
 }

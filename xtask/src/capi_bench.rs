@@ -6,7 +6,8 @@
 //! device gap at launch depth two (`depth2`) beside depth one (`depth1`), with the targets checked; then
 //! beside them the two hand-written anchors (the same runs on the fake's ACL calls, no lane: at
 //! depth one, and queued on the submitting thread) and an idle lane's submit to launch beside
-//! the launch's own calls, each lane/anchor ratio against its target; then
+//! the launch's own calls, each lane/anchor ratio against its target, the lane measured with
+//! `submitters_bound` off and on; then
 //! its `--lanes` mode: sixteen lanes at once, healthy and beside a hung and a poisoned device,
 //! the fourteen's median gap in each case against the run-to-run noise, and what the process
 //! of sixteen lanes costs in threads and resident memory.
@@ -132,15 +133,20 @@ pub(crate) struct Anchor {
 }
 
 /// An idle lane at one kernel length, each figure `[median, p99]` in ns: from a submit to its
-/// launch's return (`lane`), the same launch's calls made by hand (`calls`, the anchor), and
-/// of those the two kernel launches alone (`launches`).
+/// launch's return (`lane`, and `bound` with `submitters_bound` on where measured), the same
+/// launch's calls made by hand (`calls`, the anchor), of those the two kernel launches
+/// alone (`launches`), and what came before the AICore launch (`split`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Idle {
     pub(crate) kernel_us: u64,
     pub(crate) runs: u32,
     pub(crate) lane: [u64; 2],
+    pub(crate) bound: Option<[u64; 2]>,
     pub(crate) calls: [u64; 2],
     pub(crate) launches: [u64; 2],
+    /// Medians (ns) up to the AICore launch's start: the lane's from its submit with the
+    /// option off and on, the anchor's from its arm copy's start.
+    pub(crate) split: Option<[u64; 3]>,
 }
 
 /// One target against its anchor: the lane's median over the anchor's (for the idle figure,
@@ -149,12 +155,14 @@ pub(crate) struct Idle {
 pub(crate) struct AgainstAnchor {
     pub(crate) ratio: f64,
     pub(crate) over_ns: f64,
+    pub(crate) anchor_ns: f64,
     pub(crate) met: bool,
 }
 
-/// The three targets at one kernel length: the lane's depth one (loop (b)) at most 1.05x the
-/// depth-one anchor's gap, its depth two at most the queued anchor's gap, an idle submit to
-/// launch within 5 us of the launch's own calls.
+/// The three targets at one kernel length, for the lane with `submitters_bound` off or on: the
+/// lane's depth one (loop (b)) at most 1.05x the depth-one anchor's gap, its depth two at most
+/// the queued anchor's gap, an idle submit to launch within 5 us of the launch's own calls
+/// (the target with the option on; with it off the figure is stated).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct AnchorTargets {
     pub(crate) depth_one: AgainstAnchor,
@@ -231,9 +239,33 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 kernel_us: num(1)?,
                 runs: count(2)?,
                 lane: [num(3)?, num(4)?],
+                bound: None,
                 calls: [num(5)?, num(6)?],
                 launches: [num(7)?, num(8)?],
+                split: None,
             }),
+            Some(&"idle-split") if fields.len() == 5 => {
+                let kernel_us = num(1)?;
+                let figures = [num(2)?, num(3)?, num(4)?];
+                measured
+                    .idle
+                    .iter_mut()
+                    .rev()
+                    .find(|i| i.kernel_us == kernel_us)
+                    .ok_or_else(|| format!("fake_bench printed `{line}` before its `idle` line"))?
+                    .split = Some(figures);
+            }
+            Some(&"idle-bound") if fields.len() == 5 => {
+                let kernel_us = num(1)?;
+                let figures = [num(3)?, num(4)?];
+                measured
+                    .idle
+                    .iter_mut()
+                    .rev()
+                    .find(|i| i.kernel_us == kernel_us)
+                    .ok_or_else(|| format!("fake_bench printed `{line}` before its `idle` line"))?
+                    .bound = Some(figures);
+            }
             Some(&"lanes") if fields.len() == 8 || fields.len() == 14 => {
                 let faulty = match (fields[1], fields.len()) {
                     ("healthy", 8) => None,
@@ -324,9 +356,15 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
          predecessor retired and a 1 ms pause passed, nothing in flight), from just before \
          `run_lane_submit` to the return of its `launch_aicpu` callback; its anchor is the same \
          launch's calls made by hand, idle alike, from the arm copy to the AICPU launch's \
-         return (of those, the two kernel launches alone are the last row). The lane measured \
-         has no submitting-thread option (it is not built yet): every submit is handed to the \
-         lane thread, which launches. The loops ran in {} processes (rounds), each measuring \
+         return (of those, the two kernel launches alone are a row of their own; the rows *to the \
+         AICore launch's start* split off what comes before that launch: the lane's from the \
+         submit to its `launch_aicore` callback's start, the anchor's from its arm copy's \
+         start). The lane is \
+         measured twice in each round, beside the same anchors: with \
+         `RunLaneConfig::submitters_bound` off (the default: a submit that finds no thread \
+         running the lane's steps wakes the lane thread, which prepares and launches) and on \
+         (the bench's thread bound to the device first: such a submit prepares and launches on \
+         the submitting thread, the runner callbacks with it; rows marked *bound*). The loops ran in {} processes (rounds), each measuring \
          the lane beside its anchors; each cell lists the rounds' medians in order, and each \
          target is judged on the middle round's ratio (the idle figure's, on its difference): \
          one process's medians on this machine can move by tens of us from one process to the \
@@ -350,44 +388,103 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
             continue;
         }
         let judged = ANCHOR_TARGETS_US.contains(&kernel_us);
-        let verdict = measured.anchor_verdict(kernel_us);
         let kernel = kernel_label(kernel_us);
-        // Each row: the figure, its anchor (`None`: the idle launch's calls), its target, and
-        // which of a round's targets it is.
-        type Pick = fn(&AnchorTargets) -> AgainstAnchor;
-        let rows: [(&str, Option<AnchorKind>, &str, Pick); 3] = [
-            (
-                "depth one: gap",
-                Some(AnchorKind::DepthOne),
-                "at most 1.05x",
-                |t| t.depth_one,
-            ),
-            (
-                "depth two: gap (anchor: queued)",
-                Some(AnchorKind::Queued),
-                "at most 1.00x",
-                |t| t.depth_two,
-            ),
-            (
-                "idle: submit to launch (anchor: the launch's calls)",
-                None,
-                "at most +5 us",
-                |t| t.idle,
-            ),
+        // Each row: the figure, its anchor (`None`: the idle launch's calls), whether the lane
+        // had submitters_bound on, its target (`stated`: shown, not judged), and which of a
+        // round's targets it is.
+        struct Row {
+            figure: &'static str,
+            kind: Option<AnchorKind>,
+            bound: bool,
+            target: &'static str,
+            stated: bool,
+            pick: fn(&AnchorTargets) -> AgainstAnchor,
+        }
+        let rows = [
+            Row {
+                figure: "depth one: gap",
+                kind: Some(AnchorKind::DepthOne),
+                bound: false,
+                target: "at most 1.05x",
+                stated: false,
+                pick: |t| t.depth_one,
+            },
+            Row {
+                figure: "depth one: gap, *bound*",
+                kind: Some(AnchorKind::DepthOne),
+                bound: true,
+                target: "at most 1.05x",
+                stated: false,
+                pick: |t| t.depth_one,
+            },
+            Row {
+                figure: "depth two: gap (anchor: queued)",
+                kind: Some(AnchorKind::Queued),
+                bound: false,
+                target: "at most 1.00x",
+                stated: false,
+                pick: |t| t.depth_two,
+            },
+            Row {
+                figure: "depth two: gap (anchor: queued), *bound*",
+                kind: Some(AnchorKind::Queued),
+                bound: true,
+                target: "at most 1.00x",
+                stated: false,
+                pick: |t| t.depth_two,
+            },
+            Row {
+                figure: "idle: submit to launch (anchor: the launch's calls)",
+                kind: None,
+                bound: false,
+                target: "stated (+5 us is the bound target)",
+                stated: true,
+                pick: |t| t.idle,
+            },
+            Row {
+                figure: "idle: submit to launch, *bound*",
+                kind: None,
+                bound: true,
+                target: "at most +5 us",
+                stated: false,
+                pick: |t| t.idle,
+            },
         ];
-        for (figure, kind, target, pick) in rows {
+        for Row {
+            figure,
+            kind,
+            bound,
+            target,
+            stated,
+            pick,
+        } in rows
+        {
+            let verdict = measured.anchor_verdict_with(kernel_us, bound);
+            if bound && verdict.is_none() {
+                continue;
+            }
+            let profile = |p: &str| {
+                if bound {
+                    format!("{p}-bound")
+                } else {
+                    p.to_owned()
+                }
+            };
             let anchor = each(&|m| match kind {
                 Some(kind) => m.anchor(kernel_us, kind).map(|a| us(a.median_ns)),
                 None => m.idle_at(kernel_us).map(|i| us(i.calls[0])),
             });
             let lane = each(&|m| match kind {
-                Some(AnchorKind::DepthOne) => {
-                    m.arm(kernel_us, 'b', "depth1").map(|a| us(a.median_ns))
-                }
-                Some(AnchorKind::Queued) => {
-                    m.arm(kernel_us, 'b', "depth2").map(|a| us(a.median_ns))
-                }
-                None => m.idle_at(kernel_us).map(|i| us(i.lane[0])),
+                Some(AnchorKind::DepthOne) => m
+                    .arm(kernel_us, 'b', &profile("depth1"))
+                    .map(|a| us(a.median_ns)),
+                Some(AnchorKind::Queued) => m
+                    .arm(kernel_us, 'b', &profile("depth2"))
+                    .map(|a| us(a.median_ns)),
+                None => m
+                    .idle_at(kernel_us)
+                    .and_then(|i| if bound { i.bound } else { Some(i.lane) })
+                    .map(|l| us(l[0])),
             });
             let idle = kind.is_none();
             let show = |a: AgainstAnchor| {
@@ -397,9 +494,13 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                     format!("{:.2}", a.ratio)
                 }
             };
-            let against = each(&|m| m.anchor_targets(kernel_us).map(|t| show(pick(&t))));
+            let against = each(&|m| {
+                m.anchor_targets_with(kernel_us, bound)
+                    .map(|t| show(pick(&t)))
+            });
             let middle = verdict.map_or_else(|| "?".to_owned(), |t| show(pick(&t)));
             let (target, met) = match (judged, verdict) {
+                (true, Some(_)) if stated => (target, "-"),
                 (true, Some(t)) => (target, if pick(&t).met { "yes" } else { "no" }),
                 _ => ("-", "-"),
             };
@@ -413,16 +514,49 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
             out,
             "| {kernel} | idle: the two kernel launches alone | {launches} | - | - | - | - | - |"
         );
+        if rounds
+            .iter()
+            .any(|m| m.idle_at(kernel_us).is_some_and(|i| i.split.is_some()))
+        {
+            for (figure, at) in [
+                (
+                    "idle: to the AICore launch's start (anchor: from its arm copy)",
+                    0,
+                ),
+                ("idle: to the AICore launch's start, *bound*", 1),
+            ] {
+                let split = |m: &Measured| m.idle_at(kernel_us).and_then(|i| i.split);
+                let anchor = each(&|m| split(m).map(|s| us(s[2])));
+                let lane = each(&|m| split(m).map(|s| us(s[at])));
+                let over = each(&|m| {
+                    split(m).map(|s| format!("{:+.1}", (s[at] as f64 - s[2] as f64) / 1_000.0))
+                });
+                let _ = writeln!(
+                    out,
+                    "| {kernel} | {figure} | {anchor} | {lane} | {over} | - | - | - |"
+                );
+            }
+        }
     }
     out.push('\n');
     let verdicts: Vec<String> = ANCHOR_TARGETS_US
         .iter()
         .filter_map(|&k| {
             let word = |a: AgainstAnchor| if a.met { "met" } else { "missed" };
-            measured.anchor_verdict(k).map(|t| {
+            let off = measured.anchor_verdict(k).map(|t| {
                 format!(
-                    "{}: depth one {:.2}x ({}), depth two {:.2}x ({}), idle {:+.1} us ({})",
-                    kernel_label(k),
+                    "option off: depth one {:.2}x ({}), depth two {:.2}x ({}), idle {:+.1} us \
+                     (stated)",
+                    t.depth_one.ratio,
+                    word(t.depth_one),
+                    t.depth_two.ratio,
+                    word(t.depth_two),
+                    t.idle.over_ns / 1_000.0,
+                )
+            })?;
+            let on = measured.anchor_verdict_with(k, true).map(|t| {
+                format!(
+                    "; *bound*: depth one {:.2}x ({}), depth two {:.2}x ({}), idle {:+.1} us ({})",
                     t.depth_one.ratio,
                     word(t.depth_one),
                     t.depth_two.ratio,
@@ -430,15 +564,21 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                     t.idle.over_ns / 1_000.0,
                     word(t.idle),
                 )
-            })
+            });
+            Some(format!(
+                "{}: {off}{}",
+                kernel_label(k),
+                on.unwrap_or_default()
+            ))
         })
         .collect();
     let _ = writeln!(
         out,
         "Targets (a benchmark, not a timed test), medians, at 300 us and 1 ms kernels: the lane \
          at depth one at most 1.05x the depth-one anchor's gap; at depth two at most the queued \
-         anchor's gap; an idle submit to launch within 5 us of the launch's own calls (with the \
-         submitting-thread option off, as it is not built yet). Measured, the middle round: {}. \
+         anchor's gap; an idle submit to launch within 5 us of the launch's own calls with \
+         `submitters_bound` on (with it off the figure is stated, not judged). Measured, the \
+         middle round: {}. \
          The anchors make every call on one thread; the lane spreads them over the submitting \
          thread, the lane thread and its completion waiter (docs/ARCHITECTURE.md), and each \
          hand-over between them is a wake-up on this machine's two shared CPUs.\n",
@@ -448,6 +588,179 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
             verdicts.join("; ")
         }
     );
+    out.push_str(&plain_verdict(measured));
+    out
+}
+
+/// The median of the rounds' figures (the lower middle for an even count).
+fn middle_of(rounds: &[&Measured], figure: impl Fn(&Measured) -> Option<u64>) -> Option<u64> {
+    let mut figures: Vec<u64> = rounds.iter().filter_map(|m| figure(m)).collect();
+    figures.sort_unstable();
+    figures.get(figures.len().checked_sub(1)? / 2).copied()
+}
+
+/// The targets that hold and those that do not, in plain words, with each miss's figure and
+/// its likely cause, read off the measured rows (empty when no target was measured).
+fn plain_verdict(measured: &Measured) -> String {
+    let rounds: Vec<&Measured> = measured.rounds().collect();
+    let (mut held, mut missed, mut causes) = (Vec::new(), Vec::new(), Vec::new());
+    // Which kinds of depth miss there were: one, two.
+    let mut why = [false; 2];
+    for &k in &ANCHOR_TARGETS_US {
+        let kernel = kernel_label(k);
+        for (bound, setting) in [(false, "option off"), (true, "*bound*")] {
+            let Some(t) = measured.anchor_verdict_with(k, bound) else {
+                continue;
+            };
+            let mut judge = |met: bool, text: String| {
+                if met { &mut held } else { &mut missed }.push(text);
+            };
+            judge(
+                t.depth_one.met,
+                format!("{kernel} depth one, {setting} ({:.2}x)", t.depth_one.ratio),
+            );
+            judge(
+                t.depth_two.met,
+                format!("{kernel} depth two, {setting} ({:.2}x)", t.depth_two.ratio),
+            );
+            if bound {
+                judge(
+                    t.idle.met,
+                    format!(
+                        "{kernel} idle, *bound* ({:+.1} us)",
+                        t.idle.over_ns / 1_000.0
+                    ),
+                );
+            }
+            // A depth miss against the spread over the rounds (highest minus lowest median)
+            // of its anchor's and of the lane's figure, the larger: how far one process's
+            // figures move on this machine.
+            let spread = |kind: AnchorKind, profile: &str| {
+                let profile = if bound {
+                    format!("{profile}-bound")
+                } else {
+                    profile.to_owned()
+                };
+                let of = |medians: Vec<u64>| Some(medians.iter().max()? - medians.iter().min()?);
+                let anchor = of(rounds
+                    .iter()
+                    .filter_map(|m| m.anchor(k, kind).map(|a| a.median_ns))
+                    .collect())?;
+                let lane = of(rounds
+                    .iter()
+                    .filter_map(|m| m.arm(k, 'b', &profile).map(|a| a.median_ns))
+                    .collect())?;
+                Some(anchor.max(lane))
+            };
+            let noise = |by_ns: f64, spread_ns: u64| {
+                format!(
+                    "by {:.1} us, against a spread of {:.1} us over the rounds (the anchor's \
+                     median or the lane's, the larger){}",
+                    by_ns / 1_000.0,
+                    spread_ns as f64 / 1_000.0,
+                    if by_ns <= spread_ns as f64 {
+                        ": within this machine's noise"
+                    } else {
+                        ""
+                    }
+                )
+            };
+            if !t.depth_one.met {
+                // Beyond the 1.05x allowed.
+                let over = t.depth_one.over_ns
+                    - t.depth_one.anchor_ns * (DEPTH_ONE_PERCENT - 100) as f64 / 100.0;
+                if let Some(spread_ns) = spread(AnchorKind::DepthOne, "depth1") {
+                    why[0] = true;
+                    causes.push(format!(
+                        "{kernel} depth one, {setting}, misses {}",
+                        noise(over, spread_ns)
+                    ));
+                }
+            }
+            if !t.depth_two.met
+                && let Some(spread_ns) = spread(AnchorKind::Queued, "depth2")
+            {
+                why[1] = true;
+                causes.push(format!(
+                    "{kernel} depth two, {setting}, misses {}",
+                    noise(t.depth_two.over_ns, spread_ns)
+                ));
+            }
+        }
+        let bound_idle = measured.anchor_verdict_with(k, true).map(|t| t.idle);
+        if let Some(idle) = bound_idle.filter(|i| !i.met) {
+            let split = |at: usize| {
+                middle_of(&rounds, |m| {
+                    m.idle_at(k).and_then(|i| i.split).map(|s| s[at])
+                })
+            };
+            let before = match (split(0), split(1), split(2)) {
+                (Some(off), Some(on), Some(anchor)) => format!(
+                    " The lane takes {} us from the submit to its AICore launch's start (the \
+                     submit's command under the lane's lock, the dispatch decisions, the prepare \
+                     step and the arm copy) where the anchor takes {} us for its arm copy alone \
+                     (medians over the rounds), and {} us with the option off (the lane thread's \
+                     wake-up included): the excess is the lane's own steps ahead of the launch",
+                    us(on),
+                    us(anchor),
+                    us(off)
+                ),
+                _ => String::new(),
+            };
+            causes.push(format!(
+                "{kernel} idle, *bound*, misses by {:.1} us beyond the 5 us allowed, with no \
+                 wake-up left in it (the launch is made on the submitting thread).{before}",
+                (idle.over_ns - IDLE_SLACK_NS as f64) / 1_000.0
+            ));
+        }
+    }
+    if held.is_empty() && missed.is_empty() {
+        return String::new();
+    }
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "none".to_owned()
+        } else {
+            items.join(", ")
+        }
+    };
+    let mut out = format!(
+        "In plain words (the middle round): **the targets that hold**: {}. **The targets \
+         missed**: {}.",
+        list(&held),
+        list(&missed)
+    );
+    out.push_str("\n\n");
+    if !causes.is_empty() {
+        out.push_str("The misses, with their likely causes:\n\n");
+        for cause in causes {
+            let _ = writeln!(out, "- {cause}.");
+        }
+        out.push('\n');
+        if why[0] {
+            out.push_str(
+                "At depth one both loops wait on the boundary, but where the anchor goes straight \
+                 from its reads to the next launch on one thread, the lane's completion waiter \
+                 runs the lane's steps around it (the reads, the dispatch decisions, the \
+                 outcome's delivery, which wakes the waiting submitter onto the same two CPUs, \
+                 the next run's arm); `submitters_bound` does not change this path (the \
+                 submitter is not the thread that learns of the completion). ",
+            );
+        }
+        if why[1] {
+            out.push_str(
+                "At depth two the next run is already queued behind the boundary in both loops \
+                 when its predecessor ends, so the gap is the fake's cross-stream wake-up (the \
+                 one-stream floor is a fraction of it) and whatever holds the two CPUs at that \
+                 moment: the lane's own threads add to that contention, the anchor has one \
+                 thread. ",
+            );
+        }
+        if why.iter().any(|&w| w) {
+            out.truncate(out.trim_end().len());
+            out.push_str("\n\n");
+        }
+    }
     out
 }
 
@@ -591,9 +904,14 @@ impl Measured {
     /// ratio; the idle figure by its difference), the lower middle for an even count; `None`
     /// where no round measured them all.
     pub(crate) fn anchor_verdict(&self, kernel_us: u64) -> Option<AnchorTargets> {
+        self.anchor_verdict_with(kernel_us, false)
+    }
+
+    /// [`Self::anchor_verdict`] for the lane with `submitters_bound` off or on (`bound`).
+    pub(crate) fn anchor_verdict_with(&self, kernel_us: u64, bound: bool) -> Option<AnchorTargets> {
         let rounds: Vec<AnchorTargets> = self
             .rounds()
-            .filter_map(|m| m.anchor_targets(kernel_us))
+            .filter_map(|m| m.anchor_targets_with(kernel_us, bound))
             .collect();
         let middle = |pick: fn(&AnchorTargets) -> AgainstAnchor, key: fn(&AgainstAnchor) -> f64| {
             let mut figures: Vec<AgainstAnchor> = rounds.iter().map(pick).collect();
@@ -618,17 +936,30 @@ impl Measured {
     /// gap at most the queued anchor's, and an idle lane's median submit to launch at most
     /// 5 us above the launch's own calls; `None` where a figure is missing.
     pub(crate) fn anchor_targets(&self, kernel_us: u64) -> Option<AnchorTargets> {
+        self.anchor_targets_with(kernel_us, false)
+    }
+
+    /// [`Self::anchor_targets`] for the lane with `submitters_bound` off or on (`bound`: the
+    /// `depth1-bound` and `depth2-bound` arms and the idle lane's bound figure).
+    pub(crate) fn anchor_targets_with(&self, kernel_us: u64, bound: bool) -> Option<AnchorTargets> {
+        let suffix = if bound { "-bound" } else { "" };
         let against = |lane: u64, anchor: u64, met: bool| AgainstAnchor {
             ratio: lane as f64 / anchor.max(1) as f64,
             over_ns: lane as f64 - anchor as f64,
+            anchor_ns: anchor as f64,
             met,
         };
-        let one = self.arm(kernel_us, 'b', "depth1")?.median_ns;
-        let two = self.arm(kernel_us, 'b', "depth2")?.median_ns;
+        let one = self
+            .arm(kernel_us, 'b', &format!("depth1{suffix}"))?
+            .median_ns;
+        let two = self
+            .arm(kernel_us, 'b', &format!("depth2{suffix}"))?
+            .median_ns;
         let by_hand_one = self.anchor(kernel_us, AnchorKind::DepthOne)?.median_ns;
         let queued = self.anchor(kernel_us, AnchorKind::Queued)?.median_ns;
         let idle = self.idle_at(kernel_us)?;
-        let (submit, calls) = (idle.lane[0], idle.calls[0]);
+        let lane = if bound { idle.bound? } else { idle.lane };
+        let (submit, calls) = (lane[0], idle.calls[0]);
         Some(AnchorTargets {
             depth_one: against(
                 one,
@@ -675,7 +1006,10 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
          from the outcome callback (on the lane thread) the moment a slot frees; **(b) the \
          documented loop**, submit until `FULL`, then wait for the oldest outcome; **(c)** a \
          successor submitted a third of a kernel after its predecessor's outcome. Each runs at \
-         launch depth two (`depth2`: queued) and, beside it, at depth one (`depth1`). The floor is the \
+         launch depth two (`depth2`: queued) and, beside it, at depth one (`depth1`); loop (b) runs \
+         again with `RunLaneConfig::submitters_bound` on (**(b), *bound***: the bench's thread \
+         bound to the device, so a submit that finds the lane idle launches on it; its \
+         submit-to-launch columns are not measured). The floor is the \
          fake's own: the same kernels already queued on one stream.\n"
     );
     let _ = writeln!(
@@ -685,10 +1019,11 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
     );
     for kernel_us in KERNELS_US {
         let floor = measured.floors.iter().find(|f| f.kernel_us == kernel_us);
-        for l in ['a', 'b', 'c'] {
+        for (l, bound) in [('a', false), ('b', false), ('b', true), ('c', false)] {
+            let suffix = if bound { "-bound" } else { "" };
             let (Some(q), Some(d)) = (
-                measured.arm(kernel_us, l, "depth2"),
-                measured.arm(kernel_us, l, "depth1"),
+                measured.arm(kernel_us, l, &format!("depth2{suffix}")),
+                measured.arm(kernel_us, l, &format!("depth1{suffix}")),
             ) else {
                 continue;
             };
@@ -696,10 +1031,15 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
             let latency = measured
                 .latencies
                 .iter()
-                .find(|t| t.kernel_us == kernel_us && t.loop_name == l);
+                .find(|t| t.kernel_us == kernel_us && t.loop_name == l && !bound);
+            let name = if bound {
+                format!("({l}), *bound*")
+            } else {
+                format!("({l})")
+            };
             let _ = writeln!(
                 out,
-                "| {} | ({l}) | {} | {} | {} | {} | {ratio:.2} | {} | {} | {} |",
+                "| {} | {name} | {} | {} | {} | {} | {ratio:.2} | {} | {} | {} |",
                 kernel_label(kernel_us),
                 us(q.median_ns),
                 us(q.p99_ns),
@@ -1031,11 +1371,16 @@ mod tests {
             ),
             "{text}"
         );
+        // With the option off the idle figure is stated, not judged.
         assert!(
             text.contains(
-                "| 300 us | idle: submit to launch (anchor: the launch's calls) | 19.5, 19.5, 19.5 | 24.0, 60.0, 20.0 | +4.5, +40.5, +0.5 | +4.5 | at most +5 us | yes |"
+                "| 300 us | idle: submit to launch (anchor: the launch's calls) | 19.5, 19.5, 19.5 | 24.0, 60.0, 20.0 | +4.5, +40.5, +0.5 | +4.5 | stated (+5 us is the bound target) | - |"
             ),
             "{text}"
+        );
+        assert!(
+            !text.contains("gap, *bound* |") && !text.contains("| (b), *bound* |"),
+            "no bound lines, no bound rows: {text}"
         );
         assert!(
             text.contains(
@@ -1045,7 +1390,14 @@ mod tests {
         );
         assert!(
             text.contains(
-                "300 us: depth one 1.06x (missed), depth two 0.95x (met), idle +4.5 us (met)"
+                "300 us: option off: depth one 1.06x (missed), depth two 0.95x (met), idle +4.5 us (stated)."
+            ),
+            "{text}"
+        );
+        // The depth-one miss, 0.4 us beyond 1.05x, is within the anchor's 20 us spread.
+        assert!(
+            text.contains(
+                "- 300 us depth one, option off, misses by 0.4 us, against a spread of 20.0 us over the rounds (the anchor's median or the lane's, the larger): within this machine's noise."
             ),
             "{text}"
         );
@@ -1059,6 +1411,100 @@ mod tests {
         assert!(
             text.contains("Measured, the middle round: not measured"),
             "{text}"
+        );
+    }
+
+    const BOUND: &str = "arm 300 b depth2-bound 200 200 8000 20000\n\
+        arm 300 b depth1-bound 200 200 72000 90000\n\
+        idle-bound 300 200 23000 40000\n\
+        idle-split 300 30000 13000 3000\n";
+
+    #[test]
+    fn the_lane_with_submitters_bound_is_judged_beside_the_same_anchors() {
+        let measured = parse(&format!("{OUTPUT}{ANCHORS}{BOUND}")).unwrap();
+        assert_eq!(measured.idle[0].bound, Some([23_000, 40_000]));
+        assert_eq!(
+            measured.idle[0].lane,
+            [24_000, 60_000],
+            "the option-off figure kept"
+        );
+        // Bound: depth one 72.0 us over 70.0 (1.03x), depth two 8.0 under 9.0, idle 23.0 us
+        // against 19.5 + 5.
+        let t = measured.anchor_targets_with(300, true).unwrap();
+        assert!(t.depth_one.met && (t.depth_one.ratio - 72_000.0 / 70_000.0).abs() < 1e-9);
+        assert!(t.depth_two.met);
+        assert!(t.idle.met && (t.idle.over_ns - 3_500.0).abs() < 1e-9);
+        // The option-off verdict is loop (b)'s own arms, as before.
+        let off = measured.anchor_targets(300).unwrap();
+        assert!(!off.depth_one.met);
+        assert_eq!(
+            parse(&format!("{OUTPUT}{ANCHORS}"))
+                .unwrap()
+                .anchor_targets_with(300, true),
+            None
+        );
+        let text = markdown(&measured, 200, "test");
+        assert!(
+            text.contains(
+                "| 300 us | depth one: gap, *bound* | 70.0 | 72.0 | 1.03 | 1.03 | at most 1.05x | yes |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| 300 us | idle: submit to launch, *bound* | 19.5 | 23.0 | +3.5 | +3.5 | at most +5 us | yes |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| 300 us | (b), *bound* | 8.0 | 20.0 | 72.0 | 90.0 | 0.11 | 6.8 | ? | ? |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "idle +4.5 us (stated); *bound*: depth one 1.03x (met), depth two 0.89x (met), idle +3.5 us (met)"
+            ),
+            "{text}"
+        );
+        // The split rows, and the plain verdict: depth one (option off) is the only miss.
+        assert_eq!(measured.idle[0].split, Some([30_000, 13_000, 3_000]));
+        assert!(
+            text.contains(
+                "| 300 us | idle: to the AICore launch's start, *bound* | 3.0 | 13.0 | +10.0 | - | - | - |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "**The targets missed**: 300 us depth one, option off (1.06x).\n\nThe misses, with their likely causes:\n\n- 300 us depth one, option off, misses by 0.4 us, against a spread of 0.0 us over the rounds (the anchor's median or the lane's, the larger).\n\nAt depth one both loops wait"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("300 us idle, *bound* (+3.5 us)"), "{text}");
+        // A bound idle figure 6.5 us over the calls misses by 1.5 us, its split named.
+        let late = format!("{OUTPUT}{ANCHORS}{BOUND}")
+            .replace("idle-bound 300 200 23000", "idle-bound 300 200 26000");
+        let text = markdown(&parse(&late).unwrap(), 200, "test");
+        assert!(
+            text.contains("- 300 us idle, *bound*, misses by 1.5 us beyond the 5 us allowed"),
+            "{text}"
+        );
+        assert!(
+            text.contains("The lane takes 13.0 us from the submit to its AICore launch's start"),
+            "{text}"
+        );
+        // A bound idle line needs its idle line first.
+        assert!(
+            parse("idle-bound 300 200 1 2")
+                .unwrap_err()
+                .contains("before its `idle` line")
+        );
+        assert!(
+            parse("idle-split 300 1 2 3")
+                .unwrap_err()
+                .contains("before its `idle` line")
         );
     }
 
