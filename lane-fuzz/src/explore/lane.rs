@@ -213,10 +213,20 @@ fn replies(effect: &Effect) -> &'static [Reply] {
             Reply::Failure { code: 0, step: 3 },
             Reply::Failure { code: 7, step: 1 },
         ],
-        // A completion also answers with evidence that is no published ok record (L-8):
-        // `Other { code: 1 }` is a record never published with a clean device verdict, so
-        // the verdict rule's `no-record` row fails the run, run-only, after its status read.
-        Effect::AwaitCompletion { .. } => &[Reply::Success, PLAIN, FAULT, Reply::Other { code: 1 }],
+        // A completion also answers with evidence that is no published ok record (L-8), one
+        // reply per row of the verdict rule past `record-ok` (`completion_evidence`): an
+        // error record (`code: 0`), a record never published with a clean device verdict
+        // (`1`: `no-record`, run-only), with a device fault (`2`: poison), and a record read
+        // that failed (`3`).
+        Effect::AwaitCompletion { .. } => &[
+            Reply::Success,
+            PLAIN,
+            FAULT,
+            Reply::Other { code: 0 },
+            Reply::Other { code: 1 },
+            Reply::Other { code: 2 },
+            Reply::Other { code: 3 },
+        ],
         Effect::UploadCode { .. } => &[Reply::Success, PLAIN, FAULT],
         Effect::ReadStatus { .. } => &[Reply::Success, PLAIN, OTHER, Reply::Other { code: 7 }],
         Effect::DrainDevice { .. } => &[Reply::Success],
