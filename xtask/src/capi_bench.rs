@@ -1069,10 +1069,10 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
         "Target (a benchmark, not a timed test): at every kernel length, (b) and (c) at depth two \
          have a median gap at most 1/3 of depth one's and within 2x of (a): {}. A ratio near 1 \
          would mean queueing bought nothing; here the successor is on the pair before its \
-         predecessor ends, because the lane thread never sits in the predecessor's wait (the \
-         completion waiter does, docs/ARCHITECTURE.md). At depth one every gap is the host's \
-         round trip: the waiter wakes, the lane thread wakes for its answer, reads the status, \
-         and launches the next run. The p99 column is the machine's noise (two logical CPUs \
+         predecessor ends, because no thread running the lane's steps sits in the predecessor's \
+         wait (the completion waiter makes it outside the steps, docs/ARCHITECTURE.md). At \
+         depth one every gap is the host's round trip: the waiter wakes, reads the status and \
+         launches the next run itself (decision 0021). The p99 column is the machine's noise (two logical CPUs \
          share the lane thread, its waiter, the fake's stream threads and the runner). The last \
          two columns are L-16's promise, measured: from just before `run_lane_submit` to the \
          return of the run's `launch_aicpu` callback (its launch's last call), while the run \
