@@ -180,6 +180,10 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     let threads = (workers, settings.submitters_bound);
     let vtable = settings.vtable;
     let off_lane = workers > 0 && vtable.concurrency().off_lane_thread;
+    // What the backend's open said about its own failure, when it knows better than "the
+    // backend is unavailable" (the service hands back only the open's text).
+    let open_status: Arc<OnceLock<RunLaneStatus>> = Arc::new(OnceLock::new());
+    let lane_open_status = Arc::clone(&open_status);
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
             // The simulator models an a2a3-shaped device; a probe reports a2a3.
@@ -261,7 +265,12 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                 service_config(profile, vtable, threads),
                 move || {
                     mark_callback_thread(serial);
-                    let (device, _) = AclDevice::open(config).map_err(|e| e.to_string())?;
+                    let (device, _) = AclDevice::open(config).map_err(|e| {
+                        if let Some(status) = open_failure_status(&e) {
+                            let _ = lane_open_status.set(status);
+                        }
+                        e.to_string()
+                    })?;
                     let _ = lane_binding.set(device.worker_binding());
                     Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel, None, serial)))
                 },
@@ -269,12 +278,28 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             )
         }
     }
-    .map_err(|e| service_error(&e))?;
+    .map_err(|e| {
+        let mut error = service_error(&e);
+        if let (ServiceError::Make(_), Some(status)) = (&e, open_status.get()) {
+            error.status = *status;
+        }
+        error
+    })?;
     Ok(Lane {
         handle,
         requests,
         serial,
     })
+}
+
+/// The status of a failed [`AclDevice::open`] when it is not `BACKEND_UNAVAILABLE`: another
+/// lane's device op timeout in force (L-21) is the config's fault, `INVALID_CONFIG`, whether
+/// `spawn`'s pre-check saw it or a lane created concurrently set it after that check.
+fn open_failure_status(error: &backend_acl::AclError) -> Option<RunLaneStatus> {
+    match error {
+        backend_acl::AclError::OpTimeoutInForce { .. } => Some(RunLaneStatus::InvalidConfig),
+        _ => None,
+    }
 }
 
 /// The factory of the host workers: each binds the ACL device on its own thread (`binding`,
@@ -648,6 +673,27 @@ mod tests {
     use lane_core::status_latch::Failure;
     use lane_core::{Cause, RunId};
     use lane_service::LostCause;
+
+    #[test]
+    fn an_open_refused_for_another_op_timeout_in_force_is_invalid_config() {
+        let raced = backend_acl::AclError::OpTimeoutInForce {
+            asked_us: 300_000,
+            in_force_us: 200_000,
+        };
+        assert_eq!(
+            open_failure_status(&raced),
+            Some(RunLaneStatus::InvalidConfig)
+        );
+        let text = raced.to_string();
+        assert!(text.contains("300000") && text.contains("200000"), "{text}");
+        assert_eq!(
+            open_failure_status(&backend_acl::AclError::BadDeviceId {
+                device_id: 3,
+                count: 1
+            }),
+            None
+        );
+    }
 
     #[test]
     fn refusals_and_a_lost_lane_map_to_their_statuses_with_the_message() {

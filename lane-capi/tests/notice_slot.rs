@@ -1,0 +1,150 @@
+//! L-19's "installed only when asked", through the C ABI on the fake libascendcl: a lane
+//! with `fault_notice_monitor` off registers no exception-info callback, neither at open nor
+//! when it registers again after a force reset, so a callback the embedding (or HCCL)
+//! registered keeps the process's one slot and receives the notices.
+//!
+//! A binary of its own: the monitor is process-wide and outlives every lane, so once any lane
+//! of the process asked for it, every force reset registers it again (notices.rs's tests do).
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Kernels, control};
+use run_lane::*;
+use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
+
+const OP_TIMEOUT_MS: u64 = 200;
+static RUN_1_FAULTS: Kernels = Kernels {
+    kernel: Duration::from_millis(3),
+    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
+};
+const AICORE_EXCEPTION: i32 = 507_015;
+
+fn force_resets(device: i32) -> u64 {
+    control()
+        .device(device)
+        .counters()
+        .expect("counters")
+        .force_resets
+}
+
+/// Submits until one is accepted, within [`common::BOUND`] (a recovering lane refuses for a
+/// while): the accepted run's id.
+fn submit_when_open(lane: *mut RunLane) -> u64 {
+    let since = Instant::now();
+    loop {
+        match common::submit(lane) {
+            Ok(run) => return run,
+            Err(RunLaneStatus::Suspect | RunLaneStatus::Recovering) => {
+                assert!(since.elapsed() < common::BOUND, "the lane never reopened");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(status) => panic!("submit: {status:?}: {}", common::last_error()),
+        }
+    }
+}
+
+/// Notices the embedding's own handler received.
+static EMBEDDING_NOTICES: AtomicU64 = AtomicU64::new(0);
+
+/// The embedding's own exception-info callback: it only counts.
+unsafe extern "C" fn embedding_handler(_info: *mut core::ffi::c_void) {
+    EMBEDDING_NOTICES.fetch_add(1, Ordering::SeqCst);
+}
+
+unsafe extern "C" {
+    fn dlopen(
+        filename: *const core::ffi::c_char,
+        flags: core::ffi::c_int,
+    ) -> *mut core::ffi::c_void;
+    fn dlsym(
+        handle: *mut core::ffi::c_void,
+        symbol: *const core::ffi::c_char,
+    ) -> *mut core::ffi::c_void;
+}
+
+/// Registers [`embedding_handler`] in the fake's one callback slot, as an embedding (or HCCL)
+/// does with `aclrtSetExceptionInfoCallback` of the library the lanes load.
+fn register_embedding_handler() {
+    type SetCallback =
+        unsafe extern "C" fn(Option<unsafe extern "C" fn(*mut core::ffi::c_void)>) -> i32;
+    const RTLD_NOW: core::ffi::c_int = 2;
+    // SAFETY: the fake's path, NUL-terminated; the fake is already loaded (the control
+    // surface), so this takes another reference to the same library.
+    let library = unsafe { dlopen(common::fake_path().as_ptr(), RTLD_NOW) };
+    assert!(!library.is_null(), "dlopen the fake");
+    // SAFETY: a live handle and a NUL-terminated name.
+    let symbol = unsafe { dlsym(library, c"aclrtSetExceptionInfoCallback".as_ptr()) };
+    assert!(
+        !symbol.is_null(),
+        "the fake has aclrtSetExceptionInfoCallback"
+    );
+    // SAFETY: the symbol is ACL's `aclError aclrtSetExceptionInfoCallback(callback)`.
+    let set = unsafe { std::mem::transmute::<*mut core::ffi::c_void, SetCallback>(symbol) };
+    // SAFETY: a valid callback that outlives the process's notices.
+    assert_eq!(unsafe { set(Some(embedding_handler)) }, 0);
+}
+
+#[test]
+fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_the_slot() {
+    let control = control();
+    let _fake = control.session().expect("reset the fake");
+    EMBEDDING_NOTICES.store(0, Ordering::SeqCst);
+    register_embedding_handler();
+    // The monitor is off (the default): installed only when asked.
+    let config = common::fake_config(0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
+    assert!(!config.fault_notice_monitor, "off by default");
+    let lane = common::create(&config);
+    // Run 1 poisons the lane: a recovery (force reset, open again), where an installed
+    // monitor would register again.
+    let r1 = common::submit(lane).expect("run 1");
+    let one = common::wait(lane, r1);
+    assert_eq!(
+        one.failure_class,
+        RunLaneClass::Poison,
+        "{}",
+        common::line(&one)
+    );
+    let r2 = submit_when_open(lane);
+    assert_eq!(common::wait(lane, r2).verdict, RunLaneVerdict::Ok);
+    assert_eq!(force_resets(0), 1, "one recovery");
+    // A notice naming the lane's live stream reaches the embedding's handler, not the lane.
+    let ids = control.live_stream_ids(0).expect("stream ids");
+    assert_eq!(ids.len(), 2, "the lane's pair: {ids:?}");
+    let stream = ids[0];
+    control
+        .raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(2))
+        .expect("raised");
+    let since = Instant::now();
+    while control.notice_counts().expect("counts") == (0, 0) {
+        assert!(since.elapsed() < common::BOUND, "never delivered");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        control.notice_counts().expect("counts"),
+        (1, 0),
+        "delivered to a registered callback"
+    );
+    assert_eq!(
+        EMBEDDING_NOTICES.load(Ordering::SeqCst),
+        1,
+        "the embedding's callback kept the slot through the lane's open and its recovery"
+    );
+    // The lane never heard of it.
+    let outcomes = common::documented_loop(lane, |submitted, _| submitted < 4);
+    common::assert_ok_in_order(0, &outcomes);
+    assert_eq!(
+        force_resets(0),
+        1,
+        "no recovery for a notice the lane did not receive"
+    );
+    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+    // SAFETY: a live handle and a writable report.
+    let status = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok, "{}", common::last_error());
+    // SAFETY: filled by the OK close.
+    assert!(!unsafe { report.assume_init() }.noticed);
+    common::destroy(lane);
+}

@@ -1,0 +1,70 @@
+//! L-21 through the C ABI on the fake libascendcl: the device op timeout is process-wide
+//! (`aclrtSetOpExecuteTimeOutV2`), so a second lane, on another device, that asks for another
+//! `device_op_timeout_ms` than the one in force is refused `INVALID_CONFIG` with a message
+//! naming both values; one asking for the same value shares it, and once the lanes using a
+//! value are destroyed another may be set.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Kernels, control};
+use run_lane::*;
+
+static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(1));
+
+/// The fake is one per process: this binary's tests take it in turn.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `run_lane_create`: the lane, or the refusal and its message.
+fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, String)> {
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config (its path and user outlive the lane) and a writable handle.
+    match unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) } {
+        RunLaneStatus::Ok => Ok(lane),
+        refused => Err((refused, common::last_error())),
+    }
+}
+
+#[test]
+fn a_second_lane_on_another_device_with_another_op_timeout_is_invalid_config_naming_both_values() {
+    let _serial = serial();
+    let _fake = control().session().expect("reset the fake");
+    let zero = common::create(&common::fake_config(0, &HEALTHY, 200));
+    let run = common::submit(zero).expect("lane 0 run");
+    assert_eq!(common::wait(zero, run).verdict, RunLaneVerdict::Ok);
+
+    let (status, message) = match try_create(&common::fake_config(1, &HEALTHY, 300)) {
+        Ok(lane) => {
+            common::destroy(lane);
+            panic!("a lane asking for 300 ms while 200 ms is in force was created");
+        }
+        Err(refused) => refused,
+    };
+    assert_eq!(status, RunLaneStatus::InvalidConfig, "{message}");
+    assert!(
+        message.contains("300000") && message.contains("200000"),
+        "names both values (in us): {message}"
+    );
+    assert!(message.contains("device_op_timeout_ms"), "{message}");
+
+    // The refusal took nothing: lane 0 still runs, and a lane on device 1 asking for the
+    // value in force shares it.
+    let one = common::create(&common::fake_config(1, &HEALTHY, 200));
+    for lane in [zero, one] {
+        let run = common::submit(lane).expect("a run");
+        assert_eq!(common::wait(lane, run).verdict, RunLaneVerdict::Ok);
+    }
+    common::destroy(zero);
+    common::destroy(one);
+
+    // With no lane left using 200 ms, another value may be set.
+    let other = try_create(&common::fake_config(1, &HEALTHY, 300))
+        .unwrap_or_else(|(status, message)| panic!("{status:?}: {message}"));
+    common::destroy(other);
+}
