@@ -357,7 +357,7 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
 #[test]
 fn a_force_reset_under_a_wait_is_counted_and_wakes_only_its_own_devices_waiter_with_the_use_after_free_code()
  {
-    let (_guard, acl, control) = session();
+    let (_guard, acl, control) = session_expecting_resets_under_wait();
     let s0 = create_stream(acl);
     let e0 = create_event(acl);
     launch_hang(control, s0);

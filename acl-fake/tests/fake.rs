@@ -663,7 +663,7 @@ fn a_latch_rule_writes_the_given_status_header() {
 
 #[test]
 fn a_force_reset_kills_everything_on_its_device_and_unbinds_the_threads_bound_to_it() {
-    let (_guard, acl, control) = session();
+    let (_guard, acl, control) = session_expecting_resets_under_wait();
     let stream = create_stream(acl);
     let event = create_event(acl);
     let dev = malloc(acl, 8);

@@ -45,7 +45,7 @@ fn a_force_reset_from_a_thread_that_never_set_the_device_returns_507007_and_rese
 #[test]
 fn a_force_reset_under_a_stream_or_device_synchronize_is_counted_and_the_waiter_gets_the_distinctive_code()
  {
-    let (_guard, acl, control) = session();
+    let (_guard, acl, control) = session_expecting_resets_under_wait();
     let total_before = control.resets_under_wait();
     for device_wide in [false, true] {
         bind(acl, 0);
@@ -339,4 +339,27 @@ fn the_getters_return_0xffffffff_for_a_null_info() {
         ]
     };
     assert_eq!(values, [Ok(EXCEPTION_INFO_INVALID); 5]);
+}
+
+/// The shared L-20 check covers this crate's own tests: a session that did not say it makes
+/// a force reset under a wait fails its test when dropped after one.
+#[test]
+#[should_panic(expected = "force reset(s) were made while a thread was inside a device wait")]
+fn the_session_fails_a_test_that_made_an_unexpected_force_reset_under_a_wait() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    launch_hang(control, stream);
+    record(acl, event, stream);
+    let raw = event as usize;
+    let waiter = std::thread::spawn(move || {
+        let acl = &fake().acl;
+        bind(acl, 0);
+        sync(acl, raw as AclrtEvent, LONG_MS)
+    });
+    wait_until("the waiter inside its wait", || {
+        blocked_event_syncs(control, 0) == 1
+    });
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    assert_eq!(waiter.join().expect("waiter"), RESET_UNDER_WAIT);
 }

@@ -1,7 +1,8 @@
 //! Shared by the fake's test files: the fake loaded once per test binary through
 //! ascend-cl-sys's public loader, the session every test holds (the fake is process-wide
-//! state, so the tests of one binary serialise on a lock and reset it first), and one helper
-//! per ACL call the tests make.
+//! state, so the tests of one binary serialise on a lock and reset it first, through the
+//! workspace's shared L-20 check, [`Control::session`]), and one helper per ACL call the
+//! tests make.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use ascend_cl_sys::Acl;
 use ascend_cl_sys::types::*;
-use run_lane_fake_ascendcl::{Control, ENGINE_AICORE, Outcome, cdylib_path};
+use run_lane_fake_ascendcl::{Control, ENGINE_AICORE, Outcome, Session, cdylib_path};
 
 /// Generous for a loaded 2-core machine: a wait that should succeed gets this long.
 pub const LONG_MS: i32 = 30_000;
@@ -38,17 +39,47 @@ pub fn fake() -> &'static Fake {
     })
 }
 
-/// The fake, reset, with the calling thread bound to device 0; held for the whole test.
-pub fn session() -> (MutexGuard<'static, ()>, &'static Acl, &'static Control) {
+/// What a test holds for its whole length: the fake's [`Session`] (dropped first: it fails
+/// the test if a force reset was made under a device wait, L-20), then this binary's lock.
+pub struct Held {
+    session: Session<'static>,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Held {
+    /// The test makes a force reset under a wait on purpose: the drop check is skipped.
+    pub fn expect_resets_under_wait(&self) {
+        self.session.expect_resets_under_wait();
+    }
+}
+
+/// The fake, reset through [`Control::session`] (whose drop asserts no force reset was made
+/// under a device wait), with the calling thread bound to device 0; held for the whole test.
+pub fn session() -> (Held, &'static Acl, &'static Control) {
     static SERIAL: Mutex<()> = Mutex::new(());
-    let guard = SERIAL
+    let serial = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let fake = fake();
-    fake.control.reset().expect("reset");
+    let session = fake.control.session().expect("reset");
     // SAFETY: plain value.
     assert_eq!(unsafe { fake.acl.aclrtSetDevice(0) }, ACL_SUCCESS);
-    (guard, &fake.acl, &fake.control)
+    (
+        Held {
+            session,
+            _serial: serial,
+        },
+        &fake.acl,
+        &fake.control,
+    )
+}
+
+/// [`session`] for a test that makes a force reset under a device wait on purpose (to check
+/// the fake models the hazard): its drop does not assert the count is 0.
+pub fn session_expecting_resets_under_wait() -> (Held, &'static Acl, &'static Control) {
+    let (held, acl, control) = session();
+    held.expect_resets_under_wait();
+    (held, acl, control)
 }
 
 pub fn create_stream(acl: &Acl) -> AclrtStream {
