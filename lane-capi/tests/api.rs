@@ -610,7 +610,13 @@ fn prepares_on_the_submitting_thread(submitters_bound: bool, runs: u64) -> usize
     );
     destroy(lane);
     let me = thread::current().id();
-    state.threads.lock().unwrap().iter().filter(|t| **t == me).count()
+    state
+        .threads
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| **t == me)
+        .count()
 }
 
 #[test]
