@@ -22,30 +22,6 @@ static RUN_1_FAULTS: Kernels = Kernels {
 };
 const AICORE_EXCEPTION: i32 = 507_015;
 
-fn force_resets(device: i32) -> u64 {
-    control()
-        .device(device)
-        .counters()
-        .expect("counters")
-        .force_resets
-}
-
-/// Submits until one is accepted, within [`common::BOUND`] (a recovering lane refuses for a
-/// while): the accepted run's id.
-fn submit_when_open(lane: *mut RunLane) -> u64 {
-    let since = Instant::now();
-    loop {
-        match common::submit(lane) {
-            Ok(run) => return run,
-            Err(RunLaneStatus::Suspect | RunLaneStatus::Recovering) => {
-                assert!(since.elapsed() < common::BOUND, "the lane never reopened");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(status) => panic!("submit: {status:?}: {}", common::last_error()),
-        }
-    }
-}
-
 /// Notices the embedding's own handler received.
 static EMBEDDING_NOTICES: AtomicU64 = AtomicU64::new(0);
 
@@ -107,9 +83,9 @@ fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_
         "{}",
         common::line(&one)
     );
-    let r2 = submit_when_open(lane);
+    let r2 = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, r2).verdict, RunLaneVerdict::Ok);
-    assert_eq!(force_resets(0), 1, "one recovery");
+    assert_eq!(common::force_resets(0), 1, "one recovery");
     // A notice naming the lane's live stream reaches the embedding's handler, not the lane.
     let ids = control.live_stream_ids(0).expect("stream ids");
     assert_eq!(ids.len(), 2, "the lane's pair: {ids:?}");
@@ -136,7 +112,7 @@ fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 4);
     common::assert_ok_in_order(0, &outcomes);
     assert_eq!(
-        force_resets(0),
+        common::force_resets(0),
         1,
         "no recovery for a notice the lane did not receive"
     );

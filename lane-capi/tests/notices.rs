@@ -76,14 +76,6 @@ fn wait_for_kernels(device: i32, kernels: u64) {
     }
 }
 
-fn force_resets(device: i32) -> u64 {
-    control()
-        .device(device)
-        .counters()
-        .expect("counters")
-        .force_resets
-}
-
 fn close(lane: *mut RunLane) -> RunLaneCloseReport {
     let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
     // SAFETY: a live handle and a writable report.
@@ -91,22 +83,6 @@ fn close(lane: *mut RunLane) -> RunLaneCloseReport {
     assert_eq!(status, RunLaneStatus::Ok, "{}", common::last_error());
     // SAFETY: filled by the OK close.
     unsafe { report.assume_init() }
-}
-
-/// Submits until one is accepted, within [`common::BOUND`] (a suspect or recovering lane
-/// refuses for a while): the accepted run's id.
-fn submit_when_open(lane: *mut RunLane) -> u64 {
-    let since = Instant::now();
-    loop {
-        match common::submit(lane) {
-            Ok(run) => return run,
-            Err(RunLaneStatus::Suspect | RunLaneStatus::Recovering) => {
-                assert!(since.elapsed() < common::BOUND, "the lane never reopened");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(status) => panic!("submit: {status:?}: {}", common::last_error()),
-        }
-    }
 }
 
 /// Runs `n` runs through the documented loop; every one must end OK.
@@ -175,9 +151,9 @@ fn a_matched_notice_recovers_the_lane(send: impl FnOnce(u32)) {
             common::line(&outcome)
         );
     }
-    let after = submit_when_open(lane);
+    let after = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
-    assert_eq!(force_resets(0), 1, "one recovery");
+    assert_eq!(common::force_resets(0), 1, "one recovery");
     let fresh = stream_ids(0);
     assert!(
         fresh.iter().all(|id| !before.contains(id)),
@@ -246,7 +222,7 @@ fn a_notice_for_another_stream_or_another_device_changes_nothing() {
     );
     assert_eq!(common::wait(lane, r1).verdict, RunLaneVerdict::Ok);
     all_ok(lane, 0, 6);
-    assert_eq!(force_resets(0), 0, "no recovery");
+    assert_eq!(common::force_resets(0), 0, "no recovery");
     assert!(!close(lane).noticed);
     common::destroy(lane);
 }
@@ -269,9 +245,9 @@ fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing
         common::line(&one)
     );
     // Confirmed: a run after the recovery is OK.
-    let r2 = submit_when_open(lane);
+    let r2 = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, r2).verdict, RunLaneVerdict::Ok);
-    assert_eq!(force_resets(0), 1);
+    assert_eq!(common::force_resets(0), 1);
     // The driver's late notice for the faulted stream of the old generation.
     let stale = i32::try_from(old[0]).expect("a small id");
     control
@@ -288,7 +264,7 @@ fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing
         RunLaneStatus::Ok
     );
     all_ok(lane, 0, 6);
-    assert_eq!(force_resets(0), 1, "no second recovery");
+    assert_eq!(common::force_resets(0), 1, "no second recovery");
     assert!(!close(lane).noticed);
     common::destroy(lane);
 }
@@ -308,10 +284,10 @@ fn with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it
     );
     assert_eq!(common::wait(zero, z1).verdict, RunLaneVerdict::Ok);
     assert_eq!(common::wait(one, o1).verdict, RunLaneVerdict::Ok);
-    let after = submit_when_open(one);
+    let after = common::submit_when_open(one);
     assert_eq!(common::wait(one, after).verdict, RunLaneVerdict::Ok);
     all_ok(zero, 0, 4);
-    assert_eq!((force_resets(0), force_resets(1)), (0, 1));
+    assert_eq!((common::force_resets(0), common::force_resets(1)), (0, 1));
     assert!(!close(zero).noticed);
     let report = close(one);
     assert!(report.noticed);
@@ -358,7 +334,7 @@ fn a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice() {
         control().device(0).counters().expect("counters").launches,
         2
     );
-    let after = submit_when_open(lane);
+    let after = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
     common::destroy(lane);
 }

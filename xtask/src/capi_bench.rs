@@ -185,6 +185,15 @@ pub(crate) struct Measured {
     pub(crate) more_rounds: Vec<Measured>,
 }
 
+/// The latest `idle` figure for `kernel_us`, which a line that adds to it (`line`) must
+/// follow.
+fn idle_of<'a>(idle: &'a mut [Idle], kernel_us: u64, line: &str) -> Result<&'a mut Idle, String> {
+    idle.iter_mut()
+        .rev()
+        .find(|i| i.kernel_us == kernel_us)
+        .ok_or_else(|| format!("fake_bench printed `{line}` before its `idle` line"))
+}
+
 /// Parses the bench's output lines (`floor ...`, `arm ...`, `anchor ...`, `idle ...`, ...; see
 /// fake_bench.cpp).
 pub(crate) fn parse(output: &str) -> Result<Measured, String> {
@@ -247,24 +256,12 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
             Some(&"idle-split") if fields.len() == 5 => {
                 let kernel_us = num(1)?;
                 let figures = [num(2)?, num(3)?, num(4)?];
-                measured
-                    .idle
-                    .iter_mut()
-                    .rev()
-                    .find(|i| i.kernel_us == kernel_us)
-                    .ok_or_else(|| format!("fake_bench printed `{line}` before its `idle` line"))?
-                    .split = Some(figures);
+                idle_of(&mut measured.idle, kernel_us, line)?.split = Some(figures);
             }
             Some(&"idle-bound") if fields.len() == 5 => {
                 let kernel_us = num(1)?;
                 let figures = [num(3)?, num(4)?];
-                measured
-                    .idle
-                    .iter_mut()
-                    .rev()
-                    .find(|i| i.kernel_us == kernel_us)
-                    .ok_or_else(|| format!("fake_bench printed `{line}` before its `idle` line"))?
-                    .bound = Some(figures);
+                idle_of(&mut measured.idle, kernel_us, line)?.bound = Some(figures);
             }
             Some(&"lanes") if fields.len() == 8 || fields.len() == 14 => {
                 let faulty = match (fields[1], fields.len()) {

@@ -422,3 +422,28 @@ pub(crate) fn wait_for_no_lane_threads() -> Usage {
         u.lane_threads == 0 && u.fake_stream_threads == 0
     })
 }
+
+/// How many force resets the fake made of `device`.
+pub(crate) fn force_resets(device: i32) -> u64 {
+    control()
+        .device(device)
+        .counters()
+        .expect("counters")
+        .force_resets
+}
+
+/// Submits until one is accepted, within [`BOUND`] (a suspect or recovering lane refuses for
+/// a while): the accepted run's id.
+pub(crate) fn submit_when_open(lane: *mut RunLane) -> u64 {
+    let since = Instant::now();
+    loop {
+        match submit(lane) {
+            Ok(run) => return run,
+            Err(RunLaneStatus::Suspect | RunLaneStatus::Recovering) => {
+                assert!(since.elapsed() < BOUND, "the lane never reopened");
+                thread::sleep(Duration::from_millis(1));
+            }
+            Err(status) => panic!("submit: {status:?}: {}", last_error()),
+        }
+    }
+}
