@@ -459,6 +459,9 @@ pub(crate) struct Semantics {
     /// `LATCH_FAULTS_STREAM` = 1: an AICPU kernel ending [`Outcome::Latch`] returns a fatal
     /// status, leaving 507018 sticky on its stream.
     pub(crate) latch_faults_stream: bool,
+    /// `RESET_DROPS_EXCEPTION_CALLBACK` = 1: a force reset of this device empties the
+    /// process's exception callback slot.
+    pub(crate) reset_drops_exception_callback: bool,
 }
 
 impl Semantics {
@@ -468,6 +471,7 @@ impl Semantics {
         op_timeout_code_on: OP_TIMEOUT_CODE_ON_OWN_STREAM,
         legacy_event_faults: false,
         latch_faults_stream: true,
+        reset_drops_exception_callback: false,
     };
 }
 

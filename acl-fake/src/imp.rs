@@ -107,10 +107,15 @@ pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
         return ACL_ERROR_RT_CONTEXT_RELEASE_ERROR;
     }
     state.force_reset();
+    let drops_callback = state.semantics.reset_drops_exception_callback;
     drop(state);
     // Wakes this device's waiters (their context is gone: RESET_UNDER_WAIT) and its stream
     // workers (their streams are gone: they exit).
     device.notify();
+    if drops_callback {
+        // Outside the device's lock, as every use of the slot is.
+        crate::notice::set_callback(None);
+    }
     ACL_SUCCESS
 }
 
@@ -689,7 +694,9 @@ fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
 }
 
 /// The process's one callback slot: the last registration wins silently, NULL clears it;
-/// needs no binding. A force reset keeps it \[I: not measured, device-truth §4\].
+/// needs no binding. A force reset keeps it, or empties it under
+/// [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`](crate::SWITCH_RESET_DROPS_EXCEPTION_CALLBACK)
+/// \[I: not measured, device-truth §4\].
 pub(crate) unsafe fn aclrtSetExceptionInfoCallback(
     callback: AclrtExceptionInfoCallback,
 ) -> AclError {

@@ -60,9 +60,10 @@
 //!
 //! Fault notices (device-truth §4, SPEC L-19): `aclrtSetExceptionInfoCallback` fills the
 //! process's one slot (the last registration wins silently; NULL empties it; a force reset
-//! keeps it). `runlanefake_raise_notice` ([`Control::raise_notice`]) delivers a notice late,
-//! after its delay, on a driver thread of the fake's own, to the callback registered then;
-//! with none it is dropped and counted. Its info names the device, the stream id and the
+//! keeps it, or with [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`] empties it: which one ACL
+//! does is not measured). `runlanefake_raise_notice` ([`Control::raise_notice`]) delivers a
+//! notice late, after its delay, on a driver thread of the fake's own, to the callback
+//! registered then; with none it is dropped and counted. Its info names the device, the stream id and the
 //! code; task id and thread id are 0. The getters return 0xFFFFFFFF for NULL.
 //! `aclrtStreamGetId` gives each stream a small number, unique on its device and never
 //! reused until `runlanefake_reset`. `runlanefake_reset` cancels notices still waiting.
@@ -205,6 +206,15 @@ pub const SWITCH_LEGACY_EVENT_FAULTS: u32 = 2;
 /// latch). Its header and record are written either way, and its events complete.
 pub const SWITCH_LATCH_FAULTS_STREAM: u32 = 3;
 
+/// `runlanefake_set_semantics` switch: whether a force reset of the device
+/// (`aclrtResetDeviceForce`) empties the process's exception callback slot
+/// (`aclrtSetExceptionInfoCallback`). Whether a registration survives a force reset is not
+/// measured (device-truth §4), so both are offered: 0 (default) keeps the callback, 1 drops
+/// it, as if the reset took the registration down with the device's context. The slot is the
+/// process's: the switch of the device being reset decides. A failed reset (507007, an
+/// injected code) drops nothing.
+pub const SWITCH_RESET_DROPS_EXCEPTION_CALLBACK: u32 = 4;
+
 /// The fake's semantic switches (`runlanefake_set_semantics`), where the hardware's
 /// behaviour is not known: each value is one plausible behaviour. `runlanefake_reset`
 /// restores every default; a force reset keeps them.
@@ -218,6 +228,9 @@ pub enum Semantics {
     LegacyEventFaults(bool),
     /// [`SWITCH_LATCH_FAULTS_STREAM`]: `true` (default) leaves 507018 on the stream.
     LatchFaultsStream(bool),
+    /// [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`]: `true` makes a force reset empty the
+    /// process's exception callback slot; `false` (default) keeps it.
+    ResetDropsExceptionCallback(bool),
 }
 
 impl Semantics {
@@ -229,6 +242,9 @@ impl Semantics {
             Self::OpTimeoutCodeOn(v) => (SWITCH_OP_TIMEOUT_CODE_ON, v as u32),
             Self::LegacyEventFaults(v) => (SWITCH_LEGACY_EVENT_FAULTS, v as u32),
             Self::LatchFaultsStream(v) => (SWITCH_LATCH_FAULTS_STREAM, v as u32),
+            Self::ResetDropsExceptionCallback(v) => {
+                (SWITCH_RESET_DROPS_EXCEPTION_CALLBACK, v as u32)
+            }
         }
     }
 }
@@ -595,8 +611,8 @@ macro_rules! for_each_control_function {
             fn runlanefake_launch_run(stream: AclrtStream, engine: u32, duration_ns: u64, outcome: u32, timing: *mut c_void, header: *mut c_void, header_bytes: *const u8, header_len: usize, handshake: *mut c_void, record: *mut c_void, epoch: u64) -> AclError;
             /// Set semantic switch `switch` ([`SWITCH_ENQUEUE_AFTER_FAULT`],
             /// [`SWITCH_OP_TIMEOUT_CODE_ON`], [`SWITCH_LEGACY_EVENT_FAULTS`],
-            /// [`SWITCH_LATCH_FAULTS_STREAM`]) to `value` on every
-            /// device (served or not); an unknown switch or value is 107000.
+            /// [`SWITCH_LATCH_FAULTS_STREAM`], [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`]) to
+            /// `value` on every device (served or not); an unknown switch or value is 107000.
             fn runlanefake_set_semantics(switch: u32, value: u32) -> AclError;
             /// `runlanefake_set_semantics` on device `device_id` only (107001 out of range).
             fn runlanefake_set_semantics_on(device_id: i32, switch: u32, value: u32) -> AclError;
@@ -872,6 +888,9 @@ mod control {
             ) => semantics.op_timeout_code_on = value,
             (SWITCH_LEGACY_EVENT_FAULTS, 0 | 1) => semantics.legacy_event_faults = value == 1,
             (SWITCH_LATCH_FAULTS_STREAM, 0 | 1) => semantics.latch_faults_stream = value == 1,
+            (SWITCH_RESET_DROPS_EXCEPTION_CALLBACK, 0 | 1) => {
+                semantics.reset_drops_exception_callback = value == 1;
+            }
             _ => return Err(ACL_ERROR_RT_PARAM_INVALID),
         }
         Ok(())

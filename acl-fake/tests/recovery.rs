@@ -363,3 +363,139 @@ fn the_session_fails_a_test_that_made_an_unexpected_force_reset_under_a_wait() {
     assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
     assert_eq!(waiter.join().expect("waiter"), RESET_UNDER_WAIT);
 }
+
+/// Raises a notice due at once and waits until it was delivered or dropped: the counts then.
+fn notice_fate(control: &run_lane_fake_ascendcl::Control, before: (u64, u64)) -> (u64, u64) {
+    control
+        .raise_notice(0, 3, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO)
+        .expect("raise");
+    let mut now = before;
+    wait_until("the notice delivered or dropped", || {
+        now = control.notice_counts().expect("counts");
+        now.0 + now.1 > before.0 + before.1
+    });
+    now
+}
+
+#[test]
+fn by_default_a_force_reset_keeps_the_registered_exception_callback() {
+    let (_guard, acl, control) = session();
+    take_seen();
+    CALLS.store(0, Ordering::Release);
+    register(Some(first_callback));
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    assert_eq!(
+        notice_fate(control, (0, 0)),
+        (1, 0),
+        "delivered: the slot survived"
+    );
+    wait_for_calls(1);
+}
+
+#[test]
+fn with_reset_drops_exception_callback_only_a_good_force_reset_of_a_switched_device_empties_the_slot()
+ {
+    let (_guard, acl, control) = session();
+    take_seen();
+    CALLS.store(0, Ordering::Release);
+    control
+        .device(0)
+        .set_semantics(run_lane_fake_ascendcl::Semantics::ResetDropsExceptionCallback(true))
+        .expect("the switch");
+    register(Some(first_callback));
+    // A reset of another device, whose switch is off, keeps it.
+    bind(acl, 1);
+    assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
+    let counts = notice_fate(control, (0, 0));
+    assert_eq!(counts, (1, 0), "device 1's reset kept the slot");
+    // A refused reset (507007: no set device since the last one) drops nothing.
+    assert_eq!(force_reset(acl, 1), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
+    bind(acl, 0);
+    control
+        .device(0)
+        .fail_call(
+            "aclrtResetDeviceForce",
+            ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+            0,
+            1,
+        )
+        .expect("the rule");
+    assert_eq!(force_reset(acl, 0), ACL_ERROR_RT_DRV_INTERNAL_ERROR);
+    let counts = notice_fate(control, counts);
+    assert_eq!(counts, (2, 0), "a failed reset of device 0 kept the slot");
+    // A good reset of device 0 empties it: the next notice is dropped.
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    let counts = notice_fate(control, counts);
+    assert_eq!(counts, (2, 1), "device 0's reset dropped the callback");
+    // Registering again takes the slot back.
+    register(Some(first_callback));
+    assert_eq!(notice_fate(control, counts), (3, 1));
+    wait_for_calls(3);
+    // `runlanefake_reset` restores the default: a reset keeps the slot again.
+    control.reset().expect("reset");
+    bind(acl, 0);
+    register(Some(first_callback));
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    assert_eq!(notice_fate(control, (0, 0)), (1, 0));
+}
+
+#[test]
+fn a_search_hiding_the_optional_symbols_loads_the_fake_with_them_missing_and_unavailable() {
+    let (_guard, _, control) = session();
+    let hidden = ascend_cl_sys::OPTIONAL_SYMBOLS;
+    let acl = ascend_cl_sys::Search::with_env(|_| None)
+        .explicit(&fake().path)
+        .hiding(hidden.iter().copied())
+        .open()
+        .unwrap_or_else(|e| panic!("a missing optional symbol never refuses a load: {e}"));
+    assert_eq!(acl.missing_optional(), hidden);
+    assert!(hidden.iter().all(|symbol| !acl.has_optional(symbol)));
+    // SAFETY: a plain function; the fake is never called (the symbol is hidden).
+    let refused = unsafe { acl.aclrtSetExceptionInfoCallback(Some(first_callback)) };
+    assert_eq!(
+        refused,
+        Err(ascend_cl_sys::Unavailable {
+            symbol: "aclrtSetExceptionInfoCallback"
+        })
+    );
+    // Nothing was registered: the fake's slot is still empty.
+    assert_eq!(notice_fate(control, (0, 0)), (0, 1));
+    // The required table still works through the same load.
+    bind(&acl, 0);
+    let stream = create_stream(&acl);
+    let mut id = -1;
+    // SAFETY: a live stream and a writable id.
+    let read = unsafe { acl.aclrtStreamGetId(stream, &mut id) };
+    assert_eq!(
+        read,
+        Err(ascend_cl_sys::Unavailable {
+            symbol: "aclrtStreamGetId"
+        })
+    );
+    assert_eq!(id, -1, "not written");
+    assert_eq!(destroy_stream(&acl, stream), ACL_SUCCESS);
+    // The one loaded without hiding still has them all.
+    assert!(fake().acl.missing_optional().is_empty());
+}
+
+#[test]
+fn a_search_hiding_required_symbols_refuses_the_load_naming_each_and_the_cann_that_has_it() {
+    let (_guard, _, _) = session();
+    let error = ascend_cl_sys::Search::with_env(|_| None)
+        .explicit(&fake().path)
+        .hiding([
+            "aclrtSetOpExecuteTimeOutV2",
+            "aclrtSynchronizeDeviceWithTimeout",
+        ])
+        .open()
+        .expect_err("a missing required symbol refuses the load");
+    let text = error.to_string();
+    for symbol in [
+        "`aclrtSynchronizeDeviceWithTimeout`: needs CANN 8.0.0",
+        "`aclrtSetOpExecuteTimeOutV2`: needs CANN 8.0.0",
+        "2 required symbols missing",
+        "its CANN is too old",
+    ] {
+        assert!(text.contains(symbol), "{symbol}: {text}");
+    }
+}

@@ -231,12 +231,15 @@ pub struct Search {
     env: EnvLookup,
     prefixes: Option<Vec<PathBuf>>,
     bare: bool,
+    /// Symbols looked up as absent ([`Search::hiding`]).
+    hidden: Vec<String>,
 }
 
 impl fmt::Debug for Search {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Search")
             .field("candidates", &self.candidates())
+            .field("hidden", &self.hidden)
             .finish()
     }
 }
@@ -256,6 +259,7 @@ impl Search {
             env: Box::new(env),
             prefixes: None,
             bare: true,
+            hidden: Vec::new(),
         }
     }
 
@@ -278,6 +282,26 @@ impl Search {
     pub fn bare_dlopen(mut self, bare: bool) -> Self {
         self.bare = bare;
         self
+    }
+
+    /// Looks each of `symbols` up as absent, in the library and its fallbacks alike: the
+    /// library loads as an older or trimmed CANN's would. A hidden REQUIRED symbol refuses
+    /// the load ([`AttemptFailure::MissingSymbol`] names it), a hidden OPTIONAL one is listed
+    /// by [`Acl::missing_optional`] and its method returns
+    /// [`Unavailable`](crate::Unavailable) without calling. What it is for: proving, on a
+    /// library that has every symbol (the test fake), the refusal and the degrade paths a
+    /// real older CANN takes; and keeping a process off an optional call it must not make.
+    /// Names that are not ACL symbols of the table change nothing.
+    #[must_use]
+    pub fn hiding<S: Into<String>>(mut self, symbols: impl IntoIterator<Item = S>) -> Self {
+        self.hidden.extend(symbols.into_iter().map(Into::into));
+        self
+    }
+
+    /// The symbols [`Search::hiding`] looks up as absent, in the order given.
+    #[must_use]
+    pub fn hidden(&self) -> &[String] {
+        &self.hidden
     }
 
     /// The default install prefixes (ascend-cl.md §1.2), `$HOME` read through the closure.
@@ -346,7 +370,7 @@ impl Search {
     pub fn open(&self) -> Result<Acl, LoadError> {
         let mut attempts = Vec::new();
         for candidate in self.candidates() {
-            match open_candidate(&candidate) {
+            match open_candidate(&candidate, &self.hidden) {
                 Ok(acl) => return Ok(acl),
                 Err(failure) => attempts.push(Attempt { candidate, failure }),
             }
@@ -379,7 +403,7 @@ fn is_bare(path: &Path) -> bool {
     path.parent().is_none_or(|p| p.as_os_str().is_empty())
 }
 
-fn open_candidate(candidate: &Candidate) -> Result<Acl, AttemptFailure> {
+fn open_candidate(candidate: &Candidate, hidden: &[String]) -> Result<Acl, AttemptFailure> {
     let path = &candidate.path;
     if path.as_os_str().is_empty() {
         return Err(AttemptFailure::EmptyPath);
@@ -390,7 +414,7 @@ fn open_candidate(candidate: &Candidate) -> Result<Acl, AttemptFailure> {
     if !is_bare(path) && !path.exists() {
         return Err(AttemptFailure::NotFound);
     }
-    let mut libraries = Libraries::open(path)?;
+    let mut libraries = Libraries::open(path, hidden)?;
     let acl = Acl::resolve(path.clone(), &mut libraries)?;
     // The name given may be a bare name or a symlink: ask the loader which file it mapped.
     let resolved = mapped_file(acl.init_address()).unwrap_or_else(|| path.clone());
@@ -427,16 +451,19 @@ pub(crate) struct Libraries {
     opened: Vec<Library>,
     fallbacks_opened: bool,
     fallback_paths: Vec<PathBuf>,
+    /// Symbols looked up as absent ([`Search::hiding`]).
+    hidden: Vec<String>,
 }
 
 impl Libraries {
-    fn open(path: &Path) -> Result<Self, AttemptFailure> {
+    fn open(path: &Path, hidden: &[String]) -> Result<Self, AttemptFailure> {
         let primary = dlopen(path)?;
         Ok(Self {
             primary_path: path.to_path_buf(),
             opened: vec![primary],
             fallbacks_opened: false,
             fallback_paths: Vec::new(),
+            hidden: hidden.to_vec(),
         })
     }
 
@@ -467,12 +494,15 @@ impl Libraries {
     }
 
     /// Resolves `name`, first in the primary library, then in each fallback; `None` when no
-    /// library has it.
+    /// library has it, or when the search hides it ([`Search::hiding`]).
     ///
     /// # Safety
     ///
     /// `T` is the symbol's C prototype as a function-pointer type.
     pub(crate) unsafe fn symbol<T: Copy>(&mut self, name: &'static str) -> Option<T> {
+        if self.hidden.iter().any(|hidden| hidden == name) {
+            return None;
+        }
         let lookup = |library: &Library| {
             // SAFETY: `T` is the symbol's prototype (caller's contract); the value is copied
             // out and only called while `Acl` keeps the library loaded.
