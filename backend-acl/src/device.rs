@@ -33,6 +33,33 @@ pub enum Library {
     Search,
     /// This file and nothing else (the fake in tests, a non-standard install).
     Path(PathBuf),
+    /// This file and nothing else, with the symbols `hidden` names looked up as absent
+    /// (`ascend_cl_sys::Search::hiding`): the library as an older or trimmed CANN would be.
+    /// A hidden required symbol refuses the open; a hidden optional one degrades what it
+    /// serves (without `aclrtSetExceptionInfoCallback` or a getter the notice monitor is
+    /// [`NoticeMonitor::Unavailable`]; without `aclrtStreamGetId` no stream has an id). For
+    /// tests of those paths on the fake, which has every symbol, and for a process that must
+    /// keep the lane off an optional call.
+    PathHiding {
+        /// The library.
+        path: PathBuf,
+        /// The symbols looked up as absent.
+        hidden: Vec<String>,
+    },
+}
+
+impl Library {
+    /// Loads it.
+    fn load(&self) -> Result<Acl, ascend_cl_sys::LoadError> {
+        match self {
+            Self::Search => Search::from_env().open(),
+            Self::Path(path) => Acl::open(path),
+            Self::PathHiding { path, hidden } => Search::from_env()
+                .explicit(path)
+                .hiding(hidden.iter().cloned())
+                .open(),
+        }
+    }
 }
 
 /// How to open a device.
@@ -185,10 +212,7 @@ impl AclDevice {
     /// symbol), a failed `aclInit`, no device, a bad device id, an unknown SoC without an
     /// explicit profile, an op timeout not below the host wait, or a failed call.
     pub fn open(config: AclConfig) -> Result<(Self, Profile), AclError> {
-        let acl = match &config.library {
-            Library::Search => Search::from_env().open()?,
-            Library::Path(path) => Acl::open(path)?,
-        };
+        let acl = config.library.load()?;
         let initialised_here = if config.init {
             // SAFETY: a NULL config path is allowed (ascend-cl.md §2.1).
             let code = unsafe { acl.aclInit(core::ptr::null()) };
@@ -291,10 +315,7 @@ impl AclDevice {
     ///
     /// As [`AclDevice::open`], but for the op timeout.
     pub fn probe_profile(config: &AclConfig) -> Result<Profile, AclError> {
-        let acl = match &config.library {
-            Library::Search => Search::from_env().open()?,
-            Library::Path(path) => Acl::open(path)?,
-        };
+        let acl = config.library.load()?;
         let (_, _, profile) = Self::identify(&acl, config)?;
         let device_id = config.device_id;
         // SAFETY: plain value.

@@ -25,7 +25,10 @@
 //! created and kept until the next force reset, and `Device::notice_concerns` matches a
 //! notice against them; the library's own notice handler is installed only when
 //! [`AclConfig::notice_monitor`] asks (see [`NoticeMonitor`]), and registered again after
-//! every force reset.
+//! every force reset. A library without a symbol the monitor needs opens all the same:
+//! [`AclDevice::notice_monitor`] says why there is none (its `Display` is the message for the
+//! embedding). [`Library::PathHiding`] opens a library as if it lacked chosen symbols, so
+//! those paths are proven on the fake.
 //!
 //! **Invariant:** mechanism only: every call returns the raw code it got; lane-core decides
 //! what it means. Recovery is exactly the driver's effects: bounded drain

@@ -483,3 +483,47 @@ fn on_device_semantics_a_faulted_or_hung_run_is_never_ok_and_a_latch_fails_only_
         }
     }
 }
+
+/// Issue 24 §3: the notice calls are optional symbols. A library without any of them (an
+/// older CANN, here the fake with them hidden) opens even with the monitor asked for, says
+/// why there is no monitor, takes no stream ids, and runs its lane as any other.
+#[test]
+fn a_lane_on_a_library_without_the_notice_symbols_opens_with_the_monitor_unavailable_and_runs() {
+    let fake = common::fake();
+    let config = AclConfig {
+        library: backend_acl::Library::PathHiding {
+            path: fake.path.clone(),
+            hidden: ascend_cl_sys::OPTIONAL_SYMBOLS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        },
+        notice_monitor: true,
+        ..fake.config()
+    };
+    let mut d = driver(&fake, config, Vec::new());
+    let monitor = d.device().notice_monitor().clone();
+    assert_eq!(
+        monitor,
+        backend_acl::NoticeMonitor::Unavailable {
+            symbol: "aclrtSetExceptionInfoCallback"
+        }
+    );
+    let message = monitor.to_string();
+    assert!(
+        message.contains("not installed")
+            && message.contains("lacks aclrtSetExceptionInfoCallback")
+            && message.contains("forwards"),
+        "says what is missing and what still works: {message}"
+    );
+    let reports = run_lane(&mut d, 6);
+    assert_eq!(reports.len(), 6);
+    assert!(reports.iter().all(|r| verdict(r).is_ok()), "{reports:?}");
+    assert_eq!(
+        d.device().stream_ids().count(),
+        0,
+        "no aclrtStreamGetId, no ids"
+    );
+    assert_eq!(fake.counters().streams_created, 2);
+    fake.assert_balanced();
+}
