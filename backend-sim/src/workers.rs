@@ -843,7 +843,7 @@ mod tests {
             depth: Some(2),
             slots: Some(3),
             prepare_window: Some(2),
-            seed: 32,
+            seed: 106,
             swarm: true,
             liveness: true,
             trace: true,

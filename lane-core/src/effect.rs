@@ -3,7 +3,7 @@
 //! Every effect is answered by exactly one [`Event`](crate::Event) that names what it
 //! answers (run and lease, stream role and handle, publication, recovery attempt).
 
-use status_latch::{HeaderLayout, VerdictChannel};
+use status_latch::{AclCode, HeaderLayout, VerdictChannel};
 use stream_pair::{DestroyMode, Role, StreamHandle};
 
 use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
@@ -74,6 +74,11 @@ pub enum Effect {
         deadline: Timestamp,
         /// The profile's verdict channel: read the record, or synchronize every run.
         channel: VerdictChannel,
+        /// The code of the fence call that failed after a kernel was accepted
+        /// (`LaunchFailed` at `RecordEvent`): the run's events cannot decide it, so the
+        /// waiter waits on no event and makes the device verdict at once (L-5, L-8),
+        /// answering `Completed` with `Boundary::Unfenced`. `None` for a fenced run.
+        unfenced: Option<AclCode>,
     },
     /// Read the run's status header and its timing buffer device-to-host (L-8, L-17).
     /// Answered by `StatusRead` or `StatusReadFailed`.

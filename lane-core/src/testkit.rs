@@ -7,7 +7,9 @@
 
 use core::fmt;
 
-use status_latch::{AclCode, Evidence, Status, VerdictChannel};
+use status_latch::{
+    AclCode, Boundary, DeviceVerdict, Evidence, RecordRead, Status, VerdictChannel,
+};
 use stream_pair::{DestroyMode, StreamHandle};
 
 use crate::effect::Effect;
@@ -68,11 +70,22 @@ impl fmt::Display for Effect {
                 "LaunchRun {run} ({lease}) aicpu h{} aicore h{}",
                 aicpu.0, aicore.0
             ),
-            Self::AwaitCompletion { run, deadline, .. } => write!(
-                f,
-                "AwaitCompletion {run} (deadline {} us)",
-                Micros(deadline.0)
-            ),
+            Self::AwaitCompletion {
+                run,
+                deadline,
+                unfenced,
+                ..
+            } => {
+                write!(
+                    f,
+                    "AwaitCompletion {run} (deadline {} us)",
+                    Micros(deadline.0)
+                )?;
+                match unfenced {
+                    Some(code) => write!(f, " unfenced ({})", code.raw()),
+                    None => Ok(()),
+                }
+            }
             Self::ReadStatus { run, .. } => write!(f, "ReadStatus {run}"),
             Self::FinaliseRun { run, copy_back, .. } => write!(
                 f,
@@ -187,13 +200,21 @@ impl Succeed {
                 run,
                 lease,
                 channel,
+                unfenced,
                 ..
             } => Event::Completed {
                 run,
                 lease,
-                evidence: match channel {
-                    VerdictChannel::Record => Evidence::PUBLISHED_OK,
-                    VerdictChannel::StreamSync => Evidence::SYNCHRONIZED_CLEAN,
+                evidence: match (unfenced, channel) {
+                    // The device verdict alone, on clean streams.
+                    (Some(code), channel) => Evidence {
+                        channel,
+                        boundary: Boundary::Unfenced(code),
+                        record: RecordRead::NotRead,
+                        device: Some(DeviceVerdict::Clean),
+                    },
+                    (None, VerdictChannel::Record) => Evidence::PUBLISHED_OK,
+                    (None, VerdictChannel::StreamSync) => Evidence::SYNCHRONIZED_CLEAN,
                 },
             },
             Effect::ReadStatus { run, lease, layout } => Event::StatusRead {

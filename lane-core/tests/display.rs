@@ -81,8 +81,19 @@ fn every_effect_prints_its_trace_line() {
                 lease: LEASE,
                 deadline: Timestamp(12_345_678),
                 channel: VerdictChannel::Record,
+                unfenced: None,
             },
             "AwaitCompletion run 7 (deadline 12345.678 us)",
+        ),
+        (
+            Effect::AwaitCompletion {
+                run: RUN,
+                lease: LEASE,
+                deadline: Timestamp(12_345_678),
+                channel: VerdictChannel::Record,
+                unfenced: Some(AclCode::RtParamInvalid),
+            },
+            "AwaitCompletion run 7 (deadline 12345.678 us) unfenced (107000)",
         ),
         (
             Effect::ReadStatus {

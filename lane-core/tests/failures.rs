@@ -4,7 +4,10 @@
 mod common;
 
 use common::{Fault, Harness, code};
-use lane_core::status_latch::{Class, Failure, LaunchProgress, RuntimeCode, Stage};
+use lane_core::status_latch::{
+    Boundary, Class, DeviceVerdict, Evidence, Failure, LaunchProgress, RecordRead, RuntimeCode,
+    Stage, VerdictChannel,
+};
 use lane_core::stream_pair::Role;
 use lane_core::{
     AfterRecovery, FinaliseFailure, LaneState, LaunchStep, RecoveryStep, RunPhase, RunRequest,
@@ -313,19 +316,60 @@ fn a_partial_launch_poisons() {
     assert!(matches!(h.verdict(r1), Some(Verdict::Poisoned { origin, .. }) if origin == r2));
 }
 
+/// L-5, L-8, SPEC §5.3: a fence call that fails after a kernel was accepted leaves the run
+/// unfenced. It is not failed at its launch: it is awaited through the device verdict alone
+/// (nothing launches behind it), and poisons with the device's code, or with the failed
+/// call's code when both streams synchronize clean.
 #[test]
-fn an_event_record_failure_poisons() {
+fn an_event_record_failure_is_awaited_through_the_device_verdict_and_poisons_with_its_code() {
+    for (device, stage, want) in [
+        (DeviceVerdict::Clean, Stage::EventRecord, 107_000),
+        (
+            DeviceVerdict::Fault(code(507_015)),
+            Stage::StreamSync,
+            507_015,
+        ),
+    ] {
+        let mut h = Harness::a2a3();
+        h.fault(Fault::LaunchFails(1, LaunchStep::RecordEvent, 107_000));
+        let r1 = h.run();
+        let r2 = h.run();
+        assert_eq!(h.verdict(r1), None, "not failed at its launch");
+        let log = h.take();
+        assert!(
+            log.iter()
+                .any(|l| l.starts_with("AwaitCompletion run 1") && l.ends_with("unfenced (107000)")),
+            "{log:?}"
+        );
+        assert!(
+            !log.iter().any(|l| l.starts_with("LaunchRun run 2")),
+            "nothing launches behind an unfenced run: {log:?}"
+        );
+        h.complete_with(
+            r1,
+            Evidence {
+                channel: VerdictChannel::Record,
+                boundary: Boundary::Unfenced(code(107_000)),
+                record: RecordRead::NotRead,
+                device: Some(device),
+            },
+        );
+        let cause = failed_with(h.verdict(r1));
+        assert_eq!((cause.stage(), cause.code()), (Some(stage), Some(want)));
+        assert_eq!(cause.class(), Class::Poison);
+        assert!(matches!(h.verdict(r2), Some(Verdict::Poisoned { origin, .. }) if origin == r1));
+    }
+}
+
+/// A backend that answers an unfenced run's await as if its boundary had completed (its
+/// record ok) proves nothing: the lane judges it unfenced all the same, never `Ok`.
+#[test]
+fn an_unfenced_run_is_never_ok_whatever_its_completion_says() {
     let mut h = Harness::a2a3();
     h.fault(Fault::LaunchFails(1, LaunchStep::RecordEvent, 107_000));
     let r1 = h.run();
+    h.complete_with(r1, Evidence::PUBLISHED_OK);
     let cause = failed_with(h.verdict(r1));
-    assert!(matches!(
-        cause.failure,
-        Failure::Acl {
-            stage: Stage::EventRecord,
-            ..
-        }
-    ));
     assert_eq!(cause.class(), Class::Poison);
 }
 

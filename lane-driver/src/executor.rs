@@ -131,6 +131,7 @@ struct Awaited {
     run: RunId,
     lease: Lease,
     channel: VerdictChannel,
+    unfenced: Option<AclCode>,
 }
 
 /// What a device wait ended with ([`Executor::wait`], [`run_device_wait`]).
@@ -344,6 +345,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 run,
                 lease,
                 channel,
+                unfenced,
                 ..
             } => {
                 // The deadline is read from the lane at every wait.
@@ -351,6 +353,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                     run,
                     lease,
                     channel,
+                    unfenced,
                 });
                 return Ok(None);
             }
@@ -453,7 +456,19 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         };
         r.launch_aicore(d, aicore, &args)
             .map_err(|code| (LaunchStep::Aicore, code))?;
-        // From here a kernel is on a stream: a failed record or wait leaves the run unfenced.
+        // From here a kernel is on a stream: a failed record or wait leaves the run unfenced,
+        // and its wait is the device verdict on this pair, so the slot keeps the launch.
+        if let Some(slot) = self
+            .slots
+            .get_mut(usize::from(lease.slot.0))
+            .and_then(Option::as_mut)
+        {
+            slot.launched = Some(Launched {
+                epoch,
+                streams: [aicpu, aicore],
+            });
+        }
+        let (d, r) = (&mut self.device, &mut self.runner);
         let unfenced = |code| (LaunchStep::RecordEvent, code);
         d.record_event(slot.core_done(), aicore).map_err(unfenced)?;
         r.launch_aicpu(d, aicpu, &args)
@@ -475,10 +490,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .and_then(Option::as_mut)
         {
             slot.recorded = [true; 2];
-            slot.launched = Some(Launched {
-                epoch,
-                streams: [aicpu, aicore],
-            });
             if let Some(pinned) = slot.pinned.as_mut() {
                 pinned.read_failed = read_failed;
             }
@@ -672,6 +683,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             run,
             lease,
             channel,
+            unfenced,
         }) = self.awaited.take()
         else {
             return Ok(None);
@@ -682,7 +694,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
             return Err(DriverError::UnrecordedEvent { run });
         };
-        let (true, Some(launched)) = (slot.recorded == [true; 2], slot.launched) else {
+        // An unfenced run recorded none of its events: its wait is the device verdict alone.
+        let fenced = slot.recorded == [true; 2] || unfenced.is_some();
+        let (true, Some(launched)) = (fenced, slot.launched) else {
             return Err(DriverError::UnrecordedEvent { run });
         };
         Ok(Some(DeviceWait::Completion {
@@ -694,6 +708,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             streams: launched.streams,
             channel,
             deadline,
+            unfenced,
         }))
     }
 

@@ -52,6 +52,10 @@ pub enum DeviceWait {
         channel: VerdictChannel,
         /// The run's deadline.
         deadline: Timestamp,
+        /// The code of the run's fence call that failed after a kernel was accepted: then
+        /// no event is waited on and no record read; the device verdict alone answers, with
+        /// `Boundary::Unfenced` (L-5, L-8).
+        unfenced: Option<AclCode>,
     },
     /// Recovery step 1: `aclrtSynchronizeDeviceWithTimeout`, whose result proves nothing.
     Drain {
@@ -195,6 +199,7 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
             streams,
             channel,
             deadline,
+            unfenced,
         } => {
             if let Err(code) = waiter.bind() {
                 return Wait::Answered(Event::CompletionFailed { run, lease, code });
@@ -202,6 +207,21 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
             let now = waiter.now();
             if now >= deadline {
                 return Wait::Expired(now);
+            }
+            if let Some(code) = unfenced {
+                // Its events prove nothing (a never-recorded event even waits as success):
+                // the pair's synchronize decides, bounded by the deadline.
+                let evidence = Evidence {
+                    channel,
+                    boundary: Boundary::Unfenced(code),
+                    record: RecordRead::NotRead,
+                    device: Some(device_verdict(waiter, streams, deadline)),
+                };
+                return Wait::Answered(Event::Completed {
+                    run,
+                    lease,
+                    evidence,
+                });
             }
             // A timeout here (507047) is the whole remainder's: the failed wait it is (a
             // stuck run's outcome line says so), on every path that runs this loop.

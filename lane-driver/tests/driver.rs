@@ -47,6 +47,9 @@ struct Recorder {
     stream_sync_script: std::collections::VecDeque<Option<i32>>,
     /// Runs whose kernels publish no result record.
     silent: Vec<u64>,
+    /// The `record_event` call (counted from 1) that fails with 107000, if any.
+    fail_record: Option<usize>,
+    records: usize,
 }
 
 impl Recorder {
@@ -122,6 +125,10 @@ impl Device for Recorder {
     }
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
         self.log(format!("record_event e{} on s{}", event.0, stream.0));
+        self.records += 1;
+        if self.fail_record == Some(self.records) {
+            return Err(Self::code(107_000));
+        }
         Ok(())
     }
     fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
@@ -424,6 +431,49 @@ fn a_run_that_publishes_nothing_is_synchronized_and_a_device_code_poisons_it_wit
             other => panic!("{other:?}"),
         },
         other => panic!("{other:?}"),
+    }
+}
+
+/// L-5, L-8: a fence call that fails after a kernel was accepted leaves the run unfenced.
+/// Its wait is the device verdict alone (no event waited on, no record read), nothing launches
+/// behind it, and it poisons with the device's code, or with the call's code on clean streams.
+#[test]
+fn an_unfenced_run_is_decided_by_the_device_verdict_alone_and_holds_back_its_successor() {
+    // Run 1's fence is core_done then boundary: record call 2 is its boundary.
+    for (device, want) in [(None, 107_000), (Some(507_015), 507_015)] {
+        let mut d = driver();
+        d.device_mut().fail_record = Some(2);
+        d.device_mut().stream_sync_script = [device].into();
+        d.submit(RunRequest::new()).unwrap().unwrap();
+        d.submit(RunRequest::new()).unwrap().unwrap();
+        calls(&mut d);
+        d.run_until_idle().unwrap();
+        let log = calls(&mut d);
+        let first_sync = log
+            .iter()
+            .position(|c| c.starts_with("synchronize_stream"))
+            .unwrap_or_else(|| panic!("no device verdict: {log:?}"));
+        assert!(
+            !log[..first_sync]
+                .iter()
+                .any(|c| c.starts_with("synchronize_event") || c.contains("280B")),
+            "an unfenced run waits on no event and reads no record: {log:?}"
+        );
+        assert_eq!(
+            d.device_mut().launched.len(),
+            1,
+            "nothing launched behind an unfenced run: {log:?}"
+        );
+        match outcomes(&mut d).first() {
+            Some(Outcome::Run(r)) => match r.verdict {
+                Verdict::Failed { cause } => {
+                    assert_eq!(cause.code(), Some(want), "{cause:?}");
+                    assert_eq!(cause.class(), lane_core::status_latch::Class::Poison);
+                }
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
     }
 }
 
@@ -910,6 +960,7 @@ fn completion(deadline_ns: u64) -> DeviceWait {
         streams: [StreamHandle(1), StreamHandle(2)],
         channel: VerdictChannel::Record,
         deadline: Timestamp(deadline_ns),
+        unfenced: None,
     }
 }
 

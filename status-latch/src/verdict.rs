@@ -214,7 +214,8 @@ impl VerdictRule {
             Self::Unfenced => (
                 "unfenced",
                 "a record or wait of the run's fence failed after a kernel was accepted",
-                "fail with that call's code (poison: only the recovery's drain and reset settle it)",
+                "make the device verdict first (its own events cannot decide the run); then fail with the \
+                 device's code, or with the fence call's code when both streams are clean (poison either way)",
             ),
             Self::BoundaryFailed => (
                 "boundary-failed",
@@ -293,13 +294,18 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
     use VerdictRule as R;
     match evidence.boundary {
         Boundary::Unfenced(code) => {
-            return (
-                R::Unfenced,
-                Judgement::Fail(Failure::Acl {
+            let judgement = match evidence.device {
+                None => Judgement::NeedsDeviceVerdict,
+                Some(DeviceVerdict::Fault(device)) => Judgement::Fail(Failure::Acl {
+                    stage: Stage::StreamSync,
+                    code: device,
+                }),
+                Some(DeviceVerdict::Clean) => Judgement::Fail(Failure::Acl {
                     stage: Stage::EventRecord,
                     code,
                 }),
-            );
+            };
+            return (R::Unfenced, judgement);
         }
         Boundary::Failed(code) => {
             return (
@@ -367,7 +373,7 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
 }
 
 /// Whether the completion waiter must make the device verdict before it answers: the
-/// boundary completed and the record does not decide the run.
+/// boundary completed and the record does not decide the run, or the run is unfenced.
 pub const fn needs_device_verdict(evidence: &Evidence) -> bool {
     matches!(
         judge(evidence, HeaderRead::Unread).1,

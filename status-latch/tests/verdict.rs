@@ -289,17 +289,45 @@ fn the_stream_sync_channel_never_reads_the_record() {
 }
 
 #[test]
-fn a_failed_or_unfenced_boundary_poisons_whatever_else_was_seen() {
+fn a_failed_boundary_poisons_whatever_else_was_seen() {
     for (evidence, header) in domain() {
-        let stage = match evidence.boundary {
-            Boundary::Complete => continue,
-            Boundary::Failed(_) => Stage::EventWait,
-            Boundary::Unfenced(_) => Stage::EventRecord,
+        let Boundary::Failed(code) = evidence.boundary else {
+            continue;
         };
         let (_, Judgement::Fail(failure)) = judge(&evidence, header) else {
             panic!("{evidence}: not a failure");
         };
+        assert_eq!(failure.stage(), Some(Stage::EventWait), "{evidence}");
+        assert_eq!(failure.code(), Some(code.raw()), "{evidence}");
+        assert_eq!(classify(&failure).class, Class::Poison, "{evidence}");
+    }
+}
+
+/// L-8, §5.3: an unfenced run's own events cannot decide it, so it is synchronized first,
+/// whatever its record says; then it poisons with the device's code, or with the fence
+/// call's code when both streams are clean.
+#[test]
+fn an_unfenced_run_takes_the_device_verdict_and_poisons_with_its_code() {
+    for (evidence, header) in domain() {
+        let Boundary::Unfenced(call) = evidence.boundary else {
+            continue;
+        };
+        let (rule, judgement) = judge(&evidence, header);
+        assert_eq!(rule, VerdictRule::Unfenced, "{evidence}");
+        let (stage, code) = match evidence.device {
+            None => {
+                assert_eq!(judgement, Judgement::NeedsDeviceVerdict, "{evidence}");
+                assert!(needs_device_verdict(&evidence), "{evidence}");
+                continue;
+            }
+            Some(DeviceVerdict::Fault(device)) => (Stage::StreamSync, device),
+            Some(DeviceVerdict::Clean) => (Stage::EventRecord, call),
+        };
+        let Judgement::Fail(failure) = judgement else {
+            panic!("{evidence}: not a failure");
+        };
         assert_eq!(failure.stage(), Some(stage), "{evidence}");
+        assert_eq!(failure.code(), Some(code.raw()), "{evidence}");
         assert_eq!(classify(&failure).class, Class::Poison, "{evidence}");
     }
 }

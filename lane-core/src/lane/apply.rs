@@ -91,20 +91,19 @@ impl Lane {
                 code,
             } => {
                 let idx = self.live_run(run, lease, name)?;
-                let failure = match step {
-                    LaunchStep::Arm | LaunchStep::Aicore => Failure::Launch {
-                        progress: LaunchProgress::NotStarted,
-                        code,
-                    },
-                    LaunchStep::Aicpu => Failure::Launch {
-                        progress: LaunchProgress::Partial,
-                        code,
-                    },
-                    LaunchStep::RecordEvent => Failure::Acl {
-                        stage: Stage::EventRecord,
-                        code,
-                    },
+                let progress = match step {
+                    LaunchStep::Arm | LaunchStep::Aicore => LaunchProgress::NotStarted,
+                    LaunchStep::Aicpu => LaunchProgress::Partial,
+                    LaunchStep::RecordEvent => {
+                        // Unfenced (L-5): the kernels may run, and nothing of the run's own
+                        // can prove them done. It stays on the pair as launched, awaited
+                        // through the device verdict alone (L-8), and holds back every
+                        // later launch.
+                        self.advance(idx, RunInput::Launched, name)?.unfenced = Some(code);
+                        return Ok(());
+                    }
                 };
+                let failure = Failure::Launch { progress, code };
                 let cause = Cause::of(failure);
                 let input = RunInput::LaunchFailed(cause.class());
                 self.expect(idx, input, name)?;
@@ -120,9 +119,13 @@ impl Lane {
             Event::Completed {
                 run,
                 lease,
-                evidence,
+                mut evidence,
             } => {
                 let idx = self.live_run(run, lease, name)?;
+                // An unfenced run's events proved nothing, whatever the backend says.
+                if let Some(code) = self.run(idx).unfenced {
+                    evidence.boundary = Boundary::Unfenced(code);
+                }
                 // The evidence alone may already poison (L-8): then the run never reaches
                 // the pair's retirement or a status read on a faulted device.
                 let cause = match judge(&evidence, HeaderRead::Unread).1 {

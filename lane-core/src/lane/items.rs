@@ -1,7 +1,7 @@
 //! The item FIFO: one record per accepted run or publication, in submission order, until
 //! its outcome is delivered.
 
-use status_latch::Evidence;
+use status_latch::{AclCode, Evidence};
 
 use crate::error::EventError;
 use crate::ids::{CodeRef, DeviceTiming, Lease, PublicationId, RunId, Tag, Timestamp};
@@ -29,6 +29,10 @@ pub(super) struct RunRecord {
     /// header at the status read.
     pub(super) evidence: Option<Evidence>,
     pub(super) deadline: Option<Timestamp>,
+    /// The code of the fence call that failed after a kernel was accepted: the run is
+    /// launched unfenced, awaited through the device verdict alone, and holds back every
+    /// later launch (L-5, L-8).
+    pub(super) unfenced: Option<AclCode>,
     /// AICore stream creations counted by the pair when this run's launch was submitted to
     /// it; `None` if it never reached the pair.
     pub(super) launched_on: Option<u64>,
@@ -54,6 +58,7 @@ impl RunRecord {
             timing: None,
             evidence: None,
             deadline: None,
+            unfenced: None,
             launched_on: None,
         }
     }

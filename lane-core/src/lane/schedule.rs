@@ -112,9 +112,13 @@ impl Lane {
 
     /// Whether the run at `idx`, its turn come, is held back from launching by the lane's
     /// own rules: a run with diagnostics, or one behind it, runs alone (L-3), and the pair
-    /// holds at most the launch depth (L-11). Stream readiness is the pair's to say.
+    /// holds at most the launch depth (L-11), and nothing queues behind an unfenced run (its
+    /// boundary cannot order a successor, L-5). Stream readiness is the pair's to say.
     pub(super) fn launch_held_back(&self, idx: usize, ahead: Ahead) -> bool {
         if (self.run(idx).diagnostics || ahead.diagnostics) && ahead.live_run {
+            return true;
+        }
+        if self.live_runs().any(|r| r.unfenced.is_some()) {
             return true;
         }
         let on_pair = self.live_runs().filter(|r| r.phase.on_pair()).count();
@@ -252,13 +256,14 @@ impl Lane {
             return false;
         };
         r.deadline = Some(deadline);
-        let (run, lease) = (r.id, r.lease);
+        let (run, lease, unfenced) = (r.id, r.lease, r.unfenced);
         let channel = self.profile.verdict();
         self.emit(Effect::AwaitCompletion {
             run,
             lease,
             deadline,
             channel,
+            unfenced,
         });
         true
     }
