@@ -968,18 +968,40 @@ impl Measured {
         })
     }
 
-    /// Whether the targets hold at `kernel_us`: (b) and (c) at depth two have a median gap at
-    /// most 1/3 of depth one's (`depth1`, the same loop) and at most 2x loop (a)'s.
-    pub(crate) fn targets_hold(&self, kernel_us: u64) -> Option<bool> {
+    /// This round's loops against their target at `kernel_us`, in per mille of what the
+    /// target allows (at most 1000 holds): the largest of 3x (b)'s and (c)'s depth-two median
+    /// gap over the same loop's depth-one gap, and of their depth-two gap over 2x loop (a)'s.
+    fn loop_target_permille(&self, kernel_us: u64) -> Option<u64> {
         let queued = |l| self.arm(kernel_us, l, "depth2").map(|a| a.median_ns);
         let depth_one = |l| self.arm(kernel_us, l, "depth1").map(|a| a.median_ns);
         let up_front = queued('a')?;
-        let mut hold = true;
+        let mut worst = 0;
         for l in ['b', 'c'] {
             let (q, d) = (queued(l)?, depth_one(l)?);
-            hold &= q.saturating_mul(3) <= d && q <= up_front.saturating_mul(2);
+            let of_depth_one = q.saturating_mul(3_000) / d.max(1);
+            let of_up_front = q.saturating_mul(1_000) / up_front.saturating_mul(2).max(1);
+            worst = worst.max(of_depth_one).max(of_up_front);
         }
-        Some(hold)
+        Some(worst)
+    }
+
+    /// Whether the targets hold at `kernel_us`: (b) and (c) at depth two have a median gap at
+    /// most 1/3 of depth one's (`depth1`, the same loop) and at most 2x loop (a)'s, judged
+    /// on the middle round (each round's worst loop against the target, the median of
+    /// those), as the anchors' targets are: one process's medians on a shared machine move
+    /// by tens of us from the next's.
+    pub(crate) fn targets_hold(&self, kernel_us: u64) -> Option<bool> {
+        let rounds: Vec<&Self> = self.rounds().collect();
+        middle_of(&rounds, |m| m.loop_target_permille(kernel_us)).map(|p| p <= 1_000)
+    }
+
+    /// Each round's [`loop_target_permille`](Self::loop_target_permille) at `kernel_us`, as
+    /// fractions of what the target allows, in round order.
+    fn loop_target_rounds(&self, kernel_us: u64) -> Vec<String> {
+        self.rounds()
+            .filter_map(|m| m.loop_target_permille(kernel_us))
+            .map(|p| format!("{:.2}", p as f64 / 1_000.0))
+            .collect()
     }
 }
 
@@ -1054,9 +1076,10 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
         .filter_map(|&k| {
             measured.targets_hold(k).map(|hold| {
                 format!(
-                    "{}: {}",
+                    "{}: {} (rounds: {} of the target)",
                     kernel_label(k),
-                    if hold { "holds" } else { "missed" }
+                    if hold { "holds" } else { "missed" },
+                    measured.loop_target_rounds(k).join(", ")
                 )
             })
         })
@@ -1064,7 +1087,9 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
     let _ = writeln!(
         out,
         "Target (a benchmark, not a timed test): at every kernel length, (b) and (c) at depth two \
-         have a median gap at most 1/3 of depth one's and within 2x of (a): {}. A ratio near 1 \
+         have a median gap at most 1/3 of depth one's and within 2x of (a), judged on the middle \
+         round as the anchors' targets below are (each round's worst loop as a fraction of what \
+         the target allows, at most 1.00 holds; the table shows the first round): {}. A ratio near 1 \
          would mean queueing bought nothing; here the successor is on the pair before its \
          predecessor ends, because no thread running the lane's steps sits in the predecessor's \
          wait (the completion waiter makes it outside the steps, docs/ARCHITECTURE.md). At \
@@ -1225,6 +1250,27 @@ mod tests {
         arm 300 b depth2 200 200 8583 29184\narm 300 b depth1 200 200 73900 160700\n\
         arm 300 c depth2 200 200 9885 66709\narm 300 c depth1 200 200 74260 204916\n\
         latency 300 b 21500 48000\n";
+
+    #[test]
+    fn the_loops_target_is_judged_on_the_middle_round_not_the_first() {
+        let missed = OUTPUT.replace("b depth2 200 200 8583", "b depth2 200 200 70000");
+        let mut measured = parse(&missed).unwrap();
+        assert_eq!(
+            measured.targets_hold(300),
+            Some(false),
+            "one round: its own"
+        );
+        measured.more_rounds = vec![parse(OUTPUT).unwrap(), parse(OUTPUT).unwrap()];
+        assert_eq!(measured.targets_hold(300), Some(true), "two of three hold");
+        assert_eq!(measured.more_rounds.len(), 2);
+        let text = markdown(&measured, 200, "test");
+        assert!(
+            text.contains("300 us: holds (rounds: 3.78, 0.53, 0.53 of the target)"),
+            "{text}"
+        );
+        measured.more_rounds[1] = parse(&missed).unwrap();
+        assert_eq!(measured.targets_hold(300), Some(false), "two of three miss");
+    }
 
     #[test]
     fn the_benchs_lines_parse_and_the_targets_are_checked_per_kernel_length() {
