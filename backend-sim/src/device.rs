@@ -60,6 +60,14 @@
 //! Either also makes the device bad (the sim's model of the sticky fallout): every checked
 //! call (launches, stream and event creation, records, copies, allocations) returns the code
 //! until a force reset. An event wait and a stream query never do.
+//!
+//! A latch is an AICPU kernel that exits with a fatal status (a latched `SCOPE_DEADLOCK`, an
+//! explicit orchestrator fatal): its events complete, it publishes its error record, and it
+//! leaves 507018 sticky on the AICPU stream (device-truth §1), as acl-fake does by default.
+//! The device stays good (later enqueues run), but any later synchronize of that stream
+//! returns 507018 until the stream is destroyed or the device force-reset: a later run whose
+//! record is ok is never synchronized and stays `Ok`; one that needs the device verdict (no
+//! record, a failed record read) reads the stale 507018 and poisons.
 
 use std::collections::BTreeMap;
 
@@ -1909,6 +1917,10 @@ impl SimDevice {
                         (Some(normal_end), [Ending::Exception(code); 2])
                     }
                     Some(Injected::Latch(latched)) => {
+                        // The AICPU kernel returns a fatal status: 507018 stays on its stream
+                        // (device-truth §1), read by any later synchronize of it. The device
+                        // is not made bad: later enqueues still run (as acl-fake's default).
+                        self.fault_stream_only(normal_end, aicpu, AclCode::RtAicpuException);
                         (Some(normal_end), [Ending::Latched(latched); 2])
                     }
                     Some(Injected::Silent) => (Some(normal_end), [Ending::Silent; 2]),
@@ -1972,6 +1984,15 @@ impl SimDevice {
                 killed_ns: None,
             };
             self.journal.push(|| Record::Kernel(record));
+        }
+    }
+
+    /// Faults `stream` alone with `code` at `at` (sticky until the stream is destroyed or the
+    /// device force-reset), leaving the device good: what an AICPU kernel's fatal status
+    /// leaves (a latch). An earlier code on the stream stays.
+    fn fault_stream_only(&mut self, at: u64, stream: StreamHandle, code: AclCode) {
+        if let Some(st) = self.streams.get_mut(&stream) {
+            st.faulted.get_or_insert((at, code));
         }
     }
 

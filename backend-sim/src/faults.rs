@@ -110,8 +110,10 @@ pub enum FaultKind {
     /// clean. The boundary completes before the host deadline (the event wait returns 0) and
     /// the device verdict's AICore synchronize returns 507014.
     Hang,
-    /// The kernels exit cleanly with this runtime code latched in the status header; the
-    /// AICPU scheduler publishes an error record with it (source: the status header).
+    /// The kernels exit with this runtime code latched in the status header; the AICPU
+    /// scheduler publishes an error record with it (source: the status header) and returns a
+    /// fatal status, leaving 507018 sticky on the AICPU stream (device-truth §1; the device
+    /// stays good).
     Latch,
     /// The run's kernels never end and the device op timeout never fires (a device that
     /// stopped reporting): only the host's bounded wait ends it, with 507047.
@@ -337,7 +339,7 @@ impl FaultKind {
                 Site::Run,
                 Runtime,
                 &[1, 2, 3, 4, 5, 7, 9, 11, 101, 102, 104, 8, 100, 10, 103],
-                "the kernels exit cleanly with a runtime code latched and published in an error record",
+                "the kernels exit with a runtime code latched and published in an error record; 507018 stays on the AICPU stream",
             ),
         }
     }

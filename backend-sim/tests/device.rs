@@ -411,6 +411,61 @@ fn a_run_queued_behind_a_faulted_run_still_runs_continue_on_failure_and_the_code
     d.reset_device_force().unwrap();
 }
 
+/// device-truth §1, as acl-fake does by default: an AICPU kernel whose runtime latched a
+/// fatal status exits (its events complete, its error record is published) and leaves
+/// 507018 sticky on the AICPU stream alone. Only a synchronize of that stream reads it, every
+/// time, until the stream is destroyed or the device force-reset; the device stays good, so
+/// the next run is launched and runs on the same streams.
+#[test]
+fn a_latch_leaves_507018_sticky_on_the_aicpu_stream_alone_until_it_is_destroyed_or_reset() {
+    let mut d = device();
+    d.install(FaultRule::parse("latch=SCOPE_DEADLOCK@run:1").unwrap());
+    let (aicpu, aicore) = pair(&mut d);
+    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    launch(&mut d, &s1, aicpu, aicore);
+    assert_eq!(
+        wait(&mut d, &s1),
+        Ok(()),
+        "the event wait reports completion"
+    );
+    assert_eq!(
+        d.query_stream(aicpu),
+        Ok(true),
+        "a stream query reports nothing"
+    );
+    assert!(matches!(record(&mut d, &s1), Record::Error { .. }));
+    let fatal = Err(AclCode::RtAicpuException);
+    assert_eq!(d.synchronize_stream(aicpu, 1_000), fatal);
+    assert_eq!(
+        d.synchronize_stream(aicore, 1_000),
+        Ok(()),
+        "AICore is clean"
+    );
+    assert_eq!(
+        d.synchronize_stream(aicpu, 1_000),
+        fatal,
+        "read again: sticky"
+    );
+    // Not a device fault: checked calls work and the next run runs, publishing its own ok
+    // record, while the AICPU stream keeps run 1's code.
+    assert!(d.malloc(64).is_ok());
+    launch_after(&mut d, &s2, &s1, aicpu, aicore);
+    assert_eq!(wait(&mut d, &s2), Ok(()));
+    assert_eq!(record(&mut d, &s2), Record::Ok);
+    assert_eq!(
+        d.synchronize_stream(aicpu, 1_000),
+        fatal,
+        "run 2 did not clear it"
+    );
+    // A new stream starts clean; a force reset clears the device.
+    let fresh = d.create_stream().unwrap();
+    assert_eq!(d.synchronize_stream(fresh, 1_000), Ok(()));
+    d.reset_device_force().unwrap();
+    let (aicpu, _) = pair(&mut d);
+    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
+    assert!(d.failure().is_none());
+}
+
 #[test]
 fn a_clean_run_publishes_an_ok_record_stamped_with_its_epoch_before_its_boundary_passes() {
     let mut d = device();
