@@ -527,3 +527,97 @@ fn a_lane_on_a_library_without_the_notice_symbols_opens_with_the_monitor_unavail
     assert_eq!(fake.counters().streams_created, 2);
     fake.assert_balanced();
 }
+
+/// Twelve runs at depth two on the fake's default device semantics, with `symbol` failing
+/// once with `code` after `skip` calls: each run's report.
+fn twelve_with_failed_call(symbol: &str, code: i32, skip: u32) -> Vec<Report> {
+    let fake = common::fake();
+    let profile = Profile::custom(ProfileSpec {
+        device_op_timeout_ns: 200_000_000,
+        completion_timeout_ns: 2_000_000_000,
+        ..fake.open().1.spec()
+    })
+    .expect("a valid profile");
+    let config = AclConfig {
+        profile: Some(profile),
+        ..fake.config()
+    };
+    let mut d = driver(&fake, config, Vec::new());
+    fake.control.fail_call(symbol, code, skip, 1).unwrap();
+    let reports = run_lane(&mut d, 12);
+    assert_eq!(fake.counters().force_resets, 1, "one recovery, for run 5");
+    fake.assert_balanced();
+    reports
+}
+
+/// Run 5 failed with `code` at `stage`, poison; run 6 poisoned by it; every other run its
+/// own `Ok` (runs 1 to 4 ahead of it, runs 7 to 12 after the recovery): no run before or
+/// after inherits run 5's status.
+fn assert_run_5_poisoned_alone(
+    reports: &[Report],
+    stage: lane_core::status_latch::Stage,
+    code: i32,
+) {
+    use lane_core::status_latch::Class;
+    assert_eq!(reports.len(), 12, "one outcome per run");
+    let cause = verdict(&reports[4])
+        .cause()
+        .copied()
+        .unwrap_or_else(|| panic!("run 5: {}", reports[4]));
+    assert!(
+        matches!(verdict(&reports[4]), Verdict::Failed { .. }),
+        "{}",
+        reports[4]
+    );
+    assert_eq!(cause.class(), Class::Poison, "{}", reports[4]);
+    assert_eq!(cause.code(), Some(code), "{}", reports[4]);
+    assert_eq!(cause.stage(), Some(stage), "{}", reports[4]);
+    assert!(
+        matches!(
+            verdict(&reports[5]),
+            Verdict::Poisoned {
+                origin: RunId(5),
+                ..
+            }
+        ),
+        "{}",
+        reports[5]
+    );
+    for report in reports.iter().take(4).chain(reports.iter().skip(6)) {
+        assert!(verdict(report).is_ok(), "{report}");
+    }
+}
+
+#[test]
+fn a_failed_record_read_of_run_5_poisons_it_with_the_reads_code_after_a_clean_device_verdict() {
+    // The driver's synchronous copies, in its (single-threaded, deterministic) order: each
+    // slot's first use zeroes its record region, then every launch arms its slot; each run
+    // that completes has its record read, then its status read. Run 6 is launched (behind
+    // run 5, depth two) before run 5's record is read, so ahead of that read come 2 zeroings,
+    // 6 arms, and runs 1 to 4's record and status reads.
+    let skip = 2 + 6 + 4 * 2;
+    let reports = twelve_with_failed_call("aclrtMemcpy", 507_899, skip);
+    // Its kernels published an ok record, unread: the device verdict is clean and the
+    // record-read-failed row poisons with the read's code.
+    assert_run_5_poisoned_alone(
+        &reports,
+        lane_core::status_latch::Stage::RecordRead,
+        507_899,
+    );
+}
+
+#[test]
+fn a_boundary_record_failing_after_run_5s_kernels_poisons_it_with_the_record_calls_code() {
+    // Two fence records per run, in launch order: core_done on the AICore stream, then the
+    // boundary on the AICPU stream behind both kernels. Run 5's boundary is the tenth.
+    let skip = 4 * 2 + 1;
+    // 107000 is no device code: the streams stay clean, so the code can only be the call's.
+    let reports = twelve_with_failed_call("aclrtRecordEvent", 107_000, skip);
+    // Unfenced: the device verdict (both streams clean) decides it, with the call's code at
+    // the event record; run 6 never launches behind it and is poisoned by it.
+    assert_run_5_poisoned_alone(
+        &reports,
+        lane_core::status_latch::Stage::EventRecord,
+        107_000,
+    );
+}
