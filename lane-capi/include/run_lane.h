@@ -23,6 +23,7 @@
  *   run_lane_destroy(_with_report)  WRONG_THREAD            WRONG_THREAD
  *   run_lane_create                 -                       WRONG_THREAD (a new lane)
  *   run_lane_config_default, run_lane_abi_version, run_lane_last_error,
+ *   run_lane_notice_monitor,
  *   run_lane_report_device_fault (also from the driver's exception callback): allowed
  *
  * The allowed calls return at once and answer as from any thread (a submit may be FULL; a
@@ -147,6 +148,36 @@ enum RunLaneStatus
 typedef enum RunLaneStatus RunLaneStatus;
 #else
 typedef uint32_t RunLaneStatus;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// How installing the lane's device fault notice monitor went
+// (`RunLaneNoticeMonitorReport::state`, from `run_lane_notice_monitor`).
+enum RunLaneNoticeMonitor
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator):
+  // the library left the callback slot alone; forward notices with
+  // `run_lane_report_device_fault`.
+  RUN_LANE_NOTICE_MONITOR_NOT_ASKED = 0,
+  // The library's handler was registered with `aclrtSetExceptionInfoCallback` (it holds
+  // the slot until someone registers after it).
+  RUN_LANE_NOTICE_MONITOR_INSTALLED = 1,
+  // Asked for, but the libascendcl lacks `aclrtSetExceptionInfoCallback` or a getter the
+  // handler needs (an older or trimmed CANN; `line` names it). The lane runs; no notice
+  // reaches it unless the embedding forwards it.
+  RUN_LANE_NOTICE_MONITOR_UNAVAILABLE = 2,
+  // Asked for, but `aclrtSetExceptionInfoCallback` returned `code`. The lane runs; no
+  // notice reaches it unless the embedding forwards it.
+  RUN_LANE_NOTICE_MONITOR_REFUSED = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneNoticeMonitor RunLaneNoticeMonitor;
+#else
+typedef uint32_t RunLaneNoticeMonitor;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -340,6 +371,17 @@ typedef uint32_t RunLaneBackend;
 // The opaque lane handle of the C API (`typedef struct RunLane RunLane;`). Never
 // constructed: a `RunLane *` is a registry token.
 typedef struct RunLane RunLane;
+
+// What `run_lane_notice_monitor` reports (copied into the caller's struct).
+typedef struct RunLaneNoticeMonitorReport {
+  // How installing the monitor went at `run_lane_create`.
+  RunLaneNoticeMonitor state;
+  // `REFUSED`: the code `aclrtSetExceptionInfoCallback` returned; else 0.
+  int32_t code;
+  // One line saying how it went and, unless `INSTALLED`, what still brings notices to the
+  // lane (`the fault notice monitor is not installed: the library lacks ...`).
+  char line[RUN_LANE_LINE_BYTES];
+} RunLaneNoticeMonitorReport;
 
 // A run as a callback sees it.
 typedef struct RunLaneRunInfo {
@@ -615,6 +657,22 @@ const char *run_lane_last_error(void);
 RunLaneStatus run_lane_report_device_fault(uint32_t device_id,
                                            uint32_t stream_id,
                                            int32_t code);
+
+// Writes to `*report_out` how installing the library's device fault notice monitor went
+// when this lane was created (`RunLaneConfig::fault_notice_monitor`, L-19): `NOT_ASKED`,
+// `INSTALLED`, or, when it was asked for and could not be installed, `UNAVAILABLE` (the
+// libascendcl lacks the callback or a getter: an older or trimmed CANN) or `REFUSED` (the
+// registration's code), with a line saying why and what still brings notices to the lane.
+// `run_lane_create` succeeds without the monitor, so this report is where that shows: check
+// it after a create that asked for one, and forward notices with
+// `run_lane_report_device_fault` when it is not `INSTALLED`. Returns at once (allowed from
+// callbacks). New in ABI 6 without a bump: no existing type or function changed.
+//
+// # Safety
+//
+// `report_out` is NULL (an error) or writable; any handle value is checked.
+RunLaneStatus run_lane_notice_monitor(struct RunLane *lane,
+                                      struct RunLaneNoticeMonitorReport *report_out);
 
 // Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
 // slots and timeouts, device 0, the library searched, no callbacks.

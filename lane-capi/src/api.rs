@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
-use backend_acl::{AclConfig, AclDevice, Library, WorkerBinding};
+use backend_acl::{AclConfig, AclDevice, Library, NoticeMonitor, WorkerBinding};
 use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SharedSim, SimDevice, SimRunner};
 use core::ffi::c_char;
@@ -16,12 +16,12 @@ use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
 
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::error::{Error, guard, last_error_ptr};
-use crate::outcome::{close_to_c, empty_outcome, report_to_c};
+use crate::outcome::{close_to_c, empty_outcome, monitor_to_c, report_to_c};
 use crate::registry::{Registry, RunLane};
 use crate::runner::{CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred};
 use crate::types::{
-    RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneOutcome, RunLaneStatus,
-    RunLaneSubmit,
+    RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneNoticeMonitorReport,
+    RunLaneOutcome, RunLaneStatus, RunLaneSubmit,
 };
 
 /// One lane as the C API holds it.
@@ -31,6 +31,9 @@ struct Lane {
     /// This lane's number among the process's lanes (from 1), the mark of its callback
     /// threads ([`CALLBACK_LANE`]).
     serial: u64,
+    /// How installing the fault notice monitor went at the device's open (`None`: the
+    /// simulator, which has none).
+    notice_monitor: Option<NoticeMonitor>,
 }
 
 /// Lane numbers handed out so far.
@@ -184,6 +187,10 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     // backend is unavailable" (the service hands back only the open's text).
     let open_status: Arc<OnceLock<RunLaneStatus>> = Arc::new(OnceLock::new());
     let lane_open_status = Arc::clone(&open_status);
+    // How the device's open installed the notice monitor: set by the lane thread's `make`,
+    // which the spawn waits for.
+    let monitor: Arc<OnceLock<NoticeMonitor>> = Arc::new(OnceLock::new());
+    let lane_monitor = Arc::clone(&monitor);
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
             // The simulator models an a2a3-shaped device; a probe reports a2a3.
@@ -272,6 +279,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                         e.to_string()
                     })?;
                     let _ = lane_binding.set(device.worker_binding());
+                    let _ = lane_monitor.set(device.notice_monitor().clone());
                     Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel, None, serial)))
                 },
                 worker_factory(vtable, (&requests, serial), None, Some(binding)),
@@ -289,6 +297,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
         handle,
         requests,
         serial,
+        notice_monitor: monitor.get().cloned(),
     })
 }
 
@@ -392,6 +401,33 @@ pub extern "C" fn run_lane_report_device_fault(
 ) -> RunLaneStatus {
     guard(|| {
         lane_driver::report_device_fault(device_id, stream_id, code);
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Writes to `*report_out` how installing the library's device fault notice monitor went
+/// when this lane was created (`RunLaneConfig::fault_notice_monitor`, L-19): `NOT_ASKED`,
+/// `INSTALLED`, or, when it was asked for and could not be installed, `UNAVAILABLE` (the
+/// libascendcl lacks the callback or a getter: an older or trimmed CANN) or `REFUSED` (the
+/// registration's code), with a line saying why and what still brings notices to the lane.
+/// `run_lane_create` succeeds without the monitor, so this report is where that shows: check
+/// it after a create that asked for one, and forward notices with
+/// `run_lane_report_device_fault` when it is not `INSTALLED`. Returns at once (allowed from
+/// callbacks). New in ABI 6 without a bump: no existing type or function changed.
+///
+/// # Safety
+///
+/// `report_out` is NULL (an error) or writable; any handle value is checked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_notice_monitor(
+    lane: *mut RunLane,
+    report_out: *mut RunLaneNoticeMonitorReport,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        let report = monitor_to_c(lane.notice_monitor.as_ref());
+        // SAFETY: NULL or writable (the caller's contract); NULL is refused.
+        unsafe { write_out(report_out, report, "report_out") }?;
         Ok(RunLaneStatus::Ok)
     })
 }

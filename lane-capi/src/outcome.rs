@@ -1,5 +1,6 @@
 //! Lane outcomes and close reports as their C structs, strings copied into fixed buffers.
 
+use backend_acl::NoticeMonitor;
 use core::ffi::c_char;
 use lane_core::status_latch::{AclCode, Class, Stage};
 use lane_core::{Cause, CloseReport, LaneState, Outcome, PublicationResult, RunId, Verdict};
@@ -7,8 +8,8 @@ use lane_service::Report;
 
 use crate::types::{
     RUN_LANE_HINT_BYTES, RUN_LANE_LINE_BYTES, RUN_LANE_NAME_BYTES, RUN_LANE_STAGE_BYTES,
-    RunLaneClass, RunLaneCloseReport, RunLaneItem, RunLaneOutcome, RunLaneStage, RunLaneState,
-    RunLaneVerdict,
+    RunLaneClass, RunLaneCloseReport, RunLaneItem, RunLaneNoticeMonitor,
+    RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneStage, RunLaneState, RunLaneVerdict,
 };
 
 /// Copies `text` into `buffer` NUL-terminated, cut at a character boundary if too long.
@@ -21,6 +22,37 @@ pub fn copy_str<const N: usize>(buffer: &mut [c_char; N], text: &str) {
         *slot = *byte as c_char;
     }
     buffer[end..].fill(0);
+}
+
+/// A lane's notice monitor as its C report (`None`: the simulator, which installs none).
+pub fn monitor_to_c(monitor: Option<&NoticeMonitor>) -> RunLaneNoticeMonitorReport {
+    let mut report = RunLaneNoticeMonitorReport {
+        state: RunLaneNoticeMonitor::NotAsked,
+        code: 0,
+        line: [0; RUN_LANE_LINE_BYTES],
+    };
+    let Some(monitor) = monitor else {
+        copy_str(
+            &mut report.line,
+            "the simulator installs no fault notice monitor (fault_notice_monitor is for the \
+             ACL backend): forward notices with run_lane_report_device_fault",
+        );
+        return report;
+    };
+    (report.state, report.code) = match monitor {
+        NoticeMonitor::NotAsked => (RunLaneNoticeMonitor::NotAsked, 0),
+        NoticeMonitor::Installed => (RunLaneNoticeMonitor::Installed, 0),
+        NoticeMonitor::Unavailable { .. } => (RunLaneNoticeMonitor::Unavailable, 0),
+        NoticeMonitor::Refused { code } => (RunLaneNoticeMonitor::Refused, *code),
+    };
+    let line = match monitor {
+        NoticeMonitor::Unavailable { .. } | NoticeMonitor::Refused { .. } => {
+            format!("{monitor} (with run_lane_report_device_fault, from its own exception handler)")
+        }
+        NoticeMonitor::NotAsked | NoticeMonitor::Installed => monitor.to_string(),
+    };
+    copy_str(&mut report.line, &line);
+    report
 }
 
 /// The C stage of a status-latch stage.
@@ -304,5 +336,51 @@ mod tests {
             device_message: None,
         });
         assert_eq!(text(&plain.failure_line), cause.line(RunId(2)));
+    }
+
+    #[test]
+    fn each_notice_monitor_maps_to_its_state_with_a_line_and_the_refusals_code() {
+        let unavailable = NoticeMonitor::Unavailable {
+            symbol: "aclrtSetExceptionInfoCallback",
+        };
+        let refused = NoticeMonitor::Refused { code: 507_899 };
+        for (monitor, state, code, words) in [
+            (
+                Some(NoticeMonitor::NotAsked),
+                RunLaneNoticeMonitor::NotAsked,
+                0,
+                "not asked for",
+            ),
+            (
+                Some(NoticeMonitor::Installed),
+                RunLaneNoticeMonitor::Installed,
+                0,
+                "is installed",
+            ),
+            (
+                Some(unavailable),
+                RunLaneNoticeMonitor::Unavailable,
+                0,
+                "lacks aclrtSetExceptionInfoCallback",
+            ),
+            (
+                Some(refused),
+                RunLaneNoticeMonitor::Refused,
+                507_899,
+                "returned 507899",
+            ),
+            (None, RunLaneNoticeMonitor::NotAsked, 0, "simulator"),
+        ] {
+            let c = monitor_to_c(monitor.as_ref());
+            assert_eq!((c.state, c.code), (state, code), "{monitor:?}");
+            let line = text(&c.line);
+            assert!(line.contains(words), "{monitor:?}: {line}");
+            if !matches!(monitor, Some(NoticeMonitor::Installed)) {
+                assert!(
+                    line.contains("run_lane_report_device_fault"),
+                    "says how notices still reach the lane: {line}"
+                );
+            }
+        }
     }
 }

@@ -496,3 +496,37 @@ pub struct RunLaneCloseReport {
     /// The notice's code.
     pub notice_code: i32,
 }
+
+/// How installing the lane's device fault notice monitor went
+/// (`RunLaneNoticeMonitorReport::state`, from `run_lane_notice_monitor`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneNoticeMonitor {
+    /// `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator):
+    /// the library left the callback slot alone; forward notices with
+    /// `run_lane_report_device_fault`.
+    NotAsked = 0,
+    /// The library's handler was registered with `aclrtSetExceptionInfoCallback` (it holds
+    /// the slot until someone registers after it).
+    Installed = 1,
+    /// Asked for, but the libascendcl lacks `aclrtSetExceptionInfoCallback` or a getter the
+    /// handler needs (an older or trimmed CANN; `line` names it). The lane runs; no notice
+    /// reaches it unless the embedding forwards it.
+    Unavailable = 2,
+    /// Asked for, but `aclrtSetExceptionInfoCallback` returned `code`. The lane runs; no
+    /// notice reaches it unless the embedding forwards it.
+    Refused = 3,
+}
+
+/// What `run_lane_notice_monitor` reports (copied into the caller's struct).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RunLaneNoticeMonitorReport {
+    /// How installing the monitor went at `run_lane_create`.
+    pub state: RunLaneNoticeMonitor,
+    /// `REFUSED`: the code `aclrtSetExceptionInfoCallback` returned; else 0.
+    pub code: i32,
+    /// One line saying how it went and, unless `INSTALLED`, what still brings notices to the
+    /// lane (`the fault notice monitor is not installed: the library lacks ...`).
+    pub line: [c_char; RUN_LANE_LINE_BYTES],
+}

@@ -30,45 +30,12 @@ unsafe extern "C" fn embedding_handler(_info: *mut core::ffi::c_void) {
     EMBEDDING_NOTICES.fetch_add(1, Ordering::SeqCst);
 }
 
-unsafe extern "C" {
-    fn dlopen(
-        filename: *const core::ffi::c_char,
-        flags: core::ffi::c_int,
-    ) -> *mut core::ffi::c_void;
-    fn dlsym(
-        handle: *mut core::ffi::c_void,
-        symbol: *const core::ffi::c_char,
-    ) -> *mut core::ffi::c_void;
-}
-
-/// Registers [`embedding_handler`] in the fake's one callback slot, as an embedding (or HCCL)
-/// does with `aclrtSetExceptionInfoCallback` of the library the lanes load.
-fn register_embedding_handler() {
-    type SetCallback =
-        unsafe extern "C" fn(Option<unsafe extern "C" fn(*mut core::ffi::c_void)>) -> i32;
-    const RTLD_NOW: core::ffi::c_int = 2;
-    // SAFETY: the fake's path, NUL-terminated; the fake is already loaded (the control
-    // surface), so this takes another reference to the same library.
-    let library = unsafe { dlopen(common::fake_path().as_ptr(), RTLD_NOW) };
-    assert!(!library.is_null(), "dlopen the fake");
-    // SAFETY: a live handle and a NUL-terminated name.
-    let symbol = unsafe { dlsym(library, c"aclrtSetExceptionInfoCallback".as_ptr()) };
-    assert!(
-        !symbol.is_null(),
-        "the fake has aclrtSetExceptionInfoCallback"
-    );
-    // SAFETY: the symbol is ACL's `aclError aclrtSetExceptionInfoCallback(callback)`.
-    let set = unsafe { std::mem::transmute::<*mut core::ffi::c_void, SetCallback>(symbol) };
-    // SAFETY: a valid callback that outlives the process's notices.
-    assert_eq!(unsafe { set(Some(embedding_handler)) }, 0);
-}
-
 #[test]
 fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_the_slot() {
     let control = control();
     let _fake = control.session().expect("reset the fake");
     EMBEDDING_NOTICES.store(0, Ordering::SeqCst);
-    register_embedding_handler();
+    common::register_exception_callback(embedding_handler);
     // The monitor is off (the default): installed only when asked.
     let config = common::fake_config(0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
     assert!(!config.fault_notice_monitor, "off by default");
@@ -116,11 +83,6 @@ fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_
         1,
         "no recovery for a notice the lane did not receive"
     );
-    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
-    // SAFETY: a live handle and a writable report.
-    let status = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", common::last_error());
-    // SAFETY: filled by the OK close.
-    assert!(!unsafe { report.assume_init() }.noticed);
+    assert!(!common::close(lane).noticed);
     common::destroy(lane);
 }

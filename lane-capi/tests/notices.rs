@@ -76,30 +76,53 @@ fn wait_for_kernels(device: i32, kernels: u64) {
     }
 }
 
-fn close(lane: *mut RunLane) -> RunLaneCloseReport {
-    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
-    // SAFETY: a live handle and a writable report.
-    let status = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", common::last_error());
-    // SAFETY: filled by the OK close.
-    unsafe { report.assume_init() }
-}
-
 /// Runs `n` runs through the documented loop; every one must end OK.
 fn all_ok(lane: *mut RunLane, device: i32, n: u64) {
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < n);
     common::assert_ok_in_order(device, &outcomes);
 }
 
-/// Sends a matched notice for the lane's AICPU stream while two runs execute, and checks
-/// what L-19 asks: the launched runs end OK, a submit is refused `SUSPECT` until the device
-/// is recovered, and the lane then runs again on fresh streams.
-fn a_matched_notice_recovers_the_lane(send: impl FnOnce(u32)) {
+/// Waits until the fake made `resets` force resets of `device` (a lane's recovery).
+fn wait_for_resets(device: i32, resets: u64) {
+    let since = Instant::now();
+    while common::force_resets(device) < resets {
+        assert!(
+            since.elapsed() < common::BOUND,
+            "device {device} never reached {resets} force resets"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// `run_lane_notice_monitor` of a live lane.
+fn monitor_report(lane: *mut RunLane) -> RunLaneNoticeMonitorReport {
+    let mut report = std::mem::MaybeUninit::<RunLaneNoticeMonitorReport>::uninit();
+    // SAFETY: a live handle and a writable report.
+    let status = unsafe { run_lane_notice_monitor(lane, report.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok, "{}", common::last_error());
+    // SAFETY: filled by the OK call.
+    unsafe { report.assume_init() }
+}
+
+/// Sends a matched notice for the lane's AICPU stream while two runs execute, on a lane with
+/// the library's monitor installed or not (`monitor`), and checks what L-19 asks: the
+/// launched runs end OK, a submit is refused `SUSPECT` until the device is recovered, the
+/// lane then runs again on fresh streams, and the close report names the notice.
+fn a_matched_notice_recovers_the_lane(monitor: bool, send: impl FnOnce(u32)) {
     let lane = common::create(&{
         let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
-        config.fault_notice_monitor = true;
+        config.fault_notice_monitor = monitor;
         config
     });
+    let installed = monitor_report(lane).state;
+    assert_eq!(
+        installed,
+        if monitor {
+            RunLaneNoticeMonitor::Installed
+        } else {
+            RunLaneNoticeMonitor::NotAsked
+        }
+    );
     let r1 = common::submit(lane).expect("run 1");
     let r2 = common::submit(lane).expect("run 2, queued behind run 1");
     let before = pair_ids(0);
@@ -159,7 +182,7 @@ fn a_matched_notice_recovers_the_lane(send: impl FnOnce(u32)) {
         fresh.iter().all(|id| !before.contains(id)),
         "fresh streams after the reset: {before:?} then {fresh:?}"
     );
-    let report = close(lane);
+    let report = common::close(lane);
     assert!(report.noticed);
     assert_eq!(
         (
@@ -178,7 +201,8 @@ fn a_forwarded_notice_on_a_lane_stream_during_queued_runs_recovers_the_device_af
 {
     let _serial = serial();
     let _fake = control().session().expect("reset the fake");
-    a_matched_notice_recovers_the_lane(|stream| {
+    // Forwarded by the embedding: the lane's own monitor is not installed.
+    a_matched_notice_recovers_the_lane(false, |stream| {
         assert_eq!(
             run_lane_report_device_fault(0, stream, AICORE_EXCEPTION),
             RunLaneStatus::Ok
@@ -191,7 +215,7 @@ fn a_late_notice_through_the_installed_monitor_recovers_the_device() {
     let _serial = serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
-    a_matched_notice_recovers_the_lane(|stream| {
+    a_matched_notice_recovers_the_lane(true, |stream| {
         let stream = i32::try_from(stream).expect("a small id");
         control
             .raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(5))
@@ -223,7 +247,7 @@ fn a_notice_for_another_stream_or_another_device_changes_nothing() {
     assert_eq!(common::wait(lane, r1).verdict, RunLaneVerdict::Ok);
     all_ok(lane, 0, 6);
     assert_eq!(common::force_resets(0), 0, "no recovery");
-    assert!(!close(lane).noticed);
+    assert!(!common::close(lane).noticed);
     common::destroy(lane);
 }
 
@@ -265,7 +289,7 @@ fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing
     );
     all_ok(lane, 0, 6);
     assert_eq!(common::force_resets(0), 1, "no second recovery");
-    assert!(!close(lane).noticed);
+    assert!(!common::close(lane).noticed);
     common::destroy(lane);
 }
 
@@ -288,8 +312,8 @@ fn with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it
     assert_eq!(common::wait(one, after).verdict, RunLaneVerdict::Ok);
     all_ok(zero, 0, 4);
     assert_eq!((common::force_resets(0), common::force_resets(1)), (0, 1));
-    assert!(!close(zero).noticed);
-    let report = close(one);
+    assert!(!common::close(zero).noticed);
+    let report = common::close(one);
     assert!(report.noticed);
     assert_eq!(
         (report.notice_device, report.notice_stream_id),
@@ -336,5 +360,349 @@ fn a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice() {
     );
     let after = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
+    common::destroy(lane);
+}
+
+/// The fake's `aclrtGet*FromExceptionInfo` getters an embedding's handler reads a notice
+/// with, looked up before the handler is registered (a handler takes no lock and allocates
+/// nothing).
+struct Getters {
+    device: unsafe extern "C" fn(*const core::ffi::c_void) -> u32,
+    stream: unsafe extern "C" fn(*const core::ffi::c_void) -> u32,
+    code: unsafe extern "C" fn(*const core::ffi::c_void) -> u32,
+}
+
+static GETTERS: std::sync::OnceLock<Getters> = std::sync::OnceLock::new();
+/// Notices the embedding's handler forwarded.
+static FORWARDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The embedding's own exception-info callback, on the fake's driver thread: reads the
+/// notice with the getters and forwards it with `run_lane_report_device_fault`.
+unsafe extern "C" fn embedding_forwards(info: *mut core::ffi::c_void) {
+    let Some(get) = GETTERS.get() else {
+        return;
+    };
+    let info = info.cast_const();
+    // SAFETY: `info` is the notice's, alive during the callback; the getters only read it.
+    let (device, stream, code) =
+        unsafe { ((get.device)(info), (get.stream)(info), (get.code)(info)) };
+    let _ = run_lane_report_device_fault(device, stream, i32::from_ne_bytes(code.to_ne_bytes()));
+    FORWARDED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Issue 24 §3: "a notice with the monitor not installed (forwarded by the embedding)", as an
+/// embedding that keeps the callback slot does it: its own handler, registered with the
+/// library's `aclrtSetExceptionInfoCallback`, gets the driver's late notice on the driver's
+/// thread and forwards it. The lane refuses new submits `SUSPECT`, recovers, and its outcome
+/// and close report name the notice.
+#[test]
+fn with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_and_the_lane_recovers()
+ {
+    let _serial = serial();
+    let control = control();
+    let _fake = control.session().expect("reset the fake");
+    GETTERS.get_or_init(|| Getters {
+        device: common::exception_info_getter(c"aclrtGetDeviceIdFromExceptionInfo"),
+        stream: common::exception_info_getter(c"aclrtGetStreamIdFromExceptionInfo"),
+        code: common::exception_info_getter(c"aclrtGetErrorCodeFromExceptionInfo"),
+    });
+    FORWARDED.store(0, std::sync::atomic::Ordering::SeqCst);
+    common::register_exception_callback(embedding_forwards);
+    a_matched_notice_recovers_the_lane(false, |stream| {
+        let stream = i32::try_from(stream).expect("a small id");
+        control
+            .raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(5))
+            .expect("raised");
+    });
+    assert_eq!(
+        FORWARDED.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the embedding's handler got it and forwarded it"
+    );
+    assert_eq!(control.notice_counts().expect("counts"), (1, 0));
+}
+
+/// Issue 24 §3 gap: a monitor that was asked for and could not be installed never fails the
+/// create, and `run_lane_notice_monitor` says why and how notices can still reach the lane.
+/// The refusal here is the registration's (the fake fails `aclrtSetExceptionInfoCallback`);
+/// a library lacking the symbols is backend-acl's test (`NoticeMonitor::Unavailable`), whose
+/// message reaches this report the same way.
+#[test]
+fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notice_monitor_says_why()
+{
+    let _serial = serial();
+    let control = control();
+    let _fake = control.session().expect("reset the fake");
+    control
+        .device(0)
+        .fail_call("aclrtSetExceptionInfoCallback", 500_000, 0, 1)
+        .expect("the rule");
+    let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    config.fault_notice_monitor = true;
+    let lane = common::create(&config);
+    assert_eq!(common::last_error(), "", "the create succeeded");
+    let report = monitor_report(lane);
+    let line = common::text(&report.line);
+    assert_eq!(
+        (report.state, report.code),
+        (RunLaneNoticeMonitor::Refused, 500_000),
+        "{line}"
+    );
+    assert!(
+        line.contains("not installed")
+            && line.contains("returned 500000")
+            && line.contains("run_lane_report_device_fault"),
+        "why, and how notices can still reach the lane: {line}"
+    );
+    assert_eq!(
+        common::last_error(),
+        "",
+        "an OK report clears the last error"
+    );
+    // The lane runs as any other, and a forwarded notice still reaches it.
+    all_ok(lane, 0, 3);
+    let ids = pair_ids(0);
+    assert_eq!(
+        run_lane_report_device_fault(0, ids[0], AICORE_EXCEPTION),
+        RunLaneStatus::Ok
+    );
+    wait_for_resets(0, 1);
+    let after = common::submit_when_open(lane);
+    assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
+    assert_eq!(
+        common::force_resets(0),
+        1,
+        "the forwarded notice's recovery"
+    );
+    // Not asked: NOT_ASKED. The simulator: NOT_ASKED, saying it has none. Bad arguments.
+    let plain = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
+    assert_eq!(monitor_report(plain).state, RunLaneNoticeMonitor::NotAsked);
+    let mut sim = common::default_config();
+    sim.backend = RunLaneBackend::Sim as u32;
+    sim.fault_notice_monitor = true;
+    let sim = common::create(&sim);
+    let sim_report = monitor_report(sim);
+    assert_eq!(sim_report.state, RunLaneNoticeMonitor::NotAsked);
+    assert!(common::text(&sim_report.line).contains("simulator"));
+    // SAFETY: a NULL report is refused, not written.
+    let null = unsafe { run_lane_notice_monitor(sim, std::ptr::null_mut()) };
+    assert_eq!(null, RunLaneStatus::NullArgument);
+    assert!(
+        common::last_error().contains("report_out"),
+        "{}",
+        common::last_error()
+    );
+    for handle in [plain, sim, lane] {
+        common::destroy(handle);
+    }
+    let mut gone = std::mem::MaybeUninit::<RunLaneNoticeMonitorReport>::uninit();
+    // SAFETY: a destroyed handle is checked, never dereferenced.
+    let stale = unsafe { run_lane_notice_monitor(lane, gone.as_mut_ptr()) };
+    assert_eq!(stale, RunLaneStatus::InvalidHandle);
+}
+
+/// Issue 24 §3 ("registered again after a force reset"): with the fake's force reset taking
+/// the registration down (one of the two behaviours device-truth §4 cannot tell apart), a
+/// lane whose monitor is installed recovers from a poison (a force reset), and a notice
+/// raised after that recovery still reaches it through the library's handler and recovers it
+/// again. Without the registration after the reset the notice would be dropped.
+#[test]
+fn when_a_reset_drops_the_registration_a_notice_after_the_recovery_still_reaches_the_monitored_lane()
+ {
+    let _serial = serial();
+    let control = control();
+    let _fake = control.session().expect("reset the fake");
+    control
+        .device(0)
+        .set_semantics(run_lane_fake_ascendcl::Semantics::ResetDropsExceptionCallback(true))
+        .expect("the switch");
+    let mut config = common::fake_config(0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
+    config.fault_notice_monitor = true;
+    let lane = common::create(&config);
+    assert_eq!(monitor_report(lane).state, RunLaneNoticeMonitor::Installed);
+    let r1 = common::submit(lane).expect("run 1");
+    let one = common::wait(lane, r1);
+    assert_eq!(
+        one.failure_class,
+        RunLaneClass::Poison,
+        "{}",
+        common::line(&one)
+    );
+    let r2 = common::submit_when_open(lane);
+    assert_eq!(common::wait(lane, r2).verdict, RunLaneVerdict::Ok);
+    assert_eq!(common::force_resets(0), 1, "the poison's recovery");
+    let fresh = pair_ids(0);
+    let stream = i32::try_from(fresh[0]).expect("a small id");
+    control
+        .raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(2))
+        .expect("raised");
+    let since = Instant::now();
+    while control.notice_counts().expect("counts") == (0, 0) {
+        assert!(
+            since.elapsed() < common::BOUND,
+            "never delivered nor dropped"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        control.notice_counts().expect("counts"),
+        (1, 0),
+        "delivered: the library registered its handler again after the reset"
+    );
+    // The idle lane takes it at its notice poll and recovers.
+    wait_for_resets(0, 2);
+    let r3 = common::submit_when_open(lane);
+    assert_eq!(common::wait(lane, r3).verdict, RunLaneVerdict::Ok);
+    let report = common::close(lane);
+    assert!(report.noticed);
+    assert_eq!(
+        (
+            report.notice_device,
+            report.notice_stream_id,
+            report.notice_code
+        ),
+        (0, fresh[0], AICORE_EXCEPTION)
+    );
+    common::destroy(lane);
+}
+
+/// L-19's "the outcome stream and the close report say which notice caused a recovery",
+/// when the recovery took down no run: a notice for an idle lane's stream recovers it (at its
+/// notice poll, with no command) and puts nothing in the outcome stream, since there is no
+/// item to carry it; the close report is where it shows, naming the notice.
+#[test]
+fn a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_names_it() {
+    let _serial = serial();
+    let _fake = control().session().expect("reset the fake");
+    let lane = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
+    all_ok(lane, 0, 2);
+    let ids = pair_ids(0);
+    assert_eq!(
+        run_lane_report_device_fault(0, ids[1], AICORE_EXCEPTION),
+        RunLaneStatus::Ok
+    );
+    // At its notice poll: no command was sent.
+    wait_for_resets(0, 1);
+    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    // SAFETY: a live handle and a writable outcome.
+    let polled = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
+    assert_eq!(polled, RunLaneStatus::Empty, "no item was taken down");
+    let after = common::submit_when_open(lane);
+    assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
+    let report = common::close(lane);
+    assert!(
+        report.noticed,
+        "the close report names the recovery's notice"
+    );
+    assert_eq!(
+        (
+            report.notice_device,
+            report.notice_stream_id,
+            report.notice_code
+        ),
+        (0, ids[1], AICORE_EXCEPTION)
+    );
+    assert!(!report.poisoned);
+    common::destroy(lane);
+}
+
+/// Holds every prepare while set.
+static HOLD_PREPARE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Prepares entered while held.
+static HELD_PREPARES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+unsafe extern "C" fn held_prepare(_: *mut core::ffi::c_void, _: *const RunLaneRunInfo) -> i32 {
+    use std::sync::atomic::Ordering;
+    if HOLD_PREPARE.load(Ordering::Acquire) {
+        HELD_PREPARES.fetch_add(1, Ordering::AcqRel);
+        while HOLD_PREPARE.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    0
+}
+
+/// The same L-19 claim when the recovery took down only runs that had not launched (one held
+/// in its prepare on a host worker, the rest queued behind it): each fails at stage
+/// `FAULT_NOTICE` with the notice's code and a line naming it, and the close report names it.
+#[test]
+fn a_notice_with_only_unlaunched_runs_fails_each_naming_the_notice_and_the_close_report_names_it() {
+    use std::sync::atomic::Ordering;
+    let _serial = serial();
+    let _fake = control().session().expect("reset the fake");
+    HOLD_PREPARE.store(false, Ordering::Release);
+    HELD_PREPARES.store(0, Ordering::Release);
+    let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    config.workers = 1;
+    config.runner.concurrency.off_lane_thread = true;
+    config.runner.prepare = Some(held_prepare);
+    let lane = common::create(&config);
+    all_ok(lane, 0, 1);
+    let ids = pair_ids(0);
+    HOLD_PREPARE.store(true, Ordering::Release);
+    let held = common::submit(lane).expect("the held run");
+    let since = Instant::now();
+    while HELD_PREPARES.load(Ordering::Acquire) == 0 {
+        assert!(since.elapsed() < common::BOUND, "the prepare never started");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let mut unlaunched = vec![held, common::submit(lane).expect("a run queued behind it")];
+    assert_eq!(
+        run_lane_report_device_fault(0, ids[0], AICORE_EXCEPTION),
+        RunLaneStatus::Ok
+    );
+    // Accepted until the lane takes the notice, then SUSPECT.
+    let since = Instant::now();
+    loop {
+        match common::submit(lane) {
+            Ok(run) => unlaunched.push(run),
+            Err(RunLaneStatus::Suspect) => break,
+            Err(RunLaneStatus::Full) => {
+                assert!(since.elapsed() < common::BOUND, "never suspect");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(status) => panic!("submit: {status:?}: {}", common::last_error()),
+        }
+    }
+    HOLD_PREPARE.store(false, Ordering::Release);
+    for run in unlaunched {
+        let outcome = common::wait(lane, run);
+        let line = common::line(&outcome);
+        assert_eq!(outcome.verdict, RunLaneVerdict::Failed, "run {run}: {line}");
+        assert_eq!(
+            outcome.stage,
+            RunLaneStage::FaultNotice,
+            "run {run}: {line}"
+        );
+        assert!(
+            outcome.has_code && outcome.code == AICORE_EXCEPTION,
+            "run {run}: {line}"
+        );
+        assert!(
+            line.contains(&format!(
+                "device fault notice on device 0 stream {}",
+                ids[0]
+            )),
+            "run {run}: the outcome names the notice: {line}"
+        );
+    }
+    assert_eq!(
+        control().device(0).counters().expect("counters").launches,
+        2,
+        "only the first run launched"
+    );
+    let after = common::submit_when_open(lane);
+    assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
+    assert_eq!(common::force_resets(0), 1);
+    let report = common::close(lane);
+    assert!(report.noticed);
+    assert_eq!(
+        (
+            report.notice_device,
+            report.notice_stream_id,
+            report.notice_code
+        ),
+        (0, ids[0], AICORE_EXCEPTION)
+    );
     common::destroy(lane);
 }
