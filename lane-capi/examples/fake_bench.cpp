@@ -112,6 +112,9 @@ using DestroyEvent = int32_t (*)(void *);
 // The fake's per-device kernel fault rules and its reset (test-only control functions).
 using FaultKernelOn = int32_t (*)(int32_t, uint32_t, uint32_t, uint32_t, uint32_t, const uint8_t *, size_t);
 using Reset = int32_t (*)();
+// The fake's count of force resets made while a thread was inside a device wait, since the
+// process loaded it (runlanefake_reset keeps it): each is a use-after-free on real ACL.
+using ResetsUnderWait = int32_t (*)(uint64_t *);
 
 constexpr uint32_t kAicore = 0;
 constexpr uint32_t kAicpu = 1;
@@ -131,6 +134,21 @@ F symbol(void *lib, const char *name) {
         fail(std::string("the fake has no ") + name);
     }
     return reinterpret_cast<F>(found);
+}
+
+// SPEC L-20 for the whole run: no force reset was made while a thread of a lane was inside a
+// device wait. Prints "fake_bench: resets_under_wait N" on stderr (stdout is the figures)
+// and fails the bench unless N is 0; returns the exit code of a bench that passed.
+int resets_under_wait_checked(void *fake_lib) {
+    uint64_t count = UINT64_MAX;
+    if (symbol<ResetsUnderWait>(fake_lib, "runlanefake_resets_under_wait")(&count) != 0) {
+        fail("read the fake's resets under a wait");
+    }
+    std::fprintf(stderr, "fake_bench: resets_under_wait %llu\n", (unsigned long long)count);
+    if (count != 0) {
+        fail("a force reset was made while a thread was inside a device wait (SPEC L-20)");
+    }
+    return 0;
 }
 
 // The ACL calls the floor and the anchors make (acl-fake implements them as libascendcl does).
@@ -918,7 +936,7 @@ int lanes_main(int argc, char **argv) {
         lanes_case(fake, fake_path, launch, kernel_us, runs, skip, false, repeat, repeat == 1);
         lanes_case(fake, fake_path, launch, kernel_us, runs, skip, true, repeat, false);
     }
-    return 0;
+    return resets_under_wait_checked(fake);
 }
 
 }  // namespace
@@ -1022,5 +1040,5 @@ int main(int argc, char **argv) {
                     (unsigned long long)spread(by_hand.before_core).first);
         std::fflush(stdout);
     }
-    return 0;
+    return resets_under_wait_checked(fake);
 }

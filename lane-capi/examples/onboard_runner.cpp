@@ -17,7 +17,10 @@
 // On ACL a real runner launches its kernels with rtKernelLaunchWithHandleV2 and
 // rtsLaunchCpuKernel on the stream it is given. This miniature has no kernels: on the fake
 // library it queues fake kernels with the fake's test-only runlanefake_launch_run instead (the
-// AICPU one writes the run's device start and end into the slot's timing buffer).
+// AICPU one writes the run's device start and end into the slot's timing buffer). At the end
+// it asks the fake how many force resets it made while a thread was inside a device wait
+// (runlanefake_resets_under_wait; on real ACL each one is a use-after-free, SPEC L-20),
+// prints "onboard runner: resets_under_wait N" on stderr and fails unless N is 0.
 
 #include "run_lane.h"
 
@@ -63,6 +66,9 @@ constexpr uint64_t kCode = 7;
 // code must (docs/embedding.md).
 using FakeLaunch = int32_t (*)(void *, uint32_t, uint64_t, uint32_t, void *, void *, const uint8_t *, size_t,
                                void *, void *, uint64_t);
+// The fake's count of force resets made while a thread was inside a device wait, since the
+// process loaded it (acl-fake's runlanefake_resets_under_wait): must stay 0 (SPEC L-20).
+using FakeResetsUnderWait = int32_t (*)(uint64_t *);
 // A fake kernel's duration.
 constexpr uint64_t kKernelNs = 2000000;
 
@@ -204,6 +210,7 @@ int main(int argc, char **argv) {
 
     OnboardRunner runner;
     runner.workers = workers;
+    FakeResetsUnderWait resets_under_wait = nullptr;
     if (acl) {
         void *fake = dlopen(argv[2], RTLD_NOW);
         if (fake == nullptr) {
@@ -213,6 +220,11 @@ int main(int argc, char **argv) {
         runner.fake_launch = reinterpret_cast<FakeLaunch>(dlsym(fake, "runlanefake_launch_run"));
         if (runner.fake_launch == nullptr) {
             std::fprintf(stderr, "%s has no runlanefake_launch_run\n", argv[2]);
+            return 2;
+        }
+        resets_under_wait = reinterpret_cast<FakeResetsUnderWait>(dlsym(fake, "runlanefake_resets_under_wait"));
+        if (resets_under_wait == nullptr) {
+            std::fprintf(stderr, "%s has no runlanefake_resets_under_wait\n", argv[2]);
             return 2;
         }
     }
@@ -260,6 +272,11 @@ int main(int argc, char **argv) {
         std::lock_guard<std::mutex> lock(runner.mutex);
         runner.lane = lane;
     }
+    // The lane left the process's exception callback slot alone (fault_notice_monitor is off
+    // by default): this runtime would forward notices with run_lane_report_device_fault.
+    RunLaneNoticeMonitorReport monitor;
+    expect_status(run_lane_notice_monitor(lane, &monitor), RUN_LANE_STATUS_OK, "notice_monitor");
+    check(monitor.state == RUN_LANE_NOTICE_MONITOR_NOT_ASKED, "the notice monitor was not asked for");
 
     // The dispatch queue: five runs, new code published after the second.
     std::deque<uint64_t> dispatches = {100, 101, 102, kFailingTag, 104};
@@ -387,6 +404,12 @@ int main(int argc, char **argv) {
         check(runner.outcomes_seen == static_cast<int>(accepted.size()), "on_outcome saw every outcome");
     }
     expect_status(run_lane_destroy(lane), RUN_LANE_STATUS_INVALID_HANDLE, "a second destroy");
+    if (resets_under_wait != nullptr) {
+        uint64_t count = UINT64_MAX;
+        check(resets_under_wait(&count) == 0, "read the fake's resets under a wait");
+        std::fprintf(stderr, "onboard runner: resets_under_wait %llu\n", (unsigned long long)count);
+        check(count == 0, "no force reset was made while a thread was inside a device wait (L-20)");
+    }
 
     if (failures != 0) {
         std::fprintf(stderr, "onboard runner: %d checks failed\n", failures);

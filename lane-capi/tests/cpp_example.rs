@@ -109,7 +109,8 @@ fn build_program(name: &str) -> PathBuf {
 }
 
 /// Runs the example with `args` and checks it passed every check and printed the failing
-/// dispatch's stable failure line.
+/// dispatch's stable failure line; on the fake (`acl`), that it found no force reset made
+/// under a device wait (SPEC L-20).
 fn run_example(args: &[&std::ffi::OsStr]) {
     let exe = build_example();
     let output = Command::new(&exe)
@@ -126,6 +127,16 @@ fn run_example(args: &[&std::ffi::OsStr]) {
     );
     println!("{stdout}");
     assert!(stdout.ends_with("onboard runner: ok\n"), "{stdout}");
+    // On the fake, the program checked L-20 itself (a force reset under a device wait fails
+    // it) and said so.
+    if args.first().is_some_and(|mode| *mode == "acl") {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l == "onboard runner: resets_under_wait 0"),
+            "{stderr}"
+        );
+    }
     assert!(
         stdout
             .lines()
@@ -158,7 +169,8 @@ fn the_cpp_onboard_runner_runs_with_host_workers_on_the_fake_acl_library_under_a
 }
 
 /// Builds `examples/fake_bench.cpp` (ASan) and runs it as `fake_bench MODE... FAKE ARGS...`,
-/// failing the test with its output unless it succeeds; the binary and what it printed.
+/// failing the test with its output unless it succeeds and reports no force reset made
+/// under a device wait (SPEC L-20); the binary and what it printed.
 fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
     let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
     let exe = build_program("fake_bench");
@@ -170,11 +182,19 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
         .output()
         .expect("the bench runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "{}\n{stdout}\n{}",
+        "{}\n{stdout}\n{stderr}",
         output.status,
-        String::from_utf8_lossy(&output.stderr)
+    );
+    // L-20, checked by the bench itself at its end (it fails on a force reset made under a
+    // device wait), over every lane it ran.
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l == "fake_bench: resets_under_wait 0"),
+        "{stderr}"
     );
     (exe, stdout)
 }
