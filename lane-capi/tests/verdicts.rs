@@ -5,7 +5,10 @@
 //! deadline, and the run queued behind it is poisoned with run 5 as origin. A latch or a run
 //! that publishes nothing fails only run 5: every other run gets its own `OK`, so no later run
 //! of a slot inherits run 5's status. Each shape runs under each unknown of the hardware the
-//! fake offers as a switch.
+//! fake offers as a switch. So do two failed calls of the lane's own on run 5 (`fail_call`): a
+//! record read that fails, and a boundary record that fails after the kernels (the run is
+//! unfenced); with the streams clean, each poisons run 5 with that call's code, and run 6
+//! behind it with run 5 as origin, while every other run gets its own `OK`.
 
 mod common;
 
@@ -258,4 +261,179 @@ fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_sync
         0,
         "depth one"
     );
+}
+
+/// Run 5's kernels in the two tests below: long enough that, however loaded the machine, run
+/// 6 is submitted and launched behind it (depth two) before run 5 ends, far below the op
+/// timeout.
+const LONG_RUN_5: Duration = Duration::from_millis(150);
+static HEALTHY: Kernels = Kernels::healthy(KERNEL);
+static LONG: Kernels = Kernels::healthy(LONG_RUN_5);
+
+/// The code the failed record read returns.
+const READ_FAILED: i32 = 507_899;
+/// The code the failed boundary record returns: no device returns it, so a verdict with it
+/// can only be the call's.
+const RECORD_FAILED: i32 = 107_000;
+
+/// Whether run 6's AICore launch arms a failure of the next `aclrtMemcpy` on the fake.
+static FAIL_NEXT_COPY_AT_RUN_6: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// The common launch callbacks (as `common::fake_config` sets them), `[aicore, aicpu]`.
+type Launch = unsafe extern "C" fn(
+    *mut core::ffi::c_void,
+    *mut core::ffi::c_void,
+    *const RunLaneRunArgs,
+) -> i32;
+
+fn common_launches() -> [Launch; 2] {
+    let config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    [
+        config.runner.launch_aicore.expect("an AICore launch"),
+        config.runner.launch_aicpu.expect("an AICPU launch"),
+    ]
+}
+
+/// `common`'s launch with run 5 on [`LONG`] kernels, and (when armed) the fake's next
+/// `aclrtMemcpy` failing from run 6's AICore launch on: the lane has armed run 6's slot by
+/// then, and run 5 is still running, so that copy is run 5's record read, whatever the
+/// threads' timing.
+fn hooked(
+    engine: usize,
+    user: *mut core::ffi::c_void,
+    stream: *mut core::ffi::c_void,
+    args: *const RunLaneRunArgs,
+) -> i32 {
+    // SAFETY: the library passes valid args for the call.
+    let run = unsafe { &*args }.info.run;
+    if run == 6
+        && engine == 0
+        && FAIL_NEXT_COPY_AT_RUN_6.swap(false, std::sync::atomic::Ordering::SeqCst)
+    {
+        control()
+            .fail_call("aclrtMemcpy", READ_FAILED, 0, 1)
+            .expect("a fail-call rule");
+    }
+    let user = if run == 5 {
+        std::ptr::from_ref(&LONG).cast_mut().cast()
+    } else {
+        user
+    };
+    // SAFETY: `common`'s callback, with the args the library passed and a `Kernels` user
+    // that outlives the lane.
+    unsafe { common_launches()[engine](user, stream, args) }
+}
+
+unsafe extern "C" fn hooked_aicore(
+    user: *mut core::ffi::c_void,
+    stream: *mut core::ffi::c_void,
+    args: *const RunLaneRunArgs,
+) -> i32 {
+    hooked(0, user, stream, args)
+}
+
+unsafe extern "C" fn hooked_aicpu(
+    user: *mut core::ffi::c_void,
+    stream: *mut core::ffi::c_void,
+    args: *const RunLaneRunArgs,
+) -> i32 {
+    hooked(1, user, stream, args)
+}
+
+/// Twelve runs through the documented loop on a fresh lane with the hooked launches.
+fn twelve_hooked() -> Vec<RunLaneOutcome> {
+    let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    config.completion_timeout_ms = 5_000;
+    config.runner.launch_aicore = Some(hooked_aicore);
+    config.runner.launch_aicpu = Some(hooked_aicpu);
+    let lane = common::create(&config);
+    let mut outcomes = common::documented_loop(lane, |submitted, _| submitted < 12);
+    common::destroy(lane);
+    outcomes.sort_by_key(|o| o.id);
+    outcomes
+}
+
+/// Run 5 failed, poison, with the failed call's `code` at `stage`; run 6, launched or prepared
+/// behind it, poisoned by it; runs 1 to 4 (ahead of it) and 7 to 12 (after the recovery; 7, 9
+/// and 11 on run 5's slot) each with its own `OK`: none inherits run 5's status.
+fn assert_run_5_poisoned_alone(
+    what: &str,
+    outcomes: &[RunLaneOutcome],
+    stage: RunLaneStage,
+    code: i32,
+) {
+    assert_eq!(outcomes.len(), 12, "{what}: one outcome per run");
+    let five = &outcomes[4];
+    let line = common::line(five);
+    assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
+    assert_eq!(five.failure_class, RunLaneClass::Poison, "{what}: {line}");
+    assert!(
+        five.has_code && five.code == code,
+        "{what}: the failed call's code: {line}"
+    );
+    assert_eq!(five.stage, stage, "{what}: {line}");
+    let six = &outcomes[5];
+    assert_eq!(
+        six.verdict,
+        RunLaneVerdict::Poisoned,
+        "{what}: {}",
+        common::line(six)
+    );
+    assert_eq!(six.origin, five.id, "{what}");
+    for outcome in outcomes.iter().take(4).chain(outcomes.iter().skip(6)) {
+        assert_eq!(
+            outcome.verdict,
+            RunLaneVerdict::Ok,
+            "{what}: run {}: {}",
+            outcome.id,
+            common::line(outcome)
+        );
+    }
+}
+
+#[test]
+fn a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inherits_it() {
+    let _serial = serial();
+    let control = control();
+    for (switch, semantics) in switches() {
+        let _fake = control.session().expect("reset the fake");
+        if let Some(semantics) = semantics {
+            control.set_semantics(semantics).expect("a known switch");
+        }
+        FAIL_NEXT_COPY_AT_RUN_6.store(true, std::sync::atomic::Ordering::SeqCst);
+        let outcomes = twelve_hooked();
+        assert!(
+            !FAIL_NEXT_COPY_AT_RUN_6.load(std::sync::atomic::Ordering::SeqCst),
+            "{switch}: run 6 armed the failure"
+        );
+        // Run 5's kernels published an ok record, but its read failed: nothing says OK, the
+        // device verdict is clean, and the record-read-failed row poisons with the read's code.
+        assert_run_5_poisoned_alone(switch, &outcomes, RunLaneStage::RecordRead, READ_FAILED);
+        assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
+    }
+}
+
+#[test]
+fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_code_on_clean_streams()
+ {
+    let _serial = serial();
+    let control = control();
+    for (switch, semantics) in switches() {
+        let _fake = control.session().expect("reset the fake");
+        if let Some(semantics) = semantics {
+            control.set_semantics(semantics).expect("a known switch");
+        }
+        // Two fence records per launch, in launch order: core_done on the AICore stream, the
+        // boundary on the AICPU stream behind both kernels. Run 5's boundary is the tenth.
+        control
+            .fail_call("aclrtRecordEvent", RECORD_FAILED, 4 * 2 + 1, 1)
+            .expect("a fail-call rule");
+        let outcomes = twelve_hooked();
+        // Unfenced: its own events cannot decide it. The device verdict finds both streams
+        // clean (its kernels even published an ok record), so it poisons with the record
+        // call's code; nothing launched behind it, and run 6 is poisoned by it.
+        assert_run_5_poisoned_alone(switch, &outcomes, RunLaneStage::EventRecord, RECORD_FAILED);
+        assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
+    }
 }
