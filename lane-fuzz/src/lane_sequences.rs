@@ -34,8 +34,8 @@
 
 use arbitrary::Arbitrary;
 use lane_core::status_latch::{
-    AclCode, Boundary, Class, DeviceVerdict, Evidence as Waited, Record, RecordRead, RecordSource,
-    RuntimeCode, Status, VerdictChannel,
+    AclCode, Boundary, Class, DeviceVerdict, Evidence as Waited, Record, RecordDefect, RecordRead,
+    RecordSource, RuntimeCode, Status, VerdictChannel,
 };
 use lane_core::stream_pair::{Role, StreamHandle, StreamState};
 use lane_core::{
@@ -202,10 +202,13 @@ pub enum Reply {
         step: u8,
     },
     /// The other answer where there is one: a prepare is incompatible, a completion carries
-    /// evidence other than a published ok record (`code % 4`: an error record with the
-    /// runtime code at `code / 4`, never published with a clean device verdict, never
-    /// published with the device code at `code / 4`, a failed record read with a clean
-    /// device verdict), a status read latches the runtime code at `code % 17` (the 17th is
+    /// evidence other than its channel's success (on the record channel, `code % 6`: an error
+    /// record with the runtime code at `code / 6`, never published with a clean device
+    /// verdict, never published with the device code at `code / 6`, a failed record read
+    /// with a clean device verdict, a malformed record (the defect at `code / 6`) with a
+    /// clean device verdict, never published with no device verdict made; on the
+    /// stream-synchronize channel, `code % 2`: the device code at `code / 2`, no device
+    /// verdict made), a status read latches the runtime code at `code % 17` (the 17th is
     /// unknown), a finalisation fails validation, a create reports the other stream's
     /// handle, a destroy names a wrong handle.
     Other {
@@ -302,6 +305,9 @@ struct Evidence {
     /// The accepted completion carried the run's own published ok record (L-8: the only
     /// evidence that makes a run `Ok` on the record channel).
     published_ok: bool,
+    /// The accepted completion, on the stream-synchronize channel, carried a clean device
+    /// verdict (L-8: with a clean header, the only evidence that makes a run `Ok` there).
+    synchronized_clean: bool,
 }
 
 /// The body's driver-and-backend: the lane, what it asked for and what it answered. The
@@ -325,6 +331,8 @@ pub(crate) struct Body {
     reserved: Vec<Lease>,
     former_leases: Vec<Lease>,
     history: Vec<Event>,
+    /// Events the lane accepted so far (`history` keeps the first 64).
+    events_accepted: usize,
     next_handle: u64,
     closed: bool,
     was_recovering: bool,
@@ -381,6 +389,7 @@ impl Body {
             reserved: Vec::new(),
             former_leases: Vec::new(),
             history: Vec::new(),
+            events_accepted: 0,
             next_handle: 0x100,
             closed: false,
             was_recovering: false,
@@ -830,19 +839,40 @@ impl Body {
                 },
                 Kind::Right,
             ),
-            (Effect::AwaitCompletion { run, lease, .. }, Reply::Other { code: c }) => (
+            (
+                Effect::AwaitCompletion {
+                    run,
+                    lease,
+                    channel,
+                    ..
+                },
+                Reply::Other { code: c },
+            ) => (
                 Event::Completed {
                     run,
                     lease,
-                    evidence: completion_evidence(c),
+                    evidence: completion_evidence(channel, c),
                 },
                 Kind::Right,
             ),
-            (Effect::AwaitCompletion { run, lease, .. }, _) => (
+            (
+                Effect::AwaitCompletion {
+                    run,
+                    lease,
+                    channel,
+                    ..
+                },
+                _,
+            ) => (
                 Event::Completed {
                     run,
                     lease,
-                    evidence: Waited::PUBLISHED_OK,
+                    // The channel's success: the run's own ok record, or (a runtime without
+                    // records) a clean device verdict.
+                    evidence: match channel {
+                        VerdictChannel::Record => Waited::PUBLISHED_OK,
+                        VerdictChannel::StreamSync => Waited::SYNCHRONIZED_CLEAN,
+                    },
                 },
                 Kind::Right,
             ),
@@ -1066,6 +1096,7 @@ impl Body {
 
     /// Remembers an accepted event: for replays, and as evidence for verdicts.
     fn record(&mut self, event: Event) {
+        self.events_accepted += 1;
         if self.history.len() < 64 {
             self.history.push(event);
         }
@@ -1088,7 +1119,10 @@ impl Body {
                 evidence: waited, ..
             } => {
                 evidence.completed = true;
-                evidence.published_ok = waited.record == RecordRead::Read(Record::Ok);
+                evidence.published_ok = waited.channel == VerdictChannel::Record
+                    && waited.record == RecordRead::Read(Record::Ok);
+                evidence.synchronized_clean = waited.channel == VerdictChannel::StreamSync
+                    && waited.device == Some(DeviceVerdict::Clean);
             }
             // A header latch does not fail a run whose own record was published ok: the
             // record decides it (L-8's first rows), so its status read counts as clean.
@@ -1301,8 +1335,9 @@ impl Body {
                         if !(evidence.completed && timing.is_some() && evidence.finalised) {
                             return Err(format!("{} is Ok with evidence {evidence:?}", r.run));
                         }
-                        // L-8: no run is Ok without its own published ok record.
-                        if !evidence.published_ok {
+                        // L-8: no run is Ok without its own published ok record (or, on the
+                        // stream-synchronize channel, a clean device verdict).
+                        if !(evidence.published_ok || evidence.synchronized_clean) {
                             return Err(format!(
                                 "{} is Ok without a published ok record ({evidence:?})",
                                 r.run
@@ -1463,15 +1498,28 @@ fn pick_ref(items: &[usize], i: u8) -> Option<&usize> {
     }
 }
 
-/// The completion evidence other than a published ok record, picked by `c` (see
-/// [`Reply::Other`]): the verdict rule's rows past `record-ok` on the record channel.
-fn completion_evidence(c: u8) -> Waited {
+/// The completion evidence other than the channel's success, picked by `c` (see
+/// [`Reply::Other`]): on the record channel, the verdict rule's rows past `record-ok`; on the
+/// stream-synchronize channel, a device fault. Each with a `no device verdict made` shape, a
+/// backend that did not synchronize when the rule asks it to.
+fn completion_evidence(channel: VerdictChannel, c: u8) -> Waited {
+    if channel == VerdictChannel::StreamSync {
+        return Waited {
+            channel,
+            boundary: Boundary::Complete,
+            record: RecordRead::NotRead,
+            device: match c % 2 {
+                0 => Some(DeviceVerdict::Fault(acl_code(c / 2))),
+                _ => None,
+            },
+        };
+    }
     let never = RecordRead::Read(Record::NeverPublished {
         stamp: u64::from(c),
     });
-    let (record, device) = match c % 4 {
+    let (record, device) = match c % 6 {
         0 => {
-            let at = usize::from(c / 4) % (RuntimeCode::ALL.len() + 1);
+            let at = usize::from(c / 6) % (RuntimeCode::ALL.len() + 1);
             let code = RuntimeCode::ALL
                 .get(at)
                 .copied()
@@ -1485,17 +1533,41 @@ fn completion_evidence(c: u8) -> Waited {
             (RecordRead::Read(record), None)
         }
         1 => (never, Some(DeviceVerdict::Clean)),
-        2 => (never, Some(DeviceVerdict::Fault(acl_code(c / 4)))),
-        _ => (
-            RecordRead::Failed(acl_code(c / 4)),
+        2 => (never, Some(DeviceVerdict::Fault(acl_code(c / 6)))),
+        3 => (
+            RecordRead::Failed(acl_code(c / 6)),
             Some(DeviceVerdict::Clean),
         ),
+        4 => (
+            RecordRead::Read(Record::Malformed(record_defect(c / 6))),
+            Some(DeviceVerdict::Clean),
+        ),
+        _ => (never, None),
     };
     Waited {
-        channel: VerdictChannel::Record,
+        channel,
         boundary: Boundary::Complete,
         record,
         device,
+    }
+}
+
+/// A published record's defect, picked by `i % 8`.
+const fn record_defect(i: u8) -> RecordDefect {
+    let raw = i as u32;
+    match i % 8 {
+        0 => RecordDefect::NoVerdict,
+        1 => RecordDefect::ZeroEpoch,
+        2 => RecordDefect::UnknownVerdict { raw: 3 + raw },
+        3 => RecordDefect::ErrorWithoutCode,
+        4 => RecordDefect::UnknownSource { raw: 4 + raw },
+        5 => RecordDefect::OkWithDetail {
+            code: -1,
+            source: 0,
+            payload: 0,
+        },
+        6 => RecordDefect::PayloadTooLong { bytes: 257 + raw },
+        _ => RecordDefect::Short { len: 8 },
     }
 }
 
@@ -1677,6 +1749,17 @@ impl Body {
         let (event, kind) = self.reply(effect, reply);
         self.feed(event, kind)?;
         self.feed(event, Kind::Wrong)
+    }
+
+    /// The events the lane accepted, in order (the first 64; [`Self::events_accepted`] counts
+    /// them all).
+    pub(crate) fn history(&self) -> &[Event] {
+        &self.history
+    }
+
+    /// How many events the lane accepted so far.
+    pub(crate) const fn events_accepted(&self) -> usize {
+        self.events_accepted
     }
 
     /// How many runs and how many publications the lane accepted so far.

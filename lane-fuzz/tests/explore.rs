@@ -3,6 +3,7 @@
 //! Bigger bounds: `cargo xtask explore --runs N`. The state counts printed here are recorded
 //! in docs/testing.md.
 
+use lane_core::status_latch::VerdictRule;
 use lane_fuzz::explore::lane::{self, Action, Chip, Config};
 use lane_fuzz::explore::pair::{self, PairConfig};
 use lane_fuzz::explore::{Failure, Model, explore, render};
@@ -13,9 +14,20 @@ const LIMIT: usize = 1_000_000;
 
 /// The configurations `cargo test` explores on each chip: one run with a publication, a
 /// close and reservations; two runs with a close. And a2a3 with a prepare window of two:
-/// two runs with a close (both prepare at once; their answers come in any order).
+/// two runs with a close (both prepare at once; their answers come in any order). And the
+/// stream-synchronize channel (a runtime without records): one run with a publication and a
+/// close.
 fn test_configs() -> Vec<Config> {
     let mut configs = vec![
+        // L-8 on the stream-synchronize channel: the device verdict and the header decide.
+        Config {
+            chip: Chip::StreamSync,
+            runs: 1,
+            publications: 1,
+            close: true,
+            reservations: false,
+            notices: false,
+        },
         Config {
             chip: Chip::A2a3Window2,
             runs: 2,
@@ -58,7 +70,9 @@ fn test_configs() -> Vec<Config> {
 
 /// The table states the test bounds never reach: none. Every run phase, publication phase
 /// and lane state (every step of all three recovery attempts, toward reopen and toward
-/// close) is reached, so a table row for a state the lane cannot be in would show here.
+/// close) is reached, and every row of the verdict rule (the lane judged some completion
+/// or status read by it), so a table row for a state the lane cannot be in, or a verdict
+/// row no evidence the backend can give reaches, would show here.
 const EXPECTED_UNREACHED: &[&str] = &[];
 
 #[test]
@@ -80,6 +94,18 @@ fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() 
     }
     let tables = reached.against_tables();
     println!("table states never reached: {:?}", tables.unreached);
+    // L-8: the explored world gives every shape of evidence the verdict rule names (a
+    // malformed record among them), so the lane's judgement goes through every row.
+    let rows: Vec<&str> = VerdictRule::ALL.iter().map(|r| r.name()).collect();
+    let judged: Vec<&str> = reached.verdict.iter().map(String::as_str).collect();
+    println!("verdict rows reached: {judged:?}");
+    assert!(
+        rows.iter().all(|r| judged.contains(r)),
+        "verdict rows never reached: {:?}",
+        rows.iter()
+            .filter(|r| !judged.contains(r))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(
         tables.unreached, EXPECTED_UNREACHED,
         "table states never reached"

@@ -11,8 +11,10 @@
 //!   code (a plain ACL code, whose class the stage decides — run-only for a prepare, poison
 //!   for a launch after the AICore kernel — and a device-fault code, poison at any stage),
 //!   every launch step, the other answers (an incompatible prepare, a latched run-only and a
-//!   latched timeout code, a validation failure) and the wrong ones (a create that reports
-//!   the other stream's handle, a destroy of a wrong handle);
+//!   latched timeout code, a validation failure, every completion evidence of the verdict
+//!   rule: an error, unpublished, malformed or unread record, a device verdict clean, faulted
+//!   or not made) and the wrong ones (a create that reports the other stream's handle, a
+//!   destroy of a wrong handle);
 //! - recovery succeeding or failing at the reset and at the probe;
 //! - a completion deadline expiring (the clock jumps to it) and a spurious timeout call;
 //! - stale answers (to effects asked before a poison), duplicated answers (the first and the
@@ -29,13 +31,24 @@
 //! no deadlock (work pending with no effect to answer and no deadline), and liveness
 //! (answering success to everything from here gives every item its outcome, and a close
 //! answered the same way ends `Closed`).
+//!
+//! # Coverage
+//!
+//! Besides the run, publication and lane-state tables ([`Reached`]), every row of the
+//! verdict rule (`status_latch::VerdictRule`) the lane's judgement went through, on every
+//! transition: the row `judge` gives for each completion the lane accepted (its evidence,
+//! judged unfenced when the run's launch was) and for each status read it accepted (that
+//! evidence with the header read).
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use lane_core::publication::publication_table;
 use lane_core::run::run_phase_table;
 use lane_core::state::lane_state_table;
-use lane_core::{Effect, LaneState, Profile, RunId};
+use lane_core::status_latch::{Boundary, Evidence, HeaderRead, VerdictChannel, VerdictRule, judge};
+use lane_core::{Effect, Event, LaneState, LaunchStep, Profile, RunId};
 
 use super::{Failure, Model, Stats, explore, render};
 use crate::lane_sequences::{Body, Forgery, LeasePick, Op, Reply};
@@ -52,6 +65,9 @@ pub enum Chip {
     /// both runs may prepare at once, and their answers (held back like every answer here)
     /// come in any order (L-18).
     A2a3Window2,
+    /// [`Profile::a2a3`] for a runtime without records ([`Profile::with_stream_sync`]): every
+    /// run's verdict is the device verdict with the header, at launch depth one (L-3, L-8).
+    StreamSync,
 }
 
 impl Chip {
@@ -69,6 +85,7 @@ impl Chip {
                 // A window of two fits a2a3's two slots.
                 Err(e) => unreachable!("a2a3 with window 2 refused: {e}"),
             },
+            Self::StreamSync => Profile::a2a3().with_stream_sync(),
         }
     }
 }
@@ -141,6 +158,9 @@ pub struct LaneModel {
     config: Config,
     /// `reserve` calls so far: each mints a generation, so they are bounded by the runs.
     reserves: u8,
+    /// The verdict rule's rows any transition of this exploration went through, one bit per
+    /// row of [`VerdictRule::ALL`]: shared by every state (not part of a state's key).
+    rows: Rc<Cell<u16>>,
 }
 
 impl LaneModel {
@@ -151,7 +171,29 @@ impl LaneModel {
             body: Body::with_profile(config.chip.profile()),
             config,
             reserves: 0,
+            rows: Rc::new(Cell::new(0)),
         }
+    }
+
+    /// Notes the verdict rows the events the lane accepted since `since` (a count of
+    /// accepted events) took it through.
+    fn note_rows(&self, since: usize) -> Result<(), String> {
+        let history = self.body.history();
+        if self.body.events_accepted() != history.len() {
+            return Err(format!(
+                "a path of more than {} accepted events: its verdict rows are not tracked; \
+                 lower the bounds",
+                history.len()
+            ));
+        }
+        let mut bits = self.rows.get();
+        for at in since..history.len() {
+            if let Some(rule) = rows_of(history, at) {
+                bits |= row_bit(rule);
+            }
+        }
+        self.rows.set(bits);
+        Ok(())
     }
 
     /// The run an action answers for (an answer to its effect, or its deadline expiring):
@@ -192,6 +234,67 @@ impl LaneModel {
     }
 }
 
+/// The verdict row the lane's judgement goes through on accepting `history[at]`, as the lane
+/// judges them: a completion by its evidence alone (unfenced when the run's launch was: an
+/// accepted `LaunchFailed` at the fence records), a failed completion wait as a failed
+/// boundary, a status read by the completion's evidence with the header read.
+fn rows_of(history: &[Event], at: usize) -> Option<VerdictRule> {
+    let event = history.get(at)?;
+    let before = history.get(..at).unwrap_or_default();
+    let judged = |run: RunId, evidence: Evidence| {
+        let unfenced = before.iter().rev().find_map(|e| match *e {
+            Event::LaunchFailed {
+                run: r,
+                step: LaunchStep::RecordEvent,
+                code,
+                ..
+            } if r == run => Some(code),
+            _ => None,
+        });
+        match unfenced {
+            Some(code) => Evidence {
+                boundary: Boundary::Unfenced(code),
+                ..evidence
+            },
+            None => evidence,
+        }
+    };
+    let (evidence, header) = match *event {
+        Event::Completed { run, evidence, .. } => (judged(run, evidence), HeaderRead::Unread),
+        Event::CompletionFailed { code, .. } => (
+            Evidence {
+                channel: VerdictChannel::Record,
+                boundary: Boundary::Failed(code),
+                record: lane_core::status_latch::RecordRead::NotRead,
+                device: None,
+            },
+            HeaderRead::Unread,
+        ),
+        Event::StatusRead { run, status, .. } => {
+            let evidence = before.iter().rev().find_map(|e| match *e {
+                Event::Completed {
+                    run: r, evidence, ..
+                } if r == run => Some(evidence),
+                _ => None,
+            })?;
+            let header = status
+                .latched()
+                .map_or(HeaderRead::Clean, HeaderRead::Latched);
+            (judged(run, evidence), header)
+        }
+        _ => return None,
+    };
+    Some(judge(&evidence, header).0)
+}
+
+/// `rule`'s bit: its place in [`VerdictRule::ALL`].
+fn row_bit(rule: VerdictRule) -> u16 {
+    VerdictRule::ALL
+        .iter()
+        .position(|r| *r == rule)
+        .map_or(0, |at| 1 << at)
+}
+
 /// The answers offered to `effect`.
 fn replies(effect: &Effect) -> &'static [Reply] {
     // Code index 0 is ACL_ERROR_INVALID_PARAM (its class follows the stage); 7 is
@@ -216,9 +319,14 @@ fn replies(effect: &Effect) -> &'static [Reply] {
         // A completion also answers with evidence that is no published ok record (L-8), one
         // reply per row of the verdict rule past `record-ok` (`completion_evidence`): an
         // error record (`code: 0`), a record never published with a clean device verdict
-        // (`1`: `no-record`, run-only), with a device fault (`2`: poison), and a record read
-        // that failed (`3`).
-        Effect::AwaitCompletion { .. } => &[
+        // (`1`: `no-record`, run-only), with a device fault (`2`: poison), a record read
+        // that failed (`3`), a malformed record with a clean device verdict (`4`:
+        // `malformed-record`, run-only), and a record never published with no device
+        // verdict made (`5`: a backend that did not synchronize; poison).
+        Effect::AwaitCompletion {
+            channel: VerdictChannel::Record,
+            ..
+        } => &[
             Reply::Success,
             PLAIN,
             FAULT,
@@ -226,6 +334,20 @@ fn replies(effect: &Effect) -> &'static [Reply] {
             Reply::Other { code: 1 },
             Reply::Other { code: 2 },
             Reply::Other { code: 3 },
+            Reply::Other { code: 4 },
+            Reply::Other { code: 5 },
+        ],
+        // On the stream-synchronize channel: the device verdict clean (success), faulted
+        // (`code: 0`) or not made (`1`).
+        Effect::AwaitCompletion {
+            channel: VerdictChannel::StreamSync,
+            ..
+        } => &[
+            Reply::Success,
+            PLAIN,
+            FAULT,
+            Reply::Other { code: 0 },
+            Reply::Other { code: 1 },
         ],
         Effect::UploadCode { .. } => &[Reply::Success, PLAIN, FAULT],
         Effect::ReadStatus { .. } => &[Reply::Success, PLAIN, OTHER, Reply::Other { code: 7 }],
@@ -315,6 +437,7 @@ impl Model for LaneModel {
 
     fn step(&mut self, action: Action) -> Result<(), String> {
         let before = self.body.lane().poison();
+        let accepted = self.body.events_accepted();
         let run = self.run_of(action);
         if action == Action::Op(Op::Reserve) {
             self.reserves += 1;
@@ -325,6 +448,7 @@ impl Model for LaneModel {
             Action::AnswerTwice { effect, reply } => self.body.answer_twice(effect, reply),
         }
         .map_err(|m| format!("{m}\n{}", self.body.describe()))?;
+        self.note_rows(accepted)?;
         let after = self.body.lane().poison();
         if after != before {
             if let (Some(poison), Some(run)) = (after, run) {
@@ -434,6 +558,9 @@ pub struct Reached {
     pub publication: BTreeSet<String>,
     /// Lane states.
     pub lane: BTreeSet<String>,
+    /// Rows of the verdict rule the lane's judgement went through, by name
+    /// ([`VerdictRule::name`]).
+    pub verdict: BTreeSet<String>,
 }
 
 /// The states a rendered table has rows for (its first column).
@@ -458,7 +585,8 @@ pub struct TableCheck {
 }
 
 impl Reached {
-    /// Compares with the rendered run, publication and lane-state tables.
+    /// Compares with the rendered run, publication and lane-state tables, and with the rows
+    /// of the verdict rule.
     #[must_use]
     pub fn against_tables(&self) -> TableCheck {
         let mut check = TableCheck::default();
@@ -475,6 +603,19 @@ impl Reached {
                 .unreached
                 .extend(listed.difference(reached).map(|s| format!("{name} {s}")));
         }
+        let rows: BTreeSet<String> = VerdictRule::ALL
+            .iter()
+            .map(|r| r.name().to_owned())
+            .collect();
+        check.unlisted.extend(
+            self.verdict
+                .difference(&rows)
+                .map(|s| format!("verdict row {s}")),
+        );
+        check.unreached.extend(
+            rows.difference(&self.verdict)
+                .map(|s| format!("verdict row {s}")),
+        );
         check
     }
 
@@ -483,6 +624,7 @@ impl Reached {
         self.run.extend(other.run.iter().cloned());
         self.publication.extend(other.publication.iter().cloned());
         self.lane.extend(other.lane.iter().cloned());
+        self.verdict.extend(other.verdict.iter().cloned());
     }
 }
 
@@ -501,7 +643,9 @@ pub struct Explored {
 /// rendered: the message and the shortest trace as Rust code for [`replay`].
 pub fn run(config: Config, limit: usize) -> Result<Explored, String> {
     let mut reached = Reached::default();
-    let stats = explore(LaneModel::new(config), limit, |m: &LaneModel| {
+    let initial = LaneModel::new(config);
+    let rows = Rc::clone(&initial.rows);
+    let stats = explore(initial, limit, |m: &LaneModel| {
         m.table_states(&mut reached);
     })
     .map_err(|failure| match failure {
@@ -514,6 +658,11 @@ pub fn run(config: Config, limit: usize) -> Result<Explored, String> {
             format!("{config:?}: more than {limit} states; lower the bounds")
         }
     })?;
+    reached.verdict = VerdictRule::ALL
+        .iter()
+        .filter(|r| rows.get() & row_bit(**r) != 0)
+        .map(|r| r.name().to_owned())
+        .collect();
     Ok(Explored {
         config,
         stats,
