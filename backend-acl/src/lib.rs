@@ -8,12 +8,13 @@
 //! [`profile_for_soc`]), and the device op timeout (`aclrtSetOpExecuteTimeOutV2` from
 //! `Profile::device_op_timeout_ns`, checked below the host completion wait, SPEC L-6, so a
 //! hung kernel ends with its device code, 507014 or 507017, before the host gives up). Then
-//! one `Device` method per ACL call; `aclGetRecentErrMsg` read after every failure and handed
-//! to the driver through `Device::recent_error_message`, which attaches it to the outcome of
-//! the run or publication whose call failed. Thread binding: the calling thread is bound
-//! (`aclrtSetDevice`) before its first call and again after every reset, tracked by
-//! `ThreadId`, so the device may move to the lane service's own thread; a host worker thread
-//! (runner work off the lane thread) binds itself through a [`WorkerBinding`], and so does
+//! one `Device` method per ACL call; `aclGetRecentErrMsg` read after every failure and taken
+//! by the driver through `Device::recent_error_message` (the waiter through its own), which
+//! answers with it, so it reaches the outcome of the run or publication whose call failed.
+//! Thread binding: the calling thread is bound (`aclrtSetDevice`) before its first call and
+//! again after every reset, tracked by `ThreadId`, so the device may move to the lane
+//! service's own thread; a host worker thread (runner work off the lane thread) binds
+//! itself through a [`WorkerBinding`], and so does
 //! the completion waiter lane-service makes every blocking wait on
 //! (`Device::completion_waiter`: `aclrtSynchronizeEventWithTimeout` and the recovery drain on
 //! a thread of its own, bound again after every force reset). The copies on

@@ -63,12 +63,11 @@ use lane_core::{
 };
 use lane_driver::dispatch::{
     Bookkeeping, Dispatch, DispatchInput, DispatchRefusal, DispatchState, Helpers, Next, Setting,
-    Waited, WorkerAnswer,
+    WorkerAnswer,
 };
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
-    Executor, NoObserver, Observer, PrepareError, RunArgs, Runner, Turn, run_device_wait,
-    wait_failed,
+    Executor, NoObserver, Observer, PrepareError, RunArgs, Runner, Turn, Wait, run_device_wait,
 };
 
 use crate::device::{SimDevice, SimRunner};
@@ -269,7 +268,7 @@ enum Reply {
     /// A host worker's answer to its job.
     Worker(WorkerAnswer),
     /// The completion waiter's answer to the device wait with this ticket.
-    Waited(u64, Waited),
+    Waited(u64, Wait),
 }
 
 impl Answer {
@@ -353,7 +352,7 @@ impl<D: Device, R: Runner<D>> Helpers for Helping<'_, '_, D, R> {
         }
     }
 
-    fn waited(&mut self) -> Option<(u64, Waited)> {
+    fn waited(&mut self) -> Option<(u64, Wait)> {
         // The waiter has one answer slot: an answer it gave after another replaced it.
         let mut latest = None;
         while let Some(reply) = self.take(|a| !a.is_worker()) {
@@ -646,10 +645,9 @@ impl WorkerLoop {
                         self.off_lane.bound.fill(false);
                         self.off_lane.waiter_bound = false;
                     }
-                    if let Some(event) = executor.execute(effect, steps.observer_mut())? {
-                        let message = executor.device_message(&event);
+                    if let Some(answer) = executor.execute(effect, steps.observer_mut())? {
                         let now = executor.now();
-                        steps.feed(now, event, message)?;
+                        steps.feed(now, answer)?;
                     }
                 }
                 // An answer that took no time is the machine's to take before the lane
@@ -738,24 +736,13 @@ impl OffLane {
             bound: &mut self.waiter_bound,
         };
         let answer = run_device_wait(&mut waiter, &wait);
-        let message = if wait_failed(&answer) {
-            waiter.recent_error_message()
-        } else {
-            None
-        };
         let end = host.leave(executor.device_mut());
         self.waiter_free_at = end;
         self.push_answer(Answer {
             end_ns: end,
             seq: 0,
             run,
-            reply: Reply::Waited(
-                ticket,
-                Waited {
-                    wait: answer,
-                    message,
-                },
-            ),
+            reply: Reply::Waited(ticket, answer),
         });
         end
     }
@@ -801,12 +788,9 @@ impl OffLane {
                 self.bound[worker] = true;
                 // A prepare or finalise shows the observer nothing (it sees only a launch's
                 // failed release of a half-made slot).
-                executor.execute(effect, &mut NoObserver).map(|answered| {
-                    answered.map(|event| {
-                        let message = executor.device_message(&event);
-                        WorkerAnswer::Answered(event, message)
-                    })
-                })
+                executor
+                    .execute(effect, &mut NoObserver)
+                    .map(|answered| answered.map(WorkerAnswer::Answered))
             }
             // A worker that cannot bind hands the job back to the lane thread (it stays
             // unbound and tries again before its next job).

@@ -161,9 +161,10 @@ pub trait Device {
     }
 
     /// `aclGetRecentErrMsg` after the last call, if it failed and the backend has text for
-    /// it; taken (a second call returns `None`). The driver takes it after each failure that
-    /// fails a run or a publication and attaches it to that item's outcome
-    /// ([`Report`](crate::Report)).
+    /// it; taken (a second call returns `None`). The one read of the device's text: the
+    /// [`Executor`](crate::Executor) takes it right after each call whose failure it answers
+    /// and answers with it ([`Answer`](crate::Answer)), which puts it on the outcome that
+    /// failure causes ([`Report`](crate::Report)).
     fn recent_error_message(&mut self) -> Option<String> {
         None
     }

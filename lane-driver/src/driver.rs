@@ -5,14 +5,14 @@
 use lane_core::status_latch::{DecodeError, RECORD_BYTES};
 use lane_core::stream_pair::Role;
 use lane_core::{
-    CloseReport, CodeRef, Event, EventError, InvariantViolation, Lane, LaneState, Outcome, Profile,
+    CloseReport, CodeRef, EventError, InvariantViolation, Lane, LaneState, Outcome, Profile,
     PublicationId, PublishError, RunId, RunRequest, SubmitError,
 };
 use thiserror::Error;
 
 use crate::device::Device;
 use crate::dispatch::{
-    Dispatch, DispatchInput, DispatchRefusal, DispatchState, Next, NoHelpers, Setting, Waited,
+    Dispatch, DispatchInput, DispatchRefusal, DispatchState, Next, NoHelpers, Setting,
 };
 use crate::executor::{Executor, Wait};
 use crate::observer::{NoObserver, Observer};
@@ -106,9 +106,9 @@ pub enum DriverError {
 }
 
 /// An outcome as the driver delivers it: the lane's [`Outcome`] and, when the device call
-/// that failed it left one, the device's own text about it (`aclGetRecentErrMsg`, through
-/// [`Device::recent_error_message`]). Its `Display` is the outcome's stable line with that
-/// text appended.
+/// that failed it left one, the device's own text about it (`aclGetRecentErrMsg`, carried
+/// by the [`Answer`](crate::Answer) that reported the failure). Its `Display` is the
+/// outcome's stable line with that text appended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// The outcome.
@@ -282,23 +282,12 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         {
             Next::WaitHere { ticket, wait } => {
                 let answer = run_device_wait(&mut OnDevice(self.executor.device_mut()), &wait);
-                let message = match answer {
-                    Wait::Answered(event) => self.executor.device_message(&event),
-                    Wait::Expired(_) | Wait::Pending => None,
-                };
                 let now = match answer {
                     Wait::Expired(at) => at,
                     _ => self.executor.now(),
                 };
-                self.dispatch.answer_here(
-                    now,
-                    &mut self.steps,
-                    ticket,
-                    Waited {
-                        wait: answer,
-                        message,
-                    },
-                )?;
+                self.dispatch
+                    .answer_here(now, &mut self.steps, ticket, answer)?;
                 self.execute_effects()?;
                 Ok(Turn::Progress)
             }
@@ -347,20 +336,13 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         Ok(any)
     }
 
-    /// Executes one effect here and feeds its event.
+    /// Executes one effect here and feeds its answer.
     fn execute(&mut self, effect: lane_core::Effect) -> Result<(), DriverError> {
-        if let Some(event) = self.executor.execute(effect, self.steps.observer_mut())? {
-            self.feed(event)?;
+        if let Some(answer) = self.executor.execute(effect, self.steps.observer_mut())? {
+            let now = self.executor.now();
+            self.steps.feed(now, answer)?;
         }
         Ok(())
-    }
-
-    /// Feeds an event the executor produced, with the device's text if it reports a failed
-    /// call.
-    fn feed(&mut self, event: Event) -> Result<(), DriverError> {
-        let message = self.executor.device_message(&event);
-        let now = self.executor.now();
-        self.steps.feed(now, event, message)
     }
 }
 

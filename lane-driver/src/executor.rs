@@ -1,7 +1,8 @@
 //! The [`Executor`]: owns the device, the runner and the slots' device resources, and turns
-//! one lane effect into the one event that answers it, with no access to the lane. The
-//! single-thread [`Driver`](crate::Driver) and a multi-threaded service (lane-service) both
-//! drive the lane through it, so there is one code path from effect to device call.
+//! one lane effect into the one [`Answer`] (the event and the device's text about a failed
+//! call) that answers it, with no access to the lane. The single-thread
+//! [`Driver`](crate::Driver) and a multi-threaded service (lane-service) both drive the lane
+//! through it, so there is one code path from effect to device call.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,6 +13,7 @@ use lane_core::{
     Timestamp,
 };
 
+use crate::answer::Answer;
 use crate::device::{Device, DevicePtr, EventHandle, HostPtr};
 use crate::driver::{
     ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_BYTES, HEADER_OFFSET, PROBE_BYTES,
@@ -20,7 +22,7 @@ use crate::driver::{
 use crate::notice_ring::NoticeRead;
 use crate::observer::{Observation, Observer, Release};
 use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
-use crate::waiter::{DeviceWait, OnDevice, drain, run_device_wait, wait_failed};
+use crate::waiter::{DeviceWait, OnDevice, drain, event_failed, run_device_wait};
 
 /// Bytes of the status read: the timing buffer and the whole reserved header behind it. The
 /// copy on the stream is enqueued at launch, before the lane names the layout, so it takes
@@ -135,10 +137,11 @@ struct Awaited {
 }
 
 /// What a device wait ended with ([`Executor::wait`], [`run_device_wait`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wait {
-    /// The wait has the event that answers it: feed it to the lane.
-    Answered(Event),
+    /// The wait has the event that answers it, with the device's text about a failed wait:
+    /// feed it to the lane.
+    Answered(Answer),
     /// The deadline passed at this time before the run completed: tell the lane
     /// (`Lane::handle_timeout`).
     Expired(Timestamp),
@@ -165,9 +168,6 @@ pub struct Executor<D: Device, R: Runner<D>> {
     awaited: Option<Awaited>,
     /// Where the status read lands: the timing buffer, then the status header.
     readback: [u8; READBACK_BYTES],
-    /// The device's text about a readback enqueue that failed at launch, handed out with the
-    /// status read that answers it (the device's own text is long gone by then).
-    deferred_message: Option<String>,
     /// Where this executor reads the process's notice ring from (L-19): notices written
     /// before it existed are not its device's streams.
     notice_cursor: u64,
@@ -193,7 +193,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             last_launch: None,
             awaited: None,
             readback: [0; READBACK_BYTES],
-            deferred_message: None,
             notice_cursor: crate::notices().head(),
             notices_lost: 0,
         }
@@ -269,7 +268,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// ([`Device::recent_error_message`], read right after the call), if `event` reports a
     /// failed device or runner call; `None` for every other event, so a success never reads
     /// (or allocates) a text.
-    pub fn device_message(&mut self, event: &Event) -> Option<String> {
+    fn failure_text(&mut self, event: &Event) -> Option<String> {
         let failed = match event {
             Event::PrepareFailed { .. }
             | Event::LaunchFailed { .. }
@@ -280,30 +279,27 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             | Event::StreamCreateFailed { .. }
             | Event::StreamDestroyFailed { .. } => true,
             // A completion whose record read or device verdict failed.
-            Event::Completed { .. } => wait_failed(&Wait::Answered(*event)),
+            Event::Completed { .. } => event_failed(event),
             _ => false,
         };
         if !failed {
             return None;
         }
-        match (event, self.deferred_message.take()) {
-            (Event::StatusReadFailed { .. }, Some(text)) => Some(text),
-            _ => self.device.recent_error_message(),
-        }
+        self.device.recent_error_message()
     }
 
-    /// Runs one effect through the device and the runner; returns the event that answers it
-    /// (`None` for an await, which [`Executor::wait`] answers later). Touches no lane:
-    /// `observer` sees only a failed release of a half-made slot.
+    /// Runs one effect through the device and the runner; returns the answer to it: the
+    /// event, with the device's text about the failed call when it reports one (`None` for
+    /// an await, which [`Executor::wait`] answers later). Touches no lane: `observer` sees
+    /// only a failed release of a half-made slot.
     pub fn execute<O: Observer>(
         &mut self,
         effect: Effect,
         observer: &mut O,
-    ) -> Result<Option<Event>, DriverError> {
+    ) -> Result<Option<Answer>, DriverError> {
         // A text left by a failure the lane is not told about (a drain, a release) must never
         // be pinned on this effect's failure: drop it before the effect's first call.
         drop(self.device.recent_error_message());
-        self.deferred_message = None;
         let (d, r) = (&mut self.device, &mut self.runner);
         let event = match effect {
             Effect::PrepareRun {
@@ -403,7 +399,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 Err(code) => Event::ProbeFailed { attempt, code },
             },
         };
-        Ok(Some(event))
+        let text = self.failure_text(&event);
+        Ok(Some(Answer { event, text }))
     }
 
     /// The launch order of L-5 and L-13. AICore stream: the arm (Sync: one synchronous copy
@@ -482,7 +479,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             d.memcpy_from_device_async(readback, slot.timing(), READBACK_BYTES, aicpu)
                 .err()
         });
-        let read_message = read_failed.and_then(|_| d.recent_error_message());
+        if read_failed.is_some() {
+            // The status read answers this failure after completion, with no text: the
+            // device's text about the enqueue is not the launch's, so it goes now.
+            drop(d.recent_error_message());
+        }
         d.record_event(slot.boundary(), aicpu).map_err(unfenced)?;
         if let Some(slot) = self
             .slots
@@ -495,7 +496,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             }
         }
         self.last_launch = Some(lease.slot.0);
-        self.deferred_message = read_message;
         Ok(())
     }
 
@@ -590,10 +590,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             Some(Pinned {
                 read_failed: Some(code),
                 ..
-            }) => {
-                // Its text was kept at launch; `device_message` hands it out with this event.
-                Err(code)
-            }
+            }) => Err(code),
             Some(pinned) => self.read_pinned(&slot, pinned, len),
         };
         if let Err(code) = read {

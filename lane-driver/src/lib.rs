@@ -28,16 +28,24 @@
 //!
 //! **Two parts:** the loop is [`LaneSteps`] (the lane, its observer and its outcomes: one
 //! lane step per call, no device) and the [`Executor`] (the device, the runner and the slot
-//! resources: one effect in, one event out, no lane). [`Driver`] runs both on the caller's
-//! thread; lane-service runs the same two on a lane thread with the steps behind a lock.
+//! resources: one effect in, one [`Answer`] out, no lane). [`Driver`] runs both on the
+//! caller's thread; lane-service runs the same two on a lane thread with the steps behind a
+//! lock.
 //!
 //! **API boundary:** [`Device`], [`Runner`], [`Observer`], [`Driver`], [`LaneSteps`],
-//! [`Executor`], [`Wait`], [`Observation`], [`Report`] (an outcome with the device's text
-//! about the failed call behind it, read with [`Device::recent_error_message`] after each
-//! failure event; allocated only on failure). A stream destroy is `Device::destroy_stream` or
-//! `Device::destroy_stream_force` as the pair's `DestroyMode` says.
+//! [`Executor`], [`Wait`], [`Answer`], [`Observation`], [`Report`] (an outcome with the
+//! device's text about the failed call behind it; allocated only on failure). A stream
+//! destroy is `Device::destroy_stream` or `Device::destroy_stream_force` as the pair's
+//! `DestroyMode` says.
 //! backend-sim implements `Device` and `Runner`; backend-acl implements `Device` alone (the
 //! embedding runtime supplies the `Runner`). They never depend on each other.
+//!
+//! **Error text:** one path. Whoever makes a call reads the device's text about it on its
+//! own thread right after it fails ([`Device::recent_error_message`],
+//! [`CompletionWaiter::recent_error_message`], [`HostWorker::recent_error_message`]) and
+//! answers with an [`Answer`]: the event and that text. [`LaneSteps::feed`] holds the text
+//! for the item whose failure it reports, and each [`Report`] takes the text of the item its
+//! cause names (a poison's origin, for the items it takes down).
 //!
 //! **Fault notices (L-19):** one process-wide [`NoticeRing`] ([`notices`]), written by
 //! whoever holds the driver's callback slot (or [`report_device_fault`]); each executor reads
@@ -55,6 +63,7 @@ mod atomic {
     pub(crate) use std::sync::atomic::{AtomicU64, Ordering, fence};
 }
 
+mod answer;
 mod device;
 pub mod dispatch;
 mod driver;
@@ -66,6 +75,7 @@ mod runner;
 mod steps;
 mod waiter;
 
+pub use answer::Answer;
 pub use device::{Device, DevicePtr, EventHandle, HostPtr};
 pub use driver::{
     Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, RECORD_OFFSET, Report,
@@ -76,8 +86,7 @@ pub use notice::{notices, notices_if_made, report_device_fault};
 pub use notice_ring::{NOTICE_CAPACITY, NoticeRead, NoticeRing, RawNotice};
 pub use observer::{Command, NoObserver, Observation, Observer, Release};
 pub use runner::{
-    Concurrency, HostWorker, PrepareError, RunArgs, Runner, host_work_failed, is_host_work,
-    run_host_work,
+    Concurrency, HostWorker, PrepareError, RunArgs, Runner, is_host_work, run_host_work,
 };
 pub use steps::LaneSteps;
 pub use waiter::{

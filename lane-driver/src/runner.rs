@@ -6,6 +6,7 @@ use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, Effect, Event, FinaliseFailure, Lease, RunId, SlotId};
 
+use crate::answer::Answer;
 use crate::device::{Device, DevicePtr};
 
 /// What a run's two kernels receive: its identity and its slot's device buffers (L-13),
@@ -102,11 +103,11 @@ pub trait HostWorker: Send {
     ) -> Result<(), FinaliseFailure>;
     /// The device's text about the failure of this worker's latest prepare or finalise
     /// (`aclGetRecentErrMsg`, which ACL keeps per thread, so only the worker's own thread can
-    /// read it), if it left one; taken (a second call returns `None`). The service calls it
-    /// on the worker's thread right after a job answered `PrepareFailed` or `FinaliseFailed`
-    /// ([`host_work_failed`]) and attaches the text to the outcome's failure line, as the
-    /// lane thread does with [`Device::recent_error_message`] after its own calls. By default
-    /// there is none.
+    /// read it), if it left one; taken (a second call returns `None`). [`run_host_work`]
+    /// calls it on the worker's thread right after a job answered `PrepareFailed` or
+    /// `FinaliseFailed` and answers with the text, as the executor does with
+    /// [`Device::recent_error_message`] after the lane thread's own calls. By default there
+    /// is none.
     fn recent_error_message(&mut self) -> Option<String> {
         None
     }
@@ -198,8 +199,7 @@ pub const fn is_host_work(effect: &Effect) -> bool {
 
 /// Whether `event`, a host worker's answer, reports a failed prepare or finalise whose device
 /// text is worth reading ([`HostWorker::recent_error_message`]).
-#[must_use]
-pub const fn host_work_failed(event: &Event) -> bool {
+const fn host_work_failed(event: &Event) -> bool {
     matches!(
         event,
         Event::PrepareFailed { .. } | Event::FinaliseFailed { .. }
@@ -207,11 +207,23 @@ pub const fn host_work_failed(event: &Event) -> bool {
 }
 
 /// Runs one piece of runner host work on `worker` (on a host worker thread) and returns the
-/// event that answers it, exactly as the [`Executor`](crate::Executor) answers the same effect
-/// on the lane thread; `None` for an effect that is not host work ([`is_host_work`]). The
-/// slot's completion events are the executor's to release
-/// ([`Executor::hand_off`](crate::Executor::hand_off)).
-pub fn run_host_work<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Option<Event> {
+/// answer to it, exactly as the [`Executor`](crate::Executor) answers the same effect on the
+/// lane thread: the event, with the worker's text about a failed prepare or finalise
+/// ([`HostWorker::recent_error_message`], read on this thread right after the job); `None`
+/// for an effect that is not host work ([`is_host_work`]). The slot's completion events are
+/// the executor's to release ([`Executor::hand_off`](crate::Executor::hand_off)).
+pub fn run_host_work<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Option<Answer> {
+    let event = host_work_event(worker, effect)?;
+    let text = if host_work_failed(&event) {
+        worker.recent_error_message()
+    } else {
+        None
+    };
+    Some(Answer { event, text })
+}
+
+/// [`run_host_work`]'s calls: the event that answers `effect`.
+fn host_work_event<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Option<Event> {
     match effect {
         Effect::PrepareRun {
             run,

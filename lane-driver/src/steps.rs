@@ -4,14 +4,15 @@
 //! multi-threaded caller must release its lock: between polling an effect and feeding the
 //! event that answers it.
 
-use lane_core::status_latch::Stage;
+use lane_core::status_latch::{Class, Stage};
 use lane_core::{
-    Cause, CloseReport, CodeRef, Effect, Event, FaultNotice, Lane, LaneState, MAX_SLOTS, Outcome,
-    Profile, PublicationId, PublicationResult, PublishError, RunId, RunRequest, SubmitError,
+    Cause, CloseReport, CodeRef, Effect, Event, FaultNotice, Lane, LaneState, Outcome, Profile,
+    PublicationId, PublicationResult, PublishError, RunId, RunPhase, RunRequest, SubmitError,
     Timestamp,
 };
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
+use crate::answer::Answer;
 use crate::driver::{DriverError, Report, Turn};
 use crate::observer::{Command, NoObserver, Observation, Observer};
 
@@ -24,14 +25,9 @@ pub struct LaneSteps<O: Observer = NoObserver> {
     observer: O,
     check_invariants: bool,
     outcomes: VecDeque<Report>,
-    /// The device's text about each failed call, keyed by the item (run or publication
-    /// sequence number) whose effect failed. Empty unless a call failed.
-    messages: Vec<(u64, String)>,
+    /// The device's texts fed with failures whose outcomes are not all delivered yet.
+    texts: Texts,
 }
-
-/// Device texts kept at most (one per failed item; a poison's origin is looked up by the
-/// items it takes down, all delivered within a few steps).
-const MAX_MESSAGES: usize = 2 * MAX_SLOTS as usize + lane_core::MAX_PENDING_PUBLICATIONS;
 
 impl LaneSteps {
     /// A new lane with `profile`, observed by nobody, invariants checked after every step.
@@ -42,7 +38,7 @@ impl LaneSteps {
             observer: NoObserver,
             check_invariants: true,
             outcomes: VecDeque::new(),
-            messages: Vec::new(),
+            texts: Texts::default(),
         }
     }
 }
@@ -55,7 +51,7 @@ impl<O: Observer> LaneSteps<O> {
             observer,
             check_invariants: self.check_invariants,
             outcomes: self.outcomes,
-            messages: self.messages,
+            texts: self.texts,
         }
     }
 
@@ -156,10 +152,14 @@ impl<O: Observer> LaneSteps<O> {
         accepted: impl FnOnce(&T) -> Option<u64>,
     ) -> Result<T, DriverError> {
         let result = apply(&mut self.lane);
+        let accepted = accepted(&result);
+        if let Some(item) = accepted {
+            self.texts.last_accepted = item;
+        }
         self.observer.observe(&Observation::Command {
             now,
             command,
-            accepted: accepted(&result),
+            accepted,
         });
         self.after_step(now)?;
         Ok(result)
@@ -175,23 +175,21 @@ impl<O: Observer> LaneSteps<O> {
         Some(effect)
     }
 
-    /// Feeds the event that answers an effect; a rejected one is a driver bug.
-    /// `device_message` is the device's text about the failed call behind a failure event
-    /// ([`Executor::device_message`](crate::Executor::device_message)); it reaches the
-    /// [`Report`] of every outcome that names this failure as its cause.
-    pub fn feed(
-        &mut self,
-        now: Timestamp,
-        event: Event,
-        device_message: Option<String>,
-    ) -> Result<(), DriverError> {
-        if let Some(text) = device_message {
-            let key = failed_item(&event).unwrap_or(STREAM_CALL);
-            if self.messages.len() >= MAX_MESSAGES {
-                self.messages.remove(0);
-            }
-            self.messages.push((key, text));
-        }
+    /// Feeds the answer to an effect (from the [`Executor`](crate::Executor), a completion
+    /// waiter or a host worker); a rejected event is a driver bug. The answer's text, the
+    /// device's about the failed call behind a failure event, is held for the item whose
+    /// failure the event reports and reaches the [`Report`] of every outcome that names that
+    /// failure as its cause: the item's own, and those of the items its poison takes down.
+    pub fn feed(&mut self, now: Timestamp, answer: Answer) -> Result<(), DriverError> {
+        let Answer { event, text } = answer;
+        // The item the failure belongs to: the one the event names; a failed stream create
+        // or destroy names none and fails the run waiting to launch, the oldest prepared one
+        // (launches go in submission order).
+        let item = text.as_ref().and_then(|_| match failed_item(&event) {
+            Some(item) => Some(item),
+            None if stream_failure(&event) => self.waiting_to_launch(),
+            None => None,
+        });
         let result = self.lane.handle(now, event);
         self.observer.observe(&Observation::Event {
             now,
@@ -199,7 +197,21 @@ impl<O: Observer> LaneSteps<O> {
             result: &result,
         });
         result.map_err(DriverError::Rejected)?;
+        if let (Some(item), Some(text)) = (item, text) {
+            // A stream failure the lane failed no run with (a teardown's) explains no outcome.
+            let still_waiting = stream_failure(&event)
+                && self.lane.phase_of(RunId(item)) == Some(RunPhase::Prepared);
+            if !still_waiting {
+                self.texts.hold(item, text);
+            }
+        }
         self.after_step(now)
+    }
+
+    /// The run waiting to launch, if one is: the oldest prepared run.
+    fn waiting_to_launch(&self) -> Option<u64> {
+        (self.texts.last_delivered + 1..=self.texts.last_accepted)
+            .find(|&item| self.lane.phase_of(RunId(item)) == Some(RunPhase::Prepared))
     }
 
     /// Tells the lane the awaited run's deadline passed at `now`.
@@ -243,33 +255,23 @@ impl<O: Observer> LaneSteps<O> {
                 now,
                 outcome: &outcome,
             });
-            let stage = cause_of(&outcome).and_then(Cause::stage);
-            let device_message = if stage == Some(Stage::FaultNotice) {
-                // Taken down by a fault notice (L-19): the notice is the device's word on it
-                // (device, stream id, code), so the outcome names which notice it was.
-                self.lane.notice().map(|notice| notice.to_string())
-            } else {
-                outcome.cause_item().and_then(|item| {
-                    // A stream create or destroy fails the run waiting to launch, which the
-                    // executor cannot name when the call fails: its text is keyed by the stage.
-                    let key = match stage {
-                        Some(Stage::StreamCreate | Stage::StreamDestroy) => STREAM_CALL,
-                        _ => item,
-                    };
-                    self.messages
-                        .iter()
-                        .find(|(k, _)| *k == key)
-                        .map(|(_, text)| text.clone())
-                })
-            };
+            let held = self.texts.deliver(&outcome);
+            let device_message =
+                if cause_of(&outcome).and_then(Cause::stage) == Some(Stage::FaultNotice) {
+                    // Taken down by a fault notice (L-19): the notice is the device's word on it
+                    // (device, stream id, code), so the outcome names which notice it was.
+                    self.lane.notice().map(|notice| notice.to_string())
+                } else {
+                    held
+                };
             self.outcomes.push_back(Report {
                 outcome,
                 device_message,
             });
         }
-        // Every item has its outcome: no later outcome can name a kept text.
-        if !self.messages.is_empty() && self.lane.pending_items() == 0 {
-            self.messages.clear();
+        // Every item has its outcome: no later outcome can name a held text.
+        if self.lane.pending_items() == 0 {
+            self.texts.clear();
         }
         if self.check_invariants {
             self.lane.check_invariants()?;
@@ -278,9 +280,67 @@ impl<O: Observer> LaneSteps<O> {
     }
 }
 
-/// The key of the text of a failed stream create or destroy (no item's sequence number:
-/// those start at 1 and never reach it).
-const STREAM_CALL: u64 = u64::MAX;
+/// The device's texts about failed calls, held from the step that feeds each one until the
+/// outcomes it explains are delivered. A text is held by the item whose failure it reports;
+/// an outcome takes the text of the item its cause names. It leaves with that item's own
+/// outcome, except a poison's: the items a poison takes down name its origin, and may be
+/// delivered after it, so the latest poison's text stays until the next poison or until
+/// every item has its outcome.
+#[derive(Debug, Default)]
+struct Texts {
+    /// By item, for items whose outcome is not delivered yet; the first text fed for an item
+    /// is the one kept.
+    held: BTreeMap<u64, String>,
+    /// The latest poison's origin and its text, once the origin's own outcome is delivered.
+    poison: Option<(u64, String)>,
+    /// The newest item the lane accepted (runs and publications share one sequence).
+    last_accepted: u64,
+    /// The newest item whose outcome was delivered.
+    last_delivered: u64,
+}
+
+impl Texts {
+    /// Holds `text` for `item`.
+    fn hold(&mut self, item: u64, text: String) {
+        self.held.entry(item).or_insert(text);
+    }
+
+    /// `outcome` is delivered: the text of the item its cause names, if one is held. The
+    /// item's own text leaves with it (into [`Texts::poison`] when its failure poisoned).
+    fn deliver(&mut self, outcome: &Outcome) -> Option<String> {
+        let item = outcome.seq();
+        self.last_delivered = item;
+        let own = self.held.remove(&item);
+        let cause = outcome.cause_item()?;
+        if cause == item {
+            if cause_of(outcome).map(Cause::class) == Some(Class::Poison) {
+                self.poison = own.clone().map(|text| (item, text));
+            }
+            return own;
+        }
+        // Taken down by a poison: its origin's text.
+        self.held.get(&cause).cloned().or_else(|| {
+            self.poison
+                .as_ref()
+                .filter(|(origin, _)| *origin == cause)
+                .map(|(_, text)| text.clone())
+        })
+    }
+
+    /// Forgets every text (every item has its outcome).
+    fn clear(&mut self) {
+        self.held.clear();
+        self.poison = None;
+    }
+}
+
+/// Whether `event` reports a failed stream create or destroy (it names no item).
+const fn stream_failure(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::StreamCreateFailed { .. } | Event::StreamDestroyFailed { .. }
+    )
+}
 
 /// The cause an outcome reports, if it has one.
 const fn cause_of(outcome: &Outcome) -> Option<&Cause> {

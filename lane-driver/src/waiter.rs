@@ -12,6 +12,7 @@ use lane_core::status_latch::{
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{Event, Lease, RunId, Timestamp};
 
+use crate::answer::Answer;
 use crate::device::{Device, DevicePtr, EventHandle};
 use crate::executor::Wait;
 
@@ -86,7 +87,9 @@ impl DeviceWait {
     pub const fn answer_at_bound(&self, now: Timestamp) -> Wait {
         match *self {
             Self::Completion { .. } => Wait::Expired(now),
-            Self::Drain { attempt, .. } => Wait::Answered(Event::DeviceDrained { attempt }),
+            Self::Drain { attempt, .. } => {
+                Wait::Answered(Answer::new(Event::DeviceDrained { attempt }))
+            }
         }
     }
 }
@@ -142,6 +145,7 @@ pub trait CompletionWaiter {
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
     /// `aclGetRecentErrMsg` on this thread after a failed wait, if the backend has text for
     /// it (ACL keeps it per thread, so only the waiter's own thread can read it).
+    /// [`run_device_wait`] reads it right after a failed wait and answers with it.
     fn recent_error_message(&mut self) -> Option<String> {
         None
     }
@@ -188,7 +192,28 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
 /// the AICore stream, each bounded by what is left of the deadline (past it, the verdict is
 /// the synchronize's timeout, 507046), and answers `Completed` with that evidence. A drain
 /// answers `DeviceDrained` whatever the call returned (its result proves nothing, SPEC §5.3).
+/// A failed wait's answer carries the waiter's text about it
+/// ([`CompletionWaiter::recent_error_message`], read on this thread right after the wait).
 pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &DeviceWait) -> Wait {
+    match wait_event(waiter, wait) {
+        Ok(event) => {
+            let text = if event_failed(&event) {
+                waiter.recent_error_message()
+            } else {
+                None
+            };
+            Wait::Answered(Answer { event, text })
+        }
+        Err(at) => Wait::Expired(at),
+    }
+}
+
+/// [`run_device_wait`]'s calls: the event that answers `wait`, or the time at which its
+/// deadline was found passed.
+fn wait_event<W: CompletionWaiter + ?Sized>(
+    waiter: &mut W,
+    wait: &DeviceWait,
+) -> Result<Event, Timestamp> {
     match *wait {
         DeviceWait::Completion {
             run,
@@ -202,11 +227,11 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
             unfenced,
         } => {
             if let Err(code) = waiter.bind() {
-                return Wait::Answered(Event::CompletionFailed { run, lease, code });
+                return Ok(Event::CompletionFailed { run, lease, code });
             }
             let now = waiter.now();
             if now >= deadline {
-                return Wait::Expired(now);
+                return Err(now);
             }
             if let Some(code) = unfenced {
                 // Its events prove nothing (a never-recorded event even waits as success):
@@ -217,7 +242,7 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
                     record: RecordRead::NotRead,
                     device: Some(device_verdict(waiter, streams, deadline)),
                 };
-                return Wait::Answered(Event::Completed {
+                return Ok(Event::Completed {
                     run,
                     lease,
                     evidence,
@@ -226,7 +251,7 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
             // A timeout here (507047) is the whole remainder's: the failed wait it is (a
             // stuck run's outcome line says so), on every path that runs this loop.
             if let Err(code) = waiter.synchronize_event(boundary, remaining_ms(deadline, now)) {
-                return Wait::Answered(Event::CompletionFailed { run, lease, code });
+                return Ok(Event::CompletionFailed { run, lease, code });
             }
             let record = match channel {
                 VerdictChannel::Record => read_record(waiter, record, epoch),
@@ -241,7 +266,7 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
             if needs_device_verdict(&evidence) {
                 evidence.device = Some(device_verdict(waiter, streams, deadline));
             }
-            Wait::Answered(Event::Completed {
+            Ok(Event::Completed {
                 run,
                 lease,
                 evidence,
@@ -250,7 +275,7 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
         DeviceWait::Drain {
             attempt,
             timeout_ns,
-        } => Wait::Answered(drain(waiter, attempt, timeout_ns)),
+        } => Ok(drain(waiter, attempt, timeout_ns)),
     }
 }
 
@@ -316,13 +341,22 @@ pub(crate) fn drain<W: CompletionWaiter + ?Sized>(
     Event::DeviceDrained { attempt }
 }
 
-/// Whether `wait` is a failed device call whose text is worth reading
+/// Whether `wait` answered a failed device call, whose text [`run_device_wait`] reads
 /// ([`CompletionWaiter::recent_error_message`]).
 #[must_use]
 pub const fn wait_failed(wait: &Wait) -> bool {
     match wait {
-        Wait::Answered(Event::CompletionFailed { .. }) => true,
-        Wait::Answered(Event::Completed { evidence, .. }) => matches!(
+        Wait::Answered(answer) => event_failed(&answer.event),
+        Wait::Expired(_) | Wait::Pending => false,
+    }
+}
+
+/// Whether `event`, a wait's answer, reports a failed wait: a failed event wait or bind, or a
+/// completion whose record read or device verdict failed.
+pub(crate) const fn event_failed(event: &Event) -> bool {
+    match event {
+        Event::CompletionFailed { .. } => true,
+        Event::Completed { evidence, .. } => matches!(
             (evidence.record, evidence.device),
             (RecordRead::Failed(_), _) | (_, Some(DeviceVerdict::Fault(_)))
         ),

@@ -12,10 +12,10 @@ use lane_core::{
     Verdict,
 };
 use lane_driver::{
-    Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
-    Executor, HEADER_OFFSET, LaneSteps, Observation, Observer, PrepareError, RECORD_OFFSET,
-    Release, RunArgs, Runner, SLOT_BYTES, TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait,
-    run_device_wait, wait_failed,
+    Answer, Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError,
+    EventHandle, Executor, HEADER_OFFSET, HostWorker, LaneSteps, Observation, Observer,
+    PrepareError, RECORD_OFFSET, Release, RunArgs, Runner, SLOT_BYTES, TIMING_OFFSET, Turn,
+    WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
 };
 
 #[derive(Default)]
@@ -800,8 +800,8 @@ fn awaiting_executor() -> (LaneSteps, Executor<Recorder, Kernels>) {
     let now = executor.now();
     steps.submit(now, RunRequest::new()).unwrap().unwrap();
     while let Some(effect) = steps.next_effect(executor.now()) {
-        if let Some(event) = executor.execute(effect, steps.observer_mut()).unwrap() {
-            steps.feed(executor.now(), event, None).unwrap();
+        if let Some(answer) = executor.execute(effect, steps.observer_mut()).unwrap() {
+            steps.feed(executor.now(), answer).unwrap();
         }
     }
     executor.device_mut().calls.clear();
@@ -942,7 +942,10 @@ const EPOCH: u64 = 77;
 
 fn evidence(answer: &Wait) -> lane_core::status_latch::Evidence {
     match answer {
-        Wait::Answered(lane_core::Event::Completed { evidence, .. }) => *evidence,
+        Wait::Answered(Answer {
+            event: lane_core::Event::Completed { evidence, .. },
+            ..
+        }) => *evidence,
         other => panic!("expected Completed, got {other:?}"),
     }
 }
@@ -1094,7 +1097,7 @@ fn a_waiters_failed_call_or_timeout_is_the_runs_failed_wait_with_its_code() {
         };
         let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
         assert!(
-            matches!(answer, Wait::Answered(lane_core::Event::CompletionFailed { run: RunId(4), code: got, .. }) if got.raw() == code),
+            matches!(answer, Wait::Answered(Answer { event: lane_core::Event::CompletionFailed { run: RunId(4), code: got, .. }, .. }) if got.raw() == code),
             "{answer:?}"
         );
         assert!(wait_failed(&answer));
@@ -1109,7 +1112,7 @@ fn a_waiter_that_cannot_bind_fails_the_wait_with_the_binds_code_and_waits_on_not
     };
     let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
     assert!(
-        matches!(answer, Wait::Answered(lane_core::Event::CompletionFailed { code, .. }) if code.raw() == 107_002),
+        matches!(answer, Wait::Answered(Answer { event: lane_core::Event::CompletionFailed { code, .. }, .. }) if code.raw() == 107_002),
         "{answer:?}"
     );
     assert_eq!(waiter.calls, ["bind"]);
@@ -1137,7 +1140,7 @@ fn a_waiters_drain_is_answered_whatever_it_returns_and_skipped_when_unbound() {
     let mut waiter = Scripted::default();
     assert_eq!(
         run_device_wait(&mut waiter, &drain),
-        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 2 })
+        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 2 }.into())
     );
     assert_eq!(waiter.calls, ["bind", "synchronize_device 2 ms"]);
     let mut unbound = Scripted {
@@ -1146,7 +1149,7 @@ fn a_waiters_drain_is_answered_whatever_it_returns_and_skipped_when_unbound() {
     };
     assert_eq!(
         run_device_wait(&mut unbound, &drain),
-        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 2 })
+        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 2 }.into())
     );
     assert_eq!(unbound.calls, ["bind"]);
 }
@@ -1169,7 +1172,7 @@ fn the_lane_threads_bound_on_a_wait_is_its_own_bound_plus_the_grace_and_then_it_
     );
     assert_eq!(
         drain.answer_at_bound(Timestamp(10)),
-        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 1 })
+        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 1 }.into())
     );
 }
 
@@ -1179,7 +1182,7 @@ fn the_single_thread_wait_times_out_as_a_failed_wait_with_the_remainder_as_its_b
     executor.device_mut().sync_script = [Some(507_047)].into();
     let wait = executor.wait(steps.deadline()).unwrap();
     assert!(
-        matches!(wait, Wait::Answered(lane_core::Event::CompletionFailed { code, .. }) if code.raw() == 507_047),
+        matches!(wait, Wait::Answered(Answer { event: lane_core::Event::CompletionFailed { code, .. }, .. }) if code.raw() == 507_047),
         "{wait:?}"
     );
     assert!(!executor.is_awaiting());
@@ -1201,4 +1204,198 @@ fn a_text_left_by_an_unreported_failure_is_never_pinned_on_a_later_one() {
         "{report}"
     );
     assert_eq!(report.device_message, None, "{report}");
+}
+
+/// The lane's other threads for [`threaded`]: the jobs and the wait the dispatch machine
+/// handed out, made when it sleeps, and their answers.
+#[derive(Default)]
+struct Threads {
+    jobs: Vec<lane_core::Effect>,
+    answers: std::collections::VecDeque<lane_driver::dispatch::WorkerAnswer>,
+    wait: Option<(u64, DeviceWait)>,
+    waited: Option<(u64, Wait)>,
+}
+
+impl lane_driver::dispatch::Helpers for Threads {
+    fn answer(&mut self) -> Option<lane_driver::dispatch::WorkerAnswer> {
+        self.answers.pop_front()
+    }
+    fn waited(&mut self) -> Option<(u64, Wait)> {
+        self.waited.take()
+    }
+    fn dispatch(&mut self, job: lane_core::Effect) {
+        self.jobs.push(job);
+    }
+    fn hand_wait(&mut self, ticket: u64, wait: DeviceWait) {
+        self.wait = Some((ticket, wait));
+    }
+    fn withdraw_wait(&mut self) {
+        self.wait = None;
+    }
+    fn waiter_inside(&self) -> bool {
+        false
+    }
+    fn jobs_out(&self) -> usize {
+        self.jobs.len() + self.answers.len()
+    }
+    fn shutdown(&self) -> bool {
+        false
+    }
+}
+
+/// A host worker whose prepare of run `fails` fails with a code and leaves a device text, as
+/// ACL would on the worker's thread; every other job succeeds.
+#[derive(Default)]
+struct TextWorker {
+    fails: Option<u64>,
+    text: Option<String>,
+}
+
+impl HostWorker for TextWorker {
+    fn prepare_run(
+        &mut self,
+        run: RunId,
+        _slot: SlotId,
+        _diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        if self.fails == Some(run.0) {
+            self.text = Some(format!("EZ1001: prepare of run {} on a worker", run.0));
+            return Err(PrepareError::Failed(Recorder::code(100_000)));
+        }
+        Ok(())
+    }
+    fn finalise_run(
+        &mut self,
+        _run: RunId,
+        _slot: SlotId,
+        _copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        Ok(())
+    }
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.text.take()
+    }
+}
+
+/// `runs` runs through the dispatch machine with host workers and a completion waiter, as
+/// lane-service drives it: jobs run on `worker` ([`run_host_work`]), waits on the device
+/// ([`run_device_wait`]), each answered when the machine sleeps. `answer` may answer an
+/// effect the machine gives this thread instead of the executor. The reports, in order.
+fn threaded(
+    runs: usize,
+    worker: &mut TextWorker,
+    mut answer: impl FnMut(&lane_core::Effect) -> Option<Answer>,
+) -> Vec<lane_driver::Report> {
+    use lane_driver::dispatch::{Dispatch, Next, Setting, WorkerAnswer};
+    let mut steps = LaneSteps::new(Profile::a2a3());
+    let mut executor = Executor::new(Recorder::default(), Kernels);
+    let mut dispatch = Dispatch::new(Setting::WORKERS, None);
+    let mut threads = Threads::default();
+    let mut left = runs;
+    loop {
+        let now = executor.now();
+        // Submitted as soon as a slot is free.
+        if left > 0 && steps.submit(now, RunRequest::new()).unwrap().is_ok() {
+            left -= 1;
+        }
+        match dispatch
+            .decide(now, &mut steps, &mut threads, &mut executor)
+            .unwrap()
+        {
+            Next::Execute(effect) => {
+                let answered = match answer(&effect) {
+                    Some(given) => Some(given),
+                    None => executor.execute(effect, steps.observer_mut()).unwrap(),
+                };
+                if let Some(answered) = answered {
+                    steps.feed(executor.now(), answered).unwrap();
+                }
+            }
+            Next::Sleep(_) => {
+                let jobs = std::mem::take(&mut threads.jobs);
+                let waited = threads.wait.take().map(|(ticket, wait)| {
+                    let device = &mut lane_driver::OnDevice(executor.device_mut());
+                    (ticket, run_device_wait(device, &wait))
+                });
+                if jobs.is_empty() && waited.is_none() && left == 0 {
+                    break;
+                }
+                for job in jobs {
+                    let answered = lane_driver::run_host_work(worker, job).expect("host work");
+                    threads.answers.push_back(WorkerAnswer::Answered(answered));
+                }
+                threads.waited = waited;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(steps.settled(), Ok(Turn::Idle));
+    std::iter::from_fn(|| steps.poll_report()).collect()
+}
+
+#[test]
+fn a_workers_failed_prepare_carries_its_text_to_its_runs_outcome_behind_an_earlier_run() {
+    let mut worker = TextWorker {
+        fails: Some(2),
+        text: None,
+    };
+    let reports = threaded(3, &mut worker, |_| None);
+    assert_eq!(reports.len(), 3, "{reports:?}");
+    assert!(
+        matches!(reports[0].outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{}",
+        reports[0]
+    );
+    assert_eq!(reports[0].device_message, None);
+    let line = reports[1].to_string();
+    assert!(line.starts_with("run 2 failed at prepare"), "{line}");
+    assert!(
+        line.ends_with("; device: EZ1001: prepare of run 2 on a worker"),
+        "{line}"
+    );
+    assert!(
+        matches!(reports[2].outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{}",
+        reports[2]
+    );
+    assert_eq!(reports[2].device_message, None, "a success reads no text");
+}
+
+#[test]
+fn a_failed_stream_creates_text_reaches_the_run_waiting_to_launch_and_no_other() {
+    let mut failed = false;
+    let reports = threaded(2, &mut TextWorker::default(), |effect| match *effect {
+        lane_core::Effect::CreateStream { role } if !failed => {
+            failed = true;
+            Some(Answer {
+                event: lane_core::Event::StreamCreateFailed {
+                    role,
+                    code: Recorder::code(207_008),
+                },
+                text: Some("EZ9001: no stream resource".to_owned()),
+            })
+        }
+        _ => None,
+    });
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    let cause = match reports[0].outcome {
+        Outcome::Run(r) => r.verdict.cause().copied(),
+        Outcome::Publication(_) => None,
+    };
+    assert_eq!(
+        cause.and_then(|c| c.stage()),
+        Some(lane_core::status_latch::Stage::StreamCreate),
+        "{}",
+        reports[0]
+    );
+    assert_eq!(
+        reports[0].device_message.as_deref(),
+        Some("EZ9001: no stream resource")
+    );
+    assert!(
+        matches!(reports[1].outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{}",
+        reports[1]
+    );
+    assert_eq!(reports[1].device_message, None);
 }

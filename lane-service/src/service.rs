@@ -4,11 +4,10 @@ use lane_core::{
     CloseReport, CodeRef, Effect, LaneState, MAX_SLOTS, Outcome, Profile, ProfileSpec,
     PublicationId, RunId, RunRequest, Timestamp,
 };
-use lane_driver::dispatch::{Dispatch, Helpers, Next, Setting, Waited, WorkerAnswer};
+use lane_driver::dispatch::{Dispatch, Helpers, Next, Setting, WorkerAnswer};
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DeviceWait, DriverError, Executor, HostWorker,
-    LaneSteps, NoObserver, Report, Runner, host_work_failed, run_device_wait, run_host_work,
-    wait_failed,
+    LaneSteps, NoObserver, Report, Runner, Wait, run_device_wait, run_host_work,
 };
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -128,7 +127,7 @@ impl Delivers for Shared {
     type Work = Effect;
     type Answer = WorkerAnswer;
     type Wait = DeviceWait;
-    type Waited = Waited;
+    type Waited = Wait;
 
     fn take_outcome(&mut self) -> Option<Report> {
         self.steps.poll_report()
@@ -143,7 +142,7 @@ impl Helpers for Step<'_, Shared> {
     fn answer(&mut self) -> Option<WorkerAnswer> {
         Step::answer(self)
     }
-    fn waited(&mut self) -> Option<(u64, Waited)> {
+    fn waited(&mut self) -> Option<(u64, Wait)> {
         Step::waited(self)
     }
     fn dispatch(&mut self, job: Effect) {
@@ -624,13 +623,9 @@ fn completion_waiter(
 ) {
     let result = catch_unwind(AssertUnwindSafe(|| {
         while let Some((ticket, wait)) = mailbox.take_wait() {
-            let wait = run_device_wait(&mut *waiter, &wait);
-            let message = if wait_failed(&wait) {
-                waiter.recent_error_message()
-            } else {
-                None
-            };
-            mailbox.give_waited(ticket, Waited { wait, message });
+            // A failed wait's text is read on this thread, right after the wait.
+            let waited = run_device_wait(&mut *waiter, &wait);
+            mailbox.give_waited(ticket, waited);
             // A loss is recorded in the mailbox: the next take_wait ends the loop.
             let _ = steps.run_steps();
         }
@@ -725,17 +720,9 @@ fn host_worker(
             // Unbound (its first job after a force reset, say) and unable to bind: the job
             // goes back, so the runner's prepare or finalise still runs, on a bound thread.
             let (answer, bound) = match worker.bind() {
+                // A failed job's text is read on this thread, right after the job.
                 Ok(()) => (
-                    run_host_work(&mut *worker, job).map(|event| {
-                        // Read right after the failed call, before the worker's thread makes
-                        // another, as the thread running the steps does after its own.
-                        let message = if host_work_failed(&event) {
-                            worker.recent_error_message()
-                        } else {
-                            None
-                        };
-                        WorkerAnswer::Answered(event, message)
-                    }),
+                    run_host_work(&mut *worker, job).map(WorkerAnswer::Answered),
                     true,
                 ),
                 Err(_) => (Some(WorkerAnswer::HandedBack(job)), false),
@@ -896,15 +883,14 @@ impl<D: Device, R: Runner<D>> Engine<D, R> {
             }
             match next.map_err(|e| lost(&e))? {
                 Next::Execute(effect) => {
-                    if let Some(event) = executor
+                    if let Some(answer) = executor
                         .execute(effect, &mut NoObserver)
                         .map_err(|e| lost(&e))?
                     {
-                        let message = executor.device_message(&event);
                         let now = executor.now();
                         // L-15: once closed, the slots' events and buffers go back (a no-op
                         // once they have).
-                        if feed(mailbox, |steps| steps.feed(now, event, message), now)? {
+                        if feed(mailbox, |steps| steps.feed(now, answer), now)? {
                             executor.release_slot_resources(&mut NoObserver);
                         }
                     }

@@ -21,8 +21,9 @@ pub use table::{
 };
 pub use timers::{Timer, TimerTable};
 
-use lane_core::{Effect, Event, FaultNotice, LaneState, RunPhase, Timestamp};
+use lane_core::{Effect, FaultNotice, LaneState, RunPhase, Timestamp};
 
+use crate::answer::Answer;
 use crate::device::Device;
 use crate::driver::{DriverError, Turn};
 use crate::executor::{Executor, Wait};
@@ -34,21 +35,12 @@ use crate::waiter::DeviceWait;
 /// A host worker's answer to a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorkerAnswer {
-    /// The worker ran the job; this event answers it, with the device's text about a failed
-    /// prepare or finalise, read on the worker's thread (ACL keeps it per thread).
-    Answered(Event, Option<String>),
+    /// The worker ran the job ([`run_host_work`](crate::run_host_work)): this answers it,
+    /// with the device's text about a failed prepare or finalise, read on the worker's
+    /// thread (ACL keeps it per thread).
+    Answered(Answer),
     /// The worker could not bind the device: the thread running the steps runs the job.
     HandedBack(Effect),
-}
-
-/// The completion waiter's answer to a device wait.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Waited {
-    /// The answer.
-    pub wait: Wait,
-    /// The device's text about a failed wait, read on the waiter's thread. Only a failure
-    /// allocates it.
-    pub message: Option<String>,
 }
 
 /// What the lane's other threads answered, and where the machine hands work to them. In the
@@ -56,8 +48,9 @@ pub struct Waited {
 pub trait Helpers {
     /// The next host worker answer, in the order given.
     fn answer(&mut self) -> Option<WorkerAnswer>;
-    /// The completion waiter's latest answer, with the ticket of the wait it answers.
-    fn waited(&mut self) -> Option<(u64, Waited)>;
+    /// The completion waiter's latest answer ([`run_device_wait`](crate::run_device_wait)),
+    /// with the ticket of the wait it answers.
+    fn waited(&mut self) -> Option<(u64, Wait)>;
     /// Hands runner work to a host worker.
     fn dispatch(&mut self, job: Effect);
     /// Hands a device wait to the completion waiter under `ticket` (replacing one it has not
@@ -81,7 +74,7 @@ impl Helpers for NoHelpers {
     fn answer(&mut self) -> Option<WorkerAnswer> {
         None
     }
-    fn waited(&mut self) -> Option<(u64, Waited)> {
+    fn waited(&mut self) -> Option<(u64, Wait)> {
         None
     }
     fn dispatch(&mut self, _job: Effect) {}
@@ -148,8 +141,8 @@ impl<D: Device, R: Runner<D>> Bookkeeping for Executor<D, R> {
 /// What the thread running the steps does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Next {
-    /// Execute this effect on this thread (no lock held), then feed its event with
-    /// [`LaneSteps::feed`].
+    /// Execute this effect on this thread (no lock held), then feed the executor's answer
+    /// with [`LaneSteps::feed`].
     Execute(Effect),
     /// Make this device wait on this thread, then give the answer to
     /// [`Dispatch::answer_here`] (the zero-worker setting only).
@@ -301,9 +294,9 @@ impl Dispatch {
         }
         while let Some(answer) = helpers.answer() {
             match answer {
-                WorkerAnswer::Answered(event, message) => {
+                WorkerAnswer::Answered(answer) => {
                     self.take(DispatchInput::WorkerAnswered)?;
-                    steps.feed(now, event, message)?;
+                    steps.feed(now, answer)?;
                 }
                 // The answers left are taken at the next decision, which follows the
                 // execution without a sleep.
@@ -380,7 +373,7 @@ impl Dispatch {
                     helpers.withdraw_wait();
                     // Past the deadline the lane poisons; were the run still awaiting,
                     // nothing would be out and the settle check would report it stuck.
-                    apply(steps, now, out.wait.answer_at_bound(now), None)?;
+                    apply(steps, now, out.wait.answer_at_bound(now))?;
                 }
                 _ => break,
             }
@@ -517,10 +510,10 @@ impl Dispatch {
         steps: &mut LaneSteps<O>,
         helpers: &mut impl Helpers,
         out: WaitOut,
-        waited: Waited,
+        waited: Wait,
     ) -> Result<(), DriverError> {
-        let early = !matches!(waited.wait, Wait::Answered(_));
-        apply(steps, now, waited.wait, waited.message)?;
+        let early = !matches!(waited, Wait::Answered(_));
+        apply(steps, now, waited)?;
         if early && still_asked(steps, &out.wait) {
             self.take(DispatchInput::WaitedEarly)?;
             self.hand_wait(now, out.wait, helpers);
@@ -541,7 +534,7 @@ impl Dispatch {
         now: Timestamp,
         steps: &mut LaneSteps<O>,
         ticket: u64,
-        waited: Waited,
+        waited: Wait,
     ) -> Result<(), DriverError> {
         match self.wait_out.filter(|out| out.ticket == ticket) {
             Some(out) => self.answer(now, steps, &mut NoHelpers, out, waited),
@@ -566,11 +559,10 @@ fn still_asked<O: Observer>(steps: &LaneSteps<O>, wait: &DeviceWait) -> bool {
 fn apply<O: Observer>(
     steps: &mut LaneSteps<O>,
     now: Timestamp,
-    answer: Wait,
-    message: Option<String>,
+    waited: Wait,
 ) -> Result<(), DriverError> {
-    match answer {
-        Wait::Answered(event) => steps.feed(now, event, message),
+    match waited {
+        Wait::Answered(answer) => steps.feed(now, answer),
         Wait::Expired(at) => steps.expire(now.max(at)),
         Wait::Pending => Ok(()),
     }
