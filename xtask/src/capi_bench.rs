@@ -995,6 +995,18 @@ impl Measured {
         middle_of(&rounds, |m| m.loop_target_permille(kernel_us)).map(|p| p <= 1_000)
     }
 
+    /// The hand-written anchors' own queued gap over their depth-one gap at `kernel_us`, on
+    /// the middle round (per mille): the best the same calls reach without a lane, so the
+    /// loops' 1/3 target can only hold where this is at most 333.
+    fn anchor_ratio_permille(&self, kernel_us: u64) -> Option<u64> {
+        let rounds: Vec<&Self> = self.rounds().collect();
+        middle_of(&rounds, |m| {
+            let one = m.anchor(kernel_us, AnchorKind::DepthOne)?.median_ns;
+            let queued = m.anchor(kernel_us, AnchorKind::Queued)?.median_ns;
+            Some(queued.saturating_mul(1_000) / one.max(1))
+        })
+    }
+
     /// Each round's [`loop_target_permille`](Self::loop_target_permille) at `kernel_us`, as
     /// fractions of what the target allows, in round order.
     fn loop_target_rounds(&self, kernel_us: u64) -> Vec<String> {
@@ -1075,8 +1087,17 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
         .iter()
         .filter_map(|&k| {
             measured.targets_hold(k).map(|hold| {
+                let anchors = measured
+                    .anchor_ratio_permille(k)
+                    .map(|p| {
+                        format!(
+                            "; the anchors' own queued / depth-one gap: {:.2}",
+                            p as f64 / 1_000.0
+                        )
+                    })
+                    .unwrap_or_default();
                 format!(
-                    "{}: {} (rounds: {} of the target)",
+                    "{}: {} (rounds: {} of the target{anchors})",
                     kernel_label(k),
                     if hold { "holds" } else { "missed" },
                     measured.loop_target_rounds(k).join(", ")
@@ -1089,7 +1110,9 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
         "Target (a benchmark, not a timed test): at every kernel length, (b) and (c) at depth two \
          have a median gap at most 1/3 of depth one's and within 2x of (a), judged on the middle \
          round as the anchors' targets below are (each round's worst loop as a fraction of what \
-         the target allows, at most 1.00 holds; the table shows the first round): {}. A ratio near 1 \
+         the target allows, at most 1.00 holds; the table shows the first round), beside the \
+         same ratio of the two anchors below (the same calls made with no lane; where theirs is \
+         above 0.33 the fake's own cross-stream hand-over, not the lane, bounds the ratio): {}. A ratio near 1 \
          would mean queueing bought nothing; here the successor is on the pair before its \
          predecessor ends, because no thread running the lane's steps sits in the predecessor's \
          wait (the completion waiter makes it outside the steps, docs/ARCHITECTURE.md). At \
@@ -1377,6 +1400,12 @@ mod tests {
         let late = ANCHORS.replace("idle 300 200 24000", "idle 300 200 24600");
         let late = parse(&format!("{OUTPUT}{late}")).unwrap();
         assert!(!late.anchor_targets(300).unwrap().idle.met);
+        // The loops' verdict line shows the anchors' own ratio: 9000 / 70000.
+        assert!(
+            markdown(&measured, 200, "test")
+                .contains("the anchors' own queued / depth-one gap: 0.13)"),
+            "the loops' verdict names the anchors' ratio"
+        );
         // Without the anchors' lines the section has no anchors' part.
         assert!(!markdown(&parse(OUTPUT).unwrap(), 200, "test").contains("hand-written anchors"));
     }
