@@ -387,9 +387,9 @@ fn a_failed_readback_enqueue_fails_its_run_at_the_status_read_as_a_failed_synchr
     );
 }
 
-/// Twelve runs at depth two with `fault` on run 5's `engine`: each run's verdict.
-fn twelve_with_run_5(engine: u32, fault: Kernel) -> Vec<Report> {
-    let fake = common::fake();
+/// A driver on `fake` at the profile's depth two, with a 200 ms device op timeout under a
+/// 2 s host deadline: the twelve-run tests' lane.
+fn depth_two_driver(fake: &common::Fake) -> FakeDriver {
     let profile = Profile::custom(ProfileSpec {
         device_op_timeout_ns: 200_000_000,
         completion_timeout_ns: 2_000_000_000,
@@ -400,7 +400,13 @@ fn twelve_with_run_5(engine: u32, fault: Kernel) -> Vec<Report> {
         profile: Some(profile),
         ..fake.config()
     };
-    let mut d = driver(&fake, config, Vec::new());
+    driver(fake, config, Vec::new())
+}
+
+/// Twelve runs at depth two with `fault` on run 5's `engine`: each run's verdict.
+fn twelve_with_run_5(engine: u32, fault: Kernel) -> Vec<Report> {
+    let fake = common::fake();
+    let mut d = depth_two_driver(&fake);
     d.runner_mut().faults.push((5, engine, fault));
     let reports = run_lane(&mut d, 12);
     fake.assert_balanced();
@@ -532,17 +538,7 @@ fn a_lane_on_a_library_without_the_notice_symbols_opens_with_the_monitor_unavail
 /// once with `code` after `skip` calls: each run's report.
 fn twelve_with_failed_call(symbol: &str, code: i32, skip: u32) -> Vec<Report> {
     let fake = common::fake();
-    let profile = Profile::custom(ProfileSpec {
-        device_op_timeout_ns: 200_000_000,
-        completion_timeout_ns: 2_000_000_000,
-        ..fake.open().1.spec()
-    })
-    .expect("a valid profile");
-    let config = AclConfig {
-        profile: Some(profile),
-        ..fake.config()
-    };
-    let mut d = driver(&fake, config, Vec::new());
+    let mut d = depth_two_driver(&fake);
     fake.control.fail_call(symbol, code, skip, 1).unwrap();
     let reports = run_lane(&mut d, 12);
     assert_eq!(fake.counters().force_resets, 1, "one recovery, for run 5");

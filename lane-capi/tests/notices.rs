@@ -182,18 +182,27 @@ fn a_matched_notice_recovers_the_lane(monitor: bool, send: impl FnOnce(u32)) {
         fresh.iter().all(|id| !before.contains(id)),
         "fresh streams after the reset: {before:?} then {fresh:?}"
     );
-    let report = common::close(lane);
-    assert!(report.noticed);
+    let report = close_naming(common::close(lane), (0, before[0], AICORE_EXCEPTION));
+    assert!(!report.poisoned, "a notice is not a run's poison");
+    common::destroy(lane);
+}
+
+/// Asserts that the close report `report` names the notice `(device, stream id, code)` as
+/// the cause of a recovery (L-19), and returns it.
+fn close_naming(report: RunLaneCloseReport, notice: (u32, u32, i32)) -> RunLaneCloseReport {
+    assert!(
+        report.noticed,
+        "the close report names the recovery's notice"
+    );
     assert_eq!(
         (
             report.notice_device,
             report.notice_stream_id,
             report.notice_code
         ),
-        (0, before[0], AICORE_EXCEPTION)
+        notice
     );
-    assert!(!report.poisoned, "a notice is not a run's poison");
-    common::destroy(lane);
+    report
 }
 
 #[test]
@@ -553,16 +562,7 @@ fn when_a_reset_drops_the_registration_a_notice_after_the_recovery_still_reaches
     wait_for_resets(0, 2);
     let r3 = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, r3).verdict, RunLaneVerdict::Ok);
-    let report = common::close(lane);
-    assert!(report.noticed);
-    assert_eq!(
-        (
-            report.notice_device,
-            report.notice_stream_id,
-            report.notice_code
-        ),
-        (0, fresh[0], AICORE_EXCEPTION)
-    );
+    close_naming(common::close(lane), (0, fresh[0], AICORE_EXCEPTION));
     common::destroy(lane);
 }
 
@@ -589,19 +589,7 @@ fn a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_
     assert_eq!(polled, RunLaneStatus::Empty, "no item was taken down");
     let after = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
-    let report = common::close(lane);
-    assert!(
-        report.noticed,
-        "the close report names the recovery's notice"
-    );
-    assert_eq!(
-        (
-            report.notice_device,
-            report.notice_stream_id,
-            report.notice_code
-        ),
-        (0, ids[1], AICORE_EXCEPTION)
-    );
+    let report = close_naming(common::close(lane), (0, ids[1], AICORE_EXCEPTION));
     assert!(!report.poisoned);
     common::destroy(lane);
 }
@@ -694,15 +682,6 @@ fn a_notice_with_only_unlaunched_runs_fails_each_naming_the_notice_and_the_close
     let after = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
     assert_eq!(common::force_resets(0), 1);
-    let report = common::close(lane);
-    assert!(report.noticed);
-    assert_eq!(
-        (
-            report.notice_device,
-            report.notice_stream_id,
-            report.notice_code
-        ),
-        (0, ids[0], AICORE_EXCEPTION)
-    );
+    close_naming(common::close(lane), (0, ids[0], AICORE_EXCEPTION));
     common::destroy(lane);
 }

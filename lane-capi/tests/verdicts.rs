@@ -170,22 +170,10 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
             match expect {
                 _ if taken_down_by_six => {}
                 Expect::Poisoned(codes) => {
-                    assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
-                    assert_eq!(five.failure_class, RunLaneClass::Poison, "{what}: {line}");
-                    assert!(
-                        five.has_code && codes.contains(&five.code),
-                        "{what}: the device's code: {line}"
-                    );
-                    assert_eq!(five.stage, RunLaneStage::StreamSync, "{what}: {line}");
-                    // Run 6 was launched behind it: taken down, naming run 5.
-                    let six = &outcomes[5];
-                    assert_eq!(
-                        six.verdict,
-                        RunLaneVerdict::Poisoned,
-                        "{what}: {}",
-                        common::line(six)
-                    );
-                    assert_eq!(six.origin, five.id, "{what}");
+                    // The device's code; run 6 was launched behind it: taken down, naming it.
+                    assert_run_5_and_6_poisoned(&what, &outcomes, RunLaneStage::StreamSync, |c| {
+                        codes.contains(&c)
+                    });
                 }
                 Expect::RunOnly(says) => {
                     assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
@@ -354,23 +342,21 @@ fn twelve_hooked() -> Vec<RunLaneOutcome> {
     outcomes
 }
 
-/// Run 5 failed, poison, with the failed call's `code` at `stage`; run 6, launched or prepared
-/// behind it, poisoned by it; runs 1 to 4 (ahead of it) and 7 to 12 (after the recovery; 7, 9
-/// and 11 on run 5's slot) each with its own `OK`: none inherits run 5's status.
-fn assert_run_5_poisoned_alone(
+/// Run 5 failed, poison, at `stage` with a code `code_ok` accepts; run 6, behind it,
+/// poisoned by it (its outcome names run 5).
+fn assert_run_5_and_6_poisoned(
     what: &str,
     outcomes: &[RunLaneOutcome],
     stage: RunLaneStage,
-    code: i32,
+    code_ok: impl Fn(i32) -> bool,
 ) {
-    assert_eq!(outcomes.len(), 12, "{what}: one outcome per run");
     let five = &outcomes[4];
     let line = common::line(five);
     assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
     assert_eq!(five.failure_class, RunLaneClass::Poison, "{what}: {line}");
     assert!(
-        five.has_code && five.code == code,
-        "{what}: the failed call's code: {line}"
+        five.has_code && code_ok(five.code),
+        "{what}: its code: {line}"
     );
     assert_eq!(five.stage, stage, "{what}: {line}");
     let six = &outcomes[5];
@@ -381,6 +367,19 @@ fn assert_run_5_poisoned_alone(
         common::line(six)
     );
     assert_eq!(six.origin, five.id, "{what}");
+}
+
+/// Run 5 failed, poison, with the failed call's `code` at `stage`; run 6, launched or prepared
+/// behind it, poisoned by it; runs 1 to 4 (ahead of it) and 7 to 12 (after the recovery; 7, 9
+/// and 11 on run 5's slot) each with its own `OK`: none inherits run 5's status.
+fn assert_run_5_poisoned_alone(
+    what: &str,
+    outcomes: &[RunLaneOutcome],
+    stage: RunLaneStage,
+    code: i32,
+) {
+    assert_eq!(outcomes.len(), 12, "{what}: one outcome per run");
+    assert_run_5_and_6_poisoned(what, outcomes, stage, |c| c == code);
     for outcome in outcomes.iter().take(4).chain(outcomes.iter().skip(6)) {
         assert_eq!(
             outcome.verdict,
