@@ -2,7 +2,9 @@
 //!
 //! A run moves `Queued → Preparing → Prepared → Launching → Launched → Awaiting →
 //! ReadingStatus → Finalising → Done`, may fall back from `Preparing` to `Queued` (an
-//! incompatible prepare), and reaches `Done` early on failure, cancel or device reset.
+//! incompatible prepare), and reaches `Done` early on failure, cancel or device reset. A
+//! close while the prepare is out makes it `Preparing { cancel: true }`; the prepare's answer
+//! then ends it (finalised without copy-back, or done if it came back incompatible).
 //! [`step`] is the only place a phase changes, device resets included (`Abandon`); an input
 //! it refuses is an event the lane did not ask for, and the lane rejects that event without
 //! changing anything. An input the lane decided itself and `step` refuses is a lane bug,
@@ -18,7 +20,12 @@ pub enum RunPhase {
     /// Accepted with a lease; waiting for its turn to prepare.
     Queued,
     /// `PrepareRun` was emitted.
-    Preparing,
+    Preparing {
+        /// Close arrived while the prepare was out: the run is cancelled when the prepare
+        /// answers (finalised without copy-back if it prepared, settled `Cancelled` if it
+        /// came back incompatible).
+        cancel: bool,
+    },
     /// Prepared into its slot; waiting for its turn to launch.
     Prepared,
     /// `LaunchRun` was emitted; the run holds a submission on the stream pair.
@@ -38,9 +45,10 @@ pub enum RunPhase {
 
 impl RunPhase {
     /// Every phase, in life order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Queued,
-        Self::Preparing,
+        Self::Preparing { cancel: false },
+        Self::Preparing { cancel: true },
         Self::Prepared,
         Self::Launching,
         Self::Launched,
@@ -192,15 +200,21 @@ pub const fn step(phase: RunPhase, input: RunInput) -> Result<RunPhase, Refusal>
         (P::Done, _) => return Err(Refusal::AlreadyDone),
         (_, I::Abandon) => P::Done,
 
-        (P::Queued, I::Prepare) => P::Preparing,
+        (P::Queued, I::Prepare) => P::Preparing { cancel: false },
         (P::Queued, I::Cancel) => P::Done,
 
-        (P::Preparing, I::Prepared) => P::Prepared,
-        (P::Preparing, I::Incompatible) => P::Queued,
-        (P::Preparing, I::PrepareFailed(Class::RunOnly)) => P::Finalising,
-        (P::Preparing, I::PrepareFailed(Class::Poison)) => P::Done,
-        // Cancel while the prepare is out: remembered by the lane, the phase stays.
-        (P::Preparing, I::Cancel) => P::Preparing,
+        (P::Preparing { cancel: false }, I::Prepared) => P::Prepared,
+        (P::Preparing { cancel: false }, I::Incompatible) => P::Queued,
+        // Cancel while the prepare is out: the run is cancelled when the prepare answers.
+        (P::Preparing { cancel: false }, I::Cancel) => P::Preparing { cancel: true },
+        (P::Preparing { cancel: true }, I::Cancel) => phase,
+        // Cancelled while preparing: prepared, it is finalised without copy-back; back
+        // incompatible, nothing was touched and it is done.
+        (P::Preparing { cancel: true }, I::Prepared) => P::Finalising,
+        (P::Preparing { cancel: true }, I::Incompatible) => P::Done,
+        // A failed prepare keeps its own verdict, cancelled or not.
+        (P::Preparing { .. }, I::PrepareFailed(Class::RunOnly)) => P::Finalising,
+        (P::Preparing { .. }, I::PrepareFailed(Class::Poison)) => P::Done,
 
         (P::Prepared, I::Launch) => P::Launching,
         (P::Prepared, I::StreamsFailed(Class::RunOnly)) => P::Finalising,
@@ -247,6 +261,8 @@ pub const fn effects(input: RunInput, next: RunPhase) -> &'static str {
         (I::JudgedOk, _) => "`FinaliseRun` with copy-back",
         (_, RunPhase::Finalising) => "`FinaliseRun`, no copy-back",
         (I::Abandon, _) => "none (abandoned with the device)",
+        (I::Cancel, RunPhase::Preparing { .. }) => "none: cancelled when the prepare answers",
+        (I::Incompatible, RunPhase::Done) => "none: settled `Cancelled` (nothing was touched)",
         (
             I::PrepareFailed(Class::Poison)
             | I::StreamsFailed(Class::Poison)

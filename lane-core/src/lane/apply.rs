@@ -32,16 +32,17 @@ impl Lane {
         match *event {
             Event::Prepared { run, lease } => {
                 let idx = self.live_run(run, lease, name)?;
-                let cancel = self.advance(idx, RunInput::Prepared, name)?.cancel;
-                if cancel && self.decide(idx, RunInput::Cancel).is_some() {
+                // Cancelled while preparing (`Preparing { cancel: true }`): finalised now.
+                if self.advance(idx, RunInput::Prepared, name)?.phase == RunPhase::Finalising {
                     self.finalise(idx, Verdict::Cancelled, false);
                 }
             }
             Event::PrepareIncompatible { run, lease } => {
                 let idx = self.live_run(run, lease, name)?;
-                self.advance(idx, RunInput::Incompatible, name)?;
-                self.run_mut(idx).incompatible = true;
-                if self.run(idx).cancel && self.decide(idx, RunInput::Cancel).is_some() {
+                let r = self.advance(idx, RunInput::Incompatible, name)?;
+                r.incompatible = true;
+                // Cancelled while preparing: nothing was touched, so it is done.
+                if r.phase.is_done() {
                     self.settle(idx, Verdict::Cancelled);
                 }
             }

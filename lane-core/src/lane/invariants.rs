@@ -251,14 +251,13 @@ impl Lane {
         }
         for (slot, work) in self.runner_work.iter().enumerate() {
             let Some(work) = work else { continue };
-            let asked = match work.kind {
-                WorkKind::Prepare => RunPhase::Preparing,
-                WorkKind::Finalise => RunPhase::Finalising,
-            };
             let in_place = match self.live_runs().find(|r| r.id == work.run) {
                 Some(r) => {
-                    r.phase == asked
-                        && r.lease == work.lease
+                    matches!(
+                        (work.kind, r.phase),
+                        (WorkKind::Prepare, RunPhase::Preparing { .. })
+                            | (WorkKind::Finalise, RunPhase::Finalising)
+                    ) && r.lease == work.lease
                         && usize::from(r.lease.slot.0) == slot
                         && self.slots.is_leased_to(r.lease, r.id)
                 }

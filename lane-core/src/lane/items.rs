@@ -20,8 +20,6 @@ pub(super) struct RunRecord {
     pub(super) phase: RunPhase,
     /// Prepared incompatible once: prepare again only after every earlier run is done.
     pub(super) incompatible: bool,
-    /// Close arrived while the prepare was out.
-    pub(super) cancel: bool,
     /// The verdict decided so far (final once the phase is `Done`).
     pub(super) verdict: Option<Verdict>,
     pub(super) timing: Option<DeviceTiming>,
@@ -53,7 +51,6 @@ impl RunRecord {
             lease,
             phase: RunPhase::Queued,
             incompatible: false,
-            cancel: false,
             verdict: None,
             timing: None,
             evidence: None,

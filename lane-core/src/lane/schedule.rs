@@ -137,7 +137,7 @@ impl Lane {
     /// Runs in the prepare window: preparing, or prepared and not launched yet.
     pub(super) fn in_prepare_window(&self) -> usize {
         self.live_runs()
-            .filter(|r| matches!(r.phase, RunPhase::Preparing | RunPhase::Prepared))
+            .filter(|r| matches!(r.phase, RunPhase::Preparing { .. } | RunPhase::Prepared))
             .count()
     }
 
@@ -339,8 +339,10 @@ impl Lane {
                 Item::Run(r) => r.phase,
             };
             match phase {
-                // The prepare is out: cancel when it answers.
-                RunPhase::Preparing => self.run_mut(idx).cancel = true,
+                // The prepare is out: the run is cancelled when it answers (`run::step`).
+                RunPhase::Preparing { .. } => {
+                    self.decide(idx, RunInput::Cancel);
+                }
                 RunPhase::Queued if self.decide(idx, RunInput::Cancel).is_some() => {
                     self.settle(idx, Verdict::Cancelled);
                 }

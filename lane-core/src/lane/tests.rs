@@ -456,7 +456,7 @@ fn more_runs_preparing_than_the_window_is_caught() {
     lane.submit(Timestamp(0), RunRequest::new()).unwrap();
     lane.submit(Timestamp(0), RunRequest::new()).unwrap();
     assert_eq!(lane.run(1).phase, RunPhase::Queued);
-    lane.run_mut(1).phase = RunPhase::Preparing;
+    lane.run_mut(1).phase = RunPhase::Preparing { cancel: false };
     assert_eq!(
         violation(&lane),
         V::PrepareWindowExceeded { runs: 2, window: 1 }
