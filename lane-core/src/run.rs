@@ -18,7 +18,11 @@ use status_latch::Class;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RunPhase {
     /// Accepted with a lease; waiting for its turn to prepare.
-    Queued,
+    Queued {
+        /// Its prepare came back incompatible once: it prepares again only with no
+        /// unfinished run before it.
+        incompatible: bool,
+    },
     /// `PrepareRun` was emitted.
     Preparing {
         /// Close arrived while the prepare was out: the run is cancelled when the prepare
@@ -45,8 +49,11 @@ pub enum RunPhase {
 
 impl RunPhase {
     /// Every phase, in life order.
-    pub const ALL: [Self; 10] = [
-        Self::Queued,
+    pub const ALL: [Self; 11] = [
+        Self::Queued {
+            incompatible: false,
+        },
+        Self::Queued { incompatible: true },
         Self::Preparing { cancel: false },
         Self::Preparing { cancel: true },
         Self::Prepared,
@@ -77,6 +84,12 @@ impl RunPhase {
                 | Self::ReadingStatus
                 | Self::Finalising
         )
+    }
+
+    /// Whether the run waits for its turn to prepare.
+    #[must_use]
+    pub const fn is_queued(self) -> bool {
+        matches!(self, Self::Queued { .. })
     }
 
     /// Whether the run has its verdict.
@@ -200,11 +213,11 @@ pub const fn step(phase: RunPhase, input: RunInput) -> Result<RunPhase, Refusal>
         (P::Done, _) => return Err(Refusal::AlreadyDone),
         (_, I::Abandon) => P::Done,
 
-        (P::Queued, I::Prepare) => P::Preparing { cancel: false },
-        (P::Queued, I::Cancel) => P::Done,
+        (P::Queued { .. }, I::Prepare) => P::Preparing { cancel: false },
+        (P::Queued { .. }, I::Cancel) => P::Done,
 
         (P::Preparing { cancel: false }, I::Prepared) => P::Prepared,
-        (P::Preparing { cancel: false }, I::Incompatible) => P::Queued,
+        (P::Preparing { cancel: false }, I::Incompatible) => P::Queued { incompatible: true },
         // Cancel while the prepare is out: the run is cancelled when the prepare answers.
         (P::Preparing { cancel: false }, I::Cancel) => P::Preparing { cancel: true },
         (P::Preparing { cancel: true }, I::Cancel) => phase,
@@ -262,6 +275,9 @@ pub const fn effects(input: RunInput, next: RunPhase) -> &'static str {
         (_, RunPhase::Finalising) => "`FinaliseRun`, no copy-back",
         (I::Abandon, _) => "none (abandoned with the device)",
         (I::Cancel, RunPhase::Preparing { .. }) => "none: cancelled when the prepare answers",
+        (I::Incompatible, RunPhase::Queued { .. }) => {
+            "none: prepared again once no unfinished run is before it"
+        }
         (I::Incompatible, RunPhase::Done) => "none: settled `Cancelled` (nothing was touched)",
         (
             I::PrepareFailed(Class::Poison)

@@ -62,7 +62,12 @@ fn runs_submitted_after_a_publication_wait_behind_it_and_are_not_prepared_until_
         h.take().is_empty(),
         "run 3 is neither prepared nor launched behind the publication"
     );
-    assert_eq!(h.lane.phase_of(r3), Some(RunPhase::Queued));
+    assert_eq!(
+        h.lane.phase_of(r3),
+        Some(RunPhase::Queued {
+            incompatible: false
+        })
+    );
     h.complete(r1);
     let log = h.take();
     let upload = log

@@ -234,7 +234,10 @@ fn a_prepared_successor_reported_incompatible_is_prepared_again_after_the_predec
     let r1 = h.run();
     let r2 = h.run();
     assert_eq!(h.take()[5..], ["PrepareRun run 2 (slot 1 gen 2)"]);
-    assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Queued));
+    assert_eq!(
+        h.lane.phase_of(r2),
+        Some(RunPhase::Queued { incompatible: true })
+    );
     h.complete(r1);
     let log = h.take();
     let finalise1 = log

@@ -51,8 +51,11 @@ fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
 #[test]
 fn every_phase_is_reachable_from_queued_and_reaches_done() {
     // The table is a connected machine: no dead phase, no phase that cannot finish.
-    let mut reached = vec![RunPhase::Queued];
-    let mut frontier = vec![RunPhase::Queued];
+    let queued = RunPhase::Queued {
+        incompatible: false,
+    };
+    let mut reached = vec![queued];
+    let mut frontier = vec![queued];
     while let Some(phase) = frontier.pop() {
         for input in RunInput::ALL {
             if let Ok(next) = step(phase, input) {

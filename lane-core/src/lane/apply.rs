@@ -39,10 +39,13 @@ impl Lane {
             }
             Event::PrepareIncompatible { run, lease } => {
                 let idx = self.live_run(run, lease, name)?;
-                let r = self.advance(idx, RunInput::Incompatible, name)?;
-                r.incompatible = true;
-                // Cancelled while preparing: nothing was touched, so it is done.
-                if r.phase.is_done() {
+                // Back in the queue as `Queued { incompatible: true }`; cancelled while
+                // preparing, nothing was touched, so it is done.
+                if self
+                    .advance(idx, RunInput::Incompatible, name)?
+                    .phase
+                    .is_done()
+                {
                     self.settle(idx, Verdict::Cancelled);
                 }
             }

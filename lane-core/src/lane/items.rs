@@ -18,8 +18,6 @@ pub(super) struct RunRecord {
     pub(super) diagnostics: bool,
     pub(super) lease: Lease,
     pub(super) phase: RunPhase,
-    /// Prepared incompatible once: prepare again only after every earlier run is done.
-    pub(super) incompatible: bool,
     /// The verdict decided so far (final once the phase is `Done`).
     pub(super) verdict: Option<Verdict>,
     pub(super) timing: Option<DeviceTiming>,
@@ -49,8 +47,9 @@ impl RunRecord {
             tag,
             diagnostics,
             lease,
-            phase: RunPhase::Queued,
-            incompatible: false,
+            phase: RunPhase::Queued {
+                incompatible: false,
+            },
             verdict: None,
             timing: None,
             evidence: None,
@@ -140,6 +139,13 @@ impl Lane {
             .iter()
             .filter_map(Item::as_run)
             .filter(|r| !r.phase.is_done())
+    }
+
+    /// The oldest queued run.
+    pub(super) fn first_queued(&self) -> Option<usize> {
+        self.items
+            .iter()
+            .position(|i| matches!(i, Item::Run(r) if r.phase.is_queued()))
     }
 
     pub(super) fn first_run_in(&self, phase: RunPhase) -> Option<usize> {

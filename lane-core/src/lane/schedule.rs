@@ -150,7 +150,7 @@ impl Lane {
     /// Returns whether the next queued run may be tried: a start that fills the window ends
     /// the round (the next try would find it full).
     fn start_prepare(&mut self) -> bool {
-        let Some(idx) = self.first_run_in(RunPhase::Queued) else {
+        let Some(idx) = self.first_queued() else {
             return false;
         };
         let ahead = self.ahead_of(idx);
@@ -166,7 +166,7 @@ impl Lane {
         if ahead.live_run
             && (!self.profile.concurrent_prepare()
                 || r.diagnostics
-                || r.incompatible
+                || matches!(r.phase, RunPhase::Queued { incompatible: true })
                 || ahead.diagnostics)
         {
             return false;
@@ -343,7 +343,7 @@ impl Lane {
                 RunPhase::Preparing { .. } => {
                     self.decide(idx, RunInput::Cancel);
                 }
-                RunPhase::Queued if self.decide(idx, RunInput::Cancel).is_some() => {
+                RunPhase::Queued { .. } if self.decide(idx, RunInput::Cancel).is_some() => {
                     self.settle(idx, Verdict::Cancelled);
                 }
                 RunPhase::Prepared if self.decide(idx, RunInput::Cancel).is_some() => {

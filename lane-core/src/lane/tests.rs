@@ -323,7 +323,9 @@ fn a_run_launched_behind_an_unfinished_publication_is_caught() {
     lane.check_invariants().unwrap();
     assert_eq!(
         lane.phase_of(run),
-        Some(RunPhase::Queued),
+        Some(RunPhase::Queued {
+            incompatible: false
+        }),
         "waits behind the publication"
     );
     // Launched (its submission since retired) behind the waiting publication.
@@ -455,7 +457,12 @@ fn more_runs_preparing_than_the_window_is_caught() {
     let mut lane = Lane::new(Profile::a2a3());
     lane.submit(Timestamp(0), RunRequest::new()).unwrap();
     lane.submit(Timestamp(0), RunRequest::new()).unwrap();
-    assert_eq!(lane.run(1).phase, RunPhase::Queued);
+    assert_eq!(
+        lane.run(1).phase,
+        RunPhase::Queued {
+            incompatible: false
+        }
+    );
     lane.run_mut(1).phase = RunPhase::Preparing { cancel: false };
     assert_eq!(
         violation(&lane),
