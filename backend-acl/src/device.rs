@@ -16,7 +16,7 @@ use ascend_cl_sys::{
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{FaultNotice, Profile, Timestamp};
-use lane_driver::{CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr};
+use lane_driver::{CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
 
 use crate::error::AclError;
 use crate::notice::NoticeMonitor;
@@ -814,6 +814,37 @@ impl Device for AclDevice {
         })
     }
 
+    fn stream_wait_event(
+        &mut self,
+        stream: StreamHandle,
+        event: EventHandle,
+    ) -> Result<(), AclCode> {
+        // SAFETY: a stream and an event (created with ACL_EVENT_SYNC) this library made, live.
+        self.bound_call(|acl| unsafe {
+            acl.aclrtStreamWaitEvent(stream_ptr(stream), event_ptr(event))
+        })
+    }
+
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.message.take()
+    }
+
+    fn capture_error_message(&mut self) {
+        self.message = self.acl.recent_error_message();
+    }
+
+    /// A waiter sharing this device's library, device id, reset count and clock: it binds
+    /// its own thread before its first wait and after every force reset.
+    fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
+        Ok(Box::new(AclWaiter::new(self, self.epoch)))
+    }
+
+    fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
+        Some(self)
+    }
+}
+
+impl PinnedCopies for AclDevice {
     fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
         let mut ptr: *mut c_void = core::ptr::null_mut();
         // SAFETY: `ptr` is a writable pointer slot.
@@ -860,17 +891,6 @@ impl Device for AclDevice {
         self.memcpy_async(dst, src, len, ACL_MEMCPY_DEVICE_TO_HOST, stream)
     }
 
-    fn stream_wait_event(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-    ) -> Result<(), AclCode> {
-        // SAFETY: a stream and an event (created with ACL_EVENT_SYNC) this library made, live.
-        self.bound_call(|acl| unsafe {
-            acl.aclrtStreamWaitEvent(stream_ptr(stream), event_ptr(event))
-        })
-    }
-
     fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
         let dst = self.pinned_range(dst, src.len())?;
         // SAFETY: `dst` is inside a live pinned allocation for `src.len()` bytes (checked),
@@ -886,19 +906,5 @@ impl Device for AclDevice {
         // the driver reads only after an event proved the copy into it finished.
         unsafe { core::ptr::copy_nonoverlapping(src.cast_const(), dst.as_mut_ptr(), dst.len()) };
         Ok(())
-    }
-
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.message.take()
-    }
-
-    fn capture_error_message(&mut self) {
-        self.message = self.acl.recent_error_message();
-    }
-
-    /// A waiter sharing this device's library, device id, reset count and clock: it binds
-    /// its own thread before its first wait and after every force reset.
-    fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
-        Ok(Box::new(AclWaiter::new(self, self.epoch)))
     }
 }

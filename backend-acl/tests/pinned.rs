@@ -11,7 +11,7 @@ use ascend_cl_sys::types::{ACL_ERROR_RT_CONTEXT_NULL, ACL_MEM_MALLOC_HUGE_FIRST,
 use backend_acl::{AclDevice, WorkerBinding};
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_driver::{Device, DevicePtr, EventHandle, HostPtr};
+use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
 use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
 
 /// A code no call returns on its own, so a failure is the injected one.

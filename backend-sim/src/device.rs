@@ -77,7 +77,8 @@ use lane_core::status_latch::{
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, DEFAULT_DEVICE_OP_TIMEOUT_NS, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
-    Device, DevicePtr, EventHandle, HostPtr, PrepareError, RECORD_OFFSET, RunArgs, Runner,
+    Device, DevicePtr, EventHandle, HostPtr, PinnedCopies, PrepareError, RECORD_OFFSET, RunArgs,
+    Runner,
 };
 use rand_core::RngCore;
 
@@ -1426,6 +1427,43 @@ impl Device for SimDevice {
         result
     }
 
+    fn stream_wait_event(
+        &mut self,
+        stream: StreamHandle,
+        event: EventHandle,
+    ) -> Result<(), AclCode> {
+        let start = self.enter();
+        self.spend(Cost::StreamWait);
+        let result = match self.events.get(&event).copied() {
+            None => Err(self.dead_handle("stream_wait_event", "event", event.0)),
+            Some(capture) => match self.streams.get(&stream).copied() {
+                None => Err(self.dead_handle("stream_wait_event", "stream", stream.0)),
+                Some(st) => self.sticky_now().map(|()| {
+                    // Later tasks start after the capture completes (never, if it never
+                    // does); a never-recorded event is no wait at all.
+                    let after = capture.map_or(Some(start), |c| c.complete_at);
+                    let tail = st.tail.zip(after).map(|(t, a)| t.max(a));
+                    if let Some(s) = self.streams.get_mut(&stream) {
+                        s.tail = tail;
+                    }
+                }),
+            },
+        };
+        self.finish_for_effect(
+            "stream_wait_event",
+            start,
+            || format!("h{} waits e{}", stream.0, event.0),
+            &result,
+        );
+        result
+    }
+
+    fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
+        Some(self)
+    }
+}
+
+impl PinnedCopies for SimDevice {
     fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
         let start = self.enter();
         // Pinned memory is allocated like device memory, once per slot.
@@ -1533,37 +1571,6 @@ impl Device for SimDevice {
             "memcpy_d2h_async",
             start,
             || format!("{len} B {:#x} -> host {:#x} on h{}", src.0, dst.0, stream.0),
-            &result,
-        );
-        result
-    }
-
-    fn stream_wait_event(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-    ) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::StreamWait);
-        let result = match self.events.get(&event).copied() {
-            None => Err(self.dead_handle("stream_wait_event", "event", event.0)),
-            Some(capture) => match self.streams.get(&stream).copied() {
-                None => Err(self.dead_handle("stream_wait_event", "stream", stream.0)),
-                Some(st) => self.sticky_now().map(|()| {
-                    // Later tasks start after the capture completes (never, if it never
-                    // does); a never-recorded event is no wait at all.
-                    let after = capture.map_or(Some(start), |c| c.complete_at);
-                    let tail = st.tail.zip(after).map(|(t, a)| t.max(a));
-                    if let Some(s) = self.streams.get_mut(&stream) {
-                        s.tail = tail;
-                    }
-                }),
-            },
-        };
-        self.finish_for_effect(
-            "stream_wait_event",
-            start,
-            || format!("h{} waits e{}", stream.0, event.0),
             &result,
         );
         result

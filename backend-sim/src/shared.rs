@@ -15,7 +15,8 @@ use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
-    CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, PrepareError, RunArgs, Runner,
+    CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, PinnedCopies, PrepareError, RunArgs,
+    Runner,
 };
 
 use crate::device::{SimDevice, SimRunner};
@@ -91,42 +92,12 @@ impl Device for SharedSim {
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         self.lock().memcpy_from_device(dst, src)
     }
-    fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
-        self.lock().malloc_host(size)
-    }
-    fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
-        self.lock().free_host(ptr)
-    }
-    fn memcpy_to_device_async(
-        &mut self,
-        dst: DevicePtr,
-        src: HostPtr,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<(), AclCode> {
-        self.lock().memcpy_to_device_async(dst, src, len, stream)
-    }
-    fn memcpy_from_device_async(
-        &mut self,
-        dst: HostPtr,
-        src: DevicePtr,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<(), AclCode> {
-        self.lock().memcpy_from_device_async(dst, src, len, stream)
-    }
     fn stream_wait_event(
         &mut self,
         stream: StreamHandle,
         event: EventHandle,
     ) -> Result<(), AclCode> {
         self.lock().stream_wait_event(stream, event)
-    }
-    fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
-        self.lock().write_host(dst, src)
-    }
-    fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {
-        self.lock().read_host(dst, src)
     }
     fn recent_error_message(&mut self) -> Option<String> {
         self.lock().recent_error_message()
@@ -139,6 +110,48 @@ impl Device for SharedSim {
     /// per-thread context).
     fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
         Ok(Box::new(SimWaiter(self.clone())))
+    }
+
+    fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
+        Some(self)
+    }
+}
+
+impl PinnedCopies for SharedSim {
+    fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
+        self.lock().malloc_host(size)
+    }
+
+    fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
+        self.lock().free_host(ptr)
+    }
+
+    fn memcpy_to_device_async(
+        &mut self,
+        dst: DevicePtr,
+        src: HostPtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        self.lock().memcpy_to_device_async(dst, src, len, stream)
+    }
+
+    fn memcpy_from_device_async(
+        &mut self,
+        dst: HostPtr,
+        src: DevicePtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        self.lock().memcpy_from_device_async(dst, src, len, stream)
+    }
+
+    fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
+        self.lock().write_host(dst, src)
+    }
+
+    fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {
+        self.lock().read_host(dst, src)
     }
 }
 

@@ -7,7 +7,7 @@ use backend_sim::workload::ProfileName;
 use backend_sim::{FaultRule, RunTimes, SimConfig, SimDevice, SimRunner, Workload, run};
 use lane_core::status_latch::{self, AclCode, HeaderLayout};
 use lane_core::{CopyPath, Event, RunId, RunRequest, SlotId};
-use lane_driver::{Device, Driver, Observation, Observer, RunArgs, Runner};
+use lane_driver::{Device, Driver, Observation, Observer, PinnedCopies, RunArgs, Runner};
 
 const LAYOUT: HeaderLayout = HeaderLayout::TensormapAndRingbuffer;
 

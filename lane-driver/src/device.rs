@@ -32,7 +32,7 @@ impl DevicePtr {
 
 /// A pinned host memory address, chosen by the backend (`void *hostPtr` from
 /// `aclrtMallocHost`). Only the backend that made it reads or writes through it
-/// ([`Device::read_host`], [`Device::write_host`]), so no caller holds a raw pointer.
+/// ([`PinnedCopies::read_host`], [`PinnedCopies::write_host`]), so no caller holds a raw pointer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HostPtr(pub u64);
 
@@ -46,10 +46,8 @@ impl HostPtr {
 
 /// The ACL calls a lane makes on a device. One method, one ACL call.
 ///
-/// The copies on the streams (`malloc_host` .. the async copies, and the host access to
-/// pinned memory) are optional calls: their defaults answer `207000`
-/// (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`), and a lane whose profile keeps synchronous copies
-/// (`CopyPath::Sync`) never makes them.
+/// The copies on the streams are not here: they are [`PinnedCopies`], which a device
+/// implements or does not, and offers through [`Device::pinned_copies`].
 ///
 /// Every method is called from the driver's thread only; none is called while the lane is
 /// borrowed (so no device wait ever happens under a lane lock, L-16).
@@ -102,42 +100,6 @@ pub trait Device {
     /// stream sync (the driver reads only after the run's completion events).
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
 
-    /// `aclrtMallocHost(&p, size)`: pinned host memory, so an async copy is truly async and
-    /// ordered on its stream. Made once per slot, like the device buffer.
-    fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
-        let _ = size;
-        Err(AclCode::RtFeatureNotSupport)
-    }
-    /// `aclrtFreeHost`.
-    fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
-        let _ = ptr;
-        Err(AclCode::RtFeatureNotSupport)
-    }
-    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_HOST_TO_DEVICE, stream)` from pinned
-    /// memory: enqueued behind every task already on `stream`; an error here is the enqueue's.
-    fn memcpy_to_device_async(
-        &mut self,
-        dst: DevicePtr,
-        src: HostPtr,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<(), AclCode> {
-        let _ = (dst, src, len, stream);
-        Err(AclCode::RtFeatureNotSupport)
-    }
-    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_DEVICE_TO_HOST, stream)` into pinned
-    /// memory: enqueued behind every task already on `stream`, so an event recorded after it
-    /// passes only once the bytes are in host memory.
-    fn memcpy_from_device_async(
-        &mut self,
-        dst: HostPtr,
-        src: DevicePtr,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<(), AclCode> {
-        let _ = (dst, src, len, stream);
-        Err(AclCode::RtFeatureNotSupport)
-    }
     /// `aclrtStreamWaitEvent(stream, event)`: tasks enqueued on `stream` after this start only
     /// once the tasks `event` captured have finished: a run's fence (the AICPU stream waits
     /// for its AICore kernel's `core_done`), the order between runs (the AICore stream waits
@@ -147,17 +109,14 @@ pub trait Device {
         stream: StreamHandle,
         event: EventHandle,
     ) -> Result<(), AclCode>;
-    /// Host write into pinned memory this backend made (no ACL call: plain host memory).
-    /// `207000` by default; a range outside the allocation is `100000`, never undefined.
-    fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
-        let _ = (dst, src);
-        Err(AclCode::RtFeatureNotSupport)
-    }
-    /// Host read from pinned memory this backend made (no ACL call). Read only after an event
-    /// proved the copy into it finished.
-    fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {
-        let _ = (dst, src);
-        Err(AclCode::RtFeatureNotSupport)
+
+    /// The copies on the streams, if this device makes them: a device that implements
+    /// [`PinnedCopies`] answers `Some(self)`. The default is `None`; the
+    /// [`Executor`](crate::Executor) asks only on the `CopyPath::OnStream` path, and with
+    /// `None` answers the call it would have made with `207000`
+    /// (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`), so such a lane's first launch fails its arm.
+    fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
+        None
     }
 
     /// `aclGetRecentErrMsg` after the last call, if it failed and the backend has text for
@@ -196,4 +155,43 @@ pub trait Device {
         let _ = notice;
         false
     }
+}
+
+/// The copies on the streams (`CopyPath::OnStream`, decision 0013): pinned host memory, the
+/// two async copies through it, and the host's own access to it. A device implements them or
+/// does not; one that does answers `Some(self)` from [`Device::pinned_copies`], and a lane
+/// whose profile keeps synchronous copies (`CopyPath::Sync`) never makes them.
+///
+/// Called from the driver's thread only, like every [`Device`] method.
+pub trait PinnedCopies: Device {
+    /// `aclrtMallocHost(&p, size)`: pinned host memory, so an async copy is truly async and
+    /// ordered on its stream. Made once per slot, like the device buffer.
+    fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode>;
+    /// `aclrtFreeHost`.
+    fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode>;
+    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_HOST_TO_DEVICE, stream)` from pinned
+    /// memory: enqueued behind every task already on `stream`; an error here is the enqueue's.
+    fn memcpy_to_device_async(
+        &mut self,
+        dst: DevicePtr,
+        src: HostPtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode>;
+    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_DEVICE_TO_HOST, stream)` into pinned
+    /// memory: enqueued behind every task already on `stream`, so an event recorded after it
+    /// passes only once the bytes are in host memory.
+    fn memcpy_from_device_async(
+        &mut self,
+        dst: HostPtr,
+        src: DevicePtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode>;
+    /// Host write into pinned memory this backend made (no ACL call: plain host memory).
+    /// A range outside the allocation is `100000`, never undefined.
+    fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode>;
+    /// Host read from pinned memory this backend made (no ACL call). Read only after an event
+    /// proved the copy into it finished.
+    fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode>;
 }

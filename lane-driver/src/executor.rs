@@ -14,7 +14,7 @@ use lane_core::{
 };
 
 use crate::answer::Answer;
-use crate::device::{Device, DevicePtr, EventHandle, HostPtr};
+use crate::device::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
 use crate::driver::{
     ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_BYTES, HEADER_OFFSET, PROBE_BYTES,
     RECORD_OFFSET, SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET,
@@ -434,7 +434,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         let (d, r) = (&mut self.device, &mut self.runner);
         match slot.pinned {
             None => d.memcpy_to_device(slot.handshake(), &ZEROS),
-            Some(pinned) => arm_on_stream(d, &slot, pinned, aicpu, aicore),
+            Some(pinned) => {
+                pinned_copies(d).and_then(|p| arm_on_stream(p, &slot, pinned, aicpu, aicore))
+            }
         }
         .map_err(|code| (LaunchStep::Arm, code))?;
         if let Some(boundary) = predecessor {
@@ -476,7 +478,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         // read (SPEC §5.3 stages): the run launched, so it is answered after completion.
         let read_failed = slot.pinned.and_then(|pinned| {
             let readback = pinned.host.at(PINNED_READBACK_OFFSET);
-            d.memcpy_from_device_async(readback, slot.timing(), READBACK_BYTES, aicpu)
+            pinned_copies(d)
+                .and_then(|p| {
+                    p.memcpy_from_device_async(readback, slot.timing(), READBACK_BYTES, aicpu)
+                })
                 .err()
         });
         if read_failed.is_some() {
@@ -525,10 +530,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             // a record then counts only when stamped with its run's epoch (L-8).
             d.memcpy_to_device(buffer.at(RECORD_OFFSET), &[0; RECORD_BYTES])?;
             if self.copies == CopyPath::OnStream {
-                let host = d.malloc_host(PINNED_BYTES)?;
+                let p = pinned_copies(d)?;
+                let host = p.malloc_host(PINNED_BYTES)?;
                 made.host = Some(host);
                 // The arm's source never changes: zero it once.
-                d.write_host(host.at(PINNED_ARM_OFFSET), &ZEROS)?;
+                p.write_host(host.at(PINNED_ARM_OFFSET), &ZEROS)?;
             }
             Ok(())
         })();
@@ -566,7 +572,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             self.release(observer, Release::Free, |d| d.free(buffer));
         }
         if let Some(host) = made.host {
-            self.release(observer, Release::FreeHost, |d| d.free_host(host));
+            self.release(observer, Release::FreeHost, |d| {
+                pinned_copies(d).and_then(|p| p.free_host(host))
+            });
         }
     }
 
@@ -623,7 +631,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         len: usize,
     ) -> Result<(), AclCode> {
         let readback = &mut self.readback[..len];
-        self.device
+        pinned_copies(&mut self.device)?
             .read_host(readback, pinned.host.at(PINNED_READBACK_OFFSET))?;
         if readback.get(..TIMING_BYTES) == NOT_LANDED.get(..TIMING_BYTES) {
             return self.device.memcpy_from_device(readback, slot.timing());
@@ -807,8 +815,8 @@ impl From<SlotResources> for Made {
 /// `0xFF` (so a copy that never lands reads as not landed, never as the slot's last header),
 /// the arm copy and the "armed" record on the AICore stream, and the AICPU stream's wait
 /// for it. Any failure is the arm's (nothing of the run reached a kernel yet).
-fn arm_on_stream<D: Device>(
-    d: &mut D,
+fn arm_on_stream(
+    d: &mut dyn PinnedCopies,
     slot: &SlotResources,
     pinned: Pinned,
     aicpu: StreamHandle,
@@ -823,4 +831,12 @@ fn arm_on_stream<D: Device>(
     )?;
     d.record_event(pinned.armed, aicore)?;
     d.stream_wait_event(aicpu, pinned.armed)
+}
+
+/// The device's copies on the streams ([`Device::pinned_copies`]), asked for only on the
+/// `CopyPath::OnStream` path. A device without them answers each call the path would have
+/// made with `207000` (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`), having touched nothing, so its
+/// text about the last failed call is whatever it was.
+fn pinned_copies<D: Device>(d: &mut D) -> Result<&mut dyn PinnedCopies, AclCode> {
+    d.pinned_copies().ok_or(AclCode::RtFeatureNotSupport)
 }

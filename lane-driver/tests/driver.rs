@@ -1399,3 +1399,46 @@ fn a_failed_stream_creates_text_reaches_the_run_waiting_to_launch_and_no_other()
     );
     assert_eq!(reports[1].device_message, None);
 }
+
+#[test]
+fn copies_on_the_streams_on_a_device_without_pinned_copies_fail_the_first_arm_with_207000() {
+    let spec = lane_core::ProfileSpec {
+        copies: lane_core::CopyPath::OnStream,
+        ..Profile::a2a3().spec()
+    };
+    let profile = Profile::custom(spec).unwrap();
+    let mut d: TestDriver = Driver::new(profile, Recorder::default(), Kernels);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    // The slot's resources are made as far as the first pinned call, which the executor
+    // answers with 207000 without a call (the recorder has no `PinnedCopies`), then given back.
+    assert_eq!(
+        calls(&mut d),
+        [
+            "prepare r1 s0",
+            "create_stream -> s1",
+            "create_stream -> s2",
+            "create_event -> e3",
+            "create_event -> e4",
+            "create_event -> e5",
+            "malloc 1384 -> p6",
+            "memcpy_to_device p6+1104 280B",
+            "destroy_event e3",
+            "destroy_event e4",
+            "destroy_event e5",
+            "free p6",
+            "finalise r1",
+        ]
+    );
+    let report = d.poll_report().unwrap().to_string();
+    assert!(
+        report.starts_with("run 1 failed at AICore launch (not started): ACL 207000"),
+        "{report}"
+    );
+    assert!(
+        report.ends_with(
+            "hint: use the profile's synchronous copies (CopyPath::Sync), then run again"
+        ),
+        "{report}"
+    );
+}
