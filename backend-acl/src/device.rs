@@ -19,6 +19,7 @@ use lane_core::{FaultNotice, Profile, Timestamp};
 use lane_driver::{CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
 
 use crate::error::AclError;
+use crate::issued::{self, Refused};
 use crate::notice::NoticeMonitor;
 use crate::soc::profile_for_soc;
 use crate::waiter::AclWaiter;
@@ -482,6 +483,26 @@ impl AclDevice {
         self.check(code)
     }
 
+    /// A call on a bound thread whose handles `lookup` resolves first ([`issued`]): a handle
+    /// no device of this process holds live on this device id is refused with its code and a
+    /// message, and ACL is never called with it.
+    fn bound_call_with<T>(
+        &mut self,
+        lookup: impl FnOnce(i32) -> Result<T, Refused>,
+        call: impl FnOnce(&Acl, T) -> i32,
+    ) -> Result<(), AclCode> {
+        self.bind_thread()?;
+        let raw = lookup(self.device_id).map_err(|refused| self.refuse(refused))?;
+        let code = call(&self.acl, raw);
+        self.check(code)
+    }
+
+    /// Keeps a refusal's message (for [`Device::recent_error_message`]) and answers its code.
+    fn refuse(&mut self, refused: Refused) -> AclCode {
+        self.message = Some(refused.message);
+        refused.code
+    }
+
     /// `[ptr, ptr + len)` as a host pointer when it lies inside one pinned allocation made
     /// since the last reset; otherwise 100000 (`ACL_ERROR_INVALID_PARAM`), with a message, and
     /// nothing touched.
@@ -516,18 +537,18 @@ impl AclDevice {
         stream: StreamHandle,
     ) -> Result<(), AclCode> {
         let host = self.pinned_range(host, len)?.cast::<c_void>();
-        let device = device_ptr(device);
-        let (dst, src) = if kind == ACL_MEMCPY_HOST_TO_DEVICE {
-            (device, host.cast_const())
-        } else {
-            (host, device.cast_const())
-        };
-        // SAFETY: the host side lies inside a live pinned allocation (checked above) that
-        // stays alive until freed, and the caller frees it only after an event proved the copy
-        // finished; the device side is a range the driver laid out in one of its allocations;
-        // the stream is live.
-        self.bound_call(|acl| unsafe {
-            acl.aclrtMemcpyAsync(dst, len, src, len, kind, stream_ptr(stream))
+        let lookup = |id| Ok((issued::range(id, device, len)?, issued::stream(id, stream)?));
+        self.bound_call_with(lookup, |acl, (device, stream)| {
+            let (dst, src) = if kind == ACL_MEMCPY_HOST_TO_DEVICE {
+                (device, host.cast_const())
+            } else {
+                (host, device.cast_const())
+            };
+            // SAFETY: the host side lies inside a live pinned allocation (checked above) that
+            // stays alive until freed, and the caller frees it only after an event proved the
+            // copy finished; the device side lies inside a live allocation of this device id
+            // and the stream is live on it (both looked up).
+            unsafe { acl.aclrtMemcpyAsync(dst, len, src, len, kind, stream) }
         })
     }
 
@@ -647,21 +668,6 @@ impl Drop for OpTimeoutLease {
     }
 }
 
-/// The `aclrtStream` a lane handle stands for (the pointer value, `StreamHandle.0`).
-pub(crate) fn stream_ptr(stream: StreamHandle) -> AclrtStream {
-    stream.0 as usize as AclrtStream
-}
-
-/// The `aclrtEvent` a lane handle stands for (the pointer value, `EventHandle.0`).
-pub(crate) fn event_ptr(event: EventHandle) -> AclrtEvent {
-    event.0 as usize as AclrtEvent
-}
-
-/// The device address a lane pointer stands for (`DevicePtr.0`).
-pub(crate) fn device_ptr(ptr: DevicePtr) -> *mut c_void {
-    ptr.0 as usize as *mut c_void
-}
-
 impl Device for AclDevice {
     fn notice_concerns(&self, notice: &FaultNotice) -> bool {
         u32::try_from(self.device_id).is_ok_and(|device| device == notice.device)
@@ -703,6 +709,8 @@ impl Device for AclDevice {
             set_current_device(None);
         }
         self.pinned.clear();
+        // Every handle on this device id is dead, whichever lane made it: refused from now on.
+        issued::retire_device(id);
         // A number taken before the reset names a stream of a dead generation (L-19).
         self.stream_ids.clear();
         self.resets.fetch_add(1, Ordering::AcqRel);
@@ -719,17 +727,27 @@ impl Device for AclDevice {
             return Err(self.null_handle("aclrtCreateStreamWithConfig"));
         }
         self.take_stream_id(stream);
-        Ok(StreamHandle(stream as usize as u64))
+        Ok(issued::issue_stream(self.device_id, stream))
     }
 
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        // SAFETY: a stream this library created and the lane has not destroyed.
-        self.bound_call(|acl| unsafe { acl.aclrtDestroyStream(stream_ptr(stream)) })
+        self.bound_call_with(
+            |id| issued::stream(id, stream),
+            // SAFETY: a stream live on this device id (looked up).
+            |acl, s| unsafe { acl.aclrtDestroyStream(s) },
+        )?;
+        issued::retire_stream(stream);
+        Ok(())
     }
 
     fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        // SAFETY: a stream this library created and the lane has not destroyed.
-        self.bound_call(|acl| unsafe { acl.aclrtDestroyStreamForce(stream_ptr(stream)) })
+        self.bound_call_with(
+            |id| issued::stream(id, stream),
+            // SAFETY: a stream live on this device id (looked up).
+            |acl, s| unsafe { acl.aclrtDestroyStreamForce(s) },
+        )?;
+        issued::retire_stream(stream);
+        Ok(())
     }
 
     fn create_event(&mut self) -> Result<EventHandle, AclCode> {
@@ -741,31 +759,39 @@ impl Device for AclDevice {
         if event.is_null() {
             return Err(self.null_handle("aclrtCreateEventExWithFlag"));
         }
-        Ok(EventHandle(event as usize as u64))
+        Ok(issued::issue_event(self.device_id, event))
     }
 
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        // SAFETY: an event and a stream this library created, both live.
-        self.bound_call(|acl| unsafe { acl.aclrtRecordEvent(event_ptr(event), stream_ptr(stream)) })
+        let lookup = |id| Ok((issued::event(id, event)?, issued::stream(id, stream)?));
+        // SAFETY: an event and a stream live on this device id (looked up).
+        self.bound_call_with(lookup, |acl, (e, s)| unsafe { acl.aclrtRecordEvent(e, s) })
     }
 
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        // SAFETY: an event this library created, live; the timeout is the driver's (> 0).
-        self.bound_call(|acl| unsafe {
-            acl.aclrtSynchronizeEventWithTimeout(event_ptr(event), timeout_ms)
-        })
+        self.bound_call_with(
+            |id| issued::event(id, event),
+            // SAFETY: an event live on this device id (looked up); the timeout is the driver's.
+            |acl, e| unsafe { acl.aclrtSynchronizeEventWithTimeout(e, timeout_ms) },
+        )
     }
 
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        // SAFETY: a stream this library created, live; the timeout is the driver's (> 0).
-        self.bound_call(|acl| unsafe {
-            acl.aclrtSynchronizeStreamWithTimeout(stream_ptr(stream), timeout_ms)
-        })
+        self.bound_call_with(
+            |id| issued::stream(id, stream),
+            // SAFETY: a stream live on this device id (looked up); the timeout is the driver's.
+            |acl, s| unsafe { acl.aclrtSynchronizeStreamWithTimeout(s, timeout_ms) },
+        )
     }
 
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
-        // SAFETY: an event this library created and the lane has not destroyed.
-        self.bound_call(|acl| unsafe { acl.aclrtDestroyEvent(event_ptr(event)) })
+        self.bound_call_with(
+            |id| issued::event(id, event),
+            // SAFETY: an event live on this device id (looked up).
+            |acl, e| unsafe { acl.aclrtDestroyEvent(e) },
+        )?;
+        issued::retire_event(event);
+        Ok(())
     }
 
     fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
@@ -777,41 +803,52 @@ impl Device for AclDevice {
         if ptr.is_null() {
             return Err(self.null_handle("aclrtMalloc"));
         }
-        Ok(DevicePtr(ptr as usize as u64))
+        Ok(issued::issue_allocation(self.device_id, ptr, size))
     }
 
     fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        // SAFETY: an allocation this library made and the lane has not freed.
-        self.bound_call(|acl| unsafe { acl.aclrtFree(device_ptr(ptr)) })
+        self.bound_call_with(
+            |id| issued::allocation(id, ptr),
+            // SAFETY: an allocation live on this device id (looked up: its start).
+            |acl, p| unsafe { acl.aclrtFree(p) },
+        )?;
+        issued::retire_allocation(ptr);
+        Ok(())
     }
 
     fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        // SAFETY: `src` is readable for its length; `dst` is a device range the driver laid
-        // out inside one of its allocations, at least `src.len()` long.
-        self.bound_call(|acl| unsafe {
-            acl.aclrtMemcpy(
-                device_ptr(dst),
-                src.len(),
-                src.as_ptr().cast(),
-                src.len(),
-                ACL_MEMCPY_HOST_TO_DEVICE,
-            )
-        })
+        self.bound_call_with(
+            |id| issued::range(id, dst, src.len()),
+            // SAFETY: `src` is readable for its length; `[dst, dst + src.len())` lies inside an
+            // allocation live on this device id (looked up).
+            |acl, dst| unsafe {
+                acl.aclrtMemcpy(
+                    dst,
+                    src.len(),
+                    src.as_ptr().cast(),
+                    src.len(),
+                    ACL_MEMCPY_HOST_TO_DEVICE,
+                )
+            },
+        )
     }
 
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         let len = dst.len();
-        // SAFETY: `dst` is writable for its length; `src` is a device range the driver laid
-        // out inside one of its allocations, at least `len` long.
-        self.bound_call(|acl| unsafe {
-            acl.aclrtMemcpy(
-                dst.as_mut_ptr().cast(),
-                len,
-                device_ptr(src),
-                len,
-                ACL_MEMCPY_DEVICE_TO_HOST,
-            )
-        })
+        self.bound_call_with(
+            |id| issued::range(id, src, len),
+            // SAFETY: `dst` is writable for its length; `[src, src + len)` lies inside an
+            // allocation live on this device id (looked up).
+            |acl, src| unsafe {
+                acl.aclrtMemcpy(
+                    dst.as_mut_ptr().cast(),
+                    len,
+                    src,
+                    len,
+                    ACL_MEMCPY_DEVICE_TO_HOST,
+                )
+            },
+        )
     }
 
     fn stream_wait_event(
@@ -819,9 +856,11 @@ impl Device for AclDevice {
         stream: StreamHandle,
         event: EventHandle,
     ) -> Result<(), AclCode> {
-        // SAFETY: a stream and an event (created with ACL_EVENT_SYNC) this library made, live.
-        self.bound_call(|acl| unsafe {
-            acl.aclrtStreamWaitEvent(stream_ptr(stream), event_ptr(event))
+        let lookup = |id| Ok((issued::stream(id, stream)?, issued::event(id, event)?));
+        // SAFETY: a stream and an event (created with ACL_EVENT_SYNC) live on this device id
+        // (looked up).
+        self.bound_call_with(lookup, |acl, (s, e)| unsafe {
+            acl.aclrtStreamWaitEvent(s, e)
         })
     }
 

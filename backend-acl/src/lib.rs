@@ -22,6 +22,14 @@
 //! `write_host`, `read_host` and the async copies touch only ranges inside one (100000
 //! otherwise, nothing touched), and `aclrtStreamWaitEvent`.
 //!
+//! Handles: every stream, event and device allocation a device creates is recorded in one
+//! process-wide table (issued.rs) with its device id, until it is destroyed, freed or killed
+//! by a force reset of that device. Every call that hands one to ACL looks it up first: a
+//! forged or stale one is refused with ACL's own code for it (107017, 107003 or 107000) and
+//! a message, before any call, so safe code cannot turn a lane handle into undefined
+//! behaviour. The pointer value stays the handle (`StreamHandle.0` is the `aclrtStream`), so
+//! a runner still launches on it.
+//!
 //! Fault notices (L-19): each stream's id is taken with `aclrtStreamGetId` when it is
 //! created and kept until the next force reset, and `Device::notice_concerns` matches a
 //! notice against them; the library's own notice handler is installed only when
@@ -36,7 +44,8 @@
 //! (`aclrtSynchronizeDeviceWithTimeout`), `aclrtResetDeviceForce`, `aclrtSetDevice`, probe.
 //! A plain `aclrtResetDevice` is never called (it is not even in the symbol table), so it
 //! can never follow a force reset. Every handle dies with a reset: the driver forgets them,
-//! never destroys them, and the device forgets its pinned allocations the same way. `aclrtDestroyStream` is the healthy teardown (it waits for queued
+//! never destroys them, and the device forgets its pinned allocations and refuses every
+//! handle of that device the same way. `aclrtDestroyStream` is the healthy teardown (it waits for queued
 //! work), `aclrtDestroyStreamForce` the replacement of a stuck or errored stream. The only
 //! clock read is `Device::now` (a monotonic clock). Never depends on backend-sim.
 //!
@@ -60,6 +69,7 @@
 pub mod check;
 mod device;
 mod error;
+mod issued;
 mod notice;
 mod soc;
 mod waiter;

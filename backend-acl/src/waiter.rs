@@ -12,7 +12,8 @@ use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_driver::{CompletionWaiter, DevicePtr, EventHandle};
 
-use crate::device::{AclDevice, WorkerBinding, device_ptr, event_ptr, stream_ptr};
+use crate::device::{AclDevice, WorkerBinding};
+use crate::issued::{self, Refused};
 
 /// [`CompletionWaiter`] over the lane's loaded library, bound to the lane's device on its own
 /// thread like a host worker: `aclrtSetDevice` before its first wait and again after every
@@ -25,6 +26,9 @@ pub(crate) struct AclWaiter {
     /// The lane's clock epoch (the device's), so [`CompletionWaiter::now`] reads the same
     /// clock as `Device::now`.
     epoch: Instant,
+    /// Why this waiter's last call refused its handle ([`issued`]), if it did: its text,
+    /// taken before the library's.
+    refused: Option<String>,
 }
 
 impl AclWaiter {
@@ -34,11 +38,22 @@ impl AclWaiter {
             binding: device.worker_binding(),
             bound_at: None,
             epoch,
+            refused: None,
         }
     }
 
     fn acl(&self) -> &Acl {
         self.binding.acl()
+    }
+
+    /// `lookup` on the lane's device id ([`issued`]): a handle no device of this process
+    /// holds live there is refused with its code, its message kept, and never reaches ACL.
+    fn live<T>(&mut self, lookup: impl FnOnce(i32) -> Result<T, Refused>) -> Result<T, AclCode> {
+        self.refused = None;
+        lookup(self.binding.device_id()).map_err(|refused| {
+            self.refused = Some(refused.message);
+            refused.code
+        })
     }
 }
 
@@ -57,36 +72,41 @@ impl CompletionWaiter for AclWaiter {
     }
 
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        // SAFETY: an event the lane's device created and recorded; the lane destroys it only
-        // once no wait on it is out, and forgets it (never touches it again) after a reset.
+        let event = self.live(|id| issued::event(id, event))?;
+        // SAFETY: an event live on the lane's device id (looked up); the lane destroys it
+        // only once no wait on it is out, and resets the device only once this wait answered.
         let code = unsafe {
             self.acl()
-                .aclrtSynchronizeEventWithTimeout(event_ptr(event), timeout_ms)
+                .aclrtSynchronizeEventWithTimeout(event, timeout_ms)
         };
         AclCode::from_raw(code).map_or(Ok(()), Err)
     }
 
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        // SAFETY: the pair's stream the awaited run was launched on; the lane replaces or
-        // destroys a stream only once its FIFO is empty, and the awaited run holds its entry
-        // until this wait's answer is fed, so the stream is live for the call.
+        let stream = self.live(|id| issued::stream(id, stream))?;
+        // SAFETY: a stream live on the lane's device id (looked up): the pair's stream the
+        // awaited run was launched on; the lane replaces or destroys a stream only once its
+        // FIFO is empty, and the awaited run holds its entry until this wait's answer is fed,
+        // so the stream stays live for the call.
         let code = unsafe {
             self.acl()
-                .aclrtSynchronizeStreamWithTimeout(stream_ptr(stream), timeout_ms)
+                .aclrtSynchronizeStreamWithTimeout(stream, timeout_ms)
         };
         AclCode::from_raw(code).map_or(Ok(()), Err)
     }
 
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         let len = dst.len();
-        // SAFETY: `dst` is writable for its length; `src` is the awaited run's record region,
-        // inside its slot's allocation, which the lane frees only at close or forgets after a
-        // reset, never while a wait on the slot is out.
+        let src = self.live(|id| issued::range(id, src, len))?;
+        // SAFETY: `dst` is writable for its length; `[src, src + len)` lies inside an
+        // allocation live on the lane's device id (looked up): the awaited run's record
+        // region, which the lane frees only at close or forgets after a reset, never while a
+        // wait on the slot is out.
         let code = unsafe {
             self.acl().aclrtMemcpy(
                 dst.as_mut_ptr().cast(),
                 len,
-                device_ptr(src),
+                src,
                 len,
                 ACL_MEMCPY_DEVICE_TO_HOST,
             )
@@ -95,12 +115,15 @@ impl CompletionWaiter for AclWaiter {
     }
 
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.refused = None;
         // SAFETY: plain value.
         let code = unsafe { self.acl().aclrtSynchronizeDeviceWithTimeout(timeout_ms) };
         AclCode::from_raw(code).map_or(Ok(()), Err)
     }
 
     fn recent_error_message(&mut self) -> Option<String> {
-        self.acl().recent_error_message()
+        self.refused
+            .take()
+            .or_else(|| self.acl().recent_error_message())
     }
 }

@@ -92,6 +92,11 @@ pub const MAX_DEPTH: u8 = 4;
 
 /// A stream handle: an opaque value chosen by the backend (for ACL, the `aclrtStream`
 /// pointer). The pair only stores, compares and returns it.
+///
+/// A plain value any code can make, so it proves nothing: the backend that issued it checks
+/// it at every use and answers one it does not hold (never issued, destroyed, or from before
+/// a force reset) with an error code, never with undefined behaviour (lane-driver's
+/// `device` module doc, "Handles").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StreamHandle(pub u64);
 

@@ -1,0 +1,246 @@
+//! A handle `AclDevice` did not issue, or no longer holds (destroyed, freed, or from before a
+//! force reset), is refused with a code and a message before any ACL call: it never reaches
+//! the library as a pointer. Each call is proven unmade by a failure armed on its symbol that
+//! is still pending afterwards.
+
+mod common;
+
+use backend_acl::AclDevice;
+use lane_core::status_latch::AclCode;
+use lane_core::stream_pair::StreamHandle;
+use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
+
+/// A code no call returns on its own, so a failure is the armed one.
+const CODE: i32 = 507_899;
+
+/// One handle-taking call with the handles it is given.
+type Call = fn(&mut AclDevice, &Handles) -> Result<(), AclCode>;
+
+#[derive(Clone, Copy)]
+struct Handles {
+    stream: StreamHandle,
+    event: EventHandle,
+    ptr: DevicePtr,
+    host: HostPtr,
+}
+
+/// Every `Device` and `PinnedCopies` call that hands a stream, an event or a device range to
+/// ACL, with the symbol it calls.
+const CALLS: [(&str, Call); 12] = [
+    ("aclrtDestroyStream", |d, h| d.destroy_stream(h.stream)),
+    ("aclrtDestroyStreamForce", |d, h| {
+        d.destroy_stream_force(h.stream)
+    }),
+    ("aclrtRecordEvent", |d, h| d.record_event(h.event, h.stream)),
+    ("aclrtSynchronizeEventWithTimeout", |d, h| {
+        d.synchronize_event(h.event, 1_000)
+    }),
+    ("aclrtSynchronizeStreamWithTimeout", |d, h| {
+        d.synchronize_stream(h.stream, 1_000)
+    }),
+    ("aclrtStreamWaitEvent", |d, h| {
+        d.stream_wait_event(h.stream, h.event)
+    }),
+    ("aclrtDestroyEvent", |d, h| d.destroy_event(h.event)),
+    ("aclrtFree", |d, h| d.free(h.ptr)),
+    ("aclrtMemcpy", |d, h| d.memcpy_to_device(h.ptr, &[1; 8])),
+    ("aclrtMemcpy", |d, h| {
+        d.memcpy_from_device(&mut [0; 8], h.ptr)
+    }),
+    ("aclrtMemcpyAsync", |d, h| {
+        d.memcpy_to_device_async(h.ptr, h.host, 8, h.stream)
+    }),
+    ("aclrtMemcpyAsync", |d, h| {
+        d.memcpy_from_device_async(h.host, h.ptr, 8, h.stream)
+    }),
+];
+
+/// Live handles on `d`: a stream, an event, a 64-byte allocation, 16 bytes of pinned memory.
+fn live(d: &mut AclDevice) -> Handles {
+    Handles {
+        stream: d.create_stream().unwrap(),
+        event: d.create_event().unwrap(),
+        ptr: d.malloc(64).unwrap(),
+        host: d.malloc_host(16).unwrap(),
+    }
+}
+
+/// `call` with `bad` handles is refused with `expected` and a message naming the refusal,
+/// and its symbol was never called: the failure armed on it is still pending, and the same
+/// call with the `good` handles spends it.
+fn assert_refused(
+    fake: &common::Fake,
+    d: &mut AclDevice,
+    (symbol, call): (&str, Call),
+    (bad, good): (&Handles, &Handles),
+    expected: AclCode,
+    case: &str,
+) {
+    fake.control.fail_call(symbol, CODE, 0, 1).unwrap();
+    assert_eq!(call(d, bad), Err(expected), "{case}: {symbol}");
+    let message = d.recent_error_message().unwrap_or_default();
+    assert!(
+        message.contains("refused before any ACL call"),
+        "{case}: {symbol}: {message}"
+    );
+    assert_eq!(
+        call(d, good),
+        Err(AclCode::from_raw(CODE).unwrap()),
+        "{case}: {symbol} was called with the bad handle"
+    );
+    drop(d.recent_error_message());
+}
+
+/// Gives back what [`live`] made.
+fn release(d: &mut AclDevice, h: Handles) {
+    d.destroy_event(h.event).unwrap();
+    d.destroy_stream(h.stream).unwrap();
+    d.free(h.ptr).unwrap();
+    d.free_host(h.host).unwrap();
+}
+
+/// The code a bad handle of each call is refused with: a stream or an event 107017, a
+/// device range 107000.
+fn refusal(symbol: &str, bad_stream: bool) -> AclCode {
+    match symbol {
+        "aclrtFree" | "aclrtMemcpy" => AclCode::RtParamInvalid,
+        "aclrtMemcpyAsync" if !bad_stream => AclCode::RtParamInvalid,
+        _ => AclCode::RtInvalidHandle,
+    }
+}
+
+#[test]
+fn forged_handles_are_refused_and_never_reach_the_library() {
+    let fake = common::fake();
+    let (mut d, _) = fake.open();
+    let good = live(&mut d);
+    let forged = Handles {
+        stream: StreamHandle(0xdead_0000),
+        event: EventHandle(0x10),
+        // One byte past the end of the allocation: a range it does not hold.
+        ptr: good.ptr.at(57),
+        host: good.host,
+    };
+    for call in CALLS {
+        let expected = refusal(call.0, false);
+        assert_refused(&fake, &mut d, call, (&forged, &good), expected, "forged");
+    }
+    // A forged stream beside a live range is the stream's refusal.
+    let forged_stream = Handles {
+        stream: StreamHandle(0xdead_0000),
+        ..good
+    };
+    for call in CALLS.into_iter().filter(|(s, _)| *s == "aclrtMemcpyAsync") {
+        let expected = refusal(call.0, true);
+        assert_refused(
+            &fake,
+            &mut d,
+            call,
+            (&forged_stream, &good),
+            expected,
+            "forged stream",
+        );
+    }
+    release(&mut d, good);
+    fake.assert_balanced();
+}
+
+#[test]
+fn destroyed_handles_are_refused_and_never_reach_the_library() {
+    let fake = common::fake();
+    let (mut d, _) = fake.open();
+    // Made before the others are destroyed, so the library cannot hand their addresses out
+    // again to these.
+    let good = live(&mut d);
+    let gone = live(&mut d);
+    d.destroy_event(gone.event).unwrap();
+    d.destroy_stream(gone.stream).unwrap();
+    d.free(gone.ptr).unwrap();
+    let stale = Handles {
+        host: good.host,
+        ..gone
+    };
+    d.free_host(gone.host).unwrap();
+    for call in CALLS {
+        let expected = refusal(call.0, false);
+        assert_refused(&fake, &mut d, call, (&stale, &good), expected, "destroyed");
+    }
+    release(&mut d, good);
+    fake.assert_balanced();
+}
+
+#[test]
+fn handles_from_before_a_force_reset_are_refused_and_never_reach_the_library() {
+    let fake = common::fake();
+    let (mut d, _) = fake.open();
+    let old = live(&mut d);
+    d.reset_device_force().unwrap();
+    // Live handles at addresses none of the old ones had (the library may reuse a reclaimed
+    // address; such a set is kept aside and released at the end).
+    let mut aside = Vec::new();
+    let good = loop {
+        let fresh = live(&mut d);
+        if fresh.stream != old.stream && fresh.event != old.event && fresh.ptr != old.ptr {
+            break fresh;
+        }
+        aside.push(fresh);
+        assert!(
+            aside.len() < 4,
+            "the library keeps reusing the old addresses"
+        );
+    };
+    let stale = Handles {
+        host: good.host,
+        ..old
+    };
+    for call in CALLS {
+        let expected = refusal(call.0, false);
+        assert_refused(
+            &fake,
+            &mut d,
+            call,
+            (&stale, &good),
+            expected,
+            "before the reset",
+        );
+    }
+    release(&mut d, good);
+    for handles in aside {
+        release(&mut d, handles);
+    }
+    fake.assert_balanced();
+}
+
+#[test]
+fn the_completion_waiter_refuses_a_handle_the_device_does_not_hold() {
+    let fake = common::fake();
+    let (mut d, _) = fake.open();
+    let good = live(&mut d);
+    let mut waiter = d.completion_waiter().unwrap();
+    waiter.bind().unwrap();
+    fake.control
+        .fail_call("aclrtSynchronizeEventWithTimeout", CODE, 0, 1)
+        .unwrap();
+    assert_eq!(
+        waiter.synchronize_event(EventHandle(0x10), 1_000),
+        Err(AclCode::RtInvalidHandle)
+    );
+    let message = waiter.recent_error_message().unwrap_or_default();
+    assert!(message.contains("refused before any ACL call"), "{message}");
+    assert_eq!(
+        waiter.synchronize_stream(StreamHandle(0xdead_0000), 1_000),
+        Err(AclCode::RtInvalidHandle)
+    );
+    assert_eq!(
+        waiter.memcpy_from_device(&mut [0; 8], good.ptr.at(60)),
+        Err(AclCode::RtParamInvalid)
+    );
+    // The armed failure is still pending: the forged event never reached the library.
+    assert_eq!(
+        waiter.synchronize_event(good.event, 1_000),
+        Err(AclCode::from_raw(CODE).unwrap())
+    );
+    drop(waiter);
+    release(&mut d, good);
+    fake.assert_balanced();
+}
