@@ -58,8 +58,8 @@ use core::cell::{RefCell, RefMut};
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
-    CloseReport, CodeRef, Effect, FaultNotice, FinaliseFailure, LaneState, PublicationId,
-    PublishError, RunId, RunRequest, SlotId, SubmitError, Timestamp,
+    CloseReport, CodeRef, Effect, FaultNotice, FinaliseFailure, PublicationId, PublishError, RunId,
+    RunRequest, SlotId, SubmitError, Timestamp,
 };
 use lane_driver::dispatch::{
     Bookkeeping, Dispatch, DispatchInput, DispatchRefusal, DispatchState, Helpers, Next, Setting,
@@ -672,7 +672,7 @@ impl WorkerLoop {
                 }
             }
         };
-        if steps.lane().state() == LaneState::Closed {
+        if steps.lane().state().is_closed() {
             executor.release_slot_resources(steps.observer_mut());
         }
         Ok((any, timer))

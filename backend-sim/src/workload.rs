@@ -722,7 +722,7 @@ pub fn drive<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>>(
     }
     runner.close()?;
     runner.check_accounting()?;
-    if options.liveness && runner.driver.lane().state() != LaneState::Closed {
+    if options.liveness && !runner.driver.lane().state().is_closed() {
         return Err(runner.failed(Failure::Liveness(format!(
             "after close and drain the lane is {:?}, not Closed",
             runner.driver.lane().state()

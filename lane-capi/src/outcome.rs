@@ -185,7 +185,7 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
             LaneState::Lost => RunLaneState::Lost,
             LaneState::Closing => RunLaneState::Closing,
             LaneState::ReleasingStreams => RunLaneState::ReleasingStreams,
-            LaneState::Closed => RunLaneState::Closed,
+            LaneState::Closed { .. } => RunLaneState::Closed,
             LaneState::Suspect { .. } => RunLaneState::Suspect,
         },
         device_lost: report.device_lost,
@@ -291,7 +291,7 @@ mod tests {
             aicore: AclCode::from_raw(507_901),
         };
         let report = CloseReport {
-            state: LaneState::Closed,
+            state: LaneState::Closed { device_lost: false },
             poison: None,
             notice: None,
             device_lost: false,

@@ -352,9 +352,6 @@ pub enum InvariantViolation {
         /// The run.
         run: RunId,
     },
-    /// The lane is lost although no recovery failed.
-    #[error("lane invariant broken: lost without a failed recovery")]
-    LostWithoutFailedRecovery,
     /// A run is live while the device is being recovered or is lost.
     #[error("lane invariant broken: a run is live while the device is being recovered or lost")]
     LiveRunWhileRecovering,

@@ -53,16 +53,21 @@ pub enum LaneState {
         then: AfterRecovery,
     },
     /// Recovery failed every attempt: the device could not be proven usable. Every submit
-    /// is refused; the lane can only be closed. (If close was called during the recovery,
-    /// the lane goes straight to `Closed`; [`Lane::device_lost`](crate::Lane::device_lost)
-    /// still says the device was lost.)
+    /// is refused; the lane can only be closed, to `Closed { device_lost: true }`. (If close
+    /// was called during the recovery, the lane goes straight there.)
     Lost,
     /// `close` was called: admission is stopped, launched runs finish, the rest are cancelled.
     Closing,
     /// Every item has its outcome; the stream pair is being destroyed.
     ReleasingStreams,
-    /// Closed: nothing more happens.
-    Closed,
+    /// Closed: nothing more happens (but [`Lane::retry_teardown`](crate::Lane::retry_teardown)
+    /// on streams a teardown left).
+    Closed {
+        /// Recovery failed every attempt before the lane closed (it was `Lost`, or a close
+        /// came during the recovery): the device must be reset outside the lane, and it is
+        /// never touched again.
+        device_lost: bool,
+    },
 }
 
 /// An input to the lane-level machine.
@@ -189,7 +194,10 @@ pub const fn lane_step(
             attempt: 1,
             then,
         },
-        (S::Recovering { .. } | S::Lost | S::ReleasingStreams | S::Closed, I::FaultNotice) => state,
+        (
+            S::Recovering { .. } | S::Lost | S::ReleasingStreams | S::Closed { .. },
+            I::FaultNotice,
+        ) => state,
 
         (S::Recovering { .. }, I::Submit | I::Publish) => return Err(LaneRefusal::Recovering),
         (S::Recovering { step, attempt, .. }, I::Close) => S::Recovering {
@@ -260,7 +268,7 @@ pub const fn lane_step(
                     AfterRecovery::Reopen => S::Lost,
                     // Close was asked for meanwhile: nothing is left to finish, and a lost
                     // device is never touched again (its handles are abandoned).
-                    AfterRecovery::Close => S::Closed,
+                    AfterRecovery::Close => S::Closed { device_lost: true },
                 }
             }
         }
@@ -282,10 +290,10 @@ pub const fn lane_step(
         ) => S::Closing,
 
         (S::Lost, I::Submit | I::Publish) => return Err(LaneRefusal::Lost),
-        (S::Lost, I::Close) => S::Closed,
+        (S::Lost, I::Close) => S::Closed { device_lost: true },
         (S::Lost, I::Idle) => S::Lost,
 
-        (S::Closing | S::ReleasingStreams | S::Closed, I::Submit | I::Publish) => {
+        (S::Closing | S::ReleasingStreams | S::Closed { .. }, I::Submit | I::Publish) => {
             return Err(LaneRefusal::Closed);
         }
         (S::Closing, I::Close) => S::Closing,
@@ -296,9 +304,13 @@ pub const fn lane_step(
         },
         (S::Closing, I::Idle) => S::ReleasingStreams,
         (S::ReleasingStreams, I::Close | I::Idle) => S::ReleasingStreams,
-        (S::ReleasingStreams, I::StreamsReleased | I::StreamsLeft) => S::Closed,
-        (S::Closed, I::Close | I::Idle) => S::Closed,
-        (S::Closed, I::RetryTeardown) => S::ReleasingStreams,
+        (S::ReleasingStreams, I::StreamsReleased | I::StreamsLeft) => {
+            S::Closed { device_lost: false }
+        }
+        (S::Closed { .. }, I::Close | I::Idle) => state,
+        (S::Closed { device_lost: false }, I::RetryTeardown) => S::ReleasingStreams,
+        // A lost device's handles were abandoned with it: there is nothing to destroy again.
+        (S::Closed { device_lost: true }, I::RetryTeardown) => return Err(LaneRefusal::Lost),
         _ => return Err(LaneRefusal::NotExpected),
     };
     Ok(next)
@@ -371,7 +383,9 @@ pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
         (LaneState::Closing, LaneState::ReleasingStreams) => {
             "`DestroyStream` for each live stream, and once more for each whose destroy failed"
         }
-        (LaneState::Closed, LaneState::ReleasingStreams) => "`DestroyStream` for each stream left",
+        (LaneState::Closed { .. }, LaneState::ReleasingStreams) => {
+            "`DestroyStream` for each stream left"
+        }
         _ => "none",
     }
 }
@@ -410,7 +424,8 @@ fn table_states(attempts: u8) -> Vec<LaneState> {
         LaneState::Lost,
         LaneState::Closing,
         LaneState::ReleasingStreams,
-        LaneState::Closed,
+        LaneState::Closed { device_lost: false },
+        LaneState::Closed { device_lost: true },
     ]);
     states
 }
@@ -420,6 +435,12 @@ fn state_label(state: LaneState) -> String {
 }
 
 impl LaneState {
+    /// Whether the lane is `Closed`, whatever it holds.
+    #[must_use]
+    pub const fn is_closed(self) -> bool {
+        matches!(self, Self::Closed { .. })
+    }
+
     /// The state as the rendered [`lane_state_table`] labels it (its first column).
     #[must_use]
     pub fn label(self) -> String {
@@ -432,6 +453,8 @@ impl LaneState {
                 format!("Recovering({step:?}, attempt {attempt}, then {then:?})")
             }
             Self::Suspect { then } => format!("Suspect(then {then:?})"),
+            Self::Closed { device_lost: false } => "Closed".to_owned(),
+            Self::Closed { device_lost: true } => "Closed(device lost)".to_owned(),
             other => format!("{other:?}"),
         }
     }

@@ -216,7 +216,7 @@ fn a_recovery_whose_probe_fails_every_attempt_leaves_the_lane_lost() {
     assert!(err.to_string().contains("lost"), "{err}");
     assert!(h.lane.publish(h.now, lane_core::CodeRef(1)).is_err());
     // A lost lane can still be closed.
-    assert_eq!(h.close().state, LaneState::Closed);
+    assert_eq!(h.close().state, LaneState::Closed { device_lost: true });
 }
 
 #[test]
@@ -581,7 +581,11 @@ fn a_recovery_that_fails_after_close_ends_closed_and_reports_the_device_lost() {
     // Close before the status read reveals the poison; recovery then fails every attempt.
     let report = h.close();
     assert!(!report.device_lost);
-    assert_eq!(h.state(), LaneState::Closed, "no second close is needed");
+    assert_eq!(
+        h.state(),
+        LaneState::Closed { device_lost: true },
+        "no second close is needed"
+    );
     assert!(h.lane.device_lost());
     assert!(matches!(h.verdict(r1), Some(Verdict::Failed { .. })));
 }

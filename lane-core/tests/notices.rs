@@ -160,7 +160,7 @@ fn a_notice_while_suspect_recovering_lost_or_closed_changes_nothing() {
     assert_eq!(h.state(), LaneState::Open);
 
     let closed = h.close();
-    assert_eq!(closed.state, LaneState::Closed);
+    assert_eq!(closed.state, LaneState::Closed { device_lost: false });
     assert!(!h.notice(second), "a closed lane is done with the device");
     assert_eq!(h.lane.close_report().notice, Some(notice()));
 }
@@ -204,7 +204,7 @@ fn a_close_while_suspect_recovers_the_device_then_closes() {
     h.complete(r1);
     assert_eq!(h.verdict(r1), Some(Verdict::Ok));
     assert_eq!(recovery_in(&h.take()), RECOVERY);
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
 }
 
 #[test]

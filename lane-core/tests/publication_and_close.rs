@@ -165,7 +165,7 @@ fn close_with_runs_in_flight_lets_launched_runs_finish_cancels_the_rest_and_dest
     );
     assert_eq!(h.verdict(r1), Some(Verdict::Ok));
     assert_eq!(h.verdict(r2), Some(Verdict::Cancelled));
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
 }
 
 #[test]
@@ -181,7 +181,7 @@ fn close_cancels_queued_runs_and_waiting_publications_which_upload_nothing() {
     assert_eq!(h.publication(p), Some(PublicationResult::Cancelled));
     assert_eq!(h.verdict(r3), Some(Verdict::Cancelled));
     assert_eq!(h.outcome_order(), [1, 2, 3]);
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
 }
 
 #[test]
@@ -201,7 +201,7 @@ fn close_while_a_prepare_is_out_cancels_the_run_when_the_prepare_answers() {
     assert_eq!(h.verdict(run), Some(Verdict::Cancelled));
     assert_eq!(
         h.state(),
-        LaneState::Closed,
+        LaneState::Closed { device_lost: false },
         "no stream was ever created, so nothing to destroy"
     );
 }
@@ -214,7 +214,7 @@ fn close_reports_the_poison_if_there_was_one() {
     h.complete(r1);
     let report = h.close();
     assert_eq!(report.poison.map(|p| p.origin), Some(r1));
-    assert_eq!(report.state, LaneState::Closed);
+    assert_eq!(report.state, LaneState::Closed { device_lost: false });
 }
 
 /// A lane with one completed run (so both streams exist), closed with `faults` installed.
@@ -246,7 +246,7 @@ fn a_teardown_destroy_that_fails_is_retried_at_once_and_nothing_is_left_when_the
         "the destroy and its retry: {log:?}"
     );
     assert_eq!(destroys(&log, "Aicore"), 1, "{log:?}");
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
     assert!(h.lane.streams_left().is_empty());
     assert_eq!(h.close().streams_left, StreamsLeft::NONE);
 }
@@ -260,9 +260,9 @@ fn a_stream_whose_destroy_and_retry_fail_is_left_and_named_in_the_close_report()
         usize::from(TEARDOWN_ATTEMPTS),
         "{log:?}"
     );
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
     let report = h.close();
-    assert_eq!(report.state, LaneState::Closed);
+    assert_eq!(report.state, LaneState::Closed { device_lost: false });
     assert_eq!(report.streams_left.aicpu.map(AclCode::raw), Some(507_901));
     assert_eq!(
         report.streams_left.aicore, None,
@@ -308,7 +308,7 @@ fn the_close_report_names_no_stream_left_before_the_teardown_ends() {
     assert_eq!(report.state, LaneState::Closing);
     assert!(report.streams_left.is_empty());
     h.complete(r2);
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
     assert_eq!(h.close().streams_left.count(), 1);
 }
 
@@ -327,7 +327,7 @@ fn retry_teardown_destroys_a_stream_left_once_more_and_clears_it_when_that_succe
     let log = h.take();
     assert_eq!(destroys(&log, "Aicpu"), 1, "one more destroy: {log:?}");
     assert_eq!(destroys(&log, "Aicore"), 0, "only the stream left: {log:?}");
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
     assert!(h.lane.streams_left().is_empty());
     assert!(
         !h.lane.retry_teardown(now),
@@ -343,7 +343,7 @@ fn retry_teardown_that_fails_again_keeps_the_stream_left_with_its_new_code() {
     assert!(h.lane.retry_teardown(now));
     h.pump();
     h.take();
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
     assert_eq!(
         h.lane.streams_left().aicpu.map(AclCode::raw),
         Some(507_899),
@@ -359,7 +359,7 @@ fn retry_teardown_changes_nothing_on_a_lane_that_is_not_closed_or_left_nothing()
     let r1 = h.run();
     h.complete(r1);
     h.close();
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
     h.take();
     assert!(!h.lane.retry_teardown(now), "closed, nothing left");
     assert!(h.take().is_empty());
@@ -381,5 +381,5 @@ fn every_accepted_run_gets_exactly_one_verdict_even_across_poison_and_close() {
     h.close();
     h.complete_all();
     assert_eq!(h.outcome_order(), accepted);
-    assert_eq!(h.state(), LaneState::Closed);
+    assert_eq!(h.state(), LaneState::Closed { device_lost: false });
 }

@@ -329,7 +329,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             any = true;
             self.execute(effect)?;
         }
-        if self.steps.lane().state() == LaneState::Closed {
+        if self.steps.lane().state().is_closed() {
             self.executor
                 .release_slot_resources(self.steps.observer_mut());
         }

@@ -240,7 +240,12 @@ impl<O: Observer> LaneSteps<O> {
     /// With no effect left and nothing awaited: [`Turn::Idle`] when every accepted item has
     /// its outcome (or the lane is closed or lost), else the lane is stuck.
     pub fn settled(&self) -> Result<Turn, DriverError> {
-        if self.lane.is_idle() || matches!(self.lane.state(), LaneState::Lost | LaneState::Closed) {
+        if self.lane.is_idle()
+            || matches!(
+                self.lane.state(),
+                LaneState::Lost | LaneState::Closed { .. }
+            )
+        {
             return Ok(Turn::Idle);
         }
         Err(DriverError::Stuck {

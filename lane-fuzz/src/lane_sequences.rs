@@ -594,7 +594,10 @@ impl Body {
                     SubmitError::Closed => {
                         self.reach(B::RefusedClosed);
                         self.closed
-                            || matches!(state, LaneState::ReleasingStreams | LaneState::Closed)
+                            || matches!(
+                                state,
+                                LaneState::ReleasingStreams | LaneState::Closed { .. }
+                            )
                     }
                     SubmitError::Poisoned { .. } | SubmitError::Lost { .. } => {
                         self.reach(B::RefusedPoisoned);
@@ -1246,7 +1249,7 @@ impl Body {
                 self.reach(B::Reopened);
             }
             LaneState::Lost => self.reach(B::Lost),
-            LaneState::Closed => self.reach(B::Closed),
+            LaneState::Closed { .. } => self.reach(B::Closed),
             _ => {}
         }
         if self.lane.pair().submissions().len() >= 2 {
@@ -1438,7 +1441,7 @@ impl Body {
         self.drop_reservations();
         self.after_call()?;
         self.answer_everything()?;
-        if self.lane.state() != LaneState::Closed {
+        if !self.lane.state().is_closed() {
             return Err(format!(
                 "close, answered in full, left the lane {:?}",
                 self.lane.state()

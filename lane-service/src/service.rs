@@ -1,8 +1,8 @@
 //! [`spawn`], the [`LaneHandle`] and the lane thread's loop.
 
 use lane_core::{
-    CloseReport, CodeRef, Effect, LaneState, MAX_SLOTS, Outcome, Profile, ProfileSpec,
-    PublicationId, RunId, RunRequest, Timestamp,
+    CloseReport, CodeRef, Effect, MAX_SLOTS, Outcome, Profile, ProfileSpec, PublicationId, RunId,
+    RunRequest, Timestamp,
 };
 use lane_driver::dispatch::{Dispatch, Helpers, Next, Setting, WorkerAnswer};
 use lane_driver::{
@@ -874,8 +874,7 @@ impl<D: Device, R: Runner<D>> Engine<D, R> {
             let (next, retire) = mailbox.step(|shared, cx| {
                 shared.now = now;
                 let next = shared.dispatch.decide(now, &mut shared.steps, cx, executor);
-                let retire =
-                    off_lane && cx.out() == 0 && shared.steps.lane().state() == LaneState::Closed;
+                let retire = off_lane && cx.out() == 0 && shared.steps.lane().state().is_closed();
                 (next, retire)
             })?;
             if retire {
@@ -962,7 +961,7 @@ fn feed(
         .step(|shared, _| {
             shared.now = now;
             apply(&mut shared.steps)?;
-            Ok(shared.steps.lane().state() == LaneState::Closed)
+            Ok(shared.steps.lane().state().is_closed())
         })?
         .map_err(|e: DriverError| lost(&e))
 }

@@ -182,9 +182,6 @@ impl Lane {
 
         match self.state {
             LaneState::Recovering { .. } | LaneState::Lost => {
-                if matches!(self.state, LaneState::Lost) && !self.device_lost {
-                    return Err(V::LostWithoutFailedRecovery);
-                }
                 if self.live_runs().next().is_some() {
                     return Err(V::LiveRunWhileRecovering);
                 }
@@ -192,11 +189,11 @@ impl Lane {
                     return Err(V::RecoveringWithoutPoison);
                 }
             }
-            LaneState::Closed | LaneState::ReleasingStreams => {
+            LaneState::Closed { .. } | LaneState::ReleasingStreams => {
                 if !self.items.is_empty() {
                     return Err(V::ClosedWithItems);
                 }
-                if self.state == LaneState::Closed {
+                if self.state.is_closed() {
                     // Nothing leaks silently: every live stream of a closed lane is reported.
                     for role in stream_pair::Role::ALL {
                         let live = matches!(

@@ -132,7 +132,6 @@ pub struct Lane {
     /// Each stream's last failed teardown destroy; once the teardown settles, exactly the
     /// streams left.
     streams_left: StreamsLeft,
-    device_lost: bool,
     accepted: u64,
     delivered: u64,
     last_delivered_seq: u64,
@@ -164,7 +163,6 @@ impl Lane {
             last_publication: None,
             teardown_attempts: 0,
             streams_left: StreamsLeft::NONE,
-            device_lost: false,
             accepted: 0,
             delivered: 0,
             last_delivered_seq: 0,
@@ -273,7 +271,7 @@ impl Lane {
     /// [`streams_left`](Self::streams_left) what still survives. Any other lane (not
     /// `Closed`, or nothing left) changes nothing.
     pub fn retry_teardown(&mut self, now: Timestamp) -> bool {
-        if self.state != LaneState::Closed || self.streams_left.is_empty() {
+        if !self.state.is_closed() || self.streams_left.is_empty() {
             return false;
         }
         if self.step_state(LaneInput::RetryTeardown).is_err() {
@@ -444,8 +442,8 @@ impl Lane {
             state: self.state,
             poison: self.poison,
             notice: self.notice,
-            device_lost: self.device_lost,
-            streams_left: if matches!(self.state, LaneState::Closed) {
+            device_lost: self.device_lost(),
+            streams_left: if self.state.is_closed() {
                 self.streams_left
             } else {
                 StreamsLeft::NONE
@@ -457,7 +455,10 @@ impl Lane {
     /// must be reset outside the lane. Stays true for the lane's life.
     #[must_use]
     pub const fn device_lost(&self) -> bool {
-        self.device_lost
+        matches!(
+            self.state,
+            LaneState::Lost | LaneState::Closed { device_lost: true }
+        )
     }
 
     /// A canonical view of the lane's whole state, for model checkers that deduplicate
@@ -489,7 +490,6 @@ impl Lane {
             last_publication,
             teardown_attempts,
             streams_left,
-            device_lost,
             accepted,
             delivered,
             last_delivered_seq,
@@ -502,7 +502,7 @@ impl Lane {
             text,
             "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
              {notice:?}|{notice_recovery}|{launch_waiter:?}|{last_publication:?}|{teardown_attempts}|{streams_left:?}|\
-             {device_lost}|{accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
+             {accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
             effects.as_slice(),
             outcomes.as_slice(),
         );

@@ -99,12 +99,8 @@ impl Lane {
             } if step == expected && live == attempt => {}
             _ => return Err(unexpected),
         }
+        // A last failed attempt ends in `Lost` or `Closed { device_lost: true }`.
         let next = self.step_state(input).map_err(|_| unexpected)?;
-        if matches!(input, LaneInput::ResetFailed | LaneInput::ProbeFailed)
-            && !matches!(next, LaneState::Recovering { .. })
-        {
-            self.device_lost = true;
-        }
         self.emit_recovery_step(next);
         Ok(())
     }
@@ -139,7 +135,7 @@ impl Lane {
             // creates a fresh pair (L-10).
             LaneState::Open | LaneState::Closing | LaneState::Lost => {}
             LaneState::Suspect { .. } => {}
-            LaneState::ReleasingStreams | LaneState::Closed => {}
+            LaneState::ReleasingStreams | LaneState::Closed { .. } => {}
         }
     }
 }

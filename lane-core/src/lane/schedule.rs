@@ -48,7 +48,7 @@ impl Lane {
             LaneState::ReleasingStreams => {
                 self.release_streams();
             }
-            LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed => {}
+            LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed { .. } => {}
         }
         debug_assert!(
             !self.items.first().is_some_and(Item::is_done),

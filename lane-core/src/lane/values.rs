@@ -74,8 +74,9 @@ pub struct CloseReport {
     /// The most recent device fault notice that made the device suspect and caused a
     /// recovery (L-19), if there was one.
     pub notice: Option<FaultNotice>,
-    /// Whether recovery failed every attempt (the device must be reset outside the lane).
-    /// A close during a recovery reports `false` here until that recovery ends; check
+    /// Whether recovery failed every attempt (the device must be reset outside the lane):
+    /// the state is `Lost` or `Closed { device_lost: true }`. A close during a recovery
+    /// reports `false` here until that recovery ends; check
     /// [`Lane::device_lost`](super::Lane::device_lost) once the lane is `Closed`.
     pub device_lost: bool,
     /// The streams the teardown could not destroy, each with its last destroy's code: final

@@ -21,7 +21,7 @@ pub use table::{
 };
 pub use timers::{Timer, TimerTable};
 
-use lane_core::{Effect, FaultNotice, LaneState, RunPhase, Timestamp};
+use lane_core::{Effect, FaultNotice, RunPhase, Timestamp};
 
 use crate::answer::Answer;
 use crate::device::Device;
@@ -342,7 +342,7 @@ impl Dispatch {
         // S-7: a stream the teardown left gets one more destroy before the thread ends.
         if helpers.shutdown()
             && !self.teardown_retried
-            && steps.lane().state() == LaneState::Closed
+            && steps.lane().state().is_closed()
             && !steps.lane().streams_left().is_empty()
         {
             self.take(DispatchInput::TeardownLeft)?;
