@@ -16,7 +16,9 @@ use ascend_cl_sys::{
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{FaultNotice, Profile, Timestamp};
-use lane_driver::{CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
+use lane_driver::{
+    CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, LaunchContext, PinnedCopies,
+};
 
 use crate::error::AclError;
 use crate::issued::{self, Refused};
@@ -677,6 +679,9 @@ impl Device for AclDevice {
     fn now(&mut self) -> Timestamp {
         Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
+
+    /// ACL attributes nothing to runs: ignored.
+    fn launch_context(&mut self, _context: Option<LaunchContext>) {}
 
     fn set_device(&mut self) -> Result<(), AclCode> {
         let id = self.device_id;

@@ -77,8 +77,8 @@ use lane_core::status_latch::{
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, DEFAULT_DEVICE_OP_TIMEOUT_NS, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
-    Device, DevicePtr, EventHandle, HostPtr, PinnedCopies, PrepareError, RECORD_OFFSET, RunArgs,
-    Runner,
+    Device, DevicePtr, EventHandle, HostPtr, LaunchContext, LaunchStage, PinnedCopies,
+    PrepareError, RECORD_OFFSET, RunArgs, Runner,
 };
 use rand_core::RngCore;
 
@@ -278,15 +278,14 @@ pub struct SimDevice {
     /// Pinned host memory (`aclrtMallocHost`), by base address.
     host_memory: BTreeMap<HostPtr, Vec<u8>>,
     next_host_ptr: u64,
-    /// An arm copy was enqueued and its run's AICore kernel was not yet: the next record is
-    /// the slot's "armed" event, which belongs to no run the device knows yet.
-    arming: bool,
+    /// Where the executor is in a run's launch ([`Device::launch_context`]): a record in the
+    /// arm is the slot's "armed" event, which belongs to no run yet; one after the AICore
+    /// kernel is that run's.
+    launch: Option<LaunchContext>,
     /// The device is bad from `.0` on with code `.1`, until a force reset.
     sticky: Option<(u64, AclCode)>,
     binary_loaded: bool,
     pending_core: Option<PendingCore>,
-    /// The run whose launch is in progress (record_event is about it).
-    launching: Option<RunId>,
     /// Runs launched and not yet finalised or reset, with their slot buffers.
     live_runs: BTreeMap<RunId, RunArgs>,
     /// When each live run's kernels end (`None` = never), for the queued-launch count.
@@ -328,11 +327,10 @@ impl SimDevice {
             write_seq: 0,
             host_memory: BTreeMap::new(),
             next_host_ptr: FIRST_HOST_PTR,
-            arming: false,
+            launch: None,
             sticky: None,
             binary_loaded: false,
             pending_core: None,
-            launching: None,
             live_runs: BTreeMap::new(),
             run_ends: BTreeMap::new(),
             run_streams: BTreeMap::new(),
@@ -1052,13 +1050,11 @@ impl Device for SimDevice {
             self.pending_copies.clear();
             // Pinned memory belongs to the context a force reset tears down.
             self.host_memory.clear();
-            self.arming = false;
             self.sticky = None;
             self.binary_loaded = false;
             self.live_runs.clear();
             self.run_ends.clear();
             self.run_streams.clear();
-            self.launching = None;
             self.resets += 1;
             let at = self.host_ns;
             self.journal.kill_open_kernels(at);
@@ -1134,8 +1130,11 @@ impl Device for SimDevice {
         self.spend(Cost::EventRecord);
         // The "armed" record belongs to the arm, before its run's kernels: no run, and no
         // record fault (those name the run's fence records, as on the synchronous path).
-        let armed = self.arming;
-        let run = if armed { None } else { self.launching };
+        let armed = self.launch.is_some_and(|c| c.stage == LaunchStage::Arm);
+        let run = self
+            .launch
+            .filter(|c| c.stage == LaunchStage::Kernels)
+            .map(|c| c.run);
         let result = if !self.events.contains_key(&event) {
             Err(self.dead_handle("record_event", "event", event.0))
         } else if !self.streams.contains_key(&stream) {
@@ -1458,6 +1457,10 @@ impl Device for SimDevice {
         result
     }
 
+    fn launch_context(&mut self, context: Option<LaunchContext>) {
+        self.launch = context;
+    }
+
     fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
         Some(self)
     }
@@ -1530,7 +1533,6 @@ impl PinnedCopies for SimDevice {
                     return Err(code);
                 }
                 self.enqueue_copy(stream, CopyDirection::ToDevice { src, dst }, len);
-                self.arming = true;
                 Ok(())
             });
         self.finish_for_effect(
@@ -1667,7 +1669,6 @@ impl SimDevice {
                     return Err(code);
                 }
                 self.binary_loaded = true;
-                self.arming = false;
                 let now = self.host_ns;
                 if self
                     .run_ends
@@ -1689,7 +1690,6 @@ impl SimDevice {
                     start: start_ns,
                     core_done: None,
                 });
-                self.launching = Some(args.run);
                 Ok(())
             })
         } else {

@@ -15,8 +15,8 @@ use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
-    CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, PinnedCopies, PrepareError, RunArgs,
-    Runner,
+    CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, LaunchContext, PinnedCopies,
+    PrepareError, RunArgs, Runner,
 };
 
 use crate::device::{SimDevice, SimRunner};
@@ -110,6 +110,10 @@ impl Device for SharedSim {
     /// per-thread context).
     fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
         Ok(Box::new(SimWaiter(self.clone())))
+    }
+
+    fn launch_context(&mut self, context: Option<LaunchContext>) {
+        self.lock().launch_context(context);
     }
 
     fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {

@@ -7,7 +7,10 @@ use backend_sim::workload::ProfileName;
 use backend_sim::{FaultRule, RunTimes, SimConfig, SimDevice, SimRunner, Workload, run};
 use lane_core::status_latch::{self, AclCode, HeaderLayout};
 use lane_core::{CopyPath, Event, RunId, RunRequest, SlotId};
-use lane_driver::{Device, Driver, Observation, Observer, PinnedCopies, RunArgs, Runner};
+use lane_driver::{
+    Device, Driver, LaunchContext, LaunchStage, Observation, Observer, PinnedCopies, RunArgs,
+    Runner,
+};
 
 const LAYOUT: HeaderLayout = HeaderLayout::TensormapAndRingbuffer;
 
@@ -170,17 +173,26 @@ fn a_passed_boundary_proves_the_readback_holds_the_runs_header() {
     let len = 16 + LAYOUT.size();
     d.write_host(host, &[0; 80]).unwrap();
     d.write_host(readback, &vec![0xFF; len]).unwrap();
-    // The launch order of copies on the streams (L-5).
+    // The launch order of copies on the streams (L-5), each stage told as the executor does.
+    let stage = |stage| {
+        Some(LaunchContext {
+            run: args.run,
+            stage,
+        })
+    };
+    d.launch_context(stage(LaunchStage::Arm));
     d.memcpy_to_device_async(buffer, host, 80, aicore).unwrap();
     d.record_event(armed, aicore).unwrap();
     d.stream_wait_event(aicpu, armed).unwrap();
     SimRunner.launch_aicore(&mut d, aicore, &args).unwrap();
+    d.launch_context(stage(LaunchStage::Kernels));
     d.record_event(core_done, aicore).unwrap();
     SimRunner.launch_aicpu(&mut d, aicpu, &args).unwrap();
     d.stream_wait_event(aicpu, core_done).unwrap();
     d.memcpy_from_device_async(readback, args.timing, len, aicpu)
         .unwrap();
     d.record_event(boundary, aicpu).unwrap();
+    d.launch_context(None);
     // Before the boundary passes, nothing landed: the bytes move when the copy task runs.
     let mut bytes = vec![0; len];
     d.read_host(&mut bytes, readback).unwrap();

@@ -10,7 +10,7 @@ use lane_core::status_latch::{
 };
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{RunId, SlotId};
-use lane_driver::{Device, EventHandle, RunArgs, Runner};
+use lane_driver::{Device, EventHandle, LaunchContext, LaunchStage, RunArgs, Runner};
 
 const LAYOUT: HeaderLayout = HeaderLayout::TensormapAndRingbuffer;
 const DEVICE_NS: u64 = 100_000;
@@ -69,13 +69,23 @@ fn pair(d: &mut SimDevice) -> (StreamHandle, StreamHandle) {
 }
 
 /// The launch order of L-5 with nothing ahead: AICore kernel, `core_done` on the AICore
-/// stream, AICPU kernel, the AICPU stream's wait on `core_done`, the boundary.
+/// stream, AICPU kernel, the AICPU stream's wait on `core_done`, the boundary; each stage
+/// told to the device as the executor does.
 fn launch(d: &mut SimDevice, s: &Slot, aicpu: StreamHandle, aicore: StreamHandle) {
+    let stage = |stage| {
+        Some(LaunchContext {
+            run: s.args.run,
+            stage,
+        })
+    };
+    d.launch_context(stage(LaunchStage::Arm));
     SimRunner.launch_aicore(d, aicore, &s.args).unwrap();
+    d.launch_context(stage(LaunchStage::Kernels));
     d.record_event(s.events[1], aicore).unwrap();
     SimRunner.launch_aicpu(d, aicpu, &s.args).unwrap();
     d.stream_wait_event(aicpu, s.events[1]).unwrap();
     d.record_event(s.events[0], aicpu).unwrap();
+    d.launch_context(None);
 }
 
 /// [`launch`] behind a predecessor: the AICore stream first waits on its boundary.

@@ -236,6 +236,9 @@ impl<D: Device> Device for Metered<D> {
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         self.inner.memcpy_from_device(dst, src)
     }
+    fn launch_context(&mut self, context: Option<lane_driver::LaunchContext>) {
+        self.inner.launch_context(context);
+    }
     fn recent_error_message(&mut self) -> Option<String> {
         self.inner.recent_error_message()
     }

@@ -21,7 +21,7 @@
 
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{FaultNotice, Timestamp};
+use lane_core::{FaultNotice, RunId, Timestamp};
 
 use crate::waiter::CompletionWaiter;
 
@@ -61,6 +61,27 @@ impl HostPtr {
     pub const fn at(self, offset: usize) -> Self {
         Self(self.0.wrapping_add(offset as u64))
     }
+}
+
+/// Where the [`Executor`](crate::Executor) is in one run's launch (L-5), told to the device
+/// before the calls it covers ([`Device::launch_context`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchContext {
+    /// The run being launched.
+    pub run: RunId,
+    /// Which part of its launch the next calls are.
+    pub stage: LaunchStage,
+}
+
+/// The parts of a run's launch, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaunchStage {
+    /// The slot's resources (at its first launch) and its arm, before any kernel of the
+    /// run: a record here (the "armed" event of copies on the streams) belongs to no run yet.
+    Arm,
+    /// From an accepted AICore kernel on: the run's records and waits, its AICPU kernel and
+    /// (copies on the streams) its readback copy.
+    Kernels,
 }
 
 /// The ACL calls a lane makes on a device. One method, one ACL call.
@@ -128,6 +149,13 @@ pub trait Device {
         stream: StreamHandle,
         event: EventHandle,
     ) -> Result<(), AclCode>;
+
+    /// The executor's place in a run's launch: `Some` before the calls of each
+    /// [`LaunchStage`], `None` once the launch ended (launched or failed). No ACL call. A
+    /// backend that attributes calls to runs (the simulator's traces and fault sites) reads
+    /// the run from here, never from the order of calls; one that does not ignores it. It
+    /// has no default, so a device that wraps another must decide to forward it.
+    fn launch_context(&mut self, context: Option<LaunchContext>);
 
     /// The copies on the streams, if this device makes them: a device that implements
     /// [`PinnedCopies`] answers `Some(self)`. The default is `None`; the

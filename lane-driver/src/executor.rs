@@ -14,7 +14,9 @@ use lane_core::{
 };
 
 use crate::answer::Answer;
-use crate::device::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
+use crate::device::{
+    Device, DevicePtr, EventHandle, HostPtr, LaunchContext, LaunchStage, PinnedCopies,
+};
 use crate::driver::{
     ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_BYTES, HEADER_OFFSET, PROBE_BYTES,
     RECORD_OFFSET, SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET,
@@ -411,8 +413,25 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// (OnStream: the readback copy), the boundary. AICore is submitted before AICPU, back to
     /// back; nothing waits on the device between them. A failure before the AICore kernel is
     /// the arm's (`NotStarted`); a record or wait after a kernel was accepted leaves the run
-    /// unfenced (`RecordEvent`, poison).
+    /// unfenced (`RecordEvent`, poison). The device is told each stage before its calls
+    /// ([`Device::launch_context`]) and that the launch ended, whatever it ended with.
     fn launch<O: Observer>(
+        &mut self,
+        run: RunId,
+        lease: Lease,
+        aicpu: StreamHandle,
+        aicore: StreamHandle,
+        observer: &mut O,
+    ) -> Result<(), (LaunchStep, AclCode)> {
+        let stage = |stage| Some(LaunchContext { run, stage });
+        self.device.launch_context(stage(LaunchStage::Arm));
+        let result = self.launch_calls(run, lease, aicpu, aicore, observer);
+        self.device.launch_context(None);
+        result
+    }
+
+    /// The calls of [`launch`](Self::launch), in order.
+    fn launch_calls<O: Observer>(
         &mut self,
         run: RunId,
         lease: Lease,
@@ -455,6 +474,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         };
         r.launch_aicore(d, aicore, &args)
             .map_err(|code| (LaunchStep::Aicore, code))?;
+        d.launch_context(Some(LaunchContext {
+            run,
+            stage: LaunchStage::Kernels,
+        }));
         // From here a kernel is on a stream: a failed record or wait leaves the run unfenced,
         // and its wait is the device verdict on this pair, so the slot keeps the launch.
         if let Some(slot) = self

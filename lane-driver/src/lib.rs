@@ -76,7 +76,9 @@ mod steps;
 mod waiter;
 
 pub use answer::Answer;
-pub use device::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
+pub use device::{
+    Device, DevicePtr, EventHandle, HostPtr, LaunchContext, LaunchStage, PinnedCopies,
+};
 pub use driver::{
     Driver, DriverError, HANDSHAKE_BYTES, HANDSHAKE_OFFSET, HEADER_OFFSET, RECORD_OFFSET, Report,
     SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET, Turn, event_role,

@@ -13,9 +13,9 @@ use lane_core::{
 };
 use lane_driver::{
     Answer, Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError,
-    EventHandle, Executor, HEADER_OFFSET, HostWorker, LaneSteps, Observation, Observer,
-    PrepareError, RECORD_OFFSET, Release, RunArgs, Runner, SLOT_BYTES, TIMING_OFFSET, Turn,
-    WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
+    EventHandle, Executor, HEADER_OFFSET, HostWorker, LaneSteps, LaunchContext, LaunchStage,
+    Observation, Observer, PrepareError, RECORD_OFFSET, Release, RunArgs, Runner, SLOT_BYTES,
+    TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
 };
 
 #[derive(Default)]
@@ -50,6 +50,8 @@ struct Recorder {
     /// The `record_event` call (counted from 1) that fails with 107000, if any.
     fail_record: Option<usize>,
     records: usize,
+    /// Each launch context the executor gave, with how many calls were logged before it.
+    contexts: Vec<(usize, Option<LaunchContext>)>,
 }
 
 impl Recorder {
@@ -195,6 +197,9 @@ impl Device for Recorder {
         let name = self.name(src);
         self.log(format!("memcpy_from_device {name} {len}B"));
         Ok(())
+    }
+    fn launch_context(&mut self, context: Option<LaunchContext>) {
+        self.contexts.push((self.calls.len(), context));
     }
     fn recent_error_message(&mut self) -> Option<String> {
         self.message.take()
@@ -622,7 +627,7 @@ fn close_destroys_the_streams_then_releases_each_slots_events_and_buffers() {
             "free p5",
         ]
     );
-    assert!(d.lane().state().is_closed());
+    assert_eq!(d.lane().state(), LaneState::Closed);
 }
 
 #[test]
@@ -753,7 +758,7 @@ fn a_failed_release_after_close_is_reported_to_the_observer_and_stops_nothing() 
     d.device_mut().fail_free = true;
     d.close().unwrap();
     d.run_until_idle().unwrap();
-    assert!(d.lane().state().is_closed());
+    assert_eq!(d.lane().state(), LaneState::Closed);
     assert_eq!(
         d.observer().0.last().map(String::as_str),
         Some(format!("{:?} failed 507899", Release::Free).as_str())
@@ -1440,5 +1445,33 @@ fn copies_on_the_streams_on_a_device_without_pinned_copies_fail_the_first_arm_wi
             "hint: use the profile's synchronous copies (CopyPath::Sync), then run again"
         ),
         "{report}"
+    );
+}
+
+#[test]
+fn the_device_is_told_each_stage_of_a_launch_before_its_calls_and_its_end_after_them() {
+    let mut d = driver();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    let calls = calls(&mut d);
+    let at = |call: &str| calls.iter().position(|c| c == call).unwrap();
+    let stage = |stage| {
+        Some(LaunchContext {
+            run: RunId(1),
+            stage,
+        })
+    };
+    assert_eq!(
+        d.device_mut().contexts,
+        [
+            // Before the slot's resources and its arm.
+            (at("create_event -> e3"), stage(LaunchStage::Arm)),
+            // Right after the accepted AICore kernel: `core_done` is the run's record.
+            (
+                at("launch_aicore r1 on s2") + 1,
+                stage(LaunchStage::Kernels)
+            ),
+            // After the boundary, the launch's last call.
+            (at("record_event e3 on s1") + 1, None),
+        ]
     );
 }

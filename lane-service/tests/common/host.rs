@@ -66,6 +66,7 @@ impl Device for Instant0 {
     fn now(&mut self) -> Timestamp {
         Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
+    fn launch_context(&mut self, _context: Option<lane_driver::LaunchContext>) {}
     fn set_device(&mut self) -> Result<(), AclCode> {
         Ok(())
     }

@@ -93,6 +93,9 @@ impl Device for Stalling {
     fn now(&mut self) -> Timestamp {
         self.inner.now()
     }
+    fn launch_context(&mut self, context: Option<lane_driver::LaunchContext>) {
+        self.inner.launch_context(context);
+    }
     fn recent_error_message(&mut self) -> Option<String> {
         self.message.map(str::to_owned)
     }
