@@ -601,6 +601,28 @@ impl SimDevice {
             .push(|| call_record(name, start..end, run, detail(), error));
     }
 
+    /// The shape a model call shares: [`Self::enter`] (the call counted, the host caught
+    /// up), its host `cost`, `body` (given the call's start), then its one journal record,
+    /// `name` with `detail` of the result, named as `named` says ([`Self::finish`],
+    /// [`Self::finish_for_effect`]). The detail is made only if the journal keeps it.
+    fn call<T>(
+        &mut self,
+        name: &'static str,
+        cost: Cost,
+        named: Named,
+        body: impl FnOnce(&mut Self, u64) -> Result<T, AclCode>,
+        detail: impl FnOnce(&Result<T, AclCode>) -> String,
+    ) -> Result<T, AclCode> {
+        let start = self.enter();
+        self.spend(cost);
+        let result = body(self, start);
+        match named {
+            Named::Run(run) => self.finish(name, start, run, || detail(&result), &result),
+            Named::Effect => self.finish_for_effect(name, start, || detail(&result), &result),
+        }
+        result
+    }
+
     /// [`Self::finish`] for a call the device cannot tie to a run (a copy): the record names
     /// the run whose effect the driver is executing.
     fn finish_for_effect<T>(
@@ -624,48 +646,50 @@ impl SimDevice {
         } else {
             "destroy_stream"
         };
-        let start = self.enter();
-        self.spend(Cost::StreamDestroy);
-        let result = match self.streams.get(&stream).copied() {
-            None => Err(self.dead_handle(name, "stream", stream.0)),
-            Some(s) => match self.faults.decide(Site::StreamDestroy, None) {
-                Some(Injected::Fail(code)) => Err(code),
-                _ => {
-                    let queued = s.tail.is_none_or(|t| t > start);
-                    if queued && !force {
-                        let when = s
-                            .tail
-                            .map_or_else(|| "never ends".to_owned(), |t| format!("ends at {t} ns"));
-                        self.violation(format!(
-                            "stream h{} destroyed at {start} ns with queued work (its last task {when})",
-                            stream.0
-                        ));
-                    }
-                    if queued && force {
-                        // The stream's queued kernels never write their slot buffers.
-                        let dropped: Vec<RunId> = self
-                            .run_streams
-                            .iter()
-                            .filter(|(_, streams)| streams.contains(&stream))
-                            .map(|(run, _)| *run)
-                            .collect();
-                        self.pending_writes.retain(|w| !dropped.contains(&w.run));
-                        self.pending_copies.retain(|c| c.stream != stream);
-                        self.journal.push(|| Record::Note {
-                            at_ns: start,
-                            text: format!(
-                                "stream h{} force-destroyed: its queued work dropped",
+        self.call(
+            name,
+            Cost::StreamDestroy,
+            Named::Run(None),
+            |d, start| match d.streams.get(&stream).copied() {
+                None => Err(d.dead_handle(name, "stream", stream.0)),
+                Some(s) => match d.faults.decide(Site::StreamDestroy, None) {
+                    Some(Injected::Fail(code)) => Err(code),
+                    _ => {
+                        let queued = s.tail.is_none_or(|t| t > start);
+                        if queued && !force {
+                            let when = s
+                                .tail
+                                .map_or_else(|| "never ends".to_owned(), |t| format!("ends at {t} ns"));
+                            d.violation(format!(
+                                "stream h{} destroyed at {start} ns with queued work (its last task {when})",
                                 stream.0
-                            ),
-                        });
+                            ));
+                        }
+                        if queued && force {
+                            // The stream's queued kernels never write their slot buffers.
+                            let dropped: Vec<RunId> = d
+                                .run_streams
+                                .iter()
+                                .filter(|(_, streams)| streams.contains(&stream))
+                                .map(|(run, _)| *run)
+                                .collect();
+                            d.pending_writes.retain(|w| !dropped.contains(&w.run));
+                            d.pending_copies.retain(|c| c.stream != stream);
+                            d.journal.push(|| Record::Note {
+                                at_ns: start,
+                                text: format!(
+                                    "stream h{} force-destroyed: its queued work dropped",
+                                    stream.0
+                                ),
+                            });
+                        }
+                        d.streams.remove(&stream);
+                        Ok(())
                     }
-                    self.streams.remove(&stream);
-                    Ok(())
-                }
+                },
             },
-        };
-        self.finish(name, start, None, || format!("h{}", stream.0), &result);
-        result
+            |_| format!("h{}", stream.0),
+        )
     }
 
     /// Applies every device write (kernel writes and copy tasks) the host clock has passed,
@@ -980,57 +1004,69 @@ impl SimDevice {
     }
 }
 
+/// Whom a call's journal record names ([`SimDevice::call`]).
+#[derive(Clone, Copy, Debug)]
+enum Named {
+    /// This run, or none.
+    Run(Option<RunId>),
+    /// The run whose effect the driver is executing (a call the device cannot tie to a run,
+    /// such as a copy).
+    Effect,
+}
+
 impl Device for SimDevice {
     fn now(&mut self) -> Timestamp {
         Timestamp(self.host_ns)
     }
 
     fn set_device(&mut self) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::SetDevice);
-        // The `probe` fault site: the recovery probe's bind, and a host worker's (whose job
-        // then goes back to the lane thread).
-        let result = match self.faults.decide(Site::Probe, None) {
-            Some(Injected::Fail(code)) => Err(code),
-            _ => Ok(()),
-        };
-        self.finish("set_device", start, None, String::new, &result);
-        result
+        self.call(
+            "set_device",
+            Cost::SetDevice,
+            Named::Run(None),
+            |d, _| {
+                // The `probe` fault site: the recovery probe's bind, and a host worker's (whose job
+                // then goes back to the lane thread).
+                match d.faults.decide(Site::Probe, None) {
+                    Some(Injected::Fail(code)) => Err(code),
+                    _ => Ok(()),
+                }
+            },
+            |_| String::new(),
+        )
     }
 
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::SynchronizeDevice);
-        let drained_at = self
-            .streams
-            .values()
-            .map(|s| s.tail)
-            .try_fold(0_u64, |acc, t| t.map(|t| acc.max(t)));
-        let timeout_ns = u64::try_from(timeout_ms)
-            .unwrap_or(0)
-            .saturating_mul(1_000_000);
-        let result = match drained_at {
-            Some(t) if t.saturating_sub(self.host_ns) <= timeout_ns => {
-                let wait = t.saturating_sub(self.host_ns);
-                if wait > 0 {
-                    self.block_ns(wait, None);
-                    self.spend(Cost::HostWakeup);
-                }
-                self.sticky_now()
-            }
-            _ => {
-                self.block_ns(timeout_ns, None);
-                Err(AclCode::RtStreamSyncTimeout)
-            }
-        };
-        self.finish(
+        self.call(
             "synchronize_device",
-            start,
-            None,
-            || format!("timeout {timeout_ms} ms"),
-            &result,
-        );
-        result
+            Cost::SynchronizeDevice,
+            Named::Run(None),
+            |d, _| {
+                let drained_at = d
+                    .streams
+                    .values()
+                    .map(|s| s.tail)
+                    .try_fold(0_u64, |acc, t| t.map(|t| acc.max(t)));
+                let timeout_ns = u64::try_from(timeout_ms)
+                    .unwrap_or(0)
+                    .saturating_mul(1_000_000);
+                match drained_at {
+                    Some(t) if t.saturating_sub(d.host_ns) <= timeout_ns => {
+                        let wait = t.saturating_sub(d.host_ns);
+                        if wait > 0 {
+                            d.block_ns(wait, None);
+                            d.spend(Cost::HostWakeup);
+                        }
+                        d.sticky_now()
+                    }
+                    _ => {
+                        d.block_ns(timeout_ns, None);
+                        Err(AclCode::RtStreamSyncTimeout)
+                    }
+                }
+            },
+            |_| format!("timeout {timeout_ms} ms"),
+        )
     }
 
     fn reset_device_force(&mut self) -> Result<(), AclCode> {
@@ -1104,17 +1140,20 @@ impl Device for SimDevice {
     }
 
     fn create_event(&mut self) -> Result<EventHandle, AclCode> {
-        let start = self.enter();
-        self.spend(Cost::EventCreate);
-        let result = self.sticky_now().map(|()| {
-            let handle = self.next_event;
-            self.next_event += 1;
-            self.events.insert(EventHandle(handle), None);
-            EventHandle(handle)
-        });
-        let detail = result.map(|h| format!("-> e{}", h.0)).unwrap_or_default();
-        self.finish("create_event", start, None, || detail, &result);
-        result
+        self.call(
+            "create_event",
+            Cost::EventCreate,
+            Named::Run(None),
+            |d, _| {
+                d.sticky_now().map(|()| {
+                    let handle = d.next_event;
+                    d.next_event += 1;
+                    d.events.insert(EventHandle(handle), None);
+                    EventHandle(handle)
+                })
+            },
+            |result| result.map(|h| format!("-> e{}", h.0)).unwrap_or_default(),
+        )
     }
 
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
@@ -1272,158 +1311,160 @@ impl Device for SimDevice {
     }
 
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::EventDestroy);
-        let result = if self.events.remove(&event).is_some() {
-            Ok(())
-        } else {
-            Err(self.dead_handle("destroy_event", "event", event.0))
-        };
-        self.finish(
+        self.call(
             "destroy_event",
-            start,
-            None,
-            || format!("e{}", event.0),
-            &result,
-        );
-        result
+            Cost::EventDestroy,
+            Named::Run(None),
+            |d, _| {
+                if d.events.remove(&event).is_some() {
+                    Ok(())
+                } else {
+                    Err(d.dead_handle("destroy_event", "event", event.0))
+                }
+            },
+            |_| format!("e{}", event.0),
+        )
     }
 
     fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
-        let start = self.enter();
-        self.spend(Cost::Malloc);
-        let result = self.sticky_now().and_then(|()| {
-            let ptr = self.next_allocation(size, Memory::Device)?;
-            self.memory.insert(
-                DevicePtr(ptr),
-                Allocation {
-                    bytes: vec![0; size],
-                    kernel_writer: None,
-                },
-            );
-            Ok(DevicePtr(ptr))
-        });
-        let detail = match &result {
-            Ok(p) => format!("{size} B -> {:#x}", p.0),
-            Err(_) => format!("{size} B"),
-        };
-        self.finish("malloc", start, None, || detail, &result);
-        result
+        self.call(
+            "malloc",
+            Cost::Malloc,
+            Named::Run(None),
+            |d, _| {
+                d.sticky_now().and_then(|()| {
+                    let ptr = d.next_allocation(size, Memory::Device)?;
+                    d.memory.insert(
+                        DevicePtr(ptr),
+                        Allocation {
+                            bytes: vec![0; size],
+                            kernel_writer: None,
+                        },
+                    );
+                    Ok(DevicePtr(ptr))
+                })
+            },
+            |result| match &result {
+                Ok(p) => format!("{size} B -> {:#x}", p.0),
+                Err(_) => format!("{size} B"),
+            },
+        )
     }
 
     fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::Free);
-        let result = if let Some(alloc) = self.memory.remove(&ptr) {
-            let end = ptr
-                .0
-                .saturating_add(u64::try_from(alloc.bytes.len()).unwrap_or(u64::MAX));
-            let copied = self.pending_copies.iter().any(|c| match c.direction {
-                CopyDirection::ToDevice { dst: p, .. } | CopyDirection::ToHost { src: p, .. } => {
-                    (ptr.0..end).contains(&p.0)
+        self.call(
+            "free",
+            Cost::Free,
+            Named::Run(None),
+            |d, _| {
+                if let Some(alloc) = d.memory.remove(&ptr) {
+                    let end = ptr
+                        .0
+                        .saturating_add(u64::try_from(alloc.bytes.len()).unwrap_or(u64::MAX));
+                    let copied = d.pending_copies.iter().any(|c| match c.direction {
+                        CopyDirection::ToDevice { dst: p, .. }
+                        | CopyDirection::ToHost { src: p, .. } => (ptr.0..end).contains(&p.0),
+                    });
+                    if copied
+                        || d.pending_writes
+                            .iter()
+                            .any(|w| (ptr.0..end).contains(&w.ptr.0))
+                    {
+                        d.violation(format!(
+                            "{:#x} freed while a run's kernels will still write it",
+                            ptr.0
+                        ));
+                    }
+                    Ok(())
+                } else {
+                    Err(d.dead_handle("free", "buffer", ptr.0))
                 }
-            });
-            if copied
-                || self
-                    .pending_writes
-                    .iter()
-                    .any(|w| (ptr.0..end).contains(&w.ptr.0))
-            {
-                self.violation(format!(
-                    "{:#x} freed while a run's kernels will still write it",
-                    ptr.0
-                ));
-            }
-            Ok(())
-        } else {
-            Err(self.dead_handle("free", "buffer", ptr.0))
-        };
-        self.finish("free", start, None, || format!("{:#x}", ptr.0), &result);
-        result
+            },
+            |_| format!("{:#x}", ptr.0),
+        )
     }
 
     fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::WriteH2d);
-        // The executor zeroes a slot's record region once, when it makes the slot: that copy
-        // is not an arm (the arm's fault site counts arms).
-        let record_zeroing = src.len() == RECORD_BYTES
-            && self
-                .locate(dst)
-                .is_some_and(|(_, offset)| offset == RECORD_OFFSET);
-        let result = self.sticky_now().and_then(|()| {
-            if !record_zeroing {
-                if let Some(Injected::Fail(code)) = self.faults.decide(Site::Arm, None) {
-                    return Err(code);
-                }
-            }
-            if self.locate(dst).is_none() {
-                return Err(self.dead_handle("memcpy_to_device", "buffer", dst.0));
-            }
-            let (alloc, offset) = self
-                .region_mut(dst, src.len())
-                .ok_or(AclCode::RtParamInvalid)?;
-            if let Some(out) = alloc.bytes.get_mut(offset..offset + src.len()) {
-                out.copy_from_slice(src);
-            }
-            alloc.kernel_writer = None;
-            Ok(())
-        });
-        self.finish_for_effect(
+        self.call(
             "memcpy_h2d",
-            start,
-            || format!("{} B -> {:#x}", src.len(), dst.0),
-            &result,
-        );
-        result
+            Cost::WriteH2d,
+            Named::Effect,
+            |d, _| {
+                // The executor zeroes a slot's record region once, when it makes the slot: that copy
+                // is not an arm (the arm's fault site counts arms).
+                let record_zeroing = src.len() == RECORD_BYTES
+                    && d.locate(dst)
+                        .is_some_and(|(_, offset)| offset == RECORD_OFFSET);
+                d.sticky_now().and_then(|()| {
+                    if !record_zeroing {
+                        if let Some(Injected::Fail(code)) = d.faults.decide(Site::Arm, None) {
+                            return Err(code);
+                        }
+                    }
+                    if d.locate(dst).is_none() {
+                        return Err(d.dead_handle("memcpy_to_device", "buffer", dst.0));
+                    }
+                    let (alloc, offset) = d
+                        .region_mut(dst, src.len())
+                        .ok_or(AclCode::RtParamInvalid)?;
+                    if let Some(out) = alloc.bytes.get_mut(offset..offset + src.len()) {
+                        out.copy_from_slice(src);
+                    }
+                    alloc.kernel_writer = None;
+                    Ok(())
+                })
+            },
+            |_| format!("{} B -> {:#x}", src.len(), dst.0),
+        )
     }
 
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::ReadD2h);
-        // A read covering a live run's status header is that run's status read.
         let len = dst.len();
-        let header_of = self.header_read_of(src, len);
-        if let Some(run) = header_of {
-            self.check_timing_writer(run);
-        }
-        // A read of a live run's record region is the waiter's record read (L-8).
-        let record_of = self
-            .live_runs
-            .values()
-            .find(|a| a.record == src)
-            .map(|a| a.run);
-        let result = self.sticky_now().and_then(|()| {
-            if let Some(run) = header_of {
-                if let Some(Injected::Fail(code)) = self.faults.decide(Site::StatusRead, Some(run))
-                {
-                    return Err(code);
-                }
-            }
-            if let Some(run) = record_of {
-                if let Some(Injected::Fail(code)) = self.faults.decide(Site::RecordRead, Some(run))
-                {
-                    return Err(code);
-                }
-            }
-            if self.locate(src).is_none() {
-                return Err(self.dead_handle("memcpy_from_device", "buffer", src.0));
-            }
-            let (alloc, offset) = self
-                .region_mut(src, dst.len())
-                .ok_or(AclCode::RtParamInvalid)?;
-            if let Some(bytes) = alloc.bytes.get(offset..offset + dst.len()) {
-                dst.copy_from_slice(bytes);
-            }
-            Ok(())
-        });
-        self.finish_for_effect(
+        self.call(
             "memcpy_d2h",
-            start,
-            || format!("{len} B <- {:#x}", src.0),
-            &result,
-        );
-        result
+            Cost::ReadD2h,
+            Named::Effect,
+            |d, _| {
+                // A read covering a live run's status header is that run's status read.
+                let header_of = d.header_read_of(src, len);
+                if let Some(run) = header_of {
+                    d.check_timing_writer(run);
+                }
+                // A read of a live run's record region is the waiter's record read (L-8).
+                let record_of = d
+                    .live_runs
+                    .values()
+                    .find(|a| a.record == src)
+                    .map(|a| a.run);
+                d.sticky_now().and_then(|()| {
+                    if let Some(run) = header_of {
+                        if let Some(Injected::Fail(code)) =
+                            d.faults.decide(Site::StatusRead, Some(run))
+                        {
+                            return Err(code);
+                        }
+                    }
+                    if let Some(run) = record_of {
+                        if let Some(Injected::Fail(code)) =
+                            d.faults.decide(Site::RecordRead, Some(run))
+                        {
+                            return Err(code);
+                        }
+                    }
+                    if d.locate(src).is_none() {
+                        return Err(d.dead_handle("memcpy_from_device", "buffer", src.0));
+                    }
+                    let (alloc, offset) = d
+                        .region_mut(src, dst.len())
+                        .ok_or(AclCode::RtParamInvalid)?;
+                    if let Some(bytes) = alloc.bytes.get(offset..offset + dst.len()) {
+                        dst.copy_from_slice(bytes);
+                    }
+                    Ok(())
+                })
+            },
+            |_| format!("{len} B <- {:#x}", src.0),
+        )
     }
 
     fn stream_wait_event(
@@ -1431,30 +1472,27 @@ impl Device for SimDevice {
         stream: StreamHandle,
         event: EventHandle,
     ) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::StreamWait);
-        let result = match self.events.get(&event).copied() {
-            None => Err(self.dead_handle("stream_wait_event", "event", event.0)),
-            Some(capture) => match self.streams.get(&stream).copied() {
-                None => Err(self.dead_handle("stream_wait_event", "stream", stream.0)),
-                Some(st) => self.sticky_now().map(|()| {
-                    // Later tasks start after the capture completes (never, if it never
-                    // does); a never-recorded event is no wait at all.
-                    let after = capture.map_or(Some(start), |c| c.complete_at);
-                    let tail = st.tail.zip(after).map(|(t, a)| t.max(a));
-                    if let Some(s) = self.streams.get_mut(&stream) {
-                        s.tail = tail;
-                    }
-                }),
-            },
-        };
-        self.finish_for_effect(
+        self.call(
             "stream_wait_event",
-            start,
-            || format!("h{} waits e{}", stream.0, event.0),
-            &result,
-        );
-        result
+            Cost::StreamWait,
+            Named::Effect,
+            |d, start| match d.events.get(&event).copied() {
+                None => Err(d.dead_handle("stream_wait_event", "event", event.0)),
+                Some(capture) => match d.streams.get(&stream).copied() {
+                    None => Err(d.dead_handle("stream_wait_event", "stream", stream.0)),
+                    Some(st) => d.sticky_now().map(|()| {
+                        // Later tasks start after the capture completes (never, if it never
+                        // does); a never-recorded event is no wait at all.
+                        let after = capture.map_or(Some(start), |c| c.complete_at);
+                        let tail = st.tail.zip(after).map(|(t, a)| t.max(a));
+                        if let Some(s) = d.streams.get_mut(&stream) {
+                            s.tail = tail;
+                        }
+                    }),
+                },
+            },
+            |_| format!("h{} waits e{}", stream.0, event.0),
+        )
     }
 
     fn launch_context(&mut self, context: Option<LaunchContext>) {
@@ -1486,34 +1524,31 @@ impl PinnedCopies for SimDevice {
     }
 
     fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::Free);
-        let result = if let Some(bytes) = self.host_memory.remove(&ptr) {
-            let end = ptr
-                .0
-                .saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
-            if self.pending_copies.iter().any(|c| match c.direction {
-                CopyDirection::ToDevice { src: p, .. } | CopyDirection::ToHost { dst: p, .. } => {
-                    (ptr.0..end).contains(&p.0)
-                }
-            }) {
-                self.violation(format!(
-                    "host {:#x} freed while a copy on a stream will still use it",
-                    ptr.0
-                ));
-            }
-            Ok(())
-        } else {
-            Err(self.dead_handle("free_host", "pinned buffer", ptr.0))
-        };
-        self.finish(
+        self.call(
             "free_host",
-            start,
-            None,
-            || format!("host {:#x}", ptr.0),
-            &result,
-        );
-        result
+            Cost::Free,
+            Named::Run(None),
+            |d, _| {
+                if let Some(bytes) = d.host_memory.remove(&ptr) {
+                    let end = ptr
+                        .0
+                        .saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+                    if d.pending_copies.iter().any(|c| match c.direction {
+                        CopyDirection::ToDevice { src: p, .. }
+                        | CopyDirection::ToHost { dst: p, .. } => (ptr.0..end).contains(&p.0),
+                    }) {
+                        d.violation(format!(
+                            "host {:#x} freed while a copy on a stream will still use it",
+                            ptr.0
+                        ));
+                    }
+                    Ok(())
+                } else {
+                    Err(d.dead_handle("free_host", "pinned buffer", ptr.0))
+                }
+            },
+            |_| format!("host {:#x}", ptr.0),
+        )
     }
 
     fn memcpy_to_device_async(
@@ -1821,26 +1856,24 @@ impl SimDevice {
     }
 
     fn run_upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::Upload);
-        let result = self.sticky_now().and_then(|()| {
-            match self.faults.decide(Site::Upload, None) {
-                Some(Injected::Fail(code)) => Err(code),
-                _ => {
-                    // New code: the next AICore launch loads its binary again.
-                    self.binary_loaded = false;
-                    Ok(())
-                }
-            }
-        });
-        self.finish(
+        self.call(
             "upload_code",
-            start,
-            None,
-            || format!("code {}", code.0),
-            &result,
-        );
-        result
+            Cost::Upload,
+            Named::Run(None),
+            |d, _| {
+                d.sticky_now().and_then(|()| {
+                    match d.faults.decide(Site::Upload, None) {
+                        Some(Injected::Fail(code)) => Err(code),
+                        _ => {
+                            // New code: the next AICore launch loads its binary again.
+                            d.binary_loaded = false;
+                            Ok(())
+                        }
+                    }
+                })
+            },
+            |_| format!("code {}", code.0),
+        )
     }
 }
 
