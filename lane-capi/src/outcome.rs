@@ -184,7 +184,7 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
             LaneState::Recovering { .. } => RunLaneState::Recovering,
             LaneState::Lost => RunLaneState::Lost,
             LaneState::Closing => RunLaneState::Closing,
-            LaneState::ReleasingStreams => RunLaneState::ReleasingStreams,
+            LaneState::ReleasingStreams { .. } => RunLaneState::ReleasingStreams,
             LaneState::Closed { .. } => RunLaneState::Closed,
             LaneState::Suspect { .. } => RunLaneState::Suspect,
         },

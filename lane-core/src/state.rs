@@ -58,8 +58,17 @@ pub enum LaneState {
     Lost,
     /// `close` was called: admission is stopped, launched runs finish, the rest are cancelled.
     Closing,
-    /// Every item has its outcome; the stream pair is being destroyed.
-    ReleasingStreams,
+    /// Every item has its outcome; the stream pair is being destroyed, in rounds: a round
+    /// destroys every live stream (the first) or each stream whose destroy failed (S-7).
+    ReleasingStreams {
+        /// Destroy rounds emitted so far (0: none yet, while a stream create or destroy
+        /// result is still out).
+        round: u8,
+        /// The most rounds this teardown emits: [`TEARDOWN_ATTEMPTS`](crate::TEARDOWN_ATTEMPTS)
+        /// for a close's teardown (a destroy and one retry), 1 for
+        /// [`Lane::retry_teardown`](crate::Lane::retry_teardown).
+        rounds: u8,
+    },
     /// Closed: nothing more happens (but [`Lane::retry_teardown`](crate::Lane::retry_teardown)
     /// on streams a teardown left).
     Closed {
@@ -106,11 +115,14 @@ pub enum LaneInput {
     StreamsLeft,
     /// `Lane::retry_teardown` on a closed lane with a stream left: destroy it once more.
     RetryTeardown,
+    /// The teardown emits a destroy round: no stream result is out, and this is its first
+    /// round or a stream's destroy failed.
+    DestroyRound,
 }
 
 impl LaneInput {
     /// Every input, in table order.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::Submit,
         Self::Publish,
         Self::Close,
@@ -127,6 +139,7 @@ impl LaneInput {
         Self::StreamsReleased,
         Self::StreamsLeft,
         Self::RetryTeardown,
+        Self::DestroyRound,
     ];
 }
 
@@ -195,7 +208,7 @@ pub const fn lane_step(
             then,
         },
         (
-            S::Recovering { .. } | S::Lost | S::ReleasingStreams | S::Closed { .. },
+            S::Recovering { .. } | S::Lost | S::ReleasingStreams { .. } | S::Closed { .. },
             I::FaultNotice,
         ) => state,
 
@@ -293,7 +306,7 @@ pub const fn lane_step(
         (S::Lost, I::Close) => S::Closed { device_lost: true },
         (S::Lost, I::Idle) => S::Lost,
 
-        (S::Closing | S::ReleasingStreams | S::Closed { .. }, I::Submit | I::Publish) => {
+        (S::Closing | S::ReleasingStreams { .. } | S::Closed { .. }, I::Submit | I::Publish) => {
             return Err(LaneRefusal::Closed);
         }
         (S::Closing, I::Close) => S::Closing,
@@ -302,13 +315,26 @@ pub const fn lane_step(
             attempt: 1,
             then: AfterRecovery::Close,
         },
-        (S::Closing, I::Idle) => S::ReleasingStreams,
-        (S::ReleasingStreams, I::Close | I::Idle) => S::ReleasingStreams,
-        (S::ReleasingStreams, I::StreamsReleased | I::StreamsLeft) => {
+        (S::Closing, I::Idle) => S::ReleasingStreams {
+            round: 0,
+            rounds: crate::lane::TEARDOWN_ATTEMPTS,
+        },
+        (S::ReleasingStreams { .. }, I::Close | I::Idle) => state,
+        (S::ReleasingStreams { round, rounds }, I::DestroyRound) if round < rounds => {
+            S::ReleasingStreams {
+                round: round + 1,
+                rounds,
+            }
+        }
+        (S::ReleasingStreams { .. }, I::StreamsReleased | I::StreamsLeft) => {
             S::Closed { device_lost: false }
         }
         (S::Closed { .. }, I::Close | I::Idle) => state,
-        (S::Closed { device_lost: false }, I::RetryTeardown) => S::ReleasingStreams,
+        // One more destroy round for the streams left.
+        (S::Closed { device_lost: false }, I::RetryTeardown) => S::ReleasingStreams {
+            round: 0,
+            rounds: 1,
+        },
         // A lost device's handles were abandoned with it: there is nothing to destroy again.
         (S::Closed { device_lost: true }, I::RetryTeardown) => return Err(LaneRefusal::Lost),
         _ => return Err(LaneRefusal::NotExpected),
@@ -380,11 +406,17 @@ pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
         (LaneState::Open, LaneState::Closing) => {
             "`FinaliseRun` (no copy-back) for each prepared run; queued runs and waiting publications cancelled"
         }
-        (LaneState::Closing, LaneState::ReleasingStreams) => {
-            "`DestroyStream` for each live stream, and once more for each whose destroy failed"
+        (LaneState::Closing, LaneState::ReleasingStreams { .. }) => {
+            "none; `DestroyRound` follows at once, or when the stream result out arrives"
         }
-        (LaneState::Closed { .. }, LaneState::ReleasingStreams) => {
-            "`DestroyStream` for each stream left"
+        (LaneState::Closed { .. }, LaneState::ReleasingStreams { .. }) => {
+            "none; `DestroyRound` follows at once"
+        }
+        (LaneState::ReleasingStreams { round: 0, .. }, LaneState::ReleasingStreams { .. }) => {
+            "`DestroyStream` for each live stream"
+        }
+        (LaneState::ReleasingStreams { .. }, LaneState::ReleasingStreams { .. }) => {
+            "`DestroyStream` again for each stream whose destroy failed"
         }
         _ => "none",
     }
@@ -420,10 +452,13 @@ fn table_states(attempts: u8) -> Vec<LaneState> {
             }
         }
     }
+    states.extend([LaneState::Lost, LaneState::Closing]);
+    for rounds in [crate::lane::TEARDOWN_ATTEMPTS, 1] {
+        for round in 0..=rounds {
+            states.push(LaneState::ReleasingStreams { round, rounds });
+        }
+    }
     states.extend([
-        LaneState::Lost,
-        LaneState::Closing,
-        LaneState::ReleasingStreams,
         LaneState::Closed { device_lost: false },
         LaneState::Closed { device_lost: true },
     ]);
@@ -453,6 +488,9 @@ impl LaneState {
                 format!("Recovering({step:?}, attempt {attempt}, then {then:?})")
             }
             Self::Suspect { then } => format!("Suspect(then {then:?})"),
+            Self::ReleasingStreams { round, rounds } => {
+                format!("ReleasingStreams(round {round} of {rounds})")
+            }
             Self::Closed { device_lost: false } => "Closed".to_owned(),
             Self::Closed { device_lost: true } => "Closed(device lost)".to_owned(),
             other => format!("{other:?}"),
@@ -475,7 +513,9 @@ pub fn lane_state_table() -> String {
          inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
          means every accepted item has its outcome; `StreamsReleased` means the pair is \
          destroyed; `StreamsLeft` means a stream survived its destroy and its retry (it is \
-         reported in the close report); `RetryTeardown` is `Lane::retry_teardown`, which \
+         reported in the close report); `DestroyRound` is the teardown emitting a round of \
+         destroys (the first, or one for the streams whose destroy failed); `RetryTeardown` is \
+         `Lane::retry_teardown`, which \
          destroys the streams left once more; `FaultNotice` is a device fault notice that \
          names this lane's device and stream (L-19), and `LaunchedDone` means every run that \
          launched while the device was suspect has its verdict (what had not launched then \

@@ -318,7 +318,14 @@ fn retry_teardown_destroys_a_stream_left_once_more_and_clears_it_when_that_succe
     h.take();
     let now = h.now;
     assert!(h.lane.retry_teardown(now));
-    assert_eq!(h.state(), LaneState::ReleasingStreams);
+    assert_eq!(
+        h.state(),
+        LaneState::ReleasingStreams {
+            round: 1,
+            rounds: 1
+        },
+        "one destroy round, emitted at once"
+    );
     assert!(
         h.lane.streams_left().is_empty(),
         "not final while it releases"

@@ -596,7 +596,7 @@ impl Body {
                         self.closed
                             || matches!(
                                 state,
-                                LaneState::ReleasingStreams | LaneState::Closed { .. }
+                                LaneState::ReleasingStreams { .. } | LaneState::Closed { .. }
                             )
                     }
                     SubmitError::Poisoned { .. } | SubmitError::Lost { .. } => {

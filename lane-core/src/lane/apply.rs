@@ -347,7 +347,7 @@ impl Lane {
     /// `NotStarted` (the next launch retries); while closing the teardown records it, to
     /// destroy the stream again or report it left.
     fn stream_failed(&mut self, role: Role, stage: Stage, code: status_latch::AclCode) {
-        if matches!(self.state, LaneState::ReleasingStreams) {
+        if matches!(self.state, LaneState::ReleasingStreams { .. }) {
             // The teardown destroys it again or reports it (`release_streams`).
             self.streams_left.set(role, Some(code));
             return;

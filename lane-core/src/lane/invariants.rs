@@ -189,7 +189,7 @@ impl Lane {
                     return Err(V::RecoveringWithoutPoison);
                 }
             }
-            LaneState::Closed { .. } | LaneState::ReleasingStreams => {
+            LaneState::Closed { .. } | LaneState::ReleasingStreams { .. } => {
                 if !self.items.is_empty() {
                     return Err(V::ClosedWithItems);
                 }

@@ -126,9 +126,6 @@ pub struct Lane {
     notice_recovery: bool,
     launch_waiter: Option<RunId>,
     last_publication: Option<PublicationMark>,
-    /// Destroy rounds of the current teardown (0: not started); at most
-    /// [`TEARDOWN_ATTEMPTS`] before the lane settles, one more per [`Lane::retry_teardown`].
-    teardown_attempts: u8,
     /// Each stream's last failed teardown destroy; once the teardown settles, exactly the
     /// streams left.
     streams_left: StreamsLeft,
@@ -161,7 +158,6 @@ impl Lane {
             notice_recovery: false,
             launch_waiter: None,
             last_publication: None,
-            teardown_attempts: 0,
             streams_left: StreamsLeft::NONE,
             accepted: 0,
             delivered: 0,
@@ -274,11 +270,10 @@ impl Lane {
         if !self.state.is_closed() || self.streams_left.is_empty() {
             return false;
         }
+        // `ReleasingStreams { round: 0, rounds: 1 }`: one more round, settled once answered.
         if self.step_state(LaneInput::RetryTeardown).is_err() {
             return false;
         }
-        // One more round: the lane settles as soon as it is answered.
-        self.teardown_attempts = TEARDOWN_ATTEMPTS - 1;
         self.progress(now);
         true
     }
@@ -488,7 +483,6 @@ impl Lane {
             notice_recovery,
             launch_waiter,
             last_publication,
-            teardown_attempts,
             streams_left,
             accepted,
             delivered,
@@ -501,7 +495,7 @@ impl Lane {
         let _ = write!(
             text,
             "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
-             {notice:?}|{notice_recovery}|{launch_waiter:?}|{last_publication:?}|{teardown_attempts}|{streams_left:?}|\
+             {notice:?}|{notice_recovery}|{launch_waiter:?}|{last_publication:?}|{streams_left:?}|\
              {accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
             effects.as_slice(),
             outcomes.as_slice(),

@@ -65,7 +65,6 @@ impl Lane {
         self.pair.abandon();
         self.launch_waiter = None;
         // Abandoned handles died with the reset: nothing is left to destroy or report.
-        self.teardown_attempts = 0;
         self.streams_left = super::StreamsLeft::NONE;
     }
 
@@ -135,7 +134,7 @@ impl Lane {
             // creates a fresh pair (L-10).
             LaneState::Open | LaneState::Closing | LaneState::Lost => {}
             LaneState::Suspect { .. } => {}
-            LaneState::ReleasingStreams | LaneState::Closed { .. } => {}
+            LaneState::ReleasingStreams { .. } | LaneState::Closed { .. } => {}
         }
     }
 }

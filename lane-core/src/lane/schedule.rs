@@ -11,8 +11,8 @@ use crate::publication::PublicationInput;
 use crate::run::{RunInput, RunPhase};
 use crate::state::{LaneInput, LaneState};
 
+use super::Lane;
 use super::items::Item;
-use super::{Lane, TEARDOWN_ATTEMPTS};
 
 impl Lane {
     /// Delivers finished outcomes in order, then starts whatever the current state allows.
@@ -45,7 +45,7 @@ impl Lane {
                 self.recover_if_launched_done();
                 self.deliver();
             }
-            LaneState::ReleasingStreams => {
+            LaneState::ReleasingStreams { .. } => {
                 self.release_streams();
             }
             LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed { .. } => {}
@@ -279,19 +279,26 @@ impl Lane {
     }
 
     /// The teardown (L-15, S-7): destroys every live stream of the pair, then each one whose
-    /// destroy failed once more, up to [`TEARDOWN_ATTEMPTS`] rounds, and settles `Closed`:
+    /// destroy failed once more, up to the state's `rounds` (a close's teardown:
+    /// [`TEARDOWN_ATTEMPTS`](super::TEARDOWN_ATTEMPTS)), each round a `DestroyRound` step,
+    /// and settles `Closed`:
     /// `StreamsReleased` when nothing is left, `StreamsLeft` with the survivors recorded for
     /// the close report. Waits while stream results are outstanding (a create, or a round's
     /// destroys); their results call it again.
     fn release_streams(&mut self) -> bool {
+        let LaneState::ReleasingStreams { round, rounds } = self.state else {
+            return false;
+        };
         if !self.pair.teardown_complete() {
             return false;
         }
         let left = Role::ALL.into_iter().any(|role| self.stream_live(role));
-        if self.teardown_attempts == 0 || (left && self.teardown_attempts < TEARDOWN_ATTEMPTS) {
+        if round == 0 || (left && round < rounds) {
             match self.pair.destroy_all() {
                 Ok(effects) => {
-                    self.teardown_attempts += 1;
+                    // `round < rounds` (a teardown has at least one round): accepted.
+                    let stepped = self.step_state(LaneInput::DestroyRound).is_ok();
+                    debug_assert!(stepped, "lane_step refused a destroy round");
                     if !effects.is_empty() {
                         for effect in effects {
                             if let stream_pair::Effect::Destroy { role, handle, mode } = effect {

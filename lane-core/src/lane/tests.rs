@@ -366,7 +366,10 @@ fn recovering_without_a_poison_record_is_caught() {
 fn a_closed_or_releasing_lane_with_pending_items_is_caught() {
     for state in [
         LaneState::Closed { device_lost: false },
-        LaneState::ReleasingStreams,
+        LaneState::ReleasingStreams {
+            round: 1,
+            rounds: 2,
+        },
     ] {
         let mut lane = two_in_flight();
         lane.state = state;

@@ -472,7 +472,9 @@ impl Model for LaneModel {
         let busy = lane.pending_items() > 0
             || matches!(
                 lane.state(),
-                LaneState::Closing | LaneState::ReleasingStreams | LaneState::Recovering { .. }
+                LaneState::Closing
+                    | LaneState::ReleasingStreams { .. }
+                    | LaneState::Recovering { .. }
             );
         if busy && self.body.current_effects().is_empty() && lane.poll_deadline().is_none() {
             return Err(format!(
