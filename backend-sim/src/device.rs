@@ -447,20 +447,16 @@ impl SimDevice {
     /// drained faulted stream returns 0); [`Device::synchronize_stream`] is the call that
     /// materializes it.
     pub fn query_stream(&mut self, stream: StreamHandle) -> Result<bool, AclCode> {
-        let start = self.enter();
-        self.spend(Cost::EventQuery);
-        let result = match self.streams.get(&stream) {
-            None => Err(self.dead_handle("query_stream", "stream", stream.0)),
-            Some(s) => Ok(s.tail.is_some_and(|t| t <= start)),
-        };
-        self.finish(
+        self.call(
             "query_stream",
-            start,
-            None,
-            || format!("h{}", stream.0),
-            &result,
-        );
-        result
+            Cost::EventQuery,
+            Named::Run(None),
+            |d, start| match d.streams.get(&stream) {
+                None => Err(d.dead_handle("query_stream", "stream", stream.0)),
+                Some(s) => Ok(s.tail.is_some_and(|t| t <= start)),
+            },
+            |_| format!("h{}", stream.0),
+        )
     }
 
     /// Whether the run's kernels published an ok result record (stamped with the epoch the
@@ -1106,29 +1102,31 @@ impl Device for SimDevice {
     }
 
     fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
-        let start = self.enter();
-        self.spend(Cost::StreamCreate);
-        let result =
-            self.sticky_now()
-                .and_then(|()| match self.faults.decide(Site::StreamCreate, None) {
-                    Some(Injected::Fail(code)) => Err(code),
-                    _ => {
-                        let handle = self.next_stream;
-                        self.next_stream += 1;
-                        self.streams.insert(
-                            StreamHandle(handle),
-                            Stream {
-                                tail: Some(self.host_ns),
-                                last_task: None,
-                                faulted: None,
-                            },
-                        );
-                        Ok(StreamHandle(handle))
-                    }
-                });
-        let detail = result.map(|h| format!("-> h{}", h.0)).unwrap_or_default();
-        self.finish("create_stream", start, None, || detail, &result);
-        result
+        self.call(
+            "create_stream",
+            Cost::StreamCreate,
+            Named::Run(None),
+            |d, _| {
+                d.sticky_now()
+                    .and_then(|()| match d.faults.decide(Site::StreamCreate, None) {
+                        Some(Injected::Fail(code)) => Err(code),
+                        _ => {
+                            let handle = d.next_stream;
+                            d.next_stream += 1;
+                            d.streams.insert(
+                                StreamHandle(handle),
+                                Stream {
+                                    tail: Some(d.host_ns),
+                                    last_task: None,
+                                    faulted: None,
+                                },
+                            );
+                            Ok(StreamHandle(handle))
+                        }
+                    })
+            },
+            |result| result.map(|h| format!("-> h{}", h.0)).unwrap_or_default(),
+        )
     }
 
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
@@ -1506,21 +1504,24 @@ impl Device for SimDevice {
 
 impl PinnedCopies for SimDevice {
     fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
-        let start = self.enter();
         // Pinned memory is allocated like device memory, once per slot.
-        self.spend(Cost::Malloc);
-        let result = self.sticky_now().and_then(|()| {
-            // The slot's resources are made together: a malloc fault fails either allocation.
-            let ptr = self.next_allocation(size, Memory::Pinned)?;
-            self.host_memory.insert(HostPtr(ptr), vec![0; size]);
-            Ok(HostPtr(ptr))
-        });
-        let detail = match &result {
-            Ok(p) => format!("{size} B -> host {:#x}", p.0),
-            Err(_) => format!("{size} B"),
-        };
-        self.finish("malloc_host", start, None, || detail, &result);
-        result
+        self.call(
+            "malloc_host",
+            Cost::Malloc,
+            Named::Run(None),
+            |d, _| {
+                d.sticky_now().and_then(|()| {
+                    // The slot's resources are made together: a malloc fault fails either allocation.
+                    let ptr = d.next_allocation(size, Memory::Pinned)?;
+                    d.host_memory.insert(HostPtr(ptr), vec![0; size]);
+                    Ok(HostPtr(ptr))
+                })
+            },
+            |result| match &result {
+                Ok(p) => format!("{size} B -> host {:#x}", p.0),
+                Err(_) => format!("{size} B"),
+            },
+        )
     }
 
     fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
@@ -1558,25 +1559,23 @@ impl PinnedCopies for SimDevice {
         len: usize,
         stream: StreamHandle,
     ) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::CopyEnqueue);
-        let result = self
-            .check_copy("memcpy_h2d_async", stream, dst, src, len)
-            .and_then(|()| {
-                // The arm's fault site, as for the synchronous arm.
-                if let Some(Injected::Fail(code)) = self.faults.decide(Site::Arm, None) {
-                    return Err(code);
-                }
-                self.enqueue_copy(stream, CopyDirection::ToDevice { src, dst }, len);
-                Ok(())
-            });
-        self.finish_for_effect(
+        self.call(
             "memcpy_h2d_async",
-            start,
-            || format!("{len} B host {:#x} -> {:#x} on h{}", src.0, dst.0, stream.0),
-            &result,
-        );
-        result
+            Cost::CopyEnqueue,
+            Named::Effect,
+            |d, _| {
+                d.check_copy("memcpy_h2d_async", stream, dst, src, len)
+                    .and_then(|()| {
+                        // The arm's fault site, as for the synchronous arm.
+                        if let Some(Injected::Fail(code)) = d.faults.decide(Site::Arm, None) {
+                            return Err(code);
+                        }
+                        d.enqueue_copy(stream, CopyDirection::ToDevice { src, dst }, len);
+                        Ok(())
+                    })
+            },
+            |_| format!("{len} B host {:#x} -> {:#x} on h{}", src.0, dst.0, stream.0),
+        )
     }
 
     fn memcpy_from_device_async(
@@ -1586,31 +1585,29 @@ impl PinnedCopies for SimDevice {
         len: usize,
         stream: StreamHandle,
     ) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::CopyEnqueue);
-        // A read covering a live run's status header is that run's status read.
-        let header_of = self.header_read_of(src, len);
-        let result = self
-            .check_copy("memcpy_d2h_async", stream, src, dst, len)
-            .and_then(|()| {
-                // The status read's fault site, as for the synchronous read.
-                if let Some(run) = header_of {
-                    if let Some(Injected::Fail(code)) =
-                        self.faults.decide(Site::StatusRead, Some(run))
-                    {
-                        return Err(code);
-                    }
-                }
-                self.enqueue_copy(stream, CopyDirection::ToHost { src, dst }, len);
-                Ok(())
-            });
-        self.finish_for_effect(
+        self.call(
             "memcpy_d2h_async",
-            start,
-            || format!("{len} B {:#x} -> host {:#x} on h{}", src.0, dst.0, stream.0),
-            &result,
-        );
-        result
+            Cost::CopyEnqueue,
+            Named::Effect,
+            |d, _| {
+                // A read covering a live run's status header is that run's status read.
+                let header_of = d.header_read_of(src, len);
+                d.check_copy("memcpy_d2h_async", stream, src, dst, len)
+                    .and_then(|()| {
+                        // The status read's fault site, as for the synchronous read.
+                        if let Some(run) = header_of {
+                            if let Some(Injected::Fail(code)) =
+                                d.faults.decide(Site::StatusRead, Some(run))
+                            {
+                                return Err(code);
+                            }
+                        }
+                        d.enqueue_copy(stream, CopyDirection::ToHost { src, dst }, len);
+                        Ok(())
+                    })
+            },
+            |_| format!("{len} B {:#x} -> host {:#x} on h{}", src.0, dst.0, stream.0),
+        )
     }
 
     fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
