@@ -230,6 +230,24 @@ impl Event {
         }
     }
 
+    /// The run this event is about and the lease it names, if any.
+    pub(crate) const fn run_lease(&self) -> Option<(RunId, Lease)> {
+        match *self {
+            Self::Prepared { run, lease }
+            | Self::PrepareIncompatible { run, lease }
+            | Self::PrepareFailed { run, lease, .. }
+            | Self::Launched { run, lease }
+            | Self::LaunchFailed { run, lease, .. }
+            | Self::Completed { run, lease, .. }
+            | Self::CompletionFailed { run, lease, .. }
+            | Self::StatusRead { run, lease, .. }
+            | Self::StatusReadFailed { run, lease, .. }
+            | Self::Finalised { run, lease }
+            | Self::FinaliseFailed { run, lease, .. } => Some((run, lease)),
+            _ => None,
+        }
+    }
+
     /// A short name for traces, errors and tables.
     #[must_use]
     pub const fn name(&self) -> &'static str {

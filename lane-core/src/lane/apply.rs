@@ -11,7 +11,7 @@ use stream_pair::{Owner, Retired, Retirement, Role};
 use crate::effect::Effect;
 use crate::error::{EventError, InvariantViolation};
 use crate::event::{Event, FinaliseFailure, LaunchStep};
-use crate::ids::PublicationId;
+use crate::ids::{PublicationId, RunId};
 use crate::outcome::{Cause, PublicationResult, Verdict};
 use crate::publication::PublicationInput;
 use crate::run::{RunInput, RunPhase, step};
@@ -20,25 +20,50 @@ use crate::state::{LaneInput, LaneState, RecoveryStep};
 use super::items::{Item, RunRecord};
 use super::{Lane, PublicationMark};
 
+/// What applying an event did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Applied {
+    /// The event applied.
+    Applied,
+    /// The event names a run that is not live (never accepted, or done): nothing changed.
+    NotLive(RunId),
+}
+
 impl Lane {
-    /// Applies one event. An answer to runner work (`Prepared`, `PrepareIncompatible`,
-    /// `PrepareFailed`, `Finalised`, `FinaliseFailed`) looks its run up before it changes
-    /// anything, so its `UnknownRun` proves the event changed nothing ([`Lane::handle`]
-    /// relies on that for work abandoned by a poison).
+    /// Applies one event. A run's event looks its run up once, before anything changes: a
+    /// run that is not live is [`Applied::NotLive`] and nothing changed ([`Lane::handle`]
+    /// accepts it as the answer to runner work a poison abandoned, and rejects it otherwise).
     // Inlined into its one caller, `handle`: the hot path of every event.
     #[inline(always)]
-    pub(super) fn apply_event(&mut self, event: &Event) -> Result<(), EventError> {
+    pub(super) fn apply_event(&mut self, event: &Event) -> Result<Applied, EventError> {
         let name = event.name();
+        let Some((run, lease)) = event.run_lease() else {
+            self.apply_lane_event(event, name)?;
+            return Ok(Applied::Applied);
+        };
+        let Some(idx) = self.live_run(run, lease, name)? else {
+            return Ok(Applied::NotLive(run));
+        };
+        self.apply_run_event(idx, event, name)?;
+        Ok(Applied::Applied)
+    }
+
+    /// Applies an event about the live run at `idx` (the run it names, lease checked).
+    #[inline(always)]
+    fn apply_run_event(
+        &mut self,
+        idx: usize,
+        event: &Event,
+        name: &'static str,
+    ) -> Result<(), EventError> {
         match *event {
-            Event::Prepared { run, lease } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::Prepared { .. } => {
                 // Cancelled while preparing (`Preparing { cancel: true }`): finalised now.
                 if self.advance(idx, RunInput::Prepared, name)?.phase == RunPhase::Finalising {
                     self.finalise(idx, Verdict::Cancelled, false);
                 }
             }
-            Event::PrepareIncompatible { run, lease } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::PrepareIncompatible { .. } => {
                 // Back in the queue as `Queued { incompatible: true }`; cancelled while
                 // preparing, nothing was touched, so it is done.
                 if self
@@ -49,52 +74,19 @@ impl Lane {
                     self.settle(idx, Verdict::Cancelled);
                 }
             }
-            Event::PrepareFailed { run, lease, code } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::PrepareFailed { code, .. } => {
                 let cause = Cause::of(Failure::Acl {
                     stage: Stage::Prepare,
                     code,
                 });
                 self.fail(idx, RunInput::PrepareFailed(cause.class()), cause, name)?;
             }
-            Event::StreamCreated { role, handle } => {
-                self.pair_result(stream_pair::Input::Created { role, handle }, name)?;
-            }
-            Event::StreamDestroyed { role, handle } => {
-                self.pair_result(stream_pair::Input::Destroyed { role, handle }, name)?;
-            }
-            Event::StreamCreateFailed { role, code } => {
-                self.pair_result(
-                    stream_pair::Input::CreateFailed {
-                        role,
-                        code: code.raw(),
-                    },
-                    name,
-                )?;
-                self.stream_failed(role, Stage::StreamCreate, code);
-            }
-            Event::StreamDestroyFailed { role, handle, code } => {
-                self.pair_result(
-                    stream_pair::Input::DestroyFailed {
-                        role,
-                        handle,
-                        code: code.raw(),
-                    },
-                    name,
-                )?;
-                self.stream_failed(role, Stage::StreamDestroy, code);
-            }
-            Event::Launched { run, lease } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::Launched { .. } => {
                 self.advance(idx, RunInput::Launched, name)?;
             }
             Event::LaunchFailed {
-                run,
-                lease,
-                step,
-                code,
+                run, step, code, ..
             } => {
-                let idx = self.live_run(run, lease, name)?;
                 let progress = match step {
                     LaunchStep::Arm | LaunchStep::Aicore => LaunchProgress::NotStarted,
                     LaunchStep::Aicpu => LaunchProgress::Partial,
@@ -125,7 +117,6 @@ impl Lane {
                 lease,
                 mut evidence,
             } => {
-                let idx = self.live_run(run, lease, name)?;
                 // An unfenced run's events proved nothing, whatever the backend says.
                 if let Some(code) = self.run(idx).unfenced {
                     evidence.boundary = Boundary::Unfenced(code);
@@ -160,8 +151,7 @@ impl Lane {
                 let layout = self.profile.header();
                 self.emit(Effect::ReadStatus { run, lease, layout });
             }
-            Event::CompletionFailed { run, lease, code } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::CompletionFailed { code, .. } => {
                 // The verdict rule's `boundary-failed` row: the wait's code, poison.
                 let evidence = Evidence {
                     channel: self.profile.verdict(),
@@ -179,13 +169,7 @@ impl Lane {
                 self.advance(idx, RunInput::CompletionFailed, name)?;
                 self.poison_from(idx, Cause::of(failure));
             }
-            Event::StatusRead {
-                run,
-                lease,
-                status,
-                timing,
-            } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::StatusRead { status, timing, .. } => {
                 let header = match status.latched() {
                     None => HeaderRead::Clean,
                     Some(latch) => HeaderRead::Latched(latch),
@@ -217,8 +201,7 @@ impl Lane {
                     }
                 }
             }
-            Event::StatusReadFailed { run, lease, code } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::StatusReadFailed { code, .. } => {
                 self.poison_at(
                     idx,
                     RunInput::StatusReadFailed,
@@ -227,20 +210,14 @@ impl Lane {
                     name,
                 )?;
             }
-            Event::Finalised { run, lease } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::Finalised { .. } => {
                 let verdict = self
                     .advance(idx, RunInput::Finalised, name)?
                     .verdict
                     .unwrap_or(Verdict::Ok);
                 self.settle(idx, verdict);
             }
-            Event::FinaliseFailed {
-                run,
-                lease,
-                failure,
-            } => {
-                let idx = self.live_run(run, lease, name)?;
+            Event::FinaliseFailed { failure, .. } => {
                 let failure = match failure {
                     FinaliseFailure::Validation => Failure::CopyBackValidation,
                     FinaliseFailure::Acl(code) => Failure::Acl {
@@ -264,6 +241,52 @@ impl Lane {
                         self.poison_from(idx, cause);
                     }
                 }
+            }
+            // `Event::run_lease` names no run for these: `apply_lane_event` takes them.
+            Event::StreamCreated { .. }
+            | Event::StreamDestroyed { .. }
+            | Event::StreamCreateFailed { .. }
+            | Event::StreamDestroyFailed { .. }
+            | Event::Uploaded { .. }
+            | Event::UploadFailed { .. }
+            | Event::DeviceDrained { .. }
+            | Event::ResetDone { .. }
+            | Event::ResetFailed { .. }
+            | Event::ProbePassed { .. }
+            | Event::ProbeFailed { .. } => unreachable!("{name} names no run"),
+        }
+        Ok(())
+    }
+
+    /// Applies an event about the stream pair, a publication or the recovery.
+    fn apply_lane_event(&mut self, event: &Event, name: &'static str) -> Result<(), EventError> {
+        match *event {
+            Event::StreamCreated { role, handle } => {
+                self.pair_result(stream_pair::Input::Created { role, handle }, name)?;
+            }
+            Event::StreamDestroyed { role, handle } => {
+                self.pair_result(stream_pair::Input::Destroyed { role, handle }, name)?;
+            }
+            Event::StreamCreateFailed { role, code } => {
+                self.pair_result(
+                    stream_pair::Input::CreateFailed {
+                        role,
+                        code: code.raw(),
+                    },
+                    name,
+                )?;
+                self.stream_failed(role, Stage::StreamCreate, code);
+            }
+            Event::StreamDestroyFailed { role, handle, code } => {
+                self.pair_result(
+                    stream_pair::Input::DestroyFailed {
+                        role,
+                        handle,
+                        code: code.raw(),
+                    },
+                    name,
+                )?;
+                self.stream_failed(role, Stage::StreamDestroy, code);
             }
             Event::Uploaded { publication } => {
                 self.finish_upload(publication, PublicationResult::Uploaded, name)?;
@@ -290,6 +313,18 @@ impl Lane {
             Event::ProbeFailed { attempt, .. } => {
                 self.recovery(RecoveryStep::Probe, LaneInput::ProbeFailed, attempt, name)?;
             }
+            // `Event::run_lease` names the run of these: `apply_run_event` takes them.
+            Event::Prepared { .. }
+            | Event::PrepareIncompatible { .. }
+            | Event::PrepareFailed { .. }
+            | Event::Launched { .. }
+            | Event::LaunchFailed { .. }
+            | Event::Completed { .. }
+            | Event::CompletionFailed { .. }
+            | Event::StatusRead { .. }
+            | Event::StatusReadFailed { .. }
+            | Event::Finalised { .. }
+            | Event::FinaliseFailed { .. } => unreachable!("{name} names a run"),
         }
         Ok(())
     }

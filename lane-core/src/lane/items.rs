@@ -171,15 +171,16 @@ impl Lane {
         }
     }
 
-    /// Finds the live run an event names and checks its lease.
+    /// Finds the live run an event names and checks its lease: `None` when no run by that id
+    /// is live (never accepted, or done).
     #[inline]
     pub(super) fn live_run(
         &self,
         run: RunId,
         lease: Lease,
         event: &'static str,
-    ) -> Result<usize, EventError> {
-        let (idx, live) = self
+    ) -> Result<Option<usize>, EventError> {
+        let Some((idx, live)) = self
             .items
             .iter()
             .enumerate()
@@ -187,7 +188,9 @@ impl Lane {
                 Item::Run(r) if r.id == run && !r.phase.is_done() => Some((idx, r.lease)),
                 _ => None,
             })
-            .ok_or(EventError::UnknownRun { run, event })?;
+        else {
+            return Ok(None);
+        };
         if live != lease {
             return Err(EventError::StaleLease {
                 run,
@@ -196,6 +199,6 @@ impl Lane {
                 live,
             });
         }
-        Ok(idx)
+        Ok(Some(idx))
     }
 }

@@ -42,6 +42,7 @@ use crate::queue::Fifo;
 use crate::run::{RunInput, RunPhase};
 use crate::state::{LaneInput, LaneRefusal, LaneState, lane_step};
 
+use apply::Applied;
 use items::{Item, PublicationRecord, RunRecord};
 use slots::SlotTable;
 use work::{RunnerWork, WorkTable};
@@ -288,26 +289,28 @@ impl Lane {
     pub fn handle(&mut self, now: Timestamp, event: Event) -> Result<(), EventError> {
         // Taken before the event applies, so a poison it causes sees this work answered.
         let answered = self.take_answered(&event);
-        match self.apply_event(&event) {
-            Ok(()) => {
+        let error = match self.apply_event(&event) {
+            Ok(Applied::Applied) => {
                 self.progress(now);
-                Ok(())
+                return Ok(());
             }
             // The answered work's run is not live: a poison abandoned it while the work was
-            // out. An answer looks its run up before it changes anything (`apply_event`), so
-            // this found the run gone and changed nothing; the answer is accepted.
-            Err(EventError::UnknownRun { .. }) if answered.is_some() => {
+            // out. Nothing changed; the answer is accepted.
+            Ok(Applied::NotLive(_)) if answered.is_some() => {
                 self.quiesce_if_done();
-                Ok(())
+                return Ok(());
             }
-            Err(error) => {
-                if let Some((slot, work)) = answered {
-                    self.runner_work[slot] = Some(work);
-                }
-                self.rejected_events += 1;
-                Err(error)
-            }
+            Ok(Applied::NotLive(run)) => EventError::UnknownRun {
+                run,
+                event: event.name(),
+            },
+            Err(error) => error,
+        };
+        if let Some((slot, work)) = answered {
+            self.runner_work[slot] = Some(work);
         }
+        self.rejected_events += 1;
+        Err(error)
     }
 
     /// Tells the lane the clock reached `now`: a run whose completion deadline passed poisons
