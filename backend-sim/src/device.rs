@@ -1066,39 +1066,44 @@ impl Device for SimDevice {
     }
 
     fn reset_device_force(&mut self) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::ResetDevice);
-        let result = match self.faults.decide(Site::Reset, None) {
-            Some(Injected::Fail(code)) => Err(code),
-            _ => Ok(()),
-        };
-        if result.is_ok() {
-            let (streams, events, buffers) =
-                (self.streams.len(), self.events.len(), self.memory.len());
-            self.streams.clear();
-            self.events.clear();
-            self.memory.clear();
-            self.pending_writes.clear();
-            self.pending_copies.clear();
-            // Pinned memory belongs to the context a force reset tears down.
-            self.host_memory.clear();
-            self.sticky = None;
-            self.binary_loaded = false;
-            self.live_runs.clear();
-            self.run_ends.clear();
-            self.run_streams.clear();
-            self.resets += 1;
-            let at = self.host_ns;
-            self.journal.kill_open_kernels(at);
-            self.journal.push(|| Record::Note {
-                at_ns: at,
-                text: format!(
-                    "device reset: {streams} streams, {events} events and {buffers} buffers dropped; running kernels killed"
-                ),
-            });
-        }
-        self.finish("reset_device_force", start, None, String::new, &result);
-        result
+        self.call(
+            "reset_device_force",
+            Cost::ResetDevice,
+            Named::Run(None),
+            |d, _| {
+                let result = match d.faults.decide(Site::Reset, None) {
+                    Some(Injected::Fail(code)) => Err(code),
+                    _ => Ok(()),
+                };
+                if result.is_ok() {
+                    let (streams, events, buffers) =
+                        (d.streams.len(), d.events.len(), d.memory.len());
+                    d.streams.clear();
+                    d.events.clear();
+                    d.memory.clear();
+                    d.pending_writes.clear();
+                    d.pending_copies.clear();
+                    // Pinned memory belongs to the context a force reset tears down.
+                    d.host_memory.clear();
+                    d.sticky = None;
+                    d.binary_loaded = false;
+                    d.live_runs.clear();
+                    d.run_ends.clear();
+                    d.run_streams.clear();
+                    d.resets += 1;
+                    let at = d.host_ns;
+                    d.journal.kill_open_kernels(at);
+                    d.journal.push(|| Record::Note {
+                        at_ns: at,
+                        text: format!(
+                            "device reset: {streams} streams, {events} events and {buffers} buffers dropped; running kernels killed"
+                        ),
+                    });
+                }
+                result
+            },
+            |_| String::new(),
+        )
     }
 
     fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
@@ -1687,54 +1692,48 @@ impl Runner<SimDevice> for SimRunner {
 /// The runner's work on the device model ([`SimRunner`] delegates here).
 impl SimDevice {
     fn run_launch_aicore(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::KernelLaunch);
-        if !self.binary_loaded {
-            self.spend(Cost::FirstAicoreLaunch);
-        }
-        let args = *args;
-        let result = if self.streams.contains_key(&stream) {
-            self.sticky_now().and_then(|()| {
-                if let Some(Injected::Fail(code)) =
-                    self.faults.decide(Site::AicoreLaunch, Some(args.run))
-                {
-                    return Err(code);
-                }
-                self.binary_loaded = true;
-                let now = self.host_ns;
-                if self
-                    .run_ends
-                    .values()
-                    .any(|end| end.is_none_or(|e| e > now))
-                {
-                    self.queued_launches += 1;
-                }
-                self.live_runs.insert(args.run, args);
-                self.journal.note_epoch(args.epoch, args.run);
-                self.check_device_invariants();
-                let start_ns = self.task_start(stream, self.costs.get(Cost::KernelStartLatency));
-                // The AICore kernel's end is known once its scheduler is enqueued.
-                self.enqueue(stream, start_ns, None);
-                self.pending_core = Some(PendingCore {
-                    args,
-                    stream,
-                    enqueued: now,
-                    start: start_ns,
-                    core_done: None,
-                });
-                Ok(())
-            })
-        } else {
-            Err(self.dead_handle("launch_aicore", "stream", stream.0))
-        };
-        self.finish(
+        self.call(
             "launch_aicore",
-            start,
-            Some(args.run),
-            || format!("run {} on h{}", args.run.0, stream.0),
-            &result,
-        );
-        result
+            Cost::KernelLaunch,
+            Named::Run(Some(args.run)),
+            |d, _| {
+                if !d.binary_loaded {
+                    d.spend(Cost::FirstAicoreLaunch);
+                }
+                let args = *args;
+                if d.streams.contains_key(&stream) {
+                    d.sticky_now().and_then(|()| {
+                        if let Some(Injected::Fail(code)) =
+                            d.faults.decide(Site::AicoreLaunch, Some(args.run))
+                        {
+                            return Err(code);
+                        }
+                        d.binary_loaded = true;
+                        let now = d.host_ns;
+                        if d.run_ends.values().any(|end| end.is_none_or(|e| e > now)) {
+                            d.queued_launches += 1;
+                        }
+                        d.live_runs.insert(args.run, args);
+                        d.journal.note_epoch(args.epoch, args.run);
+                        d.check_device_invariants();
+                        let start_ns = d.task_start(stream, d.costs.get(Cost::KernelStartLatency));
+                        // The AICore kernel's end is known once its scheduler is enqueued.
+                        d.enqueue(stream, start_ns, None);
+                        d.pending_core = Some(PendingCore {
+                            args,
+                            stream,
+                            enqueued: now,
+                            start: start_ns,
+                            core_done: None,
+                        });
+                        Ok(())
+                    })
+                } else {
+                    Err(d.dead_handle("launch_aicore", "stream", stream.0))
+                }
+            },
+            |_| format!("run {} on h{}", args.run.0, stream.0),
+        )
     }
 
     fn run_launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
