@@ -8,16 +8,7 @@
 //! code the call returned as an [`AclCode`] on failure; they never interpret it (status-latch
 //! classifies, lane-core decides).
 //!
-//! # Handles
-//!
-//! [`StreamHandle`], [`EventHandle`], [`DevicePtr`] and [`HostPtr`] are plain values: safe
-//! code can make any of them, so a handle proves nothing. The contract is the backend's:
-//! every method that takes one must answer a handle it did not issue, or no longer holds
-//! (destroyed, freed, or issued before a force reset), with an error code, never with
-//! undefined behaviour. backend-acl looks each one up in the table of handles it issued
-//! before it hands it to ACL (its `issued` module); the simulator, with no unsafe code,
-//! looks each up in its own maps and reports a dead one. So no method here is `unsafe`, and
-//! no caller has a valid-usage list to keep.
+//! Handles are plain values; the backend checks them ([`Device`]'s "Handles" section).
 
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
@@ -27,14 +18,14 @@ use crate::waiter::CompletionWaiter;
 
 /// An event handle, chosen by the backend (`aclrtEvent`).
 ///
-/// A plain value (see the [module doc](self#handles)): the backend that issued it checks it
+/// A plain value (see [`Device`'s handles](Device#handles)): the backend that issued it checks it
 /// at every use and refuses one it does not hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventHandle(pub u64);
 
 /// A device memory address, chosen by the backend (`void *devPtr`).
 ///
-/// A plain value (see the [module doc](self#handles)): a call that takes one takes the range
+/// A plain value (see [`Device`'s handles](Device#handles)): a call that takes one takes the range
 /// from it, and the backend refuses a range outside every allocation it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DevicePtr(pub u64);
@@ -50,7 +41,7 @@ impl DevicePtr {
 /// A pinned host memory address, chosen by the backend (`void *hostPtr` from
 /// `aclrtMallocHost`). Only the backend that made it reads or writes through it
 /// ([`PinnedCopies::read_host`], [`PinnedCopies::write_host`]), so no caller holds a raw
-/// pointer. A plain value (see the [module doc](self#handles)): a range outside every pinned
+/// pointer. A plain value (see [`Device`'s handles](Device#handles)): a range outside every pinned
 /// allocation the backend holds is `100000`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HostPtr(pub u64);
@@ -91,6 +82,17 @@ pub enum LaunchStage {
 ///
 /// Every method is called from the driver's thread only; none is called while the lane is
 /// borrowed (so no device wait ever happens under a lane lock, L-16).
+///
+/// # Handles
+///
+/// [`StreamHandle`], [`EventHandle`], [`DevicePtr`] and [`HostPtr`] are plain values: safe
+/// code can make any of them, so a handle proves nothing. The contract is the backend's:
+/// every method that takes one must answer a handle it did not issue, or no longer holds
+/// (destroyed, freed, or issued before a force reset), with an error code, never with
+/// undefined behaviour. backend-acl looks each one up in the table of handles it issued
+/// before it hands it to ACL (its `issued` module); the simulator, with no unsafe code,
+/// looks each up in its own maps and reports a dead one. So no method here is `unsafe`, and
+/// no caller has a valid-usage list to keep.
 pub trait Device {
     /// Host nanoseconds since the backend's epoch (virtual in the simulator, monotonic on
     /// hardware). The driver reads time only here.
