@@ -647,7 +647,7 @@ pub(crate) unsafe fn aclrtSynchronizeStreamWithTimeout(
 }
 
 fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
-    let (device, state) = match current() {
+    let (device, mut state) = match current() {
         Ok(bound) => bound,
         Err(code) => return code,
     };
@@ -664,6 +664,7 @@ fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
         drop(state);
         return missing_stream(device, id);
     };
+    state.counters.stream_syncs += 1;
     counted_wait(state, |mut state, generation| {
         loop {
             let legacy = state.semantics.legacy_event_faults;

@@ -329,6 +329,9 @@ pub struct FakeCounters {
     /// device synchronize on this device: each one a use-after-free on real ACL
     /// (device-truth §5); the waiter got [`RESET_UNDER_WAIT`]. Must stay 0 (SPEC L-20).
     pub resets_under_wait: u64,
+    /// `aclrtSynchronizeStreamWithTimeout` calls on a live stream of this device: the device
+    /// verdict's synchronizes (L-8), which a successful run on the record channel never makes.
+    pub stream_syncs: u64,
 }
 
 impl FakeCounters {
@@ -357,6 +360,7 @@ impl FakeCounters {
         live_host_allocations: 0,
         blocked_event_syncs: 0,
         resets_under_wait: 0,
+        stream_syncs: 0,
     };
 
     /// Field-wise sum (several devices' counters as one).
@@ -387,6 +391,7 @@ impl FakeCounters {
             live_host_allocations: self.live_host_allocations + other.live_host_allocations,
             blocked_event_syncs: self.blocked_event_syncs + other.blocked_event_syncs,
             resets_under_wait: self.resets_under_wait + other.resets_under_wait,
+            stream_syncs: self.stream_syncs + other.stream_syncs,
         }
     }
 

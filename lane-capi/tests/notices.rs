@@ -24,14 +24,6 @@ static RUN_1_FAULTS: Kernels = Kernels {
 };
 const AICORE_EXCEPTION: i32 = 507_015;
 
-/// The fake is one per process: this binary's tests take it in turn.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn stream_ids(device: i32) -> Vec<u32> {
     control()
         .live_stream_ids(device)
@@ -208,7 +200,7 @@ fn close_naming(report: RunLaneCloseReport, notice: (u32, u32, i32)) -> RunLaneC
 #[test]
 fn a_forwarded_notice_on_a_lane_stream_during_queued_runs_recovers_the_device_after_their_verdicts()
 {
-    let _serial = serial();
+    let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     // Forwarded by the embedding: the lane's own monitor is not installed.
     a_matched_notice_recovers_the_lane(false, |stream| {
@@ -221,7 +213,7 @@ fn a_forwarded_notice_on_a_lane_stream_during_queued_runs_recovers_the_device_af
 
 #[test]
 fn a_late_notice_through_the_installed_monitor_recovers_the_device() {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     a_matched_notice_recovers_the_lane(true, |stream| {
@@ -239,7 +231,7 @@ fn a_late_notice_through_the_installed_monitor_recovers_the_device() {
 
 #[test]
 fn a_notice_for_another_stream_or_another_device_changes_nothing() {
-    let _serial = serial();
+    let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     let lane = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
     let r1 = common::submit(lane).expect("run 1");
@@ -262,7 +254,7 @@ fn a_notice_for_another_stream_or_another_device_changes_nothing() {
 
 #[test]
 fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing() {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     let mut config = common::fake_config(0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
@@ -304,7 +296,7 @@ fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing
 
 #[test]
 fn with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it_names() {
-    let _serial = serial();
+    let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     let zero = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
     let one = common::create(&common::fake_config(1, &HEALTHY, OP_TIMEOUT_MS));
@@ -334,7 +326,7 @@ fn with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it
 
 #[test]
 fn a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice() {
-    let _serial = serial();
+    let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
     // Depth one: run 2 is prepared but launches only after run 1 retired.
@@ -407,7 +399,7 @@ unsafe extern "C" fn embedding_forwards(info: *mut core::ffi::c_void) {
 #[test]
 fn with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_and_the_lane_recovers()
  {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     GETTERS.get_or_init(|| Getters {
@@ -439,7 +431,7 @@ fn with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_
 #[test]
 fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notice_monitor_says_why()
 {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     control
@@ -518,7 +510,7 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
 #[test]
 fn when_a_reset_drops_the_registration_a_notice_after_the_recovery_still_reaches_the_monitored_lane()
  {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     control
@@ -572,7 +564,7 @@ fn when_a_reset_drops_the_registration_a_notice_after_the_recovery_still_reaches
 /// item to carry it; the close report is where it shows, naming the notice.
 #[test]
 fn a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_names_it() {
-    let _serial = serial();
+    let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     let lane = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
     all_ok(lane, 0, 2);
@@ -616,7 +608,7 @@ unsafe extern "C" fn held_prepare(_: *mut core::ffi::c_void, _: *const RunLaneRu
 #[test]
 fn a_notice_with_only_unlaunched_runs_fails_each_naming_the_notice_and_the_close_report_names_it() {
     use std::sync::atomic::Ordering;
-    let _serial = serial();
+    let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     HOLD_PREPARE.store(false, Ordering::Release);
     HELD_PREPARES.store(0, Ordering::Release);

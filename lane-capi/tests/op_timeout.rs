@@ -13,14 +13,6 @@ use run_lane::*;
 
 static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(1));
 
-/// The fake is one per process: this binary's tests take it in turn.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// `run_lane_create`: the lane, or the refusal and its message.
 fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, String)> {
     let mut lane = std::ptr::null_mut();
@@ -33,7 +25,7 @@ fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, St
 
 #[test]
 fn a_second_lane_on_another_device_with_another_op_timeout_is_invalid_config_naming_both_values() {
-    let _serial = serial();
+    let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     let zero = common::create(&common::fake_config(0, &HEALTHY, 200));
     let run = common::submit(zero).expect("lane 0 run");

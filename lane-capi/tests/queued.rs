@@ -10,13 +10,53 @@ use std::time::{Duration, Instant};
 
 use common::{Kernels, control, wait};
 use run_lane::*;
+use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
 /// Each run: a pair of 50 ms fake kernels.
 static KERNELS: Kernels = Kernels::healthy(Duration::from_millis(50));
 const INTO_PREDECESSOR: Duration = Duration::from_millis(10);
+/// Each run: a pair of 2 ms fake kernels.
+static SHORT: Kernels = Kernels::healthy(Duration::from_millis(2));
+/// The same, with run 5's AICPU kernel publishing no record (its streams stay clean).
+static SHORT_RUN_5_SILENT: Kernels = Kernels {
+    kernel: Duration::from_millis(2),
+    faults: &[(5, ENGINE_AICPU, Outcome::Silent)],
+};
+
+/// L-6, L-8 through the C ABI: a successful run on the record channel makes no stream
+/// synchronize, so a queued successor is never waited for; only a run whose record does
+/// not decide it (here: run 5 publishes nothing) gets the device verdict, AICPU stream then
+/// AICore stream, and still no other run does.
+#[test]
+fn successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one() {
+    let _serial = common::serial();
+    let control = control();
+    for (kernels, syncs) in [(&SHORT, 0), (&SHORT_RUN_5_SILENT, 2)] {
+        let _fake = control.session().expect("reset the fake");
+        let lane = common::create(&common::fake_config(0, kernels, 5_000));
+        let outcomes = common::documented_loop(lane, |submitted, _| submitted < 12);
+        let counters = control.counters().expect("the fake's counters");
+        common::destroy(lane);
+        assert_eq!(outcomes.len(), 12, "one outcome per run");
+        for outcome in &outcomes {
+            let want = if syncs > 0 && outcome.id == 5 {
+                RunLaneVerdict::Failed
+            } else {
+                RunLaneVerdict::Ok
+            };
+            assert_eq!(outcome.verdict, want, "{}", common::line(outcome));
+        }
+        assert_eq!(
+            counters.stream_syncs, syncs,
+            "stream synchronizes: {counters:?}"
+        );
+        assert!(counters.queued_launches > 0, "runs queued: {counters:?}");
+    }
+}
 
 #[test]
 fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes() {
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     let config = common::fake_config(0, &KERNELS, 5_000);

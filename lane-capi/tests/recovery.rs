@@ -11,13 +11,6 @@ use common::{Kernels, control};
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 static RUN_1_FAULTS: Kernels = Kernels {
     kernel: Duration::from_micros(500),
     faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
@@ -25,7 +18,7 @@ static RUN_1_FAULTS: Kernels = Kernels {
 
 #[test]
 fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset() {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let fake = control.session().expect("reset the fake");
     // The binds of device 0: the lane thread's open, the waiter's before its first wait,

@@ -13,12 +13,12 @@
 //! queued behind it is poisoned by it, the lane recovers and every later run is `Ok`.
 //!
 //! Its own test binary: the fake's state is process-wide, and the thread counts are the
-//! process's; the tests here take [`SERIAL`].
+//! process's; the tests here take `common::serial()`.
 
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Barrier, Mutex, mpsc};
+use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
 use std::time::Duration;
 
@@ -48,15 +48,6 @@ const HUNG_POISONS: usize = 3;
 
 /// When a lane's driver stops: `more(submitted, outcomes so far)` (see `documented_loop`).
 type More = Box<dyn FnMut(u64, &[RunLaneOutcome]) -> bool + Send>;
-
-/// The tests share the fake and the process's thread count.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// Lane-service's threads and the fake's stream threads, per lane, as counted.
 const LANE_THREADS_PER_LANE: u64 = 2; // the lane thread and its completion waiter (no workers)
@@ -165,7 +156,7 @@ fn rss_mib(kib: u64) -> f64 {
 
 #[test]
 fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane() {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     let (done_tx, done) = mpsc::channel();
@@ -266,7 +257,7 @@ fn poisons(device: i32, outcomes: &[RunLaneOutcome], code: i32) -> Vec<u64> {
 
 #[test]
 fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok() {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     // Device 14: every AICore kernel hangs (to the op timeout). Device 15: one faults.

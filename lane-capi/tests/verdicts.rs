@@ -50,14 +50,6 @@ static SILENT: Kernels = Kernels {
     faults: &[(5, ENGINE_AICPU, Outcome::Silent)],
 };
 
-/// The fake is one per process: this binary's tests take it in turn.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// How run 5 must end.
 #[derive(Clone, Copy, Debug)]
 enum Expect {
@@ -124,7 +116,7 @@ fn twelve(kernels: &'static Kernels) -> Vec<RunLaneOutcome> {
 
 #[test]
 fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_its_run() {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     for (switch, semantics) in switches() {
         for (case, kernels, expect) in CASES {
@@ -219,7 +211,7 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
 #[test]
 fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize() {
     // A runtime without records: every run's streams are synchronized, clean ones are OK.
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     static NO_RECORDS: Kernels = Kernels {
@@ -393,7 +385,7 @@ fn assert_run_5_poisoned_alone(
 
 #[test]
 fn a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inherits_it() {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     for (switch, semantics) in switches() {
         let _fake = control.session().expect("reset the fake");
@@ -416,7 +408,7 @@ fn a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inh
 #[test]
 fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_code_on_clean_streams()
  {
-    let _serial = serial();
+    let _serial = common::serial();
     let control = control();
     for (switch, semantics) in switches() {
         let _fake = control.session().expect("reset the fake");

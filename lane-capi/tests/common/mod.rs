@@ -170,6 +170,14 @@ pub(crate) fn fake_config(device_id: i32, kernels: &Kernels, op_timeout_ms: u64)
     config
 }
 
+/// The fake is one per process: a test binary's fake-backed tests take it in turn.
+pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `run_lane_create`, which must succeed.
 pub(crate) fn create(config: &RunLaneConfig) -> *mut RunLane {
     let mut lane = std::ptr::null_mut();
