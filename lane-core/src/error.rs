@@ -390,6 +390,14 @@ pub enum InvariantViolation {
         /// The pair's refusal.
         error: stream_pair::WithdrawError,
     },
+    /// An event reached the half of the event handling that is not its own (a run's event
+    /// among the lane's, or the other way round): `Event::run_lease` and the two halves
+    /// disagree. The event changed nothing.
+    #[error("lane invariant broken: {event} was routed to the wrong half of the event handling")]
+    EventMisrouted {
+        /// The event's name.
+        event: &'static str,
+    },
     /// The pair refused a submission after answering `Ready`.
     #[error("lane invariant broken: the pair answered Ready but refused {run}: {error}")]
     SubmitRefused {

@@ -253,7 +253,10 @@ impl Lane {
             | Event::ResetDone { .. }
             | Event::ResetFailed { .. }
             | Event::ProbePassed { .. }
-            | Event::ProbeFailed { .. } => unreachable!("{name} names no run"),
+            // Names no run: `apply_event` routes it to `apply_lane_event`.
+            | Event::ProbeFailed { .. } => {
+                self.record_bug(InvariantViolation::EventMisrouted { event: name });
+            }
         }
         Ok(())
     }
@@ -324,7 +327,10 @@ impl Lane {
             | Event::StatusRead { .. }
             | Event::StatusReadFailed { .. }
             | Event::Finalised { .. }
-            | Event::FinaliseFailed { .. } => unreachable!("{name} names a run"),
+            // Names a run: `apply_event` routes it to `apply_run_event`.
+            | Event::FinaliseFailed { .. } => {
+                self.record_bug(InvariantViolation::EventMisrouted { event: name });
+            }
         }
         Ok(())
     }
