@@ -385,6 +385,10 @@ fn a_failed_readback_enqueue_fails_its_run_at_the_status_read_as_a_failed_synchr
         sync_line.split("; device:").next(),
         "the same outcome line"
     );
+    // The device's text about the failed call reaches the outcome on both paths: on the
+    // streams it was left by the enqueue at the launch, and kept for the status read.
+    assert!(sync_line.contains("; device:"), "{sync_line}");
+    assert!(on_stream_line.contains("; device:"), "{on_stream_line}");
 }
 
 /// A driver on `fake` at the profile's depth two, with a 200 ms device op timeout under a

@@ -170,6 +170,9 @@ pub struct Executor<D: Device, R: Runner<D>> {
     awaited: Option<Awaited>,
     /// Where the status read lands: the timing buffer, then the status header.
     readback: [u8; READBACK_BYTES],
+    /// Per slot, the device's text about a readback enqueue that failed at the slot's last
+    /// launch: the status read's failure answers it, so it carries the text.
+    readback_text: [Option<String>; MAX_SLOTS as usize],
     /// Where this executor reads the process's notice ring from (L-19): notices written
     /// before it existed are not its device's streams.
     notice_cursor: u64,
@@ -195,6 +198,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             last_launch: None,
             awaited: None,
             readback: [0; READBACK_BYTES],
+            readback_text: [const { None }; MAX_SLOTS as usize],
             notice_cursor: crate::notices().head(),
             notices_lost: 0,
         }
@@ -302,6 +306,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         // A text left by a failure the lane is not told about (a drain, a release) must never
         // be pinned on this effect's failure: drop it before the effect's first call.
         drop(self.device.recent_error_message());
+        let mut kept_text = None;
         let (d, r) = (&mut self.device, &mut self.runner);
         let event = match effect {
             Effect::PrepareRun {
@@ -355,7 +360,13 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 });
                 return Ok(None);
             }
-            Effect::ReadStatus { run, lease, layout } => self.read_status(run, lease, layout)?,
+            Effect::ReadStatus { run, lease, layout } => {
+                kept_text = self
+                    .readback_text
+                    .get_mut(usize::from(lease.slot.0))
+                    .and_then(Option::take);
+                self.read_status(run, lease, layout)?
+            }
             Effect::FinaliseRun {
                 run,
                 lease,
@@ -389,6 +400,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 // Also after a failed reset: the next attempt resets again, and a device no
                 // attempt recovers is never touched again.
                 self.slots = [None; MAX_SLOTS as usize];
+                self.readback_text = [const { None }; MAX_SLOTS as usize];
                 self.last_launch = None;
                 self.awaited = None;
                 match result {
@@ -401,7 +413,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 Err(code) => Event::ProbeFailed { attempt, code },
             },
         };
-        let text = self.failure_text(&event);
+        let text = match (kept_text, &event) {
+            (Some(kept), Event::StatusReadFailed { .. }) => Some(kept),
+            _ => self.failure_text(&event),
+        };
         Ok(Some(Answer { event, text }))
     }
 
@@ -507,11 +522,13 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 })
                 .err()
         });
-        if read_failed.is_some() {
-            // The status read answers this failure after completion, with no text: the
-            // device's text about the enqueue is not the launch's, so it goes now.
-            drop(d.recent_error_message());
+        // The status read answers this failure after completion, so the device's text about
+        // the enqueue is kept for it (it is not the launch's).
+        let read_text = read_failed.and_then(|_| d.recent_error_message());
+        if let Some(kept) = self.readback_text.get_mut(usize::from(lease.slot.0)) {
+            *kept = read_text;
         }
+        let d = &mut self.device;
         d.record_event(slot.boundary(), aicpu).map_err(unfenced)?;
         if let Some(slot) = self
             .slots
@@ -796,6 +813,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             };
             self.release_made(observer, &Made::from(resources));
         }
+        self.readback_text = [const { None }; MAX_SLOTS as usize];
     }
 
     /// Gives a resource back. Nothing waits on the answer (the lane is closed, or the
