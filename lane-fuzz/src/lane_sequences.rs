@@ -1741,6 +1741,12 @@ impl Body {
         self.feed(event, Kind::Wrong)
     }
 
+    /// `Lane::retry_teardown` (the explorer's last-drop step), then the invariants.
+    pub(crate) fn retry_teardown(&mut self) -> Result<(), String> {
+        self.lane.retry_teardown(self.now);
+        self.after_call()
+    }
+
     /// [`Op::Answer`], then the same event fed again: a duplicated answer, which the lane
     /// may accept only if it also answers another outstanding effect.
     pub(crate) fn answer_twice(&mut self, index: u8, reply: Reply) -> Result<(), String> {

@@ -149,6 +149,9 @@ pub enum Action {
         /// How to answer.
         reply: Reply,
     },
+    /// `Lane::retry_teardown` on a closed lane (a driver's last-drop step): one more
+    /// destroy round for a stream its teardown left; nothing for a lane that left none.
+    RetryTeardown,
 }
 
 /// The lane with its driver-and-backend, within a configuration's bounds.
@@ -432,6 +435,9 @@ impl Model for LaneModel {
         for at in 0..self.body.abandoned() {
             actions.push(Action::AnswerAbandoned(u8::try_from(at).unwrap_or(u8::MAX)));
         }
+        if self.body.lane().state().is_closed() {
+            actions.push(Action::RetryTeardown);
+        }
         actions
     }
 
@@ -446,6 +452,7 @@ impl Model for LaneModel {
             Action::Op(op) => self.body.op(op),
             Action::AnswerAbandoned(index) => self.body.answer_abandoned(index),
             Action::AnswerTwice { effect, reply } => self.body.answer_twice(effect, reply),
+            Action::RetryTeardown => self.body.retry_teardown(),
         }
         .map_err(|m| format!("{m}\n{}", self.body.describe()))?;
         self.note_rows(accepted)?;
@@ -501,6 +508,7 @@ impl Model for LaneModel {
                 "Action::AnswerTwice {{ effect: {effect}, reply: {} }}",
                 rust_reply(reply)
             ),
+            Action::RetryTeardown => "Action::RetryTeardown".to_owned(),
         }
     }
 }
