@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{Kernels, control};
-use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
 const OP_TIMEOUT_MS: u64 = 200;
@@ -42,17 +41,7 @@ fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_
     let lane = common::create(&config);
     // Run 1 poisons the lane: a recovery (force reset, open again), where an installed
     // monitor would register again.
-    let r1 = common::submit(lane).expect("run 1");
-    let one = common::wait(lane, r1);
-    assert_eq!(
-        one.failure_class,
-        RunLaneClass::Poison,
-        "{}",
-        common::line(&one)
-    );
-    let r2 = common::submit_when_open(lane);
-    assert_eq!(common::wait(lane, r2).verdict, RunLaneVerdict::Ok);
-    assert_eq!(common::force_resets(0), 1, "one recovery");
+    common::poison_with_run_1_and_recover(lane, 0);
     // A notice naming the lane's live stream reaches the embedding's handler, not the lane.
     let ids = control.live_stream_ids(0).expect("stream ids");
     assert_eq!(ids.len(), 2, "the lane's pair: {ids:?}");

@@ -521,17 +521,7 @@ fn when_a_reset_drops_the_registration_a_notice_after_the_recovery_still_reaches
     config.fault_notice_monitor = true;
     let lane = common::create(&config);
     assert_eq!(monitor_report(lane).state, RunLaneNoticeMonitor::Installed);
-    let r1 = common::submit(lane).expect("run 1");
-    let one = common::wait(lane, r1);
-    assert_eq!(
-        one.failure_class,
-        RunLaneClass::Poison,
-        "{}",
-        common::line(&one)
-    );
-    let r2 = common::submit_when_open(lane);
-    assert_eq!(common::wait(lane, r2).verdict, RunLaneVerdict::Ok);
-    assert_eq!(common::force_resets(0), 1, "the poison's recovery");
+    common::poison_with_run_1_and_recover(lane, 0);
     let fresh = pair_ids(0);
     let stream = i32::try_from(fresh[0]).expect("a small id");
     control

@@ -440,6 +440,17 @@ pub(crate) fn force_resets(device: i32) -> u64 {
         .force_resets
 }
 
+/// Run 1 (whose kernels the lane's `Kernels` make fault) poisons the lane on `device`, and
+/// the run submitted once it reopens is `Ok`: one recovery, its force reset made.
+pub(crate) fn poison_with_run_1_and_recover(lane: *mut RunLane, device: i32) {
+    let r1 = submit(lane).expect("run 1");
+    let one = wait(lane, r1);
+    assert_eq!(one.failure_class, RunLaneClass::Poison, "{}", line(&one));
+    let r2 = submit_when_open(lane);
+    assert_eq!(wait(lane, r2).verdict, RunLaneVerdict::Ok);
+    assert_eq!(force_resets(device), 1, "the poison's recovery");
+}
+
 /// Submits until one is accepted, within [`BOUND`] (a suspect or recovering lane refuses for
 /// a while): the accepted run's id.
 pub(crate) fn submit_when_open(lane: *mut RunLane) -> u64 {
