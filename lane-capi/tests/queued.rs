@@ -15,11 +15,11 @@ use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 /// Each run: a pair of 50 ms fake kernels.
 static KERNELS: Kernels = Kernels::healthy(Duration::from_millis(50));
 const INTO_PREDECESSOR: Duration = Duration::from_millis(10);
-/// Each run: a pair of 2 ms fake kernels.
-static SHORT: Kernels = Kernels::healthy(Duration::from_millis(2));
+/// Each run: a pair of 20 ms fake kernels (long enough that a successor queues on a loaded machine).
+static SHORT: Kernels = Kernels::healthy(Duration::from_millis(20));
 /// The same, with run 5's AICPU kernel publishing no record (its streams stay clean).
 static SHORT_RUN_5_SILENT: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
+    kernel: Duration::from_millis(20),
     faults: &[(5, ENGINE_AICPU, Outcome::Silent)],
 };
 
