@@ -873,10 +873,6 @@ impl Device for AclDevice {
         self.message.take()
     }
 
-    fn capture_error_message(&mut self) {
-        self.message = self.acl.recent_error_message();
-    }
-
     /// A waiter sharing this device's library, device id, reset count and clock: it binds
     /// its own thread before its first wait and after every force reset.
     fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {

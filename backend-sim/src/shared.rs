@@ -102,9 +102,6 @@ impl Device for SharedSim {
     fn recent_error_message(&mut self) -> Option<String> {
         self.lock().recent_error_message()
     }
-    fn capture_error_message(&mut self) {
-        self.lock().capture_error_message();
-    }
 
     /// The same device, from the waiter's thread: nothing to bind (the simulator has no
     /// per-thread context).

@@ -280,7 +280,9 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     })?;
                     let _ = lane_binding.set(device.worker_binding());
                     let _ = lane_monitor.set(device.notice_monitor().clone());
-                    Ok::<_, String>((device, CRunner::new(vtable, runner_requests, NoModel, None, serial)))
+                    let runner = CRunner::new(vtable, runner_requests, NoModel, None, serial)
+                        .reading_text_from(device.worker_binding());
+                    Ok::<_, String>((device, runner))
                 },
                 worker_factory(vtable, (&requests, serial), None, Some(binding)),
             )

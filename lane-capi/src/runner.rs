@@ -137,6 +137,11 @@ pub struct CRunner<M> {
     deferred: Deferred,
     /// The lane's serial: a thread is marked as this lane's while a callback runs on it.
     serial: u64,
+    /// Where a failed callback's text is read on ACL (`None` on the simulator: no text).
+    text_from: Option<WorkerBinding>,
+    /// The device's text about the latest failed callback (`aclGetRecentErrMsg`, read on the
+    /// calling thread right after it), until the executor takes it.
+    message: Option<String>,
 }
 
 impl<M> CRunner<M> {
@@ -156,7 +161,31 @@ impl<M> CRunner<M> {
             model,
             deferred,
             serial,
+            text_from: None,
+            message: None,
         }
+    }
+
+    /// Reads a failed callback's text (`aclGetRecentErrMsg`) through `binding`'s library, on
+    /// the thread the callback ran on, so the run's outcome carries it.
+    #[must_use]
+    pub fn reading_text_from(mut self, binding: WorkerBinding) -> Self {
+        self.text_from = Some(binding);
+        self
+    }
+
+    /// A callback's return as a result; on a failure, the device's text about it, read now
+    /// (ACL keeps it per thread, and the next call replaces it).
+    fn checked(&mut self, code: i32) -> Result<(), AclCode> {
+        AclCode::check(code).inspect_err(|_| self.capture_text())
+    }
+
+    /// Keeps the device's text about the callback that just failed on this thread.
+    fn capture_text(&mut self) {
+        self.message = self
+            .text_from
+            .as_ref()
+            .and_then(|binding| binding.acl().recent_error_message());
     }
 
     /// Runs the model's share of the prepares and finalises the workers did, in the order
@@ -201,9 +230,8 @@ impl<M> CRunner<M> {
     }
 
     /// Calls a launch callback with the raw stream and the slot's buffers.
-    fn launch<D: Device>(
-        &self,
-        device: &mut D,
+    fn launch(
+        &mut self,
         callback: Option<
             unsafe extern "C" fn(*mut c_void, *mut c_void, *const RunLaneRunArgs) -> i32,
         >,
@@ -223,14 +251,8 @@ impl<M> CRunner<M> {
                 &raw const c_args,
             )
         };
-        checked(device, code)
+        self.checked(code)
     }
-}
-
-/// A callback's return as a result; on a failure the device keeps its own text about it
-/// (`aclGetRecentErrMsg` on ACL), so the outcome's line carries it.
-fn checked<D: Device>(device: &mut D, code: i32) -> Result<(), AclCode> {
-    AclCode::check(code).inspect_err(|_| device.capture_error_message())
 }
 
 /// A device address as the `void *` C expects.
@@ -362,7 +384,7 @@ impl CWorker {
     /// A callback failed with an ACL code: keep the device's text about it, read now on this
     /// thread (ACL keeps it per thread) before another call replaces it. Nothing on the
     /// simulator.
-    fn capture_error_message(&mut self) {
+    fn capture_text(&mut self) {
         if let Some((binding, _)) = &self.binding {
             self.message = binding.acl().recent_error_message();
         }
@@ -409,7 +431,7 @@ impl HostWorker for CWorker {
         };
         call_prepare(&self.vtable, &info).inspect_err(|e| {
             if matches!(e, PrepareError::Failed(_)) {
-                self.capture_error_message();
+                self.capture_text();
             }
         })?;
         self.defer(ModelWork::Prepare(run, slot, diagnostics));
@@ -426,7 +448,7 @@ impl HostWorker for CWorker {
         let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back)
             .inspect_err(|e| {
                 if matches!(e, FinaliseFailure::Acl(_)) {
-                    self.capture_error_message();
+                    self.capture_text();
                 }
             });
         // The model frees its per-run state whatever the callback said.
@@ -457,7 +479,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         };
         call_prepare(&self.vtable, &info).inspect_err(|e| {
             if matches!(e, PrepareError::Failed(_)) {
-                device.capture_error_message();
+                self.capture_text();
             }
         })?;
         self.model.prepare_run(device, run, slot, diagnostics)
@@ -471,7 +493,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
     ) -> Result<(), AclCode> {
         let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
-        self.launch(device, self.vtable.get().launch_aicore, stream, args)?;
+        self.launch(self.vtable.get().launch_aicore, stream, args)?;
         self.model.launch_aicore(device, stream, args)
     }
 
@@ -482,7 +504,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         args: &RunArgs,
     ) -> Result<(), AclCode> {
         let _mark = CallbackMark::enter(self.serial);
-        self.launch(device, self.vtable.get().launch_aicpu, stream, args)?;
+        self.launch(self.vtable.get().launch_aicpu, stream, args)?;
         self.model.launch_aicpu(device, stream, args)
     }
 
@@ -500,7 +522,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back)
             .inspect_err(|e| {
                 if matches!(e, FinaliseFailure::Acl(_)) {
-                    device.capture_error_message();
+                    self.capture_text();
                 }
             });
         // The model frees its per-run state whatever the callback said (finalise is the one
@@ -513,12 +535,20 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         self.vtable.concurrency()
     }
 
+    /// The text read on this thread right after the latest failed callback, taken; else the
+    /// model's.
+    fn recent_error_message(&mut self) -> Option<String> {
+        self.message
+            .take()
+            .or_else(|| self.model.recent_error_message())
+    }
+
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode> {
         let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         if let Some(upload) = self.vtable.get().upload_code {
             // SAFETY: the caller's callback for this signature.
-            checked(device, unsafe { upload(self.vtable.get().user, code.0) })?;
+            self.checked(unsafe { upload(self.vtable.get().user, code.0) })?;
         }
         self.model.upload_code(device, code)
     }

@@ -177,11 +177,6 @@ pub trait Device {
         None
     }
 
-    /// A runner's own call on this device (a kernel launch, an upload) failed: keep the
-    /// device's text about it (`aclGetRecentErrMsg`, read now, before another call replaces
-    /// it) for [`Device::recent_error_message`]. The default keeps nothing.
-    fn capture_error_message(&mut self) {}
-
     /// A [`CompletionWaiter`] on this device for a thread of its own: lane-service asks for
     /// one on the lane thread right after making the device and moves it to its completion
     /// waiter thread, which then makes every blocking wait of the lane (each run's

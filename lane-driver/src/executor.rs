@@ -270,8 +270,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         (self.device, self.runner)
     }
 
-    /// The device's text about the failed call behind `event`
-    /// ([`Device::recent_error_message`], read right after the call), if `event` reports a
+    /// The text about the failed call behind `event` ([`Runner::recent_error_message`], else
+    /// [`Device::recent_error_message`], read right after the call), if `event` reports a
     /// failed device or runner call; `None` for every other event, so a success never reads
     /// (or allocates) a text.
     fn failure_text(&mut self, event: &Event) -> Option<String> {
@@ -291,7 +291,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         if !failed {
             return None;
         }
-        self.device.recent_error_message()
+        // The runner's text first: a failed callback is the runner's call, and its text is
+        // read on this thread when it fails; a device call's failure leaves none there.
+        self.runner
+            .recent_error_message()
+            .or_else(|| self.device.recent_error_message())
     }
 
     /// Runs one effect through the device and the runner; returns the answer to it: the
@@ -306,6 +310,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         // A text left by a failure the lane is not told about (a drain, a release) must never
         // be pinned on this effect's failure: drop it before the effect's first call.
         drop(self.device.recent_error_message());
+        drop(self.runner.recent_error_message());
         let mut kept_text = None;
         let (d, r) = (&mut self.device, &mut self.runner);
         let event = match effect {

@@ -42,7 +42,8 @@
 //!
 //! **Error text:** one path. Whoever makes a call reads the device's text about it on its
 //! own thread right after it fails ([`Device::recent_error_message`],
-//! [`CompletionWaiter::recent_error_message`], [`HostWorker::recent_error_message`]) and
+//! [`Runner::recent_error_message`], [`CompletionWaiter::recent_error_message`],
+//! [`HostWorker::recent_error_message`]) and
 //! answers with an [`Answer`]: the event and that text. [`LaneSteps::feed`] holds the text
 //! for the item whose failure it reports, and each [`Report`] takes the text of the item its
 //! cause names (a poison's origin, for the items it takes down).

@@ -155,6 +155,17 @@ pub trait Runner<D: Device + ?Sized> {
     fn concurrency(&self) -> Concurrency {
         Concurrency::LANE_THREAD
     }
+
+    /// The text about this runner's latest failed call (a callback's, a kernel launch's),
+    /// read on the calling thread right after it failed (ACL keeps `aclGetRecentErrMsg` per
+    /// thread); taken (a second call returns `None`). The [`Executor`](crate::Executor) asks
+    /// right after a runner call whose failure it answers, before the device's own text
+    /// ([`Device::recent_error_message`]), as [`run_host_work`] asks a
+    /// [`HostWorker`]. By default there is none: a runner whose failed call went through
+    /// the device (`AclDevice::check`) left its text there.
+    fn recent_error_message(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// The event that answers a `PrepareRun` with the runner's `result` (the lane thread's and a
