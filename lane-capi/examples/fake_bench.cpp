@@ -25,7 +25,7 @@
 // (from just before `run_lane_submit` to the return of its `launch_aicpu` callback, the
 // launch's last call; the first SKIP runs skipped):
 //   latency KERNEL_US LOOP MEDIAN_NS P99_NS
-// Just before loop (b), the loop they are compared with, the two hand-written anchors: the
+// Loop (b), the loop they are compared with, runs beside the two hand-written anchors: the
 // same runs with no lane, the calls a lane makes for them (the arm copy, the two kernels,
 // their events, the boundary's wait, the record and status reads, on the lane's slot layout)
 // made on the fake's ACL calls directly from this thread, their gaps taken as the arms' are:
@@ -33,6 +33,11 @@
 //   queued  two in flight: run N+1 launched before N's wait, then wait for the oldest, read
 //           it, launch the next (the queued loop on the submitting thread);
 //   anchor KERNEL_US KIND RUNS MEDIAN_NS P99_NS
+// Paired: loop (b)'s four lanes (depth two and one, `submitters_bound` off and on) and the
+// anchor's streams are opened first, then the six arms take turns, a block of 20 runs each
+// from idle to idle, until each has RUNS; the gaps are taken within blocks (none across a
+// switch), the first SKIP runs of each arm skipped. The lines are printed as before, in the
+// same order (the anchors' first).
 // And last, an idle lane (each run submitted once its predecessor retired and a pause of
 // 1 ms passed, nothing in flight): from just before `run_lane_submit` to the return of its
 // `launch_aicpu` callback; beside it the same launch's calls made directly from this thread,
@@ -40,8 +45,8 @@
 // launches alone (the first SKIP runs of each skipped):
 //   idle KERNEL_US RUNS LANE_MEDIAN_NS LANE_P99_NS CALLS_MEDIAN_NS CALLS_P99_NS
 //        LAUNCHES_MEDIAN_NS LAUNCHES_P99_NS
-// then the idle lane again with `config.submitters_bound` on (this thread bound), measured
-// between the lane's figure above and the calls':
+// then the idle lane again with `config.submitters_bound` on (this thread bound); the three
+// (option off, on, the calls) take turns, one run each, every lane open from the start:
 //   idle-bound KERNEL_US RUNS LANE_MEDIAN_NS LANE_P99_NS
 // and where the idle figures' time goes before the AICore launch begins (medians, ns): from
 // the submit to the `launch_aicore` callback's start, with the option off and on, and the
@@ -81,6 +86,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -597,7 +603,9 @@ std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs) {
         return spans;
     }
     anchor_launch(a, a.slots[0], nullptr);
-    anchor_launch(a, a.slots[1], &a.slots[0]);
+    if (runs > 1) {
+        anchor_launch(a, a.slots[1], &a.slots[0]);
+    }
     for (int i = 0; i < runs; ++i) {
         spans.push_back(anchor_retire(a, a.slots[i % 2]));
         if (i + 2 < runs) {
@@ -607,26 +615,23 @@ std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs) {
     return spans;
 }
 
-// An idle lane (default depth; with `bound`, submitters_bound on): each run submitted once
-// the one before retired and the pause passed, so nothing is in flight; from each submit to
-// its launch's return, and to its AICore launch's start.
-std::pair<std::vector<uint64_t>, std::vector<uint64_t>> idle_lane(Bench &bench, const char *fake, int runs, int skip,
-                                                                  bool bound) {
-    RunLane *lane = create_lane(bench, fake, 0, runs, bound);
-    for (int i = 0; i < runs; ++i) {
-        std::this_thread::sleep_for(kIdlePause);
-        uint64_t run = 0;
-        if (submit(bench, lane, &run) != RUN_LANE_STATUS_OK) {
-            fail("submit to an idle lane");
-        }
-        RunLaneOutcome outcome = wait(lane, run);
-        if (outcome.verdict != RUN_LANE_VERDICT_OK) {
-            fail("run " + std::to_string(outcome.id) + " did not end OK: " + outcome.failure_line);
-        }
+// One run submitted to an idle lane: the pause first, so its threads (and the fake's) sleep,
+// then the submit, then its outcome (nothing is left in flight).
+void idle_submit(Bench &bench, RunLane *lane) {
+    std::this_thread::sleep_for(kIdlePause);
+    uint64_t run = 0;
+    if (submit(bench, lane, &run) != RUN_LANE_STATUS_OK) {
+        fail("submit to an idle lane");
     }
-    if (run_lane_destroy(lane) != RUN_LANE_STATUS_OK) {
-        fail("destroy");
+    RunLaneOutcome outcome = wait(lane, run);
+    if (outcome.verdict != RUN_LANE_VERDICT_OK) {
+        fail("run " + std::to_string(outcome.id) + " did not end OK: " + outcome.failure_line);
     }
+}
+
+// An idle lane's figures once its runs are done (the lane destroyed, so every callback's write
+// is seen): from each submit to its launch's return, and to its AICore launch's start.
+std::pair<std::vector<uint64_t>, std::vector<uint64_t>> idle_figures(const Bench &bench, int skip) {
     std::vector<uint64_t> before_core;
     for (size_t i = static_cast<size_t>(skip); i < bench.core_began.size(); ++i) {
         before_core.push_back(ns_between(bench.submitted[i], bench.core_began[i]));
@@ -641,19 +646,145 @@ struct IdleCalls {
     std::vector<uint64_t> calls, launches, before_core;
 };
 
-IdleCalls idle_anchor(Anchor &a, int runs, int skip) {
-    std::vector<uint64_t> calls, launches, before_core;
-    for (int i = 0; i < runs; ++i) {
-        std::this_thread::sleep_for(kIdlePause);
-        LaunchTimes t = anchor_launch(a, a.slots[i % 2], nullptr);
-        anchor_retire(a, a.slots[i % 2]);
-        if (i >= skip) {
-            calls.push_back(ns_between(t.begin, t.cpu_end));
-            launches.push_back(ns_between(t.core_begin, t.core_end) + ns_between(t.cpu_begin, t.cpu_end));
-            before_core.push_back(ns_between(t.begin, t.core_begin));
+// The anchor's run `i` of the idle figure, after the same pause as the lane's.
+void idle_anchor_run(Anchor &a, int i, int skip, IdleCalls &out) {
+    std::this_thread::sleep_for(kIdlePause);
+    LaunchTimes t = anchor_launch(a, a.slots[i % 2], nullptr);
+    anchor_retire(a, a.slots[i % 2]);
+    if (i >= skip) {
+        out.calls.push_back(ns_between(t.begin, t.cpu_end));
+        out.launches.push_back(ns_between(t.core_begin, t.core_end) + ns_between(t.cpu_begin, t.cpu_end));
+        out.before_core.push_back(ns_between(t.begin, t.core_begin));
+    }
+}
+
+// ----- Paired: the anchors beside the lane arms they are compared with, interleaved --------
+
+// Runs per block of the paired measurement: the arms take turns, a block each, so an anchor
+// and the lane arm it is compared with are sampled under the same machine conditions.
+constexpr int kBlock = 20;
+
+// A lane of the paired measurement, open for all its blocks (its own bench: its callbacks
+// stamp its runs by tag).
+struct PairedLane {
+    std::unique_ptr<Bench> bench = std::make_unique<Bench>();
+    RunLane *lane = nullptr;
+    int ok = 0;
+};
+
+// One block of loop (b) on a paired lane, from idle to idle: submit until FULL, wait for the
+// oldest, repeat, until `n` runs are done; their spans in order.
+std::vector<DeviceSpan> lane_block(PairedLane &p, int n) {
+    std::deque<uint64_t> in_flight;
+    std::vector<DeviceSpan> spans;
+    int left = n;
+    auto fill = [&] {
+        while (left > 0) {
+            uint64_t run = 0;
+            RunLaneStatus status = submit(*p.bench, p.lane, &run);
+            if (status == RUN_LANE_STATUS_FULL) {
+                return;
+            }
+            if (status != RUN_LANE_STATUS_OK) {
+                fail("submit");
+            }
+            --left;
+            in_flight.push_back(run);
+        }
+    };
+    fill();
+    while (!in_flight.empty()) {
+        RunLaneOutcome o = wait(p.lane, in_flight.front());
+        in_flight.pop_front();
+        if (o.verdict != RUN_LANE_VERDICT_OK || !o.has_timing) {
+            fail("run " + std::to_string(o.id) + " did not end OK: " + o.failure_line);
+        }
+        ++p.ok;
+        spans.emplace_back(o.device_start_ns, o.device_end_ns);
+        fill();
+    }
+    return spans;
+}
+
+// An arm of the paired measurement: a block of `n` runs from idle to idle, and the gaps kept.
+struct PairedArm {
+    std::function<std::vector<DeviceSpan>(int)> block;
+    std::vector<uint64_t> gaps;
+    int done = 0;
+};
+
+// The arms in turn, a block of kBlock runs each, until each has `runs`: the gaps within each
+// block (the first gap of a block would span the switch, so none is taken across blocks),
+// those of the arm's first `skip` runs skipped.
+void interleave(const std::vector<PairedArm *> &arms, int runs, int skip) {
+    for (bool more = true; more;) {
+        more = false;
+        for (PairedArm *arm : arms) {
+            const int n = std::min(kBlock, runs - arm->done);
+            if (n <= 0) {
+                continue;
+            }
+            std::vector<DeviceSpan> spans = arm->block(n);
+            for (size_t i = 1; i < spans.size(); ++i) {
+                if (arm->done + static_cast<int>(i) > skip) {
+                    const uint64_t start = spans[i].first;
+                    const uint64_t end = spans[i - 1].second;
+                    arm->gaps.push_back(start > end ? start - end : 0);
+                }
+            }
+            arm->done += n;
+            more = more || arm->done < runs;
         }
     }
-    return {calls, launches, before_core};
+}
+
+// Loop (b) beside the two anchors, interleaved: the depth-one anchor, the queued anchor and
+// loop (b) at depth two and one with `submitters_bound` off and on, every lane and the
+// anchor's streams opened first, then a block of each in turn (interleave); the same lines as
+// measured one after another, in the same order.
+void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us, int runs, int skip) {
+    anchor_open(anchor);
+    PairedLane lanes[4];  // depth two, depth one; then both with submitters_bound on
+    const uint8_t depths[4] = {2, 1, 2, 1};
+    for (int i = 0; i < 4; ++i) {
+        lanes[i].bench->launch = bench.launch;
+        lanes[i].bench->set_device = bench.set_device;
+        lanes[i].bench->kernel_ns = bench.kernel_ns;
+        lanes[i].lane = create_lane(*lanes[i].bench, fake, depths[i], runs, i >= 2);
+    }
+    PairedArm depth_one, queued, arms[4];
+    depth_one.block = [&anchor](int n) { return anchor_loop(anchor, false, n); };
+    queued.block = [&anchor](int n) { return anchor_loop(anchor, true, n); };
+    std::vector<PairedArm *> order = {&depth_one, &queued};
+    for (int i = 0; i < 4; ++i) {
+        PairedLane *lane = &lanes[i];
+        arms[i].block = [lane](int n) { return lane_block(*lane, n); };
+        order.push_back(&arms[i]);
+    }
+    interleave(order, runs, skip);
+    anchor_close(anchor);
+    for (PairedLane &lane : lanes) {
+        if (run_lane_destroy(lane.lane) != RUN_LANE_STATUS_OK) {
+            fail("destroy");
+        }
+    }
+    for (PairedArm *a : {&depth_one, &queued}) {
+        auto measured = spread(a->gaps);
+        std::printf("anchor %llu %s %d %llu %llu\n", (unsigned long long)us, a == &queued ? "queued" : "depth1",
+                    runs, (unsigned long long)measured.first, (unsigned long long)measured.second);
+    }
+    for (int i = 0; i < 4; ++i) {
+        auto measured = spread(arms[i].gaps);
+        std::printf("arm %llu b depth%u%s %d %d %llu %llu\n", (unsigned long long)us, unsigned{depths[i]},
+                    i >= 2 ? "-bound" : "", runs, lanes[i].ok, (unsigned long long)measured.first,
+                    (unsigned long long)measured.second);
+        if (i == 0) {
+            auto latency = spread(latencies(*lanes[i].bench, skip));
+            std::printf("latency %llu b %llu %llu\n", (unsigned long long)us, (unsigned long long)latency.first,
+                        (unsigned long long)latency.second);
+        }
+    }
+    std::fflush(stdout);
 }
 
 // ----- --lanes: sixteen lanes at once -----------------------------------------------------
@@ -984,16 +1115,8 @@ int main(int argc, char **argv) {
         anchor.kernel_ns = bench.kernel_ns;
         for (char loop : {'a', 'b', 'c'}) {
             if (loop == 'b') {
-                // Next to the loop they are compared with, so a change of load touches both.
-                anchor_open(anchor);
-                for (bool queued : {false, true}) {
-                    auto measured = spread(span_gaps(anchor_loop(anchor, queued, runs), skip));
-                    std::printf("anchor %llu %s %d %llu %llu\n", (unsigned long long)us,
-                                queued ? "queued" : "depth1", runs, (unsigned long long)measured.first,
-                                (unsigned long long)measured.second);
-                    std::fflush(stdout);
-                }
-                anchor_close(anchor);
+                paired_b(bench, anchor, fake_path, us, runs, skip);
+                continue;
             }
             for (uint8_t depth : {uint8_t{2}, uint8_t{1}}) {
                 int ok = 0;
@@ -1008,25 +1131,29 @@ int main(int argc, char **argv) {
                 }
                 std::fflush(stdout);
             }
-            if (loop == 'b') {
-                // The documented loop again with submitters_bound on, beside the same anchors.
-                for (uint8_t depth : {uint8_t{2}, uint8_t{1}}) {
-                    int ok = 0;
-                    auto measured = spread(gaps(arm(bench, fake_path, depth, loop, runs, true), skip, &ok));
-                    std::printf("arm %llu %c depth%u-bound %d %d %llu %llu\n", (unsigned long long)us, loop,
-                                unsigned{depth}, runs, ok, (unsigned long long)measured.first,
-                                (unsigned long long)measured.second);
-                    std::fflush(stdout);
-                }
-            }
         }
-        auto off = idle_lane(bench, fake_path, runs, skip, false);
-        auto on = idle_lane(bench, fake_path, runs, skip, true);
+        // The idle figure: the lane with the option off, on, and the anchor, a run each in turn.
+        Bench off_bench, on_bench;
+        off_bench.launch = on_bench.launch = bench.launch;
+        off_bench.set_device = on_bench.set_device = bench.set_device;
+        off_bench.kernel_ns = on_bench.kernel_ns = bench.kernel_ns;
+        RunLane *off_lane = create_lane(off_bench, fake_path, 0, runs, false);
+        RunLane *on_lane = create_lane(on_bench, fake_path, 0, runs, true);
+        anchor_open(anchor);
+        IdleCalls by_hand;
+        for (int i = 0; i < runs; ++i) {
+            idle_submit(off_bench, off_lane);
+            idle_submit(on_bench, on_lane);
+            idle_anchor_run(anchor, i, skip, by_hand);
+        }
+        anchor_close(anchor);
+        if (run_lane_destroy(off_lane) != RUN_LANE_STATUS_OK || run_lane_destroy(on_lane) != RUN_LANE_STATUS_OK) {
+            fail("destroy");
+        }
+        auto off = idle_figures(off_bench, skip);
+        auto on = idle_figures(on_bench, skip);
         auto lane = spread(off.first);
         auto bound = spread(on.first);
-        anchor_open(anchor);
-        auto by_hand = idle_anchor(anchor, runs, skip);
-        anchor_close(anchor);
         auto calls = spread(by_hand.calls);
         auto launches = spread(by_hand.launches);
         std::printf("idle %llu %d %llu %llu %llu %llu %llu %llu\n", (unsigned long long)us, runs,

@@ -201,9 +201,9 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
 
 /// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
 /// runs of each arm: it prints the floor, the six arms (three loops at depth two and at depth
-/// one), every run OK, the two hand-written anchors just before loop (b) (their runs checked
-/// by the bench itself: each must publish an ok record), loop (b) again at both depths with
-/// `submitters_bound` on, and the idle lane's lines last (option off, then on, then where
+/// one), every run OK, the two hand-written anchors measured interleaved with loop (b) and
+/// printed just before it (their runs checked by the bench itself: each must publish an ok
+/// record), loop (b) again at both depths with `submitters_bound` on (in the same turns), and the idle lane's lines last (option off, then on, then where
 /// their time goes before the AICore launch). Its figures
 /// are the benchmark's, not this test's.
 #[test]

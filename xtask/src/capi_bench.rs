@@ -27,6 +27,9 @@ const KERNELS_US: [u64; 3] = [300, 1_000, 3_000];
 /// Runs per arm by default, and runs skipped at the start of each.
 const RUNS: u32 = 300;
 const SKIP: u32 = 20;
+/// Runs per block of the paired measurement (fake_bench.cpp's `kBlock`): the anchors and loop
+/// (b)'s lanes take turns, a block each.
+const BLOCK: u32 = 20;
 /// The sixteen-lane mode: runs per lane by default (enough for device 14's lane to hang,
 /// recover and hang again a few times at the 200 ms op timeout), its kernel length (us),
 /// and how often each case runs (the spread of its medians is the noise).
@@ -346,9 +349,14 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
          each run launched once the one before was read (launch, wait, read, launch). **Queued \
          anchor**: the same calls with two runs in flight, run N+1 launched (its AICore kernel \
          behind N's boundary) before N's wait, then wait for the oldest, read it, launch the \
-         next: the queued loop on the submitting thread. Both run just before loop (b), the \
-         documented loop they are compared with, {runs} runs each, their gaps taken from the \
-         runs' timing buffers exactly as the lane's (the first {SKIP} skipped). **Idle submit \
+         next: the queued loop on the submitting thread. **Paired**: both are measured \
+         interleaved with loop (b), the documented loop they are compared with, at depth two \
+         and one with the option off and on: every lane and the anchor's streams are opened \
+         first, then the six take turns, a block of {BLOCK} runs each (each block from idle to \
+         idle), until each has {runs} runs, so an anchor and the lane arm it is compared with \
+         are sampled under the same machine conditions; the gaps are taken from the runs' \
+         timing buffers exactly as the lane's, within blocks only (the gap across a switch is \
+         not taken), the first {SKIP} runs of each arm skipped. **Idle submit \
          to launch**: {runs} runs, each submitted to an idle lane (launch depth two, its \
          predecessor retired and a 1 ms pause passed, nothing in flight), from just before \
          `run_lane_submit` to the return of its `launch_aicpu` callback; its anchor is the same \
@@ -356,16 +364,18 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
          return (of those, the two kernel launches alone are a row of their own; the rows *to the \
          AICore launch's start* split off what comes before that launch: the lane's from the \
          submit to its `launch_aicore` callback's start, the anchor's from its arm copy's \
-         start). The lane is \
-         measured twice in each round, beside the same anchors: with \
+         start); the lane with the option off, on, and the anchor take turns, one run each. The \
+         lane is measured twice in each round, beside the same anchors: with \
          `RunLaneConfig::submitters_bound` off (the default: a submit that finds no thread \
          running the lane's steps wakes the lane thread, which prepares and launches) and on \
          (the bench's thread bound to the device first: such a submit prepares and launches on \
          the submitting thread, the runner callbacks with it; rows marked *bound*). The loops ran in {} processes (rounds), each measuring \
          the lane beside its anchors; each cell lists the rounds' medians in order, and each \
-         target is judged on the middle round's ratio (the idle figure's, on its difference): \
-         one process's medians on this machine can move by tens of us from one process to the \
-         next (the table above is the first round's).\n",
+         target is judged on the middle round's ratio (the idle figure's, on its difference), \
+         each ratio paired within its round: one process's medians on this machine can move by \
+         tens of us from one process to the next, and within a process from one phase to the \
+         next, which the turns spread over both sides of each ratio alike (the table above is \
+         the first round's).\n",
         rounds.len()
     );
     let _ = writeln!(
@@ -1431,6 +1441,14 @@ mod tests {
         assert!(verdict.idle.met && (verdict.idle.over_ns - 4_500.0).abs() < 1e-9);
         let text = markdown(&measured, 200, "test");
         assert!(text.contains("in 3 processes (rounds)"), "{text}");
+        assert!(
+            text.contains("then the six take turns, a block of 20 runs each"),
+            "the paired method is stated: {text}"
+        );
+        assert!(
+            text.contains("take turns, one run each"),
+            "the idle figure's turns are stated: {text}"
+        );
         assert!(
             text.contains(
                 "| 300 us | depth one: gap | 60.0, 70.0, 80.0 | 73.9, 73.9, 73.9 | 1.23, 1.06, 0.92 | 1.06 | at most 1.05x | no |"
