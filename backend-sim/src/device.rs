@@ -18,13 +18,15 @@
 //! AICPU  stream: AICPU kernel -> wait core_done -> [readback copy] -> record boundary
 //! ```
 //!
-//! The device infers the protocol from the order of the lane's calls: the record made while
-//! an AICore kernel waits for its AICPU partner (between the two launches) is that run's
+//! The device follows the executor's launch context ([`Device::launch_context`]), never the
+//! order of calls: the record made on the AICore kernel's stream while that kernel waits for
+//! its AICPU partner (the run's `Kernels` stage, between the two launches) is that run's
 //! `core_done`, enqueued behind the AICore kernel once the kernel's end is known; a record on
-//! the AICPU stream after the AICPU launch is the run's boundary. A task behind
-//! `stream_wait_event(s, e)` starts only once the tasks `e` captured have finished: the
-//! boundary behind `core_done`, the successor's AICore kernel behind the predecessor's
-//! boundary.
+//! the AICPU stream after the AICPU launch is the run's boundary. A call from another thread
+//! (lane-service's completion waiter) may land between the two launches and changes nothing.
+//! A task behind `stream_wait_event(s, e)` starts only once the tasks `e` captured have
+//! finished: the boundary behind `core_done`, the successor's AICore kernel behind the
+//! predecessor's boundary.
 //!
 //! The AICore kernel spins until its AICPU scheduler hands it work (the handshake); the run
 //! starts when both kernels have started, spends the per-run preamble, then its device time,
@@ -37,7 +39,8 @@
 //! sees a write once its clock passes it. The device remembers every ok record it published
 //! ([`SimDevice::take_published_ok`]), so a harness can check that no run is `Ok` without one.
 //!
-//! An AICore kernel whose AICPU partner is never enqueued (a partial launch) never ends.
+//! An AICore kernel whose AICPU partner is never enqueued (a partial launch) never ends: it
+//! is orphaned when its launch ends (the context goes to `None`, or another launch's starts).
 //! Both kernels on one stream is a deadlock: the simulator records it and fails loudly.
 //!
 //! # Sticky errors (device-truth §1)
@@ -469,28 +472,9 @@ impl SimDevice {
 
     // ----- bookkeeping -----------------------------------------------------------------
 
-    /// Starts a call: counts it, orphans an AICore kernel whose partner never came, and
-    /// lets the host see every device write that has landed.
+    /// Starts a call: counts it and lets the host see every device write that has landed.
+    /// Returns the call's start.
     fn enter(&mut self) -> u64 {
-        self.enter_keeping_pending_core();
-        self.orphan_pending_core();
-        self.host_ns
-    }
-
-    /// A call another thread makes beside the lane's own (lane-service's completion waiter,
-    /// through [`crate::SharedSim`]): it may land between a run's AICore and AICPU launches
-    /// on the lane thread, so it is not the lane's "next call" and leaves the pending AICore
-    /// kernel to its partner, which comes next among the lane's calls.
-    pub(crate) fn beside_the_lane<T>(&mut self, call: impl FnOnce(&mut Self) -> T) -> T {
-        let pending = self.pending_core.take();
-        let result = call(self);
-        if pending.is_some() {
-            self.pending_core = pending;
-        }
-        result
-    }
-
-    fn enter_keeping_pending_core(&mut self) {
         self.calls += 1;
         if self.calls == self.call_budget {
             self.fail(DeviceFailure::Livelock(format!(
@@ -499,6 +483,7 @@ impl SimDevice {
             )));
         }
         self.settle();
+        self.host_ns
     }
 
     fn fail(&mut self, failure: DeviceFailure) {
@@ -916,7 +901,7 @@ impl SimDevice {
         });
     }
 
-    /// An AICore kernel whose AICPU partner was not launched by the next call spins forever
+    /// The pending AICore kernel's launch ended without its AICPU partner: it spins forever
     /// (a partial launch orphans it).
     fn orphan_pending_core(&mut self) {
         let Some(pending) = self.pending_core.take() else {
@@ -1160,15 +1145,10 @@ impl Device for SimDevice {
     }
 
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        // A record on the stream of an AICore kernel waiting for its partner is that run's
-        // `core_done` (L-5): it is part of the launch, so it leaves the kernel pending.
+        let start = self.enter();
+        // A record on the stream of an AICore kernel waiting for its partner (only ever in
+        // its launch: the launch's end orphans it) is that run's `core_done` (L-5).
         let core_done = self.pending_core.is_some_and(|p| p.stream == stream);
-        let start = if core_done {
-            self.enter_keeping_pending_core();
-            self.host_ns
-        } else {
-            self.enter()
-        };
         self.spend(Cost::EventRecord);
         // The "armed" record belongs to the arm, before its run's kernels: no run, and no
         // record fault (those name the run's fence records, as on the synchronous path).
@@ -1499,6 +1479,15 @@ impl Device for SimDevice {
     }
 
     fn launch_context(&mut self, context: Option<LaunchContext>) {
+        // Only the pending kernel's own `Kernels` stage continues its launch: any other
+        // context (`None`, or another launch's arm) means the launch ended without the
+        // AICPU partner, so the kernel is orphaned now, whatever other threads call.
+        let continues = |p: &PendingCore| {
+            context.is_some_and(|c| c.run == p.args.run && c.stage == LaunchStage::Kernels)
+        };
+        if self.pending_core.is_some_and(|p| !continues(&p)) {
+            self.orphan_pending_core();
+        }
         self.launch = context;
     }
 
@@ -1697,6 +1686,15 @@ impl SimDevice {
             Cost::KernelLaunch,
             Named::Run(Some(args.run)),
             |d, _| {
+                if let Some(waiting) = d.pending_core.map(|p| p.args.run) {
+                    // Only a launch's end leaves a kernel without its partner; a second
+                    // AICore kernel within one launch breaks L-5's order.
+                    d.violation(format!(
+                        "run {}'s AICore kernel was launched while run {}'s still waited for its AICPU partner (L-5)",
+                        args.run.0, waiting.0
+                    ));
+                    d.orphan_pending_core();
+                }
                 if !d.binary_loaded {
                     d.spend(Cost::FirstAicoreLaunch);
                 }
@@ -1737,8 +1735,7 @@ impl SimDevice {
     }
 
     fn run_launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
-        self.enter_keeping_pending_core();
-        let start = self.host_ns;
+        let start = self.enter();
         self.spend(Cost::KernelLaunch);
         let args = *args;
         let result = if self.streams.contains_key(&stream) {
@@ -1746,7 +1743,8 @@ impl SimDevice {
                 if let Some(Injected::Fail(code)) =
                     self.faults.decide(Site::AicpuLaunch, Some(args.run))
                 {
-                    // The AICore kernel stays enqueued, spinning: orphaned at the next call.
+                    // The AICore kernel stays enqueued, spinning: orphaned when its launch
+                    // ends ([`Device::launch_context`]).
                     return Err(code);
                 }
                 self.start_run(stream, args);
@@ -1881,7 +1879,7 @@ impl SimDevice {
         let now = self.host_ns;
         let Some(core) = self.pending_core.take().filter(|p| p.args.run == run) else {
             self.violation(format!(
-                "run {}'s AICPU kernel was launched without its AICore kernel just before it (L-5)",
+                "run {}'s AICPU kernel was launched without its AICore kernel waiting for it in its launch (L-5)",
                 run.0
             ));
             return;

@@ -160,37 +160,27 @@ impl PinnedCopies for SharedSim {
 #[derive(Debug)]
 struct SimWaiter(SharedSim);
 
-/// Each of its calls is made [`SimDevice::beside_the_lane`]: the lane thread may be between
-/// a run's AICore and AICPU launches, and a waiter's call must not orphan that AICore kernel
-/// as the lane's own next call would (the launch pair is two calls, each taking the lock).
+/// Its calls may land between a run's AICore and AICPU launches on the lane thread (the
+/// launch pair is two calls, each taking the lock); the device orphans a kernel only when
+/// its launch context ends, so they need nothing special.
 impl CompletionWaiter for SimWaiter {
     fn now(&mut self) -> Timestamp {
         self.0.now()
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.0
-            .lock()
-            .beside_the_lane(|device| device.synchronize_event(event, timeout_ms))
+        self.0.synchronize_event(event, timeout_ms)
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.0
-            .lock()
-            .beside_the_lane(|device| device.synchronize_stream(stream, timeout_ms))
+        self.0.synchronize_stream(stream, timeout_ms)
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.0
-            .lock()
-            .beside_the_lane(|device| device.memcpy_from_device(dst, src))
+        self.0.memcpy_from_device(dst, src)
     }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.0
-            .lock()
-            .beside_the_lane(|device| device.synchronize_device(timeout_ms))
+        self.0.synchronize_device(timeout_ms)
     }
     fn recent_error_message(&mut self) -> Option<String> {
-        self.0
-            .lock()
-            .beside_the_lane(SimDevice::recent_error_message)
+        self.0.recent_error_message()
     }
 }
 

@@ -160,9 +160,9 @@ fn a_run_starts_only_when_both_of_its_kernels_have_started() {
 }
 
 /// lane-service's completion waiter calls a `SharedSim` from its own thread, so its wait for
-/// run 1 can land between run 2's two launches on the lane thread. It is not the lane's next
-/// call: run 2's AICore kernel stays pending for its AICPU partner and the run completes
-/// (before, the wait orphaned it, and run 2 ended in a host wait timeout).
+/// run 1 can land between run 2's two launches on the lane thread. Run 2's launch has not
+/// ended (its context is still its `Kernels` stage), so its AICore kernel stays pending for
+/// its AICPU partner and the run completes.
 #[test]
 fn a_completion_waiters_wait_between_a_runs_two_launches_leaves_its_aicore_kernel_pending() {
     let mut shared = SharedSim::new(device());
@@ -174,9 +174,17 @@ fn a_completion_waiters_wait_between_a_runs_two_launches_leaves_its_aicore_kerne
         launch(&mut d, &s1, aicpu, aicore);
         (aicpu, aicore, s1, s2)
     };
+    let stage = |stage| {
+        Some(LaunchContext {
+            run: RunId(2),
+            stage,
+        })
+    };
+    shared.launch_context(stage(LaunchStage::Arm));
     SimRunner
         .launch_aicore(&mut shared, aicore, &s2.args)
         .unwrap();
+    shared.launch_context(stage(LaunchStage::Kernels));
     shared.record_event(s2.events[1], aicore).unwrap();
     waiter.synchronize_event(s1.events[0], 50_000).unwrap();
     let mut bytes = [0u8; RECORD_BYTES];
@@ -190,27 +198,85 @@ fn a_completion_waiters_wait_between_a_runs_two_launches_leaves_its_aicore_kerne
     let mut d = shared.lock();
     d.stream_wait_event(aicpu, s2.events[1]).unwrap();
     d.record_event(s2.events[0], aicpu).unwrap();
+    d.launch_context(None);
     assert_eq!(wait(&mut d, &s2), Ok(()));
     let (start2, end2) = timing(&mut d, &s2);
     assert_eq!(end2 - start2, cost(Cost::RunPreamble) + DEVICE_NS);
     assert_eq!(d.failure(), None);
 }
 
+/// A launch that ends (its context goes to `None`) after the AICore kernel and before the
+/// AICPU one orphans the AICore kernel: nothing behind it, its `core_done` included, ever
+/// runs.
 #[test]
-fn the_lanes_own_call_between_a_runs_two_launches_orphans_its_aicore_kernel() {
-    // The model's rule the waiter's calls are exempt from: a lane that makes another call
-    // after the AICore launch never launched the AICPU kernel that call would have been.
+fn a_launch_that_ends_between_a_runs_two_launches_orphans_its_aicore_kernel() {
+    let mut d = device();
+    let (_, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    let stage = |stage| {
+        Some(LaunchContext {
+            run: RunId(1),
+            stage,
+        })
+    };
+    d.launch_context(stage(LaunchStage::Arm));
+    SimRunner.launch_aicore(&mut d, aicore, &s.args).unwrap();
+    d.launch_context(stage(LaunchStage::Kernels));
+    d.record_event(s.events[1], aicore).unwrap();
+    d.launch_context(None);
+    assert_eq!(
+        d.synchronize_event(s.events[1], 10),
+        Err(AclCode::RtEventSyncTimeout),
+        "core_done never completes behind the orphaned kernel"
+    );
+    assert_eq!(d.failure(), None);
+}
+
+/// Another launch's arm ends the pending kernel's launch just as `None` does.
+#[test]
+fn the_next_launchs_arm_orphans_an_aicore_kernel_still_waiting_for_its_partner() {
     let mut d = device();
     let (aicpu, aicore) = pair(&mut d);
+    let other_aicore = d.create_stream().unwrap();
     let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
-    launch(&mut d, &s1, aicpu, aicore);
-    SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
-    wait(&mut d, &s1).unwrap();
-    SimRunner.launch_aicpu(&mut d, aicpu, &s2.args).unwrap();
-    d.record_event(s2.events[1], aicore).unwrap();
-    d.stream_wait_event(aicpu, s2.events[1]).unwrap();
-    d.record_event(s2.events[0], aicpu).unwrap();
-    assert_eq!(wait(&mut d, &s2), Err(AclCode::RtEventSyncTimeout));
+    d.launch_context(Some(LaunchContext {
+        run: RunId(1),
+        stage: LaunchStage::Arm,
+    }));
+    SimRunner.launch_aicore(&mut d, aicore, &s1.args).unwrap();
+    launch(&mut d, &s2, aicpu, other_aicore);
+    assert_eq!(wait(&mut d, &s2), Ok(()), "run 2 runs beside the orphan");
+    let probe = d.create_event().unwrap();
+    d.record_event(probe, aicore).unwrap();
+    assert_eq!(
+        d.synchronize_event(probe, 10),
+        Err(AclCode::RtEventSyncTimeout),
+        "run 1's AICore kernel never ends"
+    );
+    assert_eq!(d.failure(), None);
+}
+
+/// The executor never launches two AICore kernels within one launch; the device says so
+/// loudly rather than dropping the first.
+#[test]
+fn a_second_aicore_kernel_within_one_launch_breaks_a_device_invariant() {
+    let mut d = device();
+    let (_, aicore) = pair(&mut d);
+    let other_aicore = d.create_stream().unwrap();
+    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    SimRunner.launch_aicore(&mut d, aicore, &s1.args).unwrap();
+    SimRunner
+        .launch_aicore(&mut d, other_aicore, &s2.args)
+        .unwrap();
+    match d.failure() {
+        Some(DeviceFailure::Invariant(what)) => {
+            assert!(
+                what.contains("still waited for its AICPU partner"),
+                "{what}"
+            );
+        }
+        other => panic!("expected an invariant failure, got {other:?}"),
+    }
 }
 
 #[test]
@@ -703,11 +769,20 @@ fn a_partial_launch_leaves_the_aicore_kernel_spinning_forever() {
     d.install(FaultRule::parse("aicpu-launch=507018@run:1").unwrap());
     let (aicpu, aicore) = pair(&mut d);
     let s = slot(&mut d, 1, 0);
+    let stage = |stage| {
+        Some(LaunchContext {
+            run: RunId(1),
+            stage,
+        })
+    };
+    d.launch_context(stage(LaunchStage::Arm));
     SimRunner.launch_aicore(&mut d, aicore, &s.args).unwrap();
+    d.launch_context(stage(LaunchStage::Kernels));
     assert_eq!(
         SimRunner.launch_aicpu(&mut d, aicpu, &s.args),
         Err(AclCode::RtAicpuException)
     );
+    d.launch_context(None);
     let probe = d.create_event().unwrap();
     d.record_event(probe, aicore).unwrap();
     assert_eq!(
