@@ -508,8 +508,6 @@ impl SimDevice {
         AclCode::RtInvalidHandle
     }
 
-    /// A call's cost: host time, billed to whatever run the driver's effect is for (the
-    /// journal knows; the device does not).
     /// The checks every allocation makes (a zero size is invalid; the malloc fault site
     /// applies to device and pinned memory alike) and its address: the next one of `memory`,
     /// aligned, with a guard gap so neighbouring allocations never touch.
@@ -530,6 +528,8 @@ impl SimDevice {
         Ok(ptr)
     }
 
+    /// A call's cost: host time, billed to whatever run the driver's effect is for (the
+    /// journal knows; the device does not).
     fn spend(&mut self, cost: Cost) {
         let ns = self.costs.get(cost);
         self.host_ns = self.host_ns.saturating_add(ns);
@@ -568,55 +568,37 @@ impl SimDevice {
         }
     }
 
-    fn finish<T>(
+    /// The shape every model call shares: [`Self::enter`] (the call counted, the host caught
+    /// up), its host time (`host`: a fixed cost spent first, or what the body spends), `body`
+    /// (given the call's start), then its one journal record: `name`, `detail` of the
+    /// result and the error's text, named as `named` says. The detail and the text are made
+    /// only if the journal keeps them. Every `Device`, `PinnedCopies` and runner method goes
+    /// through it but the host's own access to pinned memory (`write_host`, `read_host`),
+    /// which is no call: it counts nothing, costs nothing and leaves no record, so it only
+    /// settles the device's writes.
+    fn call<T, E: CallError>(
         &mut self,
         name: &'static str,
-        start: u64,
-        run: Option<RunId>,
-        detail: impl FnOnce() -> String,
-        result: &Result<T, AclCode>,
-    ) {
-        let end = self.host_ns;
-        let error = result.as_ref().err().copied();
-        self.journal
-            .push(|| call_record(name, start..end, run, detail(), error));
-    }
-
-    /// The shape a model call shares: [`Self::enter`] (the call counted, the host caught
-    /// up), its host `cost`, `body` (given the call's start), then its one journal record,
-    /// `name` with `detail` of the result, named as `named` says ([`Self::finish`],
-    /// [`Self::finish_for_effect`]). The detail is made only if the journal keeps it.
-    fn call<T>(
-        &mut self,
-        name: &'static str,
-        cost: Cost,
+        host: impl Into<HostTime>,
         named: Named,
-        body: impl FnOnce(&mut Self, u64) -> Result<T, AclCode>,
-        detail: impl FnOnce(&Result<T, AclCode>) -> String,
-    ) -> Result<T, AclCode> {
+        body: impl FnOnce(&mut Self, u64) -> Result<T, E>,
+        detail: impl FnOnce(&Result<T, E>) -> String,
+    ) -> Result<T, E> {
         let start = self.enter();
-        self.spend(cost);
+        if let HostTime::Fixed(cost) = host.into() {
+            self.spend(cost);
+        }
         let result = body(self, start);
+        let end = self.host_ns;
+        let record = |run| {
+            let error = result.as_ref().err().map(CallError::text);
+            call_record(name, start..end, run, detail(&result), error)
+        };
         match named {
-            Named::Run(run) => self.finish(name, start, run, || detail(&result), &result),
-            Named::Effect => self.finish_for_effect(name, start, || detail(&result), &result),
+            Named::Run(run) => self.journal.push(|| record(run)),
+            Named::Effect => self.journal.push_for_effect(record),
         }
         result
-    }
-
-    /// [`Self::finish`] for a call the device cannot tie to a run (a copy): the record names
-    /// the run whose effect the driver is executing.
-    fn finish_for_effect<T>(
-        &mut self,
-        name: &'static str,
-        start: u64,
-        detail: impl FnOnce() -> String,
-        result: &Result<T, AclCode>,
-    ) {
-        let end = self.host_ns;
-        let error = result.as_ref().err().copied();
-        self.journal
-            .push_for_effect(|run| call_record(name, start..end, run, detail(), error));
     }
 
     /// `aclrtDestroyStream` (`force` false: queued work is a violation) or
@@ -995,6 +977,53 @@ enum Named {
     Effect,
 }
 
+/// The host time a call spends ([`SimDevice::call`]).
+#[derive(Clone, Copy, Debug)]
+enum HostTime {
+    /// This cost, spent before the body and billed to the driver's effect.
+    Fixed(Cost),
+    /// What the body spends: a wait, whose host time (and the run billed) its outcome
+    /// decides.
+    ByOutcome,
+}
+
+impl From<Cost> for HostTime {
+    fn from(cost: Cost) -> Self {
+        Self::Fixed(cost)
+    }
+}
+
+/// A call's error, as its journal record writes it ([`SimDevice::call`]): the runner's
+/// calls fail with more than an ACL code.
+trait CallError {
+    /// The record's error text.
+    fn text(&self) -> String;
+}
+
+impl CallError for AclCode {
+    fn text(&self) -> String {
+        format!("{} {}", self.raw(), self.name())
+    }
+}
+
+impl CallError for PrepareError {
+    fn text(&self) -> String {
+        match self {
+            Self::Incompatible => "incompatible".to_owned(),
+            Self::Failed(code) => code.text(),
+        }
+    }
+}
+
+impl CallError for FinaliseFailure {
+    fn text(&self) -> String {
+        match self {
+            Self::Validation => "validation".to_owned(),
+            Self::Acl(code) => code.text(),
+        }
+    }
+}
+
 impl Device for SimDevice {
     fn now(&mut self) -> Timestamp {
         Timestamp(self.host_ns)
@@ -1145,11 +1174,6 @@ impl Device for SimDevice {
     }
 
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        let start = self.enter();
-        // A record on the stream of an AICore kernel waiting for its partner (only ever in
-        // its launch: the launch's end orphans it) is that run's `core_done` (L-5).
-        let core_done = self.pending_core.is_some_and(|p| p.stream == stream);
-        self.spend(Cost::EventRecord);
         // The "armed" record belongs to the arm, before its run's kernels: no run, and no
         // record fault (those name the run's fence records, as on the synchronous path).
         let armed = self.launch.is_some_and(|c| c.stage == LaunchStage::Arm);
@@ -1157,23 +1181,29 @@ impl Device for SimDevice {
             .launch
             .filter(|c| c.stage == LaunchStage::Kernels)
             .map(|c| c.run);
-        let result = if !self.events.contains_key(&event) {
-            Err(self.dead_handle("record_event", "event", event.0))
-        } else if !self.streams.contains_key(&stream) {
-            Err(self.dead_handle("record_event", "stream", stream.0))
-        } else {
-            self.sticky_now().and_then(|()| {
+        self.call(
+            "record_event",
+            Cost::EventRecord,
+            Named::Run(run),
+            |d, start| {
+                if !d.events.contains_key(&event) {
+                    return Err(d.dead_handle("record_event", "event", event.0));
+                }
+                if !d.streams.contains_key(&stream) {
+                    return Err(d.dead_handle("record_event", "stream", stream.0));
+                }
+                d.sticky_now()?;
                 if !armed {
-                    if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventRecord, run) {
+                    if let Some(Injected::Fail(code)) = d.faults.decide(Site::EventRecord, run) {
                         return Err(code);
                     }
                 }
-                if core_done {
-                    // Its task goes behind the kernel, whose end the AICPU launch decides.
-                    if let Some(pending) = self.pending_core.as_mut() {
-                        pending.core_done = Some((event, start));
-                    }
-                    self.events.insert(
+                // A record on the stream of an AICore kernel waiting for its partner (only
+                // ever in its launch: the launch's end orphans it) is that run's `core_done`
+                // (L-5). Its task goes behind the kernel, whose end the AICPU launch decides.
+                if let Some(pending) = d.pending_core.as_mut().filter(|p| p.stream == stream) {
+                    pending.core_done = Some((event, start));
+                    d.events.insert(
                         event,
                         Some(Capture {
                             run,
@@ -1182,13 +1212,12 @@ impl Device for SimDevice {
                     );
                     return Ok(());
                 }
-                let task_start = self.task_start(stream, 0);
+                let task_start = d.task_start(stream, 0);
                 let complete_at =
-                    task_start.map(|s| s.saturating_add(self.costs.get(Cost::EventTask)));
-                self.enqueue(stream, task_start, complete_at);
-                self.events
-                    .insert(event, Some(Capture { run, complete_at }));
-                self.journal.push(|| Record::EventTask {
+                    task_start.map(|s| s.saturating_add(d.costs.get(Cost::EventTask)));
+                d.enqueue(stream, task_start, complete_at);
+                d.events.insert(event, Some(Capture { run, complete_at }));
+                d.journal.push(|| Record::EventTask {
                     stream: stream.0,
                     event: event.0,
                     run: run.map(|r| r.0),
@@ -1196,101 +1225,91 @@ impl Device for SimDevice {
                     complete_ns: complete_at,
                 });
                 Ok(())
-            })
-        };
-        self.finish(
-            "record_event",
-            start,
-            run,
-            || format!("e{} on h{}", event.0, stream.0),
-            &result,
-        );
-        result
+            },
+            |_| format!("e{} on h{}", event.0, stream.0),
+        )
     }
 
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        let start = self.enter();
+        // The wait's host time is billed to the run whose launch recorded the event.
         let capture = self.events.get(&event).copied();
         let run = capture.flatten().and_then(|c| c.run);
-        let result = match capture {
-            None => {
-                self.spend_ns(self.costs.get(Cost::EventQuery), run);
-                Err(self.dead_handle("synchronize_event", "event", event.0))
-            }
-            Some(_) if timeout_ms == 0 || timeout_ms < -1 => {
-                self.spend_ns(self.costs.get(Cost::EventQuery), run);
-                Err(AclCode::RtParamInvalid)
-            }
-            Some(capture) => {
-                if let Some(Injected::Fail(code)) = self.faults.decide(Site::EventWait, run) {
-                    self.spend_ns(self.costs.get(Cost::EventQuery), run);
-                    Err(code)
-                } else {
-                    self.wait_for_capture(event, capture, timeout_ms, run)
-                }
-            }
-        };
-        self.finish(
+        self.call(
             "synchronize_event",
-            start,
-            run,
-            || format!("e{} timeout {timeout_ms} ms", event.0),
-            &result,
-        );
-        result
+            HostTime::ByOutcome,
+            Named::Run(run),
+            |d, _| match capture {
+                None => {
+                    d.spend_ns(d.costs.get(Cost::EventQuery), run);
+                    Err(d.dead_handle("synchronize_event", "event", event.0))
+                }
+                Some(_) if timeout_ms == 0 || timeout_ms < -1 => {
+                    d.spend_ns(d.costs.get(Cost::EventQuery), run);
+                    Err(AclCode::RtParamInvalid)
+                }
+                Some(capture) => {
+                    if let Some(Injected::Fail(code)) = d.faults.decide(Site::EventWait, run) {
+                        d.spend_ns(d.costs.get(Cost::EventQuery), run);
+                        Err(code)
+                    } else {
+                        d.wait_for_capture(event, capture, timeout_ms, run)
+                    }
+                }
+            },
+            |_| format!("e{} timeout {timeout_ms} ms", event.0),
+        )
     }
 
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        let start = self.enter();
-        let result = match self.streams.get(&stream).copied() {
-            None => {
-                self.spend(Cost::EventQuery);
-                Err(self.dead_handle("synchronize_stream", "stream", stream.0))
-            }
-            // A zero timeout is refused (device-truth §1), as is any negative but -1 (forever).
-            Some(_) if timeout_ms == 0 || timeout_ms < -1 => {
-                self.spend(Cost::EventQuery);
-                Err(AclCode::RtParamInvalid)
-            }
-            Some(st) => {
-                self.spend(Cost::SynchronizeDevice);
-                let now = self.host_ns;
-                let limit = u64::try_from(timeout_ms)
-                    .ok()
-                    .map(|ms| ms.saturating_mul(1_000_000));
-                match (st.tail, limit) {
-                    (Some(t), limit) if limit.is_none_or(|l| t.saturating_sub(now) <= l) => {
-                        if t > now {
-                            self.block_ns(t - now, None);
-                            self.spend(Cost::HostWakeup);
+        self.call(
+            "synchronize_stream",
+            HostTime::ByOutcome,
+            Named::Effect,
+            |d, _| match d.streams.get(&stream).copied() {
+                None => {
+                    d.spend(Cost::EventQuery);
+                    Err(d.dead_handle("synchronize_stream", "stream", stream.0))
+                }
+                // A zero timeout is refused (device-truth §1), as is any negative but -1
+                // (forever).
+                Some(_) if timeout_ms == 0 || timeout_ms < -1 => {
+                    d.spend(Cost::EventQuery);
+                    Err(AclCode::RtParamInvalid)
+                }
+                Some(st) => {
+                    d.spend(Cost::SynchronizeDevice);
+                    let now = d.host_ns;
+                    let limit = u64::try_from(timeout_ms)
+                        .ok()
+                        .map(|ms| ms.saturating_mul(1_000_000));
+                    match (st.tail, limit) {
+                        (Some(t), limit) if limit.is_none_or(|l| t.saturating_sub(now) <= l) => {
+                            if t > now {
+                                d.block_ns(t - now, None);
+                                d.spend(Cost::HostWakeup);
+                            }
+                            // The stream's sticky code, once its tasks have ended.
+                            match st.faulted {
+                                Some((since, code)) if since <= d.host_ns => Err(code),
+                                _ => Ok(()),
+                            }
                         }
-                        // The stream's sticky code, once its tasks have ended.
-                        match st.faulted {
-                            Some((since, code)) if since <= self.host_ns => Err(code),
-                            _ => Ok(()),
+                        (_, Some(limit)) => {
+                            d.block_ns(limit, None);
+                            Err(AclCode::RtStreamSyncTimeout)
                         }
-                    }
-                    (_, Some(limit)) => {
-                        self.block_ns(limit, None);
-                        Err(AclCode::RtStreamSyncTimeout)
-                    }
-                    (_, None) => {
-                        self.fail(DeviceFailure::Deadlock(format!(
-                            "the host synchronizes stream h{} without a timeout and its tasks never end",
-                            stream.0
-                        )));
-                        Err(AclCode::RtStreamSyncTimeout)
+                        (_, None) => {
+                            d.fail(DeviceFailure::Deadlock(format!(
+                                "the host synchronizes stream h{} without a timeout and its tasks never end",
+                                stream.0
+                            )));
+                            Err(AclCode::RtStreamSyncTimeout)
+                        }
                     }
                 }
-            }
-        };
-        self.finish_for_effect(
-            "synchronize_stream",
-            start,
-            || format!("h{} timeout {timeout_ms} ms", stream.0),
-            &result,
-        );
-        result
+            },
+            |_| format!("h{} timeout {timeout_ms} ms", stream.0),
+        )
     }
 
     fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
@@ -1735,32 +1754,28 @@ impl SimDevice {
     }
 
     fn run_launch_aicpu(&mut self, stream: StreamHandle, args: &RunArgs) -> Result<(), AclCode> {
-        let start = self.enter();
-        self.spend(Cost::KernelLaunch);
         let args = *args;
-        let result = if self.streams.contains_key(&stream) {
-            self.sticky_now().and_then(|()| {
+        self.call(
+            "launch_aicpu",
+            Cost::KernelLaunch,
+            Named::Run(Some(args.run)),
+            |d, _| {
+                if !d.streams.contains_key(&stream) {
+                    return Err(d.dead_handle("launch_aicpu", "stream", stream.0));
+                }
+                d.sticky_now()?;
                 if let Some(Injected::Fail(code)) =
-                    self.faults.decide(Site::AicpuLaunch, Some(args.run))
+                    d.faults.decide(Site::AicpuLaunch, Some(args.run))
                 {
                     // The AICore kernel stays enqueued, spinning: orphaned when its launch
                     // ends ([`Device::launch_context`]).
                     return Err(code);
                 }
-                self.start_run(stream, args);
+                d.start_run(stream, args);
                 Ok(())
-            })
-        } else {
-            Err(self.dead_handle("launch_aicpu", "stream", stream.0))
-        };
-        self.finish(
-            "launch_aicpu",
-            start,
-            Some(args.run),
-            || format!("run {} on h{}", args.run.0, stream.0),
-            &result,
-        );
-        result
+            },
+            |_| format!("run {} on h{}", args.run.0, stream.0),
+        )
     }
 
     fn run_prepare_run(
@@ -1769,37 +1784,25 @@ impl SimDevice {
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        let start = self.enter();
-        self.spend(Cost::Prepare);
-        let others_live = self.live_runs.keys().any(|&r| r != run);
-        let result = match self.faults.decide(Site::Prepare, Some(run)) {
-            Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
-            // Only an overlapping prepare can be incompatible; alone, it always fits.
-            Some(Injected::Incompatible) if others_live => Err(PrepareError::Incompatible),
-            // The args upload is a device copy: a bad device fails it.
-            _ => self.sticky_now().map_err(PrepareError::Failed),
-        };
-        let end = self.host_ns;
-        let error = match result {
-            Ok(()) => None,
-            Err(PrepareError::Incompatible) => Some("incompatible".to_owned()),
-            Err(PrepareError::Failed(code)) => Some(format!("{} {}", code.raw(), code.name())),
-        };
-        self.journal.push(|| Record::Call {
-            track: None,
-            start_ns: start,
-            end_ns: end,
-            name: "prepare_run",
-            run: Some(run.0),
-            detail: format!(
-                "run {} slot {}{}",
-                run.0,
-                slot.0,
-                if diagnostics { " diagnostics" } else { "" }
-            ),
-            error,
-        });
-        result
+        self.call(
+            "prepare_run",
+            Cost::Prepare,
+            Named::Run(Some(run)),
+            |d, _| {
+                let others_live = d.live_runs.keys().any(|&r| r != run);
+                match d.faults.decide(Site::Prepare, Some(run)) {
+                    Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
+                    // Only an overlapping prepare can be incompatible; alone, it always fits.
+                    Some(Injected::Incompatible) if others_live => Err(PrepareError::Incompatible),
+                    // The args upload is a device copy: a bad device fails it.
+                    _ => d.sticky_now().map_err(PrepareError::Failed),
+                }
+            },
+            |_| {
+                let diagnostics = if diagnostics { " diagnostics" } else { "" };
+                format!("run {} slot {}{diagnostics}", run.0, slot.0)
+            },
+        )
     }
 
     fn run_finalise_run(
@@ -1808,45 +1811,33 @@ impl SimDevice {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        let start = self.enter();
-        self.spend(Cost::Finalise);
-        let result = if copy_back {
-            match self.sticky_now() {
-                Err(code) => Err(FinaliseFailure::Acl(code)),
-                Ok(()) => match self.faults.decide(Site::Finalise, Some(run)) {
-                    Some(Injected::Fail(code)) => Err(FinaliseFailure::Acl(code)),
-                    Some(Injected::Validation) => Err(FinaliseFailure::Validation),
-                    _ => Ok(()),
-                },
-            }
-        } else {
-            Ok(())
-        };
-        // Finalisation releases the run's slot buffers for the next lease.
-        self.live_runs.remove(&run);
-        self.run_ends.remove(&run);
-        self.run_streams.remove(&run);
-        let end = self.host_ns;
-        let error = match result {
-            Ok(()) => None,
-            Err(FinaliseFailure::Validation) => Some("validation".to_owned()),
-            Err(FinaliseFailure::Acl(code)) => Some(format!("{} {}", code.raw(), code.name())),
-        };
-        self.journal.push(|| Record::Call {
-            track: None,
-            start_ns: start,
-            end_ns: end,
-            name: "finalise_run",
-            run: Some(run.0),
-            detail: format!(
-                "run {} slot {}{}",
-                run.0,
-                slot.0,
-                if copy_back { " copy-back" } else { "" }
-            ),
-            error,
-        });
-        result
+        self.call(
+            "finalise_run",
+            Cost::Finalise,
+            Named::Run(Some(run)),
+            |d, _| {
+                let result = if copy_back {
+                    d.sticky_now().map_err(FinaliseFailure::Acl).and_then(|()| {
+                        match d.faults.decide(Site::Finalise, Some(run)) {
+                            Some(Injected::Fail(code)) => Err(FinaliseFailure::Acl(code)),
+                            Some(Injected::Validation) => Err(FinaliseFailure::Validation),
+                            _ => Ok(()),
+                        }
+                    })
+                } else {
+                    Ok(())
+                };
+                // Finalisation releases the run's slot buffers for the next lease.
+                d.live_runs.remove(&run);
+                d.run_ends.remove(&run);
+                d.run_streams.remove(&run);
+                result
+            },
+            |_| {
+                let copy_back = if copy_back { " copy-back" } else { "" };
+                format!("run {} slot {}{copy_back}", run.0, slot.0)
+            },
+        )
     }
 
     fn run_upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
@@ -2174,7 +2165,7 @@ fn call_record(
     span: core::ops::Range<u64>,
     run: Option<RunId>,
     detail: String,
-    error: Option<AclCode>,
+    error: Option<String>,
 ) -> Record {
     Record::Call {
         track: None,
@@ -2183,6 +2174,6 @@ fn call_record(
         name,
         run: run.map(|r| r.0),
         detail,
-        error: error.map(|c| format!("{} {}", c.raw(), c.name())),
+        error,
     }
 }
