@@ -183,7 +183,13 @@ fn a_lane_runs_its_runs_on_the_fake_in_real_time_and_leaks_nothing() {
             "{timing:?}"
         );
     }
-    assert_eq!(d.lane().state(), LaneState::Closed { device_lost: false });
+    assert_eq!(
+        d.lane().state(),
+        LaneState::Closed {
+            device_lost: false,
+            left: lane_core::StreamsLeft::NONE,
+        }
+    );
     let c = fake.counters();
     assert_eq!(c.streams_created, 2, "one pair for the whole lane");
     assert_eq!(c.launches, 24);

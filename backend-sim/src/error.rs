@@ -89,8 +89,9 @@ pub enum SimError {
     /// The simulation found a bug. The message ends with the line that reproduces it.
     #[error("{failure}\nreproduce: {repro}")]
     Failed {
-        /// What broke.
-        failure: Failure,
+        /// What broke (boxed: a lane invariant names a run's phase and input, which would
+        /// make every `Result` of the simulator as large).
+        failure: Box<Failure>,
         /// The command that reproduces it.
         repro: String,
     },

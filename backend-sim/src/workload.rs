@@ -782,7 +782,7 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
 
     fn failed(&self, failure: Failure) -> SimError {
         SimError::Failed {
-            failure,
+            failure: Box::new(failure),
             repro: self.repro.clone(),
         }
     }

@@ -291,7 +291,10 @@ mod tests {
             aicore: AclCode::from_raw(507_901),
         };
         let report = CloseReport {
-            state: LaneState::Closed { device_lost: false },
+            state: LaneState::Closed {
+                device_lost: false,
+                left: lane_core::StreamsLeft::NONE,
+            },
             poison: None,
             notice: None,
             device_lost: false,

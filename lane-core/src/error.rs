@@ -406,6 +406,18 @@ pub enum InvariantViolation {
         /// The pair's refusal.
         error: stream_pair::SubmitError,
     },
+    /// The pair took a run's submission but does not hold both streams live.
+    #[error("lane invariant broken: {run} launched, but the pair holds no live stream pair")]
+    LaunchWithoutStreams {
+        /// The run.
+        run: RunId,
+    },
+    /// The pair refused a teardown round the lane found it ready for.
+    #[error("lane invariant broken: the pair refused a teardown round: {rejection}")]
+    DestroyRoundRefused {
+        /// The pair's refusal.
+        rejection: stream_pair::Rejection,
+    },
     /// The completed run was not the front submission on the pair.
     #[error("lane invariant broken: {run} completed but its retirement was {retired:?}, not Kept")]
     RetiredOutOfOrder {

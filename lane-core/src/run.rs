@@ -2,20 +2,27 @@
 //!
 //! A run moves `Queued → Preparing → Prepared → Launching → Launched → Awaiting →
 //! ReadingStatus → Finalising → Done`, may fall back from `Preparing` to `Queued` (an
-//! incompatible prepare), and reaches `Done` early on failure, cancel or device reset. A
-//! close while the prepare is out makes it `Preparing { cancel: true }`; the prepare's answer
-//! then ends it (finalised without copy-back, or done if it came back incompatible).
-//! [`step`] is the only place a phase changes, device resets included (`Abandon`); an input
-//! it refuses is an event the lane did not ask for, and the lane rejects that event without
-//! changing anything. An input the lane decided itself and `step` refuses is a lane bug,
-//! reported by [`Lane::check_invariants`](crate::Lane::check_invariants).
+//! incompatible prepare), and reaches `Done` early on failure, cancel or device reset.
+//!
+//! Each phase holds its own data: the cancel that waits for a prepare's answer, the pair
+//! readying for a launch, an unfenced launch's code, the completion deadline, the evidence
+//! the status read is judged with, and the verdict being finalised or final. [`step`] is the
+//! only place a phase changes, device resets included (`Abandon`): it returns the next phase
+//! and one [`RunAction`], which the lane performs in one place and the rendered table's
+//! effects column describes. An input it refuses is an event the lane did not ask for, and
+//! the lane rejects that event without changing anything. An input the lane decided itself
+//! and `step` refuses is a lane bug, reported by
+//! [`Lane::check_invariants`](crate::Lane::check_invariants).
 
 use core::fmt::Write as _;
 
-use status_latch::Class;
+use status_latch::{AclCode, Boundary, Class, Evidence, Failure, RecordRead};
 
-/// Where a run is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+use crate::ids::{RunId, Timestamp};
+use crate::outcome::{Cause, Verdict};
+
+/// Where a run is in its life, with the data that phase holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunPhase {
     /// Accepted with a lease; waiting for its turn to prepare.
     Queued {
@@ -31,44 +38,157 @@ pub enum RunPhase {
         cancel: bool,
     },
     /// Prepared into its slot; waiting for its turn to launch.
-    Prepared,
+    Prepared {
+        /// Its turn came and the pair asked for stream results first (a create, or a
+        /// replacement destroy): the run launches when they arrive, and fails with them if
+        /// they fail.
+        readying_pair: bool,
+    },
     /// `LaunchRun` was emitted; the run holds a submission on the stream pair.
     Launching,
-    /// Both kernels and both completion events are enqueued.
-    Launched,
-    /// The oldest launched run: `AwaitCompletion` was emitted and its deadline runs.
-    Awaiting,
-    /// Its boundary completed and the verdict rule did not poison (its submission retired
-    /// `Complete`); `ReadStatus` was emitted for its timing and the header fallback.
-    ReadingStatus,
-    /// The verdict is decided (pending finalisation); `FinaliseRun` was emitted.
-    Finalising,
+    /// Both kernels are enqueued, and both completion events unless `unfenced`.
+    Launched {
+        /// The code of the fence call (core_done, the AICPU stream's wait, the boundary)
+        /// that failed after a kernel was accepted: nothing of the run's own can prove it
+        /// done, so it is awaited through the device verdict alone and holds back every later
+        /// launch (L-5, L-8).
+        unfenced: Option<AclCode>,
+    },
+    /// The oldest launched run: `AwaitCompletion` was emitted.
+    Awaiting {
+        /// When the wait fails the run (and poisons): the await's start plus the profile's
+        /// completion timeout (SPEC §5.4).
+        deadline: Timestamp,
+        /// As in `Launched`.
+        unfenced: Option<AclCode>,
+    },
+    /// Its boundary completed and the verdict rule did not poison on the evidence alone (its
+    /// submission retired `Complete`); `ReadStatus` was emitted for its timing and the header
+    /// fallback.
+    ReadingStatus {
+        /// What the completion proved, judged again with the header (L-8).
+        evidence: Evidence,
+    },
+    /// The verdict is decided pending finalisation; `FinaliseRun` was emitted, with copy-back
+    /// only for `Ok`.
+    Finalising {
+        /// The verdict the finalise's answer makes final (a failed finalise fails an `Ok`
+        /// run; an earlier failure or a cancel stands).
+        verdict: Verdict,
+    },
     /// Terminal: the verdict is final; the outcome is delivered in submission order.
-    Done,
+    Done {
+        /// The final verdict.
+        verdict: Verdict,
+    },
+}
+
+/// Representative values for the rendered table and the exhaustive checks: a cause of each
+/// class, a deadline, the evidence of a clean run, the code of a failed fence.
+pub mod representative {
+    use super::{AclCode, Boundary, Cause, Evidence, Failure, RecordRead, RunId, Timestamp};
+    use crate::outcome::Verdict;
+    use status_latch::VerdictChannel;
+
+    /// A run-only cause (a copy-back that failed validation).
+    #[must_use]
+    pub fn run_only() -> Cause {
+        Cause::of(Failure::CopyBackValidation)
+    }
+
+    /// A poison cause (the host's completion deadline passed).
+    #[must_use]
+    pub fn poison() -> Cause {
+        Cause::of(Failure::HostWaitTimeout)
+    }
+
+    /// A completion deadline.
+    pub const DEADLINE: Timestamp = Timestamp(50_000_000_000);
+
+    /// The code of a fence call that failed after a kernel was accepted.
+    pub const UNFENCED: AclCode = AclCode::RtParamInvalid;
+
+    /// What a clean run's completion proves (its own ok record).
+    pub const EVIDENCE: Evidence = Evidence::PUBLISHED_OK;
+
+    /// What an unfenced run's completion proves: nothing of its own.
+    pub const UNFENCED_EVIDENCE: Evidence = Evidence {
+        channel: VerdictChannel::Record,
+        boundary: Boundary::Unfenced(UNFENCED),
+        record: RecordRead::NotRead,
+        device: None,
+    };
+
+    /// The verdict a run taken down by another run's poison gets.
+    #[must_use]
+    pub fn poisoned() -> Verdict {
+        Verdict::Poisoned {
+            cause: poison(),
+            origin: RunId(1),
+        }
+    }
 }
 
 impl RunPhase {
-    /// Every phase, in life order.
-    pub const ALL: [Self; 11] = [
-        Self::Queued {
-            incompatible: false,
-        },
-        Self::Queued { incompatible: true },
-        Self::Preparing { cancel: false },
-        Self::Preparing { cancel: true },
-        Self::Prepared,
-        Self::Launching,
-        Self::Launched,
-        Self::Awaiting,
-        Self::ReadingStatus,
-        Self::Finalising,
-        Self::Done,
-    ];
+    /// One value of every phase shape, in life order (data from [`representative`]): the
+    /// rows of the rendered table.
+    #[must_use]
+    pub fn all() -> [Self; 16] {
+        use representative as rep;
+        [
+            Self::Queued {
+                incompatible: false,
+            },
+            Self::Queued { incompatible: true },
+            Self::Preparing { cancel: false },
+            Self::Preparing { cancel: true },
+            Self::Prepared {
+                readying_pair: false,
+            },
+            Self::Prepared {
+                readying_pair: true,
+            },
+            Self::Launching,
+            Self::Launched { unfenced: None },
+            Self::Launched {
+                unfenced: Some(rep::UNFENCED),
+            },
+            Self::Awaiting {
+                deadline: rep::DEADLINE,
+                unfenced: None,
+            },
+            Self::Awaiting {
+                deadline: rep::DEADLINE,
+                unfenced: Some(rep::UNFENCED),
+            },
+            Self::ReadingStatus {
+                evidence: rep::EVIDENCE,
+            },
+            Self::Finalising {
+                verdict: Verdict::Ok,
+            },
+            Self::Finalising {
+                verdict: Verdict::Failed {
+                    cause: rep::run_only(),
+                },
+            },
+            Self::Finalising {
+                verdict: Verdict::Cancelled,
+            },
+            // One row set: `Done` refuses every input whatever its verdict.
+            Self::Done {
+                verdict: Verdict::Ok,
+            },
+        ]
+    }
 
     /// Whether the run holds a submission on the stream pair.
     #[must_use]
     pub const fn on_pair(self) -> bool {
-        matches!(self, Self::Launching | Self::Launched | Self::Awaiting)
+        matches!(
+            self,
+            Self::Launching | Self::Launched { .. } | Self::Awaiting { .. }
+        )
     }
 
     /// Whether the run no longer holds back its successors' preparation and launch: it has
@@ -79,10 +199,10 @@ impl RunPhase {
         matches!(
             self,
             Self::Launching
-                | Self::Launched
-                | Self::Awaiting
-                | Self::ReadingStatus
-                | Self::Finalising
+                | Self::Launched { .. }
+                | Self::Awaiting { .. }
+                | Self::ReadingStatus { .. }
+                | Self::Finalising { .. }
         )
     }
 
@@ -92,16 +212,79 @@ impl RunPhase {
         matches!(self, Self::Queued { .. })
     }
 
+    /// Whether the run is prepared and not launched yet (readying the pair or not).
+    #[must_use]
+    pub const fn is_prepared(self) -> bool {
+        matches!(self, Self::Prepared { .. })
+    }
+
+    /// Whether the run is the one awaited.
+    #[must_use]
+    pub const fn is_awaiting(self) -> bool {
+        matches!(self, Self::Awaiting { .. })
+    }
+
     /// Whether the run has its verdict.
     #[must_use]
     pub const fn is_done(self) -> bool {
-        matches!(self, Self::Done)
+        matches!(self, Self::Done { .. })
+    }
+
+    /// The code of the fence call that left the run unfenced, while it is on the pair.
+    #[must_use]
+    pub const fn unfenced(self) -> Option<AclCode> {
+        match self {
+            Self::Launched { unfenced } | Self::Awaiting { unfenced, .. } => unfenced,
+            _ => None,
+        }
+    }
+
+    /// The verdict decided so far: pending while finalising, final once done.
+    #[must_use]
+    pub const fn verdict(self) -> Option<Verdict> {
+        match self {
+            Self::Finalising { verdict } | Self::Done { verdict } => Some(verdict),
+            _ => None,
+        }
+    }
+
+    /// The phase as the rendered [`run_phase_table`] labels it (its first column): its shape,
+    /// without the values it holds (the deadline, the evidence, the codes), and for
+    /// `Finalising` the verdict's kind; `Done` is one row whatever its verdict.
+    #[must_use]
+    pub fn label(self) -> String {
+        match self {
+            Self::Queued { incompatible } => format!("Queued {{ incompatible: {incompatible} }}"),
+            Self::Preparing { cancel } => format!("Preparing {{ cancel: {cancel} }}"),
+            Self::Prepared { readying_pair } => {
+                format!("Prepared {{ readying_pair: {readying_pair} }}")
+            }
+            Self::Launching => "Launching".to_owned(),
+            Self::Launched { unfenced } => {
+                format!("Launched {{ unfenced: {} }}", unfenced.is_some())
+            }
+            Self::Awaiting { unfenced, .. } => {
+                format!("Awaiting {{ deadline, unfenced: {} }}", unfenced.is_some())
+            }
+            Self::ReadingStatus { .. } => "ReadingStatus { evidence }".to_owned(),
+            Self::Finalising { verdict } => format!("Finalising {{ verdict: {} }}", verdict.name()),
+            Self::Done { .. } => "Done".to_owned(),
+        }
+    }
+
+    /// The label of a phase a transition leads to: [`label`](Self::label), and for `Done` the
+    /// verdict's kind it ends with.
+    fn next_label(self) -> String {
+        match self {
+            Self::Done { verdict } => format!("Done {{ verdict: {} }}", verdict.name()),
+            other => other.label(),
+        }
     }
 }
 
-/// What can happen to a run: lane decisions and backend reports, with the class of a
-/// failure where it decides the next phase.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// What can happen to a run: lane decisions and backend reports, with the cause of a failure
+/// (its class decides the next phase) and the data the next phase holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunInput {
     /// The lane emits `PrepareRun`.
     Prepare,
@@ -109,73 +292,157 @@ pub enum RunInput {
     Prepared,
     /// `PrepareIncompatible` arrived: back to the queue, keeping place and lease.
     Incompatible,
-    /// `PrepareFailed` arrived, classified.
-    PrepareFailed(Class),
+    /// `PrepareFailed` arrived, with its cause.
+    PrepareFailed(Cause),
+    /// The run's turn to launch came and the pair asked for stream results first.
+    ReadyPair,
     /// The lane emits `LaunchRun` (the pair accepted the submission).
     Launch,
-    /// Readying the pair for this run's launch failed (stream create or destroy), classified.
-    StreamsFailed(Class),
+    /// Readying the pair for this run's launch failed (stream create or destroy).
+    StreamsFailed(Cause),
     /// `Launched` arrived.
     Launched,
-    /// `LaunchFailed` arrived, classified (`NotStarted` run-only, or poison).
-    LaunchFailed(Class),
-    /// The lane emits `AwaitCompletion` (the run became the oldest launched).
-    Await,
+    /// `LaunchFailed` at a fence record or wait arrived, with its code: the kernels may run
+    /// and the run is launched unfenced (L-5).
+    LaunchedUnfenced(AclCode),
+    /// `LaunchFailed` before or at a kernel arrived (`NotStarted` is run-only, `Partial`
+    /// poisons).
+    LaunchFailed(Cause),
+    /// The lane emits `AwaitCompletion` (the run became the oldest launched), with its
+    /// deadline.
+    Await(Timestamp),
     /// `Completed` arrived and the verdict rule, on its evidence, did not poison.
-    Completed,
+    Completed(Evidence),
     /// `Completed` arrived and the verdict rule, on its evidence alone, poisons (a device
-    /// verdict's code, a record error that poisons, a failed record read).
-    CompletedFaulted,
+    /// verdict's code, a record error that poisons, a failed record read, an unfenced run).
+    CompletedFaulted(Cause),
     /// `CompletionFailed` arrived (always poison).
-    CompletionFailed,
-    /// The completion deadline passed (always poison).
+    CompletionFailed(Cause),
+    /// The completion deadline passed (always poison: the work may still be running).
     DeadlineExpired,
     /// `StatusRead` arrived and the verdict rule judged the run `Ok` (L-8).
     JudgedOk,
-    /// `StatusRead` arrived and the verdict rule judged the run failed, classified.
-    JudgedFailed(Class),
+    /// `StatusRead` arrived and the verdict rule judged the run failed.
+    JudgedFailed(Cause),
     /// `StatusReadFailed` arrived (always poison).
-    StatusReadFailed,
+    StatusReadFailed(Cause),
     /// `Finalised` arrived.
     Finalised,
-    /// `FinaliseFailed` arrived, classified.
-    FinaliseFailed(Class),
+    /// `FinaliseFailed` arrived.
+    FinaliseFailed(Cause),
     /// The lane is closing: a run that did not launch is cancelled.
     Cancel,
-    /// A device poison (this run's or another's): the device is reset, the run's resources are
-    /// abandoned, and it is done at once.
-    Abandon,
+    /// A device poison (another run's) or a fault notice: the device is reset, the run's
+    /// resources are abandoned, and it is done at once with this verdict.
+    Abandon(Verdict),
 }
 
 impl RunInput {
-    /// Every input with representative classes, in table order.
-    pub const ALL: [Self; 25] = [
-        Self::Prepare,
-        Self::Prepared,
-        Self::Incompatible,
-        Self::PrepareFailed(Class::RunOnly),
-        Self::PrepareFailed(Class::Poison),
-        Self::Launch,
-        Self::StreamsFailed(Class::RunOnly),
-        Self::StreamsFailed(Class::Poison),
-        Self::Launched,
-        Self::LaunchFailed(Class::RunOnly),
-        Self::LaunchFailed(Class::Poison),
-        Self::Await,
-        Self::Completed,
-        Self::CompletedFaulted,
-        Self::CompletionFailed,
-        Self::DeadlineExpired,
-        Self::JudgedOk,
-        Self::JudgedFailed(Class::RunOnly),
-        Self::JudgedFailed(Class::Poison),
-        Self::StatusReadFailed,
-        Self::Finalised,
-        Self::FinaliseFailed(Class::RunOnly),
-        Self::FinaliseFailed(Class::Poison),
-        Self::Cancel,
-        Self::Abandon,
-    ];
+    /// One value of every input shape, failures with a cause of each class that decides
+    /// (data from [`representative`]), in table order.
+    #[must_use]
+    pub fn all() -> [Self; 27] {
+        use representative as rep;
+        let (run_only, poison) = (rep::run_only(), rep::poison());
+        [
+            Self::Prepare,
+            Self::Prepared,
+            Self::Incompatible,
+            Self::PrepareFailed(run_only),
+            Self::PrepareFailed(poison),
+            Self::ReadyPair,
+            Self::Launch,
+            Self::StreamsFailed(run_only),
+            Self::StreamsFailed(poison),
+            Self::Launched,
+            Self::LaunchedUnfenced(rep::UNFENCED),
+            Self::LaunchFailed(run_only),
+            Self::LaunchFailed(poison),
+            Self::Await(rep::DEADLINE),
+            Self::Completed(rep::EVIDENCE),
+            Self::CompletedFaulted(poison),
+            Self::CompletionFailed(poison),
+            Self::DeadlineExpired,
+            Self::JudgedOk,
+            Self::JudgedFailed(run_only),
+            Self::JudgedFailed(poison),
+            Self::StatusReadFailed(poison),
+            Self::Finalised,
+            Self::FinaliseFailed(run_only),
+            Self::FinaliseFailed(poison),
+            Self::Cancel,
+            Self::Abandon(rep::poisoned()),
+        ]
+    }
+
+    /// The input as the rendered table labels it: its shape, with the class of its cause
+    /// where the class decides the next phase.
+    #[must_use]
+    pub fn label(self) -> String {
+        let class = |cause: Cause| format!("{:?}", cause.class());
+        match self {
+            Self::PrepareFailed(c) => format!("PrepareFailed({})", class(c)),
+            Self::StreamsFailed(c) => format!("StreamsFailed({})", class(c)),
+            Self::LaunchFailed(c) => format!("LaunchFailed({})", class(c)),
+            Self::JudgedFailed(c) => format!("JudgedFailed({})", class(c)),
+            Self::FinaliseFailed(c) => format!("FinaliseFailed({})", class(c)),
+            Self::CompletedFaulted(_) => "CompletedFaulted".to_owned(),
+            Self::CompletionFailed(_) => "CompletionFailed".to_owned(),
+            Self::StatusReadFailed(_) => "StatusReadFailed".to_owned(),
+            Self::LaunchedUnfenced(_) => "LaunchedUnfenced".to_owned(),
+            Self::Await(_) => "Await".to_owned(),
+            Self::Completed(_) => "Completed".to_owned(),
+            Self::Abandon(_) => "Abandon".to_owned(),
+            other => format!("{other:?}"),
+        }
+    }
+}
+
+/// What the lane does with a run's transition, besides changing its phase: the one value
+/// [`step`] returns with the next phase, performed in one place by the lane, and the
+/// effects column of the rendered table ([`describe`](Self::describe)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunAction {
+    /// Nothing: the run waits for its next input.
+    Wait,
+    /// Emit `PrepareRun`.
+    Prepare,
+    /// Emit `LaunchRun` on the pair's streams.
+    Launch,
+    /// Emit `AwaitCompletion` with the phase's deadline (unfenced: the device verdict alone).
+    Await,
+    /// Emit `ReadStatus`.
+    ReadStatus,
+    /// Emit `FinaliseRun` for the phase's verdict: with copy-back only for `Ok`.
+    Finalise,
+    /// The verdict is final: free the run's slot (the outcome waits its turn).
+    Settle,
+    /// The run poisoned the device with its verdict's cause: every other item is taken down
+    /// and recovery starts (L-10).
+    Poison,
+}
+
+impl RunAction {
+    /// What the lane emits, as the table's effects column shows it; `next` is the phase the
+    /// transition leads to (a finalise copies back only for `Ok`).
+    #[must_use]
+    pub const fn describe(self, next: RunPhase) -> &'static str {
+        match self {
+            Self::Wait => "none",
+            Self::Prepare => "`PrepareRun`",
+            Self::Launch => "`LaunchRun`",
+            Self::Await => "`AwaitCompletion`",
+            Self::ReadStatus => "`ReadStatus`",
+            Self::Finalise => match next {
+                RunPhase::Finalising {
+                    verdict: Verdict::Ok,
+                } => "`FinaliseRun` with copy-back",
+                _ => "`FinaliseRun`, no copy-back",
+            },
+            Self::Settle => "none: the verdict is final, the slot is freed",
+            Self::Poison => "poison: every other item taken down; recovery (`DrainDevice`)",
+        }
+    }
 }
 
 /// Why [`step`] refused an input.
@@ -202,54 +469,147 @@ impl Refusal {
     }
 }
 
-/// The one transition function of a run: the next phase, or why the input is refused.
+/// The one transition function of a run: the next phase and what the lane does with it, or
+/// why the input is refused.
 ///
-/// A poison-class failure leads to `Done` directly: the device is reset, so no further
-/// effect is issued for the run (its resources are abandoned with the device's).
-pub const fn step(phase: RunPhase, input: RunInput) -> Result<RunPhase, Refusal> {
+/// A run-only failure is finalised without copy-back; a poison-class failure ends the run at
+/// once with its cause and poisons (its resources go with the device reset).
+pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), Refusal> {
+    use RunAction as A;
     use RunInput as I;
     use RunPhase as P;
+    // A failure: finalised (run-only) or the device poisoned (poison).
+    let failed = |cause: Cause| {
+        let verdict = Verdict::Failed { cause };
+        match cause.class() {
+            Class::RunOnly => (P::Finalising { verdict }, A::Finalise),
+            Class::Poison => (P::Done { verdict }, A::Poison),
+        }
+    };
+    // A failure that poisons whatever its class: completion was not proven.
+    let poisoned = |cause: Cause| {
+        (
+            P::Done {
+                verdict: Verdict::Failed { cause },
+            },
+            A::Poison,
+        )
+    };
     let next = match (phase, input) {
-        (P::Done, _) => return Err(Refusal::AlreadyDone),
-        (_, I::Abandon) => P::Done,
+        (P::Done { .. }, _) => return Err(Refusal::AlreadyDone),
+        (_, I::Abandon(verdict)) => (P::Done { verdict }, A::Settle),
 
-        (P::Queued { .. }, I::Prepare) => P::Preparing { cancel: false },
-        (P::Queued { .. }, I::Cancel) => P::Done,
+        (P::Queued { .. }, I::Prepare) => (P::Preparing { cancel: false }, A::Prepare),
+        (P::Queued { .. }, I::Cancel) => (
+            P::Done {
+                verdict: Verdict::Cancelled,
+            },
+            A::Settle,
+        ),
 
-        (P::Preparing { cancel: false }, I::Prepared) => P::Prepared,
-        (P::Preparing { cancel: false }, I::Incompatible) => P::Queued { incompatible: true },
-        // Cancel while the prepare is out: the run is cancelled when the prepare answers.
-        (P::Preparing { cancel: false }, I::Cancel) => P::Preparing { cancel: true },
-        (P::Preparing { cancel: true }, I::Cancel) => phase,
+        (P::Preparing { cancel: false }, I::Prepared) => (
+            P::Prepared {
+                readying_pair: false,
+            },
+            A::Wait,
+        ),
+        (P::Preparing { cancel: false }, I::Incompatible) => {
+            (P::Queued { incompatible: true }, A::Wait)
+        }
+        // Close while the prepare is out: the run is cancelled when the prepare answers.
+        (P::Preparing { .. }, I::Cancel) => (P::Preparing { cancel: true }, A::Wait),
         // Cancelled while preparing: prepared, it is finalised without copy-back; back
         // incompatible, nothing was touched and it is done.
-        (P::Preparing { cancel: true }, I::Prepared) => P::Finalising,
-        (P::Preparing { cancel: true }, I::Incompatible) => P::Done,
+        (P::Preparing { cancel: true }, I::Prepared) => (
+            P::Finalising {
+                verdict: Verdict::Cancelled,
+            },
+            A::Finalise,
+        ),
+        (P::Preparing { cancel: true }, I::Incompatible) => (
+            P::Done {
+                verdict: Verdict::Cancelled,
+            },
+            A::Settle,
+        ),
         // A failed prepare keeps its own verdict, cancelled or not.
-        (P::Preparing { .. }, I::PrepareFailed(Class::RunOnly)) => P::Finalising,
-        (P::Preparing { .. }, I::PrepareFailed(Class::Poison)) => P::Done,
+        (P::Preparing { .. }, I::PrepareFailed(cause)) => failed(cause),
 
-        (P::Prepared, I::Launch) => P::Launching,
-        (P::Prepared, I::StreamsFailed(Class::RunOnly)) => P::Finalising,
-        (P::Prepared, I::StreamsFailed(Class::Poison)) => P::Done,
-        (P::Prepared, I::Cancel) => P::Finalising,
+        (P::Prepared { .. }, I::ReadyPair) => (
+            P::Prepared {
+                readying_pair: true,
+            },
+            A::Wait,
+        ),
+        (P::Prepared { .. }, I::Launch) => (P::Launching, A::Launch),
+        (
+            P::Prepared {
+                readying_pair: true,
+            },
+            I::StreamsFailed(cause),
+        ) => failed(cause),
+        (P::Prepared { .. }, I::Cancel) => (
+            P::Finalising {
+                verdict: Verdict::Cancelled,
+            },
+            A::Finalise,
+        ),
 
-        (P::Launching, I::Launched) => P::Launched,
-        (P::Launching, I::LaunchFailed(Class::RunOnly)) => P::Finalising,
-        (P::Launching, I::LaunchFailed(Class::Poison)) => P::Done,
+        (P::Launching, I::Launched) => (P::Launched { unfenced: None }, A::Wait),
+        // Unfenced (L-5): the kernels may run, and nothing of the run's own can prove them
+        // done. It stays on the pair as launched, awaited through the device verdict alone
+        // (L-8), and holds back every later launch.
+        (P::Launching, I::LaunchedUnfenced(code)) => (
+            P::Launched {
+                unfenced: Some(code),
+            },
+            A::Wait,
+        ),
+        (P::Launching, I::LaunchFailed(cause)) => failed(cause),
 
-        (P::Launched, I::Await) => P::Awaiting,
+        (P::Launched { unfenced }, I::Await(deadline)) => {
+            (P::Awaiting { deadline, unfenced }, A::Await)
+        }
 
-        (P::Awaiting, I::Completed) => P::ReadingStatus,
-        (P::Awaiting, I::CompletedFaulted | I::CompletionFailed | I::DeadlineExpired) => P::Done,
+        // An unfenced run's completion proves nothing of its own: the verdict rule poisons it
+        // on its evidence alone (`CompletedFaulted`), never through a status read.
+        (P::Awaiting { unfenced: None, .. }, I::Completed(evidence)) => {
+            (P::ReadingStatus { evidence }, A::ReadStatus)
+        }
+        (P::Awaiting { .. }, I::CompletedFaulted(cause) | I::CompletionFailed(cause)) => {
+            poisoned(cause)
+        }
+        (P::Awaiting { .. }, I::DeadlineExpired) => poisoned(Cause::of(Failure::HostWaitTimeout)),
 
-        (P::ReadingStatus, I::JudgedOk | I::JudgedFailed(Class::RunOnly)) => P::Finalising,
-        (P::ReadingStatus, I::JudgedFailed(Class::Poison) | I::StatusReadFailed) => P::Done,
+        (P::ReadingStatus { .. }, I::JudgedOk) => (
+            P::Finalising {
+                verdict: Verdict::Ok,
+            },
+            A::Finalise,
+        ),
+        (P::ReadingStatus { .. }, I::JudgedFailed(cause)) => failed(cause),
+        (P::ReadingStatus { .. }, I::StatusReadFailed(cause)) => poisoned(cause),
 
-        (P::Finalising, I::Finalised | I::FinaliseFailed(_)) => P::Done,
+        (P::Finalising { verdict }, I::Finalised) => (P::Done { verdict }, A::Settle),
+        // The first failure wins: a run that already failed (or was cancelled) keeps its
+        // verdict; an `Ok` run fails with the finalise's cause.
+        (P::Finalising { verdict }, I::FinaliseFailed(cause)) => match cause.class() {
+            Class::RunOnly => {
+                let verdict = match verdict {
+                    Verdict::Ok => Verdict::Failed { cause },
+                    earlier => earlier,
+                };
+                (P::Done { verdict }, A::Settle)
+            }
+            Class::Poison => poisoned(cause),
+        },
 
         (
-            P::Launching | P::Launched | P::Awaiting | P::ReadingStatus | P::Finalising,
+            P::Launching
+            | P::Launched { .. }
+            | P::Awaiting { .. }
+            | P::ReadingStatus { .. }
+            | P::Finalising { .. },
             I::Cancel,
         ) => {
             return Err(Refusal::LaunchedRunsFinish);
@@ -259,80 +619,37 @@ pub const fn step(phase: RunPhase, input: RunInput) -> Result<RunPhase, Refusal>
     Ok(next)
 }
 
-/// What the lane emits with a run's transition from `input` to `next` (for the table).
-///
-/// A run-only failure is finalised without copy-back; a poison-class failure ends the run at
-/// once and starts recovery with `DrainDevice` (its resources go with the device reset).
-#[must_use]
-pub const fn effects(input: RunInput, next: RunPhase) -> &'static str {
-    use RunInput as I;
-    match (input, next) {
-        (I::Prepare, _) => "`PrepareRun`",
-        (I::Launch, _) => "`LaunchRun`",
-        (I::Await, _) => "`AwaitCompletion`",
-        (I::Completed, _) => "`ReadStatus`",
-        (I::JudgedOk, _) => "`FinaliseRun` with copy-back",
-        (_, RunPhase::Finalising) => "`FinaliseRun`, no copy-back",
-        (I::Abandon, _) => "none (abandoned with the device)",
-        (I::Cancel, RunPhase::Preparing { .. }) => "none: cancelled when the prepare answers",
-        (I::Incompatible, RunPhase::Queued { .. }) => {
-            "none: prepared again once no unfinished run is before it"
-        }
-        (I::Incompatible, RunPhase::Done) => "none: settled `Cancelled` (nothing was touched)",
-        (
-            I::PrepareFailed(Class::Poison)
-            | I::StreamsFailed(Class::Poison)
-            | I::LaunchFailed(Class::Poison)
-            | I::CompletedFaulted
-            | I::CompletionFailed
-            | I::DeadlineExpired
-            | I::JudgedFailed(Class::Poison)
-            | I::StatusReadFailed
-            | I::FinaliseFailed(Class::Poison),
-            _,
-        ) => "poison: `DrainDevice`",
-        _ => "none",
-    }
-}
-
 /// The per-run phase machine as a Markdown table: every (phase, input) pair with its next
-/// phase and what the lane emits with the transition.
+/// phase and what the lane does with the transition ([`RunAction::describe`]).
 #[must_use]
 pub fn run_phase_table() -> String {
     let mut out = String::new();
     out.push_str("# Run phase machine\n\n");
     out.push_str(
         "Rendered from `lane_core::run::step`, the only place a run's phase changes. One row \
-         per (phase, input) pair. `RunOnly`/`Poison` is the class status-latch gives the \
-         failure. `effects` is what the lane emits with the transition (SPEC §6: state x event \
-         -> next state + effects). A refused input is an event the lane did not ask for: the \
-         lane rejects it with a typed error and changes nothing.\n\n",
+         per (phase, input) pair. A phase is shown by its shape: the values it holds (the \
+         deadline, the evidence, an unfenced launch's code) are not, and `Finalising` shows \
+         its verdict's kind. `RunOnly`/`Poison` is the class status-latch gives the failure; \
+         a failure named without a class poisons whatever its class. `effects` is generated \
+         from the `RunAction` the step returns, which the lane performs in one place (SPEC \
+         §6: state x event -> next state + effects). A refused input is an event the lane did \
+         not ask for: the lane rejects it with a typed error and changes nothing.\n\n",
     );
     out.push_str("| phase | input | next phase | effects |\n|---|---|---|---|\n");
-    for phase in RunPhase::ALL {
-        for input in RunInput::ALL {
+    for phase in RunPhase::all() {
+        for input in RunInput::all() {
             let (next, effects) = match step(phase, input) {
-                Ok(next) if next == phase => (format!("{next:?} (unchanged)"), "none"),
-                Ok(next) => (format!("**{next:?}**"), effects(input, next)),
+                Ok((next, _)) if next == phase => (format!("{} (unchanged)", next.label()), "none"),
+                Ok((next, action)) => (format!("**{}**", next.next_label()), action.describe(next)),
                 Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
             };
             let _ = writeln!(
                 out,
-                "| {phase:?} | {} | {next} | {effects} |",
-                input_label(input)
+                "| {} | {} | {next} | {effects} |",
+                phase.label(),
+                input.label()
             );
         }
     }
     out
-}
-
-fn input_label(input: RunInput) -> String {
-    match input {
-        RunInput::PrepareFailed(c) => format!("PrepareFailed({c:?})"),
-        RunInput::StreamsFailed(c) => format!("StreamsFailed({c:?})"),
-        RunInput::LaunchFailed(c) => format!("LaunchFailed({c:?})"),
-        RunInput::JudgedFailed(c) => format!("JudgedFailed({c:?})"),
-        RunInput::FinaliseFailed(c) => format!("FinaliseFailed({c:?})"),
-        other => format!("{other:?}"),
-    }
 }

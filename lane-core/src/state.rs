@@ -6,6 +6,11 @@
 
 use core::fmt::Write as _;
 
+use status_latch::AclCode;
+use stream_pair::Role;
+
+use crate::lane::StreamsLeft;
+
 /// A step of device recovery (SPEC §5.3): a bounded drain, a force reset, a probe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RecoveryStep {
@@ -68,6 +73,8 @@ pub enum LaneState {
         /// for a close's teardown (a destroy and one retry), 1 for
         /// [`Lane::retry_teardown`](crate::Lane::retry_teardown).
         rounds: u8,
+        /// Each stream whose last destroy failed, with its code.
+        left: StreamsLeft,
     },
     /// Closed: nothing more happens (but [`Lane::retry_teardown`](crate::Lane::retry_teardown)
     /// on streams a teardown left).
@@ -76,6 +83,9 @@ pub enum LaneState {
         /// came during the recovery): the device must be reset outside the lane, and it is
         /// never touched again.
         device_lost: bool,
+        /// The streams the teardown left alive, each with its last destroy's code (S-7);
+        /// reported by the close report.
+        left: StreamsLeft,
     },
 }
 
@@ -108,11 +118,18 @@ pub enum LaneInput {
     FaultNotice,
     /// Suspect, and every run that launched has its verdict: recovery can start.
     LaunchedDone,
+    /// A stream's destroy failed during the teardown, with its code.
+    DestroyFailed {
+        /// Which stream.
+        role: Role,
+        /// The destroy's code.
+        code: AclCode,
+    },
     /// Every stream of the pair is destroyed (or none was live).
     StreamsReleased,
-    /// The teardown ended with a stream whose every destroy failed (the first and its
-    /// retry): it is left, and reported (`CloseReport::streams_left`).
-    StreamsLeft,
+    /// The teardown ended with these streams alive, their every destroy failed (the first
+    /// and its retry): they are left, and reported (`CloseReport::streams_left`).
+    StreamsLeft(StreamsLeft),
     /// `Lane::retry_teardown` on a closed lane with a stream left: destroy it once more.
     RetryTeardown,
     /// The teardown emits a destroy round: no stream result is out, and this is its first
@@ -121,8 +138,8 @@ pub enum LaneInput {
 }
 
 impl LaneInput {
-    /// Every input, in table order.
-    pub const ALL: [Self; 17] = [
+    /// Every input shape (data: a failed AICore destroy), in table order.
+    pub const ALL: [Self; 18] = [
         Self::Submit,
         Self::Publish,
         Self::Close,
@@ -136,11 +153,91 @@ impl LaneInput {
         Self::Idle,
         Self::FaultNotice,
         Self::LaunchedDone,
+        Self::DestroyFailed {
+            role: Role::Aicore,
+            code: TABLE_DESTROY_CODE,
+        },
         Self::StreamsReleased,
-        Self::StreamsLeft,
+        Self::StreamsLeft(TABLE_LEFT),
         Self::RetryTeardown,
         Self::DestroyRound,
     ];
+
+    /// The input as the rendered table labels it: its shape, without the stream and code
+    /// it carries.
+    #[must_use]
+    pub fn label(self) -> String {
+        match self {
+            Self::DestroyFailed { .. } => "DestroyFailed".to_owned(),
+            Self::StreamsLeft(_) => "StreamsLeft".to_owned(),
+            other => format!("{other:?}"),
+        }
+    }
+}
+
+/// The destroy code the table's `DestroyFailed` and streams-left rows carry.
+const TABLE_DESTROY_CODE: AclCode = AclCode::RtParamInvalid;
+
+/// The streams a teardown left, in the table's rows: the AICore stream.
+const TABLE_LEFT: StreamsLeft = StreamsLeft {
+    aicpu: None,
+    aicore: Some(TABLE_DESTROY_CODE),
+};
+
+/// What the lane does with a transition of its state, besides changing it: the one value
+/// [`lane_step`] returns with the next state, performed in one place by the lane, and the
+/// effects column of the rendered table ([`describe`](Self::describe)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneAction {
+    /// Nothing.
+    None,
+    /// Close: cancel every item that has not launched.
+    CancelUnlaunched,
+    /// Recovery starts: wait for the runner work out at the poison (L-18), then drain.
+    Quiesce,
+    /// Emit `DrainDevice` for the attempt.
+    Drain,
+    /// Emit `ForceReset` for the attempt.
+    Reset,
+    /// Emit `Probe` for the attempt.
+    Probe,
+    /// The teardown starts: its first destroy round at once, or once the stream result out
+    /// arrives.
+    TearDown,
+    /// Emit a `DestroyStream` for each live stream of the pair.
+    DestroyRound,
+}
+
+impl LaneAction {
+    /// What the lane emits, as the table's effects column shows it; `state` is the state the
+    /// transition leaves (a teardown's first round destroys every stream, a later one the
+    /// streams whose destroy failed).
+    #[must_use]
+    pub const fn describe(self, state: LaneState) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::CancelUnlaunched => {
+                "`FinaliseRun` (no copy-back) for each prepared run; queued runs and waiting publications cancelled"
+            }
+            Self::Quiesce => {
+                "none while runner work is out (each answer is accepted, then ignored); `Quiesced` at once when none is"
+            }
+            Self::Drain => "`DrainDevice`",
+            Self::Reset => "`ForceReset`",
+            Self::Probe => "`Probe`",
+            Self::TearDown => match state {
+                // A closed lane has no stream create outstanding to wait for.
+                LaneState::Closed { .. } => "none; `DestroyRound` follows at once",
+                _ => "none; `DestroyRound` follows at once, or when the stream result out arrives",
+            },
+            Self::DestroyRound => match state {
+                LaneState::ReleasingStreams { round: 0, .. } => {
+                    "`DestroyStream` for each live stream"
+                }
+                _ => "`DestroyStream` again for each stream whose destroy failed",
+            },
+        }
+    }
 }
 
 /// Why [`lane_step`] refused an input.
@@ -172,52 +269,65 @@ impl LaneRefusal {
     }
 }
 
-/// The one transition function of the lane. `attempts` is the profile's recovery budget.
-pub const fn lane_step(
+/// The one transition function of the lane: the next state and what the lane does with it,
+/// or why the input is refused. `attempts` is the profile's recovery budget.
+///
+/// Entering a recovery step emits that step's effect; a close of an open lane cancels what
+/// has not launched; an idle closing lane (or a retry on a closed one) starts the teardown,
+/// whose rounds destroy the pair.
+pub fn lane_step(
     state: LaneState,
     input: LaneInput,
     attempts: u8,
-) -> Result<LaneState, LaneRefusal> {
+) -> Result<(LaneState, LaneAction), LaneRefusal> {
+    use LaneAction as A;
     use LaneInput as I;
     use LaneState as S;
     use RecoveryStep as R;
+    let recovering = |step, attempt, then| S::Recovering {
+        step,
+        attempt,
+        then,
+    };
+    let closed = |device_lost, left| S::Closed { device_lost, left };
     let next = match (state, input) {
-        (S::Open, I::Submit | I::Publish | I::Idle) => S::Open,
-        (S::Open, I::Close) => S::Closing,
-        (S::Open, I::Poison) => S::Recovering {
-            step: R::Quiesce,
-            attempt: 1,
-            then: AfterRecovery::Reopen,
-        },
+        (S::Open, I::Submit | I::Publish | I::Idle) => (S::Open, A::None),
+        (S::Open, I::Close) => (S::Closing, A::CancelUnlaunched),
+        (S::Open, I::Poison) => (recovering(R::Quiesce, 1, AfterRecovery::Reopen), A::Quiesce),
 
         // A notice changes the device's standing only where something still trusts it.
-        (S::Open, I::FaultNotice) => S::Suspect {
-            then: AfterRecovery::Reopen,
-        },
-        (S::Closing, I::FaultNotice) => S::Suspect {
-            then: AfterRecovery::Close,
-        },
+        (S::Open, I::FaultNotice) => (
+            S::Suspect {
+                then: AfterRecovery::Reopen,
+            },
+            A::None,
+        ),
+        (S::Closing, I::FaultNotice) => (
+            S::Suspect {
+                then: AfterRecovery::Close,
+            },
+            A::None,
+        ),
         (S::Suspect { .. }, I::Submit | I::Publish) => return Err(LaneRefusal::Suspect),
-        (S::Suspect { .. }, I::Close) => S::Suspect {
-            then: AfterRecovery::Close,
-        },
-        (S::Suspect { .. }, I::FaultNotice | I::Idle) => state,
-        (S::Suspect { then }, I::LaunchedDone | I::Poison) => S::Recovering {
-            step: R::Quiesce,
-            attempt: 1,
-            then,
-        },
+        (S::Suspect { .. }, I::Close) => (
+            S::Suspect {
+                then: AfterRecovery::Close,
+            },
+            A::None,
+        ),
+        (S::Suspect { .. }, I::FaultNotice | I::Idle) => (state, A::None),
+        (S::Suspect { then }, I::LaunchedDone | I::Poison) => {
+            (recovering(R::Quiesce, 1, then), A::Quiesce)
+        }
         (
             S::Recovering { .. } | S::Lost | S::ReleasingStreams { .. } | S::Closed { .. },
             I::FaultNotice,
-        ) => state,
+        ) => (state, A::None),
 
         (S::Recovering { .. }, I::Submit | I::Publish) => return Err(LaneRefusal::Recovering),
-        (S::Recovering { step, attempt, .. }, I::Close) => S::Recovering {
-            step,
-            attempt,
-            then: AfterRecovery::Close,
-        },
+        (S::Recovering { step, attempt, .. }, I::Close) => {
+            (recovering(step, attempt, AfterRecovery::Close), A::None)
+        }
         (
             S::Recovering {
                 step: R::Quiesce,
@@ -225,11 +335,7 @@ pub const fn lane_step(
                 then,
             },
             I::Quiesced,
-        ) => S::Recovering {
-            step: R::Drain,
-            attempt,
-            then,
-        },
+        ) => (recovering(R::Drain, attempt, then), A::Drain),
         (
             S::Recovering {
                 step: R::Drain,
@@ -237,11 +343,7 @@ pub const fn lane_step(
                 then,
             },
             I::Drained,
-        ) => S::Recovering {
-            step: R::Reset,
-            attempt,
-            then,
-        },
+        ) => (recovering(R::Reset, attempt, then), A::Reset),
         (
             S::Recovering {
                 step: R::Reset,
@@ -249,11 +351,7 @@ pub const fn lane_step(
                 then,
             },
             I::ResetDone,
-        ) => S::Recovering {
-            step: R::Probe,
-            attempt,
-            then,
-        },
+        ) => (recovering(R::Probe, attempt, then), A::Probe),
         (
             S::Recovering {
                 step: R::Reset,
@@ -271,20 +369,18 @@ pub const fn lane_step(
             I::ProbeFailed,
         ) => {
             if attempt < attempts {
-                S::Recovering {
-                    step: R::Drain,
-                    attempt: attempt + 1,
-                    then,
-                }
+                (recovering(R::Drain, attempt + 1, then), A::Drain)
             } else {
                 match then {
-                    AfterRecovery::Reopen => S::Lost,
+                    AfterRecovery::Reopen => (S::Lost, A::None),
                     // Close was asked for meanwhile: nothing is left to finish, and a lost
                     // device is never touched again (its handles are abandoned).
-                    AfterRecovery::Close => S::Closed { device_lost: true },
+                    AfterRecovery::Close => (closed(true, StreamsLeft::NONE), A::None),
                 }
             }
         }
+        // Confirmed: every handle was abandoned at poison time, so the next launch creates a
+        // fresh pair (L-10).
         (
             S::Recovering {
                 step: R::Probe,
@@ -292,7 +388,7 @@ pub const fn lane_step(
                 ..
             },
             I::ProbePassed,
-        ) => S::Open,
+        ) => (S::Open, A::None),
         (
             S::Recovering {
                 step: R::Probe,
@@ -300,126 +396,92 @@ pub const fn lane_step(
                 ..
             },
             I::ProbePassed,
-        ) => S::Closing,
+        ) => (S::Closing, A::None),
 
         (S::Lost, I::Submit | I::Publish) => return Err(LaneRefusal::Lost),
-        (S::Lost, I::Close) => S::Closed { device_lost: true },
-        (S::Lost, I::Idle) => S::Lost,
+        (S::Lost, I::Close) => (closed(true, StreamsLeft::NONE), A::None),
+        (S::Lost, I::Idle) => (S::Lost, A::None),
 
         (S::Closing | S::ReleasingStreams { .. } | S::Closed { .. }, I::Submit | I::Publish) => {
             return Err(LaneRefusal::Closed);
         }
-        (S::Closing, I::Close) => S::Closing,
-        (S::Closing, I::Poison) => S::Recovering {
-            step: R::Quiesce,
-            attempt: 1,
-            then: AfterRecovery::Close,
-        },
-        (S::Closing, I::Idle) => S::ReleasingStreams {
-            round: 0,
-            rounds: crate::lane::TEARDOWN_ATTEMPTS,
-        },
-        (S::ReleasingStreams { .. }, I::Close | I::Idle) => state,
-        (S::ReleasingStreams { round, rounds }, I::DestroyRound) if round < rounds => {
+        (S::Closing, I::Close) => (S::Closing, A::None),
+        (S::Closing, I::Poison) => (recovering(R::Quiesce, 1, AfterRecovery::Close), A::Quiesce),
+        (S::Closing, I::Idle) => (
+            S::ReleasingStreams {
+                round: 0,
+                rounds: crate::lane::TEARDOWN_ATTEMPTS,
+                left: StreamsLeft::NONE,
+            },
+            A::TearDown,
+        ),
+        (S::ReleasingStreams { .. }, I::Close | I::Idle) => (state, A::None),
+        (
+            S::ReleasingStreams {
+                round,
+                rounds,
+                left,
+            },
+            I::DestroyRound,
+        ) if round < rounds => (
             S::ReleasingStreams {
                 round: round + 1,
                 rounds,
-            }
+                left,
+            },
+            A::DestroyRound,
+        ),
+        // Recorded for the round that follows, or reported as left.
+        (
+            S::ReleasingStreams {
+                round,
+                rounds,
+                mut left,
+            },
+            I::DestroyFailed { role, code },
+        ) => {
+            left.set(role, Some(code));
+            (
+                S::ReleasingStreams {
+                    round,
+                    rounds,
+                    left,
+                },
+                A::None,
+            )
         }
-        (S::ReleasingStreams { .. }, I::StreamsReleased | I::StreamsLeft) => {
-            S::Closed { device_lost: false }
+        (S::ReleasingStreams { .. }, I::StreamsReleased) => {
+            (closed(false, StreamsLeft::NONE), A::None)
         }
-        (S::Closed { .. }, I::Close | I::Idle) => state,
+        (S::ReleasingStreams { .. }, I::StreamsLeft(left)) if !left.is_empty() => {
+            (closed(false, left), A::None)
+        }
+        (S::Closed { .. }, I::Close | I::Idle) => (state, A::None),
         // One more destroy round for the streams left.
-        (S::Closed { device_lost: false }, I::RetryTeardown) => S::ReleasingStreams {
-            round: 0,
-            rounds: 1,
-        },
+        (
+            S::Closed {
+                device_lost: false,
+                left,
+            },
+            I::RetryTeardown,
+        ) if !left.is_empty() => (
+            S::ReleasingStreams {
+                round: 0,
+                rounds: 1,
+                left,
+            },
+            A::TearDown,
+        ),
         // A lost device's handles were abandoned with it: there is nothing to destroy again.
-        (S::Closed { device_lost: true }, I::RetryTeardown) => return Err(LaneRefusal::Lost),
+        (
+            S::Closed {
+                device_lost: true, ..
+            },
+            I::RetryTeardown,
+        ) => return Err(LaneRefusal::Lost),
         _ => return Err(LaneRefusal::NotExpected),
     };
     Ok(next)
-}
-
-/// What the lane emits with a transition of its state from `state` to `next` (for the
-/// table): entering a recovery step emits that step's effect; a close cancels what has not
-/// launched; an idle closing lane destroys the pair.
-#[must_use]
-pub const fn effects(state: LaneState, next: LaneState) -> &'static str {
-    match (state, next) {
-        (
-            _,
-            LaneState::Recovering {
-                step: RecoveryStep::Quiesce,
-                ..
-            },
-        ) if !matches!(
-            state,
-            LaneState::Recovering {
-                step: RecoveryStep::Quiesce,
-                ..
-            }
-        ) =>
-        {
-            "none while runner work is out (each answer is accepted, then ignored); `Quiesced` at once when none is"
-        }
-        (
-            _,
-            LaneState::Recovering {
-                step: RecoveryStep::Drain,
-                ..
-            },
-        ) if !matches!(
-            state,
-            LaneState::Recovering {
-                step: RecoveryStep::Drain,
-                ..
-            }
-        ) =>
-        {
-            "`DrainDevice`"
-        }
-        (
-            LaneState::Recovering {
-                step: RecoveryStep::Drain,
-                ..
-            },
-            LaneState::Recovering {
-                step: RecoveryStep::Reset,
-                ..
-            },
-        ) => "`ForceReset`",
-        (
-            LaneState::Recovering {
-                step: RecoveryStep::Reset,
-                ..
-            },
-            LaneState::Recovering {
-                step: RecoveryStep::Probe,
-                ..
-            },
-        ) => "`Probe`",
-        (LaneState::Open | LaneState::Closing, LaneState::Suspect { .. }) => {
-            "none: launched runs keep their awaits; nothing new prepares or launches"
-        }
-        (LaneState::Open, LaneState::Closing) => {
-            "`FinaliseRun` (no copy-back) for each prepared run; queued runs and waiting publications cancelled"
-        }
-        (LaneState::Closing, LaneState::ReleasingStreams { .. }) => {
-            "none; `DestroyRound` follows at once, or when the stream result out arrives"
-        }
-        (LaneState::Closed { .. }, LaneState::ReleasingStreams { .. }) => {
-            "none; `DestroyRound` follows at once"
-        }
-        (LaneState::ReleasingStreams { round: 0, .. }, LaneState::ReleasingStreams { .. }) => {
-            "`DestroyStream` for each live stream"
-        }
-        (LaneState::ReleasingStreams { .. }, LaneState::ReleasingStreams { .. }) => {
-            "`DestroyStream` again for each stream whose destroy failed"
-        }
-        _ => "none",
-    }
 }
 
 /// Every state the lane can be in with a recovery budget of `attempts`, in table order:
@@ -455,12 +517,26 @@ fn table_states(attempts: u8) -> Vec<LaneState> {
     states.extend([LaneState::Lost, LaneState::Closing]);
     for rounds in [crate::lane::TEARDOWN_ATTEMPTS, 1] {
         for round in 0..=rounds {
-            states.push(LaneState::ReleasingStreams { round, rounds });
+            states.push(LaneState::ReleasingStreams {
+                round,
+                rounds,
+                left: StreamsLeft::NONE,
+            });
         }
     }
     states.extend([
-        LaneState::Closed { device_lost: false },
-        LaneState::Closed { device_lost: true },
+        LaneState::Closed {
+            device_lost: false,
+            left: StreamsLeft::NONE,
+        },
+        LaneState::Closed {
+            device_lost: false,
+            left: TABLE_LEFT,
+        },
+        LaneState::Closed {
+            device_lost: true,
+            left: StreamsLeft::NONE,
+        },
     ]);
     states
 }
@@ -488,11 +564,15 @@ impl LaneState {
                 format!("Recovering({step:?}, attempt {attempt}, then {then:?})")
             }
             Self::Suspect { then } => format!("Suspect(then {then:?})"),
-            Self::ReleasingStreams { round, rounds } => {
+            // The streams whose destroy failed are values, not rows.
+            Self::ReleasingStreams { round, rounds, .. } => {
                 format!("ReleasingStreams(round {round} of {rounds})")
             }
-            Self::Closed { device_lost: false } => "Closed".to_owned(),
-            Self::Closed { device_lost: true } => "Closed(device lost)".to_owned(),
+            Self::Closed {
+                device_lost: true, ..
+            } => "Closed(device lost)".to_owned(),
+            Self::Closed { left, .. } if left.is_empty() => "Closed".to_owned(),
+            Self::Closed { .. } => "Closed(streams left)".to_owned(),
             other => format!("{other:?}"),
         }
     }
@@ -512,29 +592,41 @@ pub fn lane_state_table() -> String {
          the runner work out at the poison has answered (L-18); the other recovery \
          inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
          means every accepted item has its outcome; `StreamsReleased` means the pair is \
-         destroyed; `StreamsLeft` means a stream survived its destroy and its retry (it is \
+         destroyed; `DestroyFailed` is a stream's failed destroy during the teardown (recorded in the \
+         state with its code: the state's streams left are values, shown only for `Closed`); \
+         `StreamsLeft` means a stream survived its destroy and its retry (it is \
          reported in the close report); `DestroyRound` is the teardown emitting a round of \
          destroys (the first, or one for the streams whose destroy failed); `RetryTeardown` is \
          `Lane::retry_teardown`, which \
          destroys the streams left once more; `FaultNotice` is a device fault notice that \
          names this lane's device and stream (L-19), and `LaunchedDone` means every run that \
          launched while the device was suspect has its verdict (what had not launched then \
-         fails with the notice). `effects` is what the lane emits with the transition (SPEC §6: state x \
-         event -> next state + effects). A refused command returns a typed error; a refused \
+         fails with the notice). `effects` is generated from the `LaneAction` the step returns, which the lane \
+         performs in one place (SPEC §6: state x event -> next state + effects). A refused command returns a typed error; a refused \
          event is rejected and changes nothing.\n\n",
     );
     out.push_str("| state | input | next state | effects |\n|---|---|---|---|\n");
     for state in table_states(attempts) {
         for input in LaneInput::ALL {
             let (next, effects) = match lane_step(state, input, attempts) {
-                Ok(next) if next == state => (format!("{} (unchanged)", state_label(next)), "none"),
-                Ok(next) => (format!("**{}**", state_label(next)), effects(state, next)),
+                Ok((next, _)) if next == state => {
+                    (format!("{} (unchanged)", state_label(next)), "none")
+                }
+                // The values a state holds changed (a failed destroy recorded), not its row.
+                Ok((next, action)) if state_label(next) == state_label(state) => (
+                    format!("{} (value recorded)", state_label(next)),
+                    action.describe(state),
+                ),
+                Ok((next, action)) => {
+                    (format!("**{}**", state_label(next)), action.describe(state))
+                }
                 Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
             };
             let _ = writeln!(
                 out,
-                "| {} | {input:?} | {next} | {effects} |",
-                state_label(state)
+                "| {} | {} | {next} | {effects} |",
+                state_label(state),
+                input.label()
             );
         }
     }

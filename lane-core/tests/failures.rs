@@ -78,7 +78,10 @@ fn a_run_only_failure_lets_the_launched_successor_complete_and_later_submits_suc
     h.fault(Fault::Latch(1, RuntimeCode::ScopeDeadlock));
     let r1 = h.run();
     let r2 = h.run();
-    assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Launched));
+    assert!(matches!(
+        h.lane.phase_of(r2),
+        Some(RunPhase::Launched { .. })
+    ));
     h.complete(r1);
     h.complete(r2);
     assert_eq!(failed_with(h.verdict(r1)).class(), Class::RunOnly);
@@ -216,7 +219,13 @@ fn a_recovery_whose_probe_fails_every_attempt_leaves_the_lane_lost() {
     assert!(err.to_string().contains("lost"), "{err}");
     assert!(h.lane.publish(h.now, lane_core::CodeRef(1)).is_err());
     // A lost lane can still be closed.
-    assert_eq!(h.close().state, LaneState::Closed { device_lost: true });
+    assert_eq!(
+        h.close().state,
+        LaneState::Closed {
+            device_lost: true,
+            left: lane_core::StreamsLeft::NONE,
+        }
+    );
 }
 
 #[test]
@@ -577,13 +586,19 @@ fn a_recovery_that_fails_after_close_ends_closed_and_reports_the_device_lost() {
             },
         )
         .unwrap();
-    assert_eq!(h.lane.phase_of(r1), Some(RunPhase::ReadingStatus));
+    assert!(matches!(
+        h.lane.phase_of(r1),
+        Some(RunPhase::ReadingStatus { .. })
+    ));
     // Close before the status read reveals the poison; recovery then fails every attempt.
     let report = h.close();
     assert!(!report.device_lost);
     assert_eq!(
         h.state(),
-        LaneState::Closed { device_lost: true },
+        LaneState::Closed {
+            device_lost: true,
+            left: lane_core::StreamsLeft::NONE,
+        },
         "no second close is needed"
     );
     assert!(h.lane.device_lost());

@@ -1,9 +1,10 @@
 //! The rendered transition tables are snapshot-tested: a behaviour change shows up as a
 //! table diff in review (and `cargo xtask codegen` writes the same tables into docs/).
 
+use lane_core::Verdict;
 use lane_core::publication::{PublicationInput, PublicationPhase, publication_table};
-use lane_core::run::{RunInput, RunPhase, run_phase_table, step};
-use lane_core::state::{LaneInput, LaneState, lane_state_table, lane_step};
+use lane_core::run::{RunAction, RunInput, RunPhase, run_phase_table, step};
+use lane_core::state::{LaneAction, LaneInput, LaneState, lane_state_table, lane_step};
 
 #[test]
 fn run_phase_table_snapshot() {
@@ -50,43 +51,196 @@ fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
 
 #[test]
 fn every_phase_is_reachable_from_queued_and_reaches_done() {
-    // The table is a connected machine: no dead phase, no phase that cannot finish.
+    // The table is a connected machine: no dead phase, no phase that cannot finish. Phases
+    // are compared by their table label (their shape: the values they hold are data).
     let queued = RunPhase::Queued {
         incompatible: false,
     };
     let mut reached = vec![queued];
     let mut frontier = vec![queued];
     while let Some(phase) = frontier.pop() {
-        for input in RunInput::ALL {
-            if let Ok(next) = step(phase, input) {
-                if !reached.contains(&next) {
+        for input in RunInput::all() {
+            if let Ok((next, _)) = step(phase, input) {
+                if !reached.iter().any(|p| p.label() == next.label()) {
                     reached.push(next);
                     frontier.push(next);
                 }
             }
         }
     }
-    for phase in RunPhase::ALL {
-        assert!(reached.contains(&phase), "{phase:?} unreachable");
+    let abandoned = lane_core::run::representative::poisoned();
+    for phase in RunPhase::all() {
         assert!(
-            phase == RunPhase::Done || step(phase, RunInput::Abandon) == Ok(RunPhase::Done),
-            "{phase:?} cannot be abandoned"
+            reached.iter().any(|p| p.label() == phase.label()),
+            "{} unreachable",
+            phase.label()
+        );
+        assert!(
+            phase.is_done()
+                || step(phase, RunInput::Abandon(abandoned))
+                    == Ok((RunPhase::Done { verdict: abandoned }, RunAction::Settle)),
+            "{} cannot be abandoned",
+            phase.label()
         );
     }
 }
 
 #[test]
-fn done_refuses_every_input() {
-    for input in RunInput::ALL {
-        assert!(step(RunPhase::Done, input).is_err(), "{input:?}");
+fn done_refuses_every_input_whatever_its_verdict() {
+    let cause = lane_core::run::representative::run_only();
+    for verdict in [
+        Verdict::Ok,
+        Verdict::Cancelled,
+        Verdict::Failed { cause },
+        lane_core::run::representative::poisoned(),
+    ] {
+        for input in RunInput::all() {
+            assert!(
+                step(RunPhase::Done { verdict }, input).is_err(),
+                "{input:?}"
+            );
+        }
     }
+}
+
+#[test]
+fn a_failed_finalise_fails_an_ok_run_but_an_earlier_failure_or_a_cancel_stands() {
+    let (run_only, poison) = (
+        lane_core::run::representative::run_only(),
+        lane_core::run::representative::poison(),
+    );
+    let earlier = lane_core::Cause::of(lane_core::status_latch::Failure::NoRecord);
+    let finalising = |verdict| RunPhase::Finalising { verdict };
+    let done = |verdict| RunPhase::Done { verdict };
+    for (pending, want) in [
+        (Verdict::Ok, Verdict::Failed { cause: run_only }),
+        (
+            Verdict::Failed { cause: earlier },
+            Verdict::Failed { cause: earlier },
+        ),
+        (Verdict::Cancelled, Verdict::Cancelled),
+    ] {
+        assert_eq!(
+            step(finalising(pending), RunInput::FinaliseFailed(run_only)),
+            Ok((done(want), RunAction::Settle))
+        );
+        // A finalise that poisons fails the run with its own cause, whatever was pending.
+        assert_eq!(
+            step(finalising(pending), RunInput::FinaliseFailed(poison)),
+            Ok((done(Verdict::Failed { cause: poison }), RunAction::Poison))
+        );
+        assert_eq!(
+            step(finalising(pending), RunInput::Finalised),
+            Ok((done(pending), RunAction::Settle))
+        );
+    }
+}
+
+#[test]
+fn only_the_run_readying_the_pair_fails_with_a_stream_failure() {
+    let cause = lane_core::run::representative::run_only();
+    let waiting = step(
+        RunPhase::Prepared {
+            readying_pair: false,
+        },
+        RunInput::ReadyPair,
+    )
+    .unwrap()
+    .0;
+    assert_eq!(
+        waiting,
+        RunPhase::Prepared {
+            readying_pair: true
+        }
+    );
+    assert_eq!(
+        step(waiting, RunInput::StreamsFailed(cause)),
+        Ok((
+            RunPhase::Finalising {
+                verdict: Verdict::Failed { cause }
+            },
+            RunAction::Finalise
+        ))
+    );
+    assert!(
+        step(
+            RunPhase::Prepared {
+                readying_pair: false
+            },
+            RunInput::StreamsFailed(cause)
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn the_teardown_records_each_failed_destroy_in_its_state_and_closes_with_the_survivors() {
+    use lane_core::StreamsLeft;
+    use lane_core::status_latch::AclCode;
+    use lane_core::stream_pair::Role;
+    let attempts = 3;
+    let step = |state, input| lane_step(state, input, attempts).unwrap();
+    let (state, action) = step(LaneState::Closing, LaneInput::Idle);
+    assert_eq!(action, LaneAction::TearDown);
+    let (state, action) = step(state, LaneInput::DestroyRound);
+    assert_eq!(action, LaneAction::DestroyRound);
+    let code = AclCode::RtParamInvalid;
+    let (state, action) = step(
+        state,
+        LaneInput::DestroyFailed {
+            role: Role::Aicpu,
+            code,
+        },
+    );
+    assert_eq!(action, LaneAction::None);
+    let left = StreamsLeft {
+        aicpu: Some(code),
+        aicore: None,
+    };
+    assert_eq!(
+        state,
+        LaneState::ReleasingStreams {
+            round: 1,
+            rounds: lane_core::TEARDOWN_ATTEMPTS,
+            left
+        }
+    );
+    let (closed, _) = step(state, LaneInput::StreamsLeft(left));
+    assert_eq!(
+        closed,
+        LaneState::Closed {
+            device_lost: false,
+            left
+        }
+    );
+    // A retry destroys the survivors once more; with nothing left there is nothing to retry.
+    assert_eq!(
+        step(closed, LaneInput::RetryTeardown),
+        (
+            LaneState::ReleasingStreams {
+                round: 0,
+                rounds: 1,
+                left
+            },
+            LaneAction::TearDown
+        )
+    );
+    let released = LaneState::Closed {
+        device_lost: false,
+        left: StreamsLeft::NONE,
+    };
+    assert!(lane_step(released, LaneInput::RetryTeardown, attempts).is_err());
+    // An empty survivor list is not a teardown that left streams.
+    assert!(lane_step(state, LaneInput::StreamsLeft(StreamsLeft::NONE), attempts).is_err());
 }
 
 #[test]
 fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
     for attempts in 1..=5u8 {
         for failures in 0..=attempts {
-            let mut state = lane_step(LaneState::Open, LaneInput::Poison, attempts).unwrap();
+            let mut state = lane_step(LaneState::Open, LaneInput::Poison, attempts)
+                .unwrap()
+                .0;
             let mut failed = 0;
             for _ in 0..(3 * usize::from(attempts) + 4) {
                 let input = match state {
@@ -102,7 +256,7 @@ fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
                     },
                     _ => break,
                 };
-                state = lane_step(state, input, attempts).unwrap();
+                state = lane_step(state, input, attempts).unwrap().0;
             }
             let want = if failures >= attempts {
                 LaneState::Lost
@@ -114,15 +268,83 @@ fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
     }
 }
 
-/// The phases the run table says a run is in right after the lane emits `effect` for it.
-fn phases_after(effect: &str) -> Vec<RunPhase> {
+#[test]
+fn entering_each_recovery_step_emits_that_steps_effect_and_nothing_else_does() {
+    use lane_core::RecoveryStep as R;
+    let attempts = 3;
+    for state in [LaneState::Open, LaneState::Closing] {
+        for input in LaneInput::ALL {
+            let Ok((next, action)) = lane_step(state, input, attempts) else {
+                continue;
+            };
+            let want = match next {
+                LaneState::Recovering {
+                    step: R::Quiesce, ..
+                } => LaneAction::Quiesce,
+                _ if state == LaneState::Open && next == LaneState::Closing => {
+                    LaneAction::CancelUnlaunched
+                }
+                LaneState::ReleasingStreams { .. } => LaneAction::TearDown,
+                _ => LaneAction::None,
+            };
+            assert_eq!(action, want, "{state:?} x {input:?}");
+        }
+    }
+    let recovering = |step, attempt| LaneState::Recovering {
+        step,
+        attempt,
+        then: lane_core::AfterRecovery::Reopen,
+    };
+    for (state, input, want) in [
+        (
+            recovering(R::Quiesce, 1),
+            LaneInput::Quiesced,
+            LaneAction::Drain,
+        ),
+        (
+            recovering(R::Drain, 1),
+            LaneInput::Drained,
+            LaneAction::Reset,
+        ),
+        (
+            recovering(R::Reset, 1),
+            LaneInput::ResetDone,
+            LaneAction::Probe,
+        ),
+        (
+            recovering(R::Reset, 1),
+            LaneInput::ResetFailed,
+            LaneAction::Drain,
+        ),
+        (
+            recovering(R::Probe, 1),
+            LaneInput::ProbeFailed,
+            LaneAction::Drain,
+        ),
+        (
+            recovering(R::Probe, 3),
+            LaneInput::ProbeFailed,
+            LaneAction::None,
+        ),
+        (
+            recovering(R::Probe, 1),
+            LaneInput::ProbePassed,
+            LaneAction::None,
+        ),
+    ] {
+        assert_eq!(lane_step(state, input, attempts).unwrap().1, want);
+    }
+}
+
+/// The phases (by table label) the run table says a run is in right after the lane emits
+/// `effect` for it: the transitions whose action's description names it.
+fn phases_after(effect: &str) -> Vec<String> {
     let mut phases = Vec::new();
-    for phase in RunPhase::ALL {
-        for input in RunInput::ALL {
-            if let Ok(next) = step(phase, input) {
-                let emitted = lane_core::run::effects(input, next);
-                if next != phase && emitted.contains(&format!("`{effect}`")) {
-                    phases.push(next);
+    for phase in RunPhase::all() {
+        for input in RunInput::all() {
+            if let Ok((next, action)) = step(phase, input) {
+                if next != phase && action.describe(next).contains(&format!("`{effect}`")) {
+                    phases.push(next.label());
                 }
             }
         }
@@ -147,8 +369,9 @@ fn the_run_tables_effects_column_matches_what_the_lane_emits() {
         if let Some(run) = effect.run() {
             let phase = lane.phase_of(run).expect("an effect names a live run");
             assert!(
-                phases_after(effect.name()).contains(&phase),
-                "{effect} left {run} in {phase:?}, which the table does not list for it"
+                phases_after(effect.name()).contains(&phase.label()),
+                "{effect} left {run} in {}, which the table does not list for it",
+                phase.label()
             );
             if !checked.contains(&effect.name()) {
                 checked.push(effect.name());

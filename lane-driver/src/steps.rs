@@ -200,7 +200,10 @@ impl<O: Observer> LaneSteps<O> {
         if let (Some(item), Some(text)) = (item, text) {
             // A stream failure the lane failed no run with (a teardown's) explains no outcome.
             let still_waiting = stream_failure(&event)
-                && self.lane.phase_of(RunId(item)) == Some(RunPhase::Prepared);
+                && matches!(
+                    self.lane.phase_of(RunId(item)),
+                    Some(RunPhase::Prepared { .. })
+                );
             if !still_waiting {
                 self.texts.hold(item, text);
             }
@@ -210,8 +213,12 @@ impl<O: Observer> LaneSteps<O> {
 
     /// The run waiting to launch, if one is: the oldest prepared run.
     fn waiting_to_launch(&self) -> Option<u64> {
-        (self.texts.last_delivered + 1..=self.texts.last_accepted)
-            .find(|&item| self.lane.phase_of(RunId(item)) == Some(RunPhase::Prepared))
+        (self.texts.last_delivered + 1..=self.texts.last_accepted).find(|&item| {
+            matches!(
+                self.lane.phase_of(RunId(item)),
+                Some(RunPhase::Prepared { .. })
+            )
+        })
     }
 
     /// Tells the lane the awaited run's deadline passed at `now`.

@@ -42,7 +42,13 @@ fn one_run_then_shut_down(handle: &LaneHandle) -> lane_core::CloseReport {
 fn a_clean_shutdown_reports_closed_with_no_stream_left() {
     let handle = lane(None);
     let report = one_run_then_shut_down(&handle);
-    assert_eq!(report.state, LaneState::Closed { device_lost: false });
+    assert_eq!(
+        report.state,
+        LaneState::Closed {
+            device_lost: false,
+            left: StreamsLeft::NONE,
+        }
+    );
     assert_eq!(report.streams_left, StreamsLeft::NONE);
     assert!(report.poison.is_none() && !report.device_lost);
 }
@@ -53,7 +59,13 @@ fn a_stream_whose_every_destroy_fails_is_named_with_its_code_in_the_final_report
     // (call 2 is the AICore stream's), and the shutdown's last retry the fourth.
     let handle = lane(Some("stream-destroy=507901@call:1,3,4"));
     let report = one_run_then_shut_down(&handle);
-    assert_eq!(report.state, LaneState::Closed { device_lost: false });
+    assert_eq!(
+        report.state,
+        LaneState::Closed {
+            device_lost: false,
+            left: report.streams_left,
+        }
+    );
     assert_eq!(report.streams_left.aicpu, AclCode::from_raw(507_901));
     assert_eq!(
         report.streams_left.aicore, None,
@@ -75,7 +87,13 @@ fn a_stream_the_teardown_left_is_destroyed_once_more_at_the_shutdown() {
     // shutdown's last retry (call 4) can have destroyed it.
     let handle = lane(Some("stream-destroy=507901@call:1,3"));
     let report = one_run_then_shut_down(&handle);
-    assert_eq!(report.state, LaneState::Closed { device_lost: false });
+    assert_eq!(
+        report.state,
+        LaneState::Closed {
+            device_lost: false,
+            left: StreamsLeft::NONE,
+        }
+    );
     assert_eq!(report.streams_left, StreamsLeft::NONE, "destroyed at last");
 }
 
@@ -100,7 +118,13 @@ fn shut_down_joins_the_lane_with_other_clones_alive_and_they_see_a_lost_lane() {
     let clone = handle.clone();
     let run = clone.submit(RunRequest::new()).expect("accepted");
     let report = handle.shut_down().expect("from the test thread");
-    assert_eq!(report.state, LaneState::Closed { device_lost: false });
+    assert_eq!(
+        report.state,
+        LaneState::Closed {
+            device_lost: false,
+            left: StreamsLeft::NONE,
+        }
+    );
     assert!(
         dropped.load(Ordering::SeqCst),
         "the lane thread ended (dropping its device) before shut_down returned"
@@ -150,6 +174,12 @@ fn shut_down_from_the_outcome_callback_is_refused_as_its_own_thread_and_shuts_do
     slot.lock().unwrap().take();
     // The callback's shutdown request stands: this one joins the threads.
     let report = handle.shut_down().expect("from the test thread");
-    assert_eq!(report.state, LaneState::Closed { device_lost: false });
+    assert_eq!(
+        report.state,
+        LaneState::Closed {
+            device_lost: false,
+            left: StreamsLeft::NONE,
+        }
+    );
     assert_eq!(answer, Err(ServiceError::OwnThread));
 }

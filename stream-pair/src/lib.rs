@@ -855,6 +855,23 @@ impl StreamPair {
         self.on_destroy_all()
     }
 
+    /// Why [`destroy_all`](Self::destroy_all) would be refused now, if it would: submissions
+    /// are queued, a teardown is in progress, or a stream's result is outstanding.
+    pub fn destroy_all_refusal(&self) -> Option<Rejection> {
+        if !self.submissions.is_empty() {
+            return Some(Rejection::SubmissionsQueued {
+                queued: self.submissions.len(),
+            });
+        }
+        if self.teardown.is_some() {
+            return Some(Rejection::TeardownInProgress);
+        }
+        Role::ALL
+            .into_iter()
+            .find(|&role| self.stream_ref(role).is_outstanding())
+            .map(|role| Rejection::ResultsOutstanding { role })
+    }
+
     /// Forgets both streams and every submission without destroying anything (after a
     /// device reset, S-8). The next `ready()` creates both streams afresh; results of
     /// effects emitted before are rejected as answering nothing.
@@ -1158,19 +1175,8 @@ impl StreamPair {
 
     /// `DestroyAll`.
     fn on_destroy_all(&mut self) -> Result<Effects, Rejection> {
-        if !self.submissions.is_empty() {
-            return Err(Rejection::SubmissionsQueued {
-                queued: self.submissions.len(),
-            });
-        }
-        if self.teardown.is_some() {
-            return Err(Rejection::TeardownInProgress);
-        }
-        if let Some(role) = Role::ALL
-            .into_iter()
-            .find(|&role| self.stream_ref(role).is_outstanding())
-        {
-            return Err(Rejection::ResultsOutstanding { role });
+        if let Some(rejection) = self.destroy_all_refusal() {
+            return Err(rejection);
         }
         let accepted = self.accepted;
         let mut effects = Effects::new();

@@ -1,6 +1,7 @@
-//! Applying backend events, and every run-phase change: [`Lane::advance`] (an event's
+//! Applying backend events, and every run-phase change: [`Lane::transition`] (an event's
 //! input) and [`Lane::decide`] (the lane's own input) are the only callers of
-//! [`run::step`](crate::run::step).
+//! [`run::step`](crate::run::step), and [`Lane::perform`] is the one place a run's action
+//! is performed.
 
 use status_latch::{
     Boundary, Class, Evidence, Failure, HeaderRead, Judgement, LaunchProgress, RecordRead, Stage,
@@ -14,10 +15,10 @@ use crate::event::{Event, FinaliseFailure, LaunchStep};
 use crate::ids::{PublicationId, RunId};
 use crate::outcome::{Cause, PublicationResult, Verdict};
 use crate::publication::PublicationInput;
-use crate::run::{RunInput, RunPhase, step};
+use crate::run::{RunAction, RunInput, RunPhase, step};
 use crate::state::{LaneInput, LaneState, RecoveryStep};
 
-use super::items::{Item, RunRecord};
+use super::items::Item;
 use super::{Lane, PublicationMark};
 
 /// What applying an event did.
@@ -48,7 +49,8 @@ impl Lane {
         Ok(Applied::Applied)
     }
 
-    /// Applies an event about the live run at `idx` (the run it names, lease checked).
+    /// Applies an event about the live run at `idx` (the run it names, lease checked): each
+    /// event is one run input, stepped and performed by [`transition`](Self::transition).
     #[inline(always)]
     fn apply_run_event(
         &mut self,
@@ -57,52 +59,31 @@ impl Lane {
         name: &'static str,
     ) -> Result<(), EventError> {
         match *event {
-            Event::Prepared { .. } => {
-                // Cancelled while preparing (`Preparing { cancel: true }`): finalised now.
-                if self.advance(idx, RunInput::Prepared, name)?.phase == RunPhase::Finalising {
-                    self.finalise(idx, Verdict::Cancelled, false);
-                }
-            }
+            Event::Prepared { .. } => self.transition(idx, RunInput::Prepared, name),
             Event::PrepareIncompatible { .. } => {
-                // Back in the queue as `Queued { incompatible: true }`; cancelled while
-                // preparing, nothing was touched, so it is done.
-                if self
-                    .advance(idx, RunInput::Incompatible, name)?
-                    .phase
-                    .is_done()
-                {
-                    self.settle(idx, Verdict::Cancelled);
-                }
+                self.transition(idx, RunInput::Incompatible, name)
             }
             Event::PrepareFailed { code, .. } => {
                 let cause = Cause::of(Failure::Acl {
                     stage: Stage::Prepare,
                     code,
                 });
-                self.fail(idx, RunInput::PrepareFailed(cause.class()), cause, name)?;
+                self.transition(idx, RunInput::PrepareFailed(cause), name)
             }
-            Event::Launched { .. } => {
-                self.advance(idx, RunInput::Launched, name)?;
-            }
+            Event::Launched { .. } => self.transition(idx, RunInput::Launched, name),
             Event::LaunchFailed {
                 run, step, code, ..
             } => {
                 let progress = match step {
                     LaunchStep::Arm | LaunchStep::Aicore => LaunchProgress::NotStarted,
                     LaunchStep::Aicpu => LaunchProgress::Partial,
+                    // A fence record or wait failed after a kernel was accepted (L-5).
                     LaunchStep::RecordEvent => {
-                        // Unfenced (L-5): the kernels may run, and nothing of the run's own
-                        // can prove them done. It stays on the pair as launched, awaited
-                        // through the device verdict alone (L-8), and holds back every
-                        // later launch.
-                        self.advance(idx, RunInput::Launched, name)?.unfenced = Some(code);
-                        return Ok(());
+                        return self.transition(idx, RunInput::LaunchedUnfenced(code), name);
                     }
                 };
-                let failure = Failure::Launch { progress, code };
-                let cause = Cause::of(failure);
-                let input = RunInput::LaunchFailed(cause.class());
-                self.expect(idx, input, name)?;
+                let cause = Cause::of(Failure::Launch { progress, code });
+                self.transition(idx, RunInput::LaunchFailed(cause), name)?;
                 if cause.class() == Class::RunOnly {
                     // Nothing reached a stream: the submission leaves without staleness (S-2).
                     if let Err(error) = self.pair.withdraw(Owner(run.0)) {
@@ -110,15 +91,13 @@ impl Lane {
                         self.record_bug(InvariantViolation::WithdrawRefused { run, error });
                     }
                 }
-                self.fail(idx, input, cause, name)?;
+                Ok(())
             }
             Event::Completed {
-                run,
-                lease,
-                mut evidence,
+                run, mut evidence, ..
             } => {
                 // An unfenced run's events proved nothing, whatever the backend says.
-                if let Some(code) = self.run(idx).unfenced {
+                if let Some(code) = self.run(idx).phase.unfenced() {
                     evidence.boundary = Boundary::Unfenced(code);
                 }
                 // The evidence alone may already poison (L-8): then the run never reaches
@@ -134,13 +113,9 @@ impl Lane {
                     Judgement::Ok | Judgement::NeedsHeader => None,
                 };
                 if let Some(cause) = cause.filter(|c| c.class() == Class::Poison) {
-                    self.advance(idx, RunInput::CompletedFaulted, name)?;
-                    self.poison_from(idx, cause);
-                    return Ok(());
+                    return self.transition(idx, RunInput::CompletedFaulted(cause), name);
                 }
-                let record = self.advance(idx, RunInput::Completed, name)?;
-                record.deadline = None;
-                record.evidence = Some(evidence);
+                self.transition(idx, RunInput::Completed(evidence), name)?;
                 match self.pair.retire(Owner(run.0), Retirement::Complete) {
                     Retired::Kept => {}
                     // Only the oldest run on the pair is awaited: anything else is a lane bug.
@@ -148,8 +123,7 @@ impl Lane {
                         self.record_bug(InvariantViolation::RetiredOutOfOrder { run, retired });
                     }
                 }
-                let layout = self.profile.header();
-                self.emit(Effect::ReadStatus { run, lease, layout });
+                Ok(())
             }
             Event::CompletionFailed { code, .. } => {
                 // The verdict rule's `boundary-failed` row: the wait's code, poison.
@@ -166,57 +140,39 @@ impl Lane {
                         code,
                     },
                 };
-                self.advance(idx, RunInput::CompletionFailed, name)?;
-                self.poison_from(idx, Cause::of(failure));
+                self.transition(idx, RunInput::CompletionFailed(Cause::of(failure)), name)
             }
             Event::StatusRead { status, timing, .. } => {
                 let header = match status.latched() {
                     None => HeaderRead::Clean,
                     Some(latch) => HeaderRead::Latched(latch),
                 };
-                // `Completed` kept its evidence; a run never completed has none, and the
-                // phase check below refuses the event.
-                let evidence = self.run(idx).evidence.unwrap_or(Evidence {
-                    channel: self.profile.verdict(),
-                    boundary: Boundary::Failed(status_latch::AclCode::RtParamInvalid),
-                    record: RecordRead::NotRead,
-                    device: None,
-                });
-                match judge(&evidence, header).1 {
-                    Judgement::Ok => {
-                        self.advance(idx, RunInput::JudgedOk, name)?.timing = Some(timing);
-                        self.finalise(idx, Verdict::Ok, true);
+                // `ReadingStatus` holds what `Completed` proved; in any other phase the step
+                // refuses the event.
+                let RunPhase::ReadingStatus { evidence } = self.run(idx).phase else {
+                    return self.transition(idx, RunInput::JudgedOk, name);
+                };
+                let input = match judge(&evidence, header).1 {
+                    Judgement::Ok => RunInput::JudgedOk,
+                    Judgement::Fail(failure) => RunInput::JudgedFailed(Cause::of(failure)),
+                    // The header was read and the device verdict made: neither can be asked
+                    // for again, so the run has no positive evidence.
+                    Judgement::NeedsDeviceVerdict | Judgement::NeedsHeader => {
+                        RunInput::JudgedFailed(Cause::of(Failure::NoRecord))
                     }
-                    judgement => {
-                        let failure = match judgement {
-                            Judgement::Fail(failure) => failure,
-                            // The header was read and the device verdict made: neither can
-                            // be asked for again, so the run has no positive evidence.
-                            _ => Failure::NoRecord,
-                        };
-                        let cause = Cause::of(failure);
-                        self.expect(idx, RunInput::JudgedFailed(cause.class()), name)?;
-                        self.run_mut(idx).timing = Some(timing);
-                        self.fail(idx, RunInput::JudgedFailed(cause.class()), cause, name)?;
-                    }
-                }
+                };
+                self.transition(idx, input, name)?;
+                self.run_mut(idx).timing = Some(timing);
+                Ok(())
             }
             Event::StatusReadFailed { code, .. } => {
-                self.poison_at(
-                    idx,
-                    RunInput::StatusReadFailed,
-                    Stage::StatusRead,
+                let cause = Cause::of(Failure::Acl {
+                    stage: Stage::StatusRead,
                     code,
-                    name,
-                )?;
+                });
+                self.transition(idx, RunInput::StatusReadFailed(cause), name)
             }
-            Event::Finalised { .. } => {
-                let verdict = self
-                    .advance(idx, RunInput::Finalised, name)?
-                    .verdict
-                    .unwrap_or(Verdict::Ok);
-                self.settle(idx, verdict);
-            }
+            Event::Finalised { .. } => self.transition(idx, RunInput::Finalised, name),
             Event::FinaliseFailed { failure, .. } => {
                 let failure = match failure {
                     FinaliseFailure::Validation => Failure::CopyBackValidation,
@@ -225,22 +181,7 @@ impl Lane {
                         code,
                     },
                 };
-                let cause = Cause::of(failure);
-                match cause.class() {
-                    Class::RunOnly => {
-                        self.advance(idx, RunInput::FinaliseFailed(Class::RunOnly), name)?;
-                        // The first failure wins: a run that already failed keeps its cause.
-                        let verdict = match self.run(idx).verdict {
-                            Some(Verdict::Ok) | None => Verdict::Failed { cause },
-                            Some(earlier) => earlier,
-                        };
-                        self.settle(idx, verdict);
-                    }
-                    Class::Poison => {
-                        self.advance(idx, RunInput::FinaliseFailed(Class::Poison), name)?;
-                        self.poison_from(idx, cause);
-                    }
-                }
+                self.transition(idx, RunInput::FinaliseFailed(Cause::of(failure)), name)
             }
             // `Event::run_lease` names no run for these: `apply_lane_event` takes them.
             Event::StreamCreated { .. }
@@ -256,9 +197,9 @@ impl Lane {
             // Names no run: `apply_event` routes it to `apply_lane_event`.
             | Event::ProbeFailed { .. } => {
                 self.record_bug(InvariantViolation::EventMisrouted { event: name });
+                Ok(())
             }
         }
-        Ok(())
     }
 
     /// Applies an event about the stream pair, a publication or the recovery.
@@ -335,42 +276,6 @@ impl Lane {
         Ok(())
     }
 
-    /// An event reports a failure: steps the run, then concludes it.
-    fn fail(
-        &mut self,
-        idx: usize,
-        input: RunInput,
-        cause: Cause,
-        event: &'static str,
-    ) -> Result<(), EventError> {
-        self.advance(idx, input, event)?;
-        self.conclude(idx, cause);
-        Ok(())
-    }
-
-    /// An event reports a failure that poisons whatever its class: completion was not proven,
-    /// so the work may still be running.
-    fn poison_at(
-        &mut self,
-        idx: usize,
-        input: RunInput,
-        stage: Stage,
-        code: status_latch::AclCode,
-        event: &'static str,
-    ) -> Result<(), EventError> {
-        self.advance(idx, input, event)?;
-        self.poison_from(idx, Cause::of(Failure::Acl { stage, code }));
-        Ok(())
-    }
-
-    /// A run-only failure finalises the run (no copy-back); a poison takes the device down.
-    fn conclude(&mut self, idx: usize, cause: Cause) {
-        match cause.class() {
-            Class::RunOnly => self.finalise(idx, Verdict::Failed { cause }, false),
-            Class::Poison => self.poison_from(idx, cause),
-        }
-    }
-
     fn pair_result(
         &mut self,
         input: stream_pair::Input,
@@ -384,30 +289,22 @@ impl Lane {
             .map_err(|rejection| EventError::Stream { event, rejection })
     }
 
-    /// A stream create or destroy failed: on the launch path the waiting run fails
-    /// `NotStarted` (the next launch retries); while closing the teardown records it, to
-    /// destroy the stream again or report it left.
+    /// A stream create or destroy failed: on the launch path the run readying the pair for
+    /// its launch fails `NotStarted` (the next launch retries); while closing the teardown
+    /// records it, to destroy the stream again or report it left.
     fn stream_failed(&mut self, role: Role, stage: Stage, code: status_latch::AclCode) {
         if matches!(self.state, LaneState::ReleasingStreams { .. }) {
             // The teardown destroys it again or reports it (`release_streams`).
-            self.streams_left.set(role, Some(code));
+            let _ = self.step_state(LaneInput::DestroyFailed { role, code });
             return;
         }
-        let Some(waiter) = self.launch_waiter.take() else {
-            return;
-        };
         let Some(idx) = self.items.iter().position(
-            |i| matches!(i, Item::Run(r) if r.id == waiter && r.phase == RunPhase::Prepared),
+            |i| matches!(i, Item::Run(r) if r.phase == RunPhase::Prepared { readying_pair: true }),
         ) else {
             return;
         };
         let cause = Cause::of(Failure::Acl { stage, code });
-        if self
-            .decide(idx, RunInput::StreamsFailed(cause.class()))
-            .is_some()
-        {
-            self.conclude(idx, cause);
-        }
+        self.decide(idx, RunInput::StreamsFailed(cause));
     }
 
     fn finish_upload(
@@ -442,20 +339,21 @@ impl Lane {
         Ok(())
     }
 
-    /// Applies an event's input to a run and returns the run; a refused input changes
-    /// nothing and rejects the event.
+    /// Steps the run at `idx` with an event's input and performs the action: the one path of
+    /// a backend report. A refused input changes nothing and rejects the event.
     #[inline]
-    pub(super) fn advance(
+    pub(super) fn transition(
         &mut self,
         idx: usize,
         input: RunInput,
         event: &'static str,
-    ) -> Result<&mut RunRecord, EventError> {
-        let r = self.run_mut(idx);
+    ) -> Result<(), EventError> {
+        let r = self.run(idx);
         match step(r.phase, input) {
-            Ok(next) => {
-                r.phase = next;
-                Ok(r)
+            Ok((next, action)) => {
+                self.run_mut(idx).phase = next;
+                self.perform(idx, action);
+                Ok(())
             }
             Err(refusal) => Err(EventError::UnexpectedForRun {
                 run: r.id,
@@ -466,60 +364,81 @@ impl Lane {
         }
     }
 
-    /// Applies an input the lane itself decided (prepare, launch, await, cancel, a failed
-    /// readying, abandon). The lane only decides inputs its phase accepts, so a refusal is a
-    /// lane bug: recorded for `check_invariants`, and nothing changes.
+    /// Steps the run at `idx` with an input the lane itself decided (prepare, readying the
+    /// pair, launch, await, cancel, a failed readying, abandon) and performs the action;
+    /// returns whether it applied. The lane only decides inputs its phase accepts, so a
+    /// refusal is a lane bug: recorded for `check_invariants`, and nothing changes.
     #[inline]
-    pub(super) fn decide(&mut self, idx: usize, input: RunInput) -> Option<&mut RunRecord> {
+    pub(super) fn decide(&mut self, idx: usize, input: RunInput) -> bool {
         let r = self.run(idx);
         let (run, phase) = (r.id, r.phase);
         match step(phase, input) {
-            Ok(next) => {
-                let r = self.run_mut(idx);
-                r.phase = next;
-                Some(r)
+            Ok((next, action)) => {
+                self.run_mut(idx).phase = next;
+                self.perform(idx, action);
+                true
             }
             Err(_) => {
                 self.record_bug(InvariantViolation::StepRefused { run, phase, input });
-                None
+                false
             }
         }
     }
 
-    /// Checks an input is allowed without applying it.
-    fn expect(&self, idx: usize, input: RunInput, event: &'static str) -> Result<(), EventError> {
-        let r = self.run(idx);
-        step(r.phase, input)
-            .map(|_| ())
-            .map_err(|refusal| EventError::UnexpectedForRun {
-                run: r.id,
-                event,
-                phase: r.phase,
-                refusal,
-            })
-    }
-
-    /// Frees the run's slot (its events were released by finalisation or abandoned by a
-    /// reset) and fixes its verdict.
-    pub(super) fn settle(&mut self, idx: usize, verdict: Verdict) {
-        let r = self.run_mut(idx);
-        r.verdict = Some(verdict);
-        r.deadline = None;
-        let (lease, id) = (r.lease, r.id);
-        self.slots.free_if_held(lease, id);
-        if self.launch_waiter == Some(id) {
-            self.launch_waiter = None;
-        }
-    }
-
-    pub(super) fn finalise(&mut self, idx: usize, verdict: Verdict, copy_back: bool) {
-        let r = self.run_mut(idx);
-        r.verdict = Some(verdict);
+    /// Performs what a run's transition asks for ([`RunAction`]), in its new phase: the one
+    /// place a run's effects are emitted, its slot freed on its verdict, and its poison taken.
+    fn perform(&mut self, idx: usize, action: RunAction) {
+        let r = *self.run(idx);
         let (run, lease) = (r.id, r.lease);
-        self.emit(Effect::FinaliseRun {
-            run,
-            lease,
-            copy_back,
-        });
+        match action {
+            RunAction::Wait => {}
+            RunAction::Prepare => self.emit(Effect::PrepareRun {
+                run,
+                lease,
+                diagnostics: r.diagnostics,
+            }),
+            RunAction::Launch => {
+                // The pair answered `Ready` and took the submission: both streams are live.
+                let Some((aicpu, aicore)) = self.pair.handles() else {
+                    self.record_bug(InvariantViolation::LaunchWithoutStreams { run });
+                    return;
+                };
+                self.run_mut(idx).launched_on = Some(self.pair.created_count());
+                self.emit(Effect::LaunchRun {
+                    run,
+                    lease,
+                    aicpu,
+                    aicore,
+                });
+            }
+            RunAction::Await => {
+                if let RunPhase::Awaiting { deadline, unfenced } = r.phase {
+                    self.emit(Effect::AwaitCompletion {
+                        run,
+                        lease,
+                        deadline,
+                        channel: self.profile.verdict(),
+                        unfenced,
+                    });
+                }
+            }
+            RunAction::ReadStatus => self.emit(Effect::ReadStatus {
+                run,
+                lease,
+                layout: self.profile.header(),
+            }),
+            RunAction::Finalise => self.emit(Effect::FinaliseRun {
+                run,
+                lease,
+                copy_back: r.phase.verdict() == Some(Verdict::Ok),
+            }),
+            // Its events were released by finalisation or abandoned by a reset.
+            RunAction::Settle => self.slots.free_if_held(lease, run),
+            RunAction::Poison => {
+                if let Some(Verdict::Failed { cause }) = r.phase.verdict() {
+                    self.poison_from(idx, cause);
+                }
+            }
+        }
     }
 }

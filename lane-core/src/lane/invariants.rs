@@ -135,7 +135,7 @@ impl Lane {
                             return Err(V::LaunchedWithDiagnostics { run: r.id });
                         }
                     }
-                    if r.phase == RunPhase::Awaiting {
+                    if r.phase.is_awaiting() {
                         awaiting += 1;
                         if !first_on_pair {
                             return Err(V::AwaitedNotOldest { run: r.id });
@@ -193,14 +193,14 @@ impl Lane {
                 if !self.items.is_empty() {
                     return Err(V::ClosedWithItems);
                 }
-                if self.state.is_closed() {
+                if let LaneState::Closed { left, .. } = self.state {
                     // Nothing leaks silently: every live stream of a closed lane is reported.
                     for role in stream_pair::Role::ALL {
                         let live = matches!(
                             self.pair.stream(role).state,
                             stream_pair::StreamState::Live(_)
                         );
-                        if live != self.streams_left.code(role).is_some() {
+                        if live != left.code(role).is_some() {
                             return Err(V::StreamsLeftMisreported { role, live });
                         }
                     }
@@ -253,7 +253,7 @@ impl Lane {
                     matches!(
                         (work.kind, r.phase),
                         (WorkKind::Prepare, RunPhase::Preparing { .. })
-                            | (WorkKind::Finalise, RunPhase::Finalising)
+                            | (WorkKind::Finalise, RunPhase::Finalising { .. })
                     ) && r.lease == work.lease
                         && usize::from(r.lease.slot.0) == slot
                         && self.slots.is_leased_to(r.lease, r.id)

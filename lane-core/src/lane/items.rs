@@ -1,11 +1,9 @@
 //! The item FIFO: one record per accepted run or publication, in submission order, until
 //! its outcome is delivered.
 
-use status_latch::{AclCode, Evidence};
-
 use crate::error::EventError;
-use crate::ids::{CodeRef, DeviceTiming, Lease, PublicationId, RunId, Tag, Timestamp};
-use crate::outcome::{PublicationResult, Verdict};
+use crate::ids::{CodeRef, DeviceTiming, Lease, PublicationId, RunId, Tag};
+use crate::outcome::PublicationResult;
 use crate::publication::{PublicationInput, PublicationPhase, PublicationRefusal};
 use crate::run::RunPhase;
 
@@ -17,18 +15,10 @@ pub(super) struct RunRecord {
     pub(super) tag: Option<Tag>,
     pub(super) diagnostics: bool,
     pub(super) lease: Lease,
+    /// Where it is, with what that phase holds (its deadline, evidence, verdict).
     pub(super) phase: RunPhase,
-    /// The verdict decided so far (final once the phase is `Done`).
-    pub(super) verdict: Option<Verdict>,
+    /// What the status read returned for its device timing.
     pub(super) timing: Option<DeviceTiming>,
-    /// What `Completed` proved (the record and the device verdict), judged again with the
-    /// header at the status read.
-    pub(super) evidence: Option<Evidence>,
-    pub(super) deadline: Option<Timestamp>,
-    /// The code of the fence call that failed after a kernel was accepted: the run is
-    /// launched unfenced, awaited through the device verdict alone, and holds back every
-    /// later launch (L-5, L-8).
-    pub(super) unfenced: Option<AclCode>,
     /// AICore stream creations counted by the pair when this run's launch was submitted to
     /// it; `None` if it never reached the pair.
     pub(super) launched_on: Option<u64>,
@@ -50,11 +40,7 @@ impl RunRecord {
             phase: RunPhase::Queued {
                 incompatible: false,
             },
-            verdict: None,
             timing: None,
-            evidence: None,
-            deadline: None,
-            unfenced: None,
             launched_on: None,
         }
     }
@@ -146,12 +132,6 @@ impl Lane {
         self.items
             .iter()
             .position(|i| matches!(i, Item::Run(r) if r.phase.is_queued()))
-    }
-
-    pub(super) fn first_run_in(&self, phase: RunPhase) -> Option<usize> {
-        self.items
-            .iter()
-            .position(|i| matches!(i, Item::Run(r) if r.phase == phase))
     }
 
     #[inline]

@@ -25,7 +25,6 @@ pub use values::{
 };
 
 use smallvec::SmallVec;
-use status_latch::Failure;
 use stream_pair::StreamPair;
 
 use crate::effect::Effect;
@@ -35,7 +34,7 @@ use crate::error::{
 use crate::event::Event;
 use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
 use crate::notice::FaultNotice;
-use crate::outcome::{Cause, Outcome};
+use crate::outcome::Outcome;
 use crate::profile::{MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile};
 use crate::publication::PublicationPhase;
 use crate::queue::Fifo;
@@ -125,11 +124,7 @@ pub struct Lane {
     /// Whether the suspect state or recovery in progress (or the loss it ended in) comes
     /// from `notice` rather than from `poison`.
     notice_recovery: bool,
-    launch_waiter: Option<RunId>,
     last_publication: Option<PublicationMark>,
-    /// Each stream's last failed teardown destroy; once the teardown settles, exactly the
-    /// streams left.
-    streams_left: StreamsLeft,
     accepted: u64,
     delivered: u64,
     last_delivered_seq: u64,
@@ -157,9 +152,7 @@ impl Lane {
             poison: None,
             notice: None,
             notice_recovery: false,
-            launch_waiter: None,
             last_publication: None,
-            streams_left: StreamsLeft::NONE,
             accepted: 0,
             delivered: 0,
             last_delivered_seq: 0,
@@ -250,13 +243,10 @@ impl Lane {
     /// and queued runs and waiting publications, and destroys the streams once idle. Closing
     /// twice is harmless. The report carries the most recent poison, if any.
     pub fn close(&mut self, now: Timestamp) -> CloseReport {
-        let was_open = self.state == LaneState::Open;
-        // Every state accepts a close (a repeated close changes nothing).
+        // Every state accepts a close (a repeated close changes nothing); an open lane's
+        // action cancels what has not launched.
         let accepted = self.step_state(LaneInput::Close).is_ok();
         debug_assert!(accepted, "lane_step refused a close");
-        if was_open {
-            self.cancel_unlaunched();
-        }
         self.progress(now);
         self.close_report()
     }
@@ -268,10 +258,8 @@ impl Lane {
     /// [`streams_left`](Self::streams_left) what still survives. Any other lane (not
     /// `Closed`, or nothing left) changes nothing.
     pub fn retry_teardown(&mut self, now: Timestamp) -> bool {
-        if !self.state.is_closed() || self.streams_left.is_empty() {
-            return false;
-        }
-        // `ReleasingStreams { round: 0, rounds: 1 }`: one more round, settled once answered.
+        // `ReleasingStreams { round: 0, rounds: 1, .. }`: one more round, settled once
+        // answered; refused unless closed with streams left.
         if self.step_state(LaneInput::RetryTeardown).is_err() {
             return false;
         }
@@ -317,15 +305,12 @@ impl Lane {
     /// the device (its work may still be running). Spurious calls are harmless.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         let expired = self.items.iter().position(|item| {
-            matches!(item, Item::Run(r) if r.phase == RunPhase::Awaiting
-                && r.deadline.is_some_and(|d| d <= now))
+            matches!(item, Item::Run(r) if matches!(r.phase,
+                RunPhase::Awaiting { deadline, .. } if deadline <= now))
         });
+        // Its action poisons with the host wait timeout.
         if let Some(idx) = expired {
-            if self
-                .advance(idx, RunInput::DeadlineExpired, "deadline")
-                .is_ok()
-            {
-                self.poison_from(idx, Cause::of(Failure::HostWaitTimeout));
+            if self.decide(idx, RunInput::DeadlineExpired) {
                 self.progress(now);
             }
         }
@@ -365,8 +350,10 @@ impl Lane {
         self.items
             .iter()
             .filter_map(|item| item.as_run())
-            .filter(|r| r.phase == RunPhase::Awaiting)
-            .filter_map(|r| r.deadline)
+            .filter_map(|r| match r.phase {
+                RunPhase::Awaiting { deadline, .. } => Some(deadline),
+                _ => None,
+            })
             .min()
     }
 
@@ -441,10 +428,9 @@ impl Lane {
             poison: self.poison,
             notice: self.notice,
             device_lost: self.device_lost(),
-            streams_left: if self.state.is_closed() {
-                self.streams_left
-            } else {
-                StreamsLeft::NONE
+            streams_left: match self.state {
+                LaneState::Closed { left, .. } => left,
+                _ => StreamsLeft::NONE,
             },
         }
     }
@@ -455,7 +441,11 @@ impl Lane {
     pub const fn device_lost(&self) -> bool {
         matches!(
             self.state,
-            LaneState::Lost | LaneState::Closed { device_lost: true }
+            LaneState::Lost
+                | LaneState::Closed {
+                    device_lost: true,
+                    ..
+                }
         )
     }
 
@@ -484,9 +474,7 @@ impl Lane {
             poison,
             notice,
             notice_recovery,
-            launch_waiter,
             last_publication,
-            streams_left,
             accepted,
             delivered,
             last_delivered_seq,
@@ -498,7 +486,7 @@ impl Lane {
         let _ = write!(
             text,
             "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
-             {notice:?}|{notice_recovery}|{launch_waiter:?}|{last_publication:?}|{streams_left:?}|\
+             {notice:?}|{notice_recovery}|{last_publication:?}|\
              {accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
             effects.as_slice(),
             outcomes.as_slice(),
@@ -517,11 +505,12 @@ impl Lane {
 // ----- the lane state -------------------------------------------------------------------
 
 impl Lane {
-    /// Steps the lane state through [`lane_step`] (the one place it changes) and returns the
-    /// new state; a refused input changes nothing.
+    /// Steps the lane state through [`lane_step`] (the one place it changes), performs the
+    /// transition's action, and returns the new state; a refused input changes nothing.
     fn step_state(&mut self, input: LaneInput) -> Result<LaneState, LaneRefusal> {
-        let next = lane_step(self.state, input, self.profile.recovery_attempts())?;
+        let (next, action) = lane_step(self.state, input, self.profile.recovery_attempts())?;
         self.state = next;
+        self.perform_lane(action);
         Ok(next)
     }
 

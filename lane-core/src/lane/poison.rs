@@ -7,7 +7,7 @@ use crate::error::EventError;
 use crate::outcome::{Cause, PublicationResult, Verdict};
 use crate::publication::PublicationInput;
 use crate::run::RunInput;
-use crate::state::{LaneInput, LaneState, RecoveryStep};
+use crate::state::{LaneAction, LaneInput, LaneState, RecoveryStep};
 
 use super::items::Item;
 use super::{Lane, PoisonRecord};
@@ -35,20 +35,13 @@ impl Lane {
         self.effects.clear();
         for idx in 0..self.items.len() {
             match &mut self.items[idx] {
-                Item::Run(r) if Some(r.id) == origin => {
-                    if !r.phase.is_done() {
-                        self.decide(idx, RunInput::Abandon);
-                    }
-                    self.settle(idx, Verdict::Failed { cause });
-                }
+                // The origin's failure stepped it to `Done` with its cause already.
                 Item::Run(r) if !r.phase.is_done() => {
-                    if self.decide(idx, RunInput::Abandon).is_some() {
-                        let verdict = match origin {
-                            Some(origin) => Verdict::Poisoned { cause, origin },
-                            None => Verdict::Failed { cause },
-                        };
-                        self.settle(idx, verdict);
-                    }
+                    let verdict = match origin {
+                        Some(origin) if origin != r.id => Verdict::Poisoned { cause, origin },
+                        Some(_) | None => Verdict::Failed { cause },
+                    };
+                    self.decide(idx, RunInput::Abandon(verdict));
                 }
                 Item::Publication(p) => {
                     if p.step(PublicationInput::Abandon).is_ok() {
@@ -63,21 +56,17 @@ impl Lane {
         }
         self.slots.clear();
         self.pair.abandon();
-        self.launch_waiter = None;
-        // Abandoned handles died with the reset: nothing is left to destroy or report.
-        self.streams_left = super::StreamsLeft::NONE;
     }
 
-    /// Enters recovery through `input` (a poison, or the end of a suspect state): it starts
-    /// with `Quiesce`, since runner work still out must answer before the drain (L-18); with
-    /// none out it is left at once.
+    /// Enters recovery through `input` (a poison, or the end of a suspect state): its action
+    /// starts with `Quiesce`, since runner work still out must answer before the drain
+    /// (L-18); with none out it is left at once.
     pub(super) fn start_recovery(&mut self, input: LaneInput) {
-        if self.step_state(input).is_ok() {
-            self.quiesce_if_done();
-        }
+        let _ = self.step_state(input);
     }
 
-    /// One recovery event: checks it answers the step in flight, then emits the next step.
+    /// One recovery event: checks it answers the step in flight, then steps the lane, whose
+    /// action emits the next step.
     pub(super) fn recovery(
         &mut self,
         expected: RecoveryStep,
@@ -99,42 +88,29 @@ impl Lane {
             _ => return Err(unexpected),
         }
         // A last failed attempt ends in `Lost` or `Closed { device_lost: true }`.
-        let next = self.step_state(input).map_err(|_| unexpected)?;
-        self.emit_recovery_step(next);
-        Ok(())
+        self.step_state(input).map(|_| ()).map_err(|_| unexpected)
     }
 
-    /// Emits the recovery step a state asks for, if any.
-    pub(super) fn emit_recovery_step(&mut self, state: LaneState) {
-        match state {
-            // Nothing to emit: the answers of runner work out end it.
-            LaneState::Recovering {
-                step: RecoveryStep::Quiesce,
-                ..
-            } => {}
-            LaneState::Recovering {
-                step: RecoveryStep::Drain,
-                attempt,
-                ..
-            } => self.emit(Effect::DrainDevice {
+    /// Performs what a lane transition asks for ([`LaneAction`]), in its new state: the one
+    /// place the lane's own effects are emitted.
+    pub(super) fn perform_lane(&mut self, action: LaneAction) {
+        let attempt = match self.state {
+            LaneState::Recovering { attempt, .. } => attempt,
+            _ => 0,
+        };
+        match action {
+            LaneAction::None => {}
+            LaneAction::CancelUnlaunched => self.cancel_unlaunched(),
+            // Nothing to emit while runner work is out: its answers end it.
+            LaneAction::Quiesce => self.quiesce_if_done(),
+            LaneAction::Drain => self.emit(Effect::DrainDevice {
                 attempt,
                 timeout_ns: self.profile.drain_timeout_ns(),
             }),
-            LaneState::Recovering {
-                step: RecoveryStep::Reset,
-                attempt,
-                ..
-            } => self.emit(Effect::ForceReset { attempt }),
-            LaneState::Recovering {
-                step: RecoveryStep::Probe,
-                attempt,
-                ..
-            } => self.emit(Effect::Probe { attempt }),
-            // Confirmed: every handle was abandoned at poison time, so the next launch
-            // creates a fresh pair (L-10).
-            LaneState::Open | LaneState::Closing | LaneState::Lost => {}
-            LaneState::Suspect { .. } => {}
-            LaneState::ReleasingStreams { .. } | LaneState::Closed { .. } => {}
+            LaneAction::Reset => self.emit(Effect::ForceReset { attempt }),
+            LaneAction::Probe => self.emit(Effect::Probe { attempt }),
+            LaneAction::TearDown => self.release_streams(),
+            LaneAction::DestroyRound => self.destroy_round(),
         }
     }
 }

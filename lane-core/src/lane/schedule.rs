@@ -35,9 +35,7 @@ impl Lane {
             }
             LaneState::Closing => {
                 self.start_await(now);
-                if self.finish_closing() {
-                    self.release_streams();
-                }
+                self.finish_closing();
             }
             LaneState::Suspect { .. } => {
                 self.start_await(now);
@@ -64,7 +62,8 @@ impl Lane {
                 Item::Run(r) => Outcome::Run(RunOutcome {
                     run: r.id,
                     tag: r.tag,
-                    verdict: r.verdict.unwrap_or(Verdict::Cancelled),
+                    // A run is delivered done, with its verdict.
+                    verdict: r.phase.verdict().unwrap_or(Verdict::Cancelled),
                     timing: r.timing,
                 }),
                 Item::Publication(p) => Outcome::Publication(PublicationOutcome {
@@ -118,18 +117,21 @@ impl Lane {
         if (self.run(idx).diagnostics || ahead.diagnostics) && ahead.live_run {
             return true;
         }
-        if self.live_runs().any(|r| r.unfenced.is_some()) {
+        if self.live_runs().any(|r| r.phase.unfenced().is_some()) {
             return true;
         }
         let on_pair = self.live_runs().filter(|r| r.phase.on_pair()).count();
         on_pair >= usize::from(self.profile.launch_depth().get())
     }
 
-    /// The oldest run in `phase`, with what stands before it, if its turn has come: every
+    /// The oldest prepared run, with what stands before it, if its turn has come: every
     /// earlier run has launched (or never will) and no publication before it is unfinished
     /// (L-2, L-12).
-    pub(super) fn next_in_order(&self, phase: RunPhase) -> Option<(usize, Ahead)> {
-        let idx = self.first_run_in(phase)?;
+    pub(super) fn next_to_launch(&self) -> Option<(usize, Ahead)> {
+        let idx = self
+            .items
+            .iter()
+            .position(|i| matches!(i, Item::Run(r) if r.phase.is_prepared()))?;
         let ahead = self.ahead_of(idx);
         (!ahead.publication && ahead.all_launched).then_some((idx, ahead))
     }
@@ -137,7 +139,12 @@ impl Lane {
     /// Runs in the prepare window: preparing, or prepared and not launched yet.
     pub(super) fn in_prepare_window(&self) -> usize {
         self.live_runs()
-            .filter(|r| matches!(r.phase, RunPhase::Preparing { .. } | RunPhase::Prepared))
+            .filter(|r| {
+                matches!(
+                    r.phase,
+                    RunPhase::Preparing { .. } | RunPhase::Prepared { .. }
+                )
+            })
             .count()
     }
 
@@ -171,53 +178,35 @@ impl Lane {
         {
             return false;
         }
-        let (run, lease, diagnostics) = (r.id, r.lease, r.diagnostics);
-        if self.decide(idx, RunInput::Prepare).is_none() {
+        if !self.decide(idx, RunInput::Prepare) {
             return false;
         }
-        self.emit(Effect::PrepareRun {
-            run,
-            lease,
-            diagnostics,
-        });
         in_window + 1 < window
     }
 
     /// Launches the oldest prepared run when order, depth and the pair allow (L-2, L-3, L-11).
     fn start_launch(&mut self) -> bool {
-        let Some((idx, ahead)) = self.next_in_order(RunPhase::Prepared) else {
+        let Some((idx, ahead)) = self.next_to_launch() else {
             return false;
         };
         if self.launch_held_back(idx, ahead) {
             return false;
         }
-        let r = self.run(idx);
-        let (run, lease) = (r.id, r.lease);
+        let run = self.run(idx).id;
         match self.pair.ready() {
-            Readiness::Ready { aicpu, aicore } => {
+            Readiness::Ready { .. } => {
                 if let Err(error) = self.pair.submit(Owner(run.0)) {
                     // The depth was checked above: a refusal after `Ready` is a lane bug.
                     self.record_bug(InvariantViolation::SubmitRefused { run, error });
                     return false;
                 }
-                let created = self.pair.created_count();
-                // `Prepared` accepts `Launch` (the run was found in that phase above).
-                if let Some(r) = self.decide(idx, RunInput::Launch) {
-                    r.launched_on = Some(created);
-                } else {
-                    return false;
-                }
-                self.launch_waiter = None;
-                self.emit(Effect::LaunchRun {
-                    run,
-                    lease,
-                    aicpu,
-                    aicore,
-                });
-                true
+                // `Prepared` accepts `Launch` (the run was found in that phase above); the
+                // action emits `LaunchRun` on the pair's streams.
+                self.decide(idx, RunInput::Launch)
             }
             Readiness::Pending(effects) => {
-                self.launch_waiter = Some(run);
+                // The run launches once the pair's results arrive, and fails if they fail.
+                self.decide(idx, RunInput::ReadyPair);
                 let changed = !effects.is_empty();
                 for effect in effects {
                     self.emit(match effect {
@@ -238,7 +227,7 @@ impl Lane {
     /// Awaits the oldest launched run once nothing older is awaited: its deadline starts now,
     /// when its predecessor completed or when it launched (SPEC §5.4).
     fn start_await(&mut self, now: Timestamp) -> bool {
-        if self.live_runs().any(|r| r.phase == RunPhase::Awaiting) {
+        if self.live_runs().any(|r| r.phase.is_awaiting()) {
             return false;
         }
         let Some(idx) = self
@@ -248,83 +237,80 @@ impl Lane {
         else {
             return false;
         };
-        if self.run(idx).phase != RunPhase::Launched {
+        if !matches!(self.run(idx).phase, RunPhase::Launched { .. }) {
             return false;
         }
         let deadline = now.after_ns(self.profile.completion_timeout_ns());
-        let Some(r) = self.decide(idx, RunInput::Await) else {
-            return false;
-        };
-        r.deadline = Some(deadline);
-        let (run, lease, unfenced) = (r.id, r.lease, r.unfenced);
-        let channel = self.profile.verdict();
-        self.emit(Effect::AwaitCompletion {
-            run,
-            lease,
-            deadline,
-            channel,
-            unfenced,
-        });
-        true
+        self.decide(idx, RunInput::Await(deadline))
     }
 
-    /// Closing and every item has its outcome: release the streams.
-    fn finish_closing(&mut self) -> bool {
-        if !self.items.is_empty() {
-            return false;
+    /// Closing and every item has its outcome: the teardown starts (`TearDown`).
+    fn finish_closing(&mut self) {
+        if self.items.is_empty() {
+            let _ = self.step_state(LaneInput::Idle);
         }
-        let before = self.state;
-        self.step_state(LaneInput::Idle)
-            .is_ok_and(|next| next != before)
     }
 
     /// The teardown (L-15, S-7): destroys every live stream of the pair, then each one whose
     /// destroy failed once more, up to the state's `rounds` (a close's teardown:
     /// [`TEARDOWN_ATTEMPTS`](super::TEARDOWN_ATTEMPTS)), each round a `DestroyRound` step,
-    /// and settles `Closed`:
-    /// `StreamsReleased` when nothing is left, `StreamsLeft` with the survivors recorded for
-    /// the close report. Waits while stream results are outstanding (a create, or a round's
-    /// destroys); their results call it again.
-    fn release_streams(&mut self) -> bool {
-        let LaneState::ReleasingStreams { round, rounds } = self.state else {
-            return false;
+    /// and settles `Closed`: `StreamsReleased` when nothing is left, `StreamsLeft` with the
+    /// survivors and their codes. Waits while stream results are outstanding (a create, or a
+    /// round's destroys); their results call it again.
+    pub(super) fn release_streams(&mut self) {
+        let LaneState::ReleasingStreams { round, rounds, .. } = self.state else {
+            return;
         };
         if !self.pair.teardown_complete() {
-            return false;
+            return;
         }
-        let left = Role::ALL.into_iter().any(|role| self.stream_live(role));
-        if round == 0 || (left && round < rounds) {
-            match self.pair.destroy_all() {
-                Ok(effects) => {
-                    // `round < rounds` (a teardown has at least one round): accepted.
-                    let stepped = self.step_state(LaneInput::DestroyRound).is_ok();
-                    debug_assert!(stepped, "lane_step refused a destroy round");
-                    if !effects.is_empty() {
-                        for effect in effects {
-                            if let stream_pair::Effect::Destroy { role, handle, mode } = effect {
-                                self.emit(Effect::DestroyStream { role, handle, mode });
-                            }
-                        }
-                        return false;
-                    }
-                }
-                // A create or a replacement destroy is still outstanding: its result calls
-                // this again.
-                Err(_) => return false,
+        let live = Role::ALL.into_iter().any(|role| self.stream_live(role));
+        if round == 0 || (live && round < rounds) {
+            // A create or a replacement destroy is still outstanding: its result calls this
+            // again.
+            if self.pair.destroy_all_refusal().is_some() {
+                return;
+            }
+            // `round < rounds` (a teardown has at least one round): accepted, and its action
+            // emits the round's destroys.
+            let stepped = self.step_state(LaneInput::DestroyRound).is_ok();
+            debug_assert!(stepped, "lane_step refused a destroy round");
+            if !self.pair.teardown_complete() {
+                return;
             }
         }
         // Settled: what is still live is left, with its last destroy's code.
+        let LaneState::ReleasingStreams { mut left, .. } = self.state else {
+            return;
+        };
         for role in Role::ALL {
             if !self.stream_live(role) {
-                self.streams_left.set(role, None);
+                left.set(role, None);
             }
         }
-        let input = if self.streams_left.is_empty() {
+        let input = if left.is_empty() {
             LaneInput::StreamsReleased
         } else {
-            LaneInput::StreamsLeft
+            LaneInput::StreamsLeft(left)
         };
-        self.step_state(input).is_ok()
+        let _ = self.step_state(input);
+    }
+
+    /// Emits a teardown round's destroys: one for each live stream of the pair.
+    pub(super) fn destroy_round(&mut self) {
+        match self.pair.destroy_all() {
+            Ok(effects) => {
+                for effect in effects {
+                    if let stream_pair::Effect::Destroy { role, handle, mode } = effect {
+                        self.emit(Effect::DestroyStream { role, handle, mode });
+                    }
+                }
+            }
+            // `release_streams` asked the pair first.
+            Err(rejection) => {
+                self.record_bug(InvariantViolation::DestroyRoundRefused { rejection })
+            }
+        }
     }
 
     /// Whether the pair's `role` stream is live (made and not destroyed).
@@ -332,35 +318,32 @@ impl Lane {
         matches!(self.pair.stream(role).state, StreamState::Live(_))
     }
 
-    /// Close: cancel everything that has not launched (L-14, L-15).
+    /// Close: cancel everything that has not launched (L-14, L-15). A queued run is done
+    /// `Cancelled`, a prepared one finalised without copy-back, and one whose prepare is out
+    /// cancelled when it answers (`run::step`).
     pub(super) fn cancel_unlaunched(&mut self) {
         for idx in 0..self.items.len() {
-            let phase = match &mut self.items[idx] {
+            match &mut self.items[idx] {
                 Item::Publication(p) => {
                     // An upload in flight finishes; a waiting publication is cancelled.
                     if p.step(PublicationInput::Cancel).is_ok() {
                         p.result = Some(PublicationResult::Cancelled);
                     }
-                    continue;
                 }
-                Item::Run(r) => r.phase,
-            };
-            match phase {
-                // The prepare is out: the run is cancelled when it answers (`run::step`).
-                RunPhase::Preparing { .. } => {
+                Item::Run(r)
+                    if matches!(
+                        r.phase,
+                        RunPhase::Queued { .. }
+                            | RunPhase::Preparing { .. }
+                            | RunPhase::Prepared { .. }
+                    ) =>
+                {
                     self.decide(idx, RunInput::Cancel);
                 }
-                RunPhase::Queued { .. } if self.decide(idx, RunInput::Cancel).is_some() => {
-                    self.settle(idx, Verdict::Cancelled);
-                }
-                RunPhase::Prepared if self.decide(idx, RunInput::Cancel).is_some() => {
-                    self.finalise(idx, Verdict::Cancelled, false);
-                }
-                _ => {}
+                Item::Run(_) => {}
             }
         }
         self.slots.clear_reservations();
-        self.launch_waiter = None;
     }
 }
 

@@ -90,7 +90,9 @@ fn a_run_on_the_pair_without_a_submission_is_caught() {
 #[test]
 fn a_run_launched_before_its_predecessor_is_caught() {
     let mut lane = two_in_flight();
-    lane.run_mut(0).phase = RunPhase::Prepared;
+    lane.run_mut(0).phase = RunPhase::Prepared {
+        readying_pair: false,
+    };
     // The pair still holds run 1's submission, which is the first thing checked.
     assert_eq!(violation(&lane), V::PairSubmissionsDiffer);
     lane.pair.withdraw(Owner(1)).unwrap();
@@ -103,7 +105,10 @@ fn a_run_launched_before_its_predecessor_is_caught() {
 #[test]
 fn two_awaited_runs_are_caught() {
     let mut lane = two_in_flight();
-    lane.run_mut(1).phase = RunPhase::Awaiting;
+    lane.run_mut(1).phase = RunPhase::Awaiting {
+        deadline: Timestamp(1),
+        unfenced: None,
+    };
     assert_eq!(violation(&lane), V::AwaitedNotOldest { run: RunId(2) });
 }
 
@@ -184,13 +189,16 @@ fn a_pending_effect_for_a_finished_run_is_caught() {
 fn a_refused_lane_decision_is_recorded_and_reported() {
     let mut lane = two_in_flight();
     // Run 2 is launched, not queued: the lane never decides `Prepare` for it.
-    assert!(lane.decide(1, RunInput::Prepare).is_none());
-    assert_eq!(lane.phase_of(RunId(2)), Some(RunPhase::Launched));
+    assert!(!lane.decide(1, RunInput::Prepare));
+    assert!(matches!(
+        lane.phase_of(RunId(2)),
+        Some(RunPhase::Launched { .. })
+    ));
     assert_eq!(
         violation(&lane),
         V::StepRefused {
             run: RunId(2),
-            phase: RunPhase::Launched,
+            phase: RunPhase::Launched { unfenced: None },
             input: RunInput::Prepare
         }
     );
@@ -248,7 +256,9 @@ fn items_out_of_submission_order_are_caught() {
 #[test]
 fn a_finished_item_left_at_the_front_is_caught() {
     let mut lane = two_in_flight();
-    lane.run_mut(0).phase = RunPhase::Done;
+    lane.run_mut(0).phase = RunPhase::Done {
+        verdict: Verdict::Ok,
+    };
     assert_eq!(violation(&lane), V::UndeliveredFront);
 }
 
@@ -272,7 +282,9 @@ fn more_runs_held_than_slots_is_caught() {
     // A finished run held behind the two in flight: it needs no slot, but it counts.
     let lease = lane.run(1).lease;
     let mut done = RunRecord::queued(RunId(3), None, false, lease);
-    done.phase = RunPhase::Done;
+    done.phase = RunPhase::Done {
+        verdict: Verdict::Ok,
+    };
     lane.items.push(Item::Run(done));
     lane.accepted += 1;
     assert_eq!(violation(&lane), V::OverCapacity);
@@ -329,7 +341,9 @@ fn a_run_launched_behind_an_unfinished_publication_is_caught() {
     // Launched (its submission since retired) behind the waiting publication.
     let created = lane.pair.created_count();
     let r = lane.run_mut(2);
-    r.phase = RunPhase::Finalising;
+    r.phase = RunPhase::Finalising {
+        verdict: Verdict::Ok,
+    };
     r.launched_on = Some(created);
     assert_eq!(violation(&lane), V::LaunchedBehindPublication { run });
 }
@@ -365,10 +379,14 @@ fn recovering_without_a_poison_record_is_caught() {
 #[test]
 fn a_closed_or_releasing_lane_with_pending_items_is_caught() {
     for state in [
-        LaneState::Closed { device_lost: false },
+        LaneState::Closed {
+            device_lost: false,
+            left: crate::StreamsLeft::NONE,
+        },
         LaneState::ReleasingStreams {
             round: 1,
             rounds: 2,
+            left: crate::StreamsLeft::NONE,
         },
     ] {
         let mut lane = two_in_flight();
@@ -395,7 +413,9 @@ fn a_finished_publication_holds_back_no_launch() {
     if let Item::Publication(p) = &mut lane.items[1] {
         p.phase = PublicationPhase::Done;
     }
-    lane.run_mut(2).phase = RunPhase::Finalising;
+    lane.run_mut(2).phase = RunPhase::Finalising {
+        verdict: Verdict::Ok,
+    };
     assert_eq!(lane.check_invariants(), Ok(()));
 }
 

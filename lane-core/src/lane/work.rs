@@ -126,9 +126,8 @@ impl Lane {
             ..
         } = self.state
         {
-            if let Ok(next) = self.step_state(LaneInput::Quiesced) {
-                self.emit_recovery_step(next);
-            }
+            // Its action emits the drain.
+            let _ = self.step_state(LaneInput::Quiesced);
         }
     }
 }

@@ -549,7 +549,7 @@ impl Dispatch {
 fn still_asked<O: Observer>(steps: &LaneSteps<O>, wait: &DeviceWait) -> bool {
     match *wait {
         DeviceWait::Completion { run, .. } => {
-            steps.lane().phase_of(run) == Some(RunPhase::Awaiting)
+            matches!(steps.lane().phase_of(run), Some(RunPhase::Awaiting { .. }))
         }
         DeviceWait::Drain { .. } => true,
     }

@@ -228,7 +228,7 @@ impl LaneModel {
         for (seq, is_run) in self.body.pending_items() {
             if is_run {
                 if let Some(phase) = lane.phase_of(RunId(seq)) {
-                    seen.run.insert(format!("{phase:?}"));
+                    seen.run.insert(phase.label());
                 }
             } else if let Some(phase) = lane.publication_phase(lane_core::PublicationId(seq)) {
                 seen.publication.insert(format!("{phase:?}"));
