@@ -474,6 +474,9 @@ impl Refusal {
 ///
 /// A run-only failure is finalised without copy-back; a poison-class failure ends the run at
 /// once with its cause and poisons (its resources go with the device reset).
+// Inlined into the lane's few callers, where the input is often a constant: the hot path
+// of every run.
+#[inline(always)]
 pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), Refusal> {
     use RunAction as A;
     use RunInput as I;

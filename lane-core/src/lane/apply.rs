@@ -341,17 +341,17 @@ impl Lane {
 
     /// Steps the run at `idx` with an event's input and performs the action: the one path of
     /// a backend report. A refused input changes nothing and rejects the event.
-    #[inline]
+    #[inline(always)]
     pub(super) fn transition(
         &mut self,
         idx: usize,
         input: RunInput,
         event: &'static str,
     ) -> Result<(), EventError> {
-        let r = self.run(idx);
+        let r = self.run_mut(idx);
         match step(r.phase, input) {
             Ok((next, action)) => {
-                self.run_mut(idx).phase = next;
+                r.phase = next;
                 self.perform(idx, action);
                 Ok(())
             }
@@ -368,13 +368,13 @@ impl Lane {
     /// pair, launch, await, cancel, a failed readying, abandon) and performs the action;
     /// returns whether it applied. The lane only decides inputs its phase accepts, so a
     /// refusal is a lane bug: recorded for `check_invariants`, and nothing changes.
-    #[inline]
+    #[inline(always)]
     pub(super) fn decide(&mut self, idx: usize, input: RunInput) -> bool {
-        let r = self.run(idx);
+        let r = self.run_mut(idx);
         let (run, phase) = (r.id, r.phase);
         match step(phase, input) {
             Ok((next, action)) => {
-                self.run_mut(idx).phase = next;
+                r.phase = next;
                 self.perform(idx, action);
                 true
             }
@@ -387,16 +387,20 @@ impl Lane {
 
     /// Performs what a run's transition asks for ([`RunAction`]), in its new phase: the one
     /// place a run's effects are emitted, its slot freed on its verdict, and its poison taken.
+    #[inline(always)]
     fn perform(&mut self, idx: usize, action: RunAction) {
-        let r = *self.run(idx);
+        let r = self.run(idx);
         let (run, lease) = (r.id, r.lease);
         match action {
             RunAction::Wait => {}
-            RunAction::Prepare => self.emit(Effect::PrepareRun {
-                run,
-                lease,
-                diagnostics: r.diagnostics,
-            }),
+            RunAction::Prepare => {
+                let diagnostics = r.diagnostics;
+                self.emit(Effect::PrepareRun {
+                    run,
+                    lease,
+                    diagnostics,
+                });
+            }
             RunAction::Launch => {
                 // The pair answered `Ready` and took the submission: both streams are live.
                 let Some((aicpu, aicore)) = self.pair.handles() else {
@@ -427,15 +431,26 @@ impl Lane {
                 lease,
                 layout: self.profile.header(),
             }),
-            RunAction::Finalise => self.emit(Effect::FinaliseRun {
-                run,
-                lease,
-                copy_back: r.phase.verdict() == Some(Verdict::Ok),
-            }),
+            RunAction::Finalise => {
+                let copy_back = matches!(
+                    r.phase,
+                    RunPhase::Finalising {
+                        verdict: Verdict::Ok
+                    }
+                );
+                self.emit(Effect::FinaliseRun {
+                    run,
+                    lease,
+                    copy_back,
+                });
+            }
             // Its events were released by finalisation or abandoned by a reset.
             RunAction::Settle => self.slots.free_if_held(lease, run),
             RunAction::Poison => {
-                if let Some(Verdict::Failed { cause }) = r.phase.verdict() {
+                if let RunPhase::Done {
+                    verdict: Verdict::Failed { cause },
+                } = r.phase
+                {
                     self.poison_from(idx, cause);
                 }
             }

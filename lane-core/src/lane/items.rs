@@ -134,7 +134,7 @@ impl Lane {
             .position(|i| matches!(i, Item::Run(r) if r.phase.is_queued()))
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn run(&self, idx: usize) -> &RunRecord {
         match &self.items[idx] {
             Item::Run(r) => r,
@@ -143,7 +143,7 @@ impl Lane {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn run_mut(&mut self, idx: usize) -> &mut RunRecord {
         match &mut self.items[idx] {
             Item::Run(r) => r,
