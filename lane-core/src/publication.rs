@@ -6,46 +6,139 @@
 
 use core::fmt::Write as _;
 
-/// Where a publication is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+use crate::outcome::{Cause, PublicationResult};
+
+/// Where a publication is in its life, with its result once it has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PublicationPhase {
     /// Accepted; waiting until every earlier item has its outcome.
     Waiting,
     /// At the front: `UploadCode` was emitted.
     Uploading,
     /// Terminal: the result is final; the outcome is delivered in submission order.
-    Done,
+    Done {
+        /// The final result.
+        result: PublicationResult,
+    },
 }
 
 impl PublicationPhase {
-    /// Every phase, in life order.
-    pub const ALL: [Self; 3] = [Self::Waiting, Self::Uploading, Self::Done];
+    /// One value of every phase shape, in life order: the rows of the rendered table.
+    pub const ALL: [Self; 3] = [
+        Self::Waiting,
+        Self::Uploading,
+        Self::Done {
+            result: PublicationResult::Uploaded,
+        },
+    ];
+
+    /// Whether the publication has its result.
+    #[must_use]
+    pub const fn is_done(self) -> bool {
+        matches!(self, Self::Done { .. })
+    }
+
+    /// The phase as the rendered [`publication_table`] labels it (its first column): `Done`
+    /// is one row whatever its result.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Waiting => "Waiting",
+            Self::Uploading => "Uploading",
+            Self::Done { .. } => "Done",
+        }
+    }
+
+    /// The label of a phase a transition leads to: `Done` with the kind of its result.
+    fn next_label(self) -> String {
+        match self {
+            Self::Done { result } => format!("Done {{ result: {} }}", result_kind(result)),
+            other => other.label().to_owned(),
+        }
+    }
 }
 
-/// What can happen to a publication.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The kind of a result, for the table.
+const fn result_kind(result: PublicationResult) -> &'static str {
+    match result {
+        PublicationResult::Uploaded => "Uploaded",
+        PublicationResult::Failed { .. } => "Failed",
+        PublicationResult::Cancelled => "Cancelled",
+        PublicationResult::Poisoned { .. } => "Poisoned",
+    }
+}
+
+/// What can happen to a publication, with the data its next phase holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PublicationInput {
     /// The lane emits `UploadCode` (every earlier item has its outcome).
     Upload,
     /// `Uploaded` arrived.
     Uploaded,
-    /// `UploadFailed` arrived.
-    UploadFailed,
+    /// `UploadFailed` arrived, with its cause.
+    UploadFailed(Cause),
     /// The lane is closing: a publication that did not start uploading is cancelled.
     Cancel,
-    /// A device poison: the reset wipes published code, the publication is done at once.
-    Abandon,
+    /// A device poison or a fault notice: the reset wipes published code, the publication is
+    /// done at once with this result.
+    Abandon(PublicationResult),
 }
 
 impl PublicationInput {
-    /// Every input, in table order.
-    pub const ALL: [Self; 5] = [
-        Self::Upload,
-        Self::Uploaded,
-        Self::UploadFailed,
-        Self::Cancel,
-        Self::Abandon,
-    ];
+    /// One value of every input shape (data from [`run::representative`](crate::run::representative)),
+    /// in table order.
+    #[must_use]
+    pub fn all() -> [Self; 5] {
+        use crate::run::representative as rep;
+        [
+            Self::Upload,
+            Self::Uploaded,
+            Self::UploadFailed(rep::run_only()),
+            Self::Cancel,
+            Self::Abandon(PublicationResult::Poisoned {
+                cause: rep::poison(),
+                origin: crate::RunId(1),
+            }),
+        ]
+    }
+
+    /// The input as the rendered table labels it: its shape.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Upload => "Upload",
+            Self::Uploaded => "Uploaded",
+            Self::UploadFailed(_) => "UploadFailed",
+            Self::Cancel => "Cancel",
+            Self::Abandon(_) => "Abandon",
+        }
+    }
+}
+
+/// What the lane does with a publication's transition, besides changing its phase: the one
+/// value [`step`] returns with the next phase, performed in one place by the lane, and the
+/// effects column of the rendered table ([`describe`](Self::describe)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PublicationAction {
+    /// Nothing.
+    None,
+    /// Emit `UploadCode`.
+    Upload,
+    /// The upload answered: uploaded or not, cores may hold instructions from the replaced
+    /// code, so the AICore stream is stale and the next launch replaces it (L-12).
+    MarkStale,
+}
+
+impl PublicationAction {
+    /// What the lane does, as the table's effects column shows it.
+    #[must_use]
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Upload => "`UploadCode`",
+            Self::MarkStale => "AICore stream marked stale",
+        }
+    }
 }
 
 /// Why [`step`] refused an input.
@@ -68,57 +161,70 @@ impl PublicationRefusal {
     }
 }
 
-/// The one transition function of a publication: the next phase, or why the input is
-/// refused.
+/// The one transition function of a publication: the next phase and what the lane does with
+/// it, or why the input is refused.
 pub const fn step(
     phase: PublicationPhase,
     input: PublicationInput,
-) -> Result<PublicationPhase, PublicationRefusal> {
+) -> Result<(PublicationPhase, PublicationAction), PublicationRefusal> {
+    use PublicationAction as A;
     use PublicationInput as I;
     use PublicationPhase as P;
     let next = match (phase, input) {
-        (P::Done, _) => return Err(PublicationRefusal::AlreadyDone),
-        (_, I::Abandon) | (P::Waiting, I::Cancel) => P::Done,
-        (P::Waiting, I::Upload) => P::Uploading,
-        (P::Uploading, I::Uploaded | I::UploadFailed) => P::Done,
+        (P::Done { .. }, _) => return Err(PublicationRefusal::AlreadyDone),
+        (_, I::Abandon(result)) => (P::Done { result }, A::None),
+        (P::Waiting, I::Cancel) => (
+            P::Done {
+                result: PublicationResult::Cancelled,
+            },
+            A::None,
+        ),
+        (P::Waiting, I::Upload) => (P::Uploading, A::Upload),
+        (P::Uploading, I::Uploaded) => (
+            P::Done {
+                result: PublicationResult::Uploaded,
+            },
+            A::MarkStale,
+        ),
+        (P::Uploading, I::UploadFailed(cause)) => (
+            P::Done {
+                result: PublicationResult::Failed { cause },
+            },
+            A::MarkStale,
+        ),
         _ => return Err(PublicationRefusal::NotExpected),
     };
     Ok(next)
 }
 
-/// What the lane emits with a transition (the backend's work it starts), for the table.
-#[must_use]
-pub const fn effects(input: PublicationInput) -> &'static str {
-    match input {
-        PublicationInput::Upload => "`UploadCode`",
-        // Uploaded or not, the AICore stream is stale: the next launch replaces it (L-12).
-        PublicationInput::Uploaded | PublicationInput::UploadFailed => "AICore stream marked stale",
-        PublicationInput::Cancel | PublicationInput::Abandon => "none",
-    }
-}
-
 /// The publication machine as a Markdown table: every (phase, input) pair with its next
-/// phase and effects.
+/// phase and what the lane does with the transition ([`PublicationAction::describe`]).
 #[must_use]
 pub fn publication_table() -> String {
     let mut out = String::new();
     out.push_str("# Publication machine\n\n");
     out.push_str(
         "Rendered from `lane_core::publication::step`, the only place a publication's phase \
-         changes. One row per (phase, input) pair: the next phase and what the lane emits \
-         with the transition. A refused input is an event the lane did not ask for: the \
-         lane rejects it with a typed error and changes nothing.\n\n",
+         changes. One row per (phase, input) pair: the next phase (`Done` with its result's \
+         kind) and what the lane does with the transition, generated from the \
+         `PublicationAction` the step returns. A refused input is an event the lane did not \
+         ask for: the lane rejects it with a typed error and changes nothing.\n\n",
     );
     out.push_str("| phase | input | next phase | effects |\n|---|---|---|---|\n");
     for phase in PublicationPhase::ALL {
-        for input in PublicationInput::ALL {
+        for input in PublicationInput::all() {
             // Every accepted input moves a publication on (the machine has no self-loop),
             // so no row says "unchanged".
             let (next, effects) = match step(phase, input) {
-                Ok(next) => (format!("**{next:?}**"), effects(input)),
+                Ok((next, action)) => (format!("**{}**", next.next_label()), action.describe()),
                 Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
             };
-            let _ = writeln!(out, "| {phase:?} | {input:?} | {next} | {effects} |");
+            let _ = writeln!(
+                out,
+                "| {} | {} | {next} | {effects} |",
+                phase.label(),
+                input.label()
+            );
         }
     }
     out

@@ -290,21 +290,9 @@ fn a_stream_whose_destroy_and_retry_fail_is_left_and_named_in_the_close_report()
         usize::from(TEARDOWN_ATTEMPTS),
         "{log:?}"
     );
-    assert!(matches!(
-        h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left,
-        } if !left.is_empty()
-    ));
+    assert_eq!(closed_leaving_streams(h.state()), h.lane.streams_left());
     let report = h.close();
-    assert!(matches!(
-        report.state,
-        LaneState::Closed {
-            device_lost: false,
-            left,
-        } if !left.is_empty()
-    ));
+    assert_eq!(closed_leaving_streams(report.state), report.streams_left);
     assert_eq!(report.streams_left.aicpu.map(AclCode::raw), Some(507_901));
     assert_eq!(
         report.streams_left.aicore, None,
@@ -350,13 +338,7 @@ fn the_close_report_names_no_stream_left_before_the_teardown_ends() {
     assert_eq!(report.state, LaneState::Closing);
     assert!(report.streams_left.is_empty());
     h.complete(r2);
-    assert!(matches!(
-        h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left,
-        } if !left.is_empty()
-    ));
+    assert_eq!(closed_leaving_streams(h.state()), h.lane.streams_left());
     assert_eq!(h.close().streams_left.count(), 1);
 }
 
@@ -407,13 +389,7 @@ fn retry_teardown_that_fails_again_keeps_the_stream_left_with_its_new_code() {
     assert!(h.lane.retry_teardown(now));
     h.pump();
     h.take();
-    assert!(matches!(
-        h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left,
-        } if !left.is_empty()
-    ));
+    assert_eq!(closed_leaving_streams(h.state()), h.lane.streams_left());
     assert_eq!(
         h.lane.streams_left().aicpu.map(AclCode::raw),
         Some(507_899),
@@ -464,4 +440,16 @@ fn every_accepted_run_gets_exactly_one_verdict_even_across_poison_and_close() {
             left: lane_core::StreamsLeft::NONE,
         }
     );
+}
+
+/// The streams a closed lane's state says its teardown left; panics unless it is closed (the
+/// device not lost) with at least one stream left.
+fn closed_leaving_streams(state: LaneState) -> StreamsLeft {
+    match state {
+        LaneState::Closed {
+            device_lost: false,
+            left,
+        } if !left.is_empty() => left,
+        other => panic!("expected closed with streams left, got {other:?}"),
+    }
 }

@@ -23,28 +23,61 @@ fn publication_table_snapshot() {
 
 #[test]
 fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
-    use lane_core::publication::step;
+    use lane_core::publication::{PublicationAction, step};
+    use lane_core::{Cause, PublicationResult};
+    let abandoned = PublicationResult::Failed {
+        cause: lane_core::run::representative::poison(),
+    };
+    let done = |result| PublicationPhase::Done { result };
     for phase in [PublicationPhase::Waiting, PublicationPhase::Uploading] {
         assert_eq!(
-            step(phase, PublicationInput::Abandon),
-            Ok(PublicationPhase::Done),
+            step(phase, PublicationInput::Abandon(abandoned)),
+            Ok((done(abandoned), PublicationAction::None)),
             "{phase:?}"
         );
     }
     assert_eq!(
         step(PublicationPhase::Waiting, PublicationInput::Upload),
-        Ok(PublicationPhase::Uploading)
+        Ok((PublicationPhase::Uploading, PublicationAction::Upload))
+    );
+    // Uploaded or not, the answer leaves the AICore stream stale (L-12), with its result.
+    let cause: Cause = lane_core::run::representative::run_only();
+    assert_eq!(
+        step(PublicationPhase::Uploading, PublicationInput::Uploaded),
+        Ok((
+            done(PublicationResult::Uploaded),
+            PublicationAction::MarkStale
+        ))
+    );
+    assert_eq!(
+        step(
+            PublicationPhase::Uploading,
+            PublicationInput::UploadFailed(cause)
+        ),
+        Ok((
+            done(PublicationResult::Failed { cause }),
+            PublicationAction::MarkStale
+        ))
+    );
+    assert_eq!(
+        step(PublicationPhase::Waiting, PublicationInput::Cancel),
+        Ok((done(PublicationResult::Cancelled), PublicationAction::None))
     );
     // An upload in flight finishes: close does not cancel it.
     assert!(step(PublicationPhase::Uploading, PublicationInput::Cancel).is_err());
-    for input in PublicationInput::ALL {
-        assert!(step(PublicationPhase::Done, input).is_err(), "{input:?}");
+    for input in PublicationInput::all() {
+        assert!(
+            step(done(PublicationResult::Uploaded), input).is_err(),
+            "{input:?}"
+        );
     }
     // No self-loop: every accepted input moves a publication on (the rendered table relies
     // on it and prints no "unchanged" row).
     for phase in PublicationPhase::ALL {
-        for input in PublicationInput::ALL {
-            assert_ne!(step(phase, input), Ok(phase), "{phase:?} x {input:?}");
+        for input in PublicationInput::all() {
+            if let Ok((next, _)) = step(phase, input) {
+                assert_ne!(next.label(), phase.label(), "{phase:?} x {input:?}");
+            }
         }
     }
 }

@@ -13,8 +13,8 @@ use crate::effect::Effect;
 use crate::error::{EventError, InvariantViolation};
 use crate::event::{Event, FinaliseFailure, LaunchStep};
 use crate::ids::{PublicationId, RunId};
-use crate::outcome::{Cause, PublicationResult, Verdict};
-use crate::publication::PublicationInput;
+use crate::outcome::{Cause, Verdict};
+use crate::publication::{PublicationAction, PublicationInput, PublicationRefusal};
 use crate::run::{RunAction, RunInput, RunPhase, step};
 use crate::state::{LaneInput, LaneState, RecoveryStep};
 
@@ -233,14 +233,14 @@ impl Lane {
                 self.stream_failed(role, Stage::StreamDestroy, code);
             }
             Event::Uploaded { publication } => {
-                self.finish_upload(publication, PublicationResult::Uploaded, name)?;
+                self.finish_upload(publication, PublicationInput::Uploaded, name)?;
             }
             Event::UploadFailed { publication, code } => {
                 let cause = Cause::of(Failure::Acl {
                     stage: Stage::Upload,
                     code,
                 });
-                self.finish_upload(publication, PublicationResult::Failed { cause }, name)?;
+                self.finish_upload(publication, PublicationInput::UploadFailed(cause), name)?;
             }
             Event::DeviceDrained { attempt } => {
                 self.recovery(RecoveryStep::Drain, LaneInput::Drained, attempt, name)?;
@@ -307,35 +307,48 @@ impl Lane {
         self.decide(idx, RunInput::StreamsFailed(cause));
     }
 
+    /// An upload's answer: steps the publication it names (its action marks the AICore
+    /// stream stale); one not uploading rejects the event.
     fn finish_upload(
         &mut self,
         publication: PublicationId,
-        result: PublicationResult,
+        input: PublicationInput,
         event: &'static str,
     ) -> Result<(), EventError> {
-        let input = match result {
-            PublicationResult::Uploaded => PublicationInput::Uploaded,
-            PublicationResult::Failed { .. }
-            | PublicationResult::Cancelled
-            | PublicationResult::Poisoned { .. } => PublicationInput::UploadFailed,
-        };
         let unexpected = EventError::UnexpectedForPublication { publication, event };
-        let Some(Item::Publication(p)) = self
+        let idx = self
             .items
-            .iter_mut()
-            .find(|i| matches!(i, Item::Publication(p) if p.id == publication))
-        else {
-            return Err(unexpected);
+            .iter()
+            .position(|i| matches!(i, Item::Publication(p) if p.id == publication))
+            .ok_or(unexpected)?;
+        self.step_publication(idx, input).map_err(|_| unexpected)
+    }
+
+    /// Steps the publication at `idx` through [`publication::step`](crate::publication::step),
+    /// the only place its phase changes, and performs the action; a refused input changes
+    /// nothing.
+    pub(super) fn step_publication(
+        &mut self,
+        idx: usize,
+        input: PublicationInput,
+    ) -> Result<(), PublicationRefusal> {
+        let Item::Publication(p) = &mut self.items[idx] else {
+            return Err(PublicationRefusal::NotExpected);
         };
-        p.step(input).map_err(|_| unexpected)?;
-        p.result = Some(result);
-        // Uploaded or not, cores may hold instructions from the replaced code: the AICore
-        // stream is stale either way (L-12).
-        self.pair.mark_stale();
-        self.last_publication = Some(PublicationMark {
-            seq: publication.0,
-            aicore_creations: self.pair.created_count(),
-        });
+        let (next, action) = crate::publication::step(p.phase, input)?;
+        p.phase = next;
+        let (publication, code) = (p.id, p.code);
+        match action {
+            PublicationAction::None => {}
+            PublicationAction::Upload => self.emit(Effect::UploadCode { publication, code }),
+            PublicationAction::MarkStale => {
+                self.pair.mark_stale();
+                self.last_publication = Some(PublicationMark {
+                    seq: publication.0,
+                    aicore_creations: self.pair.created_count(),
+                });
+            }
+        }
         Ok(())
     }
 

@@ -3,8 +3,7 @@
 
 use crate::error::EventError;
 use crate::ids::{CodeRef, DeviceTiming, Lease, PublicationId, RunId, Tag};
-use crate::outcome::PublicationResult;
-use crate::publication::{PublicationInput, PublicationPhase, PublicationRefusal};
+use crate::publication::PublicationPhase;
 use crate::run::RunPhase;
 
 use super::Lane;
@@ -50,17 +49,8 @@ impl RunRecord {
 pub(super) struct PublicationRecord {
     pub(super) id: PublicationId,
     pub(super) code: CodeRef,
+    /// Where it is, with its result once done.
     pub(super) phase: PublicationPhase,
-    pub(super) result: Option<PublicationResult>,
-}
-
-impl PublicationRecord {
-    /// Steps the phase through [`publication::step`](crate::publication::step), the only
-    /// place it changes; a refused input changes nothing.
-    pub(super) fn step(&mut self, input: PublicationInput) -> Result<(), PublicationRefusal> {
-        self.phase = crate::publication::step(self.phase, input)?;
-        Ok(())
-    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -80,7 +70,7 @@ impl Item {
     pub(super) const fn is_done(&self) -> bool {
         match self {
             Self::Run(r) => r.phase.is_done(),
-            Self::Publication(p) => matches!(p.phase, PublicationPhase::Done),
+            Self::Publication(p) => p.phase.is_done(),
         }
     }
 
@@ -92,7 +82,7 @@ impl Item {
     }
 
     pub(super) const fn is_live_publication(&self) -> bool {
-        matches!(self, Self::Publication(p) if !matches!(p.phase, PublicationPhase::Done))
+        matches!(self, Self::Publication(p) if !p.phase.is_done())
     }
 }
 

@@ -232,7 +232,6 @@ impl Lane {
             id,
             code,
             phase: PublicationPhase::Waiting,
-            result: None,
         }));
         self.accepted += 1;
         self.progress(now);

@@ -34,7 +34,7 @@ impl Lane {
         // Effects not yet taken are for work the reset abandons.
         self.effects.clear();
         for idx in 0..self.items.len() {
-            match &mut self.items[idx] {
+            match &self.items[idx] {
                 // The origin's failure stepped it to `Done` with its cause already.
                 Item::Run(r) if !r.phase.is_done() => {
                     let verdict = match origin {
@@ -43,13 +43,13 @@ impl Lane {
                     };
                     self.decide(idx, RunInput::Abandon(verdict));
                 }
-                Item::Publication(p) => {
-                    if p.step(PublicationInput::Abandon).is_ok() {
-                        p.result = Some(match origin {
-                            Some(origin) => PublicationResult::Poisoned { cause, origin },
-                            None => PublicationResult::Failed { cause },
-                        });
-                    }
+                // Done already: refused, nothing changes.
+                Item::Publication(_) => {
+                    let result = match origin {
+                        Some(origin) => PublicationResult::Poisoned { cause, origin },
+                        None => PublicationResult::Failed { cause },
+                    };
+                    let _ = self.step_publication(idx, PublicationInput::Abandon(result));
                 }
                 Item::Run(_) => {}
             }

@@ -7,7 +7,7 @@ use crate::effect::Effect;
 use crate::error::InvariantViolation;
 use crate::ids::Timestamp;
 use crate::outcome::{Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict};
-use crate::publication::PublicationInput;
+use crate::publication::{PublicationInput, PublicationPhase};
 use crate::run::{RunInput, RunPhase};
 use crate::state::{LaneInput, LaneState};
 
@@ -68,7 +68,13 @@ impl Lane {
                 }),
                 Item::Publication(p) => Outcome::Publication(PublicationOutcome {
                     publication: p.id,
-                    result: p.result.unwrap_or(PublicationResult::Cancelled),
+                    // A publication is delivered done, with its result.
+                    result: match p.phase {
+                        PublicationPhase::Done { result } => result,
+                        PublicationPhase::Waiting | PublicationPhase::Uploading => {
+                            PublicationResult::Cancelled
+                        }
+                    },
                 }),
             };
             self.last_delivered_seq = item.seq();
@@ -79,15 +85,11 @@ impl Lane {
 
     /// A publication at the front of the FIFO uploads: every earlier item has its outcome.
     fn start_upload(&mut self) -> bool {
-        let Some(Item::Publication(p)) = self.items.first_mut() else {
-            return false;
-        };
-        if p.step(PublicationInput::Upload).is_err() {
+        if !matches!(self.items.first(), Some(Item::Publication(_))) {
             return false;
         }
-        let (publication, code) = (p.id, p.code);
-        self.emit(Effect::UploadCode { publication, code });
-        true
+        // Its action emits `UploadCode`; one uploading already refuses.
+        self.step_publication(0, PublicationInput::Upload).is_ok()
     }
 
     /// What stands before the item at `idx`: whether a publication is unfinished, whether any
@@ -323,12 +325,10 @@ impl Lane {
     /// cancelled when it answers (`run::step`).
     pub(super) fn cancel_unlaunched(&mut self) {
         for idx in 0..self.items.len() {
-            match &mut self.items[idx] {
-                Item::Publication(p) => {
-                    // An upload in flight finishes; a waiting publication is cancelled.
-                    if p.step(PublicationInput::Cancel).is_ok() {
-                        p.result = Some(PublicationResult::Cancelled);
-                    }
+            match &self.items[idx] {
+                // An upload in flight finishes (refused); a waiting publication is cancelled.
+                Item::Publication(_) => {
+                    let _ = self.step_publication(idx, PublicationInput::Cancel);
                 }
                 Item::Run(r)
                     if matches!(

@@ -298,7 +298,6 @@ fn more_pending_publications_than_allowed_is_caught() {
             id: PublicationId(seq),
             code: CodeRef(seq),
             phase: PublicationPhase::Waiting,
-            result: None,
         }));
         lane.accepted += 1;
     }
@@ -411,7 +410,9 @@ fn a_finished_publication_holds_back_no_launch() {
     lane.publish(now, CodeRef(7)).unwrap();
     lane.submit(now, RunRequest::new()).unwrap();
     if let Item::Publication(p) = &mut lane.items[1] {
-        p.phase = PublicationPhase::Done;
+        p.phase = PublicationPhase::Done {
+            result: crate::PublicationResult::Cancelled,
+        };
     }
     lane.run_mut(2).phase = RunPhase::Finalising {
         verdict: Verdict::Ok,

@@ -231,7 +231,7 @@ impl LaneModel {
                     seen.run.insert(phase.label());
                 }
             } else if let Some(phase) = lane.publication_phase(lane_core::PublicationId(seq)) {
-                seen.publication.insert(format!("{phase:?}"));
+                seen.publication.insert(phase.label().to_owned());
             }
         }
     }
