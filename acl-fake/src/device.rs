@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -273,6 +273,7 @@ pub(crate) fn reset_all() -> Vec<JoinHandle<()>> {
         // Threads still inside a wait leave it by themselves (with RESET_UNDER_WAIT): their
         // count stays right.
         let waits_inside = state.waits_inside;
+        state.wake_workers();
         *state = State::new(generation);
         state.waits_inside = waits_inside;
         drop(state);
@@ -313,8 +314,42 @@ impl Device {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Wakes every thread waiting for a change on this device: a wait on an event or a
+    /// stream, a stream's worker held by a cross-stream wait. A stream's worker sleeping on
+    /// its own queue or kernel is woken by [`Stream::enqueue`] or
+    /// [`State::wake_workers`] instead.
     pub(crate) fn notify(&self) {
         self.changed.notify_all();
+    }
+
+    /// As [`wait`](Self::wait), on stream `id`'s own condition variable (see
+    /// [`Stream::wake`]); `expired` and no wait when the stream is gone.
+    fn wait_on_stream<'a>(
+        &self,
+        guard: MutexGuard<'a, State>,
+        id: u64,
+        deadline: Option<Instant>,
+    ) -> (MutexGuard<'a, State>, bool) {
+        let Some(wake) = guard.streams.get(&id).map(|s| Arc::clone(&s.wake)) else {
+            return (guard, true);
+        };
+        match deadline {
+            None => (
+                wake.wait(guard)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+                false,
+            ),
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return (guard, true);
+                }
+                let (guard, _) = wake
+                    .wait_timeout(guard, left)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                (guard, Instant::now() >= deadline)
+            }
+        }
     }
 
     /// Waits for a change on this device, at most until `deadline` (`None`: no limit).
@@ -422,6 +457,12 @@ pub(crate) struct Stream {
     /// Tasks whose own result a caller waits for (a pageable `aclrtMemcpyAsync`): task index
     /// to `None` while pending, then its code (0 success).
     pub(crate) watched: BTreeMap<u64, Option<AclError>>,
+    /// What this stream's worker sleeps on while its queue is empty or a kernel runs (with the
+    /// device's lock): woken by a task queued here, the stream's removal, or a change of the
+    /// device's semantics. One condition variable a stream, not the device's, because every
+    /// change on a device would otherwise wake every stream's worker: a herd of host threads
+    /// that no device has, which on a small host delays the very launches it measures.
+    pub(crate) wake: Arc<Condvar>,
 }
 
 impl Stream {
@@ -437,7 +478,15 @@ impl Stream {
             error: None,
             popped: 0,
             watched: BTreeMap::new(),
+            wake: Arc::new(Condvar::new()),
         }
+    }
+
+    /// Queues `task` and wakes this stream's worker.
+    pub(crate) fn enqueue(&mut self, task: Task) {
+        self.queue.push_back(task);
+        self.submitted += 1;
+        self.wake.notify_all();
     }
 
     /// Nothing left to run: drained, or (legacy) halted by a fault.
@@ -751,6 +800,8 @@ impl State {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
+        // Its worker, asleep on its queue or a kernel, sees the removal and exits.
+        stream.wake.notify_all();
         // A run with a kernel on this stream can no longer publish.
         self.runs
             .retain(|_, run| run.kernels.iter().all(|k| k.stream != id));
@@ -902,6 +953,14 @@ impl State {
         }
     }
 
+    /// Wakes every stream's worker, to look at its stream again (a change of the device's
+    /// semantics, its reset).
+    pub(crate) fn wake_workers(&self) {
+        for stream in self.streams.values() {
+            stream.wake.notify_all();
+        }
+    }
+
     pub(crate) fn refresh_live_counts(&mut self) {
         let c = &mut self.counters;
         c.live_streams = self.streams.len() as u64;
@@ -928,7 +987,7 @@ fn worker(device: &'static Device, id: u64) {
         let (task, index) = match state.streams.get_mut(&id) {
             None => return,
             Some(stream) if legacy && stream.error.is_some() => {
-                state = device.wait(state, None).0;
+                state = device.wait_on_stream(state, id, None).0;
                 continue;
             }
             Some(stream) => match stream.queue.pop_front() {
@@ -938,7 +997,7 @@ fn worker(device: &'static Device, id: u64) {
                     (task, stream.popped)
                 }
                 None => {
-                    state = device.wait(state, None).0;
+                    state = device.wait_on_stream(state, id, None).0;
                     continue;
                 }
             },
@@ -1134,7 +1193,8 @@ fn run_kernel<'a>(
         if !state.streams.contains_key(&id) {
             return (state, None);
         }
-        let (guard, expired) = device.wait(state, deadline);
+        // Only the stream's removal ends a kernel early: it sleeps on its own stream.
+        let (guard, expired) = device.wait_on_stream(state, id, deadline);
         state = guard;
         if expired {
             break;

@@ -407,8 +407,7 @@ pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent
     let Some(s) = state.streams.get_mut(&stream) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
-    s.queue.push_back(Task::Wait(capture));
-    s.submitted += 1;
+    s.enqueue(Task::Wait(capture));
     state.counters.stream_waits += 1;
     drop(state);
     device.notify();
@@ -592,7 +591,7 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
     let Some(s) = state.streams.get_mut(&id) else {
         return ACL_ERROR_RT_INVALID_HANDLE;
     };
-    s.queue.push_back(Task::Copy(AsyncCopy {
+    s.enqueue(Task::Copy(AsyncCopy {
         dst: dst as usize,
         src: src as usize,
         count,
@@ -600,7 +599,6 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
         pinned,
         fail,
     }));
-    s.submitted += 1;
     let index = s.submitted;
     if pageable {
         s.watched.insert(index, None);

@@ -12,7 +12,9 @@
 //!
 //! **Devices:** the fake serves [`DEFAULT_DEVICE_COUNT`] (16) devices by default, up to
 //! [`MAX_DEVICES`] (`runlanefake_set_device_count`). Each is isolated, with its own lock and
-//! condition variable: its own context generation, streams and their workers, events,
+//! condition variable (a stream's worker sleeps on its stream's own, so work on one stream
+//! wakes no other stream's worker, as no host thread of a real device is woken): its own
+//! context generation, streams and their workers, events,
 //! device and pinned host allocations, fault rules (call, kernel and copy) and counters.
 //! The init flag, the device count, the SoC name, the op timeout and the exception callback
 //! slot are the process's (one name for every device: `aclrtGetSocName` takes no device and
@@ -862,8 +864,7 @@ mod control {
         };
         let queued = engine == ENGINE_AICPU && s.kernels_out > 0;
         s.kernels_out += 1;
-        s.queue.push_back(Task::Kernel(kernel));
-        s.submitted += 1;
+        s.enqueue(Task::Kernel(kernel));
         if queued {
             state.counters.queued_launches += 1;
         }
@@ -911,6 +912,7 @@ mod control {
             if let Some(device) = device::device(id) {
                 let mut state = device.lock();
                 let _ = apply_semantics(&mut state.semantics, switch, value);
+                state.wake_workers();
                 drop(state);
                 device.notify();
             }
@@ -929,6 +931,7 @@ mod control {
         };
         let mut state = device.lock();
         let result = apply_semantics(&mut state.semantics, switch, value);
+        state.wake_workers();
         drop(state);
         device.notify();
         code(result)

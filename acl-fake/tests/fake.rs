@@ -1030,3 +1030,71 @@ fn an_aicpu_launch_behind_an_unfinished_kernel_counts_as_queued_and_one_on_a_dra
     assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
     assert_balanced(control);
 }
+
+/// The threads of this process now (Linux: `/proc/self/task`).
+fn threads() -> std::collections::BTreeSet<u32> {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// How often thread `tid` has gone to sleep and been woken since it started.
+fn sleeps(tid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+        .expect("the worker is alive");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|count| count.trim().parse().ok())
+        .expect("voluntary_ctxt_switches")
+}
+
+/// A new stream and the worker thread the fake started for it.
+fn stream_with_worker(acl: &ascend_cl_sys::Acl) -> (AclrtStream, u32) {
+    let before = threads();
+    let stream = create_stream(acl);
+    let started: Vec<u32> = threads().difference(&before).copied().collect();
+    assert_eq!(started.len(), 1, "one worker a stream: {started:?}");
+    (stream, started[0])
+}
+
+#[test]
+fn a_streams_worker_sleeps_through_the_work_of_other_streams_on_its_device() {
+    // Each change on a device used to wake every stream's worker, idle or running a kernel:
+    // a herd of host threads no device has, which on a small host delays the launches the
+    // bench measures. Now a worker wakes for its own stream's tasks (and its removal) only.
+    let (_guard, acl, control) = session();
+    let (idle, idle_worker) = stream_with_worker(acl);
+    let (hung, hung_worker) = stream_with_worker(acl);
+    let (busy, _) = stream_with_worker(acl);
+    launch_hang(control, hung);
+    let event = create_event(acl);
+    // (If the hung kernel's worker has not taken its kernel yet, that is one wake-up more.)
+    let (idle_before, hung_before) = (sleeps(idle_worker), sleeps(hung_worker));
+    const ROUNDS: u64 = 50;
+    for _ in 0..ROUNDS {
+        launch(control, busy, ENGINE_AICPU, 0).expect("launch");
+        record(acl, event, busy);
+        assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    }
+    // A stray wake-up (a signal, the scheduler) may come; one per round is the herd.
+    let (idle_woken, hung_woken) = (
+        sleeps(idle_worker) - idle_before,
+        sleeps(hung_worker) - hung_before,
+    );
+    assert!(
+        idle_woken < ROUNDS / 5 && hung_woken < ROUNDS / 5,
+        "woken by {ROUNDS} rounds on another stream: the idle worker {idle_woken} times, the \
+         hung kernel's {hung_woken}"
+    );
+    // Its own work and its removal still wake each.
+    launch(control, idle, ENGINE_AICORE, 0).expect("launch");
+    record(acl, event, idle);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    assert_eq!(destroy_stream_force(acl, hung), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, idle), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, busy), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}
