@@ -568,6 +568,21 @@ impl Control {
         if code == ACL_SUCCESS { total } else { u64::MAX }
     }
 
+    /// `runlanefake_device_clock_ns`: the fake's device clock now, in the nanoseconds of
+    /// every kernel's timing buffer.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] if the fake refused.
+    pub fn device_clock_ns(&self) -> Result<u64, ControlError> {
+        let mut now = 0;
+        // SAFETY: `now` is a writable u64.
+        check("runlanefake_device_clock_ns", unsafe {
+            (self.functions.runlanefake_device_clock_ns)(&mut now)
+        })?;
+        Ok(now)
+    }
+
     /// Every device's counters summed (all [`MAX_DEVICES`], served or not): `balanced()` on
     /// it proves nothing leaked on any device.
     ///

@@ -681,6 +681,11 @@ macro_rules! for_each_control_function {
             /// on every device since the process loaded the fake: `runlanefake_reset` does not
             /// clear it, so one check can cover every test of a process.
             fn runlanefake_resets_under_wait(out: *mut u64) -> AclError;
+            /// Copy into `out` the fake's device clock now: the nanoseconds every kernel's
+            /// timing buffer is written in (one monotonic clock for every device, from the
+            /// fake's first use). A bench reads it beside its own monotonic clock to place the
+            /// device's starts and ends on the host's timeline.
+            fn runlanefake_device_clock_ns(out: *mut u64) -> AclError;
         }
     };
 }
@@ -1165,6 +1170,15 @@ mod control {
             // SAFETY: as above.
             unsafe { dropped.write(x) };
         }
+        ACL_SUCCESS
+    }
+
+    pub(super) unsafe fn runlanefake_device_clock_ns(out: *mut u64) -> AclError {
+        if out.is_null() {
+            return ACL_ERROR_INVALID_PARAM;
+        }
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe { out.write(device::device_now_ns()) };
         ACL_SUCCESS
     }
 

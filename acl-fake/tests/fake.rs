@@ -1098,3 +1098,38 @@ fn a_streams_worker_sleeps_through_the_work_of_other_streams_on_its_device() {
     assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
     assert_balanced(control);
 }
+
+#[test]
+fn the_device_clock_is_the_one_a_kernels_timing_buffer_is_written_in() {
+    let (_guard, acl, control) = session();
+    let stream = create_stream(acl);
+    let event = create_event(acl);
+    let timing = malloc(acl, 16);
+    let before = control.device_clock_ns().expect("clock");
+    control
+        .launch(
+            stream,
+            ENGINE_AICPU,
+            Duration::from_millis(1),
+            Outcome::Ok,
+            timing,
+            std::ptr::null_mut(),
+            &[],
+        )
+        .expect("launch");
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    let after = control.device_clock_ns().expect("clock");
+    let bytes = from_device(acl, timing, 16).expect("read the timing buffer");
+    let start = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    let end = u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes"));
+    assert!(
+        before <= start && start + 1_000_000 <= end && end <= after,
+        "the kernel ran from {start} to {end} ns, the clock read {before} before its launch and \
+         {after} after its event"
+    );
+    assert_eq!(free(acl, timing), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_balanced(control);
+}

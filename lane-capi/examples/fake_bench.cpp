@@ -33,6 +33,12 @@
 //   queued  two in flight: run N+1 launched before N's wait, then wait for the oldest, read
 //           it, launch the next (the queued loop on the submitting thread);
 //   anchor KERNEL_US KIND RUNS MEDIAN_NS P99_NS
+// and where a depth-one gap goes (medians, ns, of each run after SKIP whose predecessor ran in
+// its block), for the depth-one anchor and loop (b) at depth one, option off and on: from the
+// predecessor's device end to the AICore launch's start (the wait's return, the reads, the
+// arm), from there to the AICPU launch's return (the launch's calls), and from there to the
+// run's device start (the fake's device clock placed on the host's, runlanefake_device_clock_ns):
+//   depth1-split KERNEL_US KIND REACT_NS LAUNCH_NS START_NS     (KIND: anchor, lane, lane-bound)
 // Paired: loop (b)'s four lanes (depth two and one, `submitters_bound` off and on) and the
 // anchor's streams are opened first, then the six arms take turns, a block of 20 runs each
 // from idle to idle, until each has RUNS; the gaps are taken within blocks (none across a
@@ -76,6 +82,7 @@
 #include "run_lane.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -121,6 +128,8 @@ using Reset = int32_t (*)();
 // The fake's count of force resets made while a thread was inside a device wait, since the
 // process loaded it (runlanefake_reset keeps it): each is a use-after-free on real ACL.
 using ResetsUnderWait = int32_t (*)(uint64_t *);
+// The fake's device clock now (the ns of every timing buffer).
+using DeviceClock = int32_t (*)(uint64_t *);
 
 constexpr uint32_t kAicore = 0;
 constexpr uint32_t kAicpu = 1;
@@ -204,6 +213,7 @@ std::pair<uint64_t, uint64_t> spread(std::vector<uint64_t> gaps) {
 // to refill and the outcomes so far.
 struct Bench {
     FakeLaunchRun launch = nullptr;
+    DeviceClock device_clock = nullptr;  // places device times on the host's clock
     SetDevice set_device = nullptr;  // binds this thread before a submitters_bound lane
     uint64_t kernel_ns = 0;
     // By run tag (its index in the arm): when its submit began, when its launch returned.
@@ -591,14 +601,27 @@ DeviceSpan anchor_retire(Anchor &a, const AnchorSlot &s) {
     return span;
 }
 
+// One depth-one run, for where its gap goes: when its AICore launch began and its AICPU launch
+// returned (the host's clock), its device span (the device's), and whether the run before it
+// ran in the same block (a gap is taken only then).
+struct SplitRun {
+    std::chrono::steady_clock::time_point core_begin, launched;
+    DeviceSpan span;
+    bool follows = false;
+};
+
 // An anchor's `runs` runs, in order: at depth one (launch, wait, read, launch the next) or
 // queued (two in flight: N+1 launched before N's wait; wait for the oldest, read, launch).
-std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs) {
+// At depth one each run is also appended to `split`, when given.
+std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs, std::vector<SplitRun> *split = nullptr) {
     std::vector<DeviceSpan> spans;
     if (!queued) {
         for (int i = 0; i < runs; ++i) {
-            anchor_launch(a, a.slots[i % 2], nullptr);
+            LaunchTimes t = anchor_launch(a, a.slots[i % 2], nullptr);
             spans.push_back(anchor_retire(a, a.slots[i % 2]));
+            if (split != nullptr) {
+                split->push_back({t.core_begin, t.cpu_end, spans.back(), i > 0});
+            }
         }
         return spans;
     }
@@ -670,6 +693,7 @@ struct PairedLane {
     std::unique_ptr<Bench> bench = std::make_unique<Bench>();
     RunLane *lane = nullptr;
     int ok = 0;
+    std::vector<SplitRun> split;  // every run, for where a depth-one gap goes
 };
 
 // One block of loop (b) on a paired lane, from idle to idle: submit until FULL, wait for the
@@ -701,6 +725,11 @@ std::vector<DeviceSpan> lane_block(PairedLane &p, int n) {
         }
         ++p.ok;
         spans.emplace_back(o.device_start_ns, o.device_end_ns);
+        // The callbacks' stamps were written before the run completed, so before its outcome.
+        const Bench &b = *p.bench;
+        if (o.has_tag && o.tag < b.core_began.size()) {
+            p.split.push_back({b.core_began[o.tag], b.launched[o.tag], spans.back(), spans.size() > 1});
+        }
         fill();
     }
     return spans;
@@ -738,12 +767,61 @@ void interleave(const std::vector<PairedArm *> &arms, int runs, int skip) {
     }
 }
 
+// The host's clock minus the fake's device clock (ns): the reading closest in time to a device
+// clock read on each side of it, of 20 tries.
+int64_t device_offset(DeviceClock clock) {
+    uint64_t best = UINT64_MAX;
+    int64_t offset = 0;
+    for (int i = 0; i < 20; ++i) {
+        uint64_t before = 0, after = 0;
+        if (clock(&before) != 0) {
+            fail("read the fake's device clock");
+        }
+        const auto host = std::chrono::steady_clock::now().time_since_epoch();
+        if (clock(&after) != 0) {
+            fail("read the fake's device clock");
+        }
+        if (after - before < best) {
+            best = after - before;
+            const auto host_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(host).count();
+            offset = static_cast<int64_t>(host_ns) - static_cast<int64_t>(before + (after - before) / 2);
+        }
+    }
+    return offset;
+}
+
+// Where the depth-one gaps of `runs` go (medians, ns, a negative share read as 0): the
+// predecessor's device end to the AICore launch's start, that to the AICPU launch's return,
+// and that to the run's device start; runs after `skip` whose predecessor ran in their block.
+std::array<uint64_t, 3> split_of(const std::vector<SplitRun> &runs, int64_t offset, int skip) {
+    auto host_ns = [](std::chrono::steady_clock::time_point t) {
+        return static_cast<int64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+    };
+    std::vector<uint64_t> parts[3];
+    for (size_t i = static_cast<size_t>(skip) + 1; i < runs.size(); ++i) {
+        if (!runs[i].follows) {
+            continue;
+        }
+        const int64_t end = static_cast<int64_t>(runs[i - 1].span.second) + offset;
+        const int64_t start = static_cast<int64_t>(runs[i].span.first) + offset;
+        const int64_t core = host_ns(runs[i].core_begin);
+        const int64_t launched = host_ns(runs[i].launched);
+        const int64_t shares[3] = {core - end, launched - core, start - launched};
+        for (int k = 0; k < 3; ++k) {
+            parts[k].push_back(static_cast<uint64_t>(std::max<int64_t>(shares[k], 0)));
+        }
+    }
+    return {spread(parts[0]).first, spread(parts[1]).first, spread(parts[2]).first};
+}
+
 // Loop (b) beside the two anchors, interleaved: the depth-one anchor, the queued anchor and
 // loop (b) at depth two and one with `submitters_bound` off and on, every lane and the
 // anchor's streams opened first, then a block of each in turn (interleave); the same lines as
 // measured one after another, in the same order.
 void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us, int runs, int skip) {
     anchor_open(anchor);
+    std::vector<SplitRun> anchor_split;
     PairedLane lanes[4];  // depth two, depth one; then both with submitters_bound on
     const uint8_t depths[4] = {2, 1, 2, 1};
     for (int i = 0; i < 4; ++i) {
@@ -753,7 +831,7 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
         lanes[i].lane = create_lane(*lanes[i].bench, fake, depths[i], runs, i >= 2);
     }
     PairedArm depth_one, queued, arms[4];
-    depth_one.block = [&anchor](int n) { return anchor_loop(anchor, false, n); };
+    depth_one.block = [&anchor, &anchor_split](int n) { return anchor_loop(anchor, false, n, &anchor_split); };
     queued.block = [&anchor](int n) { return anchor_loop(anchor, true, n); };
     std::vector<PairedArm *> order = {&depth_one, &queued};
     for (int i = 0; i < 4; ++i) {
@@ -783,6 +861,14 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
             std::printf("latency %llu b %llu %llu\n", (unsigned long long)us, (unsigned long long)latency.first,
                         (unsigned long long)latency.second);
         }
+    }
+    const int64_t offset = device_offset(bench.device_clock);
+    const std::pair<const char *, const std::vector<SplitRun> *> splits[3] = {
+        {"anchor", &anchor_split}, {"lane", &lanes[1].split}, {"lane-bound", &lanes[3].split}};
+    for (const auto &[kind, runs_of] : splits) {
+        auto parts = split_of(*runs_of, offset, skip);
+        std::printf("depth1-split %llu %s %llu %llu %llu\n", (unsigned long long)us, kind,
+                    (unsigned long long)parts[0], (unsigned long long)parts[1], (unsigned long long)parts[2]);
     }
     std::fflush(stdout);
 }
@@ -1101,6 +1187,7 @@ int main(int argc, char **argv) {
     Bench bench;
     bench.launch = symbol<FakeLaunchRun>(fake, "runlanefake_launch_run");
     bench.set_device = symbol<SetDevice>(fake, "aclrtSetDevice");
+    bench.device_clock = symbol<DeviceClock>(fake, "runlanefake_device_clock_ns");
     auto floor_launch = symbol<FakeLaunch>(fake, "runlanefake_launch");
     const Acl acl = load_acl(fake);
     for (uint64_t us : kernels_us) {

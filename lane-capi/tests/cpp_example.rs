@@ -203,9 +203,10 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
 /// runs of each arm: it prints the floor, the six arms (three loops at depth two and at depth
 /// one), every run OK, the two hand-written anchors measured interleaved with loop (b) and
 /// printed just before it (their runs checked by the bench itself: each must publish an ok
-/// record), loop (b) again at both depths with `submitters_bound` on (in the same turns), and the idle lane's lines last (option off, then on, then where
-/// their time goes before the AICore launch). Its figures
-/// are the benchmark's, not this test's.
+/// record), loop (b) again at both depths with `submitters_bound` on (in the same turns),
+/// where a depth-one gap goes for the anchor and the lane (option off, then on), and the idle
+/// lane's lines last (option off, then on, then where their time goes before the AICore
+/// launch). Its figures are the benchmark's, not this test's.
 #[test]
 fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     let (exe, stdout) = run_fake_bench(&[], &["8", "1", "2000"]);
@@ -213,9 +214,10 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(lines.len(), 17, "{stdout}");
+    assert_eq!(lines.len(), 20, "{stdout}");
     assert_eq!(lines[0][..3], ["floor", "2000", "6"], "{stdout}");
-    let (mut arms, mut latencies, mut anchors) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut arms, mut latencies, mut anchors, mut splits) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for line in &lines[1..lines.len() - 3] {
         match line[0] {
             "arm" => {
@@ -235,6 +237,16 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
                 assert_eq!(arms.len(), 2, "{stdout}");
                 anchors.push(line[2]);
             }
+            // depth1-split KERNEL_US WHO REACT LAUNCH START, after loop (b)'s arms.
+            "depth1-split" => {
+                assert_eq!(line.len(), 6, "{stdout}");
+                assert_eq!(line[1], "2000", "{stdout}");
+                assert_eq!(arms.len(), 6, "{stdout}");
+                for figure in &line[3..] {
+                    figure.parse::<u64>().expect("a figure");
+                }
+                splits.push(line[2]);
+            }
             other => panic!("an unknown line `{other}`: {stdout}"),
         }
     }
@@ -252,6 +264,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     assert_eq!(arms, want);
     assert_eq!(latencies, ["a", "b", "c"]);
     assert_eq!(anchors, ["depth1", "queued"]);
+    assert_eq!(splits, ["anchor", "lane", "lane-bound"]);
     // idle KERNEL_US RUNS LANE_MEDIAN LANE_P99 CALLS_MEDIAN CALLS_P99 LAUNCHES_MEDIAN
     // LAUNCHES_P99: the two kernel launches are part of the launch's calls.
     let idle = &lines[lines.len() - 3];

@@ -152,6 +152,20 @@ pub(crate) struct Idle {
     pub(crate) split: Option<[u64; 3]>,
 }
 
+/// Where a depth-one gap goes at one kernel length, for the depth-one anchor or loop (b) at
+/// depth one (`who`: `anchor`, `lane`, `lane-bound`), medians in ns: from the predecessor's
+/// device end to the AICore launch's start (`react`: the wait's return, the reads, the arm),
+/// from there to the AICPU launch's return (`launch`: the launch's calls), and from there to
+/// the run's device start (`start`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DepthOneSplit {
+    pub(crate) kernel_us: u64,
+    pub(crate) who: String,
+    pub(crate) react_ns: u64,
+    pub(crate) launch_ns: u64,
+    pub(crate) start_ns: u64,
+}
+
 /// One target against its anchor: the lane's median over the anchor's (for the idle figure,
 /// also the difference in ns), and whether the target holds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -181,6 +195,7 @@ pub(crate) struct Measured {
     pub(crate) latencies: Vec<Latency>,
     pub(crate) anchors: Vec<Anchor>,
     pub(crate) idle: Vec<Idle>,
+    pub(crate) splits: Vec<DepthOneSplit>,
     pub(crate) lanes: Vec<LanesCase>,
     pub(crate) lanes_cost: Option<LanesCost>,
     /// The loops' further processes ([`LOOP_ROUNDS`]), each parsed on its own: their anchors
@@ -256,6 +271,21 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 launches: [num(7)?, num(8)?],
                 split: None,
             }),
+            Some(&"depth1-split") if fields.len() == 6 => {
+                let who = fields[2];
+                if !["anchor", "lane", "lane-bound"].contains(&who) {
+                    return Err(format!(
+                        "fake_bench printed `{line}`: not an anchor, lane or lane-bound split"
+                    ));
+                }
+                measured.splits.push(DepthOneSplit {
+                    kernel_us: num(1)?,
+                    who: who.to_owned(),
+                    react_ns: num(3)?,
+                    launch_ns: num(4)?,
+                    start_ns: num(5)?,
+                });
+            }
             Some(&"idle-split") if fields.len() == 5 => {
                 let kernel_us = num(1)?;
                 let figures = [num(2)?, num(3)?, num(4)?];
@@ -544,6 +574,25 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 );
             }
         }
+        if rounds
+            .iter()
+            .any(|m| m.split_at(kernel_us, "lane").is_some())
+        {
+            for (figure, part) in SPLIT_PARTS {
+                let of = |m: &Measured, who: &str| m.split_at(kernel_us, who).map(part);
+                let anchor = each(&|m| of(m, "anchor").map(us));
+                let lane = each(&|m| of(m, "lane").map(us));
+                let over = each(&|m| {
+                    of(m, "lane")
+                        .zip(of(m, "anchor"))
+                        .map(|(l, a)| format!("{:+.1}", (l as f64 - a as f64) / 1_000.0))
+                });
+                let _ = writeln!(
+                    out,
+                    "| {kernel} | depth one, where the gap goes: {figure} | {anchor} | {lane} | {over} | - | - | - |"
+                );
+            }
+        }
     }
     out.push('\n');
     let verdicts: Vec<String> = ANCHOR_TARGETS_US
@@ -598,6 +647,18 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
     out.push_str(&plain_verdict(measured));
     out
 }
+
+/// One part of a depth-one gap: its name in the anchors' table, and its figure.
+type SplitPart = (&'static str, fn(&DepthOneSplit) -> u64);
+
+/// The three parts of a depth-one gap, in order.
+const SPLIT_PARTS: [SplitPart; 3] = [
+    ("device end to the AICore launch's start", |s| s.react_ns),
+    ("the launch's calls (to the AICPU launch's return)", |s| {
+        s.launch_ns
+    }),
+    ("then to the run's device start", |s| s.start_ns),
+];
 
 /// The median of the rounds' figures (the lower middle for an even count).
 fn middle_of(rounds: &[&Measured], figure: impl Fn(&Measured) -> Option<u64>) -> Option<u64> {
@@ -745,14 +806,7 @@ fn plain_verdict(measured: &Measured) -> String {
         }
         out.push('\n');
         if why[0] {
-            out.push_str(
-                "At depth one both loops wait on the boundary, but where the anchor goes straight \
-                 from its reads to the next launch on one thread, the lane's completion waiter \
-                 runs the lane's steps around it (the reads, the dispatch decisions, the \
-                 outcome's delivery, which wakes the waiting submitter onto the same two CPUs, \
-                 the next run's arm); `submitters_bound` does not change this path (the \
-                 submitter is not the thread that learns of the completion). ",
-            );
+            out.push_str(&depth_one_split_text(&rounds));
         }
         if why[1] {
             out.push_str(
@@ -769,6 +823,55 @@ fn plain_verdict(measured: &Measured) -> String {
         }
     }
     out
+}
+
+/// Where the depth-one gaps went, measured (the middle round of each part, at the judged
+/// kernel lengths), and what each part is.
+fn depth_one_split_text(rounds: &[&Measured]) -> String {
+    let mut sums = Vec::new();
+    for &k in &ANCHOR_TARGETS_US {
+        let parts = |who: &str| -> Option<[u64; 3]> {
+            let part = |i: usize| middle_of(rounds, |m| m.split_at(k, who).map(SPLIT_PARTS[i].1));
+            Some([part(0)?, part(1)?, part(2)?])
+        };
+        let show = |p: [u64; 3]| format!("{} + {} + {}", us(p[0]), us(p[1]), us(p[2]));
+        let (Some(anchor), Some(lane)) = (parts("anchor"), parts("lane")) else {
+            continue;
+        };
+        let bound = parts("lane-bound")
+            .map(|b| format!(", *bound* {}", show(b)))
+            .unwrap_or_default();
+        sums.push(format!(
+            "{}: the anchor {}, the lane {}{bound}",
+            kernel_label(k),
+            show(anchor),
+            show(lane)
+        ));
+    }
+    let measured = if sums.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Where a depth-one gap goes (the rows *where the gap goes*; us, the middle round of \
+             each part: the predecessor's device end to the AICore launch's start, the launch's \
+             calls, then to the run's device start): {}. ",
+            sums.join("; ")
+        )
+    };
+    format!(
+        "{measured}At depth one both loops wait on the boundary, read the record and the status \
+         and launch the next run from the thread that learned of the completion, making the \
+         same calls (the lane adds the AICore stream's wait on the predecessor's boundary, \
+         which is not finalised yet). The first part adds the lane's own work before the launch: \
+         the waiter's answer under the lane's lock, the dispatch decisions, and that stream \
+         wait, whose enqueue wakes the fake's AICore worker there. The last part is \
+         the fake, not the launch: the run's AICPU kernel starts when the fake's worker thread \
+         for its stream gets a CPU, and after its launch the anchor's thread goes straight into \
+         its next wait while the lane's finalises the previous run and delivers its outcome, \
+         which wakes the waiting submitter: on two CPUs the worker waits for them. On a device \
+         the kernel starts without a host thread. `submitters_bound` does not change this path \
+         (the submitter is not the thread that learns of the completion). "
+    )
 }
 
 fn kib_to_mib(kib: u64) -> String {
@@ -901,6 +1004,12 @@ impl Measured {
     /// This process's figures, then the further rounds'.
     fn rounds(&self) -> impl Iterator<Item = &Measured> {
         std::iter::once(self).chain(&self.more_rounds)
+    }
+
+    fn split_at(&self, kernel_us: u64, who: &str) -> Option<&DepthOneSplit> {
+        self.splits
+            .iter()
+            .find(|s| s.kernel_us == kernel_us && s.who == who)
     }
 
     fn idle_at(&self, kernel_us: u64) -> Option<&Idle> {
@@ -1595,6 +1704,50 @@ mod tests {
             parse("idle-split 300 1 2 3")
                 .unwrap_err()
                 .contains("before its `idle` line")
+        );
+    }
+
+    const SPLITS: &str = "depth1-split 300 anchor 30000 17000 3000\n\
+        depth1-split 300 lane 50000 17000 20000\n\
+        depth1-split 300 lane-bound 52000 18000 21000\n";
+
+    #[test]
+    fn where_a_depth_one_gap_goes_is_shown_per_part_and_quoted_for_the_miss() {
+        let measured = parse(&format!("{OUTPUT}{ANCHORS}{SPLITS}")).unwrap();
+        assert_eq!(
+            measured.splits[1],
+            DepthOneSplit {
+                kernel_us: 300,
+                who: "lane".to_owned(),
+                react_ns: 50_000,
+                launch_ns: 17_000,
+                start_ns: 20_000,
+            }
+        );
+        let text = markdown(&measured, 200, "test");
+        assert!(
+            text.contains(
+                "| 300 us | depth one, where the gap goes: device end to the AICore launch's start | 30.0 | 50.0 | +20.0 | - | - | - |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| 300 us | depth one, where the gap goes: then to the run's device start | 3.0 | 20.0 | +17.0 | - | - | - |"
+            ),
+            "{text}"
+        );
+        // Depth one misses (1.056x), so the cause quotes the parts, the bound lane's too.
+        assert!(
+            text.contains(
+                "300 us: the anchor 30.0 + 17.0 + 3.0, the lane 50.0 + 17.0 + 20.0, *bound* 52.0 + 18.0 + 21.0."
+            ),
+            "{text}"
+        );
+        assert!(
+            parse("depth1-split 300 sideways 1 2 3")
+                .unwrap_err()
+                .contains("not an anchor, lane or lane-bound split")
         );
     }
 
