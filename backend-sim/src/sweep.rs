@@ -53,6 +53,10 @@ pub struct Model {
     pub g_ns: u64,
     /// `H`, host time per run on the lane's one thread once the host is the bottleneck.
     pub h_ns: u64,
+    /// `H1`, the same at launch depth one: `H` less the AICore stream's wait on the
+    /// predecessor's boundary, which depth one never makes (the boundary has passed when
+    /// the successor launches).
+    pub h1_ns: u64,
     /// `g3`, the queued gap of the offloaded arm (copies on the streams add stream tasks
     /// between queued runs).
     pub g3_ns: u64,
@@ -97,21 +101,23 @@ impl Model {
     ///   boundary task, and N+1's AICore kernel, behind its wait on that boundary, starts:
     ///   three tasks, each behind a task switch (the waits are no tasks of their own). Before
     ///   the one-boundary order this was `2·TaskSwitch + EventTask` (one event per stream).
-    /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + 2·ReadD2h + WriteH2d + StreamWait +
+    /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + 2·ReadD2h + WriteH2d +
     ///   2·KernelLaunch + EventRecord + KernelStartLatency`: at depth one, run N's
     ///   `core_done` and boundary pass, the blocked host wakes, reads N's result record (one
     ///   D2H, L-8) and its status (one D2H: timing and header), arms N+1's slot (one H2D),
-    ///   queues the AICore stream's wait on N's boundary (N is not finalised yet, so its
-    ///   boundary still counts as in flight), launches the AICore kernel, records its
-    ///   `core_done`, launches the AICPU kernel, and N+1 starts after the start latency. N+1
-    ///   was prepared while N ran (the a2a3 profile prepares concurrently, A23), and N's
-    ///   finalise runs after N+1's launch, so neither is on this path.
+    ///   launches the AICore kernel (no stream wait on N's boundary: its wait returned, so it
+    ///   has passed), records its `core_done`, launches the AICPU kernel, and N+1 starts
+    ///   after the start latency. N+1 was prepared while N ran (the a2a3 profile prepares
+    ///   concurrently, A23), and N's finalise runs after N+1's launch, so neither is on this
+    ///   path.
     /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·StreamWait +
     ///   EventQuery + 2·ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
     ///   prepare, the arm, two launches, the `core_done` and boundary records, the waits on
     ///   the predecessor's boundary and on `core_done`, the boundary wait, the record and
     ///   status D2Hs, finalise). When the host is the bottleneck the boundary has passed by
-    ///   the time it waits, so the wait costs a query, not a wake-up.
+    ///   the time it waits, so the wait costs a query, not a wake-up. `H1 = H − StreamWait`
+    ///   at depth one, which makes no wait on the predecessor's boundary; so where the host
+    ///   bounds both, depth one is ahead of queued by that one call.
     ///
     /// Arm 3 (copies on the streams, prepare and finalise on host workers,
     /// [`Offload`]):
@@ -167,6 +173,14 @@ impl Model {
             + 3 * c(Cost::EventRecord)
             + 3 * c(Cost::StreamWait)
             + 2 * c(Cost::KernelLaunch);
+        let host_per_run = c(Cost::Prepare)
+            + c(Cost::WriteH2d)
+            + 2 * c(Cost::KernelLaunch)
+            + 2 * c(Cost::EventRecord)
+            + 2 * c(Cost::StreamWait)
+            + c(Cost::EventQuery)
+            + 2 * c(Cost::ReadD2h)
+            + c(Cost::Finalise);
         let model = Self {
             g3_ns: 4 * c(Cost::TaskSwitch) + 2 * c(Cost::EventTask) + c(Cost::CopyTask),
             l_ns: launch + 3 * c(Cost::HostWakeup),
@@ -186,18 +200,11 @@ impl Model {
                 + c(Cost::HostWakeup)
                 + 2 * c(Cost::ReadD2h)
                 + c(Cost::WriteH2d)
-                + c(Cost::StreamWait)
                 + 2 * c(Cost::KernelLaunch)
                 + c(Cost::EventRecord)
                 + c(Cost::KernelStartLatency),
-            h_ns: c(Cost::Prepare)
-                + c(Cost::WriteH2d)
-                + 2 * c(Cost::KernelLaunch)
-                + 2 * c(Cost::EventRecord)
-                + 2 * c(Cost::StreamWait)
-                + c(Cost::EventQuery)
-                + 2 * c(Cost::ReadD2h)
-                + c(Cost::Finalise),
+            h_ns: host_per_run,
+            h1_ns: host_per_run - c(Cost::StreamWait),
         };
         model.with_offload(&offload)
     }
@@ -207,11 +214,11 @@ impl Model {
         workload_device_ns + self.preamble_ns
     }
 
-    /// Depth-one period: `T1 = D + R` (§5(c)), or `H` when that is longer. §5(c)'s
+    /// Depth-one period: `T1 = D + R` (§5(c)), or `H1` when that is longer. §5(c)'s
     /// refinement: run N+1's prepare overlaps run N (A23), so a depth-one lane whose host
     /// work per run exceeds `D + R` is host-bound like the queued one, not slower.
     pub fn depth_one_period_ns(&self, workload_device_ns: u64) -> u64 {
-        (self.device_ns(workload_device_ns) + self.r_ns).max(self.h_ns)
+        (self.device_ns(workload_device_ns) + self.r_ns).max(self.h1_ns)
     }
 
     /// Queued period: `T2 = max(D + g, H)` (§5(c)).
@@ -657,11 +664,12 @@ impl Sweep {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "model (measured-figures.md §5(c), extended): D = device time + {:.1} us preamble, R = {:.1} us, g = {:.1} us, H = {:.1} us",
+            "model (measured-figures.md §5(c), extended): D = device time + {:.1} us preamble, R = {:.1} us, g = {:.1} us, H = {:.1} us (H1 = {:.1} us at depth one)",
             us(m.preamble_ns as f64),
             us(m.r_ns as f64),
             us(m.g_ns as f64),
-            us(m.h_ns as f64)
+            us(m.h_ns as f64),
+            us(m.h1_ns as f64)
         );
         let _ = writeln!(
             out,
@@ -677,7 +685,7 @@ impl Sweep {
         );
         let _ = writeln!(
             out,
-            "  T1 = max(D + R, H), T2 = max(D + g, H), T3 = max(D + g3, L, W, C, V); {} runs per arm, first {} skipped, jitter {}%, seed {}",
+            "  T1 = max(D + R, H1), T2 = max(D + g, H), T3 = max(D + g3, L, W, C, V); {} runs per arm, first {} skipped, jitter {}%, seed {}",
             self.runs, self.warmup_runs, self.jitter_pct, self.seed
         );
         out.push('\n');

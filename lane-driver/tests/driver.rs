@@ -350,6 +350,41 @@ fn a_successors_aicore_kernel_waits_on_its_predecessors_boundary() {
 }
 
 #[test]
+fn a_successor_launched_once_its_predecessors_boundary_passed_makes_no_wait_on_it() {
+    // At launch depth one a run is launched only after its predecessor's completion wait
+    // returned success: that boundary has passed, so a wait on it would be a device call for
+    // nothing (the hand-written depth-one loop makes none).
+    let mut d = Driver::new(Profile::depth_one(), Recorder::default(), Kernels);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    calls(&mut d);
+    assert_eq!(d.turn().unwrap(), Turn::Progress);
+    let log = calls(&mut d);
+    let read = log
+        .iter()
+        .position(|c| c == "memcpy_from_device p5+64 912B")
+        .expect("run 1's status read");
+    let launch = log
+        .iter()
+        .position(|c| c == "launch_aicore r2 on s2")
+        .expect("run 2 launched once run 1 completed");
+    assert!(read < launch, "{log:?}");
+    assert!(
+        !log.iter().any(|c| c.starts_with("stream_wait_event s2")),
+        "no AICore stream wait: {log:?}"
+    );
+    // And every later run alike (run 3 launched once run 2 completed).
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    assert_eq!(d.turn().unwrap(), Turn::Progress);
+    let log = calls(&mut d);
+    assert!(log.iter().any(|c| c == "launch_aicore r3 on s2"), "{log:?}");
+    assert!(
+        !log.iter().any(|c| c.starts_with("stream_wait_event s2")),
+        "{log:?}"
+    );
+}
+
+#[test]
 fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_documented_offsets() {
     let mut d = driver();
     d.submit(RunRequest::new()).unwrap().unwrap();
