@@ -661,11 +661,12 @@ impl Doc<'_> {
 
     fn sweep(&self, out: &mut String) -> Result<(), String> {
         let model = &self.sweep["model"];
-        let (pre, r, g, h) = (
+        let (pre, r, g, h, h1) = (
             num(model, "preamble_ns")?,
             num(model, "r_ns")?,
             num(model, "g_ns")?,
             num(model, "h_ns")?,
+            num(model, "h1_ns")?,
         );
         out.push_str("## Before/after sweep on the simulator\n\n");
         let _ = writeln!(
@@ -687,7 +688,7 @@ impl Doc<'_> {
              `T2 = max(D + g, H)`. With §5(c)'s refinement for the host-bound case: the next \
              run's prepare overlaps the running one (A23, and the a2a3 profile prepares \
              concurrently), so a depth-one lane whose host work per run exceeds `D + R` is \
-             host-bound too: `T1 = max(D + R, H)`. `D`, `R`, `g` and `H` come from the \
+             host-bound too: `T1 = max(D + R, H1)`. `D`, `R`, `g`, `H` and `H1` come from the \
              simulator's cost table (`backend-sim/src/costs.rs`; \
              `backend_sim::sweep::Model::from_costs` states each sum):\n"
         );
@@ -699,28 +700,34 @@ impl Doc<'_> {
         );
         let _ = writeln!(
             out,
-            "- `g` = 2 × `task_switch` + `event_task` = **{} us**: after run N's kernels end, \
-             each stream runs N's completion-event task, then N+1's kernel, each behind a \
-             task switch.",
+            "- `g` = 3 × `task_switch` + 2 × `event_task` = **{} us**: after run N's kernels \
+             end, the AICore stream runs N's `core_done` task, the AICPU stream (behind its \
+             wait on it) N's boundary task, and N+1's AICore kernel (behind its wait on that \
+             boundary) starts: three tasks, each behind a task switch.",
             us(g)
         );
         let _ = writeln!(
             out,
-            "- `R` = `task_switch` + `event_task` + `host_wakeup` + `event_query` + `read_d2h` \
-             + `write_h2d` + 2 × `kernel_launch` + `kernel_start_latency` = **{} us**: N's \
-             AICPU event passes, the blocked host wakes, finds the AICore event passed (a \
-             query), reads N's timing and status header (one D2H), arms N+1's slot (one H2D), \
-             launches both kernels, and N+1 starts after the start latency. N+1 was prepared \
-             while N ran, and N's finalise follows N+1's launch: neither is on this path.",
+            "- `R` = 2 × `task_switch` + 2 × `event_task` + `host_wakeup` + 2 × `read_d2h` + \
+             `write_h2d` + 2 × `kernel_launch` + `event_record` + `kernel_start_latency` = \
+             **{} us**: N's `core_done` and boundary pass, the blocked host wakes, reads N's \
+             result record and its timing and status header (two D2H), arms N+1's slot (one \
+             H2D), launches both kernels with N+1's `core_done` recorded between them (no \
+             stream wait on N's boundary: its wait returned), and N+1 starts after the start \
+             latency. N+1 was prepared while N ran, and N's finalise follows N+1's launch: \
+             neither is on this path.",
             us(r)
         );
         let _ = writeln!(
             out,
             "- `H` = `prepare` + `write_h2d` + 2 × `kernel_launch` + 2 × `event_record` + \
-             2 × `event_query` + `read_d2h` + `finalise` = **{} us**: all the lane thread's \
-             work per run (§5's `H`); once the host is the bottleneck both events have passed \
-             when it waits, so each wait is a query.\n",
-            us(h)
+             2 × `stream_wait` + `event_query` + 2 × `read_d2h` + `finalise` = **{} us**: all \
+             the lane thread's work per run (§5's `H`); once the host is the bottleneck the \
+             boundary has passed when it waits, so the wait is a query. `H1` = `H` − \
+             `stream_wait` = **{} us** at depth one, which makes no wait on its predecessor's \
+             boundary: where the host bounds both arms, depth one is ahead by that call.\n",
+            us(h),
+            us(h1)
         );
         out.push_str("### Results\n\n");
         out.push_str(
@@ -774,13 +781,14 @@ impl Doc<'_> {
         let _ = writeln!(
             out,
             "Reading it: below about {} us of device time, the host's work per run exceeds \
-             even the depth-one period (`H > D + R`): both arms are host-bound and queueing \
-             buys nothing (§5(c): expect ≈0% and do not read it as a failed lane). Up to about \
+             even the depth-one period (`H1 > D + R`): both arms are host-bound and queueing \
+             buys nothing (§5(c): expect ≈0% and do not read it as a failed lane; depth one is \
+             ahead there by the stream wait it does not make, `H − H1`). Up to about \
              {} us (`D + g = H`) the queued lane is host-bound while depth one still pays `R`, \
              so the gain peaks where the two meet. Beyond, both are device-bound, the device \
              idles `g` between queued runs instead of `R`, and the gain falls as \
              `(D + R) / (D + g) ≈ 1 + (R − g) / D`.\n",
-            us(h - r - pre),
+            us(h1 - r - pre),
             us(h - g - pre)
         );
         out.push_str(

@@ -861,10 +861,9 @@ fn depth_one_split_text(rounds: &[&Measured]) -> String {
     format!(
         "{measured}At depth one both loops wait on the boundary, read the record and the status \
          and launch the next run from the thread that learned of the completion, making the \
-         same calls (the lane adds the AICore stream's wait on the predecessor's boundary, \
-         which is not finalised yet). The first part adds the lane's own work before the launch: \
-         the waiter's answer under the lane's lock, the dispatch decisions, and that stream \
-         wait, whose enqueue wakes the fake's AICore worker there. The last part is \
+         same calls. The first part is the waiting thread's wake-up from the device wait and \
+         its work before the launch: for the lane, also the waiter's answer under the lane's \
+         lock and the dispatch decisions. The last part is \
          the fake, not the launch: the run's AICPU kernel starts when the fake's worker thread \
          for its stream gets a CPU, and after its launch the anchor's thread goes straight into \
          its next wait while the lane's finalises the previous run and delivers its outcome, \
