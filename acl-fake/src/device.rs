@@ -333,23 +333,7 @@ impl Device {
         let Some(wake) = guard.streams.get(&id).map(|s| Arc::clone(&s.wake)) else {
             return (guard, true);
         };
-        match deadline {
-            None => (
-                wake.wait(guard)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-                false,
-            ),
-            Some(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return (guard, true);
-                }
-                let (guard, _) = wake
-                    .wait_timeout(guard, left)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                (guard, Instant::now() >= deadline)
-            }
-        }
+        wait_until(&wake, guard, deadline)
     }
 
     /// Waits for a change on this device, at most until `deadline` (`None`: no limit).
@@ -359,26 +343,31 @@ impl Device {
         guard: MutexGuard<'a, State>,
         deadline: Option<Instant>,
     ) -> (MutexGuard<'a, State>, bool) {
-        match deadline {
-            None => (
-                self.changed
-                    .wait(guard)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-                false,
-            ),
-            Some(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return (guard, true);
-                }
-                let (guard, _) = self
-                    .changed
-                    .wait_timeout(guard, left)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                (guard, Instant::now() >= deadline)
-            }
-        }
+        wait_until(&self.changed, guard, deadline)
     }
+}
+
+/// Waits on `condvar` (with a device's lock), at most until `deadline` (`None`: no limit).
+/// Returns the guard and whether the deadline has passed.
+fn wait_until<'a>(
+    condvar: &Condvar,
+    guard: MutexGuard<'a, State>,
+    deadline: Option<Instant>,
+) -> (MutexGuard<'a, State>, bool) {
+    let Some(deadline) = deadline else {
+        let guard = condvar
+            .wait(guard)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        return (guard, false);
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return (guard, true);
+    }
+    let (guard, _) = condvar
+        .wait_timeout(guard, left)
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    (guard, Instant::now() >= deadline)
 }
 
 /// What the probe reports as the SoC name.
