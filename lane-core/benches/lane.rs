@@ -57,7 +57,7 @@ fn full_run_cycle(bencher: divan::Bencher<'_, '_>, profile: &str) {
 }
 
 /// The same cycle with `check_invariants` after every event, as the simulator and the
-/// fuzzers run it (the price of checking, not a production path).
+/// fuzzers run it, and lane-service by default (so the C ABI): the price of checking.
 #[divan::bench(sample_size = 100, sample_count = 1000)]
 fn full_run_cycle_with_invariant_checks(bencher: divan::Bencher<'_, '_>) {
     let (mut lane, mut backend) = warm_lane(Profile::a2a3());
