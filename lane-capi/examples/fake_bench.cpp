@@ -693,7 +693,8 @@ struct PairedLane {
     std::unique_ptr<Bench> bench = std::make_unique<Bench>();
     RunLane *lane = nullptr;
     int ok = 0;
-    std::vector<SplitRun> split;  // every run, for where a depth-one gap goes
+    bool depth_one = false;
+    std::vector<SplitRun> split;  // at depth one, every run, for where a gap goes
 };
 
 // One block of loop (b) on a paired lane, from idle to idle: submit until FULL, wait for the
@@ -727,7 +728,7 @@ std::vector<DeviceSpan> lane_block(PairedLane &p, int n) {
         spans.emplace_back(o.device_start_ns, o.device_end_ns);
         // The callbacks' stamps were written before the run completed, so before its outcome.
         const Bench &b = *p.bench;
-        if (o.has_tag && o.tag < b.core_began.size()) {
+        if (p.depth_one && o.has_tag && o.tag < b.core_began.size()) {
             p.split.push_back({b.core_began[o.tag], b.launched[o.tag], spans.back(), spans.size() > 1});
         }
         fill();
@@ -829,6 +830,7 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
         lanes[i].bench->set_device = bench.set_device;
         lanes[i].bench->kernel_ns = bench.kernel_ns;
         lanes[i].lane = create_lane(*lanes[i].bench, fake, depths[i], runs, i >= 2);
+        lanes[i].depth_one = depths[i] == 1;
     }
     PairedArm depth_one, queued, arms[4];
     depth_one.block = [&anchor, &anchor_split](int n) { return anchor_loop(anchor, false, n, &anchor_split); };
