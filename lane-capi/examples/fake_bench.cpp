@@ -11,7 +11,8 @@
 // each driven by three loops:
 //   a  "kept full": runs submitted until FULL up front, then each next run submitted from the
 //      outcome callback, on the lane thread, the moment a slot frees (no thread hop);
-//   b  the documented loop: submit until FULL, then wait for the oldest outcome, repeat;
+//   b  the documented loop: submit until FULL, then wait for the oldest outcome, repeat (no
+//      outcome callback, as documented: only loop (a) sets one);
 //   c  a successor submitted a third of a kernel after its predecessor's outcome.
 // From each run's own timing buffer (device start and end, written by the fake's AICPU
 // kernel) it takes the inter-run device gaps, the first SKIP runs skipped, and prints one line
@@ -290,8 +291,11 @@ RunLaneOutcome wait(RunLane *lane, uint64_t id) {
 
 // A lane on a2a3 at launch depth `depth` (0: the profile's, two) with the bench's runner, and
 // the bench ready for `runs` tagged runs; with `bound`, `submitters_bound` on and this thread
-// (the only one that submits) bound to the lane's device first, as the option requires.
-RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bool bound = false) {
+// (the only one that submits) bound to the lane's device first, as the option requires;
+// with `callback`, the bench's outcome callback set (only loop (a) uses one: a set callback
+// wakes the lane thread at every outcome the completion waiter delivers).
+RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bool bound = false,
+                     bool callback = false) {
     RunLaneConfig config;
     if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
         fail("config_default");
@@ -305,7 +309,7 @@ RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bo
     config.runner.user = &bench;
     config.runner.launch_aicore = launch_aicore;
     config.runner.launch_aicpu = launch_aicpu;
-    config.runner.on_outcome = on_outcome;
+    config.runner.on_outcome = callback ? on_outcome : nullptr;
     config.submitters_bound = bound;
     if (bound && (bench.set_device == nullptr || bench.set_device(0) != 0)) {
         fail("bind the submitting thread to device 0");
@@ -332,7 +336,7 @@ RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bo
 // (with `bound`, submitters_bound on); its outcomes in submission order.
 std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, char loop, int runs,
                                 bool bound = false) {
-    RunLane *lane = create_lane(bench, fake, depth, runs, bound);
+    RunLane *lane = create_lane(bench, fake, depth, runs, bound, loop == 'a');
     std::vector<RunLaneOutcome> outcomes;
     std::deque<uint64_t> in_flight;
     int submitted = 0;

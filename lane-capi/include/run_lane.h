@@ -517,7 +517,10 @@ typedef struct RunLaneRunner {
                          uint64_t code);
   // Optional: told of every outcome, in submission order, as it is delivered (e.g. to
   // wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
-  // or `run_lane_wait` still returns it once. `outcome` is valid for the call only.
+  // or `run_lane_wait` still returns it once. `outcome` is valid for the call only. It runs
+  // on the lane thread, so an outcome delivered by another of the lane's threads (the
+  // completion waiter, at the end of every run) wakes the lane thread for it: leave it
+  // NULL when `run_lane_wait` or `run_lane_poll` is all the loop needs.
   void (*on_outcome)(void *user,
                      const struct RunLaneOutcome *outcome);
   // How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the

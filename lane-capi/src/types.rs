@@ -180,7 +180,10 @@ pub struct RunLaneRunner {
     pub upload_code: Option<unsafe extern "C" fn(user: *mut c_void, code: u64) -> i32>,
     /// Optional: told of every outcome, in submission order, as it is delivered (e.g. to
     /// wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
-    /// or `run_lane_wait` still returns it once. `outcome` is valid for the call only.
+    /// or `run_lane_wait` still returns it once. `outcome` is valid for the call only. It runs
+    /// on the lane thread, so an outcome delivered by another of the lane's threads (the
+    /// completion waiter, at the end of every run) wakes the lane thread for it: leave it
+    /// NULL when `run_lane_wait` or `run_lane_poll` is all the loop needs.
     pub on_outcome: Option<unsafe extern "C" fn(user: *mut c_void, outcome: *const RunLaneOutcome)>,
     /// How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
     /// default): both on the lane thread, one prepare at a time.

@@ -38,6 +38,8 @@ pub struct ServiceConfig {
     /// outcome is still taken exactly once, by [`LaneHandle::poll_outcome`] or
     /// [`LaneHandle::wait`]. It may call any handle method but `wait` (which would block the
     /// lane thread), and must not hold the last handle (the lane would never shut down).
+    /// Each outcome another thread delivers (the completion waiter delivers every run's)
+    /// then wakes the lane thread for it, so leave it `None` unless it is needed.
     pub on_outcome: Option<OutcomeCallback>,
     /// How many host worker threads run the runner's prepare and finalise off the lane
     /// thread ([`spawn_with_workers`]), when the runner's

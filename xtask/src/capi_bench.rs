@@ -1153,7 +1153,8 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
          own timing buffer; {runs} runs per arm, the first {SKIP} skipped. The loops: **(a) kept \
          full**, every run submitted up front as far as the lane takes them, then each next run \
          from the outcome callback (on the lane thread) the moment a slot frees; **(b) the \
-         documented loop**, submit until `FULL`, then wait for the oldest outcome; **(c)** a \
+         documented loop**, submit until `FULL`, then wait for the oldest outcome, with no outcome \
+         callback (only loop (a) sets one); **(c)** a \
          successor submitted a third of a kernel after its predecessor's outcome. Each runs at \
          launch depth two (`depth2`: queued) and, beside it, at depth one (`depth1`); loop (b) runs \
          again with `RunLaneConfig::submitters_bound` on (**(b), *bound***: the bench's thread \
