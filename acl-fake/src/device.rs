@@ -963,7 +963,34 @@ impl State {
 pub(crate) fn spawn_worker(device: &'static Device, id: u64) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name(format!("fake-acl-{}-stream-{id:#x}", device.id))
-        .spawn(move || worker(device, id))
+        .spawn(move || {
+            punctual_timers();
+            worker(device, id)
+        })
+}
+
+/// The timer slack a stream's worker runs with (ns): Linux's least. A device's kernel ends
+/// when its time is up; a normal thread's timed wait may end up to 50 us late (the default
+/// slack), by an amount that depends on which other timers of the process it is merged with.
+/// On a bench that lateness lands inside a run's device span, differently in each arm: the
+/// lane and the loop it is compared with ran the same period, yet their spans differed by
+/// 25 us and their gaps by as much the other way (docs/performance.md).
+pub const WORKER_TIMER_SLACK_NS: u64 = 1;
+
+/// Sets the calling thread's timer slack to [`WORKER_TIMER_SLACK_NS`] (Linux; elsewhere, and
+/// where the call fails, the thread keeps its slack: the kernels only end later).
+fn punctual_timers() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: PR_SET_TIMERSLACK reads one unsigned long by value and touches no memory;
+        // it changes only the calling thread's own timer slack.
+        let _ = unsafe {
+            libc::prctl(
+                libc::PR_SET_TIMERSLACK,
+                WORKER_TIMER_SLACK_NS as libc::c_ulong,
+            )
+        };
+    }
 }
 
 /// Runs stream `id`'s tasks in order until the stream is destroyed (or its device reset).

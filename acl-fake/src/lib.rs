@@ -95,7 +95,10 @@
 //! is reused. Stream ids are never reused \[I: real ACL may reuse a destroyed stream's\].
 //! Notices come only when a test raises one (never from a faulted kernel); their thread id
 //! is 0 \[I\]. Memory of one device is never reachable from another (no peer access); every
-//! device reads one host monotonic clock.
+//! device reads one host monotonic clock. A kernel is a timed wait of its stream's worker
+//! thread: it ends when that thread wakes after its time, so its span is its time plus the
+//! host's wake-up; the workers ask for no timer slack ([`WORKER_TIMER_SLACK_NS`]), so the
+//! wake-up is not also deferred up to Linux's default 50 us.
 
 use core::ffi::{c_char, c_void};
 use std::cell::{Cell, RefCell};
@@ -1195,3 +1198,4 @@ mod control {
 mod client;
 
 pub use client::{Control, ControlError, DeviceControl, RunKernel, Session, cdylib_path};
+pub use device::WORKER_TIMER_SLACK_NS;

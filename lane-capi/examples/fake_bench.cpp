@@ -38,8 +38,11 @@
 // its block), for the depth-one anchor and loop (b) at depth one, option off and on: from the
 // predecessor's device end to the AICore launch's start (the wait's return, the reads, the
 // arm), from there to the AICPU launch's return (the launch's calls), and from there to the
-// run's device start (the fake's device clock placed on the host's, runlanefake_device_clock_ns):
-//   depth1-split KERNEL_US KIND REACT_NS LAUNCH_NS START_NS     (KIND: anchor, lane, lane-bound)
+// run's device start (the fake's device clock placed on the host's, runlanefake_device_clock_ns),
+// and the cycle those parts sit in: from the predecessor's device start to the run's (PERIOD),
+// and the run's device span, its start to its end (SPAN), both on the device's clock alone:
+//   depth1-split KERNEL_US KIND REACT_NS LAUNCH_NS START_NS PERIOD_NS SPAN_NS
+//   (KIND: anchor, lane, lane-bound)
 // Paired: loop (b)'s four lanes (depth two and one, `submitters_bound` off and on) and the
 // anchor's streams are opened first, then the six arms take turns, a block of 20 runs each
 // from idle to idle, until each has RUNS; the gaps are taken within blocks (none across a
@@ -797,13 +800,14 @@ int64_t device_offset(DeviceClock clock) {
 
 // Where the depth-one gaps of `runs` go (medians, ns, a negative share read as 0): the
 // predecessor's device end to the AICore launch's start, that to the AICPU launch's return,
-// and that to the run's device start; runs after `skip` whose predecessor ran in their block.
-std::array<uint64_t, 3> split_of(const std::vector<SplitRun> &runs, int64_t offset, int skip) {
+// and that to the run's device start; then the cycle: the predecessor's device start to the
+// run's, and the run's device span; runs after `skip` whose predecessor ran in their block.
+std::array<uint64_t, 5> split_of(const std::vector<SplitRun> &runs, int64_t offset, int skip) {
     auto host_ns = [](std::chrono::steady_clock::time_point t) {
         return static_cast<int64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
     };
-    std::vector<uint64_t> parts[3];
+    std::vector<uint64_t> parts[5];
     for (size_t i = static_cast<size_t>(skip) + 1; i < runs.size(); ++i) {
         if (!runs[i].follows) {
             continue;
@@ -812,12 +816,15 @@ std::array<uint64_t, 3> split_of(const std::vector<SplitRun> &runs, int64_t offs
         const int64_t start = static_cast<int64_t>(runs[i].span.first) + offset;
         const int64_t core = host_ns(runs[i].core_begin);
         const int64_t launched = host_ns(runs[i].launched);
-        const int64_t shares[3] = {core - end, launched - core, start - launched};
-        for (int k = 0; k < 3; ++k) {
+        const int64_t period = start - (static_cast<int64_t>(runs[i - 1].span.first) + offset);
+        const int64_t span = static_cast<int64_t>(runs[i].span.second) - static_cast<int64_t>(runs[i].span.first);
+        const int64_t shares[5] = {core - end, launched - core, start - launched, period, span};
+        for (int k = 0; k < 5; ++k) {
             parts[k].push_back(static_cast<uint64_t>(std::max<int64_t>(shares[k], 0)));
         }
     }
-    return {spread(parts[0]).first, spread(parts[1]).first, spread(parts[2]).first};
+    return {spread(parts[0]).first, spread(parts[1]).first, spread(parts[2]).first, spread(parts[3]).first,
+            spread(parts[4]).first};
 }
 
 // Loop (b) beside the two anchors, interleaved: the depth-one anchor, the queued anchor and
@@ -873,8 +880,9 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
         {"anchor", &anchor_split}, {"lane", &lanes[1].split}, {"lane-bound", &lanes[3].split}};
     for (const auto &[kind, runs_of] : splits) {
         auto parts = split_of(*runs_of, offset, skip);
-        std::printf("depth1-split %llu %s %llu %llu %llu\n", (unsigned long long)us, kind,
-                    (unsigned long long)parts[0], (unsigned long long)parts[1], (unsigned long long)parts[2]);
+        std::printf("depth1-split %llu %s %llu %llu %llu %llu %llu\n", (unsigned long long)us, kind,
+                    (unsigned long long)parts[0], (unsigned long long)parts[1], (unsigned long long)parts[2],
+                    (unsigned long long)parts[3], (unsigned long long)parts[4]);
     }
     std::fflush(stdout);
 }

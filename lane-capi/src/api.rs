@@ -164,11 +164,22 @@ fn wait_error(error: &WaitError) -> Error {
     Error::new(status, error.to_string())
 }
 
-/// The service's config: `profile`, the vtable's outcome callback, the host workers.
-fn service_config(profile: Profile, vtable: Vtable, settings: (usize, bool)) -> ServiceConfig {
+/// What the service's config takes from the C config beside the profile and the vtable.
+#[derive(Clone, Copy, Debug)]
+struct Knobs {
+    workers: usize,
+    submitters_bound: bool,
+    check_invariants: bool,
+}
+
+/// The service's config: `profile`, the vtable's outcome callback, the host workers, the
+/// submitting threads' binding and the invariant checks.
+fn service_config(profile: Profile, vtable: Vtable, knobs: Knobs) -> ServiceConfig {
     let mut config = ServiceConfig::new(profile);
     config.on_outcome = vtable.outcome_callback();
-    (config.workers, config.submitters_bound) = settings;
+    config.workers = knobs.workers;
+    config.submitters_bound = knobs.submitters_bound;
+    config.check_invariants = knobs.check_invariants;
     config
 }
 
@@ -180,7 +191,11 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     let runner_requests = Arc::clone(&requests);
     let serial = LANES_MADE.fetch_add(1, Ordering::Relaxed) + 1;
     let workers = settings.workers;
-    let threads = (workers, settings.submitters_bound);
+    let knobs = Knobs {
+        workers,
+        submitters_bound: settings.submitters_bound,
+        check_invariants: settings.check_invariants,
+    };
     let vtable = settings.vtable;
     let off_lane = workers > 0 && vtable.concurrency().off_lane_thread;
     // What the backend's open said about its own failure, when it knows better than "the
@@ -204,7 +219,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let deferred = if off_lane { deferred() } else { None };
             let runner_deferred = deferred.clone();
             with_workers(
-                service_config(profile, vtable, threads),
+                service_config(profile, vtable, knobs),
                 move || {
                     mark_callback_thread(serial);
                     // Shared with the service's completion waiter, which makes its waits.
@@ -269,7 +284,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let binding: Arc<OnceLock<WorkerBinding>> = Arc::new(OnceLock::new());
             let lane_binding = Arc::clone(&binding);
             with_workers(
-                service_config(profile, vtable, threads),
+                service_config(profile, vtable, knobs),
                 move || {
                     mark_callback_thread(serial);
                     let (device, _) = AclDevice::open(config).map_err(|e| {
@@ -711,6 +726,22 @@ mod tests {
     use lane_core::status_latch::Failure;
     use lane_core::{Cause, RunId};
     use lane_service::LostCause;
+
+    #[test]
+    fn the_service_gets_the_configs_workers_binding_and_invariant_checks() {
+        for check_invariants in [false, true] {
+            let knobs = Knobs {
+                workers: 3,
+                submitters_bound: !check_invariants,
+                check_invariants,
+            };
+            let runner = crate::config::default_config().runner;
+            let config = service_config(Profile::a2a3(), Vtable::new(runner), knobs);
+            assert_eq!(config.check_invariants, check_invariants);
+            assert_eq!(config.submitters_bound, !check_invariants);
+            assert_eq!(config.workers, 3);
+        }
+    }
 
     #[test]
     fn an_open_refused_for_another_op_timeout_in_force_is_invalid_config() {

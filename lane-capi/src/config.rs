@@ -116,6 +116,8 @@ pub struct Settings {
     pub workers: usize,
     /// The submitting threads are bound: commands run the lane's steps on them.
     pub submitters_bound: bool,
+    /// The lane checks its invariants after every step.
+    pub check_invariants: bool,
 }
 
 /// The defaults `run_lane_config_default` writes: a2a3 on ACL, the profile's slots and
@@ -151,6 +153,7 @@ pub const fn default_config() -> RunLaneConfig {
         launch_depth: 0,
         fault_notice_monitor: false,
         submitters_bound: false,
+        check_invariants: false,
     }
 }
 
@@ -267,6 +270,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         vtable: Vtable::new(config.runner),
         workers: usize::try_from(config.workers).unwrap_or(usize::MAX),
         submitters_bound: config.submitters_bound,
+        check_invariants: config.check_invariants,
     })
 }
 
@@ -302,6 +306,17 @@ mod tests {
                 run_ns: RUN_LANE_SIM_DEFAULT_RUN_NS
             }
         );
+    }
+
+    #[test]
+    fn invariant_checks_are_off_by_default_and_the_config_turns_them_on() {
+        assert!(!default_config().check_invariants);
+        assert!(!read_ok(&sim()).check_invariants);
+        let on = read_ok(&RunLaneConfig {
+            check_invariants: true,
+            ..sim()
+        });
+        assert!(on.check_invariants);
     }
 
     #[test]

@@ -109,6 +109,7 @@ fn sim_config(state: &State) -> RunLaneConfig {
     // SAFETY: filled by run_lane_config_default.
     let mut config = unsafe { config.assume_init() };
     config.backend = RunLaneBackend::Sim as u32;
+    config.check_invariants = true;
     config.runner.user = std::ptr::from_ref(state).cast_mut().cast();
     config.runner.prepare = Some(prepare);
     config.runner.finalise = Some(finalise);

@@ -237,14 +237,18 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
                 assert_eq!(arms.len(), 2, "{stdout}");
                 anchors.push(line[2]);
             }
-            // depth1-split KERNEL_US WHO REACT LAUNCH START, after loop (b)'s arms.
+            // depth1-split KERNEL_US WHO REACT LAUNCH START PERIOD SPAN, after loop (b)'s arms.
             "depth1-split" => {
-                assert_eq!(line.len(), 6, "{stdout}");
+                assert_eq!(line.len(), 8, "{stdout}");
                 assert_eq!(line[1], "2000", "{stdout}");
                 assert_eq!(arms.len(), 6, "{stdout}");
-                for figure in &line[3..] {
-                    figure.parse::<u64>().expect("a figure");
-                }
+                let figures: Vec<u64> = line[3..]
+                    .iter()
+                    .map(|figure| figure.parse().expect("a figure"))
+                    .collect();
+                // At depth one a run starts after its predecessor ended: its period (start to
+                // start) exceeds a span (start to end).
+                assert!(figures[3] > figures[4], "{stdout}");
                 splits.push(line[2]);
             }
             other => panic!("an unknown line `{other}`: {stdout}"),

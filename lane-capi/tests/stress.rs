@@ -63,6 +63,8 @@ fn stress(workers: u32, submitters_bound: bool) -> usize {
     config.backend = RunLaneBackend::Sim as u32;
     config.workers = workers;
     config.submitters_bound = submitters_bound;
+    // Every interleaving the stress makes is also checked against the lane's invariants.
+    config.check_invariants = true;
     config.runner.user = std::ptr::from_ref(&seen).cast_mut().cast();
     config.runner.prepare = Some(prepare);
     config.runner.finalise = Some(finalise);

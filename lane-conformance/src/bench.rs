@@ -470,8 +470,8 @@ pub fn markdown(config: &BenchConfig, arms: &[Arms], machine: &str) -> String {
          (`librun_lane_fake_ascendcl.so`, loaded through the same loader as the real library) \
          and the fake's runner (`lane_conformance::FakeRunner`). Each stream is a worker thread \
          that runs kernels for their device time in real time; every wait is a real timed wait. \
-         {} runs per arm, the first {} skipped; invariant checks off (lane-service and the C ABI \
-         keep them on by default; about 14% of the lane's own instructions a run). The \
+         {} runs per arm, the first {} skipped; invariant checks off (lane-service keeps them on by \
+         default, the C ABI off; about 14% of the lane's own instructions a run). The \
          arms: **depth one** and **queued** (a2a3 at launch depth one and two, synchronous \
          copies, the single-thread driver, as before this change), and **queued + on-stream \
          copies + workers** (lane-service on its lane thread, a2a3 at depth two with four \

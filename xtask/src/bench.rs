@@ -604,7 +604,7 @@ impl Doc<'_> {
             .chain([(
                 CHECKED_CYCLE,
                 "the a2a3 cycle with `check_invariants` after every event (the simulator's \
-                 and fuzzers' price, and lane-service's default, which the C ABI keeps)",
+                 and fuzzers' price, and lane-service's default; the C ABI's is off)",
                 None,
             )]);
         for (path, measures, target) in rows {

@@ -164,6 +164,10 @@ pub(crate) struct DepthOneSplit {
     pub(crate) react_ns: u64,
     pub(crate) launch_ns: u64,
     pub(crate) start_ns: u64,
+    /// The predecessor's device start to the run's: the cycle the three parts sit in.
+    pub(crate) period_ns: u64,
+    /// The run's device span (its start to its end).
+    pub(crate) span_ns: u64,
 }
 
 /// One target against its anchor: the lane's median over the anchor's (for the idle figure,
@@ -271,7 +275,7 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 launches: [num(7)?, num(8)?],
                 split: None,
             }),
-            Some(&"depth1-split") if fields.len() == 6 => {
+            Some(&"depth1-split") if fields.len() == 8 => {
                 let who = fields[2];
                 if !["anchor", "lane", "lane-bound"].contains(&who) {
                     return Err(format!(
@@ -284,6 +288,8 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                     react_ns: num(3)?,
                     launch_ns: num(4)?,
                     start_ns: num(5)?,
+                    period_ns: num(6)?,
+                    span_ns: num(7)?,
                 });
             }
             Some(&"idle-split") if fields.len() == 5 => {
@@ -578,7 +584,11 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
             .iter()
             .any(|m| m.split_at(kernel_us, "lane").is_some())
         {
-            for (figure, part) in SPLIT_PARTS {
+            let parts = SPLIT_PARTS
+                .iter()
+                .map(|part| ("where the gap goes", part))
+                .chain(CYCLE_PARTS.iter().map(|part| ("the cycle", part)));
+            for (group, &(figure, part)) in parts {
                 let of = |m: &Measured, who: &str| m.split_at(kernel_us, who).map(part);
                 let anchor = each(&|m| of(m, "anchor").map(us));
                 let lane = each(&|m| of(m, "lane").map(us));
@@ -589,7 +599,7 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 });
                 let _ = writeln!(
                     out,
-                    "| {kernel} | depth one, where the gap goes: {figure} | {anchor} | {lane} | {over} | - | - | - |"
+                    "| {kernel} | depth one, {group}: {figure} | {anchor} | {lane} | {over} | - | - | - |"
                 );
             }
         }
@@ -647,6 +657,13 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
     out.push_str(&plain_verdict(measured));
     out
 }
+
+/// The cycle a depth-one gap sits in, on the device's clock alone: a gap is the period less
+/// the span, so where the spans differ the gaps differ by as much with the same period.
+const CYCLE_PARTS: [SplitPart; 2] = [
+    ("a run's device start to the next run's", |s| s.period_ns),
+    ("a run's device span", |s| s.span_ns),
+];
 
 /// One part of a depth-one gap: its name in the anchors' table, and its figure.
 type SplitPart = (&'static str, fn(&DepthOneSplit) -> u64);
@@ -829,6 +846,7 @@ fn plain_verdict(measured: &Measured) -> String {
 /// kernel lengths), and what each part is.
 fn depth_one_split_text(rounds: &[&Measured]) -> String {
     let mut sums = Vec::new();
+    let mut cycles = Vec::new();
     for &k in &ANCHOR_TARGETS_US {
         let parts = |who: &str| -> Option<[u64; 3]> {
             let part = |i: usize| middle_of(rounds, |m| m.split_at(k, who).map(SPLIT_PARTS[i].1));
@@ -847,8 +865,26 @@ fn depth_one_split_text(rounds: &[&Measured]) -> String {
             show(anchor),
             show(lane)
         ));
+        let cycle =
+            |who: &str, i: usize| middle_of(rounds, |m| m.split_at(k, who).map(CYCLE_PARTS[i].1));
+        if let (Some(pa), Some(pl), Some(sa), Some(sl)) = (
+            cycle("anchor", 0),
+            cycle("lane", 0),
+            cycle("anchor", 1),
+            cycle("lane", 1),
+        ) {
+            cycles.push(format!(
+                "{}: period {} against {} ({:+.1}), span {} against {}",
+                kernel_label(k),
+                us(pa),
+                us(pl),
+                (pl as f64 - pa as f64) / 1_000.0,
+                us(sa),
+                us(sl)
+            ));
+        }
     }
-    let measured = if sums.is_empty() {
+    let mut measured = if sums.is_empty() {
         String::new()
     } else {
         format!(
@@ -858,6 +894,19 @@ fn depth_one_split_text(rounds: &[&Measured]) -> String {
             sums.join("; ")
         )
     };
+    if !cycles.is_empty() {
+        let _ = write!(
+            measured,
+            "The cycle those parts sit in (the rows *the cycle*; us, the anchor's against the \
+             lane's, middle rounds): {}. A gap is a run's period less its predecessor's span, so \
+             a longer span in one loop shows as a shorter gap there at the same period. The \
+             fake's stream workers run with no timer slack, so a span is the kernel's time plus \
+             its worker's wake-up in both loops alike (with Linux's default 50 us slack, merged \
+             with whatever other timers the process had, the anchor's spans came out 25 us \
+             longer than the lane's at the same period, and its gaps as much shorter). ",
+            cycles.join("; ")
+        );
+    }
     format!(
         "{measured}At depth one both loops wait on the boundary, read the record and the status \
          and launch the next run from the thread that learned of the completion, making the \
@@ -1147,7 +1196,8 @@ pub(crate) fn markdown(measured: &Measured, runs: u32, machine: &str) -> String 
         "## The runner loops through the C ABI (real time, on the fake libascendcl)\n\n\
          Generated by `cargo xtask fake-bench` ({machine}): `lane-capi/examples/fake_bench.cpp`, \
          a C++ runner built against the release `librun_lane.a` and `run_lane.h` (the path an \
-         onboard runner links), on the release fake (`librun_lane_fake_ascendcl.so`), in one \
+         onboard runner links), with `run_lane_config_default`'s settings (invariant checks off, \
+         ABI 7), on the release fake (`librun_lane_fake_ascendcl.so`), in one \
          process. Each run is a pair of fake kernels of the given length, AICore and AICPU; the \
          gap is the device idle time from a run's end to the next run's start, from each run's \
          own timing buffer; {runs} runs per arm, the first {SKIP} skipped. The loops: **(a) kept \
@@ -1707,9 +1757,9 @@ mod tests {
         );
     }
 
-    const SPLITS: &str = "depth1-split 300 anchor 30000 17000 3000\n\
-        depth1-split 300 lane 50000 17000 20000\n\
-        depth1-split 300 lane-bound 52000 18000 21000\n";
+    const SPLITS: &str = "depth1-split 300 anchor 30000 17000 3000 380000 330000\n\
+        depth1-split 300 lane 50000 17000 20000 381000 314000\n\
+        depth1-split 300 lane-bound 52000 18000 21000 382000 313000\n";
 
     #[test]
     fn where_a_depth_one_gap_goes_is_shown_per_part_and_quoted_for_the_miss() {
@@ -1722,6 +1772,8 @@ mod tests {
                 react_ns: 50_000,
                 launch_ns: 17_000,
                 start_ns: 20_000,
+                period_ns: 381_000,
+                span_ns: 314_000,
             }
         );
         let text = markdown(&measured, 200, "test");
@@ -1745,7 +1797,24 @@ mod tests {
             "{text}"
         );
         assert!(
-            parse("depth1-split 300 sideways 1 2 3")
+            text.contains("300 us: period 380.0 against 381.0 (+1.0), span 330.0 against 314.0."),
+            "{text}"
+        );
+        // The cycle the gap sits in: the same period, the span shorter by what the gap is longer.
+        assert!(
+            text.contains(
+                "| 300 us | depth one, the cycle: a run's device start to the next run's | 380.0 | 381.0 | +1.0 | - | - | - |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "| 300 us | depth one, the cycle: a run's device span | 330.0 | 314.0 | -16.0 | - | - | - |"
+            ),
+            "{text}"
+        );
+        assert!(
+            parse("depth1-split 300 sideways 1 2 3 4 5")
                 .unwrap_err()
                 .contains("not an anchor, lane or lane-bound split")
         );

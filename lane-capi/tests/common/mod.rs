@@ -155,7 +155,8 @@ pub(crate) fn default_config() -> RunLaneConfig {
 }
 
 /// An a2a3 lane on the fake's device `device_id` running `kernels`: host wait 10 s, device op
-/// timeout `op_timeout_ms` (a hung kernel ends there with 507014).
+/// timeout `op_timeout_ms` (a hung kernel ends there with 507014), the lane's invariants
+/// checked after every step (a broken one loses the lane, failing the test).
 pub(crate) fn fake_config(device_id: i32, kernels: &Kernels, op_timeout_ms: u64) -> RunLaneConfig {
     let mut config = default_config();
     config.backend = RunLaneBackend::Acl as u32;
@@ -164,6 +165,7 @@ pub(crate) fn fake_config(device_id: i32, kernels: &Kernels, op_timeout_ms: u64)
     config.acl_library_path = fake_path().as_ptr();
     config.completion_timeout_ms = 10_000;
     config.device_op_timeout_ms = op_timeout_ms;
+    config.check_invariants = true;
     config.runner.user = std::ptr::from_ref(kernels).cast_mut().cast();
     config.runner.launch_aicore = Some(launch_aicore);
     config.runner.launch_aicpu = Some(launch_aicpu);
