@@ -36,8 +36,8 @@
 //! allocates nothing per run.
 //!
 //! The lock is held only for a lane step or a queue operation, never across a device call
-//! (L-16): the thread running the steps takes it to poll an effect or feed an event, and
-//! drops it before executing the effect.
+//! (L-16): the thread running the steps takes it once an effect, to feed the last effect's
+//! answer and decide the next, and drops it before executing that effect.
 //!
 //! This file is self-contained over `super::sync` and `super::error` so the loom model test
 //! compiles it as is against loom's primitives.

@@ -871,30 +871,35 @@ impl<D: Device, R: Runner<D>> Engine<D, R> {
     fn steps(&self, executor: &mut Executor<D, R>) -> Result<Ran, LostCause> {
         let mailbox = &*self.mailbox;
         let off_lane = self.off_lane;
+        // The answer of the effect executed last: fed under the lock of the next decision, so
+        // each effect costs one hold of the lane's lock, not two.
+        let mut answer = None;
         loop {
             let now = executor.now();
-            let (next, retire) = mailbox.step(|shared, cx| {
+            let (next, retire, closed) = mailbox.step(|shared, cx| {
                 shared.now = now;
-                let next = shared.dispatch.decide(now, &mut shared.steps, cx, executor);
-                let retire = off_lane && cx.out() == 0 && shared.steps.lane().state().is_closed();
-                (next, retire)
+                let fed = answer
+                    .take()
+                    .map_or(Ok(()), |answer| shared.steps.feed(now, answer));
+                let next =
+                    fed.and_then(|()| shared.dispatch.decide(now, &mut shared.steps, cx, executor));
+                let closed = shared.steps.lane().state().is_closed();
+                (next, off_lane && cx.out() == 0 && closed, closed)
             })?;
             if retire {
                 mailbox.retire_workers();
             }
-            match next.map_err(|e| lost(&e))? {
+            let next = next.map_err(|e| lost(&e))?;
+            if closed {
+                // L-15: once closed, the slots' events and buffers go back (a no-op once they
+                // have), before the executor acts again.
+                executor.release_slot_resources(&mut NoObserver);
+            }
+            match next {
                 Next::Execute(effect) => {
-                    if let Some(answer) = executor
+                    answer = executor
                         .execute(effect, &mut NoObserver)
-                        .map_err(|e| lost(&e))?
-                    {
-                        let now = executor.now();
-                        // L-15: once closed, the slots' events and buffers go back (a no-op
-                        // once they have).
-                        if feed(mailbox, |steps| steps.feed(now, answer), now)? {
-                            executor.release_slot_resources(&mut NoObserver);
-                        }
-                    }
+                        .map_err(|e| lost(&e))?;
                 }
                 Next::Sleep(until) => {
                     if mailbox.end_steps(false) {
@@ -951,21 +956,6 @@ fn lane_thread<D: Device + Send, R: Runner<D> + Send>(
             return Ok(());
         }
     }
-}
-
-/// Feeds an executed effect's answer under the lock; returns whether the lane is closed.
-fn feed(
-    mailbox: &Mailbox<Shared>,
-    apply: impl FnOnce(&mut LaneSteps) -> Result<(), DriverError>,
-    now: Timestamp,
-) -> Result<bool, LostCause> {
-    mailbox
-        .step(|shared, _| {
-            shared.now = now;
-            apply(&mut shared.steps)?;
-            Ok(shared.steps.lane().state().is_closed())
-        })?
-        .map_err(|e: DriverError| lost(&e))
 }
 
 /// Shows the callback the outcomes delivered since the last call, with no lock held.
