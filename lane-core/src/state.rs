@@ -193,6 +193,10 @@ pub enum LaneAction {
     None,
     /// Close: cancel every item that has not launched.
     CancelUnlaunched,
+    /// A close that waits for the recovery a fault notice asked for: every reservation goes
+    /// back at once (no submit can use it any more); the unlaunched items go down with the
+    /// recovery.
+    ReleaseReservations,
     /// Recovery starts: wait for the runner work out at the poison (L-18), then drain.
     Quiesce,
     /// Emit `DrainDevice` for the attempt.
@@ -218,6 +222,9 @@ impl LaneAction {
             Self::None => "none",
             Self::CancelUnlaunched => {
                 "`FinaliseRun` (no copy-back) for each prepared run; queued runs and waiting publications cancelled"
+            }
+            Self::ReleaseReservations => {
+                "every reservation released (unlaunched items go down with the recovery)"
             }
             Self::Quiesce => {
                 "none while runner work is out (each answer is accepted, then ignored); `Quiesced` at once when none is"
@@ -309,12 +316,25 @@ pub fn lane_step(
             A::None,
         ),
         (S::Suspect { .. }, I::Submit | I::Publish) => return Err(LaneRefusal::Suspect),
-        (S::Suspect { .. }, I::Close) => (
+        // The close itself waits for the recovery, but a reservation is useless from now on
+        // (every later submit is refused): it goes back now, as an open lane's close does.
+        (
+            S::Suspect {
+                then: AfterRecovery::Reopen,
+            },
+            I::Close,
+        ) => (
             S::Suspect {
                 then: AfterRecovery::Close,
             },
-            A::None,
+            A::ReleaseReservations,
         ),
+        (
+            S::Suspect {
+                then: AfterRecovery::Close,
+            },
+            I::Close,
+        ) => (state, A::None),
         (S::Suspect { .. }, I::FaultNotice | I::Idle) => (state, A::None),
         (S::Suspect { then }, I::LaunchedDone | I::Poison) => {
             (recovering(R::Quiesce, 1, then), A::Quiesce)

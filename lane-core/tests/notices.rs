@@ -253,3 +253,30 @@ fn while_recovering_after_a_notice_a_submit_is_refused_with_the_notice() {
     );
     h.lane.check_invariants().unwrap();
 }
+
+#[test]
+fn a_close_while_suspect_gives_its_reservations_back_at_once() {
+    // Found by the lane_sequences fuzzer: the close waits for the recovery the notice asked
+    // for, but no submit can use a reservation any more, so it goes back at the close, as an
+    // open lane's close gives it back; releasing it afterwards is refused, as there.
+    let mut h = Harness::a2a3();
+    let r1 = h.run();
+    let lease = h.lane.reserve(h.now).expect("a slot is free");
+    h.take();
+    assert!(h.notice(notice()));
+    h.close();
+    assert_eq!(
+        h.state(),
+        LaneState::Suspect {
+            then: AfterRecovery::Close
+        },
+        "the close waits for r1's verdict and the recovery"
+    );
+    assert_eq!(
+        h.lane.release(lease),
+        Err(lane_core::LeaseError::NotReserved { lease })
+    );
+    // The recovery and the close then run as before.
+    h.complete(r1);
+    assert_eq!(recovery_in(&h.take()), RECOVERY);
+}

@@ -101,6 +101,7 @@ impl Lane {
         match action {
             LaneAction::None => {}
             LaneAction::CancelUnlaunched => self.cancel_unlaunched(),
+            LaneAction::ReleaseReservations => self.slots.clear_reservations(),
             // Nothing to emit while runner work is out: its answers end it.
             LaneAction::Quiesce => self.quiesce_if_done(),
             LaneAction::Drain => self.emit(Effect::DrainDevice {

@@ -120,7 +120,7 @@ impl SlotTable {
         }
     }
 
-    /// Frees every reservation (close).
+    /// Frees every reservation (a close).
     pub(super) fn clear_reservations(&mut self) {
         for slot in &mut self.slots {
             if matches!(slot, SlotState::Reserved(_)) {
