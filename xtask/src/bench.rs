@@ -269,6 +269,28 @@ pub(crate) fn load_average() -> String {
     )
 }
 
+/// How an idle CPU waits for its next wake-up, where Linux says: the cpuidle driver, and for
+/// a guest's `haltpoll` driver how long it polls before it halts. A real-time figure that
+/// wakes a thread onto an idle CPU pays that CPU's wake-up: on a guest that halts at once,
+/// the hypervisor's (tens of us), which no bare-metal runner host pays.
+pub(crate) fn idle_states() -> Option<String> {
+    let driver = fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver").ok()?;
+    let driver = driver.trim();
+    let poll = fs::read_to_string("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+        .ok()
+        .filter(|_| driver == "haltpoll");
+    Some(describe_idle(driver, poll.as_deref()))
+}
+
+/// [`idle_states`]' text for `driver` and, under `haltpoll`, its `guest_halt_poll_ns`.
+fn describe_idle(driver: &str, poll_ns: Option<&str>) -> String {
+    match poll_ns.map(str::trim) {
+        Some("0") => format!("cpuidle {driver}: an idle CPU halts at once, with no guest polling"),
+        Some(ns) => format!("cpuidle {driver}: an idle CPU polls up to {ns} ns before it halts"),
+        None => format!("cpuidle {driver}"),
+    }
+}
+
 /// `YYYY-MM-DD HH:MM UTC` from seconds since the Unix epoch (the civil-from-days algorithm
 /// of Howard Hinnant's date library).
 fn utc_date(secs: u64) -> String {
@@ -1296,6 +1318,19 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_machine_line_says_whether_an_idle_cpu_halts_at_once() {
+        assert_eq!(
+            describe_idle("haltpoll", Some("0\n")),
+            "cpuidle haltpoll: an idle CPU halts at once, with no guest polling"
+        );
+        assert_eq!(
+            describe_idle("haltpoll", Some("200000")),
+            "cpuidle haltpoll: an idle CPU polls up to 200000 ns before it halts"
+        );
+        assert_eq!(describe_idle("intel_idle", None), "cpuidle intel_idle");
+    }
 
     #[test]
     fn divan_tables_parse_into_paths_and_medians() {

@@ -912,7 +912,12 @@ fn depth_one_split_text(rounds: &[&Measured]) -> String {
          and launch the next run from the thread that learned of the completion, making the \
          same calls. The first part is the waiting thread's wake-up from the device wait and \
          its work before the launch: for the lane, also the waiter's answer under the lane's \
-         lock and the dispatch decisions. The last part is \
+         lock and the dispatch decisions (measured once with temporary in-process marks on a \
+         two-CPU guest: 5 to 9 us from the wait's return to the AICore launch, against 2 to 3 us for the anchor: the \
+         lane's first steps after a long sleep run on cold caches). Both parts also hold a \
+         CPU's wake-up whenever a woken thread is placed on an idle CPU: where the machine \
+         line says an idle CPU halts at once, that is the hypervisor's wake-up, tens of us, \
+         which the lane's threads and the anchor's single thread meet differently. The last part is \
          the fake, not the launch: the run's AICPU kernel starts when the fake's worker thread \
          for its stream gets a CPU, and after its launch the anchor's thread goes straight into \
          its next wait while the lane's finalises the previous run and delivers its outcome, \

@@ -143,9 +143,10 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
     let doc = project_root().join("docs/performance.md");
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let before = bench::load_average();
+    let idle = bench::idle_states().map_or_else(String::new, |idle| format!(" ({idle})"));
     let section = capi_bench::run(
         runs,
-        &format!("{cpus} logical CPUs, load average {before} before"),
+        &format!("{cpus} logical CPUs{idle}, load average {before} before"),
     )?;
     let old =
         std::fs::read_to_string(&doc).map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
