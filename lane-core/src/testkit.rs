@@ -65,11 +65,18 @@ impl fmt::Display for Effect {
                 lease,
                 aicpu,
                 aicore,
-            } => write!(
-                f,
-                "LaunchRun {run} ({lease}) aicpu h{} aicore h{}",
-                aicpu.0, aicore.0
-            ),
+                after,
+            } => {
+                write!(
+                    f,
+                    "LaunchRun {run} ({lease}) aicpu h{} aicore h{}",
+                    aicpu.0, aicore.0
+                )?;
+                match after {
+                    Some(after) => write!(f, " after ({after})"),
+                    None => Ok(()),
+                }
+            }
             Self::AwaitCompletion {
                 run,
                 deadline,

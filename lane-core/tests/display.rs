@@ -72,8 +72,22 @@ fn every_effect_prints_its_trace_line() {
                 lease: LEASE,
                 aicpu: StreamHandle(3),
                 aicore: StreamHandle(4),
+                after: None,
             },
             "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4",
+        ),
+        (
+            Effect::LaunchRun {
+                run: RUN,
+                lease: LEASE,
+                aicpu: StreamHandle(3),
+                aicore: StreamHandle(4),
+                after: Some(Lease {
+                    slot: SlotId(0),
+                    generation: Generation(NonZeroU64::new(6).unwrap()),
+                }),
+            },
+            "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4 after (slot 0 gen 6)",
         ),
         (
             Effect::AwaitCompletion {

@@ -21,12 +21,13 @@ fn a2a3_launches_the_successor_while_the_predecessor_runs_on_the_same_pair() {
         ]
     );
     let r2 = h.run();
-    // Same pair, no stream created or destroyed: run 2 is queued behind run 1 on the device.
+    // Same pair, no stream created or destroyed: run 2 is queued behind run 1 on the device,
+    // its AICore kernel behind run 1's boundary.
     assert_eq!(
         h.take(),
         [
             "PrepareRun run 2 (slot 1 gen 2)",
-            "LaunchRun run 2 (slot 1 gen 2) aicpu h101 aicore h102"
+            "LaunchRun run 2 (slot 1 gen 2) aicpu h101 aicore h102 after (slot 0 gen 1)"
         ]
     );
     assert!(matches!(
@@ -86,6 +87,52 @@ fn a5_prepares_the_successor_but_launches_it_only_after_the_predecessor_retired(
     );
     h.complete(r2);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
+}
+
+#[test]
+fn a_launch_waits_on_the_latest_run_still_on_the_pair_and_on_none_once_every_completion_came_back()
+{
+    // Depth three, so two runs can be in flight ahead of a launch.
+    let profile = Profile::custom(ProfileSpec {
+        slots: 4,
+        launch_depth: 3,
+        ..Profile::default_spec()
+    })
+    .unwrap();
+    let mut h = Harness::new(profile);
+    let r1 = h.run();
+    let r2 = h.run();
+    let r3 = h.run();
+    let log = h.take();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("LaunchRun run 3 (slot 2 gen 3)")
+                && l.ends_with("after (slot 1 gen 2)")),
+        "{log:?}"
+    );
+    // Run 1 completes while runs 2 and 3 execute: run 4 queues behind run 3, the latest run
+    // still on the pair, not behind run 2, the oldest.
+    h.complete(r1);
+    let r4 = h.run();
+    let log = h.take();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("LaunchRun run 4 ") && l.ends_with("after (slot 2 gen 3)")),
+        "{log:?}"
+    );
+    for run in [r2, r3, r4] {
+        h.complete(run);
+    }
+    h.take();
+    // Nothing on the pair: the next launch waits on no boundary.
+    let r5 = h.run();
+    let log = h.take();
+    let launch = log.iter().find(|l| l.starts_with("LaunchRun run 5"));
+    assert!(launch.is_some_and(|l| !l.contains("after")), "{log:?}");
+    h.complete(r5);
+    for run in [r1, r2, r3, r4, r5] {
+        assert_eq!(h.verdict(run), Some(Verdict::Ok));
+    }
 }
 
 #[test]

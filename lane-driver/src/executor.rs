@@ -71,11 +71,6 @@ struct SlotResources {
     /// Whether each event was recorded since the slot was last released (a never-recorded
     /// event waits as success, so the driver tracks records itself).
     recorded: [bool; 2],
-    /// The boundary recorded here last is known passed: its run's completion wait returned
-    /// success before the lane asked for that run's status read. A successor launched then
-    /// (at launch depth one, every run) needs no stream wait on it: one device call fewer a
-    /// run (about 5.5 us on a2a3, A18), which the hand-written depth-one loop never makes.
-    passed: bool,
     /// The run launched on this slot last: its epoch and the pair it went to (what the
     /// device verdict synchronizes).
     launched: Option<Launched>,
@@ -169,9 +164,6 @@ pub struct Executor<D: Device, R: Runner<D>> {
     /// How launches arm their slot and status reads read it back (the profile's).
     copies: CopyPath,
     slots: [Option<SlotResources>; MAX_SLOTS as usize],
-    /// The slot of the run launched last: its boundary orders the next run's AICore kernel
-    /// behind both of its kernels (L-5).
-    last_launch: Option<u8>,
     awaited: Option<Awaited>,
     /// Where the status read lands: the timing buffer, then the status header.
     readback: [u8; READBACK_BYTES],
@@ -200,7 +192,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             runner,
             copies,
             slots: [None; MAX_SLOTS as usize],
-            last_launch: None,
             awaited: None,
             readback: [0; READBACK_BYTES],
             readback_text: [const { None }; MAX_SLOTS as usize],
@@ -345,7 +336,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 lease,
                 aicpu,
                 aicore,
-            } => match self.launch(run, lease, aicpu, aicore, observer) {
+                after,
+            } => match self.launch(run, lease, aicpu, aicore, after, observer) {
                 Ok(()) => Event::Launched { run, lease },
                 Err((step, code)) => Event::LaunchFailed {
                     run,
@@ -371,16 +363,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 return Ok(None);
             }
             Effect::ReadStatus { run, lease, layout } => {
-                // The lane asks for a status read only after a fenced run's completion that
-                // its verdict rule kept (lane-core's run table: `Awaiting` with no unfenced
-                // code, then `Completed`), so the boundary's wait returned success.
-                if let Some(slot) = self
-                    .slots
-                    .get_mut(usize::from(lease.slot.0))
-                    .and_then(Option::as_mut)
-                {
-                    slot.passed = true;
-                }
                 kept_text = self
                     .readback_text
                     .get_mut(usize::from(lease.slot.0))
@@ -421,7 +403,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 // attempt recovers is never touched again.
                 self.slots = [None; MAX_SLOTS as usize];
                 self.readback_text = [const { None }; MAX_SLOTS as usize];
-                self.last_launch = None;
                 self.awaited = None;
                 match result {
                     Ok(()) => Event::ResetDone { attempt },
@@ -443,7 +424,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// The launch order of L-5 and L-13. AICore stream: the arm (Sync: one synchronous copy
     /// that clears the slot's handshake, timing buffer and status header; OnStream: the
     /// readback filled with `0xFF`, the arm as a copy, the "armed" event, which the AICPU
-    /// stream waits for), a wait on the predecessor's boundary when one is in flight, the
+    /// stream waits for), a wait on the boundary of the predecessor the lane names (`after`),
+    /// the
     /// AICore kernel, `core_done`. AICPU stream: the AICPU kernel, a wait on `core_done`,
     /// (OnStream: the readback copy), the boundary. AICore is submitted before AICPU, back to
     /// back; nothing waits on the device between them. A failure before the AICore kernel is
@@ -456,11 +438,12 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         lease: Lease,
         aicpu: StreamHandle,
         aicore: StreamHandle,
+        after: Option<Lease>,
         observer: &mut O,
     ) -> Result<(), (LaunchStep, AclCode)> {
         let stage = |stage| Some(LaunchContext { run, stage });
         self.device.launch_context(stage(LaunchStage::Arm));
-        let result = self.launch_calls(run, lease, aicpu, aicore, observer);
+        let result = self.launch_calls(run, lease, aicpu, aicore, after, observer);
         self.device.launch_context(None);
         result
     }
@@ -472,19 +455,19 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         lease: Lease,
         aicpu: StreamHandle,
         aicore: StreamHandle,
+        after: Option<Lease>,
         observer: &mut O,
     ) -> Result<(), (LaunchStep, AclCode)> {
         let slot = self
             .slot_resources(lease.slot.0, observer)
             .map_err(|code| (LaunchStep::Arm, code))?;
-        // The predecessor's boundary, if it may still be in flight (recorded, not released,
-        // not known passed): the successor's AICore kernel starts only once both of its
-        // kernels exited.
-        let predecessor = self
-            .last_launch
-            .filter(|&prev| prev != lease.slot.0)
-            .and_then(|prev| self.slots.get(usize::from(prev)).copied().flatten())
-            .filter(|prev| prev.recorded[0] && !prev.passed)
+        // The boundary of the predecessor the lane names (its completion has not come back),
+        // if it was recorded (a launch that failed at its arm recorded nothing): the
+        // successor's AICore kernel starts only once both of its kernels exited.
+        let predecessor = after
+            .filter(|prev| prev.slot != lease.slot)
+            .and_then(|prev| self.slots.get(usize::from(prev.slot.0)).copied().flatten())
+            .filter(|prev| prev.recorded[0])
             .map(|prev| prev.boundary());
         let (d, r) = (&mut self.device, &mut self.runner);
         match slot.pinned {
@@ -557,12 +540,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .and_then(Option::as_mut)
         {
             slot.recorded = [true; 2];
-            slot.passed = false;
             if let Some(pinned) = slot.pinned.as_mut() {
                 pinned.read_failed = read_failed;
             }
         }
-        self.last_launch = Some(lease.slot.0);
         Ok(())
     }
 
@@ -615,7 +596,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         let resources = SlotResources {
             events: [*aicpu, *aicore],
             recorded: [false; 2],
-            passed: false,
             launched: None,
             buffer,
             pinned,

@@ -327,6 +327,15 @@ pub(crate) struct Body {
     last_prepare: u64,
     last_launch: u64,
     last_await: u64,
+    /// Every launch asked so far: the run each lease was launched for, and how many drains
+    /// and resets had been asked before it.
+    launches: Vec<(RunId, Lease, u32)>,
+    /// Drains and resets asked so far.
+    drains: u32,
+    /// Runs answered `Launched` whose completion has not come back, in launch order, since
+    /// the last drain or reset (either leaves nothing in flight): their boundaries may still
+    /// be ahead of a later launch, which must wait on the latest of them (L-5).
+    on_pair: Vec<RunId>,
     uploaded: Vec<PublicationId>,
     reserved: Vec<Lease>,
     former_leases: Vec<Lease>,
@@ -384,6 +393,9 @@ impl Body {
             evidence: Vec::new(),
             last_prepare: 0,
             last_launch: 0,
+            launches: Vec::new(),
+            drains: 0,
+            on_pair: Vec::new(),
             last_await: 0,
             uploaded: Vec::new(),
             reserved: Vec::new(),
@@ -1109,6 +1121,20 @@ impl Body {
                 self.reach(B::StreamFailure);
             }
             Event::Uploaded { publication } => self.uploaded.push(publication),
+            // A launch made before a drain or reset is not in flight after it.
+            Event::Launched { run, .. }
+                if self
+                    .launches
+                    .iter()
+                    .rev()
+                    .find(|(r, _, _)| *r == run)
+                    .is_some_and(|(_, _, drains)| *drains == self.drains) =>
+            {
+                self.on_pair.push(run);
+            }
+            Event::Completed { run, .. } | Event::CompletionFailed { run, .. } => {
+                self.on_pair.retain(|r| *r != run);
+            }
             _ => {}
         }
         let Some(run) = event.run() else {
@@ -1139,6 +1165,34 @@ impl Body {
         }
     }
 
+    /// L-5 for a launch's `after`: with a launched run still in flight, the launch waits on
+    /// the boundary of that run or of a later one launched before it (never on its own, or
+    /// on one of its successors). With none in flight it may name none.
+    fn check_after(&self, run: RunId, after: Option<Lease>) -> Result<(), String> {
+        let named = after.map(|lease| {
+            self.launches
+                .iter()
+                .rev()
+                .find(|(_, l, _)| *l == lease)
+                .map(|(r, _, _)| *r)
+        });
+        match (self.on_pair.last(), named) {
+            (_, Some(None)) => Err(format!(
+                "{run}'s launch waits on {after:?}, a lease no launch was asked for"
+            )),
+            (_, Some(Some(named))) if named.0 >= run.0 => Err(format!(
+                "{run}'s launch waits on {named}'s boundary, not a predecessor's"
+            )),
+            (Some(latest), None) => Err(format!(
+                "{run}'s launch waits on no boundary while {latest} is still in flight"
+            )),
+            (Some(latest), Some(Some(named))) if named.0 < latest.0 => Err(format!(
+                "{run}'s launch waits on {named}'s boundary, behind which {latest} is still in flight"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn evidence_mut(&mut self, run: RunId) -> &mut Evidence {
         let at = match self.evidence.iter().position(|(r, _)| *r == run) {
             Some(at) => at,
@@ -1154,6 +1208,14 @@ impl Body {
     /// order (L-2), an upload waits for every earlier outcome (L-12), a run is finalised at
     /// most once and copies back only after a clean status read (L-7, L-8).
     fn asked(&mut self, effect: Effect) -> Result<(), String> {
+        if matches!(
+            effect,
+            Effect::DrainDevice { .. } | Effect::ForceReset { .. }
+        ) {
+            // Nothing launched before it is in flight after it (effects run in order).
+            self.drains += 1;
+            self.on_pair.clear();
+        }
         let in_order = |last: &mut u64, run: RunId, strictly: bool| {
             let ok = if strictly {
                 run.0 > *last
@@ -1173,11 +1235,17 @@ impl Body {
                 again || in_order(&mut self.last_prepare, run, true)
             }
             Effect::LaunchRun {
-                run, aicpu, aicore, ..
+                run,
+                lease,
+                aicpu,
+                aicore,
+                after,
             } => {
                 if aicpu == aicore {
                     return Err(format!("{effect:?} launches both kernels on one stream"));
                 }
+                self.check_after(run, after)?;
+                self.launches.push((run, lease, self.drains));
                 in_order(&mut self.last_launch, run, true)
             }
             Effect::AwaitCompletion { run, .. } => in_order(&mut self.last_await, run, true),
@@ -1805,7 +1873,7 @@ impl Body {
         let accepted: Vec<(u64, bool)> =
             self.accepted.iter().map(|a| (a.seq, a.delivered)).collect();
         format!(
-            "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{},{},{}|{:?}|{:?}|{:?}|{}|{}|{}",
+            "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{},{},{}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}",
             self.lane.fingerprint().as_str(),
             self.now,
             self.poisons,
@@ -1813,6 +1881,7 @@ impl Body {
             self.last_prepare,
             self.last_launch,
             self.last_await,
+            (&self.on_pair, self.drains),
             self.uploaded,
             self.reserved,
             self.former_leases,

@@ -421,11 +421,18 @@ impl Lane {
                     return;
                 };
                 self.run_mut(idx).launched_on = Some(self.pair.created_count());
+                // Runs launch in submission order, so the latest earlier run still on the
+                // pair is the one whose boundary this launch may have to wait for.
+                let after = self.items[..idx].iter().rev().find_map(|item| match item {
+                    Item::Run(r) if r.phase.on_pair() => Some(r.lease),
+                    _ => None,
+                });
                 self.emit(Effect::LaunchRun {
                     run,
                     lease,
                     aicpu,
                     aicore,
+                    after,
                 });
             }
             RunAction::Await => {
