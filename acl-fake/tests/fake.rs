@@ -1050,11 +1050,31 @@ fn sleeps(tid: u32) -> u64 {
         .expect("voluntary_ctxt_switches")
 }
 
-/// A new stream and the worker thread the fake started for it.
+/// Whether thread `tid` is one of the fake's stream workers (named `fake-acl-<device>-stream-
+/// <id>`; the kernel keeps the first 15 bytes).
+fn is_stream_worker(tid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+        .is_ok_and(|name| name.starts_with("fake-acl-"))
+}
+
+/// A new stream and the worker thread the fake started for it. Threads the test harness
+/// starts meanwhile (the next test's, while this one runs) are not the fake's: only stream
+/// workers count. A new thread names itself once it runs, so its name is waited for.
 fn stream_with_worker(acl: &ascend_cl_sys::Acl) -> (AclrtStream, u32) {
     let before = threads();
     let stream = create_stream(acl);
-    let started: Vec<u32> = threads().difference(&before).copied().collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let started = loop {
+        let started: Vec<u32> = threads()
+            .difference(&before)
+            .copied()
+            .filter(|&tid| is_stream_worker(tid))
+            .collect();
+        if !started.is_empty() || std::time::Instant::now() > deadline {
+            break started;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
     assert_eq!(started.len(), 1, "one worker a stream: {started:?}");
     (stream, started[0])
 }

@@ -366,11 +366,27 @@ fn with_copies_on_the_streams_no_failing_call_leaks_a_stream_an_event_an_allocat
     }
 }
 
+/// Synchronous copies on a profile without result records: its status read is a copy of its
+/// own (with records, the status is read in the record's copy).
+fn sync_without_records(fake: &common::Fake) -> AclConfig {
+    let (_, probed) = fake.open();
+    let profile = Profile::custom(ProfileSpec {
+        verdict: lane_core::status_latch::VerdictChannel::StreamSync,
+        launch_depth: 1,
+        ..probed.spec()
+    })
+    .expect("a valid profile");
+    AclConfig {
+        profile: Some(profile),
+        ..fake.config()
+    }
+}
+
 #[test]
 fn a_failed_readback_enqueue_fails_its_run_at_the_status_read_as_a_failed_synchronous_read_does() {
-    // Synchronous copies of a first run: the record region's zeroing, the arm, the record
-    // read, the status read. On the streams: the arm, then the readback. Fail the status
-    // read's.
+    // Synchronous copies of a first run on a profile without records: the record region's
+    // zeroing, the arm, the status read. On the streams: the arm, then the readback. Fail the
+    // status read's.
     let failed_read = |config: fn(&common::Fake) -> AclConfig, symbol: &str, skip: u32| {
         let fake = common::fake();
         let mut d = driver(&fake, config(&fake), Vec::new());
@@ -379,7 +395,7 @@ fn a_failed_readback_enqueue_fails_its_run_at_the_status_read_as_a_failed_synchr
         let cause = verdict(&reports[0]).cause().copied().expect("run 1 failed");
         (cause, reports[0].to_string())
     };
-    let (sync, sync_line) = failed_read(|fake| fake.config(), "aclrtMemcpy", 3);
+    let (sync, sync_line) = failed_read(sync_without_records, "aclrtMemcpy", 2);
     let (on_stream, on_stream_line) = failed_read(on_stream, "aclrtMemcpyAsync", 1);
     assert_eq!(
         sync.stage(),
@@ -598,10 +614,10 @@ fn assert_run_5_poisoned_alone(
 fn a_failed_record_read_of_run_5_poisons_it_with_the_reads_code_after_a_clean_device_verdict() {
     // The driver's synchronous copies, in its (single-threaded, deterministic) order: each
     // slot's first use zeroes its record region, then every launch arms its slot; each run
-    // that completes has its record read, then its status read. Run 6 is launched (behind
+    // that completes has its status and record read in one copy. Run 6 is launched (behind
     // run 5, depth two) before run 5's record is read, so ahead of that read come 2 zeroings,
-    // 6 arms, and runs 1 to 4's record and status reads.
-    let skip = 2 + 6 + 4 * 2;
+    // 6 arms, and runs 1 to 4's reads.
+    let skip = 2 + 6 + 4;
     let reports = twelve_with_failed_call("aclrtMemcpy", 507_899, skip);
     // Its kernels published an ok record, unread: the device verdict is clean and the
     // record-read-failed row poisons with the read's code.

@@ -101,20 +101,21 @@ impl Model {
     ///   boundary task, and N+1's AICore kernel, behind its wait on that boundary, starts:
     ///   three tasks, each behind a task switch (the waits are no tasks of their own). Before
     ///   the one-boundary order this was `2·TaskSwitch + EventTask` (one event per stream).
-    /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + 2·ReadD2h + WriteH2d +
+    /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + ReadD2h + WriteH2d +
     ///   2·KernelLaunch + EventRecord + KernelStartLatency`: at depth one, run N's
-    ///   `core_done` and boundary pass, the blocked host wakes, reads N's result record (one
-    ///   D2H, L-8) and its status (one D2H: timing and header), arms N+1's slot (one H2D),
+    ///   `core_done` and boundary pass, the blocked host wakes, reads N's timing, status
+    ///   header and result record (one D2H, L-8: the status read answers from it, decision
+    ///   0023; it was two D2Hs before), arms N+1's slot (one H2D),
     ///   launches the AICore kernel (no stream wait on N's boundary: its wait returned, so it
     ///   has passed), records its `core_done`, launches the AICPU kernel, and N+1 starts
     ///   after the start latency. N+1 was prepared while N ran (the a2a3 profile prepares
     ///   concurrently, A23), and N's finalise runs after N+1's launch, so neither is on this
     ///   path.
     /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·StreamWait +
-    ///   EventQuery + 2·ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
+    ///   EventQuery + ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
     ///   prepare, the arm, two launches, the `core_done` and boundary records, the waits on
-    ///   the predecessor's boundary and on `core_done`, the boundary wait, the record and
-    ///   status D2Hs, finalise). When the host is the bottleneck the boundary has passed by
+    ///   the predecessor's boundary and on `core_done`, the boundary wait, the one D2H of
+    ///   status and record, finalise). When the host is the bottleneck the boundary has passed by
     ///   the time it waits, so the wait costs a query, not a wake-up. `H1 = H − StreamWait`
     ///   at depth one, which makes no wait on the predecessor's boundary; so where the host
     ///   bounds both, depth one is ahead of queued by that one call.
@@ -179,7 +180,7 @@ impl Model {
             + 2 * c(Cost::EventRecord)
             + 2 * c(Cost::StreamWait)
             + c(Cost::EventQuery)
-            + 2 * c(Cost::ReadD2h)
+            + c(Cost::ReadD2h)
             + c(Cost::Finalise);
         let model = Self {
             g3_ns: 4 * c(Cost::TaskSwitch) + 2 * c(Cost::EventTask) + c(Cost::CopyTask),
@@ -198,7 +199,7 @@ impl Model {
             r_ns: 2 * c(Cost::TaskSwitch)
                 + 2 * c(Cost::EventTask)
                 + c(Cost::HostWakeup)
-                + 2 * c(Cost::ReadD2h)
+                + c(Cost::ReadD2h)
                 + c(Cost::WriteH2d)
                 + 2 * c(Cost::KernelLaunch)
                 + c(Cost::EventRecord)

@@ -67,7 +67,8 @@ use lane_driver::dispatch::{
 };
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
-    Executor, NoObserver, Observer, PrepareError, RunArgs, Runner, Turn, Wait, run_device_wait,
+    Executor, NoObserver, Observer, PrepareError, Readback, RunArgs, Runner, Turn, Wait,
+    run_device_wait,
 };
 
 use crate::device::{SimDevice, SimRunner};
@@ -262,8 +263,10 @@ struct Answer {
     reply: Reply,
 }
 
-/// What a host thread gives back.
+/// What a host thread gives back. A waiter's answer may carry a run's status bytes
+/// (`Wait::Completed`), unboxed as in lane-driver: one per run.
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)]
 enum Reply {
     /// A host worker's answer to its job.
     Worker(WorkerAnswer),
@@ -459,6 +462,10 @@ impl<D: Device, R: Runner<D>> Bookkeeping for Books<'_, '_, D, R> {
     fn note_await(&mut self, effect: Effect) -> Result<(), DriverError> {
         self.progress = true;
         Bookkeeping::note_await(&mut *self.executor(), effect)
+    }
+
+    fn keep_readback(&mut self, readback: Readback) {
+        self.executor().keep_readback(readback);
     }
 
     fn completion_wait(

@@ -488,13 +488,14 @@ std::vector<uint64_t> floor_gaps(const Acl &acl, FakeLaunch launch, uint64_t ker
 
 // The lane's slot layout (lane-driver's driver.rs), kept so the anchors' copies are the
 // lane's: handshake (64 bytes), timing buffer (16), status header (1024 reserved), result
-// record (280). The arm clears the first three in one copy; the status read takes the timing
-// buffer and the a2a3 header (tensormap_and_ringbuffer, 896 bytes) in another.
+// record (280). The arm clears the first three in one copy; after completion one copy reads
+// the timing buffer, the header region and the record (the lane's completion waiter's read,
+// whose status bytes its status read answers from).
 constexpr size_t kTimingOffset = 64;
 constexpr size_t kRecordOffset = kTimingOffset + 16 + 1024;
 constexpr size_t kRecordBytes = 280;
 constexpr size_t kArmBytes = kRecordOffset;
-constexpr size_t kStatusBytes = 16 + 896;
+constexpr size_t kReadBytes = kRecordOffset + kRecordBytes - kTimingOffset;
 // Record fields (status-latch's record.rs): the epoch it was published for, the verdict.
 constexpr size_t kRecordVerdictAt = 12;
 constexpr uint32_t kRecordOk = 1;
@@ -583,18 +584,19 @@ LaunchTimes anchor_launch(Anchor &a, AnchorSlot &s, const AnchorSlot *in_flight)
     return t;
 }
 
-// The lane's retire: the boundary's wait and the record's read (its completion waiter's),
-// then the status read; the run must have published an ok record, as the lane's must.
+// The lane's retire: the boundary's wait, then one read of the timing buffer, the header and
+// the record (its completion waiter's); the run must have published an ok record, as the
+// lane's must.
 DeviceSpan anchor_retire(Anchor &a, const AnchorSlot &s) {
     const Acl &acl = a.acl;
     const char *base = static_cast<const char *>(s.buffer);
-    uint8_t record[kRecordBytes];
-    uint8_t status[kStatusBytes];
+    uint8_t bytes[kReadBytes];
     if (acl.sync_event(s.boundary, 60000) != 0 ||
-        acl.memcpy_sync(record, kRecordBytes, base + kRecordOffset, kRecordBytes, kMemcpyDeviceToHost) != 0 ||
-        acl.memcpy_sync(status, kStatusBytes, base + kTimingOffset, kStatusBytes, kMemcpyDeviceToHost) != 0) {
+        acl.memcpy_sync(bytes, kReadBytes, base + kTimingOffset, kReadBytes, kMemcpyDeviceToHost) != 0) {
         fail("an anchor's wait or read");
     }
+    const uint8_t *record = bytes + (kRecordOffset - kTimingOffset);
+    const uint8_t *status = bytes;
     uint64_t published = 0;
     uint32_t verdict = 0;
     std::memcpy(&published, record, sizeof published);

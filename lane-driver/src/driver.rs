@@ -31,9 +31,12 @@ pub const HANDSHAKE_BYTES: usize = 64;
 /// costs a driver round trip whatever its size (measured-figures.md A1: ~9.5 us, flat from 4
 /// to 64 bytes), so the layout makes each per-run transfer one copy: the handshake, the
 /// timing buffer and the status header are adjacent (one H2D clears all three before a
-/// launch, so no latch outlives its run), the timing buffer and the header are read in one
-/// D2H after completion, and the result record behind them is read on its own, by the
-/// completion waiter right after the boundary (L-8).
+/// launch, so no latch outlives its run), and the timing buffer, the header and the result
+/// record behind them are read in one D2H after completion, by the completion waiter right
+/// after the boundary (L-8): the record decides the verdict, and the status read answers
+/// from the same bytes ([`Readback`](crate::Readback)). With copies on the streams the
+/// status is copied into pinned memory on the AICPU stream instead, and the waiter reads
+/// the record alone.
 ///
 /// ```text
 /// [0, 64)        handshake
@@ -41,9 +44,9 @@ pub const HANDSHAKE_BYTES: usize = 64;
 /// [80, 1104)     status header (the layout's size of it is used)
 /// [1104, 1384)   result record (280 bytes; its `published` word zeroed once, at allocation)
 ///
-/// arm, before the launch (H2D):      [0, 1104)        handshake + timing buffer + header
-/// status read, after completion:     [64, 80 + size)  timing buffer + status header
-/// record read, on the waiter:        [1104, 1384)
+/// arm, before the launch (H2D):         [0, 1104)     handshake + timing buffer + header
+/// after completion, on the waiter (D2H): [64, 1384)   timing buffer + header + record
+/// (copies on the streams: the record alone, [1104, 1384); the status from pinned memory)
 /// ```
 pub const HANDSHAKE_OFFSET: usize = 0;
 /// Offset of the timing buffer in a slot's allocation (see [`HANDSHAKE_OFFSET`]).
@@ -286,8 +289,13 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
                     Wait::Expired(at) => at,
                     _ => self.executor.now(),
                 };
-                self.dispatch
-                    .answer_here(now, &mut self.steps, ticket, answer)?;
+                self.dispatch.answer_here(
+                    now,
+                    &mut self.steps,
+                    &mut self.executor,
+                    ticket,
+                    answer,
+                )?;
                 self.execute_effects()?;
                 Ok(Turn::Progress)
             }

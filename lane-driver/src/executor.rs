@@ -18,18 +18,18 @@ use crate::device::{
     Device, DevicePtr, EventHandle, HostPtr, LaunchContext, LaunchStage, PinnedCopies,
 };
 use crate::driver::{
-    ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_BYTES, HEADER_OFFSET, PROBE_BYTES,
-    RECORD_OFFSET, SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET,
+    ARM_BYTES, DriverError, HANDSHAKE_OFFSET, HEADER_OFFSET, PROBE_BYTES, RECORD_OFFSET,
+    SLOT_BYTES, TIMING_BYTES, TIMING_OFFSET,
 };
 use crate::notice_ring::NoticeRead;
 use crate::observer::{Observation, Observer, Release};
 use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
-use crate::waiter::{DeviceWait, OnDevice, drain, event_failed, run_device_wait};
-
-/// Bytes of the status read: the timing buffer and the whole reserved header behind it. The
-/// copy on the stream is enqueued at launch, before the lane names the layout, so it takes
-/// the reserved size (an async copy's cost does not depend on its size at this scale).
-const READBACK_BYTES: usize = TIMING_BYTES + HEADER_BYTES;
+// The status read's bytes: the timing buffer and the whole reserved header behind it. The
+// copy on the stream is enqueued at launch, before the lane names the layout, so it takes
+// the reserved size (an async copy's cost does not depend on its size at this scale).
+use crate::waiter::{
+    DeviceWait, OnDevice, READBACK_BYTES, Readback, drain, event_failed, run_device_wait,
+};
 /// Where the arm's source (zeros) sits in a slot's pinned host buffer.
 const PINNED_ARM_OFFSET: usize = 0;
 /// Where the status read lands in a slot's pinned host buffer: after the arm's source, so a
@@ -140,10 +140,21 @@ struct Awaited {
 
 /// What a device wait ended with ([`Executor::wait`], [`run_device_wait`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Wait {
     /// The wait has the event that answers it, with the device's text about a failed wait:
     /// feed it to the lane.
     Answered(Answer),
+    /// A completion answered as [`Wait::Answered`] does, with the status bytes its record's
+    /// copy read ([`DeviceWait::Completion`]'s `readback`): give them to
+    /// [`Executor::keep_readback`], then feed the answer. Not boxed: a wait is made once
+    /// per run, and a box would be an allocation per run.
+    Completed {
+        /// The answer to feed.
+        answer: Answer,
+        /// The run's timing buffer and status header, for its status read.
+        readback: Readback,
+    },
     /// The deadline passed at this time before the run completed: tell the lane
     /// (`Lane::handle_timeout`).
     Expired(Timestamp),
@@ -170,6 +181,9 @@ pub struct Executor<D: Device, R: Runner<D>> {
     /// Per slot, the device's text about a readback enqueue that failed at the slot's last
     /// launch: the status read's failure answers it, so it carries the text.
     readback_text: [Option<String>; MAX_SLOTS as usize],
+    /// Per slot, the status bytes its last run's completion wait read with the record
+    /// ([`Executor::keep_readback`]): that run's status read answers from them.
+    kept: [Option<Readback>; MAX_SLOTS as usize],
     /// Where this executor reads the process's notice ring from (L-19): notices written
     /// before it existed are not its device's streams.
     notice_cursor: u64,
@@ -195,6 +209,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             awaited: None,
             readback: [0; READBACK_BYTES],
             readback_text: [const { None }; MAX_SLOTS as usize],
+            kept: [const { None }; MAX_SLOTS as usize],
             notice_cursor: crate::notices().head(),
             notices_lost: 0,
         }
@@ -403,6 +418,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 // attempt recovers is never touched again.
                 self.slots = [None; MAX_SLOTS as usize];
                 self.readback_text = [const { None }; MAX_SLOTS as usize];
+                self.kept = [const { None }; MAX_SLOTS as usize];
                 self.awaited = None;
                 match result {
                     Ok(()) => Event::ResetDone { attempt },
@@ -621,9 +637,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
     }
 
-    /// The status read of L-8 and L-17: the timing buffer and the header behind it, in one
-    /// synchronous copy, or (copies on the streams) from the pinned readback the run's own
-    /// copy filled before its completion events passed.
+    /// The status read of L-8 and L-17: the timing buffer and the header behind it, from
+    /// the bytes the run's completion wait read with its record ([`Executor::keep_readback`]),
+    /// else in one synchronous copy, or (copies on the streams) from the pinned readback the
+    /// run's own copy filled before its completion events passed.
     fn read_status(
         &mut self,
         run: RunId,
@@ -634,15 +651,27 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             return Err(DriverError::UnrecordedEvent { run });
         };
         let len = TIMING_BYTES + layout.size();
-        let read = match slot.pinned {
-            None => self
+        let kept = self
+            .kept
+            .get_mut(usize::from(lease.slot.0))
+            .and_then(|kept| kept.take_if(|kept| kept.lease == lease));
+        let read = match (slot.pinned, kept) {
+            // Read with the record, right after the boundary: no copy of its own.
+            (None, Some(kept)) => {
+                self.readback[..len].copy_from_slice(&kept.bytes[..len]);
+                Ok(())
+            }
+            (None, None) => self
                 .device
                 .memcpy_from_device(&mut self.readback[..len], slot.timing()),
-            Some(Pinned {
-                read_failed: Some(code),
-                ..
-            }) => Err(code),
-            Some(pinned) => self.read_pinned(&slot, pinned, len),
+            (
+                Some(Pinned {
+                    read_failed: Some(code),
+                    ..
+                }),
+                _,
+            ) => Err(code),
+            (Some(pinned), _) => self.read_pinned(&slot, pinned, len),
         };
         if let Err(code) = read {
             return Ok(Event::StatusReadFailed { run, lease, code });
@@ -709,6 +738,19 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         {
             slot.recorded = [false; 2];
         }
+        if let Some(kept) = self.kept.get_mut(usize::from(lease.slot.0)) {
+            *kept = None;
+        }
+    }
+
+    /// Keeps the status bytes a completion wait read with the run's record
+    /// ([`Wait::Completed`]): the run's status read answers from them instead of a copy of
+    /// its own. Bookkeeping only, no device call; a later run of the slot (another lease)
+    /// never reads them.
+    pub fn keep_readback(&mut self, readback: Readback) {
+        if let Some(kept) = self.kept.get_mut(usize::from(readback.lease.slot.0)) {
+            *kept = Some(readback);
+        }
     }
 
     /// The awaited run's completion as a [`DeviceWait`] for a completion waiter, bounded by
@@ -752,6 +794,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             lease,
             boundary: slot.boundary(),
             record: slot.record(),
+            // Synchronous copies read the status with the record; on-stream copies read it
+            // into pinned memory before the boundary.
+            readback: slot.pinned.is_none().then(|| slot.timing()),
             epoch: launched.epoch,
             streams: launched.streams,
             channel,
@@ -782,14 +827,21 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// device itself): both of its completion events, AICPU first (as the C++ drain does),
     /// bounded by `deadline` (see [`completion_wait`](Self::completion_wait)). The
     /// single-thread [`Driver`](crate::Driver)'s wait; lane-service hands the same
-    /// [`DeviceWait`] to its completion waiter instead.
+    /// [`DeviceWait`] to its completion waiter instead. Status bytes read with the record are
+    /// kept here ([`Executor::keep_readback`]), so the answer is never [`Wait::Completed`].
     ///
     /// # Errors
     ///
     /// As [`completion_wait`](Self::completion_wait).
     pub fn wait(&mut self, deadline: Option<Timestamp>) -> Result<Wait, DriverError> {
         Ok(match self.completion_wait(deadline)? {
-            Some(wait) => run_device_wait(&mut OnDevice(&mut self.device), &wait),
+            Some(wait) => match run_device_wait(&mut OnDevice(&mut self.device), &wait) {
+                Wait::Completed { answer, readback } => {
+                    self.keep_readback(readback);
+                    Wait::Answered(answer)
+                }
+                other => other,
+            },
             None => Wait::Pending,
         })
     }
@@ -817,6 +869,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             self.release_made(observer, &Made::from(resources));
         }
         self.readback_text = [const { None }; MAX_SLOTS as usize];
+        self.kept = [const { None }; MAX_SLOTS as usize];
     }
 
     /// Gives a resource back. Nothing waits on the answer (the lane is closed, or the

@@ -93,5 +93,6 @@ pub use runner::{
 };
 pub use steps::LaneSteps;
 pub use waiter::{
-    CompletionWaiter, DeviceWait, OnDevice, WAITER_GRACE_NS, run_device_wait, wait_failed,
+    CompletionWaiter, DeviceWait, OnDevice, READBACK_BYTES, Readback, WAITER_GRACE_NS,
+    run_device_wait, wait_failed,
 };

@@ -14,7 +14,36 @@ use lane_core::{Event, Lease, RunId, Timestamp};
 
 use crate::answer::Answer;
 use crate::device::{Device, DevicePtr, EventHandle};
+use crate::driver::{HEADER_BYTES, TIMING_BYTES};
 use crate::executor::Wait;
+
+/// Bytes of a [`Readback`]: a slot's timing buffer and its whole status header region, the
+/// bytes between the timing buffer's start and the result record.
+pub const READBACK_BYTES: usize = TIMING_BYTES + HEADER_BYTES;
+
+/// A run's timing buffer and status header as its completion wait read them, in the same
+/// device-to-host copy as its result record (a [`DeviceWait::Completion`] with a
+/// `readback`): the status read that follows answers from them with no device call of its
+/// own ([`Executor::keep_readback`](crate::Executor::keep_readback)). Both regions are final
+/// once the boundary completed (both kernels exited), so the bytes are the ones a later
+/// copy would read; a small synchronous copy costs a driver round trip whatever its size
+/// (measured-figures.md A1: ~9.5 us), so one copy instead of two takes that off every run.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Readback {
+    /// The run's lease: the bytes answer only this run's status read.
+    pub lease: Lease,
+    /// The slot's `[timing buffer, status header)` region, as read.
+    pub bytes: [u8; READBACK_BYTES],
+}
+
+impl core::fmt::Debug for Readback {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Readback")
+            .field("lease", &self.lease)
+            .field("bytes", &format_args!("[{} bytes]", self.bytes.len()))
+            .finish()
+    }
+}
 
 /// How long past a wait's own bound (a run's deadline, a drain's timeout) the lane thread
 /// waits for the waiter's answer before it answers the wait itself. The waiter's calls are
@@ -44,6 +73,12 @@ pub enum DeviceWait {
         boundary: EventHandle,
         /// The slot's result record region.
         record: DevicePtr,
+        /// The slot's timing buffer, when the run's status is read with its record (the
+        /// synchronous copy path: [`READBACK_BYTES`] before `record`): the record channel's
+        /// read then takes both in one copy and the answer carries the status bytes
+        /// ([`Wait::Completed`]). `None`: the record is read alone (copies on the streams
+        /// read the status into pinned memory already, or another layout).
+        readback: Option<DevicePtr>,
         /// The run's epoch (the record counts only when stamped with it).
         epoch: u64,
         /// The pair the run was launched on, `[aicpu, aicore]`: what the device verdict
@@ -196,30 +231,36 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
 /// ([`CompletionWaiter::recent_error_message`], read on this thread right after the wait).
 pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &DeviceWait) -> Wait {
     match wait_event(waiter, wait) {
-        Ok(event) => {
+        Ok((event, readback)) => {
             let text = if event_failed(&event) {
                 waiter.recent_error_message()
             } else {
                 None
             };
-            Wait::Answered(Answer { event, text })
+            let answer = Answer { event, text };
+            match readback {
+                Some(readback) => Wait::Completed { answer, readback },
+                None => Wait::Answered(answer),
+            }
         }
         Err(at) => Wait::Expired(at),
     }
 }
 
-/// [`run_device_wait`]'s calls: the event that answers `wait`, or the time at which its
-/// deadline was found passed.
+/// [`run_device_wait`]'s calls: the event that answers `wait` (with the status bytes read in
+/// the record's copy, if asked for and read), or the time at which its deadline was found
+/// passed.
 fn wait_event<W: CompletionWaiter + ?Sized>(
     waiter: &mut W,
     wait: &DeviceWait,
-) -> Result<Event, Timestamp> {
+) -> Result<(Event, Option<Readback>), Timestamp> {
     match *wait {
         DeviceWait::Completion {
             run,
             lease,
             boundary,
             record,
+            readback,
             epoch,
             streams,
             channel,
@@ -227,7 +268,7 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
             unfenced,
         } => {
             if let Err(code) = waiter.bind() {
-                return Ok(Event::CompletionFailed { run, lease, code });
+                return Ok((Event::CompletionFailed { run, lease, code }, None));
             }
             let now = waiter.now();
             if now >= deadline {
@@ -242,20 +283,24 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
                     record: RecordRead::NotRead,
                     device: Some(device_verdict(waiter, streams, deadline)),
                 };
-                return Ok(Event::Completed {
+                let event = Event::Completed {
                     run,
                     lease,
                     evidence,
-                });
+                };
+                return Ok((event, None));
             }
             // A timeout here (507047) is the whole remainder's: the failed wait it is (a
             // stuck run's outcome line says so), on every path that runs this loop.
             if let Err(code) = waiter.synchronize_event(boundary, remaining_ms(deadline, now)) {
-                return Ok(Event::CompletionFailed { run, lease, code });
+                return Ok((Event::CompletionFailed { run, lease, code }, None));
             }
-            let record = match channel {
-                VerdictChannel::Record => read_record(waiter, record, epoch),
-                VerdictChannel::StreamSync => RecordRead::NotRead,
+            let (record, readback) = match channel {
+                VerdictChannel::Record => match readback.filter(|at| adjacent(*at, record)) {
+                    Some(at) => read_record_with_status(waiter, at, lease, epoch),
+                    None => (read_record(waiter, record, epoch), None),
+                },
+                VerdictChannel::StreamSync => (RecordRead::NotRead, None),
             };
             let mut evidence = Evidence {
                 channel,
@@ -266,16 +311,17 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
             if needs_device_verdict(&evidence) {
                 evidence.device = Some(device_verdict(waiter, streams, deadline));
             }
-            Ok(Event::Completed {
+            let event = Event::Completed {
                 run,
                 lease,
                 evidence,
-            })
+            };
+            Ok((event, readback))
         }
         DeviceWait::Drain {
             attempt,
             timeout_ns,
-        } => Ok(drain(waiter, attempt, timeout_ns)),
+        } => Ok((drain(waiter, attempt, timeout_ns), None)),
     }
 }
 
@@ -299,6 +345,38 @@ fn read_record<W: CompletionWaiter + ?Sized>(
         Ok(()) => RecordRead::Read(decode_record(&bytes, epoch)),
         Err(code) => RecordRead::Failed(code),
     }
+}
+
+/// Whether the status bytes start [`READBACK_BYTES`] before the record, so one copy reads
+/// both (the slot layout, `lane_driver::HANDSHAKE_OFFSET`).
+fn adjacent(readback: DevicePtr, record: DevicePtr) -> bool {
+    record.0.checked_sub(readback.0) == u64::try_from(READBACK_BYTES).ok()
+}
+
+/// The record's read with the status bytes in front of it, in one device-to-host copy from
+/// `at` (the slot's timing buffer): the record decoded for the run's epoch, and the status
+/// bytes for the status read; a failed copy fails the record's read and keeps nothing (the
+/// status read then makes its own copy).
+fn read_record_with_status<W: CompletionWaiter + ?Sized>(
+    waiter: &mut W,
+    at: DevicePtr,
+    lease: Lease,
+    epoch: u64,
+) -> (RecordRead, Option<Readback>) {
+    let mut bytes = [0; READBACK_BYTES + RECORD_BYTES];
+    if let Err(code) = waiter.memcpy_from_device(&mut bytes, at) {
+        return (RecordRead::Failed(code), None);
+    }
+    let (status, record) = bytes.split_at(READBACK_BYTES);
+    let mut readback = Readback {
+        lease,
+        bytes: [0; READBACK_BYTES],
+    };
+    readback.bytes.copy_from_slice(status);
+    (
+        RecordRead::Read(decode_record(record, epoch)),
+        Some(readback),
+    )
 }
 
 /// The device verdict (L-8): a bounded synchronize of the AICPU stream, then the AICore
@@ -346,7 +424,7 @@ pub(crate) fn drain<W: CompletionWaiter + ?Sized>(
 #[must_use]
 pub const fn wait_failed(wait: &Wait) -> bool {
     match wait {
-        Wait::Answered(answer) => event_failed(&answer.event),
+        Wait::Answered(answer) | Wait::Completed { answer, .. } => event_failed(&answer.event),
         Wait::Expired(_) | Wait::Pending => false,
     }
 }

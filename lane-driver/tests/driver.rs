@@ -14,8 +14,8 @@ use lane_core::{
 use lane_driver::{
     Answer, Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError,
     EventHandle, Executor, HEADER_OFFSET, HostWorker, LaneSteps, LaunchContext, LaunchStage,
-    Observation, Observer, PrepareError, RECORD_OFFSET, Release, RunArgs, Runner, SLOT_BYTES,
-    TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
+    Observation, Observer, PrepareError, READBACK_BYTES, RECORD_OFFSET, Release, RunArgs, Runner,
+    SLOT_BYTES, TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
 };
 
 #[derive(Default)]
@@ -362,8 +362,8 @@ fn a_successor_launched_once_its_predecessors_boundary_passed_makes_no_wait_on_i
     let log = calls(&mut d);
     let read = log
         .iter()
-        .position(|c| c == "memcpy_from_device p5+64 912B")
-        .expect("run 1's status read");
+        .position(|c| c == "memcpy_from_device p5+64 1320B")
+        .expect("run 1's record and status read");
     let launch = log
         .iter()
         .position(|c| c == "launch_aicore r2 on s2")
@@ -415,8 +415,10 @@ fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_docu
 }
 
 #[test]
-fn completion_waits_on_the_boundary_reads_the_record_then_timing_and_header_in_one_copy_before_the_verdict()
+fn completion_waits_on_the_boundary_then_reads_timing_header_and_record_in_one_copy_before_the_verdict()
  {
+    // One D2H from the timing buffer through the record's end: the record decides the
+    // verdict, and the status read answers from the same bytes with no copy of its own.
     let mut d = driver();
     d.submit(RunRequest::new()).unwrap().unwrap();
     calls(&mut d);
@@ -425,8 +427,7 @@ fn completion_waits_on_the_boundary_reads_the_record_then_timing_and_header_in_o
         calls(&mut d),
         [
             "synchronize_event e3",
-            "memcpy_from_device p5+1104 280B",
-            "memcpy_from_device p5+64 912B",
+            "memcpy_from_device p5+64 1320B",
             "finalise r1 copy-back",
         ]
     );
@@ -456,12 +457,19 @@ fn a_run_that_publishes_nothing_is_synchronized_and_a_device_code_poisons_it_wit
         log[..3],
         [
             "synchronize_event e3",
-            "memcpy_from_device p5+1104 280B",
+            "memcpy_from_device p5+64 1320B",
             "synchronize_stream s1"
         ],
         "{log:?}"
     );
     assert!(!log.iter().any(|c| c == "memcpy_from_device p5+64 912B"));
+    assert_eq!(
+        log.iter()
+            .filter(|c| c.starts_with("memcpy_from_device"))
+            .count(),
+        1,
+        "{log:?}"
+    );
     match outcomes(&mut d).as_slice() {
         [Outcome::Run(r)] => match r.verdict {
             Verdict::Failed { cause } => {
@@ -864,6 +872,7 @@ fn a_completion_wait_hands_out_the_awaited_runs_boundary_record_epoch_and_pair_w
             run,
             boundary,
             record,
+            readback,
             epoch,
             streams,
             channel,
@@ -873,6 +882,11 @@ fn a_completion_wait_hands_out_the_awaited_runs_boundary_record_epoch_and_pair_w
             assert_eq!(run, RunId(1));
             assert_eq!(boundary, EventHandle(3), "the slot's first event");
             assert_eq!((record, epoch), (launched.record, launched.epoch));
+            assert_eq!(
+                readback,
+                Some(launched.timing),
+                "synchronous copies: the status is read with the record, from the timing buffer"
+            );
             assert_ne!(epoch, 0);
             assert_eq!(streams, [StreamHandle(1), StreamHandle(2)], "AICPU first");
             assert_eq!(channel, VerdictChannel::Record);
@@ -971,8 +985,11 @@ impl CompletionWaiter for Scripted {
         if let Some(raw) = self.read_fails {
             return Err(Recorder::code(raw));
         }
+        // A copy longer than the record reads the status bytes in front of it: 0xAB here.
         let record = self.record.unwrap_or([0; RECORD_BYTES]);
-        dst.copy_from_slice(&record[..dst.len()]);
+        let (status, tail) = dst.split_at_mut(dst.len().saturating_sub(RECORD_BYTES));
+        status.fill(0xAB);
+        tail.copy_from_slice(&record[..tail.len()]);
         Ok(())
     }
 }
@@ -999,6 +1016,7 @@ fn completion(deadline_ns: u64) -> DeviceWait {
         },
         boundary: EventHandle(10),
         record: DevicePtr(0x500),
+        readback: None,
         epoch: EPOCH,
         streams: [StreamHandle(1), StreamHandle(2)],
         channel: VerdictChannel::Record,
@@ -1030,6 +1048,148 @@ fn a_waiter_waits_on_the_boundary_then_reads_the_record_and_a_published_ok_recor
         "one event wait bounded by the deadline (rounded up), one record read, no stream synchronize"
     );
     assert!(!wait_failed(&answer));
+}
+
+/// [`completion`] with the status read asked for with the record, from `readback`.
+fn completion_with_readback(deadline_ns: u64, readback: DevicePtr) -> DeviceWait {
+    let mut wait = completion(deadline_ns);
+    if let DeviceWait::Completion { readback: at, .. } = &mut wait {
+        *at = Some(readback);
+    }
+    wait
+}
+
+#[test]
+fn a_waiter_asked_for_the_status_reads_it_with_the_record_in_one_copy_and_answers_with_its_bytes() {
+    let mut waiter = Scripted {
+        takes: 2_000_000,
+        record: Some(encode_record(EPOCH, &RecordWrite::Ok)),
+        ..Scripted::default()
+    };
+    // The timing buffer sits READBACK_BYTES before the record (the slot layout).
+    let at = DevicePtr(0x500 - READBACK_BYTES as u64);
+    let answer = run_device_wait(&mut waiter, &completion_with_readback(10_500_000, at));
+    assert_eq!(
+        waiter.calls,
+        [
+            "bind",
+            "synchronize_event e10 11 ms",
+            &format!("memcpy_from_device p{} 1320B", at.0),
+        ],
+        "one copy from the timing buffer through the record's end"
+    );
+    match answer {
+        Wait::Completed { answer, readback } => {
+            match answer.event {
+                lane_core::Event::Completed { evidence, .. } => assert_eq!(
+                    evidence,
+                    lane_core::status_latch::Evidence::PUBLISHED_OK,
+                    "the record is decoded from the copy's tail"
+                ),
+                other => panic!("expected Completed, got {other:?}"),
+            }
+            let DeviceWait::Completion { lease, .. } = completion(0) else {
+                unreachable!()
+            };
+            assert_eq!(readback.lease, lease, "the bytes answer this run only");
+            assert!(
+                readback.bytes.iter().all(|&b| b == 0xAB),
+                "the status bytes are the copy's head"
+            );
+        }
+        other => panic!("expected Completed with the status bytes, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_failed_copy_of_record_and_status_fails_the_record_read_and_keeps_no_status_bytes() {
+    let mut waiter = Scripted {
+        record: Some(encode_record(EPOCH, &RecordWrite::Ok)),
+        read_fails: Some(507_899),
+        ..Scripted::default()
+    };
+    let at = DevicePtr(0x500 - READBACK_BYTES as u64);
+    let answer = run_device_wait(&mut waiter, &completion_with_readback(5_000_000_000, at));
+    assert!(
+        matches!(answer, Wait::Answered(_)),
+        "no status bytes: the status read makes its own copy"
+    );
+    assert_eq!(
+        evidence(&answer).record,
+        lane_core::status_latch::RecordRead::Failed(Recorder::code(507_899))
+    );
+}
+
+#[test]
+fn a_readback_that_does_not_end_at_the_record_is_not_read_and_the_record_is_read_alone() {
+    let mut waiter = Scripted {
+        record: Some(encode_record(EPOCH, &RecordWrite::Ok)),
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(
+        &mut waiter,
+        &completion_with_readback(5_000_000_000, DevicePtr(0x100)),
+    );
+    assert!(matches!(answer, Wait::Answered(_)), "{answer:?}");
+    assert_eq!(waiter.calls[2], "memcpy_from_device p1280 280B");
+}
+
+#[test]
+fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_otherwise() {
+    let (_, mut executor) = awaiting_executor();
+    let launched = executor.device().launched[0];
+    let Some(DeviceWait::Completion { run, lease, .. }) =
+        executor.completion_wait(Some(Timestamp(u64::MAX))).unwrap()
+    else {
+        panic!("a completion wait");
+    };
+    // What the kernels left in the slot, with a timing buffer the device does not hold, so an
+    // answer from the kept bytes is told from one from a copy.
+    let mut bytes = [0; READBACK_BYTES];
+    bytes.copy_from_slice(&executor.device_mut().mem(launched.timing)[..READBACK_BYTES]);
+    bytes[..8].copy_from_slice(&5u64.to_le_bytes());
+    bytes[8..16].copy_from_slice(&6u64.to_le_bytes());
+    let read = lane_core::Effect::ReadStatus {
+        run,
+        lease,
+        layout: HeaderLayout::TensormapAndRingbuffer,
+    };
+    let timing_of = |answer: Option<Answer>| match answer.map(|a| a.event) {
+        Some(lane_core::Event::StatusRead { timing, .. }) => (timing.start_ns, timing.end_ns),
+        other => panic!("expected StatusRead, got {other:?}"),
+    };
+    executor.keep_readback(lane_driver::Readback { lease, bytes });
+    executor.device_mut().calls.clear();
+    let kept = executor
+        .execute(read, &mut lane_driver::NoObserver)
+        .unwrap();
+    assert_eq!(timing_of(kept), (5, 6), "the kept bytes answer");
+    assert!(
+        executor.device().calls.is_empty(),
+        "no device call: {:?}",
+        executor.device().calls
+    );
+    // Kept for another run of the slot (a later generation): never this run's answer.
+    let later = lane_core::Lease {
+        generation: lane_core::Generation(lease.generation.0.checked_add(1).unwrap()),
+        ..lease
+    };
+    executor.keep_readback(lane_driver::Readback {
+        lease: later,
+        bytes,
+    });
+    let copied = executor
+        .execute(read, &mut lane_driver::NoObserver)
+        .unwrap();
+    assert_eq!(
+        timing_of(copied),
+        (900_000, 1_000_000),
+        "the device's bytes"
+    );
+    assert_eq!(
+        executor.device().calls,
+        [format!("memcpy_from_device p5+64 {}B", 16 + 896)]
+    );
 }
 
 #[test]

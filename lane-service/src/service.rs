@@ -945,6 +945,9 @@ fn lane_thread<D: Device + Send, R: Runner<D> + Send>(
             }
             Ran::Elsewhere => {
                 if mailbox.exited() {
+                    // The thread that ran the steps to their end may have delivered outcomes
+                    // after the announce above: each is still shown before this thread ends.
+                    announce(mailbox, on_outcome);
                     return Ok(());
                 }
                 Instant::now().checked_add(Duration::from_nanos(NOTICE_POLL_NS))

@@ -26,8 +26,9 @@ const DEVICE_CALL_NS: f64 = 5_500.0;
 const JITTER_POINTS: &str = "50,100,110,115,120,125,130,250,1000";
 /// Per-run jitter of the second sweep, in percent.
 const JITTER_PCT: &str = "10";
-/// The previous slot layout (two copies to arm a launch, two to read the status) costs what
-/// one copy each costs at twice the price: the sweep's `--cost` reproduces its timing.
+/// Two copies to arm a launch and two to read back after completion (the layouts before the
+/// slot's one allocation and before decision 0023) cost what one copy each costs at twice
+/// the price: the sweep's `--cost` reproduces their timing.
 const PREVIOUS_LAYOUT_COSTS: [&str; 4] = ["--cost", "read_d2h=19", "--cost", "write_h2d=19"];
 
 /// One micro-benchmark: where it lives, its divan path, what it measures, its target.
@@ -730,11 +731,11 @@ impl Doc<'_> {
         );
         let _ = writeln!(
             out,
-            "- `R` = 2 × `task_switch` + 2 × `event_task` + `host_wakeup` + 2 × `read_d2h` + \
+            "- `R` = 2 × `task_switch` + 2 × `event_task` + `host_wakeup` + `read_d2h` + \
              `write_h2d` + 2 × `kernel_launch` + `event_record` + `kernel_start_latency` = \
              **{} us**: N's `core_done` and boundary pass, the blocked host wakes, reads N's \
-             result record and its timing and status header (two D2H), arms N+1's slot (one \
-             H2D), launches both kernels with N+1's `core_done` recorded between them (no \
+             timing, status header and result record (one D2H, whose status bytes the status \
+             read answers from: decision 0023), arms N+1's slot (one H2D), launches both kernels with N+1's `core_done` recorded between them (no \
              stream wait on N's boundary: its wait returned), and N+1 starts after the start \
              latency. N+1 was prepared while N ran, and N's finalise follows N+1's launch: \
              neither is on this path.",
@@ -743,7 +744,7 @@ impl Doc<'_> {
         let _ = writeln!(
             out,
             "- `H` = `prepare` + `write_h2d` + 2 × `kernel_launch` + 2 × `event_record` + \
-             2 × `stream_wait` + `event_query` + 2 × `read_d2h` + `finalise` = **{} us**: all \
+             2 × `stream_wait` + `event_query` + `read_d2h` + `finalise` = **{} us**: all \
              the lane thread's work per run (§5's `H`); once the host is the bottleneck the \
              boundary has passed when it waits, so the wait is a query. `H1` = `H` − \
              `stream_wait` = **{} us** at depth one, which makes no wait on its predecessor's \
@@ -1024,27 +1025,30 @@ impl Doc<'_> {
     fn layout(&self, out: &mut String) -> Result<(), String> {
         let before = &self.previous["model"];
         let after = &self.sweep["model"];
-        out.push_str("### The slot layout: one copy to arm a launch, one to read a status\n\n");
+        out.push_str("### The slot layout: one copy to arm a launch, one to read back\n\n");
         let _ = writeln!(
             out,
-            "The driver used to allocate each slot's status header, timing buffer and \
-             handshake separately, so every run paid two H2D copies to arm its launch and two \
-             D2H reads after completion; each small synchronous copy is a ~9.5 us driver round \
-             trip whatever its size (A1). Each slot now has one allocation (handshake, timing \
-             buffer, status header, in that order: `lane_driver::HANDSHAKE_OFFSET`), so one \
-             H2D clears handshake and timing and one D2H reads timing and header. That takes \
-             one copy off `R` and one off `H` each way: `R` {} → {} us, `H` {} → {} us. The \
-             previous layout's timing is reproduced by the sweep with `{}` (checked against a \
-             build of the previous driver when the layout changed: the same runs/s at 50, 250 \
-             and 1000 us):\n",
+            "Each slot has one device allocation (handshake, timing buffer, status header, \
+             result record, in that order: `lane_driver::HANDSHAKE_OFFSET`), so one H2D clears \
+             handshake, timing and header before a launch, and one D2H, the completion \
+             waiter's, reads timing, header and record after completion; the status read \
+             answers from those bytes ([decision 0023](decisions/0023-status-read-with-the-record.md)). \
+             Each small synchronous copy is a ~9.5 us driver round trip whatever its size \
+             (A1). Before, a run paid two copies each way: the handshake, timing buffer and \
+             header were separate allocations (two H2D to arm), and the record and the status \
+             were read apart (two D2H). That timing is reproduced by the sweep with `{}`, one \
+             copy each way at twice the price (with `--cost read_d2h=19` alone it reproduces \
+             the driver just before decision 0023: checked against that build, the same runs/s \
+             at 50, 250 and 1000 us). One copy each way takes one off `R` and one off `H` each \
+             way: `R` {} → {} us, `H` {} → {} us.\n",
+            PREVIOUS_LAYOUT_COSTS.join(" "),
             us(num(before, "r_ns")?),
             us(num(after, "r_ns")?),
             us(num(before, "h_ns")?),
             us(num(after, "h_ns")?),
-            PREVIOUS_LAYOUT_COSTS.join(" ")
         );
         out.push_str(
-            "| device time | previous layout: depth one / queued runs/s | this layout: depth one / queued runs/s | depth-one gain | queued gain |\n\
+            "| device time | two copies each way: depth one / queued runs/s | one copy each way: depth one / queued runs/s | depth-one gain | queued gain |\n\
              |---:|---:|---:|---:|---:|\n",
         );
         for (old, new) in points(self.previous)?.iter().zip(points(self.sweep)?) {
@@ -1065,8 +1069,8 @@ impl Doc<'_> {
             );
         }
         out.push_str(
-            "\nThe previous layout met its own model as well: the copies were not a \
-             serialisation the model missed, they were in `R` and `H`. Removing one of each \
+            "\nTwo copies each way meet their own model as well: the copies are not a \
+             serialisation the model misses, they are in `R` and `H`. Removing one of each \
              raises the host-bound ceiling (queued and depth one alike) and shortens the \
              depth-one round trip; where the queued lane is device-bound it was already at \
              `D + g`. The queued/depth-one ratio falls a little, because depth one gains the \

@@ -380,8 +380,8 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
          The lane against the loops a runner writes without it, in the same process on the same \
          fake. **Depth-one anchor**: the calls the lane makes for a run, on the lane's slot \
          layout (the arm copy, the AICore kernel, `core_done`, the AICPU kernel, the AICPU \
-         stream's wait on `core_done`, the boundary; then the boundary's wait, the record's read \
-         and the status read), made directly on the fake's ACL calls from the bench's thread, \
+         stream's wait on `core_done`, the boundary; then the boundary's wait and one read of \
+         the timing buffer, the status header and the record), made directly on the fake's ACL calls from the bench's thread, \
          each run launched once the one before was read (launch, wait, read, launch). **Queued \
          anchor**: the same calls with two runs in flight, run N+1 launched (its AICore kernel \
          behind N's boundary) before N's wait, then wait for the oldest, read it, launch the \

@@ -171,12 +171,9 @@ impl SimDevice {
                 if let Some(run) = header_of {
                     d.check_timing_writer(run);
                 }
-                // A read of a live run's record region is the waiter's record read (L-8).
-                let record_of = d
-                    .live_runs
-                    .values()
-                    .find(|a| a.record == src)
-                    .map(|a| a.run);
+                // A read covering a live run's record region is the waiter's record read
+                // (L-8); with synchronous copies it covers the status header too (one copy).
+                let record_of = d.record_read_of(src, len);
                 d.sticky_now().and_then(|()| {
                     if let Some(run) = header_of {
                         if let Some(Injected::Fail(code)) =
@@ -297,6 +294,17 @@ impl SimDevice {
         self.live_runs
             .values()
             .find(|a| read.contains(&a.status_header.0))
+            .map(|a| a.run)
+    }
+
+    /// The live run whose result record region a device-to-host read of `len` bytes from
+    /// `src` covers, if any.
+    fn record_read_of(&self, src: DevicePtr, len: usize) -> Option<RunId> {
+        let len = u64::try_from(len).unwrap_or(u64::MAX);
+        let read = src.0..src.0.saturating_add(len);
+        self.live_runs
+            .values()
+            .find(|a| read.contains(&a.record.0))
             .map(|a| a.run)
     }
 

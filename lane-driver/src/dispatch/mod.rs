@@ -30,7 +30,7 @@ use crate::executor::{Executor, Wait};
 use crate::observer::Observer;
 use crate::runner::{Runner, is_host_work};
 use crate::steps::LaneSteps;
-use crate::waiter::DeviceWait;
+use crate::waiter::{DeviceWait, Readback};
 
 /// A host worker's answer to a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,6 +106,9 @@ pub trait Bookkeeping {
     ///
     /// As [`Executor::execute`].
     fn note_await(&mut self, effect: Effect) -> Result<(), DriverError>;
+    /// Keeps the status bytes a completion wait read with the run's record
+    /// ([`Executor::keep_readback`]).
+    fn keep_readback(&mut self, readback: Readback);
     /// The awaited run's completion as a device wait ([`Executor::completion_wait`]).
     ///
     /// # Errors
@@ -129,6 +132,9 @@ impl<D: Device, R: Runner<D>> Bookkeeping for Executor<D, R> {
     }
     fn note_await(&mut self, effect: Effect) -> Result<(), DriverError> {
         self.execute(effect, &mut crate::NoObserver).map(drop)
+    }
+    fn keep_readback(&mut self, readback: Readback) {
+        Self::keep_readback(self, readback);
     }
     fn completion_wait(
         &mut self,
@@ -328,7 +334,7 @@ impl Dispatch {
         self.forget_abandoned(steps)?;
         if let Some((ticket, waited)) = helpers.waited() {
             match self.wait_out.filter(|out| out.ticket == ticket) {
-                Some(out) => self.answer(now, steps, helpers, out, waited)?,
+                Some(out) => self.answer(now, steps, helpers, books, out, waited)?,
                 None => {
                     self.take(DispatchInput::StaleWaited)?;
                 }
@@ -373,7 +379,7 @@ impl Dispatch {
                     helpers.withdraw_wait();
                     // Past the deadline the lane poisons; were the run still awaiting,
                     // nothing would be out and the settle check would report it stuck.
-                    apply(steps, now, out.wait.answer_at_bound(now))?;
+                    apply(steps, now, out.wait.answer_at_bound(now), books)?;
                 }
                 _ => break,
             }
@@ -509,11 +515,12 @@ impl Dispatch {
         now: Timestamp,
         steps: &mut LaneSteps<O>,
         helpers: &mut impl Helpers,
+        books: &mut impl Bookkeeping,
         out: WaitOut,
         waited: Wait,
     ) -> Result<(), DriverError> {
-        let early = !matches!(waited, Wait::Answered(_));
-        apply(steps, now, waited)?;
+        let early = !matches!(waited, Wait::Answered(_) | Wait::Completed { .. });
+        apply(steps, now, waited, books)?;
         if early && still_asked(steps, &out.wait) {
             self.take(DispatchInput::WaitedEarly)?;
             self.hand_wait(now, out.wait, helpers);
@@ -533,11 +540,12 @@ impl Dispatch {
         &mut self,
         now: Timestamp,
         steps: &mut LaneSteps<O>,
+        books: &mut impl Bookkeeping,
         ticket: u64,
         waited: Wait,
     ) -> Result<(), DriverError> {
         match self.wait_out.filter(|out| out.ticket == ticket) {
-            Some(out) => self.answer(now, steps, &mut NoHelpers, out, waited),
+            Some(out) => self.answer(now, steps, &mut NoHelpers, books, out, waited),
             // Abandoned meanwhile (nothing else runs here, so only a bug gets here).
             None => Ok(()),
         }
@@ -555,14 +563,20 @@ fn still_asked<O: Observer>(steps: &LaneSteps<O>, wait: &DeviceWait) -> bool {
     }
 }
 
-/// Feeds a device wait's answer to the lane.
+/// Feeds a device wait's answer to the lane; status bytes read with a record go to the
+/// executor first, for the status read the answer leads to.
 fn apply<O: Observer>(
     steps: &mut LaneSteps<O>,
     now: Timestamp,
     waited: Wait,
+    books: &mut impl Bookkeeping,
 ) -> Result<(), DriverError> {
     match waited {
         Wait::Answered(answer) => steps.feed(now, answer),
+        Wait::Completed { answer, readback } => {
+            books.keep_readback(readback);
+            steps.feed(now, answer)
+        }
         Wait::Expired(at) => steps.expire(now.max(at)),
         Wait::Pending => Ok(()),
     }

@@ -3,7 +3,7 @@
 //! simulator (whose runner work is bound to its device), for the worker tests. Nothing here
 //! allocates per run.
 
-use lane_core::status_latch::{AclCode, RecordWrite, encode_record};
+use lane_core::status_latch::{AclCode, RECORD_BYTES, RecordWrite, encode_record};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
@@ -24,9 +24,11 @@ pub struct Instant0 {
     /// Each record region's last published epoch, shared with the waiter (which reads it).
     records: Records,
     next: u64,
-    reads: u64,
+    /// Status reads so far, the device's and the waiter's (which reads the status with the
+    /// record), shared with the waiter.
+    reads: Arc<AtomicU64>,
     /// The status read with this number (from 1) fails with 507015 (an AICore exception: a
-    /// poison).
+    /// poison). A read of the status with the record counts, and then fails the record's read.
     pub fail_read: Option<u64>,
     /// Gives no completion waiter (as `Device::completion_waiter`'s default: 207000).
     pub no_waiter: bool,
@@ -41,7 +43,7 @@ impl Instant0 {
             epoch: Instant::now(),
             records: Records::default(),
             next: 0,
-            reads: 0,
+            reads: Arc::new(AtomicU64::new(0)),
             fail_read: None,
             no_waiter: false,
             stuck_wait: None,
@@ -61,6 +63,25 @@ impl Instant0 {
 
 /// Record region address to the epoch last published there.
 type Records = Arc<Mutex<BTreeMap<u64, u64>>>;
+
+/// One more status read: `Err` when it is the one `fail_read` names.
+fn status_read(reads: &AtomicU64, fail_read: Option<u64>) -> Result<(), AclCode> {
+    let read = reads.fetch_add(1, Ordering::SeqCst) + 1;
+    if Some(read) == fail_read {
+        return Err(AclCode::from_raw(507_015).expect("a failure code"));
+    }
+    Ok(())
+}
+
+/// The status bytes every run leaves: the timing buffer (start 1, end 2) and a clean header
+/// (zeros).
+fn fill_status(dst: &mut [u8]) {
+    dst.fill(0);
+    if let Some(timing) = dst.get_mut(..16) {
+        timing[..8].copy_from_slice(&1u64.to_le_bytes());
+        timing[8..].copy_from_slice(&2u64.to_le_bytes());
+    }
+}
 
 impl Device for Instant0 {
     fn now(&mut self) -> Timestamp {
@@ -121,16 +142,9 @@ impl Device for Instant0 {
         Ok(())
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], _src: DevicePtr) -> Result<(), AclCode> {
-        self.reads += 1;
-        if Some(self.reads) == self.fail_read {
-            return Err(AclCode::from_raw(507_015).expect("a failure code"));
-        }
-        // The read is the timing buffer (start 1, end 2) and a clean header (zeros).
-        dst.fill(0);
-        if let Some(timing) = dst.get_mut(..16) {
-            timing[..8].copy_from_slice(&1u64.to_le_bytes());
-            timing[8..].copy_from_slice(&2u64.to_le_bytes());
-        }
+        // The read is the status read: the timing buffer and the header.
+        status_read(&self.reads, self.fail_read)?;
+        fill_status(dst);
         Ok(())
     }
     fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
@@ -140,6 +154,8 @@ impl Device for Instant0 {
         Ok(Box::new(Instant0Waiter {
             epoch: self.epoch,
             records: Arc::clone(&self.records),
+            reads: Arc::clone(&self.reads),
+            fail_read: self.fail_read,
             stuck: self.stuck_wait.take(),
         }))
     }
@@ -150,6 +166,8 @@ impl Device for Instant0 {
 pub struct Instant0Waiter {
     epoch: Instant,
     records: Records,
+    reads: Arc<AtomicU64>,
+    fail_read: Option<u64>,
     stuck: Option<Duration>,
 }
 
@@ -174,13 +192,20 @@ impl CompletionWaiter for Instant0Waiter {
         Ok(())
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        // Only the record is read here: the ok record its runner published, else zeros.
-        let published = self.records.lock().unwrap().get(&src.0).copied();
-        dst.fill(0);
+        // The record, read alone or (synchronous copies) behind the status bytes: the ok
+        // record its runner published, else zeros.
+        let (status, record) = dst.split_at_mut(dst.len().saturating_sub(RECORD_BYTES));
+        if !status.is_empty() {
+            status_read(&self.reads, self.fail_read)?;
+            fill_status(status);
+        }
+        let at = src.0 + u64::try_from(status.len()).unwrap_or(u64::MAX);
+        let published = self.records.lock().unwrap().get(&at).copied();
+        record.fill(0);
         if let Some(epoch) = published {
             let bytes = encode_record(epoch, &RecordWrite::Ok);
-            let len = dst.len().min(bytes.len());
-            dst[..len].copy_from_slice(&bytes[..len]);
+            let len = record.len().min(bytes.len());
+            record[..len].copy_from_slice(&bytes[..len]);
         }
         Ok(())
     }
