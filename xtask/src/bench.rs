@@ -1039,8 +1039,8 @@ impl Doc<'_> {
              were read apart (two D2H). That timing is reproduced by the sweep with `{}`, one \
              copy each way at twice the price (with `--cost read_d2h=19` alone it reproduces \
              the driver just before decision 0023: checked against that build, the same runs/s \
-             at 50, 250 and 1000 us). One copy each way takes one off `R` and one off `H` each \
-             way: `R` {} → {} us, `H` {} → {} us.\n",
+             at 50, 250 and 1000 us). Going from two copies each way to one takes a read and a \
+             write off both `R` and `H`: `R` {} → {} us, `H` {} → {} us.\n",
             PREVIOUS_LAYOUT_COSTS.join(" "),
             us(num(before, "r_ns")?),
             us(num(after, "r_ns")?),
