@@ -5,7 +5,7 @@
 
 use lane_core::RunId;
 use lane_core::status_latch::{AclCode, RECORD_BYTES};
-use lane_driver::{DevicePtr, RECORD_OFFSET};
+use lane_driver::{DevicePtr, RECORD_OFFSET, RunArgs};
 
 use super::pinned::{CopyDirection, PendingCopy};
 use super::{Named, SimDevice};
@@ -289,23 +289,28 @@ impl SimDevice {
     /// The live run whose status header a read of `len` bytes from `src` covers: that read
     /// is the run's status read.
     pub(super) fn header_read_of(&self, src: DevicePtr, len: usize) -> Option<RunId> {
-        let len = u64::try_from(len).unwrap_or(u64::MAX);
-        let read = src.0..src.0.saturating_add(len);
-        self.live_runs
-            .values()
-            .find(|a| read.contains(&a.status_header.0))
-            .map(|a| a.run)
+        self.read_covering(src, len, |run| run.status_header)
     }
 
     /// The live run whose result record region a device-to-host read of `len` bytes from
     /// `src` covers, if any.
     fn record_read_of(&self, src: DevicePtr, len: usize) -> Option<RunId> {
+        self.read_covering(src, len, |run| run.record)
+    }
+
+    /// The live run whose `region` (its address) a read of `len` bytes from `src` covers.
+    fn read_covering(
+        &self,
+        src: DevicePtr,
+        len: usize,
+        region: impl Fn(&RunArgs) -> DevicePtr,
+    ) -> Option<RunId> {
         let len = u64::try_from(len).unwrap_or(u64::MAX);
         let read = src.0..src.0.saturating_add(len);
         self.live_runs
             .values()
-            .find(|a| read.contains(&a.record.0))
-            .map(|a| a.run)
+            .find(|run| read.contains(&region(run).0))
+            .map(|run| run.run)
     }
 
     /// The live run whose slot buffers include `ptr`.
