@@ -22,7 +22,9 @@
 //! thread sleeps on the answered wait), and a loss that does not notify `waits` (the waiter
 //! never ends). And L-20: a force reset that ignores whether the waiter is inside its call,
 //! or leaves a wait the waiter has not taken yet to be taken after it, is a reset under a
-//! wait.
+//! wait. And the outcome callback: a lane thread that ends without showing the outcomes
+//! delivered since its last look (after it ran the steps, or when it finds that another
+//! thread ran them to their end) leaves a callback unmade.
 
 /// The facade `mailbox.rs` is written against, over loom's primitives.
 mod sync {
@@ -204,6 +206,35 @@ fn lane_loop(mailbox: &Mailbox<Toy>, body: Body) {
     }
     mailbox.retire_workers();
     mailbox.lose(LostCause::new("the lane thread ended"));
+}
+
+/// The service's lane thread with an outcome callback set (`announce`): as [`lane_loop`], and
+/// it shows the outcomes delivered since it last looked after each run of the steps and, on
+/// every path, before it ends (also when another thread ran the steps to their end after its
+/// last look). Returns the outcomes it showed, in order.
+fn announcing_lane_loop(mailbox: &Mailbox<Toy>, body: Body) -> Vec<u64> {
+    let mut shown = Vec::new();
+    loop {
+        let ran = run_steps(mailbox, body);
+        shown.extend(mailbox.unannounced());
+        match ran {
+            Ran::Exited => break,
+            Ran::Lost => return shown,
+            Ran::Slept(_) | Ran::Elsewhere => {}
+        }
+        if mailbox.exited() {
+            shown.extend(mailbox.unannounced());
+            break;
+        }
+        mailbox.idle(None);
+        if mailbox.exited() {
+            shown.extend(mailbox.unannounced());
+            break;
+        }
+    }
+    mailbox.retire_workers();
+    mailbox.lose(LostCause::new("the lane thread ended"));
+    shown
 }
 
 /// A lane that finishes one queued item per step, and ends at the shutdown once nothing is
@@ -660,5 +691,27 @@ fn a_force_reset_is_made_only_once_the_waiter_is_out_of_its_call_and_never_lost(
         lane.join()
             .expect("the lane thread reset, never under a wait");
         waiter.join().expect("the waiter ended with the loss");
+    });
+}
+
+#[test]
+fn every_outcome_is_announced_before_the_lane_thread_ends_when_the_waiter_ran_the_steps_last() {
+    // The completion waiter runs the steps that deliver the outcome and, after the shutdown,
+    // the steps' end, while the lane thread finds them taken (another thread runs them): the
+    // lane thread must still show that outcome before it ends, or `destroy` returns with a
+    // callback never made (found as a rare failure of lane-capi's callback test). Four
+    // preemptions reach that order; two or three do not.
+    model_bounded(4, || {
+        let mailbox = Arc::new(Mailbox::new(Toy::default(), true, 2));
+        let lane = {
+            let mailbox = Arc::clone(&mailbox);
+            thread::spawn(move || announcing_lane_loop(&mailbox, waiter_body))
+        };
+        let waiter = spawn_waiter(&mailbox);
+        let item = submit(&mailbox);
+        assert_eq!(mailbox.wait(item, None), Ok(item));
+        mailbox.shutdown();
+        assert_eq!(lane.join().expect("the lane thread"), vec![item]);
+        assert_eq!(waiter.join().expect("the waiter"), 1);
     });
 }
