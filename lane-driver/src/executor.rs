@@ -24,9 +24,6 @@ use crate::driver::{
 use crate::notice_ring::NoticeRead;
 use crate::observer::{Observation, Observer, Release};
 use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
-// The status read's bytes: the timing buffer and the whole reserved header behind it. The
-// copy on the stream is enqueued at launch, before the lane names the layout, so it takes
-// the reserved size (an async copy's cost does not depend on its size at this scale).
 use crate::waiter::{
     DeviceWait, OnDevice, READBACK_BYTES, Readback, drain, event_failed, run_device_wait,
 };

@@ -18,7 +18,10 @@ use crate::driver::{HEADER_BYTES, TIMING_BYTES};
 use crate::executor::Wait;
 
 /// Bytes of a [`Readback`]: a slot's timing buffer and its whole status header region, the
-/// bytes between the timing buffer's start and the result record.
+/// bytes between the timing buffer's start and the result record. The status read's copy on
+/// the stream (copies on the streams) takes as many: it is enqueued at launch, before the lane
+/// names the layout, so it takes the reserved size (an async copy's cost does not depend on
+/// its size at this scale).
 pub const READBACK_BYTES: usize = TIMING_BYTES + HEADER_BYTES;
 
 /// A run's timing buffer and status header as its completion wait read them, in the same
@@ -222,7 +225,9 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
 /// boundary bounded by what is left of its deadline (a failed wait is `CompletionFailed`
 /// with the call's code, 507047 on timeout; [`Wait::Expired`] once the deadline has passed),
 /// then gathers the evidence for its verdict (L-8): on the record channel it reads the
-/// result record at once and decodes it for the run's epoch; when the verdict rule says the
+/// result record at once (with the status bytes in front of it, in the same copy, when the
+/// wait names a `readback`: the answer is then [`Wait::Completed`]) and decodes it for the
+/// run's epoch; when the verdict rule says the
 /// record does not decide ([`needs_device_verdict`]) it synchronizes the AICPU stream, then
 /// the AICore stream, each bounded by what is left of the deadline (past it, the verdict is
 /// the synchronize's timeout, 507046), and answers `Completed` with that evidence. A drain
