@@ -168,6 +168,36 @@ fn zero_workers_keep_the_work_on_the_lane_thread() {
 }
 
 #[test]
+fn with_synchronous_copies_each_status_read_answers_from_the_waiters_copy_of_the_record() {
+    // The completion waiter reads each run's status with its record in one copy; its answer
+    // carries the bytes through the mailbox and the dispatch machine to the executor, whose
+    // status read then makes no copy of its own (decision 0023).
+    let device = Instant0::new();
+    let (copies, reads) = (device.status_copies(), device.status_reads());
+    let handle = lane_service::spawn(ServiceConfig::new(profile()), move || {
+        Ok::<_, String>((
+            device,
+            HostRunner {
+                concurrency: OFF_LANE,
+                seen: Arc::default(),
+            },
+        ))
+    })
+    .expect("the lane starts");
+    run_all_ok_in_order(&handle, 20);
+    assert_eq!(
+        copies.load(Ordering::SeqCst),
+        0,
+        "no status copy of the executor's own"
+    );
+    assert_eq!(
+        reads.load(Ordering::SeqCst),
+        20,
+        "each run's status read once, with its record"
+    );
+}
+
+#[test]
 fn dropping_the_last_handle_joins_the_workers() {
     let (handle, seen) = lane(OFF_LANE, 3, Duration::from_micros(50), None);
     assert_eq!(run_all(&handle, 10).len(), 10);

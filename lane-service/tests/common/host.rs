@@ -27,6 +27,8 @@ pub struct Instant0 {
     /// Status reads so far, the device's and the waiter's (which reads the status with the
     /// record), shared with the waiter.
     reads: Arc<AtomicU64>,
+    /// Status reads the device made itself (a copy of their own, not the waiter's).
+    status_copies: Arc<AtomicU64>,
     /// The status read with this number (from 1) fails with 507015 (an AICore exception: a
     /// poison). A read of the status with the record counts, and then fails the record's read.
     pub fail_read: Option<u64>,
@@ -44,6 +46,7 @@ impl Instant0 {
             records: Records::default(),
             next: 0,
             reads: Arc::new(AtomicU64::new(0)),
+            status_copies: Arc::new(AtomicU64::new(0)),
             fail_read: None,
             no_waiter: false,
             stuck_wait: None,
@@ -53,6 +56,16 @@ impl Instant0 {
     fn id(&mut self) -> u64 {
         self.next += 1;
         self.next << 16
+    }
+
+    /// Every status read so far, the device's own and those the waiter made with a record.
+    pub fn status_reads(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.reads)
+    }
+
+    /// The status reads the device made as copies of their own.
+    pub fn status_copies(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.status_copies)
     }
 
     /// The runtime's device side publishing an ok record for the run stamped `epoch`.
@@ -143,6 +156,7 @@ impl Device for Instant0 {
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], _src: DevicePtr) -> Result<(), AclCode> {
         // The read is the status read: the timing buffer and the header.
+        self.status_copies.fetch_add(1, Ordering::SeqCst);
         status_read(&self.reads, self.fail_read)?;
         fill_status(dst);
         Ok(())
