@@ -413,9 +413,12 @@ impl<L: Delivers> Mailbox<L> {
         self.jobs.notify_all();
     }
 
-    /// The outcomes delivered since the last call, for the callback (empty unless it is set).
-    pub(crate) fn unannounced(&self) -> VecDeque<L::Outcome> {
-        std::mem::take(&mut lock(&self.state).unannounced)
+    /// Swaps the outcomes delivered since the last call (for the callback; none unless it is
+    /// set) into `into`, which must be empty, and keeps `into`'s buffer in their place: the
+    /// two buffers keep their capacity, so showing outcomes allocates nothing in steady state.
+    pub(crate) fn take_unannounced(&self, into: &mut VecDeque<L::Outcome>) {
+        debug_assert!(into.is_empty(), "the last outcomes were all shown");
+        std::mem::swap(&mut lock(&self.state).unannounced, into);
     }
 
     /// On the lane thread with nothing to do: sleeps until work that no thread is running the

@@ -9,6 +9,7 @@ use lane_driver::{
     CompletionWaiter, Concurrency, Device, DeviceWait, DriverError, Executor, HostWorker,
     LaneSteps, NoObserver, Report, Runner, Wait, run_device_wait, run_host_work,
 };
+use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, mpsc};
@@ -469,12 +470,13 @@ where
     let ServiceConfig {
         profile,
         check_invariants,
-        mut on_outcome,
+        on_outcome,
         workers,
         submitters_bound,
     } = config;
     let copies = profile.copies();
     let announce = on_outcome.is_some();
+    let mut announcer = Announcer::new(on_outcome);
     let (made_tx, made_rx) = mpsc::channel::<Made>();
     let (go_tx, go_rx) = mpsc::channel::<Go<D, R>>();
     let thread = thread::Builder::new()
@@ -509,7 +511,7 @@ where
                 };
                 let lane_engine = &*engine.insert(lane_engine);
                 lane_engine.install(Executor::with_copies(device, runner, copies));
-                lane_thread(lane_engine, &mut on_outcome)
+                lane_thread(lane_engine, &mut announcer)
             }));
             let cause = match result {
                 Ok(Ok(())) => LostCause::new(
@@ -928,12 +930,12 @@ impl<D: Device, R: Runner<D>> Engine<D, R> {
 /// one), until a thread runs the steps to their end after the shutdown.
 fn lane_thread<D: Device + Send, R: Runner<D> + Send>(
     engine: &Engine<D, R>,
-    on_outcome: &mut Option<OutcomeCallback>,
+    announcer: &mut Announcer,
 ) -> Result<(), LostCause> {
     let mailbox = &*engine.mailbox;
     loop {
         let ran = engine.run_steps()?;
-        announce(mailbox, on_outcome);
+        announce(mailbox, announcer);
         let until = match ran {
             Ran::Exited => return Ok(()),
             Ran::Slept { until, now } => {
@@ -947,7 +949,7 @@ fn lane_thread<D: Device + Send, R: Runner<D> + Send>(
                 if mailbox.exited() {
                     // The thread that ran the steps to their end may have delivered outcomes
                     // after the announce above: each is still shown before this thread ends.
-                    announce(mailbox, on_outcome);
+                    announce(mailbox, announcer);
                     return Ok(());
                 }
                 Instant::now().checked_add(Duration::from_nanos(NOTICE_POLL_NS))
@@ -955,16 +957,33 @@ fn lane_thread<D: Device + Send, R: Runner<D> + Send>(
         };
         mailbox.idle(until);
         if mailbox.exited() {
-            announce(mailbox, on_outcome);
+            announce(mailbox, announcer);
             return Ok(());
         }
     }
 }
 
+/// The outcome callback, and the buffer the outcomes it is shown pass through (swapped with
+/// the mailbox's, so neither reallocates in steady state).
+struct Announcer {
+    callback: Option<OutcomeCallback>,
+    shown: VecDeque<Report>,
+}
+
+impl Announcer {
+    fn new(callback: Option<OutcomeCallback>) -> Self {
+        Self {
+            callback,
+            shown: VecDeque::new(),
+        }
+    }
+}
+
 /// Shows the callback the outcomes delivered since the last call, with no lock held.
-fn announce(mailbox: &Mailbox<Shared>, on_outcome: &mut Option<OutcomeCallback>) {
-    if let Some(callback) = on_outcome {
-        for report in mailbox.unannounced() {
+fn announce(mailbox: &Mailbox<Shared>, announcer: &mut Announcer) {
+    if let Some(callback) = &mut announcer.callback {
+        mailbox.take_unannounced(&mut announcer.shown);
+        for report in announcer.shown.drain(..) {
             callback(&report.outcome);
         }
     }

@@ -1,5 +1,7 @@
-//! Steady state allocates nothing per run with host workers on: the workers' queues are
-//! allocated once, answers travel through them, and no channel allocates per message.
+//! Steady state allocates nothing per run with host workers on and an outcome callback set:
+//! the workers' queues are allocated once, answers travel through them, no channel allocates
+//! per message, and the outcomes the callback is shown pass through buffers that keep their
+//! capacity.
 //! Counted by a global allocator that sees every thread (the lane thread and the workers,
 //! not only the test's), over 2,000 runs after a warm-up. One test in this binary, so no
 //! other test's allocations are counted.
@@ -13,7 +15,7 @@ use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn_with_workers};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -44,7 +46,7 @@ fn run_many(handle: &LaneHandle, runs: u64) {
 }
 
 #[test]
-fn two_thousand_runs_with_workers_allocate_nothing_on_any_thread() {
+fn two_thousand_runs_with_workers_and_an_outcome_callback_allocate_nothing_on_any_thread() {
     // The counter counts other threads: a thread's allocation shows in this region.
     let region = Region::new(GLOBAL);
     thread::spawn(|| drop(std::hint::black_box(vec![1u8; 64])))
@@ -66,6 +68,11 @@ fn two_thousand_runs_with_workers_allocate_nothing_on_any_thread() {
         .expect("a valid profile"),
     );
     config.workers = 2;
+    let shown = Arc::new(AtomicU64::new(0));
+    let callback_shown = Arc::clone(&shown);
+    config.on_outcome = Some(Box::new(move |_| {
+        callback_shown.fetch_add(1, Ordering::SeqCst);
+    }));
     let (lane_seen, worker_seen) = (Arc::clone(&seen), Arc::clone(&seen));
     let handle = spawn_with_workers(
         config,
@@ -103,4 +110,8 @@ fn two_thousand_runs_with_workers_allocate_nothing_on_any_thread() {
         2 * 2_200,
         "the workers did the work"
     );
+    // Polled and shown alike: the callback sees every outcome (the last ones may still be
+    // on their way to it).
+    drop(handle);
+    assert_eq!(shown.load(Ordering::SeqCst), 2_200, "the callback saw them");
 }

@@ -214,21 +214,26 @@ fn lane_loop(mailbox: &Mailbox<Toy>, body: Body) {
 /// last look). Returns the outcomes it showed, in order.
 fn announcing_lane_loop(mailbox: &Mailbox<Toy>, body: Body) -> Vec<u64> {
     let mut shown = Vec::new();
+    let mut buffer = VecDeque::new();
+    let mut unannounced = |shown: &mut Vec<u64>| {
+        mailbox.take_unannounced(&mut buffer);
+        shown.extend(buffer.drain(..));
+    };
     loop {
         let ran = run_steps(mailbox, body);
-        shown.extend(mailbox.unannounced());
+        unannounced(&mut shown);
         match ran {
             Ran::Exited => break,
             Ran::Lost => return shown,
             Ran::Slept(_) | Ran::Elsewhere => {}
         }
         if mailbox.exited() {
-            shown.extend(mailbox.unannounced());
+            unannounced(&mut shown);
             break;
         }
         mailbox.idle(None);
         if mailbox.exited() {
-            shown.extend(mailbox.unannounced());
+            unannounced(&mut shown);
             break;
         }
     }
