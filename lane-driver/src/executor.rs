@@ -652,41 +652,24 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .kept
             .get_mut(usize::from(lease.slot.0))
             .and_then(|kept| kept.take_if(|kept| kept.lease == lease));
-        let read = match (slot.pinned, kept) {
-            // Read with the record, right after the boundary: no copy of its own.
-            (None, Some(kept)) => {
-                self.readback[..len].copy_from_slice(&kept.bytes[..len]);
-                Ok(())
-            }
-            (None, None) => self
+        // Read with the record, right after the boundary: decoded where it lies, no copy.
+        if let (None, Some(kept)) = (slot.pinned, &kept) {
+            return status_read(run, lease, layout, &kept.bytes[..len]);
+        }
+        let read = match slot.pinned {
+            None => self
                 .device
                 .memcpy_from_device(&mut self.readback[..len], slot.timing()),
-            (
-                Some(Pinned {
-                    read_failed: Some(code),
-                    ..
-                }),
-                _,
-            ) => Err(code),
-            (Some(pinned), _) => self.read_pinned(&slot, pinned, len),
+            Some(Pinned {
+                read_failed: Some(code),
+                ..
+            }) => Err(code),
+            Some(pinned) => self.read_pinned(&slot, pinned, len),
         };
         if let Err(code) = read {
             return Ok(Event::StatusReadFailed { run, lease, code });
         }
-        let (timing, header) = self.readback[..len].split_at(TIMING_BYTES);
-        let status = status_latch::decode(layout, header)
-            .map_err(|source| DriverError::Decode { run, source })?;
-        let (start, end) = timing.split_at(8);
-        let timing = DeviceTiming {
-            start_ns: u64::from_le_bytes(start.try_into().unwrap_or([0; 8])),
-            end_ns: u64::from_le_bytes(end.try_into().unwrap_or([0; 8])),
-        };
-        Ok(Event::StatusRead {
-            run,
-            lease,
-            status,
-            timing,
-        })
+        status_read(run, lease, layout, &self.readback[..len])
     }
 
     /// Reads the pinned readback (no device call). A readback still holding the launch's
@@ -903,6 +886,30 @@ impl From<SlotResources> for Made {
             host: slot.pinned.map(|p| p.host),
         }
     }
+}
+
+/// A run's `StatusRead` from its timing buffer and status header as read (`bytes`: the
+/// timing buffer, then the header in `layout`).
+fn status_read(
+    run: RunId,
+    lease: Lease,
+    layout: HeaderLayout,
+    bytes: &[u8],
+) -> Result<Event, DriverError> {
+    let (timing, header) = bytes.split_at(TIMING_BYTES.min(bytes.len()));
+    let status = status_latch::decode(layout, header)
+        .map_err(|source| DriverError::Decode { run, source })?;
+    let (start, end) = timing.split_at(timing.len().min(8));
+    let timing = DeviceTiming {
+        start_ns: u64::from_le_bytes(start.try_into().unwrap_or([0; 8])),
+        end_ns: u64::from_le_bytes(end.try_into().unwrap_or([0; 8])),
+    };
+    Ok(Event::StatusRead {
+        run,
+        lease,
+        status,
+        timing,
+    })
 }
 
 /// The arm of a launch with copies on the streams, in order: the readback filled with
