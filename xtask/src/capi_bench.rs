@@ -1452,15 +1452,16 @@ fn compile(scratch: &Path, staticlib: &Path, native: &[String]) -> Result<PathBu
 }
 
 /// `doc` with the section between [`BEGIN`] and [`END`] replaced by `section`, or the
-/// section appended (with its markers) when the file has none.
+/// section appended (with its markers) when the file has none. Text after the block stays
+/// one blank line below it, as `cargo xtask bench` writes the file.
 pub(crate) fn splice(doc: &str, section: &str) -> String {
     let block = format!("{BEGIN}\n\n{section}\n{END}\n");
     match (doc.find(BEGIN), doc.find(END)) {
-        (Some(start), Some(end)) if end > start => format!(
-            "{}{block}{}",
-            &doc[..start],
-            doc[end + END.len()..].trim_start_matches('\n')
-        ),
+        (Some(start), Some(end)) if end > start => {
+            let rest = doc[end + END.len()..].trim_start_matches('\n');
+            let gap = if rest.is_empty() { "" } else { "\n" };
+            format!("{}{block}{gap}{rest}", &doc[..start])
+        }
         _ => format!("{}\n\n{block}", doc.trim_end()),
     }
 }
@@ -1920,5 +1921,20 @@ mod tests {
         let twice = splice(&format!("{once}\n## Later\n"), "second\n");
         assert!(!twice.contains("first") && twice.contains("second") && twice.contains("## Later"));
         assert_eq!(twice.matches(BEGIN).count(), 1);
+    }
+
+    #[test]
+    fn text_after_the_section_stays_one_blank_line_below_it() {
+        let doc = format!("# P\n\n{BEGIN}\n\nold\n{END}\n\n<!-- next -->\n");
+        let spliced = splice(&doc, "new\n");
+        assert!(
+            spliced.contains(&format!("{END}\n\n<!-- next -->\n")),
+            "{spliced}"
+        );
+        assert_eq!(
+            splice(&spliced, "new\n"),
+            spliced,
+            "splicing the same section changes nothing"
+        );
     }
 }

@@ -84,16 +84,15 @@ fn run() -> Result<(), String> {
 }
 
 /// `old` with the section between the markers replaced by `section` (appended, with its
-/// markers, when there is none yet).
+/// markers, when there is none yet). Text after the block stays one blank line below it, as
+/// `cargo xtask bench` writes the file, so the two writers never disagree about the file.
 fn splice(old: &str, section: &str) -> String {
     let block = format!("{BEGIN}\n\n{section}\n{END}\n");
     match (old.find(BEGIN), old.find(END)) {
         (Some(start), Some(end)) if end > start => {
-            format!(
-                "{}{block}{}",
-                &old[..start],
-                &old[end + END.len()..].trim_start_matches('\n')
-            )
+            let rest = old[end + END.len()..].trim_start_matches('\n');
+            let gap = if rest.is_empty() { "" } else { "\n" };
+            format!("{}{block}{gap}{rest}", &old[..start])
         }
         _ => format!("{}\n\n{block}", old.trim_end()),
     }
@@ -120,5 +119,20 @@ mod tests {
         assert!(!twice.contains("first") && twice.contains("second"));
         assert!(twice.contains("## Later"), "text after the block stays");
         assert_eq!(twice.matches(BEGIN).count(), 1);
+    }
+
+    #[test]
+    fn text_after_the_section_stays_one_blank_line_below_it() {
+        let doc = format!("# P\n\n{BEGIN}\n\nold\n{END}\n\n<!-- next -->\n");
+        let spliced = splice(&doc, "new\n");
+        assert!(
+            spliced.contains(&format!("{END}\n\n<!-- next -->\n")),
+            "{spliced}"
+        );
+        assert_eq!(
+            splice(&spliced, "new\n"),
+            spliced,
+            "splicing the same section changes nothing"
+        );
     }
 }
