@@ -323,8 +323,22 @@ fn waiter(mailbox: &Mailbox<Toy>) -> usize {
 }
 
 fn spawn_waiter(mailbox: &Arc<Mailbox<Toy>>) -> thread::JoinHandle<usize> {
+    on_thread(mailbox, waiter)
+}
+
+/// `body` on a thread of its own, over a handle to `mailbox` (every scenario's lane thread,
+/// waiter and worker start this way).
+fn on_thread<T: Send + 'static>(
+    mailbox: &Arc<Mailbox<Toy>>,
+    body: impl FnOnce(&Mailbox<Toy>) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
     let mailbox = Arc::clone(mailbox);
-    thread::spawn(move || waiter(&mailbox))
+    thread::spawn(move || body(&mailbox))
+}
+
+/// A toy lane's mailbox with a queue of two (`announce`: an outcome callback is set).
+fn toy_mailbox(announce: bool) -> Arc<Mailbox<Toy>> {
+    Arc::new(Mailbox::new(Toy::default(), announce, 2))
 }
 
 /// A host worker: answers every job with itself and runs the steps its answer starts unless
@@ -340,8 +354,7 @@ fn worker(mailbox: &Mailbox<Toy>) -> usize {
 }
 
 fn spawn_worker(mailbox: &Arc<Mailbox<Toy>>) -> thread::JoinHandle<usize> {
-    let mailbox = Arc::clone(mailbox);
-    thread::spawn(move || worker(&mailbox))
+    on_thread(mailbox, worker)
 }
 
 /// The lane thread of a recovery (L-20): hands one wait to the waiter, then, without waiting
@@ -407,11 +420,8 @@ fn model_bounded(preemptions: usize, scenario: impl Fn() + Sync + Send + 'static
 #[test]
 fn a_command_wakes_the_idle_lane_thread_and_its_outcome_wakes_the_waiter() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread);
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
         mailbox.shutdown();
@@ -422,16 +432,10 @@ fn a_command_wakes_the_idle_lane_thread_and_its_outcome_wakes_the_waiter() {
 #[test]
 fn a_poll_and_a_wait_racing_for_one_outcome_take_it_exactly_once() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let mailbox = toy_mailbox(false);
         let item = submit(&mailbox);
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread(&mailbox))
-        };
-        let poller = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || mailbox.poll())
-        };
+        let lane = on_thread(&mailbox, lane_thread);
+        let poller = on_thread(&mailbox, Mailbox::poll);
         let waited = mailbox.wait(item, None);
         let polled = poller.join().expect("the poller");
         match (waited, polled) {
@@ -449,13 +453,10 @@ fn a_poll_and_a_wait_racing_for_one_outcome_take_it_exactly_once() {
 #[test]
 fn the_lane_thread_s_loss_wakes_a_waiter_and_refuses_later_commands() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let mailbox = toy_mailbox(false);
         let item = submit(&mailbox);
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            // The lane thread dies before finishing anything.
-            thread::spawn(move || mailbox.lose(LostCause::new("boom")))
-        };
+        // The lane thread dies before finishing anything.
+        let lane = on_thread(&mailbox, |mailbox| mailbox.lose(LostCause::new("boom")));
         assert_eq!(
             mailbox.wait(item, None),
             Err(WaitError::Lost {
@@ -474,11 +475,8 @@ fn the_lane_thread_s_loss_wakes_a_waiter_and_refuses_later_commands() {
 #[test]
 fn the_shutdown_wakes_the_idle_lane_thread() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread);
         mailbox.shutdown();
         lane.join().expect("the lane thread");
     });
@@ -487,11 +485,8 @@ fn the_shutdown_wakes_the_idle_lane_thread() {
 #[test]
 fn dispatched_work_wakes_a_worker_and_its_answer_wakes_the_lane_thread_and_the_waiter() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_workers(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread_with_workers);
         let worker = spawn_worker(&mailbox);
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
@@ -504,13 +499,10 @@ fn dispatched_work_wakes_a_worker_and_its_answer_wakes_the_lane_thread_and_the_w
 #[test]
 fn two_workers_answer_two_jobs_in_any_order_and_both_outcomes_arrive() {
     model_bounded(2, || {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let mailbox = toy_mailbox(false);
         let first = submit(&mailbox);
         let second = submit(&mailbox);
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_workers(&mailbox))
-        };
+        let lane = on_thread(&mailbox, lane_thread_with_workers);
         let workers = [spawn_worker(&mailbox), spawn_worker(&mailbox)];
         assert_eq!(mailbox.wait(second, None), Ok(second));
         assert_eq!(mailbox.wait(first, None), Ok(first));
@@ -524,11 +516,8 @@ fn two_workers_answer_two_jobs_in_any_order_and_both_outcomes_arrive() {
 #[test]
 fn the_shutdown_with_no_work_retires_an_idle_worker() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_workers(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread_with_workers);
         let worker = spawn_worker(&mailbox);
         mailbox.shutdown();
         lane.join().expect("the lane thread");
@@ -539,22 +528,16 @@ fn the_shutdown_with_no_work_retires_an_idle_worker() {
 #[test]
 fn a_worker_s_loss_wakes_the_idle_lane_thread_the_waiter_and_the_other_worker() {
     model_bounded(2, || {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_workers(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread_with_workers);
         let idle_worker = spawn_worker(&mailbox);
         let item = submit(&mailbox);
         // A worker that panics on its job: the service loses the lane with the cause.
-        let panicking = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || {
-                if mailbox.take_job().is_some() {
-                    mailbox.lose(LostCause::new("worker panic"));
-                }
-            })
-        };
+        let panicking = on_thread(&mailbox, |mailbox| {
+            if mailbox.take_job().is_some() {
+                mailbox.lose(LostCause::new("worker panic"));
+            }
+        });
         // Either worker may take the job; only the panicking one never answers it.
         match mailbox.wait(item, None) {
             Ok(got) => assert_eq!(got, item),
@@ -573,11 +556,8 @@ fn a_worker_s_loss_wakes_the_idle_lane_thread_the_waiter_and_the_other_worker() 
 #[test]
 fn a_completion_posted_while_the_lane_thread_decides_to_sleep_wakes_it_and_the_waiter() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_waiter(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread_with_waiter);
         let waiter = spawn_waiter(&mailbox);
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
@@ -590,11 +570,8 @@ fn a_completion_posted_while_the_lane_thread_decides_to_sleep_wakes_it_and_the_w
 #[test]
 fn a_command_posted_while_the_waiter_runs_the_steps_is_taken_before_it_lets_go() {
     model_bounded(2, || {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_waiter(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread_with_waiter);
         let waiter = spawn_waiter(&mailbox);
         let first = submit(&mailbox);
         // Posted while the waiter may be running the steps for the first item's answer: a
@@ -611,11 +588,8 @@ fn a_command_posted_while_the_waiter_runs_the_steps_is_taken_before_it_lets_go()
 #[test]
 fn a_completion_arriving_while_a_submitter_runs_the_steps_is_taken_by_it() {
     model_bounded(2, || {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_waiter(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread_with_waiter);
         let waiter = spawn_waiter(&mailbox);
         // The submitting thread runs the steps (it hands the first wait out itself); the
         // second submit may be running them when the first answer arrives, and the waiter
@@ -633,13 +607,10 @@ fn a_completion_arriving_while_a_submitter_runs_the_steps_is_taken_by_it() {
 #[test]
 fn two_waits_in_turn_each_wake_the_lane_thread_and_arrive_in_order() {
     model_bounded(2, || {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let mailbox = toy_mailbox(false);
         let first = submit(&mailbox);
         let second = submit(&mailbox);
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_waiter(&mailbox))
-        };
+        let lane = on_thread(&mailbox, lane_thread_with_waiter);
         let waiter = spawn_waiter(&mailbox);
         assert_eq!(mailbox.wait(second, None), Ok(second));
         assert_eq!(mailbox.wait(first, None), Ok(first));
@@ -652,11 +623,8 @@ fn two_waits_in_turn_each_wake_the_lane_thread_and_arrive_in_order() {
 #[test]
 fn the_shutdown_with_the_waiter_inside_a_device_call_delivers_its_answer_and_ends_every_thread() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || lane_thread_with_waiter(&mailbox))
-        };
+        let mailbox = toy_mailbox(false);
+        let lane = on_thread(&mailbox, lane_thread_with_waiter);
         let waiter = spawn_waiter(&mailbox);
         let item = submit(&mailbox);
         // The last handle goes while the wait may be out, in the waiter's device call.
@@ -671,7 +639,7 @@ fn the_shutdown_with_the_waiter_inside_a_device_call_delivers_its_answer_and_end
 #[test]
 fn the_lane_s_loss_ends_an_idle_waiter_and_drops_a_late_answer() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let mailbox = toy_mailbox(false);
         let waiter = spawn_waiter(&mailbox);
         mailbox.lose(LostCause::new("boom"));
         assert_eq!(waiter.join().expect("the waiter"), 0);
@@ -683,15 +651,17 @@ fn the_lane_s_loss_ends_an_idle_waiter_and_drops_a_late_answer() {
 #[test]
 fn a_force_reset_is_made_only_once_the_waiter_is_out_of_its_call_and_never_lost() {
     model(|| {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), false, 2));
+        let mailbox = toy_mailbox(false);
         let in_call = Arc::new(AtomicBool::new(false));
         let waiter = {
-            let (mailbox, in_call) = (Arc::clone(&mailbox), Arc::clone(&in_call));
-            thread::spawn(move || marking_waiter(&mailbox, &in_call))
+            let in_call = Arc::clone(&in_call);
+            on_thread(&mailbox, move |mailbox| marking_waiter(mailbox, &in_call))
         };
         let lane = {
-            let (mailbox, in_call) = (Arc::clone(&mailbox), Arc::clone(&in_call));
-            thread::spawn(move || lane_thread_resetting(&mailbox, &in_call))
+            let in_call = Arc::clone(&in_call);
+            on_thread(&mailbox, move |mailbox| {
+                lane_thread_resetting(mailbox, &in_call)
+            })
         };
         lane.join()
             .expect("the lane thread reset, never under a wait");
@@ -707,11 +677,10 @@ fn every_outcome_is_announced_before_the_lane_thread_ends_when_the_waiter_ran_th
     // callback never made (found as a rare failure of lane-capi's callback test). Four
     // preemptions reach that order; two or three do not.
     model_bounded(4, || {
-        let mailbox = Arc::new(Mailbox::new(Toy::default(), true, 2));
-        let lane = {
-            let mailbox = Arc::clone(&mailbox);
-            thread::spawn(move || announcing_lane_loop(&mailbox, waiter_body))
-        };
+        let mailbox = toy_mailbox(true);
+        let lane = on_thread(&mailbox, |mailbox| {
+            announcing_lane_loop(mailbox, waiter_body)
+        });
         let waiter = spawn_waiter(&mailbox);
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
