@@ -140,7 +140,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let mut markdown = doc.render()?;
     // The real-time companion sections are `cargo xtask fake-bench`'s: keep them.
     if let Ok(old) = fs::read_to_string(root.join("docs/performance.md")) {
-        for section in fake_bench_sections(&old) {
+        for section in crate::sections::kept(&old) {
             markdown = format!("{}\n\n{section}\n", markdown.trim_end());
         }
     }
@@ -149,24 +149,6 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     write(&root.join("docs/performance-speedup.svg"), &svg)?;
     println!("wrote docs/performance.md and docs/performance-speedup.svg");
     Ok(())
-}
-
-/// The sections `cargo xtask fake-bench` wrote (each from its begin marker through its end
-/// marker), in file order: the C ABI loops' and lane-conformance's.
-fn fake_bench_sections(doc: &str) -> Vec<&str> {
-    let mut sections: Vec<(usize, &str)> = [
-        ("<!-- fake-bench: begin", "<!-- fake-bench: end -->"),
-        ("<!-- capi-bench: begin", crate::capi_bench::END),
-    ]
-    .iter()
-    .filter_map(|(begin, end)| {
-        let start = doc.find(begin)?;
-        let stop = doc[start..].find(end)? + start + end.len();
-        Some((start, &doc[start..stop]))
-    })
-    .collect();
-    sections.sort_by_key(|(start, _)| *start);
-    sections.into_iter().map(|(_, section)| section).collect()
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -1357,20 +1339,6 @@ Timer precision: 20 ns
                 ),
             ]
         );
-    }
-
-    #[test]
-    fn the_fake_bench_sections_are_found_between_their_markers_in_file_order() {
-        let doc = "# P\n\n<!-- fake-bench: begin (x) -->\n\n## Real\n\n<!-- fake-bench: end -->\n\n\
-                   <!-- capi-bench: begin (y) -->\n\n## C\n\n<!-- capi-bench: end -->\n";
-        assert_eq!(
-            fake_bench_sections(doc),
-            [
-                "<!-- fake-bench: begin (x) -->\n\n## Real\n\n<!-- fake-bench: end -->",
-                "<!-- capi-bench: begin (y) -->\n\n## C\n\n<!-- capi-bench: end -->"
-            ]
-        );
-        assert!(fake_bench_sections("# P\n").is_empty());
     }
 
     #[test]

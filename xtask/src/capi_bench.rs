@@ -18,10 +18,6 @@ use std::process::Command;
 
 use crate::{dist, project_root};
 
-/// Where the section starts and ends in docs/performance.md.
-pub(crate) const BEGIN: &str = "<!-- capi-bench: begin (written by `cargo xtask fake-bench`) -->";
-/// The section's end marker.
-pub(crate) const END: &str = "<!-- capi-bench: end -->";
 /// Kernel lengths measured (us).
 const KERNELS_US: [u64; 3] = [300, 1_000, 3_000];
 /// Runs per arm by default, and runs skipped at the start of each.
@@ -1451,21 +1447,6 @@ fn compile(scratch: &Path, staticlib: &Path, native: &[String]) -> Result<PathBu
     }
 }
 
-/// `doc` with the section between [`BEGIN`] and [`END`] replaced by `section`, or the
-/// section appended (with its markers) when the file has none. Text after the block stays
-/// one blank line below it, as `cargo xtask bench` writes the file.
-pub(crate) fn splice(doc: &str, section: &str) -> String {
-    let block = format!("{BEGIN}\n\n{section}\n{END}\n");
-    match (doc.find(BEGIN), doc.find(END)) {
-        (Some(start), Some(end)) if end > start => {
-            let rest = doc[end + END.len()..].trim_start_matches('\n');
-            let gap = if rest.is_empty() { "" } else { "\n" };
-            format!("{}{block}{gap}{rest}", &doc[..start])
-        }
-        _ => format!("{}\n\n{block}", doc.trim_end()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1911,30 +1892,6 @@ mod tests {
             parse("idle 300 80 1 2 3")
                 .unwrap_err()
                 .contains("never prints")
-        );
-    }
-
-    #[test]
-    fn the_section_is_appended_once_then_replaced_in_place() {
-        let once = splice("# P\n\nbody\n", "first\n");
-        assert!(once.contains(BEGIN) && once.contains("first"));
-        let twice = splice(&format!("{once}\n## Later\n"), "second\n");
-        assert!(!twice.contains("first") && twice.contains("second") && twice.contains("## Later"));
-        assert_eq!(twice.matches(BEGIN).count(), 1);
-    }
-
-    #[test]
-    fn text_after_the_section_stays_one_blank_line_below_it() {
-        let doc = format!("# P\n\n{BEGIN}\n\nold\n{END}\n\n<!-- next -->\n");
-        let spliced = splice(&doc, "new\n");
-        assert!(
-            spliced.contains(&format!("{END}\n\n<!-- next -->\n")),
-            "{spliced}"
-        );
-        assert_eq!(
-            splice(&spliced, "new\n"),
-            spliced,
-            "splicing the same section changes nothing"
         );
     }
 }

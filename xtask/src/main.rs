@@ -13,6 +13,7 @@ mod device_check;
 mod dist;
 mod fuzz;
 mod mutants;
+mod sections;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -150,20 +151,38 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
     )?;
     let old =
         std::fs::read_to_string(&doc).map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
-    std::fs::write(&doc, capi_bench::splice(&old, &section))
-        .map_err(|e| format!("cannot write {}: {e}", doc.display()))?;
+    let write = |text: &str| {
+        std::fs::write(&doc, text).map_err(|e| format!("cannot write {}: {e}", doc.display()))
+    };
+    write(&sections::splice(&old, sections::C_ABI, &section))?;
     println!("wrote the C ABI loops' section of {}", doc.display());
-    let runs = runs.map(|n| n.to_string());
-    let mut args: Vec<&std::ffi::OsStr> = Vec::new();
-    if let Some(runs) = &runs {
-        args.extend([std::ffi::OsStr::new("--runs"), std::ffi::OsStr::new(runs)]);
-    }
-    args.extend([std::ffi::OsStr::new("--write"), doc.as_os_str()]);
-    run_release(
-        &["-p", "lane-conformance", "--bin", "fake-bench"],
-        &args,
+    // lane-conformance's arms print their section; its progress goes to the terminal.
+    let mut arms = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    arms.args([
+        "run",
+        "--release",
+        "-p",
+        "lane-conformance",
+        "--bin",
         "fake-bench",
-    )
+    ])
+    .current_dir(project_root())
+    .stderr(Stdio::inherit());
+    if let Some(runs) = runs {
+        arms.args(["--", "--runs", &runs.to_string()]);
+    }
+    let out = arms
+        .output()
+        .map_err(|e| format!("could not start cargo run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("fake-bench failed ({})", out.status));
+    }
+    let section = String::from_utf8_lossy(&out.stdout);
+    let old =
+        std::fs::read_to_string(&doc).map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
+    write(&sections::splice(&old, sections::ARMS, &section))?;
+    println!("wrote the fake-bench section of {}", doc.display());
+    Ok(())
 }
 
 /// `cargo xtask explore ...`: lane-fuzz's `explore` example in a release build, with the

@@ -1,0 +1,106 @@
+//! The sections of docs/performance.md that `cargo xtask fake-bench` writes, and the one
+//! function that puts a section into the file. `cargo xtask bench` rewrites the rest of the
+//! file and keeps these sections as they are ([`kept`]), so both commands lay the file out
+//! alike: each section between its markers, one blank line between blocks.
+
+/// A section's markers: the text between them is the section's own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Section {
+    /// The begin marker, a whole line.
+    pub(crate) begin: &'static str,
+    /// The end marker, a whole line.
+    pub(crate) end: &'static str,
+}
+
+/// lane-conformance's three arms through the Rust API (its `fake-bench` binary prints the
+/// section).
+pub(crate) const ARMS: Section = Section {
+    begin: "<!-- fake-bench: begin (written by `cargo xtask fake-bench`) -->",
+    end: "<!-- fake-bench: end -->",
+};
+
+/// The runner loops through the C ABI, with their hand-written anchors ([`crate::capi_bench`]).
+pub(crate) const C_ABI: Section = Section {
+    begin: "<!-- capi-bench: begin (written by `cargo xtask fake-bench`) -->",
+    end: "<!-- capi-bench: end -->",
+};
+
+/// Every section `cargo xtask fake-bench` writes.
+const ALL: [Section; 2] = [ARMS, C_ABI];
+
+/// `doc` with `section`'s block (its markers included) replaced by one holding `text`, or
+/// that block appended when the file has none. Text after the block stays one blank line
+/// below it, as [`kept`] lays the file out.
+pub(crate) fn splice(doc: &str, section: Section, text: &str) -> String {
+    let Section { begin, end } = section;
+    let block = format!("{begin}\n\n{text}\n{end}\n");
+    match (doc.find(begin), doc.find(end)) {
+        (Some(start), Some(stop)) if stop > start => {
+            let rest = doc[stop + end.len()..].trim_start_matches('\n');
+            let gap = if rest.is_empty() { "" } else { "\n" };
+            format!("{}{block}{gap}{rest}", &doc[..start])
+        }
+        _ => format!("{}\n\n{block}", doc.trim_end()),
+    }
+}
+
+/// The blocks of every section `doc` holds (each from its begin marker through its end
+/// marker), in file order: what `cargo xtask bench` keeps when it rewrites the file.
+pub(crate) fn kept(doc: &str) -> Vec<&str> {
+    let mut blocks: Vec<(usize, &str)> = ALL
+        .iter()
+        .filter_map(|Section { begin, end }| {
+            let start = doc.find(begin)?;
+            let stop = doc[start..].find(end)? + start + end.len();
+            Some((start, &doc[start..stop]))
+        })
+        .collect();
+    blocks.sort_by_key(|(start, _)| *start);
+    blocks.into_iter().map(|(_, block)| block).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_section_is_appended_once_then_replaced_in_place() {
+        let once = splice("# P\n\nbody\n", C_ABI, "first\n");
+        assert!(once.starts_with("# P\n\nbody\n\n") && once.contains(C_ABI.begin));
+        let twice = splice(&format!("{once}\n## Later\n"), C_ABI, "second\n");
+        assert!(!twice.contains("first") && twice.contains("second"));
+        assert!(twice.contains("## Later"), "text after the block stays");
+        assert_eq!(twice.matches(C_ABI.begin).count(), 1);
+    }
+
+    #[test]
+    fn text_after_a_section_stays_one_blank_line_below_it() {
+        let doc = format!(
+            "# P\n\n{}\n\nold\n{}\n\n<!-- next -->\n",
+            ARMS.begin, ARMS.end
+        );
+        let spliced = splice(&doc, ARMS, "new\n");
+        assert!(
+            spliced.contains(&format!("{}\n\n<!-- next -->\n", ARMS.end)),
+            "{spliced}"
+        );
+        assert_eq!(
+            splice(&spliced, ARMS, "new\n"),
+            spliced,
+            "the same text changes nothing"
+        );
+    }
+
+    #[test]
+    fn both_sections_are_kept_in_file_order_and_another_section_is_left_alone() {
+        let doc = "# P\n\n".to_owned()
+            + &splice("", C_ABI, "c\n")
+            + "\n"
+            + &splice("", ARMS, "a\n")
+            + "\n## Not ours\n";
+        let blocks = kept(&doc);
+        assert_eq!(blocks.len(), 2);
+        assert!(blocks[0].starts_with(C_ABI.begin) && blocks[0].ends_with(C_ABI.end));
+        assert!(blocks[1].starts_with(ARMS.begin) && blocks[1].ends_with(ARMS.end));
+    }
+}
