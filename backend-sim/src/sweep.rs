@@ -101,16 +101,16 @@ impl Model {
     ///   boundary task, and N+1's AICore kernel, behind its wait on that boundary, starts:
     ///   three tasks, each behind a task switch (the waits are no tasks of their own). Before
     ///   the one-boundary order this was `2·TaskSwitch + EventTask` (one event per stream).
-    /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + ReadD2h + WriteH2d +
-    ///   2·KernelLaunch + EventRecord + KernelStartLatency`: at depth one, run N's
-    ///   `core_done` and boundary pass, the blocked host wakes, reads N's timing, status
-    ///   header and result record (one D2H, L-8: the status read answers from it, decision
-    ///   0023; it was two D2Hs before), arms N+1's slot (one H2D),
+    /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + ReadD2h + 2·KernelLaunch +
+    ///   EventRecord + KernelStartLatency`: at depth one, run N's `core_done` and boundary
+    ///   pass, the blocked host wakes, reads N's timing, status header and result record (one
+    ///   D2H, L-8: the status read answers from it, decision 0023; it was two D2Hs before),
     ///   launches the AICore kernel (no stream wait on N's boundary: its wait returned, so it
     ///   has passed), records its `core_done`, launches the AICPU kernel, and N+1 starts
     ///   after the start latency. N+1 was prepared while N ran (the a2a3 profile prepares
-    ///   concurrently, A23), and N's finalise runs after N+1's launch, so neither is on this
-    ///   path.
+    ///   concurrently, A23) and its prepare armed its slot (one H2D, decision 0024; the arm
+    ///   was on this path before), and N's finalise runs after N+1's launch, so none of them
+    ///   is on this path.
     /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·StreamWait +
     ///   EventQuery + ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
     ///   prepare, the arm, two launches, the `core_done` and boundary records, the waits on
@@ -200,7 +200,6 @@ impl Model {
                 + 2 * c(Cost::EventTask)
                 + c(Cost::HostWakeup)
                 + c(Cost::ReadD2h)
-                + c(Cost::WriteH2d)
                 + 2 * c(Cost::KernelLaunch)
                 + c(Cost::EventRecord)
                 + c(Cost::KernelStartLatency),

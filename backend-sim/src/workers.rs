@@ -826,7 +826,10 @@ mod tests {
     /// L-20 as lane-service keeps it: in this swarm mix a drain is handed out while the
     /// waiter is inside a hung run's completion wait, and its bound passes before the waiter
     /// gets to it. The machine answers it itself and holds the force reset until the waiter
-    /// has left its call; the drain left for the waiter is taken back, never made.
+    /// has left its call; the drain left for the waiter is taken back, never made. (The seed
+    /// is the first whose mix meets that order, found by scanning seeds; a change of the
+    /// lane's device calls can move it: it was 106 until a run's prepare armed its slot,
+    /// decision 0024.)
     #[test]
     fn no_force_reset_is_made_while_the_waiter_is_inside_a_call() {
         let config = SimConfig {
@@ -834,7 +837,7 @@ mod tests {
             depth: Some(2),
             slots: Some(3),
             prepare_window: Some(2),
-            seed: 106,
+            seed: 173,
             swarm: true,
             liveness: true,
             trace: true,

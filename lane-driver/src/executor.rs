@@ -41,6 +41,15 @@ const NOT_LANDED: [u8; READBACK_BYTES] = [0xFF; READBACK_BYTES];
 /// so no latch outlives its run.
 const ZEROS: [u8; ARM_BYTES] = [0; ARM_BYTES];
 
+/// A slot's arm made at its run's prepare ([`Executor`]'s `arm_ahead`).
+#[derive(Debug)]
+enum ArmedAhead {
+    /// The handshake, timing buffer and status header are cleared: the launch skips its copy.
+    Armed,
+    /// The copy failed: the run's launch fails at its arm with this code and text.
+    Failed { code: AclCode, text: Option<String> },
+}
+
 /// A slot's resources for copies on the streams ([`CopyPath::OnStream`]).
 #[derive(Clone, Copy, Debug)]
 struct Pinned {
@@ -181,6 +190,11 @@ pub struct Executor<D: Device, R: Runner<D>> {
     /// Per slot, the status bytes its last run's completion wait read with the record
     /// ([`Executor::keep_readback`]): that run's status read answers from them.
     kept: [Option<Readback>; MAX_SLOTS as usize],
+    /// Per slot, the arm its run's prepare made (decision 0024), for that lease: the run's
+    /// launch makes no copy of its own, or reports the copy's failure.
+    ahead: [Option<(Lease, ArmedAhead)>; MAX_SLOTS as usize],
+    /// The text of an arm made at prepare that failed, taken by the launch that reports it.
+    arm_text: Option<String>,
     /// Where this executor reads the process's notice ring from (L-19): notices written
     /// before it existed are not its device's streams.
     notice_cursor: u64,
@@ -207,6 +221,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             readback: [0; READBACK_BYTES],
             readback_text: [const { None }; MAX_SLOTS as usize],
             kept: [const { None }; MAX_SLOTS as usize],
+            ahead: [const { None }; MAX_SLOTS as usize],
+            arm_text: None,
             notice_cursor: crate::notices().head(),
             notices_lost: 0,
         }
@@ -326,7 +342,13 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 run,
                 lease,
                 diagnostics,
-            } => prepare_answer(run, lease, r.prepare_run(d, run, lease.slot, diagnostics)),
+            } => {
+                let result = r.prepare_run(d, run, lease.slot, diagnostics);
+                if result.is_ok() {
+                    self.arm_ahead(lease);
+                }
+                prepare_answer(run, lease, result)
+            }
             Effect::CreateStream { role } => match d.create_stream() {
                 Ok(handle) => Event::StreamCreated { role, handle },
                 Err(code) => Event::StreamCreateFailed { role, code },
@@ -416,6 +438,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 self.slots = [None; MAX_SLOTS as usize];
                 self.readback_text = [const { None }; MAX_SLOTS as usize];
                 self.kept = [const { None }; MAX_SLOTS as usize];
+                self.ahead = [const { None }; MAX_SLOTS as usize];
                 self.awaited = None;
                 match result {
                     Ok(()) => Event::ResetDone { attempt },
@@ -429,13 +452,17 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         };
         let text = match (kept_text, &event) {
             (Some(kept), Event::StatusReadFailed { .. }) => Some(kept),
+            // A launch that reports the failed arm its run's prepare made: that call's text.
+            (_, Event::LaunchFailed { .. }) if self.arm_text.is_some() => self.arm_text.take(),
             _ => self.failure_text(&event),
         };
+        self.arm_text = None;
         Ok(Some(Answer { event, text }))
     }
 
     /// The launch order of L-5 and L-13. AICore stream: the arm (Sync: one synchronous copy
-    /// that clears the slot's handshake, timing buffer and status header; OnStream: the
+    /// that clears the slot's handshake, timing buffer and status header, unless the run's
+    /// prepare made it, decision 0024, when its result stands in for the copy; OnStream: the
     /// readback filled with `0xFF`, the arm as a copy, the "armed" event, which the AICPU
     /// stream waits for), a wait on the boundary of the predecessor the lane names (`after`),
     /// the
@@ -482,10 +509,21 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .and_then(|prev| self.slots.get(usize::from(prev.slot.0)).copied().flatten())
             .filter(|prev| prev.recorded[0])
             .map(|prev| prev.boundary());
+        let ahead = self
+            .ahead
+            .get_mut(usize::from(lease.slot.0))
+            .and_then(Option::take)
+            .filter(|(armed_for, _)| *armed_for == lease)
+            .map(|(_, armed)| armed);
         let (d, r) = (&mut self.device, &mut self.runner);
-        match slot.pinned {
-            None => d.memcpy_to_device(slot.handshake(), &ZEROS),
-            Some(pinned) => {
+        match (slot.pinned, ahead) {
+            (None, Some(ArmedAhead::Armed)) => Ok(()),
+            (None, Some(ArmedAhead::Failed { code, text })) => {
+                self.arm_text = text;
+                Err(code)
+            }
+            (None, None) => d.memcpy_to_device(slot.handshake(), &ZEROS),
+            (Some(pinned), _) => {
                 pinned_copies(d).and_then(|p| arm_on_stream(p, &slot, pinned, aicpu, aicore))
             }
         }
@@ -708,6 +746,33 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
     }
 
+    /// Arms `lease`'s slot at its run's prepare, with synchronous copies and once the slot
+    /// has its resources (decision 0024): the copy the launch would make first, made while
+    /// the predecessor still runs, so it leaves the depth-one path. The slot's last run was
+    /// finalised before this lease was given, so nothing of it is live (L-13). A failure is
+    /// kept for the run's launch, which reports it as its arm's (stage `NotStarted`, as
+    /// before); a finalise or a reset forgets it. A slot's first prepare finds no resources:
+    /// its launch makes them and arms.
+    fn arm_ahead(&mut self, lease: Lease) {
+        let idx = usize::from(lease.slot.0);
+        let Some(resources) = self.slots.get(idx).copied().flatten() else {
+            return;
+        };
+        if resources.pinned.is_some() {
+            return;
+        }
+        let armed = match self.device.memcpy_to_device(resources.handshake(), &ZEROS) {
+            Ok(()) => ArmedAhead::Armed,
+            Err(code) => ArmedAhead::Failed {
+                code,
+                text: self.device.recent_error_message(),
+            },
+        };
+        if let Some(entry) = self.ahead.get_mut(idx) {
+            *entry = Some((lease, armed));
+        }
+    }
+
     /// Finalisation releases the slot's completion events for the next run (L-7): they count
     /// as never recorded until the next launch records them.
     fn release_events(&mut self, lease: Lease) {
@@ -720,6 +785,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
         if let Some(kept) = self.kept.get_mut(usize::from(lease.slot.0)) {
             *kept = None;
+        }
+        if let Some(ahead) = self.ahead.get_mut(usize::from(lease.slot.0)) {
+            *ahead = None;
         }
     }
 
@@ -850,6 +918,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
         self.readback_text = [const { None }; MAX_SLOTS as usize];
         self.kept = [const { None }; MAX_SLOTS as usize];
+        self.ahead = [const { None }; MAX_SLOTS as usize];
     }
 
     /// Gives a resource back. Nothing waits on the answer (the lane is closed, or the

@@ -8,9 +8,10 @@
 //! never-recorded event waits as success), the launch order of L-5, the status-header read of L-8, the bounded completion wait of L-6, and the
 //! recovery sequence of SPEC §5.3.
 //!
-//! **Copies (L-5, L-13):** the profile's `CopyPath` picks how a launch arms its slot and
+//! **Copies (L-5, L-13):** the profile's `CopyPath` picks how a run's slot is armed and
 //! how the status read reads it back. `Sync`: one synchronous host-to-device copy before the
-//! AICore kernel, one synchronous device-to-host copy after completion. `OnStream`: per slot
+//! AICore kernel (made by the run's prepare once the slot has its resources, else by its
+//! launch: decision 0024), one synchronous device-to-host copy after completion. `OnStream`: per slot
 //! also a pinned host buffer and an "armed" event; the launch fills the pinned readback with
 //! `0xFF`, enqueues the arm copy on the AICore stream, records "armed" there, makes the AICPU
 //! stream wait for it, launches AICore then AICPU, enqueues the readback copy on the AICPU

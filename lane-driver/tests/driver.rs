@@ -50,6 +50,10 @@ struct Recorder {
     /// The `record_event` call (counted from 1) that fails with 107000, if any.
     fail_record: Option<usize>,
     records: usize,
+    /// The `memcpy_to_device` call (counted from 1) that fails with 107000 and leaves a
+    /// text, if any.
+    fail_h2d: Option<usize>,
+    h2d: usize,
     /// Each launch context the executor gave, with how many calls were logged before it.
     contexts: Vec<(usize, Option<LaunchContext>)>,
 }
@@ -186,9 +190,14 @@ impl Device for Recorder {
         Ok(())
     }
     fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        self.mem(dst)[..src.len()].copy_from_slice(src);
         let name = self.name(dst);
         self.log(format!("memcpy_to_device {name} {}B", src.len()));
+        self.h2d += 1;
+        if self.fail_h2d == Some(self.h2d) {
+            self.message = Some(format!("copy {} to {name} failed", self.h2d));
+            return Err(Self::code(107_000));
+        }
+        self.mem(dst)[..src.len()].copy_from_slice(src);
         Ok(())
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
@@ -380,6 +389,126 @@ fn a_successor_launched_once_its_predecessors_boundary_passed_makes_no_wait_on_i
     assert!(log.iter().any(|c| c == "launch_aicore r3 on s2"), "{log:?}");
     assert!(
         !log.iter().any(|c| c.starts_with("stream_wait_event s2")),
+        "{log:?}"
+    );
+}
+
+/// Decision 0024: a run prepared while its predecessor runs arms its slot at its prepare, so
+/// at depth one nothing is copied to the device between the predecessor's completion and the
+/// run's launch; nothing writes the slot between its arm and its launch.
+#[test]
+fn a_run_prepared_while_its_predecessor_runs_is_armed_at_prepare_not_on_the_depth_one_path() {
+    let mut d: TestDriver = Driver::new(Profile::depth_one(), Recorder::default(), Kernels);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.turn().unwrap();
+    // Run 3 takes slot 0 once run 1 is finalised, and prepares while run 2 runs.
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    let at = |call: &str| {
+        log.iter()
+            .position(|c| c == call)
+            .unwrap_or_else(|| panic!("no `{call}`: {log:?}"))
+    };
+    let (prepare, launch) = (at("prepare r3 s0"), at("launch_aicore r3 on s2"));
+    assert_eq!(log[prepare + 1], "memcpy_to_device p5 1104B", "{log:?}");
+    // Run 2's completion: its boundary's wait, then its one read; then run 3 launches.
+    let completion = at("synchronize_event e6");
+    assert!(prepare < completion && completion < launch, "{log:?}");
+    assert_eq!(
+        &log[completion..launch],
+        ["synchronize_event e6", "memcpy_from_device p8+64 1320B"],
+        "no copy to the device between run 2's completion and run 3's launch"
+    );
+    assert!(
+        !log[prepare + 2..launch]
+            .iter()
+            .any(|c| c.starts_with("memcpy_to_device p5")),
+        "{log:?}"
+    );
+    let reports: Vec<_> = std::iter::from_fn(|| d.poll_report()).collect();
+    assert_eq!(reports.len(), 3, "{reports:?}");
+    assert!(
+        reports
+            .iter()
+            .all(|r| r.outcome.to_string().ends_with(": ok")),
+        "{reports:?}"
+    );
+}
+
+/// Decision 0024: an arm made at prepare that failed is reported by the run's launch as the
+/// launch's own failed arm would be: the same stage, code and device text, and no kernel
+/// launched. The next run on the slot arms at its own prepare.
+#[test]
+fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would() {
+    // Copies to the device: each slot's record zeroing and first arm, made by the launch
+    // (1 to 4: a slot's first prepare finds no resources), then run 3's arm at its prepare
+    // (5).
+    let mut d = driver();
+    d.device_mut().fail_h2d = Some(5);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    assert!(
+        !log.iter().any(|c| c.starts_with("launch_aicore r3")),
+        "{log:?}"
+    );
+    let prepare = log.iter().position(|c| c == "prepare r3 s0");
+    assert!(
+        prepare.is_some_and(|at| log[at + 1] == "memcpy_to_device p5 1104B"
+            && !log[at + 2..]
+                .iter()
+                .any(|c| c.starts_with("memcpy_to_device"))),
+        "the failed copy is the prepare's; the launch makes none: {log:?}"
+    );
+    // Made outside any launch: the launch's own arm is made under its `Arm` stage.
+    let copy = prepare.map_or(0, |at| at + 1);
+    let stage = d
+        .device()
+        .contexts
+        .iter()
+        .rfind(|(at, _)| *at <= copy)
+        .and_then(|(_, context)| *context);
+    assert_eq!(stage, None, "{log:?}");
+    let reports: Vec<_> = std::iter::from_fn(|| d.poll_report()).collect();
+    assert_eq!(reports.len(), 3, "{reports:?}");
+    let failed = reports[2].to_string();
+
+    // The same code failing a launch's own arm: run 1's, copy 2.
+    let mut own = driver();
+    own.device_mut().fail_h2d = Some(2);
+    own.submit(RunRequest::new()).unwrap().unwrap();
+    own.run_until_idle().unwrap();
+    let expected = own.poll_report().unwrap().to_string();
+    assert!(
+        expected.starts_with("run 1 failed at AICore launch (not started): ACL 107000"),
+        "{expected}"
+    );
+    assert_eq!(
+        failed.replace("run 3", "run 1").replace("copy 5", "copy 2"),
+        expected
+    );
+
+    // The lane goes on: run 4, next on slot 0, arms at its prepare and launches.
+    calls(&mut d);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    assert_eq!(
+        log[..3],
+        [
+            "prepare r4 s0",
+            "memcpy_to_device p5 1104B",
+            "launch_aicore r4 on s2"
+        ],
+        "{log:?}"
+    );
+    assert!(
+        d.poll_report().unwrap().to_string().ends_with(": ok"),
         "{log:?}"
     );
 }

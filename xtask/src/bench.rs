@@ -26,9 +26,9 @@ const DEVICE_CALL_NS: f64 = 5_500.0;
 const JITTER_POINTS: &str = "50,100,110,115,120,125,130,250,1000";
 /// Per-run jitter of the second sweep, in percent.
 const JITTER_PCT: &str = "10";
-/// Two copies to arm a launch and two to read back after completion (the layouts before the
+/// Two copies to arm a run and two to read back after completion (the layouts before the
 /// slot's one allocation and before decision 0023) cost what one copy each costs at twice
-/// the price: the sweep's `--cost` reproduces their timing.
+/// the price: the sweep's `--cost` shows what the copies still cost.
 const PREVIOUS_LAYOUT_COSTS: [&str; 4] = ["--cost", "read_d2h=19", "--cost", "write_h2d=19"];
 
 /// One micro-benchmark: where it lives, its divan path, what it measures, its target.
@@ -714,13 +714,14 @@ impl Doc<'_> {
         let _ = writeln!(
             out,
             "- `R` = 2 × `task_switch` + 2 × `event_task` + `host_wakeup` + `read_d2h` + \
-             `write_h2d` + 2 × `kernel_launch` + `event_record` + `kernel_start_latency` = \
-             **{} us**: N's `core_done` and boundary pass, the blocked host wakes, reads N's \
-             timing, status header and result record (one D2H, whose status bytes the status \
-             read answers from: decision 0023), arms N+1's slot (one H2D), launches both kernels with N+1's `core_done` recorded between them (no \
-             stream wait on N's boundary: its wait returned), and N+1 starts after the start \
-             latency. N+1 was prepared while N ran, and N's finalise follows N+1's launch: \
-             neither is on this path.",
+             2 × `kernel_launch` + `event_record` + `kernel_start_latency` = **{} us**: N's \
+             `core_done` and boundary pass, the blocked host wakes, reads N's timing, status \
+             header and result record (one D2H, whose status bytes the status read answers \
+             from: decision 0023), launches both kernels with N+1's `core_done` recorded \
+             between them (no stream wait on N's boundary: its wait returned), and N+1 starts \
+             after the start latency. N+1 was prepared while N ran, and its prepare armed its \
+             slot (the H2D, decision 0024); N's finalise follows N+1's launch: none of them is \
+             on this path.",
             us(r)
         );
         let _ = writeln!(
@@ -1007,7 +1008,7 @@ impl Doc<'_> {
     fn layout(&self, out: &mut String) -> Result<(), String> {
         let before = &self.previous["model"];
         let after = &self.sweep["model"];
-        out.push_str("### The slot layout: one copy to arm a launch, one to read back\n\n");
+        out.push_str("### The slot layout: one copy to arm a run, one to read back\n\n");
         let _ = writeln!(
             out,
             "Each slot has one device allocation (handshake, timing buffer, status header, \
@@ -1015,14 +1016,18 @@ impl Doc<'_> {
              handshake, timing and header before a launch, and one D2H, the completion \
              waiter's, reads timing, header and record after completion; the status read \
              answers from those bytes ([decision 0023](decisions/0023-status-read-with-the-record.md)). \
-             Each small synchronous copy is a ~9.5 us driver round trip whatever its size \
-             (A1). Before, a run paid two copies each way: the handshake, timing buffer and \
-             header were separate allocations (two H2D to arm), and the record and the status \
-             were read apart (two D2H). That timing is reproduced by the sweep with `{}`, one \
-             copy each way at twice the price (with `--cost read_d2h=19` alone it reproduces \
-             the driver just before decision 0023: checked against that build, the same runs/s \
-             at 50, 250 and 1000 us). Going from two copies each way to one takes a read and a \
-             write off both `R` and `H`: `R` {} → {} us, `H` {} → {} us.\n",
+             The H2D is made at the run's prepare, while its predecessor still runs \
+             ([decision 0024](decisions/0024-arm-at-prepare.md)), so at depth one only the \
+             read is on the round trip `R`; both are in the host work `H`. Each small \
+             synchronous copy is a ~9.5 us driver round trip whatever its size (A1). Before, \
+             a run paid two copies each way: the handshake, timing buffer and header were \
+             separate allocations (two H2D to arm, at the launch), and the record and the \
+             status were read apart (two D2H). The sweep with `{}`, one copy each way at twice \
+             the price, shows what two copies each way would cost this lane: `R` {} → {} us, \
+             `H` {} → {} us. (It reproduced the older builds' runs/s while they armed at the \
+             launch: checked at decision 0023 against the build before it. Since decision \
+             0024 the write is off `R`, so the older builds' depth one was slower than this \
+             column.)\n",
             PREVIOUS_LAYOUT_COSTS.join(" "),
             us(num(before, "r_ns")?),
             us(num(after, "r_ns")?),
@@ -1052,11 +1057,11 @@ impl Doc<'_> {
         }
         out.push_str(
             "\nTwo copies each way meet their own model as well: the copies are not a \
-             serialisation the model misses, they are in `R` and `H`. Removing one of each \
-             raises the host-bound ceiling (queued and depth one alike) and shortens the \
-             depth-one round trip; where the queued lane is device-bound it was already at \
-             `D + g`. The queued/depth-one ratio falls a little, because depth one gains the \
-             most from a shorter round trip.\n",
+             serialisation the model misses, they are in `R` (the read) and `H` (both). \
+             Removing one of each raises the host-bound ceiling (queued and depth one alike) \
+             and shortens the depth-one round trip; where the queued lane is device-bound it \
+             was already at `D + g`. The queued/depth-one ratio falls a little, because depth \
+             one gains the most from a shorter round trip.\n",
         );
         Ok(())
     }
