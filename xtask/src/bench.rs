@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::project_root;
+use crate::{cargo, project_root};
 
 /// Repetitions of each benchmark binary when `--repeat` is not given.
 const DEFAULT_REPEAT: u32 = 3;
@@ -153,11 +153,6 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// The cargo that runs xtask (so the same toolchain builds the benchmarks).
-fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
 }
 
 /// Runs a command to completion; its stdout, or an error naming it and its stderr's tail.

@@ -44,7 +44,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::project_root;
+use crate::{cargo, project_root};
 
 /// The usage line, shown with every argument error.
 const USAGE: &str = "usage: cargo xtask dist --prefix DIR | cargo xtask dist --check";
@@ -113,11 +113,6 @@ pub(crate) struct Built {
     cdylib: PathBuf,
     /// What the static library needs linked after it, as rustc prints it (`-ldl`, ...).
     pub(crate) native_static_libs: Vec<String>,
-}
-
-/// The cargo the xtask runs under.
-fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
 }
 
 /// Builds lane-capi in release (both libraries, one rustc) and asks rustc for the static

@@ -149,38 +149,26 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
         runs,
         &format!("{cpus} logical CPUs{idle}, load average {before} before"),
     )?;
-    let old =
-        std::fs::read_to_string(&doc).map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
-    let write = |text: &str| {
-        std::fs::write(&doc, text).map_err(|e| format!("cannot write {}: {e}", doc.display()))
+    // Each section is put in as soon as it is measured, so a later failure keeps it.
+    let put = |part: sections::Section, text: &str| {
+        let old = std::fs::read_to_string(&doc)
+            .map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
+        std::fs::write(&doc, sections::splice(&old, part, text))
+            .map_err(|e| format!("cannot write {}: {e}", doc.display()))
     };
-    write(&sections::splice(&old, sections::C_ABI, &section))?;
+    put(sections::C_ABI, &section)?;
     println!("wrote the C ABI loops' section of {}", doc.display());
-    // lane-conformance's arms print their section; its progress goes to the terminal.
-    let mut arms = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
-    arms.args([
-        "run",
-        "--release",
-        "-p",
-        "lane-conformance",
-        "--bin",
-        "fake-bench",
-    ])
-    .current_dir(project_root())
-    .stderr(Stdio::inherit());
-    if let Some(runs) = runs {
-        arms.args(["--", "--runs", &runs.to_string()]);
-    }
-    let out = arms
+    // lane-conformance's arms print their section; their progress goes to the terminal.
+    let runs: Vec<String> =
+        runs.map_or_else(Vec::new, |n| vec!["--runs".to_owned(), n.to_string()]);
+    let out = release(&["-p", "lane-conformance", "--bin", "fake-bench"], &runs)
+        .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("could not start cargo run: {e}"))?;
     if !out.status.success() {
         return Err(format!("fake-bench failed ({})", out.status));
     }
-    let section = String::from_utf8_lossy(&out.stdout);
-    let old =
-        std::fs::read_to_string(&doc).map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
-    write(&sections::splice(&old, sections::ARMS, &section))?;
+    put(sections::ARMS, &String::from_utf8_lossy(&out.stdout))?;
     println!("wrote the fake-bench section of {}", doc.display());
     Ok(())
 }
@@ -196,15 +184,26 @@ fn explore(args: &[&str]) -> Result<(), String> {
     )
 }
 
-/// `cargo run --release TARGET... -- ARGS...` at the project root; `what` names the program
-/// in the error.
-fn run_release(target: &[&str], args: &[&std::ffi::OsStr], what: &str) -> Result<(), String> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+/// The cargo that runs xtask, so the same toolchain builds what xtask runs.
+pub(crate) fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+}
+
+/// `cargo run --release TARGET... -- ARGS...` at the project root, not started yet.
+fn release<S: AsRef<std::ffi::OsStr>>(target: &[&str], args: &[S]) -> Command {
+    let mut command = cargo();
+    command
         .args(["run", "--release"])
         .args(target)
         .arg("--")
         .args(args)
-        .current_dir(project_root())
+        .current_dir(project_root());
+    command
+}
+
+/// Runs [`release`] with the terminal's output; `what` names the program in the error.
+fn run_release(target: &[&str], args: &[&std::ffi::OsStr], what: &str) -> Result<(), String> {
+    let status = release(target, args)
         .status()
         .map_err(|e| format!("could not start cargo run: {e}"))?;
     if status.success() {
