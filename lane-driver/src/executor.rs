@@ -371,15 +371,20 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 aicpu,
                 aicore,
                 after,
-            } => match self.launch(run, lease, aicpu, aicore, after, observer) {
-                Ok(()) => Event::Launched { run, lease },
-                Err((step, code)) => Event::LaunchFailed {
-                    run,
-                    lease,
-                    step,
-                    code,
-                },
-            },
+            } => {
+                let launched = self.launch(run, lease, aicpu, aicore, after, observer);
+                // A failed arm made at the run's prepare left its text for this answer.
+                kept_text = self.arm_text.take();
+                match launched {
+                    Ok(()) => Event::Launched { run, lease },
+                    Err((step, code)) => Event::LaunchFailed {
+                        run,
+                        lease,
+                        step,
+                        code,
+                    },
+                }
+            }
             Effect::AwaitCompletion {
                 run,
                 lease,
@@ -451,12 +456,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             },
         };
         let text = match (kept_text, &event) {
-            (Some(kept), Event::StatusReadFailed { .. }) => Some(kept),
-            // A launch that reports the failed arm its run's prepare made: that call's text.
-            (_, Event::LaunchFailed { .. }) if self.arm_text.is_some() => self.arm_text.take(),
+            (Some(kept), Event::StatusReadFailed { .. } | Event::LaunchFailed { .. }) => Some(kept),
             _ => self.failure_text(&event),
         };
-        self.arm_text = None;
         Ok(Some(Answer { event, text }))
     }
 
