@@ -1,6 +1,7 @@
 //! The exported functions. Each runs inside [`guard`]: it returns a [`RunLaneStatus`],
 //! leaves a message for `run_lane_last_error` when it fails, and never lets a panic out.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError};
@@ -118,18 +119,21 @@ static LANES: Registry<Lane> = Registry::new();
 /// The status and message of a refused command or a lost lane, in the C ABI's words where
 /// the service's name its Rust calls.
 fn service_error(error: &ServiceError) -> Error {
-    let message = match error {
-        ServiceError::Submit(SubmitError::Full { slots }) => format!(
-            "every slot holds a run without an outcome ({slots} slots); take an outcome (run_lane_wait for the oldest, or run_lane_poll) and submit again"
+    let message: Cow<'static, str> = match error {
+        // The documented loop meets this once a run: static text, so it allocates nothing.
+        ServiceError::Submit(SubmitError::Full { .. }) => Cow::Borrowed(
+            "every slot holds a run without an outcome; take an outcome (run_lane_wait for the oldest, or run_lane_poll) and submit again",
         ),
         ServiceError::Publish(PublishError::Full) => format!(
             "{} publications are already waiting; take an outcome (run_lane_wait or run_lane_poll) and publish again",
             lane_core::MAX_PENDING_PUBLICATIONS
-        ),
+        )
+        .into(),
         ServiceError::Lost(_) => format!(
             "{error}; the lane takes nothing more: destroy it (run_lane_destroy) and create a new one"
-        ),
-        _ => error.to_string(),
+        )
+        .into(),
+        _ => error.to_string().into(),
     };
     let status = match error {
         ServiceError::Submit(SubmitError::Full { .. })

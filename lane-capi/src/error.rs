@@ -4,9 +4,13 @@
 //! The message follows the calling thread's latest `run_lane_*` call that returns a status:
 //! a failure sets it, a success (`OK`, or `EMPTY` from `run_lane_poll`) clears it to "", so
 //! `run_lane_last_error()` never shows a failure older than the thread's latest call.
+//!
+//! Neither allocates in steady state: `FULL` is the documented loop's flow control, met once
+//! a run, so its message is static text, and each thread's message is written into a buffer
+//! it keeps (it grows only for a message longer than any before on that thread).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
-use std::ffi::CString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use core::ffi::c_char;
@@ -18,13 +22,14 @@ use crate::types::RunLaneStatus;
 pub struct Error {
     /// What the function returns.
     pub status: RunLaneStatus,
-    /// Why, in one line.
-    pub message: String,
+    /// Why, in one line: static text where the failure is routine (`FULL`), so reporting it
+    /// allocates nothing.
+    pub message: Cow<'static, str>,
 }
 
 impl Error {
     /// A failure with `status` and `message`.
-    pub fn new(status: RunLaneStatus, message: impl Into<String>) -> Self {
+    pub fn new(status: RunLaneStatus, message: impl Into<Cow<'static, str>>) -> Self {
         Self {
             status,
             message: message.into(),
@@ -41,43 +46,50 @@ impl Error {
 }
 
 thread_local! {
-    /// The calling thread's last error; `None` when its latest call succeeded (or it made
-    /// none), so a success frees the text and never allocates.
-    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// The calling thread's last error as NUL-terminated bytes; empty when its latest call
+    /// succeeded (or it made none). Cleared and rewritten in place, so its capacity is kept.
+    static LAST_ERROR: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Records `message` as this thread's last error, on one line (its lines, trimmed, joined
 /// with "; ", or a space after a line ending in ':'; an interior NUL is replaced, so the
 /// message is never lost).
 pub fn set_last_error(message: &str) {
-    let mut line = String::with_capacity(message.len());
-    for part in message
-        .lines()
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-    {
-        if !line.is_empty() {
-            // A line ending in ':' introduces the next ("candidates:"), others are clauses.
-            line.push_str(if line.ends_with(':') { " " } else { "; " });
+    LAST_ERROR.with(|last| {
+        let mut line = last.borrow_mut();
+        line.clear();
+        for part in message
+            .lines()
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+        {
+            if !line.is_empty() {
+                // A line ending in ':' introduces the next ("candidates:"), others are
+                // clauses.
+                let joint: &[u8] = if line.ends_with(b":") { b" " } else { b"; " };
+                line.extend_from_slice(joint);
+            }
+            line.extend(part.bytes().map(|byte| if byte == 0 { b' ' } else { byte }));
         }
-        line.push_str(part);
-    }
-    let text = CString::new(line.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|last| *last.borrow_mut() = Some(text));
+        line.push(0);
+    });
 }
 
 /// Clears this thread's last error: `run_lane_last_error()` is "" until the next failure.
 pub fn clear_last_error() {
-    LAST_ERROR.with(|last| last.borrow_mut().take());
+    LAST_ERROR.with(|last| last.borrow_mut().clear());
 }
 
 /// This thread's last error message ("" after a success): valid until the next `run_lane_*`
 /// call on this thread.
 pub fn last_error_ptr() -> *const c_char {
     LAST_ERROR.with(|last| {
-        last.borrow()
-            .as_ref()
-            .map_or(c"".as_ptr(), |text| text.as_ptr())
+        let line = last.borrow();
+        if line.is_empty() {
+            c"".as_ptr()
+        } else {
+            line.as_ptr().cast()
+        }
     })
 }
 

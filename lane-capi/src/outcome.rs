@@ -1,5 +1,7 @@
 //! Lane outcomes and close reports as their C structs, strings copied into fixed buffers.
 
+use std::fmt;
+
 use backend_acl::NoticeMonitor;
 use core::ffi::c_char;
 use lane_core::status_latch::{AclCode, Class, Stage};
@@ -101,8 +103,9 @@ pub const fn empty_outcome() -> RunLaneOutcome {
     }
 }
 
-/// Fills the failure fields of `out` from `cause`; `line` is the item's failure line.
-fn set_cause(out: &mut RunLaneOutcome, cause: &Cause, line: &str) {
+/// Fills the failure fields of `out` from `cause`; `line` is the item's failure line
+/// (formatted here: only a failure allocates).
+fn set_cause(out: &mut RunLaneOutcome, cause: &Cause, line: &dyn fmt::Display) {
     out.failure_class = match cause.class() {
         Class::RunOnly => RunLaneClass::RunOnly,
         Class::Poison => RunLaneClass::Poison,
@@ -113,23 +116,24 @@ fn set_cause(out: &mut RunLaneOutcome, cause: &Cause, line: &str) {
     copy_str(&mut out.code_name, cause.name());
     copy_str(&mut out.stage_name, cause.stage().map_or("", Stage::name));
     copy_str(&mut out.hint, cause.hint());
-    copy_str(&mut out.failure_line, line);
+    copy_str(&mut out.failure_line, &line.to_string());
 }
 
 /// The C outcome of `outcome`. The failure line is the lane's own `Display` of the outcome
 /// (for a poisoned item it names the origin's line).
 pub fn to_c(outcome: &Outcome) -> RunLaneOutcome {
-    outcome_to_c(outcome, &outcome.to_string())
+    outcome_to_c(outcome, outcome)
 }
 
 /// The C outcome of a delivered report: as [`to_c`], with the device's text about the failed
 /// call (`aclGetRecentErrMsg`) appended to the failure line when the device left one.
 pub fn report_to_c(report: &Report) -> RunLaneOutcome {
-    outcome_to_c(&report.outcome, &report.to_string())
+    outcome_to_c(&report.outcome, report)
 }
 
-/// The C outcome of `outcome`, whose failure line is `line`.
-fn outcome_to_c(outcome: &Outcome, line: &str) -> RunLaneOutcome {
+/// The C outcome of `outcome`, whose failure line is `line`'s `Display` (formatted only for
+/// a failed or poisoned item: an `Ok` outcome allocates nothing).
+fn outcome_to_c(outcome: &Outcome, line: &dyn fmt::Display) -> RunLaneOutcome {
     let mut out = empty_outcome();
     out.id = outcome.seq();
     match outcome {

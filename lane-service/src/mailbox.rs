@@ -198,13 +198,14 @@ struct Wakes {
 impl<L: Delivers> Mailbox<L> {
     /// A mailbox guarding `lane`; `announce` keeps a copy of each outcome for the callback;
     /// `jobs` is the most runner work the lane can have out at once (the workers' queues are
-    /// allocated for it here, once).
-    pub(crate) fn new(lane: L, announce: bool, jobs: usize) -> Self {
+    /// allocated for it here, once); `outcomes` is how many delivered outcomes not taken yet
+    /// (and not yet shown the callback) its buffers hold before they grow.
+    pub(crate) fn new(lane: L, announce: bool, jobs: usize, outcomes: usize) -> Self {
         Self {
             state: Mutex::new(State {
                 lane,
-                ready: VecDeque::new(),
-                unannounced: VecDeque::new(),
+                ready: VecDeque::with_capacity(outcomes),
+                unannounced: VecDeque::with_capacity(if announce { outcomes } else { 0 }),
                 announce,
                 delivered: 0,
                 issued: 0,

@@ -27,6 +27,12 @@ pub type OutcomeCallback = Box<dyn FnMut(&Outcome) + Send + 'static>;
 /// next run while the other finalises the last.
 pub const DEFAULT_WORKERS: usize = 2;
 
+/// Delivered outcomes a lane holds, not taken yet (and, with a callback, not shown yet),
+/// before its buffers grow: 16, about 2 KiB. The lane does not bound them (a caller that
+/// never takes an outcome keeps them all); a caller that takes them as the documented loop
+/// does leaves a few at most, so steady state allocates nothing.
+const OUTCOMES_KEPT: usize = 16;
+
 /// How [`spawn`] sets the lane up.
 pub struct ServiceConfig {
     /// The lane's profile.
@@ -557,7 +563,12 @@ where
         dispatch: Dispatch::new(setting, Some(NOTICE_POLL_NS)),
     };
     // Each job is one slot's prepare or finalise: at most one per slot is out.
-    let mailbox = Arc::new(Mailbox::new(shared, announce, usize::from(MAX_SLOTS)));
+    let mailbox = Arc::new(Mailbox::new(
+        shared,
+        announce,
+        usize::from(MAX_SLOTS),
+        OUTCOMES_KEPT,
+    ));
     let engine = Arc::new(Engine {
         mailbox: Arc::clone(&mailbox),
         executor: Mutex::new(None),
@@ -972,9 +983,11 @@ struct Announcer {
 
 impl Announcer {
     fn new(callback: Option<OutcomeCallback>) -> Self {
+        // It swaps buffers with the mailbox's, so it starts at the same size.
+        let kept = if callback.is_some() { OUTCOMES_KEPT } else { 0 };
         Self {
             callback,
-            shown: VecDeque::new(),
+            shown: VecDeque::with_capacity(kept),
         }
     }
 }

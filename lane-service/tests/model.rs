@@ -338,7 +338,7 @@ fn on_thread<T: Send + 'static>(
 
 /// A toy lane's mailbox with a queue of two (`announce`: an outcome callback is set).
 fn toy_mailbox(announce: bool) -> Arc<Mailbox<Toy>> {
-    Arc::new(Mailbox::new(Toy::default(), announce, 2))
+    Arc::new(Mailbox::new(Toy::default(), announce, 2, 2))
 }
 
 /// A host worker: answers every job with itself and runs the steps its answer starts unless
