@@ -90,11 +90,13 @@ fn with_submitters_bound_the_lane_thread_sleeps_through_the_runs_unless_an_outco
         "the lane thread woke {without} times in {RUNS} runs with no outcome callback"
     );
     // With one, the outcomes the completion waiter delivers wake it to run the callback. The
-    // runs are waited for one at a time, so one wake shows one outcome, or two or three when
-    // the next comes before the lane thread sleeps again (60 and about 21 to 26 wakes were
-    // seen): well above the wakes without a callback, whatever the notice poll adds to both.
+    // runs are waited for one at a time, so one wake shows one outcome, or a few when more
+    // come before the lane thread sleeps again: 21 to 61 wakes were seen on two idle CPUs,
+    // and as few as 0 only with both CPUs hogged by other processes, when the starved lane
+    // thread found an outcome every time it ran and never slept. The bound (5 more than
+    // without) holds with a wide margin unless the machine starves the lane that way.
     assert!(
-        with >= without + RUNS / 6,
+        with >= without + RUNS / 12,
         "the lane thread woke only {with} times in {RUNS} runs with an outcome callback \
          ({without} without one)"
     );
