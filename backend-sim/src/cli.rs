@@ -514,12 +514,8 @@ fn table(reports: &[(&str, Report)]) -> String {
                 .device_utilisation
                 .map_or_else(|| "-".to_owned(), |u| format!("{:.1}%", u * 100.0))
         }),
-        ("mean inter-run gap", |r| opt_us_f(r.summary.mean_gap_ns)),
-        ("p99 inter-run gap", |r| {
-            r.summary
-                .p99_gap_ns
-                .map_or_else(|| "-".to_owned(), |g| format!("{} us", fmt_us(g)))
-        }),
+        ("median inter-run gap", |r| opt_us(r.summary.median_gap_ns)),
+        ("p99 inter-run gap", |r| opt_us(r.summary.p99_gap_ns)),
         ("host busy per run", |r| {
             opt_us_f(r.summary.host_busy_per_run_ns)
         }),
@@ -569,6 +565,10 @@ fn outcomes_cell(summary: &Summary) -> String {
 
 fn opt_us_f(ns: Option<f64>) -> String {
     ns.map_or_else(|| "-".to_owned(), |v| format!("{:.3} us", v / 1_000.0))
+}
+
+fn opt_us(ns: Option<u64>) -> String {
+    ns.map_or_else(|| "-".to_owned(), |g| format!("{} us", fmt_us(g)))
 }
 
 fn absolute(path: &Path) -> PathBuf {

@@ -134,7 +134,7 @@ fn the_default_command_prints_the_table_and_writes_the_trace() {
         "queued",
         "runs/s",
         "device utilisation",
-        "mean inter-run gap",
+        "median inter-run gap",
         "p99 inter-run gap",
         "outcomes",
         "200 ok",
