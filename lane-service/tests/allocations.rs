@@ -1,7 +1,9 @@
 //! Steady state allocates nothing per run with host workers on and an outcome callback set:
 //! the workers' queues are allocated once, answers travel through them, no channel allocates
 //! per message, and the outcomes the callback is shown pass through buffers that keep their
-//! capacity.
+//! capacity. Those buffers (outcomes not taken yet, not shown yet) grow only when more pile
+//! up than ever before, which a starved thread can cause at any time: a few doublings at
+//! most, never one per run.
 //! Counted by a global allocator that sees every thread (the lane thread and the workers,
 //! not only the test's), over 2,000 runs after a warm-up. One test in this binary, so no
 //! other test's allocations are counted.
@@ -100,9 +102,13 @@ fn two_thousand_runs_with_workers_and_an_outcome_callback_allocate_nothing_on_an
     let region = Region::new(GLOBAL);
     run_many(&handle, 2_000);
     let change = region.change();
-    assert_eq!(
-        change.allocations + change.reallocations,
-        0,
+    // On an idle machine this is 0. With one CPU hogged by another process, the lane thread
+    // or this poller is starved now and then, outcomes pile up past every earlier high-water
+    // mark, and the buffers that hold them double: up to 8 reallocations were seen (before
+    // and after the mailbox began to notify with its lock released). An allocation per run
+    // would be 2,000.
+    assert!(
+        change.allocations + change.reallocations < 20,
         "allocations during 2,000 runs with workers: {change:?}"
     );
     assert_eq!(
