@@ -110,7 +110,7 @@ impl Lane {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&outcome.seq());
+            .remove(outcome.seq());
     }
 }
 

@@ -5,7 +5,7 @@
 //! kernels; on ACL the model is [`NoModel`] (the callbacks are the real work).
 
 use crate::api::CallbackMark;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use backend_acl::WorkerBinding;
@@ -39,7 +39,48 @@ pub struct Requested {
 /// accepts it, under the lane's lock and before any callback of the run can start, so a
 /// callback never misses its run's entry (a callback reads it without the lane's lock, so the
 /// two locks are only ever taken lane lock first).
-pub type Requests = Arc<Mutex<BTreeMap<u64, Requested>>>;
+pub type Requests = Arc<Mutex<RequestTable>>;
+
+/// The live runs' requests in run-id order: the lane mints ids in increasing order and a
+/// submit inserts under the lane's lock, so each entry goes at the back, and a lookup is a
+/// binary search. A ring buffer rather than a tree: it allocates only when more runs are live
+/// than ever before on the lane, never per run (`tests/allocations.rs`).
+#[derive(Debug, Default)]
+pub struct RequestTable {
+    entries: VecDeque<(u64, Requested)>,
+}
+
+impl RequestTable {
+    /// Records run `run`'s request. Ids come in increasing order; an id at or below the last
+    /// one replaces or joins its place, so the order holds whatever the caller does.
+    pub fn insert(&mut self, run: u64, requested: Requested) {
+        match self.entries.back() {
+            Some(&(last, _)) if last >= run => match self.position(run) {
+                Ok(at) => self.entries[at].1 = requested,
+                Err(at) => self.entries.insert(at, (run, requested)),
+            },
+            _ => self.entries.push_back((run, requested)),
+        }
+    }
+
+    /// Run `run`'s request, if it is live.
+    #[must_use]
+    pub fn get(&self, run: u64) -> Option<Requested> {
+        self.position(run).ok().map(|at| self.entries[at].1)
+    }
+
+    /// Forgets run `run`'s request (its outcome was taken); nothing if it has none.
+    pub fn remove(&mut self, run: u64) {
+        if let Ok(at) = self.position(run) {
+            self.entries.remove(at);
+        }
+    }
+
+    /// Where run `run` is, or where it would go.
+    fn position(&self, run: u64) -> Result<usize, usize> {
+        self.entries.binary_search_by_key(&run, |&(id, _)| id)
+    }
+}
 
 /// The vtable, movable to the lane thread.
 #[derive(Clone, Copy, Debug)]
@@ -265,8 +306,7 @@ fn requested(requests: &Requests, run: RunId) -> Requested {
     requests
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .get(&run.0)
-        .copied()
+        .get(run.0)
         .unwrap_or_default()
 }
 
@@ -551,5 +591,49 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
             self.checked(unsafe { upload(self.vtable.get().user, code.0) })?;
         }
         self.model.upload_code(device, code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tagged(tag: u64) -> Requested {
+        Requested {
+            tag: Some(tag),
+            ..Requested::default()
+        }
+    }
+
+    #[test]
+    fn a_request_is_found_by_its_run_until_it_is_removed_in_any_order() {
+        let mut table = RequestTable::default();
+        for run in 1..=4 {
+            table.insert(run, tagged(run * 10));
+        }
+        assert_eq!(table.get(3), Some(tagged(30)));
+        // Outcomes may be taken out of order (a wait for a later run first).
+        table.remove(3);
+        table.remove(1);
+        assert_eq!(table.get(3), None);
+        assert_eq!(table.get(1), None);
+        assert_eq!(table.get(2), Some(tagged(20)));
+        assert_eq!(table.get(4), Some(tagged(40)));
+        // A run with no entry (a publication's id) removes nothing.
+        table.remove(9);
+        assert_eq!(table.get(4), Some(tagged(40)));
+    }
+
+    #[test]
+    fn an_id_out_of_order_keeps_the_table_sorted() {
+        let mut table = RequestTable::default();
+        table.insert(5, tagged(5));
+        table.insert(2, tagged(2));
+        table.insert(7, tagged(7));
+        table.insert(5, tagged(55));
+        assert_eq!(table.get(2), Some(tagged(2)));
+        assert_eq!(table.get(5), Some(tagged(55)));
+        assert_eq!(table.get(7), Some(tagged(7)));
+        assert_eq!(table.get(6), None);
     }
 }
