@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use core::ffi::c_void;
 
-use common::{Kernels, create, destroy, fake_config, last_error, serial};
+use common::{Kernels, create, destroy, fake_config, last_error, serial, submit, wait};
 use run_lane::*;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -40,26 +40,10 @@ unsafe extern "C" fn on_outcome(_user: *mut c_void, _outcome: *const RunLaneOutc
     SHOWN.fetch_add(1, Ordering::SeqCst);
 }
 
-/// `run_lane_submit` of an untagged run, allocating nothing itself.
-fn submit(lane: *mut RunLane) -> Result<u64, RunLaneStatus> {
-    let request = RunLaneSubmit::default();
-    let mut run = 0;
-    // SAFETY: a live handle, a readable request and a writable id.
-    match unsafe { run_lane_submit(lane, &raw const request, &raw mut run) } {
-        RunLaneStatus::Ok => Ok(run),
-        refused => Err(refused),
-    }
-}
-
-/// `run_lane_wait` for `run`, which must end `Ok` (the message is built only on failure).
+/// `run_lane_wait` for `run` ([`common::wait`], which allocates nothing unless it fails),
+/// which must end `Ok`.
 fn wait_ok(lane: *mut RunLane, run: u64) {
-    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
-    // SAFETY: a live handle and a writable outcome.
-    let status = unsafe { run_lane_wait(lane, run, 60_000, outcome.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "wait {run}: {}", last_error());
-    // SAFETY: filled by the OK wait.
-    let outcome = unsafe { outcome.assume_init() };
-    assert_eq!(outcome.verdict, RunLaneVerdict::Ok, "run {run}");
+    assert_eq!(wait(lane, run).verdict, RunLaneVerdict::Ok, "run {run}");
 }
 
 /// `runs` runs, each submitted once its predecessor's outcome is taken: every submit finds

@@ -293,7 +293,7 @@ impl<L: Delivers> Mailbox<L> {
         let (result, accepted) = match apply(&mut state.lane) {
             Ok(answer) => answer,
             Err(cause) => {
-                Self::lose_locked(&mut state, cause.clone());
+                state.lost.get_or_insert(cause.clone());
                 drop(state);
                 self.wake_all();
                 return Err(cause);
@@ -561,16 +561,8 @@ impl<L: Delivers> Mailbox<L> {
     /// The lane thread ended (a panic, a driver error, or the end after a shutdown): every
     /// waiter and every later command sees `cause`. The first cause is kept.
     pub(crate) fn lose(&self, cause: LostCause) {
-        Self::lose_locked(&mut lock(&self.state), cause);
+        lock(&self.state).lost.get_or_insert(cause);
         self.wake_all();
-    }
-
-    /// Records `cause` (the first is kept); the caller then releases the lock and wakes
-    /// every sleeper ([`wake_all`](Self::wake_all)).
-    fn lose_locked(state: &mut State<L>, cause: LostCause) {
-        if state.lost.is_none() {
-            state.lost = Some(cause);
-        }
     }
 
     /// The last handle is gone: posted as work, so the thread running the steps takes it
