@@ -33,6 +33,11 @@
 //   depth1  launch a run, wait for its boundary, read it, launch the next;
 //   queued  two in flight: run N+1 launched before N's wait, then wait for the oldest, read
 //           it, launch the next (the queued loop on the submitting thread);
+//   handoff depth one on two threads, the shape of a lane whose submitting thread is not
+//           the device's: this thread submits (up to two runs ahead) and waits for each
+//           outcome; a device thread launches each run once the one before was read, then
+//           hands the read run's outcome over, then waits (launch, then deliver, as the
+//           lane's completion waiter does);
 //   anchor KERNEL_US KIND RUNS MEDIAN_NS P99_NS
 // and where a depth-one gap goes (medians, ns, of each run after SKIP whose predecessor ran in
 // its block), for the depth-one anchor and loop (b) at depth one, option off and on: from the
@@ -44,7 +49,7 @@
 //   depth1-split KERNEL_US KIND REACT_NS LAUNCH_NS START_NS PERIOD_NS SPAN_NS
 //   (KIND: anchor, lane, lane-bound)
 // Paired: loop (b)'s four lanes (depth two and one, `submitters_bound` off and on) and the
-// anchor's streams are opened first, then the six arms take turns, a block of 20 runs each
+// anchor's streams are opened first, then the seven arms take turns, a block of 20 runs each
 // from idle to idle, until each has RUNS; the gaps are taken within blocks (none across a
 // switch), the first SKIP runs of each arm skipped. The lines are printed as before, in the
 // same order (the anchors' first).
@@ -690,6 +695,95 @@ void idle_anchor_run(Anchor &a, int i, int skip, IdleCalls &out) {
     }
 }
 
+// The hand-off anchor: the depth-one anchor's calls on a device thread of its own, each run's
+// outcome handed to the submitting thread, which submits up to two runs ahead (a submitted
+// run is launched once the one before it was read). One device thread serves every block.
+struct HandOff {
+    Anchor &anchor;
+    std::vector<DeviceSpan> spans;  // by run, over every block
+    std::mutex mutex;
+    std::condition_variable to_device, to_submitter;
+    int submitted = 0;  // runs submitted so far (over every block)
+    int delivered = 0;  // runs whose outcome was handed over
+    bool stop = false;
+    std::thread device;
+
+    HandOff(Anchor &a, int runs) : anchor(a), spans(static_cast<size_t>(runs)) {
+        device = std::thread([this] { serve(); });
+    }
+    ~HandOff() {
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            stop = true;
+        }
+        to_device.notify_one();
+        device.join();
+    }
+
+    // The device thread: waits for a submitted run, launches it; after each read, launches
+    // the next submitted run (if any), then hands the read run's outcome over.
+    void serve() {
+        if (anchor.acl.set_device(0) != 0) {
+            fail("bind the hand-off anchor's device thread");
+        }
+        int next = 0;
+        int in_flight = -1;
+        for (;;) {
+            if (in_flight < 0) {
+                std::unique_lock<std::mutex> lock(mutex);
+                to_device.wait(lock, [&] { return stop || submitted > next; });
+                if (submitted <= next) {
+                    return;
+                }
+                lock.unlock();
+                anchor_launch(anchor, anchor.slots[next % 2], nullptr);
+                in_flight = next++;
+            }
+            spans[static_cast<size_t>(in_flight)] = anchor_retire(anchor, anchor.slots[in_flight % 2]);
+            const int read = in_flight;
+            in_flight = -1;
+            bool more = false;
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                more = submitted > next;
+            }
+            if (more) {
+                anchor_launch(anchor, anchor.slots[next % 2], nullptr);
+                in_flight = next++;
+            }
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                delivered = read + 1;
+            }
+            to_submitter.notify_all();
+        }
+    }
+
+    // One block of `n` runs from idle to idle: submit, and from the second run on wait for the
+    // outcome of the run before it first (two runs ahead at most); their spans in order.
+    std::vector<DeviceSpan> block(int n) {
+        int first = 0;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            first = submitted;
+        }
+        for (int i = 0; i < n; ++i) {
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                submitted = first + i + 1;
+            }
+            to_device.notify_one();
+            if (i > 0) {
+                std::unique_lock<std::mutex> lock(mutex);
+                to_submitter.wait(lock, [&] { return delivered >= first + i; });
+            }
+        }
+        std::unique_lock<std::mutex> lock(mutex);
+        to_submitter.wait(lock, [&] { return delivered >= first + n; });
+        return {spans.begin() + first, spans.begin() + first + n};
+    }
+};
+
 // ----- Paired: the anchors beside the lane arms they are compared with, interleaved --------
 
 // Runs per block of the paired measurement: the arms take turns, a block each, so an anchor
@@ -845,26 +939,31 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
         lanes[i].lane = create_lane(*lanes[i].bench, fake, depths[i], runs, i >= 2);
         lanes[i].depth_one = depths[i] == 1;
     }
-    PairedArm depth_one, queued, arms[4];
+    PairedArm depth_one, queued, hand_off, arms[4];
     depth_one.block = [&anchor, &anchor_split](int n) { return anchor_loop(anchor, false, n, &anchor_split); };
     queued.block = [&anchor](int n) { return anchor_loop(anchor, true, n); };
-    std::vector<PairedArm *> order = {&depth_one, &queued};
+    auto two_threads = std::make_unique<HandOff>(anchor, runs);
+    hand_off.block = [&two_threads](int n) { return two_threads->block(n); };
+    std::vector<PairedArm *> order = {&depth_one, &queued, &hand_off};
     for (int i = 0; i < 4; ++i) {
         PairedLane *lane = &lanes[i];
         arms[i].block = [lane](int n) { return lane_block(*lane, n); };
         order.push_back(&arms[i]);
     }
     interleave(order, runs, skip);
+    two_threads.reset();  // its device thread ends before the anchor's streams go
     anchor_close(anchor);
     for (PairedLane &lane : lanes) {
         if (run_lane_destroy(lane.lane) != RUN_LANE_STATUS_OK) {
             fail("destroy");
         }
     }
-    for (PairedArm *a : {&depth_one, &queued}) {
+    for (const auto &[a, kind] : {std::pair<PairedArm *, const char *>{&depth_one, "depth1"},
+                                  {&queued, "queued"},
+                                  {&hand_off, "handoff"}}) {
         auto measured = spread(a->gaps);
-        std::printf("anchor %llu %s %d %llu %llu\n", (unsigned long long)us, a == &queued ? "queued" : "depth1",
-                    runs, (unsigned long long)measured.first, (unsigned long long)measured.second);
+        std::printf("anchor %llu %s %d %llu %llu\n", (unsigned long long)us, kind, runs,
+                    (unsigned long long)measured.first, (unsigned long long)measured.second);
     }
     for (int i = 0; i < 4; ++i) {
         auto measured = spread(arms[i].gaps);

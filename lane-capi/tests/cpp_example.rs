@@ -201,7 +201,7 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
 
 /// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
 /// runs of each arm: it prints the floor, the six arms (three loops at depth two and at depth
-/// one), every run OK, the two hand-written anchors measured interleaved with loop (b) and
+/// one), every run OK, the three hand-written anchors measured interleaved with loop (b) and
 /// printed just before it (their runs checked by the bench itself: each must publish an ok
 /// record), loop (b) again at both depths with `submitters_bound` on (in the same turns),
 /// where a depth-one gap goes for the anchor and the lane (option off, then on), and the idle
@@ -214,7 +214,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(lines.len(), 20, "{stdout}");
+    assert_eq!(lines.len(), 21, "{stdout}");
     assert_eq!(lines[0][..3], ["floor", "2000", "6"], "{stdout}");
     let (mut arms, mut latencies, mut anchors, mut splits) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -267,7 +267,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     ];
     assert_eq!(arms, want);
     assert_eq!(latencies, ["a", "b", "c"]);
-    assert_eq!(anchors, ["depth1", "queued"]);
+    assert_eq!(anchors, ["depth1", "queued", "handoff"]);
     assert_eq!(splits, ["anchor", "lane", "lane-bound"]);
     // idle KERNEL_US RUNS LANE_MEDIAN LANE_P99 CALLS_MEDIAN CALLS_P99 LAUNCHES_MEDIAN
     // LAUNCHES_P99: the two kernel launches are part of the launch's calls.

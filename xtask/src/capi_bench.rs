@@ -118,6 +118,10 @@ pub(crate) enum AnchorKind {
     DepthOne,
     /// `queued`: two runs in flight, from the submitting thread.
     Queued,
+    /// `handoff`: depth one on two threads: a device thread launches each run once the one
+    /// before was read and hands the read run's outcome to the submitting thread, which
+    /// waits for it (the shape of a lane whose submitting thread is not the device's).
+    HandOff,
 }
 
 /// A hand-written anchor's median and p99 gap at one kernel length: the same runs on the
@@ -179,12 +183,15 @@ pub(crate) struct AgainstAnchor {
 /// The three targets at one kernel length, for the lane with `submitters_bound` off or on: the
 /// lane's depth one (loop (b)) at most 1.05x the depth-one anchor's gap, its depth two at most
 /// the queued anchor's gap, an idle submit to launch within 5 us of the launch's own calls
-/// (the target with the option on; with it off the figure is stated).
+/// (the target with the option on; with it off the figure is stated). Beside them, stated and
+/// not judged, the lane's depth one against the hand-off anchor, where it was measured (`met`:
+/// within the same 1.05x).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct AnchorTargets {
     pub(crate) depth_one: AgainstAnchor,
     pub(crate) depth_two: AgainstAnchor,
     pub(crate) idle: AgainstAnchor,
+    pub(crate) hand_off: Option<AgainstAnchor>,
 }
 
 /// What the bench printed.
@@ -252,9 +259,10 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 kind: match fields[2] {
                     "depth1" => AnchorKind::DepthOne,
                     "queued" => AnchorKind::Queued,
+                    "handoff" => AnchorKind::HandOff,
                     _ => {
                         return Err(format!(
-                            "fake_bench printed `{line}`: not a depth1 or queued anchor"
+                            "fake_bench printed `{line}`: not a depth1, queued or handoff anchor"
                         ));
                     }
                 },
@@ -381,10 +389,17 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
          each run launched once the one before was read (launch, wait, read, launch). **Queued \
          anchor**: the same calls with two runs in flight, run N+1 launched (its AICore kernel \
          behind N's boundary) before N's wait, then wait for the oldest, read it, launch the \
-         next: the queued loop on the submitting thread. **Paired**: both are measured \
+         next: the queued loop on the submitting thread. **Hand-off anchor** (stated, not a \
+         target): the depth-one anchor's calls on two threads, the shape of any lane whose \
+         submitting thread is not the device's: a device thread launches each submitted run \
+         once the one before was read, then hands the read run's outcome to the submitting \
+         thread (launch, then deliver, as the lane's completion waiter does), which submits up \
+         to two runs ahead and waits for each outcome; its ratio to the depth-one anchor is \
+         what that one hand-over costs on this machine, and the lane's to it is what the lane \
+         adds beyond it. **Paired**: the three are measured \
          interleaved with loop (b), the documented loop they are compared with, at depth two \
          and one with the option off and on: every lane and the anchor's streams are opened \
-         first, then the six take turns, a block of {BLOCK} runs each (each block from idle to \
+         first, then the seven take turns, a block of {BLOCK} runs each (each block from idle to \
          idle), until each has {runs} runs, so an anchor and the lane arm it is compared with \
          are sampled under the same machine conditions; the gaps are taken from the runs' \
          timing buffers exactly as the lane's, within blocks only (the gap across a switch is \
@@ -437,7 +452,7 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
             bound: bool,
             target: &'static str,
             stated: bool,
-            pick: fn(&AnchorTargets) -> AgainstAnchor,
+            pick: fn(&AnchorTargets) -> Option<AgainstAnchor>,
         }
         let rows = [
             Row {
@@ -446,7 +461,7 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 bound: false,
                 target: "at most 1.05x",
                 stated: false,
-                pick: |t| t.depth_one,
+                pick: |t| Some(t.depth_one),
             },
             Row {
                 figure: "depth one: gap, *bound*",
@@ -454,7 +469,23 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 bound: true,
                 target: "at most 1.05x",
                 stated: false,
-                pick: |t| t.depth_one,
+                pick: |t| Some(t.depth_one),
+            },
+            Row {
+                figure: "depth one: gap (anchor: the hand-off loop)",
+                kind: Some(AnchorKind::HandOff),
+                bound: false,
+                target: "stated",
+                stated: true,
+                pick: |t| t.hand_off,
+            },
+            Row {
+                figure: "depth one: gap (anchor: the hand-off loop), *bound*",
+                kind: Some(AnchorKind::HandOff),
+                bound: true,
+                target: "stated",
+                stated: true,
+                pick: |t| t.hand_off,
             },
             Row {
                 figure: "depth two: gap (anchor: queued)",
@@ -462,7 +493,7 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 bound: false,
                 target: "at most 1.00x",
                 stated: false,
-                pick: |t| t.depth_two,
+                pick: |t| Some(t.depth_two),
             },
             Row {
                 figure: "depth two: gap (anchor: queued), *bound*",
@@ -470,7 +501,7 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 bound: true,
                 target: "at most 1.00x",
                 stated: false,
-                pick: |t| t.depth_two,
+                pick: |t| Some(t.depth_two),
             },
             Row {
                 figure: "idle: submit to launch (anchor: the launch's calls)",
@@ -478,7 +509,7 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 bound: false,
                 target: "stated (+5 us is the bound target)",
                 stated: true,
-                pick: |t| t.idle,
+                pick: |t| Some(t.idle),
             },
             Row {
                 figure: "idle: submit to launch, *bound*",
@@ -486,7 +517,7 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 bound: true,
                 target: "at most +5 us",
                 stated: false,
-                pick: |t| t.idle,
+                pick: |t| Some(t.idle),
             },
         ];
         for Row {
@@ -502,6 +533,13 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
             if bound && verdict.is_none() {
                 continue;
             }
+            if kind == Some(AnchorKind::HandOff)
+                && !rounds
+                    .iter()
+                    .any(|m| m.anchor(kernel_us, AnchorKind::HandOff).is_some())
+            {
+                continue;
+            }
             let profile = |p: &str| {
                 if bound {
                     format!("{p}-bound")
@@ -514,7 +552,7 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
                 None => m.idle_at(kernel_us).map(|i| us(i.calls[0])),
             });
             let lane = each(&|m| match kind {
-                Some(AnchorKind::DepthOne) => m
+                Some(AnchorKind::DepthOne | AnchorKind::HandOff) => m
                     .arm(kernel_us, 'b', &profile("depth1"))
                     .map(|a| us(a.median_ns)),
                 Some(AnchorKind::Queued) => m
@@ -535,12 +573,15 @@ fn anchors_markdown(measured: &Measured, runs: u32) -> String {
             };
             let against = each(&|m| {
                 m.anchor_targets_with(kernel_us, bound)
-                    .map(|t| show(pick(&t)))
+                    .and_then(|t| pick(&t))
+                    .map(show)
             });
-            let middle = verdict.map_or_else(|| "?".to_owned(), |t| show(pick(&t)));
-            let (target, met) = match (judged, verdict) {
+            let middle = verdict
+                .and_then(|t| pick(&t))
+                .map_or_else(|| "?".to_owned(), show);
+            let (target, met) = match (judged, verdict.and_then(|t| pick(&t))) {
                 (true, Some(_)) if stated => (target, "-"),
-                (true, Some(t)) => (target, if pick(&t).met { "yes" } else { "no" }),
+                (true, Some(t)) => (target, if t.met { "yes" } else { "no" }),
                 _ => ("-", "-"),
             };
             let _ = writeln!(
@@ -752,8 +793,32 @@ fn plain_verdict(measured: &Measured) -> String {
                     - t.depth_one.anchor_ns * (DEPTH_ONE_PERCENT - 100) as f64 / 100.0;
                 if let Some(spread_ns) = spread(AnchorKind::DepthOne, "depth1") {
                     why[0] = true;
+                    // The one hand-over's cost on this machine: the hand-off loop's gap over
+                    // the depth-one anchor's, paired within each round, the middle round's.
+                    let hand_over = {
+                        let mut ratios: Vec<f64> = rounds
+                            .iter()
+                            .filter_map(|m| {
+                                let two = m.anchor(k, AnchorKind::HandOff)?.median_ns;
+                                let one = m.anchor(k, AnchorKind::DepthOne)?.median_ns;
+                                Some(two as f64 / one.max(1) as f64)
+                            })
+                            .collect();
+                        ratios.sort_by(f64::total_cmp);
+                        let middle = ratios.len().checked_sub(1).map(|last| last / 2);
+                        middle.and_then(|at| ratios.get(at).copied())
+                    };
+                    let beside = match (hand_over, t.hand_off) {
+                        (Some(hand_over), Some(h)) => format!(
+                            "; the hand-off loop (the anchor's calls on two threads, one \
+                             hand-over of an outcome a run) takes {hand_over:.2}x the anchor's \
+                             gap, and the lane {:.2}x the hand-off loop's",
+                            h.ratio
+                        ),
+                        _ => String::new(),
+                    };
                     causes.push(format!(
-                        "{kernel} depth one, {setting}, misses {}",
+                        "{kernel} depth one, {setting}, misses {}{beside}",
                         noise(over, spread_ns)
                     ));
                 }
@@ -908,9 +973,10 @@ fn depth_one_split_text(rounds: &[&Measured]) -> String {
          and launch the next run from the thread that learned of the completion, making the \
          same calls. The first part is the waiting thread's wake-up from the device wait and \
          its work before the launch: for the lane, also the waiter's answer under the lane's \
-         lock and the dispatch decisions (measured once with temporary in-process marks on a \
-         two-CPU guest: 5 to 9 us from the wait's return to the AICore launch, against 2 to 3 us for the anchor: the \
-         lane's first steps after a long sleep run on cold caches). Both parts also hold a \
+         lock and the dispatch decisions (measured with temporary in-process marks on a \
+         two-CPU guest, 1 ms kernels, the option off: 2.0 us median from the wait's return to \
+         the launch's start, where the anchor makes its arm copy, 2.2 us; \
+         docs/depth-one-on-the-fake.md). Both parts also hold a \
          CPU's wake-up whenever a woken thread is placed on an idle CPU: where the machine \
          line says an idle CPU halts at once, that is the hypervisor's wake-up, tens of us, \
          which the lane's threads and the anchor's single thread meet differently. The last part is \
@@ -919,7 +985,10 @@ fn depth_one_split_text(rounds: &[&Measured]) -> String {
          its next wait while the lane's finalises the previous run and delivers its outcome, \
          which wakes the waiting submitter: on two CPUs the worker waits for them. On a device \
          the kernel starts without a host thread. `submitters_bound` does not change this path \
-         (the submitter is not the thread that learns of the completion). "
+         (the submitter is not the thread that learns of the completion). The hand-off \
+         anchor makes the depth-one anchor's calls with that one hand-over of an outcome a \
+         run and nothing of the lane's: its rows show what the hand-over costs on this machine, \
+         and how much of the lane's depth-one gap is left beyond it. "
     )
 }
 
@@ -1083,10 +1152,19 @@ impl Measured {
             figures.sort_by(|a, b| key(a).total_cmp(&key(b)));
             figures.get(figures.len().checked_sub(1)? / 2).copied()
         };
+        let hand_off: Vec<AgainstAnchor> = rounds.iter().filter_map(|t| t.hand_off).collect();
+        let hand_off = if hand_off.len() == rounds.len() {
+            let mut figures = hand_off;
+            figures.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
+            figures.get(figures.len().checked_sub(1)? / 2).copied()
+        } else {
+            None
+        };
         Some(AnchorTargets {
             depth_one: middle(|t| t.depth_one, |a| a.ratio)?,
             depth_two: middle(|t| t.depth_two, |a| a.ratio)?,
             idle: middle(|t| t.idle, |a| a.over_ns)?,
+            hand_off,
         })
     }
 
@@ -1125,7 +1203,17 @@ impl Measured {
         let idle = self.idle_at(kernel_us)?;
         let lane = if bound { idle.bound? } else { idle.lane };
         let (submit, calls) = (lane[0], idle.calls[0]);
+        let two_threads = self
+            .anchor(kernel_us, AnchorKind::HandOff)
+            .map(|a| a.median_ns);
         Some(AnchorTargets {
+            hand_off: two_threads.map(|two| {
+                against(
+                    one,
+                    two,
+                    one.saturating_mul(100) <= two.saturating_mul(DEPTH_ONE_PERCENT),
+                )
+            }),
             depth_one: against(
                 one,
                 by_hand_one,
@@ -1654,7 +1742,7 @@ mod tests {
         let text = markdown(&measured, 200, "test");
         assert!(text.contains("in 3 processes (rounds)"), "{text}");
         assert!(
-            text.contains("then the six take turns, a block of 20 runs each"),
+            text.contains("then the seven take turns, a block of 20 runs each"),
             "the paired method is stated: {text}"
         );
         assert!(
@@ -1874,6 +1962,60 @@ mod tests {
     }
 
     #[test]
+    fn the_hand_off_anchor_is_stated_beside_depth_one_and_quoted_for_a_depth_one_miss() {
+        const HAND_OFF: &str = "anchor 300 handoff 200 77000 95000\n";
+        let measured = parse(&format!("{OUTPUT}{ANCHORS}{HAND_OFF}")).unwrap();
+        assert_eq!(
+            measured.anchors[2],
+            Anchor {
+                kernel_us: 300,
+                kind: AnchorKind::HandOff,
+                runs: 200,
+                median_ns: 77_000,
+                p99_ns: 95_000
+            }
+        );
+        // Loop (b) at depth one, 73.9 us: 1.056x the depth-one anchor (a miss), 0.96x the
+        // hand-off loop's 77.0 us, which is 1.10x the depth-one anchor's 70.0.
+        let t = measured.anchor_targets(300).unwrap();
+        assert!(!t.depth_one.met);
+        let h = t.hand_off.expect("measured");
+        assert!(h.met && (h.ratio - 73_900.0 / 77_000.0).abs() < 1e-9);
+        assert_eq!(measured.anchor_verdict(300).unwrap().hand_off, Some(h));
+        let text = markdown(&measured, 200, "test");
+        assert!(
+            text.contains(
+                "| 300 us | depth one: gap (anchor: the hand-off loop) | 77.0 | 73.9 | 0.96 | 0.96 | stated | - |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "the hand-off loop (the anchor's calls on two threads, one hand-over of an outcome a run) takes 1.10x the anchor's gap, and the lane 0.96x the hand-off loop's."
+            ),
+            "{text}"
+        );
+        // Stated, not judged: it is not among the targets.
+        let targets = text
+            .lines()
+            .find(|l| l.starts_with("In plain words"))
+            .expect("the plain verdict");
+        assert!(!targets.contains("hand-off"), "{targets}");
+        // Without its line, no row and no quote.
+        let without = markdown(&parse(&format!("{OUTPUT}{ANCHORS}")).unwrap(), 200, "test");
+        assert!(
+            !without.contains("(anchor: the hand-off loop)"),
+            "{without}"
+        );
+        assert!(!without.contains("takes 1.10x"), "{without}");
+        assert!(
+            parse("anchor 300 sideways 200 1 2")
+                .unwrap_err()
+                .contains("not a depth1, queued or handoff anchor")
+        );
+    }
+
+    #[test]
     fn a_line_the_bench_never_prints_is_an_error_naming_it() {
         let error = parse("arm 300 a").unwrap_err();
         assert!(error.contains("`arm 300 a`"), "{error}");
@@ -1886,7 +2028,7 @@ mod tests {
         assert!(
             parse("anchor 300 sideways 80 1 2")
                 .unwrap_err()
-                .contains("not a depth1 or queued anchor")
+                .contains("not a depth1, queued or handoff anchor")
         );
         assert!(
             parse("idle 300 80 1 2 3")
