@@ -794,20 +794,14 @@ fn plain_verdict(measured: &Measured) -> String {
                 if let Some(spread_ns) = spread(AnchorKind::DepthOne, "depth1") {
                     why[0] = true;
                     // The one hand-over's cost on this machine: the hand-off loop's gap over
-                    // the depth-one anchor's, paired within each round, the middle round's.
-                    let hand_over = {
-                        let mut ratios: Vec<f64> = rounds
-                            .iter()
-                            .filter_map(|m| {
-                                let two = m.anchor(k, AnchorKind::HandOff)?.median_ns;
-                                let one = m.anchor(k, AnchorKind::DepthOne)?.median_ns;
-                                Some(two as f64 / one.max(1) as f64)
-                            })
-                            .collect();
-                        ratios.sort_by(f64::total_cmp);
-                        let middle = ratios.len().checked_sub(1).map(|last| last / 2);
-                        middle.and_then(|at| ratios.get(at).copied())
-                    };
+                    // the depth-one anchor's (per mille, paired within each round), the
+                    // middle round's.
+                    let hand_over = middle_of(&rounds, |m| {
+                        let two = m.anchor(k, AnchorKind::HandOff)?.median_ns;
+                        let one = m.anchor(k, AnchorKind::DepthOne)?.median_ns;
+                        Some(two.saturating_mul(1_000) / one.max(1))
+                    })
+                    .map(|permille| permille as f64 / 1_000.0);
                     let beside = match (hand_over, t.hand_off) {
                         (Some(hand_over), Some(h)) => format!(
                             "; the hand-off loop (the anchor's calls on two threads, one \
@@ -1147,24 +1141,18 @@ impl Measured {
             .rounds()
             .filter_map(|m| m.anchor_targets_with(kernel_us, bound))
             .collect();
-        let middle = |pick: fn(&AnchorTargets) -> AgainstAnchor, key: fn(&AgainstAnchor) -> f64| {
-            let mut figures: Vec<AgainstAnchor> = rounds.iter().map(pick).collect();
+        // The middle round's figure; `None` unless every round has it.
+        let middle = |pick: fn(&AnchorTargets) -> Option<AgainstAnchor>,
+                      key: fn(&AgainstAnchor) -> f64| {
+            let mut figures: Vec<AgainstAnchor> = rounds.iter().map(pick).collect::<Option<_>>()?;
             figures.sort_by(|a, b| key(a).total_cmp(&key(b)));
             figures.get(figures.len().checked_sub(1)? / 2).copied()
         };
-        let hand_off: Vec<AgainstAnchor> = rounds.iter().filter_map(|t| t.hand_off).collect();
-        let hand_off = if hand_off.len() == rounds.len() {
-            let mut figures = hand_off;
-            figures.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
-            figures.get(figures.len().checked_sub(1)? / 2).copied()
-        } else {
-            None
-        };
         Some(AnchorTargets {
-            depth_one: middle(|t| t.depth_one, |a| a.ratio)?,
-            depth_two: middle(|t| t.depth_two, |a| a.ratio)?,
-            idle: middle(|t| t.idle, |a| a.over_ns)?,
-            hand_off,
+            depth_one: middle(|t| Some(t.depth_one), |a| a.ratio)?,
+            depth_two: middle(|t| Some(t.depth_two), |a| a.ratio)?,
+            idle: middle(|t| Some(t.idle), |a| a.over_ns)?,
+            hand_off: middle(|t| t.hand_off, |a| a.ratio),
         })
     }
 
