@@ -3,9 +3,8 @@
 use core::ffi::c_void;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::ThreadId;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use ascend_cl_sys::{
@@ -116,18 +115,15 @@ pub struct AclDevice {
     /// Whether `open` called `aclInit` and got 0 (not 100002), so [`AclDevice::finalize`]
     /// may undo it.
     initialised_here: bool,
-    /// The threads bound since the last reset (`aclrtSetDevice` binds the calling thread):
-    /// whichever of the lane's threads runs its steps makes the device's calls, and each
-    /// binds once per reset, not at every change of thread.
-    bound: Vec<ThreadId>,
     /// `aclGetRecentErrMsg` after the last call, when that call failed.
     message: Option<String>,
     /// Pinned host allocations made since the last reset (`aclrtMallocHost`): address ->
     /// size. `write_host`, `read_host` and the async copies touch only ranges inside one, so
     /// a bad `HostPtr` is 100000, never undefined behaviour; a reset forgets them all.
     pinned: BTreeMap<u64, usize>,
-    /// Force resets made so far, shared with every [`WorkerBinding`] (a worker bound before
-    /// the latest one must bind again).
+    /// Force resets made on this device id so far by any lane of the process (a force reset
+    /// unbinds every thread from the device, whichever lane made it), shared with every
+    /// [`WorkerBinding`]: a thread bound before the latest one must bind again.
     resets: Arc<AtomicU64>,
     epoch: Instant,
     /// The ids (`aclrtStreamGetId`) of the streams created since the last force reset, the
@@ -164,11 +160,8 @@ impl WorkerBinding {
     ///
     /// `aclrtSetDevice`'s code.
     pub fn bind(&self) -> Result<(), AclCode> {
-        // SAFETY: plain value.
-        let code = unsafe { self.acl.aclrtSetDevice(self.device_id) };
-        AclCode::from_raw(code).map_or(Ok(()), Err)?;
-        set_current_device(Some(self.device_id));
-        Ok(())
+        let code = set_device(&self.acl, self.device_id, &self.resets);
+        AclCode::from_raw(code).map_or(Ok(()), Err)
     }
 
     /// The loaded library, for the runner's own calls on the worker thread.
@@ -183,8 +176,8 @@ impl WorkerBinding {
         self.device_id
     }
 
-    /// How many force resets the lane's device has made: a worker that bound when this was
-    /// lower must bind again before its next call.
+    /// How many force resets the lane's device id has had in this process (by any lane): a
+    /// worker that bound when this was lower must bind again before its next call.
     #[must_use]
     pub fn resets(&self) -> u64 {
         self.resets.load(Ordering::Acquire)
@@ -198,7 +191,6 @@ impl std::fmt::Debug for AclDevice {
             .field("device_id", &self.device_id)
             .field("soc_name", &self.soc_name)
             .field("op_timeout_us", &self.op_timeout_us)
-            .field("bound", &self.bound)
             .finish_non_exhaustive()
     }
 }
@@ -226,7 +218,8 @@ impl AclDevice {
         } else {
             false
         };
-        match Self::probe(&acl, &config) {
+        let resets = reset_count(config.device_id);
+        match Self::probe(&acl, &config, &resets) {
             Ok(Probed {
                 device_count,
                 soc_name,
@@ -248,16 +241,9 @@ impl AclDevice {
                     op_timeout_us,
                     _op_timeout: op_timeout,
                     initialised_here,
-                    // Room for the lane thread, the completion waiter and two host workers:
-                    // a bind allocates nothing after the first few.
-                    bound: {
-                        let mut bound = Vec::with_capacity(4);
-                        bound.push(std::thread::current().id());
-                        bound
-                    },
                     message: None,
                     pinned: BTreeMap::new(),
-                    resets: Arc::new(AtomicU64::new(0)),
+                    resets,
                     epoch: Instant::now(),
                     stream_ids: VecDeque::new(),
                     notice_monitor,
@@ -277,7 +263,7 @@ impl AclDevice {
 
     /// The probe, the thread binding and the op timeout, after the library loaded: the SoC
     /// name, the profile and the op timeout the device accepted (µs).
-    fn probe(acl: &Acl, config: &AclConfig) -> Result<Probed, AclError> {
+    fn probe(acl: &Acl, config: &AclConfig, resets: &AtomicU64) -> Result<Probed, AclError> {
         let (count, soc_name, profile) = Self::identify(acl, config)?;
         let device_id = config.device_id;
         let host_ns = profile.completion_timeout_ns();
@@ -285,11 +271,7 @@ impl AclDevice {
         if device_ns >= host_ns {
             return Err(AclError::OpTimeout { device_ns, host_ns });
         }
-        // SAFETY: plain value.
-        let code = unsafe { acl.aclrtSetDevice(device_id) };
-        acl.check("aclrtSetDevice", code)
-            .map_err(|source| AclError::SetDevice { device_id, source })?;
-        set_current_device(Some(device_id));
+        bind_calling_thread(acl, device_id, resets)?;
         // The device counts in µs; round up so the timeout is never shorter than asked.
         let timeout_us = device_ns.div_ceil(1_000).max(1);
         let (op_timeout, actual_us) = OpTimeoutLease::take(acl, timeout_us)?;
@@ -320,12 +302,7 @@ impl AclDevice {
     pub fn probe_profile(config: &AclConfig) -> Result<Profile, AclError> {
         let acl = config.library.load()?;
         let (_, _, profile) = Self::identify(&acl, config)?;
-        let device_id = config.device_id;
-        // SAFETY: plain value.
-        let code = unsafe { acl.aclrtSetDevice(device_id) };
-        acl.check("aclrtSetDevice", code)
-            .map_err(|source| AclError::SetDevice { device_id, source })?;
-        set_current_device(Some(device_id));
+        bind_calling_thread(&acl, config.device_id, &reset_count(config.device_id))?;
         Ok(profile)
     }
 
@@ -431,11 +408,16 @@ impl AclDevice {
     ///
     /// `aclrtSetDevice`'s code (its message is kept, as for every failure).
     pub fn bind_thread(&mut self) -> Result<(), AclCode> {
-        // Bound since the last reset, and no other device bound on this thread since: ACL
-        // keeps one current device per thread, so two devices driven from one thread each
-        // bind again when the other bound last.
-        if self.bound.contains(&std::thread::current().id())
-            && current_device() == Some(self.device_id)
+        // Bound since the device id's last reset, and no other device bound on this thread
+        // since: ACL keeps one current device per thread, so two devices driven from one
+        // thread each bind again when the other bound last. One thread-local read: nothing
+        // per thread is kept in the device, so threads that come and go cost nothing.
+        let resets = self.resets.load(Ordering::Acquire);
+        if bound()
+            == Some(Bound {
+                device_id: self.device_id,
+                resets,
+            })
         {
             return Ok(());
         }
@@ -562,18 +544,54 @@ impl AclDevice {
     }
 }
 
+/// A thread's binding: the device it bound last through this library (`aclrtSetDevice` makes
+/// it the thread's one current device) and that device id's force reset count when it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Bound {
+    device_id: i32,
+    resets: u64,
+}
+
 thread_local! {
-    /// The device this thread bound last through this library (`aclrtSetDevice` makes it the
-    /// thread's one current device), `None` after a force reset of it.
-    static CURRENT_DEVICE: core::cell::Cell<Option<i32>> = const { core::cell::Cell::new(None) };
+    /// This thread's binding; `None` before its first bind and after a force reset of its
+    /// device made on it.
+    static BOUND: core::cell::Cell<Option<Bound>> = const { core::cell::Cell::new(None) };
 }
 
-fn current_device() -> Option<i32> {
-    CURRENT_DEVICE.with(core::cell::Cell::get)
+fn bound() -> Option<Bound> {
+    BOUND.with(core::cell::Cell::get)
 }
 
-fn set_current_device(device: Option<i32>) {
-    CURRENT_DEVICE.with(|current| current.set(device));
+fn set_bound(bound: Option<Bound>) {
+    BOUND.with(|cell| cell.set(bound));
+}
+
+/// `aclrtSetDevice(device_id)` at open, the binding noted for the calling thread.
+fn bind_calling_thread(acl: &Acl, device_id: i32, resets: &AtomicU64) -> Result<(), AclError> {
+    let code = set_device(acl, device_id, resets);
+    acl.check("aclrtSetDevice", code)
+        .map_err(|source| AclError::SetDevice { device_id, source })
+}
+
+/// `aclrtSetDevice(device_id)` on the calling thread, its raw code; on success the thread's
+/// binding is noted with the count `resets` had before the call (a reset made meanwhile
+/// leaves the binding stale, so the next call binds again).
+fn set_device(acl: &Acl, device_id: i32, resets: &AtomicU64) -> i32 {
+    let resets = resets.load(Ordering::Acquire);
+    // SAFETY: plain value.
+    let code = unsafe { acl.aclrtSetDevice(device_id) };
+    if code == ACL_SUCCESS {
+        set_bound(Some(Bound { device_id, resets }));
+    }
+    code
+}
+
+/// The force reset count of `device_id`, one per device id for the whole process: a force
+/// reset unbinds every thread from its device, whichever lane made it (ascend-cl.md §2.1).
+fn reset_count(device_id: i32) -> Arc<AtomicU64> {
+    static COUNTS: Mutex<BTreeMap<i32, Arc<AtomicU64>>> = Mutex::new(BTreeMap::new());
+    let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    Arc::clone(counts.entry(device_id).or_default())
 }
 
 /// What the probe found.
@@ -684,16 +702,8 @@ impl Device for AclDevice {
     fn launch_context(&mut self, _context: Option<LaunchContext>) {}
 
     fn set_device(&mut self) -> Result<(), AclCode> {
-        let id = self.device_id;
-        // SAFETY: plain value.
-        let code = unsafe { self.acl.aclrtSetDevice(id) };
-        self.check(code)?;
-        let me = std::thread::current().id();
-        if !self.bound.contains(&me) {
-            self.bound.push(me);
-        }
-        set_current_device(Some(id));
-        Ok(())
+        let code = set_device(&self.acl, self.device_id, &self.resets);
+        self.check(code)
     }
 
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
@@ -709,16 +719,15 @@ impl Device for AclDevice {
         let code = unsafe { self.acl.aclrtResetDeviceForce(id) };
         // Whatever it returned, every thread must bind again before its next call, and the
         // pinned allocations are forgotten like every other handle: never freed, never touched.
-        self.bound.clear();
-        if current_device() == Some(id) {
-            set_current_device(None);
+        self.resets.fetch_add(1, Ordering::AcqRel);
+        if bound().is_some_and(|bound| bound.device_id == id) {
+            set_bound(None);
         }
         self.pinned.clear();
         // Every handle on this device id is dead, whichever lane made it: refused from now on.
         issued::retire_device(id);
         // A number taken before the reset names a stream of a dead generation (L-19).
         self.stream_ids.clear();
-        self.resets.fetch_add(1, Ordering::AcqRel);
         crate::notice::register_again(&self.acl);
         self.check(code)
     }

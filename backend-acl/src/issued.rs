@@ -20,7 +20,7 @@
 //! `HostPtr` with 100000.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use core::ffi::c_void;
 
@@ -40,15 +40,24 @@ struct Issued {
     allocations: BTreeMap<u64, (usize, i32)>,
 }
 
-static ISSUED: Mutex<Issued> = Mutex::new(Issued {
+/// Every call of every lane of the process looks a handle up here, so lookups share the lock
+/// (sixteen lanes on sixteen threads do not queue behind one another); only a create, a
+/// destroy and a force reset write.
+static ISSUED: RwLock<Issued> = RwLock::new(Issued {
     streams: BTreeMap::new(),
     events: BTreeMap::new(),
     allocations: BTreeMap::new(),
 });
 
-/// The table, locked (never across an ACL call; a panic under it loses no entry's meaning).
-fn issued() -> MutexGuard<'static, Issued> {
-    ISSUED.lock().unwrap_or_else(PoisonError::into_inner)
+/// The table, to look up (never held across an ACL call).
+fn issued() -> RwLockReadGuard<'static, Issued> {
+    ISSUED.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The table, to change (never held across an ACL call; a panic under it loses no entry's
+/// meaning).
+fn issued_mut() -> RwLockWriteGuard<'static, Issued> {
+    ISSUED.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Why a handle was refused: its code and the message the device keeps for it.
@@ -74,21 +83,21 @@ const ELSEWHERE: &str = "was created on another device id";
 /// Records a stream `device_id` just created.
 pub(crate) fn issue_stream(device_id: i32, stream: AclrtStream) -> StreamHandle {
     let value = stream as usize as u64;
-    issued().streams.insert(value, device_id);
+    issued_mut().streams.insert(value, device_id);
     StreamHandle(value)
 }
 
 /// Records an event `device_id` just created.
 pub(crate) fn issue_event(device_id: i32, event: AclrtEvent) -> EventHandle {
     let value = event as usize as u64;
-    issued().events.insert(value, device_id);
+    issued_mut().events.insert(value, device_id);
     EventHandle(value)
 }
 
 /// Records a device allocation of `size` bytes `device_id` just made.
 pub(crate) fn issue_allocation(device_id: i32, ptr: *mut c_void, size: usize) -> DevicePtr {
     let value = ptr as usize as u64;
-    issued().allocations.insert(value, (size, device_id));
+    issued_mut().allocations.insert(value, (size, device_id));
     DevicePtr(value)
 }
 
@@ -184,22 +193,22 @@ pub(crate) fn allocation(device_id: i32, ptr: DevicePtr) -> Result<*mut c_void, 
 
 /// `stream` was destroyed: it is refused from now on.
 pub(crate) fn retire_stream(stream: StreamHandle) {
-    issued().streams.remove(&stream.0);
+    issued_mut().streams.remove(&stream.0);
 }
 
 /// `event` was destroyed.
 pub(crate) fn retire_event(event: EventHandle) {
-    issued().events.remove(&event.0);
+    issued_mut().events.remove(&event.0);
 }
 
 /// The allocation at `ptr` was freed.
 pub(crate) fn retire_allocation(ptr: DevicePtr) {
-    issued().allocations.remove(&ptr.0);
+    issued_mut().allocations.remove(&ptr.0);
 }
 
 /// A force reset of `device_id` killed every handle on it, whoever made it.
 pub(crate) fn retire_device(device_id: i32) {
-    let mut table = issued();
+    let mut table = issued_mut();
     table.streams.retain(|_, owner| *owner != device_id);
     table.events.retain(|_, owner| *owner != device_id);
     table

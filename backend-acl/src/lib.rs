@@ -12,10 +12,11 @@
 //! by the driver through `Device::recent_error_message` (the waiter through its own), which
 //! answers with it, so it reaches the outcome of the run or publication whose call failed.
 //! Thread binding: the calling thread is bound (`aclrtSetDevice`) before its first call and
-//! again after every reset, tracked by `ThreadId`, so the device may move to the lane
-//! service's own thread; a host worker thread (runner work off the lane thread) binds
-//! itself through a [`WorkerBinding`], and so does
-//! the completion waiter lane-service makes every blocking wait on
+//! again after every force reset of its device id (by any lane of the process), tracked by a
+//! thread-local binding (the device id and its reset count), so the device may move between
+//! the lane's threads and keeps nothing per thread; a host worker thread (runner work off
+//! the lane thread) binds itself through a [`WorkerBinding`], and so does the completion
+//! waiter lane-service makes every blocking wait on
 //! (`Device::completion_waiter`: `aclrtSynchronizeEventWithTimeout` and the recovery drain on
 //! a thread of its own, bound again after every force reset). The copies on
 //! the streams: pinned host memory (`aclrtMallocHost`) tracked as address -> size, so

@@ -154,6 +154,11 @@ fn a_force_reset_of_device_1_leaves_device_0_bound_and_working_while_device_1_bi
             d.worker_binding(),
         )
     });
+    // Each device id's count is the process's (earlier tests' resets count too).
+    let before = (
+        binding_0.resets(),
+        lane_1.run(|d| d.worker_binding().resets()),
+    );
     let (s1, binding_1) = lane_1.run(move |d| {
         let stream = d.create_stream().unwrap();
         let event = d.create_event().unwrap();
@@ -163,7 +168,11 @@ fn a_force_reset_of_device_1_leaves_device_0_bound_and_working_while_device_1_bi
         d.reset_device_force().unwrap();
         (stream, d.worker_binding())
     });
-    assert_eq!((binding_0.resets(), binding_1.resets()), (0, 1));
+    assert_eq!(
+        (binding_0.resets(), binding_1.resets()),
+        (before.0, before.1 + 1),
+        "only device 1's count moved"
+    );
     // Device 0's lane thread is still bound: a raw call needs no bind, and its handles work.
     lane_0.run(move |d| {
         assert_eq!(raw_create_stream(d), ACL_SUCCESS, "still bound to device 0");
@@ -372,6 +381,78 @@ fn two_devices_driven_from_one_thread_each_bind_again_after_the_other_bound() {
     zero.destroy_stream(on_zero)
         .expect("device 0's stream, destroyed on device 0 after device 1 bound");
     one.destroy_stream(on_one).unwrap();
+    assert!(control_balanced(&fake));
+}
+
+#[test]
+fn a_force_reset_by_one_lane_makes_every_thread_bound_to_that_device_id_bind_again() {
+    // A force reset unbinds every thread from its device, whichever lane made it: a second
+    // lane on the same device id binds its thread again before its next call, instead of
+    // calling on a dead context, and its handles from before the reset are refused.
+    let fake = common::fake();
+    let (first, second) = (lane(&fake, 0), lane(&fake, 0));
+    let (stream, binding) = second.run(|d| (d.create_stream().unwrap(), d.worker_binding()));
+    let before = binding.resets();
+    first.run(|d| d.reset_device_force().unwrap());
+    assert_eq!(
+        binding.resets(),
+        before + 1,
+        "the device id's count is shared"
+    );
+    // The next bind fails: a call that binds first reports it.
+    fake.control
+        .fail_call("aclrtSetDevice", CODE, 0, 1)
+        .unwrap();
+    second.run(move |d| {
+        assert_eq!(
+            raw_create_stream(d),
+            ACL_ERROR_RT_CONTEXT_NULL,
+            "the reset unbound the second lane's thread"
+        );
+        assert_eq!(
+            d.create_stream().map(|_| ()),
+            Err(code(CODE)),
+            "the second lane's device bound its thread again before the call"
+        );
+        assert_eq!(d.destroy_stream(stream), Err(AclCode::RtInvalidHandle));
+        let fresh = d.create_stream().expect("bound now");
+        d.destroy_stream(fresh).unwrap();
+    });
+    assert!(control_balanced(&fake));
+}
+
+#[test]
+fn a_bound_thread_makes_no_bind_call_until_a_reset_of_its_device() {
+    // The binding is kept per thread (the device keeps nothing per thread): calls on a bound
+    // thread make no aclrtSetDevice, and the first call after a force reset makes one.
+    let fake = common::fake();
+    let lane_thread = lane(&fake, 0);
+    // Threads that come and go on the same device id change nothing for it.
+    for _ in 0..4 {
+        let passing = lane(&fake, 0);
+        passing.run(|d| {
+            let stream = d.create_stream().unwrap();
+            d.destroy_stream(stream).unwrap();
+        });
+    }
+    // Any bind from now on fails: a call that made one would report it.
+    fake.control
+        .fail_call("aclrtSetDevice", CODE, 0, 1)
+        .unwrap();
+    lane_thread.run(|d| {
+        for _ in 0..4 {
+            let stream = d.create_stream().expect("no bind on a bound thread");
+            d.destroy_stream(stream).unwrap();
+        }
+        d.reset_device_force().unwrap();
+        assert_eq!(
+            d.create_stream().map(|_| ()),
+            Err(code(CODE)),
+            "the first call after the reset binds first"
+        );
+        let stream = d.create_stream().expect("bound again");
+        d.destroy_stream(stream).unwrap();
+    });
     assert!(control_balanced(&fake));
 }
 

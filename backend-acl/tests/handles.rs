@@ -244,3 +244,72 @@ fn the_completion_waiter_refuses_a_handle_the_device_does_not_hold() {
     release(&mut d, good);
     fake.assert_balanced();
 }
+
+#[test]
+fn lanes_on_their_own_threads_create_use_and_destroy_handles_at_once_and_each_sees_only_its_own() {
+    // The table of issued handles is shared by every lane of the process; lookups share its
+    // lock and creates and destroys write it. Four lanes, each on a thread and a device of its
+    // own, take turns with no order between them: every live handle of a lane works on it, a
+    // destroyed one is refused, and another lane's live stream is refused as another device's.
+    const LANES: i32 = 4;
+    const ROUNDS: usize = 60;
+    let fake = common::fake();
+    let config = fake.config();
+    let published: Vec<std::sync::Mutex<Option<StreamHandle>>> =
+        (0..LANES).map(|_| std::sync::Mutex::new(None)).collect();
+    let published = &published;
+    let done = &std::sync::Barrier::new(usize::try_from(LANES).unwrap());
+    std::thread::scope(|s| {
+        for id in 0..LANES {
+            let config = backend_acl::AclConfig {
+                device_id: id,
+                ..config.clone()
+            };
+            s.spawn(move || {
+                let (mut d, _) = AclDevice::open(config).unwrap_or_else(|e| panic!("{e}"));
+                let keep = d.create_stream().unwrap();
+                *published[usize::try_from(id).unwrap()].lock().unwrap() = Some(keep);
+                for round in 0..ROUNDS {
+                    let stream = d.create_stream().unwrap();
+                    let event = d.create_event().unwrap();
+                    let ptr = d.malloc(64).unwrap();
+                    d.memcpy_to_device(ptr, &[u8::try_from(round % 256).unwrap(); 8])
+                        .unwrap();
+                    d.record_event(event, stream).unwrap();
+                    d.synchronize_event(event, 30_000).unwrap();
+                    d.destroy_event(event).unwrap();
+                    d.destroy_stream(stream).unwrap();
+                    d.free(ptr).unwrap();
+                    assert_eq!(d.destroy_stream(stream), Err(AclCode::RtInvalidHandle));
+                    assert_eq!(d.destroy_event(event), Err(AclCode::RtInvalidHandle));
+                    assert_eq!(d.free(ptr), Err(AclCode::RtParamInvalid));
+                    // Another lane's stream, live on its own device: never this device's.
+                    let other =
+                        usize::try_from((id + 1 + i32::try_from(round).unwrap()) % LANES).unwrap();
+                    if other != usize::try_from(id).unwrap() {
+                        if let Some(theirs) = *published[other].lock().unwrap() {
+                            assert_eq!(
+                                d.synchronize_stream(theirs, 1_000),
+                                Err(AclCode::RtStreamContext),
+                                "lane {id}, round {round}: lane {other}'s stream"
+                            );
+                        }
+                    }
+                }
+                // Every lane's kept stream stays live until all are done with the lookups.
+                done.wait();
+                d.destroy_stream(keep).unwrap();
+            });
+        }
+    });
+    for id in 0..LANES {
+        assert!(
+            published[usize::try_from(id).unwrap()]
+                .lock()
+                .unwrap()
+                .is_some(),
+            "lane {id} ran"
+        );
+    }
+    fake.assert_balanced();
+}
