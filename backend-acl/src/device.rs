@@ -546,6 +546,8 @@ impl AclDevice {
 
 /// A thread's binding: the device it bound last through this library (`aclrtSetDevice` makes
 /// it the thread's one current device) and that device id's force reset count when it did.
+/// Keyed by device id alone: a process drives one ACL library, whose current device is per
+/// thread for the whole process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Bound {
     device_id: i32,
