@@ -555,8 +555,8 @@ struct Bound {
 }
 
 thread_local! {
-    /// This thread's binding; `None` before its first bind and after a force reset of its
-    /// device made on it.
+    /// This thread's binding; `None` before its first bind. A force reset leaves it stale
+    /// (its count is behind), which every check sees.
     static BOUND: core::cell::Cell<Option<Bound>> = const { core::cell::Cell::new(None) };
 }
 
@@ -721,10 +721,8 @@ impl Device for AclDevice {
         let code = unsafe { self.acl.aclrtResetDeviceForce(id) };
         // Whatever it returned, every thread must bind again before its next call, and the
         // pinned allocations are forgotten like every other handle: never freed, never touched.
+        // The count moves: every thread's binding to this device id is stale from now on.
         self.resets.fetch_add(1, Ordering::AcqRel);
-        if bound().is_some_and(|bound| bound.device_id == id) {
-            set_bound(None);
-        }
         self.pinned.clear();
         // Every handle on this device id is dead, whichever lane made it: refused from now on.
         issued::retire_device(id);
