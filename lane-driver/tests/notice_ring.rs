@@ -58,12 +58,22 @@ fn under_four_writers_each_reader_gets_every_notice_once_or_counts_it_lost_never
             let ring = Arc::clone(&ring);
             let mut cursor = ring.head();
             std::thread::spawn(move || {
+                // A guard against a hang, not a speed claim: a notice the ring hid for good
+                // would keep this reader waiting forever.
+                let stuck = std::time::Instant::now() + std::time::Duration::from_secs(120);
                 let (mut read, mut lost) = (Vec::new(), 0_u64);
                 while read.len() as u64 + lost < u64::from(WRITERS * EACH) {
                     match ring.read(&mut cursor) {
                         NoticeRead::Notice(got) => read.push(got),
                         NoticeRead::Lost { count } => lost += count,
-                        NoticeRead::Empty => std::thread::yield_now(),
+                        NoticeRead::Empty => {
+                            assert!(
+                                std::time::Instant::now() < stuck,
+                                "reader stuck at ticket {cursor} of {}: a notice never came",
+                                ring.head()
+                            );
+                            std::thread::yield_now();
+                        }
                     }
                 }
                 (read, lost)
