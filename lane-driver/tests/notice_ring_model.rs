@@ -37,16 +37,21 @@ fn untorn(got: RawNotice) -> bool {
     got == notice(got.device, got.stream_id.saturating_sub(100 * got.device))
 }
 
+/// Writers 1 and 2, each pushing its notice 0 on a thread of its own.
+fn two_writers<const N: usize>(ring: &Arc<NoticeRing<N>>) -> Vec<loom::thread::JoinHandle<()>> {
+    (1..=2)
+        .map(|w| {
+            let ring = Arc::clone(ring);
+            loom::thread::spawn(move || ring.push(notice(w, 0)))
+        })
+        .collect()
+}
+
 #[test]
 fn a_reader_gets_every_notice_two_writers_push_once_and_untorn() {
     loom::model(|| {
         let ring = Arc::new(NoticeRing::new());
-        let writers: Vec<_> = (1..=2)
-            .map(|w| {
-                let ring = Arc::clone(&ring);
-                loom::thread::spawn(move || ring.push(notice(w, 0)))
-            })
-            .collect();
+        let writers = two_writers(&ring);
         let mut cursor = 0;
         let mut seen = Vec::new();
         // Read while the writers may still be writing.
@@ -76,12 +81,7 @@ fn on_a_ring_of_one_two_writers_never_hide_a_notice_or_tear_one() {
     builder.preemption_bound = Some(3);
     builder.check(|| {
         let ring = Arc::new(NoticeRing::<1>::empty());
-        let writers: Vec<_> = (1..=2)
-            .map(|w| {
-                let ring = Arc::clone(&ring);
-                loom::thread::spawn(move || ring.push(notice(w, 0)))
-            })
-            .collect();
+        let writers = two_writers(&ring);
         let mut cursor = 0;
         let (mut seen, mut lost) = (Vec::new(), 0);
         // Read while the writers may still be writing.
