@@ -1,11 +1,11 @@
 //! Target `stream_pair_orderings`: any ordering of submissions, withdrawals, retirements
-//! (`Complete` or `Unproven`, by any owner), publications, stream results (right or wrong,
+//! (`Complete`, `Unproven` or `Sticky`, by any owner), publications, stream results (right or wrong,
 //! successes and failures), teardowns and abandons on a [`StreamPair`].
 //!
 //! After every operation the pair is compared with `Model`, a reference written straight
 //! from SPEC §4 (a `Vec` of owners, a lifecycle and a stale flag per stream), on everything it
 //! answered and everything observable (`submissions()`, `handles()`, `stream()`,
-//! `is_replacement_pending()`, `created_count()`, `teardown_complete()`), and
+//! `is_replacement_pending()`, `sticky()`, `created_count()`, `teardown_complete()`), and
 //! `check_invariants()` must hold.
 
 use arbitrary::Arbitrary;
@@ -50,6 +50,7 @@ behaviours! {
     TeardownError => "teardown finished with an error",
     TeardownRefused => "teardown refused",
     AbandonedQueue => "abandoned with submissions queued",
+    StickyMarked => "retired sticky at the front, AICPU stream marked",
 }
 
 /// A `stream_pair_orderings` input: a launch depth and the operations to apply.
@@ -136,6 +137,8 @@ pub enum How {
     Complete,
     /// `Retirement::Unproven`.
     Unproven,
+    /// `Retirement::Sticky`.
+    Sticky,
 }
 
 /// Which stream a result names.
@@ -255,6 +258,8 @@ struct Model {
     teardown: Option<Option<StreamFailure>>,
     /// AICore streams created.
     created: u64,
+    /// S-1, L-8a: the owner whose sticky code the AICPU stream holds.
+    sticky: Option<u64>,
 }
 
 fn index(role: Role) -> usize {
@@ -321,7 +326,7 @@ impl Model {
         if self.teardown.is_some() || !self.streams.iter().all(|s| s.usable()) {
             refusals.push(SubmitError::NotReady);
         }
-        if self.stream(Role::Aicore).stale {
+        if self.stream(Role::Aicore).stale || self.sticky.is_some() {
             refusals.push(SubmitError::ReplacementPending);
         }
         if self.fifo.contains(&owner) {
@@ -363,6 +368,11 @@ impl Model {
         match (at, how) {
             // S-4
             (0, How::Complete) => Retired::Kept,
+            // S-1: the AICPU stream holds the code until it is replaced.
+            (0, How::Sticky) => {
+                self.mark_sticky(owner);
+                Retired::StickyMarked
+            }
             (_, How::Unproven) => {
                 self.mark_unproven();
                 Retired::ReplacementScheduled
@@ -372,6 +382,27 @@ impl Model {
                 self.mark_unproven();
                 Retired::ConvertedToUnproven
             }
+            (_, How::Sticky) => {
+                self.mark_unproven();
+                self.mark_sticky(owner);
+                Retired::ConvertedToUnproven
+            }
+        }
+    }
+
+    fn mark_sticky(&mut self, owner: u64) {
+        let aicpu = self.stream_mut(Role::Aicpu);
+        if aicpu.life != Life::Absent {
+            aicpu.stale = true;
+            self.sticky.get_or_insert(owner);
+        }
+    }
+
+    /// `role`'s stream is gone, and with it any sticky code it held.
+    fn forget(&mut self, role: Role) {
+        *self.stream_mut(role) = ModelStream::ABSENT;
+        if role == Role::Aicpu {
+            self.sticky = None;
         }
     }
 
@@ -419,7 +450,7 @@ impl Model {
             return Err(vec![Rejection::NoCreateInFlight { role }]);
         }
         // S-7: not ready; the next `ready()` asks again.
-        *self.stream_mut(role) = ModelStream::ABSENT;
+        self.forget(role);
         Ok(StreamResult::CreateFailed(StreamFailure { role, code }))
     }
 
@@ -437,7 +468,7 @@ impl Model {
         }
         let result = match failed {
             None => {
-                *self.stream_mut(role) = ModelStream::ABSENT;
+                self.forget(role);
                 StreamResult::Destroyed { role }
             }
             Some(code) => {
@@ -502,6 +533,7 @@ impl Model {
     fn abandon(&mut self) {
         // S-8: forget everything, destroy nothing.
         self.streams = [ModelStream::ABSENT; 2];
+        self.sticky = None;
         self.fifo.clear();
         self.teardown = None;
     }
@@ -548,6 +580,7 @@ impl Body {
                 streams: [ModelStream::ABSENT; 2],
                 teardown: None,
                 created: 0,
+                sticky: None,
             },
             next_owner: 1000,
             former: Vec::new(),
@@ -626,6 +659,7 @@ impl Body {
                 let retirement = match how {
                     How::Complete => Retirement::Complete,
                     How::Unproven => Retirement::Unproven,
+                    How::Sticky => Retirement::Sticky,
                 };
                 let got = self.pair.retire(Owner(owner), retirement);
                 let want = self.model.retire(owner, how);
@@ -637,6 +671,7 @@ impl Body {
                 self.reach(match got {
                     Retired::Kept => B::Kept,
                     Retired::ReplacementScheduled => B::Scheduled,
+                    Retired::StickyMarked => B::StickyMarked,
                     Retired::ConvertedToUnproven => B::Converted,
                     Retired::NotOwner => B::NotOwner,
                 });
@@ -863,11 +898,19 @@ impl Body {
                 self.pair.handles()
             ));
         }
-        let replacement = self.model.teardown.is_none() && self.model.stream(Role::Aicore).stale;
+        let replacement = self.model.teardown.is_none()
+            && (self.model.stream(Role::Aicore).stale || self.model.sticky.is_some());
         if self.pair.is_replacement_pending() != replacement {
             return Err(format!(
                 "is_replacement_pending {}, model {replacement}",
                 self.pair.is_replacement_pending()
+            ));
+        }
+        if self.pair.sticky() != self.model.sticky.map(Owner) {
+            return Err(format!(
+                "sticky {:?}, model {:?}",
+                self.pair.sticky(),
+                self.model.sticky
             ));
         }
         if self.pair.created_count() != self.model.created {

@@ -12,13 +12,16 @@
 //! - Staleness and replacement: a publication ([`StreamPair::mark_stale`]) or an `Unproven`
 //!   retirement marks the AICore stream stale; it is replaced only once the FIFO is empty,
 //!   and only on the launch path ([`StreamPair::ready`]). The AICPU stream survives both;
-//!   only a teardown ([`StreamPair::destroy_all`]) or a device reset
-//!   ([`StreamPair::abandon`]) removes it.
+//!   it is replaced (once the FIFO is empty) only after a `Sticky` retirement, whose fatal
+//!   status stays on it (SPEC S-1, L-8a), and otherwise only a teardown
+//!   ([`StreamPair::destroy_all`]) or a device reset ([`StreamPair::abandon`]) removes it.
 //!
 //! # Invariant
 //!
 //! Every submission sits on two live streams that nothing is destroying; no submission is
-//! accepted while a stream is stale; the FIFO never exceeds the launch depth and never
+//! accepted while a stream is stale (a stale stream may still carry submissions accepted
+//! before it became stale: the AICore stream after a publication or `Unproven`, the AICPU
+//! stream after `Sticky`); the FIFO never exceeds the launch depth and never
 //! holds an owner twice. [`StreamPair::check_invariants`] checks this (and the
 //! representation's own consistency) and holds after every input, whatever the sequence.
 //!
@@ -110,7 +113,7 @@ impl fmt::Display for StreamHandle {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Role {
     /// The AICPU stream (the scheduler kernel). Survives publications and `Unproven`
-    /// retirements.
+    /// retirements; replaced after a `Sticky` one.
     Aicpu,
     /// The AICore stream (the worker kernels). Replaced after a publication or an
     /// `Unproven` retirement.
@@ -148,6 +151,12 @@ pub enum Retirement {
     Complete,
     /// Not proven finished: the AICore stream must be replaced.
     Unproven,
+    /// Proven finished, but its AICPU kernel returned a fatal status (its result record
+    /// reports an error), which stays sticky on the AICPU stream (device-truth §1): a later
+    /// synchronize of that stream returns it, whoever asks. The AICPU stream is marked with
+    /// the owner and replaced once the FIFO is empty (SPEC S-1, L-8a); submissions already
+    /// queued on it stay.
+    Sticky,
 }
 
 /// How many submissions may be queued on the pair at once (SPEC L-3): `1..=MAX_DEPTH`.
@@ -387,8 +396,12 @@ pub enum Retired {
     /// The submission retired `Unproven`: the AICore stream is stale and is replaced once
     /// the FIFO is empty.
     ReplacementScheduled,
-    /// A `Complete` retirement of a submission that was not the front: it was converted
-    /// into an `Unproven` cleanup, the entry removed and a replacement scheduled (S-5).
+    /// The front submission retired `Sticky`: the AICPU stream holds its fatal status, is
+    /// marked with it ([`StreamPair::sticky`]) and is replaced once the FIFO is empty.
+    StickyMarked,
+    /// A `Complete` (or `Sticky`) retirement of a submission that was not the front: it was
+    /// converted into an `Unproven` cleanup, the entry removed and a replacement scheduled
+    /// (S-5); a `Sticky` one marks the AICPU stream too.
     ConvertedToUnproven,
     /// The caller has no submission on the pair (a non-submitter, a withdrawn run, or a
     /// second retirement): nothing changed (S-3).
@@ -463,9 +476,10 @@ pub enum SubmitError {
         "the stream pair is not ready: call ready() and run its effects until it reports Ready, then submit"
     )]
     NotReady,
-    /// The AICore stream is stale (publication or `Unproven` retirement) (S-6).
+    /// A stream is waiting to be replaced: the AICore stream after a publication or an
+    /// `Unproven` retirement, the AICPU stream after a `Sticky` one (S-6).
     #[error(
-        "the AICore stream is waiting to be replaced: retire the queued submissions, call ready() until it reports Ready, then submit"
+        "a stream of the pair is waiting to be replaced: retire the queued submissions, call ready() until it reports Ready, then submit"
     )]
     ReplacementPending,
     /// The FIFO holds `depth` submissions.
@@ -627,10 +641,18 @@ pub enum InvariantViolation {
         /// The stream.
         role: Role,
     },
-    /// The AICPU stream is stale while submissions are queued (only a teardown marks it
-    /// stale, and a teardown needs an empty FIFO).
-    #[error("the AICPU stream is stale while submissions are queued on it")]
+    /// The AICPU stream is stale while submissions are queued, and holds no sticky code
+    /// (only a `Sticky` retirement marks it stale with submissions behind; a teardown needs
+    /// an empty FIFO).
+    #[error("the AICPU stream is stale while submissions are queued on it, with no sticky code")]
     StaleAicpuInUse,
+    /// The AICPU stream is marked with a sticky code but is not stale (so it would not be
+    /// replaced).
+    #[error("the AICPU stream holds {owner}'s sticky code but is not stale")]
+    StickyWithoutStale {
+        /// The owner whose code it holds.
+        owner: Owner,
+    },
     /// A submission was accepted after a stream became stale.
     #[error("a submission was accepted after the {role} stream became stale")]
     SubmittedWhileStale {
@@ -749,6 +771,9 @@ pub struct StreamPair {
     accepted: u64,
     /// AICore streams created over the pair's life.
     created: u64,
+    /// The owner whose fatal status the live AICPU stream holds (the first `Sticky`
+    /// retirement on it); `None` once that stream is gone.
+    sticky: Option<Owner>,
 }
 
 impl StreamPair {
@@ -762,6 +787,7 @@ impl StreamPair {
             teardown: None,
             accepted: 0,
             created: 0,
+            sticky: None,
         }
     }
 
@@ -897,10 +923,18 @@ impl StreamPair {
         &self.submissions
     }
 
-    /// The AICore stream is stale and waits to be replaced (a publication, an `Unproven`
-    /// retirement, or a failed destroy). False during a teardown, which replaces nothing.
+    /// A stream waits to be replaced: the AICore stream after a publication, an `Unproven`
+    /// retirement or a failed destroy, the AICPU stream after a `Sticky` retirement. False
+    /// during a teardown, which replaces nothing.
     pub fn is_replacement_pending(&self) -> bool {
-        self.teardown.is_none() && self.aicore.stale_since.is_some()
+        self.teardown.is_none() && (self.aicore.stale_since.is_some() || self.sticky.is_some())
+    }
+
+    /// The owner whose fatal status the live AICPU stream holds (its `Sticky` retirement,
+    /// L-8a): a synchronize of that stream returns its code, whoever asks, until the stream
+    /// is replaced. `None` for a stream without one.
+    pub fn sticky(&self) -> Option<Owner> {
+        self.sticky
     }
 
     /// One stream's lifecycle and staleness.
@@ -976,8 +1010,13 @@ impl StreamPair {
                 return Err(InvariantViolation::TeardownWhileCreating { role });
             }
         }
-        if !queued.is_empty() && self.aicpu.stale_since.is_some() {
+        if !queued.is_empty() && self.aicpu.stale_since.is_some() && self.sticky.is_none() {
             return Err(InvariantViolation::StaleAicpuInUse);
+        }
+        if let Some(owner) = self.sticky {
+            if self.aicpu.stale_since.is_none() {
+                return Err(InvariantViolation::StickyWithoutStale { owner });
+            }
         }
         if let (Some(aicpu), Some(aicore)) = (self.aicpu.handle(), self.aicore.handle()) {
             if aicpu == aicore {
@@ -1057,7 +1096,7 @@ impl StreamPair {
         if self.teardown.is_some() {
             return Err(SubmitError::NotReady);
         }
-        if self.aicore.stale_since.is_some() {
+        if self.aicore.stale_since.is_some() || self.sticky.is_some() {
             return Err(SubmitError::ReplacementPending);
         }
         if self.aicpu.usable().is_none() || self.aicore.usable().is_none() {
@@ -1091,14 +1130,24 @@ impl StreamPair {
         match (self.remove_submission(owner), how) {
             (None, _) => Retired::NotOwner,
             (Some(0), Retirement::Complete) => Retired::Kept,
+            (Some(0), Retirement::Sticky) => {
+                self.mark_aicpu_sticky(owner);
+                Retired::StickyMarked
+            }
             (Some(_), Retirement::Unproven) => {
                 self.mark_aicore_unproven();
                 Retired::ReplacementScheduled
             }
             // Out of order: nothing proves the stream finished the earlier work, so treat
-            // it as Unproven; the C++ change leaked the entry here.
+            // it as Unproven; the C++ change leaked the entry here. A sticky code stays on
+            // the AICPU stream whatever the order.
             (Some(_), Retirement::Complete) => {
                 self.mark_aicore_unproven();
+                Retired::ConvertedToUnproven
+            }
+            (Some(_), Retirement::Sticky) => {
+                self.mark_aicore_unproven();
+                self.mark_aicpu_sticky(owner);
                 Retired::ConvertedToUnproven
             }
         }
@@ -1131,7 +1180,7 @@ impl StreamPair {
         if self.stream_ref(role).state != StreamState::Creating {
             return Err(Rejection::NoCreateInFlight { role });
         }
-        *self.stream_mut(role) = Stream::ABSENT;
+        self.forget(role);
         Ok(StreamResult::CreateFailed(StreamFailure { role, code }))
     }
 
@@ -1144,7 +1193,7 @@ impl StreamPair {
         if self.stream_ref(role).state != StreamState::Destroying(handle) {
             return Err(Rejection::NotBeingDestroyed { role, handle });
         }
-        *self.stream_mut(role) = Stream::ABSENT;
+        self.forget(role);
         Ok(self
             .finish_teardown()
             .unwrap_or(StreamResult::Destroyed { role }))
@@ -1199,8 +1248,8 @@ impl StreamPair {
 
     /// `Abandon`.
     fn on_abandon(&mut self) {
-        self.aicpu = Stream::ABSENT;
-        self.aicore = Stream::ABSENT;
+        self.forget(Role::Aicpu);
+        self.forget(Role::Aicore);
         self.submissions.clear();
         self.teardown = None;
     }
@@ -1250,6 +1299,26 @@ impl StreamPair {
         }
     }
 
+    /// `role`'s stream is gone (destroyed, never created, or abandoned), and with it any
+    /// sticky code it held.
+    fn forget(&mut self, role: Role) {
+        *self.stream_mut(role) = Stream::ABSENT;
+        if role == Role::Aicpu {
+            self.sticky = None;
+        }
+    }
+
+    /// Marks the AICPU stream stale, holding `owner`'s sticky code (L-8a): it is replaced once
+    /// the FIFO is empty. The first mark names the stream's code; a missing stream needs
+    /// nothing (a new one starts clean).
+    fn mark_aicpu_sticky(&mut self, owner: Owner) {
+        let accepted = self.accepted;
+        if self.aicpu.state != StreamState::Absent {
+            self.aicpu.stale_since.get_or_insert(accepted);
+            self.sticky.get_or_insert(owner);
+        }
+    }
+
     /// Marks the AICore stream stale and unproven: its replacement is forced (S-4, S-5).
     fn mark_aicore_unproven(&mut self) {
         self.mark_aicore_stale();
@@ -1292,6 +1361,11 @@ impl fmt::Display for StreamPair {
             }
             match (stream.stale_since.is_some(), stream.unproven) {
                 (true, true) => f.write_str(" (stale, unproven)")?,
+                (true, false) if role == Role::Aicpu && self.sticky.is_some() => {
+                    if let Some(owner) = self.sticky {
+                        write!(f, " (stale, sticky code of {owner})")?;
+                    }
+                }
                 (true, false) => f.write_str(" (stale)")?,
                 (false, _) => {}
             }

@@ -101,6 +101,29 @@ pub(crate) const REPRESENTATIVES: &[Representative] = &[
         ],
     },
     Representative {
+        name: "sticky, 1 queued",
+        summary: "The front run retired `Sticky` (its record reports an error, so its fatal status stays on the AICPU stream, L-8a) with a successor queued behind it: the AICPU stream is stale and replaced once the successor retires; nothing new is submitted meanwhile.",
+        reached_by: &[
+            OPEN,
+            &[
+                Input::Submit(FRONT),
+                Input::Submit(SECOND),
+                Input::Retire(FRONT, Retirement::Sticky),
+            ],
+        ],
+    },
+    Representative {
+        name: "sticky idle",
+        summary: "The AICPU stream holds a sticky code and nothing is queued: the next `ready()` replaces it with a healthy destroy (its work finished).",
+        reached_by: &[
+            OPEN,
+            &[
+                Input::Submit(FRONT),
+                Input::Retire(FRONT, Retirement::Sticky),
+            ],
+        ],
+    },
+    Representative {
         name: "stale, 2 queued",
         summary: "A publication while two runs are queued: the replacement waits for both retirements (draining).",
         reached_by: &[
@@ -194,8 +217,10 @@ const INPUTS: &[Input] = &[
     Input::Withdraw(STRANGER),
     Input::Retire(FRONT, Retirement::Complete),
     Input::Retire(FRONT, Retirement::Unproven),
+    Input::Retire(FRONT, Retirement::Sticky),
     Input::Retire(SECOND, Retirement::Complete),
     Input::Retire(SECOND, Retirement::Unproven),
+    Input::Retire(SECOND, Retirement::Sticky),
     Input::Retire(STRANGER, Retirement::Unproven),
     Input::MarkStale,
     Input::Created {
@@ -264,7 +289,8 @@ the state and calling `StreamPair::apply` (launch depth 2). Rendered by
 - **State**: `aicpu <stream>; aicore <stream>; queue [<owners, front first>]`, then
   `closing` while a teardown waits for results. A stream is `absent`, `creating`, `live hN`
   or `destroying hN`; `(stale)` means it must be destroyed and recreated before the next
-  submission (a stale AICore stream is a pending replacement).
+  submission (a stale AICore stream is a pending replacement; a stale AICPU stream holding a
+  run's sticky code is one too).
 ";
 
 /// The Markdown transition table of the stream pair: every named state against every input.

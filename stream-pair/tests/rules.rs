@@ -494,6 +494,74 @@ fn the_teardown_forces_an_unproven_stream_and_destroys_the_others_healthy() {
 
 // --- Retirement ownership (S-3, S-5) ---
 
+// --- A sticky code on the AICPU stream (S-1, L-8a) ---
+
+#[test]
+fn a_sticky_retirement_keeps_the_queued_successor_and_replaces_only_the_aicpu_stream_once_it_retires()
+ {
+    let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
+    rig.submit(1).expect("P");
+    rig.submit(2).expect("S");
+    assert_eq!(rig.retire(1, Retirement::Sticky), Retired::StickyMarked);
+    assert_eq!(rig.pair.sticky(), Some(Owner(1)));
+    assert!(rig.pair.is_replacement_pending());
+    assert_eq!(rig.queue(), [2], "the successor queued on it stays");
+    assert_eq!(
+        rig.submit(3),
+        Err(SubmitError::ReplacementPending),
+        "nothing new joins a stream that holds a sticky code"
+    );
+    assert_eq!(rig.readiness(), Readiness::Draining);
+    assert_eq!(rig.retire(2, Retirement::Complete), Retired::Kept);
+    assert_eq!(
+        rig.pending().as_slice(),
+        [destroy(Role::Aicpu, aicpu)],
+        "its work finished: a healthy destroy of the AICPU stream alone"
+    );
+    let (fresh, kept) = rig.ready();
+    assert_ne!(fresh, aicpu, "a new AICPU stream");
+    assert_eq!(kept, aicore, "the AICore stream survives");
+    assert_eq!(rig.pair.sticky(), None, "the new stream holds no code");
+    rig.submit(3).expect("the fresh pair takes submissions");
+}
+
+#[test]
+fn an_out_of_order_sticky_retirement_marks_both_streams() {
+    let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
+    rig.submit(1).expect("P");
+    rig.submit(2).expect("S");
+    assert_eq!(
+        rig.retire(2, Retirement::Sticky),
+        Retired::ConvertedToUnproven
+    );
+    assert_eq!(rig.pair.sticky(), Some(Owner(2)));
+    assert_eq!(rig.retire(1, Retirement::Complete), Retired::Kept);
+    assert_eq!(
+        rig.pending().as_slice(),
+        [
+            destroy(Role::Aicpu, aicpu),
+            force_destroy(Role::Aicore, aicore)
+        ]
+    );
+}
+
+#[test]
+fn the_first_sticky_code_names_the_stream_and_an_abandon_forgets_it() {
+    let (mut rig, _, _) = Rig::ready_pair(2);
+    rig.submit(1).expect("P");
+    rig.submit(2).expect("S");
+    assert_eq!(rig.retire(1, Retirement::Sticky), Retired::StickyMarked);
+    assert_eq!(rig.retire(2, Retirement::Sticky), Retired::StickyMarked);
+    assert_eq!(
+        rig.pair.sticky(),
+        Some(Owner(1)),
+        "the first code is the one returned"
+    );
+    rig.apply(Input::Abandon).expect("abandon");
+    assert_eq!(rig.pair.sticky(), None);
+    assert!(!rig.pair.is_replacement_pending());
+}
+
 #[test]
 fn non_submitting_owner_unproven_retire_leaves_the_live_stream_alone() {
     // C++ #1852 S1: P launched, successor S prepared but never submitted, S fails and its
