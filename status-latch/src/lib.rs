@@ -12,6 +12,9 @@
 //!   a record counts only when it carries this run's epoch;
 //! - the verdict rule (L-8, [`judge`], [`VerdictRule`]): a run is `Ok` only on positive
 //!   evidence, and every other shape says which evidence it still needs or how it failed;
+//! - the attribution of a synchronize's code (L-8a, [`attribute`], [`AttributionRule`]): a
+//!   code is charged by evidence (a sticky mark, the records of the runs it covered), never
+//!   by who asked;
 //! - the stable log line for a failed run ([`failure_line`]) and the Markdown tables
 //!   generated into `docs/status-codes.md` ([`status_codes_doc`]).
 //!
@@ -24,6 +27,7 @@
 //! [`AclCode`], the lane decides what a [`Class`] does.
 #![forbid(unsafe_code)]
 
+mod attribution;
 mod codes;
 mod header;
 mod line;
@@ -32,6 +36,7 @@ mod record;
 mod render;
 mod verdict;
 
+pub use attribution::{AttributionRule, CoveredRead, attribute};
 pub use codes::{AclCode, CodeInfo, RuntimeCode};
 pub use header::{
     DecodeError, EncodeError, FieldSpec, FieldType, HeaderField, HeaderLayout, Latch, LatchSource,
@@ -46,18 +51,20 @@ pub use record::{
     RecordField, RecordSource, RecordWrite, decode_record, encode_record, record_payload,
 };
 pub use render::{
-    classification_table, code_table, layout_table, record_table, status_codes_doc, verdict_table,
+    attribution_table, classification_table, code_table, layout_table, record_table,
+    status_codes_doc, verdict_table,
 };
 pub use verdict::{
     Boundary, DeviceVerdict, Evidence, HeaderRead, Judgement, RecordRead, VerdictChannel,
     VerdictRule, judge, needs_device_verdict,
 };
 
-// The lane keeps one failure per run inline and copies statuses around: keep them small.
+// The lane keeps one failure per run inline and copies statuses around: keep them small. A
+// failure may name another run (`NoRecordBesideCode`): a code and a run id, 24 bytes.
 static_assertions::assert_impl_all!(Failure: Copy, Send, Sync);
 static_assertions::assert_impl_all!(Status: Copy, Send, Sync);
 static_assertions::assert_impl_all!(Classification: Copy, Send, Sync);
 static_assertions::assert_impl_all!(Evidence: Copy, Send, Sync);
-static_assertions::const_assert!(core::mem::size_of::<Evidence>() <= 48);
-static_assertions::const_assert!(core::mem::size_of::<Failure>() <= 16);
+static_assertions::const_assert!(core::mem::size_of::<Evidence>() <= 56);
+static_assertions::const_assert!(core::mem::size_of::<Failure>() <= 24);
 static_assertions::const_assert!(core::mem::size_of::<Status>() <= 80);

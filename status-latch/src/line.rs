@@ -165,6 +165,30 @@ impl fmt::Display for FailureDetail {
                 )?;
                 self.failure.hint()
             }
+            Failure::NoRecordBesideCode { code, left_by } => {
+                f.write_str(
+                    ": no result record: the run did not complete its normal path (its boundary completed; \
+                     the synchronize's ",
+                )?;
+                write_acl(f, code)?;
+                write!(
+                    f,
+                    " is run {left_by}'s, left on the AICPU stream by its fatal status, and the AICore stream \
+                     synchronized clean)"
+                )?;
+                self.failure.hint()
+            }
+            Failure::Covering { code, behind } => {
+                f.write_str(" at stream synchronize: ")?;
+                write_acl(f, code)?;
+                let runs = if behind == 1 { "run" } else { "runs" };
+                write!(
+                    f,
+                    "; the synchronize also waited for {behind} {runs} queued behind this one, which may \
+                     share the cause"
+                )?;
+                code.hint()
+            }
             Failure::MalformedRecord(defect) => {
                 write!(f, ": malformed result record ({defect})")?;
                 self.failure.hint()

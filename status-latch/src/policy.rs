@@ -164,6 +164,26 @@ pub enum Failure {
     /// The run published no result record and the device verdict was clean: it did not
     /// complete its normal path (L-8). Never success.
     NoRecord,
+    /// The run published no result record, and the code the device verdict returned was
+    /// another run's (L-8a): a fatal status that run left sticky on the AICPU stream, while
+    /// the AICore stream synchronized clean. The run did not complete its normal path; the
+    /// code convicts no one. Never success.
+    NoRecordBesideCode {
+        /// The code the AICPU stream's synchronize returned.
+        code: AclCode,
+        /// The run that left it (its record reports an error).
+        left_by: u64,
+    },
+    /// The device verdict's code, charged to this run (L-8a: no evidence explains it, and this
+    /// is the earliest covered run without a published record), while the synchronize also
+    /// waited for `behind` runs queued behind it, any of which may share the cause. Classified
+    /// as the code at [`Stage::StreamSync`].
+    Covering {
+        /// The code the synchronize returned.
+        code: AclCode,
+        /// How many runs queued behind this one the synchronize covered (at least 1).
+        behind: u8,
+    },
     /// The run's record carries this run's epoch but breaks the record's rules, and the
     /// device verdict was clean.
     MalformedRecord(RecordDefect),
@@ -177,11 +197,13 @@ impl Failure {
         match *self {
             Self::Acl { stage, .. } => Some(stage),
             Self::Launch { progress, .. } => Some(progress.stage()),
+            Self::Covering { .. } => Some(Stage::StreamSync),
             Self::Latched(_)
             | Self::HostWaitTimeout
             | Self::CopyBackValidation
             | Self::Record { .. }
             | Self::NoRecord
+            | Self::NoRecordBesideCode { .. }
             | Self::MalformedRecord(_) => None,
         }
     }
@@ -191,10 +213,14 @@ impl Failure {
     pub const fn code(&self) -> Option<i32> {
         match *self {
             Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => Some(code.value()),
-            Self::Acl { code, .. } | Self::Launch { code, .. } => Some(code.raw()),
+            Self::Acl { code, .. } | Self::Launch { code, .. } | Self::Covering { code, .. } => {
+                Some(code.raw())
+            }
+            // Another run's code: this run's own failure has none.
             Self::HostWaitTimeout
             | Self::CopyBackValidation
             | Self::NoRecord
+            | Self::NoRecordBesideCode { .. }
             | Self::MalformedRecord(_) => None,
         }
     }
@@ -204,10 +230,12 @@ impl Failure {
     pub const fn name(&self) -> &'static str {
         match *self {
             Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => code.name(),
-            Self::Acl { code, .. } | Self::Launch { code, .. } => code.name(),
+            Self::Acl { code, .. } | Self::Launch { code, .. } | Self::Covering { code, .. } => {
+                code.name()
+            }
             Self::HostWaitTimeout => "HOST_WAIT_TIMEOUT",
             Self::CopyBackValidation => "COPY_BACK_VALIDATION",
-            Self::NoRecord => "NO_RESULT_RECORD",
+            Self::NoRecord | Self::NoRecordBesideCode { .. } => "NO_RESULT_RECORD",
             Self::MalformedRecord(_) => "MALFORMED_RESULT_RECORD",
         }
     }
@@ -216,7 +244,14 @@ impl Failure {
     pub const fn hint(&self) -> &'static str {
         match *self {
             Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => code.hint(),
-            Self::Acl { code, .. } | Self::Launch { code, .. } => code.hint(),
+            Self::Acl { code, .. } | Self::Launch { code, .. } | Self::Covering { code, .. } => {
+                code.hint()
+            }
+            Self::NoRecordBesideCode { .. } => {
+                "the run published no result record; the synchronize's code is the run named in the line's: \
+                 fix that run first, then check that the runtime's device code publishes a record for every \
+                 run (docs/embedding.md)"
+            }
             Self::NoRecord => {
                 "the streams are clean but the run published no result record: check that the runtime's device \
                  code publishes one for every run (docs/embedding.md), then run again"
@@ -509,9 +544,14 @@ impl Rule {
                 R::ScopeTasksOverflow | R::AsyncRegistrationFailed => Self::LatchedRuntimeInternal,
                 R::Unknown(_) => Self::LatchedUnknown,
             },
-            Failure::Acl { code, .. } | Failure::Launch { code, .. } if code.is_device_fault() => {
+            Failure::Acl { code, .. }
+            | Failure::Launch { code, .. }
+            | Failure::Covering { code, .. }
+                if code.is_device_fault() =>
+            {
                 Self::DeviceFault
             }
+            Failure::Covering { .. } => Self::DeviceVerdictFailed,
             Failure::Launch {
                 progress: LaunchProgress::NotStarted,
                 ..
@@ -538,7 +578,7 @@ impl Rule {
             },
             Failure::HostWaitTimeout => Self::HostWaitTimeout,
             Failure::CopyBackValidation => Self::CopyBackValidation,
-            Failure::NoRecord => Self::NoResultRecord,
+            Failure::NoRecord | Failure::NoRecordBesideCode { .. } => Self::NoResultRecord,
             Failure::MalformedRecord(_) => Self::MalformedRecord,
         }
     }
@@ -609,6 +649,18 @@ pub fn known_failures() -> Vec<Failure> {
             source: RecordSource::Header,
         },
         Failure::NoRecord,
+        Failure::NoRecordBesideCode {
+            code: AclCode::RtAicpuException,
+            left_by: 4,
+        },
+        Failure::Covering {
+            code: AclCode::RtAicoreException,
+            behind: 1,
+        },
+        Failure::Covering {
+            code: AclCode::RtStreamSyncTimeout,
+            behind: 2,
+        },
         Failure::MalformedRecord(RecordDefect::NoVerdict),
     ]);
     out

@@ -6,9 +6,10 @@
 
 use core::fmt::Write as _;
 
+use crate::attribution::{AttributionRule, CoveredRead, attribute};
 use crate::codes::{AclCode, RuntimeCode};
 use crate::header::{HeaderLayout, Latch, LatchSource};
-use crate::policy::{Failure, Rule, classify, known_failures};
+use crate::policy::{Failure, Rule, Stage, classify, known_failures};
 use crate::record::{
     CODE_AT, PAYLOAD_BYTES_AT, RECORD_BYTES, RECORD_LAYOUT, RECORD_PAYLOAD_MAX,
     RECORD_PAYLOAD_OFFSET, Record, RecordSource, RecordWrite, SOURCE_AT, VERDICT_AT, decode_record,
@@ -178,6 +179,18 @@ fn classification_table_under(h: &str) -> String {
                 "-".to_string(),
                 "-",
             ),
+            Failure::NoRecordBesideCode { code, left_by } => (
+                "no result record",
+                format!("device verdict: {} left by run {left_by}", code.raw()),
+                "-".to_string(),
+                "-",
+            ),
+            Failure::Covering { code, behind } => (
+                "device verdict, covering",
+                format!("{} ({behind} behind)", Stage::StreamSync.name()),
+                code.raw().to_string(),
+                code.name(),
+            ),
             Failure::MalformedRecord(_) => (
                 "malformed record",
                 "device verdict clean".to_string(),
@@ -275,6 +288,7 @@ fn judgement_text(judgement: Judgement) -> String {
         Judgement::Ok => "`Ok`".to_string(),
         Judgement::NeedsDeviceVerdict => "make the device verdict".to_string(),
         Judgement::NeedsHeader => "read the status header".to_string(),
+        Judgement::NeedsAttribution => "attribute the code (L-8a)".to_string(),
         Judgement::Fail(failure) => {
             let c = classify(&failure);
             let at = failure
@@ -411,12 +425,37 @@ fn records() -> [(String, RecordRead); 6] {
     ]
 }
 
-fn devices() -> [(String, Option<DeviceVerdict>); 3] {
+fn devices() -> [(String, Option<DeviceVerdict>); 6] {
     let fault = AclCode::RtAicpuException;
+    let code = fault.raw();
     [
         ("not made".to_string(), None),
         ("clean".to_string(), Some(DeviceVerdict::Clean)),
-        (fault.raw().to_string(), Some(DeviceVerdict::Fault(fault))),
+        (
+            format!("{code} returned, not attributed"),
+            Some(DeviceVerdict::Returned {
+                aicpu: Some(fault),
+                aicore: None,
+            }),
+        ),
+        (
+            format!("{code}, this run's"),
+            Some(DeviceVerdict::Fault(fault)),
+        ),
+        (
+            format!("{code}, this run's, 1 behind"),
+            Some(DeviceVerdict::Covering {
+                code: fault,
+                behind: 1,
+            }),
+        ),
+        (
+            format!("{code}, left by run 4"),
+            Some(DeviceVerdict::LeftBy {
+                code: fault,
+                left_by: 4,
+            }),
+        ),
     ]
 }
 
@@ -436,7 +475,7 @@ fn headers() -> [(String, HeaderRead); 3] {
 }
 
 /// How many representative values each dimension has.
-const SIZES: [usize; DIMENSIONS] = [2, 3, 6, 3, 3];
+const SIZES: [usize; DIMENSIONS] = [2, 3, 6, 6, 3];
 
 /// `judge` on the combination `at` (an index into each dimension's values).
 fn judge_at(at: [usize; DIMENSIONS]) -> (VerdictRule, Judgement) {
@@ -576,6 +615,104 @@ fn verdict_table_under(h: &str) -> String {
     out
 }
 
+/// Markdown: the attribution's rows ([`AttributionRule::ALL`], in the order `attribute`
+/// tries them), then examples computed by `attribute`.
+pub fn attribution_table() -> String {
+    attribution_table_under("##")
+}
+
+/// `attribution_table` with its section headings at level `h`.
+fn attribution_table_under(h: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{h} Rows\n");
+    out.push_str(
+        "`attribute(aicpu, aicore, sticky, covered)` tries these in order when the device verdict \
+         returned a code (L-8a); the first that matches decides. `sticky` is the run whose fatal status \
+         the AICPU stream holds; `covered` the record reads of the runs queued behind that the \
+         synchronize waited for.\n\n",
+    );
+    out.push_str("| # | row | evidence | conclusion |\n|---:|---|---|---|\n");
+    for (i, rule) in AttributionRule::ALL.into_iter().enumerate() {
+        let (name, evidence, conclusion) = rule.row();
+        let _ = writeln!(
+            out,
+            "| {} | {name} | {} | {} |",
+            i + 1,
+            cell(evidence),
+            cell(conclusion)
+        );
+    }
+    let _ = writeln!(out, "\n{h} Examples\n");
+    out.push_str(
+        "The awaited run is run 5. Codes: 507018 AICPU exception (a fatal status reads as it), \
+         507015 AICore exception, 507046 the synchronize's timeout.\n\n",
+    );
+    out.push_str(
+        "| AICPU stream | AICore stream | sticky mark | covered records | row | device verdict |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    let fatal = AclCode::RtAicpuException;
+    let aicore = AclCode::RtAicoreException;
+    let error = RecordRead::Read(Record::Error {
+        code: RuntimeCode::ScopeDeadlock,
+        source: RecordSource::Header,
+        payload_len: 0,
+    });
+    let ok = RecordRead::Read(Record::Ok);
+    let none = RecordRead::Read(Record::NeverPublished { stamp: 0 });
+    let read = |run, record| CoveredRead { run, record };
+    let examples: [(Option<AclCode>, Option<AclCode>, Option<u64>, Vec<CoveredRead>); 7] = [
+        (Some(fatal), None, Some(4), vec![]),
+        (Some(fatal), None, None, vec![read(6, error)]),
+        (Some(fatal), None, None, vec![read(6, ok)]),
+        (Some(fatal), None, None, vec![]),
+        (Some(fatal), Some(aicore), Some(4), vec![read(6, none)]),
+        (None, Some(aicore), None, vec![read(6, none)]),
+        (
+            Some(AclCode::RtStreamSyncTimeout),
+            None,
+            Some(4),
+            vec![read(6, error)],
+        ),
+    ];
+    let code = |c: Option<AclCode>| c.map_or_else(|| "clean".to_string(), |c| c.raw().to_string());
+    let record = |r: RecordRead| match r {
+        RecordRead::Read(Record::Ok) => "ok",
+        RecordRead::Read(Record::Error { .. }) => "error",
+        _ => "none",
+    };
+    for (aicpu, core, sticky, covered) in examples {
+        let (rule, verdict) = attribute(aicpu, core, sticky, &covered);
+        let reads: Vec<String> = covered
+            .iter()
+            .map(|c| format!("run {} {}", c.run, record(c.record)))
+            .collect();
+        let verdict = match verdict {
+            DeviceVerdict::LeftBy { code, left_by } => {
+                format!("`LeftBy` {}: run {left_by}'s", code.raw())
+            }
+            DeviceVerdict::Fault(code) => format!("`Fault` {}: run 5's", code.raw()),
+            DeviceVerdict::Covering { code, behind } => {
+                format!("`Covering` {}: run 5's, {behind} behind", code.raw())
+            }
+            other => format!("`{other:?}`"),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {rule} | {verdict} |",
+            code(aicpu),
+            code(core),
+            sticky.map_or_else(|| "none".to_string(), |run| format!("run {run}")),
+            if reads.is_empty() {
+                "none".to_string()
+            } else {
+                reads.join(", ")
+            },
+        );
+    }
+    out
+}
+
 /// What `docs/status-codes.md` holds: a legend, the header layouts, the result record, the
 /// code tables, the verdict rule and the classification table.
 pub fn status_codes_doc() -> String {
@@ -598,7 +735,9 @@ pub fn status_codes_doc() -> String {
          run's epoch; only this run's own published ok record makes a run `Ok` without a stream \
          synchronize (L-8).\n\
          - **device verdict**: the bounded synchronize of the pair (AICPU stream, then AICore) that \
-         materializes a stream's code when the record does not decide the run.\n\n",
+         materializes a stream's code when the record does not decide the run; the code is then \
+         attributed by evidence (L-8a), since a synchronize returns whichever run's code its stream \
+         holds.\n\n",
     );
     out.push_str("## Header layouts\n\nLittle-endian; offsets in bytes.\n\n");
     out.push_str(&layout_table_under("###"));
@@ -608,6 +747,8 @@ pub fn status_codes_doc() -> String {
     out.push_str(&code_table_under("###"));
     out.push_str("\n## Verdict rule\n\n");
     out.push_str(&verdict_table_under("###"));
+    out.push_str("\n## Attribution of a synchronize's code\n\n");
+    out.push_str(&attribution_table_under("###"));
     out.push_str("\n## Classification\n\n");
     out.push_str(&classification_table_under("###"));
     out

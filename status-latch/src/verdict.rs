@@ -76,13 +76,63 @@ pub enum RecordRead {
     NotRead,
 }
 
-/// The device verdict: what the bounded synchronize of the pair returned.
+/// The device verdict: what the bounded synchronize of the pair returned, and once the lane
+/// has attributed a code (L-8a), whose it is.
+///
+/// A synchronize returns the first code its stream holds, whichever run left it, and waits
+/// for every run queued on the pair (device-truth §1). So the waiter answers what each stream
+/// returned ([`Returned`](Self::Returned)), and the lane charges the code by evidence
+/// ([`crate::attribute`]): it is another run's ([`LeftBy`](Self::LeftBy)), or this run's
+/// ([`Fault`](Self::Fault), [`Covering`](Self::Covering)).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum DeviceVerdict {
     /// Both streams synchronized with 0.
     Clean,
-    /// The first stream that did not returned this code (507046 on timeout).
+    /// What the synchronize returned, not attributed yet: the AICPU stream's code and the
+    /// AICore stream's, each `None` when that stream synchronized clean (the AICore stream is
+    /// synchronized after an AICPU code too, unless that code was the synchronize's timeout).
+    /// At least one is a code.
+    Returned {
+        /// The AICPU stream's code.
+        aicpu: Option<AclCode>,
+        /// The AICore stream's code.
+        aicore: Option<AclCode>,
+    },
+    /// The code is this run's: the synchronize covered no run behind it, and no evidence
+    /// explains the code (507046 on the synchronize's timeout).
     Fault(AclCode),
+    /// The code is this run's, and the synchronize also covered `behind` runs queued behind
+    /// it, any of which may share the cause.
+    Covering {
+        /// The code charged.
+        code: AclCode,
+        /// The runs queued behind that the synchronize covered (at least 1).
+        behind: u8,
+    },
+    /// The AICPU stream's `code` is run `left_by`'s fatal status (a sticky code, L-8a), and
+    /// the AICore stream synchronized clean: judged as a clean device verdict.
+    LeftBy {
+        /// The AICPU stream's code.
+        code: AclCode,
+        /// The run whose record reported an error.
+        left_by: u64,
+    },
+}
+
+impl DeviceVerdict {
+    /// The code a synchronize returned (the AICPU stream's first), or `None` when clean.
+    pub const fn code(self) -> Option<AclCode> {
+        match self {
+            Self::Clean => None,
+            Self::Returned { aicpu, aicore } => match aicpu {
+                Some(code) => Some(code),
+                None => aicore,
+            },
+            Self::Fault(code) | Self::Covering { code, .. } | Self::LeftBy { code, .. } => {
+                Some(code)
+            }
+        }
+    }
 }
 
 /// Everything the completion waiter learned about one run.
@@ -130,10 +180,23 @@ impl fmt::Display for Evidence {
             RecordRead::Failed(code) => write!(f, " record=read-failed({})", code.raw())?,
             RecordRead::NotRead => f.write_str(" record=not-read")?,
         }
+        let raw = |code: Option<AclCode>| code.map_or(0, AclCode::raw);
         match self.device {
             None => Ok(()),
             Some(DeviceVerdict::Clean) => f.write_str(" device=clean"),
+            Some(DeviceVerdict::Returned { aicpu, aicore }) => write!(
+                f,
+                " device=returned(aicpu {}, aicore {})",
+                raw(aicpu),
+                raw(aicore)
+            ),
             Some(DeviceVerdict::Fault(code)) => write!(f, " device={}", code.raw()),
+            Some(DeviceVerdict::Covering { code, behind }) => {
+                write!(f, " device={} covering {behind} behind", code.raw())
+            }
+            Some(DeviceVerdict::LeftBy { code, left_by }) => {
+                write!(f, " device={} left by run {left_by}", code.raw())
+            }
         }
     }
 }
@@ -160,6 +223,9 @@ pub enum Judgement {
     NeedsDeviceVerdict,
     /// The device is clean and the record does not decide: read the status header first.
     NeedsHeader,
+    /// The device verdict returned a code nobody has attributed yet: find whose it is first
+    /// (L-8a, [`crate::attribute`]).
+    NeedsAttribution,
 }
 
 /// One row of the verdict rule, in the order [`judge`] tries them.
@@ -175,7 +241,9 @@ pub enum VerdictRule {
     RecordOk,
     /// Nothing decides yet: synchronize the pair.
     AwaitDeviceVerdict,
-    /// The synchronize returned a code.
+    /// The synchronize returned a code nobody has attributed yet.
+    AttributeCode,
+    /// The synchronize's code is this run's.
     DeviceFault,
     /// The record could not be read (the synchronize was clean).
     RecordReadFailed,
@@ -187,24 +255,28 @@ pub enum VerdictRule {
     SynchronizedClean,
     /// The record is malformed (the synchronize was clean).
     MalformedRecord,
+    /// No record, and the synchronize's code was another run's.
+    NoRecordBesideCode,
     /// No record (the synchronize was clean).
     NoRecord,
 }
 
 impl VerdictRule {
     /// Every row, in the order [`judge`] tries them.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 14] = [
         Self::Unfenced,
         Self::BoundaryFailed,
         Self::RecordError,
         Self::RecordOk,
         Self::AwaitDeviceVerdict,
+        Self::AttributeCode,
         Self::DeviceFault,
         Self::RecordReadFailed,
         Self::AwaitHeader,
         Self::HeaderLatched,
         Self::SynchronizedClean,
         Self::MalformedRecord,
+        Self::NoRecordBesideCode,
         Self::NoRecord,
     ];
 
@@ -214,8 +286,9 @@ impl VerdictRule {
             Self::Unfenced => (
                 "unfenced",
                 "a record or wait of the run's fence failed after a kernel was accepted",
-                "make the device verdict first (its own events cannot decide the run); then fail with the \
-                 device's code, or with the fence call's code when both streams are clean (poison either way)",
+                "make the device verdict first (its own events cannot decide the run), and attribute a code it \
+                 returns (L-8a); then fail with the code when it is this run's, or with the fence call's code \
+                 when the streams are clean or the code is another run's (poison either way)",
             ),
             Self::BoundaryFailed => (
                 "boundary-failed",
@@ -238,10 +311,17 @@ impl VerdictRule {
                 "make the device verdict: a bounded synchronize of the AICPU stream, then the AICore \
                  stream, on the completion waiter",
             ),
+            Self::AttributeCode => (
+                "attribute-code",
+                "the device verdict returned a code nobody has attributed yet",
+                "find whose code it is (L-8a): the AICPU stream's sticky mark, then the records of the runs \
+                 queued behind that the synchronize covered (the attribution table)",
+            ),
             Self::DeviceFault => (
                 "device-fault",
-                "the device verdict returned a code (507046 on its timeout)",
-                "fail with that code at the device verdict (poison for a device code)",
+                "the device verdict's code is this run's (507046 on its timeout)",
+                "fail with that code at the device verdict (poison for a device code); when the synchronize \
+                 covered runs queued behind, the line says they may share the cause",
             ),
             Self::RecordReadFailed => (
                 "record-read-failed",
@@ -267,6 +347,12 @@ impl VerdictRule {
                 "malformed-record",
                 "the device verdict and the header are clean and the record is malformed",
                 "fail run-only, saying what was read",
+            ),
+            Self::NoRecordBesideCode => (
+                "no-record-beside-code",
+                "the device verdict's code is another run's sticky code, the header is clean and the run \
+                 published no record",
+                "fail run-only: \"no result record\", naming the run that left the code (it convicts no one)",
             ),
             Self::NoRecord => (
                 "no-record",
@@ -296,14 +382,20 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
         Boundary::Unfenced(code) => {
             let judgement = match evidence.device {
                 None => Judgement::NeedsDeviceVerdict,
+                Some(DeviceVerdict::Returned { .. }) => Judgement::NeedsAttribution,
                 Some(DeviceVerdict::Fault(device)) => Judgement::Fail(Failure::Acl {
                     stage: Stage::StreamSync,
                     code: device,
                 }),
-                Some(DeviceVerdict::Clean) => Judgement::Fail(Failure::Acl {
-                    stage: Stage::EventRecord,
-                    code,
-                }),
+                Some(DeviceVerdict::Covering { code, behind }) => {
+                    Judgement::Fail(Failure::Covering { code, behind })
+                }
+                Some(DeviceVerdict::Clean | DeviceVerdict::LeftBy { .. }) => {
+                    Judgement::Fail(Failure::Acl {
+                        stage: Stage::EventRecord,
+                        code,
+                    })
+                }
             };
             return (R::Unfenced, judgement);
         }
@@ -331,8 +423,17 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
             _ => {}
         }
     }
-    match evidence.device {
+    let left_by = match evidence.device {
         None => return (R::AwaitDeviceVerdict, Judgement::NeedsDeviceVerdict),
+        Some(DeviceVerdict::Returned { .. }) => {
+            return (R::AttributeCode, Judgement::NeedsAttribution);
+        }
+        Some(DeviceVerdict::Covering { code, behind }) => {
+            return (
+                R::DeviceFault,
+                Judgement::Fail(Failure::Covering { code, behind }),
+            );
+        }
         Some(DeviceVerdict::Fault(code)) => {
             return (
                 R::DeviceFault,
@@ -342,8 +443,19 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
                 }),
             );
         }
-        Some(DeviceVerdict::Clean) => {}
-    }
+        // Without records no run's error can be known: a code is a code on that channel.
+        Some(DeviceVerdict::LeftBy { code, .. }) if !record_channel => {
+            return (
+                R::DeviceFault,
+                Judgement::Fail(Failure::Acl {
+                    stage: Stage::StreamSync,
+                    code,
+                }),
+            );
+        }
+        Some(DeviceVerdict::LeftBy { code, left_by }) => Some((code, left_by)),
+        Some(DeviceVerdict::Clean) => None,
+    };
     if let (true, RecordRead::Failed(code)) = (record_channel, evidence.record) {
         return (
             R::RecordReadFailed,
@@ -368,7 +480,13 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
             R::MalformedRecord,
             Judgement::Fail(Failure::MalformedRecord(defect)),
         ),
-        _ => (R::NoRecord, Judgement::Fail(Failure::NoRecord)),
+        _ => match left_by {
+            Some((code, left_by)) => (
+                R::NoRecordBesideCode,
+                Judgement::Fail(Failure::NoRecordBesideCode { code, left_by }),
+            ),
+            None => (R::NoRecord, Judgement::Fail(Failure::NoRecord)),
+        },
     }
 }
 

@@ -41,6 +41,7 @@ fn status_codes_doc_holds_every_table() {
         layout_table(),
         record_table(),
         verdict_table(),
+        status_latch::attribution_table(),
     ] {
         // Same rows; only the heading levels differ.
         let rows: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).collect();
@@ -203,4 +204,9 @@ fn failure_lines_snapshot() {
         assert!(!line.contains('\n'), "a failure line is one line: {line}");
     }
     insta::assert_snapshot!(lines.join("\n"));
+}
+
+#[test]
+fn attribution_table_snapshot() {
+    insta::assert_snapshot!(status_latch::attribution_table());
 }

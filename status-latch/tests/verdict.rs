@@ -79,6 +79,26 @@ fn record_reads() -> Vec<RecordRead> {
 fn devices() -> Vec<Option<DeviceVerdict>> {
     let mut out = vec![None, Some(DeviceVerdict::Clean)];
     out.extend(ACL.map(|code| Some(DeviceVerdict::Fault(code))));
+    let sticky = AclCode::RtAicpuException;
+    let aicore = AclCode::RtAicoreException;
+    out.extend([
+        Some(DeviceVerdict::Returned {
+            aicpu: Some(sticky),
+            aicore: None,
+        }),
+        Some(DeviceVerdict::Returned {
+            aicpu: None,
+            aicore: Some(aicore),
+        }),
+        Some(DeviceVerdict::Covering {
+            code: aicore,
+            behind: 2,
+        }),
+        Some(DeviceVerdict::LeftBy {
+            code: sticky,
+            left_by: 4,
+        }),
+    ]);
     out
 }
 
@@ -161,7 +181,13 @@ fn a_row_fires_only_when_no_earlier_row_matches() {
                 _ => VerdictRule::RecordError,
             },
             (_, None, _) => VerdictRule::AwaitDeviceVerdict,
-            (_, Some(DeviceVerdict::Fault(_)), _) => VerdictRule::DeviceFault,
+            (_, Some(DeviceVerdict::Returned { .. }), _) => VerdictRule::AttributeCode,
+            (_, Some(DeviceVerdict::Fault(_) | DeviceVerdict::Covering { .. }), _) => {
+                VerdictRule::DeviceFault
+            }
+            (_, Some(DeviceVerdict::LeftBy { .. }), _) if !record_channel => {
+                VerdictRule::DeviceFault
+            }
             _ if record_channel && matches!(evidence.record, RecordRead::Failed(_)) => {
                 VerdictRule::RecordReadFailed
             }
@@ -171,6 +197,7 @@ fn a_row_fires_only_when_no_earlier_row_matches() {
             _ if matches!(evidence.record, RecordRead::Read(Record::Malformed(_))) => {
                 VerdictRule::MalformedRecord
             }
+            (_, Some(DeviceVerdict::LeftBy { .. }), _) => VerdictRule::NoRecordBesideCode,
             _ => VerdictRule::NoRecord,
         };
         assert!(complete || matches!(rule, VerdictRule::Unfenced | VerdictRule::BoundaryFailed));
@@ -320,8 +347,15 @@ fn an_unfenced_run_takes_the_device_verdict_and_poisons_with_its_code() {
                 assert!(needs_device_verdict(&evidence), "{evidence}");
                 continue;
             }
-            Some(DeviceVerdict::Fault(device)) => (Stage::StreamSync, device),
-            Some(DeviceVerdict::Clean) => (Stage::EventRecord, call),
+            Some(DeviceVerdict::Returned { .. }) => {
+                assert_eq!(judgement, Judgement::NeedsAttribution, "{evidence}");
+                continue;
+            }
+            Some(DeviceVerdict::Fault(device) | DeviceVerdict::Covering { code: device, .. }) => {
+                (Stage::StreamSync, device)
+            }
+            // Another run's code: the run's own fence call is what failed.
+            Some(DeviceVerdict::Clean | DeviceVerdict::LeftBy { .. }) => (Stage::EventRecord, call),
         };
         let Judgement::Fail(failure) = judgement else {
             panic!("{evidence}: not a failure");
@@ -336,15 +370,28 @@ fn an_unfenced_run_takes_the_device_verdict_and_poisons_with_its_code() {
 fn a_device_code_fails_at_the_device_verdict_and_poisons() {
     for (evidence, header) in domain() {
         if let (VerdictRule::DeviceFault, judgement) = judge(&evidence, header) {
-            let Some(DeviceVerdict::Fault(code)) = evidence.device else {
-                panic!("{evidence}: device-fault without a fault");
-            };
-            let failure = Failure::Acl {
-                stage: Stage::StreamSync,
-                code,
+            let failure = match evidence.device {
+                Some(DeviceVerdict::Fault(code)) => Failure::Acl {
+                    stage: Stage::StreamSync,
+                    code,
+                },
+                Some(DeviceVerdict::Covering { code, behind }) => {
+                    Failure::Covering { code, behind }
+                }
+                // A runtime without records has no run's error to explain a code with.
+                Some(DeviceVerdict::LeftBy { code, .. })
+                    if evidence.channel == VerdictChannel::StreamSync =>
+                {
+                    Failure::Acl {
+                        stage: Stage::StreamSync,
+                        code,
+                    }
+                }
+                _ => panic!("{evidence}: device-fault without a code charged to the run"),
             };
             assert_eq!(judgement, Judgement::Fail(failure));
-            assert_eq!(classify(&failure).class, Class::Poison, "{code}");
+            assert_eq!(failure.stage(), Some(Stage::StreamSync), "{evidence}");
+            assert_eq!(classify(&failure).class, Class::Poison, "{evidence}");
         }
     }
 }
@@ -389,7 +436,14 @@ fn a_clean_synchronize_on_an_unpublished_or_malformed_record_fails_the_run_only(
 fn the_header_is_asked_for_only_after_a_clean_device_verdict() {
     for (evidence, header) in domain() {
         if judge(&evidence, header).1 == Judgement::NeedsHeader {
-            assert_eq!(evidence.device, Some(DeviceVerdict::Clean), "{evidence}");
+            // Clean, or another run's code (L-8a), which is judged as clean.
+            assert!(
+                matches!(
+                    evidence.device,
+                    Some(DeviceVerdict::Clean | DeviceVerdict::LeftBy { .. })
+                ),
+                "{evidence}"
+            );
             assert_eq!(header, HeaderRead::Unread);
         }
     }
@@ -410,9 +464,11 @@ fn needs_device_verdict_is_exactly_judge_asking_for_it() {
 
 #[test]
 fn every_judgement_is_final_once_all_evidence_is_in() {
-    // With a device verdict made and the header read, judge never asks for more.
+    // With a device verdict made and attributed and the header read, judge never asks for
+    // more.
     for (evidence, header) in domain() {
-        if evidence.device.is_some() && header != HeaderRead::Unread {
+        let attributed = !matches!(evidence.device, None | Some(DeviceVerdict::Returned { .. }));
+        if attributed && header != HeaderRead::Unread {
             let judgement = judge(&evidence, header).1;
             assert!(
                 matches!(judgement, Judgement::Ok | Judgement::Fail(_)),
@@ -460,5 +516,79 @@ fn evidence_displays_every_part() {
     assert_eq!(
         Evidence::SYNCHRONIZED_CLEAN.to_string(),
         "channel=stream-sync boundary=complete record=not-read device=clean"
+    );
+}
+
+/// L-8a: a code nobody has attributed is attributed before anything after the record rows
+/// decides, and a code another run left fails an unpublished run run-only, naming that run
+/// (it convicts no one), exactly where a clean device verdict would fail it `no-record`.
+#[test]
+fn a_returned_code_is_attributed_first_and_another_runs_code_convicts_no_one() {
+    for (evidence, header) in domain() {
+        let (rule, judgement) = judge(&evidence, header);
+        if let Some(DeviceVerdict::Returned { .. }) = evidence.device {
+            assert!(
+                matches!(
+                    rule,
+                    VerdictRule::Unfenced
+                        | VerdictRule::BoundaryFailed
+                        | VerdictRule::RecordError
+                        | VerdictRule::RecordOk
+                        | VerdictRule::AttributeCode
+                ),
+                "{evidence}: {rule}"
+            );
+        }
+        if let Some(DeviceVerdict::LeftBy { code, left_by }) = evidence.device {
+            let clean = Evidence {
+                device: Some(DeviceVerdict::Clean),
+                ..evidence
+            };
+            let (clean_rule, clean_judgement) = judge(&clean, header);
+            if evidence.channel == VerdictChannel::StreamSync {
+                continue;
+            }
+            match clean_rule {
+                VerdictRule::NoRecord => {
+                    assert_eq!(rule, VerdictRule::NoRecordBesideCode, "{evidence}");
+                    let Judgement::Fail(failure) = judgement else {
+                        panic!("{evidence}: not a failure");
+                    };
+                    assert_eq!(failure, Failure::NoRecordBesideCode { code, left_by });
+                    assert_eq!(classify(&failure).class, Class::RunOnly, "{evidence}");
+                    assert_eq!(failure.code(), None, "the code is not this run's");
+                    let line = status_latch::failure_line(5, &failure).to_string();
+                    assert!(line.contains("no result record"), "{line}");
+                    assert!(line.contains(&format!("run {left_by}'s")), "{line}");
+                }
+                other => {
+                    assert_eq!((rule, judgement), (other, clean_judgement), "{evidence}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_code_charged_with_runs_behind_says_they_may_share_the_cause() {
+    let failure = Failure::Covering {
+        code: AclCode::RtAicoreException,
+        behind: 1,
+    };
+    let line = status_latch::failure_line(5, &failure).to_string();
+    assert!(line.contains("at stream synchronize"), "{line}");
+    assert!(line.contains("507015"), "{line}");
+    assert!(
+        line.contains("1 run queued behind this one, which may share the cause"),
+        "{line}"
+    );
+    assert_eq!(classify(&failure).class, Class::Poison);
+    assert_eq!(
+        classify(&failure).rule,
+        classify(&Failure::Acl {
+            stage: Stage::StreamSync,
+            code: AclCode::RtAicoreException
+        })
+        .rule
     );
 }
