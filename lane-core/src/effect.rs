@@ -6,7 +6,7 @@
 use status_latch::{AclCode, HeaderLayout, VerdictChannel};
 use stream_pair::{DestroyMode, Role, StreamHandle};
 
-use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
+use crate::ids::{CodeRef, Lease, Peers, PublicationId, RunId, Timestamp};
 
 /// One thing the backend must do. Effects come out in the order the lane decided them; the
 /// backend executes them in that order.
@@ -43,10 +43,11 @@ pub enum Effect {
         mode: DestroyMode,
     },
     /// Launch `run` on the pair, in this order (L-5, L-13): arm the slot's timing buffer,
-    /// clear the slot's handshake, make the AICore stream wait for `after`'s boundary when
-    /// there is one, enqueue the AICore kernel on `aicore`, the AICPU kernel on `aicpu`, then
-    /// record the slot's completion event on each stream. Answered by `Launched` or
-    /// `LaunchFailed` (naming the step that failed).
+    /// clear the slot's handshake, make the AICore stream wait for the boundary of the newest
+    /// run of `after` whose boundary was recorded, enqueue the AICore kernel on `aicore` and
+    /// record its `core_done`, enqueue the AICPU kernel on `aicpu`, make it wait for
+    /// `core_done`, and record the run's boundary. Answered by `Launched` or `LaunchFailed`
+    /// (naming the step that failed).
     LaunchRun {
         /// The run.
         run: RunId,
@@ -56,13 +57,15 @@ pub enum Effect {
         aicpu: StreamHandle,
         /// The AICore stream.
         aicore: StreamHandle,
-        /// The predecessor whose boundary may still be in flight: the latest run launched
-        /// before this one whose completion has not come back (it still holds a submission
-        /// on the pair). Its boundary is what this run's AICore kernel waits for (L-5).
-        /// `None` when every earlier run's completion came back, so its boundary has passed:
-        /// the launch then makes no stream wait, one device call fewer (about 5.5 us on a2a3,
-        /// A18), as at launch depth one for every run.
-        after: Option<Lease>,
+        /// The predecessors whose boundaries may still be in flight, newest first: the runs
+        /// launched before this one whose completion has not come back (each still holds a
+        /// submission on the pair, or its launch is still out). The AICore kernel waits for
+        /// the boundary of the newest one whose boundary was recorded (L-5): which one is
+        /// known only where launches execute in order, since an earlier launch may still
+        /// fail before its boundary (at depth three and up). Empty when every earlier run's
+        /// completion came back, so its boundary has passed: the launch then makes no stream
+        /// wait, one device call fewer (about 5.5 us on a2a3, A18), as at launch depth one.
+        after: Peers<Lease>,
     },
     /// Wait (bounded) for the run's boundary (L-6), read its result record right after it,
     /// and make the device verdict when the record does not decide the run (L-8: a bounded
@@ -80,6 +83,11 @@ pub enum Effect {
         lease: Lease,
         /// When the host gives up (the lane then poisons: work may still be running).
         deadline: Timestamp,
+        /// The device verdict's bound, counted from the boundary's completion, not from what
+        /// is left of `deadline`: the synchronize also waits for the runs queued behind, so
+        /// a long successor must not time out this run's verdict (L-8a, the mirror of §5.4).
+        /// An unfenced run has no boundary: its device verdict is bounded by `deadline`.
+        sync_bound_ns: u64,
         /// The profile's verdict channel: read the record, or synchronize every run.
         channel: VerdictChannel,
         /// The code of the fence call that failed after a kernel was accepted
@@ -87,6 +95,19 @@ pub enum Effect {
         /// waiter waits on no event and makes the device verdict at once (L-5, L-8),
         /// answering `Completed` with `Boundary::Unfenced`. `None` for a fenced run.
         unfenced: Option<AclCode>,
+    },
+    /// Read the result records of the runs queued behind `run` that its device verdict's
+    /// synchronize covered, each decoded for its own epoch (L-8a: whose code the synchronize
+    /// returned). Answered by `RecordsRead`, in the order given; a read that fails is
+    /// answered as `RecordRead::Failed` for that run (it explains nothing).
+    ReadRecords {
+        /// The awaited run whose device verdict returned a code.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// The runs on the pair behind it, in submission order, with their leases (each
+        /// selects its slot's record region and epoch).
+        behind: Peers<(RunId, Lease)>,
     },
     /// Read the run's status header and its timing buffer device-to-host (L-8, L-17).
     /// Answered by `StatusRead` or `StatusReadFailed`.
@@ -152,6 +173,7 @@ impl Effect {
             Self::PrepareRun { run, .. }
             | Self::LaunchRun { run, .. }
             | Self::AwaitCompletion { run, .. }
+            | Self::ReadRecords { run, .. }
             | Self::ReadStatus { run, .. }
             | Self::FinaliseRun { run, .. } => Some(run),
             _ => None,
@@ -167,6 +189,7 @@ impl Effect {
             Self::DestroyStream { .. } => "DestroyStream",
             Self::LaunchRun { .. } => "LaunchRun",
             Self::AwaitCompletion { .. } => "AwaitCompletion",
+            Self::ReadRecords { .. } => "ReadRecords",
             Self::ReadStatus { .. } => "ReadStatus",
             Self::FinaliseRun { .. } => "FinaliseRun",
             Self::UploadCode { .. } => "UploadCode",

@@ -1,9 +1,9 @@
 //! What the backend reports back ([`Lane::handle`](crate::Lane::handle)).
 
-use status_latch::{AclCode, Evidence, Status};
+use status_latch::{AclCode, CoveredRead, Evidence, Status};
 use stream_pair::{Role, StreamHandle};
 
-use crate::ids::{DeviceTiming, Lease, PublicationId, RunId};
+use crate::ids::{DeviceTiming, Lease, Peers, PublicationId, RunId};
 
 /// The launch step that failed, in launch order (L-5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -17,9 +17,14 @@ pub enum LaunchStep {
     /// The AICPU kernel launch after the AICore kernel was enqueued: a spinning AICore is
     /// orphaned (`Partial`, poison).
     Aicpu,
-    /// Recording or waiting for the run's events after a kernel was accepted (its fence:
-    /// `core_done` on the AICore stream, the AICPU stream's wait on it, the boundary): the run
-    /// is unfenced and nothing of its own can prove it finished (L-5, poison).
+    /// Recording the AICore kernel's own event (`core_done`) after that kernel was accepted
+    /// and before the AICPU kernel was launched: the AICore kernel spins with no AICPU
+    /// scheduler to release it, as after a failed AICPU launch (`Partial`, poison at once with
+    /// the record's own code, L-5).
+    CoreDone,
+    /// Waiting for `core_done` on the AICPU stream, or recording the boundary, after the AICPU
+    /// kernel was accepted: the run is unfenced and nothing of its own can prove it finished
+    /// (L-5, poison through the device verdict).
     RecordEvent,
 }
 
@@ -131,6 +136,16 @@ pub enum Event {
         /// The code.
         code: AclCode,
     },
+    /// The result records of the runs behind the awaited one were read (answers
+    /// `ReadRecords`): what the lane charges its device verdict's code by (L-8a).
+    RecordsRead {
+        /// The awaited run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+        /// Each covered run's record, in the order `ReadRecords` named them.
+        records: Peers<CoveredRead>,
+    },
     /// The run's status header and timing buffer were read and decoded.
     StatusRead {
         /// The run.
@@ -222,6 +237,7 @@ impl Event {
             | Self::LaunchFailed { run, .. }
             | Self::Completed { run, .. }
             | Self::CompletionFailed { run, .. }
+            | Self::RecordsRead { run, .. }
             | Self::StatusRead { run, .. }
             | Self::StatusReadFailed { run, .. }
             | Self::Finalised { run, .. }
@@ -240,6 +256,7 @@ impl Event {
             | Self::LaunchFailed { run, lease, .. }
             | Self::Completed { run, lease, .. }
             | Self::CompletionFailed { run, lease, .. }
+            | Self::RecordsRead { run, lease, .. }
             | Self::StatusRead { run, lease, .. }
             | Self::StatusReadFailed { run, lease, .. }
             | Self::Finalised { run, lease }
@@ -263,6 +280,7 @@ impl Event {
             Self::LaunchFailed { .. } => "LaunchFailed",
             Self::Completed { .. } => "Completed",
             Self::CompletionFailed { .. } => "CompletionFailed",
+            Self::RecordsRead { .. } => "RecordsRead",
             Self::StatusRead { .. } => "StatusRead",
             Self::StatusReadFailed { .. } => "StatusReadFailed",
             Self::Finalised { .. } => "Finalised",

@@ -117,6 +117,82 @@ pub struct DeviceTiming {
     pub end_ns: u64,
 }
 
+/// How many other runs can share the stream pair with one run: the launch depth's most, less
+/// that run (stream-pair's `MAX_DEPTH - 1`).
+pub const PAIR_PEERS: usize = stream_pair::MAX_DEPTH as usize - 1;
+
+/// The values of the other runs on the stream pair, in order, inline (at most
+/// [`PAIR_PEERS`]): the runs queued behind an awaited one that its synchronize covered, or the
+/// earlier runs a launch may have to wait for. `Copy`, so effects and events that carry one
+/// stay `Copy` and allocate nothing.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Peers<T: Copy> {
+    items: [Option<T>; PAIR_PEERS],
+}
+
+impl<T: Copy> Peers<T> {
+    /// None.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            items: [None; PAIR_PEERS],
+        }
+    }
+
+    /// Appends `item`; returns `false` (and keeps nothing) when already full.
+    pub fn push(&mut self, item: T) -> bool {
+        match self.items.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => {
+                *slot = Some(item);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.items.iter().map_while(|item| *item)
+    }
+
+    /// How many.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Whether there is none.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.items[0].is_none()
+    }
+}
+
+impl<T: Copy> Default for Peers<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Copy + fmt::Debug> fmt::Debug for Peers<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: Copy> FromIterator<T> for Peers<T> {
+    /// The first [`PAIR_PEERS`] values; any more are dropped.
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        let mut peers = Self::new();
+        for item in iter {
+            if !peers.push(item) {
+                break;
+            }
+        }
+        peers
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +206,21 @@ mod tests {
             "now never goes backwards"
         );
         assert_eq!(Timestamp(u64::MAX - 1).after_ns(5), Timestamp(u64::MAX));
+    }
+
+    #[test]
+    fn peers_keep_their_order_and_refuse_past_their_capacity() {
+        let mut peers = Peers::new();
+        assert!(peers.is_empty());
+        for n in 1..=u64::try_from(PAIR_PEERS).unwrap_or(3) {
+            assert!(peers.push(RunId(n)));
+        }
+        assert!(!peers.push(RunId(99)), "full");
+        assert_eq!(peers.len(), PAIR_PEERS);
+        assert_eq!(peers.iter().next(), Some(RunId(1)));
+        assert_eq!(format!("{peers:?}"), "[RunId(1), RunId(2), RunId(3)]");
+        let collected: Peers<u8> = (0..10).collect();
+        assert_eq!(collected.len(), PAIR_PEERS);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! A run moves `Queued → Preparing → Prepared → Launching → Launched → Awaiting →
 //! ReadingStatus → Finalising → Done`, may fall back from `Preparing` to `Queued` (an
-//! incompatible prepare), and reaches `Done` early on failure, cancel or device reset.
+//! incompatible prepare), passes through `Attributing` when its device verdict returned a
+//! code and runs queued behind it were covered (L-8a), and reaches `Done` early on failure,
+//! cancel or device reset.
 //!
 //! Each phase holds its own data: the cancel that waits for a prepare's answer, the pair
 //! readying for a launch, an unfenced launch's code, the completion deadline, the evidence
@@ -62,6 +64,13 @@ pub enum RunPhase {
         /// As in `Launched`.
         unfenced: Option<AclCode>,
     },
+    /// Its device verdict returned a code and runs queued behind it were on the pair:
+    /// `ReadRecords` was emitted for their records, by which the lane charges the code (L-8a).
+    /// The run still holds its submission.
+    Attributing {
+        /// What the completion waiter answered, the synchronize's codes not yet attributed.
+        evidence: Evidence,
+    },
     /// Its boundary completed and the verdict rule did not poison on the evidence alone (its
     /// submission retired `Complete`); `ReadStatus` was emitted for its timing and the header
     /// fallback.
@@ -88,7 +97,7 @@ pub enum RunPhase {
 pub mod representative {
     use super::{AclCode, Boundary, Cause, Evidence, Failure, RecordRead, RunId, Timestamp};
     use crate::outcome::Verdict;
-    use status_latch::VerdictChannel;
+    use status_latch::{DeviceVerdict, Record, VerdictChannel};
 
     /// A run-only cause (a copy-back that failed validation).
     #[must_use]
@@ -119,6 +128,18 @@ pub mod representative {
         device: None,
     };
 
+    /// What a run that published no record learned when its synchronize returned a code
+    /// (AICPU 507018), not attributed yet (L-8a).
+    pub const RETURNED_EVIDENCE: Evidence = Evidence {
+        channel: VerdictChannel::Record,
+        boundary: Boundary::Complete,
+        record: RecordRead::Read(Record::NeverPublished { stamp: 0 }),
+        device: Some(DeviceVerdict::Returned {
+            aicpu: Some(AclCode::RtAicpuException),
+            aicore: None,
+        }),
+    };
+
     /// The verdict a run taken down by another run's poison gets.
     #[must_use]
     pub fn poisoned() -> Verdict {
@@ -133,7 +154,7 @@ impl RunPhase {
     /// One value of every phase shape, in life order (data from [`representative`]): the
     /// rows of the rendered table.
     #[must_use]
-    pub fn all() -> [Self; 16] {
+    pub fn all() -> [Self; 17] {
         use representative as rep;
         [
             Self::Queued {
@@ -161,6 +182,9 @@ impl RunPhase {
                 deadline: rep::DEADLINE,
                 unfenced: Some(rep::UNFENCED),
             },
+            Self::Attributing {
+                evidence: rep::RETURNED_EVIDENCE,
+            },
             Self::ReadingStatus {
                 evidence: rep::EVIDENCE,
             },
@@ -187,7 +211,7 @@ impl RunPhase {
     pub const fn on_pair(self) -> bool {
         matches!(
             self,
-            Self::Launching | Self::Launched { .. } | Self::Awaiting { .. }
+            Self::Launching | Self::Launched { .. } | Self::Awaiting { .. } | Self::Attributing { .. }
         )
     }
 
@@ -201,6 +225,7 @@ impl RunPhase {
             Self::Launching
                 | Self::Launched { .. }
                 | Self::Awaiting { .. }
+                | Self::Attributing { .. }
                 | Self::ReadingStatus { .. }
                 | Self::Finalising { .. }
         )
@@ -235,6 +260,13 @@ impl RunPhase {
     pub const fn unfenced(self) -> Option<AclCode> {
         match self {
             Self::Launched { unfenced } | Self::Awaiting { unfenced, .. } => unfenced,
+            Self::Attributing {
+                evidence:
+                    Evidence {
+                        boundary: Boundary::Unfenced(code),
+                        ..
+                    },
+            } => Some(code),
             _ => None,
         }
     }
@@ -266,6 +298,7 @@ impl RunPhase {
             Self::Awaiting { unfenced, .. } => {
                 format!("Awaiting {{ deadline, unfenced: {} }}", unfenced.is_some())
             }
+            Self::Attributing { .. } => "Attributing { evidence }".to_owned(),
             Self::ReadingStatus { .. } => "ReadingStatus { evidence }".to_owned(),
             Self::Finalising { verdict } => format!("Finalising {{ verdict: {} }}", verdict.name()),
             Self::Done { .. } => "Done".to_owned(),
@@ -311,7 +344,11 @@ pub enum RunInput {
     /// The lane emits `AwaitCompletion` (the run became the oldest launched), with its
     /// deadline.
     Await(Timestamp),
-    /// `Completed` arrived and the verdict rule, on its evidence, did not poison.
+    /// `Completed` arrived with a code the synchronize returned, and runs queued behind were
+    /// on the pair: their records decide whose code it is (L-8a).
+    Attribute(Evidence),
+    /// `Completed` (or, attributing, `RecordsRead`) arrived and the verdict rule, on its
+    /// evidence, did not poison.
     Completed(Evidence),
     /// `Completed` arrived and the verdict rule, on its evidence alone, poisons (a device
     /// verdict's code, a record error that poisons, a failed record read, an unfenced run).
@@ -332,6 +369,10 @@ pub enum RunInput {
     FinaliseFailed(Cause),
     /// The lane is closing: a run that did not launch is cancelled.
     Cancel,
+    /// A poison charged another run with the code of a synchronize that covered this one, and
+    /// this run's own published record gives it this verdict, which it keeps (L-8a): it is
+    /// finalised (with copy-back for `Ok`) before the recovery drains the device.
+    Keep(Verdict),
     /// A device poison (another run's) or a fault notice: the device is reset, the run's
     /// resources are abandoned, and it is done at once with this verdict.
     Abandon(Verdict),
@@ -341,7 +382,7 @@ impl RunInput {
     /// One value of every input shape, failures with a cause of each class that decides
     /// (data from [`representative`]), in table order.
     #[must_use]
-    pub fn all() -> [Self; 27] {
+    pub fn all() -> [Self; 29] {
         use representative as rep;
         let (run_only, poison) = (rep::run_only(), rep::poison());
         [
@@ -359,6 +400,7 @@ impl RunInput {
             Self::LaunchFailed(run_only),
             Self::LaunchFailed(poison),
             Self::Await(rep::DEADLINE),
+            Self::Attribute(rep::RETURNED_EVIDENCE),
             Self::Completed(rep::EVIDENCE),
             Self::CompletedFaulted(poison),
             Self::CompletionFailed(poison),
@@ -371,6 +413,7 @@ impl RunInput {
             Self::FinaliseFailed(run_only),
             Self::FinaliseFailed(poison),
             Self::Cancel,
+            Self::Keep(Verdict::Ok),
             Self::Abandon(rep::poisoned()),
         ]
     }
@@ -391,7 +434,9 @@ impl RunInput {
             Self::StatusReadFailed(_) => "StatusReadFailed".to_owned(),
             Self::LaunchedUnfenced(_) => "LaunchedUnfenced".to_owned(),
             Self::Await(_) => "Await".to_owned(),
+            Self::Attribute(_) => "Attribute".to_owned(),
             Self::Completed(_) => "Completed".to_owned(),
+            Self::Keep(verdict) => format!("Keep({})", verdict.name()),
             Self::Abandon(_) => "Abandon".to_owned(),
             other => format!("{other:?}"),
         }
@@ -411,6 +456,8 @@ pub enum RunAction {
     Launch,
     /// Emit `AwaitCompletion` with the phase's deadline (unfenced: the device verdict alone).
     Await,
+    /// Emit `ReadRecords` for the runs on the pair behind this one (L-8a).
+    ReadCovered,
     /// Emit `ReadStatus`.
     ReadStatus,
     /// Emit `FinaliseRun` for the phase's verdict: with copy-back only for `Ok`.
@@ -432,6 +479,7 @@ impl RunAction {
             Self::Prepare => "`PrepareRun`",
             Self::Launch => "`LaunchRun`",
             Self::Await => "`AwaitCompletion`",
+            Self::ReadCovered => "`ReadRecords` for the runs queued behind",
             Self::ReadStatus => "`ReadStatus`",
             Self::Finalise => match next {
                 RunPhase::Finalising {
@@ -582,6 +630,26 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
         (P::Awaiting { .. }, I::CompletedFaulted(cause) | I::CompletionFailed(cause)) => {
             poisoned(cause)
         }
+        // L-8a: the synchronize returned a code and covered runs queued behind: their records
+        // say whose code it is. The run keeps its submission meanwhile.
+        (P::Awaiting { .. }, I::Attribute(evidence)) => {
+            (P::Attributing { evidence }, A::ReadCovered)
+        }
+        // Attributed: another run's code is judged as a clean device verdict (a fenced run
+        // goes on to its status read); this run's own poisons.
+        (
+            P::Attributing {
+                evidence:
+                    Evidence {
+                        boundary: Boundary::Complete,
+                        ..
+                    },
+            },
+            I::Completed(evidence),
+        ) => (P::ReadingStatus { evidence }, A::ReadStatus),
+        (P::Attributing { .. }, I::CompletedFaulted(cause)) => poisoned(cause),
+        // A covered run keeps its own record's verdict through another run's poison (L-8a).
+        (P::Launched { .. }, I::Keep(verdict)) => (P::Finalising { verdict }, A::Finalise),
         (P::Awaiting { .. }, I::DeadlineExpired) => poisoned(Cause::of(Failure::HostWaitTimeout)),
 
         (P::ReadingStatus { .. }, I::JudgedOk) => (
@@ -611,6 +679,7 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
             P::Launching
             | P::Launched { .. }
             | P::Awaiting { .. }
+            | P::Attributing { .. }
             | P::ReadingStatus { .. }
             | P::Finalising { .. },
             I::Cancel,

@@ -8,7 +8,8 @@
 use core::fmt;
 
 use status_latch::{
-    AclCode, Boundary, DeviceVerdict, Evidence, RecordRead, Status, VerdictChannel,
+    AclCode, Boundary, CoveredRead, DeviceVerdict, Evidence, Record, RecordRead, Status,
+    VerdictChannel,
 };
 use stream_pair::{DestroyMode, StreamHandle};
 
@@ -72,10 +73,22 @@ impl fmt::Display for Effect {
                     "LaunchRun {run} ({lease}) aicpu h{} aicore h{}",
                     aicpu.0, aicore.0
                 )?;
-                match after {
-                    Some(after) => write!(f, " after ({after})"),
-                    None => Ok(()),
+                for (at, lease) in after.iter().enumerate() {
+                    let open = if at == 0 { " after (" } else { ", " };
+                    write!(f, "{open}{lease}")?;
                 }
+                if after.is_empty() {
+                    Ok(())
+                } else {
+                    f.write_str(")")
+                }
+            }
+            Self::ReadRecords { run, behind, .. } => {
+                write!(f, "ReadRecords {run} behind")?;
+                for (covered, _) in behind.iter() {
+                    write!(f, " {covered}")?;
+                }
+                Ok(())
             }
             Self::AwaitCompletion {
                 run,
@@ -147,6 +160,18 @@ impl fmt::Display for Event {
                 write!(f, " {evidence}")
             }
             Self::FinaliseFailed { failure, .. } => write!(f, " {failure:?}"),
+            Self::RecordsRead { records, .. } => {
+                for read in records.iter() {
+                    match read.record {
+                        RecordRead::Read(record) => write!(f, " run {} {record}", read.run)?,
+                        RecordRead::Failed(code) => {
+                            write!(f, " run {} read-failed{}", read.run, Code(code))?;
+                        }
+                        RecordRead::NotRead => write!(f, " run {} not-read", read.run)?,
+                    }
+                }
+                Ok(())
+            }
             Self::Uploaded { publication } => write!(f, " {publication}"),
             Self::UploadFailed { publication, code } => write!(f, " {publication}{}", Code(code)),
             Self::DeviceDrained { attempt }
@@ -223,6 +248,18 @@ impl Succeed {
                     (None, VerdictChannel::Record) => Evidence::PUBLISHED_OK,
                     (None, VerdictChannel::StreamSync) => Evidence::SYNCHRONIZED_CLEAN,
                 },
+            },
+            // Every covered run published its ok record.
+            Effect::ReadRecords { run, lease, behind } => Event::RecordsRead {
+                run,
+                lease,
+                records: behind
+                    .iter()
+                    .map(|(covered, _)| CoveredRead {
+                        run: covered.0,
+                        record: RecordRead::Read(Record::Ok),
+                    })
+                    .collect(),
             },
             Effect::ReadStatus { run, lease, layout } => Event::StatusRead {
                 run,

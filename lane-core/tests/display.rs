@@ -9,7 +9,7 @@ use lane_core::status_latch::{
 };
 use lane_core::stream_pair::{DestroyMode, Role, StreamHandle};
 use lane_core::{
-    CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaunchStep, Lease,
+    CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaunchStep, Lease, Peers,
     PublicationId, RunId, SlotId, Timestamp,
 };
 
@@ -72,7 +72,7 @@ fn every_effect_prints_its_trace_line() {
                 lease: LEASE,
                 aicpu: StreamHandle(3),
                 aicore: StreamHandle(4),
-                after: None,
+                after: Peers::new(),
             },
             "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4",
         ),
@@ -82,18 +82,45 @@ fn every_effect_prints_its_trace_line() {
                 lease: LEASE,
                 aicpu: StreamHandle(3),
                 aicore: StreamHandle(4),
-                after: Some(Lease {
+                after: [Lease {
                     slot: SlotId(0),
                     generation: Generation(NonZeroU64::new(6).unwrap()),
-                }),
+                }]
+                .into_iter()
+                .collect(),
             },
             "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4 after (slot 0 gen 6)",
+        ),
+        (
+            Effect::LaunchRun {
+                run: RUN,
+                lease: LEASE,
+                aicpu: StreamHandle(3),
+                aicore: StreamHandle(4),
+                after: [6, 5]
+                    .map(|generation| Lease {
+                        slot: SlotId(0),
+                        generation: Generation(NonZeroU64::new(generation).unwrap()),
+                    })
+                    .into_iter()
+                    .collect(),
+            },
+            "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4 after (slot 0 gen 6, slot 0 gen 5)",
+        ),
+        (
+            Effect::ReadRecords {
+                run: RUN,
+                lease: LEASE,
+                behind: [(RunId(8), LEASE), (RunId(9), LEASE)].into_iter().collect(),
+            },
+            "ReadRecords run 7 behind run 8 run 9",
         ),
         (
             Effect::AwaitCompletion {
                 run: RUN,
                 lease: LEASE,
                 deadline: Timestamp(12_345_678),
+                sync_bound_ns: 50_000_000_000,
                 channel: VerdictChannel::Record,
                 unfenced: None,
             },
@@ -104,6 +131,7 @@ fn every_effect_prints_its_trace_line() {
                 run: RUN,
                 lease: LEASE,
                 deadline: Timestamp(12_345_678),
+                sync_bound_ns: 50_000_000_000,
                 channel: VerdictChannel::Record,
                 unfenced: Some(AclCode::RtParamInvalid),
             },

@@ -90,8 +90,8 @@ fn a5_prepares_the_successor_but_launches_it_only_after_the_predecessor_retired(
 }
 
 #[test]
-fn a_launch_waits_on_the_latest_run_still_on_the_pair_and_on_none_once_every_completion_came_back()
-{
+fn a_launch_names_every_run_still_on_the_pair_newest_first_and_none_once_every_completion_came_back()
+ {
     // Depth three, so two runs can be in flight ahead of a launch.
     let profile = Profile::custom(ProfileSpec {
         slots: 4,
@@ -107,17 +107,19 @@ fn a_launch_waits_on_the_latest_run_still_on_the_pair_and_on_none_once_every_com
     assert!(
         log.iter()
             .any(|l| l.starts_with("LaunchRun run 3 (slot 2 gen 3)")
-                && l.ends_with("after (slot 1 gen 2)")),
+                && l.ends_with("after (slot 1 gen 2, slot 0 gen 1)")),
         "{log:?}"
     );
     // Run 1 completes while runs 2 and 3 execute: run 4 queues behind run 3, the latest run
-    // still on the pair, not behind run 2, the oldest.
+    // still on the pair, then run 2 (the executor waits on the newest whose boundary it
+    // recorded, L-5).
     h.complete(r1);
     let r4 = h.run();
     let log = h.take();
     assert!(
         log.iter()
-            .any(|l| l.starts_with("LaunchRun run 4 ") && l.ends_with("after (slot 2 gen 3)")),
+            .any(|l| l.starts_with("LaunchRun run 4 ")
+                && l.ends_with("after (slot 2 gen 3, slot 1 gen 2)")),
         "{log:?}"
     );
     for run in [r2, r3, r4] {

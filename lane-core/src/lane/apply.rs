@@ -4,15 +4,15 @@
 //! is performed.
 
 use status_latch::{
-    Boundary, Class, Evidence, Failure, HeaderRead, Judgement, LaunchProgress, RecordRead, Stage,
-    judge,
+    Boundary, Class, CoveredRead, DeviceVerdict, Evidence, Failure, HeaderRead, Judgement,
+    LaunchProgress, Record, RecordRead, Stage, attribute, judge,
 };
 use stream_pair::{Owner, Retired, Retirement, Role};
 
 use crate::effect::Effect;
 use crate::error::{EventError, InvariantViolation};
 use crate::event::{Event, FinaliseFailure, LaunchStep};
-use crate::ids::{PublicationId, RunId};
+use crate::ids::{Lease, PAIR_PEERS, Peers, PublicationId, RunId};
 use crate::outcome::{Cause, Verdict};
 use crate::publication::{PublicationAction, PublicationInput, PublicationRefusal};
 use crate::run::{RunAction, RunInput, RunPhase, step};
@@ -76,7 +76,9 @@ impl Lane {
             } => {
                 let progress = match step {
                     LaunchStep::Arm | LaunchStep::Aicore => LaunchProgress::NotStarted,
-                    LaunchStep::Aicpu => LaunchProgress::Partial,
+                    // An AICore kernel with no AICPU scheduler behind it (L-5): known now, with
+                    // the failed call's own code.
+                    LaunchStep::CoreDone | LaunchStep::Aicpu => LaunchProgress::Partial,
                     // A fence record or wait failed after a kernel was accepted (L-5).
                     LaunchStep::RecordEvent => {
                         return self.transition(idx, RunInput::LaunchedUnfenced(code), name);
@@ -100,30 +102,53 @@ impl Lane {
                 if let Some(code) = self.run(idx).phase.unfenced() {
                     evidence.boundary = Boundary::Unfenced(code);
                 }
-                // The evidence alone may already poison (L-8): then the run never reaches
-                // the pair's retirement or a status read on a faulted device.
-                let cause = match judge(&evidence, HeaderRead::Unread).1 {
-                    Judgement::Fail(failure) => Some(Cause::of(failure)),
-                    // The waiter makes the device verdict whenever the rule asks for it; a
-                    // backend that did not proves nothing.
-                    Judgement::NeedsDeviceVerdict => Some(Cause::of(Failure::Acl {
-                        stage: Stage::StreamSync,
-                        code: status_latch::AclCode::RtFeatureNotSupport,
-                    })),
-                    Judgement::Ok | Judgement::NeedsHeader => None,
-                };
-                if let Some(cause) = cause.filter(|c| c.class() == Class::Poison) {
-                    return self.transition(idx, RunInput::CompletedFaulted(cause), name);
+                // L-8a: a code the synchronize returned is charged by evidence. With runs
+                // queued behind on the pair, their records are read first.
+                if let Some(DeviceVerdict::Returned { aicpu, aicore }) = evidence.device {
+                    let behind = self.behind_on_pair(idx);
+                    if !behind.is_empty() && self.run(idx).phase.is_awaiting() {
+                        return self.transition(idx, RunInput::Attribute(evidence), name);
+                    }
+                    evidence.device = Some(self.attribute(aicpu, aicore, &[]));
                 }
-                self.transition(idx, RunInput::Completed(evidence), name)?;
-                match self.pair.retire(Owner(run.0), Retirement::Complete) {
-                    Retired::Kept => {}
-                    // Only the oldest run on the pair is awaited: anything else is a lane bug.
-                    retired => {
-                        self.record_bug(InvariantViolation::RetiredOutOfOrder { run, retired });
+                self.complete(idx, run, evidence, name)
+            }
+            Event::RecordsRead { run, records, .. } => {
+                let RunPhase::Attributing { mut evidence } = self.run(idx).phase else {
+                    let r = self.run(idx);
+                    return Err(EventError::UnexpectedForRun {
+                        run,
+                        event: name,
+                        phase: r.phase,
+                        refusal: crate::run::Refusal::NotExpected,
+                    });
+                };
+                let mut covered = [CoveredRead {
+                    run: 0,
+                    record: RecordRead::NotRead,
+                }; PAIR_PEERS];
+                let mut len = 0;
+                for read in records.iter() {
+                    covered[len] = read;
+                    len += 1;
+                }
+                let covered = &covered[..len];
+                if let Some(DeviceVerdict::Returned { aicpu, aicore }) = evidence.device {
+                    let attributed = self.attribute(aicpu, aicore, covered);
+                    evidence.device = Some(attributed);
+                    // Charged to this run: covered runs with a published record keep their
+                    // record's verdict through the poison that follows.
+                    if !matches!(attributed, DeviceVerdict::LeftBy { .. }) {
+                        self.kept = covered
+                            .iter()
+                            .filter(|read| read.published())
+                            .copied()
+                            .collect();
                     }
                 }
-                Ok(())
+                let result = self.complete(idx, run, evidence, name);
+                self.kept = Peers::new();
+                result
             }
             Event::CompletionFailed { code, .. } => {
                 // The verdict rule's `boundary-failed` row: the wait's code, poison.
@@ -155,9 +180,11 @@ impl Lane {
                 let input = match judge(&evidence, header).1 {
                     Judgement::Ok => RunInput::JudgedOk,
                     Judgement::Fail(failure) => RunInput::JudgedFailed(Cause::of(failure)),
-                    // The header was read and the device verdict made: neither can be asked
-                    // for again, so the run has no positive evidence.
-                    Judgement::NeedsDeviceVerdict | Judgement::NeedsHeader => {
+                    // The header was read and the device verdict made and attributed: none can
+                    // be asked for again, so the run has no positive evidence.
+                    Judgement::NeedsDeviceVerdict
+                    | Judgement::NeedsHeader
+                    | Judgement::NeedsAttribution => {
                         RunInput::JudgedFailed(Cause::of(Failure::NoRecord))
                     }
                 };
@@ -265,6 +292,7 @@ impl Lane {
             | Event::LaunchFailed { .. }
             | Event::Completed { .. }
             | Event::CompletionFailed { .. }
+            | Event::RecordsRead { .. }
             | Event::StatusRead { .. }
             | Event::StatusReadFailed { .. }
             | Event::Finalised { .. }
@@ -274,6 +302,78 @@ impl Lane {
             }
         }
         Ok(())
+    }
+
+    /// A completed run's evidence, its device verdict attributed (or needing none): the
+    /// verdict rule poisons on it alone (`CompletedFaulted`), or the run goes on to its status
+    /// read and leaves the pair. A run whose record reports an error leaves its fatal status
+    /// sticky on the AICPU stream, which is marked for replacement (L-8a, S-1).
+    fn complete(
+        &mut self,
+        idx: usize,
+        run: RunId,
+        evidence: Evidence,
+        name: &'static str,
+    ) -> Result<(), EventError> {
+        // The evidence alone may already poison (L-8): then the run never reaches the pair's
+        // retirement or a status read on a faulted device.
+        let cause = match judge(&evidence, HeaderRead::Unread).1 {
+            Judgement::Fail(failure) => Some(Cause::of(failure)),
+            // The waiter makes the device verdict whenever the rule asks for it, and the lane
+            // attributes every code it returns; a backend that did neither proves nothing.
+            Judgement::NeedsDeviceVerdict | Judgement::NeedsAttribution => {
+                Some(Cause::of(Failure::Acl {
+                    stage: Stage::StreamSync,
+                    code: status_latch::AclCode::RtFeatureNotSupport,
+                }))
+            }
+            Judgement::Ok | Judgement::NeedsHeader => None,
+        };
+        if let Some(cause) = cause.filter(|c| c.class() == Class::Poison) {
+            return self.transition(idx, RunInput::CompletedFaulted(cause), name);
+        }
+        self.transition(idx, RunInput::Completed(evidence), name)?;
+        let how = match (evidence.channel, evidence.record) {
+            (
+                status_latch::VerdictChannel::Record,
+                RecordRead::Read(Record::Error { .. }),
+            ) => Retirement::Sticky,
+            _ => Retirement::Complete,
+        };
+        match self.pair.retire(Owner(run.0), how) {
+            Retired::Kept | Retired::StickyMarked => {}
+            // Only the oldest run on the pair is awaited: anything else is a lane bug.
+            retired => {
+                self.record_bug(InvariantViolation::RetiredOutOfOrder { run, retired });
+            }
+        }
+        Ok(())
+    }
+
+    /// The runs on the pair behind the run at `idx` whose launch returned (launched, fenced or
+    /// not), in submission order: what its synchronize may have covered (L-8a).
+    pub(super) fn behind_on_pair(&self, idx: usize) -> Peers<(RunId, Lease)> {
+        self.items[idx + 1..]
+            .iter()
+            .filter_map(|item| match item {
+                Item::Run(r) if matches!(r.phase, RunPhase::Launched { .. }) => {
+                    Some((r.id, r.lease))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whose code the synchronize returned (L-8a, [`attribute`]): the AICPU stream's sticky
+    /// mark, then the covered runs' records.
+    fn attribute(
+        &self,
+        aicpu: Option<status_latch::AclCode>,
+        aicore: Option<status_latch::AclCode>,
+        covered: &[CoveredRead],
+    ) -> DeviceVerdict {
+        let sticky = self.pair.sticky().map(|owner| owner.0);
+        attribute(aicpu, aicore, sticky, covered).1
     }
 
     fn pair_result(
@@ -421,12 +521,17 @@ impl Lane {
                     return;
                 };
                 self.run_mut(idx).launched_on = Some(self.pair.created_count());
-                // Runs launch in submission order, so the latest earlier run still on the
-                // pair is the one whose boundary this launch may have to wait for.
-                let after = self.items[..idx].iter().rev().find_map(|item| match item {
-                    Item::Run(r) if r.phase.on_pair() => Some(r.lease),
-                    _ => None,
-                });
+                // Runs launch in submission order, so the earlier runs still on the pair,
+                // newest first, are those whose boundary this launch may have to wait for:
+                // the executor waits on the newest whose boundary it recorded (L-5).
+                let after = self.items[..idx]
+                    .iter()
+                    .rev()
+                    .filter_map(|item| match item {
+                        Item::Run(r) if r.phase.on_pair() => Some(r.lease),
+                        _ => None,
+                    })
+                    .collect();
                 self.emit(Effect::LaunchRun {
                     run,
                     lease,
@@ -441,10 +546,15 @@ impl Lane {
                         run,
                         lease,
                         deadline,
+                        sync_bound_ns: self.profile.completion_timeout_ns(),
                         channel: self.profile.verdict(),
                         unfenced,
                     });
                 }
+            }
+            RunAction::ReadCovered => {
+                let behind = self.behind_on_pair(idx);
+                self.emit(Effect::ReadRecords { run, lease, behind });
             }
             RunAction::ReadStatus => self.emit(Effect::ReadStatus {
                 run,

@@ -46,7 +46,9 @@ impl Lane {
             LaneState::ReleasingStreams { .. } => {
                 self.release_streams();
             }
-            LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed { .. } => {}
+            // A run kept through the poison (L-8a) finished finalising: the drain may start.
+            LaneState::Recovering { .. } => self.quiesce_if_done(),
+            LaneState::Lost | LaneState::Closed { .. } => {}
         }
         debug_assert!(
             !self.items.first().is_some_and(Item::is_done),

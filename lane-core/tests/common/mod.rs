@@ -45,6 +45,9 @@ pub enum Fault {
     ResetFails(i32, u32),
     /// The next `n` probes fail with the code.
     ProbeFails(i32, u32),
+    /// `ReadRecords` reads this record for this covered run (every other covered run's
+    /// record reads ok).
+    CoveredRecord(u64, Record),
 }
 
 pub fn code(raw: i32) -> AclCode {
@@ -445,6 +448,28 @@ impl Harness {
                     attempt,
                     code: code(raw),
                 }),
+            Effect::ReadRecords { run, lease, behind } => {
+                let records = behind
+                    .iter()
+                    .map(|(covered, _)| {
+                        let record = match self.take_fault(
+                            |f| matches!(f, Fault::CoveredRecord(r, _) if *r == covered.0),
+                        ) {
+                            Some(Fault::CoveredRecord(_, record)) => record,
+                            _ => Record::Ok,
+                        };
+                        lane_core::status_latch::CoveredRead {
+                            run: covered.0,
+                            record: RecordRead::Read(record),
+                        }
+                    })
+                    .collect();
+                Some(Event::RecordsRead {
+                    run,
+                    lease,
+                    records,
+                })
+            }
             Effect::AwaitCompletion { .. } | Effect::DrainDevice { .. } => None,
         }
     }
