@@ -6,11 +6,13 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use lane_core::status_latch::{self, AclCode, HeaderLayout, RECORD_BYTES, VerdictChannel};
+use lane_core::status_latch::{
+    self, AclCode, CoveredRead, HeaderLayout, RECORD_BYTES, RecordRead, VerdictChannel,
+};
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{
-    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, RunId,
-    Timestamp,
+    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, Peers,
+    RunId, Timestamp,
 };
 
 use crate::answer::Answer;
@@ -115,6 +117,9 @@ impl SlotResources {
 /// A slot's last launch, as the completion wait needs it.
 #[derive(Clone, Copy, Debug)]
 struct Launched {
+    /// The run's lease: a later launch waits on this slot's boundary, and a covered record is
+    /// read from it, only for this lease.
+    lease: Lease,
     epoch: u64,
     /// `[aicpu, aicore]`.
     streams: [StreamHandle; 2],
@@ -141,6 +146,7 @@ struct Awaited {
     run: RunId,
     lease: Lease,
     channel: VerdictChannel,
+    sync_bound_ns: u64,
     unfenced: Option<AclCode>,
 }
 
@@ -389,6 +395,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 run,
                 lease,
                 channel,
+                sync_bound_ns,
                 unfenced,
                 ..
             } => {
@@ -397,10 +404,22 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                     run,
                     lease,
                     channel,
+                    sync_bound_ns,
                     unfenced,
                 });
                 return Ok(None);
             }
+            Effect::ReadRecords { run, lease, behind } => Event::RecordsRead {
+                run,
+                lease,
+                records: behind
+                    .iter()
+                    .map(|(covered, lease)| CoveredRead {
+                        run: covered.0,
+                        record: self.read_covered_record(lease),
+                    })
+                    .collect(),
+            },
             Effect::ReadStatus { run, lease, layout } => {
                 kept_text = self
                     .readback_text
@@ -480,7 +499,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         lease: Lease,
         aicpu: StreamHandle,
         aicore: StreamHandle,
-        after: Option<Lease>,
+        after: Peers<Lease>,
         observer: &mut O,
     ) -> Result<(), (LaunchStep, AclCode)> {
         let stage = |stage| Some(LaunchContext { run, stage });
@@ -497,19 +516,29 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         lease: Lease,
         aicpu: StreamHandle,
         aicore: StreamHandle,
-        after: Option<Lease>,
+        after: Peers<Lease>,
         observer: &mut O,
     ) -> Result<(), (LaunchStep, AclCode)> {
         let slot = self
             .slot_resources(lease.slot.0, observer)
             .map_err(|code| (LaunchStep::Arm, code))?;
-        // The boundary of the predecessor the lane names (its completion has not come back),
-        // if it was recorded (a launch that failed at its arm recorded nothing): the
-        // successor's AICore kernel starts only once both of its kernels exited.
+        // The boundary of the newest predecessor the lane names (its completion has not come
+        // back) that was recorded: the successor's AICore kernel starts only once both of its
+        // kernels exited. One whose launch failed before its boundary (at depth three and up,
+        // decided after this launch was queued) recorded nothing, so the next older one is
+        // waited on instead (L-5).
         let predecessor = after
+            .iter()
             .filter(|prev| prev.slot != lease.slot)
-            .and_then(|prev| self.slots.get(usize::from(prev.slot.0)).copied().flatten())
-            .filter(|prev| prev.recorded[0])
+            .find_map(|prev| {
+                self.slots
+                    .get(usize::from(prev.slot.0))
+                    .copied()
+                    .flatten()
+                    .filter(|slot| {
+                        slot.recorded[0] && slot.launched.is_some_and(|l| l.lease == prev)
+                    })
+            })
             .map(|prev| prev.boundary());
         let ahead = self
             .ahead
@@ -558,13 +587,17 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .and_then(Option::as_mut)
         {
             slot.launched = Some(Launched {
+                lease,
                 epoch,
                 streams: [aicpu, aicore],
             });
         }
         let (d, r) = (&mut self.device, &mut self.runner);
         let unfenced = |code| (LaunchStep::RecordEvent, code);
-        d.record_event(slot.core_done(), aicore).map_err(unfenced)?;
+        // Before the AICPU kernel: a failure here orphans the AICore kernel, as a failed AICPU
+        // launch does (L-5: `Partial`, known now with its own code).
+        d.record_event(slot.core_done(), aicore)
+            .map_err(|code| (LaunchStep::CoreDone, code))?;
         r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
         d.stream_wait_event(aicpu, slot.core_done())
@@ -823,6 +856,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             run,
             lease,
             channel,
+            sync_bound_ns,
             unfenced,
         }) = self.awaited.take()
         else {
@@ -851,8 +885,26 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             streams: launched.streams,
             channel,
             deadline,
+            sync_bound_ns,
             unfenced,
         }))
+    }
+
+    /// The result record of the run holding `lease`, read device-to-host and decoded for its
+    /// epoch (L-8a: a run a synchronize covered). Not read when the slot's last launch is not
+    /// that lease's (its kernels never reached a stream).
+    fn read_covered_record(&mut self, lease: Lease) -> RecordRead {
+        let Some(slot) = self.slots.get(usize::from(lease.slot.0)).copied().flatten() else {
+            return RecordRead::NotRead;
+        };
+        let Some(launched) = slot.launched.filter(|launched| launched.lease == lease) else {
+            return RecordRead::NotRead;
+        };
+        let mut bytes = [0; RECORD_BYTES];
+        match self.device.memcpy_from_device(&mut bytes, slot.record()) {
+            Ok(()) => RecordRead::Read(status_latch::decode_record(&bytes, launched.epoch)),
+            Err(code) => RecordRead::Failed(code),
+        }
     }
 
     /// `effect` as a [`DeviceWait`] for a completion waiter, if it is one (`DrainDevice`),

@@ -48,13 +48,21 @@ impl core::fmt::Debug for Readback {
     }
 }
 
-/// How long past a wait's own bound (a run's deadline, a drain's timeout) the lane thread
-/// waits for the waiter's answer before it answers the wait itself. The waiter's calls are
-/// bounded by the same deadline, so its answer normally comes first (a stuck run fails with
-/// the wait's own 507047, as on the single-thread driver); only a waiter stuck in a call
-/// that ignores its timeout is overtaken: its run then ends with a host wait timeout, its
-/// drain is answered anyway (a drain proves nothing, SPEC §5.3).
-pub const WAITER_GRACE_NS: u64 = 1_000_000_000;
+/// How long past a wait's own bound (a run's deadline and its device verdict's bound, a
+/// drain's timeout) the lane thread waits for the waiter's answer before it answers the wait
+/// itself: 6 s, one slice of the device's event wait (up to 5 s: a wait that overruns its
+/// timeout does so by up to a slice, device-truth §5) and a second of margin. The waiter's
+/// calls are bounded by the same deadlines, so its answer normally comes first (a stuck run
+/// fails with the wait's own 507047, as on the single-thread driver); only a waiter stuck in
+/// a call that ignores its timeout by more than a slice is overtaken: its run then ends with a
+/// host wait timeout, its drain is answered anyway (a drain proves nothing, SPEC §5.3).
+/// `cargo xtask device-check` measures the overrun on an NPU.
+pub const WAITER_GRACE_NS: u64 = EVENT_WAIT_SLICE_NS + 1_000_000_000;
+
+/// The longest slice of the device's event wait (device-truth §5): the CANN runtime waits in
+/// slices of at most 5 s and looks at its timeout between them, so a wait may return up to a
+/// slice after its timeout.
+pub const EVENT_WAIT_SLICE_NS: u64 = 5_000_000_000;
 
 /// One blocking device wait, as the lane asked for it. Made on the lane thread
 /// ([`Executor::completion_wait`](crate::Executor::completion_wait),
@@ -63,9 +71,10 @@ pub const WAITER_GRACE_NS: u64 = 1_000_000_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceWait {
     /// The awaited run's completion and the evidence for its verdict (L-6, L-8): its
-    /// boundary event, then its result record, then, when the record does not decide the run,
-    /// the device verdict (a synchronize of the AICPU stream, then the AICore stream), every
-    /// call bounded by the run's deadline (`Lane::poll_deadline`).
+    /// boundary event bounded by the run's deadline (`Lane::poll_deadline`), then its result
+    /// record, then, when the record does not decide the run, the device verdict (a
+    /// synchronize of the AICPU stream, then the AICore stream) bounded by `sync_bound_ns`
+    /// from the boundary's completion (L-8a).
     Completion {
         /// The awaited run.
         run: RunId,
@@ -91,6 +100,10 @@ pub enum DeviceWait {
         channel: VerdictChannel,
         /// The run's deadline.
         deadline: Timestamp,
+        /// The device verdict's bound, counted from the boundary's completion: the
+        /// synchronize also waits for the runs queued behind, so what is left of `deadline`
+        /// would let a long successor time out this run's verdict (L-8a).
+        sync_bound_ns: u64,
         /// The code of the run's fence call that failed after a kernel was accepted: then
         /// no event is waited on and no record read; the device verdict alone answers, with
         /// `Boundary::Unfenced` (L-5, L-8).
@@ -107,13 +120,18 @@ pub enum DeviceWait {
 
 impl DeviceWait {
     /// The latest time the lane thread waits for this wait's answer, given that it handed the
-    /// wait out at `issued`: the run's deadline, or the drain's timeout from `issued`, plus
-    /// [`WAITER_GRACE_NS`]. Past it, the lane thread answers with
+    /// wait out at `issued`: the run's deadline and its device verdict's bound after it (the
+    /// boundary may complete just before the deadline), or the drain's timeout from `issued`,
+    /// plus [`WAITER_GRACE_NS`]. Past it, the lane thread answers with
     /// [`answer_at_bound`](Self::answer_at_bound) and ignores the waiter's late answer.
     #[must_use]
     pub const fn bound(&self, issued: Timestamp) -> Timestamp {
         let own = match *self {
-            Self::Completion { deadline, .. } => deadline.0,
+            Self::Completion {
+                deadline,
+                sync_bound_ns,
+                ..
+            } => deadline.0.saturating_add(sync_bound_ns),
             Self::Drain { timeout_ns, .. } => issued.0.saturating_add(timeout_ns),
         };
         Timestamp(own.saturating_add(WAITER_GRACE_NS))
@@ -227,10 +245,11 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
 /// then gathers the evidence for its verdict (L-8): on the record channel it reads the
 /// result record at once (with the status bytes in front of it, in the same copy, when the
 /// wait names a `readback`: the answer is then [`Wait::Completed`]) and decodes it for the
-/// run's epoch; when the verdict rule says the
-/// record does not decide ([`needs_device_verdict`]) it synchronizes the AICPU stream, then
-/// the AICore stream, each bounded by what is left of the deadline (past it, the verdict is
-/// the synchronize's timeout, 507046), and answers `Completed` with that evidence. A drain
+/// run's epoch; when the verdict rule says the record does not decide
+/// ([`needs_device_verdict`]) it synchronizes the AICPU stream, then the AICore stream, each
+/// bounded by what is left of the device verdict's bound, counted from the boundary's
+/// completion (past it, the synchronize's timeout, 507046), and answers `Completed` with what
+/// each stream returned, for the lane to attribute (L-8a). A drain
 /// answers `DeviceDrained` whatever the call returned (its result proves nothing, SPEC §5.3).
 /// A failed wait's answer carries the waiter's text about it
 /// ([`CompletionWaiter::recent_error_message`], read on this thread right after the wait).
@@ -270,6 +289,7 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
             streams,
             channel,
             deadline,
+            sync_bound_ns,
             unfenced,
         } => {
             if let Err(code) = waiter.bind() {
@@ -300,6 +320,9 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
             if let Err(code) = waiter.synchronize_event(boundary, remaining_ms(deadline, now)) {
                 return Ok((Event::CompletionFailed { run, lease, code }, None));
             }
+            // L-8a: the synchronize waits for the runs queued behind too, so its bound starts
+            // here, not at the await.
+            let sync_deadline = waiter.now().after_ns(sync_bound_ns);
             let (record, readback) = match channel {
                 VerdictChannel::Record => match readback.filter(|at| adjacent(*at, record)) {
                     Some(at) => read_record_with_status(waiter, at, lease, epoch),
@@ -314,7 +337,7 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
                 device: None,
             };
             if needs_device_verdict(&evidence) {
-                evidence.device = Some(device_verdict(waiter, streams, deadline));
+                evidence.device = Some(device_verdict(waiter, streams, sync_deadline));
             }
             let event = Event::Completed {
                 run,
@@ -385,24 +408,36 @@ fn read_record_with_status<W: CompletionWaiter + ?Sized>(
 }
 
 /// The device verdict (L-8): a bounded synchronize of the AICPU stream, then the AICore
-/// stream; the first code is the verdict. On real ACL only this materializes a faulted
-/// kernel's code (device-truth §1); it waits for a queued successor's tasks too, so a
-/// successful run never makes it.
+/// stream, each stream's code answered for the lane to attribute (L-8a). On real ACL only
+/// this materializes a faulted kernel's code (device-truth §1); it waits for a queued
+/// successor's tasks too, so a successful run never makes it. The AICore stream is
+/// synchronized after an AICPU code too: the AICPU code may be another run's sticky status,
+/// an AICore code never is. Not after the AICPU synchronize's timeout: the bound is spent.
 fn device_verdict<W: CompletionWaiter + ?Sized>(
     waiter: &mut W,
-    streams: [StreamHandle; 2],
+    [aicpu, aicore]: [StreamHandle; 2],
     deadline: Timestamp,
 ) -> DeviceVerdict {
-    for stream in streams {
+    let timeout = AclCode::RtStreamSyncTimeout;
+    let mut synchronize = |stream| {
         let now = waiter.now();
         if now >= deadline {
-            return DeviceVerdict::Fault(AclCode::RtStreamSyncTimeout);
+            return Some(timeout);
         }
-        if let Err(code) = waiter.synchronize_stream(stream, remaining_ms(deadline, now)) {
-            return DeviceVerdict::Fault(code);
-        }
+        waiter
+            .synchronize_stream(stream, remaining_ms(deadline, now))
+            .err()
+    };
+    let aicpu = synchronize(aicpu);
+    let aicore = match aicpu {
+        Some(code) if code == timeout => None,
+        _ => synchronize(aicore),
+    };
+    if aicpu.is_none() && aicore.is_none() {
+        DeviceVerdict::Clean
+    } else {
+        DeviceVerdict::Returned { aicpu, aicore }
     }
-    DeviceVerdict::Clean
 }
 
 /// Recovery's bounded drain through `waiter`: `DeviceDrained` whatever the call returned. The
@@ -439,10 +474,10 @@ pub const fn wait_failed(wait: &Wait) -> bool {
 pub(crate) const fn event_failed(event: &Event) -> bool {
     match event {
         Event::CompletionFailed { .. } => true,
-        Event::Completed { evidence, .. } => matches!(
-            (evidence.record, evidence.device),
-            (RecordRead::Failed(_), _) | (_, Some(DeviceVerdict::Fault(_)))
-        ),
+        Event::Completed { evidence, .. } => {
+            matches!(evidence.record, RecordRead::Failed(_))
+                || matches!(evidence.device, Some(device) if device.code().is_some())
+        }
         _ => false,
     }
 }

@@ -3,13 +3,13 @@
 //! L-7 slot events, L-8 status read, §5.3 recovery, event-record tracking).
 
 use lane_core::status_latch::{
-    AclCode, HeaderLayout, RECORD_BYTES, RecordSource, RecordWrite, RuntimeCode, Status,
-    VerdictChannel, encode_into, encode_record,
+    AclCode, HeaderLayout, RECORD_BYTES, RecordRead, RecordSource, RecordWrite, RuntimeCode,
+    Status, VerdictChannel, encode_into, encode_record,
 };
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
-    CodeRef, FinaliseFailure, LaneState, Outcome, Profile, RunId, RunRequest, SlotId, Timestamp,
-    Verdict,
+    CodeRef, FinaliseFailure, LaneState, LaunchStep, Outcome, Profile, RunId, RunRequest, SlotId,
+    Timestamp, Verdict,
 };
 use lane_driver::{
     Answer, Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError,
@@ -1150,9 +1150,13 @@ fn completion(deadline_ns: u64) -> DeviceWait {
         streams: [StreamHandle(1), StreamHandle(2)],
         channel: VerdictChannel::Record,
         deadline: Timestamp(deadline_ns),
+        sync_bound_ns: SYNC_BOUND_NS,
         unfenced: None,
     }
 }
+
+/// [`completion`]'s device verdict bound, from the boundary's completion.
+const SYNC_BOUND_NS: u64 = 8_000_000;
 
 #[test]
 fn a_waiter_waits_on_the_boundary_then_reads_the_record_and_a_published_ok_record_needs_no_synchronize()
@@ -1339,14 +1343,16 @@ fn a_record_of_another_epoch_is_never_published_and_the_waiter_synchronizes_aicp
     );
     assert_eq!(
         got.device,
-        Some(lane_core::status_latch::DeviceVerdict::Fault(
-            Recorder::code(507_014)
-        ))
+        Some(lane_core::status_latch::DeviceVerdict::Returned {
+            aicpu: None,
+            aicore: Some(Recorder::code(507_014))
+        }),
+        "what each stream returned, for the lane to attribute"
     );
     assert_eq!(
         waiter.calls[3..],
-        ["synchronize_stream s1 9 ms", "synchronize_stream s2 7 ms"],
-        "AICPU first, each bounded by what is left"
+        ["synchronize_stream s1 8 ms", "synchronize_stream s2 6 ms"],
+        "AICPU first, each bounded by what is left of the bound from the boundary's completion"
     );
     assert!(
         wait_failed(&answer),
@@ -1403,17 +1409,84 @@ fn the_stream_sync_channel_reads_no_record_and_synchronizes_every_run() {
 }
 
 #[test]
-fn a_device_verdict_past_the_deadline_is_the_synchronize_timeout() {
+fn a_device_verdict_past_its_bound_is_the_synchronize_timeout() {
+    // The boundary completes at 9 ms: the bound ends at 17 ms, which the AICPU synchronize
+    // (9 ms) passes, so the AICore one is not made and reads as the timeout.
     let mut waiter = Scripted {
-        takes: 6_000_000,
+        takes: 9_000_000,
         ..Scripted::default()
     };
     let answer = run_device_wait(&mut waiter, &completion(10_000_000));
     assert_eq!(
         evidence(&answer).device,
-        Some(lane_core::status_latch::DeviceVerdict::Fault(
-            Recorder::code(507_046)
-        ))
+        Some(lane_core::status_latch::DeviceVerdict::Returned {
+            aicpu: None,
+            aicore: Some(Recorder::code(507_046))
+        })
+    );
+}
+
+#[test]
+fn the_device_verdict_is_bounded_from_the_boundarys_completion_not_by_what_is_left_of_the_deadline()
+ {
+    // L-8a: the boundary completes at 9 ms of a 10 ms deadline; the synchronize, which also
+    // waits for the run queued behind, still gets its whole bound.
+    let mut waiter = Scripted {
+        takes: 9_000_000,
+        ..Scripted::default()
+    };
+    let mut wait = completion(10_000_000);
+    if let DeviceWait::Completion { sync_bound_ns, .. } = &mut wait {
+        *sync_bound_ns = 30_000_000;
+    }
+    let answer = run_device_wait(&mut waiter, &wait);
+    assert_eq!(
+        waiter.calls[3..],
+        ["synchronize_stream s1 30 ms", "synchronize_stream s2 21 ms"],
+        "30 ms from the boundary's completion at 9 ms, past the 10 ms deadline"
+    );
+    assert_eq!(
+        evidence(&answer).device,
+        Some(lane_core::status_latch::DeviceVerdict::Clean)
+    );
+}
+
+#[test]
+fn an_aicpu_code_does_not_stop_the_aicore_synchronize_and_an_aicpu_timeout_does() {
+    // An AICPU code may be another run's sticky status (L-8a): the AICore stream is asked too.
+    let mut waiter = Scripted {
+        stream_syncs: [Some(507_018), Some(507_015)].into(),
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
+    assert_eq!(
+        evidence(&answer).device,
+        Some(lane_core::status_latch::DeviceVerdict::Returned {
+            aicpu: Some(Recorder::code(507_018)),
+            aicore: Some(Recorder::code(507_015))
+        })
+    );
+    let mut timed_out = Scripted {
+        stream_syncs: [Some(507_046)].into(),
+        ..Scripted::default()
+    };
+    let answer = run_device_wait(&mut timed_out, &completion(5_000_000_000));
+    assert_eq!(
+        timed_out
+            .calls
+            .iter()
+            .filter(|c| c.starts_with("synchronize_stream"))
+            .count(),
+        1,
+        "the bound is spent: {:?}",
+        timed_out.calls
+    );
+    assert_eq!(
+        evidence(&answer).device,
+        Some(lane_core::status_latch::DeviceVerdict::Returned {
+            aicpu: Some(Recorder::code(507_046)),
+            aicore: None
+        })
     );
 }
 
@@ -1486,7 +1559,15 @@ fn a_waiters_drain_is_answered_whatever_it_returns_and_skipped_when_unbound() {
 #[test]
 fn the_lane_threads_bound_on_a_wait_is_its_own_bound_plus_the_grace_and_then_it_answers_itself() {
     let wait = completion(9_000);
-    assert_eq!(wait.bound(Timestamp(1)), Timestamp(9_000 + WAITER_GRACE_NS));
+    assert_eq!(
+        wait.bound(Timestamp(1)),
+        Timestamp(9_000 + SYNC_BOUND_NS + WAITER_GRACE_NS),
+        "the deadline, then the device verdict's bound from a boundary completed at it"
+    );
+    assert!(
+        WAITER_GRACE_NS > lane_driver::EVENT_WAIT_SLICE_NS,
+        "a waiter whose event wait overran by one slice is not overtaken"
+    );
     assert_eq!(
         wait.answer_at_bound(Timestamp(10)),
         Wait::Expired(Timestamp(10))
@@ -1797,5 +1878,182 @@ fn the_device_is_told_each_stage_of_a_launch_before_its_calls_and_its_end_after_
             // After the boundary, the launch's last call.
             (at("record_event e3 on s1") + 1, None),
         ]
+    );
+}
+
+fn lease(slot: u8, generation: u64) -> lane_core::Lease {
+    lane_core::Lease {
+        slot: SlotId(slot),
+        generation: lane_core::Generation(std::num::NonZeroU64::new(generation).unwrap()),
+    }
+}
+
+/// The executor with both streams made (s1 AICPU, s2 AICore) and runs 1 and 2 prepared and
+/// launched on slots 0 and 1 as the lane would ask, in order; each launch's answer.
+fn executor_with_launches(
+    recorder: Recorder,
+    runs: &[(u64, u8, &[(u8, u64)])],
+) -> (Executor<Recorder, Kernels>, Vec<lane_core::Event>) {
+    let mut executor = Executor::new(recorder, Kernels);
+    let mut observer = lane_driver::NoObserver;
+    for role in [
+        lane_core::stream_pair::Role::Aicpu,
+        lane_core::stream_pair::Role::Aicore,
+    ] {
+        executor
+            .execute(lane_core::Effect::CreateStream { role }, &mut observer)
+            .unwrap();
+    }
+    let mut answers = Vec::new();
+    for &(run, slot, after) in runs {
+        let this = lease(slot, run);
+        let launch = lane_core::Effect::LaunchRun {
+            run: RunId(run),
+            lease: this,
+            aicpu: StreamHandle(1),
+            aicore: StreamHandle(2),
+            after: after.iter().map(|&(s, g)| lease(s, g)).collect(),
+        };
+        let answer = executor.execute(launch, &mut observer).unwrap().unwrap();
+        answers.push(answer.event);
+    }
+    (executor, answers)
+}
+
+/// L-5 at depth three: the predecessor a launch waits on is the newest whose boundary was
+/// recorded, known only when the launch executes. Run 3 was queued behind run 2 and run 1;
+/// run 2's launch then failed at its arm (nothing of it reached a stream), so run 3's AICore
+/// kernel waits on run 1's boundary, not on run 2's never-recorded one (which would pass at
+/// once and let run 3 start beside run 1's AICPU kernel).
+#[test]
+fn a_launch_waits_on_the_newest_predecessor_whose_boundary_was_recorded() {
+    // memcpy_to_device calls: run 1's record zeroing and arm (1, 2), run 2's (3, 4).
+    let recorder = Recorder {
+        fail_h2d: Some(4),
+        ..Recorder::default()
+    };
+    let (executor, answers) = executor_with_launches(
+        recorder,
+        &[(1, 0, &[]), (2, 1, &[(0, 1)]), (3, 2, &[(1, 2), (0, 1)])],
+    );
+    assert!(matches!(answers[0], lane_core::Event::Launched { .. }));
+    assert!(
+        matches!(
+            answers[1],
+            lane_core::Event::LaunchFailed {
+                step: LaunchStep::Arm,
+                ..
+            }
+        ),
+        "{:?}",
+        answers[1]
+    );
+    assert!(matches!(answers[2], lane_core::Event::Launched { .. }));
+    let log = &executor.device().calls;
+    // Run 1's slot made events e3 (boundary) and e4.
+    let wait = log
+        .iter()
+        .position(|c| c == "stream_wait_event s2 e3")
+        .unwrap_or_else(|| panic!("run 3 waits on run 1's boundary: {log:?}"));
+    let launch = log
+        .iter()
+        .position(|c| c == "launch_aicore r3 on s2")
+        .expect("run 3's AICore kernel");
+    assert!(wait < launch, "{log:?}");
+    assert_eq!(
+        log.iter()
+            .filter(|c| c.starts_with("stream_wait_event s2"))
+            .count(),
+        1,
+        "run 2's arm failed before its wait; run 3 waits once, on run 1: {log:?}"
+    );
+}
+
+/// L-5: a failure between the AICore kernel and the AICPU kernel (the AICore kernel's own
+/// event included) orphans the AICore kernel: `Partial`, poison at once with the failed
+/// call's own code, no AICPU kernel and no wait.
+#[test]
+fn a_failed_core_done_record_poisons_at_once_with_its_own_code_and_launches_no_aicpu_kernel() {
+    let mut d = driver();
+    // Run 1's first record is its core_done.
+    d.device_mut().fail_record = Some(1);
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    assert!(!log.iter().any(|c| c.starts_with("launch_aicpu r1")), "{log:?}");
+    assert!(
+        !log.iter().any(|c| c.starts_with("synchronize_event")),
+        "no wait for an orphaned kernel: {log:?}"
+    );
+    assert!(log.iter().any(|c| c.starts_with("reset_device_force")), "{log:?}");
+    match outcomes(&mut d).first() {
+        Some(Outcome::Run(r)) => match r.verdict {
+            Verdict::Failed { cause } => {
+                assert_eq!(cause.code(), Some(107_000), "{cause:?}");
+                assert_eq!(cause.class(), lane_core::status_latch::Class::Poison);
+                assert!(matches!(
+                    cause.failure,
+                    lane_core::status_latch::Failure::Launch {
+                        progress: lane_core::status_latch::LaunchProgress::Partial,
+                        ..
+                    }
+                ));
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+/// L-8a: the records of the runs a synchronize covered are read from each run's own slot and
+/// decoded for its own epoch; a lease that is not its slot's last launch is not read.
+#[test]
+fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
+    let recorder = Recorder {
+        silent: vec![2],
+        ..Recorder::default()
+    };
+    let (mut executor, _) =
+        executor_with_launches(recorder, &[(1, 0, &[]), (2, 1, &[(0, 1)])]);
+    executor.device_mut().calls.clear();
+    let read = lane_core::Effect::ReadRecords {
+        run: RunId(9),
+        lease: lease(3, 9),
+        behind: [
+            (RunId(1), lease(0, 1)),
+            (RunId(2), lease(1, 2)),
+            (RunId(5), lease(1, 5)),
+        ]
+        .into_iter()
+        .collect(),
+    };
+    let answer = executor
+        .execute(read, &mut lane_driver::NoObserver)
+        .unwrap()
+        .unwrap();
+    let lane_core::Event::RecordsRead { run, records, .. } = answer.event else {
+        panic!("{answer:?}");
+    };
+    assert_eq!(run, RunId(9));
+    let got: Vec<_> = records.iter().map(|r| (r.run, r.record)).collect();
+    assert!(
+        matches!(
+            got.as_slice(),
+            [
+                (1, RecordRead::Read(lane_core::status_latch::Record::Ok)),
+                (
+                    2,
+                    RecordRead::Read(lane_core::status_latch::Record::NeverPublished { .. })
+                ),
+                (5, RecordRead::NotRead),
+            ]
+        ),
+        "{got:?}"
+    );
+    assert_eq!(
+        executor.device().calls.len(),
+        2,
+        "one copy per launched lease: {:?}",
+        executor.device().calls
     );
 }
