@@ -2,7 +2,7 @@
 //! [--pair-handles N] [--pair-publications N] [--pair-abandons N]`:
 //! the exhaustive explorer with bounds bigger than `cargo test` affords (release build).
 //!
-//! Explores the lane on a2a3 (depth two) and at depth one with up to `N` runs (default 3), the given publications
+//! Explores the lane on a2a3 (depth two), at depth one and at depth three with up to `N` runs (default 3), the given publications
 //! (default 1) and a close, then the stream pair alone at every launch depth; prints the
 //! state counts and the table states never reached, or the first violation with its
 //! shortest trace as Rust code. Exits 1 on a violation.
@@ -53,7 +53,7 @@ fn parse(args: &[String]) -> Result<(Vec<Config>, PairConfig), String> {
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    let configs = [Chip::A2a3, Chip::DepthOne, Chip::A2a3Window2]
+    let configs = [Chip::A2a3, Chip::DepthOne, Chip::A2a3Window2, Chip::Depth3]
         .into_iter()
         .map(|chip| Config {
             chip,

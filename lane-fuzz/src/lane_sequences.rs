@@ -34,14 +34,14 @@
 
 use arbitrary::Arbitrary;
 use lane_core::status_latch::{
-    AclCode, Boundary, Class, DeviceVerdict, Evidence as Waited, Record, RecordDefect, RecordRead,
-    RecordSource, RuntimeCode, Status, VerdictChannel,
+    AclCode, Boundary, Class, CoveredRead, DeviceVerdict, Evidence as Waited, Record, RecordDefect,
+    RecordRead, RecordSource, RuntimeCode, Status, VerdictChannel,
 };
 use lane_core::stream_pair::{Role, StreamHandle, StreamState};
 use lane_core::{
     CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaneState, LaunchStep,
-    Lease, Outcome, Profile, ProfileSpec, PublicationId, PublicationResult, RunId, RunRequest,
-    SlotId, SubmitError, Tag, Timestamp, Verdict,
+    Lease, Outcome, Peers, Profile, ProfileSpec, PublicationId, PublicationResult, RunId,
+    RunRequest, SlotId, SubmitError, Tag, Timestamp, Verdict,
 };
 use lane_core::{Lane, MAX_SLOTS, PublishError};
 
@@ -88,6 +88,8 @@ behaviours! {
     TwoPreparing => "two runs preparing at once (prepare window)",
     QuiesceAnswered => "runner work out at a poison answered while recovery quiesced",
     Suspected => "a fault notice made the device suspect",
+    CoveredRead => "the records of runs a synchronize covered were read (L-8a)",
+    KeptOk => "a covered run kept its own Ok through another run's poison (L-8a)",
 }
 
 /// A `lane_sequences` input: the profile and the operations.
@@ -308,6 +310,9 @@ struct Evidence {
     /// The accepted completion, on the stream-synchronize channel, carried a clean device
     /// verdict (L-8: with a clean header, the only evidence that makes a run `Ok` there).
     synchronized_clean: bool,
+    /// An accepted `RecordsRead` read this run's own published ok record after a synchronize
+    /// covered it (L-8a): a run kept through another run's poison is `Ok` on it alone.
+    covered_ok: bool,
 }
 
 /// The body's driver-and-backend: the lane, what it asked for and what it answered. The
@@ -891,6 +896,42 @@ impl Body {
                 },
                 Kind::Right,
             ),
+            // Every covered run's own ok record; or the first one's record is an error
+            // (`code` even) or was never published (odd), every other one ok.
+            (Effect::ReadRecords { run, lease, behind }, reply) => {
+                let first = match reply {
+                    Reply::Other { code: c } if c % 2 == 0 => RecordRead::Read(Record::Error {
+                        code: RuntimeCode::ScopeDeadlock,
+                        source: RecordSource::Header,
+                        payload_len: 0,
+                    }),
+                    Reply::Other { code: c } => RecordRead::Read(Record::NeverPublished {
+                        stamp: u64::from(c),
+                    }),
+                    Reply::Failure { code: c, .. } => RecordRead::Failed(code(c)),
+                    Reply::Success => RecordRead::Read(Record::Ok),
+                };
+                let records = behind
+                    .iter()
+                    .enumerate()
+                    .map(|(at, (covered, _))| CoveredRead {
+                        run: covered.0,
+                        record: if at == 0 {
+                            first
+                        } else {
+                            RecordRead::Read(Record::Ok)
+                        },
+                    })
+                    .collect();
+                (
+                    Event::RecordsRead {
+                        run,
+                        lease,
+                        records,
+                    },
+                    Kind::Right,
+                )
+            }
             (Effect::ReadStatus { run, lease, .. }, Reply::Success) => {
                 (self.status_read(run, lease, None), Kind::Right)
             }
@@ -1135,6 +1176,14 @@ impl Body {
             Event::Completed { run, .. } | Event::CompletionFailed { run, .. } => {
                 self.on_pair.retain(|r| *r != run);
             }
+            Event::RecordsRead { records, .. } => {
+                for read in records.iter() {
+                    if read.record == RecordRead::Read(Record::Ok) {
+                        self.evidence_mut(RunId(read.run)).covered_ok = true;
+                    }
+                }
+                self.reach(B::CoveredRead);
+            }
             _ => {}
         }
         let Some(run) = event.run() else {
@@ -1165,29 +1214,36 @@ impl Body {
         }
     }
 
-    /// L-5 for a launch's `after`: with a launched run still in flight, the launch waits on
-    /// the boundary of that run or of a later one launched before it (never on its own, or
-    /// on one of its successors). With none in flight it may name none.
-    fn check_after(&self, run: RunId, after: Option<Lease>) -> Result<(), String> {
-        let named = after.map(|lease| {
-            self.launches
-                .iter()
-                .rev()
-                .find(|(_, l, _)| *l == lease)
-                .map(|(r, _, _)| *r)
-        });
-        match (self.on_pair.last(), named) {
-            (_, Some(None)) => Err(format!(
-                "{run}'s launch waits on {after:?}, a lease no launch was asked for"
-            )),
-            (_, Some(Some(named))) if named.0 >= run.0 => Err(format!(
-                "{run}'s launch waits on {named}'s boundary, not a predecessor's"
-            )),
+    /// L-5 for a launch's `after`: the predecessors it names, newest first, are launches of
+    /// earlier runs (never its own, or a successor's), and with a launched run still in
+    /// flight the newest named is that run or a later one launched before it (the executor
+    /// waits on the newest whose boundary it recorded). With none in flight it may name none.
+    fn check_after(&self, run: RunId, after: Peers<Lease>) -> Result<(), String> {
+        let mut named = Vec::new();
+        for lease in after.iter() {
+            let Some(&(r, _, _)) = self.launches.iter().rev().find(|(_, l, _)| *l == lease) else {
+                return Err(format!(
+                    "{run}'s launch waits on {lease}, a lease no launch was asked for"
+                ));
+            };
+            if r.0 >= run.0 {
+                return Err(format!(
+                    "{run}'s launch waits on {r}'s boundary, not a predecessor's"
+                ));
+            }
+            if named.last().is_some_and(|newer: &RunId| newer.0 <= r.0) {
+                return Err(format!(
+                    "{run}'s predecessors {after:?} are not newest first"
+                ));
+            }
+            named.push(r);
+        }
+        match (self.on_pair.last(), named.first()) {
             (Some(latest), None) => Err(format!(
                 "{run}'s launch waits on no boundary while {latest} is still in flight"
             )),
-            (Some(latest), Some(Some(named))) if named.0 < latest.0 => Err(format!(
-                "{run}'s launch waits on {named}'s boundary, behind which {latest} is still in flight"
+            (Some(latest), Some(newest)) if newest.0 < latest.0 => Err(format!(
+                "{run}'s launch waits on {newest}'s boundary, behind which {latest} is still in flight"
             )),
             _ => Ok(()),
         }
@@ -1259,7 +1315,7 @@ impl Body {
                 if evidence.finalise_asked > 1 {
                     return Err(format!("{run} asked to finalise twice"));
                 }
-                if copy_back && evidence.clean_status.is_none() {
+                if copy_back && evidence.clean_status.is_none() && !evidence.covered_ok {
                     return Err(format!(
                         "{run} asked to copy back without a clean status read"
                     ));
@@ -1401,6 +1457,14 @@ impl Body {
                     return Err(format!("{} completed but its status was never read", r.run));
                 }
                 match r.verdict {
+                    // L-8a: kept through another run's poison on its own ok record, read after
+                    // the synchronize covered it; finalised with copy-back, no status read.
+                    Verdict::Ok if !evidence.completed && evidence.covered_ok => {
+                        if !evidence.finalised || r.timing.is_some() {
+                            return Err(format!("{} kept Ok with evidence {evidence:?}", r.run));
+                        }
+                        self.reach(B::KeptOk);
+                    }
                     Verdict::Ok => {
                         let timing = evidence.clean_status;
                         if !(evidence.completed && timing.is_some() && evidence.finalised) {
@@ -1553,11 +1617,12 @@ fn recorded(poisons: &[lane_core::PoisonRecord], cause: lane_core::Cause, origin
 
 /// The launch step at `i % 4`.
 fn launch_step(i: u8) -> LaunchStep {
-    match i % 4 {
+    match i % 5 {
         0 => LaunchStep::Arm,
         1 => LaunchStep::Aicore,
         2 => LaunchStep::Aicpu,
-        _ => LaunchStep::RecordEvent,
+        3 => LaunchStep::RecordEvent,
+        _ => LaunchStep::CoreDone,
     }
 }
 
@@ -1588,9 +1653,9 @@ fn completion_evidence(channel: VerdictChannel, c: u8) -> Waited {
     let never = RecordRead::Read(Record::NeverPublished {
         stamp: u64::from(c),
     });
-    let (record, device) = match c % 6 {
+    let (record, device) = match c % 8 {
         0 => {
-            let at = usize::from(c / 6) % (RuntimeCode::ALL.len() + 1);
+            let at = usize::from(c / 8) % (RuntimeCode::ALL.len() + 1);
             let code = RuntimeCode::ALL
                 .get(at)
                 .copied()
@@ -1604,14 +1669,30 @@ fn completion_evidence(channel: VerdictChannel, c: u8) -> Waited {
             (RecordRead::Read(record), None)
         }
         1 => (never, Some(DeviceVerdict::Clean)),
-        2 => (never, Some(DeviceVerdict::Fault(acl_code(c / 6)))),
+        2 => (never, Some(DeviceVerdict::Fault(acl_code(c / 8)))),
         3 => (
-            RecordRead::Failed(acl_code(c / 6)),
+            RecordRead::Failed(acl_code(c / 8)),
             Some(DeviceVerdict::Clean),
         ),
         4 => (
-            RecordRead::Read(Record::Malformed(record_defect(c / 6))),
+            RecordRead::Read(Record::Malformed(record_defect(c / 8))),
             Some(DeviceVerdict::Clean),
+        ),
+        // What the synchronize returned, for the lane to attribute (L-8a): the AICPU
+        // stream's code (a sticky fatal status reads as 507018), or the AICore stream's.
+        6 => (
+            never,
+            Some(DeviceVerdict::Returned {
+                aicpu: Some(AclCode::RtAicpuException),
+                aicore: None,
+            }),
+        ),
+        7 => (
+            never,
+            Some(DeviceVerdict::Returned {
+                aicpu: None,
+                aicore: Some(AclCode::RtAicoreException),
+            }),
         ),
         _ => (never, None),
     };
@@ -1720,6 +1801,12 @@ fn answers(effect: &Effect, event: &Event) -> bool {
                 run: r, lease: l, ..
             }
             | Event::CompletionFailed {
+                run: r, lease: l, ..
+            },
+        )
+        | (
+            Effect::ReadRecords { run, lease, .. },
+            Event::RecordsRead {
                 run: r, lease: l, ..
             },
         )

@@ -52,6 +52,8 @@ behaviours! {
     RuleSynchronizedClean => "row synchronized-clean",
     RuleMalformedRecord => "row malformed-record",
     RuleNoRecord => "row no-record",
+    RuleAttributeCode => "row attribute-code",
+    RuleNoRecordBesideCode => "row no-record-beside-code",
 }
 
 /// A `result_record_decode` input: the run's epoch, the record the region starts from, field
@@ -208,8 +210,14 @@ pub enum DeviceIn {
     NotMade,
     /// Both streams clean.
     Clean,
-    /// A stream returned the named ACL code at `index % codes`.
+    /// A stream returned the named ACL code at `index % codes`, charged to this run.
     Fault(u8),
+    /// The AICPU stream returned the named code, not attributed yet (L-8a).
+    Returned(u8),
+    /// The AICPU stream's named code is run `left_by`'s sticky status (L-8a).
+    LeftBy(u8, u8),
+    /// Charged to this run, with `behind` runs covered.
+    Covering(u8, u8),
 }
 
 /// The status header.
@@ -485,6 +493,18 @@ fn evidence(input: &Input, record: Record) -> Evidence {
             DeviceIn::NotMade => None,
             DeviceIn::Clean => Some(DeviceVerdict::Clean),
             DeviceIn::Fault(i) => Some(DeviceVerdict::Fault(acl(i))),
+            DeviceIn::Returned(i) => Some(DeviceVerdict::Returned {
+                aicpu: Some(acl(i)),
+                aicore: None,
+            }),
+            DeviceIn::LeftBy(i, run) => Some(DeviceVerdict::LeftBy {
+                code: acl(i),
+                left_by: u64::from(run),
+            }),
+            DeviceIn::Covering(i, behind) => Some(DeviceVerdict::Covering {
+                code: acl(i),
+                behind: behind.max(1),
+            }),
         },
     }
 }
@@ -561,7 +581,12 @@ fn check_judge(
     if needs_device_verdict(evidence) != asks {
         return Err(format!("needs_device_verdict is not judge asking ({asks})"));
     }
-    if judgement == Judgement::NeedsHeader && evidence.device != Some(DeviceVerdict::Clean) {
+    // Clean, or another run's code, judged as clean (L-8a).
+    let clean = matches!(
+        evidence.device,
+        Some(DeviceVerdict::Clean | DeviceVerdict::LeftBy { .. })
+    );
+    if judgement == Judgement::NeedsHeader && !clean {
         return Err("asked for the header before a clean device verdict".into());
     }
     if let Judgement::Fail(failure) = judgement {
@@ -619,6 +644,8 @@ const fn rule_bit(rule: VerdictRule) -> u32 {
         VerdictRule::SynchronizedClean => B::RuleSynchronizedClean,
         VerdictRule::MalformedRecord => B::RuleMalformedRecord,
         VerdictRule::NoRecord => B::RuleNoRecord,
+        VerdictRule::AttributeCode => B::RuleAttributeCode,
+        VerdictRule::NoRecordBesideCode => B::RuleNoRecordBesideCode,
     }
     .bit()
 }

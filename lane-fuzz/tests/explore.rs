@@ -16,7 +16,7 @@ const LIMIT: usize = 1_000_000;
 /// close and reservations; two runs with a close. And a2a3 with a prepare window of two:
 /// two runs with a close (both prepare at once; their answers come in any order). And the
 /// stream-synchronize channel (a runtime without records): one run with a publication and a
-/// close.
+/// close. Depth three has a test of its own.
 fn test_configs() -> Vec<Config> {
     let mut configs = vec![
         // L-8 on the stream-synchronize channel: the device verdict and the header decide.
@@ -118,6 +118,43 @@ fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() 
         "reached states no table lists: {:?}",
         tables.unlisted
     );
+}
+
+/// Depth three (L-5): three runs in flight, so a launch is queued behind two, either of which
+/// may still fail before its boundary.
+const DEPTH3: Config = Config {
+    chip: Chip::Depth3,
+    runs: 3,
+    publications: 0,
+    close: true,
+    reservations: false,
+    notices: false,
+};
+
+#[test]
+fn the_depth_three_exploration_keeps_every_lane_property_and_reaches_every_run_phase() {
+    let one = match lane::run(DEPTH3, LIMIT) {
+        Ok(one) => one,
+        Err(report) => panic!("{report}"),
+    };
+    println!(
+        "{}: {} states, {} transitions, depth {}",
+        DEPTH3.rust(),
+        one.stats.states,
+        one.stats.transitions,
+        one.stats.depth
+    );
+    let tables = one.reached.against_tables();
+    let unreached: Vec<&String> = tables
+        .unreached
+        .iter()
+        .filter(|s| s.starts_with("run phase"))
+        .collect();
+    assert!(
+        unreached.is_empty(),
+        "run phases the depth-three exploration never reached: {unreached:?}"
+    );
+    assert!(one.stats.states > 100_000, "{:?}", one.stats);
 }
 
 #[test]

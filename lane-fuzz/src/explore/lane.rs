@@ -47,7 +47,9 @@ use std::rc::Rc;
 use lane_core::publication::publication_table;
 use lane_core::run::run_phase_table;
 use lane_core::state::lane_state_table;
-use lane_core::status_latch::{Boundary, Evidence, HeaderRead, VerdictChannel, VerdictRule, judge};
+use lane_core::status_latch::{
+    Boundary, DeviceVerdict, Evidence, HeaderRead, VerdictChannel, VerdictRule, attribute, judge,
+};
 use lane_core::{Effect, Event, LaneState, LaunchStep, Profile, RunId};
 
 use super::{Failure, Model, Stats, explore, render};
@@ -68,6 +70,11 @@ pub enum Chip {
     /// [`Profile::a2a3`] for a runtime without records ([`Profile::with_stream_sync`]): every
     /// run's verdict is the device verdict with the header, at launch depth one (L-3, L-8).
     StreamSync,
+    /// A custom profile of three slots at launch depth three: a launch may be queued behind
+    /// two runs, one of which may still fail before its boundary (L-5). Explored with the
+    /// narrow answers ([`narrow_replies`]): every phase of a run, with three runs in flight,
+    /// in a state space `cargo test` affords.
+    Depth3,
 }
 
 impl Chip {
@@ -86,6 +93,16 @@ impl Chip {
                 Err(e) => unreachable!("a2a3 with window 2 refused: {e}"),
             },
             Self::StreamSync => Profile::a2a3().with_stream_sync(),
+            Self::Depth3 => match Profile::custom(lane_core::ProfileSpec {
+                slots: 3,
+                launch_depth: 3,
+                prepare_window: 3,
+                ..Profile::a2a3().spec()
+            }) {
+                Ok(profile) => profile,
+                // Three slots allow a depth and a window of three.
+                Err(e) => unreachable!("depth three refused: {e}"),
+            },
         }
     }
 }
@@ -179,8 +196,8 @@ impl LaneModel {
     }
 
     /// Notes the verdict rows the events the lane accepted since `since` (a count of
-    /// accepted events) took it through.
-    fn note_rows(&self, since: usize) -> Result<(), String> {
+    /// accepted events) took it through; `sticky` is the pair's sticky mark before them.
+    fn note_rows(&self, since: usize, sticky: Option<u64>) -> Result<(), String> {
         let history = self.body.history();
         if self.body.events_accepted() != history.len() {
             return Err(format!(
@@ -191,7 +208,7 @@ impl LaneModel {
         }
         let mut bits = self.rows.get();
         for at in since..history.len() {
-            if let Some(rule) = rows_of(history, at) {
+            if let Some(rule) = rows_of(history, at, sticky) {
                 bits |= row_bit(rule);
             }
         }
@@ -240,8 +257,11 @@ impl LaneModel {
 /// The verdict row the lane's judgement goes through on accepting `history[at]`, as the lane
 /// judges them: a completion by its evidence alone (unfenced when the run's launch was: an
 /// accepted `LaunchFailed` at the fence records), a failed completion wait as a failed
-/// boundary, a status read by the completion's evidence with the header read.
-fn rows_of(history: &[Event], at: usize) -> Option<VerdictRule> {
+/// boundary, the covered records by the completion's evidence with the code attributed
+/// (`sticky`: the pair's mark before the event), a status read by the completion's evidence
+/// with the header read (a returned code read as another run's: only an explained code goes
+/// on to a status read).
+fn rows_of(history: &[Event], at: usize, sticky: Option<u64>) -> Option<VerdictRule> {
     let event = history.get(at)?;
     let before = history.get(..at).unwrap_or_default();
     let judged = |run: RunId, evidence: Evidence| {
@@ -262,8 +282,24 @@ fn rows_of(history: &[Event], at: usize) -> Option<VerdictRule> {
             None => evidence,
         }
     };
+    let completed = |run: RunId| {
+        before.iter().rev().find_map(|e| match *e {
+            Event::Completed {
+                run: r, evidence, ..
+            } if r == run => Some(evidence),
+            _ => None,
+        })
+    };
     let (evidence, header) = match *event {
         Event::Completed { run, evidence, .. } => (judged(run, evidence), HeaderRead::Unread),
+        Event::RecordsRead { run, records, .. } => {
+            let mut evidence = judged(run, completed(run)?);
+            if let Some(DeviceVerdict::Returned { aicpu, aicore }) = evidence.device {
+                let covered: Vec<_> = records.iter().collect();
+                evidence.device = Some(attribute(aicpu, aicore, sticky, &covered).1);
+            }
+            (evidence, HeaderRead::Unread)
+        }
         Event::CompletionFailed { code, .. } => (
             Evidence {
                 channel: VerdictChannel::Record,
@@ -274,12 +310,13 @@ fn rows_of(history: &[Event], at: usize) -> Option<VerdictRule> {
             HeaderRead::Unread,
         ),
         Event::StatusRead { run, status, .. } => {
-            let evidence = before.iter().rev().find_map(|e| match *e {
-                Event::Completed {
-                    run: r, evidence, ..
-                } if r == run => Some(evidence),
-                _ => None,
-            })?;
+            let mut evidence = completed(run)?;
+            if let Some(DeviceVerdict::Returned {
+                aicpu: Some(code), ..
+            }) = evidence.device
+            {
+                evidence.device = Some(DeviceVerdict::LeftBy { code, left_by: 0 });
+            }
             let header = status
                 .latched()
                 .map_or(HeaderRead::Clean, HeaderRead::Latched);
@@ -317,6 +354,7 @@ fn replies(effect: &Effect) -> &'static [Reply] {
             Reply::Failure { code: 0, step: 1 },
             Reply::Failure { code: 0, step: 2 },
             Reply::Failure { code: 0, step: 3 },
+            Reply::Failure { code: 0, step: 4 },
             Reply::Failure { code: 7, step: 1 },
         ],
         // A completion also answers with evidence that is no published ok record (L-8), one
@@ -324,8 +362,10 @@ fn replies(effect: &Effect) -> &'static [Reply] {
         // error record (`code: 0`), a record never published with a clean device verdict
         // (`1`: `no-record`, run-only), with a device fault (`2`: poison), a record read
         // that failed (`3`), a malformed record with a clean device verdict (`4`:
-        // `malformed-record`, run-only), and a record never published with no device
-        // verdict made (`5`: a backend that did not synchronize; poison).
+        // `malformed-record`, run-only), a record never published with no device verdict
+        // made (`5`: a backend that did not synchronize; poison), and with a code the
+        // synchronize returned for the lane to attribute (L-8a): the AICPU stream's (`6`), or
+        // the AICore stream's (`7`).
         Effect::AwaitCompletion {
             channel: VerdictChannel::Record,
             ..
@@ -339,6 +379,15 @@ fn replies(effect: &Effect) -> &'static [Reply] {
             Reply::Other { code: 3 },
             Reply::Other { code: 4 },
             Reply::Other { code: 5 },
+            Reply::Other { code: 6 },
+            Reply::Other { code: 7 },
+        ],
+        // The covered runs' records (L-8a): all their own ok, or the first one's an error
+        // (`code: 0`) or never published (`1`).
+        Effect::ReadRecords { .. } => &[
+            Reply::Success,
+            Reply::Other { code: 0 },
+            Reply::Other { code: 1 },
         ],
         // On the stream-synchronize channel: the device verdict clean (success), faulted
         // (`code: 0`) or not made (`1`).
@@ -356,6 +405,38 @@ fn replies(effect: &Effect) -> &'static [Reply] {
         Effect::ReadStatus { .. } => &[Reply::Success, PLAIN, OTHER, Reply::Other { code: 7 }],
         Effect::DrainDevice { .. } => &[Reply::Success],
         Effect::ForceReset { .. } | Effect::Probe { .. } => &[Reply::Success, PLAIN],
+    }
+}
+
+/// The answers offered to `effect` at depth three: each that moves a run into a phase of its
+/// own (success, an incompatible or failed prepare, a launch that reached no stream or left
+/// the run unfenced, a failed wait, an error record, a code the synchronize returned and its
+/// covered records, a failed validation), and recovery succeeding. Every other answer's
+/// handling does not depend on the depth; the other chips offer them all.
+fn narrow_replies(effect: &Effect) -> &'static [Reply] {
+    const PLAIN: Reply = Reply::Failure { code: 0, step: 0 };
+    match effect {
+        Effect::PrepareRun { .. } => &[Reply::Success, PLAIN, Reply::Other { code: 0 }],
+        Effect::LaunchRun { .. } => &[
+            Reply::Success,
+            Reply::Failure { code: 0, step: 0 },
+            Reply::Failure { code: 0, step: 3 },
+        ],
+        Effect::AwaitCompletion { .. } => &[
+            Reply::Success,
+            PLAIN,
+            Reply::Other { code: 0 },
+            Reply::Other { code: 6 },
+        ],
+        Effect::ReadRecords { .. } => &[Reply::Success, Reply::Other { code: 0 }],
+        Effect::FinaliseRun { .. } => &[Reply::Success, Reply::Other { code: 0 }],
+        Effect::CreateStream { .. }
+        | Effect::DestroyStream { .. }
+        | Effect::ReadStatus { .. }
+        | Effect::UploadCode { .. }
+        | Effect::DrainDevice { .. }
+        | Effect::ForceReset { .. }
+        | Effect::Probe { .. } => &[Reply::Success],
     }
 }
 
@@ -404,14 +485,20 @@ impl Model for LaneModel {
             let Ok(effect_index) = u8::try_from(at) else {
                 break;
             };
-            for &reply in replies(effect) {
+            let narrow = config.chip == Chip::Depth3;
+            let offered = if narrow {
+                narrow_replies(effect)
+            } else {
+                replies(effect)
+            };
+            for &reply in offered {
                 op(Op::Answer {
                     effect: effect_index,
                     reply,
                 });
             }
             // Duplicates of the success and the first failure answer.
-            for &reply in replies(effect).iter().take(2) {
+            for &reply in offered.iter().take(if narrow { 0 } else { 2 }) {
                 twice.push(Action::AnswerTwice {
                     effect: effect_index,
                     reply,
@@ -443,6 +530,7 @@ impl Model for LaneModel {
 
     fn step(&mut self, action: Action) -> Result<(), String> {
         let before = self.body.lane().poison();
+        let sticky = self.body.lane().pair().sticky().map(|owner| owner.0);
         let accepted = self.body.events_accepted();
         let run = self.run_of(action);
         if action == Action::Op(Op::Reserve) {
@@ -455,7 +543,7 @@ impl Model for LaneModel {
             Action::RetryTeardown => self.body.retry_teardown(),
         }
         .map_err(|m| format!("{m}\n{}", self.body.describe()))?;
-        self.note_rows(accepted)?;
+        self.note_rows(accepted, sticky)?;
         let after = self.body.lane().poison();
         if after != before {
             if let (Some(poison), Some(run)) = (after, run) {
