@@ -429,7 +429,7 @@ pub(crate) struct Kernel {
 
 pub(crate) struct Stream {
     /// Its number (`aclrtStreamGetId`): small, unique on its device until
-    /// `runlanefake_reset`.
+    /// `runlanefake_reset` (or, with `RESET_RESTARTS_STREAM_NUMBERING`, until a force reset).
     pub(crate) number: i32,
     pub(crate) queue: VecDeque<Task>,
     pub(crate) submitted: u64,
@@ -500,6 +500,9 @@ pub(crate) struct Semantics {
     /// `RESET_DROPS_EXCEPTION_CALLBACK` = 1: a force reset of this device empties the
     /// process's exception callback slot.
     pub(crate) reset_drops_exception_callback: bool,
+    /// `RESET_RESTARTS_STREAM_NUMBERING` = 1: a force reset of this device starts its
+    /// stream numbering again at 1.
+    pub(crate) reset_restarts_stream_numbering: bool,
 }
 
 impl Semantics {
@@ -510,6 +513,7 @@ impl Semantics {
         legacy_event_faults: false,
         latch_faults_stream: true,
         reset_drops_exception_callback: false,
+        reset_restarts_stream_numbering: false,
     };
 }
 
@@ -616,7 +620,8 @@ pub(crate) struct State {
     /// a wait.
     pub(crate) waits_inside: u64,
     /// The number the next stream gets (`aclrtStreamGetId`); kept by a force reset, so a
-    /// number taken before it never names a later stream.
+    /// number taken before it never names a later stream, unless
+    /// `RESET_RESTARTS_STREAM_NUMBERING` sets it back to 1 there.
     pub(crate) next_stream_number: i32,
     /// The semantic switches (`runlanefake_set_semantics`).
     pub(crate) semantics: Semantics,
@@ -657,8 +662,9 @@ impl State {
 
     /// `aclrtResetDeviceForce` on this device: every stream, event, device and pinned host
     /// allocation killed (and counted as reclaimed), a new context generation. Fault rules,
-    /// the semantic switches, the stream numbering and the counters stay. A thread inside a
-    /// wait on this device makes it a reset under a wait: counted, and the waiter returns
+    /// the semantic switches, the stream numbering (unless `RESET_RESTARTS_STREAM_NUMBERING`
+    /// restarts it at 1) and the counters stay. A thread inside a wait on this device makes
+    /// it a reset under a wait: counted, and the waiter returns
     /// [`RESET_UNDER_WAIT`](crate::RESET_UNDER_WAIT) when it wakes.
     pub(crate) fn force_reset(&mut self) {
         if self.waits_inside > 0 {
@@ -684,6 +690,9 @@ impl State {
             retire_host(data);
         }
         self.generation += 1;
+        if self.semantics.reset_restarts_stream_numbering {
+            self.next_stream_number = 1;
+        }
         self.refresh_live_counts();
     }
 

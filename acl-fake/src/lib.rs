@@ -67,8 +67,11 @@
 //! notice late, after its delay, on a driver thread of the fake's own, to the callback
 //! registered then; with none it is dropped and counted. Its info names the device, the stream id and the
 //! code; task id and thread id are 0. The getters return 0xFFFFFFFF for NULL.
-//! `aclrtStreamGetId` gives each stream a small number, unique on its device and never
-//! reused until `runlanefake_reset`. `runlanefake_reset` cancels notices still waiting.
+//! `aclrtStreamGetId` gives each stream a small number, unique on its device and, by
+//! default, never reused until `runlanefake_reset`; with
+//! [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`] a force reset starts the numbering again at 1
+//! (whether ACL reuses numbers is not measured). `runlanefake_reset` cancels notices still
+//! waiting.
 //!
 //! `aclrtSynchronizeDeviceWithTimeout` drains the calling thread's device only. No panic crosses the C boundary (a caught panic returns
 //! 500000), and a bad device address fails with an ACL code instead of crashing.
@@ -86,13 +89,16 @@
 //! first faulted stream's code after the drain; only the stream synchronize sets a thread's
 //! last error \[I\]; there is no stream query call; where the hardware is not known, each
 //! plausible behaviour is a switch ([`Semantics`]: a refused enqueue after a fault, where an
-//! op-timeout kill leaves its code, whether a latch faults its stream), and the old unreal
-//! fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch. A reset
-//! under a wait wakes the waiter (real ACL leaves it to read freed memory, device-truth §5).
-//! `aclrtSetOpExecuteTimeOutV2` needs no bound thread \[I: the CANN docs do not say\]. The
-//! 507007 rule is per thread (the caller must have set the device) \[I: real ACL may count any
-//! thread's set device\]. Device addresses are the fake's own, not host pointers; no address
-//! is reused. Stream ids are never reused \[I: real ACL may reuse a destroyed stream's\].
+//! op-timeout kill leaves its code, whether a latch faults its stream, whether a force reset
+//! drops the exception callback, whether it restarts the stream numbering), and the old
+//! unreal fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch. A
+//! reset under a wait wakes the waiter (real ACL leaves it to read freed memory,
+//! device-truth §5). `aclrtSetOpExecuteTimeOutV2` needs no bound thread \[I: the CANN docs do
+//! not say\]. The 507007 rule is per thread (the caller must have set the device) \[I: real
+//! ACL may count any thread's set device\]. Device addresses are the fake's own, not host
+//! pointers; no address is reused. A stream id is never reused, unless
+//! [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`] restarts the numbering at a force reset \[I:
+//! real ACL may reuse a destroyed stream's number, after a reset or without one\].
 //! Notices come only when a test raises one (never from a faulted kernel); their thread id
 //! is 0 \[I\]. Memory of one device is never reachable from another (no peer access); every
 //! device reads one host monotonic clock. A kernel is a timed wait of its stream's worker
@@ -220,6 +226,15 @@ pub const SWITCH_LATCH_FAULTS_STREAM: u32 = 3;
 /// injected code) drops nothing.
 pub const SWITCH_RESET_DROPS_EXCEPTION_CALLBACK: u32 = 4;
 
+/// `runlanefake_set_semantics` switch: whether a force reset of the device restarts its
+/// stream numbering (`aclrtStreamGetId`). Whether a real device reuses a stream's number is
+/// not known (device-truth §4), so both are offered: 0 (default) keeps counting, so a
+/// number taken before the reset never names a later stream; 1 starts again at 1 after
+/// every good reset, so the first streams made after each reset get the same numbers, and
+/// a late notice for a stream the reset killed can name a live one. A failed reset (507007,
+/// an injected code) restarts nothing.
+pub const SWITCH_RESET_RESTARTS_STREAM_NUMBERING: u32 = 5;
+
 /// The fake's semantic switches (`runlanefake_set_semantics`), where the hardware's
 /// behaviour is not known: each value is one plausible behaviour. `runlanefake_reset`
 /// restores every default; a force reset keeps them.
@@ -236,6 +251,9 @@ pub enum Semantics {
     /// [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`]: `true` makes a force reset empty the
     /// process's exception callback slot; `false` (default) keeps it.
     ResetDropsExceptionCallback(bool),
+    /// [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`]: `true` makes a force reset restart the
+    /// device's stream numbering at 1; `false` (default) never reuses a number.
+    ResetRestartsStreamNumbering(bool),
 }
 
 impl Semantics {
@@ -249,6 +267,9 @@ impl Semantics {
             Self::LatchFaultsStream(v) => (SWITCH_LATCH_FAULTS_STREAM, v as u32),
             Self::ResetDropsExceptionCallback(v) => {
                 (SWITCH_RESET_DROPS_EXCEPTION_CALLBACK, v as u32)
+            }
+            Self::ResetRestartsStreamNumbering(v) => {
+                (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, v as u32)
             }
         }
     }
@@ -621,7 +642,8 @@ macro_rules! for_each_control_function {
             fn runlanefake_launch_run(stream: AclrtStream, engine: u32, duration_ns: u64, outcome: u32, timing: *mut c_void, header: *mut c_void, header_bytes: *const u8, header_len: usize, handshake: *mut c_void, record: *mut c_void, epoch: u64) -> AclError;
             /// Set semantic switch `switch` ([`SWITCH_ENQUEUE_AFTER_FAULT`],
             /// [`SWITCH_OP_TIMEOUT_CODE_ON`], [`SWITCH_LEGACY_EVENT_FAULTS`],
-            /// [`SWITCH_LATCH_FAULTS_STREAM`], [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`]) to
+            /// [`SWITCH_LATCH_FAULTS_STREAM`], [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`],
+            /// [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`]) to
             /// `value` on every device (served or not); an unknown switch or value is 107000.
             fn runlanefake_set_semantics(switch: u32, value: u32) -> AclError;
             /// `runlanefake_set_semantics` on device `device_id` only (107001 out of range).
@@ -904,6 +926,9 @@ mod control {
             (SWITCH_LATCH_FAULTS_STREAM, 0 | 1) => semantics.latch_faults_stream = value == 1,
             (SWITCH_RESET_DROPS_EXCEPTION_CALLBACK, 0 | 1) => {
                 semantics.reset_drops_exception_callback = value == 1;
+            }
+            (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 0 | 1) => {
+                semantics.reset_restarts_stream_numbering = value == 1;
             }
             _ => return Err(ACL_ERROR_RT_PARAM_INVALID),
         }

@@ -1,7 +1,7 @@
 //! The fake behaves as a real Ascend device does (reference/device-truth.md): completion is
 //! not the verdict (§1), continue-on-failure, the stream synchronize and the thread's last
 //! error, the per-run result record (§2, §3), the small codes (§6), and each switch where the
-//! hardware is not known.
+//! hardware is not known (a stream's number after a force reset, §4, among them).
 
 mod common;
 
@@ -13,7 +13,7 @@ use ascend_cl_sys::types::*;
 use common::*;
 use run_lane_fake_ascendcl::{
     Control, ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn, Outcome, RunKernel,
-    SWITCH_LEGACY_EVENT_FAULTS, Semantics,
+    SWITCH_LEGACY_EVENT_FAULTS, SWITCH_RESET_RESTARTS_STREAM_NUMBERING, Semantics,
 };
 use status_latch::{
     HeaderLayout, RECORD_BYTES, Record, RecordSource, RuntimeCode, Status, decode_record,
@@ -1091,4 +1091,104 @@ fn latch_faults_stream_off_lets_a_latched_aicpu_kernel_exit_clean_with_its_recor
     pair.destroy(acl);
     assert_eq!(free(acl, region), ACL_SUCCESS);
     assert_balanced(control);
+}
+
+/// The number `aclrtStreamGetId` gives a live stream.
+fn stream_number(acl: &Acl, stream: AclrtStream) -> i32 {
+    let mut number = -1;
+    // SAFETY: `number` is a writable int32_t; the stream is live.
+    let code = unsafe { acl.aclrtStreamGetId(stream, &mut number) }.expect("the fake has it");
+    assert_eq!(code, ACL_SUCCESS);
+    number
+}
+
+/// Two new streams on the calling thread's device and their numbers.
+fn two_numbered(acl: &Acl) -> ([AclrtStream; 2], [i32; 2]) {
+    let streams = [create_stream(acl), create_stream(acl)];
+    (streams, streams.map(|s| stream_number(acl, s)))
+}
+
+/// Destroys each of `streams`.
+fn destroy_all(acl: &Acl, streams: impl IntoIterator<Item = AclrtStream>) {
+    for stream in streams {
+        assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    }
+}
+
+/// Device-truth §4 does not say whether a stream's number is reused, so the fake offers both:
+/// by default a force reset keeps counting; with `RESET_RESTARTS_STREAM_NUMBERING` on a
+/// device, each good reset of it starts again at 1, so the streams made after one reset get
+/// the numbers of the streams the next reset kills. A failed reset restarts nothing, another
+/// device keeps counting, and the whole fake's reset restores the default.
+#[test]
+fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_where_switched() {
+    let (_guard, acl, control) = session();
+    // The default: the numbers before a reset never come back.
+    let (_, before) = two_numbered(acl);
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    bind(acl, 0);
+    let (streams, after) = two_numbered(acl);
+    assert!(
+        after.iter().all(|n| !before.contains(n)),
+        "default numbering: {before:?} then {after:?}"
+    );
+    destroy_all(acl, streams);
+    // Switched on device 0: every good reset restarts at 1.
+    control
+        .device(0)
+        .set_semantics(Semantics::ResetRestartsStreamNumbering(true))
+        .expect("the switch");
+    let (_, counting) = two_numbered(acl);
+    assert!(counting.iter().all(|n| *n > 2), "no restart before a reset");
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    bind(acl, 0);
+    let (_, first) = two_numbered(acl);
+    assert_eq!(first, [1, 2], "restarted at the reset");
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    bind(acl, 0);
+    let (streams, second) = two_numbered(acl);
+    assert_eq!(
+        second, first,
+        "the killed streams' numbers name the new ones"
+    );
+    // A failed reset restarts nothing and kills nothing.
+    control
+        .device(0)
+        .fail_call("aclrtResetDeviceForce", CODE_FAULT, 0, 1)
+        .expect("the rule");
+    assert_eq!(force_reset(acl, 0), CODE_FAULT);
+    let (more, next) = two_numbered(acl);
+    assert_eq!(next, [3, 4], "still counting after a failed reset");
+    destroy_all(acl, streams.into_iter().chain(more));
+    // Device 1 keeps the default.
+    bind(acl, 1);
+    let (streams, one_before) = two_numbered(acl);
+    destroy_all(acl, streams);
+    assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
+    bind(acl, 1);
+    let (streams, one_after) = two_numbered(acl);
+    assert!(one_after.iter().all(|n| !one_before.contains(n)));
+    destroy_all(acl, streams);
+    assert_eq!(
+        Semantics::ResetRestartsStreamNumbering(true).raw(),
+        (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 1)
+    );
+    assert!(
+        control
+            .set_semantics_raw(SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 2)
+            .is_err()
+    );
+    // The whole fake's reset restores the default on device 0.
+    control.reset().expect("reset");
+    bind(acl, 0);
+    let (_, fresh) = two_numbered(acl);
+    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
+    bind(acl, 0);
+    let (streams, kept) = two_numbered(acl);
+    assert!(
+        kept.iter().all(|n| !fresh.contains(n)),
+        "{fresh:?} then {kept:?}"
+    );
+    destroy_all(acl, streams);
+    assert_all_balanced(control);
 }

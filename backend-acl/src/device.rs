@@ -1,7 +1,7 @@
 //! [`AclDevice`]: opening and probing a device, and the `Device` methods, one ACL call each.
 
 use core::ffi::c_void;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,6 +23,7 @@ use crate::error::AclError;
 use crate::issued::{self, Refused};
 use crate::notice::NoticeMonitor;
 use crate::soc::profile_for_soc;
+use crate::stream_ids::StreamIds;
 use crate::waiter::AclWaiter;
 
 /// Which library to open.
@@ -125,18 +126,16 @@ pub struct AclDevice {
     /// unbinds every thread from the device, whichever lane made it), shared with every
     /// [`WorkerBinding`]: a thread bound before the latest one must bind again.
     resets: Arc<AtomicU64>,
+    /// The device's clock starts here ([`AclDevice::clock`]).
     epoch: Instant,
-    /// The ids (`aclrtStreamGetId`) of the streams created since the last force reset, the
-    /// newest last, at most [`RECENT_STREAM_IDS`]: a fault notice naming one concerns this
-    /// device (L-19). Taken while each handle is live; a reset forgets them.
-    stream_ids: VecDeque<u32>,
+    /// The ids (`aclrtStreamGetId`) of this device's live streams and of those that died
+    /// less than [`LATE_NOTICE_BOUND_NS`](crate::LATE_NOTICE_BOUND_NS) ago, taken while each
+    /// handle was live: which a fault notice may name and concern this device (L-19,
+    /// decision 0025).
+    stream_ids: StreamIds,
     /// How installing the fault notice monitor went.
     notice_monitor: NoticeMonitor,
 }
-
-/// Stream ids a device remembers: the live pair and the streams replaced before it (a late
-/// notice can name a stream already destroyed).
-pub const RECENT_STREAM_IDS: usize = 16;
 
 /// What a host worker thread needs to bind itself to the lane's device: a `Clone + Send +
 /// Sync` value from [`AclDevice::worker_binding`].
@@ -245,7 +244,7 @@ impl AclDevice {
                     pinned: BTreeMap::new(),
                     resets,
                     epoch: Instant::now(),
-                    stream_ids: VecDeque::new(),
+                    stream_ids: StreamIds::default(),
                     notice_monitor,
                 };
                 Ok((device, profile))
@@ -347,29 +346,52 @@ impl AclDevice {
         &self.notice_monitor
     }
 
-    /// The ids of the streams created since the last force reset (`aclrtStreamGetId`), the
-    /// newest last: a fault notice naming one of them concerns this device (L-19). Empty on
-    /// a library without `aclrtStreamGetId`.
+    /// The stream ids (`aclrtStreamGetId`) a fault notice may name now and concern this
+    /// device (L-19, decision 0025): those of the streams destroyed since the last force reset
+    /// less than [`LATE_NOTICE_BOUND_NS`](crate::LATE_NOTICE_BOUND_NS) ago, oldest first, then
+    /// the live streams', oldest first; each once. An id a stream had when it died at or
+    /// before the last force reset is left out for that bound, even where a live stream has
+    /// taken the number. Empty on a library without `aclrtStreamGetId`.
     pub fn stream_ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.stream_ids.iter().copied()
+        self.stream_ids_at(self.clock())
+    }
+
+    /// [`AclDevice::stream_ids`] as they will be at `now` on this device's clock
+    /// ([`Device::now`]), if no stream is created or dies before then.
+    pub fn stream_ids_at(&self, now: Timestamp) -> impl Iterator<Item = u32> + '_ {
+        self.stream_ids.matching(now).into_iter()
+    }
+
+    /// Whether `notice`, read at `now` on this device's clock ([`Device::now`]), concerns
+    /// this device (L-19, decision 0025): it names this device and a stream id
+    /// [`AclDevice::stream_ids_at`] lists at `now`. [`Device::notice_concerns`] is this at
+    /// the clock's reading.
+    #[must_use]
+    pub fn notice_concerns_at(&self, notice: &FaultNotice, now: Timestamp) -> bool {
+        u32::try_from(self.device_id).is_ok_and(|device| device == notice.device)
+            && self.stream_ids.concerns(notice.stream_id, now)
+    }
+
+    /// The device's clock: nanoseconds since the device was opened. [`Device::now`] reads
+    /// it; so does the notice matching, which holds the device only shared.
+    fn clock(&self) -> Timestamp {
+        Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
 
     /// Takes a new stream's id while its handle is live (the number outlives the handle);
     /// without `aclrtStreamGetId`, or on a failed call, the stream has none.
-    fn take_stream_id(&mut self, stream: AclrtStream) {
+    fn take_stream_id(&mut self, raw: AclrtStream, stream: StreamHandle) {
         let mut id: i32 = -1;
-        // SAFETY: `stream` was just created by this library; `id` is a writable int32_t.
-        let got = unsafe { self.acl.aclrtStreamGetId(stream, &mut id) };
+        // SAFETY: `raw` was just created by this library; `id` is a writable int32_t.
+        let got = unsafe { self.acl.aclrtStreamGetId(raw, &mut id) };
         let Ok(ACL_SUCCESS) = got else {
             return;
         };
         let Ok(id) = u32::try_from(id) else {
             return;
         };
-        if self.stream_ids.len() == RECENT_STREAM_IDS {
-            self.stream_ids.pop_front();
-        }
-        self.stream_ids.push_back(id);
+        let now = self.clock();
+        self.stream_ids.created(stream, id, now);
     }
 
     /// How many devices the library saw at open.
@@ -691,13 +713,13 @@ impl Drop for OpTimeoutLease {
 }
 
 impl Device for AclDevice {
+    /// [`AclDevice::notice_concerns_at`] at the clock's reading.
     fn notice_concerns(&self, notice: &FaultNotice) -> bool {
-        u32::try_from(self.device_id).is_ok_and(|device| device == notice.device)
-            && self.stream_ids.contains(&notice.stream_id)
+        self.notice_concerns_at(notice, self.clock())
     }
 
     fn now(&mut self) -> Timestamp {
-        Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        self.clock()
     }
 
     /// ACL attributes nothing to runs: ignored.
@@ -726,8 +748,10 @@ impl Device for AclDevice {
         self.pinned.clear();
         // Every handle on this device id is dead, whichever lane made it: refused from now on.
         issued::retire_device(id);
-        // A number taken before the reset names a stream of a dead generation (L-19).
-        self.stream_ids.clear();
+        // Every live stream died with the reset: for the late-notice bound its number names a
+        // stream the reset already recovered, whatever stream takes it next (decision 0025).
+        let now = self.clock();
+        self.stream_ids.reset(now);
         crate::notice::register_again(&self.acl);
         self.check(code)
     }
@@ -740,8 +764,9 @@ impl Device for AclDevice {
         if stream.is_null() {
             return Err(self.null_handle("aclrtCreateStreamWithConfig"));
         }
-        self.take_stream_id(stream);
-        Ok(issued::issue_stream(self.device_id, stream))
+        let handle = issued::issue_stream(self.device_id, stream);
+        self.take_stream_id(stream, handle);
+        Ok(handle)
     }
 
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
@@ -751,6 +776,8 @@ impl Device for AclDevice {
             |acl, s| unsafe { acl.aclrtDestroyStream(s) },
         )?;
         issued::retire_stream(stream);
+        let now = self.clock();
+        self.stream_ids.destroyed(stream, now);
         Ok(())
     }
 
@@ -761,6 +788,8 @@ impl Device for AclDevice {
             |acl, s| unsafe { acl.aclrtDestroyStreamForce(s) },
         )?;
         issued::retire_stream(stream);
+        let now = self.clock();
+        self.stream_ids.destroyed(stream, now);
         Ok(())
     }
 

@@ -32,10 +32,12 @@
 //! a runner still launches on it.
 //!
 //! Fault notices (L-19): each stream's id is taken with `aclrtStreamGetId` when it is
-//! created and kept until the next force reset, and `Device::notice_concerns` matches a
-//! notice against them; the library's own notice handler is installed only when
-//! [`AclConfig::notice_monitor`] asks (see [`NoticeMonitor`]), and registered again after
-//! every force reset. A library without a symbol the monitor needs opens all the same:
+//! created, and `Device::notice_concerns` matches a notice against the live streams' ids
+//! and those of the streams destroyed less than [`LATE_NOTICE_BOUND_NS`] ago; for that bound
+//! after a force reset the ids of the streams it killed match nothing, even where a new
+//! stream took the number (decision 0025). The library's own notice handler is installed
+//! only when [`AclConfig::notice_monitor`] asks (see [`NoticeMonitor`]), and registered again
+//! after every force reset. A library without a symbol the monitor needs opens all the same:
 //! [`AclDevice::notice_monitor`] says why there is none (its `Display` is the message for the
 //! embedding). [`Library::PathHiding`] opens a library as if it lacked chosen symbols, so
 //! those paths are proven on the fake.
@@ -47,8 +49,9 @@
 //! can never follow a force reset. Every handle dies with a reset: the driver forgets them,
 //! never destroys them, and the device forgets its pinned allocations and refuses every
 //! handle of that device the same way. `aclrtDestroyStream` is the healthy teardown (it waits for queued
-//! work), `aclrtDestroyStreamForce` the replacement of a stuck or errored stream. The only
-//! clock read is `Device::now` (a monotonic clock). Never depends on backend-sim.
+//! work), `aclrtDestroyStreamForce` the replacement of a stuck or errored stream. The one
+//! clock is the device's (a monotonic clock from its open): `Device::now`, which the notice
+//! matching reads too. Never depends on backend-sim.
 //!
 //! **API boundary:** [`AclDevice`] (with [`AclDevice::acl`] and [`AclDevice::device_id`], so
 //! the embedding runtime's `Runner` launches on the lane's streams: `StreamHandle.0` is the
@@ -73,11 +76,11 @@ mod error;
 mod issued;
 mod notice;
 mod soc;
+mod stream_ids;
 mod waiter;
 
-pub use device::{
-    AclConfig, AclDevice, Library, RECENT_STREAM_IDS, WorkerBinding, op_timeout_in_force_us,
-};
+pub use device::{AclConfig, AclDevice, Library, WorkerBinding, op_timeout_in_force_us};
 pub use error::AclError;
 pub use notice::NoticeMonitor;
 pub use soc::profile_for_soc;
+pub use stream_ids::{LATE_NOTICE_BOUND_NS, RECENT_STREAM_IDS};

@@ -2,6 +2,10 @@
 //! installing it goes when the library lacks a symbol it needs or refuses the registration
 //! (the device opens either way and says why), and that it is registered again after a force
 //! reset, so a notice still reaches the lanes when the reset took the registration down.
+//! Which stream ids a notice may name (decision 0025): a destroyed stream's id for
+//! `LATE_NOTICE_BOUND_NS`, a live stream's unless a stream killed by the last reset had its
+//! number less than that ago; so a late notice for a stream the reset killed makes no second
+//! recovery, whether the device restarts its stream numbering at a reset or not.
 //!
 //! A binary of its own: the monitor is process-wide (once installed, every force reset of
 //! the process registers it again), so its tests must not share a process with tests that
@@ -9,11 +13,18 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use backend_acl::{AclConfig, AclDevice, Library, NoticeMonitor};
-use lane_driver::{Device, NoticeRead, RawNotice};
-use run_lane_fake_ascendcl::Semantics;
+use backend_acl::{AclConfig, AclDevice, LATE_NOTICE_BOUND_NS, Library, NoticeMonitor};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, Status};
+use lane_core::stream_pair::StreamHandle;
+use lane_core::{
+    CodeRef, FaultNotice, FinaliseFailure, LaneState, Outcome, RunId, RunRequest, SlotId, Verdict,
+};
+use lane_driver::{Device, Driver, NoticeRead, PrepareError, RawNotice, Report, RunArgs, Runner};
+use run_lane_fake_ascendcl::{
+    Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as Kernel, Semantics,
+};
 
 const AICORE_EXCEPTION: i32 = 507_015;
 
@@ -125,4 +136,300 @@ fn with_the_monitor_installed_a_notice_after_a_reset_that_dropped_the_registrati
         }),
         "the library's handler wrote it into the lanes' ring"
     );
+}
+
+/// A notice on device 0 naming `stream_id`.
+fn notice(stream_id: u32) -> FaultNotice {
+    FaultNotice {
+        device: 0,
+        stream_id,
+        code: AclCode::from_raw(AICORE_EXCEPTION).unwrap_or(AclCode::Unknown(AICORE_EXCEPTION)),
+    }
+}
+
+/// The ids (`aclrtStreamGetId`) of device 0's live streams, as the fake numbers them.
+fn live_ids(fake: &common::Fake) -> Vec<u32> {
+    fake.control
+        .live_stream_ids(0)
+        .expect("stream ids")
+        .into_iter()
+        .map(|id| u32::try_from(id).expect("a non-negative id"))
+        .collect()
+}
+
+#[test]
+fn a_destroyed_streams_id_matches_a_notice_until_the_late_notice_bound_then_never() {
+    let fake = common::fake();
+    let (mut device, _) = fake.open();
+    let stream = device.create_stream().expect("a stream");
+    let id = live_ids(&fake)[0];
+    let other = device.create_stream().expect("another stream");
+    assert!(device.notice_concerns(&notice(id)), "a live stream's id");
+    // The destroy is made between these two readings of the device's clock.
+    let before = device.now();
+    device.destroy_stream(stream).expect("destroyed");
+    let gone = device.now();
+    assert!(
+        device.notice_concerns(&notice(id)),
+        "a late notice may name a stream already destroyed"
+    );
+    assert!(device.notice_concerns_at(&notice(id), before.after_ns(LATE_NOTICE_BOUND_NS - 1)));
+    assert!(
+        !device.notice_concerns_at(&notice(id), gone.after_ns(LATE_NOTICE_BOUND_NS)),
+        "no notice is that late: the number may be someone else's now"
+    );
+    assert!(
+        !device
+            .stream_ids_at(gone.after_ns(LATE_NOTICE_BOUND_NS))
+            .any(|i| i == id),
+        "listed no more"
+    );
+    // A live stream's id matches however long it lives; another device's never.
+    let live = live_ids(&fake)[0];
+    assert!(device.notice_concerns_at(&notice(live), gone.after_ns(10 * LATE_NOTICE_BOUND_NS)));
+    assert!(!device.notice_concerns(&FaultNotice {
+        device: 1,
+        ..notice(live)
+    }));
+    device.destroy_stream(other).expect("destroyed");
+    fake.assert_balanced();
+}
+
+#[test]
+fn an_id_from_before_a_force_reset_matches_nothing_for_the_bound_even_when_a_live_stream_took_it() {
+    let fake = common::fake();
+    fake.control
+        .device(0)
+        .set_semantics(Semantics::ResetRestartsStreamNumbering(true))
+        .expect("the switch");
+    let (mut device, _) = fake.open();
+    let _killed = device.create_stream().expect("a stream");
+    let old = live_ids(&fake)[0];
+    let before = device.now();
+    device.reset_device_force().expect("the force reset");
+    let reset = device.now();
+    assert!(
+        !device.notice_concerns(&notice(old)),
+        "the reset already recovered whatever it reports"
+    );
+    let stream = device.create_stream().expect("a stream after the reset");
+    assert_eq!(live_ids(&fake), vec![old], "the device reused the number");
+    assert!(
+        !device.notice_concerns(&notice(old)),
+        "a late notice for the killed stream, or a live one's: no second recovery"
+    );
+    assert!(!device.notice_concerns_at(&notice(old), before.after_ns(LATE_NOTICE_BOUND_NS - 1)));
+    assert!(
+        device.notice_concerns_at(&notice(old), reset.after_ns(LATE_NOTICE_BOUND_NS)),
+        "past the bound, the number is the live stream's alone"
+    );
+    device.destroy_stream(stream).expect("destroyed");
+    fake.assert_balanced();
+}
+
+/// Each fake kernel's duration.
+const KERNEL: Duration = Duration::from_millis(2);
+
+/// The smallest runner: each launch queues one fake kernel of the run on the lane's stream,
+/// ending as the fake's kernel rules say; the AICPU kernel writes a clean status header.
+struct Kernels {
+    control: &'static Control,
+    layout: HeaderLayout,
+}
+
+fn launch_code(result: Result<(), ControlError>) -> Result<(), AclCode> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(ControlError::Call { code, .. }) => {
+            Err(AclCode::from_raw(code).unwrap_or(AclCode::Unknown(code)))
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+impl Runner<AclDevice> for Kernels {
+    fn prepare_run(
+        &mut self,
+        _: &mut AclDevice,
+        _: RunId,
+        _: SlotId,
+        _: bool,
+    ) -> Result<(), PrepareError> {
+        Ok(())
+    }
+
+    fn launch_aicore(
+        &mut self,
+        d: &mut AclDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        d.bind_thread()?;
+        launch_code(common::launch_run_kernel(
+            self.control,
+            stream,
+            ENGINE_AICORE,
+            KERNEL,
+            Kernel::Ok,
+            args,
+            &[],
+        ))
+    }
+
+    fn launch_aicpu(
+        &mut self,
+        d: &mut AclDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        d.bind_thread()?;
+        let mut header = vec![0; self.layout.size()];
+        status_latch::encode_into(self.layout, &Status::clean(self.layout), &mut header)
+            .expect("a header encodes");
+        launch_code(common::launch_run_kernel(
+            self.control,
+            stream,
+            ENGINE_AICPU,
+            KERNEL,
+            Kernel::Ok,
+            args,
+            &header,
+        ))
+    }
+
+    fn finalise_run(
+        &mut self,
+        _: &mut AclDevice,
+        _: RunId,
+        _: SlotId,
+        _: bool,
+    ) -> Result<(), FinaliseFailure> {
+        Ok(())
+    }
+
+    fn upload_code(&mut self, _: &mut AclDevice, _: CodeRef) -> Result<(), AclCode> {
+        Ok(())
+    }
+}
+
+/// Runs one run to its report.
+fn one_run(d: &mut Driver<AclDevice, Kernels>) -> Report {
+    d.submit(RunRequest::new())
+        .expect("driver")
+        .expect("admitted");
+    d.run_until_idle().expect("driver");
+    d.poll_report().expect("its report")
+}
+
+fn verdict(report: &Report) -> Verdict {
+    match report.outcome {
+        Outcome::Run(r) => r.verdict,
+        Outcome::Publication(p) => panic!("unexpected {p:?}"),
+    }
+}
+
+/// A lane on device 0 with the library's monitor: its first run's AICore kernel faults (one
+/// recovery), and once it reopened on new streams, the driver's late notice for a stream
+/// the reset killed arrives. It must make no second recovery. With `restart` the device
+/// restarts its stream numbering at the reset, so the notice names a live stream's number
+/// too. Returns the id the notice named.
+fn a_late_notice_for_a_killed_stream_after_the_reopen(restart: bool) -> u32 {
+    let fake = common::fake();
+    if restart {
+        fake.control
+            .device(0)
+            .set_semantics(Semantics::ResetRestartsStreamNumbering(true))
+            .expect("the switch");
+    }
+    let (device, profile) =
+        AclDevice::open(monitored(&fake, &[])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(device.notice_monitor(), &NoticeMonitor::Installed);
+    let runner = Kernels {
+        control: fake.control,
+        layout: profile.header(),
+    };
+    let mut d = Driver::new(profile, device, runner);
+    fake.control
+        .fault_kernel(Kernel::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("the rule");
+    d.submit(RunRequest::new())
+        .expect("driver")
+        .expect("admitted");
+    let since = Instant::now();
+    while fake.counters().launches < 2 {
+        assert!(since.elapsed() < Duration::from_secs(30), "never launched");
+        d.turn().expect("driver");
+    }
+    let old = live_ids(&fake);
+    d.run_until_idle().expect("driver");
+    let faulted = d.poll_report().expect("run 1's report");
+    let cause = verdict(&faulted).cause().copied().expect("run 1 failed");
+    assert_eq!(cause.code(), Some(AICORE_EXCEPTION), "{faulted}");
+    assert_eq!(fake.counters().force_resets, 1, "one recovery");
+    // Reopened: the next run makes the new pair.
+    assert!(verdict(&one_run(&mut d)).is_ok());
+    let new = live_ids(&fake);
+    let named = if restart {
+        *old.iter()
+            .find(|id| new.contains(id))
+            .unwrap_or_else(|| panic!("numbering restarted: {old:?} then {new:?}"))
+    } else {
+        assert!(
+            new.iter().all(|id| !old.contains(id)),
+            "never reused: {old:?} then {new:?}"
+        );
+        old[0]
+    };
+    // The driver's notice for the faulted streams, late: after the reopen.
+    let (delivered, _) = raise_and_settle(&fake, i32::try_from(named).expect("a small id"));
+    assert_eq!(delivered, 1, "through the library's handler");
+    d.run_until_idle().expect("driver");
+    assert_eq!(d.lane().state(), LaneState::Open, "not suspect");
+    for _ in 0..3 {
+        assert!(verdict(&one_run(&mut d)).is_ok());
+    }
+    assert_eq!(fake.counters().force_resets, 1, "no second recovery");
+    assert_eq!(d.lane().state(), LaneState::Open);
+    let report = d.close().expect("driver");
+    assert_eq!(report.notice, None, "no notice caused a recovery");
+    d.run_until_idle().expect("driver");
+    fake.assert_balanced();
+    named
+}
+
+#[test]
+fn with_stream_numbering_restarted_at_the_reset_a_late_notice_for_a_killed_stream_makes_no_second_recovery()
+ {
+    a_late_notice_for_a_killed_stream_after_the_reopen(true);
+}
+
+#[test]
+fn with_stream_numbers_never_reused_a_late_notice_for_a_killed_stream_makes_no_second_recovery() {
+    a_late_notice_for_a_killed_stream_after_the_reopen(false);
+}
+
+#[test]
+fn a_notice_for_a_live_stream_still_makes_one_recovery() {
+    let fake = common::fake();
+    let (device, profile) =
+        AclDevice::open(monitored(&fake, &[])).unwrap_or_else(|e| panic!("{e}"));
+    let runner = Kernels {
+        control: fake.control,
+        layout: profile.header(),
+    };
+    let mut d = Driver::new(profile, device, runner);
+    assert!(verdict(&one_run(&mut d)).is_ok());
+    let live = live_ids(&fake);
+    let (delivered, _) = raise_and_settle(&fake, i32::try_from(live[1]).expect("a small id"));
+    assert_eq!(delivered, 1);
+    d.run_until_idle().expect("driver");
+    assert!(
+        verdict(&one_run(&mut d)).is_ok(),
+        "the lane recovered and reopened"
+    );
+    assert_eq!(fake.counters().force_resets, 1, "the notice's recovery");
+    let report = d.close().expect("driver");
+    assert_eq!(report.notice.map(|n| n.stream_id), Some(live[1]));
+    d.run_until_idle().expect("driver");
+    fake.assert_balanced();
 }

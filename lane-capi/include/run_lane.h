@@ -659,9 +659,11 @@ const char *run_lane_last_error(void);
 // Forwards a device fault notice from the embedding's own exception handler (ABI 5, L-19):
 // the device id, stream id and code its `aclrtGet*FromExceptionInfo` getters returned. Takes
 // no lock and allocates nothing, so the handler may call it on the driver's callback thread.
-// Each lane on `device_id` whose streams include `stream_id` (taken with `aclrtStreamGetId`
-// since its last device reset) becomes suspect at its next step: it admits nothing new
-// (`SUSPECT`), lets its launched runs reach their own verdicts, then recovers the device.
+// Each lane on `device_id` whose streams include `stream_id` (taken with `aclrtStreamGetId`:
+// a live stream's, or one destroyed less than 32 s ago; never, for 32 s after a device
+// reset, a number a stream had when the reset killed it) becomes suspect at its next step:
+// it admits nothing new (`SUSPECT`), lets its launched runs reach their own verdicts, then
+// recovers the device.
 // Every other lane ignores it. Use it when the embedding keeps the process's one callback
 // slot (the default); with `RunLaneConfig::fault_notice_monitor` the library's own handler
 // does this. Always `OK`.

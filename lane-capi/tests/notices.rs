@@ -2,8 +2,8 @@
 //! lane's stream ids (taken with `aclrtStreamGetId` at creation) makes the device suspect:
 //! submits are refused with `SUSPECT`, launched runs reach their own verdicts, then the
 //! device is recovered and the lane reopens on fresh streams; the close report names the
-//! notice. A notice for another stream or device, or for a stream of a generation before the
-//! last confirmed reset, changes nothing. Notices come forwarded by the embedding
+//! notice. A notice for another stream or device, or for a stream the last confirmed reset
+//! killed (even where the device gave its number to a new stream), changes nothing. Notices come forwarded by the embedding
 //! (`run_lane_report_device_fault`) or, with `fault_notice_monitor`, through the library's
 //! own handler, raised late on the fake's driver thread as the driver does.
 
@@ -252,16 +252,18 @@ fn a_notice_for_another_stream_or_another_device_changes_nothing() {
     common::destroy(lane);
 }
 
-#[test]
-fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing() {
-    let _serial = common::serial();
+/// A lane on `device` with the library's monitor: run 1 faults and poisons it, and the
+/// recovery is confirmed by an OK run on new streams. Then the driver's late notice for the
+/// faulted stream arrives through the monitor, and the embedding forwards one for the pair's
+/// other stream: both name streams the reset killed, and neither makes a second recovery
+/// (L-19, decision 0025). Returns the pair's ids before the reset and after it.
+fn late_notices_for_the_killed_pair_make_no_second_recovery(device: i32) -> (Vec<u32>, Vec<u32>) {
     let control = control();
-    let _fake = control.session().expect("reset the fake");
-    let mut config = common::fake_config(0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
+    let mut config = common::fake_config(device, &RUN_1_FAULTS, OP_TIMEOUT_MS);
     config.fault_notice_monitor = true;
     let lane = common::create(&config);
     let r1 = common::submit(lane).expect("run 1");
-    let old = pair_ids(0);
+    let old = pair_ids(device);
     let one = common::wait(lane, r1);
     assert_eq!(
         one.failure_class,
@@ -272,26 +274,60 @@ fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing
     // Confirmed: a run after the recovery is OK.
     let r2 = common::submit_when_open(lane);
     assert_eq!(common::wait(lane, r2).verdict, RunLaneVerdict::Ok);
-    assert_eq!(common::force_resets(0), 1);
+    assert_eq!(common::force_resets(device), 1);
+    let new = stream_ids(device);
     // The driver's late notice for the faulted stream of the old generation.
     let stale = i32::try_from(old[0]).expect("a small id");
     control
-        .raise_notice(0, stale, 507_018, Duration::from_millis(2))
+        .raise_notice(device, stale, 507_018, Duration::from_millis(2))
         .expect("raised");
     let since = Instant::now();
     while control.notice_counts().expect("counts").0 == 0 {
         assert!(since.elapsed() < common::BOUND, "never delivered");
         std::thread::sleep(Duration::from_millis(1));
     }
-    // Forwarded too: the same stale id.
+    // Forwarded too: the same generation's other stream.
+    let forwarded = u32::try_from(device).expect("a device id");
     assert_eq!(
-        run_lane_report_device_fault(0, old[1], 507_018),
+        run_lane_report_device_fault(forwarded, old[1], 507_018),
         RunLaneStatus::Ok
     );
-    all_ok(lane, 0, 6);
-    assert_eq!(common::force_resets(0), 1, "no second recovery");
+    all_ok(lane, device, 6);
+    assert_eq!(common::force_resets(device), 1, "no second recovery");
     assert!(!common::close(lane).noticed);
     common::destroy(lane);
+    (old, new)
+}
+
+#[test]
+fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing() {
+    let _serial = common::serial();
+    let _fake = control().session().expect("reset the fake");
+    let (old, new) = late_notices_for_the_killed_pair_make_no_second_recovery(0);
+    assert!(
+        new.iter().all(|id| !old.contains(id)),
+        "the fake's default numbering never reuses an id: {old:?} then {new:?}"
+    );
+}
+
+/// Whether the device reuses stream ids is not known (device-truth §4): with the fake's
+/// numbering restarted at every force reset, the pair after the recovery takes a number of
+/// the pair the reset killed, and a late notice naming it still makes no second recovery.
+#[test]
+fn with_stream_numbering_restarted_at_the_reset_a_late_notice_naming_a_reused_id_changes_nothing() {
+    let _serial = common::serial();
+    let control = control();
+    let _fake = control.session().expect("reset the fake");
+    let device = 3;
+    control
+        .device(device)
+        .set_semantics(run_lane_fake_ascendcl::Semantics::ResetRestartsStreamNumbering(true))
+        .expect("the switch");
+    let (old, new) = late_notices_for_the_killed_pair_make_no_second_recovery(device);
+    assert!(
+        old.iter().any(|id| new.contains(id)),
+        "a notice names a live stream's number too: {old:?} then {new:?}"
+    );
 }
 
 #[test]

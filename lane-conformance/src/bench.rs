@@ -17,7 +17,8 @@ use backend_sim::{Failure, RunTimes, Workload};
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
-    CopyPath, Outcome, Profile, ProfileSpec, RunRequest, SubmitError, Timestamp, Verdict,
+    CopyPath, FaultNotice, Outcome, Profile, ProfileSpec, RunRequest, SubmitError, Timestamp,
+    Verdict,
 };
 use lane_driver::{Device, DevicePtr, Driver, EventHandle, HostWorker, Observer, Runner};
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn_with_workers};
@@ -182,6 +183,10 @@ impl<D: Device> Metered<D> {
 impl<D: Device> Device for Metered<D> {
     fn now(&mut self) -> Timestamp {
         self.inner.now()
+    }
+    /// The measured device's matching (decision 0025), so a notice reaches the lane.
+    fn notice_concerns(&self, notice: &FaultNotice) -> bool {
+        self.inner.notice_concerns(notice)
     }
     fn set_device(&mut self) -> Result<(), AclCode> {
         self.inner.set_device()

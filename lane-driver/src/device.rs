@@ -191,10 +191,11 @@ pub trait Device {
     }
 
     /// Whether a device fault notice names this device and one of the stream ids this
-    /// device took (`aclrtStreamGetId`) for the streams it created since its last force reset
-    /// (L-19): destroyed ones included, since a late notice can name a stream already gone.
-    /// A stream of a generation before the last reset, another device or another stream
-    /// does not concern it. The default knows no stream ids: no notice concerns it.
+    /// device took (`aclrtStreamGetId`) for its streams (L-19): a live one's, or one
+    /// destroyed since its last force reset less than a bound ago, since a late notice can
+    /// name a stream already gone. A stream killed by or before the last reset, another
+    /// device or another stream does not concern it (backend-acl's rule and bound:
+    /// decision 0025). The default knows no stream ids: no notice concerns it.
     fn notice_concerns(&self, notice: &FaultNotice) -> bool {
         let _ = notice;
         false
