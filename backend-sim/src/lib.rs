@@ -59,7 +59,7 @@ pub mod trace;
 pub mod workers;
 pub mod workload;
 
-pub use device::{DeviceFailure, HostUse, RunTimes, SimDevice, SimRunner};
+pub use device::{DeviceFailure, HostUse, PublishedRecord, RunTimes, SimDevice, SimRunner};
 pub use error::{Failure, InputError, SimError};
 pub use faults::{FaultKind, FaultRule, Latched, When};
 pub use observer::{Journal, SimObserver};

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use lane_core::status_latch::Status;
+use lane_core::status_latch::{self, Status};
 use lane_core::stream_pair::Role;
 use lane_core::{
     CloseReport, CodeRef, CopyPath, LaneState, Outcome, Profile, ProfileSpec, PublicationId,
@@ -17,7 +17,7 @@ use lane_core::{
 use lane_driver::{Device, Driver, DriverError, Observer, Runner, Turn};
 
 use crate::costs::{Cost, Costs};
-use crate::device::{DeviceFailure, RunTimes, SimDevice, SimRunner};
+use crate::device::{DeviceFailure, PublishedRecord, RunTimes, SimDevice, SimRunner};
 use crate::error::{Failure, InputError, SimError};
 use crate::faults::{FaultRule, describe, rate_to_ppm, swarm};
 use crate::observer::SimObserver;
@@ -496,9 +496,11 @@ impl<R: Runner<SimDevice>> Harness<SimDevice, R, SimObserver> for SimHarness {
         driver.device().failure().cloned().map(Failure::Device)
     }
 
-    /// No path reports `Ok` without a published ok record (L-8): every run outcome takes the
-    /// device's note of the run's ok record, and an `Ok` verdict without one is a device
-    /// invariant broken.
+    /// No path reports `Ok` without a published ok record (L-8), and no verdict names a run
+    /// its own record does not convict (L-8a): every run outcome takes the device's note of
+    /// the run's record; an `Ok` verdict without an ok one, a record error without an error
+    /// one, a "no result record" for a run that published one, or a sticky code charged to a
+    /// run that published no error record, is a device invariant broken.
     fn outcome_failure(
         &mut self,
         driver: &mut Driver<SimDevice, R, SimObserver>,
@@ -507,11 +509,43 @@ impl<R: Runner<SimDevice>> Harness<SimDevice, R, SimObserver> for SimHarness {
         let Outcome::Run(run) = outcome else {
             return None;
         };
-        let published = driver.device_mut().take_published_ok(run.run);
-        (run.verdict == Verdict::Ok && !published).then(|| {
+        let device = driver.device_mut();
+        let published = device.take_published(run.run);
+        let broken = match run.verdict {
+            Verdict::Ok if published != Some(PublishedRecord::Ok) => Some(
+                "was reported Ok but its kernels published no ok result record for its epoch \
+                 (no path may report Ok without one, L-8)"
+                    .to_owned(),
+            ),
+            Verdict::Failed { cause } => match cause.failure {
+                status_latch::Failure::Record { .. }
+                    if published != Some(PublishedRecord::Error) =>
+                {
+                    Some("failed on an error record its kernels never published (L-8)".to_owned())
+                }
+                status_latch::Failure::NoRecord
+                | status_latch::Failure::NoRecordBesideCode { .. }
+                    if published.is_some() =>
+                {
+                    Some(format!(
+                        "failed with no result record, but its kernels published one ({published:?})"
+                    ))
+                }
+                status_latch::Failure::NoRecordBesideCode { left_by, .. }
+                    if !device.published_an_error(RunId(left_by)) =>
+                {
+                    Some(format!(
+                        "was told run {left_by} left the synchronize's code, but run {left_by} \
+                         published no error record (L-8a)"
+                    ))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        broken.map(|what| {
             Failure::Device(DeviceFailure::Invariant(format!(
-                "run {} was reported Ok but its kernels published no ok result record for its \
-                 epoch (no path may report Ok without one, L-8)",
+                "run {} {what}",
                 run.run.0
             )))
         })

@@ -4,7 +4,9 @@
 //! device invariants.
 
 use backend_sim::costs::{Cost, Costs};
-use backend_sim::{DeviceFailure, FaultRule, RunTimes, SharedSim, SimDevice, SimRunner};
+use backend_sim::{
+    DeviceFailure, FaultRule, PublishedRecord, RunTimes, SharedSim, SimDevice, SimRunner,
+};
 use lane_core::status_latch::{
     self, AclCode, HeaderLayout, RECORD_BYTES, Record, RecordSource, RuntimeCode, decode_record,
 };
@@ -551,8 +553,8 @@ fn a_clean_run_publishes_an_ok_record_stamped_with_its_epoch_before_its_boundary
     assert_eq!(record(&mut d, &s), Record::NeverPublished { stamp: 0 });
     wait(&mut d, &s).unwrap();
     assert_eq!(record(&mut d, &s), Record::Ok);
-    assert!(d.take_published_ok(s.args.run));
-    assert!(!d.take_published_ok(s.args.run), "taken once");
+    assert_eq!(d.take_published(s.args.run), Some(PublishedRecord::Ok));
+    assert_eq!(d.take_published(s.args.run), None, "taken once");
 }
 
 #[test]
@@ -571,7 +573,11 @@ fn a_latched_run_publishes_an_error_record_with_the_code_from_the_header_and_its
             payload_len: 64,
         }
     );
-    assert!(!d.take_published_ok(s.args.run));
+    assert_eq!(d.take_published(s.args.run), Some(PublishedRecord::Error));
+    assert!(
+        d.published_an_error(s.args.run),
+        "kept for a later run's verdict"
+    );
 }
 
 #[test]
@@ -585,7 +591,7 @@ fn faulted_hung_and_silent_runs_publish_no_record() {
         wait(&mut d, &s).unwrap();
         // The kernels ended (the boundary passed) without stamping an ok record (a faulted
         // device also refuses the record's read: the device verdict decides those).
-        assert!(!d.take_published_ok(s.args.run), "{fault}");
+        assert_eq!(d.take_published(s.args.run), None, "{fault}");
     }
     // A silent run's streams stay clean: the synchronize says 0.
     let mut d = device();

@@ -1,15 +1,16 @@
-//! The risk a latch's sticky code exposes, through whole lanes on the simulator: an AICPU
-//! kernel whose runtime latched a fatal status leaves 507018 on the AICPU stream until the
-//! stream is destroyed or the device force-reset (device-truth §1), and the code carries no
-//! run identity. The lane never synchronizes a run whose own record decides it, so a later run
-//! with an ok record stays `Ok` and never reads the stale code; a later run that publishes no
-//! record needs the device verdict, which reads the stale 507018: that run is poisoned (the
-//! conservative answer), never `Ok`.
+//! A latch's sticky code, through whole lanes on the simulator: an AICPU kernel whose runtime
+//! latched a fatal status leaves 507018 on the AICPU stream until the stream is destroyed or
+//! the device force-reset (device-truth §1), and the code carries no run identity. The lane
+//! never synchronizes a run whose own record decides it, so a later run with an ok record stays
+//! `Ok` and never reads the stale code. The latching run's error record marks the AICPU stream
+//! (L-8a): a run queued on it that publishes no record reads the stale 507018, which the mark
+//! charges to the latching run, so it fails run-only; the stream is replaced once drained, so
+//! later runs synchronize a clean stream.
 
 use backend_sim::trace::Record;
 use backend_sim::{FaultRule, Report, SimConfig, Workload, run};
-use lane_core::status_latch::{Class, Stage};
-use lane_core::{Outcome, RunId, Verdict};
+use lane_core::status_latch::{AclCode, Class, Failure};
+use lane_core::{Outcome, Verdict};
 
 fn simulate(runs: u32, faults: &[&str]) -> Report {
     let config = SimConfig {
@@ -71,8 +72,28 @@ fn after_a_latch_a_later_run_with_an_ok_record_stays_ok_and_no_stream_is_synchro
     assert_eq!(report.resets, 0);
 }
 
+/// How many streams the lane created.
+fn streams_created(report: &Report) -> usize {
+    report
+        .trace
+        .records()
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Record::Call {
+                    name: "create_stream",
+                    error: None,
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
 #[test]
-fn after_a_latch_a_later_run_that_publishes_no_record_is_poisoned_by_the_stale_507018_never_ok() {
+fn after_a_latch_the_aicpu_stream_is_replaced_once_drained_and_a_later_unpublished_run_fails_only_itself()
+ {
     let report = simulate(6, &["latch=SCOPE_DEADLOCK@run:2", "silent@run:4"]);
     let verdicts = verdicts(&report);
     assert_eq!(verdicts.len(), 6);
@@ -83,44 +104,128 @@ fn after_a_latch_a_later_run_that_publishes_no_record_is_poisoned_by_the_stale_5
         report.outcomes[1]
     );
     assert!(verdicts[2].is_ok(), "{}", report.outcomes[2]);
-    // Run 4's streams are clean of its own doing, but the device verdict cannot tell run 2's
-    // code from run 4's: poison, with the device's 507018, at the device verdict.
+    // Run 4 runs on a fresh AICPU stream (run 2's marked one was replaced once run 3, queued
+    // on it, retired): its synchronize is clean, and it fails run-only with no record.
     let Verdict::Failed { cause } = verdicts[3] else {
         panic!("run 4: {}", report.outcomes[3])
     };
-    assert_eq!(cause.class(), Class::Poison, "{}", report.outcomes[3]);
-    assert_eq!(cause.code(), Some(507_018), "{}", report.outcomes[3]);
+    assert_eq!(cause.failure, Failure::NoRecord, "{}", report.outcomes[3]);
+    for at in [4, 5] {
+        assert!(verdicts[at].is_ok(), "{}", report.outcomes[at]);
+    }
+    assert_eq!(report.resets, 0);
     assert_eq!(
-        cause.stage(),
-        Some(Stage::StreamSync),
+        streams_created(&report),
+        3,
+        "the pair, then one AICPU stream in place of the marked one"
+    );
+    assert!(
+        stream_syncs(&report).iter().all(Option::is_none),
+        "no synchronize met the sticky code: {:?}",
+        stream_syncs(&report)
+    );
+}
+
+#[test]
+fn a_silent_run_queued_on_the_marked_stream_fails_run_only_naming_the_run_that_left_the_code() {
+    let report = simulate(5, &["latch=SCOPE_DEADLOCK@run:2", "silent@run:3"]);
+    let verdicts = verdicts(&report);
+    assert_eq!(verdicts.len(), 5);
+    // Run 3's synchronize returned run 2's stale 507018 on the AICPU stream: the mark says
+    // whose it is (L-8a).
+    let Verdict::Failed { cause } = verdicts[2] else {
+        panic!("run 3: {}", report.outcomes[2])
+    };
+    assert_eq!(
+        cause.failure,
+        Failure::NoRecordBesideCode {
+            code: AclCode::RtAicpuException,
+            left_by: 2
+        },
         "{}",
-        report.outcomes[3]
+        report.outcomes[2]
     );
+    assert_eq!(cause.class(), Class::RunOnly);
     assert!(
-        matches!(
-            verdicts[4],
-            Verdict::Poisoned {
-                origin: RunId(4),
-                ..
-            }
-        ),
-        "{}",
-        report.outcomes[4]
-    );
-    assert!(
-        verdicts[5].is_ok(),
-        "after the reset: {}",
-        report.outcomes[5]
-    );
-    assert_eq!(report.resets, 1);
-    // The only synchronize made was run 4's device verdict, and its AICPU stream answered
-    // with the stale code first.
-    let syncs = stream_syncs(&report);
-    assert!(
-        syncs
+        stream_syncs(&report)
             .first()
             .and_then(Option::as_deref)
             .is_some_and(|e| e.contains("507018")),
-        "{syncs:?}"
+        "{:?}",
+        stream_syncs(&report)
+    );
+    for at in [3, 4] {
+        assert!(verdicts[at].is_ok(), "{}", report.outcomes[at]);
+    }
+    assert_eq!(report.resets, 0);
+}
+
+/// The swarm's check of every outcome (L-8a: no verdict names a run its own record does not
+/// convict) catches a lane that charges a code to the wrong run: driven on a device where run
+/// 1 latched (an error record) and run 2 published ok, a "no result record" that names run 2
+/// as the run that left the code, or a record error for run 2, is a device invariant broken;
+/// the true attribution is not.
+#[test]
+fn the_swarms_outcome_check_refuses_a_verdict_its_runs_own_records_do_not_convict() {
+    use backend_sim::workload::{Harness, SimHarness};
+    use backend_sim::{SimDevice, SimObserver, SimRunner};
+    use lane_core::status_latch::{HeaderLayout, RecordSource, RuntimeCode};
+    use lane_core::{Cause, Profile, RunOutcome};
+
+    let mut device = SimDevice::new(
+        backend_sim::costs::Costs::default(),
+        HeaderLayout::TensormapAndRingbuffer,
+        1,
+        backend_sim::RunTimes {
+            device_ns: 40_000,
+            jitter_ppm: 0,
+        },
+    );
+    device.install(FaultRule::parse("latch=SCOPE_DEADLOCK@run:1").unwrap());
+    let observer = SimObserver::new(device.journal());
+    let mut driver =
+        lane_driver::Driver::new(Profile::a2a3(), device, SimRunner).with_observer(observer);
+    for _ in 0..2 {
+        driver
+            .submit(lane_core::RunRequest::new())
+            .unwrap()
+            .unwrap();
+    }
+    driver.run_until_idle().unwrap();
+    let mut harness = SimHarness::new(0);
+    let failed = |run: u64, failure: Failure| {
+        Outcome::Run(RunOutcome {
+            run: lane_core::RunId(run),
+            tag: None,
+            verdict: Verdict::Failed {
+                cause: Cause::of(failure),
+            },
+            timing: None,
+        })
+    };
+    let beside = |left_by| Failure::NoRecordBesideCode {
+        code: AclCode::RtAicpuException,
+        left_by,
+    };
+    // Run 3 published nothing: it may fail for no record, naming run 1 (which latched).
+    assert!(
+        harness
+            .outcome_failure(&mut driver, &failed(3, beside(1)))
+            .is_none()
+    );
+    let wrong = harness.outcome_failure(&mut driver, &failed(3, beside(2)));
+    assert!(
+        wrong.is_some_and(|f| f.to_string().contains("published no error record")),
+        "run 2 published ok: it left no code"
+    );
+    let record = Failure::Record {
+        code: RuntimeCode::ScopeDeadlock,
+        source: RecordSource::Header,
+    };
+    assert!(
+        harness
+            .outcome_failure(&mut driver, &failed(2, record))
+            .is_some(),
+        "run 2's own record is ok"
     );
 }

@@ -13,7 +13,7 @@ use lane_core::stream_pair::StreamHandle;
 use lane_driver::{DevicePtr, EventHandle, LaunchContext, LaunchStage, RunArgs};
 
 use super::events::Capture;
-use super::{DeviceFailure, Named, SimDevice};
+use super::{DeviceFailure, Named, PublishedRecord, SimDevice};
 use crate::costs::Cost;
 use crate::faults::{Injected, Latched, Site};
 use crate::trace::{Ending, KernelRecord, Record, Side};
@@ -348,10 +348,11 @@ impl SimDevice {
         self.write_later(end, run, args.status_header, header);
         if let Some(bytes) = record {
             self.write_later(end, run, args.record, bytes.to_vec());
-            if matches!(publish, Publish::Ok) {
-                if let Some(write) = self.pending_writes.last_mut() {
-                    write.ok_epoch = Some(args.epoch);
-                }
+            if let Some(write) = self.pending_writes.last_mut() {
+                write.record = Some(match publish {
+                    Publish::Error(_) => PublishedRecord::Error,
+                    Publish::Ok | Publish::Nothing => PublishedRecord::Ok,
+                });
             }
         }
     }

@@ -8,7 +8,7 @@ use lane_core::status_latch::{AclCode, RECORD_BYTES};
 use lane_driver::{DevicePtr, RECORD_OFFSET, RunArgs};
 
 use super::pinned::{CopyDirection, PendingCopy};
-use super::{Named, SimDevice};
+use super::{Named, PublishedRecord, SimDevice};
 use crate::costs::Cost;
 use crate::faults::{Injected, Site};
 
@@ -42,8 +42,8 @@ pub(super) struct PendingWrite {
     pub(super) run: RunId,
     ptr: DevicePtr,
     bytes: Vec<u8>,
-    /// A result record that says ok, with this epoch: remembered as published when it lands.
-    pub(super) ok_epoch: Option<u64>,
+    /// A result record, with what it says: remembered as published when it lands.
+    pub(super) record: Option<PublishedRecord>,
 }
 
 /// One device write due by the host clock, in device-time order.
@@ -273,8 +273,11 @@ impl SimDevice {
                     dst.copy_from_slice(&write.bytes);
                 }
                 alloc.kernel_writer = Some(write.run);
-                if let Some(epoch) = write.ok_epoch {
-                    self.published_ok.insert(write.run, epoch);
+                if let Some(record) = write.record {
+                    self.published.insert(write.run, record);
+                    if record == PublishedRecord::Error {
+                        self.published_errors.insert(write.run);
+                    }
                 }
             }
             None => self.violation(format!(
@@ -348,7 +351,7 @@ impl SimDevice {
             run,
             ptr,
             bytes,
-            ok_epoch: None,
+            record: None,
         });
     }
 }

@@ -36,8 +36,9 @@
 //! [`RunArgs::epoch`]) at its end, before the boundary can complete: `ok` for a clean run, an
 //! error with the latched code (source: the status header, payload: the header's error tail)
 //! for a latch, nothing for a device exception, an op-timeout kill or a `silent` run. The host
-//! sees a write once its clock passes it. The device remembers every ok record it published
-//! ([`SimDevice::take_published_ok`]), so a harness can check that no run is `Ok` without one.
+//! sees a write once its clock passes it. The device remembers every record it published
+//! ([`SimDevice::take_published`]), so a harness can check that no run is `Ok` without an ok
+//! one and that no verdict names a run its own record does not convict.
 //!
 //! An AICore kernel whose AICPU partner is never enqueued (a partial launch) never ends: it
 //! is orphaned when its launch ends (the context goes to `None`, or another launch's starts).
@@ -70,7 +71,10 @@
 //! The device stays good (later enqueues run), but any later synchronize of that stream
 //! returns 507018 until the stream is destroyed or the device force-reset: a later run whose
 //! record is ok is never synchronized and stays `Ok`; one that needs the device verdict (no
-//! record, a failed record read) reads the stale 507018 and poisons.
+//! record, a failed record read) reads the stale 507018, which the lane charges to the run
+//! that left it (L-8a: its error record marked the stream, and the lane replaces the stream
+//! once drained). A synchronize waits for every task on its stream, so one made for a run
+//! covers the runs queued behind it too (device-truth §1).
 //!
 //! [`Device::now`]: lane_driver::Device::now
 //! [`Device::launch_context`]: lane_driver::Device::launch_context
@@ -107,6 +111,15 @@ use kernels::PendingCore;
 use memory::{Allocation, FIRST_PTR, PendingWrite};
 use pinned::{FIRST_HOST_PTR, PendingCopy};
 use streams::{FIRST_STREAM, Stream};
+
+/// What a run's published result record said (the device's own note, for the harness).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PublishedRecord {
+    /// The run's record says ok.
+    Ok,
+    /// The run's record says error (a latched code).
+    Error,
+}
 
 /// How long each run's device work takes: a base time, jittered per run from the seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,9 +220,11 @@ pub struct SimDevice {
     /// The streams each live run's kernels were launched on (`[aicore, aicpu]`).
     run_streams: BTreeMap<RunId, [StreamHandle; 2]>,
     queued_launches: u64,
-    /// Ok records that landed, by run, with their epoch; taken by the harness's check
-    /// ([`Self::take_published_ok`]).
-    published_ok: BTreeMap<RunId, u64>,
+    /// Records that landed, by run; taken by the harness's check ([`Self::take_published`]).
+    published: BTreeMap<RunId, PublishedRecord>,
+    /// Every run whose error record landed, kept: a run's verdict may name it as the run that
+    /// left a sticky code (L-8a) after its own outcome was checked.
+    published_errors: std::collections::BTreeSet<RunId>,
     resets: u64,
     calls: u64,
     call_budget: u64,
@@ -249,7 +264,8 @@ impl SimDevice {
             run_ends: BTreeMap::new(),
             run_streams: BTreeMap::new(),
             queued_launches: 0,
-            published_ok: BTreeMap::new(),
+            published: BTreeMap::new(),
+            published_errors: std::collections::BTreeSet::new(),
             resets: 0,
             calls: 0,
             call_budget: u64::MAX,
@@ -356,12 +372,20 @@ impl SimDevice {
             .push(|| call_record("wake_up", start..end, run, why.to_owned(), None));
     }
 
-    /// Whether the run's kernels published an ok result record (stamped with the epoch the
-    /// run was launched with) that landed in its slot's record region, and forgets it (each
-    /// run's is taken once, when its outcome is checked). The harness checks every `Ok`
-    /// verdict with it: no path may report `Ok` without a published ok record (L-8).
-    pub fn take_published_ok(&mut self, run: RunId) -> bool {
-        self.published_ok.remove(&run).is_some()
+    /// The result record the run's kernels published (stamped with the epoch the run was
+    /// launched with) that landed in its slot's record region, if any, and forgets it (each
+    /// run's is taken once, when its outcome is checked). The harness checks every verdict
+    /// with it: no path reports `Ok` without a published ok record (L-8), and no failure names
+    /// a run its own record does not convict (L-8a).
+    pub fn take_published(&mut self, run: RunId) -> Option<PublishedRecord> {
+        self.published.remove(&run)
+    }
+
+    /// Whether the run's kernels published an error record (kept for the lane's life): the
+    /// run a sticky code may be charged to (L-8a).
+    #[must_use]
+    pub fn published_an_error(&self, run: RunId) -> bool {
+        self.published_errors.contains(&run)
     }
 
     // ----- bookkeeping -----------------------------------------------------------------
