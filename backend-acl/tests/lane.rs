@@ -225,18 +225,28 @@ fn a_hung_kernel_ends_with_its_device_code_before_the_host_deadline_and_the_lane
         "{}",
         reports[1]
     );
-    // Run 3 was queued behind it (depth 2): run 2's synchronize waited for it, and its own
-    // published ok record, read after the synchronize, keeps it Ok through run 2's poison
-    // (L-8a); run 2's line says a run queued behind was covered. Run 4 runs after recovery.
+    // Run 3 was queued behind it (depth 2): run 2's synchronize covered it, so run 2's line
+    // says a run queued behind may share the cause (L-8a); the poison takes run 3 down; run 4
+    // runs after recovery.
     assert!(
         reports[1].to_string().contains("queued behind this one"),
         "{}",
         reports[1]
     );
-    assert!(verdicts[2].is_ok(), "{}", reports[2]);
+    assert!(
+        matches!(
+            verdicts[2],
+            Verdict::Poisoned {
+                origin: RunId(2),
+                ..
+            }
+        ),
+        "{}",
+        reports[2]
+    );
     assert!(verdicts[3].is_ok(), "{}", reports[3]);
-    // The fake's own text for the failed call is on run 2's line.
-    for report in &reports[1..2] {
+    // The fake's own text for the failed call is on run 2's line (and its poisoned run's).
+    for report in &reports[1..3] {
         let line = report.to_string();
         assert!(
             line.contains("; device: fake libascendcl:") && line.contains("507014"),
@@ -466,15 +476,24 @@ fn on_device_semantics_a_faulted_or_hung_run_is_never_ok_and_a_latch_fails_only_
                     "{case}: {}",
                     reports[4]
                 );
-                // Run 6 was queued behind it, so run 5's synchronize waited for it: its own
-                // published ok record keeps it Ok through run 5's poison (L-8a), and run 5's
-                // line says a run queued behind may share the cause.
+                // Run 6 was queued behind it, so run 5's synchronize covered it: run 5's line
+                // says so (L-8a), and the poison takes run 6 down with run 5 as origin.
                 assert!(
                     reports[4].to_string().contains("queued behind this one"),
                     "{case}: {}",
                     reports[4]
                 );
-                assert!(verdict(&reports[5]).is_ok(), "{case}: {}", reports[5]);
+                assert!(
+                    matches!(
+                        verdict(&reports[5]),
+                        Verdict::Poisoned {
+                            origin: RunId(5),
+                            ..
+                        }
+                    ),
+                    "{case}: {}",
+                    reports[5]
+                );
             }
             None => {
                 let cause = five
@@ -504,7 +523,7 @@ fn on_device_semantics_a_faulted_or_hung_run_is_never_ok_and_a_latch_fails_only_
             }
         }
         // Runs before the fault are Ok; after a poison, recovery reopens and later runs are Ok.
-        for report in reports.iter().take(4).chain(reports.iter().skip(5)) {
+        for report in reports.iter().take(4).chain(reports.iter().skip(6)) {
             assert!(verdict(report).is_ok(), "{case}: {report}");
         }
     }

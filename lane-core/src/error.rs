@@ -352,8 +352,7 @@ pub enum InvariantViolation {
         /// The run.
         run: RunId,
     },
-    /// A run is live while the device is being recovered or is lost (other than a run kept
-    /// through the poison, finalising while recovery quiesces, L-8a).
+    /// A run is live while the device is being recovered or is lost.
     #[error("lane invariant broken: a run is live while the device is being recovered or lost")]
     LiveRunWhileRecovering,
     /// Suspect, recovering or lost without the poison or fault notice that caused it.
@@ -456,8 +455,7 @@ pub enum InvariantViolation {
     /// A recovery step (drain, reset, probe) runs while runner work is out (L-18).
     #[error("lane invariant broken: a recovery step runs while runner work is out")]
     RecoveryWithRunnerWorkOut,
-    /// Recovery waits in `Quiesce` with no runner work out and no kept run finalising:
-    /// nothing would ever leave it.
+    /// Recovery waits in `Quiesce` with no runner work out: nothing would ever leave it.
     #[error("lane invariant broken: recovery quiesces with no runner work out")]
     QuiescingWithNothingOut,
     /// The run phase machine refused an input the lane itself decided.

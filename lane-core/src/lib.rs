@@ -75,8 +75,8 @@ pub use effect::Effect;
 pub use error::{EventError, InvariantViolation, LeaseError, PublishError, SubmitError};
 pub use event::{Event, FinaliseFailure, LaunchStep};
 pub use ids::{
-    CodeRef, DeviceTiming, Generation, Lease, PAIR_PEERS, Peers, PublicationId, RunId, SlotId,
-    Tag, Timestamp,
+    CodeRef, DeviceTiming, Generation, Lease, PAIR_PEERS, Peers, PublicationId, RunId, SlotId, Tag,
+    Timestamp,
 };
 pub use lane::{
     CloseReport, Fingerprint, Lane, PoisonRecord, RunRequest, StreamsLeft, TEARDOWN_ATTEMPTS,

@@ -211,7 +211,10 @@ impl RunPhase {
     pub const fn on_pair(self) -> bool {
         matches!(
             self,
-            Self::Launching | Self::Launched { .. } | Self::Awaiting { .. } | Self::Attributing { .. }
+            Self::Launching
+                | Self::Launched { .. }
+                | Self::Awaiting { .. }
+                | Self::Attributing { .. }
         )
     }
 
@@ -369,10 +372,6 @@ pub enum RunInput {
     FinaliseFailed(Cause),
     /// The lane is closing: a run that did not launch is cancelled.
     Cancel,
-    /// A poison charged another run with the code of a synchronize that covered this one, and
-    /// this run's own published record gives it this verdict, which it keeps (L-8a): it is
-    /// finalised (with copy-back for `Ok`) before the recovery drains the device.
-    Keep(Verdict),
     /// A device poison (another run's) or a fault notice: the device is reset, the run's
     /// resources are abandoned, and it is done at once with this verdict.
     Abandon(Verdict),
@@ -382,7 +381,7 @@ impl RunInput {
     /// One value of every input shape, failures with a cause of each class that decides
     /// (data from [`representative`]), in table order.
     #[must_use]
-    pub fn all() -> [Self; 29] {
+    pub fn all() -> [Self; 28] {
         use representative as rep;
         let (run_only, poison) = (rep::run_only(), rep::poison());
         [
@@ -413,7 +412,6 @@ impl RunInput {
             Self::FinaliseFailed(run_only),
             Self::FinaliseFailed(poison),
             Self::Cancel,
-            Self::Keep(Verdict::Ok),
             Self::Abandon(rep::poisoned()),
         ]
     }
@@ -436,7 +434,6 @@ impl RunInput {
             Self::Await(_) => "Await".to_owned(),
             Self::Attribute(_) => "Attribute".to_owned(),
             Self::Completed(_) => "Completed".to_owned(),
-            Self::Keep(verdict) => format!("Keep({})", verdict.name()),
             Self::Abandon(_) => "Abandon".to_owned(),
             other => format!("{other:?}"),
         }
@@ -648,8 +645,6 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
             I::Completed(evidence),
         ) => (P::ReadingStatus { evidence }, A::ReadStatus),
         (P::Attributing { .. }, I::CompletedFaulted(cause)) => poisoned(cause),
-        // A covered run keeps its own record's verdict through another run's poison (L-8a).
-        (P::Launched { .. }, I::Keep(verdict)) => (P::Finalising { verdict }, A::Finalise),
         (P::Awaiting { .. }, I::DeadlineExpired) => poisoned(Cause::of(Failure::HostWaitTimeout)),
 
         (P::ReadingStatus { .. }, I::JudgedOk) => (

@@ -2,8 +2,8 @@
 //! reports an error marks the AICPU stream, which is replaced once the FIFO drained; a code
 //! returned to an unpublished run is another run's when the stream was marked or a covered
 //! run's record reports an error (then the run fails run-only, naming that run), and the
-//! awaited run's own otherwise (poison, saying runs behind may share the cause), while covered
-//! runs with a published record keep their record's verdict.
+//! awaited run's own otherwise (poison, saying runs behind may share the cause; the poison
+//! takes the runs behind down, L-10).
 
 mod common;
 
@@ -82,7 +82,11 @@ fn a_record_error_marks_the_aicpu_stream_which_is_replaced_once_the_queued_run_r
         at.iter().all(Option::is_some) && at.windows(2).all(|w| w[0] < w[1]),
         "the AICPU stream alone is replaced, then run 3 launches on the new one: {log:?}"
     );
-    assert_eq!(h.verdict(r2), Some(Verdict::Ok), "queued on it, its own ok record");
+    assert_eq!(
+        h.verdict(r2),
+        Some(Verdict::Ok),
+        "queued on it, its own ok record"
+    );
     h.complete(r3);
     assert_eq!(h.verdict(r3), Some(Verdict::Ok));
     assert_eq!(h.state(), LaneState::Open);
@@ -174,25 +178,21 @@ fn an_unexplained_code_poisons_the_awaited_run_and_says_the_run_behind_may_share
 }
 
 #[test]
-fn a_covered_run_with_its_own_ok_record_keeps_ok_and_is_finalised_before_the_drain() {
+fn a_covered_runs_own_ok_record_convicts_no_one_and_the_poison_takes_it_down() {
     let mut h = Harness::a2a3();
     let r1 = h.run();
     let r2 = h.run();
     h.take();
-    // Run 2's record (read after the synchronize) is its own ok; the AICore code is run 1's.
+    // Run 2's record (read after the synchronize) is its own ok: it explains nothing, so the
+    // AICore code is run 1's. The device is poisoned: run 2's outputs come from it, so L-10
+    // takes it down with run 1 as origin, with no copy-back.
     h.complete_with(r1, returned(None, Some(AclCode::RtAicoreException)));
-    let log = h.take();
-    let finalise = log
-        .iter()
-        .position(|l| l == "FinaliseRun run 2 copy-back")
-        .unwrap_or_else(|| panic!("run 2 finalised with copy-back: {log:?}"));
-    let drain = log
-        .iter()
-        .position(|l| l.starts_with("DrainDevice"))
-        .unwrap_or_else(|| panic!("recovery: {log:?}"));
-    assert!(finalise < drain, "finalised before the device is drained: {log:?}");
-    assert_eq!(h.verdict(r2), Some(Verdict::Ok));
     assert!(matches!(failed(&h, r1), Failure::Covering { .. }));
+    assert!(matches!(
+        h.verdict(r2),
+        Some(Verdict::Poisoned { origin, .. }) if origin == r1
+    ));
+    assert!(!common::has(&h.take(), "FinaliseRun run 2 copy-back"));
 }
 
 #[test]

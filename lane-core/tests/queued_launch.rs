@@ -117,9 +117,8 @@ fn a_launch_names_every_run_still_on_the_pair_newest_first_and_none_once_every_c
     let r4 = h.run();
     let log = h.take();
     assert!(
-        log.iter()
-            .any(|l| l.starts_with("LaunchRun run 4 ")
-                && l.ends_with("after (slot 2 gen 3, slot 1 gen 2)")),
+        log.iter().any(|l| l.starts_with("LaunchRun run 4 ")
+            && l.ends_with("after (slot 2 gen 3, slot 1 gen 2)")),
         "{log:?}"
     );
     for run in [r2, r3, r4] {

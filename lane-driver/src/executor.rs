@@ -11,8 +11,8 @@ use lane_core::status_latch::{
 };
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{
-    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, Peers,
-    RunId, Timestamp,
+    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, Peers, RunId,
+    Timestamp,
 };
 
 use crate::answer::Answer;

@@ -1428,7 +1428,7 @@ fn a_device_verdict_past_its_bound_is_the_synchronize_timeout() {
 
 #[test]
 fn the_device_verdict_is_bounded_from_the_boundarys_completion_not_by_what_is_left_of_the_deadline()
- {
+{
     // L-8a: the boundary completes at 9 ms of a 10 ms deadline; the synchronize, which also
     // waits for the run queued behind, still gets its whole bound.
     let mut waiter = Scripted {
@@ -1980,12 +1980,18 @@ fn a_failed_core_done_record_poisons_at_once_with_its_own_code_and_launches_no_a
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
-    assert!(!log.iter().any(|c| c.starts_with("launch_aicpu r1")), "{log:?}");
+    assert!(
+        !log.iter().any(|c| c.starts_with("launch_aicpu r1")),
+        "{log:?}"
+    );
     assert!(
         !log.iter().any(|c| c.starts_with("synchronize_event")),
         "no wait for an orphaned kernel: {log:?}"
     );
-    assert!(log.iter().any(|c| c.starts_with("reset_device_force")), "{log:?}");
+    assert!(
+        log.iter().any(|c| c.starts_with("reset_device_force")),
+        "{log:?}"
+    );
     match outcomes(&mut d).first() {
         Some(Outcome::Run(r)) => match r.verdict {
             Verdict::Failed { cause } => {
@@ -2013,8 +2019,7 @@ fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
         silent: vec![2],
         ..Recorder::default()
     };
-    let (mut executor, _) =
-        executor_with_launches(recorder, &[(1, 0, &[]), (2, 1, &[(0, 1)])]);
+    let (mut executor, _) = executor_with_launches(recorder, &[(1, 0, &[]), (2, 1, &[(0, 1)])]);
     executor.device_mut().calls.clear();
     let read = lane_core::Effect::ReadRecords {
         run: RunId(9),

@@ -89,7 +89,6 @@ behaviours! {
     QuiesceAnswered => "runner work out at a poison answered while recovery quiesced",
     Suspected => "a fault notice made the device suspect",
     CoveredRead => "the records of runs a synchronize covered were read (L-8a)",
-    KeptOk => "a covered run kept its own Ok through another run's poison (L-8a)",
 }
 
 /// A `lane_sequences` input: the profile and the operations.
@@ -310,9 +309,6 @@ struct Evidence {
     /// The accepted completion, on the stream-synchronize channel, carried a clean device
     /// verdict (L-8: with a clean header, the only evidence that makes a run `Ok` there).
     synchronized_clean: bool,
-    /// An accepted `RecordsRead` read this run's own published ok record after a synchronize
-    /// covered it (L-8a): a run kept through another run's poison is `Ok` on it alone.
-    covered_ok: bool,
 }
 
 /// The body's driver-and-backend: the lane, what it asked for and what it answered. The
@@ -1176,14 +1172,7 @@ impl Body {
             Event::Completed { run, .. } | Event::CompletionFailed { run, .. } => {
                 self.on_pair.retain(|r| *r != run);
             }
-            Event::RecordsRead { records, .. } => {
-                for read in records.iter() {
-                    if read.record == RecordRead::Read(Record::Ok) {
-                        self.evidence_mut(RunId(read.run)).covered_ok = true;
-                    }
-                }
-                self.reach(B::CoveredRead);
-            }
+            Event::RecordsRead { .. } => self.reach(B::CoveredRead),
             _ => {}
         }
         let Some(run) = event.run() else {
@@ -1315,7 +1304,7 @@ impl Body {
                 if evidence.finalise_asked > 1 {
                     return Err(format!("{run} asked to finalise twice"));
                 }
-                if copy_back && evidence.clean_status.is_none() && !evidence.covered_ok {
+                if copy_back && evidence.clean_status.is_none() {
                     return Err(format!(
                         "{run} asked to copy back without a clean status read"
                     ));
@@ -1457,14 +1446,6 @@ impl Body {
                     return Err(format!("{} completed but its status was never read", r.run));
                 }
                 match r.verdict {
-                    // L-8a: kept through another run's poison on its own ok record, read after
-                    // the synchronize covered it; finalised with copy-back, no status read.
-                    Verdict::Ok if !evidence.completed && evidence.covered_ok => {
-                        if !evidence.finalised || r.timing.is_some() {
-                            return Err(format!("{} kept Ok with evidence {evidence:?}", r.run));
-                        }
-                        self.reach(B::KeptOk);
-                    }
                     Verdict::Ok => {
                         let timing = evidence.clean_status;
                         if !(evidence.completed && timing.is_some() && evidence.finalised) {

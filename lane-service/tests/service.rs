@@ -383,9 +383,10 @@ fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_r
     let seen = Arc::new(common::host::Seen::default());
     let handle = spawn(ServiceConfig::new(profile), move || {
         let mut device = common::host::Instant0::new();
-        // Past run 1's bound (its 1 s deadline plus the 1 s grace); its drain then waits
-        // behind the stuck call, and run 2's wait comes after it.
-        device.stuck_wait = Some(Duration::from_secs(3));
+        // Past run 1's bound (its 1 s deadline, the 1 s device verdict's bound after it, and
+        // the 6 s grace); its drain then waits behind the stuck call, and run 2's wait comes
+        // after it.
+        device.stuck_wait = Some(Duration::from_secs(10));
         let runner = common::host::HostRunner {
             concurrency: lane_driver::Concurrency::LANE_THREAD,
             seen,
@@ -403,8 +404,12 @@ fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_r
         first.to_string().contains("rule=host-wait-timeout"),
         "{first} (after {took:?})"
     );
-    // At the deadline plus the grace (2 s), not when the stuck call returns (3 s).
-    assert!(took < Duration::from_millis(2700), "{took:?}");
+    // At the bound (8 s), not when the stuck call returns (10 s).
+    let bound = Duration::from_secs(2) + Duration::from_nanos(lane_driver::WAITER_GRACE_NS);
+    assert!(
+        took >= bound && took < Duration::from_millis(9_500),
+        "{took:?}"
+    );
     let start = Instant::now();
     let second = loop {
         match handle.submit(RunRequest::new()) {

@@ -25,14 +25,6 @@ pub struct CoveredRead {
 }
 
 impl CoveredRead {
-    /// Whether its record is published with its own epoch (ok or error): a verdict it keeps.
-    pub const fn published(&self) -> bool {
-        matches!(
-            self.record,
-            RecordRead::Read(Record::Ok | Record::Error { .. })
-        )
-    }
-
     /// Whether its record reports an error: its fatal status may be the code.
     pub const fn reports_error(&self) -> bool {
         matches!(self.record, RecordRead::Read(Record::Error { .. }))
@@ -91,8 +83,8 @@ impl AttributionRule {
             Self::Charged => (
                 "charged",
                 "anything else: nothing explains the code",
-                "the awaited run's code (the AICPU stream's first), the earliest covered run without a \
-                 published record; covered runs with one keep their record's verdict",
+                "the awaited run's code (the AICPU stream's first): it is the earliest covered run without a \
+                 published record; the poison that follows takes the runs behind it down (L-10)",
             ),
         }
     }
@@ -196,7 +188,11 @@ mod tests {
 
     #[test]
     fn the_earliest_covered_error_explains_an_aicpu_code() {
-        let reads = [covered(6, Record::Ok), covered(7, error()), covered(8, error())];
+        let reads = [
+            covered(6, Record::Ok),
+            covered(7, error()),
+            covered(8, error()),
+        ];
         assert_eq!(
             attribute(Some(STICKY), None, None, &reads),
             (
@@ -234,12 +230,7 @@ mod tests {
     #[test]
     fn an_aicore_code_beside_an_explained_aicpu_code_is_the_awaited_runs() {
         assert_eq!(
-            attribute(
-                Some(STICKY),
-                Some(AclCode::RtAicoreException),
-                Some(5),
-                &[]
-            ),
+            attribute(Some(STICKY), Some(AclCode::RtAicoreException), Some(5), &[]),
             (
                 AttributionRule::AicoreBeside,
                 DeviceVerdict::Fault(AclCode::RtAicoreException)
@@ -276,7 +267,5 @@ mod tests {
             attribute(Some(STICKY), None, None, &reads).0,
             AttributionRule::Charged
         );
-        assert!(!reads[0].published() && !reads[1].published());
-        assert!(covered(6, Record::Ok).published() && covered(6, error()).published());
     }
 }

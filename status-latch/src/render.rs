@@ -661,7 +661,12 @@ fn attribution_table_under(h: &str) -> String {
     let ok = RecordRead::Read(Record::Ok);
     let none = RecordRead::Read(Record::NeverPublished { stamp: 0 });
     let read = |run, record| CoveredRead { run, record };
-    let examples: [(Option<AclCode>, Option<AclCode>, Option<u64>, Vec<CoveredRead>); 7] = [
+    let examples: [(
+        Option<AclCode>,
+        Option<AclCode>,
+        Option<u64>,
+        Vec<CoveredRead>,
+    ); 7] = [
         (Some(fatal), None, Some(4), vec![]),
         (Some(fatal), None, None, vec![read(6, error)]),
         (Some(fatal), None, None, vec![read(6, ok)]),

@@ -134,21 +134,9 @@ impl Lane {
                 }
                 let covered = &covered[..len];
                 if let Some(DeviceVerdict::Returned { aicpu, aicore }) = evidence.device {
-                    let attributed = self.attribute(aicpu, aicore, covered);
-                    evidence.device = Some(attributed);
-                    // Charged to this run: covered runs with a published record keep their
-                    // record's verdict through the poison that follows.
-                    if !matches!(attributed, DeviceVerdict::LeftBy { .. }) {
-                        self.kept = covered
-                            .iter()
-                            .filter(|read| read.published())
-                            .copied()
-                            .collect();
-                    }
+                    evidence.device = Some(self.attribute(aicpu, aicore, covered));
                 }
-                let result = self.complete(idx, run, evidence, name);
-                self.kept = Peers::new();
-                result
+                self.complete(idx, run, evidence, name)
             }
             Event::CompletionFailed { code, .. } => {
                 // The verdict rule's `boundary-failed` row: the wait's code, poison.
@@ -334,10 +322,9 @@ impl Lane {
         }
         self.transition(idx, RunInput::Completed(evidence), name)?;
         let how = match (evidence.channel, evidence.record) {
-            (
-                status_latch::VerdictChannel::Record,
-                RecordRead::Read(Record::Error { .. }),
-            ) => Retirement::Sticky,
+            (status_latch::VerdictChannel::Record, RecordRead::Read(Record::Error { .. })) => {
+                Retirement::Sticky
+            }
             _ => Retirement::Complete,
         };
         match self.pair.retire(Owner(run.0), how) {

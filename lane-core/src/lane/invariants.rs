@@ -26,14 +26,12 @@ impl Lane {
     /// - Runs on the pair never exceed the launch depth; a diagnostics run is alone.
     /// - No run launched after a publication runs on an AICore stream created before it.
     /// - A suspect lane (L-19) has its notice on record.
-    /// - Recovering, lost and closed lanes have no unfinished run, but a run kept through a
-    ///   poison (L-8a) finalising while recovery quiesces; a closed lane reports exactly its
-    ///   live streams as left.
+    /// - Recovering, lost and closed lanes have no unfinished run; a closed lane reports
+    ///   exactly its live streams as left.
     /// - L-18 Overlap: runner work out is at most one per slot, for the run holding that
     ///   slot in the phase that asked for it (or, abandoned, only while recovery quiesces);
     ///   at most `prepare_window` runs are preparing or prepared; no upload and no drain,
-    ///   reset or probe runs while runner work is out; `Quiesce` waits only on work out or on
-    ///   a kept run's finalise.
+    ///   reset or probe runs while runner work is out; `Quiesce` waits only on work out.
     /// - No step so far met a lane bug (a pair call or phase input the lane itself decided
     ///   that was refused).
     pub fn check_invariants(&self) -> Result<(), V> {
@@ -183,20 +181,7 @@ impl Lane {
         self.check_overlap()?;
 
         match self.state {
-            LaneState::Recovering { step, .. } => {
-                // Only a run kept through the poison (L-8a) is still live, finalising its own
-                // record's verdict while recovery quiesces.
-                let kept = |r: &super::items::RunRecord| {
-                    step == RecoveryStep::Quiesce && matches!(r.phase, RunPhase::Finalising { .. })
-                };
-                if self.live_runs().any(|r| !kept(r)) {
-                    return Err(V::LiveRunWhileRecovering);
-                }
-                if self.poison.is_none() && !(self.notice_recovery && self.notice.is_some()) {
-                    return Err(V::RecoveringWithoutPoison);
-                }
-            }
-            LaneState::Lost => {
+            LaneState::Recovering { .. } | LaneState::Lost => {
                 if self.live_runs().next().is_some() {
                     return Err(V::LiveRunWhileRecovering);
                 }
@@ -258,9 +243,7 @@ impl Lane {
             LaneState::Recovering { .. } if out && !quiescing => {
                 return Err(V::RecoveryWithRunnerWorkOut);
             }
-            _ if quiescing && !out && self.live_runs().next().is_none() => {
-                return Err(V::QuiescingWithNothingOut);
-            }
+            _ if quiescing && !out => return Err(V::QuiescingWithNothingOut),
             _ => {}
         }
         for (slot, work) in self.runner_work.iter().enumerate() {

@@ -32,7 +32,7 @@ use crate::error::{
     EventError, InvariantViolation, LeaseError, PublishError, Refused, SubmitError,
 };
 use crate::event::Event;
-use crate::ids::{CodeRef, Lease, Peers, PublicationId, RunId, Timestamp};
+use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
 use crate::notice::FaultNotice;
 use crate::outcome::Outcome;
 use crate::profile::{MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile};
@@ -134,10 +134,6 @@ pub struct Lane {
     /// The first lane bug seen while stepping (a refused pair call or phase input the lane
     /// itself decided); [`check_invariants`](Self::check_invariants) reports it.
     bug: Option<InvariantViolation>,
-    /// While a `RecordsRead` charges its run with the synchronize's code: the covered runs
-    /// whose published record gives them a verdict they keep through the poison (L-8a).
-    /// Empty between calls.
-    kept: Peers<status_latch::CoveredRead>,
 }
 
 impl Lane {
@@ -163,7 +159,6 @@ impl Lane {
             rejected_events: 0,
             runner_work: [None; MAX_SLOTS as usize],
             bug: None,
-            kept: Peers::new(),
         }
     }
 
@@ -485,8 +480,6 @@ impl Lane {
             rejected_events: _,
             runner_work,
             bug,
-            // Empty between calls.
-            kept: _,
         } = self;
         // Writing to a String cannot fail.
         let _ = write!(

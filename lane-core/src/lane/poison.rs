@@ -2,13 +2,11 @@
 //! the device; recovery drains, force-resets and probes until the device is proven usable
 //! or the attempts run out.
 
-use status_latch::{Class, Failure, Record, RecordRead};
-
 use crate::effect::Effect;
 use crate::error::EventError;
 use crate::outcome::{Cause, PublicationResult, Verdict};
 use crate::publication::PublicationInput;
-use crate::run::{RunInput, RunPhase};
+use crate::run::RunInput;
 use crate::state::{LaneAction, LaneInput, LaneState, RecoveryStep};
 
 use super::items::Item;
@@ -32,31 +30,18 @@ impl Lane {
     /// Ends every unfinished item before a reset: `origin` (if any) fails with `cause`, every
     /// other run and publication is poisoned naming it, or, with no origin (a fault notice,
     /// L-19), fails with `cause` itself. Handles are abandoned without destroys.
-    ///
-    /// The exception (L-8a): a run the origin's synchronize covered whose own published record
-    /// gives it a verdict keeps it, and is finalised before the recovery drains (`Quiesce`
-    /// waits for it): an ok record with copy-back, a run-only error without.
     pub(super) fn take_down(&mut self, origin: Option<RunId>, cause: Cause) {
         // Effects not yet taken are for work the reset abandons.
         self.effects.clear();
-        let kept = core::mem::take(&mut self.kept);
         for idx in 0..self.items.len() {
             match &self.items[idx] {
+                // The origin's failure stepped it to `Done` with its cause already.
                 Item::Run(r) if !r.phase.is_done() => {
-                    let (run, launched) = (r.id, matches!(r.phase, RunPhase::Launched { .. }));
-                    let keep = kept
-                        .iter()
-                        .find(|read| read.run == run.0)
-                        .and_then(|read| kept_verdict(read.record))
-                        .filter(|_| launched);
-                    let input = match (keep, origin) {
-                        (Some(verdict), _) => RunInput::Keep(verdict),
-                        (None, Some(origin)) if origin != run => {
-                            RunInput::Abandon(Verdict::Poisoned { cause, origin })
-                        }
-                        (None, Some(_) | None) => RunInput::Abandon(Verdict::Failed { cause }),
+                    let verdict = match origin {
+                        Some(origin) if origin != r.id => Verdict::Poisoned { cause, origin },
+                        Some(_) | None => Verdict::Failed { cause },
                     };
-                    self.decide(idx, input);
+                    self.decide(idx, RunInput::Abandon(verdict));
                 }
                 // Done already: refused, nothing changes.
                 Item::Publication(_) => {
@@ -69,11 +54,7 @@ impl Lane {
                 Item::Run(_) => {}
             }
         }
-        // A kept run holds its slot until its finalise answers.
-        self.slots.clear_except(self.items.iter().filter_map(|item| match item {
-            Item::Run(r) if !r.phase.is_done() => Some(r.lease),
-            _ => None,
-        }));
+        self.slots.clear();
         self.pair.abandon();
     }
 
@@ -132,19 +113,5 @@ impl Lane {
             LaneAction::TearDown => self.release_streams(),
             LaneAction::DestroyRound => self.destroy_round(),
         }
-    }
-}
-
-/// The verdict a covered run keeps through another run's poison (L-8a): its published record's,
-/// `Ok` or a run-only error; `None` for anything else (a poison-class error, no record), which
-/// goes down with the poison.
-fn kept_verdict(record: RecordRead) -> Option<Verdict> {
-    match record {
-        RecordRead::Read(Record::Ok) => Some(Verdict::Ok),
-        RecordRead::Read(Record::Error { code, source, .. }) => {
-            let cause = Cause::of(Failure::Record { code, source });
-            (cause.class() == Class::RunOnly).then_some(Verdict::Failed { cause })
-        }
-        _ => None,
     }
 }

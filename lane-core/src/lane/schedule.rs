@@ -46,9 +46,7 @@ impl Lane {
             LaneState::ReleasingStreams { .. } => {
                 self.release_streams();
             }
-            // A run kept through the poison (L-8a) finished finalising: the drain may start.
-            LaneState::Recovering { .. } => self.quiesce_if_done(),
-            LaneState::Lost | LaneState::Closed { .. } => {}
+            LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed { .. } => {}
         }
         debug_assert!(
             !self.items.first().is_some_and(Item::is_done),

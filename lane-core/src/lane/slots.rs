@@ -129,20 +129,9 @@ impl SlotTable {
         }
     }
 
-    /// Frees every slot but those of `keep` (a device reset drops every lease, except those
-    /// of runs finalised before it: L-8a's kept runs).
-    pub(super) fn clear_except(&mut self, keep: impl Iterator<Item = Lease> + Clone) {
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            let kept = match *slot {
-                SlotState::Leased { generation, .. } => keep
-                    .clone()
-                    .any(|lease| usize::from(lease.slot.0) == index && lease.generation == generation),
-                SlotState::Free | SlotState::Reserved(_) => false,
-            };
-            if !kept {
-                *slot = SlotState::Free;
-            }
-        }
+    /// Frees every slot (a device reset drops every lease).
+    pub(super) fn clear(&mut self) {
+        self.slots = [SlotState::Free; MAX_SLOTS as usize];
     }
 
     /// How many slots are reserved.

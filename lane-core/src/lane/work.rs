@@ -116,10 +116,9 @@ impl Lane {
         self.runner_work.iter().flatten().count()
     }
 
-    /// Leaves `Quiesce` once no runner work is out and no run kept through the poison is
-    /// still finalising (L-8a): the drain may start (L-18).
+    /// Leaves `Quiesce` once no runner work is out: the drain may start (L-18).
     pub(super) fn quiesce_if_done(&mut self) {
-        if self.runner_work_out() || self.live_runs().next().is_some() {
+        if self.runner_work_out() {
             return;
         }
         if let LaneState::Recovering {
