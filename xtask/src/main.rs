@@ -13,6 +13,7 @@ mod device_check;
 mod dist;
 mod fuzz;
 mod mutants;
+mod perf;
 mod sections;
 mod tidy;
 
@@ -28,7 +29,8 @@ cargo xtask <command>
 
 Commands:
   bench [--repeat N] run the micro-benchmarks (N runs each, default 3) and the simulator sweep, then
-                     write docs/performance.md and docs/performance-speedup.svg (on a quiet machine)
+                     write their figures to docs/data/bench.json, render docs/performance.md's
+                     tables and write docs/performance-speedup.svg (on a quiet machine)
   fake-bench [--runs N]
                      real time on the fake libascendcl, release builds: the runner loops through
                      the C ABI (a C++ runner on librun_lane.a, each loop at depth two beside depth
@@ -39,8 +41,9 @@ Commands:
                      docs/performance.md and leaves the rest alone
   ci                 run what CI runs (.ci/run): fmt check, clippy, docs, `cargo test --workspace`,
                      then `cargo xtask dist --check`
-  codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
-                     with --check, only report which files are stale
+  codegen [--check]  write the generated docs (transition tables, code tables, and the tables of
+                     docs/performance.md from docs/data/*.json) into docs/; with --check, only
+                     report which files are stale
   device-check [--lib PATH] [--device N]
                      on a machine with CANN and an NPU: the probe and the device-side checks that
                      need no kernels (streams, events, timed waits, copies, force reset and probe,
@@ -121,7 +124,7 @@ fn project_root() -> PathBuf {
 }
 
 /// `cargo xtask fake-bench [--runs N]`: the real-time figures on the fake libascendcl, each
-/// part writing its own section of docs/performance.md (`cargo xtask bench` keeps both): first
+/// part writing its own section of docs/performance.md: first
 /// the runner loops through the C ABI (the C++ bench against the release static library,
 /// [`capi_bench`], with its hand-written anchors and its sixteen lanes at once), then
 /// lane-conformance's `fake-bench` (the three arms through the Rust API).
@@ -143,8 +146,8 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
     };
     let doc = project_root().join("docs/performance.md");
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    let before = bench::load_average();
-    let idle = bench::idle_states().map_or_else(String::new, |idle| format!(" ({idle})"));
+    let before = perf::load_average();
+    let idle = perf::idle_states().map_or_else(String::new, |idle| format!(" ({idle})"));
     let section = capi_bench::run(
         runs,
         &format!("{cpus} logical CPUs{idle}, load average {before} before"),

@@ -1,7 +1,6 @@
 //! The sections of docs/performance.md that `cargo xtask fake-bench` writes, and the one
-//! function that puts a section into the file. `cargo xtask bench` rewrites the rest of the
-//! file and keeps these sections as they are ([`kept`]), so both commands lay the file out
-//! alike: each section between its markers, one blank line between blocks.
+//! function that puts a section into the file: each section between its markers, one blank
+//! line between blocks.
 
 /// A section's markers: the text between them is the section's own.
 #[derive(Clone, Copy, Debug)]
@@ -25,12 +24,9 @@ pub(crate) const C_ABI: Section = Section {
     end: "<!-- capi-bench: end -->",
 };
 
-/// Every section `cargo xtask fake-bench` writes.
-const ALL: [Section; 2] = [ARMS, C_ABI];
-
 /// `doc` with `section`'s block (its markers included) replaced by one holding `text`, or
 /// that block appended when the file has none. Text after the block stays one blank line
-/// below it, as [`kept`] lays the file out.
+/// below it.
 pub(crate) fn splice(doc: &str, section: Section, text: &str) -> String {
     let Section { begin, end } = section;
     let block = format!("{begin}\n\n{text}\n{end}\n");
@@ -42,21 +38,6 @@ pub(crate) fn splice(doc: &str, section: Section, text: &str) -> String {
         }
         _ => format!("{}\n\n{block}", doc.trim_end()),
     }
-}
-
-/// The blocks of every section `doc` holds (each from its begin marker through its end
-/// marker), in file order: what `cargo xtask bench` keeps when it rewrites the file.
-pub(crate) fn kept(doc: &str) -> Vec<&str> {
-    let mut blocks: Vec<(usize, &str)> = ALL
-        .iter()
-        .filter_map(|Section { begin, end }| {
-            let start = doc.find(begin)?;
-            let stop = doc[start..].find(end)? + start + end.len();
-            Some((start, &doc[start..stop]))
-        })
-        .collect();
-    blocks.sort_by_key(|(start, _)| *start);
-    blocks.into_iter().map(|(_, block)| block).collect()
 }
 
 #[cfg(test)]
@@ -89,18 +70,5 @@ mod tests {
             spliced,
             "the same text changes nothing"
         );
-    }
-
-    #[test]
-    fn both_sections_are_kept_in_file_order_and_another_section_is_left_alone() {
-        let doc = "# P\n\n".to_owned()
-            + &splice("", C_ABI, "c\n")
-            + "\n"
-            + &splice("", ARMS, "a\n")
-            + "\n## Not ours\n";
-        let blocks = kept(&doc);
-        assert_eq!(blocks.len(), 2);
-        assert!(blocks[0].starts_with(C_ABI.begin) && blocks[0].ends_with(C_ABI.end));
-        assert!(blocks[1].starts_with(ARMS.begin) && blocks[1].ends_with(ARMS.end));
     }
 }
