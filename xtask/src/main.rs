@@ -34,11 +34,12 @@ Commands:
   fake-bench [--runs N]
                      real time on the fake libascendcl, release builds: the runner loops through
                      the C ABI (a C++ runner on librun_lane.a, each loop at depth two beside depth
-                     one, with the fake's floor, the two hand-written anchors on the fake's ACL
+                     one, with the fake's floor, the hand-written anchors on the fake's ACL
                      calls and an idle lane's submit to launch, in three processes; then sixteen
-                     lanes at once, healthy and beside a hung and a poisoned device), then
-                     lane-conformance's `fake-bench` arms; each writes its section of
-                     docs/performance.md and leaves the rest alone
+                     lanes at once, healthy and beside a hung and a poisoned device) to
+                     docs/data/capi-bench.json, rendering docs/performance.md's tables; then
+                     lane-conformance's `fake-bench` arms, which write their section of
+                     docs/performance.md
   ci                 run what CI runs (.ci/run): fmt check, clippy, docs, `cargo test --workspace`,
                      then `cargo xtask dist --check`
   codegen [--check]  write the generated docs (transition tables, code tables, and the tables of
@@ -124,10 +125,11 @@ fn project_root() -> PathBuf {
 }
 
 /// `cargo xtask fake-bench [--runs N]`: the real-time figures on the fake libascendcl, each
-/// part writing its own section of docs/performance.md: first
-/// the runner loops through the C ABI (the C++ bench against the release static library,
-/// [`capi_bench`], with its hand-written anchors and its sixteen lanes at once), then
-/// lane-conformance's `fake-bench` (the three arms through the Rust API).
+/// part written as soon as it is measured, so a later failure keeps it: first the runner
+/// loops through the C ABI (the C++ bench against the release static library, [`capi_bench`],
+/// with its hand-written anchors and its sixteen lanes at once) to docs/data/capi-bench.json,
+/// then lane-conformance's `fake-bench` (the three arms through the Rust API), whose section
+/// of docs/performance.md it prints.
 fn fake_bench(args: &[&str]) -> Result<(), String> {
     let runs = match args {
         [] => None,
@@ -144,23 +146,8 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
             ));
         }
     };
-    let doc = project_root().join("docs/performance.md");
-    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    let before = perf::load_average();
-    let idle = perf::idle_states().map_or_else(String::new, |idle| format!(" ({idle})"));
-    let section = capi_bench::run(
-        runs,
-        &format!("{cpus} logical CPUs{idle}, load average {before} before"),
-    )?;
-    // Each section is put in as soon as it is measured, so a later failure keeps it.
-    let put = |part: sections::Section, text: &str| {
-        let old = std::fs::read_to_string(&doc)
-            .map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
-        std::fs::write(&doc, sections::splice(&old, part, text))
-            .map_err(|e| format!("cannot write {}: {e}", doc.display()))
-    };
-    put(sections::C_ABI, &section)?;
-    println!("wrote the C ABI loops' section of {}", doc.display());
+    let provenance = perf::provenance("cargo xtask fake-bench");
+    perf::record("capi-bench", capi_bench::run(runs)?, provenance)?;
     // lane-conformance's arms print their section; their progress goes to the terminal.
     let runs: Vec<String> =
         runs.map_or_else(Vec::new, |n| vec!["--runs".to_owned(), n.to_string()]);
@@ -171,7 +158,12 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
     if !out.status.success() {
         return Err(format!("fake-bench failed ({})", out.status));
     }
-    put(sections::ARMS, &String::from_utf8_lossy(&out.stdout))?;
+    let doc = project_root().join(perf::DOC);
+    let old =
+        std::fs::read_to_string(&doc).map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
+    let section = String::from_utf8_lossy(&out.stdout);
+    std::fs::write(&doc, sections::splice(&old, sections::ARMS, &section))
+        .map_err(|e| format!("cannot write {}: {e}", doc.display()))?;
     println!("wrote the fake-bench section of {}", doc.display());
     Ok(())
 }

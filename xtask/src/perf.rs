@@ -21,7 +21,7 @@ type Tables = fn(&Value) -> String;
 
 /// Each data file (docs/data/NAME.json) with the function that renders its tables, in the
 /// doc's order.
-const PARTS: [(&str, Tables); 1] = [("bench", bench_tables)];
+const PARTS: [(&str, Tables); 2] = [("bench", bench_tables), ("capi-bench", capi_tables)];
 
 fn data_path(name: &str) -> PathBuf {
     project_root().join(format!("docs/data/{name}.json"))
@@ -80,7 +80,7 @@ pub(crate) fn provenance(command: &str) -> Value {
 }
 
 /// `/proc/loadavg`'s 1, 5 and 15 minute averages.
-pub(crate) fn load_average() -> String {
+fn load_average() -> String {
     fs::read_to_string("/proc/loadavg").map_or_else(
         |_| "unknown".to_owned(),
         |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
@@ -91,7 +91,7 @@ pub(crate) fn load_average() -> String {
 /// a guest's `haltpoll` driver how long it polls before it halts. A real-time figure that
 /// wakes a thread onto an idle CPU pays that CPU's wake-up: on a guest that halts at once,
 /// the hypervisor's (tens of us), which no bare-metal runner host pays.
-pub(crate) fn idle_states() -> Option<String> {
+fn idle_states() -> Option<String> {
     let driver = fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver").ok()?;
     let driver = driver.trim();
     let poll = fs::read_to_string("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
@@ -273,9 +273,26 @@ fn pct(v: &Value, places: usize) -> String {
     f(v, places) + "%"
 }
 
+/// A list of numbers, each by `cell`, comma-separated; `-` where it is empty or not a list.
+fn list(v: &Value, cell: impl Fn(&Value) -> String) -> String {
+    match v.as_array() {
+        Some(a) if !a.is_empty() => a.iter().map(cell).collect::<Vec<_>>().join(", "),
+        _ => "-".to_owned(),
+    }
+}
+
 /// A device time in us: `20 us`.
 fn device(r: &Value) -> String {
     format!("{} us", t(&r["device_us"]))
+}
+
+/// A kernel length: `300 us`, `1 ms`.
+fn kernel(r: &Value) -> String {
+    match r["kernel_us"].as_u64() {
+        Some(us) if us % 1_000 == 0 => format!("{} ms", us / 1_000),
+        Some(us) => format!("{us} us"),
+        None => "-".to_owned(),
+    }
 }
 
 /// Nanoseconds to three significant figures.
@@ -465,6 +482,196 @@ fn bench_tables(d: &Value) -> String {
             }),
             (">depth-one gain", |r| signed(&r["one_gain_pct"], 1) + "%"),
             (">queued gain", |r| signed(&r["two_gain_pct"], 1) + "%"),
+        ],
+    );
+    out
+}
+
+/// `cargo xtask fake-bench`, the C ABI's part: the runner loops, the anchors, sixteen lanes.
+pub(crate) fn capi_tables(d: &Value) -> String {
+    let mut out =
+        "### The C ABI loops, the anchors and sixteen lanes (`cargo xtask fake-bench`)\n\n"
+            .to_owned();
+    out += &about(d);
+    out += "#### The runner loops (the first round)\n\n";
+    out += &table(
+        &d["loops"],
+        &[
+            (">kernel", kernel),
+            ("loop", |r| t(&r["loop"])),
+            (">depth two: median gap (us)", |r| f(&r["two_median_us"], 1)),
+            (">p99 (us)", |r| f(&r["two_p99_us"], 1)),
+            (">depth one: median gap (us)", |r| f(&r["one_median_us"], 1)),
+            (">p99 (us)", |r| f(&r["one_p99_us"], 1)),
+            (">depth two / depth one", |r| f(&r["ratio"], 2)),
+            (">floor: median (us)", |r| f(&r["floor_us"], 1)),
+            (">depth two: submit to launch, median (us)", |r| {
+                f(&r["submit_median_us"], 1)
+            }),
+            (">p99 (us)", |r| f(&r["submit_p99_us"], 1)),
+        ],
+    );
+    out += &table(
+        &d["loop_targets"],
+        &[
+            (">kernel", kernel),
+            ("the loops' target", |r| match r["holds"] {
+                Value::Bool(true) => "holds".to_owned(),
+                _ => "missed".to_owned(),
+            }),
+            ("each round, of what the target allows", |r| {
+                list(&r["of_target"], |v| f(v, 2))
+            }),
+            ("the queued anchor's gap per round (us)", |r| {
+                list(&r["queued_anchor_us"], |v| f(v, 1))
+            }),
+            (">the anchors' own queued / depth one", |r| {
+                f(&r["anchors_ratio"], 2)
+            }),
+        ],
+    );
+    out += "#### Beside the hand-written anchors (every round)\n\n";
+    // A ratio, or for the idle figures a difference in us.
+    fn against(r: &Value, v: &Value) -> String {
+        match r["difference"] {
+            Value::Bool(true) => signed(v, 1),
+            _ => f(v, 2),
+        }
+    }
+    out += &table(
+        &d["anchors"],
+        &[
+            (">kernel", kernel),
+            ("figure", |r| t(&r["figure"])),
+            ("anchor: median (us)", |r| {
+                list(&r["anchor_us"], |v| f(v, 1))
+            }),
+            ("lane: median (us)", |r| list(&r["lane_us"], |v| f(v, 1))),
+            ("lane / anchor (idle: lane - anchor, us)", |r| {
+                list(&r["against"], |v| against(r, v))
+            }),
+            (">middle round", |r| against(r, &r["middle"])),
+            ("target", |r| t(&r["target"])),
+            ("met", |r| t(&r["met"])),
+        ],
+    );
+    out += &table(
+        &d["misses"],
+        &[
+            (">kernel", kernel),
+            ("missed", |r| t(&r["figure"])),
+            (">by (us)", |r| f(&r["by_us"], 1)),
+            (">spread over the rounds (us)", |r| f(&r["spread_us"], 1)),
+            ("within the spread", |r| t(&r["within_spread"])),
+            (">hand-off loop / depth-one anchor", |r| {
+                f(&r["hand_over"], 2)
+            }),
+            (">lane / hand-off loop", |r| f(&r["lane_over_hand_off"], 2)),
+        ],
+    );
+    out += &table(
+        &d["idle_misses"],
+        &[
+            (">kernel", kernel),
+            ("missed", |_| "idle, bound".to_owned()),
+            (">beyond the 5 us (us)", |r| f(&r["beyond_us"], 1)),
+            (">lane, bound: to the AICore launch (us)", |r| {
+                f(&r["lane_bound_us"], 1)
+            }),
+            (">anchor: its arm copy (us)", |r| f(&r["anchor_us"], 1)),
+            (">lane, option off: to the AICore launch (us)", |r| {
+                f(&r["lane_off_us"], 1)
+            }),
+        ],
+    );
+    out += "#### Where a depth-one gap goes (the middle round of each part)\n\n";
+    out += &table(
+        &d["depth_one_split"],
+        &[
+            (">kernel", kernel),
+            ("loop", |r| t(&r["loop"])),
+            (">device end to the AICore launch's start (us)", |r| {
+                f(&r["react_us"], 1)
+            }),
+            (">the launch's calls (us)", |r| f(&r["launch_us"], 1)),
+            (">then to the run's device start (us)", |r| {
+                f(&r["start_us"], 1)
+            }),
+            (">device start to the next run's (us)", |r| {
+                f(&r["period_us"], 1)
+            }),
+            (">device span (us)", |r| f(&r["span_us"], 1)),
+        ],
+    );
+    out += "#### Sixteen lanes at once, beside a hung and a poisoned device\n\n";
+    fn outcomes(v: &Value) -> String {
+        format!("runs {}, Ok {}, poisons {}", t(&v[0]), t(&v[1]), t(&v[2]))
+    }
+    out += &table(
+        &d["lanes"],
+        &[
+            ("case", |r| t(&r["case"])),
+            (">repeat", |r| t(&r["repeat"])),
+            (">devices 0-13: median gap (us)", |r| f(&r["median_us"], 1)),
+            (">p99 (us)", |r| f(&r["p99_us"], 1)),
+            (">devices 0-13: runs Ok", |r| {
+                format!("{} / {}", t(&r["ok"]), t(&r["runs"]))
+            }),
+            ("device 14 (hung)", |r| outcomes(&r["hung"])),
+            ("device 15 (poisoned)", |r| outcomes(&r["poisoned"])),
+        ],
+    );
+    out += &pairs(
+        ["devices 0-13, over the repeats", ">value"],
+        &d["lanes_verdict"],
+        &[
+            ("healthy 16: mean of the median gaps (us)", |v| {
+                f(&v["healthy_us"], 2)
+            }),
+            ("beside the faulty 2: mean of the median gaps (us)", |v| {
+                f(&v["faulty_us"], 2)
+            }),
+            ("difference (us)", |v| signed(&v["difference_us"], 2)),
+            ("noise: the larger spread of one case (us)", |v| {
+                f(&v["noise_us"], 2)
+            }),
+            ("repeats of each case", |v| t(&v["repeats"])),
+            ("the difference within the noise", |v| t(&v["within"])),
+        ],
+    );
+    let cost = &d["lanes_cost"];
+    out += &table(
+        &json!([
+            ["threads", cost["threads"], 0],
+            ["VmRSS (MiB)", cost["rss_mib"], 1]
+        ]),
+        &[
+            ("one process of sixteen lanes", |r| t(&r[0])),
+            (">before the lanes", |r| f(&r[1][0], usize::from(r[2] == 1))),
+            (">created", |r| f(&r[1][1], usize::from(r[2] == 1))),
+            (">ran", |r| f(&r[1][2], usize::from(r[2] == 1))),
+            (">after destroy", |r| f(&r[1][3], usize::from(r[2] == 1))),
+        ],
+    );
+    out += &pairs(
+        ["a lane's share", ">value"],
+        cost,
+        &[
+            ("threads a lane, once created", |c| {
+                t(&c["threads_per_lane"])
+            }),
+            ("threads named `lane*`, once they ran", |c| {
+                t(&c["lane_threads"])
+            }),
+            ("threads named `fake-acl-*`, once they ran", |c| {
+                t(&c["fake_stream_threads"])
+            }),
+            ("VmRSS a lane, once created (KiB)", |c| {
+                f(&c["per_lane_kib"][0], 0)
+            }),
+            ("VmRSS a lane, once they ran (KiB)", |c| {
+                f(&c["per_lane_kib"][1], 0)
+            }),
         ],
     );
     out

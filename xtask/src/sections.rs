@@ -1,6 +1,6 @@
-//! The sections of docs/performance.md that `cargo xtask fake-bench` writes, and the one
-//! function that puts a section into the file: each section between its markers, one blank
-//! line between blocks.
+//! The section of docs/performance.md that `cargo xtask fake-bench` writes as Markdown (the
+//! three arms lane-conformance's `fake-bench` binary prints), and the one function that puts
+//! it into the file: between its markers, one blank line between blocks.
 
 /// A section's markers: the text between them is the section's own.
 #[derive(Clone, Copy, Debug)]
@@ -16,12 +16,6 @@ pub(crate) struct Section {
 pub(crate) const ARMS: Section = Section {
     begin: "<!-- fake-bench: begin (written by `cargo xtask fake-bench`) -->",
     end: "<!-- fake-bench: end -->",
-};
-
-/// The runner loops through the C ABI, with their hand-written anchors ([`crate::capi_bench`]).
-pub(crate) const C_ABI: Section = Section {
-    begin: "<!-- capi-bench: begin (written by `cargo xtask fake-bench`) -->",
-    end: "<!-- capi-bench: end -->",
 };
 
 /// `doc` with `section`'s block (its markers included) replaced by one holding `text`, or
@@ -46,12 +40,12 @@ mod tests {
 
     #[test]
     fn a_section_is_appended_once_then_replaced_in_place() {
-        let once = splice("# P\n\nbody\n", C_ABI, "first\n");
-        assert!(once.starts_with("# P\n\nbody\n\n") && once.contains(C_ABI.begin));
-        let twice = splice(&format!("{once}\n## Later\n"), C_ABI, "second\n");
+        let once = splice("# P\n\nbody\n", ARMS, "first\n");
+        assert!(once.starts_with("# P\n\nbody\n\n") && once.contains(ARMS.begin));
+        let twice = splice(&format!("{once}\n## Later\n"), ARMS, "second\n");
         assert!(!twice.contains("first") && twice.contains("second"));
         assert!(twice.contains("## Later"), "text after the block stays");
-        assert_eq!(twice.matches(C_ABI.begin).count(), 1);
+        assert_eq!(twice.matches(ARMS.begin).count(), 1);
     }
 
     #[test]
