@@ -14,7 +14,6 @@ mod dist;
 mod fuzz;
 mod mutants;
 mod perf;
-mod sections;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -36,10 +35,10 @@ Commands:
                      the C ABI (a C++ runner on librun_lane.a, each loop at depth two beside depth
                      one, with the fake's floor, the hand-written anchors on the fake's ACL
                      calls and an idle lane's submit to launch, in three processes; then sixteen
-                     lanes at once, healthy and beside a hung and a poisoned device) to
-                     docs/data/capi-bench.json, rendering docs/performance.md's tables; then
-                     lane-conformance's `fake-bench` arms, which write their section of
-                     docs/performance.md
+                     lanes at once, healthy and beside a hung and a poisoned device), then
+                     lane-conformance's `fake-bench` arms; each part writes its figures to
+                     docs/data/capi-bench.json or docs/data/fake-bench.json and renders
+                     docs/performance.md's tables
   ci                 run what CI runs (.ci/run): fmt check, clippy, docs, `cargo test --workspace`,
                      then `cargo xtask dist --check`
   codegen [--check]  write the generated docs (transition tables, code tables, and the tables of
@@ -125,11 +124,11 @@ fn project_root() -> PathBuf {
 }
 
 /// `cargo xtask fake-bench [--runs N]`: the real-time figures on the fake libascendcl, each
-/// part written as soon as it is measured, so a later failure keeps it: first the runner
-/// loops through the C ABI (the C++ bench against the release static library, [`capi_bench`],
-/// with its hand-written anchors and its sixteen lanes at once) to docs/data/capi-bench.json,
-/// then lane-conformance's `fake-bench` (the three arms through the Rust API), whose section
-/// of docs/performance.md it prints.
+/// part written to its data file as soon as it is measured, so a later failure keeps it:
+/// first the runner loops through the C ABI (the C++ bench against the release static library,
+/// [`capi_bench`], with its hand-written anchors and its sixteen lanes at once), then
+/// lane-conformance's `fake-bench` (the three arms through the Rust API), which prints its
+/// figures as JSON.
 fn fake_bench(args: &[&str]) -> Result<(), String> {
     let runs = match args {
         [] => None,
@@ -148,7 +147,8 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
     };
     let provenance = perf::provenance("cargo xtask fake-bench");
     perf::record("capi-bench", capi_bench::run(runs)?, provenance)?;
-    // lane-conformance's arms print their section; their progress goes to the terminal.
+    // lane-conformance's arms print their figures; their progress goes to the terminal.
+    let provenance = perf::provenance("cargo xtask fake-bench");
     let runs: Vec<String> =
         runs.map_or_else(Vec::new, |n| vec!["--runs".to_owned(), n.to_string()]);
     let out = release(&["-p", "lane-conformance", "--bin", "fake-bench"], &runs)
@@ -158,14 +158,9 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
     if !out.status.success() {
         return Err(format!("fake-bench failed ({})", out.status));
     }
-    let doc = project_root().join(perf::DOC);
-    let old =
-        std::fs::read_to_string(&doc).map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
-    let section = String::from_utf8_lossy(&out.stdout);
-    std::fs::write(&doc, sections::splice(&old, sections::ARMS, &section))
-        .map_err(|e| format!("cannot write {}: {e}", doc.display()))?;
-    println!("wrote the fake-bench section of {}", doc.display());
-    Ok(())
+    let data = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("fake-bench printed no JSON: {e}"))?;
+    perf::record("fake-bench", data, provenance)
 }
 
 /// `cargo xtask explore ...`: lane-fuzz's `explore` example in a release build, with the

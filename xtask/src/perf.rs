@@ -21,7 +21,11 @@ type Tables = fn(&Value) -> String;
 
 /// Each data file (docs/data/NAME.json) with the function that renders its tables, in the
 /// doc's order.
-const PARTS: [(&str, Tables); 2] = [("bench", bench_tables), ("capi-bench", capi_tables)];
+const PARTS: [(&str, Tables); 3] = [
+    ("bench", bench_tables),
+    ("fake-bench", arm_tables),
+    ("capi-bench", capi_tables),
+];
 
 fn data_path(name: &str) -> PathBuf {
     project_root().join(format!("docs/data/{name}.json"))
@@ -487,6 +491,27 @@ fn bench_tables(d: &Value) -> String {
     out
 }
 
+/// `cargo xtask fake-bench`, lane-conformance's part: three arms through the Rust API.
+fn arm_tables(d: &Value) -> String {
+    let mut out = "### Three arms on the fake (`cargo xtask fake-bench`)\n\n".to_owned();
+    out += &about(d);
+    out += &table(
+        &d["arms"],
+        &[
+            (">device time", device),
+            ("arm", |r| t(&r["arm"])),
+            (">runs/s", |r| f(&r["runs_per_s"], 0)),
+            (">busy/run (us)", |r| f(&r["busy_us"], 1)),
+            (">mean gap (us)", |r| f(&r["mean_gap_us"], 1)),
+            (">median gap (us)", |r| f(&r["median_gap_us"], 1)),
+            (">p99 gap (us)", |r| f(&r["p99_gap_us"], 1)),
+            (">host/run (us)", |r| f(&r["host_us"], 1)),
+            (">queued launches", |r| t(&r["queued_launches"])),
+        ],
+    );
+    out
+}
+
 /// `cargo xtask fake-bench`, the C ABI's part: the runner loops, the anchors, sixteen lanes.
 pub(crate) fn capi_tables(d: &Value) -> String {
     let mut out =
@@ -739,6 +764,18 @@ mod tests {
         assert!(text.contains(
             "| device time | queued runs/s | model T2 runs/s | queued / model | E[max] runs/s | queued / E[max] |\n|---:|---:|---:|---:|---:|---:|\n\n"
         ), "an empty table keeps its header: {text}");
+    }
+
+    #[test]
+    fn the_arm_tables_render_a_row_per_arm_with_unmeasured_figures_as_dashes() {
+        let data = json!({ "arms": [{
+            "device_us": 100, "arm": "queued + on-stream copies + workers", "runs_per_s": 3204.4,
+            "busy_us": 285.31, "mean_gap_us": 26.4, "median_gap_us": 9.94, "p99_gap_us": 127.8,
+            "host_us": null, "queued_launches": 298,
+        }]});
+        assert!(arm_tables(&data).contains(
+            "| 100 us | queued + on-stream copies + workers | 3204 | 285.3 | 26.4 | 9.9 | 127.8 | - | 298 |"
+        ));
     }
 
     #[test]
