@@ -146,9 +146,12 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
         }
     };
     let provenance = perf::provenance("cargo xtask fake-bench");
+    let commit = provenance["commit"].clone();
     perf::record("capi-bench", capi_bench::run(runs)?, provenance)?;
-    // lane-conformance's arms print their figures; their progress goes to the terminal.
-    let provenance = perf::provenance("cargo xtask fake-bench");
+    // lane-conformance's arms print their figures; their progress goes to the terminal. Their
+    // commit is the tree's before the first part's data file changed it.
+    let mut provenance = perf::provenance("cargo xtask fake-bench");
+    provenance["commit"] = commit;
     let runs: Vec<String> =
         runs.map_or_else(Vec::new, |n| vec!["--runs".to_owned(), n.to_string()]);
     let out = release(&["-p", "lane-conformance", "--bin", "fake-bench"], &runs)
