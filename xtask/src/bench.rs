@@ -1,24 +1,22 @@
 //! `cargo xtask bench [--repeat N]`: runs the micro-benchmarks (divan, in the pure crates'
 //! `benches/`) and the simulator's before/after sweep (`lane-sim sweep --json`), then writes
-//! docs/performance.md (the tables, the machine, the date, how to reproduce) and
+//! their figures to docs/data/bench.json (rendered into docs/performance.md) and
 //! docs/performance-speedup.svg (queued over depth-one speedup against device time).
 //!
 //! Timings on a shared VM swing with the other work on it, and noise only ever adds time,
-//! so each benchmark binary runs `--repeat` times and the table reports the lowest median
-//! with the range of medians. Where valgrind is installed, each benchmark's instructions per
-//! iteration are counted too (cachegrind): they do not swing.
+//! so each benchmark binary runs `--repeat` times and the data keep the lowest median and
+//! the slowest. Where valgrind is installed, each benchmark's instructions per iteration are
+//! counted too (cachegrind): they do not swing.
 
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::{cargo, project_root};
+use crate::{cargo, perf, project_root};
 
-/// Repetitions of each benchmark binary when `--repeat` is not given.
 const DEFAULT_REPEAT: u32 = 3;
 /// The target of the micro-benchmarks in the issue: the cost of one device call.
 const DEVICE_CALL_NS: f64 = 5_500.0;
@@ -96,6 +94,9 @@ const MICRO: [MicroBench; 7] = [
 /// `lane::full_run_cycle_with_invariant_checks` is reported too (the simulator's and the
 /// fuzzers' price of checking), without a target.
 const CHECKED_CYCLE: &str = "lane::full_run_cycle_with_invariant_checks";
+const CHECKED_MEASURES: &str = "the a2a3 cycle with `check_invariants` after every event (the \
+                                simulator's and fuzzers' price, and lane-service's default; \
+                                the C ABI's is off)";
 
 /// `cargo xtask bench [--repeat N]`.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
@@ -114,7 +115,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         }
     };
     let root = project_root();
-    let machine = Machine::describe(&root);
+    let provenance = perf::provenance("cargo xtask bench");
     eprintln!("xtask bench: micro-benchmarks, {repeat} runs of each binary");
     let medians = micro_medians(&root, repeat)?;
     let instructions = instruction_counts(&root);
@@ -126,33 +127,19 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         &["--jitter-pct", JITTER_PCT, "--points", JITTER_POINTS],
     )?;
     let previous = lane_sim_sweep(&lane_sim, &PREVIOUS_LAYOUT_COSTS)?;
-    let load_after = load_average();
-    let doc = Doc {
-        machine: &machine,
-        load_after: &load_after,
+    let svg = root.join("docs/performance-speedup.svg");
+    fs::write(&svg, speedup_svg(&sweep, &jitter)?)
+        .map_err(|e| format!("cannot write {}: {e}", svg.display()))?;
+    let micro = Micro {
         repeat,
         medians: &medians,
-        instructions: &instructions,
-        sweep: &sweep,
-        jitter: &jitter,
-        previous: &previous,
+        instructions: instructions.as_deref(),
     };
-    let mut markdown = doc.render()?;
-    // The real-time companion sections are `cargo xtask fake-bench`'s: keep them.
-    if let Ok(old) = fs::read_to_string(root.join("docs/performance.md")) {
-        for section in crate::sections::kept(&old) {
-            markdown = format!("{}\n\n{section}\n", markdown.trim_end());
-        }
-    }
-    let svg = speedup_svg(&sweep, &jitter)?;
-    write(&root.join("docs/performance.md"), &markdown)?;
-    write(&root.join("docs/performance-speedup.svg"), &svg)?;
-    println!("wrote docs/performance.md and docs/performance-speedup.svg");
-    Ok(())
-}
-
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    perf::record(
+        "bench",
+        data(&micro, &sweep, &jitter, &previous),
+        provenance,
+    )
 }
 
 /// Runs a command to completion; its stdout, or an error naming it and its stderr's tail.
@@ -170,120 +157,6 @@ fn output(mut command: Command, what: &str) -> Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-// ----- the machine ----------------------------------------------------------------------
-
-/// What the numbers were measured on.
-struct Machine {
-    cpu: String,
-    cpus: usize,
-    os: String,
-    rustc: String,
-    commit: String,
-    date: String,
-    load_before: String,
-}
-
-impl Machine {
-    fn describe(root: &Path) -> Self {
-        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu = cpuinfo
-            .lines()
-            .find_map(|l| l.strip_prefix("model name"))
-            .and_then(|l| l.split_once(':'))
-            .map_or_else(|| "unknown CPU".to_owned(), |(_, v)| v.trim().to_owned());
-        let cpus = std::thread::available_parallelism().map_or(0, usize::from);
-        let os = fs::read_to_string("/proc/sys/kernel/osrelease").map_or_else(
-            |_| std::env::consts::OS.to_owned(),
-            |r| format!("Linux {}", r.trim()),
-        );
-        let rustc = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned()))
-            .arg("--version")
-            .output()
-            .map_or_else(
-                |_| "rustc (version unknown)".to_owned(),
-                |o| String::from_utf8_lossy(&o.stdout).trim().to_owned(),
-            );
-        let git = |args: &[&str]| {
-            Command::new("git")
-                .args(args)
-                .current_dir(root)
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        };
-        let commit = match (
-            git(&["rev-parse", "--short", "HEAD"]),
-            git(&["status", "--porcelain"]),
-        ) {
-            (Some(hash), Some(changes)) if !changes.is_empty() => {
-                format!("{hash} with uncommitted changes")
-            }
-            (Some(hash), _) => hash,
-            (None, _) => "unknown".to_owned(),
-        };
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        Self {
-            cpu,
-            cpus,
-            os,
-            rustc,
-            commit,
-            date: utc_date(secs),
-            load_before: load_average(),
-        }
-    }
-}
-
-/// `/proc/loadavg`'s 1, 5 and 15 minute averages.
-pub(crate) fn load_average() -> String {
-    fs::read_to_string("/proc/loadavg").map_or_else(
-        |_| "unknown".to_owned(),
-        |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
-    )
-}
-
-/// How an idle CPU waits for its next wake-up, where Linux says: the cpuidle driver, and for
-/// a guest's `haltpoll` driver how long it polls before it halts. A real-time figure that
-/// wakes a thread onto an idle CPU pays that CPU's wake-up: on a guest that halts at once,
-/// the hypervisor's (tens of us), which no bare-metal runner host pays.
-pub(crate) fn idle_states() -> Option<String> {
-    let driver = fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver").ok()?;
-    let driver = driver.trim();
-    let poll = fs::read_to_string("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
-        .ok()
-        .filter(|_| driver == "haltpoll");
-    Some(describe_idle(driver, poll.as_deref()))
-}
-
-/// [`idle_states`]' text for `driver` and, under `haltpoll`, its `guest_halt_poll_ns`.
-fn describe_idle(driver: &str, poll_ns: Option<&str>) -> String {
-    match poll_ns.map(str::trim) {
-        Some("0") => format!("cpuidle {driver}: an idle CPU halts at once, with no guest polling"),
-        Some(ns) => format!("cpuidle {driver}: an idle CPU polls up to {ns} ns before it halts"),
-        None => format!("cpuidle {driver}"),
-    }
-}
-
-/// `YYYY-MM-DD HH:MM UTC` from seconds since the Unix epoch (the civil-from-days algorithm
-/// of Howard Hinnant's date library).
-fn utc_date(secs: u64) -> String {
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let (hour, minute) = ((secs % 86_400) / 3_600, (secs % 3_600) / 60);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
 }
 
 // ----- micro-benchmarks -----------------------------------------------------------------
@@ -484,582 +357,191 @@ fn points(sweep: &Value) -> Result<&Vec<Value>, String> {
         .ok_or_else(|| "the sweep's JSON has no `points`".to_owned())
 }
 
-// ----- docs/performance.md ----------------------------------------------------------------
+// ----- docs/data/bench.json ---------------------------------------------------------------
 
-struct Doc<'a> {
-    machine: &'a Machine,
-    load_after: &'a str,
+/// The micro-benchmarks' figures: runs of each binary, each benchmark's medians, and its
+/// instructions per iteration where valgrind counted them.
+struct Micro<'a> {
     repeat: u32,
     medians: &'a Medians,
-    instructions: &'a Option<Vec<(String, u64)>>,
-    sweep: &'a Value,
-    jitter: &'a Value,
-    previous: &'a Value,
+    instructions: Option<&'a [(String, u64)]>,
 }
 
-/// Nanoseconds for a table cell: three significant figures.
-fn ns(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} ns")
-    } else if v >= 10.0 {
-        format!("{v:.1} ns")
-    } else {
-        format!("{v:.2} ns")
-    }
+/// `v` times `by`; null where `v` is not a number.
+fn scaled(v: &Value, by: f64) -> Value {
+    v.as_f64().map_or(Value::Null, |x| json!(x * by))
 }
 
-fn us(ns: f64) -> String {
-    format!("{:.1}", ns / 1_000.0)
+/// The lowest of `values[key]` over `rows` (each a fraction of its model) and the device
+/// time (us) it was at.
+fn worst(rows: &[Value], key: &str) -> Option<(f64, Value)> {
+    rows.iter()
+        .filter_map(|p| Some((p[key].as_f64()?, p["device_us"].clone())))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
 }
 
-fn pct(fraction: f64) -> String {
-    format!("{:.1}%", fraction * 100.0)
-}
-
-impl Doc<'_> {
-    fn render(&self) -> Result<String, String> {
-        let mut out = String::new();
-        self.header(&mut out);
-        self.micro(&mut out);
-        self.sweep(&mut out)?;
-        self.offloaded(&mut out)?;
-        self.jitter(&mut out)?;
-        self.layout(&mut out)?;
-        Ok(out)
-    }
-
-    fn header(&self, out: &mut String) {
-        let m = self.machine;
-        out.push_str("# Performance\n\n");
-        let _ = writeln!(
-            out,
-            "Generated by `cargo xtask bench` on {}. Do not edit by hand: run it again.\n",
-            m.date
-        );
-        out.push_str(
-            "Two measurements: micro-benchmarks of the pure crates' hot paths (wall-clock \
-             time on this machine), and a before/after sweep of depth one against queued \
-             depth two on the simulator (virtual time, deterministic, beside the throughput \
-             model of `measured-figures.md` §5(c)). The sweep measures the lane's logic \
-             against calibrated device costs; it is not a device measurement.\n\n",
-        );
-        out.push_str("## Machine\n\n");
-        let _ = writeln!(out, "- CPU: {}, {} logical CPUs", m.cpu, m.cpus);
-        let _ = writeln!(out, "- OS: {}", m.os);
-        let _ = writeln!(out, "- Toolchain: {}", m.rustc);
-        let _ = writeln!(out, "- Commit: {}", m.commit);
-        let _ = writeln!(
-            out,
-            "- Load average (1, 5, 15 min) before: {}; after: {}. Other work on the machine \
-             only adds time to the micro-benchmarks.\n",
-            m.load_before, self.load_after
-        );
-        out.push_str("## How to reproduce\n\n```sh\n");
-        out.push_str(
-            "cargo xtask bench                                        # everything; writes this file and the SVG\n\
-             cargo bench -p stream-pair -p status-latch -p lane-core  # the micro-benchmarks only\n\
-             cargo run --release -- sweep                             # the sweep table (--json for machine use)\n\
-             cargo run --release -- sweep --jitter-pct 10 --points 50,100,110,115,120,125,130,250,1000\n\
-             cargo test -p lane-core --test allocations               # zero heap allocations per run\n",
-        );
-        out.push_str("```\n\n");
-    }
-
-    fn median_of(&self, path: &str) -> Option<&Vec<f64>> {
-        self.medians
-            .iter()
-            .find(|(p, _)| p == path)
-            .map(|(_, values)| values)
-    }
-
-    fn instructions_of(&self, path: &str) -> String {
-        self.instructions
-            .as_ref()
-            .and_then(|counts| counts.iter().find(|(p, _)| p == path))
-            .map_or_else(|| "-".to_owned(), |(_, n)| n.to_string())
-    }
-
-    fn micro(&self, out: &mut String) {
-        out.push_str("## Micro-benchmarks\n\n");
-        let _ = writeln!(
-            out,
-            "divan, fixed sample sizes (1,000 samples each). Each benchmark binary ran {} \
-             times; **median** is the lowest of those runs' medians, the range shows all of \
-             them. Instructions per iteration come from cachegrind ({}); unlike time they do \
-             not depend on the load, so they are the figure to compare between commits.\n",
-            self.repeat,
-            if self.instructions.is_some() {
-                "the difference of two sample sizes, so divan's own work cancels"
-            } else {
-                "valgrind was not installed, so none were counted"
-            }
-        );
-        out.push_str(
-            "| benchmark | measures | target | median | medians over runs | instructions/iter |\n\
-             |---|---|---:|---:|---:|---:|\n",
-        );
-        let rows = MICRO
-            .iter()
-            .map(|m| (m.path, m.measures, m.target_ns))
-            .chain([(
-                CHECKED_CYCLE,
-                "the a2a3 cycle with `check_invariants` after every event (the simulator's \
-                 and fuzzers' price, and lane-service's default; the C ABI's is off)",
-                None,
-            )]);
-        for (path, measures, target) in rows {
-            let Some(values) = self.median_of(path) else {
-                continue;
-            };
+/// The figures as data (docs/data/bench.json): what docs/performance.md's tables show.
+fn data(micro: &Micro<'_>, sweep: &Value, jitter: &Value, previous: &Value) -> Value {
+    let rows = MICRO
+        .iter()
+        .map(|m| (m.path, m.measures, m.target_ns))
+        .chain([(CHECKED_CYCLE, CHECKED_MEASURES, None)]);
+    let mut cycle = None;
+    let micro_rows: Vec<Value> = rows
+        .filter_map(|(path, measures, target)| {
+            let values = &micro.medians.iter().find(|(p, _)| p == path)?.1;
             let best = values.iter().copied().fold(f64::INFINITY, f64::min);
-            let worst = values.iter().copied().fold(0.0, f64::max);
-            let target = target.map_or_else(
-                || "reported".to_owned(),
-                |t| {
-                    format!(
-                        "≤ {} {}",
-                        ns(t),
-                        if best <= t { "(met)" } else { "(**missed**)" }
-                    )
-                },
-            );
-            let _ = writeln!(
-                out,
-                "| `{path}` | {measures} | {target} | {} | {} – {} | {} |",
-                ns(best),
-                ns(values.iter().copied().fold(f64::INFINITY, f64::min)),
-                ns(worst),
-                self.instructions_of(path)
-            );
-        }
-        out.push('\n');
-        if let Some(cycle) = self.median_of("lane::full_run_cycle::a2a3") {
-            let best = cycle.iter().copied().fold(f64::INFINITY, f64::min);
-            let _ = writeln!(
-                out,
-                "One run through the lane costs {} of host time: {:.1}% of one ~5.5 us device \
-                 call (A18), and {:.2}% of the ~{} us of calibrated host work a run needs in \
-                 the simulator (`H` below: prepare, finalise and eight ACL calls). A run is \
-                 one submit and five events, so each lane step costs about {}, {:.2}% of one \
-                 device call.\n",
-                ns(best),
-                best / DEVICE_CALL_NS * 100.0,
-                best / num(&self.sweep["model"], "h_ns").unwrap_or(f64::NAN) * 100.0,
-                us(num(&self.sweep["model"], "h_ns").unwrap_or(f64::NAN)),
-                ns(best / 6.0),
-                best / 6.0 / DEVICE_CALL_NS * 100.0,
-            );
-        }
-        out.push_str(
-            "**Zero heap allocations per run** in steady state is a test, not a timing: \
-             `lane-core/tests/allocations.rs` runs 10,000 runs queued two deep under a \
-             counting global allocator and requires zero allocations. Every benchmark also \
-             runs once under `cargo test` (`test = true` on each `[[bench]]`), so none can \
-             rot.\n\n",
-        );
-    }
-
-    fn sweep(&self, out: &mut String) -> Result<(), String> {
-        let model = &self.sweep["model"];
-        let (pre, r, g, h, h1) = (
-            num(model, "preamble_ns")?,
-            num(model, "r_ns")?,
-            num(model, "g_ns")?,
-            num(model, "h_ns")?,
-            num(model, "h1_ns")?,
-        );
-        out.push_str("## Before/after sweep on the simulator\n\n");
-        let _ = writeln!(
-            out,
-            "`lane-sim sweep`: for each device time per run, the same workload runs twice in \
-             one invocation, at launch depth one (**before**: the host-synchronised lane) and \
-             queued at depth two (**after**), with the calibrated default costs \
-             (`lane-sim costs`), no jitter, {} runs per arm; the first {} of each arm are \
-             skipped (stream creation, the first AICore launch's binary load), and figures are \
-             taken over the rest: runs/s from the spacing of the runs' device ends, device \
-             utilisation and the mean inter-run gap from each run's own timing buffer.\n",
-            num(self.sweep, "runs")?,
-            num(self.sweep, "warmup_runs")?
-        );
-        out.push_str("### The model\n\n");
-        let _ = writeln!(
-            out,
-            "From `measured-figures.md` §5(c): depth-one period `T1 = D + R`, queued period \
-             `T2 = max(D + g, H)`. With §5(c)'s refinement for the host-bound case: the next \
-             run's prepare overlaps the running one (A23, and the a2a3 profile prepares \
-             concurrently), so a depth-one lane whose host work per run exceeds `D + R` is \
-             host-bound too: `T1 = max(D + R, H1)`. `D`, `R`, `g`, `H` and `H1` come from the \
-             simulator's cost table (`backend-sim/src/costs.rs`; \
-             `backend_sim::sweep::Model::from_costs` states each sum):\n"
-        );
-        let _ = writeln!(
-            out,
-            "- `D` = workload device time + `run_preamble` ({} us, A8): §5 counts the \
-             preamble as device time.",
-            us(pre)
-        );
-        let _ = writeln!(
-            out,
-            "- `g` = 3 × `task_switch` + 2 × `event_task` = **{} us**: after run N's kernels \
-             end, the AICore stream runs N's `core_done` task, the AICPU stream (behind its \
-             wait on it) N's boundary task, and N+1's AICore kernel (behind its wait on that \
-             boundary) starts: three tasks, each behind a task switch.",
-            us(g)
-        );
-        let _ = writeln!(
-            out,
-            "- `R` = 2 × `task_switch` + 2 × `event_task` + `host_wakeup` + `read_d2h` + \
-             2 × `kernel_launch` + `event_record` + `kernel_start_latency` = **{} us**: N's \
-             `core_done` and boundary pass, the blocked host wakes, reads N's timing, status \
-             header and result record (one D2H, whose status bytes the status read answers \
-             from: decision 0023), launches both kernels with N+1's `core_done` recorded \
-             between them (no stream wait on N's boundary: its wait returned), and N+1 starts \
-             after the start latency. N+1 was prepared while N ran, and its prepare armed its \
-             slot (the H2D, decision 0024); N's finalise follows N+1's launch: none of them is \
-             on this path.",
-            us(r)
-        );
-        let _ = writeln!(
-            out,
-            "- `H` = `prepare` + `write_h2d` + 2 × `kernel_launch` + 2 × `event_record` + \
-             2 × `stream_wait` + `event_query` + `read_d2h` + `finalise` = **{} us**: all \
-             the lane thread's work per run (§5's `H`); once the host is the bottleneck the \
-             boundary has passed when it waits, so the wait is a query. `H1` = `H` − \
-             `stream_wait` = **{} us** at depth one, which makes no wait on its predecessor's \
-             boundary: where the host bounds both arms, depth one is ahead by that call.\n",
-            us(h),
-            us(h1)
-        );
-        out.push_str("### Results\n\n");
-        out.push_str(
-            "| device time | D | depth one runs/s | queued runs/s | ratio | utilisation 1 → 2 \
-             | mean gap 1 → 2 (us) | model T1 runs/s | model T2 runs/s | model ratio | queued / model |\n\
-             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        );
-        let mut worst: Option<(f64, f64)> = None;
-        for p in points(self.sweep)? {
-            let (one, two) = (&p["depth_one"], &p["queued"]);
-            let of_model = num(p, "queued_of_model")?;
-            let device_us = num(p, "workload_device_ns")? / 1_000.0;
-            if worst.is_none_or(|(w, _)| of_model < w) {
-                worst = Some((of_model, device_us));
+            if path == "lane::full_run_cycle::a2a3" {
+                cycle = Some(best);
             }
-            let _ = writeln!(
-                out,
-                "| {device_us} us{} | {} us | {:.0} | {:.0} | {:.3} | {} → {} | {} → {} | {:.0} | {:.0} | {:.3} | {:.2}% |",
-                if p["host_bound"] == true {
-                    " (host-bound)"
-                } else {
-                    ""
-                },
-                us(num(p, "d_ns")?),
-                num(one, "runs_per_s")?,
-                num(two, "runs_per_s")?,
-                num(p, "ratio")?,
-                pct(num(one, "utilisation")?),
-                pct(num(two, "utilisation")?),
-                us(num(one, "mean_gap_ns")?),
-                us(num(two, "mean_gap_ns")?),
-                num(p, "model_depth_one_runs_per_s")?,
-                num(p, "model_queued_runs_per_s")?,
-                num(p, "model_ratio")?,
-                of_model * 100.0
-            );
-        }
-        out.push('\n');
-        if let Some((w, at)) = worst {
-            let _ = writeln!(
-                out,
-                "**The queued lane reaches {:.2}% of the model's ideal throughput at worst \
-                 ({at} us)**: the target is 99% at every point. The simulator's costs are the \
-                 model's inputs, so what this checks is that the lane adds no serialisation \
-                 the model does not count: a queued launch that waited for the predecessor's \
-                 finalise, or an await that waited for the successor's launch, would show as \
-                 a shortfall here.\n",
-                w * 100.0
-            );
-        }
-        let _ = writeln!(
-            out,
-            "Reading it: below about {} us of device time, the host's work per run exceeds \
-             even the depth-one period (`H1 > D + R`): both arms are host-bound and queueing \
-             buys nothing (§5(c): expect ≈0% and do not read it as a failed lane; depth one is \
-             ahead there by the stream wait it does not make, `H − H1`). Up to about \
-             {} us (`D + g = H`) the queued lane is host-bound while depth one still pays `R`, \
-             so the gain peaks where the two meet. Beyond, both are device-bound, the device \
-             idles `g` between queued runs instead of `R`, and the gain falls as \
-             `(D + R) / (D + g) ≈ 1 + (R − g) / D`.\n",
-            us(h1 - r - pre),
-            us(h - g - pre)
-        );
-        out.push_str(
-            "![Speedup of queued depth two over depth one against device time per run]\
-             (performance-speedup.svg)\n\n",
-        );
-        Ok(())
-    }
-
-    /// Arm 3 of the sweep: copies on the streams, the runner's prepare and finalise on host
-    /// workers, each point against its own model.
-    fn offloaded(&self, out: &mut String) -> Result<(), String> {
-        let model = &self.sweep["model"];
-        let offload = &self.sweep["offload"];
-        let (g, g3, l, w, c, h, launch) = (
-            num(model, "g_ns")?,
-            num(model, "g3_ns")?,
-            num(model, "l_ns")?,
-            num(model, "w_ns")?,
-            num(model, "c_ns")?,
-            num(model, "h_ns")?,
-            num(model, "launch_ns")?,
-        );
-        let (p, f, wake) = (
-            num(model, "prepare_ns")?,
-            num(model, "finalise_ns")?,
-            num(model, "wakeup_ns")?,
-        );
-        let (slots, window, workers) = (
-            num(offload, "slots")?,
-            num(offload, "prepare_window")?,
-            num(offload, "workers")?,
-        );
-        out.push_str("### Arm 3: copies on the streams, runner work on host workers\n\n");
-        let _ = writeln!(
-            out,
-            "The same sweep runs a third arm in the same invocation: queued at depth two with \
-             the arm and status copies queued on the run's streams from pinned host memory \
-             (`CopyPath::OnStream`) and the runner's prepare and finalise on {workers} virtual \
-             host workers (`backend_sim::workers`: worker tracks in virtual time, shown in \
-             the Perfetto trace beside the copy tasks on the stream tracks), on the a2a3 \
-             profile with {slots} slots and a prepare window of {window}: the fake-bench's \
-             third arm below. The simulated lane runs exactly as lane-service's does \
-             (`WorkerLoop`): every device wait (each run's completion, the recovery drain) is \
-             made by the completion waiter on a track of its own (`lane_driver::run_device_wait`, \
-             the function lane-service's waiter thread runs), and the lane thread never waits on \
-             the device: with nothing to execute it sleeps until the next answer, a worker's or \
-             the waiter's (the workers' first when both have come). Every sleep ends in a \
-             `host_wakeup`; a worker woken for a job and the waiter woken for a wait pay one \
-             too. Its model extends §5(c): the period is the slowest of the device, the lane \
-             thread, the workers, the prepare chain and the waiter, `T3 = max(D + g3, L, W, C, \
-             V)` (each sum is written out in `Model::from_costs`):\n"
-        );
-        let _ = writeln!(
-            out,
-            "- `g3` = **{} us** (`g` = {} us): the device idle between queued runs. On the \
-             AICore stream the predecessor's completion event, the successor's arm copy and \
-             its \"armed\" record now sit between the kernels, each behind a task switch \
-             (4·`task_switch` + 2·`event_task` + `copy_task`); the AICPU stream's readback \
-             copy, completion event and wait for \"armed\" finish within that.",
-            us(g3),
-            us(g)
-        );
-        let _ = writeln!(
-            out,
-            "- `L` = **{} us**: the lane thread's calls per run: two copy enqueues, three \
-             event records, the stream wait, two launches and a wake-up for each of the run's \
-             three answers (its prepare, its completion, its finalise); it makes no wait (the \
-             status read from pinned memory and the hand-offs cost no modelled host time). `V` \
-             = **{} us**: the waiter's per run, a wake-up for the wait, one when the AICPU \
-             event passes, a query of the AICore event.",
-            us(l),
-            us(num(model, "v_ns")?)
-        );
-        let _ = writeln!(
-            out,
-            "- `W` = **{} us**: max((`prepare` + `finalise` + 2 wake-ups) / workers, \
-             (`prepare` + a wake-up) / min(workers, window)) = max(({} + {} + 2·{}) / \
-             {workers}, ({} + {}) / {}) us.",
-            us(w),
-            us(p),
-            us(f),
-            us(wake),
-            us(p),
-            us(wake),
-            workers.min(window)
-        );
-        let _ = writeln!(
-            out,
-            "- `C` = **{} us**: the prepare chain. Where the host bounds the lane, every launch \
-             waits on its prepare, and a prepare is handed out only when a place in the \
-             prepare window frees, which is when a run launches ({slots} slots = depth two + \
-             the window, so its slot is free by then: the finalise that frees it runs while \
-             the lane thread launches). From one launch, the prepare it lets in costs a \
-             worker's wake-up and `prepare`, then the lane thread wakes for the answer and \
-             makes its launch calls ({} us): (2·{} + {} + {}) / {window} us, as the {window} \
-             window places run such chains side by side. That is the chain with a free worker \
-             for every prepare, so `T3` is a lower bound there: the lane thread sees each \
-             completion as soon as the waiter answers, so a run's finalise is handed out in the \
-             step that also lets a later run's prepare in, and takes the free worker first \
-             (lane-service does the same). `C` < `H` = {} us.\n",
-            us(c),
-            us(launch),
-            us(wake),
-            us(p),
-            us(launch),
-            us(h)
-        );
-        out.push_str(
-            "| device time | depth one runs/s | queued runs/s | arm 3 runs/s | arm 3 / depth one \
-             | arm 3 / queued | utilisation 3 | model T3 runs/s | arm 3 / model | bound by |\n\
-             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-        );
-        let mut worst: Option<(f64, f64)> = None;
-        for point in points(self.sweep)? {
-            let three = &point["offloaded"];
-            let of_model = num(point, "offloaded_of_model")?;
-            let device_us = num(point, "workload_device_ns")? / 1_000.0;
-            if worst.is_none_or(|(w, _)| of_model < w) {
-                worst = Some((of_model, device_us));
-            }
-            let _ = writeln!(
-                out,
-                "| {device_us} us | {:.0} | {:.0} | {:.0} | {:.2}x | {:.2}x | {} | {:.0} | {:.2}% | {} |",
-                num(&point["depth_one"], "runs_per_s")?,
-                num(&point["queued"], "runs_per_s")?,
-                num(three, "runs_per_s")?,
-                num(point, "offloaded_ratio")?,
-                num(point, "offloaded_over_queued")?,
-                pct(num(three, "utilisation")?),
-                num(point, "model_offloaded_runs_per_s")?,
-                of_model * 100.0,
-                point["offloaded_bound"].as_str().unwrap_or("?")
-            );
-        }
-        out.push('\n');
-        let first = points(self.sweep)?
-            .first()
-            .map(|p| -> Result<(f64, f64, f64, &str), String> {
-                Ok((
-                    num(p, "workload_device_ns")? / 1_000.0,
-                    num(p, "offloaded_ratio")?,
-                    num(p, "offloaded_over_queued")?,
-                    p["offloaded_bound"].as_str().unwrap_or("?"),
-                ))
+            let instructions = micro
+                .instructions
+                .and_then(|counts| counts.iter().find(|(p, _)| p == path))
+                .map(|(_, n)| n);
+            Some(json!({
+                "benchmark": path,
+                "measures": measures,
+                "target_ns": target,
+                "met": target.map(|t| best <= t),
+                "median_ns": best,
+                "slowest_ns": values.iter().copied().fold(0.0, f64::max),
+                "instructions": instructions,
+            }))
+        })
+        .collect();
+    let model = &sweep["model"];
+    let us = |key: &str| scaled(&model[key], 1e-3);
+    let ns = |key: &str| model[key].as_f64().unwrap_or(f64::NAN);
+    let h = ns("h_ns");
+    let cycle = cycle.unwrap_or(f64::NAN);
+    let point = |p: &Value| {
+        let (one, two, three) = (&p["depth_one"], &p["queued"], &p["offloaded"]);
+        json!({
+            "device_us": scaled(&p["workload_device_ns"], 1e-3),
+            "host_bound": p["host_bound"],
+            "d_us": scaled(&p["d_ns"], 1e-3),
+            "one_runs_per_s": one["runs_per_s"],
+            "two_runs_per_s": two["runs_per_s"],
+            "ratio": p["ratio"],
+            "one_util_pct": scaled(&one["utilisation"], 100.0),
+            "two_util_pct": scaled(&two["utilisation"], 100.0),
+            "one_gap_us": scaled(&one["mean_gap_ns"], 1e-3),
+            "two_gap_us": scaled(&two["mean_gap_ns"], 1e-3),
+            "t1_runs_per_s": p["model_depth_one_runs_per_s"],
+            "t2_runs_per_s": p["model_queued_runs_per_s"],
+            "model_ratio": p["model_ratio"],
+            "two_of_model_pct": scaled(&p["queued_of_model"], 100.0),
+            "three_runs_per_s": three["runs_per_s"],
+            "three_over_one": p["offloaded_ratio"],
+            "three_over_two": p["offloaded_over_queued"],
+            "three_util_pct": scaled(&three["utilisation"], 100.0),
+            "t3_runs_per_s": p["model_offloaded_runs_per_s"],
+            "three_of_model_pct": scaled(&p["offloaded_of_model"], 100.0),
+            "bound_by": p["offloaded_bound"],
+        })
+    };
+    let list = |sweep: &Value| sweep["points"].as_array().cloned().unwrap_or_default();
+    let points: Vec<Value> = list(sweep).iter().map(point).collect();
+    let check = |name: &str, key: &str, target: Option<f64>| {
+        worst(&points, key).map(|(pct, at)| {
+            json!({
+                "check": name,
+                "worst_pct": pct,
+                "at_us": at,
+                "target_pct": target,
+                "met": target.map(|t| pct >= t),
             })
-            .transpose()?;
-        if let (Some((w, at)), Some((first_us, over_one, over_two, bound))) = (worst, first) {
-            let _ = writeln!(
-                out,
-                "**Arm 3 reaches {:.2}% of its model at worst ({at} us).** Where the device \
-                 bounds arm 3 it reaches 99% of its model; at {first_us} us, bound by the {bound}, \
-                 it runs {over_one:.2}x depth one ({over_two:.2}x arm 2), short of `T3` because a \
-                 finalise can take the worker a prepare on the chain was waiting for. Before the \
-                 completion waiter (the lane thread made its own sliced completion waits and \
-                 slept for a worker's answer first only when a launch waited on it) this point \
-                 reached 100% of `T3` at 2.49x depth one: the lane thread looked at a completion \
-                 only after serving the submit that let the next prepare in. The waiter is the \
-                 price of queueing under any submit timing (L-18; the C ABI loops below). Where \
-                 the host bounds arm 2 (`H > D + g`), arm 3 is faster than arm 2: its lane \
-                 thread's calls `L`, its workers `W`, its waiter `V` and its chain `C` are each \
-                 below `H`. Where the device bounds both, arm 3 is slower than arm 2 by exactly \
-                 the copies' stream tasks: arm 3 / arm 2 = `(D + g) / (D + g3)` (the copies \
-                 moved off the host sit between the kernels on the device). \
-                 `backend-sim/tests/sweep.rs` checks each of these.\n",
-                w * 100.0
+        })
+    };
+    let jitter: Vec<Value> = list(jitter)
+        .iter()
+        .map(|p| {
+            let (queued, emax) = (
+                p["queued"]["runs_per_s"].as_f64().unwrap_or(f64::NAN),
+                p["model_queued_jitter_runs_per_s"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
             );
-        }
-        Ok(())
-    }
-
-    fn jitter(&self, out: &mut String) -> Result<(), String> {
-        let _ = writeln!(
-            out,
-            "### With per-run jitter\n\n\
-             The same sweep with each run's device time drawn uniformly from ±{JITTER_PCT}% \
-             (`--jitter-pct {JITTER_PCT}`), around the point where `D + g` crosses `H`:\n"
-        );
-        out.push_str(
-            "| device time | queued runs/s | model T2 runs/s | queued / model | E[max] runs/s | queued / E[max] |\n\
-             |---:|---:|---:|---:|---:|---:|\n",
-        );
-        for p in points(self.jitter)? {
-            let queued = num(&p["queued"], "runs_per_s")?;
-            let jittered = num(p, "model_queued_jitter_runs_per_s")?;
-            let _ = writeln!(
-                out,
-                "| {} us | {:.0} | {:.0} | {:.2}% | {:.0} | {:.2}% |",
-                num(p, "workload_device_ns")? / 1_000.0,
-                queued,
-                num(p, "model_queued_runs_per_s")?,
-                num(p, "queued_of_model")? * 100.0,
-                jittered,
-                queued / jittered * 100.0
-            );
-        }
-        out.push_str(
-            "\nNear the crossing the queued lane falls below the model, and that is the model, \
-             not the lane: `T2 = max(D + g, H)` takes the mean device time, but each run \
-             costs `max(D_i + g, H)`. A run shorter than `H` leaves the device idle while the \
-             host finishes the next one, and the two-deep queue cannot bank that idle time \
-             for a later, longer run, so the period tends to `E[max(D_i + g, H)]` (the \
-             **E[max]** column, `Model::queued_period_with_jitter_ns`), which is above \
-             `max(E[D] + g, H)` wherever some runs are host-bound and others device-bound \
-             (Jensen's inequality). Away from the crossing every run is on the same side and \
-             the two agree.\n\n",
-        );
-        Ok(())
-    }
-
-    fn layout(&self, out: &mut String) -> Result<(), String> {
-        let before = &self.previous["model"];
-        let after = &self.sweep["model"];
-        out.push_str("### The slot layout: one copy to arm a run, one to read back\n\n");
-        let _ = writeln!(
-            out,
-            "Each slot has one device allocation (handshake, timing buffer, status header, \
-             result record, in that order: `lane_driver::HANDSHAKE_OFFSET`), so one H2D clears \
-             handshake, timing and header before a launch, and one D2H, the completion \
-             waiter's, reads timing, header and record after completion; the status read \
-             answers from those bytes ([decision 0023](decisions/0023-status-read-with-the-record.md)). \
-             The H2D is made at the run's prepare, while its predecessor still runs \
-             ([decision 0024](decisions/0024-arm-at-prepare.md)), so at depth one only the \
-             read is on the round trip `R`; both are in the host work `H`. Each small \
-             synchronous copy is a ~9.5 us driver round trip whatever its size (A1). Before, \
-             a run paid two copies each way: the handshake, timing buffer and header were \
-             separate allocations (two H2D to arm, at the launch), and the record and the \
-             status were read apart (two D2H). The sweep with `{}`, one copy each way at twice \
-             the price, shows what two copies each way would cost this lane: `R` {} → {} us, \
-             `H` {} → {} us. (It reproduced the older builds' runs/s while they armed at the \
-             launch: checked at decision 0023 against the build before it. Since decision \
-             0024 the write is off `R`, so the older builds' depth one was slower than this \
-             column.)\n",
-            PREVIOUS_LAYOUT_COSTS.join(" "),
-            us(num(before, "r_ns")?),
-            us(num(after, "r_ns")?),
-            us(num(before, "h_ns")?),
-            us(num(after, "h_ns")?),
-        );
-        out.push_str(
-            "| device time | two copies each way: depth one / queued runs/s | one copy each way: depth one / queued runs/s | depth-one gain | queued gain |\n\
-             |---:|---:|---:|---:|---:|\n",
-        );
-        for (old, new) in points(self.previous)?.iter().zip(points(self.sweep)?) {
-            let (old_1, new_1) = (
-                num(&old["depth_one"], "runs_per_s")?,
-                num(&new["depth_one"], "runs_per_s")?,
-            );
-            let (old_2, new_2) = (
-                num(&old["queued"], "runs_per_s")?,
-                num(&new["queued"], "runs_per_s")?,
-            );
-            let _ = writeln!(
-                out,
-                "| {} us | {old_1:.0} / {old_2:.0} | {new_1:.0} / {new_2:.0} | {:+.1}% | {:+.1}% |",
-                num(new, "workload_device_ns")? / 1_000.0,
-                (new_1 / old_1 - 1.0) * 100.0,
-                (new_2 / old_2 - 1.0) * 100.0
-            );
-        }
-        out.push_str(
-            "\nTwo copies each way meet their own model as well: the copies are not a \
-             serialisation the model misses, they are in `R` (the read) and `H` (both). \
-             Removing one of each raises the host-bound ceiling (queued and depth one alike) \
-             and shortens the depth-one round trip; where the queued lane is device-bound it \
-             was already at `D + g`. The queued/depth-one ratio falls a little, because depth \
-             one gains the most from a shorter round trip.\n",
-        );
-        Ok(())
-    }
+            json!({
+                "device_us": scaled(&p["workload_device_ns"], 1e-3),
+                "two_runs_per_s": queued,
+                "t2_runs_per_s": p["model_queued_runs_per_s"],
+                "two_of_model_pct": scaled(&p["queued_of_model"], 100.0),
+                "emax_runs_per_s": emax,
+                "two_of_emax_pct": queued / emax * 100.0,
+            })
+        })
+        .collect();
+    let layouts: Vec<Value> = list(previous)
+        .iter()
+        .zip(list(sweep))
+        .map(|(old, new)| {
+            let runs = |p: &Value, arm: &str| p[arm]["runs_per_s"].as_f64().unwrap_or(f64::NAN);
+            json!({
+                "device_us": scaled(&new["workload_device_ns"], 1e-3),
+                "before_one": runs(old, "depth_one"),
+                "before_two": runs(old, "queued"),
+                "after_one": runs(&new, "depth_one"),
+                "after_two": runs(&new, "queued"),
+                "one_gain_pct": (runs(&new, "depth_one") / runs(old, "depth_one") - 1.0) * 100.0,
+                "two_gain_pct": (runs(&new, "queued") / runs(old, "queued") - 1.0) * 100.0,
+            })
+        })
+        .collect();
+    let offload = &sweep["offload"];
+    json!({
+        "settings": {
+            "repeat": micro.repeat,
+            "instructions_counted": micro.instructions.is_some(),
+            "runs": sweep["runs"],
+            "warmup_runs": sweep["warmup_runs"],
+            "workers": offload["workers"],
+            "slots": offload["slots"],
+            "prepare_window": offload["prepare_window"],
+            "jitter_pct": JITTER_PCT,
+            "jitter_points": JITTER_POINTS,
+            "two_copies": PREVIOUS_LAYOUT_COSTS.join(" "),
+        },
+        "micro": micro_rows,
+        "lane_run": {
+            "cycle_ns": cycle,
+            "device_call_us": DEVICE_CALL_NS / 1e3,
+            "of_device_call_pct": cycle / DEVICE_CALL_NS * 100.0,
+            "h_us": h / 1e3,
+            "of_h_pct": cycle / h * 100.0,
+            "step_ns": cycle / 6.0,
+            "step_of_device_call_pct": cycle / 6.0 / DEVICE_CALL_NS * 100.0,
+        },
+        "model": {
+            "preamble_us": us("preamble_ns"),
+            "g_us": us("g_ns"),
+            "r_us": us("r_ns"),
+            "h_us": us("h_ns"),
+            "h1_us": us("h1_ns"),
+            "g3_us": us("g3_ns"),
+            "l_us": us("l_ns"),
+            "v_us": us("v_ns"),
+            "w_us": us("w_ns"),
+            "c_us": us("c_ns"),
+            "prepare_us": us("prepare_ns"),
+            "finalise_us": us("finalise_ns"),
+            "wakeup_us": us("wakeup_ns"),
+            "launch_us": us("launch_ns"),
+            "both_host_bound_below_us": (ns("h1_ns") - ns("r_ns") - ns("preamble_ns")) / 1e3,
+            "queued_host_bound_below_us": (h - ns("g_ns") - ns("preamble_ns")) / 1e3,
+        },
+        "points": points,
+        "checks": [
+            check("queued / model T2", "two_of_model_pct", Some(99.0)),
+            check("arm 3 / model T3", "three_of_model_pct", None),
+        ],
+        "jitter": jitter,
+        "two_copies": {
+            "r_us": [scaled(&previous["model"]["r_ns"], 1e-3), us("r_ns")],
+            "h_us": [scaled(&previous["model"]["h_ns"], 1e-3), us("h_ns")],
+        },
+        "layouts": layouts,
+    })
 }
 
 // ----- docs/performance-speedup.svg -------------------------------------------------------
@@ -1306,19 +788,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_machine_line_says_whether_an_idle_cpu_halts_at_once() {
-        assert_eq!(
-            describe_idle("haltpoll", Some("0\n")),
-            "cpuidle haltpoll: an idle CPU halts at once, with no guest polling"
-        );
-        assert_eq!(
-            describe_idle("haltpoll", Some("200000")),
-            "cpuidle haltpoll: an idle CPU polls up to 200000 ns before it halts"
-        );
-        assert_eq!(describe_idle("intel_idle", None), "cpuidle intel_idle");
-    }
-
-    #[test]
     fn divan_tables_parse_into_paths_and_medians() {
         let text = "\
 lane                                     fastest       │ slowest       │ median        │ mean          │ samples │ iters
@@ -1339,13 +808,6 @@ Timer precision: 20 ns
                 ),
             ]
         );
-    }
-
-    #[test]
-    fn dates_come_out_in_the_civil_calendar() {
-        assert_eq!(utc_date(0), "1970-01-01 00:00 UTC");
-        // 2000-02-29 12:34 UTC, a leap day.
-        assert_eq!(utc_date(951_827_640), "2000-02-29 12:34 UTC");
     }
 
     #[test]

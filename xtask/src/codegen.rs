@@ -1,12 +1,13 @@
 //! `cargo xtask codegen`: documents generated from the code, so they cannot drift.
 //!
 //! Each entry renders a Markdown document from a pure crate (a transition table, a code
-//! table). `codegen` writes them; the test `generated_docs_are_current` fails when a file in
-//! `docs/` differs from what the code renders today.
+//! table); docs/performance.md's tables are rendered from the benchmarks' data files
+//! ([`crate::perf`]). `codegen` writes them; the test `generated_docs_are_current` fails when
+//! a file in `docs/` differs from what the code and the data render today.
 
 use std::fs;
 
-use crate::project_root;
+use crate::{perf, project_root};
 
 /// Whether to write the generated files or only check them.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -73,19 +74,27 @@ pub(crate) fn contents(doc: &GeneratedDoc) -> String {
     ) + "\n"
 }
 
-/// Writes (or checks) every generated document; returns the list of stale paths on failure.
+/// Writes (or checks) every generated document and docs/performance.md's tables; returns
+/// the list of stale paths on failure.
 pub(crate) fn run(mode: Mode) -> Result<(), String> {
     let root = project_root();
     let mut stale = Vec::new();
-    for doc in generated_docs() {
-        let path = root.join(doc.path);
-        let want = contents(&doc);
+    let mut files: Vec<(&str, String)> = generated_docs()
+        .iter()
+        .map(|doc| (doc.path, contents(doc)))
+        .collect();
+    let performance = root.join(perf::DOC);
+    let performance = fs::read_to_string(&performance)
+        .map_err(|e| format!("cannot read {}: {e}", performance.display()))?;
+    files.push((perf::DOC, perf::render(&performance)?));
+    for (doc, want) in files {
+        let path = root.join(doc);
         let have = fs::read_to_string(&path).unwrap_or_default();
         if have == want {
             continue;
         }
         match mode {
-            Mode::Check => stale.push(doc.path),
+            Mode::Check => stale.push(doc),
             Mode::Write => {
                 if let Some(parent) = path.parent() {
                     fs::create_dir_all(parent)
@@ -93,7 +102,7 @@ pub(crate) fn run(mode: Mode) -> Result<(), String> {
                 }
                 fs::write(&path, want)
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                println!("updated {}", doc.path);
+                println!("updated {doc}");
             }
         }
     }

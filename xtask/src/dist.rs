@@ -49,7 +49,7 @@ use crate::{cargo, project_root};
 /// The usage line, shown with every argument error.
 const USAGE: &str = "usage: cargo xtask dist --prefix DIR | cargo xtask dist --check";
 /// The header, relative to the project root.
-const HEADER: &str = "lane-capi/include/run_lane.h";
+pub(crate) const HEADER: &str = "lane-capi/include/run_lane.h";
 /// The example and its CMakeLists.txt, relative to the project root.
 const EXAMPLES: &str = "lane-capi/examples";
 /// The libraries cargo builds (their file names in the target folder).
@@ -207,7 +207,7 @@ fn native_static_libs(messages: &[Value]) -> Option<Vec<String>> {
 }
 
 /// `#define RUN_LANE_ABI_VERSION N` in the header.
-fn abi_major(header: &str) -> Result<u32, String> {
+pub(crate) fn abi_major(header: &str) -> Result<u32, String> {
     let value = header
         .lines()
         .find_map(|line| line.trim().strip_prefix("#define RUN_LANE_ABI_VERSION"))

@@ -13,7 +13,7 @@ mod device_check;
 mod dist;
 mod fuzz;
 mod mutants;
-mod sections;
+mod perf;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -28,19 +28,22 @@ cargo xtask <command>
 
 Commands:
   bench [--repeat N] run the micro-benchmarks (N runs each, default 3) and the simulator sweep, then
-                     write docs/performance.md and docs/performance-speedup.svg (on a quiet machine)
+                     write their figures to docs/data/bench.json, render docs/performance.md's
+                     tables and write docs/performance-speedup.svg (on a quiet machine)
   fake-bench [--runs N]
                      real time on the fake libascendcl, release builds: the runner loops through
                      the C ABI (a C++ runner on librun_lane.a, each loop at depth two beside depth
-                     one, with the fake's floor, the two hand-written anchors on the fake's ACL
+                     one, with the fake's floor, the hand-written anchors on the fake's ACL
                      calls and an idle lane's submit to launch, in three processes; then sixteen
                      lanes at once, healthy and beside a hung and a poisoned device), then
-                     lane-conformance's `fake-bench` arms; each writes its section of
-                     docs/performance.md and leaves the rest alone
+                     lane-conformance's `fake-bench` arms; each part writes its figures to
+                     docs/data/capi-bench.json or docs/data/fake-bench.json and renders
+                     docs/performance.md's tables
   ci                 run what CI runs (.ci/run): fmt check, clippy, docs, `cargo test --workspace`,
                      then `cargo xtask dist --check`
-  codegen [--check]  write the generated docs (transition tables, code tables) into docs/;
-                     with --check, only report which files are stale
+  codegen [--check]  write the generated docs (transition tables, code tables, and the tables of
+                     docs/performance.md from docs/data/*.json) into docs/; with --check, only
+                     report which files are stale
   device-check [--lib PATH] [--device N]
                      on a machine with CANN and an NPU: the probe and the device-side checks that
                      need no kernels (streams, events, timed waits, copies, force reset and probe,
@@ -121,10 +124,11 @@ fn project_root() -> PathBuf {
 }
 
 /// `cargo xtask fake-bench [--runs N]`: the real-time figures on the fake libascendcl, each
-/// part writing its own section of docs/performance.md (`cargo xtask bench` keeps both): first
-/// the runner loops through the C ABI (the C++ bench against the release static library,
+/// part written to its data file as soon as it is measured, so a later failure keeps it:
+/// first the runner loops through the C ABI (the C++ bench against the release static library,
 /// [`capi_bench`], with its hand-written anchors and its sixteen lanes at once), then
-/// lane-conformance's `fake-bench` (the three arms through the Rust API).
+/// lane-conformance's `fake-bench` (the three arms through the Rust API), which prints its
+/// figures as JSON.
 fn fake_bench(args: &[&str]) -> Result<(), String> {
     let runs = match args {
         [] => None,
@@ -141,24 +145,13 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
             ));
         }
     };
-    let doc = project_root().join("docs/performance.md");
-    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    let before = bench::load_average();
-    let idle = bench::idle_states().map_or_else(String::new, |idle| format!(" ({idle})"));
-    let section = capi_bench::run(
-        runs,
-        &format!("{cpus} logical CPUs{idle}, load average {before} before"),
-    )?;
-    // Each section is put in as soon as it is measured, so a later failure keeps it.
-    let put = |part: sections::Section, text: &str| {
-        let old = std::fs::read_to_string(&doc)
-            .map_err(|e| format!("cannot read {}: {e}", doc.display()))?;
-        std::fs::write(&doc, sections::splice(&old, part, text))
-            .map_err(|e| format!("cannot write {}: {e}", doc.display()))
-    };
-    put(sections::C_ABI, &section)?;
-    println!("wrote the C ABI loops' section of {}", doc.display());
-    // lane-conformance's arms print their section; their progress goes to the terminal.
+    let provenance = perf::provenance("cargo xtask fake-bench");
+    let commit = provenance["commit"].clone();
+    perf::record("capi-bench", capi_bench::run(runs)?, provenance)?;
+    // lane-conformance's arms print their figures; their progress goes to the terminal. Their
+    // commit is the tree's before the first part's data file changed it.
+    let mut provenance = perf::provenance("cargo xtask fake-bench");
+    provenance["commit"] = commit;
     let runs: Vec<String> =
         runs.map_or_else(Vec::new, |n| vec!["--runs".to_owned(), n.to_string()]);
     let out = release(&["-p", "lane-conformance", "--bin", "fake-bench"], &runs)
@@ -168,9 +161,9 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
     if !out.status.success() {
         return Err(format!("fake-bench failed ({})", out.status));
     }
-    put(sections::ARMS, &String::from_utf8_lossy(&out.stdout))?;
-    println!("wrote the fake-bench section of {}", doc.display());
-    Ok(())
+    let data = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("fake-bench printed no JSON: {e}"))?;
+    perf::record("fake-bench", data, provenance)
 }
 
 /// `cargo xtask explore ...`: lane-fuzz's `explore` example in a release build, with the

@@ -5,8 +5,8 @@
 //! fake-bench [--runs N] [--device-us A,B,..]
 //! ```
 //!
-//! Prints the markdown section; `cargo xtask fake-bench` puts it into docs/performance.md
-//! between its markers.
+//! Prints its figures as JSON; `cargo xtask fake-bench` writes them to
+//! docs/data/fake-bench.json and renders their table into docs/performance.md.
 
 #![forbid(unsafe_code)]
 
@@ -56,22 +56,7 @@ fn run() -> Result<(), String> {
             }
         }
     }
-    let load_before = load_average();
     let arms = bench::run(&config).map_err(|e| e.to_string())?;
-    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    let machine = format!(
-        "{cpus} logical CPUs, load average {load_before} before, {} after",
-        load_average()
-    );
-    let section = bench::markdown(&config, &arms, &machine);
-    print!("{section}");
+    println!("{}", bench::to_json(&config, &arms));
     Ok(())
-}
-
-/// The 1-minute load average, or `?` where /proc/loadavg is not readable.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".to_owned())
 }
