@@ -141,8 +141,17 @@ fn a_covered_runs_error_record_explains_the_code_and_both_runs_keep_their_own_ve
             left_by: r2.0
         }
     );
+    // Run 2's fatal status is on the AICPU stream now: nothing new joins it, even before
+    // run 2 retires (a device that refuses an enqueue on a faulted stream would refuse it).
+    let r3 = h.run();
+    assert!(!common::has(&h.take(), "LaunchRun run 3"));
     h.complete_with(r2, latched());
     assert!(matches!(failed(&h, r2), Failure::Record { .. }));
+    let log = h.take();
+    assert!(common::has(&log, "DestroyStream Aicpu"), "{log:?}");
+    assert!(common::has(&log, "LaunchRun run 3"), "{log:?}");
+    h.complete(r3);
+    assert_eq!(h.verdict(r3), Some(Verdict::Ok));
     assert_eq!(h.state(), LaneState::Open, "no poison");
 }
 

@@ -115,6 +115,8 @@ pub enum Op {
     /// A well-behaved backend for a moment: answers every outstanding create and destroy
     /// with success, then calls `ready()`, twice. Reaches deep states in few bytes.
     Settle,
+    /// `mark_sticky(owner)`: a covered run's record, read early, reports an error (L-8a).
+    MarkSticky(Who),
 }
 
 /// Which owner an operation names, relative to what is live.
@@ -683,6 +685,12 @@ impl Body {
             Op::Publish => {
                 self.pair.mark_stale();
                 self.model.mark_stale();
+                Ok(())
+            }
+            Op::MarkSticky(who) => {
+                let owner = self.owner(who);
+                self.pair.mark_sticky(Owner(owner));
+                self.model.mark_sticky(owner);
                 Ok(())
             }
             Op::Created { role, handle } => {

@@ -278,6 +278,10 @@ pub enum Input {
     Retire(Owner, Retirement),
     /// A publication happened: the AICore stream is stale.
     MarkStale,
+    /// A run's record, read before it retired (a synchronize covered it), says its AICPU
+    /// kernel returned a fatal status: the AICPU stream holds its sticky code, is marked with
+    /// it and is replaced once the FIFO is empty (L-8a), as its `Sticky` retirement would.
+    MarkSticky(Owner),
     /// A `Create` effect succeeded.
     Created {
         /// The stream that was created.
@@ -337,6 +341,7 @@ impl fmt::Display for Input {
             Input::Withdraw(owner) => write!(f, "Withdraw({owner})"),
             Input::Retire(owner, how) => write!(f, "Retire({owner}, {how:?})"),
             Input::MarkStale => f.write_str("MarkStale"),
+            Input::MarkSticky(owner) => write!(f, "MarkSticky({owner})"),
             Input::Created { role, handle } => write!(f, "Created({role}, {handle})"),
             Input::CreateFailed { role, code } => write!(f, "CreateFailed({role}, {code})"),
             Input::Destroyed { role, handle } => write!(f, "Destroyed({role}, {handle})"),
@@ -459,6 +464,8 @@ pub enum Step {
     Retired(Retired),
     /// The AICore stream (live or being created) is stale; a missing one needs nothing.
     MarkedStale,
+    /// The AICPU stream (live) holds a run's sticky code; a missing one needs nothing.
+    MarkedSticky,
     /// The answer to a result input.
     Result(StreamResult),
     /// The teardown's destroy effects; empty when no stream was live (the pair is already
@@ -806,6 +813,10 @@ impl StreamPair {
                 self.on_mark_stale();
                 Ok(Step::MarkedStale)
             }
+            Input::MarkSticky(owner) => {
+                self.mark_aicpu_sticky(owner);
+                Ok(Step::MarkedSticky)
+            }
             Input::Created { .. }
             | Input::CreateFailed { .. }
             | Input::Destroyed { .. }
@@ -851,6 +862,13 @@ impl StreamPair {
         self.on_mark_stale();
     }
 
+    /// `owner`'s fatal status is on the AICPU stream, learnt before its retirement (its
+    /// record, read when a synchronize covered it): the stream is marked with it and replaced
+    /// once the FIFO is empty (L-8a). The first mark names the stream's code.
+    pub fn mark_sticky(&mut self, owner: Owner) {
+        self.mark_aicpu_sticky(owner);
+    }
+
     /// Feeds the backend's answer to an effect: one of the four result inputs (see
     /// [`Input::is_result`]; any other input is rejected without change). Emits nothing:
     /// call `ready()` next (or, while closing, feed the remaining teardown results).
@@ -868,6 +886,7 @@ impl StreamPair {
             | Input::Withdraw(_)
             | Input::Retire(..)
             | Input::MarkStale
+            | Input::MarkSticky(_)
             | Input::DestroyAll
             | Input::Abandon => Err(Rejection::NotAResult { input: result }),
         }

@@ -223,6 +223,7 @@ const INPUTS: &[Input] = &[
     Input::Retire(SECOND, Retirement::Sticky),
     Input::Retire(STRANGER, Retirement::Unproven),
     Input::MarkStale,
+    Input::MarkSticky(SECOND),
     Input::Created {
         role: Role::Aicpu,
         handle: H_AICPU,
@@ -373,6 +374,7 @@ fn render_outcome(outcome: &Result<Step, Rejection>) -> (String, String) {
         Ok(Step::Withdrawn) => (String::from("withdrawn"), String::from("-")),
         Ok(Step::Retired(retired)) => (format!("retired: {retired:?}"), String::from("-")),
         Ok(Step::MarkedStale) => (String::from("marked stale"), String::from("-")),
+        Ok(Step::MarkedSticky) => (String::from("marked sticky"), String::from("-")),
         Ok(Step::Result(result)) => (render_result(result), String::from("-")),
         Ok(Step::Teardown(effects)) if effects.is_empty() => {
             (String::from("teardown: nothing live"), String::from("-"))

@@ -526,6 +526,20 @@ fn a_sticky_retirement_keeps_the_queued_successor_and_replaces_only_the_aicpu_st
 }
 
 #[test]
+fn a_sticky_mark_learnt_before_the_retirement_holds_new_submissions_back_until_the_stream_is_replaced()
+ {
+    let (mut rig, aicpu, _) = Rig::ready_pair(2);
+    rig.submit(1).expect("P");
+    rig.submit(2).expect("S");
+    rig.apply(Input::MarkSticky(Owner(2))).expect("marked");
+    assert_eq!(rig.pair.sticky(), Some(Owner(2)));
+    assert_eq!(rig.submit(3), Err(SubmitError::ReplacementPending));
+    assert_eq!(rig.retire(1, Retirement::Complete), Retired::Kept);
+    assert_eq!(rig.retire(2, Retirement::Sticky), Retired::StickyMarked);
+    assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicpu, aicpu)]);
+}
+
+#[test]
 fn an_out_of_order_sticky_retirement_marks_both_streams() {
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("P");
@@ -1114,10 +1128,10 @@ fn arbitrary_input(rng: &mut Lcg, pair: &StreamPair, fresh: &mut u64) -> Input {
         Role::Aicore
     };
     let owner = Owner(rng.below(6));
-    let how = if rng.below(3) == 0 {
-        Retirement::Unproven
-    } else {
-        Retirement::Complete
+    let how = match rng.below(6) {
+        0 | 1 => Retirement::Unproven,
+        2 => Retirement::Sticky,
+        _ => Retirement::Complete,
     };
     let code = 507_000 + i32::try_from(rng.below(1_000)).unwrap_or(0);
     let handle = match rng.below(3) {
@@ -1146,6 +1160,7 @@ fn arbitrary_input(rng: &mut Lcg, pair: &StreamPair, fresh: &mut u64) -> Input {
         7..=8 => Input::Submit(owner),
         9 => Input::Withdraw(owner),
         10..=11 => Input::Retire(owner, how),
+        12 if rng.below(2) == 0 => Input::MarkSticky(owner),
         12 => Input::MarkStale,
         13 => Input::Created { role, handle },
         14 => Input::CreateFailed { role, code },
@@ -1234,6 +1249,10 @@ fn typed_wrappers_agree_with_apply() {
             Input::MarkStale => {
                 by_wrappers.mark_stale();
                 assert_eq!(want, Ok(Step::MarkedStale), "step {step}");
+            }
+            Input::MarkSticky(owner) => {
+                by_wrappers.mark_sticky(owner);
+                assert_eq!(want, Ok(Step::MarkedSticky), "step {step}");
             }
             Input::Created { .. }
             | Input::CreateFailed { .. }

@@ -79,6 +79,18 @@ fn latched_header() -> &'static [u8] {
 }
 
 fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    launch_lasting(user, stream, engine, args, kernels(user).kernel)
+}
+
+/// [`launch`]'s kernel queued on the fake, lasting `duration` instead of the `Kernels`' one
+/// (for a test that gives one run a length of its own).
+pub(crate) fn launch_lasting(
+    user: *mut c_void,
+    stream: *mut c_void,
+    engine: u32,
+    args: &RunLaneRunArgs,
+    duration: Duration,
+) -> i32 {
     let kernels = kernels(user);
     let outcome = kernels
         .faults
@@ -90,7 +102,7 @@ fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRun
     let kernel = RunKernel {
         stream,
         engine,
-        duration: kernels.kernel,
+        duration,
         outcome,
         timing: if aicpu {
             args.timing

@@ -136,6 +136,12 @@ impl Lane {
                 if let Some(DeviceVerdict::Returned { aicpu, aicore }) = evidence.device {
                     evidence.device = Some(self.attribute(aicpu, aicore, covered));
                 }
+                // A covered run whose record reports an error left its fatal status on the
+                // AICPU stream: nothing new joins the stream from now on (L-8a), not only once
+                // that run retires.
+                if let Some(read) = covered.iter().find(|read| read.reports_error()) {
+                    self.pair.mark_sticky(Owner(read.run));
+                }
                 self.complete(idx, run, evidence, name)
             }
             Event::CompletionFailed { code, .. } => {
