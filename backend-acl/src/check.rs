@@ -13,12 +13,30 @@ use crate::device::{AclConfig, AclDevice, Library};
 use crate::error::AclError;
 
 /// What to check.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckOptions {
     /// The library (the default search, or a path such as the fake's).
     pub library: Library,
     /// The device id.
     pub device_id: i32,
+    /// The size of each device-to-device copy the event-wait overrun step queues to outlast
+    /// its timeouts (two buffers of it are allocated). [`DEFAULT_OVERRUN_COPY_BYTES`] on a
+    /// device; the fake's tests use a small one, since its device memory is the host's.
+    pub overrun_copy_bytes: usize,
+}
+
+/// The event-wait overrun step's copy size on a device: 256 MiB, about 0.3 ms of device
+/// memory bandwidth on a2a3, so a few dozen outlast the step's timeouts.
+pub const DEFAULT_OVERRUN_COPY_BYTES: usize = 256 << 20;
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        Self {
+            library: Library::default(),
+            device_id: 0,
+            overrun_copy_bytes: DEFAULT_OVERRUN_COPY_BYTES,
+        }
+    }
 }
 
 /// How one check ended.
@@ -143,6 +161,7 @@ pub fn run(options: &CheckOptions) -> CheckReport {
     steps.push(check_stream_ids(&mut device));
     steps.push(step("events", check_events(&mut device)));
     steps.push(step("stream synchronize", check_stream_sync(&mut device)));
+    steps.push(check_wait_overrun(&mut device, options.overrun_copy_bytes));
     steps.push(step("copies", check_copies(&mut device)));
     steps.push(step("force reset then probe", check_recovery(&mut device)));
     steps.push(check_devlib(device.acl().path()));
@@ -372,6 +391,183 @@ fn check_stream_sync(d: &mut AclDevice) -> Result<String, String> {
          never-recorded event waits as success"
             .to_owned(),
     )
+}
+
+/// The event wait's timeouts the overrun step measures, in ms.
+const OVERRUN_TIMEOUTS_MS: [i32; 2] = [1, 10];
+
+/// How far past its timeout an event wait returns (device-truth §5: the runtime waits in
+/// slices of up to 5 s and looks at its timeout between them), against the waiter's grace
+/// (`lane_driver::WAITER_GRACE_NS`), which must cover it: an event recorded behind
+/// device-to-device copies that outlast each timeout, waited on with that timeout. Passed when
+/// every overrun is within one slice; failed when one passes the grace; not checked when the
+/// copies ended before a timeout (too little work to measure).
+fn check_wait_overrun(d: &mut AclDevice, bytes: usize) -> Step {
+    let name = "event wait overrun";
+    let result = measure_overrun(d, bytes.max(1));
+    let (verdict, detail) = match result {
+        Err(detail) => (Verdict::Failed, detail),
+        Ok(measured) => {
+            let slice = lane_driver::EVENT_WAIT_SLICE_NS;
+            let grace = lane_driver::WAITER_GRACE_NS;
+            let lines: Vec<String> = measured.iter().map(Overrun::to_string).collect();
+            let worst = measured.iter().filter_map(|m| m.overrun_ns).max();
+            let verdict = match worst {
+                None => Verdict::NotChecked,
+                Some(ns) if ns > grace => Verdict::Failed,
+                Some(ns) if ns > slice => Verdict::Failed,
+                Some(_) => Verdict::Passed,
+            };
+            (
+                verdict,
+                format!(
+                    "{}; the waiter's grace is {} ms (one {} ms slice and a second){}",
+                    lines.join("; "),
+                    grace / 1_000_000,
+                    slice / 1_000_000,
+                    if worst.is_none() {
+                        "; the copies ended before every timeout: rerun with a larger \
+                         --overrun-mib"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        }
+    };
+    Step {
+        name,
+        verdict,
+        detail,
+    }
+}
+
+/// One timeout's measurement: how long the wait took and what it returned.
+struct Overrun {
+    timeout_ms: i32,
+    took_ns: u64,
+    /// Whether it returned its timeout (507047), rather than the work's completion.
+    timed_out: bool,
+    /// How far past the timeout it returned: `None` when the work ended within it (nothing
+    /// measured). A wait that returned success after its timeout counts too: it was overdue
+    /// when the work ended.
+    overrun_ns: Option<u64>,
+}
+
+impl fmt::Display for Overrun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let took = self.took_ns as f64 / 1e6;
+        let returned = if self.timed_out { "507047" } else { "0" };
+        match self.overrun_ns {
+            Some(over) => write!(
+                f,
+                "{} ms timeout: {returned} after {took:.3} ms ({:.3} ms past it)",
+                self.timeout_ms,
+                over as f64 / 1e6
+            ),
+            None => write!(
+                f,
+                "{} ms timeout: the work ended first, after {took:.3} ms",
+                self.timeout_ms
+            ),
+        }
+    }
+}
+
+fn measure_overrun(d: &mut AclDevice, bytes: usize) -> Result<Vec<Overrun>, String> {
+    let src = d.malloc(bytes).map_err(|c| failed(d, "aclrtMalloc", c))?;
+    let dst = match d.malloc(bytes) {
+        Ok(dst) => dst,
+        Err(code) => {
+            let _ = d.free(src);
+            return Err(failed(d, "aclrtMalloc", code));
+        }
+    };
+    let made = d
+        .create_stream()
+        .map_err(|c| ("create stream", c))
+        .and_then(|stream| match d.create_event() {
+            Ok(event) => Ok((stream, event)),
+            Err(code) => {
+                let _ = d.destroy_stream(stream);
+                Err(("create event", code))
+            }
+        });
+    let result = match made {
+        Ok((stream, event)) => {
+            let measured = overruns(d, src, dst, bytes, stream, event);
+            let event_gone = d.destroy_event(event).map_err(|c| ("destroy event", c));
+            let stream_gone = d.destroy_stream(stream).map_err(|c| ("destroy stream", c));
+            measured.and_then(|measured| {
+                event_gone
+                    .and(stream_gone)
+                    .map(|()| measured)
+                    .map_err(|(call, code)| failed(d, call, code))
+            })
+        }
+        Err((call, code)) => Err(failed(d, call, code)),
+    };
+    let freed = d.free(dst).and(d.free(src));
+    let measured = result?;
+    freed.map_err(|c| failed(d, "aclrtFree", c))?;
+    Ok(measured)
+}
+
+/// Times one copy, then, for each timeout, queues enough copies to outlast it five times
+/// over, records `event` behind them and waits on it with the timeout; the stream is drained
+/// before the next.
+fn overruns(
+    d: &mut AclDevice,
+    src: lane_driver::DevicePtr,
+    dst: lane_driver::DevicePtr,
+    bytes: usize,
+    stream: lane_core::stream_pair::StreamHandle,
+    event: lane_driver::EventHandle,
+) -> Result<Vec<Overrun>, String> {
+    let drain = |d: &mut AclDevice| {
+        d.synchronize_stream(stream, 60_000)
+            .map_err(|c| failed(d, "synchronize the copies' stream", c))
+    };
+    // One copy, timed warm (the first touches every page).
+    let mut one_ns = 1;
+    for _ in 0..2 {
+        let start = d.now();
+        d.memcpy_device_async(dst, src, bytes, stream)
+            .map_err(|c| failed(d, "aclrtMemcpyAsync device to device", c))?;
+        drain(d)?;
+        one_ns = d.now().since(start).max(1);
+    }
+    let mut measured = Vec::new();
+    for timeout_ms in OVERRUN_TIMEOUTS_MS {
+        let want_ns = 5 * u64::try_from(timeout_ms).unwrap_or(1) * 1_000_000;
+        let copies = want_ns.div_ceil(one_ns).clamp(1, 512);
+        for _ in 0..copies {
+            d.memcpy_device_async(dst, src, bytes, stream)
+                .map_err(|c| failed(d, "aclrtMemcpyAsync device to device", c))?;
+        }
+        d.record_event(event, stream)
+            .map_err(|c| failed(d, "record behind the copies", c))?;
+        let start = d.now();
+        let waited = d.synchronize_event(event, timeout_ms);
+        let took_ns = d.now().since(start);
+        let timed_out = match waited {
+            Ok(()) => false,
+            Err(code) if code == AclCode::RtEventSyncTimeout => true,
+            Err(code) => {
+                let _ = drain(d);
+                return Err(failed(d, "synchronize the event behind the copies", code));
+            }
+        };
+        let past = took_ns.checked_sub(u64::try_from(timeout_ms).unwrap_or(0) * 1_000_000);
+        drain(d)?;
+        measured.push(Overrun {
+            timeout_ms,
+            took_ns,
+            timed_out,
+            overrun_ns: past.filter(|_| timed_out).or(past.filter(|&p| p > 0)),
+        });
+    }
+    Ok(measured)
 }
 
 fn check_copies(d: &mut AclDevice) -> Result<String, String> {

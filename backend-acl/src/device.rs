@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use ascend_cl_sys::{
     ACL_ERROR_INTERNAL_ERROR, ACL_ERROR_REPEAT_INITIALIZE, ACL_EVENT_SYNC,
-    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_SUCCESS,
-    Acl, AclrtEvent, AclrtStream, Search,
+    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
+    ACL_MEMCPY_HOST_TO_DEVICE, ACL_SUCCESS, Acl, AclrtEvent, AclrtStream, Search,
 };
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
@@ -344,6 +344,44 @@ impl AclDevice {
     #[must_use]
     pub const fn notice_monitor(&self) -> &NoticeMonitor {
         &self.notice_monitor
+    }
+
+    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_DEVICE_TO_DEVICE, stream)`: device
+    /// work of a known size with no kernel, ordered on `stream` (the device check queues it
+    /// to outlast a wait's timeout). Both ranges and the stream are checked as every call's.
+    ///
+    /// # Errors
+    ///
+    /// The call's code, or the code of a range or stream this device does not hold.
+    pub fn memcpy_device_async(
+        &mut self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        len: usize,
+        stream: StreamHandle,
+    ) -> Result<(), AclCode> {
+        let lookup = |id| {
+            Ok((
+                issued::range(id, dst, len)?,
+                issued::range(id, src, len)?,
+                issued::stream(id, stream)?,
+            ))
+        };
+        self.bound_call_with(lookup, |acl, (dst, src, stream)| {
+            // SAFETY: both ranges lie inside allocations live on this device id and the stream
+            // is live on it (all looked up); the caller keeps them alive until the stream is
+            // synchronized.
+            unsafe {
+                acl.aclrtMemcpyAsync(
+                    dst,
+                    len,
+                    src.cast_const(),
+                    len,
+                    ACL_MEMCPY_DEVICE_TO_DEVICE,
+                    stream,
+                )
+            }
+        })
     }
 
     /// The stream ids (`aclrtStreamGetId`) a fault notice may name now and concern this

@@ -9,12 +9,16 @@ use std::path::PathBuf;
 use backend_acl::Library;
 use backend_acl::check::{self, CheckOptions, Verdict};
 
+/// The overrun step's copies on the fake, whose device memory is the host's: small.
+const OVERRUN_BYTES: usize = 16 << 20;
+
 #[test]
 fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
     let fake = common::fake();
     let report = check::run(&CheckOptions {
         library: Library::Path(fake.path.clone()),
         device_id: 0,
+        overrun_copy_bytes: OVERRUN_BYTES,
     });
     let text = report.to_string();
     assert!(report.passed(), "{text}");
@@ -28,6 +32,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
             "stream ids",
             "events",
             "stream synchronize",
+            "event wait overrun",
             "copies",
             "force reset then probe",
             "devlib refusal",
@@ -45,7 +50,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
     assert!(channel.detail.contains("fatal-status"), "{text}");
     assert!(text.contains("SoC Ascend910B1, profile a2a3"), "{text}");
     assert!(
-        text.ends_with("device-check: 9 passed, 0 failed, 2 not checked\n"),
+        text.ends_with("device-check: 10 passed, 0 failed, 2 not checked\n"),
         "{text}"
     );
     let c = fake.counters();
@@ -62,6 +67,7 @@ fn a_failing_call_fails_its_step_with_the_code_and_the_librarys_message() {
     let report = check::run(&CheckOptions {
         library: Library::Path(fake.path.clone()),
         device_id: 0,
+        overrun_copy_bytes: OVERRUN_BYTES,
     });
     assert!(!report.passed());
     let events = report.steps.iter().find(|s| s.name == "events").unwrap();
@@ -88,6 +94,7 @@ fn no_library_is_one_line_and_a_failure() {
     let report = check::run(&CheckOptions {
         library: Library::Path(PathBuf::from("/nonexistent/lib64/libascendcl.so")),
         device_id: 0,
+        overrun_copy_bytes: OVERRUN_BYTES,
     });
     assert!(!report.passed());
     let text = report.to_string();
@@ -104,6 +111,7 @@ fn no_device_or_a_bad_device_id_is_one_line_and_a_failure() {
     let options = CheckOptions {
         library: Library::Path(fake.path.clone()),
         device_id: 16,
+        overrun_copy_bytes: OVERRUN_BYTES,
     };
     let text = check::run(&options).to_string();
     assert_eq!(text.lines().count(), 1, "{text}");
@@ -127,6 +135,7 @@ fn a_stream_synchronize_that_accepts_a_zero_timeout_fails_its_step() {
     let report = check::run(&CheckOptions {
         library: Library::Path(fake.path.clone()),
         device_id: 0,
+        overrun_copy_bytes: OVERRUN_BYTES,
     });
     let step = report
         .steps
@@ -134,4 +143,28 @@ fn a_stream_synchronize_that_accepts_a_zero_timeout_fails_its_step() {
         .find(|s| s.name == "stream synchronize")
         .unwrap();
     assert_eq!(step.verdict, Verdict::Failed, "{report}");
+}
+
+#[test]
+fn the_event_wait_overrun_step_prints_how_far_past_each_timeout_the_wait_returned() {
+    // WAITER_GRACE_NS must cover a wait's overrun (device-truth §5): the step measures it,
+    // here on the fake, whose copies outlast the short timeouts.
+    let fake = common::fake();
+    let report = check::run(&CheckOptions {
+        library: Library::Path(fake.path.clone()),
+        device_id: 0,
+        overrun_copy_bytes: OVERRUN_BYTES,
+    });
+    let step = report
+        .steps
+        .iter()
+        .find(|s| s.name == "event wait overrun")
+        .expect("the step");
+    assert_eq!(step.verdict, Verdict::Passed, "{}", step.detail);
+    for timeout in ["1 ms timeout", "10 ms timeout"] {
+        assert!(step.detail.contains(timeout), "{}", step.detail);
+    }
+    assert!(step.detail.contains("past it"), "{}", step.detail);
+    assert!(step.detail.contains("grace is 6000 ms"), "{}", step.detail);
+    fake.assert_balanced();
 }

@@ -1,4 +1,5 @@
-//! `cargo xtask device-check [--lib PATH] [--device N]`: backend-acl's device check, printed.
+//! `cargo xtask device-check [--lib PATH] [--device N] [--overrun-mib N]`: backend-acl's device
+//! check, printed. `--overrun-mib` sizes the copies the event-wait overrun step queues.
 
 use std::path::PathBuf;
 
@@ -30,6 +31,13 @@ fn parse(args: &[&str]) -> Result<CheckOptions, String> {
                 let path = rest.next().ok_or("--lib needs a path")?;
                 options.library = Library::Path(PathBuf::from(path));
             }
+            "--overrun-mib" => {
+                let mib = rest.next().ok_or("--overrun-mib needs a size in MiB")?;
+                let mib: usize = mib.parse().ok().filter(|&m| m > 0).ok_or_else(|| {
+                    format!("--overrun-mib takes a size in MiB (256, ...), not `{mib}`")
+                })?;
+                options.overrun_copy_bytes = mib << 20;
+            }
             "--device" => {
                 let id = rest.next().ok_or("--device needs an id")?;
                 options.device_id = id
@@ -38,7 +46,7 @@ fn parse(args: &[&str]) -> Result<CheckOptions, String> {
             }
             other => {
                 return Err(format!(
-                    "device-check: unknown argument `{other}`; usage: device-check [--lib PATH] [--device N]"
+                    "device-check: unknown argument `{other}`; usage: device-check [--lib PATH] [--device N] [--overrun-mib N]"
                 ));
             }
         }
