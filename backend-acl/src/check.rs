@@ -552,7 +552,7 @@ fn overruns(
         let took_ns = d.now().since(start);
         let timed_out = match waited {
             Ok(()) => false,
-            Err(code) if code == AclCode::RtEventSyncTimeout => true,
+            Err(AclCode::RtEventSyncTimeout) => true,
             Err(code) => {
                 let _ = drain(d);
                 return Err(failed(d, "synchronize the event behind the copies", code));

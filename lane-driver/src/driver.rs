@@ -66,9 +66,10 @@ pub(crate) const PROBE_BYTES: usize = 64;
 /// device failure (those become verdicts).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum DriverError {
-    /// A lane invariant broke after a step.
+    /// A lane invariant broke after a step (boxed: it names a run's phase and input, which
+    /// would make every driver result large for a bug's sake).
     #[error("{0}")]
-    Invariant(#[from] InvariantViolation),
+    Invariant(Box<InvariantViolation>),
     /// The lane rejected an event the driver produced for one of its own effects.
     #[error("the lane rejected the driver's own event: {0}")]
     Rejected(EventError),
@@ -106,6 +107,12 @@ pub enum DriverError {
         #[source]
         source: DecodeError,
     },
+}
+
+impl From<InvariantViolation> for DriverError {
+    fn from(violation: InvariantViolation) -> Self {
+        Self::Invariant(Box::new(violation))
+    }
 }
 
 /// An outcome as the driver delivers it: the lane's [`Outcome`] and, when the device call

@@ -64,6 +64,9 @@ pub const WAITER_GRACE_NS: u64 = EVENT_WAIT_SLICE_NS + 1_000_000_000;
 /// slice after its timeout.
 pub const EVENT_WAIT_SLICE_NS: u64 = 5_000_000_000;
 
+// A waiter whose event wait overran by one slice is never overtaken.
+const _: () = assert!(WAITER_GRACE_NS > EVENT_WAIT_SLICE_NS);
+
 /// One blocking device wait, as the lane asked for it. Made on the lane thread
 /// ([`Executor::completion_wait`](crate::Executor::completion_wait),
 /// [`Executor::device_wait`](crate::Executor::device_wait)) and answered by

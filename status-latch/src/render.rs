@@ -615,6 +615,15 @@ fn verdict_table_under(h: &str) -> String {
     out
 }
 
+/// An attribution example: the AICPU and AICore streams' codes, the sticky mark, the covered
+/// records.
+type Example = (
+    Option<AclCode>,
+    Option<AclCode>,
+    Option<u64>,
+    Vec<CoveredRead>,
+);
+
 /// Markdown: the attribution's rows ([`AttributionRule::ALL`], in the order `attribute`
 /// tries them), then examples computed by `attribute`.
 pub fn attribution_table() -> String {
@@ -661,12 +670,7 @@ fn attribution_table_under(h: &str) -> String {
     let ok = RecordRead::Read(Record::Ok);
     let none = RecordRead::Read(Record::NeverPublished { stamp: 0 });
     let read = |run, record| CoveredRead { run, record };
-    let examples: [(
-        Option<AclCode>,
-        Option<AclCode>,
-        Option<u64>,
-        Vec<CoveredRead>,
-    ); 7] = [
+    let examples: [Example; 7] = [
         (Some(fatal), None, Some(4), vec![]),
         (Some(fatal), None, None, vec![read(6, error)]),
         (Some(fatal), None, None, vec![read(6, ok)]),
