@@ -72,7 +72,7 @@ pub enum Chip {
     StreamSync,
     /// A custom profile of three slots at launch depth three: a launch may be queued behind
     /// two runs, one of which may still fail before its boundary (L-5). Explored with the
-    /// narrow answers ([`narrow_replies`]): every phase of a run, with three runs in flight,
+    /// narrow answers (success and each answer that moves a run into a phase of its own): every phase of a run, with three runs in flight,
     /// in a state space `cargo test` affords.
     Depth3,
 }
