@@ -40,10 +40,14 @@ impl LaneThread {
                 job(&mut device);
             }
         });
-        Self {
+        let lane = Self {
             jobs: Some(jobs),
             thread: Some(thread),
-        }
+        };
+        // Returns once the open (which binds the thread) is made, so a test's next step
+        // (a failing bind, say) never races it.
+        lane.run(|_| ());
+        lane
     }
 
     /// Runs `job` with the lane's device on the lane thread and returns its result.
