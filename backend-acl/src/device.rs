@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use ascend_cl_sys::{
-    ACL_ERROR_INTERNAL_ERROR, ACL_ERROR_REPEAT_INITIALIZE, ACL_EVENT_SYNC,
-    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
-    ACL_MEMCPY_HOST_TO_DEVICE, ACL_SUCCESS, Acl, AclrtEvent, AclrtStream, Search,
+    ACL_ERROR_INTERNAL_ERROR, ACL_ERROR_REPEAT_INITIALIZE, ACL_EVENT_RECORDED_STATUS_COMPLETE,
+    ACL_EVENT_RECORDED_STATUS_NOT_READY, ACL_EVENT_SYNC, ACL_MEM_MALLOC_HUGE_FIRST,
+    ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_SUCCESS,
+    Acl, AclrtEvent, AclrtStream, Search,
 };
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
@@ -855,6 +856,16 @@ impl Device for AclDevice {
             // SAFETY: an event live on this device id (looked up); the timeout is the driver's.
             |acl, e| unsafe { acl.aclrtSynchronizeEventWithTimeout(e, timeout_ms) },
         )
+    }
+
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        let mut status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+        self.bound_call_with(
+            |id| issued::event(id, event),
+            // SAFETY: an event live on this device id (looked up); `status` is a writable slot.
+            |acl, e| unsafe { acl.aclrtQueryEventStatus(e, &mut status) },
+        )?;
+        Ok(status == ACL_EVENT_RECORDED_STATUS_COMPLETE)
     }
 
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {

@@ -6,7 +6,10 @@
 use std::time::Instant;
 
 use ascend_cl_sys::Acl;
-use ascend_cl_sys::types::ACL_MEMCPY_DEVICE_TO_HOST;
+use ascend_cl_sys::types::{
+    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_RECORDED_STATUS_NOT_READY,
+    ACL_MEMCPY_DEVICE_TO_HOST,
+};
 use lane_core::Timestamp;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
@@ -80,6 +83,15 @@ impl CompletionWaiter for AclWaiter {
                 .aclrtSynchronizeEventWithTimeout(event, timeout_ms)
         };
         AclCode::from_raw(code).map_or(Ok(()), Err)
+    }
+
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        let event = self.live(|id| issued::event(id, event))?;
+        let mut status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+        // SAFETY: an event live on the lane's device id (looked up), as for the wait above;
+        // `status` is a writable slot.
+        let code = unsafe { self.acl().aclrtQueryEventStatus(event, &mut status) };
+        AclCode::from_raw(code).map_or(Ok(status == ACL_EVENT_RECORDED_STATUS_COMPLETE), Err)
     }
 
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {

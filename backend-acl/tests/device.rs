@@ -248,3 +248,42 @@ fn a_failed_bind_on_a_new_thread_is_the_calls_failure() {
     assert!(result.2, "the next call binds and succeeds");
     fake.assert_balanced();
 }
+
+#[test]
+fn an_event_query_says_not_ready_behind_a_running_kernel_and_ready_once_it_ends_without_waiting() {
+    let fake = common::fake();
+    let (mut d, _) = fake.open();
+    let stream = d.create_stream().unwrap();
+    let event = d.create_event().unwrap();
+    assert_eq!(
+        d.query_event(event),
+        Ok(true),
+        "a never-recorded event reads complete, as on ACL"
+    );
+    common::launch_aicore(
+        &fake.control,
+        stream,
+        Duration::from_millis(300),
+        Outcome::Ok,
+    )
+    .unwrap();
+    d.record_event(event, stream).unwrap();
+    // Not ready: a query that waited would have answered complete.
+    assert_eq!(d.query_event(event), Ok(false), "the kernel still runs");
+    d.synchronize_event(event, 30_000).unwrap();
+    assert_eq!(d.query_event(event), Ok(true), "the kernel ended");
+    let mut waiter = d.completion_waiter().unwrap();
+    assert_eq!(
+        waiter.query_event(event),
+        Ok(true),
+        "the waiter's query agrees"
+    );
+    d.destroy_event(event).unwrap();
+    assert_eq!(
+        d.query_event(event),
+        Err(AclCode::RtInvalidHandle),
+        "a destroyed event is refused before it reaches the library"
+    );
+    d.destroy_stream(stream).unwrap();
+    fake.assert_balanced();
+}

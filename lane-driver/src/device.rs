@@ -123,6 +123,15 @@ pub trait Device {
     /// at once, so the driver tracks its own records. It does not return a stream's sticky
     /// error: the status header read does.
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+    /// `aclrtQueryEventStatus(e, &status)`: whether the tasks `event` captured have finished,
+    /// without waiting (`true` also for a never-recorded event, as on ACL). A lane the caller
+    /// drives (L-23) looks at the awaited run's boundary with it on a `poll`, so a poll never
+    /// blocks. The default is `207000` (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`): such a device
+    /// gets its runs' completions only from a blocking wait.
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        let _ = event;
+        Err(AclCode::RtFeatureNotSupport)
+    }
     /// `aclrtSynchronizeStreamWithTimeout(stream, ms)`: waits for every task on `stream`
     /// (`ms` > 0; 0 is refused with 107000), 507046 on timeout, and returns the stream's sticky
     /// code: on real ACL the only call that materializes a faulted kernel's code

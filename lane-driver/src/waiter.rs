@@ -181,6 +181,17 @@ pub trait CompletionWaiter {
     ///
     /// The call's code (`507047` on timeout).
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+    /// `aclrtQueryEventStatus` on this thread, as [`Device::query_event`]: whether `event`'s
+    /// captured tasks finished, without waiting. By default `207000`
+    /// (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`).
+    ///
+    /// # Errors
+    ///
+    /// The call's code.
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        let _ = event;
+        Err(AclCode::RtFeatureNotSupport)
+    }
     /// `aclrtSynchronizeStreamWithTimeout(stream, ms)` on this thread, as
     /// [`Device::synchronize_stream`]: the device verdict.
     ///
@@ -222,6 +233,10 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
 
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.0.synchronize_event(event, timeout_ms)
+    }
+
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        self.0.query_event(event)
     }
 
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
