@@ -261,7 +261,7 @@ fn an_event_query_says_not_ready_behind_a_running_kernel_and_ready_once_it_ends_
         "a never-recorded event reads complete, as on ACL"
     );
     common::launch_aicore(
-        &fake.control,
+        fake.control,
         stream,
         Duration::from_millis(300),
         Outcome::Ok,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
-use backend_acl::{AclConfig, AclDevice, Library, NoticeMonitor, WorkerBinding};
+use backend_acl::{AclConfig, AclDevice, Library, NoticeMonitor};
 use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SharedSim, SimDevice, SimRunner};
 use core::ffi::c_char;
@@ -16,10 +16,13 @@ use lane_driver::HostWorker;
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
 
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
+use crate::device_ops::TableDevice;
 use crate::error::{Error, guard, last_error_ptr};
 use crate::outcome::{close_to_c, empty_outcome, monitor_to_c, report_to_c};
 use crate::registry::{Registry, RunLane};
-use crate::runner::{CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred};
+use crate::runner::{
+    Binding, CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred,
+};
 use crate::types::{
     RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneNoticeMonitorReport,
     RunLaneOutcome, RunLaneStatus, RunLaneSubmit,
@@ -285,7 +288,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let config = open_config(Some(profile));
             // The lane thread opens the device and leaves the workers its binding; the
             // service makes the workers only after the lane thread's `make` returned.
-            let binding: Arc<OnceLock<WorkerBinding>> = Arc::new(OnceLock::new());
+            let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
             let lane_binding = Arc::clone(&binding);
             with_workers(
                 service_config(profile, vtable, knobs),
@@ -297,10 +300,40 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                         }
                         e.to_string()
                     })?;
-                    let _ = lane_binding.set(device.worker_binding());
+                    let _ = lane_binding.set(Binding::Acl(device.worker_binding()));
                     let _ = lane_monitor.set(device.notice_monitor().clone());
                     let runner = CRunner::new(vtable, runner_requests, NoModel, None, serial)
-                        .reading_text_from(device.worker_binding());
+                        .reading_text_from(Binding::Acl(device.worker_binding()));
+                    Ok::<_, String>((device, runner))
+                },
+                worker_factory(vtable, (&requests, serial), None, Some(binding)),
+            )
+        }
+        BackendChoice::DeviceOps { device_id, ops } => {
+            // Nothing to probe a SoC through: the config refuses PROBE on this backend.
+            let ProfileChoice::Fixed(profile) = settings.profile else {
+                return Err(Error::new(
+                    RunLaneStatus::InvalidConfig,
+                    config::PROBE_WITH_DEVICE_OPS,
+                ));
+            };
+            // As on ACL: the lane thread opens (binds) the device and leaves the workers their
+            // binding before the service makes them.
+            let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
+            let lane_binding = Arc::clone(&binding);
+            with_workers(
+                service_config(profile, vtable, knobs),
+                move || {
+                    mark_callback_thread(serial);
+                    let device = TableDevice::open(ops, device_id).map_err(|(code, text)| {
+                        format!(
+                            "the runtime's device table's bind failed on the lane thread with                              {code}{}; check the table's bind entry and its device",
+                            text.map(|t| format!(" ({t})")).unwrap_or_default()
+                        )
+                    })?;
+                    let _ = lane_binding.set(Binding::Table(device.binding()));
+                    let runner = CRunner::new(vtable, runner_requests, NoModel, None, serial)
+                        .reading_text_from(Binding::Table(device.binding()));
                     Ok::<_, String>((device, runner))
                 },
                 worker_factory(vtable, (&requests, serial), None, Some(binding)),
@@ -332,14 +365,15 @@ fn open_failure_status(error: &backend_acl::AclError) -> Option<RunLaneStatus> {
     }
 }
 
-/// The factory of the host workers: each binds the ACL device on its own thread (`binding`,
-/// set by the lane thread's `make`, which the service runs first; `None` on the simulator),
+/// The factory of the host workers: each binds the device on its own thread (`binding`, ACL's
+/// or the runtime's table's, set by the lane thread's `make`, which the service runs first;
+/// `None` on the simulator),
 /// then calls the vtable's prepare and finalise.
 fn worker_factory(
     vtable: Vtable,
     (requests, serial): (&Requests, u64),
     deferred: Deferred,
-    binding: Option<Arc<OnceLock<WorkerBinding>>>,
+    binding: Option<Arc<OnceLock<Binding>>>,
 ) -> impl Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync + 'static {
     let requests = Arc::clone(requests);
     move |_index| {
@@ -353,7 +387,7 @@ fn worker_factory(
             None => None,
         };
         let worker = CWorker::new(vtable, Arc::clone(&requests), deferred.clone(), binding)
-            .map_err(|code| format!("aclrtSetDevice on the worker failed: {code}"))?;
+            .map_err(|code| format!("binding the worker to the device failed: {code}"))?;
         Ok(Box::new(worker))
     }
 }

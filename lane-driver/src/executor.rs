@@ -949,7 +949,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     }
 
     /// Proves the device usable after a reset: re-bind, a stream create and destroy, a small
-    /// alloc and free (the C++ runtime's probe).
+    /// alloc and free (the C++ runtime's probe), then the device's own check
+    /// ([`Device::own_probe`]).
     fn probe(&mut self) -> Result<(), AclCode> {
         let d = &mut self.device;
         d.set_device()?;
@@ -957,7 +958,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         d.destroy_stream(stream)?;
         let ptr = d.malloc(PROBE_BYTES)?;
         d.free(ptr)?;
-        Ok(())
+        d.own_probe()
     }
 
     /// After close: destroy each slot's events and free its buffer (the lane's streams were
