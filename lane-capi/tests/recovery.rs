@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Kernels, control};
+use common::{Kernels, Via, control};
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
@@ -16,8 +16,7 @@ static RUN_1_FAULTS: Kernels = Kernels {
     faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
 };
 
-#[test]
-fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset() {
+fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(via: Via) {
     let _serial = common::serial();
     let control = control();
     let fake = control.session().expect("reset the fake");
@@ -27,7 +26,7 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
     control
         .fail_call("aclrtSetDevice", 507_899, 2, 1)
         .expect("a rule");
-    let lane = common::create(&common::fake_config(0, &RUN_1_FAULTS, 200));
+    let lane = common::create(&common::fake_config(via, 0, &RUN_1_FAULTS, 200));
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 3);
     common::destroy(lane);
     let counters = control.counters().expect("counters");
@@ -59,3 +58,6 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
     );
     drop(fake);
 }
+common::on_each_backend!(
+    a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset
+);
