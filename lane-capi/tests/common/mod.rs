@@ -181,6 +181,7 @@ pub(crate) enum Via {
 /// Runs the fake-backed test body `fn $name(via: Via)` through each backend: a module `$name`
 /// with the `#[test]`s `acl` and `device_ops` (so `cargo test NAME` runs both), the body
 /// written once.
+#[allow(unused_macros)]
 macro_rules! on_each_backend {
     ($name:ident) => {
         mod $name {
@@ -196,6 +197,7 @@ macro_rules! on_each_backend {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use on_each_backend;
 
 /// An a2a3 lane on the fake's device `device_id` running `kernels`, reached `via` the ACL
