@@ -327,7 +327,8 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     mark_callback_thread(serial);
                     let device = TableDevice::open(ops, device_id).map_err(|(code, text)| {
                         format!(
-                            "the runtime's device table's bind failed on the lane thread with                              {code}{}; check the table's bind entry and its device",
+                            "the runtime's device table's bind failed on the lane thread with \
+                             {code}{}; check the table's bind entry and its device",
                             text.map(|t| format!(" ({t})")).unwrap_or_default()
                         )
                     })?;

@@ -314,7 +314,8 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             // SAFETY: NULL or a readable table (this function's contract).
             let table = unsafe { config.device_ops.as_ref() }.ok_or_else(|| {
                 invalid(
-                    "RUN_LANE_BACKEND_DEVICE_OPS needs device_ops: point it at the runtime's                      RunLaneDeviceOps (every entry the header marks Required set)"
+                    "RUN_LANE_BACKEND_DEVICE_OPS needs device_ops: point it at the runtime's \
+                     RunLaneDeviceOps (every entry the header marks Required set)"
                         .to_owned(),
                 )
             })?;
@@ -351,13 +352,16 @@ fn device_ops_backend(
     }
     if config.runner.launch_aicore.is_none() || config.runner.launch_aicpu.is_none() {
         return Err(invalid(
-            "RUN_LANE_BACKEND_DEVICE_OPS needs the launch_aicore and launch_aicpu callbacks              (nothing else launches the run's kernels); set both"
+            "RUN_LANE_BACKEND_DEVICE_OPS needs the launch_aicore and launch_aicpu callbacks \
+             (nothing else launches the run's kernels); set both"
                 .to_owned(),
         ));
     }
     if config.fault_notice_monitor {
         return Err(invalid(
-            "fault_notice_monitor installs the library's handler in libascendcl's callback slot,              which RUN_LANE_BACKEND_DEVICE_OPS does not load: leave it false and forward the              runtime's notices with run_lane_report_device_fault"
+            "fault_notice_monitor installs the library's handler in libascendcl's callback slot, \
+             which RUN_LANE_BACKEND_DEVICE_OPS does not load: leave it false and forward the \
+             runtime's notices with run_lane_report_device_fault"
                 .to_owned(),
         ));
     }
@@ -368,7 +372,9 @@ fn device_ops_backend(
 }
 
 /// Why `RUN_LANE_PROFILE_PROBE` is refused on the device-ops backend.
-pub const PROBE_WITH_DEVICE_OPS: &str = "RUN_LANE_PROFILE_PROBE reads the SoC through libascendcl, which RUN_LANE_BACKEND_DEVICE_OPS      does not load: name the chip's profile (RUN_LANE_PROFILE_A2A3 or RUN_LANE_PROFILE_A5)";
+pub const PROBE_WITH_DEVICE_OPS: &str = "RUN_LANE_PROFILE_PROBE reads the SoC through libascendcl, which \
+     RUN_LANE_BACKEND_DEVICE_OPS does not load: name the chip's profile (RUN_LANE_PROFILE_A2A3 or \
+     RUN_LANE_PROFILE_A5)";
 
 #[cfg(test)]
 mod tests {

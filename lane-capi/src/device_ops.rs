@@ -116,8 +116,9 @@ pub const REQUIRED_ENTRIES: [(&str, &str); 13] = [
 
 /// Whether a table without `reset_device_force` is refused. The lane recovers a poisoned
 /// device in place (drain, force reset, probe), so it needs the entry unless the runtime owns
-/// recovery (SPEC L-24). The config cannot say that yet, so every caller passes `false`: the
-/// one check the recovery setting relaxes, by passing the config's answer.
+/// recovery. The config cannot say that yet (its recovery setting is being added beside this
+/// table), so every caller passes `false`: the one check that setting relaxes, by passing the
+/// config's answer.
 #[must_use]
 pub const fn reset_entry_required(runtime_owns_recovery: bool) -> bool {
     !runtime_owns_recovery
@@ -200,7 +201,7 @@ impl DeviceOps {
             missing.push((
                 "reset_device_force",
                 "aclrtResetDeviceForce: the lane recovers a poisoned device in place with a force \
-                 reset; it is required unless the runtime owns recovery (SPEC L-24), which this \
+                 reset; it is required unless the runtime owns recovery, which this \
                  library cannot be told yet",
             ));
         }
@@ -768,7 +769,7 @@ impl Device for TableDevice {
         let Some(reset) = self.entries().reset_device_force else {
             self.message = Some(
                 "the runtime's device table has no reset_device_force: the runtime recovers its \
-                 device (SPEC L-24)"
+                 device itself"
                     .to_owned(),
             );
             return Err(AclCode::RtFeatureNotSupport);
@@ -1160,5 +1161,160 @@ impl CompletionWaiter for TableWaiter {
         self.refused
             .take()
             .or_else(|| self.table.recent_error_message())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// What the stub's next create hands out; 0 hands out NULL.
+    static NEXT: AtomicUsize = AtomicUsize::new(0x1000);
+    /// The tests here set [`NEXT`] in turn.
+    static TURN: Mutex<()> = Mutex::new(());
+
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        TURN.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    unsafe extern "C" fn ok(_: *mut c_void) -> i32 {
+        0
+    }
+    unsafe extern "C" fn create(_: *mut c_void, out: *mut *mut c_void) -> i32 {
+        let next = NEXT.load(Ordering::SeqCst);
+        // SAFETY: the lane passes a writable slot.
+        unsafe { out.write(std::ptr::with_exposed_provenance_mut(next)) };
+        0
+    }
+    unsafe extern "C" fn release(_: *mut c_void, _: *mut c_void) -> i32 {
+        0
+    }
+    unsafe extern "C" fn pair(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> i32 {
+        0
+    }
+    unsafe extern "C" fn wait(_: *mut c_void, _: *mut c_void, _: i32) -> i32 {
+        0
+    }
+    unsafe extern "C" fn alloc(_: *mut c_void, _: usize, out: *mut *mut c_void) -> i32 {
+        // SAFETY: as in `create`.
+        unsafe { create(std::ptr::null_mut(), out) }
+    }
+    unsafe extern "C" fn copy(_: *mut c_void, _: *mut c_void, _: *const c_void, _: usize) -> i32 {
+        0
+    }
+
+    /// Every required entry and the reset, no optional one: a stub that succeeds.
+    fn required_only(user: *mut c_void) -> RunLaneDeviceOps {
+        RunLaneDeviceOps {
+            user,
+            bind: None,
+            create_stream: Some(create),
+            destroy_stream: Some(release),
+            destroy_stream_force: Some(release),
+            stream_id: None,
+            create_event: Some(create),
+            destroy_event: Some(release),
+            record_event: Some(pair),
+            stream_wait_event: Some(pair),
+            query_event: None,
+            synchronize_event: Some(wait),
+            synchronize_stream: Some(wait),
+            malloc: Some(alloc),
+            free: Some(release),
+            memcpy_to_device: Some(copy),
+            memcpy_from_device: Some(copy),
+            malloc_host: None,
+            free_host: None,
+            memcpy_to_device_async: None,
+            memcpy_from_device_async: None,
+            synchronize_device: None,
+            reset_device_force: Some(ok),
+            probe: None,
+            recent_error_message: None,
+        }
+    }
+
+    #[test]
+    fn a_table_of_the_required_entries_alone_runs_and_each_missing_optional_one_answers_as_documented()
+     {
+        let _turn = turn();
+        let mut user = 0_u8;
+        let ops = DeviceOps::new(&required_only((&raw mut user).cast()), false).expect("accepted");
+        assert!(!ops.has_pinned_copies());
+        let mut d = TableDevice::open(ops, 3).expect("no bind to fail");
+        NEXT.store(0x1000, Ordering::SeqCst);
+        let stream = d.create_stream().expect("a stream");
+        NEXT.store(0x2000, Ordering::SeqCst);
+        let event = d.create_event().expect("an event");
+        assert_eq!(d.query_event(event), Err(AclCode::RtFeatureNotSupport));
+        assert_eq!(d.synchronize_device(10), Ok(()), "nothing to drain");
+        assert_eq!(d.own_probe(), Ok(()), "the lane's probe alone");
+        assert!(d.pinned_copies().is_none(), "synchronous copies only");
+        let notice = FaultNotice {
+            device: 3,
+            stream_id: 0,
+            code: AclCode::RtAicoreException,
+        };
+        assert!(!d.notice_concerns(&notice), "no stream ids: no notice");
+        let mut waiter = d.completion_waiter().expect("a waiter");
+        assert_eq!(waiter.bind(), Ok(()), "nothing to bind");
+        assert_eq!(waiter.query_event(event), Err(AclCode::RtFeatureNotSupport));
+        assert_eq!(waiter.synchronize_device(10), Ok(()));
+        d.destroy_event(event).expect("destroyed");
+        d.destroy_stream(stream).expect("destroyed");
+    }
+
+    #[test]
+    fn a_create_that_returns_null_or_a_handle_the_lane_holds_live_is_an_internal_error() {
+        let _turn = turn();
+        let mut user = 0_u8;
+        let ops = DeviceOps::new(&required_only((&raw mut user).cast()), false).expect("accepted");
+        let mut d = TableDevice::open(ops, 0).expect("opened");
+        NEXT.store(0x3000, Ordering::SeqCst);
+        let stream = d.create_stream().expect("a stream");
+        assert_eq!(
+            d.create_stream(),
+            Err(INTERNAL_ERROR),
+            "the same stream again"
+        );
+        let text = d.recent_error_message().expect("why");
+        assert!(text.contains("distinct handle"), "{text}");
+        NEXT.store(0, Ordering::SeqCst);
+        assert_eq!(d.create_event(), Err(INTERNAL_ERROR), "NULL with success");
+        let text = d.recent_error_message().expect("why");
+        assert!(text.contains("NULL"), "{text}");
+        // Overlapping a live allocation.
+        NEXT.store(0x4000, Ordering::SeqCst);
+        let memory = d.malloc(64).expect("memory");
+        NEXT.store(0x4020, Ordering::SeqCst);
+        assert_eq!(d.malloc(64), Err(INTERNAL_ERROR), "inside the first");
+        d.free(memory).expect("freed");
+        d.destroy_stream(stream).expect("destroyed");
+    }
+
+    #[test]
+    fn lanes_whose_tables_share_user_and_device_id_are_one_device_and_a_reset_kills_both_ones_handles()
+     {
+        let _turn = turn();
+        let mut user = 0_u8;
+        let table = required_only((&raw mut user).cast());
+        let mut one =
+            TableDevice::open(DeviceOps::new(&table, false).expect("ok"), 5).expect("opened");
+        let mut two =
+            TableDevice::open(DeviceOps::new(&table, false).expect("ok"), 5).expect("opened");
+        let mut other =
+            TableDevice::open(DeviceOps::new(&table, false).expect("ok"), 6).expect("opened");
+        NEXT.store(0x5000, Ordering::SeqCst);
+        let stream = two.create_stream().expect("a stream");
+        NEXT.store(0x6000, Ordering::SeqCst);
+        let elsewhere = other.create_stream().expect("a stream on device 6");
+        one.reset_device_force().expect("reset");
+        assert_eq!(
+            two.destroy_stream(stream),
+            Err(AclCode::RtInvalidHandle),
+            "killed by the other lane's reset of the same device"
+        );
+        assert_eq!(other.destroy_stream(elsewhere), Ok(()), "another device");
     }
 }

@@ -51,9 +51,12 @@ pub(crate) enum Entry {
     SynchronizeDevice,
     ResetDeviceForce,
     Probe,
+    MallocHost,
+    FreeHost,
+    MemcpyAsync,
 }
 
-const ENTRIES: usize = Entry::Probe as usize + 1;
+const ENTRIES: usize = Entry::MemcpyAsync as usize + 1;
 
 /// A code an entry returns instead of calling the fake: after `skip` calls, `count` times.
 #[derive(Clone, Copy, Debug)]
@@ -387,6 +390,53 @@ unsafe extern "C" fn probe(user: *mut c_void) -> i32 {
     forwarded(user, Entry::Probe, |_| 0)
 }
 
+unsafe extern "C" fn malloc_host(user: *mut c_void, size: usize, out: *mut *mut c_void) -> i32 {
+    forwarded(user, Entry::MallocHost, |_| {
+        // SAFETY: a writable slot.
+        unsafe { acl().aclrtMallocHost(out, size) }
+    })
+}
+
+unsafe extern "C" fn free_host(user: *mut c_void, ptr: *mut c_void) -> i32 {
+    forwarded(user, Entry::FreeHost, |_| {
+        // SAFETY: pinned memory the fake made.
+        unsafe { acl().aclrtFreeHost(ptr) }
+    })
+}
+
+/// `aclrtMemcpyAsync` of `kind` on `stream`.
+fn copy_async(
+    user: *mut c_void,
+    (dst, src, len): (*mut c_void, *const c_void, usize),
+    kind: i32,
+    stream: *mut c_void,
+) -> i32 {
+    forwarded(user, Entry::MemcpyAsync, |_| {
+        // SAFETY: the lane passes ranges inside live allocations and a live stream.
+        unsafe { acl().aclrtMemcpyAsync(dst, len, src, len, kind, stream) }
+    })
+}
+
+unsafe extern "C" fn memcpy_to_device_async(
+    user: *mut c_void,
+    dst: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    stream: *mut c_void,
+) -> i32 {
+    copy_async(user, (dst, src, len), ACL_MEMCPY_HOST_TO_DEVICE, stream)
+}
+
+unsafe extern "C" fn memcpy_from_device_async(
+    user: *mut c_void,
+    dst: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    stream: *mut c_void,
+) -> i32 {
+    copy_async(user, (dst, src, len), ACL_MEMCPY_DEVICE_TO_HOST, stream)
+}
+
 unsafe extern "C" fn recent_error_message(_user: *mut c_void) -> *const c_char {
     // SAFETY: no arguments; NULL or a string valid until this thread's next call.
     unsafe { acl().aclGetRecentErrMsg() }
@@ -421,6 +471,17 @@ pub(crate) fn table(device_id: i32) -> RunLaneDeviceOps {
         reset_device_force: Some(reset_device_force),
         probe: Some(probe),
         recent_error_message: Some(recent_error_message),
+    }
+}
+
+/// [`table`] with the four pinned-copy entries too (the copies on the streams).
+pub(crate) fn table_with_pinned(device_id: i32) -> RunLaneDeviceOps {
+    RunLaneDeviceOps {
+        malloc_host: Some(malloc_host),
+        free_host: Some(free_host),
+        memcpy_to_device_async: Some(memcpy_to_device_async),
+        memcpy_from_device_async: Some(memcpy_from_device_async),
+        ..table(device_id)
     }
 }
 
