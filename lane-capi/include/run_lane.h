@@ -8,7 +8,9 @@
  * once it answered), and with RunLaneConfig.submitters_bound on a submitting thread too;
  * on_outcome always on the lane thread. Only prepare and finalise on host workers
  * (RunLaneConcurrency, RunLaneConfig.workers) may overlap other callbacks. Every such
- * thread is bound to the lane's device.
+ * thread is bound to the lane's device. With RUN_LANE_BACKEND_DEVICE_OPS the runtime's
+ * RunLaneDeviceOps entries are called on those threads too, a wait on the completion waiter
+ * beside the other entries: RunLaneDeviceOps's comment says which thread calls which.
  *
  * Re-entrance: what a callback may call. The answer is the same from every callback
  * (prepare, launch_aicore, launch_aicpu, finalise, upload_code, on_outcome), on whichever
@@ -161,9 +163,9 @@ enum RunLaneNoticeMonitor
   : uint32_t
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
-  // `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator):
-  // the library left the callback slot alone; forward notices with
-  // `run_lane_report_device_fault`.
+  // `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator or
+  // a runtime's device table): the library left the callback slot alone; forward notices
+  // with `run_lane_report_device_fault`.
   RUN_LANE_NOTICE_MONITOR_NOT_ASKED = 0,
   // The library's handler was registered with `aclrtSetExceptionInfoCallback` (it holds
   // the slot until someone registers after it).

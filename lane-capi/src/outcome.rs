@@ -36,8 +36,9 @@ pub fn monitor_to_c(monitor: Option<&NoticeMonitor>) -> RunLaneNoticeMonitorRepo
     let Some(monitor) = monitor else {
         copy_str(
             &mut report.line,
-            "the simulator installs no fault notice monitor (fault_notice_monitor is for the \
-             ACL backend): forward notices with run_lane_report_device_fault",
+            "the simulator and a runtime's device table install no fault notice monitor \
+             (fault_notice_monitor is for the ACL backend): forward notices with \
+             run_lane_report_device_fault",
         );
         return report;
     };

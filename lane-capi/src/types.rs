@@ -714,9 +714,9 @@ pub struct RunLaneCloseReport {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunLaneNoticeMonitor {
-    /// `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator):
-    /// the library left the callback slot alone; forward notices with
-    /// `run_lane_report_device_fault`.
+    /// `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator or
+    /// a runtime's device table): the library left the callback slot alone; forward notices
+    /// with `run_lane_report_device_fault`.
     NotAsked = 0,
     /// The library's handler was registered with `aclrtSetExceptionInfoCallback` (it holds
     /// the slot until someone registers after it).
