@@ -189,6 +189,29 @@ fn a_config_that_cannot_go_with_a_table_is_refused_at_create_with_what_to_do() {
     assert_eq!(table_calls(0), 0, "refused before any entry was called");
 }
 
+#[test]
+fn a_table_whose_bind_fails_on_the_lane_thread_is_backend_unavailable_naming_the_bind() {
+    let _serial = common::serial();
+    let _fake = control().session().expect("reset the fake");
+    let f = forward(0);
+    f.clear();
+    f.fail(Entry::Bind, 507_899, 0, 1);
+    let (status, message) = refusal(&common::fake_config(
+        Via::DeviceOps,
+        0,
+        &HEALTHY,
+        OP_TIMEOUT_MS,
+    ));
+    assert_eq!(status, RunLaneStatus::BackendUnavailable, "{message}");
+    assert!(
+        message.contains("bind failed") && message.contains("507899"),
+        "names the entry and its code: {message}"
+    );
+    assert_eq!(f.calls(Entry::CreateStream), 0, "nothing made");
+    // The lane thread ended: nothing of the refused lane is left running.
+    common::wait_for_lane_threads_joined("a refused create joins its lane thread");
+}
+
 /// The streams the launch callbacks were handed, in launch order.
 static LAUNCHED_ON: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 

@@ -1,5 +1,7 @@
 //! What the many-lane tests share: the fake's control surface, a config for a lane on one of
-//! its devices, launch callbacks that queue fake kernels on the streams the lane gives them
+//! its devices (through the ACL backend or through a runtime's device table over the fake,
+//! `Via`; `on_each_backend!` runs a test body through both), launch callbacks that queue fake
+//! kernels on the streams the lane gives them
 //! (the AICPU kernel writes the slot's timing buffer, as a runtime's scheduler does), the
 //! documented submit loop, and the process's threads (by name), open descriptors and
 //! resident memory read from `/proc/self`.
