@@ -3,14 +3,14 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 
-use lane_core::{Profile, ProfileSpec};
+use lane_core::{Profile, ProfileSpec, Recovery};
 
 use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
     RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
-    RunLaneConcurrency, RunLaneConfig, RunLaneProfile, RunLaneRunner, RunLaneStatus,
-    RunLaneVerdictChannel,
+    RunLaneConcurrency, RunLaneConfig, RunLaneProfile, RunLaneRecovery, RunLaneRunner,
+    RunLaneStatus, RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
@@ -53,12 +53,15 @@ pub struct Overrides {
     /// The stream-synchronize verdict channel (and so depth one).
     stream_sync: bool,
     launch_depth: u8,
+    /// Who recovers the device (L-24).
+    recovery: Recovery,
 }
 
 impl Overrides {
     /// `base` with these overrides, validated. The launch depth is lowered to the slot count.
     pub fn apply(self, base: Profile) -> Result<Profile, Error> {
         let mut spec: ProfileSpec = base.spec();
+        spec.recovery = self.recovery;
         if self.slots != 0 {
             spec.slots = self.slots;
             spec.launch_depth = spec.launch_depth.min(self.slots.max(1));
@@ -146,6 +149,9 @@ pub const fn default_config() -> RunLaneConfig {
                 off_lane_thread: false,
                 prepares_at_once: 0,
             },
+            on_poison: None,
+            before_reset: None,
+            after_reset: None,
         },
         workers: 0,
         prepare_window: 0,
@@ -154,6 +160,7 @@ pub const fn default_config() -> RunLaneConfig {
         fault_notice_monitor: false,
         submitters_bound: false,
         check_invariants: false,
+        recovery: RunLaneRecovery::InPlace as u32,
     }
 }
 
@@ -193,6 +200,16 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             )));
         }
     };
+    let recovery = match config.recovery {
+        r if r == RunLaneRecovery::InPlace as u32 => Recovery::InPlace,
+        r if r == RunLaneRecovery::Runtime as u32 => Recovery::Runtime,
+        other => {
+            return Err(invalid(format!(
+                "recovery {other} is not a RunLaneRecovery (IN_PLACE = 0: the lane resets the \
+                 device; RUNTIME = 1: the runtime does, told by on_poison)"
+            )));
+        }
+    };
     let overrides = Overrides {
         slots: config.slots,
         completion_timeout_ms: config.completion_timeout_ms,
@@ -200,6 +217,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         prepare_window: config.prepare_window,
         stream_sync,
         launch_depth: config.launch_depth,
+        recovery,
     };
     let profile = match config.profile {
         p if p == RunLaneProfile::A2a3 as u32 => {

@@ -71,8 +71,10 @@ pub mod state;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
-pub use effect::Effect;
-pub use error::{EventError, InvariantViolation, LeaseError, PublishError, SubmitError};
+pub use effect::{Effect, RecoveryHook};
+pub use error::{
+    DeviceResetError, EventError, InvariantViolation, LeaseError, PublishError, SubmitError,
+};
 pub use event::{Event, FinaliseFailure, LaunchStep};
 pub use ids::{
     CodeRef, DeviceTiming, Generation, Lease, PAIR_PEERS, Peers, PublicationId, RunId, SlotId, Tag,
@@ -89,7 +91,7 @@ pub use outcome::{
 pub use profile::{
     CopyPath, DEFAULT_COMPLETION_TIMEOUT_NS, DEFAULT_DEVICE_OP_TIMEOUT_NS,
     DEFAULT_DRAIN_TIMEOUT_NS, DEFAULT_RECOVERY_ATTEMPTS, MAX_PENDING_PUBLICATIONS, MAX_SLOTS,
-    Profile, ProfileError, ProfileSpec,
+    Profile, ProfileError, ProfileSpec, Recovery,
 };
 pub use run::{RunInput, RunPhase};
 pub use state::{AfterRecovery, LaneInput, LaneState, RecoveryStep};

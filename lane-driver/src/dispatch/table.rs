@@ -95,9 +95,11 @@ pub enum DispatchInput {
     HostWork,
     /// The next effect is the recovery drain (`DrainDevice`), a blocking device wait.
     Drain,
-    /// The next effect is `ForceReset` and the waiter is in no device call.
+    /// The next effect is `ForceReset` (or `Hook(OnPoison)`, after which the runtime resets,
+    /// L-24) and the waiter is in no device call.
     Reset,
-    /// The next effect is `ForceReset` and the waiter is inside a device call.
+    /// The next effect is `ForceReset` (or `Hook(OnPoison)`) and the waiter is inside a
+    /// device call.
     ResetUnderWait,
     /// The next effect is `AwaitCompletion` (the executor notes the run, no device call).
     Await,

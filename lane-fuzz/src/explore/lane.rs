@@ -75,6 +75,9 @@ pub enum Chip {
     /// narrow answers (success and each answer that moves a run into a phase of its own): every phase of a run, with three runs in flight,
     /// in a state space `cargo test` affords.
     Depth3,
+    /// [`Profile::a2a3`] with the runtime's recovery (L-24): a poison or a notice hands the
+    /// device over (`OnPoison`) and the lane waits, `Unusable`, for the runtime's reset.
+    RuntimeRecovery,
 }
 
 impl Chip {
@@ -102,6 +105,14 @@ impl Chip {
                 Ok(profile) => profile,
                 // Three slots allow a depth and a window of three.
                 Err(e) => unreachable!("depth three refused: {e}"),
+            },
+            Self::RuntimeRecovery => match Profile::custom(lane_core::ProfileSpec {
+                recovery: lane_core::Recovery::Runtime,
+                ..Profile::a2a3().spec()
+            }) {
+                Ok(profile) => profile,
+                // Who recovers is not validated against anything.
+                Err(e) => unreachable!("a2a3 with the runtime's recovery refused: {e}"),
             },
         }
     }
@@ -405,6 +416,8 @@ fn replies(effect: &Effect) -> &'static [Reply] {
         Effect::ReadStatus { .. } => &[Reply::Success, PLAIN, OTHER, Reply::Other { code: 7 }],
         Effect::DrainDevice { .. } => &[Reply::Success],
         Effect::ForceReset { .. } | Effect::Probe { .. } => &[Reply::Success, PLAIN],
+        // Never outstanding: nothing answers them.
+        Effect::Hook(_) | Effect::AdoptReset => &[],
     }
 }
 
@@ -437,6 +450,8 @@ fn narrow_replies(effect: &Effect) -> &'static [Reply] {
         | Effect::DrainDevice { .. }
         | Effect::ForceReset { .. }
         | Effect::Probe { .. } => &[Reply::Success],
+        // Never outstanding: nothing answers them.
+        Effect::Hook(_) | Effect::AdoptReset => &[],
     }
 }
 
@@ -479,6 +494,11 @@ impl Model for LaneModel {
             )
         {
             op(Op::Notice(0));
+        }
+        // The runtime's report of its reset: accepted when the lane awaits it, refused (and
+        // changing nothing) anywhere else.
+        if config.chip == Chip::RuntimeRecovery {
+            op(Op::DeviceReset);
         }
         let current = self.body.current_effects();
         for (at, effect) in current.iter().enumerate() {
@@ -635,6 +655,7 @@ fn rust_op(op: Op) -> String {
         Op::Timeout => "Op::Timeout".to_owned(),
         Op::Expire => "Op::Expire".to_owned(),
         Op::Notice(n) => format!("Op::Notice({n})"),
+        Op::DeviceReset => "Op::DeviceReset".to_owned(),
     }
 }
 
