@@ -507,7 +507,7 @@ pub fn lane_step(
 /// Every state the lane can be in with a recovery budget of `attempts`, in table order:
 /// every step of every recovery attempt, toward either end. The exhaustive explorer
 /// (lane-fuzz) checks that each state it reaches has its rows here.
-fn table_states(attempts: u8) -> Vec<LaneState> {
+pub(crate) fn table_states(attempts: u8) -> Vec<LaneState> {
     let mut states = vec![LaneState::Open];
     for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
         states.push(LaneState::Suspect { then });
@@ -598,8 +598,9 @@ impl LaneState {
     }
 }
 
-/// The lane-level machine as a Markdown table: every (state, input) pair, with the default
-/// recovery budget of 3 attempts.
+/// The lane-level machine as a Markdown table, with the default recovery budget of 3
+/// attempts: a row per accepted (state, input) pair, and per state one row of what it
+/// refuses and why.
 #[must_use]
 pub fn lane_state_table() -> String {
     let attempts = crate::profile::DEFAULT_RECOVERY_ATTEMPTS;
@@ -607,7 +608,9 @@ pub fn lane_state_table() -> String {
     out.push_str("# Lane state machine\n\n");
     out.push_str(
         "Rendered from `lane_core::state::lane_step`, the only place the lane's state \
-         changes, with the default recovery budget of 3 attempts. `Submit`/`Publish`/`Close` \
+         changes, with the default recovery budget of 3 attempts. One row per input a state \
+         accepts, then one `*refuses*` row: why it refuses the others, `every other input` \
+         being those it has no row or group for. `Submit`/`Publish`/`Close` \
          are commands; `Poison` is any failure status-latch classifies `Poison`; `Quiesced` means \
          the runner work out at the poison has answered (L-18); the other recovery \
          inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
@@ -627,6 +630,7 @@ pub fn lane_state_table() -> String {
     );
     out.push_str("| state | input | next state | effects |\n|---|---|---|---|\n");
     for state in table_states(attempts) {
+        let mut refused = Vec::new();
         for input in LaneInput::ALL {
             let (next, effects) = match lane_step(state, input, attempts) {
                 Ok((next, _)) if next == state => {
@@ -640,7 +644,10 @@ pub fn lane_state_table() -> String {
                 Ok((next, action)) => {
                     (format!("**{}**", state_label(next)), action.describe(state))
                 }
-                Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
+                Err(refusal) => {
+                    refused.push((input.label(), refusal.reason()));
+                    continue;
+                }
             };
             let _ = writeln!(
                 out,
@@ -649,6 +656,12 @@ pub fn lane_state_table() -> String {
                 input.label()
             );
         }
+        crate::table::write_refusals(
+            &mut out,
+            &state_label(state),
+            &refused,
+            LaneInput::ALL.len(),
+        );
     }
     out
 }
