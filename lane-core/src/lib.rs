@@ -31,7 +31,7 @@
 //! typed [`InvariantViolation`].
 //!
 //! **API boundary:** [`Lane`] and its value types. The phase tables in [`run`],
-//! [`publication`] and [`state`] are public so their rendered tables can be reviewed and snapshot-tested.
+//! [`publication`] and [`state`] are public so their rendered tables can be reviewed and kept current in docs/.
 //!
 //! **Deliberately absent:** clocks, threads, IO, `HashMap` iteration, `unsafe`, and any
 //! allocation per run in steady state (inline storage throughout).
@@ -68,6 +68,7 @@ pub mod publication;
 mod queue;
 pub mod run;
 pub mod state;
+mod table;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 

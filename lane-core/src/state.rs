@@ -556,7 +556,7 @@ pub fn lane_step(
 /// Every state the lane can be in with a recovery budget of `attempts`, in table order:
 /// every step of every recovery attempt, toward either end. The exhaustive explorer
 /// (lane-fuzz) checks that each state it reaches has its rows here.
-fn table_states(attempts: u8) -> Vec<LaneState> {
+pub(crate) fn table_states(attempts: u8) -> Vec<LaneState> {
     let mut states = vec![LaneState::Open];
     for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
         states.push(LaneState::Suspect { then });
@@ -647,8 +647,9 @@ impl LaneState {
     }
 }
 
-/// The lane-level machine as a Markdown table: every (state, input) pair, with the default
-/// recovery budget of 3 attempts.
+/// The lane-level machine as a Markdown table, with the default recovery budget of 3
+/// attempts: a row per accepted (state, input) pair, and per state one row of what it
+/// refuses and why.
 #[must_use]
 pub fn lane_state_table() -> String {
     let attempts = crate::profile::DEFAULT_RECOVERY_ATTEMPTS;
@@ -656,7 +657,9 @@ pub fn lane_state_table() -> String {
     out.push_str("# Lane state machine\n\n");
     out.push_str(
         "Rendered from `lane_core::state::lane_step`, the only place the lane's state \
-         changes, with the default recovery budget of 3 attempts. `Submit`/`Publish`/`Close` \
+         changes, with the default recovery budget of 3 attempts. One row per input a state \
+         accepts, then one `*refuses*` row: why it refuses the others, `every other input` \
+         being those it has no row or group for. `Submit`/`Publish`/`Close` \
          are commands; `Poison` is any failure status-latch classifies `Poison`; `Quiesced` means \
          the runner work out at the poison has answered (L-18); the other recovery \
          inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
@@ -678,7 +681,8 @@ pub fn lane_state_table() -> String {
     render_rows(&mut out, attempts, Recovery::InPlace, |_, _| true);
     out.push_str(
         "\n## With the runtime's recovery (L-24)\n\nThe rows that differ when the runtime \
-         owns recovery: a quiesced poison hands the device over instead of draining it.\n\n",
+         owns recovery (`Recovery::Runtime`): a quiesced poison hands the device over instead \
+         of draining it. Every other row is the table's above.\n\n",
     );
     out.push_str("| state | input | next state | effects |\n|---|---|---|---|\n");
     render_rows(&mut out, attempts, Recovery::Runtime, |state, input| {
@@ -696,6 +700,7 @@ fn render_rows(
     shown: impl Fn(LaneState, LaneInput) -> bool,
 ) {
     for state in table_states(attempts) {
+        let mut refused = Vec::new();
         for input in LaneInput::ALL {
             if !shown(state, input) {
                 continue;
@@ -712,7 +717,10 @@ fn render_rows(
                 Ok((next, action)) => {
                     (format!("**{}**", state_label(next)), action.describe(state))
                 }
-                Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
+                Err(refusal) => {
+                    refused.push((input.label(), refusal.reason()));
+                    continue;
+                }
             };
             let _ = writeln!(
                 out,
@@ -720,6 +728,18 @@ fn render_rows(
                 state_label(state),
                 input.label()
             );
+        }
+        // The runtime's section lists only rows that differ, refusals among them.
+        if recovery == Recovery::InPlace {
+            crate::table::write_refusals(out, &state_label(state), &refused, LaneInput::ALL.len());
+        } else {
+            for (input, reason) in refused {
+                let _ = writeln!(
+                    out,
+                    "| {} | {input} | refused: {reason} | none |",
+                    state_label(state)
+                );
+            }
         }
     }
 }

@@ -1,5 +1,9 @@
-//! The rendered transition tables are snapshot-tested: a behaviour change shows up as a
-//! table diff in review (and `cargo xtask codegen` writes the same tables into docs/).
+//! The rendered transition tables are committed once, as docs/state-machines/*.md, written
+//! by `cargo xtask codegen`: a behaviour change shows up as a table diff in review. The first
+//! test checks the committed tables are the rendering (as xtask's `generated_docs_are_current`
+//! does for the workspace); src/table.rs's tests check that each table renders every (state,
+//! input) pair exactly once. The rest check the machines' rules that no single row shows,
+//! over every row.
 
 use lane_core::Recovery;
 use lane_core::Verdict;
@@ -9,19 +13,35 @@ use lane_core::state::{
     LaneAction, LaneInput, LaneRefusal, LaneState, lane_state_table, lane_step,
 };
 
-#[test]
-fn run_phase_table_snapshot() {
-    insta::assert_snapshot!(run_phase_table());
+/// Fails unless the generated doc at `path` (from the workspace root) holds `rendered` below
+/// its header.
+fn assert_committed(path: &str, rendered: &str) {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path);
+    let doc = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    let body = doc.split_once("-->\n\n").map_or("", |(_, body)| body);
+    let want = format!("{}\n", rendered.trim_end());
+    if body != want {
+        let at = body
+            .lines()
+            .zip(want.lines())
+            .position(|(have, want)| have != want)
+            .unwrap_or_else(|| body.lines().count().min(want.lines().count()));
+        panic!(
+            "{path} is not the rendering from its body's line {}: run `cargo xtask codegen` \
+             and review the diff",
+            at + 1
+        );
+    }
 }
 
 #[test]
-fn lane_state_table_snapshot() {
-    insta::assert_snapshot!(lane_state_table());
-}
-
-#[test]
-fn publication_table_snapshot() {
-    insta::assert_snapshot!(publication_table());
+fn the_committed_tables_are_the_rendering() {
+    assert_committed("docs/state-machines/run-phase.md", &run_phase_table());
+    assert_committed("docs/state-machines/publication.md", &publication_table());
+    assert_committed("docs/state-machines/lane.md", &lane_state_table());
 }
 
 #[test]

@@ -682,7 +682,9 @@ pub struct Reached {
     pub verdict: BTreeSet<String>,
 }
 
-/// The states a rendered table has rows for (its first column).
+/// The states a rendered table lists: its first column. A state has a row per input it
+/// accepts and one `*refuses*` row for the rest, so a state that accepts nothing (`Done`)
+/// is listed too; lane-core's tests check that every (state, input) pair is rendered once.
 fn rows(table: &str) -> BTreeSet<String> {
     table
         .lines()
@@ -813,4 +815,48 @@ pub fn replay(config: Config, actions: &[Action]) -> Result<(), String> {
             .map_err(|m| format!("action {at} ({action:?}): {m}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use lane_core::RunPhase;
+    use lane_core::publication::PublicationPhase;
+
+    use super::*;
+
+    #[test]
+    fn rows_lists_every_state_of_a_table_those_that_accept_nothing_too() {
+        let run: BTreeSet<String> = RunPhase::all().into_iter().map(RunPhase::label).collect();
+        assert_eq!(rows(&run_phase_table()), run);
+        let publication: BTreeSet<String> = PublicationPhase::ALL
+            .into_iter()
+            .map(|phase| phase.label().to_owned())
+            .collect();
+        assert_eq!(rows(&publication_table()), publication);
+        // The lane's states have no public list: every state a row leads to is listed.
+        let table = lane_state_table();
+        let lane = rows(&table);
+        let next = table
+            .lines()
+            .filter_map(|line| line.split(" | ").nth(2))
+            .filter(|next| !next.contains(": "))
+            .map(|next| {
+                next.trim_matches('*')
+                    .trim_end_matches(" (unchanged)")
+                    .trim_end_matches(" (value recorded)")
+            });
+        let mut led_to = 0;
+        for state in next.filter(|next| *next != "next state") {
+            assert!(lane.contains(state), "{state} is not listed: {lane:?}");
+            led_to += 1;
+        }
+        assert!(led_to > lane.len(), "{led_to} rows");
+        for state in [
+            "Lost",
+            "Closed(device lost)",
+            "ReleasingStreams(round 0 of 1)",
+        ] {
+            assert!(lane.contains(state), "{state} is not listed: {lane:?}");
+        }
+    }
 }
