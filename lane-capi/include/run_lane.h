@@ -61,10 +61,12 @@
 // on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 // reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 // `run_lane_destroy_with_report` returns the final report. 7: `RunLaneConfig` grew
-// `check_invariants`, off by default. 8: a device the runtime supplies (L-22):
-// `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`, and `RunLaneConfig` grew `device_ops`
-// at its end.
-#define RUN_LANE_ABI_VERSION 8
+// `check_invariants`, off by default. 8: who recovers (`RunLaneConfig::recovery`), the
+// runner's recovery hooks (`on_poison`, `before_reset`, `after_reset`),
+// `run_lane_device_reset`, `RUN_LANE_STATUS_UNUSABLE` and `RUN_LANE_STATE_UNUSABLE`. 9: a
+// device the runtime supplies (L-22): `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`,
+// and `RunLaneConfig` grew `device_ops` at its end.
+#define RUN_LANE_ABI_VERSION 9
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -147,6 +149,12 @@ enum RunLaneStatus
   // streams, so the device is suspect; the lane recovers it once its launched runs have
   // their verdicts. Submit again once an outcome arrives or a little later.
   RUN_LANE_STATUS_SUSPECT = 17,
+  // Submit or publish refused (ABI 8): the runtime owns recovery
+  // (`RUN_LANE_RECOVERY_RUNTIME`) and the device was poisoned; the lane told `on_poison`
+  // and makes no device call until the runtime resets the device and reports it with
+  // `run_lane_device_reset`. Also `run_lane_device_reset`'s answer when the lane awaits no
+  // reset.
+  RUN_LANE_STATUS_UNUSABLE = 18,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -323,6 +331,9 @@ enum RunLaneState
   // A device fault notice named one of the lane's streams (ABI 5): launched runs finish,
   // then the device is recovered.
   RUN_LANE_STATE_SUSPECT = 6,
+  // The runtime owns recovery and the device is poisoned (ABI 8): the lane makes no device
+  // call until `run_lane_device_reset`.
+  RUN_LANE_STATE_UNUSABLE = 7,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -364,7 +375,7 @@ enum RunLaneBackend
   // The deterministic simulator: for tests and a runner's own CI. Callbacks run, then the
   // simulated device runs the kernels.
   RUN_LANE_BACKEND_SIM = 1,
-  // The runtime's own device layer (ABI 8, L-22): every device call the lane makes goes
+  // The runtime's own device layer (ABI 9, L-22): every device call the lane makes goes
   // through the table `RunLaneConfig::device_ops` points at (its rt layer, its simulated
   // platform, a test stub). The lane still decides everything; the table executes.
   RUN_LANE_BACKEND_DEVICE_OPS = 2,
@@ -482,6 +493,24 @@ typedef struct RunLaneConcurrency {
   uint8_t prepares_at_once;
 } RunLaneConcurrency;
 
+// What took the device down, as `on_poison` and `before_reset` receive it (ABI 8).
+typedef struct RunLaneRecoveryInfo {
+  // Whether a run's failure poisoned the device (`false`: a device fault notice did).
+  bool has_origin;
+  // The run whose failure poisoned the device.
+  uint64_t origin;
+  // Whether `code` is set.
+  bool has_code;
+  // The latched runtime code or the ACL code.
+  int32_t code;
+  // Where it failed.
+  RunLaneStage stage;
+  // The code's name, or "".
+  char code_name[RUN_LANE_NAME_BYTES];
+  // The one stable log line of the failure (`run N failed: ...`, or the notice's).
+  char failure_line[RUN_LANE_LINE_BYTES];
+} RunLaneRecoveryInfo;
+
 // The runner's callbacks: the embedding runtime's work for each run. Every callback is
 // called **on the lane thread**, one at a time, never concurrently with another callback of
 // the same lane, except `prepare` and `finalise` when `concurrency.off_lane_thread` and the
@@ -535,9 +564,29 @@ typedef struct RunLaneRunner {
   // How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
   // default): both on the lane thread, one prepare at a time.
   struct RunLaneConcurrency concurrency;
+  // Optional (ABI 8), with `RUN_LANE_RECOVERY_RUNTIME`: the device is poisoned and is the
+  // runtime's to reset. Called once per poison, when every item has its verdict and no
+  // thread of the lane is inside a device call; the lane makes none until
+  // `run_lane_device_reset`. The lane's streams and slot buffers are still alive during
+  // the call (read diagnostics now), and forgotten after it. `info` is valid for the call
+  // only.
+  void (*on_poison)(void *user,
+                    const struct RunLaneRecoveryInfo *info);
+  // Optional (ABI 8), with `RUN_LANE_RECOVERY_IN_PLACE`: the lane is about to drain and
+  // force-reset the device. Keep the runtime's own threads out of device calls until
+  // `after_reset` (a reset under one of their calls is a use-after-free). Once per
+  // recovery; `info` is valid for the call only.
+  void (*before_reset)(void *user,
+                       const struct RunLaneRecoveryInfo *info);
+  // Optional (ABI 8), with `RUN_LANE_RECOVERY_IN_PLACE`: recovery is over. `recovered`:
+  // the probe proved the device usable, so rebuild what the reset destroyed (the
+  // runtime's streams, loaded kernels, buffers); `false`: every attempt failed and the
+  // lane is lost. Once per recovery.
+  void (*after_reset)(void *user,
+                      bool recovered);
 } RunLaneRunner;
 
-// The runtime's device layer as a table of operations (ABI 8, SPEC L-22): the lane's
+// The runtime's device layer as a table of operations (ABI 9, SPEC L-22): the lane's
 // `RUN_LANE_BACKEND_DEVICE_OPS` backend makes every device call through it, so the runtime's
 // own rt layer, its simulated platform or a test stub executes the lane's effects. The lane
 // keeps every decision (when to create, record, wait, synchronize, reset; what a code means).
@@ -699,10 +748,11 @@ typedef struct RunLaneDeviceOps {
   // reset, on the completion waiter; its code proves nothing. NULL: no drain.
   int32_t (*synchronize_device)(void *user,
                                 int32_t timeout_ms);
-  // Required for now (`aclrtResetDeviceForce`): recovery's force reset after a poison.
-  // Every stream, event and allocation is dead afterwards, whatever it returned. Only a
-  // runtime that owns recovery itself may leave it NULL, and no config says so yet, so a
-  // NULL reset is refused.
+  // Required unless `RunLaneConfig::recovery` is `RUN_LANE_RECOVERY_RUNTIME`
+  // (`aclrtResetDeviceForce`): recovery's force reset after a poison. Every stream, event
+  // and allocation is dead afterwards, whatever it returned. A runtime that owns recovery
+  // resets the device itself and reports it with `run_lane_device_reset`, so the lane never
+  // calls it there and it may be NULL.
   int32_t (*reset_device_force)(void *user);
   // Optional: the runtime's own check that a reset device is usable, after the lane's probe
   // (bind, a stream create and destroy, a small alloc and free). A non-zero code fails the
@@ -778,7 +828,11 @@ typedef struct RunLaneConfig {
   // about 1 us of a submit to an idle lane (cold caches). Turn it on in the runner's own
   // tests of its integration.
   bool check_invariants;
-  // `RUN_LANE_BACKEND_DEVICE_OPS` (ABI 8): the runtime's table of device operations, copied
+  // A `RunLaneRecovery` (ABI 8): who recovers the device after a poison. `IN_PLACE` (0,
+  // the default): the lane; `RUNTIME` (1): the runtime, told by `on_poison`, reporting its
+  // reset with `run_lane_device_reset`.
+  uint32_t recovery;
+  // `RUN_LANE_BACKEND_DEVICE_OPS` (ABI 9): the runtime's table of device operations, copied
   // at `run_lane_create` (its `user` and functions must outlive the lane). NULL for the
   // other backends (ignored there). `device_id` names the device for fault notices and, with
   // the table's `user`, which lanes share one device.
@@ -957,6 +1011,13 @@ RunLaneStatus run_lane_publish(struct RunLane *lane,
 // `report_out` is NULL or writable.
 RunLaneStatus run_lane_close(struct RunLane *lane,
                              struct RunLaneCloseReport *report_out);
+
+// Reports that the runtime reset the device (ABI 8; `RUN_LANE_RECOVERY_RUNTIME`, SPEC
+// L-24): the lane, which has made no device call since `on_poison`, forgets its handles and
+// reopens on fresh streams; submits are accepted again. Returns at once. `UNUSABLE` when the
+// lane awaits no reset (the runtime does not own its recovery, no poison handed the device
+// over, or the reset was reported already); nothing changes then.
+RunLaneStatus run_lane_device_reset(struct RunLane *lane);
 
 // Takes the next outcome in submission order, without blocking: `OK` with `*outcome_out`
 // filled, or `EMPTY` (and `*outcome_out` zeroed) when none is ready. `LOST` once the lane

@@ -148,6 +148,13 @@ fn service_error(error: &ServiceError) -> Error {
         | ServiceError::Publish(PublishError::Poisoned { .. }) => RunLaneStatus::Recovering,
         ServiceError::Submit(SubmitError::Suspect { .. })
         | ServiceError::Publish(PublishError::Suspect { .. }) => RunLaneStatus::Suspect,
+        ServiceError::Submit(
+            SubmitError::Unusable { .. } | SubmitError::UnusableAfterNotice { .. },
+        )
+        | ServiceError::Publish(
+            PublishError::Unusable { .. } | PublishError::UnusableAfterNotice { .. },
+        )
+        | ServiceError::DeviceReset(_) => RunLaneStatus::Unusable,
         ServiceError::Submit(SubmitError::Lost { .. } | SubmitError::LostAfterNotice { .. })
         | ServiceError::Publish(PublishError::Lost { .. } | PublishError::LostAfterNotice { .. })
         | ServiceError::Lost(_) => RunLaneStatus::Lost,
@@ -687,6 +694,20 @@ pub unsafe extern "C" fn run_lane_close(
             // SAFETY: non-NULL; writable (the caller's contract).
             unsafe { report_out.write(close_to_c(&report)) };
         }
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Reports that the runtime reset the device (ABI 8; `RUN_LANE_RECOVERY_RUNTIME`, SPEC
+/// L-24): the lane, which has made no device call since `on_poison`, forgets its handles and
+/// reopens on fresh streams; submits are accepted again. Returns at once. `UNUSABLE` when the
+/// lane awaits no reset (the runtime does not own its recovery, no poison handed the device
+/// over, or the reset was reported already); nothing changes then.
+#[unsafe(no_mangle)]
+pub extern "C" fn run_lane_device_reset(lane: *mut RunLane) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        lane.handle.device_reset().map_err(|e| service_error(&e))?;
         Ok(RunLaneStatus::Ok)
     })
 }

@@ -3,15 +3,15 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 
-use lane_core::{Profile, ProfileSpec};
+use lane_core::{Profile, ProfileSpec, Recovery};
 
 use crate::device_ops::DeviceOps;
 use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
     RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
-    RunLaneConcurrency, RunLaneConfig, RunLaneProfile, RunLaneRunner, RunLaneStatus,
-    RunLaneVerdictChannel,
+    RunLaneConcurrency, RunLaneConfig, RunLaneProfile, RunLaneRecovery, RunLaneRunner,
+    RunLaneStatus, RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
@@ -102,12 +102,15 @@ pub struct Overrides {
     /// The stream-synchronize verdict channel (and so depth one).
     stream_sync: bool,
     launch_depth: u8,
+    /// Who recovers the device (L-24).
+    recovery: Recovery,
 }
 
 impl Overrides {
     /// `base` with these overrides, validated. The launch depth is lowered to the slot count.
     pub fn apply(self, base: Profile) -> Result<Profile, Error> {
         let mut spec: ProfileSpec = base.spec();
+        spec.recovery = self.recovery;
         if self.slots != 0 {
             spec.slots = self.slots;
             spec.launch_depth = spec.launch_depth.min(self.slots.max(1));
@@ -195,6 +198,9 @@ pub const fn default_config() -> RunLaneConfig {
                 off_lane_thread: false,
                 prepares_at_once: 0,
             },
+            on_poison: None,
+            before_reset: None,
+            after_reset: None,
         },
         workers: 0,
         prepare_window: 0,
@@ -203,6 +209,7 @@ pub const fn default_config() -> RunLaneConfig {
         fault_notice_monitor: false,
         submitters_bound: false,
         check_invariants: false,
+        recovery: RunLaneRecovery::InPlace as u32,
         device_ops: std::ptr::null(),
     }
 }
@@ -245,6 +252,16 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             )));
         }
     };
+    let recovery = match config.recovery {
+        r if r == RunLaneRecovery::InPlace as u32 => Recovery::InPlace,
+        r if r == RunLaneRecovery::Runtime as u32 => Recovery::Runtime,
+        other => {
+            return Err(invalid(format!(
+                "recovery {other} is not a RunLaneRecovery (IN_PLACE = 0: the lane resets the \
+                 device; RUNTIME = 1: the runtime does, told by on_poison)"
+            )));
+        }
+    };
     let overrides = Overrides {
         slots: config.slots,
         completion_timeout_ms: config.completion_timeout_ms,
@@ -252,6 +269,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         prepare_window: config.prepare_window,
         stream_sync,
         launch_depth: config.launch_depth,
+        recovery,
     };
     let profile = match config.profile {
         p if p == RunLaneProfile::A2a3 as u32 => {
@@ -319,7 +337,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
                         .to_owned(),
                 )
             })?;
-            device_ops_backend(config, table, &profile)?
+            device_ops_backend(config, table, (&profile, recovery))?
         }
         other => {
             return Err(invalid(format!(
@@ -337,16 +355,16 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
     })
 }
 
-/// The `DEVICE_OPS` backend of `config`, whose table is `table`: the table validated (no
-/// config says the runtime owns recovery yet, so `reset_device_force` is required), a named
-/// profile (nothing to probe a SoC through), both launch callbacks, and the library's notice
-/// monitor left alone (it is ACL's callback slot; the runtime forwards notices).
+/// The `DEVICE_OPS` backend of `config`, whose table is `table`: the table validated
+/// (`reset_device_force` required unless the runtime owns `recovery`), a named profile
+/// (nothing to probe a SoC through), both launch callbacks, and the library's notice monitor
+/// left alone (it is ACL's callback slot; the runtime forwards notices).
 fn device_ops_backend(
     config: &RunLaneConfig,
     table: &crate::types::RunLaneDeviceOps,
-    profile: &ProfileChoice,
+    (profile, recovery): (&ProfileChoice, Recovery),
 ) -> Result<BackendChoice, Error> {
-    let ops = DeviceOps::new(table, false)?;
+    let ops = DeviceOps::new(table, recovery == Recovery::Runtime)?;
     if matches!(profile, ProfileChoice::Probe(_)) {
         return Err(invalid(PROBE_WITH_DEVICE_OPS.to_owned()));
     }

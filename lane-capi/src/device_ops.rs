@@ -19,8 +19,8 @@
 //! entries are called by the thread running the lane's steps; the waiter's by the completion
 //! waiter, at the same time (the header's `RunLaneDeviceOps` doc is the contract).
 //!
-//! Which entries are required is [`REQUIRED_ENTRIES`]; `reset_device_force` is required until
-//! the config can say the runtime owns recovery ([`reset_entry_required`]).
+//! Which entries are required is [`REQUIRED_ENTRIES`]; `reset_device_force` is required unless
+//! the runtime owns recovery ([`reset_entry_required`]).
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,11 +114,9 @@ pub const REQUIRED_ENTRIES: [(&str, &str); 13] = [
     ),
 ];
 
-/// Whether a table without `reset_device_force` is refused. The lane recovers a poisoned
-/// device in place (drain, force reset, probe), so it needs the entry unless the runtime owns
-/// recovery. The config cannot say that yet (its recovery setting is being added beside this
-/// table), so every caller passes `false`: the one check that setting relaxes, by passing the
-/// config's answer.
+/// Whether a table without `reset_device_force` is refused. A lane that recovers in place
+/// (drain, force reset, probe) needs the entry; a lane whose runtime owns recovery
+/// (`RUN_LANE_RECOVERY_RUNTIME`, L-24) never resets, so the entry may be NULL there.
 #[must_use]
 pub const fn reset_entry_required(runtime_owns_recovery: bool) -> bool {
     !runtime_owns_recovery
@@ -201,8 +199,8 @@ impl DeviceOps {
             missing.push((
                 "reset_device_force",
                 "aclrtResetDeviceForce: the lane recovers a poisoned device in place with a force \
-                 reset; it is required unless the runtime owns recovery, which this \
-                 library cannot be told yet",
+                 reset; it is required unless the runtime owns recovery \
+                 (recovery = RUN_LANE_RECOVERY_RUNTIME)",
             ));
         }
         if !missing.is_empty() {
@@ -703,6 +701,18 @@ impl TableDevice {
         Err(AclCode::InvalidParam)
     }
 
+    /// After a force reset, the table's or the runtime's own: every thread binds again, and
+    /// every handle of the device (the other lanes' on it too) and every pinned allocation is
+    /// forgotten, never destroyed; the streams' ids died with them (decision 0025).
+    fn forget_the_reset_device(&mut self) {
+        let domain = &self.table.domain;
+        domain.resets.fetch_add(1, Ordering::AcqRel);
+        *domain.issued_mut() = Issued::default();
+        self.pinned.clear();
+        let now = self.clock();
+        self.stream_ids.reset(now);
+    }
+
     /// The pinned entries, or 207000 for a table without them.
     fn pinned_entries(&mut self) -> Result<PinnedEntries, AclCode> {
         self.entries().pinned.ok_or_else(|| {
@@ -769,7 +779,7 @@ impl Device for TableDevice {
         let Some(reset) = self.entries().reset_device_force else {
             self.message = Some(
                 "the runtime's device table has no reset_device_force: the runtime recovers its \
-                 device itself"
+                 device itself (RUN_LANE_RECOVERY_RUNTIME)"
                     .to_owned(),
             );
             return Err(AclCode::RtFeatureNotSupport);
@@ -781,13 +791,14 @@ impl Device for TableDevice {
         let code = unsafe { reset(self.entries().user) };
         // Whatever it returned, every handle of the device is dead and every thread must bind
         // again: forgotten, never destroyed or touched.
-        let domain = &self.table.domain;
-        domain.resets.fetch_add(1, Ordering::AcqRel);
-        *domain.issued_mut() = Issued::default();
-        self.pinned.clear();
-        let now = self.clock();
-        self.stream_ids.reset(now);
+        self.forget_the_reset_device();
         self.check(code)
+    }
+
+    /// The runtime reset the device itself (it owns recovery, L-24): every handle and every
+    /// thread's binding is forgotten as after the table's own reset, with no entry called.
+    fn adopt_reset(&mut self) {
+        self.forget_the_reset_device();
     }
 
     fn own_probe(&mut self) -> Result<(), AclCode> {

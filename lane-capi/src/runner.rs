@@ -13,12 +13,12 @@ use backend_acl::WorkerBinding;
 use core::ffi::c_void;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, Outcome, RunId, SlotId};
+use lane_core::{Cause, CodeRef, FinaliseFailure, Outcome, RunId, SlotId};
 use lane_driver::{Concurrency, Device, DevicePtr, HostWorker, PrepareError, RunArgs, Runner};
 use lane_service::OutcomeCallback;
 
 use crate::device_ops::TableBinding;
-use crate::outcome::to_c;
+use crate::outcome::{recovery_info, to_c};
 use crate::types::{
     RUN_LANE_FINALISE_VALIDATION_FAILED, RUN_LANE_PREPARE_INCOMPATIBLE, RunLaneRunArgs,
     RunLaneRunInfo, RunLaneRunner,
@@ -628,6 +628,35 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         self.message
             .take()
             .or_else(|| self.model.recent_error_message())
+    }
+
+    fn on_poison(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
+        let _mark = CallbackMark::enter(self.serial);
+        if let Some(on_poison) = self.vtable.get().on_poison {
+            let info = recovery_info(origin, &cause);
+            // SAFETY: the caller's callback for this signature; `info` lives across the call.
+            unsafe { on_poison(self.vtable.get().user, &raw const info) };
+        }
+        self.model.on_poison(device, origin, cause);
+    }
+
+    fn before_reset(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
+        let _mark = CallbackMark::enter(self.serial);
+        if let Some(before_reset) = self.vtable.get().before_reset {
+            let info = recovery_info(origin, &cause);
+            // SAFETY: the caller's callback for this signature; `info` lives across the call.
+            unsafe { before_reset(self.vtable.get().user, &raw const info) };
+        }
+        self.model.before_reset(device, origin, cause);
+    }
+
+    fn after_reset(&mut self, device: &mut D, recovered: bool) {
+        let _mark = CallbackMark::enter(self.serial);
+        if let Some(after_reset) = self.vtable.get().after_reset {
+            // SAFETY: the caller's callback for this signature.
+            unsafe { after_reset(self.vtable.get().user, recovered) };
+        }
+        self.model.after_reset(device, recovered);
     }
 
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode> {

@@ -11,10 +11,12 @@ use core::ffi::{c_char, c_void};
 /// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 /// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 /// `run_lane_destroy_with_report` returns the final report. 7: `RunLaneConfig` grew
-/// `check_invariants`, off by default. 8: a device the runtime supplies (L-22):
-/// `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`, and `RunLaneConfig` grew `device_ops`
-/// at its end.
-pub const RUN_LANE_ABI_VERSION: u32 = 8;
+/// `check_invariants`, off by default. 8: who recovers (`RunLaneConfig::recovery`), the
+/// runner's recovery hooks (`on_poison`, `before_reset`, `after_reset`),
+/// `run_lane_device_reset`, `RUN_LANE_STATUS_UNUSABLE` and `RUN_LANE_STATE_UNUSABLE`. 9: a
+/// device the runtime supplies (L-22): `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`,
+/// and `RunLaneConfig` grew `device_ops` at its end.
+pub const RUN_LANE_ABI_VERSION: u32 = 9;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -92,6 +94,30 @@ pub enum RunLaneStatus {
     /// streams, so the device is suspect; the lane recovers it once its launched runs have
     /// their verdicts. Submit again once an outcome arrives or a little later.
     Suspect = 17,
+    /// Submit or publish refused (ABI 8): the runtime owns recovery
+    /// (`RUN_LANE_RECOVERY_RUNTIME`) and the device was poisoned; the lane told `on_poison`
+    /// and makes no device call until the runtime resets the device and reports it with
+    /// `run_lane_device_reset`. Also `run_lane_device_reset`'s answer when the lane awaits no
+    /// reset.
+    Unusable = 18,
+}
+
+/// Who recovers the device after a poison or a fault notice (`RunLaneConfig::recovery`, ABI
+/// 8; SPEC L-24).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneRecovery {
+    /// The lane, in place (the default): it drains, force-resets, probes and reopens,
+    /// calling `before_reset` before the drain and `after_reset` once it is over. A reset
+    /// destroys the runtime's own streams, kernels and buffers on the device too: rebuild
+    /// them in `after_reset`, and keep the runtime's threads out of device calls from
+    /// `before_reset` on.
+    InPlace = 0,
+    /// The runtime: on a poison (or a matched fault notice) every item gets its outcome, the
+    /// lane calls `on_poison` once, when none of its threads is inside a device call, and
+    /// then makes no device call; submits are `UNUSABLE` until the runtime resets the device
+    /// and calls `run_lane_device_reset`, after which the lane reopens on fresh streams.
+    Runtime = 1,
 }
 
 /// The chip profile a lane runs with (`RunLaneConfig::profile` holds one).
@@ -129,13 +155,13 @@ pub enum RunLaneBackend {
     /// The deterministic simulator: for tests and a runner's own CI. Callbacks run, then the
     /// simulated device runs the kernels.
     Sim = 1,
-    /// The runtime's own device layer (ABI 8, L-22): every device call the lane makes goes
+    /// The runtime's own device layer (ABI 9, L-22): every device call the lane makes goes
     /// through the table `RunLaneConfig::device_ops` points at (its rt layer, its simulated
     /// platform, a test stub). The lane still decides everything; the table executes.
     DeviceOps = 2,
 }
 
-/// The runtime's device layer as a table of operations (ABI 8, SPEC L-22): the lane's
+/// The runtime's device layer as a table of operations (ABI 9, SPEC L-22): the lane's
 /// `RUN_LANE_BACKEND_DEVICE_OPS` backend makes every device call through it, so the runtime's
 /// own rt layer, its simulated platform or a test stub executes the lane's effects. The lane
 /// keeps every decision (when to create, record, wait, synchronize, reset; what a code means).
@@ -309,10 +335,11 @@ pub struct RunLaneDeviceOps {
     /// Optional (`aclrtSynchronizeDeviceWithTimeout`): recovery's bounded drain before a force
     /// reset, on the completion waiter; its code proves nothing. NULL: no drain.
     pub synchronize_device: Option<unsafe extern "C" fn(user: *mut c_void, timeout_ms: i32) -> i32>,
-    /// Required for now (`aclrtResetDeviceForce`): recovery's force reset after a poison.
-    /// Every stream, event and allocation is dead afterwards, whatever it returned. Only a
-    /// runtime that owns recovery itself may leave it NULL, and no config says so yet, so a
-    /// NULL reset is refused.
+    /// Required unless `RunLaneConfig::recovery` is `RUN_LANE_RECOVERY_RUNTIME`
+    /// (`aclrtResetDeviceForce`): recovery's force reset after a poison. Every stream, event
+    /// and allocation is dead afterwards, whatever it returned. A runtime that owns recovery
+    /// resets the device itself and reports it with `run_lane_device_reset`, so the lane never
+    /// calls it there and it may be NULL.
     pub reset_device_force: Option<unsafe extern "C" fn(user: *mut c_void) -> i32>,
     /// Optional: the runtime's own check that a reset device is usable, after the lane's probe
     /// (bind, a stream create and destroy, a small alloc and free). A non-zero code fails the
@@ -385,6 +412,45 @@ pub struct RunLaneRunner {
     /// How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
     /// default): both on the lane thread, one prepare at a time.
     pub concurrency: RunLaneConcurrency,
+    /// Optional (ABI 8), with `RUN_LANE_RECOVERY_RUNTIME`: the device is poisoned and is the
+    /// runtime's to reset. Called once per poison, when every item has its verdict and no
+    /// thread of the lane is inside a device call; the lane makes none until
+    /// `run_lane_device_reset`. The lane's streams and slot buffers are still alive during
+    /// the call (read diagnostics now), and forgotten after it. `info` is valid for the call
+    /// only.
+    pub on_poison:
+        Option<unsafe extern "C" fn(user: *mut c_void, info: *const RunLaneRecoveryInfo)>,
+    /// Optional (ABI 8), with `RUN_LANE_RECOVERY_IN_PLACE`: the lane is about to drain and
+    /// force-reset the device. Keep the runtime's own threads out of device calls until
+    /// `after_reset` (a reset under one of their calls is a use-after-free). Once per
+    /// recovery; `info` is valid for the call only.
+    pub before_reset:
+        Option<unsafe extern "C" fn(user: *mut c_void, info: *const RunLaneRecoveryInfo)>,
+    /// Optional (ABI 8), with `RUN_LANE_RECOVERY_IN_PLACE`: recovery is over. `recovered`:
+    /// the probe proved the device usable, so rebuild what the reset destroyed (the
+    /// runtime's streams, loaded kernels, buffers); `false`: every attempt failed and the
+    /// lane is lost. Once per recovery.
+    pub after_reset: Option<unsafe extern "C" fn(user: *mut c_void, recovered: bool)>,
+}
+
+/// What took the device down, as `on_poison` and `before_reset` receive it (ABI 8).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RunLaneRecoveryInfo {
+    /// Whether a run's failure poisoned the device (`false`: a device fault notice did).
+    pub has_origin: bool,
+    /// The run whose failure poisoned the device.
+    pub origin: u64,
+    /// Whether `code` is set.
+    pub has_code: bool,
+    /// The latched runtime code or the ACL code.
+    pub code: i32,
+    /// Where it failed.
+    pub stage: RunLaneStage,
+    /// The code's name, or "".
+    pub code_name: [c_char; RUN_LANE_NAME_BYTES],
+    /// The one stable log line of the failure (`run N failed: ...`, or the notice's).
+    pub failure_line: [c_char; RUN_LANE_LINE_BYTES],
 }
 
 /// What a runner declares of its `prepare` and `finalise` (ABI 2).
@@ -466,7 +532,11 @@ pub struct RunLaneConfig {
     /// about 1 us of a submit to an idle lane (cold caches). Turn it on in the runner's own
     /// tests of its integration.
     pub check_invariants: bool,
-    /// `RUN_LANE_BACKEND_DEVICE_OPS` (ABI 8): the runtime's table of device operations, copied
+    /// A `RunLaneRecovery` (ABI 8): who recovers the device after a poison. `IN_PLACE` (0,
+    /// the default): the lane; `RUNTIME` (1): the runtime, told by `on_poison`, reporting its
+    /// reset with `run_lane_device_reset`.
+    pub recovery: u32,
+    /// `RUN_LANE_BACKEND_DEVICE_OPS` (ABI 9): the runtime's table of device operations, copied
     /// at `run_lane_create` (its `user` and functions must outlive the lane). NULL for the
     /// other backends (ignored there). `device_id` names the device for fault notices and, with
     /// the table's `user`, which lanes share one device.
@@ -670,6 +740,9 @@ pub enum RunLaneState {
     /// A device fault notice named one of the lane's streams (ABI 5): launched runs finish,
     /// then the device is recovered.
     Suspect = 6,
+    /// The runtime owns recovery and the device is poisoned (ABI 8): the lane makes no device
+    /// call until `run_lane_device_reset`.
+    Unusable = 7,
 }
 
 /// What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's

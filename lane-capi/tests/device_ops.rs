@@ -123,6 +123,12 @@ fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entr
         "{message}"
     );
     assert_eq!(table_calls(0), 0, "refused before any entry was called");
+    // With the runtime's own recovery the lane never resets: no reset entry is needed.
+    let ops = without(table::table(0), "reset_device_force");
+    let mut config = common::fake_config(Via::DeviceOps, 0, &HEALTHY, OP_TIMEOUT_MS);
+    config.device_ops = &raw const ops;
+    config.recovery = RunLaneRecovery::Runtime as u32;
+    common::destroy(common::create(&config));
 }
 
 #[test]
@@ -644,4 +650,68 @@ fn the_copies_on_the_streams_go_through_the_tables_pinned_entries_and_stay_insid
     d.destroy_event(event).expect("destroyed");
     d.destroy_stream(stream).expect("destroyed");
     assert!(control().counters().expect("counters").balanced());
+}
+
+/// Whether the runner's `on_poison` was called (the runtime's recovery).
+static TOLD_OF_POISON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+unsafe extern "C" fn on_poison(_user: *mut core::ffi::c_void, _info: *const RunLaneRecoveryInfo) {
+    TOLD_OF_POISON.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+static RUN_1_FAULTS: Kernels = Kernels {
+    kernel: Duration::from_millis(2),
+    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
+};
+
+/// L-22 with L-24: a runtime that owns recovery gives a table without `reset_device_force`;
+/// after a poison it resets the device itself and reports it, and the lane forgets every
+/// handle the table gave and every thread's binding (the reset unbound the fake's threads):
+/// it binds its threads again through the table and reopens on fresh streams.
+#[test]
+fn with_the_runtimes_recovery_its_own_reset_makes_the_lane_forget_the_tables_handles_and_bind_again()
+ {
+    let _serial = common::serial();
+    let control = control();
+    let _fake = control.session().expect("reset the fake");
+    let f = forward(0);
+    f.clear();
+    TOLD_OF_POISON.store(false, std::sync::atomic::Ordering::SeqCst);
+    let ops = without(table::table(0), "reset_device_force");
+    let mut config = common::fake_config(Via::DeviceOps, 0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
+    config.device_ops = &raw const ops;
+    config.recovery = RunLaneRecovery::Runtime as u32;
+    config.runner.on_poison = Some(on_poison);
+    let lane = common::create(&config);
+    let r1 = common::submit(lane).expect("run 1");
+    let one = common::wait(lane, r1);
+    assert_eq!(
+        one.failure_class,
+        RunLaneClass::Poison,
+        "{}",
+        common::line(&one)
+    );
+    let since = std::time::Instant::now();
+    while !TOLD_OF_POISON.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(since.elapsed() < common::BOUND, "on_poison never came");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(common::submit(lane), Err(RunLaneStatus::Unusable));
+    let binds = f.calls(Entry::Bind);
+    // The runtime's reset, outside the lane: every thread of the fake's device 0 is unbound.
+    assert_eq!(table::runtime_reset(0), 0);
+    assert_eq!(run_lane_device_reset(lane), RunLaneStatus::Ok);
+    let r2 = common::submit_when_open(lane);
+    let two = common::wait(lane, r2);
+    assert_eq!(two.verdict, RunLaneVerdict::Ok, "{}", common::line(&two));
+    assert!(
+        f.calls(Entry::Bind) > binds,
+        "the lane's threads bound again through the table after the runtime's reset"
+    );
+    assert_eq!(
+        common::force_resets(0),
+        1,
+        "the runtime's reset, none of the lane's"
+    );
+    common::destroy(lane);
 }

@@ -53,6 +53,9 @@ fn after_a_force_reset_a_failed_bind_is_binds_error_and_prepare_and_finalise_sti
             off_lane_thread: true,
             prepares_at_once: 1,
         },
+        on_poison: None,
+        before_reset: None,
+        after_reset: None,
     });
     let requests = Requests::default();
     let binding = Binding::Acl(device.worker_binding());

@@ -136,6 +136,12 @@ pub trait Device {
         Ok(())
     }
 
+    /// The device was reset outside the lane (L-24: the runtime owns recovery and reported
+    /// its reset): forget every handle this device issued and every thread's binding, as
+    /// after [`reset_device_force`](Self::reset_device_force), with no device call. The
+    /// default forgets nothing (a device that keeps no handles or bindings of its own).
+    fn adopt_reset(&mut self) {}
+
     /// `aclrtCreateStreamWithConfig(&s, 0, 0)`.
     fn create_stream(&mut self) -> Result<StreamHandle, AclCode>;
     /// `aclrtDestroyStream` (healthy teardown: no queued work).

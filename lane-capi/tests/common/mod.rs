@@ -524,7 +524,7 @@ pub(crate) fn submit_when_open(lane: *mut RunLane) -> u64 {
     loop {
         match submit(lane) {
             Ok(run) => return run,
-            Err(RunLaneStatus::Suspect | RunLaneStatus::Recovering) => {
+            Err(RunLaneStatus::Suspect | RunLaneStatus::Recovering | RunLaneStatus::Unusable) => {
                 assert!(since.elapsed() < BOUND, "the lane never reopened");
                 thread::sleep(Duration::from_millis(1));
             }

@@ -530,3 +530,13 @@ pub(crate) fn destroy_runtime_stream(device_id: i32, stream: AclrtStream) -> i32
         acl().aclrtDestroyStream(stream)
     }
 }
+
+/// A force reset of fake device `device_id` made by the runtime itself (it owns recovery),
+/// on the calling thread: its code.
+pub(crate) fn runtime_reset(device_id: i32) -> i32 {
+    // SAFETY: plain device ids; the lane makes no device call until the reset is reported.
+    unsafe {
+        assert_eq!(acl().aclrtSetDevice(device_id), 0);
+        acl().aclrtResetDeviceForce(device_id)
+    }
+}

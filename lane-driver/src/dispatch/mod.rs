@@ -21,7 +21,7 @@ pub use table::{
 };
 pub use timers::{Timer, TimerTable};
 
-use lane_core::{Effect, FaultNotice, RunPhase, Timestamp};
+use lane_core::{Effect, FaultNotice, RecoveryHook, RunPhase, Timestamp};
 
 use crate::answer::Answer;
 use crate::device::Device;
@@ -438,7 +438,12 @@ impl Dispatch {
             DispatchInput::HostWork
         } else if matches!(effect, Effect::DrainDevice { .. }) {
             DispatchInput::Drain
-        } else if matches!(effect, Effect::ForceReset { .. }) {
+        } else if matches!(
+            effect,
+            Effect::ForceReset { .. } | Effect::Hook(RecoveryHook::OnPoison { .. })
+        ) {
+            // L-20, and L-24: after `OnPoison` the runtime resets the device, so it too waits
+            // until the waiter is out of its device call.
             helpers.withdraw_wait();
             if helpers.waiter_inside() {
                 DispatchInput::ResetUnderWait
