@@ -307,7 +307,9 @@ fn a_reset_the_runtime_made_is_adopted_its_handles_refused_and_the_next_call_bin
         "adopting made no reset"
     );
     // The reset unbound this thread: the next call binds first, and says so when it fails.
-    fake.control.fail_call("aclrtSetDevice", CODE, 0, 1).unwrap();
+    fake.control
+        .fail_call("aclrtSetDevice", CODE, 0, 1)
+        .unwrap();
     assert_eq!(d.create_stream().map(|_| ()), Err(code()));
     // Bound again, its handles from before the reset are refused.
     assert_eq!(d.destroy_stream(stream), Err(AclCode::RtInvalidHandle));
