@@ -15,6 +15,7 @@ use lane_core::{CodeRef, Outcome, Profile, PublishError, RunId, RunRequest, Subm
 use lane_driver::HostWorker;
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
 
+use crate::claims::{self, DeviceClaim};
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::error::{Error, guard, last_error_ptr};
 use crate::outcome::{close_to_c, empty_outcome, monitor_to_c, report_to_c};
@@ -35,6 +36,9 @@ struct Lane {
     /// How installing the fault notice monitor went at the device's open (`None`: the
     /// simulator, which has none).
     notice_monitor: Option<NoticeMonitor>,
+    /// The lane's device id, held until the lane is dropped, after its threads are joined
+    /// (L-25; `None`: the simulator, whose device is the lane's own).
+    _claim: Option<DeviceClaim>,
 }
 
 /// Lane numbers handed out so far.
@@ -217,6 +221,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     // which the spawn waits for.
     let monitor: Arc<OnceLock<NoticeMonitor>> = Arc::new(OnceLock::new());
     let lane_monitor = Arc::clone(&monitor);
+    let mut claim = None;
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
             // The simulator models an a2a3-shaped device; a probe reports a2a3.
@@ -254,6 +259,10 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             library,
             notice_monitor,
         } => {
+            // L-25: one lane per device id, refused before anything is opened.
+            let held = claims::claim(device_id, serial)
+                .map_err(|claimed| Error::new(RunLaneStatus::BackendUnavailable, claimed.to_string()))?;
+            claim = Some(held);
             let library = library.map_or(Library::Search, Library::Path);
             let open_config = |profile| AclConfig {
                 library: library.clone(),
@@ -326,6 +335,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
         requests,
         serial,
         notice_monitor: monitor.get().cloned(),
+        _claim: claim,
     })
 }
 

@@ -38,6 +38,7 @@
 //! `lane_service` directly.
 
 mod api;
+mod claims;
 pub mod config;
 pub mod error;
 pub mod outcome;
