@@ -608,9 +608,9 @@ typedef struct RunLaneRunner {
 // run stream): the lane uses it as one of its pair and, when done with it, hands it to
 // `destroy_stream` or `destroy_stream_force`, which decide what destroying it means. Two
 // live handles of a kind must differ (a create that returns one the lane holds is refused
-// as an internal error, 500000, and so is a NULL handle with success). Lanes whose tables
-// have the same `user` and `RunLaneConfig::device_id` are one device to the lane: a reset
-// through any of them kills the handles of all.
+// as an internal error, 500000, and so is a NULL handle with success). `RunLaneConfig::
+// device_id` names the device: one lane per device id, whichever backend (L-25), so a
+// second lane on an id a live lane holds is refused at create.
 //
 // **Threads.** Entries are called on the lane's threads, never on the caller's
 // (`run_lane_*` calls return without them), except with `RunLaneConfig::submitters_bound`,
@@ -834,8 +834,8 @@ typedef struct RunLaneConfig {
   uint32_t recovery;
   // `RUN_LANE_BACKEND_DEVICE_OPS` (ABI 9): the runtime's table of device operations, copied
   // at `run_lane_create` (its `user` and functions must outlive the lane). NULL for the
-  // other backends (ignored there). `device_id` names the device for fault notices and, with
-  // the table's `user`, which lanes share one device.
+  // other backends (ignored there). `device_id` names the device, for fault notices and for
+  // the one lane a device id may have (L-25).
   const struct RunLaneDeviceOps *device_ops;
 } RunLaneConfig;
 

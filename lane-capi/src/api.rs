@@ -15,6 +15,7 @@ use lane_core::{CodeRef, Outcome, Profile, PublishError, RunId, RunRequest, Subm
 use lane_driver::HostWorker;
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
 
+use crate::claims::{self, DeviceClaim};
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::device_ops::TableDevice;
 use crate::error::{Error, guard, last_error_ptr};
@@ -38,6 +39,9 @@ struct Lane {
     /// How installing the fault notice monitor went at the device's open (`None`: the
     /// simulator, which has none).
     notice_monitor: Option<NoticeMonitor>,
+    /// The lane's device id, held until the lane is dropped, after its threads are joined
+    /// (L-25; `None`: the simulator, whose device is the lane's own).
+    _claim: Option<DeviceClaim>,
 }
 
 /// Lane numbers handed out so far.
@@ -220,6 +224,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     // which the spawn waits for.
     let monitor: Arc<OnceLock<NoticeMonitor>> = Arc::new(OnceLock::new());
     let lane_monitor = Arc::clone(&monitor);
+    let mut claim = None;
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
             // The simulator models an a2a3-shaped device; a probe reports a2a3.
@@ -257,6 +262,10 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             library,
             notice_monitor,
         } => {
+            // L-25: one lane per device id, refused before anything is opened.
+            let held = claims::claim(device_id, serial)
+                .map_err(|claimed| Error::new(RunLaneStatus::BackendUnavailable, claimed.to_string()))?;
+            claim = Some(held);
             let library = library.map_or(Library::Search, Library::Path);
             let open_config = |profile| AclConfig {
                 library: library.clone(),
@@ -324,6 +333,12 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     config::PROBE_WITH_DEVICE_OPS,
                 ));
             };
+            // L-25 as on ACL: the device id is the device's (notices name it), and the table's
+            // reset destroys everything on it, so one lane per device id, whichever backend.
+            let held = claims::claim(device_id, serial).map_err(|claimed| {
+                Error::new(RunLaneStatus::BackendUnavailable, claimed.to_string())
+            })?;
+            claim = Some(held);
             // As on ACL: the lane thread opens (binds) the device and leaves the workers their
             // binding before the service makes them.
             let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
@@ -360,6 +375,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
         requests,
         serial,
         notice_monitor: monitor.get().cloned(),
+        _claim: claim,
     })
 }
 

@@ -35,8 +35,7 @@ pub enum BackendChoice {
     },
     /// The runtime's own device layer, through its table (L-22).
     DeviceOps {
-        /// The logical device id fault notices name; with the table's `user`, which lanes
-        /// share one device.
+        /// The logical device id: what fault notices name, and the lane's claim (L-25).
         device_id: i32,
         /// The table, validated.
         ops: DeviceOps,

@@ -8,7 +8,8 @@
 //!
 //! **Handles.** The table's `void *` values are the lane's handles. Every value an entry
 //! returned is recorded, with the allocation's size for memory, in the table of its device
-//! (lanes whose tables share `user` and the device id are one device), until it is
+//! (devices whose tables share `user` and the device id are one device; the C ABI allows one
+//! lane per device id anyway, L-25), until it is
 //! destroyed, freed or killed by a force reset through any of them. Every call that hands one
 //! to an entry looks it up first: a value the table did not issue, or no longer holds, is
 //! refused with a code and a message, and no entry is called (`lane_driver::Device`'s

@@ -41,6 +41,7 @@
 //! `lane_service` directly.
 
 mod api;
+mod claims;
 pub mod config;
 pub mod device_ops;
 pub mod error;

@@ -259,6 +259,55 @@ fn a_recovery_setting_out_of_range_is_refused_naming_the_values() {
     assert!(last_error().contains("RUNTIME = 1"), "{}", last_error());
 }
 
+/// Healthy runs, long enough for a notice to come while one executes.
+static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(20));
+
+fn with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runtime_and_resets_nothing(
+    via: Via,
+) {
+    let _serial = serial();
+    let device = 10;
+    *DEVICE.lock().unwrap() = device;
+    CALLS.lock().unwrap().clear();
+    let mut config = fake_config(via, device, &HEALTHY, 5_000);
+    config.recovery = RunLaneRecovery::Runtime as u32;
+    config.runner.on_poison = Some(on_poison);
+    let lane = create(&config);
+    let resets = force_resets(device);
+    let r1 = submit(lane).expect("run 1");
+    let since = Instant::now();
+    let ids = loop {
+        let ids = control().live_stream_ids(device).expect("stream ids");
+        if ids.len() >= 2 {
+            break ids;
+        }
+        assert!(since.elapsed() < BOUND, "no pair on device {device}");
+        thread::sleep(Duration::from_micros(100));
+    };
+    let stream = u32::try_from(ids[0]).expect("a small id");
+    let device_id = u32::try_from(device).expect("a small id");
+    assert_eq!(
+        run_lane_report_device_fault(device_id, stream, 507_015),
+        RunLaneStatus::Ok
+    );
+    // A notice decides no run: the launched one gets its own verdict.
+    assert_eq!(wait(lane, r1).verdict, RunLaneVerdict::Ok);
+    let calls = wait_for_calls(1);
+    assert_eq!(calls[0].hook, "on_poison");
+    assert_eq!(calls[0].origin, None, "no run caused it: the notice did");
+    assert_eq!(calls[0].code, Some(507_015));
+    assert!(calls[0].line.contains("fault notice"), "{}", calls[0].line);
+    assert_eq!(submit(lane), Err(RunLaneStatus::Unusable));
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(force_resets(device), resets, "the notice reset nothing");
+    runtime_resets(device);
+    assert_eq!(run_lane_device_reset(lane), RunLaneStatus::Ok);
+    let r2 = submit(lane).expect("open again");
+    assert_eq!(wait(lane, r2).verdict, RunLaneVerdict::Ok);
+    destroy(lane);
+}
+on_each_backend!(with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runtime_and_resets_nothing);
+
 static RUN_1_FAULTS: Kernels = Kernels {
     kernel: Duration::from_micros(500),
     faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
