@@ -535,7 +535,8 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
         "the forwarded notice's recovery"
     );
     // Not asked: NOT_ASKED. The simulator: NOT_ASKED, saying it has none. Bad arguments.
-    let plain = common::create(&common::fake_config(Via::Acl, 0, &HEALTHY, OP_TIMEOUT_MS));
+    // On another device id: the first lane still holds device 0 (L-25).
+    let plain = common::create(&common::fake_config(Via::Acl, 1, &HEALTHY, OP_TIMEOUT_MS));
     assert_eq!(monitor_report(plain).state, RunLaneNoticeMonitor::NotAsked);
     let mut sim = common::default_config();
     sim.backend = RunLaneBackend::Sim as u32;
