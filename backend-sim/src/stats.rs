@@ -236,6 +236,8 @@ mod tests {
                 start_ns: start,
                 end_ns: end,
             }),
+        key: None,
+        declines: 0,
         })
     }
 

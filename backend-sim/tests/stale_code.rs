@@ -201,6 +201,8 @@ fn the_swarms_outcome_check_refuses_a_verdict_its_runs_own_records_do_not_convic
                 cause: Cause::of(failure),
             },
             timing: None,
+            key: None,
+            declines: 0,
         })
     };
     let beside = |left_by| Failure::NoRecordBesideCode {

@@ -277,6 +277,8 @@ mod tests {
             tag: Some(Tag(40)),
             verdict: Verdict::Failed { cause },
             timing: None,
+            key: None,
+            declines: 0,
         });
         let c = to_c(&outcome);
         assert_eq!(c.verdict, RunLaneVerdict::Failed);
@@ -300,6 +302,8 @@ mod tests {
                 start_ns: 10,
                 end_ns: 20,
             }),
+        key: None,
+        declines: 0,
         });
         let c = to_c(&outcome);
         assert_eq!(c.verdict, RunLaneVerdict::Ok);
@@ -354,6 +358,8 @@ mod tests {
             tag: None,
             verdict: Verdict::Failed { cause },
             timing: None,
+            key: None,
+            declines: 0,
         });
         let report = Report {
             outcome,

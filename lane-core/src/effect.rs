@@ -8,7 +8,7 @@ use status_latch::{AclCode, HeaderLayout, VerdictChannel};
 use stream_pair::{DestroyMode, Role, StreamHandle};
 
 use crate::ids::{CodeRef, Lease, Peers, PublicationId, RunId, Timestamp};
-use crate::outcome::Cause;
+use crate::outcome::{Cause, Verdict};
 
 /// One thing the backend must do. Effects come out in the order the lane decided them; the
 /// backend executes them in that order.
@@ -48,8 +48,10 @@ pub enum Effect {
     /// clear the slot's handshake, make the AICore stream wait for the boundary of the newest
     /// run of `after` whose boundary was recorded, enqueue the AICore kernel on `aicore` and
     /// record its `core_done`, enqueue the AICPU kernel on `aicpu`, make it wait for
-    /// `core_done`, and record the run's boundary. Answered by `Launched` or `LaunchFailed`
-    /// (naming the step that failed).
+    /// `core_done`, and record the run's boundary. Answered by `Launched`, `LaunchFailed`
+    /// (naming the step that failed), or `LaunchDeclined` (the runner declined the AICore
+    /// launch, before anything of the run reached a kernel; only a launch queued behind a run,
+    /// one whose `after` names one, may be declined).
     LaunchRun {
         /// The run.
         run: RunId,
@@ -68,6 +70,10 @@ pub enum Effect {
         /// completion came back, so its boundary has passed: the launch then makes no stream
         /// wait, one device call fewer (about 5.5 us on a2a3, A18), as at launch depth one.
         after: Peers<Lease>,
+        /// The epoch the run's result record is stamped with, when the runtime gave one with
+        /// the request ([`RunRequest::epoch`](crate::RunRequest::epoch)); `None`: the driver
+        /// mints one (process-unique, never 0).
+        epoch: Option<u64>,
     },
     /// Wait (bounded) for the run's boundary (L-6), read its result record right after it,
     /// and make the device verdict when the record does not decide the run (L-8: a bounded
@@ -134,6 +140,10 @@ pub enum Effect {
         lease: Lease,
         /// Whether to copy outputs back (false on every failure or cancel path).
         copy_back: bool,
+        /// The verdict so far, which the finalise's answer makes final (a failed finalise
+        /// fails an `Ok` run): `copy_back` is exactly `verdict.is_ok()`. The runner is told it,
+        /// with its class and code, so a finalise without copy-back knows why.
+        verdict: Verdict,
     },
     /// Upload published AICore code (the lane has drained every earlier run first, L-12).
     /// Answered by `Uploaded` or `UploadFailed`; either way the AICore stream is then stale.

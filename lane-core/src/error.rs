@@ -91,6 +91,87 @@ pub enum SubmitError {
         /// The live run holding it.
         run: RunId,
     },
+    /// The request's epoch (the runtime's own, for the run's result record) cannot tell this
+    /// run's record from an earlier one's.
+    #[error("epoch {epoch} refused: {}", refusal.reason())]
+    Epoch {
+        /// The refused epoch (0 for a request without one in a lane whose runs carry them).
+        epoch: u64,
+        /// Why.
+        refusal: EpochRefusal,
+    },
+}
+
+/// Why a request's epoch was refused ([`SubmitError::Epoch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EpochRefusal {
+    /// 0 is what a zeroed record region reads as: a record stamped 0 proves nothing.
+    Zero,
+    /// Not above the last epoch the lane accepted: a repeat, or an older value, could match
+    /// a record an earlier run left in the slot.
+    NotAbove {
+        /// The last epoch accepted.
+        last: u64,
+    },
+    /// The lane's runs mix epochs the runtime gives and epochs the driver mints, whose
+    /// values could meet: give every run of a lane an epoch, or none.
+    Mixed,
+}
+
+impl EpochRefusal {
+    /// A one-line reason, with what to do.
+    #[must_use]
+    pub fn reason(self) -> String {
+        match self {
+            Self::Zero => "0 is what a zeroed record reads as; give a non-zero epoch".to_owned(),
+            Self::NotAbove { last } => format!(
+                "not above the last epoch accepted ({last}), so an earlier run's record could match it; give a larger epoch"
+            ),
+            Self::Mixed => "the lane's runs mix their own epochs with the lane's; give every run of a lane an epoch, or none".to_owned(),
+        }
+    }
+}
+
+/// Why a run control ([`Lane::activate`](crate::Lane::activate),
+/// [`Lane::cancel`](crate::Lane::cancel),
+/// [`Lane::cancel_publication`](crate::Lane::cancel_publication)) was refused. Nothing
+/// changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum ControlError {
+    /// No item by that id is in the lane: never accepted, or its outcome was delivered.
+    #[error(
+        "item {item} is not in the lane (never accepted, or its outcome was delivered); nothing to change"
+    )]
+    Unknown {
+        /// The id named.
+        item: u64,
+    },
+    /// The run launched: a launched run finishes and gets its own verdict (L-14).
+    #[error("{run} has launched: it finishes and gets its own verdict; wait for its outcome")]
+    Launched {
+        /// The run.
+        run: RunId,
+    },
+    /// The publication is uploading: the upload finishes and gets its own result.
+    #[error("{publication} is uploading: it finishes and gets its own result; wait for its outcome")]
+    Uploading {
+        /// The publication.
+        publication: PublicationId,
+    },
+    /// The run's verdict is decided already (it is finalised, or done).
+    #[error("{run} has its verdict ({verdict}) already; take its outcome")]
+    Finished {
+        /// The run.
+        run: RunId,
+        /// The verdict's name.
+        verdict: &'static str,
+    },
+    /// `activate` of a run that was not submitted held, or was activated already.
+    #[error("{run} is not held (submitted without a hold, or activated already); nothing to activate")]
+    NotHeld {
+        /// The run.
+        run: RunId,
+    },
 }
 
 /// Why `publish` refused a publication. Nothing was accepted.
@@ -314,11 +395,12 @@ pub enum InvariantViolation {
     /// More outcomes queued than were ever delivered.
     #[error("lane invariant broken: more outcomes queued than delivered")]
     OutcomesOverDelivered,
-    /// Queued outcomes are not in submission order.
-    #[error("lane invariant broken: outcomes out of submission order")]
+    /// Queued outcomes are not in the lane's order (submission order, but for a run an
+    /// earlier key placed ahead, L-2).
+    #[error("lane invariant broken: outcomes out of the lane's order")]
     OutcomesOutOfOrder,
-    /// Pending items are not in submission order, or one is behind a delivered outcome.
-    #[error("lane invariant broken: items out of submission order, or behind a delivered outcome")]
+    /// Pending items are not in the lane's order, or one is behind a delivered outcome.
+    #[error("lane invariant broken: items out of the lane's order, or behind a delivered outcome")]
     ItemsOutOfOrder,
     /// A finished item at the front of the FIFO was not delivered.
     #[error("lane invariant broken: a finished item at the front was not delivered")]
@@ -498,13 +580,38 @@ pub enum InvariantViolation {
         /// The run.
         run: RunId,
     },
-    /// More runs are preparing or prepared than the profile's prepare window (L-18).
-    #[error("lane invariant broken: {runs} runs preparing or prepared, window {window}")]
+    /// A run is preparing or prepared with as many runs submitted before it preparing or
+    /// prepared ahead of it as the profile's prepare window (L-18; runs an earlier key placed
+    /// ahead of it do not count, L-2).
+    #[error(
+        "lane invariant broken: {run} prepares with {runs} earlier runs preparing or prepared ahead, window {window}"
+    )]
     PrepareWindowExceeded {
-        /// Runs preparing or prepared.
+        /// The run.
+        run: RunId,
+        /// Runs submitted before it, preparing or prepared ahead of it.
         runs: usize,
         /// The profile's prepare window.
         window: u8,
+    },
+    /// A run submitted held and not activated reached the pair.
+    #[error("lane invariant broken: {run} launched while held")]
+    LaunchedWhileHeld {
+        /// The run.
+        run: RunId,
+    },
+    /// A run whose launch was declined launched again behind another run on the pair.
+    #[error("lane invariant broken: {run}'s launch was declined, yet it is queued behind a run")]
+    DeclinedLaunchQueued {
+        /// The run.
+        run: RunId,
+    },
+    /// With `FinaliseOrder::BeforeNextLaunch`, a run reached the pair before every run ahead
+    /// of it had its verdict.
+    #[error("lane invariant broken: {run} launched before every run ahead of it was finalised")]
+    LaunchedBeforeFinalise {
+        /// The run.
+        run: RunId,
     },
     /// A publication uploads while runner work is out (L-18).
     #[error("lane invariant broken: an upload runs while runner work is out")]

@@ -114,6 +114,16 @@ pub enum Event {
         /// The code.
         code: AclCode,
     },
+    /// The runner declined the launch (its AICore launch callback said "not now") before
+    /// anything of the run reached a kernel. Queued behind a run on the pair, the run waits
+    /// and launches again once the pair is empty; with nothing ahead of it, the decline fails
+    /// the run (`NotStarted`, run-only).
+    LaunchDeclined {
+        /// The run.
+        run: RunId,
+        /// Its lease.
+        lease: Lease,
+    },
     /// The run's boundary completed (both kernels exited), with what the completion waiter
     /// learned right after it: the result record's read and, when the record does not decide
     /// the run, the device verdict (L-8). Completion is evidence, not the verdict: the lane
@@ -235,6 +245,7 @@ impl Event {
             | Self::PrepareFailed { run, .. }
             | Self::Launched { run, .. }
             | Self::LaunchFailed { run, .. }
+            | Self::LaunchDeclined { run, .. }
             | Self::Completed { run, .. }
             | Self::CompletionFailed { run, .. }
             | Self::RecordsRead { run, .. }
@@ -254,6 +265,7 @@ impl Event {
             | Self::PrepareFailed { run, lease, .. }
             | Self::Launched { run, lease }
             | Self::LaunchFailed { run, lease, .. }
+            | Self::LaunchDeclined { run, lease }
             | Self::Completed { run, lease, .. }
             | Self::CompletionFailed { run, lease, .. }
             | Self::RecordsRead { run, lease, .. }
@@ -278,6 +290,7 @@ impl Event {
             Self::StreamDestroyFailed { .. } => "StreamDestroyFailed",
             Self::Launched { .. } => "Launched",
             Self::LaunchFailed { .. } => "LaunchFailed",
+            Self::LaunchDeclined { .. } => "LaunchDeclined",
             Self::Completed { .. } => "Completed",
             Self::CompletionFailed { .. } => "CompletionFailed",
             Self::RecordsRead { .. } => "RecordsRead",

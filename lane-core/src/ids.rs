@@ -105,6 +105,38 @@ pub struct CodeRef(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Tag(pub u64);
 
+/// A run's ordering key: the runtime's dispatch id, when the order of dispatch and the
+/// order of submission may differ (L-2 as amended). A run with a key is placed ahead of the
+/// unlaunched keyed runs with a greater key that are already in the lane, so it is prepared,
+/// launched, completed, finalised and delivered before them; it never passes a launched run,
+/// a run without a key, or a publication. Equal keys keep submission order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OrderKey(pub u64);
+
+/// Where an accepted item stands in the lane's order (L-2): its sequence number and, for a
+/// run with one, its [`OrderKey`]. The lane's order is submission order, except that a keyed
+/// run may stand ahead of keyed runs submitted earlier with a greater key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ItemOrder {
+    /// The item's sequence number (its `RunId` or `PublicationId`).
+    pub seq: u64,
+    /// The run's ordering key; `None` for a run without one and for a publication.
+    pub key: Option<OrderKey>,
+}
+
+impl ItemOrder {
+    /// Whether an item at `self` may stand ahead of one at `later` in the lane's order (and
+    /// so get its outcome first): it was submitted first, or both carry keys and `self`'s is
+    /// smaller (it was placed ahead of `later`).
+    #[must_use]
+    pub fn may_precede(self, later: Self) -> bool {
+        match (self.key, later.key) {
+            (Some(a), Some(b)) if a < b => true,
+            _ => self.seq < later.seq,
+        }
+    }
+}
+
 /// Device-side start and end of a run, read from the run's own slot's timing buffer (L-17).
 ///
 /// Values are in the device clock's nanoseconds; only differences between runs of one lane
@@ -221,6 +253,25 @@ mod tests {
         assert_eq!(format!("{peers:?}"), "[RunId(1), RunId(2), RunId(3)]");
         let collected: Peers<u8> = (0..10).collect();
         assert_eq!(collected.len(), PAIR_PEERS);
+    }
+
+    #[test]
+    fn a_smaller_key_precedes_a_run_submitted_earlier_and_nothing_else_reorders() {
+        let keyed = |seq, key| ItemOrder {
+            seq,
+            key: Some(OrderKey(key)),
+        };
+        let plain = |seq| ItemOrder { seq, key: None };
+        assert!(keyed(5, 1).may_precede(keyed(3, 2)), "earlier key, later run");
+        assert!(
+            keyed(3, 2).may_precede(keyed(5, 1)),
+            "a run already launched stays ahead of a later smaller key"
+        );
+        assert!(!keyed(5, 2).may_precede(keyed(3, 1)), "a greater key never passes");
+        assert!(keyed(3, 2).may_precede(keyed(5, 2)), "equal keys: submission order");
+        assert!(!keyed(5, 2).may_precede(keyed(3, 2)));
+        assert!(!keyed(5, 1).may_precede(plain(3)), "a keyless run is never passed");
+        assert!(plain(3).may_precede(keyed(5, 1)));
     }
 
     #[test]

@@ -74,16 +74,17 @@ pub mod testkit;
 
 pub use effect::{Effect, RecoveryHook};
 pub use error::{
-    DeviceResetError, EventError, InvariantViolation, LeaseError, PublishError, SubmitError,
+    ControlError, DeviceResetError, EpochRefusal, EventError, InvariantViolation, LeaseError,
+    PublishError, SubmitError,
 };
 pub use event::{Event, FinaliseFailure, LaunchStep};
 pub use ids::{
-    CodeRef, DeviceTiming, Generation, Lease, PAIR_PEERS, Peers, PublicationId, RunId, SlotId, Tag,
-    Timestamp,
+    CodeRef, DeviceTiming, Generation, ItemOrder, Lease, OrderKey, PAIR_PEERS, Peers,
+    PublicationId, RunId, SlotId, Tag, Timestamp,
 };
 pub use lane::{
-    CloseReport, Fingerprint, Lane, PoisonRecord, RunRequest, StreamsLeft, TEARDOWN_ATTEMPTS,
-    TeardownFailure,
+    CloseReport, Fingerprint, Lane, PoisonRecord, RunRequest, RunState, RunStatus, StreamsLeft,
+    TEARDOWN_ATTEMPTS, TeardownFailure,
 };
 pub use notice::FaultNotice;
 pub use outcome::{
@@ -92,7 +93,7 @@ pub use outcome::{
 pub use profile::{
     CopyPath, DEFAULT_COMPLETION_TIMEOUT_NS, DEFAULT_DEVICE_OP_TIMEOUT_NS,
     DEFAULT_DRAIN_TIMEOUT_NS, DEFAULT_RECOVERY_ATTEMPTS, MAX_PENDING_PUBLICATIONS, MAX_SLOTS,
-    Profile, ProfileError, ProfileSpec, Recovery,
+    FinaliseOrder, Profile, ProfileError, ProfileSpec, Recovery,
 };
 pub use run::{RunInput, RunPhase};
 pub use state::{AfterRecovery, LaneInput, LaneState, RecoveryStep};

@@ -4,7 +4,7 @@ use core::fmt;
 
 use status_latch::{Class, Classification, Failure, FailureDetail, Stage, classify, failure_line};
 
-use crate::ids::{DeviceTiming, PublicationId, RunId, Tag};
+use crate::ids::{DeviceTiming, ItemOrder, OrderKey, PublicationId, RunId, Tag};
 
 /// Why a run failed: the failure and its classification (through status-latch's one table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +93,8 @@ pub enum Verdict {
         /// The run whose failure poisoned the device.
         origin: RunId,
     },
-    /// The run was never launched: the lane was closed first.
+    /// The run was never launched: the lane was closed first, or the caller cancelled it
+    /// ([`Lane::cancel`](crate::Lane::cancel)).
     Cancelled,
 }
 
@@ -136,6 +137,12 @@ pub struct RunOutcome {
     pub verdict: Verdict,
     /// Device start and end from the run's own timing buffer, when its status was read.
     pub timing: Option<DeviceTiming>,
+    /// The run's ordering key, if the request carried one (it decides where the outcome
+    /// comes, L-2 as amended).
+    pub key: Option<OrderKey>,
+    /// How many times the runner declined the run's launch (each time it launched again once
+    /// the pair was empty); 0 for most runs.
+    pub declines: u32,
 }
 
 /// The result of a publication.
@@ -186,6 +193,22 @@ impl Outcome {
         match self {
             Self::Run(r) => r.run.0,
             Self::Publication(p) => p.publication.0,
+        }
+    }
+
+    /// Where the item stood in the lane's order (L-2 as amended): outcomes come in that
+    /// order, so each one [may precede](ItemOrder::may_precede) every later one.
+    #[must_use]
+    pub const fn order(&self) -> ItemOrder {
+        match self {
+            Self::Run(r) => ItemOrder {
+                seq: r.run.0,
+                key: r.key,
+            },
+            Self::Publication(p) => ItemOrder {
+                seq: p.publication.0,
+                key: None,
+            },
         }
     }
 }
@@ -302,6 +325,8 @@ mod tests {
             tag: None,
             verdict,
             timing: None,
+            key: None,
+            declines: 0,
         })
         .to_string()
     }
@@ -323,6 +348,8 @@ mod tests {
                 cause: acl(Stage::EventWait),
             },
             timing: None,
+            key: None,
+            declines: 0,
         });
         assert_eq!(outcome.cause_item(), Some(5));
         let line = outcome
@@ -360,6 +387,8 @@ mod tests {
             tag: None,
             verdict: Verdict::Ok,
             timing: None,
+            key: None,
+            declines: 0,
         });
         assert_eq!(ok.cause_item(), None);
         assert_eq!(ok.with_detail(Some("stale text")).to_string(), "run 5: ok");

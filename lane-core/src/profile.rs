@@ -52,6 +52,20 @@ pub enum Recovery {
     Runtime,
 }
 
+/// When a run's finalise may run relative to its successor's launch (issue 45). The runtime
+/// releases runner-wide state (its collectors) in a run's finalise, which some runtimes need
+/// done before the next run's kernels are launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FinaliseOrder {
+    /// A run's finalise may come after its successor's launch (the default): the successor
+    /// queues on the pair while the run executes.
+    Overlapped,
+    /// `finalise(N)` returns before `launch(N+1)` begins: a run launches only once every run
+    /// before it has its verdict, so the profile runs at launch depth one (N+1 may still be
+    /// prepared while N runs).
+    BeforeNextLaunch,
+}
+
 /// What a chip and runtime can do, as data.
 ///
 /// Build one with [`Profile::a2a3`], [`Profile::a5`] or [`Profile::custom`]; every field is
@@ -71,6 +85,7 @@ pub struct Profile {
     drain_timeout_ns: u64,
     recovery_attempts: u8,
     recovery: Recovery,
+    finalise: FinaliseOrder,
 }
 
 /// Why a custom profile was refused.
@@ -123,6 +138,15 @@ pub enum ProfileError {
         /// The refused depth.
         depth: u8,
     },
+    /// A profile that finalises each run before its successor's launch runs at depth one: the
+    /// successor cannot queue behind a run that has not finished.
+    #[error(
+        "launch depth {depth} needs FinaliseOrder::Overlapped; finalise before the next launch runs at depth 1"
+    )]
+    FinaliseOrderDepth {
+        /// The refused depth.
+        depth: u8,
+    },
     /// At least one recovery attempt is needed.
     #[error("recovery needs at least one attempt; the default is {default}", default = DEFAULT_RECOVERY_ATTEMPTS)]
     RecoveryAttempts,
@@ -163,6 +187,9 @@ pub struct ProfileSpec {
     pub recovery_attempts: u8,
     /// Who recovers the device (L-24); in place by default.
     pub recovery: Recovery,
+    /// Whether a run's finalise returns before its successor's launch begins; overlapped by
+    /// default ([`FinaliseOrder::BeforeNextLaunch`] needs launch depth 1).
+    pub finalise: FinaliseOrder,
 }
 
 impl Profile {
@@ -240,6 +267,7 @@ impl Profile {
             drain_timeout_ns: DEFAULT_DRAIN_TIMEOUT_NS,
             recovery_attempts: DEFAULT_RECOVERY_ATTEMPTS,
             recovery: Recovery::InPlace,
+            finalise: FinaliseOrder::Overlapped,
         }
     }
 
@@ -271,6 +299,11 @@ impl Profile {
                 depth: spec.launch_depth,
             });
         }
+        if spec.finalise == FinaliseOrder::BeforeNextLaunch && spec.launch_depth > 1 {
+            return Err(ProfileError::FinaliseOrderDepth {
+                depth: spec.launch_depth,
+            });
+        }
         if spec.recovery_attempts == 0 {
             return Err(ProfileError::RecoveryAttempts);
         }
@@ -293,6 +326,7 @@ impl Profile {
             drain_timeout_ns: spec.drain_timeout_ns,
             recovery_attempts: spec.recovery_attempts,
             recovery: spec.recovery,
+            finalise: spec.finalise,
         })
     }
 
@@ -321,6 +355,7 @@ impl Profile {
             drain_timeout_ns: self.drain_timeout_ns,
             recovery_attempts: self.recovery_attempts,
             recovery: self.recovery,
+            finalise: self.finalise,
         }
     }
 
@@ -388,6 +423,11 @@ impl Profile {
     #[must_use]
     pub const fn recovery(&self) -> Recovery {
         self.recovery
+    }
+    /// Whether a run's finalise returns before its successor's launch begins.
+    #[must_use]
+    pub const fn finalise_order(&self) -> FinaliseOrder {
+        self.finalise
     }
 }
 
@@ -487,6 +527,26 @@ mod tests {
                 Err(ProfileError::PrepareWindow { window, slots: 2 })
             );
         }
+    }
+
+    #[test]
+    fn custom_profile_refuses_finalise_before_the_next_launch_above_depth_one() {
+        let spec = ProfileSpec {
+            finalise: FinaliseOrder::BeforeNextLaunch,
+            ..Profile::default_spec()
+        };
+        assert_eq!(
+            Profile::custom(spec),
+            Err(ProfileError::FinaliseOrderDepth { depth: 2 })
+        );
+        let depth_one = ProfileSpec {
+            launch_depth: 1,
+            ..spec
+        };
+        assert_eq!(
+            Profile::custom(depth_one).map(|p| p.finalise_order()),
+            Ok(FinaliseOrder::BeforeNextLaunch)
+        );
     }
 
     #[test]

@@ -344,6 +344,14 @@ pub enum RunInput {
     /// `LaunchFailed` before or at a kernel arrived (`NotStarted` is run-only, `Partial`
     /// poisons).
     LaunchFailed(Cause),
+    /// `LaunchDeclined` arrived: the runner declined the launch before anything of the run
+    /// reached a kernel. `queued`: the launch was queued behind a run on the pair, so the run
+    /// waits and launches again once the pair is empty; a launch with nothing ahead of it
+    /// cannot be deferred, and its decline fails the run (`NotStarted`, 207000).
+    LaunchDeclined {
+        /// Whether the declined launch was queued behind a run on the pair.
+        queued: bool,
+    },
     /// The lane emits `AwaitCompletion` (the run became the oldest launched), with its
     /// deadline.
     Await(Timestamp),
@@ -381,7 +389,7 @@ impl RunInput {
     /// One value of every input shape, failures with a cause of each class that decides
     /// (data from [`representative`]), in table order.
     #[must_use]
-    pub fn all() -> [Self; 28] {
+    pub fn all() -> [Self; 30] {
         use representative as rep;
         let (run_only, poison) = (rep::run_only(), rep::poison());
         [
@@ -398,6 +406,8 @@ impl RunInput {
             Self::LaunchedUnfenced(rep::UNFENCED),
             Self::LaunchFailed(run_only),
             Self::LaunchFailed(poison),
+            Self::LaunchDeclined { queued: true },
+            Self::LaunchDeclined { queued: false },
             Self::Await(rep::DEADLINE),
             Self::Attribute(rep::RETURNED_EVIDENCE),
             Self::Completed(rep::EVIDENCE),
@@ -435,6 +445,8 @@ impl RunInput {
             Self::Attribute(_) => "Attribute".to_owned(),
             Self::Completed(_) => "Completed".to_owned(),
             Self::Abandon(_) => "Abandon".to_owned(),
+            Self::LaunchDeclined { queued: true } => "LaunchDeclined(Queued)".to_owned(),
+            Self::LaunchDeclined { queued: false } => "LaunchDeclined(Alone)".to_owned(),
             other => format!("{other:?}"),
         }
     }
@@ -451,6 +463,10 @@ pub enum RunAction {
     Prepare,
     /// Emit `LaunchRun` on the pair's streams.
     Launch,
+    /// The launch was declined while queued: its submission leaves the pair (S-2 withdraw,
+    /// nothing stale), and the run launches again once the pair is empty (depth one behind
+    /// its retired predecessor).
+    Defer,
     /// Emit `AwaitCompletion` with the phase's deadline (unfenced: the device verdict alone).
     Await,
     /// Emit `ReadRecords` for the runs on the pair behind this one (L-8a).
@@ -475,6 +491,7 @@ impl RunAction {
             Self::Wait => "none",
             Self::Prepare => "`PrepareRun`",
             Self::Launch => "`LaunchRun`",
+            Self::Defer => "none: withdrawn from the pair; launches again once the pair is empty",
             Self::Await => "`AwaitCompletion`",
             Self::ReadCovered => "`ReadRecords` for the runs queued behind",
             Self::ReadStatus => "`ReadStatus`",
@@ -614,6 +631,15 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
             A::Wait,
         ),
         (P::Launching, I::LaunchFailed(cause)) => failed(cause),
+        // The runner declined a launch queued behind a run: not a failure, the run waits for
+        // the pair to empty. With nothing ahead there is nothing to wait for.
+        (P::Launching, I::LaunchDeclined { queued: true }) => (
+            P::Prepared {
+                readying_pair: false,
+            },
+            A::Defer,
+        ),
+        (P::Launching, I::LaunchDeclined { queued: false }) => failed(declined_alone()),
 
         (P::Launched { unfenced }, I::Await(deadline)) => {
             (P::Awaiting { deadline, unfenced }, A::Await)
@@ -684,6 +710,16 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
         _ => return Err(Refusal::NotExpected),
     };
     Ok(next)
+}
+
+/// The cause of a declined launch that was not queued behind a run (nothing to wait for): a
+/// `NotStarted` launch failure with 207000 (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`), run-only.
+#[must_use]
+pub fn declined_alone() -> Cause {
+    Cause::of(Failure::Launch {
+        progress: status_latch::LaunchProgress::NotStarted,
+        code: AclCode::RtFeatureNotSupport,
+    })
 }
 
 /// The per-run phase machine as a Markdown table: a row per accepted (phase, input) pair

@@ -79,6 +79,7 @@ impl fmt::Display for Effect {
                 aicpu,
                 aicore,
                 after,
+                epoch,
             } => {
                 write!(
                     f,
@@ -89,10 +90,12 @@ impl fmt::Display for Effect {
                     let open = if at == 0 { " after (" } else { ", " };
                     write!(f, "{open}{lease}")?;
                 }
-                if after.is_empty() {
-                    Ok(())
-                } else {
-                    f.write_str(")")
+                if !after.is_empty() {
+                    f.write_str(")")?;
+                }
+                match epoch {
+                    Some(epoch) => write!(f, " epoch {epoch}"),
+                    None => Ok(()),
                 }
             }
             Self::ReadRecords { run, behind, .. } => {
@@ -213,6 +216,7 @@ impl fmt::Display for Event {
             Self::Prepared { .. }
             | Self::PrepareIncompatible { .. }
             | Self::Launched { .. }
+            | Self::LaunchDeclined { .. }
             | Self::Completed { .. }
             | Self::Finalised { .. } => Ok(()),
         }

@@ -73,8 +73,20 @@ fn every_effect_prints_its_trace_line() {
                 aicpu: StreamHandle(3),
                 aicore: StreamHandle(4),
                 after: Peers::new(),
+                epoch: None,
             },
             "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4",
+        ),
+        (
+            Effect::LaunchRun {
+                run: RUN,
+                lease: LEASE,
+                aicpu: StreamHandle(3),
+                aicore: StreamHandle(4),
+                after: Peers::new(),
+                epoch: Some(41),
+            },
+            "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4 epoch 41",
         ),
         (
             Effect::LaunchRun {
@@ -88,6 +100,7 @@ fn every_effect_prints_its_trace_line() {
                 }]
                 .into_iter()
                 .collect(),
+                epoch: None,
             },
             "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4 after (slot 0 gen 6)",
         ),
@@ -104,6 +117,7 @@ fn every_effect_prints_its_trace_line() {
                     })
                     .into_iter()
                     .collect(),
+                epoch: None,
             },
             "LaunchRun run 7 (slot 1 gen 1) aicpu h3 aicore h4 after (slot 0 gen 6, slot 0 gen 5)",
         ),
@@ -150,6 +164,7 @@ fn every_effect_prints_its_trace_line() {
                 run: RUN,
                 lease: LEASE,
                 copy_back: true,
+                verdict: lane_core::Verdict::Ok,
             },
             "FinaliseRun run 7 copy-back",
         ),
@@ -158,6 +173,7 @@ fn every_effect_prints_its_trace_line() {
                 run: RUN,
                 lease: LEASE,
                 copy_back: false,
+                verdict: lane_core::Verdict::Cancelled,
             },
             "FinaliseRun run 7",
         ),
@@ -246,6 +262,13 @@ fn every_event_prints_its_trace_line() {
                 lease: LEASE,
             },
             "Launched run 7".to_owned(),
+        ),
+        (
+            Event::LaunchDeclined {
+                run: RUN,
+                lease: LEASE,
+            },
+            "LaunchDeclined run 7".to_owned(),
         ),
         (
             Event::LaunchFailed {

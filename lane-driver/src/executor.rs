@@ -25,7 +25,7 @@ use crate::driver::{
 };
 use crate::notice_ring::NoticeRead;
 use crate::observer::{Observation, Observer, Release};
-use crate::runner::{RunArgs, Runner, finalise_answer, prepare_answer};
+use crate::runner::{AicoreLaunch, RunArgs, Runner, finalise_answer, prepare_answer};
 use crate::waiter::{
     DeviceWait, OnDevice, READBACK_BYTES, Readback, drain, event_failed, run_device_wait,
 };
@@ -42,6 +42,21 @@ const NOT_LANDED: [u8; READBACK_BYTES] = [0xFF; READBACK_BYTES];
 /// What the synchronous arm writes: the handshake, timing buffer and status header cleared,
 /// so no latch outlives its run.
 const ZEROS: [u8; ARM_BYTES] = [0; ARM_BYTES];
+
+/// The text a declined launch that was not queued fails its run with (the lane's cause is a
+/// `NotStarted` launch with 207000).
+const DECLINED_ALONE: &str = "the runner declined a launch with no run ahead of it on the pair: a decline only defers a launch queued behind a run, so the run fails; launch it, or fail it with a code";
+
+/// A `LaunchRun` effect's fields, as the launch path takes them.
+#[derive(Clone, Copy, Debug)]
+struct Launch {
+    run: RunId,
+    lease: Lease,
+    aicpu: StreamHandle,
+    aicore: StreamHandle,
+    after: Peers<Lease>,
+    epoch: Option<u64>,
+}
 
 /// A slot's arm made at its run's prepare ([`Executor`]'s `arm_ahead`).
 #[derive(Debug)]
@@ -377,12 +392,27 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 aicpu,
                 aicore,
                 after,
+                epoch,
             } => {
-                let launched = self.launch(run, lease, aicpu, aicore, after, observer);
+                let launch = Launch {
+                    run,
+                    lease,
+                    aicpu,
+                    aicore,
+                    after,
+                    epoch,
+                };
+                let launched = self.launch(&launch, observer);
                 // A failed arm made at the run's prepare left its text for this answer.
                 kept_text = self.arm_text.take();
                 match launched {
-                    Ok(()) => Event::Launched { run, lease },
+                    Ok(AicoreLaunch::Launched) => Event::Launched { run, lease },
+                    Ok(AicoreLaunch::Declined) => {
+                        if after.is_empty() {
+                            kept_text = Some(DECLINED_ALONE.to_owned());
+                        }
+                        Event::LaunchDeclined { run, lease }
+                    }
                     Err((step, code)) => Event::LaunchFailed {
                         run,
                         lease,
@@ -428,11 +458,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 self.read_status(run, lease, layout)?
             }
             Effect::FinaliseRun {
-                run,
-                lease,
-                copy_back,
+                run, lease, verdict, ..
             } => {
-                let result = r.finalise_run(d, run, lease.slot, copy_back);
+                let result = r.finalise_verdict(d, run, lease.slot, verdict);
                 self.release_events(lease);
                 finalise_answer(run, lease, result)
             }
@@ -490,7 +518,12 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             }
         };
         let text = match (kept_text, &event) {
-            (Some(kept), Event::StatusReadFailed { .. } | Event::LaunchFailed { .. }) => Some(kept),
+            (
+                Some(kept),
+                Event::StatusReadFailed { .. }
+                | Event::LaunchFailed { .. }
+                | Event::LaunchDeclined { .. },
+            ) => Some(kept),
             _ => self.failure_text(&event),
         };
         Ok(Some(Answer { event, text }))
@@ -521,30 +554,33 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// ([`Device::launch_context`]) and that the launch ended, whatever it ended with.
     fn launch<O: Observer>(
         &mut self,
-        run: RunId,
-        lease: Lease,
-        aicpu: StreamHandle,
-        aicore: StreamHandle,
-        after: Peers<Lease>,
+        launch: &Launch,
         observer: &mut O,
-    ) -> Result<(), (LaunchStep, AclCode)> {
+    ) -> Result<AicoreLaunch, (LaunchStep, AclCode)> {
+        let run = launch.run;
         let stage = |stage| Some(LaunchContext { run, stage });
         self.device.launch_context(stage(LaunchStage::Arm));
-        let result = self.launch_calls(run, lease, aicpu, aicore, after, observer);
+        let result = self.launch_calls(launch, observer);
         self.device.launch_context(None);
         result
     }
 
-    /// The calls of [`launch`](Self::launch), in order.
+    /// The calls of [`launch`](Self::launch), in order; a declined AICore launch returns
+    /// before anything of the run reached a kernel, and a launched run is announced to the
+    /// runner ([`Runner::on_launched`]) once its kernels were accepted, fenced or not.
     fn launch_calls<O: Observer>(
         &mut self,
-        run: RunId,
-        lease: Lease,
-        aicpu: StreamHandle,
-        aicore: StreamHandle,
-        after: Peers<Lease>,
+        launch: &Launch,
         observer: &mut O,
-    ) -> Result<(), (LaunchStep, AclCode)> {
+    ) -> Result<AicoreLaunch, (LaunchStep, AclCode)> {
+        let Launch {
+            run,
+            lease,
+            aicpu,
+            aicore,
+            after,
+            epoch,
+        } = *launch;
         let slot = self
             .slot_resources(lease.slot.0, observer)
             .map_err(|code| (LaunchStep::Arm, code))?;
@@ -589,7 +625,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             d.stream_wait_event(aicore, boundary)
                 .map_err(|code| (LaunchStep::Arm, code))?;
         }
-        let epoch = next_epoch();
+        let epoch = epoch.unwrap_or_else(next_epoch);
         let args = RunArgs {
             run,
             slot: lease.slot,
@@ -598,9 +634,14 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             handshake: slot.handshake(),
             record: slot.record(),
             epoch,
+            queued: !after.is_empty(),
         };
-        r.launch_aicore(d, aicore, &args)
+        let aicore_launch = r
+            .try_launch_aicore(d, aicore, &args)
             .map_err(|code| (LaunchStep::Aicore, code))?;
+        if aicore_launch == AicoreLaunch::Declined {
+            return Ok(AicoreLaunch::Declined);
+        }
         d.launch_context(Some(LaunchContext {
             run,
             stage: LaunchStage::Kernels,
@@ -619,13 +660,31 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             });
         }
         let (d, r) = (&mut self.device, &mut self.runner);
-        let unfenced = |code| (LaunchStep::RecordEvent, code);
         // Before the AICPU kernel: a failure here orphans the AICore kernel, as a failed AICPU
         // launch does (L-5: `Partial`, known now with its own code).
         d.record_event(slot.core_done(), aicore)
             .map_err(|code| (LaunchStep::CoreDone, code))?;
         r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
+        // Both kernels are accepted: the run is launched, fenced or not (L-5).
+        let fenced = self.fence(&slot, lease, aicpu);
+        if matches!(fenced, Ok(()) | Err((LaunchStep::RecordEvent, _))) {
+            self.runner.on_launched(&mut self.device, &args);
+        }
+        fenced.map(|()| AicoreLaunch::Launched)
+    }
+
+    /// A launch's calls after both kernels were accepted: the AICPU stream's wait on
+    /// `core_done`, the readback copy (copies on the streams), the boundary. A failure leaves
+    /// the run unfenced (`RecordEvent`).
+    fn fence(
+        &mut self,
+        slot: &SlotResources,
+        lease: Lease,
+        aicpu: StreamHandle,
+    ) -> Result<(), (LaunchStep, AclCode)> {
+        let d = &mut self.device;
+        let unfenced = |code| (LaunchStep::RecordEvent, code);
         d.stream_wait_event(aicpu, slot.core_done())
             .map_err(unfenced)?;
         // A failed readback enqueue is the status read's failure, as with the synchronous

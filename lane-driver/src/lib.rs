@@ -90,7 +90,8 @@ pub use notice::{notices, notices_if_made, report_device_fault};
 pub use notice_ring::{NOTICE_CAPACITY, NoticeRead, NoticeRing, RawNotice};
 pub use observer::{Command, NoObserver, Observation, Observer, Release};
 pub use runner::{
-    Concurrency, HostWorker, PrepareError, RunArgs, Runner, is_host_work, run_host_work,
+    AicoreLaunch, Concurrency, HostWorker, PrepareError, RunArgs, Runner, is_host_work,
+    run_host_work,
 };
 pub use steps::LaneSteps;
 pub use waiter::{

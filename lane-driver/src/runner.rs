@@ -4,7 +4,7 @@
 
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{Cause, CodeRef, Effect, Event, FinaliseFailure, Lease, RunId, SlotId};
+use lane_core::{Cause, CodeRef, Effect, Event, FinaliseFailure, Lease, RunId, SlotId, Verdict};
 
 use crate::answer::Answer;
 use crate::device::{Device, DevicePtr};
@@ -30,7 +30,24 @@ pub struct RunArgs {
     pub record: DevicePtr,
     /// The run's epoch: process-unique and never 0. A record counts only when its
     /// `published` word is this value, so an earlier run's record is never read as this one's.
+    /// The runtime's own when its request carried one (`RunRequest::epoch`).
     pub epoch: u64,
+    /// The launch is queued behind a run still on the pair (its AICore kernel waits for that
+    /// run's boundary): only such a launch may be declined ([`AicoreLaunch::Declined`]).
+    pub queued: bool,
+}
+
+/// What the runner's AICore launch did ([`Runner::try_launch_aicore`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AicoreLaunch {
+    /// The AICore kernel is enqueued.
+    Launched,
+    /// The runner declined a queued launch (it cannot run beside the run ahead of it: a live
+    /// comm domain, a buffer that run still borrows, a profiling level): nothing was
+    /// enqueued. The run launches again once the pair is empty, which is not a failure, and
+    /// its outcome counts the decline. A decline of a launch that is not queued
+    /// ([`RunArgs::queued`] false) fails the run, not started (207000).
+    Declined,
 }
 
 /// Why the runner's prepare failed.
@@ -101,6 +118,20 @@ pub trait HostWorker: Send {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure>;
+    /// As [`Runner::finalise_verdict`]: by default [`finalise_run`](Self::finalise_run) with
+    /// `copy_back` (`verdict.is_ok()`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Runner::finalise_run`].
+    fn finalise_verdict(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        verdict: Verdict,
+    ) -> Result<(), FinaliseFailure> {
+        self.finalise_run(run, slot, verdict.is_ok())
+    }
     /// The device's text about the failure of this worker's latest prepare or finalise
     /// (`aclGetRecentErrMsg`, which ACL keeps per thread, so only the worker's own thread can
     /// read it), if it left one; taken (a second call returns `None`). [`run_host_work`]
@@ -150,6 +181,49 @@ pub trait Runner<D: Device + ?Sized> {
     ) -> Result<(), FinaliseFailure>;
     /// Upload published AICore code.
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode>;
+
+    /// The AICore launch, which may decline a queued launch ([`AicoreLaunch::Declined`]; see
+    /// [`RunArgs::queued`]). The executor calls this one; by default it is
+    /// [`launch_aicore`](Self::launch_aicore), which never declines.
+    ///
+    /// # Errors
+    ///
+    /// As [`launch_aicore`](Self::launch_aicore).
+    fn try_launch_aicore(
+        &mut self,
+        device: &mut D,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<AicoreLaunch, AclCode> {
+        self.launch_aicore(device, stream, args)
+            .map(|()| AicoreLaunch::Launched)
+    }
+
+    /// The run is launched: both kernels were accepted (its fences too, or it is unfenced and
+    /// awaited through the device verdict). Called once per launched run, right after its
+    /// launch, on the thread running the lane's steps; the runtime publishes the run's
+    /// acceptance here. By default nothing.
+    fn on_launched(&mut self, device: &mut D, args: &RunArgs) {
+        let _ = (device, args);
+    }
+
+    /// Finalise `run` knowing its verdict so far (the finalise's answer makes it final):
+    /// `copy_back` is `verdict.is_ok()`, and a cancel or a failure says which, with its class
+    /// and code. The executor calls this one; by default it is
+    /// [`finalise_run`](Self::finalise_run) with `copy_back`.
+    ///
+    /// # Errors
+    ///
+    /// As [`finalise_run`](Self::finalise_run).
+    fn finalise_verdict(
+        &mut self,
+        device: &mut D,
+        run: RunId,
+        slot: SlotId,
+        verdict: Verdict,
+    ) -> Result<(), FinaliseFailure> {
+        self.finalise_run(device, run, slot, verdict.is_ok())
+    }
 
     /// The runtime owns recovery (L-24, `Recovery::Runtime`) and the device is poisoned (by
     /// `origin`'s failure, or, with `origin` `None`, a device fault notice): every item has
@@ -272,13 +346,11 @@ fn host_work_event<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Op
             worker.prepare_run(run, lease.slot, diagnostics),
         )),
         Effect::FinaliseRun {
-            run,
-            lease,
-            copy_back,
+            run, lease, verdict, ..
         } => Some(finalise_answer(
             run,
             lease,
-            worker.finalise_run(run, lease.slot, copy_back),
+            worker.finalise_verdict(run, lease.slot, verdict),
         )),
         _ => None,
     }

@@ -168,9 +168,6 @@ impl<O: Observer> LaneSteps<O> {
     ) -> Result<T, DriverError> {
         let result = apply(&mut self.lane);
         let accepted = accepted(&result);
-        if let Some(item) = accepted {
-            self.texts.last_accepted = item;
-        }
         self.observer.observe(&Observation::Command {
             now,
             command,
@@ -198,11 +195,10 @@ impl<O: Observer> LaneSteps<O> {
     pub fn feed(&mut self, now: Timestamp, answer: Answer) -> Result<(), DriverError> {
         let Answer { event, text } = answer;
         // The item the failure belongs to: the one the event names; a failed stream create
-        // or destroy names none and fails the run waiting to launch, the oldest prepared one
-        // (launches go in submission order).
+        // or destroy names none and fails the run whose launch waits for the pair.
         let item = text.as_ref().and_then(|_| match failed_item(&event) {
             Some(item) => Some(item),
-            None if stream_failure(&event) => self.waiting_to_launch(),
+            None if stream_failure(&event) => self.lane.readying_pair().map(|run| run.0),
             None => None,
         });
         let result = self.lane.handle(now, event);
@@ -224,16 +220,6 @@ impl<O: Observer> LaneSteps<O> {
             }
         }
         self.after_step(now)
-    }
-
-    /// The run waiting to launch, if one is: the oldest prepared run.
-    fn waiting_to_launch(&self) -> Option<u64> {
-        (self.texts.last_delivered + 1..=self.texts.last_accepted).find(|&item| {
-            matches!(
-                self.lane.phase_of(RunId(item)),
-                Some(RunPhase::Prepared { .. })
-            )
-        })
     }
 
     /// Tells the lane the awaited run's deadline passed at `now`.
@@ -320,10 +306,6 @@ struct Texts {
     held: BTreeMap<u64, String>,
     /// The latest poison's origin and its text, once the origin's own outcome is delivered.
     poison: Option<(u64, String)>,
-    /// The newest item the lane accepted (runs and publications share one sequence).
-    last_accepted: u64,
-    /// The newest item whose outcome was delivered.
-    last_delivered: u64,
 }
 
 impl Texts {
@@ -336,7 +318,6 @@ impl Texts {
     /// item's own text leaves with it (into [`Texts::poison`] when its failure poisoned).
     fn deliver(&mut self, outcome: &Outcome) -> Option<String> {
         let item = outcome.seq();
-        self.last_delivered = item;
         let own = self.held.remove(&item);
         let cause = outcome.cause_item()?;
         if cause == item {

@@ -1965,6 +1965,7 @@ fn executor_with_launches(
             aicpu: StreamHandle(1),
             aicore: StreamHandle(2),
             after: after.iter().map(|&(s, g)| lease(s, g)).collect(),
+            epoch: None,
         };
         let answer = executor.execute(launch, &mut observer).unwrap().unwrap();
         answers.push(answer.event);

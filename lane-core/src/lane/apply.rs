@@ -88,10 +88,19 @@ impl Lane {
                 self.transition(idx, RunInput::LaunchFailed(cause), name)?;
                 if cause.class() == Class::RunOnly {
                     // Nothing reached a stream: the submission leaves without staleness (S-2).
-                    if let Err(error) = self.pair.withdraw(Owner(run.0)) {
-                        // The run launched, so it holds a submission: a lane bug.
-                        self.record_bug(InvariantViolation::WithdrawRefused { run, error });
-                    }
+                    self.withdraw(run);
+                }
+                Ok(())
+            }
+            Event::LaunchDeclined { run, .. } => {
+                // Queued behind a run, the run waits for the pair to empty (its action
+                // withdraws it); alone, its decline fails it, not started.
+                let queued = self.run(idx).queued_launch;
+                self.transition(idx, RunInput::LaunchDeclined { queued }, name)?;
+                let r = self.run_mut(idx);
+                r.declines = r.declines.saturating_add(1);
+                if !queued {
+                    self.withdraw(run);
                 }
                 Ok(())
             }
@@ -284,6 +293,7 @@ impl Lane {
             | Event::PrepareFailed { .. }
             | Event::Launched { .. }
             | Event::LaunchFailed { .. }
+            | Event::LaunchDeclined { .. }
             | Event::Completed { .. }
             | Event::CompletionFailed { .. }
             | Event::RecordsRead { .. }
@@ -341,6 +351,15 @@ impl Lane {
             }
         }
         Ok(())
+    }
+
+    /// Withdraws `run`'s submission from the pair: its launch reached no kernel (S-2, nothing
+    /// made stale).
+    fn withdraw(&mut self, run: RunId) {
+        if let Err(error) = self.pair.withdraw(Owner(run.0)) {
+            // The run launched, so it holds a submission: a lane bug.
+            self.record_bug(InvariantViolation::WithdrawRefused { run, error });
+        }
     }
 
     /// The runs on the pair behind the run at `idx` whose launch returned (launched, fenced or
@@ -513,11 +532,11 @@ impl Lane {
                     self.record_bug(InvariantViolation::LaunchWithoutStreams { run });
                     return;
                 };
-                self.run_mut(idx).launched_on = Some(self.pair.created_count());
+                let epoch = r.epoch;
                 // Runs launch in submission order, so the earlier runs still on the pair,
                 // newest first, are those whose boundary this launch may have to wait for:
                 // the executor waits on the newest whose boundary it recorded (L-5).
-                let after = self.items[..idx]
+                let after: Peers<Lease> = self.items[..idx]
                     .iter()
                     .rev()
                     .filter_map(|item| match item {
@@ -525,13 +544,24 @@ impl Lane {
                         _ => None,
                     })
                     .collect();
+                let created = self.pair.created_count();
+                let r = self.run_mut(idx);
+                r.launched_on = Some(created);
+                // Only a launch queued behind a run may be declined.
+                r.queued_launch = !after.is_empty();
                 self.emit(Effect::LaunchRun {
                     run,
                     lease,
                     aicpu,
                     aicore,
                     after,
+                    epoch,
                 });
+            }
+            RunAction::Defer => {
+                // It reached no kernel: its submission leaves the pair, nothing made stale.
+                // It launches again once the pair is empty (`launch_held_back`).
+                self.withdraw(run);
             }
             RunAction::Await => {
                 if let RunPhase::Awaiting { deadline, unfenced } = r.phase {
@@ -555,17 +585,14 @@ impl Lane {
                 layout: self.profile.header(),
             }),
             RunAction::Finalise => {
-                let copy_back = matches!(
-                    r.phase,
-                    RunPhase::Finalising {
-                        verdict: Verdict::Ok
-                    }
-                );
-                self.emit(Effect::FinaliseRun {
-                    run,
-                    lease,
-                    copy_back,
-                });
+                if let RunPhase::Finalising { verdict } = r.phase {
+                    self.emit(Effect::FinaliseRun {
+                        run,
+                        lease,
+                        copy_back: verdict.is_ok(),
+                        verdict,
+                    });
+                }
             }
             // Its events were released by finalisation or abandoned by a reset.
             RunAction::Settle => self.slots.free_if_held(lease, run),

@@ -4,7 +4,7 @@ use stream_pair::Owner;
 
 use crate::error::InvariantViolation as V;
 use crate::ids::PublicationId;
-use crate::profile::MAX_PENDING_PUBLICATIONS;
+use crate::profile::{FinaliseOrder, MAX_PENDING_PUBLICATIONS};
 use crate::publication::PublicationPhase;
 use crate::run::RunPhase;
 use crate::state::{LaneState, RecoveryStep};
@@ -18,11 +18,16 @@ impl Lane {
     /// Checks every lane invariant (for tests, the simulator and the fuzzers; call it after
     /// every step). Allocates only to describe a violation.
     ///
-    /// - Exactly one outcome per accepted run and publication, in submission order.
+    /// - Exactly one outcome per accepted run and publication, in the lane's order
+    ///   (submission order, but for a keyed run placed ahead of keyed runs with a greater
+    ///   key, L-2).
     /// - No slot is both free and owned; every unfinished run holds its slot's live lease.
     /// - The stream pair's own invariants hold, and its FIFO is exactly the runs on the
     ///   pair, in order.
-    /// - No run launched before its predecessor; no launch behind an unfinished publication.
+    /// - No run launched before its predecessor; no launch behind an unfinished publication;
+    ///   no held run launched; a run whose launch was declined is the oldest on the pair;
+    ///   with `FinaliseOrder::BeforeNextLaunch` no run is on the pair behind an unfinished
+    ///   one.
     /// - Runs on the pair never exceed the launch depth; a diagnostics run is alone.
     /// - No run launched after a publication runs on an AICore stream created before it.
     /// - A suspect lane (L-19) has its notice on record.
@@ -30,7 +35,8 @@ impl Lane {
     ///   exactly its live streams as left.
     /// - L-18 Overlap: runner work out is at most one per slot, for the run holding that
     ///   slot in the phase that asked for it (or, abandoned, only while recovery quiesces);
-    ///   at most `prepare_window` runs are preparing or prepared; no upload and no drain,
+    ///   fewer than `prepare_window` runs submitted before a run preparing or prepared are
+    ///   so ahead of it (without keys: at most `prepare_window` in all); no upload and no drain,
     ///   reset or probe runs while runner work is out; `Quiesce` waits only on work out.
     /// - No step so far met a lane bug (a pair call or phase input the lane itself decided
     ///   that was refused).
@@ -57,19 +63,27 @@ impl Lane {
         if queued_outcomes > self.delivered {
             return Err(V::OutcomesOverDelivered);
         }
-        let mut prev = 0;
-        for outcome in self.outcomes.as_slice() {
-            if outcome.seq() <= prev {
-                return Err(V::OutcomesOutOfOrder);
-            }
-            prev = outcome.seq();
+        // The lane's order (L-2): submission order, but for a keyed run placed ahead of keyed
+        // runs with a greater key. Outcomes come in it, and every pending item stands in it
+        // behind the last delivered one.
+        let outcomes = self.outcomes.as_slice();
+        if outcomes
+            .windows(2)
+            .any(|pair| !pair[0].order().may_precede(pair[1].order()))
+        {
+            return Err(V::OutcomesOutOfOrder);
         }
-        let mut prev = self.last_delivered_seq;
-        for item in &self.items {
-            if item.seq() <= prev {
+        for (at, item) in self.items.iter().enumerate() {
+            let order = item.order();
+            let behind_delivered = self
+                .last_delivered
+                .is_none_or(|last| last.may_precede(order));
+            let behind_earlier = self.items[..at]
+                .iter()
+                .all(|earlier| earlier.order().may_precede(order));
+            if !(behind_delivered && behind_earlier) {
                 return Err(V::ItemsOutOfOrder);
             }
-            prev = item.seq();
         }
         if self
             .items
@@ -135,6 +149,15 @@ impl Lane {
                         if !ahead.all_launched {
                             return Err(V::LaunchedBeforePredecessor { run: r.id });
                         }
+                        if r.held {
+                            return Err(V::LaunchedWhileHeld { run: r.id });
+                        }
+                        if r.phase.on_pair()
+                            && ahead.live_run
+                            && self.profile.finalise_order() == FinaliseOrder::BeforeNextLaunch
+                        {
+                            return Err(V::LaunchedBeforeFinalise { run: r.id });
+                        }
                         if ahead.publication {
                             return Err(V::LaunchedBehindPublication { run: r.id });
                         }
@@ -149,6 +172,11 @@ impl Lane {
                         }
                     }
                     if r.phase.on_pair() {
+                        // A declined launch goes again only onto an empty pair, and stays the
+                        // pair's oldest until it retires.
+                        if r.declines > 0 && !first_on_pair {
+                            return Err(V::DeclinedLaunchQueued { run: r.id });
+                        }
                         first_on_pair = false;
                     }
                     if let Some(mark) = self.last_publication {
@@ -237,10 +265,27 @@ impl Lane {
                 ..
             }
         );
-        let runs = self.in_prepare_window();
+        // Each run in the window started with fewer than `window` runs in it ahead of it;
+        // since then only runs submitted later (placed ahead by an earlier key, L-2) can have
+        // joined it there.
         let window = self.profile.prepare_window();
-        if runs > usize::from(window) {
-            return Err(V::PrepareWindowExceeded { runs, window });
+        for (at, item) in self.items.iter().enumerate() {
+            let Item::Run(r) = item else { continue };
+            if !r.in_prepare_window() {
+                continue;
+            }
+            let runs = self.items[..at]
+                .iter()
+                .filter_map(Item::as_run)
+                .filter(|earlier| earlier.in_prepare_window() && earlier.id < r.id)
+                .count();
+            if runs >= usize::from(window) {
+                return Err(V::PrepareWindowExceeded {
+                    run: r.id,
+                    runs,
+                    window,
+                });
+            }
         }
         let out = self.runner_work_out();
         let uploading = self.items.iter().any(

@@ -2,7 +2,7 @@
 //! its outcome is delivered.
 
 use crate::error::EventError;
-use crate::ids::{CodeRef, DeviceTiming, Lease, PublicationId, RunId, Tag};
+use crate::ids::{CodeRef, DeviceTiming, ItemOrder, Lease, OrderKey, PublicationId, RunId, Tag};
 use crate::publication::PublicationPhase;
 use crate::run::RunPhase;
 
@@ -14,6 +14,18 @@ pub(super) struct RunRecord {
     pub(super) tag: Option<Tag>,
     pub(super) diagnostics: bool,
     pub(super) lease: Lease,
+    /// Its ordering key: where it was placed in the FIFO (L-2 as amended).
+    pub(super) key: Option<OrderKey>,
+    /// Submitted held and not activated yet: it does not launch.
+    pub(super) held: bool,
+    /// The runtime's epoch for its result record, if it gave one.
+    pub(super) epoch: Option<u64>,
+    /// How many times the runner declined its launch: from the first, it launches only onto
+    /// an empty pair, and it no longer counts in the prepare window.
+    pub(super) declines: u32,
+    /// Its last launch was queued behind a run on the pair (`LaunchRun`'s `after` named
+    /// one): only such a launch may be declined.
+    pub(super) queued_launch: bool,
     /// Where it is, with what that phase holds (its deadline, evidence, verdict).
     pub(super) phase: RunPhase,
     /// What the status read returned for its device timing.
@@ -24,24 +36,35 @@ pub(super) struct RunRecord {
 }
 
 impl RunRecord {
-    /// A freshly accepted run.
-    pub(super) const fn queued(
-        id: RunId,
-        tag: Option<Tag>,
-        diagnostics: bool,
-        lease: Lease,
-    ) -> Self {
+    /// A freshly accepted run of `request`, on `lease`.
+    pub(super) const fn queued(id: RunId, request: &super::RunRequest, lease: Lease) -> Self {
         Self {
             id,
-            tag,
-            diagnostics,
+            tag: request.tag,
+            diagnostics: request.diagnostics,
             lease,
+            key: request.key,
+            held: request.held,
+            epoch: request.epoch,
+            declines: 0,
+            queued_launch: false,
             phase: RunPhase::Queued {
                 incompatible: false,
             },
             timing: None,
             launched_on: None,
         }
+    }
+}
+
+impl RunRecord {
+    /// Whether the run counts in the prepare window (L-18): preparing, or prepared and not
+    /// launched, unless its launch was declined (it waits for the pair, not for a prepare).
+    pub(super) const fn in_prepare_window(&self) -> bool {
+        matches!(
+            self.phase,
+            RunPhase::Preparing { .. } | RunPhase::Prepared { .. }
+        ) && self.declines == 0
     }
 }
 
@@ -60,10 +83,17 @@ pub(super) enum Item {
 }
 
 impl Item {
-    pub(super) const fn seq(&self) -> u64 {
+    /// Where the item stands in the lane's order.
+    pub(super) const fn order(&self) -> ItemOrder {
         match self {
-            Self::Run(r) => r.id.0,
-            Self::Publication(p) => p.id.0,
+            Self::Run(r) => ItemOrder {
+                seq: r.id.0,
+                key: r.key,
+            },
+            Self::Publication(p) => ItemOrder {
+                seq: p.id.0,
+                key: None,
+            },
         }
     }
 

@@ -20,8 +20,8 @@ mod values;
 mod work;
 
 pub use values::{
-    CloseReport, Fingerprint, PoisonRecord, RunRequest, StreamsLeft, TEARDOWN_ATTEMPTS,
-    TeardownFailure,
+    CloseReport, Fingerprint, PoisonRecord, RunRequest, RunState, RunStatus, StreamsLeft,
+    TEARDOWN_ATTEMPTS, TeardownFailure,
 };
 
 use smallvec::SmallVec;
@@ -29,11 +29,11 @@ use stream_pair::StreamPair;
 
 use crate::effect::Effect;
 use crate::error::{
-    DeviceResetError, EventError, InvariantViolation, LeaseError, PublishError, Refused,
-    SubmitError,
+    ControlError, DeviceResetError, EpochRefusal, EventError, InvariantViolation, LeaseError,
+    PublishError, Refused, SubmitError,
 };
 use crate::event::Event;
-use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
+use crate::ids::{CodeRef, ItemOrder, Lease, PublicationId, RunId, Timestamp};
 use crate::notice::FaultNotice;
 use crate::outcome::Outcome;
 use crate::profile::{MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile};
@@ -128,7 +128,12 @@ pub struct Lane {
     last_publication: Option<PublicationMark>,
     accepted: u64,
     delivered: u64,
-    last_delivered_seq: u64,
+    /// Where the last delivered item stood in the lane's order (L-2).
+    last_delivered: Option<ItemOrder>,
+    /// The last epoch a request carried and the lane accepted (0 before any).
+    last_epoch: u64,
+    /// Whether the lane's runs carry their own epochs, fixed by the first run accepted.
+    runner_epochs: Option<bool>,
     rejected_events: u64,
     /// Runner work handed out and not answered yet, by slot (L-18).
     runner_work: WorkTable,
@@ -156,7 +161,9 @@ impl Lane {
             last_publication: None,
             accepted: 0,
             delivered: 0,
-            last_delivered_seq: 0,
+            last_delivered: None,
+            last_epoch: 0,
+            runner_epochs: None,
             rejected_events: 0,
             runner_work: [None; MAX_SLOTS as usize],
             bug: None,
@@ -193,6 +200,7 @@ impl Lane {
                 return Err(SubmitError::DuplicateRun { tag, run: live.id });
             }
         }
+        self.check_epoch(request.epoch)?;
         let lease = match request.lease {
             Some(lease) if self.slots.is_reserved(lease) => lease,
             Some(lease) => return Err(SubmitError::StaleLease { lease }),
@@ -205,15 +213,107 @@ impl Lane {
         };
         let id = RunId(self.mint_seq());
         self.slots.assign(lease, id);
-        self.items.push(Item::Run(RunRecord::queued(
-            id,
-            request.tag,
-            request.diagnostics,
-            lease,
-        )));
+        self.runner_epochs = Some(request.epoch.is_some());
+        if let Some(epoch) = request.epoch {
+            self.last_epoch = epoch;
+        }
+        let at = self.place_of(request.key);
+        self.items
+            .insert(at, Item::Run(RunRecord::queued(id, &request, lease)));
         self.accepted += 1;
         self.progress(now);
         Ok(id)
+    }
+
+    /// Activates a run submitted held ([`RunRequest::held`]): it launches once its turn comes
+    /// (it may already be prepared).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Unknown`] for a run not in the lane, [`ControlError::Finished`] for one
+    /// with its verdict (a cancelled one), [`ControlError::NotHeld`] for one not held (never,
+    /// or activated already). Nothing changes.
+    pub fn activate(&mut self, now: Timestamp, run: RunId) -> Result<(), ControlError> {
+        let idx = self.control_index(run)?;
+        let r = self.run(idx);
+        if let Some(verdict) = r.phase.verdict() {
+            return Err(ControlError::Finished {
+                run,
+                verdict: verdict.name(),
+            });
+        }
+        if !r.held {
+            return Err(ControlError::NotHeld { run });
+        }
+        self.run_mut(idx).held = false;
+        self.progress(now);
+        Ok(())
+    }
+
+    /// Cancels a run that has not launched: queued, it is done `Cancelled` at once; preparing,
+    /// when its prepare answers; prepared (held, waiting for its turn, or its launch declined),
+    /// it is finalised without copy-back (L-7) and then done `Cancelled`. Its outcome comes in
+    /// its turn (L-2). Cancelling a cancelled run again changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Launched`] for a run that reached the pair (it finishes, L-14),
+    /// [`ControlError::Finished`] for one with another verdict, [`ControlError::Unknown`] for
+    /// one not in the lane. Nothing changes.
+    pub fn cancel(&mut self, now: Timestamp, run: RunId) -> Result<(), ControlError> {
+        let idx = self.control_index(run)?;
+        let r = self.run(idx);
+        let phase = r.phase;
+        match crate::run::step(phase, RunInput::Cancel) {
+            // Already cancelled while its prepare is out.
+            Ok((next, _)) if next == phase => Ok(()),
+            Ok(_) => {
+                self.decide(idx, RunInput::Cancel);
+                self.progress(now);
+                Ok(())
+            }
+            Err(_) => match phase.verdict() {
+                Some(crate::outcome::Verdict::Cancelled) => Ok(()),
+                Some(verdict) if r.launched_on.is_none() || phase.is_done() => {
+                    Err(ControlError::Finished {
+                        run,
+                        verdict: verdict.name(),
+                    })
+                }
+                _ => Err(ControlError::Launched { run }),
+            },
+        }
+    }
+
+    /// Cancels a publication that waits for its turn: it is done `Cancelled` and uploads
+    /// nothing (as at close). Cancelling it again changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Uploading`] once its upload started, [`ControlError::Unknown`] for one
+    /// not in the lane. Nothing changes.
+    pub fn cancel_publication(
+        &mut self,
+        now: Timestamp,
+        publication: PublicationId,
+    ) -> Result<(), ControlError> {
+        let unknown = ControlError::Unknown {
+            item: publication.0,
+        };
+        let idx = self
+            .items
+            .iter()
+            .position(|i| matches!(i, Item::Publication(p) if p.id == publication))
+            .ok_or(unknown)?;
+        match self.publication_phase(publication) {
+            Some(PublicationPhase::Waiting) => {
+                let _ = self.step_publication(idx, crate::publication::PublicationInput::Cancel);
+                self.progress(now);
+                Ok(())
+            }
+            Some(PublicationPhase::Uploading) => Err(ControlError::Uploading { publication }),
+            Some(PublicationPhase::Done { .. }) | None => Ok(()),
+        }
     }
 
     /// Accepts a publication of new AICore code (L-12): it waits until every earlier item has
@@ -412,6 +512,53 @@ impl Lane {
             .map(|r| r.phase)
     }
 
+    /// Where an accepted run whose outcome has not been delivered yet stands, with its hold,
+    /// its declined launches and its ordering key; `None` for any other id.
+    #[must_use]
+    pub fn run_status(&self, run: RunId) -> Option<RunStatus> {
+        let r = self
+            .items
+            .iter()
+            .filter_map(Item::as_run)
+            .find(|r| r.id == run)?;
+        let state = match r.phase {
+            RunPhase::Queued { .. } => RunState::Queued,
+            RunPhase::Preparing { .. } => RunState::Preparing,
+            RunPhase::Prepared { .. } => RunState::Prepared,
+            RunPhase::Finalising { .. } if r.launched_on.is_none() => RunState::Prepared,
+            RunPhase::Done { .. } => RunState::Done,
+            RunPhase::Launching
+            | RunPhase::Launched { .. }
+            | RunPhase::Awaiting { .. }
+            | RunPhase::Attributing { .. }
+            | RunPhase::ReadingStatus { .. }
+            | RunPhase::Finalising { .. } => RunState::Launched,
+        };
+        Some(RunStatus {
+            state,
+            held: r.held,
+            declines: r.declines,
+            key: r.key,
+        })
+    }
+
+    /// The run whose launch waits for the pair's stream results (a create, or a replacement
+    /// destroy): the run a failed stream create or destroy on the launch path fails.
+    #[must_use]
+    pub fn readying_pair(&self) -> Option<RunId> {
+        self.items.iter().find_map(|item| match item {
+            Item::Run(r)
+                if r.phase
+                    == (RunPhase::Prepared {
+                        readying_pair: true,
+                    }) =>
+            {
+                Some(r.id)
+            }
+            _ => None,
+        })
+    }
+
     /// The phase of an accepted publication whose outcome has not been delivered yet.
     #[must_use]
     pub fn publication_phase(&self, publication: PublicationId) -> Option<PublicationPhase> {
@@ -496,7 +643,9 @@ impl Lane {
             last_publication,
             accepted,
             delivered,
-            last_delivered_seq,
+            last_delivered,
+            last_epoch,
+            runner_epochs,
             rejected_events: _,
             runner_work,
             bug,
@@ -506,7 +655,8 @@ impl Lane {
             text,
             "{profile:?}|{state:?}|{pair:?}|{items:?}|{slots:?}|{next_seq}|{:?}|{:?}|{poison:?}|\
              {notice:?}|{notice_recovery}|{last_publication:?}|\
-             {accepted}|{delivered}|{last_delivered_seq}|{runner_work:?}|{bug:?}",
+             {accepted}|{delivered}|{last_delivered:?}|{last_epoch}|{runner_epochs:?}|\
+             {runner_work:?}|{bug:?}",
             effects.as_slice(),
             outcomes.as_slice(),
         );
@@ -569,6 +719,63 @@ impl Lane {
             | (LaneRefusal::Suspect, None, Some(_))
             | (LaneRefusal::Closed | LaneRefusal::NotExpected, _, _) => Err(Refused::Closed),
         }
+    }
+
+    /// The epoch rule of a request (L-8: a record counts only with its run's epoch): a
+    /// runtime's epoch is non-zero and above the last one accepted, and a lane's runs either
+    /// all carry one or none does.
+    fn check_epoch(&self, epoch: Option<u64>) -> Result<(), SubmitError> {
+        let refused = |refusal| SubmitError::Epoch {
+            epoch: epoch.unwrap_or(0),
+            refusal,
+        };
+        if self
+            .runner_epochs
+            .is_some_and(|carried| carried != epoch.is_some())
+        {
+            return Err(refused(EpochRefusal::Mixed));
+        }
+        match epoch {
+            Some(0) => Err(refused(EpochRefusal::Zero)),
+            Some(e) if e <= self.last_epoch => Err(refused(EpochRefusal::NotAbove {
+                last: self.last_epoch,
+            })),
+            _ => Ok(()),
+        }
+    }
+
+    /// Where a new run with `key` goes in the FIFO (L-2 as amended): at the end, or, keyed,
+    /// ahead of the unlaunched keyed runs with a greater key at the end of it. It never passes
+    /// a run whose launch began (readying the pair included), a finished run, a run without a
+    /// key or a publication.
+    fn place_of(&self, key: Option<crate::ids::OrderKey>) -> usize {
+        let mut at = self.items.len();
+        let Some(key) = key else {
+            return at;
+        };
+        while let Some(Item::Run(r)) = at.checked_sub(1).map(|i| &self.items[i]) {
+            let unlaunched = matches!(
+                r.phase,
+                RunPhase::Queued { .. }
+                    | RunPhase::Preparing { .. }
+                    | RunPhase::Prepared {
+                        readying_pair: false
+                    }
+            );
+            if !(unlaunched && r.key.is_some_and(|k| k > key)) {
+                break;
+            }
+            at -= 1;
+        }
+        at
+    }
+
+    /// The index of `run` for a control: refused `Unknown` unless it is in the FIFO.
+    fn control_index(&self, run: RunId) -> Result<usize, ControlError> {
+        self.items
+            .iter()
+            .position(|i| matches!(i, Item::Run(r) if r.id == run))
+            .ok_or(ControlError::Unknown { item: run.0 })
     }
 
     /// Records the first lane bug seen; `check_invariants` reports it.

@@ -8,6 +8,7 @@ use crate::error::InvariantViolation;
 use crate::ids::Timestamp;
 use crate::outcome::{Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict};
 use crate::publication::{PublicationInput, PublicationPhase};
+use crate::profile::FinaliseOrder;
 use crate::run::{RunInput, RunPhase};
 use crate::state::{LaneInput, LaneState};
 
@@ -75,6 +76,8 @@ impl Lane {
                     // A run is delivered done, with its verdict.
                     verdict: r.phase.verdict().unwrap_or(Verdict::Cancelled),
                     timing: r.timing,
+                    key: r.key,
+                    declines: r.declines,
                 }),
                 Item::Publication(p) => Outcome::Publication(PublicationOutcome {
                     publication: p.id,
@@ -87,7 +90,7 @@ impl Lane {
                     },
                 }),
             };
-            self.last_delivered_seq = item.seq();
+            self.last_delivered = Some(item.order());
             self.delivered += 1;
             self.outcomes.push(outcome);
         }
@@ -112,8 +115,9 @@ impl Lane {
     }
 
     /// What stands before the item at `idx`: whether a publication is unfinished, whether any
-    /// run is unfinished, whether all unfinished runs have launched, and whether one of them
-    /// collects diagnostics.
+    /// run is unfinished, whether all unfinished runs have launched (their launch answered:
+    /// one still `Launching` may yet be declined, and launches stay in order, L-2), and
+    /// whether one of them collects diagnostics.
     pub(super) fn ahead_of(&self, idx: usize) -> Ahead {
         let mut ahead = Ahead::default();
         for item in &self.items[..idx] {
@@ -121,7 +125,7 @@ impl Lane {
                 Item::Publication(_) if !item.is_done() => ahead.publication = true,
                 Item::Run(r) if !r.phase.is_done() => {
                     ahead.live_run = true;
-                    ahead.all_launched &= r.phase.past_launch();
+                    ahead.all_launched &= r.phase.past_launch() && r.phase != RunPhase::Launching;
                     ahead.diagnostics |= r.diagnostics;
                 }
                 _ => {}
@@ -131,17 +135,30 @@ impl Lane {
     }
 
     /// Whether the run at `idx`, its turn come, is held back from launching by the lane's
-    /// own rules: a run with diagnostics, or one behind it, runs alone (L-3), and the pair
-    /// holds at most the launch depth (L-11), and nothing queues behind an unfenced run (its
-    /// boundary cannot order a successor, L-5). Stream readiness is the pair's to say.
+    /// own rules: a held run waits for its activation; a run with diagnostics, or one behind
+    /// it, runs alone (L-3); a run whose launch was declined launches only onto an empty pair;
+    /// with `FinaliseOrder::BeforeNextLaunch` a run launches only once every run ahead of it
+    /// has its verdict; the pair holds at most the launch depth (L-11); and nothing queues
+    /// behind an unfenced run (its boundary cannot order a successor, L-5). Stream readiness
+    /// is the pair's to say.
     pub(super) fn launch_held_back(&self, idx: usize, ahead: Ahead) -> bool {
-        if (self.run(idx).diagnostics || ahead.diagnostics) && ahead.live_run {
+        let r = self.run(idx);
+        if r.held {
+            return true;
+        }
+        if (r.diagnostics || ahead.diagnostics) && ahead.live_run {
+            return true;
+        }
+        if self.profile.finalise_order() == FinaliseOrder::BeforeNextLaunch && ahead.live_run {
             return true;
         }
         if self.live_runs().any(|r| r.phase.unfenced().is_some()) {
             return true;
         }
         let on_pair = self.live_runs().filter(|r| r.phase.on_pair()).count();
+        if r.declines > 0 && on_pair > 0 {
+            return true;
+        }
         on_pair >= usize::from(self.profile.launch_depth().get())
     }
 
@@ -157,23 +174,23 @@ impl Lane {
         (!ahead.publication && ahead.all_launched).then_some((idx, ahead))
     }
 
-    /// Runs in the prepare window: preparing, or prepared and not launched yet.
-    pub(super) fn in_prepare_window(&self) -> usize {
-        self.live_runs()
-            .filter(|r| {
-                matches!(
-                    r.phase,
-                    RunPhase::Preparing { .. } | RunPhase::Prepared { .. }
-                )
-            })
+    /// Runs in the prepare window ahead of the item at `idx` (`items.len()`: all of them):
+    /// preparing, or prepared and not launched yet. A run whose launch was declined has left
+    /// the window (it waits for the pair to empty, not for a prepare).
+    pub(super) fn in_prepare_window(&self, idx: usize) -> usize {
+        self.items[..idx]
+            .iter()
+            .filter_map(Item::as_run)
+            .filter(|r| r.in_prepare_window())
             .count()
     }
 
     /// Prepares the oldest queued run when the profile and its predecessors allow (L-3, §5.4,
-    /// L-18): prepares start in submission order, behind no unfinished publication, with
-    /// fewer than `prepare_window` runs preparing or prepared. With a window of one that is
-    /// exactly "every earlier run launched" (the oldest queued run has no queued
-    /// predecessor, and none of them is preparing or prepared).
+    /// L-18): prepares start in the lane's order, behind no unfinished publication, with
+    /// fewer than `prepare_window` runs preparing or prepared ahead of it. With a window of
+    /// one that is exactly "every earlier run launched" (the oldest queued run has no queued
+    /// predecessor, and none of them is preparing or prepared). Runs behind it do not count:
+    /// a run an earlier key placed ahead of staged runs (L-2) prepares in their place.
     ///
     /// Returns whether the next queued run may be tried: a start that fills the window ends
     /// the round (the next try would find it full).
@@ -186,7 +203,7 @@ impl Lane {
             return false;
         }
         let window = usize::from(self.profile.prepare_window());
-        let in_window = self.in_prepare_window();
+        let in_window = self.in_prepare_window(idx);
         if in_window >= window {
             return false;
         }

@@ -137,6 +137,8 @@ fn outcomes_out_of_order_are_caught() {
             tag: None,
             verdict: Verdict::Cancelled,
             timing: None,
+            key: None,
+            declines: 0,
         })
     };
     lane.outcomes.push(outcome(9));
@@ -177,6 +179,7 @@ fn a_pending_effect_for_a_finished_run_is_caught() {
         run: RunId(42),
         lease,
         copy_back: false,
+        verdict: Verdict::Cancelled,
     });
     assert_eq!(
         violation(&lane),
@@ -238,6 +241,8 @@ fn cancelled(seq: u64) -> Outcome {
         tag: None,
         verdict: Verdict::Cancelled,
         timing: None,
+        key: None,
+        declines: 0,
     })
 }
 
@@ -283,7 +288,7 @@ fn more_runs_held_than_slots_is_caught() {
     let mut lane = two_in_flight();
     // A finished run held behind the two in flight: it needs no slot, but it counts.
     let lease = lane.run(1).lease;
-    let mut done = RunRecord::queued(RunId(3), None, false, lease);
+    let mut done = RunRecord::queued(RunId(3), &RunRequest::new(), lease);
     done.phase = RunPhase::Done {
         verdict: Verdict::Ok,
     };
@@ -497,7 +502,11 @@ fn more_runs_preparing_than_the_window_is_caught() {
     lane.run_mut(1).phase = RunPhase::Preparing { cancel: false };
     assert_eq!(
         violation(&lane),
-        V::PrepareWindowExceeded { runs: 2, window: 1 }
+        V::PrepareWindowExceeded {
+            run: RunId(2),
+            runs: 1,
+            window: 1
+        }
     );
 }
 

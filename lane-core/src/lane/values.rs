@@ -6,7 +6,7 @@ use core::fmt;
 use status_latch::AclCode;
 use stream_pair::Role;
 
-use crate::ids::{Lease, RunId, Tag};
+use crate::ids::{Lease, OrderKey, RunId, Tag};
 use crate::notice::FaultNotice;
 use crate::outcome::Cause;
 use crate::state::LaneState;
@@ -20,6 +20,16 @@ pub struct RunRequest {
     pub diagnostics: bool,
     /// A lease from [`Lane::reserve`](super::Lane::reserve); `None` lets the lane take a slot now.
     pub lease: Option<Lease>,
+    /// The run's ordering key (L-2 as amended): placed ahead of the unlaunched keyed runs with
+    /// a greater key. `None`: submission order.
+    pub key: Option<OrderKey>,
+    /// Submitted held: the run is prepared as usual but launched only after
+    /// [`Lane::activate`](super::Lane::activate); the runs behind it wait behind it (L-2).
+    pub held: bool,
+    /// The epoch its result record is stamped with, chosen by the runtime (its own run epoch);
+    /// `None` lets the driver mint one. Refused when 0 or not above the last one accepted, and
+    /// when the lane's runs mix both ([`SubmitError::Epoch`](crate::SubmitError::Epoch)).
+    pub epoch: Option<u64>,
 }
 
 impl RunRequest {
@@ -30,6 +40,9 @@ impl RunRequest {
             tag: None,
             diagnostics: false,
             lease: None,
+            key: None,
+            held: false,
+            epoch: None,
         }
     }
 
@@ -47,12 +60,67 @@ impl RunRequest {
         self
     }
 
+    /// This request with an ordering key (L-2 as amended).
+    #[must_use]
+    pub const fn keyed(mut self, key: u64) -> Self {
+        self.key = Some(OrderKey(key));
+        self
+    }
+
+    /// This request held: prepared, and launched only after
+    /// [`Lane::activate`](super::Lane::activate).
+    #[must_use]
+    pub const fn held(mut self) -> Self {
+        self.held = true;
+        self
+    }
+
+    /// This request with the runtime's own epoch for its result record.
+    #[must_use]
+    pub const fn with_epoch(mut self, epoch: u64) -> Self {
+        self.epoch = Some(epoch);
+        self
+    }
+
     /// This request on a lease taken earlier with [`Lane::reserve`](super::Lane::reserve).
     #[must_use]
     pub const fn on_lease(mut self, lease: Lease) -> Self {
         self.lease = Some(lease);
         self
     }
+}
+
+/// Where an accepted run stands ([`Lane::run_status`](super::Lane::run_status)), as the
+/// runtime's run handle shows it: coarser than [`RunPhase`](crate::RunPhase).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunState {
+    /// Waiting for its turn to prepare.
+    Queued,
+    /// Its prepare was asked for and has not answered.
+    Preparing,
+    /// Prepared and not launched: waiting for its turn, for its activation if held, or (its
+    /// launch declined) for the pair to empty; also while a run that never launched (cancelled,
+    /// failed before its launch) is finalised.
+    Prepared,
+    /// Its kernels were asked onto the pair: it finishes and gets its own verdict (a cancel is
+    /// refused); also while a launched run is judged and finalised.
+    Launched,
+    /// Its verdict is final; the outcome waits for its turn (L-2) or is ready.
+    Done,
+}
+
+/// An accepted run's state and controls ([`Lane::run_status`](super::Lane::run_status)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RunStatus {
+    /// Where it stands.
+    pub state: RunState,
+    /// Submitted held and not activated yet: it does not launch.
+    pub held: bool,
+    /// How many times the runner declined its launch (it then launches once the pair is
+    /// empty).
+    pub declines: u32,
+    /// Its ordering key.
+    pub key: Option<OrderKey>,
 }
 
 /// The most recent device poison: which run caused it and why.
