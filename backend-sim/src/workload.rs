@@ -884,7 +884,11 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
                     | SubmitError::UnusableAfterNotice { .. }
                     | SubmitError::Closed,
                 ) => return Ok(None),
-                Err(e @ (SubmitError::StaleLease { .. } | SubmitError::DuplicateRun { .. })) => {
+                Err(
+                    e @ (SubmitError::StaleLease { .. }
+                    | SubmitError::DuplicateRun { .. }
+                    | SubmitError::Epoch { .. }),
+                ) => {
                     return Err(
                         self.failed(Failure::Stuck(format!("a plain submit was refused: {e}")))
                     );

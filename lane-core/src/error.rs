@@ -152,19 +152,22 @@ pub enum ControlError {
         /// The run.
         run: RunId,
     },
-    /// The publication is uploading: the upload finishes and gets its own result.
-    #[error("{publication} is uploading: it finishes and gets its own result; wait for its outcome")]
+    /// The publication's upload started: it finishes and gets its own result.
+    #[error(
+        "{publication}'s upload started: it finishes and gets its own result; wait for its outcome"
+    )]
     Uploading {
         /// The publication.
         publication: PublicationId,
     },
-    /// The run's verdict is decided already (it is finalised, or done).
-    #[error("{run} has its verdict ({verdict}) already; take its outcome")]
+    /// The item's outcome is decided already (a run finalised or done with another verdict, a
+    /// publication taken down): it only waits for its turn.
+    #[error("item {item} has its outcome ({outcome}) already; take it")]
     Finished {
-        /// The run.
-        run: RunId,
-        /// The verdict's name.
-        verdict: &'static str,
+        /// The item.
+        item: u64,
+        /// The outcome's name (`Failed`, `Poisoned`, ...).
+        outcome: &'static str,
     },
     /// `activate` of a run that was not submitted held, or was activated already.
     #[error("{run} is not held (submitted without a hold, or activated already); nothing to activate")]

@@ -247,3 +247,47 @@ fn a_marked_stream_explains_no_aicore_code_and_no_synchronize_timeout() {
         );
     }
 }
+
+#[test]
+fn a_completion_replayed_while_its_code_is_attributed_is_rejected_and_changes_nothing() {
+    use lane_core::{Effect, Event, Lane, Profile, RunRequest, Timestamp};
+    let mut lane = Lane::new(Profile::a2a3());
+    let now = Timestamp(0);
+    let mut backend = lane_core::testkit::Succeed::new();
+    let mut awaited = Vec::new();
+    let mut read_records = false;
+    let mut pump = |lane: &mut Lane, awaited: &mut Vec<(RunId, lane_core::Lease)>| {
+        while let Some(effect) = lane.poll_effect() {
+            match effect {
+                Effect::AwaitCompletion { run, lease, .. } => awaited.push((run, lease)),
+                // Held: the records of the runs behind are still being read.
+                Effect::ReadRecords { .. } => read_records = true,
+                other => {
+                    if let Some(event) = backend.answer(other) {
+                        lane.handle(now, event).expect("answers");
+                    }
+                }
+            }
+        }
+    };
+    lane.submit(now, RunRequest::new()).expect("open");
+    pump(&mut lane, &mut awaited);
+    lane.submit(now, RunRequest::new()).expect("room");
+    pump(&mut lane, &mut awaited);
+    let (run, lease) = awaited[0];
+    let completed = Event::Completed {
+        run,
+        lease,
+        evidence: returned(None, Some(AclCode::RtAicoreException)),
+    };
+    lane.handle(now, completed).expect("the await's answer");
+    pump(&mut lane, &mut awaited);
+    assert!(read_records, "the run behind was covered (L-8a)");
+    let before = lane.fingerprint();
+    assert!(
+        lane.handle(now, completed).is_err(),
+        "a replayed completion answers nothing the lane asked for"
+    );
+    assert_eq!(lane.fingerprint(), before);
+    assert_eq!(lane.poison(), None, "the replay poisoned nothing");
+}

@@ -62,6 +62,7 @@ fn parse(args: &[String]) -> Result<(Vec<Config>, PairConfig), String> {
             close: true,
             reservations,
             notices: false,
+            controls: false,
         })
         .collect();
     Ok((configs, pair))

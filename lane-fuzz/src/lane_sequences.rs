@@ -39,9 +39,10 @@ use lane_core::status_latch::{
 };
 use lane_core::stream_pair::{Role, StreamHandle, StreamState};
 use lane_core::{
-    CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaneState, LaunchStep,
-    Lease, Outcome, Peers, Profile, ProfileSpec, PublicationId, PublicationResult, Recovery,
-    RecoveryHook, RunId, RunRequest, SlotId, SubmitError, Tag, Timestamp, Verdict,
+    CodeRef, ControlError, DeviceTiming, Effect, Event, FinaliseFailure, FinaliseOrder,
+    Generation, ItemOrder, LaneState, LaunchStep, Lease, Outcome, Peers, Profile, ProfileSpec,
+    PublicationId, PublicationResult, Recovery, RecoveryHook, RunId, RunRequest, SlotId,
+    SubmitError, Tag, Timestamp, Verdict,
 };
 use lane_core::{Lane, MAX_SLOTS, PublishError};
 
@@ -92,6 +93,14 @@ behaviours! {
     HandedOver => "the device handed to the runtime's recovery (L-24)",
     ResetAdopted => "the runtime's reset adopted, lane reopened (L-24)",
     RefusedUnusable => "submit refused: unusable until the runtime's reset",
+    PassedStaged => "a keyed run's outcome came before an earlier run's (L-2 by key)",
+    HeldLaunched => "a held run launched after its activation",
+    CancelledByCaller => "an unlaunched run cancelled by the caller",
+    DeclinedRelaunched => "a declined queued launch launched again onto an empty pair",
+    DeclinedAlone => "a declined launch with nothing ahead failed its run",
+    FinaliseFirst => "a run launched once the run ahead was finalised (finalise before next launch)",
+    RefusedEpoch => "submit refused: epoch",
+    ControlRefused => "a cancel or an activate refused",
 }
 
 /// A `lane_sequences` input: the profile and the operations.
@@ -125,6 +134,9 @@ pub struct ProfileInput {
     pub window: u8,
     /// The runtime owns recovery (L-24), instead of the lane in place.
     pub runtime_recovery: bool,
+    /// A run's finalise returns before its successor's launch (`FinaliseOrder::
+    /// BeforeNextLaunch`, at launch depth one).
+    pub finalise_first: bool,
 }
 
 /// One command, event or time step.
@@ -175,6 +187,21 @@ pub enum Op {
     Notice(u8),
     /// `device_reset`: the runtime reports its reset (L-24); refused unless the lane awaits it.
     DeviceReset,
+    /// `submit` with the run controls: an ordering key (`key % 4`), a hold, an epoch.
+    SubmitWith {
+        /// The ordering key, `OrderKey(k % 4)`: few values, so equal keys happen.
+        key: Option<u8>,
+        /// Submitted held: launched only after [`Op::Activate`].
+        held: bool,
+        /// The epoch, relative to the last one accepted ([`epoch_of`]).
+        epoch: Option<u8>,
+    },
+    /// `activate` of the pending run at `index % pending runs` (a delivered one when `index`
+    /// is past them).
+    Activate(u8),
+    /// `cancel` of the pending item at `index % pending items` (a run, or a publication with
+    /// `cancel_publication`; a delivered one when `index` is past them).
+    Cancel(u8),
 }
 
 /// Which lease a command carries.
@@ -223,6 +250,9 @@ pub enum Reply {
         /// The code index.
         code: u8,
     },
+    /// A launch is declined by the runner (`LaunchDeclined`); any other effect is answered
+    /// with success.
+    Decline,
 }
 
 /// An event made up to be refused (or, for a replay, to answer something a second time).
@@ -294,6 +324,26 @@ struct Accepted {
     /// A run that collects diagnostics.
     diagnostics: bool,
     delivered: bool,
+    /// The run's ordering key.
+    key: Option<lane_core::OrderKey>,
+    /// Submitted held, and not activated yet.
+    held: bool,
+    /// Submitted held (activated or not).
+    was_held: bool,
+    /// The epoch the request carried.
+    epoch: Option<u64>,
+    /// The caller cancelled it (`Ok`): a `Cancelled` outcome needs no close.
+    cancel_asked: bool,
+}
+
+impl Accepted {
+    /// Where the item stands in the lane's order.
+    const fn order(&self) -> lane_core::ItemOrder {
+        lane_core::ItemOrder {
+            seq: self.seq,
+            key: self.key,
+        }
+    }
 }
 
 /// What the lane asked and accepted about one run: evidence its verdict is checked against.
@@ -316,6 +366,12 @@ struct Evidence {
     /// The accepted completion, on the stream-synchronize channel, carried a clean device
     /// verdict (L-8: with a clean header, the only evidence that makes a run `Ok` there).
     synchronized_clean: bool,
+    /// A launch was asked since the last accepted decline: the run is past a cancel.
+    launch_asked: bool,
+    /// Accepted `LaunchDeclined` answers.
+    declines: u32,
+    /// A finalise answer was accepted.
+    finalise_answered: bool,
 }
 
 /// The body's driver-and-backend: the lane, what it asked for and what it answered. The
@@ -331,10 +387,14 @@ pub(crate) struct Body {
     accepted: Vec<Accepted>,
     outcomes: Vec<Outcome>,
     evidence: Vec<(RunId, Evidence)>,
-    /// The last run asked to prepare, launch and be awaited: each comes in submission order.
-    last_prepare: u64,
-    last_launch: u64,
-    last_await: u64,
+    /// The last run asked to prepare, launch and be awaited: each comes in the lane's order.
+    last_prepare: Option<lane_core::ItemOrder>,
+    last_launch: Option<lane_core::ItemOrder>,
+    last_await: Option<lane_core::ItemOrder>,
+    /// Whether the lane's runs carry epochs (fixed by the first accepted run), and the last
+    /// epoch accepted.
+    runner_epochs: Option<bool>,
+    last_epoch: u64,
     /// Every launch asked so far: the run each lease was launched for, and how many drains,
     /// resets and hand-overs to the runtime's recovery had been asked before it.
     launches: Vec<(RunId, Lease, u32)>,
@@ -346,6 +406,8 @@ pub(crate) struct Body {
     /// to the runtime's recovery leaves nothing in flight either (the runtime resets).
     on_pair: Vec<RunId>,
     uploaded: Vec<PublicationId>,
+    /// Publications whose upload was asked.
+    upload_asked: Vec<u64>,
     reserved: Vec<Lease>,
     former_leases: Vec<Lease>,
     history: Vec<Event>,
@@ -369,7 +431,11 @@ impl Body {
         let spec = ProfileSpec {
             name: "fuzz",
             slots,
-            launch_depth: 1 + profile.depth % slots,
+            launch_depth: if profile.finalise_first {
+                1
+            } else {
+                1 + profile.depth % slots
+            },
             concurrent_prepare: profile.concurrent_prepare,
             prepare_window: 1 + profile.window % slots,
             copies: lane_core::CopyPath::Sync,
@@ -387,6 +453,11 @@ impl Body {
                 Recovery::Runtime
             } else {
                 Recovery::InPlace
+            },
+            finalise: if profile.finalise_first {
+                FinaliseOrder::BeforeNextLaunch
+            } else {
+                FinaliseOrder::Overlapped
             },
         };
         let profile = match Profile::custom(spec) {
@@ -409,13 +480,16 @@ impl Body {
             accepted: Vec::new(),
             outcomes: Vec::new(),
             evidence: Vec::new(),
-            last_prepare: 0,
-            last_launch: 0,
+            last_prepare: None,
+            last_launch: None,
+            runner_epochs: None,
+            last_epoch: 0,
             launches: Vec::new(),
             drains: 0,
             on_pair: Vec::new(),
-            last_await: 0,
+            last_await: None,
             uploaded: Vec::new(),
+            upload_asked: Vec::new(),
             reserved: Vec::new(),
             former_leases: Vec::new(),
             history: Vec::new(),
@@ -467,9 +541,21 @@ impl Body {
                     tag: tag.map(|t| Tag(u64::from(t % 4))),
                     diagnostics,
                     lease: self.lease(lease),
+                    ..RunRequest::new()
                 };
                 self.submit(request)
             }
+            Op::SubmitWith { key, held, epoch } => {
+                let request = RunRequest {
+                    key: key.map(|k| lane_core::OrderKey(u64::from(k % 4))),
+                    held,
+                    epoch: epoch.map(|e| epoch_of(self.last_epoch, e)),
+                    ..RunRequest::new()
+                };
+                self.submit(request)
+            }
+            Op::Activate(index) => self.activate(index),
+            Op::Cancel(index) => self.cancel(index),
             Op::Publish(code) => self.publish(CodeRef(u64::from(code))),
             Op::Close => {
                 let report = self.lane.close(self.now);
@@ -598,11 +684,23 @@ impl Body {
                 .find(|a| !a.delivered && a.run == Some(Some(tag)))
                 .map(|a| a.seq)
         });
+        // The epoch rule (L-8): non-zero, above the last accepted, never mixed.
+        let epoch_refused = self
+            .runner_epochs
+            .is_some_and(|carried| carried != request.epoch.is_some())
+            || request.epoch.is_some_and(|e| e == 0 || e <= self.last_epoch);
         let result = self.lane.submit(self.now, request);
         match result {
             Ok(run) => {
                 if state != LaneState::Open {
                     return Err(format!("accepted {run} in state {state:?}"));
+                }
+                if epoch_refused {
+                    return Err(format!("accepted {run} with epoch {:?}", request.epoch));
+                }
+                self.runner_epochs = Some(request.epoch.is_some());
+                if let Some(epoch) = request.epoch {
+                    self.last_epoch = epoch;
                 }
                 if let Some(lease) = request.lease {
                     let Some(at) = reservation else {
@@ -617,6 +715,12 @@ impl Body {
                     ));
                 }
                 self.accept(run.0, Some(request.tag), request.diagnostics)?;
+                if let Some(accepted) = self.accepted.last_mut() {
+                    accepted.key = request.key;
+                    accepted.held = request.held;
+                    accepted.was_held = request.held;
+                    accepted.epoch = request.epoch;
+                }
             }
             Err(error) => {
                 let consistent = match error {
@@ -661,6 +765,10 @@ impl Body {
                         self.reach(B::RefusedStaleLease);
                         request.lease == Some(lease) && reservation.is_none()
                     }
+                    SubmitError::Epoch { epoch, .. } => {
+                        self.reach(B::RefusedEpoch);
+                        epoch_refused && epoch == request.epoch.unwrap_or(0)
+                    }
                     SubmitError::DuplicateRun { tag, run } => {
                         self.reach(B::RefusedDuplicate);
                         request.tag == Some(tag)
@@ -677,7 +785,12 @@ impl Body {
                     None => held < slots,
                     Some(_) => reservation.is_some(),
                 };
-                if state == LaneState::Open && !self.closed && fits && tag_holder.is_none() {
+                if state == LaneState::Open
+                    && !self.closed
+                    && fits
+                    && tag_holder.is_none()
+                    && !epoch_refused
+                {
                     return Err(format!(
                         "an open lane with room refused {request:?}: {error:?}"
                     ));
@@ -778,8 +891,133 @@ impl Body {
             run,
             diagnostics,
             delivered: false,
+            key: None,
+            held: false,
+            was_held: false,
+            epoch: None,
+            cancel_asked: false,
         });
         Ok(())
+    }
+
+    /// Where `run` stands in the lane's order.
+    fn order_of(&self, run: RunId) -> ItemOrder {
+        ItemOrder {
+            seq: run.0,
+            key: self.accepted_item(run.0).and_then(|a| a.key),
+        }
+    }
+
+    /// The accepted item with sequence number `seq`.
+    fn accepted_item(&self, seq: u64) -> Option<&Accepted> {
+        self.accepted.iter().find(|a| a.seq == seq)
+    }
+
+    /// An accepted item for a control, runs only with `runs`: with the top bit of `index`
+    /// clear a pending one (`index % pending`), set a delivered one; either way the other
+    /// when there is none.
+    fn pick_item(&self, index: u8, runs: bool) -> Option<Accepted> {
+        let of = |delivered: bool| -> Vec<Accepted> {
+            self.accepted
+                .iter()
+                .filter(|a| a.delivered == delivered && (!runs || a.run.is_some()))
+                .copied()
+                .collect()
+        };
+        let (first, second) = if index & 0x80 == 0 {
+            (of(false), of(true))
+        } else {
+            (of(true), of(false))
+        };
+        pick(&first, index & 0x7F).or_else(|| pick(&second, index & 0x7F))
+    }
+
+    /// `activate` (a run control): accepted exactly for a held run not activated yet whose
+    /// verdict is not decided; a run with its outcome delivered is unknown.
+    fn activate(&mut self, index: u8) -> Result<(), String> {
+        let Some(item) = self.pick_item(index, true) else {
+            return Ok(());
+        };
+        let run = RunId(item.seq);
+        match self.lane.activate(self.now, run) {
+            Ok(()) => {
+                if item.delivered || !item.held {
+                    return Err(format!("activated {run}, which is not held ({item:?})"));
+                }
+                if let Some(a) = self.accepted.iter_mut().find(|a| a.seq == item.seq) {
+                    a.held = false;
+                }
+            }
+            Err(error) => {
+                self.reach(B::ControlRefused);
+                let consistent = match error {
+                    ControlError::Unknown { item: i } => i == item.seq && item.delivered,
+                    ControlError::NotHeld { run: r } => r == run && !item.held && !item.delivered,
+                    // Its verdict is decided: the body sees it only once delivered.
+                    ControlError::Finished { item: i, .. } => i == item.seq && !item.delivered,
+                    ControlError::Launched { .. } | ControlError::Uploading { .. } => false,
+                };
+                if !consistent {
+                    return Err(format!("activate of {run} refused: {error} ({item:?})"));
+                }
+            }
+        }
+        self.after_call()
+    }
+
+    /// `cancel` of a run or `cancel_publication` (a run control): a run is cancelled only
+    /// before its launch was asked, refused as launched only after; a publication is refused
+    /// only once its upload was asked.
+    fn cancel(&mut self, index: u8) -> Result<(), String> {
+        let Some(item) = self.pick_item(index, false) else {
+            return Ok(());
+        };
+        let launched = self
+            .evidence
+            .iter()
+            .any(|(r, e)| r.0 == item.seq && e.launch_asked);
+        let uploading = self.outstanding.iter().any(|o| {
+            matches!(o.effect, Effect::UploadCode { publication, .. } if publication.0 == item.seq)
+        });
+        let result = if item.run.is_some() {
+            self.lane.cancel(self.now, RunId(item.seq))
+        } else {
+            self.lane
+                .cancel_publication(self.now, PublicationId(item.seq))
+        };
+        match result {
+            Ok(()) => {
+                if item.delivered || launched || uploading {
+                    return Err(format!("cancelled {}, past its start ({item:?})", item.seq));
+                }
+                if let Some(a) = self.accepted.iter_mut().find(|a| a.seq == item.seq) {
+                    a.cancel_asked = true;
+                }
+            }
+            Err(error) => {
+                self.reach(B::ControlRefused);
+                let consistent = match error {
+                    ControlError::Unknown { item: i } => i == item.seq && item.delivered,
+                    ControlError::Launched { run } => run.0 == item.seq && launched,
+                    ControlError::Uploading { publication } => {
+                        publication.0 == item.seq && self.uploaded_or_uploading(item.seq)
+                    }
+                    // Its outcome is decided (a failed prepare, finalising, taken down): not
+                    // delivered yet.
+                    ControlError::Finished { item: i, .. } => i == item.seq && !item.delivered,
+                    ControlError::NotHeld { .. } => false,
+                };
+                if !consistent {
+                    return Err(format!("cancel of {} refused: {error} ({item:?})", item.seq));
+                }
+            }
+        }
+        self.after_call()
+    }
+
+    /// Whether the upload of publication `seq` was asked (answered or not).
+    fn uploaded_or_uploading(&self, seq: u64) -> bool {
+        self.upload_asked.contains(&seq)
     }
 
     fn reserve(&mut self) -> Result<(), String> {
@@ -832,6 +1070,11 @@ impl Body {
     fn reply(&mut self, effect: Effect, reply: Reply) -> (Event, Kind) {
         let code = |i: u8| acl_code(i);
         match (effect, reply) {
+            (Effect::LaunchRun { run, lease, .. }, Reply::Decline) => {
+                (Event::LaunchDeclined { run, lease }, Kind::Right)
+            }
+            // Only a launch has a decline: anything else succeeds.
+            (effect, Reply::Decline) => self.reply(effect, Reply::Success),
             (Effect::PrepareRun { run, lease, .. }, Reply::Success) => {
                 (Event::Prepared { run, lease }, Kind::Right)
             }
@@ -964,7 +1207,7 @@ impl Body {
                         stamp: u64::from(c),
                     }),
                     Reply::Failure { code: c, .. } => RecordRead::Failed(code(c)),
-                    Reply::Success => RecordRead::Read(Record::Ok),
+                    Reply::Success | Reply::Decline => RecordRead::Read(Record::Ok),
                 };
                 let records = behind
                     .iter()
@@ -1261,7 +1504,15 @@ impl Body {
             {
                 evidence.clean_status = Some(timing);
             }
-            Event::Finalised { .. } => evidence.finalised = true,
+            Event::Finalised { .. } => {
+                evidence.finalised = true;
+                evidence.finalise_answered = true;
+            }
+            Event::FinaliseFailed { .. } => evidence.finalise_answered = true,
+            Event::LaunchDeclined { .. } => {
+                evidence.declines += 1;
+                evidence.launch_asked = false;
+            }
             _ => {}
         }
     }
@@ -1271,32 +1522,48 @@ impl Body {
     /// flight the newest named is that run or a later one launched before it (the executor
     /// waits on the newest whose boundary it recorded). With none in flight it may name none.
     fn check_after(&self, run: RunId, after: Peers<Lease>) -> Result<(), String> {
-        let mut named = Vec::new();
+        // Where each named lease's last launch stands among the launches asked: launches are
+        // in the lane's order, so a predecessor's launch comes first (by key a predecessor may
+        // carry a larger id than its successor, L-2).
+        let mut named: Vec<(usize, RunId)> = Vec::new();
         for lease in after.iter() {
-            let Some(&(r, _, _)) = self.launches.iter().rev().find(|(_, l, _)| *l == lease) else {
+            let Some((at, &(r, _, _))) = self
+                .launches
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(_, (_, l, _))| *l == lease)
+            else {
                 return Err(format!(
                     "{run}'s launch waits on {lease}, a lease no launch was asked for"
                 ));
             };
-            if r.0 >= run.0 {
-                return Err(format!(
-                    "{run}'s launch waits on {r}'s boundary, not a predecessor's"
-                ));
+            if r == run {
+                return Err(format!("{run}'s launch waits on its own boundary"));
             }
-            if named.last().is_some_and(|newer: &RunId| newer.0 <= r.0) {
+            if named.last().is_some_and(|(newer, _)| *newer <= at) {
                 return Err(format!(
                     "{run}'s predecessors {after:?} are not newest first"
                 ));
             }
-            named.push(r);
+            named.push((at, r));
         }
+        let launched_at = |r: RunId| {
+            self.launches
+                .iter()
+                .rposition(|(launched, _, _)| *launched == r)
+        };
         match (self.on_pair.last(), named.first()) {
             (Some(latest), None) => Err(format!(
                 "{run}'s launch waits on no boundary while {latest} is still in flight"
             )),
-            (Some(latest), Some(newest)) if newest.0 < latest.0 => Err(format!(
-                "{run}'s launch waits on {newest}'s boundary, behind which {latest} is still in flight"
-            )),
+            (Some(latest), Some((newest_at, newest)))
+                if launched_at(*latest).is_some_and(|latest_at| *newest_at < latest_at) =>
+            {
+                Err(format!(
+                    "{run}'s launch waits on {newest}'s boundary, behind which {latest} is still in flight"
+                ))
+            }
             _ => Ok(()),
         }
     }
@@ -1327,23 +1594,22 @@ impl Body {
             self.drains += 1;
             self.on_pair.clear();
         }
-        let in_order = |last: &mut u64, run: RunId, strictly: bool| {
-            let ok = if strictly {
-                run.0 > *last
-            } else {
-                run.0 >= *last
-            };
-            *last = run.0;
+        // Each comes in the lane's order (L-2): submission order, but for a keyed run placed
+        // ahead of keyed runs with a greater key; `again`: the same run may come twice.
+        let in_order = |last: &mut Option<ItemOrder>, this: ItemOrder, again: bool| {
+            let ok = last.is_none_or(|l| l.may_precede(this) || (again && l.seq == this.seq));
+            *last = Some(this);
             ok
         };
         let ordered = match effect {
             Effect::PrepareRun { run, .. } => {
-                // Prepares start in submission order; a run answered incompatible prepares
+                // Prepares start in the lane's order; a run answered incompatible prepares
                 // again later, possibly after a successor started (prepare window > 1).
+                let order = self.order_of(run);
                 let evidence = self.evidence_mut(run);
                 let again = evidence.prepare_asked;
                 evidence.prepare_asked = true;
-                again || in_order(&mut self.last_prepare, run, true)
+                again || in_order(&mut self.last_prepare, order, false)
             }
             Effect::LaunchRun {
                 run,
@@ -1351,15 +1617,25 @@ impl Body {
                 aicpu,
                 aicore,
                 after,
+                epoch,
             } => {
                 if aicpu == aicore {
                     return Err(format!("{effect:?} launches both kernels on one stream"));
                 }
+                self.check_launch(run, after, epoch)?;
                 self.check_after(run, after)?;
                 self.launches.push((run, lease, self.drains));
-                in_order(&mut self.last_launch, run, true)
+                let order = self.order_of(run);
+                let evidence = self.evidence_mut(run);
+                // A declined launch goes again (and only onto an empty pair).
+                let again = evidence.declines > 0;
+                evidence.launch_asked = true;
+                in_order(&mut self.last_launch, order, again)
             }
-            Effect::AwaitCompletion { run, .. } => in_order(&mut self.last_await, run, true),
+            Effect::AwaitCompletion { run, .. } => {
+                let order = self.order_of(run);
+                in_order(&mut self.last_await, order, false)
+            }
             Effect::ReadStatus { run, .. } => {
                 self.evidence_mut(run).status_asked = true;
                 true
@@ -1378,6 +1654,7 @@ impl Body {
                 true
             }
             Effect::UploadCode { publication, .. } => {
+                self.upload_asked.push(publication.0);
                 if let Some(earlier) = self
                     .accepted
                     .iter()
@@ -1395,8 +1672,67 @@ impl Body {
         if ordered {
             Ok(())
         } else {
-            Err(format!("{effect:?} is out of submission order"))
+            Err(format!("{effect:?} is out of the lane's order"))
         }
+    }
+
+    /// The run controls at a launch: a held run is never launched before its activation,
+    /// a declined one only onto an empty pair, the request's epoch is the launch's, and with
+    /// `FinaliseOrder::BeforeNextLaunch` every other run launched since the last drain has
+    /// its finalise answered.
+    fn check_launch(
+        &mut self,
+        run: RunId,
+        after: Peers<Lease>,
+        epoch: Option<u64>,
+    ) -> Result<(), String> {
+        let Some(item) = self.accepted_item(run.0).copied() else {
+            return Err(format!("{run} launched, never accepted"));
+        };
+        if item.held {
+            return Err(format!("{run} launched while held"));
+        }
+        if item.was_held {
+            self.reach(B::HeldLaunched);
+        }
+        if epoch != item.epoch {
+            return Err(format!(
+                "{run} launched with epoch {epoch:?}, its request's {:?}",
+                item.epoch
+            ));
+        }
+        let evidence = *self.evidence_mut(run);
+        if evidence.declines > 0 {
+            if !after.is_empty() {
+                return Err(format!(
+                    "{run}'s launch was declined, yet it launches behind {after:?}"
+                ));
+            }
+            self.reach(B::DeclinedRelaunched);
+        }
+        if self.lane.profile().finalise_order() == FinaliseOrder::BeforeNextLaunch {
+            let drains = self.drains;
+            let unfinished = self.launches.iter().find(|(r, _, d)| {
+                *d == drains
+                    && *r != run
+                    && self.evidence.iter().any(|(e_run, e)| {
+                        e_run == r && e.launch_asked && !e.finalise_answered
+                    })
+            });
+            if let Some((r, _, _)) = unfinished {
+                return Err(format!(
+                    "{run} launched before {r}'s finalise returned (finalise before next launch)"
+                ));
+            }
+            if self
+                .evidence
+                .iter()
+                .any(|(r, e)| *r != run && e.finalise_answered && e.launch_asked)
+            {
+                self.reach(B::FinaliseFirst);
+            }
+        }
+        Ok(())
     }
 
     /// L-24: the runner hears of a recovery as the setting says, and once handed over the
@@ -1529,21 +1865,45 @@ impl Body {
         Ok(())
     }
 
-    /// One outcome: the next accepted item's, in order, consistent with what happened.
+    /// One outcome: an accepted item's without one, ahead of every other such item in the
+    /// lane's order (L-2: submission order, but for a keyed run placed ahead of keyed runs
+    /// with a greater key), consistent with what happened.
     fn delivered(&mut self, outcome: Outcome) -> Result<(), String> {
-        let Some(next) = self.accepted.iter_mut().find(|a| !a.delivered) else {
+        let Some(at) = self
+            .accepted
+            .iter()
+            .position(|a| !a.delivered && a.seq == outcome.seq())
+        else {
             return Err(format!(
-                "{outcome} delivered, but every item has its outcome"
+                "{outcome} delivered, but it is no accepted item without its outcome"
             ));
         };
-        if outcome.seq() != next.seq {
+        let order = ItemOrder {
+            seq: outcome.seq(),
+            key: self.accepted[at].key,
+        };
+        if outcome.order() != order {
+            return Err(format!("{outcome} carries {:?}, not {order:?}", outcome.order()));
+        }
+        if let Some(behind) = self
+            .accepted
+            .iter()
+            .find(|a| !a.delivered && a.seq != order.seq && !order.may_precede(a.order()))
+        {
             return Err(format!(
-                "{outcome} delivered while item {} is the next in submission order",
-                next.seq
+                "{outcome} delivered while item {} stands ahead of it in the lane's order",
+                behind.seq
             ));
         }
-        next.delivered = true;
-        let item = *next;
+        if self
+            .accepted
+            .iter()
+            .any(|a| !a.delivered && a.seq < order.seq)
+        {
+            self.reach(B::PassedStaged);
+        }
+        self.accepted[at].delivered = true;
+        let item = self.accepted[at];
         match outcome {
             // L-26: the outcome frees the run's state, so no callback for it is still out.
             Outcome::Run(r)
@@ -1562,6 +1922,12 @@ impl Body {
                     return Err(format!("{} delivered with tag {:?}", r.run, r.tag));
                 }
                 let evidence = *self.evidence_mut(r.run);
+                if r.declines != evidence.declines {
+                    return Err(format!(
+                        "{} counts {} declined launches, {} were accepted",
+                        r.run, r.declines, evidence.declines
+                    ));
+                }
                 let poison_path = match r.verdict {
                     Verdict::Poisoned { .. } => true,
                     Verdict::Failed { cause } => cause.class() == Class::Poison,
@@ -1608,6 +1974,9 @@ impl Body {
                         }
                     }
                     Verdict::Failed { cause } => {
+                        if cause == lane_core::run::declined_alone() && evidence.declines > 0 {
+                            self.reach(B::DeclinedAlone);
+                        }
                         if cause.class() == Class::Poison {
                             let by_notice = self.noticed
                                 && cause.stage()
@@ -1630,8 +1999,14 @@ impl Body {
                         self.reach(B::VerdictPoisoned);
                     }
                     Verdict::Cancelled => {
-                        if !self.closed {
-                            return Err(format!("{} cancelled but close was never called", r.run));
+                        if !self.closed && !item.cancel_asked {
+                            return Err(format!(
+                                "{} cancelled but neither close nor its cancel was called",
+                                r.run
+                            ));
+                        }
+                        if item.cancel_asked && !self.closed {
+                            self.reach(B::CancelledByCaller);
                         }
                         self.reach(B::VerdictCancelled);
                     }
@@ -1650,7 +2025,7 @@ impl Body {
                     }
                     PublicationResult::Failed { .. } => self.reach(B::PublicationFailed),
                     PublicationResult::Cancelled => {
-                        if !self.closed {
+                        if !self.closed && !item.cancel_asked {
                             return Err(format!("{} cancelled without close", p.publication));
                         }
                         self.reach(B::PublicationCancelled);
@@ -1705,7 +2080,24 @@ impl Body {
             self.outstanding
                 .retain(|o| o.epoch == epoch || is_runner_work(&o.effect));
             let Some(first) = self.outstanding.first() else {
-                return Ok(());
+                // The caller activates what it holds: a held run launches only then.
+                let Some(held) = self.accepted.iter().find(|a| a.held && !a.delivered) else {
+                    return Ok(());
+                };
+                let seq = held.seq;
+                let index = self
+                    .accepted
+                    .iter()
+                    .filter(|a| a.run.is_some() && !a.delivered)
+                    .position(|a| a.seq == seq)
+                    .and_then(|at| u8::try_from(at).ok())
+                    .unwrap_or(0);
+                self.activate(index)?;
+                // Activated (or refused as finished): either way it is held no longer here.
+                if let Some(a) = self.accepted.iter_mut().find(|a| a.seq == seq) {
+                    a.held = false;
+                }
+                continue;
             };
             let (event, kind) = self.reply(first.effect, Reply::Success);
             self.feed(event, kind)?;
@@ -1840,6 +2232,17 @@ const fn record_defect(i: u8) -> RecordDefect {
     }
 }
 
+/// The epoch a [`Op::SubmitWith`] asks for, from the last one accepted: 0 (`e % 4 == 0`),
+/// the last again (`1`: a repeat), one below it (`2`), or above it by `e / 4 + 1` (`3`).
+const fn epoch_of(last: u64, e: u8) -> u64 {
+    match e % 4 {
+        0 => 0,
+        1 => last,
+        2 => last.saturating_sub(1),
+        _ => last + e as u64 / 4 + 1,
+    }
+}
+
 /// The ACL code at `i % 26`; the 26th is one no table names.
 fn acl_code(i: u8) -> AclCode {
     let at = usize::from(i) % (AclCode::ALL.len() + 1);
@@ -1908,6 +2311,7 @@ fn answers(effect: &Effect, event: &Event) -> bool {
         | (
             Effect::LaunchRun { run, lease, .. },
             Event::Launched { run: r, lease: l }
+            | Event::LaunchDeclined { run: r, lease: l }
             | Event::LaunchFailed {
                 run: r, lease: l, ..
             },
@@ -2074,10 +2478,13 @@ impl Body {
             .iter()
             .map(|o| (o.epoch == self.epoch, o.effect))
             .collect();
-        let accepted: Vec<(u64, bool)> =
-            self.accepted.iter().map(|a| (a.seq, a.delivered)).collect();
+        let accepted: Vec<(u64, bool, bool, bool)> = self
+            .accepted
+            .iter()
+            .map(|a| (a.seq, a.delivered, a.held, a.cancel_asked))
+            .collect();
         format!(
-            "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{},{},{}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}",
+            "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{:?},{:?},{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{:?},{}|{:?}",
             self.lane.fingerprint().as_str(),
             self.now,
             self.poisons,
@@ -2092,11 +2499,36 @@ impl Body {
             self.next_handle,
             self.closed,
             self.noticed,
+            self.runner_epochs,
+            self.last_epoch,
+            self.upload_asked,
         )
     }
 }
 
 impl Body {
+    /// What the explorer's run controls may name: the [`Op::Cancel`] index of each pending
+    /// item, and the [`Op::Activate`] index of each pending held run.
+    pub(crate) fn control_targets(&self) -> (Vec<u8>, Vec<u8>) {
+        let pending: Vec<&Accepted> = self.accepted.iter().filter(|a| !a.delivered).collect();
+        let cancels = (0..pending.len())
+            .filter_map(|at| u8::try_from(at).ok())
+            .collect();
+        let activates = pending
+            .iter()
+            .filter(|a| a.run.is_some())
+            .enumerate()
+            .filter(|(_, a)| a.held)
+            .filter_map(|(at, _)| u8::try_from(at).ok())
+            .collect();
+        (cancels, activates)
+    }
+
+    /// Whether a run without its outcome was submitted held and not activated.
+    pub(crate) fn holds_a_run(&self) -> bool {
+        self.accepted.iter().any(|a| a.held && !a.delivered)
+    }
+
     /// The accepted items without an outcome yet: `(seq, is a run)`, in submission order.
     pub(crate) fn pending_items(&self) -> Vec<(u64, bool)> {
         self.accepted

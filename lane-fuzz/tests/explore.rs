@@ -27,6 +27,7 @@ fn test_configs() -> Vec<Config> {
             close: true,
             reservations: false,
             notices: false,
+            controls: false,
         },
         Config {
             chip: Chip::A2a3Window2,
@@ -35,6 +36,7 @@ fn test_configs() -> Vec<Config> {
             close: true,
             reservations: false,
             notices: false,
+            controls: false,
         },
         // L-24: the runtime's recovery, after a poison or a notice, at any point; its reset
         // reported at any point (refused unless awaited).
@@ -45,6 +47,7 @@ fn test_configs() -> Vec<Config> {
             close: true,
             reservations: false,
             notices: true,
+            controls: false,
         },
         // L-19: one matched fault notice at any point of a run's life, of a publication's,
         // and of a close.
@@ -55,8 +58,32 @@ fn test_configs() -> Vec<Config> {
             close: true,
             reservations: false,
             notices: true,
+            controls: false,
         },
     ];
+    // Run controls (issue 45): a held run with key 1 and a run with key 0 that passes it
+    // while it is unlaunched (L-2), activate, cancel of each pending item, and a declined
+    // launch at every point.
+    configs.push(Config {
+        chip: Chip::A2a3,
+        runs: 2,
+        publications: 1,
+        close: true,
+        reservations: false,
+        notices: false,
+        controls: true,
+    });
+    // Finalise before the next launch: a run launches only once the one ahead finalised
+    // (with the narrow answers: it is about order, not about answers).
+    configs.push(Config {
+        chip: Chip::FinaliseFirst,
+        runs: 2,
+        publications: 0,
+        close: true,
+        reservations: false,
+        notices: false,
+        controls: false,
+    });
     for chip in [Chip::A2a3, Chip::DepthOne] {
         configs.push(Config {
             chip,
@@ -65,6 +92,7 @@ fn test_configs() -> Vec<Config> {
             close: true,
             reservations: true,
             notices: false,
+            controls: false,
         });
         configs.push(Config {
             chip,
@@ -73,6 +101,7 @@ fn test_configs() -> Vec<Config> {
             close: true,
             reservations: false,
             notices: false,
+            controls: false,
         });
     }
     configs
@@ -139,6 +168,7 @@ const DEPTH3: Config = Config {
     close: true,
     reservations: false,
     notices: false,
+    controls: false,
 };
 
 #[test]

@@ -99,14 +99,32 @@ impl Lane {
                 self.transition(idx, RunInput::LaunchDeclined { queued }, name)?;
                 let r = self.run_mut(idx);
                 r.declines = r.declines.saturating_add(1);
+                // Nothing of it reached a stream: it has not launched (a cancel finds it so).
+                r.launched_on = None;
                 if !queued {
                     self.withdraw(run);
+                } else if self.state == LaneState::Closing {
+                    // Close cancelled what had not launched while this launch was out: now
+                    // that it did not launch, it is cancelled as they were (L-15).
+                    self.decide(idx, RunInput::Cancel);
                 }
                 Ok(())
             }
             Event::Completed {
                 run, mut evidence, ..
             } => {
+                // Only an awaited run's completion answers anything: a replay while its code
+                // is attributed (`Attributing` accepts `CompletedFaulted` from its records'
+                // answer) must not be taken as that answer.
+                let phase = self.run(idx).phase;
+                if !phase.is_awaiting() {
+                    return Err(EventError::UnexpectedForRun {
+                        run,
+                        event: name,
+                        phase,
+                        refusal: crate::run::Refusal::NotExpected,
+                    });
+                }
                 // An unfenced run's events proved nothing, whatever the backend says.
                 if let Some(code) = self.run(idx).phase.unfenced() {
                     evidence.boundary = Boundary::Unfenced(code);
@@ -115,7 +133,7 @@ impl Lane {
                 // queued behind on the pair, their records are read first.
                 if let Some(DeviceVerdict::Returned { aicpu, aicore }) = evidence.device {
                     let behind = self.behind_on_pair(idx);
-                    if !behind.is_empty() && self.run(idx).phase.is_awaiting() {
+                    if !behind.is_empty() {
                         return self.transition(idx, RunInput::Attribute(evidence), name);
                     }
                     evidence.device = Some(self.attribute(aicpu, aicore, &[]));

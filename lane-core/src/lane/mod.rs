@@ -35,7 +35,7 @@ use crate::error::{
 use crate::event::Event;
 use crate::ids::{CodeRef, ItemOrder, Lease, PublicationId, RunId, Timestamp};
 use crate::notice::FaultNotice;
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, PublicationResult};
 use crate::profile::{MAX_PENDING_PUBLICATIONS, MAX_SLOTS, Profile};
 use crate::publication::PublicationPhase;
 use crate::queue::Fifo;
@@ -238,8 +238,8 @@ impl Lane {
         let r = self.run(idx);
         if let Some(verdict) = r.phase.verdict() {
             return Err(ControlError::Finished {
-                run,
-                verdict: verdict.name(),
+                item: run.0,
+                outcome: verdict.name(),
             });
         }
         if !r.held {
@@ -276,8 +276,8 @@ impl Lane {
                 Some(crate::outcome::Verdict::Cancelled) => Ok(()),
                 Some(verdict) if r.launched_on.is_none() || phase.is_done() => {
                     Err(ControlError::Finished {
-                        run,
-                        verdict: verdict.name(),
+                        item: run.0,
+                        outcome: verdict.name(),
                     })
                 }
                 _ => Err(ControlError::Launched { run }),
@@ -311,8 +311,27 @@ impl Lane {
                 self.progress(now);
                 Ok(())
             }
-            Some(PublicationPhase::Uploading) => Err(ControlError::Uploading { publication }),
-            Some(PublicationPhase::Done { .. }) | None => Ok(()),
+            Some(PublicationPhase::Done {
+                result: PublicationResult::Cancelled,
+            }) => Ok(()),
+            // Taken down with the device before its upload.
+            Some(PublicationPhase::Done {
+                result: PublicationResult::Poisoned { .. },
+            }) => Err(ControlError::Finished {
+                item: publication.0,
+                outcome: "Poisoned",
+            }),
+            Some(PublicationPhase::Done {
+                result: PublicationResult::Failed { cause },
+            }) if cause.stage() == Some(status_latch::Stage::FaultNotice) => {
+                Err(ControlError::Finished {
+                    item: publication.0,
+                    outcome: "Failed",
+                })
+            }
+            Some(PublicationPhase::Uploading | PublicationPhase::Done { .. }) | None => {
+                Err(ControlError::Uploading { publication })
+            }
         }
     }
 

@@ -48,6 +48,8 @@ pub enum Fault {
     /// `ReadRecords` reads this record for this covered run (every other covered run's
     /// record reads ok).
     CoveredRecord(u64, Record),
+    /// `LaunchRun` of this run is declined by the runner the first `n` times.
+    LaunchDeclined(u64, u32),
 }
 
 pub fn code(raw: i32) -> AclCode {
@@ -394,6 +396,14 @@ impl Harness {
                     code: code(raw),
                 }),
             Effect::LaunchRun { run, lease, .. } => {
+                if let Some(idx) = self.faults.iter().position(
+                    |f| matches!(f, Fault::LaunchDeclined(r, n) if *r == run.0 && *n > 0),
+                ) {
+                    if let Fault::LaunchDeclined(_, n) = &mut self.faults[idx] {
+                        *n -= 1;
+                    }
+                    return Some(Event::LaunchDeclined { run, lease });
+                }
                 match self.take_fault(|f| matches!(f, Fault::LaunchFails(r, _, _) if *r == run.0)) {
                     Some(Fault::LaunchFails(_, step, raw)) => Some(Event::LaunchFailed {
                         run,

@@ -78,6 +78,9 @@ pub enum Chip {
     /// [`Profile::a2a3`] with the runtime's recovery (L-24): a poison or a notice hands the
     /// device over (`OnPoison`) and the lane waits, `Unusable`, for the runtime's reset.
     RuntimeRecovery,
+    /// [`Profile::depth_one`] finalising each run before its successor's launch
+    /// (`FinaliseOrder::BeforeNextLaunch`).
+    FinaliseFirst,
 }
 
 impl Chip {
@@ -114,6 +117,14 @@ impl Chip {
                 // Who recovers is not validated against anything.
                 Err(e) => unreachable!("a2a3 with the runtime's recovery refused: {e}"),
             },
+            Self::FinaliseFirst => match Profile::custom(lane_core::ProfileSpec {
+                finalise: lane_core::FinaliseOrder::BeforeNextLaunch,
+                ..Profile::depth_one().spec()
+            }) {
+                Ok(profile) => profile,
+                // Depth one allows finalising before the next launch.
+                Err(e) => unreachable!("depth one finalising first refused: {e}"),
+            },
         }
     }
 }
@@ -133,6 +144,10 @@ pub struct Config {
     pub reservations: bool,
     /// Whether one matched device fault notice is offered (L-19), at any point of a path.
     pub notices: bool,
+    /// Whether the run controls are offered: a held keyed submit and an earlier-keyed submit
+    /// (which passes the held one, L-2), `activate` of each held run, `cancel` of each
+    /// pending item.
+    pub controls: bool,
 }
 
 impl Config {
@@ -147,6 +162,7 @@ impl Config {
             close: true,
             reservations: false,
             notices: false,
+            controls: false,
         }
     }
 }
@@ -156,8 +172,14 @@ impl Config {
     #[must_use]
     pub fn rust(&self) -> String {
         format!(
-            "Config {{ chip: Chip::{:?}, runs: {}, publications: {}, close: {}, reservations: {}, notices: {} }}",
-            self.chip, self.runs, self.publications, self.close, self.reservations, self.notices
+            "Config {{ chip: Chip::{:?}, runs: {}, publications: {}, close: {}, reservations: {}, notices: {}, controls: {} }}",
+            self.chip,
+            self.runs,
+            self.publications,
+            self.close,
+            self.reservations,
+            self.notices,
+            self.controls
         )
     }
 }
@@ -367,6 +389,7 @@ fn replies(effect: &Effect) -> &'static [Reply] {
             Reply::Failure { code: 0, step: 3 },
             Reply::Failure { code: 0, step: 4 },
             Reply::Failure { code: 7, step: 1 },
+            Reply::Decline,
         ],
         // A completion also answers with evidence that is no published ok record (L-8), one
         // reply per row of the verdict rule past `record-ok` (`completion_evidence`): an
@@ -455,6 +478,29 @@ fn narrow_replies(effect: &Effect) -> &'static [Reply] {
     }
 }
 
+/// The answers offered to `effect` with the run controls on: success, and the answers that
+/// meet a control (an incompatible prepare puts a run back in the queue, a held or passed
+/// one among them; a declined launch). Every other answer's handling does not depend on the
+/// controls; the other configurations offer them all.
+fn control_replies(effect: &Effect) -> &'static [Reply] {
+    match effect {
+        Effect::PrepareRun { .. } => &[Reply::Success, Reply::Other { code: 0 }],
+        Effect::LaunchRun { .. } => &[Reply::Success, Reply::Decline],
+        Effect::CreateStream { .. }
+        | Effect::DestroyStream { .. }
+        | Effect::AwaitCompletion { .. }
+        | Effect::ReadRecords { .. }
+        | Effect::ReadStatus { .. }
+        | Effect::FinaliseRun { .. }
+        | Effect::UploadCode { .. }
+        | Effect::DrainDevice { .. }
+        | Effect::ForceReset { .. }
+        | Effect::Probe { .. } => &[Reply::Success],
+        // Never outstanding: nothing answers them.
+        Effect::Hook(_) | Effect::AdoptReset => &[],
+    }
+}
+
 impl Model for LaneModel {
     type Action = Action;
 
@@ -479,6 +525,29 @@ impl Model for LaneModel {
         if reserved > 0 {
             op(submit(LeasePick::Reserved(0)));
             op(Op::Release(LeasePick::Reserved(0)));
+        }
+        if config.controls {
+            if runs + reserved < usize::from(config.runs) {
+                // A held run with key 1, and a run with key 0, which passes it while it is
+                // unlaunched (L-2).
+                op(Op::SubmitWith {
+                    key: Some(1),
+                    held: true,
+                    epoch: None,
+                });
+                op(Op::SubmitWith {
+                    key: Some(0),
+                    held: false,
+                    epoch: None,
+                });
+            }
+            let (cancels, activates) = self.body.control_targets();
+            for index in cancels {
+                op(Op::Cancel(index));
+            }
+            for index in activates {
+                op(Op::Activate(index));
+            }
         }
         if publications < usize::from(config.publications) {
             op(Op::Publish(0));
@@ -505,8 +574,11 @@ impl Model for LaneModel {
             let Ok(effect_index) = u8::try_from(at) else {
                 break;
             };
-            let narrow = config.chip == Chip::Depth3;
-            let offered = if narrow {
+            let narrow =
+                matches!(config.chip, Chip::Depth3 | Chip::FinaliseFirst) || config.controls;
+            let offered = if config.controls {
+                control_replies(effect)
+            } else if narrow {
                 narrow_replies(effect)
             } else {
                 replies(effect)
@@ -591,7 +663,12 @@ impl Model for LaneModel {
                     | LaneState::ReleasingStreams { .. }
                     | LaneState::Recovering { .. }
             );
-        if busy && self.body.current_effects().is_empty() && lane.poll_deadline().is_none() {
+        // A held run waits for its activation, the caller's to give: not a deadlock.
+        if busy
+            && self.body.current_effects().is_empty()
+            && lane.poll_deadline().is_none()
+            && !self.body.holds_a_run()
+        {
             return Err(format!(
                 "deadlock: {:?} with {} items pending, no effect to answer and no deadline\n{}",
                 lane.state(),
@@ -656,6 +733,11 @@ fn rust_op(op: Op) -> String {
         Op::Expire => "Op::Expire".to_owned(),
         Op::Notice(n) => format!("Op::Notice({n})"),
         Op::DeviceReset => "Op::DeviceReset".to_owned(),
+        Op::SubmitWith { key, held, epoch } => {
+            format!("Op::SubmitWith {{ key: {key:?}, held: {held}, epoch: {epoch:?} }}")
+        }
+        Op::Activate(i) => format!("Op::Activate({i})"),
+        Op::Cancel(i) => format!("Op::Cancel({i})"),
     }
 }
 
@@ -665,6 +747,7 @@ fn rust_reply(reply: Reply) -> String {
         Reply::Success => "Reply::Success".to_owned(),
         Reply::Failure { code, step } => format!("Reply::Failure {{ code: {code}, step: {step} }}"),
         Reply::Other { code } => format!("Reply::Other {{ code: {code} }}"),
+        Reply::Decline => "Reply::Decline".to_owned(),
     }
 }
 
