@@ -546,10 +546,10 @@ fn destroy(
     let lane = LANES.remove(lane)?;
     // Shut down whatever other references exist (a call in flight on another thread holds
     // one): the threads are joined here, so no callback runs after this returns.
-    let report = lane.handle.shut_down().map_err(|e| service_error(&e))?;
+    let shutdown = lane.handle.shut_down().map_err(|e| service_error(&e))?;
     if !report_out.is_null() {
         // SAFETY: non-NULL; writable (the callers' contract).
-        unsafe { report_out.write(close_to_c(&report)) };
+        unsafe { report_out.write(close_to_c(&shutdown.report)) };
     }
     Ok(RunLaneStatus::Ok)
 }

@@ -11,9 +11,7 @@ use lane_core::{
 use thiserror::Error;
 
 use crate::device::Device;
-use crate::dispatch::{
-    Dispatch, DispatchInput, DispatchRefusal, DispatchState, Next, NoHelpers, Setting,
-};
+use crate::dispatch::{Dispatch, DispatchInput, DispatchRefusal, DispatchState, Here, Next, Setting};
 use crate::executor::{Executor, Wait};
 use crate::observer::{NoObserver, Observer};
 use crate::runner::Runner;
@@ -288,7 +286,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         let now = self.executor.now();
         match self
             .dispatch
-            .decide(now, &mut self.steps, &mut NoHelpers, &mut self.executor)?
+            .poll(now, Here::Own, &mut self.steps, &mut self.executor)?
         {
             Next::WaitHere { ticket, wait } => {
                 let answer = run_device_wait(&mut OnDevice(self.executor.device_mut()), &wait);
@@ -311,7 +309,13 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
                 self.execute(effect)?;
                 Ok(Turn::Progress)
             }
-            Next::Sleep(_) | Next::Exit | Next::Lose(_) => self.steps.settled(),
+            // No other thread: nothing is handed out, and nothing is left for another.
+            Next::Sleep(_)
+            | Next::Exit
+            | Next::Lose(_)
+            | Next::Leave
+            | Next::ToWorker(_)
+            | Next::ToWaiter { .. } => self.steps.settled(),
         }
     }
 
@@ -337,7 +341,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             let now = self.executor.now();
             let next =
                 self.dispatch
-                    .decide(now, &mut self.steps, &mut NoHelpers, &mut self.executor)?;
+                    .poll(now, Here::Own, &mut self.steps, &mut self.executor)?;
             let Next::Execute(effect) = next else {
                 break;
             };

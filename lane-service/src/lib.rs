@@ -82,6 +82,6 @@ mod sync;
 pub use error::{LostCause, ServiceError, WaitError};
 pub use lane_driver::Report;
 pub use service::{
-    DEFAULT_WORKERS, ItemId, LaneHandle, NOTICE_POLL_NS, OutcomeCallback, ServiceConfig, spawn,
-    spawn_with_workers,
+    DEFAULT_WORKERS, Drive, ItemId, LaneHandle, NOTICE_POLL_NS, OutcomeCallback, ServiceConfig,
+    Shutdown, ThreadLeft, spawn, spawn_with_workers,
 };
