@@ -486,7 +486,10 @@ impl WorkerLoop {
     /// Gives the machine every answer the lane thread's clock has reached: the workers' in
     /// `(end, hand-out)` order, the waiter's as it left its call. Returns whether any.
     fn push_due(&mut self, now_ns: u64) -> bool {
-        let due = self.off_lane.answers.partition_point(|a| a.end_ns <= now_ns);
+        let due = self
+            .off_lane
+            .answers
+            .partition_point(|a| a.end_ns <= now_ns);
         if due == 0 {
             return false;
         }
@@ -581,7 +584,9 @@ impl WorkerLoop {
                     ));
                 }
                 Next::Leave => {
-                    return Err(self.refused(DispatchInput::Elsewhere, DispatchRefusal::NotInSetting));
+                    return Err(
+                        self.refused(DispatchInput::Elsewhere, DispatchRefusal::NotInSetting)
+                    );
                 }
                 // L-20: lane-service's lane thread ends, the lane lost; the simulator has no
                 // such end, so the simulation stops here.

@@ -11,7 +11,9 @@ use lane_core::{
 use thiserror::Error;
 
 use crate::device::Device;
-use crate::dispatch::{Dispatch, DispatchInput, DispatchRefusal, DispatchState, Here, Next, Setting};
+use crate::dispatch::{
+    Dispatch, DispatchInput, DispatchRefusal, DispatchState, Here, Next, Setting,
+};
 use crate::executor::{Executor, Wait};
 use crate::observer::{NoObserver, Observer};
 use crate::runner::Runner;
@@ -339,9 +341,9 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         let mut any = false;
         loop {
             let now = self.executor.now();
-            let next =
-                self.dispatch
-                    .poll(now, Here::Own, &mut self.steps, &mut self.executor)?;
+            let next = self
+                .dispatch
+                .poll(now, Here::Own, &mut self.steps, &mut self.executor)?;
             let Next::Execute(effect) = next else {
                 break;
             };

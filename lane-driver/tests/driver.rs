@@ -1696,7 +1696,9 @@ fn threaded(
                 // The waiter takes what is offered (the machine withdraws by no longer
                 // offering it).
                 let offered = threads.wait.take().filter(|(ticket, _)| {
-                    dispatch.offered().is_some_and(|(now_offered, _)| now_offered == *ticket)
+                    dispatch
+                        .offered()
+                        .is_some_and(|(now_offered, _)| now_offered == *ticket)
                 });
                 if jobs.is_empty() && offered.is_none() && left == 0 {
                     break;

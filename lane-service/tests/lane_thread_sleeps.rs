@@ -80,7 +80,7 @@ fn lane_thread_wakes(callback: bool) -> u64 {
 /// Both cases in one test, one after the other: each finds its lane thread by name.
 #[test]
 fn with_submitters_bound_the_lane_thread_sleeps_through_the_runs_with_or_without_an_outcome_callback()
-{
+ {
     // Nothing per run reaches the lane thread: only its notice poll (every 50 ms) may wake it
     // while the runs go by. Before issue 44 each outcome the completion waiter delivered woke
     // it to run the callback (21 to 61 wakes in 60 runs on two idle CPUs).

@@ -206,8 +206,7 @@ fn run_steps_showing(mailbox: &Mailbox<Toy>, body: Body, show: Option<&Showing>)
         Err(_) => return Ran::Lost,
     }
     loop {
-        let Ok(((flow, shutdown), to_show)) =
-            mailbox.step(|toy, cx| (body(toy, cx), cx.shutdown))
+        let Ok(((flow, shutdown), to_show)) = mailbox.step(|toy, cx| (body(toy, cx), cx.shutdown))
         else {
             return Ran::Lost;
         };
@@ -732,7 +731,7 @@ fn a_force_reset_is_made_only_once_the_waiter_is_out_of_its_call_and_never_lost(
 
 #[test]
 fn every_outcome_is_shown_once_by_the_thread_holding_the_claim_and_never_beside_a_call_of_the_steps()
-{
+ {
     // The completion waiter runs the steps that deliver the outcome and then "launches" (a
     // call between steps), while the lane thread may be woken by the submit: only the claim's
     // holder shows outcomes, so the callback never runs beside that call (issue 44: it ran on

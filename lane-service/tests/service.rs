@@ -182,8 +182,7 @@ fn wait_blocks_only_its_caller_and_takes_each_outcome_once() {
 }
 
 #[test]
-fn the_callback_sees_every_outcome_in_order_on_a_lane_thread_running_the_steps_without_taking_it()
-{
+fn the_callback_sees_every_outcome_in_order_on_a_lane_thread_running_the_steps_without_taking_it() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     let mut config = ServiceConfig::new(Profile::a5());

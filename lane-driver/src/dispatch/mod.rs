@@ -385,7 +385,10 @@ impl Dispatch {
     /// Takes `input` through the table.
     fn take(&mut self, input: DispatchInput) -> Result<Act, DriverError> {
         let kind = self.state.kind();
-        debug_assert_eq!(kind, self.row_led_to, "the state moves as its last row said");
+        debug_assert_eq!(
+            kind, self.row_led_to,
+            "the state moves as its last row said"
+        );
         let (next, act) =
             dispatch_step(self.setting, kind, input).map_err(|refusal| DriverError::Dispatch {
                 state: kind,
@@ -491,7 +494,11 @@ impl Dispatch {
             _ => Resume::Start,
         };
         self.refresh_timers();
-        debug_assert_eq!(self.state.kind(), self.row_led_to, "the state moved as its row said");
+        debug_assert_eq!(
+            self.state.kind(),
+            self.row_led_to,
+            "the state moved as its row said"
+        );
         next
     }
 

@@ -37,6 +37,9 @@ pub struct Instant0 {
     /// The waiter's first event wait blocks this long, whatever its timeout (a driver call
     /// that never honours its bound), then succeeds.
     pub stuck_wait: Option<Duration>,
+    /// The waiter's drain takes its whole timeout (a device that stays busy), instead of
+    /// returning at once.
+    pub slow_drain: bool,
 }
 
 impl Instant0 {
@@ -50,6 +53,7 @@ impl Instant0 {
             fail_read: None,
             no_waiter: false,
             stuck_wait: None,
+            slow_drain: false,
         }
     }
 
@@ -128,6 +132,9 @@ impl Device for Instant0 {
     fn synchronize_event(&mut self, _event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
         Ok(())
     }
+    fn query_event(&mut self, _event: EventHandle) -> Result<bool, AclCode> {
+        Ok(true)
+    }
     fn synchronize_stream(
         &mut self,
         _stream: StreamHandle,
@@ -171,6 +178,7 @@ impl Device for Instant0 {
             reads: Arc::clone(&self.reads),
             fail_read: self.fail_read,
             stuck: self.stuck_wait.take(),
+            slow_drain: self.slow_drain,
         }))
     }
 }
@@ -183,6 +191,7 @@ pub struct Instant0Waiter {
     reads: Arc<AtomicU64>,
     fail_read: Option<u64>,
     stuck: Option<Duration>,
+    slow_drain: bool,
 }
 
 impl CompletionWaiter for Instant0Waiter {
@@ -195,7 +204,15 @@ impl CompletionWaiter for Instant0Waiter {
         }
         Ok(())
     }
-    fn synchronize_device(&mut self, _timeout_ms: i32) -> Result<(), AclCode> {
+    fn query_event(&mut self, _event: EventHandle) -> Result<bool, AclCode> {
+        Ok(self.stuck.is_none())
+    }
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        if self.slow_drain {
+            thread::sleep(Duration::from_millis(
+                u64::try_from(timeout_ms).unwrap_or(0),
+            ));
+        }
         Ok(())
     }
     fn synchronize_stream(
