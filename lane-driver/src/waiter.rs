@@ -260,19 +260,22 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
 /// a caller that drives the lane (L-23).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reach {
-    /// Block in the device wait, bounded by the wait's own bound and by `cap` when given (a
-    /// caller's `wait` timeout, on the lane's clock): an event wait that times out at the cap
-    /// before the run's deadline is cut short, not failed, and answers [`Wait::Pending`] (an
-    /// expired `wait` leaves the run live).
-    Block {
+    /// The completion waiter's: block in the device wait, bounded by the wait's own bound.
+    Waiter,
+    /// A caller's `wait`: as [`Reach::Waiter`], and bounded by `cap` too when given (its
+    /// timeout, on the lane's clock): an event wait that times out at the cap before the run's
+    /// deadline is cut short, not failed, and answers [`Wait::Pending`] (an expired `wait`
+    /// leaves the run live).
+    Wait {
         /// The caller's own bound, if earlier than the wait's.
         cap: Option<Timestamp>,
     },
-    /// Never wait for a running kernel: look at the boundary
-    /// ([`CompletionWaiter::query_event`]); not complete (or the look not supported) answers
-    /// [`Wait::Pending`], complete goes on as [`Reach::Block`] would (the record read, and the
-    /// device verdict's bounded synchronize only where the record does not decide: a failure
-    /// path). An unfenced run's verdict and a drain are made as [`Reach::Block`] makes them.
+    /// A caller's `poll`: never wait for a running kernel. Look at the boundary
+    /// ([`CompletionWaiter::query_event`]): not complete, or the look not supported, answers
+    /// [`Wait::Pending`] (the completion is left to a `wait`); complete goes on as
+    /// [`Reach::Waiter`] would (the record read, and the device verdict's bounded synchronize
+    /// only where the record does not decide: a failure path). An unfenced run's verdict and
+    /// a drain are made as [`Reach::Waiter`] makes them.
     Look,
 }
 
@@ -294,11 +297,14 @@ pub enum Reach {
 /// A failed wait's answer carries the waiter's text about it
 /// ([`CompletionWaiter::recent_error_message`], read on this thread right after the wait).
 pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &DeviceWait) -> Wait {
-    run_device_wait_as(waiter, wait, Reach::Block { cap: None })
+    run_device_wait_as(waiter, wait, Reach::Waiter)
 }
 
 /// [`run_device_wait`], made as `reach` says: a caller that drives the lane caps its
-/// blocking wait at its own timeout, or only looks ([`Reach`]).
+/// blocking wait at its own timeout, or only looks ([`Reach`]). Past the run's deadline a
+/// caller's look falls back, on a device without [`CompletionWaiter::query_event`], to an
+/// event wait of 1 ms: the deadline may have passed while no call was made (L-23), and a run
+/// that completed meanwhile is not a host wait timeout.
 pub fn run_device_wait_as<W: CompletionWaiter + ?Sized>(
     waiter: &mut W,
     wait: &DeviceWait,
@@ -322,7 +328,9 @@ pub fn run_device_wait_as<W: CompletionWaiter + ?Sized>(
     }
 }
 
-/// What [`wait_event`]'s calls came to.
+/// What [`wait_event`]'s calls came to. Not boxed: made once per wait, as [`Wait`], and
+/// turned into one at once.
+#[allow(clippy::large_enum_variant)]
 enum Made {
     /// The event that answers the wait, with the status bytes read in the record's copy, if
     /// asked for and read.
@@ -360,8 +368,7 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
             if now >= deadline {
                 // One look first: a run whose boundary completed before anybody looked (a
                 // caller that drives the lane and called late) is not a host wait timeout.
-                // A device without the look (207000) expires it, as before.
-                if unfenced.is_some() || !matches!(waiter.query_event(boundary), Ok(true)) {
+                if unfenced.is_some() || !looked(waiter, boundary, reach != Reach::Waiter) {
                     return Made::Expired(now);
                 }
             } else if let Some(code) = unfenced {
@@ -388,11 +395,19 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
                             return Made::Pending;
                         }
                     }
-                    Reach::Block { cap } => {
-                        let until = cap.map_or(deadline, |cap| cap.min(deadline));
+                    Reach::Waiter | Reach::Wait { cap: None } => {
                         // A timeout here (507047) is the whole remainder's: the failed wait it
                         // is (a stuck run's outcome line says so), on every path that runs this
-                        // loop; one at the caller's earlier cap only cuts the wait short.
+                        // loop.
+                        if let Err(code) =
+                            waiter.synchronize_event(boundary, remaining_ms(deadline, now))
+                        {
+                            return Made::Event(Event::CompletionFailed { run, lease, code }, None);
+                        }
+                    }
+                    Reach::Wait { cap: Some(cap) } => {
+                        let until = cap.min(deadline);
+                        // A timeout at the caller's earlier cap only cuts the wait short.
                         match waiter.synchronize_event(boundary, remaining_ms(until, now)) {
                             Ok(()) => {}
                             Err(AclCode::RtEventSyncTimeout) if until < deadline => {
@@ -438,6 +453,22 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
             attempt,
             timeout_ns,
         } => Made::Event(drain(waiter, attempt, timeout_ns), None),
+    }
+}
+
+/// Whether `boundary` is complete, without waiting for it: its query; where the device has
+/// none (207000) and `or_wait` (a caller's look past the deadline), an event wait of 1 ms.
+fn looked<W: CompletionWaiter + ?Sized>(
+    waiter: &mut W,
+    boundary: EventHandle,
+    or_wait: bool,
+) -> bool {
+    match waiter.query_event(boundary) {
+        Ok(done) => done,
+        Err(AclCode::RtFeatureNotSupport) if or_wait => {
+            waiter.synchronize_event(boundary, 1).is_ok()
+        }
+        Err(_) => false,
     }
 }
 

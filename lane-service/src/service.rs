@@ -481,6 +481,9 @@ impl LaneHandle {
     fn drive_until(&self, seq: u64, deadline: Option<Instant>) -> Result<Report, WaitError> {
         let mailbox = self.mailbox();
         let engine = &*self.inner.engine;
+        // Whether this call made a device wait: one is made even at a deadline passed already
+        // (capped at it), so a wait always looks once.
+        let mut made = false;
         loop {
             if let Some(taken) = mailbox.try_take(seq) {
                 return taken;
@@ -489,11 +492,13 @@ impl LaneHandle {
             if let Some(taken) = mailbox.try_take(seq) {
                 return taken;
             }
-            if engine.make_offered(How::Block { until: deadline }) {
+            let now = Instant::now();
+            let passed = deadline.is_some_and(|deadline| now >= deadline);
+            if !(passed && made) && engine.make_offered(How::Block { until: deadline }) {
+                made = true;
                 continue;
             }
-            let now = Instant::now();
-            if deadline.is_some_and(|deadline| now >= deadline) {
+            if passed {
                 return mailbox
                     .try_take(seq)
                     .unwrap_or(Err(WaitError::TimedOut { item: seq }));
@@ -1209,8 +1214,8 @@ impl<D: Device + Send, R: Runner<D> + Send> RunsSteps for Engine<D, R> {
             return false;
         };
         let reach = match (how, wait) {
-            (_, DeviceWait::Drain { .. }) => Reach::Block { cap: None },
-            (How::Block { until }, DeviceWait::Completion { .. }) => Reach::Block {
+            (_, DeviceWait::Drain { .. }) => Reach::Waiter,
+            (How::Block { until }, DeviceWait::Completion { .. }) => Reach::Wait {
                 // The caller's deadline on the lane's clock.
                 cap: until.map(|until| {
                     let left = until.saturating_duration_since(Instant::now());

@@ -820,11 +820,8 @@ fn a_caller_waiting_while_another_runs_the_steps_takes_the_wait_they_offer() {
         let next = 1;
         let waiting = on_thread(&mailbox, move |mailbox| {
             // The item is the first the lane accepts; wait until it is.
-            loop {
-                match mailbox.try_take(next) {
-                    Some(Err(WaitError::Unknown { .. })) => thread::yield_now(),
-                    _ => break,
-                }
+            while let Some(Err(WaitError::Unknown { .. })) = mailbox.try_take(next) {
+                thread::yield_now();
             }
             caller_wait(mailbox, next)
         });
