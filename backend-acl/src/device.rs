@@ -522,6 +522,22 @@ impl AclDevice {
     }
 
     /// A call made on a bound thread, its code checked.
+    /// What follows a force reset of this device id, the lane's or the runtime's: every
+    /// thread must bind again before its next call, and every handle is forgotten (never
+    /// destroyed, freed or touched), pinned allocations included.
+    fn forget_after_reset(&mut self) {
+        // The count moves: every thread's binding to this device id is stale from now on.
+        self.resets.fetch_add(1, Ordering::AcqRel);
+        self.pinned.clear();
+        // Every handle on this device id is dead, whichever lane made it: refused from now on.
+        issued::retire_device(self.device_id);
+        // Every live stream died with the reset: for the late-notice bound its number names a
+        // stream the reset already recovered, whatever stream takes it next (decision 0025).
+        let now = self.clock();
+        self.stream_ids.reset(now);
+        crate::notice::register_again(&self.acl);
+    }
+
     fn bound_call(&mut self, call: impl FnOnce(&Acl) -> i32) -> Result<(), AclCode> {
         self.bind_thread()?;
         let code = call(&self.acl);
@@ -780,19 +796,14 @@ impl Device for AclDevice {
         // bind. Never a plain reset, before or after (ascend-cl.md §2.1: 507007).
         // SAFETY: plain value.
         let code = unsafe { self.acl.aclrtResetDeviceForce(id) };
-        // Whatever it returned, every thread must bind again before its next call, and the
-        // pinned allocations are forgotten like every other handle: never freed, never touched.
-        // The count moves: every thread's binding to this device id is stale from now on.
-        self.resets.fetch_add(1, Ordering::AcqRel);
-        self.pinned.clear();
-        // Every handle on this device id is dead, whichever lane made it: refused from now on.
-        issued::retire_device(id);
-        // Every live stream died with the reset: for the late-notice bound its number names a
-        // stream the reset already recovered, whatever stream takes it next (decision 0025).
-        let now = self.clock();
-        self.stream_ids.reset(now);
-        crate::notice::register_again(&self.acl);
+        // Whatever it returned, every handle and binding is gone.
+        self.forget_after_reset();
         self.check(code)
+    }
+
+    fn adopt_reset(&mut self) {
+        // The runtime reset the device (L-24): the same as after the lane's own reset.
+        self.forget_after_reset();
     }
 
     fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {

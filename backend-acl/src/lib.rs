@@ -57,7 +57,8 @@
 //! the embedding runtime's `Runner` launches on the lane's streams: `StreamHandle.0` is the
 //! `aclrtStream` pointer value, `EventHandle.0` the `aclrtEvent`, `DevicePtr.0` the device
 //! address, `HostPtr.0` the pinned host address), [`AclDevice::worker_binding`] and
-//! [`WorkerBinding`], [`AclConfig`], [`Library`], [`AclError`], [`profile_for_soc`], and [`check`]
+//! [`WorkerBinding`], [`AclConfig`], [`Library`], [`AclError`], [`profile_for_soc`],
+//! [`StreamIds`] (the late-notice rule, pure, for any device that takes stream ids), and [`check`]
 //! (`cargo xtask device-check`: the probe and the device-side calls that need no kernel, as
 //! a report; docs/hardware.md). The runner is the embedding runtime's; this crate has none
 //! (its tests use a private one over the fake's test-only kernels).
@@ -83,4 +84,4 @@ pub use device::{AclConfig, AclDevice, Library, WorkerBinding, op_timeout_in_for
 pub use error::AclError;
 pub use notice::NoticeMonitor;
 pub use soc::profile_for_soc;
-pub use stream_ids::{LATE_NOTICE_BOUND_NS, RECENT_STREAM_IDS};
+pub use stream_ids::{LATE_NOTICE_BOUND_NS, RECENT_STREAM_IDS, StreamIds};

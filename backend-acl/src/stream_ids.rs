@@ -37,9 +37,10 @@ struct Dead {
 }
 
 /// One device's stream ids: the live streams', and those of the streams that died less than
-/// [`LATE_NOTICE_BOUND_NS`] ago.
+/// [`LATE_NOTICE_BOUND_NS`] ago. Public so that a device the runtime supplies (L-22: lane-capi's
+/// table of device operations) matches notices by the same rule as [`AclDevice`](crate::AclDevice).
 #[derive(Debug, Default)]
-pub(crate) struct StreamIds {
+pub struct StreamIds {
     /// Live streams with an id, oldest first.
     live: Vec<(StreamHandle, u32)>,
     /// Dead streams' ids, oldest first, at most [`RECENT_STREAM_IDS`].
@@ -50,13 +51,13 @@ pub(crate) struct StreamIds {
 
 impl StreamIds {
     /// A stream was created with `id` (`aclrtStreamGetId`).
-    pub(crate) fn created(&mut self, stream: StreamHandle, id: u32, now: Timestamp) {
+    pub fn created(&mut self, stream: StreamHandle, id: u32, now: Timestamp) {
         self.forget_expired(now);
         self.live.push((stream, id));
     }
 
     /// `stream` was destroyed at `now` (a stream with no id is not here: nothing happens).
-    pub(crate) fn destroyed(&mut self, stream: StreamHandle, now: Timestamp) {
+    pub fn destroyed(&mut self, stream: StreamHandle, now: Timestamp) {
         self.forget_expired(now);
         if let Some(index) = self.live.iter().position(|(s, _)| *s == stream) {
             let (_, id) = self.live.remove(index);
@@ -65,7 +66,7 @@ impl StreamIds {
     }
 
     /// The device was force-reset at `now`: every live stream died with it.
-    pub(crate) fn reset(&mut self, now: Timestamp) {
+    pub fn reset(&mut self, now: Timestamp) {
         self.forget_expired(now);
         for (_, id) in std::mem::take(&mut self.live) {
             self.died(id, now);
@@ -74,7 +75,7 @@ impl StreamIds {
     }
 
     /// Whether a notice naming `id`, read at `now`, concerns this device.
-    pub(crate) fn concerns(&self, id: u32, now: Timestamp) -> bool {
+    pub fn concerns(&self, id: u32, now: Timestamp) -> bool {
         let recent = |d: &&Dead| d.id == id && now.since(d.at) < LATE_NOTICE_BOUND_NS;
         let mut dead = self.dead.iter().filter(recent);
         if dead.clone().any(|d| d.resets < self.resets) {
@@ -86,7 +87,7 @@ impl StreamIds {
 
     /// The ids a notice read at `now` may name and concern this device: the recently
     /// destroyed ones, oldest first, then the live ones, oldest first; each once.
-    pub(crate) fn matching(&self, now: Timestamp) -> Vec<u32> {
+    pub fn matching(&self, now: Timestamp) -> Vec<u32> {
         let candidates = self
             .dead
             .iter()

@@ -261,7 +261,7 @@ fn an_event_query_says_not_ready_behind_a_running_kernel_and_ready_once_it_ends_
         "a never-recorded event reads complete, as on ACL"
     );
     common::launch_aicore(
-        &fake.control,
+        fake.control,
         stream,
         Duration::from_millis(300),
         Outcome::Ok,
@@ -286,4 +286,34 @@ fn an_event_query_says_not_ready_behind_a_running_kernel_and_ready_once_it_ends_
     );
     d.destroy_stream(stream).unwrap();
     fake.assert_balanced();
+}
+
+#[test]
+fn a_reset_the_runtime_made_is_adopted_its_handles_refused_and_the_next_call_binds_again() {
+    // L-24: the runtime resets the device through its own calls; `adopt_reset` is the lane
+    // told so, with no device call of its own.
+    let fake = common::fake();
+    let (mut d, _) = fake.open();
+    let stream = d.create_stream().unwrap();
+    let event = d.create_event().unwrap();
+    let resets = fake.counters().force_resets;
+    // SAFETY: plain value; the runtime's own reset of the lane's device.
+    let code_back = unsafe { d.acl().aclrtResetDeviceForce(0) };
+    assert_eq!(code_back, ACL_SUCCESS);
+    d.adopt_reset();
+    assert_eq!(
+        fake.counters().force_resets,
+        resets + 1,
+        "adopting made no reset"
+    );
+    // The reset unbound this thread: the next call binds first, and says so when it fails.
+    fake.control
+        .fail_call("aclrtSetDevice", CODE, 0, 1)
+        .unwrap();
+    assert_eq!(d.create_stream().map(|_| ()), Err(code()));
+    // Bound again, its handles from before the reset are refused.
+    assert_eq!(d.destroy_stream(stream), Err(AclCode::RtInvalidHandle));
+    assert_eq!(d.destroy_event(event), Err(AclCode::RtInvalidHandle));
+    let fresh = d.create_stream().expect("bound again");
+    d.destroy_stream(fresh).unwrap();
 }

@@ -876,9 +876,12 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
                 Err(SubmitError::Poisoned { .. } | SubmitError::Suspect { .. }) => {
                     self.turn("submit was refused while recovering")?;
                 }
+                // The workload has no runtime to reset the device (L-24): unusable stays so.
                 Err(
                     SubmitError::Lost { .. }
                     | SubmitError::LostAfterNotice { .. }
+                    | SubmitError::Unusable { .. }
+                    | SubmitError::UnusableAfterNotice { .. }
                     | SubmitError::Closed,
                 ) => return Ok(None),
                 Err(e @ (SubmitError::StaleLease { .. } | SubmitError::DuplicateRun { .. })) => {
@@ -906,6 +909,8 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
                 Err(
                     PublishError::Lost { .. }
                     | PublishError::LostAfterNotice { .. }
+                    | PublishError::Unusable { .. }
+                    | PublishError::UnusableAfterNotice { .. }
                     | PublishError::Closed,
                 ) => return Ok(false),
             }

@@ -224,6 +224,8 @@ struct Bench {
     FakeLaunchRun launch = nullptr;
     DeviceClock device_clock = nullptr;  // places device times on the host's clock
     SetDevice set_device = nullptr;  // binds this thread before a submitters_bound lane
+    int32_t device = 0;              // the lane's device id (one lane per id, SPEC L-25)
+    bool bound = false;              // the lane runs with submitters_bound
     uint64_t kernel_ns = 0;
     // By run tag (its index in the arm): when its submit began, when its launch returned.
     std::vector<std::chrono::steady_clock::time_point> submitted;
@@ -301,9 +303,10 @@ RunLaneOutcome wait(RunLane *lane, uint64_t id) {
 // the bench ready for `runs` tagged runs; with `bound`, `submitters_bound` on and this thread
 // (the only one that submits) bound to the lane's device first, as the option requires;
 // with `callback`, the bench's outcome callback set (only loop (a) uses one: a set callback
-// wakes the lane thread at every outcome the completion waiter delivers).
+// wakes the lane thread at every outcome the completion waiter delivers). Lanes alive at once
+// take different `device` ids: the library gives a device id one lane (SPEC L-25).
 RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bool bound = false,
-                     bool callback = false) {
+                     bool callback = false, int32_t device = 0) {
     RunLaneConfig config;
     if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
         fail("config_default");
@@ -319,8 +322,11 @@ RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bo
     config.runner.launch_aicpu = launch_aicpu;
     config.runner.on_outcome = callback ? on_outcome : nullptr;
     config.submitters_bound = bound;
-    if (bound && (bench.set_device == nullptr || bench.set_device(0) != 0)) {
-        fail("bind the submitting thread to device 0");
+    config.device_id = device;
+    bench.device = device;
+    bench.bound = bound;
+    if (bound && (bench.set_device == nullptr || bench.set_device(device) != 0)) {
+        fail("bind the submitting thread to the lane's device");
     }
     RunLane *lane = nullptr;
     if (run_lane_create(&config, &lane) != RUN_LANE_STATUS_OK) {
@@ -628,6 +634,10 @@ struct SplitRun {
 // queued (two in flight: N+1 launched before N's wait; wait for the oldest, read, launch).
 // At depth one each run is also appended to `split`, when given.
 std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs, std::vector<SplitRun> *split = nullptr) {
+    // A bound lane's block may have bound this thread to its own device since.
+    if (a.acl.set_device(0) != 0) {
+        fail("bind the anchor's thread to device 0");
+    }
     std::vector<DeviceSpan> spans;
     if (!queued) {
         for (int i = 0; i < runs; ++i) {
@@ -654,7 +664,16 @@ std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs, std::vecto
 
 // One run submitted to an idle lane: the pause first, so its threads (and the fake's) sleep,
 // then the submit, then its outcome (nothing is left in flight).
+// Binds this thread to a submitters_bound lane's device again: the anchor's calls on this
+// thread bind it to device 0 in between, behind the library's back.
+void rebind(const Bench &bench) {
+    if (bench.bound && bench.set_device(bench.device) != 0) {
+        fail("bind the submitting thread to the lane's device");
+    }
+}
+
 void idle_submit(Bench &bench, RunLane *lane) {
+    rebind(bench);
     std::this_thread::sleep_for(kIdlePause);
     uint64_t run = 0;
     if (submit(bench, lane, &run) != RUN_LANE_STATUS_OK) {
@@ -685,6 +704,9 @@ struct IdleCalls {
 
 // The anchor's run `i` of the idle figure, after the same pause as the lane's.
 void idle_anchor_run(Anchor &a, int i, int skip, IdleCalls &out) {
+    if (a.acl.set_device(0) != 0) {
+        fail("bind the anchor's thread to device 0");
+    }
     std::this_thread::sleep_for(kIdlePause);
     LaunchTimes t = anchor_launch(a, a.slots[i % 2], nullptr);
     anchor_retire(a, a.slots[i % 2]);
@@ -803,6 +825,7 @@ struct PairedLane {
 // One block of loop (b) on a paired lane, from idle to idle: submit until FULL, wait for the
 // oldest, repeat, until `n` runs are done; their spans in order.
 std::vector<DeviceSpan> lane_block(PairedLane &p, int n) {
+    rebind(*p.bench);
     std::deque<uint64_t> in_flight;
     std::vector<DeviceSpan> spans;
     int left = n;
@@ -936,7 +959,7 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
         lanes[i].bench->launch = bench.launch;
         lanes[i].bench->set_device = bench.set_device;
         lanes[i].bench->kernel_ns = bench.kernel_ns;
-        lanes[i].lane = create_lane(*lanes[i].bench, fake, depths[i], runs, i >= 2);
+        lanes[i].lane = create_lane(*lanes[i].bench, fake, depths[i], runs, i >= 2, false, i + 1);
         lanes[i].depth_one = depths[i] == 1;
     }
     PairedArm depth_one, queued, hand_off, arms[4];
@@ -1340,7 +1363,7 @@ int main(int argc, char **argv) {
         off_bench.set_device = on_bench.set_device = bench.set_device;
         off_bench.kernel_ns = on_bench.kernel_ns = bench.kernel_ns;
         RunLane *off_lane = create_lane(off_bench, fake_path, 0, runs, false);
-        RunLane *on_lane = create_lane(on_bench, fake_path, 0, runs, true);
+        RunLane *on_lane = create_lane(on_bench, fake_path, 0, runs, true, false, 1);
         anchor_open(anchor);
         IdleCalls by_hand;
         for (int i = 0; i < runs; ++i) {

@@ -7,8 +7,10 @@
 // launch, closes the lane and collects every outcome. The runner's callbacks keep its
 // bookkeeping; on the simulator backend the simulated device then runs the kernels.
 //
-// Usage: onboard_runner sim [workers]            (the simulator backend)
-//        onboard_runner acl FAKE_LIB [workers]   (the ACL backend on the test fake of libascendcl)
+// Usage: onboard_runner sim [workers]                   (the simulator backend)
+//        onboard_runner acl FAKE_LIB [workers]          (the ACL backend on the test fake of libascendcl)
+//        onboard_runner device_ops FAKE_LIB [workers]   (the runtime's own device layer: a
+//                                                        RunLaneDeviceOps table over the fake)
 // With "workers" the runner declares that prepare and finalise may run off the lane thread
 // (two prepares at once) and the lane gets two host workers: those two callbacks then come
 // from the workers, at the same time as the lane thread's launches, so they lock the
@@ -21,6 +23,12 @@
 // it asks the fake how many force resets it made while a thread was inside a device wait
 // (runlanefake_resets_under_wait; on real ACL each one is a use-after-free, SPEC L-20),
 // prints "onboard runner: resets_under_wait N" on stderr and fails unless N is 0.
+//
+// With device_ops the runner is also the device (SPEC L-22): the lane makes every device call
+// through the RunLaneDeviceOps table below, whose entries a real runtime fills with its own rt
+// layer's calls. Here each forwards to the fake's ACL function of the same name; the table
+// binds each of the lane's threads itself (aclrtSetDevice) and the runtime, not the lane, sets
+// the device op timeout.
 
 #include "run_lane.h"
 
@@ -35,6 +43,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -105,6 +114,109 @@ struct OnboardRunner {
     // or (with workers) a host worker once it answered.
     void on_lane_thread() { lane_threads.insert(std::this_thread::get_id()); }
 };
+
+// The runtime's device layer for RUN_LANE_BACKEND_DEVICE_OPS: here the fake libascendcl's
+// functions, looked up by name (a real runtime calls its own rt layer).
+struct DeviceLayer {
+    int32_t device_id = 0;
+    int32_t (*set_device)(int32_t) = nullptr;
+    int32_t (*create_stream)(void **, uint32_t, uint32_t) = nullptr;
+    int32_t (*destroy_stream)(void *) = nullptr;
+    int32_t (*destroy_stream_force)(void *) = nullptr;
+    int32_t (*stream_get_id)(void *, int32_t *) = nullptr;
+    int32_t (*create_event)(void **, uint32_t) = nullptr;
+    int32_t (*destroy_event)(void *) = nullptr;
+    int32_t (*record_event)(void *, void *) = nullptr;
+    int32_t (*stream_wait_event)(void *, void *) = nullptr;
+    int32_t (*synchronize_event)(void *, int32_t) = nullptr;
+    int32_t (*synchronize_stream)(void *, int32_t) = nullptr;
+    int32_t (*malloc)(void **, size_t, int32_t) = nullptr;
+    int32_t (*free)(void *) = nullptr;
+    int32_t (*memcpy)(void *, size_t, const void *, size_t, int32_t) = nullptr;
+    int32_t (*synchronize_device)(int32_t) = nullptr;
+    int32_t (*reset_device_force)(int32_t) = nullptr;
+    int32_t (*set_op_timeout)(uint64_t, uint64_t *) = nullptr;
+    const char *(*recent_error_message)() = nullptr;
+    // Entries the lane called, from any of its threads (the completion waiter's waits among
+    // them, at the same time as the others).
+    std::atomic<uint64_t> calls{0};
+
+    // Looks every function up in `library`; false (with a message) if one is missing.
+    bool load(void *library) {
+        bool ok = true;
+        auto find = [&](auto &slot, const char *name) {
+            slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(library, name));
+            if (slot == nullptr) {
+                std::fprintf(stderr, "the device layer has no %s\n", name);
+                ok = false;
+            }
+        };
+        find(set_device, "aclrtSetDevice");
+        find(create_stream, "aclrtCreateStreamWithConfig");
+        find(destroy_stream, "aclrtDestroyStream");
+        find(destroy_stream_force, "aclrtDestroyStreamForce");
+        find(stream_get_id, "aclrtStreamGetId");
+        find(create_event, "aclrtCreateEventExWithFlag");
+        find(destroy_event, "aclrtDestroyEvent");
+        find(record_event, "aclrtRecordEvent");
+        find(stream_wait_event, "aclrtStreamWaitEvent");
+        find(synchronize_event, "aclrtSynchronizeEventWithTimeout");
+        find(synchronize_stream, "aclrtSynchronizeStreamWithTimeout");
+        find(malloc, "aclrtMalloc");
+        find(free, "aclrtFree");
+        find(memcpy, "aclrtMemcpy");
+        find(synchronize_device, "aclrtSynchronizeDeviceWithTimeout");
+        find(reset_device_force, "aclrtResetDeviceForce");
+        find(set_op_timeout, "aclrtSetOpExecuteTimeOutV2");
+        find(recent_error_message, "aclGetRecentErrMsg");
+        return ok;
+    }
+};
+
+// The entry's device layer (the table's user), counting the call.
+DeviceLayer *layer(void *user) {
+    auto *d = static_cast<DeviceLayer *>(user);
+    d->calls.fetch_add(1, std::memory_order_relaxed);
+    return d;
+}
+
+// ACL's values the entries pass: ACL_EVENT_SYNC, ACL_MEM_MALLOC_HUGE_FIRST and the two copy
+// directions.
+constexpr uint32_t kEventSync = 1;
+constexpr int32_t kHugeFirst = 0;
+constexpr int32_t kHostToDevice = 1;
+constexpr int32_t kDeviceToHost = 2;
+
+// The table of device operations: every required entry and the optional ones this layer has
+// (no pinned copies). The lane calls them on its own threads; each returns 0 or the layer's
+// ACL code, which the lane classifies as its own.
+RunLaneDeviceOps device_ops_table(DeviceLayer *d) {
+    RunLaneDeviceOps ops = {};
+    ops.user = d;
+    ops.bind = [](void *u) { return layer(u)->set_device(layer(u)->device_id); };
+    ops.create_stream = [](void *u, void **out) { return layer(u)->create_stream(out, 0, 0); };
+    ops.destroy_stream = [](void *u, void *s) { return layer(u)->destroy_stream(s); };
+    ops.destroy_stream_force = [](void *u, void *s) { return layer(u)->destroy_stream_force(s); };
+    ops.stream_id = [](void *u, void *s, int32_t *id) { return layer(u)->stream_get_id(s, id); };
+    ops.create_event = [](void *u, void **out) { return layer(u)->create_event(out, kEventSync); };
+    ops.destroy_event = [](void *u, void *e) { return layer(u)->destroy_event(e); };
+    ops.record_event = [](void *u, void *e, void *s) { return layer(u)->record_event(e, s); };
+    ops.stream_wait_event = [](void *u, void *s, void *e) { return layer(u)->stream_wait_event(s, e); };
+    ops.synchronize_event = [](void *u, void *e, int32_t ms) { return layer(u)->synchronize_event(e, ms); };
+    ops.synchronize_stream = [](void *u, void *s, int32_t ms) { return layer(u)->synchronize_stream(s, ms); };
+    ops.malloc = [](void *u, size_t size, void **out) { return layer(u)->malloc(out, size, kHugeFirst); };
+    ops.free = [](void *u, void *p) { return layer(u)->free(p); };
+    ops.memcpy_to_device = [](void *u, void *dst, const void *src, size_t len) {
+        return layer(u)->memcpy(dst, len, src, len, kHostToDevice);
+    };
+    ops.memcpy_from_device = [](void *u, void *dst, const void *src, size_t len) {
+        return layer(u)->memcpy(dst, len, src, len, kDeviceToHost);
+    };
+    ops.synchronize_device = [](void *u, int32_t ms) { return layer(u)->synchronize_device(ms); };
+    ops.reset_device_force = [](void *u) { return layer(u)->reset_device_force(layer(u)->device_id); };
+    ops.recent_error_message = [](void *u) { return layer(u)->recent_error_message(); };
+    return ops;
+}
 
 int32_t prepare(void *user, const RunLaneRunInfo *run) {
     auto *r = static_cast<OnboardRunner *>(user);
@@ -204,6 +316,7 @@ void print(const RunLaneOutcome &o) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    const bool device_ops = argc >= 3 && std::strcmp(argv[1], "device_ops") == 0;
     const bool acl = argc >= 3 && std::strcmp(argv[1], "acl") == 0;
     const bool workers = std::strcmp(argv[argc - 1], "workers") == 0;
     check(run_lane_abi_version() == RUN_LANE_ABI_VERSION, "the library's ABI version matches the header's");
@@ -211,7 +324,9 @@ int main(int argc, char **argv) {
     OnboardRunner runner;
     runner.workers = workers;
     FakeResetsUnderWait resets_under_wait = nullptr;
-    if (acl) {
+    DeviceLayer device;
+    RunLaneDeviceOps ops = {};
+    if (acl || device_ops) {
         void *fake = dlopen(argv[2], RTLD_NOW);
         if (fake == nullptr) {
             std::fprintf(stderr, "dlopen %s: %s\n", argv[2], dlerror());
@@ -227,6 +342,9 @@ int main(int argc, char **argv) {
             std::fprintf(stderr, "%s has no runlanefake_resets_under_wait\n", argv[2]);
             return 2;
         }
+        if (device_ops && !device.load(fake)) {
+            return 2;
+        }
     }
     RunLaneConfig config;
     expect_status(run_lane_config_default(&config), RUN_LANE_STATUS_OK, "config_default");
@@ -234,6 +352,17 @@ int main(int argc, char **argv) {
     config.acl_library_path = acl ? argv[2] : nullptr;
     // Ask the device which chip this is (the simulator answers a2a3, the fake "Ascend910B1").
     config.profile = RUN_LANE_PROFILE_PROBE;
+    if (device_ops) {
+        // The runtime's own device layer: the lane calls it through the table (copied at
+        // create; `device` outlives the lane). The runtime knows its chip (a table has no SoC
+        // to probe) and programs its own op timeout, below the lane's host wait.
+        ops = device_ops_table(&device);
+        config.backend = RUN_LANE_BACKEND_DEVICE_OPS;
+        config.device_ops = &ops;
+        config.profile = RUN_LANE_PROFILE_A2A3;
+        uint64_t actual_us = 0;
+        check(device.set_op_timeout(5000 * 1000, &actual_us) == 0, "the runtime sets its op timeout");
+    }
     config.completion_timeout_ms = 10000;
     config.device_op_timeout_ms = 5000;
     config.sim_seed = 42;
@@ -404,6 +533,9 @@ int main(int argc, char **argv) {
         check(runner.outcomes_seen == static_cast<int>(accepted.size()), "on_outcome saw every outcome");
     }
     expect_status(run_lane_destroy(lane), RUN_LANE_STATUS_INVALID_HANDLE, "a second destroy");
+    if (device_ops) {
+        check(device.calls.load() > 0, "the lane made its device calls through the runtime's table");
+    }
     if (resets_under_wait != nullptr) {
         uint64_t count = UINT64_MAX;
         check(resets_under_wait(&count) == 0, "read the fake's resets under a wait");

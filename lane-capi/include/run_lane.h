@@ -4,7 +4,7 @@
  *
  * Threads: every function may be called from any thread. The runner's callbacks
  * (RunLaneRunner), on_outcome included, are called one at a time by the thread that runs
- * the lane's steps, which RunLaneConfig.drive picks (ABI 8):
+ * the lane's steps, which RunLaneConfig.drive picks (ABI 10):
  *
  *   callback                  RUN_LANE_DRIVE_LANE_THREADS      RUN_LANE_DRIVE_CALLER
  *   prepare, finalise         a lane thread (1), a host        the calling thread of
@@ -27,7 +27,11 @@
  * the calling thread, run_lane_wait makes the awaited run's device wait itself (bounded by
  * its timeout: one that expires leaves the run live), run_lane_poll looks at it without
  * waiting, and any call acts on a deadline that passed while no call was made. Every thread
- * that runs the steps is bound to the lane's device (the caller's own must be).
+ * that runs the steps is bound to the lane's device (the caller's own must be). With
+ * RUN_LANE_BACKEND_DEVICE_OPS the runtime's RunLaneDeviceOps entries are called on those
+ * threads too, a wait on the completion waiter (the caller inside run_lane_wait, where the
+ * caller drives the lane) beside the other entries: RunLaneDeviceOps's comment says which
+ * thread calls which.
  *
  * Re-entrance: what a callback may call. The answer is the same from every callback
  * (prepare, launch_aicore, launch_aicpu, finalise, upload_code, on_outcome), on whichever
@@ -80,10 +84,14 @@
 // on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 // reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 // `run_lane_destroy_with_report` returns the final report. 7: `RunLaneConfig` grew
-// `check_invariants`, off by default. 8: `RunLaneConfig` grew `drive` (the caller may drive
-// the lane, with no thread of its own), `RunLaneCloseReport` grew `threads_left`, and
-// `on_outcome` runs on whichever thread runs the lane's steps.
-#define RUN_LANE_ABI_VERSION 8
+// `check_invariants`, off by default. 8: who recovers (`RunLaneConfig::recovery`), the
+// runner's recovery hooks (`on_poison`, `before_reset`, `after_reset`),
+// `run_lane_device_reset`, `RUN_LANE_STATUS_UNUSABLE` and `RUN_LANE_STATE_UNUSABLE`. 9: a
+// device the runtime supplies (L-22): `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`,
+// and `RunLaneConfig` grew `device_ops` at its end. 10: `RunLaneConfig` grew `drive` (the
+// caller may drive the lane, with no thread of its own, L-23), `RunLaneCloseReport` grew
+// `threads_left`, and `on_outcome` runs on whichever thread runs the lane's steps.
+#define RUN_LANE_ABI_VERSION 10
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -166,6 +174,12 @@ enum RunLaneStatus
   // streams, so the device is suspect; the lane recovers it once its launched runs have
   // their verdicts. Submit again once an outcome arrives or a little later.
   RUN_LANE_STATUS_SUSPECT = 17,
+  // Submit or publish refused (ABI 8): the runtime owns recovery
+  // (`RUN_LANE_RECOVERY_RUNTIME`) and the device was poisoned; the lane told `on_poison`
+  // and makes no device call until the runtime resets the device and reports it with
+  // `run_lane_device_reset`. Also `run_lane_device_reset`'s answer when the lane awaits no
+  // reset.
+  RUN_LANE_STATUS_UNUSABLE = 18,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -182,9 +196,9 @@ enum RunLaneNoticeMonitor
   : uint32_t
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
-  // `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator):
-  // the library left the callback slot alone; forward notices with
-  // `run_lane_report_device_fault`.
+  // `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator or
+  // a runtime's device table): the library left the callback slot alone; forward notices
+  // with `run_lane_report_device_fault`.
   RUN_LANE_NOTICE_MONITOR_NOT_ASKED = 0,
   // The library's handler was registered with `aclrtSetExceptionInfoCallback` (it holds
   // the slot until someone registers after it).
@@ -342,6 +356,9 @@ enum RunLaneState
   // A device fault notice named one of the lane's streams (ABI 5): launched runs finish,
   // then the device is recovered.
   RUN_LANE_STATE_SUSPECT = 6,
+  // The runtime owns recovery and the device is poisoned (ABI 8): the lane makes no device
+  // call until `run_lane_device_reset`.
+  RUN_LANE_STATE_UNUSABLE = 7,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -383,6 +400,10 @@ enum RunLaneBackend
   // The deterministic simulator: for tests and a runner's own CI. Callbacks run, then the
   // simulated device runs the kernels.
   RUN_LANE_BACKEND_SIM = 1,
+  // The runtime's own device layer (ABI 9, L-22): every device call the lane makes goes
+  // through the table `RunLaneConfig::device_ops` points at (its rt layer, its simulated
+  // platform, a test stub). The lane still decides everything; the table executes.
+  RUN_LANE_BACKEND_DEVICE_OPS = 2,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -415,7 +436,7 @@ typedef uint32_t RunLaneVerdictChannel;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
-// Who runs the lane's steps (`RunLaneConfig::drive`, ABI 8; SPEC L-23).
+// Who runs the lane's steps (`RunLaneConfig::drive`, ABI 10; SPEC L-23).
 enum RunLaneDrive
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
   : uint32_t
@@ -548,6 +569,24 @@ typedef struct RunLaneConcurrency {
   uint8_t prepares_at_once;
 } RunLaneConcurrency;
 
+// What took the device down, as `on_poison` and `before_reset` receive it (ABI 8).
+typedef struct RunLaneRecoveryInfo {
+  // Whether a run's failure poisoned the device (`false`: a device fault notice did).
+  bool has_origin;
+  // The run whose failure poisoned the device.
+  uint64_t origin;
+  // Whether `code` is set.
+  bool has_code;
+  // The latched runtime code or the ACL code.
+  int32_t code;
+  // Where it failed.
+  RunLaneStage stage;
+  // The code's name, or "".
+  char code_name[RUN_LANE_NAME_BYTES];
+  // The one stable log line of the failure (`run N failed: ...`, or the notice's).
+  char failure_line[RUN_LANE_LINE_BYTES];
+} RunLaneRecoveryInfo;
+
 // The runner's callbacks: the embedding runtime's work for each run. Every callback is
 // called by the thread that runs the lane's steps (one of the lane's own threads, a bound
 // submitting thread, or, where the caller drives the lane, the calling thread), one at a
@@ -595,7 +634,7 @@ typedef struct RunLaneRunner {
   // Optional: told of every outcome, in submission order, as it is delivered (e.g. to
   // wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
   // or `run_lane_wait` still returns it once. `outcome` is valid for the call only. It runs
-  // on the thread that delivered the outcome, which runs the lane's steps (ABI 8; before,
+  // on the thread that delivered the outcome, which runs the lane's steps (ABI 10; before,
   // always on the lane thread), before that thread lets go of them: so never beside
   // another callback or a device call of the lane, a force reset included.
   void (*on_outcome)(void *user,
@@ -603,7 +642,206 @@ typedef struct RunLaneRunner {
   // How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
   // default): both on the lane thread, one prepare at a time.
   struct RunLaneConcurrency concurrency;
+  // Optional (ABI 8), with `RUN_LANE_RECOVERY_RUNTIME`: the device is poisoned and is the
+  // runtime's to reset. Called once per poison, when every item has its verdict and no
+  // thread of the lane is inside a device call; the lane makes none until
+  // `run_lane_device_reset`. The lane's streams and slot buffers are still alive during
+  // the call (read diagnostics now), and forgotten after it. `info` is valid for the call
+  // only.
+  void (*on_poison)(void *user,
+                    const struct RunLaneRecoveryInfo *info);
+  // Optional (ABI 8), with `RUN_LANE_RECOVERY_IN_PLACE`: the lane is about to drain and
+  // force-reset the device. Keep the runtime's own threads out of device calls until
+  // `after_reset` (a reset under one of their calls is a use-after-free). Once per
+  // recovery; `info` is valid for the call only.
+  void (*before_reset)(void *user,
+                       const struct RunLaneRecoveryInfo *info);
+  // Optional (ABI 8), with `RUN_LANE_RECOVERY_IN_PLACE`: recovery is over. `recovered`:
+  // the probe proved the device usable, so rebuild what the reset destroyed (the
+  // runtime's streams, loaded kernels, buffers); `false`: every attempt failed and the
+  // lane is lost. Once per recovery.
+  void (*after_reset)(void *user,
+                      bool recovered);
 } RunLaneRunner;
+
+// The runtime's device layer as a table of operations (ABI 9, SPEC L-22): the lane's
+// `RUN_LANE_BACKEND_DEVICE_OPS` backend makes every device call through it, so the runtime's
+// own rt layer, its simulated platform or a test stub executes the lane's effects. The lane
+// keeps every decision (when to create, record, wait, synchronize, reset; what a code means).
+//
+// **Entries.** Each mirrors one ACL call (named on it) and takes `user` first, passed back
+// unchanged. Each returns 0 on success or the runtime's code: an ACL/RT code (107000,
+// 507015, ...), which the lane classifies with the one table it uses for its own calls (a
+// device fault poisons and recovers the device; a parameter error fails one run). Handles are
+// the runtime's `void *` values: streams, events, device addresses, pinned host addresses. The
+// lane never dereferences a stream, event or device address; it reads and writes pinned host
+// memory itself (within what `malloc_host` returned). Required entries are refused at
+// `run_lane_create` when NULL (`INVALID_CONFIG`, the message naming the entry).
+//
+// **Handles.** The lane hands an entry only a handle this table returned and that is still
+// live: not destroyed or freed, and not from before a `reset_device_force` (every handle dies
+// with a reset; the lane forgets them, never destroys them). A forged or stale value is
+// refused with a code (107017 for a stream or event, 107000 for a device range) before any
+// entry is called. `create_stream` may return a stream the runtime already owns (its own
+// run stream): the lane uses it as one of its pair and, when done with it, hands it to
+// `destroy_stream` or `destroy_stream_force`, which decide what destroying it means. Two
+// live handles of a kind must differ (a create that returns one the lane holds is refused
+// as an internal error, 500000, and so is a NULL handle with success). `RunLaneConfig::
+// device_id` names the device: one lane per device id, whichever backend (L-25), so a
+// second lane on an id a live lane holds is refused at create.
+//
+// **Threads.** Entries are called on the lane's threads, never on the caller's
+// (`run_lane_*` calls return without them), except with `RunLaneConfig::submitters_bound`,
+// where a submitting thread may run the lane's steps:
+//
+// - *the steps:* every entry but the waits below is called by whichever thread runs the
+//   lane's steps (the lane thread, the completion waiter once it has a verdict, a host worker
+//   once it answered, a bound submitting thread): one at a time for one lane;
+// - *the completion waiter*, a thread of its own: `bind`, `synchronize_event`, `query_event`,
+//   `synchronize_stream`, `memcpy_from_device` (the result record, right after the run's
+//   boundary), `synchronize_device` (recovery's drain) and `recent_error_message`. These run
+//   **at the same time** as the steps' entries on another thread: a wait on run N's event or
+//   stream while run N+1 is recorded and launched on the same streams. So the table must take
+//   two calls of one lane at once, one of them a wait; `user` state they share needs a lock;
+// - *host workers* (`RunLaneConfig::workers`): `bind` only, before the runner's callbacks.
+//
+// Never at the same time: `reset_device_force` and any other entry of the lane (no reset
+// under a wait, L-20); a destroy or free and a wait on that handle (the lane keeps what a
+// wait uses live until it returns). Lanes do not coordinate with one another: lanes sharing
+// a table call it concurrently.
+//
+// **Thread binding.** Before a thread's first entry, and again after every
+// `reset_device_force`, the lane calls `bind` on it (ACL's `aclrtSetDevice`), so an entry
+// always runs on a thread bound since the last reset; `bind` may be NULL when the runtime's
+// calls need no per-thread binding. The runner's launch callbacks get the table's stream
+// pointer as their `stream`.
+//
+// **The clock and the op timeout** are not the table's: the lane reads its own monotonic
+// clock, and programs no device op timeout: the runtime keeps its own below
+// `RunLaneConfig::completion_timeout_ms` (`device_op_timeout_ms` says the value the lane
+// expects). Fault notices: forward them with `run_lane_report_device_fault`; they match
+// the ids `stream_id` gives.
+//
+// The table is copied at `run_lane_create`; `user` and the functions must stay valid until
+// `run_lane_destroy` returns. An entry must not throw (no C++ exception into the library).
+typedef struct RunLaneDeviceOps {
+  // Passed to every entry; the library never reads it. With `RunLaneConfig::device_id` it
+  // names the device (see Handles).
+  void *user;
+  // Optional (`aclrtSetDevice`): bind the calling thread to the device. Called on each of
+  // the lane's threads before its first entry and after every `reset_device_force`, and
+  // between reset attempts (L-20). NULL: no binding needed.
+  int32_t (*bind)(void *user);
+  // Required (`aclrtCreateStreamWithConfig`): a stream for the lane's pair (or the probe). It
+  // may be one the runtime already owns (it is given back to a destroy entry).
+  int32_t (*create_stream)(void *user,
+                           void **stream_out);
+  // Required (`aclrtDestroyStream`): a healthy teardown (no queued work expected). A
+  // failure keeps the stream and the lane tries again (S-7).
+  int32_t (*destroy_stream)(void *user,
+                            void *stream);
+  // Required (`aclrtDestroyStreamForce`): replaces a stream that may hold queued work or a
+  // sticky error (dropped).
+  int32_t (*destroy_stream_force)(void *user,
+                                  void *stream);
+  // Optional (`aclrtStreamGetId`): the stream's id as fault notices name it, called once
+  // right after `create_stream`. NULL: no notice names the lane's streams.
+  int32_t (*stream_id)(void *user,
+                       void *stream,
+                       int32_t *id_out);
+  // Required (`aclrtCreateEventExWithFlag(ACL_EVENT_SYNC)`): a reusable event (re-recorded
+  // for every run of a slot).
+  int32_t (*create_event)(void *user,
+                          void **event_out);
+  // Required (`aclrtDestroyEvent`).
+  int32_t (*destroy_event)(void *user,
+                           void *event);
+  // Required (`aclrtRecordEvent(event, stream)`): `record_event(user, event, stream)`
+  // captures every task already on the stream.
+  int32_t (*record_event)(void *user,
+                          void *event,
+                          void *stream);
+  // Required (`aclrtStreamWaitEvent(stream, event)`): `stream_wait_event(user, stream,
+  // event)`: tasks enqueued later on the stream start once the event's tasks finished.
+  int32_t (*stream_wait_event)(void *user,
+                               void *stream,
+                               void *event);
+  // Optional (`aclrtQueryEventStatus`): whether the event's captured tasks finished, without
+  // waiting (`true` for a never-recorded event). NULL: answered as 207000 (not supported).
+  int32_t (*query_event)(void *user,
+                         void *event,
+                         bool *complete_out);
+  // Required (`aclrtSynchronizeEventWithTimeout`): blocks until the event's captured tasks
+  // finish, at most `timeout_ms`; 507047 on timeout. Called by the completion waiter.
+  int32_t (*synchronize_event)(void *user,
+                               void *event,
+                               int32_t timeout_ms);
+  // Required (`aclrtSynchronizeStreamWithTimeout`): waits for every task on the stream, at
+  // most `timeout_ms`, and returns the stream's sticky code (507046 on timeout): the device
+  // verdict (L-8), made only for a run its result record does not decide.
+  int32_t (*synchronize_stream)(void *user,
+                                void *stream,
+                                int32_t timeout_ms);
+  // Required (`aclrtMalloc`): `size` bytes of device memory (each slot's buffers).
+  int32_t (*malloc)(void *user,
+                    size_t size,
+                    void **ptr_out);
+  // Required (`aclrtFree`): an address `malloc` returned.
+  int32_t (*free)(void *user,
+                  void *ptr);
+  // Required (`aclrtMemcpy`, host to device, synchronous): `dst` is inside an allocation.
+  int32_t (*memcpy_to_device)(void *user,
+                              void *dst_device,
+                              const void *src_host,
+                              size_t len);
+  // Required (`aclrtMemcpy`, device to host, synchronous, no implicit stream sync): `src`
+  // is inside an allocation. Also called by the completion waiter (the record's read).
+  int32_t (*memcpy_from_device)(void *user,
+                                void *dst_host,
+                                const void *src_device,
+                                size_t len);
+  // Optional, with the three below (`aclrtMallocHost`): pinned host memory the lane reads
+  // and writes itself, for copies on the streams. All four or none.
+  int32_t (*malloc_host)(void *user,
+                         size_t size,
+                         void **ptr_out);
+  // Optional, with `malloc_host` (`aclrtFreeHost`).
+  int32_t (*free_host)(void *user,
+                       void *ptr);
+  // Optional, with `malloc_host` (`aclrtMemcpyAsync`, host to device): from pinned memory,
+  // enqueued behind the tasks on `stream`.
+  int32_t (*memcpy_to_device_async)(void *user,
+                                    void *dst_device,
+                                    const void *src_host,
+                                    size_t len,
+                                    void *stream);
+  // Optional, with `malloc_host` (`aclrtMemcpyAsync`, device to host): into pinned memory,
+  // enqueued behind the tasks on `stream`.
+  int32_t (*memcpy_from_device_async)(void *user,
+                                      void *dst_host,
+                                      const void *src_device,
+                                      size_t len,
+                                      void *stream);
+  // Optional (`aclrtSynchronizeDeviceWithTimeout`): recovery's bounded drain before a force
+  // reset, on the completion waiter; its code proves nothing. NULL: no drain.
+  int32_t (*synchronize_device)(void *user,
+                                int32_t timeout_ms);
+  // Required unless `RunLaneConfig::recovery` is `RUN_LANE_RECOVERY_RUNTIME`
+  // (`aclrtResetDeviceForce`): recovery's force reset after a poison. Every stream, event
+  // and allocation is dead afterwards, whatever it returned. A runtime that owns recovery
+  // resets the device itself and reports it with `run_lane_device_reset`, so the lane never
+  // calls it there and it may be NULL.
+  int32_t (*reset_device_force)(void *user);
+  // Optional: the runtime's own check that a reset device is usable, after the lane's probe
+  // (bind, a stream create and destroy, a small alloc and free). A non-zero code fails the
+  // recovery attempt. NULL: the lane's probe alone.
+  int32_t (*probe)(void *user);
+  // Optional (`aclGetRecentErrMsg`): the runtime's text about the last failed entry on the
+  // calling thread, read right after it on that thread (and after a failed runner callback);
+  // NULL or "" for none. Copied at once; it must stay valid until the thread's next entry.
+  // It ends the failure line (`; device: ...`).
+  const char *(*recent_error_message)(void *user);
+} RunLaneDeviceOps;
 
 // How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
 typedef struct RunLaneConfig {
@@ -668,8 +906,17 @@ typedef struct RunLaneConfig {
   // about 1 us of a submit to an idle lane (cold caches). Turn it on in the runner's own
   // tests of its integration.
   bool check_invariants;
-  // A `RunLaneDrive` (ABI 8): `LANE_THREADS` (0, the default) or `CALLER` (1, no thread of
-  // the lane's own: every call runs the lane's steps on its caller's thread, L-23).
+  // A `RunLaneRecovery` (ABI 8): who recovers the device after a poison. `IN_PLACE` (0,
+  // the default): the lane; `RUNTIME` (1): the runtime, told by `on_poison`, reporting its
+  // reset with `run_lane_device_reset`.
+  uint32_t recovery;
+  // `RUN_LANE_BACKEND_DEVICE_OPS` (ABI 9): the runtime's table of device operations, copied
+  // at `run_lane_create` (its `user` and functions must outlive the lane). NULL for the
+  // other backends (ignored there). `device_id` names the device, for fault notices and for
+  // the one lane a device id may have (L-25).
+  const struct RunLaneDeviceOps *device_ops;
+  // A `RunLaneDrive` (ABI 10): `LANE_THREADS` (0, the default) or `CALLER` (1, no thread
+  // of the lane's own: every call runs the lane's steps on its caller's thread, L-23).
   uint32_t drive;
 } RunLaneConfig;
 
@@ -707,7 +954,7 @@ typedef struct RunLaneCloseReport {
   // The notice's code.
   int32_t notice_code;
   // How many of the lane's threads `run_lane_destroy` left behind instead of joining (0 or
-  // 1; ABI 8): the completion waiter, when the lane was lost to it stuck inside a device
+  // 1; ABI 10): the completion waiter, when the lane was lost to it stuck inside a device
   // call past every bound it was given (L-20). It ends when that call returns and touches
   // nothing of the lane's then; force-reset the device before reusing it. Only
   // `run_lane_destroy_with_report` sets it.
@@ -855,6 +1102,13 @@ RunLaneStatus run_lane_publish(struct RunLane *lane,
 // `report_out` is NULL or writable.
 RunLaneStatus run_lane_close(struct RunLane *lane,
                              struct RunLaneCloseReport *report_out);
+
+// Reports that the runtime reset the device (ABI 8; `RUN_LANE_RECOVERY_RUNTIME`, SPEC
+// L-24): the lane, which has made no device call since `on_poison`, forgets its handles and
+// reopens on fresh streams; submits are accepted again. Returns at once. `UNUSABLE` when the
+// lane awaits no reset (the runtime does not own its recovery, no poison handed the device
+// over, or the reset was reported already); nothing changes then.
+RunLaneStatus run_lane_device_reset(struct RunLane *lane);
 
 // Takes the next outcome in submission order, without blocking: `OK` with `*outcome_out`
 // filled, or `EMPTY` (and `*outcome_out` zeroed) when none is ready. `LOST` once the lane

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
-use backend_acl::{AclConfig, AclDevice, Library, NoticeMonitor, WorkerBinding};
+use backend_acl::{AclConfig, AclDevice, Library, NoticeMonitor};
 use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SharedSim, SimDevice, SimRunner};
 use core::ffi::c_char;
@@ -15,11 +15,15 @@ use lane_core::{CodeRef, Outcome, Profile, PublishError, RunId, RunRequest, Subm
 use lane_driver::HostWorker;
 use lane_service::{Drive, LaneHandle, ServiceConfig, ServiceError, WaitError};
 
+use crate::claims::{self, DeviceClaim};
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
+use crate::device_ops::TableDevice;
 use crate::error::{Error, guard, last_error_ptr};
 use crate::outcome::{close_to_c, empty_outcome, monitor_to_c, report_to_c};
 use crate::registry::{Registry, RunLane};
-use crate::runner::{CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred};
+use crate::runner::{
+    Binding, CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred,
+};
 use crate::types::{
     RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneNoticeMonitorReport,
     RunLaneOutcome, RunLaneStatus, RunLaneSubmit,
@@ -35,6 +39,9 @@ struct Lane {
     /// How installing the fault notice monitor went at the device's open (`None`: the
     /// simulator, which has none).
     notice_monitor: Option<NoticeMonitor>,
+    /// The lane's device id, held until the lane is dropped, after its threads are joined
+    /// (L-25; `None`: the simulator, whose device is the lane's own).
+    _claim: Option<DeviceClaim>,
 }
 
 /// Lane numbers handed out so far.
@@ -147,6 +154,13 @@ fn service_error(error: &ServiceError) -> Error {
         | ServiceError::Publish(PublishError::Poisoned { .. }) => RunLaneStatus::Recovering,
         ServiceError::Submit(SubmitError::Suspect { .. })
         | ServiceError::Publish(PublishError::Suspect { .. }) => RunLaneStatus::Suspect,
+        ServiceError::Submit(
+            SubmitError::Unusable { .. } | SubmitError::UnusableAfterNotice { .. },
+        )
+        | ServiceError::Publish(
+            PublishError::Unusable { .. } | PublishError::UnusableAfterNotice { .. },
+        )
+        | ServiceError::DeviceReset(_) => RunLaneStatus::Unusable,
         ServiceError::Submit(SubmitError::Lost { .. } | SubmitError::LostAfterNotice { .. })
         | ServiceError::Publish(PublishError::Lost { .. } | PublishError::LostAfterNotice { .. })
         | ServiceError::Lost(_) => RunLaneStatus::Lost,
@@ -228,6 +242,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     // which the spawn waits for.
     let monitor: Arc<OnceLock<NoticeMonitor>> = Arc::new(OnceLock::new());
     let lane_monitor = Arc::clone(&monitor);
+    let mut claim = None;
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
             // The simulator models an a2a3-shaped device; a probe reports a2a3.
@@ -265,6 +280,10 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             library,
             notice_monitor,
         } => {
+            // L-25: one lane per device id, refused before anything is opened.
+            let held = claims::claim(device_id, serial)
+                .map_err(|claimed| Error::new(RunLaneStatus::BackendUnavailable, claimed.to_string()))?;
+            claim = Some(held);
             let library = library.map_or(Library::Search, Library::Path);
             let open_config = |profile| AclConfig {
                 library: library.clone(),
@@ -303,7 +322,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let config = open_config(Some(profile));
             // The lane thread opens the device and leaves the workers its binding; the
             // service makes the workers only after the lane thread's `make` returned.
-            let binding: Arc<OnceLock<WorkerBinding>> = Arc::new(OnceLock::new());
+            let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
             let lane_binding = Arc::clone(&binding);
             with_workers(
                 service_config(profile, vtable, knobs),
@@ -315,10 +334,47 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                         }
                         e.to_string()
                     })?;
-                    let _ = lane_binding.set(device.worker_binding());
+                    let _ = lane_binding.set(Binding::Acl(device.worker_binding()));
                     let _ = lane_monitor.set(device.notice_monitor().clone());
                     let runner = CRunner::new(vtable, runner_requests, NoModel, None, serial)
-                        .reading_text_from(device.worker_binding());
+                        .reading_text_from(Binding::Acl(device.worker_binding()));
+                    Ok::<_, String>((device, runner))
+                },
+                worker_factory(vtable, (&requests, serial), None, Some(binding)),
+            )
+        }
+        BackendChoice::DeviceOps { device_id, ops } => {
+            // Nothing to probe a SoC through: the config refuses PROBE on this backend.
+            let ProfileChoice::Fixed(profile) = settings.profile else {
+                return Err(Error::new(
+                    RunLaneStatus::InvalidConfig,
+                    config::PROBE_WITH_DEVICE_OPS,
+                ));
+            };
+            // L-25 as on ACL: the device id is the device's (notices name it), and the table's
+            // reset destroys everything on it, so one lane per device id, whichever backend.
+            let held = claims::claim(device_id, serial).map_err(|claimed| {
+                Error::new(RunLaneStatus::BackendUnavailable, claimed.to_string())
+            })?;
+            claim = Some(held);
+            // As on ACL: the lane thread opens (binds) the device and leaves the workers their
+            // binding before the service makes them.
+            let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
+            let lane_binding = Arc::clone(&binding);
+            with_workers(
+                service_config(profile, vtable, knobs),
+                move || {
+                    mark_lane_thread(drive, serial);
+                    let device = TableDevice::open(ops, device_id).map_err(|(code, text)| {
+                        format!(
+                            "the runtime's device table's bind failed on the lane thread with \
+                             {code}{}; check the table's bind entry and its device",
+                            text.map(|t| format!(" ({t})")).unwrap_or_default()
+                        )
+                    })?;
+                    let _ = lane_binding.set(Binding::Table(device.binding()));
+                    let runner = CRunner::new(vtable, runner_requests, NoModel, None, serial)
+                        .reading_text_from(Binding::Table(device.binding()));
                     Ok::<_, String>((device, runner))
                 },
                 worker_factory(vtable, (&requests, serial), None, Some(binding)),
@@ -337,6 +393,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
         requests,
         serial,
         notice_monitor: monitor.get().cloned(),
+        _claim: claim,
     })
 }
 
@@ -350,14 +407,15 @@ fn open_failure_status(error: &backend_acl::AclError) -> Option<RunLaneStatus> {
     }
 }
 
-/// The factory of the host workers: each binds the ACL device on its own thread (`binding`,
-/// set by the lane thread's `make`, which the service runs first; `None` on the simulator),
+/// The factory of the host workers: each binds the device on its own thread (`binding`, ACL's
+/// or the runtime's table's, set by the lane thread's `make`, which the service runs first;
+/// `None` on the simulator),
 /// then calls the vtable's prepare and finalise.
 fn worker_factory(
     vtable: Vtable,
     (requests, serial): (&Requests, u64),
     deferred: Deferred,
-    binding: Option<Arc<OnceLock<WorkerBinding>>>,
+    binding: Option<Arc<OnceLock<Binding>>>,
 ) -> impl Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync + 'static {
     let requests = Arc::clone(requests);
     move |_index| {
@@ -371,7 +429,7 @@ fn worker_factory(
             None => None,
         };
         let worker = CWorker::new(vtable, Arc::clone(&requests), deferred.clone(), binding)
-            .map_err(|code| format!("aclrtSetDevice on the worker failed: {code}"))?;
+            .map_err(|code| format!("binding the worker to the device failed: {code}"))?;
         Ok(Box::new(worker))
     }
 }
@@ -682,6 +740,20 @@ pub unsafe extern "C" fn run_lane_close(
             // SAFETY: non-NULL; writable (the caller's contract).
             unsafe { report_out.write(close_to_c(&report)) };
         }
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Reports that the runtime reset the device (ABI 8; `RUN_LANE_RECOVERY_RUNTIME`, SPEC
+/// L-24): the lane, which has made no device call since `on_poison`, forgets its handles and
+/// reopens on fresh streams; submits are accepted again. Returns at once. `UNUSABLE` when the
+/// lane awaits no reset (the runtime does not own its recovery, no poison handed the device
+/// over, or the reset was reported already); nothing changes then.
+#[unsafe(no_mangle)]
+pub extern "C" fn run_lane_device_reset(lane: *mut RunLane) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        lane.handle.device_reset().map_err(|e| service_error(&e))?;
         Ok(RunLaneStatus::Ok)
     })
 }

@@ -3,18 +3,19 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 
-use lane_core::{Profile, ProfileSpec};
+use lane_core::{Profile, ProfileSpec, Recovery};
 
+use crate::device_ops::DeviceOps;
 use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
     RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
-    RunLaneConcurrency, RunLaneConfig, RunLaneDrive, RunLaneProfile, RunLaneRunner, RunLaneStatus,
-    RunLaneVerdictChannel,
+    RunLaneConcurrency, RunLaneConfig, RunLaneDrive, RunLaneProfile, RunLaneRecovery,
+    RunLaneRunner, RunLaneStatus, RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum BackendChoice {
     /// The simulator.
     Sim {
@@ -32,6 +33,53 @@ pub enum BackendChoice {
         /// Install the library's fault notice handler (L-19).
         notice_monitor: bool,
     },
+    /// The runtime's own device layer, through its table (L-22).
+    DeviceOps {
+        /// The logical device id: what fault notices name, and the lane's claim (L-25).
+        device_id: i32,
+        /// The table, validated.
+        ops: DeviceOps,
+    },
+}
+
+impl PartialEq for BackendChoice {
+    /// The settings alike; two tables compare by their `user` (the functions are the
+    /// runtime's, not the lane's to compare).
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Self::Sim { seed, run_ns },
+                Self::Sim {
+                    seed: other_seed,
+                    run_ns: other_run_ns,
+                },
+            ) => seed == other_seed && run_ns == other_run_ns,
+            (
+                Self::Acl {
+                    device_id,
+                    library,
+                    notice_monitor,
+                },
+                Self::Acl {
+                    device_id: other_device_id,
+                    library: other_library,
+                    notice_monitor: other_notice_monitor,
+                },
+            ) => {
+                device_id == other_device_id
+                    && library == other_library
+                    && notice_monitor == other_notice_monitor
+            }
+            (
+                Self::DeviceOps { device_id, ops },
+                Self::DeviceOps {
+                    device_id: other_device_id,
+                    ops: other_ops,
+                },
+            ) => device_id == other_device_id && ops.user() == other_ops.user(),
+            _ => false,
+        }
+    }
 }
 
 /// What the profile fields ask for: a named chip (overrides applied) or the device's.
@@ -53,12 +101,15 @@ pub struct Overrides {
     /// The stream-synchronize verdict channel (and so depth one).
     stream_sync: bool,
     launch_depth: u8,
+    /// Who recovers the device (L-24).
+    recovery: Recovery,
 }
 
 impl Overrides {
     /// `base` with these overrides, validated. The launch depth is lowered to the slot count.
     pub fn apply(self, base: Profile) -> Result<Profile, Error> {
         let mut spec: ProfileSpec = base.spec();
+        spec.recovery = self.recovery;
         if self.slots != 0 {
             spec.slots = self.slots;
             spec.launch_depth = spec.launch_depth.min(self.slots.max(1));
@@ -148,6 +199,9 @@ pub const fn default_config() -> RunLaneConfig {
                 off_lane_thread: false,
                 prepares_at_once: 0,
             },
+            on_poison: None,
+            before_reset: None,
+            after_reset: None,
         },
         workers: 0,
         prepare_window: 0,
@@ -156,6 +210,8 @@ pub const fn default_config() -> RunLaneConfig {
         fault_notice_monitor: false,
         submitters_bound: false,
         check_invariants: false,
+        recovery: RunLaneRecovery::InPlace as u32,
+        device_ops: std::ptr::null(),
         drive: RunLaneDrive::LaneThreads as u32,
     }
 }
@@ -168,7 +224,9 @@ fn invalid(message: String) -> Error {
 ///
 /// # Safety
 ///
-/// `config.acl_library_path` is NULL or a NUL-terminated string readable for this call.
+/// `config.acl_library_path` is NULL or a NUL-terminated string readable for this call;
+/// `config.device_ops` is NULL or points to a readable `RunLaneDeviceOps` (read only for
+/// `RUN_LANE_BACKEND_DEVICE_OPS`).
 pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
     if config.abi_version != RUN_LANE_ABI_VERSION {
         return Err(Error::new(
@@ -205,6 +263,16 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             )));
         }
     };
+    let recovery = match config.recovery {
+        r if r == RunLaneRecovery::InPlace as u32 => Recovery::InPlace,
+        r if r == RunLaneRecovery::Runtime as u32 => Recovery::Runtime,
+        other => {
+            return Err(invalid(format!(
+                "recovery {other} is not a RunLaneRecovery (IN_PLACE = 0: the lane resets the \
+                 device; RUNTIME = 1: the runtime does, told by on_poison)"
+            )));
+        }
+    };
     let overrides = Overrides {
         slots: config.slots,
         completion_timeout_ms: config.completion_timeout_ms,
@@ -212,6 +280,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         prepare_window: config.prepare_window,
         stream_sync,
         launch_depth: config.launch_depth,
+        recovery,
     };
     let profile = match config.profile {
         p if p == RunLaneProfile::A2a3 as u32 => {
@@ -270,9 +339,20 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
                 notice_monitor: config.fault_notice_monitor,
             }
         }
+        b if b == RunLaneBackend::DeviceOps as u32 => {
+            // SAFETY: NULL or a readable table (this function's contract).
+            let table = unsafe { config.device_ops.as_ref() }.ok_or_else(|| {
+                invalid(
+                    "RUN_LANE_BACKEND_DEVICE_OPS needs device_ops: point it at the runtime's \
+                     RunLaneDeviceOps (every entry the header marks Required set)"
+                        .to_owned(),
+                )
+            })?;
+            device_ops_backend(config, table, (&profile, recovery))?
+        }
         other => {
             return Err(invalid(format!(
-                "backend {other} is not a RunLaneBackend (ACL = 0, SIM = 1)"
+                "backend {other} is not a RunLaneBackend (ACL = 0, SIM = 1, DEVICE_OPS = 2)"
             )));
         }
     };
@@ -286,6 +366,45 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         drive,
     })
 }
+
+/// The `DEVICE_OPS` backend of `config`, whose table is `table`: the table validated
+/// (`reset_device_force` required unless the runtime owns `recovery`), a named profile
+/// (nothing to probe a SoC through), both launch callbacks, and the library's notice monitor
+/// left alone (it is ACL's callback slot; the runtime forwards notices).
+fn device_ops_backend(
+    config: &RunLaneConfig,
+    table: &crate::types::RunLaneDeviceOps,
+    (profile, recovery): (&ProfileChoice, Recovery),
+) -> Result<BackendChoice, Error> {
+    let ops = DeviceOps::new(table, recovery == Recovery::Runtime)?;
+    if matches!(profile, ProfileChoice::Probe(_)) {
+        return Err(invalid(PROBE_WITH_DEVICE_OPS.to_owned()));
+    }
+    if config.runner.launch_aicore.is_none() || config.runner.launch_aicpu.is_none() {
+        return Err(invalid(
+            "RUN_LANE_BACKEND_DEVICE_OPS needs the launch_aicore and launch_aicpu callbacks \
+             (nothing else launches the run's kernels); set both"
+                .to_owned(),
+        ));
+    }
+    if config.fault_notice_monitor {
+        return Err(invalid(
+            "fault_notice_monitor installs the library's handler in libascendcl's callback slot, \
+             which RUN_LANE_BACKEND_DEVICE_OPS does not load: leave it false and forward the \
+             runtime's notices with run_lane_report_device_fault"
+                .to_owned(),
+        ));
+    }
+    Ok(BackendChoice::DeviceOps {
+        device_id: config.device_id,
+        ops,
+    })
+}
+
+/// Why `RUN_LANE_PROFILE_PROBE` is refused on the device-ops backend.
+pub const PROBE_WITH_DEVICE_OPS: &str = "RUN_LANE_PROFILE_PROBE reads the SoC through libascendcl, which \
+     RUN_LANE_BACKEND_DEVICE_OPS does not load: name the chip's profile (RUN_LANE_PROFILE_A2A3 or \
+     RUN_LANE_PROFILE_A5)";
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,10 @@
 //! **Owns:** `include/run_lane.h` (generated from this crate by cbindgen, committed, checked
 //! current by a test), `librun_lane.a` and `librun_lane.so` (soname `librun_lane.so.<N>`,
 //! N = [`RUN_LANE_ABI_VERSION`], set by build.rs). A lane is an opaque handle
-//! over a `lane_service` lane: one lane thread per handle, on the ACL backend or the
-//! simulator, running the runner's C callbacks ([`RunLaneRunner`]) through [`CRunner`].
+//! over a `lane_service` lane: one lane thread per handle, on the ACL backend, the simulator,
+//! or the runtime's own device layer through its table of device operations
+//! ([`RunLaneDeviceOps`], L-22), running the runner's C callbacks ([`RunLaneRunner`]) through
+//! [`CRunner`].
 //! docs/embedding.md is the user's guide.
 //!
 //! **Map of the code:**
@@ -14,6 +16,7 @@
 //! | [`types`] | every `#[repr(C)]` type and constant of the header |
 //! | `api` | the exported `run_lane_*` functions (re-exported at the root) |
 //! | [`config`] | `RunLaneConfig` validated into a profile, a backend and the vtable |
+//! | [`device_ops`] | the runtime's `RunLaneDeviceOps` as the lane's device (L-22): [`device_ops::TableDevice`], its waiter, its handle table |
 //! | [`runner`] | [`CRunner`]: the vtable as a `lane_driver::Runner`, then a model runner |
 //! | [`outcome`] | outcomes and close reports as C structs (strings in fixed buffers) |
 //! | [`registry`] | live handles: opaque tokens, checked on every call |
@@ -38,7 +41,9 @@
 //! `lane_service` directly.
 
 mod api;
+mod claims;
 pub mod config;
+pub mod device_ops;
 pub mod error;
 pub mod outcome;
 pub mod registry;
@@ -47,8 +52,9 @@ pub mod types;
 
 pub use api::{
     run_lane_abi_version, run_lane_close, run_lane_config_default, run_lane_create,
-    run_lane_destroy, run_lane_destroy_with_report, run_lane_last_error, run_lane_notice_monitor,
-    run_lane_poll, run_lane_publish, run_lane_report_device_fault, run_lane_submit, run_lane_wait,
+    run_lane_destroy, run_lane_destroy_with_report, run_lane_device_reset, run_lane_last_error,
+    run_lane_notice_monitor, run_lane_poll, run_lane_publish, run_lane_report_device_fault,
+    run_lane_submit, run_lane_wait,
 };
 pub use registry::RunLane;
 pub use runner::CRunner;

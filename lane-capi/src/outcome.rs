@@ -11,7 +11,8 @@ use lane_service::Report;
 use crate::types::{
     RUN_LANE_HINT_BYTES, RUN_LANE_LINE_BYTES, RUN_LANE_NAME_BYTES, RUN_LANE_STAGE_BYTES,
     RunLaneClass, RunLaneCloseReport, RunLaneItem, RunLaneNoticeMonitor,
-    RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneStage, RunLaneState, RunLaneVerdict,
+    RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneRecoveryInfo, RunLaneStage, RunLaneState,
+    RunLaneVerdict,
 };
 
 /// Copies `text` into `buffer` NUL-terminated, cut at a character boundary if too long.
@@ -36,8 +37,9 @@ pub fn monitor_to_c(monitor: Option<&NoticeMonitor>) -> RunLaneNoticeMonitorRepo
     let Some(monitor) = monitor else {
         copy_str(
             &mut report.line,
-            "the simulator installs no fault notice monitor (fault_notice_monitor is for the \
-             ACL backend): forward notices with run_lane_report_device_fault",
+            "the simulator and a runtime's device table install no fault notice monitor \
+             (fault_notice_monitor is for the ACL backend): forward notices with \
+             run_lane_report_device_fault",
         );
         return report;
     };
@@ -180,6 +182,27 @@ fn outcome_to_c(outcome: &Outcome, line: &dyn fmt::Display) -> RunLaneOutcome {
     out
 }
 
+/// What took the device down, as `on_poison` and `before_reset` receive it: the origin run
+/// (none for a fault notice) and the cause's code, stage, name and failure line.
+pub fn recovery_info(origin: Option<RunId>, cause: &Cause) -> RunLaneRecoveryInfo {
+    let mut info = RunLaneRecoveryInfo {
+        has_origin: origin.is_some(),
+        origin: origin.map_or(0, |run| run.0),
+        has_code: cause.code().is_some(),
+        code: cause.code().unwrap_or(0),
+        stage: stage(cause.failure.stage()),
+        code_name: [0; RUN_LANE_NAME_BYTES],
+        failure_line: [0; RUN_LANE_LINE_BYTES],
+    };
+    copy_str(&mut info.code_name, cause.name());
+    let line = match origin {
+        Some(run) => cause.line(run),
+        None => format!("a device fault notice{}", cause.detail()),
+    };
+    copy_str(&mut info.failure_line, &line);
+    info
+}
+
 /// The C close report of `report`.
 pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
     let mut out = RunLaneCloseReport {
@@ -191,6 +214,7 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
             LaneState::ReleasingStreams { .. } => RunLaneState::ReleasingStreams,
             LaneState::Closed { .. } => RunLaneState::Closed,
             LaneState::Suspect { .. } => RunLaneState::Suspect,
+            LaneState::Unusable => RunLaneState::Unusable,
         },
         device_lost: report.device_lost,
         poisoned: report.poison.is_some(),

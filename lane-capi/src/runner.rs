@@ -2,7 +2,8 @@
 //!
 //! [`CRunner`] calls the C callback, then a *model* runner: on the simulator the model is
 //! `SimRunner`, so the C++ runner's bookkeeping runs and the simulated device still runs the
-//! kernels; on ACL the model is [`NoModel`] (the callbacks are the real work).
+//! kernels; on ACL and on the runtime's device table the model is [`NoModel`] (the callbacks
+//! are the real work).
 
 use crate::api::CallbackMark;
 use std::collections::VecDeque;
@@ -12,11 +13,12 @@ use backend_acl::WorkerBinding;
 use core::ffi::c_void;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, Outcome, RunId, SlotId};
+use lane_core::{Cause, CodeRef, FinaliseFailure, Outcome, RunId, SlotId};
 use lane_driver::{Concurrency, Device, DevicePtr, HostWorker, PrepareError, RunArgs, Runner};
 use lane_service::OutcomeCallback;
 
-use crate::outcome::to_c;
+use crate::device_ops::TableBinding;
+use crate::outcome::{recovery_info, to_c};
 use crate::types::{
     RUN_LANE_FINALISE_VALIDATION_FAILED, RUN_LANE_PREPARE_INCOMPATIBLE, RunLaneRunArgs,
     RunLaneRunInfo, RunLaneRunner,
@@ -79,6 +81,50 @@ impl RequestTable {
     /// Where run `run` is, or where it would go.
     fn position(&self, run: u64) -> Result<usize, usize> {
         self.entries.binary_search_by_key(&run, |&(id, _)| id)
+    }
+}
+
+/// How a thread of the lane binds to the device and reads the device's text about a failed
+/// callback: through the lane's libascendcl, or through the runtime's device table (its `bind`
+/// and `recent_error_message` entries).
+#[derive(Clone, Debug)]
+pub enum Binding {
+    /// The ACL backend's library.
+    Acl(WorkerBinding),
+    /// The runtime's table (`RUN_LANE_BACKEND_DEVICE_OPS`).
+    Table(TableBinding),
+}
+
+impl Binding {
+    /// Binds the calling thread (`aclrtSetDevice`, or the table's `bind`).
+    ///
+    /// # Errors
+    ///
+    /// The bind's code.
+    pub fn bind(&self) -> Result<(), AclCode> {
+        match self {
+            Self::Acl(binding) => binding.bind(),
+            Self::Table(binding) => binding.bind(),
+        }
+    }
+
+    /// The device's force resets so far: a thread bound at a lower count binds again.
+    #[must_use]
+    pub fn resets(&self) -> u64 {
+        match self {
+            Self::Acl(binding) => binding.resets(),
+            Self::Table(binding) => binding.resets(),
+        }
+    }
+
+    /// The device's text about the last failed call on this thread (`aclGetRecentErrMsg`, or
+    /// the table's `recent_error_message`).
+    #[must_use]
+    pub fn recent_error_message(&self) -> Option<String> {
+        match self {
+            Self::Acl(binding) => binding.acl().recent_error_message(),
+            Self::Table(binding) => binding.recent_error_message(),
+        }
     }
 }
 
@@ -180,8 +226,8 @@ pub struct CRunner<M> {
     deferred: Deferred,
     /// The lane's serial: a thread is marked as this lane's while a callback runs on it.
     serial: u64,
-    /// Where a failed callback's text is read on ACL (`None` on the simulator: no text).
-    text_from: Option<WorkerBinding>,
+    /// Where a failed callback's text is read (`None` on the simulator: no text).
+    text_from: Option<Binding>,
     /// The device's text about the latest failed callback (`aclGetRecentErrMsg`, read on the
     /// calling thread right after it), until the executor takes it.
     message: Option<String>,
@@ -209,10 +255,11 @@ impl<M> CRunner<M> {
         }
     }
 
-    /// Reads a failed callback's text (`aclGetRecentErrMsg`) through `binding`'s library, on
-    /// the thread the callback ran on, so the run's outcome carries it.
+    /// Reads a failed callback's text (`aclGetRecentErrMsg`, or the table's
+    /// `recent_error_message`) through `binding`, on the thread the callback ran on, so the
+    /// run's outcome carries it.
     #[must_use]
-    pub fn reading_text_from(mut self, binding: WorkerBinding) -> Self {
+    pub fn reading_text_from(mut self, binding: Binding) -> Self {
         self.text_from = Some(binding);
         self
     }
@@ -228,7 +275,7 @@ impl<M> CRunner<M> {
         self.message = self
             .text_from
             .as_ref()
-            .and_then(|binding| binding.acl().recent_error_message());
+            .and_then(Binding::recent_error_message);
     }
 
     /// Runs the model's share of the prepares and finalises the workers did, in the order
@@ -384,9 +431,9 @@ pub struct CWorker {
     vtable: Vtable,
     requests: Requests,
     deferred: Deferred,
-    /// The ACL device's binding (`None` on the simulator: nothing to bind), and the reset
-    /// count this thread bound at.
-    binding: Option<(WorkerBinding, u64)>,
+    /// The device's binding (`None` on the simulator: nothing to bind), and the reset count
+    /// this thread bound at.
+    binding: Option<(Binding, u64)>,
     /// The device's text about the latest failed callback (`aclGetRecentErrMsg`, read on this
     /// thread right after it), until the service takes it.
     message: Option<String>,
@@ -394,17 +441,17 @@ pub struct CWorker {
 
 impl CWorker {
     /// A worker calling `vtable`'s prepare and finalise; leaves the model's share in
-    /// `deferred`. On ACL it binds the calling thread now (`aclrtSetDevice`), so it is made
-    /// on its worker thread.
+    /// `deferred`. On ACL and on the runtime's table it binds the calling thread now
+    /// (`aclrtSetDevice`, the table's `bind`), so it is made on its worker thread.
     ///
     /// # Errors
     ///
-    /// `aclrtSetDevice`'s code.
+    /// The bind's code.
     pub fn new(
         vtable: Vtable,
         requests: Requests,
         deferred: Deferred,
-        binding: Option<WorkerBinding>,
+        binding: Option<Binding>,
     ) -> Result<Self, AclCode> {
         let binding = match binding {
             Some(binding) => {
@@ -428,7 +475,7 @@ impl CWorker {
     /// simulator.
     fn capture_text(&mut self) {
         if let Some((binding, _)) = &self.binding {
-            self.message = binding.acl().recent_error_message();
+            self.message = binding.recent_error_message();
         }
     }
 
@@ -583,6 +630,35 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         self.message
             .take()
             .or_else(|| self.model.recent_error_message())
+    }
+
+    fn on_poison(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
+        let _mark = CallbackMark::enter(self.serial);
+        if let Some(on_poison) = self.vtable.get().on_poison {
+            let info = recovery_info(origin, &cause);
+            // SAFETY: the caller's callback for this signature; `info` lives across the call.
+            unsafe { on_poison(self.vtable.get().user, &raw const info) };
+        }
+        self.model.on_poison(device, origin, cause);
+    }
+
+    fn before_reset(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
+        let _mark = CallbackMark::enter(self.serial);
+        if let Some(before_reset) = self.vtable.get().before_reset {
+            let info = recovery_info(origin, &cause);
+            // SAFETY: the caller's callback for this signature; `info` lives across the call.
+            unsafe { before_reset(self.vtable.get().user, &raw const info) };
+        }
+        self.model.before_reset(device, origin, cause);
+    }
+
+    fn after_reset(&mut self, device: &mut D, recovered: bool) {
+        let _mark = CallbackMark::enter(self.serial);
+        if let Some(after_reset) = self.vtable.get().after_reset {
+            // SAFETY: the caller's callback for this signature.
+            unsafe { after_reset(self.vtable.get().user, recovered) };
+        }
+        self.model.after_reset(device, recovered);
     }
 
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode> {

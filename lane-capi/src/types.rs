@@ -11,10 +11,14 @@ use core::ffi::{c_char, c_void};
 /// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
 /// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 /// `run_lane_destroy_with_report` returns the final report. 7: `RunLaneConfig` grew
-/// `check_invariants`, off by default. 8: `RunLaneConfig` grew `drive` (the caller may drive
-/// the lane, with no thread of its own), `RunLaneCloseReport` grew `threads_left`, and
-/// `on_outcome` runs on whichever thread runs the lane's steps.
-pub const RUN_LANE_ABI_VERSION: u32 = 8;
+/// `check_invariants`, off by default. 8: who recovers (`RunLaneConfig::recovery`), the
+/// runner's recovery hooks (`on_poison`, `before_reset`, `after_reset`),
+/// `run_lane_device_reset`, `RUN_LANE_STATUS_UNUSABLE` and `RUN_LANE_STATE_UNUSABLE`. 9: a
+/// device the runtime supplies (L-22): `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`,
+/// and `RunLaneConfig` grew `device_ops` at its end. 10: `RunLaneConfig` grew `drive` (the
+/// caller may drive the lane, with no thread of its own, L-23), `RunLaneCloseReport` grew
+/// `threads_left`, and `on_outcome` runs on whichever thread runs the lane's steps.
+pub const RUN_LANE_ABI_VERSION: u32 = 10;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -92,6 +96,30 @@ pub enum RunLaneStatus {
     /// streams, so the device is suspect; the lane recovers it once its launched runs have
     /// their verdicts. Submit again once an outcome arrives or a little later.
     Suspect = 17,
+    /// Submit or publish refused (ABI 8): the runtime owns recovery
+    /// (`RUN_LANE_RECOVERY_RUNTIME`) and the device was poisoned; the lane told `on_poison`
+    /// and makes no device call until the runtime resets the device and reports it with
+    /// `run_lane_device_reset`. Also `run_lane_device_reset`'s answer when the lane awaits no
+    /// reset.
+    Unusable = 18,
+}
+
+/// Who recovers the device after a poison or a fault notice (`RunLaneConfig::recovery`, ABI
+/// 8; SPEC L-24).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneRecovery {
+    /// The lane, in place (the default): it drains, force-resets, probes and reopens,
+    /// calling `before_reset` before the drain and `after_reset` once it is over. A reset
+    /// destroys the runtime's own streams, kernels and buffers on the device too: rebuild
+    /// them in `after_reset`, and keep the runtime's threads out of device calls from
+    /// `before_reset` on.
+    InPlace = 0,
+    /// The runtime: on a poison (or a matched fault notice) every item gets its outcome, the
+    /// lane calls `on_poison` once, when none of its threads is inside a device call, and
+    /// then makes no device call; submits are `UNUSABLE` until the runtime resets the device
+    /// and calls `run_lane_device_reset`, after which the lane reopens on fresh streams.
+    Runtime = 1,
 }
 
 /// The chip profile a lane runs with (`RunLaneConfig::profile` holds one).
@@ -120,7 +148,7 @@ pub enum RunLaneVerdictChannel {
     StreamSync = 1,
 }
 
-/// Who runs the lane's steps (`RunLaneConfig::drive`, ABI 8; SPEC L-23).
+/// Who runs the lane's steps (`RunLaneConfig::drive`, ABI 10; SPEC L-23).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunLaneDrive {
@@ -148,6 +176,201 @@ pub enum RunLaneBackend {
     /// The deterministic simulator: for tests and a runner's own CI. Callbacks run, then the
     /// simulated device runs the kernels.
     Sim = 1,
+    /// The runtime's own device layer (ABI 9, L-22): every device call the lane makes goes
+    /// through the table `RunLaneConfig::device_ops` points at (its rt layer, its simulated
+    /// platform, a test stub). The lane still decides everything; the table executes.
+    DeviceOps = 2,
+}
+
+/// The runtime's device layer as a table of operations (ABI 9, SPEC L-22): the lane's
+/// `RUN_LANE_BACKEND_DEVICE_OPS` backend makes every device call through it, so the runtime's
+/// own rt layer, its simulated platform or a test stub executes the lane's effects. The lane
+/// keeps every decision (when to create, record, wait, synchronize, reset; what a code means).
+///
+/// **Entries.** Each mirrors one ACL call (named on it) and takes `user` first, passed back
+/// unchanged. Each returns 0 on success or the runtime's code: an ACL/RT code (107000,
+/// 507015, ...), which the lane classifies with the one table it uses for its own calls (a
+/// device fault poisons and recovers the device; a parameter error fails one run). Handles are
+/// the runtime's `void *` values: streams, events, device addresses, pinned host addresses. The
+/// lane never dereferences a stream, event or device address; it reads and writes pinned host
+/// memory itself (within what `malloc_host` returned). Required entries are refused at
+/// `run_lane_create` when NULL (`INVALID_CONFIG`, the message naming the entry).
+///
+/// **Handles.** The lane hands an entry only a handle this table returned and that is still
+/// live: not destroyed or freed, and not from before a `reset_device_force` (every handle dies
+/// with a reset; the lane forgets them, never destroys them). A forged or stale value is
+/// refused with a code (107017 for a stream or event, 107000 for a device range) before any
+/// entry is called. `create_stream` may return a stream the runtime already owns (its own
+/// run stream): the lane uses it as one of its pair and, when done with it, hands it to
+/// `destroy_stream` or `destroy_stream_force`, which decide what destroying it means. Two
+/// live handles of a kind must differ (a create that returns one the lane holds is refused
+/// as an internal error, 500000, and so is a NULL handle with success). `RunLaneConfig::
+/// device_id` names the device: one lane per device id, whichever backend (L-25), so a
+/// second lane on an id a live lane holds is refused at create.
+///
+/// **Threads.** Entries are called on the lane's threads, never on the caller's
+/// (`run_lane_*` calls return without them), except with `RunLaneConfig::submitters_bound`,
+/// where a submitting thread may run the lane's steps:
+///
+/// - *the steps:* every entry but the waits below is called by whichever thread runs the
+///   lane's steps (the lane thread, the completion waiter once it has a verdict, a host worker
+///   once it answered, a bound submitting thread): one at a time for one lane;
+/// - *the completion waiter*, a thread of its own: `bind`, `synchronize_event`, `query_event`,
+///   `synchronize_stream`, `memcpy_from_device` (the result record, right after the run's
+///   boundary), `synchronize_device` (recovery's drain) and `recent_error_message`. These run
+///   **at the same time** as the steps' entries on another thread: a wait on run N's event or
+///   stream while run N+1 is recorded and launched on the same streams. So the table must take
+///   two calls of one lane at once, one of them a wait; `user` state they share needs a lock;
+/// - *host workers* (`RunLaneConfig::workers`): `bind` only, before the runner's callbacks.
+///
+/// Never at the same time: `reset_device_force` and any other entry of the lane (no reset
+/// under a wait, L-20); a destroy or free and a wait on that handle (the lane keeps what a
+/// wait uses live until it returns). Lanes do not coordinate with one another: lanes sharing
+/// a table call it concurrently.
+///
+/// **Thread binding.** Before a thread's first entry, and again after every
+/// `reset_device_force`, the lane calls `bind` on it (ACL's `aclrtSetDevice`), so an entry
+/// always runs on a thread bound since the last reset; `bind` may be NULL when the runtime's
+/// calls need no per-thread binding. The runner's launch callbacks get the table's stream
+/// pointer as their `stream`.
+///
+/// **The clock and the op timeout** are not the table's: the lane reads its own monotonic
+/// clock, and programs no device op timeout: the runtime keeps its own below
+/// `RunLaneConfig::completion_timeout_ms` (`device_op_timeout_ms` says the value the lane
+/// expects). Fault notices: forward them with `run_lane_report_device_fault`; they match
+/// the ids `stream_id` gives.
+///
+/// The table is copied at `run_lane_create`; `user` and the functions must stay valid until
+/// `run_lane_destroy` returns. An entry must not throw (no C++ exception into the library).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RunLaneDeviceOps {
+    /// Passed to every entry; the library never reads it. With `RunLaneConfig::device_id` it
+    /// names the device (see Handles).
+    pub user: *mut c_void,
+    /// Optional (`aclrtSetDevice`): bind the calling thread to the device. Called on each of
+    /// the lane's threads before its first entry and after every `reset_device_force`, and
+    /// between reset attempts (L-20). NULL: no binding needed.
+    pub bind: Option<unsafe extern "C" fn(user: *mut c_void) -> i32>,
+    /// Required (`aclrtCreateStreamWithConfig`): a stream for the lane's pair (or the probe). It
+    /// may be one the runtime already owns (it is given back to a destroy entry).
+    pub create_stream:
+        Option<unsafe extern "C" fn(user: *mut c_void, stream_out: *mut *mut c_void) -> i32>,
+    /// Required (`aclrtDestroyStream`): a healthy teardown (no queued work expected). A
+    /// failure keeps the stream and the lane tries again (S-7).
+    pub destroy_stream: Option<unsafe extern "C" fn(user: *mut c_void, stream: *mut c_void) -> i32>,
+    /// Required (`aclrtDestroyStreamForce`): replaces a stream that may hold queued work or a
+    /// sticky error (dropped).
+    pub destroy_stream_force:
+        Option<unsafe extern "C" fn(user: *mut c_void, stream: *mut c_void) -> i32>,
+    /// Optional (`aclrtStreamGetId`): the stream's id as fault notices name it, called once
+    /// right after `create_stream`. NULL: no notice names the lane's streams.
+    pub stream_id: Option<
+        unsafe extern "C" fn(user: *mut c_void, stream: *mut c_void, id_out: *mut i32) -> i32,
+    >,
+    /// Required (`aclrtCreateEventExWithFlag(ACL_EVENT_SYNC)`): a reusable event (re-recorded
+    /// for every run of a slot).
+    pub create_event:
+        Option<unsafe extern "C" fn(user: *mut c_void, event_out: *mut *mut c_void) -> i32>,
+    /// Required (`aclrtDestroyEvent`).
+    pub destroy_event: Option<unsafe extern "C" fn(user: *mut c_void, event: *mut c_void) -> i32>,
+    /// Required (`aclrtRecordEvent(event, stream)`): `record_event(user, event, stream)`
+    /// captures every task already on the stream.
+    pub record_event: Option<
+        unsafe extern "C" fn(user: *mut c_void, event: *mut c_void, stream: *mut c_void) -> i32,
+    >,
+    /// Required (`aclrtStreamWaitEvent(stream, event)`): `stream_wait_event(user, stream,
+    /// event)`: tasks enqueued later on the stream start once the event's tasks finished.
+    pub stream_wait_event: Option<
+        unsafe extern "C" fn(user: *mut c_void, stream: *mut c_void, event: *mut c_void) -> i32,
+    >,
+    /// Optional (`aclrtQueryEventStatus`): whether the event's captured tasks finished, without
+    /// waiting (`true` for a never-recorded event). NULL: answered as 207000 (not supported).
+    pub query_event: Option<
+        unsafe extern "C" fn(user: *mut c_void, event: *mut c_void, complete_out: *mut bool) -> i32,
+    >,
+    /// Required (`aclrtSynchronizeEventWithTimeout`): blocks until the event's captured tasks
+    /// finish, at most `timeout_ms`; 507047 on timeout. Called by the completion waiter.
+    pub synchronize_event:
+        Option<unsafe extern "C" fn(user: *mut c_void, event: *mut c_void, timeout_ms: i32) -> i32>,
+    /// Required (`aclrtSynchronizeStreamWithTimeout`): waits for every task on the stream, at
+    /// most `timeout_ms`, and returns the stream's sticky code (507046 on timeout): the device
+    /// verdict (L-8), made only for a run its result record does not decide.
+    pub synchronize_stream: Option<
+        unsafe extern "C" fn(user: *mut c_void, stream: *mut c_void, timeout_ms: i32) -> i32,
+    >,
+    /// Required (`aclrtMalloc`): `size` bytes of device memory (each slot's buffers).
+    pub malloc: Option<
+        unsafe extern "C" fn(user: *mut c_void, size: usize, ptr_out: *mut *mut c_void) -> i32,
+    >,
+    /// Required (`aclrtFree`): an address `malloc` returned.
+    pub free: Option<unsafe extern "C" fn(user: *mut c_void, ptr: *mut c_void) -> i32>,
+    /// Required (`aclrtMemcpy`, host to device, synchronous): `dst` is inside an allocation.
+    pub memcpy_to_device: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            dst_device: *mut c_void,
+            src_host: *const c_void,
+            len: usize,
+        ) -> i32,
+    >,
+    /// Required (`aclrtMemcpy`, device to host, synchronous, no implicit stream sync): `src`
+    /// is inside an allocation. Also called by the completion waiter (the record's read).
+    pub memcpy_from_device: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            dst_host: *mut c_void,
+            src_device: *const c_void,
+            len: usize,
+        ) -> i32,
+    >,
+    /// Optional, with the three below (`aclrtMallocHost`): pinned host memory the lane reads
+    /// and writes itself, for copies on the streams. All four or none.
+    pub malloc_host: Option<
+        unsafe extern "C" fn(user: *mut c_void, size: usize, ptr_out: *mut *mut c_void) -> i32,
+    >,
+    /// Optional, with `malloc_host` (`aclrtFreeHost`).
+    pub free_host: Option<unsafe extern "C" fn(user: *mut c_void, ptr: *mut c_void) -> i32>,
+    /// Optional, with `malloc_host` (`aclrtMemcpyAsync`, host to device): from pinned memory,
+    /// enqueued behind the tasks on `stream`.
+    pub memcpy_to_device_async: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            dst_device: *mut c_void,
+            src_host: *const c_void,
+            len: usize,
+            stream: *mut c_void,
+        ) -> i32,
+    >,
+    /// Optional, with `malloc_host` (`aclrtMemcpyAsync`, device to host): into pinned memory,
+    /// enqueued behind the tasks on `stream`.
+    pub memcpy_from_device_async: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            dst_host: *mut c_void,
+            src_device: *const c_void,
+            len: usize,
+            stream: *mut c_void,
+        ) -> i32,
+    >,
+    /// Optional (`aclrtSynchronizeDeviceWithTimeout`): recovery's bounded drain before a force
+    /// reset, on the completion waiter; its code proves nothing. NULL: no drain.
+    pub synchronize_device: Option<unsafe extern "C" fn(user: *mut c_void, timeout_ms: i32) -> i32>,
+    /// Required unless `RunLaneConfig::recovery` is `RUN_LANE_RECOVERY_RUNTIME`
+    /// (`aclrtResetDeviceForce`): recovery's force reset after a poison. Every stream, event
+    /// and allocation is dead afterwards, whatever it returned. A runtime that owns recovery
+    /// resets the device itself and reports it with `run_lane_device_reset`, so the lane never
+    /// calls it there and it may be NULL.
+    pub reset_device_force: Option<unsafe extern "C" fn(user: *mut c_void) -> i32>,
+    /// Optional: the runtime's own check that a reset device is usable, after the lane's probe
+    /// (bind, a stream create and destroy, a small alloc and free). A non-zero code fails the
+    /// recovery attempt. NULL: the lane's probe alone.
+    pub probe: Option<unsafe extern "C" fn(user: *mut c_void) -> i32>,
+    /// Optional (`aclGetRecentErrMsg`): the runtime's text about the last failed entry on the
+    /// calling thread, read right after it on that thread (and after a failed runner callback);
+    /// NULL or "" for none. Copied at once; it must stay valid until the thread's next entry.
+    /// It ends the failure line (`; device: ...`).
+    pub recent_error_message: Option<unsafe extern "C" fn(user: *mut c_void) -> *const c_char>,
 }
 
 /// The runner's callbacks: the embedding runtime's work for each run. Every callback is
@@ -205,13 +428,52 @@ pub struct RunLaneRunner {
     /// Optional: told of every outcome, in submission order, as it is delivered (e.g. to
     /// wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
     /// or `run_lane_wait` still returns it once. `outcome` is valid for the call only. It runs
-    /// on the thread that delivered the outcome, which runs the lane's steps (ABI 8; before,
+    /// on the thread that delivered the outcome, which runs the lane's steps (ABI 10; before,
     /// always on the lane thread), before that thread lets go of them: so never beside
     /// another callback or a device call of the lane, a force reset included.
     pub on_outcome: Option<unsafe extern "C" fn(user: *mut c_void, outcome: *const RunLaneOutcome)>,
     /// How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
     /// default): both on the lane thread, one prepare at a time.
     pub concurrency: RunLaneConcurrency,
+    /// Optional (ABI 8), with `RUN_LANE_RECOVERY_RUNTIME`: the device is poisoned and is the
+    /// runtime's to reset. Called once per poison, when every item has its verdict and no
+    /// thread of the lane is inside a device call; the lane makes none until
+    /// `run_lane_device_reset`. The lane's streams and slot buffers are still alive during
+    /// the call (read diagnostics now), and forgotten after it. `info` is valid for the call
+    /// only.
+    pub on_poison:
+        Option<unsafe extern "C" fn(user: *mut c_void, info: *const RunLaneRecoveryInfo)>,
+    /// Optional (ABI 8), with `RUN_LANE_RECOVERY_IN_PLACE`: the lane is about to drain and
+    /// force-reset the device. Keep the runtime's own threads out of device calls until
+    /// `after_reset` (a reset under one of their calls is a use-after-free). Once per
+    /// recovery; `info` is valid for the call only.
+    pub before_reset:
+        Option<unsafe extern "C" fn(user: *mut c_void, info: *const RunLaneRecoveryInfo)>,
+    /// Optional (ABI 8), with `RUN_LANE_RECOVERY_IN_PLACE`: recovery is over. `recovered`:
+    /// the probe proved the device usable, so rebuild what the reset destroyed (the
+    /// runtime's streams, loaded kernels, buffers); `false`: every attempt failed and the
+    /// lane is lost. Once per recovery.
+    pub after_reset: Option<unsafe extern "C" fn(user: *mut c_void, recovered: bool)>,
+}
+
+/// What took the device down, as `on_poison` and `before_reset` receive it (ABI 8).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RunLaneRecoveryInfo {
+    /// Whether a run's failure poisoned the device (`false`: a device fault notice did).
+    pub has_origin: bool,
+    /// The run whose failure poisoned the device.
+    pub origin: u64,
+    /// Whether `code` is set.
+    pub has_code: bool,
+    /// The latched runtime code or the ACL code.
+    pub code: i32,
+    /// Where it failed.
+    pub stage: RunLaneStage,
+    /// The code's name, or "".
+    pub code_name: [c_char; RUN_LANE_NAME_BYTES],
+    /// The one stable log line of the failure (`run N failed: ...`, or the notice's).
+    pub failure_line: [c_char; RUN_LANE_LINE_BYTES],
 }
 
 /// What a runner declares of its `prepare` and `finalise` (ABI 2).
@@ -293,8 +555,17 @@ pub struct RunLaneConfig {
     /// about 1 us of a submit to an idle lane (cold caches). Turn it on in the runner's own
     /// tests of its integration.
     pub check_invariants: bool,
-    /// A `RunLaneDrive` (ABI 8): `LANE_THREADS` (0, the default) or `CALLER` (1, no thread of
-    /// the lane's own: every call runs the lane's steps on its caller's thread, L-23).
+    /// A `RunLaneRecovery` (ABI 8): who recovers the device after a poison. `IN_PLACE` (0,
+    /// the default): the lane; `RUNTIME` (1): the runtime, told by `on_poison`, reporting its
+    /// reset with `run_lane_device_reset`.
+    pub recovery: u32,
+    /// `RUN_LANE_BACKEND_DEVICE_OPS` (ABI 9): the runtime's table of device operations, copied
+    /// at `run_lane_create` (its `user` and functions must outlive the lane). NULL for the
+    /// other backends (ignored there). `device_id` names the device, for fault notices and for
+    /// the one lane a device id may have (L-25).
+    pub device_ops: *const RunLaneDeviceOps,
+    /// A `RunLaneDrive` (ABI 10): `LANE_THREADS` (0, the default) or `CALLER` (1, no thread
+    /// of the lane's own: every call runs the lane's steps on its caller's thread, L-23).
     pub drive: u32,
 }
 
@@ -495,6 +766,9 @@ pub enum RunLaneState {
     /// A device fault notice named one of the lane's streams (ABI 5): launched runs finish,
     /// then the device is recovered.
     Suspect = 6,
+    /// The runtime owns recovery and the device is poisoned (ABI 8): the lane makes no device
+    /// call until `run_lane_device_reset`.
+    Unusable = 7,
 }
 
 /// What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
@@ -533,7 +807,7 @@ pub struct RunLaneCloseReport {
     /// The notice's code.
     pub notice_code: i32,
     /// How many of the lane's threads `run_lane_destroy` left behind instead of joining (0 or
-    /// 1; ABI 8): the completion waiter, when the lane was lost to it stuck inside a device
+    /// 1; ABI 10): the completion waiter, when the lane was lost to it stuck inside a device
     /// call past every bound it was given (L-20). It ends when that call returns and touches
     /// nothing of the lane's then; force-reset the device before reusing it. Only
     /// `run_lane_destroy_with_report` sets it.
@@ -545,9 +819,9 @@ pub struct RunLaneCloseReport {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunLaneNoticeMonitor {
-    /// `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator):
-    /// the library left the callback slot alone; forward notices with
-    /// `run_lane_report_device_fault`.
+    /// `RunLaneConfig::fault_notice_monitor` was false (or the lane runs on the simulator or
+    /// a runtime's device table): the library left the callback slot alone; forward notices
+    /// with `run_lane_report_device_fault`.
     NotAsked = 0,
     /// The library's handler was registered with `aclrtSetExceptionInfoCallback` (it holds
     /// the slot until someone registers after it).

@@ -1,5 +1,6 @@
 //! The path users link allocates nothing per run in steady state: through the C ABI, on the
-//! fake libascendcl, a run's submit (and a `FULL` refusal), its callbacks, its wait and its
+//! fake libascendcl (opened by the ACL backend, and reached through a runtime's device table),
+//! a run's submit (and a `FULL` refusal), its callbacks, its wait and its
 //! outcome make no heap allocation on any thread of this library, whether each run finds the
 //! lane idle (submit, then wait, one at a time) or the documented loop keeps the lane full
 //! (submit until `FULL`, then wait for the oldest); with `submitters_bound` off and on, and
@@ -22,7 +23,7 @@ use std::time::Duration;
 
 use core::ffi::c_void;
 
-use common::{Kernels, create, destroy, fake_config, last_error, serial, submit, wait};
+use common::{Kernels, Via, create, destroy, fake_config, last_error, serial, submit, wait};
 use run_lane::*;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -81,11 +82,12 @@ fn documented(lane: *mut RunLane, runs: u64, in_flight: &mut VecDeque<u64>) {
 /// `WARM_UP` runs of it; with `bound`, `submitters_bound` on; with `callback`, an outcome
 /// callback set. The library's defaults otherwise (invariant checks off).
 fn counted(
+    via: Via,
     bound: bool,
     callback: bool,
     drive: &mut dyn FnMut(*mut RunLane, u64),
 ) -> stats_alloc::Stats {
-    let mut config = fake_config(0, &KERNELS, 5_000);
+    let mut config = fake_config(via, 0, &KERNELS, 5_000);
     config.check_invariants = false;
     config.submitters_bound = bound;
     if callback {
@@ -114,12 +116,19 @@ fn runs_through_the_c_abi_allocate_nothing_in_steady_state_on_any_thread() {
     );
 
     let mut queue = VecDeque::with_capacity(16);
-    for (bound, callback) in [(false, false), (true, false), (false, true)] {
-        let idle = counted(bound, callback, &mut one_at_a_time);
-        let kept = counted(bound, callback, &mut |lane, runs| {
+    // Through the ACL backend, and through a runtime's device table (whose forwarding entries
+    // allocate nothing themselves): one test, so no other test's allocations are counted.
+    let vias = [Via::Acl, Via::DeviceOps];
+    let cases = [(false, false), (true, false), (false, true)];
+    for (via, (bound, callback)) in vias
+        .into_iter()
+        .flat_map(|via| cases.into_iter().map(move |case| (via, case)))
+    {
+        let idle = counted(via, bound, callback, &mut one_at_a_time);
+        let kept = counted(via, bound, callback, &mut |lane, runs| {
             documented(lane, runs, &mut queue);
         });
-        let case = format!("submitters_bound {bound}, outcome callback {callback}");
+        let case = format!("{via:?}, submitters_bound {bound}, outcome callback {callback}");
         // Outcomes pile up when a thread is starved (a busy machine): the documented loop
         // takes one outcome per `FULL`, so two runs can end in one of its turns, and the lane
         // thread shows the callback its outcomes when it gets a CPU. The buffers that hold
@@ -141,7 +150,10 @@ fn runs_through_the_c_abi_allocate_nothing_in_steady_state_on_any_thread() {
             );
         }
     }
-    // Every outcome of the callback's two lanes was shown (the lane is destroyed, so its
-    // callbacks are done).
-    assert_eq!(SHOWN.load(Ordering::SeqCst), 2 * (WARM_UP + COUNTED));
+    // Every outcome of the callback's two lanes on each backend was shown (the lanes are
+    // destroyed, so their callbacks are done).
+    assert_eq!(
+        SHOWN.load(Ordering::SeqCst),
+        2 * vias.len() as u64 * (WARM_UP + COUNTED)
+    );
 }

@@ -20,7 +20,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Kernels, control};
+use common::{Kernels, Via, control};
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, Outcome, Semantics};
 
@@ -86,6 +86,7 @@ unsafe extern "C" fn lasting_aicpu(
 /// `runs` runs through the documented loop on a fresh lane on device 0, with `kernels` and
 /// the given lengths; the outcomes in order.
 fn run_all(
+    via: Via,
     kernels: &'static Kernels,
     lengths: &[(u64, Duration)],
     runs: u64,
@@ -94,7 +95,7 @@ fn run_all(
     *LENGTHS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = lengths.to_vec();
-    let mut config = common::fake_config(0, kernels, OP_TIMEOUT_MS);
+    let mut config = common::fake_config(via, 0, kernels, OP_TIMEOUT_MS);
     config.completion_timeout_ms = completion_timeout_ms;
     config.runner.launch_aicore = Some(lasting_aicore);
     config.runner.launch_aicpu = Some(lasting_aicpu);
@@ -130,9 +131,9 @@ fn assert_ok_but(what: &str, outcomes: &[RunLaneOutcome], but: &[u64]) {
     }
 }
 
-#[test]
-fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_stream_is_replaced()
-{
+fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_stream_is_replaced(
+    via: Via,
+) {
     let _serial = common::serial();
     let control = control();
     static KERNELS: Kernels = Kernels {
@@ -147,7 +148,7 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
         if let Some(semantics) = semantics {
             control.set_semantics(semantics).expect("a known switch");
         }
-        let outcomes = run_all(&KERNELS, &[], 12, 5_000);
+        let outcomes = run_all(via, &KERNELS, &[], 12, 5_000);
         let five = &outcomes[4];
         assert_eq!(five.failure_class, RunLaneClass::RunOnly, "{switch}");
         assert!(common::line(five).contains("SCOPE_DEADLOCK"), "{switch}");
@@ -159,9 +160,13 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
         assert_eq!(created, 3, "{switch}: the AICPU stream is replaced once");
     }
 }
+common::on_each_backend!(
+    a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_stream_is_replaced
+);
 
-#[test]
-fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch_only_itself() {
+fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch_only_itself(
+    via: Via,
+) {
     let _serial = common::serial();
     let control = control();
     static KERNELS: Kernels = Kernels {
@@ -176,7 +181,7 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
         if let Some(semantics) = semantics {
             control.set_semantics(semantics).expect("a known switch");
         }
-        let outcomes = run_all(&KERNELS, &[(5, LONG)], 10, 5_000);
+        let outcomes = run_all(via, &KERNELS, &[(5, LONG)], 10, 5_000);
         let line = assert_run_only_no_record(switch, &outcomes[4]);
         if semantics != Some(Semantics::LatchFaultsStream(false)) {
             // Run 5's synchronize waited for run 6 and returned its sticky 507018.
@@ -189,9 +194,13 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
         assert_eq!(common::force_resets(0), 0, "{switch}: no reset");
     }
 }
+common::on_each_backend!(
+    a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch_only_itself
+);
 
-#[test]
-fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_origin_and_says_so() {
+fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_origin_and_says_so(
+    via: Via,
+) {
     let _serial = common::serial();
     let control = control();
     static KERNELS: Kernels = Kernels {
@@ -206,7 +215,7 @@ fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_orig
         if let Some(semantics) = semantics {
             control.set_semantics(semantics).expect("a known switch");
         }
-        let outcomes = run_all(&KERNELS, &[(5, LONG)], 10, 5_000);
+        let outcomes = run_all(via, &KERNELS, &[(5, LONG)], 10, 5_000);
         let five = &outcomes[4];
         let line = common::line(five);
         assert_eq!(five.verdict, RunLaneVerdict::Failed, "{switch}: {line}");
@@ -224,9 +233,11 @@ fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_orig
         assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
     }
 }
+common::on_each_backend!(
+    a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_origin_and_says_so
+);
 
-#[test]
-fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it() {
+fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it(via: Via) {
     // Run 1 publishes nothing and lasts 1.7 s of a 2 s completion timeout; run 2, queued
     // behind it, lasts 1 s. Run 1's synchronize waits for run 2 too: bounded from run 1's
     // boundary (2 s from 1.7 s), not by the 0.3 s left of its deadline.
@@ -239,6 +250,7 @@ fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it() {
     let _fake = control.session().expect("reset the fake");
     let started = Instant::now();
     let outcomes = run_all(
+        via,
         &KERNELS,
         &[
             (1, Duration::from_millis(1_700)),
@@ -257,6 +269,7 @@ fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it() {
     assert_eq!(common::force_resets(0), 0, "no reset");
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+common::on_each_backend!(a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it);
 
 /// Whether run 5's AICore launch arms a failure of the fake's next `aclrtRecordEvent`.
 static FAIL_CORE_DONE_OF_RUN_5: std::sync::atomic::AtomicBool =
@@ -286,8 +299,7 @@ unsafe extern "C" fn arming_aicore(
 /// L-5: a failure between the AICore kernel and the AICPU kernel (the AICore event's record
 /// included) orphans the AICore kernel: the run is poisoned at once with the failed call's own
 /// code, not at its completion deadline with 507046.
-#[test]
-fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code() {
+fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code(via: Via) {
     let _serial = common::serial();
     let control = control();
     static KERNELS: Kernels = Kernels::healthy(KERNEL);
@@ -295,7 +307,7 @@ fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code()
     *LENGTHS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Vec::new();
-    let mut config = common::fake_config(0, &KERNELS, OP_TIMEOUT_MS);
+    let mut config = common::fake_config(via, 0, &KERNELS, OP_TIMEOUT_MS);
     // The default completion timeout: a run left to it would take 50 s.
     config.completion_timeout_ms = 50_000;
     config.runner.launch_aicore = Some(arming_aicore);
@@ -339,3 +351,6 @@ fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code()
     }
     assert_eq!(outcomes[7].verdict, RunLaneVerdict::Ok, "recovered");
 }
+common::on_each_backend!(
+    a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code
+);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Kernels, control, last_error, launch_lasting, wait};
+use common::{Kernels, Via, control, last_error, launch_lasting, wait};
 use core::ffi::c_void;
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU};
@@ -97,15 +97,15 @@ unsafe extern "C" fn on_outcome(_user: *mut c_void, outcome: *const RunLaneOutco
     }
 }
 
-/// A caller-driven lane on the fake's device 0 running `kernels`, every callback noting its
-/// thread.
-fn caller_lane(kernels: &'static Kernels) -> *mut RunLane {
+/// A caller-driven lane on the fake's device 0 running `kernels`, reached `via` a backend,
+/// every callback noting its thread.
+fn caller_lane(via: Via, kernels: &'static Kernels) -> *mut RunLane {
     for counter in [&CALLS, &ELSEWHERE, &SEEN] {
         counter.store(0, Ordering::SeqCst);
     }
     WAIT_FROM_CALLBACK_LANE.store(0, Ordering::SeqCst);
     WAIT_FROM_CALLBACK.store(u32::MAX, Ordering::SeqCst);
-    let mut config = common::fake_config(0, kernels, 5_000);
+    let mut config = common::fake_config(via, 0, kernels, 5_000);
     config.drive = RunLaneDrive::Caller as u32;
     config.runner.prepare = Some(prepare);
     config.runner.launch_aicore = Some(launch_aicore);
@@ -124,13 +124,18 @@ fn wait_for(lane: *mut RunLane, id: u64, timeout_ms: u32) -> (RunLaneStatus, Run
     (status, unsafe { outcome.assume_init() })
 }
 
-#[test]
-fn in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_before_it_ends() {
+common::on_each_backend!(
+    in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_before_it_ends
+);
+
+fn in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_before_it_ends(
+    via: Via,
+) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     DRIVING.with(|d| d.set(true));
-    let lane = caller_lane(&KERNELS);
+    let lane = caller_lane(via, &KERNELS);
     let first = common::submit(lane).expect("run 1 accepted");
     // Launched inside its submit (no thread of the lane's own could have).
     assert_eq!(control.counters().expect("counters").launches, 2);
@@ -156,13 +161,18 @@ fn in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_bef
     DRIVING.with(|d| d.set(false));
 }
 
-#[test]
-fn in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calling_thread() {
+common::on_each_backend!(
+    in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calling_thread
+);
+
+fn in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calling_thread(
+    via: Via,
+) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     DRIVING.with(|d| d.set(true));
-    let lane = caller_lane(&KERNELS);
+    let lane = caller_lane(via, &KERNELS);
     // The documented loop: submit until FULL, wait for the oldest, and again.
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 8);
     assert_eq!(outcomes.len(), 8);
@@ -192,13 +202,16 @@ fn in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calli
     );
 }
 
-#[test]
-fn in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome() {
+common::on_each_backend!(
+    in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome
+);
+
+fn in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome(via: Via) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
     DRIVING.with(|d| d.set(true));
-    let lane = caller_lane(&LONG);
+    let lane = caller_lane(via, &LONG);
     let run = common::submit(lane).expect("accepted");
     let start = Instant::now();
     let (status, _) = wait_for(lane, run, 50);
@@ -223,12 +236,13 @@ fn in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_
     DRIVING.with(|d| d.set(false));
 }
 
-#[test]
-fn in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits() {
+common::on_each_backend!(in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits);
+
+fn in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits(via: Via) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
-    let lane = caller_lane(&KERNELS);
+    let lane = caller_lane(via, &KERNELS);
     let run = common::submit(lane).expect("accepted");
     let report = common::close(lane);
     assert_eq!(report.state, RunLaneState::Closing);
@@ -250,12 +264,13 @@ fn in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits() {
     assert_eq!((report.streams_left, report.threads_left), (0, 0));
 }
 
-#[test]
-fn in_caller_mode_run_lane_wait_from_a_callback_is_still_wrong_thread() {
+common::on_each_backend!(in_caller_mode_run_lane_wait_from_a_callback_is_still_wrong_thread);
+
+fn in_caller_mode_run_lane_wait_from_a_callback_is_still_wrong_thread(via: Via) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
-    let lane = caller_lane(&KERNELS);
+    let lane = caller_lane(via, &KERNELS);
     WAIT_FROM_CALLBACK_LANE.store(lane.addr() as u64, Ordering::SeqCst);
     let run = common::submit(lane).expect("accepted");
     let outcome = wait(lane, run);

@@ -129,7 +129,10 @@ fn run_example(args: &[&std::ffi::OsStr]) {
     assert!(stdout.ends_with("onboard runner: ok\n"), "{stdout}");
     // On the fake, the program checked L-20 itself (a force reset under a device wait fails
     // it) and said so.
-    if args.first().is_some_and(|mode| *mode == "acl") {
+    if args
+        .first()
+        .is_some_and(|mode| *mode == "acl" || *mode == "device_ops")
+    {
         assert!(
             stderr
                 .lines()
@@ -155,6 +158,14 @@ fn the_cpp_onboard_runner_runs_on_the_simulator_under_asan() {
 fn the_cpp_onboard_runner_runs_on_the_fake_acl_library_under_asan() {
     let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
     run_example(&["acl".as_ref(), fake.as_os_str()]);
+}
+
+/// L-22 from C++: the runner is also the device, its `RunLaneDeviceOps` forwarding to the fake
+/// libascendcl; with host workers, so the table binds the workers too.
+#[test]
+fn the_cpp_onboard_runner_runs_on_its_own_device_table_with_host_workers_under_asan() {
+    let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
+    run_example(&["device_ops".as_ref(), fake.as_os_str(), "workers".as_ref()]);
 }
 
 #[test]

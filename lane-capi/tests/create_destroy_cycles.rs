@@ -1,7 +1,8 @@
 //! 1,000 lanes created, run and destroyed one after another in one process, through the C
-//! ABI, on the simulator and then 1,000 more on the fake libascendcl (each on the next of its
+//! ABI, on the simulator, then 1,000 more on the fake libascendcl (each on the next of its
 //! 16 devices; a fake lane opens the library, binds, creates its streams at the first launch
-//! and destroys them, about half a millisecond a cycle): the process's open descriptors and
+//! and destroys them, about half a millisecond a cycle), then 1,000 more on the fake through
+//! a runtime's device table (`RUN_LANE_BACKEND_DEVICE_OPS`): the process's open descriptors and
 //! threads end where they started, its memory mappings and resident memory within a bound. Every other lane has
 //! two host workers, so their threads come and go too.
 //!
@@ -136,7 +137,15 @@ fn a_thousand_lanes_created_run_and_destroyed_leave_fds_threads_and_memory_as_th
     let kernels = Kernels::healthy(Duration::from_micros(100));
     // Each cycle on the next of the fake's 16 devices.
     cycles_leave_the_process_as_it_was("fake libascendcl", |i| {
-        with_workers(fake_config((i % 16) as i32, &kernels, 5_000), i)
+        with_workers(fake_config(Via::Acl, (i % 16) as i32, &kernels, 5_000), i)
+    });
+    // The same fake reached through a runtime's device table: the lane keeps nothing of a
+    // table (its handles, its device's record) past the last lane that used it.
+    cycles_leave_the_process_as_it_was("a runtime's device table over the fake", |i| {
+        with_workers(
+            fake_config(Via::DeviceOps, (i % 16) as i32, &kernels, 5_000),
+            i,
+        )
     });
     let counters = control.total_counters().expect("counters");
     assert!(counters.balanced(), "{counters:?}");

@@ -48,6 +48,9 @@ fn a_workers_prepare_deferred_between_a_runs_two_launches_is_caught_up_after_the
             off_lane_thread: true,
             prepares_at_once: 2,
         },
+        on_poison: None,
+        before_reset: None,
+        after_reset: None,
     });
     let deferred = deferred();
     let queue = deferred.clone().expect("a queue");

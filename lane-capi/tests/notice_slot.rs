@@ -11,7 +11,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Kernels, control};
+use common::{Kernels, Via, control};
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
 const OP_TIMEOUT_MS: u64 = 200;
@@ -36,7 +36,7 @@ fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_
     EMBEDDING_NOTICES.store(0, Ordering::SeqCst);
     common::register_exception_callback(embedding_handler);
     // The monitor is off (the default): installed only when asked.
-    let config = common::fake_config(0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
+    let config = common::fake_config(Via::Acl, 0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
     assert!(!config.fault_notice_monitor, "off by default");
     let lane = common::create(&config);
     // Run 1 poisons the lane: a recovery (force reset, open again), where an installed

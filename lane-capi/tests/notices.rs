@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Kernels, control};
+use common::{Kernels, Via, control};
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
@@ -100,9 +100,9 @@ fn monitor_report(lane: *mut RunLane) -> RunLaneNoticeMonitorReport {
 /// the library's monitor installed or not (`monitor`), and checks what L-19 asks: the
 /// launched runs end OK, a submit is refused `SUSPECT` until the device is recovered, the
 /// lane then runs again on fresh streams, and the close report names the notice.
-fn a_matched_notice_recovers_the_lane(monitor: bool, send: impl FnOnce(u32)) {
+fn a_matched_notice_recovers_the_lane(via: Via, monitor: bool, send: impl FnOnce(u32)) {
     let lane = common::create(&{
-        let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+        let mut config = common::fake_config(via, 0, &HEALTHY, OP_TIMEOUT_MS);
         config.fault_notice_monitor = monitor;
         config
     });
@@ -197,26 +197,29 @@ fn close_naming(report: RunLaneCloseReport, notice: (u32, u32, i32)) -> RunLaneC
     report
 }
 
-#[test]
-fn a_forwarded_notice_on_a_lane_stream_during_queued_runs_recovers_the_device_after_their_verdicts()
-{
+fn a_forwarded_notice_on_a_lane_stream_during_queued_runs_recovers_the_device_after_their_verdicts(
+    via: Via,
+) {
     let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     // Forwarded by the embedding: the lane's own monitor is not installed.
-    a_matched_notice_recovers_the_lane(false, |stream| {
+    a_matched_notice_recovers_the_lane(via, false, |stream| {
         assert_eq!(
             run_lane_report_device_fault(0, stream, AICORE_EXCEPTION),
             RunLaneStatus::Ok
         );
     });
 }
+common::on_each_backend!(
+    a_forwarded_notice_on_a_lane_stream_during_queued_runs_recovers_the_device_after_their_verdicts
+);
 
 #[test]
 fn a_late_notice_through_the_installed_monitor_recovers_the_device() {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
-    a_matched_notice_recovers_the_lane(true, |stream| {
+    a_matched_notice_recovers_the_lane(Via::Acl, true, |stream| {
         let stream = i32::try_from(stream).expect("a small id");
         control
             .raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(5))
@@ -229,11 +232,10 @@ fn a_late_notice_through_the_installed_monitor_recovers_the_device() {
     );
 }
 
-#[test]
-fn a_notice_for_another_stream_or_another_device_changes_nothing() {
+fn a_notice_for_another_stream_or_another_device_changes_nothing(via: Via) {
     let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
-    let lane = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
+    let lane = common::create(&common::fake_config(via, 0, &HEALTHY, OP_TIMEOUT_MS));
     let r1 = common::submit(lane).expect("run 1");
     let ids = pair_ids(0);
     let nobodys = ids.iter().max().copied().unwrap_or(0) + 100;
@@ -251,16 +253,21 @@ fn a_notice_for_another_stream_or_another_device_changes_nothing() {
     assert!(!common::close(lane).noticed);
     common::destroy(lane);
 }
+common::on_each_backend!(a_notice_for_another_stream_or_another_device_changes_nothing);
 
-/// A lane on `device` with the library's monitor: run 1 faults and poisons it, and the
-/// recovery is confirmed by an OK run on new streams. Then the driver's late notice for the
-/// faulted stream arrives through the monitor, and the embedding forwards one for the pair's
-/// other stream: both name streams the reset killed, and neither makes a second recovery
-/// (L-19, decision 0025). Returns the pair's ids before the reset and after it.
-fn late_notices_for_the_killed_pair_make_no_second_recovery(device: i32) -> (Vec<u32>, Vec<u32>) {
+/// A lane on `device` (on ACL with the library's monitor): run 1 faults and poisons it, and
+/// the recovery is confirmed by an OK run on new streams. Then the driver's late notice for
+/// the faulted stream arrives (through the monitor on ACL; forwarded by the runtime through a
+/// device table, which has no monitor), and the embedding forwards one for the pair's other
+/// stream: both name streams the reset killed, and neither makes a second recovery (L-19,
+/// decision 0025). Returns the pair's ids before the reset and after it.
+fn late_notices_for_the_killed_pair_make_no_second_recovery(
+    via: Via,
+    device: i32,
+) -> (Vec<u32>, Vec<u32>) {
     let control = control();
-    let mut config = common::fake_config(device, &RUN_1_FAULTS, OP_TIMEOUT_MS);
-    config.fault_notice_monitor = true;
+    let mut config = common::fake_config(via, device, &RUN_1_FAULTS, OP_TIMEOUT_MS);
+    config.fault_notice_monitor = via == Via::Acl;
     let lane = common::create(&config);
     let r1 = common::submit(lane).expect("run 1");
     let old = pair_ids(device);
@@ -277,17 +284,24 @@ fn late_notices_for_the_killed_pair_make_no_second_recovery(device: i32) -> (Vec
     assert_eq!(common::force_resets(device), 1);
     let new = stream_ids(device);
     // The driver's late notice for the faulted stream of the old generation.
-    let stale = i32::try_from(old[0]).expect("a small id");
-    control
-        .raise_notice(device, stale, 507_018, Duration::from_millis(2))
-        .expect("raised");
-    let since = Instant::now();
-    while control.notice_counts().expect("counts").0 == 0 {
-        assert!(since.elapsed() < common::BOUND, "never delivered");
-        std::thread::sleep(Duration::from_millis(1));
+    let forwarded = u32::try_from(device).expect("a device id");
+    if via == Via::Acl {
+        let stale = i32::try_from(old[0]).expect("a small id");
+        control
+            .raise_notice(device, stale, 507_018, Duration::from_millis(2))
+            .expect("raised");
+        let since = Instant::now();
+        while control.notice_counts().expect("counts").0 == 0 {
+            assert!(since.elapsed() < common::BOUND, "never delivered");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    } else {
+        assert_eq!(
+            run_lane_report_device_fault(forwarded, old[0], 507_018),
+            RunLaneStatus::Ok
+        );
     }
     // Forwarded too: the same generation's other stream.
-    let forwarded = u32::try_from(device).expect("a device id");
     assert_eq!(
         run_lane_report_device_fault(forwarded, old[1], 507_018),
         RunLaneStatus::Ok
@@ -299,22 +313,25 @@ fn late_notices_for_the_killed_pair_make_no_second_recovery(device: i32) -> (Vec
     (old, new)
 }
 
-#[test]
-fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing() {
+fn a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing(via: Via) {
     let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
-    let (old, new) = late_notices_for_the_killed_pair_make_no_second_recovery(0);
+    let (old, new) = late_notices_for_the_killed_pair_make_no_second_recovery(via, 0);
     assert!(
         new.iter().all(|id| !old.contains(id)),
         "the fake's default numbering never reuses an id: {old:?} then {new:?}"
     );
 }
+common::on_each_backend!(
+    a_notice_naming_a_stream_from_before_the_last_confirmed_reset_changes_nothing
+);
 
 /// Whether the device reuses stream ids is not known (device-truth §4): with the fake's
 /// numbering restarted at every force reset, the pair after the recovery takes a number of
 /// the pair the reset killed, and a late notice naming it still makes no second recovery.
-#[test]
-fn with_stream_numbering_restarted_at_the_reset_a_late_notice_naming_a_reused_id_changes_nothing() {
+fn with_stream_numbering_restarted_at_the_reset_a_late_notice_naming_a_reused_id_changes_nothing(
+    via: Via,
+) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
@@ -323,19 +340,21 @@ fn with_stream_numbering_restarted_at_the_reset_a_late_notice_naming_a_reused_id
         .device(device)
         .set_semantics(run_lane_fake_ascendcl::Semantics::ResetRestartsStreamNumbering(true))
         .expect("the switch");
-    let (old, new) = late_notices_for_the_killed_pair_make_no_second_recovery(device);
+    let (old, new) = late_notices_for_the_killed_pair_make_no_second_recovery(via, device);
     assert!(
         old.iter().any(|id| new.contains(id)),
         "a notice names a live stream's number too: {old:?} then {new:?}"
     );
 }
+common::on_each_backend!(
+    with_stream_numbering_restarted_at_the_reset_a_late_notice_naming_a_reused_id_changes_nothing
+);
 
-#[test]
-fn with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it_names() {
+fn with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it_names(via: Via) {
     let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
-    let zero = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
-    let one = common::create(&common::fake_config(1, &HEALTHY, OP_TIMEOUT_MS));
+    let zero = common::create(&common::fake_config(via, 0, &HEALTHY, OP_TIMEOUT_MS));
+    let one = common::create(&common::fake_config(via, 1, &HEALTHY, OP_TIMEOUT_MS));
     let z1 = common::submit(zero).expect("lane 0 run");
     let o1 = common::submit(one).expect("lane 1 run");
     let ones = pair_ids(1);
@@ -359,12 +378,14 @@ fn with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it
     common::destroy(zero);
     common::destroy(one);
 }
+common::on_each_backend!(
+    with_two_lanes_on_two_devices_a_notice_recovers_only_the_lane_whose_stream_it_names
+);
 
-#[test]
-fn a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice() {
+fn a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice(via: Via) {
     let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
-    let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    let mut config = common::fake_config(via, 0, &HEALTHY, OP_TIMEOUT_MS);
     // Depth one: run 2 is prepared but launches only after run 1 retired.
     config.launch_depth = 1;
     let lane = common::create(&config);
@@ -399,6 +420,7 @@ fn a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice() {
     assert_eq!(common::wait(lane, after).verdict, RunLaneVerdict::Ok);
     common::destroy(lane);
 }
+common::on_each_backend!(a_run_that_had_not_launched_fails_with_an_outcome_naming_the_notice);
 
 /// The fake's `aclrtGet*FromExceptionInfo` getters an embedding's handler reads a notice
 /// with, looked up before the handler is registered (a handler takes no lock and allocates
@@ -432,9 +454,9 @@ unsafe extern "C" fn embedding_forwards(info: *mut core::ffi::c_void) {
 /// library's `aclrtSetExceptionInfoCallback`, gets the driver's late notice on the driver's
 /// thread and forwards it. The lane refuses new submits `SUSPECT`, recovers, and its outcome
 /// and close report name the notice.
-#[test]
-fn with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_and_the_lane_recovers()
- {
+fn with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_and_the_lane_recovers(
+    via: Via,
+) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
@@ -445,7 +467,7 @@ fn with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_
     });
     FORWARDED.store(0, std::sync::atomic::Ordering::SeqCst);
     common::register_exception_callback(embedding_forwards);
-    a_matched_notice_recovers_the_lane(false, |stream| {
+    a_matched_notice_recovers_the_lane(via, false, |stream| {
         let stream = i32::try_from(stream).expect("a small id");
         control
             .raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(5))
@@ -458,6 +480,7 @@ fn with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_
     );
     assert_eq!(control.notice_counts().expect("counts"), (1, 0));
 }
+common::on_each_backend!(with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_and_the_lane_recovers);
 
 /// Issue 24 §3 gap: a monitor that was asked for and could not be installed never fails the
 /// create, and `run_lane_notice_monitor` says why and how notices can still reach the lane.
@@ -474,7 +497,7 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
         .device(0)
         .fail_call("aclrtSetExceptionInfoCallback", 500_000, 0, 1)
         .expect("the rule");
-    let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    let mut config = common::fake_config(Via::Acl, 0, &HEALTHY, OP_TIMEOUT_MS);
     config.fault_notice_monitor = true;
     let lane = common::create(&config);
     assert_eq!(common::last_error(), "", "the create succeeded");
@@ -512,7 +535,8 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
         "the forwarded notice's recovery"
     );
     // Not asked: NOT_ASKED. The simulator: NOT_ASKED, saying it has none. Bad arguments.
-    let plain = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
+    // On another device id: the first lane still holds device 0 (L-25).
+    let plain = common::create(&common::fake_config(Via::Acl, 1, &HEALTHY, OP_TIMEOUT_MS));
     assert_eq!(monitor_report(plain).state, RunLaneNoticeMonitor::NotAsked);
     let mut sim = common::default_config();
     sim.backend = RunLaneBackend::Sim as u32;
@@ -553,7 +577,7 @@ fn when_a_reset_drops_the_registration_a_notice_after_the_recovery_still_reaches
         .device(0)
         .set_semantics(run_lane_fake_ascendcl::Semantics::ResetDropsExceptionCallback(true))
         .expect("the switch");
-    let mut config = common::fake_config(0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
+    let mut config = common::fake_config(Via::Acl, 0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
     config.fault_notice_monitor = true;
     let lane = common::create(&config);
     assert_eq!(monitor_report(lane).state, RunLaneNoticeMonitor::Installed);
@@ -588,11 +612,10 @@ fn when_a_reset_drops_the_registration_a_notice_after_the_recovery_still_reaches
 /// when the recovery took down no run: a notice for an idle lane's stream recovers it (at its
 /// notice poll, with no command) and puts nothing in the outcome stream, since there is no
 /// item to carry it; the close report is where it shows, naming the notice.
-#[test]
-fn a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_names_it() {
+fn a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_names_it(via: Via) {
     let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
-    let lane = common::create(&common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS));
+    let lane = common::create(&common::fake_config(via, 0, &HEALTHY, OP_TIMEOUT_MS));
     all_ok(lane, 0, 2);
     let ids = pair_ids(0);
     assert_eq!(
@@ -611,6 +634,9 @@ fn a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_
     assert!(!report.poisoned);
     common::destroy(lane);
 }
+common::on_each_backend!(
+    a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_names_it
+);
 
 /// Holds every prepare while set.
 static HOLD_PREPARE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -631,14 +657,15 @@ unsafe extern "C" fn held_prepare(_: *mut core::ffi::c_void, _: *const RunLaneRu
 /// The same L-19 claim when the recovery took down only runs that had not launched (one held
 /// in its prepare on a host worker, the rest queued behind it): each fails at stage
 /// `FAULT_NOTICE` with the notice's code and a line naming it, and the close report names it.
-#[test]
-fn a_notice_with_only_unlaunched_runs_fails_each_naming_the_notice_and_the_close_report_names_it() {
+fn a_notice_with_only_unlaunched_runs_fails_each_naming_the_notice_and_the_close_report_names_it(
+    via: Via,
+) {
     use std::sync::atomic::Ordering;
     let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     HOLD_PREPARE.store(false, Ordering::Release);
     HELD_PREPARES.store(0, Ordering::Release);
-    let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    let mut config = common::fake_config(via, 0, &HEALTHY, OP_TIMEOUT_MS);
     config.workers = 1;
     config.runner.concurrency.off_lane_thread = true;
     config.runner.prepare = Some(held_prepare);
@@ -703,3 +730,6 @@ fn a_notice_with_only_unlaunched_runs_fails_each_naming_the_notice_and_the_close
     close_naming(common::close(lane), (0, ids[0], AICORE_EXCEPTION));
     common::destroy(lane);
 }
+common::on_each_backend!(
+    a_notice_with_only_unlaunched_runs_fails_each_naming_the_notice_and_the_close_report_names_it
+);

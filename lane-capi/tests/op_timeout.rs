@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Kernels, control};
+use common::{Kernels, Via, control};
 use run_lane::*;
 
 static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(1));
@@ -27,11 +27,11 @@ fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, St
 fn a_second_lane_on_another_device_with_another_op_timeout_is_invalid_config_naming_both_values() {
     let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
-    let zero = common::create(&common::fake_config(0, &HEALTHY, 200));
+    let zero = common::create(&common::fake_config(Via::Acl, 0, &HEALTHY, 200));
     let run = common::submit(zero).expect("lane 0 run");
     assert_eq!(common::wait(zero, run).verdict, RunLaneVerdict::Ok);
 
-    let (status, message) = match try_create(&common::fake_config(1, &HEALTHY, 300)) {
+    let (status, message) = match try_create(&common::fake_config(Via::Acl, 1, &HEALTHY, 300)) {
         Ok(lane) => {
             common::destroy(lane);
             panic!("a lane asking for 300 ms while 200 ms is in force was created");
@@ -47,7 +47,7 @@ fn a_second_lane_on_another_device_with_another_op_timeout_is_invalid_config_nam
 
     // The refusal took nothing: lane 0 still runs, and a lane on device 1 asking for the
     // value in force shares it.
-    let one = common::create(&common::fake_config(1, &HEALTHY, 200));
+    let one = common::create(&common::fake_config(Via::Acl, 1, &HEALTHY, 200));
     for lane in [zero, one] {
         let run = common::submit(lane).expect("a run");
         assert_eq!(common::wait(lane, run).verdict, RunLaneVerdict::Ok);
@@ -56,7 +56,7 @@ fn a_second_lane_on_another_device_with_another_op_timeout_is_invalid_config_nam
     common::destroy(one);
 
     // With no lane left using 200 ms, another value may be set.
-    let other = try_create(&common::fake_config(1, &HEALTHY, 300))
+    let other = try_create(&common::fake_config(Via::Acl, 1, &HEALTHY, 300))
         .unwrap_or_else(|(status, message)| panic!("{status:?}: {message}"));
     common::destroy(other);
 }

@@ -8,7 +8,7 @@ mod common;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Kernels, control, wait};
+use common::{Kernels, Via, control, wait};
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
@@ -27,13 +27,12 @@ static SHORT_RUN_5_SILENT: Kernels = Kernels {
 /// synchronize, so a queued successor is never waited for; only a run whose record does
 /// not decide it (here: run 5 publishes nothing) gets the device verdict, AICPU stream then
 /// AICore stream, and still no other run does.
-#[test]
-fn successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one() {
+fn successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one(via: Via) {
     let _serial = common::serial();
     let control = control();
     for (kernels, syncs) in [(&SHORT, 0), (&SHORT_RUN_5_SILENT, 2)] {
         let _fake = control.session().expect("reset the fake");
-        let lane = common::create(&common::fake_config(0, kernels, 5_000));
+        let lane = common::create(&common::fake_config(via, 0, kernels, 5_000));
         let outcomes = common::documented_loop(lane, |submitted, _| submitted < 12);
         let counters = control.counters().expect("the fake's counters");
         common::destroy(lane);
@@ -53,13 +52,15 @@ fn successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one
         assert!(counters.queued_launches > 0, "runs queued: {counters:?}");
     }
 }
+common::on_each_backend!(
+    successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one
+);
 
-#[test]
-fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes() {
+fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes(via: Via) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
-    let config = common::fake_config(0, &KERNELS, 5_000);
+    let config = common::fake_config(via, 0, &KERNELS, 5_000);
     let mut lane = std::ptr::null_mut();
     // SAFETY: a valid config (its path outlives the lane) and a writable handle.
     let created = unsafe { run_lane_create(&raw const config, &raw mut lane) };
@@ -93,3 +94,6 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_comple
     // SAFETY: a live handle, destroyed once.
     assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
 }
+common::on_each_backend!(
+    a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes
+);

@@ -1,24 +1,321 @@
-//! L-20 through the C ABI on the fake libascendcl: between force reset attempts the lane
+//! Who recovers (SPEC L-24) through the C ABI, on the fake libascendcl. With
+//! `RUN_LANE_RECOVERY_RUNTIME` an AICore exception gives every run its outcome, calls
+//! `on_poison` once (no thread of the lane inside a device call), and the lane then makes no
+//! device call: submits are `UNUSABLE` until the runtime resets the device itself and calls
+//! `run_lane_device_reset`, after which the lane reopens. In place, the lane's one reset is
+//! bracketed by `before_reset` and `after_reset`. L-20: between force reset attempts the lane
 //! thread binds the device again (a second force reset with no `aclrtSetDevice` since the
-//! last is refused with 507007, as on real ACL). (No reset under a wait: lane-conformance's
-//! `queued` tests, through the service on the fake.)
+//! last is refused with 507007, as on real ACL). Each runs through the ACL backend and through
+//! a runtime's device table over the fake (`on_each_backend!`).
+//!
+//! Its own test binary: the fake's state is process-wide; the tests take `common::serial()`.
 
 mod common;
 
-use std::time::Duration;
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
 
-use common::{Kernels, control};
+use common::*;
+use core::ffi::c_void;
 use run_lane::*;
-use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
+use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, FakeCounters, Outcome};
+
+/// Run 1's AICore kernel raises an AICore exception (507015): a poison.
+static POISONED: Kernels = Kernels {
+    kernel: Duration::from_millis(2),
+    faults: &[(1, ENGINE_AICORE, Outcome::Exception)],
+};
+
+/// What a hook saw when it was called.
+#[derive(Clone, Debug)]
+struct Called {
+    hook: &'static str,
+    origin: Option<u64>,
+    code: Option<i32>,
+    line: String,
+    /// The device's counters at the call.
+    counters: FakeCounters,
+}
+
+/// Every hook call of the test running now, in order.
+static CALLS: Mutex<Vec<Called>> = Mutex::new(Vec::new());
+/// The device the test running now uses.
+static DEVICE: Mutex<i32> = Mutex::new(0);
+
+fn counters() -> FakeCounters {
+    let device = *DEVICE.lock().unwrap();
+    control().device(device).counters().expect("counters")
+}
+
+fn note(hook: &'static str, info: Option<&RunLaneRecoveryInfo>) {
+    let counters = counters();
+    CALLS.lock().unwrap().push(Called {
+        hook,
+        origin: info.and_then(|i| i.has_origin.then_some(i.origin)),
+        code: info.and_then(|i| i.has_code.then_some(i.code)),
+        line: info.map(|i| text(&i.failure_line)).unwrap_or_default(),
+        counters,
+    });
+}
+
+unsafe extern "C" fn on_poison(_: *mut c_void, info: *const RunLaneRecoveryInfo) {
+    // SAFETY: the library passes a valid info for the call.
+    note("on_poison", Some(unsafe { &*info }));
+}
+
+unsafe extern "C" fn before_reset(_: *mut c_void, info: *const RunLaneRecoveryInfo) {
+    // SAFETY: the library passes a valid info for the call.
+    note("before_reset", Some(unsafe { &*info }));
+}
+
+unsafe extern "C" fn after_reset(_: *mut c_void, recovered: bool) {
+    note(
+        if recovered {
+            "after_reset(recovered)"
+        } else {
+            "after_reset(lost)"
+        },
+        None,
+    );
+}
+
+/// A lane on `device`, reached `via` a backend, whose run 1 poisons, with every recovery hook
+/// set.
+fn lane(via: Via, device: i32, recovery: RunLaneRecovery) -> *mut RunLane {
+    *DEVICE.lock().unwrap() = device;
+    CALLS.lock().unwrap().clear();
+    let mut config = fake_config(via, device, &POISONED, 5_000);
+    config.recovery = recovery as u32;
+    config.runner.on_poison = Some(on_poison);
+    config.runner.before_reset = Some(before_reset);
+    config.runner.after_reset = Some(after_reset);
+    create(&config)
+}
+
+fn hook_calls() -> Vec<Called> {
+    CALLS.lock().unwrap().clone()
+}
+
+/// Waits until `hooks` hooks were called, within [`BOUND`].
+fn wait_for_calls(hooks: usize) -> Vec<Called> {
+    let since = Instant::now();
+    loop {
+        let calls = hook_calls();
+        if calls.len() >= hooks {
+            return calls;
+        }
+        assert!(since.elapsed() < BOUND, "only {calls:?}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The runtime's own force reset of `device` (through its own calls, not the lane's), on a
+/// thread it binds first, as ACL wants.
+fn runtime_resets(device: i32) {
+    type ById = unsafe extern "C" fn(i32) -> i32;
+    let by_id = |name: &core::ffi::CStr| {
+        // SAFETY: both symbols are ACL's `aclError f(int32_t deviceId)`.
+        unsafe { std::mem::transmute::<*mut c_void, ById>(fake_symbol(name)) }
+    };
+    // SAFETY: plain values.
+    unsafe {
+        assert_eq!(by_id(c"aclrtSetDevice")(device), 0, "the runtime's bind");
+        assert_eq!(
+            by_id(c"aclrtResetDeviceForce")(device),
+            0,
+            "the runtime's reset"
+        );
+    }
+}
+
+fn the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_its_reset(
+    via: Via,
+) {
+    let _serial = serial();
+    let device = 8;
+    let lane = lane(via, device, RunLaneRecovery::Runtime);
+    let resets = force_resets(device);
+    let (r1, r2) = (submit(lane).expect("run 1"), submit(lane).expect("run 2"));
+    let one = wait(lane, r1);
+    assert_eq!(one.failure_class, RunLaneClass::Poison, "{}", line(&one));
+    let two = wait(lane, r2);
+    assert_eq!(two.verdict, RunLaneVerdict::Poisoned);
+    assert_eq!(two.origin, r1);
+    let calls = wait_for_calls(1);
+    let [poisoned] = &calls[..] else {
+        panic!("one hook call: {calls:?}")
+    };
+    assert_eq!(poisoned.hook, "on_poison");
+    assert_eq!(poisoned.origin, Some(r1));
+    assert_eq!(poisoned.code, Some(507_015));
+    assert!(
+        poisoned.line.starts_with("run 1 failed"),
+        "{}",
+        poisoned.line
+    );
+    assert_eq!(
+        poisoned.counters.blocked_event_syncs, 0,
+        "no thread of the lane inside a wait at the hand-over"
+    );
+    // Nothing more from the lane: no drain, reset, destroy or free, however long it sits.
+    assert_eq!(submit(lane), Err(RunLaneStatus::Unusable));
+    assert!(
+        last_error().contains("run_lane_device_reset") || last_error().contains("device_reset"),
+        "{}",
+        last_error()
+    );
+    thread::sleep(Duration::from_millis(100));
+    let now = counters();
+    assert_eq!(force_resets(device), resets, "the lane reset nothing");
+    for (what, before, after) in [
+        (
+            "stream destroys",
+            poisoned.counters.streams_destroyed,
+            now.streams_destroyed,
+        ),
+        (
+            "event destroys",
+            poisoned.counters.events_destroyed,
+            now.events_destroyed,
+        ),
+        ("frees", poisoned.counters.frees, now.frees),
+        (
+            "stream syncs",
+            poisoned.counters.stream_syncs,
+            now.stream_syncs,
+        ),
+        ("launches", poisoned.counters.launches, now.launches),
+    ] {
+        assert_eq!(before, after, "{what} after on_poison");
+    }
+    assert_eq!(hook_calls().len(), 1, "on_poison once");
+
+    runtime_resets(device);
+    assert_eq!(
+        run_lane_device_reset(lane),
+        RunLaneStatus::Ok,
+        "{}",
+        last_error()
+    );
+    assert_eq!(
+        run_lane_device_reset(lane),
+        RunLaneStatus::Unusable,
+        "a second report: no reset is awaited"
+    );
+    let r3 = submit(lane).expect("open again");
+    assert_eq!(wait(lane, r3).verdict, RunLaneVerdict::Ok);
+    assert_eq!(force_resets(device), resets + 1, "the runtime's one reset");
+    assert_eq!(counters().resets_under_wait, 0);
+    assert_eq!(
+        hook_calls().len(),
+        1,
+        "no in-place hook with the runtime's recovery"
+    );
+    destroy(lane);
+}
+on_each_backend!(
+    the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_its_reset
+);
+
+fn in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset(via: Via) {
+    let _serial = serial();
+    let device = 9;
+    let lane = lane(via, device, RunLaneRecovery::InPlace);
+    let resets = force_resets(device);
+    let r1 = submit(lane).expect("run 1");
+    assert_eq!(wait(lane, r1).failure_class, RunLaneClass::Poison);
+    let r2 = submit_when_open(lane);
+    assert_eq!(wait(lane, r2).verdict, RunLaneVerdict::Ok);
+    let calls = wait_for_calls(2);
+    let hooks: Vec<&str> = calls.iter().map(|c| c.hook).collect();
+    assert_eq!(hooks, ["before_reset", "after_reset(recovered)"]);
+    assert_eq!(calls[0].origin, Some(r1));
+    assert_eq!(calls[0].code, Some(507_015));
+    assert_eq!(
+        calls[0].counters.force_resets, resets,
+        "before_reset comes before the reset"
+    );
+    assert_eq!(
+        calls[1].counters.force_resets,
+        resets + 1,
+        "after_reset comes after the one reset"
+    );
+    assert_eq!(run_lane_device_reset(lane), RunLaneStatus::Unusable);
+    assert!(last_error().contains("awaits no reset"), "{}", last_error());
+    destroy(lane);
+}
+on_each_backend!(in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset);
+
+#[test]
+fn a_recovery_setting_out_of_range_is_refused_naming_the_values() {
+    let mut config = default_config();
+    config.backend = RunLaneBackend::Sim as u32;
+    config.recovery = 7;
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config and a writable handle.
+    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
+    assert_eq!(status, RunLaneStatus::InvalidConfig);
+    assert!(last_error().contains("RUNTIME = 1"), "{}", last_error());
+}
+
+/// Healthy runs, long enough for a notice to come while one executes.
+static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(20));
+
+fn with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runtime_and_resets_nothing(
+    via: Via,
+) {
+    let _serial = serial();
+    let device = 10;
+    *DEVICE.lock().unwrap() = device;
+    CALLS.lock().unwrap().clear();
+    let mut config = fake_config(via, device, &HEALTHY, 5_000);
+    config.recovery = RunLaneRecovery::Runtime as u32;
+    config.runner.on_poison = Some(on_poison);
+    let lane = create(&config);
+    let resets = force_resets(device);
+    let r1 = submit(lane).expect("run 1");
+    let since = Instant::now();
+    let ids = loop {
+        let ids = control().live_stream_ids(device).expect("stream ids");
+        if ids.len() >= 2 {
+            break ids;
+        }
+        assert!(since.elapsed() < BOUND, "no pair on device {device}");
+        thread::sleep(Duration::from_micros(100));
+    };
+    let stream = u32::try_from(ids[0]).expect("a small id");
+    let device_id = u32::try_from(device).expect("a small id");
+    assert_eq!(
+        run_lane_report_device_fault(device_id, stream, 507_015),
+        RunLaneStatus::Ok
+    );
+    // A notice decides no run: the launched one gets its own verdict.
+    assert_eq!(wait(lane, r1).verdict, RunLaneVerdict::Ok);
+    let calls = wait_for_calls(1);
+    assert_eq!(calls[0].hook, "on_poison");
+    assert_eq!(calls[0].origin, None, "no run caused it: the notice did");
+    assert_eq!(calls[0].code, Some(507_015));
+    assert!(calls[0].line.contains("fault notice"), "{}", calls[0].line);
+    assert_eq!(submit(lane), Err(RunLaneStatus::Unusable));
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(force_resets(device), resets, "the notice reset nothing");
+    runtime_resets(device);
+    assert_eq!(run_lane_device_reset(lane), RunLaneStatus::Ok);
+    let r2 = submit(lane).expect("open again");
+    assert_eq!(wait(lane, r2).verdict, RunLaneVerdict::Ok);
+    destroy(lane);
+}
+on_each_backend!(with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runtime_and_resets_nothing);
 
 static RUN_1_FAULTS: Kernels = Kernels {
     kernel: Duration::from_micros(500),
     faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
 };
 
-#[test]
-fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset() {
-    let _serial = common::serial();
+/// L-20: between force reset attempts the lane binds the device again.
+fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(via: Via) {
+    let _serial = serial();
     let control = control();
     let fake = control.session().expect("reset the fake");
     // The binds of device 0: the lane thread's open, the waiter's before its first wait,
@@ -27,15 +324,15 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
     control
         .fail_call("aclrtSetDevice", 507_899, 2, 1)
         .expect("a rule");
-    let lane = common::create(&common::fake_config(0, &RUN_1_FAULTS, 200));
-    let outcomes = common::documented_loop(lane, |submitted, _| submitted < 3);
-    common::destroy(lane);
+    let lane = create(&fake_config(via, 0, &RUN_1_FAULTS, 200));
+    let outcomes = documented_loop(lane, |submitted, _| submitted < 3);
+    destroy(lane);
     let counters = control.counters().expect("counters");
     assert_eq!(
         outcomes[0].failure_class,
         RunLaneClass::Poison,
         "{}",
-        common::line(&outcomes[0])
+        line(&outcomes[0])
     );
     // Run 2 may have been queued behind run 1 (poisoned with it); run 3 runs after the
     // recovery's second attempt.
@@ -45,13 +342,13 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
             RunLaneVerdict::Ok | RunLaneVerdict::Poisoned
         ),
         "{}",
-        common::line(&outcomes[1])
+        line(&outcomes[1])
     );
     assert_eq!(
         outcomes[2].verdict,
         RunLaneVerdict::Ok,
         "{}",
-        common::line(&outcomes[2])
+        line(&outcomes[2])
     );
     assert_eq!(
         counters.force_resets, 2,
@@ -59,3 +356,4 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
     );
     drop(fake);
 }
+on_each_backend!(a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset);

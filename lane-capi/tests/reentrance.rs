@@ -122,6 +122,9 @@ fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
             off_lane_thread: workers,
             prepares_at_once: 1,
         },
+        on_poison: None,
+        before_reset: None,
+        after_reset: None,
     };
     config.workers = if workers { 2 } else { 0 };
     config

@@ -58,6 +58,7 @@ const FAKE_STREAM_THREADS_PER_LANE: u64 = 2; // the stream pair, created at the 
 /// streams created), then drives the lane with the documented loop while `more` says so,
 /// destroys it and sends the outcomes (the first run's first).
 fn lane_thread(
+    via: Via,
     device: i32,
     steps: Arc<Barrier>,
     more: impl FnMut(u64, &[RunLaneOutcome]) -> bool + Send + 'static,
@@ -67,7 +68,7 @@ fn lane_thread(
         .name(format!("driver-{device}"))
         .spawn(move || {
             let kernels = Kernels::healthy(KERNEL);
-            let lane = create(&fake_config(device, &kernels, OP_TIMEOUT_MS));
+            let lane = create(&fake_config(via, device, &kernels, OP_TIMEOUT_MS));
             steps.wait(); // every lane created
             steps.wait(); // counted
             let first = submit(lane).expect("the first submit");
@@ -109,6 +110,7 @@ struct Counted {
 /// Starts the drivers and, with `count`, counts the process at both meeting points (once the
 /// lanes' new threads have taken their names: every lane healthy), and returns the counts.
 fn start(
+    via: Via,
     mores: Vec<More>,
     done: &mpsc::Sender<(i32, Vec<RunLaneOutcome>)>,
     count: bool,
@@ -118,7 +120,9 @@ fn start(
     let drivers: Vec<_> = mores
         .into_iter()
         .enumerate()
-        .map(|(device, more)| lane_thread(device as i32, Arc::clone(&steps), more, done.clone()))
+        .map(|(device, more)| {
+            lane_thread(via, device as i32, Arc::clone(&steps), more, done.clone())
+        })
         .collect();
     let lanes = LANES as u64;
     steps.wait();
@@ -154,8 +158,7 @@ fn rss_mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-#[test]
-fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane() {
+fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane(via: Via) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
@@ -163,7 +166,7 @@ fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_pe
     let mores: Vec<More> = (0..LANES)
         .map(|_| Box::new(|submitted, _: &[RunLaneOutcome]| submitted < RUNS) as Box<_>)
         .collect();
-    let (drivers, counted) = start(mores, &done_tx, true);
+    let (drivers, counted) = start(via, mores, &done_tx, true);
     let by_device = collect(drivers, &done);
     let joined = wait_for_lane_threads_joined("every lane thread joined at destroy");
 
@@ -213,6 +216,9 @@ fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_pe
         rss_mib(after.rss_kib),
     );
 }
+common::on_each_backend!(
+    sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane
+);
 
 /// How a faulty lane's outcomes are judged: each failed run poisoned the lane itself (class
 /// `POISON`, `code`) and each poisoned one names a failed run of this lane before it.
@@ -255,8 +261,7 @@ fn poisons(device: i32, outcomes: &[RunLaneOutcome], code: i32) -> Vec<u64> {
     origins
 }
 
-#[test]
-fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok() {
+fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok(via: Via) {
     let _serial = common::serial();
     let control = control();
     let _fake = control.session().expect("reset the fake");
@@ -311,7 +316,7 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
         .collect();
     // Not counted: device 14's lane is between a poison and its next launch at the meeting
     // point, its streams gone with the reset.
-    let (drivers, _) = start(mores, &done_tx, false);
+    let (drivers, _) = start(via, mores, &done_tx, false);
     let by_device = collect(drivers, &done);
 
     for device in 0..HUNG {
@@ -378,3 +383,6 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
     );
     let _fake = control.session().expect("reset the fake");
 }
+common::on_each_backend!(
+    a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok
+);

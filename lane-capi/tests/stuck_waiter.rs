@@ -29,7 +29,7 @@ fn a_lane_lost_to_a_stuck_waiter_is_destroyed_within_seconds_naming_the_waiter_i
     // answered at its own bound (the default 10 s drain, plus the grace); the force reset
     // then finds the waiter still inside its call past that call's bound: the lane is lost
     // (L-20), about 23 s in.
-    let mut config = common::fake_config(0, &KERNELS, 100);
+    let mut config = common::fake_config(common::Via::Acl, 0, &KERNELS, 100);
     config.completion_timeout_ms = 200;
     let lane = common::create(&config);
     let run = common::submit(lane).expect("accepted");

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Kernels, control, text};
+use common::{Kernels, Via, control, text};
 use run_lane::*;
 
 /// Each run: a pair of 200 us fake kernels.
@@ -24,10 +24,10 @@ const CODE: i32 = 507_901;
 
 /// A lane on the fake (reset first) that ran one run to its outcome, so both streams exist,
 /// and was closed; the fake's `aclrtDestroyStream` then fails `failures` times in a row.
-fn closed_lane_after_one_run(failures: u32) -> *mut RunLane {
+fn closed_lane_after_one_run(via: Via, failures: u32) -> *mut RunLane {
     let control = control();
     let _fake = control.session().expect("reset the fake");
-    let config = common::fake_config(0, &KERNELS, 5_000);
+    let config = common::fake_config(via, 0, &KERNELS, 5_000);
     let mut lane = std::ptr::null_mut();
     // SAFETY: a valid config (the path is copied) and a writable handle.
     let created = unsafe { run_lane_create(&raw const config, &raw mut lane) };
@@ -86,12 +86,11 @@ fn destroy_with_report(lane: *mut RunLane) -> RunLaneCloseReport {
     unsafe { report.assume_init() }
 }
 
-#[test]
-fn a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced() {
+fn a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced(via: Via) {
     let _fake = FAKE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let lane = closed_lane_after_one_run(0);
+    let lane = closed_lane_after_one_run(via, 0);
     let report = destroy_with_report(lane);
     assert_eq!(report.state, RunLaneState::Closed);
     assert_eq!(report.streams_left, 0);
@@ -105,14 +104,16 @@ fn a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced() {
     let again = unsafe { run_lane_destroy_with_report(lane, std::ptr::null_mut()) };
     assert_eq!(again, RunLaneStatus::InvalidHandle, "the handle is gone");
 }
+common::on_each_backend!(a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced);
 
-#[test]
-fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_still_holds_them() {
+fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_still_holds_them(
+    via: Via,
+) {
     let _fake = FAKE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     // Six failures: both streams' destroys, both retries, both of destroy's last destroys.
-    let lane = closed_lane_after_one_run(6);
+    let lane = closed_lane_after_one_run(via, 6);
     let interim = report_once_closed(lane);
     assert_eq!(
         interim.streams_left, 2,
@@ -141,15 +142,19 @@ fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_sti
         "no destroy of the pair succeeded"
     );
 }
+common::on_each_backend!(
+    streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_still_holds_them
+);
 
-#[test]
-fn a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lane_destroy() {
+fn a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lane_destroy(
+    via: Via,
+) {
     let _fake = FAKE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     // Three failures: both first destroys and the AICPU stream's retry; the AICore retry
     // succeeds, and so does destroy's last destroy of the AICPU stream.
-    let lane = closed_lane_after_one_run(3);
+    let lane = closed_lane_after_one_run(via, 3);
     let interim = report_once_closed(lane);
     assert_eq!(interim.streams_left, 1);
     assert_eq!(
@@ -166,3 +171,6 @@ fn a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lan
         "nothing leaked"
     );
 }
+common::on_each_backend!(
+    a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lane_destroy
+);

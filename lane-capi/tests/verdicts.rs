@@ -14,7 +14,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Kernels, control};
+use common::{Kernels, Via, control};
 use run_lane::*;
 use run_lane_fake_ascendcl::{
     ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn, Outcome, Semantics,
@@ -107,8 +107,8 @@ fn switches() -> [(&'static str, Option<Semantics>); 4] {
 }
 
 /// Twelve runs through the documented loop on a fresh lane; the outcomes in order.
-fn twelve(kernels: &'static Kernels) -> Vec<RunLaneOutcome> {
-    let mut config = common::fake_config(0, kernels, OP_TIMEOUT_MS);
+fn twelve(via: Via, kernels: &'static Kernels) -> Vec<RunLaneOutcome> {
+    let mut config = common::fake_config(via, 0, kernels, OP_TIMEOUT_MS);
     config.completion_timeout_ms = 5_000;
     let lane = common::create(&config);
     let mut outcomes = common::documented_loop(lane, |submitted, _| submitted < 12);
@@ -117,8 +117,7 @@ fn twelve(kernels: &'static Kernels) -> Vec<RunLaneOutcome> {
     outcomes
 }
 
-#[test]
-fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_its_run() {
+fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_its_run(via: Via) {
     let _serial = common::serial();
     let control = control();
     for (switch, semantics) in switches() {
@@ -129,7 +128,7 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
             }
             let what = format!("{case}, {switch}");
             let started = Instant::now();
-            let outcomes = twelve(kernels);
+            let outcomes = twelve(via, kernels);
             assert_eq!(outcomes.len(), 12, "{what}: one outcome per run");
             let five = &outcomes[4];
             let line = common::line(five);
@@ -210,9 +209,11 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
         }
     }
 }
+common::on_each_backend!(
+    on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_its_run
+);
 
-#[test]
-fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize() {
+fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize(via: Via) {
     // A runtime without records: every run's streams are synchronized, clean ones are OK.
     let _serial = common::serial();
     let control = control();
@@ -226,7 +227,7 @@ fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_sync
             (4, ENGINE_AICPU, Outcome::Silent),
         ],
     };
-    let mut config = common::fake_config(0, &NO_RECORDS, OP_TIMEOUT_MS);
+    let mut config = common::fake_config(via, 0, &NO_RECORDS, OP_TIMEOUT_MS);
     config.verdict_channel = RunLaneVerdictChannel::StreamSync as u32;
     let lane = common::create(&config);
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 4);
@@ -245,6 +246,9 @@ fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_sync
         "depth one"
     );
 }
+common::on_each_backend!(
+    a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize
+);
 
 /// Run 5's kernels in the two tests below: long enough that, however loaded the machine, run
 /// 6 is submitted and launched behind it (depth two) before run 5 ends, far below the op
@@ -271,7 +275,8 @@ type Launch = unsafe extern "C" fn(
 ) -> i32;
 
 fn common_launches() -> [Launch; 2] {
-    let config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+    // The callbacks are the same through either backend.
+    let config = common::fake_config(Via::Acl, 0, &HEALTHY, OP_TIMEOUT_MS);
     [
         config.runner.launch_aicore.expect("an AICore launch"),
         config.runner.launch_aicpu.expect("an AICPU launch"),
@@ -325,8 +330,8 @@ unsafe extern "C" fn hooked_aicpu(
 }
 
 /// Twelve runs through the documented loop on a fresh lane with the hooked launches.
-fn twelve_hooked() -> Vec<RunLaneOutcome> {
-    let mut config = common::fake_config(0, &HEALTHY, OP_TIMEOUT_MS);
+fn twelve_hooked(via: Via) -> Vec<RunLaneOutcome> {
+    let mut config = common::fake_config(via, 0, &HEALTHY, OP_TIMEOUT_MS);
     config.completion_timeout_ms = 5_000;
     config.runner.launch_aicore = Some(hooked_aicore);
     config.runner.launch_aicpu = Some(hooked_aicpu);
@@ -386,8 +391,7 @@ fn assert_run_5_poisoned_alone(
     }
 }
 
-#[test]
-fn a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inherits_it() {
+fn a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inherits_it(via: Via) {
     let _serial = common::serial();
     let control = control();
     for (switch, semantics) in switches() {
@@ -396,7 +400,7 @@ fn a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inh
             control.set_semantics(semantics).expect("a known switch");
         }
         FAIL_NEXT_COPY_AT_RUN_6.store(true, std::sync::atomic::Ordering::SeqCst);
-        let outcomes = twelve_hooked();
+        let outcomes = twelve_hooked(via);
         assert!(
             !FAIL_NEXT_COPY_AT_RUN_6.load(std::sync::atomic::Ordering::SeqCst),
             "{switch}: run 6 armed the failure"
@@ -407,10 +411,13 @@ fn a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inh
         assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
     }
 }
+common::on_each_backend!(
+    a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inherits_it
+);
 
-#[test]
-fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_code_on_clean_streams()
- {
+fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_code_on_clean_streams(
+    via: Via,
+) {
     let _serial = common::serial();
     let control = control();
     for (switch, semantics) in switches() {
@@ -423,7 +430,7 @@ fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_co
         control
             .fail_call("aclrtRecordEvent", RECORD_FAILED, 4 * 2 + 1, 1)
             .expect("a fail-call rule");
-        let outcomes = twelve_hooked();
+        let outcomes = twelve_hooked(via);
         // Unfenced: its own events cannot decide it. The device verdict finds both streams
         // clean (its kernels even published an ok record), so it poisons with the record
         // call's code; nothing launched behind it, and run 6 is poisoned by it.
@@ -431,3 +438,6 @@ fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_co
         assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
     }
 }
+common::on_each_backend!(
+    a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_code_on_clean_streams
+);

@@ -10,7 +10,7 @@ use backend_acl::{AclConfig, AclDevice, Library};
 use lane_core::status_latch::AclCode;
 use lane_core::{RunId, SlotId};
 use lane_driver::{Device, HostWorker};
-use run_lane::runner::{CWorker, Requests, Vtable};
+use run_lane::runner::{Binding, CWorker, Requests, Vtable};
 use run_lane::{RunLaneConcurrency, RunLaneRunInfo, RunLaneRunner};
 use run_lane_fake_ascendcl::{Control, cdylib_path};
 
@@ -53,10 +53,14 @@ fn after_a_force_reset_a_failed_bind_is_binds_error_and_prepare_and_finalise_sti
             off_lane_thread: true,
             prepares_at_once: 1,
         },
+        on_poison: None,
+        before_reset: None,
+        after_reset: None,
     });
     let requests = Requests::default();
-    let mut worker = CWorker::new(vtable, requests, None, Some(device.worker_binding()))
-        .expect("the worker binds at creation");
+    let binding = Binding::Acl(device.worker_binding());
+    let mut worker =
+        CWorker::new(vtable, requests, None, Some(binding)).expect("the worker binds at creation");
     assert_eq!(worker.bind(), Ok(()), "bound already: nothing to do");
     device.reset_device_force().expect("force reset");
     // Every `aclrtSetDevice` from now fails (three: more than this test's calls make).

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Kernels, control, text};
+use common::{Kernels, Via, control, text};
 use core::ffi::c_void;
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
@@ -57,8 +57,8 @@ unsafe extern "C" fn finalise(
 
 /// The failure lines of runs tagged 1 (prepare fails), 2 (finalise fails) and 3 (succeeds)
 /// on a lane with `workers` host workers.
-fn lines(workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> {
-    let mut config = common::fake_config(0, &KERNELS, 5_000);
+fn lines(via: Via, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> {
+    let mut config = common::fake_config(via, 0, &KERNELS, 5_000);
     config.workers = workers;
     config.runner.prepare = Some(prepare);
     config.runner.finalise = Some(finalise);
@@ -95,12 +95,13 @@ fn lines(workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> {
     out
 }
 
-#[test]
-fn a_failed_prepare_or_finalise_ends_its_line_with_the_device_text_on_a_worker_as_on_the_lane_thread()
- {
+fn a_failed_prepare_or_finalise_ends_its_line_with_the_device_text_on_a_worker_as_on_the_lane_thread(
+    via: Via,
+) {
+    let _serial = common::serial();
     let _fake = control().session().expect("reset the fake");
     for workers in [0, 2] {
-        let lines = lines(workers);
+        let lines = lines(via, workers);
         let (verdict, stage, line) = &lines[0];
         assert_eq!(
             (*verdict, *stage),
@@ -125,3 +126,4 @@ fn a_failed_prepare_or_finalise_ends_its_line_with_the_device_text_on_a_worker_a
         assert_eq!(lines[2].2, "", "workers {workers}");
     }
 }
+common::on_each_backend!(a_failed_prepare_or_finalise_ends_its_line_with_the_device_text_on_a_worker_as_on_the_lane_thread);

@@ -1,12 +1,14 @@
 //! What the lane asks the backend to do ([`Lane::poll_effect`](crate::Lane::poll_effect)).
 //!
-//! Every effect is answered by exactly one [`Event`](crate::Event) that names what it
-//! answers (run and lease, stream role and handle, publication, recovery attempt).
+//! Every effect but a [`RecoveryHook`] and `AdoptReset` is answered by exactly one
+//! [`Event`](crate::Event) that names what it answers (run and lease, stream role and handle,
+//! publication, recovery attempt); those two tell and ask nothing back.
 
 use status_latch::{AclCode, HeaderLayout, VerdictChannel};
 use stream_pair::{DestroyMode, Role, StreamHandle};
 
 use crate::ids::{CodeRef, Lease, Peers, PublicationId, RunId, Timestamp};
+use crate::outcome::Cause;
 
 /// One thing the backend must do. Effects come out in the order the lane decided them; the
 /// backend executes them in that order.
@@ -163,6 +165,45 @@ pub enum Effect {
         /// Recovery attempt, from 1.
         attempt: u8,
     },
+    /// Tell the runner where recovery stands (L-24): a runner callback, no device call, no
+    /// answer.
+    Hook(RecoveryHook),
+    /// The runtime reset the device (L-24, [`Lane::device_reset`](crate::Lane::device_reset)):
+    /// the backend forgets every handle and every thread's binding as after its own force
+    /// reset, with no device call. No answer.
+    AdoptReset,
+}
+
+/// What the runner is told of a recovery (L-24), in the order it happens. In place:
+/// `BeforeReset` once the runner work out at the poison answered and before the drain,
+/// `AfterReset` once the probe passed or the last attempt failed. With the runtime's
+/// recovery: `OnPoison` alone, once no thread of the lane is inside a device call, the last
+/// thing the lane does with the device until the runtime reports its reset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryHook {
+    /// The runtime's recovery: every item has its verdict and the lane will make no device
+    /// call until the runtime reports its reset. The lane's handles are still alive during
+    /// the call (the runtime may read its diagnostics); the lane forgets them after it.
+    OnPoison {
+        /// The run whose failure poisoned the device; `None` for a device fault notice.
+        origin: Option<RunId>,
+        /// Why.
+        cause: Cause,
+    },
+    /// In place: the lane is about to drain and force-reset the device; the runtime quiesces
+    /// its own device users (a reset under one of their calls is a use-after-free).
+    BeforeReset {
+        /// The run whose failure poisoned the device; `None` for a device fault notice.
+        origin: Option<RunId>,
+        /// Why.
+        cause: Cause,
+    },
+    /// In place: recovery ended; the runtime rebuilds what the reset destroyed (streams,
+    /// loaded kernels, buffers). `recovered: false`: every attempt failed and the lane is lost.
+    AfterReset {
+        /// Whether the probe proved the device usable.
+        recovered: bool,
+    },
 }
 
 impl Effect {
@@ -196,6 +237,10 @@ impl Effect {
             Self::DrainDevice { .. } => "DrainDevice",
             Self::ForceReset { .. } => "ForceReset",
             Self::Probe { .. } => "Probe",
+            Self::Hook(RecoveryHook::OnPoison { .. }) => "Hook(OnPoison)",
+            Self::Hook(RecoveryHook::BeforeReset { .. }) => "Hook(BeforeReset)",
+            Self::Hook(RecoveryHook::AfterReset { .. }) => "Hook(AfterReset)",
+            Self::AdoptReset => "AdoptReset",
         }
     }
 }

@@ -57,6 +57,24 @@ pub enum SubmitError {
         /// The notice.
         notice: FaultNotice,
     },
+    /// The runtime owns recovery (L-24) and a run poisoned the device: the lane makes no
+    /// device call until the runtime reports its reset.
+    #[error("the device is unusable after {origin} poisoned it [{}]; the runtime owns recovery: reset the device, report it (device_reset), then submit again", cause.line(*origin))]
+    Unusable {
+        /// The run whose failure poisoned the device.
+        origin: RunId,
+        /// Its cause.
+        cause: Cause,
+    },
+    /// The runtime owns recovery (L-24) and a device fault notice made the device suspect:
+    /// the lane makes no device call until the runtime reports its reset.
+    #[error(
+        "the device is unusable after a {notice}; the runtime owns recovery: reset the device, report it (device_reset), then submit again"
+    )]
+    UnusableAfterNotice {
+        /// The notice.
+        notice: FaultNotice,
+    },
     /// The request carried a lease that is not a live reservation.
     #[error(
         "{lease} is not a live reservation (released, already used, or dropped by a device reset); reserve a new lease"
@@ -117,6 +135,37 @@ pub enum PublishError {
         /// The notice.
         notice: FaultNotice,
     },
+    /// The runtime owns recovery (L-24) and a run poisoned the device.
+    #[error("the device is unusable after {origin} poisoned it [{}]; the runtime owns recovery: reset the device, report it (device_reset), then publish again (the reset wiped published code)", cause.line(*origin))]
+    Unusable {
+        /// The run whose failure poisoned the device.
+        origin: RunId,
+        /// Its cause.
+        cause: Cause,
+    },
+    /// The runtime owns recovery (L-24) and a device fault notice made the device suspect.
+    #[error(
+        "the device is unusable after a {notice}; the runtime owns recovery: reset the device, report it (device_reset), then publish again"
+    )]
+    UnusableAfterNotice {
+        /// The notice.
+        notice: FaultNotice,
+    },
+}
+
+/// Why [`Lane::device_reset`](crate::Lane::device_reset) refused the runtime's report of a
+/// reset. Nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum DeviceResetError {
+    /// The lane does not await a reset: the runtime does not own its recovery, or no poison
+    /// handed it the device (or the report came twice).
+    #[error(
+        "the lane awaits no reset (it is {state:?}): report a reset only after the lane handed the device over (on_poison), once"
+    )]
+    NotAwaited {
+        /// The lane's state.
+        state: crate::state::LaneState,
+    },
 }
 
 /// Why the lane refuses new work, whatever the command: the one mapping from a lane-level
@@ -133,6 +182,10 @@ pub(crate) enum Refused {
     Suspect(FaultNotice),
     /// Lost after this notice.
     LostAfterNotice(FaultNotice),
+    /// Handed to the runtime's recovery after this poison.
+    Unusable(PoisonRecord),
+    /// Handed to the runtime's recovery after this notice.
+    UnusableAfterNotice(FaultNotice),
 }
 
 impl From<Refused> for SubmitError {
@@ -143,6 +196,8 @@ impl From<Refused> for SubmitError {
             Refused::Lost(PoisonRecord { origin, cause }) => Self::Lost { origin, cause },
             Refused::Suspect(notice) => Self::Suspect { notice },
             Refused::LostAfterNotice(notice) => Self::LostAfterNotice { notice },
+            Refused::Unusable(PoisonRecord { origin, cause }) => Self::Unusable { origin, cause },
+            Refused::UnusableAfterNotice(notice) => Self::UnusableAfterNotice { notice },
         }
     }
 }
@@ -155,6 +210,8 @@ impl From<Refused> for PublishError {
             Refused::Lost(PoisonRecord { origin, cause }) => Self::Lost { origin, cause },
             Refused::Suspect(notice) => Self::Suspect { notice },
             Refused::LostAfterNotice(notice) => Self::LostAfterNotice { notice },
+            Refused::Unusable(PoisonRecord { origin, cause }) => Self::Unusable { origin, cause },
+            Refused::UnusableAfterNotice(notice) => Self::UnusableAfterNotice { notice },
         }
     }
 }

@@ -31,7 +31,7 @@
 //! typed [`InvariantViolation`].
 //!
 //! **API boundary:** [`Lane`] and its value types. The phase tables in [`run`],
-//! [`publication`] and [`state`] are public so their rendered tables can be reviewed and snapshot-tested.
+//! [`publication`] and [`state`] are public so their rendered tables can be reviewed and kept current in docs/.
 //!
 //! **Deliberately absent:** clocks, threads, IO, `HashMap` iteration, `unsafe`, and any
 //! allocation per run in steady state (inline storage throughout).
@@ -68,11 +68,14 @@ pub mod publication;
 mod queue;
 pub mod run;
 pub mod state;
+mod table;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
-pub use effect::Effect;
-pub use error::{EventError, InvariantViolation, LeaseError, PublishError, SubmitError};
+pub use effect::{Effect, RecoveryHook};
+pub use error::{
+    DeviceResetError, EventError, InvariantViolation, LeaseError, PublishError, SubmitError,
+};
 pub use event::{Event, FinaliseFailure, LaunchStep};
 pub use ids::{
     CodeRef, DeviceTiming, Generation, Lease, PAIR_PEERS, Peers, PublicationId, RunId, SlotId, Tag,
@@ -89,7 +92,7 @@ pub use outcome::{
 pub use profile::{
     CopyPath, DEFAULT_COMPLETION_TIMEOUT_NS, DEFAULT_DEVICE_OP_TIMEOUT_NS,
     DEFAULT_DRAIN_TIMEOUT_NS, DEFAULT_RECOVERY_ATTEMPTS, MAX_PENDING_PUBLICATIONS, MAX_SLOTS,
-    Profile, ProfileError, ProfileSpec,
+    Profile, ProfileError, ProfileSpec, Recovery,
 };
 pub use run::{RunInput, RunPhase};
 pub use state::{AfterRecovery, LaneInput, LaneState, RecoveryStep};

@@ -36,6 +36,22 @@ pub enum CopyPath {
     OnStream,
 }
 
+/// Who recovers the device after a poison or a fault notice (SPEC L-24): the embedding
+/// chooses. A reset destroys everything on the device, the runtime's own streams, kernels
+/// and buffers included, so a runtime that owns those may want the reset for itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Recovery {
+    /// The lane recovers in place (SPEC §5.3: drain, force reset, probe, reopen), and tells
+    /// the runner before the reset and after it, so the runtime can quiesce its own device
+    /// users and rebuild what the reset destroyed.
+    InPlace,
+    /// The runtime recovers: the lane gives every item its verdict, tells the runner once,
+    /// and then makes no device call until the runtime reports its reset
+    /// ([`Lane::device_reset`](crate::Lane::device_reset)); submits meanwhile are refused as
+    /// unusable. The lane then reopens on fresh streams.
+    Runtime,
+}
+
 /// What a chip and runtime can do, as data.
 ///
 /// Build one with [`Profile::a2a3`], [`Profile::a5`] or [`Profile::custom`]; every field is
@@ -54,6 +70,7 @@ pub struct Profile {
     device_op_timeout_ns: u64,
     drain_timeout_ns: u64,
     recovery_attempts: u8,
+    recovery: Recovery,
 }
 
 /// Why a custom profile was refused.
@@ -142,8 +159,10 @@ pub struct ProfileSpec {
     pub device_op_timeout_ns: u64,
     /// Bounded device drain before a force reset.
     pub drain_timeout_ns: u64,
-    /// Force-reset + probe attempts before the lane is lost.
+    /// Force-reset + probe attempts before the lane is lost (in-place recovery).
     pub recovery_attempts: u8,
+    /// Who recovers the device (L-24); in place by default.
+    pub recovery: Recovery,
 }
 
 impl Profile {
@@ -220,6 +239,7 @@ impl Profile {
             device_op_timeout_ns: DEFAULT_DEVICE_OP_TIMEOUT_NS,
             drain_timeout_ns: DEFAULT_DRAIN_TIMEOUT_NS,
             recovery_attempts: DEFAULT_RECOVERY_ATTEMPTS,
+            recovery: Recovery::InPlace,
         }
     }
 
@@ -272,6 +292,7 @@ impl Profile {
             device_op_timeout_ns: spec.device_op_timeout_ns,
             drain_timeout_ns: spec.drain_timeout_ns,
             recovery_attempts: spec.recovery_attempts,
+            recovery: spec.recovery,
         })
     }
 
@@ -299,6 +320,7 @@ impl Profile {
             device_op_timeout_ns: self.device_op_timeout_ns,
             drain_timeout_ns: self.drain_timeout_ns,
             recovery_attempts: self.recovery_attempts,
+            recovery: self.recovery,
         }
     }
 
@@ -361,6 +383,11 @@ impl Profile {
     #[must_use]
     pub const fn recovery_attempts(&self) -> u8 {
         self.recovery_attempts
+    }
+    /// Who recovers the device after a poison (L-24).
+    #[must_use]
+    pub const fn recovery(&self) -> Recovery {
+        self.recovery
     }
 }
 

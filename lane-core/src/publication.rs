@@ -197,35 +197,43 @@ pub const fn step(
     Ok(next)
 }
 
-/// The publication machine as a Markdown table: every (phase, input) pair with its next
-/// phase and what the lane does with the transition ([`PublicationAction::describe`]).
+/// The publication machine as a Markdown table: a row per accepted (phase, input) pair with
+/// its next phase and what the lane does with the transition
+/// ([`PublicationAction::describe`]), and per phase one row of what it refuses and why.
 #[must_use]
 pub fn publication_table() -> String {
     let mut out = String::new();
     out.push_str("# Publication machine\n\n");
     out.push_str(
         "Rendered from `lane_core::publication::step`, the only place a publication's phase \
-         changes. One row per (phase, input) pair: the next phase (`Done` with its result's \
+         changes. One row per input a phase accepts: the next phase (`Done` with its result's \
          kind) and what the lane does with the transition, generated from the \
-         `PublicationAction` the step returns. A refused input is an event the lane did not \
+         `PublicationAction` the step returns; then one `*refuses*` row: why the phase refuses \
+         the others, `every other input` being those it has no row or group for. A refused input is an event the lane did not \
          ask for: the lane rejects it with a typed error and changes nothing.\n\n",
     );
     out.push_str("| phase | input | next phase | effects |\n|---|---|---|---|\n");
+    let inputs = PublicationInput::all();
     for phase in PublicationPhase::ALL {
-        for input in PublicationInput::all() {
+        let mut refused = Vec::new();
+        for input in inputs {
             // Every accepted input moves a publication on (the machine has no self-loop),
             // so no row says "unchanged".
-            let (next, effects) = match step(phase, input) {
-                Ok((next, action)) => (format!("**{}**", next.next_label()), action.describe()),
-                Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {next} | {effects} |",
-                phase.label(),
-                input.label()
-            );
+            match step(phase, input) {
+                Ok((next, action)) => {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | **{}** | {} |",
+                        phase.label(),
+                        input.label(),
+                        next.next_label(),
+                        action.describe()
+                    );
+                }
+                Err(refusal) => refused.push((input.label().to_owned(), refusal.reason())),
+            }
         }
+        crate::table::write_refusals(&mut out, phase.label(), &refused, inputs.len());
     }
     out
 }

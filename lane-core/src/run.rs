@@ -686,15 +686,18 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
     Ok(next)
 }
 
-/// The per-run phase machine as a Markdown table: every (phase, input) pair with its next
-/// phase and what the lane does with the transition ([`RunAction::describe`]).
+/// The per-run phase machine as a Markdown table: a row per accepted (phase, input) pair
+/// with its next phase and what the lane does with the transition
+/// ([`RunAction::describe`]), and per phase one row of what it refuses and why.
 #[must_use]
 pub fn run_phase_table() -> String {
     let mut out = String::new();
     out.push_str("# Run phase machine\n\n");
     out.push_str(
         "Rendered from `lane_core::run::step`, the only place a run's phase changes. One row \
-         per (phase, input) pair. A phase is shown by its shape: the values it holds (the \
+         per input a phase accepts, then one `*refuses*` row: why it refuses the others, \
+         `every other input` being those it has no row or group for (a test checks that \
+         every (phase, input) pair is exactly one of them). A phase is shown by its shape: the values it holds (the \
          deadline, the evidence, an unfenced launch's code) are not, and `Finalising` shows \
          its verdict's kind. `RunOnly`/`Poison` is the class status-latch gives the failure; \
          a failure named without a class poisons whatever its class. `effects` is generated \
@@ -702,21 +705,23 @@ pub fn run_phase_table() -> String {
          §6: state x event -> next state + effects). A refused input is an event the lane did \
          not ask for: the lane rejects it with a typed error and changes nothing.\n\n",
     );
+    let inputs = RunInput::all();
+    let labels: Vec<String> = inputs.iter().map(|input| input.label()).collect();
     out.push_str("| phase | input | next phase | effects |\n|---|---|---|---|\n");
     for phase in RunPhase::all() {
-        for input in RunInput::all() {
+        let mut refused = Vec::new();
+        for (input, label) in inputs.into_iter().zip(&labels) {
             let (next, effects) = match step(phase, input) {
                 Ok((next, _)) if next == phase => (format!("{} (unchanged)", next.label()), "none"),
                 Ok((next, action)) => (format!("**{}**", next.next_label()), action.describe(next)),
-                Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
+                Err(refusal) => {
+                    refused.push((label.clone(), refusal.reason()));
+                    continue;
+                }
             };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {next} | {effects} |",
-                phase.label(),
-                input.label()
-            );
+            let _ = writeln!(out, "| {} | {label} | {next} | {effects} |", phase.label());
         }
+        crate::table::write_refusals(&mut out, &phase.label(), &refused, labels.len());
     }
     out
 }

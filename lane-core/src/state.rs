@@ -10,6 +10,7 @@ use status_latch::AclCode;
 use stream_pair::Role;
 
 use crate::lane::StreamsLeft;
+use crate::profile::Recovery;
 
 /// A step of device recovery (SPEC §5.3): a bounded drain, a force reset, a probe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -57,6 +58,12 @@ pub enum LaneState {
         /// What follows a confirmed recovery.
         then: AfterRecovery,
     },
+    /// The runtime owns recovery (L-24) and a poison or a fault notice handed the device to
+    /// it: every item has its verdict, the runner was told once, and the lane makes no device
+    /// call until the runtime reports its reset ([`Lane::device_reset`](crate::Lane::device_reset)),
+    /// which reopens it on fresh streams. Submits are refused as unusable; a close ends the
+    /// lane at once (there is nothing left to finish and nothing it may destroy).
+    Unusable,
     /// Recovery failed every attempt: the device could not be proven usable. Every submit
     /// is refused; the lane can only be closed, to `Closed { device_lost: true }`. (If close
     /// was called during the recovery, the lane goes straight there.)
@@ -118,6 +125,8 @@ pub enum LaneInput {
     FaultNotice,
     /// Suspect, and every run that launched has its verdict: recovery can start.
     LaunchedDone,
+    /// The runtime reported that it reset the device (L-24).
+    DeviceReset,
     /// A stream's destroy failed during the teardown, with its code.
     DestroyFailed {
         /// Which stream.
@@ -139,7 +148,7 @@ pub enum LaneInput {
 
 impl LaneInput {
     /// Every input shape (data: a failed AICore destroy), in table order.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::Submit,
         Self::Publish,
         Self::Close,
@@ -153,6 +162,7 @@ impl LaneInput {
         Self::Idle,
         Self::FaultNotice,
         Self::LaunchedDone,
+        Self::DeviceReset,
         Self::DestroyFailed {
             role: Role::Aicore,
             code: TABLE_DESTROY_CODE,
@@ -199,12 +209,26 @@ pub enum LaneAction {
     ReleaseReservations,
     /// Recovery starts: wait for the runner work out at the poison (L-18), then drain.
     Quiesce,
+    /// In-place recovery starts (L-24): emit the runner's `BeforeReset` hook, then
+    /// `DrainDevice` for the first attempt.
+    BeginReset,
     /// Emit `DrainDevice` for the attempt.
     Drain,
     /// Emit `ForceReset` for the attempt.
     Reset,
     /// Emit `Probe` for the attempt.
     Probe,
+    /// In-place recovery ended: emit the runner's `AfterReset` hook, recovered or not.
+    AfterReset {
+        /// Whether the probe proved the device usable.
+        recovered: bool,
+    },
+    /// The runtime's recovery (L-24): emit the runner's `OnPoison` hook, the last thing the
+    /// lane does with the device until the runtime's reset.
+    HandOver,
+    /// The runtime reset the device: emit `AdoptReset` (the backend forgets every handle and
+    /// binding, with no device call).
+    AdoptReset,
     /// The teardown starts: its first destroy round at once, or once the stream result out
     /// arrives.
     TearDown,
@@ -229,6 +253,11 @@ impl LaneAction {
             Self::Quiesce => {
                 "none while runner work is out (each answer is accepted, then ignored); `Quiesced` at once when none is"
             }
+            Self::BeginReset => "`Hook(BeforeReset)`, then `DrainDevice`",
+            Self::AfterReset { recovered: true } => "`Hook(AfterReset)`, recovered",
+            Self::AfterReset { recovered: false } => "`Hook(AfterReset)`, not recovered",
+            Self::HandOver => "`Hook(OnPoison)`; no device call until the runtime's reset",
+            Self::AdoptReset => "`AdoptReset` (every handle forgotten, no device call)",
             Self::Drain => "`DrainDevice`",
             Self::Reset => "`ForceReset`",
             Self::Probe => "`Probe`",
@@ -258,6 +287,8 @@ pub enum LaneRefusal {
     Suspect,
     /// The lane is lost.
     Lost,
+    /// The device is the runtime's to reset (L-24).
+    Unusable,
     /// The input cannot happen in this state (an event the lane did not ask for).
     NotExpected,
 }
@@ -271,13 +302,15 @@ impl LaneRefusal {
             Self::Recovering => "the lane is recovering the device",
             Self::Suspect => "the device is suspect after a fault notice",
             Self::Lost => "the lane is lost",
+            Self::Unusable => "the device is unusable until the runtime reports its reset",
             Self::NotExpected => "not expected in this state",
         }
     }
 }
 
 /// The one transition function of the lane: the next state and what the lane does with it,
-/// or why the input is refused. `attempts` is the profile's recovery budget.
+/// or why the input is refused. `attempts` is the profile's recovery budget, `recovery` who
+/// recovers (L-24): it decides only where a quiesced poison goes.
 ///
 /// Entering a recovery step emits that step's effect; a close of an open lane cancels what
 /// has not launched; an idle closing lane (or a retry on a closed one) starts the teardown,
@@ -286,6 +319,7 @@ pub fn lane_step(
     state: LaneState,
     input: LaneInput,
     attempts: u8,
+    recovery: Recovery,
 ) -> Result<(LaneState, LaneAction), LaneRefusal> {
     use LaneAction as A;
     use LaneInput as I;
@@ -355,7 +389,14 @@ pub fn lane_step(
                 then,
             },
             I::Quiesced,
-        ) => (recovering(R::Drain, attempt, then), A::Drain),
+        ) => match (recovery, then) {
+            (Recovery::InPlace, _) => (recovering(R::Drain, attempt, then), A::BeginReset),
+            // The runtime resets: nothing is left for the lane to do with the device.
+            (Recovery::Runtime, AfterRecovery::Reopen) => (S::Unusable, A::HandOver),
+            (Recovery::Runtime, AfterRecovery::Close) => {
+                (closed(false, StreamsLeft::NONE), A::HandOver)
+            }
+        },
         (
             S::Recovering {
                 step: R::Drain,
@@ -391,11 +432,12 @@ pub fn lane_step(
             if attempt < attempts {
                 (recovering(R::Drain, attempt + 1, then), A::Drain)
             } else {
+                let given_up = A::AfterReset { recovered: false };
                 match then {
-                    AfterRecovery::Reopen => (S::Lost, A::None),
+                    AfterRecovery::Reopen => (S::Lost, given_up),
                     // Close was asked for meanwhile: nothing is left to finish, and a lost
                     // device is never touched again (its handles are abandoned).
-                    AfterRecovery::Close => (closed(true, StreamsLeft::NONE), A::None),
+                    AfterRecovery::Close => (closed(true, StreamsLeft::NONE), given_up),
                 }
             }
         }
@@ -408,7 +450,7 @@ pub fn lane_step(
                 ..
             },
             I::ProbePassed,
-        ) => (S::Open, A::None),
+        ) => (S::Open, A::AfterReset { recovered: true }),
         (
             S::Recovering {
                 step: R::Probe,
@@ -416,7 +458,14 @@ pub fn lane_step(
                 ..
             },
             I::ProbePassed,
-        ) => (S::Closing, A::None),
+        ) => (S::Closing, A::AfterReset { recovered: true }),
+
+        (S::Unusable, I::Submit | I::Publish) => return Err(LaneRefusal::Unusable),
+        // Every item has its verdict and the handles are the runtime's to reset: closed.
+        (S::Unusable, I::Close) => (closed(false, StreamsLeft::NONE), A::None),
+        (S::Unusable, I::FaultNotice | I::Idle) => (state, A::None),
+        // Fresh streams at the next launch, as after an in-place recovery.
+        (S::Unusable, I::DeviceReset) => (S::Open, A::AdoptReset),
 
         (S::Lost, I::Submit | I::Publish) => return Err(LaneRefusal::Lost),
         (S::Lost, I::Close) => (closed(true, StreamsLeft::NONE), A::None),
@@ -507,7 +556,7 @@ pub fn lane_step(
 /// Every state the lane can be in with a recovery budget of `attempts`, in table order:
 /// every step of every recovery attempt, toward either end. The exhaustive explorer
 /// (lane-fuzz) checks that each state it reaches has its rows here.
-fn table_states(attempts: u8) -> Vec<LaneState> {
+pub(crate) fn table_states(attempts: u8) -> Vec<LaneState> {
     let mut states = vec![LaneState::Open];
     for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
         states.push(LaneState::Suspect { then });
@@ -534,7 +583,7 @@ fn table_states(attempts: u8) -> Vec<LaneState> {
             }
         }
     }
-    states.extend([LaneState::Lost, LaneState::Closing]);
+    states.extend([LaneState::Unusable, LaneState::Lost, LaneState::Closing]);
     for rounds in [crate::lane::TEARDOWN_ATTEMPTS, 1] {
         for round in 0..=rounds {
             states.push(LaneState::ReleasingStreams {
@@ -598,8 +647,9 @@ impl LaneState {
     }
 }
 
-/// The lane-level machine as a Markdown table: every (state, input) pair, with the default
-/// recovery budget of 3 attempts.
+/// The lane-level machine as a Markdown table, with the default recovery budget of 3
+/// attempts: a row per accepted (state, input) pair, and per state one row of what it
+/// refuses and why.
 #[must_use]
 pub fn lane_state_table() -> String {
     let attempts = crate::profile::DEFAULT_RECOVERY_ATTEMPTS;
@@ -607,7 +657,9 @@ pub fn lane_state_table() -> String {
     out.push_str("# Lane state machine\n\n");
     out.push_str(
         "Rendered from `lane_core::state::lane_step`, the only place the lane's state \
-         changes, with the default recovery budget of 3 attempts. `Submit`/`Publish`/`Close` \
+         changes, with the default recovery budget of 3 attempts. One row per input a state \
+         accepts, then one `*refuses*` row: why it refuses the others, `every other input` \
+         being those it has no row or group for. `Submit`/`Publish`/`Close` \
          are commands; `Poison` is any failure status-latch classifies `Poison`; `Quiesced` means \
          the runner work out at the poison has answered (L-18); the other recovery \
          inputs are backend events answering `DrainDevice`, `ForceReset` and `Probe`; `Idle` \
@@ -626,9 +678,34 @@ pub fn lane_state_table() -> String {
          event is rejected and changes nothing.\n\n",
     );
     out.push_str("| state | input | next state | effects |\n|---|---|---|---|\n");
+    render_rows(&mut out, attempts, Recovery::InPlace, |_, _| true);
+    out.push_str(
+        "\n## With the runtime's recovery (L-24)\n\nThe rows that differ when the runtime \
+         owns recovery (`Recovery::Runtime`): a quiesced poison hands the device over instead \
+         of draining it. Every other row is the table's above.\n\n",
+    );
+    out.push_str("| state | input | next state | effects |\n|---|---|---|---|\n");
+    render_rows(&mut out, attempts, Recovery::Runtime, |state, input| {
+        lane_step(state, input, attempts, Recovery::Runtime)
+            != lane_step(state, input, attempts, Recovery::InPlace)
+    });
+    out
+}
+
+/// Appends the rows of the lane's table under `recovery` that `shown` keeps.
+fn render_rows(
+    out: &mut String,
+    attempts: u8,
+    recovery: Recovery,
+    shown: impl Fn(LaneState, LaneInput) -> bool,
+) {
     for state in table_states(attempts) {
+        let mut refused = Vec::new();
         for input in LaneInput::ALL {
-            let (next, effects) = match lane_step(state, input, attempts) {
+            if !shown(state, input) {
+                continue;
+            }
+            let (next, effects) = match lane_step(state, input, attempts, recovery) {
                 Ok((next, _)) if next == state => {
                     (format!("{} (unchanged)", state_label(next)), "none")
                 }
@@ -640,7 +717,10 @@ pub fn lane_state_table() -> String {
                 Ok((next, action)) => {
                     (format!("**{}**", state_label(next)), action.describe(state))
                 }
-                Err(refusal) => (format!("refused: {}", refusal.reason()), "none"),
+                Err(refusal) => {
+                    refused.push((input.label(), refusal.reason()));
+                    continue;
+                }
             };
             let _ = writeln!(
                 out,
@@ -649,6 +729,17 @@ pub fn lane_state_table() -> String {
                 input.label()
             );
         }
+        // The runtime's section lists only rows that differ, refusals among them.
+        if recovery == Recovery::InPlace {
+            crate::table::write_refusals(out, &state_label(state), &refused, LaneInput::ALL.len());
+        } else {
+            for (input, reason) in refused {
+                let _ = writeln!(
+                    out,
+                    "| {} | {input} | refused: {reason} | none |",
+                    state_label(state)
+                );
+            }
+        }
     }
-    out
 }

@@ -13,7 +13,7 @@ use status_latch::{
 };
 use stream_pair::{DestroyMode, StreamHandle};
 
-use crate::effect::Effect;
+use crate::effect::{Effect, RecoveryHook};
 use crate::error::EventError;
 use crate::event::Event;
 use crate::ids::{DeviceTiming, Timestamp};
@@ -35,6 +35,18 @@ impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, " {} {}", self.0.raw(), self.0.name())
     }
+}
+
+/// ` origin <run> (<failure>)` of a recovery hook, or ` (<failure>)` for a fault notice.
+fn hook_origin(
+    f: &mut fmt::Formatter<'_>,
+    origin: Option<crate::RunId>,
+    cause: crate::Cause,
+) -> fmt::Result {
+    if let Some(origin) = origin {
+        write!(f, " origin {origin}")?;
+    }
+    write!(f, " ({})", cause.name())
 }
 
 /// One effect as a trace line (backend-sim's text trace prints effects this way).
@@ -125,6 +137,24 @@ impl fmt::Display for Effect {
             ),
             Self::ForceReset { attempt } => write!(f, "ForceReset attempt {attempt}"),
             Self::Probe { attempt } => write!(f, "Probe attempt {attempt}"),
+            Self::Hook(RecoveryHook::OnPoison { origin, cause }) => {
+                write!(f, "Hook OnPoison")?;
+                hook_origin(f, origin, cause)
+            }
+            Self::Hook(RecoveryHook::BeforeReset { origin, cause }) => {
+                write!(f, "Hook BeforeReset")?;
+                hook_origin(f, origin, cause)
+            }
+            Self::Hook(RecoveryHook::AfterReset { recovered }) => write!(
+                f,
+                "Hook AfterReset {}",
+                if recovered {
+                    "recovered"
+                } else {
+                    "not recovered"
+                }
+            ),
+            Self::AdoptReset => write!(f, "AdoptReset"),
         }
     }
 }
@@ -215,9 +245,10 @@ impl Succeed {
         Self { last_handle }
     }
 
-    /// The success event that answers `effect`.
-    pub fn answer(&mut self, effect: Effect) -> Event {
-        match effect {
+    /// The success event that answers `effect`; `None` for an effect no event answers (a
+    /// recovery hook, `AdoptReset`).
+    pub fn answer(&mut self, effect: Effect) -> Option<Event> {
+        Some(match effect {
             Effect::PrepareRun { run, lease, .. } => Event::Prepared { run, lease },
             Effect::CreateStream { role } => {
                 self.last_handle += 1;
@@ -272,7 +303,8 @@ impl Succeed {
             Effect::DrainDevice { attempt, .. } => Event::DeviceDrained { attempt },
             Effect::ForceReset { attempt } => Event::ResetDone { attempt },
             Effect::Probe { attempt } => Event::ProbePassed { attempt },
-        }
+            Effect::Hook(_) | Effect::AdoptReset => return None,
+        })
     }
 
     /// Answers every effect the lane has at `now` until none is left (outcomes stay queued
@@ -291,7 +323,9 @@ impl Succeed {
                 answered <= DRIVE_LIMIT,
                 "livelock: the lane still asks after {DRIVE_LIMIT} successful answers ({effect})"
             );
-            lane.handle(now, self.answer(effect))?;
+            if let Some(event) = self.answer(effect) {
+                lane.handle(now, event)?;
+            }
         }
         Ok(())
     }

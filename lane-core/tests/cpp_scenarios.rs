@@ -129,9 +129,11 @@ fn a_successful_drain_on_a_poisoned_card_never_skips_the_force_reset() {
     assert_eq!(
         h.take(),
         [
+            "Hook BeforeReset origin run 1 (ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)",
             "DrainDevice attempt 1 (timeout 10000 ms)",
             "ForceReset attempt 1",
-            "Probe attempt 1"
+            "Probe attempt 1",
+            "Hook AfterReset recovered"
         ]
     );
 }

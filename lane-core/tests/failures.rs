@@ -115,15 +115,18 @@ fn a_poison_gives_the_origin_its_own_cause_and_the_successor_the_origin_then_reo
             origin: r1
         })
     );
-    // Recovery: bounded drain, force reset, probe; handles abandoned, never destroyed.
+    // Recovery: bounded drain, force reset, probe, bracketed by the runner's hooks (L-24);
+    // handles abandoned, never destroyed.
     let log = h.take();
     assert_eq!(
         log,
         [
             "ReadStatus run 1",
+            "Hook BeforeReset origin run 1 (SCHEDULER_TIMEOUT)",
             "DrainDevice attempt 1 (timeout 10000 ms)",
             "ForceReset attempt 1",
-            "Probe attempt 1"
+            "Probe attempt 1",
+            "Hook AfterReset recovered"
         ]
     );
     assert_eq!(h.state(), LaneState::Open);
@@ -201,6 +204,7 @@ fn a_recovery_whose_probe_fails_every_attempt_leaves_the_lane_lost() {
         h.take(),
         [
             "ReadStatus run 1",
+            "Hook BeforeReset origin run 1 (SCHEDULER_TIMEOUT)",
             "DrainDevice attempt 1 (timeout 10000 ms)",
             "ForceReset attempt 1",
             "Probe attempt 1",
@@ -209,7 +213,8 @@ fn a_recovery_whose_probe_fails_every_attempt_leaves_the_lane_lost() {
             "Probe attempt 2",
             "DrainDevice attempt 3 (timeout 10000 ms)",
             "ForceReset attempt 3",
-            "Probe attempt 3"
+            "Probe attempt 3",
+            "Hook AfterReset not recovered"
         ]
     );
     assert_eq!(h.state(), LaneState::Lost);
@@ -240,16 +245,18 @@ fn a_failed_force_reset_is_retried_and_a_later_attempt_can_confirm_the_device() 
     assert_eq!(
         log[1..],
         [
+            "Hook BeforeReset origin run 1 (SCHEDULER_TIMEOUT)",
             "DrainDevice attempt 1 (timeout 10000 ms)",
             "ForceReset attempt 1",
             "DrainDevice attempt 2 (timeout 10000 ms)",
             "ForceReset attempt 2",
-            "Probe attempt 2"
+            "Probe attempt 2",
+            "Hook AfterReset recovered"
         ]
     );
     assert!(
         !log.iter()
-            .any(|l| l.contains("Reset") && !l.starts_with("ForceReset")),
+            .any(|l| l.contains("Reset") && !l.starts_with("ForceReset") && !l.starts_with("Hook")),
         "never a plain reset"
     );
     assert_eq!(h.state(), LaneState::Open);

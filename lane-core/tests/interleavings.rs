@@ -14,6 +14,8 @@ const T: Timestamp = Timestamp(0);
 struct Driven {
     lane: Lane,
     outstanding: Vec<Effect>,
+    /// The runner's recovery hooks and adopted resets, which nothing answers.
+    told: Vec<Effect>,
     outcomes: Vec<Outcome>,
 }
 
@@ -22,13 +24,18 @@ impl Driven {
         Self {
             lane: Lane::new(profile),
             outstanding: Vec::new(),
+            told: Vec::new(),
             outcomes: Vec::new(),
         }
     }
 
     fn poll(&mut self) {
         while let Some(effect) = self.lane.poll_effect() {
-            self.outstanding.push(effect);
+            if matches!(effect, Effect::Hook(_) | Effect::AdoptReset) {
+                self.told.push(effect);
+            } else {
+                self.outstanding.push(effect);
+            }
         }
         while let Some(outcome) = self.lane.poll_outcome() {
             self.outcomes.push(outcome);

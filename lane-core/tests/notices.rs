@@ -19,19 +19,21 @@ fn notice() -> FaultNotice {
     }
 }
 
-const RECOVERY: [&str; 3] = [
+const RECOVERY: [&str; 5] = [
+    "Hook BeforeReset (ACL_ERROR_RT_AICORE_EXCEPTION)",
     "DrainDevice attempt 1 (timeout 10000 ms)",
     "ForceReset attempt 1",
     "Probe attempt 1",
+    "Hook AfterReset recovered",
 ];
 
-/// The three recovery effects from the first `DrainDevice` of `log` on.
+/// The recovery effects from the runner's `BeforeReset` hook of `log` on.
 fn recovery_in(log: &[String]) -> &[String] {
-    let drain = log
+    let start = log
         .iter()
-        .position(|l| l.starts_with("DrainDevice"))
+        .position(|l| l.starts_with("Hook BeforeReset"))
         .unwrap_or_else(|| panic!("no recovery in {log:?}"));
-    &log[drain..(drain + RECOVERY.len()).min(log.len())]
+    &log[start..(start + RECOVERY.len()).min(log.len())]
 }
 
 #[test]
@@ -76,7 +78,7 @@ fn a_notice_during_queued_runs_lets_them_reach_their_own_verdicts_then_recovers_
         RECOVERY,
         "after the last launched run's verdict"
     );
-    assert_eq!(log.last().map(String::as_str), Some(RECOVERY[2]));
+    assert_eq!(log.last().map(String::as_str), RECOVERY.last().copied());
     assert_eq!(h.state(), LaneState::Open, "reopened");
     // Fresh streams at the next launch, and the run succeeds.
     let r3 = h.run();

@@ -1,24 +1,47 @@
-//! The rendered transition tables are snapshot-tested: a behaviour change shows up as a
-//! table diff in review (and `cargo xtask codegen` writes the same tables into docs/).
+//! The rendered transition tables are committed once, as docs/state-machines/*.md, written
+//! by `cargo xtask codegen`: a behaviour change shows up as a table diff in review. The first
+//! test checks the committed tables are the rendering (as xtask's `generated_docs_are_current`
+//! does for the workspace); src/table.rs's tests check that each table renders every (state,
+//! input) pair exactly once. The rest check the machines' rules that no single row shows,
+//! over every row.
 
+use lane_core::Recovery;
 use lane_core::Verdict;
 use lane_core::publication::{PublicationInput, PublicationPhase, publication_table};
 use lane_core::run::{RunAction, RunInput, RunPhase, run_phase_table, step};
-use lane_core::state::{LaneAction, LaneInput, LaneState, lane_state_table, lane_step};
+use lane_core::state::{
+    LaneAction, LaneInput, LaneRefusal, LaneState, lane_state_table, lane_step,
+};
 
-#[test]
-fn run_phase_table_snapshot() {
-    insta::assert_snapshot!(run_phase_table());
+/// Fails unless the generated doc at `path` (from the workspace root) holds `rendered` below
+/// its header.
+fn assert_committed(path: &str, rendered: &str) {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path);
+    let doc = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    let body = doc.split_once("-->\n\n").map_or("", |(_, body)| body);
+    let want = format!("{}\n", rendered.trim_end());
+    if body != want {
+        let at = body
+            .lines()
+            .zip(want.lines())
+            .position(|(have, want)| have != want)
+            .unwrap_or_else(|| body.lines().count().min(want.lines().count()));
+        panic!(
+            "{path} is not the rendering from its body's line {}: run `cargo xtask codegen` \
+             and review the diff",
+            at + 1
+        );
+    }
 }
 
 #[test]
-fn lane_state_table_snapshot() {
-    insta::assert_snapshot!(lane_state_table());
-}
-
-#[test]
-fn publication_table_snapshot() {
-    insta::assert_snapshot!(publication_table());
+fn the_committed_tables_are_the_rendering() {
+    assert_committed("docs/state-machines/run-phase.md", &run_phase_table());
+    assert_committed("docs/state-machines/publication.md", &publication_table());
+    assert_committed("docs/state-machines/lane.md", &lane_state_table());
 }
 
 #[test]
@@ -212,7 +235,7 @@ fn the_teardown_records_each_failed_destroy_in_its_state_and_closes_with_the_sur
     use lane_core::status_latch::AclCode;
     use lane_core::stream_pair::Role;
     let attempts = 3;
-    let step = |state, input| lane_step(state, input, attempts).unwrap();
+    let step = |state, input| lane_step(state, input, attempts, Recovery::InPlace).unwrap();
     let (state, action) = step(LaneState::Closing, LaneInput::Idle);
     assert_eq!(action, LaneAction::TearDown);
     let (state, action) = step(state, LaneInput::DestroyRound);
@@ -262,18 +285,99 @@ fn the_teardown_records_each_failed_destroy_in_its_state_and_closes_with_the_sur
         device_lost: false,
         left: StreamsLeft::NONE,
     };
-    assert!(lane_step(released, LaneInput::RetryTeardown, attempts).is_err());
+    assert!(
+        lane_step(
+            released,
+            LaneInput::RetryTeardown,
+            attempts,
+            Recovery::InPlace
+        )
+        .is_err()
+    );
     // An empty survivor list is not a teardown that left streams.
-    assert!(lane_step(state, LaneInput::StreamsLeft(StreamsLeft::NONE), attempts).is_err());
+    assert!(
+        lane_step(
+            state,
+            LaneInput::StreamsLeft(StreamsLeft::NONE),
+            attempts,
+            Recovery::InPlace,
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn with_the_runtimes_recovery_a_quiesced_poison_hands_the_device_over_and_only_its_reset_reopens() {
+    use lane_core::AfterRecovery;
+    use lane_core::RecoveryStep as R;
+    let attempts = 3;
+    let step = |state, input| lane_step(state, input, attempts, Recovery::Runtime);
+    let quiescing = |then| LaneState::Recovering {
+        step: R::Quiesce,
+        attempt: 1,
+        then,
+    };
+    // No drain, reset or probe: the runner is told once, and the lane waits.
+    assert_eq!(
+        step(quiescing(AfterRecovery::Reopen), LaneInput::Quiesced),
+        Ok((LaneState::Unusable, LaneAction::HandOver))
+    );
+    // A close asked during the recovery ends the lane at once, the runtime still told.
+    assert_eq!(
+        step(quiescing(AfterRecovery::Close), LaneInput::Quiesced),
+        Ok((
+            LaneState::Closed {
+                device_lost: false,
+                left: lane_core::StreamsLeft::NONE
+            },
+            LaneAction::HandOver
+        ))
+    );
+    assert_eq!(
+        step(LaneState::Unusable, LaneInput::DeviceReset),
+        Ok((LaneState::Open, LaneAction::AdoptReset))
+    );
+    for input in [LaneInput::Submit, LaneInput::Publish] {
+        assert_eq!(step(LaneState::Unusable, input), Err(LaneRefusal::Unusable));
+    }
+    // Nothing but the runtime's report leaves `Unusable` (a close ends the lane).
+    for input in LaneInput::ALL {
+        if let Ok((next, _)) = step(LaneState::Unusable, input) {
+            assert!(
+                matches!(
+                    (input, next),
+                    (LaneInput::DeviceReset, LaneState::Open)
+                        | (LaneInput::Close, LaneState::Closed { .. })
+                        | (_, LaneState::Unusable)
+                ),
+                "{input:?} -> {next:?}"
+            );
+        }
+    }
+    // The report is refused wherever no reset is awaited, in either setting.
+    for recovery in [Recovery::InPlace, Recovery::Runtime] {
+        for state in [
+            LaneState::Open,
+            LaneState::Closing,
+            quiescing(AfterRecovery::Reopen),
+        ] {
+            assert!(lane_step(state, LaneInput::DeviceReset, attempts, recovery).is_err());
+        }
+    }
 }
 
 #[test]
 fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
     for attempts in 1..=5u8 {
         for failures in 0..=attempts {
-            let mut state = lane_step(LaneState::Open, LaneInput::Poison, attempts)
-                .unwrap()
-                .0;
+            let mut state = lane_step(
+                LaneState::Open,
+                LaneInput::Poison,
+                attempts,
+                Recovery::InPlace,
+            )
+            .unwrap()
+            .0;
             let mut failed = 0;
             for _ in 0..(3 * usize::from(attempts) + 4) {
                 let input = match state {
@@ -289,7 +393,9 @@ fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
                     },
                     _ => break,
                 };
-                state = lane_step(state, input, attempts).unwrap().0;
+                state = lane_step(state, input, attempts, Recovery::InPlace)
+                    .unwrap()
+                    .0;
             }
             let want = if failures >= attempts {
                 LaneState::Lost
@@ -307,7 +413,7 @@ fn entering_each_recovery_step_emits_that_steps_effect_and_nothing_else_does() {
     let attempts = 3;
     for state in [LaneState::Open, LaneState::Closing] {
         for input in LaneInput::ALL {
-            let Ok((next, action)) = lane_step(state, input, attempts) else {
+            let Ok((next, action)) = lane_step(state, input, attempts, Recovery::InPlace) else {
                 continue;
             };
             let want = match next {
@@ -332,7 +438,7 @@ fn entering_each_recovery_step_emits_that_steps_effect_and_nothing_else_does() {
         (
             recovering(R::Quiesce, 1),
             LaneInput::Quiesced,
-            LaneAction::Drain,
+            LaneAction::BeginReset,
         ),
         (
             recovering(R::Drain, 1),
@@ -357,15 +463,20 @@ fn entering_each_recovery_step_emits_that_steps_effect_and_nothing_else_does() {
         (
             recovering(R::Probe, 3),
             LaneInput::ProbeFailed,
-            LaneAction::None,
+            LaneAction::AfterReset { recovered: false },
         ),
         (
             recovering(R::Probe, 1),
             LaneInput::ProbePassed,
-            LaneAction::None,
+            LaneAction::AfterReset { recovered: true },
         ),
     ] {
-        assert_eq!(lane_step(state, input, attempts).unwrap().1, want);
+        assert_eq!(
+            lane_step(state, input, attempts, Recovery::InPlace)
+                .unwrap()
+                .1,
+            want
+        );
     }
 }
 
@@ -410,7 +521,9 @@ fn the_run_tables_effects_column_matches_what_the_lane_emits() {
                 checked.push(effect.name());
             }
         }
-        lane.handle(now, backend.answer(effect)).unwrap();
+        if let Some(event) = backend.answer(effect) {
+            lane.handle(now, event).unwrap();
+        }
     }
     checked.sort_unstable();
     assert_eq!(

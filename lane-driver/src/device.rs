@@ -8,6 +8,16 @@
 //! code the call returned as an [`AclCode`] on failure; they never interpret it (status-latch
 //! classifies, lane-core decides).
 //!
+//! **The runtime's to implement (L-22).** The lane decides; whatever implements [`Device`]
+//! executes. A runtime that owns its device (its own rt layer, its simulated platform, a test
+//! stub) implements this trait, with [`PinnedCopies`] and a [`CompletionWaiter`] where it has
+//! them, and hands it to `lane_service::spawn` in place of backend-acl's device: the lane's
+//! rules (FIFO ownership of the pair, verdicts, classification) hold whatever executes them.
+//! Its `create_stream` may return a stream the runtime already owns; the lane never assumes
+//! it made one, and every stream it is done with goes back through `destroy_stream` or
+//! `destroy_stream_force`. A C or C++ runtime does the same through lane-capi's table of
+//! device operations (`RunLaneDeviceOps`), which lane-capi turns into this trait.
+//!
 //! Handles are plain values; the backend checks them ([`Device`]'s "Handles" section).
 
 use lane_core::status_latch::AclCode;
@@ -93,6 +103,14 @@ pub enum LaunchStage {
 /// before it hands it to ACL (its `issued` module); the simulator, with no unsafe code,
 /// looks each up in its own maps and reports a dead one. So no method here is `unsafe`, and
 /// no caller has a valid-usage list to keep.
+///
+/// # Implementing it
+///
+/// The embedding runtime may implement it (L-22, the module doc): the required methods are
+/// the lane's device calls; the provided ones (`query_event`, `pinned_copies`,
+/// `recent_error_message`, `completion_waiter`, `notice_concerns`, `own_probe`) have defaults
+/// that do without. lane-service needs [`Device::completion_waiter`]: its waits run on a
+/// thread of their own, beside the other calls (its `CompletionWaiter` doc says which).
 pub trait Device {
     /// Host nanoseconds since the backend's epoch (virtual in the simulator, monotonic on
     /// hardware). The driver reads time only here.
@@ -105,6 +123,24 @@ pub trait Device {
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
     /// `aclrtResetDeviceForce`: every stream, event and device allocation is dead afterwards.
     fn reset_device_force(&mut self) -> Result<(), AclCode>;
+    /// The device's own check that a reset left it usable, made by recovery's probe after the
+    /// lane's probe calls passed (bind, a stream create and destroy, a small alloc and free;
+    /// SPEC §5.3): its failure fails the probe attempt like theirs. No ACL call; the default
+    /// checks nothing more. A runtime that owns the device (L-22) checks its own state here
+    /// (lane-capi's table: its `probe` entry).
+    ///
+    /// # Errors
+    ///
+    /// The check's code: the attempt's probe failed with it.
+    fn own_probe(&mut self) -> Result<(), AclCode> {
+        Ok(())
+    }
+
+    /// The device was reset outside the lane (L-24: the runtime owns recovery and reported
+    /// its reset): forget every handle this device issued and every thread's binding, as
+    /// after [`reset_device_force`](Self::reset_device_force), with no device call. The
+    /// default forgets nothing (a device that keeps no handles or bindings of its own).
+    fn adopt_reset(&mut self) {}
 
     /// `aclrtCreateStreamWithConfig(&s, 0, 0)`.
     fn create_stream(&mut self) -> Result<StreamHandle, AclCode>;

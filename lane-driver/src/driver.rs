@@ -5,8 +5,8 @@
 use lane_core::status_latch::{DecodeError, RECORD_BYTES};
 use lane_core::stream_pair::Role;
 use lane_core::{
-    CloseReport, CodeRef, EventError, InvariantViolation, Lane, LaneState, Outcome, Profile,
-    PublicationId, PublishError, RunId, RunRequest, SubmitError,
+    CloseReport, CodeRef, DeviceResetError, EventError, InvariantViolation, Lane, LaneState,
+    Outcome, Profile, PublicationId, PublishError, RunId, RunRequest, SubmitError,
 };
 use thiserror::Error;
 
@@ -252,6 +252,15 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         self.take_notices()?;
         let now = self.executor.now();
         let result = self.steps.publish(now, code)?;
+        self.execute_effects()?;
+        Ok(result)
+    }
+
+    /// Tells the lane the runtime reset the device (L-24) and executes whatever that starts
+    /// (the lane forgets its handles and reopens).
+    pub fn device_reset(&mut self) -> Result<Result<(), DeviceResetError>, DriverError> {
+        let now = self.executor.now();
+        let result = self.steps.device_reset(now)?;
         self.execute_effects()?;
         Ok(result)
     }

@@ -11,8 +11,8 @@ use lane_core::status_latch::{
 };
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{
-    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, Peers, RunId,
-    Timestamp,
+    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, Peers,
+    RecoveryHook, RunId, Timestamp,
 };
 
 use crate::answer::Answer;
@@ -459,14 +459,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                     let _ = d.set_device();
                 }
                 let result = d.reset_device_force();
-                // Every handle is dead after a reset (a5 segfaults on reuse): forget, never destroy.
                 // Also after a failed reset: the next attempt resets again, and a device no
                 // attempt recovers is never touched again.
-                self.slots = [None; MAX_SLOTS as usize];
-                self.readback_text = [const { None }; MAX_SLOTS as usize];
-                self.kept = [const { None }; MAX_SLOTS as usize];
-                self.ahead = [const { None }; MAX_SLOTS as usize];
-                self.awaited = None;
+                self.forget_device_handles();
                 match result {
                     Ok(()) => Event::ResetDone { attempt },
                     Err(code) => Event::ResetFailed { attempt, code },
@@ -476,12 +471,43 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 Ok(()) => Event::ProbePassed { attempt },
                 Err(code) => Event::ProbeFailed { attempt, code },
             },
+            Effect::Hook(hook) => {
+                match hook {
+                    RecoveryHook::OnPoison { origin, cause } => {
+                        r.on_poison(d, origin, cause);
+                        // The last thing the lane does with the device until the runtime's
+                        // reset, which kills every handle: forget them now, never destroy.
+                        self.forget_device_handles();
+                    }
+                    RecoveryHook::BeforeReset { origin, cause } => {
+                        r.before_reset(d, origin, cause);
+                    }
+                    RecoveryHook::AfterReset { recovered } => r.after_reset(d, recovered),
+                }
+                return Ok(None);
+            }
+            Effect::AdoptReset => {
+                d.adopt_reset();
+                self.forget_device_handles();
+                return Ok(None);
+            }
         };
         let text = match (kept_text, &event) {
             (Some(kept), Event::StatusReadFailed { .. } | Event::LaunchFailed { .. }) => Some(kept),
             _ => self.failure_text(&event),
         };
         Ok(Some(Answer { event, text }))
+    }
+
+    /// Forgets every slot resource and the awaited run: every handle is dead after a force
+    /// reset, the lane's or the runtime's (a5 segfaults on reuse), so they are dropped, never
+    /// destroyed or freed.
+    fn forget_device_handles(&mut self) {
+        self.slots = [None; MAX_SLOTS as usize];
+        self.readback_text = [const { None }; MAX_SLOTS as usize];
+        self.kept = [const { None }; MAX_SLOTS as usize];
+        self.ahead = [const { None }; MAX_SLOTS as usize];
+        self.awaited = None;
     }
 
     /// The launch order of L-5 and L-13. AICore stream: the arm (Sync: one synchronous copy
@@ -952,7 +978,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     }
 
     /// Proves the device usable after a reset: re-bind, a stream create and destroy, a small
-    /// alloc and free (the C++ runtime's probe).
+    /// alloc and free (the C++ runtime's probe), then the device's own check
+    /// ([`Device::own_probe`]).
     fn probe(&mut self) -> Result<(), AclCode> {
         let d = &mut self.device;
         d.set_device()?;
@@ -960,7 +987,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         d.destroy_stream(stream)?;
         let ptr = d.malloc(PROBE_BYTES)?;
         d.free(ptr)?;
-        Ok(())
+        d.own_probe()
     }
 
     /// After close: destroy each slot's events and free its buffer (the lane's streams were

@@ -18,10 +18,13 @@ pub enum Command {
     /// [`LaneSteps::fault_notice`](crate::LaneSteps::fault_notice): a device fault notice
     /// that concerns the lane's device (L-19).
     FaultNotice,
+    /// [`LaneSteps::device_reset`](crate::LaneSteps::device_reset): the runtime reset the
+    /// device (L-24).
+    DeviceReset,
 }
 
 impl Command {
-    /// `submit`, `publish`, `close`, `retry-teardown` or `fault-notice`.
+    /// `submit`, `publish`, `close`, `retry-teardown`, `fault-notice` or `device-reset`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -30,6 +33,7 @@ impl Command {
             Self::Close => "close",
             Self::RetryTeardown => "retry-teardown",
             Self::FaultNotice => "fault-notice",
+            Self::DeviceReset => "device-reset",
         }
     }
 }

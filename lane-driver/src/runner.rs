@@ -4,7 +4,7 @@
 
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, Effect, Event, FinaliseFailure, Lease, RunId, SlotId};
+use lane_core::{Cause, CodeRef, Effect, Event, FinaliseFailure, Lease, RunId, SlotId};
 
 use crate::answer::Answer;
 use crate::device::{Device, DevicePtr};
@@ -150,6 +150,32 @@ pub trait Runner<D: Device + ?Sized> {
     ) -> Result<(), FinaliseFailure>;
     /// Upload published AICore code.
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode>;
+
+    /// The runtime owns recovery (L-24, `Recovery::Runtime`) and the device is poisoned (by
+    /// `origin`'s failure, or, with `origin` `None`, a device fault notice): every item has
+    /// its verdict, no thread of the lane is inside a device call, and the lane makes none
+    /// until the runtime reports its reset (`device_reset`). Called once per poison, on the
+    /// thread running the lane's steps; the lane's handles are still alive during the call
+    /// (diagnostics may be read) and forgotten after it. By default nothing.
+    fn on_poison(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
+        let _ = (device, origin, cause);
+    }
+
+    /// In-place recovery (L-24) is about to drain and force-reset the device: quiesce the
+    /// runtime's own device users (a reset under one of their calls is a use-after-free).
+    /// Called once per recovery, after the runner work out at the poison answered. By
+    /// default nothing.
+    fn before_reset(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
+        let _ = (device, origin, cause);
+    }
+
+    /// In-place recovery ended: `recovered` once the probe proved the device usable (rebuild
+    /// what the reset destroyed: the runtime's streams, loaded kernels, buffers), `false`
+    /// once every attempt failed (the lane is lost). Called once per recovery. By default
+    /// nothing.
+    fn after_reset(&mut self, device: &mut D, recovered: bool) {
+        let _ = (device, recovered);
+    }
 
     /// How much of this runner's host work may leave the lane thread; by default none.
     fn concurrency(&self) -> Concurrency {

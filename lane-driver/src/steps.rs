@@ -6,9 +6,9 @@
 
 use lane_core::status_latch::{Class, Stage};
 use lane_core::{
-    Cause, CloseReport, CodeRef, Effect, Event, FaultNotice, Lane, LaneState, Outcome, Profile,
-    PublicationId, PublicationResult, PublishError, RunId, RunPhase, RunRequest, SubmitError,
-    Timestamp,
+    Cause, CloseReport, CodeRef, DeviceResetError, Effect, Event, FaultNotice, Lane, LaneState,
+    Outcome, Profile, PublicationId, PublicationResult, PublishError, RunId, RunPhase, RunRequest,
+    SubmitError, Timestamp,
 };
 use std::collections::{BTreeMap, VecDeque};
 
@@ -121,6 +121,21 @@ impl<O: Observer> LaneSteps<O> {
             now,
             Command::FaultNotice,
             |lane| lane.fault_notice(now, notice),
+            |_| None,
+        )
+    }
+
+    /// Tells the lane at `now` that the runtime reset the device (L-24, the runtime's
+    /// recovery): the lane reopens, or refuses when it awaits no reset
+    /// ([`Lane::device_reset`]).
+    pub fn device_reset(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<Result<(), DeviceResetError>, DriverError> {
+        self.command(
+            now,
+            Command::DeviceReset,
+            |lane| lane.device_reset(now),
             |_| None,
         )
     }

@@ -1,14 +1,138 @@
-//! The dispatch machine's table is snapshot-tested (a behaviour change shows up as a table
-//! diff in review; `cargo xtask codegen` writes the same table into docs/), and its rules
-//! that no single row shows are checked over every row.
+//! The dispatch machine's table is committed once, as docs/state-machines/dispatch.md
+//! (`cargo xtask codegen`): a behaviour change shows up as a diff of that doc. The first
+//! tests check the doc is the rendering and that it renders every (setting, state, input)
+//! once; the rest check the machine's rules that no single row shows, over every row.
+
+use std::collections::BTreeMap;
 
 use lane_driver::dispatch::{
     Act, DispatchInput, DispatchRefusal, DispatchState, Setting, dispatch_step, dispatch_table,
 };
 
 #[test]
-fn dispatch_table_snapshot() {
-    insta::assert_snapshot!(dispatch_table());
+fn the_committed_dispatch_table_is_the_rendering() {
+    let path = "docs/state-machines/dispatch.md";
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path);
+    let doc = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    let body = doc.split_once("-->\n\n").map_or("", |(_, body)| body);
+    let want = format!("{}\n", dispatch_table().trim_end());
+    if body != want {
+        let at = body
+            .lines()
+            .zip(want.lines())
+            .position(|(have, want)| have != want)
+            .unwrap_or_else(|| body.lines().count().min(want.lines().count()));
+        panic!(
+            "{path} is not the rendering from its body's line {}: run `cargo xtask codegen` \
+             and review the diff",
+            at + 1
+        );
+    }
+}
+
+/// What the rendered table shows for one (setting, state, input).
+#[derive(Debug, PartialEq, Eq)]
+enum Shown {
+    /// The cell of its row: `next: action`.
+    Cell(String),
+    /// Refused, for this reason (from its state's `*refuses*` row).
+    Refused(String),
+}
+
+/// Every (setting index, state, input) the rendered table shows, by the names it uses.
+fn shown(table: &str) -> BTreeMap<(usize, String, String), Shown> {
+    let names: Vec<String> = DispatchInput::ALL
+        .iter()
+        .map(|i| format!("{i:?}"))
+        .collect();
+    let mut shown = BTreeMap::new();
+    let rows = table
+        .lines()
+        .skip_while(|line| !line.starts_with("|---"))
+        .skip(1)
+        .take_while(|line| line.starts_with("| "));
+    for row in rows {
+        let columns: Vec<&str> = row
+            .strip_prefix("| ")
+            .and_then(|row| row.strip_suffix(" |"))
+            .unwrap_or_else(|| panic!("not a row: {row}"))
+            .split(" | ")
+            .collect();
+        assert_eq!(columns.len(), 2 + Setting::ALL.len(), "{row}");
+        let (state, input) = (columns[0], columns[1]);
+        for (setting, cell) in columns[2..].iter().enumerate() {
+            if input != "*refuses*" {
+                if *cell != "-" {
+                    let earlier = shown.insert(
+                        (setting, state.to_owned(), input.to_owned()),
+                        Shown::Cell((*cell).to_owned()),
+                    );
+                    assert!(earlier.is_none(), "{state} x {input} twice");
+                }
+                continue;
+            }
+            if *cell == "-" {
+                continue;
+            }
+            let mut other = None;
+            for group in cell
+                .strip_suffix('.')
+                .unwrap_or_else(|| panic!("a refusal ends with a full stop: {row}"))
+                .split(". ")
+            {
+                let (inputs, reason) = group
+                    .split_once(": ")
+                    .unwrap_or_else(|| panic!("a refusal without a reason: {row}"));
+                if matches!(
+                    inputs,
+                    "every input" | "every other input" | "Every other input"
+                ) {
+                    other = Some(reason);
+                    continue;
+                }
+                for input in inputs.split(", ") {
+                    let earlier = shown.insert(
+                        (setting, state.to_owned(), input.to_owned()),
+                        Shown::Refused(reason.to_owned()),
+                    );
+                    assert!(earlier.is_none(), "{state} x {input} twice");
+                }
+            }
+            let other = other.unwrap_or_else(|| panic!("no `every other input`: {row}"));
+            for name in &names {
+                shown
+                    .entry((setting, state.to_owned(), name.clone()))
+                    .or_insert_with(|| Shown::Refused(other.to_owned()));
+            }
+        }
+    }
+    shown
+}
+
+#[test]
+fn the_dispatch_table_shows_every_setting_state_and_input_once() {
+    let mut shown = shown(&dispatch_table());
+    for (at, setting) in Setting::ALL.into_iter().enumerate() {
+        for state in DispatchState::ALL {
+            for input in DispatchInput::ALL {
+                let key = (at, format!("{state:?}"), format!("{input:?}"));
+                let want = match dispatch_step(setting, state, input) {
+                    Ok((next, act)) => Shown::Cell(format!("{next:?}: {}", act.describe())),
+                    Err(refusal) => Shown::Refused(refusal.reason().to_owned()),
+                };
+                assert_eq!(
+                    shown.remove(&key),
+                    Some(want),
+                    "{} {state:?} {input:?}",
+                    setting.label()
+                );
+            }
+        }
+    }
+    assert!(shown.is_empty(), "shown for nothing: {shown:?}");
 }
 
 /// Every accepted row of every setting, with what it leads to.

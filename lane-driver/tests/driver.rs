@@ -36,6 +36,8 @@ struct Recorder {
     /// What `recent_error_message` hands out next (set by a failed call, taken by the read).
     message: Option<String>,
     fail_probe_create: bool,
+    /// How many of the device's own probes (`Device::own_probe`) fail with 507899 next.
+    own_probe_failures: u32,
     fail_free: bool,
     /// The code the runner's prepare fails with (it leaves no device text of its own).
     fail_prepare: Option<i32>,
@@ -109,6 +111,15 @@ impl Device for Recorder {
     }
     fn reset_device_force(&mut self) -> Result<(), AclCode> {
         self.log("reset_device_force".into());
+        Ok(())
+    }
+    fn own_probe(&mut self) -> Result<(), AclCode> {
+        if self.own_probe_failures > 0 {
+            self.own_probe_failures -= 1;
+            self.log("own_probe -> 507899".into());
+            return Err(Self::code(507_899));
+        }
+        self.log("own_probe".into());
         Ok(())
     }
     fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
@@ -743,6 +754,7 @@ fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destr
             "destroy_stream s6",
             "malloc 64 -> p7",
             "free p7",
+            "own_probe",
         ]
     );
     assert!(
@@ -763,6 +775,45 @@ fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destr
         log.iter().filter(|c| c.starts_with("create_event")).count(),
         2
     );
+}
+
+/// L-22: a device the runtime supplies checks its own state after the lane's probe calls; its
+/// failure fails that attempt like theirs, and the next attempt resets and probes again.
+#[test]
+fn a_failed_own_probe_fails_its_recovery_attempt_after_the_lanes_probe_calls() {
+    let mut d = driver();
+    d.device_mut().fail_sync = Some(507_015);
+    d.device_mut().own_probe_failures = 1;
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.turn().unwrap();
+    d.device_mut().fail_sync = None;
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    let recovery: Vec<&str> = log
+        .iter()
+        .map(String::as_str)
+        .skip_while(|c| *c != "reset_device_force")
+        .collect();
+    assert_eq!(
+        recovery[..7],
+        [
+            "reset_device_force",
+            "set_device",
+            "create_stream -> s6",
+            "destroy_stream s6",
+            "malloc 64 -> p7",
+            "free p7",
+            "own_probe -> 507899",
+        ],
+        "the device's own probe comes after the lane's calls: {log:?}"
+    );
+    assert_eq!(
+        log.iter().filter(|c| *c == "reset_device_force").count(),
+        2,
+        "the failed probe failed attempt 1; attempt 2 recovered: {log:?}"
+    );
+    assert_eq!(log.last().map(String::as_str), Some("own_probe"));
+    assert_eq!(d.lane().state(), LaneState::Open);
 }
 
 #[test]

@@ -40,8 +40,8 @@ use lane_core::status_latch::{
 use lane_core::stream_pair::{Role, StreamHandle, StreamState};
 use lane_core::{
     CodeRef, DeviceTiming, Effect, Event, FinaliseFailure, Generation, LaneState, LaunchStep,
-    Lease, Outcome, Peers, Profile, ProfileSpec, PublicationId, PublicationResult, RunId,
-    RunRequest, SlotId, SubmitError, Tag, Timestamp, Verdict,
+    Lease, Outcome, Peers, Profile, ProfileSpec, PublicationId, PublicationResult, Recovery,
+    RecoveryHook, RunId, RunRequest, SlotId, SubmitError, Tag, Timestamp, Verdict,
 };
 use lane_core::{Lane, MAX_SLOTS, PublishError};
 
@@ -89,6 +89,9 @@ behaviours! {
     QuiesceAnswered => "runner work out at a poison answered while recovery quiesced",
     Suspected => "a fault notice made the device suspect",
     CoveredRead => "the records of runs a synchronize covered were read (L-8a)",
+    HandedOver => "the device handed to the runtime's recovery (L-24)",
+    ResetAdopted => "the runtime's reset adopted, lane reopened (L-24)",
+    RefusedUnusable => "submit refused: unusable until the runtime's reset",
 }
 
 /// A `lane_sequences` input: the profile and the operations.
@@ -120,6 +123,8 @@ pub struct ProfileInput {
     pub attempts: u8,
     /// Prepare window: `1 + window % slots` runs may prepare at once (L-18).
     pub window: u8,
+    /// The runtime owns recovery (L-24), instead of the lane in place.
+    pub runtime_recovery: bool,
 }
 
 /// One command, event or time step.
@@ -168,6 +173,8 @@ pub enum Op {
     /// one of a few codes (`n % 3`: an AICore exception, an AICPU exception, a code that names
     /// no device fault).
     Notice(u8),
+    /// `device_reset`: the runtime reports its reset (L-24); refused unless the lane awaits it.
+    DeviceReset,
 }
 
 /// Which lease a command carries.
@@ -328,14 +335,15 @@ pub(crate) struct Body {
     last_prepare: u64,
     last_launch: u64,
     last_await: u64,
-    /// Every launch asked so far: the run each lease was launched for, and how many drains
-    /// and resets had been asked before it.
+    /// Every launch asked so far: the run each lease was launched for, and how many drains,
+    /// resets and hand-overs to the runtime's recovery had been asked before it.
     launches: Vec<(RunId, Lease, u32)>,
-    /// Drains and resets asked so far.
+    /// Drains, resets and hand-overs asked so far.
     drains: u32,
     /// Runs answered `Launched` whose completion has not come back, in launch order, since
     /// the last drain or reset (either leaves nothing in flight): their boundaries may still
-    /// be ahead of a later launch, which must wait on the latest of them (L-5).
+    /// be ahead of a later launch, which must wait on the latest of them (L-5); a hand-over
+    /// to the runtime's recovery leaves nothing in flight either (the runtime resets).
     on_pair: Vec<RunId>,
     uploaded: Vec<PublicationId>,
     reserved: Vec<Lease>,
@@ -348,6 +356,10 @@ pub(crate) struct Body {
     was_recovering: bool,
     /// Whether a fault notice was acted on (its cause may then fail unlaunched items).
     noticed: bool,
+    /// The device is the runtime's to reset (L-24): `OnPoison` was asked, no reset adopted.
+    handed_over: bool,
+    /// `AdoptReset` was asked since the last `device_reset`.
+    adopt_asked: bool,
     reached: Reached,
 }
 
@@ -371,6 +383,11 @@ impl Body {
             device_op_timeout_ns: COMPLETION_TIMEOUT_NS / 2,
             drain_timeout_ns: 1_000,
             recovery_attempts: 1 + profile.attempts % 3,
+            recovery: if profile.runtime_recovery {
+                Recovery::Runtime
+            } else {
+                Recovery::InPlace
+            },
         };
         let profile = match Profile::custom(spec) {
             Ok(profile) => profile,
@@ -407,6 +424,8 @@ impl Body {
             closed: false,
             was_recovering: false,
             noticed: false,
+            handed_over: false,
+            adopt_asked: false,
             reached: Reached::default(),
         }
     }
@@ -500,6 +519,7 @@ impl Body {
                 Ok(())
             }
             Op::Notice(n) => self.notice(n),
+            Op::DeviceReset => self.device_reset(),
             Op::Timeout => self.timeout(),
             Op::Expire => {
                 if let Some(deadline) = self.lane.poll_deadline() {
@@ -628,6 +648,15 @@ impl Body {
                         self.reach(B::RefusedPoisoned);
                         self.lane.notice() == Some(notice) && state == LaneState::Lost
                     }
+                    SubmitError::Unusable { origin, .. } => {
+                        self.reach(B::RefusedUnusable);
+                        state == LaneState::Unusable
+                            && self.lane.poison().map(|p| p.origin) == Some(origin)
+                    }
+                    SubmitError::UnusableAfterNotice { notice } => {
+                        self.reach(B::RefusedUnusable);
+                        state == LaneState::Unusable && self.lane.notice() == Some(notice)
+                    }
                     SubmitError::StaleLease { lease } => {
                         self.reach(B::RefusedStaleLease);
                         request.lease == Some(lease) && reservation.is_none()
@@ -677,6 +706,8 @@ impl Body {
                     LaneState::Suspect { .. } | LaneState::Recovering { .. }
                 ) => {}
             Err(PublishError::LostAfterNotice { .. }) if state == LaneState::Lost => {}
+            Err(PublishError::Unusable { .. } | PublishError::UnusableAfterNotice { .. })
+                if state == LaneState::Unusable => {}
             Err(error) => return Err(format!("publish refused with {error:?} in state {state:?}")),
         }
         self.after_call()
@@ -701,6 +732,34 @@ impl Body {
             self.reach(B::Suspected);
         }
         self.after_call()
+    }
+
+    /// The runtime's report of its reset (L-24): accepted exactly when the lane awaits it,
+    /// which then reopens (and asks the backend to forget every handle).
+    fn device_reset(&mut self) -> Result<(), String> {
+        let state = self.lane.state();
+        let result = self.lane.device_reset(self.now);
+        match (result, state) {
+            (Ok(()), LaneState::Unusable) => {
+                if self.lane.state() != LaneState::Open {
+                    return Err(format!("reopened into {:?}", self.lane.state()));
+                }
+                self.reach(B::ResetAdopted);
+            }
+            (Ok(()), other) => return Err(format!("a reset report was accepted in {other:?}")),
+            (Err(_), LaneState::Unusable) => {
+                return Err("the reset report the lane awaits was refused".to_owned());
+            }
+            (Err(_), _) => return self.after_call(),
+        }
+        // The adopted reset is asked in this call, while the lane still counts as handed over.
+        self.after_call()?;
+        if !self.adopt_asked {
+            return Err("the runtime's reset was adopted without AdoptReset".to_owned());
+        }
+        self.handed_over = false;
+        self.adopt_asked = false;
+        Ok(())
     }
 
     fn accept(
@@ -990,6 +1049,10 @@ impl Body {
                 Kind::Right,
             ),
             (Effect::Probe { attempt }, _) => (Event::ProbePassed { attempt }, Kind::Right),
+            // Never outstanding (nothing answers them): an event that answers nothing.
+            (Effect::Hook(_) | Effect::AdoptReset, _) => {
+                (Event::DeviceDrained { attempt: u8::MAX }, Kind::Wrong)
+            }
         }
     }
 
@@ -1253,9 +1316,12 @@ impl Body {
     /// order (L-2), an upload waits for every earlier outcome (L-12), a run is finalised at
     /// most once and copies back only after a clean status read (L-7, L-8).
     fn asked(&mut self, effect: Effect) -> Result<(), String> {
+        self.check_recovery_effect(effect)?;
         if matches!(
             effect,
-            Effect::DrainDevice { .. } | Effect::ForceReset { .. }
+            Effect::DrainDevice { .. }
+                | Effect::ForceReset { .. }
+                | Effect::Hook(RecoveryHook::OnPoison { .. })
         ) {
             // Nothing launched before it is in flight after it (effects run in order).
             self.drains += 1;
@@ -1333,6 +1399,51 @@ impl Body {
         }
     }
 
+    /// L-24: the runner hears of a recovery as the setting says, and once handed over the
+    /// lane asks nothing of the device until the runtime's reset is adopted.
+    fn check_recovery_effect(&mut self, effect: Effect) -> Result<(), String> {
+        let runtime = self.lane.profile().recovery() == Recovery::Runtime;
+        if self.handed_over && !matches!(effect, Effect::AdoptReset) {
+            return Err(format!("{effect:?} asked after the device was handed over"));
+        }
+        match effect {
+            Effect::Hook(RecoveryHook::OnPoison { .. }) => {
+                if !runtime {
+                    return Err("OnPoison with in-place recovery".to_owned());
+                }
+                // L-24 with L-18: no runner work of the lane is out when the runtime may reset.
+                if let Some(at) = self
+                    .answerable()
+                    .into_iter()
+                    .find(|&at| is_runner_work(&self.outstanding[at].effect))
+                {
+                    return Err(format!(
+                        "handed over with {:?} still out",
+                        self.outstanding[at].effect
+                    ));
+                }
+                self.handed_over = true;
+                self.reach(B::HandedOver);
+            }
+            Effect::Hook(RecoveryHook::BeforeReset { .. } | RecoveryHook::AfterReset { .. })
+            | Effect::DrainDevice { .. }
+            | Effect::ForceReset { .. }
+            | Effect::Probe { .. }
+                if runtime =>
+            {
+                return Err(format!("{effect:?} with the runtime's recovery"));
+            }
+            Effect::AdoptReset => {
+                if !self.handed_over {
+                    return Err("AdoptReset without a hand-over".to_owned());
+                }
+                self.adopt_asked = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
     /// After every lane call: invariants, poison bookkeeping, then drain effects and
     /// outcomes, checking each.
     fn after_call(&mut self) -> Result<(), String> {
@@ -1347,16 +1458,29 @@ impl Body {
             }
         }
         // A recovery entered without a new poison was entered from a fault notice (L-19):
-        // it takes the unlaunched items down just the same.
-        let recovering = matches!(self.lane.state(), LaneState::Recovering { .. });
+        // it takes the unlaunched items down just the same. With the runtime's recovery
+        // (L-24) the lane may pass through it within the call: its hand-over says so.
+        let recovering = matches!(
+            self.lane.state(),
+            LaneState::Recovering { .. } | LaneState::Unusable
+        );
         taken_down |= recovering && !self.was_recovering;
+        // The driver's order: effects, then outcomes (checked below, in that order).
+        let mut effects = Vec::new();
+        while let Some(effect) = self.lane.poll_effect() {
+            effects.push(effect);
+        }
+        taken_down |= effects
+            .iter()
+            .any(|e| matches!(e, Effect::Hook(RecoveryHook::OnPoison { .. })))
+            && !self.was_recovering;
         if taken_down {
             // Everything asked for before is abandoned with the device.
             self.epoch += 1;
             self.drop_reservations();
         }
         match self.lane.state() {
-            LaneState::Recovering { .. } => self.was_recovering = true,
+            LaneState::Recovering { .. } | LaneState::Unusable => self.was_recovering = true,
             LaneState::Open if self.was_recovering => {
                 self.was_recovering = false;
                 self.reach(B::Reopened);
@@ -1376,17 +1500,17 @@ impl Body {
         if preparing >= 2 {
             self.reach(B::TwoPreparing);
         }
-        // The driver's order: effects, then outcomes. Effects are checked after the outcomes
-        // of the same call are in, since an upload may follow an outcome delivered with it.
-        let mut effects = Vec::new();
-        while let Some(effect) = self.lane.poll_effect() {
-            effects.push(effect);
-        }
+        // Effects are checked after the outcomes of the same call are in, since an upload
+        // may follow an outcome delivered with it.
         while let Some(outcome) = self.lane.poll_outcome() {
             self.delivered(outcome)?;
         }
         for effect in effects {
             self.asked(effect)?;
+            // A hook and an adopted reset ask nothing back.
+            if matches!(effect, Effect::Hook(_) | Effect::AdoptReset) {
+                continue;
+            }
             self.outstanding.push(Outstanding {
                 effect,
                 epoch: self.epoch,
@@ -1421,6 +1545,18 @@ impl Body {
         next.delivered = true;
         let item = *next;
         match outcome {
+            // L-26: the outcome frees the run's state, so no callback for it is still out.
+            Outcome::Run(r)
+                if self
+                    .outstanding
+                    .iter()
+                    .any(|o| is_runner_work(&o.effect) && o.effect.run() == Some(r.run)) =>
+            {
+                return Err(format!(
+                    "{} delivered while its prepare or finalise is still out",
+                    r.run
+                ));
+            }
             Outcome::Run(r) => {
                 if item.run != Some(r.tag) {
                     return Err(format!("{} delivered with tag {:?}", r.run, r.tag));

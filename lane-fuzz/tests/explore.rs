@@ -36,6 +36,16 @@ fn test_configs() -> Vec<Config> {
             reservations: false,
             notices: false,
         },
+        // L-24: the runtime's recovery, after a poison or a notice, at any point; its reset
+        // reported at any point (refused unless awaited).
+        Config {
+            chip: Chip::RuntimeRecovery,
+            runs: 1,
+            publications: 1,
+            close: true,
+            reservations: false,
+            notices: true,
+        },
         // L-19: one matched fault notice at any point of a run's life, of a publication's,
         // and of a close.
         Config {

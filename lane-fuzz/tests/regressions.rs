@@ -27,6 +27,7 @@ fn an_upload_polled_with_the_outcome_that_unblocks_it_is_not_early() {
             host_build_graph: false,
             attempts: 0,
             window: 0,
+            runtime_recovery: false,
         },
         // The final drain answers run 1 to the end; its `Finalised` both delivers its
         // outcome and starts publication 2's upload.
@@ -61,6 +62,7 @@ fn a_close_while_suspect_gives_back_the_reservations_it_can_no_longer_use() {
             host_build_graph: false,
             attempts: 2,
             window: 0,
+            runtime_recovery: false,
         },
         ops: vec![
             // Run 1 is submitted, and an effect outstanding for it is answered with a failure.

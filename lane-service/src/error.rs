@@ -1,7 +1,7 @@
 //! The service's errors: a command's refusal, a lost lane, a wait that ended without its
 //! outcome.
 
-use lane_core::{PublishError, SubmitError};
+use lane_core::{DeviceResetError, PublishError, SubmitError};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -30,6 +30,10 @@ pub enum ServiceError {
     /// The lane refused the publication (nothing was accepted).
     #[error(transparent)]
     Publish(#[from] PublishError),
+    /// The lane refused the runtime's report of a reset
+    /// ([`LaneHandle::device_reset`](crate::LaneHandle::device_reset)): it awaits none.
+    #[error(transparent)]
+    DeviceReset(#[from] DeviceResetError),
     /// The `make` closure given to [`spawn`](crate::spawn) failed on the lane thread; no
     /// lane was created.
     #[error("the lane's device and runner could not be made: {0}")]

@@ -417,6 +417,24 @@ impl LaneHandle {
         Ok(result.map_err(ServiceError::Lost)??)
     }
 
+    /// Reports that the runtime reset the device (L-24, the runtime's recovery): the lane,
+    /// which has made no device call since it told the runner `on_poison`, forgets its
+    /// handles and reopens on fresh streams; submits are accepted again. At once.
+    ///
+    /// # Errors
+    ///
+    /// [`ServiceError::DeviceReset`] when the lane awaits no reset; [`ServiceError::Lost`].
+    pub fn device_reset(&self) -> Result<(), ServiceError> {
+        let result = self.command(|shared| {
+            let result = shared
+                .steps
+                .device_reset(shared.now)
+                .map_err(|e| lost(&e))?;
+            Ok((result, None))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
     /// Closes the lane (L-15) at once: launched runs still finish (on the lane's threads, or,
     /// where the caller drives the lane, at its later calls), queued ones get their cancelled
     /// outcomes. Closing twice is harmless.

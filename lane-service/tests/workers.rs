@@ -595,3 +595,87 @@ fn a_workers_failed_prepare_or_finalise_carries_its_device_text_into_the_failure
     );
     assert_eq!(reports[2].device_message, None, "a success reads no text");
 }
+
+/// A worker whose prepare of `slow` sleeps `nap` and then notes that it returned.
+struct SlowPrepare {
+    slow: RunId,
+    nap: Duration,
+    returned: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HostWorker for SlowPrepare {
+    fn prepare_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
+        if run == self.slow {
+            thread::sleep(self.nap);
+            self.returned.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+    fn finalise_run(&mut self, _: RunId, _: SlotId, _: bool) -> Result<(), FinaliseFailure> {
+        Ok(())
+    }
+}
+
+/// L-26: a run abandoned by a poison while its prepare still runs on a host worker gets its
+/// outcome (and its `on_outcome`) only once that prepare returned: the outcome is the
+/// runtime's signal that it may free the run's state.
+#[test]
+fn an_abandoned_runs_outcome_waits_for_its_prepare_on_a_worker_to_return() {
+    let returned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // What `on_outcome` saw for run 2: whether its prepare had returned.
+    let seen_by_callback = Arc::new(Mutex::new(None));
+    let mut config = ServiceConfig::new(profile());
+    config.workers = 2;
+    let (callback_saw, callback_returned) = (Arc::clone(&seen_by_callback), Arc::clone(&returned));
+    config.on_outcome = Some(Box::new(move |outcome: &Outcome| {
+        if outcome.seq() == 2 {
+            *callback_saw.lock().unwrap() = Some(callback_returned.load(Ordering::SeqCst));
+        }
+    }));
+    let worker_returned = Arc::clone(&returned);
+    let handle = spawn_with_workers(
+        config,
+        || {
+            let mut device = Instant0::new();
+            // Run 1's status read fails with an AICore exception: a poison.
+            device.fail_read = Some(1);
+            Ok::<_, String>((
+                device,
+                HostRunner {
+                    concurrency: OFF_LANE,
+                    seen: Arc::new(Seen::default()),
+                },
+            ))
+        },
+        move |_| {
+            Ok::<Box<dyn HostWorker>, String>(Box::new(SlowPrepare {
+                slow: RunId(2),
+                nap: Duration::from_millis(300),
+                returned: Arc::clone(&worker_returned),
+            }))
+        },
+    )
+    .expect("the lane starts");
+    let first = handle.submit(RunRequest::new()).expect("run 1");
+    let second = handle.submit(RunRequest::new()).expect("run 2");
+    let first = handle.wait(first, GENEROUS).expect("run 1's outcome");
+    assert!(
+        matches!(&first, Outcome::Run(r) if matches!(r.verdict, Verdict::Failed { .. })),
+        "{first:?}"
+    );
+    let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
+    assert!(
+        returned.load(Ordering::SeqCst),
+        "run 2's outcome came while its prepare still ran: {second:?}"
+    );
+    assert!(
+        matches!(&second, Outcome::Run(r) if matches!(r.verdict, Verdict::Poisoned { .. })),
+        "{second:?}"
+    );
+    drop(handle);
+    assert_eq!(
+        *seen_by_callback.lock().unwrap(),
+        Some(true),
+        "on_outcome saw run 2 only after its prepare returned"
+    );
+}

@@ -1,5 +1,5 @@
 //! Markdown renderings of the layouts, code tables, result record, verdict rule and policy:
-//! snapshot-tested, and written to `docs/status-codes.md` by `cargo xtask codegen`.
+//! written to `docs/status-codes.md` by `cargo xtask codegen`, and committed only there.
 //!
 //! Every conclusion in a table is computed by the code it documents (`decode_record`,
 //! `judge`, `classify`); only the conditions and reasons are prose.

@@ -39,8 +39,8 @@
 //! [`Rejection`] and changes nothing. The machine does not interpret ACL return codes; it
 //! reports them back with the role they belong to.
 //!
-//! [`transition_table`] renders the machine as a Markdown table (snapshot-tested and
-//! generated into `docs/state-machines/stream-pair.md`).
+//! [`transition_table`] renders the machine as a Markdown table (generated into
+//! `docs/state-machines/stream-pair.md`, and committed only there).
 //!
 //! # Example: the launch-path loop
 //!

@@ -1,11 +1,13 @@
 //! The transition table: every named representative state against every input, rendered
-//! by cloning the state and calling [`StreamPair::apply`], so the table is the code.
+//! by cloning the state and calling [`StreamPair::apply`], so the table is the code. A state
+//! shows a row per input it accepts and one row for the inputs it rejects, grouped by the
+//! rejection; the tests below check that every (state, input) pair is rendered once.
 
 use core::fmt::Write as _;
 
 use crate::{
     Effects, Input, LaunchDepth, Owner, Readiness, Rejection, Retirement, Role, Step, StreamHandle,
-    StreamPair, StreamResult,
+    StreamPair, StreamResult, SubmitError, WithdrawError,
 };
 
 /// The front submission's owner in the representative states.
@@ -275,15 +277,18 @@ const LEGEND: &str = "\
 
 Every named state of `stream_pair::StreamPair` against every input, computed by cloning
 the state and calling `StreamPair::apply` (launch depth 2). Rendered by
-`stream_pair::transition_table()`; a snapshot test holds it.
+`stream_pair::transition_table()`; `cargo xtask codegen` keeps this file current. Each
+state's table has one row per input it accepts, then one `*refuses*` row: the inputs it
+rejects, grouped by the rejection.
 
 - **Input**: the `Input` applied, with a representative payload. `run 1` owns the front
   submission, `run 2` the second, `run 3` has none. `h1` is the AICPU stream's handle,
   `h2` the AICore stream's, `h9` a handle no stream holds. Codes: 507899 for a failed
   create, 507901 for a failed destroy.
 - **Reply**: what `apply` returns: the readiness (`Ready`, `Pending`, `Draining`,
-  `Closing`), a step, a retirement report, a result report, or `rejected: <Rejection>`.
-  A rejected input changes nothing.
+  `Closing`), a step, a retirement report or a result report. In the `*refuses*` row, the
+  rejected inputs, each group followed by its `Rejection` (a field that only repeats the
+  input's owner, role or handle is left out). A rejected input changes nothing.
 - **Effects**: the effects emitted, in the order the backend runs them; `-` for none. Only
   `Ready` emits creates and replacement destroys; only `DestroyAll` emits teardown destroys.
 - **Next state**: a named state in bold, `unchanged`, or the full state.
@@ -319,19 +324,79 @@ pub fn transition_table() -> String {
             name = representative.name,
             summary = representative.summary,
         );
+        let mut refused: Vec<(Input, String)> = Vec::new();
         for input in INPUTS {
             let mut next = pair.clone();
-            let outcome = next.apply(*input);
-            let (reply, effects) = render_outcome(&outcome);
-            let next_state = if outcome.is_err() || next == *pair {
+            let step = match next.apply(*input) {
+                Ok(step) => step,
+                Err(rejection) => {
+                    refused.push((*input, rejection_kind(rejection)));
+                    continue;
+                }
+            };
+            let (reply, effects) = render_step(&step);
+            let next_state = if next == *pair {
                 String::from("unchanged")
             } else {
                 name_of(&next, &states)
             };
             let _ = writeln!(out, "| {input} | {reply} | {effects} | {next_state} |");
         }
+        if !refused.is_empty() {
+            let _ = writeln!(
+                out,
+                "| {REFUSES} | {} | - | unchanged |",
+                refusals(&refused)
+            );
+        }
     }
     out
+}
+
+/// The input column of a state's refusal row.
+const REFUSES: &str = "*refuses*";
+
+/// The rejected inputs grouped by their rejection, in the order each rejection first
+/// appears: `A, B: `Rejection`.`
+fn refusals(refused: &[(Input, String)]) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    for (_, kind) in refused {
+        if !kinds.contains(&kind.as_str()) {
+            kinds.push(kind);
+        }
+    }
+    let groups: Vec<String> = kinds
+        .iter()
+        .map(|kind| {
+            let inputs: Vec<String> = refused
+                .iter()
+                .filter(|(_, k)| k == kind)
+                .map(|(input, _)| input.to_string())
+                .collect();
+            format!("{}: `{kind}`.", inputs.join(", "))
+        })
+        .collect();
+    groups.join(" ")
+}
+
+/// A rejection as its state's refusal row shows it: without the fields that only repeat
+/// the rejected input's owner, role or handle (a test checks that they do), so the inputs
+/// one rejection refuses share a group.
+fn rejection_kind(rejection: Rejection) -> String {
+    match rejection {
+        Rejection::Submit(SubmitError::DuplicateOwner { .. }) => "Submit(DuplicateOwner)".into(),
+        Rejection::Withdraw(WithdrawError::NotSubmitted { .. }) => "Withdraw(NotSubmitted)".into(),
+        Rejection::NoCreateInFlight { .. } => "NoCreateInFlight".into(),
+        Rejection::NotBeingDestroyed { .. } => "NotBeingDestroyed".into(),
+        Rejection::HandleInUse { .. } => "HandleInUse".into(),
+        Rejection::NotAResult { .. } => "NotAResult".into(),
+        Rejection::Submit(
+            SubmitError::NotReady | SubmitError::ReplacementPending | SubmitError::Full { .. },
+        )
+        | Rejection::SubmissionsQueued { .. }
+        | Rejection::ResultsOutstanding { .. }
+        | Rejection::TeardownInProgress => format!("{rejection:?}"),
+    }
 }
 
 fn reach(representative: &Representative) -> StreamPair {
@@ -341,7 +406,7 @@ fn reach(representative: &Representative) -> StreamPair {
         .iter()
         .flat_map(|inputs| inputs.iter())
     {
-        // A refused step would show in the snapshot as a wrong state description.
+        // A refused step would show in the table as a wrong state description.
         let _ = pair.apply(*input);
     }
     pair
@@ -359,10 +424,9 @@ fn name_of(pair: &StreamPair, states: &[(&Representative, StreamPair)]) -> Strin
         )
 }
 
-fn render_outcome(outcome: &Result<Step, Rejection>) -> (String, String) {
-    match outcome {
-        Err(rejection) => (format!("rejected: `{rejection:?}`"), String::from("-")),
-        Ok(Step::Readiness(readiness)) => match readiness {
+fn render_step(step: &Step) -> (String, String) {
+    match step {
+        Step::Readiness(readiness) => match readiness {
             Readiness::Ready { aicpu, aicore } => {
                 (format!("Ready ({aicpu}, {aicore})"), String::from("-"))
             }
@@ -370,17 +434,17 @@ fn render_outcome(outcome: &Result<Step, Rejection>) -> (String, String) {
             Readiness::Draining => (String::from("Draining"), String::from("-")),
             Readiness::Closing => (String::from("Closing"), String::from("-")),
         },
-        Ok(Step::Submitted) => (String::from("submitted"), String::from("-")),
-        Ok(Step::Withdrawn) => (String::from("withdrawn"), String::from("-")),
-        Ok(Step::Retired(retired)) => (format!("retired: {retired:?}"), String::from("-")),
-        Ok(Step::MarkedStale) => (String::from("marked stale"), String::from("-")),
-        Ok(Step::MarkedSticky) => (String::from("marked sticky"), String::from("-")),
-        Ok(Step::Result(result)) => (render_result(result), String::from("-")),
-        Ok(Step::Teardown(effects)) if effects.is_empty() => {
+        Step::Submitted => (String::from("submitted"), String::from("-")),
+        Step::Withdrawn => (String::from("withdrawn"), String::from("-")),
+        Step::Retired(retired) => (format!("retired: {retired:?}"), String::from("-")),
+        Step::MarkedStale => (String::from("marked stale"), String::from("-")),
+        Step::MarkedSticky => (String::from("marked sticky"), String::from("-")),
+        Step::Result(result) => (render_result(result), String::from("-")),
+        Step::Teardown(effects) if effects.is_empty() => {
             (String::from("teardown: nothing live"), String::from("-"))
         }
-        Ok(Step::Teardown(effects)) => (String::from("teardown"), render_effects(effects)),
-        Ok(Step::Abandoned) => (String::from("abandoned"), String::from("-")),
+        Step::Teardown(effects) => (String::from("teardown"), render_effects(effects)),
+        Step::Abandoned => (String::from("abandoned"), String::from("-")),
     }
 }
 
@@ -420,4 +484,153 @@ fn anchor(heading: &str) -> String {
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// Splits `list` at the commas outside parentheses.
+    fn split_inputs(list: &str) -> Vec<&str> {
+        let (mut parts, mut depth, mut start) = (Vec::new(), 0_i32, 0);
+        for (at, c) in list.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(list[start..at].trim());
+                    start = at + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(list[start..].trim());
+        parts
+    }
+
+    /// How one state's table renders an input: its row's reply, or the rejection its
+    /// refusal row names.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Cell {
+        Row(String),
+        Refused(String),
+    }
+
+    /// Every (state name, input) pair the rendered table shows, from each state's section.
+    fn parse(table: &str) -> BTreeMap<(String, String), Cell> {
+        let mut cells = BTreeMap::new();
+        let mut put = |state: &str, input: &str, cell: Cell| {
+            let earlier = cells.insert((state.to_owned(), input.to_owned()), cell);
+            assert!(earlier.is_none(), "{state} x {input} is rendered twice");
+        };
+        let mut state = None;
+        for line in table.lines() {
+            if let Some(heading) = line.strip_prefix("## ") {
+                state = (heading != "States").then_some(heading);
+                continue;
+            }
+            let Some(state) = state else { continue };
+            let Some(row) = line.strip_prefix("| ").and_then(|l| l.strip_suffix(" |")) else {
+                continue;
+            };
+            let columns: Vec<&str> = row.split(" | ").collect();
+            let [input, reply, effects, next] = columns[..] else {
+                panic!("not four columns: {line}");
+            };
+            if input == "Input" {
+                continue;
+            }
+            if input != REFUSES {
+                put(state, input, Cell::Row(reply.to_owned()));
+                continue;
+            }
+            assert_eq!((effects, next), ("-", "unchanged"), "{line}");
+            let groups = reply
+                .strip_suffix("`.")
+                .unwrap_or_else(|| panic!("a refusal row ends with a rejection: {line}"));
+            for group in groups.split("`. ") {
+                let (inputs, kind) = group
+                    .split_once(": `")
+                    .unwrap_or_else(|| panic!("a group without its rejection: {line}"));
+                for input in split_inputs(inputs) {
+                    put(state, input, Cell::Refused(kind.to_owned()));
+                }
+            }
+        }
+        cells
+    }
+
+    #[test]
+    fn every_named_state_and_input_is_a_row_or_in_the_states_refusal_row() {
+        let mut cells = parse(&transition_table());
+        for representative in REPRESENTATIVES {
+            let pair = reach(representative);
+            for input in INPUTS {
+                let key = (representative.name.to_owned(), input.to_string());
+                let cell = cells
+                    .remove(&key)
+                    .unwrap_or_else(|| panic!("{key:?} is not rendered"));
+                let want = match pair.clone().apply(*input) {
+                    Ok(step) => Cell::Row(render_step(&step).0),
+                    Err(rejection) => Cell::Refused(rejection_kind(rejection)),
+                };
+                assert_eq!(cell, want, "{key:?}");
+            }
+        }
+        assert!(cells.is_empty(), "rendered pairs of no state: {cells:?}");
+    }
+
+    #[test]
+    fn a_refusal_row_leaves_out_only_the_fields_that_repeat_the_input() {
+        for representative in REPRESENTATIVES {
+            let pair = reach(representative);
+            for input in INPUTS {
+                let Err(rejection) = pair.clone().apply(*input) else {
+                    continue;
+                };
+                let repeats = match (rejection, *input) {
+                    (
+                        Rejection::Submit(SubmitError::DuplicateOwner { owner }),
+                        Input::Submit(submitted),
+                    )
+                    | (
+                        Rejection::Withdraw(WithdrawError::NotSubmitted { owner }),
+                        Input::Withdraw(submitted),
+                    ) => owner == submitted,
+                    (
+                        Rejection::NoCreateInFlight { role },
+                        Input::Created { role: named, .. }
+                        | Input::CreateFailed { role: named, .. },
+                    ) => role == named,
+                    (
+                        Rejection::NotBeingDestroyed { role, handle }
+                        | Rejection::HandleInUse { role, handle },
+                        Input::Destroyed {
+                            role: named,
+                            handle: given,
+                        }
+                        | Input::DestroyFailed {
+                            role: named,
+                            handle: given,
+                            ..
+                        }
+                        | Input::Created {
+                            role: named,
+                            handle: given,
+                        },
+                    ) => role == named && handle == given,
+                    (Rejection::NotAResult { input: named }, input) => named == input,
+                    _ => rejection_kind(rejection) == format!("{rejection:?}"),
+                };
+                assert!(
+                    repeats,
+                    "{} x {input}: {rejection:?} is shown as {}",
+                    representative.name,
+                    rejection_kind(rejection)
+                );
+            }
+        }
+    }
 }

@@ -738,7 +738,13 @@ fn check_in(scratch: &Path) -> Result<(), String> {
 
     for (name, exe, shared) in &consumers {
         check_linkage(name, exe, major, *shared)?;
-        for args in [vec!["sim".as_ref()], vec!["acl".as_ref(), fake.as_os_str()]] {
+        let modes: [Vec<&std::ffi::OsStr>; 3] = [
+            vec!["sim".as_ref()],
+            vec!["acl".as_ref(), fake.as_os_str()],
+            // The runner as its own device (L-22): its table of device operations over the fake.
+            vec!["device_ops".as_ref(), fake.as_os_str()],
+        ];
+        for args in modes {
             let mut command = Command::new(exe);
             // cargo's run path for the xtask must not help the binary find the library.
             command.args(&args).env_remove("LD_LIBRARY_PATH");

@@ -1,11 +1,15 @@
 //! What the many-lane tests share: the fake's control surface, a config for a lane on one of
-//! its devices, launch callbacks that queue fake kernels on the streams the lane gives them
+//! its devices (through the ACL backend or through a runtime's device table over the fake,
+//! `Via`; `on_each_backend!` runs a test body through both), launch callbacks that queue fake
+//! kernels on the streams the lane gives them
 //! (the AICPU kernel writes the slot's timing buffer, as a runtime's scheduler does), the
 //! documented submit loop, and the process's threads (by name), open descriptors and
 //! resident memory read from `/proc/self`.
 
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
+
+pub(crate) mod table;
 
 use std::ffi::CString;
 use std::sync::OnceLock;
@@ -166,15 +170,63 @@ pub(crate) fn default_config() -> RunLaneConfig {
     unsafe { config.assume_init() }
 }
 
-/// An a2a3 lane on the fake's device `device_id` running `kernels`: host wait 10 s, device op
-/// timeout `op_timeout_ms` (a hung kernel ends there with 507014), the lane's invariants
-/// checked after every step (a broken one loses the lane, failing the test).
-pub(crate) fn fake_config(device_id: i32, kernels: &Kernels, op_timeout_ms: u64) -> RunLaneConfig {
+/// How a fake-backed test's lanes reach the fake libascendcl.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// `RUN_LANE_BACKEND_ACL`: the lane opens the fake as its libascendcl.
+    Acl,
+    /// `RUN_LANE_BACKEND_DEVICE_OPS`: a runtime's table of device operations forwards each
+    /// entry to the fake ([`table`]), and the runtime, not the lane, sets the op timeout.
+    DeviceOps,
+}
+
+/// Runs the fake-backed test body `fn $name(via: Via)` through each backend: a module `$name`
+/// with the `#[test]`s `acl` and `device_ops` (so `cargo test NAME` runs both), the body
+/// written once.
+#[allow(unused_macros)]
+macro_rules! on_each_backend {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn acl() {
+                super::$name($crate::common::Via::Acl);
+            }
+
+            #[test]
+            fn device_ops() {
+                super::$name($crate::common::Via::DeviceOps);
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use on_each_backend;
+
+/// An a2a3 lane on the fake's device `device_id` running `kernels`, reached `via` the ACL
+/// backend or a runtime's device table: host wait 10 s, device op timeout `op_timeout_ms` (a
+/// hung kernel ends there with 507014; through a table the runtime sets it now, as on attach),
+/// the lane's invariants checked after every step (a broken one loses the lane, failing the
+/// test).
+pub(crate) fn fake_config(
+    via: Via,
+    device_id: i32,
+    kernels: &Kernels,
+    op_timeout_ms: u64,
+) -> RunLaneConfig {
     let mut config = default_config();
-    config.backend = RunLaneBackend::Acl as u32;
+    match via {
+        Via::Acl => {
+            config.backend = RunLaneBackend::Acl as u32;
+            config.acl_library_path = fake_path().as_ptr();
+        }
+        Via::DeviceOps => {
+            config.backend = RunLaneBackend::DeviceOps as u32;
+            config.device_ops = table::static_table(device_id);
+            table::set_op_timeout(op_timeout_ms);
+        }
+    }
     config.profile = RunLaneProfile::A2a3 as u32;
     config.device_id = device_id;
-    config.acl_library_path = fake_path().as_ptr();
     config.completion_timeout_ms = 10_000;
     config.device_op_timeout_ms = op_timeout_ms;
     config.check_invariants = true;
@@ -472,7 +524,7 @@ pub(crate) fn submit_when_open(lane: *mut RunLane) -> u64 {
     loop {
         match submit(lane) {
             Ok(run) => return run,
-            Err(RunLaneStatus::Suspect | RunLaneStatus::Recovering) => {
+            Err(RunLaneStatus::Suspect | RunLaneStatus::Recovering | RunLaneStatus::Unusable) => {
                 assert!(since.elapsed() < BOUND, "the lane never reopened");
                 thread::sleep(Duration::from_millis(1));
             }

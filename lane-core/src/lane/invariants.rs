@@ -71,7 +71,11 @@ impl Lane {
             }
             prev = item.seq();
         }
-        if self.items.first().is_some_and(Item::is_done) {
+        if self
+            .items
+            .first()
+            .is_some_and(|item| self.deliverable(item))
+        {
             return Err(V::UndeliveredFront);
         }
 
@@ -184,7 +188,7 @@ impl Lane {
         self.check_overlap()?;
 
         match self.state {
-            LaneState::Recovering { .. } | LaneState::Lost => {
+            LaneState::Recovering { .. } | LaneState::Unusable | LaneState::Lost => {
                 if self.live_runs().next().is_some() {
                     return Err(V::LiveRunWhileRecovering);
                 }
@@ -246,7 +250,7 @@ impl Lane {
             return Err(V::UploadWithRunnerWorkOut);
         }
         match self.state {
-            LaneState::Recovering { .. } if out && !quiescing => {
+            LaneState::Recovering { .. } | LaneState::Unusable if out && !quiescing => {
                 return Err(V::RecoveryWithRunnerWorkOut);
             }
             _ if quiescing && !out => return Err(V::QuiescingWithNothingOut),

@@ -29,7 +29,8 @@ use stream_pair::StreamPair;
 
 use crate::effect::Effect;
 use crate::error::{
-    EventError, InvariantViolation, LeaseError, PublishError, Refused, SubmitError,
+    DeviceResetError, EventError, InvariantViolation, LeaseError, PublishError, Refused,
+    SubmitError,
 };
 use crate::event::Event;
 use crate::ids::{CodeRef, Lease, PublicationId, RunId, Timestamp};
@@ -266,6 +267,23 @@ impl Lane {
         true
     }
 
+    /// The runtime reports that it reset the device (L-24, its own recovery): the lane, which
+    /// has made no device call since it handed the device over, forgets every handle (an
+    /// `AdoptReset` effect: the backend drops them and every thread's binding, with no
+    /// device call) and reopens; the next launch creates a fresh pair.
+    ///
+    /// # Errors
+    ///
+    /// [`DeviceResetError::NotAwaited`] unless the lane awaits the runtime's reset (it is
+    /// [`LaneState::Unusable`]); nothing changes.
+    pub fn device_reset(&mut self, now: Timestamp) -> Result<(), DeviceResetError> {
+        let state = self.state;
+        self.step_state(LaneInput::DeviceReset)
+            .map_err(|_| DeviceResetError::NotAwaited { state })?;
+        self.progress(now);
+        Ok(())
+    }
+
     // ----- events ---------------------------------------------------------------------
 
     /// Feeds one backend event. A rejected event changes nothing (it answers nothing the lane
@@ -284,6 +302,8 @@ impl Lane {
             // The answered work's run is not live: a poison abandoned it while the work was
             // out. Nothing changed; the answer is accepted.
             Ok(Applied::NotLive(_)) if answered.is_some() => {
+                // L-26: its outcome was held for this answer.
+                self.deliver();
                 self.quiesce_if_done();
                 return Ok(());
             }
@@ -507,7 +527,12 @@ impl Lane {
     /// Steps the lane state through [`lane_step`] (the one place it changes), performs the
     /// transition's action, and returns the new state; a refused input changes nothing.
     fn step_state(&mut self, input: LaneInput) -> Result<LaneState, LaneRefusal> {
-        let (next, action) = lane_step(self.state, input, self.profile.recovery_attempts())?;
+        let (next, action) = lane_step(
+            self.state,
+            input,
+            self.profile.recovery_attempts(),
+            self.profile.recovery(),
+        )?;
         self.state = next;
         self.perform_lane(action);
         Ok(next)
@@ -522,6 +547,8 @@ impl Lane {
         };
         let notice = self.notice.filter(|_| self.notice_recovery);
         match (refusal, notice, self.poison) {
+            (LaneRefusal::Unusable, Some(notice), _) => Err(Refused::UnusableAfterNotice(notice)),
+            (LaneRefusal::Unusable, None, Some(poison)) => Err(Refused::Unusable(poison)),
             (LaneRefusal::Suspect | LaneRefusal::Recovering, Some(notice), _) => {
                 Err(Refused::Suspect(notice))
             }
@@ -531,7 +558,14 @@ impl Lane {
             // Suspect, recovering or lost without a record cannot happen (the record is
             // written before the state steps, and `check_invariants` reports it); the
             // lane takes no work either way.
-            (LaneRefusal::Suspect | LaneRefusal::Recovering | LaneRefusal::Lost, None, None)
+            (
+                LaneRefusal::Suspect
+                | LaneRefusal::Recovering
+                | LaneRefusal::Lost
+                | LaneRefusal::Unusable,
+                None,
+                None,
+            )
             | (LaneRefusal::Suspect, None, Some(_))
             | (LaneRefusal::Closed | LaneRefusal::NotExpected, _, _) => Err(Refused::Closed),
         }

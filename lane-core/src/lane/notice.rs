@@ -2,11 +2,8 @@
 //! device suspect; the lane admits nothing new, lets its launched runs reach their own
 //! verdicts, then recovers the device as after a poison.
 
-use status_latch::{Failure, Stage};
-
 use crate::ids::Timestamp;
 use crate::notice::FaultNotice;
-use crate::outcome::Cause;
 use crate::state::{LaneInput, LaneState};
 
 use super::Lane;
@@ -49,11 +46,7 @@ impl Lane {
         let Some(notice) = self.notice else {
             return;
         };
-        let cause = Cause::of(Failure::Acl {
-            stage: Stage::FaultNotice,
-            code: notice.code,
-        });
-        self.take_down(None, cause);
+        self.take_down(None, super::poison::notice_cause(notice));
         self.start_recovery(LaneInput::LaunchedDone);
     }
 }

@@ -2,12 +2,14 @@
 //! the device; recovery drains, force-resets and probes until the device is proven usable
 //! or the attempts run out.
 
-use crate::effect::Effect;
+use crate::effect::{Effect, RecoveryHook};
 use crate::error::EventError;
+use crate::notice::FaultNotice;
 use crate::outcome::{Cause, PublicationResult, Verdict};
 use crate::publication::PublicationInput;
 use crate::run::RunInput;
 use crate::state::{LaneAction, LaneInput, LaneState, RecoveryStep};
+use status_latch::{Failure, Stage};
 
 use super::items::Item;
 use super::{Lane, PoisonRecord};
@@ -58,6 +60,17 @@ impl Lane {
         self.pair.abandon();
     }
 
+    /// What took the device down: the poison's origin run and cause, or, for a fault notice
+    /// (L-19), no origin and the notice as the cause. `None` before any poison or notice.
+    pub(super) fn downed(&self) -> Option<(Option<RunId>, Cause)> {
+        if self.notice_recovery {
+            let notice = self.notice?;
+            return Some((None, notice_cause(notice)));
+        }
+        self.poison
+            .map(|poison| (Some(poison.origin), poison.cause))
+    }
+
     /// Enters recovery through `input` (a poison, or the end of a suspect state): its action
     /// starts with `Quiesce`, since runner work still out must answer before the drain
     /// (L-18); with none out it is left at once.
@@ -104,6 +117,24 @@ impl Lane {
             LaneAction::ReleaseReservations => self.slots.clear_reservations(),
             // Nothing to emit while runner work is out: its answers end it.
             LaneAction::Quiesce => self.quiesce_if_done(),
+            LaneAction::BeginReset => {
+                if let Some((origin, cause)) = self.downed() {
+                    self.emit(Effect::Hook(RecoveryHook::BeforeReset { origin, cause }));
+                }
+                self.emit(Effect::DrainDevice {
+                    attempt,
+                    timeout_ns: self.profile.drain_timeout_ns(),
+                });
+            }
+            LaneAction::AfterReset { recovered } => {
+                self.emit(Effect::Hook(RecoveryHook::AfterReset { recovered }));
+            }
+            LaneAction::HandOver => {
+                if let Some((origin, cause)) = self.downed() {
+                    self.emit(Effect::Hook(RecoveryHook::OnPoison { origin, cause }));
+                }
+            }
+            LaneAction::AdoptReset => self.emit(Effect::AdoptReset),
             LaneAction::Drain => self.emit(Effect::DrainDevice {
                 attempt,
                 timeout_ns: self.profile.drain_timeout_ns(),
@@ -114,4 +145,12 @@ impl Lane {
             LaneAction::DestroyRound => self.destroy_round(),
         }
     }
+}
+
+/// The cause a device fault notice gives what it takes down (stage `FaultNotice`, L-19).
+pub(super) fn notice_cause(notice: FaultNotice) -> Cause {
+    Cause::of(Failure::Acl {
+        stage: Stage::FaultNotice,
+        code: notice.code,
+    })
 }

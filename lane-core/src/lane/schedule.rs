@@ -46,17 +46,27 @@ impl Lane {
             LaneState::ReleasingStreams { .. } => {
                 self.release_streams();
             }
-            LaneState::Recovering { .. } | LaneState::Lost | LaneState::Closed { .. } => {}
+            LaneState::Recovering { .. }
+            | LaneState::Unusable
+            | LaneState::Lost
+            | LaneState::Closed { .. } => {}
         }
         debug_assert!(
-            !self.items.first().is_some_and(Item::is_done),
+            !self
+                .items
+                .first()
+                .is_some_and(|item| self.deliverable(item)),
             "a start finished an item"
         );
     }
 
     /// Moves finished items at the front into the outcome queue (L-2, L-14).
-    fn deliver(&mut self) {
-        while self.items.first().is_some_and(Item::is_done) {
+    pub(super) fn deliver(&mut self) {
+        while self
+            .items
+            .first()
+            .is_some_and(|item| self.deliverable(item))
+        {
             let item = self.items.remove(0);
             let outcome = match item {
                 Item::Run(r) => Outcome::Run(RunOutcome {
@@ -81,6 +91,15 @@ impl Lane {
             self.delivered += 1;
             self.outcomes.push(outcome);
         }
+    }
+
+    /// Whether `item`'s outcome may be delivered: it is done and no runner callback for it
+    /// is still out (L-26: the outcome tells the runtime it may free the run's state, so a
+    /// run a poison abandoned while its prepare or finalise ran on a host worker is held
+    /// until that call answered).
+    pub(super) fn deliverable(&self, item: &Item) -> bool {
+        item.is_done()
+            && !matches!(item, Item::Run(r) if self.runner_work.iter().flatten().any(|w| w.run == r.id))
     }
 
     /// A publication at the front of the FIFO uploads: every earlier item has its outcome.

@@ -335,7 +335,7 @@ impl Harness {
         if let Some(fault) = self.inject(effect) {
             return Some(fault);
         }
-        let mut event = self.backend.answer(effect);
+        let mut event = self.backend.answer(effect)?;
         if let Event::StatusRead {
             run,
             ref mut status,
@@ -433,6 +433,8 @@ impl Harness {
                 }),
                 _ => None,
             },
+            // Recorded in the log; nothing answers them.
+            Effect::Hook(_) | Effect::AdoptReset => None,
             Effect::ForceReset { attempt } => {
                 // A reset kills every outstanding await.
                 self.awaiting.clear();

@@ -39,7 +39,7 @@ pub use timers::{Timer, TimerTable};
 
 use std::collections::VecDeque;
 
-use lane_core::{Effect, FaultNotice, MAX_SLOTS, RunPhase, Timestamp};
+use lane_core::{Effect, FaultNotice, MAX_SLOTS, RecoveryHook, RunPhase, Timestamp};
 
 use crate::answer::Answer;
 use crate::device::Device;
@@ -694,14 +694,24 @@ impl Dispatch {
         effect: Effect,
         books: &mut impl Bookkeeping,
     ) -> Result<Option<Next>, DriverError> {
-        let recovery = matches!(effect, Effect::ForceReset { .. } | Effect::Probe { .. });
+        // Recovery's calls, and the runtime's notifications of it (after `OnPoison` the
+        // runtime resets the device itself, L-24), are the lane's own threads' to make.
+        let recovery = matches!(
+            effect,
+            Effect::ForceReset { .. } | Effect::Probe { .. } | Effect::Hook(_)
+        );
         let input = if recovery && here == Here::Submitter && self.setting.waiter {
             DispatchInput::Elsewhere
         } else if is_host_work(&effect) {
             DispatchInput::HostWork
         } else if matches!(effect, Effect::DrainDevice { .. }) {
             DispatchInput::Drain
-        } else if matches!(effect, Effect::ForceReset { .. }) {
+        } else if matches!(
+            effect,
+            Effect::ForceReset { .. } | Effect::Hook(RecoveryHook::OnPoison { .. })
+        ) {
+            // L-20, and L-24: after `OnPoison` the runtime resets the device, so it too waits
+            // until the waiter is out of its device call.
             match self.waiter {
                 Waiter::Inside { .. } => DispatchInput::ResetUnderWait,
                 Waiter::Idle => DispatchInput::Reset,

@@ -109,9 +109,11 @@ pub enum DispatchInput {
     HostWork,
     /// The next effect is the recovery drain (`DrainDevice`), a blocking device wait.
     Drain,
-    /// The next effect is `ForceReset` and the waiter is in no device call.
+    /// The next effect is `ForceReset` (or `Hook(OnPoison)`, after which the runtime resets,
+    /// L-24) and the waiter is in no device call.
     Reset,
-    /// The next effect is `ForceReset` and the waiter is inside a device call.
+    /// The next effect is `ForceReset` (or `Hook(OnPoison)`) and the waiter is inside a
+    /// device call.
     ResetUnderWait,
     /// The next effect is `AwaitCompletion` (the executor notes the run, no device call).
     Await,
@@ -326,7 +328,8 @@ pub const fn dispatch_step(
 }
 
 /// Renders the machine as a Markdown table: one row per state and input that some setting
-/// accepts, one column per [`Setting`].
+/// accepts, one column per [`Setting`], and per state one row of what each setting refuses
+/// and why.
 #[must_use]
 pub fn dispatch_table() -> String {
     let mut out = String::new();
@@ -335,7 +338,10 @@ pub fn dispatch_table() -> String {
         out,
         "What the thread running a lane's steps does with what it finds \
          (`lane_driver::dispatch::dispatch_step`), in the order it looks. Each cell is \
-         `next state: action`; `-` is an input the setting or the state rules out. \
+         `next state: action`; `-` is an input the setting refuses in that state. A state's \
+         last row, `*refuses*`, says why, per setting: the inputs it refuses grouped by the \
+         reason, `every other input` being those with no cell and no group in its column (an \
+         input no setting accepts in a state has no row). \
          Settings: `driver` is `Driver::turn` (no other thread), `waiter` a lane with a \
          completion waiter (lane-service's waiter thread, or, where the caller drives the \
          lane, whichever caller is inside `wait`), `workers + waiter` one with host workers \
@@ -372,6 +378,11 @@ pub fn dispatch_table() -> String {
             }
             out.push('\n');
         }
+        let _ = write!(out, "| {state:?} | *refuses* |");
+        for setting in Setting::ALL {
+            let _ = write!(out, " {} |", refusals(setting, state));
+        }
+        out.push('\n');
     }
     let _ = writeln!(
         out,
@@ -382,4 +393,57 @@ pub fn dispatch_table() -> String {
         let _ = writeln!(out, "- `{timer:?}`: {}", timer.describe());
     }
     out
+}
+
+/// What `setting` refuses in `state`, grouped by the reason: the reason that refuses the
+/// most (the first of them on a tie) as `every other input: reason.` (`every input` when the
+/// setting accepts nothing there), after the others, each as `A, B: reason.`; `-` when it
+/// refuses nothing.
+fn refusals(setting: Setting, state: DispatchState) -> String {
+    let mut reasons: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut refused = 0;
+    for input in DispatchInput::ALL {
+        let Err(refusal) = dispatch_step(setting, state, input) else {
+            continue;
+        };
+        refused += 1;
+        let reason = refusal.reason();
+        match reasons.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, inputs)) => inputs.push(format!("{input:?}")),
+            None => reasons.push((reason, vec![format!("{input:?}")])),
+        }
+    }
+    if reasons.is_empty() {
+        return "-".to_owned();
+    }
+    let mut usual = 0;
+    for (at, (_, inputs)) in reasons.iter().enumerate() {
+        if inputs.len() > reasons[usual].1.len() {
+            usual = at;
+        }
+    }
+    let (reason, _) = reasons.remove(usual);
+    let mut groups: Vec<String> = reasons
+        .iter()
+        .map(|(reason, inputs)| format!("{}: {reason}.", inputs.join(", ")))
+        .collect();
+    groups.push(if !groups.is_empty() {
+        format!("Every other input: {reason}.")
+    } else if refused == DispatchInput::ALL.len() {
+        format!("every input: {reason}.")
+    } else {
+        format!("every other input: {reason}.")
+    });
+    groups.join(" ")
+}
+
+impl DispatchRefusal {
+    /// A one-line reason, for the table.
+    #[must_use]
+    pub const fn reason(self) -> &'static str {
+        match self {
+            Self::NotExpected => "not expected in this state",
+            Self::NotInSetting => "not in this setting",
+        }
+    }
 }

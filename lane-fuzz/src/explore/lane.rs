@@ -75,6 +75,9 @@ pub enum Chip {
     /// narrow answers (success and each answer that moves a run into a phase of its own): every phase of a run, with three runs in flight,
     /// in a state space `cargo test` affords.
     Depth3,
+    /// [`Profile::a2a3`] with the runtime's recovery (L-24): a poison or a notice hands the
+    /// device over (`OnPoison`) and the lane waits, `Unusable`, for the runtime's reset.
+    RuntimeRecovery,
 }
 
 impl Chip {
@@ -102,6 +105,14 @@ impl Chip {
                 Ok(profile) => profile,
                 // Three slots allow a depth and a window of three.
                 Err(e) => unreachable!("depth three refused: {e}"),
+            },
+            Self::RuntimeRecovery => match Profile::custom(lane_core::ProfileSpec {
+                recovery: lane_core::Recovery::Runtime,
+                ..Profile::a2a3().spec()
+            }) {
+                Ok(profile) => profile,
+                // Who recovers is not validated against anything.
+                Err(e) => unreachable!("a2a3 with the runtime's recovery refused: {e}"),
             },
         }
     }
@@ -405,6 +416,8 @@ fn replies(effect: &Effect) -> &'static [Reply] {
         Effect::ReadStatus { .. } => &[Reply::Success, PLAIN, OTHER, Reply::Other { code: 7 }],
         Effect::DrainDevice { .. } => &[Reply::Success],
         Effect::ForceReset { .. } | Effect::Probe { .. } => &[Reply::Success, PLAIN],
+        // Never outstanding: nothing answers them.
+        Effect::Hook(_) | Effect::AdoptReset => &[],
     }
 }
 
@@ -437,6 +450,8 @@ fn narrow_replies(effect: &Effect) -> &'static [Reply] {
         | Effect::DrainDevice { .. }
         | Effect::ForceReset { .. }
         | Effect::Probe { .. } => &[Reply::Success],
+        // Never outstanding: nothing answers them.
+        Effect::Hook(_) | Effect::AdoptReset => &[],
     }
 }
 
@@ -479,6 +494,11 @@ impl Model for LaneModel {
             )
         {
             op(Op::Notice(0));
+        }
+        // The runtime's report of its reset: accepted when the lane awaits it, refused (and
+        // changing nothing) anywhere else.
+        if config.chip == Chip::RuntimeRecovery {
+            op(Op::DeviceReset);
         }
         let current = self.body.current_effects();
         for (at, effect) in current.iter().enumerate() {
@@ -635,6 +655,7 @@ fn rust_op(op: Op) -> String {
         Op::Timeout => "Op::Timeout".to_owned(),
         Op::Expire => "Op::Expire".to_owned(),
         Op::Notice(n) => format!("Op::Notice({n})"),
+        Op::DeviceReset => "Op::DeviceReset".to_owned(),
     }
 }
 
@@ -661,7 +682,9 @@ pub struct Reached {
     pub verdict: BTreeSet<String>,
 }
 
-/// The states a rendered table has rows for (its first column).
+/// The states a rendered table lists: its first column. A state has a row per input it
+/// accepts and one `*refuses*` row for the rest, so a state that accepts nothing (`Done`)
+/// is listed too; lane-core's tests check that every (state, input) pair is rendered once.
 fn rows(table: &str) -> BTreeSet<String> {
     table
         .lines()
@@ -792,4 +815,48 @@ pub fn replay(config: Config, actions: &[Action]) -> Result<(), String> {
             .map_err(|m| format!("action {at} ({action:?}): {m}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use lane_core::RunPhase;
+    use lane_core::publication::PublicationPhase;
+
+    use super::*;
+
+    #[test]
+    fn rows_lists_every_state_of_a_table_those_that_accept_nothing_too() {
+        let run: BTreeSet<String> = RunPhase::all().into_iter().map(RunPhase::label).collect();
+        assert_eq!(rows(&run_phase_table()), run);
+        let publication: BTreeSet<String> = PublicationPhase::ALL
+            .into_iter()
+            .map(|phase| phase.label().to_owned())
+            .collect();
+        assert_eq!(rows(&publication_table()), publication);
+        // The lane's states have no public list: every state a row leads to is listed.
+        let table = lane_state_table();
+        let lane = rows(&table);
+        let next = table
+            .lines()
+            .filter_map(|line| line.split(" | ").nth(2))
+            .filter(|next| !next.contains(": "))
+            .map(|next| {
+                next.trim_matches('*')
+                    .trim_end_matches(" (unchanged)")
+                    .trim_end_matches(" (value recorded)")
+            });
+        let mut led_to = 0;
+        for state in next.filter(|next| *next != "next state") {
+            assert!(lane.contains(state), "{state} is not listed: {lane:?}");
+            led_to += 1;
+        }
+        assert!(led_to > lane.len(), "{led_to} rows");
+        for state in [
+            "Lost",
+            "Closed(device lost)",
+            "ReleasingStreams(round 0 of 1)",
+        ] {
+            assert!(lane.contains(state), "{state} is not listed: {lane:?}");
+        }
+    }
 }

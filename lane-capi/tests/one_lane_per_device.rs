@@ -1,0 +1,100 @@
+//! One device, one reset (SPEC L-25, decision 0028) through the C ABI on the fake
+//! libascendcl: a second lane on a device id is refused at create, naming the first, so the
+//! first lane's recovery is the device's only reset (none under a wait) and it reopens; once
+//! the first is destroyed the device id takes a new lane; through the ACL backend and through
+//! a runtime's device table alike, and across them (an ACL lane holds its id against a table
+//! lane). Simulated lanes have devices of their own and are never refused.
+//!
+//! Its own test binary: the fake's state is process-wide; the tests take `common::serial()`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use run_lane::*;
+use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
+
+/// Run 1's AICore kernel raises an AICore exception: a poison, and the device's one reset.
+static POISONED: Kernels = Kernels {
+    kernel: Duration::from_millis(2),
+    faults: &[(1, ENGINE_AICORE, Outcome::Exception)],
+};
+
+static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(2));
+
+/// `run_lane_create` of `config`: the handle, or the refusal and its message.
+fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, String)> {
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config (its path and user outlive the lane) and a writable handle.
+    match unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) } {
+        RunLaneStatus::Ok => Ok(lane),
+        status => Err((status, last_error())),
+    }
+}
+
+fn a_second_lane_on_a_device_id_is_refused_naming_the_first_and_the_first_resets_it_alone(
+    via: Via,
+) {
+    let _serial = serial();
+    // Each backend's run counts the fake's resets from zero.
+    let _fake = control().session().expect("reset the fake");
+    let device = 12;
+    let first = create(&fake_config(via, device, &POISONED, 5_000));
+    let (status, message) = try_create(&fake_config(via, device, &HEALTHY, 5_000))
+        .expect_err("a second lane on the same device id");
+    assert_eq!(status, RunLaneStatus::BackendUnavailable);
+    assert!(
+        message.contains(&format!("device {device} already has a lane")),
+        "{message}"
+    );
+    assert!(message.contains("destroy that lane first"), "{message}");
+    // Another device id is free.
+    let other = create(&fake_config(via, device + 1, &HEALTHY, 5_000));
+    // The first lane's poison is the device's one reset, made under no wait, and it reopens.
+    let resets_under_wait = control().resets_under_wait();
+    poison_with_run_1_and_recover(first, device);
+    assert_eq!(force_resets(device), 1);
+    assert_eq!(control().resets_under_wait(), resets_under_wait);
+    assert_eq!(force_resets(device + 1), 0, "the other device untouched");
+    destroy(first);
+    let again = create(&fake_config(via, device, &HEALTHY, 5_000));
+    let run = submit(again).expect("accepted");
+    assert_eq!(wait(again, run).verdict, RunLaneVerdict::Ok);
+    destroy(again);
+    destroy(other);
+}
+on_each_backend!(
+    a_second_lane_on_a_device_id_is_refused_naming_the_first_and_the_first_resets_it_alone
+);
+
+#[test]
+fn simulated_lanes_have_devices_of_their_own_and_are_never_refused() {
+    let mut config = default_config();
+    config.backend = RunLaneBackend::Sim as u32;
+    let lanes: Vec<_> = (0..3).map(|_| create(&config)).collect();
+    for lane in lanes {
+        destroy(lane);
+    }
+}
+
+#[test]
+fn a_device_id_an_acl_lane_holds_is_refused_to_a_device_table_lane_too() {
+    let _serial = serial();
+    let device = 14;
+    let acl = create(&fake_config(Via::Acl, device, &HEALTHY, 5_000));
+    let (status, message) = try_create(&fake_config(Via::DeviceOps, device, &HEALTHY, 5_000))
+        .expect_err("a table lane on the ACL lane's device id");
+    assert_eq!(status, RunLaneStatus::BackendUnavailable);
+    assert!(
+        message.contains(&format!("device {device} already has a lane")),
+        "{message}"
+    );
+    destroy(acl);
+    destroy(create(&fake_config(
+        Via::DeviceOps,
+        device,
+        &HEALTHY,
+        5_000,
+    )));
+}
