@@ -692,7 +692,10 @@ typedef struct RunLaneRunner {
 //
 // **Threads.** Entries are called on the lane's threads, never on the caller's
 // (`run_lane_*` calls return without them), except with `RunLaneConfig::submitters_bound`,
-// where a submitting thread may run the lane's steps:
+// where a submitting thread may run the lane's steps, and with `RUN_LANE_DRIVE_CALLER`
+// (ABI 10), where the lane has no thread: every entry is called by the thread of the
+// `run_lane_*` call that runs the steps, the waits by the caller inside `run_lane_wait` (or a
+// `run_lane_poll`'s `query_event`), still at most one wait and one steps' entry at a time:
 //
 // - *the steps:* every entry but the waits below is called by whichever thread runs the
 //   lane's steps (the lane thread, the completion waiter once it has a verdict, a host worker
