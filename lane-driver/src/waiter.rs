@@ -3,7 +3,8 @@
 //! its own can make them, and [`run_device_wait`], the one wait loop. The single-thread
 //! [`Driver`](crate::Driver) runs that loop on the device itself ([`OnDevice`]); lane-service
 //! runs it on its completion waiter thread, so the lane thread never blocks in a device wait
-//! (SPEC L-16, L-18).
+//! (SPEC L-16, L-18), or, where the caller drives the lane, on the caller inside `wait`
+//! (capped at its timeout) or `poll` (a look: [`Reach`]), with no lock held (L-23).
 
 use lane_core::status_latch::{
     AclCode, Boundary, DeviceVerdict, Evidence, RECORD_BYTES, RecordRead, VerdictChannel,
