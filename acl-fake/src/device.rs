@@ -503,6 +503,9 @@ pub(crate) struct Semantics {
     /// `RESET_RESTARTS_STREAM_NUMBERING` = 1: a force reset of this device starts its
     /// stream numbering again at 1.
     pub(crate) reset_restarts_stream_numbering: bool,
+    /// `EVENT_WAIT_STALL_MS`: every event wait stays this long inside the call before it
+    /// looks at its event.
+    pub(crate) event_wait_stall_ms: u32,
 }
 
 impl Semantics {
@@ -514,6 +517,7 @@ impl Semantics {
         latch_faults_stream: true,
         reset_drops_exception_callback: false,
         reset_restarts_stream_numbering: false,
+        event_wait_stall_ms: 0,
     };
 }
 

@@ -342,7 +342,22 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
         return ACL_ERROR_INVALID_PARAM;
     }
     let key = event as u64;
+    let stall = state.semantics.event_wait_stall_ms;
     counted_wait(state, |mut state, generation| {
+        // A hung driver call: inside the wait, whatever its timeout (SWITCH_EVENT_WAIT_STALL_MS).
+        if stall > 0 {
+            let until = Instant::now() + Duration::from_millis(stall.into());
+            loop {
+                match wait_inside(device, state, Some(until), generation) {
+                    Ok((woken, true)) => {
+                        state = woken;
+                        break;
+                    }
+                    Ok((woken, false)) => state = woken,
+                    Err(state) => return (state, RESET_UNDER_WAIT),
+                }
+            }
+        }
         loop {
             // Gone: destroyed meanwhile (a force reset of this device ends the wait below).
             let Some(capture) = state.events.get(&key).map(|e| e.capture) else {

@@ -90,7 +90,8 @@
 //! last error \[I\]; there is no stream query call; where the hardware is not known, each
 //! plausible behaviour is a switch ([`Semantics`]: a refused enqueue after a fault, where an
 //! op-timeout kill leaves its code, whether a latch faults its stream, whether a force reset
-//! drops the exception callback, whether it restarts the stream numbering), and the old
+//! drops the exception callback, whether it restarts the stream numbering, an event wait
+//! that stalls past its bound), and the old
 //! unreal fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch. A
 //! reset under a wait wakes the waiter (real ACL leaves it to read freed memory,
 //! device-truth §5). `aclrtSetOpExecuteTimeOutV2` needs no bound thread \[I: the CANN docs do
@@ -235,6 +236,14 @@ pub const SWITCH_RESET_DROPS_EXCEPTION_CALLBACK: u32 = 4;
 /// an injected code) restarts nothing.
 pub const SWITCH_RESET_RESTARTS_STREAM_NUMBERING: u32 = 5;
 
+/// `runlanefake_set_semantics` switch: how many milliseconds every event wait
+/// (`aclrtSynchronizeEventWithTimeout`) stays inside the call before it looks at its event,
+/// whatever its timeout: a hung driver call that ignores its bound (a real wait returns up to
+/// a slice, 5 s, past its timeout, device-truth §5; a stall longer than the lane's grace is
+/// the case it loses itself to rather than reset under, L-20). A force reset of the device
+/// meanwhile counts as a reset under a wait. Any value; 0 (default) stalls nothing.
+pub const SWITCH_EVENT_WAIT_STALL_MS: u32 = 6;
+
 /// The fake's semantic switches (`runlanefake_set_semantics`), where the hardware's
 /// behaviour is not known: each value is one plausible behaviour. `runlanefake_reset`
 /// restores every default; a force reset keeps them.
@@ -254,6 +263,9 @@ pub enum Semantics {
     /// [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`]: `true` makes a force reset restart the
     /// device's stream numbering at 1; `false` (default) never reuses a number.
     ResetRestartsStreamNumbering(bool),
+    /// [`SWITCH_EVENT_WAIT_STALL_MS`]: how long every event wait stalls before it looks
+    /// (0, the default: not at all).
+    EventWaitStallMs(u32),
 }
 
 impl Semantics {
@@ -271,6 +283,7 @@ impl Semantics {
             Self::ResetRestartsStreamNumbering(v) => {
                 (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, v as u32)
             }
+            Self::EventWaitStallMs(ms) => (SWITCH_EVENT_WAIT_STALL_MS, ms),
         }
     }
 }
@@ -930,6 +943,7 @@ mod control {
             (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 0 | 1) => {
                 semantics.reset_restarts_stream_numbering = value == 1;
             }
+            (SWITCH_EVENT_WAIT_STALL_MS, ms) => semantics.event_wait_stall_ms = ms,
             _ => return Err(ACL_ERROR_RT_PARAM_INVALID),
         }
         Ok(())
