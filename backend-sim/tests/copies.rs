@@ -188,6 +188,7 @@ fn a_passed_boundary_proves_the_readback_holds_the_runs_header() {
         status_header: buffer.at(80),
         record: buffer.at(lane_driver::RECORD_OFFSET),
         epoch: 1,
+        queued: false,
     };
     let readback = host.at(80);
     let len = 16 + LAYOUT.size();

@@ -54,6 +54,7 @@ fn slot(d: &mut SimDevice, run: u64, slot: u8) -> Slot {
             record,
             // Any process-unique non-zero number; the run id is one here.
             epoch: run,
+            queued: false,
         },
         events: [d.create_event().unwrap(), d.create_event().unwrap()],
     }
@@ -841,6 +842,7 @@ fn slot_buffers_inside_one_allocation_are_written_and_read_at_their_offsets() {
             handshake: base,
             record: base.at(lane_driver::RECORD_OFFSET),
             epoch: 1,
+            queued: false,
         },
         events: [d.create_event().unwrap(), d.create_event().unwrap()],
     };

@@ -22,6 +22,7 @@ fn args(device: &mut SharedSim, run: u64, slot: u8) -> RunArgs {
         handshake: device.malloc(64).unwrap(),
         record: device.malloc(280).unwrap(),
         epoch: lane_driver::next_epoch(),
+        queued: false,
     }
 }
 
