@@ -21,10 +21,15 @@ pub enum Command {
     /// [`LaneSteps::device_reset`](crate::LaneSteps::device_reset): the runtime reset the
     /// device (L-24).
     DeviceReset,
+    /// [`LaneSteps::activate`](crate::LaneSteps::activate): a held run may launch.
+    Activate,
+    /// [`LaneSteps::cancel`](crate::LaneSteps::cancel): an unlaunched item is cancelled.
+    Cancel,
 }
 
 impl Command {
-    /// `submit`, `publish`, `close`, `retry-teardown`, `fault-notice` or `device-reset`.
+    /// `submit`, `publish`, `close`, `retry-teardown`, `fault-notice`, `device-reset`,
+    /// `activate` or `cancel`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -34,6 +39,8 @@ impl Command {
             Self::RetryTeardown => "retry-teardown",
             Self::FaultNotice => "fault-notice",
             Self::DeviceReset => "device-reset",
+            Self::Activate => "activate",
+            Self::Cancel => "cancel",
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use lane_core::status_latch::{Class, Stage};
 use lane_core::{
-    Cause, CloseReport, CodeRef, DeviceResetError, Effect, Event, FaultNotice, Lane, LaneState,
+    Cause, CloseReport, CodeRef, ControlError, DeviceResetError, Effect, Event, FaultNotice, Lane, LaneState,
     Outcome, Profile, PublicationId, PublicationResult, PublishError, RunId, RunPhase, RunRequest,
     SubmitError, Timestamp,
 };
@@ -140,6 +140,43 @@ impl<O: Observer> LaneSteps<O> {
         )
     }
 
+    /// Activates a held run at `now` (`Lane::activate`).
+    pub fn activate(
+        &mut self,
+        now: Timestamp,
+        run: RunId,
+    ) -> Result<Result<(), ControlError>, DriverError> {
+        self.command(
+            now,
+            Command::Activate,
+            |lane| lane.activate(now, run),
+            |_| None,
+        )
+    }
+
+    /// Cancels an unlaunched run (`Lane::cancel`) or a waiting publication
+    /// (`Lane::cancel_publication`) at `now`: `item` is its sequence number, `run` whether it
+    /// names a run.
+    pub fn cancel(
+        &mut self,
+        now: Timestamp,
+        item: u64,
+        run: bool,
+    ) -> Result<Result<(), ControlError>, DriverError> {
+        self.command(
+            now,
+            Command::Cancel,
+            |lane| {
+                if run {
+                    lane.cancel(now, RunId(item))
+                } else {
+                    lane.cancel_publication(now, PublicationId(item))
+                }
+            },
+            |_| None,
+        )
+    }
+
     /// Closes the lane at `now`.
     pub fn close(&mut self, now: Timestamp) -> Result<CloseReport, DriverError> {
         self.command(now, Command::Close, |lane| lane.close(now), |_| None)
@@ -246,9 +283,11 @@ impl<O: Observer> LaneSteps<O> {
     }
 
     /// With no effect left and nothing awaited: [`Turn::Idle`] when every accepted item has
-    /// its outcome (or the lane is closed or lost), else the lane is stuck.
+    /// its outcome, or the rest wait for the caller to activate a held run (or the lane is
+    /// closed or lost), else the lane is stuck.
     pub fn settled(&self) -> Result<Turn, DriverError> {
         if self.lane.is_idle()
+            || self.lane.holds_a_run()
             || matches!(
                 self.lane.state(),
                 LaneState::Lost | LaneState::Closed { .. }
@@ -369,6 +408,8 @@ const fn failed_item(event: &Event) -> Option<u64> {
     match event {
         Event::PrepareFailed { run, .. }
         | Event::LaunchFailed { run, .. }
+        // Only a decline that fails its run (nothing ahead of it) carries a text.
+        | Event::LaunchDeclined { run, .. }
         | Event::CompletionFailed { run, .. }
         | Event::Completed { run, .. }
         | Event::StatusReadFailed { run, .. }

@@ -2097,3 +2097,131 @@ fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
         executor.device().calls
     );
 }
+
+/// Issue 45's launch control on the runner: `Kernels`, declining the launches of the runs
+/// named (once each), and recording what `on_launched` and `finalise_verdict` hear.
+#[derive(Default)]
+struct Controlled {
+    decline: Vec<u64>,
+    launched: Vec<u64>,
+    finalised: Vec<(u64, lane_core::Verdict)>,
+    asked_queued: Vec<(u64, bool)>,
+}
+
+impl Runner<Recorder> for Controlled {
+    fn try_launch_aicore(
+        &mut self,
+        d: &mut Recorder,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<lane_driver::AicoreLaunch, AclCode> {
+        self.asked_queued.push((args.run.0, args.queued));
+        if let Some(at) = self.decline.iter().position(|r| *r == args.run.0) {
+            self.decline.remove(at);
+            return Ok(lane_driver::AicoreLaunch::Declined);
+        }
+        Kernels
+            .launch_aicore(d, stream, args)
+            .map(|()| lane_driver::AicoreLaunch::Launched)
+    }
+    fn launch_aicore(
+        &mut self,
+        d: &mut Recorder,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        Kernels.launch_aicore(d, stream, args)
+    }
+    fn launch_aicpu(
+        &mut self,
+        d: &mut Recorder,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), AclCode> {
+        Kernels.launch_aicpu(d, stream, args)
+    }
+    fn on_launched(&mut self, _: &mut Recorder, args: &RunArgs) {
+        self.launched.push(args.run.0);
+    }
+    fn prepare_run(
+        &mut self,
+        d: &mut Recorder,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        Kernels.prepare_run(d, run, slot, diagnostics)
+    }
+    fn finalise_run(
+        &mut self,
+        d: &mut Recorder,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        Kernels.finalise_run(d, run, slot, copy_back)
+    }
+    fn finalise_verdict(
+        &mut self,
+        d: &mut Recorder,
+        run: RunId,
+        slot: SlotId,
+        verdict: lane_core::Verdict,
+    ) -> Result<(), FinaliseFailure> {
+        self.finalised.push((run.0, verdict));
+        self.finalise_run(d, run, slot, verdict.is_ok())
+    }
+    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), AclCode> {
+        Kernels.upload_code(d, code)
+    }
+}
+
+#[test]
+fn a_declined_queued_launch_is_launched_again_alone_and_the_runner_hears_each_launch_and_verdict() {
+    let runner = Controlled {
+        decline: vec![2],
+        ..Controlled::default()
+    };
+    let mut d = Driver::new(Profile::a2a3(), Recorder::default(), runner);
+    let first = d.submit(RunRequest::new()).unwrap().unwrap();
+    let second = d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let runner = d.runner_mut();
+    // Run 2's launch, queued behind run 1, was declined; asked again once run 1 retired, it
+    // was no longer queued.
+    assert_eq!(runner.asked_queued, [(1, false), (2, true), (2, false)]);
+    assert_eq!(runner.launched, [1, 2], "on_launched once per launched run");
+    assert_eq!(
+        runner.finalised,
+        [(1, lane_core::Verdict::Ok), (2, lane_core::Verdict::Ok)]
+    );
+    let outcomes: Vec<Outcome> = std::iter::from_fn(|| d.poll_outcome()).collect();
+    let declines: Vec<(RunId, u32)> = outcomes
+        .iter()
+        .map(|o| match o {
+            Outcome::Run(r) => (r.run, r.declines),
+            Outcome::Publication(p) => panic!("{p:?}"),
+        })
+        .collect();
+    assert_eq!(declines, [(first, 0), (second, 1)]);
+}
+
+#[test]
+fn a_declined_launch_with_nothing_ahead_fails_its_run_with_the_reason_in_the_report() {
+    let runner = Controlled {
+        decline: vec![1],
+        ..Controlled::default()
+    };
+    let mut d = Driver::new(Profile::a2a3(), Recorder::default(), runner);
+    let run = d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let report = d.poll_report().expect("its outcome");
+    assert_eq!(report.outcome.seq(), run.0);
+    let text = report.device_message.expect("the reason");
+    assert!(text.contains("declined a launch with no run ahead"), "{text}");
+    assert!(d.runner_mut().launched.is_empty(), "nothing launched");
+    assert!(matches!(
+        d.runner_mut().finalised[..],
+        [(1, lane_core::Verdict::Failed { .. })]
+    ));
+}

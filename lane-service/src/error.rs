@@ -1,7 +1,7 @@
 //! The service's errors: a command's refusal, a lost lane, a wait that ended without its
 //! outcome.
 
-use lane_core::{DeviceResetError, PublishError, SubmitError};
+use lane_core::{ControlError, DeviceResetError, PublishError, SubmitError};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -30,6 +30,10 @@ pub enum ServiceError {
     /// The lane refused the publication (nothing was accepted).
     #[error(transparent)]
     Publish(#[from] PublishError),
+    /// The lane refused a run control ([`LaneHandle::activate`](crate::LaneHandle::activate),
+    /// [`LaneHandle::cancel`](crate::LaneHandle::cancel)); nothing changed.
+    #[error(transparent)]
+    Control(#[from] ControlError),
     /// The lane refused the runtime's report of a reset
     /// ([`LaneHandle::device_reset`](crate::LaneHandle::device_reset)): it awaits none.
     #[error(transparent)]

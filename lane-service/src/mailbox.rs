@@ -60,7 +60,8 @@ use std::time::Instant;
 
 /// What the mailbox needs of the lane it guards.
 pub(crate) trait Delivers {
-    /// An outcome: one per accepted item, delivered in sequence order.
+    /// An outcome: one per accepted item, delivered in the lane's order (sequence order, but
+    /// for a run an earlier ordering key placed ahead, L-2).
     type Outcome: Clone;
     /// The next outcome the lane produced, if any.
     fn take_outcome(&mut self) -> Option<Self::Outcome>;
@@ -141,14 +142,14 @@ impl<L: Delivers> Step<'_, L> {
 pub(crate) struct State<L: Delivers> {
     /// The lane (with its step helper).
     pub(crate) lane: L,
-    /// Delivered outcomes not taken yet, in sequence order.
+    /// Delivered outcomes not taken yet, in the lane's order.
     ready: VecDeque<L::Outcome>,
     /// Delivered outcomes the lane thread has not shown the callback yet.
     unannounced: VecDeque<L::Outcome>,
     /// Whether outcomes are kept for the callback.
     announce: bool,
-    /// The highest sequence number delivered (every item at or below it has its outcome).
-    delivered: u64,
+    /// Which items have their outcome.
+    delivered: Delivered,
     /// The highest sequence number accepted.
     issued: u64,
     /// Runner work handed to the host workers and not taken by one yet.
@@ -217,7 +218,7 @@ impl<L: Delivers> Mailbox<L> {
                 ready: VecDeque::with_capacity(outcomes),
                 unannounced: VecDeque::with_capacity(if announce { outcomes } else { 0 }),
                 announce,
-                delivered: 0,
+                delivered: Delivered::with_capacity(outcomes),
                 issued: 0,
                 jobs: VecDeque::with_capacity(jobs),
                 answers: VecDeque::with_capacity(jobs),
@@ -245,7 +246,7 @@ impl<L: Delivers> Mailbox<L> {
     fn deliver(state: &mut State<L>, wakes: &mut Wakes) {
         let mut any = false;
         while let Some(outcome) = state.lane.take_outcome() {
-            state.delivered = state.delivered.max(L::seq(&outcome));
+            state.delivered.insert(L::seq(&outcome));
             if state.announce {
                 state.unannounced.push_back(outcome.clone());
             }
@@ -552,7 +553,7 @@ impl<L: Delivers> Mailbox<L> {
         true
     }
 
-    /// The next delivered outcome, in sequence order; never blocks behind the device.
+    /// The next delivered outcome, in the lane's order; never blocks behind the device.
     pub(crate) fn poll(&self) -> Option<L::Outcome> {
         lock(&self.state).ready.pop_front()
     }
@@ -567,7 +568,7 @@ impl<L: Delivers> Mailbox<L> {
         if seq == 0 || seq > state.issued {
             return Some(Err(WaitError::Unknown { item: seq }));
         }
-        if seq <= state.delivered {
+        if state.delivered.contains(seq) {
             return Some(Err(WaitError::AlreadyTaken { item: seq }));
         }
         state.lost.as_ref().map(|cause| {
@@ -619,7 +620,7 @@ impl<L: Delivers> Mailbox<L> {
             if seq == 0 || seq > state.issued {
                 return Err(WaitError::Unknown { item: seq });
             }
-            if seq <= state.delivered {
+            if state.delivered.contains(seq) {
                 return Err(WaitError::AlreadyTaken { item: seq });
             }
             if let Some(cause) = &state.lost {
@@ -648,6 +649,15 @@ impl<L: Delivers> Mailbox<L> {
         read(&lock(&self.state).lane)
     }
 
+    /// Reads the lane and the delivered outcomes not taken yet, under the lock.
+    pub(crate) fn status<R>(
+        &self,
+        read: impl FnOnce(&L, &VecDeque<L::Outcome>) -> R,
+    ) -> R {
+        let state = lock(&self.state);
+        read(&state.lane, &state.ready)
+    }
+
     /// Why the lane thread ended, if it did.
     pub(crate) fn lost(&self) -> Option<LostCause> {
         lock(&self.state).lost.clone()
@@ -671,6 +681,44 @@ impl<L: Delivers> Mailbox<L> {
         if wake {
             self.work.notify_one();
         }
+    }
+}
+
+/// The items whose outcome was delivered. Outcomes come in the lane's order, which is
+/// sequence order but for runs an earlier ordering key placed ahead (L-2), so the set is every
+/// item up to a mark and the few delivered past it.
+struct Delivered {
+    /// Every item at or below it has its outcome.
+    below: u64,
+    /// Items above `below` with their outcome (at most the lane's capacity: the storage
+    /// allocated at the start is not outgrown).
+    above: Vec<u64>,
+}
+
+impl Delivered {
+    /// None delivered, with room for `capacity` delivered past the mark.
+    fn with_capacity(capacity: usize) -> Self {
+        Self {
+            below: 0,
+            above: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Item `seq` has its outcome.
+    fn insert(&mut self, seq: u64) {
+        if self.contains(seq) {
+            return;
+        }
+        self.above.push(seq);
+        while let Some(at) = self.above.iter().position(|&s| s == self.below + 1) {
+            self.above.swap_remove(at);
+            self.below += 1;
+        }
+    }
+
+    /// Whether item `seq` has its outcome.
+    fn contains(&self, seq: u64) -> bool {
+        seq <= self.below || self.above.contains(&seq)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use lane_core::{
     CloseReport, CodeRef, Effect, MAX_SLOTS, Outcome, Profile, ProfileSpec, PublicationId, RunId,
-    RunRequest, Timestamp,
+    RunRequest, RunState, RunStatus, Timestamp,
 };
 use lane_driver::dispatch::{Dispatch, Here, Loss, Next, Setting, WorkerAnswer};
 use lane_driver::{
@@ -435,6 +435,65 @@ impl LaneHandle {
         Ok(result.map_err(ServiceError::Lost)??)
     }
 
+    /// Activates a run submitted held (`RunRequest::held`): it launches once its turn comes
+    /// (it may be prepared already). At once.
+    ///
+    /// # Errors
+    ///
+    /// [`ServiceError::Control`] for a run not held, finished or unknown; [`ServiceError::Lost`].
+    pub fn activate(&self, run: RunId) -> Result<(), ServiceError> {
+        let result = self.command(|shared| {
+            let result = shared
+                .steps
+                .activate(shared.now, run)
+                .map_err(|e| lost(&e))?;
+            Ok((result, None))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
+    /// Cancels an item that has not started: a run before its launch (queued, preparing,
+    /// prepared, held, or its launch declined) or a publication before its upload. It gets a
+    /// `Cancelled` outcome in its turn (L-2); a prepared run is finalised without copy-back
+    /// first (L-7). At once.
+    ///
+    /// # Errors
+    ///
+    /// [`ServiceError::Control`]: a launched run (it finishes), an upload that started, an
+    /// item with another outcome decided, or an unknown one; [`ServiceError::Lost`].
+    pub fn cancel(&self, item: impl Into<ItemId>) -> Result<(), ServiceError> {
+        let item = item.into();
+        let result = self.command(|shared| {
+            let result = shared
+                .steps
+                .cancel(shared.now, item.seq(), matches!(item, ItemId::Run(_)))
+                .map_err(|e| lost(&e))?;
+            Ok((result, None))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
+    /// Where an accepted run stands (`Lane::run_status`): queued, preparing, prepared,
+    /// launched, or done (its outcome delivered and not taken yet), with its hold and its
+    /// declined launches; `None` once its outcome was taken, or for an id the lane never
+    /// gave. Never blocks behind the device.
+    #[must_use]
+    pub fn run_status(&self, run: RunId) -> Option<RunStatus> {
+        self.mailbox().status(|shared, ready| {
+            shared.steps.lane().run_status(run).or_else(|| {
+                ready.iter().find_map(|report: &Report| match report.outcome {
+                    Outcome::Run(outcome) if outcome.run == run => Some(RunStatus {
+                        state: RunState::Done,
+                        held: false,
+                        declines: outcome.declines,
+                        key: outcome.key,
+                    }),
+                    _ => None,
+                })
+            })
+        })
+    }
+
     /// Closes the lane (L-15) at once: launched runs still finish (on the lane's threads, or,
     /// where the caller drives the lane, at its later calls), queued ones get their cancelled
     /// outcomes. Closing twice is harmless.
@@ -446,7 +505,8 @@ impl LaneHandle {
         .map_err(ServiceError::Lost)
     }
 
-    /// Takes the next outcome in sequence order, if one is delivered and not taken yet.
+    /// Takes the next outcome in the lane's order (sequence order, but for a run an earlier
+    /// ordering key placed ahead, L-2), if one is delivered and not taken yet.
     /// Never blocks behind the device. After a loss the outcomes delivered before it can
     /// still be taken; [`lost`](Self::lost) tells a loss from "nothing yet". Where the caller
     /// drives the lane it runs the lane's steps first and looks at the awaited run's boundary

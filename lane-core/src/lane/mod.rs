@@ -593,6 +593,14 @@ impl Lane {
         self.items.is_empty()
     }
 
+    /// Whether a run submitted held waits for its activation
+    /// ([`activate`](Self::activate)): the items from it on wait for the caller, not for the
+    /// backend.
+    #[must_use]
+    pub fn holds_a_run(&self) -> bool {
+        self.live_runs().any(|r| r.held && r.phase.verdict().is_none())
+    }
+
     /// How many accepted items still wait for their outcome.
     #[must_use]
     pub fn pending_items(&self) -> usize {
