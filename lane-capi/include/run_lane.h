@@ -7,11 +7,12 @@
  * the lane's steps, which RunLaneConfig.drive picks (ABI 10):
  *
  *   callback                  RUN_LANE_DRIVE_LANE_THREADS      RUN_LANE_DRIVE_CALLER
- *   prepare, finalise         a lane thread (1), a host        the calling thread of
- *                             worker (2), a bound submitter    submit, publish, poll, wait,
- *                             (3)                              close or destroy
+ *   prepare, finalise,        a lane thread (1), a host        the calling thread of
+ *   finalise_verdict          worker (2), a bound submitter    submit, publish, poll, wait,
+ *                             (3)                              close, destroy, activate
+ *                                                              or cancel
  *   launch_aicore/_aicpu,     a lane thread (1), a bound       the same
- *   upload_code               submitter (3)
+ *   on_launched, upload_code  submitter (3)
  *   on_outcome                the thread that delivered the    the same
  *                             outcome: any of the above, before
  *                             it lets go of the steps
@@ -21,7 +22,8 @@
  *       prepared); (2) with RunLaneConcurrency.off_lane_thread and RunLaneConfig.workers:
  *       only these may overlap other callbacks; (3) with RunLaneConfig.submitters_bound,
  *       inside run_lane_submit or run_lane_publish (never a recovery call: those stay with
- *       the lane's own threads).
+ *       the lane's own threads). on_launched (ABI 11) follows its run's launch_aicpu on the
+ *       same thread; finalise_verdict (ABI 11) replaces finalise where it is set.
  *
  * Where the caller drives the lane it starts no thread: run_lane_create opens the device on
  * the calling thread, run_lane_wait makes the awaited run's device wait itself (bounded by
@@ -34,14 +36,16 @@
  * thread calls which.
  *
  * Re-entrance: what a callback may call. The answer is the same from every callback
- * (prepare, launch_aicore, launch_aicpu, finalise, upload_code, on_outcome), on whichever
- * thread it runs:
+ * (prepare, launch_aicore, launch_aicpu, on_launched, finalise, finalise_verdict,
+ * upload_code, on_outcome), on whichever thread it runs:
  *
  *   call made from a callback       on its own lane         on another lane
  *   run_lane_submit                 allowed                 allowed
  *   run_lane_publish                allowed                 allowed
  *   run_lane_poll                   allowed (takes it)      allowed
  *   run_lane_close                  allowed                 allowed
+ *   run_lane_activate, run_lane_cancel,
+ *   run_lane_run_state (ABI 11)     allowed                 allowed
  *   run_lane_wait                   WRONG_THREAD            WRONG_THREAD
  *   run_lane_destroy(_with_report)  WRONG_THREAD            WRONG_THREAD
  *   run_lane_create                 -                       WRONG_THREAD (a new lane)
@@ -90,8 +94,14 @@
 // device the runtime supplies (L-22): `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`,
 // and `RunLaneConfig` grew `device_ops` at its end. 10: `RunLaneConfig` grew `drive` (the
 // caller may drive the lane, with no thread of its own, L-23), `RunLaneCloseReport` grew
-// `threads_left`, and `on_outcome` runs on whichever thread runs the lane's steps.
-#define RUN_LANE_ABI_VERSION 10
+// `threads_left`, and `on_outcome` runs on whichever thread runs the lane's steps. 11: run
+// controls (issue 45): `RunLaneSubmit` grew an ordering key, a hold, the runtime's epoch and
+// a per-submit `user`; `RunLaneRunInfo` grew `user`, `RunLaneRunArgs` `queued`,
+// `RunLaneOutcome` `run_user`, `declines` and the key; `RunLaneRunner` grew `on_launched` and
+// `finalise_verdict`, `RunLaneConfig` `finalise_before_launch`; `launch_aicore` may return
+// `RUN_LANE_LAUNCH_DECLINED`; `run_lane_activate`, `run_lane_cancel`, `run_lane_run_state` and
+// `RUN_LANE_STATUS_STARTED` are new.
+#define RUN_LANE_ABI_VERSION 11
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -100,6 +110,14 @@
 // What a `finalise` callback returns when host-side validation of the copied-back outputs
 // failed (a run-only failure: the device is fine).
 #define RUN_LANE_FINALISE_VALIDATION_FAILED -1
+
+// What `launch_aicore` returns to decline a launch queued behind a run (ABI 11;
+// `RunLaneRunArgs::queued`): nothing was enqueued, and the run launches again once the run
+// ahead retired and the pair is empty (not a failure; the outcome's `declines` counts it). A
+// launch that is not queued cannot wait for anything: declining it fails the run (AICore
+// launch, not started, 207000). Chosen outside ACL's codes (positive), the runtime's negated
+// latch codes (-1 to -104) and its own error base (-1000 to -1999).
+#define RUN_LANE_LAUNCH_DECLINED -1000001
 
 // The most host workers a config may ask for (`RunLaneConfig::workers`): one job per slot
 // is the most a lane has out, so more would only sleep.
@@ -180,6 +198,9 @@ enum RunLaneStatus
   // `run_lane_device_reset`. Also `run_lane_device_reset`'s answer when the lane awaits no
   // reset.
   RUN_LANE_STATUS_UNUSABLE = 18,
+  // `run_lane_cancel` refused (ABI 11): the run launched (it finishes and gets its own
+  // verdict) or the publication's upload started. Wait for its outcome.
+  RUN_LANE_STATUS_STARTED = 19,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -250,7 +271,8 @@ enum RunLaneVerdict
   RUN_LANE_VERDICT_FAILED = 1,
   // Taken down by a device failure another run caused (`origin`).
   RUN_LANE_VERDICT_POISONED = 2,
-  // Never launched (or uploaded): the lane was closed first.
+  // Never launched (or uploaded): the lane was closed first, or `run_lane_cancel` cancelled
+  // it.
   RUN_LANE_VERDICT_CANCELLED = 3,
 };
 #ifndef __cplusplus
@@ -365,6 +387,32 @@ enum RunLaneState
 typedef enum RunLaneState RunLaneState;
 #else
 typedef uint32_t RunLaneState;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Where a run stands (`RunLaneRunStatus::state`, ABI 11).
+enum RunLaneRunState
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Waiting for its turn to prepare.
+  RUN_LANE_RUN_STATE_QUEUED = 0,
+  // Its `prepare` was called and has not returned an answer the lane took.
+  RUN_LANE_RUN_STATE_PREPARING = 1,
+  // Prepared, not launched: waiting for its turn, its activation (held), or an empty pair
+  // (its launch declined); also while an unlaunched run is finalised (cancelled, failed).
+  RUN_LANE_RUN_STATE_PREPARED = 2,
+  // Its launch was made: it finishes and gets its own verdict (a cancel is `STARTED`).
+  RUN_LANE_RUN_STATE_LAUNCHED = 3,
+  // Its outcome is decided: waiting for its turn, or ready to take.
+  RUN_LANE_RUN_STATE_DONE = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneRunState RunLaneRunState;
+#else
+typedef uint32_t RunLaneRunState;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -492,6 +540,8 @@ typedef struct RunLaneRunInfo {
   uint64_t tag;
   // Whether the run collects diagnostics (it runs alone, at depth one).
   bool diagnostics;
+  // The submit's `user` (ABI 11): the runtime's per-run state, passed back unchanged.
+  void *user;
 } RunLaneRunInfo;
 
 // What the two launch callbacks receive: the run and its slot's device buffers. On ACL the
@@ -512,8 +562,11 @@ typedef struct RunLaneRunArgs {
   // ok record.
   void *record;
   // The run's epoch (ABI 4): process-unique, never 0. The record counts only when its
-  // `published` word equals it.
+  // `published` word equals it. The submit's own `epoch` when it set `has_epoch` (ABI 11).
   uint64_t epoch;
+  // The launch is queued behind a run still on the pair (ABI 11): only such a launch may
+  // be declined (`RUN_LANE_LAUNCH_DECLINED`).
+  bool queued;
 } RunLaneRunArgs;
 
 // One item's outcome, copied into the caller's struct: it owns no memory and stays valid
@@ -555,6 +608,15 @@ typedef struct RunLaneOutcome {
   // The one stable log line (`run N failed: ...`; for a poisoned item it names the
   // origin), or "" for `OK` and `CANCELLED`.
   char failure_line[RUN_LANE_LINE_BYTES];
+  // The submit's `user` (ABI 11); NULL for a publication.
+  void *run_user;
+  // How many times `launch_aicore` declined the run's launch (ABI 11).
+  uint32_t declines;
+  // Whether the run's request carried an ordering key (ABI 11).
+  bool has_key;
+  // Its ordering key: outcomes come in the lane's order, which is submission order but
+  // for a run a smaller key placed ahead.
+  uint64_t key;
 } RunLaneOutcome;
 
 // What a runner declares of its `prepare` and `finalise` (ABI 2).
@@ -586,6 +648,24 @@ typedef struct RunLaneRecoveryInfo {
   // The one stable log line of the failure (`run N failed: ...`, or the notice's).
   char failure_line[RUN_LANE_LINE_BYTES];
 } RunLaneRecoveryInfo;
+
+// What `finalise_verdict` is told (ABI 11): the verdict its answer makes final (a failed
+// finalise fails an `OK` run), and for a failure its class, code and stage.
+typedef struct RunLaneFinaliseVerdict {
+  // Copy the outputs back: the run succeeded and its request asked for it.
+  bool copy_back;
+  // `OK`, `FAILED` (run-only: a poisoned run is not finalised, the reset frees it) or
+  // `CANCELLED` (`run_lane_cancel`, or a close before its launch).
+  RunLaneVerdict verdict;
+  // `NONE` unless `FAILED`.
+  RunLaneClass failure_class;
+  // Whether `code` is set.
+  bool has_code;
+  // The latched runtime code or the ACL code the run failed with.
+  int32_t code;
+  // Where it failed.
+  RunLaneStage stage;
+} RunLaneFinaliseVerdict;
 
 // The runner's callbacks: the embedding runtime's work for each run. Every callback is
 // called by the thread that runs the lane's steps (one of the lane's own threads, a bound
@@ -662,6 +742,17 @@ typedef struct RunLaneRunner {
   // lane is lost. Once per recovery.
   void (*after_reset)(void *user,
                       bool recovered);
+  // Optional (ABI 11): the run is launched, both kernels accepted (the runtime publishes
+  // the run's acceptance here). Once per launched run, right after its launch callbacks,
+  // on the thread that called them; `run` is valid for the call only.
+  void (*on_launched)(void *user,
+                      const struct RunLaneRunInfo *run);
+  // Optional (ABI 11): called instead of `finalise` when set, with the run's verdict so
+  // far, its class and its code (`verdict`, valid for the call only): the one finalise of
+  // the run, on the threads `finalise` runs on, returning what `finalise` returns.
+  int32_t (*finalise_verdict)(void *user,
+                              const struct RunLaneRunInfo *run,
+                              const struct RunLaneFinaliseVerdict *verdict);
 } RunLaneRunner;
 
 // The runtime's device layer as a table of operations (ABI 9, SPEC L-22): the lane's
@@ -921,6 +1012,11 @@ typedef struct RunLaneConfig {
   // A `RunLaneDrive` (ABI 10): `LANE_THREADS` (0, the default) or `CALLER` (1, no thread
   // of the lane's own: every call runs the lane's steps on its caller's thread, L-23).
   uint32_t drive;
+  // Each run's `finalise` returns before its successor's launch begins (ABI 11): the
+  // runtime releases runner-wide state in `finalise`. The lane then runs at launch depth
+  // one (a `launch_depth` above 1 is refused); prepares still overlap. `false` (the
+  // default): a successor may launch while its predecessor is finalised.
+  bool finalise_before_launch;
 } RunLaneConfig;
 
 // What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
@@ -964,7 +1060,7 @@ typedef struct RunLaneCloseReport {
   uint8_t threads_left;
 } RunLaneCloseReport;
 
-// One run to submit.
+// One run to submit. Zeroed (`= {}`) is a plain run.
 typedef struct RunLaneSubmit {
   // Whether `tag` is set.
   bool has_tag;
@@ -974,7 +1070,41 @@ typedef struct RunLaneSubmit {
   bool diagnostics;
   // Copy the outputs back when the run succeeds (passed to `finalise`).
   bool copy_back;
+  // Whether `key` is set (ABI 11).
+  bool has_key;
+  // The run's ordering key (ABI 11; the runtime's dispatch order): the run goes ahead of
+  // the unlaunched keyed runs with a greater key already in the lane, so it is prepared,
+  // launched and delivered before them. It never passes a launched run, a run without a
+  // key or a publication; equal keys keep submission order.
+  uint64_t key;
+  // Submit held (ABI 11): the run is prepared as usual and launched only after
+  // `run_lane_activate`; the runs behind it wait behind it.
+  bool held;
+  // Whether `epoch` is set (ABI 11).
+  bool has_epoch;
+  // The runtime's own epoch for the run's result record (ABI 11), passed to the launch
+  // callbacks as `RunLaneRunArgs::epoch`. Refused (`REFUSED`) when 0, when not above the
+  // last epoch the lane accepted (a repeat included), and when a lane's runs mix their own
+  // epochs with the lane's: set it for every run of a lane or for none.
+  uint64_t epoch;
+  // The runtime's per-run state (ABI 11): given back in every callback's
+  // `RunLaneRunInfo::user` and in the run's outcome (`RunLaneOutcome::run_user`).
+  void *user;
 } RunLaneSubmit;
+
+// What `run_lane_run_state` reports (ABI 11).
+typedef struct RunLaneRunStatus {
+  // Where the run stands.
+  RunLaneRunState state;
+  // Submitted held and not activated yet.
+  bool held;
+  // How many times `launch_aicore` declined its launch.
+  uint32_t declines;
+  // Whether `key` is set.
+  bool has_key;
+  // Its ordering key.
+  uint64_t key;
+} RunLaneRunStatus;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1135,6 +1265,34 @@ RunLaneStatus run_lane_wait(struct RunLane *lane,
                             uint64_t id,
                             uint32_t timeout_ms,
                             struct RunLaneOutcome *outcome_out);
+
+// Activates run `run`, submitted held (ABI 11, `RunLaneSubmit::held`): it launches once its
+// turn comes (it may be prepared already). Returns at once. `REFUSED` for a run not held
+// (never, or activated already) or with its outcome decided; `UNKNOWN_ITEM` for an id the
+// lane holds no run by (never accepted, or its outcome taken).
+RunLaneStatus run_lane_activate(struct RunLane *lane,
+                                uint64_t run);
+
+// Cancels item `id` before it starts (ABI 11): a run before its launch (queued, preparing,
+// prepared, held, or its launch declined) or a publication before its upload. Returns at
+// once; the item gets a `CANCELLED` outcome in its turn, a prepared run after its `finalise`
+// (no copy-back). Cancelling a cancelled item again is `OK`. `STARTED` for a launched run
+// (it finishes with its own verdict) or an upload that started; `REFUSED` for an item with
+// another outcome decided; `UNKNOWN_ITEM` for an id the lane holds nothing by.
+RunLaneStatus run_lane_cancel(struct RunLane *lane,
+                              uint64_t id);
+
+// Where run `run` stands (ABI 11): `QUEUED`, `PREPARING`, `PREPARED`, `LAUNCHED` or `DONE`
+// (its outcome decided, not taken yet), whether it is held, how many launches it declined,
+// its key. Never blocks. `UNKNOWN_ITEM` once its outcome was taken, or for an id the lane
+// never gave a run.
+//
+// # Safety
+//
+// `status_out` is NULL (an error) or writable.
+RunLaneStatus run_lane_run_state(struct RunLane *lane,
+                                 uint64_t run,
+                                 struct RunLaneRunStatus *status_out);
 
 #ifdef __cplusplus
 }  // extern "C"

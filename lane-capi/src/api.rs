@@ -11,22 +11,24 @@ use backend_acl::{AclConfig, AclDevice, Library, NoticeMonitor};
 use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SharedSim, SimDevice, SimRunner};
 use core::ffi::c_char;
-use lane_core::{CodeRef, Outcome, Profile, PublishError, RunId, RunRequest, SubmitError};
+use lane_core::{
+    CodeRef, ControlError, Profile, PublicationId, PublishError, RunId, RunRequest, SubmitError,
+};
 use lane_driver::HostWorker;
-use lane_service::{Drive, LaneHandle, ServiceConfig, ServiceError, WaitError};
+use lane_service::{Drive, ItemId, LaneHandle, Report, ServiceConfig, ServiceError, WaitError};
 
 use crate::claims::{self, DeviceClaim};
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
 use crate::device_ops::TableDevice;
 use crate::error::{Error, guard, last_error_ptr};
-use crate::outcome::{close_to_c, empty_outcome, monitor_to_c, report_to_c};
+use crate::outcome::{close_to_c, empty_outcome, monitor_to_c, report_to_c, run_status_to_c};
 use crate::registry::{Registry, RunLane};
 use crate::runner::{
-    Binding, CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred,
+    Binding, CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred, run_user,
 };
 use crate::types::{
     RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneNoticeMonitorReport,
-    RunLaneOutcome, RunLaneStatus, RunLaneSubmit,
+    RunLaneOutcome, RunLaneRunStatus, RunLaneStatus, RunLaneSubmit,
 };
 
 /// One lane as the C API holds it.
@@ -114,12 +116,25 @@ impl Lane {
         refuse_in_callback(what, Some(self.serial))
     }
 
-    /// Forgets the request of an item whose outcome was taken.
-    fn taken(&self, outcome: &Outcome) {
+    /// The C outcome of a report just taken, with its run's `user`; forgets the request of
+    /// the item (its outcome was taken).
+    fn taken(&self, report: &Report) -> RunLaneOutcome {
+        let mut c = report_to_c(report);
+        c.run_user = run_user(&self.requests, &report.outcome);
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(outcome.seq());
+            .remove(report.outcome.seq());
+        c
+    }
+
+    /// Whether `id` names a run whose outcome is not taken yet (its request is recorded).
+    fn is_run(&self, id: u64) -> bool {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .is_some()
     }
 }
 
@@ -165,6 +180,13 @@ fn service_error(error: &ServiceError) -> Error {
         | ServiceError::Publish(PublishError::Lost { .. } | PublishError::LostAfterNotice { .. })
         | ServiceError::Lost(_) => RunLaneStatus::Lost,
         ServiceError::OwnThread => RunLaneStatus::WrongThread,
+        ServiceError::Control(ControlError::Unknown { .. }) => RunLaneStatus::UnknownItem,
+        ServiceError::Control(ControlError::Launched { .. } | ControlError::Uploading { .. }) => {
+            RunLaneStatus::Started
+        }
+        ServiceError::Control(ControlError::Finished { .. } | ControlError::NotHeld { .. }) => {
+            RunLaneStatus::Refused
+        }
         ServiceError::Make(_)
         | ServiceError::Waiter(_)
         | ServiceError::Thread(_)
@@ -197,9 +219,14 @@ struct Knobs {
 
 /// The service's config: `profile`, the vtable's outcome callback, the host workers, the
 /// submitting threads' binding, the invariant checks and who drives the lane.
-fn service_config(profile: Profile, vtable: Vtable, knobs: Knobs) -> ServiceConfig {
+fn service_config(
+    profile: Profile,
+    vtable: Vtable,
+    knobs: Knobs,
+    requests: &Requests,
+) -> ServiceConfig {
     let mut config = ServiceConfig::new(profile);
-    config.on_outcome = vtable.outcome_callback(knobs.serial);
+    config.on_outcome = vtable.outcome_callback(knobs.serial, Arc::clone(requests));
     config.workers = knobs.workers;
     config.submitters_bound = knobs.submitters_bound;
     config.check_invariants = knobs.check_invariants;
@@ -256,7 +283,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let deferred = if off_lane { deferred() } else { None };
             let runner_deferred = deferred.clone();
             with_workers(
-                service_config(profile, vtable, knobs),
+                service_config(profile, vtable, knobs, &requests),
                 move || {
                     mark_lane_thread(drive, serial);
                     // Shared with the service's completion waiter, which makes its waits.
@@ -325,7 +352,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
             let lane_binding = Arc::clone(&binding);
             with_workers(
-                service_config(profile, vtable, knobs),
+                service_config(profile, vtable, knobs, &requests),
                 move || {
                     mark_lane_thread(drive, serial);
                     let (device, _) = AclDevice::open(config).map_err(|e| {
@@ -362,7 +389,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
             let lane_binding = Arc::clone(&binding);
             with_workers(
-                service_config(profile, vtable, knobs),
+                service_config(profile, vtable, knobs, &requests),
                 move || {
                     mark_lane_thread(drive, serial);
                     let device = TableDevice::open(ops, device_id).map_err(|(code, text)| {
@@ -668,6 +695,15 @@ pub unsafe extern "C" fn run_lane_submit(
         if request.diagnostics {
             lane_request = lane_request.with_diagnostics();
         }
+        if request.has_key {
+            lane_request = lane_request.keyed(request.key);
+        }
+        if request.held {
+            lane_request = lane_request.held();
+        }
+        if request.has_epoch {
+            lane_request = lane_request.with_epoch(request.epoch);
+        }
         // Recorded as the lane accepts the run, before its first callback (which reads its
         // request) can start: with submitters_bound that callback may run on this thread,
         // inside the submit.
@@ -675,6 +711,7 @@ pub unsafe extern "C" fn run_lane_submit(
             tag: request.has_tag.then_some(request.tag),
             diagnostics: request.diagnostics,
             copy_back: request.copy_back,
+            user: request.user.expose_provenance(),
         };
         let run: RunId = lane
             .handle
@@ -776,10 +813,7 @@ pub unsafe extern "C" fn run_lane_poll(
             return Err(Error::null("outcome_out"));
         }
         let (status, outcome) = match lane.handle.poll_report() {
-            Some(report) => {
-                lane.taken(&report.outcome);
-                (RunLaneStatus::Ok, report_to_c(&report))
-            }
+            Some(report) => (RunLaneStatus::Ok, lane.taken(&report)),
             None => (RunLaneStatus::Empty, empty_outcome()),
         };
         // SAFETY: checked non-NULL; writable (the caller's contract).
@@ -821,9 +855,77 @@ pub unsafe extern "C" fn run_lane_wait(
             .handle
             .wait_report(RunId(id), Duration::from_millis(u64::from(timeout_ms)))
             .map_err(|e| wait_error(&e))?;
-        lane.taken(&report.outcome);
+        let outcome = lane.taken(&report);
         // SAFETY: checked non-NULL; writable (the caller's contract).
-        unsafe { outcome_out.write(report_to_c(&report)) };
+        unsafe { outcome_out.write(outcome) };
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Activates run `run`, submitted held (ABI 11, `RunLaneSubmit::held`): it launches once its
+/// turn comes (it may be prepared already). Returns at once. `REFUSED` for a run not held
+/// (never, or activated already) or with its outcome decided; `UNKNOWN_ITEM` for an id the
+/// lane holds no run by (never accepted, or its outcome taken).
+#[unsafe(no_mangle)]
+pub extern "C" fn run_lane_activate(lane: *mut RunLane, run: u64) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        lane.handle
+            .activate(RunId(run))
+            .map_err(|e| service_error(&e))?;
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Cancels item `id` before it starts (ABI 11): a run before its launch (queued, preparing,
+/// prepared, held, or its launch declined) or a publication before its upload. Returns at
+/// once; the item gets a `CANCELLED` outcome in its turn, a prepared run after its `finalise`
+/// (no copy-back). Cancelling a cancelled item again is `OK`. `STARTED` for a launched run
+/// (it finishes with its own verdict) or an upload that started; `REFUSED` for an item with
+/// another outcome decided; `UNKNOWN_ITEM` for an id the lane holds nothing by.
+#[unsafe(no_mangle)]
+pub extern "C" fn run_lane_cancel(lane: *mut RunLane, id: u64) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        let item = if lane.is_run(id) {
+            ItemId::Run(RunId(id))
+        } else {
+            ItemId::Publication(PublicationId(id))
+        };
+        lane.handle.cancel(item).map_err(|e| service_error(&e))?;
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Where run `run` stands (ABI 11): `QUEUED`, `PREPARING`, `PREPARED`, `LAUNCHED` or `DONE`
+/// (its outcome decided, not taken yet), whether it is held, how many launches it declined,
+/// its key. Never blocks. `UNKNOWN_ITEM` once its outcome was taken, or for an id the lane
+/// never gave a run.
+///
+/// # Safety
+///
+/// `status_out` is NULL (an error) or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_run_state(
+    lane: *mut RunLane,
+    run: u64,
+    status_out: *mut RunLaneRunStatus,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        if status_out.is_null() {
+            return Err(Error::null("status_out"));
+        }
+        let status = lane.handle.run_status(RunId(run)).ok_or_else(|| {
+            Error::new(
+                RunLaneStatus::UnknownItem,
+                format!(
+                    "the lane holds no run {run}: never accepted, or its outcome was taken"
+                ),
+            )
+        })?;
+        // SAFETY: checked non-NULL; writable (the caller's contract).
+        unsafe { status_out.write(run_status_to_c(&status)) };
         Ok(RunLaneStatus::Ok)
     })
 }
@@ -846,7 +948,12 @@ mod tests {
                 serial: 1,
             };
             let runner = crate::config::default_config().runner;
-            let config = service_config(Profile::a2a3(), Vtable::new(runner), knobs);
+            let config = service_config(
+                Profile::a2a3(),
+                Vtable::new(runner),
+                knobs,
+                &Requests::default(),
+            );
             assert_eq!(config.check_invariants, check_invariants);
             assert_eq!(config.submitters_bound, !check_invariants);
             assert_eq!(config.workers, 3);

@@ -3,7 +3,7 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 
-use lane_core::{Profile, ProfileSpec, Recovery};
+use lane_core::{FinaliseOrder, Profile, ProfileSpec, Recovery};
 
 use crate::device_ops::DeviceOps;
 use crate::error::Error;
@@ -103,6 +103,8 @@ pub struct Overrides {
     launch_depth: u8,
     /// Who recovers the device (L-24).
     recovery: Recovery,
+    /// Each run's finalise returns before its successor's launch (and so depth one).
+    finalise_first: bool,
 }
 
 impl Overrides {
@@ -125,6 +127,13 @@ impl Overrides {
                 )));
             }
             spec.launch_depth = self.launch_depth;
+        }
+        if self.finalise_first {
+            spec.finalise = FinaliseOrder::BeforeNextLaunch;
+            // Depth one unless the config asked for more, which the profile refuses.
+            if self.launch_depth == 0 {
+                spec.launch_depth = 1;
+            }
         }
         if self.completion_timeout_ms != 0 {
             spec.completion_timeout_ns = ms_to_ns(self.completion_timeout_ms)?;
@@ -202,6 +211,8 @@ pub const fn default_config() -> RunLaneConfig {
             on_poison: None,
             before_reset: None,
             after_reset: None,
+            on_launched: None,
+            finalise_verdict: None,
         },
         workers: 0,
         prepare_window: 0,
@@ -213,6 +224,7 @@ pub const fn default_config() -> RunLaneConfig {
         recovery: RunLaneRecovery::InPlace as u32,
         device_ops: std::ptr::null(),
         drive: RunLaneDrive::LaneThreads as u32,
+        finalise_before_launch: false,
     }
 }
 
@@ -281,6 +293,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         stream_sync,
         launch_depth: config.launch_depth,
         recovery,
+        finalise_first: config.finalise_before_launch,
     };
     let profile = match config.profile {
         p if p == RunLaneProfile::A2a3 as u32 => {

@@ -5,14 +5,16 @@ use std::fmt;
 use backend_acl::NoticeMonitor;
 use core::ffi::c_char;
 use lane_core::status_latch::{AclCode, Class, Stage};
-use lane_core::{Cause, CloseReport, LaneState, Outcome, PublicationResult, RunId, Verdict};
+use lane_core::{
+    Cause, CloseReport, LaneState, Outcome, PublicationResult, RunId, RunState, RunStatus, Verdict,
+};
 use lane_service::Report;
 
 use crate::types::{
     RUN_LANE_HINT_BYTES, RUN_LANE_LINE_BYTES, RUN_LANE_NAME_BYTES, RUN_LANE_STAGE_BYTES,
-    RunLaneClass, RunLaneCloseReport, RunLaneItem, RunLaneNoticeMonitor,
-    RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneRecoveryInfo, RunLaneStage, RunLaneState,
-    RunLaneVerdict,
+    RunLaneClass, RunLaneCloseReport, RunLaneFinaliseVerdict, RunLaneItem, RunLaneNoticeMonitor,
+    RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneRecoveryInfo, RunLaneRunState,
+    RunLaneRunStatus, RunLaneStage, RunLaneState, RunLaneVerdict,
 };
 
 /// Copies `text` into `buffer` NUL-terminated, cut at a character boundary if too long.
@@ -102,6 +104,10 @@ pub const fn empty_outcome() -> RunLaneOutcome {
         stage_name: [0; RUN_LANE_STAGE_BYTES],
         hint: [0; RUN_LANE_HINT_BYTES],
         failure_line: [0; RUN_LANE_LINE_BYTES],
+        run_user: core::ptr::null_mut(),
+        declines: 0,
+        has_key: false,
+        key: 0,
     }
 }
 
@@ -143,6 +149,9 @@ fn outcome_to_c(outcome: &Outcome, line: &dyn fmt::Display) -> RunLaneOutcome {
             out.item = RunLaneItem::Run;
             out.has_tag = run.tag.is_some();
             out.tag = run.tag.map_or(0, |t| t.0);
+            out.declines = run.declines;
+            out.has_key = run.key.is_some();
+            out.key = run.key.map_or(0, |k| k.0);
             if let Some(timing) = run.timing {
                 out.has_timing = true;
                 out.device_start_ns = timing.start_ns;
@@ -180,6 +189,54 @@ fn outcome_to_c(outcome: &Outcome, line: &dyn fmt::Display) -> RunLaneOutcome {
         }
     }
     out
+}
+
+/// What `finalise_verdict` is told of `verdict`, with the run's copy-back (its request's, for
+/// an `Ok` run): a poisoned run is never finalised, so it never comes here.
+pub fn finalise_verdict_to_c(verdict: &Verdict, copy_back: bool) -> RunLaneFinaliseVerdict {
+    let mut out = RunLaneFinaliseVerdict {
+        copy_back,
+        verdict: RunLaneVerdict::Ok,
+        failure_class: RunLaneClass::None,
+        has_code: false,
+        code: 0,
+        stage: RunLaneStage::None,
+    };
+    out.verdict = match verdict {
+        Verdict::Ok => RunLaneVerdict::Ok,
+        Verdict::Cancelled => RunLaneVerdict::Cancelled,
+        Verdict::Failed { cause } | Verdict::Poisoned { cause, .. } => {
+            out.failure_class = match cause.class() {
+                Class::RunOnly => RunLaneClass::RunOnly,
+                Class::Poison => RunLaneClass::Poison,
+            };
+            out.has_code = cause.code().is_some();
+            out.code = cause.code().unwrap_or(0);
+            out.stage = stage(cause.stage());
+            match verdict {
+                Verdict::Poisoned { .. } => RunLaneVerdict::Poisoned,
+                _ => RunLaneVerdict::Failed,
+            }
+        }
+    };
+    out
+}
+
+/// A run's state as `run_lane_run_state` reports it.
+pub fn run_status_to_c(status: &RunStatus) -> RunLaneRunStatus {
+    RunLaneRunStatus {
+        state: match status.state {
+            RunState::Queued => RunLaneRunState::Queued,
+            RunState::Preparing => RunLaneRunState::Preparing,
+            RunState::Prepared => RunLaneRunState::Prepared,
+            RunState::Launched => RunLaneRunState::Launched,
+            RunState::Done => RunLaneRunState::Done,
+        },
+        held: status.held,
+        declines: status.declines,
+        has_key: status.key.is_some(),
+        key: status.key.map_or(0, |k| k.0),
+    }
 }
 
 /// What took the device down, as `on_poison` and `before_reset` receive it: the origin run

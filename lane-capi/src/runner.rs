@@ -13,15 +13,17 @@ use backend_acl::WorkerBinding;
 use core::ffi::c_void;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{Cause, CodeRef, FinaliseFailure, Outcome, RunId, SlotId};
-use lane_driver::{Concurrency, Device, DevicePtr, HostWorker, PrepareError, RunArgs, Runner};
+use lane_core::{Cause, CodeRef, FinaliseFailure, Outcome, RunId, SlotId, Verdict};
+use lane_driver::{
+    AicoreLaunch, Concurrency, Device, DevicePtr, HostWorker, PrepareError, RunArgs, Runner,
+};
 use lane_service::OutcomeCallback;
 
 use crate::device_ops::TableBinding;
-use crate::outcome::{recovery_info, to_c};
+use crate::outcome::{finalise_verdict_to_c, recovery_info, to_c};
 use crate::types::{
-    RUN_LANE_FINALISE_VALIDATION_FAILED, RUN_LANE_PREPARE_INCOMPATIBLE, RunLaneRunArgs,
-    RunLaneRunInfo, RunLaneRunner,
+    RUN_LANE_FINALISE_VALIDATION_FAILED, RUN_LANE_LAUNCH_DECLINED, RUN_LANE_PREPARE_INCOMPATIBLE,
+    RunLaneRunArgs, RunLaneRunInfo, RunLaneRunner,
 };
 
 /// What a submission asked for that the lane does not carry to the runner: the tag (so a
@@ -35,6 +37,17 @@ pub struct Requested {
     pub diagnostics: bool,
     /// Whether to copy outputs back when the run succeeds.
     pub copy_back: bool,
+    /// The submit's `user` pointer, as an address (so the table stays `Send`), exposed with
+    /// its provenance at the submit and given back to every callback and the outcome.
+    pub user: usize,
+}
+
+impl Requested {
+    /// The submit's `user` pointer.
+    #[must_use]
+    pub fn user(&self) -> *mut c_void {
+        std::ptr::with_exposed_provenance_mut(self.user)
+    }
 }
 
 /// The requests of live runs, keyed by run id. A submit inserts its run's entry as the lane
@@ -169,15 +182,17 @@ impl Vtable {
     }
 
     /// The service's outcome callback for the vtable's `on_outcome`, if it has one: each
-    /// outcome converted to its C struct and passed with `user`, by the thread running lane
-    /// `serial`'s steps, marked as running its callback for the call.
-    pub fn outcome_callback(self, serial: u64) -> Option<OutcomeCallback> {
+    /// outcome converted to its C struct (with its submit's `user`, from `requests`) and
+    /// passed with `user`, by the thread running lane `serial`'s steps, marked as running its
+    /// callback for the call.
+    pub fn outcome_callback(self, serial: u64, requests: Requests) -> Option<OutcomeCallback> {
         let on_outcome = self.0.on_outcome?;
         // The whole vtable moves into the closure (it is `Send`; a bare `user` is not).
         let vtable = self;
         Some(Box::new(move |outcome: &Outcome| {
             let _mark = CallbackMark::enter(serial);
-            let c = to_c(outcome);
+            let mut c = to_c(outcome);
+            c.run_user = run_user(&requests, outcome);
             // SAFETY: the caller's callback for this signature; `c` lives across the call.
             unsafe { on_outcome(vtable.get().user, &raw const c) };
         }))
@@ -316,7 +331,33 @@ impl<M> CRunner<M> {
             handshake: address(args.handshake),
             record: address(args.record),
             epoch: args.epoch,
+            queued: args.queued,
         }
+    }
+
+    /// Calls `launch_aicore`: `Declined` when it returned `RUN_LANE_LAUNCH_DECLINED`.
+    fn launch_aicore_c(
+        &mut self,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<AicoreLaunch, AclCode> {
+        let Some(callback) = self.vtable.get().launch_aicore else {
+            return Ok(AicoreLaunch::Launched);
+        };
+        let c_args = self.args(args);
+        // SAFETY: the caller supplied the callback for exactly this signature; `c_args` lives
+        // across the call; the stream value is the backend's handle (an `aclrtStream` on ACL).
+        let code = unsafe {
+            callback(
+                self.vtable.get().user,
+                std::ptr::with_exposed_provenance_mut(stream.0 as usize),
+                &raw const c_args,
+            )
+        };
+        if code == RUN_LANE_LAUNCH_DECLINED {
+            return Ok(AicoreLaunch::Declined);
+        }
+        self.checked(code).map(|()| AicoreLaunch::Launched)
     }
 
     /// Calls a launch callback with the raw stream and the slot's buffers.
@@ -368,6 +409,17 @@ fn info(requests: &Requests, run: RunId, slot: SlotId) -> RunLaneRunInfo {
         has_tag: requested.tag.is_some(),
         tag: requested.tag.unwrap_or(0),
         diagnostics: requested.diagnostics,
+        user: requested.user(),
+    }
+}
+
+/// The submit's `user` of an outcome's run (NULL for a publication, or a run whose request
+/// is gone).
+#[must_use]
+pub fn run_user(requests: &Requests, outcome: &Outcome) -> *mut c_void {
+    match outcome {
+        Outcome::Run(run) => requested(requests, run.run).user(),
+        Outcome::Publication(_) => std::ptr::null_mut(),
     }
 }
 
@@ -384,17 +436,25 @@ fn call_prepare(vtable: &Vtable, info: &RunLaneRunInfo) -> Result<(), PrepareErr
     AclCode::check(code).map_err(PrepareError::Failed)
 }
 
-/// The `finalise` callback's answer (success without one).
+/// The finalise callback's answer (success without one): `finalise_verdict` with the
+/// verdict when the vtable has it, else `finalise` with `copy_back`.
 fn call_finalise(
     vtable: &Vtable,
     info: &RunLaneRunInfo,
+    verdict: &Verdict,
     copy_back: bool,
 ) -> Result<(), FinaliseFailure> {
-    let Some(finalise) = vtable.get().finalise else {
+    let code = if let Some(finalise_verdict) = vtable.get().finalise_verdict {
+        let told = finalise_verdict_to_c(verdict, copy_back);
+        // SAFETY: the caller's callback for this signature; `info` and `told` live across the
+        // call.
+        unsafe { finalise_verdict(vtable.get().user, &raw const *info, &raw const told) }
+    } else if let Some(finalise) = vtable.get().finalise {
+        // SAFETY: the caller's callback for this signature; `info` lives across the call.
+        unsafe { finalise(vtable.get().user, &raw const *info, copy_back) }
+    } else {
         return Ok(());
     };
-    // SAFETY: the caller's callback for this signature; `info` lives across the call.
-    let code = unsafe { finalise(vtable.get().user, &raw const *info, copy_back) };
     if code == RUN_LANE_FINALISE_VALIDATION_FAILED {
         return Err(FinaliseFailure::Validation);
     }
@@ -533,13 +593,28 @@ impl HostWorker for CWorker {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        let copy_back = copy_back && requested(&self.requests, run).copy_back;
-        let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back)
-            .inspect_err(|e| {
-                if matches!(e, FinaliseFailure::Acl(_)) {
-                    self.capture_text();
-                }
-            });
+        // The lane calls `finalise_verdict`; this answers a caller that has only `copy_back`.
+        let verdict = if copy_back {
+            Verdict::Ok
+        } else {
+            Verdict::Cancelled
+        };
+        self.finalise_verdict(run, slot, verdict)
+    }
+
+    fn finalise_verdict(
+        &mut self,
+        run: RunId,
+        slot: SlotId,
+        verdict: Verdict,
+    ) -> Result<(), FinaliseFailure> {
+        let copy_back = verdict.is_ok() && requested(&self.requests, run).copy_back;
+        let info = info(&self.requests, run, slot);
+        let ours = call_finalise(&self.vtable, &info, &verdict, copy_back).inspect_err(|e| {
+            if matches!(e, FinaliseFailure::Acl(_)) {
+                self.capture_text();
+            }
+        });
         // The model frees its per-run state whatever the callback said.
         self.defer(ModelWork::Finalise(run, slot, copy_back));
         ours
@@ -586,6 +661,22 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         self.model.launch_aicore(device, stream, args)
     }
 
+    fn try_launch_aicore(
+        &mut self,
+        device: &mut D,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<AicoreLaunch, AclCode> {
+        let _mark = CallbackMark::enter(self.serial);
+        self.catch_up(device);
+        if self.launch_aicore_c(stream, args)? == AicoreLaunch::Declined {
+            // Nothing was enqueued: the model launches nothing either.
+            return Ok(AicoreLaunch::Declined);
+        }
+        self.model.launch_aicore(device, stream, args)?;
+        Ok(AicoreLaunch::Launched)
+    }
+
     fn launch_aicpu(
         &mut self,
         device: &mut D,
@@ -597,6 +688,16 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         self.model.launch_aicpu(device, stream, args)
     }
 
+    fn on_launched(&mut self, device: &mut D, args: &RunArgs) {
+        let _mark = CallbackMark::enter(self.serial);
+        if let Some(on_launched) = self.vtable.get().on_launched {
+            let info = info(&self.requests, args.run, args.slot);
+            // SAFETY: the caller's callback for this signature; `info` lives across the call.
+            unsafe { on_launched(self.vtable.get().user, &raw const info) };
+        }
+        self.model.on_launched(device, args);
+    }
+
     fn finalise_run(
         &mut self,
         device: &mut D,
@@ -604,16 +705,33 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
+        // The executor calls `finalise_verdict`; this answers a caller that has only
+        // `copy_back`.
+        let verdict = if copy_back {
+            Verdict::Ok
+        } else {
+            Verdict::Cancelled
+        };
+        self.finalise_verdict(device, run, slot, verdict)
+    }
+
+    fn finalise_verdict(
+        &mut self,
+        device: &mut D,
+        run: RunId,
+        slot: SlotId,
+        verdict: Verdict,
+    ) -> Result<(), FinaliseFailure> {
         let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         // The lane asks for copy-back only for a successful run; the request may decline it.
-        let copy_back = copy_back && requested(&self.requests, run).copy_back;
-        let ours = call_finalise(&self.vtable, &info(&self.requests, run, slot), copy_back)
-            .inspect_err(|e| {
-                if matches!(e, FinaliseFailure::Acl(_)) {
-                    self.capture_text();
-                }
-            });
+        let copy_back = verdict.is_ok() && requested(&self.requests, run).copy_back;
+        let info = info(&self.requests, run, slot);
+        let ours = call_finalise(&self.vtable, &info, &verdict, copy_back).inspect_err(|e| {
+            if matches!(e, FinaliseFailure::Acl(_)) {
+                self.capture_text();
+            }
+        });
         // The model frees its per-run state whatever the callback said (finalise is the one
         // release of a prepared run), and the callback's failure is the one reported.
         let model = self.model.finalise_run(device, run, slot, copy_back);

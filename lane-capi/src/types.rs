@@ -17,8 +17,14 @@ use core::ffi::{c_char, c_void};
 /// device the runtime supplies (L-22): `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`,
 /// and `RunLaneConfig` grew `device_ops` at its end. 10: `RunLaneConfig` grew `drive` (the
 /// caller may drive the lane, with no thread of its own, L-23), `RunLaneCloseReport` grew
-/// `threads_left`, and `on_outcome` runs on whichever thread runs the lane's steps.
-pub const RUN_LANE_ABI_VERSION: u32 = 10;
+/// `threads_left`, and `on_outcome` runs on whichever thread runs the lane's steps. 11: run
+/// controls (issue 45): `RunLaneSubmit` grew an ordering key, a hold, the runtime's epoch and
+/// a per-submit `user`; `RunLaneRunInfo` grew `user`, `RunLaneRunArgs` `queued`,
+/// `RunLaneOutcome` `run_user`, `declines` and the key; `RunLaneRunner` grew `on_launched` and
+/// `finalise_verdict`, `RunLaneConfig` `finalise_before_launch`; `launch_aicore` may return
+/// `RUN_LANE_LAUNCH_DECLINED`; `run_lane_activate`, `run_lane_cancel`, `run_lane_run_state` and
+/// `RUN_LANE_STATUS_STARTED` are new.
+pub const RUN_LANE_ABI_VERSION: u32 = 11;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
@@ -27,6 +33,14 @@ pub const RUN_LANE_PREPARE_INCOMPATIBLE: i32 = -3;
 /// What a `finalise` callback returns when host-side validation of the copied-back outputs
 /// failed (a run-only failure: the device is fine).
 pub const RUN_LANE_FINALISE_VALIDATION_FAILED: i32 = -1;
+
+/// What `launch_aicore` returns to decline a launch queued behind a run (ABI 11;
+/// `RunLaneRunArgs::queued`): nothing was enqueued, and the run launches again once the run
+/// ahead retired and the pair is empty (not a failure; the outcome's `declines` counts it). A
+/// launch that is not queued cannot wait for anything: declining it fails the run (AICore
+/// launch, not started, 207000). Chosen outside ACL's codes (positive), the runtime's negated
+/// latch codes (-1 to -104) and its own error base (-1000 to -1999).
+pub const RUN_LANE_LAUNCH_DECLINED: i32 = -1_000_001;
 
 /// The most host workers a config may ask for (`RunLaneConfig::workers`): one job per slot
 /// is the most a lane has out, so more would only sleep.
@@ -102,6 +116,9 @@ pub enum RunLaneStatus {
     /// `run_lane_device_reset`. Also `run_lane_device_reset`'s answer when the lane awaits no
     /// reset.
     Unusable = 18,
+    /// `run_lane_cancel` refused (ABI 11): the run launched (it finishes and gets its own
+    /// verdict) or the publication's upload started. Wait for its outcome.
+    Started = 19,
 }
 
 /// Who recovers the device after a poison or a fault notice (`RunLaneConfig::recovery`, ABI
@@ -457,6 +474,40 @@ pub struct RunLaneRunner {
     /// runtime's streams, loaded kernels, buffers); `false`: every attempt failed and the
     /// lane is lost. Once per recovery.
     pub after_reset: Option<unsafe extern "C" fn(user: *mut c_void, recovered: bool)>,
+    /// Optional (ABI 11): the run is launched, both kernels accepted (the runtime publishes
+    /// the run's acceptance here). Once per launched run, right after its launch callbacks,
+    /// on the thread that called them; `run` is valid for the call only.
+    pub on_launched: Option<unsafe extern "C" fn(user: *mut c_void, run: *const RunLaneRunInfo)>,
+    /// Optional (ABI 11): called instead of `finalise` when set, with the run's verdict so
+    /// far, its class and its code (`verdict`, valid for the call only): the one finalise of
+    /// the run, on the threads `finalise` runs on, returning what `finalise` returns.
+    pub finalise_verdict: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            run: *const RunLaneRunInfo,
+            verdict: *const RunLaneFinaliseVerdict,
+        ) -> i32,
+    >,
+}
+
+/// What `finalise_verdict` is told (ABI 11): the verdict its answer makes final (a failed
+/// finalise fails an `OK` run), and for a failure its class, code and stage.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLaneFinaliseVerdict {
+    /// Copy the outputs back: the run succeeded and its request asked for it.
+    pub copy_back: bool,
+    /// `OK`, `FAILED` (run-only: a poisoned run is not finalised, the reset frees it) or
+    /// `CANCELLED` (`run_lane_cancel`, or a close before its launch).
+    pub verdict: RunLaneVerdict,
+    /// `NONE` unless `FAILED`.
+    pub failure_class: RunLaneClass,
+    /// Whether `code` is set.
+    pub has_code: bool,
+    /// The latched runtime code or the ACL code the run failed with.
+    pub code: i32,
+    /// Where it failed.
+    pub stage: RunLaneStage,
 }
 
 /// What took the device down, as `on_poison` and `before_reset` receive it (ABI 8).
@@ -570,6 +621,11 @@ pub struct RunLaneConfig {
     /// A `RunLaneDrive` (ABI 10): `LANE_THREADS` (0, the default) or `CALLER` (1, no thread
     /// of the lane's own: every call runs the lane's steps on its caller's thread, L-23).
     pub drive: u32,
+    /// Each run's `finalise` returns before its successor's launch begins (ABI 11): the
+    /// runtime releases runner-wide state in `finalise`. The lane then runs at launch depth
+    /// one (a `launch_depth` above 1 is refused); prepares still overlap. `false` (the
+    /// default): a successor may launch while its predecessor is finalised.
+    pub finalise_before_launch: bool,
 }
 
 /// A run as a callback sees it.
@@ -587,6 +643,8 @@ pub struct RunLaneRunInfo {
     pub tag: u64,
     /// Whether the run collects diagnostics (it runs alone, at depth one).
     pub diagnostics: bool,
+    /// The submit's `user` (ABI 11): the runtime's per-run state, passed back unchanged.
+    pub user: *mut c_void,
 }
 
 /// What the two launch callbacks receive: the run and its slot's device buffers. On ACL the
@@ -609,13 +667,16 @@ pub struct RunLaneRunArgs {
     /// ok record.
     pub record: *mut c_void,
     /// The run's epoch (ABI 4): process-unique, never 0. The record counts only when its
-    /// `published` word equals it.
+    /// `published` word equals it. The submit's own `epoch` when it set `has_epoch` (ABI 11).
     pub epoch: u64,
+    /// The launch is queued behind a run still on the pair (ABI 11): only such a launch may
+    /// be declined (`RUN_LANE_LAUNCH_DECLINED`).
+    pub queued: bool,
 }
 
-/// One run to submit.
+/// One run to submit. Zeroed (`= {}`) is a plain run.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunLaneSubmit {
     /// Whether `tag` is set.
     pub has_tag: bool,
@@ -625,6 +686,76 @@ pub struct RunLaneSubmit {
     pub diagnostics: bool,
     /// Copy the outputs back when the run succeeds (passed to `finalise`).
     pub copy_back: bool,
+    /// Whether `key` is set (ABI 11).
+    pub has_key: bool,
+    /// The run's ordering key (ABI 11; the runtime's dispatch order): the run goes ahead of
+    /// the unlaunched keyed runs with a greater key already in the lane, so it is prepared,
+    /// launched and delivered before them. It never passes a launched run, a run without a
+    /// key or a publication; equal keys keep submission order.
+    pub key: u64,
+    /// Submit held (ABI 11): the run is prepared as usual and launched only after
+    /// `run_lane_activate`; the runs behind it wait behind it.
+    pub held: bool,
+    /// Whether `epoch` is set (ABI 11).
+    pub has_epoch: bool,
+    /// The runtime's own epoch for the run's result record (ABI 11), passed to the launch
+    /// callbacks as `RunLaneRunArgs::epoch`. Refused (`REFUSED`) when 0, when not above the
+    /// last epoch the lane accepted (a repeat included), and when a lane's runs mix their own
+    /// epochs with the lane's: set it for every run of a lane or for none.
+    pub epoch: u64,
+    /// The runtime's per-run state (ABI 11): given back in every callback's
+    /// `RunLaneRunInfo::user` and in the run's outcome (`RunLaneOutcome::run_user`).
+    pub user: *mut c_void,
+}
+
+impl Default for RunLaneSubmit {
+    fn default() -> Self {
+        Self {
+            has_tag: false,
+            tag: 0,
+            diagnostics: false,
+            copy_back: false,
+            has_key: false,
+            key: 0,
+            held: false,
+            has_epoch: false,
+            epoch: 0,
+            user: core::ptr::null_mut(),
+        }
+    }
+}
+
+/// Where a run stands (`RunLaneRunStatus::state`, ABI 11).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneRunState {
+    /// Waiting for its turn to prepare.
+    Queued = 0,
+    /// Its `prepare` was called and has not returned an answer the lane took.
+    Preparing = 1,
+    /// Prepared, not launched: waiting for its turn, its activation (held), or an empty pair
+    /// (its launch declined); also while an unlaunched run is finalised (cancelled, failed).
+    Prepared = 2,
+    /// Its launch was made: it finishes and gets its own verdict (a cancel is `STARTED`).
+    Launched = 3,
+    /// Its outcome is decided: waiting for its turn, or ready to take.
+    Done = 4,
+}
+
+/// What `run_lane_run_state` reports (ABI 11).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLaneRunStatus {
+    /// Where the run stands.
+    pub state: RunLaneRunState,
+    /// Submitted held and not activated yet.
+    pub held: bool,
+    /// How many times `launch_aicore` declined its launch.
+    pub declines: u32,
+    /// Whether `key` is set.
+    pub has_key: bool,
+    /// Its ordering key.
+    pub key: u64,
 }
 
 /// Which kind of item an outcome is for.
@@ -647,7 +778,8 @@ pub enum RunLaneVerdict {
     Failed = 1,
     /// Taken down by a device failure another run caused (`origin`).
     Poisoned = 2,
-    /// Never launched (or uploaded): the lane was closed first.
+    /// Never launched (or uploaded): the lane was closed first, or `run_lane_cancel` cancelled
+    /// it.
     Cancelled = 3,
 }
 
@@ -746,7 +878,23 @@ pub struct RunLaneOutcome {
     /// The one stable log line (`run N failed: ...`; for a poisoned item it names the
     /// origin), or "" for `OK` and `CANCELLED`.
     pub failure_line: [c_char; RUN_LANE_LINE_BYTES],
+    /// The submit's `user` (ABI 11); NULL for a publication.
+    pub run_user: *mut c_void,
+    /// How many times `launch_aicore` declined the run's launch (ABI 11).
+    pub declines: u32,
+    /// Whether the run's request carried an ordering key (ABI 11).
+    pub has_key: bool,
+    /// Its ordering key: outcomes come in the lane's order, which is submission order but
+    /// for a run a smaller key placed ahead.
+    pub key: u64,
 }
+
+// SAFETY: an outcome is plain data copied out of the lane; `run_user` is the caller's value,
+// handed back as it was given and never dereferenced by the library, so moving or sharing an
+// outcome between threads is the caller's business, as with any integer it holds.
+unsafe impl Send for RunLaneOutcome {}
+// SAFETY: as for `Send`: nothing in an outcome is read through a pointer.
+unsafe impl Sync for RunLaneOutcome {}
 
 /// The lane's state after `run_lane_close`.
 #[repr(u32)]

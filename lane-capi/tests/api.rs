@@ -138,6 +138,7 @@ fn submit(lane: *mut RunLane, tag: u64, copy_back: bool) -> Result<u64, RunLaneS
         tag,
         diagnostics: false,
         copy_back,
+        ..RunLaneSubmit::default()
     };
     let mut run = 0;
     // SAFETY: valid request and out pointer.

@@ -52,6 +52,8 @@ fn a_workers_prepare_deferred_between_a_runs_two_launches_is_caught_up_after_the
         on_poison: None,
         before_reset: None,
         after_reset: None,
+        on_launched: None,
+        finalise_verdict: None,
     });
     let deferred = deferred();
     let queue = deferred.clone().expect("a queue");

@@ -125,6 +125,8 @@ fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
         on_poison: None,
         before_reset: None,
         after_reset: None,
+        on_launched: None,
+        finalise_verdict: None,
     };
     config.workers = if workers { 2 } else { 0 };
     config
@@ -154,6 +156,7 @@ fn reenter(user: *mut c_void, site: Site) {
                 tag: 99,
                 diagnostics: false,
                 copy_back: false,
+                ..RunLaneSubmit::default()
             };
             let mut id = 0;
             // SAFETY: a readable request and a writable id.
@@ -334,6 +337,7 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
             tag: 7,
             diagnostics: false,
             copy_back: true,
+            ..RunLaneSubmit::default()
         };
         let mut id = 0;
         // SAFETY: a readable request and a writable id.

@@ -56,6 +56,8 @@ fn after_a_force_reset_a_failed_bind_is_binds_error_and_prepare_and_finalise_sti
         on_poison: None,
         before_reset: None,
         after_reset: None,
+        on_launched: None,
+        finalise_verdict: None,
     });
     let requests = Requests::default();
     let binding = Binding::Acl(device.worker_binding());

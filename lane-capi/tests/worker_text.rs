@@ -77,6 +77,7 @@ fn lines(via: Via, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> 
             tag,
             diagnostics: false,
             copy_back: true,
+            ..RunLaneSubmit::default()
         };
         let mut run = 0;
         // SAFETY: a live handle, a readable request, a writable id.
