@@ -35,6 +35,8 @@ use crate::types::{
 struct Lane {
     handle: LaneHandle,
     requests: Requests,
+    /// The runner has `on_outcome`: a run's request stays until it saw the outcome too.
+    shows: bool,
     /// This lane's number among the process's lanes (from 1), the mark of its callback
     /// threads ([`CALLBACK_LANE`]).
     serial: u64,
@@ -124,7 +126,7 @@ impl Lane {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(report.outcome.seq());
+            .taken(report.outcome.seq(), self.shows);
         c
     }
 
@@ -418,6 +420,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     Ok(Lane {
         handle,
         requests,
+        shows: vtable.get().on_outcome.is_some(),
         serial,
         notice_monitor: monitor.get().cloned(),
         _claim: claim,
@@ -712,6 +715,7 @@ pub unsafe extern "C" fn run_lane_submit(
             diagnostics: request.diagnostics,
             copy_back: request.copy_back,
             user: request.user.expose_provenance(),
+            ..Requested::default()
         };
         let run: RunId = lane
             .handle

@@ -40,6 +40,11 @@ pub struct Requested {
     /// The submit's `user` pointer, as an address (so the table stays `Send`), exposed with
     /// its provenance at the submit and given back to every callback and the outcome.
     pub user: usize,
+    /// The run's outcome was taken (`run_lane_poll`, `run_lane_wait`) while `on_outcome` had
+    /// still to see it: the entry leaves once it has.
+    pub taken: bool,
+    /// `on_outcome` saw the run's outcome before it was taken: the entry leaves once it is.
+    pub shown: bool,
 }
 
 impl Requested {
@@ -87,6 +92,30 @@ impl RequestTable {
     /// Forgets run `run`'s request (its outcome was taken); nothing if it has none.
     pub fn remove(&mut self, run: u64) {
         if let Ok(at) = self.position(run) {
+            self.entries.remove(at);
+        }
+    }
+
+    /// Run `run`'s outcome was taken: its request is forgotten, unless `on_outcome` (`shows`)
+    /// has still to see it (it reads the run's `user` there), which then forgets it.
+    pub fn taken(&mut self, run: u64, shows: bool) {
+        self.settle(run, shows, |r| r.taken = true);
+    }
+
+    /// `on_outcome` saw run `run`'s outcome: its request is forgotten if the outcome was
+    /// taken already.
+    pub fn shown(&mut self, run: u64) {
+        self.settle(run, true, |r| r.shown = true);
+    }
+
+    /// Marks run `run`'s request with `mark`; forgets it once taken and (when `shows`) shown.
+    fn settle(&mut self, run: u64, shows: bool, mark: impl FnOnce(&mut Requested)) {
+        let Ok(at) = self.position(run) else {
+            return;
+        };
+        let requested = &mut self.entries[at].1;
+        mark(requested);
+        if requested.taken && (requested.shown || !shows) {
             self.entries.remove(at);
         }
     }
@@ -193,6 +222,10 @@ impl Vtable {
             let _mark = CallbackMark::enter(serial);
             let mut c = to_c(outcome);
             c.run_user = run_user(&requests, outcome);
+            requests
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .shown(outcome.seq());
             // SAFETY: the caller's callback for this signature; `c` lives across the call.
             unsafe { on_outcome(vtable.get().user, &raw const c) };
         }))
@@ -818,6 +851,27 @@ mod tests {
         // A run with no entry (a publication's id) removes nothing.
         table.remove(9);
         assert_eq!(table.get(4), Some(tagged(40)));
+    }
+
+    #[test]
+    fn a_request_stays_until_its_outcome_is_both_taken_and_shown_to_on_outcome() {
+        let mut table = RequestTable::default();
+        for run in 1..=3 {
+            table.insert(run, tagged(run));
+        }
+        // Taken first, then shown: on_outcome still reads its user in between.
+        table.taken(1, true);
+        assert_eq!(table.get(1).map(|r| r.tag), Some(Some(1)));
+        table.shown(1);
+        assert_eq!(table.get(1), None);
+        // Shown first, then taken.
+        table.shown(2);
+        assert!(table.get(2).is_some());
+        table.taken(2, true);
+        assert_eq!(table.get(2), None);
+        // Without on_outcome, taking it is the end.
+        table.taken(3, false);
+        assert_eq!(table.get(3), None);
     }
 
     #[test]

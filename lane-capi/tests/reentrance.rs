@@ -1,7 +1,8 @@
 //! Runner callbacks re-entering the library: every callback (prepare, launch_aicore,
-//! launch_aicpu, finalise, upload_code, on_outcome; prepare and finalise also on a host
-//! worker) makes every call (submit, publish, poll, close, wait, destroy, destroy with a
-//! report, each on its own lane and on another, and create), and each gets the status the header's table promises: the calls
+//! launch_aicpu, on_launched, finalise, finalise_verdict, upload_code, on_outcome; prepare and
+//! finalise also on a host worker) makes every call (submit, publish, poll, close, activate,
+//! cancel, run_state, wait, destroy, destroy with a report, each on its own lane and on
+//! another, and create), and each gets the status the header's table promises: the calls
 //! that return at once are allowed, the ones that block are `WRONG_THREAD` with a message
 //! that says where to call them from. Whatever the call, every accepted item still gets its
 //! outcome, a refused destroy destroyed nothing, and both lanes are destroyed afterwards.
@@ -25,6 +26,8 @@ enum Site {
     Finalise,
     UploadCode,
     OnOutcome,
+    OnLaunched,
+    FinaliseVerdict,
 }
 
 /// The call a callback makes.
@@ -38,6 +41,12 @@ enum Call {
     Destroy,
     DestroyWithReport,
     Create,
+    /// `run_lane_activate` of item 0 (no run has it): `UNKNOWN_ITEM`, at once.
+    Activate,
+    /// `run_lane_cancel` of item 0: `UNKNOWN_ITEM`, at once.
+    Cancel,
+    /// `run_lane_run_state` of item 0: `UNKNOWN_ITEM`, at once.
+    RunState,
 }
 
 /// Which lane the call names (`Create` makes a new one: always `Other`).
@@ -55,6 +64,7 @@ const fn expected(site: Site, call: Call, target: Target) -> RunLaneStatus {
         (Call::Submit | Call::Publish | Call::Close, _) => RunLaneStatus::Ok,
         (Call::Poll, Target::Own) if matches!(site, Site::OnOutcome) => RunLaneStatus::Ok,
         (Call::Poll, _) => RunLaneStatus::Empty,
+        (Call::Activate | Call::Cancel | Call::RunState, _) => RunLaneStatus::UnknownItem,
         (Call::Wait | Call::Destroy | Call::DestroyWithReport | Call::Create, _) => {
             RunLaneStatus::WrongThread
         }
@@ -125,7 +135,7 @@ fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
         on_poison: None,
         before_reset: None,
         after_reset: None,
-        on_launched: None,
+        on_launched: Some(on_launched),
         finalise_verdict: None,
     };
     config.workers = if workers { 2 } else { 0 };
@@ -195,6 +205,13 @@ fn reenter(user: *mut c_void, site: Site) {
             let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
             // SAFETY: any handle value is checked; a writable report.
             unsafe { run_lane_destroy_with_report(target, report.as_mut_ptr()) }
+        }
+        Call::Activate => run_lane_activate(target, 0),
+        Call::Cancel => run_lane_cancel(target, 0),
+        Call::RunState => {
+            let mut status = std::mem::MaybeUninit::<RunLaneRunStatus>::uninit();
+            // SAFETY: a writable status.
+            unsafe { run_lane_run_state(target, 0, status.as_mut_ptr()) }
         }
         Call::Create => {
             let config = sim_config(std::ptr::null_mut(), false);
@@ -268,6 +285,20 @@ unsafe extern "C" fn finalise(
     0
 }
 
+unsafe extern "C" fn on_launched(user: *mut c_void, _run: *const RunLaneRunInfo) {
+    note_lane_thread(user);
+    reenter(user, Site::OnLaunched);
+}
+
+unsafe extern "C" fn finalise_verdict(
+    user: *mut c_void,
+    _run: *const RunLaneRunInfo,
+    _verdict: *const RunLaneFinaliseVerdict,
+) -> i32 {
+    reenter(user, Site::FinaliseVerdict);
+    0
+}
+
 unsafe extern "C" fn upload_code(user: *mut c_void, _code: u64) -> i32 {
     note_lane_thread(user);
     reenter(user, Site::UploadCode);
@@ -320,7 +351,12 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
     let user = std::ptr::from_ref(&case).cast_mut().cast();
     // The other lane's callbacks make no call (their `user` is NULL).
     let other = create(&sim_config(std::ptr::null_mut(), false));
-    let own = create(&sim_config(user, on_worker));
+    let mut own_config = sim_config(user, on_worker);
+    if site == Site::FinaliseVerdict {
+        // Called instead of `finalise` where it is set.
+        own_config.runner.finalise_verdict = Some(finalise_verdict);
+    }
+    let own = create(&own_config);
     case.own.store(own.addr() as u64, Ordering::SeqCst);
     case.other.store(other.addr() as u64, Ordering::SeqCst);
 
@@ -394,6 +430,9 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
                 "{what}: {message}"
             );
         }
+        (RunLaneStatus::UnknownItem, _, _) => {
+            assert!(message.contains('0'), "{what}: names the item: {message}");
+        }
         _ => assert_eq!(message, "", "{what}: a success leaves no message"),
     }
     let accepted = case.accepted.load(Ordering::SeqCst);
@@ -439,6 +478,9 @@ fn every_call_from_every_callback_gets_the_status_of_the_headers_table() {
         (Site::Finalise, true),
         (Site::UploadCode, false),
         (Site::OnOutcome, false),
+        (Site::OnLaunched, false),
+        (Site::FinaliseVerdict, false),
+        (Site::FinaliseVerdict, true),
     ];
     let calls = [
         (Call::Submit, Target::Own),
@@ -456,6 +498,12 @@ fn every_call_from_every_callback_gets_the_status_of_the_headers_table() {
         (Call::DestroyWithReport, Target::Own),
         (Call::DestroyWithReport, Target::Other),
         (Call::Create, Target::Other),
+        (Call::Activate, Target::Own),
+        (Call::Activate, Target::Other),
+        (Call::Cancel, Target::Own),
+        (Call::Cancel, Target::Other),
+        (Call::RunState, Target::Own),
+        (Call::RunState, Target::Other),
     ];
     for (site, on_worker) in sites {
         for (call, target) in calls {

@@ -95,7 +95,17 @@ pub(crate) fn launch_lasting(
     args: &RunLaneRunArgs,
     duration: Duration,
 ) -> i32 {
-    let kernels = kernels(user);
+    launch_kernel(kernels(user), stream, engine, args, duration)
+}
+
+/// [`launch_lasting`] for a runner whose `user` holds its `Kernels` elsewhere.
+pub(crate) fn launch_kernel(
+    kernels: &Kernels,
+    stream: *mut c_void,
+    engine: u32,
+    args: &RunLaneRunArgs,
+    duration: Duration,
+) -> i32 {
     let outcome = kernels
         .faults
         .iter()
