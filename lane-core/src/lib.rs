@@ -2,14 +2,24 @@
 //!
 //! The lane owns admission, pipeline slots and their leases, the FIFO of runs and
 //! publications, per-run verdicts, poison and device recovery, and close. It decides; a
-//! backend executes. Commands (`submit`, `publish`, `close`) and backend [`Event`]s go in;
+//! backend executes. Commands (`submit`, `publish`, `close`, and the run controls `activate`
+//! and `cancel`) and backend [`Event`]s go in;
 //! [`Effect`]s, [`Outcome`]s and deadlines come out through polls. Time is a [`Timestamp`]
 //! passed in. The same lane runs on hardware (backend-acl), in the simulator (backend-sim),
 //! in `cargo test` and under `cargo fuzz`.
 //!
-//! **Invariant:** every accepted run and publication gets exactly one [`Outcome`], in
-//! submission order, whatever the backend reports and in whatever order
+//! **Invariant:** every accepted run and publication gets exactly one [`Outcome`], in the
+//! lane's order (submission order, but for a run an earlier ordering key placed ahead of
+//! staged keyed runs, L-2; [`ItemOrder`]), whatever the backend reports and in whatever order
 //! ([`Lane::check_invariants`] lists the rest).
+//!
+//! **Run controls** (issue 45; decision 0030): a request may be held (prepared, launched only
+//! after [`Lane::activate`]), keyed ([`OrderKey`]), or carry the runtime's epoch; an item that
+//! has not started may be cancelled ([`Lane::cancel`], [`Lane::cancel_publication`]);
+//! [`Lane::run_status`] says where a run stands. The runner may decline a queued launch
+//! ([`Event::LaunchDeclined`]): the run launches again onto an empty pair, and its outcome
+//! counts the declines. [`FinaliseOrder::BeforeNextLaunch`] launches a run only once every run
+//! ahead of it has its verdict.
 //!
 //! **L-18 Overlap** (this project's addition to the SPEC; what may run at the same time once
 //! runner work runs on host workers):
@@ -19,8 +29,9 @@
 //! 2. On one slot nothing overlaps: a slot's prepare, launch, completion, status read and
 //!    finalise follow its run's phases, one at a time (at most one piece of runner work is
 //!    out per slot, always for the run holding it, in the phase that asked for it).
-//! 3. At most `prepare_window` runs are preparing or prepared; prepares start in submission
-//!    order and launches stay in submission order.
+//! 3. At most `prepare_window` runs are preparing or prepared ahead of any run that starts
+//!    preparing (without ordering keys: at most `prepare_window` in all); prepares start in
+//!    the lane's order and launches stay in it.
 //! 4. No upload (publication) and no recovery step (drain, reset, probe) runs while runner
 //!    work is out: after a poison, recovery first quiesces (`RecoveryStep::Quiesce`) until
 //!    every piece of runner work handed out has answered; those answers are accepted and

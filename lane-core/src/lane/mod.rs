@@ -69,7 +69,8 @@ struct PublicationMark {
 ///
 /// - **Commands** return at once with a typed result: [`submit`](Self::submit),
 ///   [`reserve`](Self::reserve), [`release`](Self::release), [`publish`](Self::publish),
-///   [`close`](Self::close).
+///   [`close`](Self::close), and the run controls [`activate`](Self::activate),
+///   [`cancel`](Self::cancel) and [`cancel_publication`](Self::cancel_publication).
 /// - **Events** from the backend: [`handle`](Self::handle), and
 ///   [`handle_timeout`](Self::handle_timeout) when the clock passes
 ///   [`poll_deadline`](Self::poll_deadline).
@@ -475,7 +476,8 @@ impl Lane {
         })
     }
 
-    /// The next outcome, in submission order: one per accepted run or publication.
+    /// The next outcome, in the lane's order (L-2: submission order, but for a run an earlier
+    /// ordering key placed ahead): one per accepted run or publication.
     #[must_use]
     pub fn poll_outcome(&mut self) -> Option<Outcome> {
         self.outcomes.take()
