@@ -49,7 +49,7 @@ pub mod cli;
 pub mod costs;
 pub mod device;
 pub mod error;
-pub mod faults;
+pub use device_model::faults;
 pub mod observer;
 pub mod scenario;
 pub mod shared;

@@ -70,7 +70,9 @@ impl SimDevice {
                 }
                 d.sticky_now()?;
                 if !armed {
-                    if let Some(Injected::Fail(code)) = d.faults.decide(Site::EventRecord, run) {
+                    if let Some(Injected::Fail(code)) =
+                        d.faults.decide(Site::EventRecord, run.map(|r| r.0))
+                    {
                         return Err(code);
                     }
                 }
@@ -160,7 +162,9 @@ impl SimDevice {
                     Err(AclCode::RtParamInvalid)
                 }
                 Some(capture) => {
-                    if let Some(Injected::Fail(code)) = d.faults.decide(Site::EventWait, run) {
+                    if let Some(Injected::Fail(code)) =
+                        d.faults.decide(Site::EventWait, run.map(|r| r.0))
+                    {
                         d.spend_ns(d.costs.get(Cost::EventQuery), run);
                         Err(code)
                     } else {

@@ -92,7 +92,7 @@ impl SimDevice {
                 if d.streams.contains_key(&stream) {
                     d.sticky_now().and_then(|()| {
                         if let Some(Injected::Fail(code)) =
-                            d.faults.decide(Site::AicoreLaunch, Some(args.run))
+                            d.faults.decide(Site::AicoreLaunch, Some(args.run.0))
                         {
                             return Err(code);
                         }
@@ -142,7 +142,7 @@ impl SimDevice {
                 }
                 d.sticky_now()?;
                 if let Some(Injected::Fail(code)) =
-                    d.faults.decide(Site::AicpuLaunch, Some(args.run))
+                    d.faults.decide(Site::AicpuLaunch, Some(args.run.0))
                 {
                     // The AICore kernel stays enqueued, spinning: orphaned when its launch
                     // ends ([`Device::launch_context`]).
@@ -180,7 +180,7 @@ impl SimDevice {
         let latency = self.costs.get(Cost::KernelStartLatency);
         let aicpu_start = self.task_start(aicpu, latency);
         let both_start = core.start.zip(aicpu_start).map(|(c, p)| c.max(p));
-        let injected = self.faults.decide(Site::Run, Some(run));
+        let injected = self.faults.decide(Site::Run, Some(run.0));
         let device_ns = self.run_times.of(self.seed, run);
         let preamble = self.costs.get(Cost::RunPreamble);
         // Each kernel's ending, `[aicore, aicpu]`. Continue-on-failure (device-truth §1): a

@@ -177,14 +177,14 @@ impl SimDevice {
                 d.sticky_now().and_then(|()| {
                     if let Some(run) = header_of {
                         if let Some(Injected::Fail(code)) =
-                            d.faults.decide(Site::StatusRead, Some(run))
+                            d.faults.decide(Site::StatusRead, Some(run.0))
                         {
                             return Err(code);
                         }
                     }
                     if let Some(run) = record_of {
                         if let Some(Injected::Fail(code)) =
-                            d.faults.decide(Site::RecordRead, Some(run))
+                            d.faults.decide(Site::RecordRead, Some(run.0))
                         {
                             return Err(code);
                         }

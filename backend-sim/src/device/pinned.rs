@@ -256,7 +256,7 @@ impl PinnedCopies for SimDevice {
                         // The status read's fault site, as for the synchronous read.
                         if let Some(run) = header_of {
                             if let Some(Injected::Fail(code)) =
-                                d.faults.decide(Site::StatusRead, Some(run))
+                                d.faults.decide(Site::StatusRead, Some(run.0))
                             {
                                 return Err(code);
                             }

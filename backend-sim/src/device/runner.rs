@@ -75,7 +75,7 @@ impl SimDevice {
             Named::Run(Some(run)),
             |d, _| {
                 let others_live = d.live_runs.keys().any(|&r| r != run);
-                match d.faults.decide(Site::Prepare, Some(run)) {
+                match d.faults.decide(Site::Prepare, Some(run.0)) {
                     Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
                     // Only an overlapping prepare can be incompatible; alone, it always fits.
                     Some(Injected::Incompatible) if others_live => Err(PrepareError::Incompatible),
@@ -103,7 +103,7 @@ impl SimDevice {
             |d, _| {
                 let result = if copy_back {
                     d.sticky_now().map_err(FinaliseFailure::Acl).and_then(|()| {
-                        match d.faults.decide(Site::Finalise, Some(run)) {
+                        match d.faults.decide(Site::Finalise, Some(run.0)) {
                             Some(Injected::Fail(code)) => Err(FinaliseFailure::Acl(code)),
                             Some(Injected::Validation) => Err(FinaliseFailure::Validation),
                             _ => Ok(()),

@@ -1,4 +1,5 @@
-//! Fault rules installed on the simulated device, decided by one seed.
+//! Fault rules installed on a device, decided by one seed: the one fault vocabulary of
+//! backend-sim (`--fault`, scenario files) and acl-fake (its control calls).
 //!
 //! A [`FaultRule`] names a [`FaultKind`] (which call or run it hits and what it does), an
 //! optional code, and [`When`] it fires. The device consults the installed rules at every
@@ -12,7 +13,6 @@
 
 use core::fmt;
 
-use lane_core::RunId;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use status_latch::{AclCode, RuntimeCode};
@@ -873,13 +873,13 @@ pub const fn mix_seed(seed: u64, stream: u64) -> u64 {
 }
 
 /// Child-seed streams, one per component that draws from the seed.
-pub(crate) mod streams {
+pub mod streams {
     /// Fault rate draws.
-    pub(crate) const FAULTS: u64 = 1;
+    pub const FAULTS: u64 = 1;
     /// The swarm mix.
-    pub(crate) const SWARM: u64 = 2;
+    pub const SWARM: u64 = 2;
     /// Per-run device time jitter.
-    pub(crate) const JITTER: u64 = 3;
+    pub const JITTER: u64 = 3;
 }
 
 /// A ChaCha8 generator for one component of the simulation.
@@ -986,7 +986,7 @@ impl Faults {
 
     /// Consults the rules for one call at `site` (about `run`, when it is about one). The
     /// first rule that fires wins; rates draw only when their rule is reached.
-    pub fn decide(&mut self, site: Site, run: Option<RunId>) -> Option<Injected> {
+    pub fn decide(&mut self, site: Site, run: Option<u64>) -> Option<Injected> {
         let count = self.consulted.get_mut(site.index())?;
         *count += 1;
         let nth = *count;
@@ -997,7 +997,7 @@ impl Faults {
             let fires = match &rule.when {
                 When::Always => true,
                 When::Calls(calls) => calls.contains(&nth),
-                When::Runs(runs) => run.is_some_and(|r| runs.contains(&r.0)),
+                When::Runs(runs) => run.is_some_and(|r| runs.contains(&r)),
                 When::Rate(ppm) => self.rng.next_u64() % PPM < u64::from(*ppm),
             };
             if fires {
@@ -1086,21 +1086,18 @@ mod tests {
         let mut faults = Faults::new(7);
         faults.install(FaultRule::parse("latch=1@run:2").unwrap());
         faults.install(FaultRule::parse("hang").unwrap());
+        assert_eq!(faults.decide(Site::Run, Some(1)), Some(Injected::Hang));
         assert_eq!(
-            faults.decide(Site::Run, Some(RunId(1))),
-            Some(Injected::Hang)
-        );
-        assert_eq!(
-            faults.decide(Site::Run, Some(RunId(2))),
+            faults.decide(Site::Run, Some(2)),
             Some(Injected::Latch(Latched {
                 code: RuntimeCode::ScopeDeadlock,
                 first_thread: 0,
                 bitmap: 1
             }))
         );
-        assert_eq!(faults.decide(Site::Prepare, Some(RunId(2))), None);
+        assert_eq!(faults.decide(Site::Prepare, Some(2)), None);
         faults.heal();
-        assert_eq!(faults.decide(Site::Run, Some(RunId(2))), None);
+        assert_eq!(faults.decide(Site::Run, Some(2)), None);
     }
 
     #[test]
@@ -1119,7 +1116,7 @@ mod tests {
             let mut faults = Faults::new(seed);
             faults.install(FaultRule::parse("hang@rate:0.5").unwrap());
             (0..64)
-                .map(|_| faults.decide(Site::Run, Some(RunId(1))).is_some())
+                .map(|_| faults.decide(Site::Run, Some(1)).is_some())
                 .collect::<Vec<_>>()
         };
         assert_eq!(draws(1), draws(1));
