@@ -95,7 +95,7 @@ impl FakePlan {
         };
         let acl = match rule.code {
             FaultCode::Acl(code) => Some(code),
-            FaultCode::None | FaultCode::Runtime(_) => None,
+            FaultCode::None | FaultCode::Runtime(_) | FaultCode::Raw(_) => None,
         };
         let symbol = match rule.kind {
             FaultKind::StreamCreate => Some("aclrtCreateStreamWithConfig"),
@@ -176,6 +176,11 @@ impl FakePlan {
             When::Rate(_) => {
                 return Err(none("a rate is the simulator's seeded draw"));
             }
+            When::CallSpan { .. } => {
+                return Err(none(
+                    "a run-bound fault is selected by run on the fake, not by call count",
+                ));
+            }
         };
         self.runs.faults.push((select, fault));
         Ok(())
@@ -205,7 +210,7 @@ fn call_rules(when: &When) -> Option<Vec<(u32, u32)>> {
             }
             Some(rules)
         }
-        When::Runs(_) | When::Rate(_) => None,
+        When::Runs(_) | When::Rate(_) | When::CallSpan { .. } => None,
     }
 }
 
