@@ -69,6 +69,10 @@ pub struct Timing {
     pub event_task: Ns,
     /// An async copy's own task.
     pub copy_task: Ns,
+    /// An async copy's time per KiB it moves, beside its own task: what makes a big copy
+    /// outlast a wait's timeout (the fake's 100 ns, about a host `memcpy`; none in the
+    /// simulator, whose copies are small).
+    pub copy_ns_per_kib: Ns,
 }
 
 /// Where a kernel killed by the op timeout leaves its code (507014 AICore, 507017 AICPU). The

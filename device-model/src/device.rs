@@ -1315,11 +1315,14 @@ impl Device {
         self.next_of(s).map_or(StreamNext::Blocked, StreamNext::At)
     }
 
-    /// Applies every transition due by `now`, in time order.
-    pub fn advance(&mut self, now: Ns, host: &mut dyn HostMemory) {
+    /// Applies every transition due by `now`, in time order; returns how many.
+    pub fn advance(&mut self, now: Ns, host: &mut dyn HostMemory) -> usize {
+        let mut applied = 0;
         while let Some((t, id)) = self.next_transition().filter(|(t, _)| *t <= now) {
             self.step(id, t, host);
+            applied += 1;
         }
+        applied
     }
 
     /// Applies transitions in time order until `done` holds, up to `deadline` (`None`: no
@@ -1364,7 +1367,14 @@ impl Device {
         let timing = self.timing;
         let (phase, fail) = match &task.kind {
             TaskKind::Record { .. } => (working(t.saturating_add(timing.event_task), t), None),
-            TaskKind::Copy(_) => (working(t.saturating_add(timing.copy_task), t), None),
+            TaskKind::Copy(copy) => {
+                let kib = u64::try_from(copy.copy.len).unwrap_or(u64::MAX) / 1024;
+                let moving = kib.saturating_mul(timing.copy_ns_per_kib);
+                (
+                    working(t.saturating_add(timing.copy_task).saturating_add(moving), t),
+                    None,
+                )
+            }
             TaskKind::Wait(capture) => match *capture {
                 Capture::Never => (working(t.max(task.enqueued), t), None),
                 Capture::Done(at) => (working(t.max(at), t), None),

@@ -148,6 +148,8 @@ pub enum FaultKind {
     KernelLatch,
     /// One kernel exits clean but its run publishes no record.
     KernelSilent,
+    /// One kernel ends ok, whatever its launch asked.
+    KernelOk,
     /// An async copy fails on its stream when the stream reaches it: no byte lands, the code
     /// is sticky on the stream.
     Copy,
@@ -201,13 +203,14 @@ impl FaultKind {
 
     /// The kinds the fake's control calls make beside [`FaultKind::ALL`]: a named call, one
     /// kernel's outcome, an async copy. Not drawn by the swarm.
-    pub const MORE: [FaultKind; 7] = [
+    pub const MORE: [FaultKind; 8] = [
         Self::Call,
         Self::KernelException,
         Self::KernelHang,
         Self::KernelStuck,
         Self::KernelLatch,
         Self::KernelSilent,
+        Self::KernelOk,
         Self::Copy,
     ];
 
@@ -420,6 +423,13 @@ impl FaultKind {
                 &[],
                 "one kernel exits clean but its run publishes no record",
             ),
+            Self::KernelOk => (
+                "kernel-ok",
+                Site::Kernel(Engine::Aicore),
+                None,
+                &[],
+                "one kernel ends ok, whatever its launch asked",
+            ),
             Self::Copy => (
                 "copy",
                 Site::Copy,
@@ -439,6 +449,7 @@ impl FaultKind {
                 | Self::KernelStuck
                 | Self::KernelLatch
                 | Self::KernelSilent
+                | Self::KernelOk
         )
     }
 
@@ -984,6 +995,7 @@ impl FaultRule {
             (FaultKind::KernelHang, _) => Injected::Kernel(Outcome::Hang, KernelHeader::Own),
             (FaultKind::KernelStuck, _) => Injected::Kernel(Outcome::Stuck, KernelHeader::Own),
             (FaultKind::KernelSilent, _) => Injected::Kernel(Outcome::Silent, KernelHeader::Own),
+            (FaultKind::KernelOk, _) => Injected::Kernel(Outcome::Ok, KernelHeader::Own),
             (FaultKind::KernelLatch, code) => Injected::Kernel(
                 Outcome::Latch,
                 match (&self.header, code) {

@@ -244,8 +244,11 @@ mod tests {
                 &["lane-core", "lane-driver", "status-latch", "device-model"],
             ),
             ("ascend-cl-sys", &[]),
-            // The fake's runs publish result records in the format status-latch owns.
-            ("acl-fake", &["ascend-cl-sys", "status-latch"]),
+            // The fake's device is the device model; status-latch gives it the codes.
+            (
+                "acl-fake",
+                &["ascend-cl-sys", "status-latch", "device-model"],
+            ),
             (
                 "backend-acl",
                 &["ascend-cl-sys", "lane-driver", "lane-core"],

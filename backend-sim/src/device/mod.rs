@@ -286,6 +286,7 @@ impl SimDevice {
             kernel_start_latency: costs.get(Cost::KernelStartLatency),
             event_task: costs.get(Cost::EventTask),
             copy_task: costs.get(Cost::CopyTask),
+            copy_ns_per_kib: 0,
         };
         let mut model = device_model::Device::new(Semantics::SIMULATOR, timing, seed);
         model.keep_notes(true);
@@ -452,7 +453,7 @@ impl SimDevice {
     /// The device catches up with the host clock: every task due by then has run, so the host
     /// sees every write that has landed.
     fn settle(&mut self) {
-        self.model.advance(self.host_ns, &mut self.host_memory);
+        let _ = self.model.advance(self.host_ns, &mut self.host_memory);
         self.absorb_notes();
     }
 
