@@ -74,7 +74,9 @@ pub enum RecordRun {
     Known(Option<u64>),
     /// The slot's "armed" record, before the run's kernels: no run, and no record fault.
     Armed,
-    /// The run of the last kernel launched on the stream (a caller that does not say).
+    /// Inferred from the stream, for a caller that does not say: the run of the last kernel
+    /// launched on it, unless the record directly follows a host-to-device copy (a slot's arm
+    /// with copies on the streams, before its run's kernels): then it is [`RecordRun::Armed`].
     LastKernel,
 }
 
@@ -325,6 +327,8 @@ struct Stream {
     sticky: Option<(Ns, AclCode)>,
     /// The run of the last kernel launched on it.
     last_run: Option<u64>,
+    /// Its last task is a host-to-device copy (an arm).
+    after_arm: bool,
 }
 
 impl Stream {
@@ -575,6 +579,7 @@ impl Device {
                 kernels_out: 0,
                 sticky: None,
                 last_run: None,
+                after_arm: false,
             },
         );
         Ok(number)
@@ -758,7 +763,10 @@ impl Device {
         tag: u64,
         now: Ns,
     ) -> Result<(), CallError> {
-        let last_run = self.stream(stream)?.last_run;
+        let (last_run, after_arm) = {
+            let s = self.stream(stream)?;
+            (s.last_run, s.after_arm)
+        };
         if !self.events.contains_key(&event) {
             return Err(CallError::Dead(Dead::Event(event)));
         }
@@ -770,6 +778,7 @@ impl Device {
                 self.fail_at(Site::EventRecord, run)?;
                 run
             }
+            RecordRun::LastKernel if after_arm => None,
             RecordRun::LastKernel => {
                 self.fail_at(Site::EventRecord, last_run)?;
                 last_run
@@ -1256,6 +1265,17 @@ impl Device {
         let Some(s) = self.streams.get_mut(&stream) else {
             return 0;
         };
+        s.after_arm = matches!(
+            &kind,
+            TaskKind::Copy(CopyTask {
+                copy: CopySpec {
+                    src: Place::Host { .. },
+                    dst: Place::Device(_),
+                    ..
+                },
+                ..
+            })
+        );
         s.submitted += 1;
         let seq = s.submitted;
         s.queue.push_back(Task {
