@@ -1348,6 +1348,12 @@ mod tests {
             "stream-create=207008@call:1",
             "reset=507899",
             "prepare-incompatible@rate:0.0025",
+            "call:aclrtMalloc=207001@call:2-3",
+            "call:aclrtSetDevice=0@call:1-",
+            "kernel-exception=507014/engine:aicore",
+            "kernel-latch@call:1-2/engine:aicpu/header:ee01",
+            "kernel-latch=100@run:2/threads:3,1",
+            "copy=507899@call:1",
         ] {
             let rule = FaultRule::parse(spec).unwrap();
             assert_eq!(rule.to_string(), spec);
