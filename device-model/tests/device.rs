@@ -608,3 +608,142 @@ fn kernel_call_and_copy_rules_count_their_calls_from_their_install() {
     at(&mut d, 10 * MS);
     assert_eq!(d.task_result(2, 1), Some(Err(AclCode::RtDrvInternalError)));
 }
+
+/// Launches `run` with kernels ending `core` and `cpu` (the scheduler writing `header`, its
+/// record at `run.record` stamped `epoch`) on a fresh pair; the record once both ended.
+fn run_record(core: Outcome, cpu: Outcome, header: &[u8], epoch: u64, d: &mut Device) -> Vec<u8> {
+    let now = 1_000 * MS * epoch;
+    let (core_stream, cpu_stream) = (epoch * 10, epoch * 10 + 1);
+    d.create_stream(core_stream, now).unwrap();
+    d.create_stream(cpu_stream, now).unwrap();
+    let key = RunKey {
+        handshake: 0x10_0000,
+        epoch,
+    };
+    let aicore = KernelSpec {
+        outcome: core,
+        run: Some(key),
+        ..KernelSpec::new(Engine::Aicore, MS)
+    };
+    let aicpu = KernelSpec {
+        outcome: cpu,
+        header: (!header.is_empty()).then_some(0x20_0000),
+        header_bytes: header.to_vec(),
+        run: Some(key),
+        record: Some(0x10_0000),
+        epoch,
+        ..KernelSpec::new(Engine::Aicpu, MS)
+    };
+    d.launch(core_stream, aicore, now).unwrap();
+    d.launch(cpu_stream, aicpu, now).unwrap();
+    at(d, now + 900 * MS);
+    d.bytes(0x10_0000, RECORD_BYTES).unwrap().to_vec()
+}
+
+#[test]
+fn a_latch_publishes_its_code_in_either_layout_each_record_carries_its_epoch_and_no_record_reads_as_an_earlier_runs()
+ {
+    let mut d = device(Semantics::DEVICE);
+    d.allocate(0x10_0000, RECORD_BYTES);
+    d.allocate(0x20_0000, 896);
+    for (layout, payload) in [
+        (HeaderLayout::TensormapAndRingbuffer, 64),
+        (HeaderLayout::HostBuildGraph, 0),
+    ] {
+        let latched = encode(
+            layout,
+            &Status {
+                orch: Some(RuntimeCode::ExplicitOrchFatal),
+                ..Status::clean(layout)
+            },
+        );
+        let bytes = run_record(Outcome::Ok, Outcome::Latch, &latched, 1 + payload, &mut d);
+        assert_eq!(
+            decode_record(&bytes, 1 + payload),
+            Record::Error {
+                code: RuntimeCode::ExplicitOrchFatal,
+                source: RecordSource::Header,
+                payload_len: u16::try_from(payload).unwrap(),
+            },
+            "{layout}"
+        );
+        if payload > 0 {
+            assert_eq!(&bytes[24..24 + 64], &latched[784..848], "the error tail");
+        }
+    }
+    // Ok, then a hang, a silent exit and an exception: the region keeps the last stamp.
+    let ok = run_record(Outcome::Ok, Outcome::Ok, &[], 2, &mut d);
+    assert_eq!(decode_record(&ok, 2), Record::Ok);
+    for (core, cpu, epoch) in [
+        (Outcome::Hang, Outcome::Ok, 3),
+        (Outcome::Ok, Outcome::Silent, 4),
+        (Outcome::Silent, Outcome::Ok, 5),
+        (Outcome::Exception(None), Outcome::Latch, 6),
+    ] {
+        let bytes = run_record(core, cpu, &[], epoch, &mut d);
+        assert_eq!(
+            decode_record(&bytes, epoch),
+            Record::NeverPublished { stamp: 2 },
+            "{core:?} + {cpu:?}"
+        );
+    }
+}
+
+#[test]
+fn the_record_lands_before_the_last_kernels_end_passes_and_a_kernel_alone_publishes_by_its_own_ending()
+ {
+    // Either kernel may end last: an event recorded behind it sees the record.
+    for (core_ms, cpu_ms) in [(30, 0), (0, 30)] {
+        let mut d = device(Semantics::DEVICE);
+        let (core, cpu) = pair(&mut d);
+        let run = slot(&mut d, 0x10_0000, 1);
+        d.create_event(9, true, 0).unwrap();
+        d.launch(core, run.kernel(Engine::Aicore, core_ms), 0)
+            .unwrap();
+        d.launch(cpu, run.kernel(Engine::Aicpu, cpu_ms), 0).unwrap();
+        let last = if core_ms > cpu_ms { core } else { cpu };
+        d.record_event(9, last, RecordRun::Known(None), 0, 0)
+            .unwrap();
+        let passed = d.run_until(None, &mut NoHostMemory, |d| {
+            d.event_state(9) == Some(EventState::Complete)
+        });
+        assert!(passed.is_some());
+        assert_eq!(run.record(&d), Record::Ok, "{core_ms} {cpu_ms}");
+    }
+    let mut d = device(Semantics::DEVICE);
+    d.create_stream(1, 0).unwrap();
+    d.allocate(0x10_0000, RECORD_BYTES);
+    for (outcome, epoch, published) in [
+        (Outcome::Ok, 31, true),
+        (Outcome::Exception(None), 32, false),
+        (Outcome::Silent, 33, false),
+    ] {
+        let alone = KernelSpec {
+            outcome,
+            record: Some(0x10_0000),
+            epoch,
+            ..KernelSpec::new(Engine::Aicpu, MS)
+        };
+        d.launch(1, alone, epoch * MS).unwrap();
+        at(&mut d, epoch * MS + 2 * MS);
+        let record = decode_record(d.bytes(0x10_0000, RECORD_BYTES).unwrap(), epoch);
+        assert_eq!(record == Record::Ok, published, "{outcome:?}");
+    }
+    // A latch that exits clean (the switch off) keeps its error record.
+    let mut d = device(Semantics {
+        latch_faults_stream: false,
+        ..Semantics::DEVICE
+    });
+    d.allocate(0x10_0000, RECORD_BYTES);
+    d.allocate(0x20_0000, 256);
+    let latched = encode(
+        HeaderLayout::HostBuildGraph,
+        &Status {
+            orch: Some(RuntimeCode::ScopeDeadlock),
+            ..Status::clean(HeaderLayout::HostBuildGraph)
+        },
+    );
+    let bytes = run_record(Outcome::Ok, Outcome::Latch, &latched, 7, &mut d);
+    assert!(matches!(decode_record(&bytes, 7), Record::Error { .. }));
+    assert_eq!(sticky(&d, 71, 8_000 * MS), None);
+}
