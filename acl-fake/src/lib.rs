@@ -363,128 +363,92 @@ pub enum OpTimeoutCodeOn {
     BothStreams = OP_TIMEOUT_CODE_ON_BOTH_STREAMS,
 }
 
-/// One device's counters (or their sum over devices, [`Control::total_counters`]): what was
-/// created against what was destroyed, freed or reclaimed by a force reset, so a test can
-/// prove no path leaks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct FakeCounters {
-    /// `aclrtCreateStreamWithConfig` successes.
-    pub streams_created: u64,
-    /// `aclrtDestroyStream` and `aclrtDestroyStreamForce` successes.
-    pub streams_destroyed: u64,
-    /// Streams killed by a force reset.
-    pub streams_reclaimed: u64,
-    /// `aclrtCreateEventExWithFlag` successes.
-    pub events_created: u64,
-    /// `aclrtDestroyEvent` successes.
-    pub events_destroyed: u64,
-    /// Events killed by a force reset.
-    pub events_reclaimed: u64,
-    /// `aclrtMalloc` successes.
-    pub mallocs: u64,
-    /// `aclrtFree` successes.
-    pub frees: u64,
-    /// Device allocations killed by a force reset.
-    pub allocations_reclaimed: u64,
-    /// `aclrtMallocHost` successes.
-    pub host_mallocs: u64,
-    /// `aclrtFreeHost` successes.
-    pub host_frees: u64,
-    /// Pinned host allocations killed by a force reset.
-    pub host_allocations_reclaimed: u64,
-    /// `aclrtMemcpyAsync` enqueues (successful calls; a copy rule may still fail the task).
-    pub async_copies: u64,
-    /// `aclrtStreamWaitEvent` enqueues.
-    pub stream_waits: u64,
-    /// Kernels queued by `runlanefake_launch` and `runlanefake_launch_run`.
-    pub launches: u64,
-    /// AICPU kernels queued onto a stream whose previous kernel had not finished: runs
-    /// launched while their predecessor was still on the device (a queued launch).
-    pub queued_launches: u64,
-    /// `aclrtResetDeviceForce` successes.
-    pub force_resets: u64,
-    /// Streams alive now.
-    pub live_streams: u64,
-    /// Events alive now.
-    pub live_events: u64,
-    /// Device allocations alive now.
-    pub live_allocations: u64,
-    /// Host allocations alive now.
-    pub live_host_allocations: u64,
-    /// Threads blocked now in `aclrtSynchronizeEventWithTimeout` on this device (waiting for
-    /// work to finish), so a test knows a waiter is inside its wait before it acts.
-    pub blocked_event_syncs: u64,
-    /// `aclrtResetDeviceForce` successes made while a thread was inside an event, stream or
-    /// device synchronize on this device: each one a use-after-free on real ACL
-    /// (device-truth §5); the waiter got [`RESET_UNDER_WAIT`]. Must stay 0 (SPEC L-20).
-    pub resets_under_wait: u64,
-    /// `aclrtSynchronizeStreamWithTimeout` calls on a live stream of this device: the device
-    /// verdict's synchronizes (L-8), which a successful run on the record channel never makes.
-    pub stream_syncs: u64,
+/// The counters' fields are one list: the struct, [`FakeCounters::ZERO`] and
+/// [`FakeCounters::plus`] are made from it.
+macro_rules! counters {
+    ($(#[$attr:meta])* { $( $(#[doc = $doc:literal])* pub $name:ident: u64, )* }) => {
+        $(#[$attr])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        #[repr(C)]
+        pub struct FakeCounters {
+            $( $(#[doc = $doc])* pub $name: u64, )*
+        }
+
+        impl FakeCounters {
+            /// All zero.
+            pub const ZERO: Self = Self { $( $name: 0, )* };
+
+            /// Field-wise sum (several devices' counters as one).
+            #[must_use]
+            pub const fn plus(self, other: Self) -> Self {
+                Self { $( $name: self.$name + other.$name, )* }
+            }
+        }
+    };
+}
+
+counters! {
+    /// One device's counters (or their sum over devices, [`Control::total_counters`]): what
+    /// was created against what was destroyed, freed or reclaimed by a force reset, so a test
+    /// can prove no path leaks.
+    {
+        /// `aclrtCreateStreamWithConfig` successes.
+        pub streams_created: u64,
+        /// `aclrtDestroyStream` and `aclrtDestroyStreamForce` successes.
+        pub streams_destroyed: u64,
+        /// Streams killed by a force reset.
+        pub streams_reclaimed: u64,
+        /// `aclrtCreateEventExWithFlag` successes.
+        pub events_created: u64,
+        /// `aclrtDestroyEvent` successes.
+        pub events_destroyed: u64,
+        /// Events killed by a force reset.
+        pub events_reclaimed: u64,
+        /// `aclrtMalloc` successes.
+        pub mallocs: u64,
+        /// `aclrtFree` successes.
+        pub frees: u64,
+        /// Device allocations killed by a force reset.
+        pub allocations_reclaimed: u64,
+        /// `aclrtMallocHost` successes.
+        pub host_mallocs: u64,
+        /// `aclrtFreeHost` successes.
+        pub host_frees: u64,
+        /// Pinned host allocations killed by a force reset.
+        pub host_allocations_reclaimed: u64,
+        /// `aclrtMemcpyAsync` enqueues (successful calls; a copy rule may still fail the task).
+        pub async_copies: u64,
+        /// `aclrtStreamWaitEvent` enqueues.
+        pub stream_waits: u64,
+        /// Kernels queued by `runlanefake_launch` and `runlanefake_launch_run`.
+        pub launches: u64,
+        /// AICPU kernels queued onto a stream whose previous kernel had not finished: runs
+        /// launched while their predecessor was still on the device (a queued launch).
+        pub queued_launches: u64,
+        /// `aclrtResetDeviceForce` successes.
+        pub force_resets: u64,
+        /// Streams alive now.
+        pub live_streams: u64,
+        /// Events alive now.
+        pub live_events: u64,
+        /// Device allocations alive now.
+        pub live_allocations: u64,
+        /// Host allocations alive now.
+        pub live_host_allocations: u64,
+        /// Threads blocked now in `aclrtSynchronizeEventWithTimeout` on this device (waiting for
+        /// work to finish), so a test knows a waiter is inside its wait before it acts.
+        pub blocked_event_syncs: u64,
+        /// `aclrtResetDeviceForce` successes made while a thread was inside an event, stream or
+        /// device synchronize on this device: each one a use-after-free on real ACL
+        /// (device-truth §5); the waiter got [`RESET_UNDER_WAIT`]. Must stay 0 (SPEC L-20).
+        pub resets_under_wait: u64,
+        /// `aclrtSynchronizeStreamWithTimeout` calls on a live stream of this device: the device
+        /// verdict's synchronizes (L-8), which a successful run on the record channel never makes.
+        pub stream_syncs: u64,
+    }
 }
 
 impl FakeCounters {
-    /// All zero.
-    pub const ZERO: Self = Self {
-        streams_created: 0,
-        streams_destroyed: 0,
-        streams_reclaimed: 0,
-        events_created: 0,
-        events_destroyed: 0,
-        events_reclaimed: 0,
-        mallocs: 0,
-        frees: 0,
-        allocations_reclaimed: 0,
-        host_mallocs: 0,
-        host_frees: 0,
-        host_allocations_reclaimed: 0,
-        async_copies: 0,
-        stream_waits: 0,
-        launches: 0,
-        queued_launches: 0,
-        force_resets: 0,
-        live_streams: 0,
-        live_events: 0,
-        live_allocations: 0,
-        live_host_allocations: 0,
-        blocked_event_syncs: 0,
-        resets_under_wait: 0,
-        stream_syncs: 0,
-    };
-
-    /// Field-wise sum (several devices' counters as one).
-    #[must_use]
-    pub const fn plus(self, other: Self) -> Self {
-        Self {
-            streams_created: self.streams_created + other.streams_created,
-            streams_destroyed: self.streams_destroyed + other.streams_destroyed,
-            streams_reclaimed: self.streams_reclaimed + other.streams_reclaimed,
-            events_created: self.events_created + other.events_created,
-            events_destroyed: self.events_destroyed + other.events_destroyed,
-            events_reclaimed: self.events_reclaimed + other.events_reclaimed,
-            mallocs: self.mallocs + other.mallocs,
-            frees: self.frees + other.frees,
-            allocations_reclaimed: self.allocations_reclaimed + other.allocations_reclaimed,
-            host_mallocs: self.host_mallocs + other.host_mallocs,
-            host_frees: self.host_frees + other.host_frees,
-            host_allocations_reclaimed: self.host_allocations_reclaimed
-                + other.host_allocations_reclaimed,
-            async_copies: self.async_copies + other.async_copies,
-            stream_waits: self.stream_waits + other.stream_waits,
-            launches: self.launches + other.launches,
-            queued_launches: self.queued_launches + other.queued_launches,
-            force_resets: self.force_resets + other.force_resets,
-            live_streams: self.live_streams + other.live_streams,
-            live_events: self.live_events + other.live_events,
-            live_allocations: self.live_allocations + other.live_allocations,
-            live_host_allocations: self.live_host_allocations + other.live_host_allocations,
-            blocked_event_syncs: self.blocked_event_syncs + other.blocked_event_syncs,
-            resets_under_wait: self.resets_under_wait + other.resets_under_wait,
-            stream_syncs: self.stream_syncs + other.stream_syncs,
-        }
-    }
-
     /// Every stream, event and allocation created was destroyed, freed or reclaimed, and
     /// nothing is alive. (A reset under a wait is a hazard, not a leak: check
     /// [`FakeCounters::resets_under_wait`] apart.)
