@@ -85,7 +85,7 @@ impl Memory {
         self.allocations.get(&base)?.kernel_writer
     }
 
-    /// Whether `[addr, addr + len)` overlaps the allocation at `base`.
+    /// The addresses of the allocation at `base`, if one starts there.
     pub(crate) fn span(&self, base: u64) -> Option<core::ops::Range<u64>> {
         let len = self.allocations.get(&base)?.bytes.len();
         Some(base..base.saturating_add(u64::try_from(len).unwrap_or(u64::MAX)))
