@@ -1,8 +1,9 @@
 // The run lane inside an onboard runtime that owns its device (SPEC L-22, L-23, L-24): the
-// worked example of docs/embedding.md's "A runtime that owns its device", and its test.
+// worked example of docs/embedding.md's "A runtime that owns its device: the worked example", and
+// its test.
 //
 // The runtime here is shaped like the C++ runtime the lane is linked into
-// (shared/reference/embedding-fit.md §1):
+// (shared/reference/embedding-fit.md, "Who owns what in the runtime"):
 //
 // - It owns its device through its own thin device layer (class Device): the lane makes every
 //   device call through a RunLaneDeviceOps table whose entries forward to that layer. Two
