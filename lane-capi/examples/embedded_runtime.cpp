@@ -707,7 +707,8 @@ private:
         for (int i = 0; i < 2; ++i) {
             void *stream = nullptr;
             int32_t code = device_.create_stream(&stream);
-            CHECK(code == 0 && stream != nullptr, "the runtime makes its own stream pair: code " + std::to_string(code));
+            CHECK(code == 0 && stream != nullptr,
+                  "the runtime makes its own stream pair: code " + std::to_string(code));
             if (code != 0) {
                 return false;
             }
