@@ -512,6 +512,33 @@ typedef uint32_t RunLaneDrive;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// Who recovers the device after a poison or a fault notice (`RunLaneConfig::recovery`, ABI
+// 8; SPEC L-24).
+enum RunLaneRecovery
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The lane, in place (the default): it drains, force-resets, probes and reopens,
+  // calling `before_reset` before the drain and `after_reset` once it is over. A reset
+  // destroys the runtime's own streams, kernels and buffers on the device too: rebuild
+  // them in `after_reset`, and keep the runtime's threads out of device calls from
+  // `before_reset` on.
+  RUN_LANE_RECOVERY_IN_PLACE = 0,
+  // The runtime: on a poison (or a matched fault notice) every item gets its outcome, the
+  // lane calls `on_poison` once, when none of its threads is inside a device call, and
+  // then makes no device call; submits are `UNUSABLE` until the runtime resets the device
+  // and calls `run_lane_device_reset`, after which the lane reopens on fresh streams.
+  RUN_LANE_RECOVERY_RUNTIME = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneRecovery RunLaneRecovery;
+#else
+typedef uint32_t RunLaneRecovery;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // The opaque lane handle of the C API (`typedef struct RunLane RunLane;`). Never
 // constructed: a `RunLane *` is a registry token.
 typedef struct RunLane RunLane;

@@ -13,7 +13,7 @@
 //! staged keyed runs, L-2; [`ItemOrder`]), whatever the backend reports and in whatever order
 //! ([`Lane::check_invariants`] lists the rest).
 //!
-//! **Run controls** (issue 45; decision 0030): a request may be held (prepared, launched only
+//! **Run controls** (issue 45; decision 0031): a request may be held (prepared, launched only
 //! after [`Lane::activate`]), keyed ([`OrderKey`]), or carry the runtime's epoch; an item that
 //! has not started may be cancelled ([`Lane::cancel`], [`Lane::cancel_publication`]);
 //! [`Lane::run_status`] says where a run stands. The runner may decline a queued launch
