@@ -236,8 +236,8 @@ mod tests {
                 start_ns: start,
                 end_ns: end,
             }),
-        key: None,
-        declines: 0,
+            key: None,
+            declines: 0,
         })
     }
 

@@ -931,9 +931,7 @@ pub unsafe extern "C" fn run_lane_run_state(
         let status = lane.handle.run_status(RunId(run)).ok_or_else(|| {
             Error::new(
                 RunLaneStatus::UnknownItem,
-                format!(
-                    "the lane holds no run {run}: never accepted, or its outcome was taken"
-                ),
+                format!("the lane holds no run {run}: never accepted, or its outcome was taken"),
             )
         })?;
         // SAFETY: checked non-NULL; writable (the caller's contract).

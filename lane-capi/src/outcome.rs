@@ -360,8 +360,8 @@ mod tests {
                 start_ns: 10,
                 end_ns: 20,
             }),
-        key: None,
-        declines: 0,
+            key: None,
+            declines: 0,
         });
         let c = to_c(&outcome);
         assert_eq!(c.verdict, RunLaneVerdict::Ok);

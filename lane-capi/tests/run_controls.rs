@@ -88,7 +88,11 @@ impl Runner {
     fn until(&self, seen: Seen) {
         let start = Instant::now();
         while !self.seen().contains(&seen) {
-            assert!(start.elapsed() < BOUND, "{seen:?} never seen: {:?}", self.seen());
+            assert!(
+                start.elapsed() < BOUND,
+                "{seen:?} never seen: {:?}",
+                self.seen()
+            );
             thread::sleep(Duration::from_millis(1));
         }
     }
@@ -275,7 +279,10 @@ fn a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate(
     .expect("run 2, held");
     r.until(Seen::Prepare(held));
     let status = state(lane, held).expect("pending");
-    assert_eq!((status.state, status.held), (RunLaneRunState::Prepared, true));
+    assert_eq!(
+        (status.state, status.held),
+        (RunLaneRunState::Prepared, true)
+    );
     assert_eq!(
         state(lane, first).map(|s| s.state),
         Ok(RunLaneRunState::Launched),
@@ -283,7 +290,9 @@ fn a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate(
     );
     let first_outcome = wait(lane, first);
     assert!(
-        !r.seen().iter().any(|s| matches!(s, Seen::Aicore { run, .. } if *run == held)),
+        !r.seen()
+            .iter()
+            .any(|s| matches!(s, Seen::Aicore { run, .. } if *run == held)),
         "a held run never launches: {:?}",
         r.seen()
     );
@@ -296,7 +305,9 @@ fn a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate(
     no_wrong_user(&r);
     common::destroy(lane);
 }
-common::on_each_backend!(a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate);
+common::on_each_backend!(
+    a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate
+);
 
 fn an_earlier_key_submitted_later_runs_before_a_staged_successor(via: Via) {
     let _serial = common::serial();
@@ -331,7 +342,12 @@ fn an_earlier_key_submitted_later_runs_before_a_staged_successor(via: Via) {
             RunLaneStatus::Ok => {
                 // SAFETY: filled by the OK poll.
                 let outcome = unsafe { outcome.assume_init() };
-                assert_eq!(outcome.verdict, RunLaneVerdict::Ok, "{}", common::line(&outcome));
+                assert_eq!(
+                    outcome.verdict,
+                    RunLaneVerdict::Ok,
+                    "{}",
+                    common::line(&outcome)
+                );
                 order.push((outcome.id, outcome.key));
             }
             RunLaneStatus::Empty => thread::sleep(Duration::from_millis(1)),
@@ -373,7 +389,11 @@ fn cancel_finalises_a_prepared_run_cancelled_and_a_launched_run_is_started(via: 
     .expect("run 2, held");
     r.until(Seen::Prepare(held));
     assert_eq!(run_lane_cancel(lane, held), RunLaneStatus::Ok);
-    assert_eq!(run_lane_cancel(lane, held), RunLaneStatus::Ok, "again: nothing");
+    assert_eq!(
+        run_lane_cancel(lane, held),
+        RunLaneStatus::Ok,
+        "again: nothing"
+    );
     assert_eq!(run_lane_cancel(lane, first), RunLaneStatus::Started);
     let first_outcome = wait(lane, first);
     let cancelled = wait(lane, held);
@@ -388,7 +408,11 @@ fn cancel_finalises_a_prepared_run_cancelled_and_a_launched_run_is_started(via: 
         copy_back: false,
     }));
     assert!(!r.seen().contains(&Seen::Launched(held)));
-    assert_eq!(run_lane_cancel(lane, held), RunLaneStatus::UnknownItem, "taken");
+    assert_eq!(
+        run_lane_cancel(lane, held),
+        RunLaneStatus::UnknownItem,
+        "taken"
+    );
     no_wrong_user(&r);
     common::destroy(lane);
 }
@@ -510,10 +534,22 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused(via: Via) 
         ..request(run)
     };
     assert_eq!(submit(lane, &epoch(1, 0)), Err(RunLaneStatus::Refused));
-    assert!(common::last_error().contains("epoch 0"), "{}", common::last_error());
+    assert!(
+        common::last_error().contains("epoch 0"),
+        "{}",
+        common::last_error()
+    );
     let run = submit(lane, &epoch(1, 700)).expect("a fresh epoch");
-    assert_eq!(submit(lane, &epoch(2, 700)), Err(RunLaneStatus::Refused), "a repeat");
-    assert_eq!(submit(lane, &epoch(2, 699)), Err(RunLaneStatus::Refused), "an older one");
+    assert_eq!(
+        submit(lane, &epoch(2, 700)),
+        Err(RunLaneStatus::Refused),
+        "a repeat"
+    );
+    assert_eq!(
+        submit(lane, &epoch(2, 699)),
+        Err(RunLaneStatus::Refused),
+        "an older one"
+    );
     assert_eq!(
         submit(lane, &request(2)),
         Err(RunLaneStatus::Refused),
@@ -521,7 +557,12 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused(via: Via) 
     );
     let outcome = wait(lane, run);
     // The record the fake's AICPU kernel published is stamped with the runtime's epoch.
-    assert_eq!(outcome.verdict, RunLaneVerdict::Ok, "{}", common::line(&outcome));
+    assert_eq!(
+        outcome.verdict,
+        RunLaneVerdict::Ok,
+        "{}",
+        common::line(&outcome)
+    );
     assert_eq!(*r.epochs.lock().unwrap(), [(run, 700)]);
     common::destroy(lane);
 }
@@ -601,19 +642,29 @@ fn with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins(
         r.seen()
     );
     // And it was prepared while run 1 ran.
-    assert!(r.at(Seen::Prepare(2)) < r.at(Seen::FinaliseBegins {
-        run: 1,
-        verdict: RunLaneVerdict::Ok,
-        class: RunLaneClass::None,
-        code: None,
-        copy_back: true,
-    }));
+    assert!(
+        r.at(Seen::Prepare(2))
+            < r.at(Seen::FinaliseBegins {
+                run: 1,
+                verdict: RunLaneVerdict::Ok,
+                class: RunLaneClass::None,
+                code: None,
+                copy_back: true,
+            })
+    );
     common::destroy(lane);
     // A launch depth above one with it is refused.
     config.launch_depth = 2;
     let mut refused = std::ptr::null_mut();
     // SAFETY: a valid config and a writable handle.
     let status = unsafe { run_lane_create(&raw const config, &raw mut refused) };
-    assert_eq!(status, RunLaneStatus::InvalidConfig, "{}", common::last_error());
+    assert_eq!(
+        status,
+        RunLaneStatus::InvalidConfig,
+        "{}",
+        common::last_error()
+    );
 }
-common::on_each_backend!(with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins);
+common::on_each_backend!(
+    with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins
+);

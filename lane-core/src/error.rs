@@ -170,7 +170,9 @@ pub enum ControlError {
         outcome: &'static str,
     },
     /// `activate` of a run that was not submitted held, or was activated already.
-    #[error("{run} is not held (submitted without a hold, or activated already); nothing to activate")]
+    #[error(
+        "{run} is not held (submitted without a hold, or activated already); nothing to activate"
+    )]
     NotHeld {
         /// The run.
         run: RunId,

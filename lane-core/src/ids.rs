@@ -262,15 +262,27 @@ mod tests {
             key: Some(OrderKey(key)),
         };
         let plain = |seq| ItemOrder { seq, key: None };
-        assert!(keyed(5, 1).may_precede(keyed(3, 2)), "earlier key, later run");
+        assert!(
+            keyed(5, 1).may_precede(keyed(3, 2)),
+            "earlier key, later run"
+        );
         assert!(
             keyed(3, 2).may_precede(keyed(5, 1)),
             "a run already launched stays ahead of a later smaller key"
         );
-        assert!(!keyed(5, 2).may_precede(keyed(3, 1)), "a greater key never passes");
-        assert!(keyed(3, 2).may_precede(keyed(5, 2)), "equal keys: submission order");
+        assert!(
+            !keyed(5, 2).may_precede(keyed(3, 1)),
+            "a greater key never passes"
+        );
+        assert!(
+            keyed(3, 2).may_precede(keyed(5, 2)),
+            "equal keys: submission order"
+        );
         assert!(!keyed(5, 2).may_precede(keyed(3, 2)));
-        assert!(!keyed(5, 1).may_precede(plain(3)), "a keyless run is never passed");
+        assert!(
+            !keyed(5, 1).may_precede(plain(3)),
+            "a keyless run is never passed"
+        );
         assert!(plain(3).may_precede(keyed(5, 1)));
     }
 

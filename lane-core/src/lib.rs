@@ -103,8 +103,8 @@ pub use outcome::{
 };
 pub use profile::{
     CopyPath, DEFAULT_COMPLETION_TIMEOUT_NS, DEFAULT_DEVICE_OP_TIMEOUT_NS,
-    DEFAULT_DRAIN_TIMEOUT_NS, DEFAULT_RECOVERY_ATTEMPTS, MAX_PENDING_PUBLICATIONS, MAX_SLOTS,
-    FinaliseOrder, Profile, ProfileError, ProfileSpec, Recovery,
+    DEFAULT_DRAIN_TIMEOUT_NS, DEFAULT_RECOVERY_ATTEMPTS, FinaliseOrder, MAX_PENDING_PUBLICATIONS,
+    MAX_SLOTS, Profile, ProfileError, ProfileSpec, Recovery,
 };
 pub use run::{RunInput, RunPhase};
 pub use state::{AfterRecovery, LaneInput, LaneState, RecoveryStep};

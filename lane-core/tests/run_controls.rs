@@ -47,7 +47,10 @@ fn a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate(
     let held = h.submit(RunRequest::new().held());
     let log = h.take();
     assert!(has(&log, "PrepareRun run 2"), "{log:?}");
-    assert!(!has(&log, "LaunchRun run 2"), "a held run never launches: {log:?}");
+    assert!(
+        !has(&log, "LaunchRun run 2"),
+        "a held run never launches: {log:?}"
+    );
     let status = h.lane.run_status(held).expect("pending");
     assert_eq!((status.state, status.held), (RunState::Prepared, true));
 
@@ -81,10 +84,7 @@ fn runs_behind_a_held_run_wait_for_its_activation() {
     );
     h.lane.activate(h.now, held).expect("held");
     h.pump();
-    assert_eq!(
-        launches(&h.take()),
-        ["LaunchRun run 1", "LaunchRun run 2"]
-    );
+    assert_eq!(launches(&h.take()), ["LaunchRun run 1", "LaunchRun run 2"]);
     h.complete_all();
     assert_eq!(h.outcome_order(), [held.0, behind.0]);
 }
@@ -167,17 +167,17 @@ fn cancel_of_a_queued_run_makes_it_cancelled_with_no_runner_call() {
     h4.pump();
     let log = h4.take();
     assert!(!has(&log, "PrepareRun run 4"), "{log:?}");
-    assert!(!has(&log, "FinaliseRun run 4"), "nothing to finalise: {log:?}");
+    assert!(
+        !has(&log, "FinaliseRun run 4"),
+        "nothing to finalise: {log:?}"
+    );
     h4.lane.activate(h4.now, staged).expect("held");
     h4.pump();
     for _ in 0..3 {
         h4.complete_all();
     }
     assert_eq!(h4.verdict(queued), Some(Verdict::Cancelled));
-    assert_eq!(
-        h4.outcome_order(),
-        [first.0, second.0, staged.0, queued.0]
-    );
+    assert_eq!(h4.outcome_order(), [first.0, second.0, staged.0, queued.0]);
 }
 
 #[test]
@@ -186,7 +186,9 @@ fn cancel_of_a_prepared_run_finalises_it_without_copy_back_and_it_gets_cancelled
     let first = h.run();
     let prepared = h.submit(RunRequest::new().held());
     h.take();
-    h.lane.cancel(h.now, prepared).expect("prepared, unlaunched");
+    h.lane
+        .cancel(h.now, prepared)
+        .expect("prepared, unlaunched");
     h.pump();
     let log = h.take();
     assert_eq!(log, ["FinaliseRun run 2"], "L-7: its events released");
@@ -272,7 +274,11 @@ fn a_declined_queued_launch_launches_once_its_predecessor_retired_and_the_outcom
         h.lane.run_status(declined).map(|s| (s.state, s.declines)),
         Some((RunState::Prepared, 1))
     );
-    assert_eq!(h.lane.pair().submissions().len(), 1, "withdrawn from the pair");
+    assert_eq!(
+        h.lane.pair().submissions().len(),
+        1,
+        "withdrawn from the pair"
+    );
     h.complete(first);
     let log = h.take();
     // Launched again once the first retired, onto an empty pair: no wait on a boundary.
@@ -345,7 +351,10 @@ fn finalise_is_told_the_verdict_it_makes_final() {
     let Some(lane_core::Outcome::Run(outcome)) = lane.poll_outcome() else {
         panic!("an outcome");
     };
-    assert_eq!((outcome.run, outcome.verdict), (run, Verdict::Failed { cause }));
+    assert_eq!(
+        (outcome.run, outcome.verdict),
+        (run, Verdict::Failed { cause })
+    );
 }
 
 #[test]
@@ -366,7 +375,10 @@ fn with_finalise_before_the_next_launch_a_run_launches_only_after_its_predecesso
             .position(|line| line.starts_with(prefix))
             .unwrap_or_else(|| panic!("{prefix}: {log:?}"))
     };
-    assert!(at("PrepareRun run 2") < at("ReadStatus run 1"), "prepare overlaps");
+    assert!(
+        at("PrepareRun run 2") < at("ReadStatus run 1"),
+        "prepare overlaps"
+    );
     assert!(
         at("FinaliseRun run 1") < at("LaunchRun run 2"),
         "finalise(N) before launch(N+1): {log:?}"
@@ -393,7 +405,9 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_a_repeat_or_a_mix_is_refused() {
     );
     let run = h.submit(RunRequest::new().with_epoch(41));
     assert!(
-        h.take().iter().any(|line| line.starts_with("LaunchRun run 1") && line.ends_with("epoch 41")),
+        h.take()
+            .iter()
+            .any(|line| line.starts_with("LaunchRun run 1") && line.ends_with("epoch 41")),
     );
     assert_eq!(
         h.lane.submit(h.now, RunRequest::new().with_epoch(41)),

@@ -461,7 +461,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 self.read_status(run, lease, layout)?
             }
             Effect::FinaliseRun {
-                run, lease, verdict, ..
+                run,
+                lease,
+                verdict,
+                ..
             } => {
                 let result = r.finalise_verdict(d, run, lease.slot, verdict);
                 self.release_events(lease);

@@ -346,7 +346,10 @@ fn host_work_event<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Op
             worker.prepare_run(run, lease.slot, diagnostics),
         )),
         Effect::FinaliseRun {
-            run, lease, verdict, ..
+            run,
+            lease,
+            verdict,
+            ..
         } => Some(finalise_answer(
             run,
             lease,

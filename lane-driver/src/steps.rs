@@ -6,9 +6,9 @@
 
 use lane_core::status_latch::{Class, Stage};
 use lane_core::{
-    Cause, CloseReport, CodeRef, ControlError, DeviceResetError, Effect, Event, FaultNotice, Lane, LaneState,
-    Outcome, Profile, PublicationId, PublicationResult, PublishError, RunId, RunPhase, RunRequest,
-    SubmitError, Timestamp,
+    Cause, CloseReport, CodeRef, ControlError, DeviceResetError, Effect, Event, FaultNotice, Lane,
+    LaneState, Outcome, Profile, PublicationId, PublicationResult, PublishError, RunId, RunPhase,
+    RunRequest, SubmitError, Timestamp,
 };
 use std::collections::{BTreeMap, VecDeque};
 

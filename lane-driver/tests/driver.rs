@@ -2218,7 +2218,10 @@ fn a_declined_launch_with_nothing_ahead_fails_its_run_with_the_reason_in_the_rep
     let report = d.poll_report().expect("its outcome");
     assert_eq!(report.outcome.seq(), run.0);
     let text = report.device_message.expect("the reason");
-    assert!(text.contains("declined a launch with no run ahead"), "{text}");
+    assert!(
+        text.contains("declined a launch with no run ahead"),
+        "{text}"
+    );
     assert!(d.runner_mut().launched.is_empty(), "nothing launched");
     assert!(matches!(
         d.runner_mut().finalised[..],

@@ -39,10 +39,10 @@ use lane_core::status_latch::{
 };
 use lane_core::stream_pair::{Role, StreamHandle, StreamState};
 use lane_core::{
-    CodeRef, ControlError, DeviceTiming, Effect, Event, FinaliseFailure, FinaliseOrder,
-    Generation, ItemOrder, LaneState, LaunchStep, Lease, Outcome, Peers, Profile, ProfileSpec,
-    PublicationId, PublicationResult, Recovery, RecoveryHook, RunId, RunRequest, SlotId,
-    SubmitError, Tag, Timestamp, Verdict,
+    CodeRef, ControlError, DeviceTiming, Effect, Event, FinaliseFailure, FinaliseOrder, Generation,
+    ItemOrder, LaneState, LaunchStep, Lease, Outcome, Peers, Profile, ProfileSpec, PublicationId,
+    PublicationResult, Recovery, RecoveryHook, RunId, RunRequest, SlotId, SubmitError, Tag,
+    Timestamp, Verdict,
 };
 use lane_core::{Lane, MAX_SLOTS, PublishError};
 
@@ -688,7 +688,9 @@ impl Body {
         let epoch_refused = self
             .runner_epochs
             .is_some_and(|carried| carried != request.epoch.is_some())
-            || request.epoch.is_some_and(|e| e == 0 || e <= self.last_epoch);
+            || request
+                .epoch
+                .is_some_and(|e| e == 0 || e <= self.last_epoch);
         let result = self.lane.submit(self.now, request);
         match result {
             Ok(run) => {
@@ -1008,7 +1010,10 @@ impl Body {
                     ControlError::NotHeld { .. } => false,
                 };
                 if !consistent {
-                    return Err(format!("cancel of {} refused: {error} ({item:?})", item.seq));
+                    return Err(format!(
+                        "cancel of {} refused: {error} ({item:?})",
+                        item.seq
+                    ));
                 }
             }
         }
@@ -1715,9 +1720,10 @@ impl Body {
             let unfinished = self.launches.iter().find(|(r, _, d)| {
                 *d == drains
                     && *r != run
-                    && self.evidence.iter().any(|(e_run, e)| {
-                        e_run == r && e.launch_asked && !e.finalise_answered
-                    })
+                    && self
+                        .evidence
+                        .iter()
+                        .any(|(e_run, e)| e_run == r && e.launch_asked && !e.finalise_answered)
             });
             if let Some((r, _, _)) = unfinished {
                 return Err(format!(
@@ -1883,7 +1889,10 @@ impl Body {
             key: self.accepted[at].key,
         };
         if outcome.order() != order {
-            return Err(format!("{outcome} carries {:?}, not {order:?}", outcome.order()));
+            return Err(format!(
+                "{outcome} carries {:?}, not {order:?}",
+                outcome.order()
+            ));
         }
         if let Some(behind) = self
             .accepted

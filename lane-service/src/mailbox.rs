@@ -650,10 +650,7 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// Reads the lane and the delivered outcomes not taken yet, under the lock.
-    pub(crate) fn status<R>(
-        &self,
-        read: impl FnOnce(&L, &VecDeque<L::Outcome>) -> R,
-    ) -> R {
+    pub(crate) fn status<R>(&self, read: impl FnOnce(&L, &VecDeque<L::Outcome>) -> R) -> R {
         let state = lock(&self.state);
         read(&state.lane, &state.ready)
     }

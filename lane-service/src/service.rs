@@ -481,15 +481,17 @@ impl LaneHandle {
     pub fn run_status(&self, run: RunId) -> Option<RunStatus> {
         self.mailbox().status(|shared, ready| {
             shared.steps.lane().run_status(run).or_else(|| {
-                ready.iter().find_map(|report: &Report| match report.outcome {
-                    Outcome::Run(outcome) if outcome.run == run => Some(RunStatus {
-                        state: RunState::Done,
-                        held: false,
-                        declines: outcome.declines,
-                        key: outcome.key,
-                    }),
-                    _ => None,
-                })
+                ready
+                    .iter()
+                    .find_map(|report: &Report| match report.outcome {
+                        Outcome::Run(outcome) if outcome.run == run => Some(RunStatus {
+                            state: RunState::Done,
+                            held: false,
+                            declines: outcome.declines,
+                            key: outcome.key,
+                        }),
+                        _ => None,
+                    })
             })
         })
     }

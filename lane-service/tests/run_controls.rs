@@ -32,7 +32,9 @@ fn a_keyed_runs_outcome_taken_first_leaves_the_earlier_staged_run_to_wait_for() 
     let staged = handle
         .submit(RunRequest::new().keyed(30).held())
         .expect("accepted");
-    let earlier = handle.submit(RunRequest::new().keyed(20)).expect("accepted");
+    let earlier = handle
+        .submit(RunRequest::new().keyed(20))
+        .expect("accepted");
     assert_eq!(
         verdict(handle.wait(earlier, GENEROUS).expect("runs first")),
         Verdict::Ok

@@ -600,7 +600,8 @@ impl Lane {
     /// backend.
     #[must_use]
     pub fn holds_a_run(&self) -> bool {
-        self.live_runs().any(|r| r.held && r.phase.verdict().is_none())
+        self.live_runs()
+            .any(|r| r.held && r.phase.verdict().is_none())
     }
 
     /// How many accepted items still wait for their outcome.

@@ -7,8 +7,8 @@ use crate::effect::Effect;
 use crate::error::InvariantViolation;
 use crate::ids::Timestamp;
 use crate::outcome::{Outcome, PublicationOutcome, PublicationResult, RunOutcome, Verdict};
-use crate::publication::{PublicationInput, PublicationPhase};
 use crate::profile::FinaliseOrder;
+use crate::publication::{PublicationInput, PublicationPhase};
 use crate::run::{RunInput, RunPhase};
 use crate::state::{LaneInput, LaneState};
 

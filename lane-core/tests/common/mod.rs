@@ -396,9 +396,11 @@ impl Harness {
                     code: code(raw),
                 }),
             Effect::LaunchRun { run, lease, .. } => {
-                if let Some(idx) = self.faults.iter().position(
-                    |f| matches!(f, Fault::LaunchDeclined(r, n) if *r == run.0 && *n > 0),
-                ) {
+                if let Some(idx) = self
+                    .faults
+                    .iter()
+                    .position(|f| matches!(f, Fault::LaunchDeclined(r, n) if *r == run.0 && *n > 0))
+                {
                     if let Fault::LaunchDeclined(_, n) = &mut self.faults[idx] {
                         *n -= 1;
                     }
