@@ -55,7 +55,7 @@
 
 use core::cell::{RefCell, RefMut};
 
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
     CloseReport, CodeRef, Effect, FaultNotice, FinaliseFailure, PublicationId, PublishError, RunId,
@@ -175,7 +175,7 @@ impl Runner<SimDevice> for OffLaneRunner {
         device: &mut SimDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         SimRunner.launch_aicore(device, stream, args)
     }
 
@@ -184,7 +184,7 @@ impl Runner<SimDevice> for OffLaneRunner {
         device: &mut SimDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         SimRunner.launch_aicpu(device, stream, args)
     }
 
@@ -198,7 +198,7 @@ impl Runner<SimDevice> for OffLaneRunner {
         SimRunner.finalise_run(device, run, slot, copy_back)
     }
 
-    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), ReturnCode> {
         SimRunner.upload_code(device, code)
     }
 

@@ -3,15 +3,16 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 
-use lane_core::{Profile, ProfileSpec, Recovery};
+use lane_core::status_latch::HeaderLayout;
+use lane_core::{MAX_SLOTS, Profile, ProfileSpec, Recovery};
 
 use crate::device_ops::DeviceOps;
 use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
     RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
-    RunLaneConcurrency, RunLaneConfig, RunLaneProfile, RunLaneRecovery, RunLaneRunner,
-    RunLaneStatus, RunLaneVerdictChannel,
+    RunLaneConcurrency, RunLaneConfig, RunLaneHeaderLayout, RunLaneProfile, RunLaneRecovery,
+    RunLaneRunner, RunLaneStatus, RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
@@ -103,13 +104,17 @@ pub struct Overrides {
     launch_depth: u8,
     /// Who recovers the device (L-24).
     recovery: Recovery,
+    /// The runtime's status header layout (SPEC §5.1).
+    header: HeaderLayout,
 }
 
 impl Overrides {
-    /// `base` with these overrides, validated. The launch depth is lowered to the slot count.
+    /// `base` with these overrides, validated. The profile's launch depth is lowered to the
+    /// slot count; an explicit `launch_depth` may be anything from 1 to the slot count.
     pub fn apply(self, base: Profile) -> Result<Profile, Error> {
         let mut spec: ProfileSpec = base.spec();
         spec.recovery = self.recovery;
+        spec.header = self.header;
         if self.slots != 0 {
             spec.slots = self.slots;
             spec.launch_depth = spec.launch_depth.min(self.slots.max(1));
@@ -118,10 +123,21 @@ impl Overrides {
             spec.prepare_window = self.prepare_window;
         }
         if self.launch_depth != 0 {
-            if self.launch_depth > spec.launch_depth {
+            if self.launch_depth > spec.slots {
                 return Err(invalid(format!(
-                    "launch_depth {} is above the profile's {}: pass 1 to {} (0 keeps it)",
-                    self.launch_depth, spec.launch_depth, spec.launch_depth
+                    "launch_depth {} is above the slot count {}: every launched run holds a slot; \
+                     set slots to at least {} (1 to {MAX_SLOTS}), or pass launch_depth 1 to {} (0 \
+                     keeps the profile's)",
+                    self.launch_depth, spec.slots, self.launch_depth, spec.slots
+                )));
+            }
+            if self.stream_sync && self.launch_depth > 1 {
+                return Err(invalid(format!(
+                    "launch_depth {} needs the record verdict channel: with STREAM_SYNC every \
+                     run's streams are synchronized, which would wait for a queued successor \
+                     too, so it runs at depth 1; pass launch_depth 0 or 1, or verdict_channel \
+                     RECORD",
+                    self.launch_depth
                 )));
             }
             spec.launch_depth = self.launch_depth;
@@ -210,6 +226,7 @@ pub const fn default_config() -> RunLaneConfig {
         check_invariants: false,
         recovery: RunLaneRecovery::InPlace as u32,
         device_ops: std::ptr::null(),
+        header_layout: RunLaneHeaderLayout::TensormapAndRingbuffer as u32,
     }
 }
 
@@ -261,7 +278,21 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             )));
         }
     };
+    let header = match config.header_layout {
+        h if h == RunLaneHeaderLayout::TensormapAndRingbuffer as u32 => {
+            HeaderLayout::TensormapAndRingbuffer
+        }
+        h if h == RunLaneHeaderLayout::HostBuildGraph as u32 => HeaderLayout::HostBuildGraph,
+        other => {
+            return Err(invalid(format!(
+                "header_layout {other} is not a RunLaneHeaderLayout: pass the runtime's, \
+                 TENSORMAP_AND_RINGBUFFER = 0 (896 bytes, the default) or HOST_BUILD_GRAPH = 1 \
+                 (256 bytes)"
+            )));
+        }
+    };
     let overrides = Overrides {
+        header,
         slots: config.slots,
         completion_timeout_ms: config.completion_timeout_ms,
         device_op_timeout_ms: config.device_op_timeout_ms,

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use backend_sim::{Latched, RunTimes};
-use lane_core::status_latch::{self, AclCode, HeaderLayout};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
 use lane_driver::{Concurrency, Device, HostWorker, PrepareError, RunArgs, Runner};
@@ -385,7 +385,7 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         _device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         self.launch(Engine::Aicore, stream, args)?;
         self.host.live().push(args.run);
         Ok(())
@@ -396,8 +396,9 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         _device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         self.launch(Engine::Aicpu, stream, args)
+            .map_err(ReturnCode::from)
     }
 
     fn finalise_run(
@@ -414,7 +415,7 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         self.concurrency
     }
 
-    fn upload_code(&mut self, _device: &mut D, _code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, _device: &mut D, _code: CodeRef) -> Result<(), ReturnCode> {
         self.uploads += 1;
         if self.host.healed.healed() {
             return Ok(());
@@ -427,7 +428,7 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
             .iter()
             .find(|(which, _)| which.is_none_or(|k| k == n))
         {
-            Some((_, code)) => Err(*code),
+            Some((_, code)) => Err((*code).into()),
             None => Ok(()),
         }
     }

@@ -7,7 +7,7 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use lane_core::status_latch::{
-    self, AclCode, CoveredRead, HeaderLayout, RECORD_BYTES, RecordRead, VerdictChannel,
+    self, AclCode, CoveredRead, HeaderLayout, RECORD_BYTES, RecordRead, ReturnCode, VerdictChannel,
 };
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{
@@ -527,7 +527,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         aicore: StreamHandle,
         after: Peers<Lease>,
         observer: &mut O,
-    ) -> Result<(), (LaunchStep, AclCode)> {
+    ) -> Result<(), (LaunchStep, ReturnCode)> {
         let stage = |stage| Some(LaunchContext { run, stage });
         self.device.launch_context(stage(LaunchStage::Arm));
         let result = self.launch_calls(run, lease, aicpu, aicore, after, observer);
@@ -544,10 +544,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         aicore: StreamHandle,
         after: Peers<Lease>,
         observer: &mut O,
-    ) -> Result<(), (LaunchStep, AclCode)> {
+    ) -> Result<(), (LaunchStep, ReturnCode)> {
         let slot = self
             .slot_resources(lease.slot.0, observer)
-            .map_err(|code| (LaunchStep::Arm, code))?;
+            .map_err(|code| (LaunchStep::Arm, code.into()))?;
         // The boundary of the newest predecessor the lane names (its completion has not come
         // back) that was recorded: the successor's AICore kernel starts only once both of its
         // kernels exited. One whose launch failed before its boundary (at depth three and up,
@@ -584,10 +584,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 pinned_copies(d).and_then(|p| arm_on_stream(p, &slot, pinned, aicpu, aicore))
             }
         }
-        .map_err(|code| (LaunchStep::Arm, code))?;
+        .map_err(|code| (LaunchStep::Arm, code.into()))?;
         if let Some(boundary) = predecessor {
             d.stream_wait_event(aicore, boundary)
-                .map_err(|code| (LaunchStep::Arm, code))?;
+                .map_err(|code| (LaunchStep::Arm, code.into()))?;
         }
         let epoch = next_epoch();
         let args = RunArgs {
@@ -619,11 +619,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             });
         }
         let (d, r) = (&mut self.device, &mut self.runner);
-        let unfenced = |code| (LaunchStep::RecordEvent, code);
+        let unfenced = |code: AclCode| (LaunchStep::RecordEvent, ReturnCode::from(code));
         // Before the AICPU kernel: a failure here orphans the AICore kernel, as a failed AICPU
         // launch does (L-5: `Partial`, known now with its own code).
         d.record_event(slot.core_done(), aicore)
-            .map_err(|code| (LaunchStep::CoreDone, code))?;
+            .map_err(|code| (LaunchStep::CoreDone, code.into()))?;
         r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
         d.stream_wait_event(aicpu, slot.core_done())

@@ -3,8 +3,8 @@
 //! L-7 slot events, L-8 status read, §5.3 recovery, event-record tracking).
 
 use lane_core::status_latch::{
-    AclCode, HeaderLayout, RECORD_BYTES, RecordRead, RecordSource, RecordWrite, RuntimeCode,
-    Status, VerdictChannel, encode_into, encode_record,
+    AclCode, HeaderLayout, RECORD_BYTES, RecordRead, RecordSource, RecordWrite, ReturnCode,
+    RuntimeCode, Status, VerdictChannel, encode_into, encode_record,
 };
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
@@ -236,7 +236,7 @@ impl Runner<Recorder> for Kernels {
         d: &mut Recorder,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         d.log(format!("launch_aicore r{} on s{}", args.run.0, stream.0));
         d.launched.push(*args);
         Ok(())
@@ -246,7 +246,7 @@ impl Runner<Recorder> for Kernels {
         d: &mut Recorder,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         d.log(format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
         // The "kernels" write the run's status header and timing buffer.
         let mut status = Status::clean(HeaderLayout::TensormapAndRingbuffer);
@@ -303,7 +303,7 @@ impl Runner<Recorder> for Kernels {
         ));
         Ok(())
     }
-    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), ReturnCode> {
         d.log(format!("upload c{}", code.0));
         Ok(())
     }

@@ -839,7 +839,7 @@ impl Body {
                 Event::PrepareFailed {
                     run,
                     lease,
-                    code: code(c),
+                    code: code(c).into(),
                 },
                 Kind::Right,
             ),
@@ -892,7 +892,7 @@ impl Body {
                     run,
                     lease,
                     step: launch_step(step),
-                    code: code(c),
+                    code: code(c).into(),
                 },
                 Kind::Right,
             ),
@@ -902,7 +902,7 @@ impl Body {
                     run,
                     lease,
                     step: launch_step(c),
-                    code: code(c),
+                    code: code(c).into(),
                 },
                 Kind::Right,
             ),
@@ -1023,7 +1023,7 @@ impl Body {
             (Effect::UploadCode { publication, .. }, Reply::Failure { code: c, .. }) => (
                 Event::UploadFailed {
                     publication,
-                    code: code(c),
+                    code: code(c).into(),
                 },
                 Kind::Right,
             ),
