@@ -117,14 +117,16 @@ fn code_table_under(h: &str) -> String {
 /// the runtime's.
 pub fn return_code_table() -> String {
     let mut out = String::new();
-    let (low, high) = (RUNTIME_STATUS_BAND.start(), RUNTIME_STATUS_BAND.end());
+    let (high, low) = (RUNTIME_STATUS_BAND.end(), RUNTIME_STATUS_BAND.start());
     let _ = writeln!(
         out,
         "A runner callback (prepare, a kernel launch, finalise, an upload) returns 0, one of the \
-         runtime's latch codes negated ({low}..={high}, `runtime_status = -code`: that latched \
-         failure, classified as the same code latched), or an ACL/RT code. No ACL code lies in the \
-         band, so an embedding's own sentinels must lie outside it (lane-capi's: \
-         docs/embedding.md).\n"
+         runtime's latch codes negated ({high} to {low}, `runtime_status = -code`: that latched \
+         failure, named and classified as the same code latched, except where the stage decides \
+         alone), or an ACL/RT code. No ACL code lies in the band, so an embedding's own \
+         sentinels lie outside it (lane-capi's `RUN_LANE_PREPARE_INCOMPATIBLE` is -1002, \
+         `RUN_LANE_FINALISE_VALIDATION_FAILED` -1101: docs/embedding.md); a value below the band \
+         that is no sentinel reads as an unnamed ACL code.\n"
     );
     out.push_str("| returned | read as | name |");
     for stage in Stage::RETURNING {
