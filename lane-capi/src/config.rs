@@ -479,6 +479,65 @@ mod tests {
         assert_eq!(profile.launch_depth().get(), 1);
     }
 
+    fn fixed(config: &RunLaneConfig) -> Profile {
+        match read_ok(config).profile {
+            ProfileChoice::Fixed(profile) => profile,
+            ProfileChoice::Probe(_) => panic!("a named profile"),
+        }
+    }
+
+    #[test]
+    fn header_layout_chooses_the_profiles_layout_and_the_default_is_tensormap_and_ringbuffer() {
+        assert_eq!(fixed(&sim()).header(), HeaderLayout::TensormapAndRingbuffer);
+        for profile in [RunLaneProfile::A2a3, RunLaneProfile::A5] {
+            let hbg = fixed(&RunLaneConfig {
+                profile: profile as u32,
+                header_layout: RunLaneHeaderLayout::HostBuildGraph as u32,
+                ..sim()
+            });
+            assert_eq!(hbg.header(), HeaderLayout::HostBuildGraph, "{profile:?}");
+            assert_eq!(hbg.launch_depth().get(), 2, "{profile:?}: it queues");
+        }
+        let refused = read_err(&RunLaneConfig {
+            header_layout: 2,
+            ..sim()
+        });
+        assert_eq!(refused.status, RunLaneStatus::InvalidConfig);
+        assert!(
+            refused.message.contains("HOST_BUILD_GRAPH = 1"),
+            "{}",
+            refused.message
+        );
+    }
+
+    #[test]
+    fn launch_depth_goes_up_to_the_slot_count_and_no_further() {
+        for (slots, depth) in [(3, 3), (4, 4), (4, 2)] {
+            let profile = fixed(&RunLaneConfig {
+                slots,
+                launch_depth: depth,
+                ..sim()
+            });
+            assert_eq!(profile.launch_depth().get(), depth, "slots {slots}");
+        }
+        // No depth keeps the profile's two, lowered to the slots.
+        let kept = fixed(&RunLaneConfig { slots: 4, ..sim() });
+        assert_eq!(kept.launch_depth().get(), 2);
+        for (slots, depth) in [(0, 3), (3, 4), (4, 5)] {
+            let refused = read_err(&RunLaneConfig {
+                slots,
+                launch_depth: depth,
+                ..sim()
+            });
+            assert_eq!(refused.status, RunLaneStatus::InvalidConfig);
+            assert!(
+                refused.message.contains("above the slot count"),
+                "{}",
+                refused.message
+            );
+        }
+    }
+
     #[test]
     fn a_wrong_abi_version_is_refused() {
         let error = read_err(&RunLaneConfig {
