@@ -472,7 +472,9 @@ typedef struct RunLaneOutcome {
   RunLaneClass failure_class;
   // Whether `code` is set (a failure with a latched runtime code or an ACL code).
   bool has_code;
-  // The latched runtime code or the ACL return code, as reported.
+  // The latched runtime code or the ACL return code, as reported. A latch code a callback
+  // returned negated is given as the latch code (3 for a `prepare` that returned -3), with
+  // the callback's `stage`.
   int32_t code;
   // Where it failed.
   RunLaneStage stage;

@@ -733,7 +733,9 @@ pub struct RunLaneOutcome {
     pub failure_class: RunLaneClass,
     /// Whether `code` is set (a failure with a latched runtime code or an ACL code).
     pub has_code: bool,
-    /// The latched runtime code or the ACL return code, as reported.
+    /// The latched runtime code or the ACL return code, as reported. A latch code a callback
+    /// returned negated is given as the latch code (3 for a `prepare` that returned -3), with
+    /// the callback's `stage`.
     pub code: i32,
     /// Where it failed.
     pub stage: RunLaneStage,

@@ -193,11 +193,12 @@ impl Profile {
     ///
     /// Which runtimes queue: both. host_build_graph and tensormap_and_ringbuffer runs are
     /// launched at depth two on a5, as the peer runtime's newest code queues them there
-    /// (`Worker(launch_depth=2)` on a5 for both, reference/embedding-fit.md §4); the header
-    /// layout changes where the latch is read, never the depth. Depth two rests on the result
-    /// record (L-3, L-8): a run is `Ok` only on its own published record, never on its
-    /// boundary's completion, which matters on a5, where an AICore retirement may latch
-    /// "completed" before its fatal flag is published (the peer's open #2387).
+    /// (`Worker(launch_depth=2)` on a5 for both: embedding-fit.md, "what the peer's newest
+    /// code added"); the header layout changes where the latch is read, never the depth.
+    /// Depth two rests on the result record (L-3, L-8): a run is `Ok` only on its own
+    /// published record, never on its boundary's completion, which matters on a5, where an
+    /// AICore retirement may latch "completed" before its fatal flag is published (the
+    /// peer's open #2387).
     ///
     /// What is measured and what is not: nothing of a5 queueing has been measured by this
     /// project; the queued gap, the verdicts under #2387 and the record's publication order on
