@@ -284,22 +284,50 @@ impl Control {
     /// also for a bad record range, a record with epoch 0, or a second kernel of one engine
     /// in a run; 100000 a NULL stream; 507899 a refused enqueue).
     pub fn launch_run(&self, kernel: &RunKernel<'_>) -> Result<(), ControlError> {
+        self.launch_lane_run(kernel, 0)
+    }
+
+    /// `runlanefake_launch_run_id`: [`Control::launch_run`] for run `run` of a lane (its
+    /// `RunId`; 0: none), so fault rules that select runs see it and the AICPU kernel decides
+    /// its run's fate (the `run` fault site) for both kernels.
+    ///
+    /// # Errors
+    ///
+    /// As [`Control::launch_run`].
+    pub fn launch_lane_run(&self, kernel: &RunKernel<'_>, run: u64) -> Result<(), ControlError> {
         let duration_ns = u64::try_from(kernel.duration.as_nanos()).unwrap_or(u64::MAX);
         // SAFETY: `header_bytes` is a live slice of `len` bytes; the rest are only keys.
         let code = unsafe {
-            (self.functions.runlanefake_launch_run)(
-                kernel.stream,
-                kernel.engine,
-                duration_ns,
-                kernel.outcome as u32,
-                kernel.timing,
-                kernel.header,
-                kernel.header_bytes.as_ptr(),
-                kernel.header_bytes.len(),
-                kernel.handshake,
-                kernel.record,
-                kernel.epoch,
-            )
+            if run == 0 {
+                (self.functions.runlanefake_launch_run)(
+                    kernel.stream,
+                    kernel.engine,
+                    duration_ns,
+                    kernel.outcome as u32,
+                    kernel.timing,
+                    kernel.header,
+                    kernel.header_bytes.as_ptr(),
+                    kernel.header_bytes.len(),
+                    kernel.handshake,
+                    kernel.record,
+                    kernel.epoch,
+                )
+            } else {
+                (self.functions.runlanefake_launch_run_id)(
+                    kernel.stream,
+                    kernel.engine,
+                    duration_ns,
+                    kernel.outcome as u32,
+                    kernel.timing,
+                    kernel.header,
+                    kernel.header_bytes.as_ptr(),
+                    kernel.header_bytes.len(),
+                    kernel.handshake,
+                    kernel.record,
+                    kernel.epoch,
+                    run,
+                )
+            }
         };
         check("runlanefake_launch_run", code)
     }
@@ -682,6 +710,24 @@ impl DeviceControl<'_> {
         // SAFETY: plain values.
         check("runlanefake_fault_copy_on", unsafe {
             (self.control.functions.runlanefake_fault_copy_on)(self.device_id, code, skip, count)
+        })
+    }
+
+    /// `runlanefake_install_fault`: a rule of the one fault vocabulary (`spec` in the
+    /// `--fault` syntax of `lane-sim`) installed on this device.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::Call`] with 107000 for a spec that does not parse (or has a NUL), 107001
+    /// for a bad device id.
+    pub fn install_fault(&self, spec: &str) -> Result<(), ControlError> {
+        let spec = CString::new(spec).map_err(|_| ControlError::Call {
+            call: "runlanefake_install_fault",
+            code: 107_000,
+        })?;
+        // SAFETY: `spec` is a NUL-terminated string alive for the call.
+        check("runlanefake_install_fault", unsafe {
+            (self.control.functions.runlanefake_install_fault)(self.device_id, spec.as_ptr())
         })
     }
 

@@ -5,17 +5,19 @@
 
 use core::ffi::{c_char, c_void};
 use std::ffi::CString;
-use std::sync::MutexGuard;
+use std::sync::{Arc, Condvar, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ascend_cl_sys::types::*;
+use device_model::faults::{Injected, Site};
+use device_model::{CallError, CopySpec, Dead, EventState, Place, RecordRun};
 
 use crate::RESET_UNDER_WAIT;
 use crate::device::{
-    Allocation, AsyncCopy, Capture, DEFAULT_SOC_NAME, Device, Event, EventState,
-    NEVER_OP_TIMEOUT_US, SocName, State, Stream, Task, bind_current_thread, check_copy, copy,
-    counted_wait, current, device_count, host_side, missing_stream, new_device_address, new_handle,
-    process, retire_host, served, set_op_timeout_us, spawn_worker, thread_has_set, wait_inside,
+    DEFAULT_SOC_NAME, Device, FakeHost, NEVER_OP_TIMEOUT_US, SocName, State, bind_current_thread,
+    check_copy, counted_wait, current, device_count, device_now_ns, host_side, missing_stream,
+    new_device_address, new_handle, process, retire_host, served, set_op_timeout_us, spawn_worker,
+    thread_has_set, wait_inside,
 };
 
 /// Writes `value` through a caller's out-pointer, 100000 for NULL.
@@ -34,6 +36,22 @@ unsafe fn write_out<T>(out: *mut T, value: T) -> Result<(), AclError> {
 
 fn code(result: Result<(), AclError>) -> AclError {
     result.err().unwrap_or(ACL_SUCCESS)
+}
+
+/// A model call's error as ACL gives it: a dead stream 107003 when it is a live stream of
+/// another device, 107017 otherwise; a dead event 107017; an address outside every
+/// allocation 107000. Takes the device's lock back from the caller (a foreign stream's check
+/// takes the other device's).
+fn refused(device: &Device, state: MutexGuard<'_, State>, error: CallError) -> AclError {
+    match error {
+        CallError::Code(code) => code.raw(),
+        CallError::Dead(Dead::Stream(id)) => {
+            drop(state);
+            missing_stream(device, id)
+        }
+        CallError::Dead(Dead::Event(_)) => ACL_ERROR_RT_INVALID_HANDLE,
+        CallError::Dead(Dead::Memory(_)) => ACL_ERROR_RT_PARAM_INVALID,
+    }
 }
 
 /// A stream or event handle: 100000 for NULL (device-truth §6), else its table key.
@@ -83,8 +101,12 @@ pub(crate) unsafe fn aclrtSetDevice(device_id: i32) -> AclError {
         return ACL_ERROR_RT_INVALID_DEVICEID;
     };
     let mut state = device.lock();
-    if let Some(code) = state.injected_failure("aclrtSetDevice") {
+    if let Some(code) = state.model.decide_call("aclrtSetDevice") {
         return code;
+    }
+    // The `probe` fault site: every bind, as the recovery probe's first call.
+    if let Some(Injected::Fail(code)) = state.model.decide(Site::Probe, None) {
+        return code.raw();
     }
     bind_current_thread(device, &state);
     ACL_SUCCESS
@@ -100,14 +122,16 @@ pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
         return ACL_ERROR_RT_INVALID_DEVICEID;
     };
     let mut state = device.lock();
-    if let Some(code) = state.injected_failure("aclrtResetDeviceForce") {
+    if let Some(code) = state.model.decide_call("aclrtResetDeviceForce") {
         return code;
     }
     if !thread_has_set(device, &state) {
         return ACL_ERROR_RT_CONTEXT_RELEASE_ERROR;
     }
-    state.force_reset();
-    let drops_callback = state.semantics.reset_drops_exception_callback;
+    if let Err(code) = state.force_reset() {
+        return code;
+    }
+    let drops_callback = state.model.semantics().reset_drops_exception_callback;
     drop(state);
     // Wakes this device's waiters (their context is gone: RESET_UNDER_WAIT) and its stream
     // workers (their streams are gone: they exit).
@@ -148,13 +172,20 @@ pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclEr
         Ok(deadline) => deadline,
         Err(code) => return code,
     };
-    if state.all_idle() {
-        return state.first_stream_error().unwrap_or(ACL_SUCCESS);
+    let drained = |state: &State| {
+        state
+            .model
+            .device_code(device_now_ns())
+            .err()
+            .map_or(ACL_SUCCESS, status_latch::AclCode::raw)
+    };
+    if state.model.all_idle() {
+        return drained(&state);
     }
     counted_wait(state, |mut state, generation| {
         loop {
-            if state.all_idle() {
-                let code = state.first_stream_error().unwrap_or(ACL_SUCCESS);
+            if state.model.all_idle() {
+                let code = drained(&state);
                 return (state, code);
             }
             let expired;
@@ -162,7 +193,7 @@ pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclEr
                 Ok(woken) => woken,
                 Err(state) => return (state, RESET_UNDER_WAIT),
             };
-            if expired && !state.all_idle() {
+            if expired && !state.model.all_idle() {
                 return (state, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
             }
         }
@@ -203,18 +234,18 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
         return ACL_ERROR_INVALID_PARAM;
     }
     let id = new_handle(device.id());
-    let number = state.next_stream_number;
-    state.next_stream_number = number.saturating_add(1);
-    state.streams.insert(id, Stream::new(number));
-    let worker = match spawn_worker(device, id) {
+    if let Err(code) = state.model.create_stream(id, device_now_ns()) {
+        return code.raw();
+    }
+    let wake = Arc::new(Condvar::new());
+    let worker = match spawn_worker(device, id, Arc::clone(&wake)) {
         Ok(worker) => worker,
         Err(_) => {
-            state.streams.remove(&id);
+            let _ = state.model.destroy_stream(id, device_now_ns());
             return ACL_ERROR_RT_NO_STREAM_RESOURCE;
         }
     };
-    state.workers.retain(|w| !w.is_finished());
-    state.workers.push(worker);
+    state.add_worker(id, worker, wake);
     state.counters.streams_created += 1;
     state.refresh_live_counts();
     // SAFETY: non-NULL, and a writable aclrtStream by the caller's contract.
@@ -231,14 +262,17 @@ fn destroy_stream(stream: AclrtStream, wait: bool) -> AclError {
         Err(code) => return code,
     };
     // Healthy teardown waits for the queued work (a hang ends at the op timeout).
-    while wait && state.stream_idle(id) == Some(false) {
+    while wait && state.model.stream_busy(id) == Some(true) {
         state = device.wait(state, None).0;
+        if state.advance() {
+            device.notify();
+        }
     }
-    if !state.streams.contains_key(&id) {
-        drop(state);
-        return missing_stream(device, id);
+    if let Err(error) = state.model.destroy_stream(id, device_now_ns()) {
+        return refused(device, state, error);
     }
-    state.remove_stream(id);
+    // Its worker sees the stream gone and exits.
+    state.refresh();
     state.counters.streams_destroyed += 1;
     state.refresh_live_counts();
     drop(state);
@@ -266,13 +300,10 @@ pub(crate) unsafe fn aclrtCreateEventExWithFlag(event: *mut AclrtEvent, flag: u3
         return ACL_ERROR_RT_PARAM_INVALID;
     }
     let id = new_handle(device.id());
-    state.events.insert(
-        id,
-        Event {
-            capture: Capture::Complete,
-            sync: flag & ACL_EVENT_SYNC != 0,
-        },
-    );
+    let sync = flag & ACL_EVENT_SYNC != 0;
+    if let Err(code) = state.model.create_event(id, sync, device_now_ns()) {
+        return code.raw();
+    }
     state.counters.events_created += 1;
     state.refresh_live_counts();
     // SAFETY: non-NULL, and a writable aclrtEvent by the caller's contract.
@@ -288,20 +319,16 @@ pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) ->
         Ok(handles) => handles,
         Err(code) => return code,
     };
-    let Some(upto) = state.streams.get(&stream).map(|s| s.submitted) else {
-        drop(state);
-        return missing_stream(device, stream);
-    };
-    // An event of another device is not one of this context's handles: 107017 [I].
-    if !state.events.contains_key(&event) {
-        return ACL_ERROR_RT_INVALID_HANDLE;
+    // An event of another device is not one of this context's handles: 107017 [I]. The
+    // `event-record` site names the run of the stream's last kernel.
+    let recorded =
+        state
+            .model
+            .record_event(event, stream, RecordRun::LastKernel, 0, device_now_ns());
+    if let Err(error) = recorded {
+        return refused(device, state, error);
     }
-    if state.refuses_enqueue(stream) {
-        return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
-    }
-    if let Some(event) = state.events.get_mut(&event) {
-        event.capture = Capture::Pending { stream, upto };
-    }
+    state.refresh();
     ACL_SUCCESS
 }
 
@@ -314,13 +341,11 @@ pub(crate) unsafe fn aclrtQueryEventStatus(event: AclrtEvent, status: *mut i32) 
         Ok(event) => event,
         Err(code) => return code,
     };
-    let Some(capture) = state.events.get(&event).map(|e| e.capture) else {
-        return ACL_ERROR_RT_INVALID_HANDLE;
-    };
-    let value = match state.event_state(capture) {
-        EventState::Complete => ACL_EVENT_RECORDED_STATUS_COMPLETE,
-        EventState::NotReady => ACL_EVENT_RECORDED_STATUS_NOT_READY,
-        EventState::Failed(code) => return code,
+    let value = match state.model.event_state(event) {
+        None => return ACL_ERROR_RT_INVALID_HANDLE,
+        Some(EventState::Complete) => ACL_EVENT_RECORDED_STATUS_COMPLETE,
+        Some(EventState::NotReady) => ACL_EVENT_RECORDED_STATUS_NOT_READY,
+        Some(EventState::Failed(code)) => return code.raw(),
     };
     // SAFETY: the caller passes NULL or a writable i32.
     code(unsafe { write_out(status, value) })
@@ -342,16 +367,37 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
         return ACL_ERROR_INVALID_PARAM;
     }
     let key = event as u64;
+    let mut state = state;
+    // The `event-wait` site names the run whose launch recorded the event.
+    if state.model.has_event(key) {
+        let run = state.model.event_run(key);
+        if let Some(Injected::Fail(code)) = state.model.decide(Site::EventWait, run) {
+            return code.raw();
+        }
+    }
+    let stall = state.event_wait_stall_ms;
     counted_wait(state, |mut state, generation| {
+        // A hung driver call: inside the wait, whatever its timeout (SWITCH_EVENT_WAIT_STALL_MS).
+        if stall > 0 {
+            let until = Instant::now() + Duration::from_millis(stall.into());
+            loop {
+                match wait_inside(device, state, Some(until), generation) {
+                    Ok((woken, true)) => {
+                        state = woken;
+                        break;
+                    }
+                    Ok((woken, false)) => state = woken,
+                    Err(state) => return (state, RESET_UNDER_WAIT),
+                }
+            }
+        }
         loop {
             // Gone: destroyed meanwhile (a force reset of this device ends the wait below).
-            let Some(capture) = state.events.get(&key).map(|e| e.capture) else {
-                return (state, ACL_ERROR_RT_INVALID_HANDLE);
-            };
-            match state.event_state(capture) {
-                EventState::Complete => return (state, ACL_SUCCESS),
-                EventState::Failed(code) => return (state, code),
-                EventState::NotReady => {}
+            match state.model.event_state(key) {
+                None => return (state, ACL_ERROR_RT_INVALID_HANDLE),
+                Some(EventState::Complete) => return (state, ACL_SUCCESS),
+                Some(EventState::Failed(code)) => return (state, code.raw()),
+                Some(EventState::NotReady) => {}
             }
             state.counters.blocked_event_syncs += 1;
             let woken = wait_inside(device, state, deadline, generation);
@@ -368,10 +414,7 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
             state.counters.blocked_event_syncs =
                 state.counters.blocked_event_syncs.saturating_sub(1);
             if expired {
-                let still_pending = state
-                    .events
-                    .get(&key)
-                    .is_some_and(|e| matches!(state.event_state(e.capture), EventState::NotReady));
+                let still_pending = state.model.event_state(key) == Some(EventState::NotReady);
                 if still_pending {
                     return (state, ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
                 }
@@ -389,25 +432,14 @@ pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent
         Ok(handles) => handles,
         Err(code) => return code,
     };
-    let Some(event) = state.events.get(&event) else {
-        return ACL_ERROR_RT_INVALID_HANDLE;
-    };
     // A cross-stream wait needs ACL_EVENT_SYNC: 207000 without it (device-truth §6).
-    if !event.sync {
-        return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+    let waited = state
+        .model
+        .stream_wait_event(stream, event, 0, device_now_ns());
+    if let Err(error) = waited {
+        return refused(device, state, error);
     }
-    let capture = event.capture;
-    if !state.streams.contains_key(&stream) {
-        drop(state);
-        return missing_stream(device, stream);
-    }
-    if state.refuses_enqueue(stream) {
-        return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
-    }
-    let Some(s) = state.streams.get_mut(&stream) else {
-        return ACL_ERROR_RT_INVALID_HANDLE;
-    };
-    s.enqueue(Task::Wait(capture));
+    state.refresh();
     state.counters.stream_waits += 1;
     drop(state);
     device.notify();
@@ -422,7 +454,7 @@ pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
     if event.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
-    if state.events.remove(&(event as u64)).is_none() {
+    if !state.model.destroy_event(event as u64) {
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
     state.counters.events_destroyed += 1;
@@ -447,17 +479,14 @@ pub(crate) unsafe fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, _policy
     let Some(padded) = size.checked_add(PADDING) else {
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     };
-    let mut data = Vec::new();
-    if data.try_reserve_exact(padded).is_err() {
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if let Err(code) = state.model.check_malloc(size, device_now_ns()) {
+        return code.raw();
     }
-    data.resize(padded, 0_u8);
-    let data = data.into_boxed_slice();
     // An address of the fake's own device address space, never handed out before.
     let Some(address) = new_device_address(padded) else {
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     };
-    state.allocations.insert(address, Allocation { data, size });
+    state.model.allocate(address as u64, size);
     state.counters.mallocs += 1;
     state.refresh_live_counts();
     // SAFETY: non-NULL, and a writable pointer slot by the caller's contract.
@@ -472,7 +501,7 @@ pub(crate) unsafe fn aclrtFree(dev_ptr: *mut c_void) -> AclError {
     if dev_ptr.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
-    if state.allocations.remove(&(dev_ptr as usize)).is_none() {
+    if state.model.free(dev_ptr as u64).is_err() {
         return ACL_ERROR_RT_PARAM_INVALID;
     }
     state.counters.frees += 1;
@@ -487,6 +516,9 @@ pub(crate) unsafe fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) ->
     };
     if host_ptr.is_null() || size == 0 {
         return ACL_ERROR_INVALID_PARAM;
+    }
+    if let Err(code) = state.model.check_malloc(size, device_now_ns()) {
+        return code.raw();
     }
     let mut data = Vec::new();
     if data.try_reserve_exact(size).is_err() {
@@ -531,7 +563,35 @@ pub(crate) unsafe fn aclrtMemcpy(
         Ok(bound) => bound,
         Err(code) => return code,
     };
-    code(copy(&mut state, dst as usize, src as usize, count, kind))
+    let now = device_now_ns();
+    let result = match kind {
+        ACL_MEMCPY_HOST_TO_DEVICE => {
+            // SAFETY: `src` is a host pointer valid for `count` bytes (the call's contract).
+            let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), count) };
+            state.model.write(dst as u64, bytes, now)
+        }
+        ACL_MEMCPY_DEVICE_TO_HOST => {
+            // SAFETY: `dst` is a host pointer valid for `count` writable bytes (the call's
+            // contract).
+            let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), count) };
+            state.model.read(out, src as u64, now)
+        }
+        ACL_MEMCPY_DEVICE_TO_DEVICE => state
+            .model
+            .copy_within(dst as u64, src as u64, count)
+            .map_err(CallError::Code),
+        _ => {
+            // SAFETY: both are host pointers valid for `count` bytes (the call's contract); a
+            // host-to-host copy through the fake may overlap, as `memmove` allows.
+            unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), count) };
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ACL_SUCCESS,
+        Err(CallError::Code(code)) => code.raw(),
+        Err(CallError::Dead(_)) => ACL_ERROR_RT_PARAM_INVALID,
+    }
 }
 
 /// The calling thread's current device, locked, once the copy's arguments are valid on it
@@ -544,15 +604,8 @@ fn checked_copy(
     count: usize,
     kind: i32,
 ) -> Result<(&'static Device, MutexGuard<'static, State>), AclError> {
-    let (device, mut state) = current()?;
-    check_copy(
-        &mut state,
-        dst as usize,
-        dest_max,
-        src as usize,
-        count,
-        kind,
-    )?;
+    let (device, state) = current()?;
+    check_copy(&state, dst as usize, dest_max, src as usize, count, kind)?;
     Ok((device, state))
 }
 
@@ -576,57 +629,62 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
         Ok(id) => id,
         Err(code) => return code,
     };
-    if !state.streams.contains_key(&id) {
-        drop(state);
-        return missing_stream(device, id);
-    }
-    if state.refuses_enqueue(id) {
-        return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
-    }
     let host = host_side(kind, dst as usize, src as usize);
     let pinned = host.is_some_and(|address| state.pinned(address, count));
     let pageable = host.is_some() && !pinned;
-    let fail = state.apply_copy_fault();
-    state.counters.async_copies += 1;
-    let Some(s) = state.streams.get_mut(&id) else {
-        return ACL_ERROR_RT_INVALID_HANDLE;
+    let place = |address: *const c_void, on_device: bool| {
+        if on_device {
+            Place::Device(address as u64)
+        } else {
+            Place::Host {
+                addr: address as u64,
+                pinned,
+            }
+        }
     };
-    s.enqueue(Task::Copy(AsyncCopy {
-        dst: dst as usize,
-        src: src as usize,
-        count,
-        kind,
-        pinned,
-        fail,
-    }));
-    let index = s.submitted;
-    if pageable {
-        s.watched.insert(index, None);
-    }
+    let spec = CopySpec {
+        src: place(src, kind != ACL_MEMCPY_HOST_TO_DEVICE),
+        dst: place(dst, kind != ACL_MEMCPY_DEVICE_TO_HOST),
+        len: count,
+    };
+    let state_ref = &mut *state;
+    let host_memory = FakeHost {
+        pinned: &mut state_ref.host_allocations,
+    };
+    let enqueued =
+        state_ref
+            .model
+            .enqueue_copy(id, spec, &host_memory, pageable, 0, device_now_ns());
+    let seq = match enqueued {
+        Ok(seq) => seq,
+        Err(error) => return refused(device, state, error),
+    };
+    state.refresh();
+    state.counters.async_copies += 1;
     device.notify();
     if !pageable {
         return ACL_SUCCESS;
     }
     // Pageable host memory: ordered on the stream, but the call returns only after the copy
-    // ran (ascend-cl.md §2.5), so the caller's buffer is alive while the worker uses it. It
+    // ran (ascend-cl.md §2.5), so the caller's buffer is alive while the device uses it. It
     // returns the copy's own code (the stream's earlier faults do not stop it); under the
     // legacy switch a faulted stream never reaches the copy, and the sticky code returns.
     loop {
-        let legacy = state.semantics.legacy_event_faults;
-        let Some(s) = state.streams.get_mut(&id) else {
+        if !state.model.has_stream(id) {
             return ACL_ERROR_RT_STREAM_ABORT;
-        };
-        if let Some(&Some(code)) = s.watched.get(&index) {
-            s.watched.remove(&index);
-            return code;
         }
-        if legacy {
-            if let Some(code) = s.error {
-                s.watched.remove(&index);
-                return code;
+        if let Some(result) = state.model.task_result(id, seq) {
+            return result.err().map_or(ACL_SUCCESS, status_latch::AclCode::raw);
+        }
+        if state.model.semantics().legacy_event_faults {
+            if let Ok(Some(code)) = state.model.stream_sticky(id, device_now_ns()) {
+                return code.raw();
             }
         }
         state = device.wait(state, None).0;
+        if state.advance() {
+            device.notify();
+        }
     }
 }
 
@@ -658,20 +716,19 @@ fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
         Ok(id) => id,
         Err(code) => return code,
     };
-    let Some(upto) = state.streams.get(&id).map(|s| s.submitted) else {
+    let Some(upto) = state.model.stream_submitted(id) else {
         drop(state);
         return missing_stream(device, id);
     };
     state.counters.stream_syncs += 1;
     counted_wait(state, |mut state, generation| {
         loop {
-            let legacy = state.semantics.legacy_event_faults;
             // Gone meanwhile: destroyed (a force reset of this device ends the wait below).
-            let Some(s) = state.streams.get(&id) else {
+            let Ok(sticky) = state.model.stream_sticky(id, device_now_ns()) else {
                 return (state, ACL_ERROR_RT_INVALID_HANDLE);
             };
-            if s.completed >= upto || (legacy && s.error.is_some()) {
-                let code = s.error.unwrap_or(ACL_SUCCESS);
+            if state.model.stream_reached(id, upto) {
+                let code = sticky.map_or(ACL_SUCCESS, status_latch::AclCode::raw);
                 return (state, code);
             }
             let expired;
@@ -680,10 +737,7 @@ fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
                 Err(state) => return (state, RESET_UNDER_WAIT),
             };
             if expired {
-                let done = state
-                    .streams
-                    .get(&id)
-                    .is_none_or(|s| s.completed >= upto || (legacy && s.error.is_some()));
+                let done = state.model.stream_reached(id, upto);
                 if !done {
                     return (state, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
                 }
@@ -744,7 +798,7 @@ pub(crate) unsafe fn aclrtStreamGetId(stream: AclrtStream, stream_id: *mut i32) 
     if stream_id.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
-    let Some(number) = state.stream_number(id) else {
+    let Some(number) = state.model.stream_number(id) else {
         drop(state);
         return missing_stream(device, id);
     };

@@ -4,18 +4,25 @@
 //!
 //! **Owns:** the ACL symbols of `ascend_cl_sys::for_each_acl_function!`, exported with the
 //! same C signatures (the exports are generated from that one table, so the binding and the
-//! fake cannot drift) and the real codes (ascend-cl.md §3); a real-time device model
-//! (streams are FIFO task queues run by one worker thread each; events capture the tasks
-//! submitted before their record; waits are timed condvar waits, never sleep-polling; device
-//! memory is host memory, bounds-checked by a table); and a test-only control surface,
-//! `runlanefake_*` C functions, reached through [`Control`].
+//! fake cannot drift) and the real codes (ascend-cl.md §3); the real time, threads and host
+//! memory around the device model (device-model's `Device`, one per fake device, holds what
+//! each call returns and what it changes: streams, events, sticky codes, kernels, records,
+//! device memory, resets, the semantic switches and the fault rules): every call moves its
+//! device's model to the device clock first; each stream has a worker thread that sleeps
+//! until the model says its next task starts or ends, then moves the device on; waits are
+//! timed condvar waits, never sleep-polling; and a test-only control surface, `runlanefake_*`
+//! C functions, reached through [`Control`]. Its fault rules are the model's, the one
+//! vocabulary of `lane-sim --fault` and scenario files: `runlanefake_install_fault` takes a
+//! rule as text, and the older control calls (`fail_call`, `fault_kernel`, `fault_copy`) make
+//! the same rules (`call:SYMBOL=CODE`, `kernel-*`, `copy`).
 //!
 //! **Devices:** the fake serves [`DEFAULT_DEVICE_COUNT`] (16) devices by default, up to
 //! [`MAX_DEVICES`] (`runlanefake_set_device_count`). Each is isolated, with its own lock and
-//! condition variable (a stream's worker sleeps on its stream's own, so work on one stream
-//! wakes no other stream's worker, as no host thread of a real device is woken): its own
-//! context generation, streams and their workers, events,
-//! device and pinned host allocations, fault rules (call, kernel and copy) and counters.
+//! condition variable (a stream's worker sleeps on its stream's own, woken only when its own
+//! stream's next time changes, so work on one stream wakes no other stream's worker, as no
+//! host thread of a real device is woken): its own model (context generation, streams,
+//! events, device memory, fault rules, semantic switches), stream workers, pinned host
+//! allocations and counters.
 //! The init flag, the device count, the SoC name, the op timeout and the exception callback
 //! slot are the process's (one name for every device: `aclrtGetSocName` takes no device and
 //! reports device 0's, ascend-cl.md §2.1).
@@ -90,8 +97,11 @@
 //! last error \[I\]; there is no stream query call; where the hardware is not known, each
 //! plausible behaviour is a switch ([`Semantics`]: a refused enqueue after a fault, where an
 //! op-timeout kill leaves its code, whether a latch faults its stream, whether a force reset
-//! drops the exception callback, whether it restarts the stream numbering), and the old
-//! unreal fault propagation survives only as the explicit `LEGACY_EVENT_FAULTS` switch. A
+//! drops the exception callback, whether it restarts the stream numbering, the handshake
+//! between a run's kernels (off by default: each kernel runs alone), the sticky fallout of a
+//! device fault on every checked call (off by default), an event wait that stalls past its
+//! bound), and the old unreal fault propagation
+//! survives only as the explicit `LEGACY_EVENT_FAULTS` switch. A
 //! reset under a wait wakes the waiter (real ACL leaves it to read freed memory,
 //! device-truth §5). `aclrtSetOpExecuteTimeOutV2` needs no bound thread \[I: the CANN docs do
 //! not say\]. The 507007 rule is per thread (the caller must have set the device) \[I: real
@@ -101,10 +111,12 @@
 //! real ACL may reuse a destroyed stream's number, after a reset or without one\].
 //! Notices come only when a test raises one (never from a faulted kernel); their thread id
 //! is 0 \[I\]. Memory of one device is never reachable from another (no peer access); every
-//! device reads one host monotonic clock. A kernel is a timed wait of its stream's worker
-//! thread: it ends when that thread wakes after its time, so its span is its time plus the
-//! host's wake-up; the workers ask for no timer slack ([`WORKER_TIMER_SLACK_NS`]), so the
-//! wake-up is not also deferred up to Linux's default 50 us.
+//! device reads one host monotonic clock. A task's start and end are the model's: a kernel
+//! works exactly its duration from its start (the later of its enqueue and its predecessor's
+//! end), and its timing buffer says so; its stream's worker wakes when that time is up to
+//! move the device on (an async copy moves a KiB in 100 ns). The workers ask for no timer
+//! slack ([`WORKER_TIMER_SLACK_NS`]), so a wake-up is not deferred up to Linux's default
+//! 50 us.
 
 use core::ffi::{c_char, c_void};
 use std::cell::{Cell, RefCell};
@@ -118,7 +130,9 @@ mod device;
 mod imp;
 mod notice;
 
-use device::{CallFault, Device, KernelFault, SocName, Task};
+use device::{Device, SocName};
+use device_model::faults::{FaultKind, FaultRule, When};
+use device_model::{Engine, KernelSpec, RunKey};
 
 /// The fake's file name (never `libascendcl.so`).
 pub const CDYLIB_FILE_NAME: &str = "librun_lane_fake_ascendcl.so";
@@ -163,6 +177,9 @@ pub enum Outcome {
     /// cleanly (no sticky code) but publishes no result record: a run that did not complete
     /// its normal path while its streams stay clean.
     Silent = 4,
+    /// Never ends, and the op timeout never fires (a device that stopped reporting): only a
+    /// destroy of its stream or a force reset ends it.
+    Stuck = 5,
 }
 
 impl Outcome {
@@ -173,9 +190,34 @@ impl Outcome {
             Self::Hang,
             Self::Latch,
             Self::Silent,
+            Self::Stuck,
         ]
         .into_iter()
         .find(|o| *o as u32 == raw)
+    }
+
+    /// The device model's outcome.
+    const fn model(self) -> device_model::Outcome {
+        match self {
+            Self::Ok => device_model::Outcome::Ok,
+            Self::Exception => device_model::Outcome::Exception(None),
+            Self::Hang => device_model::Outcome::Hang,
+            Self::Latch => device_model::Outcome::Latch,
+            Self::Silent => device_model::Outcome::Silent,
+            Self::Stuck => device_model::Outcome::Stuck,
+        }
+    }
+
+    /// The fault kind that ends a kernel so.
+    const fn kind(self) -> FaultKind {
+        match self {
+            Self::Ok => FaultKind::KernelOk,
+            Self::Exception => FaultKind::KernelException,
+            Self::Hang => FaultKind::KernelHang,
+            Self::Latch => FaultKind::KernelLatch,
+            Self::Silent => FaultKind::KernelSilent,
+            Self::Stuck => FaultKind::KernelStuck,
+        }
     }
 }
 
@@ -235,6 +277,30 @@ pub const SWITCH_RESET_DROPS_EXCEPTION_CALLBACK: u32 = 4;
 /// an injected code) restarts nothing.
 pub const SWITCH_RESET_RESTARTS_STREAM_NUMBERING: u32 = 5;
 
+/// `runlanefake_set_semantics` switch: the AICore/AICPU handshake (device-truth §3: the AICore
+/// kernel may spin for the AICPU one). 1: the two kernels of a run (same handshake address
+/// and epoch) start their work together, once both have started, and the AICPU kernel ends no
+/// earlier than the AICore one; a kernel whose partner never starts spins until the op timeout
+/// kills it (507014 or 507017). 0 (default): each kernel runs alone, as the fake always did.
+pub const SWITCH_HANDSHAKE: u32 = 6;
+
+/// `runlanefake_set_semantics` switch: the sticky fallout of a device fault (device-truth §1:
+/// "a later enqueue on the same runner has failed early"). 1: a device exception or an
+/// op-timeout kill (not a latch) makes every checked call on the device (stream and event
+/// creation, enqueues, copies, allocations) return its code until a force reset, and the
+/// device synchronize returns it; what the simulator models. 0 (default): only the faulted
+/// stream keeps the code.
+pub const SWITCH_FAULT_FAILS_CHECKED_CALLS: u32 = 7;
+
+/// `runlanefake_set_semantics` switch: how many milliseconds every event wait
+/// (`aclrtSynchronizeEventWithTimeout`) stays inside the call before it looks at its event,
+/// whatever its timeout: a hung driver call that ignores its bound (a real wait returns up to
+/// a slice, 5 s, past its timeout, device-truth §5; a stall longer than the lane's grace is
+/// the case it loses itself to rather than reset under, L-20). A force reset of the device
+/// meanwhile counts as a reset under a wait. Any value; 0 (default) stalls nothing. The
+/// host's call, not the device: the fake keeps it, not the device model.
+pub const SWITCH_EVENT_WAIT_STALL_MS: u32 = 8;
+
 /// The fake's semantic switches (`runlanefake_set_semantics`), where the hardware's
 /// behaviour is not known: each value is one plausible behaviour. `runlanefake_reset`
 /// restores every default; a force reset keeps them.
@@ -254,6 +320,15 @@ pub enum Semantics {
     /// [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`]: `true` makes a force reset restart the
     /// device's stream numbering at 1; `false` (default) never reuses a number.
     ResetRestartsStreamNumbering(bool),
+    /// [`SWITCH_HANDSHAKE`]: `true` couples a run's two kernels; `false` (default) runs each
+    /// alone.
+    Handshake(bool),
+    /// [`SWITCH_FAULT_FAILS_CHECKED_CALLS`]: `true` makes a device fault fail every checked
+    /// call until a force reset; `false` (default) leaves the code on its stream alone.
+    FaultFailsCheckedCalls(bool),
+    /// [`SWITCH_EVENT_WAIT_STALL_MS`]: how long every event wait stalls before it looks
+    /// (0, the default: not at all).
+    EventWaitStallMs(u32),
 }
 
 impl Semantics {
@@ -271,6 +346,9 @@ impl Semantics {
             Self::ResetRestartsStreamNumbering(v) => {
                 (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, v as u32)
             }
+            Self::Handshake(v) => (SWITCH_HANDSHAKE, v as u32),
+            Self::FaultFailsCheckedCalls(v) => (SWITCH_FAULT_FAILS_CHECKED_CALLS, v as u32),
+            Self::EventWaitStallMs(ms) => (SWITCH_EVENT_WAIT_STALL_MS, ms),
         }
     }
 }
@@ -299,128 +377,92 @@ pub enum OpTimeoutCodeOn {
     BothStreams = OP_TIMEOUT_CODE_ON_BOTH_STREAMS,
 }
 
-/// One device's counters (or their sum over devices, [`Control::total_counters`]): what was
-/// created against what was destroyed, freed or reclaimed by a force reset, so a test can
-/// prove no path leaks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct FakeCounters {
-    /// `aclrtCreateStreamWithConfig` successes.
-    pub streams_created: u64,
-    /// `aclrtDestroyStream` and `aclrtDestroyStreamForce` successes.
-    pub streams_destroyed: u64,
-    /// Streams killed by a force reset.
-    pub streams_reclaimed: u64,
-    /// `aclrtCreateEventExWithFlag` successes.
-    pub events_created: u64,
-    /// `aclrtDestroyEvent` successes.
-    pub events_destroyed: u64,
-    /// Events killed by a force reset.
-    pub events_reclaimed: u64,
-    /// `aclrtMalloc` successes.
-    pub mallocs: u64,
-    /// `aclrtFree` successes.
-    pub frees: u64,
-    /// Device allocations killed by a force reset.
-    pub allocations_reclaimed: u64,
-    /// `aclrtMallocHost` successes.
-    pub host_mallocs: u64,
-    /// `aclrtFreeHost` successes.
-    pub host_frees: u64,
-    /// Pinned host allocations killed by a force reset.
-    pub host_allocations_reclaimed: u64,
-    /// `aclrtMemcpyAsync` enqueues (successful calls; a copy rule may still fail the task).
-    pub async_copies: u64,
-    /// `aclrtStreamWaitEvent` enqueues.
-    pub stream_waits: u64,
-    /// Kernels queued by `runlanefake_launch` and `runlanefake_launch_run`.
-    pub launches: u64,
-    /// AICPU kernels queued onto a stream whose previous kernel had not finished: runs
-    /// launched while their predecessor was still on the device (a queued launch).
-    pub queued_launches: u64,
-    /// `aclrtResetDeviceForce` successes.
-    pub force_resets: u64,
-    /// Streams alive now.
-    pub live_streams: u64,
-    /// Events alive now.
-    pub live_events: u64,
-    /// Device allocations alive now.
-    pub live_allocations: u64,
-    /// Host allocations alive now.
-    pub live_host_allocations: u64,
-    /// Threads blocked now in `aclrtSynchronizeEventWithTimeout` on this device (waiting for
-    /// work to finish), so a test knows a waiter is inside its wait before it acts.
-    pub blocked_event_syncs: u64,
-    /// `aclrtResetDeviceForce` successes made while a thread was inside an event, stream or
-    /// device synchronize on this device: each one a use-after-free on real ACL
-    /// (device-truth §5); the waiter got [`RESET_UNDER_WAIT`]. Must stay 0 (SPEC L-20).
-    pub resets_under_wait: u64,
-    /// `aclrtSynchronizeStreamWithTimeout` calls on a live stream of this device: the device
-    /// verdict's synchronizes (L-8), which a successful run on the record channel never makes.
-    pub stream_syncs: u64,
+/// The counters' fields are one list: the struct, [`FakeCounters::ZERO`] and
+/// [`FakeCounters::plus`] are made from it.
+macro_rules! counters {
+    ($(#[$attr:meta])* { $( $(#[doc = $doc:literal])* pub $name:ident: u64, )* }) => {
+        $(#[$attr])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        #[repr(C)]
+        pub struct FakeCounters {
+            $( $(#[doc = $doc])* pub $name: u64, )*
+        }
+
+        impl FakeCounters {
+            /// All zero.
+            pub const ZERO: Self = Self { $( $name: 0, )* };
+
+            /// Field-wise sum (several devices' counters as one).
+            #[must_use]
+            pub const fn plus(self, other: Self) -> Self {
+                Self { $( $name: self.$name + other.$name, )* }
+            }
+        }
+    };
+}
+
+counters! {
+    /// One device's counters (or their sum over devices, [`Control::total_counters`]): what
+    /// was created against what was destroyed, freed or reclaimed by a force reset, so a test
+    /// can prove no path leaks.
+    {
+        /// `aclrtCreateStreamWithConfig` successes.
+        pub streams_created: u64,
+        /// `aclrtDestroyStream` and `aclrtDestroyStreamForce` successes.
+        pub streams_destroyed: u64,
+        /// Streams killed by a force reset.
+        pub streams_reclaimed: u64,
+        /// `aclrtCreateEventExWithFlag` successes.
+        pub events_created: u64,
+        /// `aclrtDestroyEvent` successes.
+        pub events_destroyed: u64,
+        /// Events killed by a force reset.
+        pub events_reclaimed: u64,
+        /// `aclrtMalloc` successes.
+        pub mallocs: u64,
+        /// `aclrtFree` successes.
+        pub frees: u64,
+        /// Device allocations killed by a force reset.
+        pub allocations_reclaimed: u64,
+        /// `aclrtMallocHost` successes.
+        pub host_mallocs: u64,
+        /// `aclrtFreeHost` successes.
+        pub host_frees: u64,
+        /// Pinned host allocations killed by a force reset.
+        pub host_allocations_reclaimed: u64,
+        /// `aclrtMemcpyAsync` enqueues (successful calls; a copy rule may still fail the task).
+        pub async_copies: u64,
+        /// `aclrtStreamWaitEvent` enqueues.
+        pub stream_waits: u64,
+        /// Kernels queued by `runlanefake_launch` and `runlanefake_launch_run`.
+        pub launches: u64,
+        /// AICPU kernels queued onto a stream whose previous kernel had not finished: runs
+        /// launched while their predecessor was still on the device (a queued launch).
+        pub queued_launches: u64,
+        /// `aclrtResetDeviceForce` successes.
+        pub force_resets: u64,
+        /// Streams alive now.
+        pub live_streams: u64,
+        /// Events alive now.
+        pub live_events: u64,
+        /// Device allocations alive now.
+        pub live_allocations: u64,
+        /// Host allocations alive now.
+        pub live_host_allocations: u64,
+        /// Threads blocked now in `aclrtSynchronizeEventWithTimeout` on this device (waiting for
+        /// work to finish), so a test knows a waiter is inside its wait before it acts.
+        pub blocked_event_syncs: u64,
+        /// `aclrtResetDeviceForce` successes made while a thread was inside an event, stream or
+        /// device synchronize on this device: each one a use-after-free on real ACL
+        /// (device-truth §5); the waiter got [`RESET_UNDER_WAIT`]. Must stay 0 (SPEC L-20).
+        pub resets_under_wait: u64,
+        /// `aclrtSynchronizeStreamWithTimeout` calls on a live stream of this device: the device
+        /// verdict's synchronizes (L-8), which a successful run on the record channel never makes.
+        pub stream_syncs: u64,
+    }
 }
 
 impl FakeCounters {
-    /// All zero.
-    pub const ZERO: Self = Self {
-        streams_created: 0,
-        streams_destroyed: 0,
-        streams_reclaimed: 0,
-        events_created: 0,
-        events_destroyed: 0,
-        events_reclaimed: 0,
-        mallocs: 0,
-        frees: 0,
-        allocations_reclaimed: 0,
-        host_mallocs: 0,
-        host_frees: 0,
-        host_allocations_reclaimed: 0,
-        async_copies: 0,
-        stream_waits: 0,
-        launches: 0,
-        queued_launches: 0,
-        force_resets: 0,
-        live_streams: 0,
-        live_events: 0,
-        live_allocations: 0,
-        live_host_allocations: 0,
-        blocked_event_syncs: 0,
-        resets_under_wait: 0,
-        stream_syncs: 0,
-    };
-
-    /// Field-wise sum (several devices' counters as one).
-    #[must_use]
-    pub const fn plus(self, other: Self) -> Self {
-        Self {
-            streams_created: self.streams_created + other.streams_created,
-            streams_destroyed: self.streams_destroyed + other.streams_destroyed,
-            streams_reclaimed: self.streams_reclaimed + other.streams_reclaimed,
-            events_created: self.events_created + other.events_created,
-            events_destroyed: self.events_destroyed + other.events_destroyed,
-            events_reclaimed: self.events_reclaimed + other.events_reclaimed,
-            mallocs: self.mallocs + other.mallocs,
-            frees: self.frees + other.frees,
-            allocations_reclaimed: self.allocations_reclaimed + other.allocations_reclaimed,
-            host_mallocs: self.host_mallocs + other.host_mallocs,
-            host_frees: self.host_frees + other.host_frees,
-            host_allocations_reclaimed: self.host_allocations_reclaimed
-                + other.host_allocations_reclaimed,
-            async_copies: self.async_copies + other.async_copies,
-            stream_waits: self.stream_waits + other.stream_waits,
-            launches: self.launches + other.launches,
-            queued_launches: self.queued_launches + other.queued_launches,
-            force_resets: self.force_resets + other.force_resets,
-            live_streams: self.live_streams + other.live_streams,
-            live_events: self.live_events + other.live_events,
-            live_allocations: self.live_allocations + other.live_allocations,
-            live_host_allocations: self.live_host_allocations + other.live_host_allocations,
-            blocked_event_syncs: self.blocked_event_syncs + other.blocked_event_syncs,
-            resets_under_wait: self.resets_under_wait + other.resets_under_wait,
-            stream_syncs: self.stream_syncs + other.stream_syncs,
-        }
-    }
-
     /// Every stream, event and allocation created was destroyed, freed or reclaimed, and
     /// nothing is alive. (A reset under a wait is a hazard, not a leak: check
     /// [`FakeCounters::resets_under_wait`] apart.)
@@ -568,7 +610,7 @@ fn rules_for(call: &str) -> Option<&'static Device> {
 /// panic across FFI.
 fn guard<R: FfiReturn>(call: &str, body: impl FnOnce() -> R) -> R {
     if let Some(device) = rules_for(call) {
-        if let Some(code) = device.lock().injected_failure(call) {
+        if let Some(code) = device.lock().model.decide_call(call) {
             set_error_message(call, code);
             return R::failure(code);
         }
@@ -640,6 +682,16 @@ macro_rules! for_each_control_function {
             /// nothing; a non-NULL one with epoch 0 is 107000 (no run has epoch 0). The record
             /// is stamped with `epoch`.
             fn runlanefake_launch_run(stream: AclrtStream, engine: u32, duration_ns: u64, outcome: u32, timing: *mut c_void, header: *mut c_void, header_bytes: *const u8, header_len: usize, handshake: *mut c_void, record: *mut c_void, epoch: u64) -> AclError;
+            /// `runlanefake_launch_run` for run `run` of the lane (its `RunId`; 0: none): the
+            /// fault rules that select runs (`@run:N`) see it, and an AICPU kernel with a run
+            /// decides its run's fate (the `run` fault site) for both of its kernels.
+            fn runlanefake_launch_run_id(stream: AclrtStream, engine: u32, duration_ns: u64, outcome: u32, timing: *mut c_void, header: *mut c_void, header_bytes: *const u8, header_len: usize, handshake: *mut c_void, record: *mut c_void, epoch: u64, run: u64) -> AclError;
+            /// Install a fault rule on device `device_id`, written in the one fault vocabulary's
+            /// text form (`spec`: NUL-terminated, as `lane-sim --fault` takes it, e.g.
+            /// `latch=SCOPE_DEADLOCK@run:2`, `stream-create=207008@call:1`,
+            /// `call:aclrtMalloc=207001@call:2-3`). Its `calls` count the consultations of its
+            /// site from now. 107000 for a spec that does not parse; 107001 for a bad device id.
+            fn runlanefake_install_fault(device_id: i32, spec: *const c_char) -> AclError;
             /// Set semantic switch `switch` ([`SWITCH_ENQUEUE_AFTER_FAULT`],
             /// [`SWITCH_OP_TIMEOUT_CODE_ON`], [`SWITCH_LEGACY_EVENT_FAULTS`],
             /// [`SWITCH_LATCH_FAULTS_STREAM`], [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`],
@@ -822,6 +874,40 @@ mod control {
         record: *mut c_void,
         epoch: u64,
     ) -> AclError {
+        // SAFETY: the caller's contract, forwarded; no run id.
+        unsafe {
+            runlanefake_launch_run_id(
+                stream,
+                engine,
+                duration_ns,
+                outcome,
+                timing,
+                header,
+                header_bytes,
+                header_len,
+                handshake,
+                record,
+                epoch,
+                0,
+            )
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn runlanefake_launch_run_id(
+        stream: AclrtStream,
+        engine: u32,
+        duration_ns: u64,
+        outcome: u32,
+        timing: *mut c_void,
+        header: *mut c_void,
+        header_bytes: *const u8,
+        header_len: usize,
+        handshake: *mut c_void,
+        record: *mut c_void,
+        epoch: u64,
+        run: u64,
+    ) -> AclError {
         // SAFETY: the caller's contract for `header_bytes`.
         let header_bytes = match unsafe { bytes_from(header_bytes, header_len) } {
             Ok(bytes) => bytes,
@@ -837,65 +923,35 @@ mod control {
         let Some(outcome) = Outcome::from_raw(outcome) else {
             return ACL_ERROR_RT_PARAM_INVALID;
         };
-        if !device::valid_engine(engine) {
-            return ACL_ERROR_RT_PARAM_INVALID;
-        }
-        if !timing.is_null() && state.device_bytes(timing as usize, 16).is_none() {
-            return ACL_ERROR_RT_PARAM_INVALID;
-        }
-        if !header.is_null()
-            && state
-                .device_bytes(header as usize, header_bytes.len())
-                .is_none()
-        {
-            return ACL_ERROR_RT_PARAM_INVALID;
-        }
-        if !record.is_null()
-            && (epoch == 0
-                || state
-                    .device_bytes(record as usize, status_latch::RECORD_BYTES)
-                    .is_none())
-        {
-            return ACL_ERROR_RT_PARAM_INVALID;
-        }
-        let run = (!handshake.is_null()).then_some(device::RunKey {
-            handshake: handshake as usize,
-            epoch,
-        });
-        if let Some(key) = run {
-            if let Err(code) = state.check_run(key, engine) {
-                return code;
-            }
-        }
-        let id = stream as u64;
-        if !state.streams.contains_key(&id) {
-            drop(state);
-            return device::missing_stream(device, id);
-        }
-        if state.refuses_enqueue(id) {
-            return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
-        }
-        let mut kernel = device::Kernel {
-            run,
-            record: record as usize,
-            epoch,
-            engine,
-            duration: std::time::Duration::from_nanos(duration_ns),
-            outcome,
-            timing: timing as usize,
-            header: header as usize,
+        let engine = match engine {
+            ENGINE_AICORE => Engine::Aicore,
+            ENGINE_AICPU => Engine::Aicpu,
+            _ => return ACL_ERROR_RT_PARAM_INVALID,
+        };
+        let address = |pointer: *mut c_void| (!pointer.is_null()).then_some(pointer as u64);
+        let spec = KernelSpec {
+            outcome: outcome.model(),
+            timing: address(timing),
+            header: address(header),
             header_bytes,
+            run: address(handshake).map(|handshake| RunKey { handshake, epoch }),
+            record: address(record),
+            epoch,
+            run_id: (run != 0).then_some(run),
+            ..KernelSpec::new(engine, duration_ns)
         };
-        state.apply_kernel_fault(&mut kernel);
-        state.join_run(&kernel, id);
+        let id = stream as u64;
+        let launched = match state.model.launch(id, spec, device::device_now_ns()) {
+            Ok(launched) => launched,
+            Err(device_model::CallError::Dead(_)) => {
+                drop(state);
+                return device::missing_stream(device, id);
+            }
+            Err(device_model::CallError::Code(code)) => return code.raw(),
+        };
+        state.refresh();
         state.counters.launches += 1;
-        let Some(s) = state.streams.get_mut(&id) else {
-            return ACL_ERROR_RT_INVALID_HANDLE;
-        };
-        let queued = engine == ENGINE_AICPU && s.kernels_out > 0;
-        s.kernels_out += 1;
-        s.enqueue(Task::Kernel(kernel));
-        if queued {
+        if engine == Engine::Aicpu && launched.queued {
             state.counters.queued_launches += 1;
         }
         drop(state);
@@ -903,9 +959,9 @@ mod control {
         ACL_SUCCESS
     }
 
-    /// A switch and value as the device keeps them: 107000 when unknown.
+    /// A switch and value as the device model keeps them: 107000 when unknown.
     fn apply_semantics(
-        semantics: &mut device::Semantics,
+        semantics: &mut device_model::Semantics,
         switch: u32,
         value: u32,
     ) -> Result<(), AclError> {
@@ -916,12 +972,15 @@ mod control {
             ) => {
                 semantics.refuse_enqueue_after_fault = value == ENQUEUE_AFTER_FAULT_REFUSED;
             }
-            (
-                SWITCH_OP_TIMEOUT_CODE_ON,
-                OP_TIMEOUT_CODE_ON_OWN_STREAM
-                | OP_TIMEOUT_CODE_ON_PARTNER_STREAM
-                | OP_TIMEOUT_CODE_ON_BOTH_STREAMS,
-            ) => semantics.op_timeout_code_on = value,
+            (SWITCH_OP_TIMEOUT_CODE_ON, OP_TIMEOUT_CODE_ON_OWN_STREAM) => {
+                semantics.op_timeout_code_on = device_model::OpTimeoutCodeOn::OwnStream;
+            }
+            (SWITCH_OP_TIMEOUT_CODE_ON, OP_TIMEOUT_CODE_ON_PARTNER_STREAM) => {
+                semantics.op_timeout_code_on = device_model::OpTimeoutCodeOn::PartnerStream;
+            }
+            (SWITCH_OP_TIMEOUT_CODE_ON, OP_TIMEOUT_CODE_ON_BOTH_STREAMS) => {
+                semantics.op_timeout_code_on = device_model::OpTimeoutCodeOn::BothStreams;
+            }
             (SWITCH_LEGACY_EVENT_FAULTS, 0 | 1) => semantics.legacy_event_faults = value == 1,
             (SWITCH_LATCH_FAULTS_STREAM, 0 | 1) => semantics.latch_faults_stream = value == 1,
             (SWITCH_RESET_DROPS_EXCEPTION_CALLBACK, 0 | 1) => {
@@ -930,24 +989,43 @@ mod control {
             (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 0 | 1) => {
                 semantics.reset_restarts_stream_numbering = value == 1;
             }
+            (SWITCH_HANDSHAKE, 0 | 1) => semantics.handshake = value == 1,
+            (SWITCH_FAULT_FAILS_CHECKED_CALLS, 0 | 1) => {
+                semantics.device_fault_fails_calls = value == 1;
+            }
             _ => return Err(ACL_ERROR_RT_PARAM_INVALID),
         }
         Ok(())
     }
 
+    /// Sets one switch on `device`'s model (or, for the event wait's stall, on the fake's
+    /// own state).
+    fn set_switch(device: &Device, switch: u32, value: u32) -> Result<(), AclError> {
+        let mut state = device.lock();
+        if switch == SWITCH_EVENT_WAIT_STALL_MS {
+            state.event_wait_stall_ms = value;
+            return Ok(());
+        }
+        let mut semantics = state.model.semantics();
+        let result = apply_semantics(&mut semantics, switch, value);
+        state.model.set_semantics(semantics);
+        state.wake_workers();
+        drop(state);
+        device.notify();
+        result
+    }
+
     pub(super) unsafe fn runlanefake_set_semantics(switch: u32, value: u32) -> AclError {
         // Checked once, so a bad switch changes no device.
-        let mut probe = device::Semantics::DEFAULT;
-        if let Err(code) = apply_semantics(&mut probe, switch, value) {
-            return code;
+        let mut probe = device_model::Semantics::DEVICE;
+        if switch != SWITCH_EVENT_WAIT_STALL_MS {
+            if let Err(code) = apply_semantics(&mut probe, switch, value) {
+                return code;
+            }
         }
         for id in 0..MAX_DEVICES {
             if let Some(device) = device::device(id) {
-                let mut state = device.lock();
-                let _ = apply_semantics(&mut state.semantics, switch, value);
-                state.wake_workers();
-                drop(state);
-                device.notify();
+                let _ = set_switch(device, switch, value);
             }
         }
         ACL_SUCCESS
@@ -958,16 +1036,30 @@ mod control {
         switch: u32,
         value: u32,
     ) -> AclError {
-        let device = match named(device_id) {
-            Ok(device) => device,
-            Err(code) => return code,
-        };
-        let mut state = device.lock();
-        let result = apply_semantics(&mut state.semantics, switch, value);
-        state.wake_workers();
-        drop(state);
-        device.notify();
-        code(result)
+        match named(device_id) {
+            Ok(device) => code(set_switch(device, switch, value)),
+            Err(code) => code,
+        }
+    }
+
+    /// The calls a rule's `skip` and `count` select: the next `count` after `skip`.
+    fn window(skip: u32, count: u32) -> When {
+        let first = u64::from(skip) + 1;
+        When::CallSpan {
+            first,
+            last: Some(first + u64::from(count) - 1),
+        }
+    }
+
+    /// Installs `rule` on device `device_id`'s model.
+    fn install(device_id: i32, rule: FaultRule) -> AclError {
+        match named(device_id) {
+            Ok(device) => {
+                device.lock().model.install(rule);
+                ACL_SUCCESS
+            }
+            Err(code) => code,
+        }
     }
 
     pub(super) unsafe fn runlanefake_fail_call(
@@ -987,24 +1079,15 @@ mod control {
         skip: u32,
         count: u32,
     ) -> AclError {
-        let device = match named(device_id) {
-            Ok(device) => device,
-            Err(code) => return code,
-        };
+        if let Err(code) = named(device_id) {
+            return code;
+        }
         if name.is_null() || count == 0 {
             return ACL_ERROR_INVALID_PARAM;
         }
         // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-        let name = unsafe { core::ffi::CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned();
-        device.lock().call_faults.push(CallFault {
-            name,
-            code,
-            skip,
-            count,
-        });
-        ACL_SUCCESS
+        let name = unsafe { core::ffi::CStr::from_ptr(name) }.to_string_lossy();
+        install(device_id, FaultRule::call(&name, code, window(skip, count)))
     }
 
     pub(super) unsafe fn runlanefake_fault_kernel(
@@ -1030,14 +1113,19 @@ mod control {
         header_bytes: *const u8,
         header_len: usize,
     ) -> AclError {
-        let device = match named(device_id) {
-            Ok(device) => device,
-            Err(code) => return code,
-        };
+        if let Err(code) = named(device_id) {
+            return code;
+        }
         let Some(outcome) = Outcome::from_raw(outcome) else {
             return ACL_ERROR_RT_PARAM_INVALID;
         };
-        if count == 0 || !(engine == ENGINE_ANY || device::valid_engine(engine)) {
+        let engine = match engine {
+            ENGINE_ANY => None,
+            ENGINE_AICORE => Some(Engine::Aicore),
+            ENGINE_AICPU => Some(Engine::Aicpu),
+            _ => return ACL_ERROR_RT_PARAM_INVALID,
+        };
+        if count == 0 {
             return ACL_ERROR_RT_PARAM_INVALID;
         }
         // SAFETY: the caller's contract for `header_bytes`.
@@ -1045,14 +1133,14 @@ mod control {
             Ok(bytes) => bytes,
             Err(code) => return code,
         };
-        device.lock().kernel_faults.push(KernelFault {
-            outcome,
-            engine,
-            skip,
-            count,
-            header_bytes,
-        });
-        ACL_SUCCESS
+        let Ok(rule) = FaultRule::new(outcome.kind(), None, window(skip, count)) else {
+            return ACL_ERROR_RT_PARAM_INVALID;
+        };
+        let mut rule = rule.on_engine(engine);
+        if outcome == Outcome::Latch {
+            rule = rule.with_header(header_bytes);
+        }
+        install(device_id, rule)
     }
 
     pub(super) unsafe fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError {
@@ -1066,18 +1154,38 @@ mod control {
         skip: u32,
         count: u32,
     ) -> AclError {
-        let device = match named(device_id) {
-            Ok(device) => device,
-            Err(code) => return code,
-        };
+        if let Err(code) = named(device_id) {
+            return code;
+        }
         if code == ACL_SUCCESS || count == 0 {
             return ACL_ERROR_RT_PARAM_INVALID;
         }
-        device
-            .lock()
-            .copy_faults
-            .push(device::CopyFault { code, skip, count });
-        ACL_SUCCESS
+        let Ok(rule) = FaultRule::new(
+            FaultKind::Copy,
+            Some(&code.to_string()),
+            window(skip, count),
+        ) else {
+            return ACL_ERROR_RT_PARAM_INVALID;
+        };
+        install(device_id, rule)
+    }
+
+    pub(super) unsafe fn runlanefake_install_fault(
+        device_id: i32,
+        spec: *const c_char,
+    ) -> AclError {
+        if let Err(code) = named(device_id) {
+            return code;
+        }
+        if spec.is_null() {
+            return ACL_ERROR_INVALID_PARAM;
+        }
+        // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+        let spec = unsafe { core::ffi::CStr::from_ptr(spec) }.to_string_lossy();
+        match FaultRule::parse(&spec) {
+            Ok(rule) => install(device_id, rule),
+            Err(_) => ACL_ERROR_RT_PARAM_INVALID,
+        }
     }
 
     pub(super) unsafe fn runlanefake_clear_faults() -> AclError {
@@ -1090,10 +1198,7 @@ mod control {
             Ok(device) => device,
             Err(code) => return code,
         };
-        let mut state = device.lock();
-        state.call_faults.clear();
-        state.kernel_faults.clear();
-        state.copy_faults.clear();
+        device.lock().model.heal();
         ACL_SUCCESS
     }
 
@@ -1128,7 +1233,11 @@ mod control {
         if out.is_null() {
             return ACL_ERROR_INVALID_PARAM;
         }
-        let counters = device.lock().counters;
+        let counters = {
+            let mut state = device.lock();
+            state.refresh_live_counts();
+            state.counters
+        };
         // SAFETY: non-NULL and writable by the caller's contract.
         unsafe { out.write(counters) };
         ACL_SUCCESS
@@ -1173,8 +1282,13 @@ mod control {
         if count.is_null() || (out.is_null() && capacity > 0) {
             return ACL_ERROR_INVALID_PARAM;
         }
-        // Handles grow with creation: the map's order is the creation order.
-        let ids: Vec<i32> = device.lock().streams.values().map(|s| s.number).collect();
+        // Handles grow with creation: their order is the creation order.
+        let ids: Vec<i32> = device
+            .lock()
+            .model
+            .stream_numbers()
+            .map(|(_, number)| number)
+            .collect();
         let room = usize::try_from(capacity).unwrap_or(usize::MAX);
         for (at, id) in ids.iter().take(room).enumerate() {
             // SAFETY: `out` has room for `capacity` ids by the caller's contract.

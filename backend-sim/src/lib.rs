@@ -1,11 +1,12 @@
 //! A deterministic, fault-injecting simulated Ascend device, and the `lane-sim` command.
 //!
-//! **Owns:** a device model behind [`lane_driver::Device`] ([`SimDevice`], with
-//! [`SimRunner`] as its `lane_driver::Runner`): host and
-//! device on one virtual clock, streams as FIFO queues, the AICPU/AICore handshake, events
-//! that complete when their stream passes them (a never-recorded one waits as success),
-//! device memory written by the run's kernels, sticky errors, calibrated [`costs`], and
-//! [`faults`] installed as rules and decided by one seed. Around it: the workload runner
+//! **Owns:** device-model's device driven in virtual time behind [`lane_driver::Device`]
+//! ([`SimDevice`], with [`SimRunner`] as its `lane_driver::Runner`): host and device on one
+//! virtual clock, the host's calibrated [`costs`] (the device-side ones are the model's
+//! `Timing`), the trace of every call and device task, and the simulator's own invariants;
+//! the device itself (streams, the AICPU/AICore handshake, events, device memory written by
+//! the run's kernels, sticky errors) and its [`faults`] (rules decided by one seed) are
+//! device-model's. Around it: the workload runner
 //! ([`workload`]), traces ([`trace`]), figures ([`stats`]), scenario files ([`scenario`])
 //! and the command ([`cli`]). The device sees only the calls made on it; lane steps reach
 //! the trace through the driver's observer ([`SimObserver`]).
@@ -14,10 +15,10 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`device`] | [`SimDevice`]: the `Device` impl, the device model and its invariants; [`SimRunner`] |
+//! | [`device`] | [`SimDevice`]: the `Device` impl over device-model's `Device`, its costs, trace and invariants; [`SimRunner`] |
 //! | [`observer`] | [`SimObserver`]: lane steps into the [`Journal`] (trace, stream roles, host billing) |
 //! | [`costs`] | every cost with its default and the measured figure it comes from |
-//! | [`faults`] | fault kinds, rules, the seeded decision, swarm mixes |
+//! | [`faults`] | device-model's fault vocabulary, re-exported: kinds, rules, the seeded decision, swarm mixes |
 //! | [`workload`] | [`SimConfig`], the runner (keep the lane full, close, liveness), [`Report`] |
 //! | [`trace`] | trace records, the text trace, Chrome trace-event JSON |
 //! | [`stats`] | per-run device start/end, gaps, host time; runs/s, utilisation, p99 |
@@ -33,8 +34,9 @@
 //! and every map is a `BTreeMap`. After every lane step the driver checks
 //! `Lane::check_invariants()`; the device checks its own on the calls that could break them: a run's timing buffer and
 //! status header are written only by that run's kernels, no two live runs share a slot
-//! buffer, no stream is destroyed with queued work, tasks on a stream run in enqueue order,
-//! and no handle is used after it died. A violation, a deadlock (both kernels of a run on
+//! buffer, no stream is destroyed with queued work, no buffer is freed under a task that
+//! still uses it, and no handle is used after it died (tasks on a stream run in enqueue
+//! order by the model's construction). A violation, a deadlock (both kernels of a run on
 //! one stream, an unbounded wait that can never end) or a livelock stops the run with an
 //! error that ends in the one line reproducing it.
 //!
@@ -49,7 +51,7 @@ pub mod cli;
 pub mod costs;
 pub mod device;
 pub mod error;
-pub mod faults;
+pub use device_model::faults;
 pub mod observer;
 pub mod scenario;
 pub mod shared;

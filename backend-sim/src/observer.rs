@@ -66,6 +66,19 @@ impl Journal {
         log.trace.push(|| make().on_track(track));
     }
 
+    /// Records what `make` builds and returns its index, for [`Journal::patch`] (`None` when
+    /// tracing is off); `for_effect` passes it the run whose effect the driver is executing.
+    pub(crate) fn push_indexed(&self, make: impl FnOnce(Option<RunId>) -> Record) -> Option<usize> {
+        let mut log = self.log();
+        let (run, track) = (log.bill_to, log.track);
+        log.trace.push_indexed(|| make(run).on_track(track))
+    }
+
+    /// Changes the record at `index` (a device task's placeholder, as the device runs it).
+    pub(crate) fn patch(&self, index: usize, change: impl FnOnce(&mut Record)) {
+        self.log().trace.patch(index, change);
+    }
+
     /// Puts the records and host time of the calls that follow on worker `track`'s track
     /// (`None`: back on the lane thread).
     pub(crate) fn set_track(&self, track: Option<u8>) {

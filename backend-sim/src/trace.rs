@@ -230,6 +230,21 @@ impl Trace {
         }
     }
 
+    /// Records what `make` builds and returns its index (`None` when tracing is off).
+    pub(crate) fn push_indexed(&mut self, make: impl FnOnce() -> Record) -> Option<usize> {
+        self.enabled.then(|| {
+            self.records.push(make());
+            self.records.len() - 1
+        })
+    }
+
+    /// Changes the record at `index` (a device task's, as the device learns when it ran).
+    pub(crate) fn patch(&mut self, index: usize, change: impl FnOnce(&mut Record)) {
+        if let Some(record) = self.records.get_mut(index) {
+            change(record);
+        }
+    }
+
     /// A force reset at `at` killed every kernel that had not ended.
     pub fn kill_open_kernels(&mut self, at: u64) {
         for record in &mut self.records {

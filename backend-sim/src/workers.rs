@@ -53,8 +53,6 @@
 //! Device-side state the calls change (the faults drawn, the run's slot buffers released at
 //! finalise) changes in the order the calls were handed out, which is the lane's order.
 
-use core::cell::{RefCell, RefMut};
-
 use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
@@ -62,8 +60,7 @@ use lane_core::{
     RunRequest, SlotId, SubmitError, Timestamp,
 };
 use lane_driver::dispatch::{
-    Bookkeeping, Dispatch, DispatchInput, DispatchRefusal, DispatchState, Helpers, Next, Setting,
-    WorkerAnswer,
+    Bookkeeping, Dispatch, DispatchInput, DispatchRefusal, Here, Next, Setting, WorkerAnswer,
 };
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
@@ -275,10 +272,6 @@ enum Reply {
 }
 
 impl Answer {
-    const fn is_worker(&self) -> bool {
-        matches!(self.reply, Reply::Worker(_))
-    }
-
     /// What the lane thread's wake-up for this answer says.
     const fn why(&self) -> &'static str {
         match self.reply {
@@ -309,170 +302,42 @@ struct OffLane {
     untaken: Option<(u64, DeviceWait)>,
 }
 
-/// What one decision of the machine works on besides the lane's steps: the executor, the
-/// host tracks and the model, shared by its [`Helpers`] and its [`Bookkeeping`] (it calls
-/// one at a time).
-struct Shared<'a, D: Device, R: Runner<D>> {
-    executor: &'a mut Executor<D, R>,
-    host: &'a mut dyn HostTracks<D>,
-    off_lane: &'a mut OffLane,
-}
-
-/// The lane's other threads in virtual time, as the machine sees them during one decision
-/// at `now_ns`: what it hands out is made at once on its track, and the answers it is given
-/// are those the lane thread's clock has reached.
-struct Helping<'s, 'a, D: Device, R: Runner<D>> {
-    shared: &'s RefCell<Shared<'a, D, R>>,
-    now_ns: u64,
-    /// An answer was taken or work handed out.
-    progress: bool,
-    /// The machine withdrew the wait (at a bound, or for a force reset).
-    withdrew: bool,
-    /// An answer made in this decision is due already (a call that took no time).
-    due: bool,
-    /// A job's execution failed: the machine's later hand-outs are not made.
-    failed: Option<DriverError>,
-}
-
-impl<D: Device, R: Runner<D>> Helping<'_, '_, D, R> {
-    /// Takes the first reached answer `pick` accepts.
-    fn take(&mut self, pick: impl Fn(&Answer) -> bool) -> Option<Reply> {
-        let mut shared = self.shared.borrow_mut();
-        let answers = &mut shared.off_lane.answers;
-        let at = answers
-            .iter()
-            .position(|a| a.end_ns <= self.now_ns && pick(a))?;
-        self.progress = true;
-        Some(answers.remove(at).reply)
-    }
-}
-
-impl<D: Device, R: Runner<D>> Helpers for Helping<'_, '_, D, R> {
-    fn answer(&mut self) -> Option<WorkerAnswer> {
-        match self.take(Answer::is_worker)? {
-            Reply::Worker(answer) => Some(answer),
-            Reply::Waited(..) => None,
-        }
-    }
-
-    fn waited(&mut self) -> Option<(u64, Wait)> {
-        // The waiter has one answer slot: an answer it gave after another replaced it.
-        let mut latest = None;
-        while let Some(reply) = self.take(|a| !a.is_worker()) {
-            if let Reply::Waited(ticket, waited) = reply {
-                latest = Some((ticket, waited));
-            }
-        }
-        latest
-    }
-
-    /// The earliest-free worker runs the job at once.
-    fn dispatch(&mut self, job: Effect) {
-        self.progress = true;
-        if self.failed.is_some() {
-            return;
-        }
-        let now = self.now_ns;
-        let shared = &mut *self.shared.borrow_mut();
-        match shared
-            .off_lane
-            .run_job(job, now, shared.executor, shared.host)
-        {
-            Ok(due) => self.due |= due,
-            Err(error) => self.failed = Some(error),
-        }
-    }
-
-    /// The waiter takes the wait at once if it is in no call; else it is left for the
-    /// waiter, replacing one left before.
-    fn hand_wait(&mut self, ticket: u64, wait: DeviceWait) {
-        self.progress = true;
-        let now = self.now_ns;
-        let shared = &mut *self.shared.borrow_mut();
-        let off_lane = &mut *shared.off_lane;
-        off_lane.untaken = None;
-        if off_lane.waiter_free_at <= now {
-            self.due |=
-                off_lane.make_wait(ticket, wait, now, true, shared.executor, shared.host) <= now;
-        } else {
-            off_lane.untaken = Some((ticket, wait));
-        }
-    }
-
-    /// A wait left for the waiter is taken back; one it took runs to its end.
-    fn withdraw_wait(&mut self) {
-        self.withdrew = true;
-        self.shared.borrow_mut().off_lane.untaken = None;
-    }
-
-    /// The waiter is inside a call until the lane thread's clock reaches the end of the
-    /// last wait it took.
-    fn waiter_inside(&self) -> bool {
-        self.shared
-            .borrow()
-            .off_lane
-            .answers
-            .iter()
-            .any(|a| !a.is_worker() && a.end_ns > self.now_ns)
-    }
-
-    fn jobs_out(&self) -> usize {
-        let shared = self.shared.borrow();
-        shared
-            .off_lane
-            .answers
-            .iter()
-            .filter(|a| a.is_worker())
-            .count()
-    }
-
-    fn shutdown(&self) -> bool {
-        false
-    }
-}
-
 /// The executor as the machine's bookkeeping, noting whether the lane thread did any.
-struct Books<'s, 'a, D: Device, R: Runner<D>> {
-    shared: &'s RefCell<Shared<'a, D, R>>,
+struct Books<'a, D: Device, R: Runner<D>> {
+    executor: &'a mut Executor<D, R>,
     /// A notice was taken or an awaited run noted.
     progress: bool,
 }
 
-impl<D: Device, R: Runner<D>> Books<'_, '_, D, R> {
-    fn executor(&self) -> RefMut<'_, Executor<D, R>> {
-        RefMut::map(self.shared.borrow_mut(), |shared| &mut *shared.executor)
-    }
-}
-
-impl<D: Device, R: Runner<D>> Bookkeeping for Books<'_, '_, D, R> {
+impl<D: Device, R: Runner<D>> Bookkeeping for Books<'_, D, R> {
     fn next_notice(&mut self) -> Option<FaultNotice> {
-        let notice = self.executor().next_notice();
+        let notice = self.executor.next_notice();
         self.progress |= notice.is_some();
         notice
     }
 
     fn hand_off(&mut self, effect: &Effect) {
-        self.executor().hand_off(effect);
+        self.executor.hand_off(effect);
     }
 
     fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait> {
-        self.executor().device_wait(effect)
+        self.executor.device_wait(effect)
     }
 
     fn note_await(&mut self, effect: Effect) -> Result<(), DriverError> {
         self.progress = true;
-        Bookkeeping::note_await(&mut *self.executor(), effect)
+        Bookkeeping::note_await(&mut *self.executor, effect)
     }
 
     fn keep_readback(&mut self, readback: Readback) {
-        self.executor().keep_readback(readback);
+        self.executor.keep_readback(readback);
     }
 
     fn completion_wait(
         &mut self,
         deadline: Option<Timestamp>,
     ) -> Result<Option<DeviceWait>, DriverError> {
-        self.executor().completion_wait(deadline)
+        self.executor.completion_wait(deadline)
     }
 }
 
@@ -562,14 +427,14 @@ impl WorkerLoop {
         driver: &mut Driver<D, R, O>,
         tracks: &mut dyn HostTracks<D>,
     ) -> Result<Turn, DriverError> {
-        let (progress, timer) = self.execute_effects(driver, tracks)?;
-        if progress {
+        if self.execute_effects(driver, tracks)? {
             return Ok(Turn::Progress);
         }
         let (steps, executor) = driver.parts_mut();
         let now = executor.now().0;
-        let timer = timer.map(|at| at.0);
         let wake = loop {
+            // A start pushed below may move the wait's bound: the timer is read each time.
+            let timer = self.dispatch.poll_timeout().map(|at| at.0);
             // An answer given already and not taken is the machine's to leave (the waiter's
             // older one while a reset is held): the lane thread sleeps until the next one.
             let next = self
@@ -588,7 +453,7 @@ impl WorkerLoop {
             };
             // The waiter returns from its call, and takes the wait left for it, before then.
             let by = wake.map_or(u64::MAX, |wake| wake.0);
-            if !self.off_lane.take_untaken(by, executor, tracks) {
+            if !self.take_untaken(by, executor, tracks)? {
                 break wake;
             }
         };
@@ -602,48 +467,96 @@ impl WorkerLoop {
         Ok(Turn::Progress)
     }
 
-    /// Decides with the dispatch machine until it says sleep, executing on the lane thread's
-    /// track what it gives this thread (what it hands out is made on the worker and waiter
-    /// tracks meanwhile); returns whether anything happened, and the machine's next timer.
+    /// The waiter takes the wait left for it if its call returns by `by_ns`, and the machine
+    /// is told when it started; returns whether it did.
+    fn take_untaken<D: Device, R: Runner<D>>(
+        &mut self,
+        by_ns: u64,
+        executor: &mut Executor<D, R>,
+        tracks: &mut dyn HostTracks<D>,
+    ) -> Result<bool, DriverError> {
+        let Some((ticket, start)) = self.off_lane.take_untaken(by_ns, executor, tracks) else {
+            return Ok(false);
+        };
+        self.dispatch
+            .handle_wait_started(ticket, Timestamp(start))?;
+        Ok(true)
+    }
+
+    /// Gives the machine every answer the lane thread's clock has reached: the workers' in
+    /// `(end, hand-out)` order, the waiter's as it left its call. Returns whether any.
+    fn push_due(&mut self, now_ns: u64) -> bool {
+        let due = self
+            .off_lane
+            .answers
+            .partition_point(|a| a.end_ns <= now_ns);
+        if due == 0 {
+            return false;
+        }
+        for answer in self.off_lane.answers.drain(..due) {
+            match answer.reply {
+                Reply::Worker(answer) => self.dispatch.handle_answer(answer),
+                Reply::Waited(ticket, waited) => self.dispatch.handle_waited(ticket, waited),
+            }
+        }
+        true
+    }
+
+    /// Polls the dispatch machine until it says sleep, executing on the lane thread's track
+    /// what it gives this thread and making what it hands out on the worker and waiter tracks
+    /// at once; returns whether anything happened.
     fn execute_effects<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
         tracks: &mut dyn HostTracks<D>,
-    ) -> Result<(bool, Option<Timestamp>), DriverError> {
+    ) -> Result<bool, DriverError> {
         let (steps, executor) = driver.parts_mut();
         let mut any = false;
-        let timer = loop {
+        // An answer made during these polls is due already (a call that took no time).
+        let mut due = false;
+        loop {
             let now = executor.now();
             // The waiter's call returned while the lane thread was busy: it took the wait
             // left for it then.
-            self.off_lane.take_untaken(now.0, executor, tracks);
-            let held = self.dispatch.state() == DispatchState::ResetHeld;
-            let shared = RefCell::new(Shared {
-                executor: &mut *executor,
-                host: &mut *tracks,
-                off_lane: &mut self.off_lane,
-            });
-            let mut helping = Helping {
-                shared: &shared,
-                now_ns: now.0,
-                progress: false,
-                withdrew: false,
-                due: false,
-                failed: None,
-            };
+            self.take_untaken(now.0, executor, tracks)?;
+            any |= self.push_due(now.0);
+            let before = self.dispatch.state().kind();
             let mut books = Books {
-                shared: &shared,
+                executor: &mut *executor,
                 progress: false,
             };
-            let next = self.dispatch.decide(now, steps, &mut helping, &mut books);
-            // A withdrawal outside a held reset is a wait answered at its bound, or a reset
-            // taken from the lane.
-            any |= helping.progress || books.progress || (helping.withdrew && !held);
-            let (due, failed) = (helping.due, helping.failed);
-            if let Some(error) = failed {
-                return Err(error);
+            let next = self.dispatch.poll(now, Here::Own, steps, &mut books)?;
+            // A state change is progress: a wait answered at its bound, a reset held.
+            any |= books.progress || self.dispatch.state().kind() != before;
+            // The machine withdraws a wait by no longer offering it.
+            let offered = self.dispatch.offered().map(|(ticket, _)| ticket);
+            if self
+                .off_lane
+                .untaken
+                .is_some_and(|(ticket, _)| Some(ticket) != offered)
+            {
+                self.off_lane.untaken = None;
             }
-            match next? {
+            match next {
+                Next::ToWorker(job) => {
+                    any = true;
+                    due |= self.off_lane.run_job(job, now.0, executor, tracks)?;
+                }
+                Next::ToWaiter { ticket, wait } => {
+                    any = true;
+                    // The waiter takes the wait at once if it is in no call; else it is left
+                    // for the waiter, replacing one left before.
+                    self.off_lane.untaken = None;
+                    if self.off_lane.waiter_free_at <= now.0 {
+                        let end = self
+                            .off_lane
+                            .make_wait(ticket, wait, now.0, true, executor, tracks);
+                        due |= end <= now.0;
+                        self.dispatch.handle_wait_started(ticket, now)?;
+                    } else {
+                        self.off_lane.untaken = Some((ticket, wait));
+                    }
+                }
                 Next::Execute(effect) => {
                     any = true;
                     if matches!(effect, Effect::ForceReset { .. }) {
@@ -659,8 +572,8 @@ impl WorkerLoop {
                 }
                 // An answer that took no time is the machine's to take before the lane
                 // thread sleeps.
-                Next::Sleep(_) if due => {}
-                Next::Sleep(timer) => break timer,
+                Next::Sleep(_) if due => due = false,
+                Next::Sleep(_) => break,
                 Next::WaitHere { .. } => {
                     return Err(self.refused(DispatchInput::Waiting, DispatchRefusal::NotInSetting));
                 }
@@ -670,6 +583,11 @@ impl WorkerLoop {
                         DispatchRefusal::NotInSetting,
                     ));
                 }
+                Next::Leave => {
+                    return Err(
+                        self.refused(DispatchInput::Elsewhere, DispatchRefusal::NotInSetting)
+                    );
+                }
                 // L-20: lane-service's lane thread ends, the lane lost; the simulator has no
                 // such end, so the simulation stops here.
                 Next::Lose(_) => {
@@ -678,20 +596,20 @@ impl WorkerLoop {
                     );
                 }
             }
-        };
+        }
         if steps.lane().state().is_closed() {
             executor.release_slot_resources(steps.observer_mut());
         }
-        Ok((any, timer))
+        Ok(any)
     }
 
     /// What the lane thread cannot do here, as a driver error: a wait made on the lane
     /// thread and the end of the thread have no place with a waiter and no shutdown; a lane
     /// lost because the waiter stayed inside a call past every bound it was given (a wait it
     /// took late, behind a call that ran long) has no end in the simulator.
-    const fn refused(&self, input: DispatchInput, refusal: DispatchRefusal) -> DriverError {
+    fn refused(&self, input: DispatchInput, refusal: DispatchRefusal) -> DriverError {
         DriverError::Dispatch {
-            state: self.dispatch.state(),
+            state: self.dispatch.state().kind(),
             input,
             refusal,
         }
@@ -699,22 +617,21 @@ impl WorkerLoop {
 }
 
 impl OffLane {
-    /// The waiter takes the wait left for it if its call returns by `by_ns`; returns whether
-    /// it did.
+    /// The waiter takes the wait left for it if its call returns by `by_ns`: its ticket and
+    /// the call's start.
     fn take_untaken<D: Device, R: Runner<D>>(
         &mut self,
         by_ns: u64,
         executor: &mut Executor<D, R>,
         host: &mut dyn HostTracks<D>,
-    ) -> bool {
+    ) -> Option<(u64, u64)> {
         if self.waiter_free_at > by_ns {
-            return false;
+            return None;
         }
-        let Some((ticket, wait)) = self.untaken.take() else {
-            return false;
-        };
-        self.make_wait(ticket, wait, self.waiter_free_at, false, executor, host);
-        true
+        let (ticket, wait) = self.untaken.take()?;
+        let start = self.waiter_free_at;
+        self.make_wait(ticket, wait, start, false, executor, host);
+        Some((ticket, start))
     }
 
     /// Makes `wait` on the completion waiter's track from `start_ns` (after a wake-up if it

@@ -3,14 +3,35 @@
  * `RUN_LANE_BLESS=1 cargo test -p lane-capi --test header`.
  *
  * Threads: every function may be called from any thread. The runner's callbacks
- * (RunLaneRunner) are called one at a time, on whichever of the lane's own threads has the
- * event (the lane thread, the completion waiter once it has a run's verdict, a host worker
- * once it answered), and with RunLaneConfig.submitters_bound on a submitting thread too;
- * on_outcome always on the lane thread. Only prepare and finalise on host workers
- * (RunLaneConcurrency, RunLaneConfig.workers) may overlap other callbacks. Every such
- * thread is bound to the lane's device. With RUN_LANE_BACKEND_DEVICE_OPS the runtime's
- * RunLaneDeviceOps entries are called on those threads too, a wait on the completion waiter
- * beside the other entries: RunLaneDeviceOps's comment says which thread calls which.
+ * (RunLaneRunner), on_outcome included, are called one at a time by the thread that runs
+ * the lane's steps, which RunLaneConfig.drive picks (ABI 10):
+ *
+ *   callback                  RUN_LANE_DRIVE_LANE_THREADS      RUN_LANE_DRIVE_CALLER
+ *   prepare, finalise         a lane thread (1), a host        the calling thread of
+ *                             worker (2), a bound submitter    submit, publish, poll, wait,
+ *                             (3)                              close or destroy
+ *   launch_aicore/_aicpu,     a lane thread (1), a bound       the same
+ *   upload_code               submitter (3)
+ *   on_outcome                the thread that delivered the    the same
+ *                             outcome: any of the above, before
+ *                             it lets go of the steps
+ *
+ *   (1) the lane thread, or the completion waiter once it has a run's verdict (it launches
+ *       the next run itself), or a host worker once it answered (it launches what it
+ *       prepared); (2) with RunLaneConcurrency.off_lane_thread and RunLaneConfig.workers:
+ *       only these may overlap other callbacks; (3) with RunLaneConfig.submitters_bound,
+ *       inside run_lane_submit or run_lane_publish (never a recovery call: those stay with
+ *       the lane's own threads).
+ *
+ * Where the caller drives the lane it starts no thread: run_lane_create opens the device on
+ * the calling thread, run_lane_wait makes the awaited run's device wait itself (bounded by
+ * its timeout: one that expires leaves the run live), run_lane_poll looks at it without
+ * waiting, and any call acts on a deadline that passed while no call was made. Every thread
+ * that runs the steps is bound to the lane's device (the caller's own must be). With
+ * RUN_LANE_BACKEND_DEVICE_OPS the runtime's RunLaneDeviceOps entries are called on those
+ * threads too, a wait on the completion waiter (the caller inside run_lane_wait, where the
+ * caller drives the lane) beside the other entries: RunLaneDeviceOps's comment says which
+ * thread calls which.
  *
  * Re-entrance: what a callback may call. The answer is the same from every callback
  * (prepare, launch_aicore, launch_aicpu, finalise, upload_code, on_outcome), on whichever
@@ -33,6 +54,7 @@
  * ones block: on the callback's own lane they would wait for the thread they run on, on
  * another lane they would stall this lane's thread (and two lanes waiting on each other
  * would never wake); make them from the runtime's own threads. The refusal changes nothing.
+ * The table is the same in both drive modes.
  *
  * Errors: every function returns a RunLaneStatus. A call that fails leaves a one-line
  * message for run_lane_last_error() on the calling thread, saying what to do; a call that
@@ -42,7 +64,8 @@
  * Teardown: once every item has its outcome the lane destroys its streams; a failed destroy
  * is retried at once, and once more by run_lane_destroy. A stream that survives is named in
  * the close report (streams_left, its code, teardown_line): final from
- * run_lane_destroy_with_report.
+ * run_lane_destroy_with_report. A destroy of a lane lost to a completion waiter stuck in a
+ * device call waits about a second for it, then leaves it (threads_left, LOST).
  *
  * Lifetimes: outcomes and close reports are copied into the caller's structs; the handle is
  * an opaque token, valid from run_lane_create to run_lane_destroy. See docs/embedding.md. */
@@ -65,23 +88,26 @@
 // runner's recovery hooks (`on_poison`, `before_reset`, `after_reset`),
 // `run_lane_device_reset`, `RUN_LANE_STATUS_UNUSABLE` and `RUN_LANE_STATE_UNUSABLE`. 9: a
 // device the runtime supplies (L-22): `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`,
-// and `RunLaneConfig` grew `device_ops` at its end. 10: code spaces and layouts: the lane's
-// sentinels left the runtime's band (`RUN_LANE_PREPARE_INCOMPATIBLE` is -1002, was -3;
-// `RUN_LANE_FINALISE_VALIDATION_FAILED` is -1101, was -1), a callback's negated latch code
-// (-1..-999) is that latched failure, `RunLaneConfig` grew `header_layout` at its end
-// (`RunLaneHeaderLayout`), and `launch_depth` goes up to the slot count (it stopped at two).
-#define RUN_LANE_ABI_VERSION 10
+// and `RunLaneConfig` grew `device_ops` at its end. 10: `RunLaneConfig` grew `drive` (the
+// caller may drive the lane, with no thread of its own, L-23), `RunLaneCloseReport` grew
+// `threads_left`, and `on_outcome` runs on whichever thread runs the lane's steps. 11: code
+// spaces and layouts: the lane's sentinels left the runtime's band
+// (`RUN_LANE_PREPARE_INCOMPATIBLE` is -1002, was -3; `RUN_LANE_FINALISE_VALIDATION_FAILED` is
+// -1101, was -1), a callback's negated latch code (-1..-999) is that latched failure,
+// `RunLaneConfig` grew `header_layout` at its end (`RunLaneHeaderLayout`), and
+// `launch_depth` goes up to the slot count (it stopped at two).
+#define RUN_LANE_ABI_VERSION 11
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs: nothing was touched, and the lane prepares it again once the predecessor has its
-// outcome (ABI 10: -1002; it was -3). The value is the peer runtime's own sentinel
+// outcome (ABI 11: -1002; it was -3). The value is the peer runtime's own sentinel
 // (`PTO_RUNTIME_ERR_BASE - 2`), so a runtime returns its own value unchanged; it lies outside
 // -1..-999, the runtime's latch codes negated, so a prepare that latched
 // `FLOW_CONTROL_DEADLOCK` and returns -3 fails its run instead of being retried forever.
 #define RUN_LANE_PREPARE_INCOMPATIBLE -1002
 
 // What a `finalise` callback returns when host-side validation of the copied-back outputs
-// failed (a run-only failure: the device is fine; ABI 10: -1101, it was -1). Outside -1..-999
+// failed (a run-only failure: the device is fine; ABI 11: -1101, it was -1). Outside -1..-999
 // (the runtime's latch codes negated: -1 is `SCOPE_DEADLOCK`, the runtime's generic failure)
 // and away from the peer runtime's own sentinels next to -1000, so no code of the runtime's
 // reads as a validation failure.
@@ -402,6 +428,84 @@ typedef uint32_t RunLaneBackend;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// How a run gets its verdict (`RunLaneConfig::verdict_channel`, ABI 4; SPEC L-8).
+enum RunLaneVerdictChannel
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The runtime's device side publishes a result record per run (`RunLaneRunArgs::record`,
+  // stamped with `epoch`): a published ok record is success with no stream synchronize;
+  // every other shape is synchronized. The default; runs queue at the profile's depth.
+  RUN_LANE_VERDICT_CHANNEL_RECORD = 0,
+  // The runtime publishes no record: every run's streams are synchronized after its
+  // boundary (a clean synchronize and a clean status header are success). Runs at launch
+  // depth one.
+  RUN_LANE_VERDICT_CHANNEL_STREAM_SYNC = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneVerdictChannel RunLaneVerdictChannel;
+#else
+typedef uint32_t RunLaneVerdictChannel;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Who runs the lane's steps (`RunLaneConfig::drive`, ABI 10; SPEC L-23).
+enum RunLaneDrive
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The lane's own threads (the default): a lane thread, a completion waiter and
+  // `workers` host workers; whoever of them has the event runs the steps.
+  RUN_LANE_DRIVE_LANE_THREADS = 0,
+  // The caller's threads: the lane starts no thread. `run_lane_create` opens the device on
+  // the calling thread; `run_lane_submit`, `run_lane_publish`, `run_lane_poll`,
+  // `run_lane_wait` and `run_lane_close` run the lane's steps on the calling thread,
+  // callbacks included; `run_lane_wait` blocks in the awaited run's device wait itself,
+  // bounded by its timeout; `run_lane_poll` looks at the run without waiting. A deadline
+  // that passes while no call is made is acted on at the next call, and so is the
+  // recovery of a poisoned device (its drain, up to the profile's drain timeout, is made
+  // by the call that finds it due). Every calling thread must be bound to the lane's device
+  // (`aclrtSetDevice`), as the runtime's own threads are.
+  RUN_LANE_DRIVE_CALLER = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneDrive RunLaneDrive;
+#else
+typedef uint32_t RunLaneDrive;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Who recovers the device after a poison or a fault notice (`RunLaneConfig::recovery`, ABI
+// 8; SPEC L-24).
+enum RunLaneRecovery
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The lane, in place (the default): it drains, force-resets, probes and reopens,
+  // calling `before_reset` before the drain and `after_reset` once it is over. A reset
+  // destroys the runtime's own streams, kernels and buffers on the device too: rebuild
+  // them in `after_reset`, and keep the runtime's threads out of device calls from
+  // `before_reset` on.
+  RUN_LANE_RECOVERY_IN_PLACE = 0,
+  // The runtime: on a poison (or a matched fault notice) every item gets its outcome, the
+  // lane calls `on_poison` once, when none of its threads is inside a device call, and
+  // then makes no device call; submits are `UNUSABLE` until the runtime resets the device
+  // and calls `run_lane_device_reset`, after which the lane reopens on fresh streams.
+  RUN_LANE_RECOVERY_RUNTIME = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneRecovery RunLaneRecovery;
+#else
+typedef uint32_t RunLaneRecovery;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // The opaque lane handle of the C API (`typedef struct RunLane RunLane;`). Never
 // constructed: a `RunLane *` is a registry token.
 typedef struct RunLane RunLane;
@@ -528,11 +632,13 @@ typedef struct RunLaneRecoveryInfo {
 } RunLaneRecoveryInfo;
 
 // The runner's callbacks: the embedding runtime's work for each run. Every callback is
-// called **on the lane thread**, one at a time, never concurrently with another callback of
-// the same lane, except `prepare` and `finalise` when `concurrency.off_lane_thread` and the
-// config's `workers` move them to host workers (see `RunLaneConcurrency`); `user` is passed
-// back unchanged. A NULL callback succeeds
-// without doing anything (allowed on the simulator; on ACL the two launches are required).
+// called by the thread that runs the lane's steps (one of the lane's own threads, a bound
+// submitting thread, or, where the caller drives the lane, the calling thread), one at a
+// time, never concurrently with another callback of the same lane, except `prepare` and
+// `finalise` when `concurrency.off_lane_thread` and the config's `workers` move them to host
+// workers (see `RunLaneConcurrency`); `user` is passed back unchanged. A NULL callback
+// succeeds without doing anything (allowed on the simulator; on ACL the two launches are
+// required).
 //
 // Each work callback returns 0 on success; one of the runtime's latch codes negated, -1 to
 // -999 (`runtime_status`, e.g. -3 for a latched `FLOW_CONTROL_DEADLOCK`): that latched
@@ -574,9 +680,9 @@ typedef struct RunLaneRunner {
   // Optional: told of every outcome, in submission order, as it is delivered (e.g. to
   // wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
   // or `run_lane_wait` still returns it once. `outcome` is valid for the call only. It runs
-  // on the lane thread, so an outcome delivered by another of the lane's threads (the
-  // completion waiter, at the end of every run) wakes the lane thread for it: leave it
-  // NULL when `run_lane_wait` or `run_lane_poll` is all the loop needs.
+  // on the thread that delivered the outcome, which runs the lane's steps (ABI 10; before,
+  // always on the lane thread), before that thread lets go of them: so never beside
+  // another callback or a device call of the lane, a force reset included.
   void (*on_outcome)(void *user,
                      const struct RunLaneOutcome *outcome);
   // How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
@@ -632,7 +738,10 @@ typedef struct RunLaneRunner {
 //
 // **Threads.** Entries are called on the lane's threads, never on the caller's
 // (`run_lane_*` calls return without them), except with `RunLaneConfig::submitters_bound`,
-// where a submitting thread may run the lane's steps:
+// where a submitting thread may run the lane's steps, and with `RUN_LANE_DRIVE_CALLER`
+// (ABI 10), where the lane has no thread: every entry is called by the thread of the
+// `run_lane_*` call that runs the steps, the waits by the caller inside `run_lane_wait` (or a
+// `run_lane_poll`'s `query_event`), still at most one wait and one steps' entry at a time:
 //
 // - *the steps:* every entry but the waits below is called by whichever thread runs the
 //   lane's steps (the lane thread, the completion waiter once it has a verdict, a host worker
@@ -821,7 +930,7 @@ typedef struct RunLaneConfig {
   // A `RunLaneVerdictChannel` (ABI 4): `RECORD` (0, the default) or `STREAM_SYNC` (1, a
   // runtime that publishes no result record; the lane then runs at depth one).
   uint32_t verdict_channel;
-  // Runs launched on the pair at once, 1 to the slot count (ABI 10; 1 to the profile's two
+  // Runs launched on the pair at once, 1 to the slot count (ABI 11; 1 to the profile's two
   // before); 0 keeps the profile's (two on a2a3 and a5, lowered to the slots). Each
   // launched run holds a slot, so depth three needs `slots` of at least 3. 1 is the
   // host-synchronised baseline: a run launches only after its predecessor retired, while
@@ -857,7 +966,10 @@ typedef struct RunLaneConfig {
   // other backends (ignored there). `device_id` names the device, for fault notices and for
   // the one lane a device id may have (L-25).
   const struct RunLaneDeviceOps *device_ops;
-  // A `RunLaneHeaderLayout` (ABI 10): the runtime's status header layout, where the lane
+  // A `RunLaneDrive` (ABI 10): `LANE_THREADS` (0, the default) or `CALLER` (1, no thread
+  // of the lane's own: every call runs the lane's steps on its caller's thread, L-23).
+  uint32_t drive;
+  // A `RunLaneHeaderLayout` (ABI 11): the runtime's status header layout, where the lane
   // reads each run's latched codes. `TENSORMAP_AND_RINGBUFFER` (0, the default) or
   // `HOST_BUILD_GRAPH` (1). With the wrong one the lane reads the latch at the other
   // runtime's offsets: a runtime without result records (`STREAM_SYNC`) would see its
@@ -898,6 +1010,12 @@ typedef struct RunLaneCloseReport {
   uint32_t notice_stream_id;
   // The notice's code.
   int32_t notice_code;
+  // How many of the lane's threads `run_lane_destroy` left behind instead of joining (0 or
+  // 1; ABI 10): the completion waiter, when the lane was lost to it stuck inside a device
+  // call past every bound it was given (L-20). It ends when that call returns and touches
+  // nothing of the lane's then; force-reset the device before reusing it. Only
+  // `run_lane_destroy_with_report` sets it.
+  uint8_t threads_left;
 } RunLaneCloseReport;
 
 // One run to submit.
@@ -982,12 +1100,16 @@ RunLaneStatus run_lane_create(const struct RunLaneConfig *config,
 
 // Destroys a lane: closes it if still open, lets launched runs finish (each bounded by its
 // deadline), destroys once more any stream the teardown left, joins the lane thread, the
-// completion waiter and the host workers, and invalidates the handle. Outcomes not taken are
-// dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
+// completion waiter and the host workers (where the caller drives the lane, runs the lane's
+// steps to their end on this thread instead), and invalidates the handle. Outcomes not taken
+// are dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
 // returns `LOST` unless its outcome came first); after this returns no callback runs. Refused
 // (`WRONG_THREAD`) from a runner callback of any lane (it waits for the lane's threads). A
 // second destroy of the same handle returns `INVALID_HANDLE`. `run_lane_destroy_with_report`
-// does the same and says what the teardown left.
+// does the same and says what the teardown left. When the lane was lost to a completion
+// waiter stuck in a device call past every bound (L-20), it waits about a second for that
+// thread, then leaves it and returns `LOST` (ABI 8): the handle is gone all the same, the
+// report's `threads_left` is 1 and `run_lane_last_error()` names the thread.
 //
 // # Safety
 //

@@ -13,7 +13,7 @@ use backend_sim::{RunTimes, SharedSim, SimDevice, SimRunner};
 use core::ffi::c_char;
 use lane_core::{CodeRef, Outcome, Profile, PublishError, RunId, RunRequest, SubmitError};
 use lane_driver::HostWorker;
-use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
+use lane_service::{Drive, LaneHandle, ServiceConfig, ServiceError, WaitError};
 
 use crate::claims::{self, DeviceClaim};
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
@@ -51,7 +51,9 @@ thread_local! {
     /// On a thread that runs a lane's runner callbacks (its lane thread, its host workers),
     /// that lane's serial; 0 on every other thread. The lane thread and the workers run
     /// nothing of the caller's but its callbacks, so a call made on a marked thread comes from
-    /// a callback.
+    /// a callback. Every other thread that runs a lane's steps (its completion waiter, a bound
+    /// submitter, a caller that drives the lane) is marked only for each callback
+    /// ([`CallbackMark`]).
     static CALLBACK_LANE: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -93,7 +95,7 @@ fn refuse_in_callback(what: &str, target: Option<u64>) -> Result<(), Error> {
     }
     let message = match target {
         Some(target) if target == caller => format!(
-            "{what} was called from a runner callback of this lane (on its lane thread or one of its host workers), which it would wait for; call it from another thread (a callback can take outcomes with run_lane_poll)"
+            "{what} was called from a runner callback of this lane (on the thread running its steps), which it would wait for; call it from another thread (a callback can take outcomes with run_lane_poll)"
         ),
         Some(_) => format!(
             "{what} was called from a runner callback of another lane: a callback must not block its own lane's thread, and two lanes waiting on each other would never wake; call it from another thread (a callback can take outcomes with run_lane_poll)"
@@ -136,6 +138,14 @@ fn service_error(error: &ServiceError) -> Error {
             lane_core::MAX_PENDING_PUBLICATIONS
         )
         .into(),
+        // The lane's words name its Rust call; a C caller looks for the C function.
+        ServiceError::Submit(SubmitError::Unusable { .. } | SubmitError::UnusableAfterNotice { .. })
+        | ServiceError::Publish(
+            PublishError::Unusable { .. } | PublishError::UnusableAfterNotice { .. },
+        ) => error
+            .to_string()
+            .replace("(device_reset)", "(run_lane_device_reset)")
+            .into(),
         ServiceError::Lost(_) => format!(
             "{error}; the lane takes nothing more: destroy it (run_lane_destroy) and create a new one"
         )
@@ -188,17 +198,30 @@ struct Knobs {
     workers: usize,
     submitters_bound: bool,
     check_invariants: bool,
+    drive: Drive,
+    /// The lane's serial: its callbacks' mark.
+    serial: u64,
 }
 
 /// The service's config: `profile`, the vtable's outcome callback, the host workers, the
-/// submitting threads' binding and the invariant checks.
+/// submitting threads' binding, the invariant checks and who drives the lane.
 fn service_config(profile: Profile, vtable: Vtable, knobs: Knobs) -> ServiceConfig {
     let mut config = ServiceConfig::new(profile);
-    config.on_outcome = vtable.outcome_callback();
+    config.on_outcome = vtable.outcome_callback(knobs.serial);
     config.workers = knobs.workers;
     config.submitters_bound = knobs.submitters_bound;
     config.check_invariants = knobs.check_invariants;
+    config.drive = knobs.drive;
     config
+}
+
+/// Marks the thread `make` runs on as the lane's callback thread: the lane thread. Where the
+/// caller drives the lane `make` runs on the creating thread, which is the caller's own and
+/// stays unmarked (its callbacks mark it for their duration).
+fn mark_lane_thread(drive: Drive, serial: u64) {
+    if drive == Drive::LaneThreads {
+        mark_callback_thread(serial);
+    }
 }
 
 /// Spawns the service for `settings` on its backend: with host workers for `prepare` and
@@ -209,10 +232,13 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     let runner_requests = Arc::clone(&requests);
     let serial = LANES_MADE.fetch_add(1, Ordering::Relaxed) + 1;
     let workers = settings.workers;
+    let drive = settings.drive;
     let knobs = Knobs {
         workers,
         submitters_bound: settings.submitters_bound,
         check_invariants: settings.check_invariants,
+        drive,
+        serial,
     };
     let vtable = settings.vtable;
     let off_lane = workers > 0 && vtable.concurrency().off_lane_thread;
@@ -240,7 +266,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             with_workers(
                 service_config(profile, vtable, knobs),
                 move || {
-                    mark_callback_thread(serial);
+                    mark_lane_thread(drive, serial);
                     // Shared with the service's completion waiter, which makes its waits.
                     let device = SharedSim::new(SimDevice::new(
                         Costs::default(),
@@ -309,7 +335,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             with_workers(
                 service_config(profile, vtable, knobs),
                 move || {
-                    mark_callback_thread(serial);
+                    mark_lane_thread(drive, serial);
                     let (device, _) = AclDevice::open(config).map_err(|e| {
                         if let Some(status) = open_failure_status(&e) {
                             let _ = lane_open_status.set(status);
@@ -346,7 +372,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             with_workers(
                 service_config(profile, vtable, knobs),
                 move || {
-                    mark_callback_thread(serial);
+                    mark_lane_thread(drive, serial);
                     let device = TableDevice::open(ops, device_id).map_err(|(code, text)| {
                         format!(
                             "the runtime's device table's bind failed on the lane thread with \
@@ -563,12 +589,16 @@ pub unsafe extern "C" fn run_lane_create(
 
 /// Destroys a lane: closes it if still open, lets launched runs finish (each bounded by its
 /// deadline), destroys once more any stream the teardown left, joins the lane thread, the
-/// completion waiter and the host workers, and invalidates the handle. Outcomes not taken are
-/// dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
+/// completion waiter and the host workers (where the caller drives the lane, runs the lane's
+/// steps to their end on this thread instead), and invalidates the handle. Outcomes not taken
+/// are dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
 /// returns `LOST` unless its outcome came first); after this returns no callback runs. Refused
 /// (`WRONG_THREAD`) from a runner callback of any lane (it waits for the lane's threads). A
 /// second destroy of the same handle returns `INVALID_HANDLE`. `run_lane_destroy_with_report`
-/// does the same and says what the teardown left.
+/// does the same and says what the teardown left. When the lane was lost to a completion
+/// waiter stuck in a device call past every bound (L-20), it waits about a second for that
+/// thread, then leaves it and returns `LOST` (ABI 8): the handle is gone all the same, the
+/// report's `threads_left` is 1 and `run_lane_last_error()` names the thread.
 ///
 /// # Safety
 ///
@@ -604,12 +634,20 @@ fn destroy(
     let lane = LANES.remove(lane)?;
     // Shut down whatever other references exist (a call in flight on another thread holds
     // one): the threads are joined here, so no callback runs after this returns.
-    let report = lane.handle.shut_down().map_err(|e| service_error(&e))?;
+    let shutdown = lane.handle.shut_down().map_err(|e| service_error(&e))?;
     if !report_out.is_null() {
+        let mut report = close_to_c(&shutdown.report);
+        report.threads_left = u8::from(shutdown.left.is_some());
         // SAFETY: non-NULL; writable (the callers' contract).
-        unsafe { report_out.write(close_to_c(&report)) };
+        unsafe { report_out.write(report) };
     }
-    Ok(RunLaneStatus::Ok)
+    match shutdown.left {
+        Some(left) => Err(Error::new(
+            RunLaneStatus::Lost,
+            format!("{what}: the lane is destroyed, but {left}"),
+        )),
+        None => Ok(RunLaneStatus::Ok),
+    }
 }
 
 /// Submits a run; returns at once with its id in `*run_out`, or a refusal (`FULL`,
@@ -812,12 +850,15 @@ mod tests {
                 workers: 3,
                 submitters_bound: !check_invariants,
                 check_invariants,
+                drive: Drive::Caller,
+                serial: 1,
             };
             let runner = crate::config::default_config().runner;
             let config = service_config(Profile::a2a3(), Vtable::new(runner), knobs);
             assert_eq!(config.check_invariants, check_invariants);
             assert_eq!(config.submitters_bound, !check_invariants);
             assert_eq!(config.workers, 3);
+            assert_eq!(config.drive, Drive::Caller);
         }
     }
 

@@ -11,8 +11,8 @@ use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
     RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
-    RunLaneConcurrency, RunLaneConfig, RunLaneHeaderLayout, RunLaneProfile, RunLaneRecovery,
-    RunLaneRunner, RunLaneStatus, RunLaneVerdictChannel,
+    RunLaneConcurrency, RunLaneConfig, RunLaneDrive, RunLaneHeaderLayout, RunLaneProfile,
+    RunLaneRecovery, RunLaneRunner, RunLaneStatus, RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
@@ -185,6 +185,8 @@ pub struct Settings {
     pub submitters_bound: bool,
     /// The lane checks its invariants after every step.
     pub check_invariants: bool,
+    /// Who runs the lane's steps.
+    pub drive: lane_service::Drive,
 }
 
 /// The defaults `run_lane_config_default` writes: a2a3 on ACL, the profile's slots and
@@ -226,6 +228,7 @@ pub const fn default_config() -> RunLaneConfig {
         check_invariants: false,
         recovery: RunLaneRecovery::InPlace as u32,
         device_ops: std::ptr::null(),
+        drive: RunLaneDrive::LaneThreads as u32,
         header_layout: RunLaneHeaderLayout::TensormapAndRingbuffer as u32,
     }
 }
@@ -259,6 +262,15 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             config.workers
         )));
     }
+    let drive = match config.drive {
+        d if d == RunLaneDrive::LaneThreads as u32 => lane_service::Drive::LaneThreads,
+        d if d == RunLaneDrive::Caller as u32 => lane_service::Drive::Caller,
+        other => {
+            return Err(invalid(format!(
+                "drive {other} is not a RunLaneDrive (LANE_THREADS = 0, CALLER = 1)"
+            )));
+        }
+    };
     let stream_sync = match config.verdict_channel {
         c if c == RunLaneVerdictChannel::Record as u32 => false,
         c if c == RunLaneVerdictChannel::StreamSync as u32 => true,
@@ -382,6 +394,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
         workers: usize::try_from(config.workers).unwrap_or(usize::MAX),
         submitters_bound: config.submitters_bound,
         check_invariants: config.check_invariants,
+        drive,
     })
 }
 
@@ -467,6 +480,22 @@ mod tests {
             ..sim()
         });
         assert!(on.check_invariants);
+    }
+
+    #[test]
+    fn the_lanes_own_threads_drive_it_by_default_and_the_config_hands_it_to_the_caller() {
+        assert_eq!(read_ok(&sim()).drive, lane_service::Drive::LaneThreads);
+        let caller = read_ok(&RunLaneConfig {
+            drive: RunLaneDrive::Caller as u32,
+            ..sim()
+        });
+        assert_eq!(caller.drive, lane_service::Drive::Caller);
+        let refused = read_err(&RunLaneConfig { drive: 7, ..sim() });
+        assert!(
+            refused.message.contains("RunLaneDrive"),
+            "{}",
+            refused.message
+        );
     }
 
     #[test]
@@ -558,6 +587,7 @@ mod tests {
                 backend: 9,
                 ..sim()
             },
+            RunLaneConfig { drive: 2, ..sim() },
             RunLaneConfig { slots: 5, ..sim() },
             RunLaneConfig {
                 workers: RUN_LANE_MAX_WORKERS + 1,

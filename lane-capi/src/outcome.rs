@@ -228,6 +228,7 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
         notice_device: report.notice.map_or(0, |n| n.device),
         notice_stream_id: report.notice.map_or(0, |n| n.stream_id),
         notice_code: report.notice.map_or(0, |n| n.code.raw()),
+        threads_left: 0,
     };
     if let Some(poison) = report.poison {
         out.poison_origin = poison.origin.0;

@@ -169,12 +169,14 @@ impl Vtable {
     }
 
     /// The service's outcome callback for the vtable's `on_outcome`, if it has one: each
-    /// outcome converted to its C struct and passed with `user`, on the lane thread.
-    pub fn outcome_callback(self) -> Option<OutcomeCallback> {
+    /// outcome converted to its C struct and passed with `user`, by the thread running lane
+    /// `serial`'s steps, marked as running its callback for the call.
+    pub fn outcome_callback(self, serial: u64) -> Option<OutcomeCallback> {
         let on_outcome = self.0.on_outcome?;
         // The whole vtable moves into the closure (it is `Send`; a bare `user` is not).
         let vtable = self;
         Some(Box::new(move |outcome: &Outcome| {
+            let _mark = CallbackMark::enter(serial);
             let c = to_c(outcome);
             // SAFETY: the caller's callback for this signature; `c` lives across the call.
             unsafe { on_outcome(vtable.get().user, &raw const c) };

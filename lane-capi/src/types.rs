@@ -15,23 +15,26 @@ use core::ffi::{c_char, c_void};
 /// runner's recovery hooks (`on_poison`, `before_reset`, `after_reset`),
 /// `run_lane_device_reset`, `RUN_LANE_STATUS_UNUSABLE` and `RUN_LANE_STATE_UNUSABLE`. 9: a
 /// device the runtime supplies (L-22): `RUN_LANE_BACKEND_DEVICE_OPS` and `RunLaneDeviceOps`,
-/// and `RunLaneConfig` grew `device_ops` at its end. 10: code spaces and layouts: the lane's
-/// sentinels left the runtime's band (`RUN_LANE_PREPARE_INCOMPATIBLE` is -1002, was -3;
-/// `RUN_LANE_FINALISE_VALIDATION_FAILED` is -1101, was -1), a callback's negated latch code
-/// (-1..-999) is that latched failure, `RunLaneConfig` grew `header_layout` at its end
-/// (`RunLaneHeaderLayout`), and `launch_depth` goes up to the slot count (it stopped at two).
-pub const RUN_LANE_ABI_VERSION: u32 = 10;
+/// and `RunLaneConfig` grew `device_ops` at its end. 10: `RunLaneConfig` grew `drive` (the
+/// caller may drive the lane, with no thread of its own, L-23), `RunLaneCloseReport` grew
+/// `threads_left`, and `on_outcome` runs on whichever thread runs the lane's steps. 11: code
+/// spaces and layouts: the lane's sentinels left the runtime's band
+/// (`RUN_LANE_PREPARE_INCOMPATIBLE` is -1002, was -3; `RUN_LANE_FINALISE_VALIDATION_FAILED` is
+/// -1101, was -1), a callback's negated latch code (-1..-999) is that latched failure,
+/// `RunLaneConfig` grew `header_layout` at its end (`RunLaneHeaderLayout`), and
+/// `launch_depth` goes up to the slot count (it stopped at two).
+pub const RUN_LANE_ABI_VERSION: u32 = 11;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs: nothing was touched, and the lane prepares it again once the predecessor has its
-/// outcome (ABI 10: -1002; it was -3). The value is the peer runtime's own sentinel
+/// outcome (ABI 11: -1002; it was -3). The value is the peer runtime's own sentinel
 /// (`PTO_RUNTIME_ERR_BASE - 2`), so a runtime returns its own value unchanged; it lies outside
 /// -1..-999, the runtime's latch codes negated, so a prepare that latched
 /// `FLOW_CONTROL_DEADLOCK` and returns -3 fails its run instead of being retried forever.
 pub const RUN_LANE_PREPARE_INCOMPATIBLE: i32 = -1002;
 
 /// What a `finalise` callback returns when host-side validation of the copied-back outputs
-/// failed (a run-only failure: the device is fine; ABI 10: -1101, it was -1). Outside -1..-999
+/// failed (a run-only failure: the device is fine; ABI 11: -1101, it was -1). Outside -1..-999
 /// (the runtime's latch codes negated: -1 is `SCOPE_DEADLOCK`, the runtime's generic failure)
 /// and away from the peer runtime's own sentinels next to -1000, so no code of the runtime's
 /// reads as a validation failure.
@@ -146,14 +149,14 @@ pub enum RunLaneProfile {
     Probe = 2,
 }
 
-/// The runtime's status header layout (`RunLaneConfig::header_layout`, ABI 10; SPEC §5.1):
+/// The runtime's status header layout (`RunLaneConfig::header_layout`, ABI 11; SPEC §5.1):
 /// where the lane reads the latched codes in each slot's status header. Pick the runtime's.
 /// Both queue at the profile's launch depth.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunLaneHeaderLayout {
     /// tensormap_and_ringbuffer: 896 bytes, `orch_error_code` at 784, stall fields after the
-    /// latch (the default, and every lane's layout before ABI 10).
+    /// latch (the default, and every lane's layout before ABI 11).
     TensormapAndRingbuffer = 0,
     /// host_build_graph: 256 bytes, `orch_error_code` at 208, no stall fields.
     HostBuildGraph = 1,
@@ -171,6 +174,25 @@ pub enum RunLaneVerdictChannel {
     /// boundary (a clean synchronize and a clean status header are success). Runs at launch
     /// depth one.
     StreamSync = 1,
+}
+
+/// Who runs the lane's steps (`RunLaneConfig::drive`, ABI 10; SPEC L-23).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneDrive {
+    /// The lane's own threads (the default): a lane thread, a completion waiter and
+    /// `workers` host workers; whoever of them has the event runs the steps.
+    LaneThreads = 0,
+    /// The caller's threads: the lane starts no thread. `run_lane_create` opens the device on
+    /// the calling thread; `run_lane_submit`, `run_lane_publish`, `run_lane_poll`,
+    /// `run_lane_wait` and `run_lane_close` run the lane's steps on the calling thread,
+    /// callbacks included; `run_lane_wait` blocks in the awaited run's device wait itself,
+    /// bounded by its timeout; `run_lane_poll` looks at the run without waiting. A deadline
+    /// that passes while no call is made is acted on at the next call, and so is the
+    /// recovery of a poisoned device (its drain, up to the profile's drain timeout, is made
+    /// by the call that finds it due). Every calling thread must be bound to the lane's device
+    /// (`aclrtSetDevice`), as the runtime's own threads are.
+    Caller = 1,
 }
 
 /// Which backend executes the lane (`RunLaneConfig::backend`).
@@ -216,7 +238,10 @@ pub enum RunLaneBackend {
 ///
 /// **Threads.** Entries are called on the lane's threads, never on the caller's
 /// (`run_lane_*` calls return without them), except with `RunLaneConfig::submitters_bound`,
-/// where a submitting thread may run the lane's steps:
+/// where a submitting thread may run the lane's steps, and with `RUN_LANE_DRIVE_CALLER`
+/// (ABI 10), where the lane has no thread: every entry is called by the thread of the
+/// `run_lane_*` call that runs the steps, the waits by the caller inside `run_lane_wait` (or a
+/// `run_lane_poll`'s `query_event`), still at most one wait and one steps' entry at a time:
 ///
 /// - *the steps:* every entry but the waits below is called by whichever thread runs the
 ///   lane's steps (the lane thread, the completion waiter once it has a verdict, a host worker
@@ -380,11 +405,13 @@ pub struct RunLaneDeviceOps {
 }
 
 /// The runner's callbacks: the embedding runtime's work for each run. Every callback is
-/// called **on the lane thread**, one at a time, never concurrently with another callback of
-/// the same lane, except `prepare` and `finalise` when `concurrency.off_lane_thread` and the
-/// config's `workers` move them to host workers (see `RunLaneConcurrency`); `user` is passed
-/// back unchanged. A NULL callback succeeds
-/// without doing anything (allowed on the simulator; on ACL the two launches are required).
+/// called by the thread that runs the lane's steps (one of the lane's own threads, a bound
+/// submitting thread, or, where the caller drives the lane, the calling thread), one at a
+/// time, never concurrently with another callback of the same lane, except `prepare` and
+/// `finalise` when `concurrency.off_lane_thread` and the config's `workers` move them to host
+/// workers (see `RunLaneConcurrency`); `user` is passed back unchanged. A NULL callback
+/// succeeds without doing anything (allowed on the simulator; on ACL the two launches are
+/// required).
 ///
 /// Each work callback returns 0 on success; one of the runtime's latch codes negated, -1 to
 /// -999 (`runtime_status`, e.g. -3 for a latched `FLOW_CONTROL_DEADLOCK`): that latched
@@ -434,9 +461,9 @@ pub struct RunLaneRunner {
     /// Optional: told of every outcome, in submission order, as it is delivered (e.g. to
     /// wake the runner's own loop). It sees the outcome; it does not take it: `run_lane_poll`
     /// or `run_lane_wait` still returns it once. `outcome` is valid for the call only. It runs
-    /// on the lane thread, so an outcome delivered by another of the lane's threads (the
-    /// completion waiter, at the end of every run) wakes the lane thread for it: leave it
-    /// NULL when `run_lane_wait` or `run_lane_poll` is all the loop needs.
+    /// on the thread that delivered the outcome, which runs the lane's steps (ABI 10; before,
+    /// always on the lane thread), before that thread lets go of them: so never beside
+    /// another callback or a device call of the lane, a force reset included.
     pub on_outcome: Option<unsafe extern "C" fn(user: *mut c_void, outcome: *const RunLaneOutcome)>,
     /// How much of `prepare` and `finalise` may leave the lane thread (ABI 2). Zeroed (the
     /// default): both on the lane thread, one prepare at a time.
@@ -536,7 +563,7 @@ pub struct RunLaneConfig {
     /// A `RunLaneVerdictChannel` (ABI 4): `RECORD` (0, the default) or `STREAM_SYNC` (1, a
     /// runtime that publishes no result record; the lane then runs at depth one).
     pub verdict_channel: u32,
-    /// Runs launched on the pair at once, 1 to the slot count (ABI 10; 1 to the profile's two
+    /// Runs launched on the pair at once, 1 to the slot count (ABI 11; 1 to the profile's two
     /// before); 0 keeps the profile's (two on a2a3 and a5, lowered to the slots). Each
     /// launched run holds a slot, so depth three needs `slots` of at least 3. 1 is the
     /// host-synchronised baseline: a run launches only after its predecessor retired, while
@@ -572,7 +599,10 @@ pub struct RunLaneConfig {
     /// other backends (ignored there). `device_id` names the device, for fault notices and for
     /// the one lane a device id may have (L-25).
     pub device_ops: *const RunLaneDeviceOps,
-    /// A `RunLaneHeaderLayout` (ABI 10): the runtime's status header layout, where the lane
+    /// A `RunLaneDrive` (ABI 10): `LANE_THREADS` (0, the default) or `CALLER` (1, no thread
+    /// of the lane's own: every call runs the lane's steps on its caller's thread, L-23).
+    pub drive: u32,
+    /// A `RunLaneHeaderLayout` (ABI 11): the runtime's status header layout, where the lane
     /// reads each run's latched codes. `TENSORMAP_AND_RINGBUFFER` (0, the default) or
     /// `HOST_BUILD_GRAPH` (1). With the wrong one the lane reads the latch at the other
     /// runtime's offsets: a runtime without result records (`STREAM_SYNC`) would see its
@@ -819,6 +849,12 @@ pub struct RunLaneCloseReport {
     pub notice_stream_id: u32,
     /// The notice's code.
     pub notice_code: i32,
+    /// How many of the lane's threads `run_lane_destroy` left behind instead of joining (0 or
+    /// 1; ABI 10): the completion waiter, when the lane was lost to it stuck inside a device
+    /// call past every bound it was given (L-20). It ends when that call returns and touches
+    /// nothing of the lane's then; force-reset the device before reusing it. Only
+    /// `run_lane_destroy_with_report` sets it.
+    pub threads_left: u8,
 }
 
 /// How installing the lane's device fault notice monitor went

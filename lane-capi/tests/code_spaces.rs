@@ -168,7 +168,7 @@ fn a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing
 }
 
 /// `finalise` returning -1 is the runtime's SCOPE_DEADLOCK (its generic failure), not a
-/// copy-back validation failure (the lane's sentinel was -1 before ABI 10); the sentinel,
+/// copy-back validation failure (the lane's sentinel was -1 before ABI 11); the sentinel,
 /// now -1101, still is one.
 fn finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validation(on: On) {
     let lane = lane(on, 0, -1);
@@ -219,7 +219,7 @@ fn finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validati
 }
 
 /// -4 from `prepare` is DEP_POOL_OVERFLOW, classified as the table classifies the same code
-/// latched in the header, with that code's hint; before ABI 10 it read "ACL -4 UNKNOWN".
+/// latched in the header, with that code's hint; before ABI 11 it read "ACL -4 UNKNOWN".
 fn a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says(on: On) {
     let lane = lane(on, -4, 0);
     let r1 = common::submit(lane).expect("run 1");

@@ -2,110 +2,16 @@
 //! links `librun_lane.a` and runs its checks under AddressSanitizer, on the simulator and
 //! on the fake libascendcl; the header alone compiles as strict C.
 
-use std::path::{Path, PathBuf};
+mod cpp;
+
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-/// The folder cargo puts this build's libraries in (`target/<profile>/`): the test binary
-/// sits in its `deps/`.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-/// A fresh temporary folder for one build.
-fn temp_dir() -> PathBuf {
-    static BUILDS: AtomicU32 = AtomicU32::new(0);
-    let out = std::env::temp_dir().join(format!(
-        "run-lane-capi-{}-{}",
-        std::process::id(),
-        BUILDS.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&out).expect("a temporary folder");
-    out
-}
-
-/// A `cc` build for this target into `out`, warnings as errors, with the header's folder
-/// on the include path (outside a build script `cc` needs the target named).
-fn build(out: &Path, cpp: bool) -> cc::Build {
-    let target = env!("RUN_LANE_TARGET");
-    let mut build = cc::Build::new();
-    build
-        .cpp(cpp)
-        .target(target)
-        .host(target)
-        .opt_level(1)
-        .debug(true)
-        .out_dir(out)
-        .cargo_metadata(false)
-        .include(Path::new(env!("CARGO_MANIFEST_DIR")).join("include"))
-        .flag("-Wall")
-        .flag("-Wextra")
-        .flag("-Werror");
-    build
-}
-
-/// The C++ build of the example: C++17 under AddressSanitizer.
-fn asan_cpp(out: &Path) -> cc::Build {
-    let mut build = build(out, true);
-    build
-        .flag("-std=c++17")
-        .flag("-fsanitize=address")
-        .flag("-fno-omit-frame-pointer");
-    build
-}
-
-/// Runs `command`, failing the test with its output if it fails.
-fn run_compiler(mut command: Command, what: &str) {
-    let output = command.output().expect("the compiler runs");
-    assert!(
-        output.status.success(),
-        "{what} failed: {:?} {:?}\n{}",
-        command.get_program(),
-        command.get_args().collect::<Vec<_>>(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
+use cpp::{asan_cpp, build, build_program, run_compiler, temp_dir};
 
 /// Compiles and links the example with AddressSanitizer into a fresh temporary folder.
 fn build_example() -> PathBuf {
     build_program("onboard_runner")
-}
-
-/// Compiles and links `examples/<name>.cpp` with AddressSanitizer into a fresh temporary
-/// folder.
-fn build_program(name: &str) -> PathBuf {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // `cargo test` leaves the static library in deps/ (the test's own build of the lib);
-    // only `cargo build` copies it up to the profile folder. Prefer deps/: it is the one this
-    // very test run built.
-    let candidates = [
-        profile_dir().join("deps/librun_lane.a"),
-        profile_dir().join("librun_lane.a"),
-    ];
-    let staticlib = candidates
-        .iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!("the static library is missing (cargo builds it with the lib, crate-type staticlib); looked at {candidates:?}")
-        })
-        .clone();
-    let out = temp_dir();
-    let compiler = asan_cpp(&out).get_compiler();
-    let exe = out.join(name);
-    let mut command = compiler.to_command();
-    command
-        .arg(crate_dir.join(format!("examples/{name}.cpp")))
-        .arg(&staticlib)
-        // What `rustc --print native-static-libs` names for a Rust staticlib on Linux.
-        .args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"])
-        .arg("-o")
-        .arg(&exe);
-    run_compiler(command, &format!("compiling {name}.cpp"));
-    exe
 }
 
 /// Runs the example with `args` and checks it passed every check and printed the failing

@@ -1,5 +1,5 @@
 //! Launch depth through the C ABI (L-3, L-18): `RunLaneConfig::launch_depth` goes up to the
-//! slot count (ABI 10; it stopped at the profile's two), as the peer runtime grants three.
+//! slot count (ABI 11; it stopped at the profile's two), as the peer runtime grants three.
 //! On the fake libascendcl through both backends (`on_each_backend!`), and the refused
 //! values, each with what to pass instead, on the simulator.
 

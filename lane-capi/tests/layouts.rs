@@ -155,7 +155,7 @@ fn assert_only_the_latched_run_failed(what: &str, outcomes: &[RunLaneOutcome]) {
 /// clean: the status header is the only evidence of run 2's failure, so the lane must read it
 /// at the runtime's offsets. Each layout's latch fails its run when the config names that
 /// layout; host_build_graph's 256-byte header read as tensormap_and_ringbuffer's (the only
-/// layout before ABI 10) shows nothing at 784, and the latched run would pass as `OK`.
+/// layout before ABI 11) shows nothing at 784, and the latched run would pass as `OK`.
 fn each_layouts_latched_header_fails_its_run_when_the_config_names_that_layout(via: Via) {
     let _serial = common::serial();
     let control = control();

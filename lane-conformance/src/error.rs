@@ -5,8 +5,6 @@ use backend_sim::SimError;
 use run_lane_fake_ascendcl::ControlError;
 use thiserror::Error;
 
-use crate::plan::NoCounterpart;
-
 /// Why a run could not happen.
 #[derive(Debug, Error)]
 pub enum ConformanceError {
@@ -16,9 +14,6 @@ pub enum ConformanceError {
     /// backend-acl could not open the fake.
     #[error("backend-acl could not open the fake: {0}")]
     Open(String),
-    /// A fault rule has no counterpart on the fake.
-    #[error(transparent)]
-    NoCounterpart(#[from] NoCounterpart),
     /// The workload failed: bad input, a driver error, a stuck lane, broken accounting.
     #[error(transparent)]
     Run(#[from] SimError),

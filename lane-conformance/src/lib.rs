@@ -4,8 +4,9 @@
 //! **Owns:** [`FakeRunner`], the embedding runtime's side of a run on the fake (kernels of a
 //! given duration and outcome launched on the lane's streams through the fake's control
 //! surface; host-side prepare, finalise, upload), usable by any crate's tests with any
-//! `Device` whose streams are the fake's; [`FakePlan`], the simulator's fault rules mapped
-//! onto the fake's; [`FakeSession`], exclusive, reset use of the fake (all sixteen devices)
+//! `Device` whose streams are the fake's, faulted by the device model's rules as the
+//! simulator is ([`FakeRunner::with_faults`]); [`FakeSession`], exclusive, reset use of the
+//! fake (all sixteen devices)
 //! per process, opening a lane on any of its devices; the
 //! [`suite`] ([`Backend`], [`Sim`], [`AclOnFake`], [`check`]) that runs every scenario file
 //! (`scenarios/*.toml`) on each backend against the same expectations; [`Tally`], the
@@ -28,13 +29,11 @@ pub mod bench;
 mod error;
 mod fake;
 mod fake_runner;
-mod plan;
 pub mod suite;
 mod tally;
 
 pub use error::ConformanceError;
 pub use fake::{FakeSession, FakeTimeouts};
-pub use fake_runner::{Engine, FakeRunner, FakeWorker, Healer, RunFault, RunPlan, RunSelect};
-pub use plan::{CallRule, FakePlan, NoCounterpart};
+pub use fake_runner::{FakeRunner, FakeWorker, Healer};
 pub use suite::{AclOnFake, Backend, Sim, SimWithCopies, check, leaks};
 pub use tally::Tally;

@@ -4,7 +4,8 @@
 //! compare; [`check`] compares them. [`Sim`] is the simulator in virtual time; [`AclOnFake`]
 //! is backend-acl's `AclDevice` on the fake libascendcl in real time, driven by the same
 //! workload runner (`backend_sim::workload::drive`) with the [`FakeRunner`], the scenario's
-//! faults mapped onto the fake's ([`FakePlan`]) and its timeouts scaled ([`FakeTimeouts`]).
+//! fault rules installed on the fake as they are on the simulator (one vocabulary, no
+//! translation) and its timeouts scaled ([`FakeTimeouts`]).
 //! Kernels run the scenario's device times (hundreds of microseconds) for real; the suite
 //! asserts outcomes and lane-step orderings, never timings.
 
@@ -20,7 +21,6 @@ use run_lane_fake_ascendcl::{Control, FakeCounters};
 use crate::error::ConformanceError;
 use crate::fake::{FakeSession, FakeTimeouts};
 use crate::fake_runner::{FakeRunner, Healer};
-use crate::plan::FakePlan;
 use crate::tally::Tally;
 
 /// A backend the suite runs scenarios on.
@@ -97,9 +97,9 @@ impl Backend for SimWithCopies {
 }
 
 /// backend-acl on the fake libascendcl, real time.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct AclOnFake {
-    /// The timeouts every profile is scaled to.
+    /// The timeouts every profile is scaled to ([`AclOnFake::TIMEOUTS`] by default).
     pub timeouts: FakeTimeouts,
     /// Replaces every scenario's copy path (`None`: the scenario's own).
     pub copies: Option<CopyPath>,
@@ -108,8 +108,29 @@ pub struct AclOnFake {
     pub device_id: i32,
 }
 
+impl AclOnFake {
+    /// The suite's timeouts: a 4 s host wait (a scenario's runs take hundreds of
+    /// microseconds), a 1 s op timeout and a 1 s drain, so a scenario whose run never ends
+    /// (`stuck`) waits out its host deadline in seconds, not tens.
+    pub const TIMEOUTS: FakeTimeouts = FakeTimeouts {
+        completion_ns: 4_000_000_000,
+        device_op_ns: 1_000_000_000,
+        drain_ns: 1_000_000_000,
+    };
+}
+
+impl Default for AclOnFake {
+    fn default() -> Self {
+        Self {
+            timeouts: Self::TIMEOUTS,
+            copies: None,
+            device_id: 0,
+        }
+    }
+}
+
 /// The fake's [`Harness`]: no checks of its own during the run (the leak check follows it),
-/// and healing clears the fake's rules and turns the runner's plan off.
+/// and healing clears the fake's rules and turns the runner's off.
 struct FakeHarness {
     control: Arc<Control>,
     device_id: i32,
@@ -142,15 +163,11 @@ impl Backend for AclOnFake {
             copies: self.copies.or(scenario.config.copies),
             ..scenario.config.clone()
         };
-        let plan = FakePlan::of(&config.all_faults())?;
         let profile = self.timeouts.scale(config.lane_profile()?)?;
         let session = FakeSession::start()?;
         let control = session.control();
         let device_id = self.device_id;
         let device = session.open_on(device_id, profile)?;
-        // After open: the scenario's call counts are the lane's calls, not the probe's.
-        plan.install(control.device(device_id))
-            .map_err(ConformanceError::control)?;
         let w = &config.workload;
         let runner = FakeRunner::new(
             Arc::clone(control),
@@ -162,7 +179,9 @@ impl Backend for AclOnFake {
             },
         )
         .on_device(device_id)
-        .with_plan(plan.runs);
+        // After open: the scenario's call counts are the lane's calls, not the probe's.
+        .with_faults(&config.all_faults())
+        .map_err(ConformanceError::control)?;
         let mut harness = FakeHarness {
             control: Arc::clone(control),
             device_id,

@@ -3,14 +3,17 @@
 
 use lane_core::status_latch::Status;
 use lane_core::stream_pair::Role;
-use lane_core::{Effect, Event, RunId};
+use lane_core::{Effect, Event, LaunchStep, RunId};
 use lane_driver::{Observation, Observer};
 
 /// Counts lane steps: AICore streams created, force resets that succeeded, latched status
 /// headers read, and queued launches.
 ///
 /// A launch is *queued* when the lane launches a run while an earlier launched run has not
-/// yet completed as far as the host knows (no `Completed` or `CompletionFailed` for it).
+/// yet completed as far as the host knows (no `Completed` or `CompletionFailed` for it). A
+/// launch that failed after its AICore kernel reached the device (its AICPU launch, its
+/// `core_done` record, its fence) counts as one too: its kernels are on the device, as the
+/// simulator counts them.
 /// That is an ordering of lane steps, not a timing: the driver launches a depth-two
 /// successor before it starts waiting for its predecessor, so the count is the same on any
 /// machine, however loaded. (The simulator counts on its virtual device clock instead; the
@@ -50,7 +53,12 @@ impl Observer for Tally {
                     role: Role::Aicore, ..
                 } => self.aicore_streams_created += 1,
                 Event::ResetDone { .. } => self.resets += 1,
-                Event::Launched { run, .. } => {
+                Event::Launched { run, .. }
+                | Event::LaunchFailed {
+                    run,
+                    step: LaunchStep::Aicpu | LaunchStep::CoreDone | LaunchStep::RecordEvent,
+                    ..
+                } => {
                     if !self.in_flight.is_empty() {
                         self.queued_launches += 1;
                     }

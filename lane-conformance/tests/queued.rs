@@ -10,10 +10,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use backend_sim::RunTimes;
-use lane_conformance::{
-    Engine, FakeRunner, FakeSession, FakeTimeouts, RunFault, RunPlan, RunSelect,
-};
+use backend_sim::{FaultRule, RunTimes};
+use lane_conformance::{FakeRunner, FakeSession, FakeTimeouts};
 use lane_core::{Outcome, Profile, RunRequest, SubmitError, Verdict};
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn};
 
@@ -74,18 +72,23 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_the_prede
     drop(session);
 }
 
-/// A lane on the fake through the service, running `plan`, with runs of `device_ns`.
-fn lane_on_fake(session: &FakeSession, plan: RunPlan, device_ns: u64) -> LaneHandle {
-    lane_on_fake_with(session, plan, device_ns, FakeTimeouts::default())
+/// A lane on the fake through the service, faulted by `rules` (the simulator's `--fault`
+/// syntax), with runs of `device_ns`.
+fn lane_on_fake(session: &FakeSession, rules: &[&str], device_ns: u64) -> LaneHandle {
+    lane_on_fake_with(session, rules, device_ns, FakeTimeouts::default())
 }
 
 /// As [`lane_on_fake`], with these timeouts.
 fn lane_on_fake_with(
     session: &FakeSession,
-    plan: RunPlan,
+    rules: &[&str],
     device_ns: u64,
     timeouts: FakeTimeouts,
 ) -> LaneHandle {
+    let rules: Vec<FaultRule> = rules
+        .iter()
+        .map(|r| FaultRule::parse(r).expect("a fault rule"))
+        .collect();
     let profile = timeouts
         .scale(Profile::a2a3())
         .expect("the fake's timeouts");
@@ -99,7 +102,8 @@ fn lane_on_fake_with(
             jitter_ppm: 0,
         },
     )
-    .with_plan(plan);
+    .with_faults(&rules)
+    .expect("the fake takes the rules");
     spawn(ServiceConfig::new(profile), move || {
         Ok::<_, String>((device, runner))
     })
@@ -132,11 +136,7 @@ fn run_in_turn(lane: &LaneHandle, runs: u64) -> Vec<String> {
 fn a_hung_kernel_through_the_service_ends_at_the_device_op_timeout_with_its_code_not_the_host_deadline()
  {
     let session = FakeSession::start().expect("the fake");
-    let plan = RunPlan {
-        faults: vec![(RunSelect::Runs(vec![1]), RunFault::Hang(Engine::Aicore))],
-        ..RunPlan::default()
-    };
-    let lane = lane_on_fake(&session, plan, 100_000);
+    let lane = lane_on_fake(&session, &["hang@run:1"], 100_000);
     let started = Instant::now();
     let lines = run_in_turn(&lane, 2);
     // The op timeout (1 s on the fake) fires well before the 10 s host deadline.
@@ -160,14 +160,7 @@ fn a_hung_kernel_through_the_service_ends_at_the_device_op_timeout_with_its_code
 #[test]
 fn a_poison_through_the_service_recovers_and_the_waiter_binds_again_after_the_force_reset() {
     let session = FakeSession::start().expect("the fake");
-    let plan = RunPlan {
-        faults: vec![(
-            RunSelect::Runs(vec![2]),
-            RunFault::Exception(Engine::Aicore),
-        )],
-        ..RunPlan::default()
-    };
-    let lane = lane_on_fake(&session, plan, 100_000);
+    let lane = lane_on_fake(&session, &["exception=507015@run:2"], 100_000);
     let lines = run_in_turn(&lane, 5);
     assert!(lines[0].ends_with(": ok"), "{lines:?}");
     assert!(
@@ -194,25 +187,13 @@ fn no_force_reset_is_made_while_the_waiter_is_inside_a_wait_that_outlives_the_dr
     // before the wait returns: the force reset waits for the waiter to leave its call. The
     // session's drop fails this test if the fake counted a reset under a wait.
     let session = FakeSession::start().expect("the fake");
-    let plan = RunPlan {
-        faults: vec![
-            (RunSelect::Runs(vec![1]), RunFault::Hang(Engine::Aicore)),
-            (
-                RunSelect::Runs(vec![2]),
-                RunFault::LaunchRefused(
-                    Engine::Aicpu,
-                    lane_core::status_latch::AclCode::RtParamInvalid,
-                ),
-            ),
-        ],
-        ..RunPlan::default()
-    };
+    let rules = ["hang@run:1", "aicpu-launch=107000@run:2"];
     let timeouts = FakeTimeouts {
         completion_ns: 10_000_000_000,
         device_op_ns: 2_000_000_000,
         drain_ns: 50_000_000,
     };
-    let lane = lane_on_fake_with(&session, plan, 1_000_000, timeouts);
+    let lane = lane_on_fake_with(&session, &rules, 1_000_000, timeouts);
     let first = lane.submit(RunRequest::new()).expect("run 1 accepted");
     thread::sleep(Duration::from_millis(20));
     let second = lane.submit(RunRequest::new()).expect("run 2 accepted");

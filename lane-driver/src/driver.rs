@@ -12,7 +12,7 @@ use thiserror::Error;
 
 use crate::device::Device;
 use crate::dispatch::{
-    Dispatch, DispatchInput, DispatchRefusal, DispatchState, Next, NoHelpers, Setting,
+    Dispatch, DispatchInput, DispatchRefusal, DispatchState, Here, Next, Setting,
 };
 use crate::executor::{Executor, Wait};
 use crate::observer::{NoObserver, Observer};
@@ -297,7 +297,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         let now = self.executor.now();
         match self
             .dispatch
-            .decide(now, &mut self.steps, &mut NoHelpers, &mut self.executor)?
+            .poll(now, Here::Own, &mut self.steps, &mut self.executor)?
         {
             Next::WaitHere { ticket, wait } => {
                 let answer = run_device_wait(&mut OnDevice(self.executor.device_mut()), &wait);
@@ -320,7 +320,13 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
                 self.execute(effect)?;
                 Ok(Turn::Progress)
             }
-            Next::Sleep(_) | Next::Exit | Next::Lose(_) => self.steps.settled(),
+            // No other thread: nothing is handed out, and nothing is left for another.
+            Next::Sleep(_)
+            | Next::Exit
+            | Next::Lose(_)
+            | Next::Leave
+            | Next::ToWorker(_)
+            | Next::ToWaiter { .. } => self.steps.settled(),
         }
     }
 
@@ -344,9 +350,9 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         let mut any = false;
         loop {
             let now = self.executor.now();
-            let next =
-                self.dispatch
-                    .decide(now, &mut self.steps, &mut NoHelpers, &mut self.executor)?;
+            let next = self
+                .dispatch
+                .poll(now, Here::Own, &mut self.steps, &mut self.executor)?;
             let Next::Execute(effect) = next else {
                 break;
             };

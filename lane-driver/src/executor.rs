@@ -171,7 +171,10 @@ pub enum Wait {
     /// (`Lane::handle_timeout`).
     Expired(Timestamp),
     /// Nothing was waited for: the lane awaits nothing, or no longer (a poison abandoned the
-    /// awaited run while runner work was out, see [`Executor::completion_wait`]).
+    /// awaited run while runner work was out, see [`Executor::completion_wait`]); or the run
+    /// is not complete yet and the caller who drives the lane waits no longer (its `wait`
+    /// timeout, or a look: [`Reach`](crate::Reach)). The run stays live: the dispatch machine
+    /// hands the same wait out again.
     Pending,
 }
 

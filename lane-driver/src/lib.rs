@@ -94,6 +94,6 @@ pub use runner::{
 };
 pub use steps::LaneSteps;
 pub use waiter::{
-    CompletionWaiter, DeviceWait, EVENT_WAIT_SLICE_NS, OnDevice, READBACK_BYTES, Readback,
-    WAITER_GRACE_NS, run_device_wait, wait_failed,
+    CompletionWaiter, DeviceWait, EVENT_WAIT_SLICE_NS, OnDevice, READBACK_BYTES, Reach, Readback,
+    WAITER_GRACE_NS, run_device_wait, run_device_wait_as, wait_failed,
 };

@@ -3,7 +3,8 @@
 //! its own can make them, and [`run_device_wait`], the one wait loop. The single-thread
 //! [`Driver`](crate::Driver) runs that loop on the device itself ([`OnDevice`]); lane-service
 //! runs it on its completion waiter thread, so the lane thread never blocks in a device wait
-//! (SPEC L-16, L-18).
+//! (SPEC L-16, L-18), or, where the caller drives the lane, on the caller inside `wait`
+//! (capped at its timeout) or `poll` (a look: [`Reach`]), with no lock held (L-23).
 
 use lane_core::status_latch::{
     AclCode, Boundary, DeviceVerdict, Evidence, RECORD_BYTES, RecordRead, VerdictChannel,
@@ -256,24 +257,62 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
     }
 }
 
-/// Makes `wait` through `waiter` and returns its answer: binds first (a failed bind fails a
-/// completion with its code; a drain is answered anyway). A completion waits on the run's
-/// boundary bounded by what is left of its deadline (a failed wait is `CompletionFailed`
-/// with the call's code, 507047 on timeout; [`Wait::Expired`] once the deadline has passed),
-/// then gathers the evidence for its verdict (L-8): on the record channel it reads the
-/// result record at once (with the status bytes in front of it, in the same copy, when the
-/// wait names a `readback`: the answer is then [`Wait::Completed`]) and decodes it for the
-/// run's epoch; when the verdict rule says the record does not decide
-/// ([`needs_device_verdict`]) it synchronizes the AICPU stream, then the AICore stream, each
-/// bounded by what is left of the device verdict's bound, counted from the boundary's
-/// completion (past it, the synchronize's timeout, 507046), and answers `Completed` with what
-/// each stream returned, for the lane to attribute (L-8a). A drain
+/// How a wait is made: blocking, as the completion waiter makes every wait, or as a call of
+/// a caller that drives the lane (L-23).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// The completion waiter's: block in the device wait, bounded by the wait's own bound.
+    Waiter,
+    /// A caller's `wait`: as [`Reach::Waiter`], and bounded by `cap` too when given (its
+    /// timeout, on the lane's clock): an event wait that times out at the cap before the run's
+    /// deadline is cut short, not failed, and answers [`Wait::Pending`] (an expired `wait`
+    /// leaves the run live).
+    Wait {
+        /// The caller's own bound, if earlier than the wait's.
+        cap: Option<Timestamp>,
+    },
+    /// A caller's `poll`: never wait for a running kernel. Look at the boundary
+    /// ([`CompletionWaiter::query_event`]): not complete, or the look not supported, answers
+    /// [`Wait::Pending`] (the completion is left to a `wait`); complete goes on as
+    /// [`Reach::Waiter`] would (the record read, and the device verdict's bounded synchronize
+    /// only where the record does not decide: a failure path). An unfenced run's verdict and
+    /// a drain are made as [`Reach::Waiter`] makes them.
+    Look,
+}
+
+/// Makes `wait` through `waiter` and returns its answer ([`run_device_wait_as`] with
+/// [`Reach::Waiter`]): binds first (a failed bind fails a completion with its code;
+/// a drain is answered anyway). A completion waits on the run's boundary bounded by what is
+/// left of its deadline (a failed wait is `CompletionFailed` with the call's code, 507047 on
+/// timeout; [`Wait::Expired`] once the deadline has passed and one look at the boundary,
+/// [`CompletionWaiter::query_event`], does not find it complete: a run that completed while
+/// nobody looked is no host wait timeout), then gathers the evidence for its verdict (L-8):
+/// on the record channel it reads the result record at once (with the status bytes in front
+/// of it, in the same copy, when the wait names a `readback`: the answer is then
+/// [`Wait::Completed`]) and decodes it for the run's epoch; when the verdict rule says the
+/// record does not decide ([`needs_device_verdict`]) it synchronizes the AICPU stream, then
+/// the AICore stream, each bounded by what is left of the device verdict's bound, counted from
+/// the boundary's completion (past it, the synchronize's timeout, 507046), and answers
+/// `Completed` with what each stream returned, for the lane to attribute (L-8a). A drain
 /// answers `DeviceDrained` whatever the call returned (its result proves nothing, SPEC §5.3).
 /// A failed wait's answer carries the waiter's text about it
 /// ([`CompletionWaiter::recent_error_message`], read on this thread right after the wait).
 pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &DeviceWait) -> Wait {
-    match wait_event(waiter, wait) {
-        Ok((event, readback)) => {
+    run_device_wait_as(waiter, wait, Reach::Waiter)
+}
+
+/// [`run_device_wait`], made as `reach` says: a caller that drives the lane caps its
+/// blocking wait at its own timeout, or only looks ([`Reach`]). Past the run's deadline a
+/// caller's look falls back, on a device without [`CompletionWaiter::query_event`], to an
+/// event wait of 1 ms: the deadline may have passed while no call was made (L-23), and a run
+/// that completed meanwhile is not a host wait timeout.
+pub fn run_device_wait_as<W: CompletionWaiter + ?Sized>(
+    waiter: &mut W,
+    wait: &DeviceWait,
+    reach: Reach,
+) -> Wait {
+    match wait_event(waiter, wait, reach) {
+        Made::Event(event, readback) => {
             let text = if event_failed(&event) {
                 waiter.recent_error_message()
             } else {
@@ -285,17 +324,30 @@ pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &Devi
                 None => Wait::Answered(answer),
             }
         }
-        Err(at) => Wait::Expired(at),
+        Made::Expired(at) => Wait::Expired(at),
+        Made::Pending => Wait::Pending,
     }
 }
 
-/// [`run_device_wait`]'s calls: the event that answers `wait` (with the status bytes read in
-/// the record's copy, if asked for and read), or the time at which its deadline was found
-/// passed.
+/// What [`wait_event`]'s calls came to. Not boxed: made once per wait, as [`Wait`], and
+/// turned into one at once.
+#[allow(clippy::large_enum_variant)]
+enum Made {
+    /// The event that answers the wait, with the status bytes read in the record's copy, if
+    /// asked for and read.
+    Event(Event, Option<Readback>),
+    /// The deadline was found passed at this time.
+    Expired(Timestamp),
+    /// Not complete yet, and the caller does not wait longer (its cap, or a look).
+    Pending,
+}
+
+/// [`run_device_wait_as`]'s calls.
 fn wait_event<W: CompletionWaiter + ?Sized>(
     waiter: &mut W,
     wait: &DeviceWait,
-) -> Result<(Event, Option<Readback>), Timestamp> {
+    reach: Reach,
+) -> Made {
     match *wait {
         DeviceWait::Completion {
             run,
@@ -311,13 +363,16 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
             unfenced,
         } => {
             if let Err(code) = waiter.bind() {
-                return Ok((Event::CompletionFailed { run, lease, code }, None));
+                return Made::Event(Event::CompletionFailed { run, lease, code }, None);
             }
             let now = waiter.now();
             if now >= deadline {
-                return Err(now);
-            }
-            if let Some(code) = unfenced {
+                // One look first: a run whose boundary completed before anybody looked (a
+                // caller that drives the lane and called late) is not a host wait timeout.
+                if unfenced.is_some() || !looked(waiter, boundary, reach != Reach::Waiter) {
+                    return Made::Expired(now);
+                }
+            } else if let Some(code) = unfenced {
                 // Its events prove nothing (a never-recorded event even waits as success):
                 // the pair's synchronize decides, bounded by the deadline.
                 let evidence = Evidence {
@@ -331,12 +386,43 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
                     lease,
                     evidence,
                 };
-                return Ok((event, None));
-            }
-            // A timeout here (507047) is the whole remainder's: the failed wait it is (a
-            // stuck run's outcome line says so), on every path that runs this loop.
-            if let Err(code) = waiter.synchronize_event(boundary, remaining_ms(deadline, now)) {
-                return Ok((Event::CompletionFailed { run, lease, code }, None));
+                return Made::Event(event, None);
+            } else {
+                match reach {
+                    // A look that cannot tell (not supported, or failed) leaves the
+                    // completion to a blocking wait, which answers it with the real code.
+                    Reach::Look => {
+                        if !matches!(waiter.query_event(boundary), Ok(true)) {
+                            return Made::Pending;
+                        }
+                    }
+                    Reach::Waiter | Reach::Wait { cap: None } => {
+                        // A timeout here (507047) is the whole remainder's: the failed wait it
+                        // is (a stuck run's outcome line says so), on every path that runs this
+                        // loop.
+                        if let Err(code) =
+                            waiter.synchronize_event(boundary, remaining_ms(deadline, now))
+                        {
+                            return Made::Event(Event::CompletionFailed { run, lease, code }, None);
+                        }
+                    }
+                    Reach::Wait { cap: Some(cap) } => {
+                        let until = cap.min(deadline);
+                        // A timeout at the caller's earlier cap only cuts the wait short.
+                        match waiter.synchronize_event(boundary, remaining_ms(until, now)) {
+                            Ok(()) => {}
+                            Err(AclCode::RtEventSyncTimeout) if until < deadline => {
+                                return Made::Pending;
+                            }
+                            Err(code) => {
+                                return Made::Event(
+                                    Event::CompletionFailed { run, lease, code },
+                                    None,
+                                );
+                            }
+                        }
+                    }
+                }
             }
             // L-8a: the synchronize waits for the runs queued behind too, so its bound starts
             // here, not at the await.
@@ -362,12 +448,28 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
                 lease,
                 evidence,
             };
-            Ok((event, readback))
+            Made::Event(event, readback)
         }
         DeviceWait::Drain {
             attempt,
             timeout_ns,
-        } => Ok((drain(waiter, attempt, timeout_ns), None)),
+        } => Made::Event(drain(waiter, attempt, timeout_ns), None),
+    }
+}
+
+/// Whether `boundary` is complete, without waiting for it: its query; where the device has
+/// none (207000) and `or_wait` (a caller's look past the deadline), an event wait of 1 ms.
+fn looked<W: CompletionWaiter + ?Sized>(
+    waiter: &mut W,
+    boundary: EventHandle,
+    or_wait: bool,
+) -> bool {
+    match waiter.query_event(boundary) {
+        Ok(done) => done,
+        Err(AclCode::RtFeatureNotSupport) if or_wait => {
+            waiter.synchronize_event(boundary, 1).is_ok()
+        }
+        Err(_) => false,
     }
 }
 

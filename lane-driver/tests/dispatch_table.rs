@@ -214,3 +214,39 @@ fn a_worker_answer_outside_a_worker_setting_is_refused_as_not_in_the_setting() {
         );
     }
 }
+
+#[test]
+fn a_bound_submitter_never_makes_a_recovery_call_and_only_the_lanes_own_thread_takes_it_back() {
+    for (setting, state, input, next, act) in rows() {
+        if input == DispatchInput::Elsewhere {
+            assert!(
+                matches!(act, Act::Defer | Act::Leave),
+                "{setting:?} {state:?}: a submitter's recovery call led to {act:?}"
+            );
+            assert!(setting.waiter, "only a threaded lane has submitters");
+        }
+        if state == DispatchState::Deferred && next != DispatchState::Deferred {
+            assert_eq!(
+                (input, act),
+                (DispatchInput::Resume, Act::Route),
+                "{setting:?}"
+            );
+        }
+        if state == DispatchState::Deferred {
+            assert_ne!(act, Act::ToWaiter, "{setting:?} {input:?}");
+        }
+    }
+}
+
+#[test]
+fn only_a_wait_out_counts_its_bound_from_the_waiters_start() {
+    for (setting, state, input, _, act) in rows() {
+        if input == DispatchInput::WaitStarted {
+            assert_eq!(
+                (state, act),
+                (DispatchState::WaitOut, Act::CountFromStart),
+                "{setting:?}"
+            );
+        }
+    }
+}

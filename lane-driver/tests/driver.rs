@@ -1665,40 +1665,11 @@ fn a_text_left_by_an_unreported_failure_is_never_pinned_on_a_later_one() {
 }
 
 /// The lane's other threads for [`threaded`]: the jobs and the wait the dispatch machine
-/// handed out, made when it sleeps, and their answers.
+/// handed out, made when it sleeps.
 #[derive(Default)]
 struct Threads {
     jobs: Vec<lane_core::Effect>,
-    answers: std::collections::VecDeque<lane_driver::dispatch::WorkerAnswer>,
     wait: Option<(u64, DeviceWait)>,
-    waited: Option<(u64, Wait)>,
-}
-
-impl lane_driver::dispatch::Helpers for Threads {
-    fn answer(&mut self) -> Option<lane_driver::dispatch::WorkerAnswer> {
-        self.answers.pop_front()
-    }
-    fn waited(&mut self) -> Option<(u64, Wait)> {
-        self.waited.take()
-    }
-    fn dispatch(&mut self, job: lane_core::Effect) {
-        self.jobs.push(job);
-    }
-    fn hand_wait(&mut self, ticket: u64, wait: DeviceWait) {
-        self.wait = Some((ticket, wait));
-    }
-    fn withdraw_wait(&mut self) {
-        self.wait = None;
-    }
-    fn waiter_inside(&self) -> bool {
-        false
-    }
-    fn jobs_out(&self) -> usize {
-        self.jobs.len() + self.answers.len()
-    }
-    fn shutdown(&self) -> bool {
-        false
-    }
 }
 
 /// A host worker whose prepare of run `fails` fails with a code and leaves a device text, as
@@ -1744,7 +1715,7 @@ fn threaded(
     worker: &mut TextWorker,
     mut answer: impl FnMut(&lane_core::Effect) -> Option<Answer>,
 ) -> Vec<lane_driver::Report> {
-    use lane_driver::dispatch::{Dispatch, Next, Setting, WorkerAnswer};
+    use lane_driver::dispatch::{Dispatch, Here, Next, Setting, WorkerAnswer};
     let mut steps = LaneSteps::new(Profile::a2a3());
     let mut executor = Executor::new(Recorder::default(), Kernels);
     let mut dispatch = Dispatch::new(Setting::WORKERS, None);
@@ -1757,7 +1728,7 @@ fn threaded(
             left -= 1;
         }
         match dispatch
-            .decide(now, &mut steps, &mut threads, &mut executor)
+            .poll(now, Here::Own, &mut steps, &mut executor)
             .unwrap()
         {
             Next::Execute(effect) => {
@@ -1769,20 +1740,31 @@ fn threaded(
                     steps.feed(executor.now(), answered).unwrap();
                 }
             }
+            Next::ToWorker(job) => threads.jobs.push(job),
+            Next::ToWaiter { ticket, wait } => threads.wait = Some((ticket, wait)),
             Next::Sleep(_) => {
                 let jobs = std::mem::take(&mut threads.jobs);
-                let waited = threads.wait.take().map(|(ticket, wait)| {
-                    let device = &mut lane_driver::OnDevice(executor.device_mut());
-                    (ticket, run_device_wait(device, &wait))
+                // The waiter takes what is offered (the machine withdraws by no longer
+                // offering it).
+                let offered = threads.wait.take().filter(|(ticket, _)| {
+                    dispatch
+                        .offered()
+                        .is_some_and(|(now_offered, _)| now_offered == *ticket)
                 });
-                if jobs.is_empty() && waited.is_none() && left == 0 {
+                if jobs.is_empty() && offered.is_none() && left == 0 {
                     break;
                 }
                 for job in jobs {
                     let answered = lane_driver::run_host_work(worker, job).expect("host work");
-                    threads.answers.push_back(WorkerAnswer::Answered(answered));
+                    dispatch.handle_answer(WorkerAnswer::Answered(answered));
                 }
-                threads.waited = waited;
+                if let Some((ticket, wait)) = offered {
+                    dispatch
+                        .handle_wait_started(ticket, executor.now())
+                        .unwrap();
+                    let device = &mut lane_driver::OnDevice(executor.device_mut());
+                    dispatch.handle_waited(ticket, run_device_wait(device, &wait));
+                }
             }
             other => panic!("{other:?}"),
         }

@@ -17,18 +17,23 @@
 //!   its sleep is never lost.
 //! - `delivered` wakes waiters. Every outcome moved into `ready` and the lane's loss are
 //!   announced with `notify_all`; a waiter re-checks `ready` and the loss before every
-//!   sleep.
+//!   sleep. Where the caller drives the lane (`callers_wait`) a caller in `wait` also sleeps
+//!   there while another caller is inside the device wait: a wait offered, and a device wait's
+//!   end, wake it too.
 //! - `jobs` wakes host workers. A step hands runner work over (`Step::dispatch`) and notifies
 //!   once per job; a worker re-checks the queue and the stop before every sleep. A worker's
 //!   answer (or its job, handed back when the worker could not bind the device) goes into
 //!   `answers` as an event, and the worker then runs the steps itself unless another thread
 //!   does. The loss, and the lane's end after a close, stop the workers (`notify_all`).
-//! - `waits` wakes the completion waiter. A step hands it one device wait at a time
+//! - `waits` wakes the completion waiter. A step offers it one device wait at a time
 //!   (`Step::hand_wait`, with a ticket) and notifies it; the waiter re-checks its slot and
-//!   the loss before every sleep. Its answer (with the ticket) goes into the answer slot as
-//!   an event, and the waiter then runs the steps (launching the next run itself) unless
-//!   another thread does. Only the loss stops the waiter, and a waiter inside a device call
-//!   finds it when the call returns.
+//!   the loss before every sleep. It takes the wait with the time it starts its call
+//!   (`take_wait`: one lock hold, so a step sees the wait either offered or started, never
+//!   between), and its answer (with the ticket) goes into the answer slot as an event; the
+//!   waiter then runs the steps (launching the next run itself) unless another thread does.
+//!   Only the loss stops the waiter, and a waiter inside a device call finds it when the
+//!   call returns. Where the caller drives the lane there is no waiter thread: a caller takes
+//!   the offered wait the same way, and every step sees who is inside one (`Step::inside`).
 //!
 //! Both worker queues are allocated once, with room for every job a lane can have out (one
 //! per slot), and the waiter's slots hold one wait each, so handing work over and back
@@ -82,7 +87,7 @@ pub(crate) struct Step<'a, L: Delivers> {
     dispatched: usize,
     wait: &'a mut Option<(u64, L::Wait)>,
     waited: &'a mut Option<(u64, L::Waited)>,
-    waiter_inside: bool,
+    inside: Option<(u64, u64)>,
     handed_wait: bool,
 }
 
@@ -118,10 +123,11 @@ impl<L: Delivers> Step<'_, L> {
         self.waited.take()
     }
 
-    /// Whether the completion waiter has taken a wait and not answered it yet: it is inside
-    /// a device call, or about to make one (L-20: no force reset then).
-    pub(crate) const fn waiter_inside(&self) -> bool {
-        self.waiter_inside
+    /// The wait the completion waiter (or a caller) took and has not answered yet, with the
+    /// time it started its call: it is inside a device call, or about to make one (L-20: no
+    /// force reset then).
+    pub(crate) const fn inside(&self) -> Option<(u64, u64)> {
+        self.inside
     }
 
     /// Takes back the wait handed to the completion waiter if it has not taken it yet (the
@@ -155,8 +161,12 @@ pub(crate) struct State<L: Delivers> {
     wait: Option<(u64, L::Wait)>,
     /// The waiter's latest answer, not taken by the lane thread yet.
     waited: Option<(u64, L::Waited)>,
-    /// The waiter took a wait and has not answered it yet.
-    waiter_inside: bool,
+    /// The wait the waiter took and has not answered yet, and when its call started (the
+    /// lane's clock, ns).
+    inside: Option<(u64, u64)>,
+    /// The caller drives the lane: callers sleep on `delivered`, and an offered wait or a
+    /// waiter's answer wakes them.
+    callers_wait: bool,
     /// The workers end: the lane is closed with no job out, or the lane thread ended.
     retire: bool,
     /// A command or a worker's answer arrived since the lane thread last polled the lane.
@@ -214,7 +224,8 @@ impl<L: Delivers> Mailbox<L> {
                 out: 0,
                 wait: None,
                 waited: None,
-                waiter_inside: false,
+                inside: None,
+                callers_wait: false,
                 retire: false,
                 work: false,
                 running: false,
@@ -243,8 +254,6 @@ impl<L: Delivers> Mailbox<L> {
         }
         if any {
             wakes.delivered = true;
-            // The callback runs on the lane thread: wake it if another thread delivered.
-            wakes.work |= state.announce;
         }
     }
 
@@ -347,10 +356,12 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// Lets go of the lane's steps without running them (they cannot run on this thread yet):
-    /// work posted meanwhile wakes the lane thread.
-    pub(crate) fn hand_steps_back(&self) {
+    /// work posted meanwhile wakes the lane thread. With `wake`, the lane thread is woken to
+    /// run them whatever was posted (a bound submitter leaves it a recovery call).
+    pub(crate) fn hand_steps_back(&self, wake: bool) {
         let mut state = lock(&self.state);
         state.running = false;
+        state.work |= wake;
         let work = state.work;
         drop(state);
         if work {
@@ -371,7 +382,7 @@ impl<L: Delivers> Mailbox<L> {
     pub(crate) fn step<R>(
         &self,
         step: impl FnOnce(&mut L, &mut Step<'_, L>) -> R,
-    ) -> Result<R, LostCause> {
+    ) -> Result<(R, bool), LostCause> {
         let mut guard = lock(&self.state);
         if let Some(cause) = &guard.lost {
             return Err(cause.clone());
@@ -386,19 +397,22 @@ impl<L: Delivers> Mailbox<L> {
             dispatched: 0,
             wait: &mut state.wait,
             waited: &mut state.waited,
-            waiter_inside: state.waiter_inside,
+            inside: state.inside,
             handed_wait: false,
         };
         let result = step(&mut state.lane, &mut cx);
         let mut wakes = Wakes {
             jobs: cx.dispatched,
             waits: cx.handed_wait,
+            // A caller asleep in `wait` takes an offered wait.
+            delivered: cx.handed_wait && state.callers_wait,
             ..Wakes::default()
         };
         Self::deliver(state, &mut wakes);
+        let to_announce = !state.unannounced.is_empty();
         drop(guard);
         self.wake(wakes);
-        Ok(result)
+        Ok((result, to_announce))
     }
 
     /// On a host worker: the next job, blocking until there is one; `None` once the workers
@@ -433,34 +447,71 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
-    /// On the completion waiter: the next device wait and its ticket, blocking until there is
-    /// one; `None` once the lane is lost (the lane thread's end is always a loss).
-    pub(crate) fn take_wait(&self) -> Option<(u64, L::Wait)> {
+    /// On the completion waiter: blocks until a device wait is offered and no thread is
+    /// inside one; `false` once the lane is lost (the lane thread's end is always a loss).
+    pub(crate) fn next_offer(&self) -> bool {
         let mut state = lock(&self.state);
         loop {
             if state.lost.is_some() {
-                return None;
+                return false;
             }
-            if let Some(wait) = state.wait.take() {
-                state.waiter_inside = true;
-                return Some(wait);
+            if state.wait.is_some() && state.inside.is_none() {
+                return true;
             }
             state = wait(&self.waits, state);
         }
     }
 
-    /// On the completion waiter: hands the answer to wait `ticket` back as work (dropped when
-    /// the lane is lost: nobody takes it); the waiter then runs the steps itself, or the
+    /// Takes the offered device wait, if one is offered that `due` accepts and no thread is
+    /// inside one, recording `at` (the lane's clock, ns, read by the taker just before) as
+    /// the start of its call: from here until [`give_waited`](Self::give_waited) the taker is
+    /// inside it (L-20). Never blocks.
+    pub(crate) fn take_wait(
+        &self,
+        at: u64,
+        due: impl FnOnce(&L::Wait) -> bool,
+    ) -> Option<(u64, L::Wait)> {
+        let mut state = lock(&self.state);
+        if state.lost.is_some() || state.inside.is_some() {
+            return None;
+        }
+        if !state.wait.as_ref().is_some_and(|(_, wait)| due(wait)) {
+            return None;
+        }
+        let (ticket, wait) = state.wait.take()?;
+        state.inside = Some((ticket, at));
+        Some((ticket, wait))
+    }
+
+    /// Whether a device wait is offered and no thread is inside one (a caller may take it).
+    pub(crate) fn offer_free(&self) -> bool {
+        let state = lock(&self.state);
+        state.wait.is_some() && state.inside.is_none() && state.lost.is_none()
+    }
+
+    /// On the thread that took the wait `ticket`: hands its answer back as work (dropped when
+    /// the lane is lost: nobody takes it); the taker then runs the steps itself, or the
     /// thread running them takes it. It replaces an answer not taken yet: that one answered
-    /// a wait abandoned since.
+    /// a wait abandoned since. Where the caller drives the lane, callers asleep in `wait`
+    /// wake (one may take the wait offered next).
     pub(crate) fn give_waited(&self, ticket: u64, answer: L::Waited) {
         let mut state = lock(&self.state);
-        state.waiter_inside = false;
-        if state.lost.is_some() {
-            return;
+        state.inside = None;
+        let wake = state.callers_wait;
+        if state.lost.is_none() {
+            state.waited = Some((ticket, answer));
+            state.work = true;
         }
-        state.waited = Some((ticket, answer));
-        state.work = true;
+        drop(state);
+        if wake {
+            self.delivered.notify_all();
+        }
+    }
+
+    /// The caller drives the lane: callers sleep on `delivered`, and an offered wait or a
+    /// device wait's end wakes them.
+    pub(crate) fn callers_wait(&self) {
+        lock(&self.state).callers_wait = true;
     }
 
     /// On the lane thread once the lane is closed with no job out: the workers end.
@@ -478,15 +529,12 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// On the lane thread with nothing to do: sleeps until work that no thread is running the
-    /// steps for (a command, a worker's answer), an outcome for the callback, the end of the
-    /// steps or the loss (the shutdown is posted as work), or `until` passes (the next timer). Returns whether it was woken (else
-    /// `until` passed).
+    /// steps for (a command, a worker's answer), the end of the steps or the loss (the
+    /// shutdown is posted as work), or `until` passes (the next timer). Returns whether it
+    /// was woken (else `until` passed).
     pub(crate) fn idle(&self, until: Option<Instant>) -> bool {
         let woken = |state: &State<L>| {
-            (state.work && !state.running)
-                || !state.unannounced.is_empty()
-                || state.exited
-                || state.lost.is_some()
+            (state.work && !state.running) || state.exited || state.lost.is_some()
         };
         let mut state = lock(&self.state);
         while !woken(&state) {
@@ -507,6 +555,53 @@ impl<L: Delivers> Mailbox<L> {
     /// The next delivered outcome, in sequence order; never blocks behind the device.
     pub(crate) fn poll(&self) -> Option<L::Outcome> {
         lock(&self.state).ready.pop_front()
+    }
+
+    /// Item `seq`'s outcome, taken, if delivered; why it never will be (an unknown item, one
+    /// taken already, a lost lane); `None` while it is still to come. Never blocks.
+    pub(crate) fn try_take(&self, seq: u64) -> Option<Result<L::Outcome, WaitError>> {
+        let mut state = lock(&self.state);
+        if let Some(outcome) = take(&mut state, seq) {
+            return Some(Ok(outcome));
+        }
+        if seq == 0 || seq > state.issued {
+            return Some(Err(WaitError::Unknown { item: seq }));
+        }
+        if seq <= state.delivered {
+            return Some(Err(WaitError::AlreadyTaken { item: seq }));
+        }
+        state.lost.as_ref().map(|cause| {
+            Err(WaitError::Lost {
+                item: seq,
+                cause: cause.clone(),
+            })
+        })
+    }
+
+    /// Where the caller drives the lane: sleeps until item `seq` (if any) has its outcome, a
+    /// device wait is offered with no thread inside one, work is posted that no thread is
+    /// running the steps for, the steps end, the lane is lost, or `until` passes.
+    pub(crate) fn caller_idle(&self, seq: Option<u64>, until: Option<Instant>) {
+        let woken = |state: &State<L>| {
+            seq.is_some_and(|seq| state.ready.iter().any(|o| L::seq(o) == seq))
+                || (state.wait.is_some() && state.inside.is_none())
+                || (state.work && !state.running)
+                || state.exited
+                || state.lost.is_some()
+        };
+        let mut state = lock(&self.state);
+        while !woken(&state) {
+            state = match until {
+                None => wait(&self.delivered, state),
+                Some(until) => {
+                    let (state, passed) = wait_until(&self.delivered, state, until);
+                    if passed {
+                        return;
+                    }
+                    state
+                }
+            };
+        }
     }
 
     /// Blocks the caller until item `seq` has its outcome (and takes it), the lane is lost,

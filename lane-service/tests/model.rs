@@ -22,9 +22,16 @@
 //! thread sleeps on the answered wait), and a loss that does not notify `waits` (the waiter
 //! never ends). And L-20: a force reset that ignores whether the waiter is inside its call,
 //! or leaves a wait the waiter has not taken yet to be taken after it, is a reset under a
-//! wait. And the outcome callback: a lane thread that ends without showing the outcomes
-//! delivered since its last look (after it ran the steps, or when it finds that another
-//! thread ran them to their end) leaves a callback unmade.
+//! wait. And the outcome callback, shown by whichever thread holds the claim before it lets
+//! go of it: a lane thread that shows outcomes outside the claim (as the lane thread did
+//! before issue 44) shows one beside another thread's device call, and a holder that lets
+//! go without showing leaves a callback unmade.
+//!
+//! And the caller-driven lane (L-23, no thread of the lane's own): callers take the offered
+//! wait themselves (`take_wait`), sleep on `delivered` while another caller is inside it
+//! (`caller_idle`), and an offered wait or a wait's end wakes them: a caller asleep while the
+//! one inside answers, or while the steps another caller runs offer the next wait, is never
+//! left asleep.
 
 /// The facade `mailbox.rs` is written against, over loom's primitives.
 mod sync {
@@ -162,17 +169,58 @@ enum Ran {
 /// The service's `Engine::run_steps`: claim the steps (or leave them to the thread that has
 /// them), step until a step sleeps and nothing was posted meanwhile, or the steps end.
 fn run_steps(mailbox: &Mailbox<Toy>, body: Body) -> Ran {
+    run_steps_showing(mailbox, body, None)
+}
+
+/// The outcome callback of a scenario: what it was shown, and whether a thread running the
+/// steps is inside a "device call" (between two steps).
+#[derive(Default)]
+struct Showing {
+    shown: loom::sync::Mutex<Vec<u64>>,
+    calling: AtomicBool,
+}
+
+impl Showing {
+    /// Shows the outcomes delivered since the last look (the service's `Engine::announce`),
+    /// asserting no call of the steps is in flight.
+    fn show(&self, mailbox: &Mailbox<Toy>) {
+        let mut buffer = VecDeque::new();
+        mailbox.take_unannounced(&mut buffer);
+        if !buffer.is_empty() {
+            assert!(
+                !self.calling.load(Ordering::SeqCst),
+                "an outcome shown beside a call of the steps"
+            );
+            self.shown.lock().unwrap().extend(buffer.drain(..));
+        }
+    }
+}
+
+/// As [`run_steps`]; with `show`, the holder of the claim shows delivered outcomes after each
+/// step that delivered some and before it lets go, and a step that says `Again` is followed
+/// by a "device call" (the service executes an effect there, with no lock held).
+fn run_steps_showing(mailbox: &Mailbox<Toy>, body: Body, show: Option<&Showing>) -> Ran {
     match mailbox.begin_steps() {
         Ok(true) => {}
         Ok(false) => return Ran::Elsewhere,
         Err(_) => return Ran::Lost,
     }
     loop {
-        let Ok((flow, shutdown)) = mailbox.step(|toy, cx| (body(toy, cx), cx.shutdown)) else {
+        let Ok(((flow, shutdown), to_show)) = mailbox.step(|toy, cx| (body(toy, cx), cx.shutdown))
+        else {
             return Ran::Lost;
         };
+        if let (Some(show), true) = (show, to_show) {
+            show.show(mailbox);
+        }
         match flow {
-            Flow::Again => {}
+            Flow::Again => {
+                if let Some(show) = show {
+                    show.calling.store(true, Ordering::SeqCst);
+                    thread::yield_now();
+                    show.calling.store(false, Ordering::SeqCst);
+                }
+            }
             Flow::Sleep => {
                 if mailbox.end_steps(false) {
                     return Ran::Slept(shutdown);
@@ -208,38 +256,39 @@ fn lane_loop(mailbox: &Mailbox<Toy>, body: Body) {
     mailbox.lose(LostCause::new("the lane thread ended"));
 }
 
-/// The service's lane thread with an outcome callback set (`announce`): as [`lane_loop`], and
-/// it shows the outcomes delivered since it last looked after each run of the steps and, on
-/// every path, before it ends (also when another thread ran the steps to their end after its
-/// last look). Returns the outcomes it showed, in order.
-fn announcing_lane_loop(mailbox: &Mailbox<Toy>, body: Body) -> Vec<u64> {
-    let mut shown = Vec::new();
-    let mut buffer = VecDeque::new();
-    let mut unannounced = |shown: &mut Vec<u64>| {
-        mailbox.take_unannounced(&mut buffer);
-        shown.extend(buffer.drain(..));
-    };
+/// The service's lane thread with an outcome callback set: as [`lane_loop`], showing
+/// outcomes only while it holds the claim.
+fn showing_lane_loop(mailbox: &Mailbox<Toy>, body: Body, show: &Showing) {
     loop {
-        let ran = run_steps(mailbox, body);
-        unannounced(&mut shown);
-        match ran {
+        match run_steps_showing(mailbox, body, Some(show)) {
             Ran::Exited => break,
-            Ran::Lost => return shown,
+            Ran::Lost => return,
             Ran::Slept(_) | Ran::Elsewhere => {}
         }
         if mailbox.exited() {
-            unannounced(&mut shown);
             break;
         }
         mailbox.idle(None);
         if mailbox.exited() {
-            unannounced(&mut shown);
             break;
         }
     }
     mailbox.retire_workers();
     mailbox.lose(LostCause::new("the lane thread ended"));
-    shown
+}
+
+/// A lane with a completion waiter whose finished item is followed by a call of the steps
+/// (the launch of the next run, on the thread that ran the steps): as [`waiter_body`], with
+/// `Again` after each finish.
+fn calling_waiter_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
+    if let Some((ticket, answer)) = cx.waited() {
+        if toy.awaiting == Some(ticket) {
+            toy.awaiting = None;
+            toy.finished.push_back(answer);
+            return Flow::Again;
+        }
+    }
+    waiter_body(toy, cx)
 }
 
 /// A lane that finishes one queued item per step, and ends at the shutdown once nothing is
@@ -313,13 +362,24 @@ fn lane_thread_with_waiter(mailbox: &Mailbox<Toy>) {
 /// does (whoever has the event runs the steps), until the lane is lost.
 fn waiter(mailbox: &Mailbox<Toy>) -> usize {
     let mut answered = 0;
-    while let Some((ticket, wait)) = mailbox.take_wait() {
+    while let Some((ticket, wait)) = take_wait(mailbox) {
         thread::yield_now();
         mailbox.give_waited(ticket, wait);
         run_steps(mailbox, waiter_body);
         answered += 1;
     }
     answered
+}
+
+/// The service's waiter loop: blocks until a wait is offered, then takes it (with the time
+/// its call starts; the toy's clock reads 0). `None` once the lane is lost.
+fn take_wait(mailbox: &Mailbox<Toy>) -> Option<(u64, u64)> {
+    while mailbox.next_offer() {
+        if let Some(taken) = mailbox.take_wait(0, |_| true) {
+            return Some(taken);
+        }
+    }
+    None
 }
 
 fn spawn_waiter(mailbox: &Arc<Mailbox<Toy>>) -> thread::JoinHandle<usize> {
@@ -366,7 +426,7 @@ fn lane_thread_resetting(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
     // It holds the steps throughout: the waiter's answer is this thread's to take.
     assert_eq!(mailbox.begin_steps(), Ok(true));
     loop {
-        let Ok(reset) = mailbox.step(|toy, cx| {
+        let Ok((reset, _)) = mailbox.step(|toy, cx| {
             if toy.awaiting.is_none() {
                 toy.awaiting = Some(1);
                 cx.hand_wait(1, 1);
@@ -375,7 +435,7 @@ fn lane_thread_resetting(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
             // Its answer, if any, is dropped: nobody asks for it any more.
             let _ = cx.waited();
             cx.withdraw_wait();
-            !cx.waiter_inside()
+            cx.inside().is_none()
         }) else {
             return;
         };
@@ -395,7 +455,7 @@ fn lane_thread_resetting(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
 
 /// A completion waiter that marks the time it is inside its device call.
 fn marking_waiter(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
-    while let Some((ticket, wait)) = mailbox.take_wait() {
+    while let Some((ticket, wait)) = take_wait(mailbox) {
         in_call.store(true, Ordering::SeqCst);
         thread::yield_now();
         in_call.store(false, Ordering::SeqCst);
@@ -670,22 +730,103 @@ fn a_force_reset_is_made_only_once_the_waiter_is_out_of_its_call_and_never_lost(
 }
 
 #[test]
-fn every_outcome_is_announced_before_the_lane_thread_ends_when_the_waiter_ran_the_steps_last() {
-    // The completion waiter runs the steps that deliver the outcome and, after the shutdown,
-    // the steps' end, while the lane thread finds them taken (another thread runs them): the
-    // lane thread must still show that outcome before it ends, or `destroy` returns with a
-    // callback never made (found as a rare failure of lane-capi's callback test). Four
-    // preemptions reach that order; two or three do not.
-    model_bounded(4, || {
+fn every_outcome_is_shown_once_by_the_thread_holding_the_claim_and_never_beside_a_call_of_the_steps()
+ {
+    // The completion waiter runs the steps that deliver the outcome and then "launches" (a
+    // call between steps), while the lane thread may be woken by the submit: only the claim's
+    // holder shows outcomes, so the callback never runs beside that call (issue 44: it ran on
+    // the lane thread beside the waiter's force reset), and every outcome is shown before the
+    // steps end, whichever thread ran them last.
+    model_bounded(3, || {
         let mailbox = toy_mailbox(true);
-        let lane = on_thread(&mailbox, |mailbox| {
-            announcing_lane_loop(mailbox, waiter_body)
-        });
-        let waiter = spawn_waiter(&mailbox);
+        let show = Arc::new(Showing::default());
+        let lane = {
+            let show = Arc::clone(&show);
+            on_thread(&mailbox, move |mailbox| {
+                showing_lane_loop(mailbox, calling_waiter_body, &show);
+            })
+        };
+        let waiter = {
+            let show = Arc::clone(&show);
+            on_thread(&mailbox, move |mailbox| {
+                let mut answered = 0;
+                while let Some((ticket, wait)) = take_wait(mailbox) {
+                    thread::yield_now();
+                    mailbox.give_waited(ticket, wait);
+                    run_steps_showing(mailbox, calling_waiter_body, Some(&show));
+                    answered += 1;
+                }
+                answered
+            })
+        };
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
         mailbox.shutdown();
-        assert_eq!(lane.join().expect("the lane thread"), vec![item]);
+        lane.join().expect("the lane thread");
         assert_eq!(waiter.join().expect("the waiter"), 1);
+        assert_eq!(*show.shown.lock().unwrap(), vec![item]);
+    });
+}
+
+/// A caller's `wait` where the caller drives the lane: takes the outcome once delivered, runs
+/// the steps, takes the offered wait and answers it itself (the device call is a preemption
+/// point), and sleeps on `delivered` while another caller is inside it.
+fn caller_wait(mailbox: &Mailbox<Toy>, seq: u64) -> u64 {
+    loop {
+        if let Some(taken) = mailbox.try_take(seq) {
+            return taken.expect("the outcome");
+        }
+        run_steps(mailbox, waiter_body);
+        if let Some(taken) = mailbox.try_take(seq) {
+            return taken.expect("the outcome");
+        }
+        if let Some((ticket, wait)) = mailbox.take_wait(0, |_| true) {
+            thread::yield_now();
+            mailbox.give_waited(ticket, wait);
+            continue;
+        }
+        mailbox.caller_idle(Some(seq), None);
+    }
+}
+
+/// A caller-driven lane's mailbox (no thread of its own).
+fn caller_mailbox() -> Arc<Mailbox<Toy>> {
+    let mailbox = toy_mailbox(false);
+    mailbox.callers_wait();
+    mailbox
+}
+
+#[test]
+fn two_callers_driving_a_lane_with_no_thread_of_its_own_each_get_their_outcome() {
+    // One caller waits for the first item (it takes and makes the wait), the other submits
+    // the second (running the steps itself) and waits for it: whichever is inside the device
+    // wait, the other sleeps and is woken by the wait's end or the next wait offered.
+    model_bounded(3, || {
+        let mailbox = caller_mailbox();
+        let first = submit_from(&mailbox, Some(waiter_body));
+        let other = on_thread(&mailbox, move |mailbox| caller_wait(mailbox, first));
+        let second = submit_from(&mailbox, Some(waiter_body));
+        assert_eq!(caller_wait(&mailbox, second), second);
+        assert_eq!(other.join().expect("the other caller"), first);
+    });
+}
+
+#[test]
+fn a_caller_waiting_while_another_runs_the_steps_takes_the_wait_they_offer() {
+    // The submitting caller runs the steps that offer the wait while the waiting caller may
+    // already be asleep: the offer wakes it (no thread of the lane's own would).
+    model_bounded(3, || {
+        let mailbox = caller_mailbox();
+        let next = 1;
+        let waiting = on_thread(&mailbox, move |mailbox| {
+            // The item is the first the lane accepts; wait until it is.
+            while let Some(Err(WaitError::Unknown { .. })) = mailbox.try_take(next) {
+                thread::yield_now();
+            }
+            caller_wait(mailbox, next)
+        });
+        let item = submit_from(&mailbox, Some(waiter_body));
+        assert_eq!(item, next);
+        assert_eq!(waiting.join().expect("the waiting caller"), item);
     });
 }

@@ -182,7 +182,7 @@ fn wait_blocks_only_its_caller_and_takes_each_outcome_once() {
 }
 
 #[test]
-fn the_callback_sees_every_outcome_in_order_on_the_lane_thread_without_taking_it() {
+fn the_callback_sees_every_outcome_in_order_on_a_lane_thread_running_the_steps_without_taking_it() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     let mut config = ServiceConfig::new(Profile::a5());
@@ -213,13 +213,16 @@ fn the_callback_sees_every_outcome_in_order_on_the_lane_thread_without_taking_it
     assert_eq!(polled, ids);
     drop(handle);
     let seen = seen.lock().unwrap().clone();
-    let lane = Some("lane".to_owned());
-    assert_eq!(
-        seen,
-        ids.iter()
-            .map(|&seq| (lane.clone(), seq))
-            .collect::<Vec<_>>()
-    );
+    let shown: Vec<u64> = seen.iter().map(|&(_, seq)| seq).collect();
+    assert_eq!(shown, ids);
+    // Whichever of the lane's own threads ran the steps that delivered it (no submitter is
+    // bound here): the completion waiter delivers most.
+    for (name, seq) in &seen {
+        assert!(
+            matches!(name.as_deref(), Some("lane" | "lane-waiter")),
+            "outcome {seq} shown on {name:?}"
+        );
+    }
 }
 
 #[test]

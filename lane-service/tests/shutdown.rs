@@ -35,7 +35,10 @@ fn one_run_then_shut_down(handle: &LaneHandle) -> lane_core::CloseReport {
     let run = handle.submit(RunRequest::new()).expect("accepted");
     let outcome = handle.wait(run, GENEROUS).expect("its outcome");
     assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
-    handle.shut_down().expect("not on the lane's own thread")
+    handle
+        .shut_down()
+        .expect("not on the lane's own thread")
+        .report
 }
 
 #[test]
@@ -101,7 +104,7 @@ fn a_stream_the_teardown_left_is_destroyed_once_more_at_the_shutdown() {
 fn a_second_shut_down_returns_the_same_final_report() {
     let handle = lane(Some("stream-destroy=507901@call:1,3,4"));
     let first = one_run_then_shut_down(&handle);
-    let second = handle.shut_down().expect("again");
+    let second = handle.shut_down().expect("again").report;
     assert_eq!(first, second);
 }
 
@@ -117,7 +120,7 @@ fn shut_down_joins_the_lane_with_other_clones_alive_and_they_see_a_lost_lane() {
     let dropped = rx.recv().expect("the device was made");
     let clone = handle.clone();
     let run = clone.submit(RunRequest::new()).expect("accepted");
-    let report = handle.shut_down().expect("from the test thread");
+    let report = handle.shut_down().expect("from the test thread").report;
     assert_eq!(
         report.state,
         LaneState::Closed {
@@ -173,7 +176,7 @@ fn shut_down_from_the_outcome_callback_is_refused_as_its_own_thread_and_shuts_do
         .expect("the callback answered");
     slot.lock().unwrap().take();
     // The callback's shutdown request stands: this one joins the threads.
-    let report = handle.shut_down().expect("from the test thread");
+    let report = handle.shut_down().expect("from the test thread").report;
     assert_eq!(
         report.state,
         LaneState::Closed {

@@ -3,16 +3,19 @@
 //! polled outcomes come in sequence order, no wait misses its wake-up, nothing deadlocks.
 //! Bounded in count (runs per submitter, attempts) and in time (a watchdog fails the test
 //! instead of hanging). Once with the lane's own threads running its steps, once with the
-//! submitting threads running them too.
+//! submitting threads running them too, and once with no thread of the lane's own: the
+//! callers drive it (L-23), the poller's polls and every submitter's waits make its device
+//! waits.
 
 mod common;
 
 use backend_sim::{FaultRule, SharedSim, SimRunner};
 use common::sim;
+use lane_core::RunId;
 use lane_core::{
     CodeRef, Outcome, Profile, PublicationResult, PublishError, RunRequest, SubmitError, Verdict,
 };
-use lane_service::{ItemId, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
+use lane_service::{Drive, ItemId, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
@@ -98,7 +101,7 @@ fn submitter(handle: &LaneHandle, index: u64, stop: &AtomicBool) -> Submitted {
 
 #[test]
 fn eight_submitters_and_a_poller_on_a_faulty_simulator_get_exactly_one_outcome_per_item_in_order() {
-    stress(false);
+    stress(false, Drive::LaneThreads);
 }
 
 /// The same with the submitting threads running the lane's steps (a submit to an idle lane
@@ -107,13 +110,23 @@ fn eight_submitters_and_a_poller_on_a_faulty_simulator_get_exactly_one_outcome_p
 #[test]
 fn with_submitters_bound_eight_submitters_and_a_poller_still_get_exactly_one_outcome_per_item_in_order()
  {
-    stress(true);
+    stress(true, Drive::LaneThreads);
 }
 
-fn stress(submitters_bound: bool) {
+/// The same with no thread of the lane's own: every submitter, the poller and the waits run
+/// the lane's steps and make its device waits on their own threads (L-23), one inside a
+/// device wait at a time, the others sleeping or going on with their commands.
+#[test]
+fn with_the_callers_driving_eight_submitters_and_a_poller_still_get_exactly_one_outcome_per_item_in_order()
+ {
+    stress(false, Drive::Caller);
+}
+
+fn stress(submitters_bound: bool, drive: Drive) {
     let profile = Profile::a2a3();
     let mut config = ServiceConfig::new(profile);
     config.submitters_bound = submitters_bound;
+    config.drive = drive;
     let handle = spawn(config, move || {
         Ok::<_, String>((SharedSim::new(sim(&profile, 12, &faults())), SimRunner))
     })
@@ -133,8 +146,28 @@ fn stress(submitters_bound: bool) {
             let mut polled = Vec::new();
             let mut failed = 0_usize;
             let mut idle_after_done = 0;
+            // Where the callers drive the lane a poll makes no device wait on the simulator
+            // (it has no event query): the poller waits briefly for the next item in turn.
+            let mut next = 1;
             while !stop.load(Ordering::Relaxed) {
-                match handle.poll_outcome() {
+                let polled_now = match handle.poll_outcome() {
+                    None if drive == Drive::Caller => {
+                        match handle.wait(RunId(next), Duration::from_millis(2)) {
+                            Ok(outcome) => Some(outcome),
+                            Err(WaitError::AlreadyTaken { .. }) => {
+                                next += 1;
+                                None
+                            }
+                            Err(WaitError::Unknown { .. } | WaitError::TimedOut { .. }) => None,
+                            Err(other) => panic!("poller: {other}"),
+                        }
+                    }
+                    polled_now => polled_now,
+                };
+                if let Some(outcome) = &polled_now {
+                    next = next.max(outcome.seq() + 1);
+                }
+                match polled_now {
                     Some(outcome) => {
                         if let Some(&last) = polled.last() {
                             assert!(

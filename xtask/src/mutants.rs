@@ -217,7 +217,10 @@ mod tests {
     #[test]
     fn no_arguments_mutate_every_pure_crate_against_the_workspace_tests() {
         let options = parse(&[]).unwrap();
-        assert_eq!(options.crates, ["stream-pair", "status-latch", "lane-core"]);
+        assert_eq!(
+            options.crates,
+            ["stream-pair", "status-latch", "lane-core", "device-model"]
+        );
         assert_eq!(options.tests, Tests::Workspace);
         assert_eq!(options.timeout_s, DEFAULT_TIMEOUT_S);
         assert_eq!(options.jobs, 1);

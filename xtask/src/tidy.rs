@@ -1,6 +1,6 @@
 //! Tidy rules that keep the architecture honest, run as ordinary `#[test]`s.
 //!
-//! - The pure crates (stream-pair, status-latch, lane-core) never touch the clock, threads,
+//! - The pure crates (stream-pair, status-latch, lane-core, device-model) never touch the clock, threads,
 //!   files, the network or processes, never use `HashMap`/`HashSet` (iteration order is not
 //!   deterministic), and contain no `unsafe`.
 //! - `unsafe` appears only in the FFI crates (`UNSAFE_CRATES`); every other workspace
@@ -237,10 +237,18 @@ mod tests {
             ("lane-core", &["stream-pair", "status-latch"]),
             ("lane-driver", &["lane-core"]),
             ("lane-service", &["lane-core", "lane-driver"]),
-            ("backend-sim", &["lane-core", "lane-driver", "status-latch"]),
+            // The device model is pure: status-latch gives it the codes and record format.
+            ("device-model", &["status-latch"]),
+            (
+                "backend-sim",
+                &["lane-core", "lane-driver", "status-latch", "device-model"],
+            ),
             ("ascend-cl-sys", &[]),
-            // The fake's runs publish result records in the format status-latch owns.
-            ("acl-fake", &["ascend-cl-sys", "status-latch"]),
+            // The fake's device is the device model; status-latch gives it the codes.
+            (
+                "acl-fake",
+                &["ascend-cl-sys", "status-latch", "device-model"],
+            ),
             (
                 "backend-acl",
                 &["ascend-cl-sys", "lane-driver", "lane-core"],

@@ -1,13 +1,17 @@
-//! The simulated device: host and device on one virtual clock, streams as FIFO queues,
-//! events, device memory, sticky errors, and the device invariants.
+//! The simulated device: a [`device_model::Device`] driven in virtual time, the host's costs,
+//! the trace, and the simulator's own invariants.
 //!
 //! # Time
 //!
-//! `host_ns` is the host thread's clock, [`Device::now`]. Every call advances it by its
-//! cost ([`Costs`]); a blocking wait advances it to the event's completion plus the host
-//! wake-up, or to the timeout. The device runs in parallel: a task's start is
-//! `max(enqueue + kernel start latency, previous task's end on its stream + task switch)`,
-//! so run N+1's kernels enqueued while run N executes start right after it.
+//! `host_ns` is the host thread's clock, [`Device::now`]. Every call advances the model to it
+//! first, then spends its cost ([`Costs`]); a blocking wait runs the model forward to the
+//! event's completion (plus the host wake-up) or to the timeout. The device's own behaviour,
+//! the order and timing of its tasks, sticky codes, continue-on-failure, the handshake, the
+//! kernels' writes and records, and the fault rules, is the model's (device-model's crate
+//! doc); its device-side costs (task switch, kernel start latency, event and copy tasks)
+//! come from [`Costs`] as its [`device_model::Timing`], and [`Semantics::SIMULATOR`] its
+//! switches: the handshake, and a device fault that fails every checked call until a force
+//! reset (the sticky fallout).
 //!
 //! # A run on the device
 //!
@@ -18,99 +22,65 @@
 //! AICPU  stream: AICPU kernel -> wait core_done -> [readback copy] -> record boundary
 //! ```
 //!
-//! The device follows the executor's launch context ([`Device::launch_context`]), never the
-//! order of calls: the record made on the AICore kernel's stream while that kernel waits for
-//! its AICPU partner (the run's `Kernels` stage, between the two launches) is that run's
-//! `core_done`, enqueued behind the AICore kernel once the kernel's end is known; a record on
-//! the AICPU stream after the AICPU launch is the run's boundary. A call from another thread
-//! (lane-service's completion waiter) may land between the two launches and changes nothing.
-//! A task behind `stream_wait_event(s, e)` starts only once the tasks `e` captured have
-//! finished: the boundary behind `core_done`, the successor's AICore kernel behind the
-//! predecessor's boundary.
+//! The simulator follows the executor's launch context ([`Device::launch_context`]), never the
+//! order of calls: a record in a run's `Kernels` stage is that run's (its fault site names the
+//! run), one in its `Arm` stage (the "armed" event) belongs to no run and is no fault site. A
+//! call from another thread (lane-service's completion waiter) may land between the two
+//! launches and changes nothing.
 //!
-//! The AICore kernel spins until its AICPU scheduler hands it work (the handshake); the run
-//! starts when both kernels have started, spends the per-run preamble, then its device time,
-//! and both kernels end together. The kernels write the slot's handshake (at start), timing
-//! buffer and status header (at end) through the arguments they were launched with, and the
-//! AICPU scheduler publishes the run's result record ([`RunArgs::record`], stamped with
-//! [`RunArgs::epoch`]) at its end, before the boundary can complete: `ok` for a clean run, an
-//! error with the latched code (source: the status header, payload: the header's error tail)
-//! for a latch, nothing for a device exception, an op-timeout kill or a `silent` run. The host
-//! sees a write once its clock passes it. The device remembers every record it published
-//! ([`SimDevice::take_published`]), so a harness can check that no run is `Ok` without an ok
-//! one and that no verdict names a run its own record does not convict.
+//! Each run's two kernels share its slot's handshake address and epoch; the AICore kernel
+//! spins until its AICPU scheduler starts (the handshake), the run works its preamble and its
+//! device time ([`RunTimes`]), and both end together. The scheduler writes the slot's timing
+//! buffer and status header and publishes the run's result record ([`RunArgs::record`],
+//! stamped with [`RunArgs::epoch`]) at its end, before the boundary can complete. The run's
+//! fate (the `run` fault site) is decided at its AICPU launch. The device remembers every
+//! record it published ([`SimDevice::take_published`]), so a harness can check that no run is
+//! `Ok` without an ok one and that no verdict names a run its own record does not convict.
 //!
-//! An AICore kernel whose AICPU partner is never enqueued (a partial launch) never ends: it
-//! is orphaned when its launch ends (the context goes to `None`, or another launch's starts).
-//! Both kernels on one stream is a deadlock: the simulator records it and fails loudly.
+//! An AICore kernel whose AICPU partner is never enqueued (a partial launch) spins until the
+//! op timeout kills it; it is orphaned (its trace says so) when its launch ends. Both kernels
+//! on one stream is a deadlock: the simulator records it and fails loudly.
 //!
 //! # Sticky errors (device-truth §1)
 //!
-//! Completion is not the verdict. A run whose kernel faulted, was killed by the op timeout
-//! or latched a fatal code still ends, so its events complete: an event wait returns 0 once
-//! the tasks it captured ended, and a stream query reports no error. Streams run in
-//! continue-on-failure mode: tasks behind a faulted task still run (a queued successor
-//! executes), and the faulted stream keeps its code until it is destroyed or the device is
-//! force-reset. Only [`Device::synchronize_stream`] returns it: it waits (in virtual time,
-//! bounded by its timeout: 507046 if the stream's tasks do not end in time; a zero timeout is
-//! refused with 107000) and returns the stream's sticky code.
-//!
-//! A hung AICore kernel ends at the device op timeout ([`SimDevice::with_op_timeout`], SPEC
-//! L-6) with 507014 on the AICore stream; a hung AICPU scheduler with 507017 on the AICPU
-//! stream (its never-released workers with 507014 on theirs); only a `stuck` run never ends.
-//! A device exception ends the run's kernels at their normal end and faults its engine's
-//! stream with the code (507015/507014: AICore, 507018/507017: AICPU, any other: both).
-//!
-//! Either also makes the device bad (the sim's model of the sticky fallout): every checked
-//! call (launches, stream and event creation, records, copies, allocations) returns the code
-//! until a force reset. An event wait and a stream query never do.
-//!
-//! A latch is an AICPU kernel that exits with a fatal status (a latched `SCOPE_DEADLOCK`, an
-//! explicit orchestrator fatal): its events complete, it publishes its error record, and it
-//! leaves 507018 sticky on the AICPU stream (device-truth §1), as acl-fake does by default.
-//! The device stays good (later enqueues run), but any later synchronize of that stream
-//! returns 507018 until the stream is destroyed or the device force-reset: a later run whose
-//! record is ok is never synchronized and stays `Ok`; one that needs the device verdict (no
-//! record, a failed record read) reads the stale 507018, which the lane charges to the run
-//! that left it (L-8a: its error record marked the stream, and the lane replaces the stream
-//! once drained). A synchronize waits for every task on its stream, so one made for a run
-//! covers the runs queued behind it too (device-truth §1).
+//! Completion is not the verdict: a faulted, op-timeout-killed or latched run's events
+//! complete, an event wait returns 0 and a stream query reports no error. Only
+//! [`Device::synchronize_stream`] returns a stream's sticky code (bounded by its timeout:
+//! 507046; a zero timeout is refused with 107000). A device exception or an op-timeout kill
+//! also makes the device bad: every checked call returns the code until a force reset. A latch
+//! leaves 507018 on the AICPU stream alone and the device good.
 //!
 //! [`Device::now`]: lane_driver::Device::now
 //! [`Device::launch_context`]: lane_driver::Device::launch_context
 //! [`Device::synchronize_stream`]: lane_driver::Device::synchronize_stream
+//! [`Semantics::SIMULATOR`]: device_model::Semantics::SIMULATOR
 
-// One file per resource, each owning its part of the device's state and the calls on it;
-// the `Device` impl (device_trait.rs) only delegates to them.
+// The model holds the device; these files hold the host's side of each call (its cost, its
+// trace record, the simulator's invariants): calls.rs the stream, event, memory, copy and
+// recovery calls, kernels.rs the runner's two launches and the launch context, runner.rs the
+// runner's other calls, device_trait.rs the `Device` impl delegating to them.
+mod calls;
 mod device_trait;
-mod events;
 mod kernels;
-mod memory;
-mod pinned;
-mod recovery;
 mod runner;
-mod streams;
 
 pub use runner::SimRunner;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use lane_core::status_latch::{AclCode, HeaderLayout};
-use lane_core::stream_pair::StreamHandle;
+use device_model::faults::Injected;
+use device_model::{Ending as ModelEnding, HostMemory, Note, Semantics, Timing};
+use lane_core::status_latch::{self, AclCode, HeaderLayout};
 use lane_core::{DEFAULT_DEVICE_OP_TIMEOUT_NS, FinaliseFailure, RunId};
-use lane_driver::{DevicePtr, EventHandle, HostPtr, LaunchContext, PrepareError, RunArgs};
+use lane_driver::{DevicePtr, HostPtr, LaunchContext, PrepareError, RunArgs};
 use rand_core::RngCore;
 
 use crate::costs::{Cost, Costs};
-use crate::faults::{FaultRule, Faults, rng_for};
+use crate::faults::{FaultRule, Latched, rng_for};
 use crate::observer::Journal;
-use crate::trace::{Record, Trace};
+use crate::trace::{Ending, Record, Side, Trace};
 
-use events::{Capture, FIRST_EVENT};
 use kernels::PendingCore;
-use memory::{Allocation, FIRST_PTR, PendingWrite};
-use pinned::{FIRST_HOST_PTR, PendingCopy};
-use streams::{FIRST_STREAM, Stream};
 
 /// What a run's published result record said (the device's own note, for the harness).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,6 +145,90 @@ pub struct HostUse {
     pub blocked_ns: u64,
 }
 
+/// Pinned host memory (`aclrtMallocHost`), by base address: the host side of the copies on
+/// the streams, which the model reads and writes when their tasks run.
+#[derive(Clone, Debug, Default)]
+struct PinnedHost(BTreeMap<HostPtr, Vec<u8>>);
+
+impl PinnedHost {
+    /// The pinned allocation holding `len` bytes from `ptr`, as that slice.
+    fn region(&self, ptr: HostPtr, len: usize) -> Option<&[u8]> {
+        let (base, bytes) = self.0.range(..=ptr).next_back()?;
+        let offset = usize::try_from(ptr.0 - base.0).ok()?;
+        bytes.get(offset..offset.checked_add(len)?)
+    }
+
+    fn region_mut(&mut self, ptr: HostPtr, len: usize) -> Option<&mut [u8]> {
+        let (base, bytes) = self.0.range_mut(..=ptr).next_back()?;
+        let offset = usize::try_from(ptr.0 - base.0).ok()?;
+        bytes.get_mut(offset..offset.checked_add(len)?)
+    }
+}
+
+impl HostMemory for PinnedHost {
+    fn read(&mut self, addr: u64, len: usize, _pinned: bool) -> Result<Vec<u8>, AclCode> {
+        self.region(HostPtr(addr), len)
+            .map(<[u8]>::to_vec)
+            .ok_or(AclCode::RtParamInvalid)
+    }
+
+    fn write(&mut self, addr: u64, bytes: &[u8], _pinned: bool) -> Result<(), AclCode> {
+        let out = self
+            .region_mut(HostPtr(addr), bytes.len())
+            .ok_or(AclCode::RtParamInvalid)?;
+        out.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn holds(&self, addr: u64, len: usize, _pinned: bool) -> bool {
+        self.region(HostPtr(addr), len).is_some()
+    }
+}
+
+/// What the trace knows of one device task the model runs (by its tag): its record, once
+/// pushed, and what the model reported of it so far.
+#[derive(Clone, Debug, Default)]
+struct TaskTrace {
+    /// The trace record, once pushed (a run's kernels are recorded at its AICPU launch).
+    record: Option<usize>,
+    /// A kernel's run and side.
+    kernel: Option<(RunId, Side)>,
+    /// The run's fate, once decided (at its AICPU launch).
+    fate: Option<Injected>,
+    /// An AICore kernel whose launch ended without its partner.
+    orphaned: bool,
+    started: Option<u64>,
+    ended: Option<(u64, ModelEnding)>,
+    /// A record or copy task's span.
+    ran: Option<(u64, u64)>,
+}
+
+impl TaskTrace {
+    /// A kernel's ending as the trace shows it: the run's fate names how it ended.
+    fn ending(&self) -> Ending {
+        let side = self.kernel.map(|(_, side)| side);
+        let fated = |fate: &Option<Injected>| match fate {
+            Some(Injected::Latch(latched)) => Ending::Latched(*latched),
+            Some(Injected::Silent) => Ending::Silent,
+            Some(Injected::Hang) if side == Some(Side::Aicpu) => Ending::Silent,
+            Some(Injected::Exception(code)) => Ending::Exception(*code),
+            _ => Ending::Clean,
+        };
+        match (self.started, self.ended) {
+            (_, Some((_, ModelEnding::Killed(_)))) if self.orphaned => Ending::Orphaned,
+            (_, Some((_, ModelEnding::Killed(code)))) => Ending::OpTimeout(code),
+            (_, Some((_, ModelEnding::Fault(code)))) => Ending::Exception(code),
+            (_, Some(_)) => fated(&self.fate),
+            (None, None) if !self.orphaned => Ending::Blocked,
+            _ if self.orphaned => Ending::Orphaned,
+            _ => match self.fate {
+                Some(Injected::Stuck) => Ending::Hang,
+                _ => fated(&self.fate),
+            },
+        }
+    }
+}
+
 /// The simulated device: implements [`Device`] (and [`SimRunner`] does the runner's work on
 /// it), so the one [`lane_driver::Driver`] loop runs the lane on it. It gives no completion
 /// waiter itself: in a lane service, wrap it in a [`SharedSim`](crate::SharedSim), which
@@ -184,24 +238,17 @@ pub struct HostUse {
 #[derive(Debug)]
 pub struct SimDevice {
     costs: Costs,
-    layout: HeaderLayout,
     seed: u64,
     run_times: RunTimes,
-    faults: Faults,
+    /// The device itself.
+    model: device_model::Device,
+    /// The scheduler's clean status header, encoded once.
+    clean_header: Vec<u8>,
     host_ns: u64,
-    streams: BTreeMap<StreamHandle, Stream>,
     next_stream: u64,
-    tasks_enqueued: u64,
-    events: BTreeMap<EventHandle, Option<Capture>>,
     next_event: u64,
-    memory: BTreeMap<DevicePtr, Allocation>,
     next_ptr: u64,
-    pending_writes: Vec<PendingWrite>,
-    /// Async copy tasks not yet run (copies on the streams).
-    pending_copies: Vec<PendingCopy>,
-    write_seq: u64,
-    /// Pinned host memory (`aclrtMallocHost`), by base address.
-    host_memory: BTreeMap<HostPtr, Vec<u8>>,
+    host_memory: PinnedHost,
     next_host_ptr: u64,
     /// Where the executor is in a run's launch ([`Device::launch_context`]): a record in the
     /// arm is the slot's "armed" event, which belongs to no run yet; one after the AICore
@@ -209,27 +256,24 @@ pub struct SimDevice {
     ///
     /// [`Device::launch_context`]: lane_driver::Device::launch_context
     launch: Option<LaunchContext>,
-    /// The device is bad from `.0` on with code `.1`, until a force reset.
-    sticky: Option<(u64, AclCode)>,
     binary_loaded: bool,
     pending_core: Option<PendingCore>,
     /// Runs launched and not yet finalised or reset, with their slot buffers.
     live_runs: BTreeMap<RunId, RunArgs>,
-    /// When each live run's kernels end (`None` = never), for the queued-launch count.
+    /// When each live run's scheduler ended (`None`: not yet), for the queued-launch count.
     run_ends: BTreeMap<RunId, Option<u64>>,
-    /// The streams each live run's kernels were launched on (`[aicore, aicpu]`).
-    run_streams: BTreeMap<RunId, [StreamHandle; 2]>,
     queued_launches: u64,
     /// Records that landed, by run; taken by the harness's check ([`Self::take_published`]).
     published: BTreeMap<RunId, PublishedRecord>,
     /// Every run whose error record landed, kept: a run's verdict may name it as the run that
     /// left a sticky code (L-8a) after its own outcome was checked.
-    published_errors: std::collections::BTreeSet<RunId>,
+    published_errors: BTreeSet<RunId>,
+    /// The device tasks the model runs, by tag: their trace records and the kernels' runs.
+    tasks: BTreeMap<u64, TaskTrace>,
+    next_tag: u64,
     resets: u64,
     calls: u64,
     call_budget: u64,
-    /// The device op timeout: a hung kernel ends this long after it started.
-    op_timeout_ns: u64,
     journal: Journal,
     failure: Option<DeviceFailure>,
 }
@@ -237,39 +281,41 @@ pub struct SimDevice {
 impl SimDevice {
     /// A fresh device: no streams, no faults, the host clock at 0.
     pub fn new(costs: Costs, layout: HeaderLayout, seed: u64, run_times: RunTimes) -> Self {
+        let timing = Timing {
+            task_switch: costs.get(Cost::TaskSwitch),
+            kernel_start_latency: costs.get(Cost::KernelStartLatency),
+            event_task: costs.get(Cost::EventTask),
+            copy_task: costs.get(Cost::CopyTask),
+            copy_ns_per_kib: 0,
+        };
+        let mut model = device_model::Device::new(Semantics::SIMULATOR, timing, seed);
+        model.keep_notes(true);
+        model.set_op_timeout(Some(DEFAULT_DEVICE_OP_TIMEOUT_NS));
         Self {
             costs,
-            layout,
             seed,
             run_times,
-            faults: Faults::new(seed),
+            model,
+            clean_header: status_latch::encode(layout, &Latched::status(None, layout)),
             host_ns: 0,
-            streams: BTreeMap::new(),
             next_stream: FIRST_STREAM,
-            tasks_enqueued: 0,
-            events: BTreeMap::new(),
             next_event: FIRST_EVENT,
-            memory: BTreeMap::new(),
             next_ptr: FIRST_PTR,
-            pending_writes: Vec::new(),
-            pending_copies: Vec::new(),
-            write_seq: 0,
-            host_memory: BTreeMap::new(),
+            host_memory: PinnedHost::default(),
             next_host_ptr: FIRST_HOST_PTR,
             launch: None,
-            sticky: None,
             binary_loaded: false,
             pending_core: None,
             live_runs: BTreeMap::new(),
             run_ends: BTreeMap::new(),
-            run_streams: BTreeMap::new(),
             queued_launches: 0,
             published: BTreeMap::new(),
-            published_errors: std::collections::BTreeSet::new(),
+            published_errors: BTreeSet::new(),
+            tasks: BTreeMap::new(),
+            next_tag: 1,
             resets: 0,
             calls: 0,
             call_budget: u64::MAX,
-            op_timeout_ns: DEFAULT_DEVICE_OP_TIMEOUT_NS,
             journal: Journal::new(false),
             failure: None,
         }
@@ -287,8 +333,8 @@ impl SimDevice {
     /// started, with 507014 (AICore) and 507017 (AICPU). Set it from
     /// `Profile::device_op_timeout_ns`, as backend-acl does at open.
     #[must_use]
-    pub const fn with_op_timeout(mut self, ns: u64) -> Self {
-        self.op_timeout_ns = ns;
+    pub fn with_op_timeout(mut self, ns: u64) -> Self {
+        self.model.set_op_timeout(Some(ns));
         self
     }
 
@@ -301,23 +347,23 @@ impl SimDevice {
 
     /// Installs a fault rule after the existing ones.
     pub fn install(&mut self, rule: FaultRule) {
-        self.faults.install(rule);
+        self.model.install(rule);
     }
 
     /// Removes every fault rule (the device's state, a hung kernel or a sticky fault,
     /// stays until the lane recovers it).
     pub fn heal(&mut self) {
-        self.faults.heal();
+        self.model.heal();
     }
 
     /// The installed fault rules.
     pub fn fault_rules(&self) -> &[FaultRule] {
-        self.faults.rules()
+        self.model.fault_rules()
     }
 
     /// How many faults fired.
     pub const fn faults_injected(&self) -> u64 {
-        self.faults.injected()
+        self.model.faults_injected()
     }
 
     /// The first simulator failure (invariant, deadlock, livelock), if any.
@@ -390,8 +436,8 @@ impl SimDevice {
 
     // ----- bookkeeping -----------------------------------------------------------------
 
-    /// Starts a call: counts it and lets the host see every device write that has landed.
-    /// Returns the call's start.
+    /// Starts a call: counts it and moves the device to the host clock. Returns the call's
+    /// start.
     fn enter(&mut self) -> u64 {
         self.calls += 1;
         if self.calls == self.call_budget {
@@ -402,6 +448,151 @@ impl SimDevice {
         }
         self.settle();
         self.host_ns
+    }
+
+    /// The device catches up with the host clock: every task due by then has run, so the host
+    /// sees every write that has landed.
+    fn settle(&mut self) {
+        let _ = self.model.advance(self.host_ns, &mut self.host_memory);
+        self.absorb_notes();
+    }
+
+    /// Runs the device forward until `done` holds, up to `deadline` (a blocking wait): when
+    /// it came to hold.
+    fn run_until(
+        &mut self,
+        deadline: Option<u64>,
+        done: impl Fn(&device_model::Device) -> bool,
+    ) -> Option<u64> {
+        let reached = self.model.run_until(deadline, &mut self.host_memory, done);
+        self.absorb_notes();
+        reached
+    }
+
+    /// A fresh tag for a device task (its trace record, its kernel's run).
+    fn new_tag(&mut self) -> u64 {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        tag
+    }
+
+    /// What the model reported: the trace records it completes, the runs' ends and records,
+    /// and the kernels' writes, checked against the live runs' buffers (L-13).
+    fn absorb_notes(&mut self) {
+        for note in self.model.take_notes() {
+            match note {
+                Note::KernelStarted { tag, at } => {
+                    if let Some(task) = self.tasks.get_mut(&tag) {
+                        task.started = Some(at);
+                    }
+                    self.patch(tag);
+                }
+                Note::KernelEnded {
+                    tag, at, ending, ..
+                } => {
+                    let Some(task) = self.tasks.get_mut(&tag) else {
+                        continue;
+                    };
+                    task.ended = Some((at, ending));
+                    if let Some((run, side)) = task.kernel {
+                        if side == Side::Aicpu || task.orphaned {
+                            if let Some(end) = self.run_ends.get_mut(&run) {
+                                *end = Some(at);
+                            }
+                        }
+                    }
+                    self.patch(tag);
+                }
+                Note::TaskRan {
+                    tag,
+                    start,
+                    end,
+                    result,
+                } => {
+                    if let Some(task) = self.tasks.get_mut(&tag) {
+                        task.ran = Some((start, end));
+                    }
+                    self.patch(tag);
+                    if let Err(code) = result {
+                        self.violation(format!(
+                            "a copy on a stream failed with {} when it ran: a buffer it moves was freed or is out of range",
+                            code.raw()
+                        ));
+                    }
+                }
+                Note::KernelWrote {
+                    run,
+                    addr,
+                    len,
+                    landed,
+                } => self.check_kernel_write(run.map(RunId), DevicePtr(addr), len, landed),
+                Note::Published { run, error } => {
+                    if let Some(run) = run.map(RunId) {
+                        let record = if error {
+                            self.published_errors.insert(run);
+                            PublishedRecord::Error
+                        } else {
+                            PublishedRecord::Ok
+                        };
+                        self.published.insert(run, record);
+                    }
+                }
+                Note::Dropped { tag, .. } => {
+                    self.tasks.remove(&tag);
+                }
+            }
+        }
+    }
+
+    /// Writes what is known of task `tag` into its trace record, once it has one; forgets a
+    /// task that has ended and been recorded.
+    fn patch(&mut self, tag: u64) {
+        let Some(task) = self.tasks.get(&tag) else {
+            return;
+        };
+        let Some(index) = task.record else {
+            return;
+        };
+        let ending = task.ending();
+        let (started, ended, ran) = (task.started, task.ended, task.ran);
+        self.journal.patch(index, |record| match record {
+            Record::Kernel(k) => {
+                k.start_ns = started.or(k.start_ns);
+                k.end_ns = ended.map(|(at, _)| at);
+                k.ending = ending;
+            }
+            Record::EventTask { complete_ns, .. } => *complete_ns = ran.map(|(_, end)| end),
+            Record::CopyTask { span, .. } => *span = ran,
+            _ => {}
+        });
+        if ended.is_some() || ran.is_some() {
+            self.tasks.remove(&tag);
+        }
+    }
+
+    /// A kernel's write landed (or not), by no live run's kernels but the buffer's own (L-13).
+    fn check_kernel_write(&mut self, run: Option<RunId>, ptr: DevicePtr, len: usize, landed: bool) {
+        if !landed {
+            self.violation(format!(
+                "run {}'s kernels wrote {len} bytes at {:#x}, which is not inside an allocation",
+                run.map_or(0, |r| r.0),
+                ptr.0
+            ));
+            return;
+        }
+        let owner = self
+            .live_runs
+            .values()
+            .find(|a| [a.status_header, a.timing, a.handshake, a.record].contains(&ptr))
+            .map(|a| a.run);
+        if let (Some(owner), Some(run)) = (owner, run) {
+            if owner != run {
+                self.violation(format!(
+                    "run {}'s kernels wrote {:#x}, a buffer of live run {} (L-13)",
+                    run.0, ptr.0, owner.0
+                ));
+            }
+        }
     }
 
     fn fail(&mut self, failure: DeviceFailure) {
@@ -458,22 +649,19 @@ impl SimDevice {
         );
     }
 
-    /// The device's sticky error, if the host clock has reached it.
+    /// The device's sticky fault, if the host clock has reached it.
     fn sticky_now(&self) -> Result<(), AclCode> {
-        match self.sticky {
-            Some((since, code)) if since <= self.host_ns => Err(code),
-            _ => Ok(()),
-        }
+        self.model.fault_now(self.host_ns)
     }
 
-    /// The shape every model call shares: [`Self::enter`] (the call counted, the host caught
-    /// up), its host time (`host`: a fixed cost spent first, or what the body spends), `body`
-    /// (given the call's start), then its one journal record: `name`, `detail` of the
+    /// The shape every model call shares: [`Self::enter`] (the call counted, the device
+    /// caught up), its host time (`host`: a fixed cost spent first, or what the body spends),
+    /// `body` (given the call's start), then its one journal record: `name`, `detail` of the
     /// result and the error's text, named as `named` says. The detail and the text are made
     /// only if the journal keeps them. Every `Device`, `PinnedCopies` and runner method goes
     /// through it but the host's own access to pinned memory (`write_host`, `read_host`),
     /// which is no call: it counts nothing, costs nothing and leaves no record, so it only
-    /// settles the device's writes.
+    /// settles the device.
     fn call<T, E: CallError>(
         &mut self,
         name: &'static str,
@@ -499,6 +687,16 @@ impl SimDevice {
         result
     }
 }
+
+/// First stream handle (AICPU and AICore handles are drawn from one counter).
+const FIRST_STREAM: u64 = 1;
+/// First event handle.
+const FIRST_EVENT: u64 = 1001;
+/// First device address.
+const FIRST_PTR: u64 = 0x1000_0000;
+/// First pinned host address (`aclrtMallocHost`), far from device addresses so a mix-up
+/// between the two is a dead handle, never a silent hit.
+const FIRST_HOST_PTR: u64 = 0x7000_0000_0000;
 
 /// Whom a call's journal record names ([`SimDevice::call`]).
 #[derive(Clone, Copy, Debug)]

@@ -79,7 +79,7 @@ impl SimDevice {
             Named::Run(Some(run)),
             |d, _| {
                 let others_live = d.live_runs.keys().any(|&r| r != run);
-                match d.faults.decide(Site::Prepare, Some(run)) {
+                match d.model.decide(Site::Prepare, Some(run.0)) {
                     Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
                     // Only an overlapping prepare can be incompatible; alone, it always fits.
                     Some(Injected::Incompatible) if others_live => Err(PrepareError::Incompatible),
@@ -107,7 +107,7 @@ impl SimDevice {
             |d, _| {
                 let result = if copy_back {
                     d.sticky_now().map_err(FinaliseFailure::Acl).and_then(|()| {
-                        match d.faults.decide(Site::Finalise, Some(run)) {
+                        match d.model.decide(Site::Finalise, Some(run.0)) {
                             Some(Injected::Fail(code)) => Err(FinaliseFailure::Acl(code)),
                             Some(Injected::Validation) => Err(FinaliseFailure::Validation),
                             _ => Ok(()),
@@ -119,7 +119,7 @@ impl SimDevice {
                 // Finalisation releases the run's slot buffers for the next lease.
                 d.live_runs.remove(&run);
                 d.run_ends.remove(&run);
-                d.run_streams.remove(&run);
+                d.model.retire_run(run.0);
                 result
             },
             |_| {
@@ -136,7 +136,7 @@ impl SimDevice {
             Named::Run(None),
             |d, _| {
                 d.sticky_now().and_then(|()| {
-                    match d.faults.decide(Site::Upload, None) {
+                    match d.model.decide(Site::Upload, None) {
                         Some(Injected::Fail(code)) => Err(code),
                         _ => {
                             // New code: the next AICore launch loads its binary again.

@@ -1,17 +1,33 @@
 //! The dispatch machine: what the thread running a lane's steps does next, as one sans-IO
-//! machine that every driver of a lane drives.
+//! machine that every driver of a lane drives, in quinn-proto's shape.
 //!
-//! [`Dispatch::decide`] takes `now`, the lane's steps, what the other threads answered
-//! ([`Helpers`]) and the executor's bookkeeping ([`Bookkeeping`], no device call), and
-//! returns what this thread does: execute an effect here, make a device wait here, sleep
-//! until the next timer, end, or lose the lane. Runner work and device waits it hands out
-//! through [`Helpers`] as it goes. Every decision is a row of [`dispatch_step`]'s table
-//! (`docs/state-machines/dispatch.md`), every deadline is in one [`TimerTable`].
+//! - **Inputs are pushed**, with no lane step: a host worker's answer
+//!   ([`Dispatch::handle_answer`]), the completion waiter's start of a wait
+//!   ([`Dispatch::handle_wait_started`], with the time it started) and its answer
+//!   ([`Dispatch::handle_waited`]), the last handle's drop ([`Dispatch::handle_shutdown`]),
+//!   a timer's passing ([`Dispatch::handle_timeout`]).
+//! - **What the thread does next is polled**: [`Dispatch::poll`] takes `now`, the lane's
+//!   steps and the executor's bookkeeping ([`Bookkeeping`], no device call), feeds what was
+//!   pushed, and returns one [`Next`]: execute an effect here, hand runner work to a worker
+//!   or a device wait to the waiter (values the driver hands over, then it polls again), make
+//!   a device wait here, sleep until [`Dispatch::poll_timeout`], let go, end, or lose the
+//!   lane. The wait a waiter may take is [`Dispatch::offered`]: a driver that keeps it in a
+//!   slot mirrors it after every poll (a withdrawn wait is one no longer offered).
+//! - **The state carries its data** ([`State`]): the wait out and when it was handed out,
+//!   the held reset and its bound, the deferred recovery call; the machine's view of the
+//!   waiter ([`Waiter`]) and the shutdown's progress beside it. Every decision is a row of
+//!   [`dispatch_step`]'s table (`docs/state-machines/dispatch.md`) over the state's kind,
+//!   every deadline is in one [`TimerTable`], derived from the state after each poll.
 //!
 //! Three drivers run it: [`Driver::turn`](crate::Driver::turn) in the zero-worker setting
-//! ([`Setting::DRIVER`]: every wait made here), lane-service on whichever of its threads has
-//! the event, and the simulator's virtual workers in virtual time. None keeps a policy of
-//! its own.
+//! ([`Setting::DRIVER`]: every wait made here), lane-service (on whichever of its threads has
+//! the event, or on the caller's thread where the caller drives the lane, L-23), and the
+//! simulator's virtual workers in virtual time. None keeps a policy of its own.
+//!
+//! [`Bookkeeping`] stays a trait: its calls are the executor's own records (the notice
+//! cursor, the awaited run, a slot's events and kept bytes), answered synchronously with no
+//! device call and no choice for the driver to make, so polling them out as values would
+//! add a round trip per effect and nothing else.
 
 mod table;
 mod timers;
@@ -21,7 +37,9 @@ pub use table::{
 };
 pub use timers::{Timer, TimerTable};
 
-use lane_core::{Effect, FaultNotice, RecoveryHook, RunPhase, Timestamp};
+use std::collections::VecDeque;
+
+use lane_core::{Effect, FaultNotice, MAX_SLOTS, RecoveryHook, RunPhase, Timestamp};
 
 use crate::answer::Answer;
 use crate::device::Device;
@@ -41,54 +59,6 @@ pub enum WorkerAnswer {
     Answered(Answer),
     /// The worker could not bind the device: the thread running the steps runs the job.
     HandedBack(Effect),
-}
-
-/// What the lane's other threads answered, and where the machine hands work to them. In the
-/// zero-worker setting there are none ([`NoHelpers`]).
-pub trait Helpers {
-    /// The next host worker answer, in the order given.
-    fn answer(&mut self) -> Option<WorkerAnswer>;
-    /// The completion waiter's latest answer ([`run_device_wait`](crate::run_device_wait)),
-    /// with the ticket of the wait it answers.
-    fn waited(&mut self) -> Option<(u64, Wait)>;
-    /// Hands runner work to a host worker.
-    fn dispatch(&mut self, job: Effect);
-    /// Hands a device wait to the completion waiter under `ticket` (replacing one it has not
-    /// taken).
-    fn hand_wait(&mut self, ticket: u64, wait: DeviceWait);
-    /// Takes back a wait the waiter has not taken yet.
-    fn withdraw_wait(&mut self);
-    /// Whether the waiter has taken a wait and not answered it (it is inside a device call).
-    fn waiter_inside(&self) -> bool;
-    /// Jobs handed to host workers whose answers are not taken yet.
-    fn jobs_out(&self) -> usize;
-    /// Whether the last handle is gone.
-    fn shutdown(&self) -> bool;
-}
-
-/// No other thread: the zero-worker setting.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NoHelpers;
-
-impl Helpers for NoHelpers {
-    fn answer(&mut self) -> Option<WorkerAnswer> {
-        None
-    }
-    fn waited(&mut self) -> Option<(u64, Wait)> {
-        None
-    }
-    fn dispatch(&mut self, _job: Effect) {}
-    fn hand_wait(&mut self, _ticket: u64, _wait: DeviceWait) {}
-    fn withdraw_wait(&mut self) {}
-    fn waiter_inside(&self) -> bool {
-        false
-    }
-    fn jobs_out(&self) -> usize {
-        0
-    }
-    fn shutdown(&self) -> bool {
-        false
-    }
 }
 
 /// The executor's part of a decision: bookkeeping with no device call.
@@ -144,12 +114,35 @@ impl<D: Device, R: Runner<D>> Bookkeeping for Executor<D, R> {
     }
 }
 
+/// Which thread polls: what it may make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Here {
+    /// One of the lane's own threads (its lane thread, completion waiter or host workers),
+    /// the caller's thread where the caller drives the lane, or the single-thread driver:
+    /// it makes every call the machine gives it.
+    Own,
+    /// A bound submitting thread of a threaded lane (inside `submit` or `publish`): it makes
+    /// no recovery call (no force reset, no probe); the machine keeps those for the lane's
+    /// own threads ([`Next::Leave`]).
+    Submitter,
+}
+
 /// What the thread running the steps does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Next {
     /// Execute this effect on this thread (no lock held), then feed the executor's answer
     /// with [`LaneSteps::feed`].
     Execute(Effect),
+    /// Hand this runner work to a host worker, then poll again.
+    ToWorker(Effect),
+    /// Offer this device wait to the completion waiter under `ticket` (replacing one it has
+    /// not taken), then poll again.
+    ToWaiter {
+        /// The wait's ticket: the waiter's start and answer name it.
+        ticket: u64,
+        /// The wait.
+        wait: DeviceWait,
+    },
     /// Make this device wait on this thread, then give the answer to
     /// [`Dispatch::answer_here`] (the zero-worker setting only).
     WaitHere {
@@ -160,6 +153,9 @@ pub enum Next {
     },
     /// Nothing to do until an answer, a command, or this deadline (`None`: no timer).
     Sleep(Option<Timestamp>),
+    /// Let go of the steps and wake one of the lane's own threads: a recovery call is next
+    /// and this thread makes none ([`Here::Submitter`]).
+    Leave,
     /// Settled after the shutdown: the thread ends.
     Exit,
     /// The lane cannot go on safely: it ends, lost.
@@ -180,50 +176,138 @@ pub enum Loss {
 
 /// The device wait out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct WaitOut {
+pub struct WaitOut {
     /// Its ticket: an answer naming another is stale.
-    ticket: u64,
-    wait: DeviceWait,
+    pub ticket: u64,
+    /// The wait.
+    pub wait: DeviceWait,
+    /// When it was handed out: its bound counts from here until the waiter starts it.
+    pub handed: Timestamp,
 }
 
-/// The dispatch machine's state: the wait out, the held reset, the shutdown's progress and
-/// the timers.
+/// A force reset held until the completion waiter leaves its device call (L-20).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldReset {
+    /// The `ForceReset` effect.
+    pub reset: Effect,
+    /// The bound of the waiter's call, counted from its start: past it the waiter ignores
+    /// its timeout, and the lane is lost.
+    pub bound: Timestamp,
+}
+
+/// The machine's state, with its data; [`State::kind`] is the table's row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// No device wait is out.
+    Free,
+    /// One device wait is out.
+    WaitOut(WaitOut),
+    /// A force reset waits for the waiter.
+    ResetHeld(HeldReset),
+    /// A recovery call waits for one of the lane's own threads.
+    Deferred(Effect),
+}
+
+impl State {
+    /// The state's row in [`dispatch_step`]'s table.
+    #[must_use]
+    pub const fn kind(&self) -> DispatchState {
+        match self {
+            Self::Free => DispatchState::Free,
+            Self::WaitOut(_) => DispatchState::WaitOut,
+            Self::ResetHeld(_) => DispatchState::ResetHeld,
+            Self::Deferred(_) => DispatchState::Deferred,
+        }
+    }
+}
+
+/// The completion waiter as the machine was told of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiter {
+    /// In no device call.
+    Idle,
+    /// Inside the call of the wait `ticket`, which returns by `bound` (counted from the
+    /// call's start).
+    Inside {
+        /// The wait's ticket.
+        ticket: u64,
+        /// When the call returns at the latest.
+        bound: Timestamp,
+    },
+}
+
+/// How far the last handle's drop got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shutdown {
+    /// The lane's handles are alive.
+    Open,
+    /// The last handle is gone; the lane is not closed for it yet.
+    Asked,
+    /// Closed for the shutdown.
+    Closed,
+    /// Closed, and the streams the teardown left were destroyed once more (S-7).
+    Retried,
+}
+
+/// Where the next poll picks up: a hand-out returns at once, and the poll after it goes on
+/// where that one left off, so what is handed out is handed out in the order it was decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resume {
+    /// Feed what was pushed, then look at the lane's effects.
+    Start,
+    /// Look at the lane's effects.
+    Effects,
+}
+
+/// The dispatch machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dispatch {
     setting: Setting,
-    state: DispatchState,
-    wait_out: Option<WaitOut>,
+    state: State,
+    waiter: Waiter,
+    shutdown: Shutdown,
+    resume: Resume,
+    /// Host workers' answers pushed and not fed yet, in the order given (one job per slot is
+    /// out at most, so the queue never grows past its first allocation).
+    answers: VecDeque<WorkerAnswer>,
+    /// The waiter's latest answer, not fed yet (a later one replaces it: the earlier answered
+    /// a wait abandoned since).
+    waited: Option<(u64, Wait)>,
+    /// A wait handed out again after an early answer, returned by the poll that fed it.
+    again: Option<(u64, DeviceWait)>,
+    /// Jobs handed to host workers whose answers are not fed yet.
+    jobs: usize,
     /// Device waits handed out so far (each one's ticket).
     tickets: u64,
-    /// The latest bound of any wait handed out: a waiter's call returns by then.
-    latest_bound: Timestamp,
-    held_reset: Option<Effect>,
-    closed_for_shutdown: bool,
-    teardown_retried: bool,
     /// How often to look at the notice ring while asleep (`None`: the caller looks).
     notice_poll_ns: Option<u64>,
     timers: TimerTable,
     /// Every (state, input) this machine took, for the explorer's coverage.
     trail: Option<Vec<(DispatchState, DispatchInput)>>,
+    /// The state the last row taken leads to (checked against the state at the next).
+    row_led_to: DispatchState,
 }
 
 impl Dispatch {
     /// A machine in `setting`; a sleeping thread looks at the notice ring every
     /// `notice_poll_ns` (`None`: the caller looks at it on its own calls).
     #[must_use]
-    pub const fn new(setting: Setting, notice_poll_ns: Option<u64>) -> Self {
+    pub fn new(setting: Setting, notice_poll_ns: Option<u64>) -> Self {
         Self {
             setting,
-            state: DispatchState::Free,
-            wait_out: None,
+            state: State::Free,
+            waiter: Waiter::Idle,
+            shutdown: Shutdown::Open,
+            resume: Resume::Start,
+            answers: VecDeque::with_capacity(usize::from(MAX_SLOTS)),
+            waited: None,
+            again: None,
+            jobs: 0,
             tickets: 0,
-            latest_bound: Timestamp(0),
-            held_reset: None,
-            closed_for_shutdown: false,
-            teardown_retried: false,
             notice_poll_ns,
             timers: TimerTable::new(),
             trail: None,
+            row_led_to: DispatchState::Free,
         }
     }
 
@@ -248,8 +332,14 @@ impl Dispatch {
 
     /// The machine's state.
     #[must_use]
-    pub const fn state(&self) -> DispatchState {
-        self.state
+    pub const fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The completion waiter, as the machine was told of it.
+    #[must_use]
+    pub const fn waiter(&self) -> Waiter {
+        self.waiter
     }
 
     /// The timers.
@@ -258,125 +348,198 @@ impl Dispatch {
         &self.timers
     }
 
-    /// Whether a device wait is out (on the waiter, or left for this thread).
+    /// The earliest timer: until when a thread with nothing to do may sleep.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.timers.next_timeout()
+    }
+
+    /// Whether a device wait is out (offered to the waiter, inside its call, or left for this
+    /// thread).
     #[must_use]
     pub const fn wait_out(&self) -> bool {
-        self.wait_out.is_some()
+        matches!(self.state, State::WaitOut(_))
+    }
+
+    /// The wait the completion waiter may take now, with its ticket: the wait out while the
+    /// waiter has not started it. A driver that keeps a slot for its waiter mirrors this
+    /// after every poll, so a wait the machine stopped offering (answered at its bound,
+    /// forgotten, under a force reset) is never started.
+    #[must_use]
+    pub const fn offered(&self) -> Option<(u64, DeviceWait)> {
+        match self.state {
+            State::WaitOut(out) if self.setting.waiter => match self.waiter {
+                Waiter::Inside { ticket, .. } if ticket == out.ticket => None,
+                _ => Some((out.ticket, out.wait)),
+            },
+            _ => None,
+        }
+    }
+
+    /// Host workers' jobs whose answers are not fed yet.
+    #[must_use]
+    pub const fn jobs_out(&self) -> usize {
+        self.jobs
     }
 
     /// Takes `input` through the table.
     fn take(&mut self, input: DispatchInput) -> Result<Act, DriverError> {
-        let (next, act) = dispatch_step(self.setting, self.state, input).map_err(|refusal| {
-            DriverError::Dispatch {
-                state: self.state,
+        let kind = self.state.kind();
+        debug_assert_eq!(
+            kind, self.row_led_to,
+            "the state moves as its last row said"
+        );
+        let (next, act) =
+            dispatch_step(self.setting, kind, input).map_err(|refusal| DriverError::Dispatch {
+                state: kind,
                 input,
                 refusal,
-            }
-        })?;
+            })?;
         if let Some(trail) = &mut self.trail {
-            trail.push((self.state, input));
+            trail.push((kind, input));
         }
-        self.state = next;
+        // The caller moves the state's data with the row, to the kind the row names.
+        self.row_led_to = next;
         Ok(act)
     }
 
-    /// Decides what this thread does next at `now`: feeds every answer the other threads
-    /// gave, the notices and the shutdown, hands out runner work and device waits, answers a
-    /// wait past its bound, and returns the first thing this thread must do itself.
+    /// A host worker answered a job; fed at the next poll, in the order given.
+    pub fn handle_answer(&mut self, answer: WorkerAnswer) {
+        self.answers.push_back(answer);
+    }
+
+    /// The completion waiter took the wait `ticket` offered to it and started its device call
+    /// at `at` (its own clock reading): the wait's bound counts from there. Pushing the same
+    /// start again changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`DriverError::Dispatch`] when `ticket` is not the wait offered (a driver bug: a
+    /// waiter takes only what [`Dispatch::offered`] names).
+    pub fn handle_wait_started(&mut self, ticket: u64, at: Timestamp) -> Result<(), DriverError> {
+        if matches!(self.waiter, Waiter::Inside { ticket: inside, .. } if inside == ticket) {
+            return Ok(());
+        }
+        let out = match self.state {
+            State::WaitOut(out) if out.ticket == ticket => Some(out),
+            _ => None,
+        };
+        self.take(DispatchInput::WaitStarted)?;
+        let Some(out) = out else {
+            return Err(DriverError::Dispatch {
+                state: self.state.kind(),
+                input: DispatchInput::WaitStarted,
+                refusal: DispatchRefusal::NotExpected,
+            });
+        };
+        self.waiter = Waiter::Inside {
+            ticket,
+            bound: out.wait.bound(at),
+        };
+        self.refresh_timers();
+        Ok(())
+    }
+
+    /// The completion waiter answered the wait `ticket` and left its device call; the answer
+    /// is fed at the next poll (or dropped, when that wait is no longer out).
+    pub fn handle_waited(&mut self, ticket: u64, waited: Wait) {
+        if matches!(self.waiter, Waiter::Inside { ticket: inside, .. } if inside <= ticket) {
+            self.waiter = Waiter::Idle;
+        }
+        self.waited = Some((ticket, waited));
+        self.refresh_timers();
+    }
+
+    /// The last handle is gone: the next poll closes the lane, and the machine exits once it
+    /// is settled. Pushing it again changes nothing.
+    pub const fn handle_shutdown(&mut self) {
+        if matches!(self.shutdown, Shutdown::Open) {
+            self.shutdown = Shutdown::Asked;
+        }
+    }
+
+    /// Whether the shutdown was pushed.
+    #[must_use]
+    pub const fn shutting_down(&self) -> bool {
+        !matches!(self.shutdown, Shutdown::Open)
+    }
+
+    /// `now` passed a timer: whether one is due, for the next poll to act on (a poll acts on
+    /// every timer passed at its own `now` anyway: this is for a driver that sleeps and
+    /// wants to know whether to poll).
+    #[must_use]
+    pub fn handle_timeout(&self, now: Timestamp) -> bool {
+        self.timers.next_timeout().is_some_and(|at| now >= at)
+    }
+
+    /// Decides what this thread does next at `now`: feeds what was pushed, the notices and
+    /// the shutdown, hands out runner work and device waits (one per poll: poll again after
+    /// handing it over), answers a wait past its bound, and returns the first thing this
+    /// thread must do itself.
     ///
     /// # Errors
     ///
     /// A [`DriverError`] from a lane step (a lost lane), or [`DriverError::Dispatch`] for a
     /// situation the table rules out (a bug).
-    pub fn decide<O: Observer>(
+    pub fn poll<O: Observer>(
         &mut self,
         now: Timestamp,
+        here: Here,
         steps: &mut LaneSteps<O>,
-        helpers: &mut impl Helpers,
         books: &mut impl Bookkeeping,
     ) -> Result<Next, DriverError> {
-        if let Some(poll) = self.notice_poll_ns {
-            self.timers.set(Timer::NoticePoll, now.after_ns(poll));
-        }
-        while let Some(answer) = helpers.answer() {
-            match answer {
-                WorkerAnswer::Answered(answer) => {
-                    self.take(DispatchInput::WorkerAnswered)?;
-                    steps.feed(now, answer)?;
-                }
-                // The answers left are taken at the next decision, which follows the
-                // execution without a sleep.
-                WorkerAnswer::HandedBack(effect) => {
-                    self.take(DispatchInput::HandedBack)?;
-                    return Ok(Next::Execute(effect));
-                }
+        let next = self.decide(now, here, steps, books);
+        self.resume = match next {
+            Ok(Next::ToWorker(_) | Next::ToWaiter { .. }) => Resume::Effects,
+            _ => Resume::Start,
+        };
+        self.refresh_timers();
+        debug_assert_eq!(
+            self.state.kind(),
+            self.row_led_to,
+            "the state moved as its row said"
+        );
+        next
+    }
+
+    fn decide<O: Observer>(
+        &mut self,
+        now: Timestamp,
+        here: Here,
+        steps: &mut LaneSteps<O>,
+        books: &mut impl Bookkeeping,
+    ) -> Result<Next, DriverError> {
+        if self.resume == Resume::Start {
+            if let Some(next) = self.preamble(now, here, steps, books)? {
+                return Ok(next);
             }
-        }
-        self.take_notices(now, steps, books)?;
-        if self.state == DispatchState::ResetHeld {
-            // A wait not taken yet never starts: the check and the withdrawal are one step
-            // under the caller's lock, so the waiter cannot take it after the reset.
-            helpers.withdraw_wait();
-            if !helpers.waiter_inside() {
-                self.take(DispatchInput::WaiterLeft)?;
-                self.timers.stop(Timer::WaiterBound);
-                if let Some(effect) = self.held_reset.take() {
-                    return Ok(Next::Execute(effect));
-                }
-            } else if self.timers.passed(Timer::WaiterBound, now) {
-                self.take(DispatchInput::WaiterPastBound)?;
-                return Ok(Next::Lose(Loss::WaiterStuck));
-            } else {
-                self.take(DispatchInput::WaiterInside)?;
-                return Ok(Next::Sleep(self.timers.next_timeout()));
+            if let Some((ticket, wait)) = self.again.take() {
+                return Ok(Next::ToWaiter { ticket, wait });
             }
-        }
-        self.forget_abandoned(steps)?;
-        if let Some((ticket, waited)) = helpers.waited() {
-            match self.wait_out.filter(|out| out.ticket == ticket) {
-                Some(out) => self.answer(now, steps, helpers, books, out, waited)?,
-                None => {
-                    self.take(DispatchInput::StaleWaited)?;
-                }
-            }
-        }
-        if helpers.shutdown() && !self.closed_for_shutdown {
-            self.take(DispatchInput::Shutdown)?;
-            self.closed_for_shutdown = true;
-            steps.close(now)?;
-        }
-        // S-7: a stream the teardown left gets one more destroy before the thread ends.
-        if helpers.shutdown()
-            && !self.teardown_retried
-            && steps.lane().state().is_closed()
-            && !steps.lane().streams_left().is_empty()
-        {
-            self.take(DispatchInput::TeardownLeft)?;
-            self.teardown_retried = true;
-            steps.retry_teardown(now)?;
         }
         loop {
             while let Some(effect) = steps.next_effect(now) {
-                if let Some(next) = self.route(now, effect, helpers, books)? {
+                if let Some(next) = self.route(now, here, effect, books)? {
                     return Ok(next);
                 }
             }
             self.forget_abandoned(steps)?;
-            if self.wait_out.is_none() {
+            if matches!(self.state, State::Free) {
                 if let Some(wait) = books.completion_wait(steps.deadline())? {
                     let act = self.take(DispatchInput::Awaiting)?;
-                    let ticket = self.hand_wait(now, wait, helpers);
-                    if act == Act::WaitHere {
-                        return Ok(Next::WaitHere { ticket, wait });
-                    }
+                    let ticket = self.hand_wait(now, wait);
+                    return Ok(if act == Act::WaitHere {
+                        Next::WaitHere { ticket, wait }
+                    } else {
+                        Next::ToWaiter { ticket, wait }
+                    });
                 }
             }
-            match self.wait_out {
-                Some(out) if self.timers.passed(Timer::WaitBound, now) => {
+            match self.state {
+                State::WaitOut(out) if self.wait_bound().is_some_and(|at| now >= at) => {
                     self.take(DispatchInput::BoundPassed)?;
-                    self.clear_wait();
-                    // Not started yet: the waiter never makes it.
-                    helpers.withdraw_wait();
+                    // No longer offered: a waiter that has not taken it never makes it.
+                    self.state = State::Free;
                     // Past the deadline the lane poisons; were the run still awaiting,
                     // nothing would be out and the settle check would report it stuck.
                     apply(steps, now, out.wait.answer_at_bound(now), books)?;
@@ -384,27 +547,123 @@ impl Dispatch {
                 _ => break,
             }
         }
-        let input = if self.wait_out.is_some() {
+        let input = if matches!(self.state, State::WaitOut(_)) {
             DispatchInput::Waiting
-        } else if helpers.jobs_out() > 0 {
+        } else if self.jobs > 0 {
             DispatchInput::JobsOut
         } else {
             // Nothing to do, nothing out: the lane must be settled (else it is stuck).
             let settled = steps.settled()?;
-            if helpers.shutdown() && settled == Turn::Idle {
+            if self.shutting_down() && settled == Turn::Idle {
                 DispatchInput::SettledShutdown
             } else {
                 DispatchInput::Settled
             }
         };
-        Ok(match (self.take(input)?, self.wait_out) {
-            (Act::WaitHere, Some(out)) => Next::WaitHere {
+        let act = self.take(input)?;
+        self.refresh_timers();
+        Ok(match (act, self.state) {
+            (Act::WaitHere, State::WaitOut(out)) => Next::WaitHere {
                 ticket: out.ticket,
                 wait: out.wait,
             },
             (Act::Exit, _) => Next::Exit,
             _ => Next::Sleep(self.timers.next_timeout()),
         })
+    }
+
+    /// What a poll feeds before it looks at the lane's effects: the workers' answers, the
+    /// notices, a held or deferred recovery call, an abandoned wait, the waiter's answer, the
+    /// shutdown. `Some`: what this thread does now.
+    fn preamble<O: Observer>(
+        &mut self,
+        now: Timestamp,
+        here: Here,
+        steps: &mut LaneSteps<O>,
+        books: &mut impl Bookkeeping,
+    ) -> Result<Option<Next>, DriverError> {
+        if let Some(poll) = self.notice_poll_ns {
+            self.timers.set(Timer::NoticePoll, now.after_ns(poll));
+        }
+        while let Some(answer) = self.answers.pop_front() {
+            self.jobs = self.jobs.saturating_sub(1);
+            match answer {
+                WorkerAnswer::Answered(answer) => {
+                    self.take(DispatchInput::WorkerAnswered)?;
+                    steps.feed(now, answer)?;
+                }
+                // The answers left are taken at the next poll, which follows the execution
+                // without a sleep.
+                WorkerAnswer::HandedBack(effect) => {
+                    self.take(DispatchInput::HandedBack)?;
+                    return Ok(Some(Next::Execute(effect)));
+                }
+            }
+        }
+        self.take_notices(now, steps, books)?;
+        match self.state {
+            State::ResetHeld(held) => {
+                if here == Here::Submitter {
+                    self.take(DispatchInput::Elsewhere)?;
+                    return Ok(Some(Next::Leave));
+                }
+                return Ok(Some(match self.waiter {
+                    Waiter::Idle => {
+                        self.take(DispatchInput::WaiterLeft)?;
+                        self.state = State::Free;
+                        Next::Execute(held.reset)
+                    }
+                    Waiter::Inside { .. } if now >= held.bound => {
+                        self.take(DispatchInput::WaiterPastBound)?;
+                        Next::Lose(Loss::WaiterStuck)
+                    }
+                    Waiter::Inside { .. } => {
+                        self.take(DispatchInput::WaiterInside)?;
+                        self.refresh_timers();
+                        Next::Sleep(self.timers.next_timeout())
+                    }
+                }));
+            }
+            State::Deferred(effect) => {
+                if here == Here::Submitter {
+                    self.take(DispatchInput::Elsewhere)?;
+                    return Ok(Some(Next::Leave));
+                }
+                self.take(DispatchInput::Resume)?;
+                self.state = State::Free;
+                if let Some(next) = self.route(now, here, effect, books)? {
+                    return Ok(Some(next));
+                }
+            }
+            State::Free | State::WaitOut(_) => {}
+        }
+        self.forget_abandoned(steps)?;
+        if let Some((ticket, waited)) = self.waited.take() {
+            match self.state {
+                State::WaitOut(out) if out.ticket == ticket => {
+                    self.answer(now, steps, books, out, waited)?;
+                }
+                _ => {
+                    self.take(DispatchInput::StaleWaited)?;
+                }
+            }
+        }
+        if self.shutdown == Shutdown::Asked {
+            self.take(DispatchInput::Shutdown)?;
+            self.shutdown = Shutdown::Closed;
+            steps.close(now)?;
+        }
+        // S-7: a stream the teardown left gets one more destroy before the thread ends.
+        if self.shutdown == Shutdown::Closed
+            && steps.lane().state().is_closed()
+            && !steps.lane().streams_left().is_empty()
+        {
+            self.take(DispatchInput::TeardownLeft)?;
+            self.shutdown = Shutdown::Retried;
+            steps.retry_teardown(now)?;
+        }
+        self.resume = Resume::Effects;
+        Ok(None)
     }
 
     /// Gives the lane every fault notice that concerns its device since the last look
@@ -426,15 +685,24 @@ impl Dispatch {
         Ok(())
     }
 
-    /// Routes one effect: handed out (`None`: look at the next), or this thread's to do.
+    /// Routes one effect: handed out or noted (`None`: look at the next), or this thread's
+    /// to do.
     fn route(
         &mut self,
         now: Timestamp,
+        here: Here,
         effect: Effect,
-        helpers: &mut impl Helpers,
         books: &mut impl Bookkeeping,
     ) -> Result<Option<Next>, DriverError> {
-        let input = if is_host_work(&effect) {
+        // Recovery's calls, and the runtime's notifications of it (after `OnPoison` the
+        // runtime resets the device itself, L-24), are the lane's own threads' to make.
+        let recovery = matches!(
+            effect,
+            Effect::ForceReset { .. } | Effect::Probe { .. } | Effect::Hook(_)
+        );
+        let input = if recovery && here == Here::Submitter && self.setting.waiter {
+            DispatchInput::Elsewhere
+        } else if is_host_work(&effect) {
             DispatchInput::HostWork
         } else if matches!(effect, Effect::DrainDevice { .. }) {
             DispatchInput::Drain
@@ -444,11 +712,9 @@ impl Dispatch {
         ) {
             // L-20, and L-24: after `OnPoison` the runtime resets the device, so it too waits
             // until the waiter is out of its device call.
-            helpers.withdraw_wait();
-            if helpers.waiter_inside() {
-                DispatchInput::ResetUnderWait
-            } else {
-                DispatchInput::Reset
+            match self.waiter {
+                Waiter::Inside { .. } => DispatchInput::ResetUnderWait,
+                Waiter::Idle => DispatchInput::Reset,
             }
         } else if matches!(effect, Effect::AwaitCompletion { .. }) {
             DispatchInput::Await
@@ -458,68 +724,102 @@ impl Dispatch {
         Ok(match self.take(input)? {
             Act::ToWorker => {
                 books.hand_off(&effect);
-                helpers.dispatch(effect);
-                None
+                self.jobs += 1;
+                Some(Next::ToWorker(effect))
             }
-            Act::ToWaiter => {
-                if let Some(wait) = books.device_wait(&effect) {
-                    self.hand_wait(now, wait, helpers);
-                }
-                None
-            }
+            Act::ToWaiter => books.device_wait(&effect).map(|wait| {
+                let ticket = self.hand_wait(now, wait);
+                Next::ToWaiter { ticket, wait }
+            }),
             Act::Note => {
                 books.note_await(effect)?;
                 None
             }
             Act::Hold => {
-                self.held_reset = Some(effect);
-                self.timers.set(Timer::WaiterBound, self.latest_bound);
+                // ResetUnderWait is taken only while the waiter is inside a call.
+                let Waiter::Inside { bound, .. } = self.waiter else {
+                    return Err(DriverError::Dispatch {
+                        state: DispatchState::ResetHeld,
+                        input,
+                        refusal: DispatchRefusal::NotExpected,
+                    });
+                };
+                self.state = State::ResetHeld(HeldReset {
+                    reset: effect,
+                    bound,
+                });
+                self.refresh_timers();
                 Some(Next::Sleep(self.timers.next_timeout()))
+            }
+            Act::Defer => {
+                self.state = State::Deferred(effect);
+                Some(Next::Leave)
             }
             // A drain made here still forgets what was awaited, as the executor does.
             _ => Some(Next::Execute(effect)),
         })
     }
 
-    /// Gives the wait a fresh ticket and hands it out (to the waiter, or keeps it for this
-    /// thread); it is the wait out now (one replaced is abandoned).
-    fn hand_wait(&mut self, now: Timestamp, wait: DeviceWait, helpers: &mut impl Helpers) -> u64 {
+    /// Gives the wait a fresh ticket; it is the wait out now (one replaced is abandoned).
+    fn hand_wait(&mut self, now: Timestamp, wait: DeviceWait) -> u64 {
         self.tickets += 1;
         let ticket = self.tickets;
-        self.wait_out = Some(WaitOut { ticket, wait });
-        if self.setting.waiter {
-            let bound = wait.bound(now);
-            self.latest_bound = self.latest_bound.max(bound);
-            self.timers.set(Timer::WaitBound, bound);
-            helpers.hand_wait(ticket, wait);
-        }
+        self.state = State::WaitOut(WaitOut {
+            ticket,
+            wait,
+            handed: now,
+        });
         ticket
     }
 
-    fn clear_wait(&mut self) {
-        self.wait_out = None;
-        self.timers.stop(Timer::WaitBound);
+    /// The wait out's bound: from the start of the waiter's call once it took it; from its
+    /// hand-out while the waiter is inside an older call (stuck there, it never takes it);
+    /// none while it is offered to a waiter in no call (where the caller drives the lane,
+    /// nobody has called `wait` yet, and that is no failure). Only with a waiter.
+    fn wait_bound(&self) -> Option<Timestamp> {
+        let State::WaitOut(out) = self.state else {
+            return None;
+        };
+        if !self.setting.waiter {
+            return None;
+        }
+        match self.waiter {
+            Waiter::Inside { ticket, bound } if ticket == out.ticket => Some(bound),
+            Waiter::Inside { .. } => Some(out.wait.bound(out.handed)),
+            Waiter::Idle => None,
+        }
     }
 
-    /// Forgets a completion wait whose run no longer awaits (a poison abandoned it).
+    /// The timers, from the state.
+    fn refresh_timers(&mut self) {
+        match self.wait_bound() {
+            Some(at) => self.timers.set(Timer::WaitBound, at),
+            None => self.timers.stop(Timer::WaitBound),
+        }
+        match self.state {
+            State::ResetHeld(held) => self.timers.set(Timer::WaiterBound, held.bound),
+            _ => self.timers.stop(Timer::WaiterBound),
+        }
+    }
+
+    /// Forgets a completion wait whose run no longer awaits (a poison abandoned it); no
+    /// longer offered, a waiter that has not taken it never makes it.
     fn forget_abandoned<O: Observer>(&mut self, steps: &LaneSteps<O>) -> Result<(), DriverError> {
-        if self
-            .wait_out
-            .is_some_and(|out| !still_asked(steps, &out.wait))
-        {
-            self.take(DispatchInput::Abandoned)?;
-            self.clear_wait();
+        if let State::WaitOut(out) = self.state {
+            if !still_asked(steps, &out.wait) {
+                self.take(DispatchInput::Abandoned)?;
+                self.state = State::Free;
+            }
         }
         Ok(())
     }
 
-    /// Feeds the answer to the wait out; a run still awaiting after an early answer gets the
-    /// same wait again.
+    /// Feeds the answer to the wait out; a run still awaiting after an early answer (the
+    /// waiter's expiry, or a wait the caller cut short) gets the same wait again.
     fn answer<O: Observer>(
         &mut self,
         now: Timestamp,
         steps: &mut LaneSteps<O>,
-        helpers: &mut impl Helpers,
         books: &mut impl Bookkeeping,
         out: WaitOut,
         waited: Wait,
@@ -528,10 +828,13 @@ impl Dispatch {
         apply(steps, now, waited, books)?;
         if early && still_asked(steps, &out.wait) {
             self.take(DispatchInput::WaitedEarly)?;
-            self.hand_wait(now, out.wait, helpers);
+            let ticket = self.hand_wait(now, out.wait);
+            if self.setting.waiter {
+                self.again = Some((ticket, out.wait));
+            }
         } else {
             self.take(DispatchInput::Waited)?;
-            self.clear_wait();
+            self.state = State::Free;
         }
         Ok(())
     }
@@ -549,10 +852,14 @@ impl Dispatch {
         ticket: u64,
         waited: Wait,
     ) -> Result<(), DriverError> {
-        match self.wait_out.filter(|out| out.ticket == ticket) {
-            Some(out) => self.answer(now, steps, &mut NoHelpers, books, out, waited),
+        match self.state {
+            State::WaitOut(out) if out.ticket == ticket => {
+                self.answer(now, steps, books, out, waited)?;
+                self.refresh_timers();
+                Ok(())
+            }
             // Abandoned meanwhile (nothing else runs here, so only a bug gets here).
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 }

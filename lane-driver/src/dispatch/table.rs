@@ -45,20 +45,26 @@ impl Setting {
     }
 }
 
-/// Where the machine stands with the completion waiter.
+/// Where the machine stands, as the table sees it: the kind of its [`State`](super::State),
+/// whose data (the wait out, the held reset and its bound, the deferred call) the table
+/// does not need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DispatchState {
     /// No device wait is out.
     Free,
-    /// One device wait is out (on the completion waiter, or left for this thread to make).
+    /// One device wait is out (offered to the completion waiter, inside its call, or left for
+    /// this thread to make).
     WaitOut,
     /// A force reset waits for the completion waiter to leave its device call (L-20).
     ResetHeld,
+    /// A recovery call (a force reset, a probe) waits for one of the lane's own threads: a
+    /// bound submitter makes none.
+    Deferred,
 }
 
 impl DispatchState {
     /// Every state, in table order.
-    pub const ALL: [Self; 3] = [Self::Free, Self::WaitOut, Self::ResetHeld];
+    pub const ALL: [Self; 4] = [Self::Free, Self::WaitOut, Self::ResetHeld, Self::Deferred];
 }
 
 /// What the thread running the steps found, in the order it looks (one input per look).
@@ -70,6 +76,14 @@ pub enum DispatchInput {
     HandedBack,
     /// A fault notice concerns the lane's device (L-19).
     Notice,
+    /// The completion waiter took the wait offered to it and started its device call: the
+    /// wait's bound counts from that start.
+    WaitStarted,
+    /// Recovery is next (a force reset or a probe, held, deferred or the lane's next effect)
+    /// and the thread running the steps makes none: a bound submitter.
+    Elsewhere,
+    /// A deferred recovery call, and the thread running the steps is one of the lane's own.
+    Resume,
     /// A reset is held and the completion waiter has left its device call.
     WaiterLeft,
     /// A reset is held, the waiter is still inside its call, and its bound has not passed.
@@ -121,10 +135,13 @@ pub enum DispatchInput {
 
 impl DispatchInput {
     /// Every input, in table order.
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 27] = [
         Self::WorkerAnswered,
         Self::HandedBack,
         Self::Notice,
+        Self::WaitStarted,
+        Self::Elsewhere,
+        Self::Resume,
         Self::WaiterLeft,
         Self::WaiterInside,
         Self::WaiterPastBound,
@@ -174,7 +191,8 @@ pub enum Act {
     ToWaiter,
     /// Make the device wait on this thread (blocking): the zero-worker setting.
     WaitHere,
-    /// Take back a wait the waiter has not started, and hold the reset until it leaves.
+    /// Hold the reset until the waiter leaves its call (no wait is offered then: the state
+    /// is `Free`).
     Hold,
     /// Take back the wait and answer it at its bound (the waiter is stuck).
     AnswerAtBound,
@@ -184,6 +202,14 @@ pub enum Act {
     Exit,
     /// A reset cannot be made safely: the lane ends, lost.
     Lose,
+    /// Count the wait's bound from the start of the waiter's call, not from its hand-out.
+    CountFromStart,
+    /// Keep the recovery call for one of the lane's own threads, and let go of the steps.
+    Defer,
+    /// Let go of the steps: one of the lane's own threads makes the recovery.
+    Leave,
+    /// Take the deferred call back and route it as the lane's next effect.
+    Route,
 }
 
 impl Act {
@@ -202,11 +228,15 @@ impl Act {
             Self::ToWorker => "hand to a host worker",
             Self::ToWaiter => "hand to the completion waiter",
             Self::WaitHere => "wait here (blocking)",
-            Self::Hold => "take back the untaken wait; hold the reset",
+            Self::Hold => "hold the reset until the waiter leaves its call",
             Self::AnswerAtBound => "take back the wait; answer it at its bound",
             Self::Sleep => "sleep until an answer, a command or the next timer",
             Self::Exit => "end the thread",
             Self::Lose => "lose the lane (no reset under a wait)",
+            Self::CountFromStart => "count the wait's bound from the call's start",
+            Self::Defer => "keep the call for the lane's own threads; let go",
+            Self::Leave => "let go; the lane's own threads make it",
+            Self::Route => "take the deferred call back and route it",
         }
     }
 }
@@ -235,8 +265,11 @@ pub const fn dispatch_step(
     use DispatchState as S;
     let Setting { workers, waiter } = setting;
     Ok(match (state, input) {
-        // Only a waiter's call can hold a reset.
-        (S::ResetHeld, _) if !waiter => return Err(DispatchRefusal::NotInSetting),
+        // Only a waiter's call can hold a reset, and only a threaded lane has submitters that
+        // make no recovery.
+        (S::ResetHeld | S::Deferred, _) | (_, I::Elsewhere | I::WaitStarted) if !waiter => {
+            return Err(DispatchRefusal::NotInSetting);
+        }
         // Answers are fed first, whatever the state: a poison they bring moves the lane on
         // before anything is handed out.
         (_, I::WorkerAnswered | I::HandedBack) if !workers => {
@@ -245,6 +278,14 @@ pub const fn dispatch_step(
         (_, I::WorkerAnswered) => (state, Act::Feed),
         (_, I::HandedBack) => (state, Act::Execute),
         (_, I::Notice) => (state, Act::Feed),
+        // The waiter takes only the wait offered to it, which is the wait out.
+        (S::WaitOut, I::WaitStarted) => (S::WaitOut, Act::CountFromStart),
+
+        // Recovery is made only by the lane's own threads (a bound submitter leaves it).
+        (S::ResetHeld | S::Deferred, I::Elsewhere) => (state, Act::Leave),
+        (S::Free, I::Elsewhere) => (S::Deferred, Act::Defer),
+        (S::Deferred, I::Resume) => (S::Free, Act::Route),
+        (S::Deferred, _) => return Err(DispatchRefusal::NotExpected),
 
         // L-20: a force reset waits until the waiter is out of its device call.
         (S::ResetHeld, I::WaiterLeft) => (S::Free, Act::Execute),
@@ -301,8 +342,10 @@ pub fn dispatch_table() -> String {
          last row, `*refuses*`, says why, per setting: the inputs it refuses grouped by the \
          reason, `every other input` being those with no cell and no group in its column (an \
          input no setting accepts in a state has no row). \
-         Settings: `driver` is `Driver::turn` (no other thread), `waiter` a threaded lane \
-         with a completion waiter, `workers + waiter` one with host workers too.\n"
+         Settings: `driver` is `Driver::turn` (no other thread), `waiter` a lane with a \
+         completion waiter (lane-service's waiter thread, or, where the caller drives the \
+         lane, whichever caller is inside `wait`), `workers + waiter` one with host workers \
+         too. Inputs are pushed (`handle_*`) or found by `poll`; outputs are polled.\n"
     );
     let _ = write!(out, "| state | input |");
     for setting in Setting::ALL {
@@ -343,7 +386,8 @@ pub fn dispatch_table() -> String {
     }
     let _ = writeln!(
         out,
-        "\n## Timers\n\nEvery deadline of the threaded lane is in one `TimerTable`:\n"
+        "\n## Timers\n\nEvery deadline of the machine is in one `TimerTable`, derived from its \
+         state after every poll:\n"
     );
     for timer in super::Timer::ALL {
         let _ = writeln!(out, "- `{timer:?}`: {}", timer.describe());

@@ -1,17 +1,21 @@
-//! Every deadline of the threaded lane, as values in one table (quinn-proto's `TimerTable`
-//! is the model): the machine arms and stops them, the thread that sleeps asks for the
-//! earliest, and the machine alone decides what a passed one means.
+//! Every deadline of the dispatch machine, as values in one table (quinn-proto's
+//! `TimerTable` is the model): the machine derives them from its state after every poll, the
+//! thread that sleeps asks for the earliest, and the machine alone decides what a passed one
+//! means.
 
 use lane_core::Timestamp;
 
 /// A deadline the dispatch machine keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Timer {
-    /// The wait out's bound ([`DeviceWait::bound`](crate::DeviceWait::bound)): past it the
-    /// thread running the steps answers the wait itself and drops the waiter's late answer.
+    /// The wait out's bound ([`DeviceWait::bound`](crate::DeviceWait::bound)), counted from
+    /// the start of the waiter's call (from its hand-out while the waiter is still inside an
+    /// older call; none while it is offered to a waiter in no call): past it the thread
+    /// running the steps answers the wait itself and drops the waiter's late answer.
     WaitBound,
-    /// While a force reset is held: the latest bound of any wait the waiter was given. A
-    /// waiter still inside its call past it ignores its timeout, and the lane ends (L-20).
+    /// While a force reset is held: the bound of the waiter's current call, counted from its
+    /// start. A waiter still inside its call past it ignores its timeout, and the lane ends
+    /// (L-20).
     WaiterBound,
     /// The next look at the process's fault notice ring (L-19): a notice wakes no one.
     NoticePoll,
@@ -34,12 +38,15 @@ impl Timer {
     pub const fn describe(self) -> &'static str {
         match self {
             Self::WaitBound => {
-                "the wait out's bound (its deadline or drain timeout, plus the waiter's grace): \
-                 past it the wait is answered at its bound (`BoundPassed`)"
+                "the wait out's bound (its deadline or drain timeout, plus the waiter's grace), \
+                 counted from the start of the waiter's call (from the hand-out while the waiter \
+                 is inside an older call; unarmed while an idle waiter has not taken it): past \
+                 it the wait is answered at its bound (`BoundPassed`)"
             }
             Self::WaiterBound => {
-                "armed while a force reset is held: the latest bound of any wait the waiter was \
-                 given; past it with the waiter still inside, the lane is lost (`WaiterPastBound`)"
+                "armed while a force reset is held: the bound of the waiter's current call, \
+                 counted from its start; past it with the waiter still inside, the lane is lost \
+                 (`WaiterPastBound`)"
             }
             Self::NoticePoll => {
                 "the next look at the fault notice ring (every `NOTICE_POLL_NS` while asleep)"

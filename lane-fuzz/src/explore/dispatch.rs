@@ -5,11 +5,14 @@
 //!
 //! The world is modelled apart from the table: it offers only inputs its facts allow (an
 //! answer only for work handed out, a reset under a wait only while the waiter is inside a
-//! device call) and applies each action by its meaning. After every step the machine's
-//! state must agree with the world's facts (`WaitOut` exactly while a wait is out,
-//! `ResetHeld` exactly while a reset is held), and a reset is never executed while the waiter
-//! is inside a device call (L-20). The explorer also records every table row it used, so a
-//! test can show that each accepted row is reachable.
+//! device call, a waiter's start only of a wait offered to it while it is in no call, a
+//! recovery call on a bound submitter's thread) and applies each action by its meaning.
+//! After every step the machine's state must agree with the world's facts (`WaitOut` exactly
+//! while a wait is out, `ResetHeld` exactly while a reset is held, `Deferred` exactly while a
+//! recovery call waits for the lane's own threads), a reset is never executed while the
+//! waiter is inside a device call (L-20), and a submitter never executes one. The explorer
+//! also records every table row it used, so a test can show that each accepted row is
+//! reachable.
 
 use std::collections::BTreeSet;
 
@@ -22,7 +25,7 @@ use super::{Model, Stats, explore};
 enum Wait {
     /// No device wait is out.
     None,
-    /// The completion waiter has the wait.
+    /// The wait is offered to the completion waiter (taken or not: `in_call`).
     Waiter,
     /// The wait is left for the thread running the steps (no waiter).
     Here,
@@ -45,7 +48,7 @@ pub struct DispatchModel {
     setting: Setting,
     machine: DispatchState,
     wait: Wait,
-    /// The waiter is inside the device call of the wait out.
+    /// The waiter took the wait out and is inside its device call.
     in_call: bool,
     /// The waiter is inside the device call of a wait no longer out (it has one thread: a
     /// wait handed meanwhile is taken when this call returns).
@@ -54,6 +57,10 @@ pub struct DispatchModel {
     stale: bool,
     /// A force reset is held until the waiter leaves its call.
     held: bool,
+    /// A recovery call waits for one of the lane's own threads (a submitter left it).
+    deferred: bool,
+    /// The deferred call was taken back and is routed next.
+    rerouting: bool,
     /// Host worker jobs out (at most one: more adds no row).
     jobs: u8,
     /// The executor awaits a run's completion.
@@ -80,6 +87,8 @@ impl DispatchModel {
             in_old_call: false,
             stale: false,
             held: false,
+            deferred: false,
+            rerouting: false,
             jobs: 0,
             awaiting: false,
             shutdown: false,
@@ -105,15 +114,28 @@ impl DispatchModel {
         use DispatchInput as I;
         let Setting { workers, waiter } = self.setting;
         let mut out = Vec::new();
+        if self.rerouting {
+            // The deferred call taken back is routed before anything else.
+            out.push(if self.in_old_call {
+                I::ResetUnderWait
+            } else {
+                I::Reset
+            });
+            return out;
+        }
         if workers && self.jobs > 0 {
             out.extend([I::WorkerAnswered, I::HandedBack]);
         }
         if self.budget > 0 {
             out.push(I::Notice);
         }
-        if self.held {
-            // While a reset is held the thread looks only at answers and at the waiter.
-            if self.in_old_call {
+        if self.held || self.deferred {
+            // While a reset is held or deferred the thread looks only at answers, at who it
+            // is, and at the waiter.
+            out.push(I::Elsewhere);
+            if self.deferred {
+                out.push(I::Resume);
+            } else if self.in_old_call {
                 out.extend([I::WaiterInside, I::WaiterPastBound]);
             } else {
                 out.push(I::WaiterLeft);
@@ -123,6 +145,10 @@ impl DispatchModel {
         if self.wait != Wait::None {
             out.extend([I::Abandoned, I::Waiting]);
         }
+        // The waiter takes an offered wait once it is in no call.
+        if self.wait == Wait::Waiter && !self.in_call && !self.in_old_call {
+            out.push(I::WaitStarted);
+        }
         let answerable = self.wait == Wait::Here || self.in_call;
         if answerable {
             out.push(I::Waited);
@@ -130,7 +156,9 @@ impl DispatchModel {
         if answerable && self.awaiting {
             out.push(I::WaitedEarly);
         }
-        if self.wait == Wait::Waiter {
+        // A wait's bound runs from the waiter's start, or from the hand-out while the waiter
+        // is inside an older call; an offer to an idle waiter has none.
+        if self.wait == Wait::Waiter && (self.in_call || self.in_old_call) {
             out.push(I::BoundPassed);
         }
         if self.stale && !self.in_old_call {
@@ -156,6 +184,10 @@ impl DispatchModel {
                 } else {
                     I::Reset
                 });
+                // The same recovery call, on a bound submitter's thread.
+                if waiter {
+                    out.push(I::Elsewhere);
+                }
             }
         }
         if self.awaiting && self.wait == Wait::None {
@@ -186,7 +218,16 @@ impl DispatchModel {
                 self.held = false;
                 spend(&mut self.budget);
             }
-            (I::WaiterInside, Act::Sleep) => {}
+            (I::WaiterInside, Act::Sleep) | (I::Elsewhere, Act::Leave) => {}
+            (I::Elsewhere, Act::Defer) => {
+                self.deferred = true;
+                spend(&mut self.budget);
+            }
+            (I::Resume, Act::Route) => {
+                self.deferred = false;
+                self.rerouting = true;
+            }
+            (I::WaitStarted, Act::CountFromStart) => self.in_call = true,
             (I::WaiterPastBound, Act::Lose) => self.lost = true,
             (I::Abandoned, Act::Forget) => {
                 self.leave_wait();
@@ -205,6 +246,7 @@ impl DispatchModel {
                 self.jobs += 1;
                 spend(&mut self.budget);
             }
+            (I::Reset, Act::Execute) if self.rerouting => self.rerouting = false,
             (I::HostWork | I::Call | I::Drain | I::Reset, Act::Execute) => {
                 spend(&mut self.budget);
             }
@@ -214,7 +256,10 @@ impl DispatchModel {
                 self.hand_wait();
                 spend(&mut self.budget);
             }
-            (I::ResetUnderWait, Act::Hold) => self.held = true,
+            (I::ResetUnderWait, Act::Hold) => {
+                self.rerouting = false;
+                self.held = true;
+            }
             (I::Await, Act::Note) => {
                 self.awaiting = true;
                 spend(&mut self.budget);
@@ -237,7 +282,8 @@ impl DispatchModel {
         Ok(())
     }
 
-    /// The wait out is no longer out: a call the waiter is inside owes a stale answer.
+    /// The wait out is no longer out (no longer offered, so a waiter that has not taken it
+    /// never does): a call the waiter is inside owes a stale answer.
     fn leave_wait(&mut self) {
         if self.in_call {
             self.in_call = false;
@@ -247,16 +293,18 @@ impl DispatchModel {
         self.wait = Wait::None;
     }
 
-    /// A wait goes to the waiter, which takes it at once unless it is inside an old call.
+    /// A wait is offered to the waiter, which starts it later (`WaitStarted`).
     fn hand_wait(&mut self) {
         self.wait = Wait::Waiter;
-        self.in_call = !self.in_old_call;
+        self.in_call = false;
     }
 
     /// The machine's state the world's facts call for.
     fn expected(&self) -> DispatchState {
         if self.held {
             DispatchState::ResetHeld
+        } else if self.deferred {
+            DispatchState::Deferred
         } else if self.wait == Wait::None {
             DispatchState::Free
         } else {
@@ -286,9 +334,8 @@ impl Model for DispatchModel {
         match action {
             Action::LastHandleGone => self.shutdown = true,
             Action::WaiterReturns => {
-                // The old call returns; the waiter takes a wait handed meanwhile.
+                // The old call returns; the waiter then starts a wait offered meanwhile.
                 self.in_old_call = false;
-                self.in_call = self.wait == Wait::Waiter;
             }
             Action::Find(input) => {
                 let under_wait = self.in_call || self.in_old_call;
@@ -305,6 +352,9 @@ impl Model for DispatchModel {
                     return Err(
                         "a force reset executed while the waiter is inside a call (L-20)".into(),
                     );
+                }
+                if input == DispatchInput::Elsewhere && !matches!(act, Act::Defer | Act::Leave) {
+                    return Err(format!("a submitter's recovery call led to {act:?}"));
                 }
                 self.apply(input, act)?;
                 self.machine = next;

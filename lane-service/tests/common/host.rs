@@ -37,6 +37,13 @@ pub struct Instant0 {
     /// The waiter's first event wait blocks this long, whatever its timeout (a driver call
     /// that never honours its bound), then succeeds.
     pub stuck_wait: Option<Duration>,
+    /// The waiter's drain takes its whole timeout (a device that stays busy), instead of
+    /// returning at once.
+    pub slow_drain: bool,
+    /// No run ever completes: the waiter's looks find none complete, and its event waits
+    /// sleep their whole timeout and return 507047 (a hung kernel on a device that honours
+    /// the wait's bound).
+    pub hung: bool,
 }
 
 impl Instant0 {
@@ -50,6 +57,8 @@ impl Instant0 {
             fail_read: None,
             no_waiter: false,
             stuck_wait: None,
+            slow_drain: false,
+            hung: false,
         }
     }
 
@@ -128,6 +137,9 @@ impl Device for Instant0 {
     fn synchronize_event(&mut self, _event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
         Ok(())
     }
+    fn query_event(&mut self, _event: EventHandle) -> Result<bool, AclCode> {
+        Ok(true)
+    }
     fn synchronize_stream(
         &mut self,
         _stream: StreamHandle,
@@ -171,6 +183,8 @@ impl Device for Instant0 {
             reads: Arc::clone(&self.reads),
             fail_read: self.fail_read,
             stuck: self.stuck_wait.take(),
+            slow_drain: self.slow_drain,
+            hung: self.hung,
         }))
     }
 }
@@ -183,19 +197,35 @@ pub struct Instant0Waiter {
     reads: Arc<AtomicU64>,
     fail_read: Option<u64>,
     stuck: Option<Duration>,
+    slow_drain: bool,
+    hung: bool,
 }
 
 impl CompletionWaiter for Instant0Waiter {
     fn now(&mut self) -> Timestamp {
         Timestamp(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
-    fn synchronize_event(&mut self, _event: EventHandle, _timeout_ms: i32) -> Result<(), AclCode> {
+    fn synchronize_event(&mut self, _event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        if self.hung {
+            thread::sleep(Duration::from_millis(
+                u64::try_from(timeout_ms).unwrap_or(0),
+            ));
+            return Err(AclCode::RtEventSyncTimeout);
+        }
         if let Some(stuck) = self.stuck.take() {
             thread::sleep(stuck);
         }
         Ok(())
     }
-    fn synchronize_device(&mut self, _timeout_ms: i32) -> Result<(), AclCode> {
+    fn query_event(&mut self, _event: EventHandle) -> Result<bool, AclCode> {
+        Ok(self.stuck.is_none() && !self.hung)
+    }
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        if self.slow_drain {
+            thread::sleep(Duration::from_millis(
+                u64::try_from(timeout_ms).unwrap_or(0),
+            ));
+        }
         Ok(())
     }
     fn synchronize_stream(

@@ -68,6 +68,12 @@ pub struct Stalling {
     /// What `recent_error_message` answers (the executor and the waiter ask only after a
     /// failed call).
     pub message: Option<&'static str>,
+    /// The name of the thread each force reset was made on (`None`: an unnamed thread).
+    pub resets: Arc<Mutex<Vec<Option<String>>>>,
+    /// Set while a force reset is being made.
+    pub resetting: Arc<AtomicBool>,
+    /// How long each force reset takes (it sleeps that long with `resetting` set).
+    pub reset_takes: Duration,
 }
 
 impl Stalling {
@@ -79,6 +85,9 @@ impl Stalling {
             prepared: Arc::new(Mutex::new(Vec::new())),
             launched: Arc::new(Mutex::new(Vec::new())),
             message: None,
+            resets: Arc::new(Mutex::new(Vec::new())),
+            resetting: Arc::new(AtomicBool::new(false)),
+            reset_takes: Duration::ZERO,
         }
     }
 }
@@ -106,7 +115,13 @@ impl Device for Stalling {
         self.inner.synchronize_device(timeout_ms)
     }
     fn reset_device_force(&mut self) -> Result<(), AclCode> {
-        self.inner.reset_device_force()
+        let name = thread::current().name().map(str::to_owned);
+        self.resets.lock().unwrap().push(name);
+        self.resetting.store(true, Ordering::SeqCst);
+        thread::sleep(self.reset_takes);
+        let reset = self.inner.reset_device_force();
+        self.resetting.store(false, Ordering::SeqCst);
+        reset
     }
     fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
         self.inner.create_stream()
@@ -125,6 +140,9 @@ impl Device for Stalling {
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.inner.synchronize_event(event, timeout_ms)
+    }
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        self.inner.query_event(event)
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.inner.synchronize_stream(stream, timeout_ms)

@@ -1,4 +1,5 @@
-//! Fault rules installed on the simulated device, decided by one seed.
+//! Fault rules installed on a device, decided by one seed: the one fault vocabulary of
+//! backend-sim (`--fault`, scenario files) and acl-fake (its control calls).
 //!
 //! A [`FaultRule`] names a [`FaultKind`] (which call or run it hits and what it does), an
 //! optional code, and [`When`] it fires. The device consults the installed rules at every
@@ -12,11 +13,13 @@
 
 use core::fmt;
 
-use lane_core::RunId;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use status_latch::{AclCode, RuntimeCode};
 use thiserror::Error;
+
+use crate::config::Engine;
+use crate::kernel::Outcome;
 
 /// Parts per million: rates are integers so they print and compare exactly.
 const PPM: u64 = 1_000_000;
@@ -57,14 +60,12 @@ pub enum Site {
     /// The result record's device-to-host read (the completion waiter's, right after the
     /// run's boundary).
     RecordRead,
-}
-
-impl Site {
-    const COUNT: usize = 16;
-
-    const fn index(self) -> usize {
-        self as usize
-    }
+    /// One kernel's launch on this engine, a run's or alone (the kernel rules).
+    Kernel(Engine),
+    /// An async copy's task, when its stream reaches it.
+    Copy,
+    /// A call of a named function (the `call` rules, [`Faults::decide_call`]).
+    Call,
 }
 
 /// What kind of fault a rule injects.
@@ -132,6 +133,26 @@ pub enum FaultKind {
     Silent,
     /// The result record's read after the boundary fails with a code.
     RecordRead,
+    /// A call of the named function (an ACL symbol, or a control function of the fake) returns
+    /// the code instead of running (`call:aclrtMalloc=207001`).
+    Call,
+    /// One kernel (`/engine:` one engine, else any) ends in a device exception: the code, or
+    /// its engine's (507015 AICore, 507018 AICPU).
+    KernelException,
+    /// One kernel hangs until the op timeout kills it.
+    KernelHang,
+    /// One kernel never ends and the op timeout never fires.
+    KernelStuck,
+    /// One kernel exits with a latched header (the code, in the layout of its own header, or
+    /// the `/header:` bytes); on AICPU it returns a fatal status.
+    KernelLatch,
+    /// One kernel exits clean but its run publishes no record.
+    KernelSilent,
+    /// One kernel ends ok, whatever its launch asked.
+    KernelOk,
+    /// An async copy fails on its stream when the stream reaches it: no byte lands, the code
+    /// is sticky on the stream.
+    Copy,
 }
 
 /// What code a kind takes.
@@ -140,6 +161,12 @@ enum CodeKind {
     None,
     Acl,
     Runtime,
+    /// An ACL code, or none (the kind's own default).
+    OptionalAcl,
+    /// A runtime latch code, or none.
+    OptionalRuntime,
+    /// Any raw value, 0 included (a call rule "fails" with it).
+    Raw,
 }
 
 impl FaultKind {
@@ -174,10 +201,23 @@ impl FaultKind {
         Self::RecordRead,
     ];
 
+    /// The kinds the fake's control calls make beside [`FaultKind::ALL`]: a named call, one
+    /// kernel's outcome, an async copy. Not drawn by the swarm.
+    pub const MORE: [FaultKind; 8] = [
+        Self::Call,
+        Self::KernelException,
+        Self::KernelHang,
+        Self::KernelStuck,
+        Self::KernelLatch,
+        Self::KernelSilent,
+        Self::KernelOk,
+        Self::Copy,
+    ];
+
     /// The kind table: name, site, code kind, default codes (the first is used when a rule
     /// names none; swarm picks among them), and a one-line description.
     const fn row(self) -> (&'static str, Site, CodeKind, &'static [i32], &'static str) {
-        use CodeKind::{Acl, None, Runtime};
+        use CodeKind::{Acl, None, OptionalAcl, OptionalRuntime, Raw, Runtime};
         match self {
             Self::StreamCreate => (
                 "stream-create",
@@ -341,7 +381,76 @@ impl FaultKind {
                 &[1, 2, 3, 4, 5, 7, 9, 11, 101, 102, 104, 8, 100, 10, 103],
                 "the kernels exit with a runtime code latched and published in an error record; 507018 stays on the AICPU stream",
             ),
+            Self::Call => (
+                "call",
+                Site::Call,
+                Raw,
+                &[507_899],
+                "a call of the named function returns the code instead of running (call:SYMBOL=CODE)",
+            ),
+            Self::KernelException => (
+                "kernel-exception",
+                Site::Kernel(Engine::Aicore),
+                OptionalAcl,
+                &[],
+                "one kernel ends in a device exception (its engine's code unless one is given)",
+            ),
+            Self::KernelHang => (
+                "kernel-hang",
+                Site::Kernel(Engine::Aicore),
+                None,
+                &[],
+                "one kernel hangs until the op timeout kills it",
+            ),
+            Self::KernelStuck => (
+                "kernel-stuck",
+                Site::Kernel(Engine::Aicore),
+                None,
+                &[],
+                "one kernel never ends and the op timeout never fires",
+            ),
+            Self::KernelLatch => (
+                "kernel-latch",
+                Site::Kernel(Engine::Aicore),
+                OptionalRuntime,
+                &[],
+                "one kernel exits with a latched header (the code, or /header: bytes); an AICPU one returns a fatal status",
+            ),
+            Self::KernelSilent => (
+                "kernel-silent",
+                Site::Kernel(Engine::Aicore),
+                None,
+                &[],
+                "one kernel exits clean but its run publishes no record",
+            ),
+            Self::KernelOk => (
+                "kernel-ok",
+                Site::Kernel(Engine::Aicore),
+                None,
+                &[],
+                "one kernel ends ok, whatever its launch asked",
+            ),
+            Self::Copy => (
+                "copy",
+                Site::Copy,
+                Acl,
+                &[507_899],
+                "an async copy fails on its stream when the stream reaches it",
+            ),
         }
+    }
+
+    /// Whether this kind names one kernel (the `kernel-*` kinds, consulted at every launch).
+    pub const fn is_kernel(self) -> bool {
+        matches!(
+            self,
+            Self::KernelException
+                | Self::KernelHang
+                | Self::KernelStuck
+                | Self::KernelLatch
+                | Self::KernelSilent
+                | Self::KernelOk
+        )
     }
 
     /// The kind's name in `--fault` and scenario files.
@@ -377,6 +486,7 @@ impl FaultKind {
                 | Site::Finalise
                 | Site::Run
                 | Site::RecordRead
+                | Site::Kernel(_)
         )
     }
 
@@ -384,6 +494,7 @@ impl FaultKind {
     pub fn from_name(name: &str) -> Result<Self, FaultError> {
         Self::ALL
             .into_iter()
+            .chain(Self::MORE)
             .find(|k| k.name() == name)
             .ok_or_else(|| FaultError::UnknownKind {
                 got: name.to_owned(),
@@ -392,13 +503,19 @@ impl FaultKind {
 
     /// Every kind's name, comma-separated (for errors and `--help`).
     pub fn names() -> String {
-        Self::ALL.map(Self::name).join(", ")
+        let names: Vec<&str> = Self::ALL
+            .iter()
+            .chain(&Self::MORE)
+            .map(|k| k.name())
+            .collect();
+        names.join(", ")
     }
 
     /// The kind list with descriptions, one per line (for `--help`).
     pub fn help_table() -> String {
         Self::ALL
             .iter()
+            .chain(&Self::MORE)
             .map(|k| format!("  {:<21} {}", k.name(), k.description()))
             .collect::<Vec<_>>()
             .join("\n")
@@ -414,6 +531,8 @@ pub enum FaultCode {
     Acl(AclCode),
     /// A runtime latch code.
     Runtime(RuntimeCode),
+    /// A raw return value (a `call` rule's, 0 included).
+    Raw(i32),
 }
 
 /// When a rule fires.
@@ -427,10 +546,17 @@ pub enum When {
     Runs(Vec<u64>),
     /// Each consultation with this probability, in parts per million, drawn from the seed.
     Rate(u32),
+    /// The consultations `first..=last` (`None`: every one from `first`), counting from 1.
+    CallSpan {
+        /// The first selected.
+        first: u64,
+        /// The last selected, if any.
+        last: Option<u64>,
+    },
 }
 
 /// What the device does when a rule fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Injected {
     /// The call returns this code.
     Fail(AclCode),
@@ -450,6 +576,22 @@ pub enum Injected {
     Stuck,
     /// The run latches this code.
     Latch(Latched),
+    /// One kernel ends so: its outcome, and for a latch the latch to write (in the layout of
+    /// its own header) or the header bytes themselves.
+    Kernel(Outcome, KernelHeader),
+    /// A named call returns this raw value.
+    Call(i32),
+}
+
+/// The header a `kernel-latch` rule writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KernelHeader {
+    /// The kernel's own.
+    Own,
+    /// Its own layout, with this latch.
+    Latched(Latched),
+    /// These bytes.
+    Bytes(Vec<u8>),
 }
 
 /// What a latch fault writes: the code, and for a scheduler code (100 and above) which
@@ -503,6 +645,12 @@ pub struct FaultRule {
     /// For a latch of a scheduler code: the scheduler threads that latched it, the first
     /// writer first. Empty: thread 0 alone.
     pub threads: Vec<u8>,
+    /// A `call` rule's function name.
+    pub call: Option<String>,
+    /// A `kernel-*` rule's engine (`None`: either).
+    pub engine: Option<Engine>,
+    /// A `kernel-latch` rule's header bytes, written as they are.
+    pub header: Option<Vec<u8>>,
 }
 
 /// Why a fault rule was refused. Each message names the problem and the fix.
@@ -605,27 +753,38 @@ impl FaultRule {
     /// default code).
     pub fn new(kind: FaultKind, code: Option<&str>, when: When) -> Result<Self, FaultError> {
         let (name, _, code_kind, defaults, _) = kind.row();
+        let default = || defaults.first().copied().unwrap_or(0).to_string();
         let code = match (code_kind, code) {
-            (CodeKind::None, None) => FaultCode::None,
+            (CodeKind::None, None) | (CodeKind::OptionalAcl | CodeKind::OptionalRuntime, None) => {
+                FaultCode::None
+            }
             (CodeKind::None, Some(code)) => {
                 return Err(FaultError::UnexpectedCode {
                     kind: name,
                     code: code.to_owned(),
                 });
             }
-            (CodeKind::Acl, given) => {
-                let value = given.map_or(
-                    defaults.first().copied().unwrap_or(0).to_string(),
-                    str::to_owned,
-                );
+            (CodeKind::Acl | CodeKind::OptionalAcl, given) => {
+                let value = given.map_or_else(default, str::to_owned);
                 FaultCode::Acl(parse_acl(name, &value)?)
             }
-            (CodeKind::Runtime, given) => {
-                let value = given.map_or(
-                    defaults.first().copied().unwrap_or(0).to_string(),
-                    str::to_owned,
-                );
+            (CodeKind::Runtime | CodeKind::OptionalRuntime, given) => {
+                let value = given.map_or_else(default, str::to_owned);
                 FaultCode::Runtime(parse_runtime(name, &value)?)
+            }
+            (CodeKind::Raw, given) => {
+                let value = given.map_or_else(default, str::to_owned);
+                let raw = value
+                    .parse::<i32>()
+                    .ok()
+                    .or_else(|| parse_acl(name, &value).ok().map(AclCode::raw))
+                    .ok_or_else(|| FaultError::BadCode {
+                        kind: name,
+                        code: value.clone(),
+                        what: "return value",
+                        example: "507899, 0 or ACL_ERROR_RT_DRV_INTERNAL_ERROR",
+                    })?;
+                FaultCode::Raw(raw)
             }
         };
         match &when {
@@ -644,6 +803,15 @@ impl FaultRule {
                     short,
                 });
             }
+            When::CallSpan { first, last }
+                if *first == 0 || last.is_some_and(|last| last < *first) =>
+            {
+                return Err(FaultError::EmptySelection {
+                    kind: name,
+                    what: "calls",
+                    short: "call",
+                });
+            }
             _ => {}
         }
         Ok(Self {
@@ -651,7 +819,39 @@ impl FaultRule {
             code,
             when,
             threads: Vec::new(),
+            call: None,
+            engine: None,
+            header: None,
         })
+    }
+
+    /// A `call` rule: calls of `symbol` selected by `when` return `code` (any value, 0
+    /// included) instead of running.
+    #[must_use]
+    pub fn call(symbol: &str, code: i32, when: When) -> Self {
+        Self {
+            kind: FaultKind::Call,
+            code: FaultCode::Raw(code),
+            when,
+            threads: Vec::new(),
+            call: Some(symbol.to_owned()),
+            engine: None,
+            header: None,
+        }
+    }
+
+    /// The same rule for one engine's kernels only (a `kernel-*` rule).
+    #[must_use]
+    pub const fn on_engine(mut self, engine: Option<Engine>) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// The same `kernel-latch` rule writing these header bytes as they are.
+    #[must_use]
+    pub fn with_header(mut self, header: Vec<u8>) -> Self {
+        self.header = Some(header);
+        self
     }
 
     /// The same rule, latched by these scheduler threads (the first writer first). Only a
@@ -659,7 +859,7 @@ impl FaultRule {
     pub fn with_threads(mut self, threads: Vec<u8>) -> Result<Self, FaultError> {
         let scheduler_latch = matches!(
             (self.kind, self.code),
-            (FaultKind::Latch, FaultCode::Runtime(code)) if is_scheduler_code(code)
+            (FaultKind::Latch | FaultKind::KernelLatch, FaultCode::Runtime(code)) if is_scheduler_code(code)
         );
         if !scheduler_latch {
             return Err(FaultError::ThreadsWithoutSchedulerLatch {
@@ -677,30 +877,45 @@ impl FaultRule {
         Ok(self)
     }
 
-    /// Parses the `--fault` syntax: `KIND[=CODE][@SELECTOR][/threads:T,..]`, where the
-    /// selector is `always` (the default), `run:1,3`, `call:2` or `rate:0.05` (also
-    /// `rate:5%`), and the threads (a latch of a scheduler code only) are the scheduler
-    /// threads that latched it, the first writer first.
+    /// Parses the `--fault` syntax: `KIND[=CODE][@SELECTOR][/QUALIFIER...]`, where the
+    /// selector is `always` (the default), `run:1,3`, `call:2` (or a span, `call:2-4`,
+    /// `call:2-`) or `rate:0.05` (also `rate:5%`), and a qualifier is `threads:T,..` (a latch
+    /// of a scheduler code: the scheduler threads that latched it, the first writer first),
+    /// `engine:aicore|aicpu` (a `kernel-*` rule) or `header:HEX` (a `kernel-latch` rule's
+    /// header bytes). A `call` rule names its function in its kind: `call:aclrtMalloc=207001`.
     pub fn parse(spec: &str) -> Result<Self, FaultError> {
-        let (rule, threads) = match spec.split_once("/threads:") {
-            Some((rule, list)) => (rule, Some(list)),
-            None => (spec, None),
+        let mut parts = spec.split('/');
+        let rule = parts.next().unwrap_or_default();
+        let mut parsed = Self::parse_rule(rule)?;
+        let bad = |got: &str| FaultError::BadSelector {
+            spec: spec.to_owned(),
+            got: got.to_owned(),
         };
-        let parsed = Self::parse_rule(rule)?;
-        match threads {
-            None => Ok(parsed),
-            Some(list) => {
-                let threads = list
-                    .split(',')
-                    .map(|t| t.trim().parse::<u8>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|_| FaultError::BadSelector {
-                        spec: spec.to_owned(),
-                        got: format!("threads:{list}"),
-                    })?;
-                parsed.with_threads(threads)
+        for qualifier in parts {
+            let (what, value) = qualifier.split_once(':').ok_or_else(|| bad(qualifier))?;
+            match what {
+                "threads" => {
+                    let threads = value
+                        .split(',')
+                        .map(|t| t.trim().parse::<u8>())
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|_| bad(qualifier))?;
+                    parsed = parsed.with_threads(threads)?;
+                }
+                "engine" if parsed.kind.is_kernel() => {
+                    parsed.engine = Some(match value {
+                        "aicore" => Engine::Aicore,
+                        "aicpu" => Engine::Aicpu,
+                        _ => return Err(bad(qualifier)),
+                    });
+                }
+                "header" if parsed.kind == FaultKind::KernelLatch => {
+                    parsed.header = Some(parse_hex(value).ok_or_else(|| bad(qualifier))?);
+                }
+                _ => return Err(bad(qualifier)),
             }
         }
+        Ok(parsed)
     }
 
     /// `KIND[=CODE][@SELECTOR]`.
@@ -713,7 +928,10 @@ impl FaultRule {
             Some((kind, code)) => (kind, Some(code)),
             None => (head, None),
         };
-        let kind = FaultKind::from_name(kind.trim())?;
+        let (kind, call) = match kind.trim().split_once(':') {
+            Some(("call", symbol)) if !symbol.is_empty() => (FaultKind::Call, Some(symbol)),
+            _ => (FaultKind::from_name(kind.trim())?, None),
+        };
         let bad = || FaultError::BadSelector {
             spec: spec.to_owned(),
             got: selector.unwrap_or_default().to_owned(),
@@ -724,17 +942,39 @@ impl FaultRule {
                 let (what, list) = sel.split_once(':').ok_or_else(bad)?;
                 match what {
                     "run" | "runs" => When::Runs(parse_list(list).ok_or_else(bad)?),
-                    "call" | "calls" => When::Calls(parse_list(list).ok_or_else(bad)?),
+                    "call" | "calls" => match list.split_once('-') {
+                        Some((first, last)) => When::CallSpan {
+                            first: first.trim().parse().map_err(|_| bad())?,
+                            last: match last.trim() {
+                                "" => None,
+                                last => Some(last.parse().map_err(|_| bad())?),
+                            },
+                        },
+                        None => When::Calls(parse_list(list).ok_or_else(bad)?),
+                    },
                     "rate" => When::Rate(parse_rate(list)?),
                     _ => return Err(bad()),
                 }
             }
         };
-        Self::new(kind, code.map(str::trim), when)
+        let mut rule = Self::new(kind, code.map(str::trim), when)?;
+        rule.call = call.map(str::to_owned);
+        Ok(rule)
     }
 
     /// What the device does when this rule fires.
     pub fn injected(&self) -> Injected {
+        let latched = |code| Latched {
+            code,
+            first_thread: self.threads.first().copied().unwrap_or(0),
+            bitmap: if self.threads.is_empty() {
+                1
+            } else {
+                self.threads.iter().fold(0, |bits, t| {
+                    bits | 1_u32.checked_shl(u32::from(*t)).unwrap_or(0)
+                })
+            },
+        };
         match (self.kind, self.code) {
             (FaultKind::PrepareIncompatible, _) => Injected::Incompatible,
             (FaultKind::Validation, _) => Injected::Validation,
@@ -742,21 +982,41 @@ impl FaultRule {
             (FaultKind::HangAicpu, _) => Injected::HangAicpu,
             (FaultKind::Silent, _) => Injected::Silent,
             (FaultKind::Stuck, _) => Injected::Stuck,
-            (FaultKind::Latch, FaultCode::Runtime(code)) => Injected::Latch(Latched {
-                code,
-                first_thread: self.threads.first().copied().unwrap_or(0),
-                bitmap: if self.threads.is_empty() {
-                    1
-                } else {
-                    self.threads.iter().fold(0, |bits, t| {
-                        bits | 1_u32.checked_shl(u32::from(*t)).unwrap_or(0)
-                    })
-                },
-            }),
+            (FaultKind::Latch, FaultCode::Runtime(code)) => Injected::Latch(latched(code)),
             (FaultKind::Exception, FaultCode::Acl(code)) => Injected::Exception(code),
+            (FaultKind::Call, FaultCode::Raw(code)) => Injected::Call(code),
+            (FaultKind::KernelException, code) => Injected::Kernel(
+                Outcome::Exception(match code {
+                    FaultCode::Acl(code) => Some(code),
+                    _ => None,
+                }),
+                KernelHeader::Own,
+            ),
+            (FaultKind::KernelHang, _) => Injected::Kernel(Outcome::Hang, KernelHeader::Own),
+            (FaultKind::KernelStuck, _) => Injected::Kernel(Outcome::Stuck, KernelHeader::Own),
+            (FaultKind::KernelSilent, _) => Injected::Kernel(Outcome::Silent, KernelHeader::Own),
+            (FaultKind::KernelOk, _) => Injected::Kernel(Outcome::Ok, KernelHeader::Own),
+            (FaultKind::KernelLatch, code) => Injected::Kernel(
+                Outcome::Latch,
+                match (&self.header, code) {
+                    (Some(bytes), _) => KernelHeader::Bytes(bytes.clone()),
+                    (None, FaultCode::Runtime(code)) => KernelHeader::Latched(latched(code)),
+                    (None, _) => KernelHeader::Own,
+                },
+            ),
             (_, FaultCode::Acl(code)) => Injected::Fail(code),
             // `new` gives every other kind an ACL code; a hand-built odd rule still fails.
             (_, _) => Injected::Fail(AclCode::RtInternalError),
+        }
+    }
+
+    /// Whether a consultation at `site` is one this rule counts.
+    fn counts_at(&self, site: Site) -> bool {
+        match site {
+            Site::Kernel(engine) => {
+                self.kind.is_kernel() && self.engine.is_none_or(|e| e == engine)
+            }
+            site => !self.kind.is_kernel() && self.kind.site() == site,
         }
     }
 }
@@ -765,10 +1025,14 @@ impl fmt::Display for FaultRule {
     /// The rule in `--fault` syntax (parses back to the same rule).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.kind.name())?;
+        if let Some(call) = &self.call {
+            write!(f, ":{call}")?;
+        }
         match self.code {
             FaultCode::None => {}
             FaultCode::Acl(code) => write!(f, "={}", code.raw())?,
             FaultCode::Runtime(code) => write!(f, "={}", code.value())?,
+            FaultCode::Raw(code) => write!(f, "={code}")?,
         }
         let list = |l: &[u64]| l.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         match &self.when {
@@ -776,13 +1040,39 @@ impl fmt::Display for FaultRule {
             When::Calls(l) => write!(f, "@call:{}", list(l)),
             When::Runs(l) => write!(f, "@run:{}", list(l)),
             When::Rate(ppm) => write!(f, "@rate:{}", fmt_rate(*ppm)),
+            When::CallSpan { first, last } => match last {
+                Some(last) => write!(f, "@call:{first}-{last}"),
+                None => write!(f, "@call:{first}-"),
+            },
         }?;
         if !self.threads.is_empty() {
             let threads: Vec<String> = self.threads.iter().map(u8::to_string).collect();
             write!(f, "/threads:{}", threads.join(","))?;
         }
+        match self.engine {
+            Some(Engine::Aicore) => f.write_str("/engine:aicore")?,
+            Some(Engine::Aicpu) => f.write_str("/engine:aicpu")?,
+            None => {}
+        }
+        if let Some(header) = &self.header {
+            f.write_str("/header:")?;
+            for byte in header {
+                write!(f, "{byte:02x}")?;
+            }
+        }
         Ok(())
     }
+}
+
+/// Bytes from hex digits (`ee0102`).
+fn parse_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// Whether a runtime code is latched by the schedulers (100 and above, SPEC §5.2) rather
@@ -873,13 +1163,13 @@ pub const fn mix_seed(seed: u64, stream: u64) -> u64 {
 }
 
 /// Child-seed streams, one per component that draws from the seed.
-pub(crate) mod streams {
+pub mod streams {
     /// Fault rate draws.
-    pub(crate) const FAULTS: u64 = 1;
+    pub const FAULTS: u64 = 1;
     /// The swarm mix.
-    pub(crate) const SWARM: u64 = 2;
+    pub const SWARM: u64 = 2;
     /// Per-run device time jitter.
-    pub(crate) const JITTER: u64 = 3;
+    pub const JITTER: u64 = 3;
 }
 
 /// A ChaCha8 generator for one component of the simulation.
@@ -927,6 +1217,9 @@ pub fn swarm(seed: u64) -> Vec<FaultRule> {
             code,
             when: When::Rate(rate),
             threads: Vec::new(),
+            call: None,
+            engine: None,
+            header: None,
         });
     }
     rules
@@ -944,12 +1237,13 @@ pub fn describe(rules: &[FaultRule]) -> String {
         .join("\n")
 }
 
-/// The installed rules and the generator their rates draw from.
+/// The installed rules, what each has counted, and the generator their rates draw from.
 #[derive(Clone, Debug)]
 pub struct Faults {
     rules: Vec<FaultRule>,
+    /// Per rule: the consultations it has counted since it was installed.
+    seen: Vec<u64>,
     rng: ChaCha8Rng,
-    consulted: [u64; Site::COUNT],
     injected: u64,
 }
 
@@ -958,20 +1252,23 @@ impl Faults {
     pub fn new(seed: u64) -> Self {
         Self {
             rules: Vec::new(),
+            seen: Vec::new(),
             rng: rng_for(seed, streams::FAULTS),
-            consulted: [0; Site::COUNT],
             injected: 0,
         }
     }
 
-    /// Installs a rule after the existing ones (earlier rules win).
+    /// Installs a rule after the existing ones (earlier rules win). Its `calls` count the
+    /// consultations of its site from now.
     pub fn install(&mut self, rule: FaultRule) {
         self.rules.push(rule);
+        self.seen.push(0);
     }
 
     /// Removes every rule (the liveness phase: faults healed).
     pub fn heal(&mut self) {
         self.rules.clear();
+        self.seen.clear();
     }
 
     /// The installed rules.
@@ -984,28 +1281,57 @@ impl Faults {
         self.injected
     }
 
-    /// Consults the rules for one call at `site` (about `run`, when it is about one). The
-    /// first rule that fires wins; rates draw only when their rule is reached.
-    pub fn decide(&mut self, site: Site, run: Option<RunId>) -> Option<Injected> {
-        let count = self.consulted.get_mut(site.index())?;
-        *count += 1;
-        let nth = *count;
-        for rule in &self.rules {
-            if rule.kind.site() != site {
+    /// Consults the rules for one call at `site` (about `run`, when it is about one). Every
+    /// rule of the site counts the consultation; the first that fires wins; rates draw only
+    /// when their rule is reached.
+    pub fn decide(&mut self, site: Site, run: Option<u64>) -> Option<Injected> {
+        self.first_firing(|rule| rule.counts_at(site), run)
+    }
+
+    /// Consults the `call` rules for a call of `symbol`: the value it returns, if one fires.
+    pub fn decide_call(&mut self, symbol: &str) -> Option<i32> {
+        let injected = self.first_firing(
+            |rule| rule.kind == FaultKind::Call && rule.call.as_deref() == Some(symbol),
+            None,
+        );
+        match injected {
+            Some(Injected::Call(raw)) => Some(raw),
+            _ => None,
+        }
+    }
+
+    fn first_firing(
+        &mut self,
+        counts: impl Fn(&FaultRule) -> bool,
+        run: Option<u64>,
+    ) -> Option<Injected> {
+        let mut fired = None;
+        for (rule, seen) in self.rules.iter().zip(self.seen.iter_mut()) {
+            if !counts(rule) {
+                continue;
+            }
+            *seen += 1;
+            let nth = *seen;
+            if fired.is_some() {
                 continue;
             }
             let fires = match &rule.when {
                 When::Always => true,
                 When::Calls(calls) => calls.contains(&nth),
-                When::Runs(runs) => run.is_some_and(|r| runs.contains(&r.0)),
+                When::CallSpan { first, last } => {
+                    nth >= *first && last.is_none_or(|last| nth <= last)
+                }
+                When::Runs(runs) => run.is_some_and(|r| runs.contains(&r)),
                 When::Rate(ppm) => self.rng.next_u64() % PPM < u64::from(*ppm),
             };
             if fires {
-                self.injected += 1;
-                return Some(rule.injected());
+                fired = Some(rule.injected());
             }
         }
-        None
+        if fired.is_some() {
+            self.injected += 1;
+        }
+        fired
     }
 }
 
@@ -1022,6 +1348,12 @@ mod tests {
             "stream-create=207008@call:1",
             "reset=507899",
             "prepare-incompatible@rate:0.0025",
+            "call:aclrtMalloc=207001@call:2-3",
+            "call:aclrtSetDevice=0@call:1-",
+            "kernel-exception=507014/engine:aicore",
+            "kernel-latch@call:1-2/engine:aicpu/header:ee01",
+            "kernel-latch=100@run:2/threads:3,1",
+            "copy=507899@call:1",
         ] {
             let rule = FaultRule::parse(spec).unwrap();
             assert_eq!(rule.to_string(), spec);
@@ -1086,21 +1418,18 @@ mod tests {
         let mut faults = Faults::new(7);
         faults.install(FaultRule::parse("latch=1@run:2").unwrap());
         faults.install(FaultRule::parse("hang").unwrap());
+        assert_eq!(faults.decide(Site::Run, Some(1)), Some(Injected::Hang));
         assert_eq!(
-            faults.decide(Site::Run, Some(RunId(1))),
-            Some(Injected::Hang)
-        );
-        assert_eq!(
-            faults.decide(Site::Run, Some(RunId(2))),
+            faults.decide(Site::Run, Some(2)),
             Some(Injected::Latch(Latched {
                 code: RuntimeCode::ScopeDeadlock,
                 first_thread: 0,
                 bitmap: 1
             }))
         );
-        assert_eq!(faults.decide(Site::Prepare, Some(RunId(2))), None);
+        assert_eq!(faults.decide(Site::Prepare, Some(2)), None);
         faults.heal();
-        assert_eq!(faults.decide(Site::Run, Some(RunId(2))), None);
+        assert_eq!(faults.decide(Site::Run, Some(2)), None);
     }
 
     #[test]
@@ -1119,7 +1448,7 @@ mod tests {
             let mut faults = Faults::new(seed);
             faults.install(FaultRule::parse("hang@rate:0.5").unwrap());
             (0..64)
-                .map(|_| faults.decide(Site::Run, Some(RunId(1))).is_some())
+                .map(|_| faults.decide(Site::Run, Some(1)).is_some())
                 .collect::<Vec<_>>()
         };
         assert_eq!(draws(1), draws(1));

@@ -1,0 +1,367 @@
+//! A lane the caller drives (L-23, `Drive::Caller`): no thread of the lane's own; every call
+//! runs the lane's steps on its caller's thread, callbacks included; `wait` makes the device
+//! wait itself, bounded by its timeout, and an expired one leaves the run live; queueing
+//! (L-18) holds whichever thread submits; a command from another thread returns while a
+//! caller is inside the device wait (L-16); a deadline that passes while no call is made is
+//! acted on at the next call; close finishes the launched run.
+//!
+//! Its own test binary: no lane here starts a thread, so no thread named `lane*` may appear.
+
+mod common;
+
+use common::{Stall, Stalling, StallingRunner, sim};
+use lane_core::{Outcome, Profile, RunId, RunRequest, SlotId, SubmitError, Verdict};
+use lane_driver::{PrepareError, RunArgs, Runner};
+use lane_service::{Drive, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+
+const GENEROUS: Duration = Duration::from_secs(30);
+
+/// The threads the runner's callbacks (and `make`, and the outcome callback) ran on.
+type Threads = Arc<Mutex<Vec<(&'static str, ThreadId)>>>;
+
+/// When each run was launched (its AICPU kernel, the launch's last call).
+type Launched = Arc<Mutex<Vec<(RunId, Instant)>>>;
+
+/// [`StallingRunner`], noting the thread of every callback.
+struct Noting(Threads);
+
+impl Noting {
+    fn note(&self, what: &'static str) {
+        self.0.lock().unwrap().push((what, thread::current().id()));
+    }
+}
+
+impl Runner<Stalling> for Noting {
+    fn prepare_run(
+        &mut self,
+        device: &mut Stalling,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        self.note("prepare");
+        StallingRunner.prepare_run(device, run, slot, diagnostics)
+    }
+    fn launch_aicore(
+        &mut self,
+        device: &mut Stalling,
+        stream: lane_core::stream_pair::StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
+        self.note("launch_aicore");
+        StallingRunner.launch_aicore(device, stream, args)
+    }
+    fn launch_aicpu(
+        &mut self,
+        device: &mut Stalling,
+        stream: lane_core::stream_pair::StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
+        self.note("launch_aicpu");
+        StallingRunner.launch_aicpu(device, stream, args)
+    }
+    fn finalise_run(
+        &mut self,
+        device: &mut Stalling,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), lane_core::FinaliseFailure> {
+        self.note("finalise");
+        StallingRunner.finalise_run(device, run, slot, copy_back)
+    }
+    fn upload_code(
+        &mut self,
+        device: &mut Stalling,
+        code: lane_core::CodeRef,
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
+        self.note("upload");
+        StallingRunner.upload_code(device, code)
+    }
+}
+
+/// A caller-driven lane on the stalling simulator, with `stall` for its first wait; what
+/// the device saw, and the threads of every callback.
+fn caller_lane(profile: Profile, stall: Stall) -> (LaneHandle, Launched, Threads) {
+    let threads: Threads = Arc::new(Mutex::new(Vec::new()));
+    let mut config = ServiceConfig::new(profile);
+    config.drive = Drive::Caller;
+    let outcome_threads = Arc::clone(&threads);
+    config.on_outcome = Some(Box::new(move |_: &Outcome| {
+        outcome_threads
+            .lock()
+            .unwrap()
+            .push(("on_outcome", thread::current().id()));
+    }));
+    let (launched_tx, launched_rx) = mpsc::channel();
+    let runner_threads = Arc::clone(&threads);
+    let handle = spawn(config, move || {
+        runner_threads
+            .lock()
+            .unwrap()
+            .push(("make", thread::current().id()));
+        let device = Stalling::new(sim(&profile, 7, &[]), stall);
+        let _ = launched_tx.send(Arc::clone(&device.launched));
+        Ok::<_, String>((device, Noting(runner_threads)))
+    })
+    .expect("the lane starts");
+    let launched = launched_rx
+        .recv()
+        .expect("made on this thread, before spawn returned");
+    (handle, launched, threads)
+}
+
+/// The names of this process's threads that start with `lane`.
+#[cfg(target_os = "linux")]
+fn lane_threads() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|entry| {
+            let tid = entry.ok()?.file_name();
+            let comm =
+                std::fs::read_to_string(format!("/proc/self/task/{}/comm", tid.to_str()?)).ok()?;
+            let comm = comm.trim_end().to_owned();
+            comm.starts_with("lane").then_some(comm)
+        })
+        .collect()
+}
+
+#[test]
+fn a_lane_the_caller_drives_starts_no_thread_and_runs_every_callback_on_the_calling_thread() {
+    let (handle, _, threads) = caller_lane(Profile::a2a3(), Stall::None);
+    let here = thread::current().id();
+    for _ in 0..4 {
+        let run = handle.submit(RunRequest::new()).expect("accepted");
+        let outcome = handle.wait(run, GENEROUS).expect("its outcome");
+        assert!(
+            matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+            "{outcome:?}"
+        );
+    }
+    #[cfg(target_os = "linux")]
+    assert_eq!(
+        lane_threads(),
+        Vec::<String>::new(),
+        "no thread of the lane's"
+    );
+    handle.shut_down().expect("from the driving thread");
+    let threads = threads.lock().unwrap().clone();
+    for what in [
+        "make",
+        "prepare",
+        "launch_aicore",
+        "launch_aicpu",
+        "finalise",
+        "on_outcome",
+    ] {
+        assert!(
+            threads.iter().any(|&(w, _)| w == what),
+            "{what} never ran: {threads:?}"
+        );
+    }
+    for (what, thread) in &threads {
+        assert_eq!(*thread, here, "{what} ran on another thread");
+    }
+}
+
+#[test]
+fn a_run_submitted_from_another_thread_while_a_caller_is_inside_the_device_wait_launches_at_once() {
+    // Run 1 completes only 1.5 s after its wait starts; the caller inside that wait holds no
+    // lock and no claim, so the submit from another thread prepares and launches run 2 at
+    // once, queued behind run 1 on the pair (L-16, L-18).
+    let (started_tx, started_rx) = mpsc::channel();
+    let (handle, launched, _) = caller_lane(
+        Profile::a2a3(),
+        Stall::Slow(Duration::from_millis(1500), started_tx),
+    );
+    let first = handle.submit(RunRequest::new()).expect("accepted");
+    let waiting = {
+        let handle = handle.clone();
+        thread::spawn(move || handle.wait(first, GENEROUS))
+    };
+    let waiting_since = started_rx.recv_timeout(GENEROUS).expect("the caller waits");
+    let submitted_at = Instant::now();
+    let second = handle.submit(RunRequest::new()).expect("accepted");
+    let returned = submitted_at.elapsed();
+    assert!(
+        returned < Duration::from_millis(500),
+        "the submit took {returned:?}"
+    );
+    let launched_at = launched
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|&&(run, _)| run == second)
+        .map(|&(_, at)| at)
+        .expect("run 2 launched inside its submit");
+    assert!(launched_at.duration_since(waiting_since) < Duration::from_millis(1500));
+    let first = waiting
+        .join()
+        .expect("the waiting caller")
+        .expect("run 1's outcome");
+    assert!(
+        matches!(first, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{first:?}"
+    );
+    let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
+    assert!(
+        matches!(second, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{second:?}"
+    );
+}
+
+#[test]
+fn an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome() {
+    let (started_tx, _started_rx) = mpsc::channel();
+    let (handle, _, _) = caller_lane(
+        Profile::a2a3(),
+        Stall::Slow(Duration::from_millis(600), started_tx),
+    );
+    let run = handle.submit(RunRequest::new()).expect("accepted");
+    let start = Instant::now();
+    assert_eq!(
+        handle.wait(run, Duration::from_millis(100)),
+        Err(WaitError::TimedOut { item: run.0 })
+    );
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(handle.poll_outcome(), None, "still running");
+    let outcome = handle.wait(run, GENEROUS).expect("its outcome");
+    assert!(
+        matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{outcome:?}"
+    );
+    assert!(handle.lost().is_none());
+}
+
+#[test]
+fn close_finishes_the_launched_run_and_refuses_new_submits_when_the_caller_drives() {
+    let (handle, _, _) = caller_lane(Profile::a2a3(), Stall::None);
+    let run = handle.submit(RunRequest::new()).expect("accepted");
+    handle.close().expect("closed");
+    assert_eq!(
+        handle.submit(RunRequest::new()),
+        Err(ServiceError::Submit(SubmitError::Closed))
+    );
+    let outcome = handle
+        .wait(run, GENEROUS)
+        .expect("the launched run's outcome");
+    assert!(
+        matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{outcome:?}"
+    );
+    let shutdown = handle.shut_down().expect("from the caller");
+    assert!(shutdown.report.state.is_closed(), "{:?}", shutdown.report);
+    assert_eq!(shutdown.left, None);
+}
+
+#[test]
+fn a_run_that_hung_while_no_call_was_made_is_timed_out_at_the_next_calls() {
+    // A 200 ms deadline passes while the caller makes no call; the run hangs. The next polls
+    // act on it: the first finds it past its deadline and not complete (a host wait timeout,
+    // a poison), and the polls after it recover the device; none of them waits for the run.
+    let profile = Profile::custom(lane_core::ProfileSpec {
+        completion_timeout_ns: 200_000_000,
+        device_op_timeout_ns: 100_000_000,
+        drain_timeout_ns: 10_000_000,
+        ..Profile::a2a3().spec()
+    })
+    .expect("a profile");
+    let handle = hung_lane(profile);
+    let run = handle.submit(RunRequest::new()).expect("accepted");
+    thread::sleep(Duration::from_millis(400));
+    let mut calls = 0;
+    let start = Instant::now();
+    let outcome = loop {
+        calls += 1;
+        assert!(calls < 50, "no outcome after {calls} calls");
+        if let Some(outcome) = handle.poll_report() {
+            break outcome;
+        }
+    };
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(outcome.outcome.seq(), run.0);
+    assert!(
+        outcome.to_string().contains("rule=host-wait-timeout"),
+        "{outcome}"
+    );
+    // The device is recovered at the following calls (each makes the next step of the
+    // recovery: the drain, the force reset, the probe), and the lane opens again.
+    let mut calls = 0;
+    loop {
+        calls += 1;
+        assert!(calls < 50, "still recovering after {calls} calls");
+        match handle.submit(RunRequest::new()) {
+            Ok(_) => break,
+            Err(ServiceError::Submit(SubmitError::Poisoned { .. })) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(handle.lost().is_none(), "{:?}", handle.lost());
+}
+
+/// A caller-driven lane on [`common::host::Instant0`] (the real clock) whose runs hang.
+fn hung_lane(profile: Profile) -> LaneHandle {
+    let seen = Arc::new(common::host::Seen::default());
+    let mut config = ServiceConfig::new(profile);
+    config.drive = Drive::Caller;
+    spawn(config, move || {
+        let mut device = common::host::Instant0::new();
+        device.hung = true;
+        let runner = common::host::HostRunner {
+            concurrency: lane_driver::Concurrency::LANE_THREAD,
+            seen,
+        };
+        Ok::<_, String>((device, runner))
+    })
+    .expect("the lane starts")
+}
+
+#[test]
+fn two_threads_driving_one_lane_get_every_outcome_once_and_in_order() {
+    let (handle, _, _) = caller_lane(Profile::a2a3(), Stall::None);
+    let drivers: Vec<_> = (0..2)
+        .map(|_| {
+            let handle = handle.clone();
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                for _ in 0..20 {
+                    let start = Instant::now();
+                    let run = loop {
+                        match handle.submit(RunRequest::new()) {
+                            Ok(run) => break run,
+                            Err(ServiceError::Submit(SubmitError::Full { .. }))
+                                if start.elapsed() < GENEROUS =>
+                            {
+                                thread::yield_now();
+                            }
+                            Err(other) => panic!("{other}"),
+                        }
+                    };
+                    let outcome = handle.wait(run, GENEROUS).expect("its outcome");
+                    assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+                    got.push(run.0);
+                }
+                got
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = drivers
+        .into_iter()
+        .flat_map(|d| d.join().expect("a driver"))
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (1..=40).collect::<Vec<_>>());
+    assert_eq!(handle.poll_outcome(), None);
+}

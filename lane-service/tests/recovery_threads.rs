@@ -1,0 +1,298 @@
+//! Where recovery runs and what it waits for (issue 44, item 5): a drain the waiter takes late
+//! is bounded from the start of its call (L-20 loses no lane to a waiter that honours its
+//! bounds); a lane lost to a stuck waiter shuts down without joining it; no force reset is
+//! made on a bound submitter's thread; the outcome callback never runs beside a force reset.
+
+mod common;
+
+use common::host::{HostRunner, Instant0, Seen};
+use common::{Stall, Stalling, StallingRunner, sim};
+use lane_core::{FinaliseFailure, Outcome, Profile, RunId, RunRequest, SlotId, Verdict};
+use lane_driver::{PrepareError, RunArgs, Runner};
+use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const GENEROUS: Duration = Duration::from_secs(60);
+
+/// A profile whose run 1 is answered at its bound soon (its 200 ms deadline, the 200 ms
+/// device verdict's bound after it, and the waiter's 6 s grace), with a drain of `drain_ms`.
+fn short_profile(drain_ms: u64) -> Profile {
+    Profile::custom(lane_core::ProfileSpec {
+        completion_timeout_ns: 200_000_000,
+        device_op_timeout_ns: 100_000_000,
+        drain_timeout_ns: drain_ms * 1_000_000,
+        ..Profile::a2a3().spec()
+    })
+    .expect("a profile")
+}
+
+/// A lane on [`Instant0`] whose waiter's first event wait is stuck `stuck` (ignoring its
+/// timeout), and whose drain takes its whole timeout when `slow_drain`.
+fn stuck_lane(profile: Profile, stuck: Duration, slow_drain: bool) -> LaneHandle {
+    let seen = Arc::new(Seen::default());
+    spawn(ServiceConfig::new(profile), move || {
+        let mut device = Instant0::new();
+        device.stuck_wait = Some(stuck);
+        device.slow_drain = slow_drain;
+        let runner = HostRunner {
+            concurrency: lane_driver::Concurrency::LANE_THREAD,
+            seen,
+        };
+        Ok::<_, String>((device, runner))
+    })
+    .expect("the lane starts")
+}
+
+/// Submits until the lane accepts (it refuses while it recovers).
+fn submit_when_open(handle: &LaneHandle) -> RunId {
+    let start = Instant::now();
+    loop {
+        match handle.submit(RunRequest::new()) {
+            Ok(run) => return run,
+            Err(ServiceError::Submit(
+                lane_core::SubmitError::Poisoned { .. } | lane_core::SubmitError::Full { .. },
+            )) if start.elapsed() < GENEROUS => thread::sleep(Duration::from_millis(5)),
+            Err(other) => panic!("refused: {other}"),
+        }
+    }
+}
+
+/// Issue 44 item 5a. Run 1's wait is stuck until 13.4 s: at its bound (about 6.4 s) the lane
+/// answers it itself (a host wait timeout), poisons, and hands out the drain (2 s), whose
+/// bound counted from that hand-out is about 14.4 s; the waiter takes the drain at 13.4 s,
+/// and it takes its whole 2 s. Counted from the hand-out, the drain's bound passed at 14.4 s
+/// with the waiter inside it, the force reset was held for it with that same passed bound,
+/// and the lane was lost (the old code). Counted from the waiter's start (21.4 s), the drain
+/// answers at 15.4 s, the reset and probe follow, and the lane runs on.
+#[test]
+fn a_drain_the_waiter_takes_late_is_bounded_from_its_start_so_a_full_drain_loses_no_lane() {
+    let handle = stuck_lane(short_profile(2_000), Duration::from_millis(13_400), true);
+    let first = handle.submit(RunRequest::new()).expect("accepted");
+    let first = handle
+        .wait_report(first, GENEROUS)
+        .expect("run 1's outcome");
+    assert!(
+        first.to_string().contains("rule=host-wait-timeout"),
+        "{first}"
+    );
+    let second = submit_when_open(&handle);
+    let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
+    assert!(
+        matches!(second, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{second:?}"
+    );
+    assert!(handle.lost().is_none(), "{:?}", handle.lost());
+}
+
+/// Issue 44 item 5b. The waiter is stuck for a minute: run 1 is answered at its bound, the
+/// drain (100 ms) at its own, and the force reset finds the waiter still inside its call past
+/// that call's bound: the lane is lost (L-20: no reset under a wait). The shutdown then waits
+/// about a second for the waiter and leaves it, naming it, instead of joining it for the
+/// rest of its minute (the old code).
+#[test]
+fn after_a_stuck_waiter_loses_the_lane_shut_down_returns_within_seconds_naming_the_waiter_left() {
+    let handle = stuck_lane(short_profile(100), Duration::from_secs(60), false);
+    let first = handle.submit(RunRequest::new()).expect("accepted");
+    let first = handle
+        .wait_report(first, GENEROUS)
+        .expect("run 1's outcome");
+    assert!(
+        first.to_string().contains("rule=host-wait-timeout"),
+        "{first}"
+    );
+    let start = Instant::now();
+    let cause = loop {
+        if let Some(cause) = handle.lost() {
+            break cause;
+        }
+        assert!(start.elapsed() < GENEROUS, "the lane was never lost");
+        thread::sleep(Duration::from_millis(10));
+    };
+    assert!(cause.to_string().contains("past its bound"), "{cause}");
+    let start = Instant::now();
+    let shutdown = handle.shut_down().expect("from the test thread");
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(5), "the shutdown took {took:?}");
+    let left = shutdown.left.expect("the stuck waiter was left behind");
+    assert_eq!(left.thread, "lane-waiter");
+    assert!(left.to_string().contains("lane-waiter"), "{left}");
+    // The last handle's drop returns at once too: the threads are already handled.
+    let start = Instant::now();
+    drop(handle);
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+/// The name of the thread that submits in [`no_force_reset_is_made_on_a_bound_submitting_thread`].
+const SUBMITTER: &str = "submitter";
+
+/// The simulator's runner, slow (20 ms) in its prepare and finalise on the submitting
+/// thread, so that thread holds the lane's steps often when an answer lands.
+struct SlowOnSubmitter;
+
+impl SlowOnSubmitter {
+    fn pause() {
+        if thread::current().name() == Some(SUBMITTER) {
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Runner<Stalling> for SlowOnSubmitter {
+    fn prepare_run(
+        &mut self,
+        device: &mut Stalling,
+        run: RunId,
+        slot: SlotId,
+        diagnostics: bool,
+    ) -> Result<(), PrepareError> {
+        Self::pause();
+        StallingRunner.prepare_run(device, run, slot, diagnostics)
+    }
+    fn launch_aicore(
+        &mut self,
+        device: &mut Stalling,
+        stream: lane_core::stream_pair::StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
+        StallingRunner.launch_aicore(device, stream, args)
+    }
+    fn launch_aicpu(
+        &mut self,
+        device: &mut Stalling,
+        stream: lane_core::stream_pair::StreamHandle,
+        args: &RunArgs,
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
+        StallingRunner.launch_aicpu(device, stream, args)
+    }
+    fn finalise_run(
+        &mut self,
+        device: &mut Stalling,
+        run: RunId,
+        slot: SlotId,
+        copy_back: bool,
+    ) -> Result<(), FinaliseFailure> {
+        Self::pause();
+        StallingRunner.finalise_run(device, run, slot, copy_back)
+    }
+    fn upload_code(
+        &mut self,
+        device: &mut Stalling,
+        code: lane_core::CodeRef,
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
+        StallingRunner.upload_code(device, code)
+    }
+}
+
+/// Issue 44 item 5c. With `submitters_bound`, a submitting thread runs the lane's steps, and
+/// takes whatever answer lands meanwhile: a drain's answer among them. Every other run's
+/// wait of 80 fails with an AICore exception (a poison, then a drain, a force reset and a
+/// probe),
+/// while one thread submits all along with callbacks that keep it in the steps: no force
+/// reset is ever made on it (the old code made some there); they are the lane's own
+/// threads'.
+#[test]
+fn no_force_reset_is_made_on_a_bound_submitting_thread() {
+    let poisoned: Vec<String> = (2..=80).step_by(2).map(|run| run.to_string()).collect();
+    let fault =
+        backend_sim::FaultRule::parse(&format!("event-wait=507015@run:{}", poisoned.join(",")))
+            .expect("a fault rule");
+    let resets = Arc::new(Mutex::new(Vec::new()));
+    let device_resets = Arc::clone(&resets);
+    let mut config = ServiceConfig::new(Profile::a2a3());
+    config.submitters_bound = true;
+    let handle = spawn(config, move || {
+        let mut device = Stalling::new(sim(&Profile::a2a3(), 11, &[fault]), Stall::None);
+        device.resets = device_resets;
+        Ok::<_, String>((device, SlowOnSubmitter))
+    })
+    .expect("the lane starts");
+    let submitter = {
+        let handle = handle.clone();
+        thread::Builder::new()
+            .name(SUBMITTER.into())
+            .spawn(move || {
+                let mut accepted = Vec::new();
+                let start = Instant::now();
+                while accepted.len() < 80 && start.elapsed() < GENEROUS {
+                    match handle.submit(RunRequest::new()) {
+                        Ok(run) => accepted.push(run),
+                        // Full, or recovering: the steps ran here all the same.
+                        Err(ServiceError::Submit(_)) => thread::sleep(Duration::from_millis(1)),
+                        Err(other) => panic!("{other}"),
+                    }
+                }
+                accepted
+            })
+            .expect("the submitter starts")
+    };
+    let accepted = submitter.join().expect("the submitter");
+    for run in &accepted {
+        handle.wait(*run, GENEROUS).expect("every outcome");
+    }
+    assert!(handle.lost().is_none(), "{:?}", handle.lost());
+    let resets = resets.lock().unwrap().clone();
+    assert!(resets.len() >= 2, "the faults reset the device: {resets:?}");
+    for name in &resets {
+        assert!(
+            matches!(name.as_deref(), Some("lane" | "lane-waiter")),
+            "a force reset on {name:?}: {resets:?}"
+        );
+    }
+}
+
+/// Issue 44 item 5d. Runs go in pairs: the first ends `Ok`, the second, queued behind it,
+/// poisons (its wait fails with an AICore exception) right after, and the force reset
+/// follows; the callback takes 100 ms for each outcome, the reset 100 ms. The callback ran on
+/// the lane thread, woken for the first run's outcome while the completion waiter went on to
+/// the second's poison, the drain and the reset, so the two overlapped (the old code); shown
+/// by the thread holding the lane's steps before it lets go, it never runs beside one.
+#[test]
+fn the_outcome_callback_never_runs_beside_a_force_reset() {
+    let fault = backend_sim::FaultRule::parse("event-wait=507015@run:2,4").expect("a fault rule");
+    let resetting = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(Mutex::new(Vec::new()));
+    let mut config = ServiceConfig::new(Profile::a2a3());
+    {
+        let (resetting, overlaps) = (Arc::clone(&resetting), Arc::clone(&overlaps));
+        config.on_outcome = Some(Box::new(move |outcome: &Outcome| {
+            let before = resetting.load(Ordering::SeqCst);
+            thread::sleep(Duration::from_millis(100));
+            let after = resetting.load(Ordering::SeqCst);
+            if before || after {
+                overlaps.lock().unwrap().push(outcome.seq());
+            }
+        }));
+    }
+    let device_resetting = Arc::clone(&resetting);
+    let resets = Arc::new(Mutex::new(Vec::new()));
+    let device_resets = Arc::clone(&resets);
+    let handle = spawn(config, move || {
+        let mut device = Stalling::new(sim(&Profile::a2a3(), 5, &[fault]), Stall::None);
+        device.resetting = device_resetting;
+        device.resets = device_resets;
+        device.reset_takes = Duration::from_millis(100);
+        Ok::<_, String>((device, StallingRunner))
+    })
+    .expect("the lane starts");
+    for _ in 0..2 {
+        let first = submit_when_open(&handle);
+        let second = submit_when_open(&handle);
+        handle.wait(first, GENEROUS).expect("its outcome");
+        handle.wait(second, GENEROUS).expect("its outcome");
+    }
+    let last = submit_when_open(&handle);
+    handle.wait(last, GENEROUS).expect("its outcome");
+    drop(handle);
+    assert!(
+        resets.lock().unwrap().len() >= 2,
+        "the faults reset the device"
+    );
+    assert_eq!(
+        *overlaps.lock().unwrap(),
+        Vec::<u64>::new(),
+        "outcomes shown beside a force reset"
+    );
+}
