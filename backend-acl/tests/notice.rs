@@ -16,7 +16,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use backend_acl::{AclConfig, AclDevice, LATE_NOTICE_BOUND_NS, Library, NoticeMonitor};
-use lane_core::status_latch::{self, AclCode, HeaderLayout, Status};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, ReturnCode, Status};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
     CodeRef, FaultNotice, FinaliseFailure, LaneState, Outcome, RunId, RunRequest, SlotId, Verdict,
@@ -263,7 +263,7 @@ impl Runner<AclDevice> for Kernels {
         d: &mut AclDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         d.bind_thread()?;
         launch_code(common::launch_run_kernel(
             self.control,
@@ -274,6 +274,7 @@ impl Runner<AclDevice> for Kernels {
             args,
             &[],
         ))
+        .map_err(ReturnCode::from)
     }
 
     fn launch_aicpu(
@@ -281,7 +282,7 @@ impl Runner<AclDevice> for Kernels {
         d: &mut AclDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         d.bind_thread()?;
         let mut header = vec![0; self.layout.size()];
         status_latch::encode_into(self.layout, &Status::clean(self.layout), &mut header)
@@ -295,6 +296,7 @@ impl Runner<AclDevice> for Kernels {
             args,
             &header,
         ))
+        .map_err(ReturnCode::from)
     }
 
     fn finalise_run(
@@ -307,7 +309,7 @@ impl Runner<AclDevice> for Kernels {
         Ok(())
     }
 
-    fn upload_code(&mut self, _: &mut AclDevice, _: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, _: &mut AclDevice, _: CodeRef) -> Result<(), ReturnCode> {
         Ok(())
     }
 }

@@ -6,6 +6,8 @@
 //! rules = ["L-9"]               # the SPEC rules it shows
 //! profile = "a2a3"              # "a5" or "depth-one"; optional `depth = 1`
 //! copies = "on-stream"          # optional: "sync" (default) or "on-stream" (CopyPath)
+//! header = "host_build_graph"   # optional: the runtime's header layout (default
+//!                               # "tensormap_and_ringbuffer", SPEC §5.1)
 //! seed = 1
 //! backends = ["sim"]            # optional: the backends that can express it (default: all)
 //! backends_reason = "..."       # required when `backends` leaves one out: why
@@ -61,7 +63,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use lane_core::status_latch::Status;
+use lane_core::status_latch::{HeaderLayout, Status};
 use lane_core::{CopyPath, Outcome, PublicationResult, RunId, Verdict};
 use serde::Deserialize;
 
@@ -88,6 +90,9 @@ struct File {
     /// `"sync"` (the default) or `"on-stream"`.
     #[serde(default)]
     copies: Option<String>,
+    /// `"tensormap_and_ringbuffer"` (the default) or `"host_build_graph"`.
+    #[serde(default)]
+    header: Option<String>,
     #[serde(default = "default_seed")]
     seed: u64,
     #[serde(default)]
@@ -416,6 +421,23 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
             ));
         }
     };
+    let header = match file.header.as_deref() {
+        None => None,
+        Some(name) => Some(
+            HeaderLayout::ALL
+                .into_iter()
+                .find(|layout| layout.name() == name)
+                .ok_or_else(|| {
+                    bad(
+                        path,
+                        format!(
+                            "header = \"{name}\" is not a header layout; give \
+                             \"tensormap_and_ringbuffer\" or \"host_build_graph\""
+                        ),
+                    )
+                })?,
+        ),
+    };
     let w = &file.workload;
     if !w.device_us.is_finite() || w.device_us <= 0.0 {
         return Err(bad(
@@ -465,6 +487,7 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         profile,
         depth: file.depth,
         copies,
+        header,
         seed: file.seed,
         workload,
         faults,
@@ -854,6 +877,30 @@ pub fn latch_line(run: RunId, status: &Status) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scenario_names_its_header_layout_or_is_refused_with_the_two_names() {
+        let file = |header: &str| format!("name = \"x\"\n{header}[workload]\nruns = 1\n");
+        let default = parse("x.toml", &file("")).unwrap();
+        assert_eq!(default.config.header, None);
+        assert_eq!(
+            default.config.lane_profile().unwrap().header(),
+            HeaderLayout::TensormapAndRingbuffer
+        );
+        let hbg = parse("x.toml", &file("header = \"host_build_graph\"\n")).unwrap();
+        assert_eq!(hbg.config.header, Some(HeaderLayout::HostBuildGraph));
+        assert_eq!(
+            hbg.config.lane_profile().unwrap().header(),
+            HeaderLayout::HostBuildGraph
+        );
+        let err = parse("x.toml", &file("header = \"tmr\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"tensormap_and_ringbuffer\" or \"host_build_graph\""),
+            "{err}"
+        );
+    }
 
     #[test]
     fn outcome_lines_parse_with_and_without_cause() {

@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
@@ -209,7 +209,7 @@ macro_rules! on_shared {
                 device: &mut SharedSim,
                 stream: StreamHandle,
                 args: &RunArgs,
-            ) -> Result<(), AclCode> {
+            ) -> Result<(), ReturnCode> {
                 <Self as Runner<SimDevice>>::launch_aicore(self, &mut device.lock(), stream, args)
             }
             fn launch_aicpu(
@@ -217,7 +217,7 @@ macro_rules! on_shared {
                 device: &mut SharedSim,
                 stream: StreamHandle,
                 args: &RunArgs,
-            ) -> Result<(), AclCode> {
+            ) -> Result<(), ReturnCode> {
                 <Self as Runner<SimDevice>>::launch_aicpu(self, &mut device.lock(), stream, args)
             }
             fn finalise_run(
@@ -239,7 +239,7 @@ macro_rules! on_shared {
                 &mut self,
                 device: &mut SharedSim,
                 code: CodeRef,
-            ) -> Result<(), AclCode> {
+            ) -> Result<(), ReturnCode> {
                 <Self as Runner<SimDevice>>::upload_code(self, &mut device.lock(), code)
             }
             fn concurrency(&self) -> lane_driver::Concurrency {

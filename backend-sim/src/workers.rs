@@ -53,7 +53,7 @@
 //! Device-side state the calls change (the faults drawn, the run's slot buffers released at
 //! finalise) changes in the order the calls were handed out, which is the lane's order.
 
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
     CloseReport, CodeRef, Effect, FaultNotice, FinaliseFailure, PublicationId, PublishError, RunId,
@@ -172,7 +172,7 @@ impl Runner<SimDevice> for OffLaneRunner {
         device: &mut SimDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         SimRunner.launch_aicore(device, stream, args)
     }
 
@@ -181,7 +181,7 @@ impl Runner<SimDevice> for OffLaneRunner {
         device: &mut SimDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         SimRunner.launch_aicpu(device, stream, args)
     }
 
@@ -195,7 +195,7 @@ impl Runner<SimDevice> for OffLaneRunner {
         SimRunner.finalise_run(device, run, slot, copy_back)
     }
 
-    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), ReturnCode> {
         SimRunner.upload_code(device, code)
     }
 

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use lane_core::status_latch::{self, Status};
+use lane_core::status_latch::{self, HeaderLayout, Status};
 use lane_core::stream_pair::Role;
 use lane_core::{
     CloseReport, CodeRef, CopyPath, LaneState, Outcome, Profile, ProfileSpec, PublicationId,
@@ -221,6 +221,9 @@ pub struct SimConfig {
     pub prepare_window: Option<u8>,
     /// A copy path other than the profile's own.
     pub copies: Option<CopyPath>,
+    /// The runtime's status header layout, when not the profile's own
+    /// (tensormap_and_ringbuffer): the simulated kernels latch in it and the lane reads it.
+    pub header: Option<HeaderLayout>,
     /// Virtual host workers running the runner's prepare and finalise off the lane thread
     /// ([`crate::workers`]); 0: everything on the lane thread. With workers the runner
     /// declares it allows that, with as many prepares at once as the prepare window.
@@ -251,6 +254,7 @@ impl Default for SimConfig {
             slots: None,
             prepare_window: None,
             copies: None,
+            header: None,
             workers: 0,
             seed: 1,
             workload: Workload::default(),
@@ -266,10 +270,14 @@ impl Default for SimConfig {
 
 impl SimConfig {
     /// The lane profile this config runs: the named profile at `depth`, with the slot count,
-    /// prepare window and copy path overridden where the config says.
+    /// prepare window, copy path and header layout overridden where the config says.
     pub fn lane_profile(&self) -> Result<Profile, InputError> {
         let base = self.profile.profile(self.depth)?;
-        if self.slots.is_none() && self.prepare_window.is_none() && self.copies.is_none() {
+        if self.slots.is_none()
+            && self.prepare_window.is_none()
+            && self.copies.is_none()
+            && self.header.is_none()
+        {
             return Ok(base);
         }
         let spec = base.spec();
@@ -278,6 +286,7 @@ impl SimConfig {
             slots: self.slots.unwrap_or(spec.slots),
             prepare_window: self.prepare_window.unwrap_or(spec.prepare_window),
             copies: self.copies.unwrap_or(spec.copies),
+            header: self.header.unwrap_or(spec.header),
             ..spec
         };
         Profile::custom(spec).map_err(|e| {

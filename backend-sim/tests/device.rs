@@ -458,7 +458,10 @@ fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait_or_
         fault
     );
     assert_eq!(d.create_stream().map(|_| ()), fault);
-    assert_eq!(SimRunner.launch_aicore(&mut d, aicore, &s2.args), fault);
+    assert_eq!(
+        SimRunner.launch_aicore(&mut d, aicore, &s2.args),
+        fault.map_err(Into::into)
+    );
     assert_eq!(d.malloc(64).map(|_| ()), fault);
     // A force reset clears it; the old handles are dead.
     d.reset_device_force().unwrap();
@@ -787,7 +790,7 @@ fn a_partial_launch_leaves_the_aicore_kernel_spinning_forever() {
     d.launch_context(stage(LaunchStage::Kernels));
     assert_eq!(
         SimRunner.launch_aicpu(&mut d, aicpu, &s.args),
-        Err(AclCode::RtAicpuException)
+        Err(AclCode::RtAicpuException.into())
     );
     d.launch_context(None);
     let probe = d.create_event().unwrap();

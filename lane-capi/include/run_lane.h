@@ -101,15 +101,27 @@
 // `finalise_verdict`, `RunLaneConfig` `finalise_before_launch`; `launch_aicore` may return
 // `RUN_LANE_LAUNCH_DECLINED`; `run_lane_activate`, `run_lane_cancel`, `run_lane_run_state` and
 // `RUN_LANE_STATUS_STARTED` are new.
-#define RUN_LANE_ABI_VERSION 11
+// 12: code spaces and layouts: the lane's sentinels left the runtime's band
+// (`RUN_LANE_PREPARE_INCOMPATIBLE` is -1002, was -3; `RUN_LANE_FINALISE_VALIDATION_FAILED` is
+// -1101, was -1), a callback's negated latch code (-1..-999) is that latched failure,
+// `RunLaneConfig` grew `header_layout` at its end (`RunLaneHeaderLayout`), and
+// `launch_depth` goes up to the slot count (it stopped at two).
+#define RUN_LANE_ABI_VERSION 12
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
-// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
-#define RUN_LANE_PREPARE_INCOMPATIBLE -3
+// runs: nothing was touched, and the lane prepares it again once the predecessor has its
+// outcome (ABI 12: -1002; it was -3). The value is the peer runtime's own sentinel
+// (`PTO_RUNTIME_ERR_BASE - 2`), so a runtime returns its own value unchanged; it lies outside
+// -1..-999, the runtime's latch codes negated, so a prepare that latched
+// `FLOW_CONTROL_DEADLOCK` and returns -3 fails its run instead of being retried forever.
+#define RUN_LANE_PREPARE_INCOMPATIBLE -1002
 
 // What a `finalise` callback returns when host-side validation of the copied-back outputs
-// failed (a run-only failure: the device is fine).
-#define RUN_LANE_FINALISE_VALIDATION_FAILED -1
+// failed (a run-only failure: the device is fine; ABI 12: -1101, it was -1). Outside -1..-999
+// (the runtime's latch codes negated: -1 is `SCOPE_DEADLOCK`, the runtime's generic failure)
+// and away from the peer runtime's own sentinels next to -1000, so no code of the runtime's
+// reads as a validation failure.
+#define RUN_LANE_FINALISE_VALIDATION_FAILED -1101
 
 // What `launch_aicore` returns to decline a launch queued behind a run (ABI 11;
 // `RunLaneRunArgs::queued`): nothing was enqueued, and the run launches again once the run
@@ -424,7 +436,10 @@ enum RunLaneProfile
  {
   // Ascend 910B/910C: launch depth two (run N+1 queued while N executes).
   RUN_LANE_PROFILE_A2A3 = 0,
-  // Ascend 950: launch depth two on the record verdict channel (ABI 4; it was depth one).
+  // Ascend 950: launch depth two on the record verdict channel (ABI 4; it was depth one),
+  // for both runtimes (`header_layout`): host_build_graph and tensormap_and_ringbuffer
+  // queue, as the peer runtime's newest code does on a5. Not measured on a5 hardware here
+  // (docs/embedding.md).
   RUN_LANE_PROFILE_A5 = 1,
   // Ask the device (the ACL backend reads the SoC); the simulator reports a2a3.
   RUN_LANE_PROFILE_PROBE = 2,
@@ -614,7 +629,9 @@ typedef struct RunLaneOutcome {
   RunLaneClass failure_class;
   // Whether `code` is set (a failure with a latched runtime code or an ACL code).
   bool has_code;
-  // The latched runtime code or the ACL return code, as reported.
+  // The latched runtime code or the ACL return code, as reported. A latch code a callback
+  // returned negated is given as the latch code (3 for a `prepare` that returned -3), with
+  // the callback's `stage`.
   int32_t code;
   // Where it failed.
   RunLaneStage stage;
@@ -703,14 +720,16 @@ typedef struct RunLaneFinaliseVerdict {
 // succeeds without doing anything (allowed on the simulator; on ACL the two launches are
 // required).
 //
-// Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
-// failure, or a device poison and recovery). `prepare` may also return
-// `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
-// `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
-// not cross into the library). From any callback, on its own lane or another, `submit`,
-// `publish`, `poll` and `close` are allowed; `run_lane_wait`, `run_lane_destroy` and
-// `run_lane_create` block and return `WRONG_THREAD` (the header's top comment has the
-// table).
+// Each work callback returns 0 on success; one of the runtime's latch codes negated, -1 to
+// -999 (`runtime_status`, e.g. -3 for a latched `FLOW_CONTROL_DEADLOCK`): that latched
+// failure, named and classified as the same code latched in the status header; or the ACL
+// code the work failed with. The lane classifies it: a run failure, or a device poison and
+// recovery. `prepare` may also return `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
+// `RUN_LANE_FINALISE_VALIDATION_FAILED`; both lie outside -1..-999. A callback must not
+// throw (a C++ exception may not cross into the library). From any callback, on its own lane
+// or another, `submit`, `publish`, `poll` and `close` are allowed; `run_lane_wait`,
+// `run_lane_destroy` and `run_lane_create` block and return `WRONG_THREAD` (the header's top
+// comment has the table).
 typedef struct RunLaneRunner {
   // Passed to every callback; the library never reads it.
   void *user;
@@ -1002,9 +1021,11 @@ typedef struct RunLaneConfig {
   // A `RunLaneVerdictChannel` (ABI 4): `RECORD` (0, the default) or `STREAM_SYNC` (1, a
   // runtime that publishes no result record; the lane then runs at depth one).
   uint32_t verdict_channel;
-  // Runs launched on the pair at once, 1 to the profile's (ABI 4); 0 keeps the profile's
-  // (two on a2a3 and a5). 1 is the host-synchronised baseline: a run launches only after
-  // its predecessor retired, while its prepare still overlaps.
+  // Runs launched on the pair at once, 1 to the slot count (ABI 12; 1 to the profile's two
+  // before); 0 keeps the profile's (two on a2a3 and a5, lowered to the slots). Each
+  // launched run holds a slot, so depth three needs `slots` of at least 3. 1 is the
+  // host-synchronised baseline: a run launches only after its predecessor retired, while
+  // its prepare still overlaps. The stream-synchronize verdict channel runs at depth one.
   uint8_t launch_depth;
   // ACL (ABI 5): install the library's device fault notice handler
   // (`aclrtSetExceptionInfoCallback`). The process has one callback slot and the last
@@ -1044,6 +1065,12 @@ typedef struct RunLaneConfig {
   // one (a `launch_depth` above 1 is refused); prepares still overlap. `false` (the
   // default): a successor may launch while its predecessor is finalised.
   bool finalise_before_launch;
+  // A `RunLaneHeaderLayout` (ABI 12): the runtime's status header layout, where the lane
+  // reads each run's latched codes. `TENSORMAP_AND_RINGBUFFER` (0, the default) or
+  // `HOST_BUILD_GRAPH` (1). With the wrong one the lane reads the latch at the other
+  // runtime's offsets: a runtime without result records (`STREAM_SYNC`) would see its
+  // latched failures read as clean.
+  uint32_t header_layout;
 } RunLaneConfig;
 
 // What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's

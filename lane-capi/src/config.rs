@@ -3,15 +3,16 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 
-use lane_core::{FinaliseOrder, Profile, ProfileSpec, Recovery};
+use lane_core::status_latch::HeaderLayout;
+use lane_core::{FinaliseOrder, MAX_SLOTS, Profile, ProfileSpec, Recovery};
 
 use crate::device_ops::DeviceOps;
 use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
     RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
-    RunLaneConcurrency, RunLaneConfig, RunLaneDrive, RunLaneProfile, RunLaneRecovery,
-    RunLaneRunner, RunLaneStatus, RunLaneVerdictChannel,
+    RunLaneConcurrency, RunLaneConfig, RunLaneDrive, RunLaneHeaderLayout, RunLaneProfile,
+    RunLaneRecovery, RunLaneRunner, RunLaneStatus, RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
@@ -105,13 +106,17 @@ pub struct Overrides {
     recovery: Recovery,
     /// Each run's finalise returns before its successor's launch (and so depth one).
     finalise_first: bool,
+    /// The runtime's status header layout (SPEC §5.1).
+    header: HeaderLayout,
 }
 
 impl Overrides {
-    /// `base` with these overrides, validated. The launch depth is lowered to the slot count.
+    /// `base` with these overrides, validated. The profile's launch depth is lowered to the
+    /// slot count; an explicit `launch_depth` may be anything from 1 to the slot count.
     pub fn apply(self, base: Profile) -> Result<Profile, Error> {
         let mut spec: ProfileSpec = base.spec();
         spec.recovery = self.recovery;
+        spec.header = self.header;
         if self.slots != 0 {
             spec.slots = self.slots;
             spec.launch_depth = spec.launch_depth.min(self.slots.max(1));
@@ -120,10 +125,21 @@ impl Overrides {
             spec.prepare_window = self.prepare_window;
         }
         if self.launch_depth != 0 {
-            if self.launch_depth > spec.launch_depth {
+            if self.launch_depth > spec.slots {
                 return Err(invalid(format!(
-                    "launch_depth {} is above the profile's {}: pass 1 to {} (0 keeps it)",
-                    self.launch_depth, spec.launch_depth, spec.launch_depth
+                    "launch_depth {} is above the slot count {}: every launched run holds a slot; \
+                     set slots to at least {} (1 to {MAX_SLOTS}), or pass launch_depth 1 to {} (0 \
+                     keeps the profile's)",
+                    self.launch_depth, spec.slots, self.launch_depth, spec.slots
+                )));
+            }
+            if self.stream_sync && self.launch_depth > 1 {
+                return Err(invalid(format!(
+                    "launch_depth {} needs the record verdict channel: with STREAM_SYNC every \
+                     run's streams are synchronized, which would wait for a queued successor \
+                     too, so it runs at depth 1; pass launch_depth 0 or 1, or verdict_channel \
+                     RECORD",
+                    self.launch_depth
                 )));
             }
             spec.launch_depth = self.launch_depth;
@@ -225,6 +241,7 @@ pub const fn default_config() -> RunLaneConfig {
         device_ops: std::ptr::null(),
         drive: RunLaneDrive::LaneThreads as u32,
         finalise_before_launch: false,
+        header_layout: RunLaneHeaderLayout::TensormapAndRingbuffer as u32,
     }
 }
 
@@ -285,7 +302,21 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             )));
         }
     };
+    let header = match config.header_layout {
+        h if h == RunLaneHeaderLayout::TensormapAndRingbuffer as u32 => {
+            HeaderLayout::TensormapAndRingbuffer
+        }
+        h if h == RunLaneHeaderLayout::HostBuildGraph as u32 => HeaderLayout::HostBuildGraph,
+        other => {
+            return Err(invalid(format!(
+                "header_layout {other} is not a RunLaneHeaderLayout: pass the runtime's, \
+                 TENSORMAP_AND_RINGBUFFER = 0 (896 bytes, the default) or HOST_BUILD_GRAPH = 1 \
+                 (256 bytes)"
+            )));
+        }
+    };
     let overrides = Overrides {
+        header,
         slots: config.slots,
         completion_timeout_ms: config.completion_timeout_ms,
         device_op_timeout_ms: config.device_op_timeout_ms,
@@ -488,6 +519,65 @@ mod tests {
         };
         assert_eq!(profile.slots(), 1);
         assert_eq!(profile.launch_depth().get(), 1);
+    }
+
+    fn fixed(config: &RunLaneConfig) -> Profile {
+        match read_ok(config).profile {
+            ProfileChoice::Fixed(profile) => profile,
+            ProfileChoice::Probe(_) => panic!("a named profile"),
+        }
+    }
+
+    #[test]
+    fn header_layout_chooses_the_profiles_layout_and_the_default_is_tensormap_and_ringbuffer() {
+        assert_eq!(fixed(&sim()).header(), HeaderLayout::TensormapAndRingbuffer);
+        for profile in [RunLaneProfile::A2a3, RunLaneProfile::A5] {
+            let hbg = fixed(&RunLaneConfig {
+                profile: profile as u32,
+                header_layout: RunLaneHeaderLayout::HostBuildGraph as u32,
+                ..sim()
+            });
+            assert_eq!(hbg.header(), HeaderLayout::HostBuildGraph, "{profile:?}");
+            assert_eq!(hbg.launch_depth().get(), 2, "{profile:?}: it queues");
+        }
+        let refused = read_err(&RunLaneConfig {
+            header_layout: 2,
+            ..sim()
+        });
+        assert_eq!(refused.status, RunLaneStatus::InvalidConfig);
+        assert!(
+            refused.message.contains("HOST_BUILD_GRAPH = 1"),
+            "{}",
+            refused.message
+        );
+    }
+
+    #[test]
+    fn launch_depth_goes_up_to_the_slot_count_and_no_further() {
+        for (slots, depth) in [(3, 3), (4, 4), (4, 2)] {
+            let profile = fixed(&RunLaneConfig {
+                slots,
+                launch_depth: depth,
+                ..sim()
+            });
+            assert_eq!(profile.launch_depth().get(), depth, "slots {slots}");
+        }
+        // No depth keeps the profile's two, lowered to the slots.
+        let kept = fixed(&RunLaneConfig { slots: 4, ..sim() });
+        assert_eq!(kept.launch_depth().get(), 2);
+        for (slots, depth) in [(0, 3), (3, 4), (4, 5)] {
+            let refused = read_err(&RunLaneConfig {
+                slots,
+                launch_depth: depth,
+                ..sim()
+            });
+            assert_eq!(refused.status, RunLaneStatus::InvalidConfig);
+            assert!(
+                refused.message.contains("above the slot count"),
+                "{}",
+                refused.message
+            );
+        }
     }
 
     #[test]

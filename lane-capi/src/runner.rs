@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use backend_acl::WorkerBinding;
 use core::ffi::c_void;
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{Cause, CodeRef, FinaliseFailure, Outcome, RunId, SlotId, Verdict};
 use lane_driver::{
@@ -241,11 +241,11 @@ impl<D: Device> Runner<D> for NoModel {
         Ok(())
     }
 
-    fn launch_aicore(&mut self, _: &mut D, _: StreamHandle, _: &RunArgs) -> Result<(), AclCode> {
+    fn launch_aicore(&mut self, _: &mut D, _: StreamHandle, _: &RunArgs) -> Result<(), ReturnCode> {
         Ok(())
     }
 
-    fn launch_aicpu(&mut self, _: &mut D, _: StreamHandle, _: &RunArgs) -> Result<(), AclCode> {
+    fn launch_aicpu(&mut self, _: &mut D, _: StreamHandle, _: &RunArgs) -> Result<(), ReturnCode> {
         Ok(())
     }
 
@@ -259,7 +259,7 @@ impl<D: Device> Runner<D> for NoModel {
         Ok(())
     }
 
-    fn upload_code(&mut self, _: &mut D, _: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, _: &mut D, _: CodeRef) -> Result<(), ReturnCode> {
         Ok(())
     }
 }
@@ -312,10 +312,15 @@ impl<M> CRunner<M> {
         self
     }
 
-    /// A callback's return as a result; on a failure, the device's text about it, read now
-    /// (ACL keeps it per thread, and the next call replaces it).
-    fn checked(&mut self, code: i32) -> Result<(), AclCode> {
-        AclCode::check(code).inspect_err(|_| self.capture_text())
+    /// A callback's return as a result (one of the runtime's latch codes negated, or an ACL
+    /// code); on an ACL code, the device's text about it, read now (ACL keeps it per thread,
+    /// and the next call replaces it).
+    fn checked(&mut self, code: i32) -> Result<(), ReturnCode> {
+        ReturnCode::check(code).inspect_err(|e| {
+            if matches!(e, ReturnCode::Acl(_)) {
+                self.capture_text();
+            }
+        })
     }
 
     /// Keeps the device's text about the callback that just failed on this thread.
@@ -373,7 +378,7 @@ impl<M> CRunner<M> {
         &mut self,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<AicoreLaunch, AclCode> {
+    ) -> Result<AicoreLaunch, ReturnCode> {
         let Some(callback) = self.vtable.get().launch_aicore else {
             return Ok(AicoreLaunch::Launched);
         };
@@ -401,7 +406,7 @@ impl<M> CRunner<M> {
         >,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         let Some(callback) = callback else {
             return Ok(());
         };
@@ -456,7 +461,9 @@ pub fn run_user(requests: &Requests, outcome: &Outcome) -> *mut c_void {
     }
 }
 
-/// The `prepare` callback's answer (success without one).
+/// The `prepare` callback's answer (success without one): the lane's sentinel
+/// `RUN_LANE_PREPARE_INCOMPATIBLE` (outside the runtime's band), one of the runtime's latch
+/// codes negated (its latched failure, terminal), or an ACL code.
 fn call_prepare(vtable: &Vtable, info: &RunLaneRunInfo) -> Result<(), PrepareError> {
     let Some(prepare) = vtable.get().prepare else {
         return Ok(());
@@ -466,11 +473,13 @@ fn call_prepare(vtable: &Vtable, info: &RunLaneRunInfo) -> Result<(), PrepareErr
     if code == RUN_LANE_PREPARE_INCOMPATIBLE {
         return Err(PrepareError::Incompatible);
     }
-    AclCode::check(code).map_err(PrepareError::Failed)
+    ReturnCode::check(code).map_err(PrepareError::from)
 }
 
 /// The finalise callback's answer (success without one): `finalise_verdict` with the
-/// verdict when the vtable has it, else `finalise` with `copy_back`.
+/// verdict when the vtable has it, else `finalise` with `copy_back`. It is the lane's sentinel
+/// `RUN_LANE_FINALISE_VALIDATION_FAILED` (outside the runtime's band), one of the runtime's
+/// latch codes negated (its latched failure), or an ACL code.
 fn call_finalise(
     vtable: &Vtable,
     info: &RunLaneRunInfo,
@@ -491,7 +500,7 @@ fn call_finalise(
     if code == RUN_LANE_FINALISE_VALIDATION_FAILED {
         return Err(FinaliseFailure::Validation);
     }
-    AclCode::check(code).map_err(FinaliseFailure::Acl)
+    ReturnCode::check(code).map_err(FinaliseFailure::from)
 }
 
 /// A model runner's share of host work a worker did: prepare (run, slot, diagnostics) or
@@ -687,7 +696,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         self.launch(self.vtable.get().launch_aicore, stream, args)?;
@@ -699,7 +708,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<AicoreLaunch, AclCode> {
+    ) -> Result<AicoreLaunch, ReturnCode> {
         let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         if self.launch_aicore_c(stream, args)? == AicoreLaunch::Declined {
@@ -715,7 +724,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         let _mark = CallbackMark::enter(self.serial);
         self.launch(self.vtable.get().launch_aicpu, stream, args)?;
         self.model.launch_aicpu(device, stream, args)
@@ -812,7 +821,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         self.model.after_reset(device, recovered);
     }
 
-    fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), ReturnCode> {
         let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
         if let Some(upload) = self.vtable.get().upload_code {

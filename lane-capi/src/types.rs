@@ -24,15 +24,27 @@ use core::ffi::{c_char, c_void};
 /// `finalise_verdict`, `RunLaneConfig` `finalise_before_launch`; `launch_aicore` may return
 /// `RUN_LANE_LAUNCH_DECLINED`; `run_lane_activate`, `run_lane_cancel`, `run_lane_run_state` and
 /// `RUN_LANE_STATUS_STARTED` are new.
-pub const RUN_LANE_ABI_VERSION: u32 = 11;
+/// 12: code spaces and layouts: the lane's sentinels left the runtime's band
+/// (`RUN_LANE_PREPARE_INCOMPATIBLE` is -1002, was -3; `RUN_LANE_FINALISE_VALIDATION_FAILED` is
+/// -1101, was -1), a callback's negated latch code (-1..-999) is that latched failure,
+/// `RunLaneConfig` grew `header_layout` at its end (`RunLaneHeaderLayout`), and
+/// `launch_depth` goes up to the slot count (it stopped at two).
+pub const RUN_LANE_ABI_VERSION: u32 = 12;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
-/// runs (the runtime's own `-3`: nothing was touched; the lane prepares it again later).
-pub const RUN_LANE_PREPARE_INCOMPATIBLE: i32 = -3;
+/// runs: nothing was touched, and the lane prepares it again once the predecessor has its
+/// outcome (ABI 12: -1002; it was -3). The value is the peer runtime's own sentinel
+/// (`PTO_RUNTIME_ERR_BASE - 2`), so a runtime returns its own value unchanged; it lies outside
+/// -1..-999, the runtime's latch codes negated, so a prepare that latched
+/// `FLOW_CONTROL_DEADLOCK` and returns -3 fails its run instead of being retried forever.
+pub const RUN_LANE_PREPARE_INCOMPATIBLE: i32 = -1002;
 
 /// What a `finalise` callback returns when host-side validation of the copied-back outputs
-/// failed (a run-only failure: the device is fine).
-pub const RUN_LANE_FINALISE_VALIDATION_FAILED: i32 = -1;
+/// failed (a run-only failure: the device is fine; ABI 12: -1101, it was -1). Outside -1..-999
+/// (the runtime's latch codes negated: -1 is `SCOPE_DEADLOCK`, the runtime's generic failure)
+/// and away from the peer runtime's own sentinels next to -1000, so no code of the runtime's
+/// reads as a validation failure.
+pub const RUN_LANE_FINALISE_VALIDATION_FAILED: i32 = -1101;
 
 /// What `launch_aicore` returns to decline a launch queued behind a run (ABI 11;
 /// `RunLaneRunArgs::queued`): nothing was enqueued, and the run launches again once the run
@@ -145,10 +157,26 @@ pub enum RunLaneRecovery {
 pub enum RunLaneProfile {
     /// Ascend 910B/910C: launch depth two (run N+1 queued while N executes).
     A2a3 = 0,
-    /// Ascend 950: launch depth two on the record verdict channel (ABI 4; it was depth one).
+    /// Ascend 950: launch depth two on the record verdict channel (ABI 4; it was depth one),
+    /// for both runtimes (`header_layout`): host_build_graph and tensormap_and_ringbuffer
+    /// queue, as the peer runtime's newest code does on a5. Not measured on a5 hardware here
+    /// (docs/embedding.md).
     A5 = 1,
     /// Ask the device (the ACL backend reads the SoC); the simulator reports a2a3.
     Probe = 2,
+}
+
+/// The runtime's status header layout (`RunLaneConfig::header_layout`, ABI 12; SPEC §5.1):
+/// where the lane reads the latched codes in each slot's status header. Pick the runtime's.
+/// Both queue at the profile's launch depth.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneHeaderLayout {
+    /// tensormap_and_ringbuffer: 896 bytes, `orch_error_code` at 784, stall fields after the
+    /// latch (the default, and every lane's layout before ABI 12).
+    TensormapAndRingbuffer = 0,
+    /// host_build_graph: 256 bytes, `orch_error_code` at 208, no stall fields.
+    HostBuildGraph = 1,
 }
 
 /// How a run gets its verdict (`RunLaneConfig::verdict_channel`, ABI 4; SPEC L-8).
@@ -402,14 +430,16 @@ pub struct RunLaneDeviceOps {
 /// succeeds without doing anything (allowed on the simulator; on ACL the two launches are
 /// required).
 ///
-/// Each work callback returns 0 on success, or the ACL code the work failed with (the lane classifies it: a run
-/// failure, or a device poison and recovery). `prepare` may also return
-/// `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
-/// `RUN_LANE_FINALISE_VALIDATION_FAILED`. A callback must not throw (a C++ exception may
-/// not cross into the library). From any callback, on its own lane or another, `submit`,
-/// `publish`, `poll` and `close` are allowed; `run_lane_wait`, `run_lane_destroy` and
-/// `run_lane_create` block and return `WRONG_THREAD` (the header's top comment has the
-/// table).
+/// Each work callback returns 0 on success; one of the runtime's latch codes negated, -1 to
+/// -999 (`runtime_status`, e.g. -3 for a latched `FLOW_CONTROL_DEADLOCK`): that latched
+/// failure, named and classified as the same code latched in the status header; or the ACL
+/// code the work failed with. The lane classifies it: a run failure, or a device poison and
+/// recovery. `prepare` may also return `RUN_LANE_PREPARE_INCOMPATIBLE`; `finalise` may return
+/// `RUN_LANE_FINALISE_VALIDATION_FAILED`; both lie outside -1..-999. A callback must not
+/// throw (a C++ exception may not cross into the library). From any callback, on its own lane
+/// or another, `submit`, `publish`, `poll` and `close` are allowed; `run_lane_wait`,
+/// `run_lane_destroy` and `run_lane_create` block and return `WRONG_THREAD` (the header's top
+/// comment has the table).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneRunner {
@@ -584,9 +614,11 @@ pub struct RunLaneConfig {
     /// A `RunLaneVerdictChannel` (ABI 4): `RECORD` (0, the default) or `STREAM_SYNC` (1, a
     /// runtime that publishes no result record; the lane then runs at depth one).
     pub verdict_channel: u32,
-    /// Runs launched on the pair at once, 1 to the profile's (ABI 4); 0 keeps the profile's
-    /// (two on a2a3 and a5). 1 is the host-synchronised baseline: a run launches only after
-    /// its predecessor retired, while its prepare still overlaps.
+    /// Runs launched on the pair at once, 1 to the slot count (ABI 12; 1 to the profile's two
+    /// before); 0 keeps the profile's (two on a2a3 and a5, lowered to the slots). Each
+    /// launched run holds a slot, so depth three needs `slots` of at least 3. 1 is the
+    /// host-synchronised baseline: a run launches only after its predecessor retired, while
+    /// its prepare still overlaps. The stream-synchronize verdict channel runs at depth one.
     pub launch_depth: u8,
     /// ACL (ABI 5): install the library's device fault notice handler
     /// (`aclrtSetExceptionInfoCallback`). The process has one callback slot and the last
@@ -626,6 +658,12 @@ pub struct RunLaneConfig {
     /// one (a `launch_depth` above 1 is refused); prepares still overlap. `false` (the
     /// default): a successor may launch while its predecessor is finalised.
     pub finalise_before_launch: bool,
+    /// A `RunLaneHeaderLayout` (ABI 12): the runtime's status header layout, where the lane
+    /// reads each run's latched codes. `TENSORMAP_AND_RINGBUFFER` (0, the default) or
+    /// `HOST_BUILD_GRAPH` (1). With the wrong one the lane reads the latch at the other
+    /// runtime's offsets: a runtime without result records (`STREAM_SYNC`) would see its
+    /// latched failures read as clean.
+    pub header_layout: u32,
 }
 
 /// A run as a callback sees it.
@@ -857,7 +895,9 @@ pub struct RunLaneOutcome {
     pub failure_class: RunLaneClass,
     /// Whether `code` is set (a failure with a latched runtime code or an ACL code).
     pub has_code: bool,
-    /// The latched runtime code or the ACL return code, as reported.
+    /// The latched runtime code or the ACL return code, as reported. A latch code a callback
+    /// returned negated is given as the latch code (3 for a `prepare` that returned -3), with
+    /// the callback's `stage`.
     pub code: i32,
     /// Where it failed.
     pub stage: RunLaneStage,

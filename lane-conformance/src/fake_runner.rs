@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use backend_sim::{Latched, RunTimes};
 use device_model::faults::{FaultRule, Faults, Injected, Site};
-use lane_core::status_latch::{self, AclCode, HeaderLayout};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
 use lane_driver::{Concurrency, Device, HostWorker, PrepareError, RunArgs, Runner};
@@ -267,7 +267,7 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         _device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         self.launch(ENGINE_AICORE, stream, args)?;
         self.host.live().push(args.run);
         Ok(())
@@ -278,8 +278,9 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         _device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         self.launch(ENGINE_AICPU, stream, args)
+            .map_err(ReturnCode::from)
     }
 
     fn finalise_run(
@@ -296,9 +297,9 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         self.concurrency
     }
 
-    fn upload_code(&mut self, _device: &mut D, _code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, _device: &mut D, _code: CodeRef) -> Result<(), ReturnCode> {
         match self.host.decide(Site::Upload, None) {
-            Some(Injected::Fail(code)) => Err(code),
+            Some(Injected::Fail(code)) => Err(code.into()),
             _ => Ok(()),
         }
     }

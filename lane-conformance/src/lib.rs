@@ -35,5 +35,5 @@ mod tally;
 pub use error::ConformanceError;
 pub use fake::{FakeSession, FakeTimeouts};
 pub use fake_runner::{FakeRunner, FakeWorker, Healer};
-pub use suite::{AclOnFake, Backend, Sim, SimWithCopies, check, leaks};
+pub use suite::{AclOnFake, Backend, Sim, SimWithCopies, SimWithHeader, check, leaks};
 pub use tally::Tally;

@@ -15,6 +15,7 @@ use backend_sim::scenario::{BackendName, Observed, Scenario};
 use backend_sim::workload::{DriveOptions, Harness, drive};
 use backend_sim::{Failure, LaneEnd, RunTimes};
 use lane_core::CopyPath;
+use lane_core::status_latch::HeaderLayout;
 use lane_driver::{Device, Driver, Observer, Runner};
 use run_lane_fake_ascendcl::{Control, FakeCounters};
 
@@ -96,6 +97,26 @@ impl Backend for SimWithCopies {
     }
 }
 
+/// The simulator with every scenario's status header layout replaced (SPEC §5.1): the same
+/// expectations must hold whichever runtime's layout the kernels latch in and the lane reads.
+#[derive(Clone, Copy, Debug)]
+pub struct SimWithHeader(pub HeaderLayout);
+
+impl Backend for SimWithHeader {
+    fn name(&self) -> BackendName {
+        BackendName::Sim
+    }
+
+    fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
+        let config = backend_sim::SimConfig {
+            header: Some(self.0),
+            ..scenario.config.clone()
+        };
+        let report = backend_sim::run(&config, &mut |_, _| {})?;
+        Ok((Observed::of(&report), Vec::new()))
+    }
+}
+
 /// backend-acl on the fake libascendcl, real time.
 #[derive(Clone, Copy, Debug)]
 pub struct AclOnFake {
@@ -103,6 +124,9 @@ pub struct AclOnFake {
     pub timeouts: FakeTimeouts,
     /// Replaces every scenario's copy path (`None`: the scenario's own).
     pub copies: Option<CopyPath>,
+    /// Replaces every scenario's header layout (`None`: the scenario's own): the fake's
+    /// kernels latch in it and the lane reads it.
+    pub header: Option<HeaderLayout>,
     /// The fake's device the lane runs on (0 by default): its faults are armed there, and no
     /// other device may see a call.
     pub device_id: i32,
@@ -124,6 +148,7 @@ impl Default for AclOnFake {
         Self {
             timeouts: Self::TIMEOUTS,
             copies: None,
+            header: None,
             device_id: 0,
         }
     }
@@ -161,6 +186,7 @@ impl Backend for AclOnFake {
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
         let config = &backend_sim::SimConfig {
             copies: self.copies.or(scenario.config.copies),
+            header: self.header.or(scenario.config.header),
             ..scenario.config.clone()
         };
         let profile = self.timeouts.scale(config.lane_profile()?)?;

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use backend_sim::scenario::{self, BackendName, Observed, Scenario};
-use lane_conformance::{AclOnFake, Backend, Sim, SimWithCopies, check};
+use lane_conformance::{AclOnFake, Backend, Sim, SimWithCopies, SimWithHeader, check};
 use lane_core::CopyPath;
+use lane_core::status_latch::HeaderLayout;
 
 fn scenario_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
@@ -63,6 +64,29 @@ fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_
  {
     let (ran, failures) = failures_on(&mut AclOnFake {
         copies: Some(CopyPath::OnStream),
+        ..AclOnFake::default()
+    });
+    assert!(
+        ran >= 10,
+        "only {ran} scenarios ran on backend-acl over the fake"
+    );
+    assert!(failures.is_empty(), "\n{failures}");
+}
+
+#[test]
+fn every_scenario_meets_the_same_expectations_on_the_simulator_with_the_host_build_graph_header() {
+    // SPEC §5.1: the kernels latch in host_build_graph's 256-byte layout and the lane reads it
+    // there; nothing a scenario expects depends on the layout.
+    let (ran, failures) = failures_on(&mut SimWithHeader(HeaderLayout::HostBuildGraph));
+    assert!(ran >= 10, "only {ran} scenarios ran on the simulator");
+    assert!(failures.is_empty(), "\n{failures}");
+}
+
+#[test]
+fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_the_host_build_graph_header()
+ {
+    let (ran, failures) = failures_on(&mut AclOnFake {
+        header: Some(HeaderLayout::HostBuildGraph),
         ..AclOnFake::default()
     });
     assert!(

@@ -1,6 +1,6 @@
 //! What the backend reports back ([`Lane::handle`](crate::Lane::handle)).
 
-use status_latch::{AclCode, CoveredRead, Evidence, Status};
+use status_latch::{AclCode, CoveredRead, Evidence, ReturnCode, RuntimeCode, Status};
 use stream_pair::{Role, StreamHandle};
 
 use crate::ids::{DeviceTiming, Lease, Peers, PublicationId, RunId};
@@ -35,6 +35,20 @@ pub enum FinaliseFailure {
     Validation,
     /// The copy-back or a free returned an ACL code (poison when it names a device fault).
     Acl(AclCode),
+    /// The runtime's finalise returned one of its latch codes, negated (-1..-999): that
+    /// latched failure, classified as the same code latched (SPEC §5.3), never a validation
+    /// failure.
+    Runtime(RuntimeCode),
+}
+
+impl From<ReturnCode> for FinaliseFailure {
+    /// A finalise's code: an ACL code, or a runtime latch code.
+    fn from(code: ReturnCode) -> Self {
+        match code {
+            ReturnCode::Acl(code) => Self::Acl(code),
+            ReturnCode::Runtime(code) => Self::Runtime(code),
+        }
+    }
 }
 
 /// One backend report. Each answers exactly one [`Effect`](crate::Effect) and names what it
@@ -63,8 +77,9 @@ pub enum Event {
         run: RunId,
         /// Its lease.
         lease: Lease,
-        /// The code prepare returned.
-        code: AclCode,
+        /// The code prepare returned: an ACL code, or one of the runtime's latch codes
+        /// negated (its latched failure).
+        code: ReturnCode,
     },
     /// A stream of the pair was created.
     StreamCreated {
@@ -111,8 +126,9 @@ pub enum Event {
         lease: Lease,
         /// The step that failed.
         step: LaunchStep,
-        /// The code.
-        code: AclCode,
+        /// The code: a launch callback's (an ACL code, or one of the runtime's latch codes
+        /// negated) at `Aicore` and `Aicpu`, the device call's at the other steps.
+        code: ReturnCode,
     },
     /// The runner declined the launch (its AICore launch callback said "not now") before
     /// anything of the run reached a kernel. Queued behind a run on the pair, the run waits
@@ -201,8 +217,8 @@ pub enum Event {
     UploadFailed {
         /// The publication.
         publication: PublicationId,
-        /// The code.
-        code: AclCode,
+        /// The code the runtime's upload returned.
+        code: ReturnCode,
     },
     /// The bounded device drain returned (with whatever code; it proves nothing).
     DeviceDrained {

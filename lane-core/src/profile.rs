@@ -215,8 +215,24 @@ impl Profile {
         })
     }
 
-    /// Ascend 950: two slots, launch depth two on the record verdict channel (as the peer's
-    /// newest code queues on a5), concurrent prepare, tensormap_and_ringbuffer header.
+    /// Ascend 950: two slots, launch depth two on the record verdict channel, concurrent
+    /// prepare, tensormap_and_ringbuffer header (set `header` for host_build_graph).
+    ///
+    /// Which runtimes queue: both. host_build_graph and tensormap_and_ringbuffer runs are
+    /// launched at depth two on a5, as the peer runtime's newest code queues them there
+    /// (`Worker(launch_depth=2)` on a5 for both: embedding-fit.md, "what the peer's newest
+    /// code added"); the header layout changes where the latch is read, never the depth.
+    /// Depth two rests on the result record (L-3, L-8): a run is `Ok` only on its own
+    /// published record, never on its boundary's completion, which matters on a5, where an
+    /// AICore retirement may latch "completed" before its fatal flag is published (the
+    /// peer's open #2387).
+    ///
+    /// What is measured and what is not: nothing of a5 queueing has been measured by this
+    /// project; the queued gap, the verdicts under #2387 and the record's publication order on
+    /// a5 silicon are unmeasured (the lane's figures are a2a3's and the fake's,
+    /// docs/performance.md). What the lane checks on a5 is what it checks everywhere: the
+    /// record's epoch, and a stream synchronize whenever the record does not decide. A runtime
+    /// that publishes no record runs at depth one ([`with_stream_sync`](Self::with_stream_sync)).
     #[must_use]
     pub fn a5() -> Self {
         Self::from_valid(ProfileSpec {
@@ -445,6 +461,23 @@ mod tests {
         assert_eq!(a5.launch_depth().get(), 2);
         assert_eq!((a2a3.slots(), a5.slots()), (2, 2));
         assert!(a2a3.device_op_timeout_ns() < a2a3.completion_timeout_ns());
+    }
+
+    #[test]
+    fn a5_queues_at_depth_two_with_either_runtimes_header() {
+        for header in [
+            HeaderLayout::TensormapAndRingbuffer,
+            HeaderLayout::HostBuildGraph,
+        ] {
+            let spec = ProfileSpec {
+                header,
+                ..Profile::a5().spec()
+            };
+            let profile = Profile::custom(spec).expect("a5 with either header is valid");
+            assert_eq!(profile.header(), header);
+            assert_eq!(profile.launch_depth().get(), 2, "{header:?} queues on a5");
+            assert_eq!(profile.verdict(), VerdictChannel::Record);
+        }
     }
 
     #[test]

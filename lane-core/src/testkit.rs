@@ -8,8 +8,8 @@
 use core::fmt;
 
 use status_latch::{
-    AclCode, Boundary, CoveredRead, DeviceVerdict, Evidence, Record, RecordRead, Status,
-    VerdictChannel,
+    AclCode, Boundary, CoveredRead, DeviceVerdict, Evidence, Record, RecordRead, ReturnCode,
+    Status, VerdictChannel,
 };
 use stream_pair::{DestroyMode, StreamHandle};
 
@@ -32,6 +32,16 @@ impl fmt::Display for Micros {
 struct Code(AclCode);
 
 impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, " {} {}", self.0.raw(), self.0.name())
+    }
+}
+
+/// ` <raw> <name>` of a code a runtime call returned (an ACL code prints as [`Code`]; a
+/// runtime latch code as returned, negated).
+struct Returned(ReturnCode);
+
+impl fmt::Display for Returned {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, " {} {}", self.0.raw(), self.0.name())
     }
@@ -177,10 +187,11 @@ impl fmt::Display for Event {
             Self::StreamDestroyFailed { role, handle, code } => {
                 write!(f, " {role:?} h{}{}", handle.0, Code(code))
             }
-            Self::PrepareFailed { code, .. }
-            | Self::CompletionFailed { code, .. }
-            | Self::StatusReadFailed { code, .. } => write!(f, "{}", Code(code)),
-            Self::LaunchFailed { step, code, .. } => write!(f, " at {step:?}{}", Code(code)),
+            Self::PrepareFailed { code, .. } => write!(f, "{}", Returned(code)),
+            Self::CompletionFailed { code, .. } | Self::StatusReadFailed { code, .. } => {
+                write!(f, "{}", Code(code))
+            }
+            Self::LaunchFailed { step, code, .. } => write!(f, " at {step:?}{}", Returned(code)),
             Self::StatusRead { status, timing, .. } => write!(
                 f,
                 " latch {} device {}..{} us",
@@ -206,7 +217,9 @@ impl fmt::Display for Event {
                 Ok(())
             }
             Self::Uploaded { publication } => write!(f, " {publication}"),
-            Self::UploadFailed { publication, code } => write!(f, " {publication}{}", Code(code)),
+            Self::UploadFailed { publication, code } => {
+                write!(f, " {publication}{}", Returned(code))
+            }
             Self::DeviceDrained { attempt }
             | Self::ResetDone { attempt }
             | Self::ProbePassed { attempt } => write!(f, " attempt {attempt}"),

@@ -223,7 +223,7 @@ fn every_event_prints_its_trace_line() {
             Event::PrepareFailed {
                 run: RUN,
                 lease: LEASE,
-                code: c,
+                code: c.into(),
             },
             format!("PrepareFailed run 7 {acl}"),
         ),
@@ -275,7 +275,7 @@ fn every_event_prints_its_trace_line() {
                 run: RUN,
                 lease: LEASE,
                 step: LaunchStep::Aicpu,
-                code: c,
+                code: c.into(),
             },
             format!("LaunchFailed run 7 at Aicpu {acl}"),
         ),
@@ -356,7 +356,7 @@ fn every_event_prints_its_trace_line() {
         (
             Event::UploadFailed {
                 publication: PublicationId(9),
-                code: c,
+                code: c.into(),
             },
             format!("UploadFailed publication 9 {acl}"),
         ),

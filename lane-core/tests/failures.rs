@@ -450,6 +450,82 @@ fn a_failed_prepare_fails_only_that_run_and_is_finalised() {
 }
 
 #[test]
+fn a_latched_deadlock_returned_by_prepare_is_terminal_prepared_once_and_poisons_nothing() {
+    // The peer's LatchedFlowControlDeadlockIsTerminalRatherThanRetried: a host_build_graph
+    // prepare that latched FLOW_CONTROL_DEADLOCK returns -3.
+    let mut h = Harness::a2a3();
+    h.fault(Fault::PrepareFails(1, -3));
+    let r1 = h.run();
+    assert_eq!(
+        h.take(),
+        ["PrepareRun run 1 (slot 0 gen 1)", "FinaliseRun run 1"],
+        "prepared once, never queued again"
+    );
+    let cause = failed_with(h.verdict(r1));
+    assert_eq!(
+        cause.failure,
+        Failure::Returned {
+            stage: Stage::Prepare,
+            code: RuntimeCode::FlowControlDeadlock,
+        }
+    );
+    assert_eq!(cause.class(), Class::RunOnly);
+    let r2 = h.run();
+    h.complete(r2);
+    assert_eq!(h.verdict(r2), Some(Verdict::Ok));
+    assert_eq!(h.lane.state(), LaneState::Open, "nothing poisoned");
+}
+
+#[test]
+fn a_latch_code_returned_by_finalise_is_the_runtimes_failure_not_a_validation() {
+    let mut h = Harness::a2a3();
+    h.fault(Fault::FinaliseFails(
+        1,
+        FinaliseFailure::Runtime(RuntimeCode::ScopeDeadlock),
+    ));
+    let r1 = h.run();
+    let r2 = h.run();
+    h.complete_all();
+    let cause = failed_with(h.verdict(r1));
+    assert_eq!(
+        cause.failure,
+        Failure::Returned {
+            stage: Stage::CopyBack,
+            code: RuntimeCode::ScopeDeadlock,
+        }
+    );
+    assert_ne!(cause.failure, Failure::CopyBackValidation);
+    assert_eq!(cause.class(), Class::RunOnly);
+    assert_eq!(h.verdict(r2), Some(Verdict::Ok));
+}
+
+#[test]
+fn a_latch_code_returned_by_a_launch_is_named_and_the_aicpu_launchs_still_poisons() {
+    let mut h = Harness::a2a3();
+    h.fault(Fault::LaunchFails(1, LaunchStep::Aicore, -4));
+    let r1 = h.run();
+    let cause = failed_with(h.verdict(r1));
+    assert_eq!(
+        cause.failure,
+        Failure::Returned {
+            stage: Stage::AicoreLaunch,
+            code: RuntimeCode::DepPoolOverflow,
+        }
+    );
+    assert_eq!(cause.class(), Class::RunOnly);
+    let mut h = Harness::a2a3();
+    h.fault(Fault::LaunchFails(1, LaunchStep::Aicpu, -4));
+    let r1 = h.run();
+    let cause = failed_with(h.verdict(r1));
+    assert_eq!(cause.failure.name(), "DEP_POOL_OVERFLOW");
+    assert_eq!(
+        cause.class(),
+        Class::Poison,
+        "the AICore kernel is orphaned"
+    );
+}
+
+#[test]
 fn a_copy_back_validation_failure_fails_only_that_run() {
     let mut h = Harness::a2a3();
     h.fault(Fault::FinaliseFails(1, FinaliseFailure::Validation));

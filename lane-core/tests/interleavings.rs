@@ -117,7 +117,7 @@ fn a_create_that_fails_after_the_predecessor_finalised_fails_the_run_waiting_on_
         Effect::PrepareRun { run, lease, .. } => Event::PrepareFailed {
             run,
             lease,
-            code: AclCode::InvalidParam,
+            code: AclCode::InvalidParam.into(),
         },
         other => panic!("{other:?}"),
     });
@@ -190,7 +190,7 @@ fn a_poison_leaves_a_finished_run_held_behind_its_predecessor_with_its_own_verdi
             run,
             lease,
             step: LaunchStep::Arm,
-            code: AclCode::InvalidParam,
+            code: AclCode::InvalidParam.into(),
         },
         other => panic!("{other:?}"),
     });
@@ -248,7 +248,7 @@ fn held_behind_awaited() -> (Driven, RunId, RunId) {
             run,
             lease,
             step: LaunchStep::Arm,
-            code: AclCode::InvalidParam,
+            code: AclCode::InvalidParam.into(),
         },
         other => panic!("{other:?}"),
     });
@@ -300,7 +300,7 @@ fn a_failure_report_for_a_step_the_run_is_past_is_rejected_and_changes_nothing()
         run: n,
         lease,
         step: LaunchStep::Arm,
-        code: AclCode::InvalidParam,
+        code: AclCode::InvalidParam.into(),
     };
     assert!(d.lane.handle(T, late_launch_failure).is_err());
     // N is awaited, not reading its status: a latched header for it answers nothing either.

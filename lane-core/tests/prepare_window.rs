@@ -253,7 +253,14 @@ fn an_answer_for_abandoned_runner_work_is_accepted_once_and_a_repeat_is_rejected
     let before = lane.fingerprint();
     // Any answer to the prepare is accepted: a failure changes nothing either.
     let code = AclCode::from_raw(507_899).unwrap();
-    feed(&mut lane, Event::PrepareFailed { run, lease, code });
+    feed(
+        &mut lane,
+        Event::PrepareFailed {
+            run,
+            lease,
+            code: code.into(),
+        },
+    );
     assert_ne!(lane.fingerprint(), before, "the work is no longer out");
     assert_eq!(
         lane.poison().unwrap().origin,
@@ -350,7 +357,14 @@ fn a_successor_whose_prepare_fails_first_is_finalised_and_its_outcome_waits_its_
     };
     // A plain ACL code at the prepare stage fails that run only.
     let code = AclCode::from_raw(100_000).unwrap();
-    feed(&mut lane, Event::PrepareFailed { run, lease, code });
+    feed(
+        &mut lane,
+        Event::PrepareFailed {
+            run,
+            lease,
+            code: code.into(),
+        },
+    );
     let finalise = take(&mut lane);
     assert!(
         matches!(finalise[..], [Effect::FinaliseRun { run: r, copy_back: false, .. }] if r == run),

@@ -334,7 +334,7 @@ fn finalise_is_told_the_verdict_it_makes_final() {
                 run,
                 lease,
                 step: lane_core::LaunchStep::Aicore,
-                code: common::code(107_000),
+                code: common::returned(107_000),
             },
             other => match backend.answer(other) {
                 Some(event) => event,

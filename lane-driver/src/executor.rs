@@ -7,7 +7,7 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use lane_core::status_latch::{
-    self, AclCode, CoveredRead, HeaderLayout, RECORD_BYTES, RecordRead, VerdictChannel,
+    self, AclCode, CoveredRead, HeaderLayout, RECORD_BYTES, RecordRead, ReturnCode, VerdictChannel,
 };
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{
@@ -562,7 +562,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         &mut self,
         launch: &Launch,
         observer: &mut O,
-    ) -> Result<AicoreLaunch, (LaunchStep, AclCode)> {
+    ) -> Result<AicoreLaunch, (LaunchStep, ReturnCode)> {
         let run = launch.run;
         let stage = |stage| Some(LaunchContext { run, stage });
         self.device.launch_context(stage(LaunchStage::Arm));
@@ -578,7 +578,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         &mut self,
         launch: &Launch,
         observer: &mut O,
-    ) -> Result<AicoreLaunch, (LaunchStep, AclCode)> {
+    ) -> Result<AicoreLaunch, (LaunchStep, ReturnCode)> {
         let Launch {
             run,
             lease,
@@ -589,7 +589,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         } = *launch;
         let slot = self
             .slot_resources(lease.slot.0, observer)
-            .map_err(|code| (LaunchStep::Arm, code))?;
+            .map_err(|code| (LaunchStep::Arm, code.into()))?;
         // The boundary of the newest predecessor the lane names (its completion has not come
         // back) that was recorded: the successor's AICore kernel starts only once both of its
         // kernels exited. One whose launch failed before its boundary (at depth three and up,
@@ -626,10 +626,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 pinned_copies(d).and_then(|p| arm_on_stream(p, &slot, pinned, aicpu, aicore))
             }
         }
-        .map_err(|code| (LaunchStep::Arm, code))?;
+        .map_err(|code| (LaunchStep::Arm, code.into()))?;
         if let Some(boundary) = predecessor {
             d.stream_wait_event(aicore, boundary)
-                .map_err(|code| (LaunchStep::Arm, code))?;
+                .map_err(|code| (LaunchStep::Arm, code.into()))?;
         }
         let epoch = epoch.unwrap_or_else(next_epoch);
         let args = RunArgs {
@@ -669,7 +669,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         // Before the AICPU kernel: a failure here orphans the AICore kernel, as a failed AICPU
         // launch does (L-5: `Partial`, known now with its own code).
         d.record_event(slot.core_done(), aicore)
-            .map_err(|code| (LaunchStep::CoreDone, code))?;
+            .map_err(|code| (LaunchStep::CoreDone, code.into()))?;
         r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
         // Both kernels are accepted: the run is launched, fenced or not (L-5).
@@ -688,9 +688,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         slot: &SlotResources,
         lease: Lease,
         aicpu: StreamHandle,
-    ) -> Result<(), (LaunchStep, AclCode)> {
+    ) -> Result<(), (LaunchStep, ReturnCode)> {
         let d = &mut self.device;
-        let unfenced = |code| (LaunchStep::RecordEvent, code);
+        let unfenced = |code: AclCode| (LaunchStep::RecordEvent, ReturnCode::from(code));
         d.stream_wait_event(aicpu, slot.core_done())
             .map_err(unfenced)?;
         // A failed readback enqueue is the status read's failure, as with the synchronous

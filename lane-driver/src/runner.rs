@@ -2,7 +2,7 @@
 //! kernels and host buffers, so the lane asks it to prepare, launch, finalise and upload;
 //! the lane's own calls are the [`Device`]'s.
 
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{AclCode, ReturnCode, RuntimeCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{Cause, CodeRef, Effect, Event, FinaliseFailure, Lease, RunId, SlotId, Verdict};
 
@@ -53,11 +53,27 @@ pub enum AicoreLaunch {
 /// Why the runner's prepare failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrepareError {
-    /// The run cannot be prepared while its predecessor runs (the C++ runtime's -3). Nothing
-    /// was touched.
+    /// The run cannot be prepared while its predecessor runs (the C ABI's
+    /// `RUN_LANE_PREPARE_INCOMPATIBLE`). Nothing was touched; the lane prepares it again once
+    /// the predecessor has its outcome.
     Incompatible,
-    /// Preparation failed with this code; the runner freed what it had allocated.
+    /// Preparation failed with this ACL code; the runner freed what it had allocated.
     Failed(AclCode),
+    /// Preparation returned one of the runtime's latch codes, negated (-1..-999): that
+    /// latched failure (a host_build_graph prepare that latched `FLOW_CONTROL_DEADLOCK`
+    /// returns -3). Terminal, never retried: classified as the same code latched. The runner
+    /// freed what it had allocated.
+    Runtime(RuntimeCode),
+}
+
+impl From<ReturnCode> for PrepareError {
+    /// A prepare's failure code: an ACL code, or a runtime latch code.
+    fn from(code: ReturnCode) -> Self {
+        match code {
+            ReturnCode::Acl(code) => Self::Failed(code),
+            ReturnCode::Runtime(code) => Self::Runtime(code),
+        }
+    }
 }
 
 /// How much of a runner's host work may leave the lane thread, as the runner declares it.
@@ -156,21 +172,25 @@ pub trait Runner<D: Device + ?Sized> {
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError>;
-    /// `rtKernelLaunchWithHandleV2` on the AICore stream: the run's AICore workers.
+    /// `rtKernelLaunchWithHandleV2` on the AICore stream: the run's AICore workers. A
+    /// failure is an ACL code, or one of the runtime's latch codes negated (its latched
+    /// failure; [`ReturnCode`]).
     fn launch_aicore(
         &mut self,
         device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode>;
+    ) -> Result<(), ReturnCode>;
     /// `rtsLaunchCpuKernel` on the AICPU stream: the run's scheduler, which spins until its
-    /// AICore workers report through the handshake.
+    /// AICore workers report through the handshake. A failure is as
+    /// [`launch_aicore`](Self::launch_aicore)'s; after it the AICore kernel is orphaned
+    /// whatever the code (L-5, poison).
     fn launch_aicpu(
         &mut self,
         device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode>;
+    ) -> Result<(), ReturnCode>;
     /// Copy outputs back (when `copy_back`), validate, free per-run resources.
     fn finalise_run(
         &mut self,
@@ -179,8 +199,9 @@ pub trait Runner<D: Device + ?Sized> {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure>;
-    /// Upload published AICore code.
-    fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), AclCode>;
+    /// Upload published AICore code. A failure is an ACL code, or one of the runtime's latch
+    /// codes negated ([`ReturnCode`]); either fails only the publication.
+    fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), ReturnCode>;
 
     /// The AICore launch, which may decline a queued launch ([`AicoreLaunch::Declined`]; see
     /// [`RunArgs::queued`]). The executor calls this one; by default it is
@@ -194,7 +215,7 @@ pub trait Runner<D: Device + ?Sized> {
         device: &mut D,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<AicoreLaunch, AclCode> {
+    ) -> Result<AicoreLaunch, ReturnCode> {
         self.launch_aicore(device, stream, args)
             .map(|()| AicoreLaunch::Launched)
     }
@@ -278,7 +299,16 @@ pub(crate) const fn prepare_answer(
     match result {
         Ok(()) => Event::Prepared { run, lease },
         Err(PrepareError::Incompatible) => Event::PrepareIncompatible { run, lease },
-        Err(PrepareError::Failed(code)) => Event::PrepareFailed { run, lease, code },
+        Err(PrepareError::Failed(code)) => Event::PrepareFailed {
+            run,
+            lease,
+            code: ReturnCode::Acl(code),
+        },
+        Err(PrepareError::Runtime(code)) => Event::PrepareFailed {
+            run,
+            lease,
+            code: ReturnCode::Runtime(code),
+        },
     }
 }
 

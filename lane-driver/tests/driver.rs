@@ -3,8 +3,8 @@
 //! L-7 slot events, L-8 status read, §5.3 recovery, event-record tracking).
 
 use lane_core::status_latch::{
-    AclCode, HeaderLayout, RECORD_BYTES, RecordRead, RecordSource, RecordWrite, RuntimeCode,
-    Status, VerdictChannel, encode_into, encode_record,
+    AclCode, HeaderLayout, RECORD_BYTES, RecordRead, RecordSource, RecordWrite, ReturnCode,
+    RuntimeCode, Status, VerdictChannel, encode_into, encode_record,
 };
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
@@ -236,7 +236,7 @@ impl Runner<Recorder> for Kernels {
         d: &mut Recorder,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         d.log(format!("launch_aicore r{} on s{}", args.run.0, stream.0));
         d.launched.push(*args);
         Ok(())
@@ -246,7 +246,7 @@ impl Runner<Recorder> for Kernels {
         d: &mut Recorder,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         d.log(format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
         // The "kernels" write the run's status header and timing buffer.
         let mut status = Status::clean(HeaderLayout::TensormapAndRingbuffer);
@@ -303,7 +303,7 @@ impl Runner<Recorder> for Kernels {
         ));
         Ok(())
     }
-    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), ReturnCode> {
         d.log(format!("upload c{}", code.0));
         Ok(())
     }
@@ -2114,7 +2114,7 @@ impl Runner<Recorder> for Controlled {
         d: &mut Recorder,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<lane_driver::AicoreLaunch, AclCode> {
+    ) -> Result<lane_driver::AicoreLaunch, ReturnCode> {
         self.asked_queued.push((args.run.0, args.queued));
         if let Some(at) = self.decline.iter().position(|r| *r == args.run.0) {
             self.decline.remove(at);
@@ -2129,7 +2129,7 @@ impl Runner<Recorder> for Controlled {
         d: &mut Recorder,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         Kernels.launch_aicore(d, stream, args)
     }
     fn launch_aicpu(
@@ -2137,7 +2137,7 @@ impl Runner<Recorder> for Controlled {
         d: &mut Recorder,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         Kernels.launch_aicpu(d, stream, args)
     }
     fn on_launched(&mut self, _: &mut Recorder, args: &RunArgs) {
@@ -2171,7 +2171,7 @@ impl Runner<Recorder> for Controlled {
         self.finalised.push((run.0, verdict));
         self.finalise_run(d, run, slot, verdict.is_ok())
     }
-    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), ReturnCode> {
         Kernels.upload_code(d, code)
     }
 }

@@ -1087,7 +1087,7 @@ impl Body {
                 Event::PrepareFailed {
                     run,
                     lease,
-                    code: code(c),
+                    code: code(c).into(),
                 },
                 Kind::Right,
             ),
@@ -1140,7 +1140,7 @@ impl Body {
                     run,
                     lease,
                     step: launch_step(step),
-                    code: code(c),
+                    code: code(c).into(),
                 },
                 Kind::Right,
             ),
@@ -1150,7 +1150,7 @@ impl Body {
                     run,
                     lease,
                     step: launch_step(c),
-                    code: code(c),
+                    code: code(c).into(),
                 },
                 Kind::Right,
             ),
@@ -1271,7 +1271,7 @@ impl Body {
             (Effect::UploadCode { publication, .. }, Reply::Failure { code: c, .. }) => (
                 Event::UploadFailed {
                     publication,
-                    code: code(c),
+                    code: code(c).into(),
                 },
                 Kind::Right,
             ),

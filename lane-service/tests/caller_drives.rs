@@ -51,7 +51,7 @@ impl Runner<Stalling> for Noting {
         device: &mut Stalling,
         stream: lane_core::stream_pair::StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), lane_core::status_latch::AclCode> {
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
         self.note("launch_aicore");
         StallingRunner.launch_aicore(device, stream, args)
     }
@@ -60,7 +60,7 @@ impl Runner<Stalling> for Noting {
         device: &mut Stalling,
         stream: lane_core::stream_pair::StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), lane_core::status_latch::AclCode> {
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
         self.note("launch_aicpu");
         StallingRunner.launch_aicpu(device, stream, args)
     }
@@ -78,7 +78,7 @@ impl Runner<Stalling> for Noting {
         &mut self,
         device: &mut Stalling,
         code: lane_core::CodeRef,
-    ) -> Result<(), lane_core::status_latch::AclCode> {
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
         self.note("upload");
         StallingRunner.upload_code(device, code)
     }

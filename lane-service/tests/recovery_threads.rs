@@ -156,7 +156,7 @@ impl Runner<Stalling> for SlowOnSubmitter {
         device: &mut Stalling,
         stream: lane_core::stream_pair::StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), lane_core::status_latch::AclCode> {
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
         StallingRunner.launch_aicore(device, stream, args)
     }
     fn launch_aicpu(
@@ -164,7 +164,7 @@ impl Runner<Stalling> for SlowOnSubmitter {
         device: &mut Stalling,
         stream: lane_core::stream_pair::StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), lane_core::status_latch::AclCode> {
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
         StallingRunner.launch_aicpu(device, stream, args)
     }
     fn finalise_run(
@@ -181,7 +181,7 @@ impl Runner<Stalling> for SlowOnSubmitter {
         &mut self,
         device: &mut Stalling,
         code: lane_core::CodeRef,
-    ) -> Result<(), lane_core::status_latch::AclCode> {
+    ) -> Result<(), lane_core::status_latch::ReturnCode> {
         StallingRunner.upload_code(device, code)
     }
 }

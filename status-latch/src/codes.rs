@@ -601,3 +601,87 @@ impl fmt::Display for AclCode {
         write!(f, "{} {}", self.raw(), self.name())
     }
 }
+
+/// The runtime's latch codes as its calls return them: negated, `runtime_status = -code`
+/// (SPEC §5.1), from -1 to -999. A call of the runtime's that returns a value in this band
+/// reports that latched failure; no ACL/RT code lies in it (they are positive), so the band
+/// is the runtime's alone, and an embedding's own sentinels must lie outside it.
+pub const RUNTIME_STATUS_BAND: core::ops::RangeInclusive<i32> = -999..=-1;
+
+/// What a call of the runtime's returned (a runner callback: prepare, a kernel launch,
+/// finalise, an upload), read by the one table: a runtime latch code returned negated
+/// ([`RUNTIME_STATUS_BAND`]) is that latched failure; any other non-zero value is an ACL/RT
+/// code, named or not.
+///
+/// 0 is success, not a code: [`ReturnCode::from_raw`] returns `None` for it. A value in the
+/// band the table does not know is `Runtime(RuntimeCode::Unknown(v))`, an unknown runtime
+/// code (never an ACL code).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum ReturnCode {
+    /// An ACL/RT code.
+    Acl(AclCode),
+    /// One of the runtime's latch codes, returned negated: the latched failure it names.
+    Runtime(RuntimeCode),
+}
+
+impl ReturnCode {
+    /// Reads a return value: `None` for 0 (success), a runtime code for a value in
+    /// [`RUNTIME_STATUS_BAND`] (negated back), an ACL code otherwise.
+    pub fn from_raw(raw: i32) -> Option<Self> {
+        if RUNTIME_STATUS_BAND.contains(&raw) {
+            // -raw is 1..=999: never 0, so always a code.
+            return RuntimeCode::from_value(-raw).map(Self::Runtime);
+        }
+        AclCode::from_raw(raw).map(Self::Acl)
+    }
+
+    /// `Ok(())` for success, the code otherwise: how a runner turns a callback's return value
+    /// into a failure.
+    pub fn check(raw: i32) -> Result<(), Self> {
+        match Self::from_raw(raw) {
+            None => Ok(()),
+            Some(code) => Err(code),
+        }
+    }
+
+    /// The raw value as returned: the ACL code, or the runtime code negated.
+    pub const fn raw(self) -> i32 {
+        match self {
+            Self::Acl(code) => code.raw(),
+            Self::Runtime(code) => code.value().wrapping_neg(),
+        }
+    }
+
+    /// The code's name (`FLOW_CONTROL_DEADLOCK`, `ACL_ERROR_RT_PARAM_INVALID`, `UNKNOWN`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Acl(code) => code.name(),
+            Self::Runtime(code) => code.name(),
+        }
+    }
+
+    /// The ACL code, or the runtime code as the unnamed ACL value it was returned as. Only for
+    /// a device call's answer (a fence record, an arm), which no runtime code can be: the
+    /// lane's own device calls return ACL codes.
+    pub const fn as_acl(self) -> AclCode {
+        match self {
+            Self::Acl(code) => code,
+            Self::Runtime(code) => AclCode::Unknown(code.value().wrapping_neg()),
+        }
+    }
+}
+
+impl From<AclCode> for ReturnCode {
+    fn from(code: AclCode) -> Self {
+        Self::Acl(code)
+    }
+}
+
+impl fmt::Display for ReturnCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Acl(code) => write!(f, "ACL {code}"),
+            Self::Runtime(code) => write!(f, "runtime_status={} {}", self.raw(), code.name()),
+        }
+    }
+}

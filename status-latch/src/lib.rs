@@ -5,7 +5,9 @@
 //! - the status header layouts of both runtimes as data ([`HeaderLayout`]), [`decode`] from
 //!   the bytes a backend read, and [`encode`] for the simulator, tests and fuzzers;
 //! - the code tables: every runtime latch code ([`RuntimeCode`]) and every ACL/RT return
-//!   code that matters ([`AclCode`]), each with a name, a meaning and a hint;
+//!   code that matters ([`AclCode`]), each with a name, a meaning and a hint, and what a call
+//!   of the runtime's returned ([`ReturnCode`]): a latch code negated (-1..-999,
+//!   [`RUNTIME_STATUS_BAND`]) is that latched failure, any other value an ACL code;
 //! - the one classification policy ([`classify`], [`Rule`]): every [`Failure`] is
 //!   [`Class::RunOnly`] or [`Class::Poison`], with the documented reason;
 //! - the per-run result record ([`decode_record`], [`encode_record`], [`RECORD_LAYOUT`]):
@@ -37,7 +39,7 @@ mod render;
 mod verdict;
 
 pub use attribution::{AttributionRule, CoveredRead, attribute};
-pub use codes::{AclCode, CodeInfo, RuntimeCode};
+pub use codes::{AclCode, CodeInfo, RUNTIME_STATUS_BAND, ReturnCode, RuntimeCode};
 pub use header::{
     DecodeError, EncodeError, FieldSpec, FieldType, HeaderField, HeaderLayout, Latch, LatchSource,
     Stall, StallDetail, Status, decode, encode, encode_into,
@@ -52,7 +54,7 @@ pub use record::{
 };
 pub use render::{
     attribution_table, classification_table, code_table, layout_table, record_table,
-    status_codes_doc, verdict_table,
+    return_code_table, status_codes_doc, verdict_table,
 };
 pub use verdict::{
     Boundary, DeviceVerdict, Evidence, HeaderRead, Judgement, RecordRead, VerdictChannel,

@@ -193,6 +193,18 @@ impl fmt::Display for FailureDetail {
                 write!(f, ": malformed result record ({defect})")?;
                 self.failure.hint()
             }
+            Failure::Returned { stage, code } => {
+                // As returned (negated, `runtime_status`), so a grep for the latch line's field
+                // finds this one too; never an ACL code.
+                write!(
+                    f,
+                    " at {stage}: runtime latch code returned runtime_status={} {} ({})",
+                    code.value().wrapping_neg(),
+                    code.name(),
+                    code.meaning()
+                )?;
+                code.hint()
+            }
         };
         write!(
             f,

@@ -6,7 +6,7 @@
 
 use core::fmt;
 
-use crate::codes::{AclCode, RuntimeCode};
+use crate::codes::{AclCode, ReturnCode, RuntimeCode};
 use crate::header::Latch;
 use crate::record::{RecordDefect, RecordSource};
 
@@ -68,6 +68,16 @@ impl Stage {
         Self::Probe,
         Self::Upload,
         Self::FaultNotice,
+    ];
+
+    /// The stages whose call is the runtime's (a runner callback), in run order: what they
+    /// return may be one of its latch codes, negated ([`Failure::returned`]).
+    pub const RETURNING: [Stage; 5] = [
+        Self::Prepare,
+        Self::AicoreLaunch,
+        Self::AicpuLaunch,
+        Self::CopyBack,
+        Self::Upload,
     ];
 
     /// The stage's name in logs and tables.
@@ -187,9 +197,55 @@ pub enum Failure {
     /// The run's record carries this run's epoch but breaks the record's rules, and the
     /// device verdict was clean.
     MalformedRecord(RecordDefect),
+    /// A call of the runtime's at `stage` (its prepare, a kernel launch, its finalise, an
+    /// upload) returned one of its latch codes negated ([`RUNTIME_STATUS_BAND`](crate::RUNTIME_STATUS_BAND)):
+    /// that latched failure, named as the code and classified as the same code latched in the
+    /// header is, except where the stage decides alone: after a failed AICPU launch the AICore
+    /// kernel is orphaned whatever the code (`launch-partial`, L-5), and an upload fails only
+    /// its publication (`upload-failed`). Make one with [`Failure::returned`].
+    Returned {
+        /// The stage whose call returned it.
+        stage: Stage,
+        /// The latch code (its value; the call returned it negated).
+        code: RuntimeCode,
+    },
 }
 
 impl Failure {
+    /// The failure of a runtime call at `stage` that returned `code`: the one place a
+    /// returned value is read. An ACL code is [`Failure::Acl`], and at the two launch stages
+    /// [`Failure::Launch`] (`NotStarted` at the AICore launch, `Partial` at the AICPU launch);
+    /// a runtime latch code returned negated is [`Failure::Returned`].
+    pub const fn returned(stage: Stage, code: ReturnCode) -> Self {
+        match code {
+            ReturnCode::Runtime(code) => Self::Returned { stage, code },
+            ReturnCode::Acl(code) => match stage {
+                Stage::AicoreLaunch => Self::Launch {
+                    progress: LaunchProgress::NotStarted,
+                    code,
+                },
+                Stage::AicpuLaunch => Self::Launch {
+                    progress: LaunchProgress::Partial,
+                    code,
+                },
+                _ => Self::Acl { stage, code },
+            },
+        }
+    }
+
+    /// A launch that failed at `progress` with `code` (a launch callback's return or a
+    /// device call's): [`Failure::Launch`], or [`Failure::Returned`] at the progress's stage
+    /// for a runtime latch code.
+    pub const fn launch(progress: LaunchProgress, code: ReturnCode) -> Self {
+        match code {
+            ReturnCode::Acl(code) => Self::Launch { progress, code },
+            ReturnCode::Runtime(code) => Self::Returned {
+                stage: progress.stage(),
+                code,
+            },
+        }
+    }
+
     /// Where it failed: the stage of an ACL code or of a launch; `None` for a latched code
     /// (the runtime reports it from the device), a host wait timeout and a copy-back
     /// validation failure.
@@ -198,6 +254,7 @@ impl Failure {
             Self::Acl { stage, .. } => Some(stage),
             Self::Launch { progress, .. } => Some(progress.stage()),
             Self::Covering { .. } => Some(Stage::StreamSync),
+            Self::Returned { stage, .. } => Some(stage),
             Self::Latched(_)
             | Self::HostWaitTimeout
             | Self::CopyBackValidation
@@ -208,11 +265,13 @@ impl Failure {
         }
     }
 
-    /// The code as reported: the latched runtime code's value or the ACL return code;
-    /// `None` for the two failures that carry no code.
+    /// The code as reported: the latched runtime code's value (a returned one's too, not
+    /// negated) or the ACL return code; `None` for the failures that carry no code.
     pub const fn code(&self) -> Option<i32> {
         match *self {
-            Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => Some(code.value()),
+            Self::Latched(Latch { code, .. })
+            | Self::Record { code, .. }
+            | Self::Returned { code, .. } => Some(code.value()),
             Self::Acl { code, .. } | Self::Launch { code, .. } | Self::Covering { code, .. } => {
                 Some(code.raw())
             }
@@ -229,7 +288,9 @@ impl Failure {
     /// the two failures without a code.
     pub const fn name(&self) -> &'static str {
         match *self {
-            Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => code.name(),
+            Self::Latched(Latch { code, .. })
+            | Self::Record { code, .. }
+            | Self::Returned { code, .. } => code.name(),
             Self::Acl { code, .. } | Self::Launch { code, .. } | Self::Covering { code, .. } => {
                 code.name()
             }
@@ -243,7 +304,9 @@ impl Failure {
     /// What to change and run again.
     pub const fn hint(&self) -> &'static str {
         match *self {
-            Self::Latched(Latch { code, .. }) | Self::Record { code, .. } => code.hint(),
+            Self::Latched(Latch { code, .. })
+            | Self::Record { code, .. }
+            | Self::Returned { code, .. } => code.hint(),
             Self::Acl { code, .. } | Self::Launch { code, .. } | Self::Covering { code, .. } => {
                 code.hint()
             }
@@ -310,13 +373,15 @@ pub struct Classification {
 /// One row of the policy.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Rule {
-    /// Latched orchestration and capacity codes (1-7, 9, 11, 101, 102, 104).
+    /// Latched orchestration and capacity codes (1-7, 9, 11, 101, 102, 104), in the header,
+    /// a record, or returned negated by a call of the runtime's.
     LatchedChangeAndRerun,
-    /// Latched timeouts (8, 100).
+    /// Latched timeouts (8, 100), wherever reported.
     LatchedTimeout,
-    /// Latched runtime-internal codes (10, 103).
+    /// Latched runtime-internal codes (10, 103), wherever reported.
     LatchedRuntimeInternal,
-    /// A latched code this build does not know.
+    /// A latch code this build does not know, wherever reported (a returned value in
+    /// -1..-999 the table does not name included).
     LatchedUnknown,
     /// An ACL code that names a device fault, at any stage.
     DeviceFault,
@@ -526,8 +591,19 @@ impl Rule {
             Failure::Acl {
                 stage: Stage::Upload,
                 ..
+            }
+            | Failure::Returned {
+                stage: Stage::Upload,
+                ..
             } => Self::UploadFailed,
-            Failure::Latched(Latch { code, .. }) | Failure::Record { code, .. } => match code {
+            // The AICore kernel spins with no scheduler to release it, whatever the code (L-5).
+            Failure::Returned {
+                stage: Stage::AicpuLaunch,
+                ..
+            } => Self::LaunchPartial,
+            Failure::Latched(Latch { code, .. })
+            | Failure::Record { code, .. }
+            | Failure::Returned { code, .. } => match code {
                 R::ScopeDeadlock
                 | R::HeapRingDeadlock
                 | R::FlowControlDeadlock
@@ -663,5 +739,19 @@ pub fn known_failures() -> Vec<Failure> {
         },
         Failure::MalformedRecord(RecordDefect::NoVerdict),
     ]);
+    // A runtime latch code returned negated by each call of the runtime's: an orchestration
+    // code, a timeout, a runtime-internal code and one the table does not know.
+    for stage in Stage::RETURNING {
+        out.extend(
+            [
+                RuntimeCode::FlowControlDeadlock,
+                RuntimeCode::DepPoolOverflow,
+                RuntimeCode::SchedulerTimeout,
+                RuntimeCode::AsyncRegistrationFailed,
+                RuntimeCode::Unknown(12),
+            ]
+            .map(|code| Failure::Returned { stage, code }),
+        );
+    }
     out
 }

@@ -7,7 +7,7 @@
 use core::fmt::Write as _;
 
 use crate::attribution::{AttributionRule, CoveredRead, attribute};
-use crate::codes::{AclCode, RuntimeCode};
+use crate::codes::{AclCode, RUNTIME_STATUS_BAND, ReturnCode, RuntimeCode};
 use crate::header::{HeaderLayout, Latch, LatchSource};
 use crate::policy::{Failure, Rule, Stage, classify, known_failures};
 use crate::record::{
@@ -112,6 +112,53 @@ fn code_table_under(h: &str) -> String {
     out
 }
 
+/// Markdown: how a value a call of the runtime's returned is read ([`ReturnCode`]): an example
+/// per kind of value, what it is read as, and its class and rule at each stage whose call is
+/// the runtime's.
+pub fn return_code_table() -> String {
+    let mut out = String::new();
+    let (high, low) = (RUNTIME_STATUS_BAND.end(), RUNTIME_STATUS_BAND.start());
+    let _ = writeln!(
+        out,
+        "A runner callback (prepare, a kernel launch, finalise, an upload) returns 0, one of the \
+         runtime's latch codes negated ({high} to {low}, `runtime_status = -code`: that latched \
+         failure, named and classified as the same code latched, except where the stage decides \
+         alone), or an ACL/RT code. No ACL code lies in the band, so an embedding's own \
+         sentinels lie outside it (lane-capi's `RUN_LANE_PREPARE_INCOMPATIBLE` is -1002, \
+         `RUN_LANE_FINALISE_VALIDATION_FAILED` -1101: docs/embedding.md); a value below the band \
+         that is no sentinel reads as an unnamed ACL code.\n"
+    );
+    out.push_str("| returned | read as | name |");
+    for stage in Stage::RETURNING {
+        let _ = write!(out, " at {stage} |");
+    }
+    out.push_str("\n|---:|---|---|");
+    for _ in Stage::RETURNING {
+        out.push_str("---|");
+    }
+    out.push('\n');
+    for raw in [
+        -1, -3, -4, -6, -100, -103, -12, -999, -1000, -1002, 107_000, 507_015, 12,
+    ] {
+        let Some(code) = ReturnCode::from_raw(raw) else {
+            continue;
+        };
+        let read_as = match code {
+            ReturnCode::Runtime(RuntimeCode::Unknown(_)) => "unknown runtime latch code",
+            ReturnCode::Runtime(_) => "runtime latch code",
+            ReturnCode::Acl(AclCode::Unknown(_)) => "unnamed ACL/RT code",
+            ReturnCode::Acl(_) => "ACL/RT code",
+        };
+        let _ = write!(out, "| {raw} | {read_as} | {} |", code.name());
+        for stage in Stage::RETURNING {
+            let c = classify(&Failure::returned(stage, code));
+            let _ = write!(out, " {} `{}` |", c.class, c.rule);
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Markdown: the policy's rules with their class and reason, then every known failure
 /// (every code at every stage, and unknown codes) with the rule that classifies it.
 pub fn classification_table() -> String {
@@ -196,6 +243,12 @@ fn classification_table_under(h: &str) -> String {
                 "device verdict clean".to_string(),
                 "-".to_string(),
                 "-",
+            ),
+            Failure::Returned { stage, code } => (
+                "returned latch code",
+                format!("{} (returned)", stage.name()),
+                code.value().wrapping_neg().to_string(),
+                code.name(),
             ),
         };
         let c = classify(&failure);
@@ -754,6 +807,8 @@ pub fn status_codes_doc() -> String {
     out.push_str(&record_table_under("###"));
     out.push_str("\n## Codes\n\n");
     out.push_str(&code_table_under("###"));
+    out.push_str("\n### What a call of the runtime's returns\n\n");
+    out.push_str(&return_code_table());
     out.push_str("\n## Verdict rule\n\n");
     out.push_str(&verdict_table_under("###"));
     out.push_str("\n## Attribution of a synchronize's code\n\n");

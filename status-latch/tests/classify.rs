@@ -1,8 +1,8 @@
 //! The classification policy, row by row (SPEC §5.3, §5.4).
 
 use status_latch::{
-    AclCode, Class, Failure, Latch, LatchSource, LaunchProgress, Rule, RuntimeCode, Stage,
-    classify, known_failures,
+    AclCode, Class, Failure, Latch, LatchSource, LaunchProgress, ReturnCode, Rule, RuntimeCode,
+    Stage, classify, known_failures,
 };
 
 fn latched(code: RuntimeCode) -> Failure {
@@ -446,4 +446,95 @@ fn every_stage_is_in_stage_all_once() {
     assert_eq!(names.len(), Stage::ALL.len());
     assert!(Stage::ALL.contains(&Stage::RecordRead));
     assert!(Stage::ALL.contains(&Stage::StreamSync));
+}
+
+/// Every known latch code and two the table does not know.
+fn runtime_codes() -> impl Iterator<Item = RuntimeCode> {
+    RuntimeCode::ALL
+        .into_iter()
+        .chain([RuntimeCode::Unknown(12), RuntimeCode::Unknown(999)])
+}
+
+#[test]
+fn a_returned_latch_code_classifies_as_the_same_code_latched_at_prepare_aicore_launch_and_finalise()
+{
+    for code in runtime_codes() {
+        let latched = classify(&latched(code));
+        for stage in [Stage::Prepare, Stage::AicoreLaunch, Stage::CopyBack] {
+            let failure = Failure::returned(stage, ReturnCode::Runtime(code));
+            assert_eq!(failure, Failure::Returned { stage, code });
+            let c = classify(&failure);
+            assert_eq!(
+                (c.class, c.rule),
+                (latched.class, latched.rule),
+                "{failure:?}"
+            );
+            assert_eq!(failure.name(), code.name());
+            assert_eq!(failure.code(), Some(code.value()));
+            assert_eq!(failure.stage(), Some(stage));
+            assert_eq!(failure.hint(), code.hint());
+        }
+    }
+    // The cases: a latched deadlock from prepare fails only the run; a -4 is
+    // DEP_POOL_OVERFLOW; a -1 from finalise is the runtime's SCOPE_DEADLOCK.
+    let deadlock = Failure::returned(Stage::Prepare, ReturnCode::check(-3).unwrap_err());
+    assert_rule(deadlock, Class::RunOnly, Rule::LatchedChangeAndRerun);
+    assert_eq!(deadlock.name(), "FLOW_CONTROL_DEADLOCK");
+    let overflow = Failure::returned(Stage::Prepare, ReturnCode::check(-4).unwrap_err());
+    assert_eq!(overflow.name(), "DEP_POOL_OVERFLOW");
+    let finalise = Failure::returned(Stage::CopyBack, ReturnCode::check(-1).unwrap_err());
+    assert_eq!(finalise.name(), "SCOPE_DEADLOCK");
+    assert_ne!(finalise, Failure::CopyBackValidation);
+    // A code of the band the table does not know poisons, as the same code latched does.
+    let unknown = Failure::returned(Stage::Prepare, ReturnCode::check(-12).unwrap_err());
+    assert_rule(unknown, Class::Poison, Rule::LatchedUnknown);
+}
+
+#[test]
+fn a_returned_latch_code_after_the_aicore_kernel_poisons_and_at_an_upload_fails_only_the_publication()
+ {
+    for code in runtime_codes() {
+        assert_rule(
+            Failure::returned(Stage::AicpuLaunch, ReturnCode::Runtime(code)),
+            Class::Poison,
+            Rule::LaunchPartial,
+        );
+        assert_rule(
+            Failure::launch(LaunchProgress::Partial, ReturnCode::Runtime(code)),
+            Class::Poison,
+            Rule::LaunchPartial,
+        );
+        assert_rule(
+            Failure::returned(Stage::Upload, ReturnCode::Runtime(code)),
+            Class::RunOnly,
+            Rule::UploadFailed,
+        );
+    }
+}
+
+#[test]
+fn a_returned_acl_code_is_the_acl_failure_of_its_stage() {
+    for code in AclCode::ALL.into_iter().chain([AclCode::Unknown(-1002)]) {
+        let acl_code = ReturnCode::Acl(code);
+        assert_eq!(
+            Failure::returned(Stage::Prepare, acl_code),
+            acl(Stage::Prepare, code)
+        );
+        assert_eq!(
+            Failure::returned(Stage::CopyBack, acl_code),
+            acl(Stage::CopyBack, code)
+        );
+        assert_eq!(
+            Failure::returned(Stage::AicoreLaunch, acl_code),
+            launch(LaunchProgress::NotStarted, code)
+        );
+        assert_eq!(
+            Failure::returned(Stage::AicpuLaunch, acl_code),
+            launch(LaunchProgress::Partial, code)
+        );
+        assert_eq!(
+            Failure::launch(LaunchProgress::NotStarted, acl_code),
+            launch(LaunchProgress::NotStarted, code)
+        );
+    }
 }

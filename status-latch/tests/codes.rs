@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use status_latch::{AclCode, RuntimeCode};
+use status_latch::{AclCode, RUNTIME_STATUS_BAND, ReturnCode, RuntimeCode};
 
 #[test]
 fn runtime_code_table_has_exactly_the_spec_codes() {
@@ -136,5 +136,46 @@ fn display_shows_the_value_and_the_name() {
     assert_eq!(
         AclCode::RtEventSyncTimeout.to_string(),
         "507047 ACL_ERROR_RT_EVENT_SYNC_TIMEOUT"
+    );
+}
+
+#[test]
+fn a_returned_value_in_the_runtime_band_is_that_latch_code_and_any_other_an_acl_code() {
+    assert_eq!(ReturnCode::from_raw(0), None, "0 is success");
+    assert_eq!(ReturnCode::check(0), Ok(()));
+    // Every known latch code, returned negated, is that code, never an ACL value.
+    for code in RuntimeCode::ALL {
+        let raw = -code.value();
+        assert!(RUNTIME_STATUS_BAND.contains(&raw), "{code:?}");
+        assert_eq!(ReturnCode::from_raw(raw), Some(ReturnCode::Runtime(code)));
+        assert_eq!(ReturnCode::Runtime(code).raw(), raw);
+        assert_eq!(ReturnCode::Runtime(code).name(), code.name());
+    }
+    assert_eq!(
+        ReturnCode::check(-4),
+        Err(ReturnCode::Runtime(RuntimeCode::DepPoolOverflow))
+    );
+    // A value of the band the table does not know is an unknown runtime code, both ends
+    // included.
+    for raw in [-12, -999, -105] {
+        assert_eq!(
+            ReturnCode::from_raw(raw),
+            Some(ReturnCode::Runtime(RuntimeCode::Unknown(-raw))),
+            "{raw}"
+        );
+    }
+    // Outside the band: ACL codes, named or not (an embedding's sentinels lie here).
+    for raw in [-1000, -1002, -1101, 12, 107_000, 507_015] {
+        let code = ReturnCode::from_raw(raw).expect("not success");
+        assert_eq!(
+            code,
+            ReturnCode::Acl(AclCode::from_raw(raw).unwrap()),
+            "{raw}"
+        );
+        assert_eq!(code.raw(), raw);
+    }
+    assert_eq!(
+        ReturnCode::from(AclCode::RtParamInvalid),
+        ReturnCode::Acl(AclCode::RtParamInvalid)
     );
 }

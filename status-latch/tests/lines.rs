@@ -127,3 +127,45 @@ fn record_read_and_device_verdict_failures_name_their_stage() {
         }
     }
 }
+
+#[test]
+fn a_returned_latch_code_names_its_stage_and_the_code_as_returned_never_as_an_acl_code() {
+    let line = failure_line(
+        6,
+        &Failure::Returned {
+            stage: Stage::Prepare,
+            code: RuntimeCode::DepPoolOverflow,
+        },
+    )
+    .to_string();
+    assert_eq!(
+        line,
+        format!(
+            "run 6 failed at prepare: runtime latch code returned runtime_status=-4 \
+             DEP_POOL_OVERFLOW (a task's fan-in exceeded the dependency pool); class=run-only \
+             rule=latched-change-and-rerun; hint: {}",
+            RuntimeCode::DepPoolOverflow.hint()
+        )
+    );
+    let unknown = failure_line(
+        7,
+        &Failure::Returned {
+            stage: Stage::CopyBack,
+            code: RuntimeCode::Unknown(12),
+        },
+    )
+    .to_string();
+    assert!(
+        unknown.starts_with(
+            "run 7 failed at copy-back: runtime latch code returned runtime_status=-12 UNKNOWN ("
+        ),
+        "{unknown}"
+    );
+    assert!(
+        unknown.contains("class=poison rule=latched-unknown"),
+        "{unknown}"
+    );
+    for line in [line, unknown] {
+        assert!(!line.contains("ACL"), "never read as an ACL code: {line}");
+    }
+}

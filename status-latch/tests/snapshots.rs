@@ -210,6 +210,22 @@ fn failure_lines_snapshot() {
             },
         )
         .to_string(),
+        failure_line(
+            36,
+            &Failure::Returned {
+                stage: Stage::Prepare,
+                code: RuntimeCode::FlowControlDeadlock,
+            },
+        )
+        .to_string(),
+        failure_line(
+            37,
+            &Failure::Returned {
+                stage: Stage::CopyBack,
+                code: RuntimeCode::Unknown(12),
+            },
+        )
+        .to_string(),
     ];
     for line in &lines {
         assert!(!line.contains('\n'), "a failure line is one line: {line}");

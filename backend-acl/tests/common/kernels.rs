@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use backend_acl::{AclConfig, AclDevice};
-use lane_core::status_latch::{self, AclCode, HeaderLayout, Status};
+use lane_core::status_latch::{self, AclCode, HeaderLayout, ReturnCode, Status};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, RunRequest, SlotId};
 use lane_driver::{Driver, PrepareError, Report, RunArgs, Runner};
@@ -77,7 +77,7 @@ impl Runner<AclDevice> for FakeKernels {
         d: &mut AclDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         d.bind_thread()?;
         let outcome = self.outcome(args.run, ENGINE_AICORE);
         let launched = launch_code(super::launch_run_kernel(
@@ -96,7 +96,7 @@ impl Runner<AclDevice> for FakeKernels {
                     .expect("a fail-call rule");
             }
         }
-        launched
+        launched.map_err(ReturnCode::from)
     }
 
     fn launch_aicpu(
@@ -104,7 +104,7 @@ impl Runner<AclDevice> for FakeKernels {
         d: &mut AclDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         d.bind_thread()?;
         let outcome = self.outcome(args.run, ENGINE_AICPU);
         let mut status = Status::clean(self.layout);
@@ -122,6 +122,7 @@ impl Runner<AclDevice> for FakeKernels {
             args,
             &header,
         ))
+        .map_err(ReturnCode::from)
     }
 
     fn finalise_run(
@@ -134,7 +135,7 @@ impl Runner<AclDevice> for FakeKernels {
         Ok(())
     }
 
-    fn upload_code(&mut self, _: &mut AclDevice, _: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, _: &mut AclDevice, _: CodeRef) -> Result<(), ReturnCode> {
         Ok(())
     }
 }

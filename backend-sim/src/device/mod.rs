@@ -742,6 +742,7 @@ impl CallError for PrepareError {
         match self {
             Self::Incompatible => "incompatible".to_owned(),
             Self::Failed(code) => code.text(),
+            Self::Runtime(code) => format!("runtime_status={} {}", -code.value(), code.name()),
         }
     }
 }
@@ -751,6 +752,7 @@ impl CallError for FinaliseFailure {
         match self {
             Self::Validation => "validation".to_owned(),
             Self::Acl(code) => code.text(),
+            Self::Runtime(code) => format!("runtime_status={} {}", -code.value(), code.name()),
         }
     }
 }

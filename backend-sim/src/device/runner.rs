@@ -2,7 +2,7 @@
 //! host time, finalisation releases the run's slot buffers, and a code upload makes the next
 //! AICore launch load its binary again; the two kernel launches live in `kernels.rs`.
 
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
 use lane_driver::{PrepareError, RunArgs, Runner};
@@ -32,8 +32,10 @@ impl Runner<SimDevice> for SimRunner {
         device: &mut SimDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
-        device.run_launch_aicore(stream, args)
+    ) -> Result<(), ReturnCode> {
+        device
+            .run_launch_aicore(stream, args)
+            .map_err(ReturnCode::from)
     }
 
     fn launch_aicpu(
@@ -41,8 +43,10 @@ impl Runner<SimDevice> for SimRunner {
         device: &mut SimDevice,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
-        device.run_launch_aicpu(stream, args)
+    ) -> Result<(), ReturnCode> {
+        device
+            .run_launch_aicpu(stream, args)
+            .map_err(ReturnCode::from)
     }
 
     fn finalise_run(
@@ -55,8 +59,8 @@ impl Runner<SimDevice> for SimRunner {
         device.run_finalise_run(run, slot, copy_back)
     }
 
-    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), AclCode> {
-        device.run_upload_code(code)
+    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), ReturnCode> {
+        device.run_upload_code(code).map_err(ReturnCode::from)
     }
 }
 

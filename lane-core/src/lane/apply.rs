@@ -64,10 +64,7 @@ impl Lane {
                 self.transition(idx, RunInput::Incompatible, name)
             }
             Event::PrepareFailed { code, .. } => {
-                let cause = Cause::of(Failure::Acl {
-                    stage: Stage::Prepare,
-                    code,
-                });
+                let cause = Cause::of(Failure::returned(Stage::Prepare, code));
                 self.transition(idx, RunInput::PrepareFailed(cause), name)
             }
             Event::Launched { .. } => self.transition(idx, RunInput::Launched, name),
@@ -81,10 +78,11 @@ impl Lane {
                     LaunchStep::CoreDone | LaunchStep::Aicpu => LaunchProgress::Partial,
                     // A fence record or wait failed after a kernel was accepted (L-5).
                     LaunchStep::RecordEvent => {
+                        let code = code.as_acl();
                         return self.transition(idx, RunInput::LaunchedUnfenced(code), name);
                     }
                 };
-                let cause = Cause::of(Failure::Launch { progress, code });
+                let cause = Cause::of(Failure::launch(progress, code));
                 self.transition(idx, RunInput::LaunchFailed(cause), name)?;
                 if cause.class() == Class::RunOnly {
                     // Nothing reached a stream: the submission leaves without staleness (S-2).
@@ -228,6 +226,10 @@ impl Lane {
                         stage: Stage::CopyBack,
                         code,
                     },
+                    FinaliseFailure::Runtime(code) => Failure::Returned {
+                        stage: Stage::CopyBack,
+                        code,
+                    },
                 };
                 self.transition(idx, RunInput::FinaliseFailed(Cause::of(failure)), name)
             }
@@ -284,10 +286,7 @@ impl Lane {
                 self.finish_upload(publication, PublicationInput::Uploaded, name)?;
             }
             Event::UploadFailed { publication, code } => {
-                let cause = Cause::of(Failure::Acl {
-                    stage: Stage::Upload,
-                    code,
-                });
+                let cause = Cause::of(Failure::returned(Stage::Upload, code));
                 self.finish_upload(publication, PublicationInput::UploadFailed(cause), name)?;
             }
             Event::DeviceDrained { attempt } => {

@@ -3,7 +3,9 @@
 //! installs. Each scenario then reads as "command or event in → effects out".
 #![allow(dead_code, unreachable_pub)]
 
-use lane_core::status_latch::{AclCode, DeviceVerdict, Evidence, Record, RecordRead, RuntimeCode};
+use lane_core::status_latch::{
+    AclCode, DeviceVerdict, Evidence, Record, RecordRead, ReturnCode, RuntimeCode,
+};
 use lane_core::stream_pair::Role;
 use lane_core::testkit::Succeed;
 use lane_core::{
@@ -54,6 +56,11 @@ pub enum Fault {
 
 pub fn code(raw: i32) -> AclCode {
     AclCode::from_raw(raw).expect("non-zero code")
+}
+
+/// What a runtime call returned as `raw`: a latch code negated (-1..-999) or an ACL code.
+pub fn returned(raw: i32) -> ReturnCode {
+    ReturnCode::from_raw(raw).expect("non-zero code")
 }
 
 pub struct Harness {
@@ -371,7 +378,7 @@ impl Harness {
                     return Some(Event::PrepareFailed {
                         run,
                         lease,
-                        code: code(raw),
+                        code: returned(raw),
                     });
                 }
                 let idx = self.faults.iter().position(
@@ -411,7 +418,7 @@ impl Harness {
                         run,
                         lease,
                         step,
-                        code: code(raw),
+                        code: returned(raw),
                     }),
                     _ => None,
                 }
@@ -441,7 +448,7 @@ impl Harness {
             {
                 Some(Fault::UploadFails(_, raw)) => Some(Event::UploadFailed {
                     publication,
-                    code: code(raw),
+                    code: returned(raw),
                 }),
                 _ => None,
             },

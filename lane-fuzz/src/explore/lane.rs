@@ -304,7 +304,7 @@ fn rows_of(history: &[Event], at: usize, sticky: Option<u64>) -> Option<VerdictR
                 step: LaunchStep::RecordEvent,
                 code,
                 ..
-            } if r == run => Some(code),
+            } if r == run => Some(code.as_acl()),
             _ => None,
         });
         match unfenced {

@@ -3,7 +3,7 @@
 //! simulator (whose runner work is bound to its device), for the worker tests. Nothing here
 //! allocates per run.
 
-use lane_core::status_latch::{AclCode, RECORD_BYTES, RecordWrite, encode_record};
+use lane_core::status_latch::{AclCode, RECORD_BYTES, RecordWrite, ReturnCode, encode_record};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
@@ -291,7 +291,7 @@ impl Runner<Instant0> for HostRunner {
         _device: &mut Instant0,
         _stream: StreamHandle,
         _args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         Ok(())
     }
     fn launch_aicpu(
@@ -299,7 +299,7 @@ impl Runner<Instant0> for HostRunner {
         device: &mut Instant0,
         _stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         device.publish(args.record, args.epoch);
         Ok(())
     }
@@ -313,7 +313,7 @@ impl Runner<Instant0> for HostRunner {
         self.seen.on_lane.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
-    fn upload_code(&mut self, _device: &mut Instant0, _code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, _device: &mut Instant0, _code: CodeRef) -> Result<(), ReturnCode> {
         Ok(())
     }
     fn concurrency(&self) -> Concurrency {

@@ -8,7 +8,7 @@ pub mod host;
 use backend_sim::costs::Costs;
 use backend_sim::device::RunTimes;
 use backend_sim::{FaultRule, SharedSim, SimDevice, SimRunner};
-use lane_core::status_latch::AclCode;
+use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, Profile, RunId, SlotId, Timestamp};
 use lane_driver::{
@@ -254,7 +254,7 @@ impl Runner<Stalling> for StallingRunner {
         device: &mut Stalling,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         SimRunner.launch_aicore(&mut device.inner, stream, args)
     }
     fn launch_aicpu(
@@ -262,7 +262,7 @@ impl Runner<Stalling> for StallingRunner {
         device: &mut Stalling,
         stream: StreamHandle,
         args: &RunArgs,
-    ) -> Result<(), AclCode> {
+    ) -> Result<(), ReturnCode> {
         device
             .launched
             .lock()
@@ -279,7 +279,7 @@ impl Runner<Stalling> for StallingRunner {
     ) -> Result<(), FinaliseFailure> {
         SimRunner.finalise_run(&mut device.inner, run, slot, copy_back)
     }
-    fn upload_code(&mut self, device: &mut Stalling, code: CodeRef) -> Result<(), AclCode> {
+    fn upload_code(&mut self, device: &mut Stalling, code: CodeRef) -> Result<(), ReturnCode> {
         SimRunner.upload_code(&mut device.inner, code)
     }
 }
