@@ -193,7 +193,7 @@ pub enum Op {
         key: Option<u8>,
         /// Submitted held: launched only after [`Op::Activate`].
         held: bool,
-        /// The epoch, relative to the last one accepted ([`epoch_of`]).
+        /// The epoch, relative to the last one accepted (`epoch_of`).
         epoch: Option<u8>,
     },
     /// `activate` of the pending run at `index % pending runs` (a delivered one when `index`
