@@ -369,7 +369,7 @@ fn a_poll_only_loop_on_the_simulator_gets_every_outcome_in_order_from_its_look_a
     let seqs: Vec<u64> = outcomes.iter().map(Outcome::seq).collect();
     assert_eq!(seqs, accepted, "one outcome per run, in order");
     let verdict = |run: u64| match &outcomes[usize::try_from(run - 1).unwrap()] {
-        Outcome::Run(r) => r.verdict.clone(),
+        Outcome::Run(r) => r.verdict,
         other => panic!("{other:?}"),
     };
     assert!(
