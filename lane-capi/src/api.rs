@@ -138,6 +138,14 @@ fn service_error(error: &ServiceError) -> Error {
             lane_core::MAX_PENDING_PUBLICATIONS
         )
         .into(),
+        // The lane's words name its Rust call; a C caller looks for the C function.
+        ServiceError::Submit(SubmitError::Unusable { .. } | SubmitError::UnusableAfterNotice { .. })
+        | ServiceError::Publish(
+            PublishError::Unusable { .. } | PublishError::UnusableAfterNotice { .. },
+        ) => error
+            .to_string()
+            .replace("(device_reset)", "(run_lane_device_reset)")
+            .into(),
         ServiceError::Lost(_) => format!(
             "{error}; the lane takes nothing more: destroy it (run_lane_destroy) and create a new one"
         )

@@ -281,7 +281,7 @@ pub enum Reach {
 }
 
 /// Makes `wait` through `waiter` and returns its answer ([`run_device_wait_as`] with
-/// [`Reach::Block`] and no cap): binds first (a failed bind fails a completion with its code;
+/// [`Reach::Waiter`]): binds first (a failed bind fails a completion with its code;
 /// a drain is answered anyway). A completion waits on the run's boundary bounded by what is
 /// left of its deadline (a failed wait is `CompletionFailed` with the call's code, 507047 on
 /// timeout; [`Wait::Expired`] once the deadline has passed and one look at the boundary,
