@@ -74,6 +74,9 @@ impl Device for SharedSim {
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.lock().synchronize_event(event, timeout_ms)
     }
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        self.lock().query_event(event)
+    }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.lock().synchronize_stream(stream, timeout_ms)
     }
@@ -169,6 +172,10 @@ impl CompletionWaiter for SimWaiter {
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.0.synchronize_event(event, timeout_ms)
+    }
+    /// The device's own look, under the lock (a caller's `poll` on a lane it drives).
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        self.0.query_event(event)
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.0.synchronize_stream(stream, timeout_ms)

@@ -231,6 +231,10 @@ impl<D: Device> CompletionWaiter for OnWaiterTrack<'_, D> {
         self.device.synchronize_event(event, timeout_ms)
     }
 
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        self.device.query_event(event)
+    }
+
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.device.synchronize_stream(stream, timeout_ms)
     }

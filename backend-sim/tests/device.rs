@@ -334,6 +334,76 @@ fn an_event_completes_when_its_stream_passes_it() {
 }
 
 #[test]
+fn an_event_query_answers_not_ready_before_the_boundary_and_complete_from_it_on_in_virtual_time() {
+    // A never-recorded event, then a run launched: its slot, and the event.
+    let launched = |d: &mut SimDevice| {
+        let (aicpu, aicore) = pair(d);
+        let s = slot(d, 1, 0);
+        let never = d.create_event().unwrap();
+        assert_eq!(
+            d.query_event(never),
+            Ok(true),
+            "never recorded: complete, as on ACL"
+        );
+        launch(d, &s, aicpu, aicore);
+        (s, never)
+    };
+    // When the boundary passes: the same calls on a twin device, then a blocking wait, which
+    // returns a host wake-up after it.
+    let boundary_ns = {
+        let mut twin = device();
+        let (s, _) = launched(&mut twin);
+        wait(&mut twin, &s).unwrap();
+        twin.host_ns() - cost(Cost::HostWakeup)
+    };
+    let mut d = device();
+    let (s, never) = launched(&mut d);
+    // Look until it is complete: every look costs a query and never blocks, and answers the
+    // device as the look found it.
+    let mut looks = Vec::new();
+    loop {
+        let at = d.host_ns();
+        let complete = d.query_event(s.events[0]).expect("a live event");
+        assert_eq!(
+            d.host_ns() - at,
+            cost(Cost::EventQuery),
+            "a look never blocks"
+        );
+        looks.push((at, complete));
+        if complete {
+            break;
+        }
+        assert!(looks.len() < 1_000_000, "never complete");
+    }
+    assert!(
+        looks.len() > 1,
+        "the first look came before the run ended: {looks:?}"
+    );
+    for &(at, complete) in &looks {
+        assert_eq!(
+            complete,
+            at >= boundary_ns,
+            "a look at {at} ns, boundary {boundary_ns} ns"
+        );
+    }
+    let (_, end) = timing(&mut d, &s);
+    assert!(
+        end <= boundary_ns,
+        "the boundary passes after the kernels end"
+    );
+    // The completion waiter's look is the same device's; a destroyed event is a dead handle.
+    let shared = SharedSim::new(d);
+    let mut waiter = shared.clone().completion_waiter().expect("a waiter");
+    assert_eq!(waiter.query_event(s.events[0]), Ok(true));
+    shared.lock().destroy_event(never).unwrap();
+    assert_eq!(waiter.query_event(never), Err(AclCode::RtInvalidHandle));
+    assert!(
+        shared.lock().failure().is_some(),
+        "a dead handle breaks a device invariant"
+    );
+}
+
+#[test]
 fn a_hung_run_makes_the_bounded_wait_time_out_with_507047() {
     let mut d = device();
     d.install(FaultRule::parse("hang@run:1").unwrap());

@@ -21,7 +21,10 @@
 //   arm KERNEL_US LOOP DEPTH RUNS OK MEDIAN_NS P99_NS
 // Loop (b) runs twice more at each depth, with `config.submitters_bound` on (this thread
 // bound to the device: a submit that finds no thread running the lane's steps prepares and
-// launches here), its lines' DEPTH `depth2-bound` and `depth1-bound`.
+// launches here), its lines' DEPTH `depth2-bound` and `depth1-bound`, and twice more with the
+// caller driving the lane (`config.drive = RUN_LANE_DRIVE_CALLER`: no thread of the lane's
+// own; every call runs its steps on this thread, bound to the lane's device, and
+// `run_lane_wait` makes the device wait here), DEPTH `depth2-caller` and `depth1-caller`.
 // and, at depth two, how long after its submit each run's launch onto the pair has been made
 // (from just before `run_lane_submit` to the return of its `launch_aicpu` callback, the
 // launch's last call; the first SKIP runs skipped):
@@ -47,10 +50,10 @@
 // and the cycle those parts sit in: from the predecessor's device start to the run's (PERIOD),
 // and the run's device span, its start to its end (SPAN), both on the device's clock alone:
 //   depth1-split KERNEL_US KIND REACT_NS LAUNCH_NS START_NS PERIOD_NS SPAN_NS
-//   (KIND: anchor, lane, lane-bound)
-// Paired: loop (b)'s four lanes (depth two and one, `submitters_bound` off and on) and the
-// anchor's streams are opened first, then the seven arms take turns, a block of 20 runs each
-// from idle to idle, until each has RUNS; the gaps are taken within blocks (none across a
+//   (KIND: anchor, lane, lane-bound, lane-caller)
+// Paired: loop (b)'s six lanes (depth two and one, `submitters_bound` off, on, and the caller
+// driving) and the anchor's streams are opened first, then the nine arms take turns, a block of
+// 20 runs each from idle to idle, until each has RUNS; the gaps are taken within blocks (none across a
 // switch), the first SKIP runs of each arm skipped. The lines are printed as before, in the
 // same order (the anchors' first).
 // And last, an idle lane (each run submitted once its predecessor retired and a pause of
@@ -60,13 +63,17 @@
 // launches alone (the first SKIP runs of each skipped):
 //   idle KERNEL_US RUNS LANE_MEDIAN_NS LANE_P99_NS CALLS_MEDIAN_NS CALLS_P99_NS
 //        LAUNCHES_MEDIAN_NS LAUNCHES_P99_NS
-// then the idle lane again with `config.submitters_bound` on (this thread bound); the three
-// (option off, on, the calls) take turns, one run each, every lane open from the start:
+// then the idle lane again with `config.submitters_bound` on (this thread bound), and the idle
+// lane the caller drives; the four (option off, on, caller-driven, the calls) take turns, one
+// run each, every lane open from the start:
 //   idle-bound KERNEL_US RUNS LANE_MEDIAN_NS LANE_P99_NS
 // and where the idle figures' time goes before the AICore launch begins (medians, ns): from
 // the submit to the `launch_aicore` callback's start, with the option off and on, and the
 // anchor's from its arm copy's start to its AICore launch's start:
 //   idle-split KERNEL_US OFF_MEDIAN_NS BOUND_MEDIAN_NS ANCHOR_MEDIAN_NS
+// and the caller-driven idle lane's submit to launch, and its submit to the AICore launch's
+// start (median):
+//   idle-caller KERNEL_US RUNS LANE_MEDIAN_NS LANE_P99_NS BEFORE_CORE_MEDIAN_NS
 //
 // With --lanes it runs sixteen lanes at once, one per device of the fake (ids 0 to 15), each
 // driven from its own thread with loop (b), REPEATS times each of two cases, alternating:
@@ -226,6 +233,7 @@ struct Bench {
     SetDevice set_device = nullptr;  // binds this thread before a submitters_bound lane
     int32_t device = 0;              // the lane's device id (one lane per id, SPEC L-25)
     bool bound = false;              // the lane runs with submitters_bound
+    bool caller = false;             // the caller drives the lane (RUN_LANE_DRIVE_CALLER)
     uint64_t kernel_ns = 0;
     // By run tag (its index in the arm): when its submit began, when its launch returned.
     std::vector<std::chrono::steady_clock::time_point> submitted;
@@ -303,10 +311,12 @@ RunLaneOutcome wait(RunLane *lane, uint64_t id) {
 // the bench ready for `runs` tagged runs; with `bound`, `submitters_bound` on and this thread
 // (the only one that submits) bound to the lane's device first, as the option requires;
 // with `callback`, the bench's outcome callback set (only loop (a) uses one: a set callback
-// wakes the lane thread at every outcome the completion waiter delivers). Lanes alive at once
-// take different `device` ids: the library gives a device id one lane (SPEC L-25).
+// wakes the lane thread at every outcome the completion waiter delivers); with `caller`, no
+// thread of the lane's own (RUN_LANE_DRIVE_CALLER): every call runs its steps on this thread,
+// bound to the lane's device first, as the mode requires of every calling thread. Lanes alive
+// at once take different `device` ids: the library gives a device id one lane (SPEC L-25).
 RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bool bound = false,
-                     bool callback = false, int32_t device = 0) {
+                     bool callback = false, int32_t device = 0, bool caller = false) {
     RunLaneConfig config;
     if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
         fail("config_default");
@@ -322,10 +332,12 @@ RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bo
     config.runner.launch_aicpu = launch_aicpu;
     config.runner.on_outcome = callback ? on_outcome : nullptr;
     config.submitters_bound = bound;
+    config.drive = caller ? RUN_LANE_DRIVE_CALLER : RUN_LANE_DRIVE_LANE_THREADS;
     config.device_id = device;
     bench.device = device;
     bench.bound = bound;
-    if (bound && (bench.set_device == nullptr || bench.set_device(device) != 0)) {
+    bench.caller = caller;
+    if ((bound || caller) && (bench.set_device == nullptr || bench.set_device(device) != 0)) {
         fail("bind the submitting thread to the lane's device");
     }
     RunLane *lane = nullptr;
@@ -664,10 +676,11 @@ std::vector<DeviceSpan> anchor_loop(Anchor &a, bool queued, int runs, std::vecto
 
 // One run submitted to an idle lane: the pause first, so its threads (and the fake's) sleep,
 // then the submit, then its outcome (nothing is left in flight).
-// Binds this thread to a submitters_bound lane's device again: the anchor's calls on this
-// thread bind it to device 0 in between, behind the library's back.
+// Binds this thread to a submitters_bound or caller-driven lane's device again: the anchor's
+// calls on this thread (and the other lanes' blocks) bind it to another device in between,
+// behind the library's back.
 void rebind(const Bench &bench) {
-    if (bench.bound && bench.set_device(bench.device) != 0) {
+    if ((bench.bound || bench.caller) && bench.set_device(bench.device) != 0) {
         fail("bind the submitting thread to the lane's device");
     }
 }
@@ -947,28 +960,33 @@ std::array<uint64_t, 5> split_of(const std::vector<SplitRun> &runs, int64_t offs
 }
 
 // Loop (b) beside the two anchors, interleaved: the depth-one anchor, the queued anchor and
-// loop (b) at depth two and one with `submitters_bound` off and on, every lane and the
-// anchor's streams opened first, then a block of each in turn (interleave); the same lines as
-// measured one after another, in the same order.
+// loop (b) at depth two and one with `submitters_bound` off and on, and with the caller
+// driving (RUN_LANE_DRIVE_CALLER: no thread of the lane's, the waits made by this thread inside
+// run_lane_wait), every lane and the anchor's streams opened first, then a block of each in
+// turn (interleave); the same lines as measured one after another, in the same order.
+constexpr int kPairedLanes = 6;
+
 void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us, int runs, int skip) {
     anchor_open(anchor);
     std::vector<SplitRun> anchor_split;
-    PairedLane lanes[4];  // depth two, depth one; then both with submitters_bound on
-    const uint8_t depths[4] = {2, 1, 2, 1};
-    for (int i = 0; i < 4; ++i) {
+    // Depth two, depth one; then both with submitters_bound on; then both caller-driven.
+    PairedLane lanes[kPairedLanes];
+    const uint8_t depths[kPairedLanes] = {2, 1, 2, 1, 2, 1};
+    const char *suffixes[kPairedLanes] = {"", "", "-bound", "-bound", "-caller", "-caller"};
+    for (int i = 0; i < kPairedLanes; ++i) {
         lanes[i].bench->launch = bench.launch;
         lanes[i].bench->set_device = bench.set_device;
         lanes[i].bench->kernel_ns = bench.kernel_ns;
-        lanes[i].lane = create_lane(*lanes[i].bench, fake, depths[i], runs, i >= 2, false, i + 1);
+        lanes[i].lane = create_lane(*lanes[i].bench, fake, depths[i], runs, i == 2 || i == 3, false, i + 1, i >= 4);
         lanes[i].depth_one = depths[i] == 1;
     }
-    PairedArm depth_one, queued, hand_off, arms[4];
+    PairedArm depth_one, queued, hand_off, arms[kPairedLanes];
     depth_one.block = [&anchor, &anchor_split](int n) { return anchor_loop(anchor, false, n, &anchor_split); };
     queued.block = [&anchor](int n) { return anchor_loop(anchor, true, n); };
     auto two_threads = std::make_unique<HandOff>(anchor, runs);
     hand_off.block = [&two_threads](int n) { return two_threads->block(n); };
     std::vector<PairedArm *> order = {&depth_one, &queued, &hand_off};
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kPairedLanes; ++i) {
         PairedLane *lane = &lanes[i];
         arms[i].block = [lane](int n) { return lane_block(*lane, n); };
         order.push_back(&arms[i]);
@@ -977,6 +995,7 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
     two_threads.reset();  // its device thread ends before the anchor's streams go
     anchor_close(anchor);
     for (PairedLane &lane : lanes) {
+        rebind(*lane.bench);  // a caller-driven lane's destroy runs its steps on this thread
         if (run_lane_destroy(lane.lane) != RUN_LANE_STATUS_OK) {
             fail("destroy");
         }
@@ -988,10 +1007,10 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
         std::printf("anchor %llu %s %d %llu %llu\n", (unsigned long long)us, kind, runs,
                     (unsigned long long)measured.first, (unsigned long long)measured.second);
     }
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kPairedLanes; ++i) {
         auto measured = spread(arms[i].gaps);
         std::printf("arm %llu b depth%u%s %d %d %llu %llu\n", (unsigned long long)us, unsigned{depths[i]},
-                    i >= 2 ? "-bound" : "", runs, lanes[i].ok, (unsigned long long)measured.first,
+                    suffixes[i], runs, lanes[i].ok, (unsigned long long)measured.first,
                     (unsigned long long)measured.second);
         if (i == 0) {
             auto latency = spread(latencies(*lanes[i].bench, skip));
@@ -1000,8 +1019,10 @@ void paired_b(const Bench &bench, Anchor &anchor, const char *fake, uint64_t us,
         }
     }
     const int64_t offset = device_offset(bench.device_clock);
-    const std::pair<const char *, const std::vector<SplitRun> *> splits[3] = {
-        {"anchor", &anchor_split}, {"lane", &lanes[1].split}, {"lane-bound", &lanes[3].split}};
+    const std::pair<const char *, const std::vector<SplitRun> *> splits[4] = {{"anchor", &anchor_split},
+                                                                              {"lane", &lanes[1].split},
+                                                                              {"lane-bound", &lanes[3].split},
+                                                                              {"lane-caller", &lanes[5].split}};
     for (const auto &[kind, runs_of] : splits) {
         auto parts = split_of(*runs_of, offset, skip);
         std::printf("depth1-split %llu %s %llu %llu %llu %llu %llu\n", (unsigned long long)us, kind,
@@ -1357,26 +1378,34 @@ int main(int argc, char **argv) {
                 std::fflush(stdout);
             }
         }
-        // The idle figure: the lane with the option off, on, and the anchor, a run each in turn.
-        Bench off_bench, on_bench;
-        off_bench.launch = on_bench.launch = bench.launch;
-        off_bench.set_device = on_bench.set_device = bench.set_device;
-        off_bench.kernel_ns = on_bench.kernel_ns = bench.kernel_ns;
+        // The idle figure: the lane with the option off, on, caller-driven, and the anchor, a
+        // run each in turn.
+        Bench off_bench, on_bench, caller_bench;
+        for (Bench *b : {&off_bench, &on_bench, &caller_bench}) {
+            b->launch = bench.launch;
+            b->set_device = bench.set_device;
+            b->kernel_ns = bench.kernel_ns;
+        }
         RunLane *off_lane = create_lane(off_bench, fake_path, 0, runs, false);
         RunLane *on_lane = create_lane(on_bench, fake_path, 0, runs, true, false, 1);
+        RunLane *caller_lane = create_lane(caller_bench, fake_path, 0, runs, false, false, 2, true);
         anchor_open(anchor);
         IdleCalls by_hand;
         for (int i = 0; i < runs; ++i) {
             idle_submit(off_bench, off_lane);
             idle_submit(on_bench, on_lane);
+            idle_submit(caller_bench, caller_lane);
             idle_anchor_run(anchor, i, skip, by_hand);
         }
         anchor_close(anchor);
-        if (run_lane_destroy(off_lane) != RUN_LANE_STATUS_OK || run_lane_destroy(on_lane) != RUN_LANE_STATUS_OK) {
+        rebind(caller_bench);  // the caller-driven lane's destroy runs its steps on this thread
+        if (run_lane_destroy(off_lane) != RUN_LANE_STATUS_OK || run_lane_destroy(on_lane) != RUN_LANE_STATUS_OK ||
+            run_lane_destroy(caller_lane) != RUN_LANE_STATUS_OK) {
             fail("destroy");
         }
         auto off = idle_figures(off_bench, skip);
         auto on = idle_figures(on_bench, skip);
+        auto by_caller = idle_figures(caller_bench, skip);
         auto lane = spread(off.first);
         auto bound = spread(on.first);
         auto calls = spread(by_hand.calls);
@@ -1390,6 +1419,10 @@ int main(int argc, char **argv) {
         std::printf("idle-split %llu %llu %llu %llu\n", (unsigned long long)us,
                     (unsigned long long)spread(off.second).first, (unsigned long long)spread(on.second).first,
                     (unsigned long long)spread(by_hand.before_core).first);
+        auto caller = spread(by_caller.first);
+        std::printf("idle-caller %llu %d %llu %llu %llu\n", (unsigned long long)us, runs,
+                    (unsigned long long)caller.first, (unsigned long long)caller.second,
+                    (unsigned long long)spread(by_caller.second).first);
         std::fflush(stdout);
     }
     return resets_under_wait_checked(fake);

@@ -120,10 +120,11 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
 /// runs of each arm: it prints the floor, the six arms (three loops at depth two and at depth
 /// one), every run OK, the three hand-written anchors measured interleaved with loop (b) and
 /// printed just before it (their runs checked by the bench itself: each must publish an ok
-/// record), loop (b) again at both depths with `submitters_bound` on (in the same turns),
-/// where a depth-one gap goes for the anchor and the lane (option off, then on), and the idle
-/// lane's lines last (option off, then on, then where their time goes before the AICore
-/// launch). Its figures are the benchmark's, not this test's.
+/// record), loop (b) again at both depths with `submitters_bound` on and with the caller
+/// driving the lane (`RUN_LANE_DRIVE_CALLER`; in the same turns), where a depth-one gap goes
+/// for the anchor and the lane (option off, on, caller-driven), and the idle lane's lines last
+/// (option off, then on, then where their time goes before the AICore launch, then the
+/// caller-driven lane's). Its figures are the benchmark's, not this test's.
 #[test]
 fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     let (exe, stdout) = run_fake_bench(&[], &["8", "1", "2000"]);
@@ -131,11 +132,11 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(lines.len(), 21, "{stdout}");
+    assert_eq!(lines.len(), 25, "{stdout}");
     assert_eq!(lines[0][..3], ["floor", "2000", "6"], "{stdout}");
     let (mut arms, mut latencies, mut anchors, mut splits) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for line in &lines[1..lines.len() - 3] {
+    for line in &lines[1..lines.len() - 4] {
         match line[0] {
             "arm" => {
                 assert_eq!((line[4], line[5]), ("8", "8"), "every run OK: {stdout}");
@@ -158,7 +159,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
             "depth1-split" => {
                 assert_eq!(line.len(), 8, "{stdout}");
                 assert_eq!(line[1], "2000", "{stdout}");
-                assert_eq!(arms.len(), 6, "{stdout}");
+                assert_eq!(arms.len(), 8, "{stdout}");
                 let figures: Vec<u64> = line[3..]
                     .iter()
                     .map(|figure| figure.parse().expect("a figure"))
@@ -171,7 +172,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
             other => panic!("an unknown line `{other}`: {stdout}"),
         }
     }
-    // Loop (b)'s arms with submitters_bound on right after its own.
+    // Loop (b)'s arms with submitters_bound on, then caller-driven, right after its own.
     let want = [
         ("a", "depth2"),
         ("a", "depth1"),
@@ -179,16 +180,18 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         ("b", "depth1"),
         ("b", "depth2-bound"),
         ("b", "depth1-bound"),
+        ("b", "depth2-caller"),
+        ("b", "depth1-caller"),
         ("c", "depth2"),
         ("c", "depth1"),
     ];
     assert_eq!(arms, want);
     assert_eq!(latencies, ["a", "b", "c"]);
     assert_eq!(anchors, ["depth1", "queued", "handoff"]);
-    assert_eq!(splits, ["anchor", "lane", "lane-bound"]);
+    assert_eq!(splits, ["anchor", "lane", "lane-bound", "lane-caller"]);
     // idle KERNEL_US RUNS LANE_MEDIAN LANE_P99 CALLS_MEDIAN CALLS_P99 LAUNCHES_MEDIAN
     // LAUNCHES_P99: the two kernel launches are part of the launch's calls.
-    let idle = &lines[lines.len() - 3];
+    let idle = &lines[lines.len() - 4];
     assert_eq!(idle.len(), 9, "{stdout}");
     assert_eq!(idle[..3], ["idle", "2000", "8"], "{stdout}");
     let n = |i: usize| idle[i].parse::<u64>().expect("a figure");
@@ -197,18 +200,28 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
         "the launches within the launch's calls: {stdout}"
     );
     // idle-bound KERNEL_US RUNS LANE_MEDIAN LANE_P99: the idle lane with submitters_bound on.
-    let bound = &lines[lines.len() - 2];
+    let bound = &lines[lines.len() - 3];
     assert_eq!(bound.len(), 5, "{stdout}");
     assert_eq!(bound[..3], ["idle-bound", "2000", "8"], "{stdout}");
     // idle-split KERNEL_US OFF BOUND ANCHOR: the medians up to the AICore launch's start, each
     // within its whole figure.
-    let split = &lines[lines.len() - 1];
+    let split = &lines[lines.len() - 2];
     assert_eq!(split.len(), 5, "{stdout}");
     assert_eq!(split[..2], ["idle-split", "2000"], "{stdout}");
     let anchor_before_core = split[4].parse::<u64>().expect("a figure");
     assert!(
         anchor_before_core <= n(5),
         "the anchor's part of its calls: {stdout}"
+    );
+    // idle-caller KERNEL_US RUNS LANE_MEDIAN LANE_P99 BEFORE_CORE_MEDIAN: the idle lane the
+    // caller drives, its submit to the AICore launch's start within its submit to launch.
+    let caller = &lines[lines.len() - 1];
+    assert_eq!(caller.len(), 6, "{stdout}");
+    assert_eq!(caller[..3], ["idle-caller", "2000", "8"], "{stdout}");
+    let c = |i: usize| caller[i].parse::<u64>().expect("a figure");
+    assert!(
+        c(5) <= c(3),
+        "before the AICore launch, within the whole: {stdout}"
     );
     let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
 }

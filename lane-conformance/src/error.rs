@@ -11,8 +11,9 @@ pub enum ConformanceError {
     /// The fake is not built, or its control surface refused a request.
     #[error("the fake libascendcl: {0}")]
     Fake(String),
-    /// backend-acl could not open the fake.
-    #[error("backend-acl could not open the fake: {0}")]
+    /// The lane's device (backend-acl's, or another device over the fake, such as a runtime's
+    /// device table) could not open on the fake.
+    #[error("the lane's device could not open on the fake: {0}")]
     Open(String),
     /// The workload failed: bad input, a driver error, a stuck lane, broken accounting.
     #[error(transparent)]

@@ -9,7 +9,8 @@
 //! fake (all sixteen devices)
 //! per process, opening a lane on any of its devices; the
 //! [`suite`] ([`Backend`], [`Sim`], [`AclOnFake`], [`check`]) that runs every scenario file
-//! (`scenarios/*.toml`) on each backend against the same expectations; [`Tally`], the
+//! (`scenarios/*.toml`) on each backend against the same expectations, and on any other device
+//! over the fake ([`on_fake`]: lane-capi runs them through the runtime's device table); [`Tally`], the
 //! figures a scenario compares, counted from the driver's observations; and [`bench`](mod@bench), depth
 //! one against queued depth two on the fake in real time (the `fake-bench` binary).
 //!
@@ -35,5 +36,5 @@ mod tally;
 pub use error::ConformanceError;
 pub use fake::{FakeSession, FakeTimeouts};
 pub use fake_runner::{FakeRunner, FakeWorker, Healer};
-pub use suite::{AclOnFake, Backend, Sim, SimWithCopies, SimWithHeader, check, leaks};
+pub use suite::{AclOnFake, Backend, Sim, SimWithCopies, SimWithHeader, check, leaks, on_fake};
 pub use tally::Tally;

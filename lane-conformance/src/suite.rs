@@ -11,11 +11,11 @@
 
 use std::sync::Arc;
 
-use backend_sim::scenario::{BackendName, Observed, Scenario};
+use backend_sim::scenario::{self, BackendName, Observed, Scenario};
 use backend_sim::workload::{DriveOptions, Harness, drive};
 use backend_sim::{Failure, LaneEnd, RunTimes};
-use lane_core::CopyPath;
 use lane_core::status_latch::HeaderLayout;
+use lane_core::{CopyPath, Profile};
 use lane_driver::{Device, Driver, Observer, Runner};
 use run_lane_fake_ascendcl::{Control, FakeCounters};
 
@@ -52,6 +52,125 @@ pub fn check(
     let mut mismatches = scenario.compare(&observed);
     mismatches.append(&mut own);
     Ok(mismatches)
+}
+
+/// The scenario files, `scenarios/*.toml` at the workspace root, loaded, in file name order.
+///
+/// # Errors
+///
+/// The directory or a file that could not be read or parsed, named.
+pub fn scenarios() -> Result<Vec<Scenario>, String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| scenario::load(p).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// Runs every scenario file `backend` can express ([`Scenario::runs_on`] its name) and checks
+/// each: how many ran, and every failure rendered (empty: all passed).
+///
+/// # Panics
+///
+/// If the scenario files cannot be loaded ([`scenarios`]).
+pub fn failures_on(backend: &mut dyn Backend) -> (usize, String) {
+    let mut ran = 0;
+    let mut failures = String::new();
+    for scenario in scenarios().unwrap_or_else(|e| panic!("{e}")) {
+        if !scenario.runs_on(backend.name()) {
+            continue;
+        }
+        ran += 1;
+        match check(backend, &scenario) {
+            Ok(mismatches) if mismatches.is_empty() => {}
+            Ok(mismatches) => failures += &scenario.render(Some(backend.name()), &mismatches),
+            Err(e) => failures += &format!("{} [{}]: {e}\n", scenario.path, backend.name().name()),
+        }
+    }
+    (ran, failures)
+}
+
+/// Faults no shipped scenario uses, each a scenario's text without its name: the runner's own
+/// failures, every stream create failing, an upload failure, an AICPU exception, a latch on
+/// every run. Every backend over the fake must end each item as the simulator does.
+pub const RARER_FAULTS: [&str; 9] = [
+    "[workload]\nruns = 4\n[[fault]]\nkind = \"prepare\"\ncode = 107000\nruns = [2]\n",
+    "[workload]\nruns = 4\n[[fault]]\nkind = \"copy-back\"\ncode = 107000\nruns = [2]\n\
+     [[fault]]\nkind = \"validation\"\nruns = [3]\n",
+    "[workload]\nruns = 4\n[[fault]]\nkind = \"prepare-incompatible\"\nruns = [2]\n",
+    "[workload]\nruns = 4\npublish_after = [2]\n[[fault]]\nkind = \"upload\"\ncode = 107000\ncalls = [1]\n",
+    "[workload]\nruns = 4\n[[fault]]\nkind = \"exception\"\ncode = \"ACL_ERROR_RT_AICPU_EXCEPTION\"\nruns = [2]\n",
+    "[workload]\nruns = 3\n[[fault]]\nkind = \"stream-create\"\ncode = 207008\nalways = true\n",
+    "[workload]\nruns = 3\n[[fault]]\nkind = \"latch\"\ncode = \"HEAP_RING_DEADLOCK\"\nalways = true\n",
+    "[workload]\nruns = 4\n[[fault]]\nkind = \"exception\"\ncode = \"ACL_ERROR_RT_AICORE_EXCEPTION\"\nruns = [2]\n",
+    "[workload]\nruns = 4\n[[fault]]\nkind = \"latch\"\ncode = \"SCOPE_DEADLOCK\"\nruns = [1]\n",
+];
+
+/// What [`RARER_FAULTS`] compare besides the outcome lines: how the lane ended, the items not
+/// accepted, resets, queued launches, AICore streams created.
+pub type Figures = (LaneEnd, u32, u64, u64, u64);
+
+/// [`Figures`] of an observed run.
+#[must_use]
+pub fn figures(observed: &Observed) -> Figures {
+    (
+        observed.end,
+        observed.not_accepted,
+        observed.resets,
+        observed.queued_launches,
+        observed.aicore_streams_created,
+    )
+}
+
+/// Runs each of [`RARER_FAULTS`] on the simulator and on `backend` (a backend over the fake):
+/// one readable block per case whose outcome lines or [`Figures`] differ, or whose backend
+/// reported its own failure (a leak); and per case a block if the fault changed nothing on
+/// the simulator (a case that proves nothing).
+///
+/// # Panics
+///
+/// If a case does not parse or a backend cannot run it.
+pub fn rarer_faults_against_the_simulator(backend: &mut dyn Backend) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (i, case) in RARER_FAULTS.iter().enumerate() {
+        let text = format!("name = \"case {i}\"\n{case}");
+        let scenario = scenario::parse(&format!("case-{i}.toml"), &text)
+            .unwrap_or_else(|e| panic!("case {i}: {e}"));
+        let (sim, _) = Sim
+            .run(&scenario)
+            .unwrap_or_else(|e| panic!("case {i}: {e}"));
+        let (other, own) = backend
+            .run(&scenario)
+            .unwrap_or_else(|e| panic!("case {i}: {e}"));
+        if !own.is_empty() {
+            failures.push(format!("case {i}: {own:?}\n{case}"));
+        }
+        if sim.outcome_lines() != other.outcome_lines() || figures(&sim) != figures(&other) {
+            failures.push(format!(
+                "case {i}:\n{case}\nsimulator: {:?} {:?}\n{}: {:?} {:?}",
+                sim.outcome_lines(),
+                figures(&sim),
+                backend.name().name(),
+                other.outcome_lines(),
+                figures(&other)
+            ));
+        }
+        // The fault fired: without it the same workload ends differently.
+        let (workload, _) = case.split_once("[[fault]]").unwrap_or((case, ""));
+        let clean = scenario::parse("clean.toml", &format!("name = \"clean\"\n{workload}"))
+            .unwrap_or_else(|e| panic!("case {i}: {e}"));
+        let (clean, _) = Sim.run(&clean).unwrap_or_else(|e| panic!("case {i}: {e}"));
+        if clean.outcome_lines() == sim.outcome_lines() && figures(&clean) == figures(&sim) {
+            failures.push(format!("case {i} changed nothing:\n{case}"));
+        }
+    }
+    failures
 }
 
 /// A closed lane leaves nothing alive on the fake: every stream, event and allocation it
@@ -184,72 +303,98 @@ impl Backend for AclOnFake {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        let config = &backend_sim::SimConfig {
-            copies: self.copies.or(scenario.config.copies),
-            header: self.header.or(scenario.config.header),
-            ..scenario.config.clone()
-        };
-        let profile = self.timeouts.scale(config.lane_profile()?)?;
-        let session = FakeSession::start()?;
-        let control = session.control();
-        let device_id = self.device_id;
-        let device = session.open_on(device_id, profile)?;
-        let w = &config.workload;
-        let runner = FakeRunner::new(
-            Arc::clone(control),
-            profile.header(),
-            config.seed,
-            RunTimes {
-                device_ns: w.device_ns,
-                jitter_ppm: w.jitter_ppm,
-            },
-        )
-        .on_device(device_id)
-        // After open: the scenario's call counts are the lane's calls, not the probe's.
-        .with_faults(&config.all_faults())
-        .map_err(ConformanceError::control)?;
-        let mut harness = FakeHarness {
-            control: Arc::clone(control),
-            device_id,
-            healer: runner.healer(),
-            heal_failed: None,
-        };
-        let driver = Driver::new(profile, device, runner).with_observer(Tally::default());
-        let options = DriveOptions {
-            liveness: config.liveness,
-            repro: format!(
-                "cargo test -p lane-conformance --test conformance -- --nocapture  # {}",
-                scenario.path
-            ),
-        };
-        let driven = drive(driver, w, &options, &mut harness, &mut |_, _| {})?;
-        let (device, _, tally) = driven.driver.into_parts();
-        // Everything the lane made is given back by close; the device holds nothing else.
-        drop(device);
-        let lanes = control.device(device_id);
-        lanes.clear_faults().map_err(ConformanceError::control)?;
-        let counters = lanes.counters().map_err(ConformanceError::control)?;
-        let total = control
-            .total_counters()
-            .map_err(ConformanceError::control)?;
-        let mut own: Vec<String> = leaks(driven.end, &counters).into_iter().collect();
-        if total != counters {
-            own.push(format!(
-                "the lane on device {device_id} reached other devices of the fake: all devices \
-                 {total:#?}\nits own {counters:#?}"
-            ));
-        }
-        let observed = Observed {
-            end: driven.end,
-            outcomes: driven.outcomes,
-            not_accepted: driven.not_accepted,
-            aicore_streams_created: tally.aicore_streams_created,
-            queued_launches: tally.queued_launches,
-            resets: tally.resets,
-            latches: tally.latches,
-        };
-        Ok((observed, own))
+        let repro = "cargo test -p lane-conformance --test conformance -- --nocapture";
+        on_fake(scenario, *self, repro, |session, device_id, profile| {
+            session.open_on(device_id, profile)
+        })
     }
+}
+
+/// Runs `scenario` as [`AclOnFake`] does, on any device over the fake: the lane's device is
+/// what `open` makes (given the session, the fake's device id and the scaled profile), on the
+/// calling thread, which is the lane's thread. The fake is reset first; the scenario's rules
+/// go on that fake device once it is open (the open's calls are not the lane's); liveness
+/// heals them; the leak check and the check that no other device of the fake saw a call follow
+/// the run. `setup` says the timeouts, the copy path and the fake's device; `repro` is the
+/// command that runs the suite again (a failure's `reproduce:` line names it and the
+/// scenario).
+///
+/// A device other than backend-acl's (a runtime's device table over the fake, lane-capi's
+/// conformance arm) runs the same scenarios through this, so it meets the same expectations
+/// with the same faults. Such a device programs no op timeout: its `open` sets the fake's
+/// itself, as the runtime that owns the device would.
+///
+/// # Errors
+///
+/// [`ConformanceError`] when the fake, the device or the workload could not run.
+pub fn on_fake<D: Device>(
+    scenario: &Scenario,
+    setup: AclOnFake,
+    repro: &str,
+    open: impl FnOnce(&FakeSession, i32, Profile) -> Result<D, ConformanceError>,
+) -> Result<(Observed, Vec<String>), ConformanceError> {
+    let config = &backend_sim::SimConfig {
+        copies: setup.copies.or(scenario.config.copies),
+        header: setup.header.or(scenario.config.header),
+        ..scenario.config.clone()
+    };
+    let profile = setup.timeouts.scale(config.lane_profile()?)?;
+    let session = FakeSession::start()?;
+    let control = session.control();
+    let device_id = setup.device_id;
+    let device = open(&session, device_id, profile)?;
+    let w = &config.workload;
+    let runner = FakeRunner::new(
+        Arc::clone(control),
+        profile.header(),
+        config.seed,
+        RunTimes {
+            device_ns: w.device_ns,
+            jitter_ppm: w.jitter_ppm,
+        },
+    )
+    .on_device(device_id)
+    // After open: the scenario's call counts are the lane's calls, not the probe's.
+    .with_faults(&config.all_faults())
+    .map_err(ConformanceError::control)?;
+    let mut harness = FakeHarness {
+        control: Arc::clone(control),
+        device_id,
+        healer: runner.healer(),
+        heal_failed: None,
+    };
+    let driver = Driver::new(profile, device, runner).with_observer(Tally::default());
+    let options = DriveOptions {
+        liveness: config.liveness,
+        repro: format!("{repro}  # {}", scenario.path),
+    };
+    let driven = drive(driver, w, &options, &mut harness, &mut |_, _| {})?;
+    let (device, _, tally) = driven.driver.into_parts();
+    // Everything the lane made is given back by close; the device holds nothing else.
+    drop(device);
+    let lanes = control.device(device_id);
+    lanes.clear_faults().map_err(ConformanceError::control)?;
+    let counters = lanes.counters().map_err(ConformanceError::control)?;
+    let total = control
+        .total_counters()
+        .map_err(ConformanceError::control)?;
+    let mut own: Vec<String> = leaks(driven.end, &counters).into_iter().collect();
+    if total != counters {
+        own.push(format!(
+            "the lane on device {device_id} reached other devices of the fake: all devices \
+             {total:#?}\nits own {counters:#?}"
+        ));
+    }
+    let observed = Observed {
+        end: driven.end,
+        outcomes: driven.outcomes,
+        not_accepted: driven.not_accepted,
+        aicore_streams_created: tally.aicore_streams_created,
+        queued_launches: tally.queued_launches,
+        resets: tally.resets,
+        latches: tally.latches,
+    };
+    Ok((observed, own))
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@
 
 mod common;
 
+use backend_sim::{FaultRule, SharedSim, SimRunner};
 use common::{Stall, Stalling, StallingRunner, sim};
+use lane_core::status_latch::Class;
 use lane_core::{Outcome, Profile, RunId, RunRequest, SlotId, SubmitError, Verdict};
 use lane_driver::{PrepareError, RunArgs, Runner};
 use lane_service::{Drive, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
@@ -326,6 +328,74 @@ fn hung_lane(profile: Profile) -> LaneHandle {
         Ok::<_, String>((device, runner))
     })
     .expect("the lane starts")
+}
+
+#[test]
+fn a_poll_only_loop_on_the_simulator_gets_every_outcome_in_order_from_its_look_at_the_boundary() {
+    // No `wait` at all: each poll looks at the awaited run's boundary through the simulator's
+    // event query, which costs a query's virtual time, so the virtual clock reaches each
+    // boundary and the poll that finds it complete gives the run its verdict. Queued two deep,
+    // with a latched run (run-only, its record decides) and an AICore exception (the device
+    // verdict, a poison, recovery: all made by polls).
+    let profile = Profile::a2a3();
+    let mut config = ServiceConfig::new(profile);
+    config.drive = Drive::Caller;
+    let faults: Vec<FaultRule> = ["latch@run:3", "exception=507015@run:6"]
+        .iter()
+        .map(|rule| FaultRule::parse(rule).expect("a fault rule"))
+        .collect();
+    let handle = spawn(config, move || {
+        Ok::<_, String>((SharedSim::new(sim(&profile, 11, &faults)), SimRunner))
+    })
+    .expect("the lane starts");
+    const RUNS: usize = 12;
+    let (mut accepted, mut outcomes, mut calls) = (Vec::new(), Vec::new(), 0_u64);
+    while accepted.len() < RUNS || outcomes.len() < accepted.len() {
+        calls += 1;
+        assert!(calls < 1_000_000, "after {calls} calls: {outcomes:?}");
+        if accepted.len() < RUNS {
+            match handle.submit(RunRequest::new()) {
+                Ok(run) => accepted.push(run.0),
+                Err(ServiceError::Submit(
+                    SubmitError::Full { .. } | SubmitError::Poisoned { .. },
+                )) => {}
+                Err(other) => panic!("{other}"),
+            }
+        }
+        if let Some(outcome) = handle.poll_outcome() {
+            outcomes.push(outcome);
+        }
+    }
+    let seqs: Vec<u64> = outcomes.iter().map(Outcome::seq).collect();
+    assert_eq!(seqs, accepted, "one outcome per run, in order");
+    let verdict = |run: u64| match &outcomes[usize::try_from(run - 1).unwrap()] {
+        Outcome::Run(r) => r.verdict,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        matches!(verdict(3), Verdict::Failed { cause } if cause.class() == Class::RunOnly),
+        "{:?}",
+        verdict(3)
+    );
+    // The poison's origin is run 6, or run 7 when its launch met the device's sticky code
+    // first; every other run is Ok or taken down by it.
+    let last = u64::try_from(RUNS).unwrap();
+    let poisons: Vec<u64> = (1..=last)
+        .filter(|&run| {
+            matches!(verdict(run), Verdict::Failed { cause } if cause.class() == Class::Poison)
+        })
+        .collect();
+    assert!(poisons == [6] || poisons == [7], "{outcomes:?}");
+    assert_eq!(verdict(last), Verdict::Ok, "the device recovered");
+    for run in (1..=last).filter(|r| *r != 3 && !poisons.contains(r)) {
+        assert!(
+            matches!(verdict(run), Verdict::Ok | Verdict::Poisoned { .. }),
+            "run {run}: {:?}",
+            verdict(run)
+        );
+    }
+    assert!(handle.lost().is_none(), "{:?}", handle.lost());
+    handle.shut_down().expect("from the driving thread");
 }
 
 #[test]

@@ -146,8 +146,11 @@ fn stress(submitters_bound: bool, drive: Drive) {
             let mut polled = Vec::new();
             let mut failed = 0_usize;
             let mut idle_after_done = 0;
-            // Where the callers drive the lane a poll makes no device wait on the simulator
-            // (it has no event query): the poller waits briefly for the next item in turn.
+            // Where the callers drive the lane a poll makes no device wait: it looks at the
+            // boundary (the simulator's event query), which finds a run complete once the
+            // virtual clock passed it, but only a wait moves that clock to a hung run's op
+            // timeout, and half the submitters never wait: the poller waits briefly for the
+            // next item in turn.
             let mut next = 1;
             while !stop.load(Ordering::Relaxed) {
                 let polled_now = match handle.poll_outcome() {

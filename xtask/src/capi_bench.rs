@@ -6,7 +6,8 @@
 //! p99 device gap at launch depth two (`depth2`) beside depth one (`depth1`), with the loops'
 //! target checked; beside them the hand-written anchors (the same runs on the fake's ACL calls,
 //! no lane) and an idle lane's submit to launch beside the launch's own calls, each lane/anchor
-//! figure against its target, the lane measured with `submitters_bound` off and on; then its
+//! figure against its target, the lane measured with its own threads (`submitters_bound` off
+//! and on) and with the caller driving it (`RUN_LANE_DRIVE_CALLER`); then its
 //! `--lanes` mode: sixteen lanes at once, healthy and beside a hung and a poisoned device, the
 //! fourteen's median gap in each case against the run-to-run noise, and what the process of
 //! sixteen lanes costs in threads and resident memory.
@@ -134,10 +135,57 @@ pub(crate) struct Anchor {
     pub(crate) p99_ns: u64,
 }
 
+/// Which lane a figure is of: the lane's own threads running its steps with
+/// `submitters_bound` off or on, or the caller driving it (`RUN_LANE_DRIVE_CALLER`: no thread
+/// of the lane's own, the device waits made by the bench's thread inside `run_lane_wait`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Setting {
+    /// The lane's threads; an idle submit wakes the lane thread.
+    Off,
+    /// The lane's threads, `submitters_bound` on: an idle submit launches on its thread.
+    Bound,
+    /// No thread of the lane's: every call runs its steps on the calling thread.
+    Caller,
+}
+
+impl Setting {
+    /// Every setting, in the order the tables show them.
+    pub(crate) const ALL: [Self; 3] = [Self::Off, Self::Bound, Self::Caller];
+
+    /// The suffix of its arms' profiles (`depth1-bound`) and of its depth-one split
+    /// (`lane-caller`), as fake_bench.cpp prints them.
+    pub(crate) const fn suffix(self) -> &'static str {
+        match self {
+            Self::Off => "",
+            Self::Bound => "-bound",
+            Self::Caller => "-caller",
+        }
+    }
+
+    /// What a row's figure or loop adds for it (`, bound`).
+    pub(crate) const fn label(self) -> &'static str {
+        match self {
+            Self::Off => "",
+            Self::Bound => ", bound",
+            Self::Caller => ", caller-driven",
+        }
+    }
+
+    /// Its name in the tables of misses and targets.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Self::Off => "option off",
+            Self::Bound => "bound",
+            Self::Caller => "caller-driven",
+        }
+    }
+}
+
 /// An idle lane at one kernel length, each figure `[median, p99]` in ns: from a submit to its
-/// launch's return (`lane`, and `bound` with `submitters_bound` on where measured), the same
-/// launch's calls made by hand (`calls`, the anchor), of those the two kernel launches
-/// alone (`launches`), and what came before the AICore launch (`split`).
+/// launch's return (`lane`, `bound` with `submitters_bound` on and `caller` with the caller
+/// driving, where measured), the same launch's calls made by hand (`calls`, the anchor), of
+/// those the two kernel launches alone (`launches`), and what came before the AICore launch
+/// (`split`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Idle {
     pub(crate) kernel_us: u64,
@@ -149,10 +197,37 @@ pub(crate) struct Idle {
     /// Medians (ns) up to the AICore launch's start: the lane's from its submit with the
     /// option off and on, the anchor's from its arm copy's start.
     pub(crate) split: Option<[u64; 3]>,
+    /// The caller-driven lane: `[median, p99]` submit to launch, then the median submit to its
+    /// AICore launch's start (ns).
+    pub(crate) caller: Option<[u64; 3]>,
+}
+
+impl Idle {
+    /// The lane's `[median, p99]` submit to launch with `setting`, where measured.
+    pub(crate) const fn lane_of(&self, setting: Setting) -> Option<[u64; 2]> {
+        match (setting, self.bound, self.caller) {
+            (Setting::Off, ..) => Some(self.lane),
+            (Setting::Bound, Some(bound), _) => Some(bound),
+            (Setting::Caller, _, Some([median, p99, _])) => Some([median, p99]),
+            _ => None,
+        }
+    }
+
+    /// The lane's median from its submit to its AICore launch's start with `setting`, where
+    /// measured.
+    pub(crate) const fn before_core(&self, setting: Setting) -> Option<u64> {
+        match (setting, self.split, self.caller) {
+            (Setting::Off, Some(split), _) => Some(split[0]),
+            (Setting::Bound, Some(split), _) => Some(split[1]),
+            (Setting::Caller, _, Some(caller)) => Some(caller[2]),
+            _ => None,
+        }
+    }
 }
 
 /// Where a depth-one gap goes at one kernel length, for the depth-one anchor or loop (b) at
-/// depth one (`who`: `anchor`, `lane`, `lane-bound`), medians in ns: from the predecessor's
+/// depth one (`who`: `anchor`, `lane`, `lane-bound`, `lane-caller`), medians in ns: from the
+/// predecessor's
 /// device end to the AICore launch's start (`react`: the wait's return, the reads, the arm),
 /// from there to the AICPU launch's return (`launch`: the launch's calls), and from there to
 /// the run's device start (`start`).
@@ -179,10 +254,11 @@ pub(crate) struct AgainstAnchor {
     pub(crate) met: bool,
 }
 
-/// The three targets at one kernel length, for the lane with `submitters_bound` off or on: the
-/// lane's depth one (loop (b)) at most 1.05x the depth-one anchor's gap, its depth two at most
-/// the queued anchor's gap, an idle submit to launch within 5 us of the launch's own calls
-/// (the target with the option on; with it off the figure is stated). Beside them, stated and
+/// The three targets at one kernel length, for the lane in one [`Setting`]: the lane's depth
+/// one (loop (b)) at most 1.05x the depth-one anchor's gap, its depth two at most the queued
+/// anchor's gap, an idle submit to launch within 5 us of the launch's own calls (the target
+/// where the submitting thread launches, bound or caller-driven; with the option off the
+/// figure is stated). Beside them, stated and
 /// not judged, the lane's depth one against the hand-off anchor, where it was measured (`met`:
 /// within the same 1.05x).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -277,12 +353,14 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 calls: [num(5)?, num(6)?],
                 launches: [num(7)?, num(8)?],
                 split: None,
+                caller: None,
             }),
             Some(&"depth1-split") if fields.len() == 8 => {
                 let who = fields[2];
-                if !["anchor", "lane", "lane-bound"].contains(&who) {
+                if !["anchor", "lane", "lane-bound", "lane-caller"].contains(&who) {
                     return Err(format!(
-                        "fake_bench printed `{line}`: not an anchor, lane or lane-bound split"
+                        "fake_bench printed `{line}`: not an anchor, lane, lane-bound or \
+                         lane-caller split"
                     ));
                 }
                 measured.splits.push(DepthOneSplit {
@@ -304,6 +382,11 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 let kernel_us = num(1)?;
                 let figures = [num(3)?, num(4)?];
                 idle_of(&mut measured.idle, kernel_us, line)?.bound = Some(figures);
+            }
+            Some(&"idle-caller") if fields.len() == 6 => {
+                let kernel_us = num(1)?;
+                let figures = [num(3)?, num(4)?, num(5)?];
+                idle_of(&mut measured.idle, kernel_us, line)?.caller = Some(figures);
             }
             Some(&"lanes") if fields.len() == 8 || fields.len() == 14 => {
                 let faulty = match (fields[1], fields.len()) {
@@ -417,14 +500,17 @@ impl Measured {
         self.idle.iter().find(|i| i.kernel_us == kernel_us)
     }
 
-    /// The anchors' targets at `kernel_us` over the rounds, for the lane with
-    /// `submitters_bound` off or on (`bound`): each target's middle round (by ratio; the idle
-    /// figure by its difference), the lower middle for an even count; `None` where no round
-    /// measured them all.
-    pub(crate) fn anchor_verdict_with(&self, kernel_us: u64, bound: bool) -> Option<AnchorTargets> {
+    /// The anchors' targets at `kernel_us` over the rounds, for the lane in `setting`: each
+    /// target's middle round (by ratio; the idle figure by its difference), the lower middle
+    /// for an even count; `None` where no round measured them all.
+    pub(crate) fn anchor_verdict_with(
+        &self,
+        kernel_us: u64,
+        setting: Setting,
+    ) -> Option<AnchorTargets> {
         let rounds: Vec<AnchorTargets> = self
             .rounds()
-            .filter_map(|m| m.anchor_targets_with(kernel_us, bound))
+            .filter_map(|m| m.anchor_targets_with(kernel_us, setting))
             .collect();
         // The middle round's figure; `None` unless every round has it.
         let middle = |pick: fn(&AnchorTargets) -> Option<AgainstAnchor>,
@@ -452,13 +538,18 @@ impl Measured {
     /// gap at most the queued anchor's, and an idle lane's median submit to launch at most
     /// 5 us above the launch's own calls; `None` where a figure is missing.
     pub(crate) fn anchor_targets(&self, kernel_us: u64) -> Option<AnchorTargets> {
-        self.anchor_targets_with(kernel_us, false)
+        self.anchor_targets_with(kernel_us, Setting::Off)
     }
 
-    /// [`Self::anchor_targets`] for the lane with `submitters_bound` off or on (`bound`: the
-    /// `depth1-bound` and `depth2-bound` arms and the idle lane's bound figure).
-    pub(crate) fn anchor_targets_with(&self, kernel_us: u64, bound: bool) -> Option<AnchorTargets> {
-        let suffix = if bound { "-bound" } else { "" };
+    /// [`Self::anchor_targets`] for the lane in `setting` (bound: the `depth1-bound` and
+    /// `depth2-bound` arms and the idle lane's bound figure; caller-driven: the `-caller` arms
+    /// and the `idle-caller` figure).
+    pub(crate) fn anchor_targets_with(
+        &self,
+        kernel_us: u64,
+        setting: Setting,
+    ) -> Option<AnchorTargets> {
+        let suffix = setting.suffix();
         let against = |lane: u64, anchor: u64, met: bool| AgainstAnchor {
             ratio: lane as f64 / anchor.max(1) as f64,
             over_ns: lane as f64 - anchor as f64,
@@ -474,7 +565,7 @@ impl Measured {
         let by_hand_one = self.anchor(kernel_us, AnchorKind::DepthOne)?.median_ns;
         let queued = self.anchor(kernel_us, AnchorKind::Queued)?.median_ns;
         let idle = self.idle_at(kernel_us)?;
-        let lane = if bound { idle.bound? } else { idle.lane };
+        let lane = idle.lane_of(setting)?;
         let (submit, calls) = (lane[0], idle.calls[0]);
         let two_threads = self
             .anchor(kernel_us, AnchorKind::HandOff)
@@ -597,6 +688,7 @@ pub(crate) fn data(measured: &Measured, runs: u32, abi: Option<u32>) -> Value {
             })
             .collect::<Vec<_>>(),
         "anchors": anchor_rows(measured),
+        "targets": target_rows(measured),
         "misses": misses,
         "idle_misses": idle_misses,
         "depth_one_split": split_rows(measured),
@@ -632,8 +724,15 @@ fn loops(measured: &Measured) -> Vec<Value> {
     let mut rows = Vec::new();
     for kernel_us in KERNELS_US {
         let floor = measured.floors.iter().find(|f| f.kernel_us == kernel_us);
-        for (l, bound) in [('a', false), ('b', false), ('b', true), ('c', false)] {
-            let suffix = if bound { "-bound" } else { "" };
+        let settings = [
+            ('a', Setting::Off),
+            ('b', Setting::Off),
+            ('b', Setting::Bound),
+            ('b', Setting::Caller),
+            ('c', Setting::Off),
+        ];
+        for (l, setting) in settings {
+            let suffix = setting.suffix();
             let (Some(q), Some(d)) = (
                 measured.arm(kernel_us, l, &format!("depth2{suffix}")),
                 measured.arm(kernel_us, l, &format!("depth1{suffix}")),
@@ -643,10 +742,10 @@ fn loops(measured: &Measured) -> Vec<Value> {
             let latency = measured
                 .latencies
                 .iter()
-                .find(|t| t.kernel_us == kernel_us && t.loop_name == l && !bound);
+                .find(|t| t.kernel_us == kernel_us && t.loop_name == l && setting == Setting::Off);
             rows.push(json!({
                 "kernel_us": kernel_us,
-                "loop": if bound { format!("({l}), bound") } else { format!("({l})") },
+                "loop": format!("({l}){}", setting.label()),
                 "two_median_us": us(q.median_ns),
                 "two_p99_us": us(q.p99_ns),
                 "one_median_us": us(d.median_ns),
@@ -664,32 +763,37 @@ fn loops(measured: &Measured) -> Vec<Value> {
 /// Which of a round's targets a figure of the anchors' table is.
 type Pick = fn(&AnchorTargets) -> Option<AgainstAnchor>;
 
-/// The anchors' table's judged figures, each with the option off, then on (`, bound`): the
-/// anchor it is against (`None`: the idle launch's calls), its name, its target with the
-/// option off and on (`stated`: shown, not judged), and which of a round's targets it is.
-const FIGURES: [(Option<AnchorKind>, &str, [&str; 2], Pick); 4] = [
+/// The anchors' table's judged figures, each for every [`Setting`] in turn (`, bound`,
+/// `, caller-driven`): the anchor it is against (`None`: the idle launch's calls), its name,
+/// its target in each setting (`stated`: shown, not judged), and which of a round's targets
+/// it is.
+const FIGURES: [(Option<AnchorKind>, &str, [&str; 3], Pick); 4] = [
     (
         Some(AnchorKind::DepthOne),
         "depth one: gap",
-        ["at most 1.05x"; 2],
+        ["at most 1.05x"; 3],
         |t| Some(t.depth_one),
     ),
     (
         Some(AnchorKind::HandOff),
         "depth one: gap (anchor: the hand-off loop)",
-        ["stated"; 2],
+        ["stated"; 3],
         |t| t.hand_off,
     ),
     (
         Some(AnchorKind::Queued),
         "depth two: gap (anchor: queued)",
-        ["at most 1.00x"; 2],
+        ["at most 1.00x"; 3],
         |t| Some(t.depth_two),
     ),
     (
         None,
         "idle: submit to launch (anchor: the launch's calls)",
-        ["stated (+5 us is the bound target)", "at most +5 us"],
+        [
+            "stated (+5 us is the bound and caller-driven target)",
+            "at most +5 us",
+            "at most +5 us",
+        ],
         |t| Some(t.idle),
     ),
 ];
@@ -722,26 +826,24 @@ fn anchor_rows(measured: &Measured) -> Vec<Value> {
         let hand_off = rounds
             .iter()
             .any(|m| m.anchor(kernel_us, AnchorKind::HandOff).is_some());
-        let figures = FIGURES.iter().flat_map(|&f| [(f, false), (f, true)]);
-        for ((kind, name, targets, pick), bound) in figures {
-            let verdict = measured.anchor_verdict_with(kernel_us, bound);
-            if (bound && verdict.is_none()) || (kind == Some(AnchorKind::HandOff) && !hand_off) {
+        let figures = FIGURES
+            .iter()
+            .flat_map(|&f| Setting::ALL.map(|setting| (f, setting)));
+        for ((kind, name, targets, pick), setting) in figures {
+            let verdict = measured.anchor_verdict_with(kernel_us, setting);
+            if (setting != Setting::Off && verdict.is_none())
+                || (kind == Some(AnchorKind::HandOff) && !hand_off)
+            {
                 continue;
             }
-            let profile = |p: &str| {
-                if bound {
-                    format!("{p}-bound")
-                } else {
-                    p.to_owned()
-                }
-            };
+            let profile = |p: &str| format!("{p}{}", setting.suffix());
             let idle = kind.is_none();
             let show = |a: AgainstAnchor| if idle { a.over_ns / 1_000.0 } else { a.ratio };
-            let target = targets[usize::from(bound)];
+            let target = targets[setting as usize];
             let judged = verdict.and_then(|t| pick(&t)).filter(|_| judged);
             rows.push(json!({
                 "kernel_us": kernel_us,
-                "figure": if bound { format!("{name}, bound") } else { name.to_owned() },
+                "figure": format!("{name}{}", setting.label()),
                 "anchor_us": each(&|m| match kind {
                     Some(kind) => m.anchor(kernel_us, kind).map(|a| us(a.median_ns)),
                     None => m.idle_at(kernel_us).map(|i| us(i.calls[0])),
@@ -755,11 +857,11 @@ fn anchor_rows(measured: &Measured) -> Vec<Value> {
                     }
                     None => m
                         .idle_at(kernel_us)
-                        .and_then(|i| if bound { i.bound } else { Some(i.lane) })
+                        .and_then(|i| i.lane_of(setting))
                         .map(|l| us(l[0])),
                 }),
                 "against": each(&|m| {
-                    let t = m.anchor_targets_with(kernel_us, bound)?;
+                    let t = m.anchor_targets_with(kernel_us, setting)?;
                     pick(&t).map(show)
                 }),
                 "difference": idle,
@@ -778,16 +880,21 @@ fn anchor_rows(measured: &Measured) -> Vec<Value> {
         let split = |m: &Measured| m.idle_at(kernel_us).and_then(|i| i.split);
         if rounds.iter().any(|m| split(m).is_some()) {
             let name = "idle: to the AICore launch's start";
-            for (figure, at) in [
-                (format!("{name} (anchor: from its arm copy)"), 0),
-                (format!("{name}, bound"), 1),
-            ] {
+            for setting in Setting::ALL {
+                let lane = |m: &Measured| m.idle_at(kernel_us)?.before_core(setting);
+                if !rounds.iter().any(|m| lane(m).is_some()) {
+                    continue;
+                }
+                let figure = match setting {
+                    Setting::Off => format!("{name} (anchor: from its arm copy)"),
+                    _ => format!("{name}{}", setting.label()),
+                };
                 rows.push(shown(
                     kernel_us,
                     figure,
                     each(&|m| split(m).map(|s| us(s[2]))),
-                    each(&|m| split(m).map(|s| us(s[at]))),
-                    each(&|m| split(m).map(|s| over(s[at], s[2]))),
+                    each(&|m| lane(m).map(us)),
+                    each(&|m| Some(over(lane(m)?, split(m)?[2]))),
                 ));
             }
         }
@@ -814,6 +921,59 @@ fn anchor_rows(measured: &Measured) -> Vec<Value> {
     rows
 }
 
+/// The three targets at each judged kernel length for the lane in each [`Setting`], on the
+/// middle round: the lane's and the anchor's medians, what the target allows, the lane's
+/// figure over it (negative: under it, by that margin), and whether it is met (`null` for a
+/// stated figure: the idle submit with the option off).
+fn target_rows(measured: &Measured) -> Vec<Value> {
+    // Each target: its name, what it allows given the anchor's median (ns), and its pick.
+    type Allow = fn(f64) -> f64;
+    let targets: [(&str, Allow, Pick); 3] = [
+        (
+            "depth one: gap at most 1.05x the depth-one anchor's",
+            |anchor| anchor * DEPTH_ONE_PERCENT as f64 / 100.0,
+            |t| Some(t.depth_one),
+        ),
+        (
+            "depth two: gap at most the queued anchor's",
+            |anchor| anchor,
+            |t| Some(t.depth_two),
+        ),
+        (
+            "idle: submit to launch within 5 us of the launch's calls",
+            |anchor| anchor + IDLE_SLACK_NS as f64,
+            |t| Some(t.idle),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for &k in &ANCHOR_TARGETS_US {
+        for setting in Setting::ALL {
+            let Some(verdict) = measured.anchor_verdict_with(k, setting) else {
+                continue;
+            };
+            for (i, (target, allow, pick)) in targets.iter().enumerate() {
+                let Some(a) = pick(&verdict) else {
+                    continue;
+                };
+                // With the option off an idle submit wakes the lane thread: stated, not judged.
+                let stated = i == 2 && setting == Setting::Off;
+                let allowed = allow(a.anchor_ns);
+                rows.push(json!({
+                    "kernel_us": k,
+                    "lane": setting.name(),
+                    "target": target,
+                    "lane_us": (a.anchor_ns + a.over_ns) / 1_000.0,
+                    "anchor_us": a.anchor_ns / 1_000.0,
+                    "allowed_us": allowed / 1_000.0,
+                    "over_us": (a.anchor_ns + a.over_ns - allowed) / 1_000.0,
+                    "met": if stated { Value::Null } else { json!(a.met) },
+                }));
+            }
+        }
+    }
+    rows
+}
+
 /// The targets missed on the middle round, each with what bounds its likely cause: a depth
 /// miss beside the spread of its figures over the rounds (at depth one, with what the
 /// hand-off loop's one hand-over costs), an idle miss beside what came before its AICore
@@ -822,18 +982,14 @@ fn misses(measured: &Measured) -> (Vec<Value>, Vec<Value>) {
     let rounds: Vec<&Measured> = measured.rounds().collect();
     let (mut depth, mut idle) = (Vec::new(), Vec::new());
     for &k in &ANCHOR_TARGETS_US {
-        for (bound, setting) in [(false, "option off"), (true, "bound")] {
-            let Some(t) = measured.anchor_verdict_with(k, bound) else {
+        for setting in Setting::ALL {
+            let Some(t) = measured.anchor_verdict_with(k, setting) else {
                 continue;
             };
             // The spread over the rounds (highest minus lowest median) of the anchor's and of
             // the lane's figure, the larger: how far one process's figures move here.
             let spread = |kind: AnchorKind, profile: &str| {
-                let profile = if bound {
-                    format!("{profile}-bound")
-                } else {
-                    profile.to_owned()
-                };
+                let profile = format!("{profile}{}", setting.suffix());
                 let of = |medians: Vec<u64>| Some(medians.iter().max()? - medians.iter().min()?);
                 let anchor = of(rounds
                     .iter()
@@ -848,7 +1004,7 @@ fn misses(measured: &Measured) -> (Vec<Value>, Vec<Value>) {
             let row = |figure: &str, by_ns: f64, spread_ns: u64, hand_over: Option<f64>| {
                 json!({
                     "kernel_us": k,
-                    "figure": format!("{figure}, {setting}"),
+                    "figure": format!("{figure}, {}", setting.name()),
                     "by_us": by_ns / 1_000.0,
                     "spread_us": us(spread_ns),
                     "within_spread": by_ns <= spread_ns as f64,
@@ -878,20 +1034,21 @@ fn misses(measured: &Measured) -> (Vec<Value>, Vec<Value>) {
                 depth.push(row("depth two", t.depth_two.over_ns, spread_ns, None));
             }
         }
-        let bound_idle = measured.anchor_verdict_with(k, true).map(|t| t.idle);
-        if let Some(i) = bound_idle.filter(|i| !i.met) {
-            let split = |at: usize| {
-                middle_of(&rounds, |m| {
-                    m.idle_at(k).and_then(|i| i.split).map(|s| s[at])
-                })
-                .map(us)
+        for setting in [Setting::Bound, Setting::Caller] {
+            let judged = measured.anchor_verdict_with(k, setting).map(|t| t.idle);
+            let Some(i) = judged.filter(|i| !i.met) else {
+                continue;
+            };
+            let before_core = |setting: Setting| {
+                middle_of(&rounds, |m| m.idle_at(k)?.before_core(setting)).map(us)
             };
             idle.push(json!({
                 "kernel_us": k,
+                "figure": format!("idle, {}", setting.name()),
                 "beyond_us": (i.over_ns - IDLE_SLACK_NS as f64) / 1_000.0,
-                "lane_bound_us": split(1),
-                "anchor_us": split(2),
-                "lane_off_us": split(0),
+                "lane_us": before_core(setting),
+                "anchor_us": middle_of(&rounds, |m| m.idle_at(k)?.split.map(|s| s[2])).map(us),
+                "lane_off_us": before_core(Setting::Off),
             }));
         }
     }
@@ -899,7 +1056,7 @@ fn misses(measured: &Measured) -> (Vec<Value>, Vec<Value>) {
 }
 
 /// Where the depth-one gaps go at the judged kernel lengths: the middle round of each part,
-/// for the anchor, the lane and the lane with `submitters_bound` on.
+/// for the anchor and the lane in each [`Setting`].
 fn split_rows(measured: &Measured) -> Vec<Value> {
     let rounds: Vec<&Measured> = measured.rounds().collect();
     let mut rows = Vec::new();
@@ -908,6 +1065,7 @@ fn split_rows(measured: &Measured) -> Vec<Value> {
             ("anchor", "anchor"),
             ("lane", "lane"),
             ("lane-bound", "lane, bound"),
+            ("lane-caller", "lane, caller-driven"),
         ] {
             let part = |figure: fn(&DepthOneSplit) -> u64| {
                 middle_of(&rounds, |m| m.split_at(k, who).map(figure)).map(us)
@@ -1195,7 +1353,7 @@ mod tests {
         assert!(t.idle.met && (t.idle.over_ns - 4_500.0).abs() < 1e-9);
         assert_eq!(measured.anchor_targets(1_000), None, "not measured");
         assert_eq!(
-            measured.anchor_verdict_with(300, false),
+            measured.anchor_verdict_with(300, Setting::Off),
             Some(t),
             "one round: its own"
         );
@@ -1266,7 +1424,7 @@ mod tests {
         // 1.06x missed; idle +4.5, +40.5, +0.5 us, the middle +4.5 met.
         let mut measured = round("60000", "24000");
         measured.more_rounds = vec![round("70000", "60000"), round("80000", "20000")];
-        let verdict = measured.anchor_verdict_with(300, false).unwrap();
+        let verdict = measured.anchor_verdict_with(300, Setting::Off).unwrap();
         assert!(!verdict.depth_one.met);
         assert!((verdict.depth_one.ratio - 73_900.0 / 70_000.0).abs() < 1e-9);
         assert!(verdict.idle.met && (verdict.idle.over_ns - 4_500.0).abs() < 1e-9);
@@ -1290,7 +1448,7 @@ mod tests {
         // With the option off the idle figure is stated, not judged.
         assert!(
             text.contains(
-                "| 300 us | idle: submit to launch (anchor: the launch's calls) | 19.5, 19.5, 19.5 | 24.0, 60.0, 20.0 | +4.5, +40.5, +0.5 | +4.5 | stated (+5 us is the bound target) | - |"
+                "| 300 us | idle: submit to launch (anchor: the launch's calls) | 19.5, 19.5, 19.5 | 24.0, 60.0, 20.0 | +4.5, +40.5, +0.5 | +4.5 | stated (+5 us is the bound and caller-driven target) | - |"
             ),
             "{text}"
         );
@@ -1336,7 +1494,7 @@ mod tests {
         );
         // Bound: depth one 72.0 us over 70.0 (1.03x), depth two 8.0 under 9.0, idle 23.0 us
         // against 19.5 + 5.
-        let t = measured.anchor_targets_with(300, true).unwrap();
+        let t = measured.anchor_targets_with(300, Setting::Bound).unwrap();
         assert!(t.depth_one.met && (t.depth_one.ratio - 72_000.0 / 70_000.0).abs() < 1e-9);
         assert!(t.depth_two.met);
         assert!(t.idle.met && (t.idle.over_ns - 3_500.0).abs() < 1e-9);
@@ -1346,7 +1504,7 @@ mod tests {
         assert_eq!(
             parse(&format!("{OUTPUT}{ANCHORS}"))
                 .unwrap()
-                .anchor_targets_with(300, true),
+                .anchor_targets_with(300, Setting::Bound),
             None
         );
         let text = markdown(&measured);
@@ -1409,6 +1567,64 @@ mod tests {
         );
     }
 
+    const CALLER: &str = "arm 300 b depth2-caller 200 200 9500 21000\n\
+        arm 300 b depth1-caller 200 200 71000 88000\n\
+        idle-caller 300 200 25500 41000 9000\n\
+        depth1-split 300 lane-caller 31000 16000 4000 371000 330000\n";
+
+    #[test]
+    fn the_caller_driven_lane_is_judged_by_the_three_targets_beside_the_lanes_threads() {
+        let measured = parse(&format!("{OUTPUT}{ANCHORS}{BOUND}{CALLER}")).unwrap();
+        assert_eq!(measured.idle[0].caller, Some([25_500, 41_000, 9_000]));
+        assert_eq!(
+            measured.idle[0].lane_of(Setting::Caller),
+            Some([25_500, 41_000])
+        );
+        assert_eq!(measured.idle[0].before_core(Setting::Caller), Some(9_000));
+        // Caller-driven: depth one 71.0 us over 70.0 (1.01x, met), depth two 9.5 over 9.0
+        // (1.06x, missed by 0.5 us), idle 25.5 against 19.5 + 5 (missed by 1.0 us).
+        let t = measured.anchor_targets_with(300, Setting::Caller).unwrap();
+        assert!(t.depth_one.met && !t.depth_two.met && !t.idle.met, "{t:?}");
+        assert_eq!(
+            measured.anchor_targets_with(300, Setting::Bound),
+            parse(&format!("{OUTPUT}{ANCHORS}{BOUND}"))
+                .unwrap()
+                .anchor_targets_with(300, Setting::Bound),
+            "the threads' figures are their own"
+        );
+        let text = markdown(&measured);
+        for row in [
+            "| 300 us | (b), caller-driven | 9.5 | 21.0 | 71.0 | 88.0 | 0.13 | 6.8 | - | - |",
+            "| 300 us | depth one: gap, caller-driven | 70.0 | 71.0 | 1.01 | 1.01 | at most 1.05x | yes |",
+            "| 300 us | depth two: gap (anchor: queued), caller-driven | 9.0 | 9.5 | 1.06 | 1.06 | at most 1.00x | no |",
+            "| 300 us | idle: submit to launch (anchor: the launch's calls), caller-driven | 19.5 | 25.5 | +6.0 | +6.0 | at most +5 us | no |",
+            "| 300 us | idle: to the AICore launch's start, caller-driven | 3.0 | 9.0 | +6.0 | - | - | - |",
+            // The three targets, each lane beside the others: what each allows, how far over.
+            "| 300 us | caller-driven | depth one: gap at most 1.05x the depth-one anchor's | 71.0 | 70.0 | 73.5 | -2.5 | yes |",
+            "| 300 us | caller-driven | depth two: gap at most the queued anchor's | 9.5 | 9.0 | 9.0 | +0.5 | no |",
+            "| 300 us | caller-driven | idle: submit to launch within 5 us of the launch's calls | 25.5 | 19.5 | 24.5 | +1.0 | no |",
+            "| 300 us | bound | idle: submit to launch within 5 us of the launch's calls | 23.0 | 19.5 | 24.5 | -1.5 | yes |",
+            "| 300 us | option off | idle: submit to launch within 5 us of the launch's calls | 24.0 | 19.5 | 24.5 | -0.5 | stated |",
+            // The misses, with what bounds their cause.
+            "| 300 us | depth two, caller-driven | 0.5 | 0.0 | no | - | - |",
+            "| 300 us | idle, caller-driven | 1.0 | 9.0 | 3.0 | 30.0 |",
+            "| 300 us | lane, caller-driven | 31.0 | 16.0 | 4.0 | 371.0 | 330.0 |",
+        ] {
+            assert!(text.contains(row), "{row} in {text}");
+        }
+        // Without its lines, no caller-driven row.
+        let without = markdown(&parse(&format!("{OUTPUT}{ANCHORS}{BOUND}")).unwrap());
+        assert!(
+            !without.contains(", caller-driven |") && !without.contains("| caller-driven |"),
+            "{without}"
+        );
+        assert!(
+            parse("idle-caller 300 200 1 2 3")
+                .unwrap_err()
+                .contains("before its `idle` line")
+        );
+    }
+
     const SPLITS: &str = "depth1-split 300 anchor 30000 17000 3000 380000 330000\n\
         depth1-split 300 lane 50000 17000 20000 381000 314000\n\
         depth1-split 300 lane-bound 52000 18000 21000 382000 313000\n";
@@ -1465,7 +1681,7 @@ mod tests {
         assert!(
             parse("depth1-split 300 sideways 1 2 3 4 5")
                 .unwrap_err()
-                .contains("not an anchor, lane or lane-bound split")
+                .contains("not an anchor, lane, lane-bound or lane-caller split")
         );
     }
 
@@ -1490,7 +1706,10 @@ mod tests {
         let h = t.hand_off.expect("measured");
         assert!(h.met && (h.ratio - 73_900.0 / 77_000.0).abs() < 1e-9);
         assert_eq!(
-            measured.anchor_verdict_with(300, false).unwrap().hand_off,
+            measured
+                .anchor_verdict_with(300, Setting::Off)
+                .unwrap()
+                .hand_off,
             Some(h)
         );
         let text = markdown(&measured);

@@ -598,14 +598,29 @@ pub(crate) fn capi_tables(d: &Value) -> String {
         &d["idle_misses"],
         &[
             (">kernel", kernel),
-            ("missed", |_| "idle, bound".to_owned()),
+            ("missed", |r| t(&r["figure"])),
             (">beyond the 5 us (us)", |r| f(&r["beyond_us"], 1)),
-            (">lane, bound: to the AICore launch (us)", |r| {
-                f(&r["lane_bound_us"], 1)
-            }),
+            (">lane: to the AICore launch (us)", |r| f(&r["lane_us"], 1)),
             (">anchor: its arm copy (us)", |r| f(&r["anchor_us"], 1)),
             (">lane, option off: to the AICore launch (us)", |r| {
                 f(&r["lane_off_us"], 1)
+            }),
+        ],
+    );
+    out += "#### The three targets, the lane's threads beside the caller driving it (the middle round)\n\n";
+    out += &table(
+        &d["targets"],
+        &[
+            (">kernel", kernel),
+            ("lane", |r| t(&r["lane"])),
+            ("target", |r| t(&r["target"])),
+            (">lane: median (us)", |r| f(&r["lane_us"], 1)),
+            (">anchor: median (us)", |r| f(&r["anchor_us"], 1)),
+            (">the target allows (us)", |r| f(&r["allowed_us"], 1)),
+            (">lane over that (us)", |r| signed(&r["over_us"], 1)),
+            ("met", |r| match r["met"] {
+                Value::Null => "stated".to_owned(),
+                _ => t(&r["met"]),
             }),
         ],
     );

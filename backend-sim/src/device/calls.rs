@@ -313,6 +313,33 @@ impl SimDevice {
         )
     }
 
+    /// `aclrtQueryEventStatus`: whether the event's capture has completed, without waiting.
+    /// It costs a query (`event_query`) and answers the device as the call found it: complete
+    /// once the stream passed the record (or never recorded, as on ACL), not ready before,
+    /// and the code of a capture that can never complete (its stream destroyed unfinished),
+    /// as the fake answers it. It decides no `event-wait` rule: only a blocking wait does, on
+    /// the fake as here, so a rule's call count is the waits'.
+    pub(super) fn query_event_call(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        // The look's host time is billed to the run whose launch recorded the event.
+        let run = self.model.event_run(event.0).map(RunId);
+        self.call(
+            "query_event",
+            Cost::EventQuery,
+            Named::Run(run),
+            |d, _| match d.model.event_state(event.0) {
+                None => Err(d.dead_handle("query_event", "event", event.0)),
+                Some(EventState::Complete) => Ok(true),
+                Some(EventState::NotReady) => Ok(false),
+                Some(EventState::Failed(code)) => Err(code),
+            },
+            |result| match result {
+                Ok(true) => format!("e{} -> complete", event.0),
+                Ok(false) => format!("e{} -> not ready", event.0),
+                Err(_) => format!("e{}", event.0),
+            },
+        )
+    }
+
     /// Blocks on an event's capture for at most `timeout_ms`.
     fn wait_for_event(
         &mut self,

@@ -50,6 +50,10 @@ impl Device for SimDevice {
         self.synchronize_event_call(event, timeout_ms)
     }
 
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        self.query_event_call(event)
+    }
+
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.synchronize_stream_call(stream, timeout_ms)
     }
