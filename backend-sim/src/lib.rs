@@ -44,15 +44,22 @@
 //! `lane_driver::Runner<SimDevice>`; both are driven by `lane_driver::Driver` like any
 //! backend, observed by [`SimObserver`]; it never depends on backend-acl. [`run`] is
 //! the entry point for a workload; [`scenario::load`] and [`scenario::check`] for files.
+//!
+//! **Features:** `cli` (default: the `lane-sim` command, [`cli`], with clap) enables
+//! `scenario` (the scenario files, [`scenario`], with toml). The workspace's dependency entry
+//! turns the defaults off, so the C ABI (lane-capi) links the simulated device without the
+//! simulator's argument and file parsing; lane-conformance asks for `scenario`.
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod costs;
 pub mod device;
 pub mod error;
 pub use device_model::faults;
 pub mod observer;
+#[cfg(feature = "scenario")]
 pub mod scenario;
 pub mod shared;
 pub mod stats;

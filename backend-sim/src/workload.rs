@@ -31,7 +31,8 @@ pub const MAX_RUNS: u32 = 1_000_000;
 pub const LIVENESS_RUNS: u32 = 4;
 
 /// A chip profile by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ProfileName {
     /// Ascend 910B/910C: two slots, launch depth two.
     A2a3,

@@ -5,14 +5,16 @@
 //!
 //! ```text
 //! include/run_lane.h
-//! lib/librun_lane.a                 debug sections stripped
+//! lib/librun_lane.a                 debug and LLVM bitcode sections stripped (at most
+//!                                   20 MiB, which `--check` enforces)
 //! lib/librun_lane.so.<N>            soname librun_lane.so.<N> (lane-capi/build.rs); debug
 //!                                   sections stripped, .gnu_debuglink librun_lane.so.<N>.debug
 //! lib/librun_lane.so -> librun_lane.so.<N>
 //! lib/.debug/librun_lane.so.<N>.debug   the shared library's debug information (gdb looks in
 //!                                       the library's `.debug/` folder for the debuglink)
-//! lib/.debug/librun_lane.a          the static library unstripped, to link by path (or with
-//!                                   `-L lib/.debug`) when the binary should carry symbols
+//! lib/.debug/librun_lane.a          the static library with its debug information (no
+//!                                   bitcode), to link by path (or with `-L lib/.debug`) when
+//!                                   the binary should carry symbols
 //! lib/pkgconfig/run_lane.pc         Version <N>; Libs.private from rustc's native-static-libs
 //! lib/cmake/RunLane/RunLaneConfig.cmake          RunLane::run_lane, RunLane::run_lane_static
 //! lib/cmake/RunLane/RunLaneConfigVersion.cmake   version <N>, SameMajorVersion
@@ -30,12 +32,19 @@
 //! `lib/.debug/`. Without objcopy dist fails, naming the package: it never installs the
 //! libraries unstripped.
 //!
+//! The static library's objects also carry LLVM bitcode (`.llvmbc`, with its command line in
+//! `.llvmcmd`): rustc embeds it in every object for cross-language LTO, and the archive
+//! bundles the objects of every crate it links, std's included. No C++ build reads it, and
+//! it was most of the archive, so both copies of the static library go without it.
+//!
 //! `--check` installs into a temporary prefix, then builds the C++ example three ways (CMake
 //! with each target, pkg-config with the shared library), runs each binary on the simulator
 //! and on the fake libascendcl, checks that CMake refuses another major, and removes the
 //! prefix; it also checks that the installed libraries carry no `.debug_info`, that their
-//! debug files do, and that the shared library's `.gnu_debuglink` names its debug file. It
-//! needs cmake, pkg-config, make, readelf and objcopy; `cargo test` needs none of them.
+//! debug files do, that the static library carries no bitcode and is at most
+//! [`MAX_STATICLIB_BYTES`], and that the shared library's `.gnu_debuglink` names its debug
+//! file. It needs cmake, pkg-config, make, readelf and objcopy; `cargo test` needs none of
+//! them.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -59,6 +68,13 @@ const FAKE_CDYLIB: &str = "librun_lane_fake_ascendcl.so";
 /// The folder of `lib/` that holds the libraries' debug information: gdb looks for a
 /// `.gnu_debuglink` file name beside the library and in this folder beside it.
 const DEBUG_DIR: &str = ".debug";
+/// The sections of LLVM bitcode rustc embeds in each object (`-C embed-bitcode`, on by
+/// default): the module, and the command line that compiled it.
+const BITCODE_SECTIONS: [&str; 2] = [".llvmbc", ".llvmcmd"];
+/// The most the installed `lib/librun_lane.a` may weigh: 20 MiB (20 * 1024 * 1024 bytes).
+/// Stripped of debug information and bitcode it is about 8 MiB; the bound catches bitcode
+/// or a dependency that came back.
+const MAX_STATICLIB_BYTES: u64 = 20 * 1024 * 1024;
 /// The Debian package with objcopy and readelf.
 const BINUTILS: &str = "binutils";
 /// The line a passing example prints last.
@@ -517,17 +533,46 @@ fn install_shared(from: &Path, lib: &Path, name: &str) -> Result<(), String> {
     )
 }
 
-/// Installs the static library `from` as `lib/<name>` without its debug sections, and an
-/// unstripped copy (debug sections compressed, which the linkers read) as its debug file: a
-/// statically linked binary carries its own debug information, so there is no debuglink to
-/// follow, and a runner that wants the lane's symbols links that copy instead.
+/// objcopy's flags for the static library: for the installed copy (`debug` false) without
+/// its debug sections, for its debug file with them, compressed (which the linkers read);
+/// both without the embedded bitcode ([`BITCODE_SECTIONS`]).
+fn static_objcopy_flags(debug: bool) -> Vec<String> {
+    let keep_or_strip = if debug {
+        "--compress-debug-sections=zlib"
+    } else {
+        "--strip-debug"
+    };
+    std::iter::once(keep_or_strip.to_owned())
+        .chain(
+            BITCODE_SECTIONS
+                .iter()
+                .map(|section| format!("--remove-section={section}")),
+        )
+        .collect()
+}
+
+/// Installs the static library `from` as `lib/<name>` without its debug sections, and a
+/// copy with them as its debug file: a statically linked binary carries its own debug
+/// information, so there is no debuglink to follow, and a runner that wants the lane's
+/// symbols links that copy instead. Neither keeps the bitcode.
 fn install_static(from: &Path, lib: &Path, name: &str) -> Result<(), String> {
-    objcopy(
-        &["--compress-debug-sections=zlib".to_owned()],
-        from,
-        &debug_file(lib, name),
-    )?;
-    objcopy(&["--strip-debug".to_owned()], from, &lib.join(name))
+    objcopy(&static_objcopy_flags(true), from, &debug_file(lib, name))?;
+    objcopy(&static_objcopy_flags(false), from, &lib.join(name))
+}
+
+/// The installed static library's size, `bytes`, against [`MAX_STATICLIB_BYTES`]: an error
+/// naming both when it is larger.
+fn check_static_size(bytes: u64) -> Result<(), String> {
+    if bytes <= MAX_STATICLIB_BYTES {
+        Ok(())
+    } else {
+        Err(format!(
+            "dist --check: step `size`: lib/{STATICLIB} is {bytes} bytes ({:.1} MiB), above \
+             the bound of {MAX_STATICLIB_BYTES} bytes (20 MiB): look for bitcode or debug \
+             sections left in it, or a dependency the library should not link",
+            bytes as f64 / (1024.0 * 1024.0)
+        ))
+    }
 }
 
 /// `librun_lane.so -> librun_lane.so.<N>` in `lib`.
@@ -708,6 +753,12 @@ fn check_in(scratch: &Path) -> Result<(), String> {
         soname(major)
     );
     check_stripped(&prefix.join("lib"), major)?;
+    let staticlib = prefix.join("lib").join(STATICLIB);
+    let bytes = fs::metadata(&staticlib)
+        .map_err(|e| format!("could not read {}: {e}", staticlib.display()))?
+        .len();
+    check_static_size(bytes)?;
+    println!("dist --check: {STATICLIB}: {bytes} bytes, at most {MAX_STATICLIB_BYTES}: ok");
 
     let examples = project_root().join(EXAMPLES);
     let mut consumers = Vec::new();
@@ -764,8 +815,9 @@ fn check_in(scratch: &Path) -> Result<(), String> {
     refuse_other_majors(scratch, prefix, major)
 }
 
-/// The installed libraries carry no `.debug_info`, their debug files do, and the shared
-/// library's `.gnu_debuglink` names its debug file (which gdb then finds in `lib/.debug/`).
+/// The installed libraries carry no `.debug_info`, their debug files do, neither copy of the
+/// static library carries bitcode, and the shared library's `.gnu_debuglink` names its debug
+/// file (which gdb then finds in `lib/.debug/`).
 fn check_stripped(lib: &Path, major: u32) -> Result<(), String> {
     let step_name = "debug information";
     for name in [soname(major), STATICLIB.to_owned()] {
@@ -792,6 +844,16 @@ fn check_stripped(lib: &Path, major: u32) -> Result<(), String> {
             debug.display()
         );
     }
+    for archive in [lib.join(STATICLIB), debug_file(lib, STATICLIB)] {
+        if let Some(section) = bitcode_section(&section_names(&archive)?) {
+            return Err(format!(
+                "dist --check: step `bitcode`: {} has a {section} section; dist removes \
+                 the embedded bitcode",
+                archive.display()
+            ));
+        }
+    }
+    println!("dist --check: {STATICLIB} and its debug file: no bitcode: ok");
     let shared = lib.join(soname(major));
     let output = binutils(
         Command::new("readelf")
@@ -821,6 +883,13 @@ fn parse_section_names(readelf: &str) -> Vec<String> {
         .filter_map(|(_, rest)| rest.split_whitespace().next())
         .map(str::to_owned)
         .collect()
+}
+
+/// The first of [`BITCODE_SECTIONS`] among `sections`, if any.
+fn bitcode_section(sections: &[String]) -> Option<&'static str> {
+    BITCODE_SECTIONS
+        .into_iter()
+        .find(|bitcode| sections.iter().any(|s| s == bitcode))
 }
 
 /// `readelf -S -W FILE`'s section names.
@@ -1075,6 +1144,52 @@ Key to Flags:
             Some("librun_lane.so.3.debug".to_owned())
         );
         assert_eq!(first_string("readelf: Warning: no section\n"), None);
+    }
+
+    #[test]
+    fn both_copies_of_the_static_library_lose_the_bitcode_and_only_one_its_debug_sections() {
+        let removed = [".llvmbc", ".llvmcmd"].map(|s| format!("--remove-section={s}"));
+        let installed = static_objcopy_flags(false);
+        let debug = static_objcopy_flags(true);
+        for flags in [&installed, &debug] {
+            for remove in &removed {
+                assert!(flags.contains(remove), "{flags:?}");
+            }
+        }
+        assert!(installed.contains(&"--strip-debug".to_owned()));
+        assert!(!debug.iter().any(|flag| flag.starts_with("--strip")));
+        assert!(debug.contains(&"--compress-debug-sections=zlib".to_owned()));
+
+        let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            bitcode_section(&names(&[".text", ".llvmcmd"])),
+            Some(".llvmcmd")
+        );
+        assert_eq!(
+            bitcode_section(&names(&[".llvmbc", ".text"])),
+            Some(".llvmbc")
+        );
+        assert_eq!(bitcode_section(&names(&[".text", ".debug_info"])), None);
+    }
+
+    #[test]
+    fn a_static_library_above_20_mib_fails_the_check_naming_its_size_and_the_bound() {
+        assert_eq!(MAX_STATICLIB_BYTES, 20 * 1024 * 1024);
+        assert!(check_static_size(0).is_ok());
+        assert!(check_static_size(12_135_054).is_ok());
+        assert!(check_static_size(MAX_STATICLIB_BYTES).is_ok());
+        let error = check_static_size(MAX_STATICLIB_BYTES + 1).unwrap_err();
+        assert!(error.contains("20971521 bytes"), "{error}");
+        assert!(
+            error.contains("bound of 20971520 bytes (20 MiB)"),
+            "{error}"
+        );
+        // The size before bitcode was removed.
+        assert!(
+            check_static_size(51_823_094)
+                .unwrap_err()
+                .contains("49.4 MiB")
+        );
     }
 
     #[test]

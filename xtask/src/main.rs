@@ -53,11 +53,13 @@ Commands:
                      lib/librun_lane.a, lib/librun_lane.so.<ABI> (its soname) and the librun_lane.so
                      link, lib/pkgconfig/run_lane.pc, lib/cmake/RunLane/ (RunLane::run_lane,
                      RunLane::run_lane_static; version = ABI major); the libraries stripped
-                     by objcopy, their debug information in lib/.debug/ (docs/embedding.md)
+                     by objcopy (the static one of its LLVM bitcode too), their debug
+                     information in lib/.debug/ (docs/embedding.md)
   dist --check       install into a temporary prefix, build the C++ example from it with CMake
                      (shared, static) and pkg-config (shared), run each on the simulator and the
                      fake libascendcl, check the libraries are stripped and their debug files
-                     not, check another ABI major is refused, clean up (CI runs it; needs cmake,
+                     not, the static library has no bitcode and is at most 20 MiB, check
+                     another ABI major is refused, clean up (CI runs it; needs cmake,
                      pkg-config, make, readelf, objcopy)
   explore [--runs N] [--publications N] [--reservations] [--pair-owners N] [--pair-handles N]
           [--pair-publications N] [--pair-abandons N]

@@ -5,6 +5,8 @@
 //!   deterministic), and contain no `unsafe`.
 //! - `unsafe` appears only in the FFI crates (`UNSAFE_CRATES`); every other workspace
 //!   member (read from the root `Cargo.toml`) is `#![forbid(unsafe_code)]`.
+//! - The C ABI (lane-capi) links none of the simulator's argument and file parsers (clap,
+//!   toml): `cargo tree` of its normal dependencies names none of them.
 //! - Every rule id the workspace cites (`L-n`, `S-n`, `SPEC §n`, `device-truth §n`, the
 //!   other reference sheets' `§n`) has an entry in `docs/rules.md`, and every test an entry
 //!   names under "Checked by" exists in the file it names.
@@ -269,6 +271,50 @@ mod tests {
         // The rule can fire: backend-sim's own manifest names lane-driver, which the pure
         // crates may not.
         assert!(our_dependencies("backend-sim", &members).contains(&"lane-driver".to_owned()));
+    }
+
+    /// The crates of the simulator's command line and scenario files (backend-sim's `cli`
+    /// and `scenario` features), which the C ABI's libraries must not link.
+    const PARSERS: &[&str] = &["clap", "clap_builder", "clap_derive", "toml", "toml_edit"];
+
+    #[test]
+    fn the_c_abi_links_none_of_the_simulators_argument_and_file_parsers() {
+        // `cargo tree` resolves lane-capi's features alone, as `cargo xtask dist` builds it.
+        let output = crate::cargo()
+            .args([
+                "tree",
+                "-p",
+                "lane-capi",
+                "-e",
+                "normal",
+                "--prefix",
+                "none",
+            ])
+            .args(["--format", "{p}", "--offline", "--locked"])
+            .current_dir(project_root())
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            output.status.success(),
+            "cargo tree -p lane-capi failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let tree = String::from_utf8_lossy(&output.stdout);
+        let names: Vec<&str> = tree
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .collect();
+        assert!(
+            names.contains(&"backend-sim"),
+            "lane-capi's tree has no backend-sim:\n{tree}"
+        );
+        let linked: Vec<&&str> = PARSERS.iter().filter(|p| names.contains(p)).collect();
+        assert!(
+            linked.is_empty(),
+            "lane-capi links {linked:?}: backend-sim's `cli`/`scenario` feature is on in its \
+             tree (the workspace entry has `default-features = false`; lane-capi must not ask \
+             for them):\n{tree}"
+        );
     }
 
     // ----- docs/rules.md: every cited id has an entry, every named test exists ------------
