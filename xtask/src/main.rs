@@ -12,6 +12,7 @@ mod codegen;
 mod device_check;
 mod docs_budget;
 mod dist;
+mod file_length;
 mod fuzz;
 mod mutants;
 mod perf;
