@@ -46,7 +46,7 @@ pub(crate) fn sentence_lengths(text: &str) -> Vec<usize> {
     let mut unit = String::new();
     let mut fenced = false;
     let mut generated = false;
-    let mut flush = |unit: &mut String, lengths: &mut Vec<usize>| {
+    let flush = |unit: &mut String, lengths: &mut Vec<usize>| {
         lengths.extend(sentences(unit));
         unit.clear();
     };
@@ -67,9 +67,9 @@ pub(crate) fn sentence_lengths(text: &str) -> Vec<usize> {
         }
         let list_item = trimmed.starts_with("- ")
             || trimmed.starts_with("* ")
-            || trimmed.split_once(". ").is_some_and(|(n, _)| {
-                !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())
-            });
+            || trimmed
+                .split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
         if trimmed.is_empty()
             || trimmed.starts_with('|')
             || trimmed.starts_with('#')
@@ -202,7 +202,10 @@ pub(crate) fn violations(all: &[Figures]) -> Vec<String> {
 /// is broken.
 pub(crate) fn run() -> Result<(), String> {
     let all = all_figures();
-    println!("{:<62} {:>6} {:>9} {:>6}", "doc", "words", "sentences", "median");
+    println!(
+        "{:<62} {:>6} {:>9} {:>6}",
+        "doc", "words", "sentences", "median"
+    );
     for doc in &all {
         println!(
             "{:<62} {:>6} {:>9} {:>6}",
