@@ -11,6 +11,8 @@ mod capi_bench;
 mod codegen;
 mod device_check;
 mod dist;
+mod docs_budget;
+mod file_length;
 mod fuzz;
 mod mutants;
 mod perf;
@@ -44,6 +46,8 @@ Commands:
   codegen [--check]  write the generated docs (transition tables, code tables, and the tables of
                      docs/performance.md from docs/data/*.json) into docs/; with --check, only
                      report which files are stale
+  docs-budget        print the prose figures of the hand-written docs (words, sentences, median
+                     sentence per doc; the total) and fail when a budget is broken
   device-check [--lib PATH] [--device N]
                      on a machine with CANN and an NPU: the probe and the device-side checks that
                      need no kernels (streams, events, timed waits, copies, force reset and probe,
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         ["bench", rest @ ..] => bench::run(rest),
         ["ci"] => ci(),
         ["fake-bench", rest @ ..] => fake_bench(rest),
+        ["docs-budget"] => docs_budget::run(),
         ["device-check", rest @ ..] => device_check::run(rest),
         ["dist", rest @ ..] => dist::run(rest),
         ["codegen"] => codegen::run(codegen::Mode::Write),

@@ -10,6 +10,9 @@
 //! - Every rule id the workspace cites (`L-n`, `S-n`, `SPEC §n`, `device-truth §n`, the
 //!   other reference sheets' `§n`) has an entry in `docs/rules.md`, and every test an entry
 //!   names under "Checked by" exists in the file it names.
+//! - No hand-written source file under a member's `src/` passes the length bound
+//!   ([`crate::file_length`], which says what it covers and what it excepts); the
+//!   hand-written docs keep their prose budget ([`crate::docs_budget`]).
 
 #[cfg(test)]
 mod tests {
