@@ -41,8 +41,6 @@ mod tests {
         ("acl-fake/src/lib.rs", 1_340),
         // Predates the rule: the runtime's device table as a `Device`; split pending.
         ("lane-capi/src/device_ops.rs", 1_332),
-        // Predates the rule: the install tree and its check; split pending.
-        ("xtask/src/dist.rs", 1_175),
         // Predates the rule: the executor of every effect; split pending.
         ("lane-driver/src/executor.rs", 1_158),
         // Predates the rule: the C ABI's entry points; split pending.
@@ -90,11 +88,12 @@ mod tests {
             .collect()
     }
 
-    /// What breaks the rule: `(relative path, lines)` against the bound or the file's ceiling.
-    fn violations(files: &[(String, usize)]) -> Vec<String> {
+    /// What breaks the rule: `(relative path, lines)` against the bound or, for a file in
+    /// `listed` (the rule's [`OVER_THE_BOUND`]), its ceiling.
+    fn violations(files: &[(String, usize)], listed: &[(&str, usize)]) -> Vec<String> {
         let mut out = Vec::new();
         for (path, lines) in files {
-            let ceiling = OVER_THE_BOUND
+            let ceiling = listed
                 .iter()
                 .find(|(p, _)| p == path)
                 .map_or(MAX_LINES, |&(_, c)| c);
@@ -131,7 +130,7 @@ mod tests {
                 "{path} is listed in OVER_THE_BOUND but is not a covered file: remove its entry"
             );
         }
-        let broken = violations(&files);
+        let broken = violations(&files, OVER_THE_BOUND);
         assert!(broken.is_empty(), "{}", broken.join("\n"));
     }
 
@@ -143,12 +142,13 @@ mod tests {
         let files = [
             ("a/src/long.rs".to_owned(), MAX_LINES + 1),
             ("a/src/short.rs".to_owned(), MAX_LINES),
-            ("xtask/src/dist.rs".to_owned(), 1_175),
-            ("lane-capi/src/api.rs".to_owned(), 1_064),
+            ("a/src/listed.rs".to_owned(), 1_175),
+            ("a/src/grown.rs".to_owned(), 1_064),
         ];
-        let broken = violations(&files);
+        let listed = [("a/src/listed.rs", 1_175), ("a/src/grown.rs", 1_063)];
+        let broken = violations(&files, &listed);
         assert_eq!(broken.len(), 2, "{broken:?}");
         assert!(broken[0].starts_with("a/src/long.rs: 1001 lines"));
-        assert!(broken[1].starts_with("lane-capi/src/api.rs: 1064 lines, over its bound of 1063"));
+        assert!(broken[1].starts_with("a/src/grown.rs: 1064 lines, over its bound of 1063"));
     }
 }

@@ -31,6 +31,13 @@
 //! one outcome, and a `close` answered the same way must end `Closed`.
 //!
 //! `Lane::handle` returning an error for a bogus event is correct behaviour, not a finding.
+//!
+//! # Files
+//!
+//! This file holds the body's state and its dispatch of operations; the input types are in
+//! `input`, and the body's sides apart for length: `commands` (to the lane), `replies`
+//! (made-up backend answers), `checks` (what the lane asks for), `outcomes` (what it
+//! delivers, and the final drain) and `explorer` (what the explorer reads).
 
 use lane_core::status_latch::{Status, VerdictChannel};
 use lane_core::{
