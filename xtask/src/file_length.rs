@@ -47,8 +47,6 @@ mod tests {
         ("backend-acl/src/device.rs", 1_048),
         // Predates the rule: the C ABI's types, documented for cbindgen; split pending.
         ("lane-capi/src/types.rs", 1_040),
-        // Predates the rule: the simulator's workloads; split pending.
-        ("backend-sim/src/workload.rs", 1_038),
     ];
 
     /// Whether a path is a test file the rule excepts.
