@@ -173,8 +173,8 @@ pub struct Script {
     pub now: u64,
     /// The failures to answer.
     pub fail: Vec<Fail>,
-    /// The stall to make.
-    pub stall: Option<Stall>,
+    /// The stalls to make (the first of a call's).
+    pub stalls: Vec<Stall>,
     /// The timeout of each event and stream wait, in ms.
     pub wait_timeouts: Vec<i32>,
     /// Each launch context the executor gave, with how many calls were recorded before it.
@@ -379,7 +379,8 @@ impl TestDevice {
         let bound = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
         let (then, left) = {
             let mut script = self.script();
-            let stall = script.stall.as_mut().filter(|s| s.call == call)?;
+            let at = script.stalls.iter().position(|s| s.call == call)?;
+            let stall = &mut script.stalls[at];
             if look {
                 let pending = stall.until.is_none_or(|until| Instant::now() < until);
                 return pending.then_some(Err(AclCode::RtEventSyncTimeout));
@@ -402,7 +403,7 @@ impl TestDevice {
                 if stall.every {
                     stall.until = None;
                 } else {
-                    script.stall = None;
+                    script.stalls.remove(at);
                 }
             }
             script.stalled = Some(call);

@@ -313,14 +313,21 @@ fn a_run_that_hung_while_no_call_was_made_is_timed_out_at_the_next_calls() {
     assert!(handle.lost().is_none(), "{:?}", handle.lost());
 }
 
-/// A caller-driven lane on [`common::host::Instant0`] (the real clock) whose runs hang.
+/// A caller-driven lane on lane-driver's `TestDevice` (the real clock) whose runs hang.
 fn hung_lane(profile: Profile) -> LaneHandle {
     let seen = Arc::new(common::host::Seen::default());
     let mut config = ServiceConfig::new(profile);
     config.drive = Drive::Caller;
     spawn(config, move || {
-        let mut device = common::host::Instant0::new();
-        device.hung = true;
+        let device = lane_driver::testkit::TestDevice::real();
+        device
+            .script()
+            .stalls
+            .push(lane_driver::testkit::Stall::new(
+                lane_driver::testkit::Call::SynchronizeEvent,
+                Duration::from_secs(3_600),
+                lane_driver::testkit::Then::TimeOut,
+            ));
         let runner = common::host::HostRunner {
             concurrency: lane_driver::Concurrency::LANE_THREAD,
             seen,

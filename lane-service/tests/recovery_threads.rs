@@ -5,9 +5,10 @@
 
 mod common;
 
-use common::host::{HostRunner, Instant0, Seen};
+use common::host::{HostRunner, Seen};
 use common::{Stall, Stalling, StallingRunner, sim};
 use lane_core::{FinaliseFailure, Outcome, Profile, RunId, RunRequest, SlotId, Verdict};
+use lane_driver::testkit::{Call, TestDevice, Then};
 use lane_driver::{PrepareError, RunArgs, Runner};
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,14 +30,27 @@ fn short_profile(drain_ms: u64) -> Profile {
     .expect("a profile")
 }
 
-/// A lane on [`Instant0`] whose waiter's first event wait is stuck `stuck` (ignoring its
+/// A lane on lane-driver's `TestDevice` whose waiter's first event wait is stuck `stuck` (ignoring its
 /// timeout), and whose drain takes its whole timeout when `slow_drain`.
 fn stuck_lane(profile: Profile, stuck: Duration, slow_drain: bool) -> LaneHandle {
     let seen = Arc::new(Seen::default());
     spawn(ServiceConfig::new(profile), move || {
-        let mut device = Instant0::new();
-        device.stuck_wait = Some(stuck);
-        device.slow_drain = slow_drain;
+        let device = TestDevice::real();
+        let mut script = device.script();
+        script.stalls.push(lane_driver::testkit::Stall::new(
+            Call::SynchronizeEvent,
+            stuck,
+            Then::Answer,
+        ));
+        if slow_drain {
+            let drain = lane_driver::testkit::Stall::new(
+                Call::SynchronizeDevice,
+                Duration::from_secs(3_600),
+                Then::TimeOut,
+            );
+            script.stalls.push(drain);
+        }
+        drop(script);
         let runner = HostRunner {
             concurrency: lane_driver::Concurrency::LANE_THREAD,
             seen,

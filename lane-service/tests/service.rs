@@ -351,8 +351,11 @@ fn a_run_submitted_during_a_long_completion_wait_is_launched_before_its_predeces
 fn a_device_without_a_completion_waiter_is_refused_at_spawn_with_what_to_do() {
     let seen = Arc::new(common::host::Seen::default());
     let refused = spawn(ServiceConfig::new(Profile::a2a3()), move || {
-        let mut device = common::host::Instant0::new();
-        device.no_waiter = true;
+        let device = lane_driver::testkit::TestDevice::real();
+        device.script().fail.push(lane_driver::testkit::Fail::every(
+            lane_driver::testkit::Call::CompletionWaiter,
+            207_000,
+        ));
         let runner = common::host::HostRunner {
             concurrency: lane_driver::Concurrency::LANE_THREAD,
             seen,
@@ -385,11 +388,18 @@ fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_r
     .expect("a profile");
     let seen = Arc::new(common::host::Seen::default());
     let handle = spawn(ServiceConfig::new(profile), move || {
-        let mut device = common::host::Instant0::new();
+        let device = lane_driver::testkit::TestDevice::real();
         // Past run 1's bound (its 1 s deadline, the 1 s device verdict's bound after it, and
         // the 6 s grace); its drain then waits behind the stuck call, and run 2's wait comes
         // after it.
-        device.stuck_wait = Some(Duration::from_secs(10));
+        device
+            .script()
+            .stalls
+            .push(lane_driver::testkit::Stall::new(
+                lane_driver::testkit::Call::SynchronizeEvent,
+                Duration::from_secs(10),
+                lane_driver::testkit::Then::Answer,
+            ));
         let runner = common::host::HostRunner {
             concurrency: lane_driver::Concurrency::LANE_THREAD,
             seen,
