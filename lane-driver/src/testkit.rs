@@ -51,8 +51,8 @@ pub struct Fail {
     pub call: Call,
     /// Which of its calls fail, counted from 1 over the device's life (the waiter's too).
     pub nth: Range<usize>,
-    /// Only a wait on this run's boundary (`None`: any).
-    pub run: Option<u64>,
+    /// Only a wait on one of these runs' boundaries (none: any).
+    pub runs: Vec<u64>,
     /// The raw code it fails with.
     pub code: i32,
     /// The text `recent_error_message` hands out after it.
@@ -66,7 +66,7 @@ impl Fail {
         Self {
             call,
             nth: first..usize::MAX,
-            run: None,
+            runs: Vec::new(),
             code,
             message: None,
         }
@@ -86,13 +86,11 @@ impl Fail {
     }
     /// Every `call` on the boundary of one of `runs` (waits and looks at it).
     #[must_use]
-    pub fn runs(call: Call, runs: &[u64], code: i32) -> Vec<Self> {
-        runs.iter()
-            .map(|&run| Self {
-                run: Some(run),
-                ..Self::every(call, code)
-            })
-            .collect()
+    pub fn runs(call: Call, runs: &[u64], code: i32) -> Self {
+        Self {
+            runs: runs.to_vec(),
+            ..Self::every(call, code)
+        }
     }
     /// This failure, leaving `text` for `recent_error_message`.
     #[must_use]
@@ -260,11 +258,10 @@ impl Script {
             }
         };
         let run = event.and_then(|e| self.boundaries.iter().find(|(b, _)| *b == e));
-        let run = run.map(|(_, r)| r.0);
-        let fail = self
-            .fail
-            .iter()
-            .find(|f| f.call == call && f.nth.contains(&n) && (f.run.is_none() || f.run == run));
+        let run = run.map_or(0, |(_, r)| r.0);
+        let fail = self.fail.iter().find(|f| {
+            f.call == call && f.nth.contains(&n) && (f.runs.is_empty() || f.runs.contains(&run))
+        });
         match fail {
             Some(fail) => {
                 if fail.message.is_some() {
