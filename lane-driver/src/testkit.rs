@@ -239,7 +239,7 @@ impl Script {
     }
     /// Records a call the test's runner made, as the device's own.
     pub fn note(&mut self, text: impl FnOnce() -> String) {
-        self.log(false, text, &Ok::<(), AclCode>(()));
+        self.log(false, |_| text(), &Ok::<(), AclCode>(()));
     }
     fn id(&mut self) -> u64 {
         self.next += 1;
@@ -273,12 +273,12 @@ impl Script {
         }
     }
     /// Records `text` (with the failure's code) and moves the virtual clock.
-    fn log<T>(&mut self, waiter: bool, text: impl FnOnce() -> String, r: &Result<T, AclCode>) {
+    fn log<T>(&mut self, waiter: bool, text: impl FnOnce(&Self) -> String, r: &Result<T, AclCode>) {
         self.now += 1_000;
         if self.quiet {
             return;
         }
-        let mut text = text();
+        let mut text = text(self);
         if waiter {
             text.insert_str(0, "waiter: ");
         }
@@ -300,28 +300,22 @@ pub struct TestDevice {
 
 impl Default for TestDevice {
     fn default() -> Self {
-        Self::new(Script::default())
-    }
-}
-
-impl TestDevice {
-    /// A device on `script`.
-    #[must_use]
-    pub fn new(script: Script) -> Self {
         Self {
-            script: Arc::new(Mutex::new(script)),
+            script: Arc::default(),
             waiter: false,
             owner: true,
         }
     }
+}
+
+impl TestDevice {
     /// A device on the real clock that records no call: nothing it does allocates per run.
     #[must_use]
     pub fn real() -> Self {
-        Self::new(Script {
-            clock: Some(Instant::now()),
-            quiet: true,
-            ..Script::default()
-        })
+        let device = Self::default();
+        device.script().clock = Some(Instant::now());
+        device.script().quiet = true;
+        device
     }
     /// The script, locked.
     ///
@@ -331,15 +325,19 @@ impl TestDevice {
     pub fn script(&self) -> MutexGuard<'_, Script> {
         self.script.lock().expect("the script's lock")
     }
-    /// Another handle on this device's script for the test to read, which is neither the
-    /// device nor its waiter.
-    #[must_use]
-    pub fn watch(&self) -> Self {
+    /// Another handle on this script: the device's waiter (`waiter`), or, for the test to
+    /// read, neither the device nor its waiter.
+    fn handle(&self, waiter: bool) -> Self {
         Self {
             script: Arc::clone(&self.script),
-            waiter: false,
+            waiter,
             owner: false,
         }
+    }
+    /// Another handle on this device's script for the test to read.
+    #[must_use]
+    pub fn watch(&self) -> Self {
+        self.handle(false)
     }
     /// A run's kernels: its timing buffer (start 1, end 2), a clean (zero) status header,
     /// then the run's ok result record.
@@ -353,23 +351,23 @@ impl TestDevice {
         script.mem(args.record)[..RECORD_BYTES].copy_from_slice(&record);
     }
 
-    fn clock_now(&self) -> Timestamp {
-        let script = self.script();
-        Timestamp(script.clock.map_or(script.now, |start| {
-            u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
-        }))
-    }
-    /// A call with no result but success or its scripted failure.
-    fn plain(
+    /// `call` (on `event`'s run): the script's failure, or `make`'s result; recorded as `text`
+    /// says.
+    fn call<T>(
         &self,
         call: Call,
         event: Option<EventHandle>,
-        text: impl FnOnce() -> String,
-    ) -> Result<(), AclCode> {
+        make: impl FnOnce(&mut Script) -> T,
+        text: impl FnOnce(&Script, Option<&T>) -> String,
+    ) -> Result<T, AclCode> {
         let mut script = self.script();
-        let r = script.answer(call, event);
-        script.log(self.waiter, text, &r);
+        let r = script.answer(call, event).map(|()| make(&mut script));
+        script.log(self.waiter, |s| text(s, r.as_ref().ok()), &r);
         r
+    }
+    /// A call with no result but success or its scripted failure.
+    fn plain(&self, call: Call, text: impl FnOnce() -> String) -> Result<(), AclCode> {
+        self.call(call, None, |_| (), |_, _| text())
     }
     /// A wait or a look: the stall, if it is `call`'s. `Some`: the stall's answer.
     fn stall(&self, call: Call, timeout_ms: i32, look: bool) -> Option<Result<(), AclCode>> {
@@ -382,17 +380,13 @@ impl TestDevice {
                 let pending = stall.until.is_none_or(|until| Instant::now() < until);
                 return pending.then_some(Err(AclCode::RtEventSyncTimeout));
             }
-            let until = match stall.until {
-                Some(until) => until,
-                None => {
-                    let now = Instant::now();
-                    if let Some(started) = &stall.started {
-                        let _ = started.send(now);
-                    }
-                    stall.until = Some(now + stall.lasts);
-                    now + stall.lasts
+            let until = *stall.until.get_or_insert_with(|| {
+                let now = Instant::now();
+                if let Some(started) = &stall.started {
+                    let _ = started.send(now);
                 }
-            };
+                now + stall.lasts
+            });
             let then = stall.then;
             let left = until.saturating_duration_since(Instant::now());
             if then != Then::TimeOut || left <= bound {
@@ -422,139 +416,72 @@ impl TestDevice {
         &self,
         call: Call,
         timeout_ms: i32,
-        text: impl FnOnce() -> String,
         event: Option<EventHandle>,
+        text: impl FnOnce() -> String,
     ) -> Result<(), AclCode> {
         self.script().wait_timeouts.push(timeout_ms);
-        if let Some(r) = self.stall(call, timeout_ms, false) {
-            let mut script = self.script();
-            script.log(self.waiter, text, &r);
-            return r;
-        }
-        self.plain(call, event, text)
-    }
-    fn sync_event(&self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.wait(
-            Call::SynchronizeEvent,
-            timeout_ms,
-            || format!("synchronize_event e{}", event.0),
-            Some(event),
-        )
-    }
-    fn look(&self, event: EventHandle) -> Result<bool, AclCode> {
-        if self.stall(Call::SynchronizeEvent, 0, true).is_some() {
-            return Ok(false);
-        }
-        self.plain(Call::QueryEvent, Some(event), || {
-            format!("query_event e{}", event.0)
-        })
-        .map(|()| true)
-    }
-    fn sync_stream(&self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.wait(
-            Call::SynchronizeStream,
-            timeout_ms,
-            || format!("synchronize_stream s{}", stream.0),
-            None,
-        )
-    }
-    fn drain(&self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.wait(
-            Call::SynchronizeDevice,
-            timeout_ms,
-            || format!("synchronize_device {timeout_ms}ms"),
-            None,
-        )
-    }
-    fn read(&self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        let mut script = self.script();
-        let r = script.answer(Call::MemcpyFromDevice, None);
-        if r.is_ok() {
-            let len = dst.len();
-            dst.copy_from_slice(&script.mem(src)[..len]);
-        }
-        let name = if script.quiet {
-            String::new()
-        } else {
-            script.name(src)
+        let Some(r) = self.stall(call, timeout_ms, false) else {
+            return self.call(call, event, |_| (), |_, _| text());
         };
-        script.log(
-            self.waiter,
-            || format!("memcpy_from_device {name} {}B", dst.len()),
-            &r,
-        );
+        self.script().log(self.waiter, |_| text(), &r);
         r
     }
 }
 
 impl Drop for TestDevice {
     fn drop(&mut self) {
-        if self.owner {
-            if let Ok(mut script) = self.script.lock() {
-                script.dropped = true;
-            }
+        if let (true, Ok(mut script)) = (self.owner, self.script.lock()) {
+            script.dropped = true;
         }
     }
 }
 
 impl Device for TestDevice {
     fn now(&mut self) -> Timestamp {
-        Self::clock_now(self)
+        let script = self.script();
+        Timestamp(script.clock.map_or(script.now, |start| {
+            u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        }))
     }
     fn set_device(&mut self) -> Result<(), AclCode> {
-        self.plain(Call::SetDevice, None, || "set_device".into())
+        self.plain(Call::SetDevice, || "set_device".into())
     }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        Self::drain(self, timeout_ms)
+        self.wait(Call::SynchronizeDevice, timeout_ms, None, || {
+            format!("synchronize_device {timeout_ms}ms")
+        })
     }
     fn reset_device_force(&mut self) -> Result<(), AclCode> {
         let name = thread::current().name().map(str::to_owned);
         self.script().resets.push(name);
         let _ = self.stall(Call::ResetDeviceForce, 0, false);
-        self.plain(Call::ResetDeviceForce, None, || "reset_device_force".into())
+        self.plain(Call::ResetDeviceForce, || "reset_device_force".into())
     }
     fn own_probe(&mut self) -> Result<(), AclCode> {
-        self.plain(Call::OwnProbe, None, || "own_probe".into())
+        self.plain(Call::OwnProbe, || "own_probe".into())
     }
     fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
-        let mut script = self.script();
-        let r = script
-            .answer(Call::CreateStream, None)
-            .map(|()| StreamHandle(script.id()));
-        script.log(
-            false,
-            || match r {
-                Ok(s) => format!("create_stream -> s{}", s.0),
-                Err(_) => "create_stream".into(),
-            },
-            &r,
-        );
-        r
+        let make = |s: &mut Script| StreamHandle(s.id());
+        self.call(Call::CreateStream, None, make, |_, s| match s {
+            Some(s) => format!("create_stream -> s{}", s.0),
+            None => "create_stream".into(),
+        })
     }
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.plain(Call::DestroyStream, None, || {
+        self.plain(Call::DestroyStream, || {
             format!("destroy_stream s{}", stream.0)
         })
     }
     fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.plain(Call::DestroyStreamForce, None, || {
-            format!("destroy_stream_force s{}", stream.0)
-        })
+        let text = || format!("destroy_stream_force s{}", stream.0);
+        self.plain(Call::DestroyStreamForce, text)
     }
     fn create_event(&mut self) -> Result<EventHandle, AclCode> {
-        let mut script = self.script();
-        let r = script
-            .answer(Call::CreateEvent, None)
-            .map(|()| EventHandle(script.id()));
-        script.log(
-            false,
-            || match r {
-                Ok(e) => format!("create_event -> e{}", e.0),
-                Err(_) => "create_event".into(),
-            },
-            &r,
-        );
-        r
+        let make = |s: &mut Script| EventHandle(s.id());
+        self.call(Call::CreateEvent, None, make, |_, e| match e {
+            Some(e) => format!("create_event -> e{}", e.0),
+            None => "create_event".into(),
+        })
     }
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
         let mut script = self.script();
@@ -566,76 +493,65 @@ impl Device for TestDevice {
             script.boundaries.retain(|(e, _)| *e != event);
             script.boundaries.push((event, run));
         }
-        let r = script.answer(Call::RecordEvent, Some(event));
-        script.log(
-            false,
-            || format!("record_event e{} on s{}", event.0, stream.0),
-            &r,
-        );
-        r
+        drop(script);
+        let text =
+            |_: &Script, _: Option<&()>| format!("record_event e{} on s{}", event.0, stream.0);
+        self.call(Call::RecordEvent, Some(event), |_| (), text)
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        Self::sync_event(self, event, timeout_ms)
-    }
-    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
-        Self::look(self, event)
-    }
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        Self::sync_stream(self, stream, timeout_ms)
-    }
-    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
-        self.plain(Call::DestroyEvent, None, || {
-            format!("destroy_event e{}", event.0)
+        self.wait(Call::SynchronizeEvent, timeout_ms, Some(event), || {
+            format!("synchronize_event e{}", event.0)
         })
     }
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        if self.stall(Call::SynchronizeEvent, 0, true).is_some() {
+            return Ok(false);
+        }
+        let text = |_: &Script, _: Option<&bool>| format!("query_event e{}", event.0);
+        self.call(Call::QueryEvent, Some(event), |_| true, text)
+    }
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        self.wait(Call::SynchronizeStream, timeout_ms, None, || {
+            format!("synchronize_stream s{}", stream.0)
+        })
+    }
+    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
+        self.plain(Call::DestroyEvent, || format!("destroy_event e{}", event.0))
+    }
     fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
-        let mut script = self.script();
-        let r = script.answer(Call::Malloc, None).map(|()| {
-            let base = script.id() << 16;
-            script.memory.push((base, vec![0; size]));
+        let make = |s: &mut Script| {
+            let base = s.id() << 16;
+            s.memory.push((base, vec![0; size]));
             DevicePtr(base)
-        });
-        script.log(
-            false,
-            || match r {
-                Ok(p) => format!("malloc {size} -> p{}", p.0 >> 16),
-                Err(_) => format!("malloc {size}"),
-            },
-            &r,
-        );
-        r
+        };
+        self.call(Call::Malloc, None, make, |_, p| match p {
+            Some(p) => format!("malloc {size} -> p{}", p.0 >> 16),
+            None => format!("malloc {size}"),
+        })
     }
     fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        let name = self.script().name(ptr);
-        self.plain(Call::Free, None, || format!("free {name}"))
+        let text = |s: &Script, _: Option<&()>| format!("free {}", s.name(ptr));
+        self.call(Call::Free, None, |_| (), text)
     }
     fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        let mut script = self.script();
-        let r = script.answer(Call::MemcpyToDevice, None);
-        if r.is_ok() {
-            script.mem(dst)[..src.len()].copy_from_slice(src);
-        }
-        let name = if script.quiet {
-            String::new()
-        } else {
-            script.name(dst)
-        };
-        script.log(
-            false,
-            || format!("memcpy_to_device {name} {}B", src.len()),
-            &r,
-        );
-        r
+        let copy = |s: &mut Script| s.mem(dst)[..src.len()].copy_from_slice(src);
+        self.call(Call::MemcpyToDevice, None, copy, |s, _| {
+            format!("memcpy_to_device {} {}B", s.name(dst), src.len())
+        })
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        Self::read(self, dst, src)
+        let len = dst.len();
+        let copy = |s: &mut Script| dst.copy_from_slice(&s.mem(src)[..len]);
+        self.call(Call::MemcpyFromDevice, None, copy, |s, _| {
+            format!("memcpy_from_device {} {len}B", s.name(src))
+        })
     }
     fn stream_wait_event(
         &mut self,
         stream: StreamHandle,
         event: EventHandle,
     ) -> Result<(), AclCode> {
-        self.plain(Call::StreamWaitEvent, None, || {
+        self.plain(Call::StreamWaitEvent, || {
             format!("stream_wait_event s{} e{}", stream.0, event.0)
         })
     }
@@ -652,34 +568,30 @@ impl Device for TestDevice {
     }
     fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
         self.script().answer(Call::CompletionWaiter, None)?;
-        Ok(Box::new(Self {
-            script: Arc::clone(&self.script),
-            waiter: true,
-            owner: false,
-        }))
+        Ok(Box::new(self.handle(true)))
     }
 }
 
 impl CompletionWaiter for TestDevice {
     fn now(&mut self) -> Timestamp {
-        Self::clock_now(self)
+        Device::now(self)
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        Self::sync_event(self, event, timeout_ms)
+        Device::synchronize_event(self, event, timeout_ms)
     }
     fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
-        Self::look(self, event)
+        Device::query_event(self, event)
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        Self::sync_stream(self, stream, timeout_ms)
+        Device::synchronize_stream(self, stream, timeout_ms)
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        Self::read(self, dst, src)
+        Device::memcpy_from_device(self, dst, src)
     }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        Self::drain(self, timeout_ms)
+        Device::synchronize_device(self, timeout_ms)
     }
     fn recent_error_message(&mut self) -> Option<String> {
-        self.script().message.take()
+        Device::recent_error_message(self)
     }
 }
