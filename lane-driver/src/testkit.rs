@@ -147,14 +147,6 @@ impl Stall {
             until: None,
         }
     }
-    /// This stall, telling `started` when it starts.
-    #[must_use]
-    pub fn telling(self, started: Sender<Instant>) -> Self {
-        Self {
-            started: Some(started),
-            ..self
-        }
-    }
 }
 
 /// A [`TestDevice`]'s state and script, shared by the device and its completion waiter.
@@ -186,7 +178,7 @@ pub struct Script {
     /// What `recent_error_message` hands out next (set by a failed call, taken by the read).
     pub message: Option<String>,
     next: u64,
-    counts: Vec<(Call, usize)>,
+    counts: [usize; Call::CompletionWaiter as usize + 1],
     memory: Vec<(u64, Vec<u8>)>,
     context: Option<LaunchContext>,
     boundaries: Vec<(EventHandle, RunId)>,
@@ -200,11 +192,8 @@ impl Script {
     }
     /// How many `call`s were made.
     #[must_use]
-    pub fn count(&self, call: Call) -> usize {
-        self.counts
-            .iter()
-            .find(|(c, _)| *c == call)
-            .map_or(0, |&(_, n)| n)
+    pub const fn count(&self, call: Call) -> usize {
+        self.counts[call as usize]
     }
     /// The device bytes from `ptr` to the end of its allocation.
     ///
@@ -247,16 +236,8 @@ impl Script {
     }
     /// Counts `call` (on `event`'s run) and answers whether the script fails it.
     fn answer(&mut self, call: Call, event: Option<EventHandle>) -> Result<(), AclCode> {
-        let n = match self.counts.iter_mut().find(|(c, _)| *c == call) {
-            Some((_, n)) => {
-                *n += 1;
-                *n
-            }
-            None => {
-                self.counts.push((call, 1));
-                1
-            }
-        };
+        self.counts[call as usize] += 1;
+        let n = self.counts[call as usize];
         let run = event.and_then(|e| self.boundaries.iter().find(|(b, _)| *b == e));
         let run = run.map_or(0, |(_, r)| r.0);
         let fail = self.fail.iter().find(|f| {
@@ -278,13 +259,11 @@ impl Script {
         if self.quiet {
             return;
         }
-        let mut text = text(self);
-        if waiter {
-            text.insert_str(0, "waiter: ");
-        }
-        if let Err(code) = r {
-            text = format!("{text} -> {}", code.raw());
-        }
+        let who = if waiter { "waiter: " } else { "" };
+        let text = match r {
+            Ok(_) => format!("{who}{}", text(self)),
+            Err(code) => format!("{who}{} -> {}", text(self), code.raw()),
+        };
         self.calls.push(text);
     }
 }

@@ -47,7 +47,8 @@ pub type Threads = Arc<Mutex<Vec<(&'static str, ThreadId)>>>;
 pub fn stalled(lasts: Duration, then: Then) -> (TestDevice, Receiver<Instant>) {
     let (started, rx) = mpsc::channel();
     let device = TestDevice::real();
-    let stall = Stall::new(Call::SynchronizeEvent, lasts, then).telling(started);
+    let mut stall = Stall::new(Call::SynchronizeEvent, lasts, then);
+    stall.started = Some(started);
     device.script().stalls.push(stall);
     (device, rx)
 }
