@@ -241,6 +241,16 @@ fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synch
         assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
         assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
     }
+    // A kernel longer than the op timeout is killed too.
+    for (engine, code) in [
+        (ENGINE_AICORE, ACL_ERROR_RT_AICORE_TIMEOUT),
+        (ENGINE_AICPU, ACL_ERROR_RT_AICPU_TIMEOUT),
+    ] {
+        let stream = create_stream(acl);
+        launch(control, stream, engine, 60_000).expect("launch");
+        assert_eq!(sync_stream(acl, stream, LONG_MS), code);
+        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    }
     assert_balanced(control);
 }
 

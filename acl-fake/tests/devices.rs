@@ -448,6 +448,11 @@ fn a_second_thread_waits_on_an_event_while_the_first_launches_and_records_others
         assert_eq!(blocked_event_syncs(control, 2), 1, "still waiting");
         assert_eq!(destroy_stream_force(acl, held), ACL_SUCCESS);
         assert_eq!(waiter.join().expect("waiter"), ACL_ERROR_RT_STREAM_ABORT);
+        assert_eq!(
+            sync(acl, awaited, LONG_MS),
+            ACL_ERROR_RT_STREAM_ABORT,
+            "a later wait too"
+        );
     });
     assert_eq!(destroy_stream(acl, busy), ACL_SUCCESS);
     assert_eq!(destroy_event(acl, awaited), ACL_SUCCESS);

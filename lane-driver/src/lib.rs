@@ -75,6 +75,8 @@ mod notice_ring;
 mod observer;
 mod runner;
 mod steps;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 mod waiter;
 
 pub use answer::Answer;

@@ -11,6 +11,7 @@ use lane_core::{
     CodeRef, FinaliseFailure, LaneState, LaunchStep, Outcome, Profile, RunId, RunRequest, SlotId,
     Timestamp, Verdict,
 };
+use lane_driver::testkit::{Call, Fail, TestDevice};
 use lane_driver::{
     Answer, Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError,
     EventHandle, Executor, HEADER_OFFSET, HostWorker, LaneSteps, LaunchContext, LaunchStage,
@@ -18,245 +19,54 @@ use lane_driver::{
     SLOT_BYTES, TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
 };
 
-#[derive(Default)]
-struct Recorder {
-    now: u64,
-    next: u64,
-    calls: Vec<String>,
-    /// Device memory: (allocation base, bytes). Bases are `id << 16`, so a pointer into an
-    /// allocation (a slot buffer's field) names it as `p<id>+<offset>`.
-    memory: Vec<(DevicePtr, Vec<u8>)>,
-    /// Runs whose header latches this code when they run.
-    latch: Vec<(u64, RuntimeCode)>,
-    fail_sync: Option<i32>,
-    /// What the next event waits return, first first (`None`: success); `fail_sync` after.
-    sync_script: std::collections::VecDeque<Option<i32>>,
-    /// The text a failed event wait leaves for `recent_error_message`.
-    sync_message: Option<&'static str>,
-    /// What `recent_error_message` hands out next (set by a failed call, taken by the read).
-    message: Option<String>,
-    fail_probe_create: bool,
-    /// How many of the device's own probes (`Device::own_probe`) fail with 507899 next.
-    own_probe_failures: u32,
-    fail_free: bool,
-    /// The code the runner's prepare fails with (it leaves no device text of its own).
-    fail_prepare: Option<i32>,
-    /// The timeout of each event wait, in ms.
-    wait_timeouts: Vec<i32>,
-    /// What each AICore launch received.
-    launched: Vec<RunArgs>,
-    /// What the stream synchronizes return (the device verdict), first first; success after.
-    stream_sync_script: std::collections::VecDeque<Option<i32>>,
-    /// Runs whose kernels publish no result record.
-    silent: Vec<u64>,
-    /// The `record_event` call (counted from 1) that fails with 107000, if any.
-    fail_record: Option<usize>,
-    records: usize,
-    /// The `memcpy_to_device` call (counted from 1) that fails with 107000 and leaves a
-    /// text, if any.
-    fail_h2d: Option<usize>,
-    h2d: usize,
-    /// Each launch context the executor gave, with how many calls were logged before it.
-    contexts: Vec<(usize, Option<LaunchContext>)>,
-}
-
-impl Recorder {
-    fn code(raw: i32) -> AclCode {
-        AclCode::from_raw(raw).unwrap()
-    }
-    fn id(&mut self) -> u64 {
-        self.next += 1;
-        self.next
-    }
-    /// The allocation holding `ptr` and the offset of `ptr` in it.
-    fn find(&self, ptr: DevicePtr) -> (usize, usize) {
-        let idx = self
-            .memory
-            .iter()
-            .position(|(base, bytes)| (base.0..base.0 + bytes.len() as u64).contains(&ptr.0))
-            .expect("a pointer into an allocation");
-        (idx, (ptr.0 - self.memory[idx].0.0) as usize)
-    }
-    /// The device bytes from `ptr` to the end of its allocation.
-    fn mem(&mut self, ptr: DevicePtr) -> &mut [u8] {
-        let (idx, offset) = self.find(ptr);
-        &mut self.memory[idx].1[offset..]
-    }
-    /// `p<id>`, or `p<id>+<offset>` inside the allocation.
-    fn name(&self, ptr: DevicePtr) -> String {
-        let (idx, offset) = self.find(ptr);
-        let id = self.memory[idx].0.0 >> 16;
-        match offset {
-            0 => format!("p{id}"),
-            _ => format!("p{id}+{offset}"),
-        }
-    }
-    fn log(&mut self, call: String) {
-        self.now += 1_000;
-        self.calls.push(call);
-    }
-}
-
-impl Device for Recorder {
-    fn now(&mut self) -> Timestamp {
-        Timestamp(self.now)
-    }
-    fn set_device(&mut self) -> Result<(), AclCode> {
-        self.log("set_device".into());
-        Ok(())
-    }
-    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.log(format!("synchronize_device {timeout_ms}ms"));
-        Ok(())
-    }
-    fn reset_device_force(&mut self) -> Result<(), AclCode> {
-        self.log("reset_device_force".into());
-        Ok(())
-    }
-    fn own_probe(&mut self) -> Result<(), AclCode> {
-        if self.own_probe_failures > 0 {
-            self.own_probe_failures -= 1;
-            self.log("own_probe -> 507899".into());
-            return Err(Self::code(507_899));
-        }
-        self.log("own_probe".into());
-        Ok(())
-    }
-    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
-        if self.fail_probe_create && self.calls.iter().any(|c| c == "reset_device_force") {
-            self.log("create_stream -> 507899".into());
-            return Err(Self::code(507_899));
-        }
-        let id = self.id();
-        self.log(format!("create_stream -> s{id}"));
-        Ok(StreamHandle(id))
-    }
-    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.log(format!("destroy_stream s{}", stream.0));
-        Ok(())
-    }
-    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
-        let id = self.id();
-        self.log(format!("create_event -> e{id}"));
-        Ok(EventHandle(id))
-    }
-    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        self.log(format!("record_event e{} on s{}", event.0, stream.0));
-        self.records += 1;
-        if self.fail_record == Some(self.records) {
-            return Err(Self::code(107_000));
-        }
-        Ok(())
-    }
-    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.log(format!("destroy_stream_force s{}", stream.0));
-        Ok(())
-    }
-    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.log(format!("synchronize_event e{}", event.0));
-        self.wait_timeouts.push(timeout_ms);
-        if let Some(scripted) = self.sync_script.pop_front() {
-            return scripted.map_or(Ok(()), |raw| Err(Self::code(raw)));
-        }
-        match self.fail_sync {
-            Some(raw) => {
-                self.message = self.sync_message.map(str::to_owned);
-                Err(Self::code(raw))
-            }
-            None => Ok(()),
-        }
-    }
-    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
-        self.log(format!("destroy_event e{}", event.0));
-        Ok(())
-    }
-    fn stream_wait_event(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-    ) -> Result<(), AclCode> {
-        self.log(format!("stream_wait_event s{} e{}", stream.0, event.0));
-        Ok(())
-    }
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.log(format!("synchronize_stream s{}", stream.0));
-        self.wait_timeouts.push(timeout_ms);
-        match self.stream_sync_script.pop_front().flatten() {
-            Some(raw) => Err(Self::code(raw)),
-            None => Ok(()),
-        }
-    }
-    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
-        let id = self.id();
-        self.memory.push((DevicePtr(id << 16), vec![0; size]));
-        self.log(format!("malloc {size} -> p{id}"));
-        Ok(DevicePtr(id << 16))
-    }
-    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        let name = self.name(ptr);
-        self.log(format!("free {name}"));
-        if self.fail_free {
-            return Err(Self::code(507_899));
-        }
-        Ok(())
-    }
-    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        let name = self.name(dst);
-        self.log(format!("memcpy_to_device {name} {}B", src.len()));
-        self.h2d += 1;
-        if self.fail_h2d == Some(self.h2d) {
-            self.message = Some(format!("copy {} to {name} failed", self.h2d));
-            return Err(Self::code(107_000));
-        }
-        self.mem(dst)[..src.len()].copy_from_slice(src);
-        Ok(())
-    }
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        let len = dst.len();
-        dst.copy_from_slice(&self.mem(src)[..len]);
-        let name = self.name(src);
-        self.log(format!("memcpy_from_device {name} {len}B"));
-        Ok(())
-    }
-    fn launch_context(&mut self, context: Option<LaunchContext>) {
-        self.contexts.push((self.calls.len(), context));
-    }
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.message.take()
-    }
+fn code(raw: i32) -> AclCode {
+    AclCode::from_raw(raw).unwrap()
 }
 
 /// The runner half: its kernels write the run's status header and timing buffer through the
 /// device's memory.
-struct Kernels;
+#[derive(Default)]
+struct Kernels {
+    /// Runs whose header latches this code when they run.
+    latch: Vec<(u64, RuntimeCode)>,
+    /// Runs whose kernels publish no result record.
+    silent: Vec<u64>,
+    /// The code the runner's prepare fails with (it leaves no device text of its own).
+    fail_prepare: Option<i32>,
+    /// What each AICore launch received.
+    launched: Vec<RunArgs>,
+}
 
-impl Runner<Recorder> for Kernels {
+impl Runner<TestDevice> for Kernels {
     fn launch_aicore(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        d.log(format!("launch_aicore r{} on s{}", args.run.0, stream.0));
-        d.launched.push(*args);
+        d.script()
+            .note(|| format!("launch_aicore r{} on s{}", args.run.0, stream.0));
+        self.launched.push(*args);
         Ok(())
     }
     fn launch_aicpu(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        d.log(format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
+        d.script()
+            .note(|| format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
         // The "kernels" write the run's status header and timing buffer.
         let mut status = Status::clean(HeaderLayout::TensormapAndRingbuffer);
-        if let Some((_, code)) = d.latch.iter().find(|(r, _)| *r == args.run.0) {
+        if let Some((_, code)) = self.latch.iter().find(|(r, _)| *r == args.run.0) {
             status.orch = Some(*code);
         }
-        let header = d.mem(args.status_header);
+        let mut script = d.script();
+        let header = script.mem(args.status_header);
         encode_into(HeaderLayout::TensormapAndRingbuffer, &status, header).unwrap();
         // The runtime's device side publishes its record last: ok, or the latched code.
-        if !d.silent.contains(&args.run.0) {
+        if !self.silent.contains(&args.run.0) {
             let record = match status.orch {
                 None => encode_record(args.epoch, &RecordWrite::Ok),
                 Some(code) => encode_record(
@@ -268,55 +78,58 @@ impl Runner<Recorder> for Kernels {
                     },
                 ),
             };
-            d.mem(args.record)[..RECORD_BYTES].copy_from_slice(&record);
+            script.mem(args.record)[..RECORD_BYTES].copy_from_slice(&record);
         }
         let end = args.run.0 * 1_000_000;
-        let timing = d.mem(args.timing);
+        let timing = script.mem(args.timing);
         timing[..8].copy_from_slice(&(end - 100_000).to_le_bytes());
         timing[8..16].copy_from_slice(&end.to_le_bytes());
         Ok(())
     }
     fn prepare_run(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         run: RunId,
         slot: SlotId,
         _diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        d.log(format!("prepare r{} s{}", run.0, slot.0));
-        match d.fail_prepare {
-            Some(raw) => Err(PrepareError::Failed(Recorder::code(raw))),
+        d.script()
+            .note(|| format!("prepare r{} s{}", run.0, slot.0));
+        match self.fail_prepare {
+            Some(raw) => Err(PrepareError::Failed(code(raw))),
             None => Ok(()),
         }
     }
     fn finalise_run(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         run: RunId,
         _slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        d.log(format!(
-            "finalise r{}{}",
-            run.0,
-            if copy_back { " copy-back" } else { "" }
-        ));
+        d.script().note(|| {
+            format!(
+                "finalise r{}{}",
+                run.0,
+                if copy_back { " copy-back" } else { "" }
+            )
+        });
         Ok(())
     }
-    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), ReturnCode> {
-        d.log(format!("upload c{}", code.0));
+    fn upload_code(&mut self, d: &mut TestDevice, code: CodeRef) -> Result<(), ReturnCode> {
+        d.script().note(|| format!("upload c{}", code.0));
         Ok(())
     }
 }
 
-type TestDriver<O = lane_driver::NoObserver> = Driver<Recorder, Kernels, O>;
+type TestDriver<O = lane_driver::NoObserver> = Driver<TestDevice, Kernels, O>;
 
 fn driver() -> TestDriver {
-    Driver::new(Profile::a2a3(), Recorder::default(), Kernels)
+    Driver::new(Profile::a2a3(), TestDevice::default(), Kernels::default())
 }
 
 fn calls<O: Observer>(d: &mut TestDriver<O>) -> Vec<String> {
-    std::mem::take(&mut d.device_mut().calls)
+    std::mem::take(&mut d.device().script().calls)
 }
 
 fn outcomes<O: Observer>(d: &mut TestDriver<O>) -> Vec<Outcome> {
@@ -365,7 +178,7 @@ fn a_successors_aicore_kernel_waits_on_its_predecessors_boundary() {
         .position(|c| c == "launch_aicore r2 on s2")
         .expect("run 2's AICore kernel");
     assert!(wait < launch, "{log:?}");
-    let epochs: Vec<u64> = d.device().launched.iter().map(|a| a.epoch).collect();
+    let epochs: Vec<u64> = d.runner().launched.iter().map(|a| a.epoch).collect();
     assert!(epochs[0] != 0 && epochs[1] > epochs[0], "{epochs:?}");
 }
 
@@ -374,7 +187,11 @@ fn a_successor_launched_once_its_predecessors_boundary_passed_makes_no_wait_on_i
     // At launch depth one a run is launched only after its predecessor's completion wait
     // returned success: that boundary has passed, so a wait on it would be a device call for
     // nothing (the hand-written depth-one loop makes none).
-    let mut d = Driver::new(Profile::depth_one(), Recorder::default(), Kernels);
+    let mut d = Driver::new(
+        Profile::depth_one(),
+        TestDevice::default(),
+        Kernels::default(),
+    );
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.submit(RunRequest::new()).unwrap().unwrap();
     calls(&mut d);
@@ -409,7 +226,11 @@ fn a_successor_launched_once_its_predecessors_boundary_passed_makes_no_wait_on_i
 /// run's launch; nothing writes the slot between its arm and its launch.
 #[test]
 fn a_run_prepared_while_its_predecessor_runs_is_armed_at_prepare_not_on_the_depth_one_path() {
-    let mut d: TestDriver = Driver::new(Profile::depth_one(), Recorder::default(), Kernels);
+    let mut d: TestDriver = Driver::new(
+        Profile::depth_one(),
+        TestDevice::default(),
+        Kernels::default(),
+    );
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.turn().unwrap();
@@ -457,7 +278,10 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
     // (1 to 4: a slot's first prepare finds no resources), then run 3's arm at its prepare
     // (5).
     let mut d = driver();
-    d.device_mut().fail_h2d = Some(5);
+    d.device()
+        .script()
+        .fail
+        .push(Fail::nth(Call::MemcpyToDevice, 5, 107_000).message("copy 5 failed"));
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
@@ -470,7 +294,7 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
     );
     let prepare = log.iter().position(|c| c == "prepare r3 s0");
     assert!(
-        prepare.is_some_and(|at| log[at + 1] == "memcpy_to_device p5 1104B"
+        prepare.is_some_and(|at| log[at + 1] == "memcpy_to_device p5 1104B -> 107000"
             && !log[at + 2..]
                 .iter()
                 .any(|c| c.starts_with("memcpy_to_device"))),
@@ -480,6 +304,7 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
     let copy = prepare.map_or(0, |at| at + 1);
     let stage = d
         .device()
+        .script()
         .contexts
         .iter()
         .rfind(|(at, _)| *at <= copy)
@@ -491,7 +316,10 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
 
     // The same code failing a launch's own arm: run 1's, copy 2.
     let mut own = driver();
-    own.device_mut().fail_h2d = Some(2);
+    own.device()
+        .script()
+        .fail
+        .push(Fail::nth(Call::MemcpyToDevice, 2, 107_000).message("copy 2 failed"));
     own.submit(RunRequest::new()).unwrap().unwrap();
     own.run_until_idle().unwrap();
     let expected = own.poll_report().unwrap().to_string();
@@ -529,8 +357,9 @@ fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_docu
     let mut d = driver();
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.submit(RunRequest::new()).unwrap().unwrap();
-    let r = d.device();
-    let regions: Vec<[String; 3]> = r
+    let r = d.device().script();
+    let regions: Vec<[String; 3]> = d
+        .runner()
         .launched
         .iter()
         .map(|a| {
@@ -550,7 +379,12 @@ fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_docu
         (TIMING_OFFSET, HEADER_OFFSET, RECORD_OFFSET, SLOT_BYTES),
         (64, 80, 1104, 1384)
     );
-    let records: Vec<String> = r.launched.iter().map(|a| r.name(a.record)).collect();
+    let records: Vec<String> = d
+        .runner()
+        .launched
+        .iter()
+        .map(|a| r.name(a.record))
+        .collect();
     assert_eq!(records, ["p5+1104", "p8+1104"]);
 }
 
@@ -587,8 +421,10 @@ fn completion_waits_on_the_boundary_then_reads_timing_header_and_record_in_one_c
 fn a_run_that_publishes_nothing_is_synchronized_and_a_device_code_poisons_it_without_a_status_read()
 {
     let mut d = driver();
-    d.device_mut().silent.push(1);
-    d.device_mut().stream_sync_script = [Some(507_018)].into();
+    d.runner_mut().silent.push(1);
+    d.device()
+        .script()
+        .fail_next(Call::SynchronizeStream, 507_018);
     d.submit(RunRequest::new()).unwrap().unwrap();
     calls(&mut d);
     d.run_until_idle().unwrap();
@@ -598,7 +434,7 @@ fn a_run_that_publishes_nothing_is_synchronized_and_a_device_code_poisons_it_wit
         [
             "synchronize_event e3",
             "memcpy_from_device p5+64 1320B",
-            "synchronize_stream s1"
+            "synchronize_stream s1 -> 507018"
         ],
         "{log:?}"
     );
@@ -630,8 +466,13 @@ fn an_unfenced_run_is_decided_by_the_device_verdict_alone_and_holds_back_its_suc
     // Run 1's fence is core_done then boundary: record call 2 is its boundary.
     for (device, want) in [(None, 107_000), (Some(507_015), 507_015)] {
         let mut d = driver();
-        d.device_mut().fail_record = Some(2);
-        d.device_mut().stream_sync_script = [device].into();
+        d.device()
+            .script()
+            .fail
+            .push(Fail::nth(Call::RecordEvent, 2, 107_000));
+        if let Some(raw) = device {
+            d.device().script().fail_next(Call::SynchronizeStream, raw);
+        }
         d.submit(RunRequest::new()).unwrap().unwrap();
         d.submit(RunRequest::new()).unwrap().unwrap();
         calls(&mut d);
@@ -648,7 +489,7 @@ fn an_unfenced_run_is_decided_by_the_device_verdict_alone_and_holds_back_its_suc
             "an unfenced run waits on no event and reads no record: {log:?}"
         );
         assert_eq!(
-            d.device_mut().launched.len(),
+            d.runner_mut().launched.len(),
             1,
             "nothing launched behind an unfenced run: {log:?}"
         );
@@ -668,7 +509,7 @@ fn an_unfenced_run_is_decided_by_the_device_verdict_alone_and_holds_back_its_suc
 #[test]
 fn a_run_that_publishes_nothing_on_clean_streams_fails_run_only_with_no_result_record() {
     let mut d = driver();
-    d.device_mut().silent.push(1);
+    d.runner_mut().silent.push(1);
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
@@ -720,7 +561,7 @@ fn the_second_run_in_a_slot_reuses_its_events_and_buffers_and_queues_behind_the_
 #[test]
 fn the_status_latch_written_by_the_kernels_reaches_the_verdict() {
     let mut d = driver();
-    d.device_mut().latch.push((1, RuntimeCode::InvalidArgs));
+    d.runner_mut().latch.push((1, RuntimeCode::InvalidArgs));
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     assert!(
@@ -736,14 +577,20 @@ fn the_status_latch_written_by_the_kernels_reaches_the_verdict() {
 #[test]
 fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destroying_them() {
     let mut d = driver();
-    d.device_mut().fail_sync = Some(507_046);
+    d.device()
+        .script()
+        .fail
+        .push(Fail::every(Call::SynchronizeEvent, 507_046));
     d.submit(RunRequest::new()).unwrap().unwrap();
     calls(&mut d);
-    d.device_mut().fail_sync = Some(507_046);
+    d.device()
+        .script()
+        .fail
+        .push(Fail::every(Call::SynchronizeEvent, 507_046));
     d.turn().unwrap();
-    d.device_mut().fail_sync = None;
+    d.device().script().fail.clear();
     let log = calls(&mut d);
-    assert_eq!(log[0], "synchronize_event e3");
+    assert_eq!(log[0], "synchronize_event e3 -> 507046");
     assert_eq!(
         log[1..],
         [
@@ -782,11 +629,17 @@ fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destr
 #[test]
 fn a_failed_own_probe_fails_its_recovery_attempt_after_the_lanes_probe_calls() {
     let mut d = driver();
-    d.device_mut().fail_sync = Some(507_015);
-    d.device_mut().own_probe_failures = 1;
+    d.device()
+        .script()
+        .fail
+        .push(Fail::every(Call::SynchronizeEvent, 507_015));
+    d.device()
+        .script()
+        .fail
+        .push(Fail::nth(Call::OwnProbe, 1, 507_899));
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.turn().unwrap();
-    d.device_mut().fail_sync = None;
+    d.device().script().fail.clear();
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
     let recovery: Vec<&str> = log
@@ -819,8 +672,14 @@ fn a_failed_own_probe_fails_its_recovery_attempt_after_the_lanes_probe_calls() {
 #[test]
 fn a_failed_probe_every_attempt_leaves_the_lane_lost_and_the_driver_idle() {
     let mut d = driver();
-    d.device_mut().fail_sync = Some(507_015);
-    d.device_mut().fail_probe_create = true;
+    d.device()
+        .script()
+        .fail
+        .push(Fail::every(Call::SynchronizeEvent, 507_015));
+    d.device()
+        .script()
+        .fail
+        .push(Fail::from(Call::CreateStream, 3, 507_899));
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     assert_eq!(d.lane().state(), LaneState::Lost);
@@ -885,12 +744,14 @@ fn a_publication_uploads_between_runs_and_the_next_launch_gets_a_fresh_aicore_st
 #[test]
 fn a_failed_calls_device_text_reaches_its_runs_outcome_and_the_runs_its_poison_takes_down() {
     let mut d = driver();
-    d.device_mut().fail_sync = Some(507_015);
-    d.device_mut().sync_message = Some("EZ9999: AICore exception\n  at task 3");
+    d.device().script().fail.push(
+        Fail::every(Call::SynchronizeEvent, 507_015)
+            .message("EZ9999: AICore exception\n  at task 3"),
+    );
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.turn().unwrap();
-    d.device_mut().fail_sync = None;
+    d.device().script().fail.clear();
     d.run_until_idle().unwrap();
     let reports: Vec<_> = std::iter::from_fn(|| d.poll_report()).collect();
     assert_eq!(reports.len(), 2, "{reports:?}");
@@ -915,7 +776,7 @@ fn a_failed_calls_device_text_reaches_its_runs_outcome_and_the_runs_its_poison_t
 fn an_outcome_whose_calls_all_succeeded_carries_no_device_text() {
     let mut d = driver();
     // A text left by nothing that failed is never read.
-    d.device_mut().message = Some("stale".to_owned());
+    d.device().script().message = Some("stale".to_owned());
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     let report = d.poll_report().unwrap();
@@ -978,7 +839,10 @@ fn a_failed_release_after_close_is_reported_to_the_observer_and_stops_nothing() 
     let mut d = driver().with_observer(Seen::default());
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
-    d.device_mut().fail_free = true;
+    d.device()
+        .script()
+        .fail
+        .push(Fail::every(Call::Free, 507_899));
     d.close().unwrap();
     d.run_until_idle().unwrap();
     assert!(d.lane().state().is_closed());
@@ -992,12 +856,12 @@ fn a_failed_release_after_close_is_reported_to_the_observer_and_stops_nothing() 
 fn a_completion_wait_is_bounded_by_the_deadline_the_lane_reports() {
     let mut d = driver();
     d.submit(RunRequest::new()).unwrap().unwrap();
-    let now = d.device_mut().now();
+    let now = Device::now(d.device_mut());
     let deadline = d.lane().poll_deadline().expect("the run is awaited");
     let expected = i32::try_from(deadline.since(now).div_ceil(1_000_000)).unwrap();
     d.turn().unwrap();
     assert_eq!(
-        d.device().wait_timeouts.first().copied(),
+        d.device().script().wait_timeouts.first().copied(),
         Some(expected),
         "the first wait gets the time left to the lane's deadline"
     );
@@ -1022,9 +886,9 @@ fn a_decode_failure_keeps_the_typed_decode_error_as_its_source() {
 
 /// The two parts of the driver as a multi-threaded caller runs them: one submitted run,
 /// its effects executed, left awaiting.
-fn awaiting_executor() -> (LaneSteps, Executor<Recorder, Kernels>) {
+fn awaiting_executor() -> (LaneSteps, Executor<TestDevice, Kernels>) {
     let mut steps = LaneSteps::new(Profile::a2a3());
-    let mut executor = Executor::new(Recorder::default(), Kernels);
+    let mut executor = Executor::new(TestDevice::default(), Kernels::default());
     let now = executor.now();
     steps.submit(now, RunRequest::new()).unwrap().unwrap();
     while let Some(effect) = steps.next_effect(executor.now()) {
@@ -1032,7 +896,7 @@ fn awaiting_executor() -> (LaneSteps, Executor<Recorder, Kernels>) {
             steps.feed(executor.now(), answer).unwrap();
         }
     }
-    executor.device_mut().calls.clear();
+    executor.device().script().calls.clear();
     assert!(executor.is_awaiting());
     (steps, executor)
 }
@@ -1042,7 +906,7 @@ fn a_completion_wait_hands_out_the_awaited_runs_boundary_record_epoch_and_pair_w
  {
     let (steps, mut executor) = awaiting_executor();
     let deadline = steps.deadline().expect("the run's deadline");
-    let launched = executor.device().launched[0];
+    let launched = executor.runner().launched[0];
     let wait = executor
         .completion_wait(Some(deadline))
         .unwrap()
@@ -1077,7 +941,7 @@ fn a_completion_wait_hands_out_the_awaited_runs_boundary_record_epoch_and_pair_w
     assert!(!executor.is_awaiting(), "the answer is the waiter's now");
     assert_eq!(executor.completion_wait(Some(deadline)).unwrap(), None);
     assert!(
-        executor.device_mut().calls.is_empty(),
+        executor.device().script().calls.is_empty(),
         "handing a wait out makes no device call"
     );
 }
@@ -1131,7 +995,7 @@ struct Scripted {
 impl CompletionWaiter for Scripted {
     fn bind(&mut self) -> Result<(), AclCode> {
         self.calls.push("bind".into());
-        self.bind.map_or(Ok(()), |raw| Err(Recorder::code(raw)))
+        self.bind.map_or(Ok(()), |raw| Err(code(raw)))
     }
     fn now(&mut self) -> Timestamp {
         Timestamp(self.now)
@@ -1143,12 +1007,12 @@ impl CompletionWaiter for Scripted {
         self.waits
             .pop_front()
             .flatten()
-            .map_or(Ok(()), |raw| Err(Recorder::code(raw)))
+            .map_or(Ok(()), |raw| Err(code(raw)))
     }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
         self.calls
             .push(format!("synchronize_device {timeout_ms} ms"));
-        Err(Recorder::code(507_046))
+        Err(code(507_046))
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.calls
@@ -1157,13 +1021,13 @@ impl CompletionWaiter for Scripted {
         self.stream_syncs
             .pop_front()
             .flatten()
-            .map_or(Ok(()), |raw| Err(Recorder::code(raw)))
+            .map_or(Ok(()), |raw| Err(code(raw)))
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         self.calls
             .push(format!("memcpy_from_device p{} {}B", src.0, dst.len()));
         if let Some(raw) = self.read_fails {
-            return Err(Recorder::code(raw));
+            return Err(code(raw));
         }
         // A copy longer than the record reads the status bytes in front of it: 0xAB here.
         let record = self.record.unwrap_or([0; RECORD_BYTES]);
@@ -1300,7 +1164,7 @@ fn a_failed_copy_of_record_and_status_fails_the_record_read_and_keeps_no_status_
     );
     assert_eq!(
         evidence(&answer).record,
-        lane_core::status_latch::RecordRead::Failed(Recorder::code(507_899))
+        lane_core::status_latch::RecordRead::Failed(code(507_899))
     );
 }
 
@@ -1321,7 +1185,7 @@ fn a_readback_that_does_not_end_at_the_record_is_not_read_and_the_record_is_read
 #[test]
 fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_otherwise() {
     let (_, mut executor) = awaiting_executor();
-    let launched = executor.device().launched[0];
+    let launched = executor.runner().launched[0];
     let Some(DeviceWait::Completion { run, lease, .. }) =
         executor.completion_wait(Some(Timestamp(u64::MAX))).unwrap()
     else {
@@ -1330,7 +1194,7 @@ fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_o
     // What the kernels left in the slot, with a timing buffer the device does not hold, so an
     // answer from the kept bytes is told from one from a copy.
     let mut bytes = [0; READBACK_BYTES];
-    bytes.copy_from_slice(&executor.device_mut().mem(launched.timing)[..READBACK_BYTES]);
+    bytes.copy_from_slice(&executor.device().script().mem(launched.timing)[..READBACK_BYTES]);
     bytes[..8].copy_from_slice(&5u64.to_le_bytes());
     bytes[8..16].copy_from_slice(&6u64.to_le_bytes());
     let read = lane_core::Effect::ReadStatus {
@@ -1343,15 +1207,15 @@ fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_o
         other => panic!("expected StatusRead, got {other:?}"),
     };
     executor.keep_readback(lane_driver::Readback { lease, bytes });
-    executor.device_mut().calls.clear();
+    executor.device().script().calls.clear();
     let kept = executor
         .execute(read, &mut lane_driver::NoObserver)
         .unwrap();
     assert_eq!(timing_of(kept), (5, 6), "the kept bytes answer");
     assert!(
-        executor.device().calls.is_empty(),
+        executor.device().script().calls.is_empty(),
         "no device call: {:?}",
-        executor.device().calls
+        executor.device().script().calls
     );
     // Kept for another run of the slot (a later generation): never this run's answer.
     let later = lane_core::Lease {
@@ -1371,7 +1235,7 @@ fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_o
         "the device's bytes"
     );
     assert_eq!(
-        executor.device().calls,
+        executor.device().script().calls,
         [format!("memcpy_from_device p5+64 {}B", 16 + 896)]
     );
 }
@@ -1396,7 +1260,7 @@ fn a_record_of_another_epoch_is_never_published_and_the_waiter_synchronizes_aicp
         got.device,
         Some(lane_core::status_latch::DeviceVerdict::Returned {
             aicpu: None,
-            aicore: Some(Recorder::code(507_014))
+            aicore: Some(code(507_014))
         }),
         "what each stream returned, for the lane to attribute"
     );
@@ -1472,7 +1336,7 @@ fn a_device_verdict_past_its_bound_is_the_synchronize_timeout() {
         evidence(&answer).device,
         Some(lane_core::status_latch::DeviceVerdict::Returned {
             aicpu: None,
-            aicore: Some(Recorder::code(507_046))
+            aicore: Some(code(507_046))
         })
     );
 }
@@ -1513,8 +1377,8 @@ fn an_aicpu_code_does_not_stop_the_aicore_synchronize_and_an_aicpu_timeout_does(
     assert_eq!(
         evidence(&answer).device,
         Some(lane_core::status_latch::DeviceVerdict::Returned {
-            aicpu: Some(Recorder::code(507_018)),
-            aicore: Some(Recorder::code(507_015))
+            aicpu: Some(code(507_018)),
+            aicore: Some(code(507_015))
         })
     );
     let mut timed_out = Scripted {
@@ -1535,7 +1399,7 @@ fn an_aicpu_code_does_not_stop_the_aicore_synchronize_and_an_aicpu_timeout_does(
     assert_eq!(
         evidence(&answer).device,
         Some(lane_core::status_latch::DeviceVerdict::Returned {
-            aicpu: Some(Recorder::code(507_046)),
+            aicpu: Some(code(507_046)),
             aicore: None
         })
     );
@@ -1637,14 +1501,17 @@ fn the_lane_threads_bound_on_a_wait_is_its_own_bound_plus_the_grace_and_then_it_
 #[test]
 fn the_single_thread_wait_times_out_as_a_failed_wait_with_the_remainder_as_its_bound() {
     let (steps, mut executor) = awaiting_executor();
-    executor.device_mut().sync_script = [Some(507_047)].into();
+    executor
+        .device()
+        .script()
+        .fail_next(Call::SynchronizeEvent, 507_047);
     let wait = executor.wait(steps.deadline()).unwrap();
     assert!(
         matches!(wait, Wait::Answered(Answer { event: lane_core::Event::CompletionFailed { code, .. }, .. }) if code.raw() == 507_047),
         "{wait:?}"
     );
     assert!(!executor.is_awaiting());
-    let remaining = executor.device_mut().wait_timeouts[0];
+    let remaining = executor.device().script().wait_timeouts[0];
     assert!(remaining > 0 && remaining < i32::MAX, "{remaining}");
 }
 
@@ -1652,8 +1519,8 @@ fn the_single_thread_wait_times_out_as_a_failed_wait_with_the_remainder_as_its_b
 fn a_text_left_by_an_unreported_failure_is_never_pinned_on_a_later_one() {
     let mut d = driver();
     // A drain or a release failed earlier and left its text; nothing reported it.
-    d.device_mut().message = Some("stale: left by a failed release".to_owned());
-    d.device_mut().fail_prepare = Some(100_000);
+    d.device().script().message = Some("stale: left by a failed release".to_owned());
+    d.runner_mut().fail_prepare = Some(100_000);
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     let report = d.poll_report().unwrap();
@@ -1689,7 +1556,7 @@ impl HostWorker for TextWorker {
     ) -> Result<(), PrepareError> {
         if self.fails == Some(run.0) {
             self.text = Some(format!("EZ1001: prepare of run {} on a worker", run.0));
-            return Err(PrepareError::Failed(Recorder::code(100_000)));
+            return Err(PrepareError::Failed(code(100_000)));
         }
         Ok(())
     }
@@ -1717,7 +1584,7 @@ fn threaded(
 ) -> Vec<lane_driver::Report> {
     use lane_driver::dispatch::{Dispatch, Here, Next, Setting, WorkerAnswer};
     let mut steps = LaneSteps::new(Profile::a2a3());
-    let mut executor = Executor::new(Recorder::default(), Kernels);
+    let mut executor = Executor::new(TestDevice::default(), Kernels::default());
     let mut dispatch = Dispatch::new(Setting::WORKERS, None);
     let mut threads = Threads::default();
     let mut left = runs;
@@ -1810,7 +1677,7 @@ fn a_failed_stream_creates_text_reaches_the_run_waiting_to_launch_and_no_other()
             Some(Answer {
                 event: lane_core::Event::StreamCreateFailed {
                     role,
-                    code: Recorder::code(207_008),
+                    code: code(207_008),
                 },
                 text: Some("EZ9001: no stream resource".to_owned()),
             })
@@ -1847,7 +1714,7 @@ fn copies_on_the_streams_on_a_device_without_pinned_copies_fail_the_first_arm_wi
         ..Profile::a2a3().spec()
     };
     let profile = Profile::custom(spec).unwrap();
-    let mut d: TestDriver = Driver::new(profile, Recorder::default(), Kernels);
+    let mut d: TestDriver = Driver::new(profile, TestDevice::default(), Kernels::default());
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     // The slot's resources are made as far as the first pinned call, which the executor
@@ -1896,7 +1763,7 @@ fn the_device_is_told_each_stage_of_a_launch_before_its_calls_and_its_end_after_
         })
     };
     assert_eq!(
-        d.device_mut().contexts,
+        d.device().script().contexts,
         [
             // Before the slot's resources and its arm.
             (at("create_event -> e3"), stage(LaunchStage::Arm)),
@@ -1925,10 +1792,11 @@ type LaunchOf = (u64, u8, &'static [(u8, u64)]);
 /// The executor with both streams made (s1 AICPU, s2 AICore) and `runs` launched as the lane
 /// would ask, in order; each launch's answer.
 fn executor_with_launches(
-    recorder: Recorder,
+    device: TestDevice,
+    kernels: Kernels,
     runs: &[LaunchOf],
-) -> (Executor<Recorder, Kernels>, Vec<lane_core::Event>) {
-    let mut executor = Executor::new(recorder, Kernels);
+) -> (Executor<TestDevice, Kernels>, Vec<lane_core::Event>) {
+    let mut executor = Executor::new(device, kernels);
     let mut observer = lane_driver::NoObserver;
     for role in [
         lane_core::stream_pair::Role::Aicpu,
@@ -1963,12 +1831,14 @@ fn executor_with_launches(
 #[test]
 fn a_launch_waits_on_the_newest_predecessor_whose_boundary_was_recorded() {
     // memcpy_to_device calls: run 1's record zeroing and arm (1, 2), run 2's (3, 4).
-    let recorder = Recorder {
-        fail_h2d: Some(4),
-        ..Recorder::default()
-    };
+    let device = TestDevice::default();
+    device
+        .script()
+        .fail
+        .push(Fail::nth(Call::MemcpyToDevice, 4, 107_000));
     let (executor, answers) = executor_with_launches(
-        recorder,
+        device,
+        Kernels::default(),
         &[(1, 0, &[]), (2, 1, &[(0, 1)]), (3, 2, &[(1, 2), (0, 1)])],
     );
     assert!(matches!(answers[0], lane_core::Event::Launched { .. }));
@@ -1984,7 +1854,7 @@ fn a_launch_waits_on_the_newest_predecessor_whose_boundary_was_recorded() {
         answers[1]
     );
     assert!(matches!(answers[2], lane_core::Event::Launched { .. }));
-    let log = &executor.device().calls;
+    let log = &executor.device().script().calls;
     // Run 1's slot made events e3 (boundary) and e4.
     let wait = log
         .iter()
@@ -2011,7 +1881,10 @@ fn a_launch_waits_on_the_newest_predecessor_whose_boundary_was_recorded() {
 fn a_failed_core_done_record_poisons_at_once_with_its_own_code_and_launches_no_aicpu_kernel() {
     let mut d = driver();
     // Run 1's first record is its core_done.
-    d.device_mut().fail_record = Some(1);
+    d.device()
+        .script()
+        .fail
+        .push(Fail::nth(Call::RecordEvent, 1, 107_000));
     d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
@@ -2050,12 +1923,16 @@ fn a_failed_core_done_record_poisons_at_once_with_its_own_code_and_launches_no_a
 /// decoded for its own epoch; a lease that is not its slot's last launch is not read.
 #[test]
 fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
-    let recorder = Recorder {
+    let kernels = Kernels {
         silent: vec![2],
-        ..Recorder::default()
+        ..Kernels::default()
     };
-    let (mut executor, _) = executor_with_launches(recorder, &[(1, 0, &[]), (2, 1, &[(0, 1)])]);
-    executor.device_mut().calls.clear();
+    let (mut executor, _) = executor_with_launches(
+        TestDevice::default(),
+        kernels,
+        &[(1, 0, &[]), (2, 1, &[(0, 1)])],
+    );
+    executor.device().script().calls.clear();
     let read = lane_core::Effect::ReadRecords {
         run: RunId(9),
         lease: lease(3, 9),
@@ -2091,10 +1968,10 @@ fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
         "{got:?}"
     );
     assert_eq!(
-        executor.device().calls.len(),
+        executor.device().script().calls.len(),
         2,
         "one copy per launched lease: {:?}",
-        executor.device().calls
+        executor.device().script().calls
     );
 }
 
@@ -2108,10 +1985,10 @@ struct Controlled {
     asked_queued: Vec<(u64, bool)>,
 }
 
-impl Runner<Recorder> for Controlled {
+impl Runner<TestDevice> for Controlled {
     fn try_launch_aicore(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<lane_driver::AicoreLaunch, ReturnCode> {
@@ -2120,50 +1997,50 @@ impl Runner<Recorder> for Controlled {
             self.decline.remove(at);
             return Ok(lane_driver::AicoreLaunch::Declined);
         }
-        Kernels
+        Kernels::default()
             .launch_aicore(d, stream, args)
             .map(|()| lane_driver::AicoreLaunch::Launched)
     }
     fn launch_aicore(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        Kernels.launch_aicore(d, stream, args)
+        Kernels::default().launch_aicore(d, stream, args)
     }
     fn launch_aicpu(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        Kernels.launch_aicpu(d, stream, args)
+        Kernels::default().launch_aicpu(d, stream, args)
     }
-    fn on_launched(&mut self, _: &mut Recorder, args: &RunArgs) {
+    fn on_launched(&mut self, _: &mut TestDevice, args: &RunArgs) {
         self.launched.push(args.run.0);
     }
     fn prepare_run(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         run: RunId,
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        Kernels.prepare_run(d, run, slot, diagnostics)
+        Kernels::default().prepare_run(d, run, slot, diagnostics)
     }
     fn finalise_run(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         run: RunId,
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        Kernels.finalise_run(d, run, slot, copy_back)
+        Kernels::default().finalise_run(d, run, slot, copy_back)
     }
     fn finalise_verdict(
         &mut self,
-        d: &mut Recorder,
+        d: &mut TestDevice,
         run: RunId,
         slot: SlotId,
         verdict: lane_core::Verdict,
@@ -2171,8 +2048,8 @@ impl Runner<Recorder> for Controlled {
         self.finalised.push((run.0, verdict));
         self.finalise_run(d, run, slot, verdict.is_ok())
     }
-    fn upload_code(&mut self, d: &mut Recorder, code: CodeRef) -> Result<(), ReturnCode> {
-        Kernels.upload_code(d, code)
+    fn upload_code(&mut self, d: &mut TestDevice, code: CodeRef) -> Result<(), ReturnCode> {
+        Kernels::default().upload_code(d, code)
     }
 }
 
@@ -2182,7 +2059,7 @@ fn a_declined_queued_launch_is_launched_again_alone_and_the_runner_hears_each_la
         decline: vec![2],
         ..Controlled::default()
     };
-    let mut d = Driver::new(Profile::a2a3(), Recorder::default(), runner);
+    let mut d = Driver::new(Profile::a2a3(), TestDevice::default(), runner);
     let first = d.submit(RunRequest::new()).unwrap().unwrap();
     let second = d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
@@ -2212,7 +2089,7 @@ fn a_declined_launch_with_nothing_ahead_fails_its_run_with_the_reason_in_the_rep
         decline: vec![1],
         ..Controlled::default()
     };
-    let mut d = Driver::new(Profile::a2a3(), Recorder::default(), runner);
+    let mut d = Driver::new(Profile::a2a3(), TestDevice::default(), runner);
     let run = d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     let report = d.poll_report().expect("its outcome");

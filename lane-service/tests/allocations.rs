@@ -10,9 +10,10 @@
 
 mod common;
 
-use common::host::{HostRunner, Instant0, OFF_LANE, Seen, Sleepy};
+use common::host::{HostRunner, OFF_LANE, Seen, Sleepy};
 use lane_core::{Outcome, Profile, ProfileSpec, RunRequest, SubmitError, Verdict};
 use lane_driver::HostWorker;
+use lane_driver::testkit::TestDevice;
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn_with_workers};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
@@ -80,7 +81,7 @@ fn two_thousand_runs_with_workers_and_an_outcome_callback_allocate_nothing_on_an
         config,
         move || {
             Ok::<_, String>((
-                Instant0::new(),
+                TestDevice::real(),
                 HostRunner {
                     concurrency: OFF_LANE,
                     seen: lane_seen,

@@ -10,86 +10,26 @@
 mod common;
 
 use backend_sim::{FaultRule, SharedSim, SimRunner};
-use common::{Stall, Stalling, StallingRunner, sim};
+use common::{Noting, Threads, Times, sim, stalled};
 use lane_core::status_latch::Class;
-use lane_core::{Outcome, Profile, RunId, RunRequest, SlotId, SubmitError, Verdict};
-use lane_driver::{PrepareError, RunArgs, Runner};
+use lane_core::{Outcome, Profile, RunRequest, SubmitError, Verdict};
+use lane_driver::testkit::Then;
 use lane_service::{Drive, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread::{self, ThreadId};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::thread;
 use std::time::{Duration, Instant};
 
 const GENEROUS: Duration = Duration::from_secs(30);
 
-/// The threads the runner's callbacks (and `make`, and the outcome callback) ran on.
-type Threads = Arc<Mutex<Vec<(&'static str, ThreadId)>>>;
-
-/// When each run was launched (its AICPU kernel, the launch's last call).
-type Launched = Arc<Mutex<Vec<(RunId, Instant)>>>;
-
-/// [`StallingRunner`], noting the thread of every callback.
-struct Noting(Threads);
-
-impl Noting {
-    fn note(&self, what: &'static str) {
-        self.0.lock().unwrap().push((what, thread::current().id()));
-    }
-}
-
-impl Runner<Stalling> for Noting {
-    fn prepare_run(
-        &mut self,
-        device: &mut Stalling,
-        run: RunId,
-        slot: SlotId,
-        diagnostics: bool,
-    ) -> Result<(), PrepareError> {
-        self.note("prepare");
-        StallingRunner.prepare_run(device, run, slot, diagnostics)
-    }
-    fn launch_aicore(
-        &mut self,
-        device: &mut Stalling,
-        stream: lane_core::stream_pair::StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), lane_core::status_latch::ReturnCode> {
-        self.note("launch_aicore");
-        StallingRunner.launch_aicore(device, stream, args)
-    }
-    fn launch_aicpu(
-        &mut self,
-        device: &mut Stalling,
-        stream: lane_core::stream_pair::StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), lane_core::status_latch::ReturnCode> {
-        self.note("launch_aicpu");
-        StallingRunner.launch_aicpu(device, stream, args)
-    }
-    fn finalise_run(
-        &mut self,
-        device: &mut Stalling,
-        run: RunId,
-        slot: SlotId,
-        copy_back: bool,
-    ) -> Result<(), lane_core::FinaliseFailure> {
-        self.note("finalise");
-        StallingRunner.finalise_run(device, run, slot, copy_back)
-    }
-    fn upload_code(
-        &mut self,
-        device: &mut Stalling,
-        code: lane_core::CodeRef,
-    ) -> Result<(), lane_core::status_latch::ReturnCode> {
-        self.note("upload");
-        StallingRunner.upload_code(device, code)
-    }
-}
-
-/// A caller-driven lane on the stalling simulator, with `stall` for its first wait; what
-/// the device saw, and the threads of every callback.
-fn caller_lane(profile: Profile, stall: Stall) -> (LaneHandle, Launched, Threads) {
-    let threads: Threads = Arc::new(Mutex::new(Vec::new()));
+/// A caller-driven lane on `TestDevice`, whose first event wait stalls with `stall`
+/// (`None`: no stall); when the stall started, when each run was launched, and the threads
+/// of every callback (and of `make`, and of the outcome callback).
+fn caller_lane(
+    profile: Profile,
+    stall: Option<Duration>,
+) -> (LaneHandle, Receiver<Instant>, Times, Threads) {
+    let threads: Threads = Arc::default();
     let mut config = ServiceConfig::new(profile);
     config.drive = Drive::Caller;
     let outcome_threads = Arc::clone(&threads);
@@ -99,22 +39,25 @@ fn caller_lane(profile: Profile, stall: Stall) -> (LaneHandle, Launched, Threads
             .unwrap()
             .push(("on_outcome", thread::current().id()));
     }));
-    let (launched_tx, launched_rx) = mpsc::channel();
-    let runner_threads = Arc::clone(&threads);
+    let (device, started) = stalled(stall.unwrap_or_default(), Then::TimeOut);
+    if stall.is_none() {
+        device.script().stalls.clear();
+    }
+    let runner = Noting {
+        threads: Some(Arc::clone(&threads)),
+        ..Noting::default()
+    };
+    let launched = Arc::clone(&runner.launched);
+    let make_threads = Arc::clone(&threads);
     let handle = spawn(config, move || {
-        runner_threads
+        make_threads
             .lock()
             .unwrap()
             .push(("make", thread::current().id()));
-        let device = Stalling::new(sim(&profile, 7, &[]), stall);
-        let _ = launched_tx.send(Arc::clone(&device.launched));
-        Ok::<_, String>((device, Noting(runner_threads)))
+        Ok::<_, String>((device, runner))
     })
     .expect("the lane starts");
-    let launched = launched_rx
-        .recv()
-        .expect("made on this thread, before spawn returned");
-    (handle, launched, threads)
+    (handle, started, launched, threads)
 }
 
 /// The names of this process's threads that start with `lane`.
@@ -134,7 +77,7 @@ fn lane_threads() -> Vec<String> {
 
 #[test]
 fn a_lane_the_caller_drives_starts_no_thread_and_runs_every_callback_on_the_calling_thread() {
-    let (handle, _, threads) = caller_lane(Profile::a2a3(), Stall::None);
+    let (handle, _, _, threads) = caller_lane(Profile::a2a3(), None);
     let here = thread::current().id();
     for _ in 0..4 {
         let run = handle.submit(RunRequest::new()).expect("accepted");
@@ -175,11 +118,8 @@ fn a_run_submitted_from_another_thread_while_a_caller_is_inside_the_device_wait_
     // Run 1 completes only 1.5 s after its wait starts; the caller inside that wait holds no
     // lock and no claim, so the submit from another thread prepares and launches run 2 at
     // once, queued behind run 1 on the pair (L-16, L-18).
-    let (started_tx, started_rx) = mpsc::channel();
-    let (handle, launched, _) = caller_lane(
-        Profile::a2a3(),
-        Stall::Slow(Duration::from_millis(1500), started_tx),
-    );
+    let (handle, started_rx, launched, _) =
+        caller_lane(Profile::a2a3(), Some(Duration::from_millis(1500)));
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let waiting = {
         let handle = handle.clone();
@@ -218,11 +158,7 @@ fn a_run_submitted_from_another_thread_while_a_caller_is_inside_the_device_wait_
 
 #[test]
 fn an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome() {
-    let (started_tx, _started_rx) = mpsc::channel();
-    let (handle, _, _) = caller_lane(
-        Profile::a2a3(),
-        Stall::Slow(Duration::from_millis(600), started_tx),
-    );
+    let (handle, _, _, _) = caller_lane(Profile::a2a3(), Some(Duration::from_millis(600)));
     let run = handle.submit(RunRequest::new()).expect("accepted");
     let start = Instant::now();
     assert_eq!(
@@ -245,7 +181,7 @@ fn an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome() {
 
 #[test]
 fn close_finishes_the_launched_run_and_refuses_new_submits_when_the_caller_drives() {
-    let (handle, _, _) = caller_lane(Profile::a2a3(), Stall::None);
+    let (handle, _, _, _) = caller_lane(Profile::a2a3(), None);
     let run = handle.submit(RunRequest::new()).expect("accepted");
     handle.close().expect("closed");
     assert_eq!(
@@ -313,21 +249,12 @@ fn a_run_that_hung_while_no_call_was_made_is_timed_out_at_the_next_calls() {
     assert!(handle.lost().is_none(), "{:?}", handle.lost());
 }
 
-/// A caller-driven lane on [`common::host::Instant0`] (the real clock) whose runs hang.
+/// A caller-driven lane on lane-driver's `TestDevice` (the real clock) whose runs hang.
 fn hung_lane(profile: Profile) -> LaneHandle {
-    let seen = Arc::new(common::host::Seen::default());
     let mut config = ServiceConfig::new(profile);
     config.drive = Drive::Caller;
-    spawn(config, move || {
-        let mut device = common::host::Instant0::new();
-        device.hung = true;
-        let runner = common::host::HostRunner {
-            concurrency: lane_driver::Concurrency::LANE_THREAD,
-            seen,
-        };
-        Ok::<_, String>((device, runner))
-    })
-    .expect("the lane starts")
+    let (device, _) = stalled(Duration::from_secs(3_600), Then::TimeOut);
+    common::lane_on(config, device, Noting::default())
 }
 
 #[test]
@@ -400,7 +327,7 @@ fn a_poll_only_loop_on_the_simulator_gets_every_outcome_in_order_from_its_look_a
 
 #[test]
 fn two_threads_driving_one_lane_get_every_outcome_once_and_in_order() {
-    let (handle, _, _) = caller_lane(Profile::a2a3(), Stall::None);
+    let (handle, _, _, _) = caller_lane(Profile::a2a3(), None);
     let drivers: Vec<_> = (0..2)
         .map(|_| {
             let handle = handle.clone();

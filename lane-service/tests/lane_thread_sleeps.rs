@@ -11,9 +11,10 @@
 
 mod common;
 
-use common::{Stall, Stalling, StallingRunner, sim};
+use common::Noting;
 use lane_core::{Outcome, Profile, RunRequest, Verdict};
-use lane_service::{OutcomeCallback, ServiceConfig, spawn};
+use lane_driver::testkit::TestDevice;
+use lane_service::{OutcomeCallback, ServiceConfig};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -52,11 +53,7 @@ fn lane_thread_wakes(callback: bool) -> u64 {
         config.on_outcome = Some(on_outcome);
     }
     let before = threads_named("lane");
-    let handle = spawn(config, move || {
-        let device = Stalling::new(sim(&Profile::a2a3(), 7, &[]), Stall::None);
-        Ok::<_, String>((device, StallingRunner))
-    })
-    .expect("the lane starts");
+    let handle = common::lane_on(config, TestDevice::real(), Noting::default());
     // One run first, so the lane's start-up is over before counting.
     let warm = handle.submit(RunRequest::new()).expect("accepted");
     handle.wait(warm, GENEROUS).expect("its outcome");

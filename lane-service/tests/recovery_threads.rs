@@ -5,12 +5,10 @@
 
 mod common;
 
-use common::host::{HostRunner, Instant0, Seen};
-use common::{Stall, Stalling, StallingRunner, sim};
-use lane_core::{FinaliseFailure, Outcome, Profile, RunId, RunRequest, SlotId, Verdict};
-use lane_driver::{PrepareError, RunArgs, Runner};
-use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn};
-use std::sync::atomic::{AtomicBool, Ordering};
+use common::{Noting, lane_on, stalled};
+use lane_core::{Outcome, Profile, RunId, RunRequest, Verdict};
+use lane_driver::testkit::{Call, Fail, Stall, TestDevice, Then};
+use lane_service::{LaneHandle, ServiceConfig, ServiceError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,21 +27,19 @@ fn short_profile(drain_ms: u64) -> Profile {
     .expect("a profile")
 }
 
-/// A lane on [`Instant0`] whose waiter's first event wait is stuck `stuck` (ignoring its
+/// A lane on lane-driver's `TestDevice` whose waiter's first event wait is stuck `stuck` (ignoring its
 /// timeout), and whose drain takes its whole timeout when `slow_drain`.
 fn stuck_lane(profile: Profile, stuck: Duration, slow_drain: bool) -> LaneHandle {
-    let seen = Arc::new(Seen::default());
-    spawn(ServiceConfig::new(profile), move || {
-        let mut device = Instant0::new();
-        device.stuck_wait = Some(stuck);
-        device.slow_drain = slow_drain;
-        let runner = HostRunner {
-            concurrency: lane_driver::Concurrency::LANE_THREAD,
-            seen,
-        };
-        Ok::<_, String>((device, runner))
-    })
-    .expect("the lane starts")
+    let (device, _) = stalled(stuck, Then::Answer);
+    if slow_drain {
+        let drain = Stall::new(
+            Call::SynchronizeDevice,
+            Duration::from_secs(3_600),
+            Then::TimeOut,
+        );
+        device.script().stalls.push(drain);
+    }
+    lane_on(ServiceConfig::new(profile), device, Noting::default())
 }
 
 /// Submits until the lane accepts (it refuses while it recovers).
@@ -128,64 +124,6 @@ fn after_a_stuck_waiter_loses_the_lane_shut_down_returns_within_seconds_naming_t
 /// The name of the thread that submits in [`no_force_reset_is_made_on_a_bound_submitting_thread`].
 const SUBMITTER: &str = "submitter";
 
-/// The simulator's runner, slow (20 ms) in its prepare and finalise on the submitting
-/// thread, so that thread holds the lane's steps often when an answer lands.
-struct SlowOnSubmitter;
-
-impl SlowOnSubmitter {
-    fn pause() {
-        if thread::current().name() == Some(SUBMITTER) {
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Runner<Stalling> for SlowOnSubmitter {
-    fn prepare_run(
-        &mut self,
-        device: &mut Stalling,
-        run: RunId,
-        slot: SlotId,
-        diagnostics: bool,
-    ) -> Result<(), PrepareError> {
-        Self::pause();
-        StallingRunner.prepare_run(device, run, slot, diagnostics)
-    }
-    fn launch_aicore(
-        &mut self,
-        device: &mut Stalling,
-        stream: lane_core::stream_pair::StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), lane_core::status_latch::ReturnCode> {
-        StallingRunner.launch_aicore(device, stream, args)
-    }
-    fn launch_aicpu(
-        &mut self,
-        device: &mut Stalling,
-        stream: lane_core::stream_pair::StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), lane_core::status_latch::ReturnCode> {
-        StallingRunner.launch_aicpu(device, stream, args)
-    }
-    fn finalise_run(
-        &mut self,
-        device: &mut Stalling,
-        run: RunId,
-        slot: SlotId,
-        copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
-        Self::pause();
-        StallingRunner.finalise_run(device, run, slot, copy_back)
-    }
-    fn upload_code(
-        &mut self,
-        device: &mut Stalling,
-        code: lane_core::CodeRef,
-    ) -> Result<(), lane_core::status_latch::ReturnCode> {
-        StallingRunner.upload_code(device, code)
-    }
-}
-
 /// Issue 44 item 5c. With `submitters_bound`, a submitting thread runs the lane's steps, and
 /// takes whatever answer lands meanwhile: a drain's answer among them. Every other run's
 /// wait of 80 fails with an AICore exception (a poison, then a drain, a force reset and a
@@ -195,20 +133,18 @@ impl Runner<Stalling> for SlowOnSubmitter {
 /// threads'.
 #[test]
 fn no_force_reset_is_made_on_a_bound_submitting_thread() {
-    let poisoned: Vec<String> = (2..=80).step_by(2).map(|run| run.to_string()).collect();
-    let fault =
-        backend_sim::FaultRule::parse(&format!("event-wait=507015@run:{}", poisoned.join(",")))
-            .expect("a fault rule");
-    let resets = Arc::new(Mutex::new(Vec::new()));
-    let device_resets = Arc::clone(&resets);
+    let poisoned: Vec<u64> = (2..=80).step_by(2).collect();
+    let device = TestDevice::real();
+    let watch = device.watch();
+    let fault = Fail::runs(Call::SynchronizeEvent, &poisoned, 507_015);
+    device.script().fail.push(fault);
     let mut config = ServiceConfig::new(Profile::a2a3());
     config.submitters_bound = true;
-    let handle = spawn(config, move || {
-        let mut device = Stalling::new(sim(&Profile::a2a3(), 11, &[fault]), Stall::None);
-        device.resets = device_resets;
-        Ok::<_, String>((device, SlowOnSubmitter))
-    })
-    .expect("the lane starts");
+    let runner = Noting {
+        slow_on: Some(SUBMITTER),
+        ..Noting::default()
+    };
+    let handle = lane_on(config, device, runner);
     let submitter = {
         let handle = handle.clone();
         thread::Builder::new()
@@ -233,7 +169,7 @@ fn no_force_reset_is_made_on_a_bound_submitting_thread() {
         handle.wait(*run, GENEROUS).expect("every outcome");
     }
     assert!(handle.lost().is_none(), "{:?}", handle.lost());
-    let resets = resets.lock().unwrap().clone();
+    let resets = watch.script().resets.clone();
     assert!(resets.len() >= 2, "the faults reset the device: {resets:?}");
     for name in &resets {
         assert!(
@@ -251,32 +187,34 @@ fn no_force_reset_is_made_on_a_bound_submitting_thread() {
 /// by the thread holding the lane's steps before it lets go, it never runs beside one.
 #[test]
 fn the_outcome_callback_never_runs_beside_a_force_reset() {
-    let fault = backend_sim::FaultRule::parse("event-wait=507015@run:2,4").expect("a fault rule");
-    let resetting = Arc::new(AtomicBool::new(false));
+    let device = TestDevice::real();
+    let watch = device.watch();
+    let mut reset = Stall::new(
+        Call::ResetDeviceForce,
+        Duration::from_millis(100),
+        Then::Answer,
+    );
+    reset.every = true;
+    let mut script = device.script();
+    script
+        .fail
+        .push(Fail::runs(Call::SynchronizeEvent, &[2, 4], 507_015));
+    script.stalls.push(reset);
+    drop(script);
     let overlaps = Arc::new(Mutex::new(Vec::new()));
     let mut config = ServiceConfig::new(Profile::a2a3());
     {
-        let (resetting, overlaps) = (Arc::clone(&resetting), Arc::clone(&overlaps));
+        let (resetting, overlaps) = (device.watch(), Arc::clone(&overlaps));
+        let resetting = move || resetting.script().stalled == Some(Call::ResetDeviceForce);
         config.on_outcome = Some(Box::new(move |outcome: &Outcome| {
-            let before = resetting.load(Ordering::SeqCst);
+            let before = resetting();
             thread::sleep(Duration::from_millis(100));
-            let after = resetting.load(Ordering::SeqCst);
-            if before || after {
+            if before || resetting() {
                 overlaps.lock().unwrap().push(outcome.seq());
             }
         }));
     }
-    let device_resetting = Arc::clone(&resetting);
-    let resets = Arc::new(Mutex::new(Vec::new()));
-    let device_resets = Arc::clone(&resets);
-    let handle = spawn(config, move || {
-        let mut device = Stalling::new(sim(&Profile::a2a3(), 5, &[fault]), Stall::None);
-        device.resetting = device_resetting;
-        device.resets = device_resets;
-        device.reset_takes = Duration::from_millis(100);
-        Ok::<_, String>((device, StallingRunner))
-    })
-    .expect("the lane starts");
+    let handle = lane_on(config, device, Noting::default());
     for _ in 0..2 {
         let first = submit_when_open(&handle);
         let second = submit_when_open(&handle);
@@ -287,7 +225,7 @@ fn the_outcome_callback_never_runs_beside_a_force_reset() {
     handle.wait(last, GENEROUS).expect("its outcome");
     drop(handle);
     assert!(
-        resets.lock().unwrap().len() >= 2,
+        watch.script().resets.len() >= 2,
         "the faults reset the device"
     );
     assert_eq!(

@@ -4,19 +4,20 @@
 
 mod common;
 
-use common::{Stall, Stalling, StallingRunner, sim};
+use common::Noting;
 use lane_core::{ControlError, Profile, RunRequest, RunState, Verdict};
-use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
+use lane_driver::testkit::TestDevice;
+use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError};
 use std::time::Duration;
 
 const GENEROUS: Duration = Duration::from_secs(30);
 
 fn lane() -> LaneHandle {
-    spawn(ServiceConfig::new(Profile::a2a3()), move || {
-        let device = Stalling::new(sim(&Profile::a2a3(), 7, &[]), Stall::None);
-        Ok::<_, String>((device, StallingRunner))
-    })
-    .expect("the lane starts")
+    common::lane_on(
+        ServiceConfig::new(Profile::a2a3()),
+        TestDevice::real(),
+        Noting::default(),
+    )
 }
 
 fn verdict(outcome: lane_core::Outcome) -> Verdict {

@@ -7,47 +7,30 @@
 mod common;
 
 use backend_sim::SharedSim;
-use common::{Stall, Stalling, StallingRunner, sim};
+use common::{Noting, Times, lane_on, sim, stalled};
 use lane_core::{CodeRef, Outcome, Profile, PublicationResult, RunId, RunRequest, Verdict};
+use lane_driver::testkit::{Call, Fail, TestDevice, Then};
 use lane_service::{ItemId, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 const GENEROUS: Duration = Duration::from_secs(30);
 
-/// When the runner did something for each run.
-type Times = Arc<Mutex<Vec<(RunId, Instant)>>>;
-
-/// What a stalling lane's test reads back: the flag its device's drop sets, and when each run
-/// was prepared and launched.
-struct Seen {
-    dropped: Arc<AtomicBool>,
-    prepared: Times,
-    launched: Times,
-}
-
-fn stalling(stall: Stall) -> (LaneHandle, Arc<AtomicBool>) {
-    let (handle, seen) = stalling_with(ServiceConfig::new(Profile::a2a3()), stall);
-    (handle, seen.dropped)
-}
-
-fn stalling_with(config: ServiceConfig, stall: Stall) -> (LaneHandle, Seen) {
-    let (tx, rx) = mpsc::channel();
-    let handle = spawn(config, move || {
-        let device = Stalling::new(sim(&Profile::a2a3(), 7, &[]), stall);
-        let _ = tx.send(Seen {
-            dropped: Arc::clone(&device.dropped),
-            prepared: Arc::clone(&device.prepared),
-            launched: Arc::clone(&device.launched),
-        });
-        Ok::<_, String>((device, StallingRunner))
-    })
-    .expect("the lane starts");
-    let seen = rx.recv().expect("the device was made");
-    (handle, seen)
+/// A lane on `TestDevice` whose first event wait stalls `lasts`, then does `then`: when the
+/// stall started, a handle on the device's script, and the runner (when each run was
+/// prepared and launched).
+fn stalling(lasts: Duration, then: Then) -> (LaneHandle, Receiver<Instant>, TestDevice, Noting) {
+    let (device, started) = stalled(lasts, then);
+    let (watch, runner) = (device.watch(), Noting::default());
+    let config = ServiceConfig::new(Profile::a2a3());
+    (
+        lane_on(config, device, runner.clone()),
+        started,
+        watch,
+        runner,
+    )
 }
 
 /// When `run` shows up in `times` (polled; `GENEROUS` at most).
@@ -99,11 +82,7 @@ fn timed<T>(what: &str, call: impl FnOnce() -> T) -> T {
 
 #[test]
 fn submit_poll_and_publish_return_at_once_while_the_waiter_is_blocked_in_a_2s_device_wait() {
-    let (started_tx, started_rx) = mpsc::channel();
-    let (handle, seen) = stalling_with(
-        ServiceConfig::new(Profile::a2a3()),
-        Stall::Block(Duration::from_secs(2), started_tx),
-    );
+    let (handle, started_rx, _, seen) = stalling(Duration::from_secs(2), Then::Answer);
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let blocked_at = started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
 
@@ -153,8 +132,7 @@ fn submit_poll_and_publish_return_at_once_while_the_waiter_is_blocked_in_a_2s_de
 
 #[test]
 fn wait_blocks_only_its_caller_and_takes_each_outcome_once() {
-    let (started_tx, started_rx) = mpsc::channel();
-    let (handle, _) = stalling(Stall::Block(Duration::from_millis(300), started_tx));
+    let (handle, started_rx, _, _) = stalling(Duration::from_millis(300), Then::Answer);
     let run = handle.submit(RunRequest::new()).expect("accepted");
     started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     assert_eq!(
@@ -227,24 +205,22 @@ fn the_callback_sees_every_outcome_in_order_on_a_lane_thread_running_the_steps_w
 
 #[test]
 fn dropping_the_last_handle_lets_launched_runs_finish_and_joins_the_lane_thread() {
-    let (started_tx, started_rx) = mpsc::channel();
-    let (handle, dropped) = stalling(Stall::Block(Duration::from_millis(200), started_tx));
+    let (handle, started_rx, watch, _) = stalling(Duration::from_millis(200), Then::Answer);
     let clone = handle.clone();
     handle.submit(RunRequest::new()).expect("accepted");
     started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     drop(clone);
-    assert!(!dropped.load(Ordering::SeqCst), "a clone is still alive");
+    assert!(!watch.script().dropped, "a clone is still alive");
     let start = Instant::now();
     drop(handle);
     // The drop returned only after the lane thread ended (it dropped the device).
-    assert!(dropped.load(Ordering::SeqCst));
+    assert!(watch.script().dropped);
     assert!(start.elapsed() < GENEROUS);
 }
 
 #[test]
 fn a_panic_on_the_completion_waiter_wakes_every_waiter_with_the_cause_and_fails_every_later_call() {
-    let (started_tx, started_rx) = mpsc::channel();
-    let (handle, _) = stalling(Stall::Panic(Duration::from_millis(200), started_tx));
+    let (handle, started_rx, _, _) = stalling(Duration::from_millis(200), Then::Panic);
     let run = handle.submit(RunRequest::new()).expect("accepted");
     let waiter = {
         let handle = handle.clone();
@@ -303,8 +279,7 @@ fn a_failing_or_panicking_make_is_returned_from_spawn() {
 
 #[test]
 fn close_cancels_queued_runs_at_once_and_later_commands_are_refused() {
-    let (started_tx, started_rx) = mpsc::channel();
-    let (handle, _) = stalling(Stall::Block(Duration::from_millis(300), started_tx));
+    let (handle, started_rx, _, _) = stalling(Duration::from_millis(300), Then::Answer);
     let first = handle.submit(RunRequest::new()).expect("accepted");
     started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     let second = handle.submit(RunRequest::new()).expect("accepted");
@@ -322,11 +297,7 @@ fn close_cancels_queued_runs_at_once_and_later_commands_are_refused() {
 
 #[test]
 fn a_run_submitted_during_a_long_completion_wait_is_launched_before_its_predecessor_completes() {
-    let (started_tx, started_rx) = mpsc::channel();
-    let (handle, seen) = stalling_with(
-        ServiceConfig::new(Profile::a2a3()),
-        Stall::Slow(Duration::from_millis(1500), started_tx),
-    );
+    let (handle, started_rx, _, seen) = stalling(Duration::from_millis(1500), Then::TimeOut);
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let waiting_since = started_rx.recv_timeout(GENEROUS).expect("the waiter waits");
     let submitted_at = Instant::now();
@@ -349,15 +320,13 @@ fn a_run_submitted_during_a_long_completion_wait_is_launched_before_its_predeces
 
 #[test]
 fn a_device_without_a_completion_waiter_is_refused_at_spawn_with_what_to_do() {
-    let seen = Arc::new(common::host::Seen::default());
+    let device = TestDevice::real();
+    device
+        .script()
+        .fail
+        .push(Fail::every(Call::CompletionWaiter, 207_000));
     let refused = spawn(ServiceConfig::new(Profile::a2a3()), move || {
-        let mut device = common::host::Instant0::new();
-        device.no_waiter = true;
-        let runner = common::host::HostRunner {
-            concurrency: lane_driver::Concurrency::LANE_THREAD,
-            seen,
-        };
-        Ok::<_, String>((device, runner))
+        Ok::<_, String>((device, Noting::default()))
     });
     match refused {
         Err(ServiceError::Waiter(code)) => assert!(code.contains("207000"), "{code}"),
@@ -383,20 +352,10 @@ fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_r
         ..Profile::a2a3().spec()
     })
     .expect("a profile");
-    let seen = Arc::new(common::host::Seen::default());
-    let handle = spawn(ServiceConfig::new(profile), move || {
-        let mut device = common::host::Instant0::new();
-        // Past run 1's bound (its 1 s deadline, the 1 s device verdict's bound after it, and
-        // the 6 s grace); its drain then waits behind the stuck call, and run 2's wait comes
-        // after it.
-        device.stuck_wait = Some(Duration::from_secs(10));
-        let runner = common::host::HostRunner {
-            concurrency: lane_driver::Concurrency::LANE_THREAD,
-            seen,
-        };
-        Ok::<_, String>((device, runner))
-    })
-    .expect("the lane starts");
+    // Past run 1's bound (its 1 s deadline, the 1 s device verdict's bound after it, and the
+    // 6 s grace); its drain then waits behind the stuck call, and run 2's wait comes after it.
+    let (device, _) = stalled(Duration::from_secs(10), Then::Answer);
+    let handle = lane_on(ServiceConfig::new(profile), device, Noting::default());
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let started = Instant::now();
     let first = handle
@@ -444,13 +403,15 @@ fn the_handle_is_send_sync_and_clone() {
 
 #[test]
 fn a_failed_calls_device_text_reaches_the_report_and_a_success_carries_none() {
-    let fault = backend_sim::FaultRule::parse("event-wait=507015@run:2").expect("a fault rule");
-    let handle = spawn(ServiceConfig::new(Profile::a2a3()), move || {
-        let mut device = Stalling::new(sim(&Profile::a2a3(), 7, &[fault]), Stall::None);
-        device.message = Some("EZ9999: AICore exception");
-        Ok::<_, String>((device, StallingRunner))
-    })
-    .expect("the lane starts");
+    let device = TestDevice::real();
+    let fault =
+        Fail::runs(Call::SynchronizeEvent, &[2], 507_015).message("EZ9999: AICore exception");
+    device.script().fail.push(fault);
+    let handle = lane_on(
+        ServiceConfig::new(Profile::a2a3()),
+        device,
+        Noting::default(),
+    );
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let first = handle.wait_report(first, GENEROUS).expect("run 1's report");
     assert!(matches!(first.outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
@@ -479,11 +440,7 @@ fn a_failed_calls_device_text_reaches_the_report_and_a_success_carries_none() {
 fn with_submitters_bound_every_run_still_gets_its_outcome_in_order() {
     let mut config = ServiceConfig::new(Profile::a2a3());
     config.submitters_bound = true;
-    let handle = spawn(config, move || {
-        let device = Stalling::new(sim(&Profile::a2a3(), 7, &[]), Stall::None);
-        Ok::<_, String>((device, StallingRunner))
-    })
-    .expect("the lane starts");
+    let handle = lane_on(config, TestDevice::real(), Noting::default());
     for _ in 0..20 {
         let run = handle.submit(RunRequest::new()).expect("accepted");
         let outcome = handle.wait(run, GENEROUS).expect("its outcome");

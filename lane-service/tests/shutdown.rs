@@ -7,12 +7,12 @@
 mod common;
 
 use backend_sim::{FaultRule, SharedSim, SimRunner};
-use common::{Stall, Stalling, StallingRunner, sim};
+use common::{Noting, sim};
 use lane_core::status_latch::AclCode;
 use lane_core::{LaneState, Outcome, Profile, RunRequest, StreamsLeft, Verdict};
+use lane_driver::testkit::TestDevice;
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const GENEROUS: Duration = Duration::from_secs(30);
@@ -110,14 +110,13 @@ fn a_second_shut_down_returns_the_same_final_report() {
 
 #[test]
 fn shut_down_joins_the_lane_with_other_clones_alive_and_they_see_a_lost_lane() {
-    let (tx, rx) = mpsc::channel();
-    let handle = spawn(ServiceConfig::new(Profile::a2a3()), move || {
-        let device = Stalling::new(sim(&Profile::a2a3(), 7, &[]), Stall::None);
-        let _ = tx.send(Arc::clone(&device.dropped));
-        Ok::<_, String>((device, StallingRunner))
-    })
-    .expect("the lane starts");
-    let dropped = rx.recv().expect("the device was made");
+    let device = TestDevice::real();
+    let watch = device.watch();
+    let handle = common::lane_on(
+        ServiceConfig::new(Profile::a2a3()),
+        device,
+        Noting::default(),
+    );
     let clone = handle.clone();
     let run = clone.submit(RunRequest::new()).expect("accepted");
     let report = handle.shut_down().expect("from the test thread").report;
@@ -129,7 +128,7 @@ fn shut_down_joins_the_lane_with_other_clones_alive_and_they_see_a_lost_lane() {
         }
     );
     assert!(
-        dropped.load(Ordering::SeqCst),
+        watch.script().dropped,
         "the lane thread ended (dropping its device) before shut_down returned"
     );
     // The run launched before the shutdown finished: its outcome is still there to take.

@@ -5,11 +5,12 @@
 
 mod common;
 
-use common::host::{HostRunner, Instant0, OFF_LANE, Seen, Sleepy};
+use common::host::{HostRunner, OFF_LANE, Seen, Sleepy};
 use lane_core::status_latch::AclCode;
 use lane_core::{
     FinaliseFailure, Outcome, Profile, ProfileSpec, RunId, RunRequest, SlotId, SubmitError, Verdict,
 };
+use lane_driver::testkit::{Call, TestDevice};
 use lane_driver::{Concurrency, HostWorker, PrepareError};
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError, spawn_with_workers};
 use std::sync::atomic::Ordering;
@@ -55,7 +56,7 @@ fn lane_failing_binds(
         config,
         move || {
             Ok::<_, String>((
-                Instant0::new(),
+                TestDevice::real(),
                 HostRunner {
                     concurrency,
                     seen: lane_seen,
@@ -172,8 +173,9 @@ fn with_synchronous_copies_each_status_read_answers_from_the_waiters_copy_of_the
     // The completion waiter reads each run's status with its record in one copy; its answer
     // carries the bytes through the mailbox and the dispatch machine to the executor, whose
     // status read then makes no copy of its own (decision 0023).
-    let device = Instant0::new();
-    let (copies, reads) = (device.status_copies(), device.status_reads());
+    let device = TestDevice::real();
+    device.script().quiet = false;
+    let watch = device.watch();
     let handle = lane_service::spawn(ServiceConfig::new(profile()), move || {
         Ok::<_, String>((
             device,
@@ -186,12 +188,17 @@ fn with_synchronous_copies_each_status_read_answers_from_the_waiters_copy_of_the
     .expect("the lane starts");
     run_all_ok_in_order(&handle, 20);
     assert_eq!(
-        copies.load(Ordering::SeqCst),
+        watch
+            .script()
+            .calls
+            .iter()
+            .filter(|c| c.starts_with("memcpy_from_device"))
+            .count(),
         0,
         "no status copy of the executor's own"
     );
     assert_eq!(
-        reads.load(Ordering::SeqCst),
+        watch.script().count(Call::MemcpyFromDevice),
         20,
         "each run's status read once, with its record"
     );
@@ -214,7 +221,7 @@ fn a_failing_or_panicking_worker_factory_fails_the_spawn_with_its_index() {
             ServiceConfig::new(profile()),
             || {
                 Ok::<_, String>((
-                    Instant0::new(),
+                    TestDevice::real(),
                     HostRunner {
                         concurrency: OFF_LANE,
                         seen: Arc::default(),
@@ -335,8 +342,12 @@ fn a_poison_with_worker_calls_in_flight_recovers_after_their_answers_and_the_lan
     let handle = spawn_with_workers(
         ServiceConfig::new(profile()),
         move || {
-            let mut device = Instant0::new();
-            device.fail_read = Some(3);
+            let device = TestDevice::real();
+            device.script().fail.push(lane_driver::testkit::Fail::nth(
+                lane_driver::testkit::Call::MemcpyFromDevice,
+                3,
+                507_015,
+            ));
             Ok::<_, String>((
                 device,
                 HostRunner {
@@ -456,7 +467,7 @@ impl Drop for OpenOnDrop {
 }
 
 /// The lane thread sleeps on its mailbox only, so any answer wakes it: with run 1's finalise
-/// blocking its worker, run 2's completion (at once on `Instant0`) still wakes the lane
+/// blocking its worker, run 2's completion (at once on `TestDevice`) still wakes the lane
 /// thread through the completion waiter, and run 2 is read and handed to the other worker
 /// for its finalise. The completion deadline is 50 s: a lane thread that slept for the
 /// worker's answer first would not look at run 2 within the test's bound.
@@ -471,7 +482,7 @@ fn with_only_a_finalise_out_the_lane_thread_feeds_the_next_completion_without_it
         || {
             let seen = Arc::new(Seen::default());
             Ok::<_, String>((
-                Instant0::new(),
+                TestDevice::real(),
                 HostRunner {
                     concurrency: OFF_LANE,
                     seen,
@@ -550,7 +561,7 @@ fn a_workers_failed_prepare_or_finalise_carries_its_device_text_into_the_failure
         ServiceConfig::new(profile()),
         || {
             Ok::<_, String>((
-                Instant0::new(),
+                TestDevice::real(),
                 HostRunner {
                     concurrency: OFF_LANE,
                     seen: Arc::default(),
@@ -636,9 +647,13 @@ fn an_abandoned_runs_outcome_waits_for_its_prepare_on_a_worker_to_return() {
     let handle = spawn_with_workers(
         config,
         || {
-            let mut device = Instant0::new();
+            let device = TestDevice::real();
             // Run 1's status read fails with an AICore exception: a poison.
-            device.fail_read = Some(1);
+            device.script().fail.push(lane_driver::testkit::Fail::nth(
+                lane_driver::testkit::Call::MemcpyFromDevice,
+                1,
+                507_015,
+            ));
             Ok::<_, String>((
                 device,
                 HostRunner {

@@ -1,5 +1,5 @@
-//! Test backends: the simulator, and a wrapper around it whose completion waiter's first wait
-//! really blocks (or panics) on the waiter's thread.
+//! Test backends: the simulator, and lane-driver's `TestDevice` with a runner that notes what
+//! it did.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -7,17 +7,16 @@ pub mod host;
 
 use backend_sim::costs::Costs;
 use backend_sim::device::RunTimes;
-use backend_sim::{FaultRule, SharedSim, SimDevice, SimRunner};
-use lane_core::status_latch::{AclCode, ReturnCode};
+use backend_sim::{FaultRule, SimDevice};
+use lane_core::status_latch::ReturnCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, Profile, RunId, SlotId, Timestamp};
-use lane_driver::{
-    CompletionWaiter, Device, DevicePtr, EventHandle, PrepareError, RunArgs, Runner,
-};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
+use lane_core::{CodeRef, FinaliseFailure, Profile, RunId, SlotId};
+use lane_driver::testkit::{Call, Stall, TestDevice, Then};
+use lane_driver::{PrepareError, RunArgs, Runner};
+use lane_service::{LaneHandle, ServiceConfig, spawn};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
-use std::thread;
+use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 /// A simulated device for `profile` with `faults` installed.
@@ -37,249 +36,100 @@ pub fn sim(profile: &Profile, seed: u64, faults: &[FaultRule]) -> SimDevice {
     device
 }
 
-/// What the completion waiter's first `synchronize_event` does before answering.
-pub enum Stall {
-    /// Nothing special.
-    None,
-    /// Says when it starts, then blocks for real this long (ignoring its timeout: a hung
-    /// driver call).
-    Block(Duration, Sender<Instant>),
-    /// Says when it starts, sleeps this long, then panics.
-    Panic(Duration, Sender<Instant>),
-    /// Says when it starts; the awaited run completes only this long after, in real time.
-    /// Until then every wait sleeps its own timeout and returns 507047 (a long run on a
-    /// device that honours the wait's bound).
-    Slow(Duration, Sender<Instant>),
-    /// A slow run in progress: it completes at this instant.
-    Until(Instant),
+/// When the runner did something for each run.
+pub type Times = Arc<Mutex<Vec<(RunId, Instant)>>>;
+
+/// The threads the runner's callbacks ran on.
+pub type Threads = Arc<Mutex<Vec<(&'static str, ThreadId)>>>;
+
+/// `TestDevice` on the real clock whose next event wait stalls `lasts`, then does `then`;
+/// the receiver is told when it starts.
+pub fn stalled(lasts: Duration, then: Then) -> (TestDevice, Receiver<Instant>) {
+    let (started, rx) = mpsc::channel();
+    let device = TestDevice::real();
+    let mut stall = Stall::new(Call::SynchronizeEvent, lasts, then);
+    stall.started = Some(started);
+    device.script().stalls.push(stall);
+    (device, rx)
 }
 
-/// The simulator (shared with the service's completion waiter), whose waiter stalls in its
-/// first wait, and a flag set when dropped.
-pub struct Stalling {
-    pub inner: SharedSim,
-    /// Taken by the completion waiter (once).
-    pub stall: Arc<Mutex<Stall>>,
-    pub dropped: Arc<AtomicBool>,
-    /// When the runner prepared each run.
-    pub prepared: Arc<Mutex<Vec<(RunId, Instant)>>>,
-    /// When the runner launched each run (its AICPU kernel, the launch's last).
-    pub launched: Arc<Mutex<Vec<(RunId, Instant)>>>,
-    /// What `recent_error_message` answers (the executor and the waiter ask only after a
-    /// failed call).
-    pub message: Option<&'static str>,
-    /// The name of the thread each force reset was made on (`None`: an unnamed thread).
-    pub resets: Arc<Mutex<Vec<Option<String>>>>,
-    /// Set while a force reset is being made.
-    pub resetting: Arc<AtomicBool>,
-    /// How long each force reset takes (it sleeps that long with `resetting` set).
-    pub reset_takes: Duration,
+/// A lane of `config` on `device` and `runner`.
+pub fn lane_on(config: ServiceConfig, device: TestDevice, runner: Noting) -> LaneHandle {
+    spawn(config, move || Ok::<_, String>((device, runner))).expect("the lane starts")
 }
 
-impl Stalling {
-    pub fn new(inner: SimDevice, stall: Stall) -> Self {
-        Self {
-            inner: SharedSim::new(inner),
-            stall: Arc::new(Mutex::new(stall)),
-            dropped: Arc::new(AtomicBool::new(false)),
-            prepared: Arc::new(Mutex::new(Vec::new())),
-            launched: Arc::new(Mutex::new(Vec::new())),
-            message: None,
-            resets: Arc::new(Mutex::new(Vec::new())),
-            resetting: Arc::new(AtomicBool::new(false)),
-            reset_takes: Duration::ZERO,
+/// The runner on `TestDevice` (a run completes at its AICPU launch): it notes when each run
+/// was prepared and launched and, when `threads` is set, the thread of every callback;
+/// prepares and finalises on the thread named `slow_on` take 20 ms.
+#[derive(Clone, Default)]
+pub struct Noting {
+    pub prepared: Times,
+    pub launched: Times,
+    pub threads: Option<Threads>,
+    pub slow_on: Option<&'static str>,
+}
+
+impl Noting {
+    fn note(&self, what: &'static str) {
+        if let Some(threads) = &self.threads {
+            threads.lock().unwrap().push((what, thread::current().id()));
+        }
+        if matches!(what, "prepare" | "finalise")
+            && self.slow_on.is_some()
+            && self.slow_on == thread::current().name()
+        {
+            thread::sleep(Duration::from_millis(20));
         }
     }
 }
 
-impl Drop for Stalling {
-    fn drop(&mut self) {
-        self.dropped.store(true, Ordering::SeqCst);
-    }
-}
-
-impl Device for Stalling {
-    fn now(&mut self) -> Timestamp {
-        self.inner.now()
-    }
-    fn launch_context(&mut self, context: Option<lane_driver::LaunchContext>) {
-        self.inner.launch_context(context);
-    }
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.message.map(str::to_owned)
-    }
-    fn set_device(&mut self) -> Result<(), AclCode> {
-        self.inner.set_device()
-    }
-    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.inner.synchronize_device(timeout_ms)
-    }
-    fn reset_device_force(&mut self) -> Result<(), AclCode> {
-        let name = thread::current().name().map(str::to_owned);
-        self.resets.lock().unwrap().push(name);
-        self.resetting.store(true, Ordering::SeqCst);
-        thread::sleep(self.reset_takes);
-        let reset = self.inner.reset_device_force();
-        self.resetting.store(false, Ordering::SeqCst);
-        reset
-    }
-    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
-        self.inner.create_stream()
-    }
-    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.inner.destroy_stream(stream)
-    }
-    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.inner.destroy_stream_force(stream)
-    }
-    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
-        self.inner.create_event()
-    }
-    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        self.inner.record_event(event, stream)
-    }
-    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.inner.synchronize_event(event, timeout_ms)
-    }
-    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
-        self.inner.query_event(event)
-    }
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.inner.synchronize_stream(stream, timeout_ms)
-    }
-    fn stream_wait_event(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-    ) -> Result<(), AclCode> {
-        self.inner.stream_wait_event(stream, event)
-    }
-    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
-        self.inner.destroy_event(event)
-    }
-    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
-        self.inner.malloc(size)
-    }
-    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        self.inner.free(ptr)
-    }
-    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        self.inner.memcpy_to_device(dst, src)
-    }
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.inner.memcpy_from_device(dst, src)
-    }
-    fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
-        Ok(Box::new(StallingWaiter {
-            inner: self.inner.completion_waiter()?,
-            stall: Arc::clone(&self.stall),
-            message: self.message,
-        }))
-    }
-}
-
-/// The completion waiter of [`Stalling`]: its first wait stalls as the device says.
-pub struct StallingWaiter {
-    inner: Box<dyn CompletionWaiter + Send>,
-    stall: Arc<Mutex<Stall>>,
-    message: Option<&'static str>,
-}
-
-impl CompletionWaiter for StallingWaiter {
-    fn now(&mut self) -> Timestamp {
-        self.inner.now()
-    }
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.message.map(str::to_owned)
-    }
-    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.inner.synchronize_device(timeout_ms)
-    }
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.inner.synchronize_stream(stream, timeout_ms)
-    }
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.inner.memcpy_from_device(dst, src)
-    }
-    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        let stall = std::mem::replace(&mut *self.stall.lock().unwrap(), Stall::None);
-        match stall {
-            Stall::None => {}
-            Stall::Block(time, started) => {
-                let _ = started.send(Instant::now());
-                thread::sleep(time);
-            }
-            Stall::Panic(time, started) => {
-                let _ = started.send(Instant::now());
-                thread::sleep(time);
-                panic!("the device exploded in synchronize_event");
-            }
-            Stall::Slow(time, started) => {
-                let now = Instant::now();
-                let _ = started.send(now);
-                *self.stall.lock().unwrap() = Stall::Until(now + time);
-                return self.synchronize_event(event, timeout_ms);
-            }
-            Stall::Until(end) => {
-                let left = end.saturating_duration_since(Instant::now());
-                let bound = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
-                if left > bound {
-                    *self.stall.lock().unwrap() = Stall::Until(end);
-                    thread::sleep(bound);
-                    return Err(AclCode::RtEventSyncTimeout);
-                }
-                thread::sleep(left);
-            }
-        }
-        self.inner.synchronize_event(event, timeout_ms)
-    }
-}
-
-/// The simulator's runner, on the stalling device.
-pub struct StallingRunner;
-
-impl Runner<Stalling> for StallingRunner {
+impl Runner<TestDevice> for Noting {
     fn prepare_run(
         &mut self,
-        device: &mut Stalling,
+        _: &mut TestDevice,
         run: RunId,
-        slot: SlotId,
-        diagnostics: bool,
+        _: SlotId,
+        _: bool,
     ) -> Result<(), PrepareError> {
-        device.prepared.lock().unwrap().push((run, Instant::now()));
-        SimRunner.prepare_run(&mut device.inner, run, slot, diagnostics)
+        self.note("prepare");
+        self.prepared.lock().unwrap().push((run, Instant::now()));
+        Ok(())
     }
     fn launch_aicore(
         &mut self,
-        device: &mut Stalling,
-        stream: StreamHandle,
-        args: &RunArgs,
+        _: &mut TestDevice,
+        _: StreamHandle,
+        _: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        SimRunner.launch_aicore(&mut device.inner, stream, args)
+        self.note("launch_aicore");
+        Ok(())
     }
     fn launch_aicpu(
         &mut self,
-        device: &mut Stalling,
-        stream: StreamHandle,
+        device: &mut TestDevice,
+        _: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        device
-            .launched
+        self.note("launch_aicpu");
+        self.launched
             .lock()
             .unwrap()
             .push((args.run, Instant::now()));
-        SimRunner.launch_aicpu(&mut device.inner, stream, args)
+        device.complete(args);
+        Ok(())
     }
     fn finalise_run(
         &mut self,
-        device: &mut Stalling,
-        run: RunId,
-        slot: SlotId,
-        copy_back: bool,
+        _: &mut TestDevice,
+        _: RunId,
+        _: SlotId,
+        _: bool,
     ) -> Result<(), FinaliseFailure> {
-        SimRunner.finalise_run(&mut device.inner, run, slot, copy_back)
+        self.note("finalise");
+        Ok(())
     }
-    fn upload_code(&mut self, device: &mut Stalling, code: CodeRef) -> Result<(), ReturnCode> {
-        SimRunner.upload_code(&mut device.inner, code)
+    fn upload_code(&mut self, _: &mut TestDevice, _: CodeRef) -> Result<(), ReturnCode> {
+        self.note("upload");
+        Ok(())
     }
 }
