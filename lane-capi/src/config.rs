@@ -10,9 +10,10 @@ use crate::device_ops::DeviceOps;
 use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
-    RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
-    RunLaneConcurrency, RunLaneConfig, RunLaneDrive, RunLaneHeaderLayout, RunLaneProfile,
-    RunLaneRecovery, RunLaneRunner, RunLaneStatus, RunLaneVerdictChannel,
+    RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_RUNNER_RESERVED,
+    RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend, RunLaneConcurrency, RunLaneConfig, RunLaneDrive,
+    RunLaneHeaderLayout, RunLaneProfile, RunLaneRecovery, RunLaneRunner, RunLaneStatus,
+    RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
@@ -202,6 +203,7 @@ pub struct Settings {
 /// timeouts, device 0, library searched, no callbacks.
 pub const fn default_config() -> RunLaneConfig {
     RunLaneConfig {
+        size: size_of::<RunLaneConfig>() as u32,
         abi_version: RUN_LANE_ABI_VERSION,
         profile: RunLaneProfile::A2a3 as u32,
         backend: RunLaneBackend::Acl as u32,
@@ -229,6 +231,7 @@ pub const fn default_config() -> RunLaneConfig {
             after_reset: None,
             on_launched: None,
             finalise_verdict: None,
+            reserved: [std::ptr::null_mut(); RUN_LANE_RUNNER_RESERVED],
         },
         workers: 0,
         prepare_window: 0,
@@ -254,8 +257,8 @@ fn invalid(message: String) -> Error {
 /// # Safety
 ///
 /// `config.acl_library_path` is NULL or a NUL-terminated string readable for this call;
-/// `config.device_ops` is NULL or points to a readable `RunLaneDeviceOps` (read only for
-/// `RUN_LANE_BACKEND_DEVICE_OPS`).
+/// `config.device_ops` is NULL or points to a readable `RunLaneDeviceOps` of the `size` its
+/// first field states (read only for `RUN_LANE_BACKEND_DEVICE_OPS`).
 pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
     if config.abi_version != RUN_LANE_ABI_VERSION {
         return Err(Error::new(
@@ -266,6 +269,13 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
                 config.abi_version
             ),
         ));
+    }
+    if let Some(entry) = config.runner.reserved.iter().position(|e| !e.is_null()) {
+        return Err(invalid(format!(
+            "runner.reserved[{entry}] is not NULL: the client sets a runner callback this \
+             library (ABI {RUN_LANE_ABI_VERSION}) does not know; link the library its run_lane.h \
+             came with (or a newer one), or leave the reserved entries NULL"
+        )));
     }
     if config.workers > RUN_LANE_MAX_WORKERS {
         return Err(invalid(format!(
@@ -384,15 +394,16 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             }
         }
         b if b == RunLaneBackend::DeviceOps as u32 => {
-            // SAFETY: NULL or a readable table (this function's contract).
-            let table = unsafe { config.device_ops.as_ref() }.ok_or_else(|| {
-                invalid(
+            if config.device_ops.is_null() {
+                return Err(invalid(
                     "RUN_LANE_BACKEND_DEVICE_OPS needs device_ops: point it at the runtime's \
                      RunLaneDeviceOps (every entry the header marks Required set)"
                         .to_owned(),
-                )
-            })?;
-            device_ops_backend(config, table, (&profile, recovery))?
+                ));
+            }
+            // SAFETY: non-NULL; a table `size` bytes long (this function's contract).
+            let table = unsafe { crate::sized::read_in(config.device_ops) }?;
+            device_ops_backend(config, &table, (&profile, recovery))?
         }
         other => {
             return Err(invalid(format!(

@@ -20,6 +20,7 @@
 //! | [`runner`] | [`CRunner`]: the vtable as a `lane_driver::Runner`, then a model runner |
 //! | [`outcome`] | outcomes and close reports as C structs (strings in fixed buffers) |
 //! | [`registry`] | live handles: opaque tokens, checked on every call |
+//! | [`sized`] | size-prefixed structs (ABI 13): read and written by the caller's `size` |
 //! | [`error`] | status codes, the thread-local last error, the panic guard |
 //!
 //! **Invariant:** nothing undefined crosses the boundary from our side. Every function
@@ -48,6 +49,7 @@ pub mod error;
 pub mod outcome;
 pub mod registry;
 pub mod runner;
+pub mod sized;
 pub mod types;
 
 pub use api::{
