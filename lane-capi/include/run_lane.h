@@ -1116,6 +1116,12 @@ typedef struct RunLaneConfig {
   // runtime's offsets: a runtime without result records (`STREAM_SYNC`) would see its
   // latched failures read as clean.
   uint32_t header_layout;
+  // ACL (ABI 13): use the libascendcl the process already loaded (the runtime's copy) when
+  // there is one, before `acl_library_path` and the search: found by its soname or as a
+  // loaded `libascendcl.so*`, reopened with `RTLD_NOLOAD`, so no second copy is mapped and
+  // the lane shares the runtime's ACL state. `false` (the default): `acl_library_path` or
+  // the search. `run_lane_acl_library` names the copy a lane uses.
+  bool acl_prefer_loaded;
 } RunLaneConfig;
 
 // What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
@@ -1263,6 +1269,21 @@ RunLaneStatus run_lane_report_device_fault(uint32_t device_id,
 // `report_out` is NULL (an error) or writable; any handle value is checked.
 RunLaneStatus run_lane_notice_monitor(struct RunLane *lane,
                                       struct RunLaneNoticeMonitorReport *report_out);
+
+// Writes the path of the libascendcl the lane runs on (ABI 13), NUL-terminated, into
+// `path_out` (`capacity` bytes): the file the dynamic loader mapped, so with
+// `RunLaneConfig::acl_prefer_loaded` the copy the process already loaded, when there was
+// one. `REFUSED` when the lane is not on the ACL backend (nothing written) or when the path
+// and its NUL need more than `capacity` bytes (the message says how many; nothing written).
+// Returns at once (allowed from callbacks).
+//
+// # Safety
+//
+// `path_out` is NULL (an error) or writable for `capacity` bytes; any handle value is
+// checked.
+RunLaneStatus run_lane_acl_library(struct RunLane *lane,
+                                   char *path_out,
+                                   size_t capacity);
 
 // Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
 // slots and timeouts, device 0, the library searched, no callbacks. Set `config->size` first

@@ -44,6 +44,9 @@ struct Lane {
     /// How installing the fault notice monitor went at the device's open (`None`: the
     /// simulator, which has none).
     notice_monitor: Option<NoticeMonitor>,
+    /// The libascendcl the lane's device runs on, as the loader mapped it (`None`: not the
+    /// ACL backend).
+    acl_library: Option<std::path::PathBuf>,
     /// The lane's device id, held until the lane is dropped, after its threads are joined
     /// (L-25; `None`: the simulator, whose device is the lane's own).
     _claim: Option<DeviceClaim>,
@@ -280,6 +283,9 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     // which the spawn waits for.
     let monitor: Arc<OnceLock<NoticeMonitor>> = Arc::new(OnceLock::new());
     let lane_monitor = Arc::clone(&monitor);
+    // The libascendcl the device's open loaded (ACL only), set by the same `make`.
+    let library: Arc<OnceLock<std::path::PathBuf>> = Arc::new(OnceLock::new());
+    let lane_library = Arc::clone(&library);
     let mut claim = None;
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
@@ -317,6 +323,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             device_id,
             library,
             notice_monitor,
+            prefer_loaded,
         } => {
             // L-25: one lane per device id, refused before anything is opened.
             let held = claims::claim(device_id, serial)
@@ -329,6 +336,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                 profile,
                 init: false,
                 notice_monitor,
+                prefer_loaded,
             };
             let profile = match settings.profile {
                 ProfileChoice::Fixed(profile) => profile,
@@ -374,6 +382,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     })?;
                     let _ = lane_binding.set(Binding::Acl(device.worker_binding()));
                     let _ = lane_monitor.set(device.notice_monitor().clone());
+                    let _ = lane_library.set(device.library_path().to_path_buf());
                     let runner = CRunner::new(vtable, runner_requests, NoModel, None, serial)
                         .reading_text_from(Binding::Acl(device.worker_binding()));
                     Ok::<_, String>((device, runner))
@@ -432,6 +441,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
         shows: vtable.get().on_outcome.is_some(),
         serial,
         notice_monitor: monitor.get().cloned(),
+        acl_library: library.get().cloned(),
         _claim: claim,
     })
 }
@@ -565,6 +575,56 @@ pub unsafe extern "C" fn run_lane_notice_monitor(
         let report = monitor_to_c(lane.notice_monitor.as_ref());
         // SAFETY: NULL or writable (the caller's contract); NULL is refused.
         unsafe { write_out(report_out, report, "report_out") }?;
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Writes the path of the libascendcl the lane runs on (ABI 13), NUL-terminated, into
+/// `path_out` (`capacity` bytes): the file the dynamic loader mapped, so with
+/// `RunLaneConfig::acl_prefer_loaded` the copy the process already loaded, when there was
+/// one. `REFUSED` when the lane is not on the ACL backend (nothing written) or when the path
+/// and its NUL need more than `capacity` bytes (the message says how many; nothing written).
+/// Returns at once (allowed from callbacks).
+///
+/// # Safety
+///
+/// `path_out` is NULL (an error) or writable for `capacity` bytes; any handle value is
+/// checked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_acl_library(
+    lane: *mut RunLane,
+    path_out: *mut c_char,
+    capacity: usize,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        if path_out.is_null() {
+            return Err(Error::null("path_out"));
+        }
+        let path = lane.acl_library.as_ref().ok_or_else(|| {
+            Error::new(
+                RunLaneStatus::Refused,
+                "the lane is not on the ACL backend: it loaded no libascendcl",
+            )
+        })?;
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.len() >= capacity {
+            return Err(Error::new(
+                RunLaneStatus::Refused,
+                format!(
+                    "the libascendcl path needs {} bytes with its NUL, capacity is {capacity}: \
+                     pass a larger buffer (PATH_MAX, 4096, always fits)",
+                    bytes.len() + 1
+                ),
+            ));
+        }
+        // SAFETY: `path_out` is writable for `capacity` bytes (the caller's contract), more
+        // than the path and its NUL; the path is ours, so the two do not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), path_out.cast::<u8>(), bytes.len());
+            path_out.add(bytes.len()).write(0);
+        }
         Ok(RunLaneStatus::Ok)
     })
 }

@@ -34,6 +34,8 @@ pub enum BackendChoice {
         library: Option<PathBuf>,
         /// Install the library's fault notice handler (L-19).
         notice_monitor: bool,
+        /// Use the libascendcl the process already loaded, when there is one.
+        prefer_loaded: bool,
     },
     /// The runtime's own device layer, through its table (L-22).
     DeviceOps {
@@ -61,16 +63,19 @@ impl PartialEq for BackendChoice {
                     device_id,
                     library,
                     notice_monitor,
+                    prefer_loaded,
                 },
                 Self::Acl {
                     device_id: other_device_id,
                     library: other_library,
                     notice_monitor: other_notice_monitor,
+                    prefer_loaded: other_prefer_loaded,
                 },
             ) => {
                 device_id == other_device_id
                     && library == other_library
                     && notice_monitor == other_notice_monitor
+                    && prefer_loaded == other_prefer_loaded
             }
             (
                 Self::DeviceOps { device_id, ops },
@@ -245,6 +250,7 @@ pub const fn default_config() -> RunLaneConfig {
         drive: RunLaneDrive::LaneThreads as u32,
         finalise_before_launch: false,
         header_layout: RunLaneHeaderLayout::TensormapAndRingbuffer as u32,
+        acl_prefer_loaded: false,
     }
 }
 
@@ -391,6 +397,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
                 device_id: config.device_id,
                 library,
                 notice_monitor: config.fault_notice_monitor,
+                prefer_loaded: config.acl_prefer_loaded,
             }
         }
         b if b == RunLaneBackend::DeviceOps as u32 => {

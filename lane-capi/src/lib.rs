@@ -53,7 +53,7 @@ pub mod sized;
 pub mod types;
 
 pub use api::{
-    run_lane_abi_version, run_lane_activate, run_lane_cancel, run_lane_close,
+    run_lane_abi_version, run_lane_acl_library, run_lane_activate, run_lane_cancel, run_lane_close,
     run_lane_config_default, run_lane_create, run_lane_destroy, run_lane_destroy_with_report,
     run_lane_device_reset, run_lane_last_error, run_lane_notice_monitor, run_lane_poll,
     run_lane_publish, run_lane_report_device_fault, run_lane_run_state, run_lane_submit,

@@ -688,6 +688,12 @@ pub struct RunLaneConfig {
     /// runtime's offsets: a runtime without result records (`STREAM_SYNC`) would see its
     /// latched failures read as clean.
     pub header_layout: u32,
+    /// ACL (ABI 13): use the libascendcl the process already loaded (the runtime's copy) when
+    /// there is one, before `acl_library_path` and the search: found by its soname or as a
+    /// loaded `libascendcl.so*`, reopened with `RTLD_NOLOAD`, so no second copy is mapped and
+    /// the lane shares the runtime's ACL state. `false` (the default): `acl_library_path` or
+    /// the search. `run_lane_acl_library` names the copy a lane uses.
+    pub acl_prefer_loaded: bool,
 }
 
 /// A run as a callback sees it.
