@@ -97,8 +97,9 @@
 #define RUN_LANE_INIT(x) (memset(&(x), 0, sizeof(x)), (x).size = (uint32_t)sizeof(x))
 
 // The ABI version this library implements. A config whose `abi_version` differs is refused
-// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
-// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
+// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Up to
+// 12 it was bumped on any change to a struct's layout or a function's signature; from 13 on,
+// only on an incompatible change (a struct grows at its end without a bump: `size`). 3: `RunLaneCloseReport`
 // reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 // `run_lane_destroy_with_report` returns the final report. 7: `RunLaneConfig` grew
 // `check_invariants`, off by default. 8: who recovers (`RunLaneConfig::recovery`), the
