@@ -668,6 +668,7 @@ mod tests {
                 device_id: 0,
                 library: Some(PathBuf::from("/opt/libascendcl.so")),
                 notice_monitor: false,
+                prefer_loaded: false,
             }
         );
     }

@@ -19,10 +19,8 @@ fn last_error() -> String {
 fn sim_lane() -> *mut RunLane {
     let mut config = init::<RunLaneConfig>();
     // SAFETY: a sized config.
-    assert_eq!(
-        unsafe { run_lane_config_default(config.as_mut_ptr()) },
-        RunLaneStatus::Ok
-    );
+    let status = unsafe { run_lane_config_default(config.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok);
     // SAFETY: filled by run_lane_config_default.
     let mut config = unsafe { config.assume_init() };
     config.backend = RunLaneBackend::Sim as u32;
