@@ -597,7 +597,8 @@ pub struct RunLaneConcurrency {
     pub prepares_at_once: u8,
 }
 
-/// How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
+/// How to create a lane. Set its size (`RUN_LANE_INIT(config)`), fill it with
+/// `run_lane_config_default`, then set fields.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneConfig {
@@ -743,7 +744,8 @@ pub struct RunLaneRunArgs {
     pub queued: bool,
 }
 
-/// One run to submit. Zeroed (`= {}`) is a plain run.
+/// One run to submit. `RUN_LANE_INIT(submit)` (zeroed, `size` set) is a plain run; a zeroed
+/// struct without its size is refused (ABI 13).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunLaneSubmit {

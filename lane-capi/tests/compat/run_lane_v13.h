@@ -1027,7 +1027,8 @@ typedef struct RunLaneDeviceOps {
   const char *(*recent_error_message)(void *user);
 } RunLaneDeviceOps;
 
-// How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
+// How to create a lane. Set its size (`RUN_LANE_INIT(config)`), fill it with
+// `run_lane_config_default`, then set fields.
 typedef struct RunLaneConfig {
   // `sizeof(RunLaneConfig)` as the caller's header declares it (ABI 13; set it before `run_lane_config_default`, e.g. with `RUN_LANE_INIT`): the library reads (and `run_lane_config_default` writes) only that many bytes. See "Sizes" in docs/embedding.md.
   uint32_t size;
@@ -1175,7 +1176,8 @@ typedef struct RunLaneCloseReport {
   uint64_t untaken_ids[RUN_LANE_UNTAKEN_IDS];
 } RunLaneCloseReport;
 
-// One run to submit. Zeroed (`= {}`) is a plain run.
+// One run to submit. `RUN_LANE_INIT(submit)` (zeroed, `size` set) is a plain run; a zeroed
+// struct without its size is refused (ABI 13).
 typedef struct RunLaneSubmit {
   // `sizeof(RunLaneSubmit)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library reads only that many bytes. See "Sizes" in docs/embedding.md.
   uint32_t size;
