@@ -727,14 +727,14 @@ fn destroy(
     what: &str,
 ) -> Result<RunLaneStatus, Error> {
     LANES.get(lane)?.not_in_callback(what)?;
+    if !report_out.is_null() {
+        // SAFETY: non-NULL; readable (the callers' contract). Checked before the handle is
+        // taken, so a refused size leaves the lane as it was.
+        unsafe { sized::check_out(report_out) }?;
+    }
     let lane = LANES.remove(lane)?;
     // Shut down whatever other references exist (a call in flight on another thread holds
     // one): the threads are joined here, so no callback runs after this returns.
-    if !report_out.is_null() {
-        // SAFETY: non-NULL; readable (the callers' contract). Checked before the shutdown, so
-        // a refused size leaves the lane as it was.
-        unsafe { sized::check_out(report_out) }?;
-    }
     let shutdown = lane.handle.shut_down().map_err(|e| service_error(&e))?;
     // Every item has its outcome now: what is still in the lane was never taken.
     let untaken = lane.handle.take_untaken();

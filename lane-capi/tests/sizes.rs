@@ -202,3 +202,21 @@ fn a_close_report_counts_nothing_untaken_while_outcomes_may_still_be_taken() {
     // SAFETY: a valid handle.
     assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
 }
+
+#[test]
+fn a_destroy_whose_report_size_is_refused_leaves_the_lane_to_destroy_again() {
+    let lane = sim_lane();
+    let mut report = init::<RunLaneCloseReport>();
+    // SAFETY: writing the size field of our own struct.
+    unsafe { (*report.as_mut_ptr()).size = 3 };
+    // SAFETY: a report whose size says 3 bytes.
+    let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::AbiMismatch);
+    assert!(
+        last_error().contains("RunLaneCloseReport"),
+        "{}",
+        last_error()
+    );
+    // SAFETY: the handle is still live.
+    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+}
