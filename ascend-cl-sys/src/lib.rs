@@ -43,6 +43,6 @@ pub mod types;
 pub use api::{Acl, CallError, OPTIONAL_SYMBOLS, SYMBOLS, Unavailable};
 pub use loader::{
     Attempt, AttemptFailure, Candidate, ENV_EXPLICIT, ENV_HOMES, FALLBACK_LIBRARIES, LIBRARY_NAME,
-    LoadError, Search, Source, is_stub_path, missing_symbols, required_version,
+    LoadError, Search, Source, is_stub_path, loaded_library, missing_symbols, required_version,
 };
 pub use types::*;

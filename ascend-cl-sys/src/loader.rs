@@ -36,6 +36,9 @@ pub enum Source {
     Prefix,
     /// A bare `dlopen("libascendcl.so")`: the loader's own search (`LD_LIBRARY_PATH`, cache).
     Bare,
+    /// The copy the process already loaded ([`Search::prefer_loaded`], [`loaded_library`]):
+    /// reopened with `RTLD_NOLOAD`, so no second copy is mapped.
+    Loaded,
 }
 
 impl fmt::Display for Source {
@@ -45,6 +48,7 @@ impl fmt::Display for Source {
             Self::Env(var) => write!(f, "${var}"),
             Self::Prefix => f.write_str("default install prefix"),
             Self::Bare => f.write_str("bare dlopen"),
+            Self::Loaded => f.write_str("already loaded"),
         }
     }
 }
@@ -233,6 +237,8 @@ pub struct Search {
     bare: bool,
     /// Symbols looked up as absent ([`Search::hiding`]).
     hidden: Vec<String>,
+    /// Try the copy the process already loaded first ([`Search::prefer_loaded`]).
+    prefer_loaded: bool,
 }
 
 impl fmt::Debug for Search {
@@ -260,6 +266,7 @@ impl Search {
             prefixes: None,
             bare: true,
             hidden: Vec::new(),
+            prefer_loaded: false,
         }
     }
 
@@ -274,6 +281,18 @@ impl Search {
     #[must_use]
     pub fn prefixes(mut self, prefixes: Vec<PathBuf>) -> Self {
         self.prefixes = Some(prefixes);
+        self
+    }
+
+    /// Whether to use the libascendcl the process already loaded (the embedding runtime's
+    /// copy) before any other candidate, the explicit path included (default: no). Found by
+    /// its soname (`dlopen("libascendcl.so", RTLD_NOLOAD)`) or, failing that, as a loaded
+    /// object whose file is named `libascendcl.so*` ([`loaded_library`]); reopened with
+    /// `RTLD_NOLOAD`, so no second copy is mapped and the lane shares the runtime's ACL state.
+    /// [`Acl::path`] names the copy used. When none is loaded the search goes on as usual.
+    #[must_use]
+    pub fn prefer_loaded(mut self, prefer: bool) -> Self {
+        self.prefer_loaded = prefer;
         self
     }
 
@@ -369,6 +388,18 @@ impl Search {
     /// [`LoadError::NotLoaded`] listing each candidate and why it failed.
     pub fn open(&self) -> Result<Acl, LoadError> {
         let mut attempts = Vec::new();
+        if self.prefer_loaded {
+            if let Some(path) = loaded_library() {
+                let candidate = Candidate {
+                    path,
+                    source: Source::Loaded,
+                };
+                match open_candidate(&candidate, &self.hidden) {
+                    Ok(acl) => return Ok(acl),
+                    Err(failure) => attempts.push(Attempt { candidate, failure }),
+                }
+            }
+        }
         for candidate in self.candidates() {
             match open_candidate(&candidate, &self.hidden) {
                 Ok(acl) => return Ok(acl),
@@ -414,7 +445,7 @@ fn open_candidate(candidate: &Candidate, hidden: &[String]) -> Result<Acl, Attem
     if !is_bare(path) && !path.exists() {
         return Err(AttemptFailure::NotFound);
     }
-    let mut libraries = Libraries::open(path, hidden)?;
+    let mut libraries = Libraries::open(path, hidden, candidate.source == Source::Loaded)?;
     let acl = Acl::resolve(path.clone(), &mut libraries)?;
     // The name given may be a bare name or a symlink: ask the loader which file it mapped.
     let resolved = mapped_file(acl.init_address()).unwrap_or_else(|| path.clone());
@@ -456,8 +487,14 @@ pub(crate) struct Libraries {
 }
 
 impl Libraries {
-    fn open(path: &Path, hidden: &[String]) -> Result<Self, AttemptFailure> {
-        let primary = dlopen(path)?;
+    /// Opens the primary library at `path`; `loaded`: only a copy already loaded
+    /// (`RTLD_NOLOAD`), never a new one.
+    fn open(path: &Path, hidden: &[String], loaded: bool) -> Result<Self, AttemptFailure> {
+        let primary = if loaded {
+            dlopen_flags(path, RTLD_NOW | RTLD_GLOBAL | libc::RTLD_NOLOAD)?
+        } else {
+            dlopen(path)?
+        };
         Ok(Self {
             primary_path: path.to_path_buf(),
             opened: vec![primary],
@@ -532,11 +569,85 @@ impl Libraries {
 }
 
 fn dlopen(path: &Path) -> Result<Library, AttemptFailure> {
+    dlopen_flags(path, RTLD_NOW | RTLD_GLOBAL)
+}
+
+/// `dlopen(path, flags)`: RTLD_NOW makes a broken library fail here, not at its first call,
+/// and RTLD_GLOBAL is how CANN's own loaders open it (ascend-cl.md §1.1); RTLD_NOLOAD, where
+/// given, only reopens a copy already loaded.
+fn dlopen_flags(path: &Path, flags: core::ffi::c_int) -> Result<Library, AttemptFailure> {
     // SAFETY: opening a library runs its initialisers. CANN's and the fake's are sound to run
-    // on any thread; RTLD_NOW makes a broken library fail here, not at its first call, and
-    // RTLD_GLOBAL is how CANN's own loaders open it (ascend-cl.md §1.1).
-    unsafe { Library::open(Some(path.as_os_str()), RTLD_NOW | RTLD_GLOBAL) }
+    // on any thread (and a copy already loaded runs none again).
+    unsafe { Library::open(Some(path.as_os_str()), flags) }
         .map_err(|e| AttemptFailure::Open(e.to_string()))
+}
+
+/// The file of the libascendcl the process already loaded, if any: the object the dynamic
+/// loader knows by the soname `libascendcl.so` (the file `dladdr` names for its `aclInit`),
+/// else the first loaded object whose file is named `libascendcl.so` or `libascendcl.so.*`.
+/// Loads nothing.
+#[must_use]
+pub fn loaded_library() -> Option<PathBuf> {
+    by_soname().or_else(by_file_name)
+}
+
+/// The loaded object whose soname is `libascendcl.so`, by the file `dladdr` names for its
+/// `aclInit`.
+fn by_soname() -> Option<PathBuf> {
+    let name = std::ffi::CString::new(LIBRARY_NAME).ok()?;
+    // SAFETY: RTLD_NOLOAD loads nothing and runs no initialiser: it returns a handle (one
+    // more reference) to an object already loaded, or NULL.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return None;
+    }
+    // SAFETY: a live handle; the name is NUL-terminated.
+    let init = unsafe { libc::dlsym(handle, c"aclInit".as_ptr()) };
+    let path = if init.is_null() {
+        None
+    } else {
+        mapped_file(init.cast_const())
+    };
+    // SAFETY: drops the reference this function's dlopen took; the object stays loaded by
+    // whoever loaded it first.
+    unsafe { libc::dlclose(handle) };
+    path
+}
+
+/// The first loaded object whose file is named `libascendcl.so` or `libascendcl.so.*`
+/// (`dl_iterate_phdr`).
+fn by_file_name() -> Option<PathBuf> {
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut core::ffi::c_void,
+    ) -> core::ffi::c_int {
+        // SAFETY: the loader passes a valid `info` for the call; `data` is the
+        // `Option<PathBuf>` below, borrowed mutably for the iteration only.
+        let (info, found) = unsafe { (&*info, &mut *data.cast::<Option<PathBuf>>()) };
+        if info.dlpi_name.is_null() {
+            return 0;
+        }
+        // SAFETY: a NUL-terminated name owned by the loader, valid during the call.
+        let name = unsafe { CStr::from_ptr(info.dlpi_name) };
+        use std::os::unix::ffi::OsStrExt;
+        let path = Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
+        let matches = path.file_name().is_some_and(|file| {
+            let file = file.as_bytes();
+            file == LIBRARY_NAME.as_bytes()
+                || file.starts_with(format!("{LIBRARY_NAME}.").as_bytes())
+        });
+        if matches {
+            *found = Some(path.to_path_buf());
+            return 1;
+        }
+        0
+    }
+    let mut found: Option<PathBuf> = None;
+    // SAFETY: `visit` matches the callback's prototype and only reads what the loader passes;
+    // `found` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut found).cast()) };
+    found
 }
 
 /// [`AttemptFailure::MissingSymbol`] for `missing` (non-empty, declaration order) from

@@ -122,6 +122,7 @@ pub fn run(options: &CheckOptions) -> CheckReport {
         // This process is the only ACL user: it initialises (100002 counts as success).
         init: true,
         notice_monitor: false,
+        prefer_loaded: false,
     };
     let mut report = CheckReport {
         library: None,

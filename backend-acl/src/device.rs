@@ -53,15 +53,16 @@ pub enum Library {
 }
 
 impl Library {
-    /// Loads it.
-    fn load(&self) -> Result<Acl, ascend_cl_sys::LoadError> {
+    /// Loads it; `prefer_loaded`: the copy the process already loaded first, if any
+    /// (`ascend_cl_sys::Search::prefer_loaded`).
+    fn load(&self, prefer_loaded: bool) -> Result<Acl, ascend_cl_sys::LoadError> {
+        let search = Search::from_env().prefer_loaded(prefer_loaded);
         match self {
-            Self::Search => Search::from_env().open(),
-            Self::Path(path) => Acl::open(path),
-            Self::PathHiding { path, hidden } => Search::from_env()
-                .explicit(path)
-                .hiding(hidden.iter().cloned())
-                .open(),
+            Self::Search => search.open(),
+            Self::Path(path) => search.explicit(path).open(),
+            Self::PathHiding { path, hidden } => {
+                search.explicit(path).hiding(hidden.iter().cloned()).open()
+            }
         }
     }
 }
@@ -83,6 +84,11 @@ pub struct AclConfig {
     /// wins, and HCCL or the embedding may own it). Off: the embedding forwards notices with
     /// `lane_driver::report_device_fault`.
     pub notice_monitor: bool,
+    /// Use the libascendcl the process already loaded (the embedding runtime's copy) when
+    /// there is one, before `library` (`ascend_cl_sys::Search::prefer_loaded`): no second
+    /// copy is mapped, so the lane shares the runtime's ACL state. [`AclDevice::library_path`]
+    /// names the copy used.
+    pub prefer_loaded: bool,
 }
 
 impl Default for AclConfig {
@@ -94,6 +100,7 @@ impl Default for AclConfig {
             profile: None,
             init: false,
             notice_monitor: false,
+            prefer_loaded: false,
         }
     }
 }
@@ -207,7 +214,7 @@ impl AclDevice {
     /// symbol), a failed `aclInit`, no device, a bad device id, an unknown SoC without an
     /// explicit profile, an op timeout not below the host wait, or a failed call.
     pub fn open(config: AclConfig) -> Result<(Self, Profile), AclError> {
-        let acl = config.library.load()?;
+        let acl = config.library.load(config.prefer_loaded)?;
         let initialised_here = if config.init {
             // SAFETY: a NULL config path is allowed (ascend-cl.md §2.1).
             let code = unsafe { acl.aclInit(core::ptr::null()) };
@@ -300,7 +307,7 @@ impl AclDevice {
     ///
     /// As [`AclDevice::open`], but for the op timeout.
     pub fn probe_profile(config: &AclConfig) -> Result<Profile, AclError> {
-        let acl = config.library.load()?;
+        let acl = config.library.load(config.prefer_loaded)?;
         let (_, _, profile) = Self::identify(&acl, config)?;
         bind_calling_thread(&acl, config.device_id, &reset_count(config.device_id))?;
         Ok(profile)
@@ -332,6 +339,13 @@ impl AclDevice {
     #[must_use]
     pub fn acl(&self) -> &Acl {
         &self.acl
+    }
+
+    /// The libascendcl this device runs on: the file the dynamic loader mapped (the copy the
+    /// process already loaded, with [`AclConfig::prefer_loaded`] and one loaded).
+    #[must_use]
+    pub fn library_path(&self) -> &std::path::Path {
+        self.acl.path()
     }
 
     /// The logical device id.

@@ -563,6 +563,7 @@ public:
         }
         ops_ = device_table();
         RunLaneConfig config;
+        RUN_LANE_INIT(config);
         CHECK_STATUS(run_lane_config_default(&config), RUN_LANE_STATUS_OK, "config_default");
         config.backend = RUN_LANE_BACKEND_DEVICE_OPS;
         config.device_ops = &ops_;
@@ -591,7 +592,7 @@ public:
     // The runtime's calls into the lane: each sets the thread's trace context first.
     RunLaneStatus submit(uint64_t tag, uint64_t *run) {
         TraceScope trace(this, "submit");
-        RunLaneSubmit request = {};
+        RunLaneSubmit request; RUN_LANE_INIT(request);
         request.has_tag = true;
         request.tag = tag;
         request.copy_back = true;
@@ -612,7 +613,7 @@ public:
 
     // run_lane_wait for a run that must end within the host wait: its outcome.
     RunLaneOutcome outcome_of(uint64_t run) {
-        RunLaneOutcome outcome = {};
+        RunLaneOutcome outcome; RUN_LANE_INIT(outcome);
         CHECK_STATUS(wait(run, 10000, &outcome), RUN_LANE_STATUS_OK, "wait for run " + std::to_string(run));
         CHECK(outcome.id == run, "the wait returns the run waited for");
         return outcome;
@@ -646,7 +647,7 @@ public:
     // Destroys the lane (its final report), then the runtime's own streams, which the lane
     // gave back and never destroyed.
     RunLaneCloseReport shut_down() {
-        RunLaneCloseReport report = {};
+        RunLaneCloseReport report; RUN_LANE_INIT(report);
         if (lane_ != nullptr) {
             TraceScope trace(this, "destroy");
             CHECK_STATUS(run_lane_destroy_with_report(lane_, &report), RUN_LANE_STATUS_OK, "destroy");
@@ -743,7 +744,7 @@ private:
     // The table: every required entry and query_event (a caller's poll looks at a run without
     // waiting). No reset_device_force: the runtime owns recovery, so the lane never resets.
     RunLaneDeviceOps device_table() {
-        RunLaneDeviceOps ops = {};
+        RunLaneDeviceOps ops; RUN_LANE_INIT(ops);
         ops.user = this;
         ops.bind = [](void *u) {
             Runtime *rt = entry(u, "bind");
@@ -894,7 +895,7 @@ private:
 
     Device &device_;
     Options options_;
-    RunLaneDeviceOps ops_ = {};
+    RunLaneDeviceOps ops_ = {};  // device_table() fills it, size included
     RunLane *lane_ = nullptr;
     std::thread::id driving_thread_;
     std::vector<OwnStream> own_streams_;
@@ -966,7 +967,7 @@ void on_its_own_streams_the_caller_driving(AclDevice &device) {
     for (uint64_t tag = 1; tag <= 6; ++tag) {
         CHECK(rt.count("finalise", tag) == 1 && rt.copied_back(tag), "each run finalised once, copied back");
     }
-    RunLaneCloseReport report = {};
+    RunLaneCloseReport report; RUN_LANE_INIT(report);
     CHECK_STATUS(rt.close(&report), RUN_LANE_STATUS_OK, "close");
     CHECK(!report.poisoned && !report.device_lost, "nothing poisoned");
     const uint64_t calls = rt.table_calls();
@@ -997,7 +998,7 @@ void after_an_aicore_exception_the_runtime_recovers_its_device(AclDevice &device
     CHECK(taken_down.verdict == RUN_LANE_VERDICT_POISONED && taken_down.origin == first,
           "its successor is poisoned by it");
     // Every item has its verdict: the lane told the runtime, once.
-    RunLaneOutcome none = {};
+    RunLaneOutcome none; RUN_LANE_INIT(none);
     CHECK_STATUS(rt.poll(&none), RUN_LANE_STATUS_EMPTY, "nothing more to take");
     CHECK(rt.poisons() == 1, "on_poison once");
     CHECK(rt.first("on_poison", 0) > rt.first("on_outcome", 2), "on_poison after every item had its verdict");
@@ -1039,7 +1040,7 @@ void a_successor_is_prepared_and_queued_while_the_first_runs(StubDevice &stub) {
     CHECK(rt.call_of("prepare", 2) == "submit", "run 2 prepared inside its submit");
     CHECK(rt.call_of("launch_aicore", 2) == "submit" && rt.call_of("launch_aicpu", 2) == "submit",
           "and launched there, queued behind run 1");
-    RunLaneOutcome o = {};
+    RunLaneOutcome o; RUN_LANE_INIT(o);
     CHECK_STATUS(rt.poll(&o), RUN_LANE_STATUS_EMPTY, "run 1 has not completed");
     CHECK(rt.count("finalise", 1) == 0, "run 1 not finalised before it completed");
     stub.complete(a);
@@ -1067,7 +1068,7 @@ void at_depth_one_a_successor_is_prepared_while_the_first_runs_and_launched_afte
     CHECK_STATUS(rt.submit(2, &b), RUN_LANE_STATUS_OK, "submit run 2 while run 1 runs");
     CHECK(rt.call_of("prepare", 2) == "submit", "run 2 prepared inside its submit, while run 1 runs");
     CHECK(rt.count("launch_aicore", 2) == 0, "run 2 not launched while run 1 runs");
-    RunLaneOutcome o = {};
+    RunLaneOutcome o; RUN_LANE_INIT(o);
     CHECK_STATUS(rt.poll(&o), RUN_LANE_STATUS_EMPTY, "run 1 has not completed");
     CHECK(rt.count("launch_aicore", 2) == 0, "nor after a poll that found run 1 running");
     const size_t completed_at = rt.seen().size();
@@ -1143,7 +1144,7 @@ void a_prepare_failure_and_a_launch_failure_each_fail_only_their_run(StubDevice 
         CHECK(rt.count("finalise", tag) == 1, "every prepared run finalised once, " + std::to_string(tag));
     }
     CHECK(!rt.copied_back(2) && !rt.copied_back(4), "no copy-back for the failed runs");
-    RunLaneCloseReport report = {};
+    RunLaneCloseReport report; RUN_LANE_INIT(report);
     CHECK_STATUS(rt.close(&report), RUN_LANE_STATUS_OK, "close");
     CHECK(!report.poisoned && !report.device_lost, "the close report has no poison");
 }
@@ -1157,7 +1158,7 @@ void an_expired_wait_leaves_the_run_live(StubDevice &stub) {
     }
     uint64_t a = 0;
     CHECK_STATUS(rt.submit(1, &a), RUN_LANE_STATUS_OK, "submit run 1");
-    RunLaneOutcome o = {};
+    RunLaneOutcome o; RUN_LANE_INIT(o);
     CHECK_STATUS(rt.wait(a, 0, &o), RUN_LANE_STATUS_TIMED_OUT, "a wait that expires before run 1 completes");
     CHECK(stub.incomplete_waits() >= 1, "the wait looked at the device, which had not completed the run");
     CHECK_STATUS(rt.wait(a, 0, &o), RUN_LANE_STATUS_TIMED_OUT, "and again");
@@ -1181,7 +1182,7 @@ void close_finishes_the_launched_run_cancels_the_held_one_and_refuses_new_submit
     uint64_t a = 0, b = 0, c = 0;
     CHECK_STATUS(rt.submit(1, &a), RUN_LANE_STATUS_OK, "submit run 1");
     CHECK_STATUS(rt.submit(2, &b), RUN_LANE_STATUS_OK, "submit run 2, held behind run 1");
-    RunLaneCloseReport report = {};
+    RunLaneCloseReport report; RUN_LANE_INIT(report);
     CHECK_STATUS(rt.close(&report), RUN_LANE_STATUS_OK, "close");
     CHECK(report.state == RUN_LANE_STATE_CLOSING, "closing while run 1 runs");
     CHECK_STATUS(rt.submit(3, &c), RUN_LANE_STATUS_CLOSED, "a submit after close");

@@ -270,7 +270,7 @@ int32_t launch_aicpu(void *user, void *stream, const RunLaneRunArgs *args) {
 // Submits the bench's next run, tagged with its index; its submit time is taken just before
 // the call (its callbacks may come before the call returns), again on a retry after FULL.
 RunLaneStatus submit(Bench &bench, RunLane *lane, uint64_t *run) {
-    RunLaneSubmit request = {};
+    RunLaneSubmit request; RUN_LANE_INIT(request);
     request.has_tag = true;
     request.tag = bench.next_tag;
     if (request.tag < bench.submitted.size()) {
@@ -301,6 +301,7 @@ void on_outcome(void *user, const RunLaneOutcome *) {
 
 RunLaneOutcome wait(RunLane *lane, uint64_t id) {
     RunLaneOutcome outcome;
+    RUN_LANE_INIT(outcome);
     if (run_lane_wait(lane, id, 60000, &outcome) != RUN_LANE_STATUS_OK) {
         fail("wait for run " + std::to_string(id));
     }
@@ -318,6 +319,7 @@ RunLaneOutcome wait(RunLane *lane, uint64_t id) {
 RunLane *create_lane(Bench &bench, const char *fake, uint8_t depth, int runs, bool bound = false,
                      bool callback = false, int32_t device = 0, bool caller = false) {
     RunLaneConfig config;
+    RUN_LANE_INIT(config);
     if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
         fail("config_default");
     }
@@ -411,6 +413,7 @@ std::vector<RunLaneOutcome> arm(Bench &bench, const char *fake, uint8_t depth, c
         // Every run has its outcome: take them in order.
         for (int i = 0; i < runs; ++i) {
             RunLaneOutcome outcome;
+            RUN_LANE_INIT(outcome);
             if (run_lane_poll(lane, &outcome) != RUN_LANE_STATUS_OK) {
                 fail("poll");
             }
@@ -1102,6 +1105,7 @@ struct LaneRun {
 
 RunLane *create_on(LaneRun &run, const char *fake) {
     RunLaneConfig config;
+    RUN_LANE_INIT(config);
     if (run_lane_config_default(&config) != RUN_LANE_STATUS_OK) {
         fail("config_default");
     }

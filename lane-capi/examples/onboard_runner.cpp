@@ -191,7 +191,7 @@ constexpr int32_t kDeviceToHost = 2;
 // (no pinned copies). The lane calls them on its own threads; each returns 0 or the layer's
 // ACL code, which the lane classifies as its own.
 RunLaneDeviceOps device_ops_table(DeviceLayer *d) {
-    RunLaneDeviceOps ops = {};
+    RunLaneDeviceOps ops; RUN_LANE_INIT(ops);
     ops.user = d;
     ops.bind = [](void *u) { return layer(u)->set_device(layer(u)->device_id); };
     ops.create_stream = [](void *u, void **out) { return layer(u)->create_stream(out, 0, 0); };
@@ -226,6 +226,7 @@ int32_t prepare(void *user, const RunLaneRunInfo *run) {
     if (r->lane != nullptr && r->wait_from_callback == RUN_LANE_STATUS_OK) {
         // Waiting from a callback would wait on the lane thread (or the worker) itself: refused.
         RunLaneOutcome outcome;
+        RUN_LANE_INIT(outcome);
         r->wait_from_callback = run_lane_wait(r->lane, run->run, 0, &outcome);
     }
     return 0;
@@ -325,7 +326,7 @@ int main(int argc, char **argv) {
     runner.workers = workers;
     FakeResetsUnderWait resets_under_wait = nullptr;
     DeviceLayer device;
-    RunLaneDeviceOps ops = {};
+    RunLaneDeviceOps ops; RUN_LANE_INIT(ops);
     if (acl || device_ops) {
         void *fake = dlopen(argv[2], RTLD_NOW);
         if (fake == nullptr) {
@@ -347,6 +348,7 @@ int main(int argc, char **argv) {
         }
     }
     RunLaneConfig config;
+    RUN_LANE_INIT(config);
     expect_status(run_lane_config_default(&config), RUN_LANE_STATUS_OK, "config_default");
     config.backend = acl ? RUN_LANE_BACKEND_ACL : RUN_LANE_BACKEND_SIM;
     config.acl_library_path = acl ? argv[2] : nullptr;
@@ -384,6 +386,7 @@ int main(int argc, char **argv) {
 
     // A bad handle is an error, never a crash.
     RunLaneOutcome outcome;
+    RUN_LANE_INIT(outcome);
     expect_status(run_lane_poll(nullptr, &outcome), RUN_LANE_STATUS_INVALID_HANDLE, "poll(NULL)");
     expect_status(run_lane_poll(reinterpret_cast<RunLane *>(0x1234), &outcome), RUN_LANE_STATUS_INVALID_HANDLE,
                   "poll(foreign handle)");
@@ -404,6 +407,7 @@ int main(int argc, char **argv) {
     // The lane left the process's exception callback slot alone (fault_notice_monitor is off
     // by default): this runtime would forward notices with run_lane_report_device_fault.
     RunLaneNoticeMonitorReport monitor;
+    RUN_LANE_INIT(monitor);
     expect_status(run_lane_notice_monitor(lane, &monitor), RUN_LANE_STATUS_OK, "notice_monitor");
     check(monitor.state == RUN_LANE_NOTICE_MONITOR_NOT_ASKED, "the notice monitor was not asked for");
 
@@ -418,6 +422,7 @@ int main(int argc, char **argv) {
         Item oldest = in_flight.front();
         in_flight.pop_front();
         RunLaneOutcome o;
+        RUN_LANE_INIT(o);
         RunLaneStatus s = run_lane_wait(lane, oldest.id, 30000, &o);
         expect_status(s, RUN_LANE_STATUS_OK, "wait for item " + std::to_string(oldest.id));
         if (s == RUN_LANE_STATUS_OK) {
@@ -437,7 +442,7 @@ int main(int argc, char **argv) {
             continue;
         }
         uint64_t tag = dispatches.front();
-        RunLaneSubmit request = {};
+        RunLaneSubmit request; RUN_LANE_INIT(request);
         request.has_tag = true;
         request.tag = tag;
         request.copy_back = tag % 2 == 0;
@@ -463,13 +468,15 @@ int main(int argc, char **argv) {
         take_oldest();
     }
     RunLaneCloseReport report;
+    RUN_LANE_INIT(report);
     expect_status(run_lane_close(lane, &report), RUN_LANE_STATUS_OK, "close");
     check(!report.device_lost && !report.poisoned, "a run-only failure poisons nothing");
-    RunLaneSubmit late = {};
+    RunLaneSubmit late; RUN_LANE_INIT(late);
     uint64_t ignored = 0;
     expect_status(run_lane_submit(lane, &late, &ignored), RUN_LANE_STATUS_CLOSED, "submit after close");
     expect_status(run_lane_poll(lane, &outcome), RUN_LANE_STATUS_EMPTY, "nothing left to poll");
     RunLaneOutcome again;
+    RUN_LANE_INIT(again);
     expect_status(run_lane_wait(lane, accepted.front().id, 0, &again), RUN_LANE_STATUS_ALREADY_TAKEN,
                   "an outcome is taken once");
     expect_status(run_lane_wait(lane, 999, 0, &again), RUN_LANE_STATUS_UNKNOWN_ITEM, "an unknown item");
@@ -524,6 +531,7 @@ int main(int argc, char **argv) {
 
     // The final report (ABI 3): the teardown ended, and no stream survived its destroys.
     RunLaneCloseReport last;
+    RUN_LANE_INIT(last);
     expect_status(run_lane_destroy_with_report(lane, &last), RUN_LANE_STATUS_OK, "destroy");
     check(last.state == RUN_LANE_STATE_CLOSED, "destroy's report is the closed lane's");
     check(last.streams_left == 0 && last.teardown_line[0] == '\0', "no stream was left");

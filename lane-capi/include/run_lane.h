@@ -82,10 +82,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+/* Sizes (ABI 13): every struct the caller passes in or gets filled (RunLaneConfig,
+ * RunLaneSubmit, RunLaneDeviceOps, RunLaneOutcome, RunLaneCloseReport, RunLaneRunStatus,
+ * RunLaneNoticeMonitorReport) starts with `size`, sizeof the struct as this header declares
+ * it. RUN_LANE_INIT(x) zeroes x (every field's default) and sets its size:
+ *
+ *   RunLaneConfig config; RUN_LANE_INIT(config); run_lane_config_default(&config);
+ *   RunLaneSubmit submit; RUN_LANE_INIT(submit);
+ *   RunLaneOutcome outcome; RUN_LANE_INIT(outcome); run_lane_wait(lane, id, 1000, &outcome);
+ *
+ * The library reads and writes only `size` bytes, so a struct grows at its end without a new
+ * ABI major (docs/embedding.md, "Sizes and compatibility"). */
+#define RUN_LANE_INIT(x) (memset(&(x), 0, sizeof(x)), (x).size = (uint32_t)sizeof(x))
 
 // The ABI version this library implements. A config whose `abi_version` differs is refused
-// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
-// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
+// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Up to
+// 12 it was bumped on any change to a struct's layout or a function's signature; from 13 on,
+// only on an incompatible change (a struct grows at its end without a bump: `size`). 3: `RunLaneCloseReport`
 // reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 // `run_lane_destroy_with_report` returns the final report. 7: `RunLaneConfig` grew
 // `check_invariants`, off by default. 8: who recovers (`RunLaneConfig::recovery`), the
@@ -106,7 +120,23 @@
 // -1101, was -1), a callback's negated latch code (-1..-999) is that latched failure,
 // `RunLaneConfig` grew `header_layout` at its end (`RunLaneHeaderLayout`), and
 // `launch_depth` goes up to the slot count (it stopped at two).
-#define RUN_LANE_ABI_VERSION 12
+// 13: a wire that stays put: every struct the caller passes in or gets filled starts with
+// `size` (the library reads and writes only that many bytes, so a struct grows at its end
+// without a bump), `RunLaneRunner` ends with reserved entries, `RunLaneVerdict` 0 is `NONE`
+// (a zeroed outcome never reads as `OK`), and `RunLaneCloseReport` counts the outcomes never
+// taken (`untaken`, `untaken_ids`). From 13 on the major changes only on an incompatible
+// change (docs/embedding.md, "Sizes and compatibility").
+#define RUN_LANE_ABI_VERSION 13
+
+// How many ids of outcomes never taken `RunLaneCloseReport::untaken_ids` holds (ABI 13).
+#define RUN_LANE_UNTAKEN_IDS 8
+
+// How many reserved entries end `RunLaneRunner` (ABI 13), for callbacks added later.
+#define RUN_LANE_RUNNER_RESERVED 4
+
+// The largest `size` the library accepts in any struct (ABI 13): a bigger one is not a
+// size (an unset field holding garbage, most likely) and is refused.
+#define RUN_LANE_MAX_STRUCT_SIZE 65536
 
 // What a `prepare` callback returns when the run cannot be prepared while its predecessor
 // runs: nothing was touched, and the lane prepares it again once the predecessor has its
@@ -277,15 +307,19 @@ enum RunLaneVerdict
   : uint32_t
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
-  // The run completed with a clean latch and was finalised; the code was uploaded.
-  RUN_LANE_VERDICT_OK = 0,
+  // No verdict (ABI 13): a zeroed outcome, and what `run_lane_poll` writes with `EMPTY`.
+  // Never an item's verdict; so zero never reads as success.
+  RUN_LANE_VERDICT_NONE = 0,
+  // The run completed with a clean latch and was finalised; the code was uploaded (ABI 13:
+  // 1, it was 0).
+  RUN_LANE_VERDICT_OK = 1,
   // The item failed; `failure_class`, `code`, `stage`, `hint` and `failure_line` say how.
-  RUN_LANE_VERDICT_FAILED = 1,
+  RUN_LANE_VERDICT_FAILED = 2,
   // Taken down by a device failure another run caused (`origin`).
-  RUN_LANE_VERDICT_POISONED = 2,
+  RUN_LANE_VERDICT_POISONED = 3,
   // Never launched (or uploaded): the lane was closed first, or `run_lane_cancel` cancelled
   // it.
-  RUN_LANE_VERDICT_CANCELLED = 3,
+  RUN_LANE_VERDICT_CANCELLED = 4,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -560,6 +594,8 @@ typedef struct RunLane RunLane;
 
 // What `run_lane_notice_monitor` reports (copied into the caller's struct).
 typedef struct RunLaneNoticeMonitorReport {
+  // `sizeof(RunLaneNoticeMonitorReport)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library writes only that many bytes. See "Sizes" in docs/embedding.md.
+  uint32_t size;
   // How installing the monitor went at `run_lane_create`.
   RunLaneNoticeMonitor state;
   // `REFUSED`: the code `aclrtSetExceptionInfoCallback` returned; else 0.
@@ -615,6 +651,8 @@ typedef struct RunLaneRunArgs {
 // as long as the caller keeps it. Strings are NUL-terminated, cut at a character boundary
 // when longer than their buffer.
 typedef struct RunLaneOutcome {
+  // `sizeof(RunLaneOutcome)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library writes only that many bytes. See "Sizes" in docs/embedding.md.
+  uint32_t size;
   // Run or publication.
   RunLaneItem item;
   // The run or publication id (one sequence for both).
@@ -799,6 +837,10 @@ typedef struct RunLaneRunner {
   int32_t (*finalise_verdict)(void *user,
                               const struct RunLaneRunInfo *run,
                               const struct RunLaneFinaliseVerdict *verdict);
+  // Reserved for callbacks added within ABI 13 (the runner is embedded in the config, so it
+  // cannot grow at its end): must be NULL (a non-NULL entry is refused, `INVALID_CONFIG`:
+  // the client sets a callback this library does not know).
+  void *reserved[RUN_LANE_RUNNER_RESERVED];
 } RunLaneRunner;
 
 // The runtime's device layer as a table of operations (ABI 9, SPEC L-22): the lane's
@@ -865,6 +907,8 @@ typedef struct RunLaneRunner {
 // The table is copied at `run_lane_create`; `user` and the functions must stay valid until
 // `run_lane_destroy` returns. An entry must not throw (no C++ exception into the library).
 typedef struct RunLaneDeviceOps {
+  // `sizeof(RunLaneDeviceOps)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library reads only that many bytes. See "Sizes" in docs/embedding.md.
+  uint32_t size;
   // Passed to every entry; the library never reads it. With `RunLaneConfig::device_id` it
   // names the device (see Handles).
   void *user;
@@ -983,8 +1027,11 @@ typedef struct RunLaneDeviceOps {
   const char *(*recent_error_message)(void *user);
 } RunLaneDeviceOps;
 
-// How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
+// How to create a lane. Set its size (`RUN_LANE_INIT(config)`), fill it with
+// `run_lane_config_default`, then set fields.
 typedef struct RunLaneConfig {
+  // `sizeof(RunLaneConfig)` as the caller's header declares it (ABI 13; set it before `run_lane_config_default`, e.g. with `RUN_LANE_INIT`): the library reads (and `run_lane_config_default` writes) only that many bytes. See "Sizes" in docs/embedding.md.
+  uint32_t size;
   // Must be `RUN_LANE_ABI_VERSION` (`run_lane_config_default` sets it).
   uint32_t abi_version;
   // A `RunLaneProfile`.
@@ -1071,11 +1118,19 @@ typedef struct RunLaneConfig {
   // runtime's offsets: a runtime without result records (`STREAM_SYNC`) would see its
   // latched failures read as clean.
   uint32_t header_layout;
+  // ACL (ABI 13): use the libascendcl the process already loaded (the runtime's copy) when
+  // there is one, before `acl_library_path` and the search: found by its soname or as a
+  // loaded `libascendcl.so*`, reopened with `RTLD_NOLOAD`, so no second copy is mapped and
+  // the lane shares the runtime's ACL state. `false` (the default): `acl_library_path` or
+  // the search. `run_lane_acl_library` names the copy a lane uses.
+  bool acl_prefer_loaded;
 } RunLaneConfig;
 
 // What `run_lane_close` and `run_lane_destroy_with_report` report (copied into the caller's
 // struct).
 typedef struct RunLaneCloseReport {
+  // `sizeof(RunLaneCloseReport)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library writes only that many bytes. See "Sizes" in docs/embedding.md.
+  uint32_t size;
   // The state right after the call (`CLOSING` while launched runs finish).
   RunLaneState state;
   // Whether recovery failed every attempt (reset the device outside the lane).
@@ -1112,10 +1167,20 @@ typedef struct RunLaneCloseReport {
   // nothing of the lane's then; force-reset the device before reusing it. Only
   // `run_lane_destroy_with_report` sets it.
   uint8_t threads_left;
+  // How many delivered outcomes were never taken (ABI 13): neither polled nor waited for
+  // before the destroy dropped them. Only `run_lane_destroy_with_report` sets it (0 from
+  // `run_lane_close`, whose outcomes may still be taken).
+  uint32_t untaken;
+  // The ids of the first `RUN_LANE_UNTAKEN_IDS` of them, in the lane's order; 0 past
+  // `untaken` (ABI 13).
+  uint64_t untaken_ids[RUN_LANE_UNTAKEN_IDS];
 } RunLaneCloseReport;
 
-// One run to submit. Zeroed (`= {}`) is a plain run.
+// One run to submit. `RUN_LANE_INIT(submit)` (zeroed, `size` set) is a plain run; a zeroed
+// struct without its size is refused (ABI 13).
 typedef struct RunLaneSubmit {
+  // `sizeof(RunLaneSubmit)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library reads only that many bytes. See "Sizes" in docs/embedding.md.
+  uint32_t size;
   // Whether `tag` is set.
   bool has_tag;
   // The runtime's dispatch id; two live runs may not share one. Callbacks receive it.
@@ -1148,6 +1213,8 @@ typedef struct RunLaneSubmit {
 
 // What `run_lane_run_state` reports (ABI 11).
 typedef struct RunLaneRunStatus {
+  // `sizeof(RunLaneRunStatus)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library writes only that many bytes. See "Sizes" in docs/embedding.md.
+  uint32_t size;
   // Where the run stands.
   RunLaneRunState state;
   // Submitted held and not activated yet.
@@ -1206,12 +1273,29 @@ RunLaneStatus run_lane_report_device_fault(uint32_t device_id,
 RunLaneStatus run_lane_notice_monitor(struct RunLane *lane,
                                       struct RunLaneNoticeMonitorReport *report_out);
 
-// Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
-// slots and timeouts, device 0, the library searched, no callbacks.
+// Writes the path of the libascendcl the lane runs on (ABI 13), NUL-terminated, into
+// `path_out` (`capacity` bytes): the file the dynamic loader mapped, so with
+// `RunLaneConfig::acl_prefer_loaded` the copy the process already loaded, when there was
+// one. `REFUSED` when the lane is not on the ACL backend (nothing written) or when the path
+// and its NUL need more than `capacity` bytes (the message says how many; nothing written).
+// Returns at once (allowed from callbacks).
 //
 // # Safety
 //
-// `config` is NULL (an error) or valid for a write of a `RunLaneConfig`.
+// `path_out` is NULL (an error) or writable for `capacity` bytes; any handle value is
+// checked.
+RunLaneStatus run_lane_acl_library(struct RunLane *lane,
+                                   char *path_out,
+                                   size_t capacity);
+
+// Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
+// slots and timeouts, device 0, the library searched, no callbacks. Set `config->size` first
+// (ABI 13; `RUN_LANE_INIT(config)`): the call writes that many bytes and keeps the size.
+//
+// # Safety
+//
+// `config` is NULL (an error) or valid for a write of the `size` bytes its first field
+// states.
 RunLaneStatus run_lane_config_default(struct RunLaneConfig *config);
 
 // Creates a lane: validates `config`, starts the lane thread, opens the backend on it and
@@ -1221,7 +1305,8 @@ RunLaneStatus run_lane_config_default(struct RunLaneConfig *config);
 //
 // # Safety
 //
-// `config` is NULL (an error) or points to a readable `RunLaneConfig` whose
+// `config` is NULL (an error) or points to a readable `RunLaneConfig` of the `size` its
+// first field states, whose
 // `acl_library_path` is NULL or a NUL-terminated string; `lane_out` is NULL (an error) or
 // valid for a write of a pointer. The runner's callbacks and `user` must stay valid until
 // `run_lane_destroy` returns.
@@ -1232,7 +1317,7 @@ RunLaneStatus run_lane_create(const struct RunLaneConfig *config,
 // deadline), destroys once more any stream the teardown left, joins the lane thread, the
 // completion waiter and the host workers (where the caller drives the lane, runs the lane's
 // steps to their end on this thread instead), and invalidates the handle. Outcomes not taken
-// are dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
+// are dropped (`run_lane_destroy_with_report` counts them: `untaken`, ABI 13). A call on the lane in flight on another thread ends too (a `run_lane_wait`
 // returns `LOST` unless its outcome came first); after this returns no callback runs. Refused
 // (`WRONG_THREAD`) from a runner callback of any lane (it waits for the lane's threads). A
 // second destroy of the same handle returns `INVALID_HANDLE`. `run_lane_destroy_with_report`
@@ -1298,7 +1383,9 @@ RunLaneStatus run_lane_close(struct RunLane *lane,
 RunLaneStatus run_lane_device_reset(struct RunLane *lane);
 
 // Takes the next outcome in submission order, without blocking: `OK` with `*outcome_out`
-// filled, or `EMPTY` (and `*outcome_out` zeroed) when none is ready. `LOST` once the lane
+// filled, or `EMPTY` when none is ready, with `*outcome_out` an empty outcome (verdict
+// `NONE`, id 0: never read as success, ABI 13). Set `outcome_out->size` first (ABI 13); a
+// size refused takes no outcome. `LOST` once the lane
 // thread died and every delivered outcome was taken.
 //
 // # Safety

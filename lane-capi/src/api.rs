@@ -26,6 +26,7 @@ use crate::registry::{Registry, RunLane};
 use crate::runner::{
     Binding, CRunner, CWorker, Deferred, NoModel, Requested, Requests, Vtable, deferred, run_user,
 };
+use crate::sized::{self, Sized13};
 use crate::types::{
     RUN_LANE_ABI_VERSION, RunLaneCloseReport, RunLaneConfig, RunLaneNoticeMonitorReport,
     RunLaneOutcome, RunLaneRunStatus, RunLaneStatus, RunLaneSubmit,
@@ -43,6 +44,9 @@ struct Lane {
     /// How installing the fault notice monitor went at the device's open (`None`: the
     /// simulator, which has none).
     notice_monitor: Option<NoticeMonitor>,
+    /// The libascendcl the lane's device runs on, as the loader mapped it (`None`: not the
+    /// ACL backend).
+    acl_library: Option<std::path::PathBuf>,
     /// The lane's device id, held until the lane is dropped, after its threads are joined
     /// (L-25; `None`: the simulator, whose device is the lane's own).
     _claim: Option<DeviceClaim>,
@@ -279,6 +283,9 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
     // which the spawn waits for.
     let monitor: Arc<OnceLock<NoticeMonitor>> = Arc::new(OnceLock::new());
     let lane_monitor = Arc::clone(&monitor);
+    // The libascendcl the device's open loaded (ACL only), set by the same `make`.
+    let library: Arc<OnceLock<std::path::PathBuf>> = Arc::new(OnceLock::new());
+    let lane_library = Arc::clone(&library);
     let mut claim = None;
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
@@ -316,6 +323,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
             device_id,
             library,
             notice_monitor,
+            prefer_loaded,
         } => {
             // L-25: one lane per device id, refused before anything is opened.
             let held = claims::claim(device_id, serial)
@@ -328,6 +336,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                 profile,
                 init: false,
                 notice_monitor,
+                prefer_loaded,
             };
             let profile = match settings.profile {
                 ProfileChoice::Fixed(profile) => profile,
@@ -373,6 +382,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
                     })?;
                     let _ = lane_binding.set(Binding::Acl(device.worker_binding()));
                     let _ = lane_monitor.set(device.notice_monitor().clone());
+                    let _ = lane_library.set(device.library_path().to_path_buf());
                     let runner = CRunner::new(vtable, runner_requests, NoModel, None, serial)
                         .reading_text_from(Binding::Acl(device.worker_binding()));
                     Ok::<_, String>((device, runner))
@@ -431,6 +441,7 @@ fn spawn(settings: Settings) -> Result<Lane, Error> {
         shows: vtable.get().on_outcome.is_some(),
         serial,
         notice_monitor: monitor.get().cloned(),
+        acl_library: library.get().cloned(),
         _claim: claim,
     })
 }
@@ -488,18 +499,17 @@ where
     lane_service::spawn_with_workers(config, make, make_worker)
 }
 
-/// Writes a value through a C out pointer.
+/// Writes a value through a C out pointer by the `size` the caller set in it.
 ///
 /// # Safety
 ///
-/// `out` is NULL or valid for a write of `T`.
-unsafe fn write_out<T>(out: *mut T, value: T, what: &str) -> Result<(), Error> {
+/// `out` is NULL or valid for a write of the `size` bytes its first field states.
+unsafe fn write_out<T: Sized13>(out: *mut T, value: T, what: &str) -> Result<(), Error> {
     if out.is_null() {
         return Err(Error::null(what));
     }
-    // SAFETY: non-NULL and valid for a write (this function's contract).
-    unsafe { out.write(value) };
-    Ok(())
+    // SAFETY: non-NULL and writable for its `size` (this function's contract).
+    unsafe { sized::write_out(out, value) }
 }
 
 /// The ABI version of this library ([`RUN_LANE_ABI_VERSION`] when the header matches).
@@ -569,12 +579,64 @@ pub unsafe extern "C" fn run_lane_notice_monitor(
     })
 }
 
-/// Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
-/// slots and timeouts, device 0, the library searched, no callbacks.
+/// Writes the path of the libascendcl the lane runs on (ABI 13), NUL-terminated, into
+/// `path_out` (`capacity` bytes): the file the dynamic loader mapped, so with
+/// `RunLaneConfig::acl_prefer_loaded` the copy the process already loaded, when there was
+/// one. `REFUSED` when the lane is not on the ACL backend (nothing written) or when the path
+/// and its NUL need more than `capacity` bytes (the message says how many; nothing written).
+/// Returns at once (allowed from callbacks).
 ///
 /// # Safety
 ///
-/// `config` is NULL (an error) or valid for a write of a `RunLaneConfig`.
+/// `path_out` is NULL (an error) or writable for `capacity` bytes; any handle value is
+/// checked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_acl_library(
+    lane: *mut RunLane,
+    path_out: *mut c_char,
+    capacity: usize,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        if path_out.is_null() {
+            return Err(Error::null("path_out"));
+        }
+        let path = lane.acl_library.as_ref().ok_or_else(|| {
+            Error::new(
+                RunLaneStatus::Refused,
+                "the lane is not on the ACL backend: it loaded no libascendcl",
+            )
+        })?;
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.len() >= capacity {
+            return Err(Error::new(
+                RunLaneStatus::Refused,
+                format!(
+                    "the libascendcl path needs {} bytes with its NUL, capacity is {capacity}: \
+                     pass a larger buffer (PATH_MAX, 4096, always fits)",
+                    bytes.len() + 1
+                ),
+            ));
+        }
+        // SAFETY: `path_out` is writable for `capacity` bytes (the caller's contract), more
+        // than the path and its NUL; the path is ours, so the two do not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), path_out.cast::<u8>(), bytes.len());
+            path_out.add(bytes.len()).write(0);
+        }
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Fills `config` with the defaults: this ABI version, a2a3 on the ACL backend, the profile's
+/// slots and timeouts, device 0, the library searched, no callbacks. Set `config->size` first
+/// (ABI 13; `RUN_LANE_INIT(config)`): the call writes that many bytes and keeps the size.
+///
+/// # Safety
+///
+/// `config` is NULL (an error) or valid for a write of the `size` bytes its first field
+/// states.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn run_lane_config_default(config: *mut RunLaneConfig) -> RunLaneStatus {
     guard(|| {
@@ -591,7 +653,8 @@ pub unsafe extern "C" fn run_lane_config_default(config: *mut RunLaneConfig) -> 
 ///
 /// # Safety
 ///
-/// `config` is NULL (an error) or points to a readable `RunLaneConfig` whose
+/// `config` is NULL (an error) or points to a readable `RunLaneConfig` of the `size` its
+/// first field states, whose
 /// `acl_library_path` is NULL or a NUL-terminated string; `lane_out` is NULL (an error) or
 /// valid for a write of a pointer. The runner's callbacks and `user` must stay valid until
 /// `run_lane_destroy` returns.
@@ -604,11 +667,14 @@ pub unsafe extern "C" fn run_lane_create(
         if lane_out.is_null() {
             return Err(Error::null("lane_out"));
         }
-        // SAFETY: NULL or a readable config (the caller's contract).
-        let config = unsafe { config.as_ref() }.ok_or_else(|| Error::null("config"))?;
+        if config.is_null() {
+            return Err(Error::null("config"));
+        }
+        // SAFETY: non-NULL; readable for its `size` (the caller's contract).
+        let config = unsafe { sized::read_in(config) }?;
         refuse_in_callback("run_lane_create", None)?;
         // SAFETY: the library path is NULL or a NUL-terminated string (the caller's contract).
-        let settings = unsafe { config::read(config) }?;
+        let settings = unsafe { config::read(&config) }?;
         let lane = spawn(settings)?;
         let handle = LANES.insert(lane);
         // SAFETY: checked non-NULL above; valid for a write (the caller's contract).
@@ -621,7 +687,7 @@ pub unsafe extern "C" fn run_lane_create(
 /// deadline), destroys once more any stream the teardown left, joins the lane thread, the
 /// completion waiter and the host workers (where the caller drives the lane, runs the lane's
 /// steps to their end on this thread instead), and invalidates the handle. Outcomes not taken
-/// are dropped. A call on the lane in flight on another thread ends too (a `run_lane_wait`
+/// are dropped (`run_lane_destroy_with_report` counts them: `untaken`, ABI 13). A call on the lane in flight on another thread ends too (a `run_lane_wait`
 /// returns `LOST` unless its outcome came first); after this returns no callback runs. Refused
 /// (`WRONG_THREAD`) from a runner callback of any lane (it waits for the lane's threads). A
 /// second destroy of the same handle returns `INVALID_HANDLE`. `run_lane_destroy_with_report`
@@ -661,15 +727,26 @@ fn destroy(
     what: &str,
 ) -> Result<RunLaneStatus, Error> {
     LANES.get(lane)?.not_in_callback(what)?;
+    if !report_out.is_null() {
+        // SAFETY: non-NULL; readable (the callers' contract). Checked before the handle is
+        // taken, so a refused size leaves the lane as it was.
+        unsafe { sized::check_out(report_out) }?;
+    }
     let lane = LANES.remove(lane)?;
     // Shut down whatever other references exist (a call in flight on another thread holds
     // one): the threads are joined here, so no callback runs after this returns.
     let shutdown = lane.handle.shut_down().map_err(|e| service_error(&e))?;
+    // Every item has its outcome now: what is still in the lane was never taken.
+    let untaken = lane.handle.take_untaken();
     if !report_out.is_null() {
         let mut report = close_to_c(&shutdown.report);
         report.threads_left = u8::from(shutdown.left.is_some());
-        // SAFETY: non-NULL; writable (the callers' contract).
-        unsafe { report_out.write(report) };
+        report.untaken = u32::try_from(untaken.len()).unwrap_or(u32::MAX);
+        for (slot, item) in report.untaken_ids.iter_mut().zip(&untaken) {
+            *slot = item.outcome.seq();
+        }
+        // SAFETY: non-NULL; writable for its `size` (the callers' contract).
+        unsafe { sized::write_out(report_out, report) }?;
     }
     match shutdown.left {
         Some(left) => Err(Error::new(
@@ -694,8 +771,11 @@ pub unsafe extern "C" fn run_lane_submit(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        // SAFETY: NULL or readable (the caller's contract).
-        let request = *unsafe { request.as_ref() }.ok_or_else(|| Error::null("request"))?;
+        if request.is_null() {
+            return Err(Error::null("request"));
+        }
+        // SAFETY: non-NULL; readable for its `size` (the caller's contract).
+        let request = unsafe { sized::read_in(request) }?;
         if run_out.is_null() {
             return Err(Error::null("run_out"));
         }
@@ -784,10 +864,14 @@ pub unsafe extern "C" fn run_lane_close(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
+        if !report_out.is_null() {
+            // SAFETY: non-NULL; readable (the caller's contract).
+            unsafe { sized::check_out(report_out) }?;
+        }
         let report = lane.handle.close().map_err(|e| service_error(&e))?;
         if !report_out.is_null() {
-            // SAFETY: non-NULL; writable (the caller's contract).
-            unsafe { report_out.write(close_to_c(&report)) };
+            // SAFETY: non-NULL; writable for its `size` (the caller's contract).
+            unsafe { sized::write_out(report_out, close_to_c(&report)) }?;
         }
         Ok(RunLaneStatus::Ok)
     })
@@ -808,7 +892,9 @@ pub extern "C" fn run_lane_device_reset(lane: *mut RunLane) -> RunLaneStatus {
 }
 
 /// Takes the next outcome in submission order, without blocking: `OK` with `*outcome_out`
-/// filled, or `EMPTY` (and `*outcome_out` zeroed) when none is ready. `LOST` once the lane
+/// filled, or `EMPTY` when none is ready, with `*outcome_out` an empty outcome (verdict
+/// `NONE`, id 0: never read as success, ABI 13). Set `outcome_out->size` first (ABI 13); a
+/// size refused takes no outcome. `LOST` once the lane
 /// thread died and every delivered outcome was taken.
 ///
 /// # Safety
@@ -824,12 +910,15 @@ pub unsafe extern "C" fn run_lane_poll(
         if outcome_out.is_null() {
             return Err(Error::null("outcome_out"));
         }
+        // SAFETY: checked non-NULL; readable (the caller's contract). Before the take, so a
+        // refused size loses no outcome.
+        unsafe { sized::check_out(outcome_out) }?;
         let (status, outcome) = match lane.handle.poll_report() {
             Some(report) => (RunLaneStatus::Ok, lane.taken(&report)),
             None => (RunLaneStatus::Empty, empty_outcome()),
         };
-        // SAFETY: checked non-NULL; writable (the caller's contract).
-        unsafe { outcome_out.write(outcome) };
+        // SAFETY: checked non-NULL; writable for its `size` (the caller's contract).
+        unsafe { sized::write_out(outcome_out, outcome) }?;
         if status == RunLaneStatus::Empty {
             if let Some(cause) = lane.handle.lost() {
                 return Err(Error::new(
@@ -863,13 +952,16 @@ pub unsafe extern "C" fn run_lane_wait(
         if outcome_out.is_null() {
             return Err(Error::null("outcome_out"));
         }
+        // SAFETY: checked non-NULL; readable (the caller's contract). Before the wait, so a
+        // refused size loses no outcome.
+        unsafe { sized::check_out(outcome_out) }?;
         let report = lane
             .handle
             .wait_report(RunId(id), Duration::from_millis(u64::from(timeout_ms)))
             .map_err(|e| wait_error(&e))?;
         let outcome = lane.taken(&report);
-        // SAFETY: checked non-NULL; writable (the caller's contract).
-        unsafe { outcome_out.write(outcome) };
+        // SAFETY: checked non-NULL; writable for its `size` (the caller's contract).
+        unsafe { sized::write_out(outcome_out, outcome) }?;
         Ok(RunLaneStatus::Ok)
     })
 }
@@ -928,14 +1020,16 @@ pub unsafe extern "C" fn run_lane_run_state(
         if status_out.is_null() {
             return Err(Error::null("status_out"));
         }
+        // SAFETY: checked non-NULL; readable (the caller's contract).
+        unsafe { sized::check_out(status_out) }?;
         let status = lane.handle.run_status(RunId(run)).ok_or_else(|| {
             Error::new(
                 RunLaneStatus::UnknownItem,
                 format!("the lane holds no run {run}: never accepted, or its outcome was taken"),
             )
         })?;
-        // SAFETY: checked non-NULL; writable (the caller's contract).
-        unsafe { status_out.write(run_status_to_c(&status)) };
+        // SAFETY: checked non-NULL; writable for its `size` (the caller's contract).
+        unsafe { sized::write_out(status_out, run_status_to_c(&status)) }?;
         Ok(RunLaneStatus::Ok)
     })
 }

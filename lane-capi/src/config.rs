@@ -10,9 +10,10 @@ use crate::device_ops::DeviceOps;
 use crate::error::Error;
 use crate::runner::Vtable;
 use crate::types::{
-    RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend,
-    RunLaneConcurrency, RunLaneConfig, RunLaneDrive, RunLaneHeaderLayout, RunLaneProfile,
-    RunLaneRecovery, RunLaneRunner, RunLaneStatus, RunLaneVerdictChannel,
+    RUN_LANE_ABI_VERSION, RUN_LANE_MAX_WORKERS, RUN_LANE_RUNNER_RESERVED,
+    RUN_LANE_SIM_DEFAULT_RUN_NS, RunLaneBackend, RunLaneConcurrency, RunLaneConfig, RunLaneDrive,
+    RunLaneHeaderLayout, RunLaneProfile, RunLaneRecovery, RunLaneRunner, RunLaneStatus,
+    RunLaneVerdictChannel,
 };
 
 /// Which backend, with its settings.
@@ -33,6 +34,8 @@ pub enum BackendChoice {
         library: Option<PathBuf>,
         /// Install the library's fault notice handler (L-19).
         notice_monitor: bool,
+        /// Use the libascendcl the process already loaded, when there is one.
+        prefer_loaded: bool,
     },
     /// The runtime's own device layer, through its table (L-22).
     DeviceOps {
@@ -60,16 +63,19 @@ impl PartialEq for BackendChoice {
                     device_id,
                     library,
                     notice_monitor,
+                    prefer_loaded,
                 },
                 Self::Acl {
                     device_id: other_device_id,
                     library: other_library,
                     notice_monitor: other_notice_monitor,
+                    prefer_loaded: other_prefer_loaded,
                 },
             ) => {
                 device_id == other_device_id
                     && library == other_library
                     && notice_monitor == other_notice_monitor
+                    && prefer_loaded == other_prefer_loaded
             }
             (
                 Self::DeviceOps { device_id, ops },
@@ -202,6 +208,7 @@ pub struct Settings {
 /// timeouts, device 0, library searched, no callbacks.
 pub const fn default_config() -> RunLaneConfig {
     RunLaneConfig {
+        size: size_of::<RunLaneConfig>() as u32,
         abi_version: RUN_LANE_ABI_VERSION,
         profile: RunLaneProfile::A2a3 as u32,
         backend: RunLaneBackend::Acl as u32,
@@ -229,6 +236,7 @@ pub const fn default_config() -> RunLaneConfig {
             after_reset: None,
             on_launched: None,
             finalise_verdict: None,
+            reserved: [std::ptr::null_mut(); RUN_LANE_RUNNER_RESERVED],
         },
         workers: 0,
         prepare_window: 0,
@@ -242,6 +250,7 @@ pub const fn default_config() -> RunLaneConfig {
         drive: RunLaneDrive::LaneThreads as u32,
         finalise_before_launch: false,
         header_layout: RunLaneHeaderLayout::TensormapAndRingbuffer as u32,
+        acl_prefer_loaded: false,
     }
 }
 
@@ -254,8 +263,8 @@ fn invalid(message: String) -> Error {
 /// # Safety
 ///
 /// `config.acl_library_path` is NULL or a NUL-terminated string readable for this call;
-/// `config.device_ops` is NULL or points to a readable `RunLaneDeviceOps` (read only for
-/// `RUN_LANE_BACKEND_DEVICE_OPS`).
+/// `config.device_ops` is NULL or points to a readable `RunLaneDeviceOps` of the `size` its
+/// first field states (read only for `RUN_LANE_BACKEND_DEVICE_OPS`).
 pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
     if config.abi_version != RUN_LANE_ABI_VERSION {
         return Err(Error::new(
@@ -266,6 +275,13 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
                 config.abi_version
             ),
         ));
+    }
+    if let Some(entry) = config.runner.reserved.iter().position(|e| !e.is_null()) {
+        return Err(invalid(format!(
+            "runner.reserved[{entry}] is not NULL: the client sets a runner callback this \
+             library (ABI {RUN_LANE_ABI_VERSION}) does not know; link the library its run_lane.h \
+             came with (or a newer one), or leave the reserved entries NULL"
+        )));
     }
     if config.workers > RUN_LANE_MAX_WORKERS {
         return Err(invalid(format!(
@@ -381,18 +397,20 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
                 device_id: config.device_id,
                 library,
                 notice_monitor: config.fault_notice_monitor,
+                prefer_loaded: config.acl_prefer_loaded,
             }
         }
         b if b == RunLaneBackend::DeviceOps as u32 => {
-            // SAFETY: NULL or a readable table (this function's contract).
-            let table = unsafe { config.device_ops.as_ref() }.ok_or_else(|| {
-                invalid(
+            if config.device_ops.is_null() {
+                return Err(invalid(
                     "RUN_LANE_BACKEND_DEVICE_OPS needs device_ops: point it at the runtime's \
                      RunLaneDeviceOps (every entry the header marks Required set)"
                         .to_owned(),
-                )
-            })?;
-            device_ops_backend(config, table, (&profile, recovery))?
+                ));
+            }
+            // SAFETY: non-NULL; a table `size` bytes long (this function's contract).
+            let table = unsafe { crate::sized::read_in(config.device_ops) }?;
+            device_ops_backend(config, &table, (&profile, recovery))?
         }
         other => {
             return Err(invalid(format!(
@@ -650,6 +668,7 @@ mod tests {
                 device_id: 0,
                 library: Some(PathBuf::from("/opt/libascendcl.so")),
                 notice_monitor: false,
+                prefer_loaded: false,
             }
         );
     }

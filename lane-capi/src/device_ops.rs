@@ -1219,6 +1219,7 @@ mod tests {
     /// Every required entry and the reset, no optional one: a stub that succeeds.
     fn required_only(user: *mut c_void) -> RunLaneDeviceOps {
         RunLaneDeviceOps {
+            size: size_of::<RunLaneDeviceOps>() as u32,
             user,
             bind: None,
             create_stream: Some(create),

@@ -20,6 +20,7 @@
 //! | [`runner`] | [`CRunner`]: the vtable as a `lane_driver::Runner`, then a model runner |
 //! | [`outcome`] | outcomes and close reports as C structs (strings in fixed buffers) |
 //! | [`registry`] | live handles: opaque tokens, checked on every call |
+//! | [`sized`] | size-prefixed structs (ABI 13): read and written by the caller's `size` |
 //! | [`error`] | status codes, the thread-local last error, the panic guard |
 //!
 //! **Invariant:** nothing undefined crosses the boundary from our side. Every function
@@ -48,10 +49,11 @@ pub mod error;
 pub mod outcome;
 pub mod registry;
 pub mod runner;
+pub mod sized;
 pub mod types;
 
 pub use api::{
-    run_lane_abi_version, run_lane_activate, run_lane_cancel, run_lane_close,
+    run_lane_abi_version, run_lane_acl_library, run_lane_activate, run_lane_cancel, run_lane_close,
     run_lane_config_default, run_lane_create, run_lane_destroy, run_lane_destroy_with_report,
     run_lane_device_reset, run_lane_last_error, run_lane_notice_monitor, run_lane_poll,
     run_lane_publish, run_lane_report_device_fault, run_lane_run_state, run_lane_submit,

@@ -12,9 +12,9 @@ use lane_service::Report;
 
 use crate::types::{
     RUN_LANE_HINT_BYTES, RUN_LANE_LINE_BYTES, RUN_LANE_NAME_BYTES, RUN_LANE_STAGE_BYTES,
-    RunLaneClass, RunLaneCloseReport, RunLaneFinaliseVerdict, RunLaneItem, RunLaneNoticeMonitor,
-    RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneRecoveryInfo, RunLaneRunState,
-    RunLaneRunStatus, RunLaneStage, RunLaneState, RunLaneVerdict,
+    RUN_LANE_UNTAKEN_IDS, RunLaneClass, RunLaneCloseReport, RunLaneFinaliseVerdict, RunLaneItem,
+    RunLaneNoticeMonitor, RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneRecoveryInfo,
+    RunLaneRunState, RunLaneRunStatus, RunLaneStage, RunLaneState, RunLaneVerdict,
 };
 
 /// Copies `text` into `buffer` NUL-terminated, cut at a character boundary if too long.
@@ -32,6 +32,7 @@ pub fn copy_str<const N: usize>(buffer: &mut [c_char; N], text: &str) {
 /// A lane's notice monitor as its C report (`None`: the simulator, which installs none).
 pub fn monitor_to_c(monitor: Option<&NoticeMonitor>) -> RunLaneNoticeMonitorReport {
     let mut report = RunLaneNoticeMonitorReport {
+        size: size_of::<RunLaneNoticeMonitorReport>() as u32,
         state: RunLaneNoticeMonitor::NotAsked,
         code: 0,
         line: [0; RUN_LANE_LINE_BYTES],
@@ -84,14 +85,16 @@ const fn stage(stage: Option<Stage>) -> RunLaneStage {
     }
 }
 
-/// An empty outcome (what `run_lane_poll` leaves when nothing is ready).
+/// An empty outcome (what `run_lane_poll` leaves when nothing is ready): verdict `NONE`, id
+/// 0 (no item has it), `size` this library's.
 pub const fn empty_outcome() -> RunLaneOutcome {
     RunLaneOutcome {
+        size: size_of::<RunLaneOutcome>() as u32,
         item: RunLaneItem::Run,
         id: 0,
         has_tag: false,
         tag: 0,
-        verdict: RunLaneVerdict::Ok,
+        verdict: RunLaneVerdict::None,
         failure_class: RunLaneClass::None,
         has_code: false,
         code: 0,
@@ -225,6 +228,7 @@ pub fn finalise_verdict_to_c(verdict: &Verdict, copy_back: bool) -> RunLaneFinal
 /// A run's state as `run_lane_run_state` reports it.
 pub fn run_status_to_c(status: &RunStatus) -> RunLaneRunStatus {
     RunLaneRunStatus {
+        size: size_of::<RunLaneRunStatus>() as u32,
         state: match status.state {
             RunState::Queued => RunLaneRunState::Queued,
             RunState::Preparing => RunLaneRunState::Preparing,
@@ -263,6 +267,7 @@ pub fn recovery_info(origin: Option<RunId>, cause: &Cause) -> RunLaneRecoveryInf
 /// The C close report of `report`.
 pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
     let mut out = RunLaneCloseReport {
+        size: size_of::<RunLaneCloseReport>() as u32,
         state: match report.state {
             LaneState::Open => RunLaneState::Open,
             LaneState::Recovering { .. } => RunLaneState::Recovering,
@@ -286,6 +291,8 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
         notice_stream_id: report.notice.map_or(0, |n| n.stream_id),
         notice_code: report.notice.map_or(0, |n| n.code.raw()),
         threads_left: 0,
+        untaken: 0,
+        untaken_ids: [0; RUN_LANE_UNTAKEN_IDS],
     };
     if let Some(poison) = report.poison {
         out.poison_origin = poison.origin.0;

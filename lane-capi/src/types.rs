@@ -7,8 +7,9 @@
 use core::ffi::{c_char, c_void};
 
 /// The ABI version this library implements. A config whose `abi_version` differs is refused
-/// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Bumped
-/// on any change to a struct's layout or a function's signature. 3: `RunLaneCloseReport`
+/// with `RUN_LANE_STATUS_ABI_MISMATCH`, so a stale header is caught at the first call. Up to
+/// 12 it was bumped on any change to a struct's layout or a function's signature; from 13 on,
+/// only on an incompatible change (a struct grows at its end without a bump: `size`). 3: `RunLaneCloseReport`
 /// reports the streams the teardown left (`streams_left`, their codes, `teardown_line`), and
 /// `run_lane_destroy_with_report` returns the final report. 7: `RunLaneConfig` grew
 /// `check_invariants`, off by default. 8: who recovers (`RunLaneConfig::recovery`), the
@@ -29,7 +30,23 @@ use core::ffi::{c_char, c_void};
 /// -1101, was -1), a callback's negated latch code (-1..-999) is that latched failure,
 /// `RunLaneConfig` grew `header_layout` at its end (`RunLaneHeaderLayout`), and
 /// `launch_depth` goes up to the slot count (it stopped at two).
-pub const RUN_LANE_ABI_VERSION: u32 = 12;
+/// 13: a wire that stays put: every struct the caller passes in or gets filled starts with
+/// `size` (the library reads and writes only that many bytes, so a struct grows at its end
+/// without a bump), `RunLaneRunner` ends with reserved entries, `RunLaneVerdict` 0 is `NONE`
+/// (a zeroed outcome never reads as `OK`), and `RunLaneCloseReport` counts the outcomes never
+/// taken (`untaken`, `untaken_ids`). From 13 on the major changes only on an incompatible
+/// change (docs/embedding.md, "Sizes and compatibility").
+pub const RUN_LANE_ABI_VERSION: u32 = 13;
+
+/// How many ids of outcomes never taken `RunLaneCloseReport::untaken_ids` holds (ABI 13).
+pub const RUN_LANE_UNTAKEN_IDS: usize = 8;
+
+/// How many reserved entries end `RunLaneRunner` (ABI 13), for callbacks added later.
+pub const RUN_LANE_RUNNER_RESERVED: usize = 4;
+
+/// The largest `size` the library accepts in any struct (ABI 13): a bigger one is not a
+/// size (an unset field holding garbage, most likely) and is refused.
+pub const RUN_LANE_MAX_STRUCT_SIZE: u32 = 65_536;
 
 /// What a `prepare` callback returns when the run cannot be prepared while its predecessor
 /// runs: nothing was touched, and the lane prepares it again once the predecessor has its
@@ -293,6 +310,8 @@ pub enum RunLaneBackend {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneDeviceOps {
+    /// `sizeof(RunLaneDeviceOps)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library reads only that many bytes. See "Sizes" in docs/embedding.md.
+    pub size: u32,
     /// Passed to every entry; the library never reads it. With `RunLaneConfig::device_id` it
     /// names the device (see Handles).
     pub user: *mut c_void,
@@ -518,6 +537,10 @@ pub struct RunLaneRunner {
             verdict: *const RunLaneFinaliseVerdict,
         ) -> i32,
     >,
+    /// Reserved for callbacks added within ABI 13 (the runner is embedded in the config, so it
+    /// cannot grow at its end): must be NULL (a non-NULL entry is refused, `INVALID_CONFIG`:
+    /// the client sets a callback this library does not know).
+    pub reserved: [*mut c_void; RUN_LANE_RUNNER_RESERVED],
 }
 
 /// What `finalise_verdict` is told (ABI 11): the verdict its answer makes final (a failed
@@ -574,10 +597,13 @@ pub struct RunLaneConcurrency {
     pub prepares_at_once: u8,
 }
 
-/// How to create a lane. Fill it with `run_lane_config_default` first, then set fields.
+/// How to create a lane. Set its size (`RUN_LANE_INIT(config)`), fill it with
+/// `run_lane_config_default`, then set fields.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneConfig {
+    /// `sizeof(RunLaneConfig)` as the caller's header declares it (ABI 13; set it before `run_lane_config_default`, e.g. with `RUN_LANE_INIT`): the library reads (and `run_lane_config_default` writes) only that many bytes. See "Sizes" in docs/embedding.md.
+    pub size: u32,
     /// Must be `RUN_LANE_ABI_VERSION` (`run_lane_config_default` sets it).
     pub abi_version: u32,
     /// A `RunLaneProfile`.
@@ -664,6 +690,12 @@ pub struct RunLaneConfig {
     /// runtime's offsets: a runtime without result records (`STREAM_SYNC`) would see its
     /// latched failures read as clean.
     pub header_layout: u32,
+    /// ACL (ABI 13): use the libascendcl the process already loaded (the runtime's copy) when
+    /// there is one, before `acl_library_path` and the search: found by its soname or as a
+    /// loaded `libascendcl.so*`, reopened with `RTLD_NOLOAD`, so no second copy is mapped and
+    /// the lane shares the runtime's ACL state. `false` (the default): `acl_library_path` or
+    /// the search. `run_lane_acl_library` names the copy a lane uses.
+    pub acl_prefer_loaded: bool,
 }
 
 /// A run as a callback sees it.
@@ -712,10 +744,13 @@ pub struct RunLaneRunArgs {
     pub queued: bool,
 }
 
-/// One run to submit. Zeroed (`= {}`) is a plain run.
+/// One run to submit. `RUN_LANE_INIT(submit)` (zeroed, `size` set) is a plain run; a zeroed
+/// struct without its size is refused (ABI 13).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunLaneSubmit {
+    /// `sizeof(RunLaneSubmit)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library reads only that many bytes. See "Sizes" in docs/embedding.md.
+    pub size: u32,
     /// Whether `tag` is set.
     pub has_tag: bool,
     /// The runtime's dispatch id; two live runs may not share one. Callbacks receive it.
@@ -747,8 +782,10 @@ pub struct RunLaneSubmit {
 }
 
 impl Default for RunLaneSubmit {
+    /// A plain run, `size` set.
     fn default() -> Self {
         Self {
+            size: size_of::<Self>() as u32,
             has_tag: false,
             tag: 0,
             diagnostics: false,
@@ -784,6 +821,8 @@ pub enum RunLaneRunState {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunLaneRunStatus {
+    /// `sizeof(RunLaneRunStatus)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library writes only that many bytes. See "Sizes" in docs/embedding.md.
+    pub size: u32,
     /// Where the run stands.
     pub state: RunLaneRunState,
     /// Submitted held and not activated yet.
@@ -810,15 +849,19 @@ pub enum RunLaneItem {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunLaneVerdict {
-    /// The run completed with a clean latch and was finalised; the code was uploaded.
-    Ok = 0,
+    /// No verdict (ABI 13): a zeroed outcome, and what `run_lane_poll` writes with `EMPTY`.
+    /// Never an item's verdict; so zero never reads as success.
+    None = 0,
+    /// The run completed with a clean latch and was finalised; the code was uploaded (ABI 13:
+    /// 1, it was 0).
+    Ok = 1,
     /// The item failed; `failure_class`, `code`, `stage`, `hint` and `failure_line` say how.
-    Failed = 1,
+    Failed = 2,
     /// Taken down by a device failure another run caused (`origin`).
-    Poisoned = 2,
+    Poisoned = 3,
     /// Never launched (or uploaded): the lane was closed first, or `run_lane_cancel` cancelled
     /// it.
-    Cancelled = 3,
+    Cancelled = 4,
 }
 
 /// How far a failure reaches.
@@ -881,6 +924,8 @@ pub enum RunLaneStage {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneOutcome {
+    /// `sizeof(RunLaneOutcome)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library writes only that many bytes. See "Sizes" in docs/embedding.md.
+    pub size: u32,
     /// Run or publication.
     pub item: RunLaneItem,
     /// The run or publication id (one sequence for both).
@@ -967,6 +1012,8 @@ pub enum RunLaneState {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneCloseReport {
+    /// `sizeof(RunLaneCloseReport)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library writes only that many bytes. See "Sizes" in docs/embedding.md.
+    pub size: u32,
     /// The state right after the call (`CLOSING` while launched runs finish).
     pub state: RunLaneState,
     /// Whether recovery failed every attempt (reset the device outside the lane).
@@ -1003,6 +1050,13 @@ pub struct RunLaneCloseReport {
     /// nothing of the lane's then; force-reset the device before reusing it. Only
     /// `run_lane_destroy_with_report` sets it.
     pub threads_left: u8,
+    /// How many delivered outcomes were never taken (ABI 13): neither polled nor waited for
+    /// before the destroy dropped them. Only `run_lane_destroy_with_report` sets it (0 from
+    /// `run_lane_close`, whose outcomes may still be taken).
+    pub untaken: u32,
+    /// The ids of the first `RUN_LANE_UNTAKEN_IDS` of them, in the lane's order; 0 past
+    /// `untaken` (ABI 13).
+    pub untaken_ids: [u64; RUN_LANE_UNTAKEN_IDS],
 }
 
 /// How installing the lane's device fault notice monitor went
@@ -1030,6 +1084,8 @@ pub enum RunLaneNoticeMonitor {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct RunLaneNoticeMonitorReport {
+    /// `sizeof(RunLaneNoticeMonitorReport)` as the caller's header declares it (ABI 13; `RUN_LANE_INIT` sets it): the library writes only that many bytes. See "Sizes" in docs/embedding.md.
+    pub size: u32,
     /// How installing the monitor went at `run_lane_create`.
     pub state: RunLaneNoticeMonitor,
     /// `REFUSED`: the code `aclrtSetExceptionInfoCallback` returned; else 0.

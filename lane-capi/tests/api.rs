@@ -102,7 +102,7 @@ unsafe extern "C" fn on_outcome(user: *mut c_void, outcome: *const RunLaneOutcom
 }
 
 fn sim_config(state: &State) -> RunLaneConfig {
-    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    let mut config = run_lane::sized::init::<RunLaneConfig>();
     // SAFETY: a valid place for a config.
     let status = unsafe { run_lane_config_default(config.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Ok);
@@ -149,7 +149,7 @@ fn submit(lane: *mut RunLane, tag: u64, copy_back: bool) -> Result<u64, RunLaneS
 }
 
 fn wait(lane: *mut RunLane, id: u64, timeout_ms: u32) -> Result<RunLaneOutcome, RunLaneStatus> {
-    let mut outcome = std::mem::MaybeUninit::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a valid out pointer.
     match unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) } {
         // SAFETY: written on OK.
@@ -180,7 +180,7 @@ fn the_abi_version_is_the_headers() {
 fn null_foreign_and_destroyed_handles_are_errors_with_a_message() {
     let state = State::default();
     let lane = create(&sim_config(&state));
-    let mut outcome = std::mem::MaybeUninit::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     let foreign: *mut RunLane = std::ptr::without_provenance_mut(0xdead_beef);
     for bad in [std::ptr::null_mut(), foreign] {
         // SAFETY: any handle value is checked.
@@ -268,7 +268,7 @@ fn poll_and_submit_return_at_once_while_a_callback_holds_the_lane_thread() {
     let first = submit(lane, 10, false).unwrap();
     thread::sleep(Duration::from_millis(50)); // the lane thread is now in `prepare`
     let start = Instant::now();
-    let mut outcome = std::mem::MaybeUninit::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a valid out pointer.
     let status = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Empty);
@@ -362,7 +362,7 @@ fn a_publication_and_close_report_through_the_structs() {
     let outcome = wait(lane, publication, 10_000).unwrap();
     assert_eq!(outcome.item, RunLaneItem::Publication);
     assert_eq!(outcome.verdict, RunLaneVerdict::Ok);
-    let mut report = std::mem::MaybeUninit::uninit();
+    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
     // SAFETY: a valid out pointer.
     let status = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Ok);
@@ -466,7 +466,7 @@ fn every_call_that_succeeds_clears_the_threads_last_error() {
     let state = State::default();
     let config = sim_config(&state);
     fail();
-    let mut filled = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    let mut filled = run_lane::sized::init::<RunLaneConfig>();
     // SAFETY: a valid place for a config.
     let defaulted = unsafe { run_lane_config_default(filled.as_mut_ptr()) };
     assert_eq!(defaulted, RunLaneStatus::Ok);
@@ -488,7 +488,7 @@ fn every_call_that_succeeds_clears_the_threads_last_error() {
     assert_eq!(last_error(), "", "run_lane_wait");
     wait(lane, publication, 10_000).unwrap();
     fail();
-    let mut outcome = std::mem::MaybeUninit::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a valid out pointer.
     let polled = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
     assert_eq!(polled, RunLaneStatus::Empty);

@@ -18,7 +18,7 @@ fn last_error() -> String {
 }
 
 fn defaults() -> RunLaneConfig {
-    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    let mut config = run_lane::sized::init::<RunLaneConfig>();
     // SAFETY: a valid place for a config.
     let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
     assert_eq!(filled, RunLaneStatus::Ok);
@@ -206,8 +206,8 @@ fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome()
         ..RunLaneSubmit::default()
     };
     let mut id = 0;
-    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
-    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
+    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
     // SAFETY: every call below passes a NULL, foreign or live handle (all checked) and
     // pointers that are NULL or valid for their access.
     unsafe {

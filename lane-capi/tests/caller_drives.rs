@@ -83,7 +83,7 @@ unsafe extern "C" fn on_outcome(_user: *mut c_void, outcome: *const RunLaneOutco
     note(4);
     let lane = WAIT_FROM_CALLBACK_LANE.load(Ordering::SeqCst);
     if lane != 0 {
-        let mut taken = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+        let mut taken = run_lane::sized::init::<RunLaneOutcome>();
         // SAFETY: any handle value is checked; a valid outcome for the call; writable out.
         let status = unsafe {
             run_lane_wait(
@@ -117,7 +117,7 @@ fn caller_lane(via: Via, kernels: &'static Kernels) -> *mut RunLane {
 
 /// `run_lane_wait` with a timeout: the status, and the outcome when `OK`.
 fn wait_for(lane: *mut RunLane, id: u64, timeout_ms: u32) -> (RunLaneStatus, RunLaneOutcome) {
-    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::zeroed();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a live handle and a writable outcome (zeroed: valid whatever the status).
     let status = unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) };
     // SAFETY: zeroed or filled; every field is valid zeroed.
@@ -186,7 +186,7 @@ fn in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calli
     }
     assert_eq!(common::usage().lane_threads, 0, "no thread of the lane's");
     // A poll and a close run the steps here too.
-    let mut polled = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    let mut polled = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a live handle and a writable outcome.
     let status = unsafe { run_lane_poll(lane, polled.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Empty);
@@ -221,7 +221,7 @@ fn in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_
         "{:?}",
         start.elapsed()
     );
-    let mut polled = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    let mut polled = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a live handle and a writable outcome.
     let status = unsafe { run_lane_poll(lane, polled.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Empty, "still running");
@@ -254,7 +254,7 @@ fn in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits(via: V
         "{}",
         common::line(&outcome)
     );
-    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
     // SAFETY: a live handle, destroyed once, and a writable report.
     let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());

@@ -265,7 +265,7 @@ fn the_header_compiles_as_c99_and_as_c11() {
     let source = out.join("header.c");
     std::fs::write(
         &source,
-        "#include \"run_lane.h\"\nint main(void) { RunLaneConfig c; return run_lane_config_default(&c) == RUN_LANE_STATUS_OK ? 0 : 1; }\n",
+        "#include \"run_lane.h\"\nint main(void) { RunLaneConfig c; RUN_LANE_INIT(c); return run_lane_config_default(&c) == RUN_LANE_STATUS_OK ? 0 : 1; }\n",
     )
     .expect("write the C file");
     for standard in ["-std=c99", "-std=c11"] {

@@ -54,6 +54,7 @@ fn a_workers_prepare_deferred_between_a_runs_two_launches_is_caught_up_after_the
         after_reset: None,
         on_launched: None,
         finalise_verdict: None,
+        reserved: [std::ptr::null_mut(); run_lane::RUN_LANE_RUNNER_RESERVED],
     });
     let deferred = deferred();
     let queue = deferred.clone().expect("a queue");

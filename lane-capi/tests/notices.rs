@@ -88,7 +88,7 @@ fn wait_for_resets(device: i32, resets: u64) {
 
 /// `run_lane_notice_monitor` of a live lane.
 fn monitor_report(lane: *mut RunLane) -> RunLaneNoticeMonitorReport {
-    let mut report = std::mem::MaybeUninit::<RunLaneNoticeMonitorReport>::uninit();
+    let mut report = run_lane::sized::init::<RunLaneNoticeMonitorReport>();
     // SAFETY: a live handle and a writable report.
     let status = unsafe { run_lane_notice_monitor(lane, report.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Ok, "{}", common::last_error());
@@ -556,7 +556,7 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
     for handle in [plain, sim, lane] {
         common::destroy(handle);
     }
-    let mut gone = std::mem::MaybeUninit::<RunLaneNoticeMonitorReport>::uninit();
+    let mut gone = run_lane::sized::init::<RunLaneNoticeMonitorReport>();
     // SAFETY: a destroyed handle is checked, never dereferenced.
     let stale = unsafe { run_lane_notice_monitor(lane, gone.as_mut_ptr()) };
     assert_eq!(stale, RunLaneStatus::InvalidHandle);
@@ -624,7 +624,7 @@ fn a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_
     );
     // At its notice poll: no command was sent.
     wait_for_resets(0, 1);
-    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a live handle and a writable outcome.
     let polled = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
     assert_eq!(polled, RunLaneStatus::Empty, "no item was taken down");

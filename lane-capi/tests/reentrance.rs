@@ -113,7 +113,7 @@ fn last_error() -> String {
 }
 
 fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
-    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    let mut config = run_lane::sized::init::<RunLaneConfig>();
     // SAFETY: a valid place for a config.
     let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
     assert_eq!(filled, RunLaneStatus::Ok);
@@ -137,6 +137,7 @@ fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
         after_reset: None,
         on_launched: Some(on_launched),
         finalise_verdict: None,
+        reserved: [std::ptr::null_mut(); run_lane::RUN_LANE_RUNNER_RESERVED],
     };
     config.workers = if workers { 2 } else { 0 };
     config
@@ -182,7 +183,7 @@ fn reenter(user: *mut c_void, site: Site) {
             status
         }
         Call::Poll => {
-            let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+            let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
             // SAFETY: a writable outcome.
             let status = unsafe { run_lane_poll(target, outcome.as_mut_ptr()) };
             if status == RunLaneStatus::Ok {
@@ -195,21 +196,21 @@ fn reenter(user: *mut c_void, site: Site) {
         // SAFETY: the report is optional.
         Call::Close => unsafe { run_lane_close(target, std::ptr::null_mut()) },
         Call::Wait => {
-            let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+            let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
             // SAFETY: a writable outcome.
             unsafe { run_lane_wait(target, 1, 0, outcome.as_mut_ptr()) }
         }
         // SAFETY: any handle value is checked.
         Call::Destroy => unsafe { run_lane_destroy(target) },
         Call::DestroyWithReport => {
-            let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+            let mut report = run_lane::sized::init::<RunLaneCloseReport>();
             // SAFETY: any handle value is checked; a writable report.
             unsafe { run_lane_destroy_with_report(target, report.as_mut_ptr()) }
         }
         Call::Activate => run_lane_activate(target, 0),
         Call::Cancel => run_lane_cancel(target, 0),
         Call::RunState => {
-            let mut status = std::mem::MaybeUninit::<RunLaneRunStatus>::uninit();
+            let mut status = run_lane::sized::init::<RunLaneRunStatus>();
             // SAFETY: a writable status.
             unsafe { run_lane_run_state(target, 0, status.as_mut_ptr()) }
         }
@@ -320,7 +321,7 @@ fn create(config: &RunLaneConfig) -> *mut RunLane {
 
 /// Waits for item `id` of `lane`: its outcome's id, or the wait's status.
 fn wait(lane: *mut RunLane, id: u64) -> Result<u64, RunLaneStatus> {
-    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a writable outcome.
     match unsafe { run_lane_wait(lane, id, 30_000, outcome.as_mut_ptr()) } {
         // SAFETY: written on OK.

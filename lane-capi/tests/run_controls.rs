@@ -241,7 +241,7 @@ fn submit(lane: *mut RunLane, request: &RunLaneSubmit) -> Result<u64, RunLaneSta
 }
 
 fn state(lane: *mut RunLane, run: u64) -> Result<RunLaneRunStatus, RunLaneStatus> {
-    let mut status = std::mem::MaybeUninit::<RunLaneRunStatus>::uninit();
+    let mut status = run_lane::sized::init::<RunLaneRunStatus>();
     // SAFETY: a live handle and a writable status.
     match unsafe { run_lane_run_state(lane, run, status.as_mut_ptr()) } {
         // SAFETY: filled by the OK call.
@@ -336,7 +336,7 @@ fn an_earlier_key_submitted_later_runs_before_a_staged_successor(via: Via) {
     let start = Instant::now();
     while order.len() < 3 {
         assert!(start.elapsed() < BOUND, "only {order:?}");
-        let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+        let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
         // SAFETY: a live handle and a writable outcome.
         match unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) } {
             RunLaneStatus::Ok => {

@@ -253,8 +253,8 @@ fn poisons(device: i32, outcomes: &[RunLaneOutcome], code: i32) -> Vec<u64> {
                     line(outcome)
                 );
             }
-            RunLaneVerdict::Cancelled => {
-                panic!("device {device}: run {} cancelled", outcome.id)
+            RunLaneVerdict::Cancelled | RunLaneVerdict::None => {
+                panic!("device {device}: run {} {:?}", outcome.id, outcome.verdict)
             }
         }
     }

@@ -51,7 +51,7 @@ fn a_lane_lost_to_a_stuck_waiter_is_destroyed_within_seconds_naming_the_waiter_i
         std::thread::sleep(Duration::from_millis(20));
     }
     let start = Instant::now();
-    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::zeroed();
+    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
     // SAFETY: a live handle, destroyed once, and a writable report.
     let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
     let took = start.elapsed();

@@ -37,7 +37,7 @@ fn closed_lane_after_one_run(via: Via, failures: u32) -> *mut RunLane {
     // SAFETY: a live handle, a readable request, a writable id.
     let submitted = unsafe { run_lane_submit(lane, &raw const request, &raw mut run) };
     assert_eq!(submitted, RunLaneStatus::Ok);
-    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a live handle and a writable outcome.
     let waited = unsafe { run_lane_wait(lane, run, 30_000, outcome.as_mut_ptr()) };
     assert_eq!(waited, RunLaneStatus::Ok);
@@ -59,7 +59,7 @@ fn closed_lane_after_one_run(via: Via, failures: u32) -> *mut RunLane {
 fn report_once_closed(lane: *mut RunLane) -> RunLaneCloseReport {
     let start = Instant::now();
     loop {
-        let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+        let mut report = run_lane::sized::init::<RunLaneCloseReport>();
         // SAFETY: a live handle and a writable report.
         let closed = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
         assert_eq!(closed, RunLaneStatus::Ok);
@@ -78,7 +78,7 @@ fn report_once_closed(lane: *mut RunLane) -> RunLaneCloseReport {
 }
 
 fn destroy_with_report(lane: *mut RunLane) -> RunLaneCloseReport {
-    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
     // SAFETY: a live handle and a writable report.
     let destroyed = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
     assert_eq!(destroyed, RunLaneStatus::Ok);

@@ -11,7 +11,7 @@ use lane_core::status_latch::AclCode;
 use lane_core::{RunId, SlotId};
 use lane_driver::{Device, HostWorker};
 use run_lane::runner::{Binding, CWorker, Requests, Vtable};
-use run_lane::{RunLaneConcurrency, RunLaneRunInfo, RunLaneRunner};
+use run_lane::{RUN_LANE_RUNNER_RESERVED, RunLaneConcurrency, RunLaneRunInfo, RunLaneRunner};
 use run_lane_fake_ascendcl::{Control, cdylib_path};
 
 /// The callbacks' calls.
@@ -58,6 +58,7 @@ fn after_a_force_reset_a_failed_bind_is_binds_error_and_prepare_and_finalise_sti
         after_reset: None,
         on_launched: None,
         finalise_verdict: None,
+        reserved: [std::ptr::null_mut(); RUN_LANE_RUNNER_RESERVED],
     });
     let requests = Requests::default();
     let binding = Binding::Acl(device.worker_binding());

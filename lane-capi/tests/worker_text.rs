@@ -83,7 +83,7 @@ fn lines(via: Via, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> 
         // SAFETY: a live handle, a readable request, a writable id.
         let submitted = unsafe { run_lane_submit(lane, &raw const request, &raw mut run) };
         assert_eq!(submitted, RunLaneStatus::Ok);
-        let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+        let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
         // SAFETY: a live handle and a writable outcome.
         let waited = unsafe { run_lane_wait(lane, run, 30_000, outcome.as_mut_ptr()) };
         assert_eq!(waited, RunLaneStatus::Ok);

@@ -144,6 +144,7 @@ impl FakeSession {
             profile: Some(profile),
             init: false,
             notice_monitor: false,
+            prefer_loaded: false,
         })
         .map_err(|e| ConformanceError::Open(e.to_string()))?;
         Ok(device)

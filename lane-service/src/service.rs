@@ -518,6 +518,13 @@ impl LaneHandle {
         self.poll_report().map(|report| report.outcome)
     }
 
+    /// Takes every delivered outcome not taken yet, in the lane's order, without running the
+    /// lane's steps: after [`LaneHandle::shut_down`], the outcomes the caller never took (a
+    /// destroy reports them instead of dropping them silently).
+    pub fn take_untaken(&self) -> Vec<Report> {
+        std::iter::from_fn(|| self.mailbox().poll()).collect()
+    }
+
     /// As [`poll_outcome`](Self::poll_outcome), with the device's text about the failed call
     /// behind the outcome (`aclGetRecentErrMsg`), if it left one: the [`Report`]'s `Display`
     /// is the stable failure line with that text appended.

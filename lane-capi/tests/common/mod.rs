@@ -172,7 +172,7 @@ pub(crate) fn text(buffer: &[core::ffi::c_char]) -> String {
 
 /// The defaults, filled by the library.
 pub(crate) fn default_config() -> RunLaneConfig {
-    let mut config = std::mem::MaybeUninit::<RunLaneConfig>::uninit();
+    let mut config = run_lane::sized::init::<RunLaneConfig>();
     // SAFETY: a valid place for a config.
     let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
     assert_eq!(filled, RunLaneStatus::Ok);
@@ -291,7 +291,7 @@ pub(crate) fn submit(lane: *mut RunLane) -> Result<u64, RunLaneStatus> {
 
 /// `run_lane_wait` for `id`, which must deliver within [`BOUND`].
 pub(crate) fn wait(lane: *mut RunLane, id: u64) -> RunLaneOutcome {
-    let mut outcome = std::mem::MaybeUninit::<RunLaneOutcome>::uninit();
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     let bound = u32::try_from(BOUND.as_millis()).unwrap_or(u32::MAX);
     // SAFETY: a live handle and a writable outcome.
     let status = unsafe { run_lane_wait(lane, id, bound, outcome.as_mut_ptr()) };
@@ -595,7 +595,7 @@ pub(crate) fn exception_info_getter(
 
 /// Closes the lane (`run_lane_close`, which must succeed) and returns its report.
 pub(crate) fn close(lane: *mut RunLane) -> RunLaneCloseReport {
-    let mut report = std::mem::MaybeUninit::<RunLaneCloseReport>::uninit();
+    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
     // SAFETY: a live handle and a writable report.
     let status = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Ok, "close: {}", last_error());

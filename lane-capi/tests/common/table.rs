@@ -446,6 +446,7 @@ unsafe extern "C" fn recent_error_message(_user: *mut c_void) -> *const c_char {
 /// (the C ABI's profiles copy synchronously).
 pub(crate) fn table(device_id: i32) -> RunLaneDeviceOps {
     RunLaneDeviceOps {
+        size: size_of::<RunLaneDeviceOps>() as u32,
         user: std::ptr::from_ref(forward(device_id)).cast_mut().cast(),
         bind: Some(bind),
         create_stream: Some(create_stream),
