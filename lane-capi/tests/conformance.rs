@@ -71,6 +71,16 @@ impl Backend for TableOnFake {
     }
 }
 
+/// The table over fake device `device_id`. Each test of this file has its own device: the
+/// tests run in parallel, and a test reads its device's call counts after its last scenario,
+/// when another test's scenarios may already run (each scenario holds the fake alone).
+fn on_device(device_id: i32) -> TableOnFake {
+    TableOnFake::with(AclOnFake {
+        device_id,
+        ..AclOnFake::default()
+    })
+}
+
 /// Runs every scenario of the fake on `backend`; each must pass, and none may be left out.
 fn every_fake_scenario_passes_on(backend: TableOnFake) {
     let on_the_fake = scenarios()
@@ -116,6 +126,7 @@ fn every_scenario_meets_the_same_expectations_through_a_device_table_over_the_fa
 fn every_scenario_meets_the_same_expectations_through_a_device_table_with_copies_on_the_streams() {
     every_fake_scenario_passes_on(TableOnFake::with(AclOnFake {
         copies: Some(CopyPath::OnStream),
+        device_id: 1,
         ..AclOnFake::default()
     }));
 }
@@ -131,7 +142,7 @@ fn every_scenario_meets_the_same_expectations_through_the_table_of_the_fakes_las
 
 #[test]
 fn the_runners_own_faults_and_the_rarer_device_faults_end_through_the_table_as_on_the_simulator() {
-    let failures = rarer_faults_against_the_simulator(&mut TableOnFake::default());
+    let failures = rarer_faults_against_the_simulator(&mut on_device(2));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -143,7 +154,7 @@ fn a_wrong_expectation_or_a_broken_table_entry_fails_through_the_table() {
     let text = "name = \"deliberately wrong\"\n[workload]\nruns = 2\n\
                 [expect]\noutcomes = [\"run 1: ok\", \"run 2: failed\"]\n";
     let wrong = backend_sim::scenario::parse("wrong.toml", text).unwrap();
-    let mismatches = check(&mut TableOnFake::default(), &wrong).unwrap();
+    let mismatches = check(&mut on_device(3), &wrong).unwrap();
     let text = wrong.render(Some(BackendName::Acl), &mismatches);
     assert!(
         text.contains("    - run 2: failed\n    + run 2: ok"),
@@ -156,12 +167,12 @@ fn a_wrong_expectation_or_a_broken_table_entry_fails_through_the_table() {
     )
     .unwrap();
     assert_eq!(
-        check(&mut TableOnFake::default(), &right).unwrap(),
+        check(&mut on_device(3), &right).unwrap(),
         Vec::<String>::new()
     );
     let mut broken = TableOnFake {
         broken: Some(table::Entry::MemcpyFromDevice),
-        ..TableOnFake::default()
+        ..on_device(3)
     };
     let mismatches = check(&mut broken, &right).unwrap();
     let text = right.render(Some(BackendName::Acl), &mismatches);
