@@ -164,14 +164,8 @@ pub(crate) unsafe fn aclrtGetSocName() -> *const c_char {
 
 /// Waits for the calling thread's current device only.
 pub(crate) unsafe fn aclrtSynchronizeDeviceWithTimeout(timeout_ms: i32) -> AclError {
-    let (device, state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let deadline = match deadline(timeout_ms) {
-        Ok(deadline) => deadline,
-        Err(code) => return code,
-    };
+    let (device, state) = or_return!(current());
+    let deadline = or_return!(deadline(timeout_ms));
     let drained = |state: &State| {
         state
             .model
@@ -226,10 +220,7 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
     _priority: u32,
     _flag: u32,
 ) -> AclError {
-    let (device, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (device, mut state) = or_return!(current());
     if stream.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -253,14 +244,8 @@ pub(crate) unsafe fn aclrtCreateStreamWithConfig(
 }
 
 fn destroy_stream(stream: AclrtStream, wait: bool) -> AclError {
-    let (device, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let id = match handle(stream) {
-        Ok(id) => id,
-        Err(code) => return code,
-    };
+    let (device, mut state) = or_return!(current());
+    let id = or_return!(handle(stream));
     // Healthy teardown waits for the queued work (a hang ends at the op timeout).
     while wait && state.model.stream_busy(id) == Some(true) {
         state = device.wait(state, None).0;
@@ -289,10 +274,7 @@ pub(crate) unsafe fn aclrtDestroyStreamForce(stream: AclrtStream) -> AclError {
 }
 
 pub(crate) unsafe fn aclrtCreateEventExWithFlag(event: *mut AclrtEvent, flag: u32) -> AclError {
-    let (device, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (device, mut state) = or_return!(current());
     if event.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -311,14 +293,8 @@ pub(crate) unsafe fn aclrtCreateEventExWithFlag(event: *mut AclrtEvent, flag: u3
 }
 
 pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) -> AclError {
-    let (device, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let (event, stream) = match handle(event).and_then(|e| Ok((e, handle(stream)?))) {
-        Ok(handles) => handles,
-        Err(code) => return code,
-    };
+    let (device, mut state) = or_return!(current());
+    let (event, stream) = or_return!(handle(event).and_then(|e| Ok((e, handle(stream)?))));
     // An event of another device is not one of this context's handles: 107017 [I]. The
     // `event-record` site names the run of the stream's last kernel.
     let recorded =
@@ -333,14 +309,8 @@ pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) ->
 }
 
 pub(crate) unsafe fn aclrtQueryEventStatus(event: AclrtEvent, status: *mut i32) -> AclError {
-    let (_, state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let event = match handle(event) {
-        Ok(event) => event,
-        Err(code) => return code,
-    };
+    let (_, state) = or_return!(current());
+    let event = or_return!(handle(event));
     let value = match state.model.event_state(event) {
         None => return ACL_ERROR_RT_INVALID_HANDLE,
         Some(EventState::Complete) => ACL_EVENT_RECORDED_STATUS_COMPLETE,
@@ -355,14 +325,8 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
     event: AclrtEvent,
     timeout_ms: i32,
 ) -> AclError {
-    let (device, state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let deadline = match deadline(timeout_ms) {
-        Ok(deadline) => deadline,
-        Err(code) => return code,
-    };
+    let (device, state) = or_return!(current());
+    let deadline = or_return!(deadline(timeout_ms));
     if event.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -424,14 +388,8 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
 }
 
 pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent) -> AclError {
-    let (device, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let (stream, event) = match handle(stream).and_then(|s| Ok((s, handle(event)?))) {
-        Ok(handles) => handles,
-        Err(code) => return code,
-    };
+    let (device, mut state) = or_return!(current());
+    let (stream, event) = or_return!(handle(stream).and_then(|s| Ok((s, handle(event)?))));
     // A cross-stream wait needs ACL_EVENT_SYNC: 207000 without it (device-truth §6).
     let waited = state
         .model
@@ -447,10 +405,7 @@ pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent
 }
 
 pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
-    let (device, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (device, mut state) = or_return!(current());
     if event.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -469,10 +424,7 @@ pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
 const PADDING: usize = 32;
 
 pub(crate) unsafe fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, _policy: i32) -> AclError {
-    let (_, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (_, mut state) = or_return!(current());
     if dev_ptr.is_null() || size == 0 {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -494,10 +446,7 @@ pub(crate) unsafe fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, _policy
 }
 
 pub(crate) unsafe fn aclrtFree(dev_ptr: *mut c_void) -> AclError {
-    let (_, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (_, mut state) = or_return!(current());
     if dev_ptr.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -510,10 +459,7 @@ pub(crate) unsafe fn aclrtFree(dev_ptr: *mut c_void) -> AclError {
 }
 
 pub(crate) unsafe fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> AclError {
-    let (_, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (_, mut state) = or_return!(current());
     if host_ptr.is_null() || size == 0 {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -535,10 +481,7 @@ pub(crate) unsafe fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) ->
 }
 
 pub(crate) unsafe fn aclrtFreeHost(host_ptr: *mut c_void) -> AclError {
-    let (_, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (_, mut state) = or_return!(current());
     if host_ptr.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -559,10 +502,7 @@ pub(crate) unsafe fn aclrtMemcpy(
     count: usize,
     kind: i32,
 ) -> AclError {
-    let (_, mut state) = match checked_copy(dst, dest_max, src, count, kind) {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (_, mut state) = or_return!(checked_copy(dst, dest_max, src, count, kind));
     let now = device_now_ns();
     let result = match kind {
         ACL_MEMCPY_HOST_TO_DEVICE => {
@@ -621,14 +561,8 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
     if kind == ACL_MEMCPY_HOST_TO_HOST {
         return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
     }
-    let (device, mut state) = match checked_copy(dst, dest_max, src, count, kind) {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let id = match handle(stream) {
-        Ok(id) => id,
-        Err(code) => return code,
-    };
+    let (device, mut state) = or_return!(checked_copy(dst, dest_max, src, count, kind));
+    let id = or_return!(handle(stream));
     let host = host_side(kind, dst as usize, src as usize);
     let pinned = host.is_some_and(|address| state.pinned(address, count));
     let pageable = host.is_some() && !pinned;
@@ -703,19 +637,10 @@ pub(crate) unsafe fn aclrtSynchronizeStreamWithTimeout(
 }
 
 fn synchronize_stream(stream: AclrtStream, timeout_ms: i32) -> AclError {
-    let (device, mut state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
+    let (device, mut state) = or_return!(current());
     // A zero timeout is refused (device-truth §1): no non-blocking form.
-    let deadline = match deadline(timeout_ms) {
-        Ok(deadline) => deadline,
-        Err(code) => return code,
-    };
-    let id = match handle(stream) {
-        Ok(id) => id,
-        Err(code) => return code,
-    };
+    let deadline = or_return!(deadline(timeout_ms));
+    let id = or_return!(handle(stream));
     let Some(upto) = state.model.stream_submitted(id) else {
         drop(state);
         return missing_stream(device, id);
@@ -787,14 +712,8 @@ pub(crate) unsafe fn aclrtGetErrorCodeFromExceptionInfo(info: *const AclrtExcept
 /// names no later stream) \[I: real ACL may reuse a destroyed stream's id\]. NULL stream or
 /// out-pointer 100000; a dead stream 107017; a live stream of another device 107003.
 pub(crate) unsafe fn aclrtStreamGetId(stream: AclrtStream, stream_id: *mut i32) -> AclError {
-    let (device, state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let id = match handle(stream) {
-        Ok(id) => id,
-        Err(code) => return code,
-    };
+    let (device, state) = or_return!(current());
+    let id = or_return!(handle(stream));
     if stream_id.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }

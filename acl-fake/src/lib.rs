@@ -126,6 +126,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ascend_cl_sys::types::*;
 
+/// The `Ok` value of `$result`, or a return of its error (an ACL code) from the enclosing
+/// function.
+macro_rules! or_return {
+    ($result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(code) => return code,
+        }
+    };
+}
+
 mod device;
 mod imp;
 mod notice;
@@ -909,14 +920,8 @@ mod control {
         run: u64,
     ) -> AclError {
         // SAFETY: the caller's contract for `header_bytes`.
-        let header_bytes = match unsafe { bytes_from(header_bytes, header_len) } {
-            Ok(bytes) => bytes,
-            Err(code) => return code,
-        };
-        let (device, mut state) = match device::current() {
-            Ok(bound) => bound,
-            Err(code) => return code,
-        };
+        let header_bytes = or_return!(unsafe { bytes_from(header_bytes, header_len) });
+        let (device, mut state) = or_return!(device::current());
         if stream.is_null() {
             return ACL_ERROR_INVALID_PARAM;
         }
@@ -1129,10 +1134,7 @@ mod control {
             return ACL_ERROR_RT_PARAM_INVALID;
         }
         // SAFETY: the caller's contract for `header_bytes`.
-        let header_bytes = match unsafe { bytes_from(header_bytes, header_len) } {
-            Ok(bytes) => bytes,
-            Err(code) => return code,
-        };
+        let header_bytes = or_return!(unsafe { bytes_from(header_bytes, header_len) });
         let Ok(rule) = FaultRule::new(outcome.kind(), None, window(skip, count)) else {
             return ACL_ERROR_RT_PARAM_INVALID;
         };
@@ -1194,10 +1196,7 @@ mod control {
     }
 
     pub(super) unsafe fn runlanefake_clear_faults_on(device_id: i32) -> AclError {
-        let device = match named(device_id) {
-            Ok(device) => device,
-            Err(code) => return code,
-        };
+        let device = or_return!(named(device_id));
         device.lock().model.heal();
         ACL_SUCCESS
     }
@@ -1226,10 +1225,7 @@ mod control {
         device_id: i32,
         out: *mut FakeCounters,
     ) -> AclError {
-        let device = match named(device_id) {
-            Ok(device) => device,
-            Err(code) => return code,
-        };
+        let device = or_return!(named(device_id));
         if out.is_null() {
             return ACL_ERROR_INVALID_PARAM;
         }
@@ -1275,10 +1271,7 @@ mod control {
         capacity: u32,
         count: *mut u32,
     ) -> AclError {
-        let device = match named(device_id) {
-            Ok(device) => device,
-            Err(code) => return code,
-        };
+        let device = or_return!(named(device_id));
         if count.is_null() || (out.is_null() && capacity > 0) {
             return ACL_ERROR_INVALID_PARAM;
         }

@@ -228,8 +228,7 @@ fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synch
         (Outcome::Hang, ENGINE_AICORE, ACL_ERROR_RT_AICORE_TIMEOUT),
         (Outcome::Hang, ENGINE_AICPU, ACL_ERROR_RT_AICPU_TIMEOUT),
     ] {
-        let stream = create_stream(acl);
-        let event = create_event(acl);
+        let (stream, event) = stream_and_event(acl);
         control
             .launch_run(&RunKernel {
                 outcome,
@@ -285,8 +284,7 @@ fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run(
     );
     record(acl, event, other);
     assert_eq!(stream_wait(acl, stream, event), ACL_SUCCESS);
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     let words = from_device(acl, timing, 16).expect("timing");
     assert!(
         words[..8] != [0; 8] && words[8..] != [0; 8],
@@ -436,8 +434,7 @@ fn null_handles_and_out_pointers_get_100000_and_a_wait_on_a_non_sync_event_20700
     let (_guard, acl, control) = session();
     let null_stream: AclrtStream = std::ptr::null_mut();
     let null_event: AclrtEvent = std::ptr::null_mut();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let dev = malloc(acl, 4);
     let pinned = malloc_host(acl, 4);
     // SAFETY: NULL handles are refused before any use; the buffers are live.
@@ -518,8 +515,7 @@ fn an_op_timeout_of_zero_is_the_maximum_and_a_hang_is_never_killed() {
         ACL_SUCCESS
     );
     assert_eq!(actual, u64::MAX, "the maximum");
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     launch_hang(control, stream);
     // A long kernel is not killed either.
     launch(control, stream, ENGINE_AICORE, 1).expect("launch");
@@ -649,8 +645,7 @@ fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
     control
         .set_semantics(Semantics::LegacyEventFaults(true))
         .expect("switch");
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let timing = malloc(acl, 16);
     control
         .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
@@ -689,8 +684,7 @@ fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
     assert!(err.is_ok());
     // Only device 0 has it: device 1 keeps the default.
     bind(acl, 1);
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     control
         .device(1)
         .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
@@ -702,8 +696,7 @@ fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
         ACL_SUCCESS,
         "device 1: real semantics"
     );
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert!(
         control
             .device(64)
@@ -724,8 +717,7 @@ fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
     // The reset restores device 0's default.
     control.reset().expect("reset");
     bind(acl, 0);
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     control
         .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
         .expect("rule");
@@ -736,8 +728,7 @@ fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
         ACL_SUCCESS,
         "reset: real semantics again"
     );
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert_all_balanced(control);
 }
 

@@ -168,8 +168,7 @@ fn handles_are_unique_across_devices_and_a_reset_never_reuses_one() {
     let mut live = Vec::new();
     for id in 0..16 {
         bind(acl, id);
-        let stream = create_stream(acl);
-        let event = create_event(acl);
+        let (stream, event) = stream_and_event(acl);
         assert!(seen.insert(stream as usize) && seen.insert(event as usize));
         live.push((id, stream, event));
     }
@@ -186,8 +185,7 @@ fn handles_are_unique_across_devices_and_a_reset_never_reuses_one() {
             continue;
         }
         bind(acl, id);
-        assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+        destroy_both(acl, stream, event);
     }
     assert_all_balanced(control);
 }
@@ -248,17 +246,14 @@ fn a_handle_of_another_device_is_refused_with_the_closest_acl_code_and_stays_usa
     // Nothing was touched: everything of device 0 works there.
     bind(acl, 0);
     assert_eq!(to_device(acl, p0, &[7; 16]), ACL_SUCCESS);
-    record(acl, e0, s0);
-    assert_eq!(sync(acl, e0, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, e0, s0);
     assert_eq!(from_device(acl, p0, 16), Ok(vec![7; 16]));
-    assert_eq!(destroy_stream(acl, s0), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, e0), ACL_SUCCESS);
+    destroy_both(acl, s0, e0);
     assert_eq!(free(acl, p0), ACL_SUCCESS);
     // SAFETY: from aclrtMallocHost on this device.
     assert_eq!(unsafe { acl.aclrtFreeHost(h0) }, ACL_SUCCESS);
     bind(acl, 1);
-    assert_eq!(destroy_stream(acl, s1), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, e1), ACL_SUCCESS);
+    destroy_both(acl, s1, e1);
     assert_eq!(free(acl, p1), ACL_SUCCESS);
     assert_all_balanced(control);
 }
@@ -276,8 +271,7 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
         )
     });
     let (s1, e1, p1) = lane_1.run(|acl, control| {
-        let stream = create_stream(acl);
-        let event = create_event(acl);
+        let (stream, event) = stream_and_event(acl);
         launch_hang(control, stream);
         record(acl, event, stream);
         (stream as usize, event as usize, malloc(acl, 8) as usize)
@@ -441,8 +435,7 @@ fn a_second_thread_waits_on_an_event_while_the_first_launches_and_records_others
         });
         for _ in 0..3 {
             launch(control, busy, ENGINE_AICORE, 1).expect("launch");
-            record(acl, other, busy);
-            assert_eq!(sync(acl, other, LONG_MS), ACL_SUCCESS);
+            record_and_wait(acl, other, busy);
         }
         assert_eq!(query(acl, awaited), Ok(ACL_EVENT_RECORDED_STATUS_NOT_READY));
         assert_eq!(blocked_event_syncs(control, 2), 1, "still waiting");
@@ -454,8 +447,7 @@ fn a_second_thread_waits_on_an_event_while_the_first_launches_and_records_others
             "a later wait too"
         );
     });
-    assert_eq!(destroy_stream(acl, busy), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, awaited), ACL_SUCCESS);
+    destroy_both(acl, busy, awaited);
     assert_eq!(destroy_event(acl, other), ACL_SUCCESS);
     assert_all_balanced(control);
 }
@@ -505,8 +497,7 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     one.fault_copy(CODE_FAULT, 0, 1).expect("rule");
     // Device 0: every call of the rules' kinds succeeds.
     bind(acl, 0);
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let dev = malloc(acl, 8);
     let pinned = malloc_host(acl, 8);
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
@@ -536,8 +527,7 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     let on_1 = create_stream(acl);
     let event_1 = create_event(acl);
     launch(control, on_1, ENGINE_AICORE, 0).expect("launch");
-    record(acl, event_1, on_1);
-    assert_eq!(sync(acl, event_1, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event_1, on_1);
     assert_eq!(
         sync_stream(acl, on_1, LONG_MS),
         ACL_ERROR_RT_AICORE_EXCEPTION
@@ -550,8 +540,7 @@ fn fault_rules_of_one_device_never_fire_on_another() {
         unsafe { acl.aclrtMemcpyAsync(dev_1, 8, pinned_1, 8, ACL_MEMCPY_HOST_TO_DEVICE, fresh) },
         ACL_SUCCESS
     );
-    record(acl, event_1, fresh);
-    assert_eq!(sync(acl, event_1, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event_1, fresh);
     assert_eq!(
         sync_stream(acl, fresh, LONG_MS),
         CODE_FAULT,
@@ -577,8 +566,7 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     }
     // SAFETY: from aclrtMallocHost on this device.
     assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert_all_balanced(control);
 }
 
@@ -711,8 +699,7 @@ fn sixteen_threads_each_on_its_own_device_work_at_once_and_resets_of_half_leave_
             let resets_done = &resets_done;
             scope.spawn(move || {
                 bind(acl, id);
-                let stream = create_stream(acl);
-                let event = create_event(acl);
+                let (stream, event) = stream_and_event(acl);
                 let header = malloc(acl, 4);
                 let round = |stream: AclrtStream, header: *mut core::ffi::c_void| {
                     let bytes = id.to_le_bytes();
@@ -757,8 +744,7 @@ fn sixteen_threads_each_on_its_own_device_work_at_once_and_resets_of_half_leave_
                     assert_eq!(destroy_event(acl, event), ACL_ERROR_RT_INVALID_HANDLE);
                 } else {
                     round(stream, header);
-                    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-                    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+                    destroy_both(acl, stream, event);
                     assert_eq!(free(acl, header), ACL_SUCCESS);
                 }
             });

@@ -169,8 +169,7 @@ fn timeouts_of_zero_or_below_minus_one_are_invalid() {
     let stream = create_stream(acl);
     assert_eq!(sync_stream(acl, stream, 0), ACL_ERROR_RT_PARAM_INVALID);
     assert_eq!(sync_stream(acl, stream, -2), ACL_ERROR_RT_PARAM_INVALID);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
 }
 
 #[test]
@@ -201,8 +200,7 @@ fn an_event_captures_only_the_work_submitted_before_its_record() {
 #[test]
 fn a_kernel_writes_its_timing_and_status_header_in_stream_order() {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let timing = malloc(acl, 16);
     let header = malloc(acl, 8);
     control
@@ -229,8 +227,7 @@ fn a_kernel_writes_its_timing_and_status_header_in_stream_order() {
             &[],
         )
         .expect("second");
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     let words = |bytes: Vec<u8>| {
         let (a, b) = bytes.split_at(8);
         (
@@ -249,8 +246,7 @@ fn a_kernel_writes_its_timing_and_status_header_in_stream_order() {
     for ptr in [timing, header, second_timing] {
         assert_eq!(free(acl, ptr), ACL_SUCCESS);
     }
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     let counters = control.counters().expect("counters");
     assert_eq!(counters.launches, 2);
     assert!(counters.balanced(), "{counters:?}");
@@ -378,8 +374,7 @@ fn copies_both_ways_are_bounds_checked_with_acl_codes() {
 #[test]
 fn an_async_copy_into_pinned_host_memory_runs_after_the_kernel_before_it() {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let header = malloc(acl, 4);
     let mut pinned = std::ptr::null_mut();
     // SAFETY: writable slot.
@@ -406,8 +401,7 @@ fn an_async_copy_into_pinned_host_memory_runs_after_the_kernel_before_it() {
         unsafe { acl.aclrtMemcpyAsync(pinned, 8, header, 8, ACL_MEMCPY_DEVICE_TO_HOST, stream) },
         ACL_ERROR_RT_PARAM_INVALID
     );
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     // SAFETY: the copy completed (the event covers it); `pinned` holds 4 initialised bytes.
     let copied = unsafe { std::slice::from_raw_parts(pinned.cast::<u8>(), 4) }.to_vec();
     assert_eq!(copied, vec![4, 3, 2, 1]);
@@ -419,8 +413,7 @@ fn an_async_copy_into_pinned_host_memory_runs_after_the_kernel_before_it() {
         ACL_ERROR_RT_PARAM_INVALID
     );
     assert_eq!(free(acl, header), ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert_balanced(control);
 }
 
@@ -480,11 +473,9 @@ fn failed_creates_return_the_injected_code_and_a_recent_error_message() {
     assert_eq!(err.code, ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert!(err.to_string().contains("aclrtMalloc"), "{err}");
     // Rules are used up: the next calls succeed.
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     assert_eq!(free(acl, first), ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert_balanced(control);
 }
 
@@ -518,8 +509,7 @@ fn a_failed_launch_queues_nothing() {
 #[test]
 fn a_latch_rule_writes_the_given_status_header() {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let header = malloc(acl, 4);
     control
         .fault_kernel(Outcome::Latch, ENGINE_AICPU, 1, 1, &[0xEE; 4])
@@ -550,19 +540,16 @@ fn a_latch_rule_writes_the_given_status_header() {
         .expect("rule");
     control.clear_faults().expect("clear");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     assert_eq!(free(acl, header), ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert_balanced(control);
 }
 
 #[test]
 fn a_force_reset_kills_everything_on_its_device_and_unbinds_the_threads_bound_to_it() {
     let (_guard, acl, control) = session_expecting_resets_under_wait();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let dev = malloc(acl, 8);
     launch_hang(control, stream);
     record(acl, event, stream);
@@ -807,8 +794,7 @@ fn an_async_copy_with_pageable_memory_returns_after_the_copy_and_host_to_host_is
 #[test]
 fn a_pinned_buffer_freed_before_its_copy_runs_fails_the_stream_instead_of_being_written() {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let dev = malloc(acl, 8);
     let pinned = malloc_host(acl, 8);
     // Long enough that the free below comes first on any machine.
@@ -837,8 +823,7 @@ fn a_copy_rule_fails_the_copy_on_its_stream_and_bad_rules_are_refused() {
     let (_guard, acl, control) = session();
     assert!(control.fault_copy(0, 0, 1).is_err(), "code 0 is no fault");
     assert!(control.fault_copy(CODE_FAULT, 0, 0).is_err(), "count 0");
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let dev = malloc(acl, 8);
     let pinned = malloc_host(acl, 8);
     control.fault_copy(CODE_FAULT, 1, 1).expect("rule");
@@ -850,8 +835,7 @@ fn a_copy_rule_fails_the_copy_on_its_stream_and_bad_rules_are_refused() {
             "the enqueue succeeds"
         );
     }
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
         CODE_FAULT,
@@ -903,8 +887,7 @@ fn a_force_reset_reclaims_pinned_host_memory() {
 fn an_aicpu_launch_behind_an_unfinished_kernel_counts_as_queued_and_one_on_a_drained_stream_does_not()
  {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let queued = || control.counters().expect("counters").queued_launches;
     let start = queued();
     // A hang keeps the stream's first kernel unfinished while the second is launched.
@@ -917,14 +900,11 @@ fn an_aicpu_launch_behind_an_unfinished_kernel_counts_as_queued_and_one_on_a_dra
     assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
     let stream = create_stream(acl);
     launch(control, stream, ENGINE_AICPU, 1).expect("launch");
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     launch(control, stream, ENGINE_AICPU, 1).expect("launch");
     assert_eq!(queued(), start + 1, "the stream's kernels had all finished");
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
+    destroy_both(acl, stream, event);
     assert_balanced(control);
 }
 
@@ -992,8 +972,7 @@ fn a_streams_worker_sleeps_through_the_work_of_other_streams_on_its_device() {
     const ROUNDS: u64 = 50;
     for _ in 0..ROUNDS {
         launch(control, busy, ENGINE_AICPU, 0).expect("launch");
-        record(acl, event, busy);
-        assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+        record_and_wait(acl, event, busy);
     }
     // A stray wake-up (a signal, the scheduler) may come; one per round is the herd.
     let (idle_woken, hung_woken) = (
@@ -1007,12 +986,10 @@ fn a_streams_worker_sleeps_through_the_work_of_other_streams_on_its_device() {
     );
     // Its own work and its removal still wake each.
     launch(control, idle, ENGINE_AICORE, 0).expect("launch");
-    record(acl, event, idle);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, idle);
     assert_eq!(destroy_stream_force(acl, hung), ACL_SUCCESS);
     assert_eq!(destroy_stream(acl, idle), ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, busy), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, busy, event);
     assert_balanced(control);
 }
 
@@ -1035,23 +1012,20 @@ fn a_streams_worker_runs_with_no_timer_slack_so_a_kernel_ends_when_its_time_is_u
     let event = create_event(acl);
     // Once a kernel of the stream has run, its worker has set its slack (before its first task).
     launch(control, stream, ENGINE_AICPU, 1).expect("launch");
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     assert_eq!(timer_slack(worker), WORKER_TIMER_SLACK_NS);
     assert!(
         timer_slack(std::process::id()) > WORKER_TIMER_SLACK_NS,
         "the process's main thread keeps the default: only the device's threads change"
     );
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert_balanced(control);
 }
 
 #[test]
 fn the_device_clock_is_the_one_a_kernels_timing_buffer_is_written_in() {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     let timing = malloc(acl, 16);
     let before = control.device_clock_ns().expect("clock");
     control
@@ -1065,8 +1039,7 @@ fn the_device_clock_is_the_one_a_kernels_timing_buffer_is_written_in() {
             &[],
         )
         .expect("launch");
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     let after = control.device_clock_ns().expect("clock");
     let bytes = from_device(acl, timing, 16).expect("read the timing buffer");
     let start = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
@@ -1077,7 +1050,6 @@ fn the_device_clock_is_the_one_a_kernels_timing_buffer_is_written_in() {
          {after} after its event"
     );
     assert_eq!(free(acl, timing), ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert_balanced(control);
 }

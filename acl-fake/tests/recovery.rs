@@ -85,11 +85,9 @@ fn a_force_reset_under_a_stream_or_device_synchronize_is_counted_and_the_waiter_
 fn a_force_reset_with_no_thread_inside_a_wait_is_not_counted() {
     let (_guard, acl, control) = session();
     let total_before = control.resets_under_wait();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     launch(control, stream, ENGINE_AICORE_ID, 0).expect("launch");
-    record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+    record_and_wait(acl, event, stream);
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
     assert_eq!(control.counters().expect("counters").resets_under_wait, 0);
@@ -347,8 +345,7 @@ fn the_getters_return_0xffffffff_for_a_null_info() {
 #[should_panic(expected = "force reset(s) were made while a thread was inside a device wait")]
 fn the_session_fails_a_test_that_made_an_unexpected_force_reset_under_a_wait() {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
-    let event = create_event(acl);
+    let (stream, event) = stream_and_event(acl);
     launch_hang(control, stream);
     record(acl, event, stream);
     let raw = event as usize;

@@ -71,19 +71,41 @@ fn pair(d: &mut SimDevice) -> (StreamHandle, StreamHandle) {
     (d.create_stream().unwrap(), d.create_stream().unwrap())
 }
 
+/// A device with the fault rule `fault` (none if empty) installed, and run 1 launched on slot 0
+/// of a fresh stream pair: the device, the pair (AICPU, AICore) and the slot.
+fn launched(mut d: SimDevice, fault: &str) -> (SimDevice, StreamHandle, StreamHandle, Slot) {
+    if !fault.is_empty() {
+        d.install(FaultRule::parse(fault).unwrap());
+    }
+    let (aicpu, aicore) = pair(&mut d);
+    let s = slot(&mut d, 1, 0);
+    launch(&mut d, &s, aicpu, aicore);
+    (d, aicpu, aicore, s)
+}
+
+/// The launch context of `run`'s `stage`.
+fn stage(run: u64, stage: LaunchStage) -> Option<LaunchContext> {
+    Some(LaunchContext {
+        run: RunId(run),
+        stage,
+    })
+}
+
+/// The device broke an invariant whose message says `what`.
+fn assert_invariant(d: &SimDevice, what: &str) {
+    match d.failure() {
+        Some(DeviceFailure::Invariant(w)) => assert!(w.contains(what), "{w}"),
+        other => panic!("expected an invariant failure ({what}), got {other:?}"),
+    }
+}
+
 /// The launch order of L-5 with nothing ahead: AICore kernel, `core_done` on the AICore
 /// stream, AICPU kernel, the AICPU stream's wait on `core_done`, the boundary; each stage
 /// told to the device as the executor does.
 fn launch(d: &mut SimDevice, s: &Slot, aicpu: StreamHandle, aicore: StreamHandle) {
-    let stage = |stage| {
-        Some(LaunchContext {
-            run: s.args.run,
-            stage,
-        })
-    };
-    d.launch_context(stage(LaunchStage::Arm));
+    d.launch_context(stage(s.args.run.0, LaunchStage::Arm));
     SimRunner.launch_aicore(d, aicore, &s.args).unwrap();
-    d.launch_context(stage(LaunchStage::Kernels));
+    d.launch_context(stage(s.args.run.0, LaunchStage::Kernels));
     d.record_event(s.events[1], aicore).unwrap();
     SimRunner.launch_aicpu(d, aicpu, &s.args).unwrap();
     d.stream_wait_event(aicpu, s.events[1]).unwrap();
@@ -177,17 +199,11 @@ fn a_completion_waiters_wait_between_a_runs_two_launches_leaves_its_aicore_kerne
         launch(&mut d, &s1, aicpu, aicore);
         (aicpu, aicore, s1, s2)
     };
-    let stage = |stage| {
-        Some(LaunchContext {
-            run: RunId(2),
-            stage,
-        })
-    };
-    shared.launch_context(stage(LaunchStage::Arm));
+    shared.launch_context(stage(2, LaunchStage::Arm));
     SimRunner
         .launch_aicore(&mut shared, aicore, &s2.args)
         .unwrap();
-    shared.launch_context(stage(LaunchStage::Kernels));
+    shared.launch_context(stage(2, LaunchStage::Kernels));
     shared.record_event(s2.events[1], aicore).unwrap();
     waiter.synchronize_event(s1.events[0], 50_000).unwrap();
     let mut bytes = [0u8; RECORD_BYTES];
@@ -216,15 +232,9 @@ fn a_launch_that_ends_between_a_runs_two_launches_orphans_its_aicore_kernel() {
     let mut d = device();
     let (_, aicore) = pair(&mut d);
     let s = slot(&mut d, 1, 0);
-    let stage = |stage| {
-        Some(LaunchContext {
-            run: RunId(1),
-            stage,
-        })
-    };
-    d.launch_context(stage(LaunchStage::Arm));
+    d.launch_context(stage(1, LaunchStage::Arm));
     SimRunner.launch_aicore(&mut d, aicore, &s.args).unwrap();
-    d.launch_context(stage(LaunchStage::Kernels));
+    d.launch_context(stage(1, LaunchStage::Kernels));
     d.record_event(s.events[1], aicore).unwrap();
     d.launch_context(None);
     assert_eq!(
@@ -242,10 +252,7 @@ fn the_next_launchs_arm_orphans_an_aicore_kernel_still_waiting_for_its_partner()
     let (aicpu, aicore) = pair(&mut d);
     let other_aicore = d.create_stream().unwrap();
     let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
-    d.launch_context(Some(LaunchContext {
-        run: RunId(1),
-        stage: LaunchStage::Arm,
-    }));
+    d.launch_context(stage(1, LaunchStage::Arm));
     SimRunner.launch_aicore(&mut d, aicore, &s1.args).unwrap();
     launch(&mut d, &s2, aicpu, other_aicore);
     assert_eq!(wait(&mut d, &s2), Ok(()), "run 2 runs beside the orphan");
@@ -271,15 +278,7 @@ fn a_second_aicore_kernel_within_one_launch_breaks_a_device_invariant() {
     SimRunner
         .launch_aicore(&mut d, other_aicore, &s2.args)
         .unwrap();
-    match d.failure() {
-        Some(DeviceFailure::Invariant(what)) => {
-            assert!(
-                what.contains("still waited for its AICPU partner"),
-                "{what}"
-            );
-        }
-        other => panic!("expected an invariant failure, got {other:?}"),
-    }
+    assert_invariant(&d, "still waited for its AICPU partner");
 }
 
 #[test]
@@ -308,10 +307,7 @@ fn a_never_recorded_event_waits_as_success_at_once() {
 
 #[test]
 fn an_event_completes_when_its_stream_passes_it() {
-    let mut d = device();
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, aicpu, _, s) = launched(device(), "");
     assert_eq!(
         d.query_stream(aicpu),
         Ok(false),
@@ -405,11 +401,7 @@ fn an_event_query_answers_not_ready_before_the_boundary_and_complete_from_it_on_
 
 #[test]
 fn a_hung_run_makes_the_bounded_wait_time_out_with_507047() {
-    let mut d = device();
-    d.install(FaultRule::parse("hang@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, _, s) = launched(device(), "hang@run:1");
     let before = d.host_ns();
     assert_eq!(
         d.synchronize_event(s.events[0], 100),
@@ -428,11 +420,7 @@ fn a_hung_run_makes_the_bounded_wait_time_out_with_507047() {
 
 #[test]
 fn an_unbounded_wait_on_a_stuck_run_is_a_deadlock_not_a_hang_of_the_simulator() {
-    let mut d = device();
-    d.install(FaultRule::parse("stuck").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, _, s) = launched(device(), "stuck");
     assert!(d.synchronize_event(s.events[0], -1).is_err());
     assert!(matches!(d.failure(), Some(DeviceFailure::Deadlock(_))));
 }
@@ -441,11 +429,7 @@ fn an_unbounded_wait_on_a_stuck_run_is_a_deadlock_not_a_hang_of_the_simulator() 
 fn a_hung_aicore_kernel_ends_at_the_op_timeout_its_event_passes_and_only_the_stream_synchronize_says_507014()
  {
     const OP_TIMEOUT_NS: u64 = 1_000_000_000;
-    let mut d = device().with_op_timeout(OP_TIMEOUT_NS);
-    d.install(FaultRule::parse("hang@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, aicpu, aicore, s) = launched(device().with_op_timeout(OP_TIMEOUT_NS), "hang@run:1");
     let before = d.host_ns();
     // A host wait longer than the op timeout ends with the kernels, not at its own limit, and
     // returns 0: the kernel exited (device-truth §1).
@@ -474,11 +458,8 @@ fn a_hung_aicore_kernel_ends_at_the_op_timeout_its_event_passes_and_only_the_str
 #[test]
 fn a_hung_aicpu_scheduler_faults_its_stream_with_507017_and_publishes_nothing() {
     const OP_TIMEOUT_NS: u64 = 1_000_000_000;
-    let mut d = device().with_op_timeout(OP_TIMEOUT_NS);
-    d.install(FaultRule::parse("hang-aicpu@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, aicpu, aicore, s) =
+        launched(device().with_op_timeout(OP_TIMEOUT_NS), "hang-aicpu@run:1");
     assert_eq!(d.synchronize_event(s.events[0], 2_000), Ok(()));
     assert_eq!(
         d.synchronize_stream(aicpu, 1_000),
@@ -493,11 +474,7 @@ fn a_hung_aicpu_scheduler_faults_its_stream_with_507017_and_publishes_nothing() 
 
 #[test]
 fn a_hung_run_waited_on_for_less_than_the_op_timeout_still_times_out_with_507047() {
-    let mut d = device().with_op_timeout(1_000_000_000);
-    d.install(FaultRule::parse("hang@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, _, s) = launched(device().with_op_timeout(1_000_000_000), "hang@run:1");
     assert_eq!(
         d.synchronize_event(s.events[0], 10),
         Err(AclCode::RtEventSyncTimeout)
@@ -620,10 +597,7 @@ fn a_latch_leaves_507018_sticky_on_the_aicpu_stream_alone_until_it_is_destroyed_
 
 #[test]
 fn a_clean_run_publishes_an_ok_record_stamped_with_its_epoch_before_its_boundary_passes() {
-    let mut d = device();
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, _, s) = launched(device(), "");
     assert_eq!(record(&mut d, &s), Record::NeverPublished { stamp: 0 });
     wait(&mut d, &s).unwrap();
     assert_eq!(record(&mut d, &s), Record::Ok);
@@ -633,11 +607,7 @@ fn a_clean_run_publishes_an_ok_record_stamped_with_its_epoch_before_its_boundary
 
 #[test]
 fn a_latched_run_publishes_an_error_record_with_the_code_from_the_header_and_its_error_tail() {
-    let mut d = device();
-    d.install(FaultRule::parse("latch=SCOPE_DEADLOCK@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, _, s) = launched(device(), "latch=SCOPE_DEADLOCK@run:1");
     wait(&mut d, &s).unwrap();
     assert_eq!(
         record(&mut d, &s),
@@ -657,22 +627,17 @@ fn a_latched_run_publishes_an_error_record_with_the_code_from_the_header_and_its
 #[test]
 fn faulted_hung_and_silent_runs_publish_no_record() {
     for fault in ["exception=507018", "hang", "hang-aicpu", "silent"] {
-        let mut d = device().with_op_timeout(1_000_000);
-        d.install(FaultRule::parse(&format!("{fault}@run:1")).unwrap());
-        let (aicpu, aicore) = pair(&mut d);
-        let s = slot(&mut d, 1, 0);
-        launch(&mut d, &s, aicpu, aicore);
+        let (mut d, _, _, s) = launched(
+            device().with_op_timeout(1_000_000),
+            &format!("{fault}@run:1"),
+        );
         wait(&mut d, &s).unwrap();
         // The kernels ended (the boundary passed) without stamping an ok record (a faulted
         // device also refuses the record's read: the device verdict decides those).
         assert_eq!(d.take_published(s.args.run), None, "{fault}");
     }
     // A silent run's streams stay clean: the synchronize says 0.
-    let mut d = device();
-    d.install(FaultRule::parse("silent@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, aicpu, aicore, s) = launched(device(), "silent@run:1");
     wait(&mut d, &s).unwrap();
     assert_eq!(record(&mut d, &s), Record::NeverPublished { stamp: 0 });
     assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
@@ -681,11 +646,7 @@ fn faulted_hung_and_silent_runs_publish_no_record() {
 
 #[test]
 fn a_stream_synchronize_refuses_a_zero_timeout_and_times_out_with_507046() {
-    let mut d = device();
-    d.install(FaultRule::parse("stuck@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, aicpu, _, _) = launched(device(), "stuck@run:1");
     assert_eq!(d.synchronize_stream(aicpu, 0), Err(AclCode::RtParamInvalid));
     let before = d.host_ns();
     assert_eq!(
@@ -700,10 +661,7 @@ fn a_stream_synchronize_refuses_a_zero_timeout_and_times_out_with_507046() {
 
 #[test]
 fn a_stream_synchronize_waits_for_the_streams_tasks_in_virtual_time() {
-    let mut d = device();
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, aicpu, _, _) = launched(device(), "");
     let before = d.host_ns();
     assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
     assert!(d.host_ns() - before >= DEVICE_NS, "it waited for the run");
@@ -712,11 +670,7 @@ fn a_stream_synchronize_waits_for_the_streams_tasks_in_virtual_time() {
 
 #[test]
 fn the_kernels_write_the_status_header_and_timing_the_lane_decodes() {
-    let mut d = device();
-    d.install(FaultRule::parse("latch=100@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, _, s) = launched(device(), "latch=100@run:1");
     let mut header = [0u8; 896];
     // Before the run ends the host sees the header as it was (all zero).
     d.memcpy_from_device(&mut header, s.args.status_header)
@@ -737,11 +691,7 @@ fn the_kernels_write_the_status_header_and_timing_the_lane_decodes() {
 
 #[test]
 fn a_latch_by_two_scheduler_threads_names_both_in_the_bitmap_and_keeps_the_first_writer() {
-    let mut d = device();
-    d.install(FaultRule::parse("latch=SCHEDULER_TIMEOUT@run:1/threads:3,1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, _, s) = launched(device(), "latch=SCHEDULER_TIMEOUT@run:1/threads:3,1");
     wait(&mut d, &s).unwrap();
     let mut header = [0u8; 896];
     d.memcpy_from_device(&mut header, s.args.status_header)
@@ -791,25 +741,14 @@ fn the_first_aicore_launch_after_an_upload_pays_the_binary_load_again() {
 
 #[test]
 fn destroying_a_stream_with_queued_work_breaks_a_device_invariant() {
-    let mut d = device();
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, aicore, _) = launched(device(), "");
     d.destroy_stream(aicore).unwrap();
-    match d.failure() {
-        Some(DeviceFailure::Invariant(what)) => {
-            assert!(what.contains("with queued work"), "{what}")
-        }
-        other => panic!("expected an invariant failure, got {other:?}"),
-    }
+    assert_invariant(&d, "with queued work");
 }
 
 #[test]
 fn force_destroying_a_stream_drops_its_queued_work_without_breaking_an_invariant() {
-    let mut d = device();
-    let (aicpu, aicore) = pair(&mut d);
-    let s = slot(&mut d, 1, 0);
-    launch(&mut d, &s, aicpu, aicore);
+    let (mut d, _, aicore, s) = launched(device(), "");
     d.destroy_stream_force(aicore).unwrap();
     assert_eq!(d.failure(), None);
     d.synchronize_device(1_000).ok();
@@ -835,12 +774,7 @@ fn a_launch_into_a_live_runs_slot_buffers_breaks_a_device_invariant() {
     let mut s2 = slot(&mut d, 2, 1);
     s2.args.timing = s1.args.timing;
     SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
-    match d.failure() {
-        Some(DeviceFailure::Invariant(what)) => {
-            assert!(what.contains("share the slot buffer"), "{what}")
-        }
-        other => panic!("expected an invariant failure, got {other:?}"),
-    }
+    assert_invariant(&d, "share the slot buffer");
 }
 
 #[test]
@@ -849,15 +783,9 @@ fn a_partial_launch_leaves_the_aicore_kernel_spinning_forever() {
     d.install(FaultRule::parse("aicpu-launch=507018@run:1").unwrap());
     let (aicpu, aicore) = pair(&mut d);
     let s = slot(&mut d, 1, 0);
-    let stage = |stage| {
-        Some(LaunchContext {
-            run: RunId(1),
-            stage,
-        })
-    };
-    d.launch_context(stage(LaunchStage::Arm));
+    d.launch_context(stage(1, LaunchStage::Arm));
     SimRunner.launch_aicore(&mut d, aicore, &s.args).unwrap();
-    d.launch_context(stage(LaunchStage::Kernels));
+    d.launch_context(stage(1, LaunchStage::Kernels));
     assert_eq!(
         SimRunner.launch_aicpu(&mut d, aicpu, &s.args),
         Err(AclCode::RtAicpuException.into())
@@ -878,7 +806,7 @@ fn using_a_handle_after_a_reset_breaks_a_device_invariant() {
     let stream = d.create_stream().unwrap();
     d.reset_device_force().unwrap();
     assert_eq!(d.destroy_stream(stream), Err(AclCode::RtInvalidHandle));
-    assert!(matches!(d.failure(), Some(DeviceFailure::Invariant(w)) if w.contains("not live")));
+    assert_invariant(&d, "not live");
 }
 
 #[test]

@@ -12,80 +12,73 @@ fn all_scenarios() -> Vec<backend_sim::scenario::Scenario> {
     scenarios().unwrap_or_else(|e| panic!("{e}"))
 }
 
-#[test]
-fn every_scenario_meets_its_expectations_on_the_simulator() {
-    let (ran, failures) = failures_on(&mut Sim);
-    assert!(ran >= 10, "only {ran} scenarios ran on the simulator");
+/// Every scenario ran (at least ten) on `backend` (named `on`) and met its expectations.
+fn assert_all_met(backend: &mut dyn Backend, on: &str) {
+    let (ran, failures) = failures_on(backend);
+    assert!(ran >= 10, "only {ran} scenarios ran on {on}");
     assert!(failures.is_empty(), "\n{failures}");
 }
 
 #[test]
+fn every_scenario_meets_its_expectations_on_the_simulator() {
+    assert_all_met(&mut Sim, "the simulator");
+}
+
+#[test]
 fn every_scenario_meets_the_same_expectations_on_the_simulator_with_copies_on_the_streams() {
-    let (ran, failures) = failures_on(&mut SimWithCopies(CopyPath::OnStream));
-    assert!(ran >= 10, "only {ran} scenarios ran on the simulator");
-    assert!(failures.is_empty(), "\n{failures}");
+    assert_all_met(&mut SimWithCopies(CopyPath::OnStream), "the simulator");
 }
 
 #[test]
 fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_copies_on_the_streams()
  {
-    let (ran, failures) = failures_on(&mut AclOnFake {
-        copies: Some(CopyPath::OnStream),
-        ..AclOnFake::default()
-    });
-    assert!(
-        ran >= 10,
-        "only {ran} scenarios ran on backend-acl over the fake"
+    assert_all_met(
+        &mut AclOnFake {
+            copies: Some(CopyPath::OnStream),
+            ..AclOnFake::default()
+        },
+        "backend-acl over the fake",
     );
-    assert!(failures.is_empty(), "\n{failures}");
 }
 
 #[test]
 fn every_scenario_meets_the_same_expectations_on_the_simulator_with_the_host_build_graph_header() {
     // SPEC §5.1: the kernels latch in host_build_graph's 256-byte layout and the lane reads it
     // there; nothing a scenario expects depends on the layout.
-    let (ran, failures) = failures_on(&mut SimWithHeader(HeaderLayout::HostBuildGraph));
-    assert!(ran >= 10, "only {ran} scenarios ran on the simulator");
-    assert!(failures.is_empty(), "\n{failures}");
+    assert_all_met(
+        &mut SimWithHeader(HeaderLayout::HostBuildGraph),
+        "the simulator",
+    );
 }
 
 #[test]
 fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_the_host_build_graph_header()
  {
-    let (ran, failures) = failures_on(&mut AclOnFake {
-        header: Some(HeaderLayout::HostBuildGraph),
-        ..AclOnFake::default()
-    });
-    assert!(
-        ran >= 10,
-        "only {ran} scenarios ran on backend-acl over the fake"
+    assert_all_met(
+        &mut AclOnFake {
+            header: Some(HeaderLayout::HostBuildGraph),
+            ..AclOnFake::default()
+        },
+        "backend-acl over the fake",
     );
-    assert!(failures.is_empty(), "\n{failures}");
 }
 
 #[test]
 fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake() {
-    let (ran, failures) = failures_on(&mut AclOnFake::default());
-    assert!(
-        ran >= 10,
-        "only {ran} scenarios ran on backend-acl over the fake"
-    );
-    assert!(failures.is_empty(), "\n{failures}");
+    assert_all_met(&mut AclOnFake::default(), "backend-acl over the fake");
 }
 
 #[test]
 fn every_scenario_meets_the_same_expectations_on_the_fakes_last_device_and_touches_no_other() {
     // The lane's faults are armed on device 15 and the suite's leak check fails a run whose
     // calls reached any other device (device 0 included, where the legacy rules live).
-    let (ran, failures) = failures_on(&mut AclOnFake {
-        device_id: 15,
-        ..AclOnFake::default()
-    });
-    assert!(
-        ran >= 10,
-        "only {ran} scenarios ran on backend-acl over the fake's device 15"
+    assert_all_met(
+        &mut AclOnFake {
+            device_id: 15,
+            ..AclOnFake::default()
+        },
+        "backend-acl over the fake's device 15",
     );
-    assert!(failures.is_empty(), "\n{failures}");
 }
 
 #[test]

@@ -148,17 +148,7 @@ fn submits_are_refused_while_recovering_with_an_error_naming_the_origin() {
     h.fault(Fault::Latch(1, RuntimeCode::TensorWaitTimeout));
     let r1 = h.run();
     // Hold the recovery at its first step by not pumping: feed the completion by hand.
-    let (run, lease, _) = h.awaiting.remove(0);
-    h.lane
-        .handle(
-            h.now,
-            lane_core::Event::Completed {
-                run,
-                lease,
-                evidence: common::HEADER_DECIDES,
-            },
-        )
-        .unwrap();
+    let (run, lease) = h.complete_unpumped();
     // Answer the status read with the latched header.
     let effect = h.lane.poll_effect().unwrap();
     let lane_core::Effect::ReadStatus { layout, .. } = effect else {
@@ -658,17 +648,7 @@ fn a_recovery_that_fails_after_close_ends_closed_and_reports_the_device_lost() {
     h.fault(Fault::Latch(1, RuntimeCode::SchedulerTimeout));
     h.fault(Fault::ProbeFails(507_899, 3));
     let r1 = h.run();
-    let (run, lease, _) = h.awaiting.remove(0);
-    h.lane
-        .handle(
-            h.now,
-            lane_core::Event::Completed {
-                run,
-                lease,
-                evidence: common::HEADER_DECIDES,
-            },
-        )
-        .unwrap();
+    h.complete_unpumped();
     assert!(matches!(
         h.lane.phase_of(r1),
         Some(RunPhase::ReadingStatus { .. })

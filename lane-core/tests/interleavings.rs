@@ -170,20 +170,8 @@ fn a_poison_leaves_a_finished_run_held_behind_its_predecessor_with_its_own_verdi
     let n = d.submit();
     let n1 = d.submit();
     d.answer("prepare of N", prepare_of(n), prepared);
-    for role in [Role::Aicpu, Role::Aicore] {
-        d.answer(
-            "create",
-            move |e| matches!(e, Effect::CreateStream { role: r } if *r == role),
-            move |_| Event::StreamCreated {
-                role,
-                handle: StreamHandle(if role == Role::Aicpu { 1 } else { 2 }),
-            },
-        );
-    }
-    d.answer("launch of N", launch_of(n), |e| match e {
-        Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
-        other => panic!("{other:?}"),
-    });
+    create_pair(&mut d);
+    d.answer("launch of N", launch_of(n), launched);
     d.answer("prepare of N+1", prepare_of(n1), prepared);
     d.answer("launch of N+1", launch_of(n1), |e| match e {
         Effect::LaunchRun { run, lease, .. } => Event::LaunchFailed {
@@ -231,16 +219,7 @@ fn held_behind_awaited() -> (Driven, RunId, RunId) {
     let n = d.submit();
     let n1 = d.submit();
     d.answer("prepare of N", prepare_of(n), prepared);
-    for (role, handle) in [(Role::Aicpu, 1), (Role::Aicore, 2)] {
-        d.answer(
-            "create",
-            move |e| matches!(e, Effect::CreateStream { role: r } if *r == role),
-            move |_| Event::StreamCreated {
-                role,
-                handle: StreamHandle(handle),
-            },
-        );
-    }
+    create_pair(&mut d);
     d.answer("launch of N", launch_of(n), launched);
     d.answer("prepare of N+1", prepare_of(n1), prepared);
     d.answer("launch of N+1", launch_of(n1), |e| match e {
@@ -255,6 +234,20 @@ fn held_behind_awaited() -> (Driven, RunId, RunId) {
     d.answer("finalise of N+1", finalise_of(n1), finalised);
     assert!(matches!(d.lane.phase_of(n1), Some(RunPhase::Done { .. })));
     (d, n, n1)
+}
+
+/// Answers the two stream creates of a pair: AICPU stream 1, AICore stream 2.
+fn create_pair(d: &mut Driven) {
+    for (role, handle) in [(Role::Aicpu, 1), (Role::Aicore, 2)] {
+        d.answer(
+            "create",
+            move |e| matches!(e, Effect::CreateStream { role: r } if *r == role),
+            move |_| Event::StreamCreated {
+                role,
+                handle: StreamHandle(handle),
+            },
+        );
+    }
 }
 
 fn launched(e: Effect) -> Event {
@@ -340,16 +333,7 @@ fn recovering() -> Driven {
 fn poison_a_run(d: &mut Driven) {
     let n = d.submit();
     d.answer("prepare", prepare_of(n), prepared);
-    for (role, handle) in [(Role::Aicpu, 1), (Role::Aicore, 2)] {
-        d.answer(
-            "create",
-            move |e| matches!(e, Effect::CreateStream { role: r } if *r == role),
-            move |_| Event::StreamCreated {
-                role,
-                handle: StreamHandle(handle),
-            },
-        );
-    }
+    create_pair(d);
     d.answer("launch", launch_of(n), launched);
     d.answer(
         "await",

@@ -236,31 +236,11 @@ fn run_steps_showing(mailbox: &Mailbox<Toy>, body: Body, show: Option<&Showing>)
 
 /// The service's lane thread: runs the steps when woken for work no other thread runs them
 /// for, sleeps otherwise; once the steps end (on any thread) it retires the workers and ends,
-/// and its end is a loss (which ends the waiter). Ends quietly on a loss.
-fn lane_loop(mailbox: &Mailbox<Toy>, body: Body) {
+/// and its end is a loss (which ends the waiter). Ends quietly on a loss. With `show` (an
+/// outcome callback is set), it shows outcomes only while it holds the claim.
+fn lane_loop(mailbox: &Mailbox<Toy>, body: Body, show: Option<&Showing>) {
     loop {
-        match run_steps(mailbox, body) {
-            Ran::Exited => break,
-            Ran::Lost => return,
-            Ran::Slept(_) | Ran::Elsewhere => {}
-        }
-        if mailbox.exited() {
-            break;
-        }
-        mailbox.idle(None);
-        if mailbox.exited() {
-            break;
-        }
-    }
-    mailbox.retire_workers();
-    mailbox.lose(LostCause::new("the lane thread ended"));
-}
-
-/// The service's lane thread with an outcome callback set: as [`lane_loop`], showing
-/// outcomes only while it holds the claim.
-fn showing_lane_loop(mailbox: &Mailbox<Toy>, body: Body, show: &Showing) {
-    loop {
-        match run_steps_showing(mailbox, body, Some(show)) {
+        match run_steps_showing(mailbox, body, show) {
             Ran::Exited => break,
             Ran::Lost => return,
             Ran::Slept(_) | Ran::Elsewhere => {}
@@ -306,7 +286,7 @@ fn plain_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
 
 /// The lane thread's loop of [`plain_body`].
 fn lane_thread(mailbox: &Mailbox<Toy>) {
-    lane_loop(mailbox, plain_body);
+    lane_loop(mailbox, plain_body, None);
 }
 
 /// A lane with host workers: every queued item goes to a worker, and is finished when its
@@ -327,7 +307,7 @@ fn workers_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
 }
 
 fn lane_thread_with_workers(mailbox: &Mailbox<Toy>) {
-    lane_loop(mailbox, workers_body);
+    lane_loop(mailbox, workers_body, None);
 }
 
 /// A lane with a completion waiter: each queued item is awaited through the waiter, one at a
@@ -354,18 +334,23 @@ fn waiter_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
 }
 
 fn lane_thread_with_waiter(mailbox: &Mailbox<Toy>) {
-    lane_loop(mailbox, waiter_body);
+    lane_loop(mailbox, waiter_body, None);
 }
 
 /// The completion waiter: answers every wait with itself (the "device call" between taking
 /// and answering is a preemption point), then runs the steps itself unless another thread
 /// does (whoever has the event runs the steps), until the lane is lost.
 fn waiter(mailbox: &Mailbox<Toy>) -> usize {
+    waiter_showing(mailbox, waiter_body, None)
+}
+
+/// [`waiter`] for a lane of `body`, running the steps as [`run_steps_showing`] with `show`.
+fn waiter_showing(mailbox: &Mailbox<Toy>, body: Body, show: Option<&Showing>) -> usize {
     let mut answered = 0;
     while let Some((ticket, wait)) = take_wait(mailbox) {
         thread::yield_now();
         mailbox.give_waited(ticket, wait);
-        run_steps(mailbox, waiter_body);
+        run_steps_showing(mailbox, body, show);
         answered += 1;
     }
     answered
@@ -466,6 +451,12 @@ fn marking_waiter(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
     }
 }
 
+/// The last handle goes; the lane thread ends.
+fn shut_down(mailbox: &Mailbox<Toy>, lane: thread::JoinHandle<()>) {
+    mailbox.shutdown();
+    lane.join().expect("the lane thread");
+}
+
 fn model(scenario: impl Fn() + Sync + Send + 'static) {
     model_bounded(3, scenario);
 }
@@ -484,8 +475,7 @@ fn a_command_wakes_the_idle_lane_thread_and_its_outcome_wakes_the_waiter() {
         let lane = on_thread(&mailbox, lane_thread);
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
     });
 }
 
@@ -505,8 +495,7 @@ fn a_poll_and_a_wait_racing_for_one_outcome_take_it_exactly_once() {
             }
             other => panic!("taken other than exactly once: {other:?}"),
         }
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
     });
 }
 
@@ -537,8 +526,7 @@ fn the_shutdown_wakes_the_idle_lane_thread() {
     model(|| {
         let mailbox = toy_mailbox(false);
         let lane = on_thread(&mailbox, lane_thread);
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
     });
 }
 
@@ -550,8 +538,7 @@ fn dispatched_work_wakes_a_worker_and_its_answer_wakes_the_lane_thread_and_the_w
         let worker = spawn_worker(&mailbox);
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         assert_eq!(worker.join().expect("the worker"), 1);
     });
 }
@@ -566,8 +553,7 @@ fn two_workers_answer_two_jobs_in_any_order_and_both_outcomes_arrive() {
         let workers = [spawn_worker(&mailbox), spawn_worker(&mailbox)];
         assert_eq!(mailbox.wait(second, None), Ok(second));
         assert_eq!(mailbox.wait(first, None), Ok(first));
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         let answered: usize = workers.map(|w| w.join().expect("a worker")).iter().sum();
         assert_eq!(answered, 2);
     });
@@ -579,8 +565,7 @@ fn the_shutdown_with_no_work_retires_an_idle_worker() {
         let mailbox = toy_mailbox(false);
         let lane = on_thread(&mailbox, lane_thread_with_workers);
         let worker = spawn_worker(&mailbox);
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         assert_eq!(worker.join().expect("the worker"), 0);
     });
 }
@@ -604,8 +589,7 @@ fn a_worker_s_loss_wakes_the_idle_lane_thread_the_waiter_and_the_other_worker() 
             Err(WaitError::Lost { cause, .. }) => assert_eq!(cause, LostCause::new("worker panic")),
             Err(other) => panic!("unexpected: {other:?}"),
         }
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         // Retired or lost: a panicking worker that got no job ends too.
         panicking.join().expect("the panicking worker");
         // Retired or lost: either way the idle worker ends.
@@ -621,8 +605,7 @@ fn a_completion_posted_while_the_lane_thread_decides_to_sleep_wakes_it_and_the_w
         let waiter = spawn_waiter(&mailbox);
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         assert_eq!(waiter.join().expect("the waiter"), 1);
     });
 }
@@ -639,8 +622,7 @@ fn a_command_posted_while_the_waiter_runs_the_steps_is_taken_before_it_lets_go()
         let second = submit(&mailbox);
         assert_eq!(mailbox.wait(first, None), Ok(first));
         assert_eq!(mailbox.wait(second, None), Ok(second));
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         assert_eq!(waiter.join().expect("the waiter"), 2);
     });
 }
@@ -658,8 +640,7 @@ fn a_completion_arriving_while_a_submitter_runs_the_steps_is_taken_by_it() {
         let second = submit_from(&mailbox, Some(waiter_body));
         assert_eq!(mailbox.wait(first, None), Ok(first));
         assert_eq!(mailbox.wait(second, None), Ok(second));
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         assert_eq!(waiter.join().expect("the waiter"), 2);
     });
 }
@@ -674,8 +655,7 @@ fn two_waits_in_turn_each_wake_the_lane_thread_and_arrive_in_order() {
         let waiter = spawn_waiter(&mailbox);
         assert_eq!(mailbox.wait(second, None), Ok(second));
         assert_eq!(mailbox.wait(first, None), Ok(first));
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         assert_eq!(waiter.join().expect("the waiter"), 2);
     });
 }
@@ -688,8 +668,7 @@ fn the_shutdown_with_the_waiter_inside_a_device_call_delivers_its_answer_and_end
         let waiter = spawn_waiter(&mailbox);
         let item = submit(&mailbox);
         // The last handle goes while the wait may be out, in the waiter's device call.
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         assert_eq!(waiter.join().expect("the waiter"), 1);
         // The launched item still got its outcome before the lane thread ended.
         assert_eq!(mailbox.poll(), Some(item));
@@ -743,26 +722,18 @@ fn every_outcome_is_shown_once_by_the_thread_holding_the_claim_and_never_beside_
         let lane = {
             let show = Arc::clone(&show);
             on_thread(&mailbox, move |mailbox| {
-                showing_lane_loop(mailbox, calling_waiter_body, &show);
+                lane_loop(mailbox, calling_waiter_body, Some(&show));
             })
         };
         let waiter = {
             let show = Arc::clone(&show);
             on_thread(&mailbox, move |mailbox| {
-                let mut answered = 0;
-                while let Some((ticket, wait)) = take_wait(mailbox) {
-                    thread::yield_now();
-                    mailbox.give_waited(ticket, wait);
-                    run_steps_showing(mailbox, calling_waiter_body, Some(&show));
-                    answered += 1;
-                }
-                answered
+                waiter_showing(mailbox, calling_waiter_body, Some(&show))
             })
         };
         let item = submit(&mailbox);
         assert_eq!(mailbox.wait(item, None), Ok(item));
-        mailbox.shutdown();
-        lane.join().expect("the lane thread");
+        shut_down(&mailbox, lane);
         assert_eq!(waiter.join().expect("the waiter"), 1);
         assert_eq!(*show.shown.lock().unwrap(), vec![item]);
     });

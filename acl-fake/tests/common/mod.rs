@@ -300,3 +300,21 @@ pub fn blocked_event_syncs(control: &Control, device_id: i32) -> u64 {
         .expect("counters")
         .blocked_event_syncs
 }
+
+/// A new stream, then a new event (asserting success).
+pub fn stream_and_event(acl: &Acl) -> (AclrtStream, AclrtEvent) {
+    let stream = create_stream(acl);
+    (stream, create_event(acl))
+}
+
+/// Records `event` on `stream` and waits for it, asserting both succeed.
+pub fn record_and_wait(acl: &Acl, event: AclrtEvent, stream: AclrtStream) {
+    record(acl, event, stream);
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
+}
+
+/// Destroys `stream`, then `event`, asserting both succeed.
+pub fn destroy_both(acl: &Acl, stream: AclrtStream, event: AclrtEvent) {
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+}

@@ -207,6 +207,23 @@ impl Harness {
         self.pump();
     }
 
+    /// Answers the oldest held await with `Completed` (the header decides) without pumping:
+    /// the lane's next effect is the test's to answer. The run and its lease.
+    pub fn complete_unpumped(&mut self) -> (RunId, Lease) {
+        let (run, lease, _) = self.awaiting.remove(0);
+        self.lane
+            .handle(
+                self.now,
+                Event::Completed {
+                    run,
+                    lease,
+                    evidence: HEADER_DECIDES,
+                },
+            )
+            .unwrap();
+        (run, lease)
+    }
+
     /// Answers the held await of `run` with `CompletionFailed`.
     pub fn fail_completion(&mut self, run: RunId, raw: i32) {
         let idx = self
