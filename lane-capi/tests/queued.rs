@@ -77,10 +77,8 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_comple
     ));
     let trace_c = std::ffi::CString::new(trace.to_str().unwrap()).unwrap();
     // SAFETY: a live handle and a NUL-terminated path.
-    assert_eq!(
-        unsafe { run_lane_trace_start(lane, trace_c.as_ptr()) },
-        RunLaneStatus::Ok
-    );
+    let started = unsafe { run_lane_trace_start(lane, trace_c.as_ptr()) };
+    assert_eq!(started, RunLaneStatus::Ok);
 
     let launches = || control.counters().expect("the fake's counters").launches;
     let first = common::submit(lane).expect("run 1 accepted");
