@@ -1033,6 +1033,18 @@ typedef struct RunLaneDeviceOps {
   // NULL or "" for none. Copied at once; it must stay valid until the thread's next entry.
   // It ends the failure line (`; device: ...`).
   const char *(*recent_error_message)(void *user);
+  // Optional (`aclrtEventGetTimestamp`): when the event's captured tasks finished, in
+  // NANOSECONDS of the device clock (ACL gives microseconds: multiply by 1000). Set, each
+  // slot gets one more event, recorded on the AICore stream right before each run's AICore
+  // launch, and `create_event` must make events that record timestamps
+  // (`ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE`): a run's device start and end then come from
+  // its start event and its boundary (`RUN_LANE_TIMING_EVENT_TIMESTAMPS`). Called only
+  // after the event completed; a failure leaves the timing buffer as the run's timing.
+  // NULL: no timestamps (the timing buffer). Added at the end of the table: a runtime
+  // built against an older header must zero-initialise the table it passes.
+  int32_t (*event_timestamp)(void *user,
+                             void *event,
+                             uint64_t *ns_out);
 } RunLaneDeviceOps;
 
 // How to create a lane. Fill it with `run_lane_config_default` first, then set fields.

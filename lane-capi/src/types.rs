@@ -419,6 +419,18 @@ pub struct RunLaneDeviceOps {
     /// NULL or "" for none. Copied at once; it must stay valid until the thread's next entry.
     /// It ends the failure line (`; device: ...`).
     pub recent_error_message: Option<unsafe extern "C" fn(user: *mut c_void) -> *const c_char>,
+    /// Optional (`aclrtEventGetTimestamp`): when the event's captured tasks finished, in
+    /// NANOSECONDS of the device clock (ACL gives microseconds: multiply by 1000). Set, each
+    /// slot gets one more event, recorded on the AICore stream right before each run's AICore
+    /// launch, and `create_event` must make events that record timestamps
+    /// (`ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE`): a run's device start and end then come from
+    /// its start event and its boundary (`RUN_LANE_TIMING_EVENT_TIMESTAMPS`). Called only
+    /// after the event completed; a failure leaves the timing buffer as the run's timing.
+    /// NULL: no timestamps (the timing buffer). Added at the end of the table: a runtime
+    /// built against an older header must zero-initialise the table it passes.
+    pub event_timestamp: Option<
+        unsafe extern "C" fn(user: *mut c_void, event: *mut c_void, ns_out: *mut u64) -> i32,
+    >,
 }
 
 /// The runner's callbacks: the embedding runtime's work for each run. Every callback is

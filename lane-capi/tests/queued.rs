@@ -108,6 +108,12 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_comple
     // The proof of overlap: run 2's launch returned while run 1's boundary was unfired.
     assert_eq!(first.overlap, RunLaneOverlap::NotQueued);
     assert_eq!(second.overlap, RunLaneOverlap::Proven);
+    // Both paths give event timestamps: the fake's `aclrtEventGetTimestamp`, through ACL or
+    // the table's `event_timestamp`.
+    for run in [&first, &second] {
+        assert_eq!(run.timing_source, RunLaneTimingSource::EventTimestamps);
+        assert!(run.device_start_ns <= run.device_end_ns);
+    }
     // SAFETY: a live handle.
     assert_eq!(unsafe { run_lane_trace_stop(lane) }, RunLaneStatus::Ok);
     // SAFETY: a live handle, destroyed once.
