@@ -23,6 +23,12 @@ use run_lane::device_ops::{DeviceOps, TableDevice};
 /// The lane on a `TableDevice` over the forwarding table of one fake device, set up as
 /// [`AclOnFake`] is (its timeouts, copy path and device id); with `broken`, that entry of the
 /// table returns 107000 from its second call on, instead of calling the fake.
+///
+/// Each test of this file runs on its own device of the fake. The fake session serializes
+/// scenarios, not tests: two tests' suites interleave scenario by scenario, and a device's
+/// forwarding table (its call counts and faults) is shared by every lane on that device. A
+/// test that reads the counts its last scenario left, after its suite, reads them outside any
+/// session, so no other test may clear or add to them.
 #[derive(Clone, Copy, Debug, Default)]
 struct TableOnFake {
     setup: AclOnFake,
@@ -35,6 +41,14 @@ impl TableOnFake {
             setup,
             broken: None,
         }
+    }
+
+    /// The default setup on the fake's device `device_id`.
+    fn on_device(device_id: i32) -> Self {
+        Self::with(AclOnFake {
+            device_id,
+            ..AclOnFake::default()
+        })
     }
 }
 
@@ -116,6 +130,7 @@ fn every_scenario_meets_the_same_expectations_through_a_device_table_over_the_fa
 fn every_scenario_meets_the_same_expectations_through_a_device_table_with_copies_on_the_streams() {
     every_fake_scenario_passes_on(TableOnFake::with(AclOnFake {
         copies: Some(CopyPath::OnStream),
+        device_id: 1,
         ..AclOnFake::default()
     }));
 }
@@ -131,7 +146,7 @@ fn every_scenario_meets_the_same_expectations_through_the_table_of_the_fakes_las
 
 #[test]
 fn the_runners_own_faults_and_the_rarer_device_faults_end_through_the_table_as_on_the_simulator() {
-    let failures = rarer_faults_against_the_simulator(&mut TableOnFake::default());
+    let failures = rarer_faults_against_the_simulator(&mut TableOnFake::on_device(2));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -143,7 +158,7 @@ fn a_wrong_expectation_or_a_broken_table_entry_fails_through_the_table() {
     let text = "name = \"deliberately wrong\"\n[workload]\nruns = 2\n\
                 [expect]\noutcomes = [\"run 1: ok\", \"run 2: failed\"]\n";
     let wrong = backend_sim::scenario::parse("wrong.toml", text).unwrap();
-    let mismatches = check(&mut TableOnFake::default(), &wrong).unwrap();
+    let mismatches = check(&mut TableOnFake::on_device(3), &wrong).unwrap();
     let text = wrong.render(Some(BackendName::Acl), &mismatches);
     assert!(
         text.contains("    - run 2: failed\n    + run 2: ok"),
@@ -156,12 +171,12 @@ fn a_wrong_expectation_or_a_broken_table_entry_fails_through_the_table() {
     )
     .unwrap();
     assert_eq!(
-        check(&mut TableOnFake::default(), &right).unwrap(),
+        check(&mut TableOnFake::on_device(3), &right).unwrap(),
         Vec::<String>::new()
     );
     let mut broken = TableOnFake {
         broken: Some(table::Entry::MemcpyFromDevice),
-        ..TableOnFake::default()
+        ..TableOnFake::on_device(3)
     };
     let mismatches = check(&mut broken, &right).unwrap();
     let text = right.render(Some(BackendName::Acl), &mismatches);
