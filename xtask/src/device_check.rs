@@ -1,5 +1,8 @@
-//! `cargo xtask device-check [--lib PATH] [--device N] [--overrun-mib N]`: backend-acl's device
-//! check, printed. `--overrun-mib` sizes the copies the event-wait overrun step queues.
+//! `cargo xtask device-check [--lib PATH] [--device N] [--overrun-mib N] [--overlap-runs N]
+//! [--overlap-mib N]`: backend-acl's device check, printed, then each overlap arm's device
+//! gaps ([`ArmSummary`]). `--overrun-mib` sizes the copies the event-wait overrun step queues;
+//! `--overlap-runs` and `--overlap-mib` are the overlap step's runs per depth and the size of
+//! the copy that stands in for each run's AICore kernel.
 
 use std::path::PathBuf;
 
@@ -15,6 +18,9 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         return Err(format!("device-check: {reason}"));
     }
     print!("{report}");
+    for arm in &report.overlap {
+        println!("  {}", arm_summary(arm.depth, &arm.timings));
+    }
     if report.passed() {
         Ok(())
     } else {
@@ -38,6 +44,19 @@ fn parse(args: &[&str]) -> Result<CheckOptions, String> {
                 })?;
                 options.overrun_copy_bytes = mib << 20;
             }
+            "--overlap-mib" => {
+                let mib = rest.next().ok_or("--overlap-mib needs a size in MiB")?;
+                let mib: usize = mib.parse().ok().filter(|&m| m > 0).ok_or_else(|| {
+                    format!("--overlap-mib takes a size in MiB (32, ...), not `{mib}`")
+                })?;
+                options.overlap_copy_bytes = mib << 20;
+            }
+            "--overlap-runs" => {
+                let runs = rest.next().ok_or("--overlap-runs needs a count")?;
+                options.overlap_runs = runs.parse().ok().filter(|&n| n >= 2).ok_or_else(|| {
+                    format!("--overlap-runs takes a count of at least 2, not `{runs}`")
+                })?;
+            }
             "--device" => {
                 let id = rest.next().ok_or("--device needs an id")?;
                 options.device_id = id
@@ -46,7 +65,7 @@ fn parse(args: &[&str]) -> Result<CheckOptions, String> {
             }
             other => {
                 return Err(format!(
-                    "device-check: unknown argument `{other}`; usage: device-check [--lib PATH] [--device N] [--overrun-mib N]"
+                    "device-check: unknown argument `{other}`; usage: device-check [--lib PATH] [--device N] [--overrun-mib N] [--overlap-runs N] [--overlap-mib N]"
                 ));
             }
         }
@@ -56,11 +75,6 @@ fn parse(args: &[&str]) -> Result<CheckOptions, String> {
 
 /// One launch-depth arm of the overlap step (issue 45 item 7): the device gap between
 /// consecutive runs, from their event timestamps, and how many queued runs proved overlap.
-///
-/// Not wired into the printed check yet: the step that runs depth one and depth two in one
-/// process needs a kernel the check can launch on an NPU (the check has no runtime's
-/// binaries), so only the arithmetic is here, tested.
-#[allow(dead_code)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ArmSummary {
     /// The arm's launch depth.
@@ -79,7 +93,6 @@ pub(crate) struct ArmSummary {
     pub(crate) queued: usize,
 }
 
-#[allow(dead_code)]
 /// The arm's summary from its runs' timings, in submission order: a gap is taken only between
 /// two runs both timed by event timestamps (a timing-buffer run's clock may be another).
 pub(crate) fn arm_summary(depth: u8, timings: &[lane_core::DeviceTiming]) -> ArmSummary {
@@ -212,5 +225,20 @@ mod tests {
         assert!(parse(&["--device", "x"]).unwrap_err().contains("device id"));
         assert!(parse(&["--lib"]).unwrap_err().contains("needs a path"));
         assert!(parse(&["--fast"]).unwrap_err().contains("usage"));
+        assert!(
+            parse(&["--overlap-runs", "1"])
+                .unwrap_err()
+                .contains("at least 2")
+        );
+        assert!(parse(&["--overlap-mib", "0"]).unwrap_err().contains("MiB"));
+    }
+
+    #[test]
+    fn overlap_arguments_set_the_runs_per_depth_and_the_stand_in_copy() {
+        let options = parse(&["--overlap-runs", "50", "--overlap-mib", "64"]).unwrap();
+        assert_eq!(
+            (options.overlap_runs, options.overlap_copy_bytes),
+            (50, 64 << 20)
+        );
     }
 }
