@@ -404,6 +404,9 @@ pub(crate) struct State {
     /// `SWITCH_EVENT_WAIT_STALL_MS`: every event wait stays this long inside the call before
     /// it looks at its event (the host's call, not the device: the fake's own switch).
     pub(crate) event_wait_stall_ms: u32,
+    /// The live events created with `ACL_EVENT_TIME_LINE`: only they give a timestamp
+    /// (`aclrtEventGetTimestamp`).
+    pub(crate) timeline_events: std::collections::BTreeSet<u64>,
 }
 
 impl State {
@@ -416,6 +419,7 @@ impl State {
             counters: FakeCounters::ZERO,
             workers: Vec::new(),
             event_wait_stall_ms: 0,
+            timeline_events: std::collections::BTreeSet::new(),
             wakes: BTreeMap::new(),
         }
     }

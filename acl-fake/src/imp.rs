@@ -286,6 +286,9 @@ pub(crate) unsafe fn aclrtCreateEventExWithFlag(event: *mut AclrtEvent, flag: u3
     if let Err(code) = state.model.create_event(id, sync, device_now_ns()) {
         return code.raw();
     }
+    if flag & ACL_EVENT_TIME_LINE != 0 {
+        state.timeline_events.insert(id);
+    }
     state.counters.events_created += 1;
     state.refresh_live_counts();
     // SAFETY: non-NULL, and a writable aclrtEvent by the caller's contract.
@@ -412,6 +415,7 @@ pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
     if !state.model.destroy_event(event as u64) {
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
+    state.timeline_events.remove(&(event as u64));
     state.counters.events_destroyed += 1;
     state.refresh_live_counts();
     drop(state);
@@ -711,6 +715,31 @@ pub(crate) unsafe fn aclrtGetErrorCodeFromExceptionInfo(info: *const AclrtExcept
 /// device and never reused until `runlanefake_reset` (a number taken before a force reset
 /// names no later stream) \[I: real ACL may reuse a destroyed stream's id\]. NULL stream or
 /// out-pointer 100000; a dead stream 107017; a live stream of another device 107003.
+/// The fake's device clock is real time ([`device_now_ns`]); the timestamp is when the
+/// event's record task passed, in microseconds (floored), as ACL gives it. An event without
+/// `ACL_EVENT_TIME_LINE`, or whose capture has not completed (never recorded, pending,
+/// aborted), is 107000.
+pub(crate) unsafe fn aclrtEventGetTimestamp(event: AclrtEvent, timestamp: *mut u64) -> AclError {
+    let (_, state) = match current() {
+        Ok(bound) => bound,
+        Err(code) => return code,
+    };
+    let event = match handle(event) {
+        Ok(event) => event,
+        Err(code) => return code,
+    };
+    if timestamp.is_null() {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    let passed = match state.model.event_passed(event) {
+        None if !state.model.has_event(event) => return ACL_ERROR_RT_INVALID_HANDLE,
+        Some(Some(at)) if state.timeline_events.contains(&event) => at,
+        _ => return ACL_ERROR_RT_PARAM_INVALID,
+    };
+    // SAFETY: non-NULL, and a writable u64 by the caller's contract.
+    code(unsafe { write_out(timestamp, passed / 1_000) })
+}
+
 pub(crate) unsafe fn aclrtStreamGetId(stream: AclrtStream, stream_id: *mut i32) -> AclError {
     let (device, state) = or_return!(current());
     let id = or_return!(handle(stream));

@@ -16,10 +16,10 @@
 //! required symbols too: every CANN the lane supports (8.0.0 or newer) exports them, so a
 //! library without one is broken, not old, and is refused at load. The OPTIONAL symbols
 //! ([`for_each_optional_acl_function!`]: the fault notice callback and its getters,
-//! `aclrtStreamGetId`) never refuse a load: [`Acl::missing_optional`] names the absent ones
-//! and each of their methods returns [`Unavailable`] without calling ([`Search::hiding`]
-//! looks chosen symbols up as absent, so both paths are proven on a library that has every
-//! symbol, the test fake). An empty explicit path is refused
+//! `aclrtStreamGetId`, `aclrtEventGetTimestamp`) never refuse a load:
+//! [`Acl::missing_optional`] names the absent ones and each of their methods returns
+//! [`Unavailable`] without calling ([`Search::hiding`] looks chosen symbols up as absent, so
+//! both paths are proven on a library that has every symbol, the test fake). An empty explicit path is refused
 //! ([`AttemptFailure::EmptyPath`]), as `dlopen("")` is the main program. No policy: return
 //! codes are passed up raw (status-latch classifies them). `aclInit` is
 //! called only by [`Acl::init`], which treats 100002 (already initialised) as success,

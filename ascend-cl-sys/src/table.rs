@@ -121,6 +121,11 @@ macro_rules! for_each_optional_acl_function {
             /// names. Take it while the handle is live: the number survives the reset that
             /// kills the handle (device-truth §4).
             fn aclrtStreamGetId(stream: $crate::AclrtStream, stream_id: *mut i32) -> $crate::AclError;
+            /// `aclrtEventGetTimestamp(event, &timestamp)`: when the tasks `event` captured
+            /// finished, in MICROSECONDS of the device clock (device uptime on a2a3,
+            /// ascend-cl.md §2.4). The event must be created with `ACL_EVENT_TIME_LINE` and
+            /// have completed; the lane asks only then.
+            fn aclrtEventGetTimestamp(event: $crate::AclrtEvent, timestamp: *mut u64) -> $crate::AclError;
         }
     };
 }

@@ -360,7 +360,7 @@ fn an_empty_explicit_path_is_refused_without_opening_anything() {
 }
 
 #[test]
-fn the_optional_table_binds_the_fault_notice_calls_and_the_stream_id() {
+fn the_optional_table_binds_the_fault_notice_calls_the_stream_id_and_the_event_timestamp() {
     let mut bound = ascend_cl_sys::OPTIONAL_SYMBOLS.to_vec();
     bound.sort_unstable();
     let mut expected = vec![
@@ -371,6 +371,7 @@ fn the_optional_table_binds_the_fault_notice_calls_and_the_stream_id() {
         "aclrtGetThreadIdFromExceptionInfo",
         "aclrtGetErrorCodeFromExceptionInfo",
         "aclrtStreamGetId",
+        "aclrtEventGetTimestamp",
     ];
     expected.sort_unstable();
     assert_eq!(bound, expected);

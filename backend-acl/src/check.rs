@@ -12,6 +12,10 @@ use lane_driver::Device;
 use crate::device::{AclConfig, AclDevice, Library};
 use crate::error::AclError;
 
+mod overlap;
+
+pub use overlap::OverlapArm;
+
 /// What to check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckOptions {
@@ -23,7 +27,19 @@ pub struct CheckOptions {
     /// its timeouts (two buffers of it are allocated). [`DEFAULT_OVERRUN_COPY_BYTES`] on a
     /// device; the fake's tests use a small one, since its device memory is the host's.
     pub overrun_copy_bytes: usize,
+    /// The overlap step's runs per launch depth ([`DEFAULT_OVERLAP_RUNS`]).
+    pub overlap_runs: usize,
+    /// The size of the device-to-device copy that stands in for each run's AICore kernel in
+    /// the overlap step ([`DEFAULT_OVERLAP_COPY_BYTES`]; two buffers of it are allocated).
+    pub overlap_copy_bytes: usize,
 }
+
+/// The overlap step's runs per launch depth on a device.
+pub const DEFAULT_OVERLAP_RUNS: usize = 200;
+
+/// The overlap step's stand-in kernel on a device: a 32 MiB copy, tens of µs of device
+/// memory bandwidth, well above a launch's host round trip only where the lane queues.
+pub const DEFAULT_OVERLAP_COPY_BYTES: usize = 32 << 20;
 
 /// The event-wait overrun step's copy size on a device: 256 MiB, about 0.3 ms of device
 /// memory bandwidth on a2a3, so a few dozen outlast the step's timeouts.
@@ -35,6 +51,8 @@ impl Default for CheckOptions {
             library: Library::default(),
             device_id: 0,
             overrun_copy_bytes: DEFAULT_OVERRUN_COPY_BYTES,
+            overlap_runs: DEFAULT_OVERLAP_RUNS,
+            overlap_copy_bytes: DEFAULT_OVERLAP_COPY_BYTES,
         }
     }
 }
@@ -71,6 +89,9 @@ pub struct CheckReport {
     pub steps: Vec<Step>,
     /// Why nothing could be checked (one line), when that is the case.
     pub unavailable: Option<String>,
+    /// The overlap step's arms, depth one then depth two, each run's device timing (empty
+    /// when the step did not run to its end).
+    pub overlap: Vec<OverlapArm>,
 }
 
 impl CheckReport {
@@ -128,6 +149,7 @@ pub fn run(options: &CheckOptions) -> CheckReport {
         library: None,
         steps: Vec::new(),
         unavailable: None,
+        overlap: Vec::new(),
     };
     let (mut device, profile) = match AclDevice::open(config) {
         Ok(opened) => opened,
@@ -164,6 +186,20 @@ pub fn run(options: &CheckOptions) -> CheckReport {
     steps.push(step("stream synchronize", check_stream_sync(&mut device)));
     steps.push(check_wait_overrun(&mut device, options.overrun_copy_bytes));
     steps.push(step("copies", check_copies(&mut device)));
+    let (back, verdict, detail, arms) = overlap::check_overlap(
+        device,
+        profile,
+        options.overlap_runs.max(2),
+        options.overlap_copy_bytes,
+    );
+    let mut device = back;
+    report.overlap = arms;
+    let steps = &mut report.steps;
+    steps.push(Step {
+        name: "overlap",
+        verdict,
+        detail,
+    });
     steps.push(step("force reset then probe", check_recovery(&mut device)));
     steps.push(check_devlib(device.acl().path()));
     steps.push(Step {

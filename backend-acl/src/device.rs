@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use ascend_cl_sys::{
     ACL_ERROR_INTERNAL_ERROR, ACL_ERROR_REPEAT_INITIALIZE, ACL_EVENT_RECORDED_STATUS_COMPLETE,
-    ACL_EVENT_RECORDED_STATUS_NOT_READY, ACL_EVENT_SYNC, ACL_MEM_MALLOC_HUGE_FIRST,
-    ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE, ACL_SUCCESS,
-    Acl, AclrtEvent, AclrtStream, Search,
+    ACL_EVENT_RECORDED_STATUS_NOT_READY, ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE,
+    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
+    ACL_MEMCPY_HOST_TO_DEVICE, ACL_SUCCESS, Acl, AclrtEvent, AclrtStream, Search,
 };
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
@@ -26,6 +26,9 @@ use crate::notice::NoticeMonitor;
 use crate::soc::profile_for_soc;
 use crate::stream_ids::StreamIds;
 use crate::waiter::AclWaiter;
+
+/// The optional symbol that gives event timestamps ([`Device::event_timestamps`]).
+const EVENT_GET_TIMESTAMP: &str = "aclrtEventGetTimestamp";
 
 /// Which library to open.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -859,10 +862,15 @@ impl Device for AclDevice {
 
     fn create_event(&mut self) -> Result<EventHandle, AclCode> {
         let mut event: AclrtEvent = core::ptr::null_mut();
+        // Where the library gives timestamps every event records them: the boundary and the
+        // start event need them, and the driver makes both through this one call.
+        let flag = if self.event_timestamps() {
+            ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE
+        } else {
+            ACL_EVENT_SYNC
+        };
         // SAFETY: `event` is a writable aclrtEvent; the flag is non-zero (0 is 107000).
-        self.bound_call(|acl| unsafe {
-            acl.aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC)
-        })?;
+        self.bound_call(|acl| unsafe { acl.aclrtCreateEventExWithFlag(&mut event, flag) })?;
         if event.is_null() {
             return Err(self.null_handle("aclrtCreateEventExWithFlag"));
         }
@@ -891,6 +899,36 @@ impl Device for AclDevice {
             |acl, e| unsafe { acl.aclrtQueryEventStatus(e, &mut status) },
         )?;
         Ok(status == ACL_EVENT_RECORDED_STATUS_COMPLETE)
+    }
+
+    /// `true` when the library exports `aclrtEventGetTimestamp` (an optional symbol; a
+    /// [`Library::PathHiding`] that hides it turns timestamps off).
+    fn event_timestamps(&self) -> bool {
+        self.acl.has_optional(EVENT_GET_TIMESTAMP)
+    }
+
+    fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
+        let mut us = 0_u64;
+        let mut unavailable = false;
+        self.bound_call_with(
+            |id| issued::event(id, event),
+            // SAFETY: an event live on this device id (looked up); `us` is a writable u64.
+            |acl, e| match unsafe { acl.aclrtEventGetTimestamp(e, &mut us) } {
+                Ok(code) => code,
+                Err(_) => {
+                    unavailable = true;
+                    ACL_SUCCESS
+                }
+            },
+        )?;
+        if unavailable {
+            self.message = Some(format!(
+                "{EVENT_GET_TIMESTAMP} is not in the loaded library"
+            ));
+            return Err(AclCode::RtFeatureNotSupport);
+        }
+        // ACL gives microseconds of the device clock.
+        Ok(us.saturating_mul(1_000))
     }
 
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {

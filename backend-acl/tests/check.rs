@@ -8,9 +8,14 @@ use std::path::PathBuf;
 
 use backend_acl::Library;
 use backend_acl::check::{self, CheckOptions, Verdict};
+use lane_core::{Overlap, TimingSource};
 
 /// The overrun step's copies on the fake, whose device memory is the host's: small.
 const OVERRUN_BYTES: usize = 16 << 20;
+
+/// The overlap step's runs per depth and its stand-in copies on the fake: few and small.
+const OVERLAP_RUNS: usize = 12;
+const OVERLAP_BYTES: usize = 4 << 20;
 
 #[test]
 fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
@@ -19,6 +24,8 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
         library: Library::Path(fake.path.clone()),
         device_id: 0,
         overrun_copy_bytes: OVERRUN_BYTES,
+        overlap_runs: OVERLAP_RUNS,
+        overlap_copy_bytes: OVERLAP_BYTES,
     });
     let text = report.to_string();
     assert!(report.passed(), "{text}");
@@ -34,6 +41,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
             "stream synchronize",
             "event wait overrun",
             "copies",
+            "overlap",
             "force reset then probe",
             "devlib refusal",
             "kernels",
@@ -50,7 +58,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
     assert!(channel.detail.contains("fatal-status"), "{text}");
     assert!(text.contains("SoC Ascend910B1, profile a2a3"), "{text}");
     assert!(
-        text.ends_with("device-check: 10 passed, 0 failed, 2 not checked\n"),
+        text.ends_with("device-check: 11 passed, 0 failed, 2 not checked\n"),
         "{text}"
     );
     let c = fake.counters();
@@ -68,6 +76,8 @@ fn a_failing_call_fails_its_step_with_the_code_and_the_librarys_message() {
         library: Library::Path(fake.path.clone()),
         device_id: 0,
         overrun_copy_bytes: OVERRUN_BYTES,
+        overlap_runs: OVERLAP_RUNS,
+        overlap_copy_bytes: OVERLAP_BYTES,
     });
     assert!(!report.passed());
     let events = report.steps.iter().find(|s| s.name == "events").unwrap();
@@ -95,6 +105,8 @@ fn no_library_is_one_line_and_a_failure() {
         library: Library::Path(PathBuf::from("/nonexistent/lib64/libascendcl.so")),
         device_id: 0,
         overrun_copy_bytes: OVERRUN_BYTES,
+        overlap_runs: OVERLAP_RUNS,
+        overlap_copy_bytes: OVERLAP_BYTES,
     });
     assert!(!report.passed());
     let text = report.to_string();
@@ -112,6 +124,8 @@ fn no_device_or_a_bad_device_id_is_one_line_and_a_failure() {
         library: Library::Path(fake.path.clone()),
         device_id: 16,
         overrun_copy_bytes: OVERRUN_BYTES,
+        overlap_runs: OVERLAP_RUNS,
+        overlap_copy_bytes: OVERLAP_BYTES,
     };
     let text = check::run(&options).to_string();
     assert_eq!(text.lines().count(), 1, "{text}");
@@ -136,6 +150,8 @@ fn a_stream_synchronize_that_accepts_a_zero_timeout_fails_its_step() {
         library: Library::Path(fake.path.clone()),
         device_id: 0,
         overrun_copy_bytes: OVERRUN_BYTES,
+        overlap_runs: OVERLAP_RUNS,
+        overlap_copy_bytes: OVERLAP_BYTES,
     });
     let step = report
         .steps
@@ -154,6 +170,8 @@ fn the_event_wait_overrun_step_prints_how_far_past_each_timeout_the_wait_returne
         library: Library::Path(fake.path.clone()),
         device_id: 0,
         overrun_copy_bytes: OVERRUN_BYTES,
+        overlap_runs: OVERLAP_RUNS,
+        overlap_copy_bytes: OVERLAP_BYTES,
     });
     let step = report
         .steps
@@ -166,5 +184,70 @@ fn the_event_wait_overrun_step_prints_how_far_past_each_timeout_the_wait_returne
     }
     assert!(step.detail.contains("past it"), "{}", step.detail);
     assert!(step.detail.contains("grace is 6000 ms"), "{}", step.detail);
+    fake.assert_balanced();
+}
+
+/// Issue 45 item 7: the overlap step runs the lane at depth one, then at depth two, in one
+/// process, its stand-in kernels copies on the run's streams, and gives each run's timing from
+/// the event timestamps; at depth one no run is queued, at depth two the queued runs' launches
+/// return while the run ahead is still on the device.
+#[test]
+fn the_overlap_step_times_depth_one_and_depth_two_by_event_timestamps() {
+    let fake = common::fake();
+    let report = check::run(&CheckOptions {
+        library: Library::Path(fake.path.clone()),
+        device_id: 0,
+        overrun_copy_bytes: OVERRUN_BYTES,
+        overlap_runs: OVERLAP_RUNS,
+        overlap_copy_bytes: OVERLAP_BYTES,
+    });
+    let step = report.steps.iter().find(|s| s.name == "overlap").unwrap();
+    assert_eq!(step.verdict, Verdict::Passed, "{}", step.detail);
+    let depths: Vec<u8> = report.overlap.iter().map(|a| a.depth).collect();
+    assert_eq!(depths, [1, 2]);
+    for arm in &report.overlap {
+        assert_eq!(arm.timings.len(), OVERLAP_RUNS);
+        for t in &arm.timings {
+            assert_eq!(t.source, TimingSource::EventTimestamps, "{t:?}");
+            assert!(t.start_ns <= t.end_ns, "{t:?}");
+        }
+    }
+    let one = &report.overlap[0].timings;
+    assert!(
+        one.iter().all(|t| t.overlap == Overlap::NotQueued),
+        "{one:?}"
+    );
+    for pair in one.windows(2) {
+        assert!(pair[1].start_ns >= pair[0].end_ns, "{pair:?}");
+    }
+    let two = &report.overlap[1].timings;
+    assert!(two.iter().any(|t| t.overlap == Overlap::Proven), "{two:?}");
+    fake.assert_balanced();
+}
+
+/// Without `aclrtEventGetTimestamp` the runs cannot be timed on the device's clock: the
+/// overlap step is not checked, and the check still passes.
+#[test]
+fn without_event_timestamps_the_overlap_step_is_not_checked() {
+    let fake = common::fake();
+    let report = check::run(&CheckOptions {
+        library: Library::PathHiding {
+            path: fake.path.clone(),
+            hidden: vec!["aclrtEventGetTimestamp".to_owned()],
+        },
+        device_id: 0,
+        overrun_copy_bytes: OVERRUN_BYTES,
+        overlap_runs: OVERLAP_RUNS,
+        overlap_copy_bytes: OVERLAP_BYTES,
+    });
+    let step = report.steps.iter().find(|s| s.name == "overlap").unwrap();
+    assert_eq!(step.verdict, Verdict::NotChecked, "{}", step.detail);
+    assert!(
+        step.detail.contains("aclrtEventGetTimestamp"),
+        "{}",
+        step.detail
+    );
+    assert!(report.overlap.is_empty());
+    assert!(report.passed(), "{report}");
     fake.assert_balanced();
 }

@@ -498,9 +498,10 @@ fn a_failed_record_read_of_run_5_poisons_it_with_the_reads_code_after_a_clean_de
 
 #[test]
 fn a_boundary_record_failing_after_run_5s_kernels_poisons_it_with_the_record_calls_code() {
-    // Two fence records per run, in launch order: core_done on the AICore stream, then the
-    // boundary on the AICPU stream behind both kernels. Run 5's boundary is the tenth.
-    let skip = 4 * 2 + 1;
+    // Three records per run, in launch order: the start event (the fake gives event
+    // timestamps) and core_done on the AICore stream, then the boundary on the AICPU stream
+    // behind both kernels. Run 5's boundary is the fifteenth.
+    let skip = 4 * 3 + 2;
     // 107000 is no device code: the streams stay clean, so the code can only be the call's.
     let reports = twelve_with_failed_call("aclrtRecordEvent", 107_000, skip);
     // Unfenced: the device verdict (both streams clean) decides it, with the call's code at
@@ -510,4 +511,80 @@ fn a_boundary_record_failing_after_run_5s_kernels_poisons_it_with_the_record_cal
         lane_core::status_latch::Stage::EventRecord,
         107_000,
     );
+}
+
+/// A driver on `fake` at launch depth `depth` (library as `config` opens it).
+fn driver_at_depth(fake: &common::Fake, config: AclConfig, depth: u8) -> FakeDriver {
+    let profile = Profile::custom(ProfileSpec {
+        launch_depth: depth,
+        ..fake.open().1.spec()
+    })
+    .expect("a valid profile");
+    let config = AclConfig {
+        profile: Some(profile),
+        ..config
+    };
+    driver(fake, config, Vec::new())
+}
+
+/// Each run's device timing, in report order (every run ok).
+fn timings(reports: &[Report]) -> Vec<lane_core::DeviceTiming> {
+    reports
+        .iter()
+        .map(|report| {
+            let Outcome::Run(r) = report.outcome else {
+                panic!("unexpected {report}")
+            };
+            assert!(r.verdict.is_ok(), "{report}");
+            r.timing.expect("a timing")
+        })
+        .collect()
+}
+
+/// Issue 45 item 7: the fake exports `aclrtEventGetTimestamp`, so every event is created with
+/// `ACL_EVENT_TIME_LINE` and each run's device start and end are its start event's and its
+/// boundary's timestamps; at depth one no run starts before its predecessor ended.
+#[test]
+fn on_the_fake_runs_are_timed_by_event_timestamps_and_at_depth_one_each_starts_after_the_previous_ended()
+ {
+    let fake = common::fake();
+    let mut d = driver_at_depth(&fake, fake.config(), 1);
+    assert!(lane_driver::Device::event_timestamps(d.device()));
+    let reports = run_lane(&mut d, 6);
+    let timings = timings(&reports);
+    assert_eq!(timings.len(), 6);
+    for t in &timings {
+        assert_eq!(t.source, lane_core::TimingSource::EventTimestamps, "{t:?}");
+        assert!(t.start_ns <= t.end_ns, "{t:?}");
+        // The kernels ran between the two records (µs resolution).
+        assert!(
+            t.end_ns - t.start_ns + 1_000 >= KERNEL.as_nanos() as u64,
+            "{t:?}"
+        );
+    }
+    for pair in timings.windows(2) {
+        assert!(pair[1].start_ns >= pair[0].end_ns, "{pair:?}");
+    }
+    fake.assert_balanced();
+}
+
+/// Without `aclrtEventGetTimestamp` (an older CANN, here hidden) no event asks for a timeline
+/// and each run is timed by its timing buffer, as before.
+#[test]
+fn a_library_without_event_timestamps_times_each_run_from_its_timing_buffer() {
+    let fake = common::fake();
+    let config = AclConfig {
+        library: backend_acl::Library::PathHiding {
+            path: fake.path.clone(),
+            hidden: vec!["aclrtEventGetTimestamp".to_owned()],
+        },
+        ..fake.config()
+    };
+    let mut d = driver_at_depth(&fake, config, 2);
+    assert!(!lane_driver::Device::event_timestamps(d.device()));
+    let reports = run_lane(&mut d, 4);
+    for t in timings(&reports) {
+        assert_eq!(t.source, lane_core::TimingSource::TimingBuffer, "{t:?}");
+    }
+    fake.assert_balanced();
 }

@@ -77,6 +77,12 @@ impl Device for SharedSim {
     fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
         self.lock().query_event(event)
     }
+    fn event_timestamps(&self) -> bool {
+        self.lock().event_timestamps()
+    }
+    fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
+        self.lock().event_timestamp(event)
+    }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.lock().synchronize_stream(stream, timeout_ms)
     }

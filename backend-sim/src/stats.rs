@@ -235,6 +235,7 @@ mod tests {
             timing: Some(DeviceTiming {
                 start_ns: start,
                 end_ns: end,
+                ..Default::default()
             }),
             key: None,
             declines: 0,

@@ -112,13 +112,15 @@ impl Model {
     ///   was on this path before), and N's finalise runs after N+1's launch, so none of them
     ///   is on this path.
     /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·StreamWait +
-    ///   EventQuery + ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
+    ///   2·EventQuery + ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
     ///   prepare, the arm, two launches, the `core_done` and boundary records, the waits on
     ///   the predecessor's boundary and on `core_done`, the boundary wait, the one D2H of
     ///   status and record, finalise). When the host is the bottleneck the boundary has passed by
-    ///   the time it waits, so the wait costs a query, not a wake-up. `H1 = H − StreamWait`
-    ///   at depth one, which makes no wait on the predecessor's boundary; so where the host
-    ///   bounds both, depth one is ahead of queued by that one call.
+    ///   the time it waits, so the wait costs a query, not a wake-up; the other query is the
+    ///   proof of overlap, a look at the predecessor's boundary once the run's kernels were
+    ///   accepted. `H1 = H − StreamWait − EventQuery` at depth one, which makes no wait on the
+    ///   predecessor's boundary and no look at it; so where the host bounds both, depth one is
+    ///   ahead of queued by those two calls.
     ///
     /// Arm 3 (copies on the streams, prepare and finalise on host workers,
     /// [`Offload`]):
@@ -131,7 +133,8 @@ impl Model {
     ///   then waits for "armed" (`stream_wait_event`: no task of its own, its later tasks
     ///   start after the capture), so N+1's AICPU kernel starts with its AICore kernel and
     ///   the AICore path is the gap.
-    /// - `L = 2·CopyEnqueue + 3·EventRecord + 3·StreamWait + 2·KernelLaunch + 3·HostWakeup`:
+    /// - `L = 2·CopyEnqueue + 3·EventRecord + 3·StreamWait + 2·KernelLaunch + EventQuery +
+    ///   3·HostWakeup` (the query: the proof of overlap):
     ///   the lane thread's calls per run: the arm and readback enqueues, the "armed",
     ///   `core_done` and boundary records, the AICPU stream's waits on "armed" and `core_done`
     ///   and the AICore stream's on the predecessor's boundary, the two launches (the
@@ -148,7 +151,7 @@ impl Model {
     ///   window))` ([`Model::workers_period_ns`]): each run costs a prepare and a finalise
     ///   on some worker, each after the worker wakes for its job.
     /// - `C = (2·HostWakeup + Prepare + 2·CopyEnqueue + 3·EventRecord + 3·StreamWait +
-    ///   2·KernelLaunch) / window` ([`Model::prepare_chain_ns`]): where the host bounds the
+    ///   2·KernelLaunch + EventQuery) / window` ([`Model::prepare_chain_ns`]): where the host bounds the
     ///   lane the device is idle when the next prepare answers, so every launch waits on its
     ///   prepare, and a prepare is handed out only when a place in the prepare window frees,
     ///   which is when a run launches (with `slots >= depth + window` its slot is free by
@@ -170,16 +173,19 @@ impl Model {
     pub fn from_costs(costs: &Costs) -> Self {
         let c = |cost| costs.get(cost);
         let offload = Offload::default();
+        // A queued launch looks at its predecessor's boundary once its kernels were accepted
+        // (its proof of overlap): one `EventQuery` more on every queued path.
         let launch = 2 * c(Cost::CopyEnqueue)
             + 3 * c(Cost::EventRecord)
             + 3 * c(Cost::StreamWait)
-            + 2 * c(Cost::KernelLaunch);
+            + 2 * c(Cost::KernelLaunch)
+            + c(Cost::EventQuery);
         let host_per_run = c(Cost::Prepare)
             + c(Cost::WriteH2d)
             + 2 * c(Cost::KernelLaunch)
             + 2 * c(Cost::EventRecord)
             + 2 * c(Cost::StreamWait)
-            + c(Cost::EventQuery)
+            + 2 * c(Cost::EventQuery)
             + c(Cost::ReadD2h)
             + c(Cost::Finalise);
         let model = Self {
@@ -204,7 +210,7 @@ impl Model {
                 + c(Cost::EventRecord)
                 + c(Cost::KernelStartLatency),
             h_ns: host_per_run,
-            h1_ns: host_per_run - c(Cost::StreamWait),
+            h1_ns: host_per_run - c(Cost::StreamWait) - c(Cost::EventQuery),
         };
         model.with_offload(&offload)
     }

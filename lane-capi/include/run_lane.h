@@ -401,6 +401,52 @@ typedef uint32_t RunLaneStage;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// A run's proof of overlap (`RunLaneOutcome::overlap`).
+enum RunLaneOverlap
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Not known: the event query failed (it counts neither way), the device has no query,
+  // or the run's status was not read.
+  RUN_LANE_OVERLAP_UNKNOWN = 0,
+  // Not queued: no predecessor's boundary was in flight at the run's launch (depth one, or
+  // nothing ahead of it on the pair).
+  RUN_LANE_OVERLAP_NOT_QUEUED = 1,
+  // The predecessor's boundary was still unfired when the run's launch returned: the run
+  // was on the stream pair while its predecessor executed.
+  RUN_LANE_OVERLAP_PROVEN = 2,
+  // The predecessor's boundary had already fired when the run's launch returned.
+  RUN_LANE_OVERLAP_NOT_PROVEN = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneOverlap RunLaneOverlap;
+#else
+typedef uint32_t RunLaneOverlap;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Where a run's device start and end come from (`RunLaneOutcome::timing_source`).
+enum RunLaneTimingSource
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The slot's timing buffer, which the runtime's kernels write.
+  RUN_LANE_TIMING_SOURCE_TIMING_BUFFER = 0,
+  // The device's event timestamps (`aclrtEventGetTimestamp`): start from an event
+  // recorded right before the AICore kernel, end from the run's boundary.
+  RUN_LANE_TIMING_SOURCE_EVENT_TIMESTAMPS = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum RunLaneTimingSource RunLaneTimingSource;
+#else
+typedef uint32_t RunLaneTimingSource;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // The lane's state after `run_lane_close`.
 enum RunLaneState
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -699,6 +745,12 @@ typedef struct RunLaneOutcome {
   // Its ordering key: outcomes come in the lane's order, which is submission order but
   // for a run a smaller key placed ahead.
   uint64_t key;
+  // The run's proof of overlap: whether its predecessor's boundary was still unfired when
+  // its launch returned (an event query made right after both kernels were accepted).
+  // `UNKNOWN` for a publication and for a run whose status was not read.
+  RunLaneOverlap overlap;
+  // Where `device_start_ns` and `device_end_ns` come from (meaningful with `has_timing`).
+  RunLaneTimingSource timing_source;
 } RunLaneOutcome;
 
 // What a runner declares of its `prepare` and `finalise` (ABI 2).
@@ -1025,6 +1077,18 @@ typedef struct RunLaneDeviceOps {
   // NULL or "" for none. Copied at once; it must stay valid until the thread's next entry.
   // It ends the failure line (`; device: ...`).
   const char *(*recent_error_message)(void *user);
+  // Optional (`aclrtEventGetTimestamp`): when the event's captured tasks finished, in
+  // NANOSECONDS of the device clock (ACL gives microseconds: multiply by 1000). Set, each
+  // slot gets one more event, recorded on the AICore stream right before each run's AICore
+  // launch, and `create_event` must make events that record timestamps
+  // (`ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE`): a run's device start and end then come from
+  // its start event and its boundary (`RUN_LANE_TIMING_EVENT_TIMESTAMPS`). Called only
+  // after the event completed; a failure leaves the timing buffer as the run's timing.
+  // NULL: no timestamps (the timing buffer). Added at the end of the table: a runtime
+  // built against an older header must zero-initialise the table it passes.
+  int32_t (*event_timestamp)(void *user,
+                             void *event,
+                             uint64_t *ns_out);
 } RunLaneDeviceOps;
 
 // How to create a lane. Set its size (`RUN_LANE_INIT(config)`), fill it with
@@ -1434,6 +1498,29 @@ RunLaneStatus run_lane_cancel(struct RunLane *lane,
 RunLaneStatus run_lane_run_state(struct RunLane *lane,
                                  uint64_t run,
                                  struct RunLaneRunStatus *status_out);
+
+// Starts the lane's real-time trace (ABI 12 addition): from now on every submit, runner
+// callback (prepare, the two launches, finalise) and outcome taken is recorded on the host's
+// monotonic clock, with one slice per run from its submit to its outcome (whose end carries
+// the verdict, the proof of overlap and the device start and end). `run_lane_trace_stop`
+// writes it to `path` as Chrome trace-event JSON, which Perfetto opens; destroying the lane
+// writes it too. Works on every backend (the simulator's own virtual-time trace is
+// `lane-sim --trace`). The file is created now: a path that cannot be written is
+// `REFUSED`, as is a second start before a stop.
+//
+// # Safety
+//
+// `path` is NULL (an error) or a readable NUL-terminated string.
+RunLaneStatus run_lane_trace_start(struct RunLane *lane,
+                                   const char *path);
+
+// Stops the lane's real-time trace and writes it to the path `run_lane_trace_start` named.
+// `REFUSED` when the lane does not trace or the file cannot be written.
+//
+// # Safety
+//
+// None beyond passing a handle value (any value is checked).
+RunLaneStatus run_lane_trace_stop(struct RunLane *lane);
 
 #ifdef __cplusplus
 }  // extern "C"

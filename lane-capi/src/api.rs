@@ -65,6 +65,12 @@ thread_local! {
     static CALLBACK_LANE: Cell<u64> = const { Cell::new(0) };
 }
 
+/// The serial of the lane whose runner callback the calling thread runs (0: none), for the
+/// lane's trace of its callbacks.
+pub(crate) fn callback_lane() -> u64 {
+    CALLBACK_LANE.with(Cell::get)
+}
+
 /// Marks the calling thread as one that runs lane `serial`'s callbacks.
 fn mark_callback_thread(serial: u64) {
     CALLBACK_LANE.with(|lane| lane.set(serial));
@@ -127,6 +133,7 @@ impl Lane {
     fn taken(&self, report: &Report) -> RunLaneOutcome {
         let mut c = report_to_c(report);
         c.run_user = run_user(&self.requests, &report.outcome);
+        crate::trace::outcome(self.serial, &c);
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -733,6 +740,8 @@ fn destroy(
         unsafe { sized::check_out(report_out) }?;
     }
     let lane = LANES.remove(lane)?;
+    // A trace still recording is written now (its lane is gone after this).
+    crate::trace::stop_quietly(lane.serial);
     // Shut down whatever other references exist (a call in flight on another thread holds
     // one): the threads are joined here, so no callback runs after this returns.
     let shutdown = lane.handle.shut_down().map_err(|e| service_error(&e))?;
@@ -808,6 +817,7 @@ pub unsafe extern "C" fn run_lane_submit(
         let run: RunId = lane
             .handle
             .submit_noting(lane_request, |run| {
+                crate::trace::submitted(lane.serial, run.0);
                 lane.requests
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -1030,6 +1040,54 @@ pub unsafe extern "C" fn run_lane_run_state(
         })?;
         // SAFETY: checked non-NULL; writable for its `size` (the caller's contract).
         unsafe { sized::write_out(status_out, run_status_to_c(&status)) }?;
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Starts the lane's real-time trace (ABI 12 addition): from now on every submit, runner
+/// callback (prepare, the two launches, finalise) and outcome taken is recorded on the host's
+/// monotonic clock, with one slice per run from its submit to its outcome (whose end carries
+/// the verdict, the proof of overlap and the device start and end). `run_lane_trace_stop`
+/// writes it to `path` as Chrome trace-event JSON, which Perfetto opens; destroying the lane
+/// writes it too. Works on every backend (the simulator's own virtual-time trace is
+/// `lane-sim --trace`). The file is created now: a path that cannot be written is
+/// `REFUSED`, as is a second start before a stop.
+///
+/// # Safety
+///
+/// `path` is NULL (an error) or a readable NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_trace_start(
+    lane: *mut RunLane,
+    path: *const c_char,
+) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        if path.is_null() {
+            return Err(Error::null("path"));
+        }
+        // SAFETY: non-NULL, NUL-terminated and readable (the caller's contract).
+        let path = unsafe { core::ffi::CStr::from_ptr(path) };
+        let path = path
+            .to_str()
+            .map_err(|_| Error::new(RunLaneStatus::Refused, "the trace path is not UTF-8"))?;
+        crate::trace::start(lane.serial, std::path::PathBuf::from(path))
+            .map_err(|e| Error::new(RunLaneStatus::Refused, e))?;
+        Ok(RunLaneStatus::Ok)
+    })
+}
+
+/// Stops the lane's real-time trace and writes it to the path `run_lane_trace_start` named.
+/// `REFUSED` when the lane does not trace or the file cannot be written.
+///
+/// # Safety
+///
+/// None beyond passing a handle value (any value is checked).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn run_lane_trace_stop(lane: *mut RunLane) -> RunLaneStatus {
+    guard(|| {
+        let lane = LANES.get(lane)?;
+        crate::trace::stop(lane.serial).map_err(|e| Error::new(RunLaneStatus::Refused, e))?;
         Ok(RunLaneStatus::Ok)
     })
 }

@@ -129,6 +129,8 @@ type QueryEntry = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut bool) -> i
 type StreamIdEntry = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i32) -> i32;
 /// `synchronize_device`'s signature.
 type DrainEntry = unsafe extern "C" fn(*mut c_void, i32) -> i32;
+/// `event_timestamp`'s signature.
+type TimestampEntry = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut u64) -> i32;
 /// `recent_error_message`'s signature.
 type TextEntry = unsafe extern "C" fn(*mut c_void) -> *const c_char;
 
@@ -166,6 +168,7 @@ struct Entries {
     reset_device_force: Option<CallEntry>,
     probe: Option<CallEntry>,
     recent_error_message: Option<TextEntry>,
+    event_timestamp: Option<TimestampEntry>,
 }
 
 /// A runtime's [`RunLaneDeviceOps`], validated: every required entry present, the pinned
@@ -246,6 +249,7 @@ impl DeviceOps {
                 reset_device_force: table.reset_device_force,
                 probe: table.probe,
                 recent_error_message: table.recent_error_message,
+                event_timestamp: table.event_timestamp,
             })
         })();
         // Every required entry was checked above; a miss here is a gap between the two lists.
@@ -888,6 +892,25 @@ impl Device for TableDevice {
         Ok(complete)
     }
 
+    /// `true` when the table has an `event_timestamp` entry.
+    fn event_timestamps(&self) -> bool {
+        self.entries().event_timestamp.is_some()
+    }
+
+    fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
+        let Some(timestamp) = self.entries().event_timestamp else {
+            return Err(AclCode::RtFeatureNotSupport);
+        };
+        let mut ns = 0_u64;
+        self.bound_call_with(
+            |domain| domain.event(event),
+            // SAFETY: the table's entry with its `user`, an event it holds live and a writable
+            // u64.
+            |e, ev| unsafe { timestamp(e.user, ev, &raw mut ns) },
+        )?;
+        Ok(ns)
+    }
+
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.bound_call_with(
             |domain| domain.stream(stream),
@@ -1245,6 +1268,7 @@ mod tests {
             reset_device_force: Some(ok),
             probe: None,
             recent_error_message: None,
+            event_timestamp: None,
         }
     }
 

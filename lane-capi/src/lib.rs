@@ -50,6 +50,7 @@ pub mod outcome;
 pub mod registry;
 pub mod runner;
 pub mod sized;
+mod trace;
 pub mod types;
 
 pub use api::{
@@ -57,7 +58,7 @@ pub use api::{
     run_lane_config_default, run_lane_create, run_lane_destroy, run_lane_destroy_with_report,
     run_lane_device_reset, run_lane_last_error, run_lane_notice_monitor, run_lane_poll,
     run_lane_publish, run_lane_report_device_fault, run_lane_run_state, run_lane_submit,
-    run_lane_wait,
+    run_lane_trace_start, run_lane_trace_stop, run_lane_wait,
 };
 pub use registry::RunLane;
 pub use runner::CRunner;

@@ -6,15 +6,17 @@ use backend_acl::NoticeMonitor;
 use core::ffi::c_char;
 use lane_core::status_latch::{AclCode, Class, Stage};
 use lane_core::{
-    Cause, CloseReport, LaneState, Outcome, PublicationResult, RunId, RunState, RunStatus, Verdict,
+    Cause, CloseReport, LaneState, Outcome, Overlap, PublicationResult, RunId, RunState, RunStatus,
+    TimingSource, Verdict,
 };
 use lane_service::Report;
 
 use crate::types::{
     RUN_LANE_HINT_BYTES, RUN_LANE_LINE_BYTES, RUN_LANE_NAME_BYTES, RUN_LANE_STAGE_BYTES,
     RUN_LANE_UNTAKEN_IDS, RunLaneClass, RunLaneCloseReport, RunLaneFinaliseVerdict, RunLaneItem,
-    RunLaneNoticeMonitor, RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneRecoveryInfo,
-    RunLaneRunState, RunLaneRunStatus, RunLaneStage, RunLaneState, RunLaneVerdict,
+    RunLaneNoticeMonitor, RunLaneNoticeMonitorReport, RunLaneOutcome, RunLaneOverlap,
+    RunLaneRecoveryInfo, RunLaneRunState, RunLaneRunStatus, RunLaneStage, RunLaneState,
+    RunLaneTimingSource, RunLaneVerdict,
 };
 
 /// Copies `text` into `buffer` NUL-terminated, cut at a character boundary if too long.
@@ -111,6 +113,8 @@ pub const fn empty_outcome() -> RunLaneOutcome {
         declines: 0,
         has_key: false,
         key: 0,
+        overlap: RunLaneOverlap::Unknown,
+        timing_source: RunLaneTimingSource::TimingBuffer,
     }
 }
 
@@ -159,7 +163,17 @@ fn outcome_to_c(outcome: &Outcome, line: &dyn fmt::Display) -> RunLaneOutcome {
                 out.has_timing = true;
                 out.device_start_ns = timing.start_ns;
                 out.device_end_ns = timing.end_ns;
+                out.timing_source = match timing.source {
+                    TimingSource::TimingBuffer => RunLaneTimingSource::TimingBuffer,
+                    TimingSource::EventTimestamps => RunLaneTimingSource::EventTimestamps,
+                };
             }
+            out.overlap = match run.overlap() {
+                Overlap::Unknown => RunLaneOverlap::Unknown,
+                Overlap::NotQueued => RunLaneOverlap::NotQueued,
+                Overlap::Proven => RunLaneOverlap::Proven,
+                Overlap::NotProven => RunLaneOverlap::NotProven,
+            };
             out.verdict = match run.verdict {
                 Verdict::Ok => RunLaneVerdict::Ok,
                 Verdict::Cancelled => RunLaneVerdict::Cancelled,
@@ -366,6 +380,7 @@ mod tests {
             timing: Some(lane_core::DeviceTiming {
                 start_ns: 10,
                 end_ns: 20,
+                ..Default::default()
             }),
             key: None,
             declines: 0,

@@ -382,6 +382,7 @@ impl<M> CRunner<M> {
         let Some(callback) = self.vtable.get().launch_aicore else {
             return Ok(AicoreLaunch::Launched);
         };
+        let _trace = crate::trace::callback(self.serial, "launch_aicore", args.run.0);
         let c_args = self.args(args);
         // SAFETY: the caller supplied the callback for exactly this signature; `c_args` lives
         // across the call; the stream value is the backend's handle (an `aclrtStream` on ACL).
@@ -468,6 +469,7 @@ fn call_prepare(vtable: &Vtable, info: &RunLaneRunInfo) -> Result<(), PrepareErr
     let Some(prepare) = vtable.get().prepare else {
         return Ok(());
     };
+    let _trace = crate::trace::callback(crate::api::callback_lane(), "prepare", info.run);
     // SAFETY: the caller's callback for this signature; `info` lives across the call.
     let code = unsafe { prepare(vtable.get().user, &raw const *info) };
     if code == RUN_LANE_PREPARE_INCOMPATIBLE {
@@ -486,6 +488,7 @@ fn call_finalise(
     verdict: &Verdict,
     copy_back: bool,
 ) -> Result<(), FinaliseFailure> {
+    let _trace = crate::trace::callback(crate::api::callback_lane(), "finalise", info.run);
     let code = if let Some(finalise_verdict) = vtable.get().finalise_verdict {
         let told = finalise_verdict_to_c(verdict, copy_back);
         // SAFETY: the caller's callback for this signature; `info` and `told` live across the
@@ -699,6 +702,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
     ) -> Result<(), ReturnCode> {
         let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
+        let _trace = crate::trace::callback(self.serial, "launch_aicore", args.run.0);
         self.launch(self.vtable.get().launch_aicore, stream, args)?;
         self.model.launch_aicore(device, stream, args)
     }
@@ -726,6 +730,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
         let _mark = CallbackMark::enter(self.serial);
+        let _trace = crate::trace::callback(self.serial, "launch_aicpu", args.run.0);
         self.launch(self.vtable.get().launch_aicpu, stream, args)?;
         self.model.launch_aicpu(device, stream, args)
     }

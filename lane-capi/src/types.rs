@@ -438,6 +438,18 @@ pub struct RunLaneDeviceOps {
     /// NULL or "" for none. Copied at once; it must stay valid until the thread's next entry.
     /// It ends the failure line (`; device: ...`).
     pub recent_error_message: Option<unsafe extern "C" fn(user: *mut c_void) -> *const c_char>,
+    /// Optional (`aclrtEventGetTimestamp`): when the event's captured tasks finished, in
+    /// NANOSECONDS of the device clock (ACL gives microseconds: multiply by 1000). Set, each
+    /// slot gets one more event, recorded on the AICore stream right before each run's AICore
+    /// launch, and `create_event` must make events that record timestamps
+    /// (`ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE`): a run's device start and end then come from
+    /// its start event and its boundary (`RUN_LANE_TIMING_EVENT_TIMESTAMPS`). Called only
+    /// after the event completed; a failure leaves the timing buffer as the run's timing.
+    /// NULL: no timestamps (the timing buffer). Added at the end of the table: a runtime
+    /// built against an older header must zero-initialise the table it passes.
+    pub event_timestamp: Option<
+        unsafe extern "C" fn(user: *mut c_void, event: *mut c_void, ns_out: *mut u64) -> i32,
+    >,
 }
 
 /// The runner's callbacks: the embedding runtime's work for each run. Every callback is
@@ -972,6 +984,40 @@ pub struct RunLaneOutcome {
     /// Its ordering key: outcomes come in the lane's order, which is submission order but
     /// for a run a smaller key placed ahead.
     pub key: u64,
+    /// The run's proof of overlap: whether its predecessor's boundary was still unfired when
+    /// its launch returned (an event query made right after both kernels were accepted).
+    /// `UNKNOWN` for a publication and for a run whose status was not read.
+    pub overlap: RunLaneOverlap,
+    /// Where `device_start_ns` and `device_end_ns` come from (meaningful with `has_timing`).
+    pub timing_source: RunLaneTimingSource,
+}
+
+/// A run's proof of overlap (`RunLaneOutcome::overlap`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneOverlap {
+    /// Not known: the event query failed (it counts neither way), the device has no query,
+    /// or the run's status was not read.
+    Unknown = 0,
+    /// Not queued: no predecessor's boundary was in flight at the run's launch (depth one, or
+    /// nothing ahead of it on the pair).
+    NotQueued = 1,
+    /// The predecessor's boundary was still unfired when the run's launch returned: the run
+    /// was on the stream pair while its predecessor executed.
+    Proven = 2,
+    /// The predecessor's boundary had already fired when the run's launch returned.
+    NotProven = 3,
+}
+
+/// Where a run's device start and end come from (`RunLaneOutcome::timing_source`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLaneTimingSource {
+    /// The slot's timing buffer, which the runtime's kernels write.
+    TimingBuffer = 0,
+    /// The device's event timestamps (`aclrtEventGetTimestamp`): start from an event
+    /// recorded right before the AICore kernel, end from the run's boundary.
+    EventTimestamps = 1,
 }
 
 // SAFETY: an outcome is plain data copied out of the lane; `run_user` is the caller's value,

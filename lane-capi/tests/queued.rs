@@ -56,6 +56,8 @@ common::on_each_backend!(
     successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one
 );
 
+/// Also the proof of overlap (run 2's outcome says `PROVEN`) and the C ABI's real-time trace
+/// (one slice per run).
 fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes(via: Via) {
     let _serial = common::serial();
     let control = control();
@@ -65,6 +67,18 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_comple
     // SAFETY: a valid config (its path outlives the lane) and a writable handle.
     let created = unsafe { run_lane_create(&raw const config, &raw mut lane) };
     assert_eq!(created, RunLaneStatus::Ok);
+
+    // The lane's real-time trace, from the C ABI path.
+    static TRACES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let trace = std::env::temp_dir().join(format!(
+        "run-lane-queued-{}-{}.json",
+        std::process::id(),
+        TRACES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let trace_c = std::ffi::CString::new(trace.to_str().unwrap()).unwrap();
+    // SAFETY: a live handle and a NUL-terminated path.
+    let started = unsafe { run_lane_trace_start(lane, trace_c.as_ptr()) };
+    assert_eq!(started, RunLaneStatus::Ok);
 
     let launches = || control.counters().expect("the fake's counters").launches;
     let first = common::submit(lane).expect("run 1 accepted");
@@ -91,8 +105,48 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_comple
         second.device_start_ns >= first.device_end_ns,
         "queued behind it on the pair, not beside it"
     );
+    // The proof of overlap: run 2's launch returned while run 1's boundary was unfired.
+    assert_eq!(first.overlap, RunLaneOverlap::NotQueued);
+    assert_eq!(second.overlap, RunLaneOverlap::Proven);
+    // Both paths give event timestamps: the fake's `aclrtEventGetTimestamp`, through ACL or
+    // the table's `event_timestamp`.
+    for run in [&first, &second] {
+        assert_eq!(run.timing_source, RunLaneTimingSource::EventTimestamps);
+        assert!(run.device_start_ns <= run.device_end_ns);
+    }
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { run_lane_trace_stop(lane) }, RunLaneStatus::Ok);
     // SAFETY: a live handle, destroyed once.
     assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    a_trace_has_one_slice_per_run(&trace, &[first.id, second.id]);
+    std::fs::remove_file(&trace).unwrap();
+}
+
+/// The trace at `path` parses as Chrome trace-event JSON with one run slice (a begin and an
+/// end) per run of `runs`, the end saying its proof of overlap, and each run's callbacks.
+fn a_trace_has_one_slice_per_run(path: &std::path::Path, runs: &[u64]) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let events = json["traceEvents"].as_array().expect("traceEvents");
+    let of = |ph: &str, cat: &str| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && e["cat"] == cat)
+            .collect()
+    };
+    let (begins, ends) = (of("b", "run"), of("e", "run"));
+    assert_eq!(begins.len(), runs.len(), "{text}");
+    assert_eq!(ends.len(), runs.len(), "{text}");
+    for (&run, (b, e)) in runs.iter().zip(begins.iter().zip(&ends)) {
+        assert_eq!((b["id"].as_u64(), e["id"].as_u64()), (Some(run), Some(run)));
+        assert!(b["ts"].as_f64() <= e["ts"].as_f64());
+        assert_eq!(e["args"]["verdict"], "ok", "{e}");
+    }
+    assert_eq!(ends[1]["args"]["overlap"], "proven");
+    for what in ["launch_aicore", "launch_aicpu", "finalise"] {
+        assert_eq!(of("X", what).len(), runs.len(), "{what}: {text}");
+    }
 }
 common::on_each_backend!(
     a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes

@@ -425,10 +425,11 @@ fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_co
         if let Some(semantics) = semantics {
             control.set_semantics(semantics).expect("a known switch");
         }
-        // Two fence records per launch, in launch order: core_done on the AICore stream, the
-        // boundary on the AICPU stream behind both kernels. Run 5's boundary is the tenth.
+        // Three records per launch, in launch order: the start event (both paths give event
+        // timestamps) and core_done on the AICore stream, the boundary on the AICPU stream
+        // behind both kernels. Run 5's boundary is the fifteenth.
         control
-            .fail_call("aclrtRecordEvent", RECORD_FAILED, 4 * 2 + 1, 1)
+            .fail_call("aclrtRecordEvent", RECORD_FAILED, 4 * 3 + 2, 1)
             .expect("a fail-call rule");
         let outcomes = twelve_hooked(via);
         // Unfenced: its own events cannot decide it. The device verdict finds both streams

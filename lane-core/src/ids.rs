@@ -137,16 +137,79 @@ impl ItemOrder {
     }
 }
 
-/// Device-side start and end of a run, read from the run's own slot's timing buffer (L-17).
+/// Device-side start and end of a run (L-17), read when its status is read: from the device's
+/// event timestamps where the backend has them, else from the run's own slot's timing buffer
+/// ([`TimingSource`]); with the proof of overlap its launch took ([`Overlap`]).
 ///
 /// Values are in the device clock's nanoseconds; only differences between runs of one lane
-/// are meaningful (the inter-run gap is `next.start - prev.end`).
+/// and one source are meaningful (the inter-run gap is `next.start - prev.end`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct DeviceTiming {
     /// When the run's kernels started on the device.
     pub start_ns: u64,
     /// When the run's kernels ended on the device.
     pub end_ns: u64,
+    /// Where `start_ns` and `end_ns` come from.
+    pub source: TimingSource,
+    /// Whether the run's launch returned while its predecessor's boundary was still unfired.
+    pub overlap: Overlap,
+}
+
+/// Where a run's [`DeviceTiming`] start and end come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum TimingSource {
+    /// The run's slot's timing buffer, which the runtime's kernels write (the fallback).
+    #[default]
+    TimingBuffer,
+    /// The device's event timestamps (`aclrtEventGetTimestamp`): start from an event recorded
+    /// on the AICore stream right before the AICore kernel (behind the wait on the
+    /// predecessor's boundary), end from the run's boundary.
+    EventTimestamps,
+}
+
+impl TimingSource {
+    /// A short name for traces and reports.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::TimingBuffer => "timing buffer",
+            Self::EventTimestamps => "event timestamps",
+        }
+    }
+}
+
+/// The proof of overlap of one run (L-18): whether its launch was queued behind a predecessor
+/// still executing. Right after the run's launch calls returned (both kernels accepted), the
+/// executor queries the boundary of the predecessor its AICore stream waits for
+/// (`aclrtQueryEventStatus`, without waiting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Overlap {
+    /// Not known: the query failed (it counts neither way), the device has no query, or the
+    /// run never launched (its status was not read).
+    #[default]
+    Unknown,
+    /// The run was not queued: no predecessor's boundary was in flight at its launch (depth
+    /// one, or nothing ahead of it on the pair).
+    NotQueued,
+    /// The predecessor's boundary was still unfired when the run's launch returned: the run
+    /// was on the pair while its predecessor executed.
+    Proven,
+    /// The predecessor's boundary had already fired when the run's launch returned: the
+    /// launch came too late to overlap.
+    NotProven,
+}
+
+impl Overlap {
+    /// A short name for traces and reports.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Unknown => "unknown",
+            Self::NotQueued => "not queued",
+            Self::Proven => "proven",
+            Self::NotProven => "not proven",
+        }
+    }
 }
 
 /// How many other runs can share the stream pair with one run: the launch depth's most, less

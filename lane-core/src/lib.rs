@@ -90,8 +90,8 @@ pub use error::{
 };
 pub use event::{Event, FinaliseFailure, LaunchStep};
 pub use ids::{
-    CodeRef, DeviceTiming, Generation, ItemOrder, Lease, OrderKey, PAIR_PEERS, Peers,
-    PublicationId, RunId, SlotId, Tag, Timestamp,
+    CodeRef, DeviceTiming, Generation, ItemOrder, Lease, OrderKey, Overlap, PAIR_PEERS, Peers,
+    PublicationId, RunId, SlotId, Tag, Timestamp, TimingSource,
 };
 pub use lane::{
     CloseReport, Fingerprint, Lane, PoisonRecord, RunRequest, RunState, RunStatus, StreamsLeft,

@@ -4,7 +4,7 @@ use core::fmt;
 
 use status_latch::{Class, Classification, Failure, FailureDetail, Stage, classify, failure_line};
 
-use crate::ids::{DeviceTiming, ItemOrder, OrderKey, PublicationId, RunId, Tag};
+use crate::ids::{DeviceTiming, ItemOrder, OrderKey, Overlap, PublicationId, RunId, Tag};
 
 /// Why a run failed: the failure and its classification (through status-latch's one table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +143,16 @@ pub struct RunOutcome {
     /// How many times the runner declined the run's launch (each time it launched again once
     /// the pair was empty); 0 for most runs.
     pub declines: u32,
+}
+
+impl RunOutcome {
+    /// The run's proof of overlap ([`DeviceTiming::overlap`]); [`Overlap::Unknown`] when its
+    /// status was not read.
+    #[must_use]
+    pub fn overlap(&self) -> Overlap {
+        self.timing
+            .map_or(Overlap::Unknown, |timing| timing.overlap)
+    }
 }
 
 /// The result of a publication.

@@ -317,6 +317,7 @@ fn every_event_prints_its_trace_line() {
                 timing: DeviceTiming {
                     start_ns: 1_500,
                     end_ns: 2_000_001,
+                    ..Default::default()
                 },
             },
             format!(

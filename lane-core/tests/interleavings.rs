@@ -308,6 +308,7 @@ fn a_failure_report_for_a_step_the_run_is_past_is_rejected_and_changes_nothing()
         timing: lane_core::DeviceTiming {
             start_ns: 1,
             end_ns: 2,
+            ..Default::default()
         },
     };
     assert!(d.lane.handle(T, early_latch).is_err());

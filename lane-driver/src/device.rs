@@ -107,7 +107,7 @@ pub enum LaunchStage {
 /// # Implementing it
 ///
 /// The embedding runtime may implement it (L-22, the module doc): the required methods are
-/// the lane's device calls; the provided ones (`query_event`, `pinned_copies`,
+/// the lane's device calls; the provided ones (`query_event`, `event_timestamps`, `event_timestamp`, `pinned_copies`,
 /// `recent_error_message`, `completion_waiter`, `notice_concerns`, `own_probe`) have defaults
 /// that do without. lane-service needs [`Device::completion_waiter`]: its waits run on a
 /// thread of their own, beside the other calls (its `CompletionWaiter` doc says which).
@@ -165,6 +165,23 @@ pub trait Device {
     /// blocks. The default is `207000` (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`): such a device
     /// gets its runs' completions only from a blocking wait.
     fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        let _ = event;
+        Err(AclCode::RtFeatureNotSupport)
+    }
+    /// Whether this device gives event timestamps ([`event_timestamp`](Self::event_timestamp)).
+    /// Asked once, when a slot's resources are made: where it is `true` each slot gets one more
+    /// event, recorded on the AICore stream right before each run's AICore kernel, and a run's
+    /// device start and end come from that event's and its boundary's timestamps
+    /// (`TimingSource::EventTimestamps`), the timing buffer staying the fallback. The default
+    /// is `false` (no extra event, no extra record: the launch's calls are unchanged).
+    fn event_timestamps(&self) -> bool {
+        false
+    }
+    /// `aclrtEventGetTimestamp(e, &ts)`: when the tasks `event` captured finished, in
+    /// nanoseconds of the device clock (a backend whose call gives microseconds scales them).
+    /// Asked only after the event completed. The default is `207000`
+    /// (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`): the timing buffer is the run's only timing.
+    fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
         let _ = event;
         Err(AclCode::RtFeatureNotSupport)
     }

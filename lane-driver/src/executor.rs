@@ -11,8 +11,8 @@ use lane_core::status_latch::{
 };
 use lane_core::stream_pair::{DestroyMode, StreamHandle};
 use lane_core::{
-    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, Peers,
-    RecoveryHook, RunId, Timestamp,
+    CopyPath, DeviceTiming, Effect, Event, FaultNotice, LaunchStep, Lease, MAX_SLOTS, Overlap,
+    Peers, RecoveryHook, RunId, Timestamp, TimingSource,
 };
 
 use crate::answer::Answer;
@@ -101,6 +101,13 @@ struct SlotResources {
     buffer: DevicePtr,
     /// `Some` exactly with [`CopyPath::OnStream`].
     pinned: Option<Pinned>,
+    /// Where the device gives event timestamps ([`Device::event_timestamps`]): recorded on
+    /// the AICore stream right before each run's AICore kernel, behind the wait on the
+    /// predecessor's boundary, so its timestamp is the run's device start.
+    started: Option<EventHandle>,
+    /// The proof of overlap of the run launched on this slot last, taken right after its
+    /// launch calls returned (an event query of its predecessor's boundary).
+    overlap: Overlap,
 }
 
 impl SlotResources {
@@ -631,6 +638,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             d.stream_wait_event(aicore, boundary)
                 .map_err(|code| (LaunchStep::Arm, code.into()))?;
         }
+        // Behind the wait, right before the AICore kernel: the run's device start.
+        if let Some(started) = slot.started {
+            d.record_event(started, aicore)
+                .map_err(|code| (LaunchStep::Arm, code.into()))?;
+        }
         let epoch = epoch.unwrap_or_else(next_epoch);
         let args = RunArgs {
             run,
@@ -664,6 +676,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 epoch,
                 streams: [aicpu, aicore],
             });
+            slot.overlap = Overlap::Unknown;
         }
         let (d, r) = (&mut self.device, &mut self.runner);
         // Before the AICPU kernel: a failure here orphans the AICore kernel, as a failed AICPU
@@ -672,6 +685,15 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .map_err(|code| (LaunchStep::CoreDone, code.into()))?;
         r.launch_aicpu(d, aicpu, &args)
             .map_err(|code| (LaunchStep::Aicpu, code))?;
+        // Both kernels are accepted: the proof of overlap, before anything else is enqueued.
+        let overlap = overlap_at_launch(d, predecessor);
+        if let Some(slot) = self
+            .slots
+            .get_mut(usize::from(lease.slot.0))
+            .and_then(Option::as_mut)
+        {
+            slot.overlap = overlap;
+        }
         // Both kernels are accepted: the run is launched, fenced or not (L-5).
         let fenced = self.fence(&slot, lease, aicpu);
         if matches!(fenced, Ok(()) | Err((LaunchStep::RecordEvent, _))) {
@@ -739,10 +761,14 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             CopyPath::OnStream => 3,
         };
         let mut made = Made::default();
+        let timestamps = self.device.event_timestamps();
         let d = &mut self.device;
         let result = (|| {
             for _ in 0..events {
                 made.events.push(d.create_event()?);
+            }
+            if timestamps {
+                made.started = Some(d.create_event()?);
             }
             let buffer = d.malloc(SLOT_BYTES)?;
             made.buffer = Some(buffer);
@@ -776,6 +802,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             launched: None,
             buffer,
             pinned,
+            started: made.started,
+            overlap: Overlap::Unknown,
         };
         if let Some(entry) = self.slots.get_mut(idx) {
             *entry = Some(resources);
@@ -785,7 +813,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
 
     /// Gives back every resource in `made` (a slot's, at close or after a failed creation).
     fn release_made<O: Observer>(&mut self, observer: &mut O, made: &Made) {
-        for &event in &made.events {
+        for &event in made.events.iter().chain(&made.started) {
             self.release(observer, Release::DestroyEvent, |d| d.destroy_event(event));
         }
         if let Some(buffer) = made.buffer {
@@ -812,13 +840,14 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             return Err(DriverError::UnrecordedEvent { run });
         };
         let len = TIMING_BYTES + layout.size();
+        let measured = self.measured(&slot);
         let kept = self
             .kept
             .get_mut(usize::from(lease.slot.0))
             .and_then(|kept| kept.take_if(|kept| kept.lease == lease));
         // Read with the record, right after the boundary: decoded where it lies, no copy.
         if let (None, Some(kept)) = (slot.pinned, &kept) {
-            return status_read(run, lease, layout, &kept.bytes[..len]);
+            return status_read(run, lease, layout, &kept.bytes[..len], measured);
         }
         let read = match slot.pinned {
             None => self
@@ -833,7 +862,30 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         if let Err(code) = read {
             return Ok(Event::StatusReadFailed { run, lease, code });
         }
-        status_read(run, lease, layout, &self.readback[..len])
+        status_read(run, lease, layout, &self.readback[..len], measured)
+    }
+
+    /// What the executor measured of the slot's last run: its proof of overlap and, where
+    /// the device gives event timestamps, its device start and end from them (start event,
+    /// boundary). A failed timestamp call leaves the timing buffer as the source.
+    fn measured(&mut self, slot: &SlotResources) -> Measured {
+        let events = slot.started.filter(|_| slot.recorded[0]);
+        let timestamps = events.and_then(|started| {
+            let start = self.device.event_timestamp(started);
+            let end = self.device.event_timestamp(slot.boundary());
+            match (start, end) {
+                (Ok(start), Ok(end)) if start <= end => Some((start, end)),
+                _ => {
+                    // The lane is not told: the text must not follow another failure.
+                    drop(self.device.recent_error_message());
+                    None
+                }
+            }
+        });
+        Measured {
+            overlap: slot.overlap,
+            timestamps,
+        }
     }
 
     /// Reads the pinned readback (no device call). A readback still holding the launch's
@@ -1087,6 +1139,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
 struct Made {
     /// `[aicpu, aicore, armed]`, as far as made.
     events: Vec<EventHandle>,
+    /// The start event ([`SlotResources::started`]), if made.
+    started: Option<EventHandle>,
     buffer: Option<DevicePtr>,
     host: Option<HostPtr>,
 }
@@ -1097,27 +1151,66 @@ impl From<SlotResources> for Made {
         events.extend(slot.pinned.map(|p| p.armed));
         Self {
             events,
+            started: slot.started,
             buffer: Some(slot.buffer),
             host: slot.pinned.map(|p| p.host),
         }
     }
 }
 
+/// What the executor measured of a run, beside its timing buffer ([`Executor`]'s `measured`).
+#[derive(Clone, Copy, Debug)]
+struct Measured {
+    overlap: Overlap,
+    /// Device start and end from event timestamps, where the device gave them.
+    timestamps: Option<(u64, u64)>,
+}
+
+/// The proof of overlap of a run whose kernels were both accepted: the boundary its AICore
+/// stream waits for (`predecessor`) still unfired is [`Overlap::Proven`], fired
+/// [`Overlap::NotProven`]; a failed query counts neither way ([`Overlap::Unknown`], its text
+/// dropped: the lane is not told); no predecessor is [`Overlap::NotQueued`].
+fn overlap_at_launch<D: Device>(d: &mut D, predecessor: Option<EventHandle>) -> Overlap {
+    let Some(boundary) = predecessor else {
+        return Overlap::NotQueued;
+    };
+    match d.query_event(boundary) {
+        Ok(false) => Overlap::Proven,
+        Ok(true) => Overlap::NotProven,
+        Err(_) => {
+            drop(d.recent_error_message());
+            Overlap::Unknown
+        }
+    }
+}
+
 /// A run's `StatusRead` from its timing buffer and status header as read (`bytes`: the
-/// timing buffer, then the header in `layout`).
+/// timing buffer, then the header in `layout`), with what the executor measured: event
+/// timestamps, where there are some, stand in for the timing buffer's start and end.
 fn status_read(
     run: RunId,
     lease: Lease,
     layout: HeaderLayout,
     bytes: &[u8],
+    measured: Measured,
 ) -> Result<Event, DriverError> {
     let (timing, header) = bytes.split_at(TIMING_BYTES.min(bytes.len()));
     let status = status_latch::decode(layout, header)
         .map_err(|source| DriverError::Decode { run, source })?;
     let (start, end) = timing.split_at(timing.len().min(8));
-    let timing = DeviceTiming {
-        start_ns: u64::from_le_bytes(start.try_into().unwrap_or([0; 8])),
-        end_ns: u64::from_le_bytes(end.try_into().unwrap_or([0; 8])),
+    let timing = match measured.timestamps {
+        Some((start_ns, end_ns)) => DeviceTiming {
+            start_ns,
+            end_ns,
+            source: TimingSource::EventTimestamps,
+            overlap: measured.overlap,
+        },
+        None => DeviceTiming {
+            start_ns: u64::from_le_bytes(start.try_into().unwrap_or([0; 8])),
+            end_ns: u64::from_le_bytes(end.try_into().unwrap_or([0; 8])),
+            source: TimingSource::TimingBuffer,
+            overlap: measured.overlap,
+        },
     };
     Ok(Event::StatusRead {
         run,

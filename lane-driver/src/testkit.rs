@@ -4,6 +4,7 @@
 //! names ([`Fail`]) and stalls the one it is told to ([`Stall`]). Not a simulator: no kernel
 //! runs, every recorded event has completed when it is waited for.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,6 +34,7 @@ pub enum Call {
     RecordEvent,
     SynchronizeEvent,
     QueryEvent,
+    EventTimestamp,
     SynchronizeStream,
     DestroyEvent,
     Malloc,
@@ -177,6 +179,13 @@ pub struct Script {
     pub dropped: bool,
     /// What `recent_error_message` hands out next (set by a failed call, taken by the read).
     pub message: Option<String>,
+    /// What the next event queries answer, first first (`false`: not yet fired); once empty,
+    /// every recorded event has fired.
+    pub queries: VecDeque<bool>,
+    /// The device gives event timestamps: an event's is the clock at its last record.
+    pub timestamps: bool,
+    /// When each event was recorded last (virtual clock, ns).
+    pub recorded_at: BTreeMap<u64, u64>,
     next: u64,
     counts: [usize; Call::CompletionWaiter as usize + 1],
     memory: Vec<(u64, Vec<u8>)>,
@@ -472,6 +481,8 @@ impl Device for TestDevice {
             script.boundaries.retain(|(e, _)| *e != event);
             script.boundaries.push((event, run));
         }
+        let now = script.now;
+        script.recorded_at.insert(event.0, now);
         drop(script);
         let text =
             |_: &Script, _: Option<&()>| format!("record_event e{} on s{}", event.0, stream.0);
@@ -486,8 +497,20 @@ impl Device for TestDevice {
         if self.stall(Call::SynchronizeEvent, 0, true).is_some() {
             return Ok(false);
         }
-        let text = |_: &Script, _: Option<&bool>| format!("query_event e{}", event.0);
-        self.call(Call::QueryEvent, Some(event), |_| true, text)
+        let text = |_: &Script, fired: Option<&bool>| match fired {
+            Some(false) => format!("query_event e{} -> unfired", event.0),
+            _ => format!("query_event e{}", event.0),
+        };
+        let fired = |s: &mut Script| s.queries.pop_front().unwrap_or(true);
+        self.call(Call::QueryEvent, Some(event), fired, text)
+    }
+    fn event_timestamps(&self) -> bool {
+        self.script().timestamps
+    }
+    fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
+        let text = |_: &Script, _: Option<&u64>| format!("event_timestamp e{}", event.0);
+        let at = |s: &mut Script| s.recorded_at.get(&event.0).copied().unwrap_or(0);
+        self.call(Call::EventTimestamp, Some(event), at, text)
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.wait(Call::SynchronizeStream, timeout_ms, None, || {

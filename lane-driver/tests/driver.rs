@@ -8,8 +8,8 @@ use lane_core::status_latch::{
 };
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
-    CodeRef, FinaliseFailure, LaneState, LaunchStep, Outcome, Profile, RunId, RunRequest, SlotId,
-    Timestamp, Verdict,
+    CodeRef, FinaliseFailure, LaneState, LaunchStep, Outcome, Overlap, Profile, RunId, RunRequest,
+    SlotId, Timestamp, TimingSource, Verdict,
 };
 use lane_driver::testkit::{Call, Fail, TestDevice};
 use lane_driver::{
@@ -2104,4 +2104,134 @@ fn a_declined_launch_with_nothing_ahead_fails_its_run_with_the_reason_in_the_rep
         d.runner_mut().finalised[..],
         [(1, lane_core::Verdict::Failed { .. })]
     ));
+}
+
+/// Two runs submitted back to back at depth two, run to idle: each run's outcome, the query
+/// script's answers given to run 2's look at run 1's boundary.
+fn queued_pair(queries: &[Result<bool, i32>]) -> (Vec<Outcome>, Vec<String>) {
+    let mut d = driver();
+    for (n, answer) in queries.iter().enumerate() {
+        let mut script = d.device().script();
+        match *answer {
+            Ok(fired) => script.queries.push_back(fired),
+            Err(code) => script.fail.push(Fail::nth(Call::QueryEvent, n + 1, code)),
+        }
+    }
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    (outcomes(&mut d), log)
+}
+
+fn run_outcome(outcome: &Outcome) -> &lane_core::RunOutcome {
+    match outcome {
+        Outcome::Run(r) => r,
+        Outcome::Publication(p) => panic!("{p:?}"),
+    }
+}
+
+#[test]
+fn a_queued_run_whose_predecessors_boundary_was_unfired_when_its_launch_returned_proves_overlap() {
+    let (outcomes, log) = queued_pair(&[Ok(false)]);
+    let [first, second] = outcomes.as_slice() else {
+        panic!("{outcomes:?}")
+    };
+    assert_eq!(run_outcome(first).overlap(), Overlap::NotQueued);
+    assert_eq!(run_outcome(second).overlap(), Overlap::Proven);
+    assert!(run_outcome(second).verdict.is_ok());
+    // The look is made right after run 2's AICPU kernel was accepted, at run 1's boundary.
+    let aicpu = log
+        .iter()
+        .position(|c| c == "launch_aicpu r2 on s1")
+        .expect("run 2's AICPU kernel");
+    assert_eq!(log[aicpu + 1], "query_event e3 -> unfired", "{log:?}");
+    assert_eq!(
+        log.iter().filter(|c| c.starts_with("query_event")).count(),
+        1
+    );
+}
+
+#[test]
+fn a_queued_run_whose_predecessors_boundary_had_fired_at_its_launch_is_not_proven() {
+    let (outcomes, _) = queued_pair(&[Ok(true)]);
+    assert_eq!(run_outcome(&outcomes[1]).overlap(), Overlap::NotProven);
+}
+
+#[test]
+fn a_failed_boundary_query_counts_neither_way_and_fails_nothing() {
+    let (queued, _) = queued_pair(&[Err(507_899)]);
+    let second = run_outcome(&queued[1]);
+    assert_eq!(second.overlap(), Overlap::Unknown);
+    assert!(second.verdict.is_ok(), "{second:?}");
+}
+
+#[test]
+fn at_depth_one_no_run_is_queued_and_no_boundary_is_queried() {
+    let mut d = Driver::new(
+        Profile::depth_one(),
+        TestDevice::default(),
+        Kernels::default(),
+    );
+    // Two submitted back to back (run 2 launches once run 1 completed), then a third.
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    assert!(!log.iter().any(|c| c.starts_with("query_event")), "{log:?}");
+    let outcomes = outcomes(&mut d);
+    assert_eq!(outcomes.len(), 3);
+    for outcome in &outcomes {
+        assert_eq!(run_outcome(outcome).overlap(), Overlap::NotQueued);
+    }
+}
+
+#[test]
+fn without_event_timestamps_a_runs_device_start_and_end_come_from_its_timing_buffer() {
+    let (outcomes, log) = queued_pair(&[]);
+    let timing = run_outcome(&outcomes[1]).timing.unwrap();
+    assert_eq!(timing.source, TimingSource::TimingBuffer);
+    assert_eq!((timing.start_ns, timing.end_ns), (1_900_000, 2_000_000));
+    assert!(!log.iter().any(|c| c.starts_with("event_timestamp")));
+}
+
+#[test]
+fn event_timestamps_give_a_runs_device_start_before_its_aicore_kernel_and_end_at_its_boundary() {
+    let mut d = driver();
+    d.device().script().timestamps = true;
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.submit(RunRequest::new()).unwrap().unwrap();
+    d.run_until_idle().unwrap();
+    let log = calls(&mut d);
+    // One more event per slot; recorded on the AICore stream behind the wait on run 1's
+    // boundary, right before run 2's AICore kernel.
+    assert_eq!(
+        log.iter().filter(|c| c.starts_with("create_event")).count(),
+        2 * 3
+    );
+    let launch = log
+        .iter()
+        .position(|c| c == "launch_aicore r2 on s2")
+        .expect("run 2's AICore kernel");
+    assert!(log[launch - 1].starts_with("record_event") && log[launch - 1].ends_with("on s2"));
+    assert!(
+        log[launch - 2].starts_with("stream_wait_event s2"),
+        "{log:?}"
+    );
+    let recorded = d.device().script().recorded_at.clone();
+    let outcomes = outcomes(&mut d);
+    for outcome in &outcomes {
+        let r = run_outcome(outcome);
+        let timing = r.timing.unwrap();
+        assert_eq!(timing.source, TimingSource::EventTimestamps, "{r:?}");
+        assert!(timing.start_ns < timing.end_ns, "{timing:?}");
+        assert!(recorded.values().any(|&at| at == timing.end_ns));
+    }
+    let (first, second) = (
+        run_outcome(&outcomes[0]).timing.unwrap(),
+        run_outcome(&outcomes[1]).timing.unwrap(),
+    );
+    assert!(first.end_ns < second.end_ns);
 }

@@ -48,11 +48,13 @@ Commands:
                      report which files are stale
   docs-budget        print the prose figures of the hand-written docs (words, sentences, median
                      sentence per doc; the total) and fail when a budget is broken
-  device-check [--lib PATH] [--device N]
+  device-check [--lib PATH] [--device N] [--overrun-mib N] [--overlap-runs N] [--overlap-mib N]
                      on a machine with CANN and an NPU: the probe and the device-side checks that
                      need no kernels (streams, events, timed waits, copies, force reset and probe,
-                     devlib refusal), as a report; without them one line and a failure
-                     (docs/hardware.md). --lib also takes the fake, target/debug/librun_lane_fake_ascendcl.so
+                     devlib refusal), as a report, then the device gap between runs at launch
+                     depth one and two (copies stand in for kernels); without them one line and a
+                     failure (docs/hardware.md). --lib also takes the fake,
+                     target/debug/librun_lane_fake_ascendcl.so
   dist --prefix DIR  install the C ABI (release build) for C++ consumers: include/run_lane.h,
                      lib/librun_lane.a, lib/librun_lane.so.<ABI> (its soname) and the librun_lane.so
                      link, lib/pkgconfig/run_lane.pc, lib/cmake/RunLane/ (RunLane::run_lane,

@@ -19,6 +19,10 @@ fn device_check_against_the_fake_passes_and_reports_each_check() {
         fake.to_str().unwrap(),
         "--device",
         "0",
+        "--overlap-runs",
+        "20",
+        "--overlap-mib",
+        "4",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -31,6 +35,7 @@ fn device_check_against_the_fake_passes_and_reports_each_check() {
         "streams",
         "events",
         "copies",
+        "overlap",
         "force reset then probe",
         "devlib refusal",
     ] {
@@ -40,6 +45,18 @@ fn device_check_against_the_fake_passes_and_reports_each_check() {
         );
     }
     assert!(stdout.contains("skip  kernels: "), "{stdout}");
+    // Issue 45 item 7: both arms of the overlap step, in one process, each summarised from
+    // its runs' event timestamps.
+    for depth in [1, 2] {
+        assert!(
+            stdout.contains(&format!("  depth {depth}: device gap median ")),
+            "depth {depth}: {stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("over 19 pairs; overlap proven "),
+        "{stdout}"
+    );
 }
 
 #[test]

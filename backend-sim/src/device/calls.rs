@@ -340,6 +340,28 @@ impl SimDevice {
         )
     }
 
+    /// `aclrtEventGetTimestamp`: the virtual device time at which the event's record task
+    /// passed (ns; the simulator's clock needs no µs rounding). A live event whose capture
+    /// has not completed (never recorded, pending, aborted) is 107000, as on the fake; the
+    /// driver asks only after the event completed.
+    pub(super) fn event_timestamp_call(&mut self, event: EventHandle) -> Result<u64, AclCode> {
+        let run = self.model.event_run(event.0).map(RunId);
+        self.call(
+            "event_timestamp",
+            Cost::EventQuery,
+            Named::Run(run),
+            |d, _| match d.model.event_passed(event.0) {
+                Some(Some(at)) => Ok(at),
+                Some(None) | None if d.model.has_event(event.0) => Err(AclCode::RtParamInvalid),
+                _ => Err(d.dead_handle("event_timestamp", "event", event.0)),
+            },
+            |result| match result {
+                Ok(at) => format!("e{} -> {at} ns", event.0),
+                Err(_) => format!("e{}", event.0),
+            },
+        )
+    }
+
     /// Blocks on an event's capture for at most `timeout_ms`.
     fn wait_for_event(
         &mut self,

@@ -54,6 +54,14 @@ impl Device for SimDevice {
         self.query_event_call(event)
     }
 
+    fn event_timestamps(&self) -> bool {
+        self.event_timestamps
+    }
+
+    fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
+        self.event_timestamp_call(event)
+    }
+
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.synchronize_stream_call(stream, timeout_ms)
     }

@@ -276,6 +276,8 @@ pub struct SimDevice {
     call_budget: u64,
     journal: Journal,
     failure: Option<DeviceFailure>,
+    /// Whether the device gives event timestamps ([`SimDevice::with_event_timestamps`]).
+    event_timestamps: bool,
 }
 
 impl SimDevice {
@@ -318,6 +320,7 @@ impl SimDevice {
             call_budget: u64::MAX,
             journal: Journal::new(false),
             failure: None,
+            event_timestamps: false,
         }
     }
 
@@ -325,6 +328,17 @@ impl SimDevice {
     #[must_use]
     pub fn with_trace(mut self, on: bool) -> Self {
         self.journal = Journal::new(on);
+        self
+    }
+
+    /// Whether the device gives event timestamps (`aclrtEventGetTimestamp`; off by default,
+    /// so the calls and virtual times of a run without them stay as they were): on, each slot
+    /// has one more event, recorded right before each run's AICore kernel, and a run's device
+    /// start and end are that event's and its boundary's completion times in virtual time
+    /// (`TimingSource::EventTimestamps`).
+    #[must_use]
+    pub const fn with_event_timestamps(mut self, on: bool) -> Self {
+        self.event_timestamps = on;
         self
     }
 

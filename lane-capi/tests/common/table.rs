@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use ascend_cl_sys::types::{
-    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_SYNC, ACL_MEM_MALLOC_HUGE_FIRST,
-    ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE,
+    ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE,
+    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE,
 };
 use ascend_cl_sys::{Acl, AclrtStream};
 use core::ffi::{c_char, c_void};
@@ -54,9 +54,10 @@ pub(crate) enum Entry {
     MallocHost,
     FreeHost,
     MemcpyAsync,
+    EventTimestamp,
 }
 
-const ENTRIES: usize = Entry::MemcpyAsync as usize + 1;
+const ENTRIES: usize = Entry::EventTimestamp as usize + 1;
 
 /// A code an entry returns instead of calling the fake: after `skip` calls, `count` times.
 #[derive(Clone, Copy, Debug)]
@@ -263,8 +264,9 @@ unsafe extern "C" fn stream_id(user: *mut c_void, stream: *mut c_void, id: *mut 
 
 unsafe extern "C" fn create_event(user: *mut c_void, out: *mut *mut c_void) -> i32 {
     forwarded(user, Entry::CreateEvent, |_| {
-        // SAFETY: a writable slot; a reusable event that streams may wait on.
-        unsafe { acl().aclrtCreateEventExWithFlag(out, ACL_EVENT_SYNC) }
+        // SAFETY: a writable slot; a reusable event that streams may wait on and that records
+        // timestamps (the table has `event_timestamp`).
+        unsafe { acl().aclrtCreateEventExWithFlag(out, ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE) }
     })
 }
 
@@ -308,6 +310,21 @@ unsafe extern "C" fn query_event(
         let code = unsafe { acl().aclrtQueryEventStatus(event, &raw mut status) };
         // SAFETY: the lane passes a writable bool.
         unsafe { complete.write(status == ACL_EVENT_RECORDED_STATUS_COMPLETE) };
+        code
+    })
+}
+
+unsafe extern "C" fn event_timestamp(user: *mut c_void, event: *mut c_void, ns: *mut u64) -> i32 {
+    forwarded(user, Entry::EventTimestamp, |_| {
+        let mut us = 0_u64;
+        // SAFETY: a live event and a writable u64.
+        let code = match unsafe { acl().aclrtEventGetTimestamp(event, &raw mut us) } {
+            Ok(code) => code,
+            // The fake exports it; never unwind across the C boundary.
+            Err(_) => return 207_000,
+        };
+        // SAFETY: the lane passes a writable u64. ACL gives µs; the entry answers ns.
+        unsafe { ns.write(us * 1_000) };
         code
     })
 }
@@ -472,6 +489,7 @@ pub(crate) fn table(device_id: i32) -> RunLaneDeviceOps {
         reset_device_force: Some(reset_device_force),
         probe: Some(probe),
         recent_error_message: Some(recent_error_message),
+        event_timestamp: Some(event_timestamp),
     }
 }
 

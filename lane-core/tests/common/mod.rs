@@ -379,6 +379,7 @@ impl Harness {
             *timing = DeviceTiming {
                 start_ns: end_ns - 100_000,
                 end_ns,
+                ..Default::default()
             };
         }
         Some(event)

@@ -281,6 +281,7 @@ impl Body {
             timing: DeviceTiming {
                 start_ns: run.0 * 1_000,
                 end_ns: run.0 * 1_000 + 500,
+                ..Default::default()
             },
         }
     }
