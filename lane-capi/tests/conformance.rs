@@ -18,6 +18,7 @@ use common::table;
 use lane_conformance::suite::{failures_on, rarer_faults_against_the_simulator, scenarios};
 use lane_conformance::{AclOnFake, Backend, ConformanceError, check, on_fake};
 use lane_core::CopyPath;
+use lane_core::status_latch::HeaderLayout;
 use run_lane::device_ops::{DeviceOps, TableDevice};
 
 /// The lane on a `TableDevice` over the forwarding table of one fake device, set up as
@@ -136,6 +137,17 @@ fn every_scenario_meets_the_same_expectations_through_the_table_of_the_fakes_las
  {
     every_fake_scenario_passes_on(TableOnFake::with(AclOnFake {
         device_id: 15,
+        ..AclOnFake::default()
+    }));
+}
+
+#[test]
+fn every_scenario_meets_the_same_expectations_through_the_table_with_the_host_build_graph_header() {
+    // SPEC §5.1: the fake's kernels latch in host_build_graph's 256-byte layout and the lane,
+    // on the table, reads it there; nothing a scenario expects depends on the layout.
+    every_fake_scenario_passes_on(TableOnFake::with(AclOnFake {
+        header: Some(HeaderLayout::HostBuildGraph),
+        device_id: 4,
         ..AclOnFake::default()
     }));
 }
