@@ -43,8 +43,6 @@ mod tests {
         ("xtask/src/dist.rs", 1_290),
         // Predates the rule: the executor of every effect; split pending.
         ("lane-driver/src/executor.rs", 1_251),
-        // Predates the rule: the C ABI's entry points; split pending.
-        ("lane-capi/src/api.rs", 1_215),
         // Predates the rule: backend-acl's `Device`; split pending.
         ("backend-acl/src/device.rs", 1_100),
     ];
