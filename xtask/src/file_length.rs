@@ -37,8 +37,6 @@ mod tests {
         ("stream-pair/src/lib.rs", 1_412),
         // Predates the rule: the fake's devices and control surface; split pending.
         ("acl-fake/src/lib.rs", 1_340),
-        // Predates the rule: the runtime's device table as a `Device`; split pending.
-        ("lane-capi/src/device_ops.rs", 1_357),
         // Predates the rule: the install tree and its check; split pending.
         ("xtask/src/dist.rs", 1_290),
         // Predates the rule: the executor of every effect; split pending.
