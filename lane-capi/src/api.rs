@@ -1,7 +1,7 @@
-//! The exported functions. Each runs inside [`guard`]: it returns a [`RunLaneStatus`],
-//! leaves a message for `run_lane_last_error` when it fails, and never lets a panic out.
-//! This file holds what they share (the lane as held, the callback threads' marks, the
-//! errors' statuses); its submodules hold the functions, by concern, in the header's order.
+//! The exported functions. Each runs inside [`guard`](crate::error::guard): it returns a
+//! [`RunLaneStatus`], leaves a message for `run_lane_last_error` when it fails, and never lets a
+//! panic out. This file holds what they share (the lane as held, the callback threads' marks,
+//! the errors' statuses); its submodules hold the functions, by concern, in the header's order.
 
 use std::borrow::Cow;
 use std::cell::Cell;
