@@ -41,8 +41,6 @@ mod tests {
         ("lane-capi/src/device_ops.rs", 1_357),
         // Predates the rule: the install tree and its check; split pending.
         ("xtask/src/dist.rs", 1_290),
-        // Predates the rule: the executor of every effect; split pending.
-        ("lane-driver/src/executor.rs", 1_251),
         // Predates the rule: the C ABI's entry points; split pending.
         ("lane-capi/src/api.rs", 1_215),
         // Predates the rule: backend-acl's `Device`; split pending.
