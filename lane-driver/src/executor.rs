@@ -74,10 +74,10 @@ pub enum Wait {
     /// The wait has the event that answers it, with the device's text about a failed wait:
     /// feed it to the lane.
     Answered(Answer),
-    /// A completion answered as [`Wait::Answered`] does, with the status bytes its record's
-    /// copy read ([`DeviceWait::Completion`](crate::DeviceWait::Completion)'s `readback`): give them to
-    /// [`Executor::keep_readback`], then feed the answer. Not boxed: a wait is made once
-    /// per run, and a box would be an allocation per run.
+    /// A completion answered as [`Wait::Answered`] does, with the status bytes its record's copy
+    /// read ([`DeviceWait::Completion`](crate::DeviceWait::Completion)'s `readback`): give them to
+    /// [`Executor::keep_readback`], then feed the answer. Not boxed: a wait is made once per run,
+    /// and a box would be an allocation per run.
     Completed {
         /// The answer to feed.
         answer: Answer,

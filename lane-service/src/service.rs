@@ -63,20 +63,20 @@ pub struct ServiceConfig {
     /// Whether to run `Lane::check_invariants` after every lane step (a broken invariant
     /// loses the lane with the violation as its cause).
     pub check_invariants: bool,
-    /// Called with every outcome, in sequence order, by the thread that runs the lane's steps
-    /// (the lane thread, the completion waiter, a host worker, a bound submitter, or, where
-    /// the caller drives the lane, the caller), before it lets go of them and with no lock
-    /// held: so it never runs beside a device or runner call of the lane, a force reset
-    /// included, and one runs at a time. It sees the outcome; it does not take it: each
-    /// outcome is still taken exactly once, by [`LaneHandle::poll_outcome`] or
-    /// [`LaneHandle::wait`]. It may call any handle method but `wait` (which would block the
-    /// lane's steps) and `shut_down` (refused there, [`ServiceError::OwnThread`](crate::ServiceError::OwnThread)), and must
-    /// not hold the last handle (the lane would never shut down).
+    /// Called with every outcome, in sequence order, by the thread that runs the lane's steps (the
+    /// lane thread, the completion waiter, a host worker, a bound submitter, or, where the caller
+    /// drives the lane, the caller), before it lets go of them and with no lock held: so it never
+    /// runs beside a device or runner call of the lane, a force reset included, and one runs at a
+    /// time. It sees the outcome; it does not take it: each outcome is still taken exactly once, by
+    /// [`LaneHandle::poll_outcome`] or [`LaneHandle::wait`]. It may call any handle method but
+    /// `wait` (which would block the lane's steps) and `shut_down` (refused there,
+    /// [`ServiceError::OwnThread`](crate::ServiceError::OwnThread)), and must not hold the last
+    /// handle (the lane would never shut down).
     pub on_outcome: Option<OutcomeCallback>,
-    /// How many host worker threads run the runner's prepare and finalise off the lane
-    /// thread ([`spawn_with_workers`]), when the runner's
-    /// [`concurrency`](lane_driver::Runner::concurrency) allows it. `0` keeps them with the lane's steps;
-    /// [`spawn`], and a lane the caller drives, start none whatever this says.
+    /// How many host worker threads run the runner's prepare and finalise off the lane thread
+    /// ([`spawn_with_workers`]), when the runner's
+    /// [`concurrency`](lane_driver::Runner::concurrency) allows it. `0` keeps them with the lane's
+    /// steps; [`spawn`], and a lane the caller drives, start none whatever this says.
     pub workers: usize,
     /// The threads that call [`LaneHandle::submit`] and [`LaneHandle::publish`] are bound to
     /// the lane's device (`aclrtSetDevice` on them), so the lane's steps, runner callbacks

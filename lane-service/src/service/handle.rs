@@ -64,8 +64,9 @@ impl LaneHandle {
     }
 
     /// Submits a run: its id, or the lane's refusal (nothing accepted), at once (with
-    /// [`ServiceConfig::submitters_bound`](super::ServiceConfig::submitters_bound), or where the caller drives the lane, once its
-    /// prepare and launch are made, if no other thread runs the lane's steps).
+    /// [`ServiceConfig::submitters_bound`](super::ServiceConfig::submitters_bound), or where the
+    /// caller drives the lane, once its prepare and launch are made, if no other thread runs the
+    /// lane's steps).
     pub fn submit(&self, request: RunRequest) -> Result<RunId, ServiceError> {
         self.submit_noting(request, |_| {})
     }
