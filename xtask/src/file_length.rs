@@ -37,8 +37,6 @@ mod tests {
         ("acl-fake/src/lib.rs", 1_340),
         // Predates the rule: the runtime's device table as a `Device`; split pending.
         ("lane-capi/src/device_ops.rs", 1_357),
-        // Predates the rule: the install tree and its check; split pending.
-        ("xtask/src/dist.rs", 1_290),
         // Predates the rule: the C ABI's entry points; split pending.
         ("lane-capi/src/api.rs", 1_215),
         // Predates the rule: the C ABI's types, documented for cbindgen; split pending.
