@@ -1,0 +1,329 @@
+//! The [`LaneHandle`]: the commands, the outcome and report polls, and the waits, from any
+//! thread.
+
+use lane_core::{
+    CloseReport, CodeRef, Outcome, PublicationId, RunId, RunRequest, RunState, RunStatus,
+};
+use lane_driver::Report;
+use lane_driver::dispatch::Here;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{LostCause, ServiceError, WaitError};
+use crate::mailbox::Mailbox;
+
+use super::engine::How;
+use super::{Drive, Inner, ItemId, Shared, Shutdown, lost, sleep_until};
+
+/// A handle on a lane service: `Send + Sync + Clone`, usable from any thread. Every method
+/// but [`wait`](Self::wait) returns without waiting for a device wait (L-16). Dropping the
+/// last clone closes the lane, lets launched runs finish, and joins the lane's threads.
+#[derive(Clone)]
+pub struct LaneHandle {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for LaneHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LaneHandle")
+            .field("drive", &self.inner.drive)
+            .field("lost", &self.inner.mailbox.lost())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LaneHandle {
+    fn mailbox(&self) -> &Mailbox<Shared> {
+        &self.inner.mailbox
+    }
+
+    /// Posts a command, then runs the lane's steps on this thread where the caller drives
+    /// the lane or submitters are bound, unless another thread runs them (which takes the
+    /// command before it lets go).
+    fn command<T>(
+        &self,
+        apply: impl FnOnce(&mut Shared) -> Result<(T, Option<u64>), LostCause>,
+    ) -> Result<T, LostCause> {
+        let inner = &*self.inner;
+        let caller = inner.drive == Drive::Caller;
+        let result = self
+            .mailbox()
+            .command(!caller && !inner.steps_here, apply)?;
+        // A loss here is the lane's, recorded in the mailbox: the next call reports it.
+        if caller {
+            let _ = inner.engine.run_steps(Here::Own);
+            // A deadline passed while no call was made, or a recovery's drain: made now.
+            if inner.engine.make_offered(How::Due) {
+                let _ = inner.engine.run_steps(Here::Own);
+            }
+        } else if inner.steps_here {
+            let _ = inner.engine.run_steps(Here::Submitter);
+        }
+        Ok(result)
+    }
+
+    /// Submits a run: its id, or the lane's refusal (nothing accepted), at once (with
+    /// [`ServiceConfig::submitters_bound`](super::ServiceConfig::submitters_bound), or where the
+    /// caller drives the lane, once its prepare and launch are made, if no other thread runs the
+    /// lane's steps).
+    pub fn submit(&self, request: RunRequest) -> Result<RunId, ServiceError> {
+        self.submit_noting(request, |_| {})
+    }
+
+    /// As [`submit`](Self::submit), and calls `accepted` with the run's id once the lane
+    /// accepts it, before any of the run's runner callbacks can start (on this thread or
+    /// another): a caller that keeps per-run data for its callbacks records it here. It runs
+    /// under the lane's lock, so it must not call the lane.
+    pub fn submit_noting(
+        &self,
+        request: RunRequest,
+        accepted: impl FnOnce(RunId),
+    ) -> Result<RunId, ServiceError> {
+        let result = self.command(|shared| {
+            let result = shared
+                .steps
+                .submit(shared.now, request)
+                .map_err(|e| lost(&e))?;
+            let seq = result.as_ref().ok().map(|run| run.0);
+            if let Ok(run) = &result {
+                accepted(*run);
+            }
+            Ok((result, seq))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
+    /// Publishes code: the publication's id, or the lane's refusal, at once.
+    pub fn publish(&self, code: CodeRef) -> Result<PublicationId, ServiceError> {
+        let result = self.command(|shared| {
+            let result = shared
+                .steps
+                .publish(shared.now, code)
+                .map_err(|e| lost(&e))?;
+            let accepted = result.as_ref().ok().map(|publication| publication.0);
+            Ok((result, accepted))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
+    /// Reports that the runtime reset the device (L-24, the runtime's recovery): the lane,
+    /// which has made no device call since it told the runner `on_poison`, forgets its
+    /// handles and reopens on fresh streams; submits are accepted again. At once.
+    ///
+    /// # Errors
+    ///
+    /// [`ServiceError::DeviceReset`] when the lane awaits no reset; [`ServiceError::Lost`].
+    pub fn device_reset(&self) -> Result<(), ServiceError> {
+        let result = self.command(|shared| {
+            let result = shared
+                .steps
+                .device_reset(shared.now)
+                .map_err(|e| lost(&e))?;
+            Ok((result, None))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
+    /// Activates a run submitted held (`RunRequest::held`): it launches once its turn comes
+    /// (it may be prepared already). At once.
+    ///
+    /// # Errors
+    ///
+    /// [`ServiceError::Control`] for a run not held, finished or unknown; [`ServiceError::Lost`].
+    pub fn activate(&self, run: RunId) -> Result<(), ServiceError> {
+        let result = self.command(|shared| {
+            let result = shared
+                .steps
+                .activate(shared.now, run)
+                .map_err(|e| lost(&e))?;
+            Ok((result, None))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
+    /// Cancels an item that has not started: a run before its launch (queued, preparing,
+    /// prepared, held, or its launch declined) or a publication before its upload. It gets a
+    /// `Cancelled` outcome in its turn (L-2); a prepared run is finalised without copy-back
+    /// first (L-7). At once.
+    ///
+    /// # Errors
+    ///
+    /// [`ServiceError::Control`]: a launched run (it finishes), an upload that started, an
+    /// item with another outcome decided, or an unknown one; [`ServiceError::Lost`].
+    pub fn cancel(&self, item: impl Into<ItemId>) -> Result<(), ServiceError> {
+        let item = item.into();
+        let result = self.command(|shared| {
+            let result = shared
+                .steps
+                .cancel(shared.now, item.seq(), matches!(item, ItemId::Run(_)))
+                .map_err(|e| lost(&e))?;
+            Ok((result, None))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
+    /// Where an accepted run stands (`Lane::run_status`): queued, preparing, prepared,
+    /// launched, or done (its outcome delivered and not taken yet), with its hold and its
+    /// declined launches; `None` once its outcome was taken, or for an id the lane never
+    /// gave. Never blocks behind the device.
+    #[must_use]
+    pub fn run_status(&self, run: RunId) -> Option<RunStatus> {
+        self.mailbox().status(|shared, ready| {
+            shared.steps.lane().run_status(run).or_else(|| {
+                ready
+                    .iter()
+                    .find_map(|report: &Report| match report.outcome {
+                        Outcome::Run(outcome) if outcome.run == run => Some(RunStatus {
+                            state: RunState::Done,
+                            held: false,
+                            declines: outcome.declines,
+                            key: outcome.key,
+                        }),
+                        _ => None,
+                    })
+            })
+        })
+    }
+
+    /// Closes the lane (L-15) at once: launched runs still finish (on the lane's threads, or,
+    /// where the caller drives the lane, at its later calls), queued ones get their cancelled
+    /// outcomes. Closing twice is harmless.
+    pub fn close(&self) -> Result<CloseReport, ServiceError> {
+        self.command(|shared| {
+            let report = shared.steps.close(shared.now).map_err(|e| lost(&e))?;
+            Ok((report, None))
+        })
+        .map_err(ServiceError::Lost)
+    }
+
+    /// Takes the next outcome in the lane's order (sequence order, but for a run an earlier
+    /// ordering key placed ahead, L-2), if one is delivered and not taken yet.
+    /// Never blocks behind the device. After a loss the outcomes delivered before it can
+    /// still be taken; [`lost`](Self::lost) tells a loss from "nothing yet". Where the caller
+    /// drives the lane it runs the lane's steps first and looks at the awaited run's boundary
+    /// without waiting (`aclrtQueryEventStatus`): a run found complete gets its verdict here
+    /// (the record read; on a failure path, the device verdict's bounded synchronize).
+    pub fn poll_outcome(&self) -> Option<Outcome> {
+        self.poll_report().map(|report| report.outcome)
+    }
+
+    /// Takes every delivered outcome not taken yet, in the lane's order, without running the
+    /// lane's steps: after [`LaneHandle::shut_down`], the outcomes the caller never took (a
+    /// destroy reports them instead of dropping them silently).
+    pub fn take_untaken(&self) -> Vec<Report> {
+        std::iter::from_fn(|| self.mailbox().poll()).collect()
+    }
+
+    /// As [`poll_outcome`](Self::poll_outcome), with the device's text about the failed call
+    /// behind the outcome (`aclGetRecentErrMsg`), if it left one: the [`Report`]'s `Display`
+    /// is the stable failure line with that text appended.
+    pub fn poll_report(&self) -> Option<Report> {
+        let inner = &*self.inner;
+        if inner.drive == Drive::Caller && !inner.on_own_thread() {
+            let _ = inner.engine.run_steps(Here::Own);
+            if inner.engine.make_offered(How::Look) {
+                let _ = inner.engine.run_steps(Here::Own);
+            }
+        }
+        self.mailbox().poll()
+    }
+
+    /// Blocks the caller (only) until `item` has its outcome and takes it, or `timeout`
+    /// passes, or the lane is lost. Where the caller drives the lane this thread runs the
+    /// lane's steps and makes the awaited run's device wait itself, bounded by `timeout`:
+    /// a wait cut short by it leaves the run live, and a later wait or poll gets its outcome.
+    pub fn wait(&self, item: impl Into<ItemId>, timeout: Duration) -> Result<Outcome, WaitError> {
+        self.wait_report(item, timeout).map(|report| report.outcome)
+    }
+
+    /// As [`wait`](Self::wait), with the device's text about the failed call behind the
+    /// outcome (see [`poll_report`](Self::poll_report)).
+    pub fn wait_report(
+        &self,
+        item: impl Into<ItemId>,
+        timeout: Duration,
+    ) -> Result<Report, WaitError> {
+        let deadline = Instant::now().checked_add(timeout);
+        let seq = item.into().seq();
+        if self.inner.drive == Drive::Caller {
+            return self.drive_until(seq, deadline);
+        }
+        self.mailbox().wait(seq, deadline)
+    }
+
+    /// The caller-driven wait: runs the steps and makes the offered device wait on this
+    /// thread until item `seq` has its outcome; sleeps while another caller is inside the
+    /// device wait.
+    fn drive_until(&self, seq: u64, deadline: Option<Instant>) -> Result<Report, WaitError> {
+        let mailbox = self.mailbox();
+        let engine = &*self.inner.engine;
+        // Whether this call made a device wait: one is made even at a deadline passed already
+        // (capped at it), so a wait always looks once.
+        let mut made = false;
+        loop {
+            if let Some(taken) = mailbox.try_take(seq) {
+                return taken;
+            }
+            let ran = engine.run_steps(Here::Own);
+            if let Some(taken) = mailbox.try_take(seq) {
+                return taken;
+            }
+            let now = Instant::now();
+            let passed = deadline.is_some_and(|deadline| now >= deadline);
+            if !(passed && made) && engine.make_offered(How::Block { until: deadline }) {
+                made = true;
+                continue;
+            }
+            if passed {
+                return mailbox
+                    .try_take(seq)
+                    .unwrap_or(Err(WaitError::TimedOut { item: seq }));
+            }
+            // Another caller is inside the device wait, or the steps are another thread's:
+            // sleep until an outcome, the wait's end, the next timer or the deadline.
+            let until = sleep_until(ran.ok(), now);
+            let until = match deadline {
+                Some(deadline) => deadline.min(until),
+                None => until,
+            };
+            mailbox.caller_idle(Some(seq), Some(until));
+        }
+    }
+
+    /// Why the lane ended, if it did (a panic, a driver error, a shutdown).
+    #[must_use]
+    pub fn lost(&self) -> Option<LostCause> {
+        self.mailbox().lost()
+    }
+
+    /// Shuts the lane down whatever other clones exist, and returns its final close report:
+    /// closes the lane, lets launched runs finish (each bounded by its deadline), destroys
+    /// once more the streams its teardown left (S-7: the retry at the end, so a stream whose
+    /// destroys failed gets its last chance), and joins the lane thread, the host workers and
+    /// the completion waiter (where the caller drives the lane, this thread runs the steps to
+    /// their end instead, and the device and the runner are dropped here). The report's
+    /// `streams_left` names what still survives. A completion waiter the lane was lost to
+    /// (stuck in a device call past its bound, L-20) is waited for about a second, then left
+    /// behind: [`Shutdown::left`] names it. Afterwards every command and every wait on any
+    /// clone is refused as lost, including a wait blocked meanwhile; outcomes delivered
+    /// before can still be polled. A second call returns the same report once the threads
+    /// have ended. Dropping the last handle does the same, without the report.
+    ///
+    /// # Errors
+    ///
+    /// [`ServiceError::OwnThread`] on one of the lane's own threads, or on a thread running
+    /// its steps (the outcome callback, a host worker's runner call): it would wait for
+    /// itself; the shutdown is asked for all the same.
+    pub fn shut_down(&self) -> Result<Shutdown, ServiceError> {
+        let Some(left) = self.inner.shut_down() else {
+            return Err(ServiceError::OwnThread);
+        };
+        Ok(Shutdown {
+            report: self
+                .mailbox()
+                .inspect(|shared| shared.steps.lane().close_report()),
+            left,
+        })
+    }
+}
