@@ -93,7 +93,9 @@
  *   RunLaneOutcome outcome; RUN_LANE_INIT(outcome); run_lane_wait(lane, id, 1000, &outcome);
  *
  * The library reads and writes only `size` bytes, so a struct grows at its end without a new
- * ABI major (docs/embedding.md, "Sizes and compatibility"). */
+ * ABI major (docs/embedding.md, "Sizes and compatibility"). Zero the whole struct (RUN_LANE_INIT,
+ * a memset), not field by field: a library older than this header refuses the struct unless
+ * every byte past its own sizeof, padding included, is zero. */
 #define RUN_LANE_INIT(x) (memset(&(x), 0, sizeof(x)), (x).size = (uint32_t)sizeof(x))
 
 // The ABI version this library implements. A config whose `abi_version` differs is refused
@@ -1085,7 +1087,8 @@ typedef struct RunLaneDeviceOps {
   // its start event and its boundary (`RUN_LANE_TIMING_EVENT_TIMESTAMPS`). Called only
   // after the event completed; a failure leaves the timing buffer as the run's timing.
   // NULL: no timestamps (the timing buffer). Added at the end of the table: a runtime
-  // built against an older header must zero-initialise the table it passes.
+  // built against an older header passes a smaller `size`, and the library reads this
+  // entry as NULL without reading past that size.
   int32_t (*event_timestamp)(void *user,
                              void *event,
                              uint64_t *ns_out);
