@@ -181,6 +181,9 @@ pub(crate) struct State<L: Delivers> {
     shutdown: bool,
     /// Why the lane thread ended, once it did.
     lost: Option<LostCause>,
+    /// The items whose outcome [`Mailbox::take_untaken`] took for the destroy's report: a
+    /// wait for one gets `Lost` (it never had the outcome), not `AlreadyTaken`.
+    drained: Vec<u64>,
 }
 
 /// The shared state and its four condition variables.
@@ -233,6 +236,7 @@ impl<L: Delivers> Mailbox<L> {
                 exited: false,
                 shutdown: false,
                 lost: None,
+                drained: Vec::new(),
             }),
             work: Condvar::new(),
             delivered: Condvar::new(),
@@ -558,6 +562,17 @@ impl<L: Delivers> Mailbox<L> {
         lock(&self.state).ready.pop_front()
     }
 
+    /// Takes every delivered outcome not taken yet, in the lane's order, for a destroy's
+    /// report, and marks their items under the same lock: a wait that was woken for one of
+    /// them and looks after this gets `Lost`, as a wait on a destroyed lane does, never
+    /// `AlreadyTaken` for an outcome it never received.
+    pub(crate) fn take_untaken(&self) -> Vec<L::Outcome> {
+        let mut state = lock(&self.state);
+        let taken: Vec<L::Outcome> = state.ready.drain(..).collect();
+        state.drained.extend(taken.iter().map(L::seq));
+        taken
+    }
+
     /// Item `seq`'s outcome, taken, if delivered; why it never will be (an unknown item, one
     /// taken already, a lost lane); `None` while it is still to come. Never blocks.
     pub(crate) fn try_take(&self, seq: u64) -> Option<Result<L::Outcome, WaitError>> {
@@ -567,6 +582,9 @@ impl<L: Delivers> Mailbox<L> {
         }
         if seq == 0 || seq > state.issued {
             return Some(Err(WaitError::Unknown { item: seq }));
+        }
+        if let Some(lost) = drained(&state, seq) {
+            return Some(Err(lost));
         }
         if state.delivered.contains(seq) {
             return Some(Err(WaitError::AlreadyTaken { item: seq }));
@@ -619,6 +637,9 @@ impl<L: Delivers> Mailbox<L> {
             }
             if seq == 0 || seq > state.issued {
                 return Err(WaitError::Unknown { item: seq });
+            }
+            if let Some(lost) = drained(&state, seq) {
+                return Err(lost);
             }
             if state.delivered.contains(seq) {
                 return Err(WaitError::AlreadyTaken { item: seq });
@@ -719,8 +740,73 @@ impl Delivered {
     }
 }
 
+/// `Lost` for item `seq` when [`Mailbox::take_untaken`] took its outcome (the lane was
+/// destroyed before the caller took it).
+fn drained<L: Delivers>(state: &State<L>, seq: u64) -> Option<WaitError> {
+    state.drained.contains(&seq).then(|| WaitError::Lost {
+        item: seq,
+        cause: LostCause::new(
+            "the lane was destroyed before this outcome was taken: the destroy counted it among \
+             the outcomes never taken",
+        ),
+    })
+}
+
 /// Takes item `seq`'s outcome out of `ready`, if it is there.
 fn take<L: Delivers>(state: &mut State<L>, seq: u64) -> Option<L::Outcome> {
     let idx = state.ready.iter().position(|o| L::seq(o) == seq)?;
     state.ready.remove(idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lane whose outcomes are their items' sequence numbers, delivered as pushed.
+    struct Fake(VecDeque<u64>);
+
+    impl Delivers for Fake {
+        type Outcome = u64;
+        fn take_outcome(&mut self) -> Option<u64> {
+            self.0.pop_front()
+        }
+        fn seq(outcome: &u64) -> u64 {
+            *outcome
+        }
+        type Work = ();
+        type Answer = ();
+        type Wait = ();
+        type Waited = ();
+    }
+
+    #[test]
+    fn a_wait_for_an_outcome_the_destroy_took_is_lost_not_already_taken() {
+        let mailbox = Mailbox::new(Fake(VecDeque::new()), false, 1, 4);
+        for seq in 1..=2 {
+            mailbox
+                .command(false, |lane| {
+                    lane.0.push_back(seq);
+                    Ok(((), Some(seq)))
+                })
+                .unwrap();
+        }
+        assert_eq!(mailbox.wait(1, None).unwrap(), 1);
+        // The destroy drains item 2's outcome while a wait for it was woken for it.
+        assert_eq!(mailbox.take_untaken(), vec![2]);
+        let now = Some(Instant::now());
+        assert!(
+            matches!(mailbox.wait(2, now), Err(WaitError::Lost { item: 2, .. })),
+            "{:?}",
+            mailbox.wait(2, now)
+        );
+        assert!(matches!(
+            mailbox.try_take(2),
+            Some(Err(WaitError::Lost { item: 2, .. }))
+        ));
+        // The outcome the caller took itself stays taken.
+        assert!(matches!(
+            mailbox.wait(1, now),
+            Err(WaitError::AlreadyTaken { item: 1 })
+        ));
+    }
 }
