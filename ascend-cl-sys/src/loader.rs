@@ -5,7 +5,7 @@ use std::ffi::{CStr, OsString};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LAZY, RTLD_NOW};
 
 use crate::api::Acl;
 
@@ -442,7 +442,10 @@ fn open_candidate(candidate: &Candidate, hidden: &[String]) -> Result<Acl, Attem
     if is_stub_path(path) {
         return Err(AttemptFailure::StubLibrary { path: path.clone() });
     }
-    if !is_bare(path) && !path.exists() {
+    // The copy already loaded is reopened by the name the loader knows it by, which may be
+    // relative, or a file deleted or replaced since (an in-place CANN upgrade): looking for the
+    // file would skip it and map a second copy.
+    if candidate.source != Source::Loaded && !is_bare(path) && !path.exists() {
         return Err(AttemptFailure::NotFound);
     }
     let mut libraries = Libraries::open(path, hidden, candidate.source == Source::Loaded)?;
@@ -488,10 +491,12 @@ pub(crate) struct Libraries {
 
 impl Libraries {
     /// Opens the primary library at `path`; `loaded`: only a copy already loaded
-    /// (`RTLD_NOLOAD`), never a new one.
+    /// (`RTLD_NOLOAD`), never a new one, and without `RTLD_GLOBAL`: that would promote a copy
+    /// the runtime loaded `RTLD_LOCAL` into the global scope for good (glibc keeps it there
+    /// past our `dlclose`). Symbols are looked up in this handle, so none is needed globally.
     fn open(path: &Path, hidden: &[String], loaded: bool) -> Result<Self, AttemptFailure> {
         let primary = if loaded {
-            dlopen_flags(path, RTLD_NOW | RTLD_GLOBAL | libc::RTLD_NOLOAD)?
+            dlopen_flags(path, RTLD_LAZY | libc::RTLD_NOLOAD)?
         } else {
             dlopen(path)?
         };
@@ -574,7 +579,7 @@ fn dlopen(path: &Path) -> Result<Library, AttemptFailure> {
 
 /// `dlopen(path, flags)`: RTLD_NOW makes a broken library fail here, not at its first call,
 /// and RTLD_GLOBAL is how CANN's own loaders open it (ascend-cl.md §1.1); RTLD_NOLOAD, where
-/// given, only reopens a copy already loaded.
+/// given, only reopens a copy already loaded (with RTLD_LAZY: it is relocated already).
 fn dlopen_flags(path: &Path, flags: core::ffi::c_int) -> Result<Library, AttemptFailure> {
     // SAFETY: opening a library runs its initialisers. CANN's and the fake's are sound to run
     // on any thread (and a copy already loaded runs none again).

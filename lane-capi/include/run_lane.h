@@ -93,7 +93,9 @@
  *   RunLaneOutcome outcome; RUN_LANE_INIT(outcome); run_lane_wait(lane, id, 1000, &outcome);
  *
  * The library reads and writes only `size` bytes, so a struct grows at its end without a new
- * ABI major (docs/embedding.md, "Sizes and compatibility"). */
+ * ABI major (docs/embedding.md, "Sizes and compatibility"). Zero the whole struct (RUN_LANE_INIT,
+ * a memset), not field by field: a library older than this header refuses the struct unless
+ * every byte past its own sizeof, padding included, is zero. */
 #define RUN_LANE_INIT(x) (memset(&(x), 0, sizeof(x)), (x).size = (uint32_t)sizeof(x))
 
 // The ABI version this library implements. A config whose `abi_version` differs is refused
@@ -1085,7 +1087,8 @@ typedef struct RunLaneDeviceOps {
   // its start event and its boundary (`RUN_LANE_TIMING_EVENT_TIMESTAMPS`). Called only
   // after the event completed; a failure leaves the timing buffer as the run's timing.
   // NULL: no timestamps (the timing buffer). Added at the end of the table: a runtime
-  // built against an older header must zero-initialise the table it passes.
+  // built against an older header passes a smaller `size`, and the library reads this
+  // entry as NULL without reading past that size.
   int32_t (*event_timestamp)(void *user,
                              void *event,
                              uint64_t *ns_out);
@@ -1506,7 +1509,8 @@ RunLaneStatus run_lane_run_state(struct RunLane *lane,
 // writes it to `path` as Chrome trace-event JSON, which Perfetto opens; destroying the lane
 // writes it too. Works on every backend (the simulator's own virtual-time trace is
 // `lane-sim --trace`). The file is created now: a path that cannot be written is
-// `REFUSED`, as is a second start before a stop.
+// `REFUSED`, as is a second start before a stop. A trace keeps at most 1,000,000 events; it
+// then ends with one "trace truncated" instant counting the events dropped.
 //
 // # Safety
 //

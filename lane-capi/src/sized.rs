@@ -8,8 +8,11 @@
 //!   or written (a poll takes no outcome).
 //! - `v13 <= size <= ours` (a client older than the library): the first `size` bytes are read
 //!   and the fields past them are zero, each field's documented default; an output gets its
-//!   first `size` bytes.
-//! - `ours < size <= RUN_LANE_MAX_STRUCT_SIZE` (a client newer than the library): an input is
+//!   first `size` bytes. Only a size some release declared is accepted (`v13`, `ours`, or one
+//!   of [`Sized13::RELEASED`]): any other ends inside a field (half a function pointer read as
+//!   a non-NULL garbage pointer), so it is refused.
+//! - `ours < size <= RUN_LANE_MAX_STRUCT_SIZE` (a client newer than the library): a size that
+//!   is not a multiple of the struct's alignment is not a `sizeof`, refused; otherwise an input is
 //!   accepted when every byte past `ours` is zero (the client left the fields this library does
 //!   not know at their defaults) and refused otherwise, naming the first non-zero byte; an
 //!   output gets `ours` bytes and the rest of its `size` zeroed (unset).
@@ -18,7 +21,7 @@
 //! A field added later must start at or past the ABI 13 `sizeof` (never in the tail padding an
 //! old client passes as part of its size), and its zero must be its default.
 
-use core::mem::{MaybeUninit, size_of};
+use core::mem::{MaybeUninit, align_of, size_of};
 
 use crate::error::Error;
 use crate::types::{
@@ -39,6 +42,11 @@ pub unsafe trait Sized13: Copy {
     /// `sizeof` the struct in ABI 13, the first release with size prefixes: the smallest
     /// size accepted. Frozen: once a field is added, this stays the ABI 13 number.
     const V13: usize;
+    /// The sizes released between ABI 13's and this library's (exclusive), ascending: a struct
+    /// that grew twice lists the size it had in between, so a client of that release is still
+    /// accepted. Any other size between [`Sized13::V13`] and `size_of::<Self>()` ends inside a
+    /// field and is refused.
+    const RELEASED: &'static [usize] = &[];
     /// Sets the `size` field.
     fn set_size(&mut self, size: u32);
 }
@@ -77,10 +85,11 @@ sized13! {
 ///
 /// # Safety
 ///
-/// `ptr` is non-NULL, aligned for `T` and readable for 4 bytes.
+/// `ptr` is non-NULL and readable for 4 bytes.
 unsafe fn caller_size<T: Sized13>(ptr: *const T) -> Result<usize, Error> {
-    // SAFETY: `size: u32` is the first field, readable (this function's contract).
-    let size = unsafe { ptr.cast::<u32>().read() };
+    // SAFETY: `size: u32` is the first field, readable (this function's contract); read
+    // unaligned so a misaligned caller's pointer is no undefined behaviour here.
+    let size = unsafe { ptr.cast::<u32>().read_unaligned() };
     if (size as usize) < T::V13 {
         return Err(Error::new(
             RunLaneStatus::AbiMismatch,
@@ -106,7 +115,36 @@ unsafe fn caller_size<T: Sized13>(ptr: *const T) -> Result<usize, Error> {
             ),
         ));
     }
-    Ok(size as usize)
+    let (size, ours, align) = (size as usize, size_of::<T>(), align_of::<T>());
+    if size > T::V13 && size < ours && !T::RELEASED.contains(&size) {
+        return Err(Error::new(
+            RunLaneStatus::AbiMismatch,
+            format!(
+                "{name}.size is {size}, between sizeof({name}) in ABI 13 ({v13}) and this \
+                 library's ({ours}) but the size of no release ({released:?}): it ends inside a \
+                 field, which would be read half; set size = sizeof({name}) (RUN_LANE_INIT)",
+                name = T::NAME,
+                v13 = T::V13,
+                released = [T::V13]
+                    .iter()
+                    .chain(T::RELEASED)
+                    .chain([ours].iter())
+                    .collect::<Vec<_>>(),
+            ),
+        ));
+    }
+    if size > ours && size % align != 0 {
+        return Err(Error::new(
+            RunLaneStatus::AbiMismatch,
+            format!(
+                "{name}.size is {size}, not a multiple of alignof({name}) ({align}): not the \
+                 sizeof of any {name} (this library's is {ours}); set size = sizeof({name}) \
+                 (RUN_LANE_INIT)",
+                name = T::NAME,
+            ),
+        ));
+    }
+    Ok(size)
 }
 
 /// Reads the caller's struct at `ptr` by its `size`: the first `min(size, sizeof T)` bytes,
@@ -311,5 +349,21 @@ mod tests {
         assert_eq!(long[1], u64::MAX);
         assert_eq!(long[2], 0);
         assert_eq!(long[3], u64::from_ne_bytes([0xCD; 8]));
+    }
+
+    #[test]
+    fn a_size_between_released_sizes_is_refused_for_inputs_and_outputs() {
+        // 12 bytes: `grown` would be read half the caller's and half zero.
+        let words = caller(12, 7, 0xAB);
+        // SAFETY: as above.
+        let error = unsafe { read_in(words.as_ptr().cast::<Grown>()) }.unwrap_err();
+        assert_eq!(error.status, RunLaneStatus::AbiMismatch);
+        assert!(
+            error.message.contains("Grown.size is 12") && error.message.contains("inside a field"),
+            "{}",
+            error.message
+        );
+        // SAFETY: as above.
+        assert!(unsafe { check_out(words.as_ptr().cast::<Grown>()) }.is_err());
     }
 }

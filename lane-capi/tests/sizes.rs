@@ -220,3 +220,62 @@ fn a_destroy_whose_report_size_is_refused_leaves_the_lane_to_destroy_again() {
     // SAFETY: the handle is still live.
     assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
 }
+
+#[test]
+fn a_size_that_ends_inside_a_field_is_refused_naming_the_struct() {
+    let ours = size_of::<RunLaneDeviceOps>();
+    assert!(
+        RunLaneDeviceOps::V13 + 4 < ours,
+        "RunLaneDeviceOps grew past ABI 13 by more than 4 bytes"
+    );
+    // Every byte set: a table read with this size would hold half a pointer past ABI 13's end.
+    // SAFETY: every bit pattern of these bytes is only inspected by the size check, which
+    // refuses before any field is used.
+    let mut ops: RunLaneDeviceOps = unsafe { std::mem::zeroed() };
+    // SAFETY: writes within `ops`.
+    unsafe { std::ptr::write_bytes((&raw mut ops).cast::<u8>(), 0xAB, ours) };
+    let torn = RunLaneDeviceOps::V13 + 4;
+    ops.size = torn as u32;
+    let mut config = init::<RunLaneConfig>();
+    // SAFETY: a sized config.
+    let status = unsafe { run_lane_config_default(config.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok);
+    // SAFETY: filled by run_lane_config_default.
+    let mut config = unsafe { config.assume_init() };
+    config.backend = RunLaneBackend::DeviceOps as u32;
+    config.device_ops = &raw const ops;
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config whose table is `ours` readable bytes; an out pointer.
+    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
+    assert_eq!(status, RunLaneStatus::AbiMismatch, "{}", last_error());
+    assert!(lane.is_null());
+    let message = last_error();
+    assert!(
+        message.contains(&format!("RunLaneDeviceOps.size is {torn}"))
+            && message.contains("ends inside a field"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_longer_size_that_is_not_a_multiple_of_the_alignment_is_refused() {
+    let lane = sim_lane();
+    let longer = LongerSubmit {
+        submit: RunLaneSubmit {
+            size: (size_of::<RunLaneSubmit>() + 3) as u32,
+            ..RunLaneSubmit::default()
+        },
+        tail: [0; 16],
+    };
+    let mut run = 0;
+    // SAFETY: `size` bytes readable.
+    let status = unsafe { run_lane_submit(lane, &raw const longer.submit, &raw mut run) };
+    assert_eq!(status, RunLaneStatus::AbiMismatch);
+    let message = last_error();
+    assert!(
+        message.contains("RunLaneSubmit.size is") && message.contains("not a multiple"),
+        "{message}"
+    );
+    // SAFETY: a valid handle.
+    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+}

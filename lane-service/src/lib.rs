@@ -92,6 +92,8 @@
 
 mod error;
 mod mailbox;
+#[cfg(test)]
+mod mailbox_tests;
 mod service;
 mod sync;
 

@@ -181,6 +181,9 @@ pub(crate) struct State<L: Delivers> {
     shutdown: bool,
     /// Why the lane thread ended, once it did.
     lost: Option<LostCause>,
+    /// The items whose outcome [`Mailbox::take_untaken`] took for the destroy's report: a
+    /// wait for one gets `Lost` (it never had the outcome), not `AlreadyTaken`.
+    drained: Vec<u64>,
 }
 
 /// The shared state and its four condition variables.
@@ -233,6 +236,7 @@ impl<L: Delivers> Mailbox<L> {
                 exited: false,
                 shutdown: false,
                 lost: None,
+                drained: Vec::new(),
             }),
             work: Condvar::new(),
             delivered: Condvar::new(),
@@ -558,6 +562,17 @@ impl<L: Delivers> Mailbox<L> {
         lock(&self.state).ready.pop_front()
     }
 
+    /// Takes every delivered outcome not taken yet, in the lane's order, for a destroy's
+    /// report, and marks their items under the same lock: a wait that was woken for one of
+    /// them and looks after this gets `Lost`, as a wait on a destroyed lane does, never
+    /// `AlreadyTaken` for an outcome it never received.
+    pub(crate) fn take_untaken(&self) -> Vec<L::Outcome> {
+        let mut state = lock(&self.state);
+        let taken: Vec<L::Outcome> = state.ready.drain(..).collect();
+        state.drained.extend(taken.iter().map(L::seq));
+        taken
+    }
+
     /// Item `seq`'s outcome, taken, if delivered; why it never will be (an unknown item, one
     /// taken already, a lost lane); `None` while it is still to come. Never blocks.
     pub(crate) fn try_take(&self, seq: u64) -> Option<Result<L::Outcome, WaitError>> {
@@ -567,6 +582,9 @@ impl<L: Delivers> Mailbox<L> {
         }
         if seq == 0 || seq > state.issued {
             return Some(Err(WaitError::Unknown { item: seq }));
+        }
+        if let Some(lost) = drained(&state, seq) {
+            return Some(Err(lost));
         }
         if state.delivered.contains(seq) {
             return Some(Err(WaitError::AlreadyTaken { item: seq }));
@@ -619,6 +637,9 @@ impl<L: Delivers> Mailbox<L> {
             }
             if seq == 0 || seq > state.issued {
                 return Err(WaitError::Unknown { item: seq });
+            }
+            if let Some(lost) = drained(&state, seq) {
+                return Err(lost);
             }
             if state.delivered.contains(seq) {
                 return Err(WaitError::AlreadyTaken { item: seq });
@@ -717,6 +738,18 @@ impl Delivered {
     fn contains(&self, seq: u64) -> bool {
         seq <= self.below || self.above.contains(&seq)
     }
+}
+
+/// `Lost` for item `seq` when [`Mailbox::take_untaken`] took its outcome (the lane was
+/// destroyed before the caller took it).
+fn drained<L: Delivers>(state: &State<L>, seq: u64) -> Option<WaitError> {
+    state.drained.contains(&seq).then(|| WaitError::Lost {
+        item: seq,
+        cause: LostCause::new(
+            "the lane was destroyed before this outcome was taken: the destroy counted it among \
+             the outcomes never taken",
+        ),
+    })
 }
 
 /// Takes item `seq`'s outcome out of `ready`, if it is there.

@@ -57,6 +57,8 @@ pub unsafe extern "C" fn run_lane_create(
         // SAFETY: the library path is NULL or a NUL-terminated string (the caller's contract).
         let settings = unsafe { config::read(&config) }?;
         let lane = spawn(settings)?;
+        // Before the handle exists, so a trace start on it is never refused as destroyed.
+        crate::trace::lane_created(lane.serial);
         let handle = LANES.insert(lane);
         // SAFETY: checked non-NULL above; valid for a write (the caller's contract).
         unsafe { lane_out.write(handle) };
@@ -114,8 +116,9 @@ fn destroy(
         unsafe { sized::check_out(report_out) }?;
     }
     let lane = LANES.remove(lane)?;
-    // A trace still recording is written now (its lane is gone after this).
-    crate::trace::stop_quietly(lane.serial);
+    // A trace still recording is written now (its lane is gone after this), and a trace
+    // start that found the lane before its removal is refused from now on.
+    crate::trace::lane_destroyed(lane.serial);
     // Shut down whatever other references exist (a call in flight on another thread holds
     // one): the threads are joined here, so no callback runs after this returns.
     let shutdown = lane.handle.shut_down().map_err(|e| service_error(&e))?;

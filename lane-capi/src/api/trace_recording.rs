@@ -15,7 +15,8 @@ use super::LANES;
 /// writes it to `path` as Chrome trace-event JSON, which Perfetto opens; destroying the lane
 /// writes it too. Works on every backend (the simulator's own virtual-time trace is
 /// `lane-sim --trace`). The file is created now: a path that cannot be written is
-/// `REFUSED`, as is a second start before a stop.
+/// `REFUSED`, as is a second start before a stop. A trace keeps at most 1,000,000 events; it
+/// then ends with one "trace truncated" instant counting the events dropped.
 ///
 /// # Safety
 ///

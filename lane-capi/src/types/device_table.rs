@@ -204,7 +204,8 @@ pub struct RunLaneDeviceOps {
     /// its start event and its boundary (`RUN_LANE_TIMING_EVENT_TIMESTAMPS`). Called only
     /// after the event completed; a failure leaves the timing buffer as the run's timing.
     /// NULL: no timestamps (the timing buffer). Added at the end of the table: a runtime
-    /// built against an older header must zero-initialise the table it passes.
+    /// built against an older header passes a smaller `size`, and the library reads this
+    /// entry as NULL without reading past that size.
     pub event_timestamp: Option<
         unsafe extern "C" fn(user: *mut c_void, event: *mut c_void, ns_out: *mut u64) -> i32,
     >,

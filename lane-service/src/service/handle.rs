@@ -212,7 +212,7 @@ impl LaneHandle {
     /// lane's steps: after [`LaneHandle::shut_down`], the outcomes the caller never took (a
     /// destroy reports them instead of dropping them silently).
     pub fn take_untaken(&self) -> Vec<Report> {
-        std::iter::from_fn(|| self.mailbox().poll()).collect()
+        self.mailbox().take_untaken()
     }
 
     /// As [`poll_outcome`](Self::poll_outcome), with the device's text about the failed call
