@@ -179,3 +179,18 @@ fn a_returned_value_in_the_runtime_band_is_that_latch_code_and_any_other_an_acl_
         ReturnCode::Acl(AclCode::RtParamInvalid)
     );
 }
+
+#[test]
+fn a_returned_code_reads_as_the_latched_code_it_negates_or_as_an_acl_code() {
+    let latched = ReturnCode::from_raw(-3).expect("a code");
+    assert_eq!(
+        latched.to_string(),
+        "runtime_status=-3 FLOW_CONTROL_DEADLOCK"
+    );
+    let acl = ReturnCode::from_raw(107_000).expect("a code");
+    assert_eq!(
+        acl.to_string(),
+        format!("ACL {}", AclCode::from_raw(107_000).unwrap())
+    );
+    assert!(acl.to_string().contains("107000"), "{acl}");
+}

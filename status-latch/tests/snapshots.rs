@@ -55,6 +55,11 @@ fn status_codes_doc_holds_every_table() {
             })
             .collect();
         let deeper = deeper.join("\n");
+        // A table is a section of its own: its heading, then rows.
+        assert!(
+            table.starts_with("## ") && table.lines().filter(|l| l.starts_with('|')).count() > 2,
+            "not a table:\n{table}"
+        );
         assert!(
             doc.contains(deeper.trim_end()),
             "the doc does not hold this table:\n{table}"

@@ -1303,3 +1303,10 @@ fn exactly_the_four_backend_answers_are_results() {
         assert!(!input.is_result(), "{input}");
     }
 }
+
+#[test]
+fn destroy_modes_read_as_the_table_names_them() {
+    // The rendered transition table and the lane's lines name a destroy by these words.
+    assert_eq!(DestroyMode::Healthy.to_string(), "healthy");
+    assert_eq!(DestroyMode::Force.to_string(), "force");
+}
