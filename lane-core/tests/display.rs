@@ -392,3 +392,14 @@ fn every_event_prints_its_trace_line() {
         assert_eq!(event.to_string(), want, "{event:?}");
     }
 }
+
+#[test]
+fn timing_sources_and_overlap_proofs_have_their_report_names() {
+    use lane_core::{Overlap, TimingSource};
+    assert_eq!(TimingSource::TimingBuffer.name(), "timing buffer");
+    assert_eq!(TimingSource::EventTimestamps.name(), "event timestamps");
+    assert_eq!(Overlap::Unknown.name(), "unknown");
+    assert_eq!(Overlap::NotQueued.name(), "not queued");
+    assert_eq!(Overlap::Proven.name(), "proven");
+    assert_eq!(Overlap::NotProven.name(), "not proven");
+}

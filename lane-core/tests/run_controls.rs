@@ -6,6 +6,7 @@
 mod common;
 
 use common::{Fault, Harness, has};
+use lane_core::publication::PublicationPhase;
 use lane_core::{
     ControlError, EpochRefusal, FinaliseOrder, OrderKey, Profile, ProfileSpec, PublicationResult,
     RunId, RunRequest, RunState, SubmitError, Verdict,
@@ -487,4 +488,264 @@ fn a_launch_declined_after_close_is_cancelled_as_close_cancels_what_had_not_laun
         "finalised as cancelled"
     );
     lane.check_invariants().expect("invariants");
+}
+
+/// Answers the lane's effects with `backend`'s success, except those `withhold` picks,
+/// which it returns unanswered.
+fn drive_withholding(
+    lane: &mut lane_core::Lane,
+    backend: &mut lane_core::testkit::Succeed,
+    withhold: impl Fn(&lane_core::Effect) -> bool,
+) -> Vec<lane_core::Effect> {
+    let mut withheld = Vec::new();
+    while let Some(effect) = lane.poll_effect() {
+        if withhold(&effect) {
+            withheld.push(effect);
+        } else if let Some(event) = backend.answer(effect) {
+            lane.handle(lane_core::Timestamp(0), event)
+                .expect("answers");
+        }
+    }
+    withheld
+}
+
+#[test]
+fn a_completed_run_waiting_for_its_finalise_is_launched_and_refuses_cancel() {
+    let mut lane = lane_core::Lane::new(Profile::a2a3());
+    let mut backend = lane_core::testkit::Succeed::new();
+    let run = lane
+        .submit(lane_core::Timestamp(0), RunRequest::new())
+        .expect("open");
+    let withheld = drive_withholding(&mut lane, &mut backend, |e| {
+        matches!(e, lane_core::Effect::FinaliseRun { .. })
+    });
+    assert_eq!(withheld.len(), 1, "{withheld:?}");
+    assert_eq!(
+        lane.phase_of(run),
+        Some(lane_core::RunPhase::Finalising {
+            verdict: Verdict::Ok
+        })
+    );
+    assert_eq!(
+        lane.run_status(run).map(|s| s.state),
+        Some(RunState::Launched),
+        "it reached the pair: finalising after its launch is not prepared"
+    );
+    assert_eq!(
+        lane.cancel(lane_core::Timestamp(0), run),
+        Err(ControlError::Launched { run }),
+        "it has a verdict but is not done: a launched run finishes"
+    );
+    let event = backend.answer(withheld[0]).expect("the finalise's answer");
+    lane.handle(lane_core::Timestamp(0), event)
+        .expect("answers");
+    let Some(lane_core::Outcome::Run(outcome)) = lane.poll_outcome() else {
+        panic!("an outcome");
+    };
+    assert_eq!((outcome.run, outcome.verdict), (run, Verdict::Ok));
+}
+
+#[test]
+fn a_cancelled_prepared_run_waiting_for_its_finalise_is_still_prepared() {
+    let mut h = Harness::a2a3();
+    let first = h.run();
+    let prepared = h.submit(RunRequest::new().held());
+    h.take();
+    h.lane.cancel(h.now, prepared).expect("unlaunched");
+    // Its `FinaliseRun` is not answered yet.
+    assert_eq!(
+        h.lane.phase_of(prepared),
+        Some(lane_core::RunPhase::Finalising {
+            verdict: Verdict::Cancelled
+        })
+    );
+    assert_eq!(
+        h.lane.run_status(prepared).map(|s| s.state),
+        Some(RunState::Prepared),
+        "finalising without a launch: still prepared"
+    );
+    h.pump();
+    assert_eq!(
+        h.lane.run_status(prepared).map(|s| s.state),
+        Some(RunState::Done)
+    );
+    h.complete(first);
+    assert_eq!(h.verdict(prepared), Some(Verdict::Cancelled));
+}
+
+#[test]
+fn cancel_of_a_run_whose_launch_failed_is_refused_as_finished_with_its_verdict() {
+    let mut h = Harness::a2a3();
+    h.fault(Fault::LaunchFails(
+        2,
+        lane_core::LaunchStep::Aicore,
+        107_000,
+    ));
+    let first = h.run();
+    let failed = h.run();
+    // Done, held behind the first run, which still runs.
+    assert_eq!(
+        h.lane.run_status(failed).map(|s| s.state),
+        Some(RunState::Done)
+    );
+    assert_eq!(
+        h.lane.cancel(h.now, failed),
+        Err(ControlError::Finished {
+            item: failed.0,
+            outcome: "Failed"
+        }),
+        "its launch was asked for, but it is done with its own verdict"
+    );
+    h.complete(first);
+    assert!(matches!(h.verdict(failed), Some(Verdict::Failed { .. })));
+}
+
+#[test]
+fn cancel_twice_while_the_prepare_is_out_changes_nothing_the_second_time() {
+    let mut h = Harness::a2a3();
+    let run = h.lane.submit(h.now, RunRequest::new()).expect("open");
+    let Some(lane_core::Effect::PrepareRun { lease, .. }) = h.lane.poll_effect() else {
+        panic!("a prepare");
+    };
+    h.lane.cancel(h.now, run).expect("preparing");
+    let fingerprint = h.lane.fingerprint();
+    h.tick(1_000);
+    assert_eq!(h.lane.cancel(h.now, run), Ok(()), "already cancelled");
+    assert_eq!(h.lane.fingerprint(), fingerprint, "nothing changed");
+    assert!(h.lane.poll_effect().is_none(), "nothing asked");
+    h.feed(lane_core::Event::Prepared { run, lease })
+        .expect("the prepare's answer");
+    assert_eq!(h.take(), ["FinaliseRun run 1"]);
+    assert_eq!(h.verdict(run), Some(Verdict::Cancelled));
+}
+
+#[test]
+fn a_publication_a_fault_notice_failed_behind_a_run_refuses_cancel_as_finished() {
+    let mut h = Harness::a2a3();
+    let launched = h.run();
+    // The second run's prepare is out (taken, not answered): its outcome, and so the
+    // publication's behind it, waits for that answer (L-26).
+    let preparing = h.lane.submit(h.now, RunRequest::new()).expect("room");
+    let Some(lane_core::Effect::PrepareRun { .. }) = h.lane.poll_effect() else {
+        panic!("a prepare");
+    };
+    let publication = h.lane.publish(h.now, lane_core::CodeRef(3)).expect("room");
+    assert!(h.notice(lane_core::FaultNotice {
+        device: 0,
+        stream_id: 3,
+        code: common::code(507_015),
+    }));
+    h.complete(launched);
+    assert_eq!(h.verdict(launched), Some(Verdict::Ok));
+    let Some(PublicationPhase::Done {
+        result: PublicationResult::Failed { cause },
+    }) = h.lane.publication_phase(publication)
+    else {
+        panic!(
+            "failed by the notice: {:?}",
+            h.lane.publication_phase(publication)
+        );
+    };
+    assert_eq!(
+        cause.stage(),
+        Some(lane_core::status_latch::Stage::FaultNotice)
+    );
+    assert_eq!(
+        h.lane.cancel_publication(h.now, publication),
+        Err(ControlError::Finished {
+            item: publication.0,
+            outcome: "Failed"
+        }),
+        "it never uploaded: finished, not uploading"
+    );
+    assert_eq!(
+        h.lane.cancel(h.now, preparing),
+        Err(ControlError::Finished {
+            item: preparing.0,
+            outcome: "Failed"
+        }),
+        "the unlaunched run failed with the notice"
+    );
+}
+
+#[test]
+fn readying_pair_names_the_run_whose_launch_waits_for_the_stream_creates_and_only_it() {
+    let mut lane = lane_core::Lane::new(Profile::a2a3());
+    let mut backend = lane_core::testkit::Succeed::new();
+    assert_eq!(lane.readying_pair(), None);
+    let run = lane
+        .submit(lane_core::Timestamp(0), RunRequest::new())
+        .expect("open");
+    let creates = drive_withholding(&mut lane, &mut backend, |e| {
+        matches!(e, lane_core::Effect::CreateStream { .. })
+    });
+    assert!(!creates.is_empty(), "the first launch creates the pair");
+    assert_eq!(lane.readying_pair(), Some(run));
+    for effect in creates {
+        let event = backend.answer(effect).expect("a create's answer");
+        lane.handle(lane_core::Timestamp(0), event)
+            .expect("answers");
+    }
+    let awaits = drive_withholding(&mut lane, &mut backend, |e| {
+        matches!(e, lane_core::Effect::AwaitCompletion { .. })
+    });
+    assert_eq!(awaits.len(), 1, "{awaits:?}");
+    assert!(
+        lane.run_status(run)
+            .is_some_and(|s| s.state == RunState::Launched)
+    );
+    assert_eq!(
+        lane.readying_pair(),
+        None,
+        "a launched run does not ready the pair"
+    );
+}
+
+#[test]
+fn equal_ordering_keys_keep_submission_order() {
+    let item = |seq, key: Option<u64>| lane_core::ItemOrder {
+        seq,
+        key: key.map(OrderKey),
+    };
+    assert!(item(1, Some(5)).may_precede(item(2, Some(5))));
+    assert!(
+        !item(2, Some(5)).may_precede(item(1, Some(5))),
+        "an equal key does not place a later run ahead"
+    );
+    assert!(
+        item(2, Some(4)).may_precede(item(1, Some(5))),
+        "a smaller key does"
+    );
+    assert!(!item(2, Some(6)).may_precede(item(1, Some(5))));
+    assert!(!item(2, None).may_precede(item(1, Some(5))));
+}
+
+#[test]
+fn an_epoch_refusal_says_why_and_what_to_do() {
+    let reasons = [
+        (
+            EpochRefusal::Zero,
+            "0 is what a zeroed record reads as; give a non-zero epoch",
+        ),
+        (
+            EpochRefusal::NotAbove { last: 41 },
+            "not above the last epoch accepted (41), so an earlier run's record could match it; give a larger epoch",
+        ),
+        (
+            EpochRefusal::Mixed,
+            "the lane's runs mix their own epochs with the lane's; give every run of a lane an epoch, or none",
+        ),
+    ];
+    for (refusal, reason) in reasons {
+        assert_eq!(refusal.reason(), reason);
+    }
+    let mut h = Harness::a2a3();
+    let refused = h
+        .lane
+        .submit(h.now, RunRequest::new().with_epoch(0))
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "epoch 0 refused: 0 is what a zeroed record reads as; give a non-zero epoch"
+    );
 }
