@@ -651,11 +651,14 @@ fn an_abandoned_runs_outcome_waits_for_its_prepare_on_a_worker_to_return() {
             // Run 1 completes 200 ms on (run 2's prepare has begun on its worker by then: it
             // is handed out when run 2 is submitted), and its status read fails with an
             // AICore exception: a poison that abandons run 2 inside its prepare.
-            device.script().stalls.push(lane_driver::testkit::Stall::new(
-                Call::SynchronizeEvent,
-                Duration::from_millis(200),
-                lane_driver::testkit::Then::Answer,
-            ));
+            device
+                .script()
+                .stalls
+                .push(lane_driver::testkit::Stall::new(
+                    Call::SynchronizeEvent,
+                    Duration::from_millis(200),
+                    lane_driver::testkit::Then::Answer,
+                ));
             device.script().fail.push(lane_driver::testkit::Fail::nth(
                 lane_driver::testkit::Call::MemcpyFromDevice,
                 1,

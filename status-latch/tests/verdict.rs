@@ -592,3 +592,32 @@ fn a_code_charged_with_runs_behind_says_they_may_share_the_cause() {
         .rule
     );
 }
+
+#[test]
+fn a_device_verdicts_code_is_the_aicpu_streams_first_and_none_when_clean() {
+    let [a, b] = [AclCode::from_raw(507_015), AclCode::from_raw(507_018)].map(Option::unwrap);
+    assert_eq!(DeviceVerdict::Clean.code(), None);
+    let both = DeviceVerdict::Returned {
+        aicpu: Some(a),
+        aicore: Some(b),
+    };
+    assert_eq!(both.code(), Some(a), "the AICPU stream's code comes first");
+    let aicore_only = DeviceVerdict::Returned {
+        aicpu: None,
+        aicore: Some(b),
+    };
+    assert_eq!(aicore_only.code(), Some(b));
+    assert_eq!(DeviceVerdict::Fault(b).code(), Some(b));
+    assert_eq!(
+        DeviceVerdict::Covering { code: a, behind: 1 }.code(),
+        Some(a)
+    );
+    assert_eq!(
+        DeviceVerdict::LeftBy {
+            code: b,
+            left_by: 5
+        }
+        .code(),
+        Some(b)
+    );
+}
