@@ -718,6 +718,10 @@ fn equal_ordering_keys_keep_submission_order() {
     );
     assert!(!item(2, Some(6)).may_precede(item(1, Some(5))));
     assert!(!item(2, None).may_precede(item(1, Some(5))));
+    // A strict order: no item stands ahead of itself.
+    for key in [None, Some(5)] {
+        assert!(!item(3, key).may_precede(item(3, key)), "{key:?}");
+    }
 }
 
 #[test]
