@@ -583,6 +583,39 @@ mod tests {
     }
 
     #[test]
+    fn the_depth_one_preset_is_named_depth_one() {
+        assert_eq!(Profile::depth_one().name(), "depth-one");
+        assert_eq!(Profile::depth_one().spec().name, "depth-one");
+        assert_eq!(Profile::depth_one().launch_depth().get(), 1);
+    }
+
+    #[test]
+    fn custom_profile_on_stream_sync_is_refused_above_depth_one_and_accepted_at_one() {
+        for depth in [2, 3] {
+            let spec = ProfileSpec {
+                slots: 3,
+                launch_depth: depth,
+                verdict: VerdictChannel::StreamSync,
+                ..Profile::default_spec()
+            };
+            assert_eq!(
+                Profile::custom(spec),
+                Err(ProfileError::SyncChannelDepth { depth }),
+                "depth {depth}"
+            );
+        }
+        let spec = ProfileSpec {
+            slots: 3,
+            launch_depth: 1,
+            verdict: VerdictChannel::StreamSync,
+            ..Profile::default_spec()
+        };
+        let profile = Profile::custom(spec).expect("stream sync at depth one is valid");
+        assert_eq!(profile.verdict(), VerdictChannel::StreamSync);
+        assert_eq!(profile.launch_depth().get(), 1);
+    }
+
+    #[test]
     fn custom_profile_refuses_zero_recovery_attempts() {
         let spec = ProfileSpec {
             recovery_attempts: 0,

@@ -311,3 +311,36 @@ fn a_prepared_successor_reported_incompatible_is_prepared_again_after_the_predec
     assert_eq!(h.outcome_order(), [1, 2]);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
 }
+
+#[test]
+fn a_runs_outcome_reports_the_overlap_its_status_read_carried() {
+    use lane_core::testkit::Succeed;
+    use lane_core::{DeviceTiming, Effect, Event, Lane, Outcome, Overlap, Timestamp};
+
+    let mut lane = Lane::new(Profile::a2a3());
+    let mut backend = Succeed::new();
+    let run = lane.submit(Timestamp(0), RunRequest::new()).expect("open");
+    while let Some(effect) = lane.poll_effect() {
+        let is_read = matches!(effect, Effect::ReadStatus { .. });
+        let Some(mut event) = backend.answer(effect) else {
+            continue;
+        };
+        if let Event::StatusRead { ref mut timing, .. } = event {
+            *timing = DeviceTiming {
+                start_ns: 1_000,
+                end_ns: 2_000,
+                overlap: Overlap::Proven,
+                ..Default::default()
+            };
+        } else {
+            assert!(!is_read, "a status read answers StatusRead");
+        }
+        lane.handle(Timestamp(0), event).expect("answers");
+    }
+    let Some(Outcome::Run(outcome)) = lane.poll_outcome() else {
+        panic!("an outcome");
+    };
+    assert_eq!((outcome.run, outcome.verdict), (run, Verdict::Ok));
+    assert_eq!(outcome.timing.map(|t| t.overlap), Some(Overlap::Proven));
+    assert_eq!(outcome.overlap(), Overlap::Proven, "read from its timing");
+}

@@ -753,3 +753,115 @@ fn an_epoch_refusal_says_why_and_what_to_do() {
         "epoch 0 refused: 0 is what a zeroed record reads as; give a non-zero epoch"
     );
 }
+
+#[test]
+fn holds_a_run_only_while_a_held_run_waits_for_activation_without_a_verdict() {
+    let mut h = Harness::a2a3();
+    assert!(!h.lane.holds_a_run(), "an empty lane holds nothing");
+    let first = h.run();
+    assert!(
+        !h.lane.holds_a_run(),
+        "a run not submitted held is not held"
+    );
+    let held = h.submit(RunRequest::new().held());
+    assert!(h.lane.holds_a_run(), "the held run waits for activate");
+    h.lane.activate(h.now, held).expect("held");
+    h.pump();
+    assert!(
+        !h.lane.holds_a_run(),
+        "activated and launched: nothing is held"
+    );
+    h.complete(first);
+    h.complete(held);
+    assert_eq!(h.outcome_order(), [first.0, held.0]);
+    assert!(!h.lane.holds_a_run());
+}
+
+#[test]
+fn a_cancelled_held_run_is_no_longer_held_while_a_run_ahead_still_runs() {
+    let mut h = Harness::a2a3();
+    let first = h.run();
+    let held = h.submit(RunRequest::new().held());
+    assert!(h.lane.holds_a_run());
+    h.lane.cancel(h.now, held).expect("prepared, unlaunched");
+    h.pump();
+    assert_eq!(
+        h.lane.phase_of(held).and_then(|p| p.verdict()),
+        Some(Verdict::Cancelled),
+        "still in the FIFO behind the first run, with its verdict"
+    );
+    assert!(
+        !h.lane.holds_a_run(),
+        "a held run with a verdict waits for nobody"
+    );
+    h.complete(first);
+    assert_eq!(h.outcome_order(), [first.0, held.0]);
+}
+
+#[test]
+fn an_equal_key_submitted_later_stays_behind_a_staged_unlaunched_run() {
+    let mut h = three_slots();
+    let first = h.submit(RunRequest::new().keyed(10));
+    let staged = h.submit(RunRequest::new().keyed(30).held());
+    let same = h.submit(RunRequest::new().keyed(30));
+    let log = h.take();
+    assert_eq!(
+        launches(&log),
+        ["LaunchRun run 1"],
+        "the equal key waits behind the held run: {log:?}"
+    );
+    h.lane.activate(h.now, staged).expect("held");
+    h.pump();
+    for _ in 0..3 {
+        h.complete_all();
+    }
+    assert_eq!(
+        h.outcome_order(),
+        [first.0, staged.0, same.0],
+        "an equal key keeps submission order"
+    );
+}
+
+#[test]
+fn a_smaller_key_never_passes_a_launched_run_with_a_greater_key() {
+    let mut h = Harness::new(
+        Profile::custom(ProfileSpec {
+            slots: 4,
+            ..Profile::depth_one().spec()
+        })
+        .expect("four slots at depth one"),
+    );
+    let launched = h.submit(RunRequest::new().keyed(50));
+    assert_eq!(
+        h.lane.run_status(launched).map(|s| s.state),
+        Some(RunState::Launched)
+    );
+    let late = h.submit(RunRequest::new().keyed(1));
+    for _ in 0..3 {
+        h.complete_all();
+    }
+    assert_eq!(
+        h.outcome_order(),
+        [launched.0, late.0],
+        "the launched run keeps its place"
+    );
+}
+
+#[test]
+fn a_keyed_run_never_passes_an_unlaunched_keyless_run() {
+    let mut h = three_slots();
+    let first = h.submit(RunRequest::new().keyed(10));
+    let keyless = h.submit(RunRequest::new().held());
+    let late = h.submit(RunRequest::new().keyed(1));
+    assert_eq!(
+        launches(&h.take()),
+        ["LaunchRun run 1"],
+        "the keyed run waits behind the held keyless run"
+    );
+    h.lane.activate(h.now, keyless).expect("held");
+    h.pump();
+    for _ in 0..3 {
+        h.complete_all();
+    }
+    assert_eq!(h.outcome_order(), [first.0, keyless.0, late.0]);
+}
