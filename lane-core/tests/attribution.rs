@@ -205,19 +205,29 @@ fn a_covered_runs_own_ok_record_convicts_no_one_and_the_poison_takes_it_down() {
 }
 
 #[test]
-fn a_code_with_no_run_behind_and_no_mark_is_the_awaited_runs_own() {
-    let mut h = Harness::a2a3();
-    let r1 = h.run();
-    h.take();
-    h.complete_with(r1, returned(Some(STICKY), None));
-    assert!(!common::has(&h.take(), "ReadRecords"));
-    assert_eq!(
-        failed(&h, r1),
-        Failure::Acl {
-            stage: Stage::StreamSync,
-            code: STICKY
+fn a_code_with_no_run_launched_behind_and_no_mark_is_the_awaited_runs_own() {
+    // A held run behind is prepared, never launched: the synchronize cannot have covered it.
+    for hold_one_behind in [false, true] {
+        let mut h = Harness::a2a3();
+        let r1 = h.run();
+        if hold_one_behind {
+            h.submit(lane_core::RunRequest::new().held());
         }
-    );
+        h.take();
+        h.complete_with(r1, returned(Some(STICKY), None));
+        assert!(
+            !common::has(&h.take(), "ReadRecords"),
+            "held behind: {hold_one_behind}"
+        );
+        assert_eq!(
+            failed(&h, r1),
+            Failure::Acl {
+                stage: Stage::StreamSync,
+                code: STICKY
+            },
+            "held behind: {hold_one_behind}"
+        );
+    }
 }
 
 #[test]

@@ -150,6 +150,7 @@ fn close_with_runs_in_flight_lets_launched_runs_finish_cancels_the_rest_and_dest
     h.take();
     let report = h.close();
     assert_eq!(report.state, LaneState::Closing);
+    assert!(!report.state.is_closed(), "closing is not closed yet");
     assert_eq!(
         h.take(),
         ["FinaliseRun run 2"],
@@ -175,6 +176,7 @@ fn close_with_runs_in_flight_lets_launched_runs_finish_cancels_the_rest_and_dest
             left: lane_core::StreamsLeft::NONE,
         }
     );
+    assert!(h.state().is_closed());
 }
 
 #[test]

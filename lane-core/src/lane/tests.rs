@@ -384,6 +384,51 @@ fn recovering_without_a_poison_record_is_caught() {
     assert_eq!(violation(&lane), V::RecoveringWithoutPoison);
 }
 
+/// A notice's recovery (L-19) needs both the notice and the flag saying it recovers: with
+/// either missing, nothing explains the recovery or the suspicion.
+#[test]
+fn a_notice_recovery_or_suspicion_without_its_notice_is_caught() {
+    let notice = crate::notice::FaultNotice {
+        device: 0,
+        stream_id: 3,
+        code: status_latch::AclCode::from_raw(507_015).unwrap(),
+    };
+    let recovering = LaneState::Recovering {
+        step: crate::state::RecoveryStep::Drain,
+        attempt: 1,
+        then: crate::state::AfterRecovery::Reopen,
+    };
+    let suspect = LaneState::Suspect {
+        then: crate::state::AfterRecovery::Reopen,
+    };
+    for state in [recovering, suspect] {
+        for (recovers, held) in [(true, Some(notice)), (true, None), (false, Some(notice))] {
+            let mut lane = Lane::new(Profile::a2a3());
+            lane.state = state;
+            lane.notice_recovery = recovers;
+            lane.notice = held;
+            let expected = if recovers && held.is_some() {
+                Ok(())
+            } else {
+                Err(V::RecoveringWithoutPoison)
+            };
+            assert_eq!(
+                lane.check_invariants(),
+                expected,
+                "{state:?}, recovering for a notice: {recovers}, notice held: {}",
+                held.is_some()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_declined_launch_queued_behind_another_run_is_caught() {
+    let mut lane = two_in_flight();
+    lane.run_mut(1).declines = 1;
+    assert_eq!(violation(&lane), V::DeclinedLaunchQueued { run: RunId(2) });
+}
+
 #[test]
 fn a_closed_or_releasing_lane_with_pending_items_is_caught() {
     for state in [
@@ -428,6 +473,9 @@ fn a_finished_publication_holds_back_no_launch() {
     lane.run_mut(2).phase = RunPhase::Finalising {
         verdict: Verdict::Ok,
     };
+    // Launched, on the streams run 1 launched on: the launch-order checks apply to it.
+    lane.run_mut(2).launched_on = lane.run(0).launched_on;
+    assert!(lane.run(2).launched_on.is_some());
     assert_eq!(lane.check_invariants(), Ok(()));
 }
 
