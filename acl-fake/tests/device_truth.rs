@@ -13,8 +13,9 @@ use ascend_cl_sys::Acl;
 use ascend_cl_sys::types::*;
 use common::*;
 use run_lane_fake_ascendcl::{
-    Control, ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn, Outcome, RunKernel,
-    SWITCH_LEGACY_EVENT_FAULTS, SWITCH_RESET_RESTARTS_STREAM_NUMBERING, Semantics,
+    Control, DeviceControl, ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn,
+    Outcome, RunKernel, SWITCH_LEGACY_EVENT_FAULTS, SWITCH_RESET_RESTARTS_STREAM_NUMBERING,
+    Semantics,
 };
 use status_latch::{
     HeaderLayout, RECORD_BYTES, Record, RecordSource, RuntimeCode, Status, decode_record,
@@ -99,12 +100,12 @@ impl Pair {
     }
 
     fn destroy(self, acl: &Acl) {
-        for stream in [self.core, self.cpu] {
-            assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
-        }
-        for event in [self.core_done, self.boundary] {
-            assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
-        }
+        destroy_all(
+            acl,
+            &[self.core, self.cpu],
+            &[self.core_done, self.boundary],
+            &[],
+        );
     }
 }
 
@@ -202,9 +203,7 @@ fn after_a_fatal_status_run_events_complete_and_only_the_stream_synchronize_repo
         },
         "the record, not the event, says the run failed"
     );
-    for ptr in [region, header_at] {
-        assert_eq!(free(acl, ptr), ACL_SUCCESS);
-    }
+    destroy_all(acl, &[], &[], &[region, header_at]);
     pair.destroy(acl);
     assert_balanced(control);
 }
@@ -237,8 +236,7 @@ fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synch
             .expect("launch");
         record(acl, event, stream);
         assert_completion_is_not_the_verdict(acl, control, &[event], stream, code);
-        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
-        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+        destroy_all(acl, &[stream], &[event], &[]);
     }
     // A kernel longer than the op timeout is killed too.
     for (engine, code) in [
@@ -256,39 +254,33 @@ fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synch
 #[test]
 fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run() {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
+    let (stream, event) = stream_and_event(acl);
     let other = create_stream(acl);
-    let event = create_event(acl);
-    let timing = malloc(acl, 16);
-    let dev = malloc(acl, 4);
-    let pinned = malloc_host(acl, 4);
+    let [timing, dev, pinned] = [malloc(acl, 16), malloc(acl, 4), malloc_host(acl, 4)];
     // SAFETY: 4 bytes from aclrtMallocHost, written before the copy is queued.
     unsafe { pinned.cast::<[u8; 4]>().write([6, 7, 8, 9]) };
-    control
-        .launch_run(&RunKernel {
-            outcome: Outcome::Exception,
-            ..RunKernel::new(stream, ENGINE_AICORE)
-        })
-        .expect("faulted kernel");
-    control
-        .launch_run(&RunKernel {
-            timing,
-            duration: Duration::from_millis(1),
-            ..RunKernel::new(stream, ENGINE_AICORE)
-        })
-        .expect("the kernel behind it");
-    assert_eq!(
-        // SAFETY: `pinned` is 4 bytes from aclrtMallocHost, freed after the stream synchronize.
-        unsafe { acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, stream) },
-        ACL_SUCCESS
-    );
+    let faulted = RunKernel::new(stream, ENGINE_AICORE);
+    let faulted = RunKernel {
+        outcome: Outcome::Exception,
+        ..faulted
+    };
+    control.launch_run(&faulted).expect("faulted kernel");
+    let duration = Duration::from_millis(1);
+    let behind = RunKernel {
+        timing,
+        duration,
+        ..RunKernel::new(stream, ENGINE_AICORE)
+    };
+    control.launch_run(&behind).expect("the kernel behind it");
+    let h2d = ACL_MEMCPY_HOST_TO_DEVICE;
+    assert_eq!(copy_async(acl, [dev, pinned], 4, h2d, stream), ACL_SUCCESS);
     record(acl, event, other);
     assert_eq!(stream_wait(acl, stream, event), ACL_SUCCESS);
     record_and_wait(acl, event, stream);
-    let words = from_device(acl, timing, 16).expect("timing");
+    let (start, end) = timing_of(acl, timing);
     assert!(
-        words[..8] != [0; 8] && words[8..] != [0; 8],
-        "the kernel behind the fault ran and wrote its timing: {words:?}"
+        start != 0 && end != 0,
+        "the kernel behind the fault ran: {start} {end}"
     );
     assert_eq!(
         from_device(acl, dev, 4),
@@ -300,15 +292,8 @@ fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run(
         ACL_ERROR_RT_AICORE_EXCEPTION,
         "the first fault stays"
     );
-    // SAFETY: from aclrtMallocHost; nothing is queued any more.
-    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
-    for ptr in [timing, dev] {
-        assert_eq!(free(acl, ptr), ACL_SUCCESS);
-    }
-    for s in [stream, other] {
-        assert_eq!(destroy_stream(acl, s), ACL_SUCCESS);
-    }
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
+    destroy_all(acl, &[stream, other], &[event], &[timing, dev]);
     assert_balanced(control);
 }
 
@@ -316,20 +301,18 @@ fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run(
 fn the_sticky_code_stays_until_the_stream_is_destroyed_or_the_device_force_reset() {
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
+    let exception = ACL_ERROR_RT_AICORE_EXCEPTION;
     control
         .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
         .expect("rule");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
     for _ in 0..2 {
-        assert_eq!(
-            sync_stream(acl, stream, LONG_MS),
-            ACL_ERROR_RT_AICORE_EXCEPTION
-        );
+        assert_eq!(sync_stream(acl, stream, LONG_MS), exception);
     }
     launch(control, stream, ENGINE_AICORE, 0).expect("a clean kernel behind it");
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION,
+        exception,
         "a clean task does not clear it"
     );
     assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
@@ -344,16 +327,13 @@ fn the_sticky_code_stays_until_the_stream_is_destroyed_or_the_device_force_reset
         ACL_SUCCESS,
         "a new stream is clean"
     );
-    control
-        .launch_run(&RunKernel {
-            outcome: Outcome::Exception,
-            ..RunKernel::new(fresh, ENGINE_AICORE)
-        })
-        .expect("launch");
-    assert_eq!(
-        sync_stream(acl, fresh, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION
-    );
+    let faulted = RunKernel::new(fresh, ENGINE_AICORE);
+    let faulted = RunKernel {
+        outcome: Outcome::Exception,
+        ..faulted
+    };
+    control.launch_run(&faulted).expect("launch");
+    assert_eq!(sync_stream(acl, fresh, LONG_MS), exception);
     assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
     bind(acl, 0);
     let after = create_stream(acl);
@@ -368,17 +348,17 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
     let timing = malloc(acl, 16);
-    control
-        .launch_run(&RunKernel {
-            timing,
-            duration: Duration::from_millis(20),
-            ..RunKernel::new(stream, ENGINE_AICPU)
-        })
-        .expect("launch");
+    let duration = Duration::from_millis(20);
+    let kernel = RunKernel {
+        timing,
+        duration,
+        ..RunKernel::new(stream, ENGINE_AICPU)
+    };
+    control.launch_run(&kernel).expect("launch");
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_ne!(
-        from_device(acl, timing, 16).expect("timing")[8..],
-        [0; 8],
+        timing_of(acl, timing).1,
+        0,
         "the kernel ended before the synchronize returned"
     );
     launch_hang(control, stream);
@@ -390,12 +370,11 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
     assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
     // Another thread bound to the device synchronizes; the last error is that thread's.
     let faulted = create_stream(acl);
-    control
-        .launch_run(&RunKernel {
-            outcome: Outcome::Exception,
-            ..RunKernel::new(faulted, ENGINE_AICPU)
-        })
-        .expect("launch");
+    let kernel = RunKernel {
+        outcome: Outcome::Exception,
+        ..RunKernel::new(faulted, ENGINE_AICPU)
+    };
+    control.launch_run(&kernel).expect("launch");
     let raw = faulted as usize;
     let (code, peeked) = std::thread::scope(|s| {
         s.spawn(|| {
@@ -422,111 +401,49 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
         sync_stream(acl, faulted, LONG_MS),
         ACL_ERROR_RT_AICPU_EXCEPTION
     );
-    assert_eq!(destroy_stream_force(acl, faulted), ACL_SUCCESS);
-    assert_eq!(free(acl, timing), ACL_SUCCESS);
+    destroy_all(acl, &[faulted], &[], &[timing]);
     assert_balanced(control);
     control.reset().expect("reset");
     assert_eq!(control.peek_at_last_error(), ACL_SUCCESS);
 }
 
 #[test]
-fn null_handles_and_out_pointers_get_100000_and_a_wait_on_a_non_sync_event_207000() {
+fn null_handles_and_out_pointers_get_100000() {
     let (_guard, acl, control) = session();
-    let null_stream: AclrtStream = std::ptr::null_mut();
-    let null_event: AclrtEvent = std::ptr::null_mut();
+    let (null_stream, null_event) = (std::ptr::null_mut(), std::ptr::null_mut());
+    let null_out: *mut c_void = std::ptr::null_mut();
     let (stream, event) = stream_and_event(acl);
-    let dev = malloc(acl, 4);
-    let pinned = malloc_host(acl, 4);
-    // SAFETY: NULL handles are refused before any use; the buffers are live.
-    unsafe {
-        assert_eq!(
+    let [dev, pinned] = [malloc(acl, 4), malloc_host(acl, 4)];
+    // SAFETY: NULL handles and out-pointers are refused before any use; the buffers are live.
+    let codes = unsafe {
+        [
             acl.aclrtRecordEvent(event, null_stream),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtRecordEvent(null_event, stream),
-            ACL_ERROR_INVALID_PARAM
-        );
-        let mut status = 0;
-        assert_eq!(
-            acl.aclrtQueryEventStatus(null_event, &mut status),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
+            acl.aclrtQueryEventStatus(null_event, &mut 0),
+            acl.aclrtQueryEventStatus(event, null_out.cast()),
             acl.aclrtSynchronizeEventWithTimeout(null_event, LONG_MS),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtStreamWaitEvent(null_stream, event),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtStreamWaitEvent(stream, null_event),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(acl.aclrtDestroyEvent(null_event), ACL_ERROR_INVALID_PARAM);
-        assert_eq!(acl.aclrtDestroyStream(null_stream), ACL_ERROR_INVALID_PARAM);
-        assert_eq!(
+            acl.aclrtDestroyEvent(null_event),
+            acl.aclrtDestroyStream(null_stream),
             acl.aclrtDestroyStreamForce(null_stream),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, null_stream),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtSynchronizeStreamWithTimeout(null_stream, LONG_MS),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
-            acl.aclrtSetOpExecuteTimeOutV2(1_000, std::ptr::null_mut()),
-            ACL_ERROR_INVALID_PARAM
-        );
+            acl.aclrtSetOpExecuteTimeOutV2(1_000, null_out.cast()),
+            acl.aclrtCreateStreamWithConfig(null_out.cast(), 0, 0),
+            acl.aclrtCreateEventExWithFlag(null_out.cast(), ACL_EVENT_SYNC),
+            acl.aclrtMalloc(null_out.cast(), 8, 0),
+            acl.aclrtMallocHost(null_out.cast(), 8),
+            acl.aclrtFreeHost(null_out),
+        ]
+    };
+    for (i, code) in codes.into_iter().enumerate() {
+        assert_eq!(code, ACL_ERROR_INVALID_PARAM, "call {i}");
     }
     let err = launch(control, null_stream, ENGINE_AICORE, 0).expect_err("NULL stream");
     assert!(err.to_string().contains("100000"), "{err}");
-    let mut timeline: AclrtEvent = std::ptr::null_mut();
-    assert_eq!(
-        // SAFETY: a writable handle slot.
-        unsafe { acl.aclrtCreateEventExWithFlag(&mut timeline, ACL_EVENT_TIME_LINE) },
-        ACL_SUCCESS
-    );
-    assert_eq!(
-        stream_wait(acl, stream, timeline),
-        ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-    );
-    // SAFETY: from aclrtMallocHost; nothing was queued.
-    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
-    assert_eq!(free(acl, dev), ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    for e in [event, timeline] {
-        assert_eq!(destroy_event(acl, e), ACL_SUCCESS);
-    }
-    assert_balanced(control);
-}
-
-#[test]
-fn an_op_timeout_of_zero_is_the_maximum_and_a_hang_is_never_killed() {
-    let (_guard, acl, control) = session();
-    let mut actual = 0;
-    assert_eq!(
-        // SAFETY: `actual` is writable.
-        unsafe { acl.aclrtSetOpExecuteTimeOutV2(0, &mut actual) },
-        ACL_SUCCESS
-    );
-    assert_eq!(actual, u64::MAX, "the maximum");
-    let (stream, event) = stream_and_event(acl);
-    launch_hang(control, stream);
-    // A long kernel is not killed either.
-    launch(control, stream, ENGINE_AICORE, 1).expect("launch");
-    record(acl, event, stream);
-    assert_eq!(
-        sync(acl, event, 200),
-        ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
-        "still hanging"
-    );
-    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
+    destroy_all(acl, &[stream], &[event], &[dev]);
     assert_balanced(control);
 }
 
@@ -536,16 +453,15 @@ fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_50789
     control
         .set_semantics(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused))
         .expect("switch");
-    let stream = create_stream(acl);
+    let (stream, event) = stream_and_event(acl);
     let healthy = create_stream(acl);
-    let event = create_event(acl);
-    let dev = malloc(acl, 4);
-    let pinned = malloc_host(acl, 4);
+    let [dev, pinned] = [malloc(acl, 4), malloc_host(acl, 4)];
+    let kernel = RunKernel {
+        outcome: Outcome::Exception,
+        ..RunKernel::new(stream, ENGINE_AICORE)
+    };
     control
-        .launch_run(&RunKernel {
-            outcome: Outcome::Exception,
-            ..RunKernel::new(stream, ENGINE_AICORE)
-        })
+        .launch_run(&kernel)
         .expect("accepted: no code is sticky yet");
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
@@ -553,36 +469,18 @@ fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_50789
     );
     let err = launch(control, stream, ENGINE_AICORE, 0).expect_err("refused");
     assert!(err.to_string().contains("507899"), "{err}");
+    let refused = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
+    // SAFETY: handles from the fake.
+    assert_eq!(unsafe { acl.aclrtRecordEvent(event, stream) }, refused);
+    assert_eq!(stream_wait(acl, stream, event), refused);
     assert_eq!(
-        // SAFETY: handles from the fake.
-        unsafe { acl.aclrtRecordEvent(event, stream) },
-        ACL_ERROR_RT_DRV_INTERNAL_ERROR
-    );
-    assert_eq!(
-        stream_wait(acl, stream, event),
-        ACL_ERROR_RT_DRV_INTERNAL_ERROR
-    );
-    assert_eq!(
-        // SAFETY: refused before any access.
-        unsafe { acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, stream) },
-        ACL_ERROR_RT_DRV_INTERNAL_ERROR
+        copy_async(acl, [dev, pinned], 4, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+        refused
     );
     launch(control, healthy, ENGINE_AICORE, 0).expect("a clean stream accepts");
     record(acl, event, healthy);
-    // The default accepts (and runs) them.
-    control.reset().expect("reset");
-    bind(acl, 0);
-    let stream = create_stream(acl);
-    control
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
-    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION
-    );
-    launch(control, stream, ENGINE_AICORE, 0).expect("accepted by default");
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
+    destroy_all(acl, &[stream, healthy], &[event], &[dev]);
     assert_balanced(control);
 }
 
@@ -639,6 +537,21 @@ fn op_timeout_code_on_places_a_killed_kernels_code_on_its_own_its_partners_or_bo
     assert_balanced(control);
 }
 
+/// Launches an AICore kernel that a kernel rule of `on` faults, on a new stream of the
+/// current device, and records an event behind it: the stream and the event.
+fn faulted_behind_a_rule(
+    acl: &Acl,
+    control: &Control,
+    on: &DeviceControl<'_>,
+) -> (AclrtStream, AclrtEvent) {
+    let (stream, event) = stream_and_event(acl);
+    on.fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("rule");
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    record(acl, event, stream);
+    (stream, event)
+}
+
 #[test]
 fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
     let (_guard, acl, control) = session();
@@ -651,58 +564,40 @@ fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
         .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
         .expect("rule");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    control
-        .launch_run(&RunKernel {
-            timing,
-            ..RunKernel::new(stream, ENGINE_AICORE)
-        })
-        .expect("launch");
+    let kernel = RunKernel {
+        timing,
+        ..RunKernel::new(stream, ENGINE_AICORE)
+    };
+    control.launch_run(&kernel).expect("launch");
     record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_ERROR_RT_AICORE_EXCEPTION);
-    assert_eq!(query(acl, event), Err(ACL_ERROR_RT_AICORE_EXCEPTION));
+    let fault = ACL_ERROR_RT_AICORE_EXCEPTION;
+    assert_eq!(sync(acl, event, LONG_MS), fault);
+    assert_eq!(query(acl, event), Err(fault));
+    assert_eq!(sync_stream(acl, stream, LONG_MS), fault);
     assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION
-    );
-    assert_eq!(
-        from_device(acl, timing, 16),
-        Ok(vec![0; 16]),
+        timing_of(acl, timing),
+        (0, 0),
         "nothing ran after the fault"
     );
-    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
-    assert_eq!(free(acl, timing), ACL_SUCCESS);
+    destroy_all(acl, &[stream], &[event], &[timing]);
     assert_balanced(control);
 }
 
 #[test]
 fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
     let (_guard, acl, control) = session();
-    let err = control
-        .device(0)
-        .set_semantics(Semantics::LegacyEventFaults(true));
-    assert!(err.is_ok());
+    let legacy = Semantics::LegacyEventFaults(true);
+    control.device(0).set_semantics(legacy).expect("switch");
     // Only device 0 has it: device 1 keeps the default.
     bind(acl, 1);
-    let (stream, event) = stream_and_event(acl);
-    control
-        .device(1)
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
-    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    record(acl, event, stream);
+    let (stream, event) = faulted_behind_a_rule(acl, control, &control.device(1));
     assert_eq!(
         sync(acl, event, LONG_MS),
         ACL_SUCCESS,
         "device 1: real semantics"
     );
     destroy_both(acl, stream, event);
-    assert!(
-        control
-            .device(64)
-            .set_semantics(Semantics::LegacyEventFaults(true))
-            .is_err()
-    );
+    assert!(control.device(64).set_semantics(legacy).is_err());
     // Unknown switches and values are refused (the typed call cannot make them).
     assert!(
         control
@@ -710,19 +605,11 @@ fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
             .is_err()
     );
     assert!(control.set_semantics_raw(99, 0).is_err());
-    assert_eq!(
-        Semantics::LegacyEventFaults(true).raw(),
-        (SWITCH_LEGACY_EVENT_FAULTS, 1)
-    );
+    assert_eq!(legacy.raw(), (SWITCH_LEGACY_EVENT_FAULTS, 1));
     // The reset restores device 0's default.
     control.reset().expect("reset");
     bind(acl, 0);
-    let (stream, event) = stream_and_event(acl);
-    control
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
-    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    record(acl, event, stream);
+    let (stream, event) = faulted_behind_a_rule(acl, control, &control.device(0));
     assert_eq!(
         sync(acl, event, LONG_MS),
         ACL_SUCCESS,
@@ -738,38 +625,33 @@ fn a_bad_record_address_a_zero_epoch_or_a_second_kernel_of_one_engine_fails_the_
     let stream = create_stream(acl);
     let small = malloc(acl, 16);
     let region = record_region(acl);
-    let code = |kernel: RunKernel<'_>| match control.launch_run(&kernel) {
-        Ok(()) => ACL_SUCCESS,
-        Err(run_lane_fake_ascendcl::ControlError::Call { code, .. }) => code,
-        Err(e) => panic!("{e}"),
+    let code = |kernel: RunKernel<'_>| launch_code(control.launch_run(&kernel));
+    let cpu = RunKernel {
+        epoch: 1,
+        ..RunKernel::new(stream, ENGINE_AICPU)
     };
-    let cpu = RunKernel::new(stream, ENGINE_AICPU);
+    let invalid = ACL_ERROR_RT_PARAM_INVALID;
     assert_eq!(
         code(RunKernel {
             record: small,
-            epoch: 1,
             ..cpu
         }),
-        ACL_ERROR_RT_PARAM_INVALID,
+        invalid,
         "16 bytes cannot hold 280"
     );
     assert_eq!(
         code(RunKernel {
             record: 0x40_usize as *mut c_void,
-            epoch: 1,
             ..cpu
         }),
-        ACL_ERROR_RT_PARAM_INVALID
+        invalid
     );
-    assert_eq!(
-        code(RunKernel {
-            record: region,
-            epoch: 0,
-            ..cpu
-        }),
-        ACL_ERROR_RT_PARAM_INVALID,
-        "no run has epoch 0"
-    );
+    let zero = RunKernel {
+        record: region,
+        epoch: 0,
+        ..cpu
+    };
+    assert_eq!(code(zero), invalid, "no run has epoch 0");
     let in_run = RunKernel {
         record: region,
         epoch: 5,
@@ -777,11 +659,7 @@ fn a_bad_record_address_a_zero_epoch_or_a_second_kernel_of_one_engine_fails_the_
         ..cpu
     };
     assert_eq!(code(in_run), ACL_SUCCESS);
-    assert_eq!(
-        code(in_run),
-        ACL_ERROR_RT_PARAM_INVALID,
-        "one AICPU kernel per run"
-    );
+    assert_eq!(code(in_run), invalid, "one AICPU kernel per run");
     assert_eq!(
         code(RunKernel {
             engine: ENGINE_AICORE,
@@ -792,9 +670,7 @@ fn a_bad_record_address_a_zero_epoch_or_a_second_kernel_of_one_engine_fails_the_
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_eq!(decode_record(&read_record(acl, region), 5), Record::Ok);
     assert_eq!(control.counters().expect("counters").launches, 2);
-    for ptr in [small, region] {
-        assert_eq!(free(acl, ptr), ACL_SUCCESS);
-    }
+    destroy_all(acl, &[], &[], &[small, region]);
     assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
     assert_balanced(control);
 }
@@ -815,7 +691,7 @@ fn two_numbered(acl: &Acl) -> ([AclrtStream; 2], [i32; 2]) {
 }
 
 /// Destroys each of `streams`.
-fn destroy_all(acl: &Acl, streams: impl IntoIterator<Item = AclrtStream>) {
+fn destroy_streams(acl: &Acl, streams: impl IntoIterator<Item = AclrtStream>) {
     for stream in streams {
         assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
     }
@@ -838,7 +714,7 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
         after.iter().all(|n| !before.contains(n)),
         "default numbering: {before:?} then {after:?}"
     );
-    destroy_all(acl, streams);
+    destroy_streams(acl, streams);
     // Switched on device 0: every good reset restarts at 1.
     control
         .device(0)
@@ -865,16 +741,16 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
     assert_eq!(force_reset(acl, 0), CODE_FAULT);
     let (more, next) = two_numbered(acl);
     assert_eq!(next, [3, 4], "still counting after a failed reset");
-    destroy_all(acl, streams.into_iter().chain(more));
+    destroy_streams(acl, streams.into_iter().chain(more));
     // Device 1 keeps the default.
     bind(acl, 1);
     let (streams, one_before) = two_numbered(acl);
-    destroy_all(acl, streams);
+    destroy_streams(acl, streams);
     assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
     bind(acl, 1);
     let (streams, one_after) = two_numbered(acl);
     assert!(one_after.iter().all(|n| !one_before.contains(n)));
-    destroy_all(acl, streams);
+    destroy_streams(acl, streams);
     assert_eq!(
         Semantics::ResetRestartsStreamNumbering(true).raw(),
         (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 1)
@@ -895,6 +771,6 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
         kept.iter().all(|n| !fresh.contains(n)),
         "{fresh:?} then {kept:?}"
     );
-    destroy_all(acl, streams);
+    destroy_streams(acl, streams);
     assert_all_balanced(control);
 }
