@@ -470,8 +470,7 @@ fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_50789
     let err = launch(control, stream, ENGINE_AICORE, 0).expect_err("refused");
     assert!(err.to_string().contains("507899"), "{err}");
     let refused = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
-    // SAFETY: handles from the fake.
-    assert_eq!(unsafe { acl.aclrtRecordEvent(event, stream) }, refused);
+    assert_eq!(try_record(acl, event, stream), refused);
     assert_eq!(stream_wait(acl, stream, event), refused);
     assert_eq!(
         copy_async(acl, [dev, pinned], 4, ACL_MEMCPY_HOST_TO_DEVICE, stream),

@@ -139,8 +139,13 @@ pub fn from_device(acl: &Acl, src: *const c_void, len: usize) -> Result<Vec<u8>,
 }
 
 pub fn record(acl: &Acl, event: AclrtEvent, stream: AclrtStream) {
-    // SAFETY: handles from the fake.
-    assert_eq!(unsafe { acl.aclrtRecordEvent(event, stream) }, ACL_SUCCESS);
+    assert_eq!(try_record(acl, event, stream), ACL_SUCCESS);
+}
+
+/// `aclrtRecordEvent(event, stream)`'s code.
+pub fn try_record(acl: &Acl, event: AclrtEvent, stream: AclrtStream) -> AclError {
+    // SAFETY: handles from the fake (or stale ones, which the fake rejects).
+    unsafe { acl.aclrtRecordEvent(event, stream) }
 }
 
 pub fn sync(acl: &Acl, event: AclrtEvent, timeout_ms: i32) -> AclError {
