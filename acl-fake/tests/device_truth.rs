@@ -71,30 +71,18 @@ impl Pair {
         &self,
         acl: &Acl,
         control: &Control,
-        core: RunKernel<'_>,
-        cpu: RunKernel<'_>,
+        [mut core, mut cpu]: [RunKernel<'_>; 2],
         handshake: *mut c_void,
         epoch: u64,
     ) {
-        control
-            .launch_run(&RunKernel {
-                stream: self.core,
-                engine: ENGINE_AICORE,
-                handshake,
-                epoch,
-                ..core
-            })
-            .expect("AICore launch");
+        (core.stream, core.engine) = (self.core, ENGINE_AICORE);
+        (cpu.stream, cpu.engine) = (self.cpu, ENGINE_AICPU);
+        for kernel in [&mut core, &mut cpu] {
+            (kernel.handshake, kernel.epoch) = (handshake, epoch);
+        }
+        control.launch_run(&core).expect("AICore launch");
         record(acl, self.core_done, self.core);
-        control
-            .launch_run(&RunKernel {
-                stream: self.cpu,
-                engine: ENGINE_AICPU,
-                handshake,
-                epoch,
-                ..cpu
-            })
-            .expect("AICPU launch");
+        control.launch_run(&cpu).expect("AICPU launch");
         assert_eq!(stream_wait(acl, self.cpu, self.core_done), ACL_SUCCESS);
         record(acl, self.boundary, self.cpu);
     }
@@ -123,39 +111,33 @@ fn assert_completion_is_not_the_verdict(
     stream: AclrtStream,
     code: AclError,
 ) {
+    let complete = Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE);
     for &event in events {
         assert_eq!(
             sync(acl, event, LONG_MS),
             ACL_SUCCESS,
             "the event wait is 0"
         );
-        assert_eq!(
-            query(acl, event),
-            Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE),
-            "the query says complete"
-        );
+        assert_eq!(query(acl, event), complete, "the query says complete");
     }
+    let (peek, get) = (|| control.peek_at_last_error(), || control.get_last_error());
+    assert_eq!(peek(), ACL_SUCCESS, "peek is 0 before a sync");
+    let zero = sync_stream(acl, stream, 0);
     assert_eq!(
-        control.peek_at_last_error(),
-        ACL_SUCCESS,
-        "peek is 0 before a sync"
-    );
-    assert_eq!(
-        sync_stream(acl, stream, 0),
-        ACL_ERROR_RT_PARAM_INVALID,
+        zero, ACL_ERROR_RT_PARAM_INVALID,
         "a zero timeout is refused"
     );
-    assert_eq!(control.get_last_error(), ACL_ERROR_RT_PARAM_INVALID);
-    assert_eq!(control.peek_at_last_error(), ACL_SUCCESS, "get cleared it");
+    assert_eq!(get(), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(peek(), ACL_SUCCESS, "get cleared it");
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
         code,
         "the sync materializes it"
     );
-    assert_eq!(control.peek_at_last_error(), code, "peek after the sync");
-    assert_eq!(control.peek_at_last_error(), code, "peek does not clear");
-    assert_eq!(control.get_last_error(), code);
-    assert_eq!(control.peek_at_last_error(), ACL_SUCCESS, "get clears");
+    assert_eq!(peek(), code, "peek after the sync");
+    assert_eq!(peek(), code, "peek does not clear");
+    assert_eq!(get(), code);
+    assert_eq!(peek(), ACL_SUCCESS, "get clears");
 }
 
 #[test]
@@ -163,44 +145,29 @@ fn after_a_fatal_status_run_events_complete_and_only_the_stream_synchronize_repo
     let (_guard, acl, control) = session();
     let pair = Pair::new(acl);
     let region = record_region(acl);
-    let header = latched_header(
-        HeaderLayout::TensormapAndRingbuffer,
-        RuntimeCode::ScopeDeadlock,
-    );
+    let layout = HeaderLayout::TensormapAndRingbuffer;
+    let header = latched_header(layout, RuntimeCode::ScopeDeadlock);
     let header_at = malloc(acl, header.len());
-    pair.launch(
-        acl,
-        control,
-        RunKernel::default(),
-        RunKernel {
-            outcome: Outcome::Latch,
-            header: header_at,
-            header_bytes: &header,
-            record: region,
-            ..RunKernel::default()
-        },
-        handshake(1),
-        7,
-    );
-    assert_completion_is_not_the_verdict(
-        acl,
-        control,
-        &[pair.core_done, pair.boundary],
-        pair.cpu,
-        ACL_ERROR_RT_AICPU_EXCEPTION,
-    );
+    let mut cpu = RunKernel::default();
+    (cpu.outcome, cpu.header, cpu.header_bytes, cpu.record) =
+        (Outcome::Latch, header_at, &header, region);
+    pair.launch(acl, control, [RunKernel::default(), cpu], handshake(1), 7);
+    let events = [pair.core_done, pair.boundary];
+    let fatal = ACL_ERROR_RT_AICPU_EXCEPTION;
+    assert_completion_is_not_the_verdict(acl, control, &events, pair.cpu, fatal);
     assert_eq!(sync_stream(acl, pair.core, LONG_MS), ACL_SUCCESS);
     assert_eq!(
         from_device(acl, header_at, header.len()),
         Ok(header.clone())
     );
+    let error = Record::Error {
+        code: RuntimeCode::ScopeDeadlock,
+        source: RecordSource::Header,
+        payload_len: 64,
+    };
+    let record = decode_record(&read_record(acl, region), 7);
     assert_eq!(
-        decode_record(&read_record(acl, region), 7),
-        Record::Error {
-            code: RuntimeCode::ScopeDeadlock,
-            source: RecordSource::Header,
-            payload_len: 64,
-        },
+        record, error,
         "the record, not the event, says the run failed"
     );
     destroy_all(acl, &[], &[], &[region, header_at]);
@@ -213,35 +180,23 @@ fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synch
  {
     let (_guard, acl, control) = session();
     set_op_timeout_ms(acl, 20);
+    let (core, cpu) = (ENGINE_AICORE, ENGINE_AICPU);
     for (outcome, engine, code) in [
-        (
-            Outcome::Exception,
-            ENGINE_AICORE,
-            ACL_ERROR_RT_AICORE_EXCEPTION,
-        ),
-        (
-            Outcome::Exception,
-            ENGINE_AICPU,
-            ACL_ERROR_RT_AICPU_EXCEPTION,
-        ),
-        (Outcome::Hang, ENGINE_AICORE, ACL_ERROR_RT_AICORE_TIMEOUT),
-        (Outcome::Hang, ENGINE_AICPU, ACL_ERROR_RT_AICPU_TIMEOUT),
+        (Outcome::Exception, core, ACL_ERROR_RT_AICORE_EXCEPTION),
+        (Outcome::Exception, cpu, ACL_ERROR_RT_AICPU_EXCEPTION),
+        (Outcome::Hang, core, ACL_ERROR_RT_AICORE_TIMEOUT),
+        (Outcome::Hang, cpu, ACL_ERROR_RT_AICPU_TIMEOUT),
     ] {
         let (stream, event) = stream_and_event(acl);
-        control
-            .launch_run(&RunKernel {
-                outcome,
-                ..RunKernel::new(stream, engine)
-            })
-            .expect("launch");
+        launch_ending(control, stream, engine, outcome).expect("launch");
         record(acl, event, stream);
         assert_completion_is_not_the_verdict(acl, control, &[event], stream, code);
         destroy_all(acl, &[stream], &[event], &[]);
     }
     // A kernel longer than the op timeout is killed too.
     for (engine, code) in [
-        (ENGINE_AICORE, ACL_ERROR_RT_AICORE_TIMEOUT),
-        (ENGINE_AICPU, ACL_ERROR_RT_AICPU_TIMEOUT),
+        (core, ACL_ERROR_RT_AICORE_TIMEOUT),
+        (cpu, ACL_ERROR_RT_AICPU_TIMEOUT),
     ] {
         let stream = create_stream(acl);
         launch(control, stream, engine, 60_000).expect("launch");
@@ -259,18 +214,9 @@ fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run(
     let [timing, dev, pinned] = [malloc(acl, 16), malloc(acl, 4), malloc_host(acl, 4)];
     // SAFETY: 4 bytes from aclrtMallocHost, written before the copy is queued.
     unsafe { pinned.cast::<[u8; 4]>().write([6, 7, 8, 9]) };
-    let faulted = RunKernel::new(stream, ENGINE_AICORE);
-    let faulted = RunKernel {
-        outcome: Outcome::Exception,
-        ..faulted
-    };
-    control.launch_run(&faulted).expect("faulted kernel");
-    let duration = Duration::from_millis(1);
-    let behind = RunKernel {
-        timing,
-        duration,
-        ..RunKernel::new(stream, ENGINE_AICORE)
-    };
+    launch_ending(control, stream, ENGINE_AICORE, Outcome::Exception).expect("faulted kernel");
+    let mut behind = RunKernel::new(stream, ENGINE_AICORE);
+    (behind.timing, behind.duration) = (timing, Duration::from_millis(1));
     control.launch_run(&behind).expect("the kernel behind it");
     let h2d = ACL_MEMCPY_HOST_TO_DEVICE;
     assert_eq!(copy_async(acl, [dev, pinned], 4, h2d, stream), ACL_SUCCESS);
@@ -327,15 +273,9 @@ fn the_sticky_code_stays_until_the_stream_is_destroyed_or_the_device_force_reset
         ACL_SUCCESS,
         "a new stream is clean"
     );
-    let faulted = RunKernel::new(fresh, ENGINE_AICORE);
-    let faulted = RunKernel {
-        outcome: Outcome::Exception,
-        ..faulted
-    };
-    control.launch_run(&faulted).expect("launch");
+    launch_ending(control, fresh, ENGINE_AICORE, Outcome::Exception).expect("launch");
     assert_eq!(sync_stream(acl, fresh, LONG_MS), exception);
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     let after = create_stream(acl);
     assert_eq!(sync_stream(acl, after, LONG_MS), ACL_SUCCESS);
     assert_eq!(destroy_stream(acl, after), ACL_SUCCESS);
@@ -348,12 +288,8 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
     let timing = malloc(acl, 16);
-    let duration = Duration::from_millis(20);
-    let kernel = RunKernel {
-        timing,
-        duration,
-        ..RunKernel::new(stream, ENGINE_AICPU)
-    };
+    let mut kernel = RunKernel::new(stream, ENGINE_AICPU);
+    (kernel.timing, kernel.duration) = (timing, Duration::from_millis(20));
     control.launch_run(&kernel).expect("launch");
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_ne!(
@@ -370,11 +306,7 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
     assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
     // Another thread bound to the device synchronizes; the last error is that thread's.
     let faulted = create_stream(acl);
-    let kernel = RunKernel {
-        outcome: Outcome::Exception,
-        ..RunKernel::new(faulted, ENGINE_AICPU)
-    };
-    control.launch_run(&kernel).expect("launch");
+    launch_ending(control, faulted, ENGINE_AICPU, Outcome::Exception).expect("launch");
     let raw = faulted as usize;
     let (code, peeked) = std::thread::scope(|s| {
         s.spawn(|| {
@@ -456,12 +388,7 @@ fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_50789
     let (stream, event) = stream_and_event(acl);
     let healthy = create_stream(acl);
     let [dev, pinned] = [malloc(acl, 4), malloc_host(acl, 4)];
-    let kernel = RunKernel {
-        outcome: Outcome::Exception,
-        ..RunKernel::new(stream, ENGINE_AICORE)
-    };
-    control
-        .launch_run(&kernel)
+    launch_ending(control, stream, ENGINE_AICORE, Outcome::Exception)
         .expect("accepted: no code is sticky yet");
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
@@ -490,17 +417,12 @@ fn op_timeout_codes(acl: &Acl, control: &Control, place: OpTimeoutCodeOn) -> (Ac
         .set_semantics(Semantics::OpTimeoutCodeOn(place))
         .expect("switch");
     let pair = Pair::new(acl);
-    pair.launch(
-        acl,
-        control,
-        RunKernel {
-            outcome: Outcome::Hang,
-            ..RunKernel::default()
-        },
-        RunKernel::default(),
-        handshake(3),
-        9,
-    );
+    let hung = RunKernel::new(std::ptr::null_mut(), ENGINE_AICORE);
+    let hung = RunKernel {
+        outcome: Outcome::Hang,
+        ..hung
+    };
+    pair.launch(acl, control, [hung, RunKernel::default()], handshake(3), 9);
     assert_eq!(sync(acl, pair.boundary, LONG_MS), ACL_SUCCESS);
     let codes = (
         sync_stream(acl, pair.core, LONG_MS),
@@ -563,10 +485,8 @@ fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
         .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
         .expect("rule");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    let kernel = RunKernel {
-        timing,
-        ..RunKernel::new(stream, ENGINE_AICORE)
-    };
+    let mut kernel = RunKernel::new(stream, ENGINE_AICORE);
+    kernel.timing = timing;
     control.launch_run(&kernel).expect("launch");
     record(acl, event, stream);
     let fault = ACL_ERROR_RT_AICORE_EXCEPTION;
@@ -625,47 +545,28 @@ fn a_bad_record_address_a_zero_epoch_or_a_second_kernel_of_one_engine_fails_the_
     let small = malloc(acl, 16);
     let region = record_region(acl);
     let code = |kernel: RunKernel<'_>| launch_code(control.launch_run(&kernel));
-    let cpu = RunKernel {
-        epoch: 1,
-        ..RunKernel::new(stream, ENGINE_AICPU)
+    // An AICPU kernel with `record` and `epoch` (and `handshake`: in a run).
+    let cpu = |record, epoch, handshake| {
+        let mut kernel = RunKernel::new(stream, ENGINE_AICPU);
+        (kernel.record, kernel.epoch, kernel.handshake) = (record, epoch, handshake);
+        kernel
     };
-    let invalid = ACL_ERROR_RT_PARAM_INVALID;
+    let (invalid, alone) = (ACL_ERROR_RT_PARAM_INVALID, std::ptr::null_mut());
     assert_eq!(
-        code(RunKernel {
-            record: small,
-            ..cpu
-        }),
+        code(cpu(small, 1, alone)),
         invalid,
         "16 bytes cannot hold 280"
     );
-    assert_eq!(
-        code(RunKernel {
-            record: 0x40_usize as *mut c_void,
-            ..cpu
-        }),
-        invalid
-    );
-    let zero = RunKernel {
-        record: region,
-        epoch: 0,
-        ..cpu
-    };
-    assert_eq!(code(zero), invalid, "no run has epoch 0");
-    let in_run = RunKernel {
-        record: region,
-        epoch: 5,
-        handshake: handshake(8),
-        ..cpu
-    };
+    assert_eq!(code(cpu(0x40_usize as *mut c_void, 1, alone)), invalid);
+    assert_eq!(code(cpu(region, 0, alone)), invalid, "no run has epoch 0");
+    let in_run = cpu(region, 5, handshake(8));
     assert_eq!(code(in_run), ACL_SUCCESS);
     assert_eq!(code(in_run), invalid, "one AICPU kernel per run");
-    assert_eq!(
-        code(RunKernel {
-            engine: ENGINE_AICORE,
-            ..in_run
-        }),
-        ACL_SUCCESS
-    );
+    let core = RunKernel {
+        engine: ENGINE_AICORE,
+        ..in_run
+    };
+    assert_eq!(code(core), ACL_SUCCESS);
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_eq!(decode_record(&read_record(acl, region), 5), Record::Ok);
     assert_eq!(control.counters().expect("counters").launches, 2);
@@ -704,29 +605,18 @@ fn destroy_streams(acl: &Acl, streams: impl IntoIterator<Item = AclrtStream>) {
 #[test]
 fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_where_switched() {
     let (_guard, acl, control) = session();
-    // The default: the numbers before a reset never come back.
-    let (_, before) = two_numbered(acl);
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
-    let (streams, after) = two_numbered(acl);
-    assert!(
-        after.iter().all(|n| !before.contains(n)),
-        "default numbering: {before:?} then {after:?}"
-    );
-    destroy_streams(acl, streams);
-    // Switched on device 0: every good reset restarts at 1.
+    // Switched on device 0 (after two streams): every good reset restarts at 1.
+    two_numbered(acl);
     control
         .device(0)
         .set_semantics(Semantics::ResetRestartsStreamNumbering(true))
         .expect("the switch");
     let (_, counting) = two_numbered(acl);
     assert!(counting.iter().all(|n| *n > 2), "no restart before a reset");
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     let (_, first) = two_numbered(acl);
     assert_eq!(first, [1, 2], "restarted at the reset");
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     let (streams, second) = two_numbered(acl);
     assert_eq!(
         second, first,
@@ -745,8 +635,7 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
     bind(acl, 1);
     let (streams, one_before) = two_numbered(acl);
     destroy_streams(acl, streams);
-    assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
-    bind(acl, 1);
+    reset_and_bind(acl, 1);
     let (streams, one_after) = two_numbered(acl);
     assert!(one_after.iter().all(|n| !one_before.contains(n)));
     destroy_streams(acl, streams);
@@ -763,8 +652,7 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
     control.reset().expect("reset");
     bind(acl, 0);
     let (_, fresh) = two_numbered(acl);
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     let (streams, kept) = two_numbered(acl);
     assert!(
         kept.iter().all(|n| !fresh.contains(n)),

@@ -164,8 +164,7 @@ fn handles_are_unique_across_devices_and_a_reset_never_reuses_one() {
         live.push((id, stream, event));
     }
     let (_, old_stream, old_event) = live[3];
-    assert_eq!(force_reset(acl, 3), ACL_SUCCESS);
-    bind(acl, 3);
+    reset_and_bind(acl, 3);
     let fresh = create_stream(acl);
     assert!(seen.insert(fresh as usize), "a new handle after the reset");
     assert_eq!(destroy_stream(acl, old_stream), ACL_ERROR_RT_INVALID_HANDLE);
@@ -547,8 +546,7 @@ fn one_op_timeout_serves_every_device_and_any_thread_sets_it_bound_or_not() {
     destroy_all(acl, &[on_1], &[pending], &[]);
     // A force reset keeps it; the whole-fake reset restores the 1091 s default.
     set_op_timeout_ms(acl, 20);
-    assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
-    bind(acl, 1);
+    reset_and_bind(acl, 1);
     let after = create_stream(acl);
     launch_hang(control, after);
     assert_eq!(

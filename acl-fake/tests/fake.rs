@@ -654,8 +654,7 @@ fn a_copy_rule_fails_the_copy_on_its_stream_and_bad_rules_are_refused() {
 fn a_force_reset_reclaims_pinned_host_memory() {
     let (_guard, acl, control) = session();
     let pinned = malloc_host(acl, 16);
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     assert_eq!(free_host(acl, pinned), ACL_ERROR_RT_PARAM_INVALID, "stale");
     let c = control.counters().expect("counters");
     assert_eq!((c.host_frees, c.host_allocations_reclaimed), (0, 1));

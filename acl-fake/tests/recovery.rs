@@ -119,8 +119,7 @@ fn device_and_pinned_host_addresses_are_never_handed_out_again_after_a_free_or_a
         let d = malloc(acl, 64);
         let h = malloc_host(acl, 64);
         assert!(device.insert(d as usize) && host.insert(h as usize));
-        assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-        bind(acl, 0);
+        reset_and_bind(acl, 0);
         assert_eq!(
             free(acl, d),
             ACL_ERROR_RT_PARAM_INVALID,
@@ -154,8 +153,7 @@ fn stream_ids_are_small_unique_per_device_and_a_dead_stream_is_107017() {
     assert_eq!(id_of(std::ptr::null_mut()).0, ACL_ERROR_INVALID_PARAM);
     assert_eq!(destroy_stream(acl, b), ACL_SUCCESS);
     assert_eq!(id_of(b).0, ACL_ERROR_RT_INVALID_HANDLE);
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     assert_eq!(
         id_of(a).0,
         ACL_ERROR_RT_INVALID_HANDLE,

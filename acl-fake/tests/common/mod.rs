@@ -222,6 +222,17 @@ pub fn launch_writing(
     control.launch(stream, engine, duration, Outcome::Ok, timing, header, bytes)
 }
 
+/// A kernel alone (no run) on `stream` ending `outcome`, through `runlanefake_launch_run`.
+pub fn launch_ending(
+    control: &Control,
+    stream: AclrtStream,
+    engine: u32,
+    outcome: Outcome,
+) -> Result<(), run_lane_fake_ascendcl::ControlError> {
+    let kernel = run_lane_fake_ascendcl::RunKernel::new(stream, engine);
+    control.launch_run(&run_lane_fake_ascendcl::RunKernel { outcome, ..kernel })
+}
+
 /// A launch's ACL code (0 on success).
 pub fn launch_code(result: Result<(), run_lane_fake_ascendcl::ControlError>) -> AclError {
     match result {
@@ -339,6 +350,16 @@ pub fn bind(acl: &Acl, device_id: i32) {
 pub fn force_reset(acl: &Acl, device_id: i32) -> AclError {
     // SAFETY: plain value.
     unsafe { acl.aclrtResetDeviceForce(device_id) }
+}
+
+/// Force-resets `device_id` and binds the calling thread to it again (asserting both).
+pub fn reset_and_bind(acl: &Acl, device_id: i32) {
+    assert_eq!(
+        force_reset(acl, device_id),
+        ACL_SUCCESS,
+        "reset {device_id}"
+    );
+    bind(acl, device_id);
 }
 
 /// `aclrtSynchronizeStreamWithTimeout`'s code: the stream's sticky code once its tasks ran.
