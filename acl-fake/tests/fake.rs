@@ -485,17 +485,6 @@ fn a_force_reset_kills_everything_on_its_device_and_unbinds_the_threads_bound_to
 }
 
 #[test]
-fn counters_expose_a_leak() {
-    let (_guard, acl, control) = session();
-    let dev = malloc(acl, 8);
-    let counters = control.counters().expect("counters");
-    assert_eq!((counters.mallocs, counters.live_allocations), (1, 1));
-    assert!(!counters.balanced());
-    assert_eq!(free(acl, dev), ACL_SUCCESS);
-    assert_balanced(control);
-}
-
-#[test]
 fn a_stream_wait_holds_later_tasks_and_an_aborted_capture_is_sticky_on_the_waiter() {
     let (_guard, acl, control) = session();
     let (a, on_a) = stream_and_event(acl);
