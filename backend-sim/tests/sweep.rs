@@ -28,7 +28,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 #[test]
-fn a_tiny_sweep_runs_both_arms_and_its_model_columns_are_consistent() {
+fn a_tiny_sweep_runs_every_arm_and_its_model_columns_are_consistent() {
     let s = tiny(Vec::new());
     assert_eq!(s.points.len(), 2);
     let m = s.model;
@@ -56,8 +56,32 @@ fn a_tiny_sweep_runs_both_arms_and_its_model_columns_are_consistent() {
             assert!(close(arm.runs_per_s, 1e9 / arm.period_ns));
             assert!((0.0..=1.0).contains(&arm.utilisation), "{arm:?}");
         }
+        // The offloaded arm has its own model columns.
+        assert_eq!(
+            p.model_offloaded_period_ns,
+            (p.d_ns + m.g3_ns)
+                .max(m.l_ns)
+                .max(m.w_ns)
+                .max(m.c_ns)
+                .max(m.v_ns)
+        );
+        assert!(close(
+            p.offloaded_of_model,
+            p.offloaded.runs_per_s / p.model_offloaded_runs_per_s
+        ));
+        assert!(close(
+            p.offloaded_ratio,
+            p.offloaded.runs_per_s / p.depth_one.runs_per_s
+        ));
+        // Prepare and finalise ran on the workers, not the lane thread.
+        assert!(p.offloaded.worker_busy_per_run_ns >= (m.prepare_ns + m.finalise_ns) as f64);
+        assert!(p.offloaded.host_busy_per_run_ns < p.queued.host_busy_per_run_ns);
     }
     assert!(s.points[0].host_bound && !s.points[1].host_bound);
+    // Two workers, a window of two: 90 us of worker time and two 5 us wake-ups per run over
+    // two workers.
+    assert_eq!(m.workers_period_ns(), 50_000);
+    assert_eq!(m.w_ns, m.workers_period_ns());
 }
 
 #[test]
@@ -214,37 +238,6 @@ fn jitter_only_lowers_the_expected_queued_throughput_where_host_and_device_cross
         p.queued.runs_per_s >= p.model_queued_jitter_runs_per_s * 0.99,
         "{p:?}"
     );
-}
-
-#[test]
-fn the_offloaded_arm_has_its_own_model_columns() {
-    let s = tiny(Vec::new());
-    let m = s.model;
-    for p in &s.points {
-        assert_eq!(
-            p.model_offloaded_period_ns,
-            (p.d_ns + m.g3_ns)
-                .max(m.l_ns)
-                .max(m.w_ns)
-                .max(m.c_ns)
-                .max(m.v_ns)
-        );
-        assert!(close(
-            p.offloaded_of_model,
-            p.offloaded.runs_per_s / p.model_offloaded_runs_per_s
-        ));
-        assert!(close(
-            p.offloaded_ratio,
-            p.offloaded.runs_per_s / p.depth_one.runs_per_s
-        ));
-        // Prepare and finalise ran on the workers, not the lane thread.
-        assert!(p.offloaded.worker_busy_per_run_ns >= (m.prepare_ns + m.finalise_ns) as f64);
-        assert!(p.offloaded.host_busy_per_run_ns < p.queued.host_busy_per_run_ns);
-    }
-    // Two workers, a window of two: 90 us of worker time and two 5 us wake-ups per run over
-    // two workers.
-    assert_eq!(m.workers_period_ns(), 50_000);
-    assert_eq!(m.w_ns, m.workers_period_ns());
 }
 
 #[test]
