@@ -239,7 +239,9 @@ fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run(
         "the first fault stays"
     );
     assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
-    destroy_all(acl, &[stream, other], &[event], &[timing, dev]);
+    assert_eq!(destroy_stream(acl, other), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
+    destroy_all(acl, &[], &[], &[timing, dev]);
     assert_balanced(control);
 }
 
@@ -375,7 +377,8 @@ fn null_handles_and_out_pointers_get_100000() {
     let err = launch(control, null_stream, ENGINE_AICORE, 0).expect_err("NULL stream");
     assert!(err.to_string().contains("100000"), "{err}");
     assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
-    destroy_all(acl, &[stream], &[event], &[dev]);
+    destroy_both(acl, stream, event);
+    assert_eq!(free(acl, dev), ACL_SUCCESS);
     assert_balanced(control);
 }
 

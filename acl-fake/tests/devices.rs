@@ -216,10 +216,12 @@ fn a_handle_of_another_device_is_refused_with_the_closest_acl_code_and_stays_usa
     assert_eq!(to_device(acl, p0, &[7; 16]), ACL_SUCCESS);
     record_and_wait(acl, e0, s0);
     assert_eq!(from_device(acl, p0, 16), Ok(vec![7; 16]));
-    destroy_all(acl, &[s0], &[e0], &[p0]);
+    destroy_both(acl, s0, e0);
+    assert_eq!(free(acl, p0), ACL_SUCCESS);
     assert_eq!(free_host(acl, h0), ACL_SUCCESS);
     bind(acl, 1);
-    destroy_all(acl, &[s1], &[e1], &[p1]);
+    destroy_both(acl, s1, e1);
+    assert_eq!(free(acl, p1), ACL_SUCCESS);
     assert_all_balanced(control);
 }
 
@@ -254,7 +256,8 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
             .expect("launch on device 0");
         record_and_wait(acl, event_at(e0), stream_at(s0));
         assert_eq!(from_device(acl, p0 as *const _, 8), Ok(vec![5; 8]));
-        destroy_all(acl, &[stream_at(s0)], &[event_at(e0)], &[p0 as *mut _]);
+        destroy_both(acl, stream_at(s0), event_at(e0));
+        assert_eq!(free(acl, p0 as *mut _), ACL_SUCCESS);
     });
     // Device 1's lane thread must bind again, and its old handles are dead.
     lane_1.run(move |acl, _| {
@@ -379,7 +382,8 @@ fn a_second_thread_waits_on_an_event_while_the_first_launches_and_records_others
             "a later wait too"
         );
     });
-    destroy_all(acl, &[busy], &[awaited, other], &[]);
+    destroy_both(acl, busy, awaited);
+    assert_eq!(destroy_event(acl, other), ACL_SUCCESS);
     assert_all_balanced(control);
 }
 
@@ -471,7 +475,8 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     destroy_all(acl, &[on_1, fresh], &[event_1], &[buffers_1[0], dev_1b]);
     assert_eq!(free_host(acl, buffers_1[1]), ACL_SUCCESS);
     bind(acl, 0);
-    destroy_all(acl, &[stream], &[event], &[buffers[0], more]);
+    destroy_both(acl, stream, event);
+    destroy_all(acl, &[], &[], &[buffers[0], more]);
     assert_eq!(free_host(acl, buffers[1]), ACL_SUCCESS);
     assert_all_balanced(control);
 }
