@@ -13,8 +13,9 @@ use ascend_cl_sys::Acl;
 use ascend_cl_sys::types::*;
 use common::*;
 use run_lane_fake_ascendcl::{
-    Control, ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn, Outcome, RunKernel,
-    SWITCH_LEGACY_EVENT_FAULTS, SWITCH_RESET_RESTARTS_STREAM_NUMBERING, Semantics,
+    Control, DeviceControl, ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn,
+    Outcome, RunKernel, SWITCH_LEGACY_EVENT_FAULTS, SWITCH_RESET_RESTARTS_STREAM_NUMBERING,
+    Semantics,
 };
 use status_latch::{
     HeaderLayout, RECORD_BYTES, Record, RecordSource, RuntimeCode, Status, decode_record,
@@ -70,41 +71,29 @@ impl Pair {
         &self,
         acl: &Acl,
         control: &Control,
-        core: RunKernel<'_>,
-        cpu: RunKernel<'_>,
+        [mut core, mut cpu]: [RunKernel<'_>; 2],
         handshake: *mut c_void,
         epoch: u64,
     ) {
-        control
-            .launch_run(&RunKernel {
-                stream: self.core,
-                engine: ENGINE_AICORE,
-                handshake,
-                epoch,
-                ..core
-            })
-            .expect("AICore launch");
+        (core.stream, core.engine) = (self.core, ENGINE_AICORE);
+        (cpu.stream, cpu.engine) = (self.cpu, ENGINE_AICPU);
+        for kernel in [&mut core, &mut cpu] {
+            (kernel.handshake, kernel.epoch) = (handshake, epoch);
+        }
+        control.launch_run(&core).expect("AICore launch");
         record(acl, self.core_done, self.core);
-        control
-            .launch_run(&RunKernel {
-                stream: self.cpu,
-                engine: ENGINE_AICPU,
-                handshake,
-                epoch,
-                ..cpu
-            })
-            .expect("AICPU launch");
+        control.launch_run(&cpu).expect("AICPU launch");
         assert_eq!(stream_wait(acl, self.cpu, self.core_done), ACL_SUCCESS);
         record(acl, self.boundary, self.cpu);
     }
 
     fn destroy(self, acl: &Acl) {
-        for stream in [self.core, self.cpu] {
-            assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
-        }
-        for event in [self.core_done, self.boundary] {
-            assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
-        }
+        destroy_all(
+            acl,
+            &[self.core, self.cpu],
+            &[self.core_done, self.boundary],
+            &[],
+        );
     }
 }
 
@@ -122,39 +111,33 @@ fn assert_completion_is_not_the_verdict(
     stream: AclrtStream,
     code: AclError,
 ) {
+    let complete = Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE);
     for &event in events {
         assert_eq!(
             sync(acl, event, LONG_MS),
             ACL_SUCCESS,
             "the event wait is 0"
         );
-        assert_eq!(
-            query(acl, event),
-            Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE),
-            "the query says complete"
-        );
+        assert_eq!(query(acl, event), complete, "the query says complete");
     }
+    let (peek, get) = (|| control.peek_at_last_error(), || control.get_last_error());
+    assert_eq!(peek(), ACL_SUCCESS, "peek is 0 before a sync");
+    let zero = sync_stream(acl, stream, 0);
     assert_eq!(
-        control.peek_at_last_error(),
-        ACL_SUCCESS,
-        "peek is 0 before a sync"
-    );
-    assert_eq!(
-        sync_stream(acl, stream, 0),
-        ACL_ERROR_RT_PARAM_INVALID,
+        zero, ACL_ERROR_RT_PARAM_INVALID,
         "a zero timeout is refused"
     );
-    assert_eq!(control.get_last_error(), ACL_ERROR_RT_PARAM_INVALID);
-    assert_eq!(control.peek_at_last_error(), ACL_SUCCESS, "get cleared it");
+    assert_eq!(get(), ACL_ERROR_RT_PARAM_INVALID);
+    assert_eq!(peek(), ACL_SUCCESS, "get cleared it");
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
         code,
         "the sync materializes it"
     );
-    assert_eq!(control.peek_at_last_error(), code, "peek after the sync");
-    assert_eq!(control.peek_at_last_error(), code, "peek does not clear");
-    assert_eq!(control.get_last_error(), code);
-    assert_eq!(control.peek_at_last_error(), ACL_SUCCESS, "get clears");
+    assert_eq!(peek(), code, "peek after the sync");
+    assert_eq!(peek(), code, "peek does not clear");
+    assert_eq!(get(), code);
+    assert_eq!(peek(), ACL_SUCCESS, "get clears");
 }
 
 #[test]
@@ -162,49 +145,32 @@ fn after_a_fatal_status_run_events_complete_and_only_the_stream_synchronize_repo
     let (_guard, acl, control) = session();
     let pair = Pair::new(acl);
     let region = record_region(acl);
-    let header = latched_header(
-        HeaderLayout::TensormapAndRingbuffer,
-        RuntimeCode::ScopeDeadlock,
-    );
+    let layout = HeaderLayout::TensormapAndRingbuffer;
+    let header = latched_header(layout, RuntimeCode::ScopeDeadlock);
     let header_at = malloc(acl, header.len());
-    pair.launch(
-        acl,
-        control,
-        RunKernel::default(),
-        RunKernel {
-            outcome: Outcome::Latch,
-            header: header_at,
-            header_bytes: &header,
-            record: region,
-            ..RunKernel::default()
-        },
-        handshake(1),
-        7,
-    );
-    assert_completion_is_not_the_verdict(
-        acl,
-        control,
-        &[pair.core_done, pair.boundary],
-        pair.cpu,
-        ACL_ERROR_RT_AICPU_EXCEPTION,
-    );
+    let mut cpu = RunKernel::default();
+    (cpu.outcome, cpu.header, cpu.header_bytes, cpu.record) =
+        (Outcome::Latch, header_at, &header, region);
+    pair.launch(acl, control, [RunKernel::default(), cpu], handshake(1), 7);
+    let events = [pair.core_done, pair.boundary];
+    let fatal = ACL_ERROR_RT_AICPU_EXCEPTION;
+    assert_completion_is_not_the_verdict(acl, control, &events, pair.cpu, fatal);
     assert_eq!(sync_stream(acl, pair.core, LONG_MS), ACL_SUCCESS);
     assert_eq!(
         from_device(acl, header_at, header.len()),
         Ok(header.clone())
     );
+    let error = Record::Error {
+        code: RuntimeCode::ScopeDeadlock,
+        source: RecordSource::Header,
+        payload_len: 64,
+    };
+    let record = decode_record(&read_record(acl, region), 7);
     assert_eq!(
-        decode_record(&read_record(acl, region), 7),
-        Record::Error {
-            code: RuntimeCode::ScopeDeadlock,
-            source: RecordSource::Header,
-            payload_len: 64,
-        },
+        record, error,
         "the record, not the event, says the run failed"
     );
-    for ptr in [region, header_at] {
-        assert_eq!(free(acl, ptr), ACL_SUCCESS);
-    }
+    destroy_all(acl, &[], &[], &[region, header_at]);
     pair.destroy(acl);
     assert_balanced(control);
 }
@@ -214,36 +180,23 @@ fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synch
  {
     let (_guard, acl, control) = session();
     set_op_timeout_ms(acl, 20);
+    let (core, cpu) = (ENGINE_AICORE, ENGINE_AICPU);
     for (outcome, engine, code) in [
-        (
-            Outcome::Exception,
-            ENGINE_AICORE,
-            ACL_ERROR_RT_AICORE_EXCEPTION,
-        ),
-        (
-            Outcome::Exception,
-            ENGINE_AICPU,
-            ACL_ERROR_RT_AICPU_EXCEPTION,
-        ),
-        (Outcome::Hang, ENGINE_AICORE, ACL_ERROR_RT_AICORE_TIMEOUT),
-        (Outcome::Hang, ENGINE_AICPU, ACL_ERROR_RT_AICPU_TIMEOUT),
+        (Outcome::Exception, core, ACL_ERROR_RT_AICORE_EXCEPTION),
+        (Outcome::Exception, cpu, ACL_ERROR_RT_AICPU_EXCEPTION),
+        (Outcome::Hang, core, ACL_ERROR_RT_AICORE_TIMEOUT),
+        (Outcome::Hang, cpu, ACL_ERROR_RT_AICPU_TIMEOUT),
     ] {
         let (stream, event) = stream_and_event(acl);
-        control
-            .launch_run(&RunKernel {
-                outcome,
-                ..RunKernel::new(stream, engine)
-            })
-            .expect("launch");
+        launch_ending(control, stream, engine, outcome).expect("launch");
         record(acl, event, stream);
         assert_completion_is_not_the_verdict(acl, control, &[event], stream, code);
-        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
-        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+        destroy_all(acl, &[stream], &[event], &[]);
     }
     // A kernel longer than the op timeout is killed too.
     for (engine, code) in [
-        (ENGINE_AICORE, ACL_ERROR_RT_AICORE_TIMEOUT),
-        (ENGINE_AICPU, ACL_ERROR_RT_AICPU_TIMEOUT),
+        (core, ACL_ERROR_RT_AICORE_TIMEOUT),
+        (cpu, ACL_ERROR_RT_AICPU_TIMEOUT),
     ] {
         let stream = create_stream(acl);
         launch(control, stream, engine, 60_000).expect("launch");
@@ -256,39 +209,24 @@ fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synch
 #[test]
 fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run() {
     let (_guard, acl, control) = session();
-    let stream = create_stream(acl);
+    let (stream, event) = stream_and_event(acl);
     let other = create_stream(acl);
-    let event = create_event(acl);
-    let timing = malloc(acl, 16);
-    let dev = malloc(acl, 4);
-    let pinned = malloc_host(acl, 4);
+    let [timing, dev, pinned] = [malloc(acl, 16), malloc(acl, 4), malloc_host(acl, 4)];
     // SAFETY: 4 bytes from aclrtMallocHost, written before the copy is queued.
     unsafe { pinned.cast::<[u8; 4]>().write([6, 7, 8, 9]) };
-    control
-        .launch_run(&RunKernel {
-            outcome: Outcome::Exception,
-            ..RunKernel::new(stream, ENGINE_AICORE)
-        })
-        .expect("faulted kernel");
-    control
-        .launch_run(&RunKernel {
-            timing,
-            duration: Duration::from_millis(1),
-            ..RunKernel::new(stream, ENGINE_AICORE)
-        })
-        .expect("the kernel behind it");
-    assert_eq!(
-        // SAFETY: `pinned` is 4 bytes from aclrtMallocHost, freed after the stream synchronize.
-        unsafe { acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, stream) },
-        ACL_SUCCESS
-    );
+    launch_ending(control, stream, ENGINE_AICORE, Outcome::Exception).expect("faulted kernel");
+    let mut behind = RunKernel::new(stream, ENGINE_AICORE);
+    (behind.timing, behind.duration) = (timing, Duration::from_millis(1));
+    control.launch_run(&behind).expect("the kernel behind it");
+    let h2d = ACL_MEMCPY_HOST_TO_DEVICE;
+    assert_eq!(copy_async(acl, [dev, pinned], 4, h2d, stream), ACL_SUCCESS);
     record(acl, event, other);
     assert_eq!(stream_wait(acl, stream, event), ACL_SUCCESS);
     record_and_wait(acl, event, stream);
-    let words = from_device(acl, timing, 16).expect("timing");
+    let (start, end) = timing_of(acl, timing);
     assert!(
-        words[..8] != [0; 8] && words[8..] != [0; 8],
-        "the kernel behind the fault ran and wrote its timing: {words:?}"
+        start != 0 && end != 0,
+        "the kernel behind the fault ran: {start} {end}"
     );
     assert_eq!(
         from_device(acl, dev, 4),
@@ -300,15 +238,10 @@ fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run(
         ACL_ERROR_RT_AICORE_EXCEPTION,
         "the first fault stays"
     );
-    // SAFETY: from aclrtMallocHost; nothing is queued any more.
-    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
-    for ptr in [timing, dev] {
-        assert_eq!(free(acl, ptr), ACL_SUCCESS);
-    }
-    for s in [stream, other] {
-        assert_eq!(destroy_stream(acl, s), ACL_SUCCESS);
-    }
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
+    assert_eq!(destroy_stream(acl, other), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
+    destroy_all(acl, &[], &[], &[timing, dev]);
     assert_balanced(control);
 }
 
@@ -316,20 +249,18 @@ fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run(
 fn the_sticky_code_stays_until_the_stream_is_destroyed_or_the_device_force_reset() {
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
+    let exception = ACL_ERROR_RT_AICORE_EXCEPTION;
     control
         .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
         .expect("rule");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
     for _ in 0..2 {
-        assert_eq!(
-            sync_stream(acl, stream, LONG_MS),
-            ACL_ERROR_RT_AICORE_EXCEPTION
-        );
+        assert_eq!(sync_stream(acl, stream, LONG_MS), exception);
     }
     launch(control, stream, ENGINE_AICORE, 0).expect("a clean kernel behind it");
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION,
+        exception,
         "a clean task does not clear it"
     );
     assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
@@ -344,18 +275,9 @@ fn the_sticky_code_stays_until_the_stream_is_destroyed_or_the_device_force_reset
         ACL_SUCCESS,
         "a new stream is clean"
     );
-    control
-        .launch_run(&RunKernel {
-            outcome: Outcome::Exception,
-            ..RunKernel::new(fresh, ENGINE_AICORE)
-        })
-        .expect("launch");
-    assert_eq!(
-        sync_stream(acl, fresh, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION
-    );
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    launch_ending(control, fresh, ENGINE_AICORE, Outcome::Exception).expect("launch");
+    assert_eq!(sync_stream(acl, fresh, LONG_MS), exception);
+    reset_and_bind(acl, 0);
     let after = create_stream(acl);
     assert_eq!(sync_stream(acl, after, LONG_MS), ACL_SUCCESS);
     assert_eq!(destroy_stream(acl, after), ACL_SUCCESS);
@@ -368,17 +290,13 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
     let timing = malloc(acl, 16);
-    control
-        .launch_run(&RunKernel {
-            timing,
-            duration: Duration::from_millis(20),
-            ..RunKernel::new(stream, ENGINE_AICPU)
-        })
-        .expect("launch");
+    let mut kernel = RunKernel::new(stream, ENGINE_AICPU);
+    (kernel.timing, kernel.duration) = (timing, Duration::from_millis(20));
+    control.launch_run(&kernel).expect("launch");
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_ne!(
-        from_device(acl, timing, 16).expect("timing")[8..],
-        [0; 8],
+        timing_of(acl, timing).1,
+        0,
         "the kernel ended before the synchronize returned"
     );
     launch_hang(control, stream);
@@ -390,12 +308,7 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
     assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
     // Another thread bound to the device synchronizes; the last error is that thread's.
     let faulted = create_stream(acl);
-    control
-        .launch_run(&RunKernel {
-            outcome: Outcome::Exception,
-            ..RunKernel::new(faulted, ENGINE_AICPU)
-        })
-        .expect("launch");
+    launch_ending(control, faulted, ENGINE_AICPU, Outcome::Exception).expect("launch");
     let raw = faulted as usize;
     let (code, peeked) = std::thread::scope(|s| {
         s.spawn(|| {
@@ -422,111 +335,50 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
         sync_stream(acl, faulted, LONG_MS),
         ACL_ERROR_RT_AICPU_EXCEPTION
     );
-    assert_eq!(destroy_stream_force(acl, faulted), ACL_SUCCESS);
-    assert_eq!(free(acl, timing), ACL_SUCCESS);
+    destroy_all(acl, &[faulted], &[], &[timing]);
     assert_balanced(control);
     control.reset().expect("reset");
     assert_eq!(control.peek_at_last_error(), ACL_SUCCESS);
 }
 
 #[test]
-fn null_handles_and_out_pointers_get_100000_and_a_wait_on_a_non_sync_event_207000() {
+fn null_handles_and_out_pointers_get_100000() {
     let (_guard, acl, control) = session();
-    let null_stream: AclrtStream = std::ptr::null_mut();
-    let null_event: AclrtEvent = std::ptr::null_mut();
+    let (null_stream, null_event) = (std::ptr::null_mut(), std::ptr::null_mut());
+    let null_out: *mut c_void = std::ptr::null_mut();
     let (stream, event) = stream_and_event(acl);
-    let dev = malloc(acl, 4);
-    let pinned = malloc_host(acl, 4);
-    // SAFETY: NULL handles are refused before any use; the buffers are live.
-    unsafe {
-        assert_eq!(
+    let [dev, pinned] = [malloc(acl, 4), malloc_host(acl, 4)];
+    // SAFETY: NULL handles and out-pointers are refused before any use; the buffers are live.
+    let codes = unsafe {
+        [
             acl.aclrtRecordEvent(event, null_stream),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtRecordEvent(null_event, stream),
-            ACL_ERROR_INVALID_PARAM
-        );
-        let mut status = 0;
-        assert_eq!(
-            acl.aclrtQueryEventStatus(null_event, &mut status),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
+            acl.aclrtQueryEventStatus(null_event, &mut 0),
+            acl.aclrtQueryEventStatus(event, null_out.cast()),
             acl.aclrtSynchronizeEventWithTimeout(null_event, LONG_MS),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtStreamWaitEvent(null_stream, event),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtStreamWaitEvent(stream, null_event),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(acl.aclrtDestroyEvent(null_event), ACL_ERROR_INVALID_PARAM);
-        assert_eq!(acl.aclrtDestroyStream(null_stream), ACL_ERROR_INVALID_PARAM);
-        assert_eq!(
+            acl.aclrtDestroyEvent(null_event),
+            acl.aclrtDestroyStream(null_stream),
             acl.aclrtDestroyStreamForce(null_stream),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, null_stream),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
             acl.aclrtSynchronizeStreamWithTimeout(null_stream, LONG_MS),
-            ACL_ERROR_INVALID_PARAM
-        );
-        assert_eq!(
-            acl.aclrtSetOpExecuteTimeOutV2(1_000, std::ptr::null_mut()),
-            ACL_ERROR_INVALID_PARAM
-        );
+            acl.aclrtSetOpExecuteTimeOutV2(1_000, null_out.cast()),
+            acl.aclrtCreateStreamWithConfig(null_out.cast(), 0, 0),
+            acl.aclrtCreateEventExWithFlag(null_out.cast(), ACL_EVENT_SYNC),
+            acl.aclrtMalloc(null_out.cast(), 8, 0),
+            acl.aclrtMallocHost(null_out.cast(), 8),
+            acl.aclrtFreeHost(null_out),
+        ]
+    };
+    for (i, code) in codes.into_iter().enumerate() {
+        assert_eq!(code, ACL_ERROR_INVALID_PARAM, "call {i}");
     }
     let err = launch(control, null_stream, ENGINE_AICORE, 0).expect_err("NULL stream");
     assert!(err.to_string().contains("100000"), "{err}");
-    let mut timeline: AclrtEvent = std::ptr::null_mut();
-    assert_eq!(
-        // SAFETY: a writable handle slot.
-        unsafe { acl.aclrtCreateEventExWithFlag(&mut timeline, ACL_EVENT_TIME_LINE) },
-        ACL_SUCCESS
-    );
-    assert_eq!(
-        stream_wait(acl, stream, timeline),
-        ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-    );
-    // SAFETY: from aclrtMallocHost; nothing was queued.
-    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
+    assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
+    destroy_both(acl, stream, event);
     assert_eq!(free(acl, dev), ACL_SUCCESS);
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    for e in [event, timeline] {
-        assert_eq!(destroy_event(acl, e), ACL_SUCCESS);
-    }
-    assert_balanced(control);
-}
-
-#[test]
-fn an_op_timeout_of_zero_is_the_maximum_and_a_hang_is_never_killed() {
-    let (_guard, acl, control) = session();
-    let mut actual = 0;
-    assert_eq!(
-        // SAFETY: `actual` is writable.
-        unsafe { acl.aclrtSetOpExecuteTimeOutV2(0, &mut actual) },
-        ACL_SUCCESS
-    );
-    assert_eq!(actual, u64::MAX, "the maximum");
-    let (stream, event) = stream_and_event(acl);
-    launch_hang(control, stream);
-    // A long kernel is not killed either.
-    launch(control, stream, ENGINE_AICORE, 1).expect("launch");
-    record(acl, event, stream);
-    assert_eq!(
-        sync(acl, event, 200),
-        ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
-        "still hanging"
-    );
-    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
     assert_balanced(control);
 }
 
@@ -536,16 +388,10 @@ fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_50789
     control
         .set_semantics(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused))
         .expect("switch");
-    let stream = create_stream(acl);
+    let (stream, event) = stream_and_event(acl);
     let healthy = create_stream(acl);
-    let event = create_event(acl);
-    let dev = malloc(acl, 4);
-    let pinned = malloc_host(acl, 4);
-    control
-        .launch_run(&RunKernel {
-            outcome: Outcome::Exception,
-            ..RunKernel::new(stream, ENGINE_AICORE)
-        })
+    let [dev, pinned] = [malloc(acl, 4), malloc_host(acl, 4)];
+    launch_ending(control, stream, ENGINE_AICORE, Outcome::Exception)
         .expect("accepted: no code is sticky yet");
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
@@ -553,36 +399,17 @@ fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_50789
     );
     let err = launch(control, stream, ENGINE_AICORE, 0).expect_err("refused");
     assert!(err.to_string().contains("507899"), "{err}");
+    let refused = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
+    assert_eq!(try_record(acl, event, stream), refused);
+    assert_eq!(stream_wait(acl, stream, event), refused);
     assert_eq!(
-        // SAFETY: handles from the fake.
-        unsafe { acl.aclrtRecordEvent(event, stream) },
-        ACL_ERROR_RT_DRV_INTERNAL_ERROR
-    );
-    assert_eq!(
-        stream_wait(acl, stream, event),
-        ACL_ERROR_RT_DRV_INTERNAL_ERROR
-    );
-    assert_eq!(
-        // SAFETY: refused before any access.
-        unsafe { acl.aclrtMemcpyAsync(dev, 4, pinned, 4, ACL_MEMCPY_HOST_TO_DEVICE, stream) },
-        ACL_ERROR_RT_DRV_INTERNAL_ERROR
+        copy_async(acl, [dev, pinned], 4, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+        refused
     );
     launch(control, healthy, ENGINE_AICORE, 0).expect("a clean stream accepts");
     record(acl, event, healthy);
-    // The default accepts (and runs) them.
-    control.reset().expect("reset");
-    bind(acl, 0);
-    let stream = create_stream(acl);
-    control
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
-    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION
-    );
-    launch(control, stream, ENGINE_AICORE, 0).expect("accepted by default");
-    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
+    assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
+    destroy_all(acl, &[stream, healthy], &[event], &[dev]);
     assert_balanced(control);
 }
 
@@ -593,17 +420,12 @@ fn op_timeout_codes(acl: &Acl, control: &Control, place: OpTimeoutCodeOn) -> (Ac
         .set_semantics(Semantics::OpTimeoutCodeOn(place))
         .expect("switch");
     let pair = Pair::new(acl);
-    pair.launch(
-        acl,
-        control,
-        RunKernel {
-            outcome: Outcome::Hang,
-            ..RunKernel::default()
-        },
-        RunKernel::default(),
-        handshake(3),
-        9,
-    );
+    let hung = RunKernel::new(std::ptr::null_mut(), ENGINE_AICORE);
+    let hung = RunKernel {
+        outcome: Outcome::Hang,
+        ..hung
+    };
+    pair.launch(acl, control, [hung, RunKernel::default()], handshake(3), 9);
     assert_eq!(sync(acl, pair.boundary, LONG_MS), ACL_SUCCESS);
     let codes = (
         sync_stream(acl, pair.core, LONG_MS),
@@ -639,6 +461,21 @@ fn op_timeout_code_on_places_a_killed_kernels_code_on_its_own_its_partners_or_bo
     assert_balanced(control);
 }
 
+/// Launches an AICore kernel that a kernel rule of `on` faults, on a new stream of the
+/// current device, and records an event behind it: the stream and the event.
+fn faulted_behind_a_rule(
+    acl: &Acl,
+    control: &Control,
+    on: &DeviceControl<'_>,
+) -> (AclrtStream, AclrtEvent) {
+    let (stream, event) = stream_and_event(acl);
+    on.fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
+        .expect("rule");
+    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
+    record(acl, event, stream);
+    (stream, event)
+}
+
 #[test]
 fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
     let (_guard, acl, control) = session();
@@ -651,58 +488,38 @@ fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
         .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
         .expect("rule");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    control
-        .launch_run(&RunKernel {
-            timing,
-            ..RunKernel::new(stream, ENGINE_AICORE)
-        })
-        .expect("launch");
+    let mut kernel = RunKernel::new(stream, ENGINE_AICORE);
+    kernel.timing = timing;
+    control.launch_run(&kernel).expect("launch");
     record(acl, event, stream);
-    assert_eq!(sync(acl, event, LONG_MS), ACL_ERROR_RT_AICORE_EXCEPTION);
-    assert_eq!(query(acl, event), Err(ACL_ERROR_RT_AICORE_EXCEPTION));
+    let fault = ACL_ERROR_RT_AICORE_EXCEPTION;
+    assert_eq!(sync(acl, event, LONG_MS), fault);
+    assert_eq!(query(acl, event), Err(fault));
+    assert_eq!(sync_stream(acl, stream, LONG_MS), fault);
     assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION
-    );
-    assert_eq!(
-        from_device(acl, timing, 16),
-        Ok(vec![0; 16]),
+        timing_of(acl, timing),
+        (0, 0),
         "nothing ran after the fault"
     );
-    assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
-    assert_eq!(free(acl, timing), ACL_SUCCESS);
+    destroy_all(acl, &[stream], &[event], &[timing]);
     assert_balanced(control);
 }
 
 #[test]
 fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
     let (_guard, acl, control) = session();
-    let err = control
-        .device(0)
-        .set_semantics(Semantics::LegacyEventFaults(true));
-    assert!(err.is_ok());
+    let legacy = Semantics::LegacyEventFaults(true);
+    control.device(0).set_semantics(legacy).expect("switch");
     // Only device 0 has it: device 1 keeps the default.
     bind(acl, 1);
-    let (stream, event) = stream_and_event(acl);
-    control
-        .device(1)
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
-    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    record(acl, event, stream);
+    let (stream, event) = faulted_behind_a_rule(acl, control, &control.device(1));
     assert_eq!(
         sync(acl, event, LONG_MS),
         ACL_SUCCESS,
         "device 1: real semantics"
     );
     destroy_both(acl, stream, event);
-    assert!(
-        control
-            .device(64)
-            .set_semantics(Semantics::LegacyEventFaults(true))
-            .is_err()
-    );
+    assert!(control.device(64).set_semantics(legacy).is_err());
     // Unknown switches and values are refused (the typed call cannot make them).
     assert!(
         control
@@ -710,19 +527,11 @@ fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
             .is_err()
     );
     assert!(control.set_semantics_raw(99, 0).is_err());
-    assert_eq!(
-        Semantics::LegacyEventFaults(true).raw(),
-        (SWITCH_LEGACY_EVENT_FAULTS, 1)
-    );
+    assert_eq!(legacy.raw(), (SWITCH_LEGACY_EVENT_FAULTS, 1));
     // The reset restores device 0's default.
     control.reset().expect("reset");
     bind(acl, 0);
-    let (stream, event) = stream_and_event(acl);
-    control
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
-    launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    record(acl, event, stream);
+    let (stream, event) = faulted_behind_a_rule(acl, control, &control.device(0));
     assert_eq!(
         sync(acl, event, LONG_MS),
         ACL_SUCCESS,
@@ -738,63 +547,33 @@ fn a_bad_record_address_a_zero_epoch_or_a_second_kernel_of_one_engine_fails_the_
     let stream = create_stream(acl);
     let small = malloc(acl, 16);
     let region = record_region(acl);
-    let code = |kernel: RunKernel<'_>| match control.launch_run(&kernel) {
-        Ok(()) => ACL_SUCCESS,
-        Err(run_lane_fake_ascendcl::ControlError::Call { code, .. }) => code,
-        Err(e) => panic!("{e}"),
+    let code = |kernel: RunKernel<'_>| launch_code(control.launch_run(&kernel));
+    // An AICPU kernel with `record` and `epoch` (and `handshake`: in a run).
+    let cpu = |record, epoch, handshake| {
+        let mut kernel = RunKernel::new(stream, ENGINE_AICPU);
+        (kernel.record, kernel.epoch, kernel.handshake) = (record, epoch, handshake);
+        kernel
     };
-    let cpu = RunKernel::new(stream, ENGINE_AICPU);
+    let (invalid, alone) = (ACL_ERROR_RT_PARAM_INVALID, std::ptr::null_mut());
     assert_eq!(
-        code(RunKernel {
-            record: small,
-            epoch: 1,
-            ..cpu
-        }),
-        ACL_ERROR_RT_PARAM_INVALID,
+        code(cpu(small, 1, alone)),
+        invalid,
         "16 bytes cannot hold 280"
     );
-    assert_eq!(
-        code(RunKernel {
-            record: 0x40_usize as *mut c_void,
-            epoch: 1,
-            ..cpu
-        }),
-        ACL_ERROR_RT_PARAM_INVALID
-    );
-    assert_eq!(
-        code(RunKernel {
-            record: region,
-            epoch: 0,
-            ..cpu
-        }),
-        ACL_ERROR_RT_PARAM_INVALID,
-        "no run has epoch 0"
-    );
-    let in_run = RunKernel {
-        record: region,
-        epoch: 5,
-        handshake: handshake(8),
-        ..cpu
-    };
+    assert_eq!(code(cpu(0x40_usize as *mut c_void, 1, alone)), invalid);
+    assert_eq!(code(cpu(region, 0, alone)), invalid, "no run has epoch 0");
+    let in_run = cpu(region, 5, handshake(8));
     assert_eq!(code(in_run), ACL_SUCCESS);
-    assert_eq!(
-        code(in_run),
-        ACL_ERROR_RT_PARAM_INVALID,
-        "one AICPU kernel per run"
-    );
-    assert_eq!(
-        code(RunKernel {
-            engine: ENGINE_AICORE,
-            ..in_run
-        }),
-        ACL_SUCCESS
-    );
+    assert_eq!(code(in_run), invalid, "one AICPU kernel per run");
+    let core = RunKernel {
+        engine: ENGINE_AICORE,
+        ..in_run
+    };
+    assert_eq!(code(core), ACL_SUCCESS);
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_eq!(decode_record(&read_record(acl, region), 5), Record::Ok);
     assert_eq!(control.counters().expect("counters").launches, 2);
-    for ptr in [small, region] {
-        assert_eq!(free(acl, ptr), ACL_SUCCESS);
-    }
+    destroy_all(acl, &[], &[], &[small, region]);
     assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
     assert_balanced(control);
 }
@@ -815,7 +594,7 @@ fn two_numbered(acl: &Acl) -> ([AclrtStream; 2], [i32; 2]) {
 }
 
 /// Destroys each of `streams`.
-fn destroy_all(acl: &Acl, streams: impl IntoIterator<Item = AclrtStream>) {
+fn destroy_streams(acl: &Acl, streams: impl IntoIterator<Item = AclrtStream>) {
     for stream in streams {
         assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
     }
@@ -829,29 +608,18 @@ fn destroy_all(acl: &Acl, streams: impl IntoIterator<Item = AclrtStream>) {
 #[test]
 fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_where_switched() {
     let (_guard, acl, control) = session();
-    // The default: the numbers before a reset never come back.
-    let (_, before) = two_numbered(acl);
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
-    let (streams, after) = two_numbered(acl);
-    assert!(
-        after.iter().all(|n| !before.contains(n)),
-        "default numbering: {before:?} then {after:?}"
-    );
-    destroy_all(acl, streams);
-    // Switched on device 0: every good reset restarts at 1.
+    // Switched on device 0 (after two streams): every good reset restarts at 1.
+    two_numbered(acl);
     control
         .device(0)
         .set_semantics(Semantics::ResetRestartsStreamNumbering(true))
         .expect("the switch");
     let (_, counting) = two_numbered(acl);
     assert!(counting.iter().all(|n| *n > 2), "no restart before a reset");
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     let (_, first) = two_numbered(acl);
     assert_eq!(first, [1, 2], "restarted at the reset");
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     let (streams, second) = two_numbered(acl);
     assert_eq!(
         second, first,
@@ -865,16 +633,15 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
     assert_eq!(force_reset(acl, 0), CODE_FAULT);
     let (more, next) = two_numbered(acl);
     assert_eq!(next, [3, 4], "still counting after a failed reset");
-    destroy_all(acl, streams.into_iter().chain(more));
+    destroy_streams(acl, streams.into_iter().chain(more));
     // Device 1 keeps the default.
     bind(acl, 1);
     let (streams, one_before) = two_numbered(acl);
-    destroy_all(acl, streams);
-    assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
-    bind(acl, 1);
+    destroy_streams(acl, streams);
+    reset_and_bind(acl, 1);
     let (streams, one_after) = two_numbered(acl);
     assert!(one_after.iter().all(|n| !one_before.contains(n)));
-    destroy_all(acl, streams);
+    destroy_streams(acl, streams);
     assert_eq!(
         Semantics::ResetRestartsStreamNumbering(true).raw(),
         (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 1)
@@ -888,13 +655,12 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
     control.reset().expect("reset");
     bind(acl, 0);
     let (_, fresh) = two_numbered(acl);
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     let (streams, kept) = two_numbered(acl);
     assert!(
         kept.iter().all(|n| !fresh.contains(n)),
         "{fresh:?} then {kept:?}"
     );
-    destroy_all(acl, streams);
+    destroy_streams(acl, streams);
     assert_all_balanced(control);
 }

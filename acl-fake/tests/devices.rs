@@ -14,13 +14,12 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use ascend_cl_sys::Acl;
 use ascend_cl_sys::types::*;
 use common::*;
 use run_lane_fake_ascendcl::{
-    Control, ControlError, DEFAULT_DEVICE_COUNT, ENGINE_AICORE, ENGINE_ANY, MAX_DEVICES, Outcome,
+    Control, DEFAULT_DEVICE_COUNT, ENGINE_AICORE, ENGINE_ANY, FakeCounters, MAX_DEVICES, Outcome,
     RESET_UNDER_WAIT,
 };
 
@@ -87,14 +86,6 @@ fn event_at(raw: usize) -> AclrtEvent {
     raw as AclrtEvent
 }
 
-fn launch_code(result: Result<(), ControlError>) -> AclError {
-    match result {
-        Ok(()) => ACL_SUCCESS,
-        Err(ControlError::Call { code, .. }) => code,
-        Err(other) => panic!("{other}"),
-    }
-}
-
 #[test]
 fn sixteen_devices_are_served_by_default_ids_0_to_15_bind_and_16_is_refused() {
     let (_guard, acl, control) = session();
@@ -104,20 +95,15 @@ fn sixteen_devices_are_served_by_default_ids_0_to_15_bind_and_16_is_refused() {
         bind(acl, id);
         let stream = create_stream(acl);
         assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS, "device {id}");
+        let counters = control.device(id).counters().expect("counters");
         assert_eq!(
-            control
-                .device(id)
-                .counters()
-                .expect("counters")
-                .streams_created,
-            1,
+            counters.streams_created, 1,
             "device {id} counted its own stream"
         );
     }
     for id in [16, 17, -1] {
         assert_eq!(
-            // SAFETY: plain value.
-            unsafe { acl.aclrtSetDevice(id) },
+            set_device(acl, id),
             ACL_ERROR_RT_INVALID_DEVICEID,
             "set device {id}"
         );
@@ -150,9 +136,14 @@ fn a_thread_has_one_current_device_and_binding_another_switches_it() {
         ACL_ERROR_RT_STREAM_CONTEXT,
         "the thread now acts on device 1"
     );
-    let c0 = control.device(0).counters().expect("counters");
-    let c1 = control.device(1).counters().expect("counters");
-    assert_eq!((c0.live_streams, c1.live_streams), (1, 1));
+    let live = |id: i32| {
+        control
+            .device(id)
+            .counters()
+            .expect("counters")
+            .live_streams
+    };
+    assert_eq!((live(0), live(1)), (1, 1));
     bind(acl, 0);
     assert_eq!(destroy_stream(acl, on_0), ACL_SUCCESS);
     assert_eq!(destroy_stream(acl, on_1), ACL_ERROR_RT_STREAM_CONTEXT);
@@ -173,17 +164,13 @@ fn handles_are_unique_across_devices_and_a_reset_never_reuses_one() {
         live.push((id, stream, event));
     }
     let (_, old_stream, old_event) = live[3];
-    assert_eq!(force_reset(acl, 3), ACL_SUCCESS);
-    bind(acl, 3);
+    reset_and_bind(acl, 3);
     let fresh = create_stream(acl);
     assert!(seen.insert(fresh as usize), "a new handle after the reset");
     assert_eq!(destroy_stream(acl, old_stream), ACL_ERROR_RT_INVALID_HANDLE);
     assert_eq!(destroy_event(acl, old_event), ACL_ERROR_RT_INVALID_HANDLE);
     assert_eq!(destroy_stream(acl, fresh), ACL_SUCCESS);
-    for (id, stream, event) in live {
-        if id == 3 {
-            continue;
-        }
+    for (id, stream, event) in live.into_iter().filter(|(id, ..)| *id != 3) {
         bind(acl, id);
         destroy_both(acl, stream, event);
     }
@@ -193,56 +180,37 @@ fn handles_are_unique_across_devices_and_a_reset_never_reuses_one() {
 #[test]
 fn a_handle_of_another_device_is_refused_with_the_closest_acl_code_and_stays_usable_on_its_own() {
     let (_guard, acl, control) = session();
-    let s0 = create_stream(acl);
-    let e0 = create_event(acl);
-    let p0 = malloc(acl, 16);
-    let h0 = malloc_host(acl, 16);
+    let (s0, e0) = stream_and_event(acl);
+    let [p0, h0] = [malloc(acl, 16), malloc_host(acl, 16)];
     bind(acl, 1);
-    let s1 = create_stream(acl);
-    let e1 = create_event(acl);
+    let (s1, e1) = stream_and_event(acl);
     let p1 = malloc(acl, 16);
     // A stream of device 0: "stream not in the current context".
+    let context = ACL_ERROR_RT_STREAM_CONTEXT;
+    assert_eq!(try_record(acl, e1, s0), context);
+    assert_eq!(destroy_stream(acl, s0), context);
+    assert_eq!(destroy_stream_force(acl, s0), context);
+    assert_eq!(stream_wait(acl, s0, e1), context);
+    assert_eq!(launch_code(launch(control, s0, ENGINE_AICORE, 0)), context);
+    // Device memory of this device and a stream of another: refused first.
     assert_eq!(
-        // SAFETY: handles from the fake.
-        unsafe { acl.aclrtRecordEvent(e1, s0) },
-        ACL_ERROR_RT_STREAM_CONTEXT
-    );
-    assert_eq!(destroy_stream(acl, s0), ACL_ERROR_RT_STREAM_CONTEXT);
-    assert_eq!(destroy_stream_force(acl, s0), ACL_ERROR_RT_STREAM_CONTEXT);
-    assert_eq!(stream_wait(acl, s0, e1), ACL_ERROR_RT_STREAM_CONTEXT);
-    assert_eq!(
-        launch_code(launch(control, s0, ENGINE_AICORE, 0)),
-        ACL_ERROR_RT_STREAM_CONTEXT
-    );
-    assert_eq!(
-        // SAFETY: device memory of this device and a stream of another; refused first.
-        unsafe { acl.aclrtMemcpyAsync(p1, 16, p1, 16, ACL_MEMCPY_DEVICE_TO_DEVICE, s0) },
-        ACL_ERROR_RT_STREAM_CONTEXT
+        copy_async(acl, [p1, p1], 16, ACL_MEMCPY_DEVICE_TO_DEVICE, s0),
+        context
     );
     // An event of device 0 is no handle of this context.
-    assert_eq!(
-        // SAFETY: handles from the fake.
-        unsafe { acl.aclrtRecordEvent(e0, s1) },
-        ACL_ERROR_RT_INVALID_HANDLE
-    );
-    assert_eq!(query(acl, e0), Err(ACL_ERROR_RT_INVALID_HANDLE));
-    assert_eq!(sync(acl, e0, LONG_MS), ACL_ERROR_RT_INVALID_HANDLE);
-    assert_eq!(stream_wait(acl, s1, e0), ACL_ERROR_RT_INVALID_HANDLE);
-    assert_eq!(destroy_event(acl, e0), ACL_ERROR_RT_INVALID_HANDLE);
+    let invalid = ACL_ERROR_RT_INVALID_HANDLE;
+    assert_eq!(try_record(acl, e0, s1), invalid);
+    assert_eq!(query(acl, e0), Err(invalid));
+    assert_eq!(sync(acl, e0, LONG_MS), invalid);
+    assert_eq!(stream_wait(acl, s1, e0), invalid);
+    assert_eq!(destroy_event(acl, e0), invalid);
     // Memory of device 0 is not in this device's table: a bad address.
     assert_eq!(to_device(acl, p0, &[1; 16]), ACL_ERROR_RT_PARAM_INVALID);
     assert_eq!(from_device(acl, p0, 16), Err(ACL_ERROR_RT_PARAM_INVALID));
     assert_eq!(free(acl, p0), ACL_ERROR_RT_PARAM_INVALID);
-    assert_eq!(
-        // SAFETY: a pinned allocation of another device; the fake looks it up and refuses.
-        unsafe { acl.aclrtFreeHost(h0) },
-        ACL_ERROR_RT_PARAM_INVALID
-    );
+    assert_eq!(free_host(acl, h0), ACL_ERROR_RT_PARAM_INVALID);
     // A value that was never a handle stays 107017, whichever device it seems to name.
-    assert_eq!(
-        destroy_stream(acl, 0x1010 as AclrtStream),
-        ACL_ERROR_RT_INVALID_HANDLE
-    );
+    assert_eq!(destroy_stream(acl, 0x1010 as AclrtStream), invalid);
     // Nothing was touched: everything of device 0 works there.
     bind(acl, 0);
     assert_eq!(to_device(acl, p0, &[7; 16]), ACL_SUCCESS);
@@ -250,8 +218,7 @@ fn a_handle_of_another_device_is_refused_with_the_closest_acl_code_and_stays_usa
     assert_eq!(from_device(acl, p0, 16), Ok(vec![7; 16]));
     destroy_both(acl, s0, e0);
     assert_eq!(free(acl, p0), ACL_SUCCESS);
-    // SAFETY: from aclrtMallocHost on this device.
-    assert_eq!(unsafe { acl.aclrtFreeHost(h0) }, ACL_SUCCESS);
+    assert_eq!(free_host(acl, h0), ACL_SUCCESS);
     bind(acl, 1);
     destroy_both(acl, s1, e1);
     assert_eq!(free(acl, p1), ACL_SUCCESS);
@@ -264,11 +231,8 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
     let lane_0 = BoundThread::on(0);
     let lane_1 = BoundThread::on(1);
     let (s0, e0, p0) = lane_0.run(|acl, _| {
-        (
-            create_stream(acl) as usize,
-            create_event(acl) as usize,
-            malloc(acl, 8) as usize,
-        )
+        let (stream, event) = stream_and_event(acl);
+        (stream as usize, event as usize, malloc(acl, 8) as usize)
     });
     let (s1, e1, p1) = lane_1.run(|acl, control| {
         let (stream, event) = stream_and_event(acl);
@@ -287,32 +251,17 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
     assert_eq!(reset, ACL_SUCCESS);
     // Device 0's lane thread is still bound and its handles live: no new aclrtSetDevice.
     lane_0.run(move |acl, control| {
-        control
-            .launch(
-                stream_at(s0),
-                ENGINE_AICORE,
-                Duration::ZERO,
-                Outcome::Ok,
-                std::ptr::null_mut(),
-                p0 as *mut _,
-                &[5; 8],
-            )
+        let buffers = [std::ptr::null_mut(), p0 as *mut _];
+        launch_writing(control, stream_at(s0), ENGINE_AICORE, 0, buffers, &[5; 8])
             .expect("launch on device 0");
-        record(acl, event_at(e0), stream_at(s0));
-        assert_eq!(sync(acl, event_at(e0), LONG_MS), ACL_SUCCESS);
+        record_and_wait(acl, event_at(e0), stream_at(s0));
         assert_eq!(from_device(acl, p0 as *const _, 8), Ok(vec![5; 8]));
-        assert_eq!(destroy_stream(acl, stream_at(s0)), ACL_SUCCESS);
-        assert_eq!(destroy_event(acl, event_at(e0)), ACL_SUCCESS);
+        destroy_both(acl, stream_at(s0), event_at(e0));
         assert_eq!(free(acl, p0 as *mut _), ACL_SUCCESS);
     });
     // Device 1's lane thread must bind again, and its old handles are dead.
     lane_1.run(move |acl, _| {
-        let mut stream: AclrtStream = std::ptr::null_mut();
-        assert_eq!(
-            // SAFETY: a writable slot.
-            unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) },
-            ACL_ERROR_RT_CONTEXT_NULL
-        );
+        assert_eq!(try_create_stream(acl), ACL_ERROR_RT_CONTEXT_NULL);
         assert_eq!(
             destroy_stream_force(acl, stream_at(s1)),
             ACL_ERROR_RT_CONTEXT_NULL
@@ -336,15 +285,12 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
         (c0.force_resets, c0.streams_reclaimed, c0.events_reclaimed),
         (0, 0, 0)
     );
-    assert_eq!(
-        (
-            c1.force_resets,
-            c1.streams_reclaimed,
-            c1.events_reclaimed,
-            c1.allocations_reclaimed
-        ),
-        (1, 1, 1, 1)
+    let reclaimed = (
+        c1.streams_reclaimed,
+        c1.events_reclaimed,
+        c1.allocations_reclaimed,
     );
+    assert_eq!((c1.force_resets, reclaimed), (1, (1, 1, 1)));
     assert_all_balanced(control);
 }
 
@@ -352,13 +298,11 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
 fn a_force_reset_under_a_wait_is_counted_and_wakes_only_its_own_devices_waiter_with_the_use_after_free_code()
  {
     let (_guard, acl, control) = session_expecting_resets_under_wait();
-    let s0 = create_stream(acl);
-    let e0 = create_event(acl);
+    let (s0, e0) = stream_and_event(acl);
     launch_hang(control, s0);
     record(acl, e0, s0);
     bind(acl, 1);
-    let s1 = create_stream(acl);
-    let e1 = create_event(acl);
+    let (s1, e1) = stream_and_event(acl);
     launch_hang(control, s1);
     record(acl, e1, s1);
     let (e0, e1) = (e0 as usize, e1 as usize);
@@ -382,21 +326,14 @@ fn a_force_reset_under_a_wait_is_counted_and_wakes_only_its_own_devices_waiter_w
             "on real ACL this waiter reads the deleted device: the fake's distinctive code"
         );
         assert_eq!(control.resets_under_wait(), total_before + 1);
-        assert_eq!(
-            (
-                control
-                    .device(1)
-                    .counters()
-                    .expect("counters")
-                    .resets_under_wait,
-                control
-                    .device(0)
-                    .counters()
-                    .expect("counters")
-                    .resets_under_wait
-            ),
-            (1, 0)
-        );
+        let under_wait = |id: i32| {
+            control
+                .device(id)
+                .counters()
+                .expect("counters")
+                .resets_under_wait
+        };
+        assert_eq!((under_wait(1), under_wait(0)), (1, 0));
         assert_eq!(
             blocked_event_syncs(control, 0),
             1,
@@ -418,10 +355,8 @@ fn a_force_reset_under_a_wait_is_counted_and_wakes_only_its_own_devices_waiter_w
 fn a_second_thread_waits_on_an_event_while_the_first_launches_and_records_others_on_that_device() {
     let (_guard, acl, control) = session();
     bind(acl, 2);
-    let held = create_stream(acl);
-    let busy = create_stream(acl);
-    let awaited = create_event(acl);
-    let other = create_event(acl);
+    let (held, awaited) = stream_and_event(acl);
+    let (busy, other) = stream_and_event(acl);
     launch_hang(control, held);
     record(acl, awaited, held);
     let awaited_raw = awaited as usize;
@@ -495,17 +430,15 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     one.fault_kernel(Outcome::Exception, ENGINE_ANY, 0, 1, &[])
         .expect("rule");
     one.fault_copy(CODE_FAULT, 0, 1).expect("rule");
+    let h2d = |[dev, pinned]: [_; 2], stream| {
+        copy_async(acl, [dev, pinned], 8, ACL_MEMCPY_HOST_TO_DEVICE, stream)
+    };
     // Device 0: every call of the rules' kinds succeeds.
     bind(acl, 0);
     let (stream, event) = stream_and_event(acl);
-    let dev = malloc(acl, 8);
-    let pinned = malloc_host(acl, 8);
+    let buffers = [malloc(acl, 8), malloc_host(acl, 8)];
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
-    assert_eq!(
-        // SAFETY: 8 pinned bytes from aclrtMallocHost, freed after the sync.
-        unsafe { acl.aclrtMemcpyAsync(dev, 8, pinned, 8, ACL_MEMCPY_HOST_TO_DEVICE, stream) },
-        ACL_SUCCESS
-    );
+    assert_eq!(h2d(buffers, stream), ACL_SUCCESS);
     record(acl, event, stream);
     assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "no rule fired here");
     // The legacy functions are device 0's, and clearing device 0 leaves device 1's rules.
@@ -515,17 +448,10 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     control.clear_faults().expect("clear device 0");
     let more = malloc(acl, 8);
     // Device 1: each rule fires once, on its own device.
-    // SAFETY: plain value.
-    assert_eq!(unsafe { acl.aclrtSetDevice(1) }, OTHER_FAULT);
+    assert_eq!(set_device(acl, 1), OTHER_FAULT);
     bind(acl, 1);
-    let mut failed: AclrtStream = std::ptr::null_mut();
-    assert_eq!(
-        // SAFETY: a writable slot.
-        unsafe { acl.aclrtCreateStreamWithConfig(&mut failed, 0, 0) },
-        CODE_FAULT
-    );
-    let on_1 = create_stream(acl);
-    let event_1 = create_event(acl);
+    assert_eq!(try_create_stream(acl), CODE_FAULT);
+    let (on_1, event_1) = stream_and_event(acl);
     launch(control, on_1, ENGINE_AICORE, 0).expect("launch");
     record_and_wait(acl, event_1, on_1);
     assert_eq!(
@@ -533,13 +459,8 @@ fn fault_rules_of_one_device_never_fire_on_another() {
         ACL_ERROR_RT_AICORE_EXCEPTION
     );
     let fresh = create_stream(acl);
-    let dev_1 = malloc(acl, 8);
-    let pinned_1 = malloc_host(acl, 8);
-    assert_eq!(
-        // SAFETY: 8 pinned bytes from aclrtMallocHost, freed after the sync.
-        unsafe { acl.aclrtMemcpyAsync(dev_1, 8, pinned_1, 8, ACL_MEMCPY_HOST_TO_DEVICE, fresh) },
-        ACL_SUCCESS
-    );
+    let buffers_1 = [malloc(acl, 8), malloc_host(acl, 8)];
+    assert_eq!(h2d(buffers_1, fresh), ACL_SUCCESS);
     record_and_wait(acl, event_1, fresh);
     assert_eq!(
         sync_stream(acl, fresh, LONG_MS),
@@ -551,22 +472,12 @@ fn fault_rules_of_one_device_never_fire_on_another() {
         .expect("rule");
     one.clear_faults().expect("clear device 1");
     let dev_1b = malloc(acl, 8);
-    for ptr in [dev_1, dev_1b] {
-        assert_eq!(free(acl, ptr), ACL_SUCCESS);
-    }
-    // SAFETY: from aclrtMallocHost on this device; no copy is queued any more.
-    assert_eq!(unsafe { acl.aclrtFreeHost(pinned_1) }, ACL_SUCCESS);
-    for s in [on_1, fresh] {
-        assert_eq!(destroy_stream_force(acl, s), ACL_SUCCESS);
-    }
-    assert_eq!(destroy_event(acl, event_1), ACL_SUCCESS);
+    destroy_all(acl, &[on_1, fresh], &[event_1], &[buffers_1[0], dev_1b]);
+    assert_eq!(free_host(acl, buffers_1[1]), ACL_SUCCESS);
     bind(acl, 0);
-    for ptr in [dev, more] {
-        assert_eq!(free(acl, ptr), ACL_SUCCESS);
-    }
-    // SAFETY: from aclrtMallocHost on this device.
-    assert_eq!(unsafe { acl.aclrtFreeHost(pinned) }, ACL_SUCCESS);
     destroy_both(acl, stream, event);
+    destroy_all(acl, &[], &[], &[buffers[0], more]);
+    assert_eq!(free_host(acl, buffers[1]), ACL_SUCCESS);
     assert_all_balanced(control);
 }
 
@@ -585,16 +496,9 @@ fn counters_are_kept_per_device_and_the_legacy_counters_are_device_0s() {
         (c0.mallocs, c0.live_allocations, c0.force_resets),
         (1, 1, 0)
     );
-    assert_eq!(
-        (
-            c5.mallocs,
-            c5.allocations_reclaimed,
-            c5.streams_created,
-            c5.streams_reclaimed,
-            c5.force_resets
-        ),
-        (2, 2, 1, 1, 1)
-    );
+    let streams = (c5.streams_created, c5.streams_reclaimed);
+    let allocations = (c5.mallocs, c5.allocations_reclaimed);
+    assert_eq!((allocations, streams, c5.force_resets), ((2, 2), (1, 1), 1));
     assert!(c5.balanced() && !c0.balanced());
     let total = control.total_counters().expect("counters");
     assert_eq!((total.mallocs, total.live_allocations), (3, 1));
@@ -636,8 +540,7 @@ fn one_op_timeout_serves_every_device_and_any_thread_sets_it_bound_or_not() {
     .expect("thread");
     assert_eq!(unbound, (ACL_SUCCESS, u64::MAX), "0 is the maximum");
     bind(acl, 1);
-    let on_1 = create_stream(acl);
-    let pending = create_event(acl);
+    let (on_1, pending) = stream_and_event(acl);
     launch_hang(control, on_1);
     record(acl, pending, on_1);
     assert_eq!(
@@ -645,12 +548,10 @@ fn one_op_timeout_serves_every_device_and_any_thread_sets_it_bound_or_not() {
         ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
         "the unbound thread's 0 (never) replaced the 20 ms on device 1 too"
     );
-    assert_eq!(destroy_stream_force(acl, on_1), ACL_SUCCESS);
-    assert_eq!(destroy_event(acl, pending), ACL_SUCCESS);
+    destroy_all(acl, &[on_1], &[pending], &[]);
     // A force reset keeps it; the whole-fake reset restores the 1091 s default.
     set_op_timeout_ms(acl, 20);
-    assert_eq!(force_reset(acl, 1), ACL_SUCCESS);
-    bind(acl, 1);
+    reset_and_bind(acl, 1);
     let after = create_stream(acl);
     launch_hang(control, after);
     assert_eq!(
@@ -667,23 +568,18 @@ fn the_whole_fake_reset_unbinds_every_device_and_serves_sixteen_again() {
     control.set_device_count(4).expect("count");
     bind(acl, 3);
     let _stream = create_stream(acl);
-    control
-        .device(3)
+    let three = control.device(3);
+    three
         .fail_call("aclrtMalloc", CODE_FAULT, 0, 1)
         .expect("rule");
     control.reset().expect("reset");
     assert_eq!(acl.device_count(), Ok(16));
-    let mut stream: AclrtStream = std::ptr::null_mut();
     assert_eq!(
-        // SAFETY: a writable slot.
-        unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) },
+        try_create_stream(acl),
         ACL_ERROR_RT_CONTEXT_NULL,
         "the binding to device 3 is gone"
     );
-    assert_eq!(
-        control.device(3).counters().expect("counters"),
-        run_lane_fake_ascendcl::FakeCounters::ZERO
-    );
+    assert_eq!(three.counters().expect("counters"), FakeCounters::ZERO);
     bind(acl, 3);
     let ptr = malloc(acl, 8);
     assert_eq!(free(acl, ptr), ACL_SUCCESS, "the rule was dropped too");
@@ -701,18 +597,10 @@ fn sixteen_threads_each_on_its_own_device_work_at_once_and_resets_of_half_leave_
                 bind(acl, id);
                 let (stream, event) = stream_and_event(acl);
                 let header = malloc(acl, 4);
-                let round = |stream: AclrtStream, header: *mut core::ffi::c_void| {
+                let round = || {
                     let bytes = id.to_le_bytes();
-                    control
-                        .launch(
-                            stream,
-                            ENGINE_AICORE,
-                            Duration::ZERO,
-                            Outcome::Ok,
-                            std::ptr::null_mut(),
-                            header,
-                            &bytes,
-                        )
+                    let buffers = [std::ptr::null_mut(), header];
+                    launch_writing(control, stream, ENGINE_AICORE, 0, buffers, &bytes)
                         .expect("launch");
                     record(acl, event, stream);
                     assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "device {id}");
@@ -723,7 +611,7 @@ fn sixteen_threads_each_on_its_own_device_work_at_once_and_resets_of_half_leave_
                 // for good), and is raised after it.
                 let before = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     for _ in 0..3 {
-                        round(stream, header);
+                        round();
                     }
                     if odd {
                         assert_eq!(force_reset(acl, id), ACL_SUCCESS);
@@ -743,7 +631,7 @@ fn sixteen_threads_each_on_its_own_device_work_at_once_and_resets_of_half_leave_
                     bind(acl, id);
                     assert_eq!(destroy_event(acl, event), ACL_ERROR_RT_INVALID_HANDLE);
                 } else {
-                    round(stream, header);
+                    round();
                     destroy_both(acl, stream, event);
                     assert_eq!(free(acl, header), ACL_SUCCESS);
                 }

@@ -86,15 +86,13 @@ fn a_force_reset_with_no_thread_inside_a_wait_is_not_counted() {
     let (_guard, acl, control) = session();
     let total_before = control.resets_under_wait();
     let (stream, event) = stream_and_event(acl);
-    launch(control, stream, ENGINE_AICORE_ID, 0).expect("launch");
+    launch(control, stream, run_lane_fake_ascendcl::ENGINE_AICORE, 0).expect("launch");
     record_and_wait(acl, event, stream);
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
     assert_eq!(control.counters().expect("counters").resets_under_wait, 0);
     assert_eq!(control.resets_under_wait(), total_before);
 }
-
-const ENGINE_AICORE_ID: u32 = run_lane_fake_ascendcl::ENGINE_AICORE;
 
 #[test]
 fn device_and_pinned_host_addresses_are_never_handed_out_again_after_a_free_or_a_reset() {
@@ -113,15 +111,15 @@ fn device_and_pinned_host_addresses_are_never_handed_out_again_after_a_free_or_a
                 host.insert(h as usize),
                 "host address reused in round {round}"
             );
-            assert_eq!(free(acl, d), ACL_SUCCESS);
-            // SAFETY: a pinned pointer from the fake.
-            assert_eq!(unsafe { acl.aclrtFreeHost(h) }, ACL_SUCCESS);
+            assert_eq!(
+                (free(acl, d), free_host(acl, h)),
+                (ACL_SUCCESS, ACL_SUCCESS)
+            );
         }
         let d = malloc(acl, 64);
         let h = malloc_host(acl, 64);
         assert!(device.insert(d as usize) && host.insert(h as usize));
-        assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-        bind(acl, 0);
+        reset_and_bind(acl, 0);
         assert_eq!(
             free(acl, d),
             ACL_ERROR_RT_PARAM_INVALID,
@@ -155,8 +153,7 @@ fn stream_ids_are_small_unique_per_device_and_a_dead_stream_is_107017() {
     assert_eq!(id_of(std::ptr::null_mut()).0, ACL_ERROR_INVALID_PARAM);
     assert_eq!(destroy_stream(acl, b), ACL_SUCCESS);
     assert_eq!(id_of(b).0, ACL_ERROR_RT_INVALID_HANDLE);
-    assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    bind(acl, 0);
+    reset_and_bind(acl, 0);
     assert_eq!(
         id_of(a).0,
         ACL_ERROR_RT_INVALID_HANDLE,
@@ -238,6 +235,13 @@ fn take_seen() -> Vec<Seen> {
     )
 }
 
+/// Forgets what earlier tests' callbacks saw, then registers `callback`.
+fn register_afresh(callback: AclrtExceptionInfoCallback) {
+    take_seen();
+    CALLS.store(0, Ordering::Release);
+    register(callback);
+}
+
 fn wait_for_calls(n: u64) {
     wait_until("the notices delivered", || {
         CALLS.load(Ordering::Acquire) >= n
@@ -247,9 +251,7 @@ fn wait_for_calls(n: u64) {
 #[test]
 fn a_registered_callback_gets_the_device_stream_and_code_after_the_delay_on_another_thread() {
     let (_guard, _, control) = session();
-    take_seen();
-    CALLS.store(0, Ordering::Release);
-    register(Some(first_callback));
+    register_afresh(Some(first_callback));
     let raised = Instant::now();
     let delay = Duration::from_millis(150);
     control
@@ -271,9 +273,7 @@ fn a_registered_callback_gets_the_device_stream_and_code_after_the_delay_on_anot
 #[test]
 fn the_last_registration_wins_and_null_unregisters_so_the_notice_is_dropped() {
     let (_guard, _, control) = session();
-    take_seen();
-    CALLS.store(0, Ordering::Release);
-    register(Some(first_callback));
+    register_afresh(Some(first_callback));
     register(Some(second_callback));
     control
         .raise_notice(0, 7, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO)
@@ -299,9 +299,7 @@ fn the_last_registration_wins_and_null_unregisters_so_the_notice_is_dropped() {
 #[test]
 fn the_whole_fake_reset_cancels_notices_still_waiting_and_unregisters_the_callback() {
     let (_guard, _, control) = session();
-    take_seen();
-    CALLS.store(0, Ordering::Release);
-    register(Some(first_callback));
+    register_afresh(Some(first_callback));
     control
         .raise_notice(
             0,
@@ -377,9 +375,7 @@ fn notice_fate(control: &run_lane_fake_ascendcl::Control, before: (u64, u64)) ->
 #[test]
 fn by_default_a_force_reset_keeps_the_registered_exception_callback() {
     let (_guard, acl, control) = session();
-    take_seen();
-    CALLS.store(0, Ordering::Release);
-    register(Some(first_callback));
+    register_afresh(Some(first_callback));
     assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
     assert_eq!(
         notice_fate(control, (0, 0)),
@@ -393,13 +389,11 @@ fn by_default_a_force_reset_keeps_the_registered_exception_callback() {
 fn with_reset_drops_exception_callback_only_a_good_force_reset_of_a_switched_device_empties_the_slot()
  {
     let (_guard, acl, control) = session();
-    take_seen();
-    CALLS.store(0, Ordering::Release);
     control
         .device(0)
         .set_semantics(run_lane_fake_ascendcl::Semantics::ResetDropsExceptionCallback(true))
         .expect("the switch");
-    register(Some(first_callback));
+    register_afresh(Some(first_callback));
     // A reset of another device, whose switch is off, keeps it.
     bind(acl, 1);
     assert_eq!(force_reset(acl, 1), ACL_SUCCESS);

@@ -17,6 +17,11 @@ fn lane_sim(args: &[&str]) -> Output {
         .expect("lane-sim runs")
 }
 
+/// `lane-sim` with `args`, parsed.
+fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Cli, clap::Error> {
+    Cli::try_parse_from(std::iter::once("lane-sim").chain(args))
+}
+
 fn temp_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("lane-sim-test-{}-{name}", std::process::id()))
 }
@@ -156,53 +161,23 @@ fn the_default_command_prints_the_table_and_writes_the_trace() {
 
 #[test]
 fn the_reproduction_line_parses_back_to_the_same_simulation() {
-    let cli = Cli::try_parse_from([
-        "lane-sim",
-        "--seed",
-        "42",
-        "--profile",
-        "a5",
-        "--depth",
-        "2",
-        "--runs",
-        "17",
-        "--device-us",
-        "12.5",
-        "--jitter-pct",
-        "3",
-        "--publish-every",
-        "4",
-        "--diagnostics-after",
-        "2,5",
-        "--close-after",
-        "9",
-        "--fault",
-        "latch=1@run:3",
-        "--fault",
-        "hang@rate:0.01",
-        "--cost",
-        "prepare=61",
-        "--swarm",
-        "--liveness",
-    ])
-    .unwrap();
+    let args = "--seed 42 --profile a5 --depth 2 --runs 17 --device-us 12.5 --jitter-pct 3 \
+                --publish-every 4 --diagnostics-after 2,5 --close-after 9 --fault latch=1@run:3 \
+                --fault hang@rate:0.01 --cost prepare=61 --swarm --liveness";
+    let cli = parse(args.split_whitespace()).unwrap();
     let config = cli.sim.config().unwrap();
     let line = config.repro();
     let args = line
         .strip_prefix("cargo run --release -- ")
         .expect("a cargo run line");
-    let again = Cli::try_parse_from(std::iter::once("lane-sim").chain(args.split(' '))).unwrap();
+    let again = parse(args.split(' ')).unwrap();
     assert_eq!(again.sim.config().unwrap(), config, "{line}");
     assert_eq!(config.profile, ProfileName::A5);
 }
 
 #[test]
 fn bad_options_are_refused_by_the_parser_with_the_fix() {
-    let err = |args: &[&str]| {
-        Cli::try_parse_from(std::iter::once("lane-sim").chain(args.iter().copied()))
-            .unwrap_err()
-            .to_string()
-    };
+    let err = |args: &[&str]| parse(args.iter().copied()).unwrap_err().to_string();
     assert!(err(&["--profile", "a9"]).contains("possible values: a2a3, a5"));
     assert!(err(&["--fault", "melt"]).contains("unknown fault kind 'melt'; use one of"));
     assert!(err(&["--fault", "latch=0"]).contains("not a runtime latch code"));
@@ -214,8 +189,7 @@ fn bad_options_are_refused_by_the_parser_with_the_fix() {
 #[test]
 fn impossible_workloads_are_refused_with_the_fix() {
     let config_err = |args: &[&str]| {
-        let cli =
-            Cli::try_parse_from(std::iter::once("lane-sim").chain(args.iter().copied())).unwrap();
+        let cli = parse(args.iter().copied()).unwrap();
         match backend_sim::cli::execute(&cli) {
             Err(e) => {
                 assert_eq!(e.exit_code(), 2, "{e}");
@@ -295,16 +269,10 @@ fn check_skips_a_scenario_the_simulator_cannot_express_and_says_why() {
 
 #[test]
 fn swarm_mode_prints_the_fault_mix_before_running() {
-    let out = lane_sim(&[
-        "--swarm",
-        "--seed",
-        "5",
-        "--runs",
-        "20",
-        "--depth",
-        "2",
-        "--no-trace",
-    ]);
+    let args: Vec<_> = "--swarm --seed 5 --runs 20 --depth 2 --no-trace"
+        .split(' ')
+        .collect();
+    let out = lane_sim(&args);
     assert!(
         out.status.success(),
         "{}",

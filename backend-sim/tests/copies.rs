@@ -40,6 +40,15 @@ fn outcomes(copies: CopyPath, faults: &[&str]) -> (Vec<String>, u64) {
     (lines, report.faults_injected)
 }
 
+/// A simulated device whose runs take 100 us, without jitter.
+fn sim_device() -> SimDevice {
+    let times = RunTimes {
+        device_ns: 100_000,
+        jitter_ppm: 0,
+    };
+    SimDevice::new(Costs::default(), LAYOUT, 1, times)
+}
+
 fn cost(c: Cost) -> u64 {
     Costs::default().get(c)
 }
@@ -136,15 +145,7 @@ impl Observer for Events {
 #[test]
 fn a_failed_readback_enqueue_is_answered_at_the_status_read_as_status_read_failed_with_its_code() {
     let profile = config(CopyPath::OnStream, &[]).lane_profile().unwrap();
-    let mut device = SimDevice::new(
-        Costs::default(),
-        LAYOUT,
-        1,
-        RunTimes {
-            device_ns: 100_000,
-            jitter_ppm: 0,
-        },
-    );
+    let mut device = sim_device();
     device.install(FaultRule::parse("status-read=507899@run:1").unwrap());
     let mut driver = Driver::new(profile, device, SimRunner).with_observer(Events::default());
     driver.submit(RunRequest::default()).unwrap().unwrap();
@@ -167,15 +168,7 @@ fn a_failed_readback_enqueue_is_answered_at_the_status_read_as_status_read_faile
 
 #[test]
 fn a_passed_boundary_proves_the_readback_holds_the_runs_header() {
-    let mut d = SimDevice::new(
-        Costs::default(),
-        LAYOUT,
-        1,
-        RunTimes {
-            device_ns: 100_000,
-            jitter_ppm: 0,
-        },
-    );
+    let mut d = sim_device();
     let (aicpu, aicore) = (d.create_stream().unwrap(), d.create_stream().unwrap());
     let buffer = d.malloc(lane_driver::SLOT_BYTES).unwrap();
     let host = d.malloc_host(1200).unwrap();

@@ -71,6 +71,12 @@ fn pair(d: &mut SimDevice) -> (StreamHandle, StreamHandle) {
     (d.create_stream().unwrap(), d.create_stream().unwrap())
 }
 
+/// A fresh stream pair (AICPU, AICore) and the slots of runs 1 and 2.
+fn pair_and_two_slots(d: &mut SimDevice) -> (StreamHandle, StreamHandle, Slot, Slot) {
+    let (aicpu, aicore) = pair(d);
+    (aicpu, aicore, slot(d, 1, 0), slot(d, 2, 1))
+}
+
 /// A device with the fault rule `fault` (none if empty) installed, and run 1 launched on slot 0
 /// of a fresh stream pair: the device, the pair (AICPU, AICore) and the slot.
 fn launched(mut d: SimDevice, fault: &str) -> (SimDevice, StreamHandle, StreamHandle, Slot) {
@@ -130,6 +136,19 @@ fn wait(d: &mut SimDevice, s: &Slot) -> Result<(), AclCode> {
     d.synchronize_event(s.events[0], 50_000)
 }
 
+/// A stream synchronize with a 1 s timeout.
+fn sync(d: &mut SimDevice, stream: StreamHandle) -> Result<(), AclCode> {
+    d.synchronize_stream(stream, 1_000)
+}
+
+/// Nothing queued on `stream` from now on ever runs: an event recorded on it never passes.
+fn assert_nothing_more_runs_on(d: &mut SimDevice, stream: StreamHandle, why: &str) {
+    let probe = d.create_event().unwrap();
+    d.record_event(probe, stream).unwrap();
+    let waited = d.synchronize_event(probe, 10);
+    assert_eq!(waited, Err(AclCode::RtEventSyncTimeout), "{why}");
+}
+
 fn timing(d: &mut SimDevice, s: &Slot) -> (u64, u64) {
     let mut buf = [0u8; 16];
     d.memcpy_from_device(&mut buf, s.args.timing).unwrap();
@@ -143,8 +162,7 @@ fn timing(d: &mut SimDevice, s: &Slot) -> (u64, u64) {
 #[test]
 fn a_run_queued_behind_another_on_the_same_pair_starts_when_it_ends() {
     let mut d = device();
-    let (aicpu, aicore) = pair(&mut d);
-    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    let (aicpu, aicore, s1, s2) = pair_and_two_slots(&mut d);
     launch(&mut d, &s1, aicpu, aicore);
     launch_after(&mut d, &s2, &s1, aicpu, aicore);
     assert_eq!(d.queued_launches(), 1, "run 2 found run 1 on the device");
@@ -256,13 +274,7 @@ fn the_next_launchs_arm_orphans_an_aicore_kernel_still_waiting_for_its_partner()
     SimRunner.launch_aicore(&mut d, aicore, &s1.args).unwrap();
     launch(&mut d, &s2, aicpu, other_aicore);
     assert_eq!(wait(&mut d, &s2), Ok(()), "run 2 runs beside the orphan");
-    let probe = d.create_event().unwrap();
-    d.record_event(probe, aicore).unwrap();
-    assert_eq!(
-        d.synchronize_event(probe, 10),
-        Err(AclCode::RtEventSyncTimeout),
-        "run 1's AICore kernel never ends"
-    );
+    assert_nothing_more_runs_on(&mut d, aicore, "run 1's AICore kernel never ends");
     assert_eq!(d.failure(), None);
 }
 
@@ -426,84 +438,54 @@ fn an_unbounded_wait_on_a_stuck_run_is_a_deadlock_not_a_hang_of_the_simulator() 
 }
 
 #[test]
-fn a_hung_aicore_kernel_ends_at_the_op_timeout_its_event_passes_and_only_the_stream_synchronize_says_507014()
+fn a_hung_kernel_ends_at_the_op_timeout_its_event_passes_and_only_the_stream_synchronize_says_507014_or_507017()
  {
     const OP_TIMEOUT_NS: u64 = 1_000_000_000;
-    let (mut d, aicpu, aicore, s) = launched(device().with_op_timeout(OP_TIMEOUT_NS), "hang@run:1");
-    let before = d.host_ns();
-    // A host wait longer than the op timeout ends with the kernels, not at its own limit, and
-    // returns 0: the kernel exited (device-truth §1).
-    assert_eq!(d.synchronize_event(s.events[0], 2_000), Ok(()));
-    let waited = d.host_ns() - before;
-    assert!(
-        (OP_TIMEOUT_NS..2 * OP_TIMEOUT_NS).contains(&waited),
-        "waited {waited} ns: the kernels end at the op timeout"
-    );
-    // A stream query reports nothing; the synchronize materializes the AICore engine's code.
-    assert_eq!(d.query_stream(aicore), Ok(true));
-    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
-    assert_eq!(
-        d.synchronize_stream(aicore, 1_000),
-        Err(AclCode::RtAicoreTimeout)
-    );
-    assert_eq!(
-        d.synchronize_stream(aicore, 1_000),
-        Err(AclCode::RtAicoreTimeout),
-        "sticky until destroy or reset"
-    );
-    d.reset_device_force().unwrap();
-    assert!(d.create_stream().is_ok());
-}
-
-#[test]
-fn a_hung_aicpu_scheduler_faults_its_stream_with_507017_and_publishes_nothing() {
-    const OP_TIMEOUT_NS: u64 = 1_000_000_000;
-    let (mut d, aicpu, aicore, s) =
-        launched(device().with_op_timeout(OP_TIMEOUT_NS), "hang-aicpu@run:1");
-    assert_eq!(d.synchronize_event(s.events[0], 2_000), Ok(()));
-    assert_eq!(
-        d.synchronize_stream(aicpu, 1_000),
-        Err(AclCode::RtAicpuTimeout)
-    );
-    assert_eq!(
-        d.synchronize_stream(aicore, 1_000),
-        Err(AclCode::RtAicoreTimeout)
-    );
-    d.reset_device_force().unwrap();
-}
-
-#[test]
-fn a_hung_run_waited_on_for_less_than_the_op_timeout_still_times_out_with_507047() {
-    let (mut d, _, _, s) = launched(device().with_op_timeout(1_000_000_000), "hang@run:1");
-    assert_eq!(
-        d.synchronize_event(s.events[0], 10),
-        Err(AclCode::RtEventSyncTimeout)
-    );
+    // A hung AICore kernel faults its own stream; a hung scheduler faults its own with 507017
+    // and the AICore stream, whose workers spun waiting for it, with 507014.
+    for (fault, aicpu_code) in [
+        ("hang@run:1", Ok(())),
+        ("hang-aicpu@run:1", Err(AclCode::RtAicpuTimeout)),
+    ] {
+        let (mut d, aicpu, aicore, s) = launched(device().with_op_timeout(OP_TIMEOUT_NS), fault);
+        let before = d.host_ns();
+        // A host wait longer than the op timeout ends with the kernels, not at its own limit,
+        // and returns 0: the kernel exited (device-truth §1).
+        assert_eq!(d.synchronize_event(s.events[0], 2_000), Ok(()), "{fault}");
+        let waited = d.host_ns() - before;
+        assert!(
+            (OP_TIMEOUT_NS..2 * OP_TIMEOUT_NS).contains(&waited),
+            "{fault}: waited {waited} ns: the kernels end at the op timeout"
+        );
+        // A stream query reports nothing; the synchronize materializes each engine's code,
+        // sticky until destroy or reset.
+        assert_eq!(d.query_stream(aicore), Ok(true), "{fault}");
+        assert_eq!(sync(&mut d, aicpu), aicpu_code, "{fault}");
+        for _ in 0..2 {
+            let code = sync(&mut d, aicore);
+            assert_eq!(code, Err(AclCode::RtAicoreTimeout), "{fault}");
+        }
+        d.reset_device_force().unwrap();
+        assert!(d.create_stream().is_ok());
+    }
 }
 
 #[test]
 fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait_or_a_query() {
     let mut d = device();
     d.install(FaultRule::parse("exception=507015@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    let (aicpu, aicore, s1, s2) = pair_and_two_slots(&mut d);
     launch(&mut d, &s1, aicpu, aicore);
     // The event wait succeeds: it does not carry the device fault back (as on hardware).
     assert_eq!(wait(&mut d, &s1), Ok(()));
     let fault = Err(AclCode::RtAicoreException);
-    assert_eq!(
-        d.query_stream(aicore),
-        Ok(true),
-        "a stream query reports nothing"
-    );
+    let query = d.query_stream(aicore);
+    assert_eq!(query, Ok(true), "a stream query reports nothing");
     // The AICore exception faults the AICore stream; the synchronize materializes it.
-    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
-    assert_eq!(d.synchronize_stream(aicore, 1_000), fault);
-    let mut header = [0u8; 896];
-    assert_eq!(
-        d.memcpy_from_device(&mut header, s1.args.status_header),
-        fault
-    );
+    assert_eq!(sync(&mut d, aicpu), Ok(()));
+    assert_eq!(sync(&mut d, aicore), fault);
+    let header = d.memcpy_from_device(&mut [0u8; 896], s1.args.status_header);
+    assert_eq!(header, fault);
     assert_eq!(d.create_stream().map(|_| ()), fault);
     assert_eq!(
         SimRunner.launch_aicore(&mut d, aicore, &s2.args),
@@ -520,8 +502,7 @@ fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait_or_
 fn a_run_queued_behind_a_faulted_run_still_runs_continue_on_failure_and_the_code_stays_sticky() {
     let mut d = device();
     d.install(FaultRule::parse("exception=507018@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    let (aicpu, aicore, s1, s2) = pair_and_two_slots(&mut d);
     launch(&mut d, &s1, aicpu, aicore);
     launch_after(&mut d, &s2, &s1, aicpu, aicore);
     wait(&mut d, &s1).unwrap();
@@ -533,7 +514,7 @@ fn a_run_queued_behind_a_faulted_run_still_runs_continue_on_failure_and_the_code
         "run 2 ran its {DEVICE_NS} ns behind the fault (waited {waited})"
     );
     assert_eq!(
-        d.synchronize_stream(aicpu, 1_000),
+        sync(&mut d, aicpu),
         Err(AclCode::RtAicpuException),
         "the AICPU stream keeps run 1's code"
     );
@@ -549,49 +530,30 @@ fn a_run_queued_behind_a_faulted_run_still_runs_continue_on_failure_and_the_code
 fn a_latch_leaves_507018_sticky_on_the_aicpu_stream_alone_until_it_is_destroyed_or_reset() {
     let mut d = device();
     d.install(FaultRule::parse("latch=SCOPE_DEADLOCK@run:1").unwrap());
-    let (aicpu, aicore) = pair(&mut d);
-    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    let (aicpu, aicore, s1, s2) = pair_and_two_slots(&mut d);
     launch(&mut d, &s1, aicpu, aicore);
-    assert_eq!(
-        wait(&mut d, &s1),
-        Ok(()),
-        "the event wait reports completion"
-    );
-    assert_eq!(
-        d.query_stream(aicpu),
-        Ok(true),
-        "a stream query reports nothing"
-    );
+    let waited = wait(&mut d, &s1);
+    assert_eq!(waited, Ok(()), "the event wait reports completion");
+    let query = d.query_stream(aicpu);
+    assert_eq!(query, Ok(true), "a stream query reports nothing");
     assert!(matches!(record(&mut d, &s1), Record::Error { .. }));
     let fatal = Err(AclCode::RtAicpuException);
-    assert_eq!(d.synchronize_stream(aicpu, 1_000), fatal);
-    assert_eq!(
-        d.synchronize_stream(aicore, 1_000),
-        Ok(()),
-        "AICore is clean"
-    );
-    assert_eq!(
-        d.synchronize_stream(aicpu, 1_000),
-        fatal,
-        "read again: sticky"
-    );
+    assert_eq!(sync(&mut d, aicpu), fatal);
+    assert_eq!(sync(&mut d, aicore), Ok(()), "AICore is clean");
+    assert_eq!(sync(&mut d, aicpu), fatal, "read again: sticky");
     // Not a device fault: checked calls work and the next run runs, publishing its own ok
     // record, while the AICPU stream keeps run 1's code.
     assert!(d.malloc(64).is_ok());
     launch_after(&mut d, &s2, &s1, aicpu, aicore);
     assert_eq!(wait(&mut d, &s2), Ok(()));
     assert_eq!(record(&mut d, &s2), Record::Ok);
-    assert_eq!(
-        d.synchronize_stream(aicpu, 1_000),
-        fatal,
-        "run 2 did not clear it"
-    );
+    assert_eq!(sync(&mut d, aicpu), fatal, "run 2 did not clear it");
     // A new stream starts clean; a force reset clears the device.
     let fresh = d.create_stream().unwrap();
-    assert_eq!(d.synchronize_stream(fresh, 1_000), Ok(()));
+    assert_eq!(sync(&mut d, fresh), Ok(()));
     d.reset_device_force().unwrap();
     let (aicpu, _) = pair(&mut d);
-    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
+    assert_eq!(sync(&mut d, aicpu), Ok(()));
     assert!(d.failure().is_none());
 }
 
@@ -640,8 +602,8 @@ fn faulted_hung_and_silent_runs_publish_no_record() {
     let (mut d, aicpu, aicore, s) = launched(device(), "silent@run:1");
     wait(&mut d, &s).unwrap();
     assert_eq!(record(&mut d, &s), Record::NeverPublished { stamp: 0 });
-    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
-    assert_eq!(d.synchronize_stream(aicore, 1_000), Ok(()));
+    assert_eq!(sync(&mut d, aicpu), Ok(()));
+    assert_eq!(sync(&mut d, aicore), Ok(()));
 }
 
 #[test]
@@ -663,14 +625,15 @@ fn a_stream_synchronize_refuses_a_zero_timeout_and_times_out_with_507046() {
 fn a_stream_synchronize_waits_for_the_streams_tasks_in_virtual_time() {
     let (mut d, aicpu, _, _) = launched(device(), "");
     let before = d.host_ns();
-    assert_eq!(d.synchronize_stream(aicpu, 1_000), Ok(()));
+    assert_eq!(sync(&mut d, aicpu), Ok(()));
     assert!(d.host_ns() - before >= DEVICE_NS, "it waited for the run");
     assert_eq!(d.query_stream(aicpu), Ok(true));
 }
 
 #[test]
 fn the_kernels_write_the_status_header_and_timing_the_lane_decodes() {
-    let (mut d, _, _, s) = launched(device(), "latch=100@run:1");
+    // A latch by two scheduler threads names both in the bitmap and keeps the first writer.
+    let (mut d, _, _, s) = launched(device(), "latch=SCHEDULER_TIMEOUT@run:1/threads:3,1");
     let mut header = [0u8; 896];
     // Before the run ends the host sees the header as it was (all zero).
     d.memcpy_from_device(&mut header, s.args.status_header)
@@ -685,21 +648,10 @@ fn the_kernels_write_the_status_header_and_timing_the_lane_decodes() {
     let status = status_latch::decode(LAYOUT, &header).unwrap();
     assert_eq!(status.sched, Some(RuntimeCode::SchedulerTimeout));
     assert_eq!(status.orch, None);
-    let (start, end) = timing(&mut d, &s);
-    assert!(start > 0 && end > start);
-}
-
-#[test]
-fn a_latch_by_two_scheduler_threads_names_both_in_the_bitmap_and_keeps_the_first_writer() {
-    let (mut d, _, _, s) = launched(device(), "latch=SCHEDULER_TIMEOUT@run:1/threads:3,1");
-    wait(&mut d, &s).unwrap();
-    let mut header = [0u8; 896];
-    d.memcpy_from_device(&mut header, s.args.status_header)
-        .unwrap();
-    let status = status_latch::decode(LAYOUT, &header).unwrap();
-    assert_eq!(status.sched, Some(RuntimeCode::SchedulerTimeout));
     assert_eq!(status.sched_thread, 3, "the first writer's thread");
     assert_eq!(status.sched_bitmap, 0b1010, "threads 1 and 3");
+    let (start, end) = timing(&mut d, &s);
+    assert!(start > 0 && end > start);
 }
 
 #[test]
@@ -721,8 +673,7 @@ fn every_call_advances_the_host_clock_by_its_cost() {
 #[test]
 fn the_first_aicore_launch_after_an_upload_pays_the_binary_load_again() {
     let mut d = device();
-    let (aicpu, aicore) = pair(&mut d);
-    let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
+    let (aicpu, aicore, s1, s2) = pair_and_two_slots(&mut d);
     let t = d.host_ns();
     launch(&mut d, &s1, aicpu, aicore);
     let first = d.host_ns() - t;
@@ -791,13 +742,7 @@ fn a_partial_launch_leaves_the_aicore_kernel_spinning_forever() {
         Err(AclCode::RtAicpuException.into())
     );
     d.launch_context(None);
-    let probe = d.create_event().unwrap();
-    d.record_event(probe, aicore).unwrap();
-    assert_eq!(
-        d.synchronize_event(probe, 10),
-        Err(AclCode::RtEventSyncTimeout),
-        "nothing behind the orphaned AICore kernel ever runs"
-    );
+    assert_nothing_more_runs_on(&mut d, aicore, "behind the orphaned AICore kernel");
 }
 
 #[test]

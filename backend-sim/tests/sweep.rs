@@ -28,7 +28,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 #[test]
-fn a_tiny_sweep_runs_both_arms_and_its_model_columns_are_consistent() {
+fn a_tiny_sweep_runs_every_arm_and_its_model_columns_are_consistent() {
     let s = tiny(Vec::new());
     assert_eq!(s.points.len(), 2);
     let m = s.model;
@@ -56,8 +56,32 @@ fn a_tiny_sweep_runs_both_arms_and_its_model_columns_are_consistent() {
             assert!(close(arm.runs_per_s, 1e9 / arm.period_ns));
             assert!((0.0..=1.0).contains(&arm.utilisation), "{arm:?}");
         }
+        // The offloaded arm has its own model columns.
+        assert_eq!(
+            p.model_offloaded_period_ns,
+            (p.d_ns + m.g3_ns)
+                .max(m.l_ns)
+                .max(m.w_ns)
+                .max(m.c_ns)
+                .max(m.v_ns)
+        );
+        assert!(close(
+            p.offloaded_of_model,
+            p.offloaded.runs_per_s / p.model_offloaded_runs_per_s
+        ));
+        assert!(close(
+            p.offloaded_ratio,
+            p.offloaded.runs_per_s / p.depth_one.runs_per_s
+        ));
+        // Prepare and finalise ran on the workers, not the lane thread.
+        assert!(p.offloaded.worker_busy_per_run_ns >= (m.prepare_ns + m.finalise_ns) as f64);
+        assert!(p.offloaded.host_busy_per_run_ns < p.queued.host_busy_per_run_ns);
     }
     assert!(s.points[0].host_bound && !s.points[1].host_bound);
+    // Two workers, a window of two: 90 us of worker time and two 5 us wake-ups per run over
+    // two workers.
+    assert_eq!(m.workers_period_ns(), 50_000);
+    assert_eq!(m.w_ns, m.workers_period_ns());
 }
 
 #[test]
@@ -217,37 +241,6 @@ fn jitter_only_lowers_the_expected_queued_throughput_where_host_and_device_cross
 }
 
 #[test]
-fn the_offloaded_arm_has_its_own_model_columns() {
-    let s = tiny(Vec::new());
-    let m = s.model;
-    for p in &s.points {
-        assert_eq!(
-            p.model_offloaded_period_ns,
-            (p.d_ns + m.g3_ns)
-                .max(m.l_ns)
-                .max(m.w_ns)
-                .max(m.c_ns)
-                .max(m.v_ns)
-        );
-        assert!(close(
-            p.offloaded_of_model,
-            p.offloaded.runs_per_s / p.model_offloaded_runs_per_s
-        ));
-        assert!(close(
-            p.offloaded_ratio,
-            p.offloaded.runs_per_s / p.depth_one.runs_per_s
-        ));
-        // Prepare and finalise ran on the workers, not the lane thread.
-        assert!(p.offloaded.worker_busy_per_run_ns >= (m.prepare_ns + m.finalise_ns) as f64);
-        assert!(p.offloaded.host_busy_per_run_ns < p.queued.host_busy_per_run_ns);
-    }
-    // Two workers, a window of two: 90 us of worker time and two 5 us wake-ups per run over
-    // two workers.
-    assert_eq!(m.workers_period_ns(), 50_000);
-    assert_eq!(m.w_ns, m.workers_period_ns());
-}
-
-#[test]
 fn the_offloaded_terms_follow_the_cost_table() {
     let base = Model::from_costs(&Costs::default());
     let with = |cost: Cost, extra: u64| {
@@ -316,8 +309,12 @@ fn the_offloaded_terms_follow_the_cost_table() {
 /// - where the host bounds arm 2 (`H > D + g`: up to 100 us), arm 3 is at least as fast as
 ///   arm 2: the host work left on the lane thread (`L`), on the workers (`W`), on the waiter
 ///   (`V`) and the prepare chain (`C`) are each below `H`.
+///
+/// And the first goal: arm 3 at 2x depth one's runs/s at 20 us, where the host bounds
+/// both today's arms (`H` = 128 us) and arm 3 is bound by the prepare chain (`C` = 51.5 us).
 #[test]
-fn the_offloaded_arm_meets_its_model_everywhere_and_trails_arm_2_only_by_the_copies() {
+fn the_offloaded_arm_meets_its_model_everywhere_trails_arm_2_only_by_the_copies_and_doubles_depth_one_at_20_us()
+ {
     let s = sweep(
         &SweepConfig {
             runs: 400,
@@ -366,22 +363,8 @@ fn the_offloaded_arm_meets_its_model_everywhere_and_trails_arm_2_only_by_the_cop
         host_bound_points, 3,
         "20, 50 and 100 us are host-bound for arm 2"
     );
-}
-
-/// The first goal: arm 3 at 2x depth one's runs/s at 20 us, where the host bounds
-/// both today's arms (`H` = 128 us) and arm 3 is bound by the prepare chain (`C` = 51.5 us).
-#[test]
-fn the_offloaded_arm_doubles_depth_one_at_20_us() {
-    let s = sweep(
-        &SweepConfig {
-            points_us: vec![20],
-            runs: 400,
-            ..SweepConfig::default()
-        },
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let p = &s.points[0];
+    let p = s.points.iter().find(|p| p.workload_device_ns == 20_000);
+    let p = p.expect("a 20 us point");
     assert!(p.offloaded_ratio >= 2.0, "20 us: {:.2}x", p.offloaded_ratio);
     assert_eq!(p.offloaded_bound, "prepare chain");
     assert!(p.offloaded.runs_per_s >= p.queued.runs_per_s);

@@ -33,6 +33,25 @@ fn sticky(d: &Device, stream: u64, now: u64) -> Option<AclCode> {
     d.stream_sticky(stream, now).expect("a live stream")
 }
 
+/// Calls every test makes, asserting they succeed.
+trait Queue {
+    /// Queues `spec` on `stream` at `now`.
+    fn queue(&mut self, stream: u64, spec: KernelSpec, now: u64);
+    /// Records `event` on `stream` at `now`, for no run.
+    fn mark(&mut self, event: u64, stream: u64, now: u64);
+}
+
+impl Queue for Device {
+    fn queue(&mut self, stream: u64, spec: KernelSpec, now: u64) {
+        self.launch(stream, spec, now).unwrap();
+    }
+
+    fn mark(&mut self, event: u64, stream: u64, now: u64) {
+        self.record_event(event, stream, RecordRun::Known(None), 0, now)
+            .unwrap();
+    }
+}
+
 /// A kernel of `ms` on `engine` ending `outcome`.
 fn kernel(engine: Engine, ms: u64, outcome: Outcome) -> KernelSpec {
     KernelSpec {
@@ -97,21 +116,31 @@ impl Run {
     }
 }
 
-/// Launches `run`'s two kernels of `ms` on `(core, cpu)` at `now`, L-5's order, with
+/// Launches `run`'s two kernels of `ms` on `(core, cpu)` at `now`: [`launch_specs`].
+fn launch(d: &mut Device, run: &Run, streams: (u64, u64), ms: u64, now: u64) {
+    let specs = [Engine::Aicore, Engine::Aicpu].map(|engine| run.kernel(engine, ms));
+    launch_specs(d, specs, streams, now);
+}
+
+/// Launches a run's kernels `[aicore, aicpu]` on `(core, cpu)` at `now`, L-5's order, with
 /// `core_done` (event 901) and the boundary (event 900).
-fn launch(d: &mut Device, run: &Run, (core, cpu): (u64, u64), ms: u64, now: u64) {
+fn launch_specs(
+    d: &mut Device,
+    [aicore, aicpu]: [KernelSpec; 2],
+    (core, cpu): (u64, u64),
+    now: u64,
+) {
     for event in [900, 901] {
         if !d.has_event(event) {
             d.create_event(event, true, now).unwrap();
         }
     }
-    d.launch(core, run.kernel(Engine::Aicore, ms), now).unwrap();
-    d.record_event(901, core, RecordRun::LastKernel, 0, now)
-        .unwrap();
-    d.launch(cpu, run.kernel(Engine::Aicpu, ms), now).unwrap();
+    let last = RecordRun::LastKernel;
+    d.queue(core, aicore, now);
+    d.record_event(901, core, last, 0, now).unwrap();
+    d.queue(cpu, aicpu, now);
     d.stream_wait_event(cpu, 901, 0, now).unwrap();
-    d.record_event(900, cpu, RecordRun::LastKernel, 0, now)
-        .unwrap();
+    d.record_event(900, cpu, last, 0, now).unwrap();
 }
 
 fn pair(d: &mut Device) -> (u64, u64) {
@@ -133,10 +162,8 @@ fn a_task_starts_after_its_predecessor_ends_plus_a_task_switch_and_a_wait_adds_n
     d.create_stream(1, 0).unwrap();
     d.create_event(9, true, 0).unwrap();
     // Enqueued at 0: starts after its start latency; the next one after it ends plus a switch.
-    d.launch(1, KernelSpec::new(Engine::Aicpu, 100_000), 0)
-        .unwrap();
-    d.record_event(9, 1, RecordRun::Known(None), 0, 10_000)
-        .unwrap();
+    d.queue(1, KernelSpec::new(Engine::Aicpu, 100_000), 0);
+    d.mark(9, 1, 10_000);
     assert_eq!(d.stream_next(1), StreamNext::At(5_000));
     let passed = d.run_until(None, &mut NoHostMemory, |d| d.event_passed(9).is_some());
     // 5 us latency + 100 us kernel, a 1 us switch, a 2 us record.
@@ -149,36 +176,26 @@ fn completion_is_not_the_verdict_only_the_stream_keeps_the_code_and_its_next_tas
     // device-truth §1: an exception, an op-timeout kill and a fatal-status latch each complete
     // the events behind them; the code is sticky on the stream, read only by a synchronize;
     // the next task still runs (continue-on-failure), and a new stream starts clean.
+    let (core, cpu, exception) = (Engine::Aicore, Engine::Aicpu, Outcome::Exception(None));
     for (engine, outcome, code) in [
-        (
-            Engine::Aicore,
-            Outcome::Exception(None),
-            AclCode::RtAicoreException,
-        ),
-        (
-            Engine::Aicpu,
-            Outcome::Exception(None),
-            AclCode::RtAicpuException,
-        ),
-        (Engine::Aicore, Outcome::Hang, AclCode::RtAicoreTimeout),
-        (Engine::Aicpu, Outcome::Hang, AclCode::RtAicpuTimeout),
-        (Engine::Aicpu, Outcome::Latch, AclCode::RtAicpuException),
+        (core, exception, AclCode::RtAicoreException),
+        (cpu, exception, AclCode::RtAicpuException),
+        (core, Outcome::Hang, AclCode::RtAicoreTimeout),
+        (cpu, Outcome::Hang, AclCode::RtAicpuTimeout),
+        (cpu, Outcome::Latch, AclCode::RtAicpuException),
     ] {
         let mut d = device(Semantics::DEVICE);
         d.create_stream(1, 0).unwrap();
         d.create_event(9, true, 0).unwrap();
-        d.launch(1, kernel(engine, 1, outcome), 0).unwrap();
-        d.record_event(9, 1, RecordRun::Known(None), 0, 0).unwrap();
-        d.launch(1, kernel(engine, 1, Outcome::Ok), 0).unwrap();
+        d.queue(1, kernel(engine, 1, outcome), 0);
+        d.mark(9, 1, 0);
+        d.queue(1, kernel(engine, 1, Outcome::Ok), 0);
         at(&mut d, 2_000 * MS);
         assert_eq!(d.event_state(9), Some(EventState::Complete), "{outcome:?}");
         assert_eq!(d.stream_busy(1), Some(false), "the next kernel ran");
         assert_eq!(sticky(&d, 1, 2_000 * MS), Some(code), "{outcome:?}");
-        assert_eq!(
-            d.device_code(2_000 * MS),
-            Err(code),
-            "the drain reads it too"
-        );
+        let drained = d.device_code(2_000 * MS);
+        assert_eq!(drained, Err(code), "the drain reads it too");
         d.create_stream(2, 0).unwrap();
         assert_eq!(sticky(&d, 2, 2_000 * MS), None);
         // Until the stream is destroyed or the device force-reset.
@@ -193,8 +210,7 @@ fn a_force_reset_kills_every_stream_event_and_allocation_and_starts_a_generation
     d.create_stream(1, 0).unwrap();
     d.create_event(9, true, 0).unwrap();
     d.allocate(0x1000, 64);
-    d.launch(1, kernel(Engine::Aicore, 1, Outcome::Exception(None)), 0)
-        .unwrap();
+    d.queue(1, kernel(Engine::Aicore, 1, Outcome::Exception(None)), 0);
     at(&mut d, 5 * MS);
     let reclaimed = d.force_reset(5 * MS).unwrap();
     assert_eq!(
@@ -213,11 +229,9 @@ fn an_event_captures_only_the_work_before_its_record_and_a_never_recorded_one_is
     d.create_stream(1, 0).unwrap();
     d.create_event(9, true, 0).unwrap();
     assert_eq!(d.event_state(9), Some(EventState::Complete));
-    d.launch(1, kernel(Engine::Aicore, 2, Outcome::Ok), 0)
-        .unwrap();
-    d.record_event(9, 1, RecordRun::Known(None), 0, 0).unwrap();
-    d.launch(1, kernel(Engine::Aicore, 10, Outcome::Ok), 0)
-        .unwrap();
+    d.queue(1, kernel(Engine::Aicore, 2, Outcome::Ok), 0);
+    d.mark(9, 1, 0);
+    d.queue(1, kernel(Engine::Aicore, 10, Outcome::Ok), 0);
     at(&mut d, MS);
     assert_eq!(d.event_state(9), Some(EventState::NotReady));
     at(&mut d, 3 * MS);
@@ -230,24 +244,20 @@ fn a_stream_waits_for_the_capture_it_took_and_an_aborted_capture_is_sticky_on_th
     let mut d = device(Semantics::DEVICE);
     let (a, b) = pair(&mut d);
     d.create_event(9, true, 0).unwrap();
-    d.launch(a, kernel(Engine::Aicore, 5, Outcome::Ok), 0)
-        .unwrap();
-    d.record_event(9, a, RecordRun::Known(None), 0, 0).unwrap();
+    d.queue(a, kernel(Engine::Aicore, 5, Outcome::Ok), 0);
+    d.mark(9, a, 0);
     d.stream_wait_event(b, 9, 0, 0).unwrap();
-    d.launch(b, kernel(Engine::Aicpu, 1, Outcome::Ok), 0)
-        .unwrap();
+    d.queue(b, kernel(Engine::Aicpu, 1, Outcome::Ok), 0);
     // A later record moves the event, not the wait already queued.
-    d.record_event(9, b, RecordRun::Known(None), 0, 0).unwrap();
+    d.mark(9, b, 0);
     at(&mut d, 4 * MS);
     assert_eq!(d.stream_busy(b), Some(true), "held behind a's kernel");
     at(&mut d, 7 * MS);
     assert_eq!(d.stream_busy(b), Some(false));
     // A wait on work whose stream dies unfinished: 107023, sticky on the waiter.
     d.create_event(8, true, 0).unwrap();
-    d.launch(a, kernel(Engine::Aicore, 0, Outcome::Stuck), 7 * MS)
-        .unwrap();
-    d.record_event(8, a, RecordRun::Known(None), 0, 7 * MS)
-        .unwrap();
+    d.queue(a, kernel(Engine::Aicore, 0, Outcome::Stuck), 7 * MS);
+    d.mark(8, a, 7 * MS);
     d.stream_wait_event(b, 8, 0, 7 * MS).unwrap();
     at(&mut d, 8 * MS);
     assert_eq!(d.stream_next(b), StreamNext::Blocked);
@@ -269,62 +279,34 @@ fn a_run_publishes_its_record_before_its_boundary_passes_ok_error_or_nothing() {
         orch: Some(RuntimeCode::ScopeDeadlock),
         ..Status::clean(LAYOUT)
     };
-    let cases: [(Outcome, Outcome, Option<Record>); 5] = [
-        (Outcome::Ok, Outcome::Ok, Some(Record::Ok)),
-        (
-            Outcome::Ok,
-            Outcome::Latch,
-            Some(Record::Error {
-                code: RuntimeCode::ScopeDeadlock,
-                source: RecordSource::Header,
-                payload_len: 64,
-            }),
-        ),
-        (Outcome::Ok, Outcome::Silent, None),
-        (Outcome::Ok, Outcome::Exception(None), None),
-        (Outcome::Exception(None), Outcome::Ok, None),
+    let none = Record::NeverPublished { stamp: 0 };
+    let error = Record::Error {
+        code: RuntimeCode::ScopeDeadlock,
+        source: RecordSource::Header,
+        payload_len: 64,
+    };
+    let cases = [
+        (Outcome::Ok, Outcome::Ok, Record::Ok),
+        (Outcome::Ok, Outcome::Latch, error),
+        (Outcome::Ok, Outcome::Silent, none),
+        (Outcome::Ok, Outcome::Exception(None), none),
+        (Outcome::Exception(None), Outcome::Ok, none),
     ];
     for (core, cpu, expected) in cases {
         let mut d = device(Semantics::DEVICE);
         let streams = pair(&mut d);
         let run = slot(&mut d, 0x10_0000, 1);
-        d.create_event(900, true, 0).unwrap();
-        d.create_event(901, true, 0).unwrap();
-        d.launch(
-            streams.0,
-            KernelSpec {
-                outcome: core,
-                ..run.kernel(Engine::Aicore, 1)
-            },
-            0,
-        )
-        .unwrap();
-        d.record_event(901, streams.0, RecordRun::LastKernel, 0, 0)
-            .unwrap();
-        let mut spec = KernelSpec {
-            outcome: cpu,
-            ..run.kernel(Engine::Aicpu, 1)
-        };
+        let mut specs = [Engine::Aicore, Engine::Aicpu].map(|engine| run.kernel(engine, 1));
+        (specs[0].outcome, specs[1].outcome) = (core, cpu);
         if cpu == Outcome::Latch {
-            spec.header_bytes = encode(LAYOUT, &latch);
+            specs[1].header_bytes = encode(LAYOUT, &latch);
         }
-        d.launch(streams.1, spec, 0).unwrap();
-        d.stream_wait_event(streams.1, 901, 0, 0).unwrap();
-        d.record_event(900, streams.1, RecordRun::LastKernel, 0, 0)
-            .unwrap();
+        launch_specs(&mut d, specs, streams, 0);
         let passed = d.run_until(None, &mut NoHostMemory, |d| {
             d.event_state(900) == Some(EventState::Complete)
         });
         assert!(passed.is_some());
-        let record = run.record(&d);
-        match expected {
-            Some(expected) => assert_eq!(record, expected, "{core:?} {cpu:?}"),
-            None => assert_eq!(
-                record,
-                Record::NeverPublished { stamp: 0 },
-                "{core:?} {cpu:?}"
-            ),
-        }
+        assert_eq!(run.record(&d), expected, "{core:?} {cpu:?}");
     }
 }
 
@@ -335,8 +317,7 @@ fn the_handshake_starts_a_runs_work_when_both_kernels_started_and_ends_them_toge
     let other = 3;
     d.create_stream(other, 0).unwrap();
     // Something 4 ms long ahead of the scheduler only.
-    d.launch(cpu, kernel(Engine::Aicpu, 4, Outcome::Ok), 0)
-        .unwrap();
+    d.queue(cpu, kernel(Engine::Aicpu, 4, Outcome::Ok), 0);
     let run = slot(&mut d, 0x10_0000, 1);
     launch(&mut d, &run, (core, cpu), 2, 0);
     at(&mut d, 10 * MS);
@@ -346,8 +327,7 @@ fn the_handshake_starts_a_runs_work_when_both_kernels_started_and_ends_them_toge
     // Without the handshake each kernel runs alone: the AICore kernel's work starts at once.
     let mut d = device(Semantics::DEVICE);
     let (core, cpu) = pair(&mut d);
-    d.launch(cpu, kernel(Engine::Aicpu, 4, Outcome::Ok), 0)
-        .unwrap();
+    d.queue(cpu, kernel(Engine::Aicpu, 4, Outcome::Ok), 0);
     let run = slot(&mut d, 0x10_0000, 1);
     launch(&mut d, &run, (core, cpu), 2, 0);
     at(&mut d, MS);
@@ -358,7 +338,7 @@ fn the_handshake_starts_a_runs_work_when_both_kernels_started_and_ends_them_toge
     let mut d = device(Semantics::SIMULATOR);
     d.create_stream(other, 0).unwrap();
     let run = slot(&mut d, 0x10_0000, 1);
-    d.launch(other, run.kernel(Engine::Aicore, 1), 0).unwrap();
+    d.queue(other, run.kernel(Engine::Aicore, 1), 0);
     at(&mut d, 999 * MS);
     assert_eq!(d.stream_busy(other), Some(true));
     at(&mut d, 1_000 * MS);
@@ -407,8 +387,7 @@ fn a_later_enqueue_on_a_faulted_stream_is_refused_with_507899_only_where_switche
         d.create_stream(1, 0).unwrap();
         d.create_event(9, true, 0).unwrap();
         d.allocate(0x1000, 64);
-        d.launch(1, kernel(Engine::Aicore, 0, Outcome::Exception(None)), 0)
-            .unwrap();
+        d.queue(1, kernel(Engine::Aicore, 0, Outcome::Exception(None)), 0);
         at(&mut d, MS);
         let launched = d.launch(1, kernel(Engine::Aicore, 0, Outcome::Ok), MS);
         let recorded = d.record_event(9, 1, RecordRun::Known(None), 0, MS);
@@ -446,8 +425,8 @@ fn an_op_timeout_kill_leaves_its_code_on_its_own_its_partners_or_both_streams() 
             outcome: Outcome::Hang,
             ..run.kernel(Engine::Aicore, 1)
         };
-        d.launch(core, hung, 0).unwrap();
-        d.launch(cpu, run.kernel(Engine::Aicpu, 1), 0).unwrap();
+        d.queue(core, hung, 0);
+        d.queue(cpu, run.kernel(Engine::Aicpu, 1), 0);
         at(&mut d, 2_000 * MS);
         let code = Some(AclCode::RtAicoreTimeout);
         assert_eq!(sticky(&d, core, 2_000 * MS).is_some(), own, "{on:?}");
@@ -457,8 +436,7 @@ fn an_op_timeout_kill_leaves_its_code_on_its_own_its_partners_or_both_streams() 
     let mut d = device(Semantics::DEVICE);
     d.set_op_timeout(None);
     d.create_stream(1, 0).unwrap();
-    d.launch(1, kernel(Engine::Aicore, 1, Outcome::Hang), 0)
-        .unwrap();
+    d.queue(1, kernel(Engine::Aicore, 1, Outcome::Hang), 0);
     at(&mut d, u64::MAX / 2);
     assert_eq!(d.stream_next(1), StreamNext::Blocked);
 }
@@ -470,8 +448,7 @@ fn a_latch_exits_clean_with_its_record_where_switched_and_legacy_restores_the_ol
         ..Semantics::DEVICE
     });
     d.create_stream(1, 0).unwrap();
-    d.launch(1, kernel(Engine::Aicpu, 1, Outcome::Latch), 0)
-        .unwrap();
+    d.queue(1, kernel(Engine::Aicpu, 1, Outcome::Latch), 0);
     at(&mut d, 2 * MS);
     assert_eq!(sticky(&d, 1, 2 * MS), None);
     // Legacy: a wait's event returns the fault, and nothing after the fault runs.
@@ -481,11 +458,9 @@ fn a_latch_exits_clean_with_its_record_where_switched_and_legacy_restores_the_ol
     });
     d.create_stream(1, 0).unwrap();
     d.create_event(9, true, 0).unwrap();
-    d.launch(1, kernel(Engine::Aicore, 1, Outcome::Exception(None)), 0)
-        .unwrap();
-    d.launch(1, kernel(Engine::Aicore, 1, Outcome::Ok), 0)
-        .unwrap();
-    d.record_event(9, 1, RecordRun::Known(None), 0, 0).unwrap();
+    d.queue(1, kernel(Engine::Aicore, 1, Outcome::Exception(None)), 0);
+    d.queue(1, kernel(Engine::Aicore, 1, Outcome::Ok), 0);
+    d.mark(9, 1, 0);
     at(&mut d, 10 * MS);
     let fault = AclCode::RtAicoreException;
     assert_eq!(d.event_state(9), Some(EventState::Failed(fault)));
@@ -539,8 +514,7 @@ fn fault_sites_name_their_run_a_status_or_record_read_by_its_slot_and_an_armed_r
     );
     // An arm (a host-to-device copy) then its "armed" record: no run, no record fault.
     let second = slot(&mut d, 0x20_0000, 2);
-    d.launch(core, second.kernel(Engine::Aicore, 1), 5 * MS)
-        .unwrap();
+    d.queue(core, second.kernel(Engine::Aicore, 1), 5 * MS);
     let arm = CopySpec {
         src: Place::Host {
             addr: 0,
@@ -580,14 +554,13 @@ fn kernel_call_and_copy_rules_count_their_calls_from_their_install() {
     let mut d = device(Semantics::DEVICE);
     d.create_stream(1, 0).unwrap();
     d.allocate(0x1000, 64);
-    d.launch(1, kernel(Engine::Aicpu, 1, Outcome::Ok), 0)
-        .unwrap();
+    d.queue(1, kernel(Engine::Aicpu, 1, Outcome::Ok), 0);
     // The next AICPU kernel after one more ends in an exception; AICore ones don't count.
     d.install(FaultRule::parse("kernel-exception@call:2/engine:aicpu").unwrap());
     d.install(FaultRule::parse("call:aclrtMalloc=0@call:1").unwrap());
     d.install(FaultRule::parse("copy=507899@call:1").unwrap());
     for engine in [Engine::Aicpu, Engine::Aicore, Engine::Aicpu] {
-        d.launch(1, kernel(engine, 1, Outcome::Ok), 0).unwrap();
+        d.queue(1, kernel(engine, 1, Outcome::Ok), 0);
     }
     at(&mut d, 10 * MS);
     assert_eq!(sticky(&d, 1, 10 * MS), Some(AclCode::RtAicpuException));
@@ -634,8 +607,8 @@ fn run_record(core: Outcome, cpu: Outcome, header: &[u8], epoch: u64, d: &mut De
         epoch,
         ..KernelSpec::new(Engine::Aicpu, MS)
     };
-    d.launch(core_stream, aicore, now).unwrap();
-    d.launch(cpu_stream, aicpu, now).unwrap();
+    d.queue(core_stream, aicore, now);
+    d.queue(cpu_stream, aicpu, now);
     at(d, now + 900 * MS);
     d.bytes(0x10_0000, RECORD_BYTES).unwrap().to_vec()
 }
@@ -698,12 +671,10 @@ fn the_record_lands_before_the_last_kernels_end_passes_and_a_kernel_alone_publis
         let (core, cpu) = pair(&mut d);
         let run = slot(&mut d, 0x10_0000, 1);
         d.create_event(9, true, 0).unwrap();
-        d.launch(core, run.kernel(Engine::Aicore, core_ms), 0)
-            .unwrap();
-        d.launch(cpu, run.kernel(Engine::Aicpu, cpu_ms), 0).unwrap();
+        d.queue(core, run.kernel(Engine::Aicore, core_ms), 0);
+        d.queue(cpu, run.kernel(Engine::Aicpu, cpu_ms), 0);
         let last = if core_ms > cpu_ms { core } else { cpu };
-        d.record_event(9, last, RecordRun::Known(None), 0, 0)
-            .unwrap();
+        d.mark(9, last, 0);
         let passed = d.run_until(None, &mut NoHostMemory, |d| {
             d.event_state(9) == Some(EventState::Complete)
         });
@@ -724,7 +695,7 @@ fn the_record_lands_before_the_last_kernels_end_passes_and_a_kernel_alone_publis
             epoch,
             ..KernelSpec::new(Engine::Aicpu, MS)
         };
-        d.launch(1, alone, epoch * MS).unwrap();
+        d.queue(1, alone, epoch * MS);
         at(&mut d, epoch * MS + 2 * MS);
         let record = decode_record(d.bytes(0x10_0000, RECORD_BYTES).unwrap(), epoch);
         assert_eq!(record == Record::Ok, published, "{outcome:?}");

@@ -62,8 +62,7 @@ pub fn session() -> (Held, &'static Acl, &'static Control) {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let fake = fake();
     let session = fake.control.session().expect("reset");
-    // SAFETY: plain value.
-    assert_eq!(unsafe { fake.acl.aclrtSetDevice(0) }, ACL_SUCCESS);
+    bind(&fake.acl, 0);
     (
         Held {
             session,
@@ -94,13 +93,7 @@ pub fn create_stream(acl: &Acl) -> AclrtStream {
 }
 
 pub fn create_event(acl: &Acl) -> AclrtEvent {
-    let mut event: AclrtEvent = std::ptr::null_mut();
-    assert_eq!(
-        // SAFETY: `event` is a writable handle slot.
-        unsafe { acl.aclrtCreateEventExWithFlag(&mut event, ACL_EVENT_SYNC) },
-        ACL_SUCCESS
-    );
-    event
+    try_create_event(acl, ACL_EVENT_SYNC).expect("event")
 }
 
 pub fn malloc(acl: &Acl, size: usize) -> *mut c_void {
@@ -146,8 +139,13 @@ pub fn from_device(acl: &Acl, src: *const c_void, len: usize) -> Result<Vec<u8>,
 }
 
 pub fn record(acl: &Acl, event: AclrtEvent, stream: AclrtStream) {
-    // SAFETY: handles from the fake.
-    assert_eq!(unsafe { acl.aclrtRecordEvent(event, stream) }, ACL_SUCCESS);
+    assert_eq!(try_record(acl, event, stream), ACL_SUCCESS);
+}
+
+/// `aclrtRecordEvent(event, stream)`'s code.
+pub fn try_record(acl: &Acl, event: AclrtEvent, stream: AclrtStream) -> AclError {
+    // SAFETY: handles from the fake (or stale ones, which the fake rejects).
+    unsafe { acl.aclrtRecordEvent(event, stream) }
 }
 
 pub fn sync(acl: &Acl, event: AclrtEvent, timeout_ms: i32) -> AclError {
@@ -207,15 +205,110 @@ pub fn launch(
     engine: u32,
     ms: u64,
 ) -> Result<(), run_lane_fake_ascendcl::ControlError> {
-    control.launch(
-        stream,
-        engine,
-        Duration::from_millis(ms),
-        Outcome::Ok,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        &[],
-    )
+    launch_writing(control, stream, engine, ms, [std::ptr::null_mut(); 2], &[])
+}
+
+/// [`launch`] of a kernel writing its `[timing, header]` buffers (NULL: none), the header
+/// with `bytes`.
+pub fn launch_writing(
+    control: &Control,
+    stream: AclrtStream,
+    engine: u32,
+    ms: u64,
+    [timing, header]: [*mut c_void; 2],
+    bytes: &[u8],
+) -> Result<(), run_lane_fake_ascendcl::ControlError> {
+    let duration = Duration::from_millis(ms);
+    control.launch(stream, engine, duration, Outcome::Ok, timing, header, bytes)
+}
+
+/// A kernel alone (no run) on `stream` ending `outcome`, through `runlanefake_launch_run`.
+pub fn launch_ending(
+    control: &Control,
+    stream: AclrtStream,
+    engine: u32,
+    outcome: Outcome,
+) -> Result<(), run_lane_fake_ascendcl::ControlError> {
+    let kernel = run_lane_fake_ascendcl::RunKernel::new(stream, engine);
+    control.launch_run(&run_lane_fake_ascendcl::RunKernel { outcome, ..kernel })
+}
+
+/// A launch's ACL code (0 on success).
+pub fn launch_code(result: Result<(), run_lane_fake_ascendcl::ControlError>) -> AclError {
+    match result {
+        Ok(()) => ACL_SUCCESS,
+        Err(run_lane_fake_ascendcl::ControlError::Call { code, .. }) => code,
+        Err(other) => panic!("{other}"),
+    }
+}
+
+/// A kernel's timing buffer: (start, end) in device-clock ns.
+pub fn timing_of(acl: &Acl, timing: *const c_void) -> (u64, u64) {
+    let bytes = from_device(acl, timing, 16).expect("timing");
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    (word(&bytes[..8]), word(&bytes[8..]))
+}
+
+/// `aclrtSetDevice(device_id)`'s code.
+pub fn set_device(acl: &Acl, device_id: i32) -> AclError {
+    // SAFETY: plain value.
+    unsafe { acl.aclrtSetDevice(device_id) }
+}
+
+/// `aclrtCreateStreamWithConfig`'s code, the stream made (if any) dropped.
+pub fn try_create_stream(acl: &Acl) -> AclError {
+    let mut stream: AclrtStream = std::ptr::null_mut();
+    // SAFETY: `stream` is a writable handle slot.
+    unsafe { acl.aclrtCreateStreamWithConfig(&mut stream, 0, 0) }
+}
+
+/// `aclrtCreateEventExWithFlag(flag)`: the event, or the code.
+pub fn try_create_event(acl: &Acl, flag: u32) -> Result<AclrtEvent, AclError> {
+    let mut event: AclrtEvent = std::ptr::null_mut();
+    // SAFETY: `event` is a writable handle slot.
+    match unsafe { acl.aclrtCreateEventExWithFlag(&mut event, flag) } {
+        ACL_SUCCESS => Ok(event),
+        code => Err(code),
+    }
+}
+
+/// `aclrtFreeHost(ptr)`'s code.
+pub fn free_host(acl: &Acl, ptr: *mut c_void) -> AclError {
+    // SAFETY: a pinned pointer from the fake (or a stale one, which the fake rejects); no
+    // copy still queued writes it.
+    unsafe { acl.aclrtFreeHost(ptr) }
+}
+
+/// `aclrtMemcpyAsync(dst, len, src, len, kind, stream)`'s code.
+pub fn copy_async(
+    acl: &Acl,
+    [dst, src]: [*mut c_void; 2],
+    len: usize,
+    kind: i32,
+    stream: AclrtStream,
+) -> AclError {
+    // SAFETY: the tests pass device memory, pinned memory that outlives the copy, or ranges
+    // the fake refuses before any access.
+    unsafe { acl.aclrtMemcpyAsync(dst, len, src, len, kind, stream) }
+}
+
+/// Force-destroys each of `streams`, destroys each of `events` and frees each of `ptrs`,
+/// asserting every call succeeds.
+pub fn destroy_all(
+    acl: &Acl,
+    streams: &[AclrtStream],
+    events: &[AclrtEvent],
+    ptrs: &[*mut c_void],
+) {
+    for &stream in streams {
+        assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
+    }
+    for &event in events {
+        assert_eq!(destroy_event(acl, event), ACL_SUCCESS);
+    }
+    for &ptr in ptrs {
+        assert_eq!(free(acl, ptr), ACL_SUCCESS);
+    }
 }
 
 pub fn set_op_timeout_ms(acl: &Acl, ms: u64) {
@@ -250,18 +343,23 @@ pub const CODE_FAULT: AclError = 507_899;
 
 /// Binds the calling thread to `device_id` (asserting success).
 pub fn bind(acl: &Acl, device_id: i32) {
-    assert_eq!(
-        // SAFETY: plain value.
-        unsafe { acl.aclrtSetDevice(device_id) },
-        ACL_SUCCESS,
-        "bind {device_id}"
-    );
+    assert_eq!(set_device(acl, device_id), ACL_SUCCESS, "bind {device_id}");
 }
 
 /// `aclrtResetDeviceForce(device_id)`'s code.
 pub fn force_reset(acl: &Acl, device_id: i32) -> AclError {
     // SAFETY: plain value.
     unsafe { acl.aclrtResetDeviceForce(device_id) }
+}
+
+/// Force-resets `device_id` and binds the calling thread to it again (asserting both).
+pub fn reset_and_bind(acl: &Acl, device_id: i32) {
+    assert_eq!(
+        force_reset(acl, device_id),
+        ACL_SUCCESS,
+        "reset {device_id}"
+    );
+    bind(acl, device_id);
 }
 
 /// `aclrtSynchronizeStreamWithTimeout`'s code: the stream's sticky code once its tasks ran.
