@@ -7,7 +7,7 @@
 mod common;
 
 use backend_sim::SharedSim;
-use common::{Noting, Times, lane_on, sim, stalled};
+use common::{Noting, Times, assert_ok, lane_on, run_ok, sim, stalled, submit_when_open};
 use lane_core::{CodeRef, Outcome, Profile, PublicationResult, RunId, RunRequest, Verdict};
 use lane_driver::testkit::{Call, Fail, TestDevice, Then};
 use lane_service::{ItemId, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
@@ -372,23 +372,9 @@ fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_r
         took >= bound && took < Duration::from_millis(9_500),
         "{took:?}"
     );
-    let start = Instant::now();
-    let second = loop {
-        match handle.submit(RunRequest::new()) {
-            Ok(run) => break run,
-            Err(ServiceError::Submit(lane_core::SubmitError::Poisoned { .. }))
-                if start.elapsed() < GENEROUS =>
-            {
-                thread::sleep(Duration::from_millis(5));
-            }
-            Err(other) => panic!("refused: {other}"),
-        }
-    };
+    let second = submit_when_open(&handle, GENEROUS);
     let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
-    assert!(
-        matches!(second, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{second:?}"
-    );
+    assert_ok(&second);
     assert_eq!(handle.poll_outcome(), None, "one outcome per item");
     assert!(handle.lost().is_none());
     // The drop joins the waiter once its stuck call returns.
@@ -414,7 +400,7 @@ fn a_failed_calls_device_text_reaches_the_report_and_a_success_carries_none() {
     );
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let first = handle.wait_report(first, GENEROUS).expect("run 1's report");
-    assert!(matches!(first.outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+    assert_ok(&first.outcome);
     assert_eq!(first.device_message, None, "no call failed for run 1");
     let second = handle.submit(RunRequest::new()).expect("accepted");
     let second = handle
@@ -442,12 +428,7 @@ fn with_submitters_bound_every_run_still_gets_its_outcome_in_order() {
     config.submitters_bound = true;
     let handle = lane_on(config, TestDevice::real(), Noting::default());
     for _ in 0..20 {
-        let run = handle.submit(RunRequest::new()).expect("accepted");
-        let outcome = handle.wait(run, GENEROUS).expect("its outcome");
-        assert!(
-            matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-            "{outcome:?}"
-        );
+        run_ok(&handle, GENEROUS);
     }
     assert!(handle.lost().is_none());
 }

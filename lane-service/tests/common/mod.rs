@@ -10,10 +10,12 @@ use backend_sim::device::RunTimes;
 use backend_sim::{FaultRule, SimDevice};
 use lane_core::status_latch::ReturnCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, Profile, RunId, SlotId};
+use lane_core::{
+    CodeRef, FinaliseFailure, Outcome, Profile, RunId, RunRequest, SlotId, SubmitError, Verdict,
+};
 use lane_driver::testkit::{Call, Stall, TestDevice, Then};
 use lane_driver::{PrepareError, RunArgs, Runner};
-use lane_service::{LaneHandle, ServiceConfig, spawn};
+use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
@@ -34,6 +36,40 @@ pub fn sim(profile: &Profile, seed: u64, faults: &[FaultRule]) -> SimDevice {
         device.install(rule.clone());
     }
     device
+}
+
+/// Whether `outcome` is an `Ok` run's.
+pub fn is_ok(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok)
+}
+
+/// Asserts `outcome` is an `Ok` run's.
+pub fn assert_ok(outcome: &Outcome) {
+    assert!(is_ok(outcome), "{outcome:?}");
+}
+
+/// Submits one run and asserts its outcome, waited for up to `timeout`, `Ok`.
+pub fn run_ok(handle: &LaneHandle, timeout: Duration) -> RunId {
+    let run = handle.submit(RunRequest::new()).expect("accepted");
+    assert_ok(&handle.wait(run, timeout).expect("its outcome"));
+    run
+}
+
+/// Submits until the lane accepts (it refuses while full or recovering), for `timeout` at
+/// most.
+pub fn submit_when_open(handle: &LaneHandle, timeout: Duration) -> RunId {
+    let start = Instant::now();
+    loop {
+        match handle.submit(RunRequest::new()) {
+            Ok(run) => return run,
+            Err(ServiceError::Submit(SubmitError::Poisoned { .. } | SubmitError::Full { .. }))
+                if start.elapsed() < timeout =>
+            {
+                thread::sleep(Duration::from_millis(5));
+            }
+            Err(other) => panic!("refused: {other}"),
+        }
+    }
 }
 
 /// When the runner did something for each run.
