@@ -56,10 +56,7 @@ fn a_hung_kernel_ends_with_its_device_code_before_the_host_deadline_and_the_lane
         device_op_timeout_ns: 300_000_000,
         ..Profile::a2a3().spec()
     };
-    let config = AclConfig {
-        profile: Some(Profile::custom(spec).unwrap()),
-        ..fake.config()
-    };
+    let config = fake.config_with(Profile::custom(spec).unwrap());
     let mut d = driver(&fake, config, vec![2]);
     let start = Instant::now();
     let reports = run_lane(&mut d, 4);

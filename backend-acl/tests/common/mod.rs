@@ -68,6 +68,22 @@ impl Fake {
         }
     }
 
+    /// A config opening the fake's device `device_id` with the probed profile.
+    pub fn config_on(&self, device_id: i32) -> AclConfig {
+        AclConfig {
+            device_id,
+            ..self.config()
+        }
+    }
+
+    /// A config opening the fake's device 0 with `profile`.
+    pub fn config_with(&self, profile: Profile) -> AclConfig {
+        AclConfig {
+            profile: Some(profile),
+            ..self.config()
+        }
+    }
+
     /// Opens device 0 with the probed profile.
     pub fn open(&self) -> (AclDevice, Profile) {
         AclDevice::open(self.config()).unwrap_or_else(|e| panic!("{e}"))
