@@ -188,14 +188,7 @@ fn a_run_that_hung_while_no_call_was_made_is_timed_out_at_the_next_calls() {
     // A 200 ms deadline passes while the caller makes no call; the run hangs. The next polls
     // act on it: the first finds it past its deadline and not complete (a host wait timeout,
     // a poison), and the polls after it recover the device; none of them waits for the run.
-    let profile = Profile::custom(lane_core::ProfileSpec {
-        completion_timeout_ns: 200_000_000,
-        device_op_timeout_ns: 100_000_000,
-        drain_timeout_ns: 10_000_000,
-        ..Profile::a2a3().spec()
-    })
-    .expect("a profile");
-    let handle = hung_lane(profile);
+    let handle = hung_lane(common::timeouts(200, 100, 10));
     let run = handle.submit(RunRequest::new()).expect("accepted");
     thread::sleep(Duration::from_millis(400));
     let mut calls = 0;
@@ -317,20 +310,8 @@ fn two_threads_driving_one_lane_get_every_outcome_once_and_in_order() {
             thread::spawn(move || {
                 let mut got = Vec::new();
                 for _ in 0..20 {
-                    let start = Instant::now();
-                    let run = loop {
-                        match handle.submit(RunRequest::new()) {
-                            Ok(run) => break run,
-                            Err(ServiceError::Submit(SubmitError::Full { .. }))
-                                if start.elapsed() < GENEROUS =>
-                            {
-                                thread::yield_now();
-                            }
-                            Err(other) => panic!("{other}"),
-                        }
-                    };
-                    let outcome = handle.wait(run, GENEROUS).expect("its outcome");
-                    assert_ok(&outcome);
+                    let run = common::submit_when_open(&handle, GENEROUS);
+                    assert_ok(&handle.wait(run, GENEROUS).expect("its outcome"));
                     got.push(run.0);
                 }
                 got

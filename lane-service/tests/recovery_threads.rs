@@ -18,13 +18,7 @@ const GENEROUS: Duration = Duration::from_secs(60);
 /// A profile whose run 1 is answered at its bound soon (its 200 ms deadline, the 200 ms
 /// device verdict's bound after it, and the waiter's 6 s grace), with a drain of `drain_ms`.
 fn short_profile(drain_ms: u64) -> Profile {
-    Profile::custom(lane_core::ProfileSpec {
-        completion_timeout_ns: 200_000_000,
-        device_op_timeout_ns: 100_000_000,
-        drain_timeout_ns: drain_ms * 1_000_000,
-        ..Profile::a2a3().spec()
-    })
-    .expect("a profile")
+    common::timeouts(200, 100, drain_ms)
 }
 
 /// A lane on lane-driver's `TestDevice` whose waiter's first event wait is stuck `stuck` (ignoring its

@@ -345,13 +345,7 @@ fn a_device_without_a_completion_waiter_is_refused_at_spawn_with_what_to_do() {
 /// its own bound), and the lane runs on; the waiter's late answer is dropped.
 #[test]
 fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_recovers() {
-    let profile = Profile::custom(lane_core::ProfileSpec {
-        completion_timeout_ns: 1_000_000_000,
-        device_op_timeout_ns: 500_000_000,
-        drain_timeout_ns: 100_000_000,
-        ..Profile::a2a3().spec()
-    })
-    .expect("a profile");
+    let profile = common::timeouts(1_000, 500, 100);
     // Past run 1's bound (its 1 s deadline, the 1 s device verdict's bound after it, and the
     // 6 s grace); its drain then waits behind the stuck call, and run 2's wait comes after it.
     let (device, _) = stalled(Duration::from_secs(10), Then::Answer);

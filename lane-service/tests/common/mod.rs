@@ -72,6 +72,17 @@ pub fn submit_when_open(handle: &LaneHandle, timeout: Duration) -> RunId {
     }
 }
 
+/// a2a3 with these host completion, device op and drain timeouts (ms).
+pub fn timeouts(completion_ms: u64, op_ms: u64, drain_ms: u64) -> Profile {
+    Profile::custom(lane_core::ProfileSpec {
+        completion_timeout_ns: completion_ms * 1_000_000,
+        device_op_timeout_ns: op_ms * 1_000_000,
+        drain_timeout_ns: drain_ms * 1_000_000,
+        ..Profile::a2a3().spec()
+    })
+    .expect("a profile")
+}
+
 /// When the runner did something for each run.
 pub type Times = Arc<Mutex<Vec<(RunId, Instant)>>>;
 
