@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use ascend_cl_sys::types::{ACL_ERROR_RT_CONTEXT_NULL, ACL_SUCCESS, AclrtStream};
 use backend_acl::AclDevice;
 use lane_core::status_latch::AclCode;
-use lane_driver::{Device, DevicePtr};
+use lane_driver::Device;
 use run_lane_fake_ascendcl::Outcome;
+
+use common::Handles;
 
 /// A code no call returns on its own, so a failure is the injected one.
 const CODE: i32 = 507_899;
@@ -42,14 +44,8 @@ fn every_method_succeeds_on_a_healthy_device_and_leaves_nothing_behind() {
     fake.assert_balanced();
 }
 
-/// One `Device` call, made on a device with the resources it needs.
-type Call = fn(&mut AclDevice, &Resources) -> Result<(), AclCode>;
-
-struct Resources {
-    stream: lane_core::stream_pair::StreamHandle,
-    event: lane_driver::EventHandle,
-    ptr: DevicePtr,
-}
+/// One `Device` call, made on a device with the handles it needs.
+type Call = fn(&mut AclDevice, &Handles) -> Result<(), AclCode>;
 
 #[test]
 fn each_failing_call_returns_its_code_and_keeps_the_librarys_message_once() {
@@ -82,11 +78,7 @@ fn each_failing_call_returns_its_code_and_keeps_the_librarys_message_once() {
     for (symbol, call) in calls {
         let fake = common::fake();
         let (mut d, _) = fake.open();
-        let resources = Resources {
-            stream: d.create_stream().unwrap(),
-            event: d.create_event().unwrap(),
-            ptr: d.malloc(64).unwrap(),
-        };
+        let resources = Handles::live(&mut d);
         fake.control.fail_call(symbol, CODE, 0, 1).unwrap();
         assert_eq!(call(&mut d, &resources), Err(code()), "{symbol}");
         let message = d.recent_error_message();

@@ -11,8 +11,10 @@ use ascend_cl_sys::types::{ACL_ERROR_RT_CONTEXT_NULL, ACL_MEM_MALLOC_HUGE_FIRST,
 use backend_acl::{AclDevice, WorkerBinding};
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
+use lane_driver::{Device, DevicePtr, HostPtr, PinnedCopies};
 use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
+
+use common::Handles;
 
 /// A code no call returns on its own, so a failure is the injected one.
 const CODE: i32 = 507_899;
@@ -44,10 +46,8 @@ fn launch_writing_header(fake: &common::Fake, stream: StreamHandle, header: Devi
 fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
     let fake = common::fake();
     let (mut d, _) = fake.open();
-    let stream = d.create_stream().unwrap();
-    let event = d.create_event().unwrap();
-    let dev = d.malloc(64).unwrap();
-    let pinned = d.malloc_host(32).unwrap();
+    let h = Handles::live(&mut d);
+    let (stream, event, dev, pinned) = (h.stream, h.event, h.ptr, h.host);
     d.write_host(pinned, &[1, 2, 3, 4]).unwrap();
     d.memcpy_to_device_async(dev.at(8), pinned, 4, stream)
         .unwrap();
@@ -58,10 +58,7 @@ fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
     let mut back = [0xAA_u8; 6];
     d.read_host(&mut back, pinned.at(16)).unwrap();
     assert_eq!(back, [0, 1, 2, 3, 4, 0], "H2D then D2H, in stream order");
-    d.free_host(pinned).unwrap();
-    d.free(dev).unwrap();
-    d.destroy_event(event).unwrap();
-    d.destroy_stream(stream).unwrap();
+    h.release(&mut d);
     assert_eq!(d.recent_error_message(), None, "nothing failed");
     let c = fake.counters();
     assert_eq!((c.host_mallocs, c.host_frees, c.async_copies), (1, 1, 2));
@@ -72,10 +69,8 @@ fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
 fn a_d2h_enqueued_after_a_kernel_returns_the_kernels_bytes_once_an_event_after_it_passes() {
     let fake = common::fake();
     let (mut d, _) = fake.open();
-    let stream = d.create_stream().unwrap();
-    let event = d.create_event().unwrap();
-    let dev = d.malloc(HEADER.len()).unwrap();
-    let readback = d.malloc_host(HEADER.len()).unwrap();
+    let h = Handles::live(&mut d);
+    let (stream, event, dev, readback) = (h.stream, h.event, h.ptr, h.host);
     // As the executor does: a copy that never landed must not look like a clean header.
     d.write_host(readback, &[0xFF; 8]).unwrap();
     launch_writing_header(&fake, stream, dev);
@@ -89,10 +84,7 @@ fn a_d2h_enqueued_after_a_kernel_returns_the_kernels_bytes_once_an_event_after_i
         got, HEADER,
         "the copy ran after the kernel, before the event"
     );
-    d.free_host(readback).unwrap();
-    d.free(dev).unwrap();
-    d.destroy_event(event).unwrap();
-    d.destroy_stream(stream).unwrap();
+    h.release(&mut d);
     fake.assert_balanced();
 }
 
@@ -188,26 +180,19 @@ fn host_access_and_async_copies_outside_pinned_memory_are_invalid_param_and_touc
     fake.assert_balanced();
 }
 
-/// One pinned-path call, made on a device with the resources it needs.
-type Call = fn(&mut AclDevice, &Resources) -> Result<(), AclCode>;
-
-struct Resources {
-    stream: StreamHandle,
-    event: EventHandle,
-    dev: DevicePtr,
-    pinned: HostPtr,
-}
+/// One pinned-path call, made on a device with the handles it needs.
+type Call = fn(&mut AclDevice, &Handles) -> Result<(), AclCode>;
 
 #[test]
 fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message() {
     let calls: [(&str, Call); 5] = [
         ("aclrtMallocHost", |d, _| d.malloc_host(8).map(|_| ())),
-        ("aclrtFreeHost", |d, r| d.free_host(r.pinned)),
+        ("aclrtFreeHost", |d, r| d.free_host(r.host)),
         ("aclrtMemcpyAsync", |d, r| {
-            d.memcpy_to_device_async(r.dev, r.pinned, 8, r.stream)
+            d.memcpy_to_device_async(r.ptr, r.host, 8, r.stream)
         }),
         ("aclrtMemcpyAsync", |d, r| {
-            d.memcpy_from_device_async(r.pinned, r.dev, 8, r.stream)
+            d.memcpy_from_device_async(r.host, r.ptr, 8, r.stream)
         }),
         ("aclrtStreamWaitEvent", |d, r| {
             d.stream_wait_event(r.stream, r.event)
@@ -216,12 +201,7 @@ fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message()
     for (name, call) in calls {
         let fake = common::fake();
         let (mut d, _) = fake.open();
-        let r = Resources {
-            stream: d.create_stream().unwrap(),
-            event: d.create_event().unwrap(),
-            dev: d.malloc(8).unwrap(),
-            pinned: d.malloc_host(8).unwrap(),
-        };
+        let r = Handles::live(&mut d);
         fake.control.fail_call(name, CODE, 0, 1).unwrap();
         assert_eq!(call(&mut d, &r), Err(code()), "{name}");
         let message = d.recent_error_message();
@@ -230,10 +210,7 @@ fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message()
             "{name}: {message:?}"
         );
         // A failed free keeps the allocation tracked, so the real free below still works.
-        d.free_host(r.pinned).unwrap();
-        d.free(r.dev).unwrap();
-        d.destroy_event(r.event).unwrap();
-        d.destroy_stream(r.stream).unwrap();
+        r.release(&mut d);
         fake.assert_balanced();
     }
 }

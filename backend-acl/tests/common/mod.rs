@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ascend_cl_sys::types::AclrtStream;
 use lane_core::stream_pair::StreamHandle;
+use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
 
 use backend_acl::{AclConfig, AclDevice, Library};
 use lane_core::Profile;
@@ -98,6 +99,35 @@ impl Fake {
     pub fn assert_balanced(&self) {
         let c = self.counters();
         assert!(c.balanced(), "the fake holds leaked resources: {c:#?}");
+    }
+}
+
+/// Live handles on a device: a stream, an event, 64 bytes of device memory and 32 of pinned
+/// host memory.
+#[derive(Clone, Copy)]
+pub struct Handles {
+    pub stream: StreamHandle,
+    pub event: EventHandle,
+    pub ptr: DevicePtr,
+    pub host: HostPtr,
+}
+
+impl Handles {
+    pub fn live(d: &mut AclDevice) -> Self {
+        Self {
+            stream: d.create_stream().unwrap(),
+            event: d.create_event().unwrap(),
+            ptr: d.malloc(64).unwrap(),
+            host: d.malloc_host(32).unwrap(),
+        }
+    }
+
+    /// Gives back what [`Handles::live`] made.
+    pub fn release(self, d: &mut AclDevice) {
+        d.destroy_event(self.event).unwrap();
+        d.destroy_stream(self.stream).unwrap();
+        d.free(self.ptr).unwrap();
+        d.free_host(self.host).unwrap();
     }
 }
 
