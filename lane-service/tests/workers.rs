@@ -354,20 +354,10 @@ struct Gated {
 }
 
 impl HostWorker for Gated {
-    fn prepare_run(
-        &mut self,
-        _run: RunId,
-        _slot: SlotId,
-        _diagnostics: bool,
-    ) -> Result<(), PrepareError> {
+    fn prepare_run(&mut self, _: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
         Ok(())
     }
-    fn finalise_run(
-        &mut self,
-        run: RunId,
-        _slot: SlotId,
-        _copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
+    fn finalise_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), FinaliseFailure> {
         let _ = self.finalising.send(run.0);
         if run.0 == 1 {
             let (open, opened) = &*self.gate;
@@ -437,12 +427,7 @@ struct FailsWithText {
 }
 
 impl HostWorker for FailsWithText {
-    fn prepare_run(
-        &mut self,
-        run: RunId,
-        _slot: SlotId,
-        _diagnostics: bool,
-    ) -> Result<(), PrepareError> {
+    fn prepare_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
         if run.0 == 1 {
             self.text = Some(format!("EZ1001: prepare of run {} on a worker", run.0));
             return Err(PrepareError::Failed(AclCode::RtParamInvalid));

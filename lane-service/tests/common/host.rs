@@ -169,12 +169,7 @@ impl HostWorker for Sleepy {
         }
         Ok(())
     }
-    fn prepare_run(
-        &mut self,
-        run: RunId,
-        _slot: SlotId,
-        _diagnostics: bool,
-    ) -> Result<(), PrepareError> {
+    fn prepare_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
         assert_ne!(
             Some(run.0),
             self.panic_on,
@@ -184,12 +179,7 @@ impl HostWorker for Sleepy {
         self.nap();
         Ok(())
     }
-    fn finalise_run(
-        &mut self,
-        _run: RunId,
-        _slot: SlotId,
-        _copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
+    fn finalise_run(&mut self, _: RunId, _: SlotId, _: bool) -> Result<(), FinaliseFailure> {
         self.nap();
         Ok(())
     }
