@@ -39,6 +39,23 @@ fn loaded() -> &'static (Control, PathBuf) {
     })
 }
 
+/// Whether `path` (canonical) is mapped in this process (`/proc/self/maps`), deleted or not.
+pub fn mapped(path: &std::path::Path) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    let path = path.to_string_lossy();
+    maps.lines()
+        .any(|line| line.ends_with(path.as_ref()) || line.ends_with(&format!("{path} (deleted)")))
+}
+
+/// A copy of the fake named `libascendcl.so` in a fresh folder `name`.
+pub fn copy_of_the_fake(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("run-lane-loaded-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let path = dir.join("libascendcl.so");
+    std::fs::copy(cdylib_path().unwrap_or_else(|e| panic!("{e}")), &path).expect("copy the fake");
+    path.canonicalize().expect("its canonical path")
+}
+
 /// Takes the fake for this test and resets it (16 devices, "Ascend910B1", nothing alive).
 pub fn fake() -> Fake {
     static SERIAL: Mutex<()> = Mutex::new(());
