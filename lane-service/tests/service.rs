@@ -7,7 +7,7 @@
 mod common;
 
 use backend_sim::SharedSim;
-use common::{Noting, Times, assert_ok, lane_on, run_ok, sim, stalled, submit_when_open};
+use common::{Noting, Times, assert_ok, lane_on, run_ok, sim, stalled};
 use lane_core::{CodeRef, Outcome, Profile, PublicationResult, RunId, RunRequest, Verdict};
 use lane_driver::testkit::{Call, Fail, TestDevice, Then};
 use lane_service::{ItemId, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
@@ -366,7 +366,18 @@ fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_r
         took >= bound && took < Duration::from_millis(9_500),
         "{took:?}"
     );
-    let second = submit_when_open(&handle, GENEROUS);
+    let start = Instant::now();
+    let second = loop {
+        match handle.submit(RunRequest::new()) {
+            Ok(run) => break run,
+            Err(ServiceError::Submit(lane_core::SubmitError::Poisoned { .. }))
+                if start.elapsed() < GENEROUS =>
+            {
+                thread::sleep(Duration::from_millis(5));
+            }
+            Err(other) => panic!("refused: {other}"),
+        }
+    };
     let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
     assert_ok(&second);
     assert_eq!(handle.poll_outcome(), None, "one outcome per item");
