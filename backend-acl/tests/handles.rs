@@ -87,8 +87,7 @@ fn refusal(symbol: &str, bad_stream: bool) -> AclCode {
 
 #[test]
 fn forged_handles_are_refused_and_never_reach_the_library() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let good = Handles::live(&mut d);
     let forged = Handles {
         stream: StreamHandle(0xdead_0000),
@@ -123,8 +122,7 @@ fn forged_handles_are_refused_and_never_reach_the_library() {
 
 #[test]
 fn destroyed_handles_are_refused_and_never_reach_the_library() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     // Made before the others are destroyed, so the library cannot hand their addresses out
     // again to these.
     let good = Handles::live(&mut d);
@@ -147,8 +145,7 @@ fn destroyed_handles_are_refused_and_never_reach_the_library() {
 
 #[test]
 fn handles_from_before_a_force_reset_are_refused_and_never_reach_the_library() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let old = Handles::live(&mut d);
     d.reset_device_force().unwrap();
     // Live handles at addresses none of the old ones had (the library may reuse a reclaimed
@@ -189,8 +186,7 @@ fn handles_from_before_a_force_reset_are_refused_and_never_reach_the_library() {
 
 #[test]
 fn the_completion_waiter_refuses_a_handle_the_device_does_not_hold() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let good = Handles::live(&mut d);
     let mut waiter = d.completion_waiter().unwrap();
     waiter.bind().unwrap();

@@ -156,8 +156,7 @@ fn live_ids(fake: &common::Fake) -> Vec<u32> {
 
 #[test]
 fn a_destroyed_streams_id_matches_a_notice_until_the_late_notice_bound_then_never() {
-    let fake = common::fake();
-    let (mut device, _) = fake.open();
+    let (fake, mut device) = common::opened();
     let stream = device.create_stream().expect("a stream");
     let id = live_ids(&fake)[0];
     let other = device.create_stream().expect("another stream");

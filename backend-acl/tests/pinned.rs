@@ -44,8 +44,7 @@ fn launch_writing_header(fake: &common::Fake, stream: StreamHandle, header: Devi
 
 #[test]
 fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let h = Handles::live(&mut d);
     let (stream, event, dev, pinned) = (h.stream, h.event, h.ptr, h.host);
     d.write_host(pinned, &[1, 2, 3, 4]).unwrap();
@@ -67,8 +66,7 @@ fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
 
 #[test]
 fn a_d2h_enqueued_after_a_kernel_returns_the_kernels_bytes_once_an_event_after_it_passes() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let h = Handles::live(&mut d);
     let (stream, event, dev, readback) = (h.stream, h.event, h.ptr, h.host);
     // As the executor does: a copy that never landed must not look like a clean header.
@@ -90,8 +88,7 @@ fn a_d2h_enqueued_after_a_kernel_returns_the_kernels_bytes_once_an_event_after_i
 
 #[test]
 fn stream_wait_event_orders_a_copy_on_stream_b_after_a_kernel_on_stream_a() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let a = d.create_stream().unwrap();
     let b = d.create_stream().unwrap();
     let on_a = d.create_event().unwrap();
@@ -123,8 +120,7 @@ fn stream_wait_event_orders_a_copy_on_stream_b_after_a_kernel_on_stream_a() {
 
 #[test]
 fn host_access_and_async_copies_outside_pinned_memory_are_invalid_param_and_touch_nothing() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let stream = d.create_stream().unwrap();
     let dev = d.malloc(64).unwrap();
     let pinned = d.malloc_host(16).unwrap();
@@ -199,8 +195,7 @@ fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message()
         }),
     ];
     for (name, call) in calls {
-        let fake = common::fake();
-        let (mut d, _) = fake.open();
+        let (fake, mut d) = common::opened();
         let r = Handles::live(&mut d);
         fake.control.fail_call(name, CODE, 0, 1).unwrap();
         assert_eq!(call(&mut d, &r), Err(code()), "{name}");
@@ -217,8 +212,7 @@ fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message()
 
 #[test]
 fn a_copy_that_fails_on_its_stream_lands_no_byte_and_only_the_stream_synchronize_reports_it() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let stream = d.create_stream().unwrap();
     let event = d.create_event().unwrap();
     let dev = d.malloc(8).unwrap();
@@ -244,8 +238,7 @@ fn a_copy_that_fails_on_its_stream_lands_no_byte_and_only_the_stream_synchronize
 
 #[test]
 fn a_reset_forgets_pinned_memory_without_freeing_or_touching_it() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let binding = d.worker_binding();
     let pinned = d.malloc_host(16).unwrap();
     // The count is the device id's, for the whole process: earlier tests' resets count too.
@@ -268,8 +261,7 @@ fn a_reset_forgets_pinned_memory_without_freeing_or_touching_it() {
 #[test]
 fn a_worker_thread_bound_through_the_worker_binding_makes_calls_an_unbound_thread_cannot() {
     fn shareable<T: Clone + Send + Sync>(_: &T) {}
-    let fake = common::fake();
-    let (d, _) = fake.open();
+    let (fake, d) = common::opened();
     let binding: WorkerBinding = d.worker_binding();
     shareable(&binding);
     assert_eq!(binding.device_id(), d.device_id());

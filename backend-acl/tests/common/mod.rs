@@ -72,6 +72,13 @@ pub fn fake() -> Fake {
     }
 }
 
+/// Takes the fake and opens its device 0 with the probed profile (the device goes first).
+pub fn opened() -> (Fake, AclDevice) {
+    let fake = fake();
+    let (device, _) = fake.open();
+    (fake, device)
+}
+
 impl Fake {
     /// This test makes a force reset under a wait on purpose (the shared L-20 check is off).
     pub fn expect_resets_under_wait(&self) {
