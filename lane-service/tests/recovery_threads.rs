@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{Noting, assert_ok, lane_on, stalled, submit_when_open};
-use lane_core::{Outcome, Profile, RunRequest};
+use common::{Noting, assert_ok, lane_on, stalled};
+use lane_core::{Outcome, Profile, RunId, RunRequest};
 use lane_driver::testkit::{Call, Fail, Stall, TestDevice, Then};
 use lane_service::{LaneHandle, ServiceConfig, ServiceError};
 use std::sync::{Arc, Mutex};
@@ -36,6 +36,20 @@ fn stuck_lane(profile: Profile, stuck: Duration, slow_drain: bool) -> LaneHandle
     lane_on(ServiceConfig::new(profile), device, Noting::default())
 }
 
+/// Submits until the lane accepts (it refuses while it recovers).
+fn submit_when_open(handle: &LaneHandle) -> RunId {
+    let start = Instant::now();
+    loop {
+        match handle.submit(RunRequest::new()) {
+            Ok(run) => return run,
+            Err(ServiceError::Submit(
+                lane_core::SubmitError::Poisoned { .. } | lane_core::SubmitError::Full { .. },
+            )) if start.elapsed() < GENEROUS => thread::sleep(Duration::from_millis(5)),
+            Err(other) => panic!("refused: {other}"),
+        }
+    }
+}
+
 /// Submits run 1 and asserts it ended with a host wait timeout.
 fn first_run_times_out(handle: &LaneHandle) {
     let first = handle.submit(RunRequest::new()).expect("accepted");
@@ -59,7 +73,7 @@ fn first_run_times_out(handle: &LaneHandle) {
 fn a_drain_the_waiter_takes_late_is_bounded_from_its_start_so_a_full_drain_loses_no_lane() {
     let handle = stuck_lane(short_profile(2_000), Duration::from_millis(13_400), true);
     first_run_times_out(&handle);
-    let second = submit_when_open(&handle, GENEROUS);
+    let second = submit_when_open(&handle);
     let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
     assert_ok(&second);
     assert!(handle.lost().is_none(), "{:?}", handle.lost());
@@ -191,12 +205,12 @@ fn the_outcome_callback_never_runs_beside_a_force_reset() {
     }
     let handle = lane_on(config, device, Noting::default());
     for _ in 0..2 {
-        let first = submit_when_open(&handle, GENEROUS);
-        let second = submit_when_open(&handle, GENEROUS);
+        let first = submit_when_open(&handle);
+        let second = submit_when_open(&handle);
         handle.wait(first, GENEROUS).expect("its outcome");
         handle.wait(second, GENEROUS).expect("its outcome");
     }
-    let last = submit_when_open(&handle, GENEROUS);
+    let last = submit_when_open(&handle);
     handle.wait(last, GENEROUS).expect("its outcome");
     drop(handle);
     assert!(

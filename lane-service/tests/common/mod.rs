@@ -10,12 +10,10 @@ use backend_sim::device::RunTimes;
 use backend_sim::{FaultRule, SimDevice};
 use lane_core::status_latch::ReturnCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{
-    CodeRef, FinaliseFailure, Outcome, Profile, RunId, RunRequest, SlotId, SubmitError, Verdict,
-};
+use lane_core::{CodeRef, FinaliseFailure, Outcome, Profile, RunId, RunRequest, SlotId, Verdict};
 use lane_driver::testkit::{Call, Stall, TestDevice, Then};
 use lane_driver::{PrepareError, RunArgs, Runner};
-use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn};
+use lane_service::{LaneHandle, ServiceConfig, spawn};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
@@ -53,23 +51,6 @@ pub fn run_ok(handle: &LaneHandle, timeout: Duration) -> RunId {
     let run = handle.submit(RunRequest::new()).expect("accepted");
     assert_ok(&handle.wait(run, timeout).expect("its outcome"));
     run
-}
-
-/// Submits until the lane accepts (it refuses while full or recovering), for `timeout` at
-/// most.
-pub fn submit_when_open(handle: &LaneHandle, timeout: Duration) -> RunId {
-    let start = Instant::now();
-    loop {
-        match handle.submit(RunRequest::new()) {
-            Ok(run) => return run,
-            Err(ServiceError::Submit(SubmitError::Poisoned { .. } | SubmitError::Full { .. }))
-                if start.elapsed() < timeout =>
-            {
-                thread::sleep(Duration::from_millis(5));
-            }
-            Err(other) => panic!("refused: {other}"),
-        }
-    }
 }
 
 /// a2a3 with these host completion, device op and drain timeouts (ms).
