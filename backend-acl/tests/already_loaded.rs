@@ -3,31 +3,15 @@
 //! preference, opens the loaded one, says so, and maps no second copy. Its own test binary,
 //! so no other test's copy of the fake is loaded in this process.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use backend_acl::{AclConfig, AclDevice, Library};
-use run_lane_fake_ascendcl::{Control, cdylib_path};
-
-/// Whether `path` (canonical) is mapped in this process (`/proc/self/maps`).
-fn mapped(path: &Path) -> bool {
-    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
-    let path = path.to_string_lossy();
-    maps.lines().any(|line| line.ends_with(path.as_ref()))
-}
-
-/// A copy of the fake named `libascendcl.so` in a fresh folder `name`.
-fn copy_of_the_fake(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("run-lane-loaded-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
-    let path = dir.join("libascendcl.so");
-    std::fs::copy(cdylib_path().unwrap_or_else(|e| panic!("{e}")), &path).expect("copy the fake");
-    path.canonicalize().expect("its canonical path")
-}
+use run_lane_fake_ascendcl::Control;
 
 #[test]
 fn a_lane_preferring_the_loaded_libascendcl_opens_that_copy_and_no_second_one() {
-    let first = copy_of_the_fake("first");
-    let second = copy_of_the_fake("second");
+    let first = common::copy_of_the_fake("first");
+    let second = common::copy_of_the_fake("second");
     // The runtime loaded its libascendcl (dlopen, through the fake's control surface).
     let control = Control::open(&first).unwrap_or_else(|e| panic!("{e}"));
     let _session = control.session().expect("reset the fake");
@@ -36,7 +20,7 @@ fn a_lane_preferring_the_loaded_libascendcl_opens_that_copy_and_no_second_one() 
         Some(first.clone()),
         "the loaded copy is found"
     );
-    assert!(mapped(&first) && !mapped(&second));
+    assert!(common::mapped(&first) && !common::mapped(&second));
     let (device, _) = AclDevice::open(AclConfig {
         library: Library::Path(second.clone()),
         prefer_loaded: true,
@@ -48,7 +32,7 @@ fn a_lane_preferring_the_loaded_libascendcl_opens_that_copy_and_no_second_one() 
         first,
         "the device reports the copy already loaded"
     );
-    assert!(!mapped(&second), "no second copy was opened");
+    assert!(!common::mapped(&second), "no second copy was opened");
     drop(device);
     let _ = std::fs::remove_file(&second);
 }

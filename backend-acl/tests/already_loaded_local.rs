@@ -3,32 +3,12 @@
 //! (no second one is mapped), and the reopen leaves it out of the global scope. Its own test
 //! binary, so no other test's copy of the fake is loaded in this process.
 
+mod common;
+
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 
 use ascend_cl_sys::Search;
-use run_lane_fake_ascendcl::cdylib_path;
-
-/// Whether `path` (canonical) is mapped in this process (`/proc/self/maps`), deleted or not.
-fn mapped(path: &Path) -> bool {
-    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
-    let path = path.to_string_lossy();
-    maps.lines()
-        .any(|line| line.ends_with(path.as_ref()) || line.ends_with(&format!("{path} (deleted)")))
-}
-
-/// A copy of the fake named `libascendcl.so` in a fresh folder `name`.
-fn copy_of_the_fake(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "run-lane-loaded-local-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
-    let path = dir.join("libascendcl.so");
-    std::fs::copy(cdylib_path().unwrap_or_else(|e| panic!("{e}")), &path).expect("copy the fake");
-    path.canonicalize().expect("its canonical path")
-}
 
 /// Whether `aclInit` is in the process's global scope.
 fn global() -> bool {
@@ -38,8 +18,8 @@ fn global() -> bool {
 
 #[test]
 fn a_loaded_copy_whose_file_is_gone_is_reopened_and_stays_out_of_the_global_scope() {
-    let first = copy_of_the_fake("first");
-    let second = copy_of_the_fake("second");
+    let first = common::copy_of_the_fake("first");
+    let second = common::copy_of_the_fake("second");
     let name = CString::new(first.as_os_str().as_bytes()).expect("no NUL");
     // The runtime loaded its libascendcl privately.
     // SAFETY: opens the fake, whose initialisers are sound on any thread; never closed.
@@ -57,7 +37,7 @@ fn a_loaded_copy_whose_file_is_gone_is_reopened_and_stays_out_of_the_global_scop
         .open()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(acl.path(), first, "the copy already loaded is used");
-    assert!(!mapped(&second), "no second copy was mapped");
+    assert!(!common::mapped(&second), "no second copy was mapped");
     drop(acl);
     assert!(
         !global(),

@@ -9,15 +9,15 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use backend_acl::AclConfig;
-use lane_core::status_latch::{Class, Failure, RuntimeCode, Stage};
-use lane_core::{Outcome, Profile, ProfileSpec, RunId, Verdict};
+use lane_core::status_latch::{AclCode, Class, Failure, RuntimeCode, Stage};
 use lane_driver::Report;
 use run_lane_fake_ascendcl::{
     ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, Outcome as Kernel, Semantics,
 };
 
-use common::kernels::{FakeDriver, driver, run_lane};
+use common::kernels::{
+    FakeDriver, assert_poisoned_by, driver, failed, run_lane, verdict, with_spec,
+};
 
 /// Run 5's kernels where a run must be queued behind it before its verdict.
 const LONG: Duration = Duration::from_millis(150);
@@ -36,36 +36,13 @@ fn switches() -> [(&'static str, Option<Semantics>); 3] {
     ]
 }
 
-fn verdict(report: &Report) -> Verdict {
-    match report.outcome {
-        Outcome::Run(r) => r.verdict,
-        Outcome::Publication(_) => panic!("no publication here"),
-    }
-}
-
-fn failure(report: &Report) -> Failure {
-    match verdict(report) {
-        Verdict::Failed { cause } => cause.failure,
-        other => panic!("expected Failed, got {other:?}: {report}"),
-    }
-}
-
 /// A depth-two lane on the fake with `completion` as its host completion timeout.
 fn lane(fake: &common::Fake, completion: Duration) -> FakeDriver {
-    let profile = Profile::custom(ProfileSpec {
-        device_op_timeout_ns: 1_900_000_000,
-        completion_timeout_ns: u64::try_from(completion.as_nanos()).unwrap_or(u64::MAX),
-        ..fake.open().1.spec()
-    })
-    .expect("a valid profile");
-    driver(
-        fake,
-        AclConfig {
-            profile: Some(profile),
-            ..fake.config()
-        },
-        Vec::new(),
-    )
+    let config = with_spec(fake, fake.config(), |s| {
+        s.device_op_timeout_ns = 1_900_000_000;
+        s.completion_timeout_ns = u64::try_from(completion.as_nanos()).unwrap_or(u64::MAX);
+    });
+    driver(fake, config, Vec::new())
 }
 
 /// `runs` runs with these kernel endings and lengths, under each switch: every report, with
@@ -114,7 +91,7 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
         |switch, _, reports, fake| {
             assert!(
                 matches!(
-                    failure(&reports[4]),
+                    failed(&reports[4]).failure,
                     Failure::Record {
                         code: RuntimeCode::ScopeDeadlock,
                         ..
@@ -125,7 +102,7 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
             );
             assert!(
                 matches!(
-                    failure(&reports[7]),
+                    failed(&reports[7]).failure,
                     Failure::NoRecord | Failure::NoRecordBesideCode { .. }
                 ),
                 "{switch}: {}",
@@ -152,7 +129,7 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
         &[(5, LONG)],
         10,
         |switch, semantics, reports, fake| {
-            let five = failure(&reports[4]);
+            let five = failed(&reports[4]).failure;
             match semantics {
                 // No sticky code: run 5's synchronize is clean.
                 Some(Semantics::LatchFaultsStream(false)) => {
@@ -161,7 +138,7 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
                 _ => assert_eq!(
                     five,
                     Failure::NoRecordBesideCode {
-                        code: lane_core::status_latch::AclCode::RtAicpuException,
+                        code: AclCode::RtAicpuException,
                         left_by: 6
                     },
                     "{switch}: {}",
@@ -170,7 +147,7 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
             }
             assert!(
                 matches!(
-                    failure(&reports[5]),
+                    failed(&reports[5]).failure,
                     Failure::Record {
                         code: RuntimeCode::ScopeDeadlock,
                         ..
@@ -195,13 +172,11 @@ fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_orig
         &[(5, LONG)],
         10,
         |switch, _, reports, fake| {
-            let Verdict::Failed { cause } = verdict(&reports[4]) else {
-                panic!("{switch}: {}", reports[4]);
-            };
+            let cause = failed(&reports[4]);
             assert_eq!(
                 cause.failure,
                 Failure::Covering {
-                    code: lane_core::status_latch::AclCode::RtAicoreException,
+                    code: AclCode::RtAicoreException,
                     behind: 1
                 },
                 "{switch}: {}",
@@ -214,17 +189,7 @@ fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_orig
                 "{switch}: {}",
                 reports[4]
             );
-            assert!(
-                matches!(
-                    verdict(&reports[5]),
-                    Verdict::Poisoned {
-                        origin: RunId(5),
-                        ..
-                    }
-                ),
-                "{switch}: {}",
-                reports[5]
-            );
+            assert_poisoned_by(switch, reports, 6, 5);
             assert_ok_but(switch, reports, &[5, 6]);
             assert_eq!(fake.counters().force_resets, 1, "{switch}: one recovery");
         },
@@ -245,7 +210,12 @@ fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it() {
     ];
     let started = Instant::now();
     let reports = run_lane(&mut d, 2);
-    assert_eq!(failure(&reports[0]), Failure::NoRecord, "{}", reports[0]);
+    assert_eq!(
+        failed(&reports[0]).failure,
+        Failure::NoRecord,
+        "{}",
+        reports[0]
+    );
     assert!(verdict(&reports[1]).is_ok(), "{}", reports[1]);
     assert_eq!(fake.counters().force_resets, 0);
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -261,9 +231,7 @@ fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code()
     d.runner_mut().fail_core_done = Some((5, 107_000));
     let started = Instant::now();
     let reports = run_lane(&mut d, 8);
-    let Verdict::Failed { cause } = verdict(&reports[4]) else {
-        panic!("{}", reports[4]);
-    };
+    let cause = failed(&reports[4]);
     assert_eq!(cause.code(), Some(107_000), "{}", reports[4]);
     assert_eq!(cause.class(), Class::Poison, "{}", reports[4]);
     assert!(

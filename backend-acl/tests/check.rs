@@ -7,7 +7,7 @@ mod common;
 use std::path::PathBuf;
 
 use backend_acl::Library;
-use backend_acl::check::{self, CheckOptions, Verdict};
+use backend_acl::check::{self, CheckOptions, CheckReport, Step, Verdict};
 use lane_core::{Overlap, TimingSource};
 
 /// The overrun step's copies on the fake, whose device memory is the host's: small.
@@ -17,16 +17,33 @@ const OVERRUN_BYTES: usize = 16 << 20;
 const OVERLAP_RUNS: usize = 12;
 const OVERLAP_BYTES: usize = 4 << 20;
 
-#[test]
-fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
-    let fake = common::fake();
-    let report = check::run(&CheckOptions {
-        library: Library::Path(fake.path.clone()),
+fn options(library: Library) -> CheckOptions {
+    CheckOptions {
+        library,
         device_id: 0,
         overrun_copy_bytes: OVERRUN_BYTES,
         overlap_runs: OVERLAP_RUNS,
         overlap_copy_bytes: OVERLAP_BYTES,
-    });
+    }
+}
+
+/// The check on the fake's device 0.
+fn on_fake(fake: &common::Fake) -> CheckReport {
+    check::run(&options(Library::Path(fake.path.clone())))
+}
+
+fn step<'a>(report: &'a CheckReport, name: &str) -> &'a Step {
+    report
+        .steps
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no step {name}: {report}"))
+}
+
+#[test]
+fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
+    let fake = common::fake();
+    let report = on_fake(&fake);
     let text = report.to_string();
     assert!(report.passed(), "{text}");
     let names: Vec<&str> = report.steps.iter().map(|s| s.name).collect();
@@ -50,7 +67,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
         "{text}"
     );
     for name in ["kernels", "verdict channel"] {
-        let step = report.steps.iter().find(|s| s.name == name).unwrap();
+        let step = step(&report, name);
         assert_eq!(step.verdict, Verdict::NotChecked);
         assert!(step.detail.contains("docs/hardware.md"));
     }
@@ -72,15 +89,9 @@ fn a_failing_call_fails_its_step_with_the_code_and_the_librarys_message() {
     fake.control
         .fail_call("aclrtRecordEvent", 507_899, 0, 1)
         .unwrap();
-    let report = check::run(&CheckOptions {
-        library: Library::Path(fake.path.clone()),
-        device_id: 0,
-        overrun_copy_bytes: OVERRUN_BYTES,
-        overlap_runs: OVERLAP_RUNS,
-        overlap_copy_bytes: OVERLAP_BYTES,
-    });
+    let report = on_fake(&fake);
     assert!(!report.passed());
-    let events = report.steps.iter().find(|s| s.name == "events").unwrap();
+    let events = step(&report, "events");
     assert_eq!(events.verdict, Verdict::Failed);
     assert!(
         events.detail.contains("507899") && events.detail.contains("aclrtRecordEvent"),
@@ -101,13 +112,9 @@ fn a_failing_call_fails_its_step_with_the_code_and_the_librarys_message() {
 
 #[test]
 fn no_library_is_one_line_and_a_failure() {
-    let report = check::run(&CheckOptions {
-        library: Library::Path(PathBuf::from("/nonexistent/lib64/libascendcl.so")),
-        device_id: 0,
-        overrun_copy_bytes: OVERRUN_BYTES,
-        overlap_runs: OVERLAP_RUNS,
-        overlap_copy_bytes: OVERLAP_BYTES,
-    });
+    let report = check::run(&options(Library::Path(PathBuf::from(
+        "/nonexistent/lib64/libascendcl.so",
+    ))));
     assert!(!report.passed());
     let text = report.to_string();
     assert_eq!(text.lines().count(), 1, "{text}");
@@ -121,11 +128,8 @@ fn no_library_is_one_line_and_a_failure() {
 fn no_device_or_a_bad_device_id_is_one_line_and_a_failure() {
     let fake = common::fake();
     let options = CheckOptions {
-        library: Library::Path(fake.path.clone()),
         device_id: 16,
-        overrun_copy_bytes: OVERRUN_BYTES,
-        overlap_runs: OVERLAP_RUNS,
-        overlap_copy_bytes: OVERLAP_BYTES,
+        ..options(Library::Path(fake.path.clone()))
     };
     let text = check::run(&options).to_string();
     assert_eq!(text.lines().count(), 1, "{text}");
@@ -146,18 +150,8 @@ fn a_stream_synchronize_that_accepts_a_zero_timeout_fails_its_step() {
     fake.control
         .fail_call("aclrtSynchronizeStreamWithTimeout", 0, 0, 1)
         .unwrap();
-    let report = check::run(&CheckOptions {
-        library: Library::Path(fake.path.clone()),
-        device_id: 0,
-        overrun_copy_bytes: OVERRUN_BYTES,
-        overlap_runs: OVERLAP_RUNS,
-        overlap_copy_bytes: OVERLAP_BYTES,
-    });
-    let step = report
-        .steps
-        .iter()
-        .find(|s| s.name == "stream synchronize")
-        .unwrap();
+    let report = on_fake(&fake);
+    let step = step(&report, "stream synchronize");
     assert_eq!(step.verdict, Verdict::Failed, "{report}");
 }
 
@@ -166,18 +160,8 @@ fn the_event_wait_overrun_step_prints_how_far_past_each_timeout_the_wait_returne
     // WAITER_GRACE_NS must cover a wait's overrun (device-truth §5): the step measures it,
     // here on the fake, whose copies outlast the short timeouts.
     let fake = common::fake();
-    let report = check::run(&CheckOptions {
-        library: Library::Path(fake.path.clone()),
-        device_id: 0,
-        overrun_copy_bytes: OVERRUN_BYTES,
-        overlap_runs: OVERLAP_RUNS,
-        overlap_copy_bytes: OVERLAP_BYTES,
-    });
-    let step = report
-        .steps
-        .iter()
-        .find(|s| s.name == "event wait overrun")
-        .expect("the step");
+    let report = on_fake(&fake);
+    let step = step(&report, "event wait overrun");
     assert_eq!(step.verdict, Verdict::Passed, "{}", step.detail);
     for timeout in ["1 ms timeout", "10 ms timeout"] {
         assert!(step.detail.contains(timeout), "{}", step.detail);
@@ -194,14 +178,8 @@ fn the_event_wait_overrun_step_prints_how_far_past_each_timeout_the_wait_returne
 #[test]
 fn the_overlap_step_times_depth_one_and_depth_two_by_event_timestamps() {
     let fake = common::fake();
-    let report = check::run(&CheckOptions {
-        library: Library::Path(fake.path.clone()),
-        device_id: 0,
-        overrun_copy_bytes: OVERRUN_BYTES,
-        overlap_runs: OVERLAP_RUNS,
-        overlap_copy_bytes: OVERLAP_BYTES,
-    });
-    let step = report.steps.iter().find(|s| s.name == "overlap").unwrap();
+    let report = on_fake(&fake);
+    let step = step(&report, "overlap");
     assert_eq!(step.verdict, Verdict::Passed, "{}", step.detail);
     let depths: Vec<u8> = report.overlap.iter().map(|a| a.depth).collect();
     assert_eq!(depths, [1, 2]);
@@ -230,17 +208,11 @@ fn the_overlap_step_times_depth_one_and_depth_two_by_event_timestamps() {
 #[test]
 fn without_event_timestamps_the_overlap_step_is_not_checked() {
     let fake = common::fake();
-    let report = check::run(&CheckOptions {
-        library: Library::PathHiding {
-            path: fake.path.clone(),
-            hidden: vec!["aclrtEventGetTimestamp".to_owned()],
-        },
-        device_id: 0,
-        overrun_copy_bytes: OVERRUN_BYTES,
-        overlap_runs: OVERLAP_RUNS,
-        overlap_copy_bytes: OVERLAP_BYTES,
-    });
-    let step = report.steps.iter().find(|s| s.name == "overlap").unwrap();
+    let report = check::run(&options(Library::PathHiding {
+        path: fake.path.clone(),
+        hidden: vec!["aclrtEventGetTimestamp".to_owned()],
+    }));
+    let step = step(&report, "overlap");
     assert_eq!(step.verdict, Verdict::NotChecked, "{}", step.detail);
     assert!(
         step.detail.contains("aclrtEventGetTimestamp"),

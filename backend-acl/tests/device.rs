@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use ascend_cl_sys::types::{ACL_ERROR_RT_CONTEXT_NULL, ACL_SUCCESS, AclrtStream};
 use backend_acl::AclDevice;
 use lane_core::status_latch::AclCode;
-use lane_driver::{Device, DevicePtr};
+use lane_driver::Device;
 use run_lane_fake_ascendcl::Outcome;
+
+use common::Handles;
 
 /// A code no call returns on its own, so a failure is the injected one.
 const CODE: i32 = 507_899;
@@ -21,8 +23,7 @@ fn code() -> AclCode {
 
 #[test]
 fn every_method_succeeds_on_a_healthy_device_and_leaves_nothing_behind() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let stream = d.create_stream().unwrap();
     let event = d.create_event().unwrap();
     let ptr = d.malloc(64).unwrap();
@@ -42,14 +43,8 @@ fn every_method_succeeds_on_a_healthy_device_and_leaves_nothing_behind() {
     fake.assert_balanced();
 }
 
-/// One `Device` call, made on a device with the resources it needs.
-type Call = fn(&mut AclDevice, &Resources) -> Result<(), AclCode>;
-
-struct Resources {
-    stream: lane_core::stream_pair::StreamHandle,
-    event: lane_driver::EventHandle,
-    ptr: DevicePtr,
-}
+/// One `Device` call, made on a device with the handles it needs.
+type Call = fn(&mut AclDevice, &Handles) -> Result<(), AclCode>;
 
 #[test]
 fn each_failing_call_returns_its_code_and_keeps_the_librarys_message_once() {
@@ -80,13 +75,8 @@ fn each_failing_call_returns_its_code_and_keeps_the_librarys_message_once() {
         ("aclrtMemcpy", |d, r| d.memcpy_from_device(&mut [0], r.ptr)),
     ];
     for (symbol, call) in calls {
-        let fake = common::fake();
-        let (mut d, _) = fake.open();
-        let resources = Resources {
-            stream: d.create_stream().unwrap(),
-            event: d.create_event().unwrap(),
-            ptr: d.malloc(64).unwrap(),
-        };
+        let (fake, mut d) = common::opened();
+        let resources = Handles::live(&mut d);
         fake.control.fail_call(symbol, CODE, 0, 1).unwrap();
         assert_eq!(call(&mut d, &resources), Err(code()), "{symbol}");
         let message = d.recent_error_message();
@@ -106,8 +96,7 @@ fn each_failing_call_returns_its_code_and_keeps_the_librarys_message_once() {
 
 #[test]
 fn a_successful_call_after_a_failure_leaves_no_stale_message() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     fake.control.fail_call("aclrtMalloc", CODE, 0, 1).unwrap();
     assert!(d.malloc(64).is_err());
     let ptr = d.malloc(64).unwrap();
@@ -117,8 +106,7 @@ fn a_successful_call_after_a_failure_leaves_no_stale_message() {
 
 #[test]
 fn a_runners_own_failed_call_keeps_its_message_through_check() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     fake.control
         .fail_call("runlanefake_launch", CODE, 0, 1)
         .unwrap();
@@ -139,8 +127,7 @@ fn a_runners_own_failed_call_keeps_its_message_through_check() {
 
 #[test]
 fn a_healthy_destroy_waits_for_queued_work_and_a_forced_one_does_not() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let work = Duration::from_millis(200);
     let stream = d.create_stream().unwrap();
     common::launch_aicore(fake.control, stream, work, Outcome::Ok).unwrap();
@@ -162,8 +149,7 @@ fn a_healthy_destroy_waits_for_queued_work_and_a_forced_one_does_not() {
 
 #[test]
 fn recovery_drains_force_resets_and_the_next_call_rebinds_while_old_handles_are_dead() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let old = d.create_stream().unwrap();
     let _event = d.create_event().unwrap();
     let _ptr = d.malloc(64).unwrap();
@@ -198,8 +184,7 @@ fn the_symbol_table_has_no_plain_reset_so_none_can_follow_a_force_reset() {
 
 #[test]
 fn a_call_from_a_second_thread_binds_that_thread_first() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let acl_unbound = std::thread::scope(|s| {
         // A thread that never bound gets 107002 from a raw call: binding is needed.
         s.spawn(|| {
@@ -226,8 +211,7 @@ fn a_call_from_a_second_thread_binds_that_thread_first() {
 
 #[test]
 fn a_failed_bind_on_a_new_thread_is_the_calls_failure() {
-    let fake = common::fake();
-    let (d, _) = fake.open();
+    let (fake, d) = common::opened();
     fake.control
         .fail_call("aclrtSetDevice", CODE, 0, 1)
         .unwrap();
@@ -251,8 +235,7 @@ fn a_failed_bind_on_a_new_thread_is_the_calls_failure() {
 
 #[test]
 fn an_event_query_says_not_ready_behind_a_running_kernel_and_ready_once_it_ends_without_waiting() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let stream = d.create_stream().unwrap();
     let event = d.create_event().unwrap();
     assert_eq!(
@@ -292,8 +275,7 @@ fn an_event_query_says_not_ready_behind_a_running_kernel_and_ready_once_it_ends_
 fn a_reset_the_runtime_made_is_adopted_its_handles_refused_and_the_next_call_binds_again() {
     // L-24: the runtime resets the device through its own calls; `adopt_reset` is the lane
     // told so, with no device call of its own.
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let stream = d.create_stream().unwrap();
     let event = d.create_event().unwrap();
     let resets = fake.counters().force_resets;

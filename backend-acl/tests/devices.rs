@@ -77,10 +77,7 @@ impl Drop for LaneThread {
 
 /// Opens device `device_id` of the fake on a lane thread of its own.
 fn lane(fake: &common::Fake, device_id: i32) -> LaneThread {
-    LaneThread::open(AclConfig {
-        device_id,
-        ..fake.config()
-    })
+    LaneThread::open(fake.config_on(device_id))
 }
 
 /// A raw stream create on the calling thread, with no bind first: 0 only when the thread is
@@ -366,13 +363,8 @@ fn two_devices_driven_from_one_thread_each_bind_again_after_the_other_bound() {
     // ACL keeps one current device per thread: device 1's bind switches the thread away
     // from device 0, so device 0's next call must bind again (keyed by device, not only by
     // thread), or it would act on device 1's context.
-    let fake = common::fake();
-    let (mut zero, _) = fake.open();
-    let (mut one, _) = AclDevice::open(AclConfig {
-        device_id: 1,
-        ..fake.config()
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (fake, mut zero) = common::opened();
+    let (mut one, _) = AclDevice::open(fake.config_on(1)).unwrap_or_else(|e| panic!("{e}"));
     let on_zero = zero.create_stream().unwrap();
     let on_one = one.create_stream().unwrap();
     for id in [0, 1] {

@@ -8,21 +8,15 @@ mod common;
 use backend_acl::AclDevice;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
+use lane_driver::{Device, EventHandle, PinnedCopies};
+
+use common::Handles;
 
 /// A code no call returns on its own, so a failure is the armed one.
 const CODE: i32 = 507_899;
 
 /// One handle-taking call with the handles it is given.
 type Call = fn(&mut AclDevice, &Handles) -> Result<(), AclCode>;
-
-#[derive(Clone, Copy)]
-struct Handles {
-    stream: StreamHandle,
-    event: EventHandle,
-    ptr: DevicePtr,
-    host: HostPtr,
-}
 
 /// Every `Device` and `PinnedCopies` call that hands a stream, an event or a device range to
 /// ACL, with the symbol it calls.
@@ -55,16 +49,6 @@ const CALLS: [(&str, Call); 12] = [
     }),
 ];
 
-/// Live handles on `d`: a stream, an event, a 64-byte allocation, 16 bytes of pinned memory.
-fn live(d: &mut AclDevice) -> Handles {
-    Handles {
-        stream: d.create_stream().unwrap(),
-        event: d.create_event().unwrap(),
-        ptr: d.malloc(64).unwrap(),
-        host: d.malloc_host(16).unwrap(),
-    }
-}
-
 /// `call` with `bad` handles is refused with `expected` and a message naming the refusal,
 /// and its symbol was never called: the failure armed on it is still pending, and the same
 /// call with the `good` handles spends it.
@@ -91,14 +75,6 @@ fn assert_refused(
     drop(d.recent_error_message());
 }
 
-/// Gives back what [`live`] made.
-fn release(d: &mut AclDevice, h: Handles) {
-    d.destroy_event(h.event).unwrap();
-    d.destroy_stream(h.stream).unwrap();
-    d.free(h.ptr).unwrap();
-    d.free_host(h.host).unwrap();
-}
-
 /// The code a bad handle of each call is refused with: a stream or an event 107017, a
 /// device range 107000.
 fn refusal(symbol: &str, bad_stream: bool) -> AclCode {
@@ -111,9 +87,8 @@ fn refusal(symbol: &str, bad_stream: bool) -> AclCode {
 
 #[test]
 fn forged_handles_are_refused_and_never_reach_the_library() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
-    let good = live(&mut d);
+    let (fake, mut d) = common::opened();
+    let good = Handles::live(&mut d);
     let forged = Handles {
         stream: StreamHandle(0xdead_0000),
         event: EventHandle(0x10),
@@ -141,18 +116,17 @@ fn forged_handles_are_refused_and_never_reach_the_library() {
             "forged stream",
         );
     }
-    release(&mut d, good);
+    good.release(&mut d);
     fake.assert_balanced();
 }
 
 #[test]
 fn destroyed_handles_are_refused_and_never_reach_the_library() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     // Made before the others are destroyed, so the library cannot hand their addresses out
     // again to these.
-    let good = live(&mut d);
-    let gone = live(&mut d);
+    let good = Handles::live(&mut d);
+    let gone = Handles::live(&mut d);
     d.destroy_event(gone.event).unwrap();
     d.destroy_stream(gone.stream).unwrap();
     d.free(gone.ptr).unwrap();
@@ -165,21 +139,20 @@ fn destroyed_handles_are_refused_and_never_reach_the_library() {
         let expected = refusal(call.0, false);
         assert_refused(&fake, &mut d, call, (&stale, &good), expected, "destroyed");
     }
-    release(&mut d, good);
+    good.release(&mut d);
     fake.assert_balanced();
 }
 
 #[test]
 fn handles_from_before_a_force_reset_are_refused_and_never_reach_the_library() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
-    let old = live(&mut d);
+    let (fake, mut d) = common::opened();
+    let old = Handles::live(&mut d);
     d.reset_device_force().unwrap();
     // Live handles at addresses none of the old ones had (the library may reuse a reclaimed
     // address; such a set is kept aside and released at the end).
     let mut aside = Vec::new();
     let good = loop {
-        let fresh = live(&mut d);
+        let fresh = Handles::live(&mut d);
         if fresh.stream != old.stream && fresh.event != old.event && fresh.ptr != old.ptr {
             break fresh;
         }
@@ -204,18 +177,17 @@ fn handles_from_before_a_force_reset_are_refused_and_never_reach_the_library() {
             "before the reset",
         );
     }
-    release(&mut d, good);
+    good.release(&mut d);
     for handles in aside {
-        release(&mut d, handles);
+        handles.release(&mut d);
     }
     fake.assert_balanced();
 }
 
 #[test]
 fn the_completion_waiter_refuses_a_handle_the_device_does_not_hold() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
-    let good = live(&mut d);
+    let (fake, mut d) = common::opened();
+    let good = Handles::live(&mut d);
     let mut waiter = d.completion_waiter().unwrap();
     waiter.bind().unwrap();
     fake.control
@@ -241,7 +213,7 @@ fn the_completion_waiter_refuses_a_handle_the_device_does_not_hold() {
         Err(AclCode::from_raw(CODE).unwrap())
     );
     drop(waiter);
-    release(&mut d, good);
+    good.release(&mut d);
     fake.assert_balanced();
 }
 

@@ -16,15 +16,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use backend_acl::{AclConfig, AclDevice, LATE_NOTICE_BOUND_NS, Library, NoticeMonitor};
-use lane_core::status_latch::{self, AclCode, HeaderLayout, ReturnCode, Status};
-use lane_core::stream_pair::StreamHandle;
-use lane_core::{
-    CodeRef, FaultNotice, FinaliseFailure, LaneState, Outcome, RunId, RunRequest, SlotId, Verdict,
-};
-use lane_driver::{Device, Driver, NoticeRead, PrepareError, RawNotice, Report, RunArgs, Runner};
-use run_lane_fake_ascendcl::{
-    Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as Kernel, Semantics,
-};
+use lane_core::status_latch::AclCode;
+use lane_core::{FaultNotice, LaneState, RunRequest};
+use lane_driver::{Device, NoticeRead, RawNotice, Report};
+use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome as Kernel, Semantics};
+
+use common::kernels::{FakeDriver, driver, failed, verdict};
 
 const AICORE_EXCEPTION: i32 = 507_015;
 
@@ -159,8 +156,7 @@ fn live_ids(fake: &common::Fake) -> Vec<u32> {
 
 #[test]
 fn a_destroyed_streams_id_matches_a_notice_until_the_late_notice_bound_then_never() {
-    let fake = common::fake();
-    let (mut device, _) = fake.open();
+    let (fake, mut device) = common::opened();
     let stream = device.create_stream().expect("a stream");
     let id = live_ids(&fake)[0];
     let other = device.create_stream().expect("another stream");
@@ -227,107 +223,13 @@ fn an_id_from_before_a_force_reset_matches_nothing_for_the_bound_even_when_a_liv
     fake.assert_balanced();
 }
 
-/// Each fake kernel's duration.
-const KERNEL: Duration = Duration::from_millis(2);
-
-/// The smallest runner: each launch queues one fake kernel of the run on the lane's stream,
-/// ending as the fake's kernel rules say; the AICPU kernel writes a clean status header.
-struct Kernels {
-    control: &'static Control,
-    layout: HeaderLayout,
-}
-
-fn launch_code(result: Result<(), ControlError>) -> Result<(), AclCode> {
-    match result {
-        Ok(()) => Ok(()),
-        Err(ControlError::Call { code, .. }) => {
-            Err(AclCode::from_raw(code).unwrap_or(AclCode::Unknown(code)))
-        }
-        Err(other) => panic!("{other}"),
-    }
-}
-
-impl Runner<AclDevice> for Kernels {
-    fn prepare_run(
-        &mut self,
-        _: &mut AclDevice,
-        _: RunId,
-        _: SlotId,
-        _: bool,
-    ) -> Result<(), PrepareError> {
-        Ok(())
-    }
-
-    fn launch_aicore(
-        &mut self,
-        d: &mut AclDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), ReturnCode> {
-        d.bind_thread()?;
-        launch_code(common::launch_run_kernel(
-            self.control,
-            stream,
-            ENGINE_AICORE,
-            KERNEL,
-            Kernel::Ok,
-            args,
-            &[],
-        ))
-        .map_err(ReturnCode::from)
-    }
-
-    fn launch_aicpu(
-        &mut self,
-        d: &mut AclDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), ReturnCode> {
-        d.bind_thread()?;
-        let mut header = vec![0; self.layout.size()];
-        status_latch::encode_into(self.layout, &Status::clean(self.layout), &mut header)
-            .expect("a header encodes");
-        launch_code(common::launch_run_kernel(
-            self.control,
-            stream,
-            ENGINE_AICPU,
-            KERNEL,
-            Kernel::Ok,
-            args,
-            &header,
-        ))
-        .map_err(ReturnCode::from)
-    }
-
-    fn finalise_run(
-        &mut self,
-        _: &mut AclDevice,
-        _: RunId,
-        _: SlotId,
-        _: bool,
-    ) -> Result<(), FinaliseFailure> {
-        Ok(())
-    }
-
-    fn upload_code(&mut self, _: &mut AclDevice, _: CodeRef) -> Result<(), ReturnCode> {
-        Ok(())
-    }
-}
-
 /// Runs one run to its report.
-fn one_run(d: &mut Driver<AclDevice, Kernels>) -> Report {
+fn one_run(d: &mut FakeDriver) -> Report {
     d.submit(RunRequest::new())
         .expect("driver")
         .expect("admitted");
     d.run_until_idle().expect("driver");
     d.poll_report().expect("its report")
-}
-
-fn verdict(report: &Report) -> Verdict {
-    match report.outcome {
-        Outcome::Run(r) => r.verdict,
-        Outcome::Publication(p) => panic!("unexpected {p:?}"),
-    }
 }
 
 /// A lane on device 0 with the library's monitor: its first run's AICore kernel faults (one
@@ -343,14 +245,8 @@ fn a_late_notice_for_a_killed_stream_after_the_reopen(restart: bool) -> u32 {
             .set_semantics(Semantics::ResetRestartsStreamNumbering(true))
             .expect("the switch");
     }
-    let (device, profile) =
-        AclDevice::open(monitored(&fake, &[])).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(device.notice_monitor(), &NoticeMonitor::Installed);
-    let runner = Kernels {
-        control: fake.control,
-        layout: profile.header(),
-    };
-    let mut d = Driver::new(profile, device, runner);
+    let mut d = driver(&fake, monitored(&fake, &[]), Vec::new());
+    assert_eq!(d.device().notice_monitor(), &NoticeMonitor::Installed);
     fake.control
         .fault_kernel(Kernel::Exception, ENGINE_AICORE, 0, 1, &[])
         .expect("the rule");
@@ -365,8 +261,7 @@ fn a_late_notice_for_a_killed_stream_after_the_reopen(restart: bool) -> u32 {
     let old = live_ids(&fake);
     d.run_until_idle().expect("driver");
     let faulted = d.poll_report().expect("run 1's report");
-    let cause = verdict(&faulted).cause().copied().expect("run 1 failed");
-    assert_eq!(cause.code(), Some(AICORE_EXCEPTION), "{faulted}");
+    assert_eq!(failed(&faulted).code(), Some(AICORE_EXCEPTION), "{faulted}");
     assert_eq!(fake.counters().force_resets, 1, "one recovery");
     // Reopened: the next run makes the new pair.
     assert!(verdict(&one_run(&mut d)).is_ok());
@@ -413,13 +308,7 @@ fn with_stream_numbers_never_reused_a_late_notice_for_a_killed_stream_makes_no_s
 #[test]
 fn a_notice_for_a_live_stream_still_makes_one_recovery() {
     let fake = common::fake();
-    let (device, profile) =
-        AclDevice::open(monitored(&fake, &[])).unwrap_or_else(|e| panic!("{e}"));
-    let runner = Kernels {
-        control: fake.control,
-        layout: profile.header(),
-    };
-    let mut d = Driver::new(profile, device, runner);
+    let mut d = driver(&fake, monitored(&fake, &[]), Vec::new());
     assert!(verdict(&one_run(&mut d)).is_ok());
     let live = live_ids(&fake);
     let (delivered, _) = raise_and_settle(&fake, i32::try_from(live[1]).expect("a small id"));

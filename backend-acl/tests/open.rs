@@ -17,26 +17,20 @@ fn open_err(config: AclConfig) -> AclError {
 }
 
 #[test]
-fn a_910b_soc_opens_with_the_a2a3_profile() {
+fn each_known_soc_opens_with_its_profile() {
     let fake = common::fake();
     let (device, profile) = fake.open();
-    assert_eq!(profile, Profile::a2a3());
+    assert_eq!(profile, Profile::a2a3(), "the fake's default SoC");
     assert_eq!(device.soc_name(), Some("Ascend910B1"));
     assert_eq!(device.device_id(), 0);
-}
-
-#[test]
-fn a_910c_soc_opens_with_the_a2a3_profile() {
-    let fake = common::fake();
-    fake.control.set_soc_name(Some("Ascend910_9392")).unwrap();
-    assert_eq!(fake.open().1, Profile::a2a3());
-}
-
-#[test]
-fn a_950_soc_opens_with_the_a5_profile() {
-    let fake = common::fake();
-    fake.control.set_soc_name(Some("Ascend950PR_9599")).unwrap();
-    assert_eq!(fake.open().1, Profile::a5());
+    drop(device);
+    for (soc, profile) in [
+        ("Ascend910_9392", Profile::a2a3()),
+        ("Ascend950PR_9599", Profile::a5()),
+    ] {
+        fake.control.set_soc_name(Some(soc)).unwrap();
+        assert_eq!(fake.open().1, profile, "{soc}");
+    }
 }
 
 #[test]
@@ -71,17 +65,11 @@ fn a_null_soc_name_is_refused_as_unknown() {
 fn an_explicit_profile_opens_an_unknown_soc_and_wins_over_the_probe() {
     let fake = common::fake();
     fake.control.set_soc_name(Some("Ascend310P3")).unwrap();
-    let config = AclConfig {
-        profile: Some(Profile::a5()),
-        ..fake.config()
-    };
+    let config = fake.config_with(Profile::a5());
     assert_eq!(AclDevice::open(config).unwrap().1, Profile::a5());
     // On a known SoC too: the caller's profile is the one returned.
     fake.control.set_soc_name(Some("Ascend910B2")).unwrap();
-    let config = AclConfig {
-        profile: Some(Profile::a5()),
-        ..fake.config()
-    };
+    let config = fake.config_with(Profile::a5());
     assert_eq!(AclDevice::open(config).unwrap().1, Profile::a5());
 }
 
@@ -99,10 +87,7 @@ fn a_device_id_out_of_range_is_a_typed_error_naming_the_count() {
     let fake = common::fake();
     fake.control.set_device_count(2).unwrap();
     for device_id in [2, 7, -1] {
-        let error = open_err(AclConfig {
-            device_id,
-            ..fake.config()
-        });
+        let error = open_err(fake.config_on(device_id));
         assert!(
             matches!(error, AclError::BadDeviceId { device_id: d, count: 2 } if d == device_id),
             "{error:?}"
@@ -113,21 +98,14 @@ fn a_device_id_out_of_range_is_a_typed_error_naming_the_count() {
         );
         assert!(error.to_string().contains("hint: pass an id from 0 to 1"));
     }
-    let (device, _) = AclDevice::open(AclConfig {
-        device_id: 1,
-        ..fake.config()
-    })
-    .unwrap();
+    let (device, _) = AclDevice::open(fake.config_on(1)).unwrap();
     assert_eq!(device.device_id(), 1);
 }
 
 #[test]
 fn a_bad_device_id_names_id_0_with_one_device_and_ids_0_to_15_with_the_fakes_sixteen() {
     let fake = common::fake();
-    let sixteen = open_err(AclConfig {
-        device_id: 16,
-        ..fake.config()
-    });
+    let sixteen = open_err(fake.config_on(16));
     assert!(
         matches!(sixteen, AclError::BadDeviceId { count: 16, .. }),
         "{sixteen:?}"
@@ -139,10 +117,7 @@ fn a_bad_device_id_names_id_0_with_one_device_and_ids_0_to_15_with_the_fakes_six
         "{sixteen}"
     );
     fake.control.set_device_count(1).unwrap();
-    let one = open_err(AclConfig {
-        device_id: 1,
-        ..fake.config()
-    });
+    let one = open_err(fake.config_on(1));
     let text = one.to_string();
     assert!(text.contains("1 device visible (id 0)"), "{text}");
     assert!(text.contains("hint: pass id 0;"), "{text}");
@@ -162,10 +137,7 @@ fn open_sets_the_op_timeout_from_the_profile_in_microseconds() {
         device_op_timeout_ns: 1_500_000_500,
         ..Profile::a2a3().spec()
     };
-    let config = AclConfig {
-        profile: Some(Profile::custom(spec).unwrap()),
-        ..fake.config()
-    };
+    let config = fake.config_with(Profile::custom(spec).unwrap());
     // L-21: the op timeout is the process's; another value is refused while a device uses
     // the first, naming both.
     let refused = AclDevice::open(config.clone()).unwrap_err();
@@ -197,12 +169,7 @@ fn open_sets_the_op_timeout_from_the_profile_in_microseconds() {
 fn two_devices_with_the_same_op_timeout_share_it_and_the_last_one_gives_it_back() {
     let fake = common::fake();
     let first = AclDevice::open(fake.config()).unwrap().0;
-    let second = AclDevice::open(AclConfig {
-        device_id: 1,
-        ..fake.config()
-    })
-    .unwrap()
-    .0;
+    let second = AclDevice::open(fake.config_on(1)).unwrap().0;
     assert_eq!(backend_acl::op_timeout_in_force_us(), Some(45_000_000));
     drop(first);
     assert_eq!(backend_acl::op_timeout_in_force_us(), Some(45_000_000));
@@ -383,10 +350,7 @@ fn an_op_timeout_that_rounds_up_to_the_host_wait_is_refused() {
         device_op_timeout_ns: 999_999_500,
         ..Profile::a2a3().spec()
     };
-    let error = open_err(AclConfig {
-        profile: Some(Profile::custom(spec).unwrap()),
-        ..fake.config()
-    });
+    let error = open_err(fake.config_with(Profile::custom(spec).unwrap()));
     assert!(
         matches!(
             error,

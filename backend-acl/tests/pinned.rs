@@ -11,8 +11,10 @@ use ascend_cl_sys::types::{ACL_ERROR_RT_CONTEXT_NULL, ACL_MEM_MALLOC_HUGE_FIRST,
 use backend_acl::{AclDevice, WorkerBinding};
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
+use lane_driver::{Device, DevicePtr, HostPtr, PinnedCopies};
 use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
+
+use common::Handles;
 
 /// A code no call returns on its own, so a failure is the injected one.
 const CODE: i32 = 507_899;
@@ -42,12 +44,9 @@ fn launch_writing_header(fake: &common::Fake, stream: StreamHandle, header: Devi
 
 #[test]
 fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
-    let stream = d.create_stream().unwrap();
-    let event = d.create_event().unwrap();
-    let dev = d.malloc(64).unwrap();
-    let pinned = d.malloc_host(32).unwrap();
+    let (fake, mut d) = common::opened();
+    let h = Handles::live(&mut d);
+    let (stream, event, dev, pinned) = (h.stream, h.event, h.ptr, h.host);
     d.write_host(pinned, &[1, 2, 3, 4]).unwrap();
     d.memcpy_to_device_async(dev.at(8), pinned, 4, stream)
         .unwrap();
@@ -58,10 +57,7 @@ fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
     let mut back = [0xAA_u8; 6];
     d.read_host(&mut back, pinned.at(16)).unwrap();
     assert_eq!(back, [0, 1, 2, 3, 4, 0], "H2D then D2H, in stream order");
-    d.free_host(pinned).unwrap();
-    d.free(dev).unwrap();
-    d.destroy_event(event).unwrap();
-    d.destroy_stream(stream).unwrap();
+    h.release(&mut d);
     assert_eq!(d.recent_error_message(), None, "nothing failed");
     let c = fake.counters();
     assert_eq!((c.host_mallocs, c.host_frees, c.async_copies), (1, 1, 2));
@@ -70,12 +66,9 @@ fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
 
 #[test]
 fn a_d2h_enqueued_after_a_kernel_returns_the_kernels_bytes_once_an_event_after_it_passes() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
-    let stream = d.create_stream().unwrap();
-    let event = d.create_event().unwrap();
-    let dev = d.malloc(HEADER.len()).unwrap();
-    let readback = d.malloc_host(HEADER.len()).unwrap();
+    let (fake, mut d) = common::opened();
+    let h = Handles::live(&mut d);
+    let (stream, event, dev, readback) = (h.stream, h.event, h.ptr, h.host);
     // As the executor does: a copy that never landed must not look like a clean header.
     d.write_host(readback, &[0xFF; 8]).unwrap();
     launch_writing_header(&fake, stream, dev);
@@ -89,17 +82,13 @@ fn a_d2h_enqueued_after_a_kernel_returns_the_kernels_bytes_once_an_event_after_i
         got, HEADER,
         "the copy ran after the kernel, before the event"
     );
-    d.free_host(readback).unwrap();
-    d.free(dev).unwrap();
-    d.destroy_event(event).unwrap();
-    d.destroy_stream(stream).unwrap();
+    h.release(&mut d);
     fake.assert_balanced();
 }
 
 #[test]
 fn stream_wait_event_orders_a_copy_on_stream_b_after_a_kernel_on_stream_a() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let a = d.create_stream().unwrap();
     let b = d.create_stream().unwrap();
     let on_a = d.create_event().unwrap();
@@ -131,8 +120,7 @@ fn stream_wait_event_orders_a_copy_on_stream_b_after_a_kernel_on_stream_a() {
 
 #[test]
 fn host_access_and_async_copies_outside_pinned_memory_are_invalid_param_and_touch_nothing() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let stream = d.create_stream().unwrap();
     let dev = d.malloc(64).unwrap();
     let pinned = d.malloc_host(16).unwrap();
@@ -188,40 +176,27 @@ fn host_access_and_async_copies_outside_pinned_memory_are_invalid_param_and_touc
     fake.assert_balanced();
 }
 
-/// One pinned-path call, made on a device with the resources it needs.
-type Call = fn(&mut AclDevice, &Resources) -> Result<(), AclCode>;
-
-struct Resources {
-    stream: StreamHandle,
-    event: EventHandle,
-    dev: DevicePtr,
-    pinned: HostPtr,
-}
+/// One pinned-path call, made on a device with the handles it needs.
+type Call = fn(&mut AclDevice, &Handles) -> Result<(), AclCode>;
 
 #[test]
 fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message() {
     let calls: [(&str, Call); 5] = [
         ("aclrtMallocHost", |d, _| d.malloc_host(8).map(|_| ())),
-        ("aclrtFreeHost", |d, r| d.free_host(r.pinned)),
+        ("aclrtFreeHost", |d, r| d.free_host(r.host)),
         ("aclrtMemcpyAsync", |d, r| {
-            d.memcpy_to_device_async(r.dev, r.pinned, 8, r.stream)
+            d.memcpy_to_device_async(r.ptr, r.host, 8, r.stream)
         }),
         ("aclrtMemcpyAsync", |d, r| {
-            d.memcpy_from_device_async(r.pinned, r.dev, 8, r.stream)
+            d.memcpy_from_device_async(r.host, r.ptr, 8, r.stream)
         }),
         ("aclrtStreamWaitEvent", |d, r| {
             d.stream_wait_event(r.stream, r.event)
         }),
     ];
     for (name, call) in calls {
-        let fake = common::fake();
-        let (mut d, _) = fake.open();
-        let r = Resources {
-            stream: d.create_stream().unwrap(),
-            event: d.create_event().unwrap(),
-            dev: d.malloc(8).unwrap(),
-            pinned: d.malloc_host(8).unwrap(),
-        };
+        let (fake, mut d) = common::opened();
+        let r = Handles::live(&mut d);
         fake.control.fail_call(name, CODE, 0, 1).unwrap();
         assert_eq!(call(&mut d, &r), Err(code()), "{name}");
         let message = d.recent_error_message();
@@ -230,18 +205,14 @@ fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message()
             "{name}: {message:?}"
         );
         // A failed free keeps the allocation tracked, so the real free below still works.
-        d.free_host(r.pinned).unwrap();
-        d.free(r.dev).unwrap();
-        d.destroy_event(r.event).unwrap();
-        d.destroy_stream(r.stream).unwrap();
+        r.release(&mut d);
         fake.assert_balanced();
     }
 }
 
 #[test]
 fn a_copy_that_fails_on_its_stream_lands_no_byte_and_only_the_stream_synchronize_reports_it() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let stream = d.create_stream().unwrap();
     let event = d.create_event().unwrap();
     let dev = d.malloc(8).unwrap();
@@ -267,8 +238,7 @@ fn a_copy_that_fails_on_its_stream_lands_no_byte_and_only_the_stream_synchronize
 
 #[test]
 fn a_reset_forgets_pinned_memory_without_freeing_or_touching_it() {
-    let fake = common::fake();
-    let (mut d, _) = fake.open();
+    let (fake, mut d) = common::opened();
     let binding = d.worker_binding();
     let pinned = d.malloc_host(16).unwrap();
     // The count is the device id's, for the whole process: earlier tests' resets count too.
@@ -291,8 +261,7 @@ fn a_reset_forgets_pinned_memory_without_freeing_or_touching_it() {
 #[test]
 fn a_worker_thread_bound_through_the_worker_binding_makes_calls_an_unbound_thread_cannot() {
     fn shareable<T: Clone + Send + Sync>(_: &T) {}
-    let fake = common::fake();
-    let (d, _) = fake.open();
+    let (fake, d) = common::opened();
     let binding: WorkerBinding = d.worker_binding();
     shareable(&binding);
     assert_eq!(binding.device_id(), d.device_id());

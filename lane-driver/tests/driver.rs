@@ -3,20 +3,23 @@
 //! L-7 slot events, L-8 status read, §5.3 recovery, event-record tracking).
 
 use lane_core::status_latch::{
-    AclCode, HeaderLayout, RECORD_BYTES, RecordRead, RecordSource, RecordWrite, ReturnCode,
-    RuntimeCode, Status, VerdictChannel, encode_into, encode_record,
+    AclCode, Class, DeviceVerdict, Evidence, Failure, HeaderLayout, RECORD_BYTES, Record,
+    RecordRead, RecordSource, RecordWrite, ReturnCode, RuntimeCode, Status, VerdictChannel,
+    encode_into, encode_record,
 };
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{
-    CodeRef, FinaliseFailure, LaneState, LaunchStep, Outcome, Overlap, Profile, RunId, RunRequest,
-    SlotId, Timestamp, TimingSource, Verdict,
+    Cause, CodeRef, Effect, Event, FinaliseFailure, Generation, LaneState, LaunchStep, Lease,
+    Outcome, Overlap, Profile, RunId, RunOutcome, RunRequest, SlotId, Timestamp, TimingSource,
+    Verdict,
 };
 use lane_driver::testkit::{Call, Fail, TestDevice};
 use lane_driver::{
-    Answer, Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver, DriverError,
-    EventHandle, Executor, HEADER_OFFSET, HostWorker, LaneSteps, LaunchContext, LaunchStage,
-    Observation, Observer, PrepareError, READBACK_BYTES, RECORD_OFFSET, Release, RunArgs, Runner,
-    SLOT_BYTES, TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait, run_device_wait, wait_failed,
+    AicoreLaunch, Answer, Command, CompletionWaiter, Device, DevicePtr, DeviceWait, Driver,
+    DriverError, EventHandle, Executor, HEADER_OFFSET, HostWorker, LaneSteps, LaunchContext,
+    LaunchStage, NoObserver, Observation, Observer, PrepareError, READBACK_BYTES, RECORD_OFFSET,
+    Release, Report, RunArgs, Runner, SLOT_BYTES, TIMING_OFFSET, Turn, WAITER_GRACE_NS, Wait,
+    run_device_wait, wait_failed,
 };
 
 fn code(raw: i32) -> AclCode {
@@ -24,7 +27,7 @@ fn code(raw: i32) -> AclCode {
 }
 
 /// The runner half: its kernels write the run's status header and timing buffer through the
-/// device's memory.
+/// device's memory. It also records what issue 45's launch control hears.
 #[derive(Default)]
 struct Kernels {
     /// Runs whose header latches this code when they run.
@@ -35,9 +38,31 @@ struct Kernels {
     fail_prepare: Option<i32>,
     /// What each AICore launch received.
     launched: Vec<RunArgs>,
+    /// Runs whose AICore launch is declined (once each).
+    decline: Vec<u64>,
+    /// Each AICore launch asked for: its run, and whether it was queued.
+    asked_queued: Vec<(u64, bool)>,
+    /// The runs `on_launched` heard of.
+    on_launched: Vec<u64>,
+    /// What `finalise_verdict` heard.
+    finalised: Vec<(u64, Verdict)>,
 }
 
 impl Runner<TestDevice> for Kernels {
+    fn try_launch_aicore(
+        &mut self,
+        d: &mut TestDevice,
+        stream: StreamHandle,
+        args: &RunArgs,
+    ) -> Result<AicoreLaunch, ReturnCode> {
+        self.asked_queued.push((args.run.0, args.queued));
+        if let Some(at) = self.decline.iter().position(|r| *r == args.run.0) {
+            self.decline.remove(at);
+            return Ok(AicoreLaunch::Declined);
+        }
+        self.launch_aicore(d, stream, args)
+            .map(|()| AicoreLaunch::Launched)
+    }
     fn launch_aicore(
         &mut self,
         d: &mut TestDevice,
@@ -86,6 +111,9 @@ impl Runner<TestDevice> for Kernels {
         timing[8..16].copy_from_slice(&end.to_le_bytes());
         Ok(())
     }
+    fn on_launched(&mut self, _: &mut TestDevice, args: &RunArgs) {
+        self.on_launched.push(args.run.0);
+    }
     fn prepare_run(
         &mut self,
         d: &mut TestDevice,
@@ -107,14 +135,20 @@ impl Runner<TestDevice> for Kernels {
         _slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        d.script().note(|| {
-            format!(
-                "finalise r{}{}",
-                run.0,
-                if copy_back { " copy-back" } else { "" }
-            )
-        });
+        let copy_back = if copy_back { " copy-back" } else { "" };
+        d.script()
+            .note(|| format!("finalise r{}{copy_back}", run.0));
         Ok(())
+    }
+    fn finalise_verdict(
+        &mut self,
+        d: &mut TestDevice,
+        run: RunId,
+        slot: SlotId,
+        verdict: Verdict,
+    ) -> Result<(), FinaliseFailure> {
+        self.finalised.push((run.0, verdict));
+        self.finalise_run(d, run, slot, verdict.is_ok())
     }
     fn upload_code(&mut self, d: &mut TestDevice, code: CodeRef) -> Result<(), ReturnCode> {
         d.script().note(|| format!("upload c{}", code.0));
@@ -122,10 +156,29 @@ impl Runner<TestDevice> for Kernels {
     }
 }
 
-type TestDriver<O = lane_driver::NoObserver> = Driver<TestDevice, Kernels, O>;
+type TestDriver<O = NoObserver> = Driver<TestDevice, Kernels, O>;
 
 fn driver() -> TestDriver {
     Driver::new(Profile::a2a3(), TestDevice::default(), Kernels::default())
+}
+
+fn depth_one() -> TestDriver {
+    Driver::new(
+        Profile::depth_one(),
+        TestDevice::default(),
+        Kernels::default(),
+    )
+}
+
+/// Submits `runs` runs, each accepted.
+fn submit<O: Observer>(d: &mut TestDriver<O>, runs: usize) {
+    for _ in 0..runs {
+        d.submit(RunRequest::new()).unwrap().unwrap();
+    }
+}
+
+fn fail<O: Observer>(d: &mut TestDriver<O>, fail: Fail) {
+    d.device().script().fail.push(fail);
 }
 
 fn calls<O: Observer>(d: &mut TestDriver<O>) -> Vec<String> {
@@ -136,10 +189,54 @@ fn outcomes<O: Observer>(d: &mut TestDriver<O>) -> Vec<Outcome> {
     std::iter::from_fn(|| d.poll_outcome()).collect()
 }
 
+fn reports<O: Observer>(d: &mut TestDriver<O>) -> Vec<Report> {
+    std::iter::from_fn(|| d.poll_report()).collect()
+}
+
+/// Where `call` stands in `log`.
+fn at(log: &[String], call: &str) -> usize {
+    log.iter()
+        .position(|c| c == call)
+        .unwrap_or_else(|| panic!("no `{call}`: {log:?}"))
+}
+
+/// Where the first call starting with `prefix` stands in `log`.
+fn first(log: &[String], prefix: &str) -> usize {
+    log.iter()
+        .position(|c| c.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}…`: {log:?}"))
+}
+
+/// How many calls in `log` start with `prefix`.
+fn count(log: &[String], prefix: &str) -> usize {
+    log.iter().filter(|c| c.starts_with(prefix)).count()
+}
+
+fn run_outcome(outcome: &Outcome) -> &RunOutcome {
+    match outcome {
+        Outcome::Run(r) => r,
+        Outcome::Publication(p) => panic!("{p:?}"),
+    }
+}
+
+/// The cause of a run's `Failed` verdict.
+fn failed(outcome: Option<&Outcome>) -> Cause {
+    match outcome.map(|o| run_outcome(o).verdict) {
+        Some(Verdict::Failed { cause }) => cause,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The one outcome the driver has.
+fn only(outcomes: &[Outcome]) -> Option<&Outcome> {
+    assert_eq!(outcomes.len(), 1, "{outcomes:?}");
+    outcomes.first()
+}
+
 #[test]
 fn a_launch_arms_the_slot_then_fences_aicore_before_aicpu_behind_one_boundary() {
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     assert_eq!(
         calls(&mut d),
         [
@@ -165,19 +262,14 @@ fn a_launch_arms_the_slot_then_fences_aicore_before_aicpu_behind_one_boundary() 
 #[test]
 fn a_successors_aicore_kernel_waits_on_its_predecessors_boundary() {
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     calls(&mut d);
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     let log = calls(&mut d);
-    let wait = log
-        .iter()
-        .position(|c| c == "stream_wait_event s2 e3")
-        .expect("the AICore stream waits on run 1's boundary");
-    let launch = log
-        .iter()
-        .position(|c| c == "launch_aicore r2 on s2")
-        .expect("run 2's AICore kernel");
-    assert!(wait < launch, "{log:?}");
+    assert!(
+        at(&log, "stream_wait_event s2 e3") < at(&log, "launch_aicore r2 on s2"),
+        "{log:?}"
+    );
     let epochs: Vec<u64> = d.runner().launched.iter().map(|a| a.epoch).collect();
     assert!(epochs[0] != 0 && epochs[1] > epochs[0], "{epochs:?}");
 }
@@ -187,38 +279,22 @@ fn a_successor_launched_once_its_predecessors_boundary_passed_makes_no_wait_on_i
     // At launch depth one a run is launched only after its predecessor's completion wait
     // returned success: that boundary has passed, so a wait on it would be a device call for
     // nothing (the hand-written depth-one loop makes none).
-    let mut d = Driver::new(
-        Profile::depth_one(),
-        TestDevice::default(),
-        Kernels::default(),
-    );
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    let mut d = depth_one();
+    submit(&mut d, 2);
     calls(&mut d);
     assert_eq!(d.turn().unwrap(), Turn::Progress);
     let log = calls(&mut d);
-    let read = log
-        .iter()
-        .position(|c| c == "memcpy_from_device p5+64 1320B")
-        .expect("run 1's record and status read");
-    let launch = log
-        .iter()
-        .position(|c| c == "launch_aicore r2 on s2")
-        .expect("run 2 launched once run 1 completed");
-    assert!(read < launch, "{log:?}");
     assert!(
-        !log.iter().any(|c| c.starts_with("stream_wait_event s2")),
-        "no AICore stream wait: {log:?}"
+        at(&log, "memcpy_from_device p5+64 1320B") < at(&log, "launch_aicore r2 on s2"),
+        "run 2 launched once run 1's record and status were read: {log:?}"
     );
+    assert_eq!(count(&log, "stream_wait_event s2"), 0, "{log:?}");
     // And every later run alike (run 3 launched once run 2 completed).
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     assert_eq!(d.turn().unwrap(), Turn::Progress);
     let log = calls(&mut d);
-    assert!(log.iter().any(|c| c == "launch_aicore r3 on s2"), "{log:?}");
-    assert!(
-        !log.iter().any(|c| c.starts_with("stream_wait_event s2")),
-        "{log:?}"
-    );
+    at(&log, "launch_aicore r3 on s2");
+    assert_eq!(count(&log, "stream_wait_event s2"), 0, "{log:?}");
 }
 
 /// Decision 0024: a run prepared while its predecessor runs arms its slot at its prepare, so
@@ -226,40 +302,32 @@ fn a_successor_launched_once_its_predecessors_boundary_passed_makes_no_wait_on_i
 /// run's launch; nothing writes the slot between its arm and its launch.
 #[test]
 fn a_run_prepared_while_its_predecessor_runs_is_armed_at_prepare_not_on_the_depth_one_path() {
-    let mut d: TestDriver = Driver::new(
-        Profile::depth_one(),
-        TestDevice::default(),
-        Kernels::default(),
-    );
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    let mut d = depth_one();
+    submit(&mut d, 2);
     d.turn().unwrap();
     // Run 3 takes slot 0 once run 1 is finalised, and prepares while run 2 runs.
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
-    let at = |call: &str| {
-        log.iter()
-            .position(|c| c == call)
-            .unwrap_or_else(|| panic!("no `{call}`: {log:?}"))
-    };
-    let (prepare, launch) = (at("prepare r3 s0"), at("launch_aicore r3 on s2"));
+    let (prepare, launch) = (
+        at(&log, "prepare r3 s0"),
+        at(&log, "launch_aicore r3 on s2"),
+    );
     assert_eq!(log[prepare + 1], "memcpy_to_device p5 1104B", "{log:?}");
     // Run 2's completion: its boundary's wait, then its one read; then run 3 launches.
-    let completion = at("synchronize_event e6");
+    let completion = at(&log, "synchronize_event e6");
     assert!(prepare < completion && completion < launch, "{log:?}");
     assert_eq!(
         &log[completion..launch],
         ["synchronize_event e6", "memcpy_from_device p8+64 1320B"],
         "no copy to the device between run 2's completion and run 3's launch"
     );
-    assert!(
-        !log[prepare + 2..launch]
-            .iter()
-            .any(|c| c.starts_with("memcpy_to_device p5")),
+    assert_eq!(
+        count(&log[prepare + 2..launch], "memcpy_to_device p5"),
+        0,
         "{log:?}"
     );
-    let reports: Vec<_> = std::iter::from_fn(|| d.poll_report()).collect();
+    let reports = reports(&mut d);
     assert_eq!(reports.len(), 3, "{reports:?}");
     assert!(
         reports
@@ -278,49 +346,42 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
     // (1 to 4: a slot's first prepare finds no resources), then run 3's arm at its prepare
     // (5).
     let mut d = driver();
-    d.device()
-        .script()
-        .fail
-        .push(Fail::nth(Call::MemcpyToDevice, 5, 107_000).message("copy 5 failed"));
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    fail(
+        &mut d,
+        Fail::nth(Call::MemcpyToDevice, 5, 107_000).message("copy 5 failed"),
+    );
+    submit(&mut d, 2);
     d.run_until_idle().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
+    assert_eq!(count(&log, "launch_aicore r3"), 0, "{log:?}");
+    let prepare = at(&log, "prepare r3 s0");
     assert!(
-        !log.iter().any(|c| c.starts_with("launch_aicore r3")),
-        "{log:?}"
-    );
-    let prepare = log.iter().position(|c| c == "prepare r3 s0");
-    assert!(
-        prepare.is_some_and(|at| log[at + 1] == "memcpy_to_device p5 1104B -> 107000"
-            && !log[at + 2..]
-                .iter()
-                .any(|c| c.starts_with("memcpy_to_device"))),
+        log[prepare + 1] == "memcpy_to_device p5 1104B -> 107000"
+            && count(&log[prepare + 2..], "memcpy_to_device") == 0,
         "the failed copy is the prepare's; the launch makes none: {log:?}"
     );
     // Made outside any launch: the launch's own arm is made under its `Arm` stage.
-    let copy = prepare.map_or(0, |at| at + 1);
     let stage = d
         .device()
         .script()
         .contexts
         .iter()
-        .rfind(|(at, _)| *at <= copy)
+        .rfind(|(at, _)| *at <= prepare + 1)
         .and_then(|(_, context)| *context);
     assert_eq!(stage, None, "{log:?}");
-    let reports: Vec<_> = std::iter::from_fn(|| d.poll_report()).collect();
+    let reports = reports(&mut d);
     assert_eq!(reports.len(), 3, "{reports:?}");
     let failed = reports[2].to_string();
 
     // The same code failing a launch's own arm: run 1's, copy 2.
     let mut own = driver();
-    own.device()
-        .script()
-        .fail
-        .push(Fail::nth(Call::MemcpyToDevice, 2, 107_000).message("copy 2 failed"));
-    own.submit(RunRequest::new()).unwrap().unwrap();
+    fail(
+        &mut own,
+        Fail::nth(Call::MemcpyToDevice, 2, 107_000).message("copy 2 failed"),
+    );
+    submit(&mut own, 1);
     own.run_until_idle().unwrap();
     let expected = own.poll_report().unwrap().to_string();
     assert!(
@@ -334,7 +395,7 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
 
     // The lane goes on: run 4, next on slot 0, arms at its prepare and launches.
     calls(&mut d);
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
     assert_eq!(
@@ -355,37 +416,26 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
 #[test]
 fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_documented_offsets() {
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 2);
     let r = d.device().script();
-    let regions: Vec<[String; 3]> = d
+    let regions: Vec<[String; 4]> = d
         .runner()
         .launched
         .iter()
-        .map(|a| {
-            [
-                r.name(a.handshake),
-                r.name(a.timing),
-                r.name(a.status_header),
-            ]
-        })
+        .map(|a| [a.handshake, a.timing, a.status_header, a.record].map(|p| r.name(p)))
         .collect();
     assert_eq!(
         regions,
-        [["p5", "p5+64", "p5+80"], ["p8", "p8+64", "p8+80"]],
+        [
+            ["p5", "p5+64", "p5+80", "p5+1104"],
+            ["p8", "p8+64", "p8+80", "p8+1104"]
+        ],
         "slot 0 then slot 1"
     );
     assert_eq!(
         (TIMING_OFFSET, HEADER_OFFSET, RECORD_OFFSET, SLOT_BYTES),
         (64, 80, 1104, 1384)
     );
-    let records: Vec<String> = d
-        .runner()
-        .launched
-        .iter()
-        .map(|a| r.name(a.record))
-        .collect();
-    assert_eq!(records, ["p5+1104", "p8+1104"]);
 }
 
 #[test]
@@ -394,7 +444,7 @@ fn completion_waits_on_the_boundary_then_reads_timing_header_and_record_in_one_c
     // One D2H from the timing buffer through the record's end: the record decides the
     // verdict, and the status read answers from the same bytes with no copy of its own.
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     calls(&mut d);
     assert_eq!(d.turn().unwrap(), Turn::Progress);
     assert_eq!(
@@ -405,16 +455,12 @@ fn completion_waits_on_the_boundary_then_reads_timing_header_and_record_in_one_c
             "finalise r1 copy-back",
         ]
     );
-    match outcomes(&mut d).as_slice() {
-        [Outcome::Run(r)] => {
-            assert_eq!(r.verdict, Verdict::Ok);
-            assert_eq!(
-                r.timing.map(|t| (t.start_ns, t.end_ns)),
-                Some((900_000, 1_000_000))
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    let r = *run_outcome(only(&outcomes(&mut d)).unwrap());
+    assert_eq!(r.verdict, Verdict::Ok);
+    assert_eq!(
+        r.timing.map(|t| (t.start_ns, t.end_ns)),
+        Some((900_000, 1_000_000))
+    );
 }
 
 #[test]
@@ -425,7 +471,7 @@ fn a_run_that_publishes_nothing_is_synchronized_and_a_device_code_poisons_it_wit
     d.device()
         .script()
         .fail_next(Call::SynchronizeStream, 507_018);
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     calls(&mut d);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
@@ -438,24 +484,10 @@ fn a_run_that_publishes_nothing_is_synchronized_and_a_device_code_poisons_it_wit
         ],
         "{log:?}"
     );
-    assert!(!log.iter().any(|c| c == "memcpy_from_device p5+64 912B"));
-    assert_eq!(
-        log.iter()
-            .filter(|c| c.starts_with("memcpy_from_device"))
-            .count(),
-        1,
-        "{log:?}"
-    );
-    match outcomes(&mut d).as_slice() {
-        [Outcome::Run(r)] => match r.verdict {
-            Verdict::Failed { cause } => {
-                assert_eq!(cause.code(), Some(507_018));
-                assert_eq!(cause.class(), lane_core::status_latch::Class::Poison);
-            }
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(count(&log, "memcpy_from_device"), 1, "{log:?}");
+    let cause = failed(only(&outcomes(&mut d)));
+    assert_eq!(cause.code(), Some(507_018));
+    assert_eq!(cause.class(), Class::Poison);
 }
 
 /// L-5, L-8: a fence call that fails after a kernel was accepted leaves the run unfenced.
@@ -466,22 +498,15 @@ fn an_unfenced_run_is_decided_by_the_device_verdict_alone_and_holds_back_its_suc
     // Run 1's fence is core_done then boundary: record call 2 is its boundary.
     for (device, want) in [(None, 107_000), (Some(507_015), 507_015)] {
         let mut d = driver();
-        d.device()
-            .script()
-            .fail
-            .push(Fail::nth(Call::RecordEvent, 2, 107_000));
+        fail(&mut d, Fail::nth(Call::RecordEvent, 2, 107_000));
         if let Some(raw) = device {
             d.device().script().fail_next(Call::SynchronizeStream, raw);
         }
-        d.submit(RunRequest::new()).unwrap().unwrap();
-        d.submit(RunRequest::new()).unwrap().unwrap();
+        submit(&mut d, 2);
         calls(&mut d);
         d.run_until_idle().unwrap();
         let log = calls(&mut d);
-        let first_sync = log
-            .iter()
-            .position(|c| c.starts_with("synchronize_stream"))
-            .unwrap_or_else(|| panic!("no device verdict: {log:?}"));
+        let first_sync = first(&log, "synchronize_stream");
         assert!(
             !log[..first_sync]
                 .iter()
@@ -493,16 +518,9 @@ fn an_unfenced_run_is_decided_by_the_device_verdict_alone_and_holds_back_its_suc
             1,
             "nothing launched behind an unfenced run: {log:?}"
         );
-        match outcomes(&mut d).first() {
-            Some(Outcome::Run(r)) => match r.verdict {
-                Verdict::Failed { cause } => {
-                    assert_eq!(cause.code(), Some(want), "{cause:?}");
-                    assert_eq!(cause.class(), lane_core::status_latch::Class::Poison);
-                }
-                other => panic!("{other:?}"),
-            },
-            other => panic!("{other:?}"),
-        }
+        let cause = failed(outcomes(&mut d).first());
+        assert_eq!(cause.code(), Some(want), "{cause:?}");
+        assert_eq!(cause.class(), Class::Poison);
     }
 }
 
@@ -510,44 +528,30 @@ fn an_unfenced_run_is_decided_by_the_device_verdict_alone_and_holds_back_its_suc
 fn a_run_that_publishes_nothing_on_clean_streams_fails_run_only_with_no_result_record() {
     let mut d = driver();
     d.runner_mut().silent.push(1);
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
-    assert!(log.iter().any(|c| c == "synchronize_stream s1"));
-    assert!(log.iter().any(|c| c == "synchronize_stream s2"));
-    match outcomes(&mut d).as_slice() {
-        [Outcome::Run(r)] => match r.verdict {
-            Verdict::Failed { cause } => {
-                assert_eq!(cause.failure, lane_core::status_latch::Failure::NoRecord);
-            }
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
+    at(&log, "synchronize_stream s1");
+    at(&log, "synchronize_stream s2");
+    assert_eq!(failed(only(&outcomes(&mut d))).failure, Failure::NoRecord);
 }
 
 #[test]
 fn the_second_run_in_a_slot_reuses_its_events_and_buffers_and_queues_behind_the_first() {
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 2);
     d.run_until_idle().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     let log = calls(&mut d);
-    let creates = log.iter().filter(|c| c.starts_with("create_")).count();
     assert_eq!(
-        creates,
+        count(&log, "create_"),
         2 + 2 * 2,
         "two streams, then two events per slot, once each: {log:?}"
     );
-    let third: Vec<_> = log
-        .iter()
-        .skip_while(|c| !c.starts_with("prepare r3"))
-        .collect();
-    assert!(
-        !third
-            .iter()
-            .any(|c| c.starts_with("create_") || c.starts_with("malloc")),
+    let third = &log[first(&log, "prepare r3")..];
+    assert_eq!(
+        count(third, "create_") + count(third, "malloc"),
+        0,
         "{third:?}"
     );
     d.run_until_idle().unwrap();
@@ -562,31 +566,22 @@ fn the_second_run_in_a_slot_reuses_its_events_and_buffers_and_queues_behind_the_
 fn the_status_latch_written_by_the_kernels_reaches_the_verdict() {
     let mut d = driver();
     d.runner_mut().latch.push((1, RuntimeCode::InvalidArgs));
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     assert!(
         calls(&mut d).contains(&"finalise r1".to_owned()),
         "no copy-back for a failed run"
     );
-    match outcomes(&mut d).as_slice() {
-        [Outcome::Run(r)] => assert!(matches!(r.verdict, Verdict::Failed { .. })),
-        other => panic!("{other:?}"),
-    }
+    failed(only(&outcomes(&mut d)));
 }
 
 #[test]
 fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destroying_them() {
     let mut d = driver();
-    d.device()
-        .script()
-        .fail
-        .push(Fail::every(Call::SynchronizeEvent, 507_046));
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    fail(&mut d, Fail::every(Call::SynchronizeEvent, 507_046));
+    submit(&mut d, 1);
     calls(&mut d);
-    d.device()
-        .script()
-        .fail
-        .push(Fail::every(Call::SynchronizeEvent, 507_046));
+    fail(&mut d, Fail::every(Call::SynchronizeEvent, 507_046));
     d.turn().unwrap();
     d.device().script().fail.clear();
     let log = calls(&mut d);
@@ -604,23 +599,18 @@ fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destr
             "own_probe",
         ]
     );
-    assert!(
-        !log.iter().any(|c| c.starts_with("destroy_event")),
+    assert_eq!(
+        count(&log, "destroy_event"),
+        0,
         "dead handles are never destroyed"
     );
     assert_eq!(d.lane().state(), LaneState::Open);
     // The next run gets fresh streams, events and buffers.
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     let log = calls(&mut d);
     assert_eq!(
-        log.iter()
-            .filter(|c| c.starts_with("create_stream"))
-            .count(),
-        2
-    );
-    assert_eq!(
-        log.iter().filter(|c| c.starts_with("create_event")).count(),
-        2
+        (count(&log, "create_stream"), count(&log, "create_event")),
+        (2, 2)
     );
 }
 
@@ -629,26 +619,16 @@ fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destr
 #[test]
 fn a_failed_own_probe_fails_its_recovery_attempt_after_the_lanes_probe_calls() {
     let mut d = driver();
-    d.device()
-        .script()
-        .fail
-        .push(Fail::every(Call::SynchronizeEvent, 507_015));
-    d.device()
-        .script()
-        .fail
-        .push(Fail::nth(Call::OwnProbe, 1, 507_899));
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    fail(&mut d, Fail::every(Call::SynchronizeEvent, 507_015));
+    fail(&mut d, Fail::nth(Call::OwnProbe, 1, 507_899));
+    submit(&mut d, 1);
     d.turn().unwrap();
     d.device().script().fail.clear();
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
-    let recovery: Vec<&str> = log
-        .iter()
-        .map(String::as_str)
-        .skip_while(|c| *c != "reset_device_force")
-        .collect();
+    let reset = at(&log, "reset_device_force");
     assert_eq!(
-        recovery[..7],
+        log[reset..reset + 7],
         [
             "reset_device_force",
             "set_device",
@@ -661,7 +641,7 @@ fn a_failed_own_probe_fails_its_recovery_attempt_after_the_lanes_probe_calls() {
         "the device's own probe comes after the lane's calls: {log:?}"
     );
     assert_eq!(
-        log.iter().filter(|c| *c == "reset_device_force").count(),
+        count(&log, "reset_device_force"),
         2,
         "the failed probe failed attempt 1; attempt 2 recovered: {log:?}"
     );
@@ -672,29 +652,19 @@ fn a_failed_own_probe_fails_its_recovery_attempt_after_the_lanes_probe_calls() {
 #[test]
 fn a_failed_probe_every_attempt_leaves_the_lane_lost_and_the_driver_idle() {
     let mut d = driver();
-    d.device()
-        .script()
-        .fail
-        .push(Fail::every(Call::SynchronizeEvent, 507_015));
-    d.device()
-        .script()
-        .fail
-        .push(Fail::from(Call::CreateStream, 3, 507_899));
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    fail(&mut d, Fail::every(Call::SynchronizeEvent, 507_015));
+    fail(&mut d, Fail::from(Call::CreateStream, 3, 507_899));
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     assert_eq!(d.lane().state(), LaneState::Lost);
-    let resets = calls(&mut d)
-        .iter()
-        .filter(|c| *c == "reset_device_force")
-        .count();
-    assert_eq!(resets, 3);
+    assert_eq!(count(&calls(&mut d), "reset_device_force"), 3);
     assert!(d.submit(RunRequest::new()).unwrap().is_err());
 }
 
 #[test]
 fn close_destroys_the_streams_then_releases_each_slots_events_and_buffers() {
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     calls(&mut d);
     d.close().unwrap();
@@ -715,27 +685,23 @@ fn close_destroys_the_streams_then_releases_each_slots_events_and_buffers() {
 #[test]
 fn a_publication_uploads_between_runs_and_the_next_launch_gets_a_fresh_aicore_stream() {
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.publish(CodeRef(7)).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
-    let upload = log.iter().position(|c| c == "upload c7").unwrap();
-    let finalise1 = log
-        .iter()
-        .position(|c| c.starts_with("finalise r1"))
-        .unwrap();
-    let destroy = log.iter().position(|c| c == "destroy_stream s2").unwrap();
-    let launch3 = log
-        .iter()
-        .position(|c| c.starts_with("launch_aicore r3"))
-        .unwrap();
+    let (finalise1, upload) = (first(&log, "finalise r1"), at(&log, "upload c7"));
+    let (destroy, launch3) = (
+        at(&log, "destroy_stream s2"),
+        first(&log, "launch_aicore r3"),
+    );
     assert!(
         finalise1 < upload && upload < destroy && destroy < launch3,
         "{log:?}"
     );
-    assert!(
-        !log.iter().any(|c| c.starts_with("destroy_stream_force")),
+    assert_eq!(
+        count(&log, "destroy_stream_force"),
+        0,
         "a publication's replacement is a healthy destroy: {log:?}"
     );
     assert_eq!(outcomes(&mut d).len(), 3);
@@ -744,21 +710,19 @@ fn a_publication_uploads_between_runs_and_the_next_launch_gets_a_fresh_aicore_st
 #[test]
 fn a_failed_calls_device_text_reaches_its_runs_outcome_and_the_runs_its_poison_takes_down() {
     let mut d = driver();
-    d.device().script().fail.push(
+    fail(
+        &mut d,
         Fail::every(Call::SynchronizeEvent, 507_015)
             .message("EZ9999: AICore exception\n  at task 3"),
     );
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 2);
     d.turn().unwrap();
     d.device().script().fail.clear();
     d.run_until_idle().unwrap();
-    let reports: Vec<_> = std::iter::from_fn(|| d.poll_report()).collect();
+    let reports = reports(&mut d);
     assert_eq!(reports.len(), 2, "{reports:?}");
     let text = Some("EZ9999: AICore exception\n  at task 3".to_owned());
-    assert!(
-        matches!(reports[0].outcome, Outcome::Run(r) if matches!(r.verdict, Verdict::Failed { .. }))
-    );
+    failed(Some(&reports[0].outcome));
     assert_eq!(reports[0].device_message, text);
     assert!(
         matches!(reports[1].outcome, Outcome::Run(r) if matches!(r.verdict, Verdict::Poisoned { origin: RunId(1), .. }))
@@ -777,7 +741,7 @@ fn an_outcome_whose_calls_all_succeeded_carries_no_device_text() {
     let mut d = driver();
     // A text left by nothing that failed is never read.
     d.device().script().message = Some("stale".to_owned());
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let report = d.poll_report().unwrap();
     assert!(report.outcome.to_string().ends_with(": ok"));
@@ -822,7 +786,7 @@ impl Observer for Seen {
 #[test]
 fn the_observer_sees_each_command_by_its_enum_and_the_id_it_returned() {
     let mut d = driver().with_observer(Seen::default());
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.publish(CodeRef(7)).unwrap().unwrap();
     d.run_until_idle().unwrap();
     d.close().unwrap();
@@ -837,12 +801,9 @@ fn the_observer_sees_each_command_by_its_enum_and_the_id_it_returned() {
 #[test]
 fn a_failed_release_after_close_is_reported_to_the_observer_and_stops_nothing() {
     let mut d = driver().with_observer(Seen::default());
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
-    d.device()
-        .script()
-        .fail
-        .push(Fail::every(Call::Free, 507_899));
+    fail(&mut d, Fail::every(Call::Free, 507_899));
     d.close().unwrap();
     d.run_until_idle().unwrap();
     assert!(d.lane().state().is_closed());
@@ -855,7 +816,7 @@ fn a_failed_release_after_close_is_reported_to_the_observer_and_stops_nothing() 
 #[test]
 fn a_completion_wait_is_bounded_by_the_deadline_the_lane_reports() {
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     let now = Device::now(d.device_mut());
     let deadline = d.lane().poll_deadline().expect("the run is awaited");
     let expected = i32::try_from(deadline.since(now).div_ceil(1_000_000)).unwrap();
@@ -911,33 +872,32 @@ fn a_completion_wait_hands_out_the_awaited_runs_boundary_record_epoch_and_pair_w
         .completion_wait(Some(deadline))
         .unwrap()
         .expect("a wait");
-    match wait {
-        DeviceWait::Completion {
-            run,
-            boundary,
-            record,
-            readback,
-            epoch,
-            streams,
-            channel,
-            deadline: bound,
-            ..
-        } => {
-            assert_eq!(run, RunId(1));
-            assert_eq!(boundary, EventHandle(3), "the slot's first event");
-            assert_eq!((record, epoch), (launched.record, launched.epoch));
-            assert_eq!(
-                readback,
-                Some(launched.timing),
-                "synchronous copies: the status is read with the record, from the timing buffer"
-            );
-            assert_ne!(epoch, 0);
-            assert_eq!(streams, [StreamHandle(1), StreamHandle(2)], "AICPU first");
-            assert_eq!(channel, VerdictChannel::Record);
-            assert_eq!(bound, deadline);
-        }
-        other => panic!("expected a completion wait, got {other:?}"),
-    }
+    let DeviceWait::Completion {
+        run,
+        boundary,
+        record,
+        readback,
+        epoch,
+        streams,
+        channel,
+        deadline: bound,
+        ..
+    } = wait
+    else {
+        panic!("expected a completion wait, got {wait:?}");
+    };
+    assert_eq!(run, RunId(1));
+    assert_eq!(boundary, EventHandle(3), "the slot's first event");
+    assert_eq!((record, epoch), (launched.record, launched.epoch));
+    assert_eq!(
+        readback,
+        Some(launched.timing),
+        "synchronous copies: the status is read with the record, from the timing buffer"
+    );
+    assert_ne!(epoch, 0);
+    assert_eq!(streams, [StreamHandle(1), StreamHandle(2)], "AICPU first");
+    assert_eq!(channel, VerdictChannel::Record);
+    assert_eq!(bound, deadline);
     assert!(!executor.is_awaiting(), "the answer is the waiter's now");
     assert_eq!(executor.completion_wait(Some(deadline)).unwrap(), None);
     assert!(
@@ -956,7 +916,7 @@ fn a_completion_wait_without_a_deadline_forgets_the_awaited_run() {
 #[test]
 fn a_drain_is_a_device_wait_and_abandons_the_await() {
     let (_, mut executor) = awaiting_executor();
-    let drain = lane_core::Effect::DrainDevice {
+    let drain = Effect::DrainDevice {
         attempt: 1,
         timeout_ns: 2_500_000,
     };
@@ -969,7 +929,7 @@ fn a_drain_is_a_device_wait_and_abandons_the_await() {
     );
     assert!(!executor.is_awaiting());
     assert_eq!(
-        executor.device_wait(&lane_core::Effect::ForceReset { attempt: 1 }),
+        executor.device_wait(&Effect::ForceReset { attempt: 1 }),
         None
     );
 }
@@ -1041,23 +1001,31 @@ impl CompletionWaiter for Scripted {
 /// The epoch of [`completion`]'s run.
 const EPOCH: u64 = 77;
 
-fn evidence(answer: &Wait) -> lane_core::status_latch::Evidence {
+/// [`completion`]'s device verdict bound, from the boundary's completion.
+const SYNC_BOUND_NS: u64 = 8_000_000;
+
+/// A deadline far off.
+const FAR: u64 = 5_000_000_000;
+
+fn evidence(answer: &Wait) -> Evidence {
     match answer {
         Wait::Answered(Answer {
-            event: lane_core::Event::Completed { evidence, .. },
+            event: Event::Completed { evidence, .. },
             ..
         }) => *evidence,
         other => panic!("expected Completed, got {other:?}"),
     }
 }
 
+/// What `waiter` found for [`completion`] with a far deadline.
+fn waited(waiter: &mut Scripted) -> Wait {
+    run_device_wait(waiter, &completion(FAR))
+}
+
 fn completion(deadline_ns: u64) -> DeviceWait {
     DeviceWait::Completion {
         run: RunId(4),
-        lease: lane_core::Lease {
-            slot: SlotId(1),
-            generation: lane_core::Generation(std::num::NonZeroU64::MIN),
-        },
+        lease: lease(1, 1),
         boundary: EventHandle(10),
         record: DevicePtr(0x500),
         readback: None,
@@ -1070,22 +1038,30 @@ fn completion(deadline_ns: u64) -> DeviceWait {
     }
 }
 
-/// [`completion`]'s device verdict bound, from the boundary's completion.
-const SYNC_BOUND_NS: u64 = 8_000_000;
+/// [`completion`] with the status read asked for with the record, from `readback`.
+fn completion_with_readback(deadline_ns: u64, readback: DevicePtr) -> DeviceWait {
+    let mut wait = completion(deadline_ns);
+    if let DeviceWait::Completion { readback: at, .. } = &mut wait {
+        *at = Some(readback);
+    }
+    wait
+}
+
+/// A record published for [`completion`]'s epoch.
+fn published_ok() -> Option<[u8; RECORD_BYTES]> {
+    Some(encode_record(EPOCH, &RecordWrite::Ok))
+}
 
 #[test]
 fn a_waiter_waits_on_the_boundary_then_reads_the_record_and_a_published_ok_record_needs_no_synchronize()
  {
     let mut waiter = Scripted {
         takes: 2_000_000,
-        record: Some(encode_record(EPOCH, &RecordWrite::Ok)),
+        record: published_ok(),
         ..Scripted::default()
     };
     let answer = run_device_wait(&mut waiter, &completion(10_500_000));
-    assert_eq!(
-        evidence(&answer),
-        lane_core::status_latch::Evidence::PUBLISHED_OK
-    );
+    assert_eq!(evidence(&answer), Evidence::PUBLISHED_OK);
     assert_eq!(
         waiter.calls,
         [
@@ -1098,20 +1074,11 @@ fn a_waiter_waits_on_the_boundary_then_reads_the_record_and_a_published_ok_recor
     assert!(!wait_failed(&answer));
 }
 
-/// [`completion`] with the status read asked for with the record, from `readback`.
-fn completion_with_readback(deadline_ns: u64, readback: DevicePtr) -> DeviceWait {
-    let mut wait = completion(deadline_ns);
-    if let DeviceWait::Completion { readback: at, .. } = &mut wait {
-        *at = Some(readback);
-    }
-    wait
-}
-
 #[test]
 fn a_waiter_asked_for_the_status_reads_it_with_the_record_in_one_copy_and_answers_with_its_bytes() {
     let mut waiter = Scripted {
         takes: 2_000_000,
-        record: Some(encode_record(EPOCH, &RecordWrite::Ok)),
+        record: published_ok(),
         ..Scripted::default()
     };
     // The timing buffer sits READBACK_BYTES before the record (the slot layout).
@@ -1126,57 +1093,50 @@ fn a_waiter_asked_for_the_status_reads_it_with_the_record_in_one_copy_and_answer
         ],
         "one copy from the timing buffer through the record's end"
     );
-    match answer {
-        Wait::Completed { answer, readback } => {
-            match answer.event {
-                lane_core::Event::Completed { evidence, .. } => assert_eq!(
-                    evidence,
-                    lane_core::status_latch::Evidence::PUBLISHED_OK,
-                    "the record is decoded from the copy's tail"
-                ),
-                other => panic!("expected Completed, got {other:?}"),
-            }
-            let DeviceWait::Completion { lease, .. } = completion(0) else {
-                unreachable!()
-            };
-            assert_eq!(readback.lease, lease, "the bytes answer this run only");
-            assert!(
-                readback.bytes.iter().all(|&b| b == 0xAB),
-                "the status bytes are the copy's head"
-            );
-        }
-        other => panic!("expected Completed with the status bytes, got {other:?}"),
-    }
+    let Wait::Completed { answer, readback } = answer else {
+        panic!("expected Completed with the status bytes, got {answer:?}");
+    };
+    assert_eq!(
+        evidence(&Wait::Answered(answer)),
+        Evidence::PUBLISHED_OK,
+        "the record is decoded from the copy's tail"
+    );
+    assert_eq!(
+        readback.lease,
+        lease(1, 1),
+        "the bytes answer this run only"
+    );
+    assert!(
+        readback.bytes.iter().all(|&b| b == 0xAB),
+        "the status bytes are the copy's head"
+    );
 }
 
 #[test]
 fn a_failed_copy_of_record_and_status_fails_the_record_read_and_keeps_no_status_bytes() {
     let mut waiter = Scripted {
-        record: Some(encode_record(EPOCH, &RecordWrite::Ok)),
+        record: published_ok(),
         read_fails: Some(507_899),
         ..Scripted::default()
     };
     let at = DevicePtr(0x500 - READBACK_BYTES as u64);
-    let answer = run_device_wait(&mut waiter, &completion_with_readback(5_000_000_000, at));
+    let answer = run_device_wait(&mut waiter, &completion_with_readback(FAR, at));
     assert!(
         matches!(answer, Wait::Answered(_)),
         "no status bytes: the status read makes its own copy"
     );
-    assert_eq!(
-        evidence(&answer).record,
-        lane_core::status_latch::RecordRead::Failed(code(507_899))
-    );
+    assert_eq!(evidence(&answer).record, RecordRead::Failed(code(507_899)));
 }
 
 #[test]
 fn a_readback_that_does_not_end_at_the_record_is_not_read_and_the_record_is_read_alone() {
     let mut waiter = Scripted {
-        record: Some(encode_record(EPOCH, &RecordWrite::Ok)),
+        record: published_ok(),
         ..Scripted::default()
     };
     let answer = run_device_wait(
         &mut waiter,
-        &completion_with_readback(5_000_000_000, DevicePtr(0x100)),
+        &completion_with_readback(FAR, DevicePtr(0x100)),
     );
     assert!(matches!(answer, Wait::Answered(_)), "{answer:?}");
     assert_eq!(waiter.calls[2], "memcpy_from_device p1280 280B");
@@ -1197,20 +1157,18 @@ fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_o
     bytes.copy_from_slice(&executor.device().script().mem(launched.timing)[..READBACK_BYTES]);
     bytes[..8].copy_from_slice(&5u64.to_le_bytes());
     bytes[8..16].copy_from_slice(&6u64.to_le_bytes());
-    let read = lane_core::Effect::ReadStatus {
+    let read = Effect::ReadStatus {
         run,
         lease,
         layout: HeaderLayout::TensormapAndRingbuffer,
     };
     let timing_of = |answer: Option<Answer>| match answer.map(|a| a.event) {
-        Some(lane_core::Event::StatusRead { timing, .. }) => (timing.start_ns, timing.end_ns),
+        Some(Event::StatusRead { timing, .. }) => (timing.start_ns, timing.end_ns),
         other => panic!("expected StatusRead, got {other:?}"),
     };
     executor.keep_readback(lane_driver::Readback { lease, bytes });
     executor.device().script().calls.clear();
-    let kept = executor
-        .execute(read, &mut lane_driver::NoObserver)
-        .unwrap();
+    let kept = executor.execute(read, &mut NoObserver).unwrap();
     assert_eq!(timing_of(kept), (5, 6), "the kept bytes answer");
     assert!(
         executor.device().script().calls.is_empty(),
@@ -1218,17 +1176,15 @@ fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_o
         executor.device().script().calls
     );
     // Kept for another run of the slot (a later generation): never this run's answer.
-    let later = lane_core::Lease {
-        generation: lane_core::Generation(lease.generation.0.checked_add(1).unwrap()),
+    let later = Lease {
+        generation: Generation(lease.generation.0.checked_add(1).unwrap()),
         ..lease
     };
     executor.keep_readback(lane_driver::Readback {
         lease: later,
         bytes,
     });
-    let copied = executor
-        .execute(read, &mut lane_driver::NoObserver)
-        .unwrap();
+    let copied = executor.execute(read, &mut NoObserver).unwrap();
     assert_eq!(
         timing_of(copied),
         (900_000, 1_000_000),
@@ -1252,13 +1208,11 @@ fn a_record_of_another_epoch_is_never_published_and_the_waiter_synchronizes_aicp
     let got = evidence(&answer);
     assert_eq!(
         got.record,
-        lane_core::status_latch::RecordRead::Read(
-            lane_core::status_latch::Record::NeverPublished { stamp: EPOCH - 1 }
-        )
+        RecordRead::Read(Record::NeverPublished { stamp: EPOCH - 1 })
     );
     assert_eq!(
         got.device,
-        Some(lane_core::status_latch::DeviceVerdict::Returned {
+        Some(DeviceVerdict::Returned {
             aicpu: None,
             aicore: Some(code(507_014))
         }),
@@ -1288,39 +1242,27 @@ fn a_record_error_decides_without_a_synchronize_and_a_failed_read_synchronizes()
         )),
         ..Scripted::default()
     };
-    let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
-    assert_eq!(evidence(&answer).device, None);
-    assert!(
-        !waiter
-            .calls
-            .iter()
-            .any(|c| c.starts_with("synchronize_stream"))
-    );
+    assert_eq!(evidence(&waited(&mut waiter)).device, None);
+    assert_eq!(count(&waiter.calls, "synchronize_stream"), 0);
     let mut failing = Scripted {
         read_fails: Some(507_899),
         ..Scripted::default()
     };
-    let answer = run_device_wait(&mut failing, &completion(5_000_000_000));
-    assert_eq!(
-        evidence(&answer).device,
-        Some(lane_core::status_latch::DeviceVerdict::Clean)
-    );
+    let answer = waited(&mut failing);
+    assert_eq!(evidence(&answer).device, Some(DeviceVerdict::Clean));
     assert!(wait_failed(&answer));
 }
 
 #[test]
 fn the_stream_sync_channel_reads_no_record_and_synchronizes_every_run() {
     let mut waiter = Scripted::default();
-    let mut wait = completion(5_000_000_000);
+    let mut wait = completion(FAR);
     if let DeviceWait::Completion { channel, .. } = &mut wait {
         *channel = VerdictChannel::StreamSync;
     }
     let answer = run_device_wait(&mut waiter, &wait);
-    assert_eq!(
-        evidence(&answer),
-        lane_core::status_latch::Evidence::SYNCHRONIZED_CLEAN
-    );
-    assert!(!waiter.calls.iter().any(|c| c.starts_with("memcpy")));
+    assert_eq!(evidence(&answer), Evidence::SYNCHRONIZED_CLEAN);
+    assert_eq!(count(&waiter.calls, "memcpy"), 0);
 }
 
 #[test]
@@ -1334,7 +1276,7 @@ fn a_device_verdict_past_its_bound_is_the_synchronize_timeout() {
     let answer = run_device_wait(&mut waiter, &completion(10_000_000));
     assert_eq!(
         evidence(&answer).device,
-        Some(lane_core::status_latch::DeviceVerdict::Returned {
+        Some(DeviceVerdict::Returned {
             aicpu: None,
             aicore: Some(code(507_046))
         })
@@ -1360,49 +1302,32 @@ fn the_device_verdict_is_bounded_from_the_boundarys_completion_not_by_what_is_le
         ["synchronize_stream s1 30 ms", "synchronize_stream s2 21 ms"],
         "30 ms from the boundary's completion at 9 ms, past the 10 ms deadline"
     );
-    assert_eq!(
-        evidence(&answer).device,
-        Some(lane_core::status_latch::DeviceVerdict::Clean)
-    );
+    assert_eq!(evidence(&answer).device, Some(DeviceVerdict::Clean));
 }
 
 #[test]
 fn an_aicpu_code_does_not_stop_the_aicore_synchronize_and_an_aicpu_timeout_does() {
     // An AICPU code may be another run's sticky status (L-8a): the AICore stream is asked too.
-    let mut waiter = Scripted {
-        stream_syncs: [Some(507_018), Some(507_015)].into(),
-        ..Scripted::default()
-    };
-    let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
-    assert_eq!(
-        evidence(&answer).device,
-        Some(lane_core::status_latch::DeviceVerdict::Returned {
-            aicpu: Some(code(507_018)),
-            aicore: Some(code(507_015))
-        })
-    );
-    let mut timed_out = Scripted {
-        stream_syncs: [Some(507_046)].into(),
-        ..Scripted::default()
-    };
-    let answer = run_device_wait(&mut timed_out, &completion(5_000_000_000));
-    assert_eq!(
-        timed_out
-            .calls
-            .iter()
-            .filter(|c| c.starts_with("synchronize_stream"))
-            .count(),
-        1,
-        "the bound is spent: {:?}",
-        timed_out.calls
-    );
-    assert_eq!(
-        evidence(&answer).device,
-        Some(lane_core::status_latch::DeviceVerdict::Returned {
-            aicpu: Some(code(507_046)),
-            aicore: None
-        })
-    );
+    for (aicpu, aicore, syncs) in [(507_018, Some(507_015), 2), (507_046, None, 1)] {
+        let mut waiter = Scripted {
+            stream_syncs: [Some(aicpu), aicore].into(),
+            ..Scripted::default()
+        };
+        let answer = waited(&mut waiter);
+        assert_eq!(
+            count(&waiter.calls, "synchronize_stream"),
+            syncs,
+            "a timeout spends the bound: {:?}",
+            waiter.calls
+        );
+        assert_eq!(
+            evidence(&answer).device,
+            Some(DeviceVerdict::Returned {
+                aicpu: Some(code(aicpu)),
+                aicore: aicore.map(code)
+            })
+        );
+    }
 }
 
 #[test]
@@ -1412,9 +1337,9 @@ fn a_waiters_failed_call_or_timeout_is_the_runs_failed_wait_with_its_code() {
             waits: [Some(code)].into(),
             ..Scripted::default()
         };
-        let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
+        let answer = waited(&mut waiter);
         assert!(
-            matches!(answer, Wait::Answered(Answer { event: lane_core::Event::CompletionFailed { run: RunId(4), code: got, .. }, .. }) if got.raw() == code),
+            matches!(answer, Wait::Answered(Answer { event: Event::CompletionFailed { run: RunId(4), code: got, .. }, .. }) if got.raw() == code),
             "{answer:?}"
         );
         assert!(wait_failed(&answer));
@@ -1427,9 +1352,9 @@ fn a_waiter_that_cannot_bind_fails_the_wait_with_the_binds_code_and_waits_on_not
         bind: Some(107_002),
         ..Scripted::default()
     };
-    let answer = run_device_wait(&mut waiter, &completion(5_000_000_000));
+    let answer = waited(&mut waiter);
     assert!(
-        matches!(answer, Wait::Answered(Answer { event: lane_core::Event::CompletionFailed { code, .. }, .. }) if code.raw() == 107_002),
+        matches!(answer, Wait::Answered(Answer { event: Event::CompletionFailed { code, .. }, .. }) if code.raw() == 107_002),
         "{answer:?}"
     );
     assert_eq!(waiter.calls, ["bind"]);
@@ -1454,21 +1379,20 @@ fn a_waiters_drain_is_answered_whatever_it_returns_and_skipped_when_unbound() {
         attempt: 2,
         timeout_ns: 1_500_000,
     };
-    let mut waiter = Scripted::default();
-    assert_eq!(
-        run_device_wait(&mut waiter, &drain),
-        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 2 }.into())
-    );
-    assert_eq!(waiter.calls, ["bind", "synchronize_device 2 ms"]);
-    let mut unbound = Scripted {
-        bind: Some(107_002),
-        ..Scripted::default()
-    };
-    assert_eq!(
-        run_device_wait(&mut unbound, &drain),
-        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 2 }.into())
-    );
-    assert_eq!(unbound.calls, ["bind"]);
+    for (bind, calls) in [
+        (None, &["bind", "synchronize_device 2 ms"][..]),
+        (Some(107_002), &["bind"]),
+    ] {
+        let mut waiter = Scripted {
+            bind,
+            ..Scripted::default()
+        };
+        assert_eq!(
+            run_device_wait(&mut waiter, &drain),
+            Wait::Answered(Event::DeviceDrained { attempt: 2 }.into())
+        );
+        assert_eq!(waiter.calls, calls);
+    }
 }
 
 #[test]
@@ -1494,7 +1418,7 @@ fn the_lane_threads_bound_on_a_wait_is_its_own_bound_plus_the_grace_and_then_it_
     );
     assert_eq!(
         drain.answer_at_bound(Timestamp(10)),
-        Wait::Answered(lane_core::Event::DeviceDrained { attempt: 1 }.into())
+        Wait::Answered(Event::DeviceDrained { attempt: 1 }.into())
     );
 }
 
@@ -1507,7 +1431,7 @@ fn the_single_thread_wait_times_out_as_a_failed_wait_with_the_remainder_as_its_b
         .fail_next(Call::SynchronizeEvent, 507_047);
     let wait = executor.wait(steps.deadline()).unwrap();
     assert!(
-        matches!(wait, Wait::Answered(Answer { event: lane_core::Event::CompletionFailed { code, .. }, .. }) if code.raw() == 507_047),
+        matches!(wait, Wait::Answered(Answer { event: Event::CompletionFailed { code, .. }, .. }) if code.raw() == 507_047),
         "{wait:?}"
     );
     assert!(!executor.is_awaiting());
@@ -1521,13 +1445,10 @@ fn a_text_left_by_an_unreported_failure_is_never_pinned_on_a_later_one() {
     // A drain or a release failed earlier and left its text; nothing reported it.
     d.device().script().message = Some("stale: left by a failed release".to_owned());
     d.runner_mut().fail_prepare = Some(100_000);
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let report = d.poll_report().unwrap();
-    assert!(
-        matches!(report.outcome, Outcome::Run(r) if matches!(r.verdict, Verdict::Failed { .. })),
-        "{report}"
-    );
+    failed(Some(&report.outcome));
     assert_eq!(report.device_message, None, "{report}");
 }
 
@@ -1535,7 +1456,7 @@ fn a_text_left_by_an_unreported_failure_is_never_pinned_on_a_later_one() {
 /// handed out, made when it sleeps.
 #[derive(Default)]
 struct Threads {
-    jobs: Vec<lane_core::Effect>,
+    jobs: Vec<Effect>,
     wait: Option<(u64, DeviceWait)>,
 }
 
@@ -1548,24 +1469,14 @@ struct TextWorker {
 }
 
 impl HostWorker for TextWorker {
-    fn prepare_run(
-        &mut self,
-        run: RunId,
-        _slot: SlotId,
-        _diagnostics: bool,
-    ) -> Result<(), PrepareError> {
+    fn prepare_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
         if self.fails == Some(run.0) {
             self.text = Some(format!("EZ1001: prepare of run {} on a worker", run.0));
             return Err(PrepareError::Failed(code(100_000)));
         }
         Ok(())
     }
-    fn finalise_run(
-        &mut self,
-        _run: RunId,
-        _slot: SlotId,
-        _copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
+    fn finalise_run(&mut self, _: RunId, _: SlotId, _: bool) -> Result<(), FinaliseFailure> {
         Ok(())
     }
     fn recent_error_message(&mut self) -> Option<String> {
@@ -1580,8 +1491,8 @@ impl HostWorker for TextWorker {
 fn threaded(
     runs: usize,
     worker: &mut TextWorker,
-    mut answer: impl FnMut(&lane_core::Effect) -> Option<Answer>,
-) -> Vec<lane_driver::Report> {
+    mut answer: impl FnMut(&Effect) -> Option<Answer>,
+) -> Vec<Report> {
     use lane_driver::dispatch::{Dispatch, Here, Next, Setting, WorkerAnswer};
     let mut steps = LaneSteps::new(Profile::a2a3());
     let mut executor = Executor::new(TestDevice::default(), Kernels::default());
@@ -1640,6 +1551,15 @@ fn threaded(
     std::iter::from_fn(|| steps.poll_report()).collect()
 }
 
+/// Asserts `report` is an ok run's, with no device text.
+fn ok_without_text(report: &Report) {
+    assert!(
+        matches!(report.outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
+        "{report}"
+    );
+    assert_eq!(report.device_message, None, "a success reads no text");
+}
+
 #[test]
 fn a_workers_failed_prepare_carries_its_text_to_its_runs_outcome_behind_an_earlier_run() {
     let mut worker = TextWorker {
@@ -1648,34 +1568,24 @@ fn a_workers_failed_prepare_carries_its_text_to_its_runs_outcome_behind_an_earli
     };
     let reports = threaded(3, &mut worker, |_| None);
     assert_eq!(reports.len(), 3, "{reports:?}");
-    assert!(
-        matches!(reports[0].outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{}",
-        reports[0]
-    );
-    assert_eq!(reports[0].device_message, None);
+    ok_without_text(&reports[0]);
     let line = reports[1].to_string();
     assert!(line.starts_with("run 2 failed at prepare"), "{line}");
     assert!(
         line.ends_with("; device: EZ1001: prepare of run 2 on a worker"),
         "{line}"
     );
-    assert!(
-        matches!(reports[2].outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{}",
-        reports[2]
-    );
-    assert_eq!(reports[2].device_message, None, "a success reads no text");
+    ok_without_text(&reports[2]);
 }
 
 #[test]
 fn a_failed_stream_creates_text_reaches_the_run_waiting_to_launch_and_no_other() {
     let mut failed = false;
     let reports = threaded(2, &mut TextWorker::default(), |effect| match *effect {
-        lane_core::Effect::CreateStream { role } if !failed => {
+        Effect::CreateStream { role } if !failed => {
             failed = true;
             Some(Answer {
-                event: lane_core::Event::StreamCreateFailed {
+                event: Event::StreamCreateFailed {
                     role,
                     code: code(207_008),
                 },
@@ -1685,10 +1595,7 @@ fn a_failed_stream_creates_text_reaches_the_run_waiting_to_launch_and_no_other()
         _ => None,
     });
     assert_eq!(reports.len(), 2, "{reports:?}");
-    let cause = match reports[0].outcome {
-        Outcome::Run(r) => r.verdict.cause().copied(),
-        Outcome::Publication(_) => None,
-    };
+    let cause = run_outcome(&reports[0].outcome).verdict.cause().copied();
     assert_eq!(
         cause.and_then(|c| c.stage()),
         Some(lane_core::status_latch::Stage::StreamCreate),
@@ -1699,12 +1606,7 @@ fn a_failed_stream_creates_text_reaches_the_run_waiting_to_launch_and_no_other()
         reports[0].device_message.as_deref(),
         Some("EZ9001: no stream resource")
     );
-    assert!(
-        matches!(reports[1].outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{}",
-        reports[1]
-    );
-    assert_eq!(reports[1].device_message, None);
+    ok_without_text(&reports[1]);
 }
 
 #[test]
@@ -1715,7 +1617,7 @@ fn copies_on_the_streams_on_a_device_without_pinned_copies_fail_the_first_arm_wi
     };
     let profile = Profile::custom(spec).unwrap();
     let mut d: TestDriver = Driver::new(profile, TestDevice::default(), Kernels::default());
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     // The slot's resources are made as far as the first pinned call, which the executor
     // answers with 207000 without a call (the recorder has no `PinnedCopies`), then given back.
@@ -1753,9 +1655,8 @@ fn copies_on_the_streams_on_a_device_without_pinned_copies_fail_the_first_arm_wi
 #[test]
 fn the_device_is_told_each_stage_of_a_launch_before_its_calls_and_its_end_after_them() {
     let mut d = driver();
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    let calls = calls(&mut d);
-    let at = |call: &str| calls.iter().position(|c| c == call).unwrap();
+    submit(&mut d, 1);
+    let log = calls(&mut d);
     let stage = |stage| {
         Some(LaunchContext {
             run: RunId(1),
@@ -1766,22 +1667,22 @@ fn the_device_is_told_each_stage_of_a_launch_before_its_calls_and_its_end_after_
         d.device().script().contexts,
         [
             // Before the slot's resources and its arm.
-            (at("create_event -> e3"), stage(LaunchStage::Arm)),
+            (at(&log, "create_event -> e3"), stage(LaunchStage::Arm)),
             // Right after the accepted AICore kernel: `core_done` is the run's record.
             (
-                at("launch_aicore r1 on s2") + 1,
+                at(&log, "launch_aicore r1 on s2") + 1,
                 stage(LaunchStage::Kernels)
             ),
             // After the boundary, the launch's last call.
-            (at("record_event e3 on s1") + 1, None),
+            (at(&log, "record_event e3 on s1") + 1, None),
         ]
     );
 }
 
-fn lease(slot: u8, generation: u64) -> lane_core::Lease {
-    lane_core::Lease {
+fn lease(slot: u8, generation: u64) -> Lease {
+    Lease {
         slot: SlotId(slot),
-        generation: lane_core::Generation(std::num::NonZeroU64::new(generation).unwrap()),
+        generation: Generation(std::num::NonZeroU64::new(generation).unwrap()),
     }
 }
 
@@ -1795,31 +1696,32 @@ fn executor_with_launches(
     device: TestDevice,
     kernels: Kernels,
     runs: &[LaunchOf],
-) -> (Executor<TestDevice, Kernels>, Vec<lane_core::Event>) {
+) -> (Executor<TestDevice, Kernels>, Vec<Event>) {
+    use lane_core::stream_pair::Role;
     let mut executor = Executor::new(device, kernels);
-    let mut observer = lane_driver::NoObserver;
-    for role in [
-        lane_core::stream_pair::Role::Aicpu,
-        lane_core::stream_pair::Role::Aicore,
-    ] {
+    for role in [Role::Aicpu, Role::Aicore] {
         executor
-            .execute(lane_core::Effect::CreateStream { role }, &mut observer)
+            .execute(Effect::CreateStream { role }, &mut NoObserver)
             .unwrap();
     }
-    let mut answers = Vec::new();
-    for &(run, slot, after) in runs {
-        let this = lease(slot, run);
-        let launch = lane_core::Effect::LaunchRun {
-            run: RunId(run),
-            lease: this,
-            aicpu: StreamHandle(1),
-            aicore: StreamHandle(2),
-            after: after.iter().map(|&(s, g)| lease(s, g)).collect(),
-            epoch: None,
-        };
-        let answer = executor.execute(launch, &mut observer).unwrap().unwrap();
-        answers.push(answer.event);
-    }
+    let answers = runs
+        .iter()
+        .map(|&(run, slot, after)| {
+            let launch = Effect::LaunchRun {
+                run: RunId(run),
+                lease: lease(slot, run),
+                aicpu: StreamHandle(1),
+                aicore: StreamHandle(2),
+                after: after.iter().map(|&(s, g)| lease(s, g)).collect(),
+                epoch: None,
+            };
+            executor
+                .execute(launch, &mut NoObserver)
+                .unwrap()
+                .unwrap()
+                .event
+        })
+        .collect();
     (executor, answers)
 }
 
@@ -1841,34 +1743,28 @@ fn a_launch_waits_on_the_newest_predecessor_whose_boundary_was_recorded() {
         Kernels::default(),
         &[(1, 0, &[]), (2, 1, &[(0, 1)]), (3, 2, &[(1, 2), (0, 1)])],
     );
-    assert!(matches!(answers[0], lane_core::Event::Launched { .. }));
     assert!(
         matches!(
-            answers[1],
-            lane_core::Event::LaunchFailed {
-                step: LaunchStep::Arm,
-                ..
-            }
+            answers[..],
+            [
+                Event::Launched { .. },
+                Event::LaunchFailed {
+                    step: LaunchStep::Arm,
+                    ..
+                },
+                Event::Launched { .. }
+            ]
         ),
-        "{:?}",
-        answers[1]
+        "{answers:?}"
     );
-    assert!(matches!(answers[2], lane_core::Event::Launched { .. }));
     let log = &executor.device().script().calls;
     // Run 1's slot made events e3 (boundary) and e4.
-    let wait = log
-        .iter()
-        .position(|c| c == "stream_wait_event s2 e3")
-        .unwrap_or_else(|| panic!("run 3 waits on run 1's boundary: {log:?}"));
-    let launch = log
-        .iter()
-        .position(|c| c == "launch_aicore r3 on s2")
-        .expect("run 3's AICore kernel");
-    assert!(wait < launch, "{log:?}");
+    assert!(
+        at(log, "stream_wait_event s2 e3") < at(log, "launch_aicore r3 on s2"),
+        "run 3 waits on run 1's boundary: {log:?}"
+    );
     assert_eq!(
-        log.iter()
-            .filter(|c| c.starts_with("stream_wait_event s2"))
-            .count(),
+        count(log, "stream_wait_event s2"),
         1,
         "run 2's arm failed before its wait; run 3 waits once, on run 1: {log:?}"
     );
@@ -1881,42 +1777,27 @@ fn a_launch_waits_on_the_newest_predecessor_whose_boundary_was_recorded() {
 fn a_failed_core_done_record_poisons_at_once_with_its_own_code_and_launches_no_aicpu_kernel() {
     let mut d = driver();
     // Run 1's first record is its core_done.
-    d.device()
-        .script()
-        .fail
-        .push(Fail::nth(Call::RecordEvent, 1, 107_000));
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    fail(&mut d, Fail::nth(Call::RecordEvent, 1, 107_000));
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
-    assert!(
-        !log.iter().any(|c| c.starts_with("launch_aicpu r1")),
-        "{log:?}"
-    );
-    assert!(
-        !log.iter().any(|c| c.starts_with("synchronize_event")),
+    assert_eq!(count(&log, "launch_aicpu r1"), 0, "{log:?}");
+    assert_eq!(
+        count(&log, "synchronize_event"),
+        0,
         "no wait for an orphaned kernel: {log:?}"
     );
-    assert!(
-        log.iter().any(|c| c.starts_with("reset_device_force")),
-        "{log:?}"
-    );
-    match outcomes(&mut d).first() {
-        Some(Outcome::Run(r)) => match r.verdict {
-            Verdict::Failed { cause } => {
-                assert_eq!(cause.code(), Some(107_000), "{cause:?}");
-                assert_eq!(cause.class(), lane_core::status_latch::Class::Poison);
-                assert!(matches!(
-                    cause.failure,
-                    lane_core::status_latch::Failure::Launch {
-                        progress: lane_core::status_latch::LaunchProgress::Partial,
-                        ..
-                    }
-                ));
-            }
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
+    first(&log, "reset_device_force");
+    let cause = failed(outcomes(&mut d).first());
+    assert_eq!(cause.code(), Some(107_000), "{cause:?}");
+    assert_eq!(cause.class(), Class::Poison);
+    assert!(matches!(
+        cause.failure,
+        Failure::Launch {
+            progress: lane_core::status_latch::LaunchProgress::Partial,
+            ..
+        }
+    ));
 }
 
 /// L-8a: the records of the runs a synchronize covered are read from each run's own slot and
@@ -1933,7 +1814,7 @@ fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
         &[(1, 0, &[]), (2, 1, &[(0, 1)])],
     );
     executor.device().script().calls.clear();
-    let read = lane_core::Effect::ReadRecords {
+    let read = Effect::ReadRecords {
         run: RunId(9),
         lease: lease(3, 9),
         behind: [
@@ -1944,11 +1825,8 @@ fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
         .into_iter()
         .collect(),
     };
-    let answer = executor
-        .execute(read, &mut lane_driver::NoObserver)
-        .unwrap()
-        .unwrap();
-    let lane_core::Event::RecordsRead { run, records, .. } = answer.event else {
+    let answer = executor.execute(read, &mut NoObserver).unwrap().unwrap();
+    let Event::RecordsRead { run, records, .. } = answer.event else {
         panic!("{answer:?}");
     };
     assert_eq!(run, RunId(9));
@@ -1957,11 +1835,8 @@ fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
         matches!(
             got.as_slice(),
             [
-                (1, RecordRead::Read(lane_core::status_latch::Record::Ok)),
-                (
-                    2,
-                    RecordRead::Read(lane_core::status_latch::Record::NeverPublished { .. })
-                ),
+                (1, RecordRead::Read(Record::Ok)),
+                (2, RecordRead::Read(Record::NeverPublished { .. })),
                 (5, RecordRead::NotRead),
             ]
         ),
@@ -1975,91 +1850,10 @@ fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
     );
 }
 
-/// Issue 45's launch control on the runner: `Kernels`, declining the launches of the runs
-/// named (once each), and recording what `on_launched` and `finalise_verdict` hear.
-#[derive(Default)]
-struct Controlled {
-    decline: Vec<u64>,
-    launched: Vec<u64>,
-    finalised: Vec<(u64, lane_core::Verdict)>,
-    asked_queued: Vec<(u64, bool)>,
-}
-
-impl Runner<TestDevice> for Controlled {
-    fn try_launch_aicore(
-        &mut self,
-        d: &mut TestDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<lane_driver::AicoreLaunch, ReturnCode> {
-        self.asked_queued.push((args.run.0, args.queued));
-        if let Some(at) = self.decline.iter().position(|r| *r == args.run.0) {
-            self.decline.remove(at);
-            return Ok(lane_driver::AicoreLaunch::Declined);
-        }
-        Kernels::default()
-            .launch_aicore(d, stream, args)
-            .map(|()| lane_driver::AicoreLaunch::Launched)
-    }
-    fn launch_aicore(
-        &mut self,
-        d: &mut TestDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), ReturnCode> {
-        Kernels::default().launch_aicore(d, stream, args)
-    }
-    fn launch_aicpu(
-        &mut self,
-        d: &mut TestDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), ReturnCode> {
-        Kernels::default().launch_aicpu(d, stream, args)
-    }
-    fn on_launched(&mut self, _: &mut TestDevice, args: &RunArgs) {
-        self.launched.push(args.run.0);
-    }
-    fn prepare_run(
-        &mut self,
-        d: &mut TestDevice,
-        run: RunId,
-        slot: SlotId,
-        diagnostics: bool,
-    ) -> Result<(), PrepareError> {
-        Kernels::default().prepare_run(d, run, slot, diagnostics)
-    }
-    fn finalise_run(
-        &mut self,
-        d: &mut TestDevice,
-        run: RunId,
-        slot: SlotId,
-        copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
-        Kernels::default().finalise_run(d, run, slot, copy_back)
-    }
-    fn finalise_verdict(
-        &mut self,
-        d: &mut TestDevice,
-        run: RunId,
-        slot: SlotId,
-        verdict: lane_core::Verdict,
-    ) -> Result<(), FinaliseFailure> {
-        self.finalised.push((run.0, verdict));
-        self.finalise_run(d, run, slot, verdict.is_ok())
-    }
-    fn upload_code(&mut self, d: &mut TestDevice, code: CodeRef) -> Result<(), ReturnCode> {
-        Kernels::default().upload_code(d, code)
-    }
-}
-
 #[test]
 fn a_declined_queued_launch_is_launched_again_alone_and_the_runner_hears_each_launch_and_verdict() {
-    let runner = Controlled {
-        decline: vec![2],
-        ..Controlled::default()
-    };
-    let mut d = Driver::new(Profile::a2a3(), TestDevice::default(), runner);
+    let mut d = driver();
+    d.runner_mut().decline.push(2);
     let first = d.submit(RunRequest::new()).unwrap().unwrap();
     let second = d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
@@ -2067,29 +1861,23 @@ fn a_declined_queued_launch_is_launched_again_alone_and_the_runner_hears_each_la
     // Run 2's launch, queued behind run 1, was declined; asked again once run 1 retired, it
     // was no longer queued.
     assert_eq!(runner.asked_queued, [(1, false), (2, true), (2, false)]);
-    assert_eq!(runner.launched, [1, 2], "on_launched once per launched run");
     assert_eq!(
-        runner.finalised,
-        [(1, lane_core::Verdict::Ok), (2, lane_core::Verdict::Ok)]
+        runner.on_launched,
+        [1, 2],
+        "on_launched once per launched run"
     );
-    let outcomes: Vec<Outcome> = std::iter::from_fn(|| d.poll_outcome()).collect();
-    let declines: Vec<(RunId, u32)> = outcomes
+    assert_eq!(runner.finalised, [(1, Verdict::Ok), (2, Verdict::Ok)]);
+    let declines: Vec<(RunId, u32)> = outcomes(&mut d)
         .iter()
-        .map(|o| match o {
-            Outcome::Run(r) => (r.run, r.declines),
-            Outcome::Publication(p) => panic!("{p:?}"),
-        })
+        .map(|o| (run_outcome(o).run, run_outcome(o).declines))
         .collect();
     assert_eq!(declines, [(first, 0), (second, 1)]);
 }
 
 #[test]
 fn a_declined_launch_with_nothing_ahead_fails_its_run_with_the_reason_in_the_report() {
-    let runner = Controlled {
-        decline: vec![1],
-        ..Controlled::default()
-    };
-    let mut d = Driver::new(Profile::a2a3(), TestDevice::default(), runner);
+    let mut d = driver();
+    d.runner_mut().decline.push(1);
     let run = d.submit(RunRequest::new()).unwrap().unwrap();
     d.run_until_idle().unwrap();
     let report = d.poll_report().expect("its outcome");
@@ -2099,10 +1887,10 @@ fn a_declined_launch_with_nothing_ahead_fails_its_run_with_the_reason_in_the_rep
         text.contains("declined a launch with no run ahead"),
         "{text}"
     );
-    assert!(d.runner_mut().launched.is_empty(), "nothing launched");
+    assert!(d.runner_mut().on_launched.is_empty(), "nothing launched");
     assert!(matches!(
         d.runner_mut().finalised[..],
-        [(1, lane_core::Verdict::Failed { .. })]
+        [(1, Verdict::Failed { .. })]
     ));
 }
 
@@ -2111,76 +1899,54 @@ fn a_declined_launch_with_nothing_ahead_fails_its_run_with_the_reason_in_the_rep
 fn queued_pair(queries: &[Result<bool, i32>]) -> (Vec<Outcome>, Vec<String>) {
     let mut d = driver();
     for (n, answer) in queries.iter().enumerate() {
-        let mut script = d.device().script();
         match *answer {
-            Ok(fired) => script.queries.push_back(fired),
-            Err(code) => script.fail.push(Fail::nth(Call::QueryEvent, n + 1, code)),
+            Ok(fired) => d.device().script().queries.push_back(fired),
+            Err(code) => fail(&mut d, Fail::nth(Call::QueryEvent, n + 1, code)),
         }
     }
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 2);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
     (outcomes(&mut d), log)
 }
 
-fn run_outcome(outcome: &Outcome) -> &lane_core::RunOutcome {
-    match outcome {
-        Outcome::Run(r) => r,
-        Outcome::Publication(p) => panic!("{p:?}"),
+/// A queued run proves its overlap when its predecessor's boundary was unfired as its launch
+/// returned; one that had fired is not proven, and a failed look counts neither way and fails
+/// nothing.
+#[test]
+fn a_queued_runs_overlap_is_what_its_look_at_its_predecessors_boundary_found() {
+    for (query, overlap, look) in [
+        (Ok(false), Overlap::Proven, "query_event e3 -> unfired"),
+        (Ok(true), Overlap::NotProven, "query_event e3"),
+        (Err(507_899), Overlap::Unknown, "query_event e3 -> 507899"),
+    ] {
+        let (outcomes, log) = queued_pair(&[query]);
+        let [first, second] = outcomes.as_slice() else {
+            panic!("{query:?}: {outcomes:?}")
+        };
+        assert_eq!(
+            run_outcome(first).overlap(),
+            Overlap::NotQueued,
+            "{query:?}"
+        );
+        assert_eq!(run_outcome(second).overlap(), overlap, "{query:?}");
+        assert!(run_outcome(second).verdict.is_ok(), "{query:?}: {second:?}");
+        // The look is made right after run 2's AICPU kernel was accepted, at run 1's boundary.
+        assert_eq!(log[at(&log, "launch_aicpu r2 on s1") + 1], look, "{log:?}");
+        assert_eq!(count(&log, "query_event"), 1, "{query:?}");
     }
 }
 
 #[test]
-fn a_queued_run_whose_predecessors_boundary_was_unfired_when_its_launch_returned_proves_overlap() {
-    let (outcomes, log) = queued_pair(&[Ok(false)]);
-    let [first, second] = outcomes.as_slice() else {
-        panic!("{outcomes:?}")
-    };
-    assert_eq!(run_outcome(first).overlap(), Overlap::NotQueued);
-    assert_eq!(run_outcome(second).overlap(), Overlap::Proven);
-    assert!(run_outcome(second).verdict.is_ok());
-    // The look is made right after run 2's AICPU kernel was accepted, at run 1's boundary.
-    let aicpu = log
-        .iter()
-        .position(|c| c == "launch_aicpu r2 on s1")
-        .expect("run 2's AICPU kernel");
-    assert_eq!(log[aicpu + 1], "query_event e3 -> unfired", "{log:?}");
-    assert_eq!(
-        log.iter().filter(|c| c.starts_with("query_event")).count(),
-        1
-    );
-}
-
-#[test]
-fn a_queued_run_whose_predecessors_boundary_had_fired_at_its_launch_is_not_proven() {
-    let (outcomes, _) = queued_pair(&[Ok(true)]);
-    assert_eq!(run_outcome(&outcomes[1]).overlap(), Overlap::NotProven);
-}
-
-#[test]
-fn a_failed_boundary_query_counts_neither_way_and_fails_nothing() {
-    let (queued, _) = queued_pair(&[Err(507_899)]);
-    let second = run_outcome(&queued[1]);
-    assert_eq!(second.overlap(), Overlap::Unknown);
-    assert!(second.verdict.is_ok(), "{second:?}");
-}
-
-#[test]
 fn at_depth_one_no_run_is_queued_and_no_boundary_is_queried() {
-    let mut d = Driver::new(
-        Profile::depth_one(),
-        TestDevice::default(),
-        Kernels::default(),
-    );
+    let mut d = depth_one();
     // Two submitted back to back (run 2 launches once run 1 completed), then a third.
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 2);
     d.run_until_idle().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
-    assert!(!log.iter().any(|c| c.starts_with("query_event")), "{log:?}");
+    assert_eq!(count(&log, "query_event"), 0, "{log:?}");
     let outcomes = outcomes(&mut d);
     assert_eq!(outcomes.len(), 3);
     for outcome in &outcomes {
@@ -2194,27 +1960,20 @@ fn without_event_timestamps_a_runs_device_start_and_end_come_from_its_timing_buf
     let timing = run_outcome(&outcomes[1]).timing.unwrap();
     assert_eq!(timing.source, TimingSource::TimingBuffer);
     assert_eq!((timing.start_ns, timing.end_ns), (1_900_000, 2_000_000));
-    assert!(!log.iter().any(|c| c.starts_with("event_timestamp")));
+    assert_eq!(count(&log, "event_timestamp"), 0);
 }
 
 #[test]
 fn event_timestamps_give_a_runs_device_start_before_its_aicore_kernel_and_end_at_its_boundary() {
     let mut d = driver();
     d.device().script().timestamps = true;
-    d.submit(RunRequest::new()).unwrap().unwrap();
-    d.submit(RunRequest::new()).unwrap().unwrap();
+    submit(&mut d, 2);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
     // One more event per slot; recorded on the AICore stream behind the wait on run 1's
     // boundary, right before run 2's AICore kernel.
-    assert_eq!(
-        log.iter().filter(|c| c.starts_with("create_event")).count(),
-        2 * 3
-    );
-    let launch = log
-        .iter()
-        .position(|c| c == "launch_aicore r2 on s2")
-        .expect("run 2's AICore kernel");
+    assert_eq!(count(&log, "create_event"), 2 * 3);
+    let launch = at(&log, "launch_aicore r2 on s2");
     assert!(log[launch - 1].starts_with("record_event") && log[launch - 1].ends_with("on s2"));
     assert!(
         log[launch - 2].starts_with("stream_wait_event s2"),

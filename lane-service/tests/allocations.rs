@@ -10,11 +10,11 @@
 
 mod common;
 
-use common::host::{HostRunner, OFF_LANE, Seen, Sleepy};
-use lane_core::{Outcome, Profile, ProfileSpec, RunRequest, SubmitError, Verdict};
-use lane_driver::HostWorker;
+use common::assert_ok;
+use common::host::{HostRunner, Seen, Sleepy, lane_with_workers, profile};
+use lane_core::{RunRequest, SubmitError};
 use lane_driver::testkit::TestDevice;
-use lane_service::{LaneHandle, ServiceConfig, ServiceError, spawn_with_workers};
+use lane_service::{LaneHandle, ServiceConfig, ServiceError};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
 use std::sync::Arc;
@@ -42,7 +42,7 @@ fn run_many(handle: &LaneHandle, runs: u64) {
             }
         }
         if let Some(outcome) = handle.poll_outcome() {
-            assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+            assert_ok(&outcome);
             done += 1;
         }
     }
@@ -61,43 +61,26 @@ fn two_thousand_runs_with_workers_and_an_outcome_callback_allocate_nothing_on_an
     );
 
     let seen = Arc::new(Seen::default());
-    let mut config = ServiceConfig::new(
-        Profile::custom(ProfileSpec {
-            slots: 3,
-            launch_depth: 2,
-            prepare_window: 2,
-            ..Profile::default_spec()
-        })
-        .expect("a valid profile"),
-    );
+    let mut config = ServiceConfig::new(profile());
     config.workers = 2;
     let shown = Arc::new(AtomicU64::new(0));
     let callback_shown = Arc::clone(&shown);
     config.on_outcome = Some(Box::new(move |_| {
         callback_shown.fetch_add(1, Ordering::SeqCst);
     }));
-    let (lane_seen, worker_seen) = (Arc::clone(&seen), Arc::clone(&seen));
-    let handle = spawn_with_workers(
+    let worker_seen = Arc::clone(&seen);
+    let handle = lane_with_workers(
         config,
-        move || {
-            Ok::<_, String>((
-                TestDevice::real(),
-                HostRunner {
-                    concurrency: OFF_LANE,
-                    seen: lane_seen,
-                },
-            ))
-        },
+        TestDevice::real(),
+        HostRunner::off_lane(Arc::clone(&seen)),
         move |index| {
-            let worker = Sleepy::new(
+            Sleepy::new(
                 index as u64 + 1,
                 Duration::from_micros(20),
                 Arc::clone(&worker_seen),
-            );
-            Ok::<Box<dyn HostWorker>, String>(Box::new(worker))
+            )
         },
-    )
-    .expect("the lane starts");
+    );
     // Warm up: streams, slot resources, the queues at their high-water marks.
     run_many(&handle, 200);
     let region = Region::new(GLOBAL);

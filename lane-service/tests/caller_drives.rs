@@ -10,7 +10,7 @@
 mod common;
 
 use backend_sim::{FaultRule, SharedSim, SimRunner};
-use common::{Noting, Threads, Times, sim, stalled};
+use common::{Noting, Threads, Times, assert_ok, run_ok, sim, stalled};
 use lane_core::status_latch::Class;
 use lane_core::{Outcome, Profile, RunRequest, SubmitError, Verdict};
 use lane_driver::testkit::Then;
@@ -80,12 +80,7 @@ fn a_lane_the_caller_drives_starts_no_thread_and_runs_every_callback_on_the_call
     let (handle, _, _, threads) = caller_lane(Profile::a2a3(), None);
     let here = thread::current().id();
     for _ in 0..4 {
-        let run = handle.submit(RunRequest::new()).expect("accepted");
-        let outcome = handle.wait(run, GENEROUS).expect("its outcome");
-        assert!(
-            matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-            "{outcome:?}"
-        );
+        run_ok(&handle, GENEROUS);
     }
     #[cfg(target_os = "linux")]
     assert_eq!(
@@ -145,15 +140,9 @@ fn a_run_submitted_from_another_thread_while_a_caller_is_inside_the_device_wait_
         .join()
         .expect("the waiting caller")
         .expect("run 1's outcome");
-    assert!(
-        matches!(first, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{first:?}"
-    );
+    assert_ok(&first);
     let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
-    assert!(
-        matches!(second, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{second:?}"
-    );
+    assert_ok(&second);
 }
 
 #[test]
@@ -172,10 +161,7 @@ fn an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome() {
     );
     assert_eq!(handle.poll_outcome(), None, "still running");
     let outcome = handle.wait(run, GENEROUS).expect("its outcome");
-    assert!(
-        matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{outcome:?}"
-    );
+    assert_ok(&outcome);
     assert!(handle.lost().is_none());
 }
 
@@ -191,10 +177,7 @@ fn close_finishes_the_launched_run_and_refuses_new_submits_when_the_caller_drive
     let outcome = handle
         .wait(run, GENEROUS)
         .expect("the launched run's outcome");
-    assert!(
-        matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{outcome:?}"
-    );
+    assert_ok(&outcome);
     let shutdown = handle.shut_down().expect("from the caller");
     assert!(shutdown.report.state.is_closed(), "{:?}", shutdown.report);
     assert_eq!(shutdown.left, None);
@@ -205,14 +188,7 @@ fn a_run_that_hung_while_no_call_was_made_is_timed_out_at_the_next_calls() {
     // A 200 ms deadline passes while the caller makes no call; the run hangs. The next polls
     // act on it: the first finds it past its deadline and not complete (a host wait timeout,
     // a poison), and the polls after it recover the device; none of them waits for the run.
-    let profile = Profile::custom(lane_core::ProfileSpec {
-        completion_timeout_ns: 200_000_000,
-        device_op_timeout_ns: 100_000_000,
-        drain_timeout_ns: 10_000_000,
-        ..Profile::a2a3().spec()
-    })
-    .expect("a profile");
-    let handle = hung_lane(profile);
+    let handle = hung_lane(common::timeouts(200, 100, 10));
     let run = handle.submit(RunRequest::new()).expect("accepted");
     thread::sleep(Duration::from_millis(400));
     let mut calls = 0;
@@ -346,8 +322,7 @@ fn two_threads_driving_one_lane_get_every_outcome_once_and_in_order() {
                             Err(other) => panic!("{other}"),
                         }
                     };
-                    let outcome = handle.wait(run, GENEROUS).expect("its outcome");
-                    assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+                    assert_ok(&handle.wait(run, GENEROUS).expect("its outcome"));
                     got.push(run.0);
                 }
                 got

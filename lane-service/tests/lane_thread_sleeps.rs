@@ -11,8 +11,8 @@
 
 mod common;
 
-use common::Noting;
-use lane_core::{Outcome, Profile, RunRequest, Verdict};
+use common::{Noting, run_ok};
+use lane_core::{Profile, RunRequest};
 use lane_driver::testkit::TestDevice;
 use lane_service::{OutcomeCallback, ServiceConfig};
 use std::collections::BTreeSet;
@@ -62,12 +62,7 @@ fn lane_thread_wakes(callback: bool) -> u64 {
     let lane = started[0];
     let start = sleeps(lane);
     for _ in 0..RUNS {
-        let run = handle.submit(RunRequest::new()).expect("accepted");
-        let outcome = handle.wait(run, GENEROUS).expect("its outcome");
-        assert!(
-            matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-            "{outcome:?}"
-        );
+        run_ok(&handle, GENEROUS);
     }
     let wakes = sleeps(lane) - start;
     drop(handle);

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{Noting, lane_on, stalled};
-use lane_core::{Outcome, Profile, RunId, RunRequest, Verdict};
+use common::{Noting, assert_ok, lane_on, stalled};
+use lane_core::{Outcome, Profile, RunId, RunRequest};
 use lane_driver::testkit::{Call, Fail, Stall, TestDevice, Then};
 use lane_service::{LaneHandle, ServiceConfig, ServiceError};
 use std::sync::{Arc, Mutex};
@@ -18,13 +18,7 @@ const GENEROUS: Duration = Duration::from_secs(60);
 /// A profile whose run 1 is answered at its bound soon (its 200 ms deadline, the 200 ms
 /// device verdict's bound after it, and the waiter's 6 s grace), with a drain of `drain_ms`.
 fn short_profile(drain_ms: u64) -> Profile {
-    Profile::custom(lane_core::ProfileSpec {
-        completion_timeout_ns: 200_000_000,
-        device_op_timeout_ns: 100_000_000,
-        drain_timeout_ns: drain_ms * 1_000_000,
-        ..Profile::a2a3().spec()
-    })
-    .expect("a profile")
+    common::timeouts(200, 100, drain_ms)
 }
 
 /// A lane on lane-driver's `TestDevice` whose waiter's first event wait is stuck `stuck` (ignoring its
@@ -56,6 +50,18 @@ fn submit_when_open(handle: &LaneHandle) -> RunId {
     }
 }
 
+/// Submits run 1 and asserts it ended with a host wait timeout.
+fn first_run_times_out(handle: &LaneHandle) {
+    let first = handle.submit(RunRequest::new()).expect("accepted");
+    let first = handle
+        .wait_report(first, GENEROUS)
+        .expect("run 1's outcome");
+    assert!(
+        first.to_string().contains("rule=host-wait-timeout"),
+        "{first}"
+    );
+}
+
 /// Issue 44 item 5a. Run 1's wait is stuck until 13.4 s: at its bound (about 6.4 s) the lane
 /// answers it itself (a host wait timeout), poisons, and hands out the drain (2 s), whose
 /// bound counted from that hand-out is about 14.4 s; the waiter takes the drain at 13.4 s,
@@ -66,20 +72,10 @@ fn submit_when_open(handle: &LaneHandle) -> RunId {
 #[test]
 fn a_drain_the_waiter_takes_late_is_bounded_from_its_start_so_a_full_drain_loses_no_lane() {
     let handle = stuck_lane(short_profile(2_000), Duration::from_millis(13_400), true);
-    let first = handle.submit(RunRequest::new()).expect("accepted");
-    let first = handle
-        .wait_report(first, GENEROUS)
-        .expect("run 1's outcome");
-    assert!(
-        first.to_string().contains("rule=host-wait-timeout"),
-        "{first}"
-    );
+    first_run_times_out(&handle);
     let second = submit_when_open(&handle);
     let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
-    assert!(
-        matches!(second, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{second:?}"
-    );
+    assert_ok(&second);
     assert!(handle.lost().is_none(), "{:?}", handle.lost());
 }
 
@@ -91,14 +87,7 @@ fn a_drain_the_waiter_takes_late_is_bounded_from_its_start_so_a_full_drain_loses
 #[test]
 fn after_a_stuck_waiter_loses_the_lane_shut_down_returns_within_seconds_naming_the_waiter_left() {
     let handle = stuck_lane(short_profile(100), Duration::from_secs(60), false);
-    let first = handle.submit(RunRequest::new()).expect("accepted");
-    let first = handle
-        .wait_report(first, GENEROUS)
-        .expect("run 1's outcome");
-    assert!(
-        first.to_string().contains("rule=host-wait-timeout"),
-        "{first}"
-    );
+    first_run_times_out(&handle);
     let start = Instant::now();
     let cause = loop {
         if let Some(cause) = handle.lost() {

@@ -7,7 +7,7 @@
 mod common;
 
 use backend_sim::SharedSim;
-use common::{Noting, Times, lane_on, sim, stalled};
+use common::{Noting, Times, assert_ok, lane_on, run_ok, sim, stalled};
 use lane_core::{CodeRef, Outcome, Profile, PublicationResult, RunId, RunRequest, Verdict};
 use lane_driver::testkit::{Call, Fail, TestDevice, Then};
 use lane_service::{ItemId, LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
@@ -345,13 +345,7 @@ fn a_device_without_a_completion_waiter_is_refused_at_spawn_with_what_to_do() {
 /// its own bound), and the lane runs on; the waiter's late answer is dropped.
 #[test]
 fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_recovers() {
-    let profile = Profile::custom(lane_core::ProfileSpec {
-        completion_timeout_ns: 1_000_000_000,
-        device_op_timeout_ns: 500_000_000,
-        drain_timeout_ns: 100_000_000,
-        ..Profile::a2a3().spec()
-    })
-    .expect("a profile");
+    let profile = common::timeouts(1_000, 500, 100);
     // Past run 1's bound (its 1 s deadline, the 1 s device verdict's bound after it, and the
     // 6 s grace); its drain then waits behind the stuck call, and run 2's wait comes after it.
     let (device, _) = stalled(Duration::from_secs(10), Then::Answer);
@@ -385,10 +379,7 @@ fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_r
         }
     };
     let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
-    assert!(
-        matches!(second, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{second:?}"
-    );
+    assert_ok(&second);
     assert_eq!(handle.poll_outcome(), None, "one outcome per item");
     assert!(handle.lost().is_none());
     // The drop joins the waiter once its stuck call returns.
@@ -414,7 +405,7 @@ fn a_failed_calls_device_text_reaches_the_report_and_a_success_carries_none() {
     );
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let first = handle.wait_report(first, GENEROUS).expect("run 1's report");
-    assert!(matches!(first.outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+    assert_ok(&first.outcome);
     assert_eq!(first.device_message, None, "no call failed for run 1");
     let second = handle.submit(RunRequest::new()).expect("accepted");
     let second = handle
@@ -442,12 +433,7 @@ fn with_submitters_bound_every_run_still_gets_its_outcome_in_order() {
     config.submitters_bound = true;
     let handle = lane_on(config, TestDevice::real(), Noting::default());
     for _ in 0..20 {
-        let run = handle.submit(RunRequest::new()).expect("accepted");
-        let outcome = handle.wait(run, GENEROUS).expect("its outcome");
-        assert!(
-            matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-            "{outcome:?}"
-        );
+        run_ok(&handle, GENEROUS);
     }
     assert!(handle.lost().is_none());
 }

@@ -7,9 +7,9 @@
 mod common;
 
 use backend_sim::{FaultRule, SharedSim, SimRunner};
-use common::{Noting, sim};
+use common::{Noting, assert_ok, sim};
 use lane_core::status_latch::AclCode;
-use lane_core::{LaneState, Outcome, Profile, RunRequest, StreamsLeft, Verdict};
+use lane_core::{LaneState, Outcome, Profile, RunRequest, StreamsLeft};
 use lane_driver::testkit::TestDevice;
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError, spawn};
 use std::sync::{Arc, Mutex};
@@ -34,78 +34,62 @@ fn lane(destroy_fault: Option<&str>) -> LaneHandle {
 fn one_run_then_shut_down(handle: &LaneHandle) -> lane_core::CloseReport {
     let run = handle.submit(RunRequest::new()).expect("accepted");
     let outcome = handle.wait(run, GENEROUS).expect("its outcome");
-    assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+    assert_ok(&outcome);
     handle
         .shut_down()
         .expect("not on the lane's own thread")
         .report
 }
 
-#[test]
-fn a_clean_shutdown_reports_closed_with_no_stream_left() {
-    let handle = lane(None);
-    let report = one_run_then_shut_down(&handle);
-    assert_eq!(
-        report.state,
-        LaneState::Closed {
-            device_lost: false,
-            left: StreamsLeft::NONE,
-        }
-    );
-    assert_eq!(report.streams_left, StreamsLeft::NONE);
-    assert!(report.poison.is_none() && !report.device_lost);
-}
+/// Closed cleanly, with no stream left.
+const CLOSED: LaneState = LaneState::Closed {
+    device_lost: false,
+    left: StreamsLeft::NONE,
+};
 
+/// The final report names each stream that survived every destroy, with its last code, and
+/// a second `shut_down` returns the same report. The AICPU stream is the first destroy of the
+/// teardown (call 1), its retry the third (call 2 is the AICore stream's), and the shutdown's
+/// last retry the fourth: with calls 1 and 3 failing, only that last retry can have
+/// destroyed it.
 #[test]
-fn a_stream_whose_every_destroy_fails_is_named_with_its_code_in_the_final_report() {
-    // The AICPU stream is the first destroy of the teardown (call 1), its retry the third
-    // (call 2 is the AICore stream's), and the shutdown's last retry the fourth.
-    let handle = lane(Some("stream-destroy=507901@call:1,3,4"));
-    let report = one_run_then_shut_down(&handle);
-    assert_eq!(
-        report.state,
-        LaneState::Closed {
-            device_lost: false,
-            left: report.streams_left,
+fn the_final_report_names_each_stream_left_after_the_shutdowns_last_destroy() {
+    let aicpu_left = StreamsLeft {
+        aicpu: AclCode::from_raw(507_901),
+        aicore: None,
+    };
+    for (case, fault, left) in [
+        ("clean", None, StreamsLeft::NONE),
+        (
+            "every destroy fails",
+            Some("stream-destroy=507901@call:1,3,4"),
+            aicpu_left,
+        ),
+        (
+            "destroyed at last",
+            Some("stream-destroy=507901@call:1,3"),
+            StreamsLeft::NONE,
+        ),
+    ] {
+        let handle = lane(fault);
+        let report = one_run_then_shut_down(&handle);
+        assert_eq!(
+            report.state,
+            LaneState::Closed {
+                device_lost: false,
+                left
+            },
+            "{case}"
+        );
+        assert_eq!(report.streams_left, left, "{case}");
+        assert!(report.poison.is_none() && !report.device_lost, "{case}");
+        if left.aicpu.is_some() {
+            let text = report.streams_left.to_string();
+            assert!(text.starts_with("close left the AICPU stream"), "{text}");
         }
-    );
-    assert_eq!(report.streams_left.aicpu, AclCode::from_raw(507_901));
-    assert_eq!(
-        report.streams_left.aicore, None,
-        "the AICore stream was destroyed"
-    );
-    assert!(
-        report
-            .streams_left
-            .to_string()
-            .starts_with("close left the AICPU stream"),
-        "{}",
-        report.streams_left
-    );
-}
-
-#[test]
-fn a_stream_the_teardown_left_is_destroyed_once_more_at_the_shutdown() {
-    // The teardown's destroy and its retry of the AICPU stream fail (calls 1 and 3): only the
-    // shutdown's last retry (call 4) can have destroyed it.
-    let handle = lane(Some("stream-destroy=507901@call:1,3"));
-    let report = one_run_then_shut_down(&handle);
-    assert_eq!(
-        report.state,
-        LaneState::Closed {
-            device_lost: false,
-            left: StreamsLeft::NONE,
-        }
-    );
-    assert_eq!(report.streams_left, StreamsLeft::NONE, "destroyed at last");
-}
-
-#[test]
-fn a_second_shut_down_returns_the_same_final_report() {
-    let handle = lane(Some("stream-destroy=507901@call:1,3,4"));
-    let first = one_run_then_shut_down(&handle);
-    let second = handle.shut_down().expect("again").report;
-    assert_eq!(first, second);
+        let second = handle.shut_down().expect("again").report;
+        assert_eq!(report, second, "{case}: a second shut_down");
+    }
 }
 
 #[test]
@@ -120,13 +104,7 @@ fn shut_down_joins_the_lane_with_other_clones_alive_and_they_see_a_lost_lane() {
     let clone = handle.clone();
     let run = clone.submit(RunRequest::new()).expect("accepted");
     let report = handle.shut_down().expect("from the test thread").report;
-    assert_eq!(
-        report.state,
-        LaneState::Closed {
-            device_lost: false,
-            left: StreamsLeft::NONE,
-        }
-    );
+    assert_eq!(report.state, CLOSED);
     assert!(
         watch.script().dropped,
         "the lane thread ended (dropping its device) before shut_down returned"
@@ -176,12 +154,6 @@ fn shut_down_from_the_outcome_callback_is_refused_as_its_own_thread_and_shuts_do
     slot.lock().unwrap().take();
     // The callback's shutdown request stands: this one joins the threads.
     let report = handle.shut_down().expect("from the test thread").report;
-    assert_eq!(
-        report.state,
-        LaneState::Closed {
-            device_lost: false,
-            left: StreamsLeft::NONE,
-        }
-    );
+    assert_eq!(report.state, CLOSED);
     assert_eq!(answer, Err(ServiceError::OwnThread));
 }

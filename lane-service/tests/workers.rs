@@ -5,12 +5,11 @@
 
 mod common;
 
-use common::host::{HostRunner, OFF_LANE, Seen, Sleepy};
+use common::host::{HostRunner, OFF_LANE, Seen, Sleepy, lane_with_workers, profile};
+use common::{assert_ok, is_ok};
 use lane_core::status_latch::AclCode;
-use lane_core::{
-    FinaliseFailure, Outcome, Profile, ProfileSpec, RunId, RunRequest, SlotId, SubmitError, Verdict,
-};
-use lane_driver::testkit::{Call, TestDevice};
+use lane_core::{FinaliseFailure, Outcome, RunId, RunRequest, SlotId, SubmitError, Verdict};
+use lane_driver::testkit::{Call, Fail, Stall, TestDevice, Then};
 use lane_driver::{Concurrency, HostWorker, PrepareError};
 use lane_service::{LaneHandle, ServiceConfig, ServiceError, WaitError, spawn_with_workers};
 use std::sync::atomic::Ordering;
@@ -20,28 +19,9 @@ use std::time::{Duration, Instant};
 
 const GENEROUS: Duration = Duration::from_secs(30);
 
-/// Three slots, two launched at once, two prepares at once.
-fn profile() -> Profile {
-    Profile::custom(ProfileSpec {
-        slots: 3,
-        launch_depth: 2,
-        prepare_window: 2,
-        ..Profile::default_spec()
-    })
-    .expect("a valid profile")
-}
-
+/// A lane on `TestDevice` with `workers` [`Sleepy`] workers sleeping up to `max_sleep`, one
+/// panicking on run `panic_on`, each failing every `fail_bind_every`-th bind (0: never).
 fn lane(
-    concurrency: Concurrency,
-    workers: usize,
-    max_sleep: Duration,
-    panic_on: Option<u64>,
-) -> (LaneHandle, Arc<Seen>) {
-    lane_failing_binds(concurrency, workers, max_sleep, panic_on, 0)
-}
-
-/// As [`lane`], each worker failing every `fail_bind_every`-th bind (0: never).
-fn lane_failing_binds(
     concurrency: Concurrency,
     workers: usize,
     max_sleep: Duration,
@@ -51,50 +31,52 @@ fn lane_failing_binds(
     let seen = Arc::new(Seen::default());
     let mut config = ServiceConfig::new(profile());
     config.workers = workers;
-    let (lane_seen, worker_seen) = (Arc::clone(&seen), Arc::clone(&seen));
-    let handle = spawn_with_workers(
-        config,
-        move || {
-            Ok::<_, String>((
-                TestDevice::real(),
-                HostRunner {
-                    concurrency,
-                    seen: lane_seen,
-                },
-            ))
-        },
-        move |index| {
-            let mut worker = Sleepy::new(index as u64 + 1, max_sleep, Arc::clone(&worker_seen));
-            worker.panic_on = panic_on;
-            worker.fail_bind_every = fail_bind_every;
-            Ok::<Box<dyn HostWorker>, String>(Box::new(worker))
-        },
-    )
-    .expect("the lane starts");
+    let worker_seen = Arc::clone(&seen);
+    let runner = HostRunner {
+        concurrency,
+        seen: Arc::clone(&seen),
+    };
+    let handle = lane_with_workers(config, TestDevice::real(), runner, move |index| {
+        let mut worker = Sleepy::new(index as u64 + 1, max_sleep, Arc::clone(&worker_seen));
+        worker.panic_on = panic_on;
+        worker.fail_bind_every = fail_bind_every;
+        worker
+    });
     (handle, seen)
 }
 
-/// Submits `runs` runs (retrying while the lane is full) and polls every outcome; returns
-/// them in the order polled.
-fn run_all(handle: &LaneHandle, runs: u64) -> Vec<Outcome> {
+/// A lane of the default config on `device`, its host work off the lane thread, on workers
+/// made by `worker`.
+fn off_lane<W: HostWorker + 'static>(
+    device: TestDevice,
+    worker: impl Fn(usize) -> W + Send + Sync + 'static,
+) -> LaneHandle {
+    let runner = HostRunner::off_lane(Arc::default());
+    lane_with_workers(ServiceConfig::new(profile()), device, runner, worker)
+}
+
+/// Submits `runs` runs (retrying while the lane is full, and with `recovering` while it
+/// recovers) and polls every outcome; returns them in the order polled.
+fn run_all(handle: &LaneHandle, runs: u64, recovering: bool) -> Vec<Outcome> {
     let start = Instant::now();
     let (mut submitted, mut outcomes) = (0, Vec::new());
     while outcomes.len() < usize::try_from(runs).unwrap() {
         assert!(
             start.elapsed() < GENEROUS,
-            "{} of {runs} outcomes",
+            "{} of {runs} outcomes: {outcomes:?}",
             outcomes.len()
         );
         if submitted < runs {
             match handle.submit(RunRequest::new()) {
                 Ok(_) => submitted += 1,
                 Err(ServiceError::Submit(SubmitError::Full { .. })) => {}
+                Err(ServiceError::Submit(SubmitError::Poisoned { .. })) if recovering => {}
                 Err(other) => panic!("submit: {other}"),
             }
         }
         match handle.poll_outcome() {
             Some(outcome) => outcomes.push(outcome),
-            None if submitted == runs => thread::sleep(Duration::from_micros(50)),
+            None if submitted == runs || recovering => thread::sleep(Duration::from_micros(50)),
             None => {}
         }
     }
@@ -103,20 +85,15 @@ fn run_all(handle: &LaneHandle, runs: u64) -> Vec<Outcome> {
 
 /// Runs `runs` runs (as [`run_all`]) and checks that every one arrives, in order, `Ok`.
 fn run_all_ok_in_order(handle: &LaneHandle, runs: u64) {
-    let outcomes = run_all(handle, runs);
+    let outcomes = run_all(handle, runs, false);
     let seqs: Vec<u64> = outcomes.iter().map(Outcome::seq).collect();
     assert_eq!(seqs, (1..=runs).collect::<Vec<_>>());
-    assert!(
-        outcomes
-            .iter()
-            .all(|o| matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok)),
-        "every run Ok"
-    );
+    assert!(outcomes.iter().all(is_ok), "every run Ok");
 }
 
 #[test]
 fn prepare_and_finalise_run_on_the_workers_and_every_outcome_arrives_in_order() {
-    let (handle, seen) = lane(OFF_LANE, 2, Duration::from_micros(100), None);
+    let (handle, seen) = lane(OFF_LANE, 2, Duration::from_micros(100), None, 0);
     run_all_ok_in_order(&handle, 200);
     assert_eq!(
         seen.on_lane.load(Ordering::SeqCst),
@@ -132,7 +109,7 @@ fn prepare_and_finalise_run_on_the_workers_and_every_outcome_arrives_in_order() 
 
 #[test]
 fn a_job_whose_worker_cannot_bind_runs_on_the_lane_thread_and_every_outcome_arrives_in_order() {
-    let (handle, seen) = lane_failing_binds(OFF_LANE, 2, Duration::from_micros(100), None, 3);
+    let (handle, seen) = lane(OFF_LANE, 2, Duration::from_micros(100), None, 3);
     // A failed bind fails no run.
     run_all_ok_in_order(&handle, 200);
     let failed = seen.binds_failed.load(Ordering::SeqCst);
@@ -151,8 +128,8 @@ fn a_job_whose_worker_cannot_bind_runs_on_the_lane_thread_and_every_outcome_arri
 
 #[test]
 fn a_runner_that_keeps_its_work_on_the_lane_thread_gets_no_workers() {
-    let (handle, seen) = lane(Concurrency::LANE_THREAD, 2, Duration::ZERO, None);
-    assert_eq!(run_all(&handle, 20).len(), 20);
+    let (handle, seen) = lane(Concurrency::LANE_THREAD, 2, Duration::ZERO, None, 0);
+    assert_eq!(run_all(&handle, 20, false).len(), 20);
     assert_eq!(seen.on_lane.load(Ordering::SeqCst), 40);
     assert_eq!(seen.on_worker.load(Ordering::SeqCst), 0);
     drop(handle);
@@ -162,8 +139,8 @@ fn a_runner_that_keeps_its_work_on_the_lane_thread_gets_no_workers() {
 
 #[test]
 fn zero_workers_keep_the_work_on_the_lane_thread() {
-    let (handle, seen) = lane(OFF_LANE, 0, Duration::ZERO, None);
-    assert_eq!(run_all(&handle, 20).len(), 20);
+    let (handle, seen) = lane(OFF_LANE, 0, Duration::ZERO, None, 0);
+    assert_eq!(run_all(&handle, 20, false).len(), 20);
     assert_eq!(seen.on_lane.load(Ordering::SeqCst), 40);
     assert_eq!(seen.on_worker.load(Ordering::SeqCst), 0);
 }
@@ -176,14 +153,9 @@ fn with_synchronous_copies_each_status_read_answers_from_the_waiters_copy_of_the
     let device = TestDevice::real();
     device.script().quiet = false;
     let watch = device.watch();
+    let runner = HostRunner::off_lane(Arc::default());
     let handle = lane_service::spawn(ServiceConfig::new(profile()), move || {
-        Ok::<_, String>((
-            device,
-            HostRunner {
-                concurrency: OFF_LANE,
-                seen: Arc::default(),
-            },
-        ))
+        Ok::<_, String>((device, runner))
     })
     .expect("the lane starts");
     run_all_ok_in_order(&handle, 20);
@@ -206,8 +178,8 @@ fn with_synchronous_copies_each_status_read_answers_from_the_waiters_copy_of_the
 
 #[test]
 fn dropping_the_last_handle_joins_the_workers() {
-    let (handle, seen) = lane(OFF_LANE, 3, Duration::from_micros(50), None);
-    assert_eq!(run_all(&handle, 10).len(), 10);
+    let (handle, seen) = lane(OFF_LANE, 3, Duration::from_micros(50), None, 0);
+    assert_eq!(run_all(&handle, 10, false).len(), 10);
     assert!(!seen.worker_dropped.load(Ordering::SeqCst));
     drop(handle);
     // Joined: each worker's thread ended, dropping its worker, before the drop returned.
@@ -219,15 +191,7 @@ fn a_failing_or_panicking_worker_factory_fails_the_spawn_with_its_index() {
     let spawn = |fail_at: usize, panic: bool| {
         spawn_with_workers(
             ServiceConfig::new(profile()),
-            || {
-                Ok::<_, String>((
-                    TestDevice::real(),
-                    HostRunner {
-                        concurrency: OFF_LANE,
-                        seen: Arc::default(),
-                    },
-                ))
-            },
+            || Ok::<_, String>((TestDevice::real(), HostRunner::off_lane(Arc::default()))),
             move |index| {
                 if index == fail_at {
                     assert!(!panic, "worker {index} panics");
@@ -258,7 +222,7 @@ fn a_failing_or_panicking_worker_factory_fails_the_spawn_with_its_index() {
 
 #[test]
 fn a_panicking_worker_loses_the_lane_with_its_cause_and_wakes_the_waiter() {
-    let (handle, _) = lane(OFF_LANE, 2, Duration::ZERO, Some(3));
+    let (handle, _) = lane(OFF_LANE, 2, Duration::ZERO, Some(3), 0);
     let runs: Vec<_> = (0..3)
         .map(|_| handle.submit(RunRequest::new()).expect("accepted"))
         .collect();
@@ -284,7 +248,7 @@ fn stress_with_workers_answering_in_random_order_loses_no_outcome_and_no_wake_up
     const RUNS: usize = 300;
     let (done_tx, done_rx) = mpsc::channel();
     let body = thread::spawn(move || {
-        let (handle, seen) = lane(OFF_LANE, 3, Duration::from_micros(200), None);
+        let (handle, seen) = lane(OFF_LANE, 3, Duration::from_micros(200), None, 0);
         let submitters: Vec<_> = (0..SUBMITTERS)
             .map(|_| {
                 let handle = handle.clone();
@@ -308,7 +272,7 @@ fn stress_with_workers_answering_in_random_order_loses_no_outcome_and_no_wake_up
             assert!(start.elapsed() < GENEROUS, "{} outcomes", seqs.len());
             match handle.poll_outcome() {
                 Some(outcome) => {
-                    assert!(matches!(&outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+                    assert_ok(&outcome);
                     seqs.push(outcome.seq());
                 }
                 None => thread::sleep(Duration::from_micros(100)),
@@ -337,60 +301,28 @@ fn a_poison_with_worker_calls_in_flight_recovers_after_their_answers_and_the_lan
     // (each call sleeps up to 2 ms): the lane waits for their answers before it drains, the
     // service keeps feeding them while recovering, and runs after the recovery succeed.
     let seen = Arc::new(Seen::default());
+    let device = TestDevice::real();
+    device
+        .script()
+        .fail
+        .push(Fail::nth(Call::MemcpyFromDevice, 3, 507_015));
     let worker_seen = Arc::clone(&seen);
-    let lane_seen = Arc::clone(&seen);
-    let handle = spawn_with_workers(
+    let runner = HostRunner::off_lane(Arc::clone(&seen));
+    let handle = lane_with_workers(
         ServiceConfig::new(profile()),
-        move || {
-            let device = TestDevice::real();
-            device.script().fail.push(lane_driver::testkit::Fail::nth(
-                lane_driver::testkit::Call::MemcpyFromDevice,
-                3,
-                507_015,
-            ));
-            Ok::<_, String>((
-                device,
-                HostRunner {
-                    concurrency: OFF_LANE,
-                    seen: lane_seen,
-                },
-            ))
-        },
+        device,
+        runner,
         move |index| {
-            let worker = Sleepy::new(
+            Sleepy::new(
                 index as u64 + 7,
                 Duration::from_millis(2),
                 Arc::clone(&worker_seen),
-            );
-            Ok::<Box<dyn HostWorker>, String>(Box::new(worker))
+            )
         },
-    )
-    .expect("the lane starts");
-    let start = Instant::now();
-    let mut outcomes = Vec::new();
-    let mut accepted = 0u64;
+    );
     // Keep submitting through the recovery (refused while it recovers) until 20 accepted
     // runs have their outcomes.
-    while outcomes.len() < 20 {
-        assert!(
-            start.elapsed() < GENEROUS,
-            "{} outcomes: {outcomes:?}",
-            outcomes.len()
-        );
-        if accepted < 20 {
-            match handle.submit(RunRequest::new()) {
-                Ok(_) => accepted += 1,
-                Err(ServiceError::Submit(
-                    SubmitError::Full { .. } | SubmitError::Poisoned { .. },
-                )) => {}
-                Err(other) => panic!("submit: {other}"),
-            }
-        }
-        match handle.poll_outcome() {
-            Some(outcome) => outcomes.push(outcome),
-            None => thread::sleep(Duration::from_micros(100)),
-        }
-    }
+    let outcomes = run_all(&handle, 20, true);
     assert!(
         handle.lost().is_none(),
         "the lane is not lost: {:?}",
@@ -402,16 +334,12 @@ fn a_poison_with_worker_calls_in_flight_recovers_after_their_answers_and_the_lan
         (1..=20).collect::<Vec<_>>(),
         "one outcome per run, in order"
     );
-    let failed = outcomes
-        .iter()
-        .filter(|o| !matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok))
-        .count();
     assert!(
-        failed >= 1,
+        !outcomes.iter().all(is_ok),
         "the faulted run (and what it took down) failed"
     );
     assert!(
-        matches!(outcomes.last(), Some(Outcome::Run(r)) if r.verdict == Verdict::Ok),
+        outcomes.last().is_some_and(is_ok),
         "runs after the recovery succeed: {:?}",
         outcomes.last()
     );
@@ -426,20 +354,10 @@ struct Gated {
 }
 
 impl HostWorker for Gated {
-    fn prepare_run(
-        &mut self,
-        _run: RunId,
-        _slot: SlotId,
-        _diagnostics: bool,
-    ) -> Result<(), PrepareError> {
+    fn prepare_run(&mut self, _: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
         Ok(())
     }
-    fn finalise_run(
-        &mut self,
-        run: RunId,
-        _slot: SlotId,
-        _copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
+    fn finalise_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), FinaliseFailure> {
         let _ = self.finalising.send(run.0);
         if run.0 == 1 {
             let (open, opened) = &*self.gate;
@@ -475,28 +393,11 @@ impl Drop for OpenOnDrop {
 fn with_only_a_finalise_out_the_lane_thread_feeds_the_next_completion_without_its_answer() {
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
     let (finalising, started) = mpsc::channel();
-    let config = ServiceConfig::new(profile());
     let worker_gate = Arc::clone(&gate);
-    let handle = spawn_with_workers(
-        config,
-        || {
-            let seen = Arc::new(Seen::default());
-            Ok::<_, String>((
-                TestDevice::real(),
-                HostRunner {
-                    concurrency: OFF_LANE,
-                    seen,
-                },
-            ))
-        },
-        move |_| {
-            Ok::<Box<dyn HostWorker>, String>(Box::new(Gated {
-                gate: Arc::clone(&worker_gate),
-                finalising: finalising.clone(),
-            }))
-        },
-    )
-    .expect("the lane starts");
+    let handle = off_lane(TestDevice::real(), move |_| Gated {
+        gate: Arc::clone(&worker_gate),
+        finalising: finalising.clone(),
+    });
     let release = OpenOnDrop(Arc::clone(&gate));
     // Three slots: run 1 finalising, runs 2 and 3 on the pair (depth two), nothing to prepare.
     let runs: Vec<RunId> = (0..3)
@@ -515,7 +416,7 @@ fn with_only_a_finalise_out_the_lane_thread_feeds_the_next_completion_without_it
     drop(release);
     for run in runs {
         let outcome = handle.wait(run, GENEROUS).expect("every run finishes");
-        assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok));
+        assert!(is_ok(&outcome), "{outcome:?}");
     }
 }
 
@@ -526,12 +427,7 @@ struct FailsWithText {
 }
 
 impl HostWorker for FailsWithText {
-    fn prepare_run(
-        &mut self,
-        run: RunId,
-        _slot: SlotId,
-        _diagnostics: bool,
-    ) -> Result<(), PrepareError> {
+    fn prepare_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
         if run.0 == 1 {
             self.text = Some(format!("EZ1001: prepare of run {} on a worker", run.0));
             return Err(PrepareError::Failed(AclCode::RtParamInvalid));
@@ -557,20 +453,7 @@ impl HostWorker for FailsWithText {
 
 #[test]
 fn a_workers_failed_prepare_or_finalise_carries_its_device_text_into_the_failure_line() {
-    let handle = spawn_with_workers(
-        ServiceConfig::new(profile()),
-        || {
-            Ok::<_, String>((
-                TestDevice::real(),
-                HostRunner {
-                    concurrency: OFF_LANE,
-                    seen: Arc::default(),
-                },
-            ))
-        },
-        |_| Ok::<Box<dyn HostWorker>, String>(Box::new(FailsWithText { text: None })),
-    )
-    .expect("the lane starts");
+    let handle = off_lane(TestDevice::real(), |_| FailsWithText { text: None });
     let runs: Vec<RunId> = (0..3)
         .map(|_| handle.submit(RunRequest::new()).expect("a slot is free"))
         .collect();
@@ -599,11 +482,7 @@ fn a_workers_failed_prepare_or_finalise_carries_its_device_text_into_the_failure
         "{}",
         line(1)
     );
-    assert!(
-        matches!(reports[2].outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{}",
-        line(2)
-    );
+    assert!(is_ok(&reports[2].outcome), "{}", line(2));
     assert_eq!(reports[2].device_message, None, "a success reads no text");
 }
 
@@ -643,44 +522,27 @@ fn an_abandoned_runs_outcome_waits_for_its_prepare_on_a_worker_to_return() {
             *callback_saw.lock().unwrap() = Some(callback_returned.load(Ordering::SeqCst));
         }
     }));
+    // Run 1 completes 200 ms on (run 2's prepare has begun on its worker by then: it is
+    // handed out when run 2 is submitted), and its status read fails with an AICore
+    // exception: a poison that abandons run 2 inside its prepare.
+    let device = TestDevice::real();
+    let stall = Stall::new(
+        Call::SynchronizeEvent,
+        Duration::from_millis(200),
+        Then::Answer,
+    );
+    device.script().stalls.push(stall);
+    device
+        .script()
+        .fail
+        .push(Fail::nth(Call::MemcpyFromDevice, 1, 507_015));
     let worker_returned = Arc::clone(&returned);
-    let handle = spawn_with_workers(
-        config,
-        || {
-            let device = TestDevice::real();
-            // Run 1 completes 200 ms on (run 2's prepare has begun on its worker by then: it
-            // is handed out when run 2 is submitted), and its status read fails with an
-            // AICore exception: a poison that abandons run 2 inside its prepare.
-            device
-                .script()
-                .stalls
-                .push(lane_driver::testkit::Stall::new(
-                    Call::SynchronizeEvent,
-                    Duration::from_millis(200),
-                    lane_driver::testkit::Then::Answer,
-                ));
-            device.script().fail.push(lane_driver::testkit::Fail::nth(
-                lane_driver::testkit::Call::MemcpyFromDevice,
-                1,
-                507_015,
-            ));
-            Ok::<_, String>((
-                device,
-                HostRunner {
-                    concurrency: OFF_LANE,
-                    seen: Arc::new(Seen::default()),
-                },
-            ))
-        },
-        move |_| {
-            Ok::<Box<dyn HostWorker>, String>(Box::new(SlowPrepare {
-                slow: RunId(2),
-                nap: Duration::from_millis(300),
-                returned: Arc::clone(&worker_returned),
-            }))
-        },
-    )
-    .expect("the lane starts");
+    let runner = HostRunner::off_lane(Arc::default());
+    let handle = lane_with_workers(config, device, runner, move |_| SlowPrepare {
+        slow: RunId(2),
+        nap: Duration::from_millis(300),
+        returned: Arc::clone(&worker_returned),
+    });
     let first = handle.submit(RunRequest::new()).expect("run 1");
     let second = handle.submit(RunRequest::new()).expect("run 2");
     let first = handle.wait(first, GENEROUS).expect("run 1's outcome");

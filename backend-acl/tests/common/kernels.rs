@@ -6,7 +6,10 @@ use std::time::Duration;
 use backend_acl::{AclConfig, AclDevice};
 use lane_core::status_latch::{self, AclCode, HeaderLayout, ReturnCode, Status};
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, RunId, RunRequest, SlotId};
+use lane_core::{
+    Cause, CodeRef, FinaliseFailure, Outcome, Profile, ProfileSpec, RunId, RunRequest, SlotId,
+    Verdict,
+};
 use lane_driver::{Driver, PrepareError, Report, RunArgs, Runner};
 use run_lane_fake_ascendcl::{
     Control, ControlError, ENGINE_AICORE, ENGINE_AICPU, Outcome as Kernel,
@@ -174,4 +177,43 @@ pub fn run_lane(d: &mut FakeDriver, runs: usize) -> Vec<Report> {
     d.run_until_idle().expect("driver");
     reports.extend(std::iter::from_fn(|| d.poll_report()));
     reports
+}
+
+/// A run's verdict (no publication is reported here).
+pub fn verdict(report: &Report) -> Verdict {
+    match report.outcome {
+        Outcome::Run(r) => r.verdict,
+        Outcome::Publication(p) => panic!("unexpected {p:?}"),
+    }
+}
+
+/// The cause of a run's `Failed` verdict.
+pub fn failed(report: &Report) -> Cause {
+    match verdict(report) {
+        Verdict::Failed { cause } => cause,
+        other => panic!("expected Failed, got {other:?}: {report}"),
+    }
+}
+
+/// Asserts run `n` (from 1) was poisoned by run `origin`, in `case`.
+pub fn assert_poisoned_by(case: &str, reports: &[Report], n: usize, origin: u64) {
+    assert!(
+        matches!(verdict(&reports[n - 1]), Verdict::Poisoned { origin: o, .. } if o == RunId(origin)),
+        "{case}: {}",
+        reports[n - 1]
+    );
+}
+
+/// `config` with the fake's probed profile, changed by `spec`.
+pub fn with_spec(
+    fake: &super::Fake,
+    config: AclConfig,
+    spec: impl FnOnce(&mut ProfileSpec),
+) -> AclConfig {
+    let mut changed = fake.open().1.spec();
+    spec(&mut changed);
+    AclConfig {
+        profile: Some(Profile::custom(changed).expect("a valid profile")),
+        ..config
+    }
 }

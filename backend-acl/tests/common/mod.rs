@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ascend_cl_sys::types::AclrtStream;
 use lane_core::stream_pair::StreamHandle;
+use lane_driver::{Device, DevicePtr, EventHandle, HostPtr, PinnedCopies};
 
 use backend_acl::{AclConfig, AclDevice, Library};
 use lane_core::Profile;
@@ -38,6 +39,23 @@ fn loaded() -> &'static (Control, PathBuf) {
     })
 }
 
+/// Whether `path` (canonical) is mapped in this process (`/proc/self/maps`), deleted or not.
+pub fn mapped(path: &std::path::Path) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    let path = path.to_string_lossy();
+    maps.lines()
+        .any(|line| line.ends_with(path.as_ref()) || line.ends_with(&format!("{path} (deleted)")))
+}
+
+/// A copy of the fake named `libascendcl.so` in a fresh folder `name`.
+pub fn copy_of_the_fake(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("run-lane-loaded-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let path = dir.join("libascendcl.so");
+    std::fs::copy(cdylib_path().unwrap_or_else(|e| panic!("{e}")), &path).expect("copy the fake");
+    path.canonicalize().expect("its canonical path")
+}
+
 /// Takes the fake for this test and resets it (16 devices, "Ascend910B1", nothing alive).
 pub fn fake() -> Fake {
     static SERIAL: Mutex<()> = Mutex::new(());
@@ -54,6 +72,13 @@ pub fn fake() -> Fake {
     }
 }
 
+/// Takes the fake and opens its device 0 with the probed profile (the device goes first).
+pub fn opened() -> (Fake, AclDevice) {
+    let fake = fake();
+    let (device, _) = fake.open();
+    (fake, device)
+}
+
 impl Fake {
     /// This test makes a force reset under a wait on purpose (the shared L-20 check is off).
     pub fn expect_resets_under_wait(&self) {
@@ -65,6 +90,22 @@ impl Fake {
         AclConfig {
             library: Library::Path(self.path.clone()),
             ..AclConfig::default()
+        }
+    }
+
+    /// A config opening the fake's device `device_id` with the probed profile.
+    pub fn config_on(&self, device_id: i32) -> AclConfig {
+        AclConfig {
+            device_id,
+            ..self.config()
+        }
+    }
+
+    /// A config opening the fake's device 0 with `profile`.
+    pub fn config_with(&self, profile: Profile) -> AclConfig {
+        AclConfig {
+            profile: Some(profile),
+            ..self.config()
         }
     }
 
@@ -82,6 +123,35 @@ impl Fake {
     pub fn assert_balanced(&self) {
         let c = self.counters();
         assert!(c.balanced(), "the fake holds leaked resources: {c:#?}");
+    }
+}
+
+/// Live handles on a device: a stream, an event, 64 bytes of device memory and 32 of pinned
+/// host memory.
+#[derive(Clone, Copy)]
+pub struct Handles {
+    pub stream: StreamHandle,
+    pub event: EventHandle,
+    pub ptr: DevicePtr,
+    pub host: HostPtr,
+}
+
+impl Handles {
+    pub fn live(d: &mut AclDevice) -> Self {
+        Self {
+            stream: d.create_stream().unwrap(),
+            event: d.create_event().unwrap(),
+            ptr: d.malloc(64).unwrap(),
+            host: d.malloc_host(32).unwrap(),
+        }
+    }
+
+    /// Gives back what [`Handles::live`] made.
+    pub fn release(self, d: &mut AclDevice) {
+        d.destroy_event(self.event).unwrap();
+        d.destroy_stream(self.stream).unwrap();
+        d.free(self.ptr).unwrap();
+        d.free_host(self.host).unwrap();
     }
 }
 

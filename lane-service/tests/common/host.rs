@@ -5,9 +5,10 @@
 
 use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
+use lane_core::{CodeRef, FinaliseFailure, Profile, ProfileSpec, RunId, SlotId};
 use lane_driver::testkit::TestDevice;
 use lane_driver::{Concurrency, HostWorker, PrepareError, RunArgs, Runner};
+use lane_service::{LaneHandle, ServiceConfig, spawn_with_workers};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
@@ -31,6 +32,42 @@ pub struct Seen {
 pub struct HostRunner {
     pub concurrency: Concurrency,
     pub seen: Arc<Seen>,
+}
+
+impl HostRunner {
+    /// Host work allowed off the lane thread ([`OFF_LANE`]).
+    pub fn off_lane(seen: Arc<Seen>) -> Self {
+        Self {
+            concurrency: OFF_LANE,
+            seen,
+        }
+    }
+}
+
+/// Three slots, two launched at once, two prepares at once.
+pub fn profile() -> Profile {
+    Profile::custom(ProfileSpec {
+        slots: 3,
+        launch_depth: 2,
+        prepare_window: 2,
+        ..Profile::default_spec()
+    })
+    .expect("a valid profile")
+}
+
+/// A lane of `config` on `device` and `runner`, each host worker made by `worker(index)`.
+pub fn lane_with_workers<W: HostWorker + 'static>(
+    config: ServiceConfig,
+    device: TestDevice,
+    runner: HostRunner,
+    worker: impl Fn(usize) -> W + Send + Sync + 'static,
+) -> LaneHandle {
+    spawn_with_workers(
+        config,
+        move || Ok::<_, String>((device, runner)),
+        move |index| Ok::<Box<dyn HostWorker>, String>(Box::new(worker(index))),
+    )
+    .expect("the lane starts")
 }
 
 impl Runner<TestDevice> for HostRunner {
@@ -132,12 +169,7 @@ impl HostWorker for Sleepy {
         }
         Ok(())
     }
-    fn prepare_run(
-        &mut self,
-        run: RunId,
-        _slot: SlotId,
-        _diagnostics: bool,
-    ) -> Result<(), PrepareError> {
+    fn prepare_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
         assert_ne!(
             Some(run.0),
             self.panic_on,
@@ -147,12 +179,7 @@ impl HostWorker for Sleepy {
         self.nap();
         Ok(())
     }
-    fn finalise_run(
-        &mut self,
-        _run: RunId,
-        _slot: SlotId,
-        _copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
+    fn finalise_run(&mut self, _: RunId, _: SlotId, _: bool) -> Result<(), FinaliseFailure> {
         self.nap();
         Ok(())
     }

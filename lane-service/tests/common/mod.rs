@@ -10,7 +10,7 @@ use backend_sim::device::RunTimes;
 use backend_sim::{FaultRule, SimDevice};
 use lane_core::status_latch::ReturnCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_core::{CodeRef, FinaliseFailure, Profile, RunId, SlotId};
+use lane_core::{CodeRef, FinaliseFailure, Outcome, Profile, RunId, RunRequest, SlotId, Verdict};
 use lane_driver::testkit::{Call, Stall, TestDevice, Then};
 use lane_driver::{PrepareError, RunArgs, Runner};
 use lane_service::{LaneHandle, ServiceConfig, spawn};
@@ -34,6 +34,34 @@ pub fn sim(profile: &Profile, seed: u64, faults: &[FaultRule]) -> SimDevice {
         device.install(rule.clone());
     }
     device
+}
+
+/// Whether `outcome` is an `Ok` run's.
+pub fn is_ok(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok)
+}
+
+/// Asserts `outcome` is an `Ok` run's.
+pub fn assert_ok(outcome: &Outcome) {
+    assert!(is_ok(outcome), "{outcome:?}");
+}
+
+/// Submits one run and asserts its outcome, waited for up to `timeout`, `Ok`.
+pub fn run_ok(handle: &LaneHandle, timeout: Duration) -> RunId {
+    let run = handle.submit(RunRequest::new()).expect("accepted");
+    assert_ok(&handle.wait(run, timeout).expect("its outcome"));
+    run
+}
+
+/// a2a3 with these host completion, device op and drain timeouts (ms).
+pub fn timeouts(completion_ms: u64, op_ms: u64, drain_ms: u64) -> Profile {
+    Profile::custom(lane_core::ProfileSpec {
+        completion_timeout_ns: completion_ms * 1_000_000,
+        device_op_timeout_ns: op_ms * 1_000_000,
+        drain_timeout_ns: drain_ms * 1_000_000,
+        ..Profile::a2a3().spec()
+    })
+    .expect("a profile")
 }
 
 /// When the runner did something for each run.
