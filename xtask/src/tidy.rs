@@ -17,28 +17,13 @@
 #[cfg(test)]
 mod tests {
     use std::fs;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
-    use crate::{PURE_CRATES, project_root};
+    use crate::{PURE_CRATES, files_under, is_rust, project_root, workspace_members};
 
     /// The only crates allowed to contain `unsafe` (each block with a `// SAFETY:` line,
     /// which clippy's `undocumented_unsafe_blocks` enforces): the FFI crates.
     const UNSAFE_CRATES: &[&str] = &["ascend-cl-sys", "backend-acl", "acl-fake", "lane-capi"];
-
-    /// Every workspace member's directory, from the root `Cargo.toml`'s `members` list.
-    fn workspace_members() -> Vec<String> {
-        let manifest =
-            fs::read_to_string(project_root().join("Cargo.toml")).expect("root manifest");
-        let start = manifest.find("members = [").expect("a members list");
-        let list = &manifest[start..];
-        let end = list.find(']').expect("the members list ends");
-        list[..end]
-            .split('"')
-            .skip(1)
-            .step_by(2)
-            .map(str::to_owned)
-            .collect()
-    }
 
     /// Forbidden in pure library code, with the reason printed on failure.
     const IMPURE: &[(&str, &str)] = &[
@@ -61,21 +46,6 @@ mod tests {
         ),
         ("unsafe", "pure crates are #![forbid(unsafe_code)]"),
     ];
-
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                rust_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
 
     /// Source lines with comments removed, so docs may mention what code may not use.
     fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -110,10 +80,10 @@ mod tests {
     #[test]
     fn pure_crates_use_no_clock_threads_io_hashmaps_or_unsafe() {
         let root = project_root();
-        let mut files = Vec::new();
-        for krate in PURE_CRATES {
-            rust_files(&root.join(krate).join("src"), &mut files);
-        }
+        let files: Vec<PathBuf> = PURE_CRATES
+            .iter()
+            .flat_map(|krate| files_under(&root.join(krate).join("src"), &is_rust))
+            .collect();
         assert!(
             !files.is_empty(),
             "found no source files in the pure crates"
@@ -165,7 +135,7 @@ mod tests {
             if UNSAFE_CRATES.contains(&member.as_str()) || member == "xtask" {
                 continue;
             }
-            rust_files(&root.join(&member), &mut files);
+            files.extend(files_under(&root.join(&member), &is_rust));
         }
         assert!(!files.is_empty(), "found no source files in the workspace");
         let found = violations(&files, &[("unsafe", "unsafe lives only in the FFI crates")]);
@@ -485,34 +455,6 @@ mod tests {
         (entries, malformed)
     }
 
-    /// Every file of the workspace that may cite a rule: `CITING_EXTENSIONS`, outside
-    /// `target/` and hidden folders, and not docs/rules.md itself. fuzz/ is included.
-    fn citing_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if path.is_dir() {
-                if name != "target" && !name.starts_with('.') {
-                    citing_files(&path, out);
-                }
-            } else if path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| CITING_EXTENSIONS.contains(&e))
-                && path != project_root().join(RULES_MD)
-            {
-                out.push(path);
-            }
-        }
-    }
-
     #[test]
     fn every_rule_id_the_workspace_cites_has_an_entry_in_docs_rules_md() {
         let root = project_root();
@@ -529,8 +471,11 @@ mod tests {
                 ));
             }
         }
-        let mut files = Vec::new();
-        citing_files(&root, &mut files);
+        let rules_md = root.join(RULES_MD);
+        let files = files_under(&root, &|path| {
+            let ext = path.extension().and_then(|e| e.to_str());
+            ext.is_some_and(|e| CITING_EXTENSIONS.contains(&e)) && path != rules_md
+        });
         assert!(
             files.len() > 100,
             "found only {} files to scan",
