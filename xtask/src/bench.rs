@@ -297,11 +297,8 @@ fn executable_named(messages: &str, name: &str) -> Result<PathBuf, String> {
 /// Instructions the benchmark binary executes running `path` for `iterations` (one sample).
 fn cachegrind_instructions(executable: &Path, path: &str, iterations: u64) -> Option<u64> {
     let out = Command::new("valgrind")
-        .args([
-            "--tool=cachegrind",
-            "--cache-sim=no",
-            "--cachegrind-out-file=/dev/null",
-        ])
+        .args(["--tool=cachegrind", "--cache-sim=no"])
+        .arg("--cachegrind-out-file=/dev/null")
         .arg(executable)
         .args(["--bench", "--exact", path, "--sample-count", "1"])
         .args(["--sample-size", &iterations.to_string()])
@@ -321,15 +318,8 @@ fn cachegrind_instructions(executable: &Path, path: &str, iterations: u64) -> Op
 fn build_lane_sim(root: &Path) -> Result<PathBuf, String> {
     let mut command = cargo();
     command
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "backend-sim",
-            "--bin",
-            "lane-sim",
-        ])
-        .args(["--message-format", "json"])
+        .args(["build", "--release", "-p", "backend-sim"])
+        .args(["--bin", "lane-sim", "--message-format", "json"])
         .current_dir(root);
     let text = output(command, "`cargo build --release -p backend-sim`")?;
     executable_named(&text, "lane-sim")
@@ -564,24 +554,16 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
         num(model, "g_ns")?,
         num(model, "h_ns")?,
     );
-    let series = |sweep: &Value| -> Result<Vec<(f64, f64)>, String> {
+    let series = |sweep: &Value, ratio: &str| -> Result<Vec<(f64, f64)>, String> {
         points(sweep)?
             .iter()
-            .map(|p| Ok((num(p, "workload_device_ns")? / 1_000.0, num(p, "ratio")?)))
+            .map(|p| Ok((num(p, "workload_device_ns")? / 1_000.0, num(p, ratio)?)))
             .collect()
     };
-    let measured = series(sweep)?;
-    let jittered = series(jitter)?;
+    let measured = series(sweep, "ratio")?;
+    let jittered = series(jitter, "ratio")?;
     // Arm 3 (copies on the streams, runner work on workers) over depth one, and its model.
-    let offloaded: Vec<(f64, f64)> = points(sweep)?
-        .iter()
-        .map(|p| {
-            Ok((
-                num(p, "workload_device_ns")? / 1_000.0,
-                num(p, "offloaded_ratio")?,
-            ))
-        })
-        .collect::<Result<_, String>>()?;
+    let offloaded = series(sweep, "offloaded_ratio")?;
     // The model's own terms (backend-sim's `Model::from_costs`), so the curve is T3 exactly.
     let (g3, l, w, c) = (
         num(model, "g3_ns")?,

@@ -162,29 +162,17 @@ impl Setting {
     /// The suffix of its arms' profiles (`depth1-bound`) and of its depth-one split
     /// (`lane-caller`), as fake_bench.cpp prints them.
     pub(crate) const fn suffix(self) -> &'static str {
-        match self {
-            Self::Off => "",
-            Self::Bound => "-bound",
-            Self::Caller => "-caller",
-        }
+        ["", "-bound", "-caller"][self as usize]
     }
 
     /// What a row's figure or loop adds for it (`, bound`).
     pub(crate) const fn label(self) -> &'static str {
-        match self {
-            Self::Off => "",
-            Self::Bound => ", bound",
-            Self::Caller => ", caller-driven",
-        }
+        ["", ", bound", ", caller-driven"][self as usize]
     }
 
     /// Its name in the tables of misses and targets.
     pub(crate) const fn name(self) -> &'static str {
-        match self {
-            Self::Off => "option off",
-            Self::Bound => "bound",
-            Self::Caller => "caller-driven",
-        }
+        ["option off", "bound", "caller-driven"][self as usize]
     }
 }
 

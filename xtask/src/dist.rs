@@ -145,12 +145,8 @@ pub(crate) fn build_release() -> Result<Built, String> {
     let mut command = cargo();
     command
         .args(["rustc", "--release", "-p", "lane-capi", "--lib"])
-        .args([
-            "--message-format=json",
-            "--",
-            "--print",
-            "native-static-libs",
-        ]);
+        .args(["--message-format=json", "--"])
+        .args(["--print", "native-static-libs"]);
     let messages = cargo_json(command, "building lane-capi")?;
     let staticlib = artifact(&messages, STATICLIB)?;
     let cdylib = artifact(&messages, CDYLIB)?;
@@ -170,13 +166,8 @@ pub(crate) fn build_release() -> Result<Built, String> {
 pub(crate) fn build_fake() -> Result<PathBuf, String> {
     println!("dist: building acl-fake (release)");
     let mut command = cargo();
-    command.args([
-        "build",
-        "--release",
-        "-p",
-        "acl-fake",
-        "--message-format=json",
-    ]);
+    command.args(["build", "--release", "-p", "acl-fake"]);
+    command.arg("--message-format=json");
     let messages = cargo_json(command, "building acl-fake")?;
     artifact(&messages, FAKE_CDYLIB)
 }

@@ -178,12 +178,8 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
 /// `cargo xtask explore ...`: lane-fuzz's `explore` example in a release build, with the
 /// arguments as they are (the example parses and documents them).
 fn explore(args: &[&str]) -> Result<(), String> {
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-    run_release(
-        &["-p", "lane-fuzz", "--example", "explore"],
-        &args,
-        "the explorer",
-    )
+    let mut explorer = release(&["-p", "lane-fuzz", "--example", "explore"], args);
+    run(&mut explorer, "cargo run", "the explorer")
 }
 
 /// The cargo that runs xtask, so the same toolchain builds what xtask runs.
@@ -203,11 +199,11 @@ fn release<S: AsRef<std::ffi::OsStr>>(target: &[&str], args: &[S]) -> Command {
     command
 }
 
-/// Runs [`release`] with the terminal's output; `what` names the program in the error.
-fn run_release(target: &[&str], args: &[&std::ffi::OsStr], what: &str) -> Result<(), String> {
-    let status = release(target, args)
-        .status()
-        .map_err(|e| format!("could not start cargo run: {e}"))?;
+/// Runs `command` with the terminal's output; the error names it as `start` when it cannot
+/// start, as `what` when it fails.
+fn run(command: &mut Command, start: &str, what: &str) -> Result<(), String> {
+    let status = command.status();
+    let status = status.map_err(|e| format!("could not start {start}: {e}"))?;
     if status.success() {
         Ok(())
     } else {
@@ -217,16 +213,9 @@ fn run_release(target: &[&str], args: &[&std::ffi::OsStr], what: &str) -> Result
 
 /// Runs `.ci/run`, so `cargo xtask ci` and CI can never disagree.
 fn ci() -> Result<(), String> {
-    let status = Command::new("bash")
-        .arg(".ci/run")
-        .current_dir(project_root())
-        .status()
-        .map_err(|e| format!("could not start `bash .ci/run`: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`.ci/run` failed ({status})"))
-    }
+    let mut ci = Command::new("bash");
+    ci.arg(".ci/run").current_dir(project_root());
+    run(&mut ci, "`bash .ci/run`", "`.ci/run`")
 }
 
 /// The workspace members' folders, from the root `Cargo.toml`'s `members` list.

@@ -254,15 +254,8 @@ mod tests {
     fn the_c_abi_links_none_of_the_simulators_argument_and_file_parsers() {
         // `cargo tree` resolves lane-capi's features alone, as `cargo xtask dist` builds it.
         let output = crate::cargo()
-            .args([
-                "tree",
-                "-p",
-                "lane-capi",
-                "-e",
-                "normal",
-                "--prefix",
-                "none",
-            ])
+            .args(["tree", "-p", "lane-capi", "-e", "normal"])
+            .args(["--prefix", "none"])
             .args(["--format", "{p}", "--offline", "--locked"])
             .current_dir(project_root())
             .output()
