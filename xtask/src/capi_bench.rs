@@ -648,19 +648,24 @@ pub(crate) fn run(runs_asked: Option<u32>) -> Result<Value, String> {
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let exe = compile(&scratch, &built.staticlib, &built.native_static_libs)?;
     let kernels: Vec<String> = KERNELS_US.iter().map(u64::to_string).collect();
+    let loop_args = [runs.to_string(), SKIP.to_string(), kernels.join(",")];
+    // The bench on the fake with `args`: its stdout, or why it failed.
+    let bench = |lanes: bool, args: &[String]| {
+        let mut command = Command::new(&exe);
+        command
+            .args(lanes.then_some("--lanes"))
+            .arg(&fake)
+            .args(args);
+        let output = command.output();
+        let output = output.map_err(|e| format!("could not run {}: {e}", exe.display()));
+        output.and_then(succeeded)
+    };
     let mut loops = Vec::new();
     for round in 1..=LOOP_ROUNDS {
         println!(
             "fake-bench: the C ABI loops, round {round} of {LOOP_ROUNDS} ({runs} runs per arm)"
         );
-        let output = Command::new(&exe)
-            .arg(&fake)
-            .arg(runs.to_string())
-            .arg(SKIP.to_string())
-            .arg(kernels.join(","))
-            .output()
-            .map_err(|e| format!("could not run {}: {e}", exe.display()))
-            .and_then(succeeded);
+        let output = bench(false, &loop_args);
         let failed = output.is_err();
         loops.push(output);
         if failed {
@@ -672,16 +677,8 @@ pub(crate) fn run(runs_asked: Option<u32>) -> Result<Value, String> {
         println!(
             "fake-bench: sixteen lanes at once ({lanes_runs} runs per lane, {LANES_REPEATS} repeats)"
         );
-        Command::new(&exe)
-            .arg("--lanes")
-            .arg(&fake)
-            .arg(lanes_runs.to_string())
-            .arg(SKIP.to_string())
-            .arg(LANES_KERNEL_US.to_string())
-            .arg(LANES_REPEATS.to_string())
-            .output()
-            .map_err(|e| format!("could not run {}: {e}", exe.display()))
-            .and_then(succeeded)
+        let args = [lanes_runs.into(), SKIP.into(), LANES_KERNEL_US, LANES_REPEATS.into()];
+        bench(true, &args.map(|n: u64| n.to_string()))
     });
     let _ = std::fs::remove_dir_all(&scratch);
     let mut rounds = Vec::new();
