@@ -551,33 +551,22 @@ impl Measured {
             anchor_ns: anchor as f64,
             met,
         };
-        let one = self
-            .arm(kernel_us, 'b', &format!("depth1{suffix}"))?
-            .median_ns;
-        let two = self
-            .arm(kernel_us, 'b', &format!("depth2{suffix}"))?
-            .median_ns;
+        let arm = |depth: &str| self.arm(kernel_us, 'b', &format!("{depth}{suffix}"));
+        let (one, two) = (arm("depth1")?.median_ns, arm("depth2")?.median_ns);
         let by_hand_one = self.anchor(kernel_us, AnchorKind::DepthOne)?.median_ns;
         let queued = self.anchor(kernel_us, AnchorKind::Queued)?.median_ns;
         let idle = self.idle_at(kernel_us)?;
         let lane = idle.lane_of(setting)?;
         let (submit, calls) = (lane[0], idle.calls[0]);
-        let two_threads = self
-            .anchor(kernel_us, AnchorKind::HandOff)
-            .map(|a| a.median_ns);
+        let two_threads = self.anchor(kernel_us, AnchorKind::HandOff);
+        // Depth one within 1.05x of `anchor`.
+        let depth_one = |anchor: u64| {
+            let met = one.saturating_mul(100) <= anchor.saturating_mul(DEPTH_ONE_PERCENT);
+            against(one, anchor, met)
+        };
         Some(AnchorTargets {
-            hand_off: two_threads.map(|two| {
-                against(
-                    one,
-                    two,
-                    one.saturating_mul(100) <= two.saturating_mul(DEPTH_ONE_PERCENT),
-                )
-            }),
-            depth_one: against(
-                one,
-                by_hand_one,
-                one.saturating_mul(100) <= by_hand_one.saturating_mul(DEPTH_ONE_PERCENT),
-            ),
+            hand_off: two_threads.map(|a| depth_one(a.median_ns)),
+            depth_one: depth_one(by_hand_one),
             depth_two: against(two, queued, two <= queued),
             idle: against(submit, calls, submit <= calls.saturating_add(IDLE_SLACK_NS)),
         })
