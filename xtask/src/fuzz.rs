@@ -12,7 +12,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::{cargo_has, project_root};
+use crate::{project_root, require_cargo};
+
+/// What the missing cargo-fuzz message adds.
+const STABLE: &str = " (it runs on the stable toolchain: these commands pass `-s none`)";
 
 /// File name prefixes libFuzzer gives the inputs it saves when a run fails.
 const FAILURE_PREFIXES: &[&str] = &["crash-", "leak-", "oom-", "timeout-"];
@@ -30,7 +33,7 @@ struct Report {
 pub(crate) fn run(target: &str, seconds: Option<u64>) -> Result<(), String> {
     let root = project_root();
     check_target(&root, target)?;
-    check_cargo_fuzz()?;
+    require_cargo("fuzz", STABLE)?;
     let report = fuzz_target(&root, target, seconds)?;
     summarise(&[report])
 }
@@ -38,7 +41,7 @@ pub(crate) fn run(target: &str, seconds: Option<u64>) -> Result<(), String> {
 /// `cargo xtask fuzz-all --time S`: every target in turn, then one line per target.
 pub(crate) fn run_all(seconds: u64) -> Result<(), String> {
     let root = project_root();
-    check_cargo_fuzz()?;
+    require_cargo("fuzz", STABLE)?;
     let mut reports = Vec::new();
     for target in targets(&root)? {
         reports.push(fuzz_target(&root, &target, Some(seconds))?);
@@ -88,18 +91,6 @@ fn check_target(root: &Path, target: &str) -> Result<(), String> {
             "no fuzz target `{target}`; the targets are: {}",
             known.join(", ")
         ))
-    }
-}
-
-fn check_cargo_fuzz() -> Result<(), String> {
-    if cargo_has("fuzz") {
-        Ok(())
-    } else {
-        Err(
-            "cargo-fuzz is not installed: run `cargo install cargo-fuzz` (it runs on the \
-             stable toolchain: these commands pass `-s none`)"
-                .to_owned(),
-        )
     }
 }
 
@@ -158,13 +149,8 @@ fn fuzz_target(root: &Path, target: &str, seconds: Option<u64>) -> Result<Report
         fs::create_dir_all(&regressions)
             .map_err(|e| format!("cannot create {}: {e}", regressions.display()))?;
         let saved = regressions.join(name);
-        fs::copy(&artifact, &saved).map_err(|e| {
-            format!(
-                "cannot copy {} to {}: {e}",
-                artifact.display(),
-                saved.display()
-            )
-        })?;
+        let (from, to) = (artifact.display(), saved.display());
+        fs::copy(&artifact, &saved).map_err(|e| format!("cannot copy {from} to {to}: {e}"))?;
         new_failures.push(saved);
     }
     Ok(Report {

@@ -272,13 +272,16 @@ fn assert_contains(text: &str, rows: &[&str]) {
     }
 }
 
-/// Whether `cargo <subcommand> --version` runs: the commands that need a cargo plugin
-/// check it first and say how to install it.
-fn cargo_has(subcommand: &str) -> bool {
-    Command::new("cargo")
+/// Fails, saying how to install it (and `more`), unless `cargo <subcommand> --version` runs:
+/// the commands that need a cargo plugin check it first.
+fn require_cargo(subcommand: &str, more: &str) -> Result<(), String> {
+    let found = Command::new("cargo")
         .args([subcommand, "--version"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|status| status.success())
+        .is_ok_and(|status| status.success());
+    let plugin = format!("cargo-{subcommand}");
+    let error = format!("{plugin} is not installed: run `cargo install {plugin}`{more}");
+    if found { Ok(()) } else { Err(error) }
 }

@@ -27,7 +27,7 @@
 
 use std::process::Command;
 
-use crate::{PURE_CRATES, cargo_has, project_root};
+use crate::{PURE_CRATES, project_root, require_cargo};
 
 /// Seconds a mutant's tests may run before cargo-mutants kills them and counts a timeout:
 /// several times the workspace tests' own time, so only a hang reaches it.
@@ -64,7 +64,7 @@ struct Options {
 /// because the unmutated tree already fails its tests.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let options = parse(args)?;
-    check_cargo_mutants()?;
+    require_cargo("mutants", "")?;
     let mut failed = Vec::new();
     for krate in &options.crates {
         let args = cargo_mutants_args(krate, &options);
@@ -186,14 +186,6 @@ fn cargo_mutants_args(krate: &str, options: &Options) -> Vec<String> {
         line += &format!(" --sharding round-robin --shard {shard}");
     }
     line.split(' ').map(str::to_owned).collect()
-}
-
-fn check_cargo_mutants() -> Result<(), String> {
-    if cargo_has("mutants") {
-        Ok(())
-    } else {
-        Err("cargo-mutants is not installed: run `cargo install cargo-mutants`".to_owned())
-    }
 }
 
 #[cfg(test)]

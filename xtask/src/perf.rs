@@ -817,14 +817,12 @@ mod tests {
         let data = bench_fixture();
         let text = to_text(&data);
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), data);
-        assert!(
-            text.contains("\n    {\"benchmark\":\"status_latch::decode\","),
-            "one row a line: {text}"
-        );
-        assert!(
-            text.contains("\n    \"repeat\": 3\n"),
-            "one setting a line: {text}"
-        );
+        // One row a line, one setting a line.
+        let rows = [
+            "\n    {\"benchmark\":\"status_latch::decode\",",
+            "\n    \"repeat\": 3\n",
+        ];
+        crate::assert_contains(&text, &rows);
     }
 
     #[test]

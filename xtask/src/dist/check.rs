@@ -229,34 +229,25 @@ fn pkg_config_consumer(
     examples: &Path,
 ) -> Result<PathBuf, String> {
     let pc_path = prefix.join("lib/pkgconfig");
-    let pkg_config = |args: &[&str], name: &str| -> Result<String, String> {
+    // `pkg-config ARGS` (the step named `pkg-config: ARGS`, or `name`), its output trimmed.
+    let pkg_config = |args: &[&str], name: Option<&str>| -> Result<String, String> {
         let mut command = Command::new("pkg-config");
         command.args(args).env("PKG_CONFIG_PATH", &pc_path);
-        let output = step(name, &mut command)?;
+        let name = name.map_or_else(|| format!("pkg-config: {}", args.join(" ")), str::to_owned);
+        let output = step(&name, &mut command)?;
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     };
-    let version = pkg_config(
-        &["--modversion", "run_lane"],
-        "pkg-config: --modversion run_lane",
-    )?;
+    let version = pkg_config(&["--modversion", "run_lane"], None)?;
     if version != major.to_string() {
         return Err(format!(
             "dist --check: step `pkg-config: --modversion run_lane` gave {version}, want {major}"
         ));
     }
     let wanted = format!("run_lane = {major}");
-    pkg_config(
-        &["--exists", &wanted],
-        &format!("pkg-config: --exists '{wanted}'"),
-    )?;
-    let flags = pkg_config(
-        &["--cflags", "--libs", "run_lane"],
-        "pkg-config: --cflags --libs run_lane",
-    )?;
-    let libdir = pkg_config(
-        &["--variable=libdir", "run_lane"],
-        "pkg-config: --variable=libdir run_lane",
-    )?;
+    let exists = format!("pkg-config: --exists '{wanted}'");
+    pkg_config(&["--exists", &wanted], Some(&exists))?;
+    let flags = pkg_config(&["--cflags", "--libs", "run_lane"], None)?;
+    let libdir = pkg_config(&["--variable=libdir", "run_lane"], None)?;
     let out = scratch.join("pkg-config");
     create_dir(&out)?;
     let exe = out.join("onboard_runner");
@@ -284,23 +275,17 @@ fn check_linkage(name: &str, exe: &Path, major: u32, shared: bool) -> Result<(),
         .iter()
         .filter(|n| n.starts_with("librun_lane"))
         .collect();
-    let want = soname(major);
-    let ok = if shared {
-        lane == [&want]
+    let want = if shared {
+        soname(major)
     } else {
-        lane.is_empty()
+        "no librun_lane".to_owned()
     };
-    if ok {
+    if (shared && lane == [&want]) || (!shared && lane.is_empty()) {
         Ok(())
     } else {
         Err(format!(
-            "dist --check: step `{name}: linkage`: {} needs {lane:?}, want {}",
+            "dist --check: step `{name}: linkage`: {} needs {lane:?}, want {want}",
             exe.display(),
-            if shared {
-                want
-            } else {
-                "no librun_lane".to_owned()
-            }
         ))
     }
 }
