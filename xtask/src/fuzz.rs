@@ -295,15 +295,9 @@ mod tests {
         let root = project_root();
         let names = targets(&root).expect("fuzz/Cargo.toml is readable");
         assert!(!names.is_empty(), "fuzz/Cargo.toml declares no target");
-        let mut sources: Vec<String> = fs::read_dir(root.join("fuzz/fuzz_targets"))
-            .expect("fuzz/fuzz_targets exists")
-            .filter_map(Result::ok)
-            .filter_map(|e| {
-                let path = e.path();
-                (path.extension()? == "rs")
-                    .then(|| path.file_stem()?.to_str().map(str::to_owned))?
-            })
-            .collect();
+        let files = crate::files_under(&root.join("fuzz/fuzz_targets"), &crate::is_rust);
+        let stem = |path: &PathBuf| path.file_stem()?.to_str().map(str::to_owned);
+        let mut sources: Vec<String> = files.iter().filter_map(stem).collect();
         sources.sort();
         let mut declared = names.clone();
         declared.sort();

@@ -96,18 +96,11 @@ fn check_in(scratch: &Path) -> Result<(), String> {
     let mut consumers = Vec::new();
     for (name, static_link) in [("cmake-shared", false), ("cmake-static", true)] {
         let build = scratch.join(name);
-        let mut configure = Command::new("cmake");
+        let mut configure = cmake(&examples, &build, prefix);
+        let static_link_option = if static_link { "ON" } else { "OFF" };
         configure
-            .arg("-S")
-            .arg(&examples)
-            .arg("-B")
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
             .arg("-DCMAKE_BUILD_TYPE=Release")
-            .arg(format!(
-                "-DRUN_LANE_STATIC={}",
-                if static_link { "ON" } else { "OFF" }
-            ));
+            .arg(format!("-DRUN_LANE_STATIC={static_link_option}"));
         step(&format!("{name}: cmake configure"), &mut configure)?;
         let mut compile = Command::new("cmake");
         compile.arg("--build").arg(&build);
@@ -145,6 +138,14 @@ fn check_in(scratch: &Path) -> Result<(), String> {
     }
 
     refuse_other_majors(scratch, prefix, major)
+}
+
+/// `cmake -S SOURCE -B BUILD` configuring against the tree installed under `prefix`.
+fn cmake(source: &Path, build: &Path, prefix: &Path) -> Command {
+    let mut command = Command::new("cmake");
+    command.arg("-S").arg(source).arg("-B").arg(build);
+    command.arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()));
+    command
 }
 
 /// The installed static library's size, `bytes`, against [`MAX_STATICLIB_BYTES`]: an error
@@ -302,12 +303,7 @@ fn refuse_other_majors(scratch: &Path, prefix: &Path, major: u32) -> Result<(), 
     let others = [Some(major + 1), major.checked_sub(1).filter(|m| *m > 0)];
     for other in others.into_iter().flatten() {
         let build = scratch.join(format!("refusal-{other}"));
-        let output = Command::new("cmake")
-            .arg("-S")
-            .arg(&project)
-            .arg("-B")
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+        let output = cmake(&project, &build, prefix)
             .arg(format!("-DWANT={other}"))
             .output()
             .map_err(|e| format!("dist --check: could not start cmake: {e}"))?;
