@@ -173,13 +173,10 @@ fn micro_medians(root: &Path, repeat: u32) -> Result<Medians, String> {
         for (package, bench) in &binaries {
             eprintln!("xtask bench: cargo bench -p {package} --bench {bench} ({round}/{repeat})");
             let mut command = cargo();
-            command
-                .args(["bench", "-p", package, "--bench", bench])
-                .current_dir(root);
-            let text = output(
-                command,
-                &format!("`cargo bench -p {package} --bench {bench}`"),
-            )?;
+            command.current_dir(root);
+            command.args(["bench", "-p", package, "--bench", bench]);
+            let what = format!("`cargo bench -p {package} --bench {bench}`");
+            let text = output(command, &what)?;
             for (path, median) in parse_divan(&text) {
                 match medians.iter_mut().find(|(p, _)| *p == path) {
                     Some((_, values)) => values.push(median),
@@ -258,11 +255,11 @@ fn instruction_counts(root: &Path) -> Option<Vec<(String, u64)>> {
         return None;
     }
     let mut counts = Vec::new();
-    let paths = MICRO.iter().map(|m| (m.package, m.bench, m.path)).chain([(
-        "lane-core",
-        "lane",
-        CHECKED_CYCLE,
-    )]);
+    let checked = ("lane-core", "lane", CHECKED_CYCLE);
+    let paths = MICRO
+        .iter()
+        .map(|m| (m.package, m.bench, m.path))
+        .chain([checked]);
     for (package, bench, path) in paths {
         eprintln!("xtask bench: instructions of {path} (cachegrind)");
         let executable = bench_executable(root, package, bench).ok()?;
@@ -548,12 +545,8 @@ const BOTTOM: f64 = 70.0;
 /// log x axis: the measured sweep, the model's curve, and the jittered sweep's points.
 fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
     let model = &sweep["model"];
-    let (pre, r, g, h) = (
-        num(model, "preamble_ns")?,
-        num(model, "r_ns")?,
-        num(model, "g_ns")?,
-        num(model, "h_ns")?,
-    );
+    let [pre, r, g, h] = ["preamble_ns", "r_ns", "g_ns", "h_ns"].map(|key| num(model, key));
+    let (pre, r, g, h) = (pre?, r?, g?, h?);
     let series = |sweep: &Value, ratio: &str| -> Result<Vec<(f64, f64)>, String> {
         points(sweep)?
             .iter()
@@ -565,12 +558,8 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
     // Arm 3 (copies on the streams, runner work on workers) over depth one, and its model.
     let offloaded = series(sweep, "offloaded_ratio")?;
     // The model's own terms (backend-sim's `Model::from_costs`), so the curve is T3 exactly.
-    let (g3, l, w, c) = (
-        num(model, "g3_ns")?,
-        num(model, "l_ns")?,
-        num(model, "w_ns")?,
-        num(model, "c_ns")?,
-    );
+    let [g3, l, w, c] = ["g3_ns", "l_ns", "w_ns", "c_ns"].map(|key| num(model, key));
+    let (g3, l, w, c) = (g3?, l?, w?, c?);
     let (x_min, x_max) = measured
         .iter()
         .chain(&jittered)

@@ -71,12 +71,11 @@ fn bin_names(manifest: &str) -> Vec<String> {
     for line in manifest.lines().map(str::trim) {
         if line.starts_with('[') {
             in_bin = line == "[[bin]]";
-        } else if in_bin {
-            if let Some(value) = line.strip_prefix("name").map(str::trim_start) {
-                if let Some(value) = value.strip_prefix('=') {
-                    names.push(value.trim().trim_matches('"').to_owned());
-                }
-            }
+        } else if in_bin
+            && let Some(value) = line.strip_prefix("name").map(str::trim_start)
+            && let Some(value) = value.strip_prefix('=')
+        {
+            names.push(value.trim().trim_matches('"').to_owned());
         }
     }
     names

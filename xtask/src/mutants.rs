@@ -206,15 +206,10 @@ mod tests {
 
     #[test]
     fn a_crate_and_options_are_read_in_any_order() {
-        let options = parse(&[
-            "--timeout",
-            "30",
-            "status-latch",
-            "--own-tests",
-            "--jobs",
-            "2",
-        ])
-        .unwrap();
+        let args: Vec<&str> = "--timeout 30 status-latch --own-tests --jobs 2"
+            .split(' ')
+            .collect();
+        let options = parse(&args).unwrap();
         assert_eq!(
             options,
             Options {

@@ -322,10 +322,10 @@ mod tests {
         }
         let mut id = number.to_owned();
         // A lettered part, as in measured-figures §5(c).
-        if let [b'(', letter, b')', ..] = &rest.as_bytes()[number.len()..] {
-            if letter.is_ascii_lowercase() {
-                id.push_str(&rest[number.len()..number.len() + 3]);
-            }
+        if let [b'(', letter, b')', ..] = &rest.as_bytes()[number.len()..]
+            && letter.is_ascii_lowercase()
+        {
+            id.push_str(&rest[number.len()..number.len() + 3]);
         }
         let len = id.len();
         Some((id, len))
