@@ -235,12 +235,10 @@ pub(crate) fn abi_major(header: &str) -> Result<u32, String> {
 /// Runs one step of the check: `command` must succeed; on failure the error names the step,
 /// the command and its output.
 fn step(name: &str, command: &mut Command) -> Result<Output, String> {
-    let output = command.output().map_err(|e| {
-        format!(
-            "dist --check: step `{name}` could not start {:?}: {e}",
-            command.get_program()
-        )
-    })?;
+    let program = command.get_program().to_owned();
+    let output = command.output();
+    let output = output
+        .map_err(|e| format!("dist --check: step `{name}` could not start {program:?}: {e}"))?;
     if output.status.success() {
         Ok(output)
     } else {

@@ -129,16 +129,12 @@ fn parse(args: &[&str]) -> Result<Options, String> {
                 ));
             }
             name => {
-                let known = PURE_CRATES
-                    .iter()
-                    .copied()
-                    .find(|c| *c == name)
-                    .ok_or_else(|| {
-                        format!(
-                            "`{name}` is not a pure crate; mutation testing covers {}",
-                            PURE_CRATES.join(", ")
-                        )
-                    })?;
+                let Some(known) = PURE_CRATES.iter().copied().find(|c| *c == name) else {
+                    let covers = PURE_CRATES.join(", ");
+                    return Err(format!(
+                        "`{name}` is not a pure crate; mutation testing covers {covers}"
+                    ));
+                };
                 if krate.replace(known).is_some() {
                     return Err("name at most one crate (none: every pure crate)".to_owned());
                 }

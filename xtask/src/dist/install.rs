@@ -75,12 +75,10 @@ pub(super) fn require_objcopy() -> Result<(), String> {
 /// Runs a binutils tool; the error names the command and its output, or the package when
 /// the tool is missing.
 pub(super) fn binutils(command: &mut Command) -> Result<Output, String> {
-    let output = command.output().map_err(|e| {
-        format!(
-            "dist: could not run {:?} ({BINUTILS}; e.g. `apt-get install -y {BINUTILS}`): {e}",
-            command.get_program()
-        )
-    })?;
+    let program = command.get_program().to_owned();
+    let install = format!("{BINUTILS}; e.g. `apt-get install -y {BINUTILS}`");
+    let output = command.output();
+    let output = output.map_err(|e| format!("dist: could not run {program:?} ({install}): {e}"))?;
     if output.status.success() {
         Ok(output)
     } else {
