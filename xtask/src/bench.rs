@@ -354,6 +354,11 @@ struct Micro<'a> {
     instructions: Option<&'a [(String, u64)]>,
 }
 
+/// `v` as a number; NaN where it is not one.
+fn number(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
 /// `v` times `by`; null where `v` is not a number.
 fn scaled(v: &Value, by: f64) -> Value {
     v.as_f64().map_or(Value::Null, |x| json!(x * by))
@@ -398,7 +403,7 @@ fn data(micro: &Micro<'_>, sweep: &Value, jitter: &Value, previous: &Value) -> V
         .collect();
     let model = &sweep["model"];
     let us = |key: &str| scaled(&model[key], 1e-3);
-    let ns = |key: &str| model[key].as_f64().unwrap_or(f64::NAN);
+    let ns = |key: &str| number(&model[key]);
     let h = ns("h_ns");
     let cycle = cycle.unwrap_or(f64::NAN);
     let point = |p: &Value| {
@@ -443,12 +448,8 @@ fn data(micro: &Micro<'_>, sweep: &Value, jitter: &Value, previous: &Value) -> V
     let jitter: Vec<Value> = list(jitter)
         .iter()
         .map(|p| {
-            let (queued, emax) = (
-                p["queued"]["runs_per_s"].as_f64().unwrap_or(f64::NAN),
-                p["model_queued_jitter_runs_per_s"]
-                    .as_f64()
-                    .unwrap_or(f64::NAN),
-            );
+            let queued = number(&p["queued"]["runs_per_s"]);
+            let emax = number(&p["model_queued_jitter_runs_per_s"]);
             json!({
                 "device_us": scaled(&p["workload_device_ns"], 1e-3),
                 "two_runs_per_s": queued,
@@ -463,7 +464,7 @@ fn data(micro: &Micro<'_>, sweep: &Value, jitter: &Value, previous: &Value) -> V
         .iter()
         .zip(list(sweep))
         .map(|(old, new)| {
-            let runs = |p: &Value, arm: &str| p[arm]["runs_per_s"].as_f64().unwrap_or(f64::NAN);
+            let runs = |p: &Value, arm: &str| number(&p[arm]["runs_per_s"]);
             json!({
                 "device_us": scaled(&new["workload_device_ns"], 1e-3),
                 "before_one": runs(old, "depth_one"),

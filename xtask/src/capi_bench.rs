@@ -670,11 +670,8 @@ pub(crate) fn run(runs_asked: Option<u32>) -> Result<Value, String> {
         bench(true, &args.map(|n: u64| n.to_string()))
     });
     let _ = std::fs::remove_dir_all(&scratch);
-    let mut rounds = Vec::new();
-    for output in loops {
-        rounds.push(parse(&output?)?);
-    }
-    let mut rounds = rounds.into_iter();
+    let rounds = loops.into_iter().map(|output| parse(&output?));
+    let mut rounds = rounds.collect::<Result<Vec<_>, String>>()?.into_iter();
     let mut measured = rounds.next().ok_or("fake_bench ran no loops")?;
     measured.more_rounds = rounds.collect();
     if let Some(lanes) = lanes {
