@@ -21,7 +21,8 @@ mod tests {
     use std::fs;
     use std::path::Path;
 
-    use crate::{files_under, is_rust, project_root, workspace_members};
+    use crate::project_root;
+    use crate::testkit::{files_under, is_rust, workspace_members};
 
     /// The most lines a covered file may hold.
     const MAX_LINES: usize = 1_000;

@@ -244,6 +244,7 @@ fn failure_advice(failed: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::{files_under, is_rust};
 
     #[test]
     fn executions_are_read_from_libfuzzer_output() {
@@ -294,7 +295,7 @@ mod tests {
         let root = project_root();
         let names = targets(&root).expect("fuzz/Cargo.toml is readable");
         assert!(!names.is_empty(), "fuzz/Cargo.toml declares no target");
-        let files = crate::files_under(&root.join("fuzz/fuzz_targets"), &crate::is_rust);
+        let files = files_under(&root.join("fuzz/fuzz_targets"), &is_rust);
         let stem = |path: &PathBuf| path.file_stem()?.to_str().map(str::to_owned);
         let mut sources: Vec<String> = files.iter().filter_map(stem).collect();
         sources.sort();

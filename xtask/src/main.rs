@@ -16,6 +16,8 @@ mod file_length;
 mod fuzz;
 mod mutants;
 mod perf;
+#[cfg(test)]
+mod testkit;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -216,60 +218,6 @@ fn ci() -> Result<(), String> {
     let mut ci = Command::new("bash");
     ci.arg(".ci/run").current_dir(project_root());
     run(&mut ci, "`bash .ci/run`", "`.ci/run`")
-}
-
-/// The workspace members' folders, from the root `Cargo.toml`'s `members` list.
-#[cfg(test)]
-fn workspace_members() -> Vec<String> {
-    let manifest = std::fs::read_to_string(project_root().join("Cargo.toml")).expect("manifest");
-    let start = manifest.find("members = [").expect("a members list");
-    let list = &manifest[start..];
-    let end = list.find(']').expect("the members list ends");
-    list[..end]
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The files under `dir` that `keep` takes, sorted, outside `target/` and hidden folders.
-#[cfg(test)]
-fn files_under(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut entries: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    entries.sort();
-    let mut files = Vec::new();
-    for path in entries {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if path.is_dir() {
-            if name != "target" && !name.starts_with('.') {
-                files.extend(files_under(&path, keep));
-            }
-        } else if keep(&path) {
-            files.push(path);
-        }
-    }
-    files
-}
-
-/// Whether `path` is a Rust source file.
-#[cfg(test)]
-fn is_rust(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "rs")
-}
-
-/// Fails naming the first of `rows` that `text` lacks.
-#[cfg(test)]
-fn assert_contains(text: &str, rows: &[&str]) {
-    for row in rows {
-        assert!(text.contains(row), "no `{row}` in:\n{text}");
-    }
 }
 
 /// Fails, saying how to install it (and `more`), unless `cargo <subcommand> --version` runs:

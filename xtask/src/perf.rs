@@ -815,7 +815,7 @@ mod tests {
             "\n    {\"benchmark\":\"status_latch::decode\",",
             "\n    \"repeat\": 3\n",
         ];
-        crate::assert_contains(&text, &rows);
+        crate::testkit::assert_contains(&text, &rows);
     }
 
     #[test]

@@ -19,7 +19,8 @@ mod tests {
     use std::fs;
     use std::path::PathBuf;
 
-    use crate::{PURE_CRATES, files_under, is_rust, project_root, workspace_members};
+    use crate::testkit::{files_under, is_rust, workspace_members};
+    use crate::{PURE_CRATES, project_root};
 
     /// The only crates allowed to contain `unsafe` (each block with a `// SAFETY:` line,
     /// which clippy's `undocumented_unsafe_blocks` enforces): the FFI crates.

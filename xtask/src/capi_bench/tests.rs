@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::assert_contains;
+use crate::testkit::assert_contains;
 
 /// The section's tables as docs/performance.md renders them from the data.
 fn markdown(measured: &Measured) -> String {

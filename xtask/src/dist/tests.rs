@@ -10,7 +10,7 @@ use super::install::{debug_file, static_objcopy_flags};
 use std::fs;
 use std::path::Path;
 
-use crate::assert_contains;
+use crate::testkit::assert_contains;
 
 use super::*;
 
