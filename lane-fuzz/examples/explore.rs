@@ -56,13 +56,10 @@ fn parse(args: &[String]) -> Result<(Vec<Config>, PairConfig), String> {
     let configs = [Chip::A2a3, Chip::DepthOne, Chip::A2a3Window2, Chip::Depth3]
         .into_iter()
         .map(|chip| Config {
-            chip,
             runs,
             publications,
-            close: true,
             reservations,
-            notices: false,
-            controls: false,
+            ..Config::test(chip)
         })
         .collect();
     Ok((configs, pair))

@@ -45,10 +45,7 @@ pub struct Input {
 
 /// Builds the input from raw bytes and runs the body.
 pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
-    match build::<Input>(data) {
-        Some(input) => run(&input),
-        None => Ok(Reached::default()),
-    }
+    build::<Input>(data).map_or(Ok(Reached::default()), |input| run(&input))
 }
 
 /// Steps the world by the input's choices, checking every step.

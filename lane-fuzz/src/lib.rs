@@ -173,38 +173,25 @@ impl fmt::Debug for Target {
     }
 }
 
+/// A target module's entry: its `NAME`, `run_bytes` and `BEHAVIOURS`.
+macro_rules! target {
+    ($module:ident) => {
+        Target {
+            name: $module::NAME,
+            run_bytes: $module::run_bytes,
+            behaviours: $module::BEHAVIOURS,
+        }
+    };
+}
+
 /// Every target, in the order `cargo xtask fuzz-all` runs them.
 pub const TARGETS: &[Target] = &[
-    Target {
-        name: stream_pair_orderings::NAME,
-        run_bytes: stream_pair_orderings::run_bytes,
-        behaviours: stream_pair_orderings::BEHAVIOURS,
-    },
-    Target {
-        name: lane_sequences::NAME,
-        run_bytes: lane_sequences::run_bytes,
-        behaviours: lane_sequences::BEHAVIOURS,
-    },
-    Target {
-        name: status_header_decode::NAME,
-        run_bytes: status_header_decode::run_bytes,
-        behaviours: status_header_decode::BEHAVIOURS,
-    },
-    Target {
-        name: result_record_decode::NAME,
-        run_bytes: result_record_decode::run_bytes,
-        behaviours: result_record_decode::BEHAVIOURS,
-    },
-    Target {
-        name: dispatch_orders::NAME,
-        run_bytes: dispatch_orders::run_bytes,
-        behaviours: dispatch_orders::BEHAVIOURS,
-    },
-    Target {
-        name: sim_swarm::NAME,
-        run_bytes: sim_swarm::run_bytes,
-        behaviours: sim_swarm::BEHAVIOURS,
-    },
+    target!(stream_pair_orderings),
+    target!(lane_sequences),
+    target!(status_header_decode),
+    target!(result_record_decode),
+    target!(dispatch_orders),
+    target!(sim_swarm),
 ];
 
 /// The target with this name.

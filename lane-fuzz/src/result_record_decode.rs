@@ -250,10 +250,7 @@ const SOURCES: [u32; 6] = [0, 1, 2, 3, 4, u32::MAX];
 /// Builds an [`Input`] from raw bytes (as libFuzzer does) and runs [`run`]; bytes that
 /// build no input reach nothing.
 pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
-    match build::<Input>(data) {
-        Some(input) => run(&input),
-        None => Ok(Reached::default()),
-    }
+    build::<Input>(data).map_or(Ok(Reached::default()), |input| run(&input))
 }
 
 /// Builds the region and the evidence, and checks the decoder and the verdict rule on them.

@@ -150,8 +150,5 @@ pub fn run(input: &Input) -> Result<Reached, Finding> {
 
 /// Builds an [`Input`] from raw bytes (as libFuzzer's typed target does) and runs it.
 pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
-    match decode::<Input>(data) {
-        Some(input) => run(&input),
-        None => Ok(Reached::default()),
-    }
+    decode::<Input>(data).map_or(Ok(Reached::default()), |input| run(&input))
 }

@@ -134,10 +134,7 @@ pub enum Extra {
 /// Builds an [`Input`] from raw bytes (as libFuzzer does) and runs [`run`]; bytes that
 /// build no input reach nothing.
 pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
-    match build::<Input>(data) {
-        Some(input) => run(&input),
-        None => Ok(Reached::default()),
-    }
+    build::<Input>(data).map_or(Ok(Reached::default()), |input| run(&input))
 }
 
 /// Builds the buffer and checks decode, encode, classify and the failure line on it.

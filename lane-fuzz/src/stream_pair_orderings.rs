@@ -169,10 +169,7 @@ pub enum Pick {
 /// Builds an [`Input`] from raw bytes (as libFuzzer does) and runs [`run`]; bytes that
 /// build no input reach nothing.
 pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
-    match decode::<Input>(data) {
-        Some(input) => run(&input),
-        None => Ok(Reached::default()),
-    }
+    decode::<Input>(data).map_or(Ok(Reached::default()), |input| run(&input))
 }
 
 /// Applies every operation to a pair and to the `Model`, comparing them after each.

@@ -20,91 +20,49 @@ const LIMIT: usize = 1_000_000;
 fn test_configs() -> Vec<Config> {
     let mut configs = vec![
         // L-8 on the stream-synchronize channel: the device verdict and the header decide.
-        Config {
-            chip: Chip::StreamSync,
-            runs: 1,
-            publications: 1,
-            close: true,
-            reservations: false,
-            notices: false,
-            controls: false,
-        },
-        Config {
-            chip: Chip::A2a3Window2,
-            runs: 2,
-            publications: 0,
-            close: true,
-            reservations: false,
-            notices: false,
-            controls: false,
-        },
+        config(Chip::StreamSync, 1, 1),
+        config(Chip::A2a3Window2, 2, 0),
         // L-24: the runtime's recovery, after a poison or a notice, at any point; its reset
         // reported at any point (refused unless awaited).
         Config {
-            chip: Chip::RuntimeRecovery,
-            runs: 1,
-            publications: 1,
-            close: true,
-            reservations: false,
             notices: true,
-            controls: false,
+            ..config(Chip::RuntimeRecovery, 1, 1)
         },
         // L-19: one matched fault notice at any point of a run's life, of a publication's,
         // and of a close.
         Config {
-            chip: Chip::A2a3,
-            runs: 1,
-            publications: 1,
-            close: true,
-            reservations: false,
             notices: true,
-            controls: false,
+            ..config(Chip::A2a3, 1, 1)
         },
+        // Run controls (issue 45): a held run with key 1 and a run with key 0 that passes it
+        // while it is unlaunched (L-2), activate, cancel of each pending item, and a declined
+        // launch at every point.
+        Config {
+            controls: true,
+            ..config(Chip::A2a3, 2, 1)
+        },
+        // Finalise before the next launch: a run launches only once the one ahead finalised
+        // (with the narrow answers: it is about order, not about answers).
+        config(Chip::FinaliseFirst, 2, 0),
     ];
-    // Run controls (issue 45): a held run with key 1 and a run with key 0 that passes it
-    // while it is unlaunched (L-2), activate, cancel of each pending item, and a declined
-    // launch at every point.
-    configs.push(Config {
-        chip: Chip::A2a3,
-        runs: 2,
-        publications: 1,
-        close: true,
-        reservations: false,
-        notices: false,
-        controls: true,
-    });
-    // Finalise before the next launch: a run launches only once the one ahead finalised
-    // (with the narrow answers: it is about order, not about answers).
-    configs.push(Config {
-        chip: Chip::FinaliseFirst,
-        runs: 2,
-        publications: 0,
-        close: true,
-        reservations: false,
-        notices: false,
-        controls: false,
-    });
     for chip in [Chip::A2a3, Chip::DepthOne] {
         configs.push(Config {
-            chip,
-            runs: 1,
-            publications: 1,
-            close: true,
             reservations: true,
-            notices: false,
-            controls: false,
+            ..config(chip, 1, 1)
         });
-        configs.push(Config {
-            chip,
-            runs: 2,
-            publications: 0,
-            close: true,
-            reservations: false,
-            notices: false,
-            controls: false,
-        });
+        configs.push(config(chip, 2, 0));
     }
     configs
+}
+
+/// `runs` runs and `publications` publications on `chip`, with a close, and nothing else
+/// offered.
+const fn config(chip: Chip, runs: u8, publications: u8) -> Config {
+    Config {
+        runs,
+        publications,
+        ..Config::test(chip)
+    }
 }
 
 /// The table states no step rests in: `ReleasingStreams(round 0 of 1)`, which
@@ -161,15 +119,7 @@ fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() 
 
 /// Depth three (L-5): three runs in flight, so a launch is queued behind two, either of which
 /// may still fail before its boundary.
-const DEPTH3: Config = Config {
-    chip: Chip::Depth3,
-    runs: 3,
-    publications: 0,
-    close: true,
-    reservations: false,
-    notices: false,
-    controls: false,
-};
+const DEPTH3: Config = config(Chip::Depth3, 3, 0);
 
 #[test]
 fn the_depth_three_exploration_keeps_every_lane_property_and_reaches_every_run_phase() {

@@ -173,13 +173,10 @@ fn micro_medians(root: &Path, repeat: u32) -> Result<Medians, String> {
         for (package, bench) in &binaries {
             eprintln!("xtask bench: cargo bench -p {package} --bench {bench} ({round}/{repeat})");
             let mut command = cargo();
-            command
-                .args(["bench", "-p", package, "--bench", bench])
-                .current_dir(root);
-            let text = output(
-                command,
-                &format!("`cargo bench -p {package} --bench {bench}`"),
-            )?;
+            command.current_dir(root);
+            command.args(["bench", "-p", package, "--bench", bench]);
+            let what = format!("`cargo bench -p {package} --bench {bench}`");
+            let text = output(command, &what)?;
             for (path, median) in parse_divan(&text) {
                 match medians.iter_mut().find(|(p, _)| *p == path) {
                     Some((_, values)) => values.push(median),
@@ -258,11 +255,11 @@ fn instruction_counts(root: &Path) -> Option<Vec<(String, u64)>> {
         return None;
     }
     let mut counts = Vec::new();
-    let paths = MICRO.iter().map(|m| (m.package, m.bench, m.path)).chain([(
-        "lane-core",
-        "lane",
-        CHECKED_CYCLE,
-    )]);
+    let checked = ("lane-core", "lane", CHECKED_CYCLE);
+    let paths = MICRO
+        .iter()
+        .map(|m| (m.package, m.bench, m.path))
+        .chain([checked]);
     for (package, bench, path) in paths {
         eprintln!("xtask bench: instructions of {path} (cachegrind)");
         let executable = bench_executable(root, package, bench).ok()?;
@@ -297,11 +294,8 @@ fn executable_named(messages: &str, name: &str) -> Result<PathBuf, String> {
 /// Instructions the benchmark binary executes running `path` for `iterations` (one sample).
 fn cachegrind_instructions(executable: &Path, path: &str, iterations: u64) -> Option<u64> {
     let out = Command::new("valgrind")
-        .args([
-            "--tool=cachegrind",
-            "--cache-sim=no",
-            "--cachegrind-out-file=/dev/null",
-        ])
+        .args(["--tool=cachegrind", "--cache-sim=no"])
+        .arg("--cachegrind-out-file=/dev/null")
         .arg(executable)
         .args(["--bench", "--exact", path, "--sample-count", "1"])
         .args(["--sample-size", &iterations.to_string()])
@@ -321,15 +315,8 @@ fn cachegrind_instructions(executable: &Path, path: &str, iterations: u64) -> Op
 fn build_lane_sim(root: &Path) -> Result<PathBuf, String> {
     let mut command = cargo();
     command
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "backend-sim",
-            "--bin",
-            "lane-sim",
-        ])
-        .args(["--message-format", "json"])
+        .args(["build", "--release", "-p", "backend-sim"])
+        .args(["--bin", "lane-sim", "--message-format", "json"])
         .current_dir(root);
     let text = output(command, "`cargo build --release -p backend-sim`")?;
     executable_named(&text, "lane-sim")
@@ -365,6 +352,11 @@ struct Micro<'a> {
     repeat: u32,
     medians: &'a Medians,
     instructions: Option<&'a [(String, u64)]>,
+}
+
+/// `v` as a number; NaN where it is not one.
+fn number(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
 }
 
 /// `v` times `by`; null where `v` is not a number.
@@ -411,7 +403,7 @@ fn data(micro: &Micro<'_>, sweep: &Value, jitter: &Value, previous: &Value) -> V
         .collect();
     let model = &sweep["model"];
     let us = |key: &str| scaled(&model[key], 1e-3);
-    let ns = |key: &str| model[key].as_f64().unwrap_or(f64::NAN);
+    let ns = |key: &str| number(&model[key]);
     let h = ns("h_ns");
     let cycle = cycle.unwrap_or(f64::NAN);
     let point = |p: &Value| {
@@ -456,12 +448,8 @@ fn data(micro: &Micro<'_>, sweep: &Value, jitter: &Value, previous: &Value) -> V
     let jitter: Vec<Value> = list(jitter)
         .iter()
         .map(|p| {
-            let (queued, emax) = (
-                p["queued"]["runs_per_s"].as_f64().unwrap_or(f64::NAN),
-                p["model_queued_jitter_runs_per_s"]
-                    .as_f64()
-                    .unwrap_or(f64::NAN),
-            );
+            let queued = number(&p["queued"]["runs_per_s"]);
+            let emax = number(&p["model_queued_jitter_runs_per_s"]);
             json!({
                 "device_us": scaled(&p["workload_device_ns"], 1e-3),
                 "two_runs_per_s": queued,
@@ -476,7 +464,7 @@ fn data(micro: &Micro<'_>, sweep: &Value, jitter: &Value, previous: &Value) -> V
         .iter()
         .zip(list(sweep))
         .map(|(old, new)| {
-            let runs = |p: &Value, arm: &str| p[arm]["runs_per_s"].as_f64().unwrap_or(f64::NAN);
+            let runs = |p: &Value, arm: &str| number(&p[arm]["runs_per_s"]);
             json!({
                 "device_us": scaled(&new["workload_device_ns"], 1e-3),
                 "before_one": runs(old, "depth_one"),
@@ -558,37 +546,21 @@ const BOTTOM: f64 = 70.0;
 /// log x axis: the measured sweep, the model's curve, and the jittered sweep's points.
 fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
     let model = &sweep["model"];
-    let (pre, r, g, h) = (
-        num(model, "preamble_ns")?,
-        num(model, "r_ns")?,
-        num(model, "g_ns")?,
-        num(model, "h_ns")?,
-    );
-    let series = |sweep: &Value| -> Result<Vec<(f64, f64)>, String> {
+    let [pre, r, g, h] = ["preamble_ns", "r_ns", "g_ns", "h_ns"].map(|key| num(model, key));
+    let (pre, r, g, h) = (pre?, r?, g?, h?);
+    let series = |sweep: &Value, ratio: &str| -> Result<Vec<(f64, f64)>, String> {
         points(sweep)?
             .iter()
-            .map(|p| Ok((num(p, "workload_device_ns")? / 1_000.0, num(p, "ratio")?)))
+            .map(|p| Ok((num(p, "workload_device_ns")? / 1_000.0, num(p, ratio)?)))
             .collect()
     };
-    let measured = series(sweep)?;
-    let jittered = series(jitter)?;
+    let measured = series(sweep, "ratio")?;
+    let jittered = series(jitter, "ratio")?;
     // Arm 3 (copies on the streams, runner work on workers) over depth one, and its model.
-    let offloaded: Vec<(f64, f64)> = points(sweep)?
-        .iter()
-        .map(|p| {
-            Ok((
-                num(p, "workload_device_ns")? / 1_000.0,
-                num(p, "offloaded_ratio")?,
-            ))
-        })
-        .collect::<Result<_, String>>()?;
+    let offloaded = series(sweep, "offloaded_ratio")?;
     // The model's own terms (backend-sim's `Model::from_costs`), so the curve is T3 exactly.
-    let (g3, l, w, c) = (
-        num(model, "g3_ns")?,
-        num(model, "l_ns")?,
-        num(model, "w_ns")?,
-        num(model, "c_ns")?,
-    );
+    let [g3, l, w, c] = ["g3_ns", "l_ns", "w_ns", "c_ns"].map(|key| num(model, key));
+    let (g3, l, w, c) = (g3?, l?, w?, c?);
     let (x_min, x_max) = measured
         .iter()
         .chain(&jittered)

@@ -162,29 +162,17 @@ impl Setting {
     /// The suffix of its arms' profiles (`depth1-bound`) and of its depth-one split
     /// (`lane-caller`), as fake_bench.cpp prints them.
     pub(crate) const fn suffix(self) -> &'static str {
-        match self {
-            Self::Off => "",
-            Self::Bound => "-bound",
-            Self::Caller => "-caller",
-        }
+        ["", "-bound", "-caller"][self as usize]
     }
 
     /// What a row's figure or loop adds for it (`, bound`).
     pub(crate) const fn label(self) -> &'static str {
-        match self {
-            Self::Off => "",
-            Self::Bound => ", bound",
-            Self::Caller => ", caller-driven",
-        }
+        ["", ", bound", ", caller-driven"][self as usize]
     }
 
     /// Its name in the tables of misses and targets.
     pub(crate) const fn name(self) -> &'static str {
-        match self {
-            Self::Off => "option off",
-            Self::Bound => "bound",
-            Self::Caller => "caller-driven",
-        }
+        ["option off", "bound", "caller-driven"][self as usize]
     }
 }
 
@@ -563,33 +551,22 @@ impl Measured {
             anchor_ns: anchor as f64,
             met,
         };
-        let one = self
-            .arm(kernel_us, 'b', &format!("depth1{suffix}"))?
-            .median_ns;
-        let two = self
-            .arm(kernel_us, 'b', &format!("depth2{suffix}"))?
-            .median_ns;
+        let arm = |depth: &str| self.arm(kernel_us, 'b', &format!("{depth}{suffix}"));
+        let (one, two) = (arm("depth1")?.median_ns, arm("depth2")?.median_ns);
         let by_hand_one = self.anchor(kernel_us, AnchorKind::DepthOne)?.median_ns;
         let queued = self.anchor(kernel_us, AnchorKind::Queued)?.median_ns;
         let idle = self.idle_at(kernel_us)?;
         let lane = idle.lane_of(setting)?;
         let (submit, calls) = (lane[0], idle.calls[0]);
-        let two_threads = self
-            .anchor(kernel_us, AnchorKind::HandOff)
-            .map(|a| a.median_ns);
+        let two_threads = self.anchor(kernel_us, AnchorKind::HandOff);
+        // Depth one within 1.05x of `anchor`.
+        let depth_one = |anchor: u64| {
+            let met = one.saturating_mul(100) <= anchor.saturating_mul(DEPTH_ONE_PERCENT);
+            against(one, anchor, met)
+        };
         Some(AnchorTargets {
-            hand_off: two_threads.map(|two| {
-                against(
-                    one,
-                    two,
-                    one.saturating_mul(100) <= two.saturating_mul(DEPTH_ONE_PERCENT),
-                )
-            }),
-            depth_one: against(
-                one,
-                by_hand_one,
-                one.saturating_mul(100) <= by_hand_one.saturating_mul(DEPTH_ONE_PERCENT),
-            ),
+            hand_off: two_threads.map(|a| depth_one(a.median_ns)),
+            depth_one: depth_one(by_hand_one),
             depth_two: against(two, queued, two <= queued),
             idle: against(submit, calls, submit <= calls.saturating_add(IDLE_SLACK_NS)),
         })
@@ -660,19 +637,24 @@ pub(crate) fn run(runs_asked: Option<u32>) -> Result<Value, String> {
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let exe = compile(&scratch, &built.staticlib, &built.native_static_libs)?;
     let kernels: Vec<String> = KERNELS_US.iter().map(u64::to_string).collect();
+    let loop_args = [runs.to_string(), SKIP.to_string(), kernels.join(",")];
+    // The bench on the fake with `args`: its stdout, or why it failed.
+    let bench = |lanes: bool, args: &[String]| {
+        let mut command = Command::new(&exe);
+        command
+            .args(lanes.then_some("--lanes"))
+            .arg(&fake)
+            .args(args);
+        let output = command.output();
+        let output = output.map_err(|e| format!("could not run {}: {e}", exe.display()));
+        output.and_then(succeeded)
+    };
     let mut loops = Vec::new();
     for round in 1..=LOOP_ROUNDS {
         println!(
             "fake-bench: the C ABI loops, round {round} of {LOOP_ROUNDS} ({runs} runs per arm)"
         );
-        let output = Command::new(&exe)
-            .arg(&fake)
-            .arg(runs.to_string())
-            .arg(SKIP.to_string())
-            .arg(kernels.join(","))
-            .output()
-            .map_err(|e| format!("could not run {}: {e}", exe.display()))
-            .and_then(succeeded);
+        let output = bench(false, &loop_args);
         let failed = output.is_err();
         loops.push(output);
         if failed {
@@ -684,23 +666,12 @@ pub(crate) fn run(runs_asked: Option<u32>) -> Result<Value, String> {
         println!(
             "fake-bench: sixteen lanes at once ({lanes_runs} runs per lane, {LANES_REPEATS} repeats)"
         );
-        Command::new(&exe)
-            .arg("--lanes")
-            .arg(&fake)
-            .arg(lanes_runs.to_string())
-            .arg(SKIP.to_string())
-            .arg(LANES_KERNEL_US.to_string())
-            .arg(LANES_REPEATS.to_string())
-            .output()
-            .map_err(|e| format!("could not run {}: {e}", exe.display()))
-            .and_then(succeeded)
+        let args = [lanes_runs.into(), SKIP.into(), LANES_KERNEL_US, LANES_REPEATS.into()];
+        bench(true, &args.map(|n: u64| n.to_string()))
     });
     let _ = std::fs::remove_dir_all(&scratch);
-    let mut rounds = Vec::new();
-    for output in loops {
-        rounds.push(parse(&output?)?);
-    }
-    let mut rounds = rounds.into_iter();
+    let rounds = loops.into_iter().map(|output| parse(&output?));
+    let mut rounds = rounds.collect::<Result<Vec<_>, String>>()?.into_iter();
     let mut measured = rounds.next().ok_or("fake_bench ran no loops")?;
     measured.more_rounds = rounds.collect();
     if let Some(lanes) = lanes {

@@ -222,15 +222,12 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_refused_with_the_usage() {
-        assert!(parse(&["--device", "x"]).unwrap_err().contains("device id"));
-        assert!(parse(&["--lib"]).unwrap_err().contains("needs a path"));
-        assert!(parse(&["--fast"]).unwrap_err().contains("usage"));
-        assert!(
-            parse(&["--overlap-runs", "1"])
-                .unwrap_err()
-                .contains("at least 2")
-        );
-        assert!(parse(&["--overlap-mib", "0"]).unwrap_err().contains("MiB"));
+        let error = |args: &[&str]| parse(args).unwrap_err();
+        assert!(error(&["--device", "x"]).contains("device id"));
+        assert!(error(&["--lib"]).contains("needs a path"));
+        assert!(error(&["--fast"]).contains("usage"));
+        assert!(error(&["--overlap-runs", "1"]).contains("at least 2"));
+        assert!(error(&["--overlap-mib", "0"]).contains("MiB"));
     }
 
     #[test]

@@ -145,12 +145,8 @@ pub(crate) fn build_release() -> Result<Built, String> {
     let mut command = cargo();
     command
         .args(["rustc", "--release", "-p", "lane-capi", "--lib"])
-        .args([
-            "--message-format=json",
-            "--",
-            "--print",
-            "native-static-libs",
-        ]);
+        .args(["--message-format=json", "--"])
+        .args(["--print", "native-static-libs"]);
     let messages = cargo_json(command, "building lane-capi")?;
     let staticlib = artifact(&messages, STATICLIB)?;
     let cdylib = artifact(&messages, CDYLIB)?;
@@ -170,13 +166,8 @@ pub(crate) fn build_release() -> Result<Built, String> {
 pub(crate) fn build_fake() -> Result<PathBuf, String> {
     println!("dist: building acl-fake (release)");
     let mut command = cargo();
-    command.args([
-        "build",
-        "--release",
-        "-p",
-        "acl-fake",
-        "--message-format=json",
-    ]);
+    command.args(["build", "--release", "-p", "acl-fake"]);
+    command.arg("--message-format=json");
     let messages = cargo_json(command, "building acl-fake")?;
     artifact(&messages, FAKE_CDYLIB)
 }
@@ -244,12 +235,10 @@ pub(crate) fn abi_major(header: &str) -> Result<u32, String> {
 /// Runs one step of the check: `command` must succeed; on failure the error names the step,
 /// the command and its output.
 fn step(name: &str, command: &mut Command) -> Result<Output, String> {
-    let output = command.output().map_err(|e| {
-        format!(
-            "dist --check: step `{name}` could not start {:?}: {e}",
-            command.get_program()
-        )
-    })?;
+    let program = command.get_program().to_owned();
+    let output = command.output();
+    let output = output
+        .map_err(|e| format!("dist --check: step `{name}` could not start {program:?}: {e}"))?;
     if output.status.success() {
         Ok(output)
     } else {

@@ -70,19 +70,12 @@ pub(crate) fn sentence_lengths(text: &str) -> Vec<usize> {
             || trimmed
                 .split_once(". ")
                 .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-        if trimmed.is_empty()
-            || trimmed.starts_with('|')
-            || trimmed.starts_with('#')
-            || trimmed.starts_with("<!--")
-            || list_item
-        {
+        let not_prose = trimmed.is_empty() || trimmed.starts_with(['|', '#']);
+        let not_prose = not_prose || trimmed.starts_with("<!--");
+        if not_prose || list_item {
             flush(&mut unit, &mut lengths);
         }
-        if trimmed.is_empty()
-            || trimmed.starts_with('|')
-            || trimmed.starts_with('#')
-            || trimmed.starts_with("<!--")
-        {
+        if not_prose {
             continue;
         }
         unit.push(' ');

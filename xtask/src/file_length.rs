@@ -19,9 +19,10 @@
 #[cfg(test)]
 mod tests {
     use std::fs;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use crate::project_root;
+    use crate::testkit::{files_under, is_rust, workspace_members};
 
     /// The most lines a covered file may hold.
     const MAX_LINES: usize = 1_000;
@@ -30,35 +31,6 @@ mod tests {
     fn is_test_file(path: &Path) -> bool {
         path.file_name().is_some_and(|n| n == "tests.rs")
             || path.components().any(|c| c.as_os_str() == "tests")
-    }
-
-    fn covered_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                covered_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") && !is_test_file(&path) {
-                out.push(path);
-            }
-        }
-    }
-
-    fn members() -> Vec<String> {
-        let manifest =
-            fs::read_to_string(project_root().join("Cargo.toml")).expect("root manifest");
-        let start = manifest.find("members = [").expect("a members list");
-        let list = &manifest[start..];
-        let end = list.find(']').expect("the members list ends");
-        list[..end]
-            .split('"')
-            .skip(1)
-            .step_by(2)
-            .map(str::to_owned)
-            .collect()
     }
 
     /// What breaks the rule: each `(relative path, lines)` over the bound.
@@ -78,10 +50,9 @@ mod tests {
     fn hand_written_source_files_stay_under_the_length_bound() {
         let root = project_root();
         let mut files = Vec::new();
-        for member in members() {
-            let mut paths = Vec::new();
-            covered_files(&root.join(&member).join("src"), &mut paths);
-            for path in paths {
+        for member in workspace_members() {
+            let covered = |path: &Path| is_rust(path) && !is_test_file(path);
+            for path in files_under(&root.join(&member).join("src"), &covered) {
                 let text = fs::read_to_string(&path).expect("a source file");
                 let relative = path
                     .strip_prefix(&root)

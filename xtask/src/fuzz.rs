@@ -12,7 +12,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::{cargo_has, project_root};
+use crate::{project_root, require_cargo};
+
+/// What the missing cargo-fuzz message adds.
+const STABLE: &str = " (it runs on the stable toolchain: these commands pass `-s none`)";
 
 /// File name prefixes libFuzzer gives the inputs it saves when a run fails.
 const FAILURE_PREFIXES: &[&str] = &["crash-", "leak-", "oom-", "timeout-"];
@@ -30,7 +33,7 @@ struct Report {
 pub(crate) fn run(target: &str, seconds: Option<u64>) -> Result<(), String> {
     let root = project_root();
     check_target(&root, target)?;
-    check_cargo_fuzz()?;
+    require_cargo("fuzz", STABLE)?;
     let report = fuzz_target(&root, target, seconds)?;
     summarise(&[report])
 }
@@ -38,7 +41,7 @@ pub(crate) fn run(target: &str, seconds: Option<u64>) -> Result<(), String> {
 /// `cargo xtask fuzz-all --time S`: every target in turn, then one line per target.
 pub(crate) fn run_all(seconds: u64) -> Result<(), String> {
     let root = project_root();
-    check_cargo_fuzz()?;
+    require_cargo("fuzz", STABLE)?;
     let mut reports = Vec::new();
     for target in targets(&root)? {
         reports.push(fuzz_target(&root, &target, Some(seconds))?);
@@ -68,12 +71,11 @@ fn bin_names(manifest: &str) -> Vec<String> {
     for line in manifest.lines().map(str::trim) {
         if line.starts_with('[') {
             in_bin = line == "[[bin]]";
-        } else if in_bin {
-            if let Some(value) = line.strip_prefix("name").map(str::trim_start) {
-                if let Some(value) = value.strip_prefix('=') {
-                    names.push(value.trim().trim_matches('"').to_owned());
-                }
-            }
+        } else if in_bin
+            && let Some(value) = line.strip_prefix("name").map(str::trim_start)
+            && let Some(value) = value.strip_prefix('=')
+        {
+            names.push(value.trim().trim_matches('"').to_owned());
         }
     }
     names
@@ -88,18 +90,6 @@ fn check_target(root: &Path, target: &str) -> Result<(), String> {
             "no fuzz target `{target}`; the targets are: {}",
             known.join(", ")
         ))
-    }
-}
-
-fn check_cargo_fuzz() -> Result<(), String> {
-    if cargo_has("fuzz") {
-        Ok(())
-    } else {
-        Err(
-            "cargo-fuzz is not installed: run `cargo install cargo-fuzz` (it runs on the \
-             stable toolchain: these commands pass `-s none`)"
-                .to_owned(),
-        )
     }
 }
 
@@ -158,13 +148,8 @@ fn fuzz_target(root: &Path, target: &str, seconds: Option<u64>) -> Result<Report
         fs::create_dir_all(&regressions)
             .map_err(|e| format!("cannot create {}: {e}", regressions.display()))?;
         let saved = regressions.join(name);
-        fs::copy(&artifact, &saved).map_err(|e| {
-            format!(
-                "cannot copy {} to {}: {e}",
-                artifact.display(),
-                saved.display()
-            )
-        })?;
+        let (from, to) = (artifact.display(), saved.display());
+        fs::copy(&artifact, &saved).map_err(|e| format!("cannot copy {from} to {to}: {e}"))?;
         new_failures.push(saved);
     }
     Ok(Report {
@@ -259,6 +244,7 @@ fn failure_advice(failed: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::{files_under, is_rust};
 
     #[test]
     fn executions_are_read_from_libfuzzer_output() {
@@ -309,15 +295,9 @@ mod tests {
         let root = project_root();
         let names = targets(&root).expect("fuzz/Cargo.toml is readable");
         assert!(!names.is_empty(), "fuzz/Cargo.toml declares no target");
-        let mut sources: Vec<String> = fs::read_dir(root.join("fuzz/fuzz_targets"))
-            .expect("fuzz/fuzz_targets exists")
-            .filter_map(Result::ok)
-            .filter_map(|e| {
-                let path = e.path();
-                (path.extension()? == "rs")
-                    .then(|| path.file_stem()?.to_str().map(str::to_owned))?
-            })
-            .collect();
+        let files = files_under(&root.join("fuzz/fuzz_targets"), &is_rust);
+        let stem = |path: &PathBuf| path.file_stem()?.to_str().map(str::to_owned);
+        let mut sources: Vec<String> = files.iter().filter_map(stem).collect();
         sources.sort();
         let mut declared = names.clone();
         declared.sort();

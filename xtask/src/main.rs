@@ -16,6 +16,8 @@ mod file_length;
 mod fuzz;
 mod mutants;
 mod perf;
+#[cfg(test)]
+mod testkit;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -178,12 +180,8 @@ fn fake_bench(args: &[&str]) -> Result<(), String> {
 /// `cargo xtask explore ...`: lane-fuzz's `explore` example in a release build, with the
 /// arguments as they are (the example parses and documents them).
 fn explore(args: &[&str]) -> Result<(), String> {
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-    run_release(
-        &["-p", "lane-fuzz", "--example", "explore"],
-        &args,
-        "the explorer",
-    )
+    let mut explorer = release(&["-p", "lane-fuzz", "--example", "explore"], args);
+    run(&mut explorer, "cargo run", "the explorer")
 }
 
 /// The cargo that runs xtask, so the same toolchain builds what xtask runs.
@@ -203,11 +201,11 @@ fn release<S: AsRef<std::ffi::OsStr>>(target: &[&str], args: &[S]) -> Command {
     command
 }
 
-/// Runs [`release`] with the terminal's output; `what` names the program in the error.
-fn run_release(target: &[&str], args: &[&std::ffi::OsStr], what: &str) -> Result<(), String> {
-    let status = release(target, args)
-        .status()
-        .map_err(|e| format!("could not start cargo run: {e}"))?;
+/// Runs `command` with the terminal's output; the error names it as `start` when it cannot
+/// start, as `what` when it fails.
+fn run(command: &mut Command, start: &str, what: &str) -> Result<(), String> {
+    let status = command.status();
+    let status = status.map_err(|e| format!("could not start {start}: {e}"))?;
     if status.success() {
         Ok(())
     } else {
@@ -217,25 +215,21 @@ fn run_release(target: &[&str], args: &[&std::ffi::OsStr], what: &str) -> Result
 
 /// Runs `.ci/run`, so `cargo xtask ci` and CI can never disagree.
 fn ci() -> Result<(), String> {
-    let status = Command::new("bash")
-        .arg(".ci/run")
-        .current_dir(project_root())
-        .status()
-        .map_err(|e| format!("could not start `bash .ci/run`: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`.ci/run` failed ({status})"))
-    }
+    let mut ci = Command::new("bash");
+    ci.arg(".ci/run").current_dir(project_root());
+    run(&mut ci, "`bash .ci/run`", "`.ci/run`")
 }
 
-/// Whether `cargo <subcommand> --version` runs: the commands that need a cargo plugin
-/// check it first and say how to install it.
-fn cargo_has(subcommand: &str) -> bool {
-    Command::new("cargo")
+/// Fails, saying how to install it (and `more`), unless `cargo <subcommand> --version` runs:
+/// the commands that need a cargo plugin check it first.
+fn require_cargo(subcommand: &str, more: &str) -> Result<(), String> {
+    let found = Command::new("cargo")
         .args([subcommand, "--version"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|status| status.success())
+        .is_ok_and(|status| status.success());
+    let plugin = format!("cargo-{subcommand}");
+    let error = format!("{plugin} is not installed: run `cargo install {plugin}`{more}");
+    if found { Ok(()) } else { Err(error) }
 }

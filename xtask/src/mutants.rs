@@ -27,7 +27,7 @@
 
 use std::process::Command;
 
-use crate::{PURE_CRATES, cargo_has, project_root};
+use crate::{PURE_CRATES, project_root, require_cargo};
 
 /// Seconds a mutant's tests may run before cargo-mutants kills them and counts a timeout:
 /// several times the workspace tests' own time, so only a hang reaches it.
@@ -64,7 +64,7 @@ struct Options {
 /// because the unmutated tree already fails its tests.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let options = parse(args)?;
-    check_cargo_mutants()?;
+    require_cargo("mutants", "")?;
     let mut failed = Vec::new();
     for krate in &options.crates {
         let args = cargo_mutants_args(krate, &options);
@@ -129,16 +129,12 @@ fn parse(args: &[&str]) -> Result<Options, String> {
                 ));
             }
             name => {
-                let known = PURE_CRATES
-                    .iter()
-                    .copied()
-                    .find(|c| *c == name)
-                    .ok_or_else(|| {
-                        format!(
-                            "`{name}` is not a pure crate; mutation testing covers {}",
-                            PURE_CRATES.join(", ")
-                        )
-                    })?;
+                let Some(known) = PURE_CRATES.iter().copied().find(|c| *c == name) else {
+                    let covers = PURE_CRATES.join(", ");
+                    return Err(format!(
+                        "`{name}` is not a pure crate; mutation testing covers {covers}"
+                    ));
+                };
                 if krate.replace(known).is_some() {
                     return Err("name at most one crate (none: every pure crate)".to_owned());
                 }
@@ -171,43 +167,21 @@ fn positive(flag: &str, value: Option<&str>) -> Result<u32, String> {
 
 /// The `cargo` arguments that mutate `krate` as `options` say.
 fn cargo_mutants_args(krate: &str, options: &Options) -> Vec<String> {
-    let mut args: Vec<String> = ["mutants", "--package", krate]
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    match options.tests {
-        Tests::Workspace => args.push("--test-workspace=true".to_owned()),
-        Tests::Own => args.extend(["--test-package".to_owned(), krate.to_owned()]),
-    }
-    args.extend([
-        // Unoptimised builds (Cargo.toml): the test profile optimises the explorer's crates,
-        // which would slow every mutant's build more than it speeds its tests.
-        "--profile".to_owned(),
-        "mutants".to_owned(),
-        "--timeout".to_owned(),
-        options.timeout_s.to_string(),
-        "--jobs".to_owned(),
-        options.jobs.to_string(),
-        "--output".to_owned(),
-        format!("target/mutants/{krate}"),
-    ]);
+    let tests = match options.tests {
+        Tests::Workspace => "--test-workspace=true".to_owned(),
+        Tests::Own => format!("--test-package {krate}"),
+    };
+    // Unoptimised builds (Cargo.toml): the test profile optimises the explorer's crates,
+    // which would slow every mutant's build more than it speeds its tests.
+    let mut line = format!(
+        "mutants --package {krate} {tests} --profile mutants --timeout {} --jobs {} \
+         --output target/mutants/{krate}",
+        options.timeout_s, options.jobs
+    );
     if let Some(shard) = &options.shard {
-        args.extend([
-            "--sharding".to_owned(),
-            "round-robin".to_owned(),
-            "--shard".to_owned(),
-            shard.clone(),
-        ]);
+        line += &format!(" --sharding round-robin --shard {shard}");
     }
-    args
-}
-
-fn check_cargo_mutants() -> Result<(), String> {
-    if cargo_has("mutants") {
-        Ok(())
-    } else {
-        Err("cargo-mutants is not installed: run `cargo install cargo-mutants`".to_owned())
-    }
+    line.split(' ').map(str::to_owned).collect()
 }
 
 #[cfg(test)]
@@ -228,15 +202,10 @@ mod tests {
 
     #[test]
     fn a_crate_and_options_are_read_in_any_order() {
-        let options = parse(&[
-            "--timeout",
-            "30",
-            "status-latch",
-            "--own-tests",
-            "--jobs",
-            "2",
-        ])
-        .unwrap();
+        let args: Vec<&str> = "--timeout 30 status-latch --own-tests --jobs 2"
+            .split(' ')
+            .collect();
+        let options = parse(&args).unwrap();
         assert_eq!(
             options,
             Options {
@@ -282,11 +251,9 @@ mod tests {
 
     #[test]
     fn survivors_and_timeouts_are_results_but_a_failing_baseline_is_not() {
-        assert!(measured(Some(0)));
-        assert!(measured(Some(2)));
-        assert!(measured(Some(3)));
-        assert!(!measured(Some(1)));
-        assert!(!measured(Some(4)));
+        for (code, results) in [(0, true), (2, true), (3, true), (1, false), (4, false)] {
+            assert_eq!(measured(Some(code)), results, "exit code {code}");
+        }
         assert!(!measured(None));
     }
 

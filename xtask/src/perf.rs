@@ -155,27 +155,20 @@ fn to_text(data: &Value) -> String {
     let parts: Vec<String> = parts
         .iter()
         .map(|(key, value)| {
-            let items: Vec<String> = match value {
-                Value::Array(rows) => rows.iter().map(line).collect(),
-                Value::Object(fields) => fields
-                    .iter()
-                    .map(|(k, v)| format!("{}: {}", line(&json!(k)), line(v)))
-                    .collect(),
-                other => return format!("  {}: {}", line(&json!(key)), line(other)),
+            let key = line(&json!(key));
+            let (items, open, close): (Vec<String>, _, _) = match value {
+                Value::Array(rows) => (rows.iter().map(line).collect(), "[", "]"),
+                Value::Object(fields) => {
+                    let field =
+                        |(k, v): (&String, &Value)| format!("{}: {}", line(&json!(k)), line(v));
+                    (fields.iter().map(field).collect(), "{", "}")
+                }
+                _ => (Vec::new(), "", ""),
             };
             if items.is_empty() {
-                return format!("  {}: {}", line(&json!(key)), line(value));
+                return format!("  {key}: {}", line(value));
             }
-            let (open, close) = if value.is_array() {
-                ("[", "]")
-            } else {
-                ("{", "}")
-            };
-            format!(
-                "  {}: {open}\n    {}\n  {close}",
-                line(&json!(key)),
-                items.join(",\n    ")
-            )
+            format!("  {key}: {open}\n    {}\n  {close}", items.join(",\n    "))
         })
         .collect();
     format!("{{\n{}\n}}\n", parts.join(",\n"))
@@ -817,14 +810,12 @@ mod tests {
         let data = bench_fixture();
         let text = to_text(&data);
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), data);
-        assert!(
-            text.contains("\n    {\"benchmark\":\"status_latch::decode\","),
-            "one row a line: {text}"
-        );
-        assert!(
-            text.contains("\n    \"repeat\": 3\n"),
-            "one setting a line: {text}"
-        );
+        // One row a line, one setting a line.
+        let rows = [
+            "\n    {\"benchmark\":\"status_latch::decode\",",
+            "\n    \"repeat\": 3\n",
+        ];
+        crate::testkit::assert_contains(&text, &rows);
     }
 
     #[test]

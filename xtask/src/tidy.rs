@@ -17,28 +17,14 @@
 #[cfg(test)]
 mod tests {
     use std::fs;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
+    use crate::testkit::{files_under, is_rust, workspace_members};
     use crate::{PURE_CRATES, project_root};
 
     /// The only crates allowed to contain `unsafe` (each block with a `// SAFETY:` line,
     /// which clippy's `undocumented_unsafe_blocks` enforces): the FFI crates.
     const UNSAFE_CRATES: &[&str] = &["ascend-cl-sys", "backend-acl", "acl-fake", "lane-capi"];
-
-    /// Every workspace member's directory, from the root `Cargo.toml`'s `members` list.
-    fn workspace_members() -> Vec<String> {
-        let manifest =
-            fs::read_to_string(project_root().join("Cargo.toml")).expect("root manifest");
-        let start = manifest.find("members = [").expect("a members list");
-        let list = &manifest[start..];
-        let end = list.find(']').expect("the members list ends");
-        list[..end]
-            .split('"')
-            .skip(1)
-            .step_by(2)
-            .map(str::to_owned)
-            .collect()
-    }
 
     /// Forbidden in pure library code, with the reason printed on failure.
     const IMPURE: &[(&str, &str)] = &[
@@ -53,29 +39,14 @@ mod tests {
         ("std::io", "pure crates do no IO"),
         (
             "HashMap",
-            "iteration order is not deterministic; use BTreeMap or an array",
+            "iteration order is random; use BTreeMap or an array",
         ),
         (
             "HashSet",
-            "iteration order is not deterministic; use BTreeSet or an array",
+            "iteration order is random; use BTreeSet or an array",
         ),
         ("unsafe", "pure crates are #![forbid(unsafe_code)]"),
     ];
-
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                rust_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
 
     /// Source lines with comments removed, so docs may mention what code may not use.
     fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -110,10 +81,10 @@ mod tests {
     #[test]
     fn pure_crates_use_no_clock_threads_io_hashmaps_or_unsafe() {
         let root = project_root();
-        let mut files = Vec::new();
-        for krate in PURE_CRATES {
-            rust_files(&root.join(krate).join("src"), &mut files);
-        }
+        let files: Vec<PathBuf> = PURE_CRATES
+            .iter()
+            .flat_map(|krate| files_under(&root.join(krate).join("src"), &is_rust))
+            .collect();
         assert!(
             !files.is_empty(),
             "found no source files in the pure crates"
@@ -165,7 +136,7 @@ mod tests {
             if UNSAFE_CRATES.contains(&member.as_str()) || member == "xtask" {
                 continue;
             }
-            rust_files(&root.join(&member), &mut files);
+            files.extend(files_under(&root.join(&member), &is_rust));
         }
         assert!(!files.is_empty(), "found no source files in the workspace");
         let found = violations(&files, &[("unsafe", "unsafe lives only in the FFI crates")]);
@@ -284,15 +255,8 @@ mod tests {
     fn the_c_abi_links_none_of_the_simulators_argument_and_file_parsers() {
         // `cargo tree` resolves lane-capi's features alone, as `cargo xtask dist` builds it.
         let output = crate::cargo()
-            .args([
-                "tree",
-                "-p",
-                "lane-capi",
-                "-e",
-                "normal",
-                "--prefix",
-                "none",
-            ])
+            .args(["tree", "-p", "lane-capi", "-e", "normal"])
+            .args(["--prefix", "none"])
             .args(["--format", "{p}", "--offline", "--locked"])
             .current_dir(project_root())
             .output()
@@ -359,10 +323,10 @@ mod tests {
         }
         let mut id = number.to_owned();
         // A lettered part, as in measured-figures §5(c).
-        if let [b'(', letter, b')', ..] = &rest.as_bytes()[number.len()..] {
-            if letter.is_ascii_lowercase() {
-                id.push_str(&rest[number.len()..number.len() + 3]);
-            }
+        if let [b'(', letter, b')', ..] = &rest.as_bytes()[number.len()..]
+            && letter.is_ascii_lowercase()
+        {
+            id.push_str(&rest[number.len()..number.len() + 3]);
         }
         let len = id.len();
         Some((id, len))
@@ -485,34 +449,6 @@ mod tests {
         (entries, malformed)
     }
 
-    /// Every file of the workspace that may cite a rule: `CITING_EXTENSIONS`, outside
-    /// `target/` and hidden folders, and not docs/rules.md itself. fuzz/ is included.
-    fn citing_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if path.is_dir() {
-                if name != "target" && !name.starts_with('.') {
-                    citing_files(&path, out);
-                }
-            } else if path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| CITING_EXTENSIONS.contains(&e))
-                && path != project_root().join(RULES_MD)
-            {
-                out.push(path);
-            }
-        }
-    }
-
     #[test]
     fn every_rule_id_the_workspace_cites_has_an_entry_in_docs_rules_md() {
         let root = project_root();
@@ -529,8 +465,11 @@ mod tests {
                 ));
             }
         }
-        let mut files = Vec::new();
-        citing_files(&root, &mut files);
+        let rules_md = root.join(RULES_MD);
+        let files = files_under(&root, &|path| {
+            let ext = path.extension().and_then(|e| e.to_str());
+            ext.is_some_and(|e| CITING_EXTENSIONS.contains(&e)) && path != rules_md
+        });
         assert!(
             files.len() > 100,
             "found only {} files to scan",
@@ -643,29 +582,11 @@ mod tests {
         );
         let (entries, malformed) = rules_entries(&rules);
         let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
-        assert_eq!(
-            ids,
-            [
-                format!("{l}-8"),
-                format!("SPEC {sec}5.3"),
-                format!("ascend-cl {sec}2.1")
-            ]
-        );
-        assert_eq!(
-            entries[0].tests,
-            [
-                (
-                    4,
-                    "lane-core/tests/verdicts.rs".to_owned(),
-                    "one".to_owned()
-                ),
-                (
-                    4,
-                    "lane-core/tests/verdicts.rs".to_owned(),
-                    "two".to_owned()
-                )
-            ]
-        );
+        let want = format!("{l}-8 | SPEC {sec}5.3 | ascend-cl {sec}2.1");
+        assert_eq!(ids.join(" | "), want);
+        let file = "lane-core/tests/verdicts.rs".to_owned();
+        let test = |name: &str| (4, file.clone(), name.to_owned());
+        assert_eq!(entries[0].tests, [test("one"), test("two")]);
         assert!(entries[1].tests.is_empty() && entries[2].tests.is_empty());
         assert_eq!(malformed.len(), 1, "{malformed:?}");
         assert!(malformed[0].contains(":9:"), "{malformed:?}");

@@ -115,10 +115,7 @@ behaviours! {
 /// Builds an [`Input`] from raw bytes (as libFuzzer does) and runs [`run`]; bytes that
 /// build no input reach nothing.
 pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
-    match decode::<Input>(data) {
-        Some(input) => run(&input),
-        None => Ok(Reached::default()),
-    }
+    decode::<Input>(data).map_or(Ok(Reached::default()), |input| run(&input))
 }
 
 /// Drives a lane through every operation, checking after each, then answers everything

@@ -359,15 +359,12 @@ pub(super) fn misses(measured: &Measured) -> (Vec<Value>, Vec<Value>) {
             // the lane's figure, the larger: how far one process's figures move here.
             let spread = |kind: AnchorKind, profile: &str| {
                 let profile = format!("{profile}{}", setting.suffix());
-                let of = |medians: Vec<u64>| Some(medians.iter().max()? - medians.iter().min()?);
-                let anchor = of(rounds
-                    .iter()
-                    .filter_map(|m| m.anchor(k, kind).map(|a| a.median_ns))
-                    .collect())?;
-                let lane = of(rounds
-                    .iter()
-                    .filter_map(|m| m.arm(k, 'b', &profile).map(|a| a.median_ns))
-                    .collect())?;
+                let of = |median: &dyn Fn(&Measured) -> Option<u64>| {
+                    let medians: Vec<u64> = rounds.iter().filter_map(|m| median(m)).collect();
+                    Some(medians.iter().max()? - medians.iter().min()?)
+                };
+                let anchor = of(&|m| Some(m.anchor(k, kind)?.median_ns))?;
+                let lane = of(&|m| Some(m.arm(k, 'b', &profile)?.median_ns))?;
                 Some(anchor.max(lane))
             };
             let row = |figure: &str, by_ns: f64, spread_ns: u64, hand_over: Option<f64>| {

@@ -96,18 +96,11 @@ fn check_in(scratch: &Path) -> Result<(), String> {
     let mut consumers = Vec::new();
     for (name, static_link) in [("cmake-shared", false), ("cmake-static", true)] {
         let build = scratch.join(name);
-        let mut configure = Command::new("cmake");
+        let mut configure = cmake(&examples, &build, prefix);
+        let static_link_option = if static_link { "ON" } else { "OFF" };
         configure
-            .arg("-S")
-            .arg(&examples)
-            .arg("-B")
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
             .arg("-DCMAKE_BUILD_TYPE=Release")
-            .arg(format!(
-                "-DRUN_LANE_STATIC={}",
-                if static_link { "ON" } else { "OFF" }
-            ));
+            .arg(format!("-DRUN_LANE_STATIC={static_link_option}"));
         step(&format!("{name}: cmake configure"), &mut configure)?;
         let mut compile = Command::new("cmake");
         compile.arg("--build").arg(&build);
@@ -145,6 +138,14 @@ fn check_in(scratch: &Path) -> Result<(), String> {
     }
 
     refuse_other_majors(scratch, prefix, major)
+}
+
+/// `cmake -S SOURCE -B BUILD` configuring against the tree installed under `prefix`.
+fn cmake(source: &Path, build: &Path, prefix: &Path) -> Command {
+    let mut command = Command::new("cmake");
+    command.arg("-S").arg(source).arg("-B").arg(build);
+    command.arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()));
+    command
 }
 
 /// The installed static library's size, `bytes`, against [`MAX_STATICLIB_BYTES`]: an error
@@ -229,34 +230,25 @@ fn pkg_config_consumer(
     examples: &Path,
 ) -> Result<PathBuf, String> {
     let pc_path = prefix.join("lib/pkgconfig");
-    let pkg_config = |args: &[&str], name: &str| -> Result<String, String> {
+    // `pkg-config ARGS` (the step named `pkg-config: ARGS`, or `name`), its output trimmed.
+    let pkg_config = |args: &[&str], name: Option<&str>| -> Result<String, String> {
         let mut command = Command::new("pkg-config");
         command.args(args).env("PKG_CONFIG_PATH", &pc_path);
-        let output = step(name, &mut command)?;
+        let name = name.map_or_else(|| format!("pkg-config: {}", args.join(" ")), str::to_owned);
+        let output = step(&name, &mut command)?;
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     };
-    let version = pkg_config(
-        &["--modversion", "run_lane"],
-        "pkg-config: --modversion run_lane",
-    )?;
+    let version = pkg_config(&["--modversion", "run_lane"], None)?;
     if version != major.to_string() {
         return Err(format!(
             "dist --check: step `pkg-config: --modversion run_lane` gave {version}, want {major}"
         ));
     }
     let wanted = format!("run_lane = {major}");
-    pkg_config(
-        &["--exists", &wanted],
-        &format!("pkg-config: --exists '{wanted}'"),
-    )?;
-    let flags = pkg_config(
-        &["--cflags", "--libs", "run_lane"],
-        "pkg-config: --cflags --libs run_lane",
-    )?;
-    let libdir = pkg_config(
-        &["--variable=libdir", "run_lane"],
-        "pkg-config: --variable=libdir run_lane",
-    )?;
+    let exists = format!("pkg-config: --exists '{wanted}'");
+    pkg_config(&["--exists", &wanted], Some(&exists))?;
+    let flags = pkg_config(&["--cflags", "--libs", "run_lane"], None)?;
+    let libdir = pkg_config(&["--variable=libdir", "run_lane"], None)?;
     let out = scratch.join("pkg-config");
     create_dir(&out)?;
     let exe = out.join("onboard_runner");
@@ -284,23 +276,17 @@ fn check_linkage(name: &str, exe: &Path, major: u32, shared: bool) -> Result<(),
         .iter()
         .filter(|n| n.starts_with("librun_lane"))
         .collect();
-    let want = soname(major);
-    let ok = if shared {
-        lane == [&want]
+    let want = if shared {
+        soname(major)
     } else {
-        lane.is_empty()
+        "no librun_lane".to_owned()
     };
-    if ok {
+    if (shared && lane == [&want]) || (!shared && lane.is_empty()) {
         Ok(())
     } else {
         Err(format!(
-            "dist --check: step `{name}: linkage`: {} needs {lane:?}, want {}",
+            "dist --check: step `{name}: linkage`: {} needs {lane:?}, want {want}",
             exe.display(),
-            if shared {
-                want
-            } else {
-                "no librun_lane".to_owned()
-            }
         ))
     }
 }
@@ -317,12 +303,7 @@ fn refuse_other_majors(scratch: &Path, prefix: &Path, major: u32) -> Result<(), 
     let others = [Some(major + 1), major.checked_sub(1).filter(|m| *m > 0)];
     for other in others.into_iter().flatten() {
         let build = scratch.join(format!("refusal-{other}"));
-        let output = Command::new("cmake")
-            .arg("-S")
-            .arg(&project)
-            .arg("-B")
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+        let output = cmake(&project, &build, prefix)
             .arg(format!("-DWANT={other}"))
             .output()
             .map_err(|e| format!("dist --check: could not start cmake: {e}"))?;

@@ -75,12 +75,10 @@ pub(super) fn require_objcopy() -> Result<(), String> {
 /// Runs a binutils tool; the error names the command and its output, or the package when
 /// the tool is missing.
 pub(super) fn binutils(command: &mut Command) -> Result<Output, String> {
-    let output = command.output().map_err(|e| {
-        format!(
-            "dist: could not run {:?} ({BINUTILS}; e.g. `apt-get install -y {BINUTILS}`): {e}",
-            command.get_program()
-        )
-    })?;
+    let program = command.get_program().to_owned();
+    let install = format!("{BINUTILS}; e.g. `apt-get install -y {BINUTILS}`");
+    let output = command.output();
+    let output = output.map_err(|e| format!("dist: could not run {program:?} ({install}): {e}"))?;
     if output.status.success() {
         Ok(output)
     } else {
@@ -94,7 +92,7 @@ pub(super) fn binutils(command: &mut Command) -> Result<Output, String> {
 }
 
 /// `objcopy FLAGS FROM TO`, replacing (not overwriting in place) what is at `to`.
-fn objcopy(flags: &[String], from: &Path, to: &Path) -> Result<(), String> {
+fn objcopy<S: AsRef<std::ffi::OsStr>>(flags: &[S], from: &Path, to: &Path) -> Result<(), String> {
     remove_existing(to)?;
     binutils(Command::new("objcopy").args(flags).arg(from).arg(to)).map(drop)
 }
@@ -116,23 +114,11 @@ pub(super) fn debug_file(lib: &Path, name: &str) -> PathBuf {
 /// gdb finds it in `lib/.debug/`.
 fn install_shared(from: &Path, lib: &Path, name: &str) -> Result<(), String> {
     let debug = debug_file(lib, name);
-    objcopy(
-        &[
-            "--only-keep-debug".to_owned(),
-            "--compress-debug-sections=zlib".to_owned(),
-        ],
-        from,
-        &debug,
-    )?;
+    let keep_debug = ["--only-keep-debug", "--compress-debug-sections=zlib"];
+    objcopy(&keep_debug, from, &debug)?;
     // Only the file name is recorded (with the debug file's CRC), so the tree may be moved.
-    objcopy(
-        &[
-            "--strip-debug".to_owned(),
-            format!("--add-gnu-debuglink={}", debug.display()),
-        ],
-        from,
-        &lib.join(name),
-    )
+    let link = format!("--add-gnu-debuglink={}", debug.display());
+    objcopy(&["--strip-debug".to_owned(), link], from, &lib.join(name))
 }
 
 /// objcopy's flags for the static library: for the installed copy (`debug` false) without
