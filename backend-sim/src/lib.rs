@@ -52,6 +52,69 @@
 
 #![forbid(unsafe_code)]
 
+/// Trait methods that make the same call on what `|s| via` gives for `self` (a delegating
+/// impl).
+macro_rules! forward {
+    (|$s:ident| $via:expr; $(fn $name:ident(&mut self $(, $arg:ident: $ty:ty)*) $(-> $ret:ty)?;)*) => {
+        $(fn $name(&mut self $(, $arg: $ty)*) $(-> $ret)? {
+            let $s = self;
+            $via.$name($($arg),*)
+        })*
+    };
+}
+
+/// Implements `Runner<$device>` for `$runner` by making each call as a `Runner<SimDevice>`
+/// on the runner and device that `|r, d| (runner, device)` gives; `$more` adds items.
+macro_rules! runner_via {
+    ($runner:ty, $device:ty, |$r:ident, $d:ident| ($runner_of:expr, $device_of:expr) $($more:tt)*) => {
+        impl Runner<$device> for $runner {
+            fn prepare_run(
+                &mut self,
+                device: &mut $device,
+                run: RunId,
+                slot: SlotId,
+                diagnostics: bool,
+            ) -> Result<(), PrepareError> {
+                let ($r, $d) = (self, device);
+                Runner::<SimDevice>::prepare_run($runner_of, $device_of, run, slot, diagnostics)
+            }
+            fn launch_aicore(
+                &mut self,
+                device: &mut $device,
+                stream: StreamHandle,
+                args: &RunArgs,
+            ) -> Result<(), ReturnCode> {
+                let ($r, $d) = (self, device);
+                Runner::<SimDevice>::launch_aicore($runner_of, $device_of, stream, args)
+            }
+            fn launch_aicpu(
+                &mut self,
+                device: &mut $device,
+                stream: StreamHandle,
+                args: &RunArgs,
+            ) -> Result<(), ReturnCode> {
+                let ($r, $d) = (self, device);
+                Runner::<SimDevice>::launch_aicpu($runner_of, $device_of, stream, args)
+            }
+            fn finalise_run(
+                &mut self,
+                device: &mut $device,
+                run: RunId,
+                slot: SlotId,
+                copy_back: bool,
+            ) -> Result<(), FinaliseFailure> {
+                let ($r, $d) = (self, device);
+                Runner::<SimDevice>::finalise_run($runner_of, $device_of, run, slot, copy_back)
+            }
+            fn upload_code(&mut self, device: &mut $device, code: CodeRef) -> Result<(), ReturnCode> {
+                let ($r, $d) = (self, device);
+                Runner::<SimDevice>::upload_code($runner_of, $device_of, code)
+            }
+            $($more)*
+        }
+    };
+}
+
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod costs;

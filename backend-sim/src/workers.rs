@@ -156,56 +156,14 @@ impl OffLaneRunner {
     }
 }
 
-impl Runner<SimDevice> for OffLaneRunner {
-    fn prepare_run(
-        &mut self,
-        device: &mut SimDevice,
-        run: RunId,
-        slot: SlotId,
-        diagnostics: bool,
-    ) -> Result<(), PrepareError> {
-        SimRunner.prepare_run(device, run, slot, diagnostics)
-    }
-
-    fn launch_aicore(
-        &mut self,
-        device: &mut SimDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), ReturnCode> {
-        SimRunner.launch_aicore(device, stream, args)
-    }
-
-    fn launch_aicpu(
-        &mut self,
-        device: &mut SimDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), ReturnCode> {
-        SimRunner.launch_aicpu(device, stream, args)
-    }
-
-    fn finalise_run(
-        &mut self,
-        device: &mut SimDevice,
-        run: RunId,
-        slot: SlotId,
-        copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
-        SimRunner.finalise_run(device, run, slot, copy_back)
-    }
-
-    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), ReturnCode> {
-        SimRunner.upload_code(device, code)
-    }
-
+runner_via!(OffLaneRunner, SimDevice, |_r, d| (&mut SimRunner, d)
     fn concurrency(&self) -> Concurrency {
         Concurrency {
             off_lane_thread: true,
             prepares_at_once: self.prepares_at_once,
         }
     }
-}
+);
 
 /// The completion waiter's device calls on its own track: it binds (`set_device`) before its
 /// first wait and again after a force reset, as lane-service's waiter does.
@@ -223,32 +181,14 @@ impl<D: Device> CompletionWaiter for OnWaiterTrack<'_, D> {
         Ok(())
     }
 
-    fn now(&mut self) -> Timestamp {
-        self.device.now()
-    }
-
-    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.device.synchronize_event(event, timeout_ms)
-    }
-
-    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
-        self.device.query_event(event)
-    }
-
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.device.synchronize_stream(stream, timeout_ms)
-    }
-
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.device.memcpy_from_device(dst, src)
-    }
-
-    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.device.synchronize_device(timeout_ms)
-    }
-
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.device.recent_error_message()
+    forward! {|s| s.device;
+        fn now(&mut self) -> Timestamp;
+        fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+        fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode>;
+        fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode>;
+        fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
+        fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
+        fn recent_error_message(&mut self) -> Option<String>;
     }
 }
 

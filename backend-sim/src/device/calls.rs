@@ -1,13 +1,16 @@
-//! The stream, event, memory, copy and recovery calls: each one call on the model, with its
-//! host cost, its trace record, and the simulator's checks (a dead handle, a destroy with
-//! queued work, a free under a task that still uses the buffer, each a broken invariant).
+//! The [`Device`] and [`PinnedCopies`] impls: the stream, event, memory, copy and recovery
+//! calls, each one call on the model with its host cost, its trace record, and the
+//! simulator's checks (a dead handle, a destroy with queued work, a free under a task that
+//! still uses the buffer, each a broken invariant).
 
 use device_model::faults::Site;
 use device_model::{CallError, CopySpec, Dead, EventState, Place, RecordRun, SlotRead};
-use lane_core::RunId;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
-use lane_driver::{DevicePtr, EventHandle, HostPtr, LaunchStage, PinnedCopies};
+use lane_core::{RunId, Timestamp};
+use lane_driver::{
+    Device, DevicePtr, EventHandle, HostPtr, LaunchContext, LaunchStage, PinnedCopies,
+};
 
 use super::{DeviceFailure, HostTime, Named, SimDevice, TaskTrace};
 use crate::costs::Cost;
@@ -36,29 +39,9 @@ impl SimDevice {
         }
     }
 
-    /// `aclrtCreateStreamWithConfig`: a new stream, empty from now on.
-    pub(super) fn create_stream_call(&mut self) -> Result<StreamHandle, AclCode> {
-        self.call(
-            "create_stream",
-            Cost::StreamCreate,
-            Named::Run(None),
-            |d, _| {
-                let handle = d.next_stream;
-                d.model.create_stream(handle, d.host_ns)?;
-                d.next_stream += 1;
-                Ok(StreamHandle(handle))
-            },
-            |result| result.map(|h| format!("-> h{}", h.0)).unwrap_or_default(),
-        )
-    }
-
     /// `aclrtDestroyStream` (`force` false: queued work is a violation) or
     /// `aclrtDestroyStreamForce` (`force` true: queued work is dropped with the stream).
-    pub(super) fn destroy_stream_call(
-        &mut self,
-        stream: StreamHandle,
-        force: bool,
-    ) -> Result<(), AclCode> {
+    fn destroy_stream_call(&mut self, stream: StreamHandle, force: bool) -> Result<(), AclCode> {
         let name = if force {
             "destroy_stream_force"
         } else {
@@ -113,13 +96,373 @@ impl SimDevice {
         )
     }
 
-    /// `aclrtSynchronizeStreamWithTimeout`: waits for the stream's tasks to end, then returns
-    /// its sticky code; 507046 if they do not end in time.
-    pub(super) fn synchronize_stream_call(
+    /// The trace record of an event-record task, completed when the stream passes it.
+    pub(super) fn record_event_task(
         &mut self,
         stream: StreamHandle,
+        event: EventHandle,
+        run: Option<RunId>,
+        recorded_ns: u64,
+        tag: u64,
+    ) {
+        let index = self.journal.push_indexed(|_| Record::EventTask {
+            stream: stream.0,
+            event: event.0,
+            run: run.map(|r| r.0),
+            recorded_ns,
+            complete_ns: None,
+        });
+        if let Some(task) = self.tasks.get_mut(&tag) {
+            task.record = index;
+        }
+        self.patch(tag);
+    }
+
+    /// Blocks on an event's capture for at most `timeout_ms`.
+    fn wait_for_event(
+        &mut self,
+        event: EventHandle,
         timeout_ms: i32,
+        run: Option<RunId>,
     ) -> Result<(), AclCode> {
+        let now = self.host_ns;
+        let query = self.costs.get(Cost::EventQuery);
+        match self.model.event_state(event.0) {
+            Some(EventState::Failed(code)) => {
+                self.spend_ns(query, run);
+                return Err(code);
+            }
+            // Never recorded, or passed: success at once (ascend-cl.md §2.4).
+            Some(EventState::Complete) => {
+                self.spend_ns(query, run);
+                return Ok(());
+            }
+            _ => {}
+        }
+        let limit = timeout_ns(timeout_ms);
+        let id = event.0;
+        let passed = self.run_until(limit.map(|l| now.saturating_add(l)), |m| {
+            m.event_state(id) != Some(EventState::NotReady)
+        });
+        match (passed, limit) {
+            (Some(t), _) => {
+                self.block_ns(t.saturating_sub(now), run);
+                self.spend_ns(self.costs.get(Cost::HostWakeup), run);
+                match self.model.event_state(id) {
+                    Some(EventState::Failed(code)) => Err(code),
+                    _ => Ok(()),
+                }
+            }
+            (None, Some(limit)) => {
+                self.block_ns(limit, run);
+                Err(AclCode::RtEventSyncTimeout)
+            }
+            (None, None) => {
+                self.fail(DeviceFailure::Deadlock(format!(
+                    "the host waits without a timeout on event e{} whose stream never passes it",
+                    event.0
+                )));
+                Err(AclCode::RtEventSyncTimeout)
+            }
+        }
+    }
+
+    /// The address of an allocation of `size` bytes after the model's checks: the next one,
+    /// aligned, with a guard gap so neighbouring allocations never touch.
+    fn next_address(next: &mut u64, size: usize) -> u64 {
+        let ptr = *next;
+        let size = u64::try_from(size).unwrap_or(u64::MAX);
+        *next = ptr.saturating_add(size.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
+        ptr
+    }
+
+    /// Enqueues an async copy task of `len` bytes on `stream` (its bytes move when it runs)
+    /// and records it in the trace.
+    fn copy_call(
+        &mut self,
+        name: &'static str,
+        stream: StreamHandle,
+        copy: CopySpec,
+        what: &'static str,
+    ) -> Result<(), AclCode> {
+        let tag = self.new_tag();
+        self.model
+            .enqueue_copy(stream.0, copy, &self.host_memory, false, tag, self.host_ns)
+            .map_err(|e| self.refused(name, e))?;
+        self.tasks.insert(tag, TaskTrace::default());
+        let enqueued_ns = self.host_ns;
+        let index = self.journal.push_indexed(|run| Record::CopyTask {
+            stream: stream.0,
+            what,
+            len: copy.len,
+            run: run.map(|r| r.0),
+            enqueued_ns,
+            span: None,
+        });
+        if let Some(task) = self.tasks.get_mut(&tag) {
+            task.record = index;
+        }
+        self.patch(tag);
+        Ok(())
+    }
+}
+
+/// The ACL calls: each one call on the model ([`SimDevice::call`]).
+impl Device for SimDevice {
+    fn now(&mut self) -> Timestamp {
+        Timestamp(self.host_ns)
+    }
+
+    /// `aclrtSetDevice`: the bind (the `probe` fault site: the recovery probe's bind, and a
+    /// host worker's, whose job then goes back to the lane thread).
+    fn set_device(&mut self) -> Result<(), AclCode> {
+        self.call(
+            "set_device",
+            Cost::SetDevice,
+            Named::Run(None),
+            |d, _| match d.model.decide(Site::Probe, None) {
+                Some(Injected::Fail(code)) => Err(code),
+                _ => Ok(()),
+            },
+            |_| String::new(),
+        )
+    }
+
+    /// `aclrtSynchronizeDeviceWithTimeout`: the drain. Waits for every stream's tasks to end,
+    /// then returns the device's sticky fault; 507046 if they do not end in time.
+    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
+        self.call(
+            "synchronize_device",
+            Cost::SynchronizeDevice,
+            Named::Run(None),
+            |d, _| {
+                let limit = timeout_ns(timeout_ms).unwrap_or(0);
+                let now = d.host_ns;
+                let drained = if d.model.all_idle() {
+                    Some(now)
+                } else {
+                    d.run_until(
+                        Some(now.saturating_add(limit)),
+                        device_model::Device::all_idle,
+                    )
+                };
+                match drained {
+                    Some(t) => {
+                        if t > now {
+                            d.block_ns(t - now, None);
+                            d.spend(Cost::HostWakeup);
+                        }
+                        d.settle();
+                        d.model.device_code(d.host_ns)
+                    }
+                    None => {
+                        d.block_ns(limit, None);
+                        Err(AclCode::RtStreamSyncTimeout)
+                    }
+                }
+            },
+            |_| format!("timeout {timeout_ms} ms"),
+        )
+    }
+
+    /// `aclrtResetDeviceForce`: unless its fault site fails it, drops every stream, event,
+    /// buffer (pinned ones too), queued task and live run, kills the running kernels and
+    /// clears the sticky fault.
+    fn reset_device_force(&mut self) -> Result<(), AclCode> {
+        self.call(
+            "reset_device_force",
+            Cost::ResetDevice,
+            Named::Run(None),
+            |d, _| {
+                let at = d.host_ns;
+                let reclaimed = d.model.force_reset(at)?;
+                d.absorb_notes();
+                // Pinned memory belongs to the context a force reset tears down.
+                d.host_memory.0.clear();
+                d.binary_loaded = false;
+                d.live_runs.clear();
+                d.run_ends.clear();
+                d.resets += 1;
+                d.journal.kill_open_kernels(at);
+                d.journal.push(|| Record::Note {
+                    at_ns: at,
+                    text: format!(
+                        "device reset: {} streams, {} events and {} buffers dropped; running kernels killed",
+                        reclaimed.streams, reclaimed.events, reclaimed.allocations
+                    ),
+                });
+                Ok(())
+            },
+            |_| String::new(),
+        )
+    }
+
+    /// `aclrtCreateStreamWithConfig`: a new stream, empty from now on.
+    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
+        self.call(
+            "create_stream",
+            Cost::StreamCreate,
+            Named::Run(None),
+            |d, _| {
+                let handle = d.next_stream;
+                d.model.create_stream(handle, d.host_ns)?;
+                d.next_stream += 1;
+                Ok(StreamHandle(handle))
+            },
+            |result| result.map(|h| format!("-> h{}", h.0)).unwrap_or_default(),
+        )
+    }
+
+    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.destroy_stream_call(stream, false)
+    }
+
+    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
+        self.destroy_stream_call(stream, true)
+    }
+
+    /// `aclrtCreateEventExWithFlag`: a new event, never recorded.
+    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
+        self.call(
+            "create_event",
+            Cost::EventCreate,
+            Named::Run(None),
+            |d, _| {
+                let handle = d.next_event;
+                d.model.create_event(handle, true, d.host_ns)?;
+                d.next_event += 1;
+                Ok(EventHandle(handle))
+            },
+            |result| result.map(|h| format!("-> e{}", h.0)).unwrap_or_default(),
+        )
+    }
+
+    /// `aclrtRecordEvent`: the event captures the stream's tasks so far; a record in a run's
+    /// `Kernels` stage is that run's.
+    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
+        // The "armed" record belongs to the arm, before its run's kernels: no run, and no
+        // record fault (those name the run's fence records, as on the synchronous path).
+        let armed = self.launch.is_some_and(|c| c.stage == LaunchStage::Arm);
+        let run = self
+            .launch
+            .filter(|c| c.stage == LaunchStage::Kernels)
+            .map(|c| c.run);
+        self.call(
+            "record_event",
+            Cost::EventRecord,
+            Named::Run(run),
+            |d, start| {
+                let tag = d.new_tag();
+                let attribution = if armed {
+                    RecordRun::Armed
+                } else {
+                    RecordRun::Known(run.map(|r| r.0))
+                };
+                d.model
+                    .record_event(event.0, stream.0, attribution, tag, d.host_ns)
+                    .map_err(|e| d.refused("record_event", e))?;
+                d.tasks.insert(tag, TaskTrace::default());
+                // A record on the stream of an AICore kernel waiting for its partner (only ever
+                // in its launch: the launch's end orphans it) is that run's `core_done` (L-5):
+                // recorded in the trace beside the run's kernels.
+                if let Some(pending) = d.pending_core.as_mut().filter(|p| p.stream == stream) {
+                    pending.core_done = Some((event, start, tag));
+                    return Ok(());
+                }
+                d.record_event_task(stream, event, run, start, tag);
+                Ok(())
+            },
+            |_| format!("e{} on h{}", event.0, stream.0),
+        )
+    }
+
+    /// `aclrtSynchronizeEventWithTimeout`: the host blocks until the event's capture completes;
+    /// never the device's sticky error.
+    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
+        // The wait's host time is billed to the run whose launch recorded the event.
+        let run = self.model.event_run(event.0).map(RunId);
+        self.call(
+            "synchronize_event",
+            HostTime::ByOutcome,
+            Named::Run(run),
+            |d, _| {
+                let query = d.costs.get(Cost::EventQuery);
+                if !d.model.has_event(event.0) {
+                    d.spend_ns(query, run);
+                    return Err(d.dead_handle("synchronize_event", "event", event.0));
+                }
+                if timeout_ms == 0 || timeout_ms < -1 {
+                    d.spend_ns(query, run);
+                    return Err(AclCode::RtParamInvalid);
+                }
+                if let Some(Injected::Fail(code)) =
+                    d.model.decide(Site::EventWait, run.map(|r| r.0))
+                {
+                    d.spend_ns(query, run);
+                    return Err(code);
+                }
+                d.wait_for_event(event, timeout_ms, run)
+            },
+            |_| format!("e{} timeout {timeout_ms} ms", event.0),
+        )
+    }
+
+    /// `aclrtQueryEventStatus`: whether the event's capture has completed, without waiting.
+    /// It costs a query (`event_query`) and answers the device as the call found it: complete
+    /// once the stream passed the record (or never recorded, as on ACL), not ready before,
+    /// and the code of a capture that can never complete (its stream destroyed unfinished),
+    /// as the fake answers it. It decides no `event-wait` rule: only a blocking wait does, on
+    /// the fake as here, so a rule's call count is the waits'.
+    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
+        // The look's host time is billed to the run whose launch recorded the event.
+        let run = self.model.event_run(event.0).map(RunId);
+        self.call(
+            "query_event",
+            Cost::EventQuery,
+            Named::Run(run),
+            |d, _| match d.model.event_state(event.0) {
+                None => Err(d.dead_handle("query_event", "event", event.0)),
+                Some(EventState::Complete) => Ok(true),
+                Some(EventState::NotReady) => Ok(false),
+                Some(EventState::Failed(code)) => Err(code),
+            },
+            |result| match result {
+                Ok(true) => format!("e{} -> complete", event.0),
+                Ok(false) => format!("e{} -> not ready", event.0),
+                Err(_) => format!("e{}", event.0),
+            },
+        )
+    }
+
+    fn event_timestamps(&self) -> bool {
+        self.event_timestamps
+    }
+
+    /// `aclrtEventGetTimestamp`: the virtual device time at which the event's record task
+    /// passed (ns; the simulator's clock needs no µs rounding). A live event whose capture
+    /// has not completed (never recorded, pending, aborted) is 107000, as on the fake; the
+    /// driver asks only after the event completed.
+    fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
+        let run = self.model.event_run(event.0).map(RunId);
+        self.call(
+            "event_timestamp",
+            Cost::EventQuery,
+            Named::Run(run),
+            |d, _| match d.model.event_passed(event.0) {
+                Some(Some(at)) => Ok(at),
+                Some(None) | None if d.model.has_event(event.0) => Err(AclCode::RtParamInvalid),
+                _ => Err(d.dead_handle("event_timestamp", "event", event.0)),
+            },
+            |result| match result {
+                Ok(at) => format!("e{} -> {at} ns", event.0),
+                Err(_) => format!("e{}", event.0),
+            },
+        )
+    }
+
+    /// `aclrtSynchronizeStreamWithTimeout`: waits for the stream's tasks to end, then returns
+    /// its sticky code; 507046 if they do not end in time.
+    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.call(
             "synchronize_stream",
             HostTime::ByOutcome,
@@ -177,242 +520,8 @@ impl SimDevice {
         )
     }
 
-    /// `aclrtCreateEventExWithFlag`: a new event, never recorded.
-    pub(super) fn create_event_call(&mut self) -> Result<EventHandle, AclCode> {
-        self.call(
-            "create_event",
-            Cost::EventCreate,
-            Named::Run(None),
-            |d, _| {
-                let handle = d.next_event;
-                d.model.create_event(handle, true, d.host_ns)?;
-                d.next_event += 1;
-                Ok(EventHandle(handle))
-            },
-            |result| result.map(|h| format!("-> e{}", h.0)).unwrap_or_default(),
-        )
-    }
-
-    /// `aclrtRecordEvent`: the event captures the stream's tasks so far; a record in a run's
-    /// `Kernels` stage is that run's.
-    pub(super) fn record_event_call(
-        &mut self,
-        event: EventHandle,
-        stream: StreamHandle,
-    ) -> Result<(), AclCode> {
-        // The "armed" record belongs to the arm, before its run's kernels: no run, and no
-        // record fault (those name the run's fence records, as on the synchronous path).
-        let armed = self.launch.is_some_and(|c| c.stage == LaunchStage::Arm);
-        let run = self
-            .launch
-            .filter(|c| c.stage == LaunchStage::Kernels)
-            .map(|c| c.run);
-        self.call(
-            "record_event",
-            Cost::EventRecord,
-            Named::Run(run),
-            |d, start| {
-                let tag = d.new_tag();
-                let attribution = if armed {
-                    RecordRun::Armed
-                } else {
-                    RecordRun::Known(run.map(|r| r.0))
-                };
-                d.model
-                    .record_event(event.0, stream.0, attribution, tag, d.host_ns)
-                    .map_err(|e| d.refused("record_event", e))?;
-                d.tasks.insert(tag, TaskTrace::default());
-                // A record on the stream of an AICore kernel waiting for its partner (only ever
-                // in its launch: the launch's end orphans it) is that run's `core_done` (L-5):
-                // recorded in the trace beside the run's kernels.
-                if let Some(pending) = d.pending_core.as_mut().filter(|p| p.stream == stream) {
-                    pending.core_done = Some((event, start, tag));
-                    return Ok(());
-                }
-                d.record_event_task(stream, event, run, start, tag);
-                Ok(())
-            },
-            |_| format!("e{} on h{}", event.0, stream.0),
-        )
-    }
-
-    /// The trace record of an event-record task, completed when the stream passes it.
-    pub(super) fn record_event_task(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-        run: Option<RunId>,
-        recorded_ns: u64,
-        tag: u64,
-    ) {
-        let index = self.journal.push_indexed(|_| Record::EventTask {
-            stream: stream.0,
-            event: event.0,
-            run: run.map(|r| r.0),
-            recorded_ns,
-            complete_ns: None,
-        });
-        if let Some(task) = self.tasks.get_mut(&tag) {
-            task.record = index;
-        }
-        self.patch(tag);
-    }
-
-    /// `aclrtStreamWaitEvent`: the stream's later tasks start once the event's capture has
-    /// completed.
-    pub(super) fn stream_wait_event_call(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-    ) -> Result<(), AclCode> {
-        self.call(
-            "stream_wait_event",
-            Cost::StreamWait,
-            Named::Effect,
-            |d, start| {
-                d.model
-                    .stream_wait_event(stream.0, event.0, 0, start)
-                    .map_err(|e| d.refused("stream_wait_event", e))
-            },
-            |_| format!("h{} waits e{}", stream.0, event.0),
-        )
-    }
-
-    /// `aclrtSynchronizeEventWithTimeout`: the host blocks until the event's capture completes;
-    /// never the device's sticky error.
-    pub(super) fn synchronize_event_call(
-        &mut self,
-        event: EventHandle,
-        timeout_ms: i32,
-    ) -> Result<(), AclCode> {
-        // The wait's host time is billed to the run whose launch recorded the event.
-        let run = self.model.event_run(event.0).map(RunId);
-        self.call(
-            "synchronize_event",
-            HostTime::ByOutcome,
-            Named::Run(run),
-            |d, _| {
-                let query = d.costs.get(Cost::EventQuery);
-                if !d.model.has_event(event.0) {
-                    d.spend_ns(query, run);
-                    return Err(d.dead_handle("synchronize_event", "event", event.0));
-                }
-                if timeout_ms == 0 || timeout_ms < -1 {
-                    d.spend_ns(query, run);
-                    return Err(AclCode::RtParamInvalid);
-                }
-                if let Some(Injected::Fail(code)) =
-                    d.model.decide(Site::EventWait, run.map(|r| r.0))
-                {
-                    d.spend_ns(query, run);
-                    return Err(code);
-                }
-                d.wait_for_event(event, timeout_ms, run)
-            },
-            |_| format!("e{} timeout {timeout_ms} ms", event.0),
-        )
-    }
-
-    /// `aclrtQueryEventStatus`: whether the event's capture has completed, without waiting.
-    /// It costs a query (`event_query`) and answers the device as the call found it: complete
-    /// once the stream passed the record (or never recorded, as on ACL), not ready before,
-    /// and the code of a capture that can never complete (its stream destroyed unfinished),
-    /// as the fake answers it. It decides no `event-wait` rule: only a blocking wait does, on
-    /// the fake as here, so a rule's call count is the waits'.
-    pub(super) fn query_event_call(&mut self, event: EventHandle) -> Result<bool, AclCode> {
-        // The look's host time is billed to the run whose launch recorded the event.
-        let run = self.model.event_run(event.0).map(RunId);
-        self.call(
-            "query_event",
-            Cost::EventQuery,
-            Named::Run(run),
-            |d, _| match d.model.event_state(event.0) {
-                None => Err(d.dead_handle("query_event", "event", event.0)),
-                Some(EventState::Complete) => Ok(true),
-                Some(EventState::NotReady) => Ok(false),
-                Some(EventState::Failed(code)) => Err(code),
-            },
-            |result| match result {
-                Ok(true) => format!("e{} -> complete", event.0),
-                Ok(false) => format!("e{} -> not ready", event.0),
-                Err(_) => format!("e{}", event.0),
-            },
-        )
-    }
-
-    /// `aclrtEventGetTimestamp`: the virtual device time at which the event's record task
-    /// passed (ns; the simulator's clock needs no µs rounding). A live event whose capture
-    /// has not completed (never recorded, pending, aborted) is 107000, as on the fake; the
-    /// driver asks only after the event completed.
-    pub(super) fn event_timestamp_call(&mut self, event: EventHandle) -> Result<u64, AclCode> {
-        let run = self.model.event_run(event.0).map(RunId);
-        self.call(
-            "event_timestamp",
-            Cost::EventQuery,
-            Named::Run(run),
-            |d, _| match d.model.event_passed(event.0) {
-                Some(Some(at)) => Ok(at),
-                Some(None) | None if d.model.has_event(event.0) => Err(AclCode::RtParamInvalid),
-                _ => Err(d.dead_handle("event_timestamp", "event", event.0)),
-            },
-            |result| match result {
-                Ok(at) => format!("e{} -> {at} ns", event.0),
-                Err(_) => format!("e{}", event.0),
-            },
-        )
-    }
-
-    /// Blocks on an event's capture for at most `timeout_ms`.
-    fn wait_for_event(
-        &mut self,
-        event: EventHandle,
-        timeout_ms: i32,
-        run: Option<RunId>,
-    ) -> Result<(), AclCode> {
-        let now = self.host_ns;
-        let query = self.costs.get(Cost::EventQuery);
-        match self.model.event_state(event.0) {
-            Some(EventState::Failed(code)) => {
-                self.spend_ns(query, run);
-                return Err(code);
-            }
-            // Never recorded, or passed: success at once (ascend-cl.md §2.4).
-            Some(EventState::Complete) => {
-                self.spend_ns(query, run);
-                return Ok(());
-            }
-            _ => {}
-        }
-        let limit = timeout_ns(timeout_ms);
-        let id = event.0;
-        let passed = self.run_until(limit.map(|l| now.saturating_add(l)), |m| {
-            m.event_state(id) != Some(EventState::NotReady)
-        });
-        match (passed, limit) {
-            (Some(t), _) => {
-                self.block_ns(t.saturating_sub(now), run);
-                self.spend_ns(self.costs.get(Cost::HostWakeup), run);
-                match self.model.event_state(id) {
-                    Some(EventState::Failed(code)) => Err(code),
-                    _ => Ok(()),
-                }
-            }
-            (None, Some(limit)) => {
-                self.block_ns(limit, run);
-                Err(AclCode::RtEventSyncTimeout)
-            }
-            (None, None) => {
-                self.fail(DeviceFailure::Deadlock(format!(
-                    "the host waits without a timeout on event e{} whose stream never passes it",
-                    event.0
-                )));
-                Err(AclCode::RtEventSyncTimeout)
-            }
-        }
-    }
-
     /// `aclrtDestroyEvent`.
-    pub(super) fn destroy_event_call(&mut self, event: EventHandle) -> Result<(), AclCode> {
+    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
         self.call(
             "destroy_event",
             Cost::EventDestroy,
@@ -428,17 +537,8 @@ impl SimDevice {
         )
     }
 
-    /// The address of an allocation of `size` bytes after the model's checks: the next one,
-    /// aligned, with a guard gap so neighbouring allocations never touch.
-    fn next_address(next: &mut u64, size: usize) -> u64 {
-        let ptr = *next;
-        let size = u64::try_from(size).unwrap_or(u64::MAX);
-        *next = ptr.saturating_add(size.div_ceil(MALLOC_ALIGN) * MALLOC_ALIGN + MALLOC_ALIGN);
-        ptr
-    }
-
     /// `aclrtMalloc`: zeroed device memory.
-    pub(super) fn malloc_call(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
+    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
         self.call(
             "malloc",
             Cost::Malloc,
@@ -457,7 +557,7 @@ impl SimDevice {
     }
 
     /// `aclrtFree`: a buffer a queued kernel or copy still uses is a violation.
-    pub(super) fn free_call(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
+    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
         self.call(
             "free",
             Cost::Free,
@@ -478,11 +578,7 @@ impl SimDevice {
 
     /// `aclrtMemcpy` host to device, synchronous: the arm (its fault site), or the record
     /// region's zeroing.
-    pub(super) fn memcpy_to_device_call(
-        &mut self,
-        dst: DevicePtr,
-        src: &[u8],
-    ) -> Result<(), AclCode> {
+    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
         self.call(
             "memcpy_h2d",
             Cost::WriteH2d,
@@ -498,11 +594,7 @@ impl SimDevice {
 
     /// `aclrtMemcpy` device to host, synchronous: a live run's status read or record read
     /// (their fault sites).
-    pub(super) fn memcpy_from_device_call(
-        &mut self,
-        dst: &mut [u8],
-        src: DevicePtr,
-    ) -> Result<(), AclCode> {
+    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
         let len = dst.len();
         self.call(
             "memcpy_d2h",
@@ -521,118 +613,32 @@ impl SimDevice {
         )
     }
 
-    /// `aclrtSetDevice`: the bind (the `probe` fault site: the recovery probe's bind, and a
-    /// host worker's, whose job then goes back to the lane thread).
-    pub(super) fn set_device_call(&mut self) -> Result<(), AclCode> {
-        self.call(
-            "set_device",
-            Cost::SetDevice,
-            Named::Run(None),
-            |d, _| match d.model.decide(Site::Probe, None) {
-                Some(Injected::Fail(code)) => Err(code),
-                _ => Ok(()),
-            },
-            |_| String::new(),
-        )
-    }
-
-    /// `aclrtSynchronizeDeviceWithTimeout`: the drain. Waits for every stream's tasks to end,
-    /// then returns the device's sticky fault; 507046 if they do not end in time.
-    pub(super) fn synchronize_device_call(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.call(
-            "synchronize_device",
-            Cost::SynchronizeDevice,
-            Named::Run(None),
-            |d, _| {
-                let limit = timeout_ns(timeout_ms).unwrap_or(0);
-                let now = d.host_ns;
-                let drained = if d.model.all_idle() {
-                    Some(now)
-                } else {
-                    d.run_until(
-                        Some(now.saturating_add(limit)),
-                        device_model::Device::all_idle,
-                    )
-                };
-                match drained {
-                    Some(t) => {
-                        if t > now {
-                            d.block_ns(t - now, None);
-                            d.spend(Cost::HostWakeup);
-                        }
-                        d.settle();
-                        d.model.device_code(d.host_ns)
-                    }
-                    None => {
-                        d.block_ns(limit, None);
-                        Err(AclCode::RtStreamSyncTimeout)
-                    }
-                }
-            },
-            |_| format!("timeout {timeout_ms} ms"),
-        )
-    }
-
-    /// `aclrtResetDeviceForce`: unless its fault site fails it, drops every stream, event,
-    /// buffer (pinned ones too), queued task and live run, kills the running kernels and
-    /// clears the sticky fault.
-    pub(super) fn reset_device_force_call(&mut self) -> Result<(), AclCode> {
-        self.call(
-            "reset_device_force",
-            Cost::ResetDevice,
-            Named::Run(None),
-            |d, _| {
-                let at = d.host_ns;
-                let reclaimed = d.model.force_reset(at)?;
-                d.absorb_notes();
-                // Pinned memory belongs to the context a force reset tears down.
-                d.host_memory.0.clear();
-                d.binary_loaded = false;
-                d.live_runs.clear();
-                d.run_ends.clear();
-                d.resets += 1;
-                d.journal.kill_open_kernels(at);
-                d.journal.push(|| Record::Note {
-                    at_ns: at,
-                    text: format!(
-                        "device reset: {} streams, {} events and {} buffers dropped; running kernels killed",
-                        reclaimed.streams, reclaimed.events, reclaimed.allocations
-                    ),
-                });
-                Ok(())
-            },
-            |_| String::new(),
-        )
-    }
-
-    /// Enqueues an async copy task of `len` bytes on `stream` (its bytes move when it runs)
-    /// and records it in the trace.
-    fn copy_call(
+    /// `aclrtStreamWaitEvent`: the stream's later tasks start once the event's capture has
+    /// completed.
+    fn stream_wait_event(
         &mut self,
-        name: &'static str,
         stream: StreamHandle,
-        copy: CopySpec,
-        what: &'static str,
+        event: EventHandle,
     ) -> Result<(), AclCode> {
-        let tag = self.new_tag();
-        self.model
-            .enqueue_copy(stream.0, copy, &self.host_memory, false, tag, self.host_ns)
-            .map_err(|e| self.refused(name, e))?;
-        self.tasks.insert(tag, TaskTrace::default());
-        let enqueued_ns = self.host_ns;
-        let index = self.journal.push_indexed(|run| Record::CopyTask {
-            stream: stream.0,
-            what,
-            len: copy.len,
-            run: run.map(|r| r.0),
-            enqueued_ns,
-            span: None,
-        });
-        if let Some(task) = self.tasks.get_mut(&tag) {
-            task.record = index;
-        }
-        self.patch(tag);
-        Ok(())
+        self.call(
+            "stream_wait_event",
+            Cost::StreamWait,
+            Named::Effect,
+            |d, start| {
+                d.model
+                    .stream_wait_event(stream.0, event.0, 0, start)
+                    .map_err(|e| d.refused("stream_wait_event", e))
+            },
+            |_| format!("h{} waits e{}", stream.0, event.0),
+        )
+    }
+
+    fn launch_context(&mut self, context: Option<LaunchContext>) {
+        self.follow_launch_context(context);
+    }
+
+    fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
+        Some(self)
     }
 }
 

@@ -56,11 +56,10 @@
 //! [`Semantics::SIMULATOR`]: device_model::Semantics::SIMULATOR
 
 // The model holds the device; these files hold the host's side of each call (its cost, its
-// trace record, the simulator's invariants): calls.rs the stream, event, memory, copy and
-// recovery calls, kernels.rs the runner's two launches and the launch context, runner.rs the
-// runner's other calls, device_trait.rs the `Device` impl delegating to them.
+// trace record, the simulator's invariants): calls.rs the `Device` impl (stream, event,
+// memory, copy and recovery calls), kernels.rs the runner's two launches and the launch
+// context, runner.rs the runner's other calls.
 mod calls;
-mod device_trait;
 mod kernels;
 mod runner;
 
