@@ -281,6 +281,15 @@ impl Costs {
         self.values[cost.index()] = ns;
     }
 
+    /// The defaults with `overrides` (ns) set, in order.
+    pub fn with_overrides(overrides: &[(Cost, u64)]) -> Self {
+        let mut costs = Self::default();
+        for (cost, ns) in overrides {
+            costs.set(*cost, *ns);
+        }
+        costs
+    }
+
     /// The table of costs and their sources, for `lane-sim costs` (values in us).
     pub fn table(&self) -> String {
         let mut out = String::new();

@@ -92,9 +92,7 @@ impl Journal {
 
     /// Records what `make` builds for the run whose effect the driver is executing.
     pub(crate) fn push_for_effect(&self, make: impl FnOnce(Option<RunId>) -> Record) {
-        let mut log = self.log();
-        let (run, track) = (log.bill_to, log.track);
-        log.trace.push(|| make(run).on_track(track));
+        self.push_indexed(make);
     }
 
     /// Bills a call's host time to the run whose effect the driver is executing, if any.

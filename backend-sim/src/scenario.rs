@@ -70,6 +70,7 @@ use serde::Deserialize;
 use crate::costs::Cost;
 use crate::error::{InputError, SimError};
 use crate::faults::{FaultKind, FaultRule, When, parse_rate};
+use crate::stats::us_to_ns;
 use crate::workload::{LaneEnd, Origin, Points, ProfileName, Report, SimConfig, Workload, run};
 
 /// Bytes a scenario file may have (a guard against pointing `check` at the wrong file).
@@ -81,23 +82,17 @@ struct File {
     name: String,
     #[serde(default)]
     rules: Vec<String>,
-    #[serde(default)]
     description: Option<String>,
     #[serde(default = "default_profile")]
     profile: String,
-    #[serde(default)]
     depth: Option<u8>,
     /// `"sync"` (the default) or `"on-stream"`.
-    #[serde(default)]
     copies: Option<String>,
     /// `"tensormap_and_ringbuffer"` (the default) or `"host_build_graph"`.
-    #[serde(default)]
     header: Option<String>,
     #[serde(default = "default_seed")]
     seed: u64,
-    #[serde(default)]
     backends: Option<Vec<String>>,
-    #[serde(default)]
     backends_reason: Option<String>,
     workload: WorkloadSection,
     #[serde(default)]
@@ -128,7 +123,6 @@ struct WorkloadSection {
     publish_after: Vec<u32>,
     #[serde(default)]
     diagnostics: Vec<u32>,
-    #[serde(default)]
     close_after: Option<u32>,
 }
 
@@ -148,17 +142,11 @@ enum CodeValue {
 #[serde(deny_unknown_fields)]
 struct FaultSection {
     kind: String,
-    #[serde(default)]
     code: Option<CodeValue>,
-    #[serde(default)]
     runs: Option<Vec<u64>>,
-    #[serde(default)]
     calls: Option<Vec<u64>>,
-    #[serde(default)]
     rate: Option<f64>,
-    #[serde(default)]
     always: Option<bool>,
-    #[serde(default)]
     threads: Option<Vec<u8>>,
 }
 
@@ -518,15 +506,13 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         file.backends.as_deref(),
         file.backends_reason.as_ref(),
     )?;
-    let expected_outcomes = match &file.expect.outcomes {
-        None => None,
-        Some(lines) => Some(
-            lines
-                .iter()
-                .map(|l| ExpectedOutcome::parse(l).map_err(|e| bad(path, e)))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
+    let expected_outcomes = file.expect.outcomes.as_ref().map(|lines| {
+        lines
+            .iter()
+            .map(|l| ExpectedOutcome::parse(l).map_err(|e| bad(path, e)))
+            .collect::<Result<Vec<_>, _>>()
+    });
+    let expected_outcomes = expected_outcomes.transpose()?;
     Ok(Scenario {
         path: path.to_owned(),
         name: file.name,
@@ -590,13 +576,6 @@ fn parse_backends(
         ));
     }
     Ok(backends)
-}
-
-fn us_to_ns(us: f64) -> u64 {
-    // Finite and non-negative (checked by callers); saturates at the top.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let ns = (us * 1_000.0).round() as u64;
-    ns
 }
 
 fn fault_rule(f: &FaultSection) -> Result<FaultRule, String> {
@@ -742,29 +721,31 @@ struct GotOutcome {
 
 impl GotOutcome {
     fn of(outcome: &Outcome) -> Self {
-        let (publication, id, verdict, cause, origin) = match outcome {
-            Outcome::Run(r) => match r.verdict {
-                Verdict::Ok => (false, r.run.0, "ok", None, None),
-                Verdict::Cancelled => (false, r.run.0, "cancelled", None, None),
-                Verdict::Failed { cause } => (false, r.run.0, "failed", Some(cause), None),
-                Verdict::Poisoned { cause, origin } => {
-                    (false, r.run.0, "poisoned", Some(cause), Some(origin.0))
-                }
-            },
-            Outcome::Publication(p) => match p.result {
-                PublicationResult::Uploaded => (true, p.publication.0, "uploaded", None, None),
-                PublicationResult::Cancelled => (true, p.publication.0, "cancelled", None, None),
-                PublicationResult::Failed { cause } => {
-                    (true, p.publication.0, "failed", Some(cause), None)
-                }
-                PublicationResult::Poisoned { cause, origin } => (
-                    true,
-                    p.publication.0,
-                    "poisoned",
-                    Some(cause),
-                    Some(origin.0),
-                ),
-            },
+        let (publication, id, (verdict, cause, origin)) = match outcome {
+            Outcome::Run(r) => (
+                false,
+                r.run.0,
+                match r.verdict {
+                    Verdict::Ok => ("ok", None, None),
+                    Verdict::Cancelled => ("cancelled", None, None),
+                    Verdict::Failed { cause } => ("failed", Some(cause), None),
+                    Verdict::Poisoned { cause, origin } => {
+                        ("poisoned", Some(cause), Some(origin.0))
+                    }
+                },
+            ),
+            Outcome::Publication(p) => (
+                true,
+                p.publication.0,
+                match p.result {
+                    PublicationResult::Uploaded => ("uploaded", None, None),
+                    PublicationResult::Cancelled => ("cancelled", None, None),
+                    PublicationResult::Failed { cause } => ("failed", Some(cause), None),
+                    PublicationResult::Poisoned { cause, origin } => {
+                        ("poisoned", Some(cause), Some(origin.0))
+                    }
+                },
+            ),
         };
         Self {
             publication,

@@ -44,7 +44,7 @@ impl SharedSim {
 }
 
 impl Device for SharedSim {
-    forward! {|s| s.lock();
+    forward_calls! {|s| s.lock();
         fn now(&mut self) -> Timestamp;
         fn set_device(&mut self) -> Result<(), AclCode>;
         fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
@@ -84,7 +84,7 @@ impl Device for SharedSim {
 }
 
 impl PinnedCopies for SharedSim {
-    forward! {|s| s.lock();
+    forward_calls! {|s| s.lock();
         fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode>;
         fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode>;
         fn memcpy_to_device_async(&mut self, dst: DevicePtr, src: HostPtr, len: usize, stream: StreamHandle) -> Result<(), AclCode>;
@@ -103,7 +103,7 @@ struct SimWaiter(SharedSim);
 /// launch pair is two calls, each taking the lock); the device orphans a kernel only when
 /// its launch context ends, so they need nothing special.
 impl CompletionWaiter for SimWaiter {
-    forward! {|s| s.0;
+    forward_calls! {|s| s.0;
         fn now(&mut self) -> Timestamp;
         fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
         fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode>;

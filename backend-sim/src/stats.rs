@@ -13,6 +13,13 @@ pub fn fmt_us(ns: u64) -> String {
     format!("{}.{:03}", ns / 1_000, ns % 1_000)
 }
 
+/// Microseconds (finite, not negative) as whole nanoseconds, rounded; saturates at the top.
+pub fn us_to_ns(us: f64) -> u64 {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let ns = (us * 1_000.0).round() as u64;
+    ns
+}
+
 /// One run's figures.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunStat {

@@ -5,25 +5,12 @@
 //! seed and costs: (1) at launch depth one (the host-synchronised lane, "before"), (2) queued
 //! at depth two as today (every host step on the lane thread), and (3) queued with the copies
 //! on the streams and the runner's prepare and finalise on virtual host workers
-//! ([`Offload`]: by default four slots, depth two, a prepare window of two, two workers).
-//! Figures are taken in steady state: the first runs of each arm pay the one-time costs (stream creation, the first AICore launch's binary load, slot buffers),
-//! so they are skipped (see [`SweepConfig::warmup_runs`]).
+//! ([`Offload`]). Figures are taken in steady state: the first runs of each arm pay the
+//! one-time costs, so they are skipped ([`SweepConfig::warmup_runs`]).
 //!
-//! # The model (§5(c))
-//!
-//! - depth-one period `T1 = D + R`, and never below `H` (see [`Model::depth_one_period_ns`]);
-//! - queued period `T2 = max(D + g, H)`;
-//! - speedup `T1 / T2`;
-//! - offloaded period `T3 = max(D + g3, L, W, C, V)`: the device with the copies' stream
-//!   tasks, the lane thread's host time per run `L`, the workers' host time per run over how
-//!   many run in parallel `W`, `C`, the prepare chain: a prepare enters the window only
-//!   when a run leaves it by launching, and the run it prepares launches only after its
-//!   answer wakes the lane thread, and `V`, the completion waiter's host time per run (see
-//!   [`Model::offloaded_period_ns`]). It is a lower bound: where the prepare chain bounds the
-//!   arm the simulated lane is about 10% slower (see [`Model::from_costs`]).
-//!
-//! `D`, `R`, `g` and `H` are derived from the simulator's cost table by [`Model::from_costs`];
-//! its doc comment states each sum and why.
+//! The model's periods are `T1 = max(D + R, H1)`, `T2 = max(D + g, H)` and
+//! `T3 = max(D + g3, L, W, C, V)` ([`Model`]); [`Model::from_costs`] derives each term from
+//! the simulator's cost table and states each sum and why.
 
 use std::fmt::Write as _;
 
@@ -99,17 +86,16 @@ impl Model {
     /// - `g = 3·TaskSwitch + 2·EventTask`: after run N's kernels end (L-5), the AICore
     ///   stream runs N's `core_done` task, the AICPU stream, behind its wait on it, N's
     ///   boundary task, and N+1's AICore kernel, behind its wait on that boundary, starts:
-    ///   three tasks, each behind a task switch (the waits are no tasks of their own). Before
-    ///   the one-boundary order this was `2·TaskSwitch + EventTask` (one event per stream).
+    ///   three tasks, each behind a task switch (the waits are no tasks of their own).
     /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + ReadD2h + 2·KernelLaunch +
     ///   EventRecord + KernelStartLatency`: at depth one, run N's `core_done` and boundary
     ///   pass, the blocked host wakes, reads N's timing, status header and result record (one
-    ///   D2H, L-8: the status read answers from it, decision 0023; it was two D2Hs before),
+    ///   D2H, L-8: the status read answers from it, decision 0023),
     ///   launches the AICore kernel (no stream wait on N's boundary: its wait returned, so it
     ///   has passed), records its `core_done`, launches the AICPU kernel, and N+1 starts
     ///   after the start latency. N+1 was prepared while N ran (the a2a3 profile prepares
-    ///   concurrently, A23) and its prepare armed its slot (one H2D, decision 0024; the arm
-    ///   was on this path before), and N's finalise runs after N+1's launch, so none of them
+    ///   concurrently, A23) and its prepare armed its slot (one H2D, decision 0024), and N's
+    ///   finalise runs after N+1's launch, so none of them
     ///   is on this path.
     /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·StreamWait +
     ///   2·EventQuery + ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
@@ -137,10 +123,8 @@ impl Model {
     ///   3·HostWakeup` (the query: the proof of overlap):
     ///   the lane thread's calls per run: the arm and readback enqueues, the "armed",
     ///   `core_done` and boundary records, the AICPU stream's waits on "armed" and `core_done`
-    ///   and the AICore stream's on the predecessor's boundary, the two launches (the
-    ///   one-boundary order added two waits; `g3` is unchanged: the arm copy and "armed"
-    ///   record already made the AICore path the longer one), and a wake-up for each
-    ///   of the run's three answers (its prepare, its completion from the waiter, its
+    ///   and the AICore stream's on the predecessor's boundary, the two launches, and a
+    ///   wake-up for each of the run's three answers (its prepare, its completion from the waiter, its
     ///   finalise). It makes no wait: lane-service's completion waiter does. The status read
     ///   reads pinned memory (`read_host`) and the hand-offs push into a preallocated queue:
     ///   neither costs modelled host time.
@@ -248,11 +232,7 @@ impl Model {
     /// `C = (2·HostWakeup + P + launch calls) / window`, rounded up (see
     /// [`Model::from_costs`]).
     pub const fn prepare_chain_ns(&self) -> u64 {
-        let window = if self.prepare_window == 0 {
-            1
-        } else {
-            self.prepare_window as u64
-        };
+        let window = at_least_one(self.prepare_window);
         (2 * self.wakeup_ns + self.prepare_ns + self.launch_ns).div_ceil(window)
     }
 
@@ -263,16 +243,10 @@ impl Model {
     /// `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers, window))`,
     /// rounded up.
     pub const fn workers_period_ns(&self) -> u64 {
-        let workers = if self.workers == 0 {
-            1
-        } else {
-            self.workers as u64
-        };
-        let window = if self.prepare_window == 0 {
-            1
-        } else {
-            self.prepare_window as u64
-        };
+        let (workers, window) = (
+            at_least_one(self.workers),
+            at_least_one(self.prepare_window),
+        );
         let at_once = if window < workers { window } else { workers };
         let all = (self.prepare_ns + self.finalise_ns + 2 * self.wakeup_ns).div_ceil(workers);
         let prepares = (self.prepare_ns + self.wakeup_ns).div_ceil(at_once);
@@ -308,6 +282,11 @@ impl Model {
             ((h - lo) * h + (hi * hi - h * h) / 2.0) / (hi - lo)
         }
     }
+}
+
+/// `n`, or 1 for 0 (a shape of no workers or no window still runs one at a time).
+const fn at_least_one(n: u8) -> u64 {
+    if n == 0 { 1 } else { n as u64 }
 }
 
 /// The offloaded arm's lane shape: copies on the streams, the runner's prepare and finalise
@@ -373,11 +352,7 @@ impl Default for SweepConfig {
 impl SweepConfig {
     /// The costs, defaults plus overrides.
     pub fn cost_table(&self) -> Costs {
-        let mut costs = Costs::default();
-        for (cost, ns) in &self.costs {
-            costs.set(*cost, *ns);
-        }
-        costs
+        Costs::with_overrides(&self.costs)
     }
 
     /// Runs skipped at the start of each arm: a tenth of them, at least two (the first

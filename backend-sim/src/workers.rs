@@ -2,56 +2,34 @@
 //! every device wait, off the lane thread, in virtual time, with no threads.
 //!
 //! lane-service runs a runner's `PrepareRun` and `FinaliseRun` on host worker threads when the
-//! runner's [`Concurrency`] allows, and every blocking device wait (a run's completion, the
-//! recovery drain) on its completion waiter thread, so the lane thread only launches,
-//! records, reads status and makes stream and recovery calls. The simulator models that
-//! deterministically: [`WorkerLoop`] is the lane thread, over the lane's steps and the
-//! executor ([`Driver::parts_mut`]), and each worker and the waiter is a track with its own
-//! clock.
+//! runner's [`Concurrency`] allows, and every blocking device wait on its completion waiter
+//! thread, so the lane thread only launches, records, reads status and makes stream and
+//! recovery calls. Here [`WorkerLoop`] is the lane thread, driving the one dispatch machine
+//! ([`lane_driver::dispatch::Dispatch`], [`Setting::WORKERS`]) as lane-service's lane thread
+//! does: the machine decides what happens next (hand-outs, stale answers, bounds, a force
+//! reset held while the waiter is inside a call). Only the virtual-time model lives here,
+//! each worker and the waiter a track with its own clock:
 //!
-//! What happens next is not decided here: the lane thread drives the one dispatch machine
-//! ([`lane_driver::dispatch::Dispatch`], in its [`Setting::WORKERS`] setting), as
-//! lane-service's lane thread does. The machine hands runner work to the workers and device
-//! waits to the waiter (with their tickets), drops a stale answer, answers a wait past its
-//! bound, holds a force reset while the waiter is inside a call, and says when the lane
-//! thread executes an effect itself or sleeps. Only the virtual-time model lives here:
+//! - a job runs at once on the earliest-free worker (lane-service's FIFO job queue makes the
+//!   same assignment), on that worker's clock ([`HostTracks::enter`]), so its host costs and
+//!   trace records are the worker's. A worker that was asleep first pays a `host_wakeup`; it
+//!   binds (`set_device`) before its first call and after a force reset, and one that cannot
+//!   bind hands the job back (lane-service's `HostWorker::bind`);
+//! - a device wait runs on the waiter's track ([`WAITER_TRACK`]), one at a time, with
+//!   `lane_driver::run_device_wait` (lane-service's waiter's own function), waking and binding
+//!   as a worker does. A waiter still inside a call finds the wait in lane-service's one slot
+//!   when that call returns; until then the machine may replace or withdraw it;
+//! - the answers are held until the lane thread's clock reaches them, then given to the
+//!   machine: the workers' in `(end, hand-out)` order, and the waiter's latest (its one
+//!   answer slot);
+//! - when the machine says sleep, the lane thread's clock moves to the next answer's end or
+//!   the machine's next timer, whichever comes first, and pays a `host_wakeup`. It never
+//!   waits on the device.
 //!
-//! - a job the machine hands out runs at once on the earliest-free worker (lane-service's
-//!   job queue is FIFO and a free worker takes the next job, which is the same assignment).
-//!   A worker that was asleep (free before the hand-off) first wakes up (`host_wakeup` on its
-//!   own track); a busy one takes the job when its last call returns. The executor runs the
-//!   call on that worker's clock ([`HostTracks::enter`]), so its host costs are charged to the
-//!   worker's track, not the lane thread's, and its trace records are the worker's. A
-//!   worker's first call (and its first after a force reset, which unbinds every thread) is
-//!   `set_device`: the worker binds the device first. A worker that cannot bind hands the
-//!   job back (lane-service's `HostWorker::bind`), which the machine gives to the lane
-//!   thread once its clock reaches the failed bind's end;
-//! - a device wait the machine hands out runs on the completion waiter's track
-//!   ([`WAITER_TRACK`]), one at a time: the waiter wakes if it was asleep, binds
-//!   (`set_device`) before its first wait and after a force reset, and makes the wait with
-//!   `lane_driver::run_device_wait`, the function lane-service's waiter runs, on its own
-//!   clock. A waiter in no call takes the wait at once (a withdrawal then takes nothing
-//!   back); one still inside a call finds the wait in lane-service's one slot when that call
-//!   returns, and until then the machine may replace it (a newer wait) or withdraw it (a
-//!   bound passed, a force reset), and it is never made. The waiter is inside its call until
-//!   the lane thread's clock reaches the wait's end;
-//! - the answers (`Prepared`, `Finalised`, the completions and the failures, exactly as the
-//!   executor made them on the lane thread) are held until the lane thread's clock reaches
-//!   them, then given to the machine: the workers' in `(end, hand-out)` order, and the
-//!   waiter's latest (its one answer slot in lane-service: an older answer it gave before is
-//!   replaced, and names an older ticket anyway);
-//! - when the machine says sleep, the lane thread's clock moves to the next answer's end, or
-//!   to the machine's next timer (a wait's bound) if that comes first, and it pays a
-//!   `host_wakeup` either way. It never waits on the device.
-//!
-//! Commands come from the workload between turns, at the lane thread's clock, as a client
-//! thread's command wakes lane-service's lane thread. The hand-off of a job and the giving
-//! of an answer cost no modelled host time: each is a push into a queue allocated once,
-//! under the lock the lane step holds, and the wake-up it causes is charged to the thread
-//! that wakes.
-//!
-//! Device-side state the calls change (the faults drawn, the run's slot buffers released at
-//! finalise) changes in the order the calls were handed out, which is the lane's order.
+//! Commands come from the workload between turns, at the lane thread's clock. A hand-off and
+//! an answer cost no modelled host time (a push into a queue allocated once, under the lock
+//! the lane step holds); the wake-up they cause is charged to the thread that wakes. Device
+//! state the calls change changes in the order the calls were handed out, the lane's order.
 
 use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
@@ -181,7 +159,7 @@ impl<D: Device> CompletionWaiter for OnWaiterTrack<'_, D> {
         Ok(())
     }
 
-    forward! {|s| s.device;
+    forward_calls! {|s| s.device;
         fn now(&mut self) -> Timestamp;
         fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
         fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode>;

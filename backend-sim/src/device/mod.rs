@@ -5,13 +5,10 @@
 //!
 //! `host_ns` is the host thread's clock, [`Device::now`]. Every call advances the model to it
 //! first, then spends its cost ([`Costs`]); a blocking wait runs the model forward to the
-//! event's completion (plus the host wake-up) or to the timeout. The device's own behaviour,
-//! the order and timing of its tasks, sticky codes, continue-on-failure, the handshake, the
-//! kernels' writes and records, and the fault rules, is the model's (device-model's crate
-//! doc); its device-side costs (task switch, kernel start latency, event and copy tasks)
-//! come from [`Costs`] as its [`device_model::Timing`], and [`Semantics::SIMULATOR`] its
-//! switches: the handshake, and a device fault that fails every checked call until a force
-//! reset (the sticky fallout).
+//! event's completion (plus the host wake-up) or to the timeout. The device's own behaviour
+//! (task order and timing, sticky codes, the handshake, the kernels' writes and records, the
+//! fault rules) is the model's; [`Costs`] gives it its device-side costs as its
+//! [`device_model::Timing`], and [`Semantics::SIMULATOR`] its switches.
 //!
 //! # A run on the device
 //!
@@ -24,31 +21,21 @@
 //!
 //! The simulator follows the executor's launch context ([`Device::launch_context`]), never the
 //! order of calls: a record in a run's `Kernels` stage is that run's (its fault site names the
-//! run), one in its `Arm` stage (the "armed" event) belongs to no run and is no fault site. A
-//! call from another thread (lane-service's completion waiter) may land between the two
-//! launches and changes nothing.
-//!
-//! Each run's two kernels share its slot's handshake address and epoch; the AICore kernel
-//! spins until its AICPU scheduler starts (the handshake), the run works its preamble and its
-//! device time ([`RunTimes`]), and both end together. The scheduler writes the slot's timing
-//! buffer and status header and publishes the run's result record ([`RunArgs::record`],
-//! stamped with [`RunArgs::epoch`]) at its end, before the boundary can complete. The run's
-//! fate (the `run` fault site) is decided at its AICPU launch. The device remembers every
-//! record it published ([`SimDevice::take_published`]), so a harness can check that no run is
-//! `Ok` without an ok one and that no verdict names a run its own record does not convict.
-//!
-//! An AICore kernel whose AICPU partner is never enqueued (a partial launch) spins until the
-//! op timeout kills it; it is orphaned (its trace says so) when its launch ends. Both kernels
-//! on one stream is a deadlock: the simulator records it and fails loudly.
+//! run), one in its `Arm` stage (the "armed" event) belongs to no run and is no fault site; a
+//! call from another thread (lane-service's completion waiter) between the two launches
+//! changes nothing. The run's fate (the `run` fault site) is decided at its AICPU launch, and
+//! the device remembers every record it published ([`SimDevice::take_published`]) so a
+//! harness can check each verdict against it. An AICore kernel whose AICPU partner is never
+//! enqueued spins until the op timeout kills it, orphaned when its launch ends; both kernels
+//! on one stream is a deadlock, recorded and failed loudly.
 //!
 //! # Sticky errors (device-truth §1)
 //!
 //! Completion is not the verdict: a faulted, op-timeout-killed or latched run's events
 //! complete, an event wait returns 0 and a stream query reports no error. Only
-//! [`Device::synchronize_stream`] returns a stream's sticky code (bounded by its timeout:
-//! 507046; a zero timeout is refused with 107000). A device exception or an op-timeout kill
-//! also makes the device bad: every checked call returns the code until a force reset. A latch
-//! leaves 507018 on the AICPU stream alone and the device good.
+//! [`Device::synchronize_stream`] returns a stream's sticky code (507046 past its timeout, a
+//! zero timeout refused with 107000). A device exception or an op-timeout kill also makes the
+//! device bad until a force reset; a latch leaves 507018 on the AICPU stream alone.
 //!
 //! [`Device::now`]: lane_driver::Device::now
 //! [`Device::launch_context`]: lane_driver::Device::launch_context

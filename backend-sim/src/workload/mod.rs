@@ -314,11 +314,7 @@ impl SimConfig {
 
     /// The costs, defaults plus overrides.
     pub fn cost_table(&self) -> Costs {
-        let mut costs = Costs::default();
-        for (cost, ns) in &self.costs {
-            costs.set(*cost, *ns);
-        }
-        costs
+        Costs::with_overrides(&self.costs)
     }
 
     /// The one command that reproduces this simulation.
