@@ -133,7 +133,8 @@ impl Model {
     ///   D2H, L-8).
     /// - `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers,
     ///   window))` ([`Model::workers_period_ns`]): each run costs a prepare and a finalise
-    ///   on some worker, each after the worker wakes for its job.
+    ///   on some worker, each after the worker wakes for its job, and at most
+    ///   `min(workers, window)` prepares run at once.
     /// - `C = (2·HostWakeup + Prepare + 2·CopyEnqueue + 3·EventRecord + 3·StreamWait +
     ///   2·KernelLaunch + EventQuery) / window` ([`Model::prepare_chain_ns`]): where the host bounds the
     ///   lane the device is idle when the next prepare answers, so every launch waits on its
@@ -226,22 +227,15 @@ impl Model {
         self
     }
 
-    /// `C`, the prepare chain: from one run's launch, the prepare that launch lets into the
-    /// window (a worker wakes, prepares), the lane thread's wake-up for its answer and its
-    /// launch calls, shared by the `window` runs launched per chain:
-    /// `C = (2·HostWakeup + P + launch calls) / window`, rounded up (see
-    /// [`Model::from_costs`]).
+    /// `C`, the prepare chain, rounded up (its sum and why: [`Model::from_costs`]).
     pub const fn prepare_chain_ns(&self) -> u64 {
         let window = at_least_one(self.prepare_window);
         (2 * self.wakeup_ns + self.prepare_ns + self.launch_ns).div_ceil(window)
     }
 
-    /// `W`, the workers' host time per run over how many run in parallel: each run costs
-    /// `P + F` of worker time plus a wake-up per job, spread over all `workers`; and at most
-    /// `min(workers, prepare window)` prepares run at once, so `P` (and its wake-up) alone
-    /// is spread over only that many:
-    /// `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers, window))`,
-    /// rounded up.
+    /// `W`, the workers' host time per run over how many run in parallel, rounded up: all
+    /// `workers` share `P + F` and a wake-up per job, but only `min(workers, window)` share
+    /// the prepares ([`Model::from_costs`]).
     pub const fn workers_period_ns(&self) -> u64 {
         let (workers, window) = (
             at_least_one(self.workers),
@@ -303,13 +297,10 @@ pub struct Offload {
 }
 
 impl Default for Offload {
-    /// Four slots, a prepare window of two, two workers: the fake-bench's third arm
-    /// (lane-conformance), so the simulator and the real threads measure one shape. Four is
-    /// depth two plus the window: a prepare never waits for a slot, only for a window place
-    /// (`C`); with three it also waits for a finalise (1.87x depth one at 20 us against
-    /// 2.49x). A wider window with a third worker buys nothing here: the device or `C` at
-    /// a window of two already bounds every default point, and a window of three needs five
-    /// slots.
+    /// Four slots, a prepare window of two, two workers: the fake-bench's third arm, so the
+    /// simulator and the real threads measure one shape. Four is depth two plus the window,
+    /// so a prepare never waits for a slot (with three: 1.87x depth one at 20 us against
+    /// 2.49x); a wider window buys nothing, the device or `C` already bounding every point.
     fn default() -> Self {
         Self {
             slots: 4,

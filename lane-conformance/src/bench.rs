@@ -60,10 +60,7 @@ pub struct Arm {
 impl Arm {
     /// Mean inter-run device gap (ns).
     pub fn mean_gap_ns(&self) -> f64 {
-        if self.gaps_ns.is_empty() {
-            return 0.0;
-        }
-        self.gaps_ns.iter().map(|g| *g as f64).sum::<f64>() / self.gaps_ns.len() as f64
+        mean(&self.gaps_ns)
     }
 
     /// A percentile of the gaps (0..=100), nearest rank.
@@ -93,11 +90,16 @@ impl Arm {
     /// Mean device busy time per measured run (ns): the kernels' own span, which a loaded
     /// machine stretches past the asked-for device time (the worker wakes late).
     pub fn mean_busy_ns(&self) -> f64 {
-        if self.busy_ns.is_empty() {
-            return 0.0;
-        }
-        self.busy_ns.iter().map(|b| *b as f64).sum::<f64>() / self.busy_ns.len() as f64
+        mean(&self.busy_ns)
     }
+}
+
+/// The mean of `values` (0 for none).
+fn mean(values: &[u64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().map(|v| *v as f64).sum::<f64>() / values.len() as f64
 }
 
 /// What the bench runs.
@@ -181,71 +183,39 @@ impl<D: Device> Metered<D> {
 }
 
 impl<D: Device> Device for Metered<D> {
-    fn now(&mut self) -> Timestamp {
-        self.inner.now()
+    backend_sim::forward_calls! {|s| s.inner;
+        fn now(&mut self) -> Timestamp;
+        fn set_device(&mut self) -> Result<(), AclCode>;
+        fn reset_device_force(&mut self) -> Result<(), AclCode>;
+        fn create_stream(&mut self) -> Result<StreamHandle, AclCode>;
+        fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode>;
+        fn create_event(&mut self) -> Result<EventHandle, AclCode>;
+        fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode>;
+        fn stream_wait_event(&mut self, stream: StreamHandle, event: EventHandle) -> Result<(), AclCode>;
+        fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode>;
+        fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode>;
+        fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode>;
+        fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode>;
+        fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
+        fn launch_context(&mut self, context: Option<lane_driver::LaunchContext>);
+        fn recent_error_message(&mut self) -> Option<String>;
     }
     /// The measured device's matching (decision 0025), so a notice reaches the lane.
     fn notice_concerns(&self, notice: &FaultNotice) -> bool {
         self.inner.notice_concerns(notice)
     }
-    fn set_device(&mut self) -> Result<(), AclCode> {
-        self.inner.set_device()
-    }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
         self.timed(|d| d.synchronize_device(timeout_ms))
-    }
-    fn reset_device_force(&mut self) -> Result<(), AclCode> {
-        self.inner.reset_device_force()
-    }
-    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
-        self.inner.create_stream()
     }
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
         // Healthy teardown waits for the stream's queued work.
         self.timed(|d| d.destroy_stream(stream))
-    }
-    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.inner.destroy_stream_force(stream)
-    }
-    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
-        self.inner.create_event()
-    }
-    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        self.inner.record_event(event, stream)
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.timed(|d| d.synchronize_event(event, timeout_ms))
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.timed(|d| d.synchronize_stream(stream, timeout_ms))
-    }
-    fn stream_wait_event(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-    ) -> Result<(), AclCode> {
-        self.inner.stream_wait_event(stream, event)
-    }
-    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
-        self.inner.destroy_event(event)
-    }
-    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
-        self.inner.malloc(size)
-    }
-    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        self.inner.free(ptr)
-    }
-    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        self.inner.memcpy_to_device(dst, src)
-    }
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.inner.memcpy_from_device(dst, src)
-    }
-    fn launch_context(&mut self, context: Option<lane_driver::LaunchContext>) {
-        self.inner.launch_context(context);
-    }
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.inner.recent_error_message()
     }
 }
 
@@ -370,13 +340,10 @@ fn figures(
 pub const LIFTED_WORKERS: usize = 2;
 
 /// The third arm ("lifted"): `runs` back-to-back runs of `device_ns` through lane-service on
-/// real threads, queued at depth two on a2a3 with four slots and two prepares at once (the
-/// simulator's arm 3, `backend_sim::sweep::Offload::default`),
-/// both copies on the streams (`CopyPath::OnStream`), and the runner's prepare and finalise
-/// on [`LIFTED_WORKERS`] host workers ([`FakeRunner::host_worker`]). The lane thread's
-/// blocked time is not observed through the service (`None`); the queued launches are the
-/// fake's own count (`FakeCounters::queued_launches`: AICPU kernels launched while their
-/// stream's previous kernel had not finished), since the service reports no lane steps.
+/// real threads, in the simulator's arm 3 shape (`backend_sim::sweep::Offload::default`:
+/// depth two, four slots, two prepares at once, copies on the streams, the runner's prepare
+/// and finalise on [`LIFTED_WORKERS`] host workers). The service shows no blocked time
+/// (`None`) and no lane steps: the queued launches are the fake's own count.
 ///
 /// # Errors
 ///

@@ -1,16 +1,11 @@
 //! [`FakeRunner`]: the embedding runtime's side of a run on the fake libascendcl. It launches
 //! each run's AICore and AICPU kernels on the lane's streams through the fake's control
 //! surface (`runlanefake_launch_run_id`, naming the run), and does the host-side prepare,
-//! finalise and upload.
-//!
-//! A kernel runs for the run's device time in real time on the fake. The AICPU kernel (the
-//! scheduler, which latches codes) writes the slot's timing buffer (device start and end) and
-//! its clean status header at the `RunArgs` pointers, and publishes the run's record. Faults
-//! are the device model's rules, the one vocabulary of scenario files and `lane-sim --fault`
-//! ([`FakeRunner::with_faults`]): the fake's device decides every device site from them (a
-//! refused launch, a run's fate at its AICPU launch, a failed record or read), exactly as the
-//! simulator's device does, and the runner decides its own sites (prepare, finalise, upload)
-//! from the same rules.
+//! finalise and upload. A kernel runs for the run's device time in real time; the AICPU
+//! kernel (the scheduler) writes the slot's timing buffer and clean status header and
+//! publishes the run's record. Faults are the device model's rules
+//! ([`FakeRunner::with_faults`]): the fake's device decides the device sites as the
+//! simulator's does, and the runner its own (prepare, finalise, upload).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

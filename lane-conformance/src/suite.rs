@@ -3,11 +3,9 @@
 //! A [`Backend`] runs a [`Scenario`] and reports the [`Observed`] figures its expectations
 //! compare; [`check`] compares them. [`Sim`] is the simulator in virtual time; [`AclOnFake`]
 //! is backend-acl's `AclDevice` on the fake libascendcl in real time, driven by the same
-//! workload runner (`backend_sim::workload::drive`) with the [`FakeRunner`], the scenario's
-//! fault rules installed on the fake as they are on the simulator (one vocabulary, no
-//! translation) and its timeouts scaled ([`FakeTimeouts`]).
-//! Kernels run the scenario's device times (hundreds of microseconds) for real; the suite
-//! asserts outcomes and lane-step orderings, never timings.
+//! workload runner with the [`FakeRunner`], the scenario's fault rules (one vocabulary) and
+//! scaled timeouts ([`FakeTimeouts`]). The suite asserts outcomes and lane-step orderings,
+//! never timings.
 
 use std::sync::Arc;
 
@@ -191,9 +189,14 @@ impl Backend for Sim {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        let report = backend_sim::run(&scenario.config, &mut |_, _| {})?;
-        Ok((Observed::of(&report), Vec::new()))
+        on_sim(&scenario.config)
     }
+}
+
+/// `config` on the simulator: its figures, and no failure of its own.
+fn on_sim(config: &backend_sim::SimConfig) -> Result<(Observed, Vec<String>), ConformanceError> {
+    let report = backend_sim::run(config, &mut |_, _| {})?;
+    Ok((Observed::of(&report), Vec::new()))
 }
 
 /// The simulator with every scenario's copy path replaced: the same expectations must hold
@@ -207,12 +210,10 @@ impl Backend for SimWithCopies {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        let config = backend_sim::SimConfig {
+        on_sim(&backend_sim::SimConfig {
             copies: Some(self.0),
             ..scenario.config.clone()
-        };
-        let report = backend_sim::run(&config, &mut |_, _| {})?;
-        Ok((Observed::of(&report), Vec::new()))
+        })
     }
 }
 
@@ -227,12 +228,10 @@ impl Backend for SimWithHeader {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        let config = backend_sim::SimConfig {
+        on_sim(&backend_sim::SimConfig {
             header: Some(self.0),
             ..scenario.config.clone()
-        };
-        let report = backend_sim::run(&config, &mut |_, _| {})?;
-        Ok((Observed::of(&report), Vec::new()))
+        })
     }
 }
 
@@ -310,19 +309,13 @@ impl Backend for AclOnFake {
     }
 }
 
-/// Runs `scenario` as [`AclOnFake`] does, on any device over the fake: the lane's device is
-/// what `open` makes (given the session, the fake's device id and the scaled profile), on the
-/// calling thread, which is the lane's thread. The fake is reset first; the scenario's rules
-/// go on that fake device once it is open (the open's calls are not the lane's); liveness
-/// heals them; the leak check and the check that no other device of the fake saw a call follow
-/// the run. `setup` says the timeouts, the copy path and the fake's device; `repro` is the
-/// command that runs the suite again (a failure's `reproduce:` line names it and the
-/// scenario).
-///
-/// A device other than backend-acl's (a runtime's device table over the fake, lane-capi's
-/// conformance arm) runs the same scenarios through this, so it meets the same expectations
-/// with the same faults. Such a device programs no op timeout: its `open` sets the fake's
-/// itself, as the runtime that owns the device would.
+/// Runs `scenario` as [`AclOnFake`] does, on any device over the fake (lane-capi's runtime
+/// device table meets the same expectations this way): the lane's device is what `open`
+/// makes (given the session, the fake's device id and the scaled profile) on the calling
+/// thread, the lane's. The fake is reset first; the scenario's rules go on that device once
+/// it is open (the open's calls are not the lane's); the leak check and the check that no
+/// other device of the fake saw a call follow the run. `repro` is the command that runs the
+/// suite again. A device that programs no op timeout sets the fake's in its `open`.
 ///
 /// # Errors
 ///
