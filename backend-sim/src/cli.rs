@@ -440,25 +440,16 @@ fn simulate(args: &SimArgs) -> Result<ExitCode, SimError> {
     }
     let arms: Vec<(&'static str, SimConfig)> = match args.depth {
         Some(_) => vec![("single arm", base.clone())],
-        None => {
-            let slots = profile.slots();
-            vec![
-                (
-                    "depth one",
-                    SimConfig {
-                        depth: Some(1),
-                        ..base.clone()
-                    },
-                ),
-                (
-                    "queued",
-                    SimConfig {
-                        depth: Some(slots.min(2)),
-                        ..base.clone()
-                    },
-                ),
-            ]
-        }
+        None => [("depth one", 1), ("queued", profile.slots().min(2))]
+            .into_iter()
+            .map(|(label, depth)| {
+                let config = SimConfig {
+                    depth: Some(depth),
+                    ..base.clone()
+                };
+                (label, config)
+            })
+            .collect(),
     };
     let mut reports = Vec::new();
     for (label, config) in &arms {

@@ -1,10 +1,9 @@
 //! The simulator's driver-level observer, and the journal it shares with the device.
 //!
-//! The device model sees only the calls made on it (and the runner's launches, which carry
-//! their [`RunArgs`](lane_driver::RunArgs)). What only the lane knows (stream roles, which run
-//! a host call works for) reaches the simulation through [`SimObserver`], as it would on
-//! hardware, and lands in the [`Journal`]: the trace, the stream roles, the latched status
-//! headers the driver read, and the run host time is billed to. The journal is instrumentation: no device decision reads it.
+//! What only the lane knows (stream roles, which run a host call works for) reaches the
+//! simulation through [`SimObserver`], as it would on hardware, and lands in the [`Journal`]:
+//! the trace, the stream roles, the latched status headers the driver read, and the run host
+//! time is billed to. The journal is instrumentation: no device decision reads it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -98,28 +97,23 @@ impl Journal {
     /// Bills a call's host time to the run whose effect the driver is executing, if any.
     pub(crate) fn bill_effect_busy(&self, ns: u64) {
         let run = self.log().bill_to;
-        self.bill(
-            run,
-            HostUse {
-                busy_ns: ns,
-                blocked_ns: 0,
-            },
-        );
+        self.bill(run, ns, 0);
     }
 
-    /// Bills host time to `run` (nothing when `None`): to the lane thread's use, or to the
-    /// workers' while a worker's call runs (workers never wait for the device).
-    pub(crate) fn bill(&self, run: Option<RunId>, spent: HostUse) {
+    /// Bills host time busy in calls and blocked in waits to `run` (nothing when `None`): to
+    /// the lane thread's use, or to the workers' while a worker's call runs (workers never
+    /// wait for the device).
+    pub(crate) fn bill(&self, run: Option<RunId>, busy_ns: u64, blocked_ns: u64) {
         if let Some(run) = run {
             let mut log = self.log();
             if log.track.is_some() {
                 let entry = log.worker_use.entry(run.0).or_default();
-                *entry = entry.saturating_add(spent.busy_ns);
+                *entry = entry.saturating_add(busy_ns);
                 return;
             }
             let entry = log.host_use.entry(run.0).or_default();
-            entry.busy_ns = entry.busy_ns.saturating_add(spent.busy_ns);
-            entry.blocked_ns = entry.blocked_ns.saturating_add(spent.blocked_ns);
+            entry.busy_ns = entry.busy_ns.saturating_add(busy_ns);
+            entry.blocked_ns = entry.blocked_ns.saturating_add(blocked_ns);
         }
     }
 

@@ -71,7 +71,9 @@ use crate::costs::Cost;
 use crate::error::{InputError, SimError};
 use crate::faults::{FaultKind, FaultRule, When, parse_rate};
 use crate::stats::us_to_ns;
-use crate::workload::{LaneEnd, Origin, Points, ProfileName, Report, SimConfig, Workload, run};
+use crate::workload::{
+    LaneEnd, Origin, Points, ProfileName, Report, SimConfig, Workload, copies_name, run,
+};
 
 /// Bytes a scenario file may have (a guard against pointing `check` at the wrong file).
 const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -398,34 +400,31 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         )
     })?;
     let profile = ProfileName::parse(&file.profile).map_err(|e| bad(path, e.to_string()))?;
-    let copies = match file.copies.as_deref() {
-        None => None,
-        Some("sync") => Some(CopyPath::Sync),
-        Some("on-stream") => Some(CopyPath::OnStream),
-        Some(other) => {
-            return Err(bad(
-                path,
-                format!("copies = \"{other}\" is not a copy path; give \"sync\" or \"on-stream\""),
-            ));
-        }
-    };
-    let header = match file.header.as_deref() {
-        None => None,
-        Some(name) => Some(
-            HeaderLayout::ALL
-                .into_iter()
-                .find(|layout| layout.name() == name)
-                .ok_or_else(|| {
-                    bad(
-                        path,
-                        format!(
-                            "header = \"{name}\" is not a header layout; give \
-                             \"tensormap_and_ringbuffer\" or \"host_build_graph\""
-                        ),
-                    )
-                })?,
-        ),
-    };
+    let copies = file.copies.as_deref().map(|name| {
+        [CopyPath::Sync, CopyPath::OnStream]
+            .into_iter()
+            .find(|c| copies_name(*c) == name)
+            .ok_or_else(|| {
+                let fix = "give \"sync\" or \"on-stream\"";
+                bad(
+                    path,
+                    format!("copies = \"{name}\" is not a copy path; {fix}"),
+                )
+            })
+    });
+    let header = file.header.as_deref().map(|name| {
+        HeaderLayout::ALL
+            .into_iter()
+            .find(|layout| layout.name() == name)
+            .ok_or_else(|| {
+                let fix = "give \"tensormap_and_ringbuffer\" or \"host_build_graph\"";
+                bad(
+                    path,
+                    format!("header = \"{name}\" is not a header layout; {fix}"),
+                )
+            })
+    });
+    let (copies, header) = (copies.transpose()?, header.transpose()?);
     let w = &file.workload;
     if !w.device_us.is_finite() || w.device_us <= 0.0 {
         return Err(bad(

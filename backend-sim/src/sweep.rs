@@ -660,26 +660,8 @@ impl Sweep {
             "  T1 = max(D + R, H1), T2 = max(D + g, H), T3 = max(D + g3, L, W, C, V); {} runs per arm, first {} skipped, jitter {}%, seed {}",
             self.runs, self.warmup_runs, self.jitter_pct, self.seed
         );
-        out.push('\n');
-        let _ = writeln!(
-            out,
-            "{:>9} {:>7} | {:>8} {:>8} {:>8} | {:>6} {:>6} | {:>6} {:>6} {:>6} | {:>8} {:>8} {:>8} | {:>7} {:>7} | 3 bound by",
-            "device_us",
-            "D_us",
-            "1:runs/s",
-            "2:runs/s",
-            "3:runs/s",
-            "3/1",
-            "3/2",
-            "1:util",
-            "2:util",
-            "3:util",
-            "T1:r/s",
-            "T2:r/s",
-            "T3:r/s",
-            "2/T2",
-            "3/T3",
-        );
+        // The columns of the rows below, headed.
+        out.push_str("\ndevice_us    D_us | 1:runs/s 2:runs/s 3:runs/s |    3/1    3/2 | 1:util 2:util 3:util |   T1:r/s   T2:r/s   T3:r/s |    2/T2    3/T3 | 3 bound by\n");
         for p in &self.points {
             let _ = writeln!(
                 out,

@@ -38,11 +38,12 @@ use lane_core::{
     RunRequest, SlotId, SubmitError, Timestamp,
 };
 use lane_driver::dispatch::{
-    Bookkeeping, Dispatch, DispatchInput, DispatchRefusal, Here, Next, Setting, WorkerAnswer,
+    Bookkeeping, Dispatch, DispatchInput, DispatchInput as Input, DispatchRefusal,
+    DispatchRefusal as Refusal, Here, Next, Setting, WorkerAnswer,
 };
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
-    Executor, NoObserver, Observer, PrepareError, Readback, RunArgs, Runner, Turn, Wait,
+    Executor, LaneSteps, NoObserver, Observer, PrepareError, Readback, RunArgs, Runner, Turn, Wait,
     run_device_wait,
 };
 
@@ -238,28 +239,16 @@ impl<D: Device, R: Runner<D>> Bookkeeping for Books<'_, D, R> {
         notice
     }
 
-    fn hand_off(&mut self, effect: &Effect) {
-        self.executor.hand_off(effect);
-    }
-
-    fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait> {
-        self.executor.device_wait(effect)
+    forward_calls! {|s| s.executor;
+        fn hand_off(&mut self, effect: &Effect);
+        fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait>;
+        fn keep_readback(&mut self, readback: Readback);
+        fn completion_wait(&mut self, deadline: Option<Timestamp>) -> Result<Option<DeviceWait>, DriverError>;
     }
 
     fn note_await(&mut self, effect: Effect) -> Result<(), DriverError> {
         self.progress = true;
         Bookkeeping::note_await(&mut *self.executor, effect)
-    }
-
-    fn keep_readback(&mut self, readback: Readback) {
-        self.executor.keep_readback(readback);
-    }
-
-    fn completion_wait(
-        &mut self,
-        deadline: Option<Timestamp>,
-    ) -> Result<Option<DeviceWait>, DriverError> {
-        self.executor.completion_wait(deadline)
     }
 }
 
@@ -304,12 +293,9 @@ impl WorkerLoop {
         tracks: &mut dyn HostTracks<D>,
         request: RunRequest,
     ) -> Result<Result<RunId, SubmitError>, DriverError> {
-        let (steps, executor) = driver.parts_mut();
-        let now = executor.now();
-        self.dispatch.take_notices(now, steps, executor)?;
-        let result = steps.submit(now, request)?;
-        self.execute_effects(driver, tracks)?;
-        Ok(result)
+        self.command(driver, tracks, true, |steps, now| {
+            steps.submit(now, request)
+        })
     }
 
     /// As [`Driver::publish`].
@@ -319,12 +305,7 @@ impl WorkerLoop {
         tracks: &mut dyn HostTracks<D>,
         code: CodeRef,
     ) -> Result<Result<PublicationId, PublishError>, DriverError> {
-        let (steps, executor) = driver.parts_mut();
-        let now = executor.now();
-        self.dispatch.take_notices(now, steps, executor)?;
-        let result = steps.publish(now, code)?;
-        self.execute_effects(driver, tracks)?;
-        Ok(result)
+        self.command(driver, tracks, true, |steps, now| steps.publish(now, code))
     }
 
     /// As [`Driver::close`].
@@ -333,11 +314,26 @@ impl WorkerLoop {
         driver: &mut Driver<D, R, O>,
         tracks: &mut dyn HostTracks<D>,
     ) -> Result<CloseReport, DriverError> {
+        self.command(driver, tracks, false, LaneSteps::close)
+    }
+
+    /// A client command at the lane thread's clock (after the notices, if `notices`), then
+    /// every effect it leads to.
+    fn command<D: Device, R: Runner<D>, O: Observer, T>(
+        &mut self,
+        driver: &mut Driver<D, R, O>,
+        tracks: &mut dyn HostTracks<D>,
+        notices: bool,
+        step: impl FnOnce(&mut LaneSteps<O>, Timestamp) -> Result<T, DriverError>,
+    ) -> Result<T, DriverError> {
         let (steps, executor) = driver.parts_mut();
         let now = executor.now();
-        let report = steps.close(now)?;
+        if notices {
+            self.dispatch.take_notices(now, steps, executor)?;
+        }
+        let result = step(steps, now)?;
         self.execute_effects(driver, tracks)?;
-        Ok(report)
+        Ok(result)
     }
 
     /// As [`Driver::turn`], as lane-service's lane thread runs the dispatch machine: every
@@ -496,26 +492,16 @@ impl WorkerLoop {
                 // thread sleeps.
                 Next::Sleep(_) if due => due = false,
                 Next::Sleep(_) => break,
-                Next::WaitHere { .. } => {
-                    return Err(self.refused(DispatchInput::Waiting, DispatchRefusal::NotInSetting));
-                }
-                Next::Exit => {
-                    return Err(self.refused(
-                        DispatchInput::SettledShutdown,
-                        DispatchRefusal::NotInSetting,
-                    ));
-                }
-                Next::Leave => {
-                    return Err(
-                        self.refused(DispatchInput::Elsewhere, DispatchRefusal::NotInSetting)
-                    );
-                }
-                // L-20: lane-service's lane thread ends, the lane lost; the simulator has no
-                // such end, so the simulation stops here.
-                Next::Lose(_) => {
-                    return Err(
-                        self.refused(DispatchInput::WaiterPastBound, DispatchRefusal::NotExpected)
-                    );
+                Next::WaitHere { .. } | Next::Exit | Next::Leave | Next::Lose(_) => {
+                    let (input, refusal) = match next {
+                        Next::WaitHere { .. } => (Input::Waiting, Refusal::NotInSetting),
+                        Next::Exit => (Input::SettledShutdown, Refusal::NotInSetting),
+                        Next::Leave => (Input::Elsewhere, Refusal::NotInSetting),
+                        // L-20: lane-service's lane thread ends, the lane lost; the simulator
+                        // has no such end, so the simulation stops here.
+                        _ => (Input::WaiterPastBound, Refusal::NotExpected),
+                    };
+                    return Err(self.refused(input, refusal));
                 }
             }
         }

@@ -105,17 +105,23 @@ impl SimDevice {
         recorded_ns: u64,
         tag: u64,
     ) {
-        let index = self.journal.push_indexed(|_| Record::EventTask {
+        self.push_task(tag, |_| Record::EventTask {
             stream: stream.0,
             event: event.0,
             run: run.map(|r| r.0),
             recorded_ns,
             complete_ns: None,
         });
-        if let Some(task) = self.tasks.get_mut(&tag) {
-            task.record = index;
+    }
+
+    /// A drain the host started at `now` ended at `t`: the host blocked until then and woke
+    /// (if it had to wait), and sees the device as it is.
+    fn drained_at(&mut self, t: u64, now: u64) {
+        if t > now {
+            self.block_ns(t - now, None);
+            self.spend(Cost::HostWakeup);
         }
-        self.patch(tag);
+        self.settle();
     }
 
     /// Blocks on an event's capture for at most `timeout_ms`.
@@ -176,38 +182,47 @@ impl SimDevice {
         ptr
     }
 
-    /// Enqueues an async copy task of `len` bytes on `stream` (its bytes move when it runs)
-    /// and records it in the trace.
+    /// `aclrtMemcpyAsync` from or to pinned memory: enqueues a copy task on `stream` (its
+    /// bytes move when it runs) and records it in the trace.
     fn copy_call(
         &mut self,
         name: &'static str,
         stream: StreamHandle,
         copy: CopySpec,
         what: &'static str,
+        detail: impl FnOnce() -> String,
     ) -> Result<(), AclCode> {
-        let tag = self.new_tag();
-        self.model
-            .enqueue_copy(stream.0, copy, &self.host_memory, false, tag, self.host_ns)
-            .map_err(|e| self.refused(name, e))?;
-        self.tasks.insert(tag, TaskTrace::default());
-        let enqueued_ns = self.host_ns;
-        let index = self.journal.push_indexed(|run| Record::CopyTask {
-            stream: stream.0,
-            what,
-            len: copy.len,
-            run: run.map(|r| r.0),
-            enqueued_ns,
-            span: None,
-        });
-        if let Some(task) = self.tasks.get_mut(&tag) {
-            task.record = index;
-        }
-        self.patch(tag);
-        Ok(())
+        self.call(
+            name,
+            Cost::CopyEnqueue,
+            Named::Effect,
+            |d, _| {
+                let tag = d.new_tag();
+                d.model
+                    .enqueue_copy(stream.0, copy, &d.host_memory, false, tag, d.host_ns)
+                    .map_err(|e| d.refused(name, e))?;
+                d.tasks.insert(tag, TaskTrace::default());
+                let enqueued_ns = d.host_ns;
+                d.push_task(tag, |run| Record::CopyTask {
+                    stream: stream.0,
+                    what,
+                    len: copy.len,
+                    run: run.map(|r| r.0),
+                    enqueued_ns,
+                    span: None,
+                });
+                Ok(())
+            },
+            |_| detail(),
+        )
     }
 }
 
-/// The ACL calls: each one call on the model ([`SimDevice::call`]).
+/// A pinned host buffer as a copy's end.
+const fn pinned(addr: u64) -> Place {
+    Place::Host { addr, pinned: true }
+}
+
 impl Device for SimDevice {
     fn now(&mut self) -> Timestamp {
         Timestamp(self.host_ns)
@@ -248,11 +263,7 @@ impl Device for SimDevice {
                 };
                 match drained {
                     Some(t) => {
-                        if t > now {
-                            d.block_ns(t - now, None);
-                            d.spend(Cost::HostWakeup);
-                        }
-                        d.settle();
+                        d.drained_at(t, now);
                         d.model.device_code(d.host_ns)
                     }
                     None => {
@@ -491,11 +502,7 @@ impl Device for SimDevice {
                 };
                 match (drained, limit) {
                     (Some(t), _) => {
-                        if t > now {
-                            d.block_ns(t - now, None);
-                            d.spend(Cost::HostWakeup);
-                        }
-                        d.settle();
+                        d.drained_at(t, now);
                         // The stream's sticky code, once its tasks have ended.
                         match d.model.stream_sticky(id, d.host_ns) {
                             Ok(None) => Ok(()),
@@ -694,23 +701,14 @@ impl PinnedCopies for SimDevice {
         len: usize,
         stream: StreamHandle,
     ) -> Result<(), AclCode> {
-        self.call(
-            "memcpy_h2d_async",
-            Cost::CopyEnqueue,
-            Named::Effect,
-            |d, _| {
-                let copy = CopySpec {
-                    src: Place::Host {
-                        addr: src.0,
-                        pinned: true,
-                    },
-                    dst: Place::Device(dst.0),
-                    len,
-                };
-                d.copy_call("memcpy_h2d_async", stream, copy, "arm h2d")
-            },
-            |_| format!("{len} B host {:#x} -> {:#x} on h{}", src.0, dst.0, stream.0),
-        )
+        let copy = CopySpec {
+            src: pinned(src.0),
+            dst: Place::Device(dst.0),
+            len,
+        };
+        self.copy_call("memcpy_h2d_async", stream, copy, "arm h2d", || {
+            format!("{len} B host {:#x} -> {:#x} on h{}", src.0, dst.0, stream.0)
+        })
     }
 
     fn memcpy_from_device_async(
@@ -720,23 +718,14 @@ impl PinnedCopies for SimDevice {
         len: usize,
         stream: StreamHandle,
     ) -> Result<(), AclCode> {
-        self.call(
-            "memcpy_d2h_async",
-            Cost::CopyEnqueue,
-            Named::Effect,
-            |d, _| {
-                let copy = CopySpec {
-                    src: Place::Device(src.0),
-                    dst: Place::Host {
-                        addr: dst.0,
-                        pinned: true,
-                    },
-                    len,
-                };
-                d.copy_call("memcpy_d2h_async", stream, copy, "readback d2h")
-            },
-            |_| format!("{len} B {:#x} -> host {:#x} on h{}", src.0, dst.0, stream.0),
-        )
+        let copy = CopySpec {
+            src: Place::Device(src.0),
+            dst: pinned(dst.0),
+            len,
+        };
+        self.copy_call("memcpy_d2h_async", stream, copy, "readback d2h", || {
+            format!("{len} B {:#x} -> host {:#x} on h{}", src.0, dst.0, stream.0)
+        })
     }
 
     fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {

@@ -119,13 +119,7 @@ impl SimDevice {
                 d.live_runs.insert(args.run, args);
                 d.journal.note_epoch(args.epoch, args.run);
                 d.check_device_invariants();
-                d.tasks.insert(
-                    tag,
-                    TaskTrace {
-                        kernel: Some((args.run, Side::Aicore)),
-                        ..TaskTrace::default()
-                    },
-                );
+                d.tasks.insert(tag, TaskTrace::kernel(args.run, Side::Aicore));
                 d.pending_core = Some(PendingCore {
                     args,
                     stream,
@@ -188,13 +182,7 @@ impl SimDevice {
                     .map_err(|e| d.refused_launch("launch_aicpu", stream, e))?;
                 d.pending_core = None;
                 d.run_ends.insert(run, None);
-                d.tasks.insert(
-                    tag,
-                    TaskTrace {
-                        kernel: Some((run, Side::Aicpu)),
-                        ..TaskTrace::default()
-                    },
-                );
+                d.tasks.insert(tag, TaskTrace::kernel(run, Side::Aicpu));
                 if let Some(task) = d.tasks.get_mut(&core.tag) {
                     task.fate.clone_from(&launched.fate);
                 }
@@ -222,7 +210,7 @@ impl SimDevice {
         enqueued_ns: u64,
     ) {
         let task = self.tasks.get(&tag).cloned().unwrap_or_default();
-        let index = self.journal.push_indexed(|_| {
+        self.push_task(tag, |_| {
             Record::Kernel(KernelRecord {
                 run: run.0,
                 side,
@@ -234,10 +222,6 @@ impl SimDevice {
                 killed_ns: None,
             })
         });
-        if let Some(task) = self.tasks.get_mut(&tag) {
-            task.record = index;
-        }
-        self.patch(tag);
     }
 
     /// The pending AICore kernel's launch ended without its AICPU partner: it spins until the

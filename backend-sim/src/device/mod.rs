@@ -190,6 +190,14 @@ struct TaskTrace {
 }
 
 impl TaskTrace {
+    /// A run's kernel on `side`, not yet recorded.
+    fn kernel(run: RunId, side: Side) -> Self {
+        Self {
+            kernel: Some((run, side)),
+            ..Self::default()
+        }
+    }
+
     /// A kernel's ending as the trace shows it: the run's fate names how it ended.
     fn ending(&self) -> Ending {
         let side = self.kernel.map(|(_, side)| side);
@@ -544,6 +552,16 @@ impl SimDevice {
         }
     }
 
+    /// Pushes task `tag`'s trace record (what `make` builds for the run the driver's effect is
+    /// for) and writes what is known of the task into it.
+    fn push_task(&mut self, tag: u64, make: impl FnOnce(Option<RunId>) -> Record) {
+        let index = self.journal.push_indexed(make);
+        if let Some(task) = self.tasks.get_mut(&tag) {
+            task.record = index;
+        }
+        self.patch(tag);
+    }
+
     /// Writes what is known of task `tag` into its trace record, once it has one; forgets a
     /// task that has ended and been recorded.
     fn patch(&mut self, tag: u64) {
@@ -628,25 +646,13 @@ impl SimDevice {
     /// Host time of a wait, billed to the run whose launch recorded the awaited event.
     fn spend_ns(&mut self, ns: u64, run: Option<RunId>) {
         self.host_ns = self.host_ns.saturating_add(ns);
-        self.journal.bill(
-            run,
-            HostUse {
-                busy_ns: ns,
-                blocked_ns: 0,
-            },
-        );
+        self.journal.bill(run, ns, 0);
     }
 
     /// Host time blocked in a wait, billed like [`Self::spend_ns`].
     fn block_ns(&mut self, ns: u64, run: Option<RunId>) {
         self.host_ns = self.host_ns.saturating_add(ns);
-        self.journal.bill(
-            run,
-            HostUse {
-                busy_ns: 0,
-                blocked_ns: ns,
-            },
-        );
+        self.journal.bill(run, 0, ns);
     }
 
     /// The device's sticky fault, if the host clock has reached it.
@@ -654,14 +660,11 @@ impl SimDevice {
         self.model.fault_now(self.host_ns)
     }
 
-    /// The shape every model call shares: [`Self::enter`] (the call counted, the device
-    /// caught up), its host time (`host`: a fixed cost spent first, or what the body spends),
-    /// `body` (given the call's start), then its one journal record: `name`, `detail` of the
-    /// result and the error's text, named as `named` says. The detail and the text are made
-    /// only if the journal keeps them. Every `Device`, `PinnedCopies` and runner method goes
-    /// through it but the host's own access to pinned memory (`write_host`, `read_host`),
-    /// which is no call: it counts nothing, costs nothing and leaves no record, so it only
-    /// settles the device.
+    /// The shape every model call shares: [`Self::enter`], its host time (`host`: a fixed
+    /// cost spent first, or what the body spends), `body` (given the call's start), then its
+    /// one journal record: `name`, `detail` of the result and the error's text (made only if
+    /// the journal keeps them), named as `named` says. Every device and runner method goes
+    /// through it but `write_host` and `read_host`, plain host memory: no call.
     fn call<T, E: CallError>(
         &mut self,
         name: &'static str,

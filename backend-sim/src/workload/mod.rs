@@ -1,13 +1,6 @@
-//! A workload and the runner that drives it through the lane on the simulated device.
-//!
-//! The runner keeps the lane full (submit until `Full`, then `turn`), publishes and closes
-//! where the workload says, stops submitting once the lane is lost, and checks after every
-//! driver call that the device found nothing wrong (the driver itself checks the lane's
-//! invariants after every step). With `liveness` it then heals every fault, requires the
-//! lane to drain, and requires fresh runs to succeed unless the lane ended lost.
-//!
-//! This file holds the workload, its configuration and the entry points; the runner's
-//! steps are in `steps` (split for length).
+//! A workload and the runner that drives it through the lane on the simulated device
+//! ([`drive`] says how). This file holds the workload, its configuration and the entry
+//! points; the runner's steps are in `steps` (split for length).
 
 use std::collections::BTreeMap;
 
@@ -49,14 +42,12 @@ pub enum ProfileName {
 impl ProfileName {
     /// Parses `a2a3`, `a5` or `depth-one`.
     pub fn parse(text: &str) -> Result<Self, InputError> {
-        match text {
-            "a2a3" => Ok(Self::A2a3),
-            "a5" => Ok(Self::A5),
-            "depth-one" => Ok(Self::DepthOne),
-            other => Err(InputError::UnknownProfile {
-                got: other.to_owned(),
-            }),
-        }
+        [Self::A2a3, Self::A5, Self::DepthOne]
+            .into_iter()
+            .find(|p| p.name() == text)
+            .ok_or_else(|| InputError::UnknownProfile {
+                got: text.to_owned(),
+            })
     }
 
     /// The name.
