@@ -379,24 +379,16 @@ fn check(files: &[PathBuf]) -> Result<ExitCode, SimError> {
         "{total} scenario{}: {} passed, {failed} failed{}{}",
         if total == 1 { "" } else { "s" },
         total - failed - bad_input - skipped,
-        if bad_input > 0 {
-            format!(", {bad_input} unreadable")
-        } else {
-            String::new()
-        },
-        if skipped > 0 {
-            format!(", {skipped} not for the simulator")
-        } else {
-            String::new()
-        }
+        (bad_input > 0)
+            .then(|| format!(", {bad_input} unreadable"))
+            .unwrap_or_default(),
+        (skipped > 0)
+            .then(|| format!(", {skipped} not for the simulator"))
+            .unwrap_or_default()
     );
-    Ok(if bad_input > 0 {
-        ExitCode::from(2)
-    } else if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    // 2 for an unreadable file, 1 for a failed expectation, else 0.
+    let code = u8::from(failed > 0).max(2 * u8::from(bad_input > 0));
+    Ok(ExitCode::from(code))
 }
 
 fn progress_printer(label: &'static str, enabled: bool) -> impl FnMut(u32, u32) {
@@ -430,11 +422,9 @@ fn simulate(args: &SimArgs) -> Result<ExitCode, SimError> {
     if base.swarm || !base.faults.is_empty() {
         println!(
             "faults{}:\n{}",
-            if base.swarm {
-                format!(" (swarm mix derived from seed {})", base.seed)
-            } else {
-                String::new()
-            },
+            base.swarm
+                .then(|| format!(" (swarm mix derived from seed {})", base.seed))
+                .unwrap_or_default(),
             describe_faults(&base)
         );
     }

@@ -64,50 +64,22 @@ macro_rules! forward_calls {
 macro_rules! runner_via {
     ($runner:ty, $device:ty, |$r:ident, $d:ident| ($runner_of:expr, $device_of:expr) $($more:tt)*) => {
         impl Runner<$device> for $runner {
-            fn prepare_run(
-                &mut self,
-                device: &mut $device,
-                run: RunId,
-                slot: SlotId,
-                diagnostics: bool,
-            ) -> Result<(), PrepareError> {
-                let ($r, $d) = (self, device);
-                Runner::<SimDevice>::prepare_run($runner_of, $device_of, run, slot, diagnostics)
-            }
-            fn launch_aicore(
-                &mut self,
-                device: &mut $device,
-                stream: StreamHandle,
-                args: &RunArgs,
-            ) -> Result<(), ReturnCode> {
-                let ($r, $d) = (self, device);
-                Runner::<SimDevice>::launch_aicore($runner_of, $device_of, stream, args)
-            }
-            fn launch_aicpu(
-                &mut self,
-                device: &mut $device,
-                stream: StreamHandle,
-                args: &RunArgs,
-            ) -> Result<(), ReturnCode> {
-                let ($r, $d) = (self, device);
-                Runner::<SimDevice>::launch_aicpu($runner_of, $device_of, stream, args)
-            }
-            fn finalise_run(
-                &mut self,
-                device: &mut $device,
-                run: RunId,
-                slot: SlotId,
-                copy_back: bool,
-            ) -> Result<(), FinaliseFailure> {
-                let ($r, $d) = (self, device);
-                Runner::<SimDevice>::finalise_run($runner_of, $device_of, run, slot, copy_back)
-            }
-            fn upload_code(&mut self, device: &mut $device, code: CodeRef) -> Result<(), ReturnCode> {
-                let ($r, $d) = (self, device);
-                Runner::<SimDevice>::upload_code($runner_of, $device_of, code)
+            runner_via! {@calls $device, |$r, $d| ($runner_of, $device_of);
+                fn prepare_run(run: RunId, slot: SlotId, diagnostics: bool) -> Result<(), PrepareError>;
+                fn launch_aicore(stream: StreamHandle, args: &RunArgs) -> Result<(), ReturnCode>;
+                fn launch_aicpu(stream: StreamHandle, args: &RunArgs) -> Result<(), ReturnCode>;
+                fn finalise_run(run: RunId, slot: SlotId, copy_back: bool) -> Result<(), FinaliseFailure>;
+                fn upload_code(code: CodeRef) -> Result<(), ReturnCode>;
             }
             $($more)*
         }
+    };
+    (@calls $device:ty, |$r:ident, $d:ident| ($runner_of:expr, $device_of:expr);
+        $(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        $(fn $name(&mut self, device: &mut $device, $($arg: $ty),*) -> $ret {
+            let ($r, $d) = (self, device);
+            Runner::<SimDevice>::$name($runner_of, $device_of, $($arg),*)
+        })*
     };
 }
 

@@ -2,12 +2,9 @@
 //! lane thread and the service's completion waiter thread.
 //!
 //! lane-service makes every blocking wait of a lane on a completion waiter thread of its own
-//! (`Device::completion_waiter`), so the lane thread never blocks in one (SPEC L-16). On the
-//! simulator both threads call the one device model, so it sits behind a mutex: each call
-//! takes it for its duration, and the device's virtual host clock is the one clock both read
-//! (a waiter's wait moves it to the run's completion, as a blocking wait on the lane thread
-//! did). The single-thread `Driver` keeps using [`SimDevice`] itself, deterministically; a
-//! service on the simulator is as deterministic as the real-time order of its commands.
+//! (SPEC L-16). On the simulator both threads call the one device model behind a mutex, and
+//! its virtual host clock is the one clock both read. A service on the simulator is as
+//! deterministic as the real-time order of its commands.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -22,10 +19,8 @@ use lane_driver::{
 use crate::device::{SimDevice, SimRunner};
 use crate::workers::OffLaneRunner;
 
-/// A [`SimDevice`] shared by a lane service's lane thread and completion waiter: the
-/// `Device` to give `lane_service::spawn` on the simulator. Every call locks the device for
-/// its duration; [`SharedSim::lock`] reaches it between calls (to install a fault, read its
-/// counters).
+/// A [`SimDevice`] shared by a lane service's lane thread and completion waiter (the
+/// `Device` to give `lane_service::spawn`), locked for each call.
 #[derive(Clone, Debug)]
 pub struct SharedSim(Arc<Mutex<SimDevice>>);
 

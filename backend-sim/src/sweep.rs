@@ -76,85 +76,59 @@ pub struct Model {
 impl Model {
     /// Derives the model from the simulator's costs, following exactly what the driver does
     /// per run (lane-driver, `Executor::launch` and `Executor::read_status`) and how the
-    /// simulated device schedules tasks (`SimDevice`: a task starts after its predecessor
-    /// plus a task switch, and a launched kernel after the start latency).
+    /// simulated device schedules tasks (a task starts after its predecessor plus a task
+    /// switch, a launched kernel after the start latency).
     ///
     /// Arms 1 and 2 (synchronous copies, everything on the lane thread):
     ///
-    /// - `D = workload device time + RunPreamble`: §5 counts the per-run preamble (A8) as
-    ///   device time.
-    /// - `g = 3·TaskSwitch + 2·EventTask`: after run N's kernels end (L-5), the AICore
-    ///   stream runs N's `core_done` task, the AICPU stream, behind its wait on it, N's
-    ///   boundary task, and N+1's AICore kernel, behind its wait on that boundary, starts:
-    ///   three tasks, each behind a task switch (the waits are no tasks of their own).
+    /// - `D = workload device time + RunPreamble`: §5 counts the preamble (A8) as device time.
+    /// - `g = 3·TaskSwitch + 2·EventTask`: after run N's kernels end (L-5), N's `core_done`
+    ///   task, N's boundary task (behind the AICPU stream's wait on `core_done`) and N+1's
+    ///   AICore kernel (behind its wait on that boundary) each start behind a task switch.
     /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + ReadD2h + 2·KernelLaunch +
-    ///   EventRecord + KernelStartLatency`: at depth one, run N's `core_done` and boundary
-    ///   pass, the blocked host wakes, reads N's timing, status header and result record (one
-    ///   D2H, L-8: the status read answers from it, decision 0023),
-    ///   launches the AICore kernel (no stream wait on N's boundary: its wait returned, so it
-    ///   has passed), records its `core_done`, launches the AICPU kernel, and N+1 starts
-    ///   after the start latency. N+1 was prepared while N ran (the a2a3 profile prepares
-    ///   concurrently, A23) and its prepare armed its slot (one H2D, decision 0024), and N's
-    ///   finalise runs after N+1's launch, so none of them
-    ///   is on this path.
+    ///   EventRecord + KernelStartLatency`: at depth one, N's `core_done` and boundary pass,
+    ///   the blocked host wakes, reads N's timing, status and record (one D2H, decision 0023),
+    ///   launches the AICore kernel (no wait on N's boundary, which has passed), records its
+    ///   `core_done` and launches the AICPU kernel, which starts after the start latency.
+    ///   N+1's prepare and arm (A23, decision 0024) ran while N did, and N's finalise runs
+    ///   after N+1's launch: none is on this path.
     /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·StreamWait +
-    ///   2·EventQuery + ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
-    ///   prepare, the arm, two launches, the `core_done` and boundary records, the waits on
-    ///   the predecessor's boundary and on `core_done`, the boundary wait, the one D2H of
-    ///   status and record, finalise). When the host is the bottleneck the boundary has passed by
-    ///   the time it waits, so the wait costs a query, not a wake-up; the other query is the
-    ///   proof of overlap, a look at the predecessor's boundary once the run's kernels were
-    ///   accepted. `H1 = H − StreamWait − EventQuery` at depth one, which makes no wait on the
-    ///   predecessor's boundary and no look at it; so where the host bounds both, depth one is
-    ///   ahead of queued by those two calls.
+    ///   2·EventQuery + ReadD2h + Finalise`: all the lane's one thread does per run (§5's
+    ///   `H`). Where the host is the bottleneck the boundary has passed when it waits, so the
+    ///   wait costs a query; the other query is the proof of overlap (a look at the
+    ///   predecessor's boundary). `H1 = H − StreamWait − EventQuery` at depth one, which
+    ///   neither waits on nor looks at the predecessor's boundary.
     ///
-    /// Arm 3 (copies on the streams, prepare and finalise on host workers,
-    /// [`Offload`]):
+    /// Arm 3 (copies on the streams, prepare and finalise on host workers, [`Offload`]):
     ///
     /// - `g3 = 4·TaskSwitch + 2·EventTask + CopyTask`: on the AICore stream, after run N's
     ///   kernel ends, N's completion event, N+1's arm copy, N+1's "armed" record and N+1's
-    ///   kernel each start behind a task switch (`TaskSwitch + EventTask`, `TaskSwitch +
-    ///   CopyTask`, `TaskSwitch + EventTask`, `TaskSwitch`). The AICPU stream runs N's
-    ///   readback copy and completion event (`2·TaskSwitch + CopyTask + EventTask`) and
-    ///   then waits for "armed" (`stream_wait_event`: no task of its own, its later tasks
-    ///   start after the capture), so N+1's AICPU kernel starts with its AICore kernel and
-    ///   the AICore path is the gap.
+    ///   kernel each start behind a task switch; the AICPU stream's readback copy and event
+    ///   take less, and its wait on "armed" starts N+1's AICPU kernel with its AICore one.
     /// - `L = 2·CopyEnqueue + 3·EventRecord + 3·StreamWait + 2·KernelLaunch + EventQuery +
-    ///   3·HostWakeup` (the query: the proof of overlap):
-    ///   the lane thread's calls per run: the arm and readback enqueues, the "armed",
-    ///   `core_done` and boundary records, the AICPU stream's waits on "armed" and `core_done`
-    ///   and the AICore stream's on the predecessor's boundary, the two launches, and a
-    ///   wake-up for each of the run's three answers (its prepare, its completion from the waiter, its
-    ///   finalise). It makes no wait: lane-service's completion waiter does. The status read
-    ///   reads pinned memory (`read_host`) and the hand-offs push into a preallocated queue:
-    ///   neither costs modelled host time.
-    /// - `V = 2·HostWakeup + ReadD2h`: the completion waiter wakes for the run's wait,
-    ///   blocks on its boundary (a wake-up when it passes) and reads its result record (one
-    ///   D2H, L-8).
+    ///   3·HostWakeup`: the lane thread's calls per run (the two enqueues, the "armed",
+    ///   `core_done` and boundary records, three stream waits, the two launches, the proof of
+    ///   overlap) and a wake-up for each of the run's three answers (prepare, completion,
+    ///   finalise). It makes no wait, and its status read (`read_host`) and hand-offs cost no
+    ///   modelled host time.
+    /// - `V = 2·HostWakeup + ReadD2h`: the completion waiter wakes for the run's wait, wakes
+    ///   again when its boundary passes, and reads its result record.
     /// - `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers,
     ///   window))` ([`Model::workers_period_ns`]): each run costs a prepare and a finalise
-    ///   on some worker, each after the worker wakes for its job, and at most
-    ///   `min(workers, window)` prepares run at once.
+    ///   on some worker, each after a wake-up, and at most `min(workers, window)` prepares
+    ///   run at once.
     /// - `C = (2·HostWakeup + Prepare + 2·CopyEnqueue + 3·EventRecord + 3·StreamWait +
-    ///   2·KernelLaunch + EventQuery) / window` ([`Model::prepare_chain_ns`]): where the host bounds the
-    ///   lane the device is idle when the next prepare answers, so every launch waits on its
-    ///   prepare, and a prepare is handed out only when a place in the prepare window frees,
-    ///   which is when a run launches (with `slots >= depth + window` its slot is free by
-    ///   then). So from run k's launch, run k + window's prepare costs a worker's wake-up and
-    ///   `Prepare`, then the lane thread wakes for its answer and makes the launch calls. The
-    ///   `window` places run such chains side by side (run k + 1's chain starts at run
-    ///   k − 1's launch), so `window` runs launch per chain. This is the chain with a free
-    ///   worker for every prepare. The simulated lane misses it by about 10% (20 us: 90% of
-    ///   `T3`): its lane thread sees each completion as soon as the waiter answers, so run
-    ///   N's finalise is handed out in the same step as the launch that lets run N + 3's
-    ///   prepare in, and takes the free worker first; that prepare then waits for the other
-    ///   worker's prepare to end. lane-service does the same (a client's submit comes after
-    ///   the outcome it answers). With fewer slots than `depth + window` a prepare also waits
-    ///   for a finalise, and the chain is longer still (not modelled: the default shape has
-    ///   four).
+    ///   2·KernelLaunch + EventQuery) / window` ([`Model::prepare_chain_ns`]): where the
+    ///   host bounds the lane every launch waits on its prepare, and a prepare is
+    ///   handed out only when a run launches (frees a window place; with `slots >= depth +
+    ///   window` its slot is free by then). So from run k's launch, run k + window's prepare
+    ///   costs a worker's wake-up and `Prepare`, then the lane thread's wake-up and launch
+    ///   calls; `window` such chains run side by side. The simulated lane misses it by about
+    ///   10% (20 us): run N's finalise is handed out with the launch that lets run N + 3's
+    ///   prepare in and takes the free worker first, as in lane-service. With fewer slots a
+    ///   prepare also waits for a finalise (not modelled).
     ///
-    /// The offloaded arm's shape (workers, prepare window) is [`Offload::default`]; see
-    /// [`Model::with_offload`] for another.
+    /// The offloaded arm's shape is [`Offload::default`]; [`Model::with_offload`] takes another.
     pub fn from_costs(costs: &Costs) -> Self {
         let c = |cost| costs.get(cost);
         let offload = Offload::default();

@@ -50,9 +50,8 @@ use lane_driver::{
 use crate::device::{SimDevice, SimRunner};
 use crate::trace::WAITER_TRACK;
 
-/// A backend's virtual host worker tracks: where a runner call made on a worker runs in
-/// virtual time. Only a virtual-time backend has them (the simulator); on a real clock the
-/// lane service's threads are the workers.
+/// A virtual-time backend's host worker tracks: where a runner call made on a worker runs
+/// in virtual time (on a real clock the lane service's threads are the workers).
 pub trait HostTracks<D> {
     /// How many workers run runner calls (0: all on the lane thread).
     fn workers(&self) -> u8;
@@ -114,9 +113,7 @@ impl HostTracks<SimDevice> for SimTracks {
 }
 
 /// [`SimRunner`] declaring that its prepare and finalise may run off the lane thread, with
-/// up to `prepares_at_once` prepares at once (each on its own slot). [`SimRunner`] itself
-/// keeps the default (everything on the lane thread), so every existing embedding of it is
-/// unchanged.
+/// up to `prepares_at_once` prepares at once ([`SimRunner`] keeps them on it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OffLaneRunner {
     prepares_at_once: u8,
@@ -253,8 +250,7 @@ impl<D: Device, R: Runner<D>> Bookkeeping for Books<'_, D, R> {
 }
 
 /// The lane thread's loop with virtual host workers and the completion waiter (see the
-/// module doc): the same public steps as [`Driver`] (`submit`, `publish`, `close`, `turn`),
-/// over the driver's parts, each decided by the dispatch machine.
+/// module doc): [`Driver`]'s public steps over its parts, decided by the dispatch machine.
 #[derive(Clone, Debug)]
 pub struct WorkerLoop {
     /// The dispatch machine, with host workers and a completion waiter; the lane thread
@@ -337,9 +333,8 @@ impl WorkerLoop {
     }
 
     /// As [`Driver::turn`], as lane-service's lane thread runs the dispatch machine: every
-    /// effect the lane thread has; else a sleep until the next answer (a worker's or the
-    /// waiter's) or the machine's next timer (the bound of the wait out), whichever comes
-    /// first. The lane thread never waits on the device itself.
+    /// effect the lane thread has, else a sleep until the next answer or the machine's next
+    /// timer, whichever comes first.
     pub fn turn<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
@@ -511,10 +506,9 @@ impl WorkerLoop {
         Ok(any)
     }
 
-    /// What the lane thread cannot do here, as a driver error: a wait made on the lane
-    /// thread and the end of the thread have no place with a waiter and no shutdown; a lane
-    /// lost because the waiter stayed inside a call past every bound it was given (a wait it
-    /// took late, behind a call that ran long) has no end in the simulator.
+    /// What the lane thread cannot do here, as a driver error: a wait on the lane thread and
+    /// the thread's end have no place with a waiter and no shutdown, and a lost lane (L-20)
+    /// no end in the simulator.
     fn refused(&self, input: DispatchInput, refusal: DispatchRefusal) -> DriverError {
         DriverError::Dispatch {
             state: self.dispatch.state().kind(),

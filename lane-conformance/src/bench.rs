@@ -1,13 +1,10 @@
 //! Real threads, real waits: depth one against queued depth two on the fake libascendcl.
 //!
-//! Each arm runs the same workload (back-to-back runs of one device time) through
-//! backend-acl on the fake with the [`FakeRunner`], at launch depth one (the
-//! host-synchronised lane) and at depth two (queued). From each run's own timing buffer
-//! (device start and end on the fake's clock) it reports the inter-run device gap; from the
-//! lane thread's clock, the lane's own host time per run: wall time minus the time blocked
-//! in the device's waits, divided by the runs. The fake's kernels are worker threads, so the
-//! gap at depth one is a real host round trip (wake, read the status, launch the successor,
-//! the worker wakes), and at depth two the stream's own hand-over.
+//! Each arm runs the same back-to-back workload through backend-acl on the fake with the
+//! [`FakeRunner`]. Each run's own timing buffer gives the inter-run device gap; the lane
+//! thread's clock, less the time blocked in the device's waits, the lane's own host time per
+//! run. The fake's kernels are worker threads, so the gap at depth one is a real host round
+//! trip, and at depth two the stream's own hand-over.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -241,11 +238,7 @@ pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Confo
         inner: session.open(profile)?,
         blocked: Duration::ZERO,
     };
-    let times = RunTimes {
-        device_ns,
-        jitter_ppm: 0,
-    };
-    let runner = FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times);
+    let runner = fake_runner(&session, &profile, device_ns);
     let driver = Driver::new(profile, device, runner)
         .with_observer(Tally::default())
         // The production setting: invariant checks are the simulator's and the tests' price.
@@ -276,6 +269,15 @@ pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Confo
         wall,
         Some(device.blocked),
     ))
+}
+
+/// The bench's runner: runs of `device_ns` each, no jitter, seed 1.
+fn fake_runner(session: &FakeSession, profile: &Profile, device_ns: u64) -> FakeRunner {
+    let times = RunTimes {
+        device_ns,
+        jitter_ppm: 0,
+    };
+    FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times)
 }
 
 /// What an arm ran: its launch depth, device time, runs and skipped runs.
@@ -358,17 +360,12 @@ pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Conforman
     let profile = FakeTimeouts::default().scale(Profile::custom(spec)?)?;
     let session = FakeSession::start()?;
     let device = session.open(profile)?;
-    let times = RunTimes {
-        device_ns,
-        jitter_ppm: 0,
-    };
     let queued_before = session
         .control()
         .counters()
         .map_err(ConformanceError::control)?
         .queued_launches;
-    let runner =
-        FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times).with_workers(2);
+    let runner = fake_runner(&session, &profile, device_ns).with_workers(2);
     let worker = runner.host_worker();
     let mut config = ServiceConfig::new(profile);
     // The production setting, as in the other arms.

@@ -129,10 +129,8 @@ impl FakeSession {
         self.open_on(0, profile)
     }
 
-    /// Opens device `device_id` of the fake (0 to 15 after the reset) with backend-acl, as a
-    /// user opens an NPU, with `profile` (so backend-acl programs that device's op timeout on
-    /// the fake). The calling thread is bound to it: it is the lane thread. Its fault rules
-    /// and counters are `control().device(device_id)`'s.
+    /// Opens device `device_id` of the fake (0 to 15) with backend-acl and `profile`, as a
+    /// user opens an NPU; the calling thread, bound to it, is the lane thread.
     ///
     /// # Errors
     ///

@@ -4,7 +4,7 @@
 //! still uses the buffer, each a broken invariant).
 
 use device_model::faults::Site;
-use device_model::{CallError, CopySpec, Dead, EventState, Place, RecordRun, SlotRead};
+use device_model::{CallError, CopySpec, Dead, EventState, HostMemory, Place, RecordRun, SlotRead};
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{RunId, Timestamp};
@@ -731,12 +731,7 @@ impl PinnedCopies for SimDevice {
     fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
         // Plain host memory: no call, no cost; settle first so the order with copy tasks holds.
         self.settle();
-        let out = self
-            .host_memory
-            .region_mut(dst, src.len())
-            .ok_or(AclCode::RtParamInvalid)?;
-        out.copy_from_slice(src);
-        Ok(())
+        self.host_memory.write(dst.0, src, true)
     }
 
     fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {

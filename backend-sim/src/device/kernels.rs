@@ -23,8 +23,7 @@ pub(super) struct PendingCore {
     enqueued: u64,
     tag: u64,
     /// The run's `core_done` record, made while the kernel waits for its partner: the event,
-    /// when it was recorded and its task's tag (its trace record sits beside the run's
-    /// kernels).
+    /// when it was recorded and its task's tag.
     pub(super) core_done: Option<(EventHandle, u64, u64)>,
 }
 

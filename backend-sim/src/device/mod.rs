@@ -101,25 +101,18 @@ impl RunTimes {
 
 /// The first thing that went wrong in the simulator itself (not a device failure the lane
 /// handles): a device invariant broke, a deadlock, or a livelock.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceFailure {
     /// A device invariant broke (see the crate doc's list).
+    #[error("device invariant broken: {0}")]
     Invariant(String),
     /// Work that can never finish: both kernels of a run on one stream, or an unbounded
     /// wait on an event that never completes.
+    #[error("deadlock: {0}")]
     Deadlock(String),
     /// The lane kept the device busy without making progress.
+    #[error("livelock: {0}")]
     Livelock(String),
-}
-
-impl core::fmt::Display for DeviceFailure {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Self::Invariant(what) => write!(f, "device invariant broken: {what}"),
-            Self::Deadlock(what) => write!(f, "deadlock: {what}"),
-            Self::Livelock(what) => write!(f, "livelock: {what}"),
-        }
-    }
 }
 
 /// Host time spent on behalf of one run.
@@ -223,12 +216,9 @@ impl TaskTrace {
     }
 }
 
-/// The simulated device: implements [`Device`] (and [`SimRunner`] does the runner's work on
-/// it), so the one [`lane_driver::Driver`] loop runs the lane on it. It gives no completion
-/// waiter itself: in a lane service, wrap it in a [`SharedSim`](crate::SharedSim), which
-/// shares it with the service's waiter thread.
-///
-/// [`Device`]: lane_driver::Device
+/// The simulated device, run by the one [`lane_driver::Driver`] loop with [`SimRunner`]. It
+/// gives no completion waiter itself: in a lane service, wrap it in a
+/// [`SharedSim`](crate::SharedSim), which shares it with the service's waiter thread.
 #[derive(Debug)]
 pub struct SimDevice {
     costs: Costs,
@@ -244,11 +234,7 @@ pub struct SimDevice {
     next_ptr: u64,
     host_memory: PinnedHost,
     next_host_ptr: u64,
-    /// Where the executor is in a run's launch ([`Device::launch_context`]): a record in the
-    /// arm is the slot's "armed" event, which belongs to no run yet; one after the AICore
-    /// kernel is that run's.
-    ///
-    /// [`Device::launch_context`]: lane_driver::Device::launch_context
+    /// Where the executor is in a run's launch (the module doc says what it decides).
     launch: Option<LaunchContext>,
     binary_loaded: bool,
     pending_core: Option<PendingCore>,
@@ -325,11 +311,9 @@ impl SimDevice {
         self
     }
 
-    /// Whether the device gives event timestamps (`aclrtEventGetTimestamp`; off by default,
-    /// so the calls and virtual times of a run without them stay as they were): on, each slot
-    /// has one more event, recorded right before each run's AICore kernel, and a run's device
-    /// start and end are that event's and its boundary's completion times in virtual time
-    /// (`TimingSource::EventTimestamps`).
+    /// Whether the device gives event timestamps (`aclrtEventGetTimestamp`, for
+    /// `TimingSource::EventTimestamps`; off by default, so the calls and virtual times of a
+    /// run without them stay as they were).
     #[must_use]
     pub const fn with_event_timestamps(mut self, on: bool) -> Self {
         self.event_timestamps = on;
@@ -384,9 +368,8 @@ impl SimDevice {
         self.journal.trace()
     }
 
-    /// The journal this device writes its calls and kernels into; give it to the driver's
-    /// observer ([`SimObserver::new`](crate::SimObserver::new)) so lane steps land in the same
-    /// trace.
+    /// The journal this device writes into; give it to [`SimObserver::new`](crate::SimObserver::new)
+    /// so lane steps land in the same trace.
     pub fn journal(&self) -> Journal {
         self.journal.clone()
     }
@@ -407,17 +390,14 @@ impl SimDevice {
         self.host_ns
     }
 
-    /// Moves the host clock to `at_ns` and returns where it was. The virtual host workers
-    /// ([`crate::workers`]) run a runner call on a worker's own clock this way and then put
-    /// the lane thread's clock back; the lane thread idles forward with it.
+    /// Moves the host clock to `at_ns` and returns where it was (a virtual host worker's call
+    /// runs on its own clock, [`crate::workers`]).
     pub const fn set_host_clock(&mut self, at_ns: u64) -> u64 {
         core::mem::replace(&mut self.host_ns, at_ns)
     }
 
-    /// A host thread that slept on a condition variable (not in a device call) wakes: the
-    /// wake-up latency (`host_wakeup`) is host time on the thread whose clock the device
-    /// is on (the lane thread, or a virtual host worker's, [`crate::workers`]), billed to
-    /// `run` and recorded as a `wake_up` call saying `why`.
+    /// The thread whose clock the device is on wakes from a sleep (not a device call): its
+    /// `host_wakeup`, billed to `run` and recorded as a `wake_up` call saying `why`.
     pub fn host_wakeup(&mut self, run: Option<RunId>, why: &'static str) {
         let start = self.host_ns;
         self.spend_ns(self.costs.get(Cost::HostWakeup), run);
@@ -427,10 +407,8 @@ impl SimDevice {
     }
 
     /// The result record the run's kernels published (stamped with the epoch the run was
-    /// launched with) that landed in its slot's record region, if any, and forgets it (each
-    /// run's is taken once, when its outcome is checked). The harness checks every verdict
-    /// with it: no path reports `Ok` without a published ok record (L-8), and no failure names
-    /// a run its own record does not convict (L-8a).
+    /// launched with) that landed in its slot's record region, if any, and forgets it: the
+    /// harness checks the run's verdict with it, once (L-8, L-8a).
     pub fn take_published(&mut self, run: RunId) -> Option<PublishedRecord> {
         self.published.remove(&run)
     }

@@ -220,8 +220,7 @@ pub struct SimConfig {
     /// (tensormap_and_ringbuffer): the simulated kernels latch in it and the lane reads it.
     pub header: Option<HeaderLayout>,
     /// Virtual host workers running the runner's prepare and finalise off the lane thread
-    /// ([`crate::workers`]); 0: everything on the lane thread. With workers the runner
-    /// declares it allows that, with as many prepares at once as the prepare window.
+    /// ([`crate::workers`]), as many at once as the prepare window; 0: none.
     pub workers: u8,
     /// The seed every random choice derives from.
     pub seed: u64,
@@ -449,9 +448,7 @@ impl Report {
 }
 
 /// What the workload runner needs from a backend beyond the [`Driver`]: the backend's own
-/// checks after every driver call, and healing its faults for the liveness phase. The
-/// simulator reports its device failures (invariants, deadlocks, livelocks) and heals its
-/// fault rules; another backend (backend-acl on the fake) supplies its own.
+/// checks after every driver call, and healing its faults for the liveness phase.
 pub trait Harness<D: Device, R: Runner<D>, O: Observer> {
     /// Something the backend itself found wrong, checked after every driver call (`None`:
     /// nothing).
