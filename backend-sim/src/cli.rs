@@ -379,12 +379,16 @@ fn check(files: &[PathBuf]) -> Result<ExitCode, SimError> {
         "{total} scenario{}: {} passed, {failed} failed{}{}",
         if total == 1 { "" } else { "s" },
         total - failed - bad_input - skipped,
-        (bad_input > 0)
-            .then(|| format!(", {bad_input} unreadable"))
-            .unwrap_or_default(),
-        (skipped > 0)
-            .then(|| format!(", {skipped} not for the simulator"))
-            .unwrap_or_default()
+        if bad_input > 0 {
+            format!(", {bad_input} unreadable")
+        } else {
+            String::new()
+        },
+        if skipped > 0 {
+            format!(", {skipped} not for the simulator")
+        } else {
+            String::new()
+        }
     );
     // 2 for an unreadable file, 1 for a failed expectation, else 0.
     let code = u8::from(failed > 0).max(2 * u8::from(bad_input > 0));
@@ -422,9 +426,11 @@ fn simulate(args: &SimArgs) -> Result<ExitCode, SimError> {
     if base.swarm || !base.faults.is_empty() {
         println!(
             "faults{}:\n{}",
-            base.swarm
-                .then(|| format!(" (swarm mix derived from seed {})", base.seed))
-                .unwrap_or_default(),
+            if base.swarm {
+                format!(" (swarm mix derived from seed {})", base.seed)
+            } else {
+                String::new()
+            },
             describe_faults(&base)
         );
     }

@@ -100,9 +100,8 @@ impl Journal {
         self.bill(run, ns, 0);
     }
 
-    /// Bills host time busy in calls and blocked in waits to `run` (nothing when `None`): to
-    /// the lane thread's use, or to the workers' while a worker's call runs (workers never
-    /// wait for the device).
+    /// Bills host time busy in calls and blocked in waits to `run` (if any): the lane
+    /// thread's, or the workers' while a worker's call runs (workers never wait).
     pub(crate) fn bill(&self, run: Option<RunId>, busy_ns: u64, blocked_ns: u64) {
         if let Some(run) = run {
             let mut log = self.log();
@@ -142,9 +141,8 @@ impl Journal {
         self.log().aicore_streams_created
     }
 
-    /// The device launched `run` with `epoch`. Epochs are process-wide (two simulations in one
-    /// process get different ones), so the trace shows a record's stale stamp as the id of
-    /// the run launched with it and stays byte-identical per seed.
+    /// The device launched `run` with `epoch`. Epochs are process-wide, so the trace shows a
+    /// stale stamp as the run launched with it, byte-identical per seed.
     pub(crate) fn note_epoch(&self, epoch: u64, run: RunId) {
         let mut log = self.log();
         if log.epochs.len() == EPOCH_WINDOW {
@@ -180,30 +178,18 @@ impl SimObserver {
 
 /// `event` as the trace shows it: a never-published record's stale stamp (another run's
 /// epoch) replaced by the id of the run launched with it (0 if it is not a recent launch's).
-fn stamp_as_run(epochs: &[(u64, u64)], event: Event) -> Event {
-    match event {
-        Event::Completed {
-            run,
-            lease,
-            mut evidence,
-        } => {
-            if let RecordRead::Read(Published::NeverPublished { stamp }) = evidence.record {
-                if stamp != 0 {
-                    let shown = epochs
-                        .iter()
-                        .find(|(epoch, _)| *epoch == stamp)
-                        .map_or(0, |(_, run)| *run);
-                    evidence.record = RecordRead::Read(Published::NeverPublished { stamp: shown });
-                }
-            }
-            Event::Completed {
-                run,
-                lease,
-                evidence,
+fn stamp_as_run(epochs: &[(u64, u64)], mut event: Event) -> Event {
+    if let Event::Completed { evidence, .. } = &mut event {
+        if let RecordRead::Read(Published::NeverPublished { stamp }) = &mut evidence.record {
+            if *stamp != 0 {
+                *stamp = epochs
+                    .iter()
+                    .find(|(epoch, _)| epoch == stamp)
+                    .map_or(0, |(_, run)| *run);
             }
         }
-        other => other,
     }
+    event
 }
 
 impl Observer for SimObserver {

@@ -53,11 +53,8 @@
 //! left-out part is not compared.
 //!
 //! **Backends.** The conformance suite (lane-conformance) runs every scenario on each
-//! [`BackendName`]: `sim` (this simulator, virtual time) and `acl` (backend-acl on the fake
-//! libascendcl, real time), and each must match the same expectations. A scenario only one
-//! of them can express (a fault the fake has no counterpart for, such as a rate, or a figure
-//! only virtual time makes exact) lists the ones it runs on in `backends`, with the reason
-//! in `backends_reason`.
+//! [`BackendName`] against the same expectations. A scenario only some can express (a rate,
+//! a figure only virtual time makes exact) lists them in `backends`, with `backends_reason`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -192,8 +189,7 @@ impl BackendName {
 }
 
 /// What a run produced, as far as a scenario's expectations compare it: the figures every
-/// backend can report (the simulator takes them from its [`Report`], another backend from
-/// its own observer).
+/// backend can report.
 #[derive(Clone, Debug)]
 pub struct Observed {
     /// How the lane ended.

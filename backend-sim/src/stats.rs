@@ -121,9 +121,8 @@ pub struct Summary {
     pub device_utilisation: Option<f64>,
     /// Mean device idle gap between consecutive timed runs.
     pub mean_gap_ns: Option<f64>,
-    /// Median (nearest rank) of the same gaps: what the demo prints beside the p99, since a
-    /// few warm-up gaps (a slot's first launch makes its resources) can lift the mean above
-    /// the p99.
+    /// Median (nearest rank) of the same gaps, which the demo prints: a few warm-up gaps can
+    /// lift the mean above the p99.
     pub median_gap_ns: Option<u64>,
     /// 99th percentile (nearest rank) of the same gaps.
     pub p99_gap_ns: Option<u64>,

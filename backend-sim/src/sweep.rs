@@ -40,16 +40,11 @@ pub struct Model {
     pub g_ns: u64,
     /// `H`, host time per run on the lane's one thread once the host is the bottleneck.
     pub h_ns: u64,
-    /// `H1`, the same at launch depth one: `H` less the AICore stream's wait on the
-    /// predecessor's boundary, which depth one never makes (the boundary has passed when
-    /// the successor launches).
+    /// `H1`, the same at launch depth one (no wait on the predecessor's boundary).
     pub h1_ns: u64,
-    /// `g3`, the queued gap of the offloaded arm (copies on the streams add stream tasks
-    /// between queued runs).
+    /// `g3`, the queued gap of the offloaded arm (with the copies' stream tasks).
     pub g3_ns: u64,
-    /// `L`, the offloaded arm's host time per run on the lane thread (no prepare, no
-    /// finalise, no wait; the copies enqueued instead of made; the wake-ups for the run's
-    /// answers).
+    /// `L`, the offloaded arm's host time per run on the lane thread.
     pub l_ns: u64,
     /// `V`, the completion waiter's host time per run in the offloaded arm.
     pub v_ns: u64,
@@ -57,13 +52,11 @@ pub struct Model {
     pub prepare_ns: u64,
     /// `F`, the runner's finalise (on a worker in the offloaded arm).
     pub finalise_ns: u64,
-    /// A sleeping thread's wake-up (`host_wakeup`): a worker woken for a job, the lane
-    /// thread woken by an answer.
+    /// A sleeping thread's wake-up (`host_wakeup`).
     pub wakeup_ns: u64,
     /// `W`, the workers' term ([`Model::workers_period_ns`], for this shape).
     pub w_ns: u64,
-    /// The lane thread's launch calls per run (copy enqueues, records, the stream wait, the
-    /// two launches): part of `L` and of `C`.
+    /// The lane thread's launch calls per run: part of `L` and of `C`.
     pub launch_ns: u64,
     /// `C`, the prepare chain ([`Model::prepare_chain_ns`], for this shape).
     pub c_ns: u64,

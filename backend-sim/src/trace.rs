@@ -213,11 +213,6 @@ impl Trace {
         }
     }
 
-    /// Whether it records.
-    pub const fn enabled(&self) -> bool {
-        self.enabled
-    }
-
     /// The records, in the order they were made.
     pub fn records(&self) -> &[Record] {
         &self.records

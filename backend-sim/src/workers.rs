@@ -62,9 +62,8 @@ pub trait HostTracks<D> {
     fn leave(&mut self, device: &mut D) -> u64;
     /// The lane thread has nothing to do until `at_ns`: its clock moves there.
     fn idle_until(&mut self, device: &mut D, at_ns: u64);
-    /// The thread whose clock the device is on (the lane thread, or the worker between
-    /// [`HostTracks::enter`] and [`HostTracks::leave`]) wakes from a sleep: its wake-up
-    /// latency, billed to `run`, saying `why`.
+    /// The thread whose clock the device is on wakes from a sleep: its wake-up latency,
+    /// billed to `run`, saying `why`.
     fn wake_up(&mut self, device: &mut D, run: Option<RunId>, why: &'static str);
 }
 
@@ -216,9 +215,8 @@ struct OffLane {
     waiter_free_at: u64,
     /// Whether the waiter has bound the device since the last force reset.
     waiter_bound: bool,
-    /// A device wait handed out while the waiter was inside a call, with its ticket: the
-    /// waiter takes it when that call returns (`waiter_free_at`), unless the machine
-    /// replaces or withdraws it first (lane-service's one untaken wait).
+    /// A device wait (with its ticket) left for the waiter until its call returns, unless the
+    /// machine replaces or withdraws it first (lane-service's one untaken wait).
     untaken: Option<(u64, DeviceWait)>,
 }
 
@@ -415,9 +413,8 @@ impl WorkerLoop {
         true
     }
 
-    /// Polls the dispatch machine until it says sleep, executing on the lane thread's track
-    /// what it gives this thread and making what it hands out on the worker and waiter tracks
-    /// at once; returns whether anything happened.
+    /// Polls the dispatch machine until it says sleep: what it gives this thread runs on the
+    /// lane thread's track, hand-outs on the worker and waiter tracks. Whether any happened.
     fn execute_effects<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,

@@ -297,12 +297,6 @@ fn figures(
     wall: Duration,
     blocked: Option<Duration>,
 ) -> Arm {
-    let Shape {
-        depth,
-        device_ns,
-        runs,
-        skip,
-    } = shape;
     let timings: Vec<(u64, u64)> = outcomes
         .iter()
         .filter_map(|o| match o {
@@ -313,22 +307,22 @@ fn figures(
     let ok = u32::try_from(timings.len()).unwrap_or(u32::MAX);
     let mut gaps_ns: Vec<u64> = timings
         .windows(2)
-        .skip(skip as usize)
+        .skip(shape.skip as usize)
         .map(|pair| pair[1].0.saturating_sub(pair[0].1))
         .collect();
     gaps_ns.sort_unstable();
-    let measured = timings.get(skip as usize..).unwrap_or_default();
+    let measured = timings.get(shape.skip as usize..).unwrap_or_default();
     let busy_ns = measured.iter().map(|(s, e)| e.saturating_sub(*s)).collect();
     let ends_ns = (
         measured.first().map_or(0, |t| t.1),
         measured.last().map_or(0, |t| t.1),
     );
     Arm {
-        depth,
-        device_ns,
-        runs,
+        depth: shape.depth,
+        device_ns: shape.device_ns,
+        runs: shape.runs,
         ok,
-        skipped: skip,
+        skipped: shape.skip,
         queued_launches,
         gaps_ns,
         busy_ns,

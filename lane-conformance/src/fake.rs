@@ -11,10 +11,9 @@ use run_lane_fake_ascendcl::{CDYLIB_FILE_NAME, Control, cdylib_path};
 
 use crate::error::ConformanceError;
 
-/// The timeouts a profile runs with on the fake, scaled from the profile's tens of seconds
-/// to real time a test can afford, and still generous for a loaded 2-core machine: a run of
-/// a few hundred microseconds never comes near them, and a hung kernel ends at the device
-/// op timeout, well before the host wait gives up (SPEC L-6).
+/// The timeouts a profile runs with on the fake, scaled from tens of seconds to what a test
+/// can afford and still generous for a loaded 2-core machine; a hung kernel ends at the
+/// device op timeout, well before the host wait gives up (SPEC L-6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FakeTimeouts {
     /// Host wait for one run's completion.

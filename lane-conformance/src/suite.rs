@@ -126,10 +126,9 @@ pub fn figures(observed: &Observed) -> Figures {
     )
 }
 
-/// Runs each of [`RARER_FAULTS`] on the simulator and on `backend` (a backend over the fake):
-/// one readable block per case whose outcome lines or [`Figures`] differ, or whose backend
-/// reported its own failure (a leak); and per case a block if the fault changed nothing on
-/// the simulator (a case that proves nothing).
+/// Runs each of [`RARER_FAULTS`] on the simulator and on `backend` (over the fake): a
+/// readable block per case whose outcome lines or [`Figures`] differ, whose backend failed
+/// its own checks, or whose fault changed nothing on the simulator (proving nothing).
 ///
 /// # Panics
 ///
@@ -251,9 +250,8 @@ pub struct AclOnFake {
 }
 
 impl AclOnFake {
-    /// The suite's timeouts: a 4 s host wait (a scenario's runs take hundreds of
-    /// microseconds), a 1 s op timeout and a 1 s drain, so a scenario whose run never ends
-    /// (`stuck`) waits out its host deadline in seconds, not tens.
+    /// The suite's timeouts: a 4 s host wait, a 1 s op timeout and a 1 s drain, so a `stuck`
+    /// scenario waits out its host deadline in seconds, not tens.
     pub const TIMEOUTS: FakeTimeouts = FakeTimeouts {
         completion_ns: 4_000_000_000,
         device_op_ns: 1_000_000_000,

@@ -418,12 +418,9 @@ impl Device for SimDevice {
         )
     }
 
-    /// `aclrtQueryEventStatus`: whether the event's capture has completed, without waiting.
-    /// It costs a query (`event_query`) and answers the device as the call found it: complete
-    /// once the stream passed the record (or never recorded, as on ACL), not ready before,
-    /// and the code of a capture that can never complete (its stream destroyed unfinished),
-    /// as the fake answers it. It decides no `event-wait` rule: only a blocking wait does, on
-    /// the fake as here, so a rule's call count is the waits'.
+    /// `aclrtQueryEventStatus`: whether the event's capture has completed (or was never
+    /// recorded), without waiting; the code of one that never can, as the fake answers. It
+    /// decides no `event-wait` rule: only a blocking wait does, on the fake as here.
     fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
         // The look's host time is billed to the run whose launch recorded the event.
         let run = self.model.event_run(event.0).map(RunId);
@@ -449,10 +446,8 @@ impl Device for SimDevice {
         self.event_timestamps
     }
 
-    /// `aclrtEventGetTimestamp`: the virtual device time at which the event's record task
-    /// passed (ns; the simulator's clock needs no µs rounding). A live event whose capture
-    /// has not completed (never recorded, pending, aborted) is 107000, as on the fake; the
-    /// driver asks only after the event completed.
+    /// `aclrtEventGetTimestamp`: the virtual time (ns) the event's record task passed; 107000
+    /// for a live event whose capture has not completed, as on the fake.
     fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
         let run = self.model.event_run(event.0).map(RunId);
         self.call(

@@ -1,7 +1,5 @@
-//! Kernels: a run's two launches (the model runs them; here the host's cost, the launch
-//! context, the trace of a run's kernels and the simulator's checks of L-5 and L-13). A run
-//! follows its launch context, never the order of calls, and its slot buffers are written only
-//! by its own kernels.
+//! A run's two kernel launches (the model runs them; here the host's cost, the launch
+//! context, the trace of a run's kernels and the simulator's checks of L-5 and L-13).
 
 use std::collections::BTreeMap;
 
@@ -41,9 +39,7 @@ impl SimDevice {
     ///
     /// [`Device::launch_context`]: lane_driver::Device::launch_context
     pub(super) fn follow_launch_context(&mut self, context: Option<LaunchContext>) {
-        // Only the pending kernel's own `Kernels` stage continues its launch: any other
-        // context (`None`, or another launch's arm) means the launch ended without the
-        // AICPU partner, so the kernel is orphaned now, whatever other threads call.
+        // Only the pending kernel's own `Kernels` stage continues its launch.
         let continues = |p: &PendingCore| {
             context.is_some_and(|c| c.run == p.args.run && c.stage == LaunchStage::Kernels)
         };

@@ -124,8 +124,8 @@ pub struct HostUse {
     pub blocked_ns: u64,
 }
 
-/// Pinned host memory (`aclrtMallocHost`), by base address: the host side of the copies on
-/// the streams, which the model reads and writes when their tasks run.
+/// Pinned host memory (`aclrtMallocHost`) by base address, which the model's copy tasks read
+/// and write.
 #[derive(Clone, Debug, Default)]
 struct PinnedHost(BTreeMap<HostPtr, Vec<u8>>);
 
@@ -346,11 +346,6 @@ impl SimDevice {
     /// stays until the lane recovers it).
     pub fn heal(&mut self) {
         self.model.heal();
-    }
-
-    /// The installed fault rules.
-    pub fn fault_rules(&self) -> &[FaultRule] {
-        self.model.fault_rules()
     }
 
     /// How many faults fired.
