@@ -12,7 +12,7 @@ use crate::costs::{Cost, Costs};
 use crate::error::{InputError, SimError};
 use crate::faults::{FaultKind, FaultRule};
 use crate::scenario;
-use crate::stats::{Summary, fmt_us, per_run_table};
+use crate::stats::{fmt_us, per_run_table, us_to_ns};
 use crate::sweep::{DEFAULT_POINTS_US, DEFAULT_RUNS, Offload, SweepConfig, sweep};
 use crate::trace::chrome_json;
 use crate::workload::{
@@ -248,10 +248,7 @@ fn parse_cost(spec: &str) -> Result<(Cost, u64), String> {
     if !us.is_finite() || !(0.0..=1e9).contains(&us) {
         return Err(format!("{name}={us} is not a time between 0 and 1e9 us"));
     }
-    // In range, so the cast neither truncates nor wraps.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let ns = (us * 1_000.0).round() as u64;
-    Ok((cost, ns))
+    Ok((cost, us_to_ns(us)))
 }
 
 impl SimArgs {
@@ -270,8 +267,7 @@ impl SimArgs {
             )));
         }
         // Checked positive and finite; absurd values are refused by Workload::validate.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let device_ns = (self.device_us * 1_000.0).min(u64::MAX as f64).round() as u64;
+        let device_ns = us_to_ns(self.device_us);
         Ok(SimConfig {
             profile: self.profile,
             depth: self.depth,
@@ -320,11 +316,7 @@ pub fn main() -> ExitCode {
 pub fn execute(cli: &Cli) -> Result<ExitCode, SimError> {
     match &cli.command {
         Some(Command::Costs) => {
-            let mut costs = Costs::default();
-            for (cost, ns) in &cli.sim.cost {
-                costs.set(*cost, *ns);
-            }
-            print!("{}", costs.table());
+            print!("{}", Costs::with_overrides(&cli.sim.cost).table());
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Faults) => {
@@ -398,13 +390,9 @@ fn check(files: &[PathBuf]) -> Result<ExitCode, SimError> {
             String::new()
         }
     );
-    Ok(if bad_input > 0 {
-        ExitCode::from(2)
-    } else if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    // 2 for an unreadable file, 1 for a failed expectation, else 0.
+    let code = u8::from(failed > 0).max(2 * u8::from(bad_input > 0));
+    Ok(ExitCode::from(code))
 }
 
 fn progress_printer(label: &'static str, enabled: bool) -> impl FnMut(u32, u32) {
@@ -448,25 +436,16 @@ fn simulate(args: &SimArgs) -> Result<ExitCode, SimError> {
     }
     let arms: Vec<(&'static str, SimConfig)> = match args.depth {
         Some(_) => vec![("single arm", base.clone())],
-        None => {
-            let slots = profile.slots();
-            vec![
-                (
-                    "depth one",
-                    SimConfig {
-                        depth: Some(1),
-                        ..base.clone()
-                    },
-                ),
-                (
-                    "queued",
-                    SimConfig {
-                        depth: Some(slots.min(2)),
-                        ..base.clone()
-                    },
-                ),
-            ]
-        }
+        None => [("depth one", 1), ("queued", profile.slots().min(2))]
+            .into_iter()
+            .map(|(label, depth)| {
+                let config = SimConfig {
+                    depth: Some(depth),
+                    ..base.clone()
+                };
+                (label, config)
+            })
+            .collect(),
     };
     let mut reports = Vec::new();
     for (label, config) in &arms {
@@ -522,7 +501,7 @@ fn table(reports: &[(&str, Report)]) -> String {
         ("launches queued on device", |r| {
             r.queued_launches.to_string()
         }),
-        ("outcomes", |r| outcomes_cell(&r.summary)),
+        ("outcomes", |r| r.summary.counts.to_string()),
         ("lane end", |r| r.end.name().to_owned()),
     ];
     let cells: Vec<Vec<String>> = rows
@@ -557,10 +536,6 @@ fn table(reports: &[(&str, Report)]) -> String {
         out.push('\n');
     }
     out
-}
-
-fn outcomes_cell(summary: &Summary) -> String {
-    summary.counts.to_string()
 }
 
 fn opt_us_f(ns: Option<f64>) -> String {

@@ -2,8 +2,6 @@
 //! [`SimError::Failed`]: the simulation found a bug; it carries the one line that
 //! reproduces it (exit code 1).
 
-use std::fmt;
-
 use lane_driver::DriverError;
 use thiserror::Error;
 
@@ -54,30 +52,23 @@ pub enum InputError {
 
 /// What broke during a simulation (never a device failure the lane handles: those become
 /// verdicts).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum Failure {
     /// The driver stopped: a lane invariant, a rejected event, a stuck lane.
+    #[error("driver stopped: {0}")]
     Driver(DriverError),
     /// The simulated device found a broken device invariant, a deadlock or a livelock.
+    #[error("{0}")]
     Device(DeviceFailure),
     /// The workload made no progress.
+    #[error("stuck: {0}")]
     Stuck(String),
     /// After the faults were healed, the lane did not drain or new runs did not succeed.
+    #[error("liveness: {0}")]
     Liveness(String),
     /// Outcomes do not match what was accepted.
+    #[error("outcome accounting: {0}")]
     Accounting(String),
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Driver(e) => write!(f, "driver stopped: {e}"),
-            Self::Device(e) => write!(f, "{e}"),
-            Self::Stuck(what) => write!(f, "stuck: {what}"),
-            Self::Liveness(what) => write!(f, "liveness: {what}"),
-            Self::Accounting(what) => write!(f, "outcome accounting: {what}"),
-        }
-    }
 }
 
 /// Why a simulation did not produce a report.

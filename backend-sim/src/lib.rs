@@ -6,10 +6,8 @@
 //! `Timing`), the trace of every call and device task, and the simulator's own invariants;
 //! the device itself (streams, the AICPU/AICore handshake, events, device memory written by
 //! the run's kernels, sticky errors) and its [`faults`] (rules decided by one seed) are
-//! device-model's. Around it: the workload runner
-//! ([`workload`]), traces ([`trace`]), figures ([`stats`]), scenario files ([`scenario`])
-//! and the command ([`cli`]). The device sees only the calls made on it; lane steps reach
-//! the trace through the driver's observer ([`SimObserver`]).
+//! device-model's. The device sees only the calls made on it; lane steps reach the trace
+//! through the driver's observer ([`SimObserver`]).
 //!
 //! **Map of the code:**
 //!
@@ -31,26 +29,59 @@
 //!
 //! **Invariant:** determinism. The same [`SimConfig`] gives a byte-identical trace: time is
 //! virtual, every random choice draws from a `ChaCha8Rng` derived from the one `u64` seed,
-//! and every map is a `BTreeMap`. After every lane step the driver checks
-//! `Lane::check_invariants()`; the device checks its own on the calls that could break them: a run's timing buffer and
-//! status header are written only by that run's kernels, no two live runs share a slot
-//! buffer, no stream is destroyed with queued work, no buffer is freed under a task that
-//! still uses it, and no handle is used after it died (tasks on a stream run in enqueue
-//! order by the model's construction). A violation, a deadlock (both kernels of a run on
-//! one stream, an unbounded wait that can never end) or a livelock stops the run with an
-//! error that ends in the one line reproducing it.
+//! and every map is a `BTreeMap`. The driver checks `Lane::check_invariants()` after every
+//! lane step; the device checks its own on the calls that could break them: a run's timing
+//! buffer and status header are written only by that run's kernels, no two live runs share a
+//! slot buffer, no stream is destroyed with queued work, no buffer is freed under a task that
+//! still uses it, and no handle is used after it died. A violation, a deadlock (both kernels
+//! of a run on one stream, an unbounded wait that can never end) or a livelock stops the run
+//! with an error that ends in the one line reproducing it.
 //!
-//! **API boundary:** [`SimDevice`] implements `lane_driver::Device` and [`SimRunner`]
-//! `lane_driver::Runner<SimDevice>`; both are driven by `lane_driver::Driver` like any
-//! backend, observed by [`SimObserver`]; it never depends on backend-acl. [`run`] is
-//! the entry point for a workload; [`scenario::load`] and [`scenario::check`] for files.
+//! **API boundary:** [`SimDevice`] and [`SimRunner`] are driven by `lane_driver::Driver` like
+//! any backend, observed by [`SimObserver`]; it never depends on backend-acl. [`run`] is the
+//! entry point for a workload; [`scenario::load`] and [`scenario::check`] for files.
 //!
 //! **Features:** `cli` (default: the `lane-sim` command, [`cli`], with clap) enables
-//! `scenario` (the scenario files, [`scenario`], with toml). The workspace's dependency entry
-//! turns the defaults off, so the C ABI (lane-capi) links the simulated device without the
-//! simulator's argument and file parsing; lane-conformance asks for `scenario`.
+//! `scenario` (the scenario files, [`scenario`], with toml); the C ABI (lane-capi) links the
+//! simulated device without either.
 
 #![forbid(unsafe_code)]
+
+/// Trait methods that make the same call on what `|s| via` gives for `self` (a delegating
+/// impl): `forward_calls! { |s| s.inner; fn now(&mut self) -> Timestamp; ... }`.
+#[macro_export]
+macro_rules! forward_calls {
+    (|$s:ident| $via:expr; $(fn $name:ident(&mut self $(, $arg:ident: $ty:ty)*) $(-> $ret:ty)?;)*) => {
+        $(fn $name(&mut self $(, $arg: $ty)*) $(-> $ret)? {
+            let $s = self;
+            $via.$name($($arg),*)
+        })*
+    };
+}
+
+/// Implements `Runner<$device>` for `$runner` by making each call as a `Runner<SimDevice>`
+/// on the runner and device that `|r, d| (runner, device)` gives; `$more` adds items.
+macro_rules! runner_via {
+    ($runner:ty, $device:ty, |$r:ident, $d:ident| ($runner_of:expr, $device_of:expr) $($more:tt)*) => {
+        impl Runner<$device> for $runner {
+            runner_via! {@calls $device, |$r, $d| ($runner_of, $device_of);
+                fn prepare_run(run: RunId, slot: SlotId, diagnostics: bool) -> Result<(), PrepareError>;
+                fn launch_aicore(stream: StreamHandle, args: &RunArgs) -> Result<(), ReturnCode>;
+                fn launch_aicpu(stream: StreamHandle, args: &RunArgs) -> Result<(), ReturnCode>;
+                fn finalise_run(run: RunId, slot: SlotId, copy_back: bool) -> Result<(), FinaliseFailure>;
+                fn upload_code(code: CodeRef) -> Result<(), ReturnCode>;
+            }
+            $($more)*
+        }
+    };
+    (@calls $device:ty, |$r:ident, $d:ident| ($runner_of:expr, $device_of:expr);
+        $(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        $(fn $name(&mut self, device: &mut $device, $($arg: $ty),*) -> $ret {
+            let ($r, $d) = (self, device);
+            Runner::<SimDevice>::$name($runner_of, $device_of, $($arg),*)
+        })*
+    };
+}
 
 #[cfg(feature = "cli")]
 pub mod cli;

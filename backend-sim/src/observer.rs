@@ -1,10 +1,9 @@
 //! The simulator's driver-level observer, and the journal it shares with the device.
 //!
-//! The device model sees only the calls made on it (and the runner's launches, which carry
-//! their [`RunArgs`](lane_driver::RunArgs)). What only the lane knows (stream roles, which run
-//! a host call works for) reaches the simulation through [`SimObserver`], as it would on
-//! hardware, and lands in the [`Journal`]: the trace, the stream roles, the latched status
-//! headers the driver read, and the run host time is billed to. The journal is instrumentation: no device decision reads it.
+//! What only the lane knows (stream roles, which run a host call works for) reaches the
+//! simulation through [`SimObserver`], as it would on hardware, and lands in the [`Journal`]:
+//! the trace, the stream roles, the latched status headers the driver read, and the run host
+//! time is billed to. The journal is instrumentation: no device decision reads it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -92,36 +91,28 @@ impl Journal {
 
     /// Records what `make` builds for the run whose effect the driver is executing.
     pub(crate) fn push_for_effect(&self, make: impl FnOnce(Option<RunId>) -> Record) {
-        let mut log = self.log();
-        let (run, track) = (log.bill_to, log.track);
-        log.trace.push(|| make(run).on_track(track));
+        self.push_indexed(make);
     }
 
     /// Bills a call's host time to the run whose effect the driver is executing, if any.
     pub(crate) fn bill_effect_busy(&self, ns: u64) {
         let run = self.log().bill_to;
-        self.bill(
-            run,
-            HostUse {
-                busy_ns: ns,
-                blocked_ns: 0,
-            },
-        );
+        self.bill(run, ns, 0);
     }
 
-    /// Bills host time to `run` (nothing when `None`): to the lane thread's use, or to the
-    /// workers' while a worker's call runs (workers never wait for the device).
-    pub(crate) fn bill(&self, run: Option<RunId>, spent: HostUse) {
+    /// Bills host time busy in calls and blocked in waits to `run` (if any): the lane
+    /// thread's, or the workers' while a worker's call runs (workers never wait).
+    pub(crate) fn bill(&self, run: Option<RunId>, busy_ns: u64, blocked_ns: u64) {
         if let Some(run) = run {
             let mut log = self.log();
             if log.track.is_some() {
                 let entry = log.worker_use.entry(run.0).or_default();
-                *entry = entry.saturating_add(spent.busy_ns);
+                *entry = entry.saturating_add(busy_ns);
                 return;
             }
             let entry = log.host_use.entry(run.0).or_default();
-            entry.busy_ns = entry.busy_ns.saturating_add(spent.busy_ns);
-            entry.blocked_ns = entry.blocked_ns.saturating_add(spent.blocked_ns);
+            entry.busy_ns = entry.busy_ns.saturating_add(busy_ns);
+            entry.blocked_ns = entry.blocked_ns.saturating_add(blocked_ns);
         }
     }
 
@@ -150,9 +141,8 @@ impl Journal {
         self.log().aicore_streams_created
     }
 
-    /// The device launched `run` with `epoch`. Epochs are process-wide (two simulations in one
-    /// process get different ones), so the trace shows a record's stale stamp as the id of
-    /// the run launched with it and stays byte-identical per seed.
+    /// The device launched `run` with `epoch`. Epochs are process-wide, so the trace shows a
+    /// stale stamp as the run launched with it, byte-identical per seed.
     pub(crate) fn note_epoch(&self, epoch: u64, run: RunId) {
         let mut log = self.log();
         if log.epochs.len() == EPOCH_WINDOW {
@@ -188,30 +178,18 @@ impl SimObserver {
 
 /// `event` as the trace shows it: a never-published record's stale stamp (another run's
 /// epoch) replaced by the id of the run launched with it (0 if it is not a recent launch's).
-fn stamp_as_run(epochs: &[(u64, u64)], event: Event) -> Event {
-    match event {
-        Event::Completed {
-            run,
-            lease,
-            mut evidence,
-        } => {
-            if let RecordRead::Read(Published::NeverPublished { stamp }) = evidence.record {
-                if stamp != 0 {
-                    let shown = epochs
-                        .iter()
-                        .find(|(epoch, _)| *epoch == stamp)
-                        .map_or(0, |(_, run)| *run);
-                    evidence.record = RecordRead::Read(Published::NeverPublished { stamp: shown });
-                }
-            }
-            Event::Completed {
-                run,
-                lease,
-                evidence,
+fn stamp_as_run(epochs: &[(u64, u64)], mut event: Event) -> Event {
+    if let Event::Completed { evidence, .. } = &mut event {
+        if let RecordRead::Read(Published::NeverPublished { stamp }) = &mut evidence.record {
+            if *stamp != 0 {
+                *stamp = epochs
+                    .iter()
+                    .find(|(epoch, _)| epoch == stamp)
+                    .map_or(0, |(_, run)| *run);
             }
         }
-        other => other,
     }
+    event
 }
 
 impl Observer for SimObserver {

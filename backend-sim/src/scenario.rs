@@ -53,11 +53,8 @@
 //! left-out part is not compared.
 //!
 //! **Backends.** The conformance suite (lane-conformance) runs every scenario on each
-//! [`BackendName`]: `sim` (this simulator, virtual time) and `acl` (backend-acl on the fake
-//! libascendcl, real time), and each must match the same expectations. A scenario only one
-//! of them can express (a fault the fake has no counterpart for, such as a rate, or a figure
-//! only virtual time makes exact) lists the ones it runs on in `backends`, with the reason
-//! in `backends_reason`.
+//! [`BackendName`] against the same expectations. A scenario only some can express (a rate,
+//! a figure only virtual time makes exact) lists them in `backends`, with `backends_reason`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -70,7 +67,10 @@ use serde::Deserialize;
 use crate::costs::Cost;
 use crate::error::{InputError, SimError};
 use crate::faults::{FaultKind, FaultRule, When, parse_rate};
-use crate::workload::{LaneEnd, Origin, Points, ProfileName, Report, SimConfig, Workload, run};
+use crate::stats::us_to_ns;
+use crate::workload::{
+    LaneEnd, Origin, Points, ProfileName, Report, SimConfig, Workload, copies_name, run,
+};
 
 /// Bytes a scenario file may have (a guard against pointing `check` at the wrong file).
 const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -81,23 +81,17 @@ struct File {
     name: String,
     #[serde(default)]
     rules: Vec<String>,
-    #[serde(default)]
     description: Option<String>,
     #[serde(default = "default_profile")]
     profile: String,
-    #[serde(default)]
     depth: Option<u8>,
     /// `"sync"` (the default) or `"on-stream"`.
-    #[serde(default)]
     copies: Option<String>,
     /// `"tensormap_and_ringbuffer"` (the default) or `"host_build_graph"`.
-    #[serde(default)]
     header: Option<String>,
     #[serde(default = "default_seed")]
     seed: u64,
-    #[serde(default)]
     backends: Option<Vec<String>>,
-    #[serde(default)]
     backends_reason: Option<String>,
     workload: WorkloadSection,
     #[serde(default)]
@@ -128,7 +122,6 @@ struct WorkloadSection {
     publish_after: Vec<u32>,
     #[serde(default)]
     diagnostics: Vec<u32>,
-    #[serde(default)]
     close_after: Option<u32>,
 }
 
@@ -148,17 +141,11 @@ enum CodeValue {
 #[serde(deny_unknown_fields)]
 struct FaultSection {
     kind: String,
-    #[serde(default)]
     code: Option<CodeValue>,
-    #[serde(default)]
     runs: Option<Vec<u64>>,
-    #[serde(default)]
     calls: Option<Vec<u64>>,
-    #[serde(default)]
     rate: Option<f64>,
-    #[serde(default)]
     always: Option<bool>,
-    #[serde(default)]
     threads: Option<Vec<u8>>,
 }
 
@@ -202,8 +189,7 @@ impl BackendName {
 }
 
 /// What a run produced, as far as a scenario's expectations compare it: the figures every
-/// backend can report (the simulator takes them from its [`Report`], another backend from
-/// its own observer).
+/// backend can report.
 #[derive(Clone, Debug)]
 pub struct Observed {
     /// How the lane ended.
@@ -410,34 +396,31 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         )
     })?;
     let profile = ProfileName::parse(&file.profile).map_err(|e| bad(path, e.to_string()))?;
-    let copies = match file.copies.as_deref() {
-        None => None,
-        Some("sync") => Some(CopyPath::Sync),
-        Some("on-stream") => Some(CopyPath::OnStream),
-        Some(other) => {
-            return Err(bad(
-                path,
-                format!("copies = \"{other}\" is not a copy path; give \"sync\" or \"on-stream\""),
-            ));
-        }
-    };
-    let header = match file.header.as_deref() {
-        None => None,
-        Some(name) => Some(
-            HeaderLayout::ALL
-                .into_iter()
-                .find(|layout| layout.name() == name)
-                .ok_or_else(|| {
-                    bad(
-                        path,
-                        format!(
-                            "header = \"{name}\" is not a header layout; give \
-                             \"tensormap_and_ringbuffer\" or \"host_build_graph\""
-                        ),
-                    )
-                })?,
-        ),
-    };
+    let copies = file.copies.as_deref().map(|name| {
+        [CopyPath::Sync, CopyPath::OnStream]
+            .into_iter()
+            .find(|c| copies_name(*c) == name)
+            .ok_or_else(|| {
+                let fix = "give \"sync\" or \"on-stream\"";
+                bad(
+                    path,
+                    format!("copies = \"{name}\" is not a copy path; {fix}"),
+                )
+            })
+    });
+    let header = file.header.as_deref().map(|name| {
+        HeaderLayout::ALL
+            .into_iter()
+            .find(|layout| layout.name() == name)
+            .ok_or_else(|| {
+                let fix = "give \"tensormap_and_ringbuffer\" or \"host_build_graph\"";
+                bad(
+                    path,
+                    format!("header = \"{name}\" is not a header layout; {fix}"),
+                )
+            })
+    });
+    let (copies, header) = (copies.transpose()?, header.transpose()?);
     let w = &file.workload;
     if !w.device_us.is_finite() || w.device_us <= 0.0 {
         return Err(bad(
@@ -518,15 +501,13 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         file.backends.as_deref(),
         file.backends_reason.as_ref(),
     )?;
-    let expected_outcomes = match &file.expect.outcomes {
-        None => None,
-        Some(lines) => Some(
-            lines
-                .iter()
-                .map(|l| ExpectedOutcome::parse(l).map_err(|e| bad(path, e)))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
+    let expected_outcomes = file.expect.outcomes.as_ref().map(|lines| {
+        lines
+            .iter()
+            .map(|l| ExpectedOutcome::parse(l).map_err(|e| bad(path, e)))
+            .collect::<Result<Vec<_>, _>>()
+    });
+    let expected_outcomes = expected_outcomes.transpose()?;
     Ok(Scenario {
         path: path.to_owned(),
         name: file.name,
@@ -590,13 +571,6 @@ fn parse_backends(
         ));
     }
     Ok(backends)
-}
-
-fn us_to_ns(us: f64) -> u64 {
-    // Finite and non-negative (checked by callers); saturates at the top.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let ns = (us * 1_000.0).round() as u64;
-    ns
 }
 
 fn fault_rule(f: &FaultSection) -> Result<FaultRule, String> {
@@ -742,29 +716,31 @@ struct GotOutcome {
 
 impl GotOutcome {
     fn of(outcome: &Outcome) -> Self {
-        let (publication, id, verdict, cause, origin) = match outcome {
-            Outcome::Run(r) => match r.verdict {
-                Verdict::Ok => (false, r.run.0, "ok", None, None),
-                Verdict::Cancelled => (false, r.run.0, "cancelled", None, None),
-                Verdict::Failed { cause } => (false, r.run.0, "failed", Some(cause), None),
-                Verdict::Poisoned { cause, origin } => {
-                    (false, r.run.0, "poisoned", Some(cause), Some(origin.0))
-                }
-            },
-            Outcome::Publication(p) => match p.result {
-                PublicationResult::Uploaded => (true, p.publication.0, "uploaded", None, None),
-                PublicationResult::Cancelled => (true, p.publication.0, "cancelled", None, None),
-                PublicationResult::Failed { cause } => {
-                    (true, p.publication.0, "failed", Some(cause), None)
-                }
-                PublicationResult::Poisoned { cause, origin } => (
-                    true,
-                    p.publication.0,
-                    "poisoned",
-                    Some(cause),
-                    Some(origin.0),
-                ),
-            },
+        let (publication, id, (verdict, cause, origin)) = match outcome {
+            Outcome::Run(r) => (
+                false,
+                r.run.0,
+                match r.verdict {
+                    Verdict::Ok => ("ok", None, None),
+                    Verdict::Cancelled => ("cancelled", None, None),
+                    Verdict::Failed { cause } => ("failed", Some(cause), None),
+                    Verdict::Poisoned { cause, origin } => {
+                        ("poisoned", Some(cause), Some(origin.0))
+                    }
+                },
+            ),
+            Outcome::Publication(p) => (
+                true,
+                p.publication.0,
+                match p.result {
+                    PublicationResult::Uploaded => ("uploaded", None, None),
+                    PublicationResult::Cancelled => ("cancelled", None, None),
+                    PublicationResult::Failed { cause } => ("failed", Some(cause), None),
+                    PublicationResult::Poisoned { cause, origin } => {
+                        ("poisoned", Some(cause), Some(origin.0))
+                    }
+                },
+            ),
         };
         Self {
             publication,

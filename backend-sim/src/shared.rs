@@ -2,12 +2,9 @@
 //! lane thread and the service's completion waiter thread.
 //!
 //! lane-service makes every blocking wait of a lane on a completion waiter thread of its own
-//! (`Device::completion_waiter`), so the lane thread never blocks in one (SPEC L-16). On the
-//! simulator both threads call the one device model, so it sits behind a mutex: each call
-//! takes it for its duration, and the device's virtual host clock is the one clock both read
-//! (a waiter's wait moves it to the run's completion, as a blocking wait on the lane thread
-//! did). The single-thread `Driver` keeps using [`SimDevice`] itself, deterministically; a
-//! service on the simulator is as deterministic as the real-time order of its commands.
+//! (SPEC L-16). On the simulator both threads call the one device model behind a mutex, and
+//! its virtual host clock is the one clock both read. A service on the simulator is as
+//! deterministic as the real-time order of its commands.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -15,17 +12,15 @@ use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId, Timestamp};
 use lane_driver::{
-    CompletionWaiter, Device, DevicePtr, EventHandle, HostPtr, LaunchContext, PinnedCopies,
-    PrepareError, RunArgs, Runner,
+    CompletionWaiter, Concurrency, Device, DevicePtr, EventHandle, HostPtr, LaunchContext,
+    PinnedCopies, PrepareError, RunArgs, Runner,
 };
 
 use crate::device::{SimDevice, SimRunner};
 use crate::workers::OffLaneRunner;
 
-/// A [`SimDevice`] shared by a lane service's lane thread and completion waiter: the
-/// `Device` to give `lane_service::spawn` on the simulator. Every call locks the device for
-/// its duration; [`SharedSim::lock`] reaches it between calls (to install a fault, read its
-/// counters).
+/// A [`SimDevice`] shared by a lane service's lane thread and completion waiter (the
+/// `Device` to give `lane_service::spawn`), locked for each call.
 #[derive(Clone, Debug)]
 pub struct SharedSim(Arc<Mutex<SimDevice>>);
 
@@ -44,72 +39,32 @@ impl SharedSim {
 }
 
 impl Device for SharedSim {
-    fn now(&mut self) -> Timestamp {
-        self.lock().now()
+    forward_calls! {|s| s.lock();
+        fn now(&mut self) -> Timestamp;
+        fn set_device(&mut self) -> Result<(), AclCode>;
+        fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
+        fn reset_device_force(&mut self) -> Result<(), AclCode>;
+        fn create_stream(&mut self) -> Result<StreamHandle, AclCode>;
+        fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode>;
+        fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode>;
+        fn create_event(&mut self) -> Result<EventHandle, AclCode>;
+        fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode>;
+        fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+        fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode>;
+        fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode>;
+        fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode>;
+        fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode>;
+        fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode>;
+        fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode>;
+        fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode>;
+        fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
+        fn stream_wait_event(&mut self, stream: StreamHandle, event: EventHandle) -> Result<(), AclCode>;
+        fn recent_error_message(&mut self) -> Option<String>;
+        fn launch_context(&mut self, context: Option<LaunchContext>);
     }
-    fn set_device(&mut self) -> Result<(), AclCode> {
-        self.lock().set_device()
-    }
-    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.lock().synchronize_device(timeout_ms)
-    }
-    fn reset_device_force(&mut self) -> Result<(), AclCode> {
-        self.lock().reset_device_force()
-    }
-    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
-        self.lock().create_stream()
-    }
-    fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.lock().destroy_stream(stream)
-    }
-    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.lock().destroy_stream_force(stream)
-    }
-    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
-        self.lock().create_event()
-    }
-    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        self.lock().record_event(event, stream)
-    }
-    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.lock().synchronize_event(event, timeout_ms)
-    }
-    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
-        self.lock().query_event(event)
-    }
+
     fn event_timestamps(&self) -> bool {
         self.lock().event_timestamps()
-    }
-    fn event_timestamp(&mut self, event: EventHandle) -> Result<u64, AclCode> {
-        self.lock().event_timestamp(event)
-    }
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.lock().synchronize_stream(stream, timeout_ms)
-    }
-    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
-        self.lock().destroy_event(event)
-    }
-    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
-        self.lock().malloc(size)
-    }
-    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        self.lock().free(ptr)
-    }
-    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        self.lock().memcpy_to_device(dst, src)
-    }
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.lock().memcpy_from_device(dst, src)
-    }
-    fn stream_wait_event(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-    ) -> Result<(), AclCode> {
-        self.lock().stream_wait_event(stream, event)
-    }
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.lock().recent_error_message()
     }
 
     /// The same device, from the waiter's thread: nothing to bind (the simulator has no
@@ -118,54 +73,24 @@ impl Device for SharedSim {
         Ok(Box::new(SimWaiter(self.clone())))
     }
 
-    fn launch_context(&mut self, context: Option<LaunchContext>) {
-        self.lock().launch_context(context);
-    }
-
     fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
         Some(self)
     }
 }
 
 impl PinnedCopies for SharedSim {
-    fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode> {
-        self.lock().malloc_host(size)
-    }
-
-    fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
-        self.lock().free_host(ptr)
-    }
-
-    fn memcpy_to_device_async(
-        &mut self,
-        dst: DevicePtr,
-        src: HostPtr,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<(), AclCode> {
-        self.lock().memcpy_to_device_async(dst, src, len, stream)
-    }
-
-    fn memcpy_from_device_async(
-        &mut self,
-        dst: HostPtr,
-        src: DevicePtr,
-        len: usize,
-        stream: StreamHandle,
-    ) -> Result<(), AclCode> {
-        self.lock().memcpy_from_device_async(dst, src, len, stream)
-    }
-
-    fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode> {
-        self.lock().write_host(dst, src)
-    }
-
-    fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {
-        self.lock().read_host(dst, src)
+    forward_calls! {|s| s.lock();
+        fn malloc_host(&mut self, size: usize) -> Result<HostPtr, AclCode>;
+        fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode>;
+        fn memcpy_to_device_async(&mut self, dst: DevicePtr, src: HostPtr, len: usize, stream: StreamHandle) -> Result<(), AclCode>;
+        fn memcpy_from_device_async(&mut self, dst: HostPtr, src: DevicePtr, len: usize, stream: StreamHandle) -> Result<(), AclCode>;
+        fn write_host(&mut self, dst: HostPtr, src: &[u8]) -> Result<(), AclCode>;
+        fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode>;
     }
 }
 
-/// The completion waiter on a [`SharedSim`]: its waits are the device model's own.
+/// The completion waiter on a [`SharedSim`]: its waits are the device model's own, each
+/// under the lock.
 #[derive(Debug)]
 struct SimWaiter(SharedSim);
 
@@ -173,94 +98,26 @@ struct SimWaiter(SharedSim);
 /// launch pair is two calls, each taking the lock); the device orphans a kernel only when
 /// its launch context ends, so they need nothing special.
 impl CompletionWaiter for SimWaiter {
-    fn now(&mut self) -> Timestamp {
-        self.0.now()
-    }
-    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.0.synchronize_event(event, timeout_ms)
-    }
-    /// The device's own look, under the lock (a caller's `poll` on a lane it drives).
-    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
-        self.0.query_event(event)
-    }
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.0.synchronize_stream(stream, timeout_ms)
-    }
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.0.memcpy_from_device(dst, src)
-    }
-    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.0.synchronize_device(timeout_ms)
-    }
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.0.recent_error_message()
+    forward_calls! {|s| s.0;
+        fn now(&mut self) -> Timestamp;
+        fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+        fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode>;
+        fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode>;
+        fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
+        fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
+        fn recent_error_message(&mut self) -> Option<String>;
     }
 }
 
-/// Implements `Runner<SharedSim>` for a `Runner<SimDevice>` by locking the device for each
-/// call.
+/// `Runner<SharedSim>` for each `Runner<SimDevice>`: the device locked for each call.
 macro_rules! on_shared {
-    ($runner:ty) => {
-        impl Runner<SharedSim> for $runner {
-            fn prepare_run(
-                &mut self,
-                device: &mut SharedSim,
-                run: RunId,
-                slot: SlotId,
-                diagnostics: bool,
-            ) -> Result<(), PrepareError> {
-                <Self as Runner<SimDevice>>::prepare_run(
-                    self,
-                    &mut device.lock(),
-                    run,
-                    slot,
-                    diagnostics,
-                )
-            }
-            fn launch_aicore(
-                &mut self,
-                device: &mut SharedSim,
-                stream: StreamHandle,
-                args: &RunArgs,
-            ) -> Result<(), ReturnCode> {
-                <Self as Runner<SimDevice>>::launch_aicore(self, &mut device.lock(), stream, args)
-            }
-            fn launch_aicpu(
-                &mut self,
-                device: &mut SharedSim,
-                stream: StreamHandle,
-                args: &RunArgs,
-            ) -> Result<(), ReturnCode> {
-                <Self as Runner<SimDevice>>::launch_aicpu(self, &mut device.lock(), stream, args)
-            }
-            fn finalise_run(
-                &mut self,
-                device: &mut SharedSim,
-                run: RunId,
-                slot: SlotId,
-                copy_back: bool,
-            ) -> Result<(), FinaliseFailure> {
-                <Self as Runner<SimDevice>>::finalise_run(
-                    self,
-                    &mut device.lock(),
-                    run,
-                    slot,
-                    copy_back,
-                )
-            }
-            fn upload_code(
-                &mut self,
-                device: &mut SharedSim,
-                code: CodeRef,
-            ) -> Result<(), ReturnCode> {
-                <Self as Runner<SimDevice>>::upload_code(self, &mut device.lock(), code)
-            }
-            fn concurrency(&self) -> lane_driver::Concurrency {
+    ($($runner:ty),*) => {$(
+        runner_via!($runner, SharedSim, |r, d| (r, &mut d.lock())
+            fn concurrency(&self) -> Concurrency {
                 <Self as Runner<SimDevice>>::concurrency(self)
             }
-        }
-    };
+        );
+    )*};
 }
 
-on_shared!(SimRunner);
-on_shared!(OffLaneRunner);
+on_shared!(SimRunner, OffLaneRunner);

@@ -13,6 +13,13 @@ pub fn fmt_us(ns: u64) -> String {
     format!("{}.{:03}", ns / 1_000, ns % 1_000)
 }
 
+/// Microseconds (finite, not negative) as whole nanoseconds, rounded; saturates at the top.
+pub fn us_to_ns(us: f64) -> u64 {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let ns = (us * 1_000.0).round() as u64;
+    ns
+}
+
 /// One run's figures.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunStat {
@@ -114,9 +121,8 @@ pub struct Summary {
     pub device_utilisation: Option<f64>,
     /// Mean device idle gap between consecutive timed runs.
     pub mean_gap_ns: Option<f64>,
-    /// Median (nearest rank) of the same gaps: what the demo prints beside the p99, since a
-    /// few warm-up gaps (a slot's first launch makes its resources) can lift the mean above
-    /// the p99.
+    /// Median (nearest rank) of the same gaps, which the demo prints: a few warm-up gaps can
+    /// lift the mean above the p99.
     pub median_gap_ns: Option<u64>,
     /// 99th percentile (nearest rank) of the same gaps.
     pub p99_gap_ns: Option<u64>,

@@ -5,25 +5,12 @@
 //! seed and costs: (1) at launch depth one (the host-synchronised lane, "before"), (2) queued
 //! at depth two as today (every host step on the lane thread), and (3) queued with the copies
 //! on the streams and the runner's prepare and finalise on virtual host workers
-//! ([`Offload`]: by default four slots, depth two, a prepare window of two, two workers).
-//! Figures are taken in steady state: the first runs of each arm pay the one-time costs (stream creation, the first AICore launch's binary load, slot buffers),
-//! so they are skipped (see [`SweepConfig::warmup_runs`]).
+//! ([`Offload`]). Figures are taken in steady state: the first runs of each arm pay the
+//! one-time costs, so they are skipped ([`SweepConfig::warmup_runs`]).
 //!
-//! # The model (§5(c))
-//!
-//! - depth-one period `T1 = D + R`, and never below `H` (see [`Model::depth_one_period_ns`]);
-//! - queued period `T2 = max(D + g, H)`;
-//! - speedup `T1 / T2`;
-//! - offloaded period `T3 = max(D + g3, L, W, C, V)`: the device with the copies' stream
-//!   tasks, the lane thread's host time per run `L`, the workers' host time per run over how
-//!   many run in parallel `W`, `C`, the prepare chain: a prepare enters the window only
-//!   when a run leaves it by launching, and the run it prepares launches only after its
-//!   answer wakes the lane thread, and `V`, the completion waiter's host time per run (see
-//!   [`Model::offloaded_period_ns`]). It is a lower bound: where the prepare chain bounds the
-//!   arm the simulated lane is about 10% slower (see [`Model::from_costs`]).
-//!
-//! `D`, `R`, `g` and `H` are derived from the simulator's cost table by [`Model::from_costs`];
-//! its doc comment states each sum and why.
+//! The model's periods are `T1 = max(D + R, H1)`, `T2 = max(D + g, H)` and
+//! `T3 = max(D + g3, L, W, C, V)` ([`Model`]); [`Model::from_costs`] derives each term from
+//! the simulator's cost table and states each sum and why.
 
 use std::fmt::Write as _;
 
@@ -53,16 +40,11 @@ pub struct Model {
     pub g_ns: u64,
     /// `H`, host time per run on the lane's one thread once the host is the bottleneck.
     pub h_ns: u64,
-    /// `H1`, the same at launch depth one: `H` less the AICore stream's wait on the
-    /// predecessor's boundary, which depth one never makes (the boundary has passed when
-    /// the successor launches).
+    /// `H1`, the same at launch depth one (no wait on the predecessor's boundary).
     pub h1_ns: u64,
-    /// `g3`, the queued gap of the offloaded arm (copies on the streams add stream tasks
-    /// between queued runs).
+    /// `g3`, the queued gap of the offloaded arm (with the copies' stream tasks).
     pub g3_ns: u64,
-    /// `L`, the offloaded arm's host time per run on the lane thread (no prepare, no
-    /// finalise, no wait; the copies enqueued instead of made; the wake-ups for the run's
-    /// answers).
+    /// `L`, the offloaded arm's host time per run on the lane thread.
     pub l_ns: u64,
     /// `V`, the completion waiter's host time per run in the offloaded arm.
     pub v_ns: u64,
@@ -70,13 +52,11 @@ pub struct Model {
     pub prepare_ns: u64,
     /// `F`, the runner's finalise (on a worker in the offloaded arm).
     pub finalise_ns: u64,
-    /// A sleeping thread's wake-up (`host_wakeup`): a worker woken for a job, the lane
-    /// thread woken by an answer.
+    /// A sleeping thread's wake-up (`host_wakeup`).
     pub wakeup_ns: u64,
     /// `W`, the workers' term ([`Model::workers_period_ns`], for this shape).
     pub w_ns: u64,
-    /// The lane thread's launch calls per run (copy enqueues, records, the stream wait, the
-    /// two launches): part of `L` and of `C`.
+    /// The lane thread's launch calls per run: part of `L` and of `C`.
     pub launch_ns: u64,
     /// `C`, the prepare chain ([`Model::prepare_chain_ns`], for this shape).
     pub c_ns: u64,
@@ -89,87 +69,59 @@ pub struct Model {
 impl Model {
     /// Derives the model from the simulator's costs, following exactly what the driver does
     /// per run (lane-driver, `Executor::launch` and `Executor::read_status`) and how the
-    /// simulated device schedules tasks (`SimDevice`: a task starts after its predecessor
-    /// plus a task switch, and a launched kernel after the start latency).
+    /// simulated device schedules tasks (a task starts after its predecessor plus a task
+    /// switch, a launched kernel after the start latency).
     ///
     /// Arms 1 and 2 (synchronous copies, everything on the lane thread):
     ///
-    /// - `D = workload device time + RunPreamble`: §5 counts the per-run preamble (A8) as
-    ///   device time.
-    /// - `g = 3·TaskSwitch + 2·EventTask`: after run N's kernels end (L-5), the AICore
-    ///   stream runs N's `core_done` task, the AICPU stream, behind its wait on it, N's
-    ///   boundary task, and N+1's AICore kernel, behind its wait on that boundary, starts:
-    ///   three tasks, each behind a task switch (the waits are no tasks of their own). Before
-    ///   the one-boundary order this was `2·TaskSwitch + EventTask` (one event per stream).
+    /// - `D = workload device time + RunPreamble`: §5 counts the preamble (A8) as device time.
+    /// - `g = 3·TaskSwitch + 2·EventTask`: after run N's kernels end (L-5), N's `core_done`
+    ///   task, N's boundary task (behind the AICPU stream's wait on `core_done`) and N+1's
+    ///   AICore kernel (behind its wait on that boundary) each start behind a task switch.
     /// - `R = 2·TaskSwitch + 2·EventTask + HostWakeup + ReadD2h + 2·KernelLaunch +
-    ///   EventRecord + KernelStartLatency`: at depth one, run N's `core_done` and boundary
-    ///   pass, the blocked host wakes, reads N's timing, status header and result record (one
-    ///   D2H, L-8: the status read answers from it, decision 0023; it was two D2Hs before),
-    ///   launches the AICore kernel (no stream wait on N's boundary: its wait returned, so it
-    ///   has passed), records its `core_done`, launches the AICPU kernel, and N+1 starts
-    ///   after the start latency. N+1 was prepared while N ran (the a2a3 profile prepares
-    ///   concurrently, A23) and its prepare armed its slot (one H2D, decision 0024; the arm
-    ///   was on this path before), and N's finalise runs after N+1's launch, so none of them
-    ///   is on this path.
+    ///   EventRecord + KernelStartLatency`: at depth one, N's `core_done` and boundary pass,
+    ///   the blocked host wakes, reads N's timing, status and record (one D2H, decision 0023),
+    ///   launches the AICore kernel (no wait on N's boundary, which has passed), records its
+    ///   `core_done` and launches the AICPU kernel, which starts after the start latency.
+    ///   N+1's prepare and arm (A23, decision 0024) ran while N did, and N's finalise runs
+    ///   after N+1's launch: none is on this path.
     /// - `H = Prepare + WriteH2d + 2·KernelLaunch + 2·EventRecord + 2·StreamWait +
-    ///   2·EventQuery + ReadD2h + Finalise`: everything the lane's one thread does per run (§5's `H`:
-    ///   prepare, the arm, two launches, the `core_done` and boundary records, the waits on
-    ///   the predecessor's boundary and on `core_done`, the boundary wait, the one D2H of
-    ///   status and record, finalise). When the host is the bottleneck the boundary has passed by
-    ///   the time it waits, so the wait costs a query, not a wake-up; the other query is the
-    ///   proof of overlap, a look at the predecessor's boundary once the run's kernels were
-    ///   accepted. `H1 = H − StreamWait − EventQuery` at depth one, which makes no wait on the
-    ///   predecessor's boundary and no look at it; so where the host bounds both, depth one is
-    ///   ahead of queued by those two calls.
+    ///   2·EventQuery + ReadD2h + Finalise`: all the lane's one thread does per run (§5's
+    ///   `H`). Where the host is the bottleneck the boundary has passed when it waits, so the
+    ///   wait costs a query; the other query is the proof of overlap (a look at the
+    ///   predecessor's boundary). `H1 = H − StreamWait − EventQuery` at depth one, which
+    ///   neither waits on nor looks at the predecessor's boundary.
     ///
-    /// Arm 3 (copies on the streams, prepare and finalise on host workers,
-    /// [`Offload`]):
+    /// Arm 3 (copies on the streams, prepare and finalise on host workers, [`Offload`]):
     ///
     /// - `g3 = 4·TaskSwitch + 2·EventTask + CopyTask`: on the AICore stream, after run N's
     ///   kernel ends, N's completion event, N+1's arm copy, N+1's "armed" record and N+1's
-    ///   kernel each start behind a task switch (`TaskSwitch + EventTask`, `TaskSwitch +
-    ///   CopyTask`, `TaskSwitch + EventTask`, `TaskSwitch`). The AICPU stream runs N's
-    ///   readback copy and completion event (`2·TaskSwitch + CopyTask + EventTask`) and
-    ///   then waits for "armed" (`stream_wait_event`: no task of its own, its later tasks
-    ///   start after the capture), so N+1's AICPU kernel starts with its AICore kernel and
-    ///   the AICore path is the gap.
+    ///   kernel each start behind a task switch; the AICPU stream's readback copy and event
+    ///   take less, and its wait on "armed" starts N+1's AICPU kernel with its AICore one.
     /// - `L = 2·CopyEnqueue + 3·EventRecord + 3·StreamWait + 2·KernelLaunch + EventQuery +
-    ///   3·HostWakeup` (the query: the proof of overlap):
-    ///   the lane thread's calls per run: the arm and readback enqueues, the "armed",
-    ///   `core_done` and boundary records, the AICPU stream's waits on "armed" and `core_done`
-    ///   and the AICore stream's on the predecessor's boundary, the two launches (the
-    ///   one-boundary order added two waits; `g3` is unchanged: the arm copy and "armed"
-    ///   record already made the AICore path the longer one), and a wake-up for each
-    ///   of the run's three answers (its prepare, its completion from the waiter, its
-    ///   finalise). It makes no wait: lane-service's completion waiter does. The status read
-    ///   reads pinned memory (`read_host`) and the hand-offs push into a preallocated queue:
-    ///   neither costs modelled host time.
-    /// - `V = 2·HostWakeup + ReadD2h`: the completion waiter wakes for the run's wait,
-    ///   blocks on its boundary (a wake-up when it passes) and reads its result record (one
-    ///   D2H, L-8).
+    ///   3·HostWakeup`: the lane thread's calls per run (the two enqueues, the "armed",
+    ///   `core_done` and boundary records, three stream waits, the two launches, the proof of
+    ///   overlap) and a wake-up for each of the run's three answers (prepare, completion,
+    ///   finalise). It makes no wait, and its status read (`read_host`) and hand-offs cost no
+    ///   modelled host time.
+    /// - `V = 2·HostWakeup + ReadD2h`: the completion waiter wakes for the run's wait, wakes
+    ///   again when its boundary passes, and reads its result record.
     /// - `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers,
     ///   window))` ([`Model::workers_period_ns`]): each run costs a prepare and a finalise
-    ///   on some worker, each after the worker wakes for its job.
+    ///   on some worker, each after a wake-up, and at most `min(workers, window)` prepares
+    ///   run at once.
     /// - `C = (2·HostWakeup + Prepare + 2·CopyEnqueue + 3·EventRecord + 3·StreamWait +
-    ///   2·KernelLaunch + EventQuery) / window` ([`Model::prepare_chain_ns`]): where the host bounds the
-    ///   lane the device is idle when the next prepare answers, so every launch waits on its
-    ///   prepare, and a prepare is handed out only when a place in the prepare window frees,
-    ///   which is when a run launches (with `slots >= depth + window` its slot is free by
-    ///   then). So from run k's launch, run k + window's prepare costs a worker's wake-up and
-    ///   `Prepare`, then the lane thread wakes for its answer and makes the launch calls. The
-    ///   `window` places run such chains side by side (run k + 1's chain starts at run
-    ///   k − 1's launch), so `window` runs launch per chain. This is the chain with a free
-    ///   worker for every prepare. The simulated lane misses it by about 10% (20 us: 90% of
-    ///   `T3`): its lane thread sees each completion as soon as the waiter answers, so run
-    ///   N's finalise is handed out in the same step as the launch that lets run N + 3's
-    ///   prepare in, and takes the free worker first; that prepare then waits for the other
-    ///   worker's prepare to end. lane-service does the same (a client's submit comes after
-    ///   the outcome it answers). With fewer slots than `depth + window` a prepare also waits
-    ///   for a finalise, and the chain is longer still (not modelled: the default shape has
-    ///   four).
+    ///   2·KernelLaunch + EventQuery) / window` ([`Model::prepare_chain_ns`]): where the
+    ///   host bounds the lane every launch waits on its prepare, and a prepare is
+    ///   handed out only when a run launches (frees a window place; with `slots >= depth +
+    ///   window` its slot is free by then). So from run k's launch, run k + window's prepare
+    ///   costs a worker's wake-up and `Prepare`, then the lane thread's wake-up and launch
+    ///   calls; `window` such chains run side by side. The simulated lane misses it by about
+    ///   10% (20 us): run N's finalise is handed out with the launch that lets run N + 3's
+    ///   prepare in and takes the free worker first, as in lane-service. With fewer slots a
+    ///   prepare also waits for a finalise (not modelled).
     ///
-    /// The offloaded arm's shape (workers, prepare window) is [`Offload::default`]; see
-    /// [`Model::with_offload`] for another.
+    /// The offloaded arm's shape is [`Offload::default`]; [`Model::with_offload`] takes another.
     pub fn from_costs(costs: &Costs) -> Self {
         let c = |cost| costs.get(cost);
         let offload = Offload::default();
@@ -242,37 +194,20 @@ impl Model {
         self
     }
 
-    /// `C`, the prepare chain: from one run's launch, the prepare that launch lets into the
-    /// window (a worker wakes, prepares), the lane thread's wake-up for its answer and its
-    /// launch calls, shared by the `window` runs launched per chain:
-    /// `C = (2·HostWakeup + P + launch calls) / window`, rounded up (see
-    /// [`Model::from_costs`]).
+    /// `C`, the prepare chain, rounded up (its sum and why: [`Model::from_costs`]).
     pub const fn prepare_chain_ns(&self) -> u64 {
-        let window = if self.prepare_window == 0 {
-            1
-        } else {
-            self.prepare_window as u64
-        };
+        let window = at_least_one(self.prepare_window);
         (2 * self.wakeup_ns + self.prepare_ns + self.launch_ns).div_ceil(window)
     }
 
-    /// `W`, the workers' host time per run over how many run in parallel: each run costs
-    /// `P + F` of worker time plus a wake-up per job, spread over all `workers`; and at most
-    /// `min(workers, prepare window)` prepares run at once, so `P` (and its wake-up) alone
-    /// is spread over only that many:
-    /// `W = max((P + F + 2·HostWakeup) / workers, (P + HostWakeup) / min(workers, window))`,
-    /// rounded up.
+    /// `W`, the workers' host time per run over how many run in parallel, rounded up: all
+    /// `workers` share `P + F` and a wake-up per job, but only `min(workers, window)` share
+    /// the prepares ([`Model::from_costs`]).
     pub const fn workers_period_ns(&self) -> u64 {
-        let workers = if self.workers == 0 {
-            1
-        } else {
-            self.workers as u64
-        };
-        let window = if self.prepare_window == 0 {
-            1
-        } else {
-            self.prepare_window as u64
-        };
+        let (workers, window) = (
+            at_least_one(self.workers),
+            at_least_one(self.prepare_window),
+        );
         let at_once = if window < workers { window } else { workers };
         let all = (self.prepare_ns + self.finalise_ns + 2 * self.wakeup_ns).div_ceil(workers);
         let prepares = (self.prepare_ns + self.wakeup_ns).div_ceil(at_once);
@@ -310,6 +245,11 @@ impl Model {
     }
 }
 
+/// `n`, or 1 for 0 (a shape of no workers or no window still runs one at a time).
+const fn at_least_one(n: u8) -> u64 {
+    if n == 0 { 1 } else { n as u64 }
+}
+
 /// The offloaded arm's lane shape: copies on the streams, the runner's prepare and finalise
 /// on host workers, and enough slots and prepare window that the workers stay busy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -324,13 +264,10 @@ pub struct Offload {
 }
 
 impl Default for Offload {
-    /// Four slots, a prepare window of two, two workers: the fake-bench's third arm
-    /// (lane-conformance), so the simulator and the real threads measure one shape. Four is
-    /// depth two plus the window: a prepare never waits for a slot, only for a window place
-    /// (`C`); with three it also waits for a finalise (1.87x depth one at 20 us against
-    /// 2.49x). A wider window with a third worker buys nothing here: the device or `C` at
-    /// a window of two already bounds every default point, and a window of three needs five
-    /// slots.
+    /// Four slots, a prepare window of two, two workers: the fake-bench's third arm, so the
+    /// simulator and the real threads measure one shape. Four is depth two plus the window,
+    /// so a prepare never waits for a slot (with three: 1.87x depth one at 20 us against
+    /// 2.49x); a wider window buys nothing, the device or `C` already bounding every point.
     fn default() -> Self {
         Self {
             slots: 4,
@@ -373,11 +310,7 @@ impl Default for SweepConfig {
 impl SweepConfig {
     /// The costs, defaults plus overrides.
     pub fn cost_table(&self) -> Costs {
-        let mut costs = Costs::default();
-        for (cost, ns) in &self.costs {
-            costs.set(*cost, *ns);
-        }
-        costs
+        Costs::with_overrides(&self.costs)
     }
 
     /// Runs skipped at the start of each arm: a tenth of them, at least two (the first
@@ -694,26 +627,8 @@ impl Sweep {
             "  T1 = max(D + R, H1), T2 = max(D + g, H), T3 = max(D + g3, L, W, C, V); {} runs per arm, first {} skipped, jitter {}%, seed {}",
             self.runs, self.warmup_runs, self.jitter_pct, self.seed
         );
-        out.push('\n');
-        let _ = writeln!(
-            out,
-            "{:>9} {:>7} | {:>8} {:>8} {:>8} | {:>6} {:>6} | {:>6} {:>6} {:>6} | {:>8} {:>8} {:>8} | {:>7} {:>7} | 3 bound by",
-            "device_us",
-            "D_us",
-            "1:runs/s",
-            "2:runs/s",
-            "3:runs/s",
-            "3/1",
-            "3/2",
-            "1:util",
-            "2:util",
-            "3:util",
-            "T1:r/s",
-            "T2:r/s",
-            "T3:r/s",
-            "2/T2",
-            "3/T3",
-        );
+        // The columns of the rows below, headed.
+        out.push_str("\ndevice_us    D_us | 1:runs/s 2:runs/s 3:runs/s |    3/1    3/2 | 1:util 2:util 3:util |   T1:r/s   T2:r/s   T3:r/s |    2/T2    3/T3 | 3 bound by\n");
         for p in &self.points {
             let _ = writeln!(
                 out,

@@ -213,11 +213,6 @@ impl Trace {
         }
     }
 
-    /// Whether it records.
-    pub const fn enabled(&self) -> bool {
-        self.enabled
-    }
-
     /// The records, in the order they were made.
     pub fn records(&self) -> &[Record] {
         &self.records
@@ -307,34 +302,27 @@ impl Trace {
                     lines.push((*at_ns, "sim".to_owned(), text.clone()));
                 }
                 Record::Kernel(k) => {
-                    let who = format!("run {} {}", k.run, k.side.name());
+                    let (who, how) = (format!("run {} {}", k.run, k.side.name()), k.ending);
+                    let mut line = |at, text| lines.push((at, stream(k.stream), text));
                     match k.start_ns {
-                        Some(start) => lines.push((
+                        Some(start) => line(
                             start,
-                            stream(k.stream),
                             format!("{who} starts (enqueued at {} us)", fmt_us(k.enqueued_ns)),
-                        )),
-                        None => lines.push((
+                        ),
+                        None => line(
                             k.enqueued_ns,
-                            stream(k.stream),
-                            format!("{who} enqueued; never starts ({})", k.ending.describe()),
-                        )),
+                            format!("{who} enqueued; never starts ({})", how.describe()),
+                        ),
                     }
-                    match (k.start_ns, k.end_ns, k.killed_ns) {
-                        (_, Some(end), _) => lines.push((
-                            end,
-                            stream(k.stream),
-                            format!("{who} ends: {}", k.ending.describe()),
-                        )),
-                        (Some(start), None, _) => lines.push((
-                            start,
-                            stream(k.stream),
-                            format!("{who} never ends ({})", k.ending.describe()),
-                        )),
-                        (None, None, _) => {}
+                    match (k.start_ns, k.end_ns) {
+                        (_, Some(end)) => line(end, format!("{who} ends: {}", how.describe())),
+                        (Some(start), None) => {
+                            line(start, format!("{who} never ends ({})", how.describe()))
+                        }
+                        (None, None) => {}
                     }
                     if let Some(killed) = k.killed_ns {
-                        lines.push((killed, stream(k.stream), format!("{who} killed by reset")));
+                        line(killed, format!("{who} killed by reset"));
                     }
                 }
                 Record::CopyTask {
@@ -346,18 +334,11 @@ impl Trace {
                     span,
                 } => {
                     let of = run.map(|r| format!(" (run {r})")).unwrap_or_default();
-                    lines.push(match span {
-                        Some((start, end)) => (
-                            *start,
-                            stream(*s),
-                            format!("copy {what} {len} B{of} runs until {} us", fmt_us(*end)),
-                        ),
-                        None => (
-                            *enqueued_ns,
-                            stream(*s),
-                            format!("copy {what} {len} B{of} enqueued; never starts"),
-                        ),
-                    });
+                    let (at, text) = match span {
+                        Some((start, end)) => (*start, format!("runs until {} us", fmt_us(*end))),
+                        None => (*enqueued_ns, "enqueued; never starts".to_owned()),
+                    };
+                    lines.push((at, stream(*s), format!("copy {what} {len} B{of} {text}")));
                 }
                 Record::EventTask {
                     stream: s,
@@ -367,16 +348,14 @@ impl Trace {
                     complete_ns,
                 } => {
                     let of = run.map(|r| format!(" (run {r})")).unwrap_or_default();
-                    match complete_ns {
-                        Some(t) => {
-                            lines.push((*t, stream(*s), format!("event e{event} passed{of}")));
-                        }
-                        None => lines.push((
+                    let (at, text) = match complete_ns {
+                        Some(t) => (*t, format!("event e{event} passed{of}")),
+                        None => (
                             *recorded_ns,
-                            stream(*s),
                             format!("event e{event} recorded{of}; the stream never passes it"),
-                        )),
-                    }
+                        ),
+                    };
+                    lines.push((at, stream(*s), text));
                 }
             }
         }

@@ -2,56 +2,34 @@
 //! every device wait, off the lane thread, in virtual time, with no threads.
 //!
 //! lane-service runs a runner's `PrepareRun` and `FinaliseRun` on host worker threads when the
-//! runner's [`Concurrency`] allows, and every blocking device wait (a run's completion, the
-//! recovery drain) on its completion waiter thread, so the lane thread only launches,
-//! records, reads status and makes stream and recovery calls. The simulator models that
-//! deterministically: [`WorkerLoop`] is the lane thread, over the lane's steps and the
-//! executor ([`Driver::parts_mut`]), and each worker and the waiter is a track with its own
-//! clock.
+//! runner's [`Concurrency`] allows, and every blocking device wait on its completion waiter
+//! thread, so the lane thread only launches, records, reads status and makes stream and
+//! recovery calls. Here [`WorkerLoop`] is the lane thread, driving the one dispatch machine
+//! ([`lane_driver::dispatch::Dispatch`], [`Setting::WORKERS`]) as lane-service's lane thread
+//! does: the machine decides what happens next (hand-outs, stale answers, bounds, a force
+//! reset held while the waiter is inside a call). Only the virtual-time model lives here,
+//! each worker and the waiter a track with its own clock:
 //!
-//! What happens next is not decided here: the lane thread drives the one dispatch machine
-//! ([`lane_driver::dispatch::Dispatch`], in its [`Setting::WORKERS`] setting), as
-//! lane-service's lane thread does. The machine hands runner work to the workers and device
-//! waits to the waiter (with their tickets), drops a stale answer, answers a wait past its
-//! bound, holds a force reset while the waiter is inside a call, and says when the lane
-//! thread executes an effect itself or sleeps. Only the virtual-time model lives here:
+//! - a job runs at once on the earliest-free worker (lane-service's FIFO job queue makes the
+//!   same assignment), on that worker's clock ([`HostTracks::enter`]), so its host costs and
+//!   trace records are the worker's. A worker that was asleep first pays a `host_wakeup`; it
+//!   binds (`set_device`) before its first call and after a force reset, and one that cannot
+//!   bind hands the job back (lane-service's `HostWorker::bind`);
+//! - a device wait runs on the waiter's track ([`WAITER_TRACK`]), one at a time, with
+//!   `lane_driver::run_device_wait` (lane-service's waiter's own function), waking and binding
+//!   as a worker does. A waiter still inside a call finds the wait in lane-service's one slot
+//!   when that call returns; until then the machine may replace or withdraw it;
+//! - the answers are held until the lane thread's clock reaches them, then given to the
+//!   machine: the workers' in `(end, hand-out)` order, and the waiter's latest (its one
+//!   answer slot);
+//! - when the machine says sleep, the lane thread's clock moves to the next answer's end or
+//!   the machine's next timer, whichever comes first, and pays a `host_wakeup`. It never
+//!   waits on the device.
 //!
-//! - a job the machine hands out runs at once on the earliest-free worker (lane-service's
-//!   job queue is FIFO and a free worker takes the next job, which is the same assignment).
-//!   A worker that was asleep (free before the hand-off) first wakes up (`host_wakeup` on its
-//!   own track); a busy one takes the job when its last call returns. The executor runs the
-//!   call on that worker's clock ([`HostTracks::enter`]), so its host costs are charged to the
-//!   worker's track, not the lane thread's, and its trace records are the worker's. A
-//!   worker's first call (and its first after a force reset, which unbinds every thread) is
-//!   `set_device`: the worker binds the device first. A worker that cannot bind hands the
-//!   job back (lane-service's `HostWorker::bind`), which the machine gives to the lane
-//!   thread once its clock reaches the failed bind's end;
-//! - a device wait the machine hands out runs on the completion waiter's track
-//!   ([`WAITER_TRACK`]), one at a time: the waiter wakes if it was asleep, binds
-//!   (`set_device`) before its first wait and after a force reset, and makes the wait with
-//!   `lane_driver::run_device_wait`, the function lane-service's waiter runs, on its own
-//!   clock. A waiter in no call takes the wait at once (a withdrawal then takes nothing
-//!   back); one still inside a call finds the wait in lane-service's one slot when that call
-//!   returns, and until then the machine may replace it (a newer wait) or withdraw it (a
-//!   bound passed, a force reset), and it is never made. The waiter is inside its call until
-//!   the lane thread's clock reaches the wait's end;
-//! - the answers (`Prepared`, `Finalised`, the completions and the failures, exactly as the
-//!   executor made them on the lane thread) are held until the lane thread's clock reaches
-//!   them, then given to the machine: the workers' in `(end, hand-out)` order, and the
-//!   waiter's latest (its one answer slot in lane-service: an older answer it gave before is
-//!   replaced, and names an older ticket anyway);
-//! - when the machine says sleep, the lane thread's clock moves to the next answer's end, or
-//!   to the machine's next timer (a wait's bound) if that comes first, and it pays a
-//!   `host_wakeup` either way. It never waits on the device.
-//!
-//! Commands come from the workload between turns, at the lane thread's clock, as a client
-//! thread's command wakes lane-service's lane thread. The hand-off of a job and the giving
-//! of an answer cost no modelled host time: each is a push into a queue allocated once,
-//! under the lock the lane step holds, and the wake-up it causes is charged to the thread
-//! that wakes.
-//!
-//! Device-side state the calls change (the faults drawn, the run's slot buffers released at
-//! finalise) changes in the order the calls were handed out, which is the lane's order.
+//! Commands come from the workload between turns, at the lane thread's clock. A hand-off and
+//! an answer cost no modelled host time (a push into a queue allocated once, under the lock
+//! the lane step holds); the wake-up they cause is charged to the thread that wakes. Device
+//! state the calls change changes in the order the calls were handed out, the lane's order.
 
 use lane_core::status_latch::{AclCode, ReturnCode};
 use lane_core::stream_pair::StreamHandle;
@@ -60,20 +38,20 @@ use lane_core::{
     RunRequest, SlotId, SubmitError, Timestamp,
 };
 use lane_driver::dispatch::{
-    Bookkeeping, Dispatch, DispatchInput, DispatchRefusal, Here, Next, Setting, WorkerAnswer,
+    Bookkeeping, Dispatch, DispatchInput, DispatchInput as Input, DispatchRefusal,
+    DispatchRefusal as Refusal, Here, Next, Setting, WorkerAnswer,
 };
 use lane_driver::{
     CompletionWaiter, Concurrency, Device, DevicePtr, DeviceWait, Driver, DriverError, EventHandle,
-    Executor, NoObserver, Observer, PrepareError, Readback, RunArgs, Runner, Turn, Wait,
+    Executor, LaneSteps, NoObserver, Observer, PrepareError, Readback, RunArgs, Runner, Turn, Wait,
     run_device_wait,
 };
 
 use crate::device::{SimDevice, SimRunner};
 use crate::trace::WAITER_TRACK;
 
-/// A backend's virtual host worker tracks: where a runner call made on a worker runs in
-/// virtual time. Only a virtual-time backend has them (the simulator); on a real clock the
-/// lane service's threads are the workers.
+/// A virtual-time backend's host worker tracks: where a runner call made on a worker runs
+/// in virtual time (on a real clock the lane service's threads are the workers).
 pub trait HostTracks<D> {
     /// How many workers run runner calls (0: all on the lane thread).
     fn workers(&self) -> u8;
@@ -84,9 +62,8 @@ pub trait HostTracks<D> {
     fn leave(&mut self, device: &mut D) -> u64;
     /// The lane thread has nothing to do until `at_ns`: its clock moves there.
     fn idle_until(&mut self, device: &mut D, at_ns: u64);
-    /// The thread whose clock the device is on (the lane thread, or the worker between
-    /// [`HostTracks::enter`] and [`HostTracks::leave`]) wakes from a sleep: its wake-up
-    /// latency, billed to `run`, saying `why`.
+    /// The thread whose clock the device is on wakes from a sleep: its wake-up latency,
+    /// billed to `run`, saying `why`.
     fn wake_up(&mut self, device: &mut D, run: Option<RunId>, why: &'static str);
 }
 
@@ -135,9 +112,7 @@ impl HostTracks<SimDevice> for SimTracks {
 }
 
 /// [`SimRunner`] declaring that its prepare and finalise may run off the lane thread, with
-/// up to `prepares_at_once` prepares at once (each on its own slot). [`SimRunner`] itself
-/// keeps the default (everything on the lane thread), so every existing embedding of it is
-/// unchanged.
+/// up to `prepares_at_once` prepares at once ([`SimRunner`] keeps them on it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OffLaneRunner {
     prepares_at_once: u8,
@@ -156,56 +131,14 @@ impl OffLaneRunner {
     }
 }
 
-impl Runner<SimDevice> for OffLaneRunner {
-    fn prepare_run(
-        &mut self,
-        device: &mut SimDevice,
-        run: RunId,
-        slot: SlotId,
-        diagnostics: bool,
-    ) -> Result<(), PrepareError> {
-        SimRunner.prepare_run(device, run, slot, diagnostics)
-    }
-
-    fn launch_aicore(
-        &mut self,
-        device: &mut SimDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), ReturnCode> {
-        SimRunner.launch_aicore(device, stream, args)
-    }
-
-    fn launch_aicpu(
-        &mut self,
-        device: &mut SimDevice,
-        stream: StreamHandle,
-        args: &RunArgs,
-    ) -> Result<(), ReturnCode> {
-        SimRunner.launch_aicpu(device, stream, args)
-    }
-
-    fn finalise_run(
-        &mut self,
-        device: &mut SimDevice,
-        run: RunId,
-        slot: SlotId,
-        copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
-        SimRunner.finalise_run(device, run, slot, copy_back)
-    }
-
-    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), ReturnCode> {
-        SimRunner.upload_code(device, code)
-    }
-
+runner_via!(OffLaneRunner, SimDevice, |_r, d| (&mut SimRunner, d)
     fn concurrency(&self) -> Concurrency {
         Concurrency {
             off_lane_thread: true,
             prepares_at_once: self.prepares_at_once,
         }
     }
-}
+);
 
 /// The completion waiter's device calls on its own track: it binds (`set_device`) before its
 /// first wait and again after a force reset, as lane-service's waiter does.
@@ -223,32 +156,14 @@ impl<D: Device> CompletionWaiter for OnWaiterTrack<'_, D> {
         Ok(())
     }
 
-    fn now(&mut self) -> Timestamp {
-        self.device.now()
-    }
-
-    fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.device.synchronize_event(event, timeout_ms)
-    }
-
-    fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
-        self.device.query_event(event)
-    }
-
-    fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.device.synchronize_stream(stream, timeout_ms)
-    }
-
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.device.memcpy_from_device(dst, src)
-    }
-
-    fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.device.synchronize_device(timeout_ms)
-    }
-
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.device.recent_error_message()
+    forward_calls! {|s| s.device;
+        fn now(&mut self) -> Timestamp;
+        fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
+        fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode>;
+        fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode>;
+        fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
+        fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
+        fn recent_error_message(&mut self) -> Option<String>;
     }
 }
 
@@ -300,9 +215,8 @@ struct OffLane {
     waiter_free_at: u64,
     /// Whether the waiter has bound the device since the last force reset.
     waiter_bound: bool,
-    /// A device wait handed out while the waiter was inside a call, with its ticket: the
-    /// waiter takes it when that call returns (`waiter_free_at`), unless the machine
-    /// replaces or withdraws it first (lane-service's one untaken wait).
+    /// A device wait (with its ticket) left for the waiter until its call returns, unless the
+    /// machine replaces or withdraws it first (lane-service's one untaken wait).
     untaken: Option<(u64, DeviceWait)>,
 }
 
@@ -320,34 +234,21 @@ impl<D: Device, R: Runner<D>> Bookkeeping for Books<'_, D, R> {
         notice
     }
 
-    fn hand_off(&mut self, effect: &Effect) {
-        self.executor.hand_off(effect);
-    }
-
-    fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait> {
-        self.executor.device_wait(effect)
+    forward_calls! {|s| s.executor;
+        fn hand_off(&mut self, effect: &Effect);
+        fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait>;
+        fn keep_readback(&mut self, readback: Readback);
+        fn completion_wait(&mut self, deadline: Option<Timestamp>) -> Result<Option<DeviceWait>, DriverError>;
     }
 
     fn note_await(&mut self, effect: Effect) -> Result<(), DriverError> {
         self.progress = true;
         Bookkeeping::note_await(&mut *self.executor, effect)
     }
-
-    fn keep_readback(&mut self, readback: Readback) {
-        self.executor.keep_readback(readback);
-    }
-
-    fn completion_wait(
-        &mut self,
-        deadline: Option<Timestamp>,
-    ) -> Result<Option<DeviceWait>, DriverError> {
-        self.executor.completion_wait(deadline)
-    }
 }
 
 /// The lane thread's loop with virtual host workers and the completion waiter (see the
-/// module doc): the same public steps as [`Driver`] (`submit`, `publish`, `close`, `turn`),
-/// over the driver's parts, each decided by the dispatch machine.
+/// module doc): [`Driver`]'s public steps over its parts, decided by the dispatch machine.
 #[derive(Clone, Debug)]
 pub struct WorkerLoop {
     /// The dispatch machine, with host workers and a completion waiter; the lane thread
@@ -386,12 +287,9 @@ impl WorkerLoop {
         tracks: &mut dyn HostTracks<D>,
         request: RunRequest,
     ) -> Result<Result<RunId, SubmitError>, DriverError> {
-        let (steps, executor) = driver.parts_mut();
-        let now = executor.now();
-        self.dispatch.take_notices(now, steps, executor)?;
-        let result = steps.submit(now, request)?;
-        self.execute_effects(driver, tracks)?;
-        Ok(result)
+        self.command(driver, tracks, true, |steps, now| {
+            steps.submit(now, request)
+        })
     }
 
     /// As [`Driver::publish`].
@@ -401,12 +299,7 @@ impl WorkerLoop {
         tracks: &mut dyn HostTracks<D>,
         code: CodeRef,
     ) -> Result<Result<PublicationId, PublishError>, DriverError> {
-        let (steps, executor) = driver.parts_mut();
-        let now = executor.now();
-        self.dispatch.take_notices(now, steps, executor)?;
-        let result = steps.publish(now, code)?;
-        self.execute_effects(driver, tracks)?;
-        Ok(result)
+        self.command(driver, tracks, true, |steps, now| steps.publish(now, code))
     }
 
     /// As [`Driver::close`].
@@ -415,17 +308,31 @@ impl WorkerLoop {
         driver: &mut Driver<D, R, O>,
         tracks: &mut dyn HostTracks<D>,
     ) -> Result<CloseReport, DriverError> {
+        self.command(driver, tracks, false, LaneSteps::close)
+    }
+
+    /// A client command at the lane thread's clock (after the notices, if `notices`), then
+    /// every effect it leads to.
+    fn command<D: Device, R: Runner<D>, O: Observer, T>(
+        &mut self,
+        driver: &mut Driver<D, R, O>,
+        tracks: &mut dyn HostTracks<D>,
+        notices: bool,
+        step: impl FnOnce(&mut LaneSteps<O>, Timestamp) -> Result<T, DriverError>,
+    ) -> Result<T, DriverError> {
         let (steps, executor) = driver.parts_mut();
         let now = executor.now();
-        let report = steps.close(now)?;
+        if notices {
+            self.dispatch.take_notices(now, steps, executor)?;
+        }
+        let result = step(steps, now)?;
         self.execute_effects(driver, tracks)?;
-        Ok(report)
+        Ok(result)
     }
 
     /// As [`Driver::turn`], as lane-service's lane thread runs the dispatch machine: every
-    /// effect the lane thread has; else a sleep until the next answer (a worker's or the
-    /// waiter's) or the machine's next timer (the bound of the wait out), whichever comes
-    /// first. The lane thread never waits on the device itself.
+    /// effect the lane thread has, else a sleep until the next answer or the machine's next
+    /// timer, whichever comes first.
     pub fn turn<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
@@ -506,9 +413,8 @@ impl WorkerLoop {
         true
     }
 
-    /// Polls the dispatch machine until it says sleep, executing on the lane thread's track
-    /// what it gives this thread and making what it hands out on the worker and waiter tracks
-    /// at once; returns whether anything happened.
+    /// Polls the dispatch machine until it says sleep: what it gives this thread runs on the
+    /// lane thread's track, hand-outs on the worker and waiter tracks. Whether any happened.
     fn execute_effects<D: Device, R: Runner<D>, O: Observer>(
         &mut self,
         driver: &mut Driver<D, R, O>,
@@ -578,26 +484,16 @@ impl WorkerLoop {
                 // thread sleeps.
                 Next::Sleep(_) if due => due = false,
                 Next::Sleep(_) => break,
-                Next::WaitHere { .. } => {
-                    return Err(self.refused(DispatchInput::Waiting, DispatchRefusal::NotInSetting));
-                }
-                Next::Exit => {
-                    return Err(self.refused(
-                        DispatchInput::SettledShutdown,
-                        DispatchRefusal::NotInSetting,
-                    ));
-                }
-                Next::Leave => {
-                    return Err(
-                        self.refused(DispatchInput::Elsewhere, DispatchRefusal::NotInSetting)
-                    );
-                }
-                // L-20: lane-service's lane thread ends, the lane lost; the simulator has no
-                // such end, so the simulation stops here.
-                Next::Lose(_) => {
-                    return Err(
-                        self.refused(DispatchInput::WaiterPastBound, DispatchRefusal::NotExpected)
-                    );
+                Next::WaitHere { .. } | Next::Exit | Next::Leave | Next::Lose(_) => {
+                    let (input, refusal) = match next {
+                        Next::WaitHere { .. } => (Input::Waiting, Refusal::NotInSetting),
+                        Next::Exit => (Input::SettledShutdown, Refusal::NotInSetting),
+                        Next::Leave => (Input::Elsewhere, Refusal::NotInSetting),
+                        // L-20: lane-service's lane thread ends, the lane lost; the simulator
+                        // has no such end, so the simulation stops here.
+                        _ => (Input::WaiterPastBound, Refusal::NotExpected),
+                    };
+                    return Err(self.refused(input, refusal));
                 }
             }
         }
@@ -607,10 +503,9 @@ impl WorkerLoop {
         Ok(any)
     }
 
-    /// What the lane thread cannot do here, as a driver error: a wait made on the lane
-    /// thread and the end of the thread have no place with a waiter and no shutdown; a lane
-    /// lost because the waiter stayed inside a call past every bound it was given (a wait it
-    /// took late, behind a call that ran long) has no end in the simulator.
+    /// What the lane thread cannot do here, as a driver error: a wait on the lane thread and
+    /// the thread's end have no place with a waiter and no shutdown, and a lost lane (L-20)
+    /// no end in the simulator.
     fn refused(&self, input: DispatchInput, refusal: DispatchRefusal) -> DriverError {
         DriverError::Dispatch {
             state: self.dispatch.state().kind(),

@@ -1,13 +1,10 @@
 //! Real threads, real waits: depth one against queued depth two on the fake libascendcl.
 //!
-//! Each arm runs the same workload (back-to-back runs of one device time) through
-//! backend-acl on the fake with the [`FakeRunner`], at launch depth one (the
-//! host-synchronised lane) and at depth two (queued). From each run's own timing buffer
-//! (device start and end on the fake's clock) it reports the inter-run device gap; from the
-//! lane thread's clock, the lane's own host time per run: wall time minus the time blocked
-//! in the device's waits, divided by the runs. The fake's kernels are worker threads, so the
-//! gap at depth one is a real host round trip (wake, read the status, launch the successor,
-//! the worker wakes), and at depth two the stream's own hand-over.
+//! Each arm runs the same back-to-back workload through backend-acl on the fake with the
+//! [`FakeRunner`]. Each run's own timing buffer gives the inter-run device gap; the lane
+//! thread's clock, less the time blocked in the device's waits, the lane's own host time per
+//! run. The fake's kernels are worker threads, so the gap at depth one is a real host round
+//! trip, and at depth two the stream's own hand-over.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,10 +57,7 @@ pub struct Arm {
 impl Arm {
     /// Mean inter-run device gap (ns).
     pub fn mean_gap_ns(&self) -> f64 {
-        if self.gaps_ns.is_empty() {
-            return 0.0;
-        }
-        self.gaps_ns.iter().map(|g| *g as f64).sum::<f64>() / self.gaps_ns.len() as f64
+        mean(&self.gaps_ns)
     }
 
     /// A percentile of the gaps (0..=100), nearest rank.
@@ -93,11 +87,16 @@ impl Arm {
     /// Mean device busy time per measured run (ns): the kernels' own span, which a loaded
     /// machine stretches past the asked-for device time (the worker wakes late).
     pub fn mean_busy_ns(&self) -> f64 {
-        if self.busy_ns.is_empty() {
-            return 0.0;
-        }
-        self.busy_ns.iter().map(|b| *b as f64).sum::<f64>() / self.busy_ns.len() as f64
+        mean(&self.busy_ns)
     }
+}
+
+/// The mean of `values` (0 for none).
+fn mean(values: &[u64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().map(|v| *v as f64).sum::<f64>() / values.len() as f64
 }
 
 /// What the bench runs.
@@ -181,71 +180,39 @@ impl<D: Device> Metered<D> {
 }
 
 impl<D: Device> Device for Metered<D> {
-    fn now(&mut self) -> Timestamp {
-        self.inner.now()
+    backend_sim::forward_calls! {|s| s.inner;
+        fn now(&mut self) -> Timestamp;
+        fn set_device(&mut self) -> Result<(), AclCode>;
+        fn reset_device_force(&mut self) -> Result<(), AclCode>;
+        fn create_stream(&mut self) -> Result<StreamHandle, AclCode>;
+        fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode>;
+        fn create_event(&mut self) -> Result<EventHandle, AclCode>;
+        fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode>;
+        fn stream_wait_event(&mut self, stream: StreamHandle, event: EventHandle) -> Result<(), AclCode>;
+        fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode>;
+        fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode>;
+        fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode>;
+        fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode>;
+        fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
+        fn launch_context(&mut self, context: Option<lane_driver::LaunchContext>);
+        fn recent_error_message(&mut self) -> Option<String>;
     }
     /// The measured device's matching (decision 0025), so a notice reaches the lane.
     fn notice_concerns(&self, notice: &FaultNotice) -> bool {
         self.inner.notice_concerns(notice)
     }
-    fn set_device(&mut self) -> Result<(), AclCode> {
-        self.inner.set_device()
-    }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
         self.timed(|d| d.synchronize_device(timeout_ms))
-    }
-    fn reset_device_force(&mut self) -> Result<(), AclCode> {
-        self.inner.reset_device_force()
-    }
-    fn create_stream(&mut self) -> Result<StreamHandle, AclCode> {
-        self.inner.create_stream()
     }
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
         // Healthy teardown waits for the stream's queued work.
         self.timed(|d| d.destroy_stream(stream))
-    }
-    fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.inner.destroy_stream_force(stream)
-    }
-    fn create_event(&mut self) -> Result<EventHandle, AclCode> {
-        self.inner.create_event()
-    }
-    fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
-        self.inner.record_event(event, stream)
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.timed(|d| d.synchronize_event(event, timeout_ms))
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
         self.timed(|d| d.synchronize_stream(stream, timeout_ms))
-    }
-    fn stream_wait_event(
-        &mut self,
-        stream: StreamHandle,
-        event: EventHandle,
-    ) -> Result<(), AclCode> {
-        self.inner.stream_wait_event(stream, event)
-    }
-    fn destroy_event(&mut self, event: EventHandle) -> Result<(), AclCode> {
-        self.inner.destroy_event(event)
-    }
-    fn malloc(&mut self, size: usize) -> Result<DevicePtr, AclCode> {
-        self.inner.malloc(size)
-    }
-    fn free(&mut self, ptr: DevicePtr) -> Result<(), AclCode> {
-        self.inner.free(ptr)
-    }
-    fn memcpy_to_device(&mut self, dst: DevicePtr, src: &[u8]) -> Result<(), AclCode> {
-        self.inner.memcpy_to_device(dst, src)
-    }
-    fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.inner.memcpy_from_device(dst, src)
-    }
-    fn launch_context(&mut self, context: Option<lane_driver::LaunchContext>) {
-        self.inner.launch_context(context);
-    }
-    fn recent_error_message(&mut self) -> Option<String> {
-        self.inner.recent_error_message()
     }
 }
 
@@ -271,11 +238,7 @@ pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Confo
         inner: session.open(profile)?,
         blocked: Duration::ZERO,
     };
-    let times = RunTimes {
-        device_ns,
-        jitter_ppm: 0,
-    };
-    let runner = FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times);
+    let runner = fake_runner(&session, &profile, device_ns);
     let driver = Driver::new(profile, device, runner)
         .with_observer(Tally::default())
         // The production setting: invariant checks are the simulator's and the tests' price.
@@ -308,6 +271,15 @@ pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Confo
     ))
 }
 
+/// The bench's runner: runs of `device_ns` each, no jitter, seed 1.
+fn fake_runner(session: &FakeSession, profile: &Profile, device_ns: u64) -> FakeRunner {
+    let times = RunTimes {
+        device_ns,
+        jitter_ppm: 0,
+    };
+    FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times)
+}
+
 /// What an arm ran: its launch depth, device time, runs and skipped runs.
 #[derive(Clone, Copy, Debug)]
 struct Shape {
@@ -325,12 +297,6 @@ fn figures(
     wall: Duration,
     blocked: Option<Duration>,
 ) -> Arm {
-    let Shape {
-        depth,
-        device_ns,
-        runs,
-        skip,
-    } = shape;
     let timings: Vec<(u64, u64)> = outcomes
         .iter()
         .filter_map(|o| match o {
@@ -341,22 +307,22 @@ fn figures(
     let ok = u32::try_from(timings.len()).unwrap_or(u32::MAX);
     let mut gaps_ns: Vec<u64> = timings
         .windows(2)
-        .skip(skip as usize)
+        .skip(shape.skip as usize)
         .map(|pair| pair[1].0.saturating_sub(pair[0].1))
         .collect();
     gaps_ns.sort_unstable();
-    let measured = timings.get(skip as usize..).unwrap_or_default();
+    let measured = timings.get(shape.skip as usize..).unwrap_or_default();
     let busy_ns = measured.iter().map(|(s, e)| e.saturating_sub(*s)).collect();
     let ends_ns = (
         measured.first().map_or(0, |t| t.1),
         measured.last().map_or(0, |t| t.1),
     );
     Arm {
-        depth,
-        device_ns,
-        runs,
+        depth: shape.depth,
+        device_ns: shape.device_ns,
+        runs: shape.runs,
         ok,
-        skipped: skip,
+        skipped: shape.skip,
         queued_launches,
         gaps_ns,
         busy_ns,
@@ -370,13 +336,10 @@ fn figures(
 pub const LIFTED_WORKERS: usize = 2;
 
 /// The third arm ("lifted"): `runs` back-to-back runs of `device_ns` through lane-service on
-/// real threads, queued at depth two on a2a3 with four slots and two prepares at once (the
-/// simulator's arm 3, `backend_sim::sweep::Offload::default`),
-/// both copies on the streams (`CopyPath::OnStream`), and the runner's prepare and finalise
-/// on [`LIFTED_WORKERS`] host workers ([`FakeRunner::host_worker`]). The lane thread's
-/// blocked time is not observed through the service (`None`); the queued launches are the
-/// fake's own count (`FakeCounters::queued_launches`: AICPU kernels launched while their
-/// stream's previous kernel had not finished), since the service reports no lane steps.
+/// real threads, in the simulator's arm 3 shape (`backend_sim::sweep::Offload::default`:
+/// depth two, four slots, two prepares at once, copies on the streams, the runner's prepare
+/// and finalise on [`LIFTED_WORKERS`] host workers). The service shows no blocked time
+/// (`None`) and no lane steps: the queued launches are the fake's own count.
 ///
 /// # Errors
 ///
@@ -391,17 +354,12 @@ pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Conforman
     let profile = FakeTimeouts::default().scale(Profile::custom(spec)?)?;
     let session = FakeSession::start()?;
     let device = session.open(profile)?;
-    let times = RunTimes {
-        device_ns,
-        jitter_ppm: 0,
-    };
     let queued_before = session
         .control()
         .counters()
         .map_err(ConformanceError::control)?
         .queued_launches;
-    let runner =
-        FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times).with_workers(2);
+    let runner = fake_runner(&session, &profile, device_ns).with_workers(2);
     let worker = runner.host_worker();
     let mut config = ServiceConfig::new(profile);
     // The production setting, as in the other arms.

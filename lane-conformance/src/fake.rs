@@ -11,10 +11,9 @@ use run_lane_fake_ascendcl::{CDYLIB_FILE_NAME, Control, cdylib_path};
 
 use crate::error::ConformanceError;
 
-/// The timeouts a profile runs with on the fake, scaled from the profile's tens of seconds
-/// to real time a test can afford, and still generous for a loaded 2-core machine: a run of
-/// a few hundred microseconds never comes near them, and a hung kernel ends at the device
-/// op timeout, well before the host wait gives up (SPEC L-6).
+/// The timeouts a profile runs with on the fake, scaled from tens of seconds to what a test
+/// can afford and still generous for a loaded 2-core machine; a hung kernel ends at the
+/// device op timeout, well before the host wait gives up (SPEC L-6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FakeTimeouts {
     /// Host wait for one run's completion.
@@ -129,10 +128,8 @@ impl FakeSession {
         self.open_on(0, profile)
     }
 
-    /// Opens device `device_id` of the fake (0 to 15 after the reset) with backend-acl, as a
-    /// user opens an NPU, with `profile` (so backend-acl programs that device's op timeout on
-    /// the fake). The calling thread is bound to it: it is the lane thread. Its fault rules
-    /// and counters are `control().device(device_id)`'s.
+    /// Opens device `device_id` of the fake (0 to 15) with backend-acl and `profile`, as a
+    /// user opens an NPU; the calling thread, bound to it, is the lane thread.
     ///
     /// # Errors
     ///

@@ -1,18 +1,13 @@
 //! [`FakeRunner`]: the embedding runtime's side of a run on the fake libascendcl. It launches
 //! each run's AICore and AICPU kernels on the lane's streams through the fake's control
 //! surface (`runlanefake_launch_run_id`, naming the run), and does the host-side prepare,
-//! finalise and upload.
-//!
-//! A kernel runs for the run's device time in real time on the fake. The AICPU kernel (the
-//! scheduler, which latches codes) writes the slot's timing buffer (device start and end) and
-//! its clean status header at the `RunArgs` pointers, and publishes the run's record. Faults
-//! are the device model's rules, the one vocabulary of scenario files and `lane-sim --fault`
-//! ([`FakeRunner::with_faults`]): the fake's device decides every device site from them (a
-//! refused launch, a run's fate at its AICPU launch, a failed record or read), exactly as the
-//! simulator's device does, and the runner decides its own sites (prepare, finalise, upload)
-//! from the same rules.
+//! finalise and upload. A kernel runs for the run's device time in real time; the AICPU
+//! kernel (the scheduler) writes the slot's timing buffer and clean status header and
+//! publishes the run's record. Faults are the device model's rules
+//! ([`FakeRunner::with_faults`]): the fake's device decides the device sites as the
+//! simulator's does, and the runner its own (prepare, finalise, upload).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use backend_sim::{Latched, RunTimes};
@@ -34,8 +29,13 @@ pub struct Healer(Arc<Mutex<Faults>>);
 impl Healer {
     /// From now on the runner applies no fault.
     pub fn heal(&self) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).heal();
+        locked(&self.0).heal();
     }
+}
+
+/// `mutex` locked, whatever a panic under it left (the rules and live runs stay usable).
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The host side of the runner that its host workers share with it: the rules for the
@@ -49,14 +49,11 @@ struct HostSide {
 
 impl HostSide {
     fn decide(&self, site: Site, run: Option<RunId>) -> Option<Injected> {
-        self.faults
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .decide(site, run.map(|r| r.0))
+        locked(&self.faults).decide(site, run.map(|r| r.0))
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, Vec<RunId>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    fn live(&self) -> MutexGuard<'_, Vec<RunId>> {
+        locked(&self.live)
     }
 
     fn prepare_run(&self, run: RunId) -> Result<(), PrepareError> {
@@ -127,10 +124,9 @@ pub struct FakeRunner {
 }
 
 impl FakeRunner {
-    /// A runner launching kernels through `control` for a lane on the fake's device 0 (see
-    /// [`on_device`](Self::on_device)): each run's device time is `times.of(seed, run)` (the
-    /// simulator's own function, so a jittered workload runs the same kernels on both
-    /// backends), and headers use `layout`.
+    /// A runner launching kernels through `control` for a lane on the fake's device 0: each
+    /// run's device time is `times.of(seed, run)`, as on the simulator, and headers use
+    /// `layout`.
     pub fn new(control: Arc<Control>, layout: HeaderLayout, seed: u64, times: RunTimes) -> Self {
         Self {
             control,
@@ -156,10 +152,9 @@ impl FakeRunner {
     }
 
     /// The same runner with `rules`, as the simulator takes them: each is installed on the
-    /// lane's fake device (its calls count from now), which decides every device site from
-    /// them, and the runner keeps them for its own sites (prepare, finalise, upload). The
-    /// device's kernels do the handshake ([`Semantics::Handshake`]), so a run's fate, decided
-    /// at its AICPU launch, reaches its AICore kernel before it works, as on the simulator.
+    /// lane's fake device (its calls count from now) for the device sites, and kept for the
+    /// runner's own. The device's kernels do the handshake ([`Semantics::Handshake`]), so a
+    /// run's fate, decided at its AICPU launch, reaches its AICore kernel, as on the simulator.
     ///
     /// # Errors
     ///
@@ -169,11 +164,7 @@ impl FakeRunner {
         device.set_semantics(Semantics::Handshake(true))?;
         for rule in rules {
             device.install_fault(&rule.to_string())?;
-            self.host
-                .faults
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .install(rule.clone());
+            locked(&self.host.faults).install(rule.clone());
         }
         Ok(self)
     }

@@ -1,17 +1,12 @@
 //! One conformance suite over both backends, the fake libascendcl's runner, and the
 //! real-time depth-one vs queued bench.
 //!
-//! **Owns:** [`FakeRunner`], the embedding runtime's side of a run on the fake (kernels of a
-//! given duration and outcome launched on the lane's streams through the fake's control
-//! surface; host-side prepare, finalise, upload), usable by any crate's tests with any
-//! `Device` whose streams are the fake's, faulted by the device model's rules as the
-//! simulator is ([`FakeRunner::with_faults`]); [`FakeSession`], exclusive, reset use of the
-//! fake (all sixteen devices)
-//! per process, opening a lane on any of its devices; the
-//! [`suite`] ([`Backend`], [`Sim`], [`AclOnFake`], [`check`]) that runs every scenario file
-//! (`scenarios/*.toml`) on each backend against the same expectations, and on any other device
-//! over the fake ([`on_fake`]: lane-capi runs them through the runtime's device table); [`Tally`], the
-//! figures a scenario compares, counted from the driver's observations; and [`bench`](mod@bench), depth
+//! **Owns:** [`FakeRunner`], the embedding runtime's side of a run on the fake, for any
+//! `Device` whose streams are the fake's, faulted by the simulator's rules; [`FakeSession`],
+//! exclusive, reset use of the whole fake per process; the [`suite`] ([`Backend`], [`Sim`],
+//! [`AclOnFake`], [`check`], [`on_fake`] for other devices over the fake) that runs every
+//! scenario file on each backend against the same expectations; [`Tally`], the figures a
+//! scenario compares, counted from the driver's observations; and [`bench`](mod@bench), depth
 //! one against queued depth two on the fake in real time (the `fake-bench` binary).
 //!
 //! **Why a crate of its own:** the suite needs both backends, and backend-sim and

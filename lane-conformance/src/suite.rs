@@ -3,11 +3,9 @@
 //! A [`Backend`] runs a [`Scenario`] and reports the [`Observed`] figures its expectations
 //! compare; [`check`] compares them. [`Sim`] is the simulator in virtual time; [`AclOnFake`]
 //! is backend-acl's `AclDevice` on the fake libascendcl in real time, driven by the same
-//! workload runner (`backend_sim::workload::drive`) with the [`FakeRunner`], the scenario's
-//! fault rules installed on the fake as they are on the simulator (one vocabulary, no
-//! translation) and its timeouts scaled ([`FakeTimeouts`]).
-//! Kernels run the scenario's device times (hundreds of microseconds) for real; the suite
-//! asserts outcomes and lane-step orderings, never timings.
+//! workload runner with the [`FakeRunner`], the scenario's fault rules (one vocabulary) and
+//! scaled timeouts ([`FakeTimeouts`]). The suite asserts outcomes and lane-step orderings,
+//! never timings.
 
 use std::sync::Arc;
 
@@ -128,10 +126,9 @@ pub fn figures(observed: &Observed) -> Figures {
     )
 }
 
-/// Runs each of [`RARER_FAULTS`] on the simulator and on `backend` (a backend over the fake):
-/// one readable block per case whose outcome lines or [`Figures`] differ, or whose backend
-/// reported its own failure (a leak); and per case a block if the fault changed nothing on
-/// the simulator (a case that proves nothing).
+/// Runs each of [`RARER_FAULTS`] on the simulator and on `backend` (over the fake): a
+/// readable block per case whose outcome lines or [`Figures`] differ, whose backend failed
+/// its own checks, or whose fault changed nothing on the simulator (proving nothing).
 ///
 /// # Panics
 ///
@@ -191,9 +188,14 @@ impl Backend for Sim {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        let report = backend_sim::run(&scenario.config, &mut |_, _| {})?;
-        Ok((Observed::of(&report), Vec::new()))
+        on_sim(&scenario.config)
     }
+}
+
+/// `config` on the simulator: its figures, and no failure of its own.
+fn on_sim(config: &backend_sim::SimConfig) -> Result<(Observed, Vec<String>), ConformanceError> {
+    let report = backend_sim::run(config, &mut |_, _| {})?;
+    Ok((Observed::of(&report), Vec::new()))
 }
 
 /// The simulator with every scenario's copy path replaced: the same expectations must hold
@@ -207,12 +209,10 @@ impl Backend for SimWithCopies {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        let config = backend_sim::SimConfig {
+        on_sim(&backend_sim::SimConfig {
             copies: Some(self.0),
             ..scenario.config.clone()
-        };
-        let report = backend_sim::run(&config, &mut |_, _| {})?;
-        Ok((Observed::of(&report), Vec::new()))
+        })
     }
 }
 
@@ -227,12 +227,10 @@ impl Backend for SimWithHeader {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        let config = backend_sim::SimConfig {
+        on_sim(&backend_sim::SimConfig {
             header: Some(self.0),
             ..scenario.config.clone()
-        };
-        let report = backend_sim::run(&config, &mut |_, _| {})?;
-        Ok((Observed::of(&report), Vec::new()))
+        })
     }
 }
 
@@ -252,9 +250,8 @@ pub struct AclOnFake {
 }
 
 impl AclOnFake {
-    /// The suite's timeouts: a 4 s host wait (a scenario's runs take hundreds of
-    /// microseconds), a 1 s op timeout and a 1 s drain, so a scenario whose run never ends
-    /// (`stuck`) waits out its host deadline in seconds, not tens.
+    /// The suite's timeouts: a 4 s host wait, a 1 s op timeout and a 1 s drain, so a `stuck`
+    /// scenario waits out its host deadline in seconds, not tens.
     pub const TIMEOUTS: FakeTimeouts = FakeTimeouts {
         completion_ns: 4_000_000_000,
         device_op_ns: 1_000_000_000,
@@ -310,19 +307,13 @@ impl Backend for AclOnFake {
     }
 }
 
-/// Runs `scenario` as [`AclOnFake`] does, on any device over the fake: the lane's device is
-/// what `open` makes (given the session, the fake's device id and the scaled profile), on the
-/// calling thread, which is the lane's thread. The fake is reset first; the scenario's rules
-/// go on that fake device once it is open (the open's calls are not the lane's); liveness
-/// heals them; the leak check and the check that no other device of the fake saw a call follow
-/// the run. `setup` says the timeouts, the copy path and the fake's device; `repro` is the
-/// command that runs the suite again (a failure's `reproduce:` line names it and the
-/// scenario).
-///
-/// A device other than backend-acl's (a runtime's device table over the fake, lane-capi's
-/// conformance arm) runs the same scenarios through this, so it meets the same expectations
-/// with the same faults. Such a device programs no op timeout: its `open` sets the fake's
-/// itself, as the runtime that owns the device would.
+/// Runs `scenario` as [`AclOnFake`] does, on any device over the fake (lane-capi's runtime
+/// device table meets the same expectations this way): the lane's device is what `open`
+/// makes (given the session, the fake's device id and the scaled profile) on the calling
+/// thread, the lane's. The fake is reset first; the scenario's rules go on that device once
+/// it is open (the open's calls are not the lane's); the leak check and the check that no
+/// other device of the fake saw a call follow the run. `repro` is the command that runs the
+/// suite again. A device that programs no op timeout sets the fake's in its `open`.
 ///
 /// # Errors
 ///

@@ -9,15 +9,11 @@ use lane_driver::{Observation, Observer};
 /// Counts lane steps: AICore streams created, force resets that succeeded, latched status
 /// headers read, and queued launches.
 ///
-/// A launch is *queued* when the lane launches a run while an earlier launched run has not
-/// yet completed as far as the host knows (no `Completed` or `CompletionFailed` for it). A
-/// launch that failed after its AICore kernel reached the device (its AICPU launch, its
-/// `core_done` record, its fence) counts as one too: its kernels are on the device, as the
-/// simulator counts them.
-/// That is an ordering of lane steps, not a timing: the driver launches a depth-two
-/// successor before it starts waiting for its predecessor, so the count is the same on any
-/// machine, however loaded. (The simulator counts on its virtual device clock instead; the
-/// scenarios' expectations hold for both.)
+/// A launch is *queued* when the lane launches a run (or fails a launch after its AICore
+/// kernel reached the device) while an earlier launched run has no `Completed` or
+/// `CompletionFailed` yet. That is an ordering of lane steps, not a timing, so the count is
+/// the same on any machine, however loaded (the simulator counts on its virtual clock; the
+/// scenarios' expectations hold for both).
 #[derive(Clone, Debug, Default)]
 pub struct Tally {
     /// AICore streams the lane created.

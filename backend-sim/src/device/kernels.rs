@@ -1,7 +1,5 @@
-//! Kernels: a run's two launches (the model runs them; here the host's cost, the launch
-//! context, the trace of a run's kernels and the simulator's checks of L-5 and L-13). A run
-//! follows its launch context, never the order of calls, and its slot buffers are written only
-//! by its own kernels.
+//! A run's two kernel launches (the model runs them; here the host's cost, the launch
+//! context, the trace of a run's kernels and the simulator's checks of L-5 and L-13).
 
 use std::collections::BTreeMap;
 
@@ -23,8 +21,7 @@ pub(super) struct PendingCore {
     enqueued: u64,
     tag: u64,
     /// The run's `core_done` record, made while the kernel waits for its partner: the event,
-    /// when it was recorded and its task's tag (its trace record sits beside the run's
-    /// kernels).
+    /// when it was recorded and its task's tag.
     pub(super) core_done: Option<(EventHandle, u64, u64)>,
 }
 
@@ -42,9 +39,7 @@ impl SimDevice {
     ///
     /// [`Device::launch_context`]: lane_driver::Device::launch_context
     pub(super) fn follow_launch_context(&mut self, context: Option<LaunchContext>) {
-        // Only the pending kernel's own `Kernels` stage continues its launch: any other
-        // context (`None`, or another launch's arm) means the launch ended without the
-        // AICPU partner, so the kernel is orphaned now, whatever other threads call.
+        // Only the pending kernel's own `Kernels` stage continues its launch.
         let continues = |p: &PendingCore| {
             context.is_some_and(|c| c.run == p.args.run && c.stage == LaunchStage::Kernels)
         };
@@ -119,13 +114,7 @@ impl SimDevice {
                 d.live_runs.insert(args.run, args);
                 d.journal.note_epoch(args.epoch, args.run);
                 d.check_device_invariants();
-                d.tasks.insert(
-                    tag,
-                    TaskTrace {
-                        kernel: Some((args.run, Side::Aicore)),
-                        ..TaskTrace::default()
-                    },
-                );
+                d.tasks.insert(tag, TaskTrace::kernel(args.run, Side::Aicore));
                 d.pending_core = Some(PendingCore {
                     args,
                     stream,
@@ -188,13 +177,7 @@ impl SimDevice {
                     .map_err(|e| d.refused_launch("launch_aicpu", stream, e))?;
                 d.pending_core = None;
                 d.run_ends.insert(run, None);
-                d.tasks.insert(
-                    tag,
-                    TaskTrace {
-                        kernel: Some((run, Side::Aicpu)),
-                        ..TaskTrace::default()
-                    },
-                );
+                d.tasks.insert(tag, TaskTrace::kernel(run, Side::Aicpu));
                 if let Some(task) = d.tasks.get_mut(&core.tag) {
                     task.fate.clone_from(&launched.fate);
                 }
@@ -222,7 +205,7 @@ impl SimDevice {
         enqueued_ns: u64,
     ) {
         let task = self.tasks.get(&tag).cloned().unwrap_or_default();
-        let index = self.journal.push_indexed(|_| {
+        self.push_task(tag, |_| {
             Record::Kernel(KernelRecord {
                 run: run.0,
                 side,
@@ -234,10 +217,6 @@ impl SimDevice {
                 killed_ns: None,
             })
         });
-        if let Some(task) = self.tasks.get_mut(&tag) {
-            task.record = index;
-        }
-        self.patch(tag);
     }
 
     /// The pending AICore kernel's launch ended without its AICPU partner: it spins until the

@@ -5,13 +5,10 @@
 //!
 //! `host_ns` is the host thread's clock, [`Device::now`]. Every call advances the model to it
 //! first, then spends its cost ([`Costs`]); a blocking wait runs the model forward to the
-//! event's completion (plus the host wake-up) or to the timeout. The device's own behaviour,
-//! the order and timing of its tasks, sticky codes, continue-on-failure, the handshake, the
-//! kernels' writes and records, and the fault rules, is the model's (device-model's crate
-//! doc); its device-side costs (task switch, kernel start latency, event and copy tasks)
-//! come from [`Costs`] as its [`device_model::Timing`], and [`Semantics::SIMULATOR`] its
-//! switches: the handshake, and a device fault that fails every checked call until a force
-//! reset (the sticky fallout).
+//! event's completion (plus the host wake-up) or to the timeout. The device's own behaviour
+//! (task order and timing, sticky codes, the handshake, the kernels' writes and records, the
+//! fault rules) is the model's; [`Costs`] gives it its device-side costs as its
+//! [`device_model::Timing`], and [`Semantics::SIMULATOR`] its switches.
 //!
 //! # A run on the device
 //!
@@ -24,31 +21,21 @@
 //!
 //! The simulator follows the executor's launch context ([`Device::launch_context`]), never the
 //! order of calls: a record in a run's `Kernels` stage is that run's (its fault site names the
-//! run), one in its `Arm` stage (the "armed" event) belongs to no run and is no fault site. A
-//! call from another thread (lane-service's completion waiter) may land between the two
-//! launches and changes nothing.
-//!
-//! Each run's two kernels share its slot's handshake address and epoch; the AICore kernel
-//! spins until its AICPU scheduler starts (the handshake), the run works its preamble and its
-//! device time ([`RunTimes`]), and both end together. The scheduler writes the slot's timing
-//! buffer and status header and publishes the run's result record ([`RunArgs::record`],
-//! stamped with [`RunArgs::epoch`]) at its end, before the boundary can complete. The run's
-//! fate (the `run` fault site) is decided at its AICPU launch. The device remembers every
-//! record it published ([`SimDevice::take_published`]), so a harness can check that no run is
-//! `Ok` without an ok one and that no verdict names a run its own record does not convict.
-//!
-//! An AICore kernel whose AICPU partner is never enqueued (a partial launch) spins until the
-//! op timeout kills it; it is orphaned (its trace says so) when its launch ends. Both kernels
-//! on one stream is a deadlock: the simulator records it and fails loudly.
+//! run), one in its `Arm` stage (the "armed" event) belongs to no run and is no fault site; a
+//! call from another thread (lane-service's completion waiter) between the two launches
+//! changes nothing. The run's fate (the `run` fault site) is decided at its AICPU launch, and
+//! the device remembers every record it published ([`SimDevice::take_published`]) so a
+//! harness can check each verdict against it. An AICore kernel whose AICPU partner is never
+//! enqueued spins until the op timeout kills it, orphaned when its launch ends; both kernels
+//! on one stream is a deadlock, recorded and failed loudly.
 //!
 //! # Sticky errors (device-truth §1)
 //!
 //! Completion is not the verdict: a faulted, op-timeout-killed or latched run's events
 //! complete, an event wait returns 0 and a stream query reports no error. Only
-//! [`Device::synchronize_stream`] returns a stream's sticky code (bounded by its timeout:
-//! 507046; a zero timeout is refused with 107000). A device exception or an op-timeout kill
-//! also makes the device bad: every checked call returns the code until a force reset. A latch
-//! leaves 507018 on the AICPU stream alone and the device good.
+//! [`Device::synchronize_stream`] returns a stream's sticky code (507046 past its timeout, a
+//! zero timeout refused with 107000). A device exception or an op-timeout kill also makes the
+//! device bad until a force reset; a latch leaves 507018 on the AICPU stream alone.
 //!
 //! [`Device::now`]: lane_driver::Device::now
 //! [`Device::launch_context`]: lane_driver::Device::launch_context
@@ -56,11 +43,10 @@
 //! [`Semantics::SIMULATOR`]: device_model::Semantics::SIMULATOR
 
 // The model holds the device; these files hold the host's side of each call (its cost, its
-// trace record, the simulator's invariants): calls.rs the stream, event, memory, copy and
-// recovery calls, kernels.rs the runner's two launches and the launch context, runner.rs the
-// runner's other calls, device_trait.rs the `Device` impl delegating to them.
+// trace record, the simulator's invariants): calls.rs the `Device` impl (stream, event,
+// memory, copy and recovery calls), kernels.rs the runner's two launches and the launch
+// context, runner.rs the runner's other calls.
 mod calls;
-mod device_trait;
 mod kernels;
 mod runner;
 
@@ -115,25 +101,18 @@ impl RunTimes {
 
 /// The first thing that went wrong in the simulator itself (not a device failure the lane
 /// handles): a device invariant broke, a deadlock, or a livelock.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceFailure {
     /// A device invariant broke (see the crate doc's list).
+    #[error("device invariant broken: {0}")]
     Invariant(String),
     /// Work that can never finish: both kernels of a run on one stream, or an unbounded
     /// wait on an event that never completes.
+    #[error("deadlock: {0}")]
     Deadlock(String),
     /// The lane kept the device busy without making progress.
+    #[error("livelock: {0}")]
     Livelock(String),
-}
-
-impl core::fmt::Display for DeviceFailure {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Self::Invariant(what) => write!(f, "device invariant broken: {what}"),
-            Self::Deadlock(what) => write!(f, "deadlock: {what}"),
-            Self::Livelock(what) => write!(f, "livelock: {what}"),
-        }
-    }
 }
 
 /// Host time spent on behalf of one run.
@@ -145,8 +124,8 @@ pub struct HostUse {
     pub blocked_ns: u64,
 }
 
-/// Pinned host memory (`aclrtMallocHost`), by base address: the host side of the copies on
-/// the streams, which the model reads and writes when their tasks run.
+/// Pinned host memory (`aclrtMallocHost`) by base address, which the model's copy tasks read
+/// and write.
 #[derive(Clone, Debug, Default)]
 struct PinnedHost(BTreeMap<HostPtr, Vec<u8>>);
 
@@ -204,6 +183,14 @@ struct TaskTrace {
 }
 
 impl TaskTrace {
+    /// A run's kernel on `side`, not yet recorded.
+    fn kernel(run: RunId, side: Side) -> Self {
+        Self {
+            kernel: Some((run, side)),
+            ..Self::default()
+        }
+    }
+
     /// A kernel's ending as the trace shows it: the run's fate names how it ended.
     fn ending(&self) -> Ending {
         let side = self.kernel.map(|(_, side)| side);
@@ -229,12 +216,9 @@ impl TaskTrace {
     }
 }
 
-/// The simulated device: implements [`Device`] (and [`SimRunner`] does the runner's work on
-/// it), so the one [`lane_driver::Driver`] loop runs the lane on it. It gives no completion
-/// waiter itself: in a lane service, wrap it in a [`SharedSim`](crate::SharedSim), which
-/// shares it with the service's waiter thread.
-///
-/// [`Device`]: lane_driver::Device
+/// The simulated device, run by the one [`lane_driver::Driver`] loop with [`SimRunner`]. It
+/// gives no completion waiter itself: in a lane service, wrap it in a
+/// [`SharedSim`](crate::SharedSim), which shares it with the service's waiter thread.
 #[derive(Debug)]
 pub struct SimDevice {
     costs: Costs,
@@ -250,11 +234,7 @@ pub struct SimDevice {
     next_ptr: u64,
     host_memory: PinnedHost,
     next_host_ptr: u64,
-    /// Where the executor is in a run's launch ([`Device::launch_context`]): a record in the
-    /// arm is the slot's "armed" event, which belongs to no run yet; one after the AICore
-    /// kernel is that run's.
-    ///
-    /// [`Device::launch_context`]: lane_driver::Device::launch_context
+    /// Where the executor is in a run's launch (the module doc says what it decides).
     launch: Option<LaunchContext>,
     binary_loaded: bool,
     pending_core: Option<PendingCore>,
@@ -331,11 +311,9 @@ impl SimDevice {
         self
     }
 
-    /// Whether the device gives event timestamps (`aclrtEventGetTimestamp`; off by default,
-    /// so the calls and virtual times of a run without them stay as they were): on, each slot
-    /// has one more event, recorded right before each run's AICore kernel, and a run's device
-    /// start and end are that event's and its boundary's completion times in virtual time
-    /// (`TimingSource::EventTimestamps`).
+    /// Whether the device gives event timestamps (`aclrtEventGetTimestamp`, for
+    /// `TimingSource::EventTimestamps`; off by default, so the calls and virtual times of a
+    /// run without them stay as they were).
     #[must_use]
     pub const fn with_event_timestamps(mut self, on: bool) -> Self {
         self.event_timestamps = on;
@@ -370,11 +348,6 @@ impl SimDevice {
         self.model.heal();
     }
 
-    /// The installed fault rules.
-    pub fn fault_rules(&self) -> &[FaultRule] {
-        self.model.fault_rules()
-    }
-
     /// How many faults fired.
     pub const fn faults_injected(&self) -> u64 {
         self.model.faults_injected()
@@ -390,9 +363,8 @@ impl SimDevice {
         self.journal.trace()
     }
 
-    /// The journal this device writes its calls and kernels into; give it to the driver's
-    /// observer ([`SimObserver::new`](crate::SimObserver::new)) so lane steps land in the same
-    /// trace.
+    /// The journal this device writes into; give it to [`SimObserver::new`](crate::SimObserver::new)
+    /// so lane steps land in the same trace.
     pub fn journal(&self) -> Journal {
         self.journal.clone()
     }
@@ -413,17 +385,14 @@ impl SimDevice {
         self.host_ns
     }
 
-    /// Moves the host clock to `at_ns` and returns where it was. The virtual host workers
-    /// ([`crate::workers`]) run a runner call on a worker's own clock this way and then put
-    /// the lane thread's clock back; the lane thread idles forward with it.
+    /// Moves the host clock to `at_ns` and returns where it was (a virtual host worker's call
+    /// runs on its own clock, [`crate::workers`]).
     pub const fn set_host_clock(&mut self, at_ns: u64) -> u64 {
         core::mem::replace(&mut self.host_ns, at_ns)
     }
 
-    /// A host thread that slept on a condition variable (not in a device call) wakes: the
-    /// wake-up latency (`host_wakeup`) is host time on the thread whose clock the device
-    /// is on (the lane thread, or a virtual host worker's, [`crate::workers`]), billed to
-    /// `run` and recorded as a `wake_up` call saying `why`.
+    /// The thread whose clock the device is on wakes from a sleep (not a device call): its
+    /// `host_wakeup`, billed to `run` and recorded as a `wake_up` call saying `why`.
     pub fn host_wakeup(&mut self, run: Option<RunId>, why: &'static str) {
         let start = self.host_ns;
         self.spend_ns(self.costs.get(Cost::HostWakeup), run);
@@ -433,10 +402,8 @@ impl SimDevice {
     }
 
     /// The result record the run's kernels published (stamped with the epoch the run was
-    /// launched with) that landed in its slot's record region, if any, and forgets it (each
-    /// run's is taken once, when its outcome is checked). The harness checks every verdict
-    /// with it: no path reports `Ok` without a published ok record (L-8), and no failure names
-    /// a run its own record does not convict (L-8a).
+    /// launched with) that landed in its slot's record region, if any, and forgets it: the
+    /// harness checks the run's verdict with it, once (L-8, L-8a).
     pub fn take_published(&mut self, run: RunId) -> Option<PublishedRecord> {
         self.published.remove(&run)
     }
@@ -558,6 +525,16 @@ impl SimDevice {
         }
     }
 
+    /// Pushes task `tag`'s trace record (what `make` builds for the run the driver's effect is
+    /// for) and writes what is known of the task into it.
+    fn push_task(&mut self, tag: u64, make: impl FnOnce(Option<RunId>) -> Record) {
+        let index = self.journal.push_indexed(make);
+        if let Some(task) = self.tasks.get_mut(&tag) {
+            task.record = index;
+        }
+        self.patch(tag);
+    }
+
     /// Writes what is known of task `tag` into its trace record, once it has one; forgets a
     /// task that has ended and been recorded.
     fn patch(&mut self, tag: u64) {
@@ -642,25 +619,13 @@ impl SimDevice {
     /// Host time of a wait, billed to the run whose launch recorded the awaited event.
     fn spend_ns(&mut self, ns: u64, run: Option<RunId>) {
         self.host_ns = self.host_ns.saturating_add(ns);
-        self.journal.bill(
-            run,
-            HostUse {
-                busy_ns: ns,
-                blocked_ns: 0,
-            },
-        );
+        self.journal.bill(run, ns, 0);
     }
 
     /// Host time blocked in a wait, billed like [`Self::spend_ns`].
     fn block_ns(&mut self, ns: u64, run: Option<RunId>) {
         self.host_ns = self.host_ns.saturating_add(ns);
-        self.journal.bill(
-            run,
-            HostUse {
-                busy_ns: 0,
-                blocked_ns: ns,
-            },
-        );
+        self.journal.bill(run, 0, ns);
     }
 
     /// The device's sticky fault, if the host clock has reached it.
@@ -668,14 +633,11 @@ impl SimDevice {
         self.model.fault_now(self.host_ns)
     }
 
-    /// The shape every model call shares: [`Self::enter`] (the call counted, the device
-    /// caught up), its host time (`host`: a fixed cost spent first, or what the body spends),
-    /// `body` (given the call's start), then its one journal record: `name`, `detail` of the
-    /// result and the error's text, named as `named` says. The detail and the text are made
-    /// only if the journal keeps them. Every `Device`, `PinnedCopies` and runner method goes
-    /// through it but the host's own access to pinned memory (`write_host`, `read_host`),
-    /// which is no call: it counts nothing, costs nothing and leaves no record, so it only
-    /// settles the device.
+    /// The shape every model call shares: [`Self::enter`], its host time (`host`: a fixed
+    /// cost spent first, or what the body spends), `body` (given the call's start), then its
+    /// one journal record: `name`, `detail` of the result and the error's text (made only if
+    /// the journal keeps them), named as `named` says. Every device and runner method goes
+    /// through it but `write_host` and `read_host`, plain host memory: no call.
     fn call<T, E: CallError>(
         &mut self,
         name: &'static str,

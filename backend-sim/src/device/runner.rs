@@ -2,7 +2,7 @@
 //! host time, finalisation releases the run's slot buffers, and a code upload makes the next
 //! AICore launch load its binary again; the two kernel launches live in `kernels.rs`.
 
-use lane_core::status_latch::{AclCode, ReturnCode};
+use lane_core::status_latch::ReturnCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_core::{CodeRef, FinaliseFailure, RunId, SlotId};
 use lane_driver::{PrepareError, RunArgs, Runner};
@@ -24,7 +24,25 @@ impl Runner<SimDevice> for SimRunner {
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        device.run_prepare_run(run, slot, diagnostics)
+        device.call(
+            "prepare_run",
+            Cost::Prepare,
+            Named::Run(Some(run)),
+            |d, _| {
+                let others_live = d.live_runs.keys().any(|&r| r != run);
+                match d.model.decide(Site::Prepare, Some(run.0)) {
+                    Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
+                    // Only an overlapping prepare can be incompatible; alone, it always fits.
+                    Some(Injected::Incompatible) if others_live => Err(PrepareError::Incompatible),
+                    // The args upload is a device copy: a bad device fails it.
+                    _ => d.sticky_now().map_err(PrepareError::Failed),
+                }
+            },
+            |_| {
+                let diagnostics = if diagnostics { " diagnostics" } else { "" };
+                format!("run {} slot {}{diagnostics}", run.0, slot.0)
+            },
+        )
     }
 
     fn launch_aicore(
@@ -56,51 +74,7 @@ impl Runner<SimDevice> for SimRunner {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        device.run_finalise_run(run, slot, copy_back)
-    }
-
-    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), ReturnCode> {
-        device.run_upload_code(code).map_err(ReturnCode::from)
-    }
-}
-
-/// The runner's work on the device model ([`SimRunner`] delegates here; its two kernel
-/// launches are in `kernels.rs`).
-impl SimDevice {
-    fn run_prepare_run(
-        &mut self,
-        run: RunId,
-        slot: SlotId,
-        diagnostics: bool,
-    ) -> Result<(), PrepareError> {
-        self.call(
-            "prepare_run",
-            Cost::Prepare,
-            Named::Run(Some(run)),
-            |d, _| {
-                let others_live = d.live_runs.keys().any(|&r| r != run);
-                match d.model.decide(Site::Prepare, Some(run.0)) {
-                    Some(Injected::Fail(code)) => Err(PrepareError::Failed(code)),
-                    // Only an overlapping prepare can be incompatible; alone, it always fits.
-                    Some(Injected::Incompatible) if others_live => Err(PrepareError::Incompatible),
-                    // The args upload is a device copy: a bad device fails it.
-                    _ => d.sticky_now().map_err(PrepareError::Failed),
-                }
-            },
-            |_| {
-                let diagnostics = if diagnostics { " diagnostics" } else { "" };
-                format!("run {} slot {}{diagnostics}", run.0, slot.0)
-            },
-        )
-    }
-
-    fn run_finalise_run(
-        &mut self,
-        run: RunId,
-        slot: SlotId,
-        copy_back: bool,
-    ) -> Result<(), FinaliseFailure> {
-        self.call(
+        device.call(
             "finalise_run",
             Cost::Finalise,
             Named::Run(Some(run)),
@@ -129,24 +103,26 @@ impl SimDevice {
         )
     }
 
-    fn run_upload_code(&mut self, code: CodeRef) -> Result<(), AclCode> {
-        self.call(
-            "upload_code",
-            Cost::Upload,
-            Named::Run(None),
-            |d, _| {
-                d.sticky_now().and_then(|()| {
-                    match d.model.decide(Site::Upload, None) {
-                        Some(Injected::Fail(code)) => Err(code),
-                        _ => {
-                            // New code: the next AICore launch loads its binary again.
-                            d.binary_loaded = false;
-                            Ok(())
+    fn upload_code(&mut self, device: &mut SimDevice, code: CodeRef) -> Result<(), ReturnCode> {
+        device
+            .call(
+                "upload_code",
+                Cost::Upload,
+                Named::Run(None),
+                |d, _| {
+                    d.sticky_now().and_then(|()| {
+                        match d.model.decide(Site::Upload, None) {
+                            Some(Injected::Fail(code)) => Err(code),
+                            _ => {
+                                // New code: the next AICore launch loads its binary again.
+                                d.binary_loaded = false;
+                                Ok(())
+                            }
                         }
-                    }
-                })
-            },
-            |_| format!("code {}", code.0),
-        )
+                    })
+                },
+                |_| format!("code {}", code.0),
+            )
+            .map_err(ReturnCode::from)
     }
 }

@@ -1,13 +1,6 @@
-//! A workload and the runner that drives it through the lane on the simulated device.
-//!
-//! The runner keeps the lane full (submit until `Full`, then `turn`), publishes and closes
-//! where the workload says, stops submitting once the lane is lost, and checks after every
-//! driver call that the device found nothing wrong (the driver itself checks the lane's
-//! invariants after every step). With `liveness` it then heals every fault, requires the
-//! lane to drain, and requires fresh runs to succeed unless the lane ended lost.
-//!
-//! This file holds the workload, its configuration and the entry points; the runner's
-//! steps are in `steps` (split for length).
+//! A workload and the runner that drives it through the lane on the simulated device
+//! ([`drive`] says how). This file holds the workload, its configuration and the entry
+//! points; the runner's steps are in `steps` (split for length).
 
 use std::collections::BTreeMap;
 
@@ -49,14 +42,12 @@ pub enum ProfileName {
 impl ProfileName {
     /// Parses `a2a3`, `a5` or `depth-one`.
     pub fn parse(text: &str) -> Result<Self, InputError> {
-        match text {
-            "a2a3" => Ok(Self::A2a3),
-            "a5" => Ok(Self::A5),
-            "depth-one" => Ok(Self::DepthOne),
-            other => Err(InputError::UnknownProfile {
-                got: other.to_owned(),
-            }),
-        }
+        [Self::A2a3, Self::A5, Self::DepthOne]
+            .into_iter()
+            .find(|p| p.name() == text)
+            .ok_or_else(|| InputError::UnknownProfile {
+                got: text.to_owned(),
+            })
     }
 
     /// The name.
@@ -229,8 +220,7 @@ pub struct SimConfig {
     /// (tensormap_and_ringbuffer): the simulated kernels latch in it and the lane reads it.
     pub header: Option<HeaderLayout>,
     /// Virtual host workers running the runner's prepare and finalise off the lane thread
-    /// ([`crate::workers`]); 0: everything on the lane thread. With workers the runner
-    /// declares it allows that, with as many prepares at once as the prepare window.
+    /// ([`crate::workers`]), as many at once as the prepare window; 0: none.
     pub workers: u8,
     /// The seed every random choice derives from.
     pub seed: u64,
@@ -314,11 +304,7 @@ impl SimConfig {
 
     /// The costs, defaults plus overrides.
     pub fn cost_table(&self) -> Costs {
-        let mut costs = Costs::default();
-        for (cost, ns) in &self.costs {
-            costs.set(*cost, *ns);
-        }
-        costs
+        Costs::with_overrides(&self.costs)
     }
 
     /// The one command that reproduces this simulation.
@@ -462,9 +448,7 @@ impl Report {
 }
 
 /// What the workload runner needs from a backend beyond the [`Driver`]: the backend's own
-/// checks after every driver call, and healing its faults for the liveness phase. The
-/// simulator reports its device failures (invariants, deadlocks, livelocks) and heals its
-/// fault rules; another backend (backend-acl on the fake) supplies its own.
+/// checks after every driver call, and healing its faults for the liveness phase.
 pub trait Harness<D: Device, R: Runner<D>, O: Observer> {
     /// Something the backend itself found wrong, checked after every driver call (`None`:
     /// nothing).

@@ -6,48 +6,42 @@ use lane_core::{
     CloseReport, CodeRef, LaneState, Outcome, PublicationId, PublishError, RunId, RunRequest,
     SubmitError, Verdict,
 };
-use lane_driver::{Device, DriverError, Observer, Runner, Turn};
+use lane_driver::{Device, Driver, DriverError, Observer, Runner, Turn};
 
 use super::{Drive, Harness, LIVENESS_RUNS};
 use crate::error::{Failure, SimError};
+use crate::workers::{HostTracks, WorkerLoop};
 
 impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, O, H> {
-    /// One driver submit: through the worker loop when there is one.
-    fn submit_once(
+    /// One driver call: through the worker loop when there is one, else on the driver.
+    fn route<T>(
         &mut self,
-        request: RunRequest,
-    ) -> Result<Result<RunId, SubmitError>, DriverError> {
+        on_workers: impl FnOnce(&mut WorkerLoop, &mut Driver<D, R, O>, &mut dyn HostTracks<D>) -> T,
+        plain: impl FnOnce(&mut Driver<D, R, O>) -> T,
+    ) -> T {
         match (&mut self.workers, self.harness.host_tracks()) {
-            (Some(workers), Some(tracks)) => workers.submit(&mut self.driver, tracks, request),
-            _ => self.driver.submit(request),
+            (Some(workers), Some(tracks)) => on_workers(workers, &mut self.driver, tracks),
+            _ => plain(&mut self.driver),
         }
     }
 
-    /// One driver publish, routed as [`Self::submit_once`].
+    fn submit_once(&mut self, run: RunRequest) -> Result<Result<RunId, SubmitError>, DriverError> {
+        self.route(|w, d, t| w.submit(d, t, run), |d| d.submit(run))
+    }
+
     fn publish_once(
         &mut self,
         code: CodeRef,
     ) -> Result<Result<PublicationId, PublishError>, DriverError> {
-        match (&mut self.workers, self.harness.host_tracks()) {
-            (Some(workers), Some(tracks)) => workers.publish(&mut self.driver, tracks, code),
-            _ => self.driver.publish(code),
-        }
+        self.route(|w, d, t| w.publish(d, t, code), |d| d.publish(code))
     }
 
-    /// One driver close, routed as [`Self::submit_once`].
     fn close_once(&mut self) -> Result<CloseReport, DriverError> {
-        match (&mut self.workers, self.harness.host_tracks()) {
-            (Some(workers), Some(tracks)) => workers.close(&mut self.driver, tracks),
-            _ => self.driver.close(),
-        }
+        self.route(|w, d, t| w.close(d, t), Driver::close)
     }
 
-    /// One driver turn, routed as [`Self::submit_once`].
     fn turn_once(&mut self) -> Result<Turn, DriverError> {
-        match (&mut self.workers, self.harness.host_tracks()) {
-            (Some(workers), Some(tracks)) => workers.turn(&mut self.driver, tracks),
-            _ => self.driver.turn(),
-        }
+        self.route(|w, d, t| w.turn(d, t), Driver::turn)
     }
 
     pub(super) fn failed(&self, failure: Failure) -> SimError {
