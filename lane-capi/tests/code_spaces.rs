@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use common::{Kernels, Via, control};
+use common::{Kernels, Via};
 use core::ffi::c_void;
 use lane_core::status_latch::{Class, Failure, Latch, LatchSource, RuntimeCode, classify};
 use run_lane::*;
@@ -110,8 +110,7 @@ fn force_resets(on: On) -> u64 {
 
 /// Runs `body` on the fake with a fresh session (the binary's tests take it in turn).
 fn on_the_fake(via: Via, body: fn(On)) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     body(On::Fake(via));
 }
 

@@ -58,9 +58,8 @@ unsafe extern "C" fn launch_aicpu(
 /// behind its predecessor on the device; a fourth submit is `FULL` (every slot holds a run);
 /// all three end `OK` in order.
 fn depth_three_queues_three_runs_on_the_pair_and_a_fourth_submit_is_full(via: Via) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     AICPU_LAUNCHED.lock().unwrap().clear();
     let mut config = common::fake_config(via, 0, &KERNELS, 5_000);
     config.slots = 3;

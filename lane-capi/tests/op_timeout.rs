@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Kernels, Via, control};
+use common::{Kernels, Via};
 use run_lane::*;
 
 static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(1));
@@ -25,8 +25,7 @@ fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, St
 
 #[test]
 fn a_second_lane_on_another_device_with_another_op_timeout_is_invalid_config_naming_both_values() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     let zero = common::create(&common::fake_config(Via::Acl, 0, &HEALTHY, 200));
     let run = common::submit(zero).expect("lane 0 run");
     assert_eq!(common::wait(zero, run).verdict, RunLaneVerdict::Ok);

@@ -59,9 +59,8 @@ common::on_each_backend!(
 /// Also the proof of overlap (run 2's outcome says `PROVEN`) and the C ABI's real-time trace
 /// (one slice per run).
 fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes(via: Via) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     let config = common::fake_config(via, 0, &KERNELS, 5_000);
     let mut lane = std::ptr::null_mut();
     // SAFETY: a valid config (its path outlives the lane) and a writable handle.

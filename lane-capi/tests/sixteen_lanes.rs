@@ -159,9 +159,8 @@ fn rss_mib(kib: u64) -> f64 {
 }
 
 fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane(via: Via) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     let (done_tx, done) = mpsc::channel();
     let mores: Vec<More> = (0..LANES)
         .map(|_| Box::new(|submitted, _: &[RunLaneOutcome]| submitted < RUNS) as Box<_>)
@@ -262,9 +261,8 @@ fn poisons(device: i32, outcomes: &[RunLaneOutcome], code: i32) -> Vec<u64> {
 }
 
 fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok(via: Via) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     // Device 14: every AICore kernel hangs (to the op timeout). Device 15: one faults.
     control
         .device(HUNG)

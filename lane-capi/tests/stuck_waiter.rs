@@ -18,9 +18,8 @@ static KERNELS: Kernels = Kernels::healthy(Duration::from_millis(20));
 
 #[test]
 fn a_lane_lost_to_a_stuck_waiter_is_destroyed_within_seconds_naming_the_waiter_it_left() {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     control
         .set_semantics(Semantics::EventWaitStallMs(60_000))
         .expect("the stall switch");

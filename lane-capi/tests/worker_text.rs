@@ -99,8 +99,7 @@ fn lines(via: Via, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> 
 fn a_failed_prepare_or_finalise_ends_its_line_with_the_device_text_on_a_worker_as_on_the_lane_thread(
     via: Via,
 ) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     for workers in [0, 2] {
         let lines = lines(via, workers);
         let (verdict, stage, line) = &lines[0];

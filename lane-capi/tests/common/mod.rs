@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use core::ffi::c_void;
 use run_lane::*;
 use run_lane_fake_ascendcl::{
-    Control, ENGINE_AICORE, ENGINE_AICPU, Outcome, RunKernel, cdylib_path,
+    Control, ENGINE_AICPU, Outcome, RunKernel, Semantics, Session, cdylib_path,
 };
 
 /// The longest any one wait of these tests may take: past it the test fails instead of
@@ -82,7 +82,13 @@ fn latched_header() -> &'static [u8] {
     })
 }
 
-fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+/// The kernel of `engine` for the run, as [`fake_config`]'s launch callbacks queue it.
+pub(crate) fn launch(
+    user: *mut c_void,
+    stream: *mut c_void,
+    engine: u32,
+    args: &RunLaneRunArgs,
+) -> i32 {
     launch_lasting(user, stream, engine, args, kernels(user).kernel)
 }
 
@@ -144,23 +150,30 @@ pub(crate) fn launch_kernel(
     }
 }
 
-unsafe extern "C" fn launch_aicore(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    launch(user, stream, ENGINE_AICORE, unsafe { &*args })
+/// Defines the launch callbacks `$aicore` and `$aicpu`, each calling
+/// `$launch(user, stream, engine, &args)` with its engine.
+#[allow(unused_macros)]
+macro_rules! launch_callbacks {
+    ($aicore:ident, $aicpu:ident, $launch:expr) => {
+        $crate::common::launch_callbacks!(@one $aicore, $launch, ENGINE_AICORE);
+        $crate::common::launch_callbacks!(@one $aicpu, $launch, ENGINE_AICPU);
+    };
+    (@one $name:ident, $launch:expr, $engine:ident) => {
+        unsafe extern "C" fn $name(
+            user: *mut core::ffi::c_void,
+            stream: *mut core::ffi::c_void,
+            args: *const run_lane::RunLaneRunArgs,
+        ) -> i32 {
+            // SAFETY: the library passes valid args for the call.
+            let args = unsafe { &*args };
+            $launch(user, stream, run_lane_fake_ascendcl::$engine, args)
+        }
+    };
 }
+#[allow(unused_imports)]
+pub(crate) use launch_callbacks;
 
-unsafe extern "C" fn launch_aicpu(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    launch(user, stream, ENGINE_AICPU, unsafe { &*args })
-}
+launch_callbacks!(launch_aicore, launch_aicpu, launch);
 
 /// A NUL-terminated string buffer of an outcome or a report, as text.
 pub(crate) fn text(buffer: &[core::ffi::c_char]) -> String {
@@ -190,23 +203,25 @@ pub(crate) enum Via {
     DeviceOps,
 }
 
-/// Runs the fake-backed test body `fn $name(via: Via)` through each backend: a module `$name`
+/// Runs each fake-backed test body `fn $name(via: Via)` through each backend: a module `$name`
 /// with the `#[test]`s `acl` and `device_ops` (so `cargo test NAME` runs both), the body
 /// written once.
 #[allow(unused_macros)]
 macro_rules! on_each_backend {
-    ($name:ident) => {
-        mod $name {
-            #[test]
-            fn acl() {
-                super::$name($crate::common::Via::Acl);
-            }
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn acl() {
+                    super::$name($crate::common::Via::Acl);
+                }
 
-            #[test]
-            fn device_ops() {
-                super::$name($crate::common::Via::DeviceOps);
+                #[test]
+                fn device_ops() {
+                    super::$name($crate::common::Via::DeviceOps);
+                }
             }
-        }
+        )+
     };
 }
 #[allow(unused_imports)]
@@ -254,6 +269,42 @@ pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The fake to this test alone, reset ([`serial`], then a fresh [`Control::session`]).
+pub(crate) struct Fresh {
+    /// Dropped first: its check runs while the fake is still this test's.
+    pub(crate) session: Session<'static>,
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+/// [`Fresh`]: the fake to this test alone, reset.
+pub(crate) fn fresh() -> Fresh {
+    let serial = serial();
+    Fresh {
+        session: control().session().expect("reset the fake"),
+        _serial: serial,
+    }
+}
+
+/// The fake reset, with the hardware switch `semantics` (if any) set: a session for one case
+/// of a test that holds [`serial`].
+pub(crate) fn session_with(semantics: Option<Semantics>) -> Session<'static> {
+    let session = control().session().expect("reset the fake");
+    if let Some(semantics) = semantics {
+        control().set_semantics(semantics).expect("a known switch");
+    }
+    session
+}
+
+/// `run_lane_create` of [`fake_config`], which must succeed.
+pub(crate) fn fake_lane(
+    via: Via,
+    device_id: i32,
+    kernels: &Kernels,
+    op_timeout_ms: u64,
+) -> *mut RunLane {
+    create(&fake_config(via, device_id, kernels, op_timeout_ms))
+}
+
 /// `run_lane_create`, which must succeed.
 pub(crate) fn create(config: &RunLaneConfig) -> *mut RunLane {
     let mut lane = std::ptr::null_mut();
@@ -298,6 +349,42 @@ pub(crate) fn wait(lane: *mut RunLane, id: u64) -> RunLaneOutcome {
     assert_eq!(status, RunLaneStatus::Ok, "wait {id}: {}", last_error());
     // SAFETY: filled by the OK wait.
     unsafe { outcome.assume_init() }
+}
+
+/// `run_lane_poll`: the outcome, or the status.
+pub(crate) fn poll(lane: *mut RunLane) -> Result<RunLaneOutcome, RunLaneStatus> {
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
+    // SAFETY: a live handle and a writable outcome.
+    match unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) } {
+        // SAFETY: filled by the OK poll.
+        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }),
+        status => Err(status),
+    }
+}
+
+/// The outcome is `Ok` (`what` and its line name it otherwise).
+pub(crate) fn assert_ok(what: &str, outcome: &RunLaneOutcome) {
+    let id = outcome.id;
+    assert_eq!(
+        outcome.verdict,
+        RunLaneVerdict::Ok,
+        "{what}: run {id}: {}",
+        line(outcome)
+    );
+}
+
+/// Every outcome is `Ok`.
+pub(crate) fn assert_all_ok(what: &str, outcomes: &[RunLaneOutcome]) {
+    outcomes.iter().for_each(|o| assert_ok(what, o));
+}
+
+/// Polls `done` until it holds, failing with `what` after [`BOUND`].
+pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let since = Instant::now();
+    while !done() {
+        assert!(since.elapsed() < BOUND, "{what}");
+        thread::sleep(Duration::from_micros(100));
+    }
 }
 
 /// The embedding guide's loop: submit until `FULL`, then wait for the oldest run in flight,
