@@ -247,18 +247,6 @@ fn in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset(vi
 }
 on_each_backend!(in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset);
 
-#[test]
-fn a_recovery_setting_out_of_range_is_refused_naming_the_values() {
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
-    config.recovery = 7;
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config and a writable handle.
-    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
-    assert_eq!(status, RunLaneStatus::InvalidConfig);
-    assert!(last_error().contains("RUNTIME = 1"), "{}", last_error());
-}
-
 /// Healthy runs, long enough for a notice to come while one executes.
 static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(20));
 

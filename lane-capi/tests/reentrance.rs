@@ -8,12 +8,14 @@
 //! outcome, a refused destroy destroyed nothing, and both lanes are destroyed afterwards.
 //! On the simulator, host workers included.
 
-use std::ffi::CStr;
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
+use common::{create, last_error};
 use core::ffi::c_void;
 use run_lane::*;
 
@@ -105,20 +107,8 @@ fn handle(value: u64) -> *mut RunLane {
     std::ptr::without_provenance_mut(usize::try_from(value).expect("a handle fits"))
 }
 
-fn last_error() -> String {
-    // SAFETY: the library returns a NUL-terminated string valid until the next call.
-    unsafe { CStr::from_ptr(run_lane_last_error()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
 fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
-    let mut config = run_lane::sized::init::<RunLaneConfig>();
-    // SAFETY: a valid place for a config.
-    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
-    assert_eq!(filled, RunLaneStatus::Ok);
-    // SAFETY: filled by run_lane_config_default.
-    let mut config = unsafe { config.assume_init() };
+    let mut config = common::default_config();
     config.backend = RunLaneBackend::Sim as u32;
     config.runner = RunLaneRunner {
         user,
@@ -311,14 +301,6 @@ unsafe extern "C" fn on_outcome(user: *mut c_void, _outcome: *const RunLaneOutco
     reenter(user, Site::OnOutcome);
 }
 
-fn create(config: &RunLaneConfig) -> *mut RunLane {
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config and out pointer.
-    let status = unsafe { run_lane_create(config, &raw mut lane) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    lane
-}
-
 /// Waits for item `id` of `lane`: its outcome's id, or the wait's status.
 fn wait(lane: *mut RunLane, id: u64) -> Result<u64, RunLaneStatus> {
     let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
@@ -400,42 +382,24 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
     }
     let status = case.status.load(Ordering::SeqCst);
     let want = expected(site, call, target);
-    assert_eq!(
-        status,
-        want as u32,
-        "{what}: {}",
-        case.message.lock().unwrap()
-    );
     let message = case.message.lock().unwrap().clone();
-    match (want, call, target) {
+    assert_eq!(status, want as u32, "{what}: {message}");
+    let says = match (want, call, target) {
         (RunLaneStatus::WrongThread, Call::Create, _) => {
-            assert!(
-                message.contains("run_lane_create was called from a runner callback"),
-                "{what}: {message}"
-            );
-            assert_eq!(
-                case.created.load(Ordering::SeqCst),
-                0,
-                "{what}: no lane made"
-            );
+            let made = case.created.load(Ordering::SeqCst);
+            assert_eq!(made, 0, "{what}: no lane made");
+            "run_lane_create was called from a runner callback"
         }
-        (RunLaneStatus::WrongThread, _, Target::Own) => {
-            assert!(
-                message.contains("runner callback of this lane"),
-                "{what}: {message}"
-            );
+        (RunLaneStatus::WrongThread, _, Target::Own) => "runner callback of this lane",
+        (RunLaneStatus::WrongThread, _, Target::Other) => "runner callback of another lane",
+        // Names the item.
+        (RunLaneStatus::UnknownItem, _, _) => "0",
+        _ => {
+            assert_eq!(message, "", "{what}: a success leaves no message");
+            ""
         }
-        (RunLaneStatus::WrongThread, _, Target::Other) => {
-            assert!(
-                message.contains("runner callback of another lane"),
-                "{what}: {message}"
-            );
-        }
-        (RunLaneStatus::UnknownItem, _, _) => {
-            assert!(message.contains('0'), "{what}: names the item: {message}");
-        }
-        _ => assert_eq!(message, "", "{what}: a success leaves no message"),
-    }
+    };
+    assert!(message.contains(says), "{what}: {message}");
     let accepted = case.accepted.load(Ordering::SeqCst);
     if matches!(call, Call::Submit | Call::Publish) {
         let lane = if target == Target::Own { own } else { other };
@@ -449,9 +413,11 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
         let (_, name) = case.call_thread.lock().unwrap().clone().expect("recorded");
         // A host worker also runs the steps its answers start (launches among them), so
         // the worker is known by its name, not by never running a launch.
+        let on_worker = name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("lane-worker-"));
         assert!(
-            name.as_deref()
-                .is_some_and(|n| n.starts_with("lane-worker-")),
+            on_worker,
             "{what}: made on a host worker, not the lane thread: {name:?}"
         );
     }
@@ -483,31 +449,27 @@ fn every_call_from_every_callback_gets_the_status_of_the_headers_table() {
         (Site::FinaliseVerdict, false),
         (Site::FinaliseVerdict, true),
     ];
-    let calls = [
-        (Call::Submit, Target::Own),
-        (Call::Submit, Target::Other),
-        (Call::Publish, Target::Own),
-        (Call::Publish, Target::Other),
-        (Call::Poll, Target::Own),
-        (Call::Poll, Target::Other),
-        (Call::Close, Target::Own),
-        (Call::Close, Target::Other),
-        (Call::Wait, Target::Own),
-        (Call::Wait, Target::Other),
-        (Call::Destroy, Target::Own),
-        (Call::Destroy, Target::Other),
-        (Call::DestroyWithReport, Target::Own),
-        (Call::DestroyWithReport, Target::Other),
-        (Call::Create, Target::Other),
-        (Call::Activate, Target::Own),
-        (Call::Activate, Target::Other),
-        (Call::Cancel, Target::Own),
-        (Call::Cancel, Target::Other),
-        (Call::RunState, Target::Own),
-        (Call::RunState, Target::Other),
-    ];
+    let on_both = [
+        Call::Submit,
+        Call::Publish,
+        Call::Poll,
+        Call::Close,
+        Call::Wait,
+    ]
+    .into_iter()
+    .chain([
+        Call::Destroy,
+        Call::DestroyWithReport,
+        Call::Activate,
+        Call::Cancel,
+    ])
+    .chain([Call::RunState]);
+    let calls: Vec<(Call, Target)> = on_both
+        .flat_map(|call| [(call, Target::Own), (call, Target::Other)])
+        .chain([(Call::Create, Target::Other)])
+        .collect();
     for (site, on_worker) in sites {
-        for (call, target) in calls {
+        for &(call, target) in &calls {
             check(site, on_worker, call, target);
         }
     }
