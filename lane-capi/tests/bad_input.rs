@@ -4,27 +4,13 @@
 //! libascendcl for what only the ACL backend refuses (a bad device id, a missing library),
 //! where nothing is left alive after a refused create.
 
+mod common;
+
 use std::ffi::CStr;
 
+use common::last_error;
 use core::ffi::c_void;
 use run_lane::*;
-use run_lane_fake_ascendcl::{Control, cdylib_path};
-
-fn last_error() -> String {
-    // SAFETY: the library returns a NUL-terminated string valid until the next call.
-    unsafe { CStr::from_ptr(run_lane_last_error()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn defaults() -> RunLaneConfig {
-    let mut config = run_lane::sized::init::<RunLaneConfig>();
-    // SAFETY: a valid place for a config.
-    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
-    assert_eq!(filled, RunLaneStatus::Ok);
-    // SAFETY: filled by run_lane_config_default.
-    unsafe { config.assume_init() }
-}
 
 unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRunArgs) -> i32 {
     0
@@ -33,12 +19,12 @@ unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRun
 fn sim() -> RunLaneConfig {
     RunLaneConfig {
         backend: RunLaneBackend::Sim as u32,
-        ..defaults()
+        ..common::default_config()
     }
 }
 
 fn acl(path: &CStr) -> RunLaneConfig {
-    let mut config = defaults();
+    let mut config = common::default_config();
     config.runner.launch_aicore = Some(launch);
     config.runner.launch_aicpu = Some(launch);
     config.acl_library_path = path.as_ptr();
@@ -147,7 +133,7 @@ fn every_bad_config_is_refused_with_what_to_pass_instead() {
         ),
         (
             "ACL without launch callbacks",
-            defaults(),
+            common::default_config(),
             RunLaneStatus::InvalidConfig,
             "set both, or use RUN_LANE_BACKEND_SIM",
         ),
@@ -330,10 +316,7 @@ fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome()
 
 #[test]
 fn the_acl_backend_refuses_a_bad_device_id_and_a_missing_library_and_leaves_nothing_alive() {
-    let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
-    let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
-    let _fake = control.session().expect("reset the fake");
-    let path = std::ffi::CString::new(path.to_str().expect("a UTF-8 path")).expect("no NUL");
+    let (_fake, control, path) = (common::fresh(), common::control(), common::fake_path());
     let cases = [
         (RunLaneProfile::A2a3, 16, "16 devices visible (ids 0 to 15)"),
         (RunLaneProfile::Probe, -1, "pass an id from 0 to 15"),
@@ -342,7 +325,7 @@ fn the_acl_backend_refuses_a_bad_device_id_and_a_missing_library_and_leaves_noth
         let config = RunLaneConfig {
             profile: profile as u32,
             device_id,
-            ..acl(&path)
+            ..acl(path)
         };
         let (status, lane) = create(&config);
         let case = format!("device id {device_id} ({profile:?})");
@@ -352,7 +335,7 @@ fn the_acl_backend_refuses_a_bad_device_id_and_a_missing_library_and_leaves_noth
     control.set_device_count(1).expect("one device");
     let (status, _) = create(&RunLaneConfig {
         device_id: 1,
-        ..acl(&path)
+        ..acl(path)
     });
     let to_do = "1 device visible (id 0)";
     refused(
