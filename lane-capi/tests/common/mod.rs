@@ -17,6 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use core::ffi::c_void;
+use lane_core::status_latch::{self, HeaderLayout, RuntimeCode, Status};
 use run_lane::*;
 use run_lane_fake_ascendcl::{
     Control, ENGINE_AICPU, Outcome, RunKernel, Semantics, Session, cdylib_path,
@@ -70,16 +71,11 @@ fn kernels<'a>(user: *mut c_void) -> &'a Kernels {
     unsafe { &*user.cast::<Kernels>() }
 }
 
-/// The header a latched AICPU kernel writes: SCOPE_DEADLOCK on the orchestrator.
-fn latched_header() -> &'static [u8] {
-    static HEADER: OnceLock<Vec<u8>> = OnceLock::new();
-    HEADER.get_or_init(|| {
-        use lane_core::status_latch::{self, HeaderLayout, RuntimeCode, Status};
-        let layout = HeaderLayout::TensormapAndRingbuffer;
-        let mut status = Status::clean(layout);
-        status.orch = Some(RuntimeCode::ScopeDeadlock);
-        status_latch::encode(layout, &status)
-    })
+/// The header a latched AICPU kernel writes in `layout`: SCOPE_DEADLOCK on the orchestrator.
+fn latched_header(layout: HeaderLayout) -> Vec<u8> {
+    let mut status = Status::clean(layout);
+    status.orch = Some(RuntimeCode::ScopeDeadlock);
+    status_latch::encode(layout, &status)
 }
 
 /// The kernel of `engine` for the run, as [`fake_config`]'s launch callbacks queue it.
@@ -112,6 +108,19 @@ pub(crate) fn launch_kernel(
     args: &RunLaneRunArgs,
     duration: Duration,
 ) -> i32 {
+    let layout = HeaderLayout::TensormapAndRingbuffer;
+    launch_kernel_in(layout, kernels, stream, engine, args, duration)
+}
+
+/// [`launch_kernel`] of a runtime whose status header is in `layout` (a latch writes it there).
+pub(crate) fn launch_kernel_in(
+    layout: HeaderLayout,
+    kernels: &Kernels,
+    stream: *mut c_void,
+    engine: u32,
+    args: &RunLaneRunArgs,
+    duration: Duration,
+) -> i32 {
     let outcome = kernels
         .faults
         .iter()
@@ -134,7 +143,11 @@ pub(crate) fn launch_kernel(
         } else {
             std::ptr::null_mut()
         },
-        header_bytes: if latched { latched_header() } else { &[] },
+        header_bytes: &if latched {
+            latched_header(layout)
+        } else {
+            Vec::new()
+        },
         handshake: args.handshake,
         record: if aicpu {
             args.record
