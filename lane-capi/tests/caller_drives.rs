@@ -179,12 +179,7 @@ fn in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits(via: V
     assert_eq!(report.state, RunLaneState::Closing);
     assert_eq!(common::submit(lane), Err(RunLaneStatus::Closed));
     common::assert_ok("the launched run", &wait(lane, run));
-    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
-    // SAFETY: a live handle, destroyed once, and a writable report.
-    let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    // SAFETY: filled by the OK destroy.
-    let report = unsafe { report.assume_init() };
+    let report = common::destroy_with_report(lane);
     assert_eq!(report.state, RunLaneState::Closed);
     assert_eq!((report.streams_left, report.threads_left), (0, 0));
 }

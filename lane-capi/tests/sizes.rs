@@ -152,12 +152,7 @@ fn destroy_with_report_counts_and_names_the_outcomes_never_taken() {
     let taken = submit(lane);
     common::wait(lane, taken);
     let left: Vec<u64> = (0..2).map(|_| submit(lane)).collect();
-    let mut report = init::<RunLaneCloseReport>();
-    // SAFETY: a sized report.
-    let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    // SAFETY: written on OK.
-    let report = unsafe { report.assume_init() };
+    let report = common::destroy_with_report(lane);
     assert_eq!(report.untaken, 2);
     assert_eq!(report.untaken_ids[..2], left[..]);
     assert_eq!(report.untaken_ids[2..], [0; RUN_LANE_UNTAKEN_IDS - 2]);

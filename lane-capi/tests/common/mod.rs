@@ -334,6 +334,16 @@ pub(crate) fn destroy(lane: *mut RunLane) {
     assert_eq!(status, RunLaneStatus::Ok, "destroy: {}", last_error());
 }
 
+/// `run_lane_destroy_with_report`, which must succeed: the report.
+pub(crate) fn destroy_with_report(lane: *mut RunLane) -> RunLaneCloseReport {
+    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
+    // SAFETY: a live handle, destroyed once, and a writable report.
+    let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok, "destroy: {}", last_error());
+    // SAFETY: filled by the OK destroy.
+    unsafe { report.assume_init() }
+}
+
 /// The calling thread's last error message.
 pub(crate) fn last_error() -> String {
     // SAFETY: the library returns a NUL-terminated string valid until this thread's next call.
