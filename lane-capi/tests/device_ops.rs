@@ -71,20 +71,6 @@ fn table_config(kernels: &Kernels) -> RunLaneConfig {
     common::fake_config(Via::DeviceOps, 0, kernels, OP_TIMEOUT_MS)
 }
 
-/// `run_lane_create` of `config`: the refusal and its message (a lane made is destroyed and
-/// fails the test).
-fn refusal(config: &RunLaneConfig) -> (RunLaneStatus, String) {
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config (its table and user outlive the call) and a writable handle.
-    let status = unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) };
-    if status == RunLaneStatus::Ok {
-        common::destroy(lane);
-        panic!("created");
-    }
-    assert!(lane.is_null(), "a refused create writes no handle");
-    (status, common::last_error())
-}
-
 /// Every call of the forwarding table of `device` so far.
 fn table_calls(device: i32) -> u64 {
     [
@@ -111,7 +97,7 @@ fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entr
         ..table_config(&HEALTHY)
     };
     for name in names {
-        let (status, message) = refusal(&with_ops(&without(table::table(0), name)));
+        let (status, message) = common::refusal(&with_ops(&without(table::table(0), name)));
         assert_eq!(status, RunLaneStatus::InvalidConfig, "{name}: {message}");
         assert!(
             message.contains(&format!("device_ops.{name} (")) && message.contains("set it"),
@@ -125,7 +111,7 @@ fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entr
         }
     }
     // Two missing: both named.
-    let (_, message) = refusal(&with_ops(&without(
+    let (_, message) = common::refusal(&with_ops(&without(
         without(table::table(0), "malloc"),
         "free",
     )));
@@ -173,7 +159,7 @@ fn a_config_that_cannot_go_with_a_table_is_refused_at_create_with_what_to_do() {
             "not free_host, memcpy_from_device_async"),
     ];
     for (case, config, says) in cases {
-        let (status, message) = refusal(&config);
+        let (status, message) = common::refusal(&config);
         assert_eq!(status, RunLaneStatus::InvalidConfig, "{case}: {message}");
         assert!(message.contains(says), "{case}: {message}");
     }
@@ -184,7 +170,7 @@ fn a_config_that_cannot_go_with_a_table_is_refused_at_create_with_what_to_do() {
 fn a_table_whose_bind_fails_on_the_lane_thread_is_backend_unavailable_naming_the_bind() {
     let (_fake, f) = fresh();
     f.fail(Entry::Bind, 507_899, 0, 1);
-    let (status, message) = refusal(&table_config(&HEALTHY));
+    let (status, message) = common::refusal(&table_config(&HEALTHY));
     assert_eq!(status, RunLaneStatus::BackendUnavailable, "{message}");
     assert!(
         message.contains("bind failed") && message.contains("507899"),

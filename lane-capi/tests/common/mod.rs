@@ -327,6 +327,27 @@ pub(crate) fn create(config: &RunLaneConfig) -> *mut RunLane {
     lane
 }
 
+/// `run_lane_create`: the handle, or the refusal and its message (no handle written).
+pub(crate) fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, String)> {
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config (its path, table and user outlive the lane) and a writable handle.
+    match unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) } {
+        RunLaneStatus::Ok => Ok(lane),
+        refused => {
+            assert!(lane.is_null(), "a refused create writes no handle");
+            Err((refused, last_error()))
+        }
+    }
+}
+
+/// `run_lane_create` of `config`, which must be refused: the status and its message (a lane
+/// made is destroyed and fails the test).
+pub(crate) fn refusal(config: &RunLaneConfig) -> (RunLaneStatus, String) {
+    try_create(config)
+        .map(destroy)
+        .expect_err("the create was refused")
+}
+
 /// `run_lane_destroy`, which must succeed.
 pub(crate) fn destroy(lane: *mut RunLane) {
     // SAFETY: a live handle, destroyed once.
