@@ -128,32 +128,18 @@ pub(crate) fn launch_kernel_in(
         .map_or(Outcome::Ok, |(_, _, outcome)| *outcome);
     let aicpu = engine == ENGINE_AICPU;
     let latched = aicpu && outcome == Outcome::Latch;
+    let null = std::ptr::null_mut();
+    let header_bytes = latched.then(|| latched_header(layout));
     let kernel = RunKernel {
         stream,
         engine,
         duration,
         outcome,
-        timing: if aicpu {
-            args.timing
-        } else {
-            std::ptr::null_mut()
-        },
-        header: if latched {
-            args.status_header
-        } else {
-            std::ptr::null_mut()
-        },
-        header_bytes: &if latched {
-            latched_header(layout)
-        } else {
-            Vec::new()
-        },
+        timing: if aicpu { args.timing } else { null },
+        header: if latched { args.status_header } else { null },
+        header_bytes: header_bytes.as_deref().unwrap_or_default(),
         handshake: args.handshake,
-        record: if aicpu {
-            args.record
-        } else {
-            std::ptr::null_mut()
-        },
+        record: if aicpu { args.record } else { null },
         epoch: args.epoch,
     };
     match control().launch_run(&kernel) {
@@ -512,10 +498,7 @@ pub(crate) fn assert_ok_in_order(device: i32, outcomes: &[RunLaneOutcome]) {
 
 /// An outcome's failure line.
 pub(crate) fn line(outcome: &RunLaneOutcome) -> String {
-    // SAFETY: the library NUL-terminates the buffer.
-    unsafe { std::ffi::CStr::from_ptr(outcome.failure_line.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+    text(&outcome.failure_line)
 }
 
 /// The process's threads, open descriptors and resident memory, from `/proc/self`.
