@@ -122,12 +122,8 @@ fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
             off_lane_thread: workers,
             prepares_at_once: 1,
         },
-        on_poison: None,
-        before_reset: None,
-        after_reset: None,
         on_launched: Some(on_launched),
-        finalise_verdict: None,
-        reserved: [std::ptr::null_mut(); run_lane::RUN_LANE_RUNNER_RESERVED],
+        ..config.runner
     };
     config.workers = if workers { 2 } else { 0 };
     config
