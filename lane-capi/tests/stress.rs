@@ -92,12 +92,7 @@ fn stress(workers: u32, submitters_bound: bool) -> usize {
                         };
                         let outcome = common::wait(lane, id);
                         assert_eq!(outcome.id, id);
-                        assert_eq!(
-                            outcome.verdict,
-                            RunLaneVerdict::Ok,
-                            "run {id}: {}",
-                            common::line(&outcome)
-                        );
+                        common::assert_ok("a submitter's own", &outcome);
                         mine.push(id);
                     }
                     mine
@@ -111,16 +106,11 @@ fn stress(workers: u32, submitters_bound: bool) -> usize {
     });
     destroy(lane);
     let all: BTreeSet<u64> = ids.iter().flatten().copied().collect();
-    assert_eq!(
-        all.len(),
-        SUBMITTERS * RUNS_PER_SUBMITTER,
-        "every run accepted once, its outcome taken once"
-    );
-    assert_eq!(
-        seen.prepares.load(Ordering::SeqCst),
-        SUBMITTERS * RUNS_PER_SUBMITTER,
-        "one prepare per run"
-    );
+    let runs = SUBMITTERS * RUNS_PER_SUBMITTER;
+    let once = "every run accepted once, its outcome taken once";
+    assert_eq!(all.len(), runs, "{once}");
+    let prepares = seen.prepares.load(Ordering::SeqCst);
+    assert_eq!(prepares, runs, "one prepare per run");
     seen.most.load(Ordering::SeqCst)
 }
 
