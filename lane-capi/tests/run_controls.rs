@@ -113,32 +113,30 @@ fn marker(run: u64) -> *mut c_void {
     std::ptr::without_provenance_mut(usize::try_from(run * 8).unwrap_or(0))
 }
 
-/// Notes a callback whose `user` is not its run's submit's: tests submit each run `n` with
-/// [`marker`] of the id it will get (ids are given in order, one lane per test).
-fn check_user(r: &Runner, info: &RunLaneRunInfo) {
+/// The runner and the run of a callback, noting a callback whose `user` is not its run's
+/// submit's: tests submit each run `n` with [`marker`] of the id it will get (ids are given in
+/// order, one lane per test).
+fn called<'a>(user: *mut c_void, info: &RunLaneRunInfo) -> &'a Runner {
+    let r = runner(user);
     if info.user != marker(info.run) {
         r.note(Seen::WrongUser(info.run));
     }
+    r
 }
 
 unsafe extern "C" fn prepare(user: *mut c_void, info: *const RunLaneRunInfo) -> i32 {
-    let r = runner(user);
     // SAFETY: valid for the call.
     let info = unsafe { &*info };
-    check_user(r, info);
-    r.note(Seen::Prepare(info.run));
+    called(user, info).note(Seen::Prepare(info.run));
     0
 }
 
-unsafe extern "C" fn launch_aicore(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    let r = runner(user);
-    // SAFETY: valid for the call.
-    let args = unsafe { &*args };
-    check_user(r, &args.info);
+/// Both launches: the AICore one declines a queued run [`Runner::decline`] names, once.
+fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    let r = called(user, &args.info);
+    if engine == ENGINE_AICPU {
+        return launch_kernel(&r.kernels, stream, engine, args, r.kernels.kernel);
+    }
     let run = args.info.run;
     let declined = {
         let mut decline = r.decline.lock().unwrap();
@@ -162,24 +160,12 @@ unsafe extern "C" fn launch_aicore(
     launch_kernel(&r.kernels, stream, ENGINE_AICORE, args, r.kernels.kernel)
 }
 
-unsafe extern "C" fn launch_aicpu(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    let r = runner(user);
-    // SAFETY: valid for the call.
-    let args = unsafe { &*args };
-    check_user(r, &args.info);
-    launch_kernel(&r.kernels, stream, ENGINE_AICPU, args, r.kernels.kernel)
-}
+common::launch_callbacks!(launch_aicore, launch_aicpu, launch);
 
 unsafe extern "C" fn on_launched(user: *mut c_void, info: *const RunLaneRunInfo) {
-    let r = runner(user);
     // SAFETY: valid for the call.
     let info = unsafe { &*info };
-    check_user(r, info);
-    r.note(Seen::Launched(info.run));
+    called(user, info).note(Seen::Launched(info.run));
 }
 
 unsafe extern "C" fn finalise_verdict(
@@ -187,10 +173,9 @@ unsafe extern "C" fn finalise_verdict(
     info: *const RunLaneRunInfo,
     verdict: *const RunLaneFinaliseVerdict,
 ) -> i32 {
-    let r = runner(user);
     // SAFETY: both valid for the call.
     let (info, verdict) = unsafe { (&*info, &*verdict) };
-    check_user(r, info);
+    let r = called(user, info);
     r.note(Seen::FinaliseBegins {
         run: info.run,
         verdict: verdict.verdict,
