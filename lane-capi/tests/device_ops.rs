@@ -547,12 +547,7 @@ fn with_the_runtimes_recovery_its_own_reset_makes_the_lane_forget_the_tables_han
     config.runner.on_poison = Some(on_poison);
     let lane = common::create(&config);
     let one = common::wait(lane, common::submit(lane).expect("run 1"));
-    assert_eq!(
-        one.failure_class,
-        RunLaneClass::Poison,
-        "{}",
-        common::line(&one)
-    );
+    common::assert_class(&one, RunLaneClass::Poison);
     common::wait_until("on_poison never came", || TOLD_OF_POISON.load(SeqCst));
     assert_eq!(common::submit(lane), Err(RunLaneStatus::Unusable));
     let binds = f.calls(Entry::Bind);

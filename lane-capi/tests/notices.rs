@@ -265,12 +265,7 @@ fn late_notices_for_the_killed_pair_make_no_second_recovery(
     let r1 = common::submit(lane).expect("run 1");
     let old = pair_ids(device);
     let one = common::wait(lane, r1);
-    assert_eq!(
-        one.failure_class,
-        RunLaneClass::Poison,
-        "{}",
-        common::line(&one)
-    );
+    common::assert_class(&one, RunLaneClass::Poison);
     // Confirmed: a run after the recovery is OK.
     ok_once_open(lane);
     assert_eq!(common::force_resets(device), 1);
@@ -448,22 +443,16 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
     ];
     let why = says.iter().all(|s| line.contains(s));
     assert!(why, "why, and how notices can still reach the lane: {line}");
-    assert_eq!(
-        common::last_error(),
-        "",
-        "an OK report clears the last error"
-    );
+    let message = common::last_error();
+    assert_eq!(message, "", "an OK report clears the last error");
     // The lane runs as any other, and a forwarded notice still reaches it.
     all_ok(lane, 0, 3);
     let ids = pair_ids(0);
     forward_notice(0, ids[0]);
     wait_for_resets(0, 1);
     ok_once_open(lane);
-    assert_eq!(
-        common::force_resets(0),
-        1,
-        "the forwarded notice's recovery"
-    );
+    let resets = common::force_resets(0);
+    assert_eq!(resets, 1, "the forwarded notice's recovery");
     // Not asked: NOT_ASKED. The simulator: NOT_ASKED, saying it has none. Bad arguments.
     // On another device id: the first lane still holds device 0 (L-25).
     let plain = common::fake_lane(Via::Acl, 1, &HEALTHY, OP_TIMEOUT_MS);

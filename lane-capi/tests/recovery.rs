@@ -267,8 +267,7 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
     let outcomes = documented_loop(lane, |submitted, _| submitted < 3);
     destroy(lane);
     let counters = control.counters().expect("counters");
-    let class = outcomes[0].failure_class;
-    assert_eq!(class, RunLaneClass::Poison, "{}", line(&outcomes[0]));
+    assert_class(&outcomes[0], RunLaneClass::Poison);
     // Run 2 may have been queued behind run 1 (poisoned with it); run 3 runs after the
     // recovery's second attempt.
     let two = matches!(

@@ -32,8 +32,7 @@ fn a_lane_lost_to_a_stuck_waiter_is_destroyed_within_seconds_naming_the_waiter_i
     let lane = common::create(&config);
     let run = common::submit(lane).expect("accepted");
     let outcome = common::wait(lane, run);
-    let class = outcome.failure_class;
-    assert_eq!(class, RunLaneClass::Poison, "{}", common::line(&outcome));
+    common::assert_class(&outcome, RunLaneClass::Poison);
     common::wait_until("the lane was never lost", || match common::submit(lane) {
         Err(RunLaneStatus::Lost) => true,
         Err(RunLaneStatus::Recovering) => false,

@@ -403,6 +403,17 @@ pub(crate) fn assert_ok(what: &str, outcome: &RunLaneOutcome) {
     );
 }
 
+/// The outcome's failure class is `class` (its line names it otherwise).
+pub(crate) fn assert_class(outcome: &RunLaneOutcome, class: RunLaneClass) {
+    assert_eq!(
+        outcome.failure_class,
+        class,
+        "run {}: {}",
+        outcome.id,
+        line(outcome)
+    );
+}
+
 /// Every outcome is `Ok`.
 pub(crate) fn assert_all_ok(what: &str, outcomes: &[RunLaneOutcome]) {
     outcomes.iter().for_each(|o| assert_ok(what, o));
