@@ -203,15 +203,9 @@ fn callback_failures_become_classified_outcomes_and_copy_back_follows_the_reques
         outcomes.push(wait(lane, run, 10_000).unwrap());
     }
     let failed = &outcomes[0];
-    let got = (failed.verdict, failed.failure_class, failed.stage);
-    assert_eq!(
-        got,
-        (
-            RunLaneVerdict::Failed,
-            RunLaneClass::RunOnly,
-            RunLaneStage::Prepare
-        )
-    );
+    assert_eq!(failed.verdict, RunLaneVerdict::Failed);
+    assert_eq!(failed.failure_class, RunLaneClass::RunOnly);
+    assert_eq!(failed.stage, RunLaneStage::Prepare);
     assert_eq!((failed.has_code, failed.code), (true, 107_000));
     assert_eq!(text(&failed.code_name), "ACL_ERROR_RT_PARAM_INVALID");
     assert!(text(&failed.failure_line).starts_with(&format!("run {} failed", failed.id)));

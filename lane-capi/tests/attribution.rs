@@ -174,18 +174,14 @@ fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_orig
         let outcomes = run_all(via, &KERNELS, &[(5, LONG)], 10, 5_000);
         let (five, six) = (&outcomes[4], &outcomes[5]);
         let line = common::line(five);
-        let got = (five.verdict, five.failure_class, five.code, five.stage);
-        let poison = (
-            RunLaneVerdict::Failed,
-            RunLaneClass::Poison,
-            507_015,
-            RunLaneStage::StreamSync,
-        );
-        assert_eq!(got, poison, "{switch}: {line}");
+        assert_eq!(five.verdict, RunLaneVerdict::Failed, "{switch}: {line}");
+        assert_eq!(five.failure_class, RunLaneClass::Poison, "{switch}: {line}");
+        assert_eq!(five.code, 507_015, "{switch}: {line}");
+        assert_eq!(five.stage, RunLaneStage::StreamSync, "{switch}: {line}");
         let says = line.contains("queued behind this one, which may share the cause");
         assert!(says, "{switch}: {line}");
-        let six_got = (six.verdict, six.origin);
-        assert_eq!(six_got, (RunLaneVerdict::Poisoned, 5), "{switch}");
+        assert_eq!(six.verdict, RunLaneVerdict::Poisoned, "{switch}");
+        assert_eq!(six.origin, 5, "{switch}");
         assert_ok_but(switch, &outcomes, &[5, 6]);
         assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
     }
@@ -260,13 +256,10 @@ fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code(v
     assert!(armed, "run 5 armed the failure");
     let five = &outcomes[4];
     let line = common::line(five);
-    let got = (five.verdict, five.failure_class, five.code);
-    let poison = (
-        RunLaneVerdict::Failed,
-        RunLaneClass::Poison,
-        CORE_DONE_FAILED,
-    );
-    assert_eq!(got, poison, "its own code, not 507046: {line}");
+    assert_eq!(five.verdict, RunLaneVerdict::Failed, "{line}");
+    assert_eq!(five.failure_class, RunLaneClass::Poison, "{line}");
+    let code = five.code;
+    assert_eq!(code, CORE_DONE_FAILED, "its own code, not 507046: {line}");
     let took = started.elapsed();
     assert!(
         took < Duration::from_secs(20),

@@ -160,16 +160,9 @@ fn a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing
     let report = common::close(lane);
     common::destroy(lane);
     let line = common::line(&one);
-    let got = (one.verdict, one.failure_class, one.stage);
-    assert_eq!(
-        got,
-        (
-            RunLaneVerdict::Failed,
-            RunLaneClass::RunOnly,
-            RunLaneStage::Prepare
-        ),
-        "{line}"
-    );
+    assert_eq!(one.verdict, RunLaneVerdict::Failed, "{line}");
+    assert_eq!(one.failure_class, RunLaneClass::RunOnly, "{line}");
+    assert_eq!(one.stage, RunLaneStage::Prepare, "{line}");
     assert!(one.has_code);
     assert_eq!(one.code, 3, "the latch code, as the header would hold it");
     assert_eq!(common::text(&one.code_name), "FLOW_CONTROL_DEADLOCK");

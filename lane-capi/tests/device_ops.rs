@@ -344,24 +344,11 @@ fn a_stream_create_the_table_fails_fails_only_the_run_that_needed_it_and_nothing
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 5);
     common::destroy(lane);
     let one = &outcomes[0];
-    let got = (
-        one.verdict,
-        one.failure_class,
-        one.stage,
-        one.has_code,
-        one.code,
-    );
-    let want = (
-        RunLaneVerdict::Failed,
-        RunLaneClass::RunOnly,
-        RunLaneStage::StreamCreate,
-    );
-    assert_eq!(
-        got,
-        (want.0, want.1, want.2, true, 107_000),
-        "{}",
-        common::line(one)
-    );
+    let line = common::line(one);
+    assert_eq!(one.verdict, RunLaneVerdict::Failed, "{line}");
+    assert_eq!(one.failure_class, RunLaneClass::RunOnly, "{line}");
+    assert_eq!(one.stage, RunLaneStage::StreamCreate, "{line}");
+    assert!(one.has_code && one.code == 107_000, "{line}");
     common::assert_ok_in_order(0, &outcomes[1..]);
     assert_eq!(f.calls(Entry::ResetDeviceForce), 0, "no recovery");
 }
@@ -384,24 +371,11 @@ fn an_aicore_exception_the_tables_synchronize_returns_poisons_and_the_tables_res
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 5);
     common::destroy(lane);
     let two = &outcomes[1];
-    let got = (
-        two.verdict,
-        two.failure_class,
-        two.stage,
-        two.has_code,
-        two.code,
-    );
-    let want = (
-        RunLaneVerdict::Failed,
-        RunLaneClass::Poison,
-        RunLaneStage::StreamSync,
-    );
-    assert_eq!(
-        got,
-        (want.0, want.1, want.2, true, 507_015),
-        "{}",
-        common::line(two)
-    );
+    let line = common::line(two);
+    assert_eq!(two.verdict, RunLaneVerdict::Failed, "{line}");
+    assert_eq!(two.failure_class, RunLaneClass::Poison, "{line}");
+    assert_eq!(two.stage, RunLaneStage::StreamSync, "{line}");
+    assert!(two.has_code && two.code == 507_015, "{line}");
     // Run 3, prepared behind it, is taken down with it (L-10); the rest are Ok, those after
     // the recovery on fresh streams.
     for outcome in outcomes.iter().filter(|o| o.id != two.id) {

@@ -76,17 +76,10 @@ fn assert_only_the_latched_run_failed(what: &str, outcomes: &[RunLaneOutcome]) {
     for outcome in outcomes {
         let line = common::line(outcome);
         if outcome.id == LATCHED_RUN {
-            let got = (
-                outcome.verdict,
-                outcome.failure_class,
-                outcome.has_code,
-                outcome.code,
-            );
-            assert_eq!(
-                got,
-                (RunLaneVerdict::Failed, RunLaneClass::RunOnly, true, 1),
-                "{what}: {line}"
-            );
+            assert_eq!(outcome.verdict, RunLaneVerdict::Failed, "{what}: {line}");
+            let class = outcome.failure_class;
+            assert_eq!(class, RunLaneClass::RunOnly, "{what}: {line}");
+            assert_eq!((outcome.has_code, outcome.code), (true, 1), "{what}");
             let name = common::text(&outcome.code_name);
             assert_eq!(name, "SCOPE_DEADLOCK", "{what}: {line}");
         } else {

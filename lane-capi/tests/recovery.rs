@@ -230,12 +230,9 @@ fn with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runti
     // A notice decides no run: the launched one gets its own verdict.
     assert_eq!(wait(lane, r1).verdict, RunLaneVerdict::Ok);
     let calls = wait_for_calls(1);
-    let got = (calls[0].hook, calls[0].origin, calls[0].code);
-    assert_eq!(
-        got,
-        ("on_poison", None, Some(507_015)),
-        "no run caused it: the notice did"
-    );
+    assert_eq!(calls[0].hook, "on_poison");
+    assert_eq!(calls[0].origin, None, "no run caused it: the notice did");
+    assert_eq!(calls[0].code, Some(507_015));
     assert!(calls[0].line.contains("fault notice"), "{}", calls[0].line);
     assert_eq!(submit(lane), Err(RunLaneStatus::Unusable));
     thread::sleep(Duration::from_millis(50));

@@ -265,23 +265,16 @@ fn assert_run_5_and_6_poisoned(
 ) {
     let (five, six) = (&outcomes[4], &outcomes[5]);
     let line = common::line(five);
-    let got = (five.verdict, five.failure_class, five.stage);
-    assert_eq!(
-        got,
-        (RunLaneVerdict::Failed, RunLaneClass::Poison, stage),
-        "{what}: {line}"
-    );
+    assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
+    assert_eq!(five.failure_class, RunLaneClass::Poison, "{what}: {line}");
+    assert_eq!(five.stage, stage, "{what}: {line}");
     assert!(
         five.has_code && code_ok(five.code),
         "{what}: its code: {line}"
     );
-    let six_got = (six.verdict, six.origin);
     let six_line = common::line(six);
-    assert_eq!(
-        six_got,
-        (RunLaneVerdict::Poisoned, five.id),
-        "{what}: {six_line}"
-    );
+    assert_eq!(six.verdict, RunLaneVerdict::Poisoned, "{what}: {six_line}");
+    assert_eq!(six.origin, five.id, "{what}");
 }
 
 /// Run 5 failed, poison, with the failed call's `code` at `stage`; run 6, launched or prepared
