@@ -23,6 +23,13 @@ fn sim() -> RunLaneConfig {
     }
 }
 
+/// [`sim`] as `change` leaves it.
+fn sim_with(change: impl FnOnce(&mut RunLaneConfig)) -> RunLaneConfig {
+    let mut config = sim();
+    change(&mut config);
+    config
+}
+
 fn acl(path: &CStr) -> RunLaneConfig {
     let mut config = common::default_config();
     config.runner.launch_aicore = Some(launch);
@@ -54,80 +61,58 @@ fn every_bad_config_is_refused_with_what_to_pass_instead() {
     let cases: [(&str, RunLaneConfig, RunLaneStatus, &str); 11] = [
         (
             "another ABI version",
-            RunLaneConfig {
-                abi_version: RUN_LANE_ABI_VERSION + 1,
-                ..sim()
-            },
+            sim_with(|c| c.abi_version = RUN_LANE_ABI_VERSION + 1),
             RunLaneStatus::AbiMismatch,
             "rebuild against this library's run_lane.h",
         ),
         (
             "an unknown profile",
-            RunLaneConfig {
-                profile: 9,
-                ..sim()
-            },
+            sim_with(|c| c.profile = 9),
             RunLaneStatus::InvalidConfig,
             "A2A3 = 0, A5 = 1, PROBE = 2",
         ),
         (
             "an unknown backend",
-            RunLaneConfig {
-                backend: 9,
-                ..sim()
-            },
+            sim_with(|c| c.backend = 9),
             RunLaneStatus::InvalidConfig,
             "ACL = 0, SIM = 1",
         ),
         (
             "five slots",
-            RunLaneConfig { slots: 5, ..sim() },
+            sim_with(|c| c.slots = 5),
             RunLaneStatus::InvalidConfig,
             "use 2",
         ),
         (
             "a prepare window above the slots",
-            RunLaneConfig {
-                prepare_window: 3,
-                ..sim()
-            },
+            sim_with(|c| c.prepare_window = 3),
             RunLaneStatus::InvalidConfig,
             "lower the window or add slots",
         ),
         (
             "too many workers",
-            RunLaneConfig {
-                workers: RUN_LANE_MAX_WORKERS + 1,
-                ..sim()
-            },
+            sim_with(|c| c.workers = RUN_LANE_MAX_WORKERS + 1),
             RunLaneStatus::InvalidConfig,
             "pass 0 to 8",
         ),
         (
             "a device timeout above the host's",
-            RunLaneConfig {
-                completion_timeout_ms: 1_000,
-                device_op_timeout_ms: 2_000,
-                ..sim()
-            },
+            sim_with(|c| {
+                c.completion_timeout_ms = 1_000;
+                c.device_op_timeout_ms = 2_000;
+            }),
             RunLaneStatus::InvalidConfig,
             "lower the op timeout",
         ),
         (
             "a timeout past u64 nanoseconds",
-            RunLaneConfig {
-                completion_timeout_ms: u64::MAX,
-                ..sim()
-            },
+            sim_with(|c| c.completion_timeout_ms = u64::MAX),
             RunLaneStatus::InvalidConfig,
             "pass at most",
         ),
         (
             "an unknown recovery",
-            RunLaneConfig {
-                recovery: 7,
-                ..sim()
-            },
+            sim_with(|c| c.recovery = 7),
             RunLaneStatus::InvalidConfig,
             "RUNTIME = 1",
         ),

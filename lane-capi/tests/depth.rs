@@ -115,53 +115,45 @@ fn launch_depth_up_to_the_slot_count_is_accepted_on_the_simulator() {
 /// field and what to pass instead; nothing is created.
 #[test]
 fn refused_depths_and_layouts_say_what_to_pass_instead() {
-    let sim = || {
+    let sim_with = |change: fn(&mut RunLaneConfig)| {
         let mut config = common::default_config();
         config.backend = RunLaneBackend::Sim as u32;
+        change(&mut config);
         config
     };
     let cases: [(&str, RunLaneConfig, &str); 5] = [
         (
             "depth three on the profile's two slots",
-            RunLaneConfig {
-                launch_depth: 3,
-                ..sim()
-            },
+            sim_with(|c| c.launch_depth = 3),
             "launch_depth 3 is above the slot count 2: every launched run holds a slot; set slots to at least 3",
         ),
         (
             "depth five on four slots",
-            RunLaneConfig {
-                slots: 4,
-                launch_depth: 5,
-                ..sim()
-            },
+            sim_with(|c| {
+                c.slots = 4;
+                c.launch_depth = 5;
+            }),
             "launch_depth 5 is above the slot count 4",
         ),
         (
             "five slots for depth five",
-            RunLaneConfig {
-                slots: 5,
-                launch_depth: 5,
-                ..sim()
-            },
+            sim_with(|c| {
+                c.slots = 5;
+                c.launch_depth = 5;
+            }),
             "1..=4 slots",
         ),
         (
             "depth two on the stream-synchronize channel",
-            RunLaneConfig {
-                launch_depth: 2,
-                verdict_channel: RunLaneVerdictChannel::StreamSync as u32,
-                ..sim()
-            },
+            sim_with(|c| {
+                c.launch_depth = 2;
+                c.verdict_channel = RunLaneVerdictChannel::StreamSync as u32;
+            }),
             "pass launch_depth 0 or 1, or verdict_channel RECORD",
         ),
         (
             "an unknown header layout",
-            RunLaneConfig {
-                header_layout: 2,
-                ..sim()
-            },
+            sim_with(|c| c.header_layout = 2),
             "header_layout 2 is not a RunLaneHeaderLayout: pass the runtime's, TENSORMAP_AND_RINGBUFFER = 0",
         ),
     ];
