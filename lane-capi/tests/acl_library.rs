@@ -48,9 +48,7 @@ fn a_lane_names_the_libascendcl_it_runs_on_with_and_without_preferring_a_loaded_
 
 #[test]
 fn a_lane_on_the_simulator_names_no_libascendcl() {
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
-    let lane = create(&config);
+    let lane = create(&sim_config());
     assert_eq!(library_of(lane, 4096), Err(RunLaneStatus::Refused));
     let message = last_error();
     assert!(message.contains("not on the ACL backend"), "{message}");

@@ -104,8 +104,7 @@ unsafe extern "C" fn on_outcome(user: *mut c_void, outcome: *const RunLaneOutcom
 }
 
 fn sim_config(state: &State) -> RunLaneConfig {
-    let mut config = common::default_config();
-    config.backend = RunLaneBackend::Sim as u32;
+    let mut config = common::sim_config();
     config.check_invariants = true;
     config.runner.user = std::ptr::from_ref(state).cast_mut().cast();
     config.runner.prepare = Some(prepare);

@@ -16,16 +16,9 @@ unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRun
     0
 }
 
-fn sim() -> RunLaneConfig {
-    RunLaneConfig {
-        backend: RunLaneBackend::Sim as u32,
-        ..common::default_config()
-    }
-}
-
 /// [`sim`] as `change` leaves it.
 fn sim_with(change: impl FnOnce(&mut RunLaneConfig)) -> RunLaneConfig {
-    let mut config = sim();
+    let mut config = common::sim_config();
     change(&mut config);
     config
 }
@@ -135,7 +128,7 @@ fn every_bad_config_is_refused_with_what_to_pass_instead() {
         assert!(lane.is_null(), "{case}: no handle");
     }
     let null = |case: &str, got| refused(case, got, RunLaneStatus::NullArgument, "pass a pointer");
-    let (mut lane, config) = (std::ptr::null_mut(), sim());
+    let (mut lane, config) = (std::ptr::null_mut(), common::sim_config());
     // SAFETY: NULL arguments are checked.
     unsafe {
         null(
@@ -166,7 +159,7 @@ unsafe extern "C" fn held_prepare(_: *mut c_void, _: *const RunLaneRunInfo) -> i
 
 #[test]
 fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome() {
-    let mut config = sim();
+    let mut config = common::sim_config();
     config.runner.prepare = Some(held_prepare);
     let (status, lane) = create(&config);
     assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());

@@ -77,8 +77,7 @@ fn lane(on: On, prepare_returns: i32, finalise_returns: i32) -> *mut RunLane {
     let mut config = match on {
         On::Fake(via) => common::fake_config(via, 0, &KERNELS, 5_000),
         On::Sim => {
-            let mut config = common::default_config();
-            config.backend = RunLaneBackend::Sim as u32;
+            let mut config = common::sim_config();
             config.check_invariants = true;
             config
         }

@@ -95,14 +95,9 @@ common::on_each_backend!(depth_three_queues_three_runs_on_the_pair_and_a_fourth_
 #[test]
 fn launch_depth_up_to_the_slot_count_is_accepted_on_the_simulator() {
     for (slots, depth) in [(3, 3), (4, 4), (4, 3), (3, 0), (1, 1)] {
-        let backend = RunLaneBackend::Sim as u32;
-        let (launch_depth, what) = (depth, format!("slots {slots} depth {depth}"));
-        let config = RunLaneConfig {
-            backend,
-            slots,
-            launch_depth,
-            ..common::default_config()
-        };
+        let mut config = common::sim_config();
+        (config.slots, config.launch_depth) = (slots, depth);
+        let what = format!("slots {slots} depth {depth}");
         let lane = common::create(&config);
         let outcomes = common::documented_loop(lane, |submitted, _| submitted < 8);
         common::destroy(lane);
@@ -116,8 +111,7 @@ fn launch_depth_up_to_the_slot_count_is_accepted_on_the_simulator() {
 #[test]
 fn refused_depths_and_layouts_say_what_to_pass_instead() {
     let sim_with = |change: fn(&mut RunLaneConfig)| {
-        let mut config = common::default_config();
-        config.backend = RunLaneBackend::Sim as u32;
+        let mut config = common::sim_config();
         change(&mut config);
         config
     };

@@ -124,11 +124,9 @@ fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entr
     assert_eq!(table_calls(0), 0, "refused before any entry was called");
     // With the runtime's own recovery the lane never resets: no reset entry is needed.
     let ops = without(table::table(0), "reset_device_force");
-    let recovery = RunLaneRecovery::Runtime as u32;
-    common::destroy(common::create(&RunLaneConfig {
-        recovery,
-        ..with_ops(&ops)
-    }));
+    let mut config = with_ops(&ops);
+    config.recovery = RunLaneRecovery::Runtime as u32;
+    common::destroy(common::create(&config));
 }
 
 #[test]

@@ -452,8 +452,7 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
     // On another device id: the first lane still holds device 0 (L-25).
     let plain = common::fake_lane(Via::Acl, 1, &HEALTHY, OP_TIMEOUT_MS);
     assert_eq!(monitor_report(plain).state, RunLaneNoticeMonitor::NotAsked);
-    let mut sim = common::default_config();
-    sim.backend = RunLaneBackend::Sim as u32;
+    let mut sim = common::sim_config();
     sim.fault_notice_monitor = true;
     let sim = common::create(&sim);
     let sim_report = monitor_report(sim);

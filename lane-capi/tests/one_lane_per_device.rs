@@ -57,8 +57,7 @@ on_each_backend!(
 
 #[test]
 fn simulated_lanes_have_devices_of_their_own_and_are_never_refused() {
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
+    let config = sim_config();
     let lanes: Vec<_> = (0..3).map(|_| create(&config)).collect();
     for lane in lanes {
         destroy(lane);

@@ -108,8 +108,7 @@ fn handle(value: u64) -> *mut RunLane {
 }
 
 fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
-    let mut config = common::default_config();
-    config.backend = RunLaneBackend::Sim as u32;
+    let mut config = common::sim_config();
     config.runner = RunLaneRunner {
         user,
         prepare: Some(prepare),

@@ -213,10 +213,9 @@ fn config(via: Via, r: &Runner) -> RunLaneConfig {
 
 /// A lane of [`config`]; `slots` 0 keeps two.
 fn lane(via: Via, r: &Runner, slots: u8) -> *mut RunLane {
-    common::create(&RunLaneConfig {
-        slots,
-        ..config(via, r)
-    })
+    let mut config = config(via, r);
+    config.slots = slots;
+    common::create(&config)
 }
 
 /// The request of run `run` (its id, as the lane will give it), with the run's marker.

@@ -11,11 +11,7 @@ use run_lane::*;
 
 /// A simulator lane with no callbacks.
 fn sim_lane() -> *mut RunLane {
-    let backend = RunLaneBackend::Sim as u32;
-    create(&RunLaneConfig {
-        backend,
-        ..common::default_config()
-    })
+    create(&common::sim_config())
 }
 
 fn submit(lane: *mut RunLane) -> u64 {

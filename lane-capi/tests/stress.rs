@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{create, default_config, destroy, last_error};
+use common::{create, destroy, last_error};
 use core::ffi::c_void;
 use run_lane::*;
 
@@ -59,8 +59,7 @@ unsafe extern "C" fn finalise(user: *mut c_void, _run: *const RunLaneRunInfo, _c
 /// Six submitters on one lane; returns the most callbacks seen at once.
 fn stress(workers: u32, submitters_bound: bool) -> usize {
     let seen = Callbacks::default();
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
+    let mut config = common::sim_config();
     config.workers = workers;
     config.submitters_bound = submitters_bound;
     // Every interleaving the stress makes is also checked against the lane's invariants.

@@ -192,6 +192,13 @@ pub(crate) fn default_config() -> RunLaneConfig {
     unsafe { config.assume_init() }
 }
 
+/// The defaults on the simulator backend.
+pub(crate) fn sim_config() -> RunLaneConfig {
+    let mut config = default_config();
+    config.backend = RunLaneBackend::Sim as u32;
+    config
+}
+
 /// How a fake-backed test's lanes reach the fake libascendcl.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Via {
