@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
-use common::{create, destroy, last_error, text};
+use common::{create, destroy, last_error, text, try_wait as wait};
 use core::ffi::c_void;
 use run_lane::*;
 
@@ -125,16 +125,6 @@ fn submit(lane: *mut RunLane, tag: u64, copy_back: bool) -> Result<u64, RunLaneS
     // SAFETY: valid request and out pointer.
     match unsafe { run_lane_submit(lane, &raw const request, &raw mut run) } {
         RunLaneStatus::Ok => Ok(run),
-        status => Err(status),
-    }
-}
-
-fn wait(lane: *mut RunLane, id: u64, timeout_ms: u32) -> Result<RunLaneOutcome, RunLaneStatus> {
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a valid out pointer.
-    match unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) } {
-        // SAFETY: written on OK.
-        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }),
         status => Err(status),
     }
 }

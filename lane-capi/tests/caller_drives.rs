@@ -97,15 +97,6 @@ fn caller_lane(via: Via, kernels: &'static Kernels) -> *mut RunLane {
     common::create(&config)
 }
 
-/// `run_lane_wait` with a timeout: the status, and the outcome when `OK`.
-fn wait_for(lane: *mut RunLane, id: u64, timeout_ms: u32) -> (RunLaneStatus, RunLaneOutcome) {
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a live handle and a writable outcome (zeroed: valid whatever the status).
-    let status = unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) };
-    // SAFETY: zeroed or filled; every field is valid zeroed.
-    (status, unsafe { outcome.assume_init() })
-}
-
 fn in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_before_it_ends(
     via: Via,
 ) {
@@ -160,8 +151,8 @@ fn in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_
     let lane = caller_lane(via, &LONG);
     let run = common::submit(lane).expect("accepted");
     let start = Instant::now();
-    let (status, _) = wait_for(lane, run, 50);
-    assert_eq!(status, RunLaneStatus::TimedOut, "{}", last_error());
+    let status = common::try_wait(lane, run, 50).err();
+    assert_eq!(status, Some(RunLaneStatus::TimedOut), "{}", last_error());
     let waited = start.elapsed();
     assert!(waited < Duration::from_millis(250), "{waited:?}");
     let polled = common::poll(lane).err();

@@ -520,10 +520,8 @@ fn a_notice_on_an_idle_lane_recovers_it_without_an_outcome_and_the_close_report_
     forward_notice(0, ids[1]);
     // At its notice poll: no command was sent.
     wait_for_resets(0, 1);
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a live handle and a writable outcome.
-    let polled = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
-    assert_eq!(polled, RunLaneStatus::Empty, "no item was taken down");
+    let polled = common::poll(lane).err();
+    assert_eq!(polled, Some(RunLaneStatus::Empty), "no item was taken down");
     ok_once_open(lane);
     let report = close_naming(common::close(lane), (0, ids[1], AICORE_EXCEPTION));
     assert!(!report.poisoned);

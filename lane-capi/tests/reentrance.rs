@@ -298,13 +298,7 @@ unsafe extern "C" fn on_outcome(user: *mut c_void, _outcome: *const RunLaneOutco
 
 /// Waits for item `id` of `lane`: its outcome's id, or the wait's status.
 fn wait(lane: *mut RunLane, id: u64) -> Result<u64, RunLaneStatus> {
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a writable outcome.
-    match unsafe { run_lane_wait(lane, id, 30_000, outcome.as_mut_ptr()) } {
-        // SAFETY: written on OK.
-        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }.id),
-        status => Err(status),
-    }
+    common::try_wait(lane, id, 30_000).map(|outcome| outcome.id)
 }
 
 /// Runs one combination and checks it.

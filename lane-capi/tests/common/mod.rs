@@ -379,13 +379,24 @@ pub(crate) fn submit(lane: *mut RunLane) -> Result<u64, RunLaneStatus> {
 
 /// `run_lane_wait` for `id`, which must deliver within [`BOUND`].
 pub(crate) fn wait(lane: *mut RunLane, id: u64) -> RunLaneOutcome {
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     let bound = u32::try_from(BOUND.as_millis()).unwrap_or(u32::MAX);
-    // SAFETY: a live handle and a writable outcome.
-    let status = unsafe { run_lane_wait(lane, id, bound, outcome.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "wait {id}: {}", last_error());
-    // SAFETY: filled by the OK wait.
-    unsafe { outcome.assume_init() }
+    try_wait(lane, id, bound)
+        .unwrap_or_else(|status| panic!("wait {id}: {status:?}: {}", last_error()))
+}
+
+/// `run_lane_wait` for `id` with `timeout_ms`: the outcome, or the status.
+pub(crate) fn try_wait(
+    lane: *mut RunLane,
+    id: u64,
+    timeout_ms: u32,
+) -> Result<RunLaneOutcome, RunLaneStatus> {
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
+    // SAFETY: any handle value is checked; a writable outcome.
+    match unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) } {
+        // SAFETY: filled by the OK wait.
+        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }),
+        status => Err(status),
+    }
 }
 
 /// `run_lane_poll`: the outcome, or the status.
