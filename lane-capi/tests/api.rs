@@ -121,12 +121,7 @@ fn submit(lane: *mut RunLane, tag: u64, copy_back: bool) -> Result<u64, RunLaneS
         copy_back,
         ..RunLaneSubmit::default()
     };
-    let mut run = 0;
-    // SAFETY: valid request and out pointer.
-    match unsafe { run_lane_submit(lane, &raw const request, &raw mut run) } {
-        RunLaneStatus::Ok => Ok(run),
-        status => Err(status),
-    }
+    common::submit_request(lane, &request)
 }
 
 /// Waits for run `id`, which must end `OK`.

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{BOUND, Kernels, Via, launch_kernel, wait};
+use common::{BOUND, Kernels, Via, launch_kernel, submit_request as submit, wait};
 use core::ffi::c_void;
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, Outcome};
@@ -232,15 +232,6 @@ fn held(request: RunLaneSubmit) -> RunLaneSubmit {
     RunLaneSubmit {
         held: true,
         ..request
-    }
-}
-
-fn submit(lane: *mut RunLane, request: &RunLaneSubmit) -> Result<u64, RunLaneStatus> {
-    let mut run = 0;
-    // SAFETY: a live handle, a readable request and a writable id.
-    match unsafe { run_lane_submit(lane, request, &raw mut run) } {
-        RunLaneStatus::Ok => Ok(run),
-        refused => Err(refused),
     }
 }
 

@@ -76,10 +76,7 @@ fn lines(via: Via, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> 
             copy_back: true,
             ..RunLaneSubmit::default()
         };
-        let mut run = 0;
-        // SAFETY: a live handle, a readable request, a writable id.
-        let submitted = unsafe { run_lane_submit(lane, &raw const request, &raw mut run) };
-        assert_eq!(submitted, RunLaneStatus::Ok);
+        let run = common::submit_request(lane, &request).expect("accepted");
         let outcome = common::wait(lane, run);
         out.push((outcome.verdict, outcome.stage, text(&outcome.failure_line)));
     }

@@ -368,10 +368,17 @@ pub(crate) fn last_error() -> String {
 
 /// `run_lane_submit` of an untagged run: its id, or the refusal.
 pub(crate) fn submit(lane: *mut RunLane) -> Result<u64, RunLaneStatus> {
-    let request = RunLaneSubmit::default();
+    submit_request(lane, &RunLaneSubmit::default())
+}
+
+/// `run_lane_submit` of `request`: the run's id, or the refusal.
+pub(crate) fn submit_request(
+    lane: *mut RunLane,
+    request: &RunLaneSubmit,
+) -> Result<u64, RunLaneStatus> {
     let mut run = 0;
-    // SAFETY: a live handle, a readable request and a writable id.
-    match unsafe { run_lane_submit(lane, &raw const request, &raw mut run) } {
+    // SAFETY: any handle value is checked; a readable request and a writable id.
+    match unsafe { run_lane_submit(lane, request, &raw mut run) } {
         RunLaneStatus::Ok => Ok(run),
         refused => Err(refused),
     }
