@@ -109,13 +109,13 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
 ) {
     let _serial = common::serial();
     let control = control();
-    static KERNELS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[
+    static KERNELS: Kernels = Kernels::faulty(
+        KERNEL,
+        &[
             (5, ENGINE_AICPU, Outcome::Latch),
             (8, ENGINE_AICPU, Outcome::Silent),
         ],
-    };
+    );
     for (switch, semantics) in switches() {
         let _fake = common::session_with(semantics);
         let outcomes = run_all(via, &KERNELS, &[], 12, 5_000);
@@ -135,13 +135,13 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
     via: Via,
 ) {
     let _serial = common::serial();
-    static KERNELS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[
+    static KERNELS: Kernels = Kernels::faulty(
+        KERNEL,
+        &[
             (5, ENGINE_AICPU, Outcome::Silent),
             (6, ENGINE_AICPU, Outcome::Latch),
         ],
-    };
+    );
     for (switch, semantics) in switches() {
         let _fake = common::session_with(semantics);
         let outcomes = run_all(via, &KERNELS, &[(5, LONG)], 10, 5_000);
@@ -162,13 +162,13 @@ fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_orig
     via: Via,
 ) {
     let _serial = common::serial();
-    static KERNELS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[
+    static KERNELS: Kernels = Kernels::faulty(
+        KERNEL,
+        &[
             (5, ENGINE_AICPU, Outcome::Silent),
             (6, ENGINE_AICORE, Outcome::Exception),
         ],
-    };
+    );
     for (switch, semantics) in switches() {
         let _fake = common::session_with(semantics);
         let outcomes = run_all(via, &KERNELS, &[(5, LONG)], 10, 5_000);
@@ -191,10 +191,7 @@ fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it(via: Vi
     // Run 1 publishes nothing and lasts 1.7 s of a 2 s completion timeout; run 2, queued
     // behind it, lasts 1 s. Run 1's synchronize waits for run 2 too: bounded from run 1's
     // boundary (2 s from 1.7 s), not by the 0.3 s left of its deadline.
-    static KERNELS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[(1, ENGINE_AICPU, Outcome::Silent)],
-    };
+    static KERNELS: Kernels = Kernels::faulty(KERNEL, &[(1, ENGINE_AICPU, Outcome::Silent)]);
     let _fake = common::fresh();
     let started = Instant::now();
     let outcomes = run_all(

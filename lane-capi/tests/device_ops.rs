@@ -34,8 +34,11 @@ use run_lane::device_ops::{DeviceOps, REQUIRED_ENTRIES, TableDevice};
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, Outcome};
 
+/// Each run's kernels.
+const KERNEL: Duration = Duration::from_millis(2);
+
 const OP_TIMEOUT_MS: u64 = 200;
-static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(2));
+static HEALTHY: Kernels = Kernels::healthy(KERNEL);
 
 /// `table` with its entry `name` NULL.
 fn without(mut table: RunLaneDeviceOps, name: &str) -> RunLaneDeviceOps {
@@ -352,10 +355,7 @@ fn a_stream_create_the_table_fails_fails_only_the_run_that_needed_it_and_nothing
 }
 
 /// Run 2 publishes no record, so its verdict is the pair's synchronize.
-static RUN_2_SILENT: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[(2, ENGINE_AICPU, Outcome::Silent)],
-};
+static RUN_2_SILENT: Kernels = Kernels::faulty(KERNEL, &[(2, ENGINE_AICPU, Outcome::Silent)]);
 
 #[test]
 fn an_aicore_exception_the_tables_synchronize_returns_poisons_and_the_tables_reset_and_probe_recover()
@@ -402,13 +402,13 @@ fn an_aicore_exception_the_tables_synchronize_returns_poisons_and_the_tables_res
 
 /// Run 2 publishes no record (its pair is synchronized) and run 4's AICore kernel faults (a
 /// poison and its recovery drain).
-static SILENT_THEN_FAULT: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[
+static SILENT_THEN_FAULT: Kernels = Kernels::faulty(
+    KERNEL,
+    &[
         (2, ENGINE_AICPU, Outcome::Silent),
         (4, ENGINE_AICORE, Outcome::Exception),
     ],
-};
+);
 
 #[test]
 fn the_waits_are_the_tables_made_on_the_completion_waiters_thread_which_binds_through_it() {
@@ -499,10 +499,7 @@ unsafe extern "C" fn on_poison(_user: *mut c_void, _info: *const RunLaneRecovery
     TOLD_OF_POISON.store(true, SeqCst);
 }
 
-static RUN_1_FAULTS: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
-};
+static RUN_1_FAULTS: Kernels = Kernels::faulty(KERNEL, &[(1, ENGINE_AICPU, Outcome::Exception)]);
 
 /// L-22 with L-24: a runtime that owns recovery gives a table without `reset_device_force`;
 /// after a poison it resets the device itself and reports it, and the lane forgets every

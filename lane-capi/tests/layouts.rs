@@ -28,10 +28,7 @@ static RUNTIME_LAYOUT: Mutex<HeaderLayout> = Mutex::new(HeaderLayout::TensormapA
 /// [`LATCHED_RUN`]'s AICPU kernel latches SCOPE_DEADLOCK into its header (and so publishes an
 /// error record, source header, as the runtime's device side does); every other kernel ends
 /// well.
-static LATCHES: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(LATCHED_RUN, ENGINE_AICPU, Outcome::Latch)],
-};
+static LATCHES: Kernels = Kernels::faulty(KERNEL, &[(LATCHED_RUN, ENGINE_AICPU, Outcome::Latch)]);
 
 /// A run's kernel on the fake, a latch written in the runtime's layout.
 fn launch(_: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {

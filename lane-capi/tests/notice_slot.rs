@@ -15,10 +15,10 @@ use common::{Kernels, Via, control};
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
 const OP_TIMEOUT_MS: u64 = 200;
-static RUN_1_FAULTS: Kernels = Kernels {
-    kernel: Duration::from_millis(3),
-    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
-};
+static RUN_1_FAULTS: Kernels = Kernels::faulty(
+    Duration::from_millis(3),
+    &[(1, ENGINE_AICPU, Outcome::Exception)],
+);
 const AICORE_EXCEPTION: i32 = 507_015;
 
 /// Notices the embedding's own handler received.

@@ -20,10 +20,10 @@ use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 const OP_TIMEOUT_MS: u64 = 200;
 /// Long enough that runs are still executing when the test sends a notice.
 static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(20));
-static RUN_1_FAULTS: Kernels = Kernels {
-    kernel: Duration::from_millis(3),
-    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
-};
+static RUN_1_FAULTS: Kernels = Kernels::faulty(
+    Duration::from_millis(3),
+    &[(1, ENGINE_AICPU, Outcome::Exception)],
+);
 const AICORE_EXCEPTION: i32 = 507_015;
 
 fn stream_ids(device: i32) -> Vec<u32> {

@@ -15,13 +15,13 @@ use common::*;
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
 
-/// Run 1's AICore kernel raises an AICore exception: a poison, and the device's one reset.
-static POISONED: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[(1, ENGINE_AICORE, Outcome::Exception)],
-};
+/// Each run's kernels.
+const KERNEL: Duration = Duration::from_millis(2);
 
-static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(2));
+/// Run 1's AICore kernel raises an AICore exception: a poison, and the device's one reset.
+static POISONED: Kernels = Kernels::faulty(KERNEL, &[(1, ENGINE_AICORE, Outcome::Exception)]);
+
+static HEALTHY: Kernels = Kernels::healthy(KERNEL);
 
 fn a_second_lane_on_a_device_id_is_refused_naming_the_first_and_the_first_resets_it_alone(
     via: Via,

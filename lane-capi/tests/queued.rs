@@ -18,10 +18,10 @@ const INTO_PREDECESSOR: Duration = Duration::from_millis(10);
 /// Each run: a pair of 20 ms fake kernels (long enough that a successor queues on a loaded machine).
 static SHORT: Kernels = Kernels::healthy(Duration::from_millis(20));
 /// The same, with run 5's AICPU kernel publishing no record (its streams stay clean).
-static SHORT_RUN_5_SILENT: Kernels = Kernels {
-    kernel: Duration::from_millis(20),
-    faults: &[(5, ENGINE_AICPU, Outcome::Silent)],
-};
+static SHORT_RUN_5_SILENT: Kernels = Kernels::faulty(
+    Duration::from_millis(20),
+    &[(5, ENGINE_AICPU, Outcome::Silent)],
+);
 
 /// L-6, L-8 through the C ABI: a successful run on the record channel makes no stream
 /// synchronize, so a queued successor is never waited for; only a run whose record does

@@ -22,10 +22,10 @@ use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, FakeCounters, Outcome};
 
 /// Run 1's AICore kernel raises an AICore exception (507015): a poison.
-static POISONED: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[(1, ENGINE_AICORE, Outcome::Exception)],
-};
+static POISONED: Kernels = Kernels::faulty(
+    Duration::from_millis(2),
+    &[(1, ENGINE_AICORE, Outcome::Exception)],
+);
 
 /// What a hook saw when it was called.
 #[derive(Clone, Debug)]
@@ -244,10 +244,10 @@ fn with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runti
     destroy(lane);
 }
 
-static RUN_1_FAULTS: Kernels = Kernels {
-    kernel: Duration::from_micros(500),
-    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
-};
+static RUN_1_FAULTS: Kernels = Kernels::faulty(
+    Duration::from_micros(500),
+    &[(1, ENGINE_AICPU, Outcome::Exception)],
+);
 
 /// L-20: between force reset attempts the lane binds the device again.
 fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(via: Via) {

@@ -474,10 +474,10 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused(via: Via) 
 
 fn finalise_is_told_the_verdict_its_class_and_its_code(via: Via) {
     let _fake = common::fresh();
-    let r = Runner::new(Kernels {
-        kernel: KERNEL,
-        faults: &[(2, ENGINE_AICPU, Outcome::Latch)],
-    });
+    let r = Runner::new(Kernels::faulty(
+        KERNEL,
+        &[(2, ENGINE_AICPU, Outcome::Latch)],
+    ));
     let lane = lane(via, &r, 0);
     let ok = submit(lane, &request(1)).expect("run 1");
     assert_eq!(wait(lane, ok).verdict, RunLaneVerdict::Ok);

@@ -30,30 +30,13 @@ const KERNEL: Duration = Duration::from_millis(10);
 /// The device op timeout: a hung kernel is killed here, far below the host wait.
 const OP_TIMEOUT_MS: u64 = 200;
 
-static AICPU_EXCEPTION: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICPU, Outcome::Exception)],
-};
-static AICORE_EXCEPTION: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICORE, Outcome::Exception)],
-};
-static AICORE_HANG: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICORE, Outcome::Hang)],
-};
-static AICPU_HANG: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICPU, Outcome::Hang)],
-};
-static LATCH: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICPU, Outcome::Latch)],
-};
-static SILENT: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICPU, Outcome::Silent)],
-};
+static AICPU_EXCEPTION: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICPU, Outcome::Exception)]);
+static AICORE_EXCEPTION: Kernels =
+    Kernels::faulty(KERNEL, &[(5, ENGINE_AICORE, Outcome::Exception)]);
+static AICORE_HANG: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICORE, Outcome::Hang)]);
+static AICPU_HANG: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICPU, Outcome::Hang)]);
+static LATCH: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICPU, Outcome::Latch)]);
+static SILENT: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICPU, Outcome::Silent)]);
 
 /// How run 5 must end.
 #[derive(Clone, Copy, Debug)]
@@ -204,15 +187,15 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
 fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize(via: Via) {
     // A runtime without records: every run's streams are synchronized, clean ones are OK.
     let _fake = common::fresh();
-    static NO_RECORDS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[
+    static NO_RECORDS: Kernels = Kernels::faulty(
+        KERNEL,
+        &[
             (1, ENGINE_AICPU, Outcome::Silent),
             (2, ENGINE_AICPU, Outcome::Silent),
             (3, ENGINE_AICPU, Outcome::Silent),
             (4, ENGINE_AICPU, Outcome::Silent),
         ],
-    };
+    );
     let mut config = common::fake_config(via, 0, &NO_RECORDS, OP_TIMEOUT_MS);
     config.verdict_channel = RunLaneVerdictChannel::StreamSync as u32;
     let lane = common::create(&config);

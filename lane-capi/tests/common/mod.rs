@@ -59,10 +59,12 @@ pub(crate) struct Kernels {
 impl Kernels {
     /// Healthy kernels of `kernel`.
     pub(crate) const fn healthy(kernel: Duration) -> Self {
-        Self {
-            kernel,
-            faults: &[],
-        }
+        Self::faulty(kernel, &[])
+    }
+
+    /// Kernels of `kernel` whose `faults` end as they say.
+    pub(crate) const fn faulty(kernel: Duration, faults: &'static [(u64, u32, Outcome)]) -> Self {
+        Self { kernel, faults }
     }
 }
 
