@@ -16,7 +16,7 @@ unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRun
     0
 }
 
-/// [`sim`] as `change` leaves it.
+/// [`common::sim_config`] as `change` leaves it.
 fn sim_with(change: impl FnOnce(&mut RunLaneConfig)) -> RunLaneConfig {
     let mut config = common::sim_config();
     change(&mut config);
