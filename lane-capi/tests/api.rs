@@ -49,16 +49,14 @@ unsafe extern "C" fn prepare(user: *mut c_void, run: *const RunLaneRunInfo) -> i
     // SAFETY: the library passes a valid run for the call.
     let run = unsafe { *run };
     state.threads.lock().unwrap().push(thread::current().id());
-    thread::sleep(Duration::from_millis(
-        state.prepare_sleep_ms.load(Ordering::SeqCst),
-    ));
+    let sleep_ms = state.prepare_sleep_ms.load(Ordering::SeqCst);
+    thread::sleep(Duration::from_millis(sleep_ms));
     let lane = state.lane.load(Ordering::SeqCst);
     if lane != 0 {
         // SAFETY: any handle value is checked.
         let status = unsafe { run_lane_destroy(std::ptr::without_provenance_mut(lane as usize)) };
-        state
-            .destroy_from_callback
-            .store(status as u32, Ordering::SeqCst);
+        let status = status as u32;
+        state.destroy_from_callback.store(status, Ordering::SeqCst);
     }
     let submit_lane = state.submit_lane.load(Ordering::SeqCst);
     if run.tag == 50 && submit_lane != 0 {
@@ -86,21 +84,14 @@ unsafe extern "C" fn finalise(
     let run = unsafe { *run };
     state.threads.lock().unwrap().push(thread::current().id());
     state.copy_back.lock().unwrap().push((run.tag, copy_back));
-    if run.tag == 3 {
-        state.finalise_tag3.load(Ordering::SeqCst) as i32
-    } else {
-        0
-    }
+    let returns = state.finalise_tag3.load(Ordering::SeqCst) as i32;
+    if run.tag == 3 { returns } else { 0 }
 }
 
 unsafe extern "C" fn on_outcome(user: *mut c_void, outcome: *const RunLaneOutcome) {
     // SAFETY: the library passes a valid outcome for the call.
-    let id = unsafe { (*outcome).id };
-    state(user)
-        .seen
-        .lock()
-        .unwrap()
-        .push((id, thread::current().id()));
+    let seen = (unsafe { (*outcome).id }, thread::current().id());
+    state(user).seen.lock().unwrap().push(seen);
 }
 
 fn sim_config(state: &State) -> RunLaneConfig {
