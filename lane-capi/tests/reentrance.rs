@@ -167,23 +167,17 @@ fn reenter(user: *mut c_void, site: Site) {
             case.accepted.store(id, Ordering::SeqCst);
             status
         }
-        Call::Poll => {
-            let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-            // SAFETY: a writable outcome.
-            let status = unsafe { run_lane_poll(target, outcome.as_mut_ptr()) };
-            if status == RunLaneStatus::Ok {
-                // SAFETY: written on OK.
-                let id = unsafe { outcome.assume_init() }.id;
-                case.taken.store(id, Ordering::SeqCst);
-            }
-            status
-        }
+        Call::Poll => common::poll(target).map_or_else(
+            |status| status,
+            |outcome| {
+                case.taken.store(outcome.id, Ordering::SeqCst);
+                RunLaneStatus::Ok
+            },
+        ),
         // SAFETY: the report is optional.
         Call::Close => unsafe { run_lane_close(target, std::ptr::null_mut()) },
         Call::Wait => {
-            let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-            // SAFETY: a writable outcome.
-            unsafe { run_lane_wait(target, 1, 0, outcome.as_mut_ptr()) }
+            common::try_wait(target, 1, 0).map_or_else(|status| status, |_| RunLaneStatus::Ok)
         }
         // SAFETY: any handle value is checked.
         Call::Destroy => unsafe { run_lane_destroy(target) },
@@ -347,11 +341,7 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
             copy_back: true,
             ..RunLaneSubmit::default()
         };
-        let mut id = 0;
-        // SAFETY: a readable request and a writable id.
-        let submitted = unsafe { run_lane_submit(own, &raw const request, &raw mut id) };
-        assert_eq!(submitted, RunLaneStatus::Ok);
-        id
+        common::submit_request(own, &request).expect("the trigger")
     };
 
     // The call returns first (from on_outcome: before this thread takes the outcome, so a
