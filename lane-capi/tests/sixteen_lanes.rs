@@ -100,21 +100,15 @@ fn collect(
     by_device
 }
 
-/// What the main thread saw of the process while the lanes were at their meeting points.
-struct Counted {
-    before: Usage,
-    created: Usage,
-    running: Usage,
-}
-
 /// Starts the drivers and, with `count`, counts the process at both meeting points (once the
-/// lanes' new threads have taken their names: every lane healthy), and returns the counts.
+/// lanes' new threads have taken their names: every lane healthy), and returns the counts:
+/// what the main thread saw of the process before, with every lane created, and running.
 fn start(
     via: Via,
     mores: Vec<More>,
     done: &mpsc::Sender<(i32, Vec<RunLaneOutcome>)>,
     count: bool,
-) -> (Vec<thread::JoinHandle<()>>, Counted) {
+) -> (Vec<thread::JoinHandle<()>>, [Usage; 3]) {
     let steps = Arc::new(Barrier::new(LANES as usize + 1));
     let before = usage();
     let drivers: Vec<_> = mores
@@ -144,14 +138,7 @@ fn start(
         usage()
     };
     steps.wait();
-    (
-        drivers,
-        Counted {
-            before,
-            created,
-            running,
-        },
-    )
+    (drivers, [before, created, running])
 }
 
 fn rss_mib(kib: u64) -> f64 {
@@ -176,11 +163,7 @@ fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_pe
     // Each lane: its lane thread and completion waiter from create on; the fake's two stream
     // threads from the first launch on (a real libascendcl has no thread per stream).
     let lanes = LANES as u64;
-    let Counted {
-        before,
-        created,
-        running,
-    } = counted;
+    let [before, created, running] = counted;
     assert_eq!(before.lane_threads, 0);
     assert_eq!(created.fake_stream_threads, 0, "streams are created lazily");
     // A thread takes its spawner's name until it names itself: a lane thread nobody named
