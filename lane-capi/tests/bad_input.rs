@@ -51,76 +51,27 @@ fn create(config: &RunLaneConfig) -> (RunLaneStatus, *mut RunLane) {
 
 #[test]
 fn every_bad_config_is_refused_with_what_to_pass_instead() {
+    let (mismatch, invalid) = (RunLaneStatus::AbiMismatch, RunLaneStatus::InvalidConfig);
+    #[rustfmt::skip]
     let cases: [(&str, RunLaneConfig, RunLaneStatus, &str); 11] = [
-        (
-            "another ABI version",
-            sim_with(|c| c.abi_version = RUN_LANE_ABI_VERSION + 1),
-            RunLaneStatus::AbiMismatch,
-            "rebuild against this library's run_lane.h",
-        ),
-        (
-            "an unknown profile",
-            sim_with(|c| c.profile = 9),
-            RunLaneStatus::InvalidConfig,
-            "A2A3 = 0, A5 = 1, PROBE = 2",
-        ),
-        (
-            "an unknown backend",
-            sim_with(|c| c.backend = 9),
-            RunLaneStatus::InvalidConfig,
-            "ACL = 0, SIM = 1",
-        ),
-        (
-            "five slots",
-            sim_with(|c| c.slots = 5),
-            RunLaneStatus::InvalidConfig,
-            "use 2",
-        ),
-        (
-            "a prepare window above the slots",
-            sim_with(|c| c.prepare_window = 3),
-            RunLaneStatus::InvalidConfig,
-            "lower the window or add slots",
-        ),
-        (
-            "too many workers",
-            sim_with(|c| c.workers = RUN_LANE_MAX_WORKERS + 1),
-            RunLaneStatus::InvalidConfig,
-            "pass 0 to 8",
-        ),
-        (
-            "a device timeout above the host's",
-            sim_with(|c| {
-                c.completion_timeout_ms = 1_000;
-                c.device_op_timeout_ms = 2_000;
-            }),
-            RunLaneStatus::InvalidConfig,
-            "lower the op timeout",
-        ),
-        (
-            "a timeout past u64 nanoseconds",
-            sim_with(|c| c.completion_timeout_ms = u64::MAX),
-            RunLaneStatus::InvalidConfig,
-            "pass at most",
-        ),
-        (
-            "an unknown recovery",
-            sim_with(|c| c.recovery = 7),
-            RunLaneStatus::InvalidConfig,
-            "RUNTIME = 1",
-        ),
-        (
-            "ACL without launch callbacks",
-            common::default_config(),
-            RunLaneStatus::InvalidConfig,
-            "set both, or use RUN_LANE_BACKEND_SIM",
-        ),
-        (
-            "an empty library path",
-            acl(c""),
-            RunLaneStatus::InvalidConfig,
-            "pass NULL to search",
-        ),
+        ("another ABI version", sim_with(|c| c.abi_version = RUN_LANE_ABI_VERSION + 1), mismatch,
+            "rebuild against this library's run_lane.h"),
+        ("an unknown profile", sim_with(|c| c.profile = 9), invalid, "A2A3 = 0, A5 = 1, PROBE = 2"),
+        ("an unknown backend", sim_with(|c| c.backend = 9), invalid, "ACL = 0, SIM = 1"),
+        ("five slots", sim_with(|c| c.slots = 5), invalid, "use 2"),
+        ("a prepare window above the slots", sim_with(|c| c.prepare_window = 3), invalid,
+            "lower the window or add slots"),
+        ("too many workers", sim_with(|c| c.workers = RUN_LANE_MAX_WORKERS + 1), invalid,
+            "pass 0 to 8"),
+        ("a device timeout above the host's",
+            sim_with(|c| (c.completion_timeout_ms, c.device_op_timeout_ms) = (1_000, 2_000)),
+            invalid, "lower the op timeout"),
+        ("a timeout past u64 nanoseconds", sim_with(|c| c.completion_timeout_ms = u64::MAX),
+            invalid, "pass at most"),
+        ("an unknown recovery", sim_with(|c| c.recovery = 7), invalid, "RUNTIME = 1"),
+        ("ACL without launch callbacks", common::default_config(), invalid,
+            "set both, or use RUN_LANE_BACKEND_SIM"),
+        ("an empty library path", acl(c""), invalid, "pass NULL to search"),
     ];
     for (case, config, want, what_to_do) in cases {
         let (status, lane) = create(&config);

@@ -47,29 +47,14 @@ enum Expect {
     RunOnly(&'static str),
 }
 
+#[rustfmt::skip]
 const CASES: [(&str, &Kernels, Expect); 6] = [
-    (
-        "AICPU exception",
-        &AICPU_EXCEPTION,
-        Expect::Poisoned(&[507_018]),
-    ),
-    (
-        "AICore exception",
-        &AICORE_EXCEPTION,
-        Expect::Poisoned(&[507_015]),
-    ),
+    ("AICPU exception", &AICPU_EXCEPTION, Expect::Poisoned(&[507_018])),
+    ("AICore exception", &AICORE_EXCEPTION, Expect::Poisoned(&[507_015])),
     ("AICore hang", &AICORE_HANG, Expect::Poisoned(&[507_014])),
     ("AICPU hang", &AICPU_HANG, Expect::Poisoned(&[507_017])),
-    (
-        "SCOPE_DEADLOCK latched",
-        &LATCH,
-        Expect::RunOnly("SCOPE_DEADLOCK"),
-    ),
-    (
-        "nothing published",
-        &SILENT,
-        Expect::RunOnly("no result record"),
-    ),
+    ("SCOPE_DEADLOCK latched", &LATCH, Expect::RunOnly("SCOPE_DEADLOCK")),
+    ("nothing published", &SILENT, Expect::RunOnly("no result record")),
 ];
 
 /// The hardware's unknowns, each as the fake offers it.
