@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::ffi::CStr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,10 +18,7 @@ fn library_of(lane: *mut RunLane, capacity: usize) -> Result<String, RunLaneStat
     if status != RunLaneStatus::Ok {
         return Err(status);
     }
-    // SAFETY: NUL-terminated within the buffer on OK.
-    Ok(unsafe { CStr::from_ptr(buffer.as_ptr()) }
-        .to_string_lossy()
-        .into_owned())
+    Ok(text(&buffer))
 }
 
 #[test]
@@ -52,14 +48,9 @@ fn a_lane_names_the_libascendcl_it_runs_on_with_and_without_preferring_a_loaded_
 
 #[test]
 fn a_lane_on_the_simulator_names_no_libascendcl() {
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
-    let lane = create(&config);
+    let lane = create(&sim_config());
     assert_eq!(library_of(lane, 4096), Err(RunLaneStatus::Refused));
-    assert!(
-        last_error().contains("not on the ACL backend"),
-        "{}",
-        last_error()
-    );
+    let message = last_error();
+    assert!(message.contains("not on the ACL backend"), "{message}");
     destroy(lane);
 }

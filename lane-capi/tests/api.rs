@@ -1,12 +1,14 @@
 //! The C functions called from Rust as C would call them: statuses, bad arguments and
 //! handles, the threading contract, and the outcome fields on the simulator backend.
 
-use std::ffi::CStr;
+mod common;
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
+use common::{create, destroy, last_error, text, try_wait as wait};
 use core::ffi::c_void;
 use run_lane::*;
 
@@ -47,16 +49,14 @@ unsafe extern "C" fn prepare(user: *mut c_void, run: *const RunLaneRunInfo) -> i
     // SAFETY: the library passes a valid run for the call.
     let run = unsafe { *run };
     state.threads.lock().unwrap().push(thread::current().id());
-    thread::sleep(Duration::from_millis(
-        state.prepare_sleep_ms.load(Ordering::SeqCst),
-    ));
+    let sleep_ms = state.prepare_sleep_ms.load(Ordering::SeqCst);
+    thread::sleep(Duration::from_millis(sleep_ms));
     let lane = state.lane.load(Ordering::SeqCst);
     if lane != 0 {
         // SAFETY: any handle value is checked.
         let status = unsafe { run_lane_destroy(std::ptr::without_provenance_mut(lane as usize)) };
-        state
-            .destroy_from_callback
-            .store(status as u32, Ordering::SeqCst);
+        let status = status as u32;
+        state.destroy_from_callback.store(status, Ordering::SeqCst);
     }
     let submit_lane = state.submit_lane.load(Ordering::SeqCst);
     if run.tag == 50 && submit_lane != 0 {
@@ -84,52 +84,24 @@ unsafe extern "C" fn finalise(
     let run = unsafe { *run };
     state.threads.lock().unwrap().push(thread::current().id());
     state.copy_back.lock().unwrap().push((run.tag, copy_back));
-    if run.tag == 3 {
-        state.finalise_tag3.load(Ordering::SeqCst) as i32
-    } else {
-        0
-    }
+    let returns = state.finalise_tag3.load(Ordering::SeqCst) as i32;
+    if run.tag == 3 { returns } else { 0 }
 }
 
 unsafe extern "C" fn on_outcome(user: *mut c_void, outcome: *const RunLaneOutcome) {
     // SAFETY: the library passes a valid outcome for the call.
-    let id = unsafe { (*outcome).id };
-    state(user)
-        .seen
-        .lock()
-        .unwrap()
-        .push((id, thread::current().id()));
+    let seen = (unsafe { (*outcome).id }, thread::current().id());
+    state(user).seen.lock().unwrap().push(seen);
 }
 
 fn sim_config(state: &State) -> RunLaneConfig {
-    let mut config = run_lane::sized::init::<RunLaneConfig>();
-    // SAFETY: a valid place for a config.
-    let status = unsafe { run_lane_config_default(config.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok);
-    // SAFETY: filled by run_lane_config_default.
-    let mut config = unsafe { config.assume_init() };
-    config.backend = RunLaneBackend::Sim as u32;
+    let mut config = common::sim_config();
     config.check_invariants = true;
     config.runner.user = std::ptr::from_ref(state).cast_mut().cast();
     config.runner.prepare = Some(prepare);
     config.runner.finalise = Some(finalise);
     config.runner.on_outcome = Some(on_outcome);
     config
-}
-
-fn create(config: &RunLaneConfig) -> *mut RunLane {
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: valid config and out pointer.
-    let status = unsafe { run_lane_create(config, &raw mut lane) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    lane
-}
-
-fn last_error() -> String {
-    // SAFETY: the library returns a NUL-terminated string valid until the next call.
-    unsafe { CStr::from_ptr(run_lane_last_error()) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 fn submit(lane: *mut RunLane, tag: u64, copy_back: bool) -> Result<u64, RunLaneStatus> {
@@ -140,124 +112,30 @@ fn submit(lane: *mut RunLane, tag: u64, copy_back: bool) -> Result<u64, RunLaneS
         copy_back,
         ..RunLaneSubmit::default()
     };
-    let mut run = 0;
-    // SAFETY: valid request and out pointer.
-    match unsafe { run_lane_submit(lane, &raw const request, &raw mut run) } {
-        RunLaneStatus::Ok => Ok(run),
-        status => Err(status),
-    }
+    common::submit_request(lane, &request)
 }
 
-fn wait(lane: *mut RunLane, id: u64, timeout_ms: u32) -> Result<RunLaneOutcome, RunLaneStatus> {
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a valid out pointer.
-    match unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) } {
-        // SAFETY: written on OK.
-        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }),
-        status => Err(status),
-    }
+/// Waits for run `id`, which must end `OK`.
+fn ok(lane: *mut RunLane, id: u64) {
+    assert_eq!(
+        wait(lane, id, 10_000).unwrap().verdict,
+        RunLaneVerdict::Ok,
+        "run {id}"
+    );
 }
 
-fn destroy(lane: *mut RunLane) {
-    // SAFETY: any handle value is checked.
-    let status = unsafe { run_lane_destroy(lane) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-}
-
-fn text(buffer: &[core::ffi::c_char]) -> String {
-    // SAFETY: the library NUL-terminates every string buffer.
-    unsafe { CStr::from_ptr(buffer.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+/// `run_lane_publish` of `code`, which must be accepted: the publication's id.
+fn publish(lane: *mut RunLane, code: u64) -> u64 {
+    let mut publication = 0;
+    // SAFETY: a live handle and a valid out pointer.
+    let status = unsafe { run_lane_publish(lane, code, &raw mut publication) };
+    assert_eq!(status, RunLaneStatus::Ok);
+    publication
 }
 
 #[test]
 fn the_abi_version_is_the_headers() {
     assert_eq!(run_lane_abi_version(), RUN_LANE_ABI_VERSION);
-}
-
-#[test]
-fn null_foreign_and_destroyed_handles_are_errors_with_a_message() {
-    let state = State::default();
-    let lane = create(&sim_config(&state));
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    let foreign: *mut RunLane = std::ptr::without_provenance_mut(0xdead_beef);
-    for bad in [std::ptr::null_mut(), foreign] {
-        // SAFETY: any handle value is checked.
-        let status = unsafe { run_lane_poll(bad, outcome.as_mut_ptr()) };
-        assert_eq!(status, RunLaneStatus::InvalidHandle);
-        assert!(last_error().contains("handle"), "{}", last_error());
-    }
-    destroy(lane);
-    // SAFETY: any handle value is checked.
-    let status = unsafe { run_lane_destroy(lane) };
-    assert_eq!(status, RunLaneStatus::InvalidHandle);
-    assert_eq!(submit(lane, 1, false), Err(RunLaneStatus::InvalidHandle));
-}
-
-#[test]
-fn null_pointer_arguments_are_errors() {
-    let state = State::default();
-    let lane = create(&sim_config(&state));
-    let mut run = 0;
-    let mut out = std::ptr::null_mut();
-    // SAFETY: NULL pointers are checked.
-    unsafe {
-        assert_eq!(
-            run_lane_create(std::ptr::null(), &raw mut out),
-            RunLaneStatus::NullArgument
-        );
-        assert_eq!(
-            run_lane_config_default(std::ptr::null_mut()),
-            RunLaneStatus::NullArgument
-        );
-        assert_eq!(
-            run_lane_submit(lane, std::ptr::null(), &raw mut run),
-            RunLaneStatus::NullArgument
-        );
-        assert!(last_error().contains("request"), "{}", last_error());
-        assert_eq!(
-            run_lane_poll(lane, std::ptr::null_mut()),
-            RunLaneStatus::NullArgument
-        );
-        assert_eq!(
-            run_lane_publish(lane, 1, std::ptr::null_mut()),
-            RunLaneStatus::NullArgument
-        );
-        assert_eq!(
-            run_lane_wait(lane, 1, 0, std::ptr::null_mut()),
-            RunLaneStatus::NullArgument
-        );
-        // The close report is optional.
-        assert_eq!(
-            run_lane_close(lane, std::ptr::null_mut()),
-            RunLaneStatus::Ok
-        );
-    }
-    destroy(lane);
-}
-
-#[test]
-fn a_missing_acl_library_is_backend_unavailable_with_the_loaders_reason() {
-    let state = State::default();
-    let mut config = sim_config(&state);
-    config.backend = RunLaneBackend::Acl as u32;
-    unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRunArgs) -> i32 {
-        0
-    }
-    config.runner.launch_aicore = Some(launch);
-    config.runner.launch_aicpu = Some(launch);
-    config.acl_library_path = c"/nonexistent/libascendcl.so".as_ptr();
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: valid config (a NUL-terminated path) and out pointer.
-    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
-    assert_eq!(status, RunLaneStatus::BackendUnavailable);
-    assert!(
-        last_error().contains("/nonexistent/libascendcl.so"),
-        "{}",
-        last_error()
-    );
-    assert!(lane.is_null());
 }
 
 #[test]
@@ -268,25 +146,13 @@ fn poll_and_submit_return_at_once_while_a_callback_holds_the_lane_thread() {
     let first = submit(lane, 10, false).unwrap();
     thread::sleep(Duration::from_millis(50)); // the lane thread is now in `prepare`
     let start = Instant::now();
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a valid out pointer.
-    let status = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Empty);
+    assert_eq!(common::poll(lane).err(), Some(RunLaneStatus::Empty));
     let second = submit(lane, 11, false).unwrap();
-    assert!(
-        start.elapsed() < Duration::from_millis(100),
-        "{:?}",
-        start.elapsed()
-    );
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(100), "{took:?}");
     assert_eq!(wait(lane, first, 10).unwrap_err(), RunLaneStatus::TimedOut);
-    assert_eq!(
-        wait(lane, first, 10_000).unwrap().verdict,
-        RunLaneVerdict::Ok
-    );
-    assert_eq!(
-        wait(lane, second, 10_000).unwrap().verdict,
-        RunLaneVerdict::Ok
-    );
+    ok(lane, first);
+    ok(lane, second);
     // Every callback ran on the lane's own threads (the lane thread, or the completion
     // waiter once it has a run's verdict), never on this one.
     let mut threads = state.threads.lock().unwrap().clone();
@@ -294,21 +160,6 @@ fn poll_and_submit_return_at_once_while_a_callback_holds_the_lane_thread() {
     threads.sort_by_key(|t| format!("{t:?}"));
     threads.dedup();
     assert!(threads.len() <= 2, "{threads:?}");
-    destroy(lane);
-}
-
-#[test]
-fn destroy_from_a_callback_is_refused_as_the_wrong_thread() {
-    let state = State::default();
-    let lane = create(&sim_config(&state));
-    state.lane.store(lane.addr() as u64, Ordering::SeqCst);
-    let run = submit(lane, 10, false).unwrap();
-    assert_eq!(wait(lane, run, 10_000).unwrap().verdict, RunLaneVerdict::Ok);
-    assert_eq!(
-        state.destroy_from_callback.load(Ordering::SeqCst),
-        RunLaneStatus::WrongThread as u32
-    );
-    state.lane.store(0, Ordering::SeqCst);
     destroy(lane);
 }
 
@@ -344,10 +195,7 @@ fn callback_failures_become_classified_outcomes_and_copy_back_follows_the_reques
     assert!(outcomes[3].has_timing && outcomes[3].device_end_ns > outcomes[3].device_start_ns);
     // Copy-back: only for a run that succeeded on the device and asked for it.
     let copy_back = state.copy_back.lock().unwrap().clone();
-    assert_eq!(
-        copy_back,
-        vec![(1, false), (2, true), (3, true), (4, false)]
-    );
+    assert_eq!(copy_back, [(1, false), (2, true), (3, true), (4, false)]);
     destroy(lane);
 }
 
@@ -355,26 +203,18 @@ fn callback_failures_become_classified_outcomes_and_copy_back_follows_the_reques
 fn a_publication_and_close_report_through_the_structs() {
     let state = State::default();
     let lane = create(&sim_config(&state));
-    let mut publication = 0;
-    // SAFETY: a valid out pointer.
-    let status = unsafe { run_lane_publish(lane, 9, &raw mut publication) };
-    assert_eq!(status, RunLaneStatus::Ok);
+    let publication = publish(lane, 9);
     let outcome = wait(lane, publication, 10_000).unwrap();
-    assert_eq!(outcome.item, RunLaneItem::Publication);
-    assert_eq!(outcome.verdict, RunLaneVerdict::Ok);
-    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
-    // SAFETY: a valid out pointer.
-    let status = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok);
-    // SAFETY: written on OK.
-    let report = unsafe { report.assume_init() };
+    assert_eq!(
+        (outcome.item, outcome.verdict),
+        (RunLaneItem::Publication, RunLaneVerdict::Ok)
+    );
+    let report = common::close(lane);
     assert!(!report.poisoned && !report.device_lost);
     assert_eq!(submit(lane, 1, false), Err(RunLaneStatus::Closed));
     assert!(last_error().contains("closed"), "{}", last_error());
-    assert_eq!(
-        wait(lane, publication, 0).unwrap_err(),
-        RunLaneStatus::AlreadyTaken
-    );
+    let again = wait(lane, publication, 0).unwrap_err();
+    assert_eq!(again, RunLaneStatus::AlreadyTaken);
     assert_eq!(wait(lane, 77, 0).unwrap_err(), RunLaneStatus::UnknownItem);
     destroy(lane);
 }
@@ -400,12 +240,8 @@ fn a5_and_probed_lanes_run_on_the_simulator() {
         let mut config = sim_config(&state);
         config.profile = profile as u32;
         let lane = create(&config);
-        let runs: Vec<u64> = (1..=2)
-            .map(|tag| submit(lane, tag + 10, true).unwrap())
-            .collect();
-        for run in runs {
-            assert_eq!(wait(lane, run, 10_000).unwrap().verdict, RunLaneVerdict::Ok);
-        }
+        let runs = [11, 12].map(|tag| submit(lane, tag, true).unwrap());
+        runs.into_iter().for_each(|run| ok(lane, run));
         destroy(lane);
     }
 }
@@ -418,10 +254,7 @@ fn a_callback_may_submit_on_its_own_lane() {
         .submit_lane
         .store(lane.addr() as u64, Ordering::SeqCst);
     let first = submit(lane, 50, false).unwrap();
-    assert_eq!(
-        wait(lane, first, 10_000).unwrap().verdict,
-        RunLaneVerdict::Ok
-    );
+    ok(lane, first);
     let second = state.submitted_from_callback.load(Ordering::SeqCst);
     assert_eq!(second, first + 1);
     let outcome = wait(lane, second, 10_000).unwrap();
@@ -433,13 +266,11 @@ fn a_callback_may_submit_on_its_own_lane() {
 fn the_outcome_callback_sees_every_outcome_in_order_on_the_lanes_own_threads() {
     let state = State::default();
     let lane = create(&sim_config(&state));
-    let mut ids = vec![submit(lane, 1, false).unwrap()];
-    let mut publication = 0;
-    // SAFETY: a valid out pointer.
-    let status = unsafe { run_lane_publish(lane, 5, &raw mut publication) };
-    assert_eq!(status, RunLaneStatus::Ok);
-    ids.push(publication);
-    ids.push(submit(lane, 2, false).unwrap());
+    let ids = [
+        submit(lane, 1, false).unwrap(),
+        publish(lane, 5),
+        submit(lane, 2, false).unwrap(),
+    ];
     for id in &ids {
         // Seeing an outcome does not take it.
         wait(lane, *id, 10_000).unwrap();
@@ -457,19 +288,14 @@ fn the_outcome_callback_sees_every_outcome_in_order_on_the_lanes_own_threads() {
 fn every_call_that_succeeds_clears_the_threads_last_error() {
     // A failure leaves a message; the next call that returns OK (or EMPTY) clears it.
     let fail = || {
-        assert_eq!(
-            submit(std::ptr::null_mut(), 1, false),
-            Err(RunLaneStatus::InvalidHandle)
-        );
+        let refused = submit(std::ptr::null_mut(), 1, false);
+        assert_eq!(refused, Err(RunLaneStatus::InvalidHandle));
         assert!(last_error().contains("handle"), "{}", last_error());
     };
     let state = State::default();
     let config = sim_config(&state);
     fail();
-    let mut filled = run_lane::sized::init::<RunLaneConfig>();
-    // SAFETY: a valid place for a config.
-    let defaulted = unsafe { run_lane_config_default(filled.as_mut_ptr()) };
-    assert_eq!(defaulted, RunLaneStatus::Ok);
+    common::default_config();
     assert_eq!(last_error(), "", "run_lane_config_default");
     fail();
     let lane = create(&config);
@@ -478,20 +304,14 @@ fn every_call_that_succeeds_clears_the_threads_last_error() {
     let run = submit(lane, 1, false).unwrap();
     assert_eq!(last_error(), "", "run_lane_submit");
     fail();
-    let mut publication = 0;
-    // SAFETY: a valid out pointer.
-    let published = unsafe { run_lane_publish(lane, 3, &raw mut publication) };
-    assert_eq!(published, RunLaneStatus::Ok);
+    let publication = publish(lane, 3);
     assert_eq!(last_error(), "", "run_lane_publish");
     fail();
     wait(lane, run, 10_000).unwrap();
     assert_eq!(last_error(), "", "run_lane_wait");
     wait(lane, publication, 10_000).unwrap();
     fail();
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a valid out pointer.
-    let polled = unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) };
-    assert_eq!(polled, RunLaneStatus::Empty);
+    assert_eq!(common::poll(lane).err(), Some(RunLaneStatus::Empty));
     assert_eq!(last_error(), "", "run_lane_poll returning EMPTY");
     fail();
     // SAFETY: the report is optional.
@@ -505,29 +325,6 @@ fn every_call_that_succeeds_clears_the_threads_last_error() {
     fail();
     let _ = run_lane_abi_version();
     assert!(last_error().contains("handle"), "{}", last_error());
-}
-
-#[test]
-fn an_empty_acl_library_path_is_an_invalid_config_that_says_to_pass_null() {
-    let state = State::default();
-    let mut config = sim_config(&state);
-    config.backend = RunLaneBackend::Acl as u32;
-    unsafe extern "C" fn launch(_: *mut c_void, _: *mut c_void, _: *const RunLaneRunArgs) -> i32 {
-        0
-    }
-    config.runner.launch_aicore = Some(launch);
-    config.runner.launch_aicpu = Some(launch);
-    config.acl_library_path = c"".as_ptr();
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: valid config (a NUL-terminated path) and out pointer.
-    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
-    assert_eq!(status, RunLaneStatus::InvalidConfig);
-    assert!(
-        last_error().contains("pass NULL to search"),
-        "{}",
-        last_error()
-    );
-    assert!(lane.is_null(), "no lane was opened");
 }
 
 /// The events of [`destroy_joins_the_lane_while_another_threads_wait_on_it_is_in_flight`], in
@@ -608,13 +405,14 @@ fn prepares_on_the_submitting_thread(submitters_bound: bool, runs: u64) -> usize
         // steps: without the pause the next submit can find them still running there (a
         // preempted thread on a loaded machine) and hand them its command.
         thread::sleep(Duration::from_millis(5));
-        let run = submit(lane, 20 + tag, false).unwrap();
-        assert_eq!(wait(lane, run, 10_000).unwrap().verdict, RunLaneVerdict::Ok);
+        ok(lane, submit(lane, 20 + tag, false).unwrap());
     }
     state.lane.store(0, Ordering::SeqCst);
+    let refused = state.destroy_from_callback.load(Ordering::SeqCst);
     assert_eq!(
-        state.destroy_from_callback.load(Ordering::SeqCst),
-        RunLaneStatus::WrongThread as u32
+        refused,
+        RunLaneStatus::WrongThread as u32,
+        "a destroy from a prepare"
     );
     destroy(lane);
     let me = thread::current().id();

@@ -18,9 +18,11 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{Kernels, Via, control};
+use core::ffi::c_void;
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, Outcome, Semantics};
 
@@ -50,38 +52,17 @@ fn switches() -> [(&'static str, Option<Semantics>); 3] {
 /// The length each run's kernels get: `(run, length)`, the others [`KERNEL`].
 static LENGTHS: std::sync::Mutex<Vec<(u64, Duration)>> = std::sync::Mutex::new(Vec::new());
 
-fn lasting(
-    engine: u32,
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    let args = unsafe { &*args };
+fn lasting(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
     let length = LENGTHS
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .unwrap()
         .iter()
         .find(|(run, _)| *run == args.info.run)
         .map_or(KERNEL, |(_, length)| *length);
     common::launch_lasting(user, stream, engine, args, length)
 }
 
-unsafe extern "C" fn lasting_aicore(
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    lasting(ENGINE_AICORE, user, stream, args)
-}
-
-unsafe extern "C" fn lasting_aicpu(
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    lasting(ENGINE_AICPU, user, stream, args)
-}
+common::launch_callbacks!(lasting_aicore, lasting_aicpu, lasting);
 
 /// `runs` runs through the documented loop on a fresh lane on device 0, with `kernels` and
 /// the given lengths; the outcomes in order.
@@ -92,9 +73,7 @@ fn run_all(
     runs: u64,
     completion_timeout_ms: u64,
 ) -> Vec<RunLaneOutcome> {
-    *LENGTHS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = lengths.to_vec();
+    *LENGTHS.lock().unwrap() = lengths.to_vec();
     let mut config = common::fake_config(via, 0, kernels, OP_TIMEOUT_MS);
     config.completion_timeout_ms = completion_timeout_ms;
     config.runner.launch_aicore = Some(lasting_aicore);
@@ -109,10 +88,10 @@ fn run_all(
 
 fn assert_run_only_no_record(what: &str, outcome: &RunLaneOutcome) -> String {
     let line = common::line(outcome);
-    assert_eq!(outcome.verdict, RunLaneVerdict::Failed, "{what}: {line}");
+    let (verdict, class) = (outcome.verdict, outcome.failure_class);
     assert_eq!(
-        outcome.failure_class,
-        RunLaneClass::RunOnly,
+        (verdict, class),
+        (RunLaneVerdict::Failed, RunLaneClass::RunOnly),
         "{what}: {line}"
     );
     assert!(line.contains("no result record"), "{what}: {line}");
@@ -121,13 +100,7 @@ fn assert_run_only_no_record(what: &str, outcome: &RunLaneOutcome) -> String {
 
 fn assert_ok_but(what: &str, outcomes: &[RunLaneOutcome], but: &[u64]) {
     for outcome in outcomes.iter().filter(|o| !but.contains(&o.id)) {
-        assert_eq!(
-            outcome.verdict,
-            RunLaneVerdict::Ok,
-            "{what}: run {}: {}",
-            outcome.id,
-            common::line(outcome)
-        );
+        common::assert_ok(what, outcome);
     }
 }
 
@@ -136,18 +109,15 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
 ) {
     let _serial = common::serial();
     let control = control();
-    static KERNELS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[
+    static KERNELS: Kernels = Kernels::faulty(
+        KERNEL,
+        &[
             (5, ENGINE_AICPU, Outcome::Latch),
             (8, ENGINE_AICPU, Outcome::Silent),
         ],
-    };
+    );
     for (switch, semantics) in switches() {
-        let _fake = control.session().expect("reset the fake");
-        if let Some(semantics) = semantics {
-            control.set_semantics(semantics).expect("a known switch");
-        }
+        let _fake = common::session_with(semantics);
         let outcomes = run_all(via, &KERNELS, &[], 12, 5_000);
         let five = &outcomes[4];
         assert_eq!(five.failure_class, RunLaneClass::RunOnly, "{switch}");
@@ -160,27 +130,20 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
         assert_eq!(created, 3, "{switch}: the AICPU stream is replaced once");
     }
 }
-common::on_each_backend!(
-    a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_stream_is_replaced
-);
 
 fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch_only_itself(
     via: Via,
 ) {
     let _serial = common::serial();
-    let control = control();
-    static KERNELS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[
+    static KERNELS: Kernels = Kernels::faulty(
+        KERNEL,
+        &[
             (5, ENGINE_AICPU, Outcome::Silent),
             (6, ENGINE_AICPU, Outcome::Latch),
         ],
-    };
+    );
     for (switch, semantics) in switches() {
-        let _fake = control.session().expect("reset the fake");
-        if let Some(semantics) = semantics {
-            control.set_semantics(semantics).expect("a known switch");
-        }
+        let _fake = common::session_with(semantics);
         let outcomes = run_all(via, &KERNELS, &[(5, LONG)], 10, 5_000);
         let line = assert_run_only_no_record(switch, &outcomes[4]);
         if semantics != Some(Semantics::LatchFaultsStream(false)) {
@@ -194,60 +157,42 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
         assert_eq!(common::force_resets(0), 0, "{switch}: no reset");
     }
 }
-common::on_each_backend!(
-    a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch_only_itself
-);
 
 fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_origin_and_says_so(
     via: Via,
 ) {
     let _serial = common::serial();
-    let control = control();
-    static KERNELS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[
+    static KERNELS: Kernels = Kernels::faulty(
+        KERNEL,
+        &[
             (5, ENGINE_AICPU, Outcome::Silent),
             (6, ENGINE_AICORE, Outcome::Exception),
         ],
-    };
+    );
     for (switch, semantics) in switches() {
-        let _fake = control.session().expect("reset the fake");
-        if let Some(semantics) = semantics {
-            control.set_semantics(semantics).expect("a known switch");
-        }
+        let _fake = common::session_with(semantics);
         let outcomes = run_all(via, &KERNELS, &[(5, LONG)], 10, 5_000);
-        let five = &outcomes[4];
+        let (five, six) = (&outcomes[4], &outcomes[5]);
         let line = common::line(five);
         assert_eq!(five.verdict, RunLaneVerdict::Failed, "{switch}: {line}");
         assert_eq!(five.failure_class, RunLaneClass::Poison, "{switch}: {line}");
         assert_eq!(five.code, 507_015, "{switch}: {line}");
         assert_eq!(five.stage, RunLaneStage::StreamSync, "{switch}: {line}");
-        assert!(
-            line.contains("queued behind this one, which may share the cause"),
-            "{switch}: {line}"
-        );
-        let six = &outcomes[5];
+        let says = line.contains("queued behind this one, which may share the cause");
+        assert!(says, "{switch}: {line}");
         assert_eq!(six.verdict, RunLaneVerdict::Poisoned, "{switch}");
         assert_eq!(six.origin, 5, "{switch}");
         assert_ok_but(switch, &outcomes, &[5, 6]);
         assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
     }
 }
-common::on_each_backend!(
-    a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_origin_and_says_so
-);
 
 fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it(via: Via) {
     // Run 1 publishes nothing and lasts 1.7 s of a 2 s completion timeout; run 2, queued
     // behind it, lasts 1 s. Run 1's synchronize waits for run 2 too: bounded from run 1's
     // boundary (2 s from 1.7 s), not by the 0.3 s left of its deadline.
-    let _serial = common::serial();
-    let control = control();
-    static KERNELS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[(1, ENGINE_AICPU, Outcome::Silent)],
-    };
-    let _fake = control.session().expect("reset the fake");
+    static KERNELS: Kernels = Kernels::faulty(KERNEL, &[(1, ENGINE_AICPU, Outcome::Silent)]);
+    let _fake = common::fresh();
     let started = Instant::now();
     let outcomes = run_all(
         via,
@@ -260,80 +205,62 @@ fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it(via: Vi
         2_000,
     );
     assert_run_only_no_record("a long successor", &outcomes[0]);
-    assert_eq!(
-        outcomes[1].verdict,
-        RunLaneVerdict::Ok,
-        "{}",
-        common::line(&outcomes[1])
-    );
+    common::assert_ok("the long successor", &outcomes[1]);
     assert_eq!(common::force_resets(0), 0, "no reset");
     assert!(started.elapsed() < Duration::from_secs(10));
 }
-common::on_each_backend!(a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it);
 
 /// Whether run 5's AICore launch arms a failure of the fake's next `aclrtRecordEvent`.
-static FAIL_CORE_DONE_OF_RUN_5: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
+static FAIL_CORE_DONE_OF_RUN_5: AtomicBool = AtomicBool::new(false);
 
 /// The code run 5's `core_done` record fails with: no device returns it, so a verdict with it
 /// can only be the call's.
 const CORE_DONE_FAILED: i32 = 107_000;
 
-unsafe extern "C" fn arming_aicore(
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    let code = lasting(ENGINE_AICORE, user, stream, args);
-    // SAFETY: the library passes valid args for the call.
-    let run = unsafe { &*args }.info.run;
-    if run == 5 && FAIL_CORE_DONE_OF_RUN_5.swap(false, std::sync::atomic::Ordering::SeqCst) {
+/// [`lasting`], arming the failure at run 5's AICore launch.
+fn arming(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    let code = lasting(user, stream, engine, args);
+    let armed = engine == ENGINE_AICORE && args.info.run == 5;
+    if armed && FAIL_CORE_DONE_OF_RUN_5.swap(false, Ordering::SeqCst) {
         // The launch's next record is its AICore kernel's own event.
-        control()
-            .fail_call("aclrtRecordEvent", CORE_DONE_FAILED, 0, 1)
-            .expect("a fail-call rule");
+        let rule = control().fail_call("aclrtRecordEvent", CORE_DONE_FAILED, 0, 1);
+        rule.expect("a fail-call rule");
     }
     code
 }
+
+common::launch_callbacks!(arming_aicore, arming_aicpu, arming);
 
 /// L-5: a failure between the AICore kernel and the AICPU kernel (the AICore event's record
 /// included) orphans the AICore kernel: the run is poisoned at once with the failed call's own
 /// code, not at its completion deadline with 507046.
 fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code(via: Via) {
-    let _serial = common::serial();
-    let control = control();
     static KERNELS: Kernels = Kernels::healthy(KERNEL);
-    let _fake = control.session().expect("reset the fake");
-    *LENGTHS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Vec::new();
+    let _fake = common::fresh();
+    LENGTHS.lock().unwrap().clear();
     let mut config = common::fake_config(via, 0, &KERNELS, OP_TIMEOUT_MS);
     // The default completion timeout: a run left to it would take 50 s.
     config.completion_timeout_ms = 50_000;
     config.runner.launch_aicore = Some(arming_aicore);
-    config.runner.launch_aicpu = Some(lasting_aicpu);
-    FAIL_CORE_DONE_OF_RUN_5.store(true, std::sync::atomic::Ordering::SeqCst);
+    config.runner.launch_aicpu = Some(arming_aicpu);
+    FAIL_CORE_DONE_OF_RUN_5.store(true, Ordering::SeqCst);
     let started = Instant::now();
     let lane = common::create(&config);
     let mut outcomes = common::documented_loop(lane, |submitted, _| submitted < 8);
     common::destroy(lane);
     outcomes.sort_by_key(|o| o.id);
-    assert!(
-        !FAIL_CORE_DONE_OF_RUN_5.load(std::sync::atomic::Ordering::SeqCst),
-        "run 5 armed the failure"
-    );
+    let armed = !FAIL_CORE_DONE_OF_RUN_5.load(Ordering::SeqCst);
+    assert!(armed, "run 5 armed the failure");
     let five = &outcomes[4];
     let line = common::line(five);
     assert_eq!(five.verdict, RunLaneVerdict::Failed, "{line}");
     assert_eq!(five.failure_class, RunLaneClass::Poison, "{line}");
-    assert_eq!(
-        five.code, CORE_DONE_FAILED,
-        "its own code, not 507046: {line}"
-    );
+    let code = five.code;
+    assert_eq!(code, CORE_DONE_FAILED, "its own code, not 507046: {line}");
+    let took = started.elapsed();
     assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "known at once, not at the 50 s deadline: {:?}",
-        started.elapsed()
+        took < Duration::from_secs(20),
+        "known at once, not at the 50 s deadline: {took:?}"
     );
     assert_eq!(common::force_resets(0), 1, "one recovery");
     // Runs still in flight or prepared when it failed go down with it (L-10); the rest are
@@ -351,6 +278,11 @@ fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code(v
     }
     assert_eq!(outcomes[7].verdict, RunLaneVerdict::Ok, "recovered");
 }
+
 common::on_each_backend!(
-    a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code
+    a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_stream_is_replaced,
+    a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch_only_itself,
+    a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_origin_and_says_so,
+    a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it,
+    a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code,
 );

@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Kernels, Via, control, last_error, launch_lasting, wait};
+use common::{Kernels, Via, control, last_error, wait};
 use core::ffi::c_void;
 use run_lane::*;
-use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU};
 
 /// 50 ms kernels.
 static KERNELS: Kernels = Kernels::healthy(Duration::from_millis(50));
@@ -50,29 +49,12 @@ unsafe extern "C" fn prepare(_user: *mut c_void, _run: *const RunLaneRunInfo) ->
     0
 }
 
-unsafe extern "C" fn launch_aicore(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    note(1);
-    // SAFETY: the library passes valid args for the call; `user` is a `Kernels`.
-    let kernel = unsafe { &*user.cast::<Kernels>() }.kernel;
-    // SAFETY: valid for the call.
-    launch_lasting(user, stream, ENGINE_AICORE, unsafe { &*args }, kernel)
+fn noted_launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    note(1 + engine);
+    common::launch(user, stream, engine, args)
 }
 
-unsafe extern "C" fn launch_aicpu(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    note(2);
-    // SAFETY: the library passes valid args for the call; `user` is a `Kernels`.
-    let kernel = unsafe { &*user.cast::<Kernels>() }.kernel;
-    // SAFETY: valid for the call.
-    launch_lasting(user, stream, ENGINE_AICPU, unsafe { &*args }, kernel)
-}
+common::launch_callbacks!(launch_aicore, launch_aicpu, noted_launch);
 
 unsafe extern "C" fn finalise(_user: *mut c_void, _run: *const RunLaneRunInfo, _: bool) -> i32 {
     note(3);
@@ -115,25 +97,11 @@ fn caller_lane(via: Via, kernels: &'static Kernels) -> *mut RunLane {
     common::create(&config)
 }
 
-/// `run_lane_wait` with a timeout: the status, and the outcome when `OK`.
-fn wait_for(lane: *mut RunLane, id: u64, timeout_ms: u32) -> (RunLaneStatus, RunLaneOutcome) {
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a live handle and a writable outcome (zeroed: valid whatever the status).
-    let status = unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) };
-    // SAFETY: zeroed or filled; every field is valid zeroed.
-    (status, unsafe { outcome.assume_init() })
-}
-
-common::on_each_backend!(
-    in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_before_it_ends
-);
-
 fn in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_before_it_ends(
     via: Via,
 ) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     DRIVING.with(|d| d.set(true));
     let lane = caller_lane(via, &KERNELS);
     let first = common::submit(lane).expect("run 1 accepted");
@@ -143,142 +111,86 @@ fn in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_bef
     let second = common::submit(lane).expect("run 2 accepted");
     let queued = control.counters().expect("counters").queued_launches;
     assert_eq!(queued, 1, "run 2 was launched while run 1 executed");
-    let first = wait(lane, first);
-    let second = wait(lane, second);
-    for outcome in [first, second] {
-        assert_eq!(
-            outcome.verdict,
-            RunLaneVerdict::Ok,
-            "{}",
-            common::line(&outcome)
-        );
-    }
-    assert!(
-        second.device_start_ns >= first.device_end_ns,
-        "queued behind it on the pair"
-    );
+    let (first, second) = (wait(lane, first), wait(lane, second));
+    common::assert_ok("run 1", &first);
+    common::assert_ok("run 2", &second);
+    let behind = second.device_start_ns >= first.device_end_ns;
+    assert!(behind, "queued behind it on the pair");
     common::destroy(lane);
     DRIVING.with(|d| d.set(false));
 }
 
-common::on_each_backend!(
-    in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calling_thread
-);
-
 fn in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calling_thread(
     via: Via,
 ) {
-    let _serial = common::serial();
-    let control = control();
-    let _fake = control.session().expect("reset the fake");
+    let _fake = common::fresh();
     DRIVING.with(|d| d.set(true));
     let lane = caller_lane(via, &KERNELS);
     // The documented loop: submit until FULL, wait for the oldest, and again.
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 8);
     assert_eq!(outcomes.len(), 8);
-    for outcome in &outcomes {
-        assert_eq!(
-            outcome.verdict,
-            RunLaneVerdict::Ok,
-            "{}",
-            common::line(outcome)
-        );
-    }
+    common::assert_all_ok("caller-driven", &outcomes);
     assert_eq!(common::usage().lane_threads, 0, "no thread of the lane's");
     // A poll and a close run the steps here too.
-    let mut polled = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a live handle and a writable outcome.
-    let status = unsafe { run_lane_poll(lane, polled.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Empty);
+    assert_eq!(common::poll(lane).err(), Some(RunLaneStatus::Empty));
     common::close(lane);
     common::destroy(lane);
     DRIVING.with(|d| d.set(false));
     assert_eq!(SEEN.load(Ordering::SeqCst), 0b1_1111, "every callback ran");
     assert!(CALLS.load(Ordering::SeqCst) >= 8 * 5);
+    let elsewhere = ELSEWHERE.load(Ordering::SeqCst);
     assert_eq!(
-        ELSEWHERE.load(Ordering::SeqCst),
-        0,
+        elsewhere, 0,
         "callbacks on a thread other than the caller's"
     );
 }
 
-common::on_each_backend!(
-    in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome
-);
-
 fn in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome(via: Via) {
-    let _serial = common::serial();
-    let control = control();
-    let _fake = control.session().expect("reset the fake");
+    let _fake = common::fresh();
     DRIVING.with(|d| d.set(true));
     let lane = caller_lane(via, &LONG);
     let run = common::submit(lane).expect("accepted");
     let start = Instant::now();
-    let (status, _) = wait_for(lane, run, 50);
-    assert_eq!(status, RunLaneStatus::TimedOut, "{}", last_error());
-    assert!(
-        start.elapsed() < Duration::from_millis(250),
-        "{:?}",
-        start.elapsed()
-    );
-    let mut polled = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a live handle and a writable outcome.
-    let status = unsafe { run_lane_poll(lane, polled.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Empty, "still running");
-    let outcome = wait(lane, run);
-    assert_eq!(
-        outcome.verdict,
-        RunLaneVerdict::Ok,
-        "{}",
-        common::line(&outcome)
-    );
+    let status = common::try_wait(lane, run, 50).err();
+    assert_eq!(status, Some(RunLaneStatus::TimedOut), "{}", last_error());
+    let waited = start.elapsed();
+    assert!(waited < Duration::from_millis(250), "{waited:?}");
+    let polled = common::poll(lane).err();
+    assert_eq!(polled, Some(RunLaneStatus::Empty), "still running");
+    common::assert_ok("the later wait", &wait(lane, run));
     common::destroy(lane);
     DRIVING.with(|d| d.set(false));
 }
 
-common::on_each_backend!(in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits);
-
 fn in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits(via: Via) {
-    let _serial = common::serial();
-    let control = control();
-    let _fake = control.session().expect("reset the fake");
+    let _fake = common::fresh();
     let lane = caller_lane(via, &KERNELS);
     let run = common::submit(lane).expect("accepted");
     let report = common::close(lane);
     assert_eq!(report.state, RunLaneState::Closing);
     assert_eq!(common::submit(lane), Err(RunLaneStatus::Closed));
-    let outcome = wait(lane, run);
-    assert_eq!(
-        outcome.verdict,
-        RunLaneVerdict::Ok,
-        "{}",
-        common::line(&outcome)
-    );
-    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
-    // SAFETY: a live handle, destroyed once, and a writable report.
-    let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    // SAFETY: filled by the OK destroy.
-    let report = unsafe { report.assume_init() };
+    common::assert_ok("the launched run", &wait(lane, run));
+    let report = common::destroy_with_report(lane);
     assert_eq!(report.state, RunLaneState::Closed);
     assert_eq!((report.streams_left, report.threads_left), (0, 0));
 }
 
-common::on_each_backend!(in_caller_mode_run_lane_wait_from_a_callback_is_still_wrong_thread);
-
 fn in_caller_mode_run_lane_wait_from_a_callback_is_still_wrong_thread(via: Via) {
-    let _serial = common::serial();
-    let control = control();
-    let _fake = control.session().expect("reset the fake");
+    let _fake = common::fresh();
     let lane = caller_lane(via, &KERNELS);
     WAIT_FROM_CALLBACK_LANE.store(lane.addr() as u64, Ordering::SeqCst);
     let run = common::submit(lane).expect("accepted");
-    let outcome = wait(lane, run);
-    assert_eq!(outcome.verdict, RunLaneVerdict::Ok);
-    assert_eq!(
-        WAIT_FROM_CALLBACK.load(Ordering::SeqCst),
-        RunLaneStatus::WrongThread as u32
-    );
+    assert_eq!(wait(lane, run).verdict, RunLaneVerdict::Ok);
+    let status = WAIT_FROM_CALLBACK.load(Ordering::SeqCst);
+    assert_eq!(status, RunLaneStatus::WrongThread as u32);
     WAIT_FROM_CALLBACK_LANE.store(0, Ordering::SeqCst);
     common::destroy(lane);
 }
+
+common::on_each_backend!(
+    in_caller_mode_a_run_submitted_while_its_predecessor_executes_is_launched_before_it_ends,
+    in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calling_thread,
+    in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome,
+    in_caller_mode_close_finishes_the_launched_run_and_refuses_new_submits,
+    in_caller_mode_run_lane_wait_from_a_callback_is_still_wrong_thread,
+);

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use common::{Kernels, Via, control};
+use common::{Kernels, Via};
 use core::ffi::c_void;
 use lane_core::status_latch::{Class, Failure, Latch, LatchSource, RuntimeCode, classify};
 use run_lane::*;
@@ -77,8 +77,7 @@ fn lane(on: On, prepare_returns: i32, finalise_returns: i32) -> *mut RunLane {
     let mut config = match on {
         On::Fake(via) => common::fake_config(via, 0, &KERNELS, 5_000),
         On::Sim => {
-            let mut config = common::default_config();
-            config.backend = RunLaneBackend::Sim as u32;
+            let mut config = common::sim_config();
             config.check_invariants = true;
             config
         }
@@ -110,8 +109,7 @@ fn force_resets(on: On) -> u64 {
 
 /// Runs `body` on the fake with a fresh session (the binary's tests take it in turn).
 fn on_the_fake(via: Via, body: fn(On)) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     body(On::Fake(via));
 }
 
@@ -119,6 +117,33 @@ fn on_the_fake(via: Via, body: fn(On)) {
 fn on_the_simulator(body: fn(On)) {
     let _serial = common::serial();
     body(On::Sim);
+}
+
+/// Runs each body `fn $name(on: On)` on the fake through each backend and on the simulator: a
+/// module `$name` with the `#[test]`s `acl`, `device_ops` and `simulator`.
+macro_rules! on_the_fake_and_the_simulator {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                use super::{Via, on_the_fake, on_the_simulator};
+
+                #[test]
+                fn acl() {
+                    on_the_fake(Via::Acl, super::$name);
+                }
+
+                #[test]
+                fn device_ops() {
+                    on_the_fake(Via::DeviceOps, super::$name);
+                }
+
+                #[test]
+                fn simulator() {
+                    on_the_simulator(super::$name);
+                }
+            }
+        )+
+    };
 }
 
 /// The peer's `LatchedFlowControlDeadlockIsTerminalRatherThanRetried`: a host_build_graph
@@ -136,35 +161,17 @@ fn a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing
     let line = common::line(&one);
     assert_eq!(one.verdict, RunLaneVerdict::Failed, "{line}");
     assert_eq!(one.failure_class, RunLaneClass::RunOnly, "{line}");
+    assert_eq!(one.stage, RunLaneStage::Prepare, "{line}");
     assert!(one.has_code);
     assert_eq!(one.code, 3, "the latch code, as the header would hold it");
     assert_eq!(common::text(&one.code_name), "FLOW_CONTROL_DEADLOCK");
-    assert_eq!(one.stage, RunLaneStage::Prepare);
-    assert!(
-        line.contains("at prepare: runtime latch code returned runtime_status=-3"),
-        "{line}"
-    );
+    let says = line.contains("at prepare: runtime latch code returned runtime_status=-3");
+    assert!(says, "{line}");
     assert_eq!(calls_of(1, "prepare"), 1, "prepared once, never retried");
     assert_eq!(calls_of(1, "finalise"), 1, "finalised once");
-    assert_eq!(two.verdict, RunLaneVerdict::Ok, "{}", common::line(&two));
+    common::assert_ok("run 2", &two);
     assert!(!report.poisoned, "nothing poisoned");
     assert_eq!(force_resets(on), 0, "no recovery");
-}
-common::on_each_backend!(
-    a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing_on_the_fake
-);
-fn a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing_on_the_fake(
-    via: Via,
-) {
-    on_the_fake(
-        via,
-        a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing,
-    );
-}
-#[test]
-fn a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing_on_the_simulator()
-{
-    on_the_simulator(a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing);
 }
 
 /// `finalise` returning -1 is the runtime's SCOPE_DEADLOCK (its generic failure), not a
@@ -199,24 +206,6 @@ fn finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validati
     assert_eq!(one.failure_class, RunLaneClass::RunOnly);
     assert!(!one.has_code);
 }
-common::on_each_backend!(
-    finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validation_on_the_fake
-);
-fn finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validation_on_the_fake(
-    via: Via,
-) {
-    on_the_fake(
-        via,
-        finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validation,
-    );
-}
-#[test]
-fn finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validation_on_the_simulator()
- {
-    on_the_simulator(
-        finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validation,
-    );
-}
 
 /// -4 from `prepare` is DEP_POOL_OVERFLOW, classified as the table classifies the same code
 /// latched in the header, with that code's hint; before ABI 12 it read "ACL -4 UNKNOWN".
@@ -236,21 +225,6 @@ fn a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says(o
     assert_eq!(common::text(&one.hint), RuntimeCode::DepPoolOverflow.hint());
     assert!(!line.contains("ACL"), "never an ACL code: {line}");
 }
-common::on_each_backend!(
-    a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says_on_the_fake
-);
-fn a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says_on_the_fake(
-    via: Via,
-) {
-    on_the_fake(
-        via,
-        a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says,
-    );
-}
-#[test]
-fn a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says_on_the_simulator() {
-    on_the_simulator(a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says);
-}
 
 /// -12, in the band but in no table, is an unknown runtime latch code (named `UNKNOWN` beside
 /// `runtime_status=-12`, never an ACL code), classified as the table classifies an unknown
@@ -267,27 +241,14 @@ fn a_code_of_the_band_the_table_does_not_know_is_an_unknown_runtime_code(on: On)
         table_class(RuntimeCode::Unknown(12)),
         "{line}"
     );
-    assert!(
-        line.contains("at prepare: runtime latch code returned runtime_status=-12 UNKNOWN"),
-        "{line}"
-    );
+    let says = "at prepare: runtime latch code returned runtime_status=-12 UNKNOWN";
+    assert!(line.contains(says), "{line}");
     assert!(!line.contains("ACL"), "never an ACL code: {line}");
-    let r2 = common::submit_when_open(lane);
-    assert_eq!(common::wait(lane, r2).verdict, RunLaneVerdict::Ok);
-    common::destroy(lane);
-}
-common::on_each_backend!(
-    a_code_of_the_band_the_table_does_not_know_is_an_unknown_runtime_code_on_the_fake
-);
-fn a_code_of_the_band_the_table_does_not_know_is_an_unknown_runtime_code_on_the_fake(via: Via) {
-    on_the_fake(
-        via,
-        a_code_of_the_band_the_table_does_not_know_is_an_unknown_runtime_code,
+    common::assert_ok(
+        "reopened",
+        &common::wait(lane, common::submit_when_open(lane)),
     );
-}
-#[test]
-fn a_code_of_the_band_the_table_does_not_know_is_an_unknown_runtime_code_on_the_simulator() {
-    on_the_simulator(a_code_of_the_band_the_table_does_not_know_is_an_unknown_runtime_code);
+    common::destroy(lane);
 }
 
 /// `RUN_LANE_PREPARE_INCOMPATIBLE` at its new value still means "not while the predecessor
@@ -301,24 +262,18 @@ fn the_incompatible_sentinel_outside_the_band_is_prepared_again_and_succeeds(on:
     let two = common::wait(lane, r2);
     common::destroy(lane);
     INCOMPATIBLE_TIMES.store(0, Ordering::SeqCst);
-    assert_eq!(one.verdict, RunLaneVerdict::Ok, "{}", common::line(&one));
-    assert_eq!(two.verdict, RunLaneVerdict::Ok, "{}", common::line(&two));
+    common::assert_all_ok("prepared again", &[one, two]);
     assert_eq!(calls_of(2, "prepare"), 2, "refused once, then prepared");
     assert_eq!(calls_of(2, "finalise"), 1);
 }
-common::on_each_backend!(
-    the_incompatible_sentinel_outside_the_band_is_prepared_again_and_succeeds_on_the_fake
+
+on_the_fake_and_the_simulator!(
+    a_latched_deadlock_from_prepare_is_terminal_prepared_once_and_poisons_nothing,
+    finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validation,
+    a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says,
+    a_code_of_the_band_the_table_does_not_know_is_an_unknown_runtime_code,
+    the_incompatible_sentinel_outside_the_band_is_prepared_again_and_succeeds,
 );
-fn the_incompatible_sentinel_outside_the_band_is_prepared_again_and_succeeds_on_the_fake(via: Via) {
-    on_the_fake(
-        via,
-        the_incompatible_sentinel_outside_the_band_is_prepared_again_and_succeeds,
-    );
-}
-#[test]
-fn the_incompatible_sentinel_outside_the_band_is_prepared_again_and_succeeds_on_the_simulator() {
-    on_the_simulator(the_incompatible_sentinel_outside_the_band_is_prepared_again_and_succeeds);
-}
 
 #[test]
 fn the_lanes_sentinels_lie_outside_the_runtimes_band() {
@@ -326,10 +281,8 @@ fn the_lanes_sentinels_lie_outside_the_runtimes_band() {
         RUN_LANE_PREPARE_INCOMPATIBLE,
         RUN_LANE_FINALISE_VALIDATION_FAILED,
     ] {
-        assert!(
-            !lane_core::status_latch::RUNTIME_STATUS_BAND.contains(&sentinel),
-            "{sentinel} is a negated latch code"
-        );
+        let in_band = lane_core::status_latch::RUNTIME_STATUS_BAND.contains(&sentinel);
+        assert!(!in_band, "{sentinel} is a negated latch code");
     }
     assert_eq!(RUN_LANE_PREPARE_INCOMPATIBLE, -1002, "the peer's own value");
 }

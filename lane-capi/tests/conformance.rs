@@ -84,37 +84,23 @@ fn on_device(device_id: i32) -> TableOnFake {
 
 /// Runs every scenario of the fake on `backend`; each must pass, and none may be left out.
 fn every_fake_scenario_passes_on(backend: TableOnFake) {
-    let on_the_fake = scenarios()
-        .unwrap_or_else(|e| panic!("{e}"))
-        .iter()
-        .filter(|s| s.runs_on(BackendName::Acl))
-        .count();
+    let all = scenarios().unwrap_or_else(|e| panic!("{e}"));
+    let on_the_fake = all.iter().filter(|s| s.runs_on(BackendName::Acl)).count();
     let (ran, failures) = failures_on(&mut { backend });
     assert!(ran >= 10, "only {ran} scenarios ran through the table");
-    assert_eq!(
-        ran, on_the_fake,
-        "every scenario of the fake runs through the table"
-    );
+    let every = "every scenario of the fake runs through the table";
+    assert_eq!(ran, on_the_fake, "{every}");
     assert!(failures.is_empty(), "\n{failures}");
     // The last scenario's lane made its calls through the table: its waits, and with copies
     // on the streams its pinned copies.
     let forward = table::forward(backend.setup.device_id);
-    assert!(
-        forward.calls(table::Entry::SynchronizeEvent) > 0,
-        "no wait through the table"
-    );
+    let waits = forward.calls(table::Entry::SynchronizeEvent);
+    assert!(waits > 0, "no wait through the table");
+    let copies = forward.calls(table::Entry::MemcpyAsync);
     if backend.setup.copies == Some(CopyPath::OnStream) {
-        assert!(
-            forward.calls(table::Entry::MemcpyAsync) > 0,
-            "no pinned copy"
-        );
+        assert!(copies > 0, "no pinned copy");
     } else {
-        assert_eq!(
-            forward.calls(table::Entry::MemcpyAsync),
-            0,
-            "{:?}",
-            backend.setup
-        );
+        assert_eq!(copies, 0, "{:?}", backend.setup);
     }
 }
 
@@ -178,10 +164,8 @@ fn a_wrong_expectation_or_a_broken_table_entry_fails_through_the_table() {
          [expect]\noutcomes = [\"run 1: ok\", \"run 2: ok\"]\n",
     )
     .unwrap();
-    assert_eq!(
-        check(&mut on_device(3), &right).unwrap(),
-        Vec::<String>::new()
-    );
+    let mismatches = check(&mut on_device(3), &right).unwrap();
+    assert!(mismatches.is_empty(), "{mismatches:?}");
     let mut broken = TableOnFake {
         broken: Some(table::Entry::MemcpyFromDevice),
         ..on_device(3)

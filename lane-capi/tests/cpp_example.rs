@@ -39,19 +39,13 @@ fn run_example(args: &[&std::ffi::OsStr]) {
         .first()
         .is_some_and(|mode| *mode == "acl" || *mode == "device_ops")
     {
-        assert!(
-            stderr
-                .lines()
-                .any(|l| l == "onboard runner: resets_under_wait 0"),
-            "{stderr}"
-        );
-    }
-    assert!(
-        stdout
+        let checked = stderr
             .lines()
-            .any(|l| l.starts_with("run ") && l.contains("failed") && l.contains("107000")),
-        "{stdout}"
-    );
+            .any(|l| l == "onboard runner: resets_under_wait 0");
+        assert!(checked, "{stderr}");
+    }
+    let failed = |l: &str| l.starts_with("run ") && l.contains("failed") && l.contains("107000");
+    assert!(stdout.lines().any(failed), "{stdout}");
     let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
 }
 
@@ -103,17 +97,22 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
     assert!(
         output.status.success(),
         "{}\n{stdout}\n{stderr}",
-        output.status,
+        output.status
     );
     // L-20, checked by the bench itself at its end (it fails on a force reset made under a
     // device wait), over every lane it ran.
-    assert!(
-        stderr
-            .lines()
-            .any(|l| l == "fake_bench: resets_under_wait 0"),
-        "{stderr}"
-    );
+    let checked = stderr
+        .lines()
+        .any(|l| l == "fake_bench: resets_under_wait 0");
+    assert!(checked, "{stderr}");
     (exe, stdout)
+}
+
+/// Each line of `text`, split into its words.
+fn words(text: &str) -> Vec<Vec<&str>> {
+    text.lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect()
 }
 
 /// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
@@ -128,10 +127,7 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
 #[test]
 fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     let (exe, stdout) = run_fake_bench(&[], &["8", "1", "2000"]);
-    let lines: Vec<Vec<&str>> = stdout
-        .lines()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let lines = words(&stdout);
     assert_eq!(lines.len(), 25, "{stdout}");
     assert_eq!(lines[0][..3], ["floor", "2000", "6"], "{stdout}");
     let (mut arms, mut latencies, mut anchors, mut splits) =
@@ -160,10 +156,8 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
                 assert_eq!(line.len(), 8, "{stdout}");
                 assert_eq!(line[1], "2000", "{stdout}");
                 assert_eq!(arms.len(), 8, "{stdout}");
-                let figures: Vec<u64> = line[3..]
-                    .iter()
-                    .map(|figure| figure.parse().expect("a figure"))
-                    .collect();
+                let figure = |i: usize| line[i].parse::<u64>().expect("a figure");
+                let figures: Vec<u64> = (3..line.len()).map(figure).collect();
                 // At depth one a run starts after its predecessor ended: its period (start to
                 // start) exceeds a span (start to end).
                 assert!(figures[3] > figures[4], "{stdout}");
@@ -209,10 +203,8 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     assert_eq!(split.len(), 5, "{stdout}");
     assert_eq!(split[..2], ["idle-split", "2000"], "{stdout}");
     let anchor_before_core = split[4].parse::<u64>().expect("a figure");
-    assert!(
-        anchor_before_core <= n(5),
-        "the anchor's part of its calls: {stdout}"
-    );
+    let within = anchor_before_core <= n(5);
+    assert!(within, "the anchor's part of its calls: {stdout}");
     // idle-caller KERNEL_US RUNS LANE_MEDIAN LANE_P99 BEFORE_CORE_MEDIAN: the idle lane the
     // caller drives, its submit to the AICore launch's start within its submit to launch.
     let caller = &lines[lines.len() - 1];
@@ -234,10 +226,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
 #[test]
 fn the_c_abi_fake_bench_runs_sixteen_lanes_healthy_and_beside_a_hung_and_a_poisoned_device() {
     let (exe, stdout) = run_fake_bench(&["--lanes"], &["8", "1", "2000", "1"]);
-    let lines: Vec<Vec<&str>> = stdout
-        .lines()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let lines = words(&stdout);
     assert_eq!(lines.len(), 3, "{stdout}");
     // lanes healthy REPEAT KERNEL_US RUNS OK MEDIAN P99: every run of the fourteen OK.
     assert_eq!(lines[0].len(), 8, "{stdout}");
@@ -302,10 +291,7 @@ fn the_example_build_catches_a_heap_overflow() {
     run_compiler(command, "compiling the overflow");
     let output = Command::new(&exe).output().expect("the overflow runs");
     assert!(!output.status.success());
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("heap-buffer-overflow"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("heap-buffer-overflow"), "{stderr}");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -43,8 +43,7 @@ const MAPPINGS_GROWTH: u64 = 64;
 
 /// A simulator lane (its callbacks NULL: the simulated device runs the kernels).
 fn sim_config() -> RunLaneConfig {
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
+    let mut config = common::sim_config();
     config.profile = RunLaneProfile::A2a3 as u32;
     config.sim_run_ns = 100_000;
     config

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::{Kernels, Via, control};
 use core::ffi::c_void;
 use run_lane::*;
-use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU};
+use run_lane_fake_ascendcl::ENGINE_AICPU;
 
 /// Run 1's kernels: three runs submitted back to back are all on the pair long before it
 /// ends, at depth three, however loaded the machine.
@@ -24,33 +24,21 @@ static KERNELS: Kernels = Kernels::healthy(SHORT);
 /// When each run's AICPU kernel was launched (host time), in launch order.
 static AICPU_LAUNCHED: Mutex<Vec<(u64, Instant)>> = Mutex::new(Vec::new());
 
-fn length(run: u64) -> Duration {
-    if run == 1 { RUN_1 } else { SHORT }
+fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    let run = args.info.run;
+    if engine == ENGINE_AICPU {
+        AICPU_LAUNCHED.lock().unwrap().push((run, Instant::now()));
+    }
+    common::launch_lasting(
+        user,
+        stream,
+        engine,
+        args,
+        if run == 1 { RUN_1 } else { SHORT },
+    )
 }
 
-unsafe extern "C" fn launch_aicore(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    let args = unsafe { &*args };
-    common::launch_lasting(user, stream, ENGINE_AICORE, args, length(args.info.run))
-}
-
-unsafe extern "C" fn launch_aicpu(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    let args = unsafe { &*args };
-    AICPU_LAUNCHED
-        .lock()
-        .unwrap()
-        .push((args.info.run, Instant::now()));
-    common::launch_lasting(user, stream, ENGINE_AICPU, args, length(args.info.run))
-}
+common::launch_callbacks!(launch_aicore, launch_aicpu, launch);
 
 /// Three slots at launch depth three: runs 1, 2 and 3, submitted back to back, are all
 /// launched onto the pair while run 1's one-second kernels still run (run 3's AICPU kernel
@@ -58,9 +46,8 @@ unsafe extern "C" fn launch_aicpu(
 /// behind its predecessor on the device; a fourth submit is `FULL` (every slot holds a run);
 /// all three end `OK` in order.
 fn depth_three_queues_three_runs_on_the_pair_and_a_fourth_submit_is_full(via: Via) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     AICPU_LAUNCHED.lock().unwrap().clear();
     let mut config = common::fake_config(via, 0, &KERNELS, 5_000);
     config.slots = 3;
@@ -71,11 +58,12 @@ fn depth_three_queues_three_runs_on_the_pair_and_a_fourth_submit_is_full(via: Vi
     let runs: Vec<u64> = (0..3)
         .map(|i| common::submit(lane).unwrap_or_else(|s| panic!("run {}: {s:?}", i + 1)))
         .collect();
+    let fourth = common::submit(lane);
+    let message = common::last_error();
     assert_eq!(
-        common::submit(lane),
+        fourth,
         Err(RunLaneStatus::Full),
-        "three slots hold three runs: {}",
-        common::last_error()
+        "three slots hold three runs: {message}"
     );
     let outcomes: Vec<RunLaneOutcome> = runs.iter().map(|&run| common::wait(lane, run)).collect();
     let counters = control.counters().expect("the fake's counters");
@@ -107,18 +95,14 @@ common::on_each_backend!(depth_three_queues_three_runs_on_the_pair_and_a_fourth_
 #[test]
 fn launch_depth_up_to_the_slot_count_is_accepted_on_the_simulator() {
     for (slots, depth) in [(3, 3), (4, 4), (4, 3), (3, 0), (1, 1)] {
-        let mut config = common::default_config();
-        config.backend = RunLaneBackend::Sim as u32;
-        config.slots = slots;
-        config.launch_depth = depth;
+        let mut config = common::sim_config();
+        (config.slots, config.launch_depth) = (slots, depth);
+        let what = format!("slots {slots} depth {depth}");
         let lane = common::create(&config);
         let outcomes = common::documented_loop(lane, |submitted, _| submitted < 8);
         common::destroy(lane);
-        assert_eq!(outcomes.len(), 8, "slots {slots} depth {depth}");
-        assert!(
-            outcomes.iter().all(|o| o.verdict == RunLaneVerdict::Ok),
-            "slots {slots} depth {depth}"
-        );
+        assert_eq!(outcomes.len(), 8, "{what}");
+        common::assert_all_ok(&what, &outcomes);
     }
 }
 
@@ -126,53 +110,44 @@ fn launch_depth_up_to_the_slot_count_is_accepted_on_the_simulator() {
 /// field and what to pass instead; nothing is created.
 #[test]
 fn refused_depths_and_layouts_say_what_to_pass_instead() {
-    let sim = || {
-        let mut config = common::default_config();
-        config.backend = RunLaneBackend::Sim as u32;
+    let sim_with = |change: fn(&mut RunLaneConfig)| {
+        let mut config = common::sim_config();
+        change(&mut config);
         config
     };
     let cases: [(&str, RunLaneConfig, &str); 5] = [
         (
             "depth three on the profile's two slots",
-            RunLaneConfig {
-                launch_depth: 3,
-                ..sim()
-            },
+            sim_with(|c| c.launch_depth = 3),
             "launch_depth 3 is above the slot count 2: every launched run holds a slot; set slots to at least 3",
         ),
         (
             "depth five on four slots",
-            RunLaneConfig {
-                slots: 4,
-                launch_depth: 5,
-                ..sim()
-            },
+            sim_with(|c| {
+                c.slots = 4;
+                c.launch_depth = 5;
+            }),
             "launch_depth 5 is above the slot count 4",
         ),
         (
             "five slots for depth five",
-            RunLaneConfig {
-                slots: 5,
-                launch_depth: 5,
-                ..sim()
-            },
+            sim_with(|c| {
+                c.slots = 5;
+                c.launch_depth = 5;
+            }),
             "1..=4 slots",
         ),
         (
             "depth two on the stream-synchronize channel",
-            RunLaneConfig {
-                launch_depth: 2,
-                verdict_channel: RunLaneVerdictChannel::StreamSync as u32,
-                ..sim()
-            },
+            sim_with(|c| {
+                c.launch_depth = 2;
+                c.verdict_channel = RunLaneVerdictChannel::StreamSync as u32;
+            }),
             "pass launch_depth 0 or 1, or verdict_channel RECORD",
         ),
         (
             "an unknown header layout",
-            RunLaneConfig {
-                header_layout: 2,
-                ..sim()
-            },
+            sim_with(|c| c.header_layout = 2),
             "header_layout 2 is not a RunLaneHeaderLayout: pass the runtime's, TENSORMAP_AND_RINGBUFFER = 0",
         ),
     ];
@@ -184,8 +159,9 @@ fn refused_depths_and_layouts_say_what_to_pass_instead() {
         assert_eq!(status, RunLaneStatus::InvalidConfig, "{case}: {message}");
         assert!(lane.is_null(), "{case}: no handle");
         assert!(!message.contains('\n'), "{case}: one line: {message:?}");
+        let says = message.contains(what_to_do);
         assert!(
-            message.contains(what_to_do),
+            says,
             "{case}: says what to pass ({what_to_do:?}): {message}"
         );
     }

@@ -21,10 +21,12 @@
 mod common;
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::Duration;
 
 use common::table::{self, Entry, forward};
 use common::{Kernels, Via, control};
+use core::ffi::c_void;
 use lane_core::status_latch::AclCode;
 use lane_core::stream_pair::StreamHandle;
 use lane_driver::{Device, DevicePtr, EventHandle, HostPtr};
@@ -32,8 +34,11 @@ use run_lane::device_ops::{DeviceOps, REQUIRED_ENTRIES, TableDevice};
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, Outcome};
 
+/// Each run's kernels.
+const KERNEL: Duration = Duration::from_millis(2);
+
 const OP_TIMEOUT_MS: u64 = 200;
-static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(2));
+static HEALTHY: Kernels = Kernels::healthy(KERNEL);
 
 /// `table` with its entry `name` NULL.
 fn without(mut table: RunLaneDeviceOps, name: &str) -> RunLaneDeviceOps {
@@ -57,18 +62,16 @@ fn without(mut table: RunLaneDeviceOps, name: &str) -> RunLaneDeviceOps {
     table
 }
 
-/// `run_lane_create` of `config`: the refusal and its message (a lane made is destroyed and
-/// fails the test).
-fn refusal(config: &RunLaneConfig) -> (RunLaneStatus, String) {
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config (its table and user outlive the call) and a writable handle.
-    let status = unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) };
-    if status == RunLaneStatus::Ok {
-        common::destroy(lane);
-        panic!("created");
-    }
-    assert!(lane.is_null(), "a refused create writes no handle");
-    (status, common::last_error())
+/// The fake reset for this test, and fake device 0's forwarding state cleared.
+fn fresh() -> (common::Fresh, &'static table::Forward) {
+    let fresh = common::fresh();
+    forward(0).clear();
+    (fresh, forward(0))
+}
+
+/// A lane's config on fake device 0 through the forwarding table.
+fn table_config(kernels: &Kernels) -> RunLaneConfig {
+    common::fake_config(Via::DeviceOps, 0, kernels, OP_TIMEOUT_MS)
 }
 
 /// Every call of the forwarding table of `device` so far.
@@ -87,18 +90,17 @@ fn table_calls(device: i32) -> u64 {
 
 #[test]
 fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entry_is_called() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    forward(0).clear();
+    let (_fake, _) = fresh();
     let names = REQUIRED_ENTRIES
         .iter()
         .map(|(name, _)| *name)
         .chain(["reset_device_force"]);
+    let with_ops = |ops: &RunLaneDeviceOps| RunLaneConfig {
+        device_ops: ops,
+        ..table_config(&HEALTHY)
+    };
     for name in names {
-        let ops = without(table::table(0), name);
-        let mut config = common::fake_config(Via::DeviceOps, 0, &HEALTHY, OP_TIMEOUT_MS);
-        config.device_ops = &raw const ops;
-        let (status, message) = refusal(&config);
+        let (status, message) = common::refusal(&with_ops(&without(table::table(0), name)));
         assert_eq!(status, RunLaneStatus::InvalidConfig, "{name}: {message}");
         assert!(
             message.contains(&format!("device_ops.{name} (")) && message.contains("set it"),
@@ -112,10 +114,10 @@ fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entr
         }
     }
     // Two missing: both named.
-    let ops = without(without(table::table(0), "malloc"), "free");
-    let mut config = common::fake_config(Via::DeviceOps, 0, &HEALTHY, OP_TIMEOUT_MS);
-    config.device_ops = &raw const ops;
-    let (_, message) = refusal(&config);
+    let (_, message) = common::refusal(&with_ops(&without(
+        without(table::table(0), "malloc"),
+        "free",
+    )));
     assert!(
         message.contains("device_ops.malloc (")
             && message.contains("device_ops.free (")
@@ -125,70 +127,40 @@ fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entr
     assert_eq!(table_calls(0), 0, "refused before any entry was called");
     // With the runtime's own recovery the lane never resets: no reset entry is needed.
     let ops = without(table::table(0), "reset_device_force");
-    let mut config = common::fake_config(Via::DeviceOps, 0, &HEALTHY, OP_TIMEOUT_MS);
-    config.device_ops = &raw const ops;
+    let mut config = with_ops(&ops);
     config.recovery = RunLaneRecovery::Runtime as u32;
     common::destroy(common::create(&config));
 }
 
 #[test]
 fn a_config_that_cannot_go_with_a_table_is_refused_at_create_with_what_to_do() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    forward(0).clear();
-    let table_config = || common::fake_config(Via::DeviceOps, 0, &HEALTHY, OP_TIMEOUT_MS);
+    let (_fake, _) = fresh();
+    let healthy = || table_config(&HEALTHY);
     let half_pinned = RunLaneDeviceOps {
         free_host: None,
         memcpy_from_device_async: None,
         ..table::table_with_pinned(0)
     };
+    let (no_table, probe) = (std::ptr::null(), RunLaneProfile::Probe as u32);
+    let no_aicpu = RunLaneRunner {
+        launch_aicpu: None,
+        ..healthy().runner
+    };
+    #[rustfmt::skip]
     let cases: [(&str, RunLaneConfig, &str); 5] = [
-        (
-            "no table",
-            RunLaneConfig {
-                device_ops: std::ptr::null(),
-                ..table_config()
-            },
-            "point it at the runtime's RunLaneDeviceOps",
-        ),
-        (
-            "a probed profile",
-            RunLaneConfig {
-                profile: RunLaneProfile::Probe as u32,
-                ..table_config()
-            },
-            "name the chip's profile",
-        ),
-        (
-            "the library's notice monitor",
-            RunLaneConfig {
-                fault_notice_monitor: true,
-                ..table_config()
-            },
-            "run_lane_report_device_fault",
-        ),
-        (
-            "no launch callbacks",
-            RunLaneConfig {
-                runner: RunLaneRunner {
-                    launch_aicpu: None,
-                    ..table_config().runner
-                },
-                ..table_config()
-            },
-            "launch_aicore and launch_aicpu",
-        ),
-        (
-            "some of the pinned-copy entries",
-            RunLaneConfig {
-                device_ops: &raw const half_pinned,
-                ..table_config()
-            },
-            "not free_host, memcpy_from_device_async",
-        ),
+        ("no table", RunLaneConfig { device_ops: no_table, ..healthy() },
+            "point it at the runtime's RunLaneDeviceOps"),
+        ("a probed profile", RunLaneConfig { profile: probe, ..healthy() },
+            "name the chip's profile"),
+        ("the library's notice monitor", RunLaneConfig { fault_notice_monitor: true, ..healthy() },
+            "run_lane_report_device_fault"),
+        ("no launch callbacks", RunLaneConfig { runner: no_aicpu, ..healthy() },
+            "launch_aicore and launch_aicpu"),
+        ("some of the pinned-copy entries", RunLaneConfig { device_ops: &half_pinned, ..healthy() },
+            "not free_host, memcpy_from_device_async"),
     ];
     for (case, config, says) in cases {
-        let (status, message) = refusal(&config);
+        let (status, message) = common::refusal(&config);
         assert_eq!(status, RunLaneStatus::InvalidConfig, "{case}: {message}");
         assert!(message.contains(says), "{case}: {message}");
     }
@@ -197,17 +169,9 @@ fn a_config_that_cannot_go_with_a_table_is_refused_at_create_with_what_to_do() {
 
 #[test]
 fn a_table_whose_bind_fails_on_the_lane_thread_is_backend_unavailable_naming_the_bind() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    let f = forward(0);
-    f.clear();
+    let (_fake, f) = fresh();
     f.fail(Entry::Bind, 507_899, 0, 1);
-    let (status, message) = refusal(&common::fake_config(
-        Via::DeviceOps,
-        0,
-        &HEALTHY,
-        OP_TIMEOUT_MS,
-    ));
+    let (status, message) = common::refusal(&table_config(&HEALTHY));
     assert_eq!(status, RunLaneStatus::BackendUnavailable, "{message}");
     assert!(
         message.contains("bind failed") && message.contains("507899"),
@@ -221,84 +185,37 @@ fn a_table_whose_bind_fails_on_the_lane_thread_is_backend_unavailable_naming_the
 /// The streams the launch callbacks were handed, in launch order.
 static LAUNCHED_ON: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-/// The common launch callbacks (as `common::fake_config` sets them), `[aicore, aicpu]`.
-fn common_launches() -> [unsafe extern "C" fn(
-    *mut core::ffi::c_void,
-    *mut core::ffi::c_void,
-    *const RunLaneRunArgs,
-) -> i32; 2] {
-    let config = common::fake_config(Via::Acl, 0, &HEALTHY, OP_TIMEOUT_MS);
-    [
-        config.runner.launch_aicore.expect("an AICore launch"),
-        config.runner.launch_aicpu.expect("an AICPU launch"),
-    ]
+fn noting(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    LAUNCHED_ON.lock().unwrap().push(stream.addr());
+    common::launch(user, stream, engine, args)
 }
 
-fn noting(
-    engine: usize,
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    LAUNCHED_ON
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(stream.addr());
-    // SAFETY: `common`'s callback, with what the library passed.
-    unsafe { common_launches()[engine](user, stream, args) }
-}
-
-unsafe extern "C" fn noting_aicore(
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    noting(0, user, stream, args)
-}
-
-unsafe extern "C" fn noting_aicpu(
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    noting(1, user, stream, args)
-}
+common::launch_callbacks!(noting_aicore, noting_aicpu, noting);
 
 #[test]
 fn a_stream_the_runtime_already_owns_serves_as_one_of_the_pair_and_goes_back_to_the_tables_destroy()
 {
-    let _serial = common::serial();
+    let (_fake, _) = fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
-    forward(0).clear();
-    LAUNCHED_ON
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clear();
+    LAUNCHED_ON.lock().unwrap().clear();
     // The runtime's own run stream, made before the lane, handed out by the table's first
     // create_stream.
     let owned = table::runtime_stream(0);
     forward(0).own_stream(owned);
-    let mut config = common::fake_config(Via::DeviceOps, 0, &HEALTHY, OP_TIMEOUT_MS);
+    let mut config = table_config(&HEALTHY);
     config.runner.launch_aicore = Some(noting_aicore);
     config.runner.launch_aicpu = Some(noting_aicpu);
     let lane = common::create(&config);
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 6);
     common::assert_ok_in_order(0, &outcomes);
-    let launched = LAUNCHED_ON
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let launched = LAUNCHED_ON.lock().unwrap().clone();
+    let on_owned = launched.iter().filter(|s| **s == owned.addr()).count();
     assert_eq!(
-        launched.iter().filter(|s| **s == owned.addr()).count(),
-        6,
+        on_owned, 6,
         "one of each run's two launches is on the runtime's stream: {launched:x?}"
     );
-    assert_eq!(
-        forward(0).calls(Entry::CreateStream),
-        2,
-        "the pair: the owned one and one the table made"
-    );
+    let created = forward(0).calls(Entry::CreateStream);
+    assert_eq!(created, 2, "the pair: the owned one and one the table made");
     assert!(
         forward(0).returned().is_empty(),
         "not given back while used"
@@ -306,9 +223,10 @@ fn a_stream_the_runtime_already_owns_serves_as_one_of_the_pair_and_goes_back_to_
     let report = common::close(lane);
     common::destroy(lane);
     assert_eq!(report.streams_left, 0);
+    let returned = forward(0).returned();
     assert_eq!(
-        forward(0).returned(),
-        vec![owned.addr()],
+        returned,
+        [owned.addr()],
         "the lane's teardown gave the runtime's stream to the table's destroy, once"
     );
     // Still the runtime's: it destroys it itself, and the fake balances.
@@ -318,10 +236,7 @@ fn a_stream_the_runtime_already_owns_serves_as_one_of_the_pair_and_goes_back_to_
 
 #[test]
 fn a_handle_the_table_did_not_issue_or_no_longer_holds_is_refused_without_reaching_the_table() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    let f = forward(0);
-    f.clear();
+    let (_fake, f) = fresh();
     let ops = DeviceOps::new(&table::table(0), false).expect("a full table");
     let mut d = TableDevice::open(ops, 0).unwrap_or_else(|(code, _)| panic!("open: {code}"));
     let mut waiter = d.completion_waiter().expect("a waiter");
@@ -330,71 +245,43 @@ fn a_handle_the_table_did_not_issue_or_no_longer_holds_is_refused_without_reachi
     let memory = d.malloc(64).expect("memory");
     let forged_stream = StreamHandle(stream.0 ^ 0xF000);
     let forged_event = EventHandle(event.0 ^ 0xF000);
-    let calls_before: Vec<u64> = [
-        Entry::DestroyStream,
-        Entry::RecordEvent,
-        Entry::SynchronizeEvent,
-        Entry::SynchronizeStream,
-        Entry::MemcpyToDevice,
-        Entry::MemcpyFromDevice,
-        Entry::Free,
-        Entry::DestroyEvent,
-        Entry::StreamWaitEvent,
-        Entry::QueryEvent,
-    ]
-    .iter()
-    .map(|e| f.calls(*e))
-    .collect();
+    let handle_entries = || {
+        use Entry::*;
+        [
+            DestroyStream,
+            RecordEvent,
+            SynchronizeEvent,
+            SynchronizeStream,
+            MemcpyToDevice,
+        ]
+        .into_iter()
+        .chain([
+            MemcpyFromDevice,
+            Free,
+            DestroyEvent,
+            StreamWaitEvent,
+            QueryEvent,
+        ])
+        .map(|e| f.calls(e))
+        .collect::<Vec<u64>>()
+    };
+    let calls_before = handle_entries();
     let handle = AclCode::RtInvalidHandle;
     let range = AclCode::RtParamInvalid;
     let mut bytes = [0_u8; 16];
+    let far = DevicePtr(memory.0 + 0x10_0000);
+    #[rustfmt::skip]
     let device_refusals: [(&str, Result<(), AclCode>, AclCode); 10] = [
-        (
-            "destroy a forged stream",
-            d.destroy_stream(forged_stream),
-            handle,
-        ),
-        (
-            "record a forged event",
-            d.record_event(forged_event, stream),
-            handle,
-        ),
-        (
-            "record on a forged stream",
-            d.record_event(event, forged_stream),
-            handle,
-        ),
-        (
-            "wait on a forged event",
-            d.stream_wait_event(stream, forged_event),
-            handle,
-        ),
-        (
-            "synchronize a forged stream",
-            d.synchronize_stream(forged_stream, 10),
-            handle,
-        ),
-        (
-            "synchronize a forged event",
-            d.synchronize_event(forged_event, 10),
-            handle,
-        ),
-        (
-            "copy past the allocation's end",
-            d.memcpy_to_device(memory.at(56), &bytes),
-            range,
-        ),
-        (
-            "copy from memory never allocated",
-            d.memcpy_from_device(&mut bytes, DevicePtr(memory.0 + 0x10_0000)),
-            range,
-        ),
+        ("destroy a forged stream", d.destroy_stream(forged_stream), handle),
+        ("record a forged event", d.record_event(forged_event, stream), handle),
+        ("record on a forged stream", d.record_event(event, forged_stream), handle),
+        ("wait on a forged event", d.stream_wait_event(stream, forged_event), handle),
+        ("synchronize a forged stream", d.synchronize_stream(forged_stream, 10), handle),
+        ("synchronize a forged event", d.synchronize_event(forged_event, 10), handle),
+        ("copy past the allocation's end", d.memcpy_to_device(memory.at(56), &bytes), range),
+        ("copy from memory never allocated", d.memcpy_from_device(&mut bytes, far), range),
         ("free inside an allocation", d.free(memory.at(8)), range),
-        (
-            "query a forged event",
-            d.query_event(forged_event).map(|_| ()),
-            handle,
-        ),
+        ("query a forged event", d.query_event(forged_event).map(|_| ()), handle),
     ];
     for (what, result, code) in device_refusals {
         assert_eq!(result, Err(code), "{what}");
@@ -414,23 +301,9 @@ fn a_handle_the_table_did_not_issue_or_no_longer_holds_is_refused_without_reachi
             .recent_error_message()
             .is_some_and(|t| t.contains("refused before any entry"))
     );
-    let calls_after: Vec<u64> = [
-        Entry::DestroyStream,
-        Entry::RecordEvent,
-        Entry::SynchronizeEvent,
-        Entry::SynchronizeStream,
-        Entry::MemcpyToDevice,
-        Entry::MemcpyFromDevice,
-        Entry::Free,
-        Entry::DestroyEvent,
-        Entry::StreamWaitEvent,
-        Entry::QueryEvent,
-    ]
-    .iter()
-    .map(|e| f.calls(*e))
-    .collect();
     assert_eq!(
-        calls_after, calls_before,
+        handle_entries(),
+        calls_before,
         "no refused handle reached the table"
     );
 
@@ -465,18 +338,10 @@ fn a_handle_the_table_did_not_issue_or_no_longer_holds_is_refused_without_reachi
 
 #[test]
 fn a_stream_create_the_table_fails_fails_only_the_run_that_needed_it_and_nothing_is_reset() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    let f = forward(0);
-    f.clear();
+    let (_fake, f) = fresh();
     // The pair's first create (run 1's launch) fails with a parameter error, the table's own.
     f.fail(Entry::CreateStream, 107_000, 0, 1);
-    let lane = common::create(&common::fake_config(
-        Via::DeviceOps,
-        0,
-        &HEALTHY,
-        OP_TIMEOUT_MS,
-    ));
+    let lane = common::fake_lane(Via::DeviceOps, 0, &HEALTHY, OP_TIMEOUT_MS);
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 5);
     common::destroy(lane);
     let one = &outcomes[0];
@@ -490,21 +355,15 @@ fn a_stream_create_the_table_fails_fails_only_the_run_that_needed_it_and_nothing
 }
 
 /// Run 2 publishes no record, so its verdict is the pair's synchronize.
-static RUN_2_SILENT: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[(2, ENGINE_AICPU, Outcome::Silent)],
-};
+static RUN_2_SILENT: Kernels = Kernels::faulty(KERNEL, &[(2, ENGINE_AICPU, Outcome::Silent)]);
 
 #[test]
 fn an_aicore_exception_the_tables_synchronize_returns_poisons_and_the_tables_reset_and_probe_recover()
  {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    let f = forward(0);
-    f.clear();
+    let (_fake, f) = fresh();
     // The fake's streams stay clean: the code is the table's alone.
     f.fail(Entry::SynchronizeStream, 507_015, 0, 1);
-    let mut config = common::fake_config(Via::DeviceOps, 0, &RUN_2_SILENT, OP_TIMEOUT_MS);
+    let mut config = table_config(&RUN_2_SILENT);
     config.launch_depth = 1;
     let lane = common::create(&config);
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 5);
@@ -521,79 +380,75 @@ fn an_aicore_exception_the_tables_synchronize_returns_poisons_and_the_tables_res
         let taken_down = outcome.verdict == RunLaneVerdict::Poisoned
             && outcome.origin == two.id
             && outcome.id == two.id + 1;
+        let (id, line) = (outcome.id, common::line(outcome));
         assert!(
             outcome.verdict == RunLaneVerdict::Ok || taken_down,
-            "run {}: {}",
-            outcome.id,
-            common::line(outcome)
+            "run {id}: {line}"
         );
     }
     assert_eq!(outcomes[4].verdict, RunLaneVerdict::Ok, "recovered");
+    let recovery = [
+        Entry::SynchronizeDevice,
+        Entry::ResetDeviceForce,
+        Entry::Probe,
+    ];
+    let calls = recovery.map(|e| f.calls(e));
     assert_eq!(
-        (
-            f.calls(Entry::SynchronizeDevice),
-            f.calls(Entry::ResetDeviceForce),
-            f.calls(Entry::Probe)
-        ),
-        (1, 1, 1),
+        calls,
+        [1, 1, 1],
         "one recovery: the table's drain, force reset and probe"
     );
 }
 
 /// Run 2 publishes no record (its pair is synchronized) and run 4's AICore kernel faults (a
 /// poison and its recovery drain).
-static SILENT_THEN_FAULT: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[
+static SILENT_THEN_FAULT: Kernels = Kernels::faulty(
+    KERNEL,
+    &[
         (2, ENGINE_AICPU, Outcome::Silent),
         (4, ENGINE_AICORE, Outcome::Exception),
     ],
-};
+);
 
 #[test]
 fn the_waits_are_the_tables_made_on_the_completion_waiters_thread_which_binds_through_it() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    let f = forward(0);
-    f.clear();
+    let (_fake, f) = fresh();
     f.note_threads();
-    let mut config = common::fake_config(Via::DeviceOps, 0, &SILENT_THEN_FAULT, OP_TIMEOUT_MS);
+    let mut config = table_config(&SILENT_THEN_FAULT);
     config.launch_depth = 1;
     let lane = common::create(&config);
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 6);
     common::destroy(lane);
     assert_eq!(outcomes[3].failure_class, RunLaneClass::Poison);
-    let on_waiter = |entry: Entry| {
+    for entry in [
+        Entry::SynchronizeEvent,
+        Entry::SynchronizeStream,
+        Entry::SynchronizeDevice,
+    ] {
         let threads = f.threads_of(entry);
         assert!(!threads.is_empty(), "{entry:?} was called");
+        let on_waiter = threads.iter().all(|t| t == "lane-waiter");
         assert!(
-            threads.iter().all(|t| t == "lane-waiter"),
+            on_waiter,
             "{entry:?} only on the completion waiter: {threads:?}"
         );
-    };
-    on_waiter(Entry::SynchronizeEvent);
-    on_waiter(Entry::SynchronizeStream);
-    on_waiter(Entry::SynchronizeDevice);
+    }
     let reads = f.threads_of(Entry::MemcpyFromDevice);
+    let read_on_waiter = reads.iter().any(|t| t == "lane-waiter");
     assert!(
-        reads.iter().any(|t| t == "lane-waiter"),
+        read_on_waiter,
         "the record read right after the boundary: {reads:?}"
     );
     let binds = f.threads_of(Entry::Bind);
     for thread in ["lane", "lane-waiter"] {
-        assert!(
-            binds.iter().any(|t| t == thread),
-            "{thread} bound through the table: {binds:?}"
-        );
+        let bound = binds.iter().any(|t| t == thread);
+        assert!(bound, "{thread} bound through the table: {binds:?}");
     }
 }
 
 #[test]
 fn the_copies_on_the_streams_go_through_the_tables_pinned_entries_and_stay_inside_its_memory() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    let f = forward(0);
-    f.clear();
+    let (_fake, f) = fresh();
     let ops = DeviceOps::new(&table::table_with_pinned(0), false).expect("a full table");
     assert!(ops.has_pinned_copies());
     let mut d = TableDevice::open(ops, 0).unwrap_or_else(|(code, _)| panic!("open: {code}"));
@@ -603,9 +458,9 @@ fn the_copies_on_the_streams_go_through_the_tables_pinned_entries_and_stay_insid
     let p = d.pinned_copies().expect("the table has them");
     let pinned = p.malloc_host(32).expect("pinned memory");
     p.write_host(pinned, &[1, 2, 3, 4]).expect("inside");
-    p.memcpy_to_device_async(memory.at(8), pinned, 4, stream)
-        .expect("enqueued");
-    p.memcpy_from_device_async(pinned.at(16), memory.at(7), 6, stream)
+    let to_device = p.memcpy_to_device_async(memory.at(8), pinned, 4, stream);
+    to_device
+        .and(p.memcpy_from_device_async(pinned.at(16), memory.at(7), 6, stream))
         .expect("enqueued");
     d.record_event(event, stream).expect("recorded");
     d.synchronize_event(event, 5_000).expect("done");
@@ -614,18 +469,13 @@ fn the_copies_on_the_streams_go_through_the_tables_pinned_entries_and_stay_insid
     p.read_host(&mut back, pinned.at(16)).expect("inside");
     assert_eq!(back, [0, 1, 2, 3, 4, 0], "H2D then D2H, in stream order");
     // Outside the pinned memory the table returned: refused, nothing touched or called.
-    assert_eq!(
-        p.write_host(pinned.at(30), &[0; 4]),
-        Err(AclCode::InvalidParam)
-    );
-    assert_eq!(
-        p.read_host(&mut back, HostPtr(pinned.0 + 4096)),
-        Err(AclCode::InvalidParam)
-    );
+    let invalid = Err(AclCode::InvalidParam);
+    assert_eq!(p.write_host(pinned.at(30), &[0; 4]), invalid);
+    assert_eq!(p.read_host(&mut back, HostPtr(pinned.0 + 4096)), invalid);
     let copies = f.calls(Entry::MemcpyAsync);
     assert_eq!(
         p.memcpy_to_device_async(memory, pinned.at(28), 8, stream),
-        Err(AclCode::InvalidParam)
+        invalid
     );
     assert_eq!(
         f.calls(Entry::MemcpyAsync),
@@ -633,19 +483,9 @@ fn the_copies_on_the_streams_go_through_the_tables_pinned_entries_and_stay_insid
         "never reached the table"
     );
     p.free_host(pinned).expect("freed");
-    assert_eq!(
-        p.free_host(pinned),
-        Err(AclCode::InvalidParam),
-        "a second free"
-    );
-    assert_eq!(
-        (
-            f.calls(Entry::MallocHost),
-            f.calls(Entry::FreeHost),
-            f.calls(Entry::MemcpyAsync)
-        ),
-        (1, 1, 2)
-    );
+    assert_eq!(p.free_host(pinned), invalid, "a second free");
+    let calls = [Entry::MallocHost, Entry::FreeHost, Entry::MemcpyAsync].map(|e| f.calls(e));
+    assert_eq!(calls, [1, 1, 2]);
     d.free(memory).expect("freed");
     d.destroy_event(event).expect("destroyed");
     d.destroy_stream(stream).expect("destroyed");
@@ -653,16 +493,13 @@ fn the_copies_on_the_streams_go_through_the_tables_pinned_entries_and_stay_insid
 }
 
 /// Whether the runner's `on_poison` was called (the runtime's recovery).
-static TOLD_OF_POISON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static TOLD_OF_POISON: AtomicBool = AtomicBool::new(false);
 
-unsafe extern "C" fn on_poison(_user: *mut core::ffi::c_void, _info: *const RunLaneRecoveryInfo) {
-    TOLD_OF_POISON.store(true, std::sync::atomic::Ordering::SeqCst);
+unsafe extern "C" fn on_poison(_user: *mut c_void, _info: *const RunLaneRecoveryInfo) {
+    TOLD_OF_POISON.store(true, SeqCst);
 }
 
-static RUN_1_FAULTS: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
-};
+static RUN_1_FAULTS: Kernels = Kernels::faulty(KERNEL, &[(1, ENGINE_AICPU, Outcome::Exception)]);
 
 /// L-22 with L-24: a runtime that owns recovery gives a table without `reset_device_force`;
 /// after a poison it resets the device itself and reports it, and the lane forgets every
@@ -671,47 +508,31 @@ static RUN_1_FAULTS: Kernels = Kernels {
 #[test]
 fn with_the_runtimes_recovery_its_own_reset_makes_the_lane_forget_the_tables_handles_and_bind_again()
  {
-    let _serial = common::serial();
-    let control = control();
-    let _fake = control.session().expect("reset the fake");
-    let f = forward(0);
-    f.clear();
-    TOLD_OF_POISON.store(false, std::sync::atomic::Ordering::SeqCst);
+    let (_fake, f) = fresh();
+    TOLD_OF_POISON.store(false, SeqCst);
     let ops = without(table::table(0), "reset_device_force");
-    let mut config = common::fake_config(Via::DeviceOps, 0, &RUN_1_FAULTS, OP_TIMEOUT_MS);
-    config.device_ops = &raw const ops;
-    config.recovery = RunLaneRecovery::Runtime as u32;
+    let mut config = table_config(&RUN_1_FAULTS);
+    (config.device_ops, config.recovery) = (&raw const ops, RunLaneRecovery::Runtime as u32);
     config.runner.on_poison = Some(on_poison);
     let lane = common::create(&config);
-    let r1 = common::submit(lane).expect("run 1");
-    let one = common::wait(lane, r1);
-    assert_eq!(
-        one.failure_class,
-        RunLaneClass::Poison,
-        "{}",
-        common::line(&one)
-    );
-    let since = std::time::Instant::now();
-    while !TOLD_OF_POISON.load(std::sync::atomic::Ordering::SeqCst) {
-        assert!(since.elapsed() < common::BOUND, "on_poison never came");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let one = common::wait(lane, common::submit(lane).expect("run 1"));
+    common::assert_class(&one, RunLaneClass::Poison);
+    common::wait_until("on_poison never came", || TOLD_OF_POISON.load(SeqCst));
     assert_eq!(common::submit(lane), Err(RunLaneStatus::Unusable));
     let binds = f.calls(Entry::Bind);
     // The runtime's reset, outside the lane: every thread of the fake's device 0 is unbound.
     assert_eq!(table::runtime_reset(0), 0);
     assert_eq!(run_lane_device_reset(lane), RunLaneStatus::Ok);
-    let r2 = common::submit_when_open(lane);
-    let two = common::wait(lane, r2);
-    assert_eq!(two.verdict, RunLaneVerdict::Ok, "{}", common::line(&two));
+    common::assert_ok(
+        "after the runtime's reset",
+        &common::wait(lane, common::submit_when_open(lane)),
+    );
+    let bound_again = f.calls(Entry::Bind) > binds;
     assert!(
-        f.calls(Entry::Bind) > binds,
+        bound_again,
         "the lane's threads bound again through the table after the runtime's reset"
     );
-    assert_eq!(
-        common::force_resets(0),
-        1,
-        "the runtime's reset, none of the lane's"
-    );
+    let resets = common::force_resets(0);
+    assert_eq!(resets, 1, "the runtime's reset, none of the lane's");
     common::destroy(lane);
 }

@@ -74,87 +74,68 @@ fn run_case(name: &str, on: On) {
     }
 }
 
-/// L-22, L-23: the runtime's own layer makes every device call, the lane's pair is the
-/// runtime's own two streams (given back to its destroy entry, and alive until the runtime
-/// destroys them), every callback and entry runs on the runtime's thread inside one of its
-/// calls (its trace context set), and a run submitted while its predecessor runs is launched
-/// inside that submit, before the predecessor's outcome (L-18); six runs OK in order.
-#[test]
-fn the_runtime_runs_the_lane_on_its_own_streams_and_device_layer_with_the_caller_driving() {
-    run_case("on_its_own_streams_the_caller_driving", On::Fake);
+/// Each `fn TEST = CASE on DEVICE;` is a `#[test]` that runs the program's case on that device.
+macro_rules! cases {
+    ($($(#[$doc:meta])* fn $test:ident = $case:literal on $on:ident;)+) => {
+        $(
+            $(#[$doc])*
+            #[test]
+            fn $test() {
+                run_case($case, On::$on);
+            }
+        )+
+    };
 }
 
-/// L-24: an AICore exception fails its run (poison, 507015) and its queued successor
-/// (poisoned, by it); `on_poison` comes once, after both verdicts; from then on the lane calls
-/// no table entry (a submit is `UNUSABLE`, a poll finds nothing) until the runtime has reset
-/// the device through its own layer, bound its thread again, made its stream pair again and
-/// called `run_lane_device_reset`; the next run is OK on the new streams.
-#[test]
-fn after_an_aicore_exception_no_entry_is_called_until_the_runtimes_reset_then_it_reopens() {
-    run_case(
-        "after_an_aicore_exception_the_runtime_recovers_its_device",
-        On::Fake,
-    );
-}
+cases! {
+    /// L-22, L-23: the runtime's own layer makes every device call, the lane's pair is the
+    /// runtime's own two streams (given back to its destroy entry, and alive until the runtime
+    /// destroys them), every callback and entry runs on the runtime's thread inside one of its
+    /// calls (its trace context set), and a run submitted while its predecessor runs is launched
+    /// inside that submit, before the predecessor's outcome (L-18); six runs OK in order.
+    fn the_runtime_runs_the_lane_on_its_own_streams_and_device_layer_with_the_caller_driving =
+        "on_its_own_streams_the_caller_driving" on Fake;
 
-/// L-3, L-18: at depth two, run 2 is prepared and launched inside its own submit while run 1
-/// has not completed; neither is finalised before the stub completes it; each is OK, with no
-/// stream synchronize (the ok record decides, L-8).
-#[test]
-fn a_successor_is_prepared_and_queued_while_the_first_run_is_still_running() {
-    run_case(
-        "a_successor_is_prepared_and_queued_while_the_first_runs",
-        On::Stub,
-    );
-}
+    /// L-24: an AICore exception fails its run (poison, 507015) and its queued successor
+    /// (poisoned, by it); `on_poison` comes once, after both verdicts; from then on the lane calls
+    /// no table entry (a submit is `UNUSABLE`, a poll finds nothing) until the runtime has reset
+    /// the device through its own layer, bound its thread again, made its stream pair again and
+    /// called `run_lane_device_reset`; the next run is OK on the new streams.
+    fn after_an_aicore_exception_no_entry_is_called_until_the_runtimes_reset_then_it_reopens =
+        "after_an_aicore_exception_the_runtime_recovers_its_device" on Fake;
 
-/// L-3: at launch depth one, run 2 is prepared inside its submit while run 1 runs, and
-/// launched only once the stub completed run 1.
-#[test]
-fn at_depth_one_a_successor_is_prepared_while_the_first_runs_and_launched_after_it_completed() {
-    run_case(
-        "at_depth_one_a_successor_is_prepared_while_the_first_runs_and_launched_after_it",
-        On::Stub,
-    );
-}
+    /// L-3, L-18: at depth two, run 2 is prepared and launched inside its own submit while run 1
+    /// has not completed; neither is finalised before the stub completes it; each is OK, with no
+    /// stream synchronize (the ok record decides, L-8).
+    fn a_successor_is_prepared_and_queued_while_the_first_run_is_still_running =
+        "a_successor_is_prepared_and_queued_while_the_first_runs" on Stub;
 
-/// L-1: with two slots, a third submit is refused with `FULL` (nothing of it prepared) while
-/// both runs are live, and accepted, and launched behind the second, once the oldest has its
-/// outcome.
-#[test]
-fn capacity_two_refuses_a_third_submit_with_full_until_the_oldest_has_its_outcome() {
-    run_case(
-        "capacity_two_refuses_a_third_submit_until_the_oldest_has_its_outcome",
-        On::Stub,
-    );
-}
+    /// L-3: at launch depth one, run 2 is prepared inside its submit while run 1 runs, and
+    /// launched only once the stub completed run 1.
+    fn at_depth_one_a_successor_is_prepared_while_the_first_runs_and_launched_after_it_completed =
+        "at_depth_one_a_successor_is_prepared_while_the_first_runs_and_launched_after_it" on Stub;
 
-/// SPEC §5.3: a prepare that fails and an AICore launch that fails with a bad argument
-/// (107000) each fail their own run, run-only, at their stage; the runs around them are OK,
-/// every prepared run is finalised once, and nothing is poisoned.
-#[test]
-fn a_prepare_failure_and_a_launch_failure_each_fail_only_their_own_run_without_poisoning() {
-    run_case(
-        "a_prepare_failure_and_a_launch_failure_each_fail_only_their_run",
-        On::Stub,
-    );
-}
+    /// L-1: with two slots, a third submit is refused with `FULL` (nothing of it prepared) while
+    /// both runs are live, and accepted, and launched behind the second, once the oldest has its
+    /// outcome.
+    fn capacity_two_refuses_a_third_submit_with_full_until_the_oldest_has_its_outcome =
+        "capacity_two_refuses_a_third_submit_until_the_oldest_has_its_outcome" on Stub;
 
-/// L-23: a `run_lane_wait` whose timeout passes before the run completes looks at the device,
-/// returns `TIMED_OUT` and leaves the run live (no outcome, no finalise); once the stub
-/// completes it, a later wait gets its OK outcome.
-#[test]
-fn an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome() {
-    run_case("an_expired_wait_leaves_the_run_live", On::Stub);
-}
+    /// SPEC §5.3: a prepare that fails and an AICore launch that fails with a bad argument
+    /// (107000) each fail their own run, run-only, at their stage; the runs around them are OK,
+    /// every prepared run is finalised once, and nothing is poisoned.
+    fn a_prepare_failure_and_a_launch_failure_each_fail_only_their_own_run_without_poisoning =
+        "a_prepare_failure_and_a_launch_failure_each_fail_only_their_run" on Stub;
 
-/// L-14, L-15: close stops admission at once (`CLOSED`), lets the launched run finish OK,
-/// cancels the run held behind it (prepared, never launched, finalised once without
-/// copy-back), and the lane ends with no stream left and everything freed.
-#[test]
-fn close_finishes_the_launched_run_cancels_the_held_one_and_refuses_new_submits() {
-    run_case(
-        "close_finishes_the_launched_run_cancels_the_held_one_and_refuses_new_submits",
-        On::Stub,
-    );
+    /// L-23: a `run_lane_wait` whose timeout passes before the run completes looks at the device,
+    /// returns `TIMED_OUT` and leaves the run live (no outcome, no finalise); once the stub
+    /// completes it, a later wait gets its OK outcome.
+    fn an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome =
+        "an_expired_wait_leaves_the_run_live" on Stub;
+
+    /// L-14, L-15: close stops admission at once (`CLOSED`), lets the launched run finish OK,
+    /// cancels the run held behind it (prepared, never launched, finalised once without
+    /// copy-back), and the lane ends with no stream left and everything freed.
+    fn close_finishes_the_launched_run_cancels_the_held_one_and_refuses_new_submits =
+        "close_finishes_the_launched_run_cancels_the_held_one_and_refuses_new_submits" on Stub;
 }

@@ -10,11 +10,11 @@ mod common;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::{Via, control};
+use common::{Kernels, Via, control};
 use core::ffi::c_void;
-use lane_core::status_latch::{self, HeaderLayout, RuntimeCode, Status};
+use lane_core::status_latch::HeaderLayout;
 use run_lane::*;
-use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, Outcome, RunKernel, Semantics};
+use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome, Semantics};
 
 /// Long enough that a successor queues behind its predecessor on a loaded machine.
 const KERNEL: Duration = Duration::from_millis(20);
@@ -25,76 +25,24 @@ const LATCHED_RUN: u64 = 2;
 /// `common::serial`).
 static RUNTIME_LAYOUT: Mutex<HeaderLayout> = Mutex::new(HeaderLayout::TensormapAndRingbuffer);
 
-/// A header in `layout` with SCOPE_DEADLOCK latched by the orchestrator.
-fn latched(layout: HeaderLayout) -> Vec<u8> {
-    let mut status = Status::clean(layout);
-    status.orch = Some(RuntimeCode::ScopeDeadlock);
-    status_latch::encode(layout, &status)
+/// [`LATCHED_RUN`]'s AICPU kernel latches SCOPE_DEADLOCK into its header (and so publishes an
+/// error record, source header, as the runtime's device side does); every other kernel ends
+/// well.
+static LATCHES: Kernels = Kernels::faulty(KERNEL, &[(LATCHED_RUN, ENGINE_AICPU, Outcome::Latch)]);
+
+/// A run's kernel on the fake, a latch written in the runtime's layout.
+fn launch(_: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    let layout = *RUNTIME_LAYOUT.lock().unwrap();
+    common::launch_kernel_in(layout, &LATCHES, stream, engine, args, KERNEL)
 }
 
-/// A run's kernel on the fake: [`LATCHED_RUN`]'s AICPU kernel writes a latched header in
-/// the runtime's layout (and so publishes an error record, source header, as the runtime's
-/// device side does); every other kernel ends well.
-fn launch(stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
-    let aicpu = engine == ENGINE_AICPU;
-    let latch = aicpu && args.info.run == LATCHED_RUN;
-    let header = latched(*RUNTIME_LAYOUT.lock().unwrap());
-    let kernel = RunKernel {
-        stream,
-        engine,
-        duration: KERNEL,
-        outcome: if latch { Outcome::Latch } else { Outcome::Ok },
-        timing: if aicpu {
-            args.timing
-        } else {
-            std::ptr::null_mut()
-        },
-        header: if latch {
-            args.status_header
-        } else {
-            std::ptr::null_mut()
-        },
-        header_bytes: if latch { &header } else { &[] },
-        handshake: args.handshake,
-        record: if aicpu {
-            args.record
-        } else {
-            std::ptr::null_mut()
-        },
-        epoch: args.epoch,
-    };
-    match control().launch_run(&kernel) {
-        Ok(()) => 0,
-        Err(run_lane_fake_ascendcl::ControlError::Call { code, .. }) => code,
-        Err(_) => 507_899,
-    }
-}
-
-unsafe extern "C" fn launch_aicore(
-    _: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    launch(stream, ENGINE_AICORE, unsafe { &*args })
-}
-
-unsafe extern "C" fn launch_aicpu(
-    _: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    launch(stream, ENGINE_AICPU, unsafe { &*args })
-}
-
-static UNUSED: common::Kernels = common::Kernels::healthy(KERNEL);
+common::launch_callbacks!(launch_aicore, launch_aicpu, launch);
 
 /// A lane on the fake's device 0 reached `via`, reading headers in `lane_layout`, whose
 /// runtime writes them in `runtime_layout`.
 fn lane(via: Via, lane_layout: RunLaneHeaderLayout, runtime_layout: HeaderLayout) -> RunLaneConfig {
     *RUNTIME_LAYOUT.lock().unwrap() = runtime_layout;
-    let mut config = common::fake_config(via, 0, &UNUSED, 5_000);
+    let mut config = common::fake_config(via, 0, &LATCHES, 5_000);
     config.runner.launch_aicore = Some(launch_aicore);
     config.runner.launch_aicpu = Some(launch_aicpu);
     config.header_layout = lane_layout as u32;
@@ -102,16 +50,13 @@ fn lane(via: Via, lane_layout: RunLaneHeaderLayout, runtime_layout: HeaderLayout
 }
 
 /// Both layouts, as the C ABI names them and as status-latch does.
-const LAYOUTS: [(RunLaneHeaderLayout, HeaderLayout); 2] = [
-    (
-        RunLaneHeaderLayout::TensormapAndRingbuffer,
-        HeaderLayout::TensormapAndRingbuffer,
-    ),
-    (
-        RunLaneHeaderLayout::HostBuildGraph,
-        HeaderLayout::HostBuildGraph,
-    ),
-];
+const LAYOUTS: [(RunLaneHeaderLayout, HeaderLayout); 2] = {
+    use {HeaderLayout as Latch, RunLaneHeaderLayout as C};
+    [
+        (C::TensormapAndRingbuffer, Latch::TensormapAndRingbuffer),
+        (C::HostBuildGraph, Latch::HostBuildGraph),
+    ]
+};
 
 /// Four runs through the documented loop; the outcomes in run order.
 fn four(config: &RunLaneConfig) -> Vec<RunLaneOutcome> {
@@ -129,24 +74,13 @@ fn assert_only_the_latched_run_failed(what: &str, outcomes: &[RunLaneOutcome]) {
         let line = common::line(outcome);
         if outcome.id == LATCHED_RUN {
             assert_eq!(outcome.verdict, RunLaneVerdict::Failed, "{what}: {line}");
-            assert_eq!(
-                outcome.failure_class,
-                RunLaneClass::RunOnly,
-                "{what}: {line}"
-            );
-            assert_eq!(
-                common::text(&outcome.code_name),
-                "SCOPE_DEADLOCK",
-                "{what}: {line}"
-            );
+            let class = outcome.failure_class;
+            assert_eq!(class, RunLaneClass::RunOnly, "{what}: {line}");
             assert_eq!((outcome.has_code, outcome.code), (true, 1), "{what}");
+            let name = common::text(&outcome.code_name);
+            assert_eq!(name, "SCOPE_DEADLOCK", "{what}: {line}");
         } else {
-            assert_eq!(
-                outcome.verdict,
-                RunLaneVerdict::Ok,
-                "{what}: run {}: {line}",
-                outcome.id
-            );
+            common::assert_ok(what, outcome);
         }
     }
 }
@@ -159,40 +93,30 @@ fn assert_only_the_latched_run_failed(what: &str, outcomes: &[RunLaneOutcome]) {
 fn each_layouts_latched_header_fails_its_run_when_the_config_names_that_layout(via: Via) {
     let _serial = common::serial();
     let control = control();
+    let no_sticky_latch = Some(Semantics::LatchFaultsStream(false));
     for (c_layout, layout) in LAYOUTS {
-        let _fake = control.session().expect("reset the fake");
-        control
-            .set_semantics(Semantics::LatchFaultsStream(false))
-            .expect("a known switch");
+        let _fake = common::session_with(no_sticky_latch);
         let mut config = lane(via, c_layout, layout);
         config.verdict_channel = RunLaneVerdictChannel::StreamSync as u32;
         let outcomes = four(&config);
         let what = format!("{layout:?} on the stream-synchronize channel");
         assert_only_the_latched_run_failed(&what, &outcomes);
         let line = common::line(&outcomes[1]);
-        assert!(
-            line.contains(": runtime latch ")
-                && line.contains("orch_error_code=1")
-                && line.contains("runtime_status=-1 SCOPE_DEADLOCK"),
-            "{what}: the header's latch: {line}"
-        );
-        assert_eq!(
-            control.counters().expect("counters").stream_syncs,
-            8,
-            "{what}: every run synchronized, both streams"
-        );
+        let says = [
+            ": runtime latch ",
+            "orch_error_code=1",
+            "runtime_status=-1 SCOPE_DEADLOCK",
+        ];
+        let latch = says.iter().all(|s| line.contains(s));
+        assert!(latch, "{what}: the header's latch: {line}");
+        let syncs = control.counters().expect("counters").stream_syncs;
+        assert_eq!(syncs, 8, "{what}: every run synchronized, both streams");
     }
     // The control: the runtime's host_build_graph header read at the default layout's
     // offsets holds no latch there.
-    let _fake = control.session().expect("reset the fake");
-    control
-        .set_semantics(Semantics::LatchFaultsStream(false))
-        .expect("a known switch");
-    let mut config = lane(
-        via,
-        RunLaneHeaderLayout::TensormapAndRingbuffer,
-        HeaderLayout::HostBuildGraph,
-    );
+    let _fake = common::session_with(no_sticky_latch);
+    let default_layout = RunLaneHeaderLayout::TensormapAndRingbuffer;
+    let mut config = lane(via, default_layout, HeaderLayout::HostBuildGraph);
     config.verdict_channel = RunLaneVerdictChannel::StreamSync as u32;
     let outcomes = four(&config);
     assert_eq!(
@@ -202,32 +126,26 @@ fn each_layouts_latched_header_fails_its_run_when_the_config_names_that_layout(v
          header_layout is what makes the lane see it"
     );
 }
-common::on_each_backend!(
-    each_layouts_latched_header_fails_its_run_when_the_config_names_that_layout
-);
 
 /// On the record channel (the default), with the device's semantics (a latch leaves 507018
 /// sticky on the AICPU stream): both layouts queue at depth two, and run 2's latch, published
 /// in its record from the header in the runtime's layout, fails only run 2.
 fn both_layouts_queue_and_a_latched_run_fails_only_itself_on_the_record_channel(via: Via) {
     let _serial = common::serial();
-    let control = control();
     for (c_layout, layout) in LAYOUTS {
-        let _fake = control.session().expect("reset the fake");
+        let _fake = common::session_with(None);
         let outcomes = four(&lane(via, c_layout, layout));
         let what = format!("{layout:?} on the record channel");
         assert_only_the_latched_run_failed(&what, &outcomes);
         let line = common::line(&outcomes[1]);
-        assert!(
-            line.contains("result record error from the status header"),
-            "{what}: {line}"
-        );
-        assert!(
-            control.counters().expect("counters").queued_launches > 0,
-            "{what}: runs queued on the pair"
-        );
+        let from_header = line.contains("result record error from the status header");
+        assert!(from_header, "{what}: {line}");
+        let queued = control().counters().expect("counters").queued_launches;
+        assert!(queued > 0, "{what}: runs queued on the pair");
     }
 }
+
 common::on_each_backend!(
-    both_layouts_queue_and_a_latched_run_fails_only_itself_on_the_record_channel
+    each_layouts_latched_header_fails_its_run_when_the_config_names_that_layout,
+    both_layouts_queue_and_a_latched_run_fails_only_itself_on_the_record_channel,
 );

@@ -5,6 +5,8 @@
 //! never launched its AICPU partner), and the run ended in a host wait timeout. Found by
 //! `create_destroy_cycles` (about 1 simulator lane with workers in 100).
 
+mod common;
+
 use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SharedSim, SimDevice, SimRunner};
 use lane_core::status_latch::HeaderLayout;
@@ -38,59 +40,34 @@ fn a_workers_prepare_deferred_between_a_runs_two_launches_is_caught_up_after_the
         },
     ));
     let vtable = Vtable::new(RunLaneRunner {
-        user: std::ptr::null_mut(),
-        prepare: None,
-        launch_aicore: None,
-        launch_aicpu: None,
-        finalise: None,
-        upload_code: None,
-        on_outcome: None,
         concurrency: RunLaneConcurrency {
             off_lane_thread: true,
             prepares_at_once: 2,
         },
-        on_poison: None,
-        before_reset: None,
-        after_reset: None,
-        on_launched: None,
-        finalise_verdict: None,
-        reserved: [std::ptr::null_mut(); run_lane::RUN_LANE_RUNNER_RESERVED],
+        ..common::default_config().runner
     });
     let deferred = deferred();
     let queue = deferred.clone().expect("a queue");
     let mut runner = CRunner::new(vtable, Requests::default(), SimRunner, deferred, 0);
-    let (aicpu, aicore) = (
-        device.create_stream().unwrap(),
-        device.create_stream().unwrap(),
-    );
-    let events = [
-        device.create_event().unwrap(),
-        device.create_event().unwrap(),
-    ];
+    let (aicpu, aicore) = (device.create_stream(), device.create_stream());
+    let (aicpu, aicore) = (aicpu.unwrap(), aicore.unwrap());
+    let events = [(); 2].map(|()| device.create_event().unwrap());
     let (first, second) = (args(&mut device, 1, 0), args(&mut device, 2, 1));
 
     // A worker prepared run 1 (its model share deferred); the lane thread launches it, and
     // meanwhile a second worker finishes preparing run 2.
-    queue
-        .lock()
-        .unwrap()
-        .push_back(ModelWork::Prepare(RunId(1), SlotId(0), false));
+    let prepared = |run, slot| ModelWork::Prepare(RunId(run), SlotId(slot), false);
+    queue.lock().unwrap().push_back(prepared(1, 0));
     runner.launch_aicore(&mut device, aicore, &first).unwrap();
-    queue
-        .lock()
-        .unwrap()
-        .push_back(ModelWork::Prepare(RunId(2), SlotId(1), false));
+    queue.lock().unwrap().push_back(prepared(2, 1));
     runner.launch_aicpu(&mut device, aicpu, &first).unwrap();
     device.record_event(events[0], aicpu).unwrap();
     device.record_event(events[1], aicore).unwrap();
     for event in events {
         assert_eq!(device.synchronize_event(event, 50_000), Ok(()), "run 1 ran");
     }
-    assert_eq!(
-        queue.lock().unwrap().len(),
-        1,
-        "run 2's prepare still deferred"
-    );
+    let deferred = queue.lock().unwrap().len();
+    assert_eq!(deferred, 1, "run 2's prepare still deferred");
     // Run 2's launch catches the model up first.
     runner.launch_aicore(&mut device, aicore, &second).unwrap();
     assert!(queue.lock().unwrap().is_empty());

@@ -9,16 +9,16 @@
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Kernels, Via, control};
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
 const OP_TIMEOUT_MS: u64 = 200;
-static RUN_1_FAULTS: Kernels = Kernels {
-    kernel: Duration::from_millis(3),
-    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
-};
+static RUN_1_FAULTS: Kernels = Kernels::faulty(
+    Duration::from_millis(3),
+    &[(1, ENGINE_AICPU, Outcome::Exception)],
+);
 const AICORE_EXCEPTION: i32 = 507_015;
 
 /// Notices the embedding's own handler received.
@@ -46,30 +46,19 @@ fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_
     let ids = control.live_stream_ids(0).expect("stream ids");
     assert_eq!(ids.len(), 2, "the lane's pair: {ids:?}");
     let stream = ids[0];
-    control
-        .raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(2))
-        .expect("raised");
-    let since = Instant::now();
-    while control.notice_counts().expect("counts") == (0, 0) {
-        assert!(since.elapsed() < common::BOUND, "never delivered");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(
-        control.notice_counts().expect("counts"),
-        (1, 0),
-        "delivered to a registered callback"
-    );
-    assert_eq!(
-        EMBEDDING_NOTICES.load(Ordering::SeqCst),
-        1,
-        "the embedding's callback kept the slot through the lane's open and its recovery"
-    );
+    let raised = control.raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(2));
+    raised.expect("raised");
+    let counts = || control.notice_counts().expect("counts");
+    common::wait_until("never delivered", || counts() != (0, 0));
+    assert_eq!(counts(), (1, 0), "delivered to a registered callback");
+    let kept = "the embedding's callback kept the slot through the lane's open and its recovery";
+    assert_eq!(EMBEDDING_NOTICES.load(Ordering::SeqCst), 1, "{kept}");
     // The lane never heard of it.
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 4);
     common::assert_ok_in_order(0, &outcomes);
+    let resets = common::force_resets(0);
     assert_eq!(
-        common::force_resets(0),
-        1,
+        resets, 1,
         "no recovery for a notice the lane did not receive"
     );
     assert!(!common::close(lane).noticed);

@@ -15,39 +15,26 @@ use common::*;
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, Outcome};
 
+/// Each run's kernels.
+const KERNEL: Duration = Duration::from_millis(2);
+
 /// Run 1's AICore kernel raises an AICore exception: a poison, and the device's one reset.
-static POISONED: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[(1, ENGINE_AICORE, Outcome::Exception)],
-};
+static POISONED: Kernels = Kernels::faulty(KERNEL, &[(1, ENGINE_AICORE, Outcome::Exception)]);
 
-static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(2));
-
-/// `run_lane_create` of `config`: the handle, or the refusal and its message.
-fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, String)> {
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config (its path and user outlive the lane) and a writable handle.
-    match unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) } {
-        RunLaneStatus::Ok => Ok(lane),
-        status => Err((status, last_error())),
-    }
-}
+static HEALTHY: Kernels = Kernels::healthy(KERNEL);
 
 fn a_second_lane_on_a_device_id_is_refused_naming_the_first_and_the_first_resets_it_alone(
     via: Via,
 ) {
-    let _serial = serial();
     // Each backend's run counts the fake's resets from zero.
-    let _fake = control().session().expect("reset the fake");
+    let _fake = fresh();
     let device = 12;
     let first = create(&fake_config(via, device, &POISONED, 5_000));
-    let (status, message) = try_create(&fake_config(via, device, &HEALTHY, 5_000))
-        .expect_err("a second lane on the same device id");
+    // A second lane on the same device id.
+    let (status, message) = refusal(&fake_config(via, device, &HEALTHY, 5_000));
     assert_eq!(status, RunLaneStatus::BackendUnavailable);
-    assert!(
-        message.contains(&format!("device {device} already has a lane")),
-        "{message}"
-    );
+    let names = message.contains(&format!("device {device} already has a lane"));
+    assert!(names, "{message}");
     assert!(message.contains("destroy that lane first"), "{message}");
     // Another device id is free.
     let other = create(&fake_config(via, device + 1, &HEALTHY, 5_000));
@@ -70,8 +57,7 @@ on_each_backend!(
 
 #[test]
 fn simulated_lanes_have_devices_of_their_own_and_are_never_refused() {
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
+    let config = sim_config();
     let lanes: Vec<_> = (0..3).map(|_| create(&config)).collect();
     for lane in lanes {
         destroy(lane);
@@ -83,13 +69,11 @@ fn a_device_id_an_acl_lane_holds_is_refused_to_a_device_table_lane_too() {
     let _serial = serial();
     let device = 14;
     let acl = create(&fake_config(Via::Acl, device, &HEALTHY, 5_000));
-    let (status, message) = try_create(&fake_config(Via::DeviceOps, device, &HEALTHY, 5_000))
-        .expect_err("a table lane on the ACL lane's device id");
+    // A table lane on the ACL lane's device id.
+    let (status, message) = refusal(&fake_config(Via::DeviceOps, device, &HEALTHY, 5_000));
     assert_eq!(status, RunLaneStatus::BackendUnavailable);
-    assert!(
-        message.contains(&format!("device {device} already has a lane")),
-        "{message}"
-    );
+    let names = message.contains(&format!("device {device} already has a lane"));
+    assert!(names, "{message}");
     destroy(acl);
     destroy(create(&fake_config(
         Via::DeviceOps,

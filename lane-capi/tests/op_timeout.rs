@@ -8,46 +8,28 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Kernels, Via, control};
+use common::{Kernels, Via};
 use run_lane::*;
 
 static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(1));
 
-/// `run_lane_create`: the lane, or the refusal and its message.
-fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, String)> {
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config (its path and user outlive the lane) and a writable handle.
-    match unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) } {
-        RunLaneStatus::Ok => Ok(lane),
-        refused => Err((refused, common::last_error())),
-    }
-}
-
 #[test]
 fn a_second_lane_on_another_device_with_another_op_timeout_is_invalid_config_naming_both_values() {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    let zero = common::create(&common::fake_config(Via::Acl, 0, &HEALTHY, 200));
+    let _fake = common::fresh();
+    let zero = common::fake_lane(Via::Acl, 0, &HEALTHY, 200);
     let run = common::submit(zero).expect("lane 0 run");
     assert_eq!(common::wait(zero, run).verdict, RunLaneVerdict::Ok);
 
-    let (status, message) = match try_create(&common::fake_config(Via::Acl, 1, &HEALTHY, 300)) {
-        Ok(lane) => {
-            common::destroy(lane);
-            panic!("a lane asking for 300 ms while 200 ms is in force was created");
-        }
-        Err(refused) => refused,
-    };
+    // A lane asking for 300 ms while 200 ms is in force.
+    let (status, message) = common::refusal(&common::fake_config(Via::Acl, 1, &HEALTHY, 300));
     assert_eq!(status, RunLaneStatus::InvalidConfig, "{message}");
-    assert!(
-        message.contains("300000") && message.contains("200000"),
-        "names both values (in us): {message}"
-    );
+    let both = message.contains("300000") && message.contains("200000");
+    assert!(both, "names both values (in us): {message}");
     assert!(message.contains("device_op_timeout_ms"), "{message}");
 
     // The refusal took nothing: lane 0 still runs, and a lane on device 1 asking for the
     // value in force shares it.
-    let one = common::create(&common::fake_config(Via::Acl, 1, &HEALTHY, 200));
+    let one = common::fake_lane(Via::Acl, 1, &HEALTHY, 200);
     for lane in [zero, one] {
         let run = common::submit(lane).expect("a run");
         assert_eq!(common::wait(lane, run).verdict, RunLaneVerdict::Ok);
@@ -56,7 +38,7 @@ fn a_second_lane_on_another_device_with_another_op_timeout_is_invalid_config_nam
     common::destroy(one);
 
     // With no lane left using 200 ms, another value may be set.
-    let other = try_create(&common::fake_config(Via::Acl, 1, &HEALTHY, 300))
+    let other = common::try_create(&common::fake_config(Via::Acl, 1, &HEALTHY, 300))
         .unwrap_or_else(|(status, message)| panic!("{status:?}: {message}"));
     common::destroy(other);
 }

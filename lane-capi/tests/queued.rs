@@ -6,7 +6,7 @@
 mod common;
 
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Kernels, Via, control, wait};
 use run_lane::*;
@@ -18,10 +18,10 @@ const INTO_PREDECESSOR: Duration = Duration::from_millis(10);
 /// Each run: a pair of 20 ms fake kernels (long enough that a successor queues on a loaded machine).
 static SHORT: Kernels = Kernels::healthy(Duration::from_millis(20));
 /// The same, with run 5's AICPU kernel publishing no record (its streams stay clean).
-static SHORT_RUN_5_SILENT: Kernels = Kernels {
-    kernel: Duration::from_millis(20),
-    faults: &[(5, ENGINE_AICPU, Outcome::Silent)],
-};
+static SHORT_RUN_5_SILENT: Kernels = Kernels::faulty(
+    Duration::from_millis(20),
+    &[(5, ENGINE_AICPU, Outcome::Silent)],
+);
 
 /// L-6, L-8 through the C ABI: a successful run on the record channel makes no stream
 /// synchronize, so a queued successor is never waited for; only a run whose record does
@@ -31,42 +31,34 @@ fn successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one
     let _serial = common::serial();
     let control = control();
     for (kernels, syncs) in [(&SHORT, 0), (&SHORT_RUN_5_SILENT, 2)] {
-        let _fake = control.session().expect("reset the fake");
-        let lane = common::create(&common::fake_config(via, 0, kernels, 5_000));
+        let _fake = common::session_with(None);
+        let lane = common::fake_lane(via, 0, kernels, 5_000);
         let outcomes = common::documented_loop(lane, |submitted, _| submitted < 12);
         let counters = control.counters().expect("the fake's counters");
         common::destroy(lane);
         assert_eq!(outcomes.len(), 12, "one outcome per run");
         for outcome in &outcomes {
-            let want = if syncs > 0 && outcome.id == 5 {
-                RunLaneVerdict::Failed
-            } else {
-                RunLaneVerdict::Ok
-            };
-            assert_eq!(outcome.verdict, want, "{}", common::line(outcome));
+            let failed = syncs > 0 && outcome.id == 5;
+            let (no, ok) = (RunLaneVerdict::Failed, RunLaneVerdict::Ok);
+            assert_eq!(
+                outcome.verdict,
+                if failed { no } else { ok },
+                "{}",
+                common::line(outcome)
+            );
         }
-        assert_eq!(
-            counters.stream_syncs, syncs,
-            "stream synchronizes: {counters:?}"
-        );
+        let stream_syncs = counters.stream_syncs;
+        assert_eq!(stream_syncs, syncs, "stream synchronizes: {counters:?}");
         assert!(counters.queued_launches > 0, "runs queued: {counters:?}");
     }
 }
-common::on_each_backend!(
-    successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one
-);
 
 /// Also the proof of overlap (run 2's outcome says `PROVEN`) and the C ABI's real-time trace
 /// (one slice per run).
 fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes(via: Via) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
-    let config = common::fake_config(via, 0, &KERNELS, 5_000);
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config (its path outlives the lane) and a writable handle.
-    let created = unsafe { run_lane_create(&raw const config, &raw mut lane) };
-    assert_eq!(created, RunLaneStatus::Ok);
+    let lane = common::fake_lane(via, 0, &KERNELS, 5_000);
 
     // The lane's real-time trace, from the C ABI path.
     static TRACES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -82,14 +74,7 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_comple
 
     let launches = || control.counters().expect("the fake's counters").launches;
     let first = common::submit(lane).expect("run 1 accepted");
-    let start = Instant::now();
-    while launches() < 2 {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "run 1 never launched"
-        );
-        thread::yield_now();
-    }
+    common::wait_until("run 1 never launched", || launches() >= 2);
     // Run 1's kernels are on the device: 10 ms into them, submit its successor.
     thread::sleep(INTO_PREDECESSOR);
     let second = common::submit(lane).expect("run 2 accepted");
@@ -101,10 +86,8 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_comple
         assert!(outcome.has_timing);
     }
     assert_eq!(queued, 1, "run 2 was launched while run 1 executed");
-    assert!(
-        second.device_start_ns >= first.device_end_ns,
-        "queued behind it on the pair, not beside it"
-    );
+    let behind = second.device_start_ns >= first.device_end_ns;
+    assert!(behind, "queued behind it on the pair, not beside it");
     // The proof of overlap: run 2's launch returned while run 1's boundary was unfired.
     assert_eq!(first.overlap, RunLaneOverlap::NotQueued);
     assert_eq!(second.overlap, RunLaneOverlap::Proven);
@@ -116,8 +99,7 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_comple
     }
     // SAFETY: a live handle.
     assert_eq!(unsafe { run_lane_trace_stop(lane) }, RunLaneStatus::Ok);
-    // SAFETY: a live handle, destroyed once.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    common::destroy(lane);
     a_trace_has_one_slice_per_run(&trace, &[first.id, second.id]);
     std::fs::remove_file(&trace).unwrap();
 }
@@ -148,6 +130,8 @@ fn a_trace_has_one_slice_per_run(path: &std::path::Path, runs: &[u64]) {
         assert_eq!(of("X", what).len(), runs.len(), "{what}: {text}");
     }
 }
+
 common::on_each_backend!(
-    a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes
+    successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one,
+    a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_it_completes,
 );

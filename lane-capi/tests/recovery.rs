@@ -14,7 +14,7 @@ mod common;
 
 use std::sync::Mutex;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use core::ffi::c_void;
@@ -22,10 +22,10 @@ use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, FakeCounters, Outcome};
 
 /// Run 1's AICore kernel raises an AICore exception (507015): a poison.
-static POISONED: Kernels = Kernels {
-    kernel: Duration::from_millis(2),
-    faults: &[(1, ENGINE_AICORE, Outcome::Exception)],
-};
+static POISONED: Kernels = Kernels::faulty(
+    Duration::from_millis(2),
+    &[(1, ENGINE_AICORE, Outcome::Exception)],
+);
 
 /// What a hook saw when it was called.
 #[derive(Clone, Debug)]
@@ -70,22 +70,16 @@ unsafe extern "C" fn before_reset(_: *mut c_void, info: *const RunLaneRecoveryIn
 }
 
 unsafe extern "C" fn after_reset(_: *mut c_void, recovered: bool) {
-    note(
-        if recovered {
-            "after_reset(recovered)"
-        } else {
-            "after_reset(lost)"
-        },
-        None,
-    );
+    let (yes, no) = ("after_reset(recovered)", "after_reset(lost)");
+    note(if recovered { yes } else { no }, None);
 }
 
 /// A lane on `device`, reached `via` a backend, whose run 1 poisons, with every recovery hook
 /// set.
-fn lane(via: Via, device: i32, recovery: RunLaneRecovery) -> *mut RunLane {
+fn lane(via: Via, device: i32, recovery: RunLaneRecovery, kernels: &Kernels) -> *mut RunLane {
     *DEVICE.lock().unwrap() = device;
     CALLS.lock().unwrap().clear();
-    let mut config = fake_config(via, device, &POISONED, 5_000);
+    let mut config = fake_config(via, device, kernels, 5_000);
     config.recovery = recovery as u32;
     config.runner.on_poison = Some(on_poison);
     config.runner.before_reset = Some(before_reset);
@@ -99,15 +93,10 @@ fn hook_calls() -> Vec<Called> {
 
 /// Waits until `hooks` hooks were called, within [`BOUND`].
 fn wait_for_calls(hooks: usize) -> Vec<Called> {
-    let since = Instant::now();
-    loop {
-        let calls = hook_calls();
-        if calls.len() >= hooks {
-            return calls;
-        }
-        assert!(since.elapsed() < BOUND, "only {calls:?}");
-        thread::sleep(Duration::from_millis(1));
-    }
+    wait_until(&format!("{hooks} hook calls"), || {
+        hook_calls().len() >= hooks
+    });
+    hook_calls()
 }
 
 /// The runtime's own force reset of `device` (through its own calls, not the lane's), on a
@@ -119,14 +108,13 @@ fn runtime_resets(device: i32) {
         unsafe { std::mem::transmute::<*mut c_void, ById>(fake_symbol(name)) }
     };
     // SAFETY: plain values.
-    unsafe {
-        assert_eq!(by_id(c"aclrtSetDevice")(device), 0, "the runtime's bind");
-        assert_eq!(
+    let (bind, reset) = unsafe {
+        (
+            by_id(c"aclrtSetDevice")(device),
             by_id(c"aclrtResetDeviceForce")(device),
-            0,
-            "the runtime's reset"
-        );
-    }
+        )
+    };
+    assert_eq!((bind, reset), (0, 0), "the runtime's bind and reset");
 }
 
 fn the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_its_reset(
@@ -134,7 +122,7 @@ fn the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_
 ) {
     let _serial = serial();
     let device = 8;
-    let lane = lane(via, device, RunLaneRecovery::Runtime);
+    let lane = lane(via, device, RunLaneRecovery::Runtime, &POISONED);
     let resets = force_resets(device);
     let (r1, r2) = (submit(lane).expect("run 1"), submit(lane).expect("run 2"));
     let one = wait(lane, r1);
@@ -146,49 +134,34 @@ fn the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_
     let [poisoned] = &calls[..] else {
         panic!("one hook call: {calls:?}")
     };
-    assert_eq!(poisoned.hook, "on_poison");
-    assert_eq!(poisoned.origin, Some(r1));
-    assert_eq!(poisoned.code, Some(507_015));
+    let got = (poisoned.hook, poisoned.origin, poisoned.code);
+    assert_eq!(got, ("on_poison", Some(r1), Some(507_015)));
     assert!(
         poisoned.line.starts_with("run 1 failed"),
         "{}",
         poisoned.line
     );
+    let blocked = poisoned.counters.blocked_event_syncs;
     assert_eq!(
-        poisoned.counters.blocked_event_syncs, 0,
+        blocked, 0,
         "no thread of the lane inside a wait at the hand-over"
     );
     // Nothing more from the lane: no drain, reset, destroy or free, however long it sits.
     assert_eq!(submit(lane), Err(RunLaneStatus::Unusable));
+    let message = last_error();
     assert!(
-        last_error().contains("run_lane_device_reset"),
-        "names the C call: {}",
-        last_error()
+        message.contains("run_lane_device_reset"),
+        "names the C call: {message}"
     );
     thread::sleep(Duration::from_millis(100));
-    let now = counters();
+    let (then, now) = (&poisoned.counters, counters());
     assert_eq!(force_resets(device), resets, "the lane reset nothing");
-    for (what, before, after) in [
-        (
-            "stream destroys",
-            poisoned.counters.streams_destroyed,
-            now.streams_destroyed,
-        ),
-        (
-            "event destroys",
-            poisoned.counters.events_destroyed,
-            now.events_destroyed,
-        ),
-        ("frees", poisoned.counters.frees, now.frees),
-        (
-            "stream syncs",
-            poisoned.counters.stream_syncs,
-            now.stream_syncs,
-        ),
-        ("launches", poisoned.counters.launches, now.launches),
-    ] {
-        assert_eq!(before, after, "{what} after on_poison");
-    }
+    let what = "stream destroys, event destroys, frees, stream syncs, launches after on_poison";
+    let of = |c: &FakeCounters| {
+        let destroys = (c.streams_destroyed, c.events_destroyed);
+        (destroys, c.frees, c.stream_syncs, c.launches)
+    };
+    assert_eq!(of(then), of(&now), "{what}");
     assert_eq!(hook_calls().len(), 1, "on_poison once");
 
     runtime_resets(device);
@@ -198,8 +171,9 @@ fn the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_
         "{}",
         last_error()
     );
+    let again = run_lane_device_reset(lane);
     assert_eq!(
-        run_lane_device_reset(lane),
+        again,
         RunLaneStatus::Unusable,
         "a second report: no reset is awaited"
     );
@@ -207,21 +181,15 @@ fn the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_
     assert_eq!(wait(lane, r3).verdict, RunLaneVerdict::Ok);
     assert_eq!(force_resets(device), resets + 1, "the runtime's one reset");
     assert_eq!(counters().resets_under_wait, 0);
-    assert_eq!(
-        hook_calls().len(),
-        1,
-        "no in-place hook with the runtime's recovery"
-    );
+    let calls = hook_calls().len();
+    assert_eq!(calls, 1, "no in-place hook with the runtime's recovery");
     destroy(lane);
 }
-on_each_backend!(
-    the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_its_reset
-);
 
 fn in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset(via: Via) {
     let _serial = serial();
     let device = 9;
-    let lane = lane(via, device, RunLaneRecovery::InPlace);
+    let lane = lane(via, device, RunLaneRecovery::InPlace, &POISONED);
     let resets = force_resets(device);
     let r1 = submit(lane).expect("run 1");
     assert_eq!(wait(lane, r1).failure_class, RunLaneClass::Poison);
@@ -230,33 +198,16 @@ fn in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset(vi
     let calls = wait_for_calls(2);
     let hooks: Vec<&str> = calls.iter().map(|c| c.hook).collect();
     assert_eq!(hooks, ["before_reset", "after_reset(recovered)"]);
-    assert_eq!(calls[0].origin, Some(r1));
-    assert_eq!(calls[0].code, Some(507_015));
-    assert_eq!(
-        calls[0].counters.force_resets, resets,
-        "before_reset comes before the reset"
-    );
-    assert_eq!(
+    assert_eq!((calls[0].origin, calls[0].code), (Some(r1), Some(507_015)));
+    let resets_at = (
+        calls[0].counters.force_resets,
         calls[1].counters.force_resets,
-        resets + 1,
-        "after_reset comes after the one reset"
     );
+    let why = "before_reset comes before the reset, after_reset after the one reset";
+    assert_eq!(resets_at, (resets, resets + 1), "{why}");
     assert_eq!(run_lane_device_reset(lane), RunLaneStatus::Unusable);
     assert!(last_error().contains("awaits no reset"), "{}", last_error());
     destroy(lane);
-}
-on_each_backend!(in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset);
-
-#[test]
-fn a_recovery_setting_out_of_range_is_refused_naming_the_values() {
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
-    config.recovery = 7;
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config and a writable handle.
-    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
-    assert_eq!(status, RunLaneStatus::InvalidConfig);
-    assert!(last_error().contains("RUNTIME = 1"), "{}", last_error());
 }
 
 /// Healthy runs, long enough for a notice to come while one executes.
@@ -267,29 +218,15 @@ fn with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runti
 ) {
     let _serial = serial();
     let device = 10;
-    *DEVICE.lock().unwrap() = device;
-    CALLS.lock().unwrap().clear();
-    let mut config = fake_config(via, device, &HEALTHY, 5_000);
-    config.recovery = RunLaneRecovery::Runtime as u32;
-    config.runner.on_poison = Some(on_poison);
-    let lane = create(&config);
+    let lane = lane(via, device, RunLaneRecovery::Runtime, &HEALTHY);
     let resets = force_resets(device);
     let r1 = submit(lane).expect("run 1");
-    let since = Instant::now();
-    let ids = loop {
-        let ids = control().live_stream_ids(device).expect("stream ids");
-        if ids.len() >= 2 {
-            break ids;
-        }
-        assert!(since.elapsed() < BOUND, "no pair on device {device}");
-        thread::sleep(Duration::from_micros(100));
-    };
-    let stream = u32::try_from(ids[0]).expect("a small id");
+    let ids = || control().live_stream_ids(device).expect("stream ids");
+    wait_until(&format!("no pair on device {device}"), || ids().len() >= 2);
+    let stream = u32::try_from(ids()[0]).expect("a small id");
     let device_id = u32::try_from(device).expect("a small id");
-    assert_eq!(
-        run_lane_report_device_fault(device_id, stream, 507_015),
-        RunLaneStatus::Ok
-    );
+    let noticed = run_lane_report_device_fault(device_id, stream, 507_015);
+    assert_eq!(noticed, RunLaneStatus::Ok);
     // A notice decides no run: the launched one gets its own verdict.
     assert_eq!(wait(lane, r1).verdict, RunLaneVerdict::Ok);
     let calls = wait_for_calls(1);
@@ -306,12 +243,11 @@ fn with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runti
     assert_eq!(wait(lane, r2).verdict, RunLaneVerdict::Ok);
     destroy(lane);
 }
-on_each_backend!(with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runtime_and_resets_nothing);
 
-static RUN_1_FAULTS: Kernels = Kernels {
-    kernel: Duration::from_micros(500),
-    faults: &[(1, ENGINE_AICPU, Outcome::Exception)],
-};
+static RUN_1_FAULTS: Kernels = Kernels::faulty(
+    Duration::from_micros(500),
+    &[(1, ENGINE_AICPU, Outcome::Exception)],
+);
 
 /// L-20: between force reset attempts the lane binds the device again.
 fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(via: Via) {
@@ -328,32 +264,26 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
     let outcomes = documented_loop(lane, |submitted, _| submitted < 3);
     destroy(lane);
     let counters = control.counters().expect("counters");
-    assert_eq!(
-        outcomes[0].failure_class,
-        RunLaneClass::Poison,
-        "{}",
-        line(&outcomes[0])
-    );
+    assert_class(&outcomes[0], RunLaneClass::Poison);
     // Run 2 may have been queued behind run 1 (poisoned with it); run 3 runs after the
     // recovery's second attempt.
-    assert!(
-        matches!(
-            outcomes[1].verdict,
-            RunLaneVerdict::Ok | RunLaneVerdict::Poisoned
-        ),
-        "{}",
-        line(&outcomes[1])
+    let two = matches!(
+        outcomes[1].verdict,
+        RunLaneVerdict::Ok | RunLaneVerdict::Poisoned
     );
+    assert!(two, "{}", line(&outcomes[1]));
+    assert_ok("after the second attempt", &outcomes[2]);
+    let resets = counters.force_resets;
     assert_eq!(
-        outcomes[2].verdict,
-        RunLaneVerdict::Ok,
-        "{}",
-        line(&outcomes[2])
-    );
-    assert_eq!(
-        counters.force_resets, 2,
+        resets, 2,
         "attempt 1's reset and attempt 2's: {counters:#?}"
     );
     drop(fake);
 }
-on_each_backend!(a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset);
+
+on_each_backend!(
+    the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_its_reset,
+    in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset,
+    with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runtime_and_resets_nothing,
+    a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset,
+);

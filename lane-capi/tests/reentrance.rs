@@ -8,12 +8,14 @@
 //! outcome, a refused destroy destroyed nothing, and both lanes are destroyed afterwards.
 //! On the simulator, host workers included.
 
-use std::ffi::CStr;
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
+use common::{create, last_error};
 use core::ffi::c_void;
 use run_lane::*;
 
@@ -105,21 +107,8 @@ fn handle(value: u64) -> *mut RunLane {
     std::ptr::without_provenance_mut(usize::try_from(value).expect("a handle fits"))
 }
 
-fn last_error() -> String {
-    // SAFETY: the library returns a NUL-terminated string valid until the next call.
-    unsafe { CStr::from_ptr(run_lane_last_error()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
 fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
-    let mut config = run_lane::sized::init::<RunLaneConfig>();
-    // SAFETY: a valid place for a config.
-    let filled = unsafe { run_lane_config_default(config.as_mut_ptr()) };
-    assert_eq!(filled, RunLaneStatus::Ok);
-    // SAFETY: filled by run_lane_config_default.
-    let mut config = unsafe { config.assume_init() };
-    config.backend = RunLaneBackend::Sim as u32;
+    let mut config = common::sim_config();
     config.runner = RunLaneRunner {
         user,
         prepare: Some(prepare),
@@ -132,12 +121,8 @@ fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
             off_lane_thread: workers,
             prepares_at_once: 1,
         },
-        on_poison: None,
-        before_reset: None,
-        after_reset: None,
         on_launched: Some(on_launched),
-        finalise_verdict: None,
-        reserved: [std::ptr::null_mut(); run_lane::RUN_LANE_RUNNER_RESERVED],
+        ..config.runner
     };
     config.workers = if workers { 2 } else { 0 };
     config
@@ -182,23 +167,17 @@ fn reenter(user: *mut c_void, site: Site) {
             case.accepted.store(id, Ordering::SeqCst);
             status
         }
-        Call::Poll => {
-            let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-            // SAFETY: a writable outcome.
-            let status = unsafe { run_lane_poll(target, outcome.as_mut_ptr()) };
-            if status == RunLaneStatus::Ok {
-                // SAFETY: written on OK.
-                let id = unsafe { outcome.assume_init() }.id;
-                case.taken.store(id, Ordering::SeqCst);
-            }
-            status
-        }
+        Call::Poll => common::poll(target).map_or_else(
+            |status| status,
+            |outcome| {
+                case.taken.store(outcome.id, Ordering::SeqCst);
+                RunLaneStatus::Ok
+            },
+        ),
         // SAFETY: the report is optional.
         Call::Close => unsafe { run_lane_close(target, std::ptr::null_mut()) },
         Call::Wait => {
-            let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-            // SAFETY: a writable outcome.
-            unsafe { run_lane_wait(target, 1, 0, outcome.as_mut_ptr()) }
+            common::try_wait(target, 1, 0).map_or_else(|status| status, |_| RunLaneStatus::Ok)
         }
         // SAFETY: any handle value is checked.
         Call::Destroy => unsafe { run_lane_destroy(target) },
@@ -311,23 +290,9 @@ unsafe extern "C" fn on_outcome(user: *mut c_void, _outcome: *const RunLaneOutco
     reenter(user, Site::OnOutcome);
 }
 
-fn create(config: &RunLaneConfig) -> *mut RunLane {
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config and out pointer.
-    let status = unsafe { run_lane_create(config, &raw mut lane) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    lane
-}
-
 /// Waits for item `id` of `lane`: its outcome's id, or the wait's status.
 fn wait(lane: *mut RunLane, id: u64) -> Result<u64, RunLaneStatus> {
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a writable outcome.
-    match unsafe { run_lane_wait(lane, id, 30_000, outcome.as_mut_ptr()) } {
-        // SAFETY: written on OK.
-        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }.id),
-        status => Err(status),
-    }
+    common::try_wait(lane, id, 30_000).map(|outcome| outcome.id)
 }
 
 /// Runs one combination and checks it.
@@ -376,11 +341,7 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
             copy_back: true,
             ..RunLaneSubmit::default()
         };
-        let mut id = 0;
-        // SAFETY: a readable request and a writable id.
-        let submitted = unsafe { run_lane_submit(own, &raw const request, &raw mut id) };
-        assert_eq!(submitted, RunLaneStatus::Ok);
-        id
+        common::submit_request(own, &request).expect("the trigger")
     };
 
     // The call returns first (from on_outcome: before this thread takes the outcome, so a
@@ -400,42 +361,24 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
     }
     let status = case.status.load(Ordering::SeqCst);
     let want = expected(site, call, target);
-    assert_eq!(
-        status,
-        want as u32,
-        "{what}: {}",
-        case.message.lock().unwrap()
-    );
     let message = case.message.lock().unwrap().clone();
-    match (want, call, target) {
+    assert_eq!(status, want as u32, "{what}: {message}");
+    let says = match (want, call, target) {
         (RunLaneStatus::WrongThread, Call::Create, _) => {
-            assert!(
-                message.contains("run_lane_create was called from a runner callback"),
-                "{what}: {message}"
-            );
-            assert_eq!(
-                case.created.load(Ordering::SeqCst),
-                0,
-                "{what}: no lane made"
-            );
+            let made = case.created.load(Ordering::SeqCst);
+            assert_eq!(made, 0, "{what}: no lane made");
+            "run_lane_create was called from a runner callback"
         }
-        (RunLaneStatus::WrongThread, _, Target::Own) => {
-            assert!(
-                message.contains("runner callback of this lane"),
-                "{what}: {message}"
-            );
+        (RunLaneStatus::WrongThread, _, Target::Own) => "runner callback of this lane",
+        (RunLaneStatus::WrongThread, _, Target::Other) => "runner callback of another lane",
+        // Names the item.
+        (RunLaneStatus::UnknownItem, _, _) => "0",
+        _ => {
+            assert_eq!(message, "", "{what}: a success leaves no message");
+            ""
         }
-        (RunLaneStatus::WrongThread, _, Target::Other) => {
-            assert!(
-                message.contains("runner callback of another lane"),
-                "{what}: {message}"
-            );
-        }
-        (RunLaneStatus::UnknownItem, _, _) => {
-            assert!(message.contains('0'), "{what}: names the item: {message}");
-        }
-        _ => assert_eq!(message, "", "{what}: a success leaves no message"),
-    }
+    };
+    assert!(message.contains(says), "{what}: {message}");
     let accepted = case.accepted.load(Ordering::SeqCst);
     if matches!(call, Call::Submit | Call::Publish) {
         let lane = if target == Target::Own { own } else { other };
@@ -449,9 +392,11 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
         let (_, name) = case.call_thread.lock().unwrap().clone().expect("recorded");
         // A host worker also runs the steps its answers start (launches among them), so
         // the worker is known by its name, not by never running a launch.
+        let on_worker = name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("lane-worker-"));
         assert!(
-            name.as_deref()
-                .is_some_and(|n| n.starts_with("lane-worker-")),
+            on_worker,
             "{what}: made on a host worker, not the lane thread: {name:?}"
         );
     }
@@ -483,31 +428,27 @@ fn every_call_from_every_callback_gets_the_status_of_the_headers_table() {
         (Site::FinaliseVerdict, false),
         (Site::FinaliseVerdict, true),
     ];
-    let calls = [
-        (Call::Submit, Target::Own),
-        (Call::Submit, Target::Other),
-        (Call::Publish, Target::Own),
-        (Call::Publish, Target::Other),
-        (Call::Poll, Target::Own),
-        (Call::Poll, Target::Other),
-        (Call::Close, Target::Own),
-        (Call::Close, Target::Other),
-        (Call::Wait, Target::Own),
-        (Call::Wait, Target::Other),
-        (Call::Destroy, Target::Own),
-        (Call::Destroy, Target::Other),
-        (Call::DestroyWithReport, Target::Own),
-        (Call::DestroyWithReport, Target::Other),
-        (Call::Create, Target::Other),
-        (Call::Activate, Target::Own),
-        (Call::Activate, Target::Other),
-        (Call::Cancel, Target::Own),
-        (Call::Cancel, Target::Other),
-        (Call::RunState, Target::Own),
-        (Call::RunState, Target::Other),
-    ];
+    let on_both = [
+        Call::Submit,
+        Call::Publish,
+        Call::Poll,
+        Call::Close,
+        Call::Wait,
+    ]
+    .into_iter()
+    .chain([
+        Call::Destroy,
+        Call::DestroyWithReport,
+        Call::Activate,
+        Call::Cancel,
+    ])
+    .chain([Call::RunState]);
+    let calls: Vec<(Call, Target)> = on_both
+        .flat_map(|call| [(call, Target::Own), (call, Target::Other)])
+        .chain([(Call::Create, Target::Other)])
+        .collect();
     for (site, on_worker) in sites {
-        for (call, target) in calls {
+        for &(call, target) in &calls {
             check(site, on_worker, call, target);
         }
     }

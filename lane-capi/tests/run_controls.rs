@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{BOUND, Kernels, Via, control, launch_kernel, wait};
+use common::{BOUND, Kernels, Via, launch_kernel, submit_request as submit, wait};
 use core::ffi::c_void;
 use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, Outcome};
@@ -76,6 +76,11 @@ impl Runner {
         self.seen.lock().unwrap().clone()
     }
 
+    /// The log's entries that `keep` keeps.
+    fn only(&self, keep: impl Fn(&Seen) -> bool) -> Vec<Seen> {
+        self.seen().into_iter().filter(keep).collect()
+    }
+
     /// Where `seen` first is in the log.
     fn at(&self, seen: Seen) -> usize {
         let log = self.seen();
@@ -108,32 +113,30 @@ fn marker(run: u64) -> *mut c_void {
     std::ptr::without_provenance_mut(usize::try_from(run * 8).unwrap_or(0))
 }
 
-/// Notes a callback whose `user` is not its run's submit's: tests submit each run `n` with
-/// [`marker`] of the id it will get (ids are given in order, one lane per test).
-fn check_user(r: &Runner, info: &RunLaneRunInfo) {
+/// The runner and the run of a callback, noting a callback whose `user` is not its run's
+/// submit's: tests submit each run `n` with [`marker`] of the id it will get (ids are given in
+/// order, one lane per test).
+fn called<'a>(user: *mut c_void, info: &RunLaneRunInfo) -> &'a Runner {
+    let r = runner(user);
     if info.user != marker(info.run) {
         r.note(Seen::WrongUser(info.run));
     }
+    r
 }
 
 unsafe extern "C" fn prepare(user: *mut c_void, info: *const RunLaneRunInfo) -> i32 {
-    let r = runner(user);
     // SAFETY: valid for the call.
     let info = unsafe { &*info };
-    check_user(r, info);
-    r.note(Seen::Prepare(info.run));
+    called(user, info).note(Seen::Prepare(info.run));
     0
 }
 
-unsafe extern "C" fn launch_aicore(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    let r = runner(user);
-    // SAFETY: valid for the call.
-    let args = unsafe { &*args };
-    check_user(r, &args.info);
+/// Both launches: the AICore one declines a queued run [`Runner::decline`] names, once.
+fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    let r = called(user, &args.info);
+    if engine == ENGINE_AICPU {
+        return launch_kernel(&r.kernels, stream, engine, args, r.kernels.kernel);
+    }
     let run = args.info.run;
     let declined = {
         let mut decline = r.decline.lock().unwrap();
@@ -157,24 +160,12 @@ unsafe extern "C" fn launch_aicore(
     launch_kernel(&r.kernels, stream, ENGINE_AICORE, args, r.kernels.kernel)
 }
 
-unsafe extern "C" fn launch_aicpu(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    let r = runner(user);
-    // SAFETY: valid for the call.
-    let args = unsafe { &*args };
-    check_user(r, &args.info);
-    launch_kernel(&r.kernels, stream, ENGINE_AICPU, args, r.kernels.kernel)
-}
+common::launch_callbacks!(launch_aicore, launch_aicpu, launch);
 
 unsafe extern "C" fn on_launched(user: *mut c_void, info: *const RunLaneRunInfo) {
-    let r = runner(user);
     // SAFETY: valid for the call.
     let info = unsafe { &*info };
-    check_user(r, info);
-    r.note(Seen::Launched(info.run));
+    called(user, info).note(Seen::Launched(info.run));
 }
 
 unsafe extern "C" fn finalise_verdict(
@@ -182,10 +173,9 @@ unsafe extern "C" fn finalise_verdict(
     info: *const RunLaneRunInfo,
     verdict: *const RunLaneFinaliseVerdict,
 ) -> i32 {
-    let r = runner(user);
     // SAFETY: both valid for the call.
     let (info, verdict) = unsafe { (&*info, &*verdict) };
-    check_user(r, info);
+    let r = called(user, info);
     r.note(Seen::FinaliseBegins {
         run: info.run,
         verdict: verdict.verdict,
@@ -208,10 +198,9 @@ unsafe extern "C" fn on_outcome(user: *mut c_void, outcome: *const RunLaneOutcom
     r.note(Seen::Outcome(outcome.id));
 }
 
-/// A lane on the fake with the recording runner; `slots` 0 keeps two.
-fn lane(via: Via, r: &Runner, slots: u8) -> *mut RunLane {
+/// A lane's config on the fake with the recording runner.
+fn config(via: Via, r: &Runner) -> RunLaneConfig {
     let mut config = common::fake_config(via, 0, &r.kernels, 5_000);
-    config.slots = slots;
     config.runner.user = std::ptr::from_ref(r).cast_mut().cast();
     config.runner.prepare = Some(prepare);
     config.runner.launch_aicore = Some(launch_aicore);
@@ -219,6 +208,13 @@ fn lane(via: Via, r: &Runner, slots: u8) -> *mut RunLane {
     config.runner.on_launched = Some(on_launched);
     config.runner.finalise_verdict = Some(finalise_verdict);
     config.runner.on_outcome = Some(on_outcome);
+    config
+}
+
+/// A lane of [`config`]; `slots` 0 keeps two.
+fn lane(via: Via, r: &Runner, slots: u8) -> *mut RunLane {
+    let mut config = config(via, r);
+    config.slots = slots;
     common::create(&config)
 }
 
@@ -231,12 +227,11 @@ fn request(run: u64) -> RunLaneSubmit {
     }
 }
 
-fn submit(lane: *mut RunLane, request: &RunLaneSubmit) -> Result<u64, RunLaneStatus> {
-    let mut run = 0;
-    // SAFETY: a live handle, a readable request and a writable id.
-    match unsafe { run_lane_submit(lane, request, &raw mut run) } {
-        RunLaneStatus::Ok => Ok(run),
-        refused => Err(refused),
+/// `request`, held.
+fn held(request: RunLaneSubmit) -> RunLaneSubmit {
+    RunLaneSubmit {
+        held: true,
+        ..request
     }
 }
 
@@ -264,38 +259,29 @@ fn no_wrong_user(r: &Runner) {
 }
 
 fn a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate(via: Via) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     let r = Runner::new(Kernels::healthy(KERNEL));
     let lane = lane(via, &r, 0);
     let first = submit(lane, &request(1)).expect("run 1");
-    let held = submit(
-        lane,
-        &RunLaneSubmit {
-            held: true,
-            ..request(2)
-        },
-    )
-    .expect("run 2, held");
+    let held = submit(lane, &held(request(2))).expect("run 2, held");
     r.until(Seen::Prepare(held));
     let status = state(lane, held).expect("pending");
     assert_eq!(
         (status.state, status.held),
         (RunLaneRunState::Prepared, true)
     );
+    let first_state = state(lane, first).map(|s| s.state);
     assert_eq!(
-        state(lane, first).map(|s| s.state),
+        first_state,
         Ok(RunLaneRunState::Launched),
         "prepared while the first runs"
     );
     let first_outcome = wait(lane, first);
-    assert!(
-        !r.seen()
-            .iter()
-            .any(|s| matches!(s, Seen::Aicore { run, .. } if *run == held)),
-        "a held run never launches: {:?}",
-        r.seen()
-    );
+    let log = r.seen();
+    let launched = log
+        .iter()
+        .any(|s| matches!(s, Seen::Aicore { run, .. } if *run == held));
+    assert!(!launched, "a held run never launches: {log:?}");
     activate(lane, &r, held);
     let held_outcome = wait(lane, held);
     assert_eq!(first_outcome.verdict, RunLaneVerdict::Ok);
@@ -305,13 +291,9 @@ fn a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate(
     no_wrong_user(&r);
     common::destroy(lane);
 }
-common::on_each_backend!(
-    a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate
-);
 
 fn an_earlier_key_submitted_later_runs_before_a_staged_successor(via: Via) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     let r = Runner::new(Kernels::healthy(KERNEL));
     let lane = lane(via, &r, 3);
     let keyed = |run, key| RunLaneSubmit {
@@ -320,40 +302,22 @@ fn an_earlier_key_submitted_later_runs_before_a_staged_successor(via: Via) {
         ..request(run)
     };
     let first = submit(lane, &keyed(1, 10)).expect("run 1");
-    let staged = submit(
-        lane,
-        &RunLaneSubmit {
-            held: true,
-            ..keyed(2, 30)
-        },
-    )
-    .expect("run 2, staged");
+    let staged = submit(lane, &held(keyed(2, 30))).expect("run 2, staged");
     r.until(Seen::Prepare(staged));
     let earlier = submit(lane, &keyed(3, 20)).expect("run 3, an earlier key");
     r.until(Seen::Launched(earlier));
     activate(lane, &r, staged);
     let mut order = Vec::new();
-    let start = Instant::now();
-    while order.len() < 3 {
-        assert!(start.elapsed() < BOUND, "only {order:?}");
-        let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-        // SAFETY: a live handle and a writable outcome.
-        match unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) } {
-            RunLaneStatus::Ok => {
-                // SAFETY: filled by the OK poll.
-                let outcome = unsafe { outcome.assume_init() };
-                assert_eq!(
-                    outcome.verdict,
-                    RunLaneVerdict::Ok,
-                    "{}",
-                    common::line(&outcome)
-                );
+    common::wait_until("three outcomes polled", || {
+        match common::poll(lane) {
+            Ok(outcome) => {
+                common::assert_ok("polled", &outcome);
                 order.push((outcome.id, outcome.key));
             }
-            RunLaneStatus::Empty => thread::sleep(Duration::from_millis(1)),
-            other => panic!("poll: {other:?}"),
+            Err(status) => assert_eq!(status, RunLaneStatus::Empty, "poll"),
         }
-    }
+        order.len() == 3
+    });
     assert_eq!(
         order,
         [(first, 10), (earlier, 20), (staged, 30)],
@@ -371,22 +335,13 @@ fn an_earlier_key_submitted_later_runs_before_a_staged_successor(via: Via) {
     no_wrong_user(&r);
     common::destroy(lane);
 }
-common::on_each_backend!(an_earlier_key_submitted_later_runs_before_a_staged_successor);
 
 fn cancel_finalises_a_prepared_run_cancelled_and_a_launched_run_is_started(via: Via) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     let r = Runner::new(Kernels::healthy(KERNEL));
     let lane = lane(via, &r, 0);
     let first = submit(lane, &request(1)).expect("run 1");
-    let held = submit(
-        lane,
-        &RunLaneSubmit {
-            held: true,
-            ..request(2)
-        },
-    )
-    .expect("run 2, held");
+    let held = submit(lane, &held(request(2))).expect("run 2, held");
     r.until(Seen::Prepare(held));
     assert_eq!(run_lane_cancel(lane, held), RunLaneStatus::Ok);
     assert_eq!(
@@ -416,13 +371,11 @@ fn cancel_finalises_a_prepared_run_cancelled_and_a_launched_run_is_started(via: 
     no_wrong_user(&r);
     common::destroy(lane);
 }
-common::on_each_backend!(cancel_finalises_a_prepared_run_cancelled_and_a_launched_run_is_started);
 
 fn a_declined_queued_launch_launches_after_its_predecessor_retired_and_the_outcome_counts_it(
     via: Via,
 ) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     let r = Runner::new(Kernels::healthy(KERNEL));
     r.decline.lock().unwrap().push(2);
     let lane = lane(via, &r, 0);
@@ -432,57 +385,32 @@ fn a_declined_queued_launch_launches_after_its_predecessor_retired_and_the_outco
     let first_outcome = wait(lane, first);
     let second_outcome = wait(lane, second);
     assert_eq!(first_outcome.verdict, RunLaneVerdict::Ok);
-    assert_eq!(
-        second_outcome.verdict,
-        RunLaneVerdict::Ok,
-        "{}",
-        common::line(&second_outcome)
-    );
+    common::assert_ok("the declined run", &second_outcome);
     assert_eq!((first_outcome.declines, second_outcome.declines), (0, 1));
-    let aicore: Vec<Seen> = r
-        .seen()
-        .into_iter()
-        .filter(|s| matches!(s, Seen::Aicore { run, .. } if *run == second))
-        .collect();
+    let aicore = r.only(|s| matches!(s, Seen::Aicore { run, .. } if *run == second));
+    let (queued, alone) = (true, false);
+    let attempts = [(queued, true), (alone, false)].map(|(queued, declined)| Seen::Aicore {
+        run: second,
+        queued,
+        declined,
+    });
     assert_eq!(
-        aicore,
-        [
-            Seen::Aicore {
-                run: second,
-                queued: true,
-                declined: true
-            },
-            Seen::Aicore {
-                run: second,
-                queued: false,
-                declined: false
-            }
-        ],
+        aicore, attempts,
         "declined behind run 1, launched again alone"
     );
-    assert!(
-        second_outcome.device_start_ns >= first_outcome.device_end_ns,
-        "after run 1 retired"
-    );
+    let after = second_outcome.device_start_ns >= first_outcome.device_end_ns;
+    assert!(after, "after run 1 retired");
     // on_launched: once per launched run, never for the declined attempt.
-    let launched: Vec<Seen> = r
-        .seen()
-        .into_iter()
-        .filter(|s| matches!(s, Seen::Launched(_)))
-        .collect();
+    let launched = r.only(|s| matches!(s, Seen::Launched(_)));
     assert_eq!(launched, [Seen::Launched(first), Seen::Launched(second)]);
     no_wrong_user(&r);
     common::destroy(lane);
 }
-common::on_each_backend!(
-    a_declined_queued_launch_launches_after_its_predecessor_retired_and_the_outcome_counts_it
-);
 
 fn the_user_pointer_reaches_every_callback_and_the_outcome_and_on_launched_comes_once_per_launched_run(
     via: Via,
 ) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     let r = Runner::new(Kernels::healthy(KERNEL));
     let lane = lane(via, &r, 0);
     let mut outcomes = Vec::new();
@@ -510,22 +438,14 @@ fn the_user_pointer_reaches_every_callback_and_the_outcome_and_on_launched_comes
     r.until(Seen::Outcome(6));
     no_wrong_user(&r);
     for run in 1..=6 {
-        let launched = r
-            .seen()
-            .iter()
-            .filter(|s| **s == Seen::Launched(run))
-            .count();
-        assert_eq!(launched, 1, "on_launched of run {run}");
+        let launched = r.only(|s| *s == Seen::Launched(run));
+        assert_eq!(launched.len(), 1, "on_launched of run {run}");
     }
     common::destroy(lane);
 }
-common::on_each_backend!(
-    the_user_pointer_reaches_every_callback_and_the_outcome_and_on_launched_comes_once_per_launched_run
-);
 
 fn a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused(via: Via) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     let r = Runner::new(Kernels::healthy(KERNEL));
     let lane = lane(via, &r, 0);
     let epoch = |run, epoch| RunLaneSubmit {
@@ -534,58 +454,37 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused(via: Via) 
         ..request(run)
     };
     assert_eq!(submit(lane, &epoch(1, 0)), Err(RunLaneStatus::Refused));
-    assert!(
-        common::last_error().contains("epoch 0"),
-        "{}",
-        common::last_error()
-    );
+    let message = common::last_error();
+    assert!(message.contains("epoch 0"), "{message}");
     let run = submit(lane, &epoch(1, 700)).expect("a fresh epoch");
-    assert_eq!(
-        submit(lane, &epoch(2, 700)),
-        Err(RunLaneStatus::Refused),
-        "a repeat"
-    );
-    assert_eq!(
-        submit(lane, &epoch(2, 699)),
-        Err(RunLaneStatus::Refused),
-        "an older one"
-    );
+    let refused = Err(RunLaneStatus::Refused);
+    assert_eq!(submit(lane, &epoch(2, 700)), refused, "a repeat");
+    assert_eq!(submit(lane, &epoch(2, 699)), refused, "an older one");
     assert_eq!(
         submit(lane, &request(2)),
-        Err(RunLaneStatus::Refused),
+        refused,
         "a lane's runs carry epochs or none"
     );
     let outcome = wait(lane, run);
     // The record the fake's AICPU kernel published is stamped with the runtime's epoch.
-    assert_eq!(
-        outcome.verdict,
-        RunLaneVerdict::Ok,
-        "{}",
-        common::line(&outcome)
-    );
+    common::assert_ok("the run with an epoch", &outcome);
     assert_eq!(*r.epochs.lock().unwrap(), [(run, 700)]);
     common::destroy(lane);
 }
-common::on_each_backend!(a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused);
 
 fn finalise_is_told_the_verdict_its_class_and_its_code(via: Via) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
-    let r = Runner::new(Kernels {
-        kernel: KERNEL,
-        faults: &[(2, ENGINE_AICPU, Outcome::Latch)],
-    });
+    let _fake = common::fresh();
+    let r = Runner::new(Kernels::faulty(
+        KERNEL,
+        &[(2, ENGINE_AICPU, Outcome::Latch)],
+    ));
     let lane = lane(via, &r, 0);
     let ok = submit(lane, &request(1)).expect("run 1");
     assert_eq!(wait(lane, ok).verdict, RunLaneVerdict::Ok);
     let latched = submit(lane, &request(2)).expect("run 2");
     let outcome = wait(lane, latched);
     assert_eq!(outcome.verdict, RunLaneVerdict::Failed);
-    let told: Vec<Seen> = r
-        .seen()
-        .into_iter()
-        .filter(|s| matches!(s, Seen::FinaliseBegins { .. }))
-        .collect();
+    let told = r.only(|s| matches!(s, Seen::FinaliseBegins { .. }));
     assert_eq!(
         told,
         [
@@ -608,20 +507,13 @@ fn finalise_is_told_the_verdict_its_class_and_its_code(via: Via) {
     );
     common::destroy(lane);
 }
-common::on_each_backend!(finalise_is_told_the_verdict_its_class_and_its_code);
 
 fn with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins(via: Via) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     let mut r = Runner::new(Kernels::healthy(KERNEL));
     r.finalise_takes = Duration::from_millis(20);
-    let mut config = common::fake_config(via, 0, &r.kernels, 5_000);
-    config.runner.user = std::ptr::from_ref(&r).cast_mut().cast();
-    config.runner.prepare = Some(prepare);
-    config.runner.launch_aicore = Some(launch_aicore);
-    config.runner.launch_aicpu = Some(launch_aicpu);
-    config.runner.on_launched = Some(on_launched);
-    config.runner.finalise_verdict = Some(finalise_verdict);
+    let mut config = config(via, &r);
+    config.runner.on_outcome = None;
     config.finalise_before_launch = true;
     let lane = common::create(&config);
     let runs: Vec<u64> = (1..=2)
@@ -636,10 +528,10 @@ fn with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins(
         queued: false,
         declined: false,
     });
+    let log = r.seen();
     assert!(
         ends < begins,
-        "finalise(1) returned before launch(2) began: {:?}",
-        r.seen()
+        "finalise(1) returned before launch(2) began: {log:?}"
     );
     // And it was prepared while run 1 ran.
     assert!(
@@ -665,6 +557,14 @@ fn with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins(
         common::last_error()
     );
 }
+
 common::on_each_backend!(
-    with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins
+    a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate,
+    an_earlier_key_submitted_later_runs_before_a_staged_successor,
+    cancel_finalises_a_prepared_run_cancelled_and_a_launched_run_is_started,
+    a_declined_queued_launch_launches_after_its_predecessor_retired_and_the_outcome_counts_it,
+    the_user_pointer_reaches_every_callback_and_the_outcome_and_on_launched_comes_once_per_launched_run,
+    a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused,
+    finalise_is_told_the_verdict_its_class_and_its_code,
+    with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins,
 );

@@ -100,21 +100,15 @@ fn collect(
     by_device
 }
 
-/// What the main thread saw of the process while the lanes were at their meeting points.
-struct Counted {
-    before: Usage,
-    created: Usage,
-    running: Usage,
-}
-
 /// Starts the drivers and, with `count`, counts the process at both meeting points (once the
-/// lanes' new threads have taken their names: every lane healthy), and returns the counts.
+/// lanes' new threads have taken their names: every lane healthy), and returns the counts:
+/// what the main thread saw of the process before, with every lane created, and running.
 fn start(
     via: Via,
     mores: Vec<More>,
     done: &mpsc::Sender<(i32, Vec<RunLaneOutcome>)>,
     count: bool,
-) -> (Vec<thread::JoinHandle<()>>, Counted) {
+) -> (Vec<thread::JoinHandle<()>>, [Usage; 3]) {
     let steps = Arc::new(Barrier::new(LANES as usize + 1));
     let before = usage();
     let drivers: Vec<_> = mores
@@ -144,14 +138,7 @@ fn start(
         usage()
     };
     steps.wait();
-    (
-        drivers,
-        Counted {
-            before,
-            created,
-            running,
-        },
-    )
+    (drivers, [before, created, running])
 }
 
 fn rss_mib(kib: u64) -> f64 {
@@ -159,9 +146,8 @@ fn rss_mib(kib: u64) -> f64 {
 }
 
 fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane(via: Via) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     let (done_tx, done) = mpsc::channel();
     let mores: Vec<More> = (0..LANES)
         .map(|_| Box::new(|submitted, _: &[RunLaneOutcome]| submitted < RUNS) as Box<_>)
@@ -177,11 +163,7 @@ fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_pe
     // Each lane: its lane thread and completion waiter from create on; the fake's two stream
     // threads from the first launch on (a real libascendcl has no thread per stream).
     let lanes = LANES as u64;
-    let Counted {
-        before,
-        created,
-        running,
-    } = counted;
+    let [before, created, running] = counted;
     assert_eq!(before.lane_threads, 0);
     assert_eq!(created.fake_stream_threads, 0, "streams are created lazily");
     // A thread takes its spawner's name until it names itself: a lane thread nobody named
@@ -216,9 +198,11 @@ fn sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_pe
         rss_mib(after.rss_kib),
     );
 }
-common::on_each_backend!(
-    sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane
-);
+
+/// How many of `outcomes` have `verdict`.
+fn count(outcomes: &[RunLaneOutcome], verdict: RunLaneVerdict) -> usize {
+    outcomes.iter().filter(|o| o.verdict == verdict).count()
+}
 
 /// How a faulty lane's outcomes are judged: each failed run poisoned the lane itself (class
 /// `POISON`, `code`) and each poisoned one names a failed run of this lane before it.
@@ -230,27 +214,22 @@ fn poisons(device: i32, outcomes: &[RunLaneOutcome], code: i32) -> Vec<u64> {
         match outcome.verdict {
             RunLaneVerdict::Ok => {}
             RunLaneVerdict::Failed => {
+                let got = (outcome.failure_class, outcome.has_code, outcome.code);
                 assert_eq!(
-                    outcome.failure_class,
-                    RunLaneClass::Poison,
+                    got,
+                    (RunLaneClass::Poison, true, code),
                     "device {device}: {}",
-                    line(outcome)
-                );
-                assert!(
-                    outcome.has_code && outcome.code == code,
-                    "{}",
                     line(outcome)
                 );
                 origins.push(outcome.id);
             }
             RunLaneVerdict::Poisoned => {
                 assert_eq!(outcome.failure_class, RunLaneClass::Poison);
+                let (id, origin, line) = (outcome.id, outcome.origin, line(outcome));
+                let earlier = origins.contains(&origin);
                 assert!(
-                    origins.contains(&outcome.origin),
-                    "device {device}: run {} poisoned by {}, not an earlier failed run: {}",
-                    outcome.id,
-                    outcome.origin,
-                    line(outcome)
+                    earlier,
+                    "device {device}: run {id} poisoned by {origin}, not an earlier failed run: {line}"
                 );
             }
             RunLaneVerdict::Cancelled | RunLaneVerdict::None => {
@@ -262,18 +241,15 @@ fn poisons(device: i32, outcomes: &[RunLaneOutcome], code: i32) -> Vec<u64> {
 }
 
 fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok(via: Via) {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
     // Device 14: every AICore kernel hangs (to the op timeout). Device 15: one faults.
-    control
-        .device(HUNG)
-        .fault_kernel(Outcome::Hang, ENGINE_AICORE, 0, u32::MAX, &[])
-        .expect("the hang rule");
-    control
-        .device(POISONED)
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, POISON_AFTER, 1, &[])
-        .expect("the exception rule");
+    let (hung, poisoned) = (control.device(HUNG), control.device(POISONED));
+    let (hang, exception) = (Outcome::Hang, Outcome::Exception);
+    let rules = hung.fault_kernel(hang, ENGINE_AICORE, 0, u32::MAX, &[]);
+    rules
+        .and(poisoned.fault_kernel(exception, ENGINE_AICORE, POISON_AFTER, 1, &[]))
+        .expect("the fault rules");
     // The healthy lanes run until both faulty ones are through their faults, and at least
     // RUNS runs: every fault happens while all fourteen are running.
     let faulty_done = Arc::new(AtomicU32::new(0));
@@ -285,11 +261,7 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
             let hung_poisons = Arc::clone(&hung_poisons);
             match device {
                 HUNG => Box::new(move |_, outcomes: &[RunLaneOutcome]| {
-                    let failed = outcomes
-                        .iter()
-                        .filter(|o| o.verdict == RunLaneVerdict::Failed)
-                        .count();
-                    if failed < HUNG_POISONS {
+                    if count(outcomes, RunLaneVerdict::Failed) < HUNG_POISONS {
                         return true;
                     }
                     if !hung_poisons.swap(true, Ordering::SeqCst) {
@@ -329,8 +301,9 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
     // after each (the next run was accepted and hung again).
     let hung = &by_device[HUNG as usize];
     let origins = poisons(HUNG, hung, 507_014);
-    assert!(
-        hung.iter().all(|o| o.verdict != RunLaneVerdict::Ok),
+    assert_eq!(
+        count(hung, RunLaneVerdict::Ok),
+        0,
         "a hung device's run ended OK"
     );
     assert!(origins.len() >= HUNG_POISONS, "{origins:?}");
@@ -339,19 +312,13 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
     let poisoned = &by_device[POISONED as usize];
     let origins = poisons(POISONED, poisoned, 507_015);
     assert_eq!(origins, [u64::from(POISON_AFTER) + 1]);
-    let taken_down = poisoned
-        .iter()
-        .filter(|o| o.verdict == RunLaneVerdict::Poisoned)
-        .count();
+    let taken_down = count(poisoned, RunLaneVerdict::Poisoned);
     assert!(
         taken_down <= 1,
         "launch depth two: at most one run behind it"
     );
     assert_eq!(
-        poisoned
-            .iter()
-            .filter(|o| o.verdict == RunLaneVerdict::Ok)
-            .count(),
+        count(poisoned, RunLaneVerdict::Ok),
         poisoned.len() - 1 - taken_down
     );
     // Nothing leaked on any device; only the faulty two were reset, each per poison.
@@ -359,10 +326,7 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
         let counters = control.device(device).counters().expect("counters");
         assert!(counters.balanced(), "device {device}: {counters:?}");
         let resets = match device {
-            HUNG => by_device[HUNG as usize]
-                .iter()
-                .filter(|o| o.verdict == RunLaneVerdict::Failed)
-                .count() as u64,
+            HUNG => count(hung, RunLaneVerdict::Failed) as u64,
             POISONED => 1,
             _ => 0,
         };
@@ -375,14 +339,13 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
         "beside the faulty two: the fourteen ran at least {fewest:?} runs each, all Ok; device 14 \
          {} runs, {} poisons; device 15 {} runs, {taken_down} taken down by its one poison",
         hung.len(),
-        by_device[HUNG as usize]
-            .iter()
-            .filter(|o| o.verdict == RunLaneVerdict::Failed)
-            .count(),
+        count(hung, RunLaneVerdict::Failed),
         poisoned.len(),
     );
     let _fake = control.session().expect("reset the fake");
 }
+
 common::on_each_backend!(
-    a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok
+    sixteen_lanes_one_per_device_at_once_every_outcome_ok_in_order_two_threads_per_lane,
+    a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome_ok,
 );

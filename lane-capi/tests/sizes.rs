@@ -3,41 +3,19 @@
 //! an output is written only up to the caller's size; no zero of an outcome reads as success;
 //! and the destroy's report counts the outcomes never taken.
 
-use std::ffi::CStr;
+mod common;
 
+use common::{create, destroy, last_error};
 use run_lane::sized::{Sized13, init};
 use run_lane::*;
 
-fn last_error() -> String {
-    // SAFETY: the library's string, valid until this thread's next call.
-    unsafe { CStr::from_ptr(run_lane_last_error()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// A simulator lane with no callbacks.
 fn sim_lane() -> *mut RunLane {
-    let mut config = init::<RunLaneConfig>();
-    // SAFETY: a sized config.
-    let status = unsafe { run_lane_config_default(config.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok);
-    // SAFETY: filled by run_lane_config_default.
-    let mut config = unsafe { config.assume_init() };
-    config.backend = RunLaneBackend::Sim as u32;
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config and out pointer.
-    let status = unsafe { run_lane_create(&raw const config, &raw mut lane) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    lane
+    create(&common::sim_config())
 }
 
 fn submit(lane: *mut RunLane) -> u64 {
-    let mut run = 0;
-    let request = RunLaneSubmit::default();
-    // SAFETY: a sized request and an out pointer.
-    let status = unsafe { run_lane_submit(lane, &raw const request, &raw mut run) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    run
+    common::submit(lane).unwrap_or_else(|status| panic!("{status:?}: {}", last_error()))
 }
 
 #[test]
@@ -52,9 +30,9 @@ fn a_size_below_abi_13_is_refused_naming_the_struct_and_both_sizes_and_takes_not
     let status = unsafe { run_lane_submit(lane, &raw const short, &raw mut run) };
     assert_eq!(status, RunLaneStatus::AbiMismatch);
     let message = last_error();
+    let names = message.contains("RunLaneSubmit.size is 8");
     assert!(
-        message.contains("RunLaneSubmit.size is 8")
-            && message.contains(&RunLaneSubmit::V13.to_string()),
+        names && message.contains(&RunLaneSubmit::V13.to_string()),
         "{message}"
     );
     let run = submit(lane);
@@ -70,8 +48,7 @@ fn a_size_below_abi_13_is_refused_naming_the_struct_and_both_sizes_and_takes_not
     // SAFETY: a sized outcome.
     let status = unsafe { run_lane_wait(lane, run, 10_000, outcome.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    // SAFETY: a valid handle.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    destroy(lane);
 }
 
 /// A submit as a newer client would pass it: this library's struct, then more bytes.
@@ -99,13 +76,12 @@ fn a_longer_struct_is_accepted_when_its_unknown_tail_is_zero_and_refused_otherwi
     // SAFETY: as above.
     let status = unsafe { run_lane_submit(lane, &raw const longer.submit, &raw mut run) };
     assert_eq!(status, RunLaneStatus::AbiMismatch);
+    let message = last_error();
     assert!(
-        last_error().contains(&format!("byte {}", size_of::<RunLaneSubmit>() + 3)),
-        "{}",
-        last_error()
+        message.contains(&format!("byte {}", size_of::<RunLaneSubmit>() + 3)),
+        "{message}"
     );
-    // SAFETY: a valid handle.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    destroy(lane);
 }
 
 /// An outcome as a newer client would pass it: this library's struct, then fields it does
@@ -144,8 +120,7 @@ fn an_output_is_written_up_to_the_callers_size_and_a_longer_tail_is_zeroed() {
         [0xA5; 16],
         "nothing past the caller's size"
     );
-    // SAFETY: a valid handle.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    destroy(lane);
 }
 
 #[test]
@@ -163,27 +138,17 @@ fn a_zeroed_outcome_and_an_outcome_after_empty_do_not_read_as_ok() {
     assert_eq!(status, RunLaneStatus::Empty);
     // SAFETY: written on EMPTY.
     let outcome = unsafe { outcome.assume_init() };
-    assert_eq!(outcome.verdict, RunLaneVerdict::None);
-    assert_eq!(outcome.id, 0);
-    // SAFETY: a valid handle.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    assert_eq!((outcome.verdict, outcome.id), (RunLaneVerdict::None, 0));
+    destroy(lane);
 }
 
 #[test]
 fn destroy_with_report_counts_and_names_the_outcomes_never_taken() {
     let lane = sim_lane();
     let taken = submit(lane);
-    let mut outcome = init::<RunLaneOutcome>();
-    // SAFETY: a sized outcome.
-    let status = unsafe { run_lane_wait(lane, taken, 10_000, outcome.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok);
+    common::wait(lane, taken);
     let left: Vec<u64> = (0..2).map(|_| submit(lane)).collect();
-    let mut report = init::<RunLaneCloseReport>();
-    // SAFETY: a sized report.
-    let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
-    // SAFETY: written on OK.
-    let report = unsafe { report.assume_init() };
+    let report = common::destroy_with_report(lane);
     assert_eq!(report.untaken, 2);
     assert_eq!(report.untaken_ids[..2], left[..]);
     assert_eq!(report.untaken_ids[2..], [0; RUN_LANE_UNTAKEN_IDS - 2]);
@@ -193,14 +158,8 @@ fn destroy_with_report_counts_and_names_the_outcomes_never_taken() {
 fn a_close_report_counts_nothing_untaken_while_outcomes_may_still_be_taken() {
     let lane = sim_lane();
     submit(lane);
-    let mut report = init::<RunLaneCloseReport>();
-    // SAFETY: a sized report.
-    let status = unsafe { run_lane_close(lane, report.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok);
-    // SAFETY: written on OK.
-    assert_eq!(unsafe { report.assume_init() }.untaken, 0);
-    // SAFETY: a valid handle.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    assert_eq!(common::close(lane).untaken, 0);
+    destroy(lane);
 }
 
 #[test]
@@ -212,20 +171,17 @@ fn a_destroy_whose_report_size_is_refused_leaves_the_lane_to_destroy_again() {
     // SAFETY: a report whose size says 3 bytes.
     let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
     assert_eq!(status, RunLaneStatus::AbiMismatch);
-    assert!(
-        last_error().contains("RunLaneCloseReport"),
-        "{}",
-        last_error()
-    );
-    // SAFETY: the handle is still live.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    let message = last_error();
+    assert!(message.contains("RunLaneCloseReport"), "{message}");
+    destroy(lane); // still live
 }
 
 #[test]
 fn a_size_that_ends_inside_a_field_is_refused_naming_the_struct() {
     let ours = size_of::<RunLaneDeviceOps>();
+    let grew = RunLaneDeviceOps::V13 + 4 < ours;
     assert!(
-        RunLaneDeviceOps::V13 + 4 < ours,
+        grew,
         "RunLaneDeviceOps grew past ABI 13 by more than 4 bytes"
     );
     // Every byte set: a table read with this size would hold half a pointer past ABI 13's end.
@@ -236,12 +192,7 @@ fn a_size_that_ends_inside_a_field_is_refused_naming_the_struct() {
     unsafe { std::ptr::write_bytes((&raw mut ops).cast::<u8>(), 0xAB, ours) };
     let torn = RunLaneDeviceOps::V13 + 4;
     ops.size = torn as u32;
-    let mut config = init::<RunLaneConfig>();
-    // SAFETY: a sized config.
-    let status = unsafe { run_lane_config_default(config.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok);
-    // SAFETY: filled by run_lane_config_default.
-    let mut config = unsafe { config.assume_init() };
+    let mut config = common::default_config();
     config.backend = RunLaneBackend::DeviceOps as u32;
     config.device_ops = &raw const ops;
     let mut lane = std::ptr::null_mut();
@@ -250,9 +201,9 @@ fn a_size_that_ends_inside_a_field_is_refused_naming_the_struct() {
     assert_eq!(status, RunLaneStatus::AbiMismatch, "{}", last_error());
     assert!(lane.is_null());
     let message = last_error();
+    let names = message.contains(&format!("RunLaneDeviceOps.size is {torn}"));
     assert!(
-        message.contains(&format!("RunLaneDeviceOps.size is {torn}"))
-            && message.contains("ends inside a field"),
+        names && message.contains("ends inside a field"),
         "{message}"
     );
 }
@@ -272,10 +223,7 @@ fn a_longer_size_that_is_not_a_multiple_of_the_alignment_is_refused() {
     let status = unsafe { run_lane_submit(lane, &raw const longer.submit, &raw mut run) };
     assert_eq!(status, RunLaneStatus::AbiMismatch);
     let message = last_error();
-    assert!(
-        message.contains("RunLaneSubmit.size is") && message.contains("not a multiple"),
-        "{message}"
-    );
-    // SAFETY: a valid handle.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    let names = message.contains("RunLaneSubmit.size is");
+    assert!(names && message.contains("not a multiple"), "{message}");
+    destroy(lane);
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{create, default_config, destroy, last_error};
+use common::{create, destroy, last_error};
 use core::ffi::c_void;
 use run_lane::*;
 
@@ -59,8 +59,7 @@ unsafe extern "C" fn finalise(user: *mut c_void, _run: *const RunLaneRunInfo, _c
 /// Six submitters on one lane; returns the most callbacks seen at once.
 fn stress(workers: u32, submitters_bound: bool) -> usize {
     let seen = Callbacks::default();
-    let mut config = default_config();
-    config.backend = RunLaneBackend::Sim as u32;
+    let mut config = common::sim_config();
     config.workers = workers;
     config.submitters_bound = submitters_bound;
     // Every interleaving the stress makes is also checked against the lane's invariants.
@@ -92,12 +91,7 @@ fn stress(workers: u32, submitters_bound: bool) -> usize {
                         };
                         let outcome = common::wait(lane, id);
                         assert_eq!(outcome.id, id);
-                        assert_eq!(
-                            outcome.verdict,
-                            RunLaneVerdict::Ok,
-                            "run {id}: {}",
-                            common::line(&outcome)
-                        );
+                        common::assert_ok("a submitter's own", &outcome);
                         mine.push(id);
                     }
                     mine
@@ -111,16 +105,11 @@ fn stress(workers: u32, submitters_bound: bool) -> usize {
     });
     destroy(lane);
     let all: BTreeSet<u64> = ids.iter().flatten().copied().collect();
-    assert_eq!(
-        all.len(),
-        SUBMITTERS * RUNS_PER_SUBMITTER,
-        "every run accepted once, its outcome taken once"
-    );
-    assert_eq!(
-        seen.prepares.load(Ordering::SeqCst),
-        SUBMITTERS * RUNS_PER_SUBMITTER,
-        "one prepare per run"
-    );
+    let runs = SUBMITTERS * RUNS_PER_SUBMITTER;
+    let once = "every run accepted once, its outcome taken once";
+    assert_eq!(all.len(), runs, "{once}");
+    let prepares = seen.prepares.load(Ordering::SeqCst);
+    assert_eq!(prepares, runs, "one prepare per run");
     seen.most.load(Ordering::SeqCst)
 }
 

@@ -18,12 +18,10 @@ static KERNELS: Kernels = Kernels::healthy(Duration::from_millis(20));
 
 #[test]
 fn a_lane_lost_to_a_stuck_waiter_is_destroyed_within_seconds_naming_the_waiter_it_left() {
-    let _serial = common::serial();
+    let _fake = common::fresh();
     let control = control();
-    let _fake = control.session().expect("reset the fake");
-    control
-        .set_semantics(Semantics::EventWaitStallMs(60_000))
-        .expect("the stall switch");
+    let stall = control.set_semantics(Semantics::EventWaitStallMs(60_000));
+    stall.expect("the stall switch");
     // Run 1 is answered at its bound (its 200 ms deadline, the device verdict's 200 ms, the
     // waiter's 6 s grace): a host wait timeout; the drain queues behind the stuck wait and is
     // answered at its own bound (the default 10 s drain, plus the grace); the force reset
@@ -34,22 +32,12 @@ fn a_lane_lost_to_a_stuck_waiter_is_destroyed_within_seconds_naming_the_waiter_i
     let lane = common::create(&config);
     let run = common::submit(lane).expect("accepted");
     let outcome = common::wait(lane, run);
-    assert_eq!(
-        outcome.failure_class,
-        RunLaneClass::Poison,
-        "{}",
-        common::line(&outcome)
-    );
-    let start = Instant::now();
-    loop {
-        match common::submit(lane) {
-            Err(RunLaneStatus::Lost) => break,
-            Err(RunLaneStatus::Recovering) => {}
-            other => panic!("{other:?}: {}", last_error()),
-        }
-        assert!(start.elapsed() < common::BOUND, "the lane was never lost");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::assert_class(&outcome, RunLaneClass::Poison);
+    common::wait_until("the lane was never lost", || match common::submit(lane) {
+        Err(RunLaneStatus::Lost) => true,
+        Err(RunLaneStatus::Recovering) => false,
+        other => panic!("{other:?}: {}", last_error()),
+    });
     let start = Instant::now();
     let mut report = run_lane::sized::init::<RunLaneCloseReport>();
     // SAFETY: a live handle, destroyed once, and a writable report.

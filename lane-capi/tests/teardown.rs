@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,37 +16,19 @@ use run_lane::*;
 /// Each run: a pair of 200 us fake kernels.
 static KERNELS: Kernels = Kernels::healthy(Duration::from_micros(200));
 
-/// The fake is one per process: the tests here take turns.
-static FAKE: Mutex<()> = Mutex::new(());
-
 const CODE: i32 = 507_901;
 
-/// A lane on the fake (reset first) that ran one run to its outcome, so both streams exist,
+/// A lane on the fake that ran one run to its outcome, so both streams exist,
 /// and was closed; the fake's `aclrtDestroyStream` then fails `failures` times in a row.
 fn closed_lane_after_one_run(via: Via, failures: u32) -> *mut RunLane {
     let control = control();
-    let _fake = control.session().expect("reset the fake");
-    let config = common::fake_config(via, 0, &KERNELS, 5_000);
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config (the path is copied) and a writable handle.
-    let created = unsafe { run_lane_create(&raw const config, &raw mut lane) };
-    assert_eq!(created, RunLaneStatus::Ok);
-    let request = RunLaneSubmit::default();
-    let mut run = 0;
-    // SAFETY: a live handle, a readable request, a writable id.
-    let submitted = unsafe { run_lane_submit(lane, &raw const request, &raw mut run) };
-    assert_eq!(submitted, RunLaneStatus::Ok);
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-    // SAFETY: a live handle and a writable outcome.
-    let waited = unsafe { run_lane_wait(lane, run, 30_000, outcome.as_mut_ptr()) };
-    assert_eq!(waited, RunLaneStatus::Ok);
-    // SAFETY: filled by the OK wait.
-    assert_eq!(unsafe { outcome.assume_init() }.verdict, RunLaneVerdict::Ok);
+    let lane = common::fake_lane(via, 0, &KERNELS, 5_000);
+    let run = common::submit(lane).expect("run 1");
+    common::assert_ok("run 1", &common::wait(lane, run));
     assert_eq!(control.counters().expect("counters").live_streams, 2);
     if failures > 0 {
-        control
-            .fail_call("aclrtDestroyStream", CODE, 0, failures)
-            .expect("arm the fault");
+        let rule = control.fail_call("aclrtDestroyStream", CODE, 0, failures);
+        rule.expect("arm the fault");
     }
     // SAFETY: the report is optional.
     let closed = unsafe { run_lane_close(lane, std::ptr::null_mut()) };
@@ -77,21 +58,10 @@ fn report_once_closed(lane: *mut RunLane) -> RunLaneCloseReport {
     }
 }
 
-fn destroy_with_report(lane: *mut RunLane) -> RunLaneCloseReport {
-    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
-    // SAFETY: a live handle and a writable report.
-    let destroyed = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
-    assert_eq!(destroyed, RunLaneStatus::Ok);
-    // SAFETY: written on OK.
-    unsafe { report.assume_init() }
-}
-
 fn a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced(via: Via) {
-    let _fake = FAKE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _fake = common::fresh();
     let lane = closed_lane_after_one_run(via, 0);
-    let report = destroy_with_report(lane);
+    let report = common::destroy_with_report(lane);
     assert_eq!(report.state, RunLaneState::Closed);
     assert_eq!(report.streams_left, 0);
     assert_eq!(
@@ -104,14 +74,11 @@ fn a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced(via: Via
     let again = unsafe { run_lane_destroy_with_report(lane, std::ptr::null_mut()) };
     assert_eq!(again, RunLaneStatus::InvalidHandle, "the handle is gone");
 }
-common::on_each_backend!(a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced);
 
 fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_still_holds_them(
     via: Via,
 ) {
-    let _fake = FAKE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _fake = common::fresh();
     // Six failures: both streams' destroys, both retries, both of destroy's last destroys.
     let lane = closed_lane_after_one_run(via, 6);
     let interim = report_once_closed(lane);
@@ -119,7 +86,7 @@ fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_sti
         interim.streams_left, 2,
         "both left after the teardown's retry"
     );
-    let report = destroy_with_report(lane);
+    let report = common::destroy_with_report(lane);
     assert_eq!(report.state, RunLaneState::Closed);
     assert_eq!(report.streams_left, 2);
     assert_eq!(
@@ -127,12 +94,8 @@ fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_sti
         (CODE, CODE)
     );
     let line = text(&report.teardown_line);
-    assert!(
-        line.starts_with(
-            "close left the AICPU stream: its every destroy failed, the last with ACL 507901"
-        ),
-        "{line}"
-    );
+    let first = "close left the AICPU stream: its every destroy failed, the last with ACL 507901";
+    assert!(line.starts_with(first), "{line}");
     assert!(line.contains("; and the AICore stream: "), "{line}");
     assert!(line.contains("hint: "), "{line}");
     let counters = control().counters().expect("counters");
@@ -142,16 +105,11 @@ fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_sti
         "no destroy of the pair succeeded"
     );
 }
-common::on_each_backend!(
-    streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_still_holds_them
-);
 
 fn a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lane_destroy(
     via: Via,
 ) {
-    let _fake = FAKE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _fake = common::fresh();
     // Three failures: both first destroys and the AICPU stream's retry; the AICore retry
     // succeeds, and so does destroy's last destroy of the AICPU stream.
     let lane = closed_lane_after_one_run(via, 3);
@@ -163,14 +121,15 @@ fn a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lan
     );
     assert!(text(&interim.teardown_line).starts_with("close left the AICPU stream"));
     assert_eq!(control().counters().expect("counters").live_streams, 1);
-    let report = destroy_with_report(lane);
+    let report = common::destroy_with_report(lane);
     assert_eq!(report.streams_left, 0, "destroyed by the last retry");
     assert_eq!(text(&report.teardown_line), "");
-    assert!(
-        control().counters().expect("counters").balanced(),
-        "nothing leaked"
-    );
+    let balanced = control().counters().expect("counters").balanced();
+    assert!(balanced, "nothing leaked");
 }
+
 common::on_each_backend!(
-    a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lane_destroy
+    a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced,
+    streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_still_holds_them,
+    a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lane_destroy,
 );

@@ -12,9 +12,11 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use common::{Kernels, Via, control};
+use core::ffi::c_void;
 use run_lane::*;
 use run_lane_fake_ascendcl::{
     ENGINE_AICORE, ENGINE_AICPU, EnqueueAfterFault, OpTimeoutCodeOn, Outcome, Semantics,
@@ -28,30 +30,13 @@ const KERNEL: Duration = Duration::from_millis(10);
 /// The device op timeout: a hung kernel is killed here, far below the host wait.
 const OP_TIMEOUT_MS: u64 = 200;
 
-static AICPU_EXCEPTION: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICPU, Outcome::Exception)],
-};
-static AICORE_EXCEPTION: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICORE, Outcome::Exception)],
-};
-static AICORE_HANG: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICORE, Outcome::Hang)],
-};
-static AICPU_HANG: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICPU, Outcome::Hang)],
-};
-static LATCH: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICPU, Outcome::Latch)],
-};
-static SILENT: Kernels = Kernels {
-    kernel: KERNEL,
-    faults: &[(5, ENGINE_AICPU, Outcome::Silent)],
-};
+static AICPU_EXCEPTION: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICPU, Outcome::Exception)]);
+static AICORE_EXCEPTION: Kernels =
+    Kernels::faulty(KERNEL, &[(5, ENGINE_AICORE, Outcome::Exception)]);
+static AICORE_HANG: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICORE, Outcome::Hang)]);
+static AICPU_HANG: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICPU, Outcome::Hang)]);
+static LATCH: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICPU, Outcome::Latch)]);
+static SILENT: Kernels = Kernels::faulty(KERNEL, &[(5, ENGINE_AICPU, Outcome::Silent)]);
 
 /// How run 5 must end.
 #[derive(Clone, Copy, Debug)]
@@ -62,29 +47,14 @@ enum Expect {
     RunOnly(&'static str),
 }
 
+#[rustfmt::skip]
 const CASES: [(&str, &Kernels, Expect); 6] = [
-    (
-        "AICPU exception",
-        &AICPU_EXCEPTION,
-        Expect::Poisoned(&[507_018]),
-    ),
-    (
-        "AICore exception",
-        &AICORE_EXCEPTION,
-        Expect::Poisoned(&[507_015]),
-    ),
+    ("AICPU exception", &AICPU_EXCEPTION, Expect::Poisoned(&[507_018])),
+    ("AICore exception", &AICORE_EXCEPTION, Expect::Poisoned(&[507_015])),
     ("AICore hang", &AICORE_HANG, Expect::Poisoned(&[507_014])),
     ("AICPU hang", &AICPU_HANG, Expect::Poisoned(&[507_017])),
-    (
-        "SCOPE_DEADLOCK latched",
-        &LATCH,
-        Expect::RunOnly("SCOPE_DEADLOCK"),
-    ),
-    (
-        "nothing published",
-        &SILENT,
-        Expect::RunOnly("no result record"),
-    ),
+    ("SCOPE_DEADLOCK latched", &LATCH, Expect::RunOnly("SCOPE_DEADLOCK")),
+    ("nothing published", &SILENT, Expect::RunOnly("no result record")),
 ];
 
 /// The hardware's unknowns, each as the fake offers it.
@@ -106,10 +76,15 @@ fn switches() -> [(&'static str, Option<Semantics>); 4] {
     ]
 }
 
-/// Twelve runs through the documented loop on a fresh lane; the outcomes in order.
-fn twelve(via: Via, kernels: &'static Kernels) -> Vec<RunLaneOutcome> {
+/// Twelve runs through the documented loop on a fresh lane (with the [`hooked`] launches if
+/// `hooked`); the outcomes in order.
+fn twelve(via: Via, kernels: &'static Kernels, hooked: bool) -> Vec<RunLaneOutcome> {
     let mut config = common::fake_config(via, 0, kernels, OP_TIMEOUT_MS);
     config.completion_timeout_ms = 5_000;
+    if hooked {
+        config.runner.launch_aicore = Some(hooked_aicore);
+        config.runner.launch_aicpu = Some(hooked_aicpu);
+    }
     let lane = common::create(&config);
     let mut outcomes = common::documented_loop(lane, |submitted, _| submitted < 12);
     common::destroy(lane);
@@ -119,16 +94,12 @@ fn twelve(via: Via, kernels: &'static Kernels) -> Vec<RunLaneOutcome> {
 
 fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_its_run(via: Via) {
     let _serial = common::serial();
-    let control = control();
     for (switch, semantics) in switches() {
         for (case, kernels, expect) in CASES {
-            let _fake = control.session().expect("reset the fake");
-            if let Some(semantics) = semantics {
-                control.set_semantics(semantics).expect("a known switch");
-            }
+            let _fake = common::session_with(semantics);
             let what = format!("{case}, {switch}");
             let started = Instant::now();
-            let outcomes = twelve(via, kernels);
+            let outcomes = twelve(via, kernels, false);
             assert_eq!(outcomes.len(), 12, "{what}: one outcome per run");
             let five = &outcomes[4];
             let line = common::line(five);
@@ -149,12 +120,9 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
             if taken_down_by_six {
                 let six = &outcomes[5];
                 let six_line = common::line(six);
-                assert_eq!(six.verdict, RunLaneVerdict::Failed, "{what}: {six_line}");
-                assert_eq!(
-                    six.failure_class,
-                    RunLaneClass::Poison,
-                    "{what}: {six_line}"
-                );
+                let got = (six.verdict, six.failure_class);
+                let poison = (RunLaneVerdict::Failed, RunLaneClass::Poison);
+                assert_eq!(got, poison, "{what}: {six_line}");
                 assert!(
                     six.has_code && six.code == 507_899,
                     "{what}: the refused enqueue's code: {six_line}"
@@ -170,8 +138,9 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
                     });
                 }
                 Expect::RunOnly(says) => {
-                    assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
-                    assert_eq!(five.failure_class, RunLaneClass::RunOnly, "{what}: {line}");
+                    let got = (five.verdict, five.failure_class);
+                    let run_only = (RunLaneVerdict::Failed, RunLaneClass::RunOnly);
+                    assert_eq!(got, run_only, "{what}: {line}");
                     assert!(line.contains(says), "{what}: {line}");
                 }
             }
@@ -185,70 +154,42 @@ fn on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_it
                         common::line(outcome)
                     );
                 }
-                assert_eq!(
-                    outcomes[11].verdict,
-                    RunLaneVerdict::Ok,
-                    "{what}: recovered"
-                );
+                common::assert_ok(&format!("{what}: recovered"), &outcomes[11]);
                 continue;
             }
             // Every run before it, and every run after the one it took down, has its own OK.
             for outcome in outcomes.iter().filter(|o| {
                 o.id < five.id || o.id > five.id + u64::from(matches!(expect, Expect::Poisoned(_)))
             }) {
-                assert_eq!(
-                    outcome.verdict,
-                    RunLaneVerdict::Ok,
-                    "{what}: run {}: {}",
-                    outcome.id,
-                    common::line(outcome)
-                );
+                common::assert_ok(&what, outcome);
             }
             // A hang ends at the device's op timeout, far before the 5 s host deadline.
             assert!(started.elapsed() < Duration::from_secs(4), "{what}");
         }
     }
 }
-common::on_each_backend!(
-    on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_its_run
-);
 
 fn a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize(via: Via) {
     // A runtime without records: every run's streams are synchronized, clean ones are OK.
-    let _serial = common::serial();
-    let control = control();
-    let _fake = control.session().expect("reset the fake");
-    static NO_RECORDS: Kernels = Kernels {
-        kernel: KERNEL,
-        faults: &[
+    let _fake = common::fresh();
+    static NO_RECORDS: Kernels = Kernels::faulty(
+        KERNEL,
+        &[
             (1, ENGINE_AICPU, Outcome::Silent),
             (2, ENGINE_AICPU, Outcome::Silent),
             (3, ENGINE_AICPU, Outcome::Silent),
             (4, ENGINE_AICPU, Outcome::Silent),
         ],
-    };
+    );
     let mut config = common::fake_config(via, 0, &NO_RECORDS, OP_TIMEOUT_MS);
     config.verdict_channel = RunLaneVerdictChannel::StreamSync as u32;
     let lane = common::create(&config);
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 4);
     common::destroy(lane);
-    for outcome in &outcomes {
-        assert_eq!(
-            outcome.verdict,
-            RunLaneVerdict::Ok,
-            "{}",
-            common::line(outcome)
-        );
-    }
-    assert_eq!(
-        control.counters().expect("counters").queued_launches,
-        0,
-        "depth one"
-    );
+    common::assert_all_ok("stream sync", &outcomes);
+    let queued = control().counters().expect("counters").queued_launches;
+    assert_eq!(queued, 0, "depth one");
 }
-common::on_each_backend!(
-    a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize
-);
 
 /// Run 5's kernels in the two tests below: long enough that, however loaded the machine, run
 /// 6 is submitted and launched behind it (depth two) before run 5 ends, far below the op
@@ -264,83 +205,23 @@ const READ_FAILED: i32 = 507_899;
 const RECORD_FAILED: i32 = 107_000;
 
 /// Whether run 6's AICore launch arms a failure of the next `aclrtMemcpy` on the fake.
-static FAIL_NEXT_COPY_AT_RUN_6: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
-/// The common launch callbacks (as `common::fake_config` sets them), `[aicore, aicpu]`.
-type Launch = unsafe extern "C" fn(
-    *mut core::ffi::c_void,
-    *mut core::ffi::c_void,
-    *const RunLaneRunArgs,
-) -> i32;
-
-fn common_launches() -> [Launch; 2] {
-    // The callbacks are the same through either backend.
-    let config = common::fake_config(Via::Acl, 0, &HEALTHY, OP_TIMEOUT_MS);
-    [
-        config.runner.launch_aicore.expect("an AICore launch"),
-        config.runner.launch_aicpu.expect("an AICPU launch"),
-    ]
-}
+static FAIL_NEXT_COPY_AT_RUN_6: AtomicBool = AtomicBool::new(false);
 
 /// `common`'s launch with run 5 on [`LONG`] kernels, and (when armed) the fake's next
 /// `aclrtMemcpy` failing from run 6's AICore launch on: the lane has armed run 6's slot by
 /// then, and run 5 is still running, so that copy is run 5's record read, whatever the
 /// threads' timing.
-fn hooked(
-    engine: usize,
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    let run = unsafe { &*args }.info.run;
-    if run == 6
-        && engine == 0
-        && FAIL_NEXT_COPY_AT_RUN_6.swap(false, std::sync::atomic::Ordering::SeqCst)
-    {
-        control()
-            .fail_call("aclrtMemcpy", READ_FAILED, 0, 1)
-            .expect("a fail-call rule");
+fn hooked(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+    let run = args.info.run;
+    if run == 6 && engine == ENGINE_AICORE && FAIL_NEXT_COPY_AT_RUN_6.swap(false, SeqCst) {
+        let rule = control().fail_call("aclrtMemcpy", READ_FAILED, 0, 1);
+        rule.expect("a fail-call rule");
     }
-    let user = if run == 5 {
-        std::ptr::from_ref(&LONG).cast_mut().cast()
-    } else {
-        user
-    };
-    // SAFETY: `common`'s callback, with the args the library passed and a `Kernels` user
-    // that outlives the lane.
-    unsafe { common_launches()[engine](user, stream, args) }
+    let long = std::ptr::from_ref(&LONG).cast_mut().cast();
+    common::launch(if run == 5 { long } else { user }, stream, engine, args)
 }
 
-unsafe extern "C" fn hooked_aicore(
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    hooked(0, user, stream, args)
-}
-
-unsafe extern "C" fn hooked_aicpu(
-    user: *mut core::ffi::c_void,
-    stream: *mut core::ffi::c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    hooked(1, user, stream, args)
-}
-
-/// Twelve runs through the documented loop on a fresh lane with the hooked launches.
-fn twelve_hooked(via: Via) -> Vec<RunLaneOutcome> {
-    let mut config = common::fake_config(via, 0, &HEALTHY, OP_TIMEOUT_MS);
-    config.completion_timeout_ms = 5_000;
-    config.runner.launch_aicore = Some(hooked_aicore);
-    config.runner.launch_aicpu = Some(hooked_aicpu);
-    let lane = common::create(&config);
-    let mut outcomes = common::documented_loop(lane, |submitted, _| submitted < 12);
-    common::destroy(lane);
-    outcomes.sort_by_key(|o| o.id);
-    outcomes
-}
+common::launch_callbacks!(hooked_aicore, hooked_aicpu, hooked);
 
 /// Run 5 failed, poison, at `stage` with a code `code_ok` accepts; run 6, behind it,
 /// poisoned by it (its outcome names run 5).
@@ -350,22 +231,17 @@ fn assert_run_5_and_6_poisoned(
     stage: RunLaneStage,
     code_ok: impl Fn(i32) -> bool,
 ) {
-    let five = &outcomes[4];
+    let (five, six) = (&outcomes[4], &outcomes[5]);
     let line = common::line(five);
     assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
     assert_eq!(five.failure_class, RunLaneClass::Poison, "{what}: {line}");
+    assert_eq!(five.stage, stage, "{what}: {line}");
     assert!(
         five.has_code && code_ok(five.code),
         "{what}: its code: {line}"
     );
-    assert_eq!(five.stage, stage, "{what}: {line}");
-    let six = &outcomes[5];
-    assert_eq!(
-        six.verdict,
-        RunLaneVerdict::Poisoned,
-        "{what}: {}",
-        common::line(six)
-    );
+    let six_line = common::line(six);
+    assert_eq!(six.verdict, RunLaneVerdict::Poisoned, "{what}: {six_line}");
     assert_eq!(six.origin, five.id, "{what}");
 }
 
@@ -381,39 +257,24 @@ fn assert_run_5_poisoned_alone(
     assert_eq!(outcomes.len(), 12, "{what}: one outcome per run");
     assert_run_5_and_6_poisoned(what, outcomes, stage, |c| c == code);
     for outcome in outcomes.iter().take(4).chain(outcomes.iter().skip(6)) {
-        assert_eq!(
-            outcome.verdict,
-            RunLaneVerdict::Ok,
-            "{what}: run {}: {}",
-            outcome.id,
-            common::line(outcome)
-        );
+        common::assert_ok(what, outcome);
     }
 }
 
 fn a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inherits_it(via: Via) {
     let _serial = common::serial();
-    let control = control();
     for (switch, semantics) in switches() {
-        let _fake = control.session().expect("reset the fake");
-        if let Some(semantics) = semantics {
-            control.set_semantics(semantics).expect("a known switch");
-        }
-        FAIL_NEXT_COPY_AT_RUN_6.store(true, std::sync::atomic::Ordering::SeqCst);
-        let outcomes = twelve_hooked(via);
-        assert!(
-            !FAIL_NEXT_COPY_AT_RUN_6.load(std::sync::atomic::Ordering::SeqCst),
-            "{switch}: run 6 armed the failure"
-        );
+        let _fake = common::session_with(semantics);
+        FAIL_NEXT_COPY_AT_RUN_6.store(true, SeqCst);
+        let outcomes = twelve(via, &HEALTHY, true);
+        let armed = !FAIL_NEXT_COPY_AT_RUN_6.load(SeqCst);
+        assert!(armed, "{switch}: run 6 armed the failure");
         // Run 5's kernels published an ok record, but its read failed: nothing says OK, the
         // device verdict is clean, and the record-read-failed row poisons with the read's code.
         assert_run_5_poisoned_alone(switch, &outcomes, RunLaneStage::RecordRead, READ_FAILED);
         assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
     }
 }
-common::on_each_backend!(
-    a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inherits_it
-);
 
 fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_code_on_clean_streams(
     via: Via,
@@ -421,17 +282,14 @@ fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_co
     let _serial = common::serial();
     let control = control();
     for (switch, semantics) in switches() {
-        let _fake = control.session().expect("reset the fake");
-        if let Some(semantics) = semantics {
-            control.set_semantics(semantics).expect("a known switch");
-        }
+        let _fake = common::session_with(semantics);
         // Three records per launch, in launch order: the start event (both paths give event
         // timestamps) and core_done on the AICore stream, the boundary on the AICPU stream
         // behind both kernels. Run 5's boundary is the fifteenth.
         control
             .fail_call("aclrtRecordEvent", RECORD_FAILED, 4 * 3 + 2, 1)
             .expect("a fail-call rule");
-        let outcomes = twelve_hooked(via);
+        let outcomes = twelve(via, &HEALTHY, true);
         // Unfenced: its own events cannot decide it. The device verdict finds both streams
         // clean (its kernels even published an ok record), so it poisons with the record
         // call's code; nothing launched behind it, and run 6 is poisoned by it.
@@ -439,6 +297,10 @@ fn a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_co
         assert_eq!(common::force_resets(0), 1, "{switch}: one recovery");
     }
 }
+
 common::on_each_backend!(
-    a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_code_on_clean_streams
+    on_a_devices_semantics_faulted_and_hung_runs_poison_and_a_latch_fails_only_its_run,
+    a_run_that_publishes_nothing_on_the_stream_sync_channel_is_judged_by_its_synchronize,
+    a_failed_record_read_poisons_its_run_with_the_reads_code_and_no_other_run_inherits_it,
+    a_boundary_record_failing_after_the_kernels_poisons_its_run_with_the_calls_code_on_clean_streams,
 );

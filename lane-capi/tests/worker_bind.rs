@@ -3,6 +3,8 @@
 //! lane thread), and its prepare and finalise never answer a bind failure themselves: they
 //! always call the runner's callbacks.
 
+mod common;
+
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -11,8 +13,8 @@ use lane_core::status_latch::AclCode;
 use lane_core::{RunId, SlotId};
 use lane_driver::{Device, HostWorker};
 use run_lane::runner::{Binding, CWorker, Requests, Vtable};
-use run_lane::{RUN_LANE_RUNNER_RESERVED, RunLaneConcurrency, RunLaneRunInfo, RunLaneRunner};
-use run_lane_fake_ascendcl::{Control, cdylib_path};
+use run_lane::{RunLaneConcurrency, RunLaneRunInfo, RunLaneRunner};
+use run_lane_fake_ascendcl::cdylib_path;
 
 /// The callbacks' calls.
 static CALLS: AtomicU32 = AtomicU32::new(0);
@@ -34,31 +36,20 @@ unsafe extern "C" fn counted_finalise(
 #[test]
 fn after_a_force_reset_a_failed_bind_is_binds_error_and_prepare_and_finalise_still_call_back() {
     let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
-    let control = Control::open(&path).unwrap_or_else(|e| panic!("{e}"));
-    let _fake = control.session().expect("reset the fake");
+    let (_fake, control) = (common::fresh(), common::control());
     let (mut device, _) = AclDevice::open(AclConfig {
         library: Library::Path(path),
         ..AclConfig::default()
     })
     .unwrap_or_else(|e| panic!("{e}"));
     let vtable = Vtable::new(RunLaneRunner {
-        user: std::ptr::null_mut(),
         prepare: Some(counted),
-        launch_aicore: None,
-        launch_aicpu: None,
         finalise: Some(counted_finalise),
-        upload_code: None,
-        on_outcome: None,
         concurrency: RunLaneConcurrency {
             off_lane_thread: true,
             prepares_at_once: 1,
         },
-        on_poison: None,
-        before_reset: None,
-        after_reset: None,
-        on_launched: None,
-        finalise_verdict: None,
-        reserved: [std::ptr::null_mut(); RUN_LANE_RUNNER_RESERVED],
+        ..common::default_config().runner
     });
     let requests = Requests::default();
     let binding = Binding::Acl(device.worker_binding());
@@ -67,9 +58,8 @@ fn after_a_force_reset_a_failed_bind_is_binds_error_and_prepare_and_finalise_sti
     assert_eq!(worker.bind(), Ok(()), "bound already: nothing to do");
     device.reset_device_force().expect("force reset");
     // Every `aclrtSetDevice` from now fails (three: more than this test's calls make).
-    control
-        .fail_call("aclrtSetDevice", 107_001, 0, 3)
-        .expect("arm the fault");
+    let rule = control.fail_call("aclrtSetDevice", 107_001, 0, 3);
+    rule.expect("arm the fault");
     assert_eq!(worker.bind(), Err(AclCode::RtInvalidDeviceId));
     // Called anyway (as the service never does after a failed bind), the runner's callbacks
     // run: the worker no longer fails them for the bind.

@@ -66,10 +66,7 @@ fn lines(via: Via, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> 
         off_lane_thread: true,
         prepares_at_once: 1,
     };
-    let mut lane = std::ptr::null_mut();
-    // SAFETY: a valid config (its path outlives the lane) and a writable handle.
-    let created = unsafe { run_lane_create(&raw const config, &raw mut lane) };
-    assert_eq!(created, RunLaneStatus::Ok);
+    let lane = common::create(&config);
     let mut out = Vec::new();
     for tag in 1..=3 {
         let request = RunLaneSubmit {
@@ -79,50 +76,27 @@ fn lines(via: Via, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> 
             copy_back: true,
             ..RunLaneSubmit::default()
         };
-        let mut run = 0;
-        // SAFETY: a live handle, a readable request, a writable id.
-        let submitted = unsafe { run_lane_submit(lane, &raw const request, &raw mut run) };
-        assert_eq!(submitted, RunLaneStatus::Ok);
-        let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
-        // SAFETY: a live handle and a writable outcome.
-        let waited = unsafe { run_lane_wait(lane, run, 30_000, outcome.as_mut_ptr()) };
-        assert_eq!(waited, RunLaneStatus::Ok);
-        // SAFETY: filled by the OK wait.
-        let outcome = unsafe { outcome.assume_init() };
+        let run = common::submit_request(lane, &request).expect("accepted");
+        let outcome = common::wait(lane, run);
         out.push((outcome.verdict, outcome.stage, text(&outcome.failure_line)));
     }
-    // SAFETY: a live handle, destroyed once.
-    assert_eq!(unsafe { run_lane_destroy(lane) }, RunLaneStatus::Ok);
+    common::destroy(lane);
     out
 }
 
 fn a_failed_prepare_or_finalise_ends_its_line_with_the_device_text_on_a_worker_as_on_the_lane_thread(
     via: Via,
 ) {
-    let _serial = common::serial();
-    let _fake = control().session().expect("reset the fake");
+    let _fake = common::fresh();
     for workers in [0, 2] {
         let lines = lines(via, workers);
-        let (verdict, stage, line) = &lines[0];
-        assert_eq!(
-            (*verdict, *stage),
-            (RunLaneVerdict::Failed, RunLaneStage::Prepare),
-            "workers {workers}: {line}"
-        );
-        assert!(
-            line.contains("; device: fake libascendcl: runlanefake_launch returned"),
-            "workers {workers}: {line}"
-        );
-        let (verdict, stage, line) = &lines[1];
-        assert_eq!(
-            (*verdict, *stage),
-            (RunLaneVerdict::Failed, RunLaneStage::CopyBack),
-            "workers {workers}: {line}"
-        );
-        assert!(
-            line.contains("; device: fake libascendcl: runlanefake_launch returned"),
-            "workers {workers}: {line}"
-        );
+        for (at, stage) in [(0, RunLaneStage::Prepare), (1, RunLaneStage::CopyBack)] {
+            let (verdict, got, line) = &lines[at];
+            let what = format!("workers {workers}: {line}");
+            assert_eq!((*verdict, *got), (RunLaneVerdict::Failed, stage), "{what}");
+            let text = "; device: fake libascendcl: runlanefake_launch returned";
+            assert!(line.contains(text), "{what}");
+        }
         assert_eq!(lines[2].0, RunLaneVerdict::Ok, "workers {workers}");
         assert_eq!(lines[2].2, "", "workers {workers}");
     }

@@ -3,13 +3,20 @@
 //! `Via`; `on_each_backend!` runs a test body through both), launch callbacks that queue fake
 //! kernels on the streams the lane gives them
 //! (the AICPU kernel writes the slot's timing buffer, as a runtime's scheduler does), the
-//! documented submit loop, and the process's threads (by name), open descriptors and
-//! resident memory read from `/proc/self`.
+//! documented submit loop and the C calls the tests make; [`usage`] reads the process's threads
+//! (by name), open descriptors and resident memory from `/proc/self`, [`symbols`] reaches the
+//! fake's own exports.
 
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
+pub(crate) mod symbols;
 pub(crate) mod table;
+pub(crate) mod usage;
+
+// Not every test binary uses them.
+#[allow(unused_imports)]
+pub(crate) use {symbols::*, usage::*};
 
 use std::ffi::CString;
 use std::sync::OnceLock;
@@ -17,9 +24,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use core::ffi::c_void;
+use lane_core::status_latch::{self, HeaderLayout, RuntimeCode, Status};
 use run_lane::*;
 use run_lane_fake_ascendcl::{
-    Control, ENGINE_AICORE, ENGINE_AICPU, Outcome, RunKernel, cdylib_path,
+    Control, ENGINE_AICPU, Outcome, RunKernel, Semantics, Session, cdylib_path,
 };
 
 /// The longest any one wait of these tests may take: past it the test fails instead of
@@ -58,10 +66,12 @@ pub(crate) struct Kernels {
 impl Kernels {
     /// Healthy kernels of `kernel`.
     pub(crate) const fn healthy(kernel: Duration) -> Self {
-        Self {
-            kernel,
-            faults: &[],
-        }
+        Self::faulty(kernel, &[])
+    }
+
+    /// Kernels of `kernel` whose `faults` end as they say.
+    pub(crate) const fn faulty(kernel: Duration, faults: &'static [(u64, u32, Outcome)]) -> Self {
+        Self { kernel, faults }
     }
 }
 
@@ -70,19 +80,20 @@ fn kernels<'a>(user: *mut c_void) -> &'a Kernels {
     unsafe { &*user.cast::<Kernels>() }
 }
 
-/// The header a latched AICPU kernel writes: SCOPE_DEADLOCK on the orchestrator.
-fn latched_header() -> &'static [u8] {
-    static HEADER: OnceLock<Vec<u8>> = OnceLock::new();
-    HEADER.get_or_init(|| {
-        use lane_core::status_latch::{self, HeaderLayout, RuntimeCode, Status};
-        let layout = HeaderLayout::TensormapAndRingbuffer;
-        let mut status = Status::clean(layout);
-        status.orch = Some(RuntimeCode::ScopeDeadlock);
-        status_latch::encode(layout, &status)
-    })
+/// The header a latched AICPU kernel writes in `layout`: SCOPE_DEADLOCK on the orchestrator.
+fn latched_header(layout: HeaderLayout) -> Vec<u8> {
+    let mut status = Status::clean(layout);
+    status.orch = Some(RuntimeCode::ScopeDeadlock);
+    status_latch::encode(layout, &status)
 }
 
-fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRunArgs) -> i32 {
+/// The kernel of `engine` for the run, as [`fake_config`]'s launch callbacks queue it.
+pub(crate) fn launch(
+    user: *mut c_void,
+    stream: *mut c_void,
+    engine: u32,
+    args: &RunLaneRunArgs,
+) -> i32 {
     launch_lasting(user, stream, engine, args, kernels(user).kernel)
 }
 
@@ -106,6 +117,19 @@ pub(crate) fn launch_kernel(
     args: &RunLaneRunArgs,
     duration: Duration,
 ) -> i32 {
+    let layout = HeaderLayout::TensormapAndRingbuffer;
+    launch_kernel_in(layout, kernels, stream, engine, args, duration)
+}
+
+/// [`launch_kernel`] of a runtime whose status header is in `layout` (a latch writes it there).
+pub(crate) fn launch_kernel_in(
+    layout: HeaderLayout,
+    kernels: &Kernels,
+    stream: *mut c_void,
+    engine: u32,
+    args: &RunLaneRunArgs,
+    duration: Duration,
+) -> i32 {
     let outcome = kernels
         .faults
         .iter()
@@ -113,28 +137,18 @@ pub(crate) fn launch_kernel(
         .map_or(Outcome::Ok, |(_, _, outcome)| *outcome);
     let aicpu = engine == ENGINE_AICPU;
     let latched = aicpu && outcome == Outcome::Latch;
+    let null = std::ptr::null_mut();
+    let header_bytes = latched.then(|| latched_header(layout));
     let kernel = RunKernel {
         stream,
         engine,
         duration,
         outcome,
-        timing: if aicpu {
-            args.timing
-        } else {
-            std::ptr::null_mut()
-        },
-        header: if latched {
-            args.status_header
-        } else {
-            std::ptr::null_mut()
-        },
-        header_bytes: if latched { latched_header() } else { &[] },
+        timing: if aicpu { args.timing } else { null },
+        header: if latched { args.status_header } else { null },
+        header_bytes: header_bytes.as_deref().unwrap_or_default(),
         handshake: args.handshake,
-        record: if aicpu {
-            args.record
-        } else {
-            std::ptr::null_mut()
-        },
+        record: if aicpu { args.record } else { null },
         epoch: args.epoch,
     };
     match control().launch_run(&kernel) {
@@ -144,23 +158,30 @@ pub(crate) fn launch_kernel(
     }
 }
 
-unsafe extern "C" fn launch_aicore(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    launch(user, stream, ENGINE_AICORE, unsafe { &*args })
+/// Defines the launch callbacks `$aicore` and `$aicpu`, each calling
+/// `$launch(user, stream, engine, &args)` with its engine.
+#[allow(unused_macros)]
+macro_rules! launch_callbacks {
+    ($aicore:ident, $aicpu:ident, $launch:expr) => {
+        $crate::common::launch_callbacks!(@one $aicore, $launch, ENGINE_AICORE);
+        $crate::common::launch_callbacks!(@one $aicpu, $launch, ENGINE_AICPU);
+    };
+    (@one $name:ident, $launch:expr, $engine:ident) => {
+        unsafe extern "C" fn $name(
+            user: *mut core::ffi::c_void,
+            stream: *mut core::ffi::c_void,
+            args: *const run_lane::RunLaneRunArgs,
+        ) -> i32 {
+            // SAFETY: the library passes valid args for the call.
+            let args = unsafe { &*args };
+            $launch(user, stream, run_lane_fake_ascendcl::$engine, args)
+        }
+    };
 }
+#[allow(unused_imports)]
+pub(crate) use launch_callbacks;
 
-unsafe extern "C" fn launch_aicpu(
-    user: *mut c_void,
-    stream: *mut c_void,
-    args: *const RunLaneRunArgs,
-) -> i32 {
-    // SAFETY: the library passes valid args for the call.
-    launch(user, stream, ENGINE_AICPU, unsafe { &*args })
-}
+launch_callbacks!(launch_aicore, launch_aicpu, launch);
 
 /// A NUL-terminated string buffer of an outcome or a report, as text.
 pub(crate) fn text(buffer: &[core::ffi::c_char]) -> String {
@@ -180,6 +201,13 @@ pub(crate) fn default_config() -> RunLaneConfig {
     unsafe { config.assume_init() }
 }
 
+/// The defaults on the simulator backend.
+pub(crate) fn sim_config() -> RunLaneConfig {
+    let mut config = default_config();
+    config.backend = RunLaneBackend::Sim as u32;
+    config
+}
+
 /// How a fake-backed test's lanes reach the fake libascendcl.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Via {
@@ -190,23 +218,25 @@ pub(crate) enum Via {
     DeviceOps,
 }
 
-/// Runs the fake-backed test body `fn $name(via: Via)` through each backend: a module `$name`
+/// Runs each fake-backed test body `fn $name(via: Via)` through each backend: a module `$name`
 /// with the `#[test]`s `acl` and `device_ops` (so `cargo test NAME` runs both), the body
 /// written once.
 #[allow(unused_macros)]
 macro_rules! on_each_backend {
-    ($name:ident) => {
-        mod $name {
-            #[test]
-            fn acl() {
-                super::$name($crate::common::Via::Acl);
-            }
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn acl() {
+                    super::$name($crate::common::Via::Acl);
+                }
 
-            #[test]
-            fn device_ops() {
-                super::$name($crate::common::Via::DeviceOps);
+                #[test]
+                fn device_ops() {
+                    super::$name($crate::common::Via::DeviceOps);
+                }
             }
-        }
+        )+
     };
 }
 #[allow(unused_imports)]
@@ -254,6 +284,42 @@ pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The fake to this test alone, reset ([`serial`], then a fresh [`Control::session`]).
+pub(crate) struct Fresh {
+    /// Dropped first: its check runs while the fake is still this test's.
+    pub(crate) session: Session<'static>,
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+/// [`Fresh`]: the fake to this test alone, reset.
+pub(crate) fn fresh() -> Fresh {
+    let serial = serial();
+    Fresh {
+        session: control().session().expect("reset the fake"),
+        _serial: serial,
+    }
+}
+
+/// The fake reset, with the hardware switch `semantics` (if any) set: a session for one case
+/// of a test that holds [`serial`].
+pub(crate) fn session_with(semantics: Option<Semantics>) -> Session<'static> {
+    let session = control().session().expect("reset the fake");
+    if let Some(semantics) = semantics {
+        control().set_semantics(semantics).expect("a known switch");
+    }
+    session
+}
+
+/// `run_lane_create` of [`fake_config`], which must succeed.
+pub(crate) fn fake_lane(
+    via: Via,
+    device_id: i32,
+    kernels: &Kernels,
+    op_timeout_ms: u64,
+) -> *mut RunLane {
+    create(&fake_config(via, device_id, kernels, op_timeout_ms))
+}
+
 /// `run_lane_create`, which must succeed.
 pub(crate) fn create(config: &RunLaneConfig) -> *mut RunLane {
     let mut lane = std::ptr::null_mut();
@@ -263,11 +329,42 @@ pub(crate) fn create(config: &RunLaneConfig) -> *mut RunLane {
     lane
 }
 
+/// `run_lane_create`: the handle, or the refusal and its message (no handle written).
+pub(crate) fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLaneStatus, String)> {
+    let mut lane = std::ptr::null_mut();
+    // SAFETY: a valid config (its path, table and user outlive the lane) and a writable handle.
+    match unsafe { run_lane_create(std::ptr::from_ref(config), &raw mut lane) } {
+        RunLaneStatus::Ok => Ok(lane),
+        refused => {
+            assert!(lane.is_null(), "a refused create writes no handle");
+            Err((refused, last_error()))
+        }
+    }
+}
+
+/// `run_lane_create` of `config`, which must be refused: the status and its message (a lane
+/// made is destroyed and fails the test).
+pub(crate) fn refusal(config: &RunLaneConfig) -> (RunLaneStatus, String) {
+    try_create(config)
+        .map(destroy)
+        .expect_err("the create was refused")
+}
+
 /// `run_lane_destroy`, which must succeed.
 pub(crate) fn destroy(lane: *mut RunLane) {
     // SAFETY: a live handle, destroyed once.
     let status = unsafe { run_lane_destroy(lane) };
     assert_eq!(status, RunLaneStatus::Ok, "destroy: {}", last_error());
+}
+
+/// `run_lane_destroy_with_report`, which must succeed: the report.
+pub(crate) fn destroy_with_report(lane: *mut RunLane) -> RunLaneCloseReport {
+    let mut report = run_lane::sized::init::<RunLaneCloseReport>();
+    // SAFETY: a live handle, destroyed once, and a writable report.
+    let status = unsafe { run_lane_destroy_with_report(lane, report.as_mut_ptr()) };
+    assert_eq!(status, RunLaneStatus::Ok, "destroy: {}", last_error());
+    // SAFETY: filled by the OK destroy.
+    unsafe { report.assume_init() }
 }
 
 /// The calling thread's last error message.
@@ -280,10 +377,17 @@ pub(crate) fn last_error() -> String {
 
 /// `run_lane_submit` of an untagged run: its id, or the refusal.
 pub(crate) fn submit(lane: *mut RunLane) -> Result<u64, RunLaneStatus> {
-    let request = RunLaneSubmit::default();
+    submit_request(lane, &RunLaneSubmit::default())
+}
+
+/// `run_lane_submit` of `request`: the run's id, or the refusal.
+pub(crate) fn submit_request(
+    lane: *mut RunLane,
+    request: &RunLaneSubmit,
+) -> Result<u64, RunLaneStatus> {
     let mut run = 0;
-    // SAFETY: a live handle, a readable request and a writable id.
-    match unsafe { run_lane_submit(lane, &raw const request, &raw mut run) } {
+    // SAFETY: any handle value is checked; a readable request and a writable id.
+    match unsafe { run_lane_submit(lane, request, &raw mut run) } {
         RunLaneStatus::Ok => Ok(run),
         refused => Err(refused),
     }
@@ -291,13 +395,71 @@ pub(crate) fn submit(lane: *mut RunLane) -> Result<u64, RunLaneStatus> {
 
 /// `run_lane_wait` for `id`, which must deliver within [`BOUND`].
 pub(crate) fn wait(lane: *mut RunLane, id: u64) -> RunLaneOutcome {
-    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     let bound = u32::try_from(BOUND.as_millis()).unwrap_or(u32::MAX);
+    try_wait(lane, id, bound)
+        .unwrap_or_else(|status| panic!("wait {id}: {status:?}: {}", last_error()))
+}
+
+/// `run_lane_wait` for `id` with `timeout_ms`: the outcome, or the status.
+pub(crate) fn try_wait(
+    lane: *mut RunLane,
+    id: u64,
+    timeout_ms: u32,
+) -> Result<RunLaneOutcome, RunLaneStatus> {
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
+    // SAFETY: any handle value is checked; a writable outcome.
+    match unsafe { run_lane_wait(lane, id, timeout_ms, outcome.as_mut_ptr()) } {
+        // SAFETY: filled by the OK wait.
+        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }),
+        status => Err(status),
+    }
+}
+
+/// `run_lane_poll`: the outcome, or the status.
+pub(crate) fn poll(lane: *mut RunLane) -> Result<RunLaneOutcome, RunLaneStatus> {
+    let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     // SAFETY: a live handle and a writable outcome.
-    let status = unsafe { run_lane_wait(lane, id, bound, outcome.as_mut_ptr()) };
-    assert_eq!(status, RunLaneStatus::Ok, "wait {id}: {}", last_error());
-    // SAFETY: filled by the OK wait.
-    unsafe { outcome.assume_init() }
+    match unsafe { run_lane_poll(lane, outcome.as_mut_ptr()) } {
+        // SAFETY: filled by the OK poll.
+        RunLaneStatus::Ok => Ok(unsafe { outcome.assume_init() }),
+        status => Err(status),
+    }
+}
+
+/// The outcome is `Ok` (`what` and its line name it otherwise).
+pub(crate) fn assert_ok(what: &str, outcome: &RunLaneOutcome) {
+    let id = outcome.id;
+    assert_eq!(
+        outcome.verdict,
+        RunLaneVerdict::Ok,
+        "{what}: run {id}: {}",
+        line(outcome)
+    );
+}
+
+/// The outcome's failure class is `class` (its line names it otherwise).
+pub(crate) fn assert_class(outcome: &RunLaneOutcome, class: RunLaneClass) {
+    assert_eq!(
+        outcome.failure_class,
+        class,
+        "run {}: {}",
+        outcome.id,
+        line(outcome)
+    );
+}
+
+/// Every outcome is `Ok`.
+pub(crate) fn assert_all_ok(what: &str, outcomes: &[RunLaneOutcome]) {
+    outcomes.iter().for_each(|o| assert_ok(what, o));
+}
+
+/// Polls `done` until it holds, failing with `what` after [`BOUND`].
+pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let since = Instant::now();
+    while !done() {
+        assert!(since.elapsed() < BOUND, "{what}");
+        thread::sleep(Duration::from_micros(100));
+    }
 }
 
 /// The embedding guide's loop: submit until `FULL`, then wait for the oldest run in flight,
@@ -381,130 +543,7 @@ pub(crate) fn assert_ok_in_order(device: i32, outcomes: &[RunLaneOutcome]) {
 
 /// An outcome's failure line.
 pub(crate) fn line(outcome: &RunLaneOutcome) -> String {
-    // SAFETY: the library NUL-terminates the buffer.
-    unsafe { std::ffi::CStr::from_ptr(outcome.failure_line.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// The process's threads, open descriptors and resident memory, from `/proc/self`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Usage {
-    /// `Threads` of /proc/self/status.
-    pub(crate) threads: u64,
-    /// Entries of /proc/self/fd (the listing's own descriptor included, every time alike).
-    pub(crate) fds: u64,
-    /// `VmRSS` of /proc/self/status, KiB.
-    pub(crate) rss_kib: u64,
-    /// Lines of /proc/self/maps: the process's memory mappings (thread stacks among them).
-    pub(crate) mappings: u64,
-    /// Threads named `lane`, `lane-waiter` or `lane-worker-N` (lane-service's).
-    pub(crate) lane_threads: u64,
-    /// Threads named `fake-acl-...`: the fake's stream workers (a real libascendcl has none).
-    pub(crate) fake_stream_threads: u64,
-    /// Every thread's name (`/proc/self/task/*/comm`, at most 15 bytes).
-    pub(crate) names: Vec<String>,
-}
-
-impl Usage {
-    /// Threads whose name starts with `prefix`.
-    pub(crate) fn named(&self, prefix: &str) -> u64 {
-        self.names.iter().filter(|n| n.starts_with(prefix)).count() as u64
-    }
-}
-
-fn status_field(status: &str, field: &str) -> u64 {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("/proc/self/status has no {field}"))
-}
-
-/// The process's [`Usage`] now.
-pub(crate) fn usage() -> Usage {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let fds = std::fs::read_dir("/proc/self/fd")
-        .expect("/proc/self/fd")
-        .count() as u64;
-    let (mut lane_threads, mut fake_stream_threads) = (0, 0);
-    let mut names = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
-        let Ok(task) = task else { continue };
-        // A thread that ended between the listing and the read has no comm: not counted.
-        let Ok(name) = std::fs::read_to_string(task.path().join("comm")) else {
-            continue;
-        };
-        let name = name.trim_end().to_owned();
-        if name == "lane" || name.starts_with("lane-") {
-            lane_threads += 1;
-        } else if name.starts_with("fake-acl-") {
-            fake_stream_threads += 1;
-        }
-        names.push(name);
-    }
-    Usage {
-        threads: status_field(&status, "Threads:"),
-        fds,
-        rss_kib: status_field(&status, "VmRSS:"),
-        mappings: std::fs::read_to_string("/proc/self/maps")
-            .expect("/proc/self/maps")
-            .lines()
-            .count() as u64,
-        lane_threads,
-        fake_stream_threads,
-        names,
-    }
-}
-
-/// Waits (at most [`BOUND`]) until the process's usage satisfies `settled`, and returns it.
-/// Two things settle shortly after the call that causes them: a new thread takes its name
-/// (`lane-waiter`, say) once it runs, not when it is spawned, and a destroyed stream's worker
-/// in the fake ends once woken, after the destroy returned.
-pub(crate) fn wait_for_usage(what: &str, settled: impl Fn(&Usage) -> bool) -> Usage {
-    let start = Instant::now();
-    loop {
-        let now = usage();
-        if settled(&now) {
-            return now;
-        }
-        assert!(start.elapsed() < BOUND, "{what}, after {BOUND:?}: {now:?}");
-        thread::yield_now();
-    }
-}
-
-/// How long a joined thread may stay listed in `/proc/self/task`: the kernel wakes the
-/// joiner as the thread exits and drops its entry a moment later, once the exiting thread
-/// is scheduled again (on a loaded machine, later). A thread destroy failed to join keeps
-/// running, and outlives any grace.
-pub(crate) const REAP_GRACE: Duration = Duration::from_secs(5);
-
-/// Waits at most [`REAP_GRACE`] for the process to list no lane thread, and returns the
-/// usage then: what a destroy that joined its lane's threads leaves.
-pub(crate) fn wait_for_lane_threads_joined(what: &str) -> Usage {
-    let start = Instant::now();
-    loop {
-        let now = usage();
-        if now.lane_threads == 0 {
-            return now;
-        }
-        assert!(
-            start.elapsed() < REAP_GRACE,
-            "{what}: {} lane threads still listed {REAP_GRACE:?} after destroy returned: {:?}",
-            now.lane_threads,
-            now.names
-        );
-        thread::yield_now();
-    }
-}
-
-/// [`wait_for_usage`] until the process has no lane thread (a destroy joins them) and no
-/// fake stream thread.
-pub(crate) fn wait_for_no_lane_threads() -> Usage {
-    wait_for_usage("no lane or fake stream thread left", |u| {
-        u.lane_threads == 0 && u.fake_stream_threads == 0
-    })
+    text(&outcome.failure_line)
 }
 
 /// How many force resets the fake made of `device`.
@@ -540,56 +579,6 @@ pub(crate) fn submit_when_open(lane: *mut RunLane) -> u64 {
             }
             Err(status) => panic!("submit: {status:?}: {}", last_error()),
         }
-    }
-}
-
-unsafe extern "C" {
-    fn dlopen(
-        filename: *const core::ffi::c_char,
-        flags: core::ffi::c_int,
-    ) -> *mut core::ffi::c_void;
-    fn dlsym(
-        handle: *mut core::ffi::c_void,
-        symbol: *const core::ffi::c_char,
-    ) -> *mut core::ffi::c_void;
-}
-
-/// The fake's exported `name`, as an embedding reaches the libascendcl the lanes load (the
-/// fake is already loaded by the control surface: this takes another reference to it).
-pub(crate) fn fake_symbol(name: &core::ffi::CStr) -> *mut c_void {
-    const RTLD_NOW: core::ffi::c_int = 2;
-    // SAFETY: the fake's path, NUL-terminated.
-    let library = unsafe { dlopen(fake_path().as_ptr(), RTLD_NOW) };
-    assert!(!library.is_null(), "dlopen the fake");
-    // SAFETY: a live handle and a NUL-terminated name.
-    let symbol = unsafe { dlsym(library, name.as_ptr()) };
-    assert!(!symbol.is_null(), "the fake has {name:?}");
-    symbol
-}
-
-/// ACL's exception-info callback as an embedding writes one (`aclrtExceptionInfo *`).
-pub(crate) type ExceptionCallback = unsafe extern "C" fn(*mut c_void);
-
-/// Registers `callback` in the fake's one callback slot, as an embedding (or HCCL) does with
-/// `aclrtSetExceptionInfoCallback` of the library the lanes load.
-pub(crate) fn register_exception_callback(callback: ExceptionCallback) {
-    type SetCallback = unsafe extern "C" fn(Option<ExceptionCallback>) -> i32;
-    let symbol = fake_symbol(c"aclrtSetExceptionInfoCallback");
-    // SAFETY: the symbol is ACL's `aclError aclrtSetExceptionInfoCallback(callback)`.
-    let set = unsafe { std::mem::transmute::<*mut c_void, SetCallback>(symbol) };
-    // SAFETY: a valid callback that outlives the process's notices.
-    assert_eq!(unsafe { set(Some(callback)) }, 0);
-}
-
-/// One of the fake's `aclrtGet*FromExceptionInfo` getters, as an embedding's handler calls
-/// them: `uint32_t getter(const aclrtExceptionInfo *)`.
-pub(crate) fn exception_info_getter(
-    name: &core::ffi::CStr,
-) -> unsafe extern "C" fn(*const c_void) -> u32 {
-    let symbol = fake_symbol(name);
-    // SAFETY: the getters are ACL's `uint32_t aclrtGet...FromExceptionInfo(info)`.
-    unsafe {
-        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*const c_void) -> u32>(symbol)
     }
 }
 
