@@ -1,6 +1,6 @@
 //! The exhaustive explorer under `cargo test`: every ordering of commands and backend
 //! answers within small bounds, on a2a3 (depth two) and at depth one, and the stream pair alone at every depth.
-//! Bigger bounds: `cargo xtask explore --runs N`. The state counts printed here are recorded
+//! Bigger bounds: `cargo xtask explore --runs N`. The state counts are pinned here and recorded
 //! in docs/testing.md.
 
 use lane_core::status_latch::VerdictRule;
@@ -55,6 +55,22 @@ fn test_configs() -> Vec<Config> {
     configs
 }
 
+/// What the explorer reaches for each of [`test_configs`], in order: (states, transitions,
+/// depth). A change here is a change of the lane's behaviour, to be reviewed as one; update it
+/// and docs/testing.md's table together.
+const EXPECTED: [(usize, usize, usize); 10] = [
+    (11_446, 98_398, 18),
+    (417_068, 3_711_536, 31),
+    (31_924, 319_821, 19),
+    (107_665, 923_143, 26),
+    (133_032, 1_006_171, 24),
+    (3_992, 23_675, 21),
+    (48_606, 425_022, 20),
+    (415_980, 3_700_949, 31),
+    (48_606, 425_022, 20),
+    (371_487, 3_299_967, 31),
+];
+
 /// `runs` runs and `publications` publications on `chip`, with a close, and nothing else
 /// offered.
 const fn config(chip: Chip, runs: u8, publications: u8) -> Config {
@@ -81,7 +97,8 @@ fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() 
         Ok(done) => done,
         Err(report) => panic!("{report}"),
     };
-    for one in &explored {
+    assert_eq!(explored.len(), EXPECTED.len());
+    for (one, (states, transitions, depth)) in explored.iter().zip(EXPECTED) {
         println!(
             "{}: {} states, {} transitions, depth {}",
             one.config.rust(),
@@ -89,8 +106,17 @@ fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() 
             one.stats.transitions,
             one.stats.depth
         );
-        // Not degenerate: a run's life alone is a dozen steps, with a failure at each.
-        assert!(one.stats.states > 1_000, "{:?}", one.stats);
+        let expected = lane_fuzz::explore::Stats {
+            states,
+            transitions,
+            depth,
+        };
+        assert_eq!(
+            one.stats,
+            expected,
+            "{}: the explored space changed",
+            one.config.rust()
+        );
     }
     let tables = reached.against_tables();
     println!("table states never reached: {:?}", tables.unreached);
@@ -144,14 +170,19 @@ fn the_depth_three_exploration_keeps_every_lane_property_and_reaches_every_run_p
         unreached.is_empty(),
         "run phases the depth-three exploration never reached: {unreached:?}"
     );
-    assert!(one.stats.states > 100_000, "{:?}", one.stats);
+    let expected = lane_fuzz::explore::Stats {
+        states: 269_979,
+        transitions: 1_993_662,
+        depth: 31,
+    };
+    assert_eq!(one.stats, expected, "the explored space changed");
 }
 
 #[test]
 fn every_ordering_of_stream_pair_operations_matches_the_reference_model_at_depths_one_and_two() {
     // With two owners, depths above two behave as depth two; `cargo xtask explore` runs
     // every depth with more owners.
-    for depth in 1..=2 {
+    for (depth, states, transitions) in [(1, 68_534, 798_077), (2, 79_094, 928_833)] {
         let config = PairConfig::test(depth);
         match pair::run(config, LIMIT) {
             Ok(stats) => {
@@ -159,7 +190,12 @@ fn every_ordering_of_stream_pair_operations_matches_the_reference_model_at_depth
                     "{config:?}: {} states, {} transitions, depth {}",
                     stats.states, stats.transitions, stats.depth
                 );
-                assert!(stats.states > 1_000, "{stats:?}");
+                let expected = lane_fuzz::explore::Stats {
+                    states,
+                    transitions,
+                    depth: 23,
+                };
+                assert_eq!(stats, expected, "{config:?}: the explored space changed");
             }
             Err(report) => panic!("{report}"),
         }
