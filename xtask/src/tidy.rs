@@ -529,7 +529,11 @@ mod tests {
                     ));
                     continue;
                 };
-                if !text.contains(&format!("fn {test}(")) {
+                // A test a `cases!` list declares reads `fn NAME = CASE`.
+                if ![format!("fn {test}("), format!("fn {test} =")]
+                    .iter()
+                    .any(|decl| text.contains(decl.as_str()))
+                {
                     problems.push(format!(
                         "{RULES_MD}:{line_no}: {}: {file} has no `fn {test}`: name a test \
                          that exists (it was renamed or moved?), or drop it",
