@@ -397,7 +397,7 @@ impl Control {
         }
     }
 
-    /// `runlanefake_fail_call`: [`DeviceControl::fail_call`] on device 0.
+    /// [`DeviceControl::fail_call`] on device 0.
     ///
     /// # Errors
     ///
@@ -409,17 +409,10 @@ impl Control {
         skip: u32,
         count: u32,
     ) -> Result<(), ControlError> {
-        let name = CString::new(name).map_err(|_| ControlError::Call {
-            call: "runlanefake_fail_call",
-            code: 100_000,
-        })?;
-        // SAFETY: `name` is a NUL-terminated string alive for the call.
-        check("runlanefake_fail_call", unsafe {
-            (self.functions.runlanefake_fail_call)(name.as_ptr(), code, skip, count)
-        })
+        self.device(0).fail_call(name, code, skip, count)
     }
 
-    /// `runlanefake_fault_kernel`: [`DeviceControl::fault_kernel`] on device 0.
+    /// [`DeviceControl::fault_kernel`] on device 0.
     ///
     /// # Errors
     ///
@@ -432,43 +425,26 @@ impl Control {
         count: u32,
         header_bytes: &[u8],
     ) -> Result<(), ControlError> {
-        // SAFETY: `header_bytes` is a live slice of `len` bytes.
-        let code = unsafe {
-            (self.functions.runlanefake_fault_kernel)(
-                outcome as u32,
-                engine,
-                skip,
-                count,
-                header_bytes.as_ptr(),
-                header_bytes.len(),
-            )
-        };
-        check("runlanefake_fault_kernel", code)
+        self.device(0)
+            .fault_kernel(outcome, engine, skip, count, header_bytes)
     }
 
-    /// `runlanefake_fault_copy`: [`DeviceControl::fault_copy`] on device 0.
+    /// [`DeviceControl::fault_copy`] on device 0.
     ///
     /// # Errors
     ///
     /// [`ControlError::Call`] for a code of 0 or a zero count.
     pub fn fault_copy(&self, code: AclError, skip: u32, count: u32) -> Result<(), ControlError> {
-        // SAFETY: plain values.
-        check("runlanefake_fault_copy", unsafe {
-            (self.functions.runlanefake_fault_copy)(code, skip, count)
-        })
+        self.device(0).fault_copy(code, skip, count)
     }
 
-    /// `runlanefake_clear_faults`: [`DeviceControl::clear_faults`] on device 0 (other
-    /// devices' rules stay).
+    /// [`DeviceControl::clear_faults`] on device 0 (other devices' rules stay).
     ///
     /// # Errors
     ///
     /// [`ControlError::Call`] if the fake refused.
     pub fn clear_faults(&self) -> Result<(), ControlError> {
-        // SAFETY: no arguments.
-        check("runlanefake_clear_faults", unsafe {
-            (self.functions.runlanefake_clear_faults)()
-        })
+        self.device(0).clear_faults()
     }
 
     /// `runlanefake_set_soc_name` (`None`: the probe gets NULL).
@@ -504,19 +480,15 @@ impl Control {
         })
     }
 
-    /// `runlanefake_counters`: [`DeviceControl::counters`] of device 0.
+    /// [`DeviceControl::counters`] of device 0.
     ///
     /// # Errors
     ///
     /// [`ControlError::Call`] if the fake refused.
     pub fn counters(&self) -> Result<FakeCounters, ControlError> {
-        let mut counters = FakeCounters::ZERO;
-        // SAFETY: `counters` is a writable FakeCounters.
-        check("runlanefake_counters", unsafe {
-            (self.functions.runlanefake_counters)(&mut counters)
-        })?;
-        Ok(counters)
+        self.device(0).counters()
     }
+
     /// `runlanefake_raise_notice`: a device fault notice naming `device_id`, `stream_id`
     /// and `code`, delivered by a fake driver thread to the registered exception callback
     /// after at least `delay` (dropped and counted when none is registered then).

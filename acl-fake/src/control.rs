@@ -266,16 +266,6 @@ fn install(device_id: i32, rule: FaultRule) -> AclError {
     }
 }
 
-pub(super) unsafe fn runlanefake_fail_call(
-    name: *const c_char,
-    code: AclError,
-    skip: u32,
-    count: u32,
-) -> AclError {
-    // SAFETY: the caller's contract, forwarded.
-    unsafe { runlanefake_fail_call_on(0, name, code, skip, count) }
-}
-
 pub(super) unsafe fn runlanefake_fail_call_on(
     device_id: i32,
     name: *const c_char,
@@ -292,20 +282,6 @@ pub(super) unsafe fn runlanefake_fail_call_on(
     // SAFETY: non-NULL and NUL-terminated by the caller's contract.
     let name = unsafe { core::ffi::CStr::from_ptr(name) }.to_string_lossy();
     install(device_id, FaultRule::call(&name, code, window(skip, count)))
-}
-
-pub(super) unsafe fn runlanefake_fault_kernel(
-    outcome: u32,
-    engine: u32,
-    skip: u32,
-    count: u32,
-    header_bytes: *const u8,
-    header_len: usize,
-) -> AclError {
-    // SAFETY: the caller's contract, forwarded.
-    unsafe {
-        runlanefake_fault_kernel_on(0, outcome, engine, skip, count, header_bytes, header_len)
-    }
 }
 
 pub(super) unsafe fn runlanefake_fault_kernel_on(
@@ -342,11 +318,6 @@ pub(super) unsafe fn runlanefake_fault_kernel_on(
         rule = rule.with_header(header_bytes);
     }
     install(device_id, rule)
-}
-
-pub(super) unsafe fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError {
-    // SAFETY: plain values, forwarded.
-    unsafe { runlanefake_fault_copy_on(0, code, skip, count) }
 }
 
 pub(super) unsafe fn runlanefake_fault_copy_on(
@@ -386,11 +357,6 @@ pub(super) unsafe fn runlanefake_install_fault(device_id: i32, spec: *const c_ch
     }
 }
 
-pub(super) unsafe fn runlanefake_clear_faults() -> AclError {
-    // SAFETY: plain value, forwarded.
-    unsafe { runlanefake_clear_faults_on(0) }
-}
-
 pub(super) unsafe fn runlanefake_clear_faults_on(device_id: i32) -> AclError {
     let device = or_return!(named(device_id));
     device.lock().model.heal();
@@ -410,11 +376,6 @@ pub(super) unsafe fn runlanefake_set_soc_name(name: *const c_char) -> AclError {
 
 pub(super) unsafe fn runlanefake_set_device_count(count: u32) -> AclError {
     code(device::set_device_count(count))
-}
-
-pub(super) unsafe fn runlanefake_counters(out: *mut FakeCounters) -> AclError {
-    // SAFETY: the caller's contract, forwarded.
-    unsafe { runlanefake_counters_on(0, out) }
 }
 
 pub(super) unsafe fn runlanefake_counters_on(device_id: i32, out: *mut FakeCounters) -> AclError {

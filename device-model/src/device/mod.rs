@@ -470,12 +470,6 @@ impl Device {
         self.generation
     }
 
-    /// The installed fault rules.
-    #[must_use]
-    pub fn fault_rules(&self) -> &[FaultRule] {
-        self.faults.rules()
-    }
-
     /// Installs a fault rule after the others (its `calls` count from now).
     pub fn install(&mut self, rule: FaultRule) {
         self.faults.install(rule);
