@@ -94,13 +94,11 @@ pub const DEFAULT_DEVICE_COUNT: u32 = 16;
 /// the range of ids the per-device control functions accept.
 pub const MAX_DEVICES: u32 = 64;
 
-/// What a device wait (`aclrtSynchronizeEventWithTimeout`, `aclrtSynchronizeStreamWithTimeout`,
-/// `aclrtSynchronizeDeviceWithTimeout`) returns when its device was force-reset while the
-/// thread was inside it (or the whole fake reset). Not an ACL code, and no real call returns
-/// it: on real ACL that waiter is not woken and reads the deleted device object after its
-/// slice, a use-after-free (device-truth §5, SPEC L-20). The fake wakes it so tests end, and
-/// counts the reset ([`FakeCounters::resets_under_wait`], [`Control::resets_under_wait`]). A
-/// lane must never see it.
+/// What an event, stream or device synchronize returns when its device was force-reset (or
+/// the whole fake reset) while the thread was inside it. No ACL code: on real ACL that waiter
+/// reads the deleted device after its slice, a use-after-free (device-truth §5, SPEC L-20).
+/// The fake wakes it so tests end, and counts it ([`FakeCounters::resets_under_wait`]). A lane
+/// must never see it.
 pub const RESET_UNDER_WAIT: AclError = 599_999;
 
 /// A kernel on the AICore engine (faults: 507015, timeout 507014).
@@ -265,20 +263,15 @@ pub enum Semantics {
     LegacyEventFaults(bool),
     /// [`SWITCH_LATCH_FAULTS_STREAM`]: `true` (default) leaves 507018 on the stream.
     LatchFaultsStream(bool),
-    /// [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`]: `true` makes a force reset empty the
-    /// process's exception callback slot; `false` (default) keeps it.
+    /// [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`]: `true` drops the callback at a force reset.
     ResetDropsExceptionCallback(bool),
-    /// [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`]: `true` makes a force reset restart the
-    /// device's stream numbering at 1; `false` (default) never reuses a number.
+    /// [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`]: `true` restarts it at a force reset.
     ResetRestartsStreamNumbering(bool),
-    /// [`SWITCH_HANDSHAKE`]: `true` couples a run's two kernels; `false` (default) runs each
-    /// alone.
+    /// [`SWITCH_HANDSHAKE`]: `true` couples a run's two kernels.
     Handshake(bool),
-    /// [`SWITCH_FAULT_FAILS_CHECKED_CALLS`]: `true` makes a device fault fail every checked
-    /// call until a force reset; `false` (default) leaves the code on its stream alone.
+    /// [`SWITCH_FAULT_FAILS_CHECKED_CALLS`]: `true` fails every checked call after a fault.
     FaultFailsCheckedCalls(bool),
-    /// [`SWITCH_EVENT_WAIT_STALL_MS`]: how long every event wait stalls before it looks
-    /// (0, the default: not at all).
+    /// [`SWITCH_EVENT_WAIT_STALL_MS`]: how long every event wait stalls before it looks.
     EventWaitStallMs(u32),
 }
 
@@ -574,22 +567,30 @@ fn guard<R: FfiReturn>(call: &str, body: impl FnOnce() -> R) -> R {
     result
 }
 
-macro_rules! export_acl {
-    ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
+/// Exports each function of a table (`$callback!` input) as a guarded call of its body in
+/// `$module`, with `$note` added to its doc.
+macro_rules! export {
+    ($module:ident, $note:literal, $safety:literal; $( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
         $(
             $(#[doc = $doc])*
             ///
-            /// Exported by the fake (generated from `ascend_cl_sys::for_each_acl_function!`).
+            #[doc = $note]
             ///
             /// # Safety
             ///
-            /// The call's C contract, as for the real library.
+            #[doc = $safety]
             #[unsafe(no_mangle)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 // SAFETY: forwarded unchanged; the caller upholds the call's C contract.
-                guard(stringify!($name), move || unsafe { imp::$name($($arg),*) })
+                guard(stringify!($name), move || unsafe { $module::$name($($arg),*) })
             }
         )*
+    };
+}
+
+macro_rules! export_acl {
+    ($($items:tt)*) => {
+        export! { imp, "Exported by the fake (generated from `ascend_cl_sys::for_each_acl_function!`).", "The call's C contract, as for the real library."; $($items)* }
     };
 }
 
@@ -709,21 +710,8 @@ macro_rules! for_each_control_function {
 }
 
 macro_rules! export_control {
-    ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
-        $(
-            $(#[doc = $doc])*
-            ///
-            /// Test-only control of the fake (no such function exists in ACL).
-            ///
-            /// # Safety
-            ///
-            /// Pointer arguments are NULL or valid for the access described.
-            #[unsafe(no_mangle)]
-            pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
-                // SAFETY: forwarded unchanged; the caller upholds the pointer contract.
-                guard(stringify!($name), move || unsafe { control::$name($($arg),*) })
-            }
-        )*
+    ($($items:tt)*) => {
+        export! { control, "Test-only control of the fake (no such function exists in ACL).", "Pointer arguments are NULL or valid for the access described."; $($items)* }
     };
 }
 
