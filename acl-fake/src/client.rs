@@ -59,6 +59,14 @@ pub fn cdylib_path() -> Result<PathBuf, ControlError> {
         .ok_or(ControlError::NotBuilt { searched })
 }
 
+/// [`ControlError::Load`] for a loader error on `path`.
+fn load_error(path: &Path) -> impl Fn(libloading::Error) -> ControlError + '_ {
+    |e| ControlError::Load {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
 macro_rules! control_table {
     ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
         #[allow(non_snake_case)]
@@ -72,7 +80,7 @@ macro_rules! control_table {
                     $( $name: {
                         // SAFETY: the type is the export's signature, from the same table.
                         let symbol = unsafe { library.get::<unsafe extern "C" fn($($ty),*) -> $ret>(stringify!($name).as_bytes()) };
-                        *symbol.map_err(|e| ControlError::Load { path: path.to_path_buf(), message: e.to_string() })?
+                        *symbol.map_err(load_error(path))?
                     }, )*
                 })
             }
@@ -95,10 +103,7 @@ impl LastError {
             // SAFETY: both exports are `extern "C" fn(i32) -> aclError` in this crate.
             let symbol =
                 unsafe { library.get::<unsafe extern "C" fn(i32) -> AclError>(name.as_bytes()) };
-            symbol.map(|s| *s).map_err(|e| ControlError::Load {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })
+            symbol.map(|s| *s).map_err(load_error(path))
         };
         Ok(Self {
             peek: symbol("aclrtPeekAtLastError")?,
@@ -196,10 +201,7 @@ impl Control {
         // SAFETY: the fake's initialisers are Rust statics with const initialisers; nothing
         // runs at load time.
         let library = unsafe { Library::open(Some(path.as_os_str()), RTLD_NOW | RTLD_GLOBAL) }
-            .map_err(|e| ControlError::Load {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+            .map_err(load_error(path))?;
         let functions = Functions::resolve(&library, path)?;
         let last_error = LastError::resolve(&library, path)?;
         Ok(Self {
@@ -339,10 +341,7 @@ impl Control {
     /// [`ControlError::Call`] if the fake refused.
     pub fn set_semantics(&self, semantics: Semantics) -> Result<(), ControlError> {
         let (switch, value) = semantics.raw();
-        // SAFETY: plain values.
-        check("runlanefake_set_semantics", unsafe {
-            (self.functions.runlanefake_set_semantics)(switch, value)
-        })
+        self.set_semantics_raw(switch, value)
     }
 
     /// `runlanefake_set_semantics` with a raw switch and value (for a test of the refusal of
@@ -362,16 +361,14 @@ impl Control {
     /// not cleared.
     #[must_use]
     pub fn peek_at_last_error(&self) -> AclError {
-        // SAFETY: a plain value.
-        unsafe { (self.last_error.peek)(ACL_RT_THREAD_LEVEL) }
+        self.last_error_at(ACL_RT_THREAD_LEVEL, false)
     }
 
     /// `aclrtGetLastError(ACL_RT_THREAD_LEVEL)` on the calling thread: its last error,
     /// cleared.
     #[must_use]
     pub fn get_last_error(&self) -> AclError {
-        // SAFETY: a plain value.
-        unsafe { (self.last_error.get)(ACL_RT_THREAD_LEVEL) }
+        self.last_error_at(ACL_RT_THREAD_LEVEL, true)
     }
 
     /// `aclrtPeekAtLastError(level)` / `aclrtGetLastError(level)` with any level (`clear`
