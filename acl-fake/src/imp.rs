@@ -711,23 +711,13 @@ pub(crate) unsafe fn aclrtGetErrorCodeFromExceptionInfo(info: *const AclrtExcept
     unsafe { crate::notice::read(info, |i| i.error_code) }
 }
 
-/// A live stream of the calling thread's current device: its number, small, unique on the
-/// device and never reused until `runlanefake_reset` (a number taken before a force reset
-/// names no later stream) \[I: real ACL may reuse a destroyed stream's id\]. NULL stream or
-/// out-pointer 100000; a dead stream 107017; a live stream of another device 107003.
 /// The fake's device clock is real time ([`device_now_ns`]); the timestamp is when the
 /// event's record task passed, in microseconds (floored), as ACL gives it. An event without
 /// `ACL_EVENT_TIME_LINE`, or whose capture has not completed (never recorded, pending,
 /// aborted), is 107000.
 pub(crate) unsafe fn aclrtEventGetTimestamp(event: AclrtEvent, timestamp: *mut u64) -> AclError {
-    let (_, state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let event = match handle(event) {
-        Ok(event) => event,
-        Err(code) => return code,
-    };
+    let (_, state) = or_return!(current());
+    let event = or_return!(handle(event));
     if timestamp.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -740,6 +730,10 @@ pub(crate) unsafe fn aclrtEventGetTimestamp(event: AclrtEvent, timestamp: *mut u
     code(unsafe { write_out(timestamp, passed / 1_000) })
 }
 
+/// A live stream of the calling thread's current device: its number, small, unique on the
+/// device and never reused until `runlanefake_reset` (a number taken before a force reset
+/// names no later stream) \[I: real ACL may reuse a destroyed stream's id\]. NULL stream or
+/// out-pointer 100000; a dead stream 107017; a live stream of another device 107003.
 pub(crate) unsafe fn aclrtStreamGetId(stream: AclrtStream, stream_id: *mut i32) -> AclError {
     let (device, state) = or_return!(current());
     let id = or_return!(handle(stream));

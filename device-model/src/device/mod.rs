@@ -344,6 +344,11 @@ impl Stream {
     fn idle(&self, legacy: bool) -> bool {
         (legacy && self.sticky.is_some()) || (self.head.is_none() && self.queue.is_empty())
     }
+
+    /// Its running task, then its queued ones.
+    fn tasks(&self) -> impl Iterator<Item = &Task> {
+        self.head.iter().map(|h| &h.task).chain(self.queue.iter())
+    }
 }
 
 /// One kernel of a run, as the run tracks it.

@@ -70,12 +70,7 @@ impl Device {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
-        for task in stream
-            .head
-            .iter()
-            .map(|h| &h.task)
-            .chain(stream.queue.iter())
-        {
+        for task in stream.tasks() {
             let tag = task.tag;
             self.note(|| Note::Dropped { tag, at: now });
         }
