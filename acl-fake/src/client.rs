@@ -239,9 +239,7 @@ impl Control {
         })
     }
 
-    /// `runlanefake_launch`: queue a kernel on `stream`, a stream of the calling thread's
-    /// current device (whose kernel rules apply). The fake never dereferences `stream`,
-    /// `timing` or `header`: they are looked up in that device's tables.
+    /// [`runlanefake_launch`](crate::runlanefake_launch): the pointers are only keys.
     ///
     /// # Errors
     ///
@@ -277,8 +275,7 @@ impl Control {
         check("runlanefake_launch", code)
     }
 
-    /// `runlanefake_launch_run`: queue one kernel of a run (its record published when both
-    /// of the run's kernels have ended, by the rules of `runlanefake_launch_run`).
+    /// [`runlanefake_launch_run`](crate::runlanefake_launch_run): one kernel of a run.
     ///
     /// # Errors
     ///
@@ -289,9 +286,8 @@ impl Control {
         self.launch_lane_run(kernel, 0)
     }
 
-    /// `runlanefake_launch_run_id`: [`Control::launch_run`] for run `run` of a lane (its
-    /// `RunId`; 0: none), so fault rules that select runs see it and the AICPU kernel decides
-    /// its run's fate (the `run` fault site) for both kernels.
+    /// [`runlanefake_launch_run_id`](crate::runlanefake_launch_run_id): [`Control::launch_run`]
+    /// for run `run` of a lane (0: none, through `runlanefake_launch_run`).
     ///
     /// # Errors
     ///
@@ -486,9 +482,7 @@ impl Control {
         self.device(0).counters()
     }
 
-    /// `runlanefake_raise_notice`: a device fault notice naming `device_id`, `stream_id`
-    /// and `code`, delivered by a fake driver thread to the registered exception callback
-    /// after at least `delay` (dropped and counted when none is registered then).
+    /// [`runlanefake_raise_notice`](crate::runlanefake_raise_notice).
     ///
     /// # Errors
     ///
@@ -507,8 +501,7 @@ impl Control {
         })
     }
 
-    /// `runlanefake_live_stream_ids`: the ids (`aclrtStreamGetId`) of device `device_id`'s
-    /// live streams, oldest first.
+    /// [`runlanefake_live_stream_ids`](crate::runlanefake_live_stream_ids) (16 at most).
     ///
     /// # Errors
     ///
@@ -553,10 +546,8 @@ impl Control {
         self.notice_counts().map(|(_, dropped)| dropped)
     }
 
-    /// `runlanefake_resets_under_wait`: force resets made while a thread was inside a device
-    /// wait, on every device, since the process loaded the fake (a [`Control::reset`] does
-    /// not clear it). Each one is a use-after-free on real ACL (SPEC L-20): one shared check
-    /// asserts it stays 0. `u64::MAX` if the fake refused the query (never reads as 0).
+    /// [`runlanefake_resets_under_wait`](crate::runlanefake_resets_under_wait): must stay 0
+    /// (SPEC L-20); `u64::MAX` if the fake refused the query (never reads as 0).
     #[must_use]
     pub fn resets_under_wait(&self) -> u64 {
         let mut total = 0;
@@ -565,8 +556,7 @@ impl Control {
         if code == ACL_SUCCESS { total } else { u64::MAX }
     }
 
-    /// `runlanefake_device_clock_ns`: the fake's device clock now, in the nanoseconds of
-    /// every kernel's timing buffer.
+    /// [`runlanefake_device_clock_ns`](crate::runlanefake_device_clock_ns).
     ///
     /// # Errors
     ///
@@ -609,10 +599,8 @@ impl DeviceControl<'_> {
         self.device_id
     }
 
-    /// `runlanefake_fail_call_on`: after `skip` calls of `name` made on this device (on a
-    /// thread whose current device it is; `aclrtSetDevice` and `aclrtResetDeviceForce` naming
-    /// it; the process-wide `aclInit`, `aclFinalize`, `aclrtGetDeviceCount` and
-    /// `aclrtGetSocName` count as device 0's), fail the next `count` with `code`.
+    /// [`runlanefake_fail_call_on`](crate::runlanefake_fail_call_on): after `skip` calls of
+    /// `name` made on this device, fail the next `count` with `code`.
     ///
     /// # Errors
     ///
@@ -669,8 +657,7 @@ impl DeviceControl<'_> {
         check("runlanefake_fault_kernel_on", code)
     }
 
-    /// `runlanefake_fault_copy_on`: after `skip` async copies on this device, the next `count`
-    /// fail with `code` when their stream reaches them (the enqueue succeeds).
+    /// [`runlanefake_fault_copy_on`](crate::runlanefake_fault_copy_on).
     ///
     /// # Errors
     ///
@@ -682,8 +669,7 @@ impl DeviceControl<'_> {
         })
     }
 
-    /// `runlanefake_install_fault`: a rule of the one fault vocabulary (`spec` in the
-    /// `--fault` syntax of `lane-sim`) installed on this device.
+    /// [`runlanefake_install_fault`](crate::runlanefake_install_fault) on this device.
     ///
     /// # Errors
     ///

@@ -170,9 +170,9 @@ impl Outcome {
     }
 }
 
-/// `runlanefake_set_semantics` switch: a later enqueue (kernel launch, event record, stream
-/// wait, async copy) on a stream that holds a sticky code. Values
-/// [`ENQUEUE_AFTER_FAULT_ACCEPTED`] (default) and [`ENQUEUE_AFTER_FAULT_REFUSED`].
+/// `runlanefake_set_semantics` switch:
+/// [`refuse_enqueue_after_fault`](device_model::Semantics::refuse_enqueue_after_fault).
+/// Values [`ENQUEUE_AFTER_FAULT_ACCEPTED`] (default) and [`ENQUEUE_AFTER_FAULT_REFUSED`].
 pub const SWITCH_ENQUEUE_AFTER_FAULT: u32 = 0;
 /// The enqueue is accepted and the task runs (default).
 pub const ENQUEUE_AFTER_FAULT_ACCEPTED: u32 = 0;
@@ -181,11 +181,10 @@ pub const ENQUEUE_AFTER_FAULT_ACCEPTED: u32 = 0;
 pub const ENQUEUE_AFTER_FAULT_REFUSED: u32 = 1;
 
 /// `runlanefake_set_semantics` switch: where a kernel killed by the op timeout leaves its
-/// code (507014 AICore, 507017 AICPU). The partner is the stream of the other kernel of the
-/// same run (`runlanefake_launch_run`: same handshake and epoch). A kernel with no partner
-/// (launched alone, its sibling not launched yet, or its stream gone) always leaves it on its
-/// own stream. Values [`OP_TIMEOUT_CODE_ON_OWN_STREAM`] (default),
-/// [`OP_TIMEOUT_CODE_ON_PARTNER_STREAM`], [`OP_TIMEOUT_CODE_ON_BOTH_STREAMS`].
+/// code ([`device_model::OpTimeoutCodeOn`]; the partner is the other kernel of the same
+/// `runlanefake_launch_run`, same handshake and epoch). Values
+/// [`OP_TIMEOUT_CODE_ON_OWN_STREAM`] (default), [`OP_TIMEOUT_CODE_ON_PARTNER_STREAM`],
+/// [`OP_TIMEOUT_CODE_ON_BOTH_STREAMS`].
 pub const SWITCH_OP_TIMEOUT_CODE_ON: u32 = 1;
 /// The killed kernel's own stream only (default).
 pub const OP_TIMEOUT_CODE_ON_OWN_STREAM: u32 = 0;
@@ -195,50 +194,38 @@ pub const OP_TIMEOUT_CODE_ON_PARTNER_STREAM: u32 = 1;
 pub const OP_TIMEOUT_CODE_ON_BOTH_STREAMS: u32 = 2;
 
 /// `runlanefake_set_semantics` switch: 1 restores the fake's OLD, unreal behaviour, never
-/// the default: an event wait or query on work behind a faulted task returns the fault's
-/// code, a stream stops running tasks after a fault, a pageable async copy behind one
-/// returns the sticky code unrun, and a latch exits clean (as with
-/// [`SWITCH_LATCH_FAULTS_STREAM`] 0). Set it before creating streams. Values 0 (off,
-/// default), 1.
+/// the default ([`legacy_event_faults`](device_model::Semantics::legacy_event_faults); a
+/// pageable async copy behind a fault also returns the sticky code unrun). Set it before
+/// creating streams. Values 0 (off, default), 1.
 pub const SWITCH_LEGACY_EVENT_FAULTS: u32 = 2;
 
-/// `runlanefake_set_semantics` switch: whether an AICPU kernel that ends [`Outcome::Latch`]
-/// returns a fatal status, leaving 507018 sticky on its stream as a latched `SCOPE_DEADLOCK`
-/// does on a2a3 (device-truth §1): 1 (default), or 0 (it exits clean; the fake's earlier
-/// latch). Its header and record are written either way, and its events complete.
+/// `runlanefake_set_semantics` switch:
+/// [`latch_faults_stream`](device_model::Semantics::latch_faults_stream) for a kernel that
+/// ends [`Outcome::Latch`]: 1 (default), or 0. Its header and record are written either way.
 pub const SWITCH_LATCH_FAULTS_STREAM: u32 = 3;
 
-/// `runlanefake_set_semantics` switch: whether a force reset of the device
-/// (`aclrtResetDeviceForce`) empties the process's exception callback slot
-/// (`aclrtSetExceptionInfoCallback`). Whether a registration survives a force reset is not
-/// measured (device-truth §4), so both are offered: 0 (default) keeps the callback, 1 drops
-/// it, as if the reset took the registration down with the device's context. The slot is the
-/// process's: the switch of the device being reset decides. A failed reset (507007, an
-/// injected code) drops nothing.
+/// `runlanefake_set_semantics` switch: [`reset_drops_exception_callback`]: 0 (default) keeps
+/// the callback at a force reset, 1 drops it. The slot is the process's: the switch of the
+/// device being reset decides. A failed reset (507007, an injected code) drops nothing.
+///
+/// [`reset_drops_exception_callback`]: device_model::Semantics::reset_drops_exception_callback
 pub const SWITCH_RESET_DROPS_EXCEPTION_CALLBACK: u32 = 4;
 
-/// `runlanefake_set_semantics` switch: whether a force reset of the device restarts its
-/// stream numbering (`aclrtStreamGetId`). Whether a real device reuses a stream's number is
-/// not known (device-truth §4), so both are offered: 0 (default) keeps counting, so a
-/// number taken before the reset never names a later stream; 1 starts again at 1 after
-/// every good reset, so the first streams made after each reset get the same numbers, and
-/// a late notice for a stream the reset killed can name a live one. A failed reset (507007,
-/// an injected code) restarts nothing.
+/// `runlanefake_set_semantics` switch: [`reset_restarts_stream_numbering`]: 0 (default)
+/// keeps counting; 1 starts again at 1 after every good reset, so a late notice for a
+/// stream the reset killed can name a live one. A failed reset restarts nothing.
+///
+/// [`reset_restarts_stream_numbering`]: device_model::Semantics::reset_restarts_stream_numbering
 pub const SWITCH_RESET_RESTARTS_STREAM_NUMBERING: u32 = 5;
 
-/// `runlanefake_set_semantics` switch: the AICore/AICPU handshake (device-truth §3: the AICore
-/// kernel may spin for the AICPU one). 1: the two kernels of a run (same handshake address
-/// and epoch) start their work together, once both have started, and the AICPU kernel ends no
-/// earlier than the AICore one; a kernel whose partner never starts spins until the op timeout
-/// kills it (507014 or 507017). 0 (default): each kernel runs alone, as the fake always did.
+/// `runlanefake_set_semantics` switch: [`handshake`](device_model::Semantics::handshake)
+/// between a run's two kernels (same handshake address and epoch). 0 (default): each runs
+/// alone.
 pub const SWITCH_HANDSHAKE: u32 = 6;
 
-/// `runlanefake_set_semantics` switch: the sticky fallout of a device fault (device-truth §1:
-/// "a later enqueue on the same runner has failed early"). 1: a device exception or an
-/// op-timeout kill (not a latch) makes every checked call on the device (stream and event
-/// creation, enqueues, copies, allocations) return its code until a force reset, and the
-/// device synchronize returns it; what the simulator models. 0 (default): only the faulted
-/// stream keeps the code.
+/// `runlanefake_set_semantics` switch: the sticky fallout of a device fault,
+/// [`device_fault_fails_calls`](device_model::Semantics::device_fault_fails_calls). 0
+/// (default): only the faulted stream keeps the code.
 pub const SWITCH_FAULT_FAILS_CHECKED_CALLS: u32 = 7;
 
 /// `runlanefake_set_semantics` switch: how many milliseconds every event wait
