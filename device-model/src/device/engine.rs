@@ -165,7 +165,7 @@ impl Device {
             TaskKind::Kernel(_) => (Phase::Waiting, None),
         };
         let kernel = match &task.kind {
-            TaskKind::Kernel(k) => Some((k.spec.run, k.spec.engine, task.tag)),
+            TaskKind::Kernel(k) => Some((k.run, k.engine, task.tag)),
             _ => None,
         };
         s.head = Some(Head {
@@ -253,10 +253,9 @@ impl Device {
         let Some(head) = self.streams.get_mut(&id).and_then(|s| s.head.as_mut()) else {
             return;
         };
-        let TaskKind::Kernel(kernel) = &head.task.kind else {
+        let TaskKind::Kernel(spec) = &head.task.kind else {
             return;
         };
-        let spec = &kernel.spec;
         let (end, ending) = planned_end(spec.outcome, spec.engine, spec.duration, t, op_timeout);
         head.phase = Phase::Working {
             end,
@@ -296,7 +295,7 @@ impl Device {
         let TaskKind::Kernel(kernel) = &head.task.kind else {
             return;
         };
-        let code = kernel.spec.engine.timeout_code();
+        let code = kernel.engine.timeout_code();
         head.phase = Phase::Working {
             end: Some(t),
             work_start: t,
@@ -412,7 +411,7 @@ impl Device {
         else {
             return;
         };
-        let spec = kernel.spec.clone();
+        let spec = KernelSpec::clone(kernel);
         let tag = head.task.tag;
         let mut ending = ending;
         if worked {

@@ -236,13 +236,10 @@ impl Device {
 /// Whether a queued or running task will still use device memory in `span`.
 fn task_touches(task: &Task, span: &core::ops::Range<u64>) -> bool {
     match &task.kind {
-        TaskKind::Kernel(kernel) => {
-            let s = &kernel.spec;
-            [s.timing, s.header, s.record]
-                .into_iter()
-                .flatten()
-                .any(|at| span.contains(&at))
-        }
+        TaskKind::Kernel(s) => [s.timing, s.header, s.record]
+            .into_iter()
+            .flatten()
+            .any(|at| span.contains(&at)),
         TaskKind::Copy(copy) => [copy.copy.src, copy.copy.dst]
             .into_iter()
             .any(|place| matches!(place, Place::Device(at) if span.contains(&at))),

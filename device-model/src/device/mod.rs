@@ -266,11 +266,6 @@ struct Event {
 }
 
 #[derive(Clone, Debug)]
-struct Kernel {
-    spec: KernelSpec,
-}
-
-#[derive(Clone, Debug)]
 struct CopyTask {
     copy: CopySpec,
     /// A copy fault rule's code: the task fails on its stream and no byte lands.
@@ -279,7 +274,7 @@ struct CopyTask {
 
 #[derive(Clone, Debug)]
 enum TaskKind {
-    Kernel(Box<Kernel>),
+    Kernel(Box<KernelSpec>),
     Record { event: u64 },
     Wait(Capture),
     Copy(CopyTask),
