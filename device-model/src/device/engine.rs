@@ -6,8 +6,8 @@
 use status_latch::AclCode;
 
 use super::{
-    Capture, CopySpec, CopyTask, Device, Head, HostMemory, Note, Phase, Place, RunKernel,
-    STREAM_ABORT, Stream, StreamNext, Task, TaskKind,
+    Capture, CopySpec, Device, Head, HostMemory, Note, Phase, Place, RunKernel, STREAM_ABORT,
+    Stream, StreamNext, Task, TaskKind,
 };
 use crate::config::{Engine, Ns, OpTimeoutCodeOn};
 use crate::kernel::{Contribution, Ending, KernelSpec, Outcome, RunKey, planned_end};
@@ -26,17 +26,8 @@ impl Device {
         let Some(s) = self.streams.get_mut(&stream) else {
             return 0;
         };
-        s.after_arm = matches!(
-            &kind,
-            TaskKind::Copy(CopyTask {
-                copy: CopySpec {
-                    src: Place::Host { .. },
-                    dst: Place::Device(_),
-                    ..
-                },
-                ..
-            })
-        );
+        s.after_arm = matches!(&kind, TaskKind::Copy(c)
+            if matches!((c.copy.src, c.copy.dst), (Place::Host { .. }, Place::Device(_))));
         s.submitted += 1;
         let seq = s.submitted;
         s.queue.push_back(Task {
@@ -232,10 +223,7 @@ impl Device {
         let (Some(core_end), Some(cpu_end)) = (end_of(self, core), end_of(self, cpu)) else {
             return;
         };
-        let coupled = match (core_end, cpu_end) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            _ => None,
-        };
+        let coupled = core_end.zip(cpu_end).map(|(a, b)| a.max(b));
         if let Some(Phase::Working { end, .. }) = self
             .streams
             .get_mut(&cpu.stream)
