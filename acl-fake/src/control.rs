@@ -240,10 +240,7 @@ pub(super) unsafe fn runlanefake_set_semantics_on(
     switch: u32,
     value: u32,
 ) -> AclError {
-    match named(device_id) {
-        Ok(device) => code(set_switch(device, switch, value)),
-        Err(code) => code,
-    }
+    code(set_switch(or_return!(named(device_id)), switch, value))
 }
 
 /// The calls a rule's `skip` and `count` select: the next `count` after `skip`.
@@ -257,13 +254,8 @@ fn window(skip: u32, count: u32) -> When {
 
 /// Installs `rule` on device `device_id`'s model.
 fn install(device_id: i32, rule: FaultRule) -> AclError {
-    match named(device_id) {
-        Ok(device) => {
-            device.lock().model.install(rule);
-            ACL_SUCCESS
-        }
-        Err(code) => code,
-    }
+    or_return!(named(device_id)).lock().model.install(rule);
+    ACL_SUCCESS
 }
 
 pub(super) unsafe fn runlanefake_fail_call_on(
@@ -273,9 +265,7 @@ pub(super) unsafe fn runlanefake_fail_call_on(
     skip: u32,
     count: u32,
 ) -> AclError {
-    if let Err(code) = named(device_id) {
-        return code;
-    }
+    or_return!(named(device_id));
     if name.is_null() || count == 0 {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -293,9 +283,7 @@ pub(super) unsafe fn runlanefake_fault_kernel_on(
     header_bytes: *const u8,
     header_len: usize,
 ) -> AclError {
-    if let Err(code) = named(device_id) {
-        return code;
-    }
+    or_return!(named(device_id));
     let Some(outcome) = Outcome::from_raw(outcome) else {
         return ACL_ERROR_RT_PARAM_INVALID;
     };
@@ -326,9 +314,7 @@ pub(super) unsafe fn runlanefake_fault_copy_on(
     skip: u32,
     count: u32,
 ) -> AclError {
-    if let Err(code) = named(device_id) {
-        return code;
-    }
+    or_return!(named(device_id));
     if code == ACL_SUCCESS || count == 0 {
         return ACL_ERROR_RT_PARAM_INVALID;
     }
@@ -343,9 +329,7 @@ pub(super) unsafe fn runlanefake_fault_copy_on(
 }
 
 pub(super) unsafe fn runlanefake_install_fault(device_id: i32, spec: *const c_char) -> AclError {
-    if let Err(code) = named(device_id) {
-        return code;
-    }
+    or_return!(named(device_id));
     if spec.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -399,12 +383,8 @@ pub(super) unsafe fn runlanefake_raise_notice(
     code: AclError,
     delay_ns: u64,
 ) -> AclError {
-    let Ok(device) = u32::try_from(device_id) else {
-        return ACL_ERROR_RT_INVALID_DEVICEID;
-    };
-    if device >= MAX_DEVICES {
-        return ACL_ERROR_RT_INVALID_DEVICEID;
-    }
+    let device = u32::try_from(device_id).ok().filter(|&id| id < MAX_DEVICES);
+    let device = or_return!(device.ok_or(ACL_ERROR_RT_INVALID_DEVICEID));
     let info = crate::notice::Info {
         device_id: device,
         // The C getters hand the ids and the code back as uint32_t.
