@@ -223,9 +223,7 @@ pub(super) unsafe fn runlanefake_set_semantics(switch: u32, value: u32) -> AclEr
     // Checked once, so a bad switch changes no device.
     let mut probe = device_model::Semantics::DEVICE;
     if switch != SWITCH_EVENT_WAIT_STALL_MS {
-        if let Err(code) = apply_semantics(&mut probe, switch, value) {
-            return code;
-        }
+        or_return!(apply_semantics(&mut probe, switch, value));
     }
     for id in 0..MAX_DEVICES {
         if let Some(device) = device::device(id) {

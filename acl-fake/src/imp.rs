@@ -128,9 +128,7 @@ pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
     if !thread_has_set(device, &state) {
         return ACL_ERROR_RT_CONTEXT_RELEASE_ERROR;
     }
-    if let Err(code) = state.force_reset() {
-        return code;
-    }
+    or_return!(state.force_reset());
     let drops_callback = state.model.semantics().reset_drops_exception_callback;
     drop(state);
     // Wakes this device's waiters (their context is gone: RESET_UNDER_WAIT) and its stream
@@ -328,13 +326,9 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
     event: AclrtEvent,
     timeout_ms: i32,
 ) -> AclError {
-    let (device, state) = or_return!(current());
+    let (device, mut state) = or_return!(current());
     let deadline = or_return!(deadline(timeout_ms));
-    if event.is_null() {
-        return ACL_ERROR_INVALID_PARAM;
-    }
-    let key = event as u64;
-    let mut state = state;
+    let key = or_return!(handle(event));
     // The `event-wait` site names the run whose launch recorded the event.
     if state.model.has_event(key) {
         let run = state.model.event_run(key);
@@ -409,13 +403,11 @@ pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent
 
 pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
     let (device, mut state) = or_return!(current());
-    if event.is_null() {
-        return ACL_ERROR_INVALID_PARAM;
-    }
-    if !state.model.destroy_event(event as u64) {
+    let event = or_return!(handle(event));
+    if !state.model.destroy_event(event) {
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
-    state.timeline_events.remove(&(event as u64));
+    state.timeline_events.remove(&event);
     state.counters.events_destroyed += 1;
     state.refresh_live_counts();
     drop(state);
