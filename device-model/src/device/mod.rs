@@ -315,7 +315,7 @@ struct Head {
     fail: Option<AclCode>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Stream {
     number: i32,
     queue: VecDeque<Task>,

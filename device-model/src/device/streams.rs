@@ -3,7 +3,6 @@
 //! Apart from [`super`] for length: the calls by what they act on, the engine apart.
 
 use status_latch::AclCode;
-use std::collections::VecDeque;
 
 use super::{
     CallError, Capture, Dead, Device, Event, EventState, Note, Phase, RecordRun, STREAM_ABORT,
@@ -30,15 +29,8 @@ impl Device {
             id,
             Stream {
                 number,
-                queue: VecDeque::new(),
-                head: None,
                 prev_end: now,
-                submitted: 0,
-                completed: 0,
-                kernels_out: 0,
-                sticky: None,
-                last_run: None,
-                after_arm: false,
+                ..Stream::default()
             },
         );
         Ok(number)
