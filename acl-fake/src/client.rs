@@ -59,6 +59,14 @@ pub fn cdylib_path() -> Result<PathBuf, ControlError> {
         .ok_or(ControlError::NotBuilt { searched })
 }
 
+/// [`ControlError::Load`] for a loader error on `path`.
+fn load_error(path: &Path) -> impl Fn(libloading::Error) -> ControlError + '_ {
+    |e| ControlError::Load {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
 macro_rules! control_table {
     ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
         #[allow(non_snake_case)]
@@ -72,7 +80,7 @@ macro_rules! control_table {
                     $( $name: {
                         // SAFETY: the type is the export's signature, from the same table.
                         let symbol = unsafe { library.get::<unsafe extern "C" fn($($ty),*) -> $ret>(stringify!($name).as_bytes()) };
-                        *symbol.map_err(|e| ControlError::Load { path: path.to_path_buf(), message: e.to_string() })?
+                        *symbol.map_err(load_error(path))?
                     }, )*
                 })
             }
@@ -95,10 +103,7 @@ impl LastError {
             // SAFETY: both exports are `extern "C" fn(i32) -> aclError` in this crate.
             let symbol =
                 unsafe { library.get::<unsafe extern "C" fn(i32) -> AclError>(name.as_bytes()) };
-            symbol.map(|s| *s).map_err(|e| ControlError::Load {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })
+            symbol.map(|s| *s).map_err(load_error(path))
         };
         Ok(Self {
             peek: symbol("aclrtPeekAtLastError")?,
@@ -196,10 +201,7 @@ impl Control {
         // SAFETY: the fake's initialisers are Rust statics with const initialisers; nothing
         // runs at load time.
         let library = unsafe { Library::open(Some(path.as_os_str()), RTLD_NOW | RTLD_GLOBAL) }
-            .map_err(|e| ControlError::Load {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+            .map_err(load_error(path))?;
         let functions = Functions::resolve(&library, path)?;
         let last_error = LastError::resolve(&library, path)?;
         Ok(Self {
@@ -237,9 +239,7 @@ impl Control {
         })
     }
 
-    /// `runlanefake_launch`: queue a kernel on `stream`, a stream of the calling thread's
-    /// current device (whose kernel rules apply). The fake never dereferences `stream`,
-    /// `timing` or `header`: they are looked up in that device's tables.
+    /// [`runlanefake_launch`](crate::runlanefake_launch): the pointers are only keys.
     ///
     /// # Errors
     ///
@@ -275,8 +275,7 @@ impl Control {
         check("runlanefake_launch", code)
     }
 
-    /// `runlanefake_launch_run`: queue one kernel of a run (its record published when both
-    /// of the run's kernels have ended, by the rules of `runlanefake_launch_run`).
+    /// [`runlanefake_launch_run`](crate::runlanefake_launch_run): one kernel of a run.
     ///
     /// # Errors
     ///
@@ -287,9 +286,8 @@ impl Control {
         self.launch_lane_run(kernel, 0)
     }
 
-    /// `runlanefake_launch_run_id`: [`Control::launch_run`] for run `run` of a lane (its
-    /// `RunId`; 0: none), so fault rules that select runs see it and the AICPU kernel decides
-    /// its run's fate (the `run` fault site) for both kernels.
+    /// [`runlanefake_launch_run_id`](crate::runlanefake_launch_run_id): [`Control::launch_run`]
+    /// for run `run` of a lane (0: none, through `runlanefake_launch_run`).
     ///
     /// # Errors
     ///
@@ -339,10 +337,7 @@ impl Control {
     /// [`ControlError::Call`] if the fake refused.
     pub fn set_semantics(&self, semantics: Semantics) -> Result<(), ControlError> {
         let (switch, value) = semantics.raw();
-        // SAFETY: plain values.
-        check("runlanefake_set_semantics", unsafe {
-            (self.functions.runlanefake_set_semantics)(switch, value)
-        })
+        self.set_semantics_raw(switch, value)
     }
 
     /// `runlanefake_set_semantics` with a raw switch and value (for a test of the refusal of
@@ -362,16 +357,14 @@ impl Control {
     /// not cleared.
     #[must_use]
     pub fn peek_at_last_error(&self) -> AclError {
-        // SAFETY: a plain value.
-        unsafe { (self.last_error.peek)(ACL_RT_THREAD_LEVEL) }
+        self.last_error_at(ACL_RT_THREAD_LEVEL, false)
     }
 
     /// `aclrtGetLastError(ACL_RT_THREAD_LEVEL)` on the calling thread: its last error,
     /// cleared.
     #[must_use]
     pub fn get_last_error(&self) -> AclError {
-        // SAFETY: a plain value.
-        unsafe { (self.last_error.get)(ACL_RT_THREAD_LEVEL) }
+        self.last_error_at(ACL_RT_THREAD_LEVEL, true)
     }
 
     /// `aclrtPeekAtLastError(level)` / `aclrtGetLastError(level)` with any level (`clear`
@@ -397,7 +390,7 @@ impl Control {
         }
     }
 
-    /// `runlanefake_fail_call`: [`DeviceControl::fail_call`] on device 0.
+    /// [`DeviceControl::fail_call`] on device 0.
     ///
     /// # Errors
     ///
@@ -409,17 +402,10 @@ impl Control {
         skip: u32,
         count: u32,
     ) -> Result<(), ControlError> {
-        let name = CString::new(name).map_err(|_| ControlError::Call {
-            call: "runlanefake_fail_call",
-            code: 100_000,
-        })?;
-        // SAFETY: `name` is a NUL-terminated string alive for the call.
-        check("runlanefake_fail_call", unsafe {
-            (self.functions.runlanefake_fail_call)(name.as_ptr(), code, skip, count)
-        })
+        self.device(0).fail_call(name, code, skip, count)
     }
 
-    /// `runlanefake_fault_kernel`: [`DeviceControl::fault_kernel`] on device 0.
+    /// [`DeviceControl::fault_kernel`] on device 0.
     ///
     /// # Errors
     ///
@@ -432,43 +418,26 @@ impl Control {
         count: u32,
         header_bytes: &[u8],
     ) -> Result<(), ControlError> {
-        // SAFETY: `header_bytes` is a live slice of `len` bytes.
-        let code = unsafe {
-            (self.functions.runlanefake_fault_kernel)(
-                outcome as u32,
-                engine,
-                skip,
-                count,
-                header_bytes.as_ptr(),
-                header_bytes.len(),
-            )
-        };
-        check("runlanefake_fault_kernel", code)
+        self.device(0)
+            .fault_kernel(outcome, engine, skip, count, header_bytes)
     }
 
-    /// `runlanefake_fault_copy`: [`DeviceControl::fault_copy`] on device 0.
+    /// [`DeviceControl::fault_copy`] on device 0.
     ///
     /// # Errors
     ///
     /// [`ControlError::Call`] for a code of 0 or a zero count.
     pub fn fault_copy(&self, code: AclError, skip: u32, count: u32) -> Result<(), ControlError> {
-        // SAFETY: plain values.
-        check("runlanefake_fault_copy", unsafe {
-            (self.functions.runlanefake_fault_copy)(code, skip, count)
-        })
+        self.device(0).fault_copy(code, skip, count)
     }
 
-    /// `runlanefake_clear_faults`: [`DeviceControl::clear_faults`] on device 0 (other
-    /// devices' rules stay).
+    /// [`DeviceControl::clear_faults`] on device 0 (other devices' rules stay).
     ///
     /// # Errors
     ///
     /// [`ControlError::Call`] if the fake refused.
     pub fn clear_faults(&self) -> Result<(), ControlError> {
-        // SAFETY: no arguments.
-        check("runlanefake_clear_faults", unsafe {
-            (self.functions.runlanefake_clear_faults)()
-        })
+        self.device(0).clear_faults()
     }
 
     /// `runlanefake_set_soc_name` (`None`: the probe gets NULL).
@@ -504,22 +473,16 @@ impl Control {
         })
     }
 
-    /// `runlanefake_counters`: [`DeviceControl::counters`] of device 0.
+    /// [`DeviceControl::counters`] of device 0.
     ///
     /// # Errors
     ///
     /// [`ControlError::Call`] if the fake refused.
     pub fn counters(&self) -> Result<FakeCounters, ControlError> {
-        let mut counters = FakeCounters::ZERO;
-        // SAFETY: `counters` is a writable FakeCounters.
-        check("runlanefake_counters", unsafe {
-            (self.functions.runlanefake_counters)(&mut counters)
-        })?;
-        Ok(counters)
+        self.device(0).counters()
     }
-    /// `runlanefake_raise_notice`: a device fault notice naming `device_id`, `stream_id`
-    /// and `code`, delivered by a fake driver thread to the registered exception callback
-    /// after at least `delay` (dropped and counted when none is registered then).
+
+    /// [`runlanefake_raise_notice`](crate::runlanefake_raise_notice).
     ///
     /// # Errors
     ///
@@ -538,8 +501,7 @@ impl Control {
         })
     }
 
-    /// `runlanefake_live_stream_ids`: the ids (`aclrtStreamGetId`) of device `device_id`'s
-    /// live streams, oldest first.
+    /// [`runlanefake_live_stream_ids`](crate::runlanefake_live_stream_ids) (16 at most).
     ///
     /// # Errors
     ///
@@ -584,10 +546,8 @@ impl Control {
         self.notice_counts().map(|(_, dropped)| dropped)
     }
 
-    /// `runlanefake_resets_under_wait`: force resets made while a thread was inside a device
-    /// wait, on every device, since the process loaded the fake (a [`Control::reset`] does
-    /// not clear it). Each one is a use-after-free on real ACL (SPEC L-20): one shared check
-    /// asserts it stays 0. `u64::MAX` if the fake refused the query (never reads as 0).
+    /// [`runlanefake_resets_under_wait`](crate::runlanefake_resets_under_wait): must stay 0
+    /// (SPEC L-20); `u64::MAX` if the fake refused the query (never reads as 0).
     #[must_use]
     pub fn resets_under_wait(&self) -> u64 {
         let mut total = 0;
@@ -596,8 +556,7 @@ impl Control {
         if code == ACL_SUCCESS { total } else { u64::MAX }
     }
 
-    /// `runlanefake_device_clock_ns`: the fake's device clock now, in the nanoseconds of
-    /// every kernel's timing buffer.
+    /// [`runlanefake_device_clock_ns`](crate::runlanefake_device_clock_ns).
     ///
     /// # Errors
     ///
@@ -640,10 +599,8 @@ impl DeviceControl<'_> {
         self.device_id
     }
 
-    /// `runlanefake_fail_call_on`: after `skip` calls of `name` made on this device (on a
-    /// thread whose current device it is; `aclrtSetDevice` and `aclrtResetDeviceForce` naming
-    /// it; the process-wide `aclInit`, `aclFinalize`, `aclrtGetDeviceCount` and
-    /// `aclrtGetSocName` count as device 0's), fail the next `count` with `code`.
+    /// [`runlanefake_fail_call_on`](crate::runlanefake_fail_call_on): after `skip` calls of
+    /// `name` made on this device, fail the next `count` with `code`.
     ///
     /// # Errors
     ///
@@ -700,8 +657,7 @@ impl DeviceControl<'_> {
         check("runlanefake_fault_kernel_on", code)
     }
 
-    /// `runlanefake_fault_copy_on`: after `skip` async copies on this device, the next `count`
-    /// fail with `code` when their stream reaches them (the enqueue succeeds).
+    /// [`runlanefake_fault_copy_on`](crate::runlanefake_fault_copy_on).
     ///
     /// # Errors
     ///
@@ -713,8 +669,7 @@ impl DeviceControl<'_> {
         })
     }
 
-    /// `runlanefake_install_fault`: a rule of the one fault vocabulary (`spec` in the
-    /// `--fault` syntax of `lane-sim`) installed on this device.
+    /// [`runlanefake_install_fault`](crate::runlanefake_install_fault) on this device.
     ///
     /// # Errors
     ///

@@ -223,9 +223,7 @@ pub(super) unsafe fn runlanefake_set_semantics(switch: u32, value: u32) -> AclEr
     // Checked once, so a bad switch changes no device.
     let mut probe = device_model::Semantics::DEVICE;
     if switch != SWITCH_EVENT_WAIT_STALL_MS {
-        if let Err(code) = apply_semantics(&mut probe, switch, value) {
-            return code;
-        }
+        or_return!(apply_semantics(&mut probe, switch, value));
     }
     for id in 0..MAX_DEVICES {
         if let Some(device) = device::device(id) {
@@ -240,10 +238,7 @@ pub(super) unsafe fn runlanefake_set_semantics_on(
     switch: u32,
     value: u32,
 ) -> AclError {
-    match named(device_id) {
-        Ok(device) => code(set_switch(device, switch, value)),
-        Err(code) => code,
-    }
+    code(set_switch(or_return!(named(device_id)), switch, value))
 }
 
 /// The calls a rule's `skip` and `count` select: the next `count` after `skip`.
@@ -257,23 +252,8 @@ fn window(skip: u32, count: u32) -> When {
 
 /// Installs `rule` on device `device_id`'s model.
 fn install(device_id: i32, rule: FaultRule) -> AclError {
-    match named(device_id) {
-        Ok(device) => {
-            device.lock().model.install(rule);
-            ACL_SUCCESS
-        }
-        Err(code) => code,
-    }
-}
-
-pub(super) unsafe fn runlanefake_fail_call(
-    name: *const c_char,
-    code: AclError,
-    skip: u32,
-    count: u32,
-) -> AclError {
-    // SAFETY: the caller's contract, forwarded.
-    unsafe { runlanefake_fail_call_on(0, name, code, skip, count) }
+    or_return!(named(device_id)).lock().model.install(rule);
+    ACL_SUCCESS
 }
 
 pub(super) unsafe fn runlanefake_fail_call_on(
@@ -283,29 +263,13 @@ pub(super) unsafe fn runlanefake_fail_call_on(
     skip: u32,
     count: u32,
 ) -> AclError {
-    if let Err(code) = named(device_id) {
-        return code;
-    }
+    or_return!(named(device_id));
     if name.is_null() || count == 0 {
         return ACL_ERROR_INVALID_PARAM;
     }
     // SAFETY: non-NULL and NUL-terminated by the caller's contract.
     let name = unsafe { core::ffi::CStr::from_ptr(name) }.to_string_lossy();
     install(device_id, FaultRule::call(&name, code, window(skip, count)))
-}
-
-pub(super) unsafe fn runlanefake_fault_kernel(
-    outcome: u32,
-    engine: u32,
-    skip: u32,
-    count: u32,
-    header_bytes: *const u8,
-    header_len: usize,
-) -> AclError {
-    // SAFETY: the caller's contract, forwarded.
-    unsafe {
-        runlanefake_fault_kernel_on(0, outcome, engine, skip, count, header_bytes, header_len)
-    }
 }
 
 pub(super) unsafe fn runlanefake_fault_kernel_on(
@@ -317,9 +281,7 @@ pub(super) unsafe fn runlanefake_fault_kernel_on(
     header_bytes: *const u8,
     header_len: usize,
 ) -> AclError {
-    if let Err(code) = named(device_id) {
-        return code;
-    }
+    or_return!(named(device_id));
     let Some(outcome) = Outcome::from_raw(outcome) else {
         return ACL_ERROR_RT_PARAM_INVALID;
     };
@@ -344,20 +306,13 @@ pub(super) unsafe fn runlanefake_fault_kernel_on(
     install(device_id, rule)
 }
 
-pub(super) unsafe fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError {
-    // SAFETY: plain values, forwarded.
-    unsafe { runlanefake_fault_copy_on(0, code, skip, count) }
-}
-
 pub(super) unsafe fn runlanefake_fault_copy_on(
     device_id: i32,
     code: AclError,
     skip: u32,
     count: u32,
 ) -> AclError {
-    if let Err(code) = named(device_id) {
-        return code;
-    }
+    or_return!(named(device_id));
     if code == ACL_SUCCESS || count == 0 {
         return ACL_ERROR_RT_PARAM_INVALID;
     }
@@ -372,9 +327,7 @@ pub(super) unsafe fn runlanefake_fault_copy_on(
 }
 
 pub(super) unsafe fn runlanefake_install_fault(device_id: i32, spec: *const c_char) -> AclError {
-    if let Err(code) = named(device_id) {
-        return code;
-    }
+    or_return!(named(device_id));
     if spec.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -384,11 +337,6 @@ pub(super) unsafe fn runlanefake_install_fault(device_id: i32, spec: *const c_ch
         Ok(rule) => install(device_id, rule),
         Err(_) => ACL_ERROR_RT_PARAM_INVALID,
     }
-}
-
-pub(super) unsafe fn runlanefake_clear_faults() -> AclError {
-    // SAFETY: plain value, forwarded.
-    unsafe { runlanefake_clear_faults_on(0) }
 }
 
 pub(super) unsafe fn runlanefake_clear_faults_on(device_id: i32) -> AclError {
@@ -412,11 +360,6 @@ pub(super) unsafe fn runlanefake_set_device_count(count: u32) -> AclError {
     code(device::set_device_count(count))
 }
 
-pub(super) unsafe fn runlanefake_counters(out: *mut FakeCounters) -> AclError {
-    // SAFETY: the caller's contract, forwarded.
-    unsafe { runlanefake_counters_on(0, out) }
-}
-
 pub(super) unsafe fn runlanefake_counters_on(device_id: i32, out: *mut FakeCounters) -> AclError {
     let device = or_return!(named(device_id));
     if out.is_null() {
@@ -438,12 +381,8 @@ pub(super) unsafe fn runlanefake_raise_notice(
     code: AclError,
     delay_ns: u64,
 ) -> AclError {
-    let Ok(device) = u32::try_from(device_id) else {
-        return ACL_ERROR_RT_INVALID_DEVICEID;
-    };
-    if device >= MAX_DEVICES {
-        return ACL_ERROR_RT_INVALID_DEVICEID;
-    }
+    let device = u32::try_from(device_id).ok().filter(|&id| id < MAX_DEVICES);
+    let device = or_return!(device.ok_or(ACL_ERROR_RT_INVALID_DEVICEID));
     let info = crate::notice::Info {
         device_id: device,
         // The C getters hand the ids and the code back as uint32_t.

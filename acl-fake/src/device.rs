@@ -1,13 +1,9 @@
-//! The fake devices: [`MAX_DEVICES`] independent device states, each behind its own mutex and
-//! condition variable, and the process-wide part (the `aclInit` flag, the SoC name) behind
-//! another. Each device's behaviour is a [`device_model::Device`] driven in real time: every
-//! call first moves it to the device clock, and each stream has a worker thread that sleeps on
-//! its own condition variable until the model says its stream's next task starts or ends (or
-//! forever, while it waits on something else), then moves the device on. Host threads that wait
-//! (an event, stream or device synchronize) wait on the device's condition variable, notified
-//! whenever the device moved; a worker is woken only when its own stream's next time changed, so
-//! a busy or hung stream never wakes another's worker and sixteen lanes never contend on one
-//! lock.
+//! The fake devices: [`MAX_DEVICES`] independent device states, each a
+//! [`device_model::Device`] behind its own mutex and condition variable, driven in real time
+//! (see the crate doc), and the process-wide part (the `aclInit` flag, the SoC name) behind
+//! another. Host threads that wait (an event, stream or device synchronize) wait on the
+//! device's condition variable; a stream's worker on its own, woken only when its stream's
+//! next time changed, so sixteen lanes never contend on one lock.
 //!
 //! A thread's binding is a thread-local (device id, context generation); a call acts on the
 //! thread's current device once that device's generation still matches (107002 otherwise).

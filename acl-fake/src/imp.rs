@@ -128,9 +128,7 @@ pub(crate) unsafe fn aclrtResetDeviceForce(device_id: i32) -> AclError {
     if !thread_has_set(device, &state) {
         return ACL_ERROR_RT_CONTEXT_RELEASE_ERROR;
     }
-    if let Err(code) = state.force_reset() {
-        return code;
-    }
+    or_return!(state.force_reset());
     let drops_callback = state.model.semantics().reset_drops_exception_callback;
     drop(state);
     // Wakes this device's waiters (their context is gone: RESET_UNDER_WAIT) and its stream
@@ -328,13 +326,9 @@ pub(crate) unsafe fn aclrtSynchronizeEventWithTimeout(
     event: AclrtEvent,
     timeout_ms: i32,
 ) -> AclError {
-    let (device, state) = or_return!(current());
+    let (device, mut state) = or_return!(current());
     let deadline = or_return!(deadline(timeout_ms));
-    if event.is_null() {
-        return ACL_ERROR_INVALID_PARAM;
-    }
-    let key = event as u64;
-    let mut state = state;
+    let key = or_return!(handle(event));
     // The `event-wait` site names the run whose launch recorded the event.
     if state.model.has_event(key) {
         let run = state.model.event_run(key);
@@ -409,13 +403,11 @@ pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent
 
 pub(crate) unsafe fn aclrtDestroyEvent(event: AclrtEvent) -> AclError {
     let (device, mut state) = or_return!(current());
-    if event.is_null() {
-        return ACL_ERROR_INVALID_PARAM;
-    }
-    if !state.model.destroy_event(event as u64) {
+    let event = or_return!(handle(event));
+    if !state.model.destroy_event(event) {
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
-    state.timeline_events.remove(&(event as u64));
+    state.timeline_events.remove(&event);
     state.counters.events_destroyed += 1;
     state.refresh_live_counts();
     drop(state);
@@ -711,23 +703,13 @@ pub(crate) unsafe fn aclrtGetErrorCodeFromExceptionInfo(info: *const AclrtExcept
     unsafe { crate::notice::read(info, |i| i.error_code) }
 }
 
-/// A live stream of the calling thread's current device: its number, small, unique on the
-/// device and never reused until `runlanefake_reset` (a number taken before a force reset
-/// names no later stream) \[I: real ACL may reuse a destroyed stream's id\]. NULL stream or
-/// out-pointer 100000; a dead stream 107017; a live stream of another device 107003.
 /// The fake's device clock is real time ([`device_now_ns`]); the timestamp is when the
 /// event's record task passed, in microseconds (floored), as ACL gives it. An event without
 /// `ACL_EVENT_TIME_LINE`, or whose capture has not completed (never recorded, pending,
 /// aborted), is 107000.
 pub(crate) unsafe fn aclrtEventGetTimestamp(event: AclrtEvent, timestamp: *mut u64) -> AclError {
-    let (_, state) = match current() {
-        Ok(bound) => bound,
-        Err(code) => return code,
-    };
-    let event = match handle(event) {
-        Ok(event) => event,
-        Err(code) => return code,
-    };
+    let (_, state) = or_return!(current());
+    let event = or_return!(handle(event));
     if timestamp.is_null() {
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -740,6 +722,10 @@ pub(crate) unsafe fn aclrtEventGetTimestamp(event: AclrtEvent, timestamp: *mut u
     code(unsafe { write_out(timestamp, passed / 1_000) })
 }
 
+/// A live stream of the calling thread's current device: its number, small, unique on the
+/// device and never reused until `runlanefake_reset` (a number taken before a force reset
+/// names no later stream) \[I: real ACL may reuse a destroyed stream's id\]. NULL stream or
+/// out-pointer 100000; a dead stream 107017; a live stream of another device 107003.
 pub(crate) unsafe fn aclrtStreamGetId(stream: AclrtStream, stream_id: *mut i32) -> AclError {
     let (device, state) = or_return!(current());
     let id = or_return!(handle(stream));

@@ -3,120 +3,60 @@
 //! hardware path with no NPU and no CANN install.
 //!
 //! **Owns:** the ACL symbols of `ascend_cl_sys::for_each_acl_function!`, exported with the
-//! same C signatures (the exports are generated from that one table, so the binding and the
-//! fake cannot drift) and the real codes (ascend-cl.md §3); the real time, threads and host
-//! memory around the device model (device-model's `Device`, one per fake device, holds what
-//! each call returns and what it changes: streams, events, sticky codes, kernels, records,
-//! device memory, resets, the semantic switches and the fault rules): every call moves its
-//! device's model to the device clock first; each stream has a worker thread that sleeps
-//! until the model says its next task starts or ends, then moves the device on; waits are
-//! timed condvar waits, never sleep-polling; and a test-only control surface, `runlanefake_*`
-//! C functions, reached through [`Control`]. Its fault rules are the model's, the one
-//! vocabulary of `lane-sim --fault` and scenario files: `runlanefake_install_fault` takes a
-//! rule as text, and the older control calls (`fail_call`, `fault_kernel`, `fault_copy`) make
-//! the same rules (`call:SYMBOL=CODE`, `kernel-*`, `copy`).
+//! same C signatures (generated from that one table, so the binding and the fake cannot
+//! drift) and the real codes (ascend-cl.md §3); the real time, threads and host memory around
+//! the device model (device-model's `Device`, one per fake device, holds what each call
+//! returns and changes): every call moves its device's model to the device clock first; each
+//! stream has a worker thread that sleeps until the model says its next task starts or ends;
+//! waits are timed condvar waits, never sleep-polling; and a test-only control surface,
+//! `runlanefake_*` C functions, reached through [`Control`]. Its fault rules are the model's,
+//! the one vocabulary of `lane-sim --fault` (`runlanefake_install_fault` takes a rule as text;
+//! `fail_call`, `fault_kernel` and `fault_copy` make the same rules).
 //!
-//! **Devices:** the fake serves [`DEFAULT_DEVICE_COUNT`] (16) devices by default, up to
-//! [`MAX_DEVICES`] (`runlanefake_set_device_count`). Each is isolated, with its own lock and
-//! condition variable (a stream's worker sleeps on its stream's own, woken only when its own
-//! stream's next time changes, so work on one stream wakes no other stream's worker, as no
-//! host thread of a real device is woken): its own model (context generation, streams,
-//! events, device memory, fault rules, semantic switches), stream workers, pinned host
-//! allocations and counters.
-//! The init flag, the device count, the SoC name, the op timeout and the exception callback
-//! slot are the process's (one name for every device: `aclrtGetSocName` takes no device and
-//! reports device 0's, ascend-cl.md §2.1).
+//! **Devices:** [`DEFAULT_DEVICE_COUNT`] by default, up to [`MAX_DEVICES`]. Each is isolated,
+//! with its own lock, model, stream workers (each woken only by its own stream, as no host
+//! thread of a real device is woken by another's work), pinned host allocations and counters.
+//! The init flag, the device count, the SoC name (`aclrtGetSocName` takes no device,
+//! ascend-cl.md §2.1), the op timeout and the exception callback slot are the process's.
 //!
 //! **Invariant:** ACL semantics where a lane can observe them: `aclrtSetDevice(id)` makes
-//! device `id`'s context the calling thread's one current context (binding another device
-//! switches it); every stream, event, memory and launch call acts on the calling thread's
-//! current device, 107002 when the thread never bound one or bound it before that device's
+//! `id`'s context the calling thread's one current context; every stream, event, memory and
+//! launch call acts on it, 107002 when the thread never bound or bound before that device's
 //! last force reset; a handle is unique across devices and never reused, and one of another
-//! device is refused (a live stream of another device 107003, any other unknown stream or
-//! event 107017, an address not allocated on this device 107000: the codes ACL gives for a
-//! stream outside the current context, a bad handle and a bad address \[I\]); a NULL stream
-//! or event handle, or a NULL `actualTimeout`, is 100000; a never-recorded event synchronises
-//! as success; `aclrtSynchronizeEventWithTimeout` returns 507047 when its wait expires.
-//! Completion is not the verdict (device-truth §1): an event recorded after a faulted,
-//! op-timeout-killed or fatal-status (latched AICPU) kernel completes, its wait returns 0 and
-//! its query says complete, once the kernel exited. A failed task's code is sticky on its
-//! stream until the stream is destroyed or its device force-reset, and the stream runs the
-//! next task (continue-on-failure). Only `aclrtSynchronizeStreamWithTimeout` reports it: it
-//! waits for every task submitted so far and returns the sticky code (107000 for a zero
-//! timeout, 507046 when it expires), which then becomes the calling thread's last error
-//! (`aclrtPeekAtLastError`, `aclrtGetLastError`, exported beside the table; 0 until such a
-//! synchronize). A run's two kernels (`runlanefake_launch_run`) publish its 280-byte result
-//! record, stamped with its epoch, when both have ended cleanly (device-truth §2, §3).
-//! `aclrtStreamWaitEvent` on an event without `ACL_EVENT_SYNC` is 207000;
-//! `aclrtSetOpExecuteTimeOutV2(0)` is the maximum: no kernel is killed.
+//! device is refused (a live stream of another device 107003, an unknown stream or event
+//! 107017, an address not allocated here 107000 \[I\]); a NULL handle or `actualTimeout` is
+//! 100000. Completion is not the verdict (device-truth §1): an event recorded after a failed
+//! kernel completes once the kernel exited. A failed task's code is sticky on its stream until
+//! the stream is destroyed or its device force-reset, and the stream runs the next task
+//! (continue-on-failure); only `aclrtSynchronizeStreamWithTimeout` reports it, and it becomes
+//! the thread's last error (`aclrtPeekAtLastError`). A run's two kernels publish its 280-byte
+//! record when both ended cleanly (device-truth §2, §3). A force reset (device-truth §5, SPEC
+//! L-20) kills that device's streams, events and allocations and unbinds only its threads;
+//! without an `aclrtSetDevice(id)` since `id`'s last reset it is 507007. A waiter on a reset
+//! device is woken with [`RESET_UNDER_WAIT`] and counted. No address is handed out twice, so a
+//! stale one fails with an ACL code. One op timeout per process (SPEC L-21, default 1091 s).
+//! Fault notices (device-truth §4, SPEC L-19) come only from [`Control::raise_notice`], late,
+//! on a thread of the fake's own. No panic crosses the C boundary (a caught panic is 500000).
 //!
-//! Resets (device-truth §5, SPEC L-20). A force reset of device `id` kills that device's
-//! streams, events, device and pinned host allocations. It unbinds only the threads bound to
-//! it (each must call `aclrtSetDevice` again, else 107002); other devices carry on. It needs
-//! the calling thread to have called `aclrtSetDevice(id)` since `id`'s last reset: otherwise
-//! 507007 and nothing is reset, so a second force reset with no set device in between is
-//! 507007. A thread still inside an event, stream or device synchronize on `id` is a reset
-//! under a wait: real ACL would let it read the deleted device (a use-after-free). The fake
-//! counts it (`resets_under_wait`, per device and [`Control::resets_under_wait`] for the
-//! process) and wakes the waiter with [`RESET_UNDER_WAIT`] (599999, no ACL code), which a
-//! lane must never see. Device and pinned host addresses are never handed out twice (device
-//! addresses never; pinned host ones until `runlanefake_reset`), so a stale address fails
-//! with an ACL code instead of reaching a new allocation.
+//! **API boundary:** the exported C functions (process-wide state, as a real driver's: tests
+//! serialise themselves and call [`Control::reset`] first); [`Control`], [`DeviceControl`],
+//! [`cdylib_path`], [`FakeCounters`] and the constants. Never loaded unless pointed at: the
+//! file name cannot be mistaken for `libascendcl.so`.
 //!
-//! One op timeout per process (device-truth §5, SPEC L-21): `aclrtSetOpExecuteTimeOutV2`
-//! sets it from any thread, and every device's kernels use it (default 1091 s); a kernel that
-//! runs past it ends with 507014 (AICore) or 507017 (AICPU). A force reset keeps it.
-//!
-//! Fault notices (device-truth §4, SPEC L-19): `aclrtSetExceptionInfoCallback` fills the
-//! process's one slot (the last registration wins silently; NULL empties it; a force reset
-//! keeps it, or with [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`] empties it: which one ACL
-//! does is not measured). `runlanefake_raise_notice` ([`Control::raise_notice`]) delivers a
-//! notice late, after its delay, on a driver thread of the fake's own, to the callback
-//! registered then; with none it is dropped and counted. Its info names the device, the stream id and the
-//! code; task id and thread id are 0. The getters return 0xFFFFFFFF for NULL.
-//! `aclrtStreamGetId` gives each stream a small number, unique on its device and, by
-//! default, never reused until `runlanefake_reset`; with
-//! [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`] a force reset starts the numbering again at 1
-//! (whether ACL reuses numbers is not measured). `runlanefake_reset` cancels notices still
-//! waiting.
-//!
-//! `aclrtSynchronizeDeviceWithTimeout` drains the calling thread's device only. No panic crosses the C boundary (a caught panic returns
-//! 500000), and a bad device address fails with an ACL code instead of crashing.
-//!
-//! **API boundary:** the exported C functions (the state is process-wide, as a real
-//! driver's is: tests that use the fake serialise themselves and call [`Control::reset`]
-//! first); [`Control`] and its per-device view [`DeviceControl`], [`cdylib_path`],
-//! [`FakeCounters`], the device constants and the launch constants for tests. Never loaded
-//! unless pointed at explicitly: the file name cannot be mistaken for `libascendcl.so`, and
-//! nothing searches for it.
-//!
-//! Differences from real ACL, on purpose: `aclInit` is not required before other calls (the
-//! embedding runtime owns it); there is one context per device generation, with no explicit
-//! contexts and no default (NULL) stream; `aclrtSynchronizeDeviceWithTimeout` returns the
-//! first faulted stream's code after the drain; only the stream synchronize sets a thread's
-//! last error \[I\]; there is no stream query call; where the hardware is not known, each
-//! plausible behaviour is a switch ([`Semantics`]: a refused enqueue after a fault, where an
-//! op-timeout kill leaves its code, whether a latch faults its stream, whether a force reset
-//! drops the exception callback, whether it restarts the stream numbering, the handshake
-//! between a run's kernels (off by default: each kernel runs alone), the sticky fallout of a
-//! device fault on every checked call (off by default), an event wait that stalls past its
-//! bound), and the old unreal fault propagation
-//! survives only as the explicit `LEGACY_EVENT_FAULTS` switch. A
-//! reset under a wait wakes the waiter (real ACL leaves it to read freed memory,
-//! device-truth §5). `aclrtSetOpExecuteTimeOutV2` needs no bound thread \[I: the CANN docs do
-//! not say\]. The 507007 rule is per thread (the caller must have set the device) \[I: real
-//! ACL may count any thread's set device\]. Device addresses are the fake's own, not host
-//! pointers; no address is reused. A stream id is never reused, unless
-//! [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`] restarts the numbering at a force reset \[I:
-//! real ACL may reuse a destroyed stream's number, after a reset or without one\].
-//! Notices come only when a test raises one (never from a faulted kernel); their thread id
-//! is 0 \[I\]. Memory of one device is never reachable from another (no peer access); every
-//! device reads one host monotonic clock. A task's start and end are the model's: a kernel
-//! works exactly its duration from its start (the later of its enqueue and its predecessor's
-//! end), and its timing buffer says so; its stream's worker wakes when that time is up to
-//! move the device on (an async copy moves a KiB in 100 ns). The workers ask for no timer
-//! slack ([`WORKER_TIMER_SLACK_NS`]), so a wake-up is not deferred up to Linux's default
-//! 50 us.
+//! Differences from real ACL, on purpose: `aclInit` is not required; one context per device
+//! generation, no explicit contexts, no default stream; the device synchronize drains the
+//! calling thread's device and returns the first faulted stream's code; only the stream
+//! synchronize sets a last error \[I\]; no stream query; where the hardware is not known,
+//! each plausible behaviour is a switch ([`Semantics`]), the old unreal fault propagation
+//! only as `LEGACY_EVENT_FAULTS`; a reset under a wait wakes the waiter (real ACL leaves it
+//! to read freed memory); `aclrtSetOpExecuteTimeOutV2` needs no bound thread \[I\]; the
+//! 507007 rule is per thread \[I: real ACL may count any thread's set device\]; device
+//! addresses are the fake's own; a stream id is never reused unless
+//! [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`] \[I\]; notices never come from a faulted
+//! kernel and their thread id is 0 \[I\]; no peer access; one host monotonic clock. A
+//! kernel works exactly its duration from its start (the later of its enqueue and its
+//! predecessor's end); an async copy moves a KiB in 100 ns. The workers ask for no timer
+//! slack ([`WORKER_TIMER_SLACK_NS`]), so a wake-up is not deferred up to Linux's 50 us.
 
 use core::ffi::{c_char, c_void};
 use std::cell::{Cell, RefCell};
@@ -154,13 +94,11 @@ pub const DEFAULT_DEVICE_COUNT: u32 = 16;
 /// the range of ids the per-device control functions accept.
 pub const MAX_DEVICES: u32 = 64;
 
-/// What a device wait (`aclrtSynchronizeEventWithTimeout`, `aclrtSynchronizeStreamWithTimeout`,
-/// `aclrtSynchronizeDeviceWithTimeout`) returns when its device was force-reset while the
-/// thread was inside it (or the whole fake reset). Not an ACL code, and no real call returns
-/// it: on real ACL that waiter is not woken and reads the deleted device object after its
-/// slice, a use-after-free (device-truth §5, SPEC L-20). The fake wakes it so tests end, and
-/// counts the reset ([`FakeCounters::resets_under_wait`], [`Control::resets_under_wait`]). A
-/// lane must never see it.
+/// What an event, stream or device synchronize returns when its device was force-reset (or
+/// the whole fake reset) while the thread was inside it. No ACL code: on real ACL that waiter
+/// reads the deleted device after its slice, a use-after-free (device-truth §5, SPEC L-20).
+/// The fake wakes it so tests end, and counts it ([`FakeCounters::resets_under_wait`]). A lane
+/// must never see it.
 pub const RESET_UNDER_WAIT: AclError = 599_999;
 
 /// A kernel on the AICore engine (faults: 507015, timeout 507014).
@@ -232,9 +170,9 @@ impl Outcome {
     }
 }
 
-/// `runlanefake_set_semantics` switch: a later enqueue (kernel launch, event record, stream
-/// wait, async copy) on a stream that holds a sticky code. Values
-/// [`ENQUEUE_AFTER_FAULT_ACCEPTED`] (default) and [`ENQUEUE_AFTER_FAULT_REFUSED`].
+/// `runlanefake_set_semantics` switch:
+/// [`refuse_enqueue_after_fault`](device_model::Semantics::refuse_enqueue_after_fault).
+/// Values [`ENQUEUE_AFTER_FAULT_ACCEPTED`] (default) and [`ENQUEUE_AFTER_FAULT_REFUSED`].
 pub const SWITCH_ENQUEUE_AFTER_FAULT: u32 = 0;
 /// The enqueue is accepted and the task runs (default).
 pub const ENQUEUE_AFTER_FAULT_ACCEPTED: u32 = 0;
@@ -243,11 +181,10 @@ pub const ENQUEUE_AFTER_FAULT_ACCEPTED: u32 = 0;
 pub const ENQUEUE_AFTER_FAULT_REFUSED: u32 = 1;
 
 /// `runlanefake_set_semantics` switch: where a kernel killed by the op timeout leaves its
-/// code (507014 AICore, 507017 AICPU). The partner is the stream of the other kernel of the
-/// same run (`runlanefake_launch_run`: same handshake and epoch). A kernel with no partner
-/// (launched alone, its sibling not launched yet, or its stream gone) always leaves it on its
-/// own stream. Values [`OP_TIMEOUT_CODE_ON_OWN_STREAM`] (default),
-/// [`OP_TIMEOUT_CODE_ON_PARTNER_STREAM`], [`OP_TIMEOUT_CODE_ON_BOTH_STREAMS`].
+/// code ([`device_model::OpTimeoutCodeOn`]; the partner is the other kernel of the same
+/// `runlanefake_launch_run`, same handshake and epoch). Values
+/// [`OP_TIMEOUT_CODE_ON_OWN_STREAM`] (default), [`OP_TIMEOUT_CODE_ON_PARTNER_STREAM`],
+/// [`OP_TIMEOUT_CODE_ON_BOTH_STREAMS`].
 pub const SWITCH_OP_TIMEOUT_CODE_ON: u32 = 1;
 /// The killed kernel's own stream only (default).
 pub const OP_TIMEOUT_CODE_ON_OWN_STREAM: u32 = 0;
@@ -257,50 +194,38 @@ pub const OP_TIMEOUT_CODE_ON_PARTNER_STREAM: u32 = 1;
 pub const OP_TIMEOUT_CODE_ON_BOTH_STREAMS: u32 = 2;
 
 /// `runlanefake_set_semantics` switch: 1 restores the fake's OLD, unreal behaviour, never
-/// the default: an event wait or query on work behind a faulted task returns the fault's
-/// code, a stream stops running tasks after a fault, a pageable async copy behind one
-/// returns the sticky code unrun, and a latch exits clean (as with
-/// [`SWITCH_LATCH_FAULTS_STREAM`] 0). Set it before creating streams. Values 0 (off,
-/// default), 1.
+/// the default ([`legacy_event_faults`](device_model::Semantics::legacy_event_faults); a
+/// pageable async copy behind a fault also returns the sticky code unrun). Set it before
+/// creating streams. Values 0 (off, default), 1.
 pub const SWITCH_LEGACY_EVENT_FAULTS: u32 = 2;
 
-/// `runlanefake_set_semantics` switch: whether an AICPU kernel that ends [`Outcome::Latch`]
-/// returns a fatal status, leaving 507018 sticky on its stream as a latched `SCOPE_DEADLOCK`
-/// does on a2a3 (device-truth §1): 1 (default), or 0 (it exits clean; the fake's earlier
-/// latch). Its header and record are written either way, and its events complete.
+/// `runlanefake_set_semantics` switch:
+/// [`latch_faults_stream`](device_model::Semantics::latch_faults_stream) for a kernel that
+/// ends [`Outcome::Latch`]: 1 (default), or 0. Its header and record are written either way.
 pub const SWITCH_LATCH_FAULTS_STREAM: u32 = 3;
 
-/// `runlanefake_set_semantics` switch: whether a force reset of the device
-/// (`aclrtResetDeviceForce`) empties the process's exception callback slot
-/// (`aclrtSetExceptionInfoCallback`). Whether a registration survives a force reset is not
-/// measured (device-truth §4), so both are offered: 0 (default) keeps the callback, 1 drops
-/// it, as if the reset took the registration down with the device's context. The slot is the
-/// process's: the switch of the device being reset decides. A failed reset (507007, an
-/// injected code) drops nothing.
+/// `runlanefake_set_semantics` switch: [`reset_drops_exception_callback`]: 0 (default) keeps
+/// the callback at a force reset, 1 drops it. The slot is the process's: the switch of the
+/// device being reset decides. A failed reset (507007, an injected code) drops nothing.
+///
+/// [`reset_drops_exception_callback`]: device_model::Semantics::reset_drops_exception_callback
 pub const SWITCH_RESET_DROPS_EXCEPTION_CALLBACK: u32 = 4;
 
-/// `runlanefake_set_semantics` switch: whether a force reset of the device restarts its
-/// stream numbering (`aclrtStreamGetId`). Whether a real device reuses a stream's number is
-/// not known (device-truth §4), so both are offered: 0 (default) keeps counting, so a
-/// number taken before the reset never names a later stream; 1 starts again at 1 after
-/// every good reset, so the first streams made after each reset get the same numbers, and
-/// a late notice for a stream the reset killed can name a live one. A failed reset (507007,
-/// an injected code) restarts nothing.
+/// `runlanefake_set_semantics` switch: [`reset_restarts_stream_numbering`]: 0 (default)
+/// keeps counting; 1 starts again at 1 after every good reset, so a late notice for a
+/// stream the reset killed can name a live one. A failed reset restarts nothing.
+///
+/// [`reset_restarts_stream_numbering`]: device_model::Semantics::reset_restarts_stream_numbering
 pub const SWITCH_RESET_RESTARTS_STREAM_NUMBERING: u32 = 5;
 
-/// `runlanefake_set_semantics` switch: the AICore/AICPU handshake (device-truth §3: the AICore
-/// kernel may spin for the AICPU one). 1: the two kernels of a run (same handshake address
-/// and epoch) start their work together, once both have started, and the AICPU kernel ends no
-/// earlier than the AICore one; a kernel whose partner never starts spins until the op timeout
-/// kills it (507014 or 507017). 0 (default): each kernel runs alone, as the fake always did.
+/// `runlanefake_set_semantics` switch: [`handshake`](device_model::Semantics::handshake)
+/// between a run's two kernels (same handshake address and epoch). 0 (default): each runs
+/// alone.
 pub const SWITCH_HANDSHAKE: u32 = 6;
 
-/// `runlanefake_set_semantics` switch: the sticky fallout of a device fault (device-truth §1:
-/// "a later enqueue on the same runner has failed early"). 1: a device exception or an
-/// op-timeout kill (not a latch) makes every checked call on the device (stream and event
-/// creation, enqueues, copies, allocations) return its code until a force reset, and the
-/// device synchronize returns it; what the simulator models. 0 (default): only the faulted
-/// stream keeps the code.
+/// `runlanefake_set_semantics` switch: the sticky fallout of a device fault,
+/// [`device_fault_fails_calls`](device_model::Semantics::device_fault_fails_calls). 0
+/// (default): only the faulted stream keeps the code.
 pub const SWITCH_FAULT_FAILS_CHECKED_CALLS: u32 = 7;
 
 /// `runlanefake_set_semantics` switch: how many milliseconds every event wait
@@ -325,20 +250,15 @@ pub enum Semantics {
     LegacyEventFaults(bool),
     /// [`SWITCH_LATCH_FAULTS_STREAM`]: `true` (default) leaves 507018 on the stream.
     LatchFaultsStream(bool),
-    /// [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`]: `true` makes a force reset empty the
-    /// process's exception callback slot; `false` (default) keeps it.
+    /// [`SWITCH_RESET_DROPS_EXCEPTION_CALLBACK`]: `true` drops the callback at a force reset.
     ResetDropsExceptionCallback(bool),
-    /// [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`]: `true` makes a force reset restart the
-    /// device's stream numbering at 1; `false` (default) never reuses a number.
+    /// [`SWITCH_RESET_RESTARTS_STREAM_NUMBERING`]: `true` restarts it at a force reset.
     ResetRestartsStreamNumbering(bool),
-    /// [`SWITCH_HANDSHAKE`]: `true` couples a run's two kernels; `false` (default) runs each
-    /// alone.
+    /// [`SWITCH_HANDSHAKE`]: `true` couples a run's two kernels.
     Handshake(bool),
-    /// [`SWITCH_FAULT_FAILS_CHECKED_CALLS`]: `true` makes a device fault fail every checked
-    /// call until a force reset; `false` (default) leaves the code on its stream alone.
+    /// [`SWITCH_FAULT_FAILS_CHECKED_CALLS`]: `true` fails every checked call after a fault.
     FaultFailsCheckedCalls(bool),
-    /// [`SWITCH_EVENT_WAIT_STALL_MS`]: how long every event wait stalls before it looks
-    /// (0, the default: not at all).
+    /// [`SWITCH_EVENT_WAIT_STALL_MS`]: how long every event wait stalls before it looks.
     EventWaitStallMs(u32),
 }
 
@@ -634,22 +554,30 @@ fn guard<R: FfiReturn>(call: &str, body: impl FnOnce() -> R) -> R {
     result
 }
 
-macro_rules! export_acl {
-    ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
+/// Exports each function of a table (`$callback!` input) as a guarded call of its body in
+/// `$module`, with `$note` added to its doc.
+macro_rules! export {
+    ($module:ident, $note:literal, $safety:literal; $( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
         $(
             $(#[doc = $doc])*
             ///
-            /// Exported by the fake (generated from `ascend_cl_sys::for_each_acl_function!`).
+            #[doc = $note]
             ///
             /// # Safety
             ///
-            /// The call's C contract, as for the real library.
+            #[doc = $safety]
             #[unsafe(no_mangle)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 // SAFETY: forwarded unchanged; the caller upholds the call's C contract.
-                guard(stringify!($name), move || unsafe { imp::$name($($arg),*) })
+                guard(stringify!($name), move || unsafe { $module::$name($($arg),*) })
             }
         )*
+    };
+}
+
+macro_rules! export_acl {
+    ($($items:tt)*) => {
+        export! { imp, "Exported by the fake (generated from `ascend_cl_sys::for_each_acl_function!`).", "The call's C contract, as for the real library."; $($items)* }
     };
 }
 
@@ -711,8 +639,6 @@ macro_rules! for_each_control_function {
             fn runlanefake_set_semantics(switch: u32, value: u32) -> AclError;
             /// `runlanefake_set_semantics` on device `device_id` only (107001 out of range).
             fn runlanefake_set_semantics_on(device_id: i32, switch: u32, value: u32) -> AclError;
-            /// `runlanefake_fail_call_on` device 0.
-            fn runlanefake_fail_call(name: *const c_char, code: AclError, skip: u32, count: u32) -> AclError;
             /// Fail calls of the exported function `name` (an ACL symbol or
             /// `runlanefake_launch`) made on device `device_id` (0 to [`MAX_DEVICES`] - 1,
             /// else 107001): after `skip` calls, the next `count` return `code`. A call is made
@@ -720,23 +646,17 @@ macro_rules! for_each_control_function {
             /// `aclrtSetDevice` and `aclrtResetDeviceForce` on the device they name;
             /// `aclInit`, `aclFinalize`, `aclrtGetDeviceCount` and `aclrtGetSocName` on device 0.
             fn runlanefake_fail_call_on(device_id: i32, name: *const c_char, code: AclError, skip: u32, count: u32) -> AclError;
-            /// `runlanefake_fault_kernel_on` device 0.
-            fn runlanefake_fault_kernel(outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
             /// End launches on device `device_id` and `engine` ([`ENGINE_ANY`] for all) with
             /// `outcome` (any [`Outcome`], [`Outcome::Silent`] included): after `skip`
             /// launches, the next `count`. A [`Outcome::Latch`] writes `header_bytes` (the
             /// caller encodes a status header with a latched code) as the status header.
             fn runlanefake_fault_kernel_on(device_id: i32, outcome: u32, engine: u32, skip: u32, count: u32, header_bytes: *const u8, header_len: usize) -> AclError;
-            /// `runlanefake_fault_copy_on` device 0.
-            fn runlanefake_fault_copy(code: AclError, skip: u32, count: u32) -> AclError;
             /// Fail async copies (`aclrtMemcpyAsync`) on device `device_id`'s streams: after
             /// `skip` copies, the next `count` are enqueued as usual but end with `code` when
             /// the stream reaches them (no byte lands, `code` is sticky on the stream and its
             /// synchronize reports it; an event recorded after them completes). A failed
             /// enqueue is `runlanefake_fail_call_on`'s.
             fn runlanefake_fault_copy_on(device_id: i32, code: AclError, skip: u32, count: u32) -> AclError;
-            /// `runlanefake_clear_faults_on` device 0.
-            fn runlanefake_clear_faults() -> AclError;
             /// Remove every fault rule of device `device_id`.
             fn runlanefake_clear_faults_on(device_id: i32) -> AclError;
             /// The SoC name the probe reports, one for every device (NULL: `aclrtGetSocName`
@@ -745,8 +665,6 @@ macro_rules! for_each_control_function {
             /// The device count the probe reports (also the range of ids `aclrtSetDevice`
             /// accepts); above [`MAX_DEVICES`] is 107000.
             fn runlanefake_set_device_count(count: u32) -> AclError;
-            /// `runlanefake_counters_on` device 0.
-            fn runlanefake_counters(out: *mut FakeCounters) -> AclError;
             /// Copy device `device_id`'s counters into `out`.
             fn runlanefake_counters_on(device_id: i32, out: *mut FakeCounters) -> AclError;
             /// Raise a device fault notice (device-truth §4) as the driver does, late and on a
@@ -779,21 +697,8 @@ macro_rules! for_each_control_function {
 }
 
 macro_rules! export_control {
-    ($( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {
-        $(
-            $(#[doc = $doc])*
-            ///
-            /// Test-only control of the fake (no such function exists in ACL).
-            ///
-            /// # Safety
-            ///
-            /// Pointer arguments are NULL or valid for the access described.
-            #[unsafe(no_mangle)]
-            pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
-                // SAFETY: forwarded unchanged; the caller upholds the pointer contract.
-                guard(stringify!($name), move || unsafe { control::$name($($arg),*) })
-            }
-        )*
+    ($($items:tt)*) => {
+        export! { control, "Test-only control of the fake (no such function exists in ACL).", "Pointer arguments are NULL or valid for the access described."; $($items)* }
     };
 }
 

@@ -388,19 +388,12 @@ impl Search {
     /// [`LoadError::NotLoaded`] listing each candidate and why it failed.
     pub fn open(&self) -> Result<Acl, LoadError> {
         let mut attempts = Vec::new();
-        if self.prefer_loaded {
-            if let Some(path) = loaded_library() {
-                let candidate = Candidate {
-                    path,
-                    source: Source::Loaded,
-                };
-                match open_candidate(&candidate, &self.hidden) {
-                    Ok(acl) => return Ok(acl),
-                    Err(failure) => attempts.push(Attempt { candidate, failure }),
-                }
-            }
-        }
-        for candidate in self.candidates() {
+        let loaded = self.prefer_loaded.then(loaded_library).flatten();
+        let loaded = loaded.map(|path| Candidate {
+            path,
+            source: Source::Loaded,
+        });
+        for candidate in loaded.into_iter().chain(self.candidates()) {
             match open_candidate(&candidate, &self.hidden) {
                 Ok(acl) => return Ok(acl),
                 Err(failure) => attempts.push(Attempt { candidate, failure }),

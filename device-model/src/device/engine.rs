@@ -6,8 +6,8 @@
 use status_latch::AclCode;
 
 use super::{
-    Capture, CopySpec, CopyTask, Device, Head, HostMemory, Note, Phase, Place, RunKernel,
-    STREAM_ABORT, Stream, StreamNext, Task, TaskKind,
+    Capture, CopySpec, Device, Head, HostMemory, Note, Phase, Place, RunKernel, STREAM_ABORT,
+    Stream, StreamNext, Task, TaskKind,
 };
 use crate::config::{Engine, Ns, OpTimeoutCodeOn};
 use crate::kernel::{Contribution, Ending, KernelSpec, Outcome, RunKey, planned_end};
@@ -26,17 +26,8 @@ impl Device {
         let Some(s) = self.streams.get_mut(&stream) else {
             return 0;
         };
-        s.after_arm = matches!(
-            &kind,
-            TaskKind::Copy(CopyTask {
-                copy: CopySpec {
-                    src: Place::Host { .. },
-                    dst: Place::Device(_),
-                    ..
-                },
-                ..
-            })
-        );
+        s.after_arm = matches!(&kind, TaskKind::Copy(c)
+            if matches!((c.copy.src, c.copy.dst), (Place::Host { .. }, Place::Device(_))));
         s.submitted += 1;
         let seq = s.submitted;
         s.queue.push_back(Task {
@@ -165,7 +156,7 @@ impl Device {
             TaskKind::Kernel(_) => (Phase::Waiting, None),
         };
         let kernel = match &task.kind {
-            TaskKind::Kernel(k) => Some((k.spec.run, k.spec.engine, task.tag)),
+            TaskKind::Kernel(k) => Some((k.run, k.engine, task.tag)),
             _ => None,
         };
         s.head = Some(Head {
@@ -232,10 +223,7 @@ impl Device {
         let (Some(core_end), Some(cpu_end)) = (end_of(self, core), end_of(self, cpu)) else {
             return;
         };
-        let coupled = match (core_end, cpu_end) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            _ => None,
-        };
+        let coupled = core_end.zip(cpu_end).map(|(a, b)| a.max(b));
         if let Some(Phase::Working { end, .. }) = self
             .streams
             .get_mut(&cpu.stream)
@@ -253,10 +241,9 @@ impl Device {
         let Some(head) = self.streams.get_mut(&id).and_then(|s| s.head.as_mut()) else {
             return;
         };
-        let TaskKind::Kernel(kernel) = &head.task.kind else {
+        let TaskKind::Kernel(spec) = &head.task.kind else {
             return;
         };
-        let spec = &kernel.spec;
         let (end, ending) = planned_end(spec.outcome, spec.engine, spec.duration, t, op_timeout);
         head.phase = Phase::Working {
             end,
@@ -296,7 +283,7 @@ impl Device {
         let TaskKind::Kernel(kernel) = &head.task.kind else {
             return;
         };
-        let code = kernel.spec.engine.timeout_code();
+        let code = kernel.engine.timeout_code();
         head.phase = Phase::Working {
             end: Some(t),
             work_start: t,
@@ -412,7 +399,7 @@ impl Device {
         else {
             return;
         };
-        let spec = kernel.spec.clone();
+        let spec = KernelSpec::clone(kernel);
         let tag = head.task.tag;
         let mut ending = ending;
         if worked {

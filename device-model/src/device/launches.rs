@@ -3,7 +3,7 @@
 
 use status_latch::{AclCode, RECORD_BYTES};
 
-use super::{CallError, Device, Kernel, Launched, LiveRun, Reclaimed, RunKernel, TaskKind};
+use super::{CallError, Device, Launched, LiveRun, Reclaimed, RunKernel, TaskKind};
 use crate::config::{Engine, Ns};
 use crate::faults::{Injected, KernelHeader, Site};
 use crate::kernel::{KernelSpec, RunKey, fate, latched_header};
@@ -71,13 +71,7 @@ impl Device {
         let (engine, run, run_id, record, header) =
             (spec.engine, spec.run, spec.run_id, spec.record, spec.header);
         let tag = spec.tag;
-        let seq = self.enqueue(
-            stream,
-            TaskKind::Kernel(Box::new(Kernel { spec })),
-            tag,
-            false,
-            now,
-        );
+        let seq = self.enqueue(stream, TaskKind::Kernel(Box::new(spec)), tag, false, now);
         if let Some(s) = self.streams.get_mut(&stream) {
             s.kernels_out += 1;
             s.last_run = run_id;
@@ -125,17 +119,17 @@ impl Device {
             let Some(kernel) = self.queued_kernel_mut(k.stream, k.seq) else {
                 continue;
             };
-            if let Some((outcome, header)) = fate(injected, engine, &kernel.spec.header_bytes) {
-                kernel.spec.outcome = outcome;
+            if let Some((outcome, header)) = fate(injected, engine, &kernel.header_bytes) {
+                kernel.outcome = outcome;
                 if let Some(header) = header {
-                    kernel.spec.header_bytes = header;
+                    kernel.header_bytes = header;
                 }
             }
         }
     }
 
     /// The kernel task `seq` of `stream`, queued or spinning at its front.
-    fn queued_kernel_mut(&mut self, stream: u64, seq: u64) -> Option<&mut Kernel> {
+    fn queued_kernel_mut(&mut self, stream: u64, seq: u64) -> Option<&mut KernelSpec> {
         let s = self.streams.get_mut(&stream)?;
         let task = match s.head.as_mut() {
             Some(head) if head.task.seq == seq => &mut head.task,

@@ -44,13 +44,10 @@ impl Device {
             .memory
             .span(base)
             .ok_or(CallError::Dead(Dead::Memory(base)))?;
-        let in_use = self.streams.values().any(|s| {
-            s.head
-                .iter()
-                .map(|h| &h.task)
-                .chain(s.queue.iter())
-                .any(|task| task_touches(task, &span))
-        });
+        let in_use = self
+            .streams
+            .values()
+            .any(|s| s.tasks().any(|task| task_touches(task, &span)));
         self.memory.remove(base);
         Ok(in_use)
     }
@@ -59,15 +56,11 @@ impl Device {
     #[must_use]
     pub fn host_in_use(&self, span: &core::ops::Range<u64>) -> bool {
         self.streams.values().any(|s| {
-            s.head
-                .iter()
-                .map(|h| &h.task)
-                .chain(s.queue.iter())
-                .any(|task| {
-                    matches!(&task.kind, TaskKind::Copy(c) if [c.copy.src, c.copy.dst]
+            s.tasks().any(|task| {
+                matches!(&task.kind, TaskKind::Copy(c) if [c.copy.src, c.copy.dst]
                     .into_iter()
                     .any(|place| matches!(place, Place::Host { addr, .. } if span.contains(&addr))))
-                })
+            })
         })
     }
 
@@ -243,13 +236,10 @@ impl Device {
 /// Whether a queued or running task will still use device memory in `span`.
 fn task_touches(task: &Task, span: &core::ops::Range<u64>) -> bool {
     match &task.kind {
-        TaskKind::Kernel(kernel) => {
-            let s = &kernel.spec;
-            [s.timing, s.header, s.record]
-                .into_iter()
-                .flatten()
-                .any(|at| span.contains(&at))
-        }
+        TaskKind::Kernel(s) => [s.timing, s.header, s.record]
+            .into_iter()
+            .flatten()
+            .any(|at| span.contains(&at)),
         TaskKind::Copy(copy) => [copy.copy.src, copy.copy.dst]
             .into_iter()
             .any(|place| matches!(place, Place::Device(at) if span.contains(&at))),

@@ -266,11 +266,6 @@ struct Event {
 }
 
 #[derive(Clone, Debug)]
-struct Kernel {
-    spec: KernelSpec,
-}
-
-#[derive(Clone, Debug)]
 struct CopyTask {
     copy: CopySpec,
     /// A copy fault rule's code: the task fails on its stream and no byte lands.
@@ -279,7 +274,7 @@ struct CopyTask {
 
 #[derive(Clone, Debug)]
 enum TaskKind {
-    Kernel(Box<Kernel>),
+    Kernel(Box<KernelSpec>),
     Record { event: u64 },
     Wait(Capture),
     Copy(CopyTask),
@@ -320,7 +315,7 @@ struct Head {
     fail: Option<AclCode>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Stream {
     number: i32,
     queue: VecDeque<Task>,
@@ -343,6 +338,11 @@ struct Stream {
 impl Stream {
     fn idle(&self, legacy: bool) -> bool {
         (legacy && self.sticky.is_some()) || (self.head.is_none() && self.queue.is_empty())
+    }
+
+    /// Its running task, then its queued ones.
+    fn tasks(&self) -> impl Iterator<Item = &Task> {
+        self.head.iter().map(|h| &h.task).chain(self.queue.iter())
     }
 }
 
@@ -468,12 +468,6 @@ impl Device {
     #[must_use]
     pub const fn generation(&self) -> u64 {
         self.generation
-    }
-
-    /// The installed fault rules.
-    #[must_use]
-    pub fn fault_rules(&self) -> &[FaultRule] {
-        self.faults.rules()
     }
 
     /// Installs a fault rule after the others (its `calls` count from now).

@@ -3,7 +3,6 @@
 //! Apart from [`super`] for length: the calls by what they act on, the engine apart.
 
 use status_latch::AclCode;
-use std::collections::VecDeque;
 
 use super::{
     CallError, Capture, Dead, Device, Event, EventState, Note, Phase, RecordRun, STREAM_ABORT,
@@ -30,15 +29,8 @@ impl Device {
             id,
             Stream {
                 number,
-                queue: VecDeque::new(),
-                head: None,
                 prev_end: now,
-                submitted: 0,
-                completed: 0,
-                kernels_out: 0,
-                sticky: None,
-                last_run: None,
-                after_arm: false,
+                ..Stream::default()
             },
         );
         Ok(number)
@@ -70,12 +62,7 @@ impl Device {
         let Some(stream) = self.streams.remove(&id) else {
             return;
         };
-        for task in stream
-            .head
-            .iter()
-            .map(|h| &h.task)
-            .chain(stream.queue.iter())
-        {
+        for task in stream.tasks() {
             let tag = task.tag;
             self.note(|| Note::Dropped { tag, at: now });
         }

@@ -422,11 +422,6 @@ impl Faults {
         self.seen.clear();
     }
 
-    /// The installed rules.
-    pub fn rules(&self) -> &[FaultRule] {
-        &self.rules
-    }
-
     /// How many faults fired so far.
     pub const fn injected(&self) -> u64 {
         self.injected
