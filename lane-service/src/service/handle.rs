@@ -2,10 +2,10 @@
 //! thread.
 
 use lane_core::{
-    CloseReport, CodeRef, Outcome, PublicationId, RunId, RunRequest, RunState, RunStatus,
+    CloseReport, CodeRef, Outcome, PublicationId, RunId, RunRequest, RunState, RunStatus, Timestamp,
 };
-use lane_driver::Report;
 use lane_driver::dispatch::Here;
+use lane_driver::{DriverError, LaneSteps, Report};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -63,6 +63,24 @@ impl LaneHandle {
         Ok(result)
     }
 
+    /// A lane step through [`command`](Self::command): its result, or the lane's refusal
+    /// (`seq` names the item it accepted).
+    fn lane_command<T, E>(
+        &self,
+        step: impl FnOnce(&mut LaneSteps, Timestamp) -> Result<Result<T, E>, DriverError>,
+        seq: impl FnOnce(&T) -> Option<u64>,
+    ) -> Result<T, ServiceError>
+    where
+        ServiceError: From<E>,
+    {
+        let result = self.command(|shared| {
+            let result = step(&mut shared.steps, shared.now).map_err(|e| lost(&e))?;
+            let accepted = result.as_ref().ok().and_then(seq);
+            Ok((result, accepted))
+        });
+        Ok(result.map_err(ServiceError::Lost)??)
+    }
+
     /// Submits a run: its id, or the lane's refusal (nothing accepted), at once (with
     /// [`ServiceConfig::submitters_bound`](super::ServiceConfig::submitters_bound), or where the
     /// caller drives the lane, once its prepare and launch are made, if no other thread runs the
@@ -80,31 +98,21 @@ impl LaneHandle {
         request: RunRequest,
         accepted: impl FnOnce(RunId),
     ) -> Result<RunId, ServiceError> {
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .submit(shared.now, request)
-                .map_err(|e| lost(&e))?;
-            let seq = result.as_ref().ok().map(|run| run.0);
-            if let Ok(run) = &result {
-                accepted(*run);
-            }
-            Ok((result, seq))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
+        self.lane_command(
+            |steps, now| {
+                let result = steps.submit(now, request)?;
+                if let Ok(run) = &result {
+                    accepted(*run);
+                }
+                Ok(result)
+            },
+            |run| Some(run.0),
+        )
     }
 
     /// Publishes code: the publication's id, or the lane's refusal, at once.
     pub fn publish(&self, code: CodeRef) -> Result<PublicationId, ServiceError> {
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .publish(shared.now, code)
-                .map_err(|e| lost(&e))?;
-            let accepted = result.as_ref().ok().map(|publication| publication.0);
-            Ok((result, accepted))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
+        self.lane_command(|steps, now| steps.publish(now, code), |p| Some(p.0))
     }
 
     /// Reports that the runtime reset the device (L-24, the runtime's recovery): the lane,
@@ -115,14 +123,7 @@ impl LaneHandle {
     ///
     /// [`ServiceError::DeviceReset`] when the lane awaits no reset; [`ServiceError::Lost`].
     pub fn device_reset(&self) -> Result<(), ServiceError> {
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .device_reset(shared.now)
-                .map_err(|e| lost(&e))?;
-            Ok((result, None))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
+        self.lane_command(|steps, now| steps.device_reset(now), |_| None)
     }
 
     /// Activates a run submitted held (`RunRequest::held`): it launches once its turn comes
@@ -132,14 +133,7 @@ impl LaneHandle {
     ///
     /// [`ServiceError::Control`] for a run not held, finished or unknown; [`ServiceError::Lost`].
     pub fn activate(&self, run: RunId) -> Result<(), ServiceError> {
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .activate(shared.now, run)
-                .map_err(|e| lost(&e))?;
-            Ok((result, None))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
+        self.lane_command(|steps, now| steps.activate(now, run), |_| None)
     }
 
     /// Cancels an item that has not started: a run before its launch (queued, preparing,
@@ -153,14 +147,8 @@ impl LaneHandle {
     /// item with another outcome decided, or an unknown one; [`ServiceError::Lost`].
     pub fn cancel(&self, item: impl Into<ItemId>) -> Result<(), ServiceError> {
         let item = item.into();
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .cancel(shared.now, item.seq(), matches!(item, ItemId::Run(_)))
-                .map_err(|e| lost(&e))?;
-            Ok((result, None))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
+        let run = matches!(item, ItemId::Run(_));
+        self.lane_command(|steps, now| steps.cancel(now, item.seq(), run), |_| None)
     }
 
     /// Where an accepted run stands (`Lane::run_status`): queued, preparing, prepared,
@@ -197,13 +185,11 @@ impl LaneHandle {
         .map_err(ServiceError::Lost)
     }
 
-    /// Takes the next outcome in the lane's order (sequence order, but for a run an earlier
-    /// ordering key placed ahead, L-2), if one is delivered and not taken yet.
-    /// Never blocks behind the device. After a loss the outcomes delivered before it can
-    /// still be taken; [`lost`](Self::lost) tells a loss from "nothing yet". Where the caller
-    /// drives the lane it runs the lane's steps first and looks at the awaited run's boundary
-    /// without waiting (`aclrtQueryEventStatus`): a run found complete gets its verdict here
-    /// (the record read; on a failure path, the device verdict's bounded synchronize).
+    /// Takes the next outcome in the lane's order (L-2), if one is delivered and not taken
+    /// yet; never blocks behind the device. After a loss the outcomes delivered before it can
+    /// still be taken ([`lost`](Self::lost) tells a loss from "nothing yet"). Where the caller
+    /// drives the lane it runs the steps first and looks at the awaited run's boundary without
+    /// waiting: a run found complete gets its verdict here.
     pub fn poll_outcome(&self) -> Option<Outcome> {
         self.poll_report().map(|report| report.outcome)
     }
@@ -298,17 +284,13 @@ impl LaneHandle {
     }
 
     /// Shuts the lane down whatever other clones exist, and returns its final close report:
-    /// closes the lane, lets launched runs finish (each bounded by its deadline), destroys
-    /// once more the streams its teardown left (S-7: the retry at the end, so a stream whose
-    /// destroys failed gets its last chance), and joins the lane thread, the host workers and
-    /// the completion waiter (where the caller drives the lane, this thread runs the steps to
-    /// their end instead, and the device and the runner are dropped here). The report's
-    /// `streams_left` names what still survives. A completion waiter the lane was lost to
-    /// (stuck in a device call past its bound, L-20) is waited for about a second, then left
-    /// behind: [`Shutdown::left`] names it. Afterwards every command and every wait on any
-    /// clone is refused as lost, including a wait blocked meanwhile; outcomes delivered
-    /// before can still be polled. A second call returns the same report once the threads
-    /// have ended. Dropping the last handle does the same, without the report.
+    /// closes the lane, lets launched runs finish, destroys once more the streams its teardown
+    /// left (S-7; the report's `streams_left` names what survives), and joins the lane's
+    /// threads (where the caller drives, this thread runs the steps to their end). A
+    /// completion waiter stuck past its bound (L-20) is left behind after about a second
+    /// ([`Shutdown::left`]). Afterwards every command and wait on any clone is refused as
+    /// lost; outcomes delivered before can still be polled. A second call returns the same
+    /// report. Dropping the last handle does the same, without the report.
     ///
     /// # Errors
     ///
