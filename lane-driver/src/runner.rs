@@ -98,10 +98,6 @@ impl Default for Concurrency {
 pub trait HostWorker: Send {
     /// Binds the calling worker thread to the device if it is not bound, before every job;
     /// an error hands the job back to the lane thread. By default there is nothing to bind.
-    ///
-    /// # Errors
-    ///
-    /// The bind's code (`aclrtSetDevice`).
     fn bind(&mut self) -> Result<(), AclCode> {
         Ok(())
     }
@@ -121,10 +117,6 @@ pub trait HostWorker: Send {
     ) -> Result<(), FinaliseFailure>;
     /// As [`Runner::finalise_verdict`]: by default [`finalise_run`](Self::finalise_run) with
     /// `copy_back` (`verdict.is_ok()`).
-    ///
-    /// # Errors
-    ///
-    /// As [`Runner::finalise_run`].
     fn finalise_verdict(
         &mut self,
         run: RunId,
@@ -182,10 +174,6 @@ pub trait Runner<D: Device + ?Sized> {
 
     /// The AICore launch the executor makes, which may decline a queued launch
     /// ([`AicoreLaunch::Declined`]); by default [`launch_aicore`](Self::launch_aicore).
-    ///
-    /// # Errors
-    ///
-    /// As [`launch_aicore`](Self::launch_aicore).
     fn try_launch_aicore(
         &mut self,
         device: &mut D,
@@ -204,10 +192,6 @@ pub trait Runner<D: Device + ?Sized> {
 
     /// Finalise `run` knowing its verdict so far; the executor calls this one. By default
     /// [`finalise_run`](Self::finalise_run) with `copy_back` = `verdict.is_ok()`.
-    ///
-    /// # Errors
-    ///
-    /// As [`finalise_run`](Self::finalise_run).
     fn finalise_verdict(
         &mut self,
         device: &mut D,

@@ -129,51 +129,29 @@ impl DeviceWait {
 pub trait CompletionWaiter {
     /// Binds the calling thread to the lane's device and context if it is not bound since the
     /// last force reset (`aclrtSetDevice`). By default there is nothing to bind.
-    ///
-    /// # Errors
-    ///
-    /// The bind's code: the wait is answered as failed with it (an attach failure, SPEC §5.4).
+    /// Its failure fails the wait (an attach failure, SPEC §5.4).
     fn bind(&mut self) -> Result<(), AclCode> {
         Ok(())
     }
     /// The lane's clock, read on this thread: the same clock as [`Device::now`].
     fn now(&mut self) -> Timestamp;
     /// `aclrtSynchronizeEventWithTimeout(e, ms)` on this thread, as
-    /// [`Device::synchronize_event`].
-    ///
-    /// # Errors
-    ///
-    /// The call's code (`507047` on timeout).
+    /// [`Device::synchronize_event`]. `507047` on timeout.
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
     /// `aclrtQueryEventStatus` on this thread, as [`Device::query_event`] (default `207000`).
-    ///
-    /// # Errors
-    ///
-    /// The call's code.
     fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
         let _ = event;
         Err(AclCode::RtFeatureNotSupport)
     }
     /// `aclrtSynchronizeStreamWithTimeout(stream, ms)` on this thread, as
     /// [`Device::synchronize_stream`]: the device verdict.
-    ///
-    /// # Errors
-    ///
-    /// The stream's sticky code, or the call's own (`507046` on timeout).
+    /// Fails with the stream's sticky code, or `507046` on timeout.
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode>;
     /// `aclrtMemcpy(.., ACL_MEMCPY_DEVICE_TO_HOST)` on this thread, as
     /// [`Device::memcpy_from_device`]: the result record's read right after the boundary.
-    ///
-    /// # Errors
-    ///
-    /// The copy's code.
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
     /// `aclrtSynchronizeDeviceWithTimeout(ms)` on this thread, as
-    /// [`Device::synchronize_device`].
-    ///
-    /// # Errors
-    ///
-    /// The call's code (it proves nothing either way).
+    /// [`Device::synchronize_device`]. Its result proves nothing.
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
     /// `aclGetRecentErrMsg` on this thread after a failed wait (ACL keeps it per thread).
     fn recent_error_message(&mut self) -> Option<String> {

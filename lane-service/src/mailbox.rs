@@ -103,9 +103,8 @@ impl<L: Delivers> Step<'_, L> {
         self.waited.take()
     }
 
-    /// The wait the completion waiter (or a caller) took and has not answered yet, with the
-    /// time it started its call: it is inside a device call, or about to make one (L-20: no
-    /// force reset then).
+    /// The wait the completion waiter (or a caller) took and has not answered yet, with its
+    /// call's start: no force reset then (L-20).
     pub(crate) const fn inside(&self) -> Option<(u64, u64)> {
         self.inside
     }
@@ -297,8 +296,7 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// Claims the lane's steps for the calling thread: `false` when another thread runs them
-    /// (it takes what this thread posted before it lets go) or they ended; the cause when the
-    /// lane is lost.
+    /// or they ended; the cause when the lane is lost.
     pub(crate) fn begin_steps(&self) -> Result<bool, LostCause> {
         let mut state = lock(&self.state);
         if let Some(cause) = &state.lost {
@@ -312,9 +310,8 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// Lets go of the lane's steps, unless work was posted since the last
-    /// [`step`](Self::step): then `false`, and the caller steps again (no command waits for a
-    /// wake-up while a thread runs the steps). With `exit` the steps are over for good and
-    /// the lane thread is woken to end.
+    /// [`step`](Self::step): then `false`, and the caller steps again. With `exit` the steps
+    /// are over for good and the lane thread is woken to end.
     pub(crate) fn end_steps(&self, exit: bool) -> bool {
         let mut state = lock(&self.state);
         if exit {
@@ -331,9 +328,8 @@ impl<L: Delivers> Mailbox<L> {
         true
     }
 
-    /// Lets go of the lane's steps without running them (they cannot run on this thread yet):
-    /// work posted meanwhile wakes the lane thread. With `wake`, the lane thread is woken to
-    /// run them whatever was posted (a bound submitter leaves it a recovery call).
+    /// Lets go of the lane's steps without running them: work posted meanwhile, or `wake` (a
+    /// bound submitter leaves it a recovery call), wakes the lane thread.
     pub(crate) fn hand_steps_back(&self, wake: bool) {
         let mut state = lock(&self.state);
         state.running = false;
@@ -403,9 +399,8 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
-    /// On a host worker: hands `answer` back as work (dropped when the lane is lost: nobody
-    /// takes it); with `wake` and no thread running the steps, wakes the lane thread for it
-    /// (else the worker runs the steps itself).
+    /// On a host worker: hands `answer` back as work (dropped when the lane is lost); with
+    /// `wake` and no thread running the steps, wakes the lane thread for it.
     pub(crate) fn give_answer(&self, answer: L::Answer, wake: bool) {
         let mut state = lock(&self.state);
         if state.lost.is_some() {
@@ -435,10 +430,9 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
-    /// Takes the offered device wait, if one is offered that `due` accepts and no thread is
-    /// inside one, recording `at` (the lane's clock, ns, read by the taker just before) as
-    /// the start of its call: from here until [`give_waited`](Self::give_waited) the taker is
-    /// inside it (L-20). Never blocks.
+    /// Takes the offered device wait, if `due` accepts it and no thread is inside one, with
+    /// `at` (the lane's clock, ns) as its call's start: until
+    /// [`give_waited`](Self::give_waited) the taker is inside it (L-20). Never blocks.
     pub(crate) fn take_wait(
         &self,
         at: u64,
@@ -463,10 +457,8 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// On the thread that took the wait `ticket`: hands its answer back as work (dropped when
-    /// the lane is lost: nobody takes it); the taker then runs the steps itself, or the
-    /// thread running them takes it. It replaces an answer not taken yet: that one answered
-    /// a wait abandoned since. Where the caller drives the lane, callers asleep in `wait`
-    /// wake (one may take the wait offered next).
+    /// the lane is lost), replacing an answer not taken yet (it answered a wait abandoned
+    /// since). Where the caller drives the lane, callers asleep in `wait` wake.
     pub(crate) fn give_waited(&self, ticket: u64, answer: L::Waited) {
         let mut state = lock(&self.state);
         state.inside = None;
@@ -528,9 +520,8 @@ impl<L: Delivers> Mailbox<L> {
         answer(&mut lock(&self.state), seq)
     }
 
-    /// Where the caller drives the lane: sleeps until item `seq` (if any) has its outcome, a
-    /// device wait is offered with no thread inside one, work is posted that no thread is
-    /// running the steps for, the steps end, the lane is lost, or `until` passes.
+    /// Where the caller drives the lane: sleeps until item `seq` has its outcome, a device
+    /// wait is free to take, unclaimed work is posted, the steps end, the loss, or `until`.
     pub(crate) fn caller_idle(&self, seq: Option<u64>, until: Option<Instant>) {
         sleep(&self.delivered, lock(&self.state), until, |state| {
             seq.is_some_and(|seq| state.ready.iter().any(|o| L::seq(o) == seq))

@@ -57,19 +57,11 @@ pub trait Bookkeeping {
     /// `effect` as a device wait, if it is one ([`Executor::device_wait`]).
     fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait>;
     /// Notes an `AwaitCompletion` ([`Executor::execute`] makes no device call for it).
-    ///
-    /// # Errors
-    ///
-    /// As [`Executor::execute`].
     fn note_await(&mut self, effect: Effect) -> Result<(), DriverError>;
     /// Keeps the status bytes a completion wait read with the run's record
     /// ([`Executor::keep_readback`]).
     fn keep_readback(&mut self, readback: Readback);
     /// The awaited run's completion as a device wait ([`Executor::completion_wait`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Executor::completion_wait`].
     fn completion_wait(
         &mut self,
         deadline: Option<Timestamp>,
@@ -378,14 +370,12 @@ impl Dispatch {
         self.answers.push_back(answer);
     }
 
-    /// The completion waiter took the wait `ticket` offered to it and started its device call
-    /// at `at` (its own clock reading): the wait's bound counts from there. Pushing the same
-    /// start again changes nothing.
+    /// The completion waiter started the offered wait `ticket`'s device call at `at`: the
+    /// wait's bound counts from there. Pushing the same start again changes nothing.
     ///
     /// # Errors
     ///
-    /// [`DriverError::Dispatch`] when `ticket` is not the wait offered (a driver bug: a
-    /// waiter takes only what [`Dispatch::offered`] names).
+    /// [`DriverError::Dispatch`] when `ticket` is not the wait offered (a driver bug).
     pub fn handle_wait_started(&mut self, ticket: u64, at: Timestamp) -> Result<(), DriverError> {
         if matches!(self.waiter, Waiter::Inside { ticket: inside, .. } if inside == ticket) {
             return Ok(());
@@ -539,9 +529,8 @@ impl Dispatch {
         })
     }
 
-    /// What a poll feeds before it looks at the lane's effects: the workers' answers, the
-    /// notices, a held or deferred recovery call, an abandoned wait, the waiter's answer, the
-    /// shutdown. `Some`: what this thread does now.
+    /// What a poll feeds before it looks at the lane's effects. `Some`: what this thread does
+    /// now.
     fn preamble<O: Observer>(
         &mut self,
         now: Timestamp,
@@ -632,10 +621,6 @@ impl Dispatch {
 
     /// Gives the lane every fault notice that concerns its device since the last look
     /// (L-19); a driver also looks before each command, so the command sees the notice.
-    ///
-    /// # Errors
-    ///
-    /// A lane step's [`DriverError`].
     pub fn take_notices<O: Observer>(
         &mut self,
         now: Timestamp,
@@ -803,10 +788,6 @@ impl Dispatch {
     }
 
     /// The answer to a wait made here ([`Next::WaitHere`] with `ticket`), at `now`.
-    ///
-    /// # Errors
-    ///
-    /// A lane step's [`DriverError`].
     pub fn answer_here<O: Observer>(
         &mut self,
         now: Timestamp,

@@ -8,10 +8,8 @@ use lane_core::Timestamp;
 /// A deadline the dispatch machine keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Timer {
-    /// The wait out's bound ([`DeviceWait::bound`](crate::DeviceWait::bound)), counted from
-    /// the start of the waiter's call (from its hand-out while the waiter is still inside an
-    /// older call; none while it is offered to a waiter in no call): past it the thread
-    /// running the steps answers the wait itself and drops the waiter's late answer.
+    /// The wait out's bound ([`DeviceWait::bound`](crate::DeviceWait::bound)): past it the
+    /// thread running the steps answers the wait itself and drops the waiter's late answer.
     WaitBound,
     /// While a force reset is held: the bound of the waiter's current call, counted from its
     /// start. A waiter still inside its call past it ignores its timeout, and the lane ends

@@ -39,8 +39,7 @@ impl LaneHandle {
     }
 
     /// Posts a command, then runs the lane's steps on this thread where the caller drives
-    /// the lane or submitters are bound, unless another thread runs them (which takes the
-    /// command before it lets go).
+    /// or submitters are bound, unless another thread runs them.
     fn command<T>(
         &self,
         apply: impl FnOnce(&mut Shared) -> Result<(T, Option<u64>), LostCause>,
@@ -81,18 +80,15 @@ impl LaneHandle {
         Ok(result.map_err(ServiceError::Lost)??)
     }
 
-    /// Submits a run: its id, or the lane's refusal (nothing accepted), at once (with
-    /// [`ServiceConfig::submitters_bound`](super::ServiceConfig::submitters_bound), or where the
-    /// caller drives the lane, once its prepare and launch are made, if no other thread runs the
-    /// lane's steps).
+    /// Submits a run: its id, or the lane's refusal, at once (after its prepare and launch
+    /// where this thread runs the steps: bound submitters, or the caller drives).
     pub fn submit(&self, request: RunRequest) -> Result<RunId, ServiceError> {
         self.submit_noting(request, |_| {})
     }
 
-    /// As [`submit`](Self::submit), and calls `accepted` with the run's id once the lane
-    /// accepts it, before any of the run's runner callbacks can start (on this thread or
-    /// another): a caller that keeps per-run data for its callbacks records it here. It runs
-    /// under the lane's lock, so it must not call the lane.
+    /// As [`submit`](Self::submit), and calls `accepted` with the run's id before any of the
+    /// run's runner callbacks can start (to record per-run data for them). It runs under the
+    /// lane's lock, so it must not call the lane.
     pub fn submit_noting(
         &self,
         request: RunRequest,
@@ -115,9 +111,8 @@ impl LaneHandle {
         self.lane_command(|steps, now| steps.publish(now, code), |p| Some(p.0))
     }
 
-    /// Reports that the runtime reset the device (L-24, the runtime's recovery): the lane,
-    /// which has made no device call since it told the runner `on_poison`, forgets its
-    /// handles and reopens on fresh streams; submits are accepted again. At once.
+    /// Reports that the runtime reset the device (L-24): the lane forgets its handles and
+    /// reopens on fresh streams. At once.
     ///
     /// # Errors
     ///
@@ -136,10 +131,9 @@ impl LaneHandle {
         self.lane_command(|steps, now| steps.activate(now, run), |_| None)
     }
 
-    /// Cancels an item that has not started: a run before its launch (queued, preparing,
-    /// prepared, held, or its launch declined) or a publication before its upload. It gets a
-    /// `Cancelled` outcome in its turn (L-2); a prepared run is finalised without copy-back
-    /// first (L-7). At once.
+    /// Cancels a run before its launch or a publication before its upload: it gets a
+    /// `Cancelled` outcome in its turn (L-2; a prepared run is finalised without copy-back
+    /// first, L-7). At once.
     ///
     /// # Errors
     ///
@@ -151,10 +145,8 @@ impl LaneHandle {
         self.lane_command(|steps, now| steps.cancel(now, item.seq(), run), |_| None)
     }
 
-    /// Where an accepted run stands (`Lane::run_status`): queued, preparing, prepared,
-    /// launched, or done (its outcome delivered and not taken yet), with its hold and its
-    /// declined launches; `None` once its outcome was taken, or for an id the lane never
-    /// gave. Never blocks behind the device.
+    /// Where an accepted run stands (`Lane::run_status`, or done while its outcome waits to
+    /// be taken); `None` once taken, or for an unknown id. Never blocks behind the device.
     #[must_use]
     pub fn run_status(&self, run: RunId) -> Option<RunStatus> {
         self.mailbox().status(|shared, ready| {
@@ -174,9 +166,8 @@ impl LaneHandle {
         })
     }
 
-    /// Closes the lane (L-15) at once: launched runs still finish (on the lane's threads, or,
-    /// where the caller drives the lane, at its later calls), queued ones get their cancelled
-    /// outcomes. Closing twice is harmless.
+    /// Closes the lane (L-15) at once: launched runs still finish, queued ones get their
+    /// cancelled outcomes. Closing twice is harmless.
     pub fn close(&self) -> Result<CloseReport, ServiceError> {
         self.command(|shared| {
             let report = shared.steps.close(shared.now).map_err(|e| lost(&e))?;
@@ -194,16 +185,14 @@ impl LaneHandle {
         self.poll_report().map(|report| report.outcome)
     }
 
-    /// Takes every delivered outcome not taken yet, in the lane's order, without running the
-    /// lane's steps: after [`LaneHandle::shut_down`], the outcomes the caller never took (a
-    /// destroy reports them instead of dropping them silently).
+    /// Takes every delivered outcome not taken yet, without running the steps: after
+    /// [`LaneHandle::shut_down`], for a destroy to report them.
     pub fn take_untaken(&self) -> Vec<Report> {
         self.mailbox().take_untaken()
     }
 
     /// As [`poll_outcome`](Self::poll_outcome), with the device's text about the failed call
-    /// behind the outcome (`aclGetRecentErrMsg`), if it left one: the [`Report`]'s `Display`
-    /// is the stable failure line with that text appended.
+    /// behind the outcome ([`Report`]).
     pub fn poll_report(&self) -> Option<Report> {
         let inner = &*self.inner;
         if inner.drive == Drive::Caller && !inner.on_own_thread() {
@@ -215,10 +204,9 @@ impl LaneHandle {
         self.mailbox().poll()
     }
 
-    /// Blocks the caller (only) until `item` has its outcome and takes it, or `timeout`
-    /// passes, or the lane is lost. Where the caller drives the lane this thread runs the
-    /// lane's steps and makes the awaited run's device wait itself, bounded by `timeout`:
-    /// a wait cut short by it leaves the run live, and a later wait or poll gets its outcome.
+    /// Blocks the caller (only) until `item` has its outcome and takes it, `timeout` passes,
+    /// or the lane is lost. Where the caller drives, it makes the device wait itself, bounded
+    /// by `timeout` (a wait cut short leaves the run live).
     pub fn wait(&self, item: impl Into<ItemId>, timeout: Duration) -> Result<Outcome, WaitError> {
         self.wait_report(item, timeout).map(|report| report.outcome)
     }

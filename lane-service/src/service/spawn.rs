@@ -43,8 +43,7 @@ where
 
 /// As [`spawn`], with the runner's prepare and finalise on [`ServiceConfig::workers`] host
 /// worker threads when the runner's [`concurrency`](Runner::concurrency) says
-/// `off_lane_thread` (else no worker starts and `make_worker` is never called; where the
-/// caller drives the lane, none starts either).
+/// `off_lane_thread` (else, or where the caller drives, `make_worker` is never called).
 ///
 /// `make_worker(index)` runs on worker `index`'s own thread, so it binds the device there
 /// before it returns the worker; its error, or its panic, fails the spawn with
@@ -373,9 +372,8 @@ fn completion_waiter(
     }
 }
 
-/// Starts `count` host workers, each making its worker on its own thread; waits until every
-/// one is made. On a failure the workers made so far end (the mailbox is lost) and are
-/// joined.
+/// Starts `count` host workers and waits until each made its worker; on a failure the
+/// workers made so far end (the mailbox is lost) and are joined.
 fn start_workers<D, R>(
     engine: &Arc<Engine<D, R>>,
     make_worker: &MakeWorker,
@@ -429,9 +427,8 @@ where
     Err(error)
 }
 
-/// A host worker thread: makes its worker (binding the device, in `make_worker`), says so,
-/// then answers jobs until the workers retire, running the lane's steps after each answer
-/// unless another thread does. A panic anywhere loses the lane with its text.
+/// A host worker thread: makes its worker, says so, then answers jobs until the workers
+/// retire, running the steps after each answer. A panic loses the lane with its text.
 fn host_worker(
     mailbox: &Mailbox<Shared>,
     steps: &dyn RunsSteps,
