@@ -172,12 +172,8 @@ impl AclDevice {
         })
     }
 
-    /// The profile `config` opens with, as [`AclDevice::open`] probes it, but setting no op
-    /// timeout (so it never conflicts with the one in force, L-21).
-    ///
-    /// # Errors
-    ///
-    /// As [`AclDevice::open`], but for the op timeout.
+    /// The profile `config` opens with, as [`AclDevice::open`] probes it (and fails), but
+    /// setting no op timeout (so it never conflicts with the one in force, L-21).
     pub fn probe_profile(config: &AclConfig) -> Result<Profile, AclError> {
         let acl = config.library.load(config.prefer_loaded)?;
         let (_, _, profile) = Self::identify(&acl, config)?;
@@ -233,13 +229,9 @@ impl AclDevice {
         &self.notice_monitor
     }
 
-    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_DEVICE_TO_DEVICE, stream)`: device
-    /// work of a known size with no kernel, ordered on `stream` (the device check queues it
-    /// to outlast a wait's timeout). Both ranges and the stream are checked as every call's.
-    ///
-    /// # Errors
-    ///
-    /// The call's code, or the code of a range or stream this device does not hold.
+    /// `aclrtMemcpyAsync(.., ACL_MEMCPY_DEVICE_TO_DEVICE, stream)`: device work of a known
+    /// size with no kernel, ordered on `stream` (the device check's). Both ranges and the
+    /// stream are looked up as every call's handles.
     pub fn memcpy_device_async(
         &mut self,
         dst: DevicePtr,
@@ -343,12 +335,8 @@ impl AclDevice {
         }
     }
 
-    /// Binds the calling thread (`aclrtSetDevice`) unless it is already bound since the last
-    /// reset. A runner calls this before its own calls on a thread of its choosing.
-    ///
-    /// # Errors
-    ///
-    /// `aclrtSetDevice`'s code (its message is kept, as for every failure).
+    /// Binds the calling thread (`aclrtSetDevice`, its failure's message kept) unless it is
+    /// already bound since the last reset. A runner calls this before its own calls.
     pub fn bind_thread(&mut self) -> Result<(), AclCode> {
         // One thread-local read: ACL keeps one current device per thread, so two devices
         // driven from one thread each bind again when the other bound last.

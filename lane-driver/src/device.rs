@@ -91,12 +91,8 @@ pub trait Device {
     /// `aclrtResetDeviceForce`: every stream, event and device allocation is dead afterwards.
     fn reset_device_force(&mut self) -> Result<(), AclCode>;
     /// The device's own check that a reset left it usable, made after the lane's probe calls
-    /// passed (SPEC §5.3); its failure fails the probe attempt. No ACL call; the default
+    /// passed (SPEC §5.3); its failure code fails the probe attempt. No ACL call; the default
     /// checks nothing more (L-22: lane-capi's `probe` entry).
-    ///
-    /// # Errors
-    ///
-    /// The check's code: the attempt's probe failed with it.
     fn own_probe(&mut self) -> Result<(), AclCode> {
         Ok(())
     }
@@ -186,12 +182,8 @@ pub trait Device {
     }
 
     /// A [`CompletionWaiter`] on this device for a thread of its own: lane-service's waiter
-    /// thread makes every blocking wait, so the lane thread never blocks in one (L-16).
-    ///
-    /// # Errors
-    ///
-    /// `207000` (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`) by default: a device without a waiter
-    /// runs on the single-thread [`Driver`](crate::Driver) only, and lane-service refuses it.
+    /// thread makes every blocking wait, so the lane thread never blocks in one (L-16). By
+    /// default `207000`: such a device runs on the single-thread [`Driver`](crate::Driver) only.
     fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
         Err(AclCode::RtFeatureNotSupport)
     }

@@ -91,8 +91,8 @@ impl<L: Delivers> Step<'_, L> {
         *self.out
     }
 
-    /// Hands `wait` to the completion waiter under `ticket` (woken when the step ends). A
-    /// wait it has not taken yet is replaced: the lane thread abandoned it.
+    /// Hands `wait` to the completion waiter under `ticket` (woken when the step ends),
+    /// replacing one it has not taken yet (abandoned).
     pub(crate) fn hand_wait(&mut self, ticket: u64, wait: L::Wait) {
         *self.wait = Some((ticket, wait));
         self.handed_wait = true;
@@ -109,8 +109,7 @@ impl<L: Delivers> Step<'_, L> {
         self.inside
     }
 
-    /// Takes back the wait handed to the completion waiter if it has not taken it yet (the
-    /// lane thread answered it itself): the waiter never starts it.
+    /// Takes back the wait handed to the completion waiter if it has not taken it yet.
     pub(crate) fn withdraw_wait(&mut self) {
         *self.wait = None;
     }
@@ -140,18 +139,15 @@ pub(crate) struct State<L: Delivers> {
     wait: Option<(u64, L::Wait)>,
     /// The waiter's latest answer, not taken by the lane thread yet.
     waited: Option<(u64, L::Waited)>,
-    /// The wait the waiter took and has not answered yet, and when its call started (the
-    /// lane's clock, ns).
+    /// The wait the waiter took and has not answered yet, and its call's start (ns).
     inside: Option<(u64, u64)>,
-    /// The caller drives the lane: callers sleep on `delivered`, and an offered wait or a
-    /// waiter's answer wakes them.
+    /// The caller drives the lane ([`Mailbox::callers_wait`]).
     callers_wait: bool,
     /// The workers end: the lane is closed with no job out, or the lane thread ended.
     retire: bool,
     /// A command or a worker's answer arrived since the lane thread last polled the lane.
     work: bool,
-    /// A thread is running the lane's steps: everything posted meanwhile is its to take
-    /// before it lets go.
+    /// A thread is running the lane's steps: what is posted meanwhile is its to take.
     running: bool,
     /// A thread ran the steps to their end after the shutdown: the lane thread ends.
     exited: bool,
@@ -159,8 +155,7 @@ pub(crate) struct State<L: Delivers> {
     shutdown: bool,
     /// Why the lane thread ended, once it did.
     lost: Option<LostCause>,
-    /// The items whose outcome [`Mailbox::take_untaken`] took for the destroy's report: a
-    /// wait for one gets `Lost` (it never had the outcome), not `AlreadyTaken`.
+    /// The items whose outcome [`Mailbox::take_untaken`] took: a wait for one gets `Lost`.
     drained: Vec<u64>,
 }
 
@@ -596,9 +591,8 @@ impl<L: Delivers> Mailbox<L> {
     }
 }
 
-/// The items whose outcome was delivered. Outcomes come in the lane's order, which is
-/// sequence order but for runs an earlier ordering key placed ahead (L-2), so the set is every
-/// item up to a mark and the few delivered past it.
+/// The items whose outcome was delivered: outcomes come nearly in sequence order (L-2), so
+/// the set is every item up to a mark and the few delivered past it.
 struct Delivered {
     /// Every item at or below it has its outcome.
     below: u64,

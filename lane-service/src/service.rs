@@ -343,7 +343,6 @@ fn drive_to_end(mailbox: &Mailbox<Shared>, engine: &dyn RunsSteps) {
     engine.finish();
 }
 
-/// How often a sleeping lane thread looks for device fault notices (L-19): notices come up
-/// to seconds late, so this adds little, and an idle lane wakes only this often. A caller
-/// asleep in a caller-driven `wait` looks as often.
+/// How often a sleeping lane thread (or a caller asleep in `wait`) looks for device fault
+/// notices (L-19): notices come up to seconds late, so this adds little.
 pub const NOTICE_POLL_NS: u64 = 50_000_000;

@@ -1,7 +1,5 @@
-//! Every deadline of the dispatch machine, as values in one table (quinn-proto's
-//! `TimerTable` is the model): the machine derives them from its state after every poll, the
-//! thread that sleeps asks for the earliest, and the machine alone decides what a passed one
-//! means.
+//! Every deadline of the dispatch machine in one table (quinn-proto's `TimerTable`), derived
+//! from its state after every poll; the machine alone decides what a passed one means.
 
 use lane_core::Timestamp;
 

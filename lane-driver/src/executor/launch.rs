@@ -239,10 +239,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     }
 }
 
-/// The proof of overlap of a run whose kernels were both accepted: the boundary its AICore
-/// stream waits for (`predecessor`) still unfired is [`Overlap::Proven`], fired
-/// [`Overlap::NotProven`]; a failed query counts neither way ([`Overlap::Unknown`], its text
-/// dropped: the lane is not told); no predecessor is [`Overlap::NotQueued`].
+/// The proof of overlap of a run whose kernels were both accepted: the `predecessor`'s
+/// boundary still unfired is [`Overlap::Proven`], fired [`Overlap::NotProven`], a failed
+/// query [`Overlap::Unknown`] (its text dropped); none is [`Overlap::NotQueued`].
 fn overlap_at_launch<D: Device>(d: &mut D, predecessor: Option<EventHandle>) -> Overlap {
     let Some(boundary) = predecessor else {
         return Overlap::NotQueued;
@@ -257,10 +256,9 @@ fn overlap_at_launch<D: Device>(d: &mut D, predecessor: Option<EventHandle>) -> 
     }
 }
 
-/// The arm of a launch with copies on the streams, in order: the readback filled with
-/// `0xFF` (so a copy that never lands reads as not landed, never as the slot's last header),
-/// the arm copy and the "armed" record on the AICore stream, and the AICPU stream's wait
-/// for it. Any failure is the arm's (nothing of the run reached a kernel yet).
+/// The arm of a launch with copies on the streams: the readback filled with `0xFF` (a copy
+/// that never lands reads as such), the arm copy and the "armed" record on the AICore
+/// stream, and the AICPU stream's wait for it. Any failure is the arm's.
 fn arm_on_stream(
     d: &mut dyn PinnedCopies,
     slot: &SlotResources,

@@ -55,11 +55,9 @@ pub(super) struct Engine<D: Device, R: Runner<D>> {
 /// What the last run of the steps left the thread to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ran {
-    /// Another thread runs the steps (or the executor is not in yet): it takes what was
-    /// posted.
+    /// Another thread runs the steps (or the executor is not in yet).
     Elsewhere,
-    /// Ran them to a sleep: nothing to do until work is posted or `until` (on the device's
-    /// clock, read at `now`) passes.
+    /// Ran them to a sleep until work is posted or `until` (device clock, read at `now`).
     Slept {
         until: Option<Timestamp>,
         now: Timestamp,
@@ -73,8 +71,7 @@ pub(super) enum Ran {
 /// The lane's steps, type-erased for the threads that do not own the device's type.
 pub(super) trait RunsSteps: Send + Sync {
     /// Runs the lane's steps on the calling thread, as `here` may, until they sleep, unless
-    /// another thread runs them. A loss (a driver error, a panic) is recorded in the mailbox
-    /// and returned.
+    /// another thread runs them. A loss is recorded in the mailbox and returned.
     fn run_steps(&self, here: Here) -> Result<Ran, LostCause>;
     /// Where the caller drives the lane: takes the offered device wait, if no caller is
     /// inside one and `how` takes it, makes it on this thread with no lock and no claim held

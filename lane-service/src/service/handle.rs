@@ -112,21 +112,13 @@ impl LaneHandle {
     }
 
     /// Reports that the runtime reset the device (L-24): the lane forgets its handles and
-    /// reopens on fresh streams. At once.
-    ///
-    /// # Errors
-    ///
-    /// [`ServiceError::DeviceReset`] when the lane awaits no reset; [`ServiceError::Lost`].
+    /// reopens on fresh streams, at once; [`ServiceError::DeviceReset`] if it awaits none.
     pub fn device_reset(&self) -> Result<(), ServiceError> {
         self.lane_command(|steps, now| steps.device_reset(now), |_| None)
     }
 
-    /// Activates a run submitted held (`RunRequest::held`): it launches once its turn comes
-    /// (it may be prepared already). At once.
-    ///
-    /// # Errors
-    ///
-    /// [`ServiceError::Control`] for a run not held, finished or unknown; [`ServiceError::Lost`].
+    /// Activates a run submitted held (`RunRequest::held`): it launches once its turn comes.
+    /// At once; [`ServiceError::Control`] for a run not held, finished or unknown.
     pub fn activate(&self, run: RunId) -> Result<(), ServiceError> {
         self.lane_command(|steps, now| steps.activate(now, run), |_| None)
     }
