@@ -35,11 +35,9 @@ pub use self::op_timeout::op_timeout_in_force_us;
 /// The optional symbol that gives event timestamps ([`Device::event_timestamps`]).
 const EVENT_GET_TIMESTAMP: &str = "aclrtEventGetTimestamp";
 
-/// One Ascend device, driven through ACL: the lane's [`Device`].
-///
-/// Every method binds the calling thread first if it is not bound (a new thread, or any
-/// thread after a reset), makes its one ACL call, and on failure reads `aclGetRecentErrMsg`
-/// (the driver takes it with [`Device::recent_error_message`]).
+/// One Ascend device, driven through ACL: the lane's [`Device`]. Every method binds the
+/// calling thread first if it is not bound, makes its one ACL call, and on failure reads
+/// `aclGetRecentErrMsg` ([`Device::recent_error_message`]).
 pub struct AclDevice {
     /// Shared with every [`WorkerBinding`], so a worker thread binds through the same library.
     acl: Arc<Acl>,
@@ -56,20 +54,15 @@ pub struct AclDevice {
     initialised_here: bool,
     /// `aclGetRecentErrMsg` after the last call, when that call failed.
     message: Option<String>,
-    /// Pinned host allocations made since the last reset (`aclrtMallocHost`): address ->
-    /// size. `write_host`, `read_host` and the async copies touch only ranges inside one, so
-    /// a bad `HostPtr` is 100000, never undefined behaviour; a reset forgets them all.
+    /// Pinned host allocations made since the last reset: address -> size. Only ranges
+    /// inside one are touched, so a bad `HostPtr` is 100000, never undefined behaviour.
     pinned: BTreeMap<u64, usize>,
-    /// Force resets made on this device id so far by any lane of the process (a force reset
-    /// unbinds every thread from the device, whichever lane made it), shared with every
+    /// Force resets of this device id by any lane of the process, shared with every
     /// [`WorkerBinding`]: a thread bound before the latest one must bind again.
     resets: Arc<AtomicU64>,
     /// The device's clock starts here ([`AclDevice::clock`]).
     epoch: Instant,
-    /// The ids (`aclrtStreamGetId`) of this device's live streams and of those that died
-    /// less than [`LATE_NOTICE_BOUND_NS`](crate::LATE_NOTICE_BOUND_NS) ago, taken while each
-    /// handle was live: which a fault notice may name and concern this device (L-19,
-    /// decision 0025).
+    /// The stream ids a fault notice may name and concern this device (L-19, decision 0025).
     stream_ids: StreamIds,
     /// How installing the fault notice monitor went.
     notice_monitor: NoticeMonitor,
@@ -87,16 +80,13 @@ impl std::fmt::Debug for AclDevice {
 }
 
 impl AclDevice {
-    /// Opens `config.device_id`: loads the library, calls `aclInit` if asked, probes (a
-    /// device count above 0, the id in range, the SoC's profile unless `config.profile`
-    /// names one), binds the calling thread, and sets the device op timeout from the
-    /// profile. Returns the device and the profile the lane must run with.
+    /// Opens `config.device_id`: loads the library, calls `aclInit` if asked, probes the
+    /// device and its profile, binds the calling thread, and sets the device op timeout.
+    /// Returns the device and the profile the lane must run with.
     ///
     /// # Errors
     ///
-    /// [`AclError`], each with a hint: no usable library (missing, a stub, a missing
-    /// symbol), a failed `aclInit`, no device, a bad device id, an unknown SoC without an
-    /// explicit profile, an op timeout not below the host wait, or a failed call.
+    /// [`AclError`], each with a hint.
     pub fn open(config: AclConfig) -> Result<(Self, Profile), AclError> {
         let acl = config.library.load(config.prefer_loaded)?;
         let initialised_here = if config.init {
@@ -182,14 +172,8 @@ impl AclDevice {
         })
     }
 
-    /// The profile `config` opens with, without opening a lane's device: loads the library,
-    /// checks the device count and id, reads the SoC (unless `config.profile` names the
-    /// profile) and binds the calling thread, but sets no op timeout (so it never conflicts
-    /// with the one in force, L-21).
-    ///
-    /// # Errors
-    ///
-    /// As [`AclDevice::open`], but for the op timeout.
+    /// The profile `config` opens with, as [`AclDevice::open`] probes it (and fails), but
+    /// setting no op timeout (so it never conflicts with the one in force, L-21).
     pub fn probe_profile(config: &AclConfig) -> Result<Profile, AclError> {
         let acl = config.library.load(config.prefer_loaded)?;
         let (_, _, profile) = Self::identify(&acl, config)?;
@@ -245,13 +229,9 @@ impl AclDevice {
         &self.notice_monitor
     }
 
-    /// `aclrtMemcpyAsync(dst, len, src, len, ACL_MEMCPY_DEVICE_TO_DEVICE, stream)`: device
-    /// work of a known size with no kernel, ordered on `stream` (the device check queues it
-    /// to outlast a wait's timeout). Both ranges and the stream are checked as every call's.
-    ///
-    /// # Errors
-    ///
-    /// The call's code, or the code of a range or stream this device does not hold.
+    /// `aclrtMemcpyAsync(.., ACL_MEMCPY_DEVICE_TO_DEVICE, stream)`: device work of a known
+    /// size with no kernel, ordered on `stream` (the device check's). Both ranges and the
+    /// stream are looked up as every call's handles.
     pub fn memcpy_device_async(
         &mut self,
         dst: DevicePtr,
@@ -284,11 +264,8 @@ impl AclDevice {
     }
 
     /// The stream ids (`aclrtStreamGetId`) a fault notice may name now and concern this
-    /// device (L-19, decision 0025): those of the streams destroyed since the last force reset
-    /// less than [`LATE_NOTICE_BOUND_NS`](crate::LATE_NOTICE_BOUND_NS) ago, oldest first, then
-    /// the live streams', oldest first; each once. An id a stream had when it died at or
-    /// before the last force reset is left out for that bound, even where a live stream has
-    /// taken the number. Empty on a library without `aclrtStreamGetId`.
+    /// device ([`StreamIds`](crate::StreamIds)' rule, decision 0025): the recently destroyed
+    /// ones, then the live ones, oldest first. Empty without `aclrtStreamGetId`.
     pub fn stream_ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.stream_ids_at(self.clock())
     }
@@ -299,10 +276,8 @@ impl AclDevice {
         self.stream_ids.matching(now).into_iter()
     }
 
-    /// Whether `notice`, read at `now` on this device's clock ([`Device::now`]), concerns
-    /// this device (L-19, decision 0025): it names this device and a stream id
-    /// [`AclDevice::stream_ids_at`] lists at `now`. [`Device::notice_concerns`] is this at
-    /// the clock's reading.
+    /// Whether `notice`, read at `now` on this device's clock, names this device and a stream
+    /// id [`AclDevice::stream_ids_at`] lists at `now` (L-19).
     #[must_use]
     pub fn notice_concerns_at(&self, notice: &FaultNotice, now: Timestamp) -> bool {
         u32::try_from(self.device_id).is_ok_and(|device| device == notice.device)
@@ -360,17 +335,11 @@ impl AclDevice {
         }
     }
 
-    /// Binds the calling thread (`aclrtSetDevice`) unless it is already bound since the last
-    /// reset. A runner calls this before its own calls on a thread of its choosing.
-    ///
-    /// # Errors
-    ///
-    /// `aclrtSetDevice`'s code (its message is kept, as for every failure).
+    /// Binds the calling thread (`aclrtSetDevice`, its failure's message kept) unless it is
+    /// already bound since the last reset. A runner calls this before its own calls.
     pub fn bind_thread(&mut self) -> Result<(), AclCode> {
-        // Bound since the device id's last reset, and no other device bound on this thread
-        // since: ACL keeps one current device per thread, so two devices driven from one
-        // thread each bind again when the other bound last. One thread-local read: nothing
-        // per thread is kept in the device, so threads that come and go cost nothing.
+        // One thread-local read: ACL keeps one current device per thread, so two devices
+        // driven from one thread each bind again when the other bound last.
         let resets = self.resets.load(Ordering::Acquire);
         if bound()
             == Some(Bound {
@@ -386,10 +355,6 @@ impl AclDevice {
     /// A runner's own ACL call result: `Ok` for 0; otherwise the code, with
     /// `aclGetRecentErrMsg` kept so the driver attaches it to the run's outcome, as for the
     /// device's own calls.
-    ///
-    /// # Errors
-    ///
-    /// The non-zero `code`.
     pub fn check(&mut self, code: i32) -> Result<(), AclCode> {
         match AclCode::from_raw(code) {
             None => {
@@ -406,10 +371,6 @@ impl AclDevice {
     /// `aclFinalize`, if [`AclDevice::open`] initialised ACL (never from a destructor: ACL's
     /// teardown order at exit is undefined, ascend-cl.md §2.1). Handles must be released
     /// first.
-    ///
-    /// # Errors
-    ///
-    /// `aclFinalize`'s code.
     pub fn finalize(mut self) -> Result<(), AclCode> {
         if !self.initialised_here {
             return Ok(());
@@ -419,7 +380,6 @@ impl AclDevice {
         self.check(code)
     }
 
-    /// A call made on a bound thread, its code checked.
     /// What follows a force reset of this device id, the lane's or the runtime's: every
     /// thread must bind again before its next call, and every handle is forgotten (never
     /// destroyed, freed or touched), pinned allocations included.
@@ -436,6 +396,7 @@ impl AclDevice {
         crate::notice::register_again(&self.acl);
     }
 
+    /// A call made on a bound thread, its code checked.
     fn bound_call(&mut self, call: impl FnOnce(&Acl) -> i32) -> Result<(), AclCode> {
         self.bind_thread()?;
         let code = call(&self.acl);

@@ -1,12 +1,7 @@
 //! The handles this process's [`AclDevice`](crate::AclDevice)s issued and that are still
-//! live: the one place a lane handle becomes a raw ACL pointer.
-//!
-//! `StreamHandle`, `EventHandle` and `DevicePtr` are plain values any safe code can make, so
-//! a handle alone proves nothing. Every backend call that hands one to ACL first looks it up
-//! here: only a handle a device of this process created on the same device id, and that was
-//! neither destroyed (freed) nor killed by a force reset of that device since, reaches ACL.
-//! Any other is refused with the code ACL gives such a handle (below), and a message, and
-//! nothing is called, so a forged or stale handle is an error, never undefined behaviour.
+//! live: the one place a lane handle becomes a raw ACL pointer. Only a handle created on the
+//! same device id, and neither destroyed nor killed by a force reset since, reaches ACL; any
+//! other is refused with ACL's code for it and a message, nothing called.
 //!
 //! | handle | not issued, destroyed, or issued before a reset | live on another device id |
 //! |---|---|---|
@@ -14,10 +9,8 @@
 //! | event | 107017 `ACL_ERROR_RT_INVALID_HANDLE` | 107017 `ACL_ERROR_RT_INVALID_HANDLE` |
 //! | device range | 107000 `ACL_ERROR_RT_PARAM_INVALID` | 107000 `ACL_ERROR_RT_PARAM_INVALID` |
 //!
-//! The table is process-wide because ACL's handles are per device, not per `AclDevice`: a
-//! force reset kills every handle on its device, whichever lane made it. Pinned host memory
-//! keeps its own table in the device (`AclDevice::pinned`), which already refuses a bad
-//! `HostPtr` with 100000.
+//! The table is process-wide because a force reset kills every handle on its device,
+//! whichever lane made it. Pinned host memory keeps its own table (`AclDevice::pinned`).
 
 use std::collections::BTreeMap;
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};

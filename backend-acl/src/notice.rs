@@ -1,13 +1,11 @@
 //! The library's own device fault notice monitor (L-19): the handler the driver calls on its
 //! callback thread, installed only when the embedding asks.
 //!
-//! The process has one callback slot and the last registration wins silently (HCCL and the
-//! embedding runtime may register their own, device-truth §4), so installing is opt-in; an
-//! embedding that keeps the slot forwards its notices through
-//! `lane_driver::report_device_fault` (C: `run_lane_report_device_fault`) instead. The
-//! handler reads the notice through the getters of the library it was installed through,
-//! writes it into the process's notice ring and returns: no lock, no allocation, no log.
-//! Its storage is static, so a late callback after the last lane is gone is harmless.
+//! The process has one callback slot and the last registration wins silently (device-truth
+//! §4), so installing is opt-in; an embedding that keeps the slot forwards its notices
+//! through `lane_driver::report_device_fault` instead. The handler writes the notice into the
+//! process's ring and returns: no lock, no allocation, no log. Its storage is static, so a
+//! late callback after the last lane is gone is harmless.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};

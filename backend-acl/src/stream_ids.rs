@@ -15,10 +15,7 @@ use lane_core::Timestamp;
 use lane_core::stream_pair::StreamHandle;
 
 /// How late the lane takes a device fault notice to be, at most (decision 0025): 32 s, twice
-/// the 16 s measured (device-truth §4). For this long after a stream died its id still
-/// matches a notice (destroyed since the last force reset) or shadows a live stream's
-/// (killed by, or destroyed before, the last force reset). After it, the id matches only a
-/// live stream's.
+/// the 16 s measured (device-truth §4): how long a dead stream's id is remembered.
 pub const LATE_NOTICE_BOUND_NS: u64 = 32_000_000_000;
 
 /// The most dead stream ids a device remembers within [`LATE_NOTICE_BOUND_NS`]: past it,

@@ -1,7 +1,5 @@
-//! The lane's completion waiter on ACL: [`AclDevice::completion_waiter`] hands one to
-//! lane-service, which makes every blocking wait of the lane on it from a thread of its own
-//! (each run's completion events, the recovery drain), so the lane thread never blocks in a
-//! device wait (SPEC L-16).
+//! The lane's completion waiter on ACL ([`AclDevice::completion_waiter`]): lane-service makes
+//! every blocking wait on it from a thread of its own (SPEC L-16).
 
 use std::time::Instant;
 

@@ -3,10 +3,9 @@
 //! nothing else is left.
 
 use lane_core::status_latch::{DecodeError, RECORD_BYTES};
-use lane_core::stream_pair::Role;
 use lane_core::{
     CloseReport, CodeRef, DeviceResetError, EventError, InvariantViolation, Lane, LaneState,
-    Outcome, Profile, PublicationId, PublishError, RunId, RunRequest, SubmitError,
+    Outcome, Profile, PublicationId, PublishError, RunId, RunRequest, SubmitError, Timestamp,
 };
 use thiserror::Error;
 
@@ -28,15 +27,11 @@ pub const TIMING_BYTES: usize = 16;
 pub const HANDSHAKE_BYTES: usize = 64;
 
 /// Where each slot buffer sits in the slot's one device allocation. A small synchronous copy
-/// costs a driver round trip whatever its size (measured-figures.md A1: ~9.5 us, flat from 4
-/// to 64 bytes), so the layout makes each per-run transfer one copy: the handshake, the
-/// timing buffer and the status header are adjacent (one H2D clears all three before a
-/// launch, so no latch outlives its run), and the timing buffer, the header and the result
-/// record behind them are read in one D2H after completion, by the completion waiter right
-/// after the boundary (L-8): the record decides the verdict, and the status read answers
-/// from the same bytes ([`Readback`](crate::Readback)). With copies on the streams the
-/// status is copied into pinned memory on the AICPU stream instead, and the waiter reads
-/// the record alone.
+/// costs a driver round trip whatever its size (measured-figures.md A1: ~9.5 us), so each
+/// per-run transfer is one copy: one H2D clears handshake, timing buffer and header before a
+/// launch (no latch outlives its run), and one D2H right after the boundary reads timing
+/// buffer, header and record (L-8, [`Readback`](crate::Readback)). With copies on the
+/// streams the status goes to pinned memory instead, and the waiter reads the record alone.
 ///
 /// ```text
 /// [0, 64)        handshake
@@ -115,10 +110,8 @@ impl From<InvariantViolation> for DriverError {
     }
 }
 
-/// An outcome as the driver delivers it: the lane's [`Outcome`] and, when the device call
-/// that failed it left one, the device's own text about it (`aclGetRecentErrMsg`, carried
-/// by the [`Answer`](crate::Answer) that reported the failure). Its `Display` is the
-/// outcome's stable line with that text appended.
+/// An outcome as the driver delivers it, with the device's text about the failed call behind
+/// it, if any; its `Display` is the outcome's stable line with that text appended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// The outcome.
@@ -148,9 +141,7 @@ pub enum Turn {
 }
 
 /// The one driver loop, generic over the device, the runner and the observer: the lane's
-/// [`LaneSteps`] and the [`Executor`], run on the caller's thread. Both the simulator and
-/// the NPU backend run the lane through it; lane-service runs the same two parts on a lane
-/// thread, with the steps behind a lock.
+/// [`LaneSteps`] and the [`Executor`], run on the caller's thread.
 #[derive(Debug)]
 pub struct Driver<D: Device, R: Runner<D>, O: Observer = NoObserver> {
     steps: LaneSteps<O>,
@@ -220,8 +211,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     }
 
     /// The lane's steps and the executor, mutably, for a caller that runs its own loop over
-    /// the two parts on this thread (the simulator's virtual host workers execute a runner's
-    /// prepare and finalise on their own clocks and feed the answers back later).
+    /// the two parts (the simulator's virtual host workers).
     pub fn parts_mut(&mut self) -> (&mut LaneSteps<O>, &mut Executor<D, R>) {
         (&mut self.steps, &mut self.executor)
     }
@@ -238,10 +228,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         request: RunRequest,
     ) -> Result<Result<RunId, SubmitError>, DriverError> {
         self.take_notices()?;
-        let now = self.executor.now();
-        let result = self.steps.submit(now, request)?;
-        self.execute_effects()?;
-        Ok(result)
+        self.command(|steps, now| steps.submit(now, request))
     }
 
     /// Publishes code and executes whatever it starts.
@@ -250,28 +237,30 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         code: CodeRef,
     ) -> Result<Result<PublicationId, PublishError>, DriverError> {
         self.take_notices()?;
-        let now = self.executor.now();
-        let result = self.steps.publish(now, code)?;
-        self.execute_effects()?;
-        Ok(result)
+        self.command(|steps, now| steps.publish(now, code))
     }
 
     /// Tells the lane the runtime reset the device (L-24) and executes whatever that starts
     /// (the lane forgets its handles and reopens).
     pub fn device_reset(&mut self) -> Result<Result<(), DeviceResetError>, DriverError> {
-        let now = self.executor.now();
-        let result = self.steps.device_reset(now)?;
-        self.execute_effects()?;
-        Ok(result)
+        self.command(|steps, now| steps.device_reset(now))
     }
 
     /// Closes the lane and executes whatever that starts; call [`Driver::run_until_idle`]
     /// to let launched runs finish and the streams be destroyed.
     pub fn close(&mut self) -> Result<CloseReport, DriverError> {
+        self.command(|steps, now| steps.close(now))
+    }
+
+    /// Makes one lane step at the device's clock, then executes whatever it starts.
+    fn command<T>(
+        &mut self,
+        step: impl FnOnce(&mut LaneSteps<O>, Timestamp) -> Result<T, DriverError>,
+    ) -> Result<T, DriverError> {
         let now = self.executor.now();
-        let report = self.steps.close(now)?;
+        let result = step(&mut self.steps, now)?;
         self.execute_effects()?;
-        Ok(report)
+        Ok(result)
     }
 
     /// The next outcome, in submission order (without the device's text; see
@@ -373,15 +362,5 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             self.steps.feed(now, answer)?;
         }
         Ok(())
-    }
-}
-
-/// Which stream a completion event index belongs to, for traces.
-#[must_use]
-pub const fn event_role(index: usize) -> Role {
-    if index == 0 {
-        Role::Aicpu
-    } else {
-        Role::Aicore
     }
 }

@@ -1,8 +1,6 @@
 //! The [`Executor`]: owns the device, the runner and the slots' device resources, and turns
-//! one lane effect into the one [`Answer`] (the event and the device's text about a failed
-//! call) that answers it, with no access to the lane. The single-thread
-//! [`Driver`](crate::Driver) and a multi-threaded service (lane-service) both drive the lane
-//! through it, so there is one code path from effect to device call.
+//! one lane effect into the one [`Answer`] that answers it, with no access to the lane: the
+//! one code path from effect to device call, for every driver.
 
 mod launch;
 mod slot;
@@ -74,10 +72,8 @@ pub enum Wait {
     /// The wait has the event that answers it, with the device's text about a failed wait:
     /// feed it to the lane.
     Answered(Answer),
-    /// A completion answered as [`Wait::Answered`] does, with the status bytes its record's copy
-    /// read ([`DeviceWait::Completion`](crate::DeviceWait::Completion)'s `readback`): give them to
-    /// [`Executor::keep_readback`], then feed the answer. Not boxed: a wait is made once per run,
-    /// and a box would be an allocation per run.
+    /// A completion answered with the status bytes its record's copy read: give them to
+    /// [`Executor::keep_readback`], then feed the answer. Not boxed: that would allocate per run.
     Completed {
         /// The answer to feed.
         answer: Answer,
@@ -87,19 +83,15 @@ pub enum Wait {
     /// The deadline passed at this time before the run completed: tell the lane
     /// (`Lane::handle_timeout`).
     Expired(Timestamp),
-    /// Nothing was waited for: the lane awaits nothing, or no longer (a poison abandoned the
-    /// awaited run while runner work was out, see [`Executor::completion_wait`]); or the run
-    /// is not complete yet and the caller who drives the lane waits no longer (its `wait`
-    /// timeout, or a look: [`Reach`](crate::Reach)). The run stays live: the dispatch machine
-    /// hands the same wait out again.
+    /// Nothing was waited for (the lane awaits nothing, or no longer), or the run is not
+    /// complete and a driving caller waits no longer ([`Reach`](crate::Reach)): the run stays
+    /// live, and the dispatch machine hands the same wait out again.
     Pending,
 }
 
 /// Executes lane effects on a device through a runner, owning both and the slots' device
-/// resources (completion events and buffers, created once per slot, re-recorded per run,
-/// L-13). It never reads or changes a lane: the caller polls effects and feeds the events
-/// back, so a multi-threaded caller can hold its lane lock for the lane steps alone and
-/// release it around every call made here (L-16).
+/// resources (L-13). It never reads or changes a lane, so a multi-threaded caller can
+/// release its lane lock around every call made here (L-16).
 #[derive(Debug)]
 pub struct Executor<D: Device, R: Runner<D>> {
     device: D,
@@ -124,8 +116,6 @@ pub struct Executor<D: Device, R: Runner<D>> {
     /// Where this executor reads the process's notice ring from (L-19): notices written
     /// before it existed are not its device's streams.
     notice_cursor: u64,
-    /// Notices overwritten before this executor read them.
-    notices_lost: u64,
 }
 
 impl<D: Device, R: Runner<D>> Executor<D, R> {
@@ -150,7 +140,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             ahead: [const { None }; MAX_SLOTS as usize],
             arm_text: None,
             notice_cursor: crate::notices().head(),
-            notices_lost: 0,
         }
     }
 
@@ -161,9 +150,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         loop {
             match ring.read(&mut self.notice_cursor) {
                 NoticeRead::Empty => return None,
-                NoticeRead::Lost { count } => {
-                    self.notices_lost = self.notices_lost.saturating_add(count);
-                }
+                // Overwritten before this executor read them: nothing to give the lane.
+                NoticeRead::Lost { .. } => {}
                 NoticeRead::Notice(raw) => {
                     let code = AclCode::from_raw(raw.code).unwrap_or(AclCode::Unknown(raw.code));
                     let notice = FaultNotice {
@@ -177,17 +165,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 }
             }
         }
-    }
-
-    /// How many notices were overwritten in the ring before this executor read them (more
-    /// than [`NOTICE_CAPACITY`](crate::NOTICE_CAPACITY) between two of its steps).
-    pub const fn notices_lost(&self) -> u64 {
-        self.notices_lost
-    }
-
-    /// How launches arm their slot and status reads read it back.
-    pub const fn copies(&self) -> CopyPath {
-        self.copies
     }
 
     /// The device's clock ([`Device::now`]), the one clock the lane is given.
@@ -220,10 +197,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         (self.device, self.runner)
     }
 
-    /// The text about the failed call behind `event` ([`Runner::recent_error_message`], else
-    /// [`Device::recent_error_message`], read right after the call), if `event` reports a
-    /// failed device or runner call; `None` for every other event, so a success never reads
-    /// (or allocates) a text.
+    /// The text about the failed call behind `event` (the runner's, else the device's), if
+    /// `event` reports a failed call; a success never reads (or allocates) a text.
     fn failure_text(&mut self, event: &Event) -> Option<String> {
         let failed = match event {
             Event::PrepareFailed { .. }
@@ -454,11 +429,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         self.awaited.is_some()
     }
 
-    /// `effect` goes to a host worker instead of [`execute`](Self::execute) (runner host
-    /// work, [`is_host_work`](crate::is_host_work)): does the executor's own part of it, which
-    /// needs no device call. A `FinaliseRun` releases the slot's completion events for the
-    /// next run (L-7), as an executed one does; the worker's answer comes back through
-    /// [`run_host_work`](crate::run_host_work).
+    /// `effect` goes to a host worker instead of [`execute`](Self::execute): does the
+    /// executor's own part of it, no device call (a `FinaliseRun` releases the slot's
+    /// completion events, L-7).
     pub fn hand_off(&mut self, effect: &Effect) {
         if let Effect::FinaliseRun { lease, .. } = effect {
             self.release_events(*lease);

@@ -2,13 +2,10 @@
 //! thread (or an embedding that forwards its own notices), read by every lane.
 //!
 //! A write takes a ticket, then publishes the entry under a per-entry sequence stamp (a
-//! seqlock): no lock, no allocation, no wait for another writer, so the callback records and
-//! returns. The stamp only grows, so a writer delayed past a whole ring of later writes can
-//! neither hide a later notice (a reader would wait for it forever) nor pass its own off as
-//! one: it drops its notice, or its late stores carry its own ticket and are counted lost.
-//! Readers keep their own cursor; an entry overwritten before a reader came to it is counted
-//! lost, never read torn. Written against [`atomic`] so the loom model test checks this very
-//! file.
+//! seqlock): no lock, no allocation, no wait. The stamp only grows, so a writer delayed past
+//! a whole ring of later writes can neither hide a later notice nor pass its own off as one.
+//! Readers keep their own cursor; an overwritten entry is counted lost, never read torn.
+//! Written against [`atomic`] so the loom model test checks this very file.
 
 use super::atomic::{AtomicU64, Ordering, fence};
 

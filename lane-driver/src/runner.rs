@@ -24,16 +24,14 @@ pub struct RunArgs {
     /// The slot's handshake region (AICore workers report here; the AICPU kernel waits on it).
     pub handshake: DevicePtr,
     /// The slot's result record region ([`RECORD_BYTES`](lane_core::status_latch::RECORD_BYTES)):
-    /// the runtime's device side publishes the run's terminal record here, stamped with
-    /// [`epoch`](Self::epoch), writing `published` last (L-8). The lane reads it right after
-    /// the run's boundary; a run is `Ok` only on its own published ok record.
+    /// the device side publishes the run's record here, stamped with [`epoch`](Self::epoch),
+    /// `published` last (L-8); a run is `Ok` only on its own published ok record.
     pub record: DevicePtr,
-    /// The run's epoch: process-unique and never 0. A record counts only when its
-    /// `published` word is this value, so an earlier run's record is never read as this one's.
-    /// The runtime's own when its request carried one (`RunRequest::epoch`).
+    /// The run's epoch: process-unique, never 0 (or `RunRequest::epoch`). A record counts only
+    /// when its `published` word is this value.
     pub epoch: u64,
-    /// The launch is queued behind a run still on the pair (its AICore kernel waits for that
-    /// run's boundary): only such a launch may be declined ([`AicoreLaunch::Declined`]).
+    /// The launch is queued behind a run still on the pair: only such a launch may be
+    /// declined ([`AicoreLaunch::Declined`]).
     pub queued: bool,
 }
 
@@ -42,27 +40,22 @@ pub struct RunArgs {
 pub enum AicoreLaunch {
     /// The AICore kernel is enqueued.
     Launched,
-    /// The runner declined a queued launch (it cannot run beside the run ahead of it: a live
-    /// comm domain, a buffer that run still borrows, a profiling level): nothing was
-    /// enqueued. The run launches again once the pair is empty, which is not a failure, and
-    /// its outcome counts the decline. A decline of a launch that is not queued
-    /// ([`RunArgs::queued`] false) fails the run, not started (207000).
+    /// The runner declined a queued launch (it cannot run beside the run ahead of it):
+    /// nothing was enqueued, and the run launches again once the pair is empty. Declining a
+    /// launch that is not queued fails the run, not started (207000).
     Declined,
 }
 
 /// Why the runner's prepare failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrepareError {
-    /// The run cannot be prepared while its predecessor runs (the C ABI's
-    /// `RUN_LANE_PREPARE_INCOMPATIBLE`). Nothing was touched; the lane prepares it again once
-    /// the predecessor has its outcome.
+    /// The run cannot be prepared while its predecessor runs (`RUN_LANE_PREPARE_INCOMPATIBLE`):
+    /// nothing was touched, and it is prepared again once the predecessor has its outcome.
     Incompatible,
     /// Preparation failed with this ACL code; the runner freed what it had allocated.
     Failed(AclCode),
-    /// Preparation returned one of the runtime's latch codes, negated (-1..-999): that
-    /// latched failure (a host_build_graph prepare that latched `FLOW_CONTROL_DEADLOCK`
-    /// returns -3). Terminal, never retried: classified as the same code latched. The runner
-    /// freed what it had allocated.
+    /// Preparation returned one of the runtime's latch codes, negated (-1..-999): terminal,
+    /// classified as the same code latched. The runner freed what it had allocated.
     Runtime(RuntimeCode),
 }
 
@@ -76,11 +69,8 @@ impl From<ReturnCode> for PrepareError {
     }
 }
 
-/// How much of a runner's host work may leave the lane thread, as the runner declares it.
-///
-/// Prepare and finalise touch no stream, so a runner whose host state allows it lets a lane
-/// service run them on host workers ([`HostWorker`]) while the lane thread launches, records,
-/// waits and reads status. Over the C ABI this is a field of the runner vtable.
+/// How much of a runner's host work (prepare and finalise, which touch no stream) may run on
+/// host workers ([`HostWorker`]), as the runner declares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Concurrency {
     /// Whether prepare and finalise may run on host worker threads.
@@ -91,8 +81,7 @@ pub struct Concurrency {
 }
 
 impl Concurrency {
-    /// Everything on the lane thread, one prepare at a time (the default, and today's C++
-    /// runtime).
+    /// Everything on the lane thread, one prepare at a time (the default).
     pub const LANE_THREAD: Self = Self {
         off_lane_thread: false,
         prepares_at_once: 1,
@@ -105,18 +94,10 @@ impl Default for Concurrency {
     }
 }
 
-/// A runner's prepare and finalise on a host worker thread: made on that thread (after it
-/// bound the device), owned by it, and never called from the lane thread. The lane's lease
-/// rules keep each call on its own slot.
+/// A runner's prepare and finalise on a host worker thread, made and owned by that thread.
 pub trait HostWorker: Send {
-    /// Binds the calling worker thread to the device if it is not bound (its first job, or
-    /// the first after a force reset unbound every thread). The service calls it before every
-    /// job; an error hands the job back to the lane thread, which is always bound and runs it
-    /// with its own runner. By default there is nothing to bind.
-    ///
-    /// # Errors
-    ///
-    /// The bind's code (`aclrtSetDevice`).
+    /// Binds the calling worker thread to the device if it is not bound, before every job;
+    /// an error hands the job back to the lane thread. By default there is nothing to bind.
     fn bind(&mut self) -> Result<(), AclCode> {
         Ok(())
     }
@@ -136,10 +117,6 @@ pub trait HostWorker: Send {
     ) -> Result<(), FinaliseFailure>;
     /// As [`Runner::finalise_verdict`]: by default [`finalise_run`](Self::finalise_run) with
     /// `copy_back` (`verdict.is_ok()`).
-    ///
-    /// # Errors
-    ///
-    /// As [`Runner::finalise_run`].
     fn finalise_verdict(
         &mut self,
         run: RunId,
@@ -148,21 +125,15 @@ pub trait HostWorker: Send {
     ) -> Result<(), FinaliseFailure> {
         self.finalise_run(run, slot, verdict.is_ok())
     }
-    /// The device's text about the failure of this worker's latest prepare or finalise
-    /// (`aclGetRecentErrMsg`, which ACL keeps per thread, so only the worker's own thread can
-    /// read it), if it left one; taken (a second call returns `None`). [`run_host_work`]
-    /// calls it on the worker's thread right after a job answered `PrepareFailed` or
-    /// `FinaliseFailed` and answers with the text, as the executor does with
-    /// [`Device::recent_error_message`] after the lane thread's own calls. By default there
-    /// is none.
+    /// The device's text about this worker's latest failed prepare or finalise
+    /// (`aclGetRecentErrMsg`, kept per thread); taken. By default none.
     fn recent_error_message(&mut self) -> Option<String> {
         None
     }
 }
 
 /// The embedding runtime's work for a run: host preparation, the two kernel launches,
-/// finalisation, code upload. Each method gets the device, so a runner can launch on the
-/// lane's streams (the simulator's runner also advances its virtual clock through it).
+/// finalisation, code upload. Each method gets the device, to launch on the lane's streams.
 pub trait Runner<D: Device + ?Sized> {
     /// Prepare `run` into `slot` (host runtime buffer, arena, args upload). Touches no stream.
     fn prepare_run(
@@ -181,10 +152,8 @@ pub trait Runner<D: Device + ?Sized> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode>;
-    /// `rtsLaunchCpuKernel` on the AICPU stream: the run's scheduler, which spins until its
-    /// AICore workers report through the handshake. A failure is as
-    /// [`launch_aicore`](Self::launch_aicore)'s; after it the AICore kernel is orphaned
-    /// whatever the code (L-5, poison).
+    /// `rtsLaunchCpuKernel` on the AICPU stream: the run's scheduler. A failure is as
+    /// [`launch_aicore`](Self::launch_aicore)'s, and orphans the AICore kernel (L-5, poison).
     fn launch_aicpu(
         &mut self,
         device: &mut D,
@@ -203,13 +172,8 @@ pub trait Runner<D: Device + ?Sized> {
     /// codes negated ([`ReturnCode`]); either fails only the publication.
     fn upload_code(&mut self, device: &mut D, code: CodeRef) -> Result<(), ReturnCode>;
 
-    /// The AICore launch, which may decline a queued launch ([`AicoreLaunch::Declined`]; see
-    /// [`RunArgs::queued`]). The executor calls this one; by default it is
-    /// [`launch_aicore`](Self::launch_aicore), which never declines.
-    ///
-    /// # Errors
-    ///
-    /// As [`launch_aicore`](Self::launch_aicore).
+    /// The AICore launch the executor makes, which may decline a queued launch
+    /// ([`AicoreLaunch::Declined`]); by default [`launch_aicore`](Self::launch_aicore).
     fn try_launch_aicore(
         &mut self,
         device: &mut D,
@@ -220,22 +184,14 @@ pub trait Runner<D: Device + ?Sized> {
             .map(|()| AicoreLaunch::Launched)
     }
 
-    /// The run is launched: both kernels were accepted (its fences too, or it is unfenced and
-    /// awaited through the device verdict). Called once per launched run, right after its
-    /// launch, on the thread running the lane's steps; the runtime publishes the run's
-    /// acceptance here. By default nothing.
+    /// The run is launched (both kernels accepted): called once, right after its launch; the
+    /// runtime publishes the run's acceptance here. By default nothing.
     fn on_launched(&mut self, device: &mut D, args: &RunArgs) {
         let _ = (device, args);
     }
 
-    /// Finalise `run` knowing its verdict so far (the finalise's answer makes it final):
-    /// `copy_back` is `verdict.is_ok()`, and a cancel or a failure says which, with its class
-    /// and code. The executor calls this one; by default it is
-    /// [`finalise_run`](Self::finalise_run) with `copy_back`.
-    ///
-    /// # Errors
-    ///
-    /// As [`finalise_run`](Self::finalise_run).
+    /// Finalise `run` knowing its verdict so far; the executor calls this one. By default
+    /// [`finalise_run`](Self::finalise_run) with `copy_back` = `verdict.is_ok()`.
     fn finalise_verdict(
         &mut self,
         device: &mut D,
@@ -246,28 +202,22 @@ pub trait Runner<D: Device + ?Sized> {
         self.finalise_run(device, run, slot, verdict.is_ok())
     }
 
-    /// The runtime owns recovery (L-24, `Recovery::Runtime`) and the device is poisoned (by
-    /// `origin`'s failure, or, with `origin` `None`, a device fault notice): every item has
-    /// its verdict, no thread of the lane is inside a device call, and the lane makes none
-    /// until the runtime reports its reset (`device_reset`). Called once per poison, on the
-    /// thread running the lane's steps; the lane's handles are still alive during the call
-    /// (diagnostics may be read) and forgotten after it. By default nothing.
+    /// The runtime owns recovery (L-24) and the device is poisoned (by `origin`'s failure, or
+    /// a fault notice): every item has its verdict and the lane makes no device call until
+    /// the runtime reports its reset. Called once per poison; the lane's handles are alive
+    /// during the call and forgotten after it. By default nothing.
     fn on_poison(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
         let _ = (device, origin, cause);
     }
 
-    /// In-place recovery (L-24) is about to drain and force-reset the device: quiesce the
-    /// runtime's own device users (a reset under one of their calls is a use-after-free).
-    /// Called once per recovery, after the runner work out at the poison answered. By
-    /// default nothing.
+    /// In-place recovery (L-24) is about to force-reset the device: quiesce the runtime's own
+    /// device users. Called once per recovery. By default nothing.
     fn before_reset(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
         let _ = (device, origin, cause);
     }
 
-    /// In-place recovery ended: `recovered` once the probe proved the device usable (rebuild
-    /// what the reset destroyed: the runtime's streams, loaded kernels, buffers), `false`
-    /// once every attempt failed (the lane is lost). Called once per recovery. By default
-    /// nothing.
+    /// In-place recovery ended: `recovered` (rebuild what the reset destroyed), or `false`
+    /// (the lane is lost). Called once per recovery. By default nothing.
     fn after_reset(&mut self, device: &mut D, recovered: bool) {
         let _ = (device, recovered);
     }
@@ -277,13 +227,8 @@ pub trait Runner<D: Device + ?Sized> {
         Concurrency::LANE_THREAD
     }
 
-    /// The text about this runner's latest failed call (a callback's, a kernel launch's),
-    /// read on the calling thread right after it failed (ACL keeps `aclGetRecentErrMsg` per
-    /// thread); taken (a second call returns `None`). The [`Executor`](crate::Executor) asks
-    /// right after a runner call whose failure it answers, before the device's own text
-    /// ([`Device::recent_error_message`]), as [`run_host_work`] asks a
-    /// [`HostWorker`]. By default there is none: a runner whose failed call went through
-    /// the device (`AclDevice::check`) left its text there.
+    /// The text about this runner's latest failed call, read on the calling thread right
+    /// after it failed, before [`Device::recent_error_message`]; taken. By default none.
     fn recent_error_message(&mut self) -> Option<String> {
         None
     }
@@ -338,24 +283,16 @@ pub const fn is_host_work(effect: &Effect) -> bool {
     )
 }
 
-/// Whether `event`, a host worker's answer, reports a failed prepare or finalise whose device
-/// text is worth reading ([`HostWorker::recent_error_message`]).
-const fn host_work_failed(event: &Event) -> bool {
-    matches!(
-        event,
-        Event::PrepareFailed { .. } | Event::FinaliseFailed { .. }
-    )
-}
-
-/// Runs one piece of runner host work on `worker` (on a host worker thread) and returns the
-/// answer to it, exactly as the [`Executor`](crate::Executor) answers the same effect on the
-/// lane thread: the event, with the worker's text about a failed prepare or finalise
-/// ([`HostWorker::recent_error_message`], read on this thread right after the job); `None`
-/// for an effect that is not host work ([`is_host_work`]). The slot's completion events are
-/// the executor's to release ([`Executor::hand_off`](crate::Executor::hand_off)).
+/// Runs one piece of runner host work on `worker` and answers it as the
+/// [`Executor`](crate::Executor) would, with the worker's text about a failure; `None` for an
+/// effect that is not host work ([`is_host_work`]).
 pub fn run_host_work<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Option<Answer> {
     let event = host_work_event(worker, effect)?;
-    let text = if host_work_failed(&event) {
+    let failed = matches!(
+        event,
+        Event::PrepareFailed { .. } | Event::FinaliseFailed { .. }
+    );
+    let text = if failed {
         worker.recent_error_message()
     } else {
         None

@@ -125,9 +125,8 @@ impl<O: Observer> LaneSteps<O> {
         )
     }
 
-    /// Tells the lane at `now` that the runtime reset the device (L-24, the runtime's
-    /// recovery): the lane reopens, or refuses when it awaits no reset
-    /// ([`Lane::device_reset`]).
+    /// Tells the lane at `now` that the runtime reset the device ([`Lane::device_reset`],
+    /// L-24).
     pub fn device_reset(
         &mut self,
         now: Timestamp,
@@ -183,8 +182,7 @@ impl<O: Observer> LaneSteps<O> {
     }
 
     /// Destroys the streams a closed lane's teardown left once more at `now`
-    /// ([`Lane::retry_teardown`]): whether there were any (their `DestroyStream` effects
-    /// follow).
+    /// ([`Lane::retry_teardown`]): whether there were any.
     pub fn retry_teardown(&mut self, now: Timestamp) -> Result<bool, DriverError> {
         self.command(
             now,
@@ -224,11 +222,9 @@ impl<O: Observer> LaneSteps<O> {
         Some(effect)
     }
 
-    /// Feeds the answer to an effect (from the [`Executor`](crate::Executor), a completion
-    /// waiter or a host worker); a rejected event is a driver bug. The answer's text, the
-    /// device's about the failed call behind a failure event, is held for the item whose
-    /// failure the event reports and reaches the [`Report`] of every outcome that names that
-    /// failure as its cause: the item's own, and those of the items its poison takes down.
+    /// Feeds the answer to an effect; a rejected event is a driver bug. The answer's text is
+    /// held for the item whose failure the event reports, and reaches the [`Report`] of every
+    /// outcome that names that failure as its cause (those its poison takes down too).
     pub fn feed(&mut self, now: Timestamp, answer: Answer) -> Result<(), DriverError> {
         let Answer { event, text } = answer;
         // The item the failure belongs to: the one the event names; a failed stream create
@@ -332,12 +328,10 @@ impl<O: Observer> LaneSteps<O> {
     }
 }
 
-/// The device's texts about failed calls, held from the step that feeds each one until the
-/// outcomes it explains are delivered. A text is held by the item whose failure it reports;
-/// an outcome takes the text of the item its cause names. It leaves with that item's own
-/// outcome, except a poison's: the items a poison takes down name its origin, and may be
-/// delivered after it, so the latest poison's text stays until the next poison or until
-/// every item has its outcome.
+/// The device's texts about failed calls, held by the item whose failure each reports until
+/// the outcomes it explains are delivered (an outcome takes the text of the item its cause
+/// names). The latest poison's text stays until the next poison or until every item has its
+/// outcome: the items it takes down may be delivered after its origin.
 #[derive(Debug, Default)]
 struct Texts {
     /// By item, for items whose outcome is not delivered yet; the first text fed for an item

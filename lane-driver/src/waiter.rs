@@ -1,10 +1,8 @@
-//! Device waits, wherever they are made: the [`DeviceWait`] a lane asks for (a run's
-//! completion, the recovery drain), the [`CompletionWaiter`] a device hands out so a thread of
-//! its own can make them, and [`run_device_wait`], the one wait loop. The single-thread
-//! [`Driver`](crate::Driver) runs that loop on the device itself ([`OnDevice`]); lane-service
-//! runs it on its completion waiter thread, so the lane thread never blocks in a device wait
-//! (SPEC L-16, L-18), or, where the caller drives the lane, on the caller inside `wait`
-//! (capped at its timeout) or `poll` (a look: [`Reach`]), with no lock held (L-23).
+//! Device waits: the [`DeviceWait`] a lane asks for, the [`CompletionWaiter`] that makes it on
+//! a thread of its own, and [`run_device_wait`], the one wait loop. The [`Driver`](crate::Driver)
+//! runs it on the device itself ([`OnDevice`]); lane-service on its waiter thread, so the lane
+//! thread never blocks in a device wait (L-16, L-18), or on a driving caller with no lock
+//! held (L-23, [`Reach`]).
 
 use lane_core::status_latch::{
     AclCode, Boundary, DeviceVerdict, Evidence, RECORD_BYTES, RecordRead, VerdictChannel,
@@ -18,20 +16,14 @@ use crate::device::{Device, DevicePtr, EventHandle};
 use crate::driver::{HEADER_BYTES, TIMING_BYTES};
 use crate::executor::Wait;
 
-/// Bytes of a [`Readback`]: a slot's timing buffer and its whole status header region, the
-/// bytes between the timing buffer's start and the result record. The status read's copy on
-/// the stream (copies on the streams) takes as many: it is enqueued at launch, before the lane
-/// names the layout, so it takes the reserved size (an async copy's cost does not depend on
-/// its size at this scale).
+/// Bytes of a [`Readback`]: a slot's timing buffer and status header region, up to the result
+/// record. The status copy on the stream takes as many (enqueued before the layout is known).
 pub const READBACK_BYTES: usize = TIMING_BYTES + HEADER_BYTES;
 
-/// A run's timing buffer and status header as its completion wait read them, in the same
-/// device-to-host copy as its result record (a [`DeviceWait::Completion`] with a
-/// `readback`): the status read that follows answers from them with no device call of its
-/// own ([`Executor::keep_readback`](crate::Executor::keep_readback)). Both regions are final
-/// once the boundary completed (both kernels exited), so the bytes are the ones a later
-/// copy would read; a small synchronous copy costs a driver round trip whatever its size
-/// (measured-figures.md A1: ~9.5 us), so one copy instead of two takes that off every run.
+/// A run's timing buffer and status header, read in the same copy as its result record, so
+/// the status read needs no device call ([`Executor::keep_readback`](crate::Executor::keep_readback)).
+/// Both are final once the boundary completed; one copy instead of two saves a driver round
+/// trip per run (measured-figures.md A1: ~9.5 us).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Readback {
     /// The run's lease: the bytes answer only this run's status read.
@@ -49,51 +41,34 @@ impl core::fmt::Debug for Readback {
     }
 }
 
-/// How long past a wait's own bound (a run's deadline and its device verdict's bound, a
-/// drain's timeout) the lane thread waits for the waiter's answer before it answers the wait
-/// itself: 6 s, one slice of the device's event wait (up to 5 s: a wait that overruns its
-/// timeout does so by up to a slice, device-truth §5) and a second of margin. The waiter's
-/// calls are bounded by the same deadlines, so its answer normally comes first (a stuck run
-/// fails with the wait's own 507047, as on the single-thread driver); only a waiter stuck in
-/// a call that ignores its timeout by more than a slice is overtaken: its run then ends with a
-/// host wait timeout, its drain is answered anyway (a drain proves nothing, SPEC §5.3).
-/// `cargo xtask device-check` measures the overrun on an NPU.
+/// How long past a wait's own bound the lane thread waits for the waiter's answer before it
+/// answers itself: one event wait slice (an overrun is at most one, device-truth §5) and a
+/// second of margin. Only a waiter stuck in a call that ignores its timeout is overtaken
+/// (its run ends with a host wait timeout; a drain proves nothing, SPEC §5.3).
 pub const WAITER_GRACE_NS: u64 = EVENT_WAIT_SLICE_NS + 1_000_000_000;
 
-/// The longest slice of the device's event wait (device-truth §5): the CANN runtime waits in
-/// slices of at most 5 s and looks at its timeout between them, so a wait may return up to a
+/// The longest slice of the device's event wait (device-truth §5): a wait may return up to a
 /// slice after its timeout.
 pub const EVENT_WAIT_SLICE_NS: u64 = 5_000_000_000;
 
 // A waiter whose event wait overran by one slice is never overtaken.
 const _: () = assert!(WAITER_GRACE_NS > EVENT_WAIT_SLICE_NS);
 
-/// One blocking device wait, as the lane asked for it. Made on the lane thread
-/// ([`Executor::completion_wait`](crate::Executor::completion_wait),
-/// [`Executor::device_wait`](crate::Executor::device_wait)) and answered by
-/// [`run_device_wait`] with the [`Wait`] the lane is fed.
+/// One blocking device wait, made on the lane thread and answered by [`run_device_wait`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceWait {
-    /// The awaited run's completion and the evidence for its verdict (L-6, L-8): its
-    /// boundary event bounded by the run's deadline (`Lane::poll_deadline`), then its result
-    /// record, then, when the record does not decide the run, the device verdict (a
-    /// synchronize of the AICPU stream, then the AICore stream) bounded by `sync_bound_ns`
-    /// from the boundary's completion (L-8a).
+    /// The awaited run's completion and the evidence for its verdict (L-6, L-8, L-8a).
     Completion {
         /// The awaited run.
         run: RunId,
         /// Its lease.
         lease: Lease,
-        /// The run's boundary: recorded on the AICPU stream behind a wait on its AICore
-        /// kernel's `core_done`, so it completes once both kernels exited.
+        /// The run's boundary: completes once both kernels exited.
         boundary: EventHandle,
         /// The slot's result record region.
         record: DevicePtr,
-        /// The slot's timing buffer, when the run's status is read with its record (the
-        /// synchronous copy path: [`READBACK_BYTES`] before `record`): the record channel's
-        /// read then takes both in one copy and the answer carries the status bytes
-        /// ([`Wait::Completed`]). `None`: the record is read alone (copies on the streams
-        /// read the status into pinned memory already, or another layout).
+        /// The slot's timing buffer ([`READBACK_BYTES`] before `record`) when the status is
+        /// read in the record's copy ([`Wait::Completed`]); `None`: the record alone.
         readback: Option<DevicePtr>,
         /// The run's epoch (the record counts only when stamped with it).
         epoch: u64,
@@ -104,13 +79,10 @@ pub enum DeviceWait {
         channel: VerdictChannel,
         /// The run's deadline.
         deadline: Timestamp,
-        /// The device verdict's bound, counted from the boundary's completion: the
-        /// synchronize also waits for the runs queued behind, so what is left of `deadline`
-        /// would let a long successor time out this run's verdict (L-8a).
+        /// The device verdict's bound, counted from the boundary's completion, so a long
+        /// successor cannot time out this run's verdict (L-8a).
         sync_bound_ns: u64,
-        /// The code of the run's fence call that failed after a kernel was accepted: then
-        /// no event is waited on and no record read; the device verdict alone answers, with
-        /// `Boundary::Unfenced` (L-5, L-8).
+        /// The failed fence call's code: the device verdict alone answers (L-5, L-8).
         unfenced: Option<AclCode>,
     },
     /// Recovery step 1: `aclrtSynchronizeDeviceWithTimeout`, whose result proves nothing.
@@ -123,11 +95,8 @@ pub enum DeviceWait {
 }
 
 impl DeviceWait {
-    /// The latest time the lane thread waits for this wait's answer, given that it handed the
-    /// wait out at `issued`: the run's deadline and its device verdict's bound after it (the
-    /// boundary may complete just before the deadline), or the drain's timeout from `issued`,
-    /// plus [`WAITER_GRACE_NS`]. Past it, the lane thread answers with
-    /// [`answer_at_bound`](Self::answer_at_bound) and ignores the waiter's late answer.
+    /// The latest time the lane thread waits for this wait's answer, handed out at `issued`
+    /// (own bound plus [`WAITER_GRACE_NS`]); past it, [`answer_at_bound`](Self::answer_at_bound).
     #[must_use]
     pub const fn bound(&self, issued: Timestamp) -> Timestamp {
         let own = match *self {
@@ -154,69 +123,37 @@ impl DeviceWait {
     }
 }
 
-/// The device calls a completion waiter makes, on a thread that is not the lane thread:
-/// lane-service's completion waiter makes every blocking wait of a lane (its runs'
-/// completions, the recovery drain) through one, so the lane thread stays free to act on
-/// commands while a run executes (L-18).
-///
-/// A [`Device`] hands one out ([`Device::completion_waiter`]) on the lane thread; the service
-/// moves it to the waiter thread, which calls [`bind`](Self::bind) before every wait (a force
-/// reset unbinds every thread). Only the waits below are made through it; every other call
-/// stays the device's, on the lane thread.
+/// The device calls a completion waiter makes on a thread other than the lane thread, so the
+/// lane thread stays free while a run executes (L-18). Handed out by
+/// [`Device::completion_waiter`]; [`bind`](Self::bind) is called before every wait.
 pub trait CompletionWaiter {
     /// Binds the calling thread to the lane's device and context if it is not bound since the
     /// last force reset (`aclrtSetDevice`). By default there is nothing to bind.
-    ///
-    /// # Errors
-    ///
-    /// The bind's code: the wait is answered as failed with it (an attach failure, SPEC §5.4).
+    /// Its failure fails the wait (an attach failure, SPEC §5.4).
     fn bind(&mut self) -> Result<(), AclCode> {
         Ok(())
     }
     /// The lane's clock, read on this thread: the same clock as [`Device::now`].
     fn now(&mut self) -> Timestamp;
     /// `aclrtSynchronizeEventWithTimeout(e, ms)` on this thread, as
-    /// [`Device::synchronize_event`].
-    ///
-    /// # Errors
-    ///
-    /// The call's code (`507047` on timeout).
+    /// [`Device::synchronize_event`]. `507047` on timeout.
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode>;
-    /// `aclrtQueryEventStatus` on this thread, as [`Device::query_event`]: whether `event`'s
-    /// captured tasks finished, without waiting. By default `207000`
-    /// (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`).
-    ///
-    /// # Errors
-    ///
-    /// The call's code.
+    /// `aclrtQueryEventStatus` on this thread, as [`Device::query_event`] (default `207000`).
     fn query_event(&mut self, event: EventHandle) -> Result<bool, AclCode> {
         let _ = event;
         Err(AclCode::RtFeatureNotSupport)
     }
     /// `aclrtSynchronizeStreamWithTimeout(stream, ms)` on this thread, as
     /// [`Device::synchronize_stream`]: the device verdict.
-    ///
-    /// # Errors
-    ///
-    /// The stream's sticky code, or the call's own (`507046` on timeout).
+    /// Fails with the stream's sticky code, or `507046` on timeout.
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode>;
     /// `aclrtMemcpy(.., ACL_MEMCPY_DEVICE_TO_HOST)` on this thread, as
     /// [`Device::memcpy_from_device`]: the result record's read right after the boundary.
-    ///
-    /// # Errors
-    ///
-    /// The copy's code.
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode>;
     /// `aclrtSynchronizeDeviceWithTimeout(ms)` on this thread, as
-    /// [`Device::synchronize_device`].
-    ///
-    /// # Errors
-    ///
-    /// The call's code (it proves nothing either way).
+    /// [`Device::synchronize_device`]. Its result proves nothing.
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode>;
-    /// `aclGetRecentErrMsg` on this thread after a failed wait, if the backend has text for
-    /// it (ACL keeps it per thread, so only the waiter's own thread can read it).
-    /// [`run_device_wait`] reads it right after a failed wait and answers with it.
+    /// `aclGetRecentErrMsg` on this thread after a failed wait (ACL keeps it per thread).
     fn recent_error_message(&mut self) -> Option<String> {
         None
     }
@@ -263,49 +200,29 @@ impl<D: Device> CompletionWaiter for OnDevice<'_, D> {
 pub enum Reach {
     /// The completion waiter's: block in the device wait, bounded by the wait's own bound.
     Waiter,
-    /// A caller's `wait`: as [`Reach::Waiter`], and bounded by `cap` too when given (its
-    /// timeout, on the lane's clock): an event wait that times out at the cap before the run's
-    /// deadline is cut short, not failed, and answers [`Wait::Pending`] (an expired `wait`
-    /// leaves the run live).
+    /// A caller's `wait`: as [`Reach::Waiter`], also bounded by `cap`; cut short there it
+    /// answers [`Wait::Pending`] (the run stays live).
     Wait {
         /// The caller's own bound, if earlier than the wait's.
         cap: Option<Timestamp>,
     },
-    /// A caller's `poll`: never wait for a running kernel. Look at the boundary
-    /// ([`CompletionWaiter::query_event`]): not complete, or the look not supported, answers
-    /// [`Wait::Pending`] (the completion is left to a `wait`); complete goes on as
-    /// [`Reach::Waiter`] would (the record read, and the device verdict's bounded synchronize
-    /// only where the record does not decide: a failure path). An unfenced run's verdict and
-    /// a drain are made as [`Reach::Waiter`] makes them.
+    /// A caller's `poll`: look at the boundary ([`CompletionWaiter::query_event`]); not
+    /// complete (or no look) answers [`Wait::Pending`], complete goes on as [`Reach::Waiter`].
     Look,
 }
 
-/// Makes `wait` through `waiter` and returns its answer ([`run_device_wait_as`] with
-/// [`Reach::Waiter`]): binds first (a failed bind fails a completion with its code;
-/// a drain is answered anyway). A completion waits on the run's boundary bounded by what is
-/// left of its deadline (a failed wait is `CompletionFailed` with the call's code, 507047 on
-/// timeout; [`Wait::Expired`] once the deadline has passed and one look at the boundary,
-/// [`CompletionWaiter::query_event`], does not find it complete: a run that completed while
-/// nobody looked is no host wait timeout), then gathers the evidence for its verdict (L-8):
-/// on the record channel it reads the result record at once (with the status bytes in front
-/// of it, in the same copy, when the wait names a `readback`: the answer is then
-/// [`Wait::Completed`]) and decodes it for the run's epoch; when the verdict rule says the
-/// record does not decide ([`needs_device_verdict`]) it synchronizes the AICPU stream, then
-/// the AICore stream, each bounded by what is left of the device verdict's bound, counted from
-/// the boundary's completion (past it, the synchronize's timeout, 507046), and answers
-/// `Completed` with what each stream returned, for the lane to attribute (L-8a). A drain
-/// answers `DeviceDrained` whatever the call returned (its result proves nothing, SPEC §5.3).
-/// A failed wait's answer carries the waiter's text about it
-/// ([`CompletionWaiter::recent_error_message`], read on this thread right after the wait).
+/// Makes `wait` through `waiter` ([`run_device_wait_as`] with [`Reach::Waiter`]): binds, then
+/// a completion waits on the boundary within its deadline ([`Wait::Expired`] only if a last
+/// look finds it incomplete), reads and decodes the record, and where the record does not
+/// decide ([`needs_device_verdict`]) synchronizes the AICPU then AICore stream within the
+/// verdict's bound (L-8, L-8a). A drain answers `DeviceDrained` whatever it returned (SPEC
+/// §5.3). A failed wait's answer carries [`CompletionWaiter::recent_error_message`].
 pub fn run_device_wait<W: CompletionWaiter + ?Sized>(waiter: &mut W, wait: &DeviceWait) -> Wait {
     run_device_wait_as(waiter, wait, Reach::Waiter)
 }
 
-/// [`run_device_wait`], made as `reach` says: a caller that drives the lane caps its
-/// blocking wait at its own timeout, or only looks ([`Reach`]). Past the run's deadline a
-/// caller's look falls back, on a device without [`CompletionWaiter::query_event`], to an
-/// event wait of 1 ms: the deadline may have passed while no call was made (L-23), and a run
-/// that completed meanwhile is not a host wait timeout.
+/// [`run_device_wait`], made as `reach` says. Past the deadline, a look on a device without
+/// [`CompletionWaiter::query_event`] falls back to a 1 ms event wait (L-23).
 pub fn run_device_wait_as<W: CompletionWaiter + ?Sized>(
     waiter: &mut W,
     wait: &DeviceWait,
@@ -329,8 +246,7 @@ pub fn run_device_wait_as<W: CompletionWaiter + ?Sized>(
     }
 }
 
-/// What [`wait_event`]'s calls came to. Not boxed: made once per wait, as [`Wait`], and
-/// turned into one at once.
+/// What [`wait_event`]'s calls came to (not boxed: turned into a [`Wait`] at once).
 #[allow(clippy::large_enum_variant)]
 enum Made {
     /// The event that answers the wait, with the status bytes read in the record's copy, if
@@ -362,8 +278,9 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
             sync_bound_ns,
             unfenced,
         } => {
+            let failed = |code| Made::Event(Event::CompletionFailed { run, lease, code }, None);
             if let Err(code) = waiter.bind() {
-                return Made::Event(Event::CompletionFailed { run, lease, code }, None);
+                return failed(code);
             }
             let now = waiter.now();
             if now >= deadline {
@@ -396,30 +313,19 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
                             return Made::Pending;
                         }
                     }
-                    Reach::Waiter | Reach::Wait { cap: None } => {
-                        // A timeout here (507047) is the whole remainder's: the failed wait it
-                        // is (a stuck run's outcome line says so), on every path that runs this
-                        // loop.
-                        if let Err(code) =
-                            waiter.synchronize_event(boundary, remaining_ms(deadline, now))
-                        {
-                            return Made::Event(Event::CompletionFailed { run, lease, code }, None);
-                        }
-                    }
-                    Reach::Wait { cap: Some(cap) } => {
-                        let until = cap.min(deadline);
-                        // A timeout at the caller's earlier cap only cuts the wait short.
+                    // A timeout at the whole remainder (507047) is a failed wait; at the
+                    // caller's earlier cap it only cuts the wait short.
+                    Reach::Waiter | Reach::Wait { .. } => {
+                        let until = match reach {
+                            Reach::Wait { cap: Some(cap) } => cap.min(deadline),
+                            _ => deadline,
+                        };
                         match waiter.synchronize_event(boundary, remaining_ms(until, now)) {
                             Ok(()) => {}
                             Err(AclCode::RtEventSyncTimeout) if until < deadline => {
                                 return Made::Pending;
                             }
-                            Err(code) => {
-                                return Made::Event(
-                                    Event::CompletionFailed { run, lease, code },
-                                    None,
-                                );
-                            }
+                            Err(code) => return failed(code),
                         }
                     }
                 }
@@ -473,10 +379,15 @@ fn looked<W: CompletionWaiter + ?Sized>(
     }
 }
 
-/// What is left of `deadline` at `now`, in the milliseconds ACL takes: rounded up, at least 1
-/// (0 is "refused" for a stream synchronize and "no wait" nowhere), at most `i32::MAX`.
+/// What is left of `deadline` at `now`, in ACL's milliseconds ([`ms`]).
 fn remaining_ms(deadline: Timestamp, now: Timestamp) -> i32 {
-    i32::try_from(deadline.since(now).div_ceil(1_000_000))
+    ms(deadline.since(now))
+}
+
+/// `ns` in the milliseconds ACL takes: rounded up, at least 1 (0 is "refused" for a stream
+/// synchronize), at most `i32::MAX`.
+fn ms(ns: u64) -> i32 {
+    i32::try_from(ns.div_ceil(1_000_000))
         .unwrap_or(i32::MAX)
         .max(1)
 }
@@ -501,10 +412,8 @@ fn adjacent(readback: DevicePtr, record: DevicePtr) -> bool {
     record.0.checked_sub(readback.0) == u64::try_from(READBACK_BYTES).ok()
 }
 
-/// The record's read with the status bytes in front of it, in one device-to-host copy from
-/// `at` (the slot's timing buffer): the record decoded for the run's epoch, and the status
-/// bytes for the status read; a failed copy fails the record's read and keeps nothing (the
-/// status read then makes its own copy).
+/// The record's read with the status bytes in front of it, in one copy from `at` (the slot's
+/// timing buffer); a failed copy keeps nothing (the status read makes its own).
 fn read_record_with_status<W: CompletionWaiter + ?Sized>(
     waiter: &mut W,
     at: DevicePtr,
@@ -528,11 +437,9 @@ fn read_record_with_status<W: CompletionWaiter + ?Sized>(
 }
 
 /// The device verdict (L-8): a bounded synchronize of the AICPU stream, then the AICore
-/// stream, each stream's code answered for the lane to attribute (L-8a). On real ACL only
-/// this materializes a faulted kernel's code (device-truth §1); it waits for a queued
-/// successor's tasks too, so a successful run never makes it. The AICore stream is
-/// synchronized after an AICPU code too: the AICPU code may be another run's sticky status,
-/// an AICore code never is. Not after the AICPU synchronize's timeout: the bound is spent.
+/// stream, each code answered for the lane to attribute (L-8a). The AICore stream is
+/// synchronized after an AICPU code too (that may be another run's sticky status), but not
+/// after the AICPU synchronize's timeout: the bound is spent.
 fn device_verdict<W: CompletionWaiter + ?Sized>(
     waiter: &mut W,
     [aicpu, aicore]: [StreamHandle; 2],
@@ -560,21 +467,15 @@ fn device_verdict<W: CompletionWaiter + ?Sized>(
     }
 }
 
-/// Recovery's bounded drain through `waiter`: `DeviceDrained` whatever the call returned. The
-/// drain's code proves nothing (SPEC §5.3): the reset follows whatever it returns, and only
-/// the probe decides the device's health. An unbound waiter drains nothing, and the reset
-/// follows all the same.
+/// Recovery's bounded drain through `waiter`: `DeviceDrained` whatever the call (or the bind)
+/// returned; the drain proves nothing, the probe decides (SPEC §5.3).
 pub(crate) fn drain<W: CompletionWaiter + ?Sized>(
     waiter: &mut W,
     attempt: u8,
     timeout_ns: u64,
 ) -> Event {
     if waiter.bind().is_ok() {
-        // ms, rounded up, at least 1, as `aclrtSynchronizeDeviceWithTimeout` takes it.
-        let timeout_ms = i32::try_from(timeout_ns.div_ceil(1_000_000))
-            .unwrap_or(i32::MAX)
-            .max(1);
-        let _ = waiter.synchronize_device(timeout_ms);
+        let _ = waiter.synchronize_device(ms(timeout_ns));
     }
     Event::DeviceDrained { attempt }
 }

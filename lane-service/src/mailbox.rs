@@ -4,57 +4,36 @@
 //! condition variables.
 //!
 //! - **The claim.** Whoever brings an event runs the steps it starts, if no other thread runs
-//!   them: `begin_steps` sets `State::running` (or finds it set and leaves). Every event (a
-//!   command, a worker's answer, the waiter's answer, the shutdown) sets `State::work` under
-//!   the lock; `step` clears it in the same hold in which it looks at the lane. The running
-//!   thread lets go with `end_steps`, which refuses while `work` is set: it steps again, so
-//!   an event posted while it ran is taken by it before it lets go, and no event waits for a
-//!   wake-up while a thread runs the steps. The claim is never held across a blocking device
-//!   wait (the machine hands those to the waiter), so a thread that claims it returns soon.
-//! - `work` wakes the lane thread. An event posted while no thread runs the steps notifies it
-//!   (a command or a worker's answer when the poster will not run the steps itself); the lane
-//!   thread sleeps only while `work && !running` is false, so an event between its look and
-//!   its sleep is never lost.
-//! - `delivered` wakes waiters. Every outcome moved into `ready` and the lane's loss are
-//!   announced with `notify_all`; a waiter re-checks `ready` and the loss before every
-//!   sleep. Where the caller drives the lane (`callers_wait`) a caller in `wait` also sleeps
-//!   there while another caller is inside the device wait: a wait offered, and a device wait's
-//!   end, wake it too.
-//! - `jobs` wakes host workers. A step hands runner work over (`Step::dispatch`) and notifies
-//!   once per job; a worker re-checks the queue and the stop before every sleep. A worker's
-//!   answer (or its job, handed back when the worker could not bind the device) goes into
-//!   `answers` as an event, and the worker then runs the steps itself unless another thread
-//!   does. The loss, and the lane's end after a close, stop the workers (`notify_all`).
-//! - `waits` wakes the completion waiter. A step offers it one device wait at a time
-//!   (`Step::hand_wait`, with a ticket) and notifies it; the waiter re-checks its slot and
-//!   the loss before every sleep. It takes the wait with the time it starts its call
-//!   (`take_wait`: one lock hold, so a step sees the wait either offered or started, never
-//!   between), and its answer (with the ticket) goes into the answer slot as an event; the
-//!   waiter then runs the steps (launching the next run itself) unless another thread does.
-//!   Only the loss stops the waiter, and a waiter inside a device call finds it when the
-//!   call returns. Where the caller drives the lane there is no waiter thread: a caller takes
-//!   the offered wait the same way, and every step sees who is inside one (`Step::inside`).
+//!   them (`begin_steps` sets `State::running`). Every event sets `State::work` under the
+//!   lock; `step` clears it in the same hold in which it looks at the lane, and `end_steps`
+//!   refuses while `work` is set, so the running thread takes every event posted while it
+//!   ran. The claim is never held across a blocking device wait.
+//! - `work` wakes the lane thread for an event posted while no thread runs the steps; it
+//!   sleeps only while `work && !running` is false, so no event is lost between look and
+//!   sleep.
+//! - `delivered` wakes waiters (`notify_all` for every outcome and the loss). Where the
+//!   caller drives the lane (`callers_wait`), an offered wait and a device wait's end wake
+//!   it too.
+//! - `jobs` wakes host workers, once per job (`Step::dispatch`). A worker's answer (or its
+//!   job, handed back when it could not bind) goes into `answers` as an event, and the worker
+//!   then runs the steps unless another thread does.
+//! - `waits` wakes the completion waiter for the one wait offered (`Step::hand_wait`, with a
+//!   ticket). It takes the wait with its call's start time in one lock hold (`take_wait`), so
+//!   a step sees it either offered or started; its answer is an event, and the waiter then
+//!   runs the steps unless another thread does. Only the loss stops it. A driving caller
+//!   takes the offered wait the same way (`Step::inside`).
 //!
-//! Both worker queues are allocated once, with room for every job a lane can have out (one
-//! per slot), and the waiter's slots hold one wait each, so handing work over and back
-//! allocates nothing per run.
-//!
-//! The lock is held only for a lane step or a queue operation, never across a device call
-//! (L-16): the thread running the steps takes it once an effect, to feed the last effect's
-//! answer and decide the next, and drops it before executing that effect.
-//!
-//! Every notify is made after the lock is released ([`Wakes`]): on a host whose idle CPUs
-//! halt, waking a thread onto one costs the waker about 10 us (measured at depth one on a
-//! 2-vCPU guest: the outcome's `notify_all` took 10.7 us median), and a thread that wanted
-//! the lock meanwhile would sleep and need a wake-up of its own. A wake-up is never lost by
-//! it: what it announces was written under the lock, and every sleeper re-checks the state
-//! under the lock before it sleeps.
+//! The queues are allocated once (one job per slot), so handing work over allocates nothing
+//! per run. The lock is never held across a device call (L-16). Every notify is made after
+//! the lock is released ([`Wakes`]): waking a thread onto a halted CPU costs the waker about
+//! 10 us (10.7 us median on a 2-vCPU guest). No wake-up is lost: every sleeper re-checks the
+//! state under the lock.
 //!
 //! This file is self-contained over `super::sync` and `super::error` so the loom model test
 //! compiles it as is against loom's primitives.
 
 use super::error::{LostCause, WaitError};
-use super::sync::{Condvar, Mutex, lock, wait, wait_until};
+use super::sync::{Condvar, Mutex, MutexGuard, lock, wait, wait_until};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -112,8 +91,8 @@ impl<L: Delivers> Step<'_, L> {
         *self.out
     }
 
-    /// Hands `wait` to the completion waiter under `ticket` (woken when the step ends). A
-    /// wait it has not taken yet is replaced: the lane thread abandoned it.
+    /// Hands `wait` to the completion waiter under `ticket` (woken when the step ends),
+    /// replacing one it has not taken yet (abandoned).
     pub(crate) fn hand_wait(&mut self, ticket: u64, wait: L::Wait) {
         *self.wait = Some((ticket, wait));
         self.handed_wait = true;
@@ -124,15 +103,13 @@ impl<L: Delivers> Step<'_, L> {
         self.waited.take()
     }
 
-    /// The wait the completion waiter (or a caller) took and has not answered yet, with the
-    /// time it started its call: it is inside a device call, or about to make one (L-20: no
-    /// force reset then).
+    /// The wait the completion waiter (or a caller) took and has not answered yet, with its
+    /// call's start: no force reset then (L-20).
     pub(crate) const fn inside(&self) -> Option<(u64, u64)> {
         self.inside
     }
 
-    /// Takes back the wait handed to the completion waiter if it has not taken it yet (the
-    /// lane thread answered it itself): the waiter never starts it.
+    /// Takes back the wait handed to the completion waiter if it has not taken it yet.
     pub(crate) fn withdraw_wait(&mut self) {
         *self.wait = None;
     }
@@ -162,18 +139,15 @@ pub(crate) struct State<L: Delivers> {
     wait: Option<(u64, L::Wait)>,
     /// The waiter's latest answer, not taken by the lane thread yet.
     waited: Option<(u64, L::Waited)>,
-    /// The wait the waiter took and has not answered yet, and when its call started (the
-    /// lane's clock, ns).
+    /// The wait the waiter took and has not answered yet, and its call's start (ns).
     inside: Option<(u64, u64)>,
-    /// The caller drives the lane: callers sleep on `delivered`, and an offered wait or a
-    /// waiter's answer wakes them.
+    /// The caller drives the lane ([`Mailbox::callers_wait`]).
     callers_wait: bool,
     /// The workers end: the lane is closed with no job out, or the lane thread ended.
     retire: bool,
     /// A command or a worker's answer arrived since the lane thread last polled the lane.
     work: bool,
-    /// A thread is running the lane's steps: everything posted meanwhile is its to take
-    /// before it lets go.
+    /// A thread is running the lane's steps: what is posted meanwhile is its to take.
     running: bool,
     /// A thread ran the steps to their end after the shutdown: the lane thread ends.
     exited: bool,
@@ -181,8 +155,7 @@ pub(crate) struct State<L: Delivers> {
     shutdown: bool,
     /// Why the lane thread ended, once it did.
     lost: Option<LostCause>,
-    /// The items whose outcome [`Mailbox::take_untaken`] took for the destroy's report: a
-    /// wait for one gets `Lost` (it never had the outcome), not `AlreadyTaken`.
+    /// The items whose outcome [`Mailbox::take_untaken`] took: a wait for one gets `Lost`.
     drained: Vec<u64>,
 }
 
@@ -211,9 +184,7 @@ struct Wakes {
 
 impl<L: Delivers> Mailbox<L> {
     /// A mailbox guarding `lane`; `announce` keeps a copy of each outcome for the callback;
-    /// `jobs` is the most runner work the lane can have out at once (the workers' queues are
-    /// allocated for it here, once); `outcomes` is how many delivered outcomes not taken yet
-    /// (and not yet shown the callback) its buffers hold before they grow.
+    /// `jobs` and `outcomes` size the queues and outcome buffers once.
     pub(crate) fn new(lane: L, announce: bool, jobs: usize, outcomes: usize) -> Self {
         Self {
             state: Mutex::new(State {
@@ -262,11 +233,7 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
-    /// Makes the wake-ups `wakes` holds. Called with the lock released: a wake-up can cost the
-    /// waker tens of us (a sleeping CPU is woken), and a thread that wants the lock meanwhile
-    /// would wait that long, then need a wake-up of its own. No wake-up is lost: the state it
-    /// announces was written under the lock, and every sleeper re-checks it under the lock
-    /// before it sleeps.
+    /// Makes the wake-ups `wakes` holds, with the lock released (the module doc says why).
     fn wake(&self, wakes: Wakes) {
         if wakes.delivered {
             self.delivered.notify_all();
@@ -290,11 +257,9 @@ impl<L: Delivers> Mailbox<L> {
         self.waits.notify_all();
     }
 
-    /// A command from any thread: applies `apply` to the lane under the lock (it returns its
-    /// result and the sequence number it accepted, if any), delivers what it finished and
-    /// posts it as work: the thread running the steps takes it before it lets go; with none
-    /// running, the lane thread is woken for it unless the caller runs the steps itself
-    /// (`!wake`). Fails when the lane is lost, or is lost by `apply`'s error.
+    /// A command from any thread: applies `apply` (its result and the sequence number it
+    /// accepted) under the lock, delivers and posts it as work; with no thread running the
+    /// steps, the lane thread is woken if `wake`. Fails when the lane is lost, or by `apply`.
     pub(crate) fn command<R>(
         &self,
         wake: bool,
@@ -326,8 +291,7 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// Claims the lane's steps for the calling thread: `false` when another thread runs them
-    /// (it takes what this thread posted before it lets go) or they ended; the cause when the
-    /// lane is lost.
+    /// or they ended; the cause when the lane is lost.
     pub(crate) fn begin_steps(&self) -> Result<bool, LostCause> {
         let mut state = lock(&self.state);
         if let Some(cause) = &state.lost {
@@ -341,9 +305,8 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// Lets go of the lane's steps, unless work was posted since the last
-    /// [`step`](Self::step): then `false`, and the caller steps again (no command waits for a
-    /// wake-up while a thread runs the steps). With `exit` the steps are over for good and
-    /// the lane thread is woken to end.
+    /// [`step`](Self::step): then `false`, and the caller steps again. With `exit` the steps
+    /// are over for good and the lane thread is woken to end.
     pub(crate) fn end_steps(&self, exit: bool) -> bool {
         let mut state = lock(&self.state);
         if exit {
@@ -360,9 +323,8 @@ impl<L: Delivers> Mailbox<L> {
         true
     }
 
-    /// Lets go of the lane's steps without running them (they cannot run on this thread yet):
-    /// work posted meanwhile wakes the lane thread. With `wake`, the lane thread is woken to
-    /// run them whatever was posted (a bound submitter leaves it a recovery call).
+    /// Lets go of the lane's steps without running them: work posted meanwhile, or `wake` (a
+    /// bound submitter leaves it a recovery call), wakes the lane thread.
     pub(crate) fn hand_steps_back(&self, wake: bool) {
         let mut state = lock(&self.state);
         state.running = false;
@@ -379,11 +341,8 @@ impl<L: Delivers> Mailbox<L> {
         lock(&self.state).exited
     }
 
-    /// A lane step on the lane thread: clears the work flag and applies `step` (told whether
-    /// the last handle is gone, and given the workers' queues and the waiter's slots), then
-    /// wakes a worker for each job it dispatched, the waiter for a wait it handed out, and
-    /// delivers. Fails when the lane is lost already (a command's
-    /// driver error, a worker's panic): the lane thread then ends.
+    /// A lane step: clears the work flag, applies `step`, wakes whom it handed work to, and
+    /// delivers. Fails when the lane is lost already: the lane thread then ends.
     pub(crate) fn step<R>(
         &self,
         step: impl FnOnce(&mut L, &mut Step<'_, L>) -> R,
@@ -435,9 +394,8 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
-    /// On a host worker: hands `answer` back as work (dropped when the lane is lost: nobody
-    /// takes it); with `wake` and no thread running the steps, wakes the lane thread for it
-    /// (else the worker runs the steps itself).
+    /// On a host worker: hands `answer` back as work (dropped when the lane is lost); with
+    /// `wake` and no thread running the steps, wakes the lane thread for it.
     pub(crate) fn give_answer(&self, answer: L::Answer, wake: bool) {
         let mut state = lock(&self.state);
         if state.lost.is_some() {
@@ -467,10 +425,9 @@ impl<L: Delivers> Mailbox<L> {
         }
     }
 
-    /// Takes the offered device wait, if one is offered that `due` accepts and no thread is
-    /// inside one, recording `at` (the lane's clock, ns, read by the taker just before) as
-    /// the start of its call: from here until [`give_waited`](Self::give_waited) the taker is
-    /// inside it (L-20). Never blocks.
+    /// Takes the offered device wait, if `due` accepts it and no thread is inside one, with
+    /// `at` (the lane's clock, ns) as its call's start: until
+    /// [`give_waited`](Self::give_waited) the taker is inside it (L-20). Never blocks.
     pub(crate) fn take_wait(
         &self,
         at: u64,
@@ -495,10 +452,8 @@ impl<L: Delivers> Mailbox<L> {
     }
 
     /// On the thread that took the wait `ticket`: hands its answer back as work (dropped when
-    /// the lane is lost: nobody takes it); the taker then runs the steps itself, or the
-    /// thread running them takes it. It replaces an answer not taken yet: that one answered
-    /// a wait abandoned since. Where the caller drives the lane, callers asleep in `wait`
-    /// wake (one may take the wait offered next).
+    /// the lane is lost), replacing an answer not taken yet (it answered a wait abandoned
+    /// since). Where the caller drives the lane, callers asleep in `wait` wake.
     pub(crate) fn give_waited(&self, ticket: u64, answer: L::Waited) {
         let mut state = lock(&self.state);
         state.inside = None;
@@ -525,36 +480,19 @@ impl<L: Delivers> Mailbox<L> {
         self.jobs.notify_all();
     }
 
-    /// Swaps the outcomes delivered since the last call (for the callback; none unless it is
-    /// set) into `into`, which must be empty, and keeps `into`'s buffer in their place: the
-    /// two buffers keep their capacity, so showing outcomes allocates nothing in steady state.
+    /// Swaps the outcomes delivered since the last call (for the callback) into the empty
+    /// `into`: both buffers keep their capacity, so this allocates nothing in steady state.
     pub(crate) fn take_unannounced(&self, into: &mut VecDeque<L::Outcome>) {
         debug_assert!(into.is_empty(), "the last outcomes were all shown");
         std::mem::swap(&mut lock(&self.state).unannounced, into);
     }
 
-    /// On the lane thread with nothing to do: sleeps until work that no thread is running the
-    /// steps for (a command, a worker's answer), the end of the steps or the loss (the
-    /// shutdown is posted as work), or `until` passes (the next timer). Returns whether it
-    /// was woken (else `until` passed).
+    /// On the lane thread with nothing to do: sleeps until work no thread runs the steps for,
+    /// the end of the steps, the loss, or `until`. Returns whether it was woken.
     pub(crate) fn idle(&self, until: Option<Instant>) -> bool {
-        let woken = |state: &State<L>| {
+        sleep(&self.work, lock(&self.state), until, |state| {
             (state.work && !state.running) || state.exited || state.lost.is_some()
-        };
-        let mut state = lock(&self.state);
-        while !woken(&state) {
-            state = match until {
-                None => wait(&self.work, state),
-                Some(until) => {
-                    let (state, passed) = wait_until(&self.work, state, until);
-                    if passed {
-                        return woken(&state);
-                    }
-                    state
-                }
-            };
-        }
-        true
+        })
     }
 
     /// The next delivered outcome, in the lane's order; never blocks behind the device.
@@ -562,10 +500,8 @@ impl<L: Delivers> Mailbox<L> {
         lock(&self.state).ready.pop_front()
     }
 
-    /// Takes every delivered outcome not taken yet, in the lane's order, for a destroy's
-    /// report, and marks their items under the same lock: a wait that was woken for one of
-    /// them and looks after this gets `Lost`, as a wait on a destroyed lane does, never
-    /// `AlreadyTaken` for an outcome it never received.
+    /// Takes every delivered outcome not taken yet, for a destroy's report, and marks their
+    /// items under the same lock: a wait for one then gets `Lost`, never `AlreadyTaken`.
     pub(crate) fn take_untaken(&self) -> Vec<L::Outcome> {
         let mut state = lock(&self.state);
         let taken: Vec<L::Outcome> = state.ready.drain(..).collect();
@@ -576,51 +512,19 @@ impl<L: Delivers> Mailbox<L> {
     /// Item `seq`'s outcome, taken, if delivered; why it never will be (an unknown item, one
     /// taken already, a lost lane); `None` while it is still to come. Never blocks.
     pub(crate) fn try_take(&self, seq: u64) -> Option<Result<L::Outcome, WaitError>> {
-        let mut state = lock(&self.state);
-        if let Some(outcome) = take(&mut state, seq) {
-            return Some(Ok(outcome));
-        }
-        if seq == 0 || seq > state.issued {
-            return Some(Err(WaitError::Unknown { item: seq }));
-        }
-        if let Some(lost) = drained(&state, seq) {
-            return Some(Err(lost));
-        }
-        if state.delivered.contains(seq) {
-            return Some(Err(WaitError::AlreadyTaken { item: seq }));
-        }
-        state.lost.as_ref().map(|cause| {
-            Err(WaitError::Lost {
-                item: seq,
-                cause: cause.clone(),
-            })
-        })
+        answer(&mut lock(&self.state), seq)
     }
 
-    /// Where the caller drives the lane: sleeps until item `seq` (if any) has its outcome, a
-    /// device wait is offered with no thread inside one, work is posted that no thread is
-    /// running the steps for, the steps end, the lane is lost, or `until` passes.
+    /// Where the caller drives the lane: sleeps until item `seq` has its outcome, a device
+    /// wait is free to take, unclaimed work is posted, the steps end, the loss, or `until`.
     pub(crate) fn caller_idle(&self, seq: Option<u64>, until: Option<Instant>) {
-        let woken = |state: &State<L>| {
+        sleep(&self.delivered, lock(&self.state), until, |state| {
             seq.is_some_and(|seq| state.ready.iter().any(|o| L::seq(o) == seq))
                 || (state.wait.is_some() && state.inside.is_none())
                 || (state.work && !state.running)
                 || state.exited
                 || state.lost.is_some()
-        };
-        let mut state = lock(&self.state);
-        while !woken(&state) {
-            state = match until {
-                None => wait(&self.delivered, state),
-                Some(until) => {
-                    let (state, passed) = wait_until(&self.delivered, state, until);
-                    if passed {
-                        return;
-                    }
-                    state
-                }
-            };
-        }
+        });
     }
 
     /// Blocks the caller until item `seq` has its outcome (and takes it), the lane is lost,
@@ -632,23 +536,8 @@ impl<L: Delivers> Mailbox<L> {
     ) -> Result<L::Outcome, WaitError> {
         let mut state = lock(&self.state);
         loop {
-            if let Some(outcome) = take(&mut state, seq) {
-                return Ok(outcome);
-            }
-            if seq == 0 || seq > state.issued {
-                return Err(WaitError::Unknown { item: seq });
-            }
-            if let Some(lost) = drained(&state, seq) {
-                return Err(lost);
-            }
-            if state.delivered.contains(seq) {
-                return Err(WaitError::AlreadyTaken { item: seq });
-            }
-            if let Some(cause) = &state.lost {
-                return Err(WaitError::Lost {
-                    item: seq,
-                    cause: cause.clone(),
-                });
+            if let Some(answer) = answer(&mut state, seq) {
+                return answer;
             }
             state = match deadline {
                 None => wait(&self.delivered, state),
@@ -702,9 +591,8 @@ impl<L: Delivers> Mailbox<L> {
     }
 }
 
-/// The items whose outcome was delivered. Outcomes come in the lane's order, which is
-/// sequence order but for runs an earlier ordering key placed ahead (L-2), so the set is every
-/// item up to a mark and the few delivered past it.
+/// The items whose outcome was delivered: outcomes come nearly in sequence order (L-2), so
+/// the set is every item up to a mark and the few delivered past it.
 struct Delivered {
     /// Every item at or below it has its outcome.
     below: u64,
@@ -740,16 +628,51 @@ impl Delivered {
     }
 }
 
-/// `Lost` for item `seq` when [`Mailbox::take_untaken`] took its outcome (the lane was
-/// destroyed before the caller took it).
-fn drained<L: Delivers>(state: &State<L>, seq: u64) -> Option<WaitError> {
-    state.drained.contains(&seq).then(|| WaitError::Lost {
-        item: seq,
-        cause: LostCause::new(
-            "the lane was destroyed before this outcome was taken: the destroy counted it among \
-             the outcomes never taken",
-        ),
-    })
+/// Item `seq`'s outcome, taken, or why it never will be (an unknown item, one taken
+/// already or by [`Mailbox::take_untaken`], a lost lane); `None` while it is still to come.
+fn answer<L: Delivers>(state: &mut State<L>, seq: u64) -> Option<Result<L::Outcome, WaitError>> {
+    if let Some(outcome) = take(state, seq) {
+        return Some(Ok(outcome));
+    }
+    if seq == 0 || seq > state.issued {
+        return Some(Err(WaitError::Unknown { item: seq }));
+    }
+    if state.drained.contains(&seq) {
+        return Some(Err(WaitError::Lost {
+            item: seq,
+            cause: LostCause::new(
+                "the lane was destroyed before this outcome was taken: the destroy counted it \
+                 among the outcomes never taken",
+            ),
+        }));
+    }
+    if state.delivered.contains(seq) {
+        return Some(Err(WaitError::AlreadyTaken { item: seq }));
+    }
+    let cause = state.lost.clone()?;
+    Some(Err(WaitError::Lost { item: seq, cause }))
+}
+
+/// Sleeps on `condvar` until `woken` holds (`true`) or `until` passes (then whether it holds).
+fn sleep<L: Delivers>(
+    condvar: &Condvar,
+    mut state: MutexGuard<'_, State<L>>,
+    until: Option<Instant>,
+    woken: impl Fn(&State<L>) -> bool,
+) -> bool {
+    while !woken(&state) {
+        state = match until {
+            None => wait(condvar, state),
+            Some(until) => {
+                let (state, passed) = wait_until(condvar, state, until);
+                if passed {
+                    return woken(&state);
+                }
+                state
+            }
+        };
+    }
+    true
 }
 
 /// Takes item `seq`'s outcome out of `ready`, if it is there.

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::LostCause;
 use crate::mailbox::{Delivers, Mailbox};
+use crate::sync::lock;
 
 use self::engine::{How, Ran, RunsSteps};
 pub use self::handle::LaneHandle;
@@ -28,10 +29,9 @@ pub type OutcomeCallback = Box<dyn FnMut(&Outcome) + Send + 'static>;
 /// next run while the other finalises the last.
 pub const DEFAULT_WORKERS: usize = 2;
 
-/// Delivered outcomes a lane holds, not taken yet (and, with a callback, not shown yet),
-/// before its buffers grow: 16, about 2 KiB. The lane does not bound them (a caller that
-/// never takes an outcome keeps them all); a caller that takes them as the documented loop
-/// does leaves a few at most, so steady state allocates nothing.
+/// Delivered outcomes a lane holds, not taken yet, before its buffers grow (16, about
+/// 2 KiB): a caller that takes them as documented leaves a few at most, so steady state
+/// allocates nothing. The lane does not bound them.
 const OUTCOMES_KEPT: usize = 16;
 
 /// How long a shutdown waits for a completion waiter the lane was lost to (stuck inside a
@@ -47,12 +47,11 @@ pub enum Drive {
     #[default]
     LaneThreads,
     /// The caller's threads (L-23): the lane starts no thread. [`spawn`] makes the device and
-    /// the runner on the calling thread; every [`LaneHandle`] call runs the lane's steps,
-    /// runner callbacks included, on the thread that makes it; [`LaneHandle::wait`] makes the
-    /// awaited run's device wait itself, bounded by its timeout; [`LaneHandle::poll_outcome`]
-    /// looks at the run's boundary without waiting. A deadline that passes while no call is
-    /// made is acted on at the next call. Every calling thread must be bound to the lane's
-    /// device, as with [`ServiceConfig::submitters_bound`].
+    /// the runner on the calling thread; every [`LaneHandle`] call runs the lane's steps on
+    /// its thread; [`LaneHandle::wait`] makes the device wait itself, bounded by its timeout
+    /// (an expired wait leaves the run live); [`LaneHandle::poll_outcome`] only looks. A
+    /// deadline passed while no call is made is acted on at the next call. Every calling
+    /// thread must be bound to the lane's device.
     Caller,
 }
 
@@ -63,30 +62,22 @@ pub struct ServiceConfig {
     /// Whether to run `Lane::check_invariants` after every lane step (a broken invariant
     /// loses the lane with the violation as its cause).
     pub check_invariants: bool,
-    /// Called with every outcome, in sequence order, by the thread that runs the lane's steps (the
-    /// lane thread, the completion waiter, a host worker, a bound submitter, or, where the caller
-    /// drives the lane, the caller), before it lets go of them and with no lock held: so it never
-    /// runs beside a device or runner call of the lane, a force reset included, and one runs at a
-    /// time. It sees the outcome; it does not take it: each outcome is still taken exactly once, by
-    /// [`LaneHandle::poll_outcome`] or [`LaneHandle::wait`]. It may call any handle method but
-    /// `wait` (which would block the lane's steps) and `shut_down` (refused there,
-    /// [`ServiceError::OwnThread`](crate::ServiceError::OwnThread)), and must not hold the last
-    /// handle (the lane would never shut down).
+    /// Called with every outcome, in sequence order, by the thread that runs the lane's steps,
+    /// before it lets go of them and with no lock held: never beside a device or runner call of
+    /// the lane. It sees the outcome, it does not take it. It may call any handle method but
+    /// `wait` (it would block the steps) and `shut_down`
+    /// ([`ServiceError::OwnThread`](crate::ServiceError::OwnThread)), and must not hold the
+    /// last handle.
     pub on_outcome: Option<OutcomeCallback>,
-    /// How many host worker threads run the runner's prepare and finalise off the lane thread
-    /// ([`spawn_with_workers`]), when the runner's
-    /// [`concurrency`](lane_driver::Runner::concurrency) allows it. `0` keeps them with the lane's
-    /// steps; [`spawn`], and a lane the caller drives, start none whatever this says.
+    /// How many host worker threads run the runner's prepare and finalise
+    /// ([`spawn_with_workers`], when [`concurrency`](lane_driver::Runner::concurrency) allows
+    /// it). [`spawn`], and a lane the caller drives, start none whatever this says.
     pub workers: usize,
     /// The threads that call [`LaneHandle::submit`] and [`LaneHandle::publish`] are bound to
-    /// the lane's device (`aclrtSetDevice` on them), so the lane's steps, runner callbacks
-    /// included, may run on them: a command to a lane that no thread is running the steps
-    /// for prepares and launches on the caller's thread, and returns after those calls (never
-    /// after a device wait, L-16; never after a recovery call: the drain, the force reset and
-    /// the probe stay with the lane's own threads). Off (the default), a command wakes one of
-    /// the lane's own threads. Binding a caller's thread is visible to the caller, so only the
-    /// embedding can say it holds. A lane the caller drives runs its steps on every calling
-    /// thread whatever this says.
+    /// the lane's device, so the lane's steps may run on them: such a command prepares and
+    /// launches on the caller's thread (never a device wait, L-16, nor a recovery call). Off
+    /// (the default), a command wakes one of the lane's own threads. Only the embedding can
+    /// say it holds.
     pub submitters_bound: bool,
     /// Who runs the lane's steps: the lane's own threads (the default) or the caller's.
     pub drive: Drive,
@@ -153,9 +144,8 @@ impl From<PublicationId> for ItemId {
     }
 }
 
-/// A thread of the lane that a shutdown could not join: it is stuck inside a device call
-/// past every bound it was given, and was left behind (detached) so the shutdown returns.
-/// It ends when its call returns, and then touches nothing of the lane's.
+/// A thread of the lane a shutdown left behind (detached): stuck inside a device call past
+/// every bound; it ends when its call returns, touching nothing of the lane's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadLeft {
     /// The thread's name (`lane-waiter`: the completion waiter).
@@ -185,9 +175,8 @@ pub struct Shutdown {
     pub left: Option<ThreadLeft>,
 }
 
-/// What the mailbox guards: the lane's steps, the latest clock reading of the thread
-/// running them (the time commands from other threads are given at: the device's clock is
-/// read only by the thread running the steps), and the dispatch machine.
+/// What the mailbox guards: the lane's steps, the latest clock reading of the thread running
+/// them (commands from other threads are given at it), and the dispatch machine.
 struct Shared {
     steps: LaneSteps,
     now: Timestamp,
@@ -244,6 +233,7 @@ struct Inner {
 }
 
 /// The lane's threads not joined yet (none where the caller drives the lane).
+#[derive(Default)]
 struct Threads {
     lane: Option<JoinHandle<()>>,
     /// The host workers (none unless the runner allows them and a factory was given).
@@ -271,10 +261,7 @@ impl Inner {
         if self.on_own_thread() {
             return None;
         }
-        let mut threads = self
-            .threads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut threads = lock(&self.threads);
         if self.drive == Drive::Caller {
             if !threads.finished {
                 drive_to_end(&self.mailbox, &*self.engine);
@@ -293,23 +280,19 @@ impl Inner {
             let _ = worker.join();
         }
         if let Some((waiter, ended)) = threads.waiter.take() {
-            if self.engine.waiter_stuck() {
-                // Its call ignores every bound it was given: wait a little, then leave it.
-                match ended.recv_timeout(STUCK_WAITER_JOIN) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        drop(waiter);
-                        threads.left = Some(ThreadLeft {
-                            thread: "lane-waiter",
-                            cause: self
-                                .mailbox
-                                .lost()
-                                .unwrap_or_else(|| LostCause::new(Loss::WaiterStuck.to_string())),
-                        });
-                    }
-                    _ => {
-                        let _ = waiter.join();
-                    }
-                }
+            // A stuck waiter's call ignores every bound it was given: wait a little, then
+            // leave it.
+            if self.engine.waiter_stuck()
+                && ended.recv_timeout(STUCK_WAITER_JOIN) == Err(mpsc::RecvTimeoutError::Timeout)
+            {
+                drop(waiter);
+                threads.left = Some(ThreadLeft {
+                    thread: "lane-waiter",
+                    cause: self
+                        .mailbox
+                        .lost()
+                        .unwrap_or_else(|| LostCause::new(Loss::WaiterStuck.to_string())),
+                });
             } else {
                 let _ = waiter.join();
             }
@@ -360,7 +343,6 @@ fn drive_to_end(mailbox: &Mailbox<Shared>, engine: &dyn RunsSteps) {
     engine.finish();
 }
 
-/// How often a sleeping lane thread looks for device fault notices (L-19): notices come up
-/// to seconds late, so this adds little, and an idle lane wakes only this often. A caller
-/// asleep in a caller-driven `wait` looks as often.
+/// How often a sleeping lane thread (or a caller asleep in `wait`) looks for device fault
+/// notices (L-19): notices come up to seconds late, so this adds little.
 pub const NOTICE_POLL_NS: u64 = 50_000_000;

@@ -10,14 +10,10 @@ use lane_core::status_latch::AclCode;
 
 use crate::error::AclError;
 
-/// What a host worker thread needs to bind itself to the lane's device: a `Clone + Send +
-/// Sync` value from [`AclDevice::worker_binding`](super::AclDevice::worker_binding).
-///
-/// ACL binds a device per thread (`aclrtSetDevice`, ascend-cl.md §2.1), and the lane's
-/// [`AclDevice`](super::AclDevice) tracks only the thread it runs on. A worker that runs the
-/// runner's prepare or finalise off the lane thread calls [`WorkerBinding::bind`] before its
-/// first runner call, and again once [`WorkerBinding::resets`] has moved past the count it
-/// bound at (a force reset unbinds every thread).
+/// What a host worker thread needs to bind itself to the lane's device, from
+/// [`AclDevice::worker_binding`](super::AclDevice::worker_binding). ACL binds a device per
+/// thread (ascend-cl.md §2.1): a worker calls [`WorkerBinding::bind`] before its first runner
+/// call, and again once [`WorkerBinding::resets`] moved past the count it bound at.
 #[derive(Clone, Debug)]
 pub struct WorkerBinding {
     pub(super) acl: Arc<Acl>,
@@ -27,10 +23,6 @@ pub struct WorkerBinding {
 
 impl WorkerBinding {
     /// `aclrtSetDevice(device_id)` on the calling thread.
-    ///
-    /// # Errors
-    ///
-    /// `aclrtSetDevice`'s code.
     pub fn bind(&self) -> Result<(), AclCode> {
         let code = set_device(&self.acl, self.device_id, &self.resets);
         AclCode::from_raw(code).map_or(Ok(()), Err)

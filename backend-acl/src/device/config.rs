@@ -17,12 +17,9 @@ pub enum Library {
     /// This file and nothing else (the fake in tests, a non-standard install).
     Path(PathBuf),
     /// This file and nothing else, with the symbols `hidden` names looked up as absent
-    /// (`ascend_cl_sys::Search::hiding`): the library as an older or trimmed CANN would be. A
-    /// hidden required symbol refuses the open; a hidden optional one degrades what it serves
-    /// (without `aclrtSetExceptionInfoCallback` or a getter the notice monitor is
-    /// [`NoticeMonitor::Unavailable`](crate::NoticeMonitor::Unavailable); without
-    /// `aclrtStreamGetId` no stream has an id). For tests of those paths on the fake, which has
-    /// every symbol, and for a process that must keep the lane off an optional call.
+    /// (`ascend_cl_sys::Search::hiding`), as an older or trimmed CANN: a hidden required
+    /// symbol refuses the open, a hidden optional one degrades what it serves (e.g.
+    /// [`NoticeMonitor::Unavailable`](crate::NoticeMonitor::Unavailable)).
     PathHiding {
         /// The library.
         path: PathBuf,
@@ -58,15 +55,13 @@ pub struct AclConfig {
     /// Whether to call `aclInit` (the embedding runtime normally owns it; 100002, already
     /// initialised, counts as success).
     pub init: bool,
-    /// Whether to install the library's device fault notice monitor (L-19): it takes the
-    /// process's one callback slot (`aclrtSetExceptionInfoCallback`; the last registration
-    /// wins, and HCCL or the embedding may own it). Off: the embedding forwards notices with
+    /// Whether to install the library's device fault notice monitor (L-19), which takes the
+    /// process's one callback slot. Off: the embedding forwards notices with
     /// `lane_driver::report_device_fault`.
     pub notice_monitor: bool,
-    /// Use the libascendcl the process already loaded (the embedding runtime's copy) when there is
-    /// one, before `library` (`ascend_cl_sys::Search::prefer_loaded`): no second copy is mapped, so
-    /// the lane shares the runtime's ACL state.
-    /// [`AclDevice::library_path`](super::AclDevice::library_path) names the copy used.
+    /// Use the libascendcl the process already loaded (the runtime's copy), if any, before
+    /// `library`, so the lane shares its ACL state
+    /// ([`AclDevice::library_path`](super::AclDevice::library_path) names the copy used).
     pub prefer_loaded: bool,
 }
 

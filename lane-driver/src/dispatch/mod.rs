@@ -1,33 +1,20 @@
 //! The dispatch machine: what the thread running a lane's steps does next, as one sans-IO
-//! machine that every driver of a lane drives, in quinn-proto's shape.
+//! machine every driver of a lane drives, in quinn-proto's shape.
 //!
-//! - **Inputs are pushed**, with no lane step: a host worker's answer
-//!   ([`Dispatch::handle_answer`]), the completion waiter's start of a wait
-//!   ([`Dispatch::handle_wait_started`], with the time it started) and its answer
-//!   ([`Dispatch::handle_waited`]), the last handle's drop ([`Dispatch::handle_shutdown`]),
-//!   a timer's passing ([`Dispatch::handle_timeout`]).
-//! - **What the thread does next is polled**: [`Dispatch::poll`] takes `now`, the lane's
-//!   steps and the executor's bookkeeping ([`Bookkeeping`], no device call), feeds what was
-//!   pushed, and returns one [`Next`]: execute an effect here, hand runner work to a worker
-//!   or a device wait to the waiter (values the driver hands over, then it polls again), make
-//!   a device wait here, sleep until [`Dispatch::poll_timeout`], let go, end, or lose the
-//!   lane. The wait a waiter may take is [`Dispatch::offered`]: a driver that keeps it in a
-//!   slot mirrors it after every poll (a withdrawn wait is one no longer offered).
-//! - **The state carries its data** ([`State`]): the wait out and when it was handed out,
-//!   the held reset and its bound, the deferred recovery call; the machine's view of the
-//!   waiter ([`Waiter`]) and the shutdown's progress beside it. Every decision is a row of
-//!   [`dispatch_step`]'s table (`docs/state-machines/dispatch.md`) over the state's kind,
-//!   every deadline is in one [`TimerTable`], derived from the state after each poll.
+//! - **Inputs are pushed** (`handle_*`), with no lane step: a worker's answer, the waiter's
+//!   start and answer of a wait, the last handle's drop, a timer's passing.
+//! - **What the thread does next is polled**: [`Dispatch::poll`] feeds what was pushed and
+//!   returns one [`Next`]. The wait a waiter may take is [`Dispatch::offered`], which a
+//!   driver mirrors after every poll (a withdrawn wait is one no longer offered).
+//! - **The state carries its data** ([`State`]). Every decision is a row of
+//!   [`dispatch_step`]'s table (`docs/state-machines/dispatch.md`); every deadline is in one
+//!   [`TimerTable`], derived from the state after each poll.
 //!
-//! Three drivers run it: [`Driver::turn`](crate::Driver::turn) in the zero-worker setting
-//! ([`Setting::DRIVER`]: every wait made here), lane-service (on whichever of its threads has
-//! the event, or on the caller's thread where the caller drives the lane, L-23), and the
-//! simulator's virtual workers in virtual time. None keeps a policy of its own.
-//!
-//! [`Bookkeeping`] stays a trait: its calls are the executor's own records (the notice
-//! cursor, the awaited run, a slot's events and kept bytes), answered synchronously with no
-//! device call and no choice for the driver to make, so polling them out as values would
-//! add a round trip per effect and nothing else.
+//! Three drivers run it: [`Driver::turn`](crate::Driver::turn) ([`Setting::DRIVER`]),
+//! lane-service (L-23 included) and the simulator's virtual workers. None keeps a policy of
+//! its own. [`Bookkeeping`] stays a trait: its calls are the executor's own records, answered
+//! synchronously with no device call, so polling them out as values would only add a round
+//! trip per effect.
 
 mod table;
 mod timers;
@@ -53,9 +40,8 @@ use crate::waiter::{DeviceWait, Readback};
 /// A host worker's answer to a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorkerAnswer {
-    /// The worker ran the job ([`run_host_work`](crate::run_host_work)): this answers it,
-    /// with the device's text about a failed prepare or finalise, read on the worker's
-    /// thread (ACL keeps it per thread).
+    /// The worker ran the job ([`run_host_work`](crate::run_host_work)): this answers it
+    /// (with the device's text, read on the worker's thread).
     Answered(Answer),
     /// The worker could not bind the device: the thread running the steps runs the job.
     HandedBack(Effect),
@@ -71,19 +57,11 @@ pub trait Bookkeeping {
     /// `effect` as a device wait, if it is one ([`Executor::device_wait`]).
     fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait>;
     /// Notes an `AwaitCompletion` ([`Executor::execute`] makes no device call for it).
-    ///
-    /// # Errors
-    ///
-    /// As [`Executor::execute`].
     fn note_await(&mut self, effect: Effect) -> Result<(), DriverError>;
     /// Keeps the status bytes a completion wait read with the run's record
     /// ([`Executor::keep_readback`]).
     fn keep_readback(&mut self, readback: Readback);
     /// The awaited run's completion as a device wait ([`Executor::completion_wait`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Executor::completion_wait`].
     fn completion_wait(
         &mut self,
         deadline: Option<Timestamp>,
@@ -117,13 +95,11 @@ impl<D: Device, R: Runner<D>> Bookkeeping for Executor<D, R> {
 /// Which thread polls: what it may make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Here {
-    /// One of the lane's own threads (its lane thread, completion waiter or host workers),
-    /// the caller's thread where the caller drives the lane, or the single-thread driver:
-    /// it makes every call the machine gives it.
+    /// One of the lane's own threads, a driving caller's, or the single-thread driver: it
+    /// makes every call the machine gives it.
     Own,
-    /// A bound submitting thread of a threaded lane (inside `submit` or `publish`): it makes
-    /// no recovery call (no force reset, no probe); the machine keeps those for the lane's
-    /// own threads ([`Next::Leave`]).
+    /// A bound submitting thread (inside `submit` or `publish`): it makes no recovery call
+    /// ([`Next::Leave`]).
     Submitter,
 }
 
@@ -354,17 +330,9 @@ impl Dispatch {
         self.timers.next_timeout()
     }
 
-    /// Whether a device wait is out (offered to the waiter, inside its call, or left for this
-    /// thread).
-    #[must_use]
-    pub const fn wait_out(&self) -> bool {
-        matches!(self.state, State::WaitOut(_))
-    }
-
     /// The wait the completion waiter may take now, with its ticket: the wait out while the
-    /// waiter has not started it. A driver that keeps a slot for its waiter mirrors this
-    /// after every poll, so a wait the machine stopped offering (answered at its bound,
-    /// forgotten, under a force reset) is never started.
+    /// waiter has not started it. Mirrored after every poll, so a withdrawn wait is never
+    /// started.
     #[must_use]
     pub const fn offered(&self) -> Option<(u64, DeviceWait)> {
         match self.state {
@@ -374,12 +342,6 @@ impl Dispatch {
             },
             _ => None,
         }
-    }
-
-    /// Host workers' jobs whose answers are not fed yet.
-    #[must_use]
-    pub const fn jobs_out(&self) -> usize {
-        self.jobs
     }
 
     /// Takes `input` through the table.
@@ -408,14 +370,12 @@ impl Dispatch {
         self.answers.push_back(answer);
     }
 
-    /// The completion waiter took the wait `ticket` offered to it and started its device call
-    /// at `at` (its own clock reading): the wait's bound counts from there. Pushing the same
-    /// start again changes nothing.
+    /// The completion waiter started the offered wait `ticket`'s device call at `at`: the
+    /// wait's bound counts from there. Pushing the same start again changes nothing.
     ///
     /// # Errors
     ///
-    /// [`DriverError::Dispatch`] when `ticket` is not the wait offered (a driver bug: a
-    /// waiter takes only what [`Dispatch::offered`] names).
+    /// [`DriverError::Dispatch`] when `ticket` is not the wait offered (a driver bug).
     pub fn handle_wait_started(&mut self, ticket: u64, at: Timestamp) -> Result<(), DriverError> {
         if matches!(self.waiter, Waiter::Inside { ticket: inside, .. } if inside == ticket) {
             return Ok(());
@@ -464,18 +424,15 @@ impl Dispatch {
         !matches!(self.shutdown, Shutdown::Open)
     }
 
-    /// `now` passed a timer: whether one is due, for the next poll to act on (a poll acts on
-    /// every timer passed at its own `now` anyway: this is for a driver that sleeps and
-    /// wants to know whether to poll).
+    /// Whether a timer is due at `now`: for a sleeping driver deciding whether to poll.
     #[must_use]
     pub fn handle_timeout(&self, now: Timestamp) -> bool {
         self.timers.next_timeout().is_some_and(|at| now >= at)
     }
 
-    /// Decides what this thread does next at `now`: feeds what was pushed, the notices and
-    /// the shutdown, hands out runner work and device waits (one per poll: poll again after
-    /// handing it over), answers a wait past its bound, and returns the first thing this
-    /// thread must do itself.
+    /// Decides what this thread does next at `now`: feeds what was pushed, hands out runner
+    /// work and device waits (one per poll), answers a wait past its bound, and returns the
+    /// first thing this thread must do itself.
     ///
     /// # Errors
     ///
@@ -572,9 +529,8 @@ impl Dispatch {
         })
     }
 
-    /// What a poll feeds before it looks at the lane's effects: the workers' answers, the
-    /// notices, a held or deferred recovery call, an abandoned wait, the waiter's answer, the
-    /// shutdown. `Some`: what this thread does now.
+    /// What a poll feeds before it looks at the lane's effects. `Some`: what this thread does
+    /// now.
     fn preamble<O: Observer>(
         &mut self,
         now: Timestamp,
@@ -601,12 +557,13 @@ impl Dispatch {
             }
         }
         self.take_notices(now, steps, books)?;
+        if here == Here::Submitter && matches!(self.state, State::ResetHeld(_) | State::Deferred(_))
+        {
+            self.take(DispatchInput::Elsewhere)?;
+            return Ok(Some(Next::Leave));
+        }
         match self.state {
             State::ResetHeld(held) => {
-                if here == Here::Submitter {
-                    self.take(DispatchInput::Elsewhere)?;
-                    return Ok(Some(Next::Leave));
-                }
                 return Ok(Some(match self.waiter {
                     Waiter::Idle => {
                         self.take(DispatchInput::WaiterLeft)?;
@@ -625,10 +582,6 @@ impl Dispatch {
                 }));
             }
             State::Deferred(effect) => {
-                if here == Here::Submitter {
-                    self.take(DispatchInput::Elsewhere)?;
-                    return Ok(Some(Next::Leave));
-                }
                 self.take(DispatchInput::Resume)?;
                 self.state = State::Free;
                 if let Some(next) = self.route(now, here, effect, books)? {
@@ -668,10 +621,6 @@ impl Dispatch {
 
     /// Gives the lane every fault notice that concerns its device since the last look
     /// (L-19); a driver also looks before each command, so the command sees the notice.
-    ///
-    /// # Errors
-    ///
-    /// A lane step's [`DriverError`].
     pub fn take_notices<O: Observer>(
         &mut self,
         now: Timestamp,
@@ -772,10 +721,9 @@ impl Dispatch {
         ticket
     }
 
-    /// The wait out's bound: from the start of the waiter's call once it took it; from its
-    /// hand-out while the waiter is inside an older call (stuck there, it never takes it);
-    /// none while it is offered to a waiter in no call (where the caller drives the lane,
-    /// nobody has called `wait` yet, and that is no failure). Only with a waiter.
+    /// The wait out's bound (only with a waiter): from the start of the waiter's call once it
+    /// took it; from its hand-out while the waiter is inside an older call; none while it is
+    /// offered to an idle waiter (a driving caller may not have called `wait` yet).
     fn wait_bound(&self) -> Option<Timestamp> {
         let State::WaitOut(out) = self.state else {
             return None;
@@ -840,10 +788,6 @@ impl Dispatch {
     }
 
     /// The answer to a wait made here ([`Next::WaitHere`] with `ticket`), at `now`.
-    ///
-    /// # Errors
-    ///
-    /// A lane step's [`DriverError`].
     pub fn answer_here<O: Observer>(
         &mut self,
         now: Timestamp,

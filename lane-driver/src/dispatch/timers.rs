@@ -1,17 +1,13 @@
-//! Every deadline of the dispatch machine, as values in one table (quinn-proto's
-//! `TimerTable` is the model): the machine derives them from its state after every poll, the
-//! thread that sleeps asks for the earliest, and the machine alone decides what a passed one
-//! means.
+//! Every deadline of the dispatch machine in one table (quinn-proto's `TimerTable`), derived
+//! from its state after every poll; the machine alone decides what a passed one means.
 
 use lane_core::Timestamp;
 
 /// A deadline the dispatch machine keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Timer {
-    /// The wait out's bound ([`DeviceWait::bound`](crate::DeviceWait::bound)), counted from
-    /// the start of the waiter's call (from its hand-out while the waiter is still inside an
-    /// older call; none while it is offered to a waiter in no call): past it the thread
-    /// running the steps answers the wait itself and drops the waiter's late answer.
+    /// The wait out's bound ([`DeviceWait::bound`](crate::DeviceWait::bound)): past it the
+    /// thread running the steps answers the wait itself and drops the waiter's late answer.
     WaitBound,
     /// While a force reset is held: the bound of the waiter's current call, counted from its
     /// start. A waiter still inside its call past it ignores its timeout, and the lane ends

@@ -26,18 +26,13 @@ pub(super) enum ArmedAhead {
 }
 
 impl<D: Device, R: Runner<D>> Executor<D, R> {
-    /// The launch order of L-5 and L-13. AICore stream: the arm (Sync: one synchronous copy
-    /// that clears the slot's handshake, timing buffer and status header, unless the run's
-    /// prepare made it, decision 0024, when its result stands in for the copy; OnStream: the
-    /// readback filled with `0xFF`, the arm as a copy, the "armed" event, which the AICPU
-    /// stream waits for), a wait on the boundary of the predecessor the lane names (`after`),
-    /// the
+    /// The launch order of L-5 and L-13. AICore stream: the arm (unless made at prepare,
+    /// decision 0024), a wait on the boundary of the predecessor the lane names (`after`), the
     /// AICore kernel, `core_done`. AICPU stream: the AICPU kernel, a wait on `core_done`,
-    /// (OnStream: the readback copy), the boundary. AICore is submitted before AICPU, back to
-    /// back; nothing waits on the device between them. A failure before the AICore kernel is
-    /// the arm's (`NotStarted`); a record or wait after a kernel was accepted leaves the run
-    /// unfenced (`RecordEvent`, poison). The device is told each stage before its calls
-    /// ([`Device::launch_context`]) and that the launch ended, whatever it ended with.
+    /// (OnStream: the readback copy), the boundary. Both are submitted back to back. A
+    /// failure before the AICore kernel is the arm's (`NotStarted`); a record or wait after a
+    /// kernel was accepted leaves the run unfenced (`RecordEvent`, poison). The device is told
+    /// each stage ([`Device::launch_context`]) and the launch's end.
     pub(super) fn launch<O: Observer>(
         &mut self,
         launch: &Launch,
@@ -220,12 +215,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     }
 
     /// Arms `lease`'s slot at its run's prepare, with synchronous copies and once the slot
-    /// has its resources (decision 0024): the copy the launch would make first, made while
-    /// the predecessor still runs, so it leaves the depth-one path. The slot's last run was
-    /// finalised before this lease was given, so nothing of it is live (L-13). A failure is
-    /// kept for the run's launch, which reports it as its arm's (stage `NotStarted`, as
-    /// before); a finalise or a reset forgets it. A slot's first prepare finds no resources:
-    /// its launch makes them and arms.
+    /// has its resources (decision 0024): the launch's first copy, made while the predecessor
+    /// still runs (nothing of the slot's last run is live, L-13). A failure is kept for the
+    /// run's launch, which reports it as its arm's; a finalise or a reset forgets it.
     pub(super) fn arm_ahead(&mut self, lease: Lease) {
         let idx = usize::from(lease.slot.0);
         let Some(resources) = self.slots.get(idx).copied().flatten() else {
@@ -247,10 +239,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     }
 }
 
-/// The proof of overlap of a run whose kernels were both accepted: the boundary its AICore
-/// stream waits for (`predecessor`) still unfired is [`Overlap::Proven`], fired
-/// [`Overlap::NotProven`]; a failed query counts neither way ([`Overlap::Unknown`], its text
-/// dropped: the lane is not told); no predecessor is [`Overlap::NotQueued`].
+/// The proof of overlap of a run whose kernels were both accepted: the `predecessor`'s
+/// boundary still unfired is [`Overlap::Proven`], fired [`Overlap::NotProven`], a failed
+/// query [`Overlap::Unknown`] (its text dropped); none is [`Overlap::NotQueued`].
 fn overlap_at_launch<D: Device>(d: &mut D, predecessor: Option<EventHandle>) -> Overlap {
     let Some(boundary) = predecessor else {
         return Overlap::NotQueued;
@@ -265,10 +256,9 @@ fn overlap_at_launch<D: Device>(d: &mut D, predecessor: Option<EventHandle>) -> 
     }
 }
 
-/// The arm of a launch with copies on the streams, in order: the readback filled with
-/// `0xFF` (so a copy that never lands reads as not landed, never as the slot's last header),
-/// the arm copy and the "armed" record on the AICore stream, and the AICPU stream's wait
-/// for it. Any failure is the arm's (nothing of the run reached a kernel yet).
+/// The arm of a launch with copies on the streams: the readback filled with `0xFF` (a copy
+/// that never lands reads as such), the arm copy and the "armed" record on the AICore
+/// stream, and the AICPU stream's wait for it. Any failure is the arm's.
 fn arm_on_stream(
     d: &mut dyn PinnedCopies,
     slot: &SlotResources,

@@ -42,10 +42,8 @@ pub(super) struct Pinned {
 }
 
 /// Per-slot device resources, created at the slot's first launch and reused by every run
-/// that leases the slot (L-13): the run's two fence events, and one device allocation
-/// holding the handshake region, the timing buffer, the status header and the result record
-/// (laid out as [`HANDSHAKE_OFFSET`] shows); with copies on the streams also a pinned host
-/// buffer and the "armed" event.
+/// that leases the slot (L-13): two fence events and one allocation (laid out as
+/// [`HANDSHAKE_OFFSET`] shows); with copies on the streams also [`Pinned`].
 #[derive(Clone, Copy, Debug)]
 pub(super) struct SlotResources {
     /// `[boundary, core_done]`: the boundary is recorded on the AICPU stream behind a wait on
@@ -261,10 +259,8 @@ impl From<SlotResources> for Made {
     }
 }
 
-/// The device's copies on the streams ([`Device::pinned_copies`]), asked for only on the
-/// `CopyPath::OnStream` path. A device without them answers each call the path would have
-/// made with `207000` (`ACL_ERROR_RT_FEATURE_NOT_SUPPORT`), having touched nothing, so its
-/// text about the last failed call is whatever it was.
+/// The device's copies on the streams ([`Device::pinned_copies`]); without them each call
+/// the `CopyPath::OnStream` path would make answers `207000`, touching nothing.
 pub(super) fn pinned_copies<D: Device>(d: &mut D) -> Result<&mut dyn PinnedCopies, AclCode> {
     d.pinned_copies().ok_or(AclCode::RtFeatureNotSupport)
 }

@@ -11,10 +11,9 @@ use crate::driver::{DriverError, TIMING_BYTES};
 use crate::runner::Runner;
 
 impl<D: Device, R: Runner<D>> Executor<D, R> {
-    /// The status read of L-8 and L-17: the timing buffer and the header behind it, from
-    /// the bytes the run's completion wait read with its record ([`Executor::keep_readback`]),
-    /// else in one synchronous copy, or (copies on the streams) from the pinned readback the
-    /// run's own copy filled before its completion events passed.
+    /// The status read of L-8 and L-17: the timing buffer and the header, from the bytes the
+    /// completion wait kept ([`Executor::keep_readback`]), else one synchronous copy, or the
+    /// pinned readback (copies on the streams).
     pub(super) fn read_status(
         &mut self,
         run: RunId,
@@ -73,10 +72,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
     }
 
-    /// Reads the pinned readback (no device call). A readback still holding the launch's
-    /// `0xFF` fill never landed: its copy failed on the stream (a sticky fault ended the
-    /// run), so the synchronous read asks the device, which answers with the fault's code
-    /// exactly as the synchronous path does.
+    /// Reads the pinned readback (no device call). One still holding the launch's `0xFF` fill
+    /// never landed (a sticky fault), so the synchronous read asks the device for the code.
     fn read_pinned(
         &mut self,
         slot: &SlotResources,

@@ -98,10 +98,6 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// single-thread [`Driver`](crate::Driver)'s wait; lane-service hands the same
     /// [`DeviceWait`] to its completion waiter instead. Status bytes read with the record are
     /// kept here ([`Executor::keep_readback`]), so the answer is never [`Wait::Completed`].
-    ///
-    /// # Errors
-    ///
-    /// As [`completion_wait`](Self::completion_wait).
     pub fn wait(&mut self, deadline: Option<Timestamp>) -> Result<Wait, DriverError> {
         Ok(match self.completion_wait(deadline)? {
             Some(wait) => match run_device_wait(&mut OnDevice(&mut self.device), &wait) {

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use crate::error::LostCause;
 use crate::mailbox::Mailbox;
+use crate::sync::lock;
 
 use super::spawn::panic_text;
 use super::{OUTCOMES_KEPT, OutcomeCallback, STEPS_HERE, Shared, lane_id, lost, sleep_until};
@@ -32,24 +33,20 @@ pub(super) enum How {
     Due,
 }
 
-/// The lane's steps and its executor, shared by every thread that may run them: the lane
-/// thread, the completion waiter, the host workers, the bound submitting threads and, where
-/// the caller drives the lane, every caller. One runs them at a time (the mailbox's
-/// `running` claim); the executor's lock is only ever taken by that thread, so it is never
-/// contended, and neither is the outcome callback's.
+/// The lane's steps and its executor, shared by every thread that may run them. One runs
+/// them at a time (the mailbox's `running` claim), so the executor's and the callback's
+/// locks are never contended.
 pub(super) struct Engine<D: Device, R: Runner<D>> {
     pub(super) mailbox: Arc<Mailbox<Shared>>,
-    /// Put in by the lane thread once it made the device and the runner, taken out by it
-    /// at its end (they are dropped on the thread that made them); where the caller drives
-    /// the lane, put in at the start and taken out by the shutdown.
+    /// Put in by the thread that made the device and the runner, taken out at the end to be
+    /// dropped there.
     pub(super) executor: Mutex<Option<Executor<D, R>>>,
     /// Runner host work goes to the host workers.
     pub(super) off_lane: bool,
     /// The outcome callback, shown each delivered outcome by the thread holding the claim.
     pub(super) announcer: Mutex<Announcer>,
-    /// Where the caller drives the lane: the device's completion waiter, made once at the
-    /// start, for the caller that takes an offered device wait (one at a time: the mailbox
-    /// records who is inside).
+    /// Where the caller drives the lane: the device's completion waiter, for the caller that
+    /// takes an offered device wait.
     pub(super) waiter: Option<Mutex<Box<dyn CompletionWaiter + Send>>>,
     /// The machine lost the lane to a completion waiter stuck in a call past its bound.
     pub(super) waiter_stuck: AtomicBool,
@@ -58,11 +55,9 @@ pub(super) struct Engine<D: Device, R: Runner<D>> {
 /// What the last run of the steps left the thread to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ran {
-    /// Another thread runs the steps (or the executor is not in yet): it takes what was
-    /// posted.
+    /// Another thread runs the steps (or the executor is not in yet).
     Elsewhere,
-    /// Ran them to a sleep: nothing to do until work is posted or `until` (on the device's
-    /// clock, read at `now`) passes.
+    /// Ran them to a sleep until work is posted or `until` (device clock, read at `now`).
     Slept {
         until: Option<Timestamp>,
         now: Timestamp,
@@ -76,8 +71,7 @@ pub(super) enum Ran {
 /// The lane's steps, type-erased for the threads that do not own the device's type.
 pub(super) trait RunsSteps: Send + Sync {
     /// Runs the lane's steps on the calling thread, as `here` may, until they sleep, unless
-    /// another thread runs them. A loss (a driver error, a panic) is recorded in the mailbox
-    /// and returned.
+    /// another thread runs them. A loss is recorded in the mailbox and returned.
     fn run_steps(&self, here: Here) -> Result<Ran, LostCause>;
     /// Where the caller drives the lane: takes the offered device wait, if no caller is
     /// inside one and `how` takes it, makes it on this thread with no lock and no claim held
@@ -95,10 +89,7 @@ impl<D: Device + Send, R: Runner<D> + Send> RunsSteps for Engine<D, R> {
         if !self.mailbox.begin_steps()? {
             return Ok(Ran::Elsewhere);
         }
-        let mut executor = self
-            .executor
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut executor = lock(&self.executor);
         let Some(executor) = executor.as_mut() else {
             // Not started yet: the lane thread runs the steps once it has its executor.
             self.mailbox.hand_steps_back(false);
@@ -110,14 +101,11 @@ impl<D: Device + Send, R: Runner<D> + Send> RunsSteps for Engine<D, R> {
         let cause = match result {
             Ok(Ok(ran)) => return Ok(ran),
             Ok(Err(cause)) => cause,
-            Err(payload) => {
-                let name = thread::current()
-                    .name()
-                    .unwrap_or("a caller's thread")
-                    .to_owned();
-                let text = panic_text(payload.as_ref());
-                LostCause::new(format!("panic on {}: {text}", thread_label(&name)))
-            }
+            Err(payload) => LostCause::new(format!(
+                "panic on {}: {}",
+                thread_label(thread::current().name().unwrap_or("a caller's thread")),
+                panic_text(payload.as_ref())
+            )),
         };
         self.mailbox.lose(cause.clone());
         Err(cause)
@@ -131,9 +119,7 @@ impl<D: Device + Send, R: Runner<D> + Send> RunsSteps for Engine<D, R> {
             return false;
         }
         // Uncontended: the caller inside a wait lets go of it before it answers.
-        let mut waiter = waiter
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut waiter = lock(waiter);
         let at = waiter.now();
         let due = |wait: &DeviceWait| match (how, wait) {
             (How::Due, DeviceWait::Completion { deadline, .. }) => at >= *deadline,
@@ -195,28 +181,18 @@ fn thread_label(name: &str) -> String {
 impl<D: Device, R: Runner<D>> Engine<D, R> {
     /// Puts the lane thread's executor in: the steps can run from now on.
     pub(super) fn install(&self, executor: Executor<D, R>) {
-        *self
-            .executor
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(executor);
+        *lock(&self.executor) = Some(executor);
     }
 
     /// Takes the executor out at the lane's end.
     pub(super) fn uninstall(&self) -> Option<Executor<D, R>> {
-        self.executor
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        lock(&self.executor).take()
     }
 
     /// Shows the outcome callback the outcomes delivered since the last call, with no lock
-    /// held: called by the thread holding the claim, so it never runs beside a device or
-    /// runner call of the lane (decision 4 of issue 44: a force reset included).
+    /// held, on the thread holding the claim (never beside a device call: issue 44).
     pub(super) fn announce(&self) {
-        let mut announcer = self
-            .announcer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut announcer = lock(&self.announcer);
         let Announcer { callback, shown } = &mut *announcer;
         if let Some(callback) = callback {
             self.mailbox.take_unannounced(shown);
@@ -226,10 +202,9 @@ impl<D: Device, R: Runner<D>> Engine<D, R> {
         }
     }
 
-    /// Feeds what was pushed and polls the dispatch machine under the lock, handing out what
-    /// it hands out, then does what it asks of this thread with the lock released, until the
-    /// machine sleeps (and nothing was posted meanwhile), leaves or ends. Delivered outcomes
-    /// are shown the callback before the next call and before the claim is let go.
+    /// Feeds what was pushed and polls the dispatch machine under the lock, then does what it
+    /// asks of this thread with the lock released, until the machine sleeps (and nothing was
+    /// posted meanwhile), leaves or ends.
     fn steps(&self, executor: &mut Executor<D, R>, here: Here) -> Result<Ran, LostCause> {
         let mailbox = &*self.mailbox;
         let off_lane = self.off_lane;
@@ -326,10 +301,9 @@ impl<D: Device, R: Runner<D>> Engine<D, R> {
     }
 }
 
-/// The lane thread: runs the lane's steps when work is posted that no other thread runs
-/// them for, and sleeps until the next timer of the dispatch machine (at least every
-/// [`NOTICE_POLL_NS`]: a fault notice wakes no one), until a thread runs the steps to their
-/// end after the shutdown.
+/// The lane thread: runs the lane's steps when work is posted that no other thread runs them
+/// for, and sleeps until the machine's next timer (at least every [`NOTICE_POLL_NS`]), until
+/// the steps end after the shutdown.
 pub(super) fn lane_thread<D: Device + Send, R: Runner<D> + Send>(
     engine: &Engine<D, R>,
 ) -> Result<(), LostCause> {

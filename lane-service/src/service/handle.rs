@@ -2,10 +2,10 @@
 //! thread.
 
 use lane_core::{
-    CloseReport, CodeRef, Outcome, PublicationId, RunId, RunRequest, RunState, RunStatus,
+    CloseReport, CodeRef, Outcome, PublicationId, RunId, RunRequest, RunState, RunStatus, Timestamp,
 };
-use lane_driver::Report;
 use lane_driver::dispatch::Here;
+use lane_driver::{DriverError, LaneSteps, Report};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,8 +39,7 @@ impl LaneHandle {
     }
 
     /// Posts a command, then runs the lane's steps on this thread where the caller drives
-    /// the lane or submitters are bound, unless another thread runs them (which takes the
-    /// command before it lets go).
+    /// or submitters are bound, unless another thread runs them.
     fn command<T>(
         &self,
         apply: impl FnOnce(&mut Shared) -> Result<(T, Option<u64>), LostCause>,
@@ -63,89 +62,70 @@ impl LaneHandle {
         Ok(result)
     }
 
-    /// Submits a run: its id, or the lane's refusal (nothing accepted), at once (with
-    /// [`ServiceConfig::submitters_bound`](super::ServiceConfig::submitters_bound), or where the
-    /// caller drives the lane, once its prepare and launch are made, if no other thread runs the
-    /// lane's steps).
-    pub fn submit(&self, request: RunRequest) -> Result<RunId, ServiceError> {
-        self.submit_noting(request, |_| {})
-    }
-
-    /// As [`submit`](Self::submit), and calls `accepted` with the run's id once the lane
-    /// accepts it, before any of the run's runner callbacks can start (on this thread or
-    /// another): a caller that keeps per-run data for its callbacks records it here. It runs
-    /// under the lane's lock, so it must not call the lane.
-    pub fn submit_noting(
+    /// A lane step through [`command`](Self::command): its result, or the lane's refusal
+    /// (`seq` names the item it accepted).
+    fn lane_command<T, E>(
         &self,
-        request: RunRequest,
-        accepted: impl FnOnce(RunId),
-    ) -> Result<RunId, ServiceError> {
+        step: impl FnOnce(&mut LaneSteps, Timestamp) -> Result<Result<T, E>, DriverError>,
+        seq: impl FnOnce(&T) -> Option<u64>,
+    ) -> Result<T, ServiceError>
+    where
+        ServiceError: From<E>,
+    {
         let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .submit(shared.now, request)
-                .map_err(|e| lost(&e))?;
-            let seq = result.as_ref().ok().map(|run| run.0);
-            if let Ok(run) = &result {
-                accepted(*run);
-            }
-            Ok((result, seq))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
-    }
-
-    /// Publishes code: the publication's id, or the lane's refusal, at once.
-    pub fn publish(&self, code: CodeRef) -> Result<PublicationId, ServiceError> {
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .publish(shared.now, code)
-                .map_err(|e| lost(&e))?;
-            let accepted = result.as_ref().ok().map(|publication| publication.0);
+            let result = step(&mut shared.steps, shared.now).map_err(|e| lost(&e))?;
+            let accepted = result.as_ref().ok().and_then(seq);
             Ok((result, accepted))
         });
         Ok(result.map_err(ServiceError::Lost)??)
     }
 
-    /// Reports that the runtime reset the device (L-24, the runtime's recovery): the lane,
-    /// which has made no device call since it told the runner `on_poison`, forgets its
-    /// handles and reopens on fresh streams; submits are accepted again. At once.
-    ///
-    /// # Errors
-    ///
-    /// [`ServiceError::DeviceReset`] when the lane awaits no reset; [`ServiceError::Lost`].
+    /// Submits a run: its id, or the lane's refusal, at once (after its prepare and launch
+    /// where this thread runs the steps: bound submitters, or the caller drives).
+    pub fn submit(&self, request: RunRequest) -> Result<RunId, ServiceError> {
+        self.submit_noting(request, |_| {})
+    }
+
+    /// As [`submit`](Self::submit), and calls `accepted` with the run's id before any of the
+    /// run's runner callbacks can start (to record per-run data for them). It runs under the
+    /// lane's lock, so it must not call the lane.
+    pub fn submit_noting(
+        &self,
+        request: RunRequest,
+        accepted: impl FnOnce(RunId),
+    ) -> Result<RunId, ServiceError> {
+        self.lane_command(
+            |steps, now| {
+                let result = steps.submit(now, request)?;
+                if let Ok(run) = &result {
+                    accepted(*run);
+                }
+                Ok(result)
+            },
+            |run| Some(run.0),
+        )
+    }
+
+    /// Publishes code: the publication's id, or the lane's refusal, at once.
+    pub fn publish(&self, code: CodeRef) -> Result<PublicationId, ServiceError> {
+        self.lane_command(|steps, now| steps.publish(now, code), |p| Some(p.0))
+    }
+
+    /// Reports that the runtime reset the device (L-24): the lane forgets its handles and
+    /// reopens on fresh streams, at once; [`ServiceError::DeviceReset`] if it awaits none.
     pub fn device_reset(&self) -> Result<(), ServiceError> {
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .device_reset(shared.now)
-                .map_err(|e| lost(&e))?;
-            Ok((result, None))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
+        self.lane_command(|steps, now| steps.device_reset(now), |_| None)
     }
 
-    /// Activates a run submitted held (`RunRequest::held`): it launches once its turn comes
-    /// (it may be prepared already). At once.
-    ///
-    /// # Errors
-    ///
-    /// [`ServiceError::Control`] for a run not held, finished or unknown; [`ServiceError::Lost`].
+    /// Activates a run submitted held (`RunRequest::held`): it launches once its turn comes.
+    /// At once; [`ServiceError::Control`] for a run not held, finished or unknown.
     pub fn activate(&self, run: RunId) -> Result<(), ServiceError> {
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .activate(shared.now, run)
-                .map_err(|e| lost(&e))?;
-            Ok((result, None))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
+        self.lane_command(|steps, now| steps.activate(now, run), |_| None)
     }
 
-    /// Cancels an item that has not started: a run before its launch (queued, preparing,
-    /// prepared, held, or its launch declined) or a publication before its upload. It gets a
-    /// `Cancelled` outcome in its turn (L-2); a prepared run is finalised without copy-back
-    /// first (L-7). At once.
+    /// Cancels a run before its launch or a publication before its upload: it gets a
+    /// `Cancelled` outcome in its turn (L-2; a prepared run is finalised without copy-back
+    /// first, L-7). At once.
     ///
     /// # Errors
     ///
@@ -153,20 +133,12 @@ impl LaneHandle {
     /// item with another outcome decided, or an unknown one; [`ServiceError::Lost`].
     pub fn cancel(&self, item: impl Into<ItemId>) -> Result<(), ServiceError> {
         let item = item.into();
-        let result = self.command(|shared| {
-            let result = shared
-                .steps
-                .cancel(shared.now, item.seq(), matches!(item, ItemId::Run(_)))
-                .map_err(|e| lost(&e))?;
-            Ok((result, None))
-        });
-        Ok(result.map_err(ServiceError::Lost)??)
+        let run = matches!(item, ItemId::Run(_));
+        self.lane_command(|steps, now| steps.cancel(now, item.seq(), run), |_| None)
     }
 
-    /// Where an accepted run stands (`Lane::run_status`): queued, preparing, prepared,
-    /// launched, or done (its outcome delivered and not taken yet), with its hold and its
-    /// declined launches; `None` once its outcome was taken, or for an id the lane never
-    /// gave. Never blocks behind the device.
+    /// Where an accepted run stands (`Lane::run_status`, or done while its outcome waits to
+    /// be taken); `None` once taken, or for an unknown id. Never blocks behind the device.
     #[must_use]
     pub fn run_status(&self, run: RunId) -> Option<RunStatus> {
         self.mailbox().status(|shared, ready| {
@@ -186,9 +158,8 @@ impl LaneHandle {
         })
     }
 
-    /// Closes the lane (L-15) at once: launched runs still finish (on the lane's threads, or,
-    /// where the caller drives the lane, at its later calls), queued ones get their cancelled
-    /// outcomes. Closing twice is harmless.
+    /// Closes the lane (L-15) at once: launched runs still finish, queued ones get their
+    /// cancelled outcomes. Closing twice is harmless.
     pub fn close(&self) -> Result<CloseReport, ServiceError> {
         self.command(|shared| {
             let report = shared.steps.close(shared.now).map_err(|e| lost(&e))?;
@@ -197,27 +168,23 @@ impl LaneHandle {
         .map_err(ServiceError::Lost)
     }
 
-    /// Takes the next outcome in the lane's order (sequence order, but for a run an earlier
-    /// ordering key placed ahead, L-2), if one is delivered and not taken yet.
-    /// Never blocks behind the device. After a loss the outcomes delivered before it can
-    /// still be taken; [`lost`](Self::lost) tells a loss from "nothing yet". Where the caller
-    /// drives the lane it runs the lane's steps first and looks at the awaited run's boundary
-    /// without waiting (`aclrtQueryEventStatus`): a run found complete gets its verdict here
-    /// (the record read; on a failure path, the device verdict's bounded synchronize).
+    /// Takes the next outcome in the lane's order (L-2), if one is delivered and not taken
+    /// yet; never blocks behind the device. After a loss the outcomes delivered before it can
+    /// still be taken ([`lost`](Self::lost) tells a loss from "nothing yet"). Where the caller
+    /// drives the lane it runs the steps first and looks at the awaited run's boundary without
+    /// waiting: a run found complete gets its verdict here.
     pub fn poll_outcome(&self) -> Option<Outcome> {
         self.poll_report().map(|report| report.outcome)
     }
 
-    /// Takes every delivered outcome not taken yet, in the lane's order, without running the
-    /// lane's steps: after [`LaneHandle::shut_down`], the outcomes the caller never took (a
-    /// destroy reports them instead of dropping them silently).
+    /// Takes every delivered outcome not taken yet, without running the steps: after
+    /// [`LaneHandle::shut_down`], for a destroy to report them.
     pub fn take_untaken(&self) -> Vec<Report> {
         self.mailbox().take_untaken()
     }
 
     /// As [`poll_outcome`](Self::poll_outcome), with the device's text about the failed call
-    /// behind the outcome (`aclGetRecentErrMsg`), if it left one: the [`Report`]'s `Display`
-    /// is the stable failure line with that text appended.
+    /// behind the outcome ([`Report`]).
     pub fn poll_report(&self) -> Option<Report> {
         let inner = &*self.inner;
         if inner.drive == Drive::Caller && !inner.on_own_thread() {
@@ -229,10 +196,9 @@ impl LaneHandle {
         self.mailbox().poll()
     }
 
-    /// Blocks the caller (only) until `item` has its outcome and takes it, or `timeout`
-    /// passes, or the lane is lost. Where the caller drives the lane this thread runs the
-    /// lane's steps and makes the awaited run's device wait itself, bounded by `timeout`:
-    /// a wait cut short by it leaves the run live, and a later wait or poll gets its outcome.
+    /// Blocks the caller (only) until `item` has its outcome and takes it, `timeout` passes,
+    /// or the lane is lost. Where the caller drives, it makes the device wait itself, bounded
+    /// by `timeout` (a wait cut short leaves the run live).
     pub fn wait(&self, item: impl Into<ItemId>, timeout: Duration) -> Result<Outcome, WaitError> {
         self.wait_report(item, timeout).map(|report| report.outcome)
     }
@@ -298,17 +264,13 @@ impl LaneHandle {
     }
 
     /// Shuts the lane down whatever other clones exist, and returns its final close report:
-    /// closes the lane, lets launched runs finish (each bounded by its deadline), destroys
-    /// once more the streams its teardown left (S-7: the retry at the end, so a stream whose
-    /// destroys failed gets its last chance), and joins the lane thread, the host workers and
-    /// the completion waiter (where the caller drives the lane, this thread runs the steps to
-    /// their end instead, and the device and the runner are dropped here). The report's
-    /// `streams_left` names what still survives. A completion waiter the lane was lost to
-    /// (stuck in a device call past its bound, L-20) is waited for about a second, then left
-    /// behind: [`Shutdown::left`] names it. Afterwards every command and every wait on any
-    /// clone is refused as lost, including a wait blocked meanwhile; outcomes delivered
-    /// before can still be polled. A second call returns the same report once the threads
-    /// have ended. Dropping the last handle does the same, without the report.
+    /// closes the lane, lets launched runs finish, destroys once more the streams its teardown
+    /// left (S-7; the report's `streams_left` names what survives), and joins the lane's
+    /// threads (where the caller drives, this thread runs the steps to their end). A
+    /// completion waiter stuck past its bound (L-20) is left behind after about a second
+    /// ([`Shutdown::left`]). Afterwards every command and wait on any clone is refused as
+    /// lost; outcomes delivered before can still be polled. A second call returns the same
+    /// report. Dropping the last handle does the same, without the report.
     ///
     /// # Errors
     ///

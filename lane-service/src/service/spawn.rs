@@ -25,17 +25,12 @@ use super::{Drive, Inner, NOTICE_POLL_NS, OUTCOMES_KEPT, ServiceConfig, Shared, 
 type MakeWorker = Arc<dyn Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync>;
 
 /// Starts a lane and returns a handle on it. With [`Drive::LaneThreads`] (the default) it
-/// spawns the lane thread: `make` runs there and builds the device and the runner there (its
-/// error, or its panic, is returned from here); the executor that owns them stays there, and
-/// is dropped there. Then the device's completion waiter ([`Device::completion_waiter`]) gets
-/// a thread of its own, which makes every blocking wait of the lane; a device without one is
-/// refused ([`ServiceError::Waiter`]). The lane's steps, and so its device and runner calls,
-/// run on whichever of the lane's threads has the event (the waiter launches the run after
-/// the one it saw complete), one thread at a time, which is why the device and the runner
-/// must be `Send`. Runner host work stays with the thread running the steps (see
-/// [`spawn_with_workers`]). With [`Drive::Caller`] no thread starts: `make` runs on this
-/// thread, the completion waiter is kept for the callers' waits, and every handle call runs
-/// the steps on its caller's thread.
+/// spawns the lane thread: `make` builds the device and the runner there (its error, or its
+/// panic, is returned from here), and they are dropped there. The device's completion waiter
+/// ([`Device::completion_waiter`]) gets a thread of its own; a device without one is refused
+/// ([`ServiceError::Waiter`]). The steps run on whichever of the lane's threads has the
+/// event, one at a time, hence `Send`. With [`Drive::Caller`] no thread starts: `make` runs
+/// on this thread, and every handle call runs the steps on its caller's thread.
 pub fn spawn<D, R, F, E>(config: ServiceConfig, make: F) -> Result<LaneHandle, ServiceError>
 where
     D: Device + Send + 'static,
@@ -48,16 +43,12 @@ where
 
 /// As [`spawn`], with the runner's prepare and finalise on [`ServiceConfig::workers`] host
 /// worker threads when the runner's [`concurrency`](Runner::concurrency) says
-/// `off_lane_thread` (else no worker starts and `make_worker` is never called; where the
-/// caller drives the lane, none starts either).
+/// `off_lane_thread` (else, or where the caller drives, `make_worker` is never called).
 ///
 /// `make_worker(index)` runs on worker `index`'s own thread, so it binds the device there
-/// (`aclrtSetDevice`) before it returns the worker; its error, or its panic, fails the spawn
-/// with [`ServiceError::Worker`] (and ends the lane and the workers already made). The lane's
-/// prepare window is the smaller of the profile's and the runner's `prepares_at_once`. The
-/// thread running the steps then makes only the launches, records, status reads, stream
-/// calls and recovery; a worker posts its answer and runs the steps it starts itself unless
-/// another thread runs them. A panicking worker loses the lane with the panic as its cause.
+/// before it returns the worker; its error, or its panic, fails the spawn with
+/// [`ServiceError::Worker`]. The lane's prepare window is the smaller of the profile's and
+/// the runner's `prepares_at_once`. A panicking worker loses the lane.
 pub fn spawn_with_workers<D, R, F, E, W, WE>(
     config: ServiceConfig,
     make: F,
@@ -153,20 +144,11 @@ where
             let mut made = Some(made_tx);
             let mut engine: Option<Arc<Engine<D, R>>> = None;
             let result = catch_unwind(AssertUnwindSafe(|| {
-                let (mut device, runner) = match make() {
+                let (device, runner, waiter) = match with_waiter(make()) {
                     Ok(parts) => parts,
                     Err(error) => {
                         if let Some(tx) = made.take() {
-                            let _ = tx.send(Err(ServiceError::Make(error.to_string())));
-                        }
-                        return Ok(());
-                    }
-                };
-                let waiter = match device.completion_waiter() {
-                    Ok(waiter) => waiter,
-                    Err(code) => {
-                        if let Some(tx) = made.take() {
-                            let _ = tx.send(Err(ServiceError::Waiter(code.to_string())));
+                            let _ = tx.send(Err(error));
                         }
                         return Ok(());
                     }
@@ -311,19 +293,10 @@ where
         on_outcome,
         ..
     } = config;
-    let (mut device, runner) = match catch_unwind(AssertUnwindSafe(make)) {
-        Ok(Ok(parts)) => parts,
-        Ok(Err(error)) => return Err(ServiceError::Make(error.to_string())),
-        Err(payload) => {
-            return Err(ServiceError::Make(format!(
-                "panicked: {}",
-                panic_text(payload.as_ref())
-            )));
-        }
-    };
-    let waiter = device
-        .completion_waiter()
-        .map_err(|code| ServiceError::Waiter(code.to_string()))?;
+    let made = catch_unwind(AssertUnwindSafe(make)).map_err(|payload| {
+        ServiceError::Make(format!("panicked: {}", panic_text(payload.as_ref())))
+    })?;
+    let (device, runner, waiter) = with_waiter(made)?;
     let announcer = Announcer::new(on_outcome);
     let mailbox = mailbox_for(
         profile,
@@ -352,24 +325,27 @@ where
             engine,
             drive: Drive::Caller,
             steps_here: false,
-            threads: Mutex::new(Threads {
-                lane: None,
-                workers: Vec::new(),
-                waiter: None,
-                left: None,
-                finished: false,
-            }),
+            threads: Mutex::new(Threads::default()),
             own: Vec::new(),
         }),
     })
 }
 
-/// The completion waiter thread: takes each device wait offered (a run's completion, the
-/// recovery drain) with the time its call starts, makes it through the device's
-/// [`CompletionWaiter`], binding first, hands the answer back with its ticket, and then runs
-/// the lane's steps itself unless another thread does (whoever has the event runs the steps:
-/// the next run's launch is made here), until the lane is lost (the lane thread's end is
-/// always a loss). A panic loses the lane with its text.
+/// `make`'s device and runner with the device's completion waiter, or why there is no lane.
+fn with_waiter<D: Device, R, E: fmt::Display>(
+    made: Result<(D, R), E>,
+) -> Result<(D, R, Box<dyn CompletionWaiter + Send>), ServiceError> {
+    let (mut device, runner) = made.map_err(|error| ServiceError::Make(error.to_string()))?;
+    let waiter = device
+        .completion_waiter()
+        .map_err(|code| ServiceError::Waiter(code.to_string()))?;
+    Ok((device, runner, waiter))
+}
+
+/// The completion waiter thread: takes each offered device wait with the time its call
+/// starts, makes it through the device's [`CompletionWaiter`], hands the answer back, and
+/// then runs the lane's steps itself unless another thread does, until the lane is lost. A
+/// panic loses the lane with its text.
 fn completion_waiter(
     mailbox: &Mailbox<Shared>,
     steps: &dyn RunsSteps,
@@ -396,9 +372,8 @@ fn completion_waiter(
     }
 }
 
-/// Starts `count` host workers, each making its worker on its own thread; waits until every
-/// one is made. On a failure the workers made so far end (the mailbox is lost) and are
-/// joined.
+/// Starts `count` host workers and waits until each made its worker; on a failure the
+/// workers made so far end (the mailbox is lost) and are joined.
 fn start_workers<D, R>(
     engine: &Arc<Engine<D, R>>,
     make_worker: &MakeWorker,
@@ -452,9 +427,8 @@ where
     Err(error)
 }
 
-/// A host worker thread: makes its worker (binding the device, in `make_worker`), says so,
-/// then answers jobs until the workers retire, running the lane's steps after each answer
-/// unless another thread does. A panic anywhere loses the lane with its text.
+/// A host worker thread: makes its worker, says so, then answers jobs until the workers
+/// retire, running the steps after each answer. A panic loses the lane with its text.
 fn host_worker(
     mailbox: &Mailbox<Shared>,
     steps: &dyn RunsSteps,
