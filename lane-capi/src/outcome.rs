@@ -48,19 +48,15 @@ pub fn monitor_to_c(monitor: Option<&NoticeMonitor>) -> RunLaneNoticeMonitorRepo
         );
         return report;
     };
-    (report.state, report.code) = match monitor {
-        NoticeMonitor::NotAsked => (RunLaneNoticeMonitor::NotAsked, 0),
-        NoticeMonitor::Installed => (RunLaneNoticeMonitor::Installed, 0),
-        NoticeMonitor::Unavailable { .. } => (RunLaneNoticeMonitor::Unavailable, 0),
-        NoticeMonitor::Refused { code } => (RunLaneNoticeMonitor::Refused, *code),
+    let forward = " (with run_lane_report_device_fault, from its own exception handler)";
+    let tail;
+    (report.state, report.code, tail) = match monitor {
+        NoticeMonitor::NotAsked => (RunLaneNoticeMonitor::NotAsked, 0, ""),
+        NoticeMonitor::Installed => (RunLaneNoticeMonitor::Installed, 0, ""),
+        NoticeMonitor::Unavailable { .. } => (RunLaneNoticeMonitor::Unavailable, 0, forward),
+        NoticeMonitor::Refused { code } => (RunLaneNoticeMonitor::Refused, *code, forward),
     };
-    let line = match monitor {
-        NoticeMonitor::Unavailable { .. } | NoticeMonitor::Refused { .. } => {
-            format!("{monitor} (with run_lane_report_device_fault, from its own exception handler)")
-        }
-        NoticeMonitor::NotAsked | NoticeMonitor::Installed => monitor.to_string(),
-    };
-    copy_str(&mut report.line, &line);
+    copy_str(&mut report.line, &format!("{monitor}{tail}"));
     report
 }
 
@@ -332,6 +328,21 @@ mod tests {
             .into_owned()
     }
 
+    /// Run `run`, tagged `tag`, failed with ACL code `code` at `stage`, and its cause.
+    fn failed(run: u64, tag: Option<Tag>, stage: Stage, code: i32) -> (Cause, Outcome) {
+        let code = AclCode::check(code).unwrap_err();
+        let cause = Cause::of(Failure::Acl { stage, code });
+        let outcome = Outcome::Run(RunOutcome {
+            run: RunId(run),
+            tag,
+            verdict: Verdict::Failed { cause },
+            timing: None,
+            key: None,
+            declines: 0,
+        });
+        (cause, outcome)
+    }
+
     #[test]
     fn a_long_string_is_cut_at_a_character_boundary_and_terminated() {
         let mut buffer = [1 as c_char; 6];
@@ -344,18 +355,7 @@ mod tests {
 
     #[test]
     fn a_failed_run_carries_its_code_stage_hint_and_failure_line() {
-        let cause = Cause::of(Failure::Acl {
-            stage: Stage::Prepare,
-            code: AclCode::check(207_001).unwrap_err(),
-        });
-        let outcome = Outcome::Run(RunOutcome {
-            run: RunId(4),
-            tag: Some(Tag(40)),
-            verdict: Verdict::Failed { cause },
-            timing: None,
-            key: None,
-            declines: 0,
-        });
+        let (cause, outcome) = failed(4, Some(Tag(40)), Stage::Prepare, 207_001);
         let c = to_c(&outcome);
         assert_eq!(c.verdict, RunLaneVerdict::Failed);
         assert_eq!((c.id, c.has_tag, c.tag), (4, true, 40));
@@ -426,18 +426,7 @@ mod tests {
 
     #[test]
     fn a_reports_device_text_ends_the_failure_line() {
-        let cause = Cause::of(Failure::Acl {
-            stage: Stage::EventWait,
-            code: AclCode::check(507_015).unwrap_err(),
-        });
-        let outcome = Outcome::Run(RunOutcome {
-            run: RunId(2),
-            tag: None,
-            verdict: Verdict::Failed { cause },
-            timing: None,
-            key: None,
-            declines: 0,
-        });
+        let (cause, outcome) = failed(2, None, Stage::EventWait, 507_015);
         let report = Report {
             outcome,
             device_message: Some("EZ9999: AICore exception".to_owned()),

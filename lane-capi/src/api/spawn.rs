@@ -245,10 +245,8 @@ fn claim_device(device_id: i32, serial: u64) -> Result<Option<claims::DeviceClai
 /// lane's device op timeout in force (L-21) is the config's fault, `INVALID_CONFIG`, whether
 /// `spawn`'s pre-check saw it or a lane created concurrently set it after that check.
 fn open_failure_status(error: &backend_acl::AclError) -> Option<RunLaneStatus> {
-    match error {
-        backend_acl::AclError::OpTimeoutInForce { .. } => Some(RunLaneStatus::InvalidConfig),
-        _ => None,
-    }
+    matches!(error, backend_acl::AclError::OpTimeoutInForce { .. })
+        .then_some(RunLaneStatus::InvalidConfig)
 }
 
 /// The factory of the host workers: each binds the device on its own thread (`binding`, set
