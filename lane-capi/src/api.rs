@@ -13,7 +13,7 @@ use lane_core::{ControlError, PublishError, SubmitError};
 use lane_service::{LaneHandle, Report, ServiceError, WaitError};
 
 use crate::claims::DeviceClaim;
-use crate::error::Error;
+use crate::error::{Error, non_null};
 use crate::outcome::report_to_c;
 use crate::registry::Registry;
 use crate::runner::{Requests, run_user};
@@ -242,9 +242,7 @@ fn wait_error(error: &WaitError) -> Error {
 ///
 /// `out` is NULL or valid for a write of the `size` bytes its first field states.
 unsafe fn write_out<T: Sized13>(out: *mut T, value: T, what: &str) -> Result<(), Error> {
-    if out.is_null() {
-        return Err(Error::null(what));
-    }
+    non_null(out, what)?;
     // SAFETY: non-NULL and writable for its `size` (this function's contract).
     unsafe { sized::write_out(out, value) }
 }

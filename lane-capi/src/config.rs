@@ -17,7 +17,7 @@ use crate::types::{
 };
 
 /// Which backend, with its settings.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum BackendChoice {
     /// The simulator.
     Sim {
@@ -44,49 +44,6 @@ pub enum BackendChoice {
         /// The table, validated.
         ops: DeviceOps,
     },
-}
-
-impl PartialEq for BackendChoice {
-    /// The settings alike; two tables compare by their `user` (the functions are the
-    /// runtime's, not the lane's to compare).
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (
-                Self::Sim { seed, run_ns },
-                Self::Sim {
-                    seed: other_seed,
-                    run_ns: other_run_ns,
-                },
-            ) => seed == other_seed && run_ns == other_run_ns,
-            (
-                Self::Acl {
-                    device_id,
-                    library,
-                    notice_monitor,
-                    prefer_loaded,
-                },
-                Self::Acl {
-                    device_id: other_device_id,
-                    library: other_library,
-                    notice_monitor: other_notice_monitor,
-                    prefer_loaded: other_prefer_loaded,
-                },
-            ) => {
-                device_id == other_device_id
-                    && library == other_library
-                    && notice_monitor == other_notice_monitor
-                    && prefer_loaded == other_prefer_loaded
-            }
-            (
-                Self::DeviceOps { device_id, ops },
-                Self::DeviceOps {
-                    device_id: other_device_id,
-                    ops: other_ops,
-                },
-            ) => device_id == other_device_id && ops.user() == other_ops.user(),
-            _ => false,
-        }
-    }
 }
 
 /// What the profile fields ask for: a named chip (overrides applied) or the device's.
@@ -254,7 +211,7 @@ pub const fn default_config() -> RunLaneConfig {
     }
 }
 
-fn invalid(message: String) -> Error {
+fn invalid(message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
     Error::new(RunLaneStatus::InvalidConfig, message)
 }
 
@@ -371,17 +328,16 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             } else {
                 // SAFETY: the caller guarantees a NUL-terminated string (this function's contract).
                 let path = unsafe { CStr::from_ptr(config.acl_library_path) };
-                let path = path.to_str().map_err(|_| {
-                    invalid("acl_library_path is not UTF-8; pass a UTF-8 path".to_owned())
-                })?;
+                let path = path
+                    .to_str()
+                    .map_err(|_| invalid("acl_library_path is not UTF-8; pass a UTF-8 path"))?;
                 // The loader would be handed an empty name, and dlopen("") answers with
                 // the program itself: a lane on whatever libascendcl it happens to have.
                 if path.is_empty() {
                     return Err(invalid(
                         "acl_library_path is \"\" (an empty path); pass NULL to search for \
                          libascendcl (RUN_LANE_ACL_LIB, ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, the \
-                         default prefixes) or the path to the library"
-                            .to_owned(),
+                         default prefixes) or the path to the library",
                     ));
                 }
                 Some(PathBuf::from(path))
@@ -389,8 +345,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             if config.runner.launch_aicore.is_none() || config.runner.launch_aicpu.is_none() {
                 return Err(invalid(
                     "the ACL backend needs the launch_aicore and launch_aicpu callbacks (nothing \
-                     else launches the run's kernels); set both, or use RUN_LANE_BACKEND_SIM"
-                        .to_owned(),
+                     else launches the run's kernels); set both, or use RUN_LANE_BACKEND_SIM",
                 ));
             }
             BackendChoice::Acl {
@@ -404,8 +359,7 @@ pub unsafe fn read(config: &RunLaneConfig) -> Result<Settings, Error> {
             if config.device_ops.is_null() {
                 return Err(invalid(
                     "RUN_LANE_BACKEND_DEVICE_OPS needs device_ops: point it at the runtime's \
-                     RunLaneDeviceOps (every entry the header marks Required set)"
-                        .to_owned(),
+                     RunLaneDeviceOps (every entry the header marks Required set)",
                 ));
             }
             // SAFETY: non-NULL; a table `size` bytes long (this function's contract).
@@ -440,21 +394,19 @@ fn device_ops_backend(
 ) -> Result<BackendChoice, Error> {
     let ops = DeviceOps::new(table, recovery == Recovery::Runtime)?;
     if matches!(profile, ProfileChoice::Probe(_)) {
-        return Err(invalid(PROBE_WITH_DEVICE_OPS.to_owned()));
+        return Err(invalid(PROBE_WITH_DEVICE_OPS));
     }
     if config.runner.launch_aicore.is_none() || config.runner.launch_aicpu.is_none() {
         return Err(invalid(
             "RUN_LANE_BACKEND_DEVICE_OPS needs the launch_aicore and launch_aicpu callbacks \
-             (nothing else launches the run's kernels); set both"
-                .to_owned(),
+             (nothing else launches the run's kernels); set both",
         ));
     }
     if config.fault_notice_monitor {
         return Err(invalid(
             "fault_notice_monitor installs the library's handler in libascendcl's callback slot, \
              which RUN_LANE_BACKEND_DEVICE_OPS does not load: leave it false and forward the \
-             runtime's notices with run_lane_report_device_fault"
-                .to_owned(),
+             runtime's notices with run_lane_report_device_fault",
         ));
     }
     Ok(BackendChoice::DeviceOps {
@@ -489,6 +441,13 @@ mod tests {
         unsafe { read(config) }.unwrap_err()
     }
 
+    /// `config` is refused as `INVALID_CONFIG` with a message containing `words`.
+    fn assert_invalid(config: &RunLaneConfig, words: &str) {
+        let refused = read_err(config);
+        assert_eq!(refused.status, RunLaneStatus::InvalidConfig, "{words}");
+        assert!(refused.message.contains(words), "{}", refused.message);
+    }
+
     #[test]
     fn the_defaults_on_the_simulator_give_a2a3() {
         let settings = read_ok(&sim());
@@ -521,12 +480,7 @@ mod tests {
             ..sim()
         });
         assert_eq!(caller.drive, lane_service::Drive::Caller);
-        let refused = read_err(&RunLaneConfig { drive: 7, ..sim() });
-        assert!(
-            refused.message.contains("RunLaneDrive"),
-            "{}",
-            refused.message
-        );
+        assert_invalid(&RunLaneConfig { drive: 7, ..sim() }, "RunLaneDrive");
     }
 
     #[test]
@@ -558,16 +512,11 @@ mod tests {
             assert_eq!(hbg.header(), HeaderLayout::HostBuildGraph, "{profile:?}");
             assert_eq!(hbg.launch_depth().get(), 2, "{profile:?}: it queues");
         }
-        let refused = read_err(&RunLaneConfig {
+        let refused = RunLaneConfig {
             header_layout: 2,
             ..sim()
-        });
-        assert_eq!(refused.status, RunLaneStatus::InvalidConfig);
-        assert!(
-            refused.message.contains("HOST_BUILD_GRAPH = 1"),
-            "{}",
-            refused.message
-        );
+        };
+        assert_invalid(&refused, "HOST_BUILD_GRAPH = 1");
     }
 
     #[test]
@@ -584,17 +533,12 @@ mod tests {
         let kept = fixed(&RunLaneConfig { slots: 4, ..sim() });
         assert_eq!(kept.launch_depth().get(), 2);
         for (slots, depth) in [(0, 3), (3, 4), (4, 5)] {
-            let refused = read_err(&RunLaneConfig {
+            let refused = RunLaneConfig {
                 slots,
                 launch_depth: depth,
                 ..sim()
-            });
-            assert_eq!(refused.status, RunLaneStatus::InvalidConfig);
-            assert!(
-                refused.message.contains("above the slot count"),
-                "{}",
-                refused.message
-            );
+            };
+            assert_invalid(&refused, "above the slot count");
         }
     }
 

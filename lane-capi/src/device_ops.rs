@@ -202,16 +202,15 @@ impl DeviceOps {
                 .iter()
                 .map(|(name, why)| format!("device_ops.{name} ({why})"))
                 .collect();
+            let (are, them) = if missing.len() == 1 {
+                ("one is", "it")
+            } else {
+                ("some are", "them")
+            };
             return Err(invalid(format!(
                 "RUN_LANE_BACKEND_DEVICE_OPS needs every required entry of RunLaneDeviceOps, and \
-                 {} NULL: {}; set {}",
-                if missing.len() == 1 {
-                    "one is"
-                } else {
-                    "some are"
-                },
+                 {are} NULL: {}; set {them}",
                 list.join(", "),
-                if missing.len() == 1 { "it" } else { "them" }
             )));
         }
         let pinned = pinned_entries(table)?;
@@ -246,8 +245,7 @@ impl DeviceOps {
         entries.map(Self).ok_or_else(|| {
             invalid(
                 "a required entry of RunLaneDeviceOps is NULL; set every entry the header marks \
-                 Required"
-                    .to_owned(),
+                 Required",
             )
         })
     }
@@ -262,6 +260,14 @@ impl DeviceOps {
     #[must_use]
     pub const fn user(&self) -> *mut c_void {
         self.0.user
+    }
+}
+
+impl PartialEq for DeviceOps {
+    /// Two tables compare by their `user` (the functions are the runtime's, not the lane's to
+    /// compare).
+    fn eq(&self, other: &Self) -> bool {
+        self.user() == other.user()
     }
 }
 
@@ -323,7 +329,7 @@ fn pinned_entries(table: &RunLaneDeviceOps) -> Result<Option<PinnedEntries>, Err
     }
 }
 
-fn invalid(message: String) -> Error {
+fn invalid(message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
     Error::new(RunLaneStatus::InvalidConfig, message)
 }
 
@@ -477,12 +483,9 @@ mod tests {
         let _turn = turn();
         let mut user = 0_u8;
         let table = required_only((&raw mut user).cast());
-        let mut one =
-            TableDevice::open(DeviceOps::new(&table, false).expect("ok"), 5).expect("opened");
-        let mut two =
-            TableDevice::open(DeviceOps::new(&table, false).expect("ok"), 5).expect("opened");
-        let mut other =
-            TableDevice::open(DeviceOps::new(&table, false).expect("ok"), 6).expect("opened");
+        let open = |id| TableDevice::open(DeviceOps::new(&table, false).expect("ok"), id);
+        let (mut one, mut two) = (open(5).expect("opened"), open(5).expect("opened"));
+        let mut other = open(6).expect("opened");
         NEXT.store(0x5000, Ordering::SeqCst);
         let stream = two.create_stream().expect("a stream");
         NEXT.store(0x6000, Ordering::SeqCst);

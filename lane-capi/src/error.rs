@@ -45,6 +45,15 @@ impl Error {
     }
 }
 
+/// [`Error::null`] when `ptr` is NULL.
+pub fn non_null<T>(ptr: *const T, what: &str) -> Result<(), Error> {
+    if ptr.is_null() {
+        Err(Error::null(what))
+    } else {
+        Ok(())
+    }
+}
+
 thread_local! {
     /// The calling thread's last error as NUL-terminated bytes; empty when its latest call
     /// succeeded (or it made none). Cleared and rewritten in place, so its capacity is kept.

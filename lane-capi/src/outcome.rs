@@ -48,19 +48,15 @@ pub fn monitor_to_c(monitor: Option<&NoticeMonitor>) -> RunLaneNoticeMonitorRepo
         );
         return report;
     };
-    (report.state, report.code) = match monitor {
-        NoticeMonitor::NotAsked => (RunLaneNoticeMonitor::NotAsked, 0),
-        NoticeMonitor::Installed => (RunLaneNoticeMonitor::Installed, 0),
-        NoticeMonitor::Unavailable { .. } => (RunLaneNoticeMonitor::Unavailable, 0),
-        NoticeMonitor::Refused { code } => (RunLaneNoticeMonitor::Refused, *code),
+    let forward = " (with run_lane_report_device_fault, from its own exception handler)";
+    let tail;
+    (report.state, report.code, tail) = match monitor {
+        NoticeMonitor::NotAsked => (RunLaneNoticeMonitor::NotAsked, 0, ""),
+        NoticeMonitor::Installed => (RunLaneNoticeMonitor::Installed, 0, ""),
+        NoticeMonitor::Unavailable { .. } => (RunLaneNoticeMonitor::Unavailable, 0, forward),
+        NoticeMonitor::Refused { code } => (RunLaneNoticeMonitor::Refused, *code, forward),
     };
-    let line = match monitor {
-        NoticeMonitor::Unavailable { .. } | NoticeMonitor::Refused { .. } => {
-            format!("{monitor} (with run_lane_report_device_fault, from its own exception handler)")
-        }
-        NoticeMonitor::NotAsked | NoticeMonitor::Installed => monitor.to_string(),
-    };
-    copy_str(&mut report.line, &line);
+    copy_str(&mut report.line, &format!("{monitor}{tail}"));
     report
 }
 
@@ -118,13 +114,24 @@ pub const fn empty_outcome() -> RunLaneOutcome {
     }
 }
 
-/// Fills the failure fields of `out` from `cause`; `line` is the item's failure line
-/// (formatted here: only a failure allocates).
-fn set_cause(out: &mut RunLaneOutcome, cause: &Cause, line: &dyn fmt::Display) {
-    out.failure_class = match cause.class() {
+/// The C class of a failure class.
+const fn class(class: Class) -> RunLaneClass {
+    match class {
         Class::RunOnly => RunLaneClass::RunOnly,
         Class::Poison => RunLaneClass::Poison,
-    };
+    }
+}
+
+/// Fills the failure fields of `out` from `cause`, and the origin of a poisoned item;
+/// `line` is the item's failure line (formatted here: only a failure allocates). Returns the
+/// item's verdict: poisoned with an origin, else failed.
+fn set_cause(
+    out: &mut RunLaneOutcome,
+    cause: &Cause,
+    origin: Option<RunId>,
+    line: &dyn fmt::Display,
+) -> RunLaneVerdict {
+    out.failure_class = class(cause.class());
     out.has_code = cause.code().is_some();
     out.code = cause.code().unwrap_or(0);
     out.stage = stage(cause.stage());
@@ -132,6 +139,13 @@ fn set_cause(out: &mut RunLaneOutcome, cause: &Cause, line: &dyn fmt::Display) {
     copy_str(&mut out.stage_name, cause.stage().map_or("", Stage::name));
     copy_str(&mut out.hint, cause.hint());
     copy_str(&mut out.failure_line, &line.to_string());
+    match origin {
+        Some(origin) => {
+            out.origin = origin.0;
+            RunLaneVerdict::Poisoned
+        }
+        None => RunLaneVerdict::Failed,
+    }
 }
 
 /// The C outcome of `outcome`. The failure line is the lane's own `Display` of the outcome
@@ -177,14 +191,9 @@ fn outcome_to_c(outcome: &Outcome, line: &dyn fmt::Display) -> RunLaneOutcome {
             out.verdict = match run.verdict {
                 Verdict::Ok => RunLaneVerdict::Ok,
                 Verdict::Cancelled => RunLaneVerdict::Cancelled,
-                Verdict::Failed { cause } => {
-                    set_cause(&mut out, &cause, line);
-                    RunLaneVerdict::Failed
-                }
+                Verdict::Failed { cause } => set_cause(&mut out, &cause, None, line),
                 Verdict::Poisoned { cause, origin } => {
-                    set_cause(&mut out, &cause, line);
-                    out.origin = origin.0;
-                    RunLaneVerdict::Poisoned
+                    set_cause(&mut out, &cause, Some(origin), line)
                 }
             };
         }
@@ -193,14 +202,9 @@ fn outcome_to_c(outcome: &Outcome, line: &dyn fmt::Display) -> RunLaneOutcome {
             out.verdict = match publication.result {
                 PublicationResult::Uploaded => RunLaneVerdict::Ok,
                 PublicationResult::Cancelled => RunLaneVerdict::Cancelled,
-                PublicationResult::Failed { cause } => {
-                    set_cause(&mut out, &cause, line);
-                    RunLaneVerdict::Failed
-                }
+                PublicationResult::Failed { cause } => set_cause(&mut out, &cause, None, line),
                 PublicationResult::Poisoned { cause, origin } => {
-                    set_cause(&mut out, &cause, line);
-                    out.origin = origin.0;
-                    RunLaneVerdict::Poisoned
+                    set_cause(&mut out, &cause, Some(origin), line)
                 }
             };
         }
@@ -211,32 +215,21 @@ fn outcome_to_c(outcome: &Outcome, line: &dyn fmt::Display) -> RunLaneOutcome {
 /// What `finalise_verdict` is told of `verdict`, with the run's copy-back (its request's, for
 /// an `Ok` run): a poisoned run is never finalised, so it never comes here.
 pub fn finalise_verdict_to_c(verdict: &Verdict, copy_back: bool) -> RunLaneFinaliseVerdict {
-    let mut out = RunLaneFinaliseVerdict {
+    let (verdict, cause) = match verdict {
+        Verdict::Ok => (RunLaneVerdict::Ok, None),
+        Verdict::Cancelled => (RunLaneVerdict::Cancelled, None),
+        Verdict::Failed { cause } => (RunLaneVerdict::Failed, Some(cause)),
+        Verdict::Poisoned { cause, .. } => (RunLaneVerdict::Poisoned, Some(cause)),
+    };
+    let code = cause.and_then(Cause::code);
+    RunLaneFinaliseVerdict {
         copy_back,
-        verdict: RunLaneVerdict::Ok,
-        failure_class: RunLaneClass::None,
-        has_code: false,
-        code: 0,
-        stage: RunLaneStage::None,
-    };
-    out.verdict = match verdict {
-        Verdict::Ok => RunLaneVerdict::Ok,
-        Verdict::Cancelled => RunLaneVerdict::Cancelled,
-        Verdict::Failed { cause } | Verdict::Poisoned { cause, .. } => {
-            out.failure_class = match cause.class() {
-                Class::RunOnly => RunLaneClass::RunOnly,
-                Class::Poison => RunLaneClass::Poison,
-            };
-            out.has_code = cause.code().is_some();
-            out.code = cause.code().unwrap_or(0);
-            out.stage = stage(cause.stage());
-            match verdict {
-                Verdict::Poisoned { .. } => RunLaneVerdict::Poisoned,
-                _ => RunLaneVerdict::Failed,
-            }
-        }
-    };
-    out
+        verdict,
+        failure_class: cause.map_or(RunLaneClass::None, |cause| class(cause.class())),
+        has_code: code.is_some(),
+        code: code.unwrap_or(0),
+        stage: stage(cause.and_then(Cause::stage)),
+    }
 }
 
 /// A run's state as `run_lane_run_state` reports it.
@@ -335,6 +328,21 @@ mod tests {
             .into_owned()
     }
 
+    /// Run `run`, tagged `tag`, failed with ACL code `code` at `stage`, and its cause.
+    fn failed(run: u64, tag: Option<Tag>, stage: Stage, code: i32) -> (Cause, Outcome) {
+        let code = AclCode::check(code).unwrap_err();
+        let cause = Cause::of(Failure::Acl { stage, code });
+        let outcome = Outcome::Run(RunOutcome {
+            run: RunId(run),
+            tag,
+            verdict: Verdict::Failed { cause },
+            timing: None,
+            key: None,
+            declines: 0,
+        });
+        (cause, outcome)
+    }
+
     #[test]
     fn a_long_string_is_cut_at_a_character_boundary_and_terminated() {
         let mut buffer = [1 as c_char; 6];
@@ -347,18 +355,7 @@ mod tests {
 
     #[test]
     fn a_failed_run_carries_its_code_stage_hint_and_failure_line() {
-        let cause = Cause::of(Failure::Acl {
-            stage: Stage::Prepare,
-            code: AclCode::check(207_001).unwrap_err(),
-        });
-        let outcome = Outcome::Run(RunOutcome {
-            run: RunId(4),
-            tag: Some(Tag(40)),
-            verdict: Verdict::Failed { cause },
-            timing: None,
-            key: None,
-            declines: 0,
-        });
+        let (cause, outcome) = failed(4, Some(Tag(40)), Stage::Prepare, 207_001);
         let c = to_c(&outcome);
         assert_eq!(c.verdict, RunLaneVerdict::Failed);
         assert_eq!((c.id, c.has_tag, c.tag), (4, true, 40));
@@ -429,18 +426,7 @@ mod tests {
 
     #[test]
     fn a_reports_device_text_ends_the_failure_line() {
-        let cause = Cause::of(Failure::Acl {
-            stage: Stage::EventWait,
-            code: AclCode::check(507_015).unwrap_err(),
-        });
-        let outcome = Outcome::Run(RunOutcome {
-            run: RunId(2),
-            tag: None,
-            verdict: Verdict::Failed { cause },
-            timing: None,
-            key: None,
-            declines: 0,
-        });
+        let (cause, outcome) = failed(2, None, Stage::EventWait, 507_015);
         let report = Report {
             outcome,
             device_message: Some("EZ9999: AICore exception".to_owned()),

@@ -56,33 +56,34 @@ impl<T> Registry<T> {
     /// The live value behind `handle`. The `Arc` keeps it alive for the call even if another
     /// thread destroys the handle meanwhile.
     pub fn get(&self, handle: *const RunLane) -> Result<Arc<T>, Error> {
-        if handle.is_null() {
-            return Err(Error::new(
-                RunLaneStatus::InvalidHandle,
-                "the lane handle is NULL; pass the handle run_lane_create wrote",
-            ));
-        }
+        let token = Self::token(handle)?;
         self.live
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&handle.addr())
+            .get(&token)
             .cloned()
             .ok_or_else(|| Self::not_live(handle))
     }
 
     /// Unregisters `handle` and returns its value (the last `Arc` once in-flight calls end).
     pub fn remove(&self, handle: *const RunLane) -> Result<Arc<T>, Error> {
+        let token = Self::token(handle)?;
+        self.live
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&token)
+            .ok_or_else(|| Self::not_live(handle))
+    }
+
+    /// `handle`'s token; NULL is refused.
+    fn token(handle: *const RunLane) -> Result<usize, Error> {
         if handle.is_null() {
             return Err(Error::new(
                 RunLaneStatus::InvalidHandle,
                 "the lane handle is NULL; pass the handle run_lane_create wrote",
             ));
         }
-        self.live
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&handle.addr())
-            .ok_or_else(|| Self::not_live(handle))
+        Ok(handle.addr())
     }
 
     fn not_live(handle: *const RunLane) -> Error {

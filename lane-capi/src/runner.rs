@@ -23,7 +23,7 @@ use crate::device_ops::TableBinding;
 use crate::outcome::{finalise_verdict_to_c, recovery_info, to_c};
 use crate::types::{
     RUN_LANE_FINALISE_VALIDATION_FAILED, RUN_LANE_LAUNCH_DECLINED, RUN_LANE_PREPARE_INCOMPATIBLE,
-    RunLaneRunArgs, RunLaneRunInfo, RunLaneRunner,
+    RunLaneRecoveryInfo, RunLaneRunArgs, RunLaneRunInfo, RunLaneRunner,
 };
 
 /// What a submission asked for that the lane does not carry to the runner: the tag (so a
@@ -361,6 +361,15 @@ impl<M> CRunner<M> {
         }
     }
 
+    /// Calls `on_poison` or `before_reset`, if any, with what took the device down.
+    fn recovery(&self, callback: Option<RecoveryFn>, origin: Option<RunId>, cause: &Cause) {
+        if let Some(callback) = callback {
+            let info = recovery_info(origin, cause);
+            // SAFETY: the caller's callback for this signature; `info` lives across the call.
+            unsafe { callback(self.vtable.get().user, &raw const info) };
+        }
+    }
+
     fn args(&self, args: &RunArgs) -> RunLaneRunArgs {
         RunLaneRunArgs {
             info: info(&self.requests, args.run, args.slot),
@@ -383,45 +392,52 @@ impl<M> CRunner<M> {
             return Ok(AicoreLaunch::Launched);
         };
         let _trace = crate::trace::callback(self.serial, "launch_aicore", args.run.0);
-        let c_args = self.args(args);
-        // SAFETY: the caller supplied the callback for exactly this signature; `c_args` lives
-        // across the call; the stream value is the backend's handle (an `aclrtStream` on ACL).
-        let code = unsafe {
-            callback(
-                self.vtable.get().user,
-                std::ptr::with_exposed_provenance_mut(stream.0 as usize),
-                &raw const c_args,
-            )
-        };
-        if code == RUN_LANE_LAUNCH_DECLINED {
-            return Ok(AicoreLaunch::Declined);
+        match self.call_launch(callback, stream, args) {
+            RUN_LANE_LAUNCH_DECLINED => Ok(AicoreLaunch::Declined),
+            code => self.checked(code).map(|()| AicoreLaunch::Launched),
         }
-        self.checked(code).map(|()| AicoreLaunch::Launched)
     }
 
-    /// Calls a launch callback with the raw stream and the slot's buffers.
+    /// Calls a launch callback, if any, with the raw stream and the slot's buffers.
     fn launch(
         &mut self,
-        callback: Option<
-            unsafe extern "C" fn(*mut c_void, *mut c_void, *const RunLaneRunArgs) -> i32,
-        >,
+        callback: Option<LaunchFn>,
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        let Some(callback) = callback else {
-            return Ok(());
-        };
+        callback.map_or(Ok(()), |callback| {
+            let code = self.call_launch(callback, stream, args);
+            self.checked(code)
+        })
+    }
+
+    /// Calls `callback` with the raw stream and the slot's buffers; its return code.
+    fn call_launch(&self, callback: LaunchFn, stream: StreamHandle, args: &RunArgs) -> i32 {
         let c_args = self.args(args);
         // SAFETY: the caller supplied the callback for exactly this signature; `c_args` lives
         // across the call; the stream value is the backend's handle (an `aclrtStream` on ACL).
-        let code = unsafe {
+        unsafe {
             callback(
                 self.vtable.get().user,
                 std::ptr::with_exposed_provenance_mut(stream.0 as usize),
                 &raw const c_args,
             )
-        };
-        self.checked(code)
+        }
+    }
+}
+
+/// `on_poison` or `before_reset`.
+type RecoveryFn = unsafe extern "C" fn(*mut c_void, *const RunLaneRecoveryInfo);
+
+/// A launch callback of the vtable.
+type LaunchFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const RunLaneRunArgs) -> i32;
+
+/// The verdict told to `finalise_verdict` for a caller that has only `copy_back`.
+const fn verdict_of(copy_back: bool) -> Verdict {
+    if copy_back {
+        Verdict::Ok
+    } else {
+        Verdict::Cancelled
     }
 }
 
@@ -558,14 +574,12 @@ impl CWorker {
         deferred: Deferred,
         binding: Option<Binding>,
     ) -> Result<Self, AclCode> {
-        let binding = match binding {
-            Some(binding) => {
+        let binding = binding
+            .map(|binding| {
                 let resets = binding.resets();
-                binding.bind()?;
-                Some((binding, resets))
-            }
-            None => None,
-        };
+                binding.bind().map(|()| (binding, resets))
+            })
+            .transpose()?;
         Ok(Self {
             vtable,
             requests,
@@ -638,13 +652,7 @@ impl HostWorker for CWorker {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        // The lane calls `finalise_verdict`; this answers a caller that has only `copy_back`.
-        let verdict = if copy_back {
-            Verdict::Ok
-        } else {
-            Verdict::Cancelled
-        };
-        self.finalise_verdict(run, slot, verdict)
+        self.finalise_verdict(run, slot, verdict_of(copy_back))
     }
 
     fn finalise_verdict(
@@ -752,14 +760,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
         slot: SlotId,
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
-        // The executor calls `finalise_verdict`; this answers a caller that has only
-        // `copy_back`.
-        let verdict = if copy_back {
-            Verdict::Ok
-        } else {
-            Verdict::Cancelled
-        };
-        self.finalise_verdict(device, run, slot, verdict)
+        self.finalise_verdict(device, run, slot, verdict_of(copy_back))
     }
 
     fn finalise_verdict(
@@ -799,21 +800,13 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
 
     fn on_poison(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
         let _mark = CallbackMark::enter(self.serial);
-        if let Some(on_poison) = self.vtable.get().on_poison {
-            let info = recovery_info(origin, &cause);
-            // SAFETY: the caller's callback for this signature; `info` lives across the call.
-            unsafe { on_poison(self.vtable.get().user, &raw const info) };
-        }
+        self.recovery(self.vtable.get().on_poison, origin, &cause);
         self.model.on_poison(device, origin, cause);
     }
 
     fn before_reset(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
         let _mark = CallbackMark::enter(self.serial);
-        if let Some(before_reset) = self.vtable.get().before_reset {
-            let info = recovery_info(origin, &cause);
-            // SAFETY: the caller's callback for this signature; `info` lives across the call.
-            unsafe { before_reset(self.vtable.get().user, &raw const info) };
-        }
+        self.recovery(self.vtable.get().before_reset, origin, &cause);
         self.model.before_reset(device, origin, cause);
     }
 

@@ -91,60 +91,53 @@ unsafe fn caller_size<T: Sized13>(ptr: *const T) -> Result<usize, Error> {
     // unaligned so a misaligned caller's pointer is no undefined behaviour here.
     let size = unsafe { ptr.cast::<u32>().read_unaligned() };
     if (size as usize) < T::V13 {
-        return Err(Error::new(
-            RunLaneStatus::AbiMismatch,
-            format!(
-                "{name}.size is {size}, below {v13}, sizeof({name}) in ABI 13 (the first with size \
-                 prefixes; this library's is {ours}): set size = sizeof({name}) from run_lane.h \
-                 of ABI 13 or later (RUN_LANE_INIT), and rebuild a client written for an older ABI",
-                name = T::NAME,
-                v13 = T::V13,
-                ours = size_of::<T>(),
-            ),
+        return mismatch(format!(
+            "{name}.size is {size}, below {v13}, sizeof({name}) in ABI 13 (the first with size \
+             prefixes; this library's is {ours}): set size = sizeof({name}) from run_lane.h \
+             of ABI 13 or later (RUN_LANE_INIT), and rebuild a client written for an older ABI",
+            name = T::NAME,
+            v13 = T::V13,
+            ours = size_of::<T>(),
         ));
     }
     if size > RUN_LANE_MAX_STRUCT_SIZE {
-        return Err(Error::new(
-            RunLaneStatus::AbiMismatch,
-            format!(
-                "{name}.size is {size}, above RUN_LANE_MAX_STRUCT_SIZE ({RUN_LANE_MAX_STRUCT_SIZE}): \
-                 not a size (this library's sizeof({name}) is {ours}); set size = sizeof({name}) \
-                 (RUN_LANE_INIT)",
-                name = T::NAME,
-                ours = size_of::<T>(),
-            ),
+        return mismatch(format!(
+            "{name}.size is {size}, above RUN_LANE_MAX_STRUCT_SIZE ({RUN_LANE_MAX_STRUCT_SIZE}): \
+             not a size (this library's sizeof({name}) is {ours}); set size = sizeof({name}) \
+             (RUN_LANE_INIT)",
+            name = T::NAME,
+            ours = size_of::<T>(),
         ));
     }
     let (size, ours, align) = (size as usize, size_of::<T>(), align_of::<T>());
     if size > T::V13 && size < ours && !T::RELEASED.contains(&size) {
-        return Err(Error::new(
-            RunLaneStatus::AbiMismatch,
-            format!(
-                "{name}.size is {size}, between sizeof({name}) in ABI 13 ({v13}) and this \
-                 library's ({ours}) but the size of no release ({released:?}): it ends inside a \
-                 field, which would be read half; set size = sizeof({name}) (RUN_LANE_INIT)",
-                name = T::NAME,
-                v13 = T::V13,
-                released = [T::V13]
-                    .iter()
-                    .chain(T::RELEASED)
-                    .chain([ours].iter())
-                    .collect::<Vec<_>>(),
-            ),
+        return mismatch(format!(
+            "{name}.size is {size}, between sizeof({name}) in ABI 13 ({v13}) and this \
+             library's ({ours}) but the size of no release ({released:?}): it ends inside a \
+             field, which would be read half; set size = sizeof({name}) (RUN_LANE_INIT)",
+            name = T::NAME,
+            v13 = T::V13,
+            released = [T::V13]
+                .iter()
+                .chain(T::RELEASED)
+                .chain([ours].iter())
+                .collect::<Vec<_>>(),
         ));
     }
     if size > ours && size % align != 0 {
-        return Err(Error::new(
-            RunLaneStatus::AbiMismatch,
-            format!(
-                "{name}.size is {size}, not a multiple of alignof({name}) ({align}): not the \
-                 sizeof of any {name} (this library's is {ours}); set size = sizeof({name}) \
-                 (RUN_LANE_INIT)",
-                name = T::NAME,
-            ),
+        return mismatch(format!(
+            "{name}.size is {size}, not a multiple of alignof({name}) ({align}): not the \
+             sizeof of any {name} (this library's is {ours}); set size = sizeof({name}) \
+             (RUN_LANE_INIT)",
+            name = T::NAME,
         ));
     }
     Ok(size)
+}
+
+/// An `ABI_MISMATCH` refusal.
+fn mismatch<T>(message: String) -> Result<T, Error> {
+    Err(Error::new(RunLaneStatus::AbiMismatch, message))
 }
 
 /// Reads the caller's struct at `ptr` by its `size`: the first `min(size, sizeof T)` bytes,
@@ -163,17 +156,14 @@ pub unsafe fn read_in<T: Sized13>(ptr: *const T) -> Result<T, Error> {
         // SAFETY: the caller's struct is `size` bytes (this function's contract).
         let tail = unsafe { core::slice::from_raw_parts(ptr.cast::<u8>().add(ours), size - ours) };
         if let Some(at) = tail.iter().position(|&b| b != 0) {
-            return Err(Error::new(
-                RunLaneStatus::AbiMismatch,
-                format!(
-                    "{name}.size is {size}, this library's sizeof({name}) is {ours} (ABI \
-                     {abi}), and byte {byte} past it is not zero: the client sets a field this \
-                     library does not know; link the library its run_lane.h came with (or a \
-                     newer one), or leave that field zero",
-                    name = T::NAME,
-                    abi = crate::types::RUN_LANE_ABI_VERSION,
-                    byte = ours + at,
-                ),
+            return mismatch(format!(
+                "{name}.size is {size}, this library's sizeof({name}) is {ours} (ABI \
+                 {abi}), and byte {byte} past it is not zero: the client sets a field this \
+                 library does not know; link the library its run_lane.h came with (or a \
+                 newer one), or leave that field zero",
+                name = T::NAME,
+                abi = crate::types::RUN_LANE_ABI_VERSION,
+                byte = ours + at,
             ));
         }
     }
@@ -277,6 +267,15 @@ mod tests {
         words
     }
 
+    /// `read_in` of the caller's bytes `words` as a `Grown`, refused with `ABI_MISMATCH`.
+    fn refused(words: &[u64]) -> Error {
+        // SAFETY: the buffer holds 64 readable bytes, aligned for `Grown`; a refusal reads
+        // nothing past `size`.
+        let error = unsafe { read_in(words.as_ptr().cast::<Grown>()) }.unwrap_err();
+        assert_eq!(error.status, RunLaneStatus::AbiMismatch);
+        error
+    }
+
     #[test]
     fn a_short_struct_gets_defaults_for_its_missing_tail() {
         // An ABI 13 client: 8 bytes; what lies past them (0xAB) is not its struct.
@@ -295,10 +294,7 @@ mod tests {
 
     #[test]
     fn a_size_below_the_abi_13_size_is_refused_naming_the_struct_and_both_sizes() {
-        let words = caller(4, 7, 0);
-        // SAFETY: as above.
-        let error = unsafe { read_in(words.as_ptr().cast::<Grown>()) }.unwrap_err();
-        assert_eq!(error.status, RunLaneStatus::AbiMismatch);
+        let error = refused(&caller(4, 7, 0));
         assert!(
             error.message.contains("Grown.size is 4") && error.message.contains("below 8"),
             "{}",
@@ -314,13 +310,9 @@ mod tests {
         assert_eq!(read.a, 7);
         let mut set_tail = caller(24, 7, 0);
         set_tail[2] = 1 << 8;
-        // SAFETY: as above.
-        let error = unsafe { read_in(set_tail.as_ptr().cast::<Grown>()) }.unwrap_err();
-        assert_eq!(error.status, RunLaneStatus::AbiMismatch);
+        let error = refused(&set_tail);
         assert!(error.message.contains("byte 17"), "{}", error.message);
-        let huge = caller(RUN_LANE_MAX_STRUCT_SIZE + 1, 7, 0);
-        // SAFETY: refused before anything past `size` is read.
-        let error = unsafe { read_in(huge.as_ptr().cast::<Grown>()) }.unwrap_err();
+        let error = refused(&caller(RUN_LANE_MAX_STRUCT_SIZE + 1, 7, 0));
         assert!(error.message.contains("not a size"), "{}", error.message);
     }
 
@@ -355,9 +347,7 @@ mod tests {
     fn a_size_between_released_sizes_is_refused_for_inputs_and_outputs() {
         // 12 bytes: `grown` would be read half the caller's and half zero.
         let words = caller(12, 7, 0xAB);
-        // SAFETY: as above.
-        let error = unsafe { read_in(words.as_ptr().cast::<Grown>()) }.unwrap_err();
-        assert_eq!(error.status, RunLaneStatus::AbiMismatch);
+        let error = refused(&words);
         assert!(
             error.message.contains("Grown.size is 12") && error.message.contains("inside a field"),
             "{}",

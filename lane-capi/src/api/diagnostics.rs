@@ -2,7 +2,7 @@
 
 use core::ffi::c_char;
 
-use crate::error::{Error, guard, last_error_ptr};
+use crate::error::{Error, guard, last_error_ptr, non_null};
 use crate::outcome::monitor_to_c;
 use crate::registry::RunLane;
 use crate::types::{RUN_LANE_ABI_VERSION, RunLaneNoticeMonitorReport, RunLaneStatus};
@@ -95,9 +95,7 @@ pub unsafe extern "C" fn run_lane_acl_library(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        if path_out.is_null() {
-            return Err(Error::null("path_out"));
-        }
+        non_null(path_out, "path_out")?;
         let path = lane.acl_library.as_ref().ok_or_else(|| {
             Error::new(
                 RunLaneStatus::Refused,

@@ -1,7 +1,7 @@
 //! A lane's life: the default config, `run_lane_create`, `run_lane_destroy(_with_report)`.
 
 use crate::config;
-use crate::error::{Error, guard};
+use crate::error::{Error, guard, non_null};
 use crate::outcome::close_to_c;
 use crate::registry::RunLane;
 use crate::sized;
@@ -45,12 +45,8 @@ pub unsafe extern "C" fn run_lane_create(
     lane_out: *mut *mut RunLane,
 ) -> RunLaneStatus {
     guard(|| {
-        if lane_out.is_null() {
-            return Err(Error::null("lane_out"));
-        }
-        if config.is_null() {
-            return Err(Error::null("config"));
-        }
+        non_null(lane_out, "lane_out")?;
+        non_null(config, "config")?;
         // SAFETY: non-NULL; readable for its `size` (the caller's contract).
         let config = unsafe { sized::read_in(config) }?;
         refuse_in_callback("run_lane_create", None)?;

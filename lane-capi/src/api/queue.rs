@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lane_core::{CodeRef, RunId, RunRequest};
 
-use crate::error::{Error, guard};
+use crate::error::{Error, guard, non_null};
 use crate::outcome::{close_to_c, empty_outcome};
 use crate::registry::RunLane;
 use crate::runner::Requested;
@@ -28,14 +28,10 @@ pub unsafe extern "C" fn run_lane_submit(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        if request.is_null() {
-            return Err(Error::null("request"));
-        }
+        non_null(request, "request")?;
         // SAFETY: non-NULL; readable for its `size` (the caller's contract).
         let request = unsafe { sized::read_in(request) }?;
-        if run_out.is_null() {
-            return Err(Error::null("run_out"));
-        }
+        non_null(run_out, "run_out")?;
         let mut lane_request = RunRequest::new();
         if request.has_tag {
             lane_request = lane_request.tagged(request.tag);
@@ -93,9 +89,7 @@ pub unsafe extern "C" fn run_lane_publish(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        if publication_out.is_null() {
-            return Err(Error::null("publication_out"));
-        }
+        non_null(publication_out, "publication_out")?;
         let publication = lane
             .handle
             .publish(CodeRef(code))
@@ -165,9 +159,7 @@ pub unsafe extern "C" fn run_lane_poll(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        if outcome_out.is_null() {
-            return Err(Error::null("outcome_out"));
-        }
+        non_null(outcome_out, "outcome_out")?;
         // SAFETY: checked non-NULL; readable (the caller's contract). Before the take, so a
         // refused size loses no outcome.
         unsafe { sized::check_out(outcome_out) }?;
@@ -207,9 +199,7 @@ pub unsafe extern "C" fn run_lane_wait(
     guard(|| {
         let lane = LANES.get(lane)?;
         lane.not_in_callback("run_lane_wait")?;
-        if outcome_out.is_null() {
-            return Err(Error::null("outcome_out"));
-        }
+        non_null(outcome_out, "outcome_out")?;
         // SAFETY: checked non-NULL; readable (the caller's contract). Before the wait, so a
         // refused size loses no outcome.
         unsafe { sized::check_out(outcome_out) }?;

@@ -3,7 +3,7 @@
 use lane_core::{PublicationId, RunId};
 use lane_service::ItemId;
 
-use crate::error::{Error, guard};
+use crate::error::{Error, guard, non_null};
 use crate::outcome::run_status_to_c;
 use crate::registry::RunLane;
 use crate::sized;
@@ -62,9 +62,7 @@ pub unsafe extern "C" fn run_lane_run_state(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        if status_out.is_null() {
-            return Err(Error::null("status_out"));
-        }
+        non_null(status_out, "status_out")?;
         // SAFETY: checked non-NULL; readable (the caller's contract).
         unsafe { sized::check_out(status_out) }?;
         let status = lane.handle.run_status(RunId(run)).ok_or_else(|| {

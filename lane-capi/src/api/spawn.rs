@@ -8,7 +8,7 @@ use backend_sim::costs::Costs;
 use backend_sim::{RunTimes, SharedSim, SimDevice, SimRunner};
 use lane_core::Profile;
 use lane_driver::HostWorker;
-use lane_service::{Drive, LaneHandle, ServiceConfig, ServiceError};
+use lane_service::{Drive, ServiceConfig, ServiceError};
 
 use crate::claims;
 use crate::config::{self, BackendChoice, ProfileChoice, Settings};
@@ -85,6 +85,10 @@ pub(super) fn spawn(settings: Settings) -> Result<Lane, Error> {
     // The libascendcl the device's open loaded (ACL only), set by the same `make`.
     let library: Arc<OnceLock<std::path::PathBuf>> = Arc::new(OnceLock::new());
     let lane_library = Arc::clone(&library);
+    // ACL and the device table: the lane thread opens (binds) the device and leaves the
+    // workers its binding; the service makes the workers only after the lane thread's `make`.
+    let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
+    let lane_binding = Arc::clone(&binding);
     let mut claim = None;
     let handle = match settings.backend {
         BackendChoice::Sim { seed, run_ns } => {
@@ -98,7 +102,7 @@ pub(super) fn spawn(settings: Settings) -> Result<Lane, Error> {
             // workers leave its share for the lane thread. Nothing to bind.
             let deferred = if off_lane { deferred() } else { None };
             let runner_deferred = deferred.clone();
-            with_workers(
+            lane_service::spawn_with_workers(
                 service_config(profile, vtable, knobs, &requests),
                 move || {
                     mark_lane_thread(drive, serial);
@@ -124,10 +128,7 @@ pub(super) fn spawn(settings: Settings) -> Result<Lane, Error> {
             notice_monitor,
             prefer_loaded,
         } => {
-            // L-25: one lane per device id, refused before anything is opened.
-            let held = claims::claim(device_id, serial)
-                .map_err(|claimed| Error::new(RunLaneStatus::BackendUnavailable, claimed.to_string()))?;
-            claim = Some(held);
+            claim = claim_device(device_id, serial)?;
             let library = library.map_or(Library::Search, Library::Path);
             let open_config = |profile| AclConfig {
                 library: library.clone(),
@@ -165,11 +166,7 @@ pub(super) fn spawn(settings: Settings) -> Result<Lane, Error> {
                 }
             }
             let config = open_config(Some(profile));
-            // The lane thread opens the device and leaves the workers its binding; the
-            // service makes the workers only after the lane thread's `make` returned.
-            let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
-            let lane_binding = Arc::clone(&binding);
-            with_workers(
+            lane_service::spawn_with_workers(
                 service_config(profile, vtable, knobs, &requests),
                 move || {
                     mark_lane_thread(drive, serial);
@@ -197,17 +194,8 @@ pub(super) fn spawn(settings: Settings) -> Result<Lane, Error> {
                     config::PROBE_WITH_DEVICE_OPS,
                 ));
             };
-            // L-25 as on ACL: the device id is the device's (notices name it), and the table's
-            // reset destroys everything on it, so one lane per device id, whichever backend.
-            let held = claims::claim(device_id, serial).map_err(|claimed| {
-                Error::new(RunLaneStatus::BackendUnavailable, claimed.to_string())
-            })?;
-            claim = Some(held);
-            // As on ACL: the lane thread opens (binds) the device and leaves the workers their
-            // binding before the service makes them.
-            let binding: Arc<OnceLock<Binding>> = Arc::new(OnceLock::new());
-            let lane_binding = Arc::clone(&binding);
-            with_workers(
+            claim = claim_device(device_id, serial)?;
+            lane_service::spawn_with_workers(
                 service_config(profile, vtable, knobs, &requests),
                 move || {
                     mark_lane_thread(drive, serial);
@@ -245,20 +233,25 @@ pub(super) fn spawn(settings: Settings) -> Result<Lane, Error> {
     })
 }
 
+/// L-25: one lane per device id (notices name it, and a reset destroys everything on it),
+/// whichever backend, claimed before anything is opened.
+fn claim_device(device_id: i32, serial: u64) -> Result<Option<claims::DeviceClaim>, Error> {
+    claims::claim(device_id, serial)
+        .map(Some)
+        .map_err(|claimed| Error::new(RunLaneStatus::BackendUnavailable, claimed.to_string()))
+}
+
 /// The status of a failed [`AclDevice::open`] when it is not `BACKEND_UNAVAILABLE`: another
 /// lane's device op timeout in force (L-21) is the config's fault, `INVALID_CONFIG`, whether
 /// `spawn`'s pre-check saw it or a lane created concurrently set it after that check.
 fn open_failure_status(error: &backend_acl::AclError) -> Option<RunLaneStatus> {
-    match error {
-        backend_acl::AclError::OpTimeoutInForce { .. } => Some(RunLaneStatus::InvalidConfig),
-        _ => None,
-    }
+    matches!(error, backend_acl::AclError::OpTimeoutInForce { .. })
+        .then_some(RunLaneStatus::InvalidConfig)
 }
 
-/// The factory of the host workers: each binds the device on its own thread (`binding`, ACL's
-/// or the runtime's table's, set by the lane thread's `make`, which the service runs first;
-/// `None` on the simulator),
-/// then calls the vtable's prepare and finalise.
+/// The factory of the host workers: each binds the device on its own thread (`binding`, set
+/// by the lane thread's `make`, which the service runs first; `None` on the simulator), then
+/// calls the vtable's prepare and finalise.
 fn worker_factory(
     vtable: Vtable,
     (requests, serial): (&Requests, u64),
@@ -268,34 +261,18 @@ fn worker_factory(
     let requests = Arc::clone(requests);
     move |_index| {
         mark_callback_thread(serial);
-        let binding = match &binding {
-            Some(cell) => Some(
+        let binding = binding
+            .as_ref()
+            .map(|cell| {
                 cell.get()
                     .cloned()
-                    .ok_or_else(|| "the device was not opened before the workers".to_owned())?,
-            ),
-            None => None,
-        };
+                    .ok_or("the device was not opened before the workers")
+            })
+            .transpose()?;
         let worker = CWorker::new(vtable, Arc::clone(&requests), deferred.clone(), binding)
             .map_err(|code| format!("binding the worker to the device failed: {code}"))?;
         Ok(Box::new(worker))
     }
-}
-
-/// `lane_service::spawn_with_workers` (the service starts the workers only when the config
-/// asks for some and the runner declares `off_lane_thread`).
-fn with_workers<D, R, F, W>(
-    config: ServiceConfig,
-    make: F,
-    make_worker: W,
-) -> Result<LaneHandle, ServiceError>
-where
-    D: lane_driver::Device + Send + 'static,
-    R: lane_driver::Runner<D> + Send + 'static,
-    F: FnOnce() -> Result<(D, R), String> + Send + 'static,
-    W: Fn(usize) -> Result<Box<dyn HostWorker>, String> + Send + Sync + 'static,
-{
-    lane_service::spawn_with_workers(config, make, make_worker)
 }
 
 #[cfg(test)]

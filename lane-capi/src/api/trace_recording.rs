@@ -2,7 +2,7 @@
 
 use core::ffi::c_char;
 
-use crate::error::{Error, guard};
+use crate::error::{Error, guard, non_null};
 use crate::registry::RunLane;
 use crate::types::RunLaneStatus;
 
@@ -28,9 +28,7 @@ pub unsafe extern "C" fn run_lane_trace_start(
 ) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        if path.is_null() {
-            return Err(Error::null("path"));
-        }
+        non_null(path, "path")?;
         // SAFETY: non-NULL, NUL-terminated and readable (the caller's contract).
         let path = unsafe { core::ffi::CStr::from_ptr(path) };
         let path = path

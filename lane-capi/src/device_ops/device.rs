@@ -55,10 +55,10 @@ impl TableDevice {
             pinned: BTreeMap::new(),
             stream_ids: StreamIds::default(),
         };
-        match device.set_device() {
-            Ok(()) => Ok(device),
-            Err(code) => Err((code, device.message.take())),
-        }
+        device
+            .set_device()
+            .map_err(|code| (code, device.message.take()))?;
+        Ok(device)
     }
 
     /// What the lane's other threads bind with and read text through.
@@ -78,16 +78,9 @@ impl TableDevice {
     /// An entry's code as a result; on a failure the runtime's text about it, read now on this
     /// thread.
     fn check(&mut self, code: i32) -> Result<(), AclCode> {
-        match AclCode::from_raw(code) {
-            None => {
-                self.message = None;
-                Ok(())
-            }
-            Some(failure) => {
-                self.message = self.table.recent_error_message();
-                Err(failure)
-            }
-        }
+        let failure = AclCode::from_raw(code);
+        self.message = failure.and_then(|_| self.table.recent_error_message());
+        failure.map_or(Ok(()), Err)
     }
 
     /// Binds the calling thread if it is not bound since the last reset.
@@ -238,10 +231,7 @@ impl Device for TableDevice {
     /// attempts, L-20); nothing without the entry.
     fn set_device(&mut self) -> Result<(), AclCode> {
         let bound = self.table.bind();
-        match bound {
-            Ok(()) => self.message = None,
-            Err(_) => self.message = self.table.recent_error_message(),
-        }
+        self.message = bound.map_or_else(|_| self.table.recent_error_message(), |()| None);
         bound
     }
 
@@ -472,11 +462,10 @@ impl Device for TableDevice {
     fn launch_context(&mut self, _context: Option<LaunchContext>) {}
 
     fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
-        if self.entries().pinned.is_some() {
-            Some(self)
-        } else {
-            None
-        }
+        self.entries()
+            .pinned
+            .is_some()
+            .then_some(self as &mut dyn PinnedCopies)
     }
 
     fn recent_error_message(&mut self) -> Option<String> {
