@@ -13,12 +13,8 @@ const DEFINITION: &str = "pub const RUN_LANE_ABI_VERSION: u32 =";
 
 /// The number in `pub const RUN_LANE_ABI_VERSION: u32 = N;`, or why there is none.
 fn abi_major(source: &str) -> Result<u32, String> {
-    let mut found = source
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix(DEFINITION));
-    let value = found
-        .next()
-        .ok_or_else(|| format!("no line `{DEFINITION} N;`"))?;
+    let mut found = source.lines().filter_map(|line| line.trim().strip_prefix(DEFINITION));
+    let value = found.next().ok_or_else(|| format!("no line `{DEFINITION} N;`"))?;
     if found.next().is_some() {
         return Err(format!("more than one line `{DEFINITION} N;`"));
     }
@@ -28,9 +24,7 @@ fn abi_major(source: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("`{DEFINITION}{value}` does not end with `;`"))?
         .trim()
         .replace('_', "");
-    number
-        .parse()
-        .map_err(|e| format!("`{number}` is not a u32 literal ({e})"))
+    number.parse().map_err(|e| format!("`{number}` is not a u32 literal ({e})"))
 }
 
 fn main() {

@@ -46,12 +46,7 @@ pub enum ControlError {
 /// [`ControlError::NotBuilt`] naming the folders searched.
 pub fn cdylib_path() -> Result<PathBuf, ControlError> {
     let exe = std::env::current_exe().unwrap_or_default();
-    let searched: Vec<PathBuf> = exe
-        .ancestors()
-        .skip(1)
-        .take(2)
-        .map(Path::to_path_buf)
-        .collect();
+    let searched: Vec<PathBuf> = exe.ancestors().skip(1).take(2).map(Path::to_path_buf).collect();
     searched
         .iter()
         .map(|dir| dir.join(CDYLIB_FILE_NAME))
@@ -61,10 +56,7 @@ pub fn cdylib_path() -> Result<PathBuf, ControlError> {
 
 /// [`ControlError::Load`] for a loader error on `path`.
 fn load_error(path: &Path) -> impl Fn(libloading::Error) -> ControlError + '_ {
-    |e| ControlError::Load {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    }
+    |e| ControlError::Load { path: path.to_path_buf(), message: e.to_string() }
 }
 
 macro_rules! control_table {
@@ -105,10 +97,7 @@ impl LastError {
                 unsafe { library.get::<unsafe extern "C" fn(i32) -> AclError>(name.as_bytes()) };
             symbol.map(|s| *s).map_err(load_error(path))
         };
-        Ok(Self {
-            peek: symbol("aclrtPeekAtLastError")?,
-            get: symbol("aclrtGetLastError")?,
-        })
+        Ok(Self { peek: symbol("aclrtPeekAtLastError")?, get: symbol("aclrtGetLastError")? })
     }
 }
 
@@ -184,11 +173,7 @@ impl std::fmt::Debug for Control {
 }
 
 fn check(call: &'static str, code: AclError) -> Result<(), ControlError> {
-    if code == ACL_SUCCESS {
-        Ok(())
-    } else {
-        Err(ControlError::Call { call, code })
-    }
+    if code == ACL_SUCCESS { Ok(()) } else { Err(ControlError::Call { call, code }) }
 }
 
 impl Control {
@@ -204,11 +189,7 @@ impl Control {
             .map_err(load_error(path))?;
         let functions = Functions::resolve(&library, path)?;
         let last_error = LastError::resolve(&library, path)?;
-        Ok(Self {
-            functions,
-            last_error,
-            _library: library,
-        })
+        Ok(Self { functions, last_error, _library: library })
     }
 
     /// `runlanefake_reset`: back to a fresh process, every device at once.
@@ -218,9 +199,7 @@ impl Control {
     /// [`ControlError::Call`] if the fake refused.
     pub fn reset(&self) -> Result<(), ControlError> {
         // SAFETY: no arguments.
-        check("runlanefake_reset", unsafe {
-            (self.functions.runlanefake_reset)()
-        })
+        check("runlanefake_reset", unsafe { (self.functions.runlanefake_reset)() })
     }
 
     /// Resets the fake ([`reset`](Self::reset)) and returns a [`Session`] that, when dropped at
@@ -233,10 +212,7 @@ impl Control {
     /// [`ControlError::Call`] if the fake refused the reset.
     pub fn session(&self) -> Result<Session<'_>, ControlError> {
         self.reset()?;
-        Ok(Session {
-            control: self,
-            hazard_expected: core::cell::Cell::new(false),
-        })
+        Ok(Session { control: self, hazard_expected: core::cell::Cell::new(false) })
     }
 
     /// [`runlanefake_launch`](crate::runlanefake_launch): the pointers are only keys.
@@ -371,11 +347,7 @@ impl Control {
     /// picks Get): 107000 for a level other than `ACL_RT_THREAD_LEVEL`.
     #[must_use]
     pub fn last_error_at(&self, level: i32, clear: bool) -> AclError {
-        let call = if clear {
-            self.last_error.get
-        } else {
-            self.last_error.peek
-        };
+        let call = if clear { self.last_error.get } else { self.last_error.peek };
         // SAFETY: a plain value.
         unsafe { call(level) }
     }
@@ -384,10 +356,7 @@ impl Control {
     /// [`MAX_DEVICES`], served or not; a call for an id outside that range fails with 107001).
     #[must_use]
     pub const fn device(&self, device_id: i32) -> DeviceControl<'_> {
-        DeviceControl {
-            control: self,
-            device_id,
-        }
+        DeviceControl { control: self, device_id }
     }
 
     /// [`DeviceControl::fail_call`] on device 0.
@@ -418,8 +387,7 @@ impl Control {
         count: u32,
         header_bytes: &[u8],
     ) -> Result<(), ControlError> {
-        self.device(0)
-            .fault_kernel(outcome, engine, skip, count, header_bytes)
+        self.device(0).fault_kernel(outcome, engine, skip, count, header_bytes)
     }
 
     /// [`DeviceControl::fault_copy`] on device 0.
@@ -449,10 +417,7 @@ impl Control {
         let name = name
             .map(CString::new)
             .transpose()
-            .map_err(|_| ControlError::Call {
-                call: "runlanefake_set_soc_name",
-                code: 100_000,
-            })?;
+            .map_err(|_| ControlError::Call { call: "runlanefake_set_soc_name", code: 100_000 })?;
         let pointer: *const c_char = name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr());
         // SAFETY: NULL or a NUL-terminated string alive for the call (the fake copies it).
         check("runlanefake_set_soc_name", unsafe {
@@ -612,10 +577,8 @@ impl DeviceControl<'_> {
         skip: u32,
         count: u32,
     ) -> Result<(), ControlError> {
-        let name = CString::new(name).map_err(|_| ControlError::Call {
-            call: "runlanefake_fail_call_on",
-            code: 100_000,
-        })?;
+        let name = CString::new(name)
+            .map_err(|_| ControlError::Call { call: "runlanefake_fail_call_on", code: 100_000 })?;
         // SAFETY: `name` is a NUL-terminated string alive for the call.
         check("runlanefake_fail_call_on", unsafe {
             (self.control.functions.runlanefake_fail_call_on)(
@@ -676,10 +639,8 @@ impl DeviceControl<'_> {
     /// [`ControlError::Call`] with 107000 for a spec that does not parse (or has a NUL), 107001
     /// for a bad device id.
     pub fn install_fault(&self, spec: &str) -> Result<(), ControlError> {
-        let spec = CString::new(spec).map_err(|_| ControlError::Call {
-            call: "runlanefake_install_fault",
-            code: 107_000,
-        })?;
+        let spec = CString::new(spec)
+            .map_err(|_| ControlError::Call { call: "runlanefake_install_fault", code: 107_000 })?;
         // SAFETY: `spec` is a NUL-terminated string alive for the call.
         check("runlanefake_install_fault", unsafe {
             (self.control.functions.runlanefake_install_fault)(self.device_id, spec.as_ptr())
@@ -745,9 +706,7 @@ impl Session<'_> {
     /// Force resets made under a device wait since the session began, on every device.
     #[must_use]
     pub fn resets_under_wait(&self) -> u64 {
-        self.control
-            .total_counters()
-            .map_or(u64::MAX, |c| c.resets_under_wait)
+        self.control.total_counters().map_or(u64::MAX, |c| c.resets_under_wait)
     }
 }
 

@@ -21,10 +21,7 @@ unsafe fn bytes_from(bytes: *const u8, len: usize) -> Result<Vec<u8>, AclError> 
 /// The device a per-device control function names: any id below [`MAX_DEVICES`], served
 /// or not; 107001 otherwise.
 fn named(device_id: i32) -> Result<&'static Device, AclError> {
-    u32::try_from(device_id)
-        .ok()
-        .and_then(device::device)
-        .ok_or(ACL_ERROR_RT_INVALID_DEVICEID)
+    u32::try_from(device_id).ok().and_then(device::device).ok_or(ACL_ERROR_RT_INVALID_DEVICEID)
 }
 
 fn code(result: Result<(), AclError>) -> AclError {
@@ -244,10 +241,7 @@ pub(super) unsafe fn runlanefake_set_semantics_on(
 /// The calls a rule's `skip` and `count` select: the next `count` after `skip`.
 fn window(skip: u32, count: u32) -> When {
     let first = u64::from(skip) + 1;
-    When::CallSpan {
-        first,
-        last: Some(first + u64::from(count) - 1),
-    }
+    When::CallSpan { first, last: Some(first + u64::from(count) - 1) }
 }
 
 /// Installs `rule` on device `device_id`'s model.
@@ -316,11 +310,8 @@ pub(super) unsafe fn runlanefake_fault_copy_on(
     if code == ACL_SUCCESS || count == 0 {
         return ACL_ERROR_RT_PARAM_INVALID;
     }
-    let Ok(rule) = FaultRule::new(
-        FaultKind::Copy,
-        Some(&code.to_string()),
-        window(skip, count),
-    ) else {
+    let Ok(rule) = FaultRule::new(FaultKind::Copy, Some(&code.to_string()), window(skip, count))
+    else {
         return ACL_ERROR_RT_PARAM_INVALID;
     };
     install(device_id, rule)
@@ -391,10 +382,7 @@ pub(super) unsafe fn runlanefake_raise_notice(
         thread_id: 0,
         error_code: code as u32,
     };
-    self::code(crate::notice::raise(
-        info,
-        std::time::Duration::from_nanos(delay_ns),
-    ))
+    self::code(crate::notice::raise(info, std::time::Duration::from_nanos(delay_ns)))
 }
 
 pub(super) unsafe fn runlanefake_live_stream_ids(
@@ -408,12 +396,7 @@ pub(super) unsafe fn runlanefake_live_stream_ids(
         return ACL_ERROR_INVALID_PARAM;
     }
     // Handles grow with creation: their order is the creation order.
-    let ids: Vec<i32> = device
-        .lock()
-        .model
-        .stream_numbers()
-        .map(|(_, number)| number)
-        .collect();
+    let ids: Vec<i32> = device.lock().model.stream_numbers().map(|(_, number)| number).collect();
     let room = usize::try_from(capacity).unwrap_or(usize::MAX);
     for (at, id) in ids.iter().take(room).enumerate() {
         // SAFETY: `out` has room for `capacity` ids by the caller's contract.

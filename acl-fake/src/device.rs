@@ -105,19 +105,14 @@ pub(crate) struct Process {
 
 impl Process {
     const fn new() -> Self {
-        Self {
-            initialised: false,
-            soc_name: SocName::Default,
-        }
+        Self { initialised: false, soc_name: SocName::Default }
     }
 }
 
 /// The process-wide state, locked.
 pub(crate) fn process() -> MutexGuard<'static, Process> {
     // A panic under the lock is caught at the FFI boundary; the state stays usable.
-    PROCESS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    PROCESS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The device count the probe reports.
@@ -175,10 +170,7 @@ pub(crate) fn current() -> Result<(&'static Device, MutexGuard<'static, State>),
 
 /// Makes `device`'s current context the calling thread's (`aclrtSetDevice`).
 pub(crate) fn bind_current_thread(device: &Device, state: &State) {
-    let binding = Binding {
-        device: device.id,
-        generation: state.generation(),
-    };
+    let binding = Binding { device: device.id, generation: state.generation() };
     BOUND.set(Some(binding));
     SET.with_borrow_mut(|set| {
         set.retain(|b| b.device != device.id);
@@ -190,8 +182,7 @@ pub(crate) fn bind_current_thread(device: &Device, state: &State) {
 /// reset (or whole-fake reset): what a force reset of it needs.
 pub(crate) fn thread_has_set(device: &Device, state: &State) -> bool {
     SET.with_borrow(|set| {
-        set.iter()
-            .any(|b| b.device == device.id && b.generation == state.generation())
+        set.iter().any(|b| b.device == device.id && b.generation == state.generation())
     })
 }
 
@@ -206,10 +197,7 @@ pub(crate) fn new_device_address(size: usize) -> Option<usize> {
 /// Keeps a freed pinned host allocation alive (unused) until `runlanefake_reset`, so its
 /// address is never handed out again before then.
 pub(crate) fn retire_host(data: Box<[u8]>) {
-    RETIRED_HOST
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(data);
+    RETIRED_HOST.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(data);
 }
 
 /// The process's op timeout in µs ([`NEVER_OP_TIMEOUT_US`]: never).
@@ -250,11 +238,7 @@ pub(crate) fn missing_stream(current: &Device, handle: u64) -> AclError {
         .filter(|&id| id != current.id)
         .and_then(device)
         .is_some_and(|other| other.lock().model.has_stream(handle));
-    if foreign {
-        ACL_ERROR_RT_STREAM_CONTEXT
-    } else {
-        ACL_ERROR_RT_INVALID_HANDLE
-    }
+    if foreign { ACL_ERROR_RT_STREAM_CONTEXT } else { ACL_ERROR_RT_INVALID_HANDLE }
 }
 
 /// Back to a fresh process: every device's streams, events, allocations, faults and counters
@@ -280,10 +264,7 @@ pub(crate) fn reset_all() -> Vec<JoinHandle<()>> {
         drop(state);
         device.notify();
     }
-    RETIRED_HOST
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clear();
+    RETIRED_HOST.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     workers
 }
 
@@ -296,11 +277,7 @@ pub(crate) struct Device {
 
 impl Device {
     fn new(id: u32) -> Self {
-        Self {
-            id,
-            state: Mutex::new(State::new(0)),
-            changed: Condvar::new(),
-        }
+        Self { id, state: Mutex::new(State::new(0)), changed: Condvar::new() }
     }
 
     /// This device's id.
@@ -310,9 +287,7 @@ impl Device {
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic under the lock is caught at the FFI boundary; the state stays usable.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Wakes every host thread waiting for a change on this device (an event, stream or device
@@ -341,18 +316,15 @@ fn wait_until<'a>(
     deadline: Option<Instant>,
 ) -> (MutexGuard<'a, State>, bool) {
     let Some(deadline) = deadline else {
-        let guard = condvar
-            .wait(guard)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = condvar.wait(guard).unwrap_or_else(std::sync::PoisonError::into_inner);
         return (guard, false);
     };
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return (guard, true);
     }
-    let (guard, _) = condvar
-        .wait_timeout(guard, left)
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (guard, _) =
+        condvar.wait_timeout(guard, left).unwrap_or_else(std::sync::PoisonError::into_inner);
     (guard, Instant::now() >= deadline)
 }
 
@@ -434,12 +406,8 @@ impl State {
             (timeout_us != NEVER_OP_TIMEOUT_US).then(|| timeout_us.saturating_mul(1_000)),
         );
         let now = device_now_ns();
-        let moved = self.model.advance(
-            now,
-            &mut FakeHost {
-                pinned: &mut self.host_allocations,
-            },
-        ) > 0;
+        let moved =
+            self.model.advance(now, &mut FakeHost { pinned: &mut self.host_allocations }) > 0;
         if moved {
             self.refresh();
         }
@@ -456,21 +424,14 @@ impl State {
                 worker.wake.notify_all();
             }
         }
-        self.wakes
-            .retain(|_, worker| worker.seen != StreamNext::Gone);
+        self.wakes.retain(|_, worker| worker.seen != StreamNext::Gone);
     }
 
     /// A new stream's worker, started after the model made stream `id`.
     pub(crate) fn add_worker(&mut self, id: u64, worker: JoinHandle<()>, wake: Arc<Condvar>) {
         self.workers.retain(|w| !w.is_finished());
         self.workers.push(worker);
-        self.wakes.insert(
-            id,
-            Worker {
-                wake,
-                seen: StreamNext::Idle,
-            },
-        );
+        self.wakes.insert(id, Worker { wake, seen: StreamNext::Idle });
     }
 
     /// Wakes every stream's worker, to look at its stream again (a change of the device's
@@ -488,10 +449,7 @@ impl State {
     /// wait: counted, and the waiter returns [`RESET_UNDER_WAIT`](crate::RESET_UNDER_WAIT)
     /// when it wakes.
     pub(crate) fn force_reset(&mut self) -> Result<(), AclError> {
-        let reclaimed = self
-            .model
-            .force_reset(device_now_ns())
-            .map_err(AclCode::raw)?;
+        let reclaimed = self.model.force_reset(device_now_ns()).map_err(AclCode::raw)?;
         if self.waits_inside > 0 {
             self.counters.resets_under_wait += 1;
             RESETS_UNDER_WAIT_TOTAL.fetch_add(1, Ordering::AcqRel);
@@ -531,14 +489,9 @@ impl State {
 
 /// Whether `[address, address + len)` lies in one allocation of `pinned`.
 fn pinned_in(pinned: &BTreeMap<usize, Box<[u8]>>, address: usize, len: usize) -> bool {
-    pinned
-        .range(..=address)
-        .next_back()
-        .is_some_and(|(&base, data)| {
-            (address - base)
-                .checked_add(len)
-                .is_some_and(|end| end <= data.len())
-        })
+    pinned.range(..=address).next_back().is_some_and(|(&base, data)| {
+        (address - base).checked_add(len).is_some_and(|end| end <= data.len())
+    })
 }
 
 /// The host side of a copy task when it runs: pinned memory must still be allocated (a buffer
@@ -577,9 +530,7 @@ impl HostMemory for FakeHost<'_> {
 
     fn write(&mut self, addr: u64, bytes: &[u8], pinned: bool) -> Result<(), AclCode> {
         if pinned {
-            let out = self
-                .pinned_slice(addr, bytes.len())
-                .ok_or(AclCode::RtParamInvalid)?;
+            let out = self.pinned_slice(addr, bytes.len()).ok_or(AclCode::RtParamInvalid)?;
             out.copy_from_slice(bytes);
             return Ok(());
         }
@@ -603,12 +554,12 @@ pub(crate) fn spawn_worker(
     id: u64,
     wake: Arc<Condvar>,
 ) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name(format!("fake-acl-{}-stream-{id:#x}", device.id))
-        .spawn(move || {
+    std::thread::Builder::new().name(format!("fake-acl-{}-stream-{id:#x}", device.id)).spawn(
+        move || {
             punctual_timers();
             worker(device, id, &wake);
-        })
+        },
+    )
 }
 
 /// The timer slack a stream's worker runs with (ns): Linux's least. A device's kernel ends
@@ -626,12 +577,8 @@ fn punctual_timers() {
     {
         // SAFETY: PR_SET_TIMERSLACK reads one unsigned long by value and touches no memory;
         // it changes only the calling thread's own timer slack.
-        let _ = unsafe {
-            libc::prctl(
-                libc::PR_SET_TIMERSLACK,
-                WORKER_TIMER_SLACK_NS as libc::c_ulong,
-            )
-        };
+        let _ =
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, WORKER_TIMER_SLACK_NS as libc::c_ulong) };
     }
 }
 
@@ -687,14 +634,8 @@ pub(crate) fn check_copy(
     if !(ACL_MEMCPY_HOST_TO_HOST..=ACL_MEMCPY_DEVICE_TO_DEVICE).contains(&kind) {
         return Err(ACL_ERROR_RT_PARAM_INVALID);
     }
-    let device_dst = matches!(
-        kind,
-        ACL_MEMCPY_HOST_TO_DEVICE | ACL_MEMCPY_DEVICE_TO_DEVICE
-    );
-    let device_src = matches!(
-        kind,
-        ACL_MEMCPY_DEVICE_TO_HOST | ACL_MEMCPY_DEVICE_TO_DEVICE
-    );
+    let device_dst = matches!(kind, ACL_MEMCPY_HOST_TO_DEVICE | ACL_MEMCPY_DEVICE_TO_DEVICE);
+    let device_src = matches!(kind, ACL_MEMCPY_DEVICE_TO_HOST | ACL_MEMCPY_DEVICE_TO_DEVICE);
     let on_device = |address: usize| state.model.bytes(address as u64, count).is_some();
     if (device_dst && !on_device(dst)) || (device_src && !on_device(src)) {
         return Err(ACL_ERROR_RT_PARAM_INVALID);

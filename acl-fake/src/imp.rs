@@ -56,20 +56,14 @@ fn refused(device: &Device, state: MutexGuard<'_, State>, error: CallError) -> A
 
 /// A stream or event handle: 100000 for NULL (device-truth §6), else its table key.
 fn handle(raw: *mut c_void) -> Result<u64, AclError> {
-    if raw.is_null() {
-        Err(ACL_ERROR_INVALID_PARAM)
-    } else {
-        Ok(raw as u64)
-    }
+    if raw.is_null() { Err(ACL_ERROR_INVALID_PARAM) } else { Ok(raw as u64) }
 }
 
 /// A timeout argument: -1 forever, > 0 milliseconds, anything else 107000.
 fn deadline(timeout_ms: i32) -> Result<Option<Instant>, AclError> {
     match timeout_ms {
         -1 => Ok(None),
-        ms if ms > 0 => Ok(Some(
-            Instant::now() + Duration::from_millis(ms.unsigned_abs().into()),
-        )),
+        ms if ms > 0 => Ok(Some(Instant::now() + Duration::from_millis(ms.unsigned_abs().into()))),
         _ => Err(ACL_ERROR_RT_PARAM_INVALID),
     }
 }
@@ -152,9 +146,9 @@ pub(crate) unsafe fn aclrtGetSocName() -> *const c_char {
     match &process.soc_name {
         // The default lives forever; a custom name lives until the next set or reset, as the
         // documentation of `runlanefake_set_soc_name` says.
-        SocName::Default => DEFAULT
-            .get_or_init(|| CString::new(DEFAULT_SOC_NAME).unwrap_or_default())
-            .as_ptr(),
+        SocName::Default => {
+            DEFAULT.get_or_init(|| CString::new(DEFAULT_SOC_NAME).unwrap_or_default()).as_ptr()
+        }
         SocName::Custom(name) => name.as_ptr(),
         SocName::Null => std::ptr::null(),
     }
@@ -203,11 +197,7 @@ pub(crate) unsafe fn aclrtSetOpExecuteTimeOutV2(
         return ACL_ERROR_INVALID_PARAM;
     }
     // 0 is the maximum: never times out (device-truth §6); the fake reports it as u64::MAX [I].
-    let timeout_us = if timeout_us == 0 {
-        NEVER_OP_TIMEOUT_US
-    } else {
-        timeout_us
-    };
+    let timeout_us = if timeout_us == 0 { NEVER_OP_TIMEOUT_US } else { timeout_us };
     set_op_timeout_us(timeout_us);
     // SAFETY: non-NULL out-pointer from the caller, valid for a u64 write.
     code(unsafe { write_out(actual_timeout_us, timeout_us) })
@@ -299,9 +289,7 @@ pub(crate) unsafe fn aclrtRecordEvent(event: AclrtEvent, stream: AclrtStream) ->
     // An event of another device is not one of this context's handles: 107017 [I]. The
     // `event-record` site names the run of the stream's last kernel.
     let recorded =
-        state
-            .model
-            .record_event(event, stream, RecordRun::LastKernel, 0, device_now_ns());
+        state.model.record_event(event, stream, RecordRun::LastKernel, 0, device_now_ns());
     if let Err(error) = recorded {
         return refused(device, state, error);
     }
@@ -388,9 +376,7 @@ pub(crate) unsafe fn aclrtStreamWaitEvent(stream: AclrtStream, event: AclrtEvent
     let (device, mut state) = or_return!(current());
     let (stream, event) = or_return!(handle(stream).and_then(|s| Ok((s, handle(event)?))));
     // A cross-stream wait needs ACL_EVENT_SYNC: 207000 without it (device-truth §6).
-    let waited = state
-        .model
-        .stream_wait_event(stream, event, 0, device_now_ns());
+    let waited = state.model.stream_wait_event(stream, event, 0, device_now_ns());
     if let Err(error) = waited {
         return refused(device, state, error);
     }
@@ -512,10 +498,9 @@ pub(crate) unsafe fn aclrtMemcpy(
             let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), count) };
             state.model.read(out, src as u64, now)
         }
-        ACL_MEMCPY_DEVICE_TO_DEVICE => state
-            .model
-            .copy_within(dst as u64, src as u64, count)
-            .map_err(CallError::Code),
+        ACL_MEMCPY_DEVICE_TO_DEVICE => {
+            state.model.copy_within(dst as u64, src as u64, count).map_err(CallError::Code)
+        }
         _ => {
             // SAFETY: both are host pointers valid for `count` bytes (the call's contract); a
             // host-to-host copy through the fake may overlap, as `memmove` allows.
@@ -566,10 +551,7 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
         if on_device {
             Place::Device(address as u64)
         } else {
-            Place::Host {
-                addr: address as u64,
-                pinned,
-            }
+            Place::Host { addr: address as u64, pinned }
         }
     };
     let spec = CopySpec {
@@ -578,13 +560,9 @@ pub(crate) unsafe fn aclrtMemcpyAsync(
         len: count,
     };
     let state_ref = &mut *state;
-    let host_memory = FakeHost {
-        pinned: &mut state_ref.host_allocations,
-    };
+    let host_memory = FakeHost { pinned: &mut state_ref.host_allocations };
     let enqueued =
-        state_ref
-            .model
-            .enqueue_copy(id, spec, &host_memory, pageable, 0, device_now_ns());
+        state_ref.model.enqueue_copy(id, spec, &host_memory, pageable, 0, device_now_ns());
     let seq = match enqueued {
         Ok(seq) => seq,
         Err(error) => return refused(device, state, error),

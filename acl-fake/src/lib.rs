@@ -133,16 +133,9 @@ pub enum Outcome {
 
 impl Outcome {
     fn from_raw(raw: u32) -> Option<Self> {
-        [
-            Self::Ok,
-            Self::Exception,
-            Self::Hang,
-            Self::Latch,
-            Self::Silent,
-            Self::Stuck,
-        ]
-        .into_iter()
-        .find(|o| *o as u32 == raw)
+        [Self::Ok, Self::Exception, Self::Hang, Self::Latch, Self::Silent, Self::Stuck]
+            .into_iter()
+            .find(|o| *o as u32 == raw)
     }
 
     /// The device model's outcome.
@@ -427,16 +420,9 @@ pub(crate) fn set_last_error(code: AclError) {
 
 /// The calling thread's last error, cleared when `clear`.
 fn last_error(clear: bool) -> AclError {
-    let (code, resets) = if clear {
-        LAST_ERROR.replace((ACL_SUCCESS, 0))
-    } else {
-        LAST_ERROR.get()
-    };
-    if resets == LAST_ERROR_RESETS.load(Ordering::Acquire) {
-        code
-    } else {
-        ACL_SUCCESS
-    }
+    let (code, resets) =
+        if clear { LAST_ERROR.replace((ACL_SUCCESS, 0)) } else { LAST_ERROR.get() };
+    if resets == LAST_ERROR_RESETS.load(Ordering::Acquire) { code } else { ACL_SUCCESS }
 }
 
 /// `aclrtPeekAtLastError` / `aclrtGetLastError`: 107000 for a level other than

@@ -30,19 +30,12 @@ struct Notices {
     dropped: u64,
 }
 
-static NOTICES: Mutex<Notices> = Mutex::new(Notices {
-    callback: None,
-    epoch: 0,
-    threads: Vec::new(),
-    delivered: 0,
-    dropped: 0,
-});
+static NOTICES: Mutex<Notices> =
+    Mutex::new(Notices { callback: None, epoch: 0, threads: Vec::new(), delivered: 0, dropped: 0 });
 static CHANGED: Condvar = Condvar::new();
 
 fn notices() -> MutexGuard<'static, Notices> {
-    NOTICES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    NOTICES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `aclrtSetExceptionInfoCallback`: the one slot, last registration wins, `None` clears it.
@@ -80,10 +73,7 @@ fn deliver(mut info: Info, epoch: u64, deadline: Option<Instant>) {
         if left.is_zero() {
             break;
         }
-        n = CHANGED
-            .wait_timeout(n, left)
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .0;
+        n = CHANGED.wait_timeout(n, left).unwrap_or_else(std::sync::PoisonError::into_inner).0;
     }
     let Some(callback) = n.callback else {
         n.dropped += 1;

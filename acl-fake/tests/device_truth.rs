@@ -23,10 +23,7 @@ use status_latch::{
 
 /// A status header of `layout` with `code` latched by the orchestrator.
 fn latched_header(layout: HeaderLayout, code: RuntimeCode) -> Vec<u8> {
-    let status = Status {
-        orch: Some(code),
-        ..Status::clean(layout)
-    };
+    let status = Status { orch: Some(code), ..Status::clean(layout) };
     let mut bytes = status_latch::encode(layout, &status);
     if layout == HeaderLayout::TensormapAndRingbuffer {
         // Something recognisable in the error tail past the latch words.
@@ -88,12 +85,7 @@ impl Pair {
     }
 
     fn destroy(self, acl: &Acl) {
-        destroy_all(
-            acl,
-            &[self.core, self.cpu],
-            &[self.core_done, self.boundary],
-            &[],
-        );
+        destroy_all(acl, &[self.core, self.cpu], &[self.core_done, self.boundary], &[]);
     }
 }
 
@@ -113,27 +105,16 @@ fn assert_completion_is_not_the_verdict(
 ) {
     let complete = Ok(ACL_EVENT_RECORDED_STATUS_COMPLETE);
     for &event in events {
-        assert_eq!(
-            sync(acl, event, LONG_MS),
-            ACL_SUCCESS,
-            "the event wait is 0"
-        );
+        assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "the event wait is 0");
         assert_eq!(query(acl, event), complete, "the query says complete");
     }
     let (peek, get) = (|| control.peek_at_last_error(), || control.get_last_error());
     assert_eq!(peek(), ACL_SUCCESS, "peek is 0 before a sync");
     let zero = sync_stream(acl, stream, 0);
-    assert_eq!(
-        zero, ACL_ERROR_RT_PARAM_INVALID,
-        "a zero timeout is refused"
-    );
+    assert_eq!(zero, ACL_ERROR_RT_PARAM_INVALID, "a zero timeout is refused");
     assert_eq!(get(), ACL_ERROR_RT_PARAM_INVALID);
     assert_eq!(peek(), ACL_SUCCESS, "get cleared it");
-    assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        code,
-        "the sync materializes it"
-    );
+    assert_eq!(sync_stream(acl, stream, LONG_MS), code, "the sync materializes it");
     assert_eq!(peek(), code, "peek after the sync");
     assert_eq!(peek(), code, "peek does not clear");
     assert_eq!(get(), code);
@@ -156,20 +137,14 @@ fn after_a_fatal_status_run_events_complete_and_only_the_stream_synchronize_repo
     let fatal = ACL_ERROR_RT_AICPU_EXCEPTION;
     assert_completion_is_not_the_verdict(acl, control, &events, pair.cpu, fatal);
     assert_eq!(sync_stream(acl, pair.core, LONG_MS), ACL_SUCCESS);
-    assert_eq!(
-        from_device(acl, header_at, header.len()),
-        Ok(header.clone())
-    );
+    assert_eq!(from_device(acl, header_at, header.len()), Ok(header.clone()));
     let error = Record::Error {
         code: RuntimeCode::ScopeDeadlock,
         source: RecordSource::Header,
         payload_len: 64,
     };
     let record = decode_record(&read_record(acl, region), 7);
-    assert_eq!(
-        record, error,
-        "the record, not the event, says the run failed"
-    );
+    assert_eq!(record, error, "the record, not the event, says the run failed");
     destroy_all(acl, &[], &[], &[region, header_at]);
     pair.destroy(acl);
     assert_balanced(control);
@@ -194,10 +169,7 @@ fn after_an_exception_or_an_op_timeout_kill_events_complete_and_the_stream_synch
         destroy_all(acl, &[stream], &[event], &[]);
     }
     // A kernel longer than the op timeout is killed too.
-    for (engine, code) in [
-        (core, ACL_ERROR_RT_AICORE_TIMEOUT),
-        (cpu, ACL_ERROR_RT_AICPU_TIMEOUT),
-    ] {
+    for (engine, code) in [(core, ACL_ERROR_RT_AICORE_TIMEOUT), (cpu, ACL_ERROR_RT_AICPU_TIMEOUT)] {
         let stream = create_stream(acl);
         launch(control, stream, engine, 60_000).expect("launch");
         assert_eq!(sync_stream(acl, stream, LONG_MS), code);
@@ -224,15 +196,8 @@ fn a_kernel_a_copy_a_wait_and_a_record_queued_behind_a_faulted_kernel_still_run(
     assert_eq!(stream_wait(acl, stream, event), ACL_SUCCESS);
     record_and_wait(acl, event, stream);
     let (start, end) = timing_of(acl, timing);
-    assert!(
-        start != 0 && end != 0,
-        "the kernel behind the fault ran: {start} {end}"
-    );
-    assert_eq!(
-        from_device(acl, dev, 4),
-        Ok(vec![6, 7, 8, 9]),
-        "the copy ran"
-    );
+    assert!(start != 0 && end != 0, "the kernel behind the fault ran: {start} {end}");
+    assert_eq!(from_device(acl, dev, 4), Ok(vec![6, 7, 8, 9]), "the copy ran");
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
         ACL_ERROR_RT_AICORE_EXCEPTION,
@@ -250,19 +215,13 @@ fn the_sticky_code_stays_until_the_stream_is_destroyed_or_the_device_force_reset
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
     let exception = ACL_ERROR_RT_AICORE_EXCEPTION;
-    control
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
+    control.fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[]).expect("rule");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
     for _ in 0..2 {
         assert_eq!(sync_stream(acl, stream, LONG_MS), exception);
     }
     launch(control, stream, ENGINE_AICORE, 0).expect("a clean kernel behind it");
-    assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        exception,
-        "a clean task does not clear it"
-    );
+    assert_eq!(sync_stream(acl, stream, LONG_MS), exception, "a clean task does not clear it");
     assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
     assert_eq!(
         sync_stream(acl, stream, LONG_MS),
@@ -270,11 +229,7 @@ fn the_sticky_code_stays_until_the_stream_is_destroyed_or_the_device_force_reset
         "the handle died with its code"
     );
     let fresh = create_stream(acl);
-    assert_eq!(
-        sync_stream(acl, fresh, LONG_MS),
-        ACL_SUCCESS,
-        "a new stream is clean"
-    );
+    assert_eq!(sync_stream(acl, fresh, LONG_MS), ACL_SUCCESS, "a new stream is clean");
     launch_ending(control, fresh, ENGINE_AICORE, Outcome::Exception).expect("launch");
     assert_eq!(sync_stream(acl, fresh, LONG_MS), exception);
     reset_and_bind(acl, 0);
@@ -294,16 +249,9 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
     (kernel.timing, kernel.duration) = (timing, Duration::from_millis(20));
     control.launch_run(&kernel).expect("launch");
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
-    assert_ne!(
-        timing_of(acl, timing).1,
-        0,
-        "the kernel ended before the synchronize returned"
-    );
+    assert_ne!(timing_of(acl, timing).1, 0, "the kernel ended before the synchronize returned");
     launch_hang(control, stream);
-    assert_eq!(
-        sync_stream(acl, stream, 20),
-        ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
-    );
+    assert_eq!(sync_stream(acl, stream, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
     assert_eq!(control.get_last_error(), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
     assert_eq!(destroy_stream_force(acl, stream), ACL_SUCCESS);
     // Another thread bound to the device synchronizes; the last error is that thread's.
@@ -320,21 +268,14 @@ fn the_stream_synchronize_waits_for_every_task_times_out_with_507046_and_works_f
         .expect("thread")
     });
     assert_eq!((code, peeked), (ACL_ERROR_RT_AICPU_EXCEPTION, code));
-    assert_eq!(
-        control.peek_at_last_error(),
-        ACL_SUCCESS,
-        "this thread never synchronized it"
-    );
+    assert_eq!(control.peek_at_last_error(), ACL_SUCCESS, "this thread never synchronized it");
     assert_eq!(
         control.last_error_at(1, false),
         ACL_ERROR_RT_PARAM_INVALID,
         "only the thread level exists"
     );
     // A whole-fake reset clears every thread's last error.
-    assert_eq!(
-        sync_stream(acl, faulted, LONG_MS),
-        ACL_ERROR_RT_AICPU_EXCEPTION
-    );
+    assert_eq!(sync_stream(acl, faulted, LONG_MS), ACL_ERROR_RT_AICPU_EXCEPTION);
     destroy_all(acl, &[faulted], &[], &[timing]);
     assert_balanced(control);
     control.reset().expect("reset");
@@ -393,19 +334,13 @@ fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_50789
     let [dev, pinned] = [malloc(acl, 4), malloc_host(acl, 4)];
     launch_ending(control, stream, ENGINE_AICORE, Outcome::Exception)
         .expect("accepted: no code is sticky yet");
-    assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION
-    );
+    assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_ERROR_RT_AICORE_EXCEPTION);
     let err = launch(control, stream, ENGINE_AICORE, 0).expect_err("refused");
     assert!(err.to_string().contains("507899"), "{err}");
     let refused = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
     assert_eq!(try_record(acl, event, stream), refused);
     assert_eq!(stream_wait(acl, stream, event), refused);
-    assert_eq!(
-        copy_async(acl, [dev, pinned], 4, ACL_MEMCPY_HOST_TO_DEVICE, stream),
-        refused
-    );
+    assert_eq!(copy_async(acl, [dev, pinned], 4, ACL_MEMCPY_HOST_TO_DEVICE, stream), refused);
     launch(control, healthy, ENGINE_AICORE, 0).expect("a clean stream accepts");
     record(acl, event, healthy);
     assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
@@ -416,21 +351,13 @@ fn enqueue_after_fault_refused_fails_every_enqueue_on_a_sticky_stream_with_50789
 /// Launches a run whose AICore kernel hangs to the op timeout; returns the codes of the two
 /// streams' synchronizes (AICore, AICPU).
 fn op_timeout_codes(acl: &Acl, control: &Control, place: OpTimeoutCodeOn) -> (AclError, AclError) {
-    control
-        .set_semantics(Semantics::OpTimeoutCodeOn(place))
-        .expect("switch");
+    control.set_semantics(Semantics::OpTimeoutCodeOn(place)).expect("switch");
     let pair = Pair::new(acl);
     let hung = RunKernel::new(std::ptr::null_mut(), ENGINE_AICORE);
-    let hung = RunKernel {
-        outcome: Outcome::Hang,
-        ..hung
-    };
+    let hung = RunKernel { outcome: Outcome::Hang, ..hung };
     pair.launch(acl, control, [hung, RunKernel::default()], handshake(3), 9);
     assert_eq!(sync(acl, pair.boundary, LONG_MS), ACL_SUCCESS);
-    let codes = (
-        sync_stream(acl, pair.core, LONG_MS),
-        sync_stream(acl, pair.cpu, LONG_MS),
-    );
+    let codes = (sync_stream(acl, pair.core, LONG_MS), sync_stream(acl, pair.cpu, LONG_MS));
     pair.destroy(acl);
     codes
 }
@@ -441,18 +368,9 @@ fn op_timeout_code_on_places_a_killed_kernels_code_on_its_own_its_partners_or_bo
     // Long enough that the AICPU kernel is launched before the AICore one is killed.
     set_op_timeout_ms(acl, 300);
     let kill = ACL_ERROR_RT_AICORE_TIMEOUT;
-    assert_eq!(
-        op_timeout_codes(acl, control, OpTimeoutCodeOn::OwnStream),
-        (kill, ACL_SUCCESS)
-    );
-    assert_eq!(
-        op_timeout_codes(acl, control, OpTimeoutCodeOn::PartnerStream),
-        (ACL_SUCCESS, kill)
-    );
-    assert_eq!(
-        op_timeout_codes(acl, control, OpTimeoutCodeOn::BothStreams),
-        (kill, kill)
-    );
+    assert_eq!(op_timeout_codes(acl, control, OpTimeoutCodeOn::OwnStream), (kill, ACL_SUCCESS));
+    assert_eq!(op_timeout_codes(acl, control, OpTimeoutCodeOn::PartnerStream), (ACL_SUCCESS, kill));
+    assert_eq!(op_timeout_codes(acl, control, OpTimeoutCodeOn::BothStreams), (kill, kill));
     // A kernel alone has no partner: its own stream, whatever the switch.
     let alone = create_stream(acl);
     launch_hang(control, alone);
@@ -469,8 +387,7 @@ fn faulted_behind_a_rule(
     on: &DeviceControl<'_>,
 ) -> (AclrtStream, AclrtEvent) {
     let (stream, event) = stream_and_event(acl);
-    on.fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
+    on.fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[]).expect("rule");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
     record(acl, event, stream);
     (stream, event)
@@ -479,14 +396,10 @@ fn faulted_behind_a_rule(
 #[test]
 fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
     let (_guard, acl, control) = session();
-    control
-        .set_semantics(Semantics::LegacyEventFaults(true))
-        .expect("switch");
+    control.set_semantics(Semantics::LegacyEventFaults(true)).expect("switch");
     let (stream, event) = stream_and_event(acl);
     let timing = malloc(acl, 16);
-    control
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
+    control.fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[]).expect("rule");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
     let mut kernel = RunKernel::new(stream, ENGINE_AICORE);
     kernel.timing = timing;
@@ -496,11 +409,7 @@ fn legacy_event_faults_restores_the_old_fault_propagation_only_when_asked() {
     assert_eq!(sync(acl, event, LONG_MS), fault);
     assert_eq!(query(acl, event), Err(fault));
     assert_eq!(sync_stream(acl, stream, LONG_MS), fault);
-    assert_eq!(
-        timing_of(acl, timing),
-        (0, 0),
-        "nothing ran after the fault"
-    );
+    assert_eq!(timing_of(acl, timing), (0, 0), "nothing ran after the fault");
     destroy_all(acl, &[stream], &[event], &[timing]);
     assert_balanced(control);
 }
@@ -513,30 +422,18 @@ fn switches_are_checked_per_device_and_restored_by_the_whole_fake_reset() {
     // Only device 0 has it: device 1 keeps the default.
     bind(acl, 1);
     let (stream, event) = faulted_behind_a_rule(acl, control, &control.device(1));
-    assert_eq!(
-        sync(acl, event, LONG_MS),
-        ACL_SUCCESS,
-        "device 1: real semantics"
-    );
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "device 1: real semantics");
     destroy_both(acl, stream, event);
     assert!(control.device(64).set_semantics(legacy).is_err());
     // Unknown switches and values are refused (the typed call cannot make them).
-    assert!(
-        control
-            .set_semantics_raw(SWITCH_LEGACY_EVENT_FAULTS, 2)
-            .is_err()
-    );
+    assert!(control.set_semantics_raw(SWITCH_LEGACY_EVENT_FAULTS, 2).is_err());
     assert!(control.set_semantics_raw(99, 0).is_err());
     assert_eq!(legacy.raw(), (SWITCH_LEGACY_EVENT_FAULTS, 1));
     // The reset restores device 0's default.
     control.reset().expect("reset");
     bind(acl, 0);
     let (stream, event) = faulted_behind_a_rule(acl, control, &control.device(0));
-    assert_eq!(
-        sync(acl, event, LONG_MS),
-        ACL_SUCCESS,
-        "reset: real semantics again"
-    );
+    assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "reset: real semantics again");
     destroy_both(acl, stream, event);
     assert_all_balanced(control);
 }
@@ -555,20 +452,13 @@ fn a_bad_record_address_a_zero_epoch_or_a_second_kernel_of_one_engine_fails_the_
         kernel
     };
     let (invalid, alone) = (ACL_ERROR_RT_PARAM_INVALID, std::ptr::null_mut());
-    assert_eq!(
-        code(cpu(small, 1, alone)),
-        invalid,
-        "16 bytes cannot hold 280"
-    );
+    assert_eq!(code(cpu(small, 1, alone)), invalid, "16 bytes cannot hold 280");
     assert_eq!(code(cpu(0x40_usize as *mut c_void, 1, alone)), invalid);
     assert_eq!(code(cpu(region, 0, alone)), invalid, "no run has epoch 0");
     let in_run = cpu(region, 5, handshake(8));
     assert_eq!(code(in_run), ACL_SUCCESS);
     assert_eq!(code(in_run), invalid, "one AICPU kernel per run");
-    let core = RunKernel {
-        engine: ENGINE_AICORE,
-        ..in_run
-    };
+    let core = RunKernel { engine: ENGINE_AICORE, ..in_run };
     assert_eq!(code(core), ACL_SUCCESS);
     assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_SUCCESS);
     assert_eq!(decode_record(&read_record(acl, region), 5), Record::Ok);
@@ -621,15 +511,9 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
     assert_eq!(first, [1, 2], "restarted at the reset");
     reset_and_bind(acl, 0);
     let (streams, second) = two_numbered(acl);
-    assert_eq!(
-        second, first,
-        "the killed streams' numbers name the new ones"
-    );
+    assert_eq!(second, first, "the killed streams' numbers name the new ones");
     // A failed reset restarts nothing and kills nothing.
-    control
-        .device(0)
-        .fail_call("aclrtResetDeviceForce", CODE_FAULT, 0, 1)
-        .expect("the rule");
+    control.device(0).fail_call("aclrtResetDeviceForce", CODE_FAULT, 0, 1).expect("the rule");
     assert_eq!(force_reset(acl, 0), CODE_FAULT);
     let (more, next) = two_numbered(acl);
     assert_eq!(next, [3, 4], "still counting after a failed reset");
@@ -646,21 +530,14 @@ fn reset_restarts_stream_numbering_reuses_the_numbers_a_good_reset_killed_only_w
         Semantics::ResetRestartsStreamNumbering(true).raw(),
         (SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 1)
     );
-    assert!(
-        control
-            .set_semantics_raw(SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 2)
-            .is_err()
-    );
+    assert!(control.set_semantics_raw(SWITCH_RESET_RESTARTS_STREAM_NUMBERING, 2).is_err());
     // The whole fake's reset restores the default on device 0.
     control.reset().expect("reset");
     bind(acl, 0);
     let (_, fresh) = two_numbered(acl);
     reset_and_bind(acl, 0);
     let (streams, kept) = two_numbered(acl);
-    assert!(
-        kept.iter().all(|n| !fresh.contains(n)),
-        "{fresh:?} then {kept:?}"
-    );
+    assert!(kept.iter().all(|n| !fresh.contains(n)), "{fresh:?} then {kept:?}");
     destroy_streams(acl, streams);
     assert_all_balanced(control);
 }

@@ -42,10 +42,7 @@ impl BoundThread {
                 job();
             }
         });
-        Self {
-            jobs: Some(jobs),
-            thread: Some(thread),
-        }
+        Self { jobs: Some(jobs), thread: Some(thread) }
     }
 
     /// Runs `job` on the thread and returns its result.
@@ -62,9 +59,7 @@ impl BoundThread {
                 let _ = answer.send(job(&fake.acl, &fake.control));
             }))
             .expect("the thread takes jobs");
-        result
-            .recv()
-            .expect("the job answered (it panicked if not)")
+        result.recv().expect("the job answered (it panicked if not)")
     }
 }
 
@@ -96,22 +91,11 @@ fn sixteen_devices_are_served_by_default_ids_0_to_15_bind_and_16_is_refused() {
         let stream = create_stream(acl);
         assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS, "device {id}");
         let counters = control.device(id).counters().expect("counters");
-        assert_eq!(
-            counters.streams_created, 1,
-            "device {id} counted its own stream"
-        );
+        assert_eq!(counters.streams_created, 1, "device {id} counted its own stream");
     }
     for id in [16, 17, -1] {
-        assert_eq!(
-            set_device(acl, id),
-            ACL_ERROR_RT_INVALID_DEVICEID,
-            "set device {id}"
-        );
-        assert_eq!(
-            force_reset(acl, id),
-            ACL_ERROR_RT_INVALID_DEVICEID,
-            "reset {id}"
-        );
+        assert_eq!(set_device(acl, id), ACL_ERROR_RT_INVALID_DEVICEID, "set device {id}");
+        assert_eq!(force_reset(acl, id), ACL_ERROR_RT_INVALID_DEVICEID, "reset {id}");
     }
     // The count moves up to the fake's capacity and no further.
     let max = i32::try_from(MAX_DEVICES).expect("small");
@@ -136,13 +120,7 @@ fn a_thread_has_one_current_device_and_binding_another_switches_it() {
         ACL_ERROR_RT_STREAM_CONTEXT,
         "the thread now acts on device 1"
     );
-    let live = |id: i32| {
-        control
-            .device(id)
-            .counters()
-            .expect("counters")
-            .live_streams
-    };
+    let live = |id: i32| control.device(id).counters().expect("counters").live_streams;
     assert_eq!((live(0), live(1)), (1, 1));
     bind(acl, 0);
     assert_eq!(destroy_stream(acl, on_0), ACL_SUCCESS);
@@ -193,10 +171,7 @@ fn a_handle_of_another_device_is_refused_with_the_closest_acl_code_and_stays_usa
     assert_eq!(stream_wait(acl, s0, e1), context);
     assert_eq!(launch_code(launch(control, s0, ENGINE_AICORE, 0)), context);
     // Device memory of this device and a stream of another: refused first.
-    assert_eq!(
-        copy_async(acl, [p1, p1], 16, ACL_MEMCPY_DEVICE_TO_DEVICE, s0),
-        context
-    );
+    assert_eq!(copy_async(acl, [p1, p1], 16, ACL_MEMCPY_DEVICE_TO_DEVICE, s0), context);
     // An event of device 0 is no handle of this context.
     let invalid = ACL_ERROR_RT_INVALID_HANDLE;
     assert_eq!(try_record(acl, e0, s1), invalid);
@@ -262,34 +237,18 @@ fn a_force_reset_of_one_device_leaves_every_other_device_and_its_threads_untouch
     // Device 1's lane thread must bind again, and its old handles are dead.
     lane_1.run(move |acl, _| {
         assert_eq!(try_create_stream(acl), ACL_ERROR_RT_CONTEXT_NULL);
-        assert_eq!(
-            destroy_stream_force(acl, stream_at(s1)),
-            ACL_ERROR_RT_CONTEXT_NULL
-        );
+        assert_eq!(destroy_stream_force(acl, stream_at(s1)), ACL_ERROR_RT_CONTEXT_NULL);
         bind(acl, 1);
-        assert_eq!(
-            destroy_stream_force(acl, stream_at(s1)),
-            ACL_ERROR_RT_INVALID_HANDLE
-        );
-        assert_eq!(
-            destroy_event(acl, event_at(e1)),
-            ACL_ERROR_RT_INVALID_HANDLE
-        );
+        assert_eq!(destroy_stream_force(acl, stream_at(s1)), ACL_ERROR_RT_INVALID_HANDLE);
+        assert_eq!(destroy_event(acl, event_at(e1)), ACL_ERROR_RT_INVALID_HANDLE);
         assert_eq!(free(acl, p1 as *mut _), ACL_ERROR_RT_PARAM_INVALID);
         let fresh = create_stream(acl);
         assert_eq!(destroy_stream(acl, fresh), ACL_SUCCESS);
     });
     let c0 = control.device(0).counters().expect("counters");
     let c1 = control.device(1).counters().expect("counters");
-    assert_eq!(
-        (c0.force_resets, c0.streams_reclaimed, c0.events_reclaimed),
-        (0, 0, 0)
-    );
-    let reclaimed = (
-        c1.streams_reclaimed,
-        c1.events_reclaimed,
-        c1.allocations_reclaimed,
-    );
+    assert_eq!((c0.force_resets, c0.streams_reclaimed, c0.events_reclaimed), (0, 0, 0));
+    let reclaimed = (c1.streams_reclaimed, c1.events_reclaimed, c1.allocations_reclaimed);
     assert_eq!((c1.force_resets, reclaimed), (1, (1, 1, 1)));
     assert_all_balanced(control);
 }
@@ -326,26 +285,14 @@ fn a_force_reset_under_a_wait_is_counted_and_wakes_only_its_own_devices_waiter_w
             "on real ACL this waiter reads the deleted device: the fake's distinctive code"
         );
         assert_eq!(control.resets_under_wait(), total_before + 1);
-        let under_wait = |id: i32| {
-            control
-                .device(id)
-                .counters()
-                .expect("counters")
-                .resets_under_wait
-        };
+        let under_wait =
+            |id: i32| control.device(id).counters().expect("counters").resets_under_wait;
         assert_eq!((under_wait(1), under_wait(0)), (1, 0));
-        assert_eq!(
-            blocked_event_syncs(control, 0),
-            1,
-            "device 0's waiter still waits"
-        );
+        assert_eq!(blocked_event_syncs(control, 0), 1, "device 0's waiter still waits");
         // Device 0's waiter ends with its own stream's fate.
         bind(acl, 0);
         assert_eq!(destroy_stream_force(acl, s0), ACL_SUCCESS);
-        assert_eq!(
-            waiter_0.join().expect("waiter 0"),
-            ACL_ERROR_RT_STREAM_ABORT
-        );
+        assert_eq!(waiter_0.join().expect("waiter 0"), ACL_ERROR_RT_STREAM_ABORT);
     });
     assert_eq!(destroy_event(acl, event_at(e0)), ACL_SUCCESS);
     assert_all_balanced(control);
@@ -365,9 +312,7 @@ fn a_second_thread_waits_on_an_event_while_the_first_launches_and_records_others
             bind(acl, 2);
             sync(acl, event_at(awaited_raw), LONG_MS)
         });
-        wait_until("the waiter inside its wait", || {
-            blocked_event_syncs(control, 2) == 1
-        });
+        wait_until("the waiter inside its wait", || blocked_event_syncs(control, 2) == 1);
         for _ in 0..3 {
             launch(control, busy, ENGINE_AICORE, 1).expect("launch");
             record_and_wait(acl, other, busy);
@@ -376,11 +321,7 @@ fn a_second_thread_waits_on_an_event_while_the_first_launches_and_records_others
         assert_eq!(blocked_event_syncs(control, 2), 1, "still waiting");
         assert_eq!(destroy_stream_force(acl, held), ACL_SUCCESS);
         assert_eq!(waiter.join().expect("waiter"), ACL_ERROR_RT_STREAM_ABORT);
-        assert_eq!(
-            sync(acl, awaited, LONG_MS),
-            ACL_ERROR_RT_STREAM_ABORT,
-            "a later wait too"
-        );
+        assert_eq!(sync(acl, awaited, LONG_MS), ACL_ERROR_RT_STREAM_ABORT, "a later wait too");
     });
     destroy_both(acl, busy, awaited);
     assert_eq!(destroy_event(acl, other), ACL_SUCCESS);
@@ -395,9 +336,7 @@ fn synchronize_device_drains_only_the_calling_threads_device() {
     launch_hang(control, hung);
     bind(acl, 0);
     let faulted = create_stream(acl);
-    control
-        .fault_kernel(Outcome::Exception, ENGINE_ANY, 0, 1, &[])
-        .expect("rule");
+    control.fault_kernel(Outcome::Exception, ENGINE_ANY, 0, 1, &[]).expect("rule");
     launch(control, faulted, ENGINE_AICORE, 0).expect("launch");
     assert_eq!(
         sync_device(acl, LONG_MS),
@@ -409,11 +348,7 @@ fn synchronize_device_drains_only_the_calling_threads_device() {
     bind(acl, 1);
     assert_eq!(sync_device(acl, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
     assert_eq!(destroy_stream_force(acl, hung), ACL_SUCCESS);
-    assert_eq!(
-        sync_device(acl, LONG_MS),
-        ACL_SUCCESS,
-        "device 0's fault is not device 1's"
-    );
+    assert_eq!(sync_device(acl, LONG_MS), ACL_SUCCESS, "device 0's fault is not device 1's");
     bind(acl, 0);
     assert_eq!(destroy_stream_force(acl, faulted), ACL_SUCCESS);
     assert_all_balanced(control);
@@ -423,12 +358,9 @@ fn synchronize_device_drains_only_the_calling_threads_device() {
 fn fault_rules_of_one_device_never_fire_on_another() {
     let (_guard, acl, control) = session();
     let one = control.device(1);
-    one.fail_call("aclrtSetDevice", OTHER_FAULT, 0, 1)
-        .expect("rule");
-    one.fail_call("aclrtCreateStreamWithConfig", CODE_FAULT, 0, 1)
-        .expect("rule");
-    one.fault_kernel(Outcome::Exception, ENGINE_ANY, 0, 1, &[])
-        .expect("rule");
+    one.fail_call("aclrtSetDevice", OTHER_FAULT, 0, 1).expect("rule");
+    one.fail_call("aclrtCreateStreamWithConfig", CODE_FAULT, 0, 1).expect("rule");
+    one.fault_kernel(Outcome::Exception, ENGINE_ANY, 0, 1, &[]).expect("rule");
     one.fault_copy(CODE_FAULT, 0, 1).expect("rule");
     let h2d = |[dev, pinned]: [_; 2], stream| {
         copy_async(acl, [dev, pinned], 8, ACL_MEMCPY_HOST_TO_DEVICE, stream)
@@ -442,9 +374,7 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     record(acl, event, stream);
     assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "no rule fired here");
     // The legacy functions are device 0's, and clearing device 0 leaves device 1's rules.
-    control
-        .fail_call("aclrtMalloc", OTHER_FAULT, 0, 1)
-        .expect("rule");
+    control.fail_call("aclrtMalloc", OTHER_FAULT, 0, 1).expect("rule");
     control.clear_faults().expect("clear device 0");
     let more = malloc(acl, 8);
     // Device 1: each rule fires once, on its own device.
@@ -454,22 +384,14 @@ fn fault_rules_of_one_device_never_fire_on_another() {
     let (on_1, event_1) = stream_and_event(acl);
     launch(control, on_1, ENGINE_AICORE, 0).expect("launch");
     record_and_wait(acl, event_1, on_1);
-    assert_eq!(
-        sync_stream(acl, on_1, LONG_MS),
-        ACL_ERROR_RT_AICORE_EXCEPTION
-    );
+    assert_eq!(sync_stream(acl, on_1, LONG_MS), ACL_ERROR_RT_AICORE_EXCEPTION);
     let fresh = create_stream(acl);
     let buffers_1 = [malloc(acl, 8), malloc_host(acl, 8)];
     assert_eq!(h2d(buffers_1, fresh), ACL_SUCCESS);
     record_and_wait(acl, event_1, fresh);
-    assert_eq!(
-        sync_stream(acl, fresh, LONG_MS),
-        CODE_FAULT,
-        "the copy rule fired"
-    );
+    assert_eq!(sync_stream(acl, fresh, LONG_MS), CODE_FAULT, "the copy rule fired");
     // A rule cleared on device 1 is gone there.
-    one.fail_call("aclrtMalloc", OTHER_FAULT, 0, 1)
-        .expect("rule");
+    one.fail_call("aclrtMalloc", OTHER_FAULT, 0, 1).expect("rule");
     one.clear_faults().expect("clear device 1");
     let dev_1b = malloc(acl, 8);
     destroy_all(acl, &[on_1, fresh], &[event_1], &[buffers_1[0], dev_1b]);
@@ -492,10 +414,7 @@ fn counters_are_kept_per_device_and_the_legacy_counters_are_device_0s() {
     let c0 = control.device(0).counters().expect("counters");
     let c5 = control.device(5).counters().expect("counters");
     assert_eq!(control.counters().expect("counters"), c0);
-    assert_eq!(
-        (c0.mallocs, c0.live_allocations, c0.force_resets),
-        (1, 1, 0)
-    );
+    assert_eq!((c0.mallocs, c0.live_allocations, c0.force_resets), (1, 1, 0));
     let streams = (c5.streams_created, c5.streams_reclaimed);
     let allocations = (c5.mallocs, c5.allocations_reclaimed);
     assert_eq!((allocations, streams, c5.force_resets), ((2, 2), (1, 1), 1));
@@ -554,10 +473,7 @@ fn one_op_timeout_serves_every_device_and_any_thread_sets_it_bound_or_not() {
     reset_and_bind(acl, 1);
     let after = create_stream(acl);
     launch_hang(control, after);
-    assert_eq!(
-        sync_stream(acl, after, LONG_MS),
-        ACL_ERROR_RT_AICORE_TIMEOUT
-    );
+    assert_eq!(sync_stream(acl, after, LONG_MS), ACL_ERROR_RT_AICORE_TIMEOUT);
     assert_eq!(destroy_stream_force(acl, after), ACL_SUCCESS);
     assert_all_balanced(control);
 }
@@ -569,9 +485,7 @@ fn the_whole_fake_reset_unbinds_every_device_and_serves_sixteen_again() {
     bind(acl, 3);
     let _stream = create_stream(acl);
     let three = control.device(3);
-    three
-        .fail_call("aclrtMalloc", CODE_FAULT, 0, 1)
-        .expect("rule");
+    three.fail_call("aclrtMalloc", CODE_FAULT, 0, 1).expect("rule");
     control.reset().expect("reset");
     assert_eq!(acl.device_count(), Ok(16));
     assert_eq!(
@@ -641,11 +555,7 @@ fn sixteen_threads_each_on_its_own_device_work_at_once_and_resets_of_half_leave_
     for id in 0..16 {
         let c = control.device(id).counters().expect("counters");
         let even_ran = if id % 2 == 0 { 4 } else { 3 };
-        assert_eq!(
-            (c.launches, c.force_resets),
-            (even_ran, u64::from(id % 2 == 1)),
-            "device {id}"
-        );
+        assert_eq!((c.launches, c.force_resets), (even_ran, u64::from(id % 2 == 1)), "device {id}");
     }
     assert_all_balanced(control);
 }

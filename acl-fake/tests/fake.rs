@@ -23,11 +23,7 @@ use run_lane_fake_ascendcl::{
 #[test]
 fn the_fake_loads_through_the_public_loader_under_its_own_name() {
     let (_guard, acl, _) = session();
-    assert!(
-        acl.path().ends_with(CDYLIB_FILE_NAME),
-        "{}",
-        acl.path().display()
-    );
+    assert!(acl.path().ends_with(CDYLIB_FILE_NAME), "{}", acl.path().display());
     assert_ne!(CDYLIB_FILE_NAME, ascend_cl_sys::LIBRARY_NAME);
     // The env-var route finds the same library.
     let path = fake().path.clone();
@@ -66,13 +62,7 @@ fn a_real_library_reached_through_a_devlib_symlink_is_refused() {
     .bare_dlopen(false)
     .open()
     .expect_err("stub refused");
-    assert!(
-        matches!(
-            err.attempts()[0].failure,
-            AttemptFailure::StubLibrary { .. }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err.attempts()[0].failure, AttemptFailure::StubLibrary { .. }), "{err}");
     std::fs::remove_dir_all(&home).ok();
 }
 
@@ -131,10 +121,7 @@ fn timeouts_of_zero_or_below_minus_one_are_invalid() {
     let (stream, event) = stream_and_event(acl);
     for timeout in [0, -2] {
         assert_eq!(sync(acl, event, timeout), ACL_ERROR_RT_PARAM_INVALID);
-        assert_eq!(
-            sync_stream(acl, stream, timeout),
-            ACL_ERROR_RT_PARAM_INVALID
-        );
+        assert_eq!(sync_stream(acl, stream, timeout), ACL_ERROR_RT_PARAM_INVALID);
     }
     assert_eq!(sync_device(acl, 0), ACL_ERROR_RT_PARAM_INVALID);
     assert_eq!(try_create_event(acl, 0), Err(ACL_ERROR_RT_PARAM_INVALID));
@@ -150,11 +137,7 @@ fn an_event_captures_only_the_work_submitted_before_its_record() {
     record(acl, before, stream);
     launch_hang(control, stream);
     record(acl, after, stream);
-    assert_eq!(
-        sync(acl, before, LONG_MS),
-        ACL_SUCCESS,
-        "the hang came after the record"
-    );
+    assert_eq!(sync(acl, before, LONG_MS), ACL_SUCCESS, "the hang came after the record");
     assert_eq!(sync(acl, after, 20), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
     // Re-recording re-captures: nothing new was submitted after the hang, so still pending.
     record(acl, before, stream);
@@ -194,11 +177,7 @@ fn a_healthy_destroy_waits_for_queued_work() {
     let null = std::ptr::null_mut();
     launch_writing(control, stream, ENGINE_AICORE, 5, [timing, null], &[]).expect("launch");
     assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS);
-    assert_ne!(
-        timing_of(acl, timing).1,
-        0,
-        "the kernel ended before the destroy returned"
-    );
+    assert_ne!(timing_of(acl, timing).1, 0, "the kernel ended before the destroy returned");
     assert_eq!(free(acl, timing), ACL_SUCCESS);
     assert_eq!(
         destroy_stream(acl, stream),
@@ -219,54 +198,27 @@ fn copies_both_ways_are_bounds_checked_with_acl_codes() {
     assert_eq!(to_device(acl, dev, &[9; 8]), ACL_SUCCESS);
     assert_eq!(from_device(acl, dev, 8), Ok(vec![9; 8]));
     // Device to device, and host to host.
-    assert_eq!(
-        memcpy(other, 8, dev, 8, ACL_MEMCPY_DEVICE_TO_DEVICE),
-        ACL_SUCCESS
-    );
+    assert_eq!(memcpy(other, 8, dev, 8, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_SUCCESS);
     assert_eq!(from_device(acl, other, 8), Ok(vec![9; 8]));
     let (src, mut dst) = ([5_u8; 4], [0_u8; 4]);
-    let host_to_host = memcpy(
-        dst.as_mut_ptr().cast(),
-        4,
-        src.as_ptr().cast(),
-        4,
-        ACL_MEMCPY_HOST_TO_HOST,
-    );
+    let host_to_host =
+        memcpy(dst.as_mut_ptr().cast(), 4, src.as_ptr().cast(), 4, ACL_MEMCPY_HOST_TO_HOST);
     assert_eq!((host_to_host, dst), (ACL_SUCCESS, src));
     // Past the end, an interior offset past the end, an unknown address, a short destination,
     // NULL, an unknown kind: codes, not crashes.
     assert_eq!(to_device(acl, dev, &[0; 9]), ACL_ERROR_RT_PARAM_INVALID);
     let interior = dev.wrapping_byte_add(4);
-    assert_eq!(
-        to_device(acl, interior, &[0; 5]),
-        ACL_ERROR_RT_PARAM_INVALID
-    );
+    assert_eq!(to_device(acl, interior, &[0; 5]), ACL_ERROR_RT_PARAM_INVALID);
     assert_eq!(to_device(acl, interior, &[7; 4]), ACL_SUCCESS);
-    assert_eq!(
-        from_device(acl, 0x10_usize as *const c_void, 1),
-        Err(ACL_ERROR_RT_PARAM_INVALID)
-    );
+    assert_eq!(from_device(acl, 0x10_usize as *const c_void, 1), Err(ACL_ERROR_RT_PARAM_INVALID));
     let mut small = [0_u8; 2];
-    let short = memcpy(
-        small.as_mut_ptr().cast(),
-        2,
-        dev,
-        8,
-        ACL_MEMCPY_DEVICE_TO_HOST,
-    );
-    assert_eq!(
-        short, ACL_ERROR_RT_PARAM_INVALID,
-        "the count exceeds destMax"
-    );
+    let short = memcpy(small.as_mut_ptr().cast(), 2, dev, 8, ACL_MEMCPY_DEVICE_TO_HOST);
+    assert_eq!(short, ACL_ERROR_RT_PARAM_INVALID, "the count exceeds destMax");
     let null = memcpy(std::ptr::null_mut(), 8, dev, 8, ACL_MEMCPY_DEVICE_TO_HOST);
     assert_eq!(null, ACL_ERROR_INVALID_PARAM);
     assert_eq!(memcpy(other, 8, dev, 8, 42), ACL_ERROR_RT_PARAM_INVALID);
     assert_eq!(free(acl, dev), ACL_SUCCESS);
-    assert_eq!(
-        from_device(acl, dev, 8),
-        Err(ACL_ERROR_RT_PARAM_INVALID),
-        "freed memory is gone"
-    );
+    assert_eq!(from_device(acl, dev, 8), Err(ACL_ERROR_RT_PARAM_INVALID), "freed memory is gone");
     assert_eq!(free(acl, dev), ACL_ERROR_RT_PARAM_INVALID, "double free");
     assert_eq!(free(acl, std::ptr::null_mut()), ACL_ERROR_INVALID_PARAM);
     assert_eq!(free(acl, other), ACL_SUCCESS);
@@ -286,35 +238,18 @@ fn an_async_copy_into_pinned_host_memory_runs_after_the_kernel_before_it() {
     let header = malloc(acl, 4);
     let pinned = malloc_host(acl, 4);
     let null = std::ptr::null_mut();
-    launch_writing(
-        control,
-        stream,
-        ENGINE_AICORE,
-        2,
-        [null, header],
-        &[4, 3, 2, 1],
-    )
-    .expect("launch");
+    launch_writing(control, stream, ENGINE_AICORE, 2, [null, header], &[4, 3, 2, 1])
+        .expect("launch");
     let d2h = ACL_MEMCPY_DEVICE_TO_HOST;
-    assert_eq!(
-        copy_async(acl, [pinned, header], 4, d2h, stream),
-        ACL_SUCCESS
-    );
+    assert_eq!(copy_async(acl, [pinned, header], 4, d2h, stream), ACL_SUCCESS);
     // A bad range is refused at submission.
-    assert_eq!(
-        copy_async(acl, [pinned, header], 8, d2h, stream),
-        ACL_ERROR_RT_PARAM_INVALID
-    );
+    assert_eq!(copy_async(acl, [pinned, header], 8, d2h, stream), ACL_ERROR_RT_PARAM_INVALID);
     record_and_wait(acl, event, stream);
     // SAFETY: the copy completed (the event covers it); `pinned` holds 4 initialised bytes.
     let copied = unsafe { std::slice::from_raw_parts(pinned.cast::<u8>(), 4) }.to_vec();
     assert_eq!(copied, vec![4, 3, 2, 1]);
     assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
-    assert_eq!(
-        free_host(acl, pinned),
-        ACL_ERROR_RT_PARAM_INVALID,
-        "already freed"
-    );
+    assert_eq!(free_host(acl, pinned), ACL_ERROR_RT_PARAM_INVALID, "already freed");
     assert_eq!(free(acl, header), ACL_SUCCESS);
     destroy_both(acl, stream, event);
     assert_balanced(control);
@@ -324,33 +259,20 @@ fn an_async_copy_into_pinned_host_memory_runs_after_the_kernel_before_it() {
 fn failed_creates_return_the_injected_code_and_a_recent_error_message() {
     let (_guard, acl, control) = session();
     for (call, code, skip) in [
-        (
-            "aclrtCreateStreamWithConfig",
-            ACL_ERROR_RT_NO_STREAM_RESOURCE,
-            0,
-        ),
-        (
-            "aclrtCreateEventExWithFlag",
-            ACL_ERROR_RT_NO_EVENT_RESOURCE,
-            0,
-        ),
+        ("aclrtCreateStreamWithConfig", ACL_ERROR_RT_NO_STREAM_RESOURCE, 0),
+        ("aclrtCreateEventExWithFlag", ACL_ERROR_RT_NO_EVENT_RESOURCE, 0),
         ("aclrtMalloc", ACL_ERROR_RT_MEMORY_ALLOCATION, 1),
     ] {
         control.fail_call(call, code, skip, 1).expect("rule");
     }
     assert_eq!(try_create_stream(acl), ACL_ERROR_RT_NO_STREAM_RESOURCE);
-    let message = acl
-        .recent_error_message()
-        .expect("a message after a failure");
+    let message = acl.recent_error_message().expect("a message after a failure");
     assert!(
         message.contains("aclrtCreateStreamWithConfig") && message.contains("207008"),
         "{message}"
     );
     assert_eq!(acl.recent_error_message(), None, "reading clears it");
-    assert_eq!(
-        try_create_event(acl, ACL_EVENT_SYNC),
-        Err(ACL_ERROR_RT_NO_EVENT_RESOURCE)
-    );
+    assert_eq!(try_create_event(acl, ACL_EVENT_SYNC), Err(ACL_ERROR_RT_NO_EVENT_RESOURCE));
     let first = malloc(acl, 8);
     let mut second = std::ptr::null_mut();
     assert_eq!(
@@ -359,9 +281,7 @@ fn failed_creates_return_the_injected_code_and_a_recent_error_message() {
         ACL_ERROR_RT_MEMORY_ALLOCATION,
         "skip 1, then fail"
     );
-    let err = acl
-        .check("aclrtMalloc", ACL_ERROR_RT_MEMORY_ALLOCATION)
-        .expect_err("a failure");
+    let err = acl.check("aclrtMalloc", ACL_ERROR_RT_MEMORY_ALLOCATION).expect_err("a failure");
     assert_eq!(err.code, ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert!(err.to_string().contains("aclrtMalloc"), "{err}");
     // Rules are used up: the next calls succeed.
@@ -375,9 +295,7 @@ fn failed_creates_return_the_injected_code_and_a_recent_error_message() {
 fn a_failed_launch_queues_nothing() {
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
-    control
-        .fail_call("runlanefake_launch", ACL_ERROR_RT_DRV_INTERNAL_ERROR, 0, 1)
-        .expect("rule");
+    control.fail_call("runlanefake_launch", ACL_ERROR_RT_DRV_INTERNAL_ERROR, 0, 1).expect("rule");
     let err = launch(control, stream, ENGINE_AICORE, 1).expect_err("injected");
     assert!(err.to_string().contains("507899"), "{err}");
     assert_eq!(control.counters().expect("counters").launches, 0);
@@ -395,24 +313,16 @@ fn a_latch_rule_writes_the_given_status_header() {
     let (_guard, acl, control) = session();
     let (stream, event) = stream_and_event(acl);
     let header = malloc(acl, 4);
-    control
-        .fault_kernel(Outcome::Latch, ENGINE_AICPU, 1, 1, &[0xEE; 4])
-        .expect("rule");
+    control.fault_kernel(Outcome::Latch, ENGINE_AICPU, 1, 1, &[0xEE; 4]).expect("rule");
     for expected in [[1_u8; 4], [0xEE; 4], [1; 4]] {
         let buffers = [std::ptr::null_mut(), header];
         launch_writing(control, stream, ENGINE_AICPU, 0, buffers, &[1; 4]).expect("launch");
         record(acl, event, stream);
-        assert_eq!(
-            sync(acl, event, LONG_MS),
-            ACL_SUCCESS,
-            "a latched code is no device fault"
-        );
+        assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS, "a latched code is no device fault");
         assert_eq!(from_device(acl, header, 4), Ok(expected.to_vec()));
     }
     // A rule for another engine leaves this one alone; clear_faults removes it.
-    control
-        .fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("rule");
+    control.fault_kernel(Outcome::Exception, ENGINE_AICORE, 0, 1, &[]).expect("rule");
     control.clear_faults().expect("clear");
     launch(control, stream, ENGINE_AICORE, 0).expect("launch");
     record_and_wait(acl, event, stream);
@@ -436,45 +346,23 @@ fn a_force_reset_kills_everything_on_its_device_and_unbinds_the_threads_bound_to
             bind(acl, 0);
             sync(acl, event_addr as AclrtEvent, LONG_MS)
         });
-        wait_until("the waiter inside its wait", || {
-            blocked_event_syncs(control, 0) == 1
-        });
+        wait_until("the waiter inside its wait", || blocked_event_syncs(control, 0) == 1);
         control
-            .fail_call(
-                "aclrtResetDeviceForce",
-                ACL_ERROR_RT_DRV_INTERNAL_ERROR,
-                0,
-                1,
-            )
+            .fail_call("aclrtResetDeviceForce", ACL_ERROR_RT_DRV_INTERNAL_ERROR, 0, 1)
             .expect("rule");
-        assert_eq!(
-            force_reset(acl, 0),
-            ACL_ERROR_RT_DRV_INTERNAL_ERROR,
-            "a failed reset"
-        );
+        assert_eq!(force_reset(acl, 0), ACL_ERROR_RT_DRV_INTERNAL_ERROR, "a failed reset");
         assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
         waiter.join().expect("waiter")
     });
     assert_eq!(waiter_code, RESET_UNDER_WAIT);
     assert_eq!(control.counters().expect("counters").resets_under_wait, 1);
-    assert_eq!(
-        try_create_stream(acl),
-        ACL_ERROR_RT_CONTEXT_NULL,
-        "every thread binds again"
-    );
+    assert_eq!(try_create_stream(acl), ACL_ERROR_RT_CONTEXT_NULL, "every thread binds again");
     bind(acl, 0);
-    assert_eq!(
-        destroy_stream_force(acl, stream),
-        ACL_ERROR_RT_INVALID_HANDLE
-    );
+    assert_eq!(destroy_stream_force(acl, stream), ACL_ERROR_RT_INVALID_HANDLE);
     assert_eq!(destroy_event(acl, event), ACL_ERROR_RT_INVALID_HANDLE);
     assert_eq!(free(acl, dev), ACL_ERROR_RT_PARAM_INVALID);
     let c = control.counters().expect("counters");
-    let reclaimed = (
-        c.streams_reclaimed,
-        c.events_reclaimed,
-        c.allocations_reclaimed,
-    );
+    let reclaimed = (c.streams_reclaimed, c.events_reclaimed, c.allocations_reclaimed);
     assert_eq!((reclaimed, c.force_resets), ((1, 1, 1), 1));
     assert!(c.balanced(), "{c:?}");
     // The device works again after set device.
@@ -520,21 +408,11 @@ fn a_stream_wait_needs_a_sync_event_and_live_handles() {
         "a wait on an event without ACL_EVENT_SYNC is 207000"
     );
     let (dead_stream, dead_event) = (0xdead_0000 as AclrtStream, 0xdead_0000 as AclrtEvent);
-    assert_eq!(
-        stream_wait(acl, dead_stream, sync_event),
-        ACL_ERROR_RT_INVALID_HANDLE
-    );
-    assert_eq!(
-        stream_wait(acl, stream, dead_event),
-        ACL_ERROR_RT_INVALID_HANDLE
-    );
+    assert_eq!(stream_wait(acl, dead_stream, sync_event), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_eq!(stream_wait(acl, stream, dead_event), ACL_ERROR_RT_INVALID_HANDLE);
     // A never-recorded event is complete: the wait passes at once.
     assert_eq!(stream_wait(acl, stream, sync_event), ACL_SUCCESS);
-    assert_eq!(
-        destroy_stream(acl, stream),
-        ACL_SUCCESS,
-        "the wait finished"
-    );
+    assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS, "the wait finished");
     destroy_all(acl, &[], &[timeline, sync_event], &[]);
     assert_balanced(control);
 }
@@ -545,32 +423,15 @@ fn an_async_copy_with_pageable_memory_returns_after_the_copy_and_host_to_host_is
     let stream = create_stream(acl);
     let header = malloc(acl, 4);
     let null = std::ptr::null_mut();
-    launch_writing(
-        control,
-        stream,
-        ENGINE_AICORE,
-        20,
-        [null, header],
-        &[4, 3, 2, 1],
-    )
-    .expect("launch");
+    launch_writing(control, stream, ENGINE_AICORE, 20, [null, header], &[4, 3, 2, 1])
+        .expect("launch");
     let mut pageable = [0_u8; 4];
     // `pageable` outlives the call, which returns only after the copy ran.
     let into = pageable.as_mut_ptr().cast();
-    assert_eq!(
-        copy_async(acl, [into, header], 4, ACL_MEMCPY_DEVICE_TO_HOST, stream),
-        ACL_SUCCESS
-    );
-    assert_eq!(
-        pageable,
-        [4, 3, 2, 1],
-        "ordered after the kernel, done on return"
-    );
+    assert_eq!(copy_async(acl, [into, header], 4, ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
+    assert_eq!(pageable, [4, 3, 2, 1], "ordered after the kernel, done on return");
     let source = [0_u8; 4];
-    let host_to_host = [
-        pageable.as_mut_ptr().cast(),
-        source.as_ptr().cast_mut().cast(),
-    ];
+    let host_to_host = [pageable.as_mut_ptr().cast(), source.as_ptr().cast_mut().cast()];
     assert_eq!(
         copy_async(acl, host_to_host, 4, ACL_MEMCPY_HOST_TO_HOST, stream),
         ACL_ERROR_RT_FEATURE_NOT_SUPPORT
@@ -590,18 +451,12 @@ fn a_pinned_buffer_freed_before_its_copy_runs_fails_the_stream_instead_of_being_
     // Long enough that the free below comes first on any machine.
     launch(control, stream, ENGINE_AICORE, 300).expect("launch");
     // The fake re-checks `pinned` at task time.
-    assert_eq!(
-        copy_async(acl, [pinned, dev], 8, ACL_MEMCPY_DEVICE_TO_HOST, stream),
-        ACL_SUCCESS
-    );
+    assert_eq!(copy_async(acl, [pinned, dev], 8, ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
     record(acl, event, stream);
     // The copy still queued must not write it afterwards.
     assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
     assert_eq!(sync(acl, event, LONG_MS), ACL_SUCCESS);
-    assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        ACL_ERROR_RT_PARAM_INVALID
-    );
+    assert_eq!(sync_stream(acl, stream, LONG_MS), ACL_ERROR_RT_PARAM_INVALID);
     destroy_all(acl, &[stream], &[event], &[dev]);
     assert_balanced(control);
 }
@@ -619,21 +474,13 @@ fn a_copy_rule_fails_the_copy_on_its_stream_and_bad_rules_are_refused() {
         assert_eq!(h2d(stream), ACL_SUCCESS, "the enqueue succeeds");
     }
     record_and_wait(acl, event, stream);
-    assert_eq!(
-        sync_stream(acl, stream, LONG_MS),
-        CODE_FAULT,
-        "the second copy failed"
-    );
+    assert_eq!(sync_stream(acl, stream, LONG_MS), CODE_FAULT, "the second copy failed");
     control.fault_copy(CODE_FAULT, 0, 1).expect("rule");
     control.clear_faults().expect("clear");
     let fresh = create_stream(acl);
     assert_eq!(h2d(fresh), ACL_SUCCESS);
     record(acl, event, fresh);
-    assert_eq!(
-        sync_stream(acl, fresh, LONG_MS),
-        ACL_SUCCESS,
-        "cleared rules fail nothing"
-    );
+    assert_eq!(sync_stream(acl, fresh, LONG_MS), ACL_SUCCESS, "cleared rules fail nothing");
     destroy_all(acl, &[stream, fresh], &[event], &[dev]);
     assert_eq!(free_host(acl, pinned), ACL_SUCCESS);
     assert_balanced(control);
@@ -709,11 +556,8 @@ fn stream_with_worker(acl: &ascend_cl_sys::Acl) -> (AclrtStream, u32) {
     let stream = create_stream(acl);
     let deadline = Instant::now() + Duration::from_secs(5);
     let started = loop {
-        let started: Vec<u32> = threads()
-            .difference(&before)
-            .copied()
-            .filter(|&tid| is_stream_worker(tid))
-            .collect();
+        let started: Vec<u32> =
+            threads().difference(&before).copied().filter(|&tid| is_stream_worker(tid)).collect();
         if !started.is_empty() || Instant::now() > deadline {
             break started;
         }
@@ -742,10 +586,8 @@ fn a_streams_worker_sleeps_through_the_work_of_other_streams_on_its_device() {
         record_and_wait(acl, event, busy);
     }
     // A stray wake-up (a signal, the scheduler) may come; one per round is the herd.
-    let (idle_woken, hung_woken) = (
-        sleeps(idle_worker) - idle_before,
-        sleeps(hung_worker) - hung_before,
-    );
+    let (idle_woken, hung_woken) =
+        (sleeps(idle_worker) - idle_before, sleeps(hung_worker) - hung_before);
     assert!(
         idle_woken < ROUNDS / 5 && hung_woken < ROUNDS / 5,
         "woken by {ROUNDS} rounds on another stream: the idle worker {idle_woken} times, the \

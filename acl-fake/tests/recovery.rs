@@ -30,9 +30,7 @@ fn a_second_force_reset_without_a_set_device_returns_507007_and_a_set_device_rea
 fn a_force_reset_from_a_thread_that_never_set_the_device_returns_507007_and_resets_nothing() {
     let (_guard, acl, control) = session();
     let stream = create_stream(acl);
-    let code = std::thread::spawn(|| force_reset(&fake().acl, 0))
-        .join()
-        .expect("thread");
+    let code = std::thread::spawn(|| force_reset(&fake().acl, 0)).join().expect("thread");
     assert_eq!(code, ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
     assert_eq!(control.counters().expect("counters").force_resets, 0);
     assert_eq!(destroy_stream(acl, stream), ACL_SUCCESS, "still alive");
@@ -103,28 +101,15 @@ fn device_and_pinned_host_addresses_are_never_handed_out_again_after_a_free_or_a
         for _ in 0..8 {
             let d = malloc(acl, 64);
             let h = malloc_host(acl, 64);
-            assert!(
-                device.insert(d as usize),
-                "device address reused in round {round}"
-            );
-            assert!(
-                host.insert(h as usize),
-                "host address reused in round {round}"
-            );
-            assert_eq!(
-                (free(acl, d), free_host(acl, h)),
-                (ACL_SUCCESS, ACL_SUCCESS)
-            );
+            assert!(device.insert(d as usize), "device address reused in round {round}");
+            assert!(host.insert(h as usize), "host address reused in round {round}");
+            assert_eq!((free(acl, d), free_host(acl, h)), (ACL_SUCCESS, ACL_SUCCESS));
         }
         let d = malloc(acl, 64);
         let h = malloc_host(acl, 64);
         assert!(device.insert(d as usize) && host.insert(h as usize));
         reset_and_bind(acl, 0);
-        assert_eq!(
-            free(acl, d),
-            ACL_ERROR_RT_PARAM_INVALID,
-            "dead after the reset"
-        );
+        assert_eq!(free(acl, d), ACL_ERROR_RT_PARAM_INVALID, "dead after the reset");
     }
     assert_all_balanced(control);
 }
@@ -154,11 +139,7 @@ fn stream_ids_are_small_unique_per_device_and_a_dead_stream_is_107017() {
     assert_eq!(destroy_stream(acl, b), ACL_SUCCESS);
     assert_eq!(id_of(b).0, ACL_ERROR_RT_INVALID_HANDLE);
     reset_and_bind(acl, 0);
-    assert_eq!(
-        id_of(a).0,
-        ACL_ERROR_RT_INVALID_HANDLE,
-        "killed by the reset"
-    );
+    assert_eq!(id_of(a).0, ACL_ERROR_RT_INVALID_HANDLE, "killed by the reset");
     let fresh = create_stream(acl);
     let (_, fresh_id) = id_of(fresh);
     assert!(
@@ -172,11 +153,7 @@ fn stream_ids_are_small_unique_per_device_and_a_dead_stream_is_107017() {
 #[test]
 fn the_fake_exports_every_optional_symbol() {
     let (_guard, acl, _) = session();
-    assert!(
-        acl.missing_optional().is_empty(),
-        "{:?}",
-        acl.missing_optional()
-    );
+    assert!(acl.missing_optional().is_empty(), "{:?}", acl.missing_optional());
     assert!(acl.has_optional("aclrtSetExceptionInfoCallback"));
 }
 
@@ -206,9 +183,7 @@ fn record_notice(which: u32, info: *mut AclrtExceptionInfo) {
         get(ascend_cl_sys::Acl::aclrtGetErrorCodeFromExceptionInfo),
         Instant::now(),
     );
-    SEEN.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(entry);
+    SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
     CALLS.fetch_add(1, Ordering::AcqRel);
 }
 
@@ -228,11 +203,7 @@ fn register(callback: AclrtExceptionInfoCallback) {
 }
 
 fn take_seen() -> Vec<Seen> {
-    std::mem::take(
-        &mut *SEEN
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    )
+    std::mem::take(&mut *SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
 /// Forgets what earlier tests' callbacks saw, then registers `callback`.
@@ -243,9 +214,7 @@ fn register_afresh(callback: AclrtExceptionInfoCallback) {
 }
 
 fn wait_for_calls(n: u64) {
-    wait_until("the notices delivered", || {
-        CALLS.load(Ordering::Acquire) >= n
-    });
+    wait_until("the notices delivered", || CALLS.load(Ordering::Acquire) >= n);
 }
 
 #[test]
@@ -254,9 +223,7 @@ fn a_registered_callback_gets_the_device_stream_and_code_after_the_delay_on_anot
     register_afresh(Some(first_callback));
     let raised = Instant::now();
     let delay = Duration::from_millis(150);
-    control
-        .raise_notice(5, 42, ACL_ERROR_RT_AICPU_EXCEPTION, delay)
-        .expect("raise");
+    control.raise_notice(5, 42, ACL_ERROR_RT_AICPU_EXCEPTION, delay).expect("raise");
     wait_for_calls(1);
     let seen = take_seen();
     assert_eq!(seen.len(), 1);
@@ -275,18 +242,12 @@ fn the_last_registration_wins_and_null_unregisters_so_the_notice_is_dropped() {
     let (_guard, _, control) = session();
     register_afresh(Some(first_callback));
     register(Some(second_callback));
-    control
-        .raise_notice(0, 7, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO)
-        .expect("raise");
+    control.raise_notice(0, 7, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO).expect("raise");
     wait_for_calls(1);
     assert_eq!(take_seen()[0].0, 2, "the second registration took the slot");
     register(None);
-    control
-        .raise_notice(0, 7, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO)
-        .expect("raise");
-    wait_until("the notice dropped", || {
-        control.notices_dropped().expect("counts") == 1
-    });
+    control.raise_notice(0, 7, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO).expect("raise");
+    wait_until("the notice dropped", || control.notices_dropped().expect("counts") == 1);
     assert!(take_seen().is_empty());
     assert_eq!(control.notice_counts().expect("counts"), (1, 1));
     assert!(
@@ -301,23 +262,14 @@ fn the_whole_fake_reset_cancels_notices_still_waiting_and_unregisters_the_callba
     let (_guard, _, control) = session();
     register_afresh(Some(first_callback));
     control
-        .raise_notice(
-            0,
-            1,
-            ACL_ERROR_RT_AICPU_EXCEPTION,
-            Duration::from_millis(200),
-        )
+        .raise_notice(0, 1, ACL_ERROR_RT_AICPU_EXCEPTION, Duration::from_millis(200))
         .expect("raise");
     control.reset().expect("reset");
     std::thread::sleep(Duration::from_millis(400));
     assert!(take_seen().is_empty(), "cancelled, not delivered late");
     assert_eq!(control.notice_counts().expect("counts"), (0, 0));
-    control
-        .raise_notice(0, 1, ACL_ERROR_RT_AICPU_EXCEPTION, Duration::ZERO)
-        .expect("raise");
-    wait_until("the notice dropped", || {
-        control.notices_dropped().expect("counts") == 1
-    });
+    control.raise_notice(0, 1, ACL_ERROR_RT_AICPU_EXCEPTION, Duration::ZERO).expect("raise");
+    wait_until("the notice dropped", || control.notices_dropped().expect("counts") == 1);
 }
 
 #[test]
@@ -352,18 +304,14 @@ fn the_session_fails_a_test_that_made_an_unexpected_force_reset_under_a_wait() {
         bind(acl, 0);
         sync(acl, raw as AclrtEvent, LONG_MS)
     });
-    wait_until("the waiter inside its wait", || {
-        blocked_event_syncs(control, 0) == 1
-    });
+    wait_until("the waiter inside its wait", || blocked_event_syncs(control, 0) == 1);
     assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
     assert_eq!(waiter.join().expect("waiter"), RESET_UNDER_WAIT);
 }
 
 /// Raises a notice due at once and waits until it was delivered or dropped: the counts then.
 fn notice_fate(control: &run_lane_fake_ascendcl::Control, before: (u64, u64)) -> (u64, u64) {
-    control
-        .raise_notice(0, 3, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO)
-        .expect("raise");
+    control.raise_notice(0, 3, ACL_ERROR_RT_AICORE_EXCEPTION, Duration::ZERO).expect("raise");
     let mut now = before;
     wait_until("the notice delivered or dropped", || {
         now = control.notice_counts().expect("counts");
@@ -377,11 +325,7 @@ fn by_default_a_force_reset_keeps_the_registered_exception_callback() {
     let (_guard, acl, control) = session();
     register_afresh(Some(first_callback));
     assert_eq!(force_reset(acl, 0), ACL_SUCCESS);
-    assert_eq!(
-        notice_fate(control, (0, 0)),
-        (1, 0),
-        "delivered: the slot survived"
-    );
+    assert_eq!(notice_fate(control, (0, 0)), (1, 0), "delivered: the slot survived");
     wait_for_calls(1);
 }
 
@@ -404,12 +348,7 @@ fn with_reset_drops_exception_callback_only_a_good_force_reset_of_a_switched_dev
     bind(acl, 0);
     control
         .device(0)
-        .fail_call(
-            "aclrtResetDeviceForce",
-            ACL_ERROR_RT_DRV_INTERNAL_ERROR,
-            0,
-            1,
-        )
+        .fail_call("aclrtResetDeviceForce", ACL_ERROR_RT_DRV_INTERNAL_ERROR, 0, 1)
         .expect("the rule");
     assert_eq!(force_reset(acl, 0), ACL_ERROR_RT_DRV_INTERNAL_ERROR);
     let counts = notice_fate(control, counts);
@@ -445,9 +384,7 @@ fn a_search_hiding_the_optional_symbols_loads_the_fake_with_them_missing_and_una
     let refused = unsafe { acl.aclrtSetExceptionInfoCallback(Some(first_callback)) };
     assert_eq!(
         refused,
-        Err(ascend_cl_sys::Unavailable {
-            symbol: "aclrtSetExceptionInfoCallback"
-        })
+        Err(ascend_cl_sys::Unavailable { symbol: "aclrtSetExceptionInfoCallback" })
     );
     // Nothing was registered: the fake's slot is still empty.
     assert_eq!(notice_fate(control, (0, 0)), (0, 1));
@@ -457,12 +394,7 @@ fn a_search_hiding_the_optional_symbols_loads_the_fake_with_them_missing_and_una
     let mut id = -1;
     // SAFETY: a live stream and a writable id.
     let read = unsafe { acl.aclrtStreamGetId(stream, &mut id) };
-    assert_eq!(
-        read,
-        Err(ascend_cl_sys::Unavailable {
-            symbol: "aclrtStreamGetId"
-        })
-    );
+    assert_eq!(read, Err(ascend_cl_sys::Unavailable { symbol: "aclrtStreamGetId" }));
     assert_eq!(id, -1, "not written");
     assert_eq!(destroy_stream(&acl, stream), ACL_SUCCESS);
     // The one loaded without hiding still has them all.
@@ -474,10 +406,7 @@ fn a_search_hiding_required_symbols_refuses_the_load_naming_each_and_the_cann_th
     let (_guard, _, _) = session();
     let error = ascend_cl_sys::Search::with_env(|_| None)
         .explicit(&fake().path)
-        .hiding([
-            "aclrtSetOpExecuteTimeOutV2",
-            "aclrtSynchronizeDeviceWithTimeout",
-        ])
+        .hiding(["aclrtSetOpExecuteTimeOutV2", "aclrtSynchronizeDeviceWithTimeout"])
         .open()
         .expect_err("a missing required symbol refuses the load");
     let text = error.to_string();

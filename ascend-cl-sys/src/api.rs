@@ -196,13 +196,7 @@ impl Acl {
     ) -> Result<Self, AttemptFailure> {
         let functions = Functions::resolve(libraries)?;
         let (optional, missing_optional) = OptionalFunctions::resolve(libraries);
-        Ok(Self {
-            functions,
-            optional,
-            missing_optional,
-            path,
-            _libraries: libraries.take(),
-        })
+        Ok(Self { functions, optional, missing_optional, path, _libraries: libraries.take() })
     }
 
     /// The same library, reporting `path` as where it was loaded from.
@@ -260,11 +254,7 @@ impl Acl {
         if code == ACL_SUCCESS {
             Ok(())
         } else {
-            Err(CallError {
-                call,
-                code,
-                message: self.recent_error_message(),
-            })
+            Err(CallError { call, code, message: self.recent_error_message() })
         }
     }
 
@@ -310,9 +300,5 @@ unsafe fn copy_c_string(text: *const c_char) -> Option<String> {
         return None;
     }
     // SAFETY: non-NULL and NUL-terminated by the caller's contract.
-    Some(
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    Some(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
 }

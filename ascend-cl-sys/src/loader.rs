@@ -18,12 +18,7 @@ pub const ENV_EXPLICIT: &str = "RUN_LANE_ACL_LIB";
 /// The install variables `set_env.sh` sets, in the order they are consulted.
 pub const ENV_HOMES: &[&str] = &["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"];
 /// Library folders under an install home, newest layout first (ascend-cl.md §1.2).
-const HOME_SUBDIRS: &[&str] = &[
-    "lib64",
-    "{arch}-linux/lib64",
-    "runtime/lib64",
-    "acllib/lib64",
-];
+const HOME_SUBDIRS: &[&str] = &["lib64", "{arch}-linux/lib64", "runtime/lib64", "acllib/lib64"];
 
 /// Where a candidate came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,24 +123,12 @@ impl fmt::Display for AttemptFailure {
             Self::EmptyPath => f.write_str(
                 "refused: an empty path (dlopen would return the main program, not a library)",
             ),
-            Self::MissingSymbol {
-                symbol,
-                missing,
-                library,
-                fallbacks,
-            } => {
-                let listed: &[&'static str] = if missing.is_empty() {
-                    core::slice::from_ref(symbol)
-                } else {
-                    missing
-                };
+            Self::MissingSymbol { symbol, missing, library, fallbacks } => {
+                let listed: &[&'static str] =
+                    if missing.is_empty() { core::slice::from_ref(symbol) } else { missing };
                 let count = listed.len();
                 let noun = if count == 1 { "symbol" } else { "symbols" };
-                write!(
-                    f,
-                    "{count} required {noun} missing from {}",
-                    library.display()
-                )?;
+                write!(f, "{count} required {noun} missing from {}", library.display())?;
                 for fallback in fallbacks {
                     write!(f, " and {}", fallback.display())?;
                 }
@@ -168,11 +151,7 @@ pub struct Attempt {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
     /// Every candidate failed; each is listed with its reason, in search order.
-    #[error(
-        "no usable {LIBRARY_NAME}:{}\nhint: {}",
-        list(attempts),
-        hint(attempts)
-    )]
+    #[error("no usable {LIBRARY_NAME}:{}\nhint: {}", list(attempts), hint(attempts))]
     NotLoaded {
         /// Every candidate tried, in search order.
         attempts: Vec<Attempt>,
@@ -193,12 +172,7 @@ fn list(attempts: &[Attempt]) -> String {
     attempts
         .iter()
         .map(|a| {
-            format!(
-                "\n  - {} ({}): {}",
-                a.candidate.path.display(),
-                a.candidate.source,
-                a.failure
-            )
+            format!("\n  - {} ({}): {}", a.candidate.path.display(), a.candidate.source, a.failure)
         })
         .collect()
 }
@@ -342,16 +316,10 @@ impl Search {
     #[must_use]
     pub fn candidates(&self) -> Vec<Candidate> {
         if let Some(path) = &self.explicit {
-            return vec![Candidate {
-                path: path.clone(),
-                source: Source::Explicit,
-            }];
+            return vec![Candidate { path: path.clone(), source: Source::Explicit }];
         }
         if let Some(path) = (self.env)(ENV_EXPLICIT).filter(|p| !p.is_empty()) {
-            return vec![Candidate {
-                path: path.into(),
-                source: Source::Env(ENV_EXPLICIT),
-            }];
+            return vec![Candidate { path: path.into(), source: Source::Env(ENV_EXPLICIT) }];
         }
         let mut out: Vec<Candidate> = Vec::new();
         let mut push = |path: PathBuf, source: Source| {
@@ -366,10 +334,7 @@ impl Search {
                 }
             }
         }
-        let prefixes = self
-            .prefixes
-            .clone()
-            .unwrap_or_else(|| self.default_prefixes());
+        let prefixes = self.prefixes.clone().unwrap_or_else(|| self.default_prefixes());
         for prefix in prefixes {
             for path in library_paths(&prefix) {
                 push(path, Source::Prefix);
@@ -389,10 +354,7 @@ impl Search {
     pub fn open(&self) -> Result<Acl, LoadError> {
         let mut attempts = Vec::new();
         let loaded = self.prefer_loaded.then(loaded_library).flatten();
-        let loaded = loaded.map(|path| Candidate {
-            path,
-            source: Source::Loaded,
-        });
+        let loaded = loaded.map(|path| Candidate { path, source: Source::Loaded });
         for candidate in loaded.into_iter().chain(self.candidates()) {
             match open_candidate(&candidate, &self.hidden) {
                 Ok(acl) => return Ok(acl),
@@ -405,20 +367,17 @@ impl Search {
 
 /// `<home>/lib64/libascendcl.so` and the older layouts.
 fn library_paths(home: &Path) -> impl Iterator<Item = PathBuf> + '_ {
-    HOME_SUBDIRS.iter().map(move |sub| {
-        home.join(sub.replace("{arch}", std::env::consts::ARCH))
-            .join(LIBRARY_NAME)
-    })
+    HOME_SUBDIRS
+        .iter()
+        .map(move |sub| home.join(sub.replace("{arch}", std::env::consts::ARCH)).join(LIBRARY_NAME))
 }
 
 /// Whether `path`, or the file it resolves to through symlinks, lies under a `devlib`
 /// folder (CANN's stub libraries).
 #[must_use]
 pub fn is_stub_path(path: &Path) -> bool {
-    let under_devlib = |p: &Path| {
-        p.components()
-            .any(|c| matches!(c, Component::Normal(name) if name == "devlib"))
-    };
+    let under_devlib =
+        |p: &Path| p.components().any(|c| matches!(c, Component::Normal(name) if name == "devlib"));
     under_devlib(path) || std::fs::canonicalize(path).is_ok_and(|real| under_devlib(&real))
 }
 
@@ -488,11 +447,8 @@ impl Libraries {
     /// the runtime loaded `RTLD_LOCAL` into the global scope for good (glibc keeps it there
     /// past our `dlclose`). Symbols are looked up in this handle, so none is needed globally.
     fn open(path: &Path, hidden: &[String], loaded: bool) -> Result<Self, AttemptFailure> {
-        let primary = if loaded {
-            dlopen_flags(path, RTLD_LAZY | libc::RTLD_NOLOAD)?
-        } else {
-            dlopen(path)?
-        };
+        let primary =
+            if loaded { dlopen_flags(path, RTLD_LAZY | libc::RTLD_NOLOAD)? } else { dlopen(path)? };
         Ok(Self {
             primary_path: path.to_path_buf(),
             opened: vec![primary],
@@ -541,9 +497,7 @@ impl Libraries {
         let lookup = |library: &Library| {
             // SAFETY: `T` is the symbol's prototype (caller's contract); the value is copied
             // out and only called while `Acl` keeps the library loaded.
-            unsafe { library.get::<T>(name.as_bytes()) }
-                .ok()
-                .map(|symbol| *symbol)
+            unsafe { library.get::<T>(name.as_bytes()) }.ok().map(|symbol| *symbol)
         };
         if let Some(found) = lookup(&self.opened[0]) {
             return Some(found);
@@ -554,11 +508,7 @@ impl Libraries {
 
     /// The refusal for these missing required symbols (at least one), in declaration order.
     pub(crate) fn missing(&self, missing: Vec<&'static str>) -> AttemptFailure {
-        missing_symbols(
-            missing,
-            self.primary_path.clone(),
-            self.fallback_paths.clone(),
-        )
+        missing_symbols(missing, self.primary_path.clone(), self.fallback_paths.clone())
     }
 
     pub(crate) fn take(&mut self) -> Vec<Library> {
@@ -601,11 +551,7 @@ fn by_soname() -> Option<PathBuf> {
     }
     // SAFETY: a live handle; the name is NUL-terminated.
     let init = unsafe { libc::dlsym(handle, c"aclInit".as_ptr()) };
-    let path = if init.is_null() {
-        None
-    } else {
-        mapped_file(init.cast_const())
-    };
+    let path = if init.is_null() { None } else { mapped_file(init.cast_const()) };
     // SAFETY: drops the reference this function's dlopen took; the object stays loaded by
     // whoever loaded it first.
     unsafe { libc::dlclose(handle) };

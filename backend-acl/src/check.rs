@@ -146,12 +146,8 @@ pub fn run(options: &CheckOptions) -> CheckReport {
         notice_monitor: false,
         prefer_loaded: false,
     };
-    let mut report = CheckReport {
-        library: None,
-        steps: Vec::new(),
-        unavailable: None,
-        overlap: Vec::new(),
-    };
+    let mut report =
+        CheckReport { library: None, steps: Vec::new(), unavailable: None, overlap: Vec::new() };
     let (mut device, profile) = match AclDevice::open(config) {
         Ok(opened) => opened,
         Err(error) => {
@@ -206,17 +202,9 @@ pub fn run(options: &CheckOptions) -> CheckReport {
          the status latch need the embedding runtime's kernels (its Runner); see \
          docs/hardware.md",
     ));
-    steps.push(found(
-        "verdict channel",
-        Verdict::NotChecked,
-        FATAL_STATUS_CHECKLIST,
-    ));
+    steps.push(found("verdict channel", Verdict::NotChecked, FATAL_STATUS_CHECKLIST));
     if let Err(code) = device.finalize() {
-        steps.push(found(
-            "finalize",
-            Verdict::Failed,
-            format!("aclFinalize: {code}"),
-        ));
+        steps.push(found("finalize", Verdict::Failed, format!("aclFinalize: {code}")));
     }
     report
 }
@@ -239,10 +227,9 @@ fn unavailable(error: &AclError) -> String {
                 attempts.len()
             )
         }
-        other => format!(
-            "nothing checked: {}",
-            other.to_string().replace('\n', " ").replace("  ", " ")
-        ),
+        other => {
+            format!("nothing checked: {}", other.to_string().replace('\n', " ").replace("  ", " "))
+        }
     }
 }
 
@@ -257,18 +244,12 @@ fn step(name: &'static str, result: Result<String, String>) -> Step {
 
 /// A step with its verdict and detail.
 fn found(name: &'static str, verdict: Verdict, detail: impl Into<String>) -> Step {
-    Step {
-        name,
-        verdict,
-        detail: detail.into(),
-    }
+    Step { name, verdict, detail: detail.into() }
 }
 
 /// Two streams, or the failing create (the first destroyed again).
 fn two_streams(d: &mut AclDevice) -> Result<(StreamHandle, StreamHandle), String> {
-    let first = d
-        .create_stream()
-        .map_err(|c| failed(d, "create stream", c))?;
+    let first = d.create_stream().map_err(|c| failed(d, "create stream", c))?;
     match d.create_stream() {
         Ok(second) => Ok((first, second)),
         Err(code) => {
@@ -330,9 +311,7 @@ fn check_stream_ids(d: &mut AclDevice) -> Step {
                 "aclrtStreamGetId gave two streams ids {a} and {b}; the fault notice callback and \
                  its getters are present"
             )),
-            [.., a, b] => Err(format!(
-                "aclrtStreamGetId gave two streams one id ({a} = {b})"
-            )),
+            [.., a, b] => Err(format!("aclrtStreamGetId gave two streams one id ({a} = {b})")),
             _ => Err("aclrtStreamGetId gave no id for a new stream".to_owned()),
         }
     })();
@@ -340,22 +319,18 @@ fn check_stream_ids(d: &mut AclDevice) -> Step {
 }
 
 fn check_events(d: &mut AclDevice) -> Result<String, String> {
-    let stream = d
-        .create_stream()
-        .map_err(|c| failed(d, "create stream", c))?;
+    let stream = d.create_stream().map_err(|c| failed(d, "create stream", c))?;
     let result = (|| {
         let event = d.create_event().map_err(|c| failed(d, "create event", c))?;
         let result = (|| {
             // Never recorded: waits as success at once (ascend-cl.md §2.4).
             d.synchronize_event(event, 1_000)
                 .map_err(|c| failed(d, "synchronize a never-recorded event", c))?;
-            d.record_event(event, stream)
-                .map_err(|c| failed(d, "record", c))?;
+            d.record_event(event, stream).map_err(|c| failed(d, "record", c))?;
             d.synchronize_event(event, 5_000)
                 .map_err(|c| failed(d, "synchronize with a 5000 ms timeout", c))?;
             // Re-recording reuses the event (the lane re-records per run).
-            d.record_event(event, stream)
-                .map_err(|c| failed(d, "record again", c))?;
+            d.record_event(event, stream).map_err(|c| failed(d, "record again", c))?;
             d.synchronize_event(event, 5_000)
                 .map_err(|c| failed(d, "synchronize after the second record", c))
         })();
@@ -366,10 +341,8 @@ fn check_events(d: &mut AclDevice) -> Result<String, String> {
     let destroyed = d.destroy_stream(stream);
     result?;
     destroyed.map_err(|c| failed(d, "destroy stream", c))?;
-    Ok(
-        "created, recorded on an empty stream, synchronised with a timeout, re-recorded, destroyed"
-            .to_owned(),
-    )
+    Ok("created, recorded on an empty stream, synchronised with a timeout, re-recorded, destroyed"
+        .to_owned())
 }
 
 /// What a runtime must confirm on this device with a kernel of its own that returns a fatal
@@ -385,9 +358,7 @@ const FATAL_STATUS_CHECKLIST: &str = "with a fatal-status AICPU kernel of the ru
 /// drained stream returns 0, and a never-recorded event waits as success (so the lane tracks
 /// its own records).
 fn check_stream_sync(d: &mut AclDevice) -> Result<String, String> {
-    let stream = d
-        .create_stream()
-        .map_err(|c| failed(d, "create stream", c))?;
+    let stream = d.create_stream().map_err(|c| failed(d, "create stream", c))?;
     let result = (|| {
         match d.synchronize_stream(stream, 0) {
             Err(code) if code.raw() == 107_000 => {}
@@ -416,11 +387,9 @@ fn check_stream_sync(d: &mut AclDevice) -> Result<String, String> {
     let destroyed = d.destroy_stream(stream);
     result?;
     destroyed.map_err(|c| failed(d, "destroy stream", c))?;
-    Ok(
-        "a zero timeout is refused with 107000; an idle stream synchronizes with 0; a \
+    Ok("a zero timeout is refused with 107000; an idle stream synchronizes with 0; a \
          never-recorded event waits as success"
-            .to_owned(),
-    )
+        .to_owned())
 }
 
 /// The event wait's timeouts the overrun step measures, in ms.
@@ -509,16 +478,15 @@ fn measure_overrun(d: &mut AclDevice, bytes: usize) -> Result<Vec<Overrun>, Stri
             return Err(failed(d, "aclrtMalloc", code));
         }
     };
-    let made = d
-        .create_stream()
-        .map_err(|c| ("create stream", c))
-        .and_then(|stream| match d.create_event() {
+    let made = d.create_stream().map_err(|c| ("create stream", c)).and_then(|stream| {
+        match d.create_event() {
             Ok(event) => Ok((stream, event)),
             Err(code) => {
                 let _ = d.destroy_stream(stream);
                 Err(("create event", code))
             }
-        });
+        }
+    });
     let result = match made {
         Ok((stream, event)) => {
             let measured = overruns(d, src, dst, bytes, stream, event);
@@ -571,8 +539,7 @@ fn overruns(
             d.memcpy_device_async(dst, src, bytes, stream)
                 .map_err(|c| failed(d, "aclrtMemcpyAsync device to device", c))?;
         }
-        d.record_event(event, stream)
-            .map_err(|c| failed(d, "record behind the copies", c))?;
+        d.record_event(event, stream).map_err(|c| failed(d, "record behind the copies", c))?;
         let start = d.now();
         let waited = d.synchronize_event(event, timeout_ms);
         let took_ns = d.now().since(start);
@@ -601,11 +568,9 @@ fn check_copies(d: &mut AclDevice) -> Result<String, String> {
     let ptr = d.malloc(BYTES).map_err(|c| failed(d, "aclrtMalloc", c))?;
     let result = (|| {
         let sent: Vec<u8> = (0..BYTES).map(|i| (i * 7 + 3) as u8).collect();
-        d.memcpy_to_device(ptr, &sent)
-            .map_err(|c| failed(d, "host to device", c))?;
+        d.memcpy_to_device(ptr, &sent).map_err(|c| failed(d, "host to device", c))?;
         let mut back = vec![0_u8; BYTES];
-        d.memcpy_from_device(&mut back, ptr)
-            .map_err(|c| failed(d, "device to host", c))?;
+        d.memcpy_from_device(&mut back, ptr).map_err(|c| failed(d, "device to host", c))?;
         if back == sent {
             Ok(format!("{BYTES} bytes host to device and back, identical"))
         } else {
@@ -627,15 +592,10 @@ fn check_recovery(d: &mut AclDevice) -> Result<String, String> {
         Err(code) => format!("drain returned {code} (ignored, as the lane does)"),
     };
     let _ = d.recent_error_message();
-    d.reset_device_force()
-        .map_err(|c| failed(d, "aclrtResetDeviceForce", c))?;
-    d.set_device()
-        .map_err(|c| failed(d, "aclrtSetDevice after the reset", c))?;
-    let stream = d
-        .create_stream()
-        .map_err(|c| failed(d, "probe: create stream", c))?;
-    d.destroy_stream(stream)
-        .map_err(|c| failed(d, "probe: destroy stream", c))?;
+    d.reset_device_force().map_err(|c| failed(d, "aclrtResetDeviceForce", c))?;
+    d.set_device().map_err(|c| failed(d, "aclrtSetDevice after the reset", c))?;
+    let stream = d.create_stream().map_err(|c| failed(d, "probe: create stream", c))?;
+    d.destroy_stream(stream).map_err(|c| failed(d, "probe: destroy stream", c))?;
     let ptr = d.malloc(64).map_err(|c| failed(d, "probe: malloc 64", c))?;
     d.free(ptr).map_err(|c| failed(d, "probe: free", c))?;
     Ok(format!(
@@ -673,15 +633,9 @@ fn check_devlib(loaded: &Path) -> Step {
     }
     match result {
         Err(LoadError::NotLoaded { attempts })
-            if attempts
-                .iter()
-                .any(|a| matches!(a.failure, AttemptFailure::StubLibrary { .. })) =>
+            if attempts.iter().any(|a| matches!(a.failure, AttemptFailure::StubLibrary { .. })) =>
         {
-            found(
-                name,
-                Verdict::Passed,
-                format!("{} refused as a stub", path.display()),
-            )
+            found(name, Verdict::Passed, format!("{} refused as a stub", path.display()))
         }
         Err(other) => found(
             name,
@@ -692,11 +646,9 @@ fn check_devlib(loaded: &Path) -> Step {
                 other.to_string().replace('\n', " ")
             ),
         ),
-        Ok(_) => found(
-            name,
-            Verdict::Failed,
-            format!("{} under devlib/ was loaded", path.display()),
-        ),
+        Ok(_) => {
+            found(name, Verdict::Failed, format!("{} under devlib/ was loaded", path.display()))
+        }
     }
 }
 
@@ -707,12 +659,9 @@ fn install_stub(loaded: &Path) -> Option<PathBuf> {
     let arch = std::env::consts::ARCH;
     [
         home.join("devlib").join(ascend_cl_sys::LIBRARY_NAME),
-        home.join(format!("devlib/linux/{arch}"))
-            .join(ascend_cl_sys::LIBRARY_NAME),
-        home.join(format!("{arch}-linux/devlib"))
-            .join(ascend_cl_sys::LIBRARY_NAME),
-        home.join(format!("{arch}-linux/devlib/linux/{arch}"))
-            .join(ascend_cl_sys::LIBRARY_NAME),
+        home.join(format!("devlib/linux/{arch}")).join(ascend_cl_sys::LIBRARY_NAME),
+        home.join(format!("{arch}-linux/devlib")).join(ascend_cl_sys::LIBRARY_NAME),
+        home.join(format!("{arch}-linux/devlib/linux/{arch}")).join(ascend_cl_sys::LIBRARY_NAME),
     ]
     .into_iter()
     .find(|p| p.is_file())

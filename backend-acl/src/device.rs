@@ -101,13 +101,7 @@ impl AclDevice {
         };
         let resets = reset_count(config.device_id);
         match Self::probe(&acl, &config, &resets) {
-            Ok(Probed {
-                device_count,
-                soc_name,
-                profile,
-                op_timeout_us,
-                op_timeout,
-            }) => {
+            Ok(Probed { device_count, soc_name, profile, op_timeout_us, op_timeout }) => {
                 let acl = Arc::new(acl);
                 let notice_monitor = if config.notice_monitor {
                     crate::notice::install(&acl)
@@ -158,18 +152,9 @@ impl AclDevice {
         let (op_timeout, actual_us) = OpTimeoutLease::take(acl, timeout_us)?;
         let actual_ns = actual_us.saturating_mul(1_000);
         if actual_ns >= host_ns {
-            return Err(AclError::OpTimeout {
-                device_ns: actual_ns,
-                host_ns,
-            });
+            return Err(AclError::OpTimeout { device_ns: actual_ns, host_ns });
         }
-        Ok(Probed {
-            device_count: count,
-            soc_name,
-            profile,
-            op_timeout_us: actual_us,
-            op_timeout,
-        })
+        Ok(Probed { device_count: count, soc_name, profile, op_timeout_us: actual_us, op_timeout })
     }
 
     /// The profile `config` opens with, as [`AclDevice::open`] probes it (and fails), but
@@ -196,9 +181,7 @@ impl AclDevice {
         let profile = config
             .profile
             .or_else(|| soc_name.as_deref().and_then(profile_for_soc))
-            .ok_or_else(|| AclError::UnknownSoc {
-                name: soc_name.clone(),
-            })?;
+            .ok_or_else(|| AclError::UnknownSoc { name: soc_name.clone() })?;
         Ok((count, soc_name, profile))
     }
 
@@ -341,12 +324,7 @@ impl AclDevice {
         // One thread-local read: ACL keeps one current device per thread, so two devices
         // driven from one thread each bind again when the other bound last.
         let resets = self.resets.load(Ordering::Acquire);
-        if bound()
-            == Some(Bound {
-                device_id: self.device_id,
-                resets,
-            })
-        {
+        if bound() == Some(Bound { device_id: self.device_id, resets }) {
             return Ok(());
         }
         self.set_device()
@@ -427,16 +405,12 @@ impl AclDevice {
     /// since the last reset; otherwise 100000 (`ACL_ERROR_INVALID_PARAM`), with a message, and
     /// nothing touched.
     fn pinned_range(&mut self, ptr: HostPtr, len: usize) -> Result<*mut u8, AclCode> {
-        let inside = self
-            .pinned
-            .range(..=ptr.0)
-            .next_back()
-            .is_some_and(|(&base, &size)| {
-                usize::try_from(ptr.0 - base)
-                    .ok()
-                    .and_then(|offset| offset.checked_add(len))
-                    .is_some_and(|end| end <= size)
-            });
+        let inside = self.pinned.range(..=ptr.0).next_back().is_some_and(|(&base, &size)| {
+            usize::try_from(ptr.0 - base)
+                .ok()
+                .and_then(|offset| offset.checked_add(len))
+                .is_some_and(|end| end <= size)
+        });
         if inside {
             return Ok(ptr.0 as usize as *mut u8);
         }

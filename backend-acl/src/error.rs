@@ -92,11 +92,7 @@ pub enum AclError {
 
 /// "1 device" or "N devices".
 fn devices(count: u32) -> String {
-    if count == 1 {
-        "1 device".to_owned()
-    } else {
-        format!("{count} devices")
-    }
+    if count == 1 { "1 device".to_owned() } else { format!("{count} devices") }
 }
 
 /// The ids a count of devices allows, as a reader counts them: "id 0", "ids 0 to N-1".

@@ -63,10 +63,7 @@ pub(crate) struct Refused {
 }
 
 fn refused(code: AclCode, what: &str, value: u64, why: &str) -> Refused {
-    Refused {
-        code,
-        message: format!("{what} {value:#x} {why}; refused before any ACL call"),
-    }
+    Refused { code, message: format!("{what} {value:#x} {why}; refused before any ACL call") }
 }
 
 const NOT_LIVE: &str = "is not one a device of this process created and still holds \
@@ -98,18 +95,8 @@ pub(crate) fn issue_allocation(device_id: i32, ptr: *mut c_void, size: usize) ->
 pub(crate) fn stream(device_id: i32, stream: StreamHandle) -> Result<AclrtStream, Refused> {
     match issued().streams.get(&stream.0) {
         Some(&owner) if owner == device_id => Ok(stream.0 as usize as AclrtStream),
-        Some(_) => Err(refused(
-            AclCode::RtStreamContext,
-            "stream",
-            stream.0,
-            ELSEWHERE,
-        )),
-        None => Err(refused(
-            AclCode::RtInvalidHandle,
-            "stream",
-            stream.0,
-            NOT_LIVE,
-        )),
+        Some(_) => Err(refused(AclCode::RtStreamContext, "stream", stream.0, ELSEWHERE)),
+        None => Err(refused(AclCode::RtInvalidHandle, "stream", stream.0, NOT_LIVE)),
     }
 }
 
@@ -117,18 +104,8 @@ pub(crate) fn stream(device_id: i32, stream: StreamHandle) -> Result<AclrtStream
 pub(crate) fn event(device_id: i32, event: EventHandle) -> Result<AclrtEvent, Refused> {
     match issued().events.get(&event.0) {
         Some(&owner) if owner == device_id => Ok(event.0 as usize as AclrtEvent),
-        Some(_) => Err(refused(
-            AclCode::RtInvalidHandle,
-            "event",
-            event.0,
-            ELSEWHERE,
-        )),
-        None => Err(refused(
-            AclCode::RtInvalidHandle,
-            "event",
-            event.0,
-            NOT_LIVE,
-        )),
+        Some(_) => Err(refused(AclCode::RtInvalidHandle, "event", event.0, ELSEWHERE)),
+        None => Err(refused(AclCode::RtInvalidHandle, "event", event.0, NOT_LIVE)),
     }
 }
 
@@ -137,12 +114,7 @@ pub(crate) fn event(device_id: i32, event: EventHandle) -> Result<AclrtEvent, Re
 pub(crate) fn range(device_id: i32, ptr: DevicePtr, len: usize) -> Result<*mut c_void, Refused> {
     let table = issued();
     let Some((&base, &(size, owner))) = table.allocations.range(..=ptr.0).next_back() else {
-        return Err(refused(
-            AclCode::RtParamInvalid,
-            "device range at",
-            ptr.0,
-            NOT_LIVE,
-        ));
+        return Err(refused(AclCode::RtParamInvalid, "device range at", ptr.0, NOT_LIVE));
     };
     let inside = usize::try_from(ptr.0 - base)
         .ok()
@@ -150,18 +122,8 @@ pub(crate) fn range(device_id: i32, ptr: DevicePtr, len: usize) -> Result<*mut c
         .is_some_and(|end| end <= size);
     match (inside, owner == device_id) {
         (true, true) => Ok(ptr.0 as usize as *mut c_void),
-        (true, false) => Err(refused(
-            AclCode::RtParamInvalid,
-            "device range at",
-            ptr.0,
-            ELSEWHERE,
-        )),
-        (false, _) => Err(refused(
-            AclCode::RtParamInvalid,
-            "device range at",
-            ptr.0,
-            NOT_LIVE,
-        )),
+        (true, false) => Err(refused(AclCode::RtParamInvalid, "device range at", ptr.0, ELSEWHERE)),
+        (false, _) => Err(refused(AclCode::RtParamInvalid, "device range at", ptr.0, NOT_LIVE)),
     }
 }
 
@@ -169,18 +131,8 @@ pub(crate) fn range(device_id: i32, ptr: DevicePtr, len: usize) -> Result<*mut c
 pub(crate) fn allocation(device_id: i32, ptr: DevicePtr) -> Result<*mut c_void, Refused> {
     match issued().allocations.get(&ptr.0) {
         Some(&(_, owner)) if owner == device_id => Ok(ptr.0 as usize as *mut c_void),
-        Some(_) => Err(refused(
-            AclCode::RtParamInvalid,
-            "allocation",
-            ptr.0,
-            ELSEWHERE,
-        )),
-        None => Err(refused(
-            AclCode::RtParamInvalid,
-            "allocation",
-            ptr.0,
-            NOT_LIVE,
-        )),
+        Some(_) => Err(refused(AclCode::RtParamInvalid, "allocation", ptr.0, ELSEWHERE)),
+        None => Err(refused(AclCode::RtParamInvalid, "allocation", ptr.0, NOT_LIVE)),
     }
 }
 
@@ -204,7 +156,5 @@ pub(crate) fn retire_device(device_id: i32) {
     let mut table = issued_mut();
     table.streams.retain(|_, owner| *owner != device_id);
     table.events.retain(|_, owner| *owner != device_id);
-    table
-        .allocations
-        .retain(|_, (_, owner)| *owner != device_id);
+    table.allocations.retain(|_, (_, owner)| *owner != device_id);
 }

@@ -122,10 +122,6 @@ unsafe extern "C" fn on_notice(info: *mut AclrtExceptionInfo) {
         if device == EXCEPTION_INFO_INVALID {
             return;
         }
-        ring.push(RawNotice {
-            device,
-            stream_id,
-            code: i32::from_ne_bytes(code.to_ne_bytes()),
-        });
+        ring.push(RawNotice { device, stream_id, code: i32::from_ne_bytes(code.to_ne_bytes()) });
     });
 }

@@ -22,12 +22,7 @@ mod tests {
 
     #[test]
     fn the_910b_and_910c_families_get_a2a3() {
-        for name in [
-            "Ascend910B1",
-            "Ascend910B4",
-            "Ascend910_9392",
-            "Ascend910_9382",
-        ] {
+        for name in ["Ascend910B1", "Ascend910B4", "Ascend910_9392", "Ascend910_9382"] {
             assert_eq!(profile_for_soc(name), Some(Profile::a2a3()), "{name}");
         }
     }
@@ -42,14 +37,7 @@ mod tests {
     #[test]
     fn other_names_get_no_profile() {
         // The old 910 (no B), 310 inference cards and near misses are not a2a3 or a5.
-        for name in [
-            "Ascend910A",
-            "Ascend910",
-            "Ascend310P3",
-            "ascend910B1",
-            "",
-            "Ascend95",
-        ] {
+        for name in ["Ascend910A", "Ascend910", "Ascend310P3", "ascend910B1", "", "Ascend95"] {
             assert_eq!(profile_for_soc(name), None, "{name}");
         }
     }

@@ -103,20 +103,12 @@ impl StreamIds {
         if self.dead.len() == RECENT_STREAM_IDS {
             self.dead.pop_front();
         }
-        self.dead.push_back(Dead {
-            id,
-            at,
-            resets: self.resets,
-        });
+        self.dead.push_back(Dead { id, at, resets: self.resets });
     }
 
     /// Drops the dead ids past the bound at `now`.
     fn forget_expired(&mut self, now: Timestamp) {
-        while self
-            .dead
-            .front()
-            .is_some_and(|d| now.since(d.at) >= LATE_NOTICE_BOUND_NS)
-        {
+        while self.dead.front().is_some_and(|d| now.since(d.at) >= LATE_NOTICE_BOUND_NS) {
             self.dead.pop_front();
         }
     }
@@ -193,10 +185,7 @@ mod tests {
         ids.reset(at(10));
         ids.created(S2, 1, at(20));
         ids.destroyed(S2, at(30));
-        assert!(
-            !ids.concerns(1, at(31)),
-            "the pre-reset stream's notice may be it"
-        );
+        assert!(!ids.concerns(1, at(31)), "the pre-reset stream's notice may be it");
         assert!(
             ids.concerns(1, at(10 + BOUND)),
             "then the destroyed stream of this generation's, until its own bound"

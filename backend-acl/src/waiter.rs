@@ -35,12 +35,7 @@ pub(crate) struct AclWaiter {
 impl AclWaiter {
     /// A waiter for `device`, made on the lane thread and moved to the waiter's.
     pub(crate) fn new(device: &AclDevice, epoch: Instant) -> Self {
-        Self {
-            binding: device.worker_binding(),
-            bound_at: None,
-            epoch,
-            refused: None,
-        }
+        Self { binding: device.worker_binding(), bound_at: None, epoch, refused: None }
     }
 
     fn acl(&self) -> &Acl {
@@ -76,10 +71,7 @@ impl CompletionWaiter for AclWaiter {
         let event = self.live(|id| issued::event(id, event))?;
         // SAFETY: an event live on the lane's device id (looked up); the lane destroys it
         // only once no wait on it is out, and resets the device only once this wait answered.
-        let code = unsafe {
-            self.acl()
-                .aclrtSynchronizeEventWithTimeout(event, timeout_ms)
-        };
+        let code = unsafe { self.acl().aclrtSynchronizeEventWithTimeout(event, timeout_ms) };
         AclCode::from_raw(code).map_or(Ok(()), Err)
     }
 
@@ -98,10 +90,7 @@ impl CompletionWaiter for AclWaiter {
         // awaited run was launched on; the lane replaces or destroys a stream only once its
         // FIFO is empty, and the awaited run holds its entry until this wait's answer is fed,
         // so the stream stays live for the call.
-        let code = unsafe {
-            self.acl()
-                .aclrtSynchronizeStreamWithTimeout(stream, timeout_ms)
-        };
+        let code = unsafe { self.acl().aclrtSynchronizeStreamWithTimeout(stream, timeout_ms) };
         AclCode::from_raw(code).map_or(Ok(()), Err)
     }
 
@@ -132,8 +121,6 @@ impl CompletionWaiter for AclWaiter {
     }
 
     fn recent_error_message(&mut self) -> Option<String> {
-        self.refused
-            .take()
-            .or_else(|| self.acl().recent_error_message())
+        self.refused.take().or_else(|| self.acl().recent_error_message())
     }
 }

@@ -25,10 +25,7 @@ fn a_loaded_copy_whose_file_is_gone_is_reopened_and_stays_out_of_the_global_scop
     // SAFETY: opens the fake, whose initialisers are sound on any thread; never closed.
     let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     assert!(!handle.is_null(), "the fake opens");
-    assert!(
-        !global(),
-        "a copy loaded RTLD_LOCAL is not in the global scope"
-    );
+    assert!(!global(), "a copy loaded RTLD_LOCAL is not in the global scope");
     // An in-place upgrade removes the file the loader mapped.
     std::fs::remove_file(&first).expect("remove the mapped file");
     let acl = Search::with_env(|_| None)
@@ -39,9 +36,6 @@ fn a_loaded_copy_whose_file_is_gone_is_reopened_and_stays_out_of_the_global_scop
     assert_eq!(acl.path(), first, "the copy already loaded is used");
     assert!(!common::mapped(&second), "no second copy was mapped");
     drop(acl);
-    assert!(
-        !global(),
-        "reopening the loaded copy did not promote it to the global scope"
-    );
+    assert!(!global(), "reopening the loaded copy did not promote it to the global scope");
     let _ = std::fs::remove_file(&second);
 }

@@ -25,10 +25,7 @@ const LONG: Duration = Duration::from_millis(150);
 fn switches() -> [(&'static str, Option<Semantics>); 3] {
     [
         ("defaults", None),
-        (
-            "a fatal status leaves no sticky code",
-            Some(Semantics::LatchFaultsStream(false)),
-        ),
+        ("a fatal status leaves no sticky code", Some(Semantics::LatchFaultsStream(false))),
         (
             "a later enqueue on a faulted stream fails",
             Some(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused)),
@@ -56,9 +53,7 @@ fn each_switch(
     for (switch, semantics) in switches() {
         let fake = common::fake();
         if let Some(semantics) = semantics {
-            fake.control
-                .set_semantics(semantics)
-                .expect("a known switch");
+            fake.control.set_semantics(semantics).expect("a known switch");
         }
         let mut d = lane(&fake, Duration::from_secs(5));
         d.runner_mut().faults = faults.to_vec();
@@ -82,20 +77,14 @@ fn assert_ok_but(switch: &str, reports: &[Report], but: &[u64]) {
 fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_stream_is_replaced()
 {
     each_switch(
-        &[
-            (5, ENGINE_AICPU, Kernel::Latch),
-            (8, ENGINE_AICPU, Kernel::Silent),
-        ],
+        &[(5, ENGINE_AICPU, Kernel::Latch), (8, ENGINE_AICPU, Kernel::Silent)],
         &[],
         12,
         |switch, _, reports, fake| {
             assert!(
                 matches!(
                     failed(&reports[4]).failure,
-                    Failure::Record {
-                        code: RuntimeCode::ScopeDeadlock,
-                        ..
-                    }
+                    Failure::Record { code: RuntimeCode::ScopeDeadlock, .. }
                 ),
                 "{switch}: {}",
                 reports[4]
@@ -122,10 +111,7 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
 #[test]
 fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch_only_itself() {
     each_switch(
-        &[
-            (5, ENGINE_AICPU, Kernel::Silent),
-            (6, ENGINE_AICPU, Kernel::Latch),
-        ],
+        &[(5, ENGINE_AICPU, Kernel::Silent), (6, ENGINE_AICPU, Kernel::Latch)],
         &[(5, LONG)],
         10,
         |switch, semantics, reports, fake| {
@@ -137,10 +123,7 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
                 }
                 _ => assert_eq!(
                     five,
-                    Failure::NoRecordBesideCode {
-                        code: AclCode::RtAicpuException,
-                        left_by: 6
-                    },
+                    Failure::NoRecordBesideCode { code: AclCode::RtAicpuException, left_by: 6 },
                     "{switch}: {}",
                     reports[4]
                 ),
@@ -148,10 +131,7 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
             assert!(
                 matches!(
                     failed(&reports[5]).failure,
-                    Failure::Record {
-                        code: RuntimeCode::ScopeDeadlock,
-                        ..
-                    }
+                    Failure::Record { code: RuntimeCode::ScopeDeadlock, .. }
                 ),
                 "{switch}: {}",
                 reports[5]
@@ -165,20 +145,14 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
 #[test]
 fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_origin_and_says_so() {
     each_switch(
-        &[
-            (5, ENGINE_AICPU, Kernel::Silent),
-            (6, ENGINE_AICORE, Kernel::Exception),
-        ],
+        &[(5, ENGINE_AICPU, Kernel::Silent), (6, ENGINE_AICORE, Kernel::Exception)],
         &[(5, LONG)],
         10,
         |switch, _, reports, fake| {
             let cause = failed(&reports[4]);
             assert_eq!(
                 cause.failure,
-                Failure::Covering {
-                    code: AclCode::RtAicoreException,
-                    behind: 1
-                },
+                Failure::Covering { code: AclCode::RtAicoreException, behind: 1 },
                 "{switch}: {}",
                 reports[4]
             );
@@ -204,18 +178,11 @@ fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it() {
     let fake = common::fake();
     let mut d = lane(&fake, Duration::from_secs(2));
     d.runner_mut().faults = vec![(1, ENGINE_AICPU, Kernel::Silent)];
-    d.runner_mut().lengths = vec![
-        (1, Duration::from_millis(1_700)),
-        (2, Duration::from_millis(1_000)),
-    ];
+    d.runner_mut().lengths =
+        vec![(1, Duration::from_millis(1_700)), (2, Duration::from_millis(1_000))];
     let started = Instant::now();
     let reports = run_lane(&mut d, 2);
-    assert_eq!(
-        failed(&reports[0]).failure,
-        Failure::NoRecord,
-        "{}",
-        reports[0]
-    );
+    assert_eq!(failed(&reports[0]).failure, Failure::NoRecord, "{}", reports[0]);
     assert!(verdict(&reports[1]).is_ok(), "{}", reports[1]);
     assert_eq!(fake.counters().force_resets, 0);
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -234,11 +201,7 @@ fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code()
     let cause = failed(&reports[4]);
     assert_eq!(cause.code(), Some(107_000), "{}", reports[4]);
     assert_eq!(cause.class(), Class::Poison, "{}", reports[4]);
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
     assert_eq!(fake.counters().force_resets, 1);
     assert!(verdict(&reports[7]).is_ok(), "recovered: {}", reports[7]);
     fake.assert_balanced();

@@ -74,10 +74,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
     let channel = report.steps.last().unwrap();
     assert!(channel.detail.contains("fatal-status"), "{text}");
     assert!(text.contains("SoC Ascend910B1, profile a2a3"), "{text}");
-    assert!(
-        text.ends_with("device-check: 11 passed, 0 failed, 2 not checked\n"),
-        "{text}"
-    );
+    assert!(text.ends_with("device-check: 11 passed, 0 failed, 2 not checked\n"), "{text}");
     let c = fake.counters();
     assert_eq!(c.force_resets, 1);
     fake.assert_balanced();
@@ -86,9 +83,7 @@ fn every_device_side_check_passes_on_the_fake_and_kernels_are_not_checked() {
 #[test]
 fn a_failing_call_fails_its_step_with_the_code_and_the_librarys_message() {
     let fake = common::fake();
-    fake.control
-        .fail_call("aclrtRecordEvent", 507_899, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtRecordEvent", 507_899, 0, 1).unwrap();
     let report = on_fake(&fake);
     assert!(!report.passed());
     let events = step(&report, "events");
@@ -99,46 +94,29 @@ fn a_failing_call_fails_its_step_with_the_code_and_the_librarys_message() {
         events.detail
     );
     // The other steps still ran and passed, and the failed step released what it made.
-    assert!(
-        report
-            .steps
-            .iter()
-            .filter(|s| s.verdict == Verdict::Passed)
-            .count()
-            >= 6
-    );
+    assert!(report.steps.iter().filter(|s| s.verdict == Verdict::Passed).count() >= 6);
     fake.assert_balanced();
 }
 
 #[test]
 fn no_library_is_one_line_and_a_failure() {
-    let report = check::run(&options(Library::Path(PathBuf::from(
-        "/nonexistent/lib64/libascendcl.so",
-    ))));
+    let report =
+        check::run(&options(Library::Path(PathBuf::from("/nonexistent/lib64/libascendcl.so"))));
     assert!(!report.passed());
     let text = report.to_string();
     assert_eq!(text.lines().count(), 1, "{text}");
-    assert!(
-        text.starts_with("device-check: no CANN install found"),
-        "{text}"
-    );
+    assert!(text.starts_with("device-check: no CANN install found"), "{text}");
 }
 
 #[test]
 fn no_device_or_a_bad_device_id_is_one_line_and_a_failure() {
     let fake = common::fake();
-    let options = CheckOptions {
-        device_id: 16,
-        ..options(Library::Path(fake.path.clone()))
-    };
+    let options = CheckOptions { device_id: 16, ..options(Library::Path(fake.path.clone())) };
     let text = check::run(&options).to_string();
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("device id 16 is out of range"), "{text}");
     fake.control.set_device_count(0).unwrap();
-    let report = check::run(&CheckOptions {
-        device_id: 0,
-        ..options
-    });
+    let report = check::run(&CheckOptions { device_id: 0, ..options });
     assert!(!report.passed());
     assert!(report.to_string().contains("no Ascend device visible"));
 }
@@ -147,9 +125,7 @@ fn no_device_or_a_bad_device_id_is_one_line_and_a_failure() {
 fn a_stream_synchronize_that_accepts_a_zero_timeout_fails_its_step() {
     let fake = common::fake();
     // The fake refuses 0 as ACL does; make the first synchronize answer 0 instead.
-    fake.control
-        .fail_call("aclrtSynchronizeStreamWithTimeout", 0, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtSynchronizeStreamWithTimeout", 0, 0, 1).unwrap();
     let report = on_fake(&fake);
     let step = step(&report, "stream synchronize");
     assert_eq!(step.verdict, Verdict::Failed, "{report}");
@@ -191,10 +167,7 @@ fn the_overlap_step_times_depth_one_and_depth_two_by_event_timestamps() {
         }
     }
     let one = &report.overlap[0].timings;
-    assert!(
-        one.iter().all(|t| t.overlap == Overlap::NotQueued),
-        "{one:?}"
-    );
+    assert!(one.iter().all(|t| t.overlap == Overlap::NotQueued), "{one:?}");
     for pair in one.windows(2) {
         assert!(pair[1].start_ns >= pair[0].end_ns, "{pair:?}");
     }
@@ -214,11 +187,7 @@ fn without_event_timestamps_the_overlap_step_is_not_checked() {
     }));
     let step = step(&report, "overlap");
     assert_eq!(step.verdict, Verdict::NotChecked, "{}", step.detail);
-    assert!(
-        step.detail.contains("aclrtEventGetTimestamp"),
-        "{}",
-        step.detail
-    );
+    assert!(step.detail.contains("aclrtEventGetTimestamp"), "{}", step.detail);
     assert!(report.overlap.is_empty());
     assert!(report.passed(), "{report}");
     fake.assert_balanced();

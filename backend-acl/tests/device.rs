@@ -50,24 +50,14 @@ type Call = fn(&mut AclDevice, &Handles) -> Result<(), AclCode>;
 fn each_failing_call_returns_its_code_and_keeps_the_librarys_message_once() {
     let calls: [(&str, Call); 14] = [
         ("aclrtSetDevice", |d, _| d.set_device()),
-        ("aclrtSynchronizeDeviceWithTimeout", |d, _| {
-            d.synchronize_device(1_000)
-        }),
+        ("aclrtSynchronizeDeviceWithTimeout", |d, _| d.synchronize_device(1_000)),
         ("aclrtResetDeviceForce", |d, _| d.reset_device_force()),
-        ("aclrtCreateStreamWithConfig", |d, _| {
-            d.create_stream().map(|_| ())
-        }),
+        ("aclrtCreateStreamWithConfig", |d, _| d.create_stream().map(|_| ())),
         ("aclrtDestroyStream", |d, r| d.destroy_stream(r.stream)),
-        ("aclrtDestroyStreamForce", |d, r| {
-            d.destroy_stream_force(r.stream)
-        }),
-        ("aclrtCreateEventExWithFlag", |d, _| {
-            d.create_event().map(|_| ())
-        }),
+        ("aclrtDestroyStreamForce", |d, r| d.destroy_stream_force(r.stream)),
+        ("aclrtCreateEventExWithFlag", |d, _| d.create_event().map(|_| ())),
         ("aclrtRecordEvent", |d, r| d.record_event(r.event, r.stream)),
-        ("aclrtSynchronizeEventWithTimeout", |d, r| {
-            d.synchronize_event(r.event, 1_000)
-        }),
+        ("aclrtSynchronizeEventWithTimeout", |d, r| d.synchronize_event(r.event, 1_000)),
         ("aclrtDestroyEvent", |d, r| d.destroy_event(r.event)),
         ("aclrtMalloc", |d, _| d.malloc(64).map(|_| ())),
         ("aclrtFree", |d, r| d.free(r.ptr)),
@@ -81,9 +71,7 @@ fn each_failing_call_returns_its_code_and_keeps_the_librarys_message_once() {
         assert_eq!(call(&mut d, &resources), Err(code()), "{symbol}");
         let message = d.recent_error_message();
         assert!(
-            message
-                .as_deref()
-                .is_some_and(|m| m.contains(symbol) && m.contains("507899")),
+            message.as_deref().is_some_and(|m| m.contains(symbol) && m.contains("507899")),
             "{symbol}: {message:?}"
         );
         assert_eq!(d.recent_error_message(), None, "{symbol}: taken once");
@@ -107,19 +95,14 @@ fn a_successful_call_after_a_failure_leaves_no_stale_message() {
 #[test]
 fn a_runners_own_failed_call_keeps_its_message_through_check() {
     let (fake, mut d) = common::opened();
-    fake.control
-        .fail_call("runlanefake_launch", CODE, 0, 1)
-        .unwrap();
+    fake.control.fail_call("runlanefake_launch", CODE, 0, 1).unwrap();
     let stream = d.create_stream().unwrap();
     let launched = common::launch_aicore(fake.control, stream, Duration::ZERO, Outcome::Ok);
     let Err(run_lane_fake_ascendcl::ControlError::Call { code: raw, .. }) = launched else {
         panic!("{launched:?}")
     };
     assert_eq!(d.check(raw), Err(code()));
-    assert!(
-        d.recent_error_message()
-            .is_some_and(|m| m.contains("runlanefake_launch"))
-    );
+    assert!(d.recent_error_message().is_some_and(|m| m.contains("runlanefake_launch")));
     assert_eq!(d.check(ACL_SUCCESS), Ok(()));
     assert_eq!(d.recent_error_message(), None, "a success keeps no text");
     d.destroy_stream(stream).unwrap();
@@ -133,10 +116,7 @@ fn a_healthy_destroy_waits_for_queued_work_and_a_forced_one_does_not() {
     common::launch_aicore(fake.control, stream, work, Outcome::Ok).unwrap();
     let start = Instant::now();
     d.destroy_stream(stream).unwrap();
-    assert!(
-        start.elapsed() >= work,
-        "aclrtDestroyStream waited for the kernel"
-    );
+    assert!(start.elapsed() >= work, "aclrtDestroyStream waited for the kernel");
     // A hung kernel (it would run to the 45 s op timeout): the forced destroy returns at
     // once, the test does not wait it out.
     let stuck = d.create_stream().unwrap();
@@ -158,21 +138,11 @@ fn recovery_drains_force_resets_and_the_next_call_rebinds_while_old_handles_are_
     // The fake unbinds every thread at a reset; the device binds again before its next call.
     let fresh = d.create_stream().unwrap();
     assert_ne!(fresh, old);
-    assert!(
-        d.destroy_stream(old).is_err(),
-        "a handle from before the reset is dead"
-    );
+    assert!(d.destroy_stream(old).is_err(), "a handle from before the reset is dead");
     d.destroy_stream(fresh).unwrap();
     let c = fake.counters();
     assert_eq!(c.force_resets, 1);
-    assert_eq!(
-        (
-            c.streams_reclaimed,
-            c.events_reclaimed,
-            c.allocations_reclaimed
-        ),
-        (1, 1, 1)
-    );
+    assert_eq!((c.streams_reclaimed, c.events_reclaimed, c.allocations_reclaimed), (1, 1, 1));
     fake.assert_balanced();
 }
 
@@ -212,9 +182,7 @@ fn a_call_from_a_second_thread_binds_that_thread_first() {
 #[test]
 fn a_failed_bind_on_a_new_thread_is_the_calls_failure() {
     let (fake, d) = common::opened();
-    fake.control
-        .fail_call("aclrtSetDevice", CODE, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtSetDevice", CODE, 0, 1).unwrap();
     let result = std::thread::spawn(move || {
         let mut d = d;
         let first = d.create_stream().map(|_| ());
@@ -238,29 +206,15 @@ fn an_event_query_says_not_ready_behind_a_running_kernel_and_ready_once_it_ends_
     let (fake, mut d) = common::opened();
     let stream = d.create_stream().unwrap();
     let event = d.create_event().unwrap();
-    assert_eq!(
-        d.query_event(event),
-        Ok(true),
-        "a never-recorded event reads complete, as on ACL"
-    );
-    common::launch_aicore(
-        fake.control,
-        stream,
-        Duration::from_millis(300),
-        Outcome::Ok,
-    )
-    .unwrap();
+    assert_eq!(d.query_event(event), Ok(true), "a never-recorded event reads complete, as on ACL");
+    common::launch_aicore(fake.control, stream, Duration::from_millis(300), Outcome::Ok).unwrap();
     d.record_event(event, stream).unwrap();
     // Not ready: a query that waited would have answered complete.
     assert_eq!(d.query_event(event), Ok(false), "the kernel still runs");
     d.synchronize_event(event, 30_000).unwrap();
     assert_eq!(d.query_event(event), Ok(true), "the kernel ended");
     let mut waiter = d.completion_waiter().unwrap();
-    assert_eq!(
-        waiter.query_event(event),
-        Ok(true),
-        "the waiter's query agrees"
-    );
+    assert_eq!(waiter.query_event(event), Ok(true), "the waiter's query agrees");
     d.destroy_event(event).unwrap();
     assert_eq!(
         d.query_event(event),
@@ -283,15 +237,9 @@ fn a_reset_the_runtime_made_is_adopted_its_handles_refused_and_the_next_call_bin
     let code_back = unsafe { d.acl().aclrtResetDeviceForce(0) };
     assert_eq!(code_back, ACL_SUCCESS);
     d.adopt_reset();
-    assert_eq!(
-        fake.counters().force_resets,
-        resets + 1,
-        "adopting made no reset"
-    );
+    assert_eq!(fake.counters().force_resets, resets + 1, "adopting made no reset");
     // The reset unbound this thread: the next call binds first, and says so when it fails.
-    fake.control
-        .fail_call("aclrtSetDevice", CODE, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtSetDevice", CODE, 0, 1).unwrap();
     assert_eq!(d.create_stream().map(|_| ()), Err(code()));
     // Bound again, its handles from before the reset are refused.
     assert_eq!(d.destroy_stream(stream), Err(AclCode::RtInvalidHandle));

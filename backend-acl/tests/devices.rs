@@ -40,10 +40,7 @@ impl LaneThread {
                 job(&mut device);
             }
         });
-        let lane = Self {
-            jobs: Some(jobs),
-            thread: Some(thread),
-        };
+        let lane = Self { jobs: Some(jobs), thread: Some(thread) };
         // Returns once the open (which binds the thread) is made, so a test's next step
         // (a failing bind, say) never races it.
         lane.run(|_| ());
@@ -60,9 +57,7 @@ impl LaneThread {
                 let _ = answer.send(job(device));
             }))
             .expect("the lane thread takes jobs");
-        result
-            .recv()
-            .expect("the job answered (the lane thread panicked if not)")
+        result.recv().expect("the job answered (the lane thread panicked if not)")
     }
 }
 
@@ -148,18 +143,10 @@ fn a_force_reset_of_device_1_leaves_device_0_bound_and_working_while_device_1_bi
     let fake = common::fake();
     let control = fake.control;
     let (lane_0, lane_1) = (lane(&fake, 0), lane(&fake, 1));
-    let (s0, e0, binding_0) = lane_0.run(|d| {
-        (
-            d.create_stream().unwrap(),
-            d.create_event().unwrap(),
-            d.worker_binding(),
-        )
-    });
+    let (s0, e0, binding_0) =
+        lane_0.run(|d| (d.create_stream().unwrap(), d.create_event().unwrap(), d.worker_binding()));
     // Each device id's count is the process's (earlier tests' resets count too).
-    let before = (
-        binding_0.resets(),
-        lane_1.run(|d| d.worker_binding().resets()),
-    );
+    let before = (binding_0.resets(), lane_1.run(|d| d.worker_binding().resets()));
     let (s1, binding_1) = lane_1.run(move |d| {
         let stream = d.create_stream().unwrap();
         let event = d.create_event().unwrap();
@@ -192,18 +179,10 @@ fn a_force_reset_of_device_1_leaves_device_0_bound_and_working_while_device_1_bi
         let fresh = d.create_stream().unwrap();
         d.destroy_stream(fresh).unwrap();
     });
-    let (c0, c1) = (
-        control.device(0).counters().unwrap(),
-        control.device(1).counters().unwrap(),
-    );
+    let (c0, c1) = (control.device(0).counters().unwrap(), control.device(1).counters().unwrap());
     assert_eq!((c0.force_resets, c0.streams_reclaimed), (0, 0));
     assert_eq!(
-        (
-            c1.force_resets,
-            c1.streams_reclaimed,
-            c1.events_reclaimed,
-            c1.allocations_reclaimed
-        ),
+        (c1.force_resets, c1.streams_reclaimed, c1.events_reclaimed, c1.allocations_reclaimed),
         (1, 1, 1, 1)
     );
     assert!(control.total_counters().unwrap().balanced());
@@ -215,16 +194,8 @@ fn a_fault_rule_installed_on_device_1_does_not_fire_on_device_0() {
     let control = fake.control;
     let (lane_0, lane_1) = (lane(&fake, 0), lane(&fake, 1));
     let one = control.device(1);
-    one.fail_call("aclrtCreateStreamWithConfig", CODE, 0, 1)
-        .unwrap();
-    one.fault_kernel(
-        Outcome::Exception,
-        run_lane_fake_ascendcl::ENGINE_ANY,
-        0,
-        1,
-        &[],
-    )
-    .unwrap();
+    one.fail_call("aclrtCreateStreamWithConfig", CODE, 0, 1).unwrap();
+    one.fault_kernel(Outcome::Exception, run_lane_fake_ascendcl::ENGINE_ANY, 0, 1, &[]).unwrap();
     let run_one = move |d: &mut AclDevice| {
         let stream = d.create_stream();
         let message = d.recent_error_message();
@@ -261,13 +232,8 @@ fn a_fault_rule_installed_on_device_1_does_not_fire_on_device_0() {
 fn a_handle_of_device_0_used_on_a_thread_bound_to_device_1_is_refused() {
     let fake = common::fake();
     let (lane_0, lane_1) = (lane(&fake, 0), lane(&fake, 1));
-    let (s0, e0, p0) = lane_0.run(|d| {
-        (
-            d.create_stream().unwrap(),
-            d.create_event().unwrap(),
-            d.malloc(64).unwrap(),
-        )
-    });
+    let (s0, e0, p0) = lane_0
+        .run(|d| (d.create_stream().unwrap(), d.create_event().unwrap(), d.malloc(64).unwrap()));
     lane_1.run(move |d| {
         let s1 = d.create_stream().unwrap();
         let e1 = d.create_event().unwrap();
@@ -276,15 +242,9 @@ fn a_handle_of_device_0_used_on_a_thread_bound_to_device_1_is_refused() {
         assert_eq!(d.record_event(e1, s0), Err(AclCode::RtStreamContext));
         assert_eq!(d.stream_wait_event(s0, e1), Err(AclCode::RtStreamContext));
         assert_eq!(d.record_event(e0, s1), Err(AclCode::RtInvalidHandle));
-        assert_eq!(
-            d.synchronize_event(e0, 1_000),
-            Err(AclCode::RtInvalidHandle)
-        );
+        assert_eq!(d.synchronize_event(e0, 1_000), Err(AclCode::RtInvalidHandle));
         assert_eq!(d.destroy_event(e0), Err(AclCode::RtInvalidHandle));
-        assert_eq!(
-            d.memcpy_to_device(p0, &[1; 8]),
-            Err(AclCode::RtParamInvalid)
-        );
+        assert_eq!(d.memcpy_to_device(p0, &[1; 8]), Err(AclCode::RtParamInvalid));
         assert_eq!(d.free(p0), Err(AclCode::RtParamInvalid));
         d.destroy_event(e1).unwrap();
         d.destroy_stream(s1).unwrap();
@@ -319,17 +279,12 @@ fn a_reset_of_device_1_under_a_workers_wait_is_counted_as_the_hazard_and_device_
         binding.bind().unwrap();
         // SAFETY: an event of the device this thread just bound.
         unsafe {
-            binding
-                .acl()
-                .aclrtSynchronizeEventWithTimeout(awaited.0 as usize as *mut _, 30_000)
+            binding.acl().aclrtSynchronizeEventWithTimeout(awaited.0 as usize as *mut _, 30_000)
         }
     });
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while control.device(1).counters().unwrap().blocked_event_syncs != 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the waiter never entered its wait"
-        );
+        assert!(std::time::Instant::now() < deadline, "the waiter never entered its wait");
         std::thread::yield_now();
     }
     // Both lane threads keep working meanwhile, each on its own device.
@@ -390,15 +345,9 @@ fn a_force_reset_by_one_lane_makes_every_thread_bound_to_that_device_id_bind_aga
     let (stream, binding) = second.run(|d| (d.create_stream().unwrap(), d.worker_binding()));
     let before = binding.resets();
     first.run(|d| d.reset_device_force().unwrap());
-    assert_eq!(
-        binding.resets(),
-        before + 1,
-        "the device id's count is shared"
-    );
+    assert_eq!(binding.resets(), before + 1, "the device id's count is shared");
     // The next bind fails: a call that binds first reports it.
-    fake.control
-        .fail_call("aclrtSetDevice", CODE, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtSetDevice", CODE, 0, 1).unwrap();
     second.run(move |d| {
         assert_eq!(
             raw_create_stream(d),
@@ -432,9 +381,7 @@ fn a_bound_thread_makes_no_bind_call_until_a_reset_of_its_device() {
         });
     }
     // Any bind from now on fails: a call that made one would report it.
-    fake.control
-        .fail_call("aclrtSetDevice", CODE, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtSetDevice", CODE, 0, 1).unwrap();
     lane_thread.run(|d| {
         for _ in 0..4 {
             let stream = d.create_stream().expect("no bind on a bound thread");

@@ -22,31 +22,17 @@ type Call = fn(&mut AclDevice, &Handles) -> Result<(), AclCode>;
 /// ACL, with the symbol it calls.
 const CALLS: [(&str, Call); 12] = [
     ("aclrtDestroyStream", |d, h| d.destroy_stream(h.stream)),
-    ("aclrtDestroyStreamForce", |d, h| {
-        d.destroy_stream_force(h.stream)
-    }),
+    ("aclrtDestroyStreamForce", |d, h| d.destroy_stream_force(h.stream)),
     ("aclrtRecordEvent", |d, h| d.record_event(h.event, h.stream)),
-    ("aclrtSynchronizeEventWithTimeout", |d, h| {
-        d.synchronize_event(h.event, 1_000)
-    }),
-    ("aclrtSynchronizeStreamWithTimeout", |d, h| {
-        d.synchronize_stream(h.stream, 1_000)
-    }),
-    ("aclrtStreamWaitEvent", |d, h| {
-        d.stream_wait_event(h.stream, h.event)
-    }),
+    ("aclrtSynchronizeEventWithTimeout", |d, h| d.synchronize_event(h.event, 1_000)),
+    ("aclrtSynchronizeStreamWithTimeout", |d, h| d.synchronize_stream(h.stream, 1_000)),
+    ("aclrtStreamWaitEvent", |d, h| d.stream_wait_event(h.stream, h.event)),
     ("aclrtDestroyEvent", |d, h| d.destroy_event(h.event)),
     ("aclrtFree", |d, h| d.free(h.ptr)),
     ("aclrtMemcpy", |d, h| d.memcpy_to_device(h.ptr, &[1; 8])),
-    ("aclrtMemcpy", |d, h| {
-        d.memcpy_from_device(&mut [0; 8], h.ptr)
-    }),
-    ("aclrtMemcpyAsync", |d, h| {
-        d.memcpy_to_device_async(h.ptr, h.host, 8, h.stream)
-    }),
-    ("aclrtMemcpyAsync", |d, h| {
-        d.memcpy_from_device_async(h.host, h.ptr, 8, h.stream)
-    }),
+    ("aclrtMemcpy", |d, h| d.memcpy_from_device(&mut [0; 8], h.ptr)),
+    ("aclrtMemcpyAsync", |d, h| d.memcpy_to_device_async(h.ptr, h.host, 8, h.stream)),
+    ("aclrtMemcpyAsync", |d, h| d.memcpy_from_device_async(h.host, h.ptr, 8, h.stream)),
 ];
 
 /// `call` with `bad` handles is refused with `expected` and a message naming the refusal,
@@ -63,10 +49,7 @@ fn assert_refused(
     fake.control.fail_call(symbol, CODE, 0, 1).unwrap();
     assert_eq!(call(d, bad), Err(expected), "{case}: {symbol}");
     let message = d.recent_error_message().unwrap_or_default();
-    assert!(
-        message.contains("refused before any ACL call"),
-        "{case}: {symbol}: {message}"
-    );
+    assert!(message.contains("refused before any ACL call"), "{case}: {symbol}: {message}");
     assert_eq!(
         call(d, good),
         Err(AclCode::from_raw(CODE).unwrap()),
@@ -101,20 +84,10 @@ fn forged_handles_are_refused_and_never_reach_the_library() {
         assert_refused(&fake, &mut d, call, (&forged, &good), expected, "forged");
     }
     // A forged stream beside a live range is the stream's refusal.
-    let forged_stream = Handles {
-        stream: StreamHandle(0xdead_0000),
-        ..good
-    };
+    let forged_stream = Handles { stream: StreamHandle(0xdead_0000), ..good };
     for call in CALLS.into_iter().filter(|(s, _)| *s == "aclrtMemcpyAsync") {
         let expected = refusal(call.0, true);
-        assert_refused(
-            &fake,
-            &mut d,
-            call,
-            (&forged_stream, &good),
-            expected,
-            "forged stream",
-        );
+        assert_refused(&fake, &mut d, call, (&forged_stream, &good), expected, "forged stream");
     }
     good.release(&mut d);
     fake.assert_balanced();
@@ -130,10 +103,7 @@ fn destroyed_handles_are_refused_and_never_reach_the_library() {
     d.destroy_event(gone.event).unwrap();
     d.destroy_stream(gone.stream).unwrap();
     d.free(gone.ptr).unwrap();
-    let stale = Handles {
-        host: good.host,
-        ..gone
-    };
+    let stale = Handles { host: good.host, ..gone };
     d.free_host(gone.host).unwrap();
     for call in CALLS {
         let expected = refusal(call.0, false);
@@ -157,25 +127,12 @@ fn handles_from_before_a_force_reset_are_refused_and_never_reach_the_library() {
             break fresh;
         }
         aside.push(fresh);
-        assert!(
-            aside.len() < 4,
-            "the library keeps reusing the old addresses"
-        );
+        assert!(aside.len() < 4, "the library keeps reusing the old addresses");
     };
-    let stale = Handles {
-        host: good.host,
-        ..old
-    };
+    let stale = Handles { host: good.host, ..old };
     for call in CALLS {
         let expected = refusal(call.0, false);
-        assert_refused(
-            &fake,
-            &mut d,
-            call,
-            (&stale, &good),
-            expected,
-            "before the reset",
-        );
+        assert_refused(&fake, &mut d, call, (&stale, &good), expected, "before the reset");
     }
     good.release(&mut d);
     for handles in aside {
@@ -190,13 +147,8 @@ fn the_completion_waiter_refuses_a_handle_the_device_does_not_hold() {
     let good = Handles::live(&mut d);
     let mut waiter = d.completion_waiter().unwrap();
     waiter.bind().unwrap();
-    fake.control
-        .fail_call("aclrtSynchronizeEventWithTimeout", CODE, 0, 1)
-        .unwrap();
-    assert_eq!(
-        waiter.synchronize_event(EventHandle(0x10), 1_000),
-        Err(AclCode::RtInvalidHandle)
-    );
+    fake.control.fail_call("aclrtSynchronizeEventWithTimeout", CODE, 0, 1).unwrap();
+    assert_eq!(waiter.synchronize_event(EventHandle(0x10), 1_000), Err(AclCode::RtInvalidHandle));
     let message = waiter.recent_error_message().unwrap_or_default();
     assert!(message.contains("refused before any ACL call"), "{message}");
     assert_eq!(
@@ -208,10 +160,7 @@ fn the_completion_waiter_refuses_a_handle_the_device_does_not_hold() {
         Err(AclCode::RtParamInvalid)
     );
     // The armed failure is still pending: the forged event never reached the library.
-    assert_eq!(
-        waiter.synchronize_event(good.event, 1_000),
-        Err(AclCode::from_raw(CODE).unwrap())
-    );
+    assert_eq!(waiter.synchronize_event(good.event, 1_000), Err(AclCode::from_raw(CODE).unwrap()));
     drop(waiter);
     good.release(&mut d);
     fake.assert_balanced();
@@ -233,10 +182,7 @@ fn lanes_on_their_own_threads_create_use_and_destroy_handles_at_once_and_each_se
     let done = &std::sync::Barrier::new(usize::try_from(LANES).unwrap());
     std::thread::scope(|s| {
         for id in 0..LANES {
-            let config = backend_acl::AclConfig {
-                device_id: id,
-                ..config.clone()
-            };
+            let config = backend_acl::AclConfig { device_id: id, ..config.clone() };
             s.spawn(move || {
                 let (mut d, _) = AclDevice::open(config).unwrap_or_else(|e| panic!("{e}"));
                 let keep = d.create_stream().unwrap();
@@ -245,8 +191,7 @@ fn lanes_on_their_own_threads_create_use_and_destroy_handles_at_once_and_each_se
                     let stream = d.create_stream().unwrap();
                     let event = d.create_event().unwrap();
                     let ptr = d.malloc(64).unwrap();
-                    d.memcpy_to_device(ptr, &[u8::try_from(round % 256).unwrap(); 8])
-                        .unwrap();
+                    d.memcpy_to_device(ptr, &[u8::try_from(round % 256).unwrap(); 8]).unwrap();
                     d.record_event(event, stream).unwrap();
                     d.synchronize_event(event, 30_000).unwrap();
                     d.destroy_event(event).unwrap();
@@ -275,13 +220,7 @@ fn lanes_on_their_own_threads_create_use_and_destroy_handles_at_once_and_each_se
         }
     });
     for id in 0..LANES {
-        assert!(
-            published[usize::try_from(id).unwrap()]
-                .lock()
-                .unwrap()
-                .is_some(),
-            "lane {id} ran"
-        );
+        assert!(published[usize::try_from(id).unwrap()].lock().unwrap().is_some(), "lane {id} ran");
     }
     fake.assert_balanced();
 }

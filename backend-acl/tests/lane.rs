@@ -25,21 +25,13 @@ fn a_lane_runs_its_runs_on_the_fake_in_real_time_and_leaks_nothing() {
     assert_eq!(reports.len(), 12);
     for report in &reports {
         assert!(verdict(report).is_ok(), "{report}");
-        let Outcome::Run(r) = report.outcome else {
-            unreachable!()
-        };
+        let Outcome::Run(r) = report.outcome else { unreachable!() };
         let timing = r.timing.expect("the status read brought the timing buffer");
-        assert!(
-            timing.end_ns >= timing.start_ns + KERNEL.as_nanos() as u64 / 2,
-            "{timing:?}"
-        );
+        assert!(timing.end_ns >= timing.start_ns + KERNEL.as_nanos() as u64 / 2, "{timing:?}");
     }
     assert_eq!(
         d.lane().state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
     let c = fake.counters();
     assert_eq!(c.streams_created, 2, "one pair for the whole lane");
@@ -69,20 +61,13 @@ fn a_hung_kernel_ends_with_its_device_code_before_the_host_deadline_and_the_lane
     // Run 3 was queued behind it (depth 2): run 2's synchronize covered it, so run 2's line
     // says a run queued behind may share the cause (L-8a); the poison takes run 3 down; run 4
     // runs after recovery.
-    assert!(
-        reports[1].to_string().contains("queued behind this one"),
-        "{}",
-        reports[1]
-    );
+    assert!(reports[1].to_string().contains("queued behind this one"), "{}", reports[1]);
     assert_poisoned_by("hung run 2", &reports, 3, 2);
     assert!(verdict(&reports[3]).is_ok(), "{}", reports[3]);
     // The fake's own text for the failed call is on run 2's line (and its poisoned run's).
     for report in &reports[1..3] {
         let line = report.to_string();
-        assert!(
-            line.contains("; device: fake libascendcl:") && line.contains("507014"),
-            "{line}"
-        );
+        assert!(line.contains("; device: fake libascendcl:") && line.contains("507014"), "{line}");
     }
     assert_eq!(fake.counters().force_resets, 1);
     fake.assert_balanced();
@@ -104,11 +89,7 @@ fn assert_no_failing_call_leaks(
             let mut d = driver(&fake, config(&fake), Vec::new());
             fake.control.fail_call(symbol, 507_899, skip, 1).unwrap();
             let reports = run_lane(&mut d, 5);
-            assert_eq!(
-                reports.len(),
-                5,
-                "{symbol} skip {skip}: one outcome per run"
-            );
+            assert_eq!(reports.len(), 5, "{symbol} skip {skip}: one outcome per run");
             let c = fake.counters();
             if release.contains(symbol) && c.force_resets == 0 {
                 assert!(alive(&c) <= 1, "{symbol} skip {skip}: {c:#?}");
@@ -165,9 +146,7 @@ fn a_failed_stream_creates_text_reaches_the_run_that_waited_to_launch() {
     let fake = common::fake();
     let mut d = driver(&fake, fake.config(), Vec::new());
     // 207008 (no stream resource) is not a device fault: only the waiting run fails.
-    fake.control
-        .fail_call("aclrtCreateStreamWithConfig", 207_008, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtCreateStreamWithConfig", 207_008, 0, 1).unwrap();
     let reports = run_lane(&mut d, 2);
     let cause = verdict(&reports[0]).cause().copied().expect("run 1 failed");
     assert_eq!(cause.stage(), Some(Stage::StreamCreate));
@@ -234,9 +213,7 @@ fn twelve(fault: Option<(u32, Kernel)>, call: Option<(&str, i32, u32)>) -> Vec<R
         s.completion_timeout_ns = 2_000_000_000;
     });
     let mut d = driver(&fake, config, Vec::new());
-    d.runner_mut()
-        .faults
-        .extend(fault.map(|(engine, ending)| (5, engine, ending)));
+    d.runner_mut().faults.extend(fault.map(|(engine, ending)| (5, engine, ending)));
     if let Some((symbol, code, skip)) = call {
         fake.control.fail_call(symbol, code, skip, 1).unwrap();
     }
@@ -293,13 +270,7 @@ fn on_device_semantics_a_faulted_or_hung_run_is_never_ok_and_a_latch_fails_only_
         assert_eq!(cause.class(), Class::RunOnly, "{case}: {}", reports[4]);
         if fault == Kernel::Latch {
             assert!(
-                matches!(
-                    cause.failure,
-                    Failure::Record {
-                        code: RuntimeCode::ScopeDeadlock,
-                        ..
-                    }
-                ),
+                matches!(cause.failure, Failure::Record { code: RuntimeCode::ScopeDeadlock, .. }),
                 "{case}: {}",
                 reports[4]
             );
@@ -322,10 +293,7 @@ fn a_lane_on_a_library_without_the_notice_symbols_opens_with_the_monitor_unavail
     let config = AclConfig {
         library: Library::PathHiding {
             path: fake.path.clone(),
-            hidden: ascend_cl_sys::OPTIONAL_SYMBOLS
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect(),
+            hidden: ascend_cl_sys::OPTIONAL_SYMBOLS.iter().map(|s| (*s).to_owned()).collect(),
         },
         notice_monitor: true,
         ..fake.config()
@@ -334,9 +302,7 @@ fn a_lane_on_a_library_without_the_notice_symbols_opens_with_the_monitor_unavail
     let monitor = d.device().notice_monitor().clone();
     assert_eq!(
         monitor,
-        backend_acl::NoticeMonitor::Unavailable {
-            symbol: "aclrtSetExceptionInfoCallback"
-        }
+        backend_acl::NoticeMonitor::Unavailable { symbol: "aclrtSetExceptionInfoCallback" }
     );
     let message = monitor.to_string();
     assert!(
@@ -348,11 +314,7 @@ fn a_lane_on_a_library_without_the_notice_symbols_opens_with_the_monitor_unavail
     let reports = run_lane(&mut d, 6);
     assert_eq!(reports.len(), 6);
     assert!(reports.iter().all(|r| verdict(r).is_ok()), "{reports:?}");
-    assert_eq!(
-        d.device().stream_ids().count(),
-        0,
-        "no aclrtStreamGetId, no ids"
-    );
+    assert_eq!(d.device().stream_ids().count(), 0, "no aclrtStreamGetId, no ids");
     assert_eq!(fake.counters().streams_created, 2);
     fake.assert_balanced();
 }
@@ -398,9 +360,7 @@ fn timings(
     reports
         .iter()
         .map(|report| {
-            let Outcome::Run(r) = report.outcome else {
-                panic!("unexpected {report}")
-            };
+            let Outcome::Run(r) = report.outcome else { panic!("unexpected {report}") };
             assert!(r.verdict.is_ok(), "{report}");
             r.timing.expect("a timing")
         })
@@ -419,10 +379,7 @@ fn on_the_fake_runs_are_timed_by_event_timestamps_and_at_depth_one_each_starts_a
         assert_eq!(t.source, TimingSource::EventTimestamps, "{t:?}");
         assert!(t.start_ns <= t.end_ns, "{t:?}");
         // The kernels ran between the two records (µs resolution).
-        assert!(
-            t.end_ns - t.start_ns + 1_000 >= KERNEL.as_nanos() as u64,
-            "{t:?}"
-        );
+        assert!(t.end_ns - t.start_ns + 1_000 >= KERNEL.as_nanos() as u64, "{t:?}");
     }
     for pair in timings.windows(2) {
         assert!(pair[1].start_ns >= pair[0].end_ns, "{pair:?}");

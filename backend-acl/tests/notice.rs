@@ -41,9 +41,7 @@ fn monitored(fake: &common::Fake, hidden: &[&str]) -> AclConfig {
 /// was one or the other.
 fn raise_and_settle(fake: &common::Fake, stream_id: i32) -> (u64, u64) {
     let before = fake.control.notice_counts().expect("counts");
-    fake.control
-        .raise_notice(0, stream_id, AICORE_EXCEPTION, Duration::ZERO)
-        .expect("raised");
+    fake.control.raise_notice(0, stream_id, AICORE_EXCEPTION, Duration::ZERO).expect("raised");
     let since = std::time::Instant::now();
     loop {
         let now = fake.control.notice_counts().expect("counts");
@@ -62,21 +60,12 @@ fn without_one_getter_the_monitor_is_unavailable_naming_it_and_nothing_is_regist
         .unwrap_or_else(|e| panic!("a missing optional symbol never refuses an open: {e}"));
     assert_eq!(
         device.notice_monitor(),
-        &NoticeMonitor::Unavailable {
-            symbol: "aclrtGetStreamIdFromExceptionInfo"
-        }
+        &NoticeMonitor::Unavailable { symbol: "aclrtGetStreamIdFromExceptionInfo" }
     );
     let message = device.notice_monitor().to_string();
-    assert!(
-        message.contains("lacks aclrtGetStreamIdFromExceptionInfo"),
-        "{message}"
-    );
+    assert!(message.contains("lacks aclrtGetStreamIdFromExceptionInfo"), "{message}");
     // Checked before registering: a handler that cannot read a notice never takes the slot.
-    assert_eq!(
-        raise_and_settle(&fake, 1),
-        (0, 1),
-        "dropped: no callback registered"
-    );
+    assert_eq!(raise_and_settle(&fake, 1), (0, 1), "dropped: no callback registered");
     // What the library has still works: the streams get their ids.
     let stream = device.create_stream().expect("a stream");
     assert_eq!(device.stream_ids().count(), 1);
@@ -86,20 +75,12 @@ fn without_one_getter_the_monitor_is_unavailable_naming_it_and_nothing_is_regist
 #[test]
 fn a_refused_registration_opens_with_the_monitor_refused_and_its_code() {
     let fake = common::fake();
-    fake.control
-        .fail_call("aclrtSetExceptionInfoCallback", 500_000, 0, 1)
-        .expect("the rule");
+    fake.control.fail_call("aclrtSetExceptionInfoCallback", 500_000, 0, 1).expect("the rule");
     let (device, _) = AclDevice::open(monitored(&fake, &[]))
         .unwrap_or_else(|e| panic!("a refused registration never refuses an open: {e}"));
-    assert_eq!(
-        device.notice_monitor(),
-        &NoticeMonitor::Refused { code: 500_000 }
-    );
+    assert_eq!(device.notice_monitor(), &NoticeMonitor::Refused { code: 500_000 });
     let message = device.notice_monitor().to_string();
-    assert!(
-        message.contains("not installed") && message.contains("returned 500000"),
-        "{message}"
-    );
+    assert!(message.contains("not installed") && message.contains("returned 500000"), "{message}");
     assert_eq!(raise_and_settle(&fake, 1), (0, 1), "nothing registered");
 }
 
@@ -119,18 +100,10 @@ fn with_the_monitor_installed_a_notice_after_a_reset_that_dropped_the_registrati
     assert_eq!(fake.counters().force_resets, 1);
     let ring = lane_driver::notices();
     let mut cursor = ring.head();
-    assert_eq!(
-        raise_and_settle(&fake, 9),
-        (1, 0),
-        "delivered: registered again after the reset"
-    );
+    assert_eq!(raise_and_settle(&fake, 9), (1, 0), "delivered: registered again after the reset");
     assert_eq!(
         ring.read(&mut cursor),
-        NoticeRead::Notice(RawNotice {
-            device: 0,
-            stream_id: 9,
-            code: AICORE_EXCEPTION,
-        }),
+        NoticeRead::Notice(RawNotice { device: 0, stream_id: 9, code: AICORE_EXCEPTION }),
         "the library's handler wrote it into the lanes' ring"
     );
 }
@@ -175,18 +148,13 @@ fn a_destroyed_streams_id_matches_a_notice_until_the_late_notice_bound_then_neve
         "no notice is that late: the number may be someone else's now"
     );
     assert!(
-        !device
-            .stream_ids_at(gone.after_ns(LATE_NOTICE_BOUND_NS))
-            .any(|i| i == id),
+        !device.stream_ids_at(gone.after_ns(LATE_NOTICE_BOUND_NS)).any(|i| i == id),
         "listed no more"
     );
     // A live stream's id matches however long it lives; another device's never.
     let live = live_ids(&fake)[0];
     assert!(device.notice_concerns_at(&notice(live), gone.after_ns(10 * LATE_NOTICE_BOUND_NS)));
-    assert!(!device.notice_concerns(&FaultNotice {
-        device: 1,
-        ..notice(live)
-    }));
+    assert!(!device.notice_concerns(&FaultNotice { device: 1, ..notice(live) }));
     device.destroy_stream(other).expect("destroyed");
     fake.assert_balanced();
 }
@@ -225,9 +193,7 @@ fn an_id_from_before_a_force_reset_matches_nothing_for_the_bound_even_when_a_liv
 
 /// Runs one run to its report.
 fn one_run(d: &mut FakeDriver) -> Report {
-    d.submit(RunRequest::new())
-        .expect("driver")
-        .expect("admitted");
+    d.submit(RunRequest::new()).expect("driver").expect("admitted");
     d.run_until_idle().expect("driver");
     d.poll_report().expect("its report")
 }
@@ -247,12 +213,8 @@ fn a_late_notice_for_a_killed_stream_after_the_reopen(restart: bool) -> u32 {
     }
     let mut d = driver(&fake, monitored(&fake, &[]), Vec::new());
     assert_eq!(d.device().notice_monitor(), &NoticeMonitor::Installed);
-    fake.control
-        .fault_kernel(Kernel::Exception, ENGINE_AICORE, 0, 1, &[])
-        .expect("the rule");
-    d.submit(RunRequest::new())
-        .expect("driver")
-        .expect("admitted");
+    fake.control.fault_kernel(Kernel::Exception, ENGINE_AICORE, 0, 1, &[]).expect("the rule");
+    d.submit(RunRequest::new()).expect("driver").expect("admitted");
     let since = Instant::now();
     while fake.counters().launches < 2 {
         assert!(since.elapsed() < Duration::from_secs(30), "never launched");
@@ -271,10 +233,7 @@ fn a_late_notice_for_a_killed_stream_after_the_reopen(restart: bool) -> u32 {
             .find(|id| new.contains(id))
             .unwrap_or_else(|| panic!("numbering restarted: {old:?} then {new:?}"))
     } else {
-        assert!(
-            new.iter().all(|id| !old.contains(id)),
-            "never reused: {old:?} then {new:?}"
-        );
+        assert!(new.iter().all(|id| !old.contains(id)), "never reused: {old:?} then {new:?}");
         old[0]
     };
     // The driver's notice for the faulted streams, late: after the reopen.
@@ -314,10 +273,7 @@ fn a_notice_for_a_live_stream_still_makes_one_recovery() {
     let (delivered, _) = raise_and_settle(&fake, i32::try_from(live[1]).expect("a small id"));
     assert_eq!(delivered, 1);
     d.run_until_idle().expect("driver");
-    assert!(
-        verdict(&one_run(&mut d)).is_ok(),
-        "the lane recovered and reopened"
-    );
+    assert!(verdict(&one_run(&mut d)).is_ok(), "the lane recovered and reopened");
     assert_eq!(fake.counters().force_resets, 1, "the notice's recovery");
     let report = d.close().expect("driver");
     assert_eq!(report.notice.map(|n| n.stream_id), Some(live[1]));

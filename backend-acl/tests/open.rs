@@ -24,10 +24,8 @@ fn each_known_soc_opens_with_its_profile() {
     assert_eq!(device.soc_name(), Some("Ascend910B1"));
     assert_eq!(device.device_id(), 0);
     drop(device);
-    for (soc, profile) in [
-        ("Ascend910_9392", Profile::a2a3()),
-        ("Ascend950PR_9599", Profile::a5()),
-    ] {
+    for (soc, profile) in [("Ascend910_9392", Profile::a2a3()), ("Ascend950PR_9599", Profile::a5())]
+    {
         fake.control.set_soc_name(Some(soc)).unwrap();
         assert_eq!(fake.open().1, profile, "{soc}");
     }
@@ -54,10 +52,7 @@ fn a_null_soc_name_is_refused_as_unknown() {
     let fake = common::fake();
     fake.control.set_soc_name(None).unwrap();
     let error = open_err(fake.config());
-    assert!(
-        matches!(error, AclError::UnknownSoc { name: None }),
-        "{error:?}"
-    );
+    assert!(matches!(error, AclError::UnknownSoc { name: None }), "{error:?}");
     assert!(error.to_string().contains("returned NULL"));
 }
 
@@ -92,10 +87,7 @@ fn a_device_id_out_of_range_is_a_typed_error_naming_the_count() {
             matches!(error, AclError::BadDeviceId { device_id: d, count: 2 } if d == device_id),
             "{error:?}"
         );
-        assert!(
-            error.to_string().contains("2 devices visible (ids 0 to 1)"),
-            "{error}"
-        );
+        assert!(error.to_string().contains("2 devices visible (ids 0 to 1)"), "{error}");
         assert!(error.to_string().contains("hint: pass an id from 0 to 1"));
     }
     let (device, _) = AclDevice::open(fake.config_on(1)).unwrap();
@@ -106,16 +98,8 @@ fn a_device_id_out_of_range_is_a_typed_error_naming_the_count() {
 fn a_bad_device_id_names_id_0_with_one_device_and_ids_0_to_15_with_the_fakes_sixteen() {
     let fake = common::fake();
     let sixteen = open_err(fake.config_on(16));
-    assert!(
-        matches!(sixteen, AclError::BadDeviceId { count: 16, .. }),
-        "{sixteen:?}"
-    );
-    assert!(
-        sixteen
-            .to_string()
-            .contains("16 devices visible (ids 0 to 15)"),
-        "{sixteen}"
-    );
+    assert!(matches!(sixteen, AclError::BadDeviceId { count: 16, .. }), "{sixteen:?}");
+    assert!(sixteen.to_string().contains("16 devices visible (ids 0 to 15)"), "{sixteen}");
     fake.control.set_device_count(1).unwrap();
     let one = open_err(fake.config_on(1));
     let text = one.to_string();
@@ -128,10 +112,7 @@ fn a_bad_device_id_names_id_0_with_one_device_and_ids_0_to_15_with_the_fakes_six
 fn open_sets_the_op_timeout_from_the_profile_in_microseconds() {
     let fake = common::fake();
     let (device, profile) = fake.open();
-    assert_eq!(
-        device.op_timeout_us(),
-        profile.device_op_timeout_ns() / 1_000
-    );
+    assert_eq!(device.op_timeout_us(), profile.device_op_timeout_ns() / 1_000);
     let spec = ProfileSpec {
         completion_timeout_ns: 2_000_000_000,
         device_op_timeout_ns: 1_500_000_500,
@@ -154,15 +135,8 @@ fn open_sets_the_op_timeout_from_the_profile_in_microseconds() {
     assert!(refused.to_string().contains("process-wide"), "{refused}");
     // Once the first device is gone the next may set its own: rounded up, never shorter.
     drop(device);
-    assert_eq!(
-        AclDevice::open(config).unwrap().0.op_timeout_us(),
-        1_500_001
-    );
-    assert_eq!(
-        backend_acl::op_timeout_in_force_us(),
-        None,
-        "given back on drop"
-    );
+    assert_eq!(AclDevice::open(config).unwrap().0.op_timeout_us(), 1_500_001);
+    assert_eq!(backend_acl::op_timeout_in_force_us(), None, "given back on drop");
 }
 
 #[test]
@@ -180,36 +154,19 @@ fn two_devices_with_the_same_op_timeout_share_it_and_the_last_one_gives_it_back(
 #[test]
 fn a_failed_op_timeout_call_is_a_typed_error_with_the_code_and_message() {
     let fake = common::fake();
-    fake.control
-        .fail_call(
-            "aclrtSetOpExecuteTimeOutV2",
-            ACL_ERROR_RT_PARAM_INVALID,
-            0,
-            1,
-        )
-        .unwrap();
+    fake.control.fail_call("aclrtSetOpExecuteTimeOutV2", ACL_ERROR_RT_PARAM_INVALID, 0, 1).unwrap();
     let error = open_err(fake.config());
-    let AclError::SetOpTimeout(call) = &error else {
-        panic!("{error:?}")
-    };
+    let AclError::SetOpTimeout(call) = &error else { panic!("{error:?}") };
     assert_eq!(call.code, ACL_ERROR_RT_PARAM_INVALID);
-    assert!(
-        call.message
-            .as_deref()
-            .is_some_and(|m| m.contains("aclrtSetOpExecuteTimeOutV2"))
-    );
+    assert!(call.message.as_deref().is_some_and(|m| m.contains("aclrtSetOpExecuteTimeOutV2")));
 }
 
 #[test]
 fn a_failed_device_count_or_set_device_is_a_typed_error() {
     let fake = common::fake();
-    fake.control
-        .fail_call("aclrtGetDeviceCount", 507_899, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtGetDeviceCount", 507_899, 0, 1).unwrap();
     assert!(matches!(open_err(fake.config()), AclError::DeviceCount(c) if c.code == 507_899));
-    fake.control
-        .fail_call("aclrtSetDevice", 507_033, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtSetDevice", 507_033, 0, 1).unwrap();
     let error = open_err(fake.config());
     assert!(
         matches!(&error, AclError::SetDevice { device_id: 0, source } if source.code == 507_033),
@@ -220,10 +177,7 @@ fn a_failed_device_count_or_set_device_is_a_typed_error() {
 #[test]
 fn init_is_called_only_when_asked_and_a_repeat_counts_as_success() {
     let fake = common::fake();
-    let config = AclConfig {
-        init: true,
-        ..fake.config()
-    };
+    let config = AclConfig { init: true, ..fake.config() };
     let (first, _) = AclDevice::open(config.clone()).unwrap();
     // The fake is initialised now: a second open sees 100002 and still opens.
     let (second, _) = AclDevice::open(config).unwrap();
@@ -231,14 +185,8 @@ fn init_is_called_only_when_asked_and_a_repeat_counts_as_success() {
     // Only the open that initialised finalises.
     first.finalize().unwrap();
     fake.control.fail_call("aclInit", 500_000, 0, 1).unwrap();
-    let error = open_err(AclConfig {
-        init: true,
-        ..fake.config()
-    });
-    assert!(
-        matches!(&error, AclError::Init(c) if c.code == 500_000),
-        "{error:?}"
-    );
+    let error = open_err(AclConfig { init: true, ..fake.config() });
+    assert!(matches!(&error, AclError::Init(c) if c.code == 500_000), "{error:?}");
     // Without `init`, aclInit is never called: the injected failure is still pending.
     fake.open();
     fake.control.clear_faults().unwrap();
@@ -248,36 +196,21 @@ fn init_is_called_only_when_asked_and_a_repeat_counts_as_success() {
 fn an_open_that_fails_after_its_own_init_finalises() {
     let fake = common::fake();
     fake.control.set_soc_name(Some("Ascend310P3")).unwrap();
-    let config = AclConfig {
-        init: true,
-        ..fake.config()
-    };
-    assert!(matches!(
-        open_err(config.clone()),
-        AclError::UnknownSoc { .. }
-    ));
+    let config = AclConfig { init: true, ..fake.config() };
+    assert!(matches!(open_err(config.clone()), AclError::UnknownSoc { .. }));
     // Finalised: the next init is a first init again, and this open is the one to finalise.
     fake.control.set_soc_name(Some("Ascend910B1")).unwrap();
-    fake.control
-        .fail_call("aclFinalize", 100_037, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclFinalize", 100_037, 0, 1).unwrap();
     let (device, _) = AclDevice::open(config).unwrap();
-    assert!(
-        device.finalize().is_err(),
-        "this open did the init, so it finalises"
-    );
+    assert!(device.finalize().is_err(), "this open did the init, so it finalises");
 }
 
 #[test]
 fn a_missing_library_is_a_typed_error_listing_the_path() {
     let missing = PathBuf::from("/nonexistent/lib64/libascendcl.so");
-    let error = open_err(AclConfig {
-        library: Library::Path(missing.clone()),
-        ..AclConfig::default()
-    });
-    let AclError::Load(load) = &error else {
-        panic!("{error:?}")
-    };
+    let error =
+        open_err(AclConfig { library: Library::Path(missing.clone()), ..AclConfig::default() });
+    let AclError::Load(load) = &error else { panic!("{error:?}") };
     assert_eq!(load.attempts().len(), 1);
     assert_eq!(load.attempts()[0].candidate.path, missing);
     assert_eq!(load.attempts()[0].failure, AttemptFailure::NotFound);
@@ -291,50 +224,31 @@ fn a_stub_library_under_devlib_is_refused_before_it_is_opened() {
     let stub = dir.join("devlib/linux/x86_64/libascendcl.so");
     std::fs::create_dir_all(stub.parent().unwrap()).unwrap();
     std::fs::copy(&fake.path, &stub).unwrap();
-    let error = open_err(AclConfig {
-        library: Library::Path(stub.clone()),
-        ..AclConfig::default()
-    });
+    let error =
+        open_err(AclConfig { library: Library::Path(stub.clone()), ..AclConfig::default() });
     let _ = std::fs::remove_dir_all(&dir);
-    let AclError::Load(load) = &error else {
-        panic!("{error:?}")
-    };
-    assert!(matches!(
-        load.attempts()[0].failure,
-        AttemptFailure::StubLibrary { .. }
-    ));
+    let AclError::Load(load) = &error else { panic!("{error:?}") };
+    assert!(matches!(load.attempts()[0].failure, AttemptFailure::StubLibrary { .. }));
     assert!(error.to_string().contains("devlib"));
 }
 
 #[test]
 fn a_library_missing_a_symbol_is_a_typed_error_naming_it() {
     // libc is a real shared library without a single ACL symbol.
-    let libc = [
-        "/lib/x86_64-linux-gnu/libc.so.6",
-        "/lib64/libc.so.6",
-        "/usr/lib/libc.so.6",
-    ]
-    .into_iter()
-    .map(PathBuf::from)
-    .find(|p| p.exists());
+    let libc = ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6", "/usr/lib/libc.so.6"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
     let Some(libc) = libc else {
         eprintln!("no libc.so.6 at a known path; nothing to check");
         return;
     };
-    let error = open_err(AclConfig {
-        library: Library::Path(libc),
-        ..AclConfig::default()
-    });
-    let AclError::Load(load) = &error else {
-        panic!("{error:?}")
-    };
+    let error = open_err(AclConfig { library: Library::Path(libc), ..AclConfig::default() });
+    let AclError::Load(load) = &error else { panic!("{error:?}") };
     assert!(
         matches!(
             load.attempts()[0].failure,
-            AttemptFailure::MissingSymbol {
-                symbol: "aclInit",
-                ..
-            }
+            AttemptFailure::MissingSymbol { symbol: "aclInit", .. }
         ),
         "{error}"
     );
@@ -352,18 +266,8 @@ fn an_op_timeout_that_rounds_up_to_the_host_wait_is_refused() {
     };
     let error = open_err(fake.config_with(Profile::custom(spec).unwrap()));
     assert!(
-        matches!(
-            error,
-            AclError::OpTimeout {
-                device_ns: 1_000_000_000,
-                host_ns: 1_000_000_000
-            }
-        ),
+        matches!(error, AclError::OpTimeout { device_ns: 1_000_000_000, host_ns: 1_000_000_000 }),
         "{error:?}"
     );
-    assert!(
-        error
-            .to_string()
-            .contains("hint: lower Profile::device_op_timeout_ns")
-    );
+    assert!(error.to_string().contains("hint: lower Profile::device_op_timeout_ns"));
 }

@@ -48,10 +48,8 @@ fn pinned_memory_round_trips_through_both_async_copies_and_host_access() {
     let h = Handles::live(&mut d);
     let (stream, event, dev, pinned) = (h.stream, h.event, h.ptr, h.host);
     d.write_host(pinned, &[1, 2, 3, 4]).unwrap();
-    d.memcpy_to_device_async(dev.at(8), pinned, 4, stream)
-        .unwrap();
-    d.memcpy_from_device_async(pinned.at(16), dev.at(7), 6, stream)
-        .unwrap();
+    d.memcpy_to_device_async(dev.at(8), pinned, 4, stream).unwrap();
+    d.memcpy_from_device_async(pinned.at(16), dev.at(7), 6, stream).unwrap();
     d.record_event(event, stream).unwrap();
     d.synchronize_event(event, LONG_MS).unwrap();
     let mut back = [0xAA_u8; 6];
@@ -72,16 +70,12 @@ fn a_d2h_enqueued_after_a_kernel_returns_the_kernels_bytes_once_an_event_after_i
     // As the executor does: a copy that never landed must not look like a clean header.
     d.write_host(readback, &[0xFF; 8]).unwrap();
     launch_writing_header(&fake, stream, dev);
-    d.memcpy_from_device_async(readback, dev, HEADER.len(), stream)
-        .unwrap();
+    d.memcpy_from_device_async(readback, dev, HEADER.len(), stream).unwrap();
     d.record_event(event, stream).unwrap();
     d.synchronize_event(event, LONG_MS).unwrap();
     let mut got = [0_u8; 8];
     d.read_host(&mut got, readback).unwrap();
-    assert_eq!(
-        got, HEADER,
-        "the copy ran after the kernel, before the event"
-    );
+    assert_eq!(got, HEADER, "the copy ran after the kernel, before the event");
     h.release(&mut d);
     fake.assert_balanced();
 }
@@ -98,8 +92,7 @@ fn stream_wait_event_orders_a_copy_on_stream_b_after_a_kernel_on_stream_a() {
     launch_writing_header(&fake, a, dev);
     d.record_event(on_a, a).unwrap();
     d.stream_wait_event(b, on_a).unwrap();
-    d.memcpy_from_device_async(readback, dev, HEADER.len(), b)
-        .unwrap();
+    d.memcpy_from_device_async(readback, dev, HEADER.len(), b).unwrap();
     d.record_event(on_b, b).unwrap();
     // Only stream B's event is awaited: the wait alone orders B's copy after A's kernel.
     d.synchronize_event(on_b, LONG_MS).unwrap();
@@ -134,37 +127,17 @@ fn host_access_and_async_copies_outside_pinned_memory_are_invalid_param_and_touc
     let outside: [(&str, Result<(), AclCode>); 7] = [
         ("write past the end", d.write_host(pinned.at(13), &[0; 4])),
         ("read past the end", d.read_host(&mut four, pinned.at(13))),
-        (
-            "read before the start",
-            d.read_host(&mut [0; 1], HostPtr(pinned.0.wrapping_sub(1))),
-        ),
-        (
-            "write to an unknown address",
-            d.write_host(HostPtr(0x10), &[0]),
-        ),
-        (
-            "H2D past the end",
-            d.memcpy_to_device_async(dev, pinned.at(8), 9, stream),
-        ),
-        (
-            "D2H into pageable memory",
-            d.memcpy_from_device_async(pageable, dev, 4, stream),
-        ),
+        ("read before the start", d.read_host(&mut [0; 1], HostPtr(pinned.0.wrapping_sub(1)))),
+        ("write to an unknown address", d.write_host(HostPtr(0x10), &[0])),
+        ("H2D past the end", d.memcpy_to_device_async(dev, pinned.at(8), 9, stream)),
+        ("D2H into pageable memory", d.memcpy_from_device_async(pageable, dev, 4, stream)),
         ("free inside an allocation", d.free_host(pinned.at(1))),
     ];
     for (what, result) in outside {
         assert_eq!(result, Err(AclCode::InvalidParam), "{what}");
     }
-    assert!(
-        d.recent_error_message()
-            .is_some_and(|m| m.contains("pinned")),
-        "a refusal says why"
-    );
-    assert_eq!(
-        fake.counters().async_copies,
-        0,
-        "no refused copy reached ACL"
-    );
+    assert!(d.recent_error_message().is_some_and(|m| m.contains("pinned")), "a refusal says why");
+    assert_eq!(fake.counters().async_copies, 0, "no refused copy reached ACL");
     d.free_host(pinned).unwrap();
     assert_eq!(
         d.read_host(&mut four, pinned),
@@ -184,15 +157,9 @@ fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message()
     let calls: [(&str, Call); 5] = [
         ("aclrtMallocHost", |d, _| d.malloc_host(8).map(|_| ())),
         ("aclrtFreeHost", |d, r| d.free_host(r.host)),
-        ("aclrtMemcpyAsync", |d, r| {
-            d.memcpy_to_device_async(r.ptr, r.host, 8, r.stream)
-        }),
-        ("aclrtMemcpyAsync", |d, r| {
-            d.memcpy_from_device_async(r.host, r.ptr, 8, r.stream)
-        }),
-        ("aclrtStreamWaitEvent", |d, r| {
-            d.stream_wait_event(r.stream, r.event)
-        }),
+        ("aclrtMemcpyAsync", |d, r| d.memcpy_to_device_async(r.ptr, r.host, 8, r.stream)),
+        ("aclrtMemcpyAsync", |d, r| d.memcpy_from_device_async(r.host, r.ptr, 8, r.stream)),
+        ("aclrtStreamWaitEvent", |d, r| d.stream_wait_event(r.stream, r.event)),
     ];
     for (name, call) in calls {
         let (fake, mut d) = common::opened();
@@ -200,10 +167,7 @@ fn each_failing_pinned_call_returns_the_injected_code_and_the_librarys_message()
         fake.control.fail_call(name, CODE, 0, 1).unwrap();
         assert_eq!(call(&mut d, &r), Err(code()), "{name}");
         let message = d.recent_error_message();
-        assert!(
-            message.as_deref().is_some_and(|m| m.contains(name)),
-            "{name}: {message:?}"
-        );
+        assert!(message.as_deref().is_some_and(|m| m.contains(name)), "{name}: {message:?}");
         // A failed free keeps the allocation tracked, so the real free below still works.
         r.release(&mut d);
         fake.assert_balanced();
@@ -219,8 +183,7 @@ fn a_copy_that_fails_on_its_stream_lands_no_byte_and_only_the_stream_synchronize
     let readback = d.malloc_host(8).unwrap();
     d.write_host(readback, &[0xFF; 8]).unwrap();
     fake.control.fault_copy(CODE, 0, 1).unwrap();
-    d.memcpy_from_device_async(readback, dev, 8, stream)
-        .unwrap();
+    d.memcpy_from_device_async(readback, dev, 8, stream).unwrap();
     d.record_event(event, stream).unwrap();
     // The event completes (device-truth §1); the stream's code is materialized only by its
     // synchronize.
@@ -244,11 +207,7 @@ fn a_reset_forgets_pinned_memory_without_freeing_or_touching_it() {
     // The count is the device id's, for the whole process: earlier tests' resets count too.
     let before = binding.resets();
     d.reset_device_force().unwrap();
-    assert_eq!(
-        binding.resets(),
-        before + 1,
-        "workers learn they must bind again"
-    );
+    assert_eq!(binding.resets(), before + 1, "workers learn they must bind again");
     let mut back = [0_u8; 4];
     assert_eq!(d.read_host(&mut back, pinned), Err(AclCode::InvalidParam));
     assert_eq!(d.write_host(pinned, &[1]), Err(AclCode::InvalidParam));
@@ -270,11 +229,7 @@ fn a_worker_thread_bound_through_the_worker_binding_makes_calls_an_unbound_threa
         let malloc = || {
             let mut ptr = std::ptr::null_mut();
             // SAFETY: `ptr` is a writable pointer slot.
-            let code = unsafe {
-                worker
-                    .acl()
-                    .aclrtMalloc(&mut ptr, 64, ACL_MEM_MALLOC_HUGE_FIRST)
-            };
+            let code = unsafe { worker.acl().aclrtMalloc(&mut ptr, 64, ACL_MEM_MALLOC_HUGE_FIRST) };
             (code, ptr)
         };
         let (unbound, _) = malloc();
@@ -286,14 +241,9 @@ fn a_worker_thread_bound_through_the_worker_binding_makes_calls_an_unbound_threa
     })
     .join()
     .unwrap();
-    assert_eq!(
-        unbound, ACL_ERROR_RT_CONTEXT_NULL,
-        "the fake checks binding"
-    );
+    assert_eq!(unbound, ACL_ERROR_RT_CONTEXT_NULL, "the fake checks binding");
     assert_eq!((bound, freed), (ACL_SUCCESS, ACL_SUCCESS));
-    fake.control
-        .fail_call("aclrtSetDevice", CODE, 0, 1)
-        .unwrap();
+    fake.control.fail_call("aclrtSetDevice", CODE, 0, 1).unwrap();
     assert_eq!(binding.bind(), Err(code()), "a failed bind is its code");
     drop(d);
     fake.assert_balanced();

@@ -117,12 +117,7 @@ pub struct SimArgs {
     pub copies: Option<CopiesArg>,
     /// Virtual host workers running the runner's prepare and finalise off the lane thread
     /// (0: all on the lane thread).
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
     pub workers: u8,
     /// Seed of every random choice (fault rates, swarm mix, device-time jitter).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
@@ -280,10 +275,7 @@ impl SimArgs {
                 runs: self.runs,
                 device_ns,
                 jitter_ppm: Workload::jitter_from_pct(self.jitter_pct)?,
-                publish_after: Points {
-                    every: self.publish_every,
-                    at: self.publish_after.clone(),
-                },
+                publish_after: Points { every: self.publish_every, at: self.publish_after.clone() },
                 diagnostics: Points {
                     every: self.diagnostics_every,
                     at: self.diagnostics_after.clone(),
@@ -379,16 +371,8 @@ fn check(files: &[PathBuf]) -> Result<ExitCode, SimError> {
         "{total} scenario{}: {} passed, {failed} failed{}{}",
         if total == 1 { "" } else { "s" },
         total - failed - bad_input - skipped,
-        if bad_input > 0 {
-            format!(", {bad_input} unreadable")
-        } else {
-            String::new()
-        },
-        if skipped > 0 {
-            format!(", {skipped} not for the simulator")
-        } else {
-            String::new()
-        }
+        if bad_input > 0 { format!(", {bad_input} unreadable") } else { String::new() },
+        if skipped > 0 { format!(", {skipped} not for the simulator") } else { String::new() }
     );
     // 2 for an unreadable file, 1 for a failed expectation, else 0.
     let code = u8::from(failed > 0).max(2 * u8::from(bad_input > 0));
@@ -439,10 +423,7 @@ fn simulate(args: &SimArgs) -> Result<ExitCode, SimError> {
         None => [("depth one", 1), ("queued", profile.slots().min(2))]
             .into_iter()
             .map(|(label, depth)| {
-                let config = SimConfig {
-                    depth: Some(depth),
-                    ..base.clone()
-                };
+                let config = SimConfig { depth: Some(depth), ..base.clone() };
                 (label, config)
             })
             .collect(),
@@ -477,16 +458,10 @@ fn table(reports: &[(&str, Report)]) -> String {
     use std::fmt::Write as _;
     type Cell = fn(&Report) -> String;
     let rows: [(&str, Cell); 9] = [
-        ("launch depth", |r| {
-            r.profile.launch_depth().get().to_string()
-        }),
+        ("launch depth", |r| r.profile.launch_depth().get().to_string()),
         ("runs/s", |r| {
             let v = r.summary.runs_per_s;
-            if v >= 100.0 {
-                format!("{v:.0}")
-            } else {
-                format!("{v:.2}")
-            }
+            if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") }
         }),
         ("device utilisation", |r| {
             r.summary
@@ -495,19 +470,13 @@ fn table(reports: &[(&str, Report)]) -> String {
         }),
         ("median inter-run gap", |r| opt_us(r.summary.median_gap_ns)),
         ("p99 inter-run gap", |r| opt_us(r.summary.p99_gap_ns)),
-        ("host busy per run", |r| {
-            opt_us_f(r.summary.host_busy_per_run_ns)
-        }),
-        ("launches queued on device", |r| {
-            r.queued_launches.to_string()
-        }),
+        ("host busy per run", |r| opt_us_f(r.summary.host_busy_per_run_ns)),
+        ("launches queued on device", |r| r.queued_launches.to_string()),
         ("outcomes", |r| r.summary.counts.to_string()),
         ("lane end", |r| r.end.name().to_owned()),
     ];
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|(_, cell)| reports.iter().map(|(_, r)| cell(r)).collect())
-        .collect();
+    let cells: Vec<Vec<String>> =
+        rows.iter().map(|(_, cell)| reports.iter().map(|(_, r)| cell(r)).collect()).collect();
     // Each column as wide as its widest cell, two spaces apart.
     let widths: Vec<usize> = reports
         .iter()
@@ -580,16 +549,10 @@ fn write_traces(args: &SimArgs, reports: &[(&str, Report)]) -> Result<(), InputE
     } else {
         reports.last().into_iter().collect()
     };
-    let arms: Vec<_> = traced
-        .iter()
-        .map(|(label, r)| (*label, &r.trace, &r.stream_roles))
-        .collect();
+    let arms: Vec<_> =
+        traced.iter().map(|(label, r)| (*label, &r.trace, &r.stream_roles)).collect();
     write_file(&args.trace, &chrome_json(&arms), "--trace")?;
-    let which = traced
-        .iter()
-        .map(|(label, _)| *label)
-        .collect::<Vec<_>>()
-        .join(" and ");
+    let which = traced.iter().map(|(label, _)| *label).collect::<Vec<_>>().join(" and ");
     println!(
         "\ntrace: {} ({which}; open it in https://ui.perfetto.dev)",
         absolute(&args.trace).display()

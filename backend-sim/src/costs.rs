@@ -171,11 +171,7 @@ impl Costs {
     /// The table of costs and their sources, for `lane-sim costs` (values in us).
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "{:<22} {:>12} {:>12}  source",
-            "cost", "us", "default us"
-        );
+        let _ = writeln!(out, "{:<22} {:>12} {:>12}  source", "cost", "us", "default us");
         for cost in Cost::ALL {
             let _ = writeln!(
                 out,

@@ -51,10 +51,7 @@ impl Journal {
 
     /// A journal whose trace records (`on`) or ignores everything.
     pub(crate) fn new(trace: bool) -> Self {
-        Self(Arc::new(Mutex::new(Log {
-            trace: Trace::new(trace),
-            ..Log::default()
-        })))
+        Self(Arc::new(Mutex::new(Log { trace: Trace::new(trace), ..Log::default() })))
     }
 
     /// Records what `make` builds (only called when tracing is on); a call made on a worker
@@ -182,10 +179,7 @@ fn stamp_as_run(epochs: &[(u64, u64)], mut event: Event) -> Event {
     if let Event::Completed { evidence, .. } = &mut event {
         if let RecordRead::Read(Published::NeverPublished { stamp }) = &mut evidence.record {
             if *stamp != 0 {
-                *stamp = epochs
-                    .iter()
-                    .find(|(epoch, _)| epoch == stamp)
-                    .map_or(0, |(_, run)| *run);
+                *stamp = epochs.iter().find(|(epoch, _)| epoch == stamp).map_or(0, |(_, run)| *run);
             }
         }
     }
@@ -196,11 +190,7 @@ impl Observer for SimObserver {
     fn observe(&mut self, step: &Observation<'_>) {
         let mut log = self.journal.log();
         let (at, text) = match *step {
-            Observation::Command {
-                now,
-                command,
-                accepted,
-            } => {
+            Observation::Command { now, command, accepted } => {
                 log.bill_to = None;
                 let name = command.name();
                 let text = match (accepted, command) {
@@ -241,10 +231,9 @@ impl Observer for SimObserver {
             }
             Observation::Timeout { now } => (now, "deadline passed: handle_timeout".to_owned()),
             Observation::Outcome { now, outcome } => (now, format!("outcome {outcome}")),
-            Observation::ReleaseFailed { now, release, code } => (
-                now,
-                format!("release {release:?} failed: {} {}", code.raw(), code.name()),
-            ),
+            Observation::ReleaseFailed { now, release, code } => {
+                (now, format!("release {release:?} failed: {} {}", code.raw(), code.name()))
+            }
         };
         log.trace.push(|| Record::Lane { at_ns: at.0, text });
     }

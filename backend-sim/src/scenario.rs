@@ -312,18 +312,10 @@ impl Scenario {
             }
         }
         let numbers = [
-            (
-                "aicore_streams_created",
-                e.aicore_streams_created,
-                got.aicore_streams_created,
-            ),
+            ("aicore_streams_created", e.aicore_streams_created, got.aicore_streams_created),
             ("queued_launches", e.queued_launches, got.queued_launches),
             ("resets", e.resets, got.resets),
-            (
-                "not_accepted",
-                e.not_accepted.map(u64::from),
-                u64::from(got.not_accepted),
-            ),
+            ("not_accepted", e.not_accepted.map(u64::from), u64::from(got.not_accepted)),
         ];
         for (name, expected, got) in numbers {
             if let Some(expected) = expected {
@@ -339,11 +331,8 @@ impl Scenario {
             }
         }
         if let Some(expected) = &e.latches {
-            let got: Vec<String> = got
-                .latches
-                .iter()
-                .map(|(run, status)| latch_line(*run, status))
-                .collect();
+            let got: Vec<String> =
+                got.latches.iter().map(|(run, status)| latch_line(*run, status)).collect();
             if *expected != got {
                 let mut diff = String::from("latches (- expected, + got):\n");
                 for line in expected {
@@ -360,10 +349,7 @@ impl Scenario {
 }
 
 fn bad(path: &str, message: impl Into<String>) -> InputError {
-    InputError::Scenario {
-        path: path.to_owned(),
-        message: message.into(),
-    }
+    InputError::Scenario { path: path.to_owned(), message: message.into() }
 }
 
 /// Reads and validates a scenario file.
@@ -402,23 +388,14 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
             .find(|c| copies_name(*c) == name)
             .ok_or_else(|| {
                 let fix = "give \"sync\" or \"on-stream\"";
-                bad(
-                    path,
-                    format!("copies = \"{name}\" is not a copy path; {fix}"),
-                )
+                bad(path, format!("copies = \"{name}\" is not a copy path; {fix}"))
             })
     });
     let header = file.header.as_deref().map(|name| {
-        HeaderLayout::ALL
-            .into_iter()
-            .find(|layout| layout.name() == name)
-            .ok_or_else(|| {
-                let fix = "give \"tensormap_and_ringbuffer\" or \"host_build_graph\"";
-                bad(
-                    path,
-                    format!("header = \"{name}\" is not a header layout; {fix}"),
-                )
-            })
+        HeaderLayout::ALL.into_iter().find(|layout| layout.name() == name).ok_or_else(|| {
+            let fix = "give \"tensormap_and_ringbuffer\" or \"host_build_graph\"";
+            bad(path, format!("header = \"{name}\" is not a header layout; {fix}"))
+        })
     });
     let (copies, header) = (copies.transpose()?, header.transpose()?);
     let w = &file.workload;
@@ -436,23 +413,14 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         device_ns: us_to_ns(w.device_us),
         jitter_ppm: Workload::jitter_from_pct(w.jitter_pct)
             .map_err(|e| bad(path, e.to_string()))?,
-        publish_after: Points {
-            every: None,
-            at: w.publish_after.clone(),
-        },
-        diagnostics: Points {
-            every: None,
-            at: w.diagnostics.clone(),
-        },
+        publish_after: Points { every: None, at: w.publish_after.clone() },
+        diagnostics: Points { every: None, at: w.diagnostics.clone() },
         close_after: w.close_after,
     };
     let mut costs = Vec::new();
     for (name, us) in &file.costs {
         let cost = Cost::from_name(name).ok_or_else(|| {
-            bad(
-                path,
-                format!("unknown cost '{name}' in [costs]; `lane-sim costs` lists the names"),
-            )
+            bad(path, format!("unknown cost '{name}' in [costs]; `lane-sim costs` lists the names"))
         })?;
         if !us.is_finite() || *us < 0.0 {
             return Err(bad(
@@ -481,26 +449,14 @@ pub fn parse(path: &str, text: &str) -> Result<Scenario, InputError> {
         origin: Origin::Scenario(path.to_owned()),
         ..SimConfig::default()
     };
-    let lane_profile = config
-        .lane_profile()
-        .map_err(|e| bad(path, e.to_string()))?;
-    config
-        .workload
-        .validate(&lane_profile)
-        .map_err(|e| bad(path, e.to_string()))?;
+    let lane_profile = config.lane_profile().map_err(|e| bad(path, e.to_string()))?;
+    config.workload.validate(&lane_profile).map_err(|e| bad(path, e.to_string()))?;
     if let Some(lane) = &file.expect.lane {
         if lane != "closed" && lane != "lost" {
-            return Err(bad(
-                path,
-                format!("expect.lane = '{lane}'; use \"closed\" or \"lost\""),
-            ));
+            return Err(bad(path, format!("expect.lane = '{lane}'; use \"closed\" or \"lost\"")));
         }
     }
-    let backends = parse_backends(
-        path,
-        file.backends.as_deref(),
-        file.backends_reason.as_ref(),
-    )?;
+    let backends = parse_backends(path, file.backends.as_deref(), file.backends_reason.as_ref())?;
     let expected_outcomes = file.expect.outcomes.as_ref().map(|lines| {
         lines
             .iter()
@@ -541,19 +497,10 @@ fn parse_backends(
     let mut backends = Vec::new();
     for name in names {
         let backend = BackendName::parse(name).ok_or_else(|| {
-            bad(
-                path,
-                format!(
-                    "unknown backend '{name}' in backends; use {}",
-                    all.join(" or ")
-                ),
-            )
+            bad(path, format!("unknown backend '{name}' in backends; use {}", all.join(" or ")))
         })?;
         if backends.contains(&backend) {
-            return Err(bad(
-                path,
-                format!("backend '{name}' is listed twice in backends"),
-            ));
+            return Err(bad(path, format!("backend '{name}' is listed twice in backends")));
         }
         backends.push(backend);
     }
@@ -583,9 +530,7 @@ fn fault_rule(f: &FaultSection) -> Result<FaultRule, String> {
         selectors.push(When::Calls(calls.clone()));
     }
     if let Some(rate) = f.rate {
-        selectors.push(When::Rate(
-            parse_rate(&rate.to_string()).map_err(|e| e.to_string())?,
-        ));
+        selectors.push(When::Rate(parse_rate(&rate.to_string()).map_err(|e| e.to_string())?));
     }
     if f.always == Some(true) {
         selectors.push(When::Always);
@@ -601,9 +546,7 @@ fn fault_rule(f: &FaultSection) -> Result<FaultRule, String> {
     let rule = FaultRule::new(kind, code.as_deref(), when).map_err(|e| e.to_string())?;
     match &f.threads {
         None => Ok(rule),
-        Some(threads) => rule
-            .with_threads(threads.clone())
-            .map_err(|e| e.to_string()),
+        Some(threads) => rule.with_threads(threads.clone()).map_err(|e| e.to_string()),
     }
 }
 
@@ -634,10 +577,7 @@ impl ExpectedOutcome {
             Some("publication") => true,
             _ => return Err(fix()),
         };
-        let id = head_words
-            .next()
-            .and_then(|n| n.parse::<u64>().ok())
-            .ok_or_else(fix)?;
+        let id = head_words.next().and_then(|n| n.parse::<u64>().ok()).ok_or_else(fix)?;
         if head_words.next().is_some() {
             return Err(fix());
         }
@@ -653,11 +593,7 @@ impl ExpectedOutcome {
             &["ok", "cancelled", "failed", "poisoned"]
         };
         if !allowed.contains(&verdict.as_str()) {
-            return Err(format!(
-                "{}; the verdict must be one of {}",
-                fix(),
-                allowed.join(", ")
-            ));
+            return Err(format!("{}; the verdict must be one of {}", fix(), allowed.join(", ")));
         }
         let origin = match (words.next(), words.next(), words.next()) {
             (Some("by"), Some("run"), Some(n)) if verdict == "poisoned" => {
@@ -676,15 +612,7 @@ impl ExpectedOutcome {
                 None => (Some(c.to_owned()), None),
             },
         };
-        Ok(Self {
-            line: line.trim().to_owned(),
-            publication,
-            id,
-            verdict,
-            origin,
-            rule,
-            code,
-        })
+        Ok(Self { line: line.trim().to_owned(), publication, id, verdict, origin, rule, code })
     }
 
     fn matches(&self, got: &GotOutcome) -> bool {
@@ -692,14 +620,8 @@ impl ExpectedOutcome {
             && self.id == got.id
             && self.verdict == got.verdict
             && self.origin.is_none_or(|o| got.origin == Some(o))
-            && self
-                .rule
-                .as_ref()
-                .is_none_or(|r| got.rule.as_ref() == Some(r))
-            && self
-                .code
-                .as_ref()
-                .is_none_or(|c| got.code.as_ref() == Some(c))
+            && self.rule.as_ref().is_none_or(|r| got.rule.as_ref() == Some(r))
+            && self.code.as_ref().is_none_or(|c| got.code.as_ref() == Some(c))
     }
 }
 
@@ -755,11 +677,7 @@ impl GotOutcome {
     fn line(&self) -> String {
         let mut line = format!(
             "{} {}: {}",
-            if self.publication {
-                "publication"
-            } else {
-                "run"
-            },
+            if self.publication { "publication" } else { "run" },
             self.id,
             self.verdict
         );
@@ -802,11 +720,7 @@ impl Observed {
 pub fn check(scenario: Scenario) -> Result<Checked, SimError> {
     let report = run(&scenario.config, &mut |_, _| {})?;
     let mismatches = scenario.compare(&Observed::of(&report));
-    Ok(Checked {
-        scenario,
-        report,
-        mismatches,
-    })
+    Ok(Checked { scenario, report, mismatches })
 }
 
 /// A line diff of expected against got outcomes, `None` when they match.
@@ -865,45 +779,24 @@ mod tests {
         );
         let hbg = parse("x.toml", &file("header = \"host_build_graph\"\n")).unwrap();
         assert_eq!(hbg.config.header, Some(HeaderLayout::HostBuildGraph));
-        assert_eq!(
-            hbg.config.lane_profile().unwrap().header(),
-            HeaderLayout::HostBuildGraph
-        );
-        let err = parse("x.toml", &file("header = \"tmr\"\n"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("\"tensormap_and_ringbuffer\" or \"host_build_graph\""),
-            "{err}"
-        );
+        assert_eq!(hbg.config.lane_profile().unwrap().header(), HeaderLayout::HostBuildGraph);
+        let err = parse("x.toml", &file("header = \"tmr\"\n")).unwrap_err().to_string();
+        assert!(err.contains("\"tensormap_and_ringbuffer\" or \"host_build_graph\""), "{err}");
     }
 
     #[test]
     fn outcome_lines_parse_with_and_without_cause() {
         let e = ExpectedOutcome::parse("run 4: poisoned by run 3 (device-fault)").unwrap();
-        assert_eq!(
-            (e.id, e.origin, e.rule.as_deref()),
-            (4, Some(3), Some("device-fault"))
-        );
+        assert_eq!((e.id, e.origin, e.rule.as_deref()), (4, Some(3), Some("device-fault")));
         let e = ExpectedOutcome::parse("run 2: failed (latched-change-and-rerun: SCOPE_DEADLOCK)")
             .unwrap();
         assert_eq!(e.code.as_deref(), Some("SCOPE_DEADLOCK"));
-        assert!(
-            ExpectedOutcome::parse("publication 3: uploaded")
-                .unwrap()
-                .publication
-        );
+        assert!(ExpectedOutcome::parse("publication 3: uploaded").unwrap().publication);
     }
 
     #[test]
     fn malformed_outcome_lines_say_how_to_write_one() {
-        for bad in [
-            "2: ok",
-            "run two: ok",
-            "run 2: fine",
-            "run 2 ok",
-            "publication 3: ok",
-        ] {
+        for bad in ["2: ok", "run two: ok", "run 2: fine", "run 2 ok", "publication 3: ok"] {
             let err = ExpectedOutcome::parse(bad).unwrap_err();
             assert!(err.contains("write e.g. \"run 2: ok\""), "{bad}: {err}");
         }

@@ -94,16 +94,9 @@ impl fmt::Display for OutcomeCounts {
             (self.uploaded, "uploaded"),
             (self.publications_not_uploaded, "not uploaded"),
         ];
-        let text: Vec<String> = parts
-            .iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, what)| format!("{n} {what}"))
-            .collect();
-        if text.is_empty() {
-            f.write_str("none")
-        } else {
-            f.write_str(&text.join(", "))
-        }
+        let text: Vec<String> =
+            parts.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect();
+        if text.is_empty() { f.write_str("none") } else { f.write_str(&text.join(", ")) }
     }
 }
 
@@ -181,11 +174,7 @@ pub fn summarise(
     let summary = Summary {
         counts,
         wall_ns,
-        runs_per_s: if secs > 0.0 {
-            counts.ok as f64 / secs
-        } else {
-            0.0
-        },
+        runs_per_s: if secs > 0.0 { counts.ok as f64 / secs } else { 0.0 },
         device_utilisation,
         mean_gap_ns,
         median_gap_ns,
@@ -238,11 +227,7 @@ mod tests {
             run: RunId(run),
             tag: None,
             verdict: Verdict::Ok,
-            timing: Some(DeviceTiming {
-                start_ns: start,
-                end_ns: end,
-                ..Default::default()
-            }),
+            timing: Some(DeviceTiming { start_ns: start, end_ns: end, ..Default::default() }),
             key: None,
             declines: 0,
         })

@@ -204,10 +204,7 @@ impl Model {
     /// `workers` share `P + F` and a wake-up per job, but only `min(workers, window)` share
     /// the prepares ([`Model::from_costs`]).
     pub const fn workers_period_ns(&self) -> u64 {
-        let (workers, window) = (
-            at_least_one(self.workers),
-            at_least_one(self.prepare_window),
-        );
+        let (workers, window) = (at_least_one(self.workers), at_least_one(self.prepare_window));
         let at_once = if window < workers { window } else { workers };
         let all = (self.prepare_ns + self.finalise_ns + 2 * self.wakeup_ns).div_ceil(workers);
         let prepares = (self.prepare_ns + self.wakeup_ns).div_ceil(at_once);
@@ -269,11 +266,7 @@ impl Default for Offload {
     /// so a prepare never waits for a slot (with three: 1.87x depth one at 20 us against
     /// 2.49x); a wider window buys nothing, the device or `C` already bounding every point.
     fn default() -> Self {
-        Self {
-            slots: 4,
-            prepare_window: 2,
-            workers: 2,
-        }
+        Self { slots: 4, prepare_window: 2, workers: 2 }
     }
 }
 
@@ -455,25 +448,10 @@ pub fn sweep(
         };
         // Arms 1 and 2 are today's lane: synchronous copies, one prepare at a time, no
         // workers.
-        let today = SimConfig {
-            prepare_window: Some(1),
-            copies: Some(CopyPath::Sync),
-            ..base.clone()
-        };
-        let depth_one = arm(
-            "depth-one",
-            SimConfig {
-                depth: Some(1),
-                ..today.clone()
-            },
-        )?;
-        let queued = arm(
-            "queued",
-            SimConfig {
-                depth: Some(2),
-                ..today
-            },
-        )?;
+        let today =
+            SimConfig { prepare_window: Some(1), copies: Some(CopyPath::Sync), ..base.clone() };
+        let depth_one = arm("depth-one", SimConfig { depth: Some(1), ..today.clone() })?;
+        let queued = arm("queued", SimConfig { depth: Some(2), ..today })?;
         let offloaded = arm(
             "offloaded",
             SimConfig {
@@ -541,10 +519,7 @@ pub fn sweep(
 /// Steady-state figures of one arm: every run after the warm-up must be `Ok` and timed.
 fn steady(report: &Report, depth: u8, label: &str, warmup: usize) -> Result<Arm, SimError> {
     let runs: &[RunStat] = report.runs.get(warmup..).unwrap_or_default();
-    let timed: Vec<(u64, u64)> = runs
-        .iter()
-        .filter_map(|r| r.start_ns.zip(r.end_ns))
-        .collect();
+    let timed: Vec<(u64, u64)> = runs.iter().filter_map(|r| r.start_ns.zip(r.end_ns)).collect();
     let (Some(&(first_start, first_end)), Some(&(_, last_end))) = (timed.first(), timed.last())
     else {
         return Err(not_steady(label, "no timed run after the warm-up"));
@@ -560,27 +535,15 @@ fn steady(report: &Report, depth: u8, label: &str, warmup: usize) -> Result<Arm,
     let busy: u64 = timed.iter().map(|(s, e)| e - s).sum();
     let window = last_end - first_start;
     // Gaps between runs inside the window (the first steady run's gap precedes it).
-    let gaps: Vec<u64> = runs
-        .iter()
-        .skip(1)
-        .filter_map(|r| r.gap_before_ns)
-        .collect();
+    let gaps: Vec<u64> = runs.iter().skip(1).filter_map(|r| r.gap_before_ns).collect();
     let mean = |values: &[u64]| values.iter().sum::<u64>() as f64 / values.len().max(1) as f64;
     let host: Vec<u64> = runs.iter().map(|r| r.host.busy_ns).collect();
     let worker: Vec<u64> = runs.iter().map(|r| r.worker_ns).collect();
     Ok(Arm {
         depth,
-        runs_per_s: if period_ns > 0.0 {
-            1e9 / period_ns
-        } else {
-            0.0
-        },
+        runs_per_s: if period_ns > 0.0 { 1e9 / period_ns } else { 0.0 },
         period_ns,
-        utilisation: if window > 0 {
-            busy as f64 / window as f64
-        } else {
-            0.0
-        },
+        utilisation: if window > 0 { busy as f64 / window as f64 } else { 0.0 },
         mean_gap_ns: mean(&gaps),
         host_busy_per_run_ns: mean(&host),
         worker_busy_per_run_ns: mean(&worker),

@@ -63,11 +63,9 @@ impl Ending {
             }
             Self::Exception(code) => format!("exception {} {}", code.raw(), code.name()),
             Self::Silent => "exited without publishing a result record".to_owned(),
-            Self::OpTimeout(code) => format!(
-                "hung until the device op timeout ({} {})",
-                code.raw(),
-                code.name()
-            ),
+            Self::OpTimeout(code) => {
+                format!("hung until the device op timeout ({} {})", code.raw(), code.name())
+            }
             Self::Hang => "hang: never ends".to_owned(),
             Self::Blocked => "blocked behind a task that never ends".to_owned(),
             Self::Orphaned => "orphaned: its AICPU scheduler was never launched".to_owned(),
@@ -207,10 +205,7 @@ pub struct Trace {
 impl Trace {
     /// A trace that records (`on`) or ignores everything.
     pub const fn new(on: bool) -> Self {
-        Self {
-            enabled: on,
-            records: Vec::new(),
-        }
+        Self { enabled: on, records: Vec::new() }
     }
 
     /// The records, in the order they were made.
@@ -258,14 +253,12 @@ impl Trace {
                 Record::Call { end_ns, .. } => *end_ns,
                 Record::Lane { at_ns, .. } | Record::Note { at_ns, .. } => *at_ns,
                 Record::Kernel(k) => k.end_ns.or(k.start_ns).unwrap_or(k.enqueued_ns),
-                Record::EventTask {
-                    recorded_ns,
-                    complete_ns,
-                    ..
-                } => complete_ns.unwrap_or(*recorded_ns),
-                Record::CopyTask {
-                    enqueued_ns, span, ..
-                } => span.map_or(*enqueued_ns, |(_, end)| end),
+                Record::EventTask { recorded_ns, complete_ns, .. } => {
+                    complete_ns.unwrap_or(*recorded_ns)
+                }
+                Record::CopyTask { enqueued_ns, span, .. } => {
+                    span.map_or(*enqueued_ns, |(_, end)| end)
+                }
             })
             .max()
             .unwrap_or(0)
@@ -278,15 +271,7 @@ impl Trace {
         let stream = |h: u64| stream_label(h, roles);
         for record in &self.records {
             match record {
-                Record::Call {
-                    track,
-                    start_ns,
-                    end_ns,
-                    name,
-                    detail,
-                    error,
-                    ..
-                } => {
+                Record::Call { track, start_ns, end_ns, name, detail, error, .. } => {
                     let mut text = format!("{name:<19}{detail}");
                     if let Some(error) = error {
                         let _ = write!(text, " -> {error}");
@@ -325,14 +310,7 @@ impl Trace {
                         line(killed, format!("{who} killed by reset"));
                     }
                 }
-                Record::CopyTask {
-                    stream: s,
-                    what,
-                    len,
-                    run,
-                    enqueued_ns,
-                    span,
-                } => {
+                Record::CopyTask { stream: s, what, len, run, enqueued_ns, span } => {
                     let of = run.map(|r| format!(" (run {r})")).unwrap_or_default();
                     let (at, text) = match span {
                         Some((start, end)) => (*start, format!("runs until {} us", fmt_us(*end))),
@@ -340,13 +318,7 @@ impl Trace {
                     };
                     lines.push((at, stream(*s), format!("copy {what} {len} B{of} {text}")));
                 }
-                Record::EventTask {
-                    stream: s,
-                    event,
-                    run,
-                    recorded_ns,
-                    complete_ns,
-                } => {
+                Record::EventTask { stream: s, event, run, recorded_ns, complete_ns } => {
                     let of = run.map(|r| format!(" (run {r})")).unwrap_or_default();
                     let (at, text) = match complete_ns {
                         Some(t) => (*t, format!("event e{event} passed{of}")),
@@ -387,15 +359,7 @@ impl Trace {
         let mut workers: Vec<u8> = Vec::new();
         for record in &self.records {
             match record {
-                Record::Call {
-                    track,
-                    start_ns,
-                    end_ns,
-                    name,
-                    run,
-                    detail,
-                    error,
-                } => {
+                Record::Call { track, start_ns, end_ns, name, run, detail, error } => {
                     let tid = track.map_or(1, |w| {
                         workers.push(w);
                         worker_tid(w)
@@ -416,11 +380,7 @@ impl Trace {
                     streams.push(k.stream);
                     let start = k.start_ns.unwrap_or(k.enqueued_ns);
                     let end = k.end_ns.or(k.killed_ns).unwrap_or(end_of_trace).max(start);
-                    let suffix = if k.end_ns.is_none() {
-                        " (never ends)"
-                    } else {
-                        ""
-                    };
+                    let suffix = if k.end_ns.is_none() { " (never ends)" } else { "" };
                     out.push(json!({
                         "name": format!("run {} {}{suffix}", k.run, k.side.name()),
                         "ph": "X", "pid": device, "tid": k.stream,
@@ -428,14 +388,7 @@ impl Trace {
                         "args": {"run": k.run, "enqueued_us": us(k.enqueued_ns), "ending": k.ending.describe()},
                     }));
                 }
-                Record::CopyTask {
-                    stream,
-                    what,
-                    len,
-                    run,
-                    enqueued_ns,
-                    span,
-                } => {
+                Record::CopyTask { stream, what, len, run, enqueued_ns, span } => {
                     streams.push(*stream);
                     let (start, end, never) = span
                         .map_or((*enqueued_ns, end_of_trace, " (never starts)"), |(s, e)| {
@@ -448,13 +401,7 @@ impl Trace {
                         "args": {"run": run, "bytes": len, "enqueued_us": us(*enqueued_ns)},
                     }));
                 }
-                Record::EventTask {
-                    stream,
-                    event,
-                    run,
-                    recorded_ns,
-                    complete_ns,
-                } => {
+                Record::EventTask { stream, event, run, recorded_ns, complete_ns } => {
                     streams.push(*stream);
                     let at = complete_ns.unwrap_or(*recorded_ns);
                     out.push(json!({

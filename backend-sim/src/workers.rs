@@ -79,10 +79,7 @@ pub struct SimTracks {
 impl SimTracks {
     /// `workers` virtual host workers (0: the runner's work stays on the lane thread).
     pub const fn new(workers: u8) -> Self {
-        Self {
-            workers,
-            lane_ns: 0,
-        }
+        Self { workers, lane_ns: 0 }
     }
 }
 
@@ -121,13 +118,7 @@ pub struct OffLaneRunner {
 impl OffLaneRunner {
     /// A runner allowing `prepares_at_once` prepares at once (at least 1).
     pub const fn new(prepares_at_once: u8) -> Self {
-        Self {
-            prepares_at_once: if prepares_at_once == 0 {
-                1
-            } else {
-                prepares_at_once
-            },
-        }
+        Self { prepares_at_once: if prepares_at_once == 0 { 1 } else { prepares_at_once } }
     }
 }
 
@@ -287,9 +278,7 @@ impl WorkerLoop {
         tracks: &mut dyn HostTracks<D>,
         request: RunRequest,
     ) -> Result<Result<RunId, SubmitError>, DriverError> {
-        self.command(driver, tracks, true, |steps, now| {
-            steps.submit(now, request)
-        })
+        self.command(driver, tracks, true, |steps, now| steps.submit(now, request))
     }
 
     /// As [`Driver::publish`].
@@ -389,18 +378,14 @@ impl WorkerLoop {
         let Some((ticket, start)) = self.off_lane.take_untaken(by_ns, executor, tracks) else {
             return Ok(false);
         };
-        self.dispatch
-            .handle_wait_started(ticket, Timestamp(start))?;
+        self.dispatch.handle_wait_started(ticket, Timestamp(start))?;
         Ok(true)
     }
 
     /// Gives the machine every answer the lane thread's clock has reached: the workers' in
     /// `(end, hand-out)` order, the waiter's as it left its call. Returns whether any.
     fn push_due(&mut self, now_ns: u64) -> bool {
-        let due = self
-            .off_lane
-            .answers
-            .partition_point(|a| a.end_ns <= now_ns);
+        let due = self.off_lane.answers.partition_point(|a| a.end_ns <= now_ns);
         if due == 0 {
             return false;
         }
@@ -431,20 +416,13 @@ impl WorkerLoop {
             self.take_untaken(now.0, executor, tracks)?;
             any |= self.push_due(now.0);
             let before = self.dispatch.state().kind();
-            let mut books = Books {
-                executor: &mut *executor,
-                progress: false,
-            };
+            let mut books = Books { executor: &mut *executor, progress: false };
             let next = self.dispatch.poll(now, Here::Own, steps, &mut books)?;
             // A state change is progress: a wait answered at its bound, a reset held.
             any |= books.progress || self.dispatch.state().kind() != before;
             // The machine withdraws a wait by no longer offering it.
             let offered = self.dispatch.offered().map(|(ticket, _)| ticket);
-            if self
-                .off_lane
-                .untaken
-                .is_some_and(|(ticket, _)| Some(ticket) != offered)
-            {
+            if self.off_lane.untaken.is_some_and(|(ticket, _)| Some(ticket) != offered) {
                 self.off_lane.untaken = None;
             }
             match next {
@@ -458,9 +436,8 @@ impl WorkerLoop {
                     // for the waiter, replacing one left before.
                     self.off_lane.untaken = None;
                     if self.off_lane.waiter_free_at <= now.0 {
-                        let end = self
-                            .off_lane
-                            .make_wait(ticket, wait, now.0, true, executor, tracks);
+                        let end =
+                            self.off_lane.make_wait(ticket, wait, now.0, true, executor, tracks);
                         due |= end <= now.0;
                         self.dispatch.handle_wait_started(ticket, now)?;
                     } else {
@@ -507,11 +484,7 @@ impl WorkerLoop {
     /// the thread's end have no place with a waiter and no shutdown, and a lost lane (L-20)
     /// no end in the simulator.
     fn refused(&self, input: DispatchInput, refusal: DispatchRefusal) -> DriverError {
-        DriverError::Dispatch {
-            state: self.dispatch.state().kind(),
-            input,
-            refusal,
-        }
+        DriverError::Dispatch { state: self.dispatch.state().kind(), input, refusal }
     }
 }
 
@@ -554,19 +527,11 @@ impl OffLane {
         if asleep {
             host.wake_up(device, run, "a device wait");
         }
-        let mut waiter = OnWaiterTrack {
-            device,
-            bound: &mut self.waiter_bound,
-        };
+        let mut waiter = OnWaiterTrack { device, bound: &mut self.waiter_bound };
         let answer = run_device_wait(&mut waiter, &wait);
         let end = host.leave(executor.device_mut());
         self.waiter_free_at = end;
-        self.push_answer(Answer {
-            end_ns: end,
-            seq: 0,
-            run,
-            reply: Reply::Waited(ticket, answer),
-        });
+        self.push_answer(Answer { end_ns: end, seq: 0, run, reply: Reply::Waited(ticket, answer) });
         end
     }
 
@@ -574,9 +539,7 @@ impl OffLane {
     fn push_answer(&mut self, mut answer: Answer) {
         self.handed_out += 1;
         answer.seq = self.handed_out;
-        let at = self
-            .answers
-            .partition_point(|a| (a.end_ns, a.seq) <= (answer.end_ns, answer.seq));
+        let at = self.answers.partition_point(|a| (a.end_ns, a.seq) <= (answer.end_ns, answer.seq));
         self.answers.insert(at, answer);
     }
 
@@ -590,9 +553,7 @@ impl OffLane {
         executor: &mut Executor<D, R>,
         host: &mut dyn HostTracks<D>,
     ) -> Result<bool, DriverError> {
-        let worker = (0..self.free_at.len())
-            .min_by_key(|&w| (self.free_at[w], w))
-            .unwrap_or(0);
+        let worker = (0..self.free_at.len()).min_by_key(|&w| (self.free_at[w], w)).unwrap_or(0);
         let asleep = self.free_at[worker] <= now_ns;
         let start = now_ns.max(self.free_at[worker]);
         let track = u8::try_from(worker).unwrap_or(u8::MAX - 1);
@@ -601,11 +562,7 @@ impl OffLane {
         if asleep {
             host.wake_up(executor.device_mut(), run, "a job");
         }
-        let bind = if self.bound[worker] {
-            Ok(())
-        } else {
-            executor.device_mut().set_device()
-        };
+        let bind = if self.bound[worker] { Ok(()) } else { executor.device_mut().set_device() };
         let replied = match bind {
             Ok(()) => {
                 self.bound[worker] = true;
@@ -624,12 +581,7 @@ impl OffLane {
             return Ok(false);
         };
         self.free_at[worker] = end;
-        self.push_answer(Answer {
-            end_ns: end,
-            seq: 0,
-            run,
-            reply: Reply::Worker(reply),
-        });
+        self.push_answer(Answer { end_ns: end, seq: 0, run, reply: Reply::Worker(reply) });
         Ok(end <= now_ns)
     }
 }
@@ -657,11 +609,7 @@ mod tests {
             swarm: true,
             liveness: true,
             trace: true,
-            workload: Workload {
-                runs: 25,
-                device_ns: 40_000,
-                ..Workload::default()
-            },
+            workload: Workload { runs: 25, device_ns: 40_000, ..Workload::default() },
             ..SimConfig::default()
         };
         let report = run(&config, &mut |_, _| {}).unwrap_or_else(|e| panic!("{e}"));
@@ -670,13 +618,9 @@ mod tests {
             .records()
             .iter()
             .filter_map(|r| match r {
-                Record::Call {
-                    track,
-                    start_ns,
-                    end_ns,
-                    name,
-                    ..
-                } => Some((*track, *start_ns, *end_ns, *name)),
+                Record::Call { track, start_ns, end_ns, name, .. } => {
+                    Some((*track, *start_ns, *end_ns, *name))
+                }
                 _ => None,
             })
             .collect();

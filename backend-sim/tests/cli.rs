@@ -11,10 +11,7 @@ use clap::Parser;
 use serde_json::Value;
 
 fn lane_sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lane-sim"))
-        .args(args)
-        .output()
-        .expect("lane-sim runs")
+    Command::new(env!("CARGO_BIN_EXE_lane-sim")).args(args).output().expect("lane-sim runs")
 }
 
 /// `lane-sim` with `args`, parsed.
@@ -27,11 +24,7 @@ fn temp_path(name: &str) -> PathBuf {
 }
 
 fn arm(depth: u8) -> backend_sim::Report {
-    let config = SimConfig {
-        depth: Some(depth),
-        trace: true,
-        ..SimConfig::default()
-    };
+    let config = SimConfig { depth: Some(depth), trace: true, ..SimConfig::default() };
     run(&config, &mut |_, _| {}).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -42,16 +35,10 @@ fn the_default_workload_queued_keeps_the_device_busier_than_depth_one() {
         assert_eq!(r.summary.counts.ok, 200);
         assert_eq!(r.summary.counts.runs(), 200);
     }
-    assert_eq!(
-        one.queued_launches, 0,
-        "depth one never queues on the device"
-    );
+    assert_eq!(one.queued_launches, 0, "depth one never queues on the device");
     assert!(queued.queued_launches >= 190, "{}", queued.queued_launches);
     assert!(queued.summary.runs_per_s > one.summary.runs_per_s * 1.1);
-    let (g1, gq) = (
-        one.summary.mean_gap_ns.unwrap(),
-        queued.summary.mean_gap_ns.unwrap(),
-    );
+    let (g1, gq) = (one.summary.mean_gap_ns.unwrap(), queued.summary.mean_gap_ns.unwrap());
     assert!(gq * 5.0 < g1, "queued gap {gq} ns vs depth-one gap {g1} ns");
     assert!(queued.summary.device_utilisation > one.summary.device_utilisation);
 }
@@ -89,29 +76,18 @@ fn the_trace_has_a_host_track_and_one_per_stream_and_shows_queued_launches() {
         .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
         .map(|e| e["args"]["name"].as_str().unwrap().to_owned())
         .collect();
-    assert!(
-        names.contains(&"lane thread (calls)".to_owned()),
-        "{names:?}"
-    );
+    assert!(names.contains(&"lane thread (calls)".to_owned()), "{names:?}");
     assert!(names.contains(&"stream h1/aicpu".to_owned()), "{names:?}");
     assert!(names.contains(&"stream h2/aicore".to_owned()), "{names:?}");
     let spans = spans(&json);
     let kernel_end = |run: u64| {
-        spans
-            .iter()
-            .find(|s| s.0 == format!("run {run} aicore") && s.1 == 2)
-            .map(|s| s.4)
-            .unwrap()
+        spans.iter().find(|s| s.0 == format!("run {run} aicore") && s.1 == 2).map(|s| s.4).unwrap()
     };
-    let launches: Vec<f64> = spans
-        .iter()
-        .filter(|s| s.0 == "launch_aicore" && s.1 == 1)
-        .map(|s| s.3)
-        .collect();
+    let launches: Vec<f64> =
+        spans.iter().filter(|s| s.0 == "launch_aicore" && s.1 == 1).map(|s| s.3).collect();
     assert_eq!(launches.len(), 200);
-    let queued_before_predecessor_ended = (1..200)
-        .filter(|&n| launches[n] < kernel_end(n as u64))
-        .count();
+    let queued_before_predecessor_ended =
+        (1..200).filter(|&n| launches[n] < kernel_end(n as u64)).count();
     assert!(
         queued_before_predecessor_ended >= 190,
         "only {queued_before_predecessor_ended} runs were launched before their predecessor ended"
@@ -122,17 +98,9 @@ fn the_trace_has_a_host_track_and_one_per_stream_and_shows_queued_launches() {
 fn the_default_command_prints_the_table_and_writes_the_trace() {
     let trace = temp_path("trace.json");
     let text = temp_path("trace.txt");
-    let out = lane_sim(&[
-        "--trace",
-        trace.to_str().unwrap(),
-        "--trace-text",
-        text.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        lane_sim(&["--trace", trace.to_str().unwrap(), "--trace-text", text.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for row in [
         "depth one",
@@ -150,11 +118,7 @@ fn the_default_command_prints_the_table_and_writes_the_trace() {
     }
     let json = std::fs::read_to_string(&trace).unwrap();
     assert!(serde_json::from_str::<Value>(&json).is_ok());
-    assert!(
-        std::fs::read_to_string(&text)
-            .unwrap()
-            .contains("launch_aicore")
-    );
+    assert!(std::fs::read_to_string(&text).unwrap().contains("launch_aicore"));
     let _ = std::fs::remove_file(trace);
     let _ = std::fs::remove_file(text);
 }
@@ -167,9 +131,7 @@ fn the_reproduction_line_parses_back_to_the_same_simulation() {
     let cli = parse(args.split_whitespace()).unwrap();
     let config = cli.sim.config().unwrap();
     let line = config.repro();
-    let args = line
-        .strip_prefix("cargo run --release -- ")
-        .expect("a cargo run line");
+    let args = line.strip_prefix("cargo run --release -- ").expect("a cargo run line");
     let again = parse(args.split(' ')).unwrap();
     assert_eq!(again.sim.config().unwrap(), config, "{line}");
     assert_eq!(config.profile, ProfileName::A5);
@@ -211,10 +173,7 @@ fn the_binary_exits_2_on_bad_input_and_1_on_a_failed_check_without_panicking() {
     let out = lane_sim(&["--runs", "0", "--no-trace"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.starts_with("error: impossible workload: 0 runs"),
-        "{stderr}"
-    );
+    assert!(stderr.starts_with("error: impossible workload: 0 runs"), "{stderr}");
     assert!(!stderr.contains("panicked"));
 
     let bad_toml = temp_path("bad.toml");
@@ -232,10 +191,7 @@ fn the_binary_exits_2_on_bad_input_and_1_on_a_failed_check_without_panicking() {
     let out = lane_sim(&["check", wrong.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("- run 2: cancelled\n    + run 2: ok"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("- run 2: cancelled\n    + run 2: ok"), "{stdout}");
     let _ = std::fs::remove_file(bad_toml);
     let _ = std::fs::remove_file(wrong);
 
@@ -257,32 +213,17 @@ fn check_skips_a_scenario_the_simulator_cannot_express_and_says_why() {
     let _ = std::fs::remove_file(&acl_only);
     assert_eq!(out.status.code(), Some(0), "a skip is not a failure");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("acl only: not on the simulator: needs real threads"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("1 scenario: 0 passed, 0 failed, 1 not for the simulator"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("acl only: not on the simulator: needs real threads"), "{stdout}");
+    assert!(stdout.contains("1 scenario: 0 passed, 0 failed, 1 not for the simulator"), "{stdout}");
 }
 
 #[test]
 fn swarm_mode_prints_the_fault_mix_before_running() {
-    let args: Vec<_> = "--swarm --seed 5 --runs 20 --depth 2 --no-trace"
-        .split(' ')
-        .collect();
+    let args: Vec<_> = "--swarm --seed 5 --runs 20 --depth 2 --no-trace".split(' ').collect();
     let out = lane_sim(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("faults (swarm mix derived from seed 5):"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("faults (swarm mix derived from seed 5):"), "{stdout}");
     let mix = backend_sim::faults::swarm(5);
     for rule in &mix {
         assert!(stdout.contains(&format!("--fault {rule}")), "{stdout}");

@@ -19,12 +19,7 @@ fn config(copies: CopyPath, faults: &[&str]) -> SimConfig {
     SimConfig {
         profile: ProfileName::A2a3,
         copies: Some(copies),
-        workload: Workload {
-            runs: 6,
-            device_ns: 250_000,
-            jitter_ppm: 0,
-            ..Workload::default()
-        },
+        workload: Workload { runs: 6, device_ns: 250_000, jitter_ppm: 0, ..Workload::default() },
         faults: faults
             .iter()
             .map(|f| FaultRule::parse(f).unwrap_or_else(|e| panic!("{f}: {e}")))
@@ -42,10 +37,7 @@ fn outcomes(copies: CopyPath, faults: &[&str]) -> (Vec<String>, u64) {
 
 /// A simulated device whose runs take 100 us, without jitter.
 fn sim_device() -> SimDevice {
-    let times = RunTimes {
-        device_ns: 100_000,
-        jitter_ppm: 0,
-    };
+    let times = RunTimes { device_ns: 100_000, jitter_ppm: 0 };
     SimDevice::new(Costs::default(), LAYOUT, 1, times)
 }
 
@@ -57,11 +49,7 @@ fn cost(c: Cost) -> u64 {
 fn copies_on_the_streams_save_the_lane_thread_the_arm_copy_minus_the_enqueues() {
     let busy = |copies| {
         let report = run(&config(copies, &[]), &mut |_, _| {}).unwrap();
-        report
-            .runs
-            .iter()
-            .map(|r| r.host.busy_ns)
-            .collect::<Vec<_>>()
+        report.runs.iter().map(|r| r.host.busy_ns).collect::<Vec<_>>()
     };
     let (sync, on_stream) = (busy(CopyPath::Sync), busy(CopyPath::OnStream));
     // Per run: the synchronous arm goes; the two enqueues, the "armed" record and the AICPU
@@ -87,14 +75,10 @@ fn a_failed_arm_copy_enqueue_fails_the_run_exactly_as_the_sync_arm_does() {
     assert_eq!(fired, 1);
     assert_eq!(on_stream, sync);
     assert!(
-        sync.get(2)
-            .is_some_and(|l| l.starts_with("run 3 failed") && l.contains("107000")),
+        sync.get(2).is_some_and(|l| l.starts_with("run 3 failed") && l.contains("107000")),
         "{sync:?}"
     );
-    assert!(
-        sync.iter().filter(|l| l.ends_with(": ok")).count() >= 4,
-        "{sync:?}"
-    );
+    assert!(sync.iter().filter(|l| l.ends_with(": ok")).count() >= 4, "{sync:?}");
 }
 
 #[test]
@@ -108,15 +92,9 @@ fn a_failed_readback_copy_enqueue_fails_the_run_as_the_sync_copy_that_reads_its_
         assert_eq!(fired, 1);
         let (on_stream, fired) = outcomes(CopyPath::OnStream, &faults);
         assert_eq!(fired, 1);
+        assert!(sync.get(2).is_some_and(|l| l.contains("failed at record read")), "{sync:?}");
         assert!(
-            sync.get(2)
-                .is_some_and(|l| l.contains("failed at record read")),
-            "{sync:?}"
-        );
-        assert!(
-            on_stream
-                .get(2)
-                .is_some_and(|l| l.contains("failed at status read")),
+            on_stream.get(2).is_some_and(|l| l.contains("failed at status read")),
             "{on_stream:?}"
         );
         let as_record_read: Vec<String> = on_stream
@@ -152,18 +130,14 @@ fn a_failed_readback_enqueue_is_answered_at_the_status_read_as_status_read_faile
     driver.close().unwrap();
     driver.run_until_idle().unwrap();
     let (_, _, Events(events)) = driver.into_parts();
-    let launched = events
-        .iter()
-        .position(|e| matches!(e, Event::Launched { run, .. } if *run == RunId(1)));
+    let launched =
+        events.iter().position(|e| matches!(e, Event::Launched { run, .. } if *run == RunId(1)));
     let failed = events.iter().position(|e| {
         matches!(e, Event::StatusReadFailed { run, code, .. }
             if *run == RunId(1) && *code == AclCode::from_raw(507_899).unwrap())
     });
     assert!(launched.is_some(), "the run launched: {events:?}");
-    assert!(
-        failed > launched,
-        "StatusReadFailed after the launch: {events:?}"
-    );
+    assert!(failed > launched, "StatusReadFailed after the launch: {events:?}");
 }
 
 #[test]
@@ -188,12 +162,7 @@ fn a_passed_boundary_proves_the_readback_holds_the_runs_header() {
     d.write_host(host, &[0; 80]).unwrap();
     d.write_host(readback, &vec![0xFF; len]).unwrap();
     // The launch order of copies on the streams (L-5), each stage told as the executor does.
-    let stage = |stage| {
-        Some(LaunchContext {
-            run: args.run,
-            stage,
-        })
-    };
+    let stage = |stage| Some(LaunchContext { run: args.run, stage });
     d.launch_context(stage(LaunchStage::Arm));
     d.memcpy_to_device_async(buffer, host, 80, aicore).unwrap();
     d.record_event(armed, aicore).unwrap();
@@ -203,8 +172,7 @@ fn a_passed_boundary_proves_the_readback_holds_the_runs_header() {
     d.record_event(core_done, aicore).unwrap();
     SimRunner.launch_aicpu(&mut d, aicpu, &args).unwrap();
     d.stream_wait_event(aicpu, core_done).unwrap();
-    d.memcpy_from_device_async(readback, args.timing, len, aicpu)
-        .unwrap();
+    d.memcpy_from_device_async(readback, args.timing, len, aicpu).unwrap();
     d.record_event(boundary, aicpu).unwrap();
     d.launch_context(None);
     // Before the boundary passes, nothing landed: the bytes move when the copy task runs.
@@ -218,10 +186,7 @@ fn a_passed_boundary_proves_the_readback_holds_the_runs_header() {
     let end = u64::from_le_bytes(timing[8..].try_into().unwrap());
     assert!(start > 0 && end > start, "timing {start}..{end}");
     let status = status_latch::decode(LAYOUT, header).unwrap();
-    assert!(
-        status.orch.is_none() && status.sched.is_none(),
-        "{status:?}"
-    );
+    assert!(status.orch.is_none() && status.sched.is_none(), "{status:?}");
     assert!(d.failure().is_none(), "{:?}", d.failure());
 }
 
@@ -231,10 +196,7 @@ fn a_passed_boundary_proves_the_readback_holds_the_runs_header() {
 #[test]
 fn copy_tasks_show_on_the_stream_tracks_of_the_trace() {
     let traced = |copies| {
-        let config = SimConfig {
-            trace: true,
-            ..config(copies, &[])
-        };
+        let config = SimConfig { trace: true, ..config(copies, &[]) };
         run(&config, &mut |_, _| {}).unwrap_or_else(|e| panic!("{e}"))
     };
     let report = traced(CopyPath::OnStream);
@@ -257,19 +219,13 @@ fn copy_tasks_show_on_the_stream_tracks_of_the_trace() {
     for (arm, readback) in arms.iter().zip(&readbacks) {
         assert_eq!(arm["pid"], 2, "a device track: {arm}");
         assert_eq!(arm["ph"], "X");
-        assert_eq!(
-            arm["dur"].as_f64(),
-            Some(cost(Cost::CopyTask) as f64 / 1_000.0)
-        );
+        assert_eq!(arm["dur"].as_f64(), Some(cost(Cost::CopyTask) as f64 / 1_000.0));
         assert_eq!(role_of(arm), Some(lane_core::stream_pair::Role::Aicore));
         assert_eq!(role_of(readback), Some(lane_core::stream_pair::Role::Aicpu));
         assert_eq!(arm["args"]["run"], readback["args"]["run"]);
     }
     let text = report.text_trace();
-    assert!(
-        text.contains("copy readback d2h 1040 B (run 1) runs until"),
-        "{text}"
-    );
+    assert!(text.contains("copy readback d2h 1040 B (run 1) runs until"), "{text}");
     // The synchronous path has no copy tasks.
     assert!(!traced(CopyPath::Sync).text_trace().contains("copy arm"));
 }

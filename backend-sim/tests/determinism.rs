@@ -10,10 +10,7 @@ fn traced(seed: u64, profile: ProfileName) -> SimConfig {
         seed,
         workload: Workload {
             runs: 30,
-            publish_after: Points {
-                every: Some(9),
-                at: Vec::new(),
-            },
+            publish_after: Points { every: Some(9), at: Vec::new() },
             ..Workload::default()
         },
         swarm: true,
@@ -36,14 +33,8 @@ fn the_same_seed_and_options_give_a_byte_identical_trace() {
             let config = traced(seed, profile);
             let first = trace_of(&config);
             let second = trace_of(&config);
-            assert!(
-                first.0.lines().count() > 100,
-                "seed {seed}: the trace is too short"
-            );
-            assert!(
-                first == second,
-                "seed {seed} {profile:?}: the traces differ"
-            );
+            assert!(first.0.lines().count() > 100, "seed {seed}: the trace is too short");
+            assert!(first == second, "seed {seed} {profile:?}: the traces differ");
         }
     }
 }
@@ -52,20 +43,13 @@ fn the_same_seed_and_options_give_a_byte_identical_trace() {
 fn different_seeds_give_different_traces() {
     let a = trace_of(&traced(1, ProfileName::A2a3)).0;
     let b = trace_of(&traced(2, ProfileName::A2a3)).0;
-    assert_ne!(
-        a, b,
-        "the seed drives the fault mix and the device-time jitter"
-    );
+    assert_ne!(a, b, "the seed drives the fault mix and the device-time jitter");
 }
 
 #[test]
 fn a_three_run_trace_reads_as_a_timeline() {
     let config = SimConfig {
-        workload: Workload {
-            runs: 3,
-            jitter_ppm: 0,
-            ..Workload::default()
-        },
+        workload: Workload { runs: 3, jitter_ppm: 0, ..Workload::default() },
         faults: vec![FaultRule::parse("latch=SCOPE_DEADLOCK@run:2").unwrap()],
         trace: true,
         ..SimConfig::default()

@@ -18,15 +18,7 @@ const LAYOUT: HeaderLayout = HeaderLayout::TensormapAndRingbuffer;
 const DEVICE_NS: u64 = 100_000;
 
 fn device() -> SimDevice {
-    SimDevice::new(
-        Costs::default(),
-        LAYOUT,
-        1,
-        RunTimes {
-            device_ns: DEVICE_NS,
-            jitter_ppm: 0,
-        },
-    )
+    SimDevice::new(Costs::default(), LAYOUT, 1, RunTimes { device_ns: DEVICE_NS, jitter_ppm: 0 })
 }
 
 fn cost(c: Cost) -> u64 {
@@ -91,10 +83,7 @@ fn launched(mut d: SimDevice, fault: &str) -> (SimDevice, StreamHandle, StreamHa
 
 /// The launch context of `run`'s `stage`.
 fn stage(run: u64, stage: LaunchStage) -> Option<LaunchContext> {
-    Some(LaunchContext {
-        run: RunId(run),
-        stage,
-    })
+    Some(LaunchContext { run: RunId(run), stage })
 }
 
 /// The device broke an invariant whose message says `what`.
@@ -153,10 +142,7 @@ fn timing(d: &mut SimDevice, s: &Slot) -> (u64, u64) {
     let mut buf = [0u8; 16];
     d.memcpy_from_device(&mut buf, s.args.timing).unwrap();
     let (a, b) = buf.split_at(8);
-    (
-        u64::from_le_bytes(a.try_into().unwrap()),
-        u64::from_le_bytes(b.try_into().unwrap()),
-    )
+    (u64::from_le_bytes(a.try_into().unwrap()), u64::from_le_bytes(b.try_into().unwrap()))
 }
 
 #[test]
@@ -175,11 +161,7 @@ fn a_run_queued_behind_another_on_the_same_pair_starts_when_it_ends() {
     // Behind run 1's kernels: its core_done, the AICPU stream's wait on it, its boundary
     // (run 2's AICore kernel waits on it), with a task switch before each task.
     let gap = 3 * cost(Cost::TaskSwitch) + 2 * cost(Cost::EventTask);
-    assert_eq!(
-        start2,
-        end1 + gap,
-        "run 2 starts as soon as run 1's boundary has passed"
-    );
+    assert_eq!(start2, end1 + gap, "run 2 starts as soon as run 1's boundary has passed");
 }
 
 #[test]
@@ -218,20 +200,14 @@ fn a_completion_waiters_wait_between_a_runs_two_launches_leaves_its_aicore_kerne
         (aicpu, aicore, s1, s2)
     };
     shared.launch_context(stage(2, LaunchStage::Arm));
-    SimRunner
-        .launch_aicore(&mut shared, aicore, &s2.args)
-        .unwrap();
+    SimRunner.launch_aicore(&mut shared, aicore, &s2.args).unwrap();
     shared.launch_context(stage(2, LaunchStage::Kernels));
     shared.record_event(s2.events[1], aicore).unwrap();
     waiter.synchronize_event(s1.events[0], 50_000).unwrap();
     let mut bytes = [0u8; RECORD_BYTES];
-    waiter
-        .memcpy_from_device(&mut bytes, s1.args.record)
-        .unwrap();
+    waiter.memcpy_from_device(&mut bytes, s1.args.record).unwrap();
     assert_eq!(decode_record(&bytes, s1.args.epoch), Record::Ok);
-    SimRunner
-        .launch_aicpu(&mut shared, aicpu, &s2.args)
-        .unwrap();
+    SimRunner.launch_aicpu(&mut shared, aicpu, &s2.args).unwrap();
     let mut d = shared.lock();
     d.stream_wait_event(aicpu, s2.events[1]).unwrap();
     d.record_event(s2.events[0], aicpu).unwrap();
@@ -287,9 +263,7 @@ fn a_second_aicore_kernel_within_one_launch_breaks_a_device_invariant() {
     let other_aicore = d.create_stream().unwrap();
     let (s1, s2) = (slot(&mut d, 1, 0), slot(&mut d, 2, 1));
     SimRunner.launch_aicore(&mut d, aicore, &s1.args).unwrap();
-    SimRunner
-        .launch_aicore(&mut d, other_aicore, &s2.args)
-        .unwrap();
+    SimRunner.launch_aicore(&mut d, other_aicore, &s2.args).unwrap();
     assert_invariant(&d, "still waited for its AICPU partner");
 }
 
@@ -320,18 +294,11 @@ fn a_never_recorded_event_waits_as_success_at_once() {
 #[test]
 fn an_event_completes_when_its_stream_passes_it() {
     let (mut d, aicpu, _, s) = launched(device(), "");
-    assert_eq!(
-        d.query_stream(aicpu),
-        Ok(false),
-        "the run is still on the stream"
-    );
+    assert_eq!(d.query_stream(aicpu), Ok(false), "the run is still on the stream");
     let before = d.host_ns();
     d.synchronize_event(s.events[0], 1_000).unwrap();
     let blocked = d.host_ns() - before;
-    assert!(
-        blocked >= DEVICE_NS,
-        "the wait blocked for the run ({blocked} ns)"
-    );
+    assert!(blocked >= DEVICE_NS, "the wait blocked for the run ({blocked} ns)");
     let before = d.host_ns();
     d.synchronize_event(s.events[1], 1_000).unwrap();
     assert_eq!(
@@ -348,11 +315,7 @@ fn an_event_query_answers_not_ready_before_the_boundary_and_complete_from_it_on_
         let (aicpu, aicore) = pair(d);
         let s = slot(d, 1, 0);
         let never = d.create_event().unwrap();
-        assert_eq!(
-            d.query_event(never),
-            Ok(true),
-            "never recorded: complete, as on ACL"
-        );
+        assert_eq!(d.query_event(never), Ok(true), "never recorded: complete, as on ACL");
         launch(d, &s, aicpu, aicore);
         (s, never)
     };
@@ -372,58 +335,34 @@ fn an_event_query_answers_not_ready_before_the_boundary_and_complete_from_it_on_
     loop {
         let at = d.host_ns();
         let complete = d.query_event(s.events[0]).expect("a live event");
-        assert_eq!(
-            d.host_ns() - at,
-            cost(Cost::EventQuery),
-            "a look never blocks"
-        );
+        assert_eq!(d.host_ns() - at, cost(Cost::EventQuery), "a look never blocks");
         looks.push((at, complete));
         if complete {
             break;
         }
         assert!(looks.len() < 1_000_000, "never complete");
     }
-    assert!(
-        looks.len() > 1,
-        "the first look came before the run ended: {looks:?}"
-    );
+    assert!(looks.len() > 1, "the first look came before the run ended: {looks:?}");
     for &(at, complete) in &looks {
-        assert_eq!(
-            complete,
-            at >= boundary_ns,
-            "a look at {at} ns, boundary {boundary_ns} ns"
-        );
+        assert_eq!(complete, at >= boundary_ns, "a look at {at} ns, boundary {boundary_ns} ns");
     }
     let (_, end) = timing(&mut d, &s);
-    assert!(
-        end <= boundary_ns,
-        "the boundary passes after the kernels end"
-    );
+    assert!(end <= boundary_ns, "the boundary passes after the kernels end");
     // The completion waiter's look is the same device's; a destroyed event is a dead handle.
     let shared = SharedSim::new(d);
     let mut waiter = shared.clone().completion_waiter().expect("a waiter");
     assert_eq!(waiter.query_event(s.events[0]), Ok(true));
     shared.lock().destroy_event(never).unwrap();
     assert_eq!(waiter.query_event(never), Err(AclCode::RtInvalidHandle));
-    assert!(
-        shared.lock().failure().is_some(),
-        "a dead handle breaks a device invariant"
-    );
+    assert!(shared.lock().failure().is_some(), "a dead handle breaks a device invariant");
 }
 
 #[test]
 fn a_hung_run_makes_the_bounded_wait_time_out_with_507047() {
     let (mut d, _, _, s) = launched(device(), "hang@run:1");
     let before = d.host_ns();
-    assert_eq!(
-        d.synchronize_event(s.events[0], 100),
-        Err(AclCode::RtEventSyncTimeout)
-    );
-    assert_eq!(
-        d.host_ns() - before,
-        100_000_000,
-        "the host waited the whole timeout"
-    );
+    assert_eq!(d.synchronize_event(s.events[0], 100), Err(AclCode::RtEventSyncTimeout));
+    assert_eq!(d.host_ns() - before, 100_000_000, "the host waited the whole timeout");
     // The device drain cannot finish either; a reset kills the hung kernels.
     assert_eq!(d.synchronize_device(10), Err(AclCode::RtStreamSyncTimeout));
     d.reset_device_force().unwrap();
@@ -443,10 +382,9 @@ fn a_hung_kernel_ends_at_the_op_timeout_its_event_passes_and_only_the_stream_syn
     const OP_TIMEOUT_NS: u64 = 1_000_000_000;
     // A hung AICore kernel faults its own stream; a hung scheduler faults its own with 507017
     // and the AICore stream, whose workers spun waiting for it, with 507014.
-    for (fault, aicpu_code) in [
-        ("hang@run:1", Ok(())),
-        ("hang-aicpu@run:1", Err(AclCode::RtAicpuTimeout)),
-    ] {
+    for (fault, aicpu_code) in
+        [("hang@run:1", Ok(())), ("hang-aicpu@run:1", Err(AclCode::RtAicpuTimeout))]
+    {
         let (mut d, aicpu, aicore, s) = launched(device().with_op_timeout(OP_TIMEOUT_NS), fault);
         let before = d.host_ns();
         // A host wait longer than the op timeout ends with the kernels, not at its own limit,
@@ -487,10 +425,7 @@ fn a_device_exception_is_sticky_for_checked_calls_but_not_for_the_event_wait_or_
     let header = d.memcpy_from_device(&mut [0u8; 896], s1.args.status_header);
     assert_eq!(header, fault);
     assert_eq!(d.create_stream().map(|_| ()), fault);
-    assert_eq!(
-        SimRunner.launch_aicore(&mut d, aicore, &s2.args),
-        fault.map_err(Into::into)
-    );
+    assert_eq!(SimRunner.launch_aicore(&mut d, aicore, &s2.args), fault.map_err(Into::into));
     assert_eq!(d.malloc(64).map(|_| ()), fault);
     // A force reset clears it; the old handles are dead.
     d.reset_device_force().unwrap();
@@ -509,10 +444,7 @@ fn a_run_queued_behind_a_faulted_run_still_runs_continue_on_failure_and_the_code
     let before = d.host_ns();
     assert_eq!(wait(&mut d, &s2), Ok(()));
     let waited = d.host_ns() - before;
-    assert!(
-        waited >= DEVICE_NS,
-        "run 2 ran its {DEVICE_NS} ns behind the fault (waited {waited})"
-    );
+    assert!(waited >= DEVICE_NS, "run 2 ran its {DEVICE_NS} ns behind the fault (waited {waited})");
     assert_eq!(
         sync(&mut d, aicpu),
         Err(AclCode::RtAicpuException),
@@ -580,19 +512,14 @@ fn a_latched_run_publishes_an_error_record_with_the_code_from_the_header_and_its
         }
     );
     assert_eq!(d.take_published(s.args.run), Some(PublishedRecord::Error));
-    assert!(
-        d.published_an_error(s.args.run),
-        "kept for a later run's verdict"
-    );
+    assert!(d.published_an_error(s.args.run), "kept for a later run's verdict");
 }
 
 #[test]
 fn faulted_hung_and_silent_runs_publish_no_record() {
     for fault in ["exception=507018", "hang", "hang-aicpu", "silent"] {
-        let (mut d, _, _, s) = launched(
-            device().with_op_timeout(1_000_000),
-            &format!("{fault}@run:1"),
-        );
+        let (mut d, _, _, s) =
+            launched(device().with_op_timeout(1_000_000), &format!("{fault}@run:1"));
         wait(&mut d, &s).unwrap();
         // The kernels ended (the boundary passed) without stamping an ok record (a faulted
         // device also refuses the record's read: the device verdict decides those).
@@ -611,14 +538,8 @@ fn a_stream_synchronize_refuses_a_zero_timeout_and_times_out_with_507046() {
     let (mut d, aicpu, _, _) = launched(device(), "stuck@run:1");
     assert_eq!(d.synchronize_stream(aicpu, 0), Err(AclCode::RtParamInvalid));
     let before = d.host_ns();
-    assert_eq!(
-        d.synchronize_stream(aicpu, 10),
-        Err(AclCode::RtStreamSyncTimeout)
-    );
-    assert_eq!(
-        d.host_ns() - before,
-        cost(Cost::SynchronizeDevice) + 10_000_000
-    );
+    assert_eq!(d.synchronize_stream(aicpu, 10), Err(AclCode::RtStreamSyncTimeout));
+    assert_eq!(d.host_ns() - before, cost(Cost::SynchronizeDevice) + 10_000_000);
 }
 
 #[test]
@@ -636,15 +557,10 @@ fn the_kernels_write_the_status_header_and_timing_the_lane_decodes() {
     let (mut d, _, _, s) = launched(device(), "latch=SCHEDULER_TIMEOUT@run:1/threads:3,1");
     let mut header = [0u8; 896];
     // Before the run ends the host sees the header as it was (all zero).
-    d.memcpy_from_device(&mut header, s.args.status_header)
-        .unwrap();
-    assert_eq!(
-        status_latch::decode(LAYOUT, &header).unwrap().latched(),
-        None
-    );
+    d.memcpy_from_device(&mut header, s.args.status_header).unwrap();
+    assert_eq!(status_latch::decode(LAYOUT, &header).unwrap().latched(), None);
     wait(&mut d, &s).unwrap();
-    d.memcpy_from_device(&mut header, s.args.status_header)
-        .unwrap();
+    d.memcpy_from_device(&mut header, s.args.status_header).unwrap();
     let status = status_latch::decode(LAYOUT, &header).unwrap();
     assert_eq!(status.sched, Some(RuntimeCode::SchedulerTimeout));
     assert_eq!(status.orch, None);
@@ -678,15 +594,10 @@ fn the_first_aicore_launch_after_an_upload_pays_the_binary_load_again() {
     launch(&mut d, &s1, aicpu, aicore);
     let first = d.host_ns() - t;
     wait(&mut d, &s1).unwrap();
-    SimRunner
-        .upload_code(&mut d, lane_core::CodeRef(1))
-        .unwrap();
+    SimRunner.upload_code(&mut d, lane_core::CodeRef(1)).unwrap();
     let t = d.host_ns();
     SimRunner.launch_aicore(&mut d, aicore, &s2.args).unwrap();
-    assert_eq!(
-        d.host_ns() - t,
-        cost(Cost::KernelLaunch) + cost(Cost::FirstAicoreLaunch)
-    );
+    assert_eq!(d.host_ns() - t, cost(Cost::KernelLaunch) + cost(Cost::FirstAicoreLaunch));
     assert!(first > cost(Cost::FirstAicoreLaunch));
 }
 
@@ -704,11 +615,7 @@ fn force_destroying_a_stream_drops_its_queued_work_without_breaking_an_invariant
     assert_eq!(d.failure(), None);
     d.synchronize_device(1_000).ok();
     let (start, end) = timing(&mut d, &s);
-    assert_eq!(
-        (start, end),
-        (0, 0),
-        "the dropped run never wrote its timing buffer"
-    );
+    assert_eq!((start, end), (0, 0), "the dropped run never wrote its timing buffer");
     assert!(
         d.destroy_stream(aicore).is_err(),
         "the stream is gone: a second destroy is a dead handle"
@@ -756,19 +663,13 @@ fn using_a_handle_after_a_reset_breaks_a_device_invariant() {
 
 #[test]
 fn device_time_jitter_is_a_pure_function_of_seed_and_run() {
-    let times = RunTimes {
-        device_ns: 100_000,
-        jitter_ppm: 100_000,
-    };
+    let times = RunTimes { device_ns: 100_000, jitter_ppm: 100_000 };
     let a: Vec<u64> = (1..50).map(|r| times.of(7, RunId(r))).collect();
     let b: Vec<u64> = (1..50).map(|r| times.of(7, RunId(r))).collect();
     assert_eq!(a, b);
     assert!(a.iter().all(|t| (90_000..=110_000).contains(t)));
     assert!(a.windows(2).any(|w| w[0] != w[1]), "jitter varies per run");
-    assert_ne!(
-        a,
-        (1..50).map(|r| times.of(8, RunId(r))).collect::<Vec<_>>()
-    );
+    assert_ne!(a, (1..50).map(|r| times.of(8, RunId(r))).collect::<Vec<_>>());
 }
 
 #[test]

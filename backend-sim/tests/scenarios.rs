@@ -22,23 +22,14 @@ fn shipped() -> Vec<PathBuf> {
 #[test]
 fn every_shipped_scenario_passes() {
     let files = shipped();
-    assert!(
-        files.len() >= 10,
-        "only {} scenario files found",
-        files.len()
-    );
+    assert!(files.len() >= 10, "only {} scenario files found", files.len());
     let mut failures = String::new();
     for path in &files {
         let loaded = scenario::load(path);
-        if loaded
-            .as_ref()
-            .is_ok_and(|s| !s.runs_on(scenario::BackendName::Sim))
-        {
+        if loaded.as_ref().is_ok_and(|s| !s.runs_on(scenario::BackendName::Sim)) {
             continue;
         }
-        let checked = loaded
-            .map_err(backend_sim::SimError::from)
-            .and_then(scenario::check);
+        let checked = loaded.map_err(backend_sim::SimError::from).and_then(scenario::check);
         match checked {
             Ok(c) if c.passed() => {}
             Ok(c) => failures += &c.render(),
@@ -54,9 +45,7 @@ fn the_shipped_scenarios_cover_each_spec_rule_visible_at_this_level() {
     for path in shipped() {
         rules.extend(scenario::load(&path).unwrap().rules);
     }
-    for rule in [
-        "L-3", "L-5", "L-8", "L-9", "L-10", "L-12", "L-14", "L-15", "S-7",
-    ] {
+    for rule in ["L-3", "L-5", "L-8", "L-9", "L-10", "L-12", "L-14", "L-15", "S-7"] {
         assert!(rules.iter().any(|r| r == rule), "no scenario shows {rule}");
     }
 }
@@ -76,24 +65,12 @@ fn a_wrong_expectation_fails_with_a_readable_diff() {
     let checked = scenario::check(scenario).unwrap();
     assert!(!checked.passed());
     let text = checked.render();
-    assert!(
-        text.contains("FAIL  wrong.toml  deliberately wrong: 2 expectations differ"),
-        "{text}"
-    );
+    assert!(text.contains("FAIL  wrong.toml  deliberately wrong: 2 expectations differ"), "{text}");
     assert!(text.contains("lane: expected lost, got closed"), "{text}");
     assert!(text.contains("outcomes (- expected, + got):"), "{text}");
-    assert!(
-        text.contains("      run 1: ok\n"),
-        "matching lines are shown unmarked:\n{text}"
-    );
-    assert!(
-        text.contains("    - run 2: failed\n    + run 2: ok\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("reproduce: cargo run --release -- check wrong.toml"),
-        "{text}"
-    );
+    assert!(text.contains("      run 1: ok\n"), "matching lines are shown unmarked:\n{text}");
+    assert!(text.contains("    - run 2: failed\n    + run 2: ok\n"), "{text}");
+    assert!(text.contains("reproduce: cargo run --release -- check wrong.toml"), "{text}");
 }
 
 #[test]
@@ -136,21 +113,12 @@ fn an_expected_cause_is_compared_only_as_far_as_it_is_written() {
     ] {
         let expect =
             format!("{faults}[expect]\noutcomes = [\"run 1: ok\", \"{line}\", \"run 3: ok\"]\n");
-        assert!(
-            scenario::check(queued_launch_with(&expect))
-                .unwrap()
-                .passed(),
-            "{line}"
-        );
+        assert!(scenario::check(queued_launch_with(&expect)).unwrap().passed(), "{line}");
     }
     let expect = format!(
         "{faults}[expect]\noutcomes = [\"run 1: ok\", \"run 2: failed (latched-change-and-rerun: HEAP_RING_DEADLOCK)\", \"run 3: ok\"]\n"
     );
-    assert!(
-        !scenario::check(queued_launch_with(&expect))
-            .unwrap()
-            .passed()
-    );
+    assert!(!scenario::check(queued_launch_with(&expect)).unwrap().passed());
 }
 
 #[test]
@@ -173,22 +141,10 @@ fn a_scenario_runs_on_every_backend_unless_it_names_them_with_a_reason() {
 fn bad_scenario_files_get_errors_that_name_the_problem_and_the_fix() {
     let cases = [
         ("name = \"x\"\n[workload\nruns = 1", "not a valid scenario"),
-        (
-            "name = \"x\"\nprofile = \"a9\"\n[workload]\nruns = 1",
-            "unknown profile 'a9'; use a2a3",
-        ),
-        (
-            "name = \"x\"\n[workload]\nruns = 0",
-            "give at least one run",
-        ),
-        (
-            "name = \"x\"\n[workload]\nruns = 1\ndevice_us = -3.0",
-            "not a positive time",
-        ),
-        (
-            "name = \"x\"\n[workload]\nruns = 1\ndevice_us = 1e12",
-            "completion timeout",
-        ),
+        ("name = \"x\"\nprofile = \"a9\"\n[workload]\nruns = 1", "unknown profile 'a9'; use a2a3"),
+        ("name = \"x\"\n[workload]\nruns = 0", "give at least one run"),
+        ("name = \"x\"\n[workload]\nruns = 1\ndevice_us = -3.0", "not a positive time"),
+        ("name = \"x\"\n[workload]\nruns = 1\ndevice_us = 1e12", "completion timeout"),
         (
             "name = \"x\"\n[workload]\nruns = 1\n[[fault]]\nkind = \"melt\"",
             "unknown fault kind 'melt'; use one of",
@@ -197,14 +153,8 @@ fn bad_scenario_files_get_errors_that_name_the_problem_and_the_fix() {
             "name = \"x\"\n[workload]\nruns = 1\n[[fault]]\nkind = \"hang\"\nruns = [1]\nrate = 0.5",
             "keep one",
         ),
-        (
-            "name = \"x\"\n[workload]\nruns = 1\nrunz = 2",
-            "unknown field `runz`",
-        ),
-        (
-            "name = \"x\"\n[workload]\nruns = 1\n[costs]\nwarp = 1.0",
-            "unknown cost 'warp'",
-        ),
+        ("name = \"x\"\n[workload]\nruns = 1\nrunz = 2", "unknown field `runz`"),
+        ("name = \"x\"\n[workload]\nruns = 1\n[costs]\nwarp = 1.0", "unknown cost 'warp'"),
         (
             "name = \"x\"\n[workload]\nruns = 1\n[expect]\noutcomes = [\"run one: ok\"]",
             "write e.g. \"run 2: ok\"",
@@ -213,26 +163,17 @@ fn bad_scenario_files_get_errors_that_name_the_problem_and_the_fix() {
             "name = \"x\"\n[workload]\nruns = 1\n[expect]\nlane = \"gone\"",
             "use \"closed\" or \"lost\"",
         ),
-        (
-            "name = \"x\"\ndepth = 3\n[workload]\nruns = 1",
-            "launch depth 3 is outside 1..=2",
-        ),
+        ("name = \"x\"\ndepth = 3\n[workload]\nruns = 1", "launch depth 3 is outside 1..=2"),
         (
             "name = \"x\"\nbackends = [\"npu\"]\n[workload]\nruns = 1",
             "unknown backend 'npu' in backends; use sim or acl",
         ),
-        (
-            "name = \"x\"\nbackends = [\"sim\"]\n[workload]\nruns = 1",
-            "say why in backends_reason",
-        ),
+        ("name = \"x\"\nbackends = [\"sim\"]\n[workload]\nruns = 1", "say why in backends_reason"),
         (
             "name = \"x\"\nbackends = []\nbackends_reason = \"r\"\n[workload]\nruns = 1",
             "runs the scenario nowhere",
         ),
-        (
-            "name = \"x\"\nbackends = [\"sim\", \"sim\"]\n[workload]\nruns = 1",
-            "listed twice",
-        ),
+        ("name = \"x\"\nbackends = [\"sim\", \"sim\"]\n[workload]\nruns = 1", "listed twice"),
         (
             "name = \"x\"\nbackends_reason = \"r\"\n[workload]\nruns = 1",
             "backends_reason without backends",

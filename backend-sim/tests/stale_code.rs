@@ -15,10 +15,7 @@ use lane_core::{Outcome, Verdict};
 fn simulate(runs: u32, faults: &[&str]) -> Report {
     let config = SimConfig {
         seed: 1,
-        workload: Workload {
-            runs,
-            ..Workload::default()
-        },
+        workload: Workload { runs, ..Workload::default() },
         faults: faults
             .iter()
             .map(|f| FaultRule::parse(f).unwrap_or_else(|e| panic!("{f}: {e}")))
@@ -47,11 +44,7 @@ fn stream_syncs(report: &Report) -> Vec<Option<String>> {
         .records()
         .iter()
         .filter_map(|r| match r {
-            Record::Call {
-                name: "synchronize_stream",
-                error,
-                ..
-            } => Some(error.clone()),
+            Record::Call { name: "synchronize_stream", error, .. } => Some(error.clone()),
             _ => None,
         })
         .collect()
@@ -78,16 +71,7 @@ fn streams_created(report: &Report) -> usize {
         .trace
         .records()
         .iter()
-        .filter(|r| {
-            matches!(
-                r,
-                Record::Call {
-                    name: "create_stream",
-                    error: None,
-                    ..
-                }
-            )
-        })
+        .filter(|r| matches!(r, Record::Call { name: "create_stream", error: None, .. }))
         .count()
 }
 
@@ -106,9 +90,7 @@ fn after_a_latch_the_aicpu_stream_is_replaced_once_drained_and_a_later_unpublish
     assert!(verdicts[2].is_ok(), "{}", report.outcomes[2]);
     // Run 4 runs on a fresh AICPU stream (run 2's marked one was replaced once run 3, queued
     // on it, retired): its synchronize is clean, and it fails run-only with no record.
-    let Verdict::Failed { cause } = verdicts[3] else {
-        panic!("run 4: {}", report.outcomes[3])
-    };
+    let Verdict::Failed { cause } = verdicts[3] else { panic!("run 4: {}", report.outcomes[3]) };
     assert_eq!(cause.failure, Failure::NoRecord, "{}", report.outcomes[3]);
     for at in [4, 5] {
         assert!(verdicts[at].is_ok(), "{}", report.outcomes[at]);
@@ -133,15 +115,10 @@ fn a_silent_run_queued_on_the_marked_stream_fails_run_only_naming_the_run_that_l
     assert_eq!(verdicts.len(), 5);
     // Run 3's synchronize returned run 2's stale 507018 on the AICPU stream: the mark says
     // whose it is (L-8a).
-    let Verdict::Failed { cause } = verdicts[2] else {
-        panic!("run 3: {}", report.outcomes[2])
-    };
+    let Verdict::Failed { cause } = verdicts[2] else { panic!("run 3: {}", report.outcomes[2]) };
     assert_eq!(
         cause.failure,
-        Failure::NoRecordBesideCode {
-            code: AclCode::RtAicpuException,
-            left_by: 2
-        },
+        Failure::NoRecordBesideCode { code: AclCode::RtAicpuException, left_by: 2 },
         "{}",
         report.outcomes[2]
     );
@@ -176,20 +153,14 @@ fn the_swarms_outcome_check_refuses_a_verdict_its_runs_own_records_do_not_convic
         backend_sim::costs::Costs::default(),
         HeaderLayout::TensormapAndRingbuffer,
         1,
-        backend_sim::RunTimes {
-            device_ns: 40_000,
-            jitter_ppm: 0,
-        },
+        backend_sim::RunTimes { device_ns: 40_000, jitter_ppm: 0 },
     );
     device.install(FaultRule::parse("latch=SCOPE_DEADLOCK@run:1").unwrap());
     let observer = SimObserver::new(device.journal());
     let mut driver =
         lane_driver::Driver::new(Profile::a2a3(), device, SimRunner).with_observer(observer);
     for _ in 0..2 {
-        driver
-            .submit(lane_core::RunRequest::new())
-            .unwrap()
-            .unwrap();
+        driver.submit(lane_core::RunRequest::new()).unwrap().unwrap();
     }
     driver.run_until_idle().unwrap();
     let mut harness = SimHarness::new(0);
@@ -197,37 +168,23 @@ fn the_swarms_outcome_check_refuses_a_verdict_its_runs_own_records_do_not_convic
         Outcome::Run(RunOutcome {
             run: lane_core::RunId(run),
             tag: None,
-            verdict: Verdict::Failed {
-                cause: Cause::of(failure),
-            },
+            verdict: Verdict::Failed { cause: Cause::of(failure) },
             timing: None,
             key: None,
             declines: 0,
         })
     };
-    let beside = |left_by| Failure::NoRecordBesideCode {
-        code: AclCode::RtAicpuException,
-        left_by,
-    };
+    let beside = |left_by| Failure::NoRecordBesideCode { code: AclCode::RtAicpuException, left_by };
     // Run 3 published nothing: it may fail for no record, naming run 1 (which latched).
-    assert!(
-        harness
-            .outcome_failure(&mut driver, &failed(3, beside(1)))
-            .is_none()
-    );
+    assert!(harness.outcome_failure(&mut driver, &failed(3, beside(1))).is_none());
     let wrong = harness.outcome_failure(&mut driver, &failed(3, beside(2)));
     assert!(
         wrong.is_some_and(|f| f.to_string().contains("published no error record")),
         "run 2 published ok: it left no code"
     );
-    let record = Failure::Record {
-        code: RuntimeCode::ScopeDeadlock,
-        source: RecordSource::Header,
-    };
+    let record = Failure::Record { code: RuntimeCode::ScopeDeadlock, source: RecordSource::Header };
     assert!(
-        harness
-            .outcome_failure(&mut driver, &failed(2, record))
-            .is_some(),
+        harness.outcome_failure(&mut driver, &failed(2, record)).is_some(),
         "run 2's own record is ok"
     );
 }

@@ -10,12 +10,8 @@ use serde_json::Value;
 
 /// One host-bound point (50 us) and one device-bound point (1 ms), few runs.
 fn tiny(costs: Vec<(Cost, u64)>) -> Sweep {
-    let config = SweepConfig {
-        points_us: vec![50, 1000],
-        runs: 40,
-        costs,
-        ..SweepConfig::default()
-    };
+    let config =
+        SweepConfig { points_us: vec![50, 1000], runs: 40, costs, ..SweepConfig::default() };
     let mut seen = Vec::new();
     let result = sweep(&config, &mut |done, total| seen.push((done, total)))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -43,14 +39,8 @@ fn a_tiny_sweep_runs_every_arm_and_its_model_columns_are_consistent() {
             p.model_ratio,
             p.model_depth_one_period_ns as f64 / p.model_queued_period_ns as f64
         ));
-        assert!(close(
-            p.model_queued_runs_per_s,
-            1e9 / p.model_queued_period_ns as f64
-        ));
-        assert!(close(
-            p.queued_of_model,
-            p.queued.runs_per_s / p.model_queued_runs_per_s
-        ));
+        assert!(close(p.model_queued_runs_per_s, 1e9 / p.model_queued_period_ns as f64));
+        assert!(close(p.queued_of_model, p.queued.runs_per_s / p.model_queued_runs_per_s));
         for arm in [&p.depth_one, &p.queued] {
             assert_eq!(arm.steady_runs, 40 - 4, "a tenth skipped as warm-up");
             assert!(close(arm.runs_per_s, 1e9 / arm.period_ns));
@@ -59,20 +49,10 @@ fn a_tiny_sweep_runs_every_arm_and_its_model_columns_are_consistent() {
         // The offloaded arm has its own model columns.
         assert_eq!(
             p.model_offloaded_period_ns,
-            (p.d_ns + m.g3_ns)
-                .max(m.l_ns)
-                .max(m.w_ns)
-                .max(m.c_ns)
-                .max(m.v_ns)
+            (p.d_ns + m.g3_ns).max(m.l_ns).max(m.w_ns).max(m.c_ns).max(m.v_ns)
         );
-        assert!(close(
-            p.offloaded_of_model,
-            p.offloaded.runs_per_s / p.model_offloaded_runs_per_s
-        ));
-        assert!(close(
-            p.offloaded_ratio,
-            p.offloaded.runs_per_s / p.depth_one.runs_per_s
-        ));
+        assert!(close(p.offloaded_of_model, p.offloaded.runs_per_s / p.model_offloaded_runs_per_s));
+        assert!(close(p.offloaded_ratio, p.offloaded.runs_per_s / p.depth_one.runs_per_s));
         // Prepare and finalise ran on the workers, not the lane thread.
         assert!(p.offloaded.worker_busy_per_run_ns >= (m.prepare_ns + m.finalise_ns) as f64);
         assert!(p.offloaded.host_busy_per_run_ns < p.queued.host_busy_per_run_ns);
@@ -104,19 +84,9 @@ fn the_queued_lane_reaches_99_percent_of_the_model_and_trails_depth_one_only_by_
             );
             // Where the host bounds both, depth one is ahead by the one stream wait it never
             // makes (on its predecessor's boundary, passed when it launches): `H - H1`.
-            let wait = if p.host_bound {
-                (s.model.h_ns - s.model.h1_ns) as f64
-            } else {
-                0.0
-            };
-            assert!(
-                p.queued.period_ns <= (p.depth_one.period_ns + wait) * 1.001,
-                "{p:?}"
-            );
-            assert!(
-                p.queued.mean_gap_ns <= p.depth_one.mean_gap_ns + wait,
-                "{p:?}"
-            );
+            let wait = if p.host_bound { (s.model.h_ns - s.model.h1_ns) as f64 } else { 0.0 };
+            assert!(p.queued.period_ns <= (p.depth_one.period_ns + wait) * 1.001, "{p:?}");
+            assert!(p.queued.mean_gap_ns <= p.depth_one.mean_gap_ns + wait, "{p:?}");
         }
     }
 }
@@ -154,11 +124,7 @@ fn lane_sim_sweep_json_carries_the_model_and_every_column() {
         .args(["sweep", "--points", "50,1000", "--runs", "40", "--json"])
         .output()
         .expect("lane-sim runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("sweep --json prints JSON");
     for key in ["preamble_ns", "r_ns", "g_ns", "h_ns", "h1_ns"] {
         assert!(doc["model"][key].as_u64().is_some(), "model.{key}");
@@ -177,12 +143,7 @@ fn lane_sim_sweep_json_carries_the_model_and_every_column() {
             assert!(p[key].is_number(), "{key} in {p}");
         }
         for arm in ["depth_one", "queued"] {
-            for key in [
-                "runs_per_s",
-                "utilisation",
-                "mean_gap_ns",
-                "host_busy_per_run_ns",
-            ] {
+            for key in ["runs_per_s", "utilisation", "mean_gap_ns", "host_busy_per_run_ns"] {
                 assert!(p[arm][key].is_number(), "{arm}.{key} in {p}");
             }
         }
@@ -212,10 +173,7 @@ fn jitter_only_lowers_the_expected_queued_throughput_where_host_and_device_cross
         if us == crossing_us {
             assert!(jittered > plain * 1.01, "{us} us: {jittered} vs {plain}");
         } else {
-            assert!(
-                (jittered - plain).abs() < 1e-6 * plain,
-                "{us} us: {jittered} vs {plain}"
-            );
+            assert!((jittered - plain).abs() < 1e-6 * plain, "{us} us: {jittered} vs {plain}");
         }
     }
     // With jitter, a sweep at the crossing lands between the two expectations.
@@ -230,14 +188,8 @@ fn jitter_only_lowers_the_expected_queued_throughput_where_host_and_device_cross
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let p = &s.points[0];
-    assert!(
-        p.queued.runs_per_s <= p.model_queued_runs_per_s * 1.001,
-        "{p:?}"
-    );
-    assert!(
-        p.queued.runs_per_s >= p.model_queued_jitter_runs_per_s * 0.99,
-        "{p:?}"
-    );
+    assert!(p.queued.runs_per_s <= p.model_queued_runs_per_s * 1.001, "{p:?}");
+    assert!(p.queued.runs_per_s >= p.model_queued_jitter_runs_per_s * 0.99, "{p:?}");
 }
 
 #[test]
@@ -257,19 +209,11 @@ fn the_offloaded_terms_follow_the_cost_table() {
     // finalise), two on the workers, two on the completion waiter, two in the chain (the
     // worker's for the prepare, the lane thread's for its answer).
     let enqueue = with(Cost::CopyEnqueue, 1_000);
-    assert_eq!(
-        (enqueue.l_ns, enqueue.c_ns),
-        (base.l_ns + 2_000, base.c_ns + 1_000)
-    );
+    assert_eq!((enqueue.l_ns, enqueue.c_ns), (base.l_ns + 2_000, base.c_ns + 1_000));
     let wake = with(Cost::HostWakeup, 1_000);
     assert_eq!(
         (wake.l_ns, wake.w_ns, wake.c_ns, wake.v_ns),
-        (
-            base.l_ns + 3_000,
-            base.w_ns + 1_000,
-            base.c_ns + 1_000,
-            base.v_ns + 2_000
-        )
+        (base.l_ns + 3_000, base.w_ns + 1_000, base.c_ns + 1_000, base.v_ns + 2_000)
     );
     // Prepare is on the workers and in the chain, never in L; finalise is in neither L nor
     // the chain; the result record's read is the waiter's alone (the lane thread makes no
@@ -280,10 +224,7 @@ fn the_offloaded_terms_follow_the_cost_table() {
     let finalise = with(Cost::Finalise, 10_000);
     assert_eq!((finalise.l_ns, finalise.c_ns), (base.l_ns, base.c_ns));
     let read = with(Cost::ReadD2h, 1_000);
-    assert_eq!(
-        (read.l_ns, read.c_ns, read.v_ns),
-        (base.l_ns, base.c_ns, base.v_ns + 1_000)
-    );
+    assert_eq!((read.l_ns, read.c_ns, read.v_ns), (base.l_ns, base.c_ns, base.v_ns + 1_000));
     let wait = with(Cost::StreamWait, 1_000);
     assert_eq!((wait.l_ns, wait.v_ns), (base.l_ns + 3_000, base.v_ns));
     // Depth one waits on no predecessor's boundary (it has passed when the successor
@@ -315,23 +256,13 @@ fn the_offloaded_terms_follow_the_cost_table() {
 #[test]
 fn the_offloaded_arm_meets_its_model_everywhere_trails_arm_2_only_by_the_copies_and_doubles_depth_one_at_20_us()
  {
-    let s = sweep(
-        &SweepConfig {
-            runs: 400,
-            ..SweepConfig::default()
-        },
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let s = sweep(&SweepConfig { runs: 400, ..SweepConfig::default() }, &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"));
     let m = s.model;
     let mut host_bound_points = 0;
     for p in &s.points {
         let us = p.workload_device_ns / 1_000;
-        let floor = if p.offloaded_bound == "device" {
-            0.99
-        } else {
-            0.88
-        };
+        let floor = if p.offloaded_bound == "device" { 0.99 } else { 0.88 };
         assert!(
             p.offloaded_of_model >= floor && p.offloaded_of_model <= 1.001,
             "{us} us: arm 3 at {:.2}% of its model ({})",
@@ -359,10 +290,7 @@ fn the_offloaded_arm_meets_its_model_everywhere_trails_arm_2_only_by_the_copies_
             }
         }
     }
-    assert_eq!(
-        host_bound_points, 3,
-        "20, 50 and 100 us are host-bound for arm 2"
-    );
+    assert_eq!(host_bound_points, 3, "20, 50 and 100 us are host-bound for arm 2");
     let p = s.points.iter().find(|p| p.workload_device_ns == 20_000);
     let p = p.expect("a 20 us point");
     assert!(p.offloaded_ratio >= 2.0, "20 us: {:.2}x", p.offloaded_ratio);

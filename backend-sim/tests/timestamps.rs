@@ -14,21 +14,15 @@ const DEVICE_NS: u64 = 100_000;
 /// Each run's timing, in report order, for `runs` runs of `device_ns` at `depth` with
 /// timestamps `on`.
 fn timings(depth: u8, on: bool, runs: usize, device_ns: u64) -> Vec<DeviceTiming> {
-    let profile = SimConfig {
-        depth: Some(depth),
-        workload: Workload::default(),
-        ..SimConfig::default()
-    }
-    .lane_profile()
-    .unwrap();
+    let profile =
+        SimConfig { depth: Some(depth), workload: Workload::default(), ..SimConfig::default() }
+            .lane_profile()
+            .unwrap();
     let device = SimDevice::new(
         Costs::default(),
         HeaderLayout::TensormapAndRingbuffer,
         1,
-        RunTimes {
-            device_ns,
-            jitter_ppm: 0,
-        },
+        RunTimes { device_ns, jitter_ppm: 0 },
     )
     .with_event_timestamps(on);
     assert_eq!(device.event_timestamps(), on);
@@ -82,10 +76,7 @@ fn with_event_timestamps_at_depth_two_queued_runs_are_proven_to_overlap_and_star
         assert_eq!(t.source, TimingSource::EventTimestamps, "{t:?}");
         assert!(t.start_ns <= t.end_ns, "{t:?}");
     }
-    assert!(
-        timings.iter().skip(1).any(|t| t.overlap == Overlap::Proven),
-        "{timings:?}"
-    );
+    assert!(timings.iter().skip(1).any(|t| t.overlap == Overlap::Proven), "{timings:?}");
     for pair in timings.windows(2) {
         // The start event waits behind the predecessor's boundary on the AICore stream.
         assert!(pair[1].start_ns >= pair[0].end_ns, "{pair:?}");

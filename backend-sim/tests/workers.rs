@@ -21,10 +21,7 @@ fn with_workers(workers: u8, faults: &[&str]) -> SimConfig {
         workload: Workload {
             runs: 12,
             device_ns: 50_000,
-            publish_after: Points {
-                every: None,
-                at: vec![6],
-            },
+            publish_after: Points { every: None, at: vec![6] },
             ..Workload::default()
         },
         faults: faults
@@ -59,11 +56,9 @@ fn worker_calls(report: &Report) -> Vec<(u8, &'static str)> {
         .records()
         .iter()
         .filter_map(|r| match r {
-            Record::Call {
-                track: Some(worker),
-                name,
-                ..
-            } if *worker != WAITER_TRACK => Some((*worker, *name)),
+            Record::Call { track: Some(worker), name, .. } if *worker != WAITER_TRACK => {
+                Some((*worker, *name))
+            }
             _ => None,
         })
         .collect()
@@ -75,9 +70,7 @@ fn lane_thread_calls(report: &Report) -> Vec<&'static str> {
         .records()
         .iter()
         .filter_map(|r| match r {
-            Record::Call {
-                track: None, name, ..
-            } => Some(*name),
+            Record::Call { track: None, name, .. } => Some(*name),
             _ => None,
         })
         .collect()
@@ -96,11 +89,7 @@ fn with_workers_prepare_and_finalise_leave_the_lane_thread_and_each_worker_binds
             .filter(|(w, name)| *w == worker && *name != "wake_up")
             .map(|(_, name)| *name)
             .collect();
-        assert_eq!(
-            mine.first(),
-            Some(&"set_device"),
-            "worker {worker}: {mine:?}"
-        );
+        assert_eq!(mine.first(), Some(&"set_device"), "worker {worker}: {mine:?}");
         assert_eq!(mine.iter().filter(|n| **n == "set_device").count(), 1);
     }
     let count = |name| calls.iter().filter(|(_, n)| *n == name).count();
@@ -124,12 +113,9 @@ fn without_workers_everything_stays_on_the_lane_thread() {
 #[test]
 fn a_perfetto_trace_with_workers_has_a_track_per_worker_beside_the_lane_thread_and_streams() {
     let report = simulate(&with_workers(2, &[]));
-    let doc: Value = serde_json::from_str(&chrome_json(&[(
-        "workers",
-        &report.trace,
-        &report.stream_roles,
-    )]))
-    .expect("valid JSON");
+    let doc: Value =
+        serde_json::from_str(&chrome_json(&[("workers", &report.trace, &report.stream_roles)]))
+            .expect("valid JSON");
     let events = doc["traceEvents"].as_array().expect("events");
     let thread_names: Vec<(u64, u64, String)> = events
         .iter()
@@ -143,18 +129,12 @@ fn a_perfetto_trace_with_workers_has_a_track_per_worker_beside_the_lane_thread_a
         })
         .collect();
     let named = |pid: u64, prefix: &str| {
-        thread_names
-            .iter()
-            .filter(|(p, _, n)| *p == pid && n.starts_with(prefix))
-            .count()
+        thread_names.iter().filter(|(p, _, n)| *p == pid && n.starts_with(prefix)).count()
     };
     assert_eq!(named(1, "lane thread"), 1);
     assert_eq!(named(1, "host worker"), 2, "{thread_names:#?}");
     assert!(named(2, "stream") >= 2);
-    for (_, tid, name) in thread_names
-        .iter()
-        .filter(|(_, _, n)| n.starts_with("host worker"))
-    {
+    for (_, tid, name) in thread_names.iter().filter(|(_, _, n)| n.starts_with("host worker")) {
         let prepares = events
             .iter()
             .filter(|e| e["tid"] == *tid && e["pid"] == 1 && e["name"] == "prepare_run")
@@ -210,27 +190,15 @@ fn every_fault_scenario_gives_the_same_outcomes_with_workers() {
             continue;
         }
         let lane = simulate(&s.config);
-        let workers = simulate(&SimConfig {
-            workers: 2,
-            ..s.config.clone()
-        });
-        assert_eq!(
-            failed_runs(&lane),
-            failed_runs(&workers),
-            "{}",
-            path.display()
-        );
+        let workers = simulate(&SimConfig { workers: 2, ..s.config.clone() });
+        assert_eq!(failed_runs(&lane), failed_runs(&workers), "{}", path.display());
         assert_eq!(lane.end, workers.end, "{}", path.display());
     }
 }
 
 #[test]
 fn the_same_config_with_workers_gives_a_byte_identical_trace() {
-    let config = SimConfig {
-        swarm: true,
-        liveness: true,
-        ..with_workers(3, &[])
-    };
+    let config = SimConfig { swarm: true, liveness: true, ..with_workers(3, &[]) };
     let (a, b) = (simulate(&config), simulate(&config));
     assert_eq!(a.text_trace(), b.text_trace());
     assert!(!worker_calls(&a).is_empty());
@@ -245,11 +213,7 @@ fn the_same_config_with_workers_gives_a_byte_identical_trace() {
 fn the_lane_thread_makes_no_device_wait_and_sleeps_only_for_answers_as_lane_service_does() {
     let config = SimConfig {
         copies: Some(lane_core::CopyPath::OnStream),
-        workload: Workload {
-            runs: 40,
-            device_ns: 20_000,
-            ..Workload::default()
-        },
+        workload: Workload { runs: 40, device_ns: 20_000, ..Workload::default() },
         ..with_workers(2, &[])
     };
     let report = simulate(&config);
@@ -259,12 +223,9 @@ fn the_lane_thread_makes_no_device_wait_and_sleeps_only_for_answers_as_lane_serv
         records
             .iter()
             .filter_map(|r| match r {
-                Record::Call {
-                    track,
-                    start_ns,
-                    end_ns,
-                    ..
-                } if on(*track) => Some((*start_ns, *end_ns)),
+                Record::Call { track, start_ns, end_ns, .. } if on(*track) => {
+                    Some((*start_ns, *end_ns))
+                }
                 _ => None,
             })
             .collect()
@@ -276,14 +237,7 @@ fn the_lane_thread_makes_no_device_wait_and_sleeps_only_for_answers_as_lane_serv
     let mut completion_wakes = 0;
     let mut answer_wakes = 0;
     for record in records {
-        let Record::Call {
-            track,
-            name,
-            start_ns,
-            detail,
-            ..
-        } = record
-        else {
+        let Record::Call { track, name, start_ns, detail, .. } = record else {
             continue;
         };
         match track {
@@ -297,9 +251,7 @@ fn the_lane_thread_makes_no_device_wait_and_sleeps_only_for_answers_as_lane_serv
             Some(WAITER_TRACK) if *name != "wake_up" => {
                 waiter_calls.push(*name);
                 if *name == "synchronize_event"
-                    && worker_spans
-                        .iter()
-                        .any(|(s, e)| s < start_ns && start_ns < e)
+                    && worker_spans.iter().any(|(s, e)| s < start_ns && start_ns < e)
                 {
                     waits_during_a_worker_call += 1;
                 }
@@ -308,31 +260,15 @@ fn the_lane_thread_makes_no_device_wait_and_sleeps_only_for_answers_as_lane_serv
         }
     }
     assert_eq!(lane_waits, 0, "the lane thread made a device wait");
-    assert_eq!(
-        waiter_calls.first(),
-        Some(&"set_device"),
-        "the waiter binds first"
-    );
-    let waits = waiter_calls
-        .iter()
-        .filter(|n| **n == "synchronize_event")
-        .count();
+    assert_eq!(waiter_calls.first(), Some(&"set_device"), "the waiter binds first");
+    let waits = waiter_calls.iter().filter(|n| **n == "synchronize_event").count();
     assert_eq!(waits, 40, "one wait per run, on its boundary");
     let record_reads = waiter_calls.iter().filter(|n| **n == "memcpy_d2h").count();
-    assert_eq!(
-        record_reads, 40,
-        "one result record read per run, on the waiter"
-    );
-    assert!(
-        waits_during_a_worker_call > 0,
-        "no completion overlapped a worker's call"
-    );
+    assert_eq!(record_reads, 40, "one result record read per run, on the waiter");
+    assert!(waits_during_a_worker_call > 0, "no completion overlapped a worker's call");
     // The lane thread slept for answers and was woken by them.
     assert!(completion_wakes > 0, "no completion woke the lane thread");
-    assert!(
-        answer_wakes >= 30,
-        "{answer_wakes} wake-ups for workers' answers"
-    );
+    assert!(answer_wakes >= 30, "{answer_wakes} wake-ups for workers' answers");
 }
 
 #[test]

@@ -143,11 +143,8 @@ impl Semantics {
 
     /// The simulator's device: [`Semantics::DEVICE`] with the handshake and the sticky
     /// fallout.
-    pub const SIMULATOR: Self = Self {
-        handshake: true,
-        device_fault_fails_calls: true,
-        ..Self::DEVICE
-    };
+    pub const SIMULATOR: Self =
+        Self { handshake: true, device_fault_fails_calls: true, ..Self::DEVICE };
 }
 
 impl Default for Semantics {

@@ -138,11 +138,9 @@ impl Contribution {
         let write = match self {
             Self::Blocks => return None,
             Self::Ok => RecordWrite::Ok,
-            Self::Error { code, payload } => RecordWrite::Error {
-                code: *code,
-                source: RecordSource::Header,
-                payload,
-            },
+            Self::Error { code, payload } => {
+                RecordWrite::Error { code: *code, source: RecordSource::Header, payload }
+            }
         };
         Some(status_latch::encode_record(epoch, &write))
     }
@@ -169,19 +167,14 @@ fn latch_contribution(header: &[u8]) -> Contribution {
                 HeaderLayout::TensormapAndRingbuffer => header.get(ERROR_TAIL).unwrap_or(&[]),
                 HeaderLayout::HostBuildGraph => &[],
             };
-            Contribution::Error {
-                code: latch.code.value(),
-                payload: payload.to_vec(),
-            }
+            Contribution::Error { code: latch.code.value(), payload: payload.to_vec() }
         }
     }
 }
 
 /// The header layout whose size is `header`'s length.
 fn layout_of(header: &[u8]) -> Option<HeaderLayout> {
-    HeaderLayout::ALL
-        .into_iter()
-        .find(|layout| layout.size() == header.len())
+    HeaderLayout::ALL.into_iter().find(|layout| layout.size() == header.len())
 }
 
 /// A run's fate, decided once for both of its kernels (at its AICPU launch, the `run` site):
@@ -238,10 +231,9 @@ pub(crate) fn planned_end(
         Outcome::Hang => (op_timeout.and_then(at), killed),
         Outcome::Stuck => (None, killed),
         _ if op_timeout.is_some_and(|limit| duration > limit) => (op_timeout.and_then(at), killed),
-        Outcome::Exception(code) => (
-            at(duration),
-            Ending::Fault(code.unwrap_or(engine.exception_code())),
-        ),
+        Outcome::Exception(code) => {
+            (at(duration), Ending::Fault(code.unwrap_or(engine.exception_code())))
+        }
         Outcome::Ok | Outcome::Latch | Outcome::Silent => (at(duration), Ending::Clean),
     }
 }

@@ -20,13 +20,7 @@ pub(crate) struct Memory {
 
 impl Memory {
     pub(crate) fn insert(&mut self, base: u64, size: usize) {
-        self.allocations.insert(
-            base,
-            Allocation {
-                bytes: vec![0; size],
-                kernel_writer: None,
-            },
-        );
+        self.allocations.insert(base, Allocation { bytes: vec![0; size], kernel_writer: None });
     }
 
     pub(crate) fn remove(&mut self, base: u64) -> Option<usize> {
@@ -58,10 +52,7 @@ impl Memory {
     /// The `len` bytes from `addr`, if one allocation holds them all.
     pub(crate) fn bytes(&self, addr: u64, len: usize) -> Option<&[u8]> {
         let (base, offset) = self.locate(addr)?;
-        self.allocations
-            .get(&base)?
-            .bytes
-            .get(offset..offset.checked_add(len)?)
+        self.allocations.get(&base)?.bytes.get(offset..offset.checked_add(len)?)
     }
 
     /// Writes `bytes` at `addr` (`false`: no allocation holds them), naming the kernel's run

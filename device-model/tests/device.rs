@@ -47,17 +47,13 @@ impl Queue for Device {
     }
 
     fn mark(&mut self, event: u64, stream: u64, now: u64) {
-        self.record_event(event, stream, RecordRun::Known(None), 0, now)
-            .unwrap();
+        self.record_event(event, stream, RecordRun::Known(None), 0, now).unwrap();
     }
 }
 
 /// A kernel of `ms` on `engine` ending `outcome`.
 fn kernel(engine: Engine, ms: u64, outcome: Outcome) -> KernelSpec {
-    KernelSpec {
-        outcome,
-        ..KernelSpec::new(engine, ms * MS)
-    }
+    KernelSpec { outcome, ..KernelSpec::new(engine, ms * MS) }
 }
 
 /// One run's slot: timing, header and record regions, and its two streams and events.
@@ -72,10 +68,7 @@ struct Run {
 fn slot(d: &mut Device, base: u64, id: u64) -> Run {
     d.allocate(base, 64 + 896 + RECORD_BYTES);
     Run {
-        key: RunKey {
-            handshake: base,
-            epoch: 100 + id,
-        },
+        key: RunKey { handshake: base, epoch: 100 + id },
         id,
         timing: base,
         header: base + 64,
@@ -104,10 +97,7 @@ impl Run {
     }
 
     fn record(&self, d: &Device) -> Record {
-        decode_record(
-            d.bytes(self.record, RECORD_BYTES).expect("allocated"),
-            self.key.epoch,
-        )
+        decode_record(d.bytes(self.record, RECORD_BYTES).expect("allocated"), self.key.epoch)
     }
 
     fn timing(&self, d: &Device) -> (u64, u64) {
@@ -213,10 +203,7 @@ fn a_force_reset_kills_every_stream_event_and_allocation_and_starts_a_generation
     d.queue(1, kernel(Engine::Aicore, 1, Outcome::Exception(None)), 0);
     at(&mut d, 5 * MS);
     let reclaimed = d.force_reset(5 * MS).unwrap();
-    assert_eq!(
-        (reclaimed.streams, reclaimed.events, reclaimed.allocations),
-        (1, 1, 1)
-    );
+    assert_eq!((reclaimed.streams, reclaimed.events, reclaimed.allocations), (1, 1, 1));
     assert_eq!(d.generation(), 1);
     assert!(!d.has_stream(1) && !d.has_event(9) && d.bytes(0x1000, 1).is_none());
     d.create_stream(2, 5 * MS).unwrap();
@@ -275,10 +262,7 @@ fn a_run_publishes_its_record_before_its_boundary_passes_ok_error_or_nothing() {
     // device-truth §2: ok for a clean run, an error with the latched code from the header
     // (source: the header, payload: its error tail), nothing for an exception, a hang, a
     // silent exit or a faulted AICore sibling; each stamped with its run's epoch.
-    let latch = Status {
-        orch: Some(RuntimeCode::ScopeDeadlock),
-        ..Status::clean(LAYOUT)
-    };
+    let latch = Status { orch: Some(RuntimeCode::ScopeDeadlock), ..Status::clean(LAYOUT) };
     let none = Record::NeverPublished { stamp: 0 };
     let error = Record::Error {
         code: RuntimeCode::ScopeDeadlock,
@@ -342,10 +326,7 @@ fn the_handshake_starts_a_runs_work_when_both_kernels_started_and_ends_them_toge
     at(&mut d, 999 * MS);
     assert_eq!(d.stream_busy(other), Some(true));
     at(&mut d, 1_000 * MS);
-    assert_eq!(
-        sticky(&d, other, 1_000 * MS),
-        Some(AclCode::RtAicoreTimeout)
-    );
+    assert_eq!(sticky(&d, other, 1_000 * MS), Some(AclCode::RtAicoreTimeout));
 }
 
 #[test]
@@ -380,10 +361,7 @@ fn a_runs_fate_from_its_run_rule_reaches_both_kernels_and_the_sticky_fallout_fai
 #[test]
 fn a_later_enqueue_on_a_faulted_stream_is_refused_with_507899_only_where_switched() {
     for refuse in [false, true] {
-        let mut d = device(Semantics {
-            refuse_enqueue_after_fault: refuse,
-            ..Semantics::DEVICE
-        });
+        let mut d = device(Semantics { refuse_enqueue_after_fault: refuse, ..Semantics::DEVICE });
         d.create_stream(1, 0).unwrap();
         d.create_event(9, true, 0).unwrap();
         d.allocate(0x1000, 64);
@@ -392,18 +370,9 @@ fn a_later_enqueue_on_a_faulted_stream_is_refused_with_507899_only_where_switche
         let launched = d.launch(1, kernel(Engine::Aicore, 0, Outcome::Ok), MS);
         let recorded = d.record_event(9, 1, RecordRun::Known(None), 0, MS);
         let waited = d.stream_wait_event(1, 9, 0, MS);
-        let copy = CopySpec {
-            src: Place::Device(0x1000),
-            dst: Place::Device(0x1020),
-            len: 8,
-        };
+        let copy = CopySpec { src: Place::Device(0x1000), dst: Place::Device(0x1020), len: 8 };
         let copied = d.enqueue_copy(1, copy, &NoHostMemory, false, 0, MS);
-        let refused = [
-            launched.is_err(),
-            recorded.is_err(),
-            waited.is_err(),
-            copied.is_err(),
-        ];
+        let refused = [launched.is_err(), recorded.is_err(), waited.is_err(), copied.is_err()];
         assert_eq!(refused, [refuse; 4]);
     }
 }
@@ -415,16 +384,10 @@ fn an_op_timeout_kill_leaves_its_code_on_its_own_its_partners_or_both_streams() 
         (OpTimeoutCodeOn::PartnerStream, false, true),
         (OpTimeoutCodeOn::BothStreams, true, true),
     ] {
-        let mut d = device(Semantics {
-            op_timeout_code_on: on,
-            ..Semantics::DEVICE
-        });
+        let mut d = device(Semantics { op_timeout_code_on: on, ..Semantics::DEVICE });
         let (core, cpu) = pair(&mut d);
         let run = slot(&mut d, 0x10_0000, 1);
-        let hung = KernelSpec {
-            outcome: Outcome::Hang,
-            ..run.kernel(Engine::Aicore, 1)
-        };
+        let hung = KernelSpec { outcome: Outcome::Hang, ..run.kernel(Engine::Aicore, 1) };
         d.queue(core, hung, 0);
         d.queue(cpu, run.kernel(Engine::Aicpu, 1), 0);
         at(&mut d, 2_000 * MS);
@@ -443,19 +406,13 @@ fn an_op_timeout_kill_leaves_its_code_on_its_own_its_partners_or_both_streams() 
 
 #[test]
 fn a_latch_exits_clean_with_its_record_where_switched_and_legacy_restores_the_old_propagation() {
-    let mut d = device(Semantics {
-        latch_faults_stream: false,
-        ..Semantics::DEVICE
-    });
+    let mut d = device(Semantics { latch_faults_stream: false, ..Semantics::DEVICE });
     d.create_stream(1, 0).unwrap();
     d.queue(1, kernel(Engine::Aicpu, 1, Outcome::Latch), 0);
     at(&mut d, 2 * MS);
     assert_eq!(sticky(&d, 1, 2 * MS), None);
     // Legacy: a wait's event returns the fault, and nothing after the fault runs.
-    let mut d = device(Semantics {
-        legacy_event_faults: true,
-        ..Semantics::DEVICE
-    });
+    let mut d = device(Semantics { legacy_event_faults: true, ..Semantics::DEVICE });
     d.create_stream(1, 0).unwrap();
     d.create_event(9, true, 0).unwrap();
     d.queue(1, kernel(Engine::Aicore, 1, Outcome::Exception(None)), 0);
@@ -471,10 +428,8 @@ fn a_latch_exits_clean_with_its_record_where_switched_and_legacy_restores_the_ol
 #[test]
 fn stream_numbers_are_never_reused_unless_a_reset_restarts_them_where_switched() {
     for restart in [false, true] {
-        let mut d = device(Semantics {
-            reset_restarts_stream_numbering: restart,
-            ..Semantics::DEVICE
-        });
+        let mut d =
+            device(Semantics { reset_restarts_stream_numbering: restart, ..Semantics::DEVICE });
         assert_eq!(d.create_stream(1, 0), Ok(1));
         assert_eq!(d.create_stream(2, 0), Ok(2));
         d.destroy_stream(2, 0).unwrap();
@@ -487,11 +442,9 @@ fn stream_numbers_are_never_reused_unless_a_reset_restarts_them_where_switched()
 #[test]
 fn fault_sites_name_their_run_a_status_or_record_read_by_its_slot_and_an_armed_record_none() {
     let mut d = device(Semantics::SIMULATOR);
-    for spec in [
-        "record-read=507899@run:1",
-        "status-read=107000@run:2",
-        "event-record=507899@run:2",
-    ] {
+    for spec in
+        ["record-read=507899@run:1", "status-read=107000@run:2", "event-record=507899@run:2"]
+    {
         d.install(FaultRule::parse(spec).unwrap());
     }
     let (core, cpu) = pair(&mut d);
@@ -499,27 +452,15 @@ fn fault_sites_name_their_run_a_status_or_record_read_by_its_slot_and_an_armed_r
     launch(&mut d, &first, (core, cpu), 1, 0);
     at(&mut d, 5 * MS);
     let mut record = [0; RECORD_BYTES];
-    assert!(
-        d.read(&mut record, first.record, 5 * MS).is_err(),
-        "run 1's record read"
-    );
+    assert!(d.read(&mut record, first.record, 5 * MS).is_err(), "run 1's record read");
     let mut header = [0; 896];
-    assert!(
-        d.read(&mut header, first.header, 5 * MS).is_ok(),
-        "not run 2's"
-    );
-    assert_eq!(
-        d.slot_read(first.header, 896, SlotRead::Header),
-        Some(Some(1))
-    );
+    assert!(d.read(&mut header, first.header, 5 * MS).is_ok(), "not run 2's");
+    assert_eq!(d.slot_read(first.header, 896, SlotRead::Header), Some(Some(1)));
     // An arm (a host-to-device copy) then its "armed" record: no run, no record fault.
     let second = slot(&mut d, 0x20_0000, 2);
     d.queue(core, second.kernel(Engine::Aicore, 1), 5 * MS);
     let arm = CopySpec {
-        src: Place::Host {
-            addr: 0,
-            pinned: false,
-        },
+        src: Place::Host { addr: 0, pinned: false },
         dst: Place::Device(second.timing),
         len: 8,
     };
@@ -535,17 +476,10 @@ fn fault_sites_name_their_run_a_status_or_record_read_by_its_slot_and_an_armed_r
             true
         }
     }
-    d.enqueue_copy(core, arm, &Anything, false, 0, 5 * MS)
-        .unwrap();
-    assert!(
-        d.record_event(901, core, RecordRun::LastKernel, 0, 5 * MS)
-            .is_ok()
-    );
+    d.enqueue_copy(core, arm, &Anything, false, 0, 5 * MS).unwrap();
+    assert!(d.record_event(901, core, RecordRun::LastKernel, 0, 5 * MS).is_ok());
     assert_eq!(d.event_run(901), None);
-    assert!(
-        d.record_event(901, core, RecordRun::LastKernel, 0, 5 * MS)
-            .is_err()
-    );
+    assert!(d.record_event(901, core, RecordRun::LastKernel, 0, 5 * MS).is_err());
     assert_eq!(d.event_run(901), None, "a failed record moves nothing");
 }
 
@@ -564,20 +498,11 @@ fn kernel_call_and_copy_rules_count_their_calls_from_their_install() {
     }
     at(&mut d, 10 * MS);
     assert_eq!(sticky(&d, 1, 10 * MS), Some(AclCode::RtAicpuException));
-    assert_eq!(
-        d.decide_call("aclrtMalloc"),
-        Some(0),
-        "a call rule returns any value"
-    );
+    assert_eq!(d.decide_call("aclrtMalloc"), Some(0), "a call rule returns any value");
     assert_eq!(d.decide_call("aclrtMalloc"), None);
     d.create_stream(2, 0).unwrap();
-    let copy = CopySpec {
-        src: Place::Device(0x1000),
-        dst: Place::Device(0x1020),
-        len: 8,
-    };
-    d.enqueue_copy(2, copy, &NoHostMemory, true, 0, 10 * MS)
-        .unwrap();
+    let copy = CopySpec { src: Place::Device(0x1000), dst: Place::Device(0x1020), len: 8 };
+    d.enqueue_copy(2, copy, &NoHostMemory, true, 0, 10 * MS).unwrap();
     at(&mut d, 10 * MS);
     assert_eq!(d.task_result(2, 1), Some(Err(AclCode::RtDrvInternalError)));
 }
@@ -589,15 +514,9 @@ fn run_record(core: Outcome, cpu: Outcome, header: &[u8], epoch: u64, d: &mut De
     let (core_stream, cpu_stream) = (epoch * 10, epoch * 10 + 1);
     d.create_stream(core_stream, now).unwrap();
     d.create_stream(cpu_stream, now).unwrap();
-    let key = RunKey {
-        handshake: 0x10_0000,
-        epoch,
-    };
-    let aicore = KernelSpec {
-        outcome: core,
-        run: Some(key),
-        ..KernelSpec::new(Engine::Aicore, MS)
-    };
+    let key = RunKey { handshake: 0x10_0000, epoch };
+    let aicore =
+        KernelSpec { outcome: core, run: Some(key), ..KernelSpec::new(Engine::Aicore, MS) };
     let aicpu = KernelSpec {
         outcome: cpu,
         header: (!header.is_empty()).then_some(0x20_0000),
@@ -619,16 +538,12 @@ fn a_latch_publishes_its_code_in_either_layout_each_record_carries_its_epoch_and
     let mut d = device(Semantics::DEVICE);
     d.allocate(0x10_0000, RECORD_BYTES);
     d.allocate(0x20_0000, 896);
-    for (layout, payload) in [
-        (HeaderLayout::TensormapAndRingbuffer, 64),
-        (HeaderLayout::HostBuildGraph, 0),
-    ] {
+    for (layout, payload) in
+        [(HeaderLayout::TensormapAndRingbuffer, 64), (HeaderLayout::HostBuildGraph, 0)]
+    {
         let latched = encode(
             layout,
-            &Status {
-                orch: Some(RuntimeCode::ExplicitOrchFatal),
-                ..Status::clean(layout)
-            },
+            &Status { orch: Some(RuntimeCode::ExplicitOrchFatal), ..Status::clean(layout) },
         );
         let bytes = run_record(Outcome::Ok, Outcome::Latch, &latched, 1 + payload, &mut d);
         assert_eq!(
@@ -675,9 +590,8 @@ fn the_record_lands_before_the_last_kernels_end_passes_and_a_kernel_alone_publis
         d.queue(cpu, run.kernel(Engine::Aicpu, cpu_ms), 0);
         let last = if core_ms > cpu_ms { core } else { cpu };
         d.mark(9, last, 0);
-        let passed = d.run_until(None, &mut NoHostMemory, |d| {
-            d.event_state(9) == Some(EventState::Complete)
-        });
+        let passed = d
+            .run_until(None, &mut NoHostMemory, |d| d.event_state(9) == Some(EventState::Complete));
         assert!(passed.is_some());
         assert_eq!(run.record(&d), Record::Ok, "{core_ms} {cpu_ms}");
     }
@@ -701,10 +615,7 @@ fn the_record_lands_before_the_last_kernels_end_passes_and_a_kernel_alone_publis
         assert_eq!(record == Record::Ok, published, "{outcome:?}");
     }
     // A latch that exits clean (the switch off) keeps its error record.
-    let mut d = device(Semantics {
-        latch_faults_stream: false,
-        ..Semantics::DEVICE
-    });
+    let mut d = device(Semantics { latch_faults_stream: false, ..Semantics::DEVICE });
     d.allocate(0x10_0000, RECORD_BYTES);
     d.allocate(0x20_0000, 256);
     let latched = encode(

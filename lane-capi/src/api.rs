@@ -96,9 +96,7 @@ pub(crate) struct CallbackMark {
 impl CallbackMark {
     /// Marks the calling thread for lane `serial`.
     pub(crate) fn enter(serial: u64) -> Self {
-        Self {
-            previous: CALLBACK_LANE.with(|lane| lane.replace(serial)),
-        }
+        Self { previous: CALLBACK_LANE.with(|lane| lane.replace(serial)) }
     }
 }
 
@@ -152,11 +150,7 @@ impl Lane {
 
     /// Whether `id` names a run whose outcome is not taken yet (its request is recorded).
     fn is_run(&self, id: u64) -> bool {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(id)
-            .is_some()
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner).get(id).is_some()
     }
 }
 
@@ -259,37 +253,19 @@ mod tests {
         let cause = Cause::of(Failure::HostWaitTimeout);
         let lost = ServiceError::Lost(LostCause::new("the device panicked"));
         for (error, status) in [
+            (ServiceError::Submit(SubmitError::Full { slots: 2 }), RunLaneStatus::Full),
+            (ServiceError::Submit(SubmitError::Closed), RunLaneStatus::Closed),
+            (ServiceError::Publish(PublishError::Full), RunLaneStatus::Full),
             (
-                ServiceError::Submit(SubmitError::Full { slots: 2 }),
-                RunLaneStatus::Full,
-            ),
-            (
-                ServiceError::Submit(SubmitError::Closed),
-                RunLaneStatus::Closed,
-            ),
-            (
-                ServiceError::Publish(PublishError::Full),
-                RunLaneStatus::Full,
-            ),
-            (
-                ServiceError::Submit(SubmitError::Poisoned {
-                    origin: RunId(1),
-                    cause,
-                }),
+                ServiceError::Submit(SubmitError::Poisoned { origin: RunId(1), cause }),
                 RunLaneStatus::Recovering,
             ),
             (
-                ServiceError::Submit(SubmitError::Lost {
-                    origin: RunId(1),
-                    cause,
-                }),
+                ServiceError::Submit(SubmitError::Lost { origin: RunId(1), cause }),
                 RunLaneStatus::Lost,
             ),
             (lost.clone(), RunLaneStatus::Lost),
-            (
-                ServiceError::Make("no device".into()),
-                RunLaneStatus::BackendUnavailable,
-            ),
+            (ServiceError::Make("no device".into()), RunLaneStatus::BackendUnavailable),
         ] {
             let mapped = service_error(&error);
             assert_eq!(mapped.status, status, "{error}");
@@ -314,10 +290,7 @@ mod tests {
             (WaitError::TimedOut { item: 1 }, RunLaneStatus::TimedOut),
             (WaitError::Lost { item: 1, cause }, RunLaneStatus::Lost),
             (WaitError::Unknown { item: 1 }, RunLaneStatus::UnknownItem),
-            (
-                WaitError::AlreadyTaken { item: 1 },
-                RunLaneStatus::AlreadyTaken,
-            ),
+            (WaitError::AlreadyTaken { item: 1 }, RunLaneStatus::AlreadyTaken),
         ] {
             assert_eq!(wait_error(&error).status, status, "{error}");
         }

@@ -76,13 +76,7 @@ mod tests {
     fn a_claimed_device_id_is_refused_naming_its_lane_until_the_claim_is_dropped() {
         let first = claim(-41, 7).expect("free");
         let refused = claim(-41, 8).unwrap_err();
-        assert_eq!(
-            refused,
-            Claimed {
-                device_id: -41,
-                holder: 7
-            }
-        );
+        assert_eq!(refused, Claimed { device_id: -41, holder: 7 });
         assert!(refused.to_string().contains("lane 7, the 7th"), "{refused}");
         let other = claim(-42, 8).expect("another id is free");
         drop(first);
@@ -92,15 +86,10 @@ mod tests {
 
     #[test]
     fn ordinals_read_as_english() {
-        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111]
-            .map(ordinal)
-            .into();
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(ordinal).into();
         assert_eq!(
             got,
-            [
-                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st",
-                "111th"
-            ]
+            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]
         );
     }
 }

@@ -122,11 +122,7 @@ impl Overrides {
         }
         let profile = Profile::custom(spec)
             .map_err(|e| Error::new(RunLaneStatus::InvalidConfig, e.to_string()))?;
-        Ok(if self.stream_sync {
-            profile.with_stream_sync()
-        } else {
-            profile
-        })
+        Ok(if self.stream_sync { profile.with_stream_sync() } else { profile })
     }
 }
 
@@ -184,10 +180,7 @@ pub const fn default_config() -> RunLaneConfig {
             finalise: None,
             upload_code: None,
             on_outcome: None,
-            concurrency: RunLaneConcurrency {
-                off_lane_thread: false,
-                prepares_at_once: 0,
-            },
+            concurrency: RunLaneConcurrency { off_lane_thread: false, prepares_at_once: 0 },
             on_poison: None,
             before_reset: None,
             after_reset: None,
@@ -409,10 +402,7 @@ fn device_ops_backend(
              runtime's notices with run_lane_report_device_fault",
         ));
     }
-    Ok(BackendChoice::DeviceOps {
-        device_id: config.device_id,
-        ops,
-    })
+    Ok(BackendChoice::DeviceOps { device_id: config.device_id, ops })
 }
 
 /// Why `RUN_LANE_PROFILE_PROBE` is refused on the device-ops backend.
@@ -425,10 +415,7 @@ mod tests {
     use super::*;
 
     fn sim() -> RunLaneConfig {
-        RunLaneConfig {
-            backend: RunLaneBackend::Sim as u32,
-            ..default_config()
-        }
+        RunLaneConfig { backend: RunLaneBackend::Sim as u32, ..default_config() }
     }
 
     fn read_ok(config: &RunLaneConfig) -> Settings {
@@ -454,10 +441,7 @@ mod tests {
         assert_eq!(settings.profile, ProfileChoice::Fixed(Profile::a2a3()));
         assert_eq!(
             settings.backend,
-            BackendChoice::Sim {
-                seed: 0,
-                run_ns: RUN_LANE_SIM_DEFAULT_RUN_NS
-            }
+            BackendChoice::Sim { seed: 0, run_ns: RUN_LANE_SIM_DEFAULT_RUN_NS }
         );
     }
 
@@ -465,20 +449,14 @@ mod tests {
     fn invariant_checks_are_off_by_default_and_the_config_turns_them_on() {
         assert!(!default_config().check_invariants);
         assert!(!read_ok(&sim()).check_invariants);
-        let on = read_ok(&RunLaneConfig {
-            check_invariants: true,
-            ..sim()
-        });
+        let on = read_ok(&RunLaneConfig { check_invariants: true, ..sim() });
         assert!(on.check_invariants);
     }
 
     #[test]
     fn the_lanes_own_threads_drive_it_by_default_and_the_config_hands_it_to_the_caller() {
         assert_eq!(read_ok(&sim()).drive, lane_service::Drive::LaneThreads);
-        let caller = read_ok(&RunLaneConfig {
-            drive: RunLaneDrive::Caller as u32,
-            ..sim()
-        });
+        let caller = read_ok(&RunLaneConfig { drive: RunLaneDrive::Caller as u32, ..sim() });
         assert_eq!(caller.drive, lane_service::Drive::Caller);
         assert_invalid(&RunLaneConfig { drive: 7, ..sim() }, "RunLaneDrive");
     }
@@ -486,9 +464,7 @@ mod tests {
     #[test]
     fn one_slot_lowers_a2a3s_depth_to_one() {
         let settings = read_ok(&RunLaneConfig { slots: 1, ..sim() });
-        let ProfileChoice::Fixed(profile) = settings.profile else {
-            panic!("fixed")
-        };
+        let ProfileChoice::Fixed(profile) = settings.profile else { panic!("fixed") };
         assert_eq!(profile.slots(), 1);
         assert_eq!(profile.launch_depth().get(), 1);
     }
@@ -512,71 +488,41 @@ mod tests {
             assert_eq!(hbg.header(), HeaderLayout::HostBuildGraph, "{profile:?}");
             assert_eq!(hbg.launch_depth().get(), 2, "{profile:?}: it queues");
         }
-        let refused = RunLaneConfig {
-            header_layout: 2,
-            ..sim()
-        };
+        let refused = RunLaneConfig { header_layout: 2, ..sim() };
         assert_invalid(&refused, "HOST_BUILD_GRAPH = 1");
     }
 
     #[test]
     fn launch_depth_goes_up_to_the_slot_count_and_no_further() {
         for (slots, depth) in [(3, 3), (4, 4), (4, 2)] {
-            let profile = fixed(&RunLaneConfig {
-                slots,
-                launch_depth: depth,
-                ..sim()
-            });
+            let profile = fixed(&RunLaneConfig { slots, launch_depth: depth, ..sim() });
             assert_eq!(profile.launch_depth().get(), depth, "slots {slots}");
         }
         // No depth keeps the profile's two, lowered to the slots.
         let kept = fixed(&RunLaneConfig { slots: 4, ..sim() });
         assert_eq!(kept.launch_depth().get(), 2);
         for (slots, depth) in [(0, 3), (3, 4), (4, 5)] {
-            let refused = RunLaneConfig {
-                slots,
-                launch_depth: depth,
-                ..sim()
-            };
+            let refused = RunLaneConfig { slots, launch_depth: depth, ..sim() };
             assert_invalid(&refused, "above the slot count");
         }
     }
 
     #[test]
     fn a_wrong_abi_version_is_refused() {
-        let error = read_err(&RunLaneConfig {
-            abi_version: RUN_LANE_ABI_VERSION + 1,
-            ..sim()
-        });
+        let error = read_err(&RunLaneConfig { abi_version: RUN_LANE_ABI_VERSION + 1, ..sim() });
         assert_eq!(error.status, RunLaneStatus::AbiMismatch);
     }
 
     #[test]
     fn out_of_range_enums_and_bad_profiles_are_refused() {
         for config in [
-            RunLaneConfig {
-                profile: 9,
-                ..sim()
-            },
-            RunLaneConfig {
-                backend: 9,
-                ..sim()
-            },
+            RunLaneConfig { profile: 9, ..sim() },
+            RunLaneConfig { backend: 9, ..sim() },
             RunLaneConfig { drive: 2, ..sim() },
             RunLaneConfig { slots: 5, ..sim() },
-            RunLaneConfig {
-                workers: RUN_LANE_MAX_WORKERS + 1,
-                ..sim()
-            },
-            RunLaneConfig {
-                prepare_window: 3,
-                ..sim()
-            },
-            RunLaneConfig {
-                completion_timeout_ms: 1_000,
-                device_op_timeout_ms: 2_000,
-                ..sim()
-            },
+            RunLaneConfig { workers: RUN_LANE_MAX_WORKERS + 1, ..sim() },
+            RunLaneConfig { prepare_window: 3, ..sim() },
+            RunLaneConfig { completion_timeout_ms: 1_000, device_op_timeout_ms: 2_000, ..sim() },
         ] {
             assert_eq!(read_err(&config).status, RunLaneStatus::InvalidConfig);
         }
@@ -619,9 +565,6 @@ mod tests {
 
     #[test]
     fn acl_without_launch_callbacks_is_refused() {
-        assert_eq!(
-            read_err(&default_config()).status,
-            RunLaneStatus::InvalidConfig
-        );
+        assert_eq!(read_err(&default_config()).status, RunLaneStatus::InvalidConfig);
     }
 }

@@ -60,45 +60,24 @@ const INTERNAL_ERROR: AclCode = AclCode::Unknown(500_000);
 /// for and what the lane needs it for; `reset_device_force` is checked apart
 /// ([`reset_entry_required`]).
 pub const REQUIRED_ENTRIES: [(&str, &str); 13] = [
-    (
-        "create_stream",
-        "aclrtCreateStreamWithConfig: the lane's stream pair and recovery's probe",
-    ),
-    (
-        "destroy_stream",
-        "aclrtDestroyStream: the pair's teardown and the probe's stream",
-    ),
+    ("create_stream", "aclrtCreateStreamWithConfig: the lane's stream pair and recovery's probe"),
+    ("destroy_stream", "aclrtDestroyStream: the pair's teardown and the probe's stream"),
     (
         "destroy_stream_force",
         "aclrtDestroyStreamForce: replacing a stale or errored stream of the pair",
     ),
-    (
-        "create_event",
-        "aclrtCreateEventExWithFlag: each slot's completion events",
-    ),
+    ("create_event", "aclrtCreateEventExWithFlag: each slot's completion events"),
     ("destroy_event", "aclrtDestroyEvent: each slot's teardown"),
-    (
-        "record_event",
-        "aclrtRecordEvent: each run's fences and its boundary",
-    ),
-    (
-        "stream_wait_event",
-        "aclrtStreamWaitEvent: the order inside a run and between runs",
-    ),
-    (
-        "synchronize_event",
-        "aclrtSynchronizeEventWithTimeout: each run's completion",
-    ),
+    ("record_event", "aclrtRecordEvent: each run's fences and its boundary"),
+    ("stream_wait_event", "aclrtStreamWaitEvent: the order inside a run and between runs"),
+    ("synchronize_event", "aclrtSynchronizeEventWithTimeout: each run's completion"),
     (
         "synchronize_stream",
         "aclrtSynchronizeStreamWithTimeout: the device verdict of a run its record does not decide",
     ),
     ("malloc", "aclrtMalloc: each slot's device buffers"),
     ("free", "aclrtFree: each slot's teardown"),
-    (
-        "memcpy_to_device",
-        "aclrtMemcpy host to device: each run's arm of its slot",
-    ),
+    ("memcpy_to_device", "aclrtMemcpy host to device: each run's arm of its slot"),
     (
         "memcpy_from_device",
         "aclrtMemcpy device to host: each run's result record and status header",
@@ -198,15 +177,10 @@ impl DeviceOps {
             ));
         }
         if !missing.is_empty() {
-            let list: Vec<String> = missing
-                .iter()
-                .map(|(name, why)| format!("device_ops.{name} ({why})"))
-                .collect();
-            let (are, them) = if missing.len() == 1 {
-                ("one is", "it")
-            } else {
-                ("some are", "them")
-            };
+            let list: Vec<String> =
+                missing.iter().map(|(name, why)| format!("device_ops.{name} ({why})")).collect();
+            let (are, them) =
+                if missing.len() == 1 { ("one is", "it") } else { ("some are", "them") };
             return Err(invalid(format!(
                 "RUN_LANE_BACKEND_DEVICE_OPS needs every required entry of RunLaneDeviceOps, and \
                  {are} NULL: {}; set {them}",
@@ -300,12 +274,7 @@ fn pinned_entries(table: &RunLaneDeviceOps) -> Result<Option<PinnedEntries>, Err
         table.memcpy_from_device_async,
     ) {
         (Some(malloc_host), Some(free_host), Some(to_device_async), Some(from_device_async)) => {
-            Ok(Some(PinnedEntries {
-                malloc_host,
-                free_host,
-                to_device_async,
-                from_device_async,
-            }))
+            Ok(Some(PinnedEntries { malloc_host, free_host, to_device_async, from_device_async }))
         }
         (None, None, None, None) => Ok(None),
         (malloc_host, free_host, to_device, from_device) => {
@@ -435,11 +404,7 @@ mod tests {
         assert_eq!(d.synchronize_device(10), Ok(()), "nothing to drain");
         assert_eq!(d.own_probe(), Ok(()), "the lane's probe alone");
         assert!(d.pinned_copies().is_none(), "synchronous copies only");
-        let notice = FaultNotice {
-            device: 3,
-            stream_id: 0,
-            code: AclCode::RtAicoreException,
-        };
+        let notice = FaultNotice { device: 3, stream_id: 0, code: AclCode::RtAicoreException };
         assert!(!d.notice_concerns(&notice), "no stream ids: no notice");
         let mut waiter = d.completion_waiter().expect("a waiter");
         assert_eq!(waiter.bind(), Ok(()), "nothing to bind");
@@ -457,11 +422,7 @@ mod tests {
         let mut d = TableDevice::open(ops, 0).expect("opened");
         NEXT.store(0x3000, Ordering::SeqCst);
         let stream = d.create_stream().expect("a stream");
-        assert_eq!(
-            d.create_stream(),
-            Err(INTERNAL_ERROR),
-            "the same stream again"
-        );
+        assert_eq!(d.create_stream(), Err(INTERNAL_ERROR), "the same stream again");
         let text = d.recent_error_message().expect("why");
         assert!(text.contains("distinct handle"), "{text}");
         NEXT.store(0, Ordering::SeqCst);

@@ -30,10 +30,7 @@ pub struct Error {
 impl Error {
     /// A failure with `status` and `message`.
     pub fn new(status: RunLaneStatus, message: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-        }
+        Self { status, message: message.into() }
     }
 
     /// A NULL `what` argument.
@@ -47,11 +44,7 @@ impl Error {
 
 /// [`Error::null`] when `ptr` is NULL.
 pub fn non_null<T>(ptr: *const T, what: &str) -> Result<(), Error> {
-    if ptr.is_null() {
-        Err(Error::null(what))
-    } else {
-        Ok(())
-    }
+    if ptr.is_null() { Err(Error::null(what)) } else { Ok(()) }
 }
 
 thread_local! {
@@ -67,11 +60,7 @@ pub fn set_last_error(message: &str) {
     LAST_ERROR.with(|last| {
         let mut line = last.borrow_mut();
         line.clear();
-        for part in message
-            .lines()
-            .map(str::trim)
-            .filter(|part| !part.is_empty())
-        {
+        for part in message.lines().map(str::trim).filter(|part| !part.is_empty()) {
             if !line.is_empty() {
                 // A line ending in ':' introduces the next ("candidates:"), others are
                 // clauses.
@@ -94,11 +83,7 @@ pub fn clear_last_error() {
 pub fn last_error_ptr() -> *const c_char {
     LAST_ERROR.with(|last| {
         let line = last.borrow();
-        if line.is_empty() {
-            c"".as_ptr()
-        } else {
-            line.as_ptr().cast()
-        }
+        if line.is_empty() { c"".as_ptr() } else { line.as_ptr().cast() }
     })
 }
 
@@ -138,9 +123,7 @@ mod tests {
 
     fn last() -> String {
         // SAFETY: the pointer is this thread's live CString.
-        unsafe { CStr::from_ptr(last_error_ptr()) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(last_error_ptr()) }.to_string_lossy().into_owned()
     }
 
     #[test]

@@ -303,10 +303,7 @@ pub fn close_to_c(report: &CloseReport) -> RunLaneCloseReport {
     };
     if let Some(poison) = report.poison {
         out.poison_origin = poison.origin.0;
-        copy_str(
-            &mut out.poison_line,
-            &poison.cause.line(RunId(poison.origin.0)),
-        );
+        copy_str(&mut out.poison_line, &poison.cause.line(RunId(poison.origin.0)));
     }
     if !report.streams_left.is_empty() {
         copy_str(&mut out.teardown_line, &report.streams_left.to_string());
@@ -323,9 +320,7 @@ mod tests {
 
     fn text<const N: usize>(buffer: &[c_char; N]) -> String {
         // SAFETY: copy_str always leaves a NUL inside the buffer.
-        unsafe { CStr::from_ptr(buffer.as_ptr()) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(buffer.as_ptr()) }.to_string_lossy().into_owned()
     }
 
     /// Run `run`, tagged `tag`, failed with ACL code `code` at `stage`, and its cause.
@@ -386,24 +381,15 @@ mod tests {
         assert_eq!(c.verdict, RunLaneVerdict::Ok);
         assert_eq!(c.failure_class, RunLaneClass::None);
         assert!(!c.has_code && !c.has_tag);
-        assert_eq!(
-            (c.has_timing, c.device_start_ns, c.device_end_ns),
-            (true, 10, 20)
-        );
+        assert_eq!((c.has_timing, c.device_start_ns, c.device_end_ns), (true, 10, 20));
         assert_eq!(text(&c.failure_line), "");
     }
 
     #[test]
     fn a_close_report_names_each_stream_left_with_its_code_and_line() {
-        let left = lane_core::StreamsLeft {
-            aicpu: None,
-            aicore: AclCode::from_raw(507_901),
-        };
+        let left = lane_core::StreamsLeft { aicpu: None, aicore: AclCode::from_raw(507_901) };
         let report = CloseReport {
-            state: LaneState::Closed {
-                device_lost: false,
-                left: lane_core::StreamsLeft::NONE,
-            },
+            state: LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE },
             poison: None,
             notice: None,
             device_lost: false,
@@ -415,10 +401,8 @@ mod tests {
         assert_eq!((c.aicpu_stream_code, c.aicore_stream_code), (0, 507_901));
         assert_eq!(text(&c.teardown_line), left.to_string());
         assert!(text(&c.teardown_line).starts_with("close left the AICore stream"));
-        let clean = close_to_c(&CloseReport {
-            streams_left: lane_core::StreamsLeft::NONE,
-            ..report
-        });
+        let clean =
+            close_to_c(&CloseReport { streams_left: lane_core::StreamsLeft::NONE, ..report });
         assert_eq!(clean.streams_left, 0);
         assert_eq!((clean.aicpu_stream_code, clean.aicore_stream_code), (0, 0));
         assert_eq!(text(&clean.teardown_line), "");
@@ -427,51 +411,29 @@ mod tests {
     #[test]
     fn a_reports_device_text_ends_the_failure_line() {
         let (cause, outcome) = failed(2, None, Stage::EventWait, 507_015);
-        let report = Report {
-            outcome,
-            device_message: Some("EZ9999: AICore exception".to_owned()),
-        };
+        let report =
+            Report { outcome, device_message: Some("EZ9999: AICore exception".to_owned()) };
         let c = report_to_c(&report);
         assert_eq!(text(&c.failure_line), report.to_string());
         assert!(text(&c.failure_line).ends_with("; device: EZ9999: AICore exception"));
-        let plain = report_to_c(&Report {
-            outcome,
-            device_message: None,
-        });
+        let plain = report_to_c(&Report { outcome, device_message: None });
         assert_eq!(text(&plain.failure_line), cause.line(RunId(2)));
     }
 
     #[test]
     fn each_notice_monitor_maps_to_its_state_with_a_line_and_the_refusals_code() {
-        let unavailable = NoticeMonitor::Unavailable {
-            symbol: "aclrtSetExceptionInfoCallback",
-        };
+        let unavailable = NoticeMonitor::Unavailable { symbol: "aclrtSetExceptionInfoCallback" };
         let refused = NoticeMonitor::Refused { code: 507_899 };
         for (monitor, state, code, words) in [
-            (
-                Some(NoticeMonitor::NotAsked),
-                RunLaneNoticeMonitor::NotAsked,
-                0,
-                "not asked for",
-            ),
-            (
-                Some(NoticeMonitor::Installed),
-                RunLaneNoticeMonitor::Installed,
-                0,
-                "is installed",
-            ),
+            (Some(NoticeMonitor::NotAsked), RunLaneNoticeMonitor::NotAsked, 0, "not asked for"),
+            (Some(NoticeMonitor::Installed), RunLaneNoticeMonitor::Installed, 0, "is installed"),
             (
                 Some(unavailable),
                 RunLaneNoticeMonitor::Unavailable,
                 0,
                 "lacks aclrtSetExceptionInfoCallback",
             ),
-            (
-                Some(refused),
-                RunLaneNoticeMonitor::Refused,
-                507_899,
-                "returned 507899",
-            ),
+            (Some(refused), RunLaneNoticeMonitor::Refused, 507_899, "returned 507899"),
             (None, RunLaneNoticeMonitor::NotAsked, 0, "simulator"),
         ] {
             let c = monitor_to_c(monitor.as_ref());

@@ -37,19 +37,13 @@ const TOKEN_STRIDE: usize = 0x1_0001;
 impl<T> Registry<T> {
     /// An empty registry.
     pub const fn new() -> Self {
-        Self {
-            next: AtomicUsize::new(FIRST_TOKEN),
-            live: RwLock::new(BTreeMap::new()),
-        }
+        Self { next: AtomicUsize::new(FIRST_TOKEN), live: RwLock::new(BTreeMap::new()) }
     }
 
     /// Registers `value` and returns its new handle.
     pub fn insert(&self, value: T) -> *mut RunLane {
         let token = self.next.fetch_add(TOKEN_STRIDE, Ordering::Relaxed);
-        self.live
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(token, Arc::new(value));
+        self.live.write().unwrap_or_else(PoisonError::into_inner).insert(token, Arc::new(value));
         std::ptr::without_provenance_mut(token)
     }
 
@@ -122,19 +116,10 @@ mod tests {
             registry.get(std::ptr::null()).unwrap_err().status,
             RunLaneStatus::InvalidHandle
         );
-        assert_eq!(
-            registry.get(foreign).unwrap_err().status,
-            RunLaneStatus::InvalidHandle
-        );
+        assert_eq!(registry.get(foreign).unwrap_err().status, RunLaneStatus::InvalidHandle);
         registry.remove(handle).unwrap();
-        assert_eq!(
-            registry.get(handle).unwrap_err().status,
-            RunLaneStatus::InvalidHandle
-        );
-        assert_eq!(
-            registry.remove(handle).unwrap_err().status,
-            RunLaneStatus::InvalidHandle
-        );
+        assert_eq!(registry.get(handle).unwrap_err().status, RunLaneStatus::InvalidHandle);
+        assert_eq!(registry.remove(handle).unwrap_err().status, RunLaneStatus::InvalidHandle);
     }
 
     /// Bounded stress: threads register, look up and unregister their own handles while

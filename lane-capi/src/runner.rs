@@ -222,10 +222,7 @@ impl Vtable {
             let _mark = CallbackMark::enter(serial);
             let mut c = to_c(outcome);
             c.run_user = run_user(&requests, outcome);
-            requests
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .shown(outcome.seq());
+            requests.lock().unwrap_or_else(PoisonError::into_inner).shown(outcome.seq());
             // SAFETY: the caller's callback for this signature; `c` lives across the call.
             unsafe { on_outcome(vtable.get().user, &raw const c) };
         }))
@@ -292,15 +289,7 @@ impl<M> CRunner<M> {
         deferred: Deferred,
         serial: u64,
     ) -> Self {
-        Self {
-            vtable,
-            requests,
-            model,
-            deferred,
-            serial,
-            text_from: None,
-            message: None,
-        }
+        Self { vtable, requests, model, deferred, serial, text_from: None, message: None }
     }
 
     /// Reads a failed callback's text (`aclGetRecentErrMsg`, or the table's
@@ -325,10 +314,7 @@ impl<M> CRunner<M> {
 
     /// Keeps the device's text about the callback that just failed on this thread.
     fn capture_text(&mut self) {
-        self.message = self
-            .text_from
-            .as_ref()
-            .and_then(Binding::recent_error_message);
+        self.message = self.text_from.as_ref().and_then(Binding::recent_error_message);
     }
 
     /// Runs the model's share of the prepares and finalises the workers did, in the order
@@ -345,10 +331,7 @@ impl<M> CRunner<M> {
             return;
         };
         loop {
-            let next = deferred
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop_front();
+            let next = deferred.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
             match next {
                 Some(ModelWork::Prepare(run, slot, diagnostics)) => {
                     let _ = self.model.prepare_run(device, run, slot, diagnostics);
@@ -434,11 +417,7 @@ type LaunchFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const RunLaneRun
 
 /// The verdict told to `finalise_verdict` for a caller that has only `copy_back`.
 const fn verdict_of(copy_back: bool) -> Verdict {
-    if copy_back {
-        Verdict::Ok
-    } else {
-        Verdict::Cancelled
-    }
+    if copy_back { Verdict::Ok } else { Verdict::Cancelled }
 }
 
 /// A device address as the `void *` C expects.
@@ -448,11 +427,7 @@ fn address(ptr: DevicePtr) -> *mut c_void {
 
 /// A run's request, or the default when it has none.
 fn requested(requests: &Requests, run: RunId) -> Requested {
-    requests
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(run.0)
-        .unwrap_or_default()
+    requests.lock().unwrap_or_else(PoisonError::into_inner).get(run.0).unwrap_or_default()
 }
 
 /// A run as a callback sees it.
@@ -540,9 +515,7 @@ pub type Deferred = Option<Arc<Mutex<VecDeque<ModelWork>>>>;
 /// A queue for [`Deferred`] with room for every job a lane can have out.
 #[must_use]
 pub fn deferred() -> Deferred {
-    Some(Arc::new(Mutex::new(VecDeque::with_capacity(usize::from(
-        lane_core::MAX_SLOTS,
-    )))))
+    Some(Arc::new(Mutex::new(VecDeque::with_capacity(usize::from(lane_core::MAX_SLOTS)))))
 }
 
 /// The C vtable's prepare and finalise on a host worker thread (the runner declared
@@ -580,13 +553,7 @@ impl CWorker {
                 binding.bind().map(|()| (binding, resets))
             })
             .transpose()?;
-        Ok(Self {
-            vtable,
-            requests,
-            deferred,
-            binding,
-            message: None,
-        })
+        Ok(Self { vtable, requests, deferred, binding, message: None })
     }
 
     /// A callback failed with an ACL code: keep the device's text about it, read now on this
@@ -613,10 +580,7 @@ impl CWorker {
 
     fn defer(&self, work: ModelWork) {
         if let Some(deferred) = &self.deferred {
-            deferred
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push_back(work);
+            deferred.lock().unwrap_or_else(PoisonError::into_inner).push_back(work);
         }
     }
 }
@@ -633,10 +597,7 @@ impl HostWorker for CWorker {
         slot: SlotId,
         diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        let info = RunLaneRunInfo {
-            diagnostics,
-            ..info(&self.requests, run, slot)
-        };
+        let info = RunLaneRunInfo { diagnostics, ..info(&self.requests, run, slot) };
         call_prepare(&self.vtable, &info).inspect_err(|e| {
             if matches!(e, PrepareError::Failed(_)) {
                 self.capture_text();
@@ -690,10 +651,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
     ) -> Result<(), PrepareError> {
         let _mark = CallbackMark::enter(self.serial);
         self.catch_up(device);
-        let info = RunLaneRunInfo {
-            diagnostics,
-            ..info(&self.requests, run, slot)
-        };
+        let info = RunLaneRunInfo { diagnostics, ..info(&self.requests, run, slot) };
         call_prepare(&self.vtable, &info).inspect_err(|e| {
             if matches!(e, PrepareError::Failed(_)) {
                 self.capture_text();
@@ -793,9 +751,7 @@ impl<D: Device, M: Runner<D>> Runner<D> for CRunner<M> {
     /// The text read on this thread right after the latest failed callback, taken; else the
     /// model's.
     fn recent_error_message(&mut self) -> Option<String> {
-        self.message
-            .take()
-            .or_else(|| self.model.recent_error_message())
+        self.message.take().or_else(|| self.model.recent_error_message())
     }
 
     fn on_poison(&mut self, device: &mut D, origin: Option<RunId>, cause: Cause) {
@@ -835,10 +791,7 @@ mod tests {
     use super::*;
 
     fn tagged(tag: u64) -> Requested {
-        Requested {
-            tag: Some(tag),
-            ..Requested::default()
-        }
+        Requested { tag: Some(tag), ..Requested::default() }
     }
 
     #[test]

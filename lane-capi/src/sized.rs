@@ -117,11 +117,7 @@ unsafe fn caller_size<T: Sized13>(ptr: *const T) -> Result<usize, Error> {
              field, which would be read half; set size = sizeof({name}) (RUN_LANE_INIT)",
             name = T::NAME,
             v13 = T::V13,
-            released = [T::V13]
-                .iter()
-                .chain(T::RELEASED)
-                .chain([ours].iter())
-                .collect::<Vec<_>>(),
+            released = [T::V13].iter().chain(T::RELEASED).chain([ours].iter()).collect::<Vec<_>>(),
         ));
     }
     if size > ours && size % align != 0 {
@@ -282,14 +278,7 @@ mod tests {
         let words = caller(8, 7, 0xAB);
         // SAFETY: the buffer holds 64 readable bytes, aligned for `Grown`.
         let read = unsafe { read_in(words.as_ptr().cast::<Grown>()) }.unwrap();
-        assert_eq!(
-            read,
-            Grown {
-                size: 16,
-                a: 7,
-                grown: 0
-            }
-        );
+        assert_eq!(read, Grown { size: 16, a: 7, grown: 0 });
     }
 
     #[test]
@@ -318,11 +307,7 @@ mod tests {
 
     #[test]
     fn an_output_writes_only_the_callers_size_and_zeroes_a_longer_callers_tail() {
-        let value = Grown {
-            size: 16,
-            a: 9,
-            grown: u64::MAX,
-        };
+        let value = Grown { size: 16, a: 9, grown: u64::MAX };
         // An ABI 13 client's 8 bytes: the canary past them stays.
         let mut short = caller(8, 0, 0xCD);
         // SAFETY: 64 writable bytes, aligned.

@@ -30,10 +30,7 @@ use crate::types::{
 /// How many lanes trace now: the hooks' fast path.
 static TRACING: AtomicUsize = AtomicUsize::new(0);
 /// Each tracing lane's log, and the lanes that may trace.
-static TRACES: Mutex<Traces> = Mutex::new(Traces {
-    logs: BTreeMap::new(),
-    live: BTreeSet::new(),
-});
+static TRACES: Mutex<Traces> = Mutex::new(Traces { logs: BTreeMap::new(), live: BTreeSet::new() });
 
 /// The most events one trace keeps (the truncation marker included): about 200 bytes each,
 /// so a trace holds at most about 200 MB however long it records.
@@ -122,11 +119,7 @@ impl TraceLog {
 
 /// Lane `serial` exists (called before its handle is returned): it may trace.
 pub(crate) fn lane_created(serial: u64) {
-    TRACES
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .live
-        .insert(serial);
+    TRACES.lock().unwrap_or_else(PoisonError::into_inner).live.insert(serial);
 }
 
 /// Lane `serial` is destroyed: a trace it records is written (a failure to write is dropped),
@@ -172,11 +165,9 @@ fn start_capped(serial: u64, path: PathBuf, cap: usize) -> Result<(), String> {
         truncated_at: None,
         dropped: 0,
     };
-    for (tid, name) in [
-        (CALLER_TID, "caller"),
-        (CALLBACKS_TID, "runner callbacks"),
-        (RUNS_TID, "runs"),
-    ] {
+    for (tid, name) in
+        [(CALLER_TID, "caller"), (CALLBACKS_TID, "runner callbacks"), (RUNS_TID, "runs")]
+    {
         log.push(format!(
             r#"{{"ph":"M","name":"thread_name","pid":{serial},"tid":{tid},"args":{{"name":"{name}"}}}}"#
         ));
@@ -202,8 +193,7 @@ pub(crate) fn stop(serial: u64) -> Result<usize, String> {
         .remove(&serial)
         .ok_or_else(|| "the lane is not tracing: start its trace first".to_owned())?;
     TRACING.fetch_sub(1, Ordering::Relaxed);
-    log.write(serial)
-        .map_err(|e| format!("cannot write {}: {e}", log.path.display()))
+    log.write(serial).map_err(|e| format!("cannot write {}: {e}", log.path.display()))
 }
 
 /// Runs `f` on lane `serial`'s log, if it traces.
@@ -211,12 +201,7 @@ fn with_log(serial: u64, f: impl FnOnce(&mut TraceLog)) {
     if TRACING.load(Ordering::Relaxed) == 0 {
         return;
     }
-    if let Some(log) = TRACES
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .logs
-        .get_mut(&serial)
-    {
+    if let Some(log) = TRACES.lock().unwrap_or_else(PoisonError::into_inner).logs.get_mut(&serial) {
         f(log);
     }
 }
@@ -324,10 +309,7 @@ mod tests {
     }
 
     fn temp_path(serial: u64) -> PathBuf {
-        std::env::temp_dir().join(format!(
-            "run-lane-trace-{}-{serial}.json",
-            std::process::id()
-        ))
+        std::env::temp_dir().join(format!("run-lane-trace-{}-{serial}.json", std::process::id()))
     }
 
     #[test]
@@ -352,13 +334,7 @@ mod tests {
         // 4 metadata events and 200 pushed: 9 kept, the marker tenth, the rest dropped.
         assert_eq!(last["args"]["dropped_events"], 4 + 200 - 9);
         assert_eq!(trace["otherData"]["dropped_events"], 4 + 200 - 9);
-        assert_eq!(
-            events
-                .iter()
-                .filter(|e| e["name"] == "trace truncated")
-                .count(),
-            1
-        );
+        assert_eq!(events.iter().filter(|e| e["name"] == "trace truncated").count(), 1);
     }
 
     #[test]
@@ -389,11 +365,7 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         assert!(error.contains("destroyed"), "{error}");
         assert!(
-            !TRACES
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .logs
-                .contains_key(&serial),
+            !TRACES.lock().unwrap_or_else(PoisonError::into_inner).logs.contains_key(&serial),
             "an orphaned log keeps every lane's hooks on the global lock"
         );
     }

@@ -27,9 +27,8 @@ fn a_lane_names_the_libascendcl_it_runs_on_with_and_without_preferring_a_loaded_
     let _fake = control.session().expect("reset the fake");
     let _serial = serial();
     let kernels = Kernels::healthy(Duration::from_micros(100));
-    let fake = Path::new(fake_path().to_str().expect("UTF-8"))
-        .canonicalize()
-        .expect("the fake's path");
+    let fake =
+        Path::new(fake_path().to_str().expect("UTF-8")).canonicalize().expect("the fake's path");
     for prefer_loaded in [false, true] {
         let mut config = fake_config(Via::Acl, 0, &kernels, 5_000);
         config.acl_prefer_loaded = prefer_loaded;

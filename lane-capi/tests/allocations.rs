@@ -110,19 +110,15 @@ fn runs_through_the_c_abi_allocate_nothing_in_steady_state_on_any_thread() {
     std::thread::spawn(|| drop(std::hint::black_box(vec![1u8; 64])))
         .join()
         .expect("the allocating thread");
-    assert!(
-        region.change().allocations >= 1,
-        "the counter sees other threads"
-    );
+    assert!(region.change().allocations >= 1, "the counter sees other threads");
 
     let mut queue = VecDeque::with_capacity(16);
     // Through the ACL backend, and through a runtime's device table (whose forwarding entries
     // allocate nothing themselves): one test, so no other test's allocations are counted.
     let vias = [Via::Acl, Via::DeviceOps];
     let cases = [(false, false), (true, false), (false, true)];
-    for (via, (bound, callback)) in vias
-        .into_iter()
-        .flat_map(|via| cases.into_iter().map(move |case| (via, case)))
+    for (via, (bound, callback)) in
+        vias.into_iter().flat_map(|via| cases.into_iter().map(move |case| (via, case)))
     {
         let idle = counted(via, bound, callback, &mut one_at_a_time);
         let kept = counted(via, bound, callback, &mut |lane, runs| {
@@ -152,8 +148,5 @@ fn runs_through_the_c_abi_allocate_nothing_in_steady_state_on_any_thread() {
     }
     // Every outcome of the callback's two lanes on each backend was shown (the lanes are
     // destroyed, so their callbacks are done).
-    assert_eq!(
-        SHOWN.load(Ordering::SeqCst),
-        2 * vias.len() as u64 * (WARM_UP + COUNTED)
-    );
+    assert_eq!(SHOWN.load(Ordering::SeqCst), 2 * vias.len() as u64 * (WARM_UP + COUNTED));
 }

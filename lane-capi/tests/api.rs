@@ -117,11 +117,7 @@ fn submit(lane: *mut RunLane, tag: u64, copy_back: bool) -> Result<u64, RunLaneS
 
 /// Waits for run `id`, which must end `OK`.
 fn ok(lane: *mut RunLane, id: u64) {
-    assert_eq!(
-        wait(lane, id, 10_000).unwrap().verdict,
-        RunLaneVerdict::Ok,
-        "run {id}"
-    );
+    assert_eq!(wait(lane, id, 10_000).unwrap().verdict, RunLaneVerdict::Ok, "run {id}");
 }
 
 /// `run_lane_publish` of `code`, which must be accepted: the publication's id.
@@ -168,9 +164,7 @@ fn callback_failures_become_classified_outcomes_and_copy_back_follows_the_reques
     let state = State::default();
     state.prepare_tag1.store(107_000, Ordering::SeqCst);
     state.incompatible_left.store(1, Ordering::SeqCst);
-    state
-        .finalise_tag3
-        .store(RUN_LANE_FINALISE_VALIDATION_FAILED as u32, Ordering::SeqCst);
+    state.finalise_tag3.store(RUN_LANE_FINALISE_VALIDATION_FAILED as u32, Ordering::SeqCst);
     let lane = create(&sim_config(&state));
     let mut outcomes = Vec::new();
     for (tag, copy_back) in [(1, true), (2, true), (3, true), (4, false)] {
@@ -205,10 +199,7 @@ fn a_publication_and_close_report_through_the_structs() {
     let lane = create(&sim_config(&state));
     let publication = publish(lane, 9);
     let outcome = wait(lane, publication, 10_000).unwrap();
-    assert_eq!(
-        (outcome.item, outcome.verdict),
-        (RunLaneItem::Publication, RunLaneVerdict::Ok)
-    );
+    assert_eq!((outcome.item, outcome.verdict), (RunLaneItem::Publication, RunLaneVerdict::Ok));
     let report = common::close(lane);
     assert!(!report.poisoned && !report.device_lost);
     assert_eq!(submit(lane, 1, false), Err(RunLaneStatus::Closed));
@@ -250,9 +241,7 @@ fn a5_and_probed_lanes_run_on_the_simulator() {
 fn a_callback_may_submit_on_its_own_lane() {
     let state = State::default();
     let lane = create(&sim_config(&state));
-    state
-        .submit_lane
-        .store(lane.addr() as u64, Ordering::SeqCst);
+    state.submit_lane.store(lane.addr() as u64, Ordering::SeqCst);
     let first = submit(lane, 50, false).unwrap();
     ok(lane, first);
     let second = state.submitted_from_callback.load(Ordering::SeqCst);
@@ -266,11 +255,7 @@ fn a_callback_may_submit_on_its_own_lane() {
 fn the_outcome_callback_sees_every_outcome_in_order_on_the_lanes_own_threads() {
     let state = State::default();
     let lane = create(&sim_config(&state));
-    let ids = [
-        submit(lane, 1, false).unwrap(),
-        publish(lane, 5),
-        submit(lane, 2, false).unwrap(),
-    ];
+    let ids = [submit(lane, 1, false).unwrap(), publish(lane, 5), submit(lane, 2, false).unwrap()];
     for id in &ids {
         // Seeing an outcome does not take it.
         wait(lane, *id, 10_000).unwrap();
@@ -380,12 +365,7 @@ fn destroy_joins_the_lane_while_another_threads_wait_on_it_is_in_flight() {
     let events = EVENTS.lock().unwrap().clone();
     assert_eq!(
         events,
-        [
-            "prepare begins",
-            "prepare ends",
-            "finalise",
-            "destroy returned"
-        ],
+        ["prepare begins", "prepare ends", "finalise", "destroy returned"],
         "destroy returned only after every callback, and none ran after it"
     );
 }
@@ -409,20 +389,10 @@ fn prepares_on_the_submitting_thread(submitters_bound: bool, runs: u64) -> usize
     }
     state.lane.store(0, Ordering::SeqCst);
     let refused = state.destroy_from_callback.load(Ordering::SeqCst);
-    assert_eq!(
-        refused,
-        RunLaneStatus::WrongThread as u32,
-        "a destroy from a prepare"
-    );
+    assert_eq!(refused, RunLaneStatus::WrongThread as u32, "a destroy from a prepare");
     destroy(lane);
     let me = thread::current().id();
-    state
-        .threads
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|t| **t == me)
-        .count()
+    state.threads.lock().unwrap().iter().filter(|t| **t == me).count()
 }
 
 #[test]

@@ -38,10 +38,7 @@ const OP_TIMEOUT_MS: u64 = 1_900;
 fn switches() -> [(&'static str, Option<Semantics>); 3] {
     [
         ("defaults", None),
-        (
-            "a fatal status leaves no sticky code",
-            Some(Semantics::LatchFaultsStream(false)),
-        ),
+        ("a fatal status leaves no sticky code", Some(Semantics::LatchFaultsStream(false))),
         (
             "a later enqueue on a faulted stream fails",
             Some(Semantics::EnqueueAfterFault(EnqueueAfterFault::Refused)),
@@ -89,11 +86,7 @@ fn run_all(
 fn assert_run_only_no_record(what: &str, outcome: &RunLaneOutcome) -> String {
     let line = common::line(outcome);
     let (verdict, class) = (outcome.verdict, outcome.failure_class);
-    assert_eq!(
-        (verdict, class),
-        (RunLaneVerdict::Failed, RunLaneClass::RunOnly),
-        "{what}: {line}"
-    );
+    assert_eq!((verdict, class), (RunLaneVerdict::Failed, RunLaneClass::RunOnly), "{what}: {line}");
     assert!(line.contains("no result record"), "{what}: {line}");
     line
 }
@@ -111,10 +104,7 @@ fn a_latch_then_a_run_that_publishes_nothing_fails_that_run_only_and_the_marked_
     let control = control();
     static KERNELS: Kernels = Kernels::faulty(
         KERNEL,
-        &[
-            (5, ENGINE_AICPU, Outcome::Latch),
-            (8, ENGINE_AICPU, Outcome::Silent),
-        ],
+        &[(5, ENGINE_AICPU, Outcome::Latch), (8, ENGINE_AICPU, Outcome::Silent)],
     );
     for (switch, semantics) in switches() {
         let _fake = common::session_with(semantics);
@@ -137,10 +127,7 @@ fn a_run_that_publishes_nothing_ahead_of_a_latch_fails_only_itself_and_the_latch
     let _serial = common::serial();
     static KERNELS: Kernels = Kernels::faulty(
         KERNEL,
-        &[
-            (5, ENGINE_AICPU, Outcome::Silent),
-            (6, ENGINE_AICPU, Outcome::Latch),
-        ],
+        &[(5, ENGINE_AICPU, Outcome::Silent), (6, ENGINE_AICPU, Outcome::Latch)],
     );
     for (switch, semantics) in switches() {
         let _fake = common::session_with(semantics);
@@ -164,10 +151,7 @@ fn a_run_that_publishes_nothing_ahead_of_an_aicore_exception_is_the_poisons_orig
     let _serial = common::serial();
     static KERNELS: Kernels = Kernels::faulty(
         KERNEL,
-        &[
-            (5, ENGINE_AICPU, Outcome::Silent),
-            (6, ENGINE_AICORE, Outcome::Exception),
-        ],
+        &[(5, ENGINE_AICPU, Outcome::Silent), (6, ENGINE_AICORE, Outcome::Exception)],
     );
     for (switch, semantics) in switches() {
         let _fake = common::session_with(semantics);
@@ -197,10 +181,7 @@ fn a_long_successor_does_not_time_out_the_verdict_of_the_run_ahead_of_it(via: Vi
     let outcomes = run_all(
         via,
         &KERNELS,
-        &[
-            (1, Duration::from_millis(1_700)),
-            (2, Duration::from_millis(1_000)),
-        ],
+        &[(1, Duration::from_millis(1_700)), (2, Duration::from_millis(1_000))],
         2,
         2_000,
     );
@@ -258,10 +239,7 @@ fn a_failed_core_done_record_poisons_its_run_at_once_with_the_records_own_code(v
     let code = five.code;
     assert_eq!(code, CORE_DONE_FAILED, "its own code, not 507046: {line}");
     let took = started.elapsed();
-    assert!(
-        took < Duration::from_secs(20),
-        "known at once, not at the 50 s deadline: {took:?}"
-    );
+    assert!(took < Duration::from_secs(20), "known at once, not at the 50 s deadline: {took:?}");
     assert_eq!(common::force_resets(0), 1, "one recovery");
     // Runs still in flight or prepared when it failed go down with it (L-10); the rest are
     // Ok, those after the recovery on fresh streams.

@@ -82,18 +82,9 @@ fn every_bad_config_is_refused_with_what_to_pass_instead() {
     let (mut lane, config) = (std::ptr::null_mut(), common::sim_config());
     // SAFETY: NULL arguments are checked.
     unsafe {
-        null(
-            "a NULL config",
-            run_lane_create(std::ptr::null(), &raw mut lane),
-        );
-        null(
-            "a NULL lane_out",
-            run_lane_create(&raw const config, std::ptr::null_mut()),
-        );
-        null(
-            "a NULL config to fill",
-            run_lane_config_default(std::ptr::null_mut()),
-        );
+        null("a NULL config", run_lane_create(std::ptr::null(), &raw mut lane));
+        null("a NULL lane_out", run_lane_create(&raw const config, std::ptr::null_mut()));
+        null("a NULL config to fill", run_lane_config_default(std::ptr::null_mut()));
     }
 }
 
@@ -115,11 +106,7 @@ fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome()
     let (status, lane) = create(&config);
     assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
     let foreign: *mut RunLane = std::ptr::without_provenance_mut(0x5a5a_0000);
-    let request = RunLaneSubmit {
-        has_tag: true,
-        tag: 1,
-        ..RunLaneSubmit::default()
-    };
+    let request = RunLaneSubmit { has_tag: true, tag: 1, ..RunLaneSubmit::default() };
     let mut id = 0;
     let mut outcome = run_lane::sized::init::<RunLaneOutcome>();
     let mut report = run_lane::sized::init::<RunLaneCloseReport>();
@@ -128,21 +115,13 @@ fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome()
         |case: &str, got, to_do: &str| refused(case, got, RunLaneStatus::UnknownItem, to_do);
     let invalid_handle = |case: &str, got| {
         let case = format!("{case} on a bad handle");
-        refused(
-            &case,
-            got,
-            RunLaneStatus::InvalidHandle,
-            "handle run_lane_create wrote",
-        );
+        refused(&case, got, RunLaneStatus::InvalidHandle, "handle run_lane_create wrote");
     };
     // SAFETY: every call below passes a NULL, foreign or live handle (all checked) and
     // pointers that are NULL or valid for their access.
     unsafe {
         for handle in [std::ptr::null_mut(), foreign] {
-            invalid_handle(
-                "submit",
-                run_lane_submit(handle, &raw const request, &raw mut id),
-            );
+            invalid_handle("submit", run_lane_submit(handle, &raw const request, &raw mut id));
             invalid_handle("publish", run_lane_publish(handle, 1, &raw mut id));
             invalid_handle("poll", run_lane_poll(handle, outcome.as_mut_ptr()));
             invalid_handle("wait", run_lane_wait(handle, 1, 0, outcome.as_mut_ptr()));
@@ -161,43 +140,23 @@ fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome()
             "publish with a NULL publication_out",
             run_lane_publish(lane, 1, std::ptr::null_mut()),
         );
-        null(
-            "poll with a NULL outcome_out",
-            run_lane_poll(lane, std::ptr::null_mut()),
-        );
-        null(
-            "wait with a NULL outcome_out",
-            run_lane_wait(lane, 1, 0, std::ptr::null_mut()),
-        );
+        null("poll with a NULL outcome_out", run_lane_poll(lane, std::ptr::null_mut()));
+        null("wait with a NULL outcome_out", run_lane_wait(lane, 1, 0, std::ptr::null_mut()));
         let to_do = "wait for an id that submit or publish returned";
-        unknown(
-            "wait for item 0",
-            run_lane_wait(lane, 0, 0, outcome.as_mut_ptr()),
-            to_do,
-        );
+        unknown("wait for item 0", run_lane_wait(lane, 0, 0, outcome.as_mut_ptr()), to_do);
         // Two accepted runs fill both slots; a third, and a duplicate tag, are refused.
         let ok = RunLaneStatus::Ok;
         assert_eq!(run_lane_submit(lane, &raw const request, &raw mut id), ok);
         let first = id;
         let again = run_lane_submit(lane, &raw const request, &raw mut id);
-        refused(
-            "a live run's tag again",
-            again,
-            RunLaneStatus::Refused,
-            "use another tag",
-        );
+        refused("a live run's tag again", again, RunLaneStatus::Refused, "use another tag");
         HOLD_PREPARE.store(false, std::sync::atomic::Ordering::Release);
         let untagged = RunLaneSubmit::default();
         assert_eq!(run_lane_submit(lane, &raw const untagged, &raw mut id), ok);
         let second = id;
         let full = run_lane_submit(lane, &raw const untagged, &raw mut id);
         if full != RunLaneStatus::Ok {
-            refused(
-                "a full lane",
-                full,
-                RunLaneStatus::Full,
-                "run_lane_wait for the oldest",
-            );
+            refused("a full lane", full, RunLaneStatus::Full, "run_lane_wait for the oldest");
         }
         let third = (full == RunLaneStatus::Ok).then_some(id);
         let early = run_lane_wait(lane, second + 10, 0, outcome.as_mut_ptr());
@@ -208,38 +167,17 @@ fn every_call_on_a_lane_refuses_bad_input_with_what_to_do_and_loses_no_outcome()
         }
         let twice = run_lane_wait(lane, first, 0, outcome.as_mut_ptr());
         let to_do = "each outcome is taken once";
-        refused(
-            "an outcome taken twice",
-            twice,
-            RunLaneStatus::AlreadyTaken,
-            to_do,
-        );
+        refused("an outcome taken twice", twice, RunLaneStatus::AlreadyTaken, to_do);
         assert_eq!(run_lane_close(lane, std::ptr::null_mut()), ok);
         let closed =
             |case: &str, got| refused(case, got, RunLaneStatus::Closed, "create a new lane");
-        closed(
-            "submit after close",
-            run_lane_submit(lane, &raw const untagged, &raw mut id),
-        );
-        closed(
-            "publish after close",
-            run_lane_publish(lane, 1, &raw mut id),
-        );
+        closed("submit after close", run_lane_submit(lane, &raw const untagged, &raw mut id));
+        closed("publish after close", run_lane_publish(lane, 1, &raw mut id));
         assert_eq!(run_lane_destroy(lane), ok);
         let to_do = "pass a handle run_lane_create wrote and not destroyed yet";
-        refused(
-            "a second destroy",
-            run_lane_destroy(lane),
-            RunLaneStatus::InvalidHandle,
-            to_do,
-        );
+        refused("a second destroy", run_lane_destroy(lane), RunLaneStatus::InvalidHandle, to_do);
         let after = run_lane_submit(lane, &raw const untagged, &raw mut id);
-        refused(
-            "submit after destroy",
-            after,
-            RunLaneStatus::InvalidHandle,
-            to_do,
-        );
+        refused("submit after destroy", after, RunLaneStatus::InvalidHandle, to_do);
     }
 }
 
@@ -251,36 +189,21 @@ fn the_acl_backend_refuses_a_bad_device_id_and_a_missing_library_and_leaves_noth
         (RunLaneProfile::Probe, -1, "pass an id from 0 to 15"),
     ];
     for (profile, device_id, what_to_do) in cases {
-        let config = RunLaneConfig {
-            profile: profile as u32,
-            device_id,
-            ..acl(path)
-        };
+        let config = RunLaneConfig { profile: profile as u32, device_id, ..acl(path) };
         let (status, lane) = create(&config);
         let case = format!("device id {device_id} ({profile:?})");
         refused(&case, status, RunLaneStatus::BackendUnavailable, what_to_do);
         assert!(lane.is_null());
     }
     control.set_device_count(1).expect("one device");
-    let (status, _) = create(&RunLaneConfig {
-        device_id: 1,
-        ..acl(path)
-    });
+    let (status, _) = create(&RunLaneConfig { device_id: 1, ..acl(path) });
     let to_do = "1 device visible (id 0)";
-    refused(
-        "device id 1 of one",
-        status,
-        RunLaneStatus::BackendUnavailable,
-        to_do,
-    );
+    refused("device id 1 of one", status, RunLaneStatus::BackendUnavailable, to_do);
     let (status, lane) = create(&acl(c"/nonexistent/libascendcl.so"));
     let unavailable = RunLaneStatus::BackendUnavailable;
     refused("a missing library", status, unavailable, "hint: ");
     let message = last_error();
-    assert!(
-        message.contains("/nonexistent/libascendcl.so"),
-        "the loader's reason: {message}"
-    );
+    assert!(message.contains("/nonexistent/libascendcl.so"), "the loader's reason: {message}");
     assert!(lane.is_null());
     assert!(
         control.total_counters().expect("counters").balanced(),

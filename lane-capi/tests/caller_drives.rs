@@ -139,10 +139,7 @@ fn in_caller_mode_the_lane_starts_no_thread_and_every_callback_runs_on_the_calli
     assert_eq!(SEEN.load(Ordering::SeqCst), 0b1_1111, "every callback ran");
     assert!(CALLS.load(Ordering::SeqCst) >= 8 * 5);
     let elsewhere = ELSEWHERE.load(Ordering::SeqCst);
-    assert_eq!(
-        elsewhere, 0,
-        "callbacks on a thread other than the caller's"
-    );
+    assert_eq!(elsewhere, 0, "callbacks on a thread other than the caller's");
 }
 
 fn in_caller_mode_an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome(via: Via) {

@@ -29,12 +29,7 @@ static INCOMPATIBLE_TIMES: AtomicI32 = AtomicI32::new(0);
 static CALLS: Mutex<Vec<(u64, &'static str)>> = Mutex::new(Vec::new());
 
 fn calls_of(run: u64, callback: &str) -> usize {
-    CALLS
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(r, c)| *r == run && *c == callback)
-        .count()
+    CALLS.lock().unwrap().iter().filter(|(r, c)| *r == run && *c == callback).count()
 }
 
 unsafe extern "C" fn prepare(_: *mut c_void, info: *const RunLaneRunInfo) -> i32 {
@@ -52,11 +47,7 @@ unsafe extern "C" fn finalise(_: *mut c_void, info: *const RunLaneRunInfo, _: bo
     // SAFETY: the library passes a valid run for the call.
     let run = unsafe { &*info }.run;
     CALLS.lock().unwrap().push((run, "finalise"));
-    if run == 1 {
-        FINALISE_RETURNS.load(Ordering::SeqCst)
-    } else {
-        0
-    }
+    if run == 1 { FINALISE_RETURNS.load(Ordering::SeqCst) } else { 0 }
 }
 
 /// Where a test's lanes run.
@@ -89,10 +80,7 @@ fn lane(on: On, prepare_returns: i32, finalise_returns: i32) -> *mut RunLane {
 
 /// The C class of what the one table says for `code` latched in the header.
 fn table_class(code: RuntimeCode) -> RunLaneClass {
-    let latched = Failure::Latched(Latch {
-        source: LatchSource::Orch,
-        code,
-    });
+    let latched = Failure::Latched(Latch { source: LatchSource::Orch, code });
     match classify(&latched).class {
         Class::RunOnly => RunLaneClass::RunOnly,
         Class::Poison => RunLaneClass::Poison,
@@ -189,11 +177,7 @@ fn finalise_returning_minus_one_is_the_runtimes_failure_not_a_copy_back_validati
     assert_ne!(common::text(&one.code_name), "COPY_BACK_VALIDATION");
     assert_eq!((one.has_code, one.code), (true, 1));
     assert_eq!(one.stage, RunLaneStage::CopyBack);
-    assert_eq!(
-        one.failure_class,
-        table_class(RuntimeCode::ScopeDeadlock),
-        "{line}"
-    );
+    assert_eq!(one.failure_class, table_class(RuntimeCode::ScopeDeadlock), "{line}");
     assert!(line.contains("runtime_status=-1 SCOPE_DEADLOCK"), "{line}");
     assert!(!line.contains("validation"), "{line}");
     assert!(!report.poisoned);
@@ -217,11 +201,7 @@ fn a_minus_four_from_prepare_is_dep_pool_overflow_classified_as_the_table_says(o
     let line = common::line(&one);
     assert_eq!(common::text(&one.code_name), "DEP_POOL_OVERFLOW", "{line}");
     assert_eq!((one.has_code, one.code), (true, 4));
-    assert_eq!(
-        one.failure_class,
-        table_class(RuntimeCode::DepPoolOverflow),
-        "{line}"
-    );
+    assert_eq!(one.failure_class, table_class(RuntimeCode::DepPoolOverflow), "{line}");
     assert_eq!(common::text(&one.hint), RuntimeCode::DepPoolOverflow.hint());
     assert!(!line.contains("ACL"), "never an ACL code: {line}");
 }
@@ -236,18 +216,11 @@ fn a_code_of_the_band_the_table_does_not_know_is_an_unknown_runtime_code(on: On)
     let line = common::line(&one);
     assert_eq!(common::text(&one.code_name), "UNKNOWN", "{line}");
     assert_eq!((one.has_code, one.code), (true, 12));
-    assert_eq!(
-        one.failure_class,
-        table_class(RuntimeCode::Unknown(12)),
-        "{line}"
-    );
+    assert_eq!(one.failure_class, table_class(RuntimeCode::Unknown(12)), "{line}");
     let says = "at prepare: runtime latch code returned runtime_status=-12 UNKNOWN";
     assert!(line.contains(says), "{line}");
     assert!(!line.contains("ACL"), "never an ACL code: {line}");
-    common::assert_ok(
-        "reopened",
-        &common::wait(lane, common::submit_when_open(lane)),
-    );
+    common::assert_ok("reopened", &common::wait(lane, common::submit_when_open(lane)));
     common::destroy(lane);
 }
 
@@ -277,10 +250,7 @@ on_the_fake_and_the_simulator!(
 
 #[test]
 fn the_lanes_sentinels_lie_outside_the_runtimes_band() {
-    for sentinel in [
-        RUN_LANE_PREPARE_INCOMPATIBLE,
-        RUN_LANE_FINALISE_VALIDATION_FAILED,
-    ] {
+    for sentinel in [RUN_LANE_PREPARE_INCOMPATIBLE, RUN_LANE_FINALISE_VALIDATION_FAILED] {
         let in_band = lane_core::status_latch::RUNTIME_STATUS_BAND.contains(&sentinel);
         assert!(!in_band, "{sentinel} is a negated latch code");
     }

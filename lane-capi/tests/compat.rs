@@ -18,10 +18,8 @@ use run_lane::{
 
 /// The static library this test run built (deps/ first, as the C++ tests take it).
 fn staticlib() -> std::path::PathBuf {
-    let candidates = [
-        profile_dir().join("deps/librun_lane.a"),
-        profile_dir().join("librun_lane.a"),
-    ];
+    let candidates =
+        [profile_dir().join("deps/librun_lane.a"), profile_dir().join("librun_lane.a")];
     candidates
         .iter()
         .find(|p| p.is_file())
@@ -34,11 +32,8 @@ fn a_client_built_against_the_abi_13_header_runs_with_this_library() {
     let compat = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/compat");
     let out = temp_dir();
     let exe = out.join("v13_client");
-    let mut command = build(&out, false)
-        .flag("-std=c99")
-        .include(&compat)
-        .get_compiler()
-        .to_command();
+    let mut command =
+        build(&out, false).flag("-std=c99").include(&compat).get_compiler().to_command();
     command
         .arg(compat.join("v13_client.c"))
         .arg(staticlib())
@@ -56,10 +51,7 @@ fn a_client_built_against_the_abi_13_header_runs_with_this_library() {
     // The sizes the ABI 13 header declares are the smallest the library accepts.
     let size = |name: &str| -> usize {
         let key = format!(" {name}=");
-        let at = stdout
-            .find(&key)
-            .unwrap_or_else(|| panic!("{name} in {stdout}"))
-            + key.len();
+        let at = stdout.find(&key).unwrap_or_else(|| panic!("{name} in {stdout}")) + key.len();
         stdout[at..]
             .split_whitespace()
             .next()
@@ -72,10 +64,7 @@ fn a_client_built_against_the_abi_13_header_runs_with_this_library() {
     assert_eq!(size("RunLaneOutcome"), RunLaneOutcome::V13);
     assert_eq!(size("RunLaneCloseReport"), RunLaneCloseReport::V13);
     assert_eq!(size("RunLaneRunStatus"), RunLaneRunStatus::V13);
-    assert_eq!(
-        size("RunLaneNoticeMonitorReport"),
-        RunLaneNoticeMonitorReport::V13
-    );
+    assert_eq!(size("RunLaneNoticeMonitorReport"), RunLaneNoticeMonitorReport::V13);
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -32,10 +32,7 @@ struct TableOnFake {
 
 impl TableOnFake {
     fn with(setup: AclOnFake) -> Self {
-        Self {
-            setup,
-            broken: None,
-        }
+        Self { setup, broken: None }
     }
 }
 
@@ -48,27 +45,22 @@ impl Backend for TableOnFake {
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
         let repro = "cargo test -p lane-capi --test conformance -- --nocapture";
         let broken = self.broken;
-        on_fake(
-            scenario,
-            self.setup,
-            repro,
-            |_session, device_id, profile| {
-                // A table lane programs no op timeout: the runtime that owns the device sets the
-                // fake's, as backend-acl does at its open.
-                table::set_op_timeout(profile.device_op_timeout_ns() / 1_000_000);
-                let forward = table::forward(device_id);
-                forward.clear();
-                if let Some(entry) = broken {
-                    forward.fail(entry, 107_000, 1, u32::MAX);
-                }
-                // Every entry, the pinned copies' too: a scenario on the streams' copies uses them.
-                let ops = DeviceOps::new(&table::table_with_pinned(device_id), false)
-                    .map_err(|e| ConformanceError::Open(format!("{e:?}")))?;
-                TableDevice::open(ops, device_id).map_err(|(code, text)| {
-                    ConformanceError::Open(format!("the table's bind returned {code}: {text:?}"))
-                })
-            },
-        )
+        on_fake(scenario, self.setup, repro, |_session, device_id, profile| {
+            // A table lane programs no op timeout: the runtime that owns the device sets the
+            // fake's, as backend-acl does at its open.
+            table::set_op_timeout(profile.device_op_timeout_ns() / 1_000_000);
+            let forward = table::forward(device_id);
+            forward.clear();
+            if let Some(entry) = broken {
+                forward.fail(entry, 107_000, 1, u32::MAX);
+            }
+            // Every entry, the pinned copies' too: a scenario on the streams' copies uses them.
+            let ops = DeviceOps::new(&table::table_with_pinned(device_id), false)
+                .map_err(|e| ConformanceError::Open(format!("{e:?}")))?;
+            TableDevice::open(ops, device_id).map_err(|(code, text)| {
+                ConformanceError::Open(format!("the table's bind returned {code}: {text:?}"))
+            })
+        })
     }
 }
 
@@ -76,10 +68,7 @@ impl Backend for TableOnFake {
 /// tests run in parallel, and a test reads its device's call counts after its last scenario,
 /// when another test's scenarios may already run (each scenario holds the fake alone).
 fn on_device(device_id: i32) -> TableOnFake {
-    TableOnFake::with(AclOnFake {
-        device_id,
-        ..AclOnFake::default()
-    })
+    TableOnFake::with(AclOnFake { device_id, ..AclOnFake::default() })
 }
 
 /// Runs every scenario of the fake on `backend`; each must pass, and none may be left out.
@@ -154,10 +143,7 @@ fn a_wrong_expectation_or_a_broken_table_entry_fails_through_the_table() {
     let wrong = backend_sim::scenario::parse("wrong.toml", text).unwrap();
     let mismatches = check(&mut on_device(3), &wrong).unwrap();
     let text = wrong.render(Some(BackendName::Acl), &mismatches);
-    assert!(
-        text.contains("    - run 2: failed\n    + run 2: ok"),
-        "{text}"
-    );
+    assert!(text.contains("    - run 2: failed\n    + run 2: ok"), "{text}");
     let right = backend_sim::scenario::parse(
         "right.toml",
         "name = \"two ok runs\"\n[workload]\nruns = 2\n\
@@ -166,10 +152,7 @@ fn a_wrong_expectation_or_a_broken_table_entry_fails_through_the_table() {
     .unwrap();
     let mismatches = check(&mut on_device(3), &right).unwrap();
     assert!(mismatches.is_empty(), "{mismatches:?}");
-    let mut broken = TableOnFake {
-        broken: Some(table::Entry::MemcpyFromDevice),
-        ..on_device(3)
-    };
+    let mut broken = TableOnFake { broken: Some(table::Entry::MemcpyFromDevice), ..on_device(3) };
     let mismatches = check(&mut broken, &right).unwrap();
     let text = right.render(Some(BackendName::Acl), &mismatches);
     assert!(text.contains("    - run 2: ok"), "{text}");

@@ -26,22 +26,13 @@ fn run_example(args: &[&std::ffi::OsStr]) {
         .expect("the example runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the example failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
+    assert!(output.status.success(), "the example failed ({}):\n{stdout}\n{stderr}", output.status);
     println!("{stdout}");
     assert!(stdout.ends_with("onboard runner: ok\n"), "{stdout}");
     // On the fake, the program checked L-20 itself (a force reset under a device wait fails
     // it) and said so.
-    if args
-        .first()
-        .is_some_and(|mode| *mode == "acl" || *mode == "device_ops")
-    {
-        let checked = stderr
-            .lines()
-            .any(|l| l == "onboard runner: resets_under_wait 0");
+    if args.first().is_some_and(|mode| *mode == "acl" || *mode == "device_ops") {
+        let checked = stderr.lines().any(|l| l == "onboard runner: resets_under_wait 0");
         assert!(checked, "{stderr}");
     }
     let failed = |l: &str| l.starts_with("run ") && l.contains("failed") && l.contains("107000");
@@ -94,25 +85,17 @@ fn run_fake_bench(mode: &[&str], args: &[&str]) -> (PathBuf, String) {
         .expect("the bench runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{}\n{stdout}\n{stderr}",
-        output.status
-    );
+    assert!(output.status.success(), "{}\n{stdout}\n{stderr}", output.status);
     // L-20, checked by the bench itself at its end (it fails on a force reset made under a
     // device wait), over every lane it ran.
-    let checked = stderr
-        .lines()
-        .any(|l| l == "fake_bench: resets_under_wait 0");
+    let checked = stderr.lines().any(|l| l == "fake_bench: resets_under_wait 0");
     assert!(checked, "{stderr}");
     (exe, stdout)
 }
 
 /// Each line of `text`, split into its words.
 fn words(text: &str) -> Vec<Vec<&str>> {
-    text.lines()
-        .map(|l| l.split_whitespace().collect())
-        .collect()
+    text.lines().map(|l| l.split_whitespace().collect()).collect()
 }
 
 /// `cargo xtask fake-bench`'s C++ runner, built against this test build and run for a few
@@ -189,10 +172,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     assert_eq!(idle.len(), 9, "{stdout}");
     assert_eq!(idle[..3], ["idle", "2000", "8"], "{stdout}");
     let n = |i: usize| idle[i].parse::<u64>().expect("a figure");
-    assert!(
-        n(7) <= n(5),
-        "the launches within the launch's calls: {stdout}"
-    );
+    assert!(n(7) <= n(5), "the launches within the launch's calls: {stdout}");
     // idle-bound KERNEL_US RUNS LANE_MEDIAN LANE_P99: the idle lane with submitters_bound on.
     let bound = &lines[lines.len() - 3];
     assert_eq!(bound.len(), 5, "{stdout}");
@@ -211,10 +191,7 @@ fn the_c_abi_fake_bench_runs_every_loop_at_both_depths_on_the_fake() {
     assert_eq!(caller.len(), 6, "{stdout}");
     assert_eq!(caller[..3], ["idle-caller", "2000", "8"], "{stdout}");
     let c = |i: usize| caller[i].parse::<u64>().expect("a figure");
-    assert!(
-        c(5) <= c(3),
-        "before the AICore launch, within the whole: {stdout}"
-    );
+    assert!(c(5) <= c(3), "before the AICore launch, within the whole: {stdout}");
     let _ = std::fs::remove_dir_all(exe.parent().expect("the temporary folder"));
 }
 
@@ -258,16 +235,9 @@ fn the_header_compiles_as_c99_and_as_c11() {
     )
     .expect("write the C file");
     for standard in ["-std=c99", "-std=c11"] {
-        let compiler = build(&out, false)
-            .flag(standard)
-            .flag("-Wpedantic")
-            .get_compiler();
+        let compiler = build(&out, false).flag(standard).flag("-Wpedantic").get_compiler();
         let mut command = compiler.to_command();
-        command
-            .arg("-c")
-            .arg(&source)
-            .arg("-o")
-            .arg(out.join("header.o"));
+        command.arg("-c").arg(&source).arg("-o").arg(out.join("header.o"));
         run_compiler(command, &format!("compiling run_lane.h as {standard}"));
     }
     let _ = std::fs::remove_dir_all(&out);

@@ -57,10 +57,8 @@ const WORKERS: u32 = 2;
 fn with_workers(mut config: RunLaneConfig, cycle: u32) -> RunLaneConfig {
     if cycle % 2 == 1 {
         config.workers = WORKERS;
-        config.runner.concurrency = RunLaneConcurrency {
-            off_lane_thread: true,
-            prepares_at_once: 2,
-        };
+        config.runner.concurrency =
+            RunLaneConcurrency { off_lane_thread: true, prepares_at_once: 2 };
     }
     config
 }
@@ -70,10 +68,9 @@ fn with_workers(mut config: RunLaneConfig, cycle: u32) -> RunLaneConfig {
 fn cycle(config: &RunLaneConfig) {
     let lane = create(config);
     let own = 2 + u64::from(config.workers);
-    wait_for_usage(
-        &format!("{own} lane threads: lane thread, completion waiter, workers"),
-        |u| u.lane_threads == own,
-    );
+    wait_for_usage(&format!("{own} lane threads: lane thread, completion waiter, workers"), |u| {
+        u.lane_threads == own
+    });
     let outcomes = documented_loop(lane, |submitted, _| submitted < RUNS);
     assert_eq!(outcomes.len() as u64, RUNS);
     assert_ok_in_order(config.device_id, &outcomes);
@@ -141,10 +138,7 @@ fn a_thousand_lanes_created_run_and_destroyed_leave_fds_threads_and_memory_as_th
     // The same fake reached through a runtime's device table: the lane keeps nothing of a
     // table (its handles, its device's record) past the last lane that used it.
     cycles_leave_the_process_as_it_was("a runtime's device table over the fake", |i| {
-        with_workers(
-            fake_config(Via::DeviceOps, (i % 16) as i32, &kernels, 5_000),
-            i,
-        )
+        with_workers(fake_config(Via::DeviceOps, (i % 16) as i32, &kernels, 5_000), i)
     });
     let counters = control.total_counters().expect("counters");
     assert!(counters.balanced(), "{counters:?}");

@@ -29,13 +29,7 @@ fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRun
     if engine == ENGINE_AICPU {
         AICPU_LAUNCHED.lock().unwrap().push((run, Instant::now()));
     }
-    common::launch_lasting(
-        user,
-        stream,
-        engine,
-        args,
-        if run == 1 { RUN_1 } else { SHORT },
-    )
+    common::launch_lasting(user, stream, engine, args, if run == 1 { RUN_1 } else { SHORT })
 }
 
 common::launch_callbacks!(launch_aicore, launch_aicpu, launch);
@@ -60,11 +54,7 @@ fn depth_three_queues_three_runs_on_the_pair_and_a_fourth_submit_is_full(via: Vi
         .collect();
     let fourth = common::submit(lane);
     let message = common::last_error();
-    assert_eq!(
-        fourth,
-        Err(RunLaneStatus::Full),
-        "three slots hold three runs: {message}"
-    );
+    assert_eq!(fourth, Err(RunLaneStatus::Full), "three slots hold three runs: {message}");
     let outcomes: Vec<RunLaneOutcome> = runs.iter().map(|&run| common::wait(lane, run)).collect();
     let counters = control.counters().expect("the fake's counters");
     common::destroy(lane);
@@ -160,9 +150,6 @@ fn refused_depths_and_layouts_say_what_to_pass_instead() {
         assert!(lane.is_null(), "{case}: no handle");
         assert!(!message.contains('\n'), "{case}: one line: {message:?}");
         let says = message.contains(what_to_do);
-        assert!(
-            says,
-            "{case}: says what to pass ({what_to_do:?}): {message}"
-        );
+        assert!(says, "{case}: says what to pass ({what_to_do:?}): {message}");
     }
 }

@@ -76,29 +76,18 @@ fn table_config(kernels: &Kernels) -> RunLaneConfig {
 
 /// Every call of the forwarding table of `device` so far.
 fn table_calls(device: i32) -> u64 {
-    [
-        Entry::Bind,
-        Entry::CreateStream,
-        Entry::CreateEvent,
-        Entry::Malloc,
-        Entry::MemcpyToDevice,
-    ]
-    .into_iter()
-    .map(|entry| forward(device).calls(entry))
-    .sum()
+    [Entry::Bind, Entry::CreateStream, Entry::CreateEvent, Entry::Malloc, Entry::MemcpyToDevice]
+        .into_iter()
+        .map(|entry| forward(device).calls(entry))
+        .sum()
 }
 
 #[test]
 fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entry_is_called() {
     let (_fake, _) = fresh();
-    let names = REQUIRED_ENTRIES
-        .iter()
-        .map(|(name, _)| *name)
-        .chain(["reset_device_force"]);
-    let with_ops = |ops: &RunLaneDeviceOps| RunLaneConfig {
-        device_ops: ops,
-        ..table_config(&HEALTHY)
-    };
+    let names = REQUIRED_ENTRIES.iter().map(|(name, _)| *name).chain(["reset_device_force"]);
+    let with_ops =
+        |ops: &RunLaneDeviceOps| RunLaneConfig { device_ops: ops, ..table_config(&HEALTHY) };
     for name in names {
         let (status, message) = common::refusal(&with_ops(&without(table::table(0), name)));
         assert_eq!(status, RunLaneStatus::InvalidConfig, "{name}: {message}");
@@ -114,10 +103,8 @@ fn every_required_entry_left_null_is_refused_at_create_naming_it_before_any_entr
         }
     }
     // Two missing: both named.
-    let (_, message) = common::refusal(&with_ops(&without(
-        without(table::table(0), "malloc"),
-        "free",
-    )));
+    let (_, message) =
+        common::refusal(&with_ops(&without(without(table::table(0), "malloc"), "free")));
     assert!(
         message.contains("device_ops.malloc (")
             && message.contains("device_ops.free (")
@@ -142,10 +129,7 @@ fn a_config_that_cannot_go_with_a_table_is_refused_at_create_with_what_to_do() {
         ..table::table_with_pinned(0)
     };
     let (no_table, probe) = (std::ptr::null(), RunLaneProfile::Probe as u32);
-    let no_aicpu = RunLaneRunner {
-        launch_aicpu: None,
-        ..healthy().runner
-    };
+    let no_aicpu = RunLaneRunner { launch_aicpu: None, ..healthy().runner };
     #[rustfmt::skip]
     let cases: [(&str, RunLaneConfig, &str); 5] = [
         ("no table", RunLaneConfig { device_ops: no_table, ..healthy() },
@@ -216,10 +200,7 @@ fn a_stream_the_runtime_already_owns_serves_as_one_of_the_pair_and_goes_back_to_
     );
     let created = forward(0).calls(Entry::CreateStream);
     assert_eq!(created, 2, "the pair: the owned one and one the table made");
-    assert!(
-        forward(0).returned().is_empty(),
-        "not given back while used"
-    );
+    assert!(forward(0).returned().is_empty(), "not given back while used");
     let report = common::close(lane);
     common::destroy(lane);
     assert_eq!(report.streams_left, 0);
@@ -247,23 +228,11 @@ fn a_handle_the_table_did_not_issue_or_no_longer_holds_is_refused_without_reachi
     let forged_event = EventHandle(event.0 ^ 0xF000);
     let handle_entries = || {
         use Entry::*;
-        [
-            DestroyStream,
-            RecordEvent,
-            SynchronizeEvent,
-            SynchronizeStream,
-            MemcpyToDevice,
-        ]
-        .into_iter()
-        .chain([
-            MemcpyFromDevice,
-            Free,
-            DestroyEvent,
-            StreamWaitEvent,
-            QueryEvent,
-        ])
-        .map(|e| f.calls(e))
-        .collect::<Vec<u64>>()
+        [DestroyStream, RecordEvent, SynchronizeEvent, SynchronizeStream, MemcpyToDevice]
+            .into_iter()
+            .chain([MemcpyFromDevice, Free, DestroyEvent, StreamWaitEvent, QueryEvent])
+            .map(|e| f.calls(e))
+            .collect::<Vec<u64>>()
     };
     let calls_before = handle_entries();
     let handle = AclCode::RtInvalidHandle;
@@ -292,20 +261,9 @@ fn a_handle_the_table_did_not_issue_or_no_longer_holds_is_refused_without_reachi
     assert_eq!(waiter.bind(), Ok(()));
     assert_eq!(waiter.synchronize_event(forged_event, 10), Err(handle));
     assert_eq!(waiter.synchronize_stream(forged_stream, 10), Err(handle));
-    assert_eq!(
-        waiter.memcpy_from_device(&mut bytes, memory.at(60)),
-        Err(range)
-    );
-    assert!(
-        waiter
-            .recent_error_message()
-            .is_some_and(|t| t.contains("refused before any entry"))
-    );
-    assert_eq!(
-        handle_entries(),
-        calls_before,
-        "no refused handle reached the table"
-    );
+    assert_eq!(waiter.memcpy_from_device(&mut bytes, memory.at(60)), Err(range));
+    assert!(waiter.recent_error_message().is_some_and(|t| t.contains("refused before any entry")));
+    assert_eq!(handle_entries(), calls_before, "no refused handle reached the table");
 
     // No longer held: destroyed, then used again.
     d.destroy_event(event).expect("destroyed");
@@ -328,11 +286,7 @@ fn a_handle_the_table_did_not_issue_or_no_longer_holds_is_refused_without_reachi
     // A new handle after the reset works; the thread bound again through the table once, at
     // its first call after the reset.
     let fresh = d.create_stream().expect("a stream after the reset");
-    assert_eq!(
-        f.calls(Entry::Bind),
-        binds + 1,
-        "bound again after the reset, once"
-    );
+    assert_eq!(f.calls(Entry::Bind), binds + 1, "bound again after the reset, once");
     d.destroy_stream(fresh).expect("destroyed");
 }
 
@@ -381,33 +335,19 @@ fn an_aicore_exception_the_tables_synchronize_returns_poisons_and_the_tables_res
             && outcome.origin == two.id
             && outcome.id == two.id + 1;
         let (id, line) = (outcome.id, common::line(outcome));
-        assert!(
-            outcome.verdict == RunLaneVerdict::Ok || taken_down,
-            "run {id}: {line}"
-        );
+        assert!(outcome.verdict == RunLaneVerdict::Ok || taken_down, "run {id}: {line}");
     }
     assert_eq!(outcomes[4].verdict, RunLaneVerdict::Ok, "recovered");
-    let recovery = [
-        Entry::SynchronizeDevice,
-        Entry::ResetDeviceForce,
-        Entry::Probe,
-    ];
+    let recovery = [Entry::SynchronizeDevice, Entry::ResetDeviceForce, Entry::Probe];
     let calls = recovery.map(|e| f.calls(e));
-    assert_eq!(
-        calls,
-        [1, 1, 1],
-        "one recovery: the table's drain, force reset and probe"
-    );
+    assert_eq!(calls, [1, 1, 1], "one recovery: the table's drain, force reset and probe");
 }
 
 /// Run 2 publishes no record (its pair is synchronized) and run 4's AICore kernel faults (a
 /// poison and its recovery drain).
 static SILENT_THEN_FAULT: Kernels = Kernels::faulty(
     KERNEL,
-    &[
-        (2, ENGINE_AICPU, Outcome::Silent),
-        (4, ENGINE_AICORE, Outcome::Exception),
-    ],
+    &[(2, ENGINE_AICPU, Outcome::Silent), (4, ENGINE_AICORE, Outcome::Exception)],
 );
 
 #[test]
@@ -420,25 +360,15 @@ fn the_waits_are_the_tables_made_on_the_completion_waiters_thread_which_binds_th
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 6);
     common::destroy(lane);
     assert_eq!(outcomes[3].failure_class, RunLaneClass::Poison);
-    for entry in [
-        Entry::SynchronizeEvent,
-        Entry::SynchronizeStream,
-        Entry::SynchronizeDevice,
-    ] {
+    for entry in [Entry::SynchronizeEvent, Entry::SynchronizeStream, Entry::SynchronizeDevice] {
         let threads = f.threads_of(entry);
         assert!(!threads.is_empty(), "{entry:?} was called");
         let on_waiter = threads.iter().all(|t| t == "lane-waiter");
-        assert!(
-            on_waiter,
-            "{entry:?} only on the completion waiter: {threads:?}"
-        );
+        assert!(on_waiter, "{entry:?} only on the completion waiter: {threads:?}");
     }
     let reads = f.threads_of(Entry::MemcpyFromDevice);
     let read_on_waiter = reads.iter().any(|t| t == "lane-waiter");
-    assert!(
-        read_on_waiter,
-        "the record read right after the boundary: {reads:?}"
-    );
+    assert!(read_on_waiter, "the record read right after the boundary: {reads:?}");
     let binds = f.threads_of(Entry::Bind);
     for thread in ["lane", "lane-waiter"] {
         let bound = binds.iter().any(|t| t == thread);
@@ -473,15 +403,8 @@ fn the_copies_on_the_streams_go_through_the_tables_pinned_entries_and_stay_insid
     assert_eq!(p.write_host(pinned.at(30), &[0; 4]), invalid);
     assert_eq!(p.read_host(&mut back, HostPtr(pinned.0 + 4096)), invalid);
     let copies = f.calls(Entry::MemcpyAsync);
-    assert_eq!(
-        p.memcpy_to_device_async(memory, pinned.at(28), 8, stream),
-        invalid
-    );
-    assert_eq!(
-        f.calls(Entry::MemcpyAsync),
-        copies,
-        "never reached the table"
-    );
+    assert_eq!(p.memcpy_to_device_async(memory, pinned.at(28), 8, stream), invalid);
+    assert_eq!(f.calls(Entry::MemcpyAsync), copies, "never reached the table");
     p.free_host(pinned).expect("freed");
     assert_eq!(p.free_host(pinned), invalid, "a second free");
     let calls = [Entry::MallocHost, Entry::FreeHost, Entry::MemcpyAsync].map(|e| f.calls(e));

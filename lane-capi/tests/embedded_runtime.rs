@@ -43,9 +43,7 @@ enum On {
 /// no force reset made under a device wait (SPEC L-20).
 fn run_case(name: &str, on: On) {
     let mut command = Command::new(program());
-    command
-        .arg(name)
-        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1");
+    command.arg(name).env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1");
     if on == On::Fake {
         let fake = run_lane_fake_ascendcl::cdylib_path().unwrap_or_else(|e| panic!("{e}"));
         command.arg(fake);
@@ -53,11 +51,7 @@ fn run_case(name: &str, on: On) {
     let output = command.output().expect("the program runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "case {name} failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
+    assert!(output.status.success(), "case {name} failed ({}):\n{stdout}\n{stderr}", output.status);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
         lines,

@@ -102,11 +102,7 @@ fn each_layouts_latched_header_fails_its_run_when_the_config_names_that_layout(v
         let what = format!("{layout:?} on the stream-synchronize channel");
         assert_only_the_latched_run_failed(&what, &outcomes);
         let line = common::line(&outcomes[1]);
-        let says = [
-            ": runtime latch ",
-            "orch_error_code=1",
-            "runtime_status=-1 SCOPE_DEADLOCK",
-        ];
+        let says = [": runtime latch ", "orch_error_code=1", "runtime_status=-1 SCOPE_DEADLOCK"];
         let latch = says.iter().all(|s| line.contains(s));
         assert!(latch, "{what}: the header's latch: {line}");
         let syncs = control.counters().expect("counters").stream_syncs;

@@ -34,16 +34,10 @@ fn a_workers_prepare_deferred_between_a_runs_two_launches_is_caught_up_after_the
         Costs::default(),
         HeaderLayout::TensormapAndRingbuffer,
         1,
-        RunTimes {
-            device_ns: 100_000,
-            jitter_ppm: 0,
-        },
+        RunTimes { device_ns: 100_000, jitter_ppm: 0 },
     ));
     let vtable = Vtable::new(RunLaneRunner {
-        concurrency: RunLaneConcurrency {
-            off_lane_thread: true,
-            prepares_at_once: 2,
-        },
+        concurrency: RunLaneConcurrency { off_lane_thread: true, prepares_at_once: 2 },
         ..common::default_config().runner
     });
     let deferred = deferred();

@@ -15,10 +15,8 @@ use common::{Kernels, Via, control};
 use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 
 const OP_TIMEOUT_MS: u64 = 200;
-static RUN_1_FAULTS: Kernels = Kernels::faulty(
-    Duration::from_millis(3),
-    &[(1, ENGINE_AICPU, Outcome::Exception)],
-);
+static RUN_1_FAULTS: Kernels =
+    Kernels::faulty(Duration::from_millis(3), &[(1, ENGINE_AICPU, Outcome::Exception)]);
 const AICORE_EXCEPTION: i32 = 507_015;
 
 /// Notices the embedding's own handler received.
@@ -57,10 +55,7 @@ fn with_the_monitor_off_the_lane_registers_no_callback_and_the_embeddings_keeps_
     let outcomes = common::documented_loop(lane, |submitted, _| submitted < 4);
     common::assert_ok_in_order(0, &outcomes);
     let resets = common::force_resets(0);
-    assert_eq!(
-        resets, 1,
-        "no recovery for a notice the lane did not receive"
-    );
+    assert_eq!(resets, 1, "no recovery for a notice the lane did not receive");
     assert!(!common::close(lane).noticed);
     common::destroy(lane);
 }

@@ -20,10 +20,8 @@ use run_lane_fake_ascendcl::{ENGINE_AICPU, Outcome};
 const OP_TIMEOUT_MS: u64 = 200;
 /// Long enough that runs are still executing when the test sends a notice.
 static HEALTHY: Kernels = Kernels::healthy(Duration::from_millis(20));
-static RUN_1_FAULTS: Kernels = Kernels::faulty(
-    Duration::from_millis(3),
-    &[(1, ENGINE_AICPU, Outcome::Exception)],
-);
+static RUN_1_FAULTS: Kernels =
+    Kernels::faulty(Duration::from_millis(3), &[(1, ENGINE_AICPU, Outcome::Exception)]);
 const AICORE_EXCEPTION: i32 = 507_015;
 
 fn stream_ids(device: i32) -> Vec<u32> {
@@ -38,18 +36,12 @@ fn stream_ids(device: i32) -> Vec<u32> {
 /// The ids of the lane's pair on `device` once both streams exist (the lane thread creates
 /// them at the first launch, after the submit returned).
 fn pair_ids(device: i32) -> Vec<u32> {
-    common::wait_until(&format!("no pair on device {device}"), || {
-        stream_ids(device).len() >= 2
-    });
+    common::wait_until(&format!("no pair on device {device}"), || stream_ids(device).len() >= 2);
     stream_ids(device)
 }
 
 fn launches(device: i32) -> u64 {
-    control()
-        .device(device)
-        .counters()
-        .expect("counters")
-        .launches
+    control().device(device).counters().expect("counters").launches
 }
 
 /// Waits until `device` has launched `kernels` kernels (two a run).
@@ -74,10 +66,7 @@ fn raise_notice(stream: u32) {
 
 /// A run submitted once the lane reopens is `Ok`.
 fn ok_once_open(lane: *mut RunLane) {
-    common::assert_ok(
-        "once open",
-        &common::wait(lane, common::submit_when_open(lane)),
-    );
+    common::assert_ok("once open", &common::wait(lane, common::submit_when_open(lane)));
 }
 
 /// Submits until the lane refuses `SUSPECT` (it took the notice): the runs accepted before.
@@ -100,11 +89,7 @@ fn submit_until_suspect(lane: *mut RunLane) -> Vec<u64> {
 fn assert_failed_by_notice(outcome: &RunLaneOutcome, stream: u32) {
     let (run, line) = (outcome.id, common::line(outcome));
     assert_eq!(outcome.verdict, RunLaneVerdict::Failed, "run {run}: {line}");
-    assert_eq!(
-        outcome.stage,
-        RunLaneStage::FaultNotice,
-        "run {run}: {line}"
-    );
+    assert_eq!(outcome.stage, RunLaneStage::FaultNotice, "run {run}: {line}");
     let code = outcome.has_code && outcome.code == AICORE_EXCEPTION;
     assert!(code, "run {run}: {line}");
     let names = line.contains(&format!("device fault notice on device 0 stream {stream}"));
@@ -144,10 +129,7 @@ fn a_matched_notice_recovers_the_lane(via: Via, monitor: bool, send: impl FnOnce
         config
     });
     let installed = monitor_report(lane).state;
-    let (yes, no) = (
-        RunLaneNoticeMonitor::Installed,
-        RunLaneNoticeMonitor::NotAsked,
-    );
+    let (yes, no) = (RunLaneNoticeMonitor::Installed, RunLaneNoticeMonitor::NotAsked);
     assert_eq!(installed, if monitor { yes } else { no });
     let r1 = common::submit(lane).expect("run 1");
     let r2 = common::submit(lane).expect("run 2, queued behind run 1");
@@ -197,15 +179,8 @@ fn a_matched_notice_recovers_the_lane(via: Via, monitor: bool, send: impl FnOnce
 /// Asserts that the close report `report` names the notice `(device, stream id, code)` as
 /// the cause of a recovery (L-19), and returns it.
 fn close_naming(report: RunLaneCloseReport, notice: (u32, u32, i32)) -> RunLaneCloseReport {
-    assert!(
-        report.noticed,
-        "the close report names the recovery's notice"
-    );
-    let named = (
-        report.notice_device,
-        report.notice_stream_id,
-        report.notice_code,
-    );
+    assert!(report.noticed, "the close report names the recovery's notice");
+    let named = (report.notice_device, report.notice_stream_id, report.notice_code);
     assert_eq!(named, notice);
     report
 }
@@ -269,12 +244,8 @@ fn late_notices_for_the_killed_pair_make_no_second_recovery(
     let forwarded = u32::try_from(device).expect("a device id");
     if via == Via::Acl {
         let stale = i32::try_from(old[0]).expect("a small id");
-        control
-            .raise_notice(device, stale, 507_018, Duration::from_millis(2))
-            .expect("raised");
-        common::wait_until("never delivered", || {
-            control.notice_counts().expect("counts").0 > 0
-        });
+        control.raise_notice(device, stale, 507_018, Duration::from_millis(2)).expect("raised");
+        common::wait_until("never delivered", || control.notice_counts().expect("counts").0 > 0);
     } else {
         let status = run_lane_report_device_fault(forwarded, old[0], 507_018);
         assert_eq!(status, RunLaneStatus::Ok);
@@ -402,10 +373,7 @@ fn with_the_monitor_not_installed_the_embeddings_handler_forwards_a_late_notice_
     common::register_exception_callback(embedding_forwards);
     a_matched_notice_recovers_the_lane(via, false, raise_notice);
     let forwarded = FORWARDED.load(SeqCst);
-    assert_eq!(
-        forwarded, 1,
-        "the embedding's handler got it and forwarded it"
-    );
+    assert_eq!(forwarded, 1, "the embedding's handler got it and forwarded it");
     assert_eq!(control.notice_counts().expect("counts"), (1, 0));
 }
 
@@ -419,10 +387,7 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
 {
     let _fake = common::fresh();
     let control = control();
-    control
-        .device(0)
-        .fail_call("aclrtSetExceptionInfoCallback", 500_000, 0, 1)
-        .expect("the rule");
+    control.device(0).fail_call("aclrtSetExceptionInfoCallback", 500_000, 0, 1).expect("the rule");
     let mut config = common::fake_config(Via::Acl, 0, &HEALTHY, OP_TIMEOUT_MS);
     config.fault_notice_monitor = true;
     let lane = common::create(&config);
@@ -431,11 +396,7 @@ fn a_monitor_that_could_not_be_installed_leaves_the_create_ok_and_run_lane_notic
     let line = common::text(&report.line);
     let refused = (RunLaneNoticeMonitor::Refused, 500_000);
     assert_eq!((report.state, report.code), refused, "{line}");
-    let says = [
-        "not installed",
-        "returned 500000",
-        "run_lane_report_device_fault",
-    ];
+    let says = ["not installed", "returned 500000", "run_lane_report_device_fault"];
     let why = says.iter().all(|s| line.contains(s));
     assert!(why, "why, and how notices can still reach the lane: {line}");
     let message = common::last_error();
@@ -493,9 +454,7 @@ fn when_a_reset_drops_the_registration_a_notice_after_the_recovery_still_reaches
     common::poison_with_run_1_and_recover(lane, 0);
     let fresh = pair_ids(0);
     let stream = i32::try_from(fresh[0]).expect("a small id");
-    control
-        .raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(2))
-        .expect("raised");
+    control.raise_notice(0, stream, AICORE_EXCEPTION, Duration::from_millis(2)).expect("raised");
     let counts = || control.notice_counts().expect("counts");
     common::wait_until("never delivered nor dropped", || counts() != (0, 0));
     let delivered = "delivered: the library registered its handler again after the reset";
@@ -563,9 +522,7 @@ fn a_notice_with_only_unlaunched_runs_fails_each_naming_the_notice_and_the_close
     let ids = pair_ids(0);
     HOLD_PREPARE.store(true, Ordering::Release);
     let held = common::submit(lane).expect("the held run");
-    common::wait_until("the prepare never started", || {
-        HELD_PREPARES.load(Ordering::Acquire) > 0
-    });
+    common::wait_until("the prepare never started", || HELD_PREPARES.load(Ordering::Acquire) > 0);
     let mut unlaunched = vec![held, common::submit(lane).expect("a run queued behind it")];
     forward_notice(0, ids[0]);
     // Accepted until the lane takes the notice, then SUSPECT.

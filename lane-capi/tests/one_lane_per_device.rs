@@ -75,10 +75,5 @@ fn a_device_id_an_acl_lane_holds_is_refused_to_a_device_table_lane_too() {
     let names = message.contains(&format!("device {device} already has a lane"));
     assert!(names, "{message}");
     destroy(acl);
-    destroy(create(&fake_config(
-        Via::DeviceOps,
-        device,
-        &HEALTHY,
-        5_000,
-    )));
+    destroy(create(&fake_config(Via::DeviceOps, device, &HEALTHY, 5_000)));
 }

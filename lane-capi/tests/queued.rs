@@ -18,10 +18,8 @@ const INTO_PREDECESSOR: Duration = Duration::from_millis(10);
 /// Each run: a pair of 20 ms fake kernels (long enough that a successor queues on a loaded machine).
 static SHORT: Kernels = Kernels::healthy(Duration::from_millis(20));
 /// The same, with run 5's AICPU kernel publishing no record (its streams stay clean).
-static SHORT_RUN_5_SILENT: Kernels = Kernels::faulty(
-    Duration::from_millis(20),
-    &[(5, ENGINE_AICPU, Outcome::Silent)],
-);
+static SHORT_RUN_5_SILENT: Kernels =
+    Kernels::faulty(Duration::from_millis(20), &[(5, ENGINE_AICPU, Outcome::Silent)]);
 
 /// L-6, L-8 through the C ABI: a successful run on the record channel makes no stream
 /// synchronize, so a queued successor is never waited for; only a run whose record does
@@ -40,12 +38,7 @@ fn successful_runs_make_no_stream_synchronize_and_only_an_undecided_run_gets_one
         for outcome in &outcomes {
             let failed = syncs > 0 && outcome.id == 5;
             let (no, ok) = (RunLaneVerdict::Failed, RunLaneVerdict::Ok);
-            assert_eq!(
-                outcome.verdict,
-                if failed { no } else { ok },
-                "{}",
-                common::line(outcome)
-            );
+            assert_eq!(outcome.verdict, if failed { no } else { ok }, "{}", common::line(outcome));
         }
         let stream_syncs = counters.stream_syncs;
         assert_eq!(stream_syncs, syncs, "stream synchronizes: {counters:?}");
@@ -112,10 +105,7 @@ fn a_trace_has_one_slice_per_run(path: &std::path::Path, runs: &[u64]) {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     let events = json["traceEvents"].as_array().expect("traceEvents");
     let of = |ph: &str, cat: &str| -> Vec<&serde_json::Value> {
-        events
-            .iter()
-            .filter(|e| e["ph"] == ph && e["cat"] == cat)
-            .collect()
+        events.iter().filter(|e| e["ph"] == ph && e["cat"] == cat).collect()
     };
     let (begins, ends) = (of("b", "run"), of("e", "run"));
     assert_eq!(begins.len(), runs.len(), "{text}");

@@ -22,10 +22,8 @@ use run_lane::*;
 use run_lane_fake_ascendcl::{ENGINE_AICORE, ENGINE_AICPU, FakeCounters, Outcome};
 
 /// Run 1's AICore kernel raises an AICore exception (507015): a poison.
-static POISONED: Kernels = Kernels::faulty(
-    Duration::from_millis(2),
-    &[(1, ENGINE_AICORE, Outcome::Exception)],
-);
+static POISONED: Kernels =
+    Kernels::faulty(Duration::from_millis(2), &[(1, ENGINE_AICORE, Outcome::Exception)]);
 
 /// What a hook saw when it was called.
 #[derive(Clone, Debug)]
@@ -93,9 +91,7 @@ fn hook_calls() -> Vec<Called> {
 
 /// Waits until `hooks` hooks were called, within [`BOUND`].
 fn wait_for_calls(hooks: usize) -> Vec<Called> {
-    wait_until(&format!("{hooks} hook calls"), || {
-        hook_calls().len() >= hooks
-    });
+    wait_until(&format!("{hooks} hook calls"), || hook_calls().len() >= hooks);
     hook_calls()
 }
 
@@ -108,12 +104,8 @@ fn runtime_resets(device: i32) {
         unsafe { std::mem::transmute::<*mut c_void, ById>(fake_symbol(name)) }
     };
     // SAFETY: plain values.
-    let (bind, reset) = unsafe {
-        (
-            by_id(c"aclrtSetDevice")(device),
-            by_id(c"aclrtResetDeviceForce")(device),
-        )
-    };
+    let (bind, reset) =
+        unsafe { (by_id(c"aclrtSetDevice")(device), by_id(c"aclrtResetDeviceForce")(device)) };
     assert_eq!((bind, reset), (0, 0), "the runtime's bind and reset");
 }
 
@@ -131,28 +123,16 @@ fn the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_
     assert_eq!(two.verdict, RunLaneVerdict::Poisoned);
     assert_eq!(two.origin, r1);
     let calls = wait_for_calls(1);
-    let [poisoned] = &calls[..] else {
-        panic!("one hook call: {calls:?}")
-    };
+    let [poisoned] = &calls[..] else { panic!("one hook call: {calls:?}") };
     let got = (poisoned.hook, poisoned.origin, poisoned.code);
     assert_eq!(got, ("on_poison", Some(r1), Some(507_015)));
-    assert!(
-        poisoned.line.starts_with("run 1 failed"),
-        "{}",
-        poisoned.line
-    );
+    assert!(poisoned.line.starts_with("run 1 failed"), "{}", poisoned.line);
     let blocked = poisoned.counters.blocked_event_syncs;
-    assert_eq!(
-        blocked, 0,
-        "no thread of the lane inside a wait at the hand-over"
-    );
+    assert_eq!(blocked, 0, "no thread of the lane inside a wait at the hand-over");
     // Nothing more from the lane: no drain, reset, destroy or free, however long it sits.
     assert_eq!(submit(lane), Err(RunLaneStatus::Unusable));
     let message = last_error();
-    assert!(
-        message.contains("run_lane_device_reset"),
-        "names the C call: {message}"
-    );
+    assert!(message.contains("run_lane_device_reset"), "names the C call: {message}");
     thread::sleep(Duration::from_millis(100));
     let (then, now) = (&poisoned.counters, counters());
     assert_eq!(force_resets(device), resets, "the lane reset nothing");
@@ -165,18 +145,9 @@ fn the_runtimes_recovery_calls_on_poison_once_and_touches_the_device_only_after_
     assert_eq!(hook_calls().len(), 1, "on_poison once");
 
     runtime_resets(device);
-    assert_eq!(
-        run_lane_device_reset(lane),
-        RunLaneStatus::Ok,
-        "{}",
-        last_error()
-    );
+    assert_eq!(run_lane_device_reset(lane), RunLaneStatus::Ok, "{}", last_error());
     let again = run_lane_device_reset(lane);
-    assert_eq!(
-        again,
-        RunLaneStatus::Unusable,
-        "a second report: no reset is awaited"
-    );
+    assert_eq!(again, RunLaneStatus::Unusable, "a second report: no reset is awaited");
     let r3 = submit(lane).expect("open again");
     assert_eq!(wait(lane, r3).verdict, RunLaneVerdict::Ok);
     assert_eq!(force_resets(device), resets + 1, "the runtime's one reset");
@@ -199,10 +170,7 @@ fn in_place_recovery_brackets_its_one_reset_with_before_reset_and_after_reset(vi
     let hooks: Vec<&str> = calls.iter().map(|c| c.hook).collect();
     assert_eq!(hooks, ["before_reset", "after_reset(recovered)"]);
     assert_eq!((calls[0].origin, calls[0].code), (Some(r1), Some(507_015)));
-    let resets_at = (
-        calls[0].counters.force_resets,
-        calls[1].counters.force_resets,
-    );
+    let resets_at = (calls[0].counters.force_resets, calls[1].counters.force_resets);
     let why = "before_reset comes before the reset, after_reset after the one reset";
     assert_eq!(resets_at, (resets, resets + 1), "{why}");
     assert_eq!(run_lane_device_reset(lane), RunLaneStatus::Unusable);
@@ -244,10 +212,8 @@ fn with_the_runtimes_recovery_a_matched_notice_refuses_admission_tells_the_runti
     destroy(lane);
 }
 
-static RUN_1_FAULTS: Kernels = Kernels::faulty(
-    Duration::from_micros(500),
-    &[(1, ENGINE_AICPU, Outcome::Exception)],
-);
+static RUN_1_FAULTS: Kernels =
+    Kernels::faulty(Duration::from_micros(500), &[(1, ENGINE_AICPU, Outcome::Exception)]);
 
 /// L-20: between force reset attempts the lane binds the device again.
 fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(via: Via) {
@@ -257,9 +223,7 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
     // The binds of device 0: the lane thread's open, the waiter's before its first wait,
     // then attempt 1's probe after its reset: that one fails, so attempt 1 fails and the
     // lane thread is unbound when attempt 2 resets.
-    control
-        .fail_call("aclrtSetDevice", 507_899, 2, 1)
-        .expect("a rule");
+    control.fail_call("aclrtSetDevice", 507_899, 2, 1).expect("a rule");
     let lane = create(&fake_config(via, 0, &RUN_1_FAULTS, 200));
     let outcomes = documented_loop(lane, |submitted, _| submitted < 3);
     destroy(lane);
@@ -267,17 +231,11 @@ fn a_recovery_whose_first_probe_cannot_bind_binds_again_before_its_second_reset(
     assert_class(&outcomes[0], RunLaneClass::Poison);
     // Run 2 may have been queued behind run 1 (poisoned with it); run 3 runs after the
     // recovery's second attempt.
-    let two = matches!(
-        outcomes[1].verdict,
-        RunLaneVerdict::Ok | RunLaneVerdict::Poisoned
-    );
+    let two = matches!(outcomes[1].verdict, RunLaneVerdict::Ok | RunLaneVerdict::Poisoned);
     assert!(two, "{}", line(&outcomes[1]));
     assert_ok("after the second attempt", &outcomes[2]);
     let resets = counters.force_resets;
-    assert_eq!(
-        resets, 2,
-        "attempt 1's reset and attempt 2's: {counters:#?}"
-    );
+    assert_eq!(resets, 2, "attempt 1's reset and attempt 2's: {counters:#?}");
     drop(fake);
 }
 

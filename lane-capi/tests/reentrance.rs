@@ -117,10 +117,7 @@ fn sim_config(user: *mut c_void, workers: bool) -> RunLaneConfig {
         finalise: Some(finalise),
         upload_code: Some(upload_code),
         on_outcome: Some(on_outcome),
-        concurrency: RunLaneConcurrency {
-            off_lane_thread: workers,
-            prepares_at_once: 1,
-        },
+        concurrency: RunLaneConcurrency { off_lane_thread: workers, prepares_at_once: 1 },
         on_launched: Some(on_launched),
         ..config.runner
     };
@@ -137,10 +134,8 @@ fn reenter(user: *mut c_void, site: Site) {
     if case.site != site || case.fired.swap(true, Ordering::SeqCst) {
         return;
     }
-    *case.call_thread.lock().unwrap() = Some((
-        thread::current().id(),
-        thread::current().name().map(str::to_owned),
-    ));
+    *case.call_thread.lock().unwrap() =
+        Some((thread::current().id(), thread::current().name().map(str::to_owned)));
     let target = handle(match case.target {
         Target::Own => case.own.load(Ordering::SeqCst),
         Target::Other => case.other.load(Ordering::SeqCst),
@@ -215,10 +210,7 @@ fn until_done(case: &Case, what: &str) {
     let (done, timeout) = returned
         .wait_timeout_while(done.lock().unwrap(), Duration::from_secs(30), |done| !*done)
         .unwrap();
-    assert!(
-        *done && !timeout.timed_out(),
-        "{what}: the call did not return"
-    );
+    assert!(*done && !timeout.timed_out(), "{what}: the call did not return");
 }
 
 unsafe extern "C" fn prepare(user: *mut c_void, _run: *const RunLaneRunInfo) -> i32 {
@@ -228,11 +220,7 @@ unsafe extern "C" fn prepare(user: *mut c_void, _run: *const RunLaneRunInfo) -> 
 
 fn note_lane_thread(user: *mut c_void) {
     if !user.is_null() {
-        case(user)
-            .lane_threads
-            .lock()
-            .unwrap()
-            .push(thread::current().id());
+        case(user).lane_threads.lock().unwrap().push(thread::current().id());
     }
 }
 
@@ -348,10 +336,7 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
     // poll there finds it). Then every accepted item gets its outcome: the trigger (unless
     // the callback's poll took it), and what the callback submitted or published.
     until_done(&case, &what);
-    assert!(
-        case.fired.load(Ordering::SeqCst),
-        "{what}: the call was made"
-    );
+    assert!(case.fired.load(Ordering::SeqCst), "{what}: the call was made");
     let got = wait(own, trigger);
     let taken = case.taken.load(Ordering::SeqCst);
     if taken == trigger && target == Target::Own {
@@ -382,23 +367,14 @@ fn check(site: Site, on_worker: bool, call: Call, target: Target) {
     let accepted = case.accepted.load(Ordering::SeqCst);
     if matches!(call, Call::Submit | Call::Publish) {
         let lane = if target == Target::Own { own } else { other };
-        assert_eq!(
-            wait(lane, accepted),
-            Ok(accepted),
-            "{what}: the callback's item"
-        );
+        assert_eq!(wait(lane, accepted), Ok(accepted), "{what}: the callback's item");
     }
     if on_worker {
         let (_, name) = case.call_thread.lock().unwrap().clone().expect("recorded");
         // A host worker also runs the steps its answers start (launches among them), so
         // the worker is known by its name, not by never running a launch.
-        let on_worker = name
-            .as_deref()
-            .is_some_and(|n| n.starts_with("lane-worker-"));
-        assert!(
-            on_worker,
-            "{what}: made on a host worker, not the lane thread: {name:?}"
-        );
+        let on_worker = name.as_deref().is_some_and(|n| n.starts_with("lane-worker-"));
+        assert!(on_worker, "{what}: made on a host worker, not the lane thread: {name:?}");
     }
     // A refused destroy destroyed nothing: both handles are live until the test destroys them.
     for lane in [own, other] {
@@ -428,21 +404,10 @@ fn every_call_from_every_callback_gets_the_status_of_the_headers_table() {
         (Site::FinaliseVerdict, false),
         (Site::FinaliseVerdict, true),
     ];
-    let on_both = [
-        Call::Submit,
-        Call::Publish,
-        Call::Poll,
-        Call::Close,
-        Call::Wait,
-    ]
-    .into_iter()
-    .chain([
-        Call::Destroy,
-        Call::DestroyWithReport,
-        Call::Activate,
-        Call::Cancel,
-    ])
-    .chain([Call::RunState]);
+    let on_both = [Call::Submit, Call::Publish, Call::Poll, Call::Close, Call::Wait]
+        .into_iter()
+        .chain([Call::Destroy, Call::DestroyWithReport, Call::Activate, Call::Cancel])
+        .chain([Call::RunState]);
     let calls: Vec<(Call, Target)> = on_both
         .flat_map(|call| [(call, Target::Own), (call, Target::Other)])
         .chain([(Call::Create, Target::Other)])

@@ -93,11 +93,7 @@ impl Runner {
     fn until(&self, seen: Seen) {
         let start = Instant::now();
         while !self.seen().contains(&seen) {
-            assert!(
-                start.elapsed() < BOUND,
-                "{seen:?} never seen: {:?}",
-                self.seen()
-            );
+            assert!(start.elapsed() < BOUND, "{seen:?} never seen: {:?}", self.seen());
             thread::sleep(Duration::from_millis(1));
         }
     }
@@ -148,11 +144,7 @@ fn launch(user: *mut c_void, stream: *mut c_void, engine: u32, args: &RunLaneRun
             _ => false,
         }
     };
-    r.note(Seen::Aicore {
-        run,
-        queued: args.queued,
-        declined,
-    });
+    r.note(Seen::Aicore { run, queued: args.queued, declined });
     if declined {
         return RUN_LANE_LAUNCH_DECLINED;
     }
@@ -220,19 +212,12 @@ fn lane(via: Via, r: &Runner, slots: u8) -> *mut RunLane {
 
 /// The request of run `run` (its id, as the lane will give it), with the run's marker.
 fn request(run: u64) -> RunLaneSubmit {
-    RunLaneSubmit {
-        copy_back: true,
-        user: marker(run),
-        ..RunLaneSubmit::default()
-    }
+    RunLaneSubmit { copy_back: true, user: marker(run), ..RunLaneSubmit::default() }
 }
 
 /// `request`, held.
 fn held(request: RunLaneSubmit) -> RunLaneSubmit {
-    RunLaneSubmit {
-        held: true,
-        ..request
-    }
+    RunLaneSubmit { held: true, ..request }
 }
 
 fn state(lane: *mut RunLane, run: u64) -> Result<RunLaneRunStatus, RunLaneStatus> {
@@ -266,21 +251,12 @@ fn a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate(
     let held = submit(lane, &held(request(2))).expect("run 2, held");
     r.until(Seen::Prepare(held));
     let status = state(lane, held).expect("pending");
-    assert_eq!(
-        (status.state, status.held),
-        (RunLaneRunState::Prepared, true)
-    );
+    assert_eq!((status.state, status.held), (RunLaneRunState::Prepared, true));
     let first_state = state(lane, first).map(|s| s.state);
-    assert_eq!(
-        first_state,
-        Ok(RunLaneRunState::Launched),
-        "prepared while the first runs"
-    );
+    assert_eq!(first_state, Ok(RunLaneRunState::Launched), "prepared while the first runs");
     let first_outcome = wait(lane, first);
     let log = r.seen();
-    let launched = log
-        .iter()
-        .any(|s| matches!(s, Seen::Aicore { run, .. } if *run == held));
+    let launched = log.iter().any(|s| matches!(s, Seen::Aicore { run, .. } if *run == held));
     assert!(!launched, "a held run never launches: {log:?}");
     activate(lane, &r, held);
     let held_outcome = wait(lane, held);
@@ -296,11 +272,7 @@ fn an_earlier_key_submitted_later_runs_before_a_staged_successor(via: Via) {
     let _fake = common::fresh();
     let r = Runner::new(Kernels::healthy(KERNEL));
     let lane = lane(via, &r, 3);
-    let keyed = |run, key| RunLaneSubmit {
-        has_key: true,
-        key,
-        ..request(run)
-    };
+    let keyed = |run, key| RunLaneSubmit { has_key: true, key, ..request(run) };
     let first = submit(lane, &keyed(1, 10)).expect("run 1");
     let staged = submit(lane, &held(keyed(2, 30))).expect("run 2, staged");
     r.until(Seen::Prepare(staged));
@@ -344,11 +316,7 @@ fn cancel_finalises_a_prepared_run_cancelled_and_a_launched_run_is_started(via: 
     let held = submit(lane, &held(request(2))).expect("run 2, held");
     r.until(Seen::Prepare(held));
     assert_eq!(run_lane_cancel(lane, held), RunLaneStatus::Ok);
-    assert_eq!(
-        run_lane_cancel(lane, held),
-        RunLaneStatus::Ok,
-        "again: nothing"
-    );
+    assert_eq!(run_lane_cancel(lane, held), RunLaneStatus::Ok, "again: nothing");
     assert_eq!(run_lane_cancel(lane, first), RunLaneStatus::Started);
     let first_outcome = wait(lane, first);
     let cancelled = wait(lane, held);
@@ -363,11 +331,7 @@ fn cancel_finalises_a_prepared_run_cancelled_and_a_launched_run_is_started(via: 
         copy_back: false,
     }));
     assert!(!r.seen().contains(&Seen::Launched(held)));
-    assert_eq!(
-        run_lane_cancel(lane, held),
-        RunLaneStatus::UnknownItem,
-        "taken"
-    );
+    assert_eq!(run_lane_cancel(lane, held), RunLaneStatus::UnknownItem, "taken");
     no_wrong_user(&r);
     common::destroy(lane);
 }
@@ -394,10 +358,7 @@ fn a_declined_queued_launch_launches_after_its_predecessor_retired_and_the_outco
         queued,
         declined,
     });
-    assert_eq!(
-        aicore, attempts,
-        "declined behind run 1, launched again alone"
-    );
+    assert_eq!(aicore, attempts, "declined behind run 1, launched again alone");
     let after = second_outcome.device_start_ns >= first_outcome.device_end_ns;
     assert!(after, "after run 1 retired");
     // on_launched: once per launched run, never for the declined attempt.
@@ -448,11 +409,7 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused(via: Via) 
     let _fake = common::fresh();
     let r = Runner::new(Kernels::healthy(KERNEL));
     let lane = lane(via, &r, 0);
-    let epoch = |run, epoch| RunLaneSubmit {
-        has_epoch: true,
-        epoch,
-        ..request(run)
-    };
+    let epoch = |run, epoch| RunLaneSubmit { has_epoch: true, epoch, ..request(run) };
     assert_eq!(submit(lane, &epoch(1, 0)), Err(RunLaneStatus::Refused));
     let message = common::last_error();
     assert!(message.contains("epoch 0"), "{message}");
@@ -460,11 +417,7 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused(via: Via) 
     let refused = Err(RunLaneStatus::Refused);
     assert_eq!(submit(lane, &epoch(2, 700)), refused, "a repeat");
     assert_eq!(submit(lane, &epoch(2, 699)), refused, "an older one");
-    assert_eq!(
-        submit(lane, &request(2)),
-        refused,
-        "a lane's runs carry epochs or none"
-    );
+    assert_eq!(submit(lane, &request(2)), refused, "a lane's runs carry epochs or none");
     let outcome = wait(lane, run);
     // The record the fake's AICPU kernel published is stamped with the runtime's epoch.
     common::assert_ok("the run with an epoch", &outcome);
@@ -474,10 +427,7 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_or_a_repeat_is_refused(via: Via) 
 
 fn finalise_is_told_the_verdict_its_class_and_its_code(via: Via) {
     let _fake = common::fresh();
-    let r = Runner::new(Kernels::faulty(
-        KERNEL,
-        &[(2, ENGINE_AICPU, Outcome::Latch)],
-    ));
+    let r = Runner::new(Kernels::faulty(KERNEL, &[(2, ENGINE_AICPU, Outcome::Latch)]));
     let lane = lane(via, &r, 0);
     let ok = submit(lane, &request(1)).expect("run 1");
     assert_eq!(wait(lane, ok).verdict, RunLaneVerdict::Ok);
@@ -516,23 +466,14 @@ fn with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins(
     config.runner.on_outcome = None;
     config.finalise_before_launch = true;
     let lane = common::create(&config);
-    let runs: Vec<u64> = (1..=2)
-        .map(|run| submit(lane, &request(run)).expect("room"))
-        .collect();
+    let runs: Vec<u64> = (1..=2).map(|run| submit(lane, &request(run)).expect("room")).collect();
     for &run in &runs {
         assert_eq!(wait(lane, run).verdict, RunLaneVerdict::Ok);
     }
     let ends = r.at(Seen::FinaliseEnds(1));
-    let begins = r.at(Seen::Aicore {
-        run: 2,
-        queued: false,
-        declined: false,
-    });
+    let begins = r.at(Seen::Aicore { run: 2, queued: false, declined: false });
     let log = r.seen();
-    assert!(
-        ends < begins,
-        "finalise(1) returned before launch(2) began: {log:?}"
-    );
+    assert!(ends < begins, "finalise(1) returned before launch(2) began: {log:?}");
     // And it was prepared while run 1 ran.
     assert!(
         r.at(Seen::Prepare(2))
@@ -550,12 +491,7 @@ fn with_finalise_before_launch_finalise_n_returns_before_launch_n_plus_1_begins(
     let mut refused = std::ptr::null_mut();
     // SAFETY: a valid config and a writable handle.
     let status = unsafe { run_lane_create(&raw const config, &raw mut refused) };
-    assert_eq!(
-        status,
-        RunLaneStatus::InvalidConfig,
-        "{}",
-        common::last_error()
-    );
+    assert_eq!(status, RunLaneStatus::InvalidConfig, "{}", common::last_error());
 }
 
 common::on_each_backend!(

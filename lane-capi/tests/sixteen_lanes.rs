@@ -301,11 +301,7 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
     // after each (the next run was accepted and hung again).
     let hung = &by_device[HUNG as usize];
     let origins = poisons(HUNG, hung, 507_014);
-    assert_eq!(
-        count(hung, RunLaneVerdict::Ok),
-        0,
-        "a hung device's run ended OK"
-    );
+    assert_eq!(count(hung, RunLaneVerdict::Ok), 0, "a hung device's run ended OK");
     assert!(origins.len() >= HUNG_POISONS, "{origins:?}");
     // Device 15: exactly one run failed with the AICore exception (its 41st AICore launch),
     // at most the one run queued behind it was poisoned by it, and every other run is Ok.
@@ -313,14 +309,8 @@ fn a_hung_device_and_a_poisoned_one_leave_the_other_fourteen_lanes_every_outcome
     let origins = poisons(POISONED, poisoned, 507_015);
     assert_eq!(origins, [u64::from(POISON_AFTER) + 1]);
     let taken_down = count(poisoned, RunLaneVerdict::Poisoned);
-    assert!(
-        taken_down <= 1,
-        "launch depth two: at most one run behind it"
-    );
-    assert_eq!(
-        count(poisoned, RunLaneVerdict::Ok),
-        poisoned.len() - 1 - taken_down
-    );
+    assert!(taken_down <= 1, "launch depth two: at most one run behind it");
+    assert_eq!(count(poisoned, RunLaneVerdict::Ok), poisoned.len() - 1 - taken_down);
     // Nothing leaked on any device; only the faulty two were reset, each per poison.
     for device in 0..LANES {
         let counters = control.device(device).counters().expect("counters");

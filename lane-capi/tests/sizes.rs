@@ -21,20 +21,14 @@ fn submit(lane: *mut RunLane) -> u64 {
 #[test]
 fn a_size_below_abi_13_is_refused_naming_the_struct_and_both_sizes_and_takes_nothing() {
     let lane = sim_lane();
-    let short = RunLaneSubmit {
-        size: 8,
-        ..RunLaneSubmit::default()
-    };
+    let short = RunLaneSubmit { size: 8, ..RunLaneSubmit::default() };
     let mut run = 0;
     // SAFETY: a request whose size says 8 bytes (all readable).
     let status = unsafe { run_lane_submit(lane, &raw const short, &raw mut run) };
     assert_eq!(status, RunLaneStatus::AbiMismatch);
     let message = last_error();
     let names = message.contains("RunLaneSubmit.size is 8");
-    assert!(
-        names && message.contains(&RunLaneSubmit::V13.to_string()),
-        "{message}"
-    );
+    assert!(names && message.contains(&RunLaneSubmit::V13.to_string()), "{message}");
     let run = submit(lane);
     // A poll into an outcome whose size is refused takes nothing: the wait still gets it.
     let mut outcome = init::<RunLaneOutcome>();
@@ -77,10 +71,7 @@ fn a_longer_struct_is_accepted_when_its_unknown_tail_is_zero_and_refused_otherwi
     let status = unsafe { run_lane_submit(lane, &raw const longer.submit, &raw mut run) };
     assert_eq!(status, RunLaneStatus::AbiMismatch);
     let message = last_error();
-    assert!(
-        message.contains(&format!("byte {}", size_of::<RunLaneSubmit>() + 3)),
-        "{message}"
-    );
+    assert!(message.contains(&format!("byte {}", size_of::<RunLaneSubmit>() + 3)), "{message}");
     destroy(lane);
 }
 
@@ -106,20 +97,9 @@ fn an_output_is_written_up_to_the_callers_size_and_a_longer_tail_is_zeroed() {
     let status = unsafe { run_lane_wait(lane, run, 10_000, &raw mut longer.outcome) };
     assert_eq!(status, RunLaneStatus::Ok, "{}", last_error());
     assert_eq!(longer.outcome.verdict, RunLaneVerdict::Ok);
-    assert_eq!(
-        longer.outcome.size as usize,
-        size_of::<RunLaneOutcome>() + 16
-    );
-    assert_eq!(
-        longer.tail[..16],
-        [0; 16],
-        "the unknown fields read as unset"
-    );
-    assert_eq!(
-        longer.tail[16..],
-        [0xA5; 16],
-        "nothing past the caller's size"
-    );
+    assert_eq!(longer.outcome.size as usize, size_of::<RunLaneOutcome>() + 16);
+    assert_eq!(longer.tail[..16], [0; 16], "the unknown fields read as unset");
+    assert_eq!(longer.tail[16..], [0xA5; 16], "nothing past the caller's size");
     destroy(lane);
 }
 
@@ -180,10 +160,7 @@ fn a_destroy_whose_report_size_is_refused_leaves_the_lane_to_destroy_again() {
 fn a_size_that_ends_inside_a_field_is_refused_naming_the_struct() {
     let ours = size_of::<RunLaneDeviceOps>();
     let grew = RunLaneDeviceOps::V13 + 4 < ours;
-    assert!(
-        grew,
-        "RunLaneDeviceOps grew past ABI 13 by more than 4 bytes"
-    );
+    assert!(grew, "RunLaneDeviceOps grew past ABI 13 by more than 4 bytes");
     // Every byte set: a table read with this size would hold half a pointer past ABI 13's end.
     // SAFETY: every bit pattern of these bytes is only inspected by the size check, which
     // refuses before any field is used.
@@ -202,10 +179,7 @@ fn a_size_that_ends_inside_a_field_is_refused_naming_the_struct() {
     assert!(lane.is_null());
     let message = last_error();
     let names = message.contains(&format!("RunLaneDeviceOps.size is {torn}"));
-    assert!(
-        names && message.contains("ends inside a field"),
-        "{message}"
-    );
+    assert!(names && message.contains("ends inside a field"), "{message}");
 }
 
 #[test]

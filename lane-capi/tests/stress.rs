@@ -98,10 +98,7 @@ fn stress(workers: u32, submitters_bound: bool) -> usize {
                 })
             })
             .collect();
-        submitters
-            .into_iter()
-            .map(|s| s.join().expect("a submitter"))
-            .collect()
+        submitters.into_iter().map(|s| s.join().expect("a submitter")).collect()
     });
     destroy(lane);
     let all: BTreeSet<u64> = ids.iter().flatten().copied().collect();

@@ -50,10 +50,7 @@ fn report_once_closed(lane: *mut RunLane) -> RunLaneCloseReport {
             return report;
         }
         assert_eq!(report.streams_left, 0, "nothing is reported before the end");
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the teardown never ended"
-        );
+        assert!(start.elapsed() < Duration::from_secs(30), "the teardown never ended");
         thread::yield_now();
     }
 }
@@ -64,10 +61,7 @@ fn a_clean_teardown_reports_no_stream_left_and_leaves_the_fake_balanced(via: Via
     let report = common::destroy_with_report(lane);
     assert_eq!(report.state, RunLaneState::Closed);
     assert_eq!(report.streams_left, 0);
-    assert_eq!(
-        (report.aicpu_stream_code, report.aicore_stream_code),
-        (0, 0)
-    );
+    assert_eq!((report.aicpu_stream_code, report.aicore_stream_code), (0, 0));
     assert_eq!(text(&report.teardown_line), "");
     assert!(control().counters().expect("counters").balanced());
     // SAFETY: any handle value is checked.
@@ -82,17 +76,11 @@ fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_sti
     // Six failures: both streams' destroys, both retries, both of destroy's last destroys.
     let lane = closed_lane_after_one_run(via, 6);
     let interim = report_once_closed(lane);
-    assert_eq!(
-        interim.streams_left, 2,
-        "both left after the teardown's retry"
-    );
+    assert_eq!(interim.streams_left, 2, "both left after the teardown's retry");
     let report = common::destroy_with_report(lane);
     assert_eq!(report.state, RunLaneState::Closed);
     assert_eq!(report.streams_left, 2);
-    assert_eq!(
-        (report.aicpu_stream_code, report.aicore_stream_code),
-        (CODE, CODE)
-    );
+    assert_eq!((report.aicpu_stream_code, report.aicore_stream_code), (CODE, CODE));
     let line = text(&report.teardown_line);
     let first = "close left the AICPU stream: its every destroy failed, the last with ACL 507901";
     assert!(line.starts_with(first), "{line}");
@@ -100,10 +88,7 @@ fn streams_whose_every_destroy_fails_are_named_with_their_codes_and_the_fake_sti
     assert!(line.contains("hint: "), "{line}");
     let counters = control().counters().expect("counters");
     assert_eq!(counters.live_streams, 2, "the report is the fake's truth");
-    assert_eq!(
-        counters.streams_destroyed, 0,
-        "no destroy of the pair succeeded"
-    );
+    assert_eq!(counters.streams_destroyed, 0, "no destroy of the pair succeeded");
 }
 
 fn a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lane_destroy(
@@ -115,10 +100,7 @@ fn a_stream_the_teardown_left_is_named_by_a_later_close_and_destroyed_by_run_lan
     let lane = closed_lane_after_one_run(via, 3);
     let interim = report_once_closed(lane);
     assert_eq!(interim.streams_left, 1);
-    assert_eq!(
-        (interim.aicpu_stream_code, interim.aicore_stream_code),
-        (CODE, 0)
-    );
+    assert_eq!((interim.aicpu_stream_code, interim.aicore_stream_code), (CODE, 0));
     assert!(text(&interim.teardown_line).starts_with("close left the AICPU stream"));
     assert_eq!(control().counters().expect("counters").live_streams, 1);
     let report = common::destroy_with_report(lane);

@@ -236,10 +236,7 @@ fn assert_run_5_and_6_poisoned(
     assert_eq!(five.verdict, RunLaneVerdict::Failed, "{what}: {line}");
     assert_eq!(five.failure_class, RunLaneClass::Poison, "{what}: {line}");
     assert_eq!(five.stage, stage, "{what}: {line}");
-    assert!(
-        five.has_code && code_ok(five.code),
-        "{what}: its code: {line}"
-    );
+    assert!(five.has_code && code_ok(five.code), "{what}: its code: {line}");
     let six_line = common::line(six);
     assert_eq!(six.verdict, RunLaneVerdict::Poisoned, "{what}: {six_line}");
     assert_eq!(six.origin, five.id, "{what}");

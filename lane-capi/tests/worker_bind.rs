@@ -37,18 +37,13 @@ unsafe extern "C" fn counted_finalise(
 fn after_a_force_reset_a_failed_bind_is_binds_error_and_prepare_and_finalise_still_call_back() {
     let path = cdylib_path().unwrap_or_else(|e| panic!("{e}"));
     let (_fake, control) = (common::fresh(), common::control());
-    let (mut device, _) = AclDevice::open(AclConfig {
-        library: Library::Path(path),
-        ..AclConfig::default()
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (mut device, _) =
+        AclDevice::open(AclConfig { library: Library::Path(path), ..AclConfig::default() })
+            .unwrap_or_else(|e| panic!("{e}"));
     let vtable = Vtable::new(RunLaneRunner {
         prepare: Some(counted),
         finalise: Some(counted_finalise),
-        concurrency: RunLaneConcurrency {
-            off_lane_thread: true,
-            prepares_at_once: 1,
-        },
+        concurrency: RunLaneConcurrency { off_lane_thread: true, prepares_at_once: 1 },
         ..common::default_config().runner
     });
     let requests = Requests::default();

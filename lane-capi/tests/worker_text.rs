@@ -35,11 +35,7 @@ fn failing_call() -> i32 {
 
 unsafe extern "C" fn prepare(_user: *mut c_void, run: *const RunLaneRunInfo) -> i32 {
     // SAFETY: the library passes a valid run for the call.
-    if unsafe { (*run).tag } == 1 {
-        failing_call()
-    } else {
-        0
-    }
+    if unsafe { (*run).tag } == 1 { failing_call() } else { 0 }
 }
 
 unsafe extern "C" fn finalise(
@@ -48,11 +44,7 @@ unsafe extern "C" fn finalise(
     copy_back: bool,
 ) -> i32 {
     // SAFETY: the library passes a valid run for the call.
-    if unsafe { (*run).tag } == 2 && copy_back {
-        failing_call()
-    } else {
-        0
-    }
+    if unsafe { (*run).tag } == 2 && copy_back { failing_call() } else { 0 }
 }
 
 /// The failure lines of runs tagged 1 (prepare fails), 2 (finalise fails) and 3 (succeeds)
@@ -62,10 +54,7 @@ fn lines(via: Via, workers: u32) -> Vec<(RunLaneVerdict, RunLaneStage, String)> 
     config.workers = workers;
     config.runner.prepare = Some(prepare);
     config.runner.finalise = Some(finalise);
-    config.runner.concurrency = RunLaneConcurrency {
-        off_lane_thread: true,
-        prepares_at_once: 1,
-    };
+    config.runner.concurrency = RunLaneConcurrency { off_lane_thread: true, prepares_at_once: 1 };
     let lane = common::create(&config);
     let mut out = Vec::new();
     for tag in 1..=3 {

@@ -73,8 +73,7 @@ impl Arm {
     /// The lane's own host time per run: wall minus blocked, over the runs (`None` where
     /// blocked time is not known).
     pub fn host_per_run(&self) -> Option<Duration> {
-        self.blocked
-            .map(|blocked| self.wall.saturating_sub(blocked) / self.runs.max(1))
+        self.blocked.map(|blocked| self.wall.saturating_sub(blocked) / self.runs.max(1))
     }
 
     /// Runs per second from the spacing of the measured runs' device ends.
@@ -113,11 +112,7 @@ pub struct BenchConfig {
 impl Default for BenchConfig {
     /// 300 runs per arm at 100 us, 250 us and 1 ms, the first 20 skipped.
     fn default() -> Self {
-        Self {
-            runs: 300,
-            device_ns: vec![100_000, 250_000, 1_000_000],
-            skip: 20,
-        }
+        Self { runs: 300, device_ns: vec![100_000, 250_000, 1_000_000], skip: 20 }
     }
 }
 
@@ -234,21 +229,13 @@ impl<D: Device, R: Runner<D>, O: Observer> Harness<D, R, O> for Plain {
 pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, ConformanceError> {
     let profile = FakeTimeouts::default().scale(ProfileName::A2a3.profile(Some(depth))?)?;
     let session = FakeSession::start()?;
-    let device = Metered {
-        inner: session.open(profile)?,
-        blocked: Duration::ZERO,
-    };
+    let device = Metered { inner: session.open(profile)?, blocked: Duration::ZERO };
     let runner = fake_runner(&session, &profile, device_ns);
     let driver = Driver::new(profile, device, runner)
         .with_observer(Tally::default())
         // The production setting: invariant checks are the simulator's and the tests' price.
         .check_invariants(false);
-    let workload = Workload {
-        runs,
-        device_ns,
-        jitter_ppm: 0,
-        ..Workload::default()
-    };
+    let workload = Workload { runs, device_ns, jitter_ppm: 0, ..Workload::default() };
     let options = DriveOptions {
         liveness: false,
         repro: format!("cargo run --release -p lane-conformance --bin fake-bench -- --runs {runs}"),
@@ -258,12 +245,7 @@ pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Confo
     let wall = start.elapsed();
     let (device, _, tally) = driven.driver.into_parts();
     Ok(figures(
-        Shape {
-            depth,
-            device_ns,
-            runs,
-            skip,
-        },
+        Shape { depth, device_ns, runs, skip },
         &driven.outcomes,
         Some(tally.queued_launches),
         wall,
@@ -273,10 +255,7 @@ pub fn arm(depth: u8, device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Confo
 
 /// The bench's runner: runs of `device_ns` each, no jitter, seed 1.
 fn fake_runner(session: &FakeSession, profile: &Profile, device_ns: u64) -> FakeRunner {
-    let times = RunTimes {
-        device_ns,
-        jitter_ppm: 0,
-    };
+    let times = RunTimes { device_ns, jitter_ppm: 0 };
     FakeRunner::new(Arc::clone(session.control()), profile.header(), 1, times)
 }
 
@@ -313,10 +292,7 @@ fn figures(
     gaps_ns.sort_unstable();
     let measured = timings.get(shape.skip as usize..).unwrap_or_default();
     let busy_ns = measured.iter().map(|(s, e)| e.saturating_sub(*s)).collect();
-    let ends_ns = (
-        measured.first().map_or(0, |t| t.1),
-        measured.last().map_or(0, |t| t.1),
-    );
+    let ends_ns = (measured.first().map_or(0, |t| t.1), measured.last().map_or(0, |t| t.1));
     Arm {
         depth: shape.depth,
         device_ns: shape.device_ns,
@@ -354,11 +330,8 @@ pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Conforman
     let profile = FakeTimeouts::default().scale(Profile::custom(spec)?)?;
     let session = FakeSession::start()?;
     let device = session.open(profile)?;
-    let queued_before = session
-        .control()
-        .counters()
-        .map_err(ConformanceError::control)?
-        .queued_launches;
+    let queued_before =
+        session.control().counters().map_err(ConformanceError::control)?.queued_launches;
     let runner = fake_runner(&session, &profile, device_ns).with_workers(2);
     let worker = runner.host_worker();
     let mut config = ServiceConfig::new(profile);
@@ -381,18 +354,7 @@ pub fn lifted_arm(device_ns: u64, runs: u32, skip: u32) -> Result<Arm, Conforman
         .map_err(ConformanceError::control)?
         .queued_launches
         .saturating_sub(queued_before);
-    Ok(figures(
-        Shape {
-            depth: 2,
-            device_ns,
-            runs,
-            skip,
-        },
-        &outcomes,
-        Some(queued),
-        wall,
-        None,
-    ))
+    Ok(figures(Shape { depth: 2, device_ns, runs, skip }, &outcomes, Some(queued), wall, None))
 }
 
 /// Keeps the lane full with `runs` runs and takes every outcome in order.

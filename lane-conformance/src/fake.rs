@@ -27,11 +27,7 @@ pub struct FakeTimeouts {
 impl Default for FakeTimeouts {
     /// 10 s host wait, 1 s device op timeout, 2 s drain.
     fn default() -> Self {
-        Self {
-            completion_ns: 10_000_000_000,
-            device_op_ns: 1_000_000_000,
-            drain_ns: 2_000_000_000,
-        }
+        Self { completion_ns: 10_000_000_000, device_op_ns: 1_000_000_000, drain_ns: 2_000_000_000 }
     }
 }
 
@@ -61,14 +57,10 @@ struct Loaded {
 fn loaded() -> Result<&'static Loaded, ConformanceError> {
     static FAKE: OnceLock<Result<Loaded, String>> = OnceLock::new();
     FAKE.get_or_init(|| {
-        let path = cdylib_path()
-            .or_else(|e| beside_a_binary().ok_or(e))
-            .map_err(|e| e.to_string())?;
+        let path =
+            cdylib_path().or_else(|e| beside_a_binary().ok_or(e)).map_err(|e| e.to_string())?;
         let control = Control::open(&path).map_err(|e| e.to_string())?;
-        Ok(Loaded {
-            path,
-            control: Arc::new(control),
-        })
+        Ok(Loaded { path, control: Arc::new(control) })
     })
     .as_ref()
     .map_err(|e| ConformanceError::Fake(e.clone()))
@@ -102,16 +94,10 @@ impl FakeSession {
     /// [`ConformanceError::Fake`] if the fake was not built or refused the reset.
     pub fn start() -> Result<Self, ConformanceError> {
         static SERIAL: Mutex<()> = Mutex::new(());
-        let serial = SERIAL
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let fake = loaded()?;
         let checked = fake.control.session().map_err(ConformanceError::control)?;
-        Ok(Self {
-            _checked: checked,
-            _serial: serial,
-            fake,
-        })
+        Ok(Self { _checked: checked, _serial: serial, fake })
     }
 
     /// The fake's control surface.

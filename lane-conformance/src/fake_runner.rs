@@ -173,19 +173,14 @@ impl FakeRunner {
     /// ([`host_worker`](Self::host_worker)), `prepares_at_once` at a time.
     #[must_use]
     pub const fn with_workers(mut self, prepares_at_once: u8) -> Self {
-        self.concurrency = Concurrency {
-            off_lane_thread: true,
-            prepares_at_once,
-        };
+        self.concurrency = Concurrency { off_lane_thread: true, prepares_at_once };
         self
     }
 
     /// A host worker sharing this runner's rules and live runs.
     #[must_use]
     pub fn host_worker(&self) -> FakeWorker {
-        FakeWorker {
-            host: self.host.clone(),
-        }
+        FakeWorker { host: self.host.clone() }
     }
 
     /// A handle that turns the runner's rules off (the device's are the fake's to clear).
@@ -200,11 +195,7 @@ impl FakeRunner {
         // record; the workers write nothing the host reads.
         let scheduler = engine == ENGINE_AICPU;
         let at = |scheduler: bool, ptr: u64| {
-            if scheduler {
-                device_address(ptr)
-            } else {
-                core::ptr::null_mut()
-            }
+            if scheduler { device_address(ptr) } else { core::ptr::null_mut() }
         };
         let kernel = RunKernel {
             stream: device_address(stream.0),
@@ -219,9 +210,7 @@ impl FakeRunner {
             record: at(scheduler, args.record.0),
             epoch: args.epoch,
         };
-        self.control
-            .launch_lane_run(&kernel, args.run.0)
-            .map_err(control_code)
+        self.control.launch_lane_run(&kernel, args.run.0).map_err(control_code)
     }
 }
 
@@ -270,8 +259,7 @@ impl<D: Device + ?Sized> Runner<D> for FakeRunner {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        self.launch(ENGINE_AICPU, stream, args)
-            .map_err(ReturnCode::from)
+        self.launch(ENGINE_AICPU, stream, args).map_err(ReturnCode::from)
     }
 
     fn finalise_run(

@@ -65,10 +65,7 @@ pub fn scenarios() -> Result<Vec<Scenario>, String> {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    files
-        .iter()
-        .map(|p| scenario::load(p).map_err(|e| e.to_string()))
-        .collect()
+    files.iter().map(|p| scenario::load(p).map_err(|e| e.to_string())).collect()
 }
 
 /// Runs every scenario file `backend` can express ([`Scenario::runs_on`] its name) and checks
@@ -139,12 +136,8 @@ pub fn rarer_faults_against_the_simulator(backend: &mut dyn Backend) -> Vec<Stri
         let text = format!("name = \"case {i}\"\n{case}");
         let scenario = scenario::parse(&format!("case-{i}.toml"), &text)
             .unwrap_or_else(|e| panic!("case {i}: {e}"));
-        let (sim, _) = Sim
-            .run(&scenario)
-            .unwrap_or_else(|e| panic!("case {i}: {e}"));
-        let (other, own) = backend
-            .run(&scenario)
-            .unwrap_or_else(|e| panic!("case {i}: {e}"));
+        let (sim, _) = Sim.run(&scenario).unwrap_or_else(|e| panic!("case {i}: {e}"));
+        let (other, own) = backend.run(&scenario).unwrap_or_else(|e| panic!("case {i}: {e}"));
         if !own.is_empty() {
             failures.push(format!("case {i}: {own:?}\n{case}"));
         }
@@ -209,10 +202,7 @@ impl Backend for SimWithCopies {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        on_sim(&backend_sim::SimConfig {
-            copies: Some(self.0),
-            ..scenario.config.clone()
-        })
+        on_sim(&backend_sim::SimConfig { copies: Some(self.0), ..scenario.config.clone() })
     }
 }
 
@@ -227,10 +217,7 @@ impl Backend for SimWithHeader {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<(Observed, Vec<String>), ConformanceError> {
-        on_sim(&backend_sim::SimConfig {
-            header: Some(self.0),
-            ..scenario.config.clone()
-        })
+        on_sim(&backend_sim::SimConfig { header: Some(self.0), ..scenario.config.clone() })
     }
 }
 
@@ -261,12 +248,7 @@ impl AclOnFake {
 
 impl Default for AclOnFake {
     fn default() -> Self {
-        Self {
-            timeouts: Self::TIMEOUTS,
-            copies: None,
-            header: None,
-            device_id: 0,
-        }
+        Self { timeouts: Self::TIMEOUTS, copies: None, header: None, device_id: 0 }
     }
 }
 
@@ -339,10 +321,7 @@ pub fn on_fake<D: Device>(
         Arc::clone(control),
         profile.header(),
         config.seed,
-        RunTimes {
-            device_ns: w.device_ns,
-            jitter_ppm: w.jitter_ppm,
-        },
+        RunTimes { device_ns: w.device_ns, jitter_ppm: w.jitter_ppm },
     )
     .on_device(device_id)
     // After open: the scenario's call counts are the lane's calls, not the probe's.
@@ -355,10 +334,8 @@ pub fn on_fake<D: Device>(
         heal_failed: None,
     };
     let driver = Driver::new(profile, device, runner).with_observer(Tally::default());
-    let options = DriveOptions {
-        liveness: config.liveness,
-        repro: format!("{repro}  # {}", scenario.path),
-    };
+    let options =
+        DriveOptions { liveness: config.liveness, repro: format!("{repro}  # {}", scenario.path) };
     let driven = drive(driver, w, &options, &mut harness, &mut |_, _| {})?;
     let (device, _, tally) = driven.driver.into_parts();
     // Everything the lane made is given back by close; the device holds nothing else.
@@ -366,9 +343,7 @@ pub fn on_fake<D: Device>(
     let lanes = control.device(device_id);
     lanes.clear_faults().map_err(ConformanceError::control)?;
     let counters = lanes.counters().map_err(ConformanceError::control)?;
-    let total = control
-        .total_counters()
-        .map_err(ConformanceError::control)?;
+    let total = control.total_counters().map_err(ConformanceError::control)?;
     let mut own: Vec<String> = leaks(driven.end, &counters).into_iter().collect();
     if total != counters {
         own.push(format!(

@@ -33,21 +33,12 @@ impl Observer for Tally {
         match *step {
             Observation::Effect { effect, .. } => {
                 // A poison abandons every run in flight: the drain and reset end them.
-                if matches!(
-                    effect,
-                    Effect::DrainDevice { .. } | Effect::ForceReset { .. }
-                ) {
+                if matches!(effect, Effect::DrainDevice { .. } | Effect::ForceReset { .. }) {
                     self.in_flight.clear();
                 }
             }
-            Observation::Event {
-                event,
-                result: Ok(()),
-                ..
-            } => match *event {
-                Event::StreamCreated {
-                    role: Role::Aicore, ..
-                } => self.aicore_streams_created += 1,
+            Observation::Event { event, result: Ok(()), .. } => match *event {
+                Event::StreamCreated { role: Role::Aicore, .. } => self.aicore_streams_created += 1,
                 Event::ResetDone { .. } => self.resets += 1,
                 Event::Launched { run, .. }
                 | Event::LaunchFailed {

@@ -33,10 +33,7 @@ fn every_scenario_meets_the_same_expectations_on_the_simulator_with_copies_on_th
 fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_copies_on_the_streams()
  {
     assert_all_met(
-        &mut AclOnFake {
-            copies: Some(CopyPath::OnStream),
-            ..AclOnFake::default()
-        },
+        &mut AclOnFake { copies: Some(CopyPath::OnStream), ..AclOnFake::default() },
         "backend-acl over the fake",
     );
 }
@@ -45,20 +42,14 @@ fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_
 fn every_scenario_meets_the_same_expectations_on_the_simulator_with_the_host_build_graph_header() {
     // SPEC §5.1: the kernels latch in host_build_graph's 256-byte layout and the lane reads it
     // there; nothing a scenario expects depends on the layout.
-    assert_all_met(
-        &mut SimWithHeader(HeaderLayout::HostBuildGraph),
-        "the simulator",
-    );
+    assert_all_met(&mut SimWithHeader(HeaderLayout::HostBuildGraph), "the simulator");
 }
 
 #[test]
 fn every_scenario_meets_the_same_expectations_on_backend_acl_over_the_fake_with_the_host_build_graph_header()
  {
     assert_all_met(
-        &mut AclOnFake {
-            header: Some(HeaderLayout::HostBuildGraph),
-            ..AclOnFake::default()
-        },
+        &mut AclOnFake { header: Some(HeaderLayout::HostBuildGraph), ..AclOnFake::default() },
         "backend-acl over the fake",
     );
 }
@@ -73,10 +64,7 @@ fn every_scenario_meets_the_same_expectations_on_the_fakes_last_device_and_touch
     // The lane's faults are armed on device 15 and the suite's leak check fails a run whose
     // calls reached any other device (device 0 included, where the legacy rules live).
     assert_all_met(
-        &mut AclOnFake {
-            device_id: 15,
-            ..AclOnFake::default()
-        },
+        &mut AclOnFake { device_id: 15, ..AclOnFake::default() },
         "backend-acl over the fake's device 15",
     );
 }
@@ -86,10 +74,7 @@ fn a_scenario_left_off_a_backend_says_why() {
     for scenario in all_scenarios() {
         if scenario.backends != BackendName::ALL {
             assert!(
-                scenario
-                    .backends_reason
-                    .as_deref()
-                    .is_some_and(|r| !r.trim().is_empty()),
+                scenario.backends_reason.as_deref().is_some_and(|r| !r.trim().is_empty()),
                 "{} runs on {:?} without a reason",
                 scenario.path,
                 scenario.backends

@@ -63,24 +63,14 @@ fn the_lifted_arm_launches_every_successor_while_its_predecessor_is_on_the_devic
 /// third arm cannot measure one.
 #[test]
 fn the_figures_come_out_as_json_a_row_per_arm() {
-    let config = bench::BenchConfig {
-        runs: RUNS,
-        device_ns: vec![200_000],
-        skip: 1,
-    };
+    let config = bench::BenchConfig { runs: RUNS, device_ns: vec![200_000], skip: 1 };
     let data = bench::to_json(&config, &bench::run(&config).unwrap());
     assert_eq!(data["settings"]["runs"], RUNS);
     let rows = data["arms"].as_array().expect("a list of arms");
     assert_eq!(rows.len(), 3, "{data}");
     for row in rows {
         assert_eq!(row["device_us"], 200, "{row}");
-        for figure in [
-            "runs_per_s",
-            "busy_us",
-            "mean_gap_us",
-            "median_gap_us",
-            "p99_gap_us",
-        ] {
+        for figure in ["runs_per_s", "busy_us", "mean_gap_us", "median_gap_us", "p99_gap_us"] {
             assert!(row[figure].is_f64(), "{figure} in {row}");
         }
         assert!(row["queued_launches"].is_u64(), "{row}");

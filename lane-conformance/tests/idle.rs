@@ -26,24 +26,17 @@ fn cpu_ns() -> u64 {
 
 #[test]
 fn an_idle_lane_and_a_lane_waiting_on_a_600_ms_run_use_almost_no_cpu() {
-    let profile = FakeTimeouts::default()
-        .scale(Profile::a2a3())
-        .expect("the fake's timeouts");
+    let profile = FakeTimeouts::default().scale(Profile::a2a3()).expect("the fake's timeouts");
     let session = FakeSession::start().expect("the fake");
     let device = session.open(profile).expect("the fake device");
     let runner = FakeRunner::new(
         Arc::clone(session.control()),
         profile.header(),
         1,
-        RunTimes {
-            device_ns: 600_000_000,
-            jitter_ppm: 0,
-        },
+        RunTimes { device_ns: 600_000_000, jitter_ppm: 0 },
     );
-    let lane = spawn(ServiceConfig::new(profile), move || {
-        Ok::<_, String>((device, runner))
-    })
-    .expect("the lane starts");
+    let lane = spawn(ServiceConfig::new(profile), move || Ok::<_, String>((device, runner)))
+        .expect("the lane starts");
     // Idle: a spinning or polling thread would burn most of these 300 ms.
     let before = cpu_ns();
     thread::sleep(Duration::from_millis(300));
@@ -51,25 +44,12 @@ fn an_idle_lane_and_a_lane_waiting_on_a_600_ms_run_use_almost_no_cpu() {
     // A run of 600 ms: the lane thread launches it and sleeps, the waiter blocks in its wait.
     let before = cpu_ns();
     let run = lane.submit(RunRequest::new()).expect("accepted");
-    let outcome = lane
-        .wait(run, Duration::from_secs(30))
-        .expect("its outcome");
+    let outcome = lane.wait(run, Duration::from_secs(30)).expect("its outcome");
     let waiting = cpu_ns() - before;
-    assert!(
-        matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok), "{outcome:?}");
     // Bounds: a few ms of real work (thread wake-ups, the launch, the status read) against
     // hundreds of ms a poll would cost; generous for a loaded 2-core machine.
-    assert!(
-        idle < 30_000_000,
-        "{} ms of CPU in 300 ms idle",
-        idle / 1_000_000
-    );
-    assert!(
-        waiting < 60_000_000,
-        "{} ms of CPU while a 600 ms run executed",
-        waiting / 1_000_000
-    );
+    assert!(idle < 30_000_000, "{} ms of CPU in 300 ms idle", idle / 1_000_000);
+    assert!(waiting < 60_000_000, "{} ms of CPU while a 600 ms run executed", waiting / 1_000_000);
     drop(lane);
 }

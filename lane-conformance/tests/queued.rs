@@ -21,9 +21,7 @@ const GENEROUS: Duration = Duration::from_secs(30);
 
 #[test]
 fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_the_predecessor_completes() {
-    let profile = FakeTimeouts::default()
-        .scale(Profile::a2a3())
-        .expect("the fake's timeouts");
+    let profile = FakeTimeouts::default().scale(Profile::a2a3()).expect("the fake's timeouts");
     let session = FakeSession::start().expect("the fake");
     let control = Arc::clone(session.control());
     let device = session.open(profile).expect("the fake device");
@@ -31,15 +29,10 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_the_prede
         Arc::clone(&control),
         profile.header(),
         1,
-        RunTimes {
-            device_ns: u64::try_from(KERNEL.as_nanos()).expect("ns"),
-            jitter_ppm: 0,
-        },
+        RunTimes { device_ns: u64::try_from(KERNEL.as_nanos()).expect("ns"), jitter_ppm: 0 },
     );
-    let lane = spawn(ServiceConfig::new(profile), move || {
-        Ok::<_, String>((device, runner))
-    })
-    .expect("the lane starts");
+    let lane = spawn(ServiceConfig::new(profile), move || Ok::<_, String>((device, runner)))
+        .expect("the lane starts");
     let launches = || control.counters().expect("the fake's counters").launches;
     let first = lane.submit(RunRequest::new()).expect("run 1 accepted");
     // Run 1's two kernels are on the device from here.
@@ -57,10 +50,7 @@ fn a_run_submitted_10_ms_into_its_50_ms_predecessor_is_launched_before_the_prede
     let queued = control.counters().expect("counters").queued_launches;
     let second = lane.wait(second, GENEROUS).expect("run 2's outcome");
     for outcome in [first, second] {
-        assert!(
-            matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-            "{outcome:?}"
-        );
+        assert!(matches!(outcome, Outcome::Run(r) if r.verdict == Verdict::Ok), "{outcome:?}");
     }
     assert_eq!(
         queued, 1,
@@ -85,29 +75,20 @@ fn lane_on_fake_with(
     device_ns: u64,
     timeouts: FakeTimeouts,
 ) -> LaneHandle {
-    let rules: Vec<FaultRule> = rules
-        .iter()
-        .map(|r| FaultRule::parse(r).expect("a fault rule"))
-        .collect();
-    let profile = timeouts
-        .scale(Profile::a2a3())
-        .expect("the fake's timeouts");
+    let rules: Vec<FaultRule> =
+        rules.iter().map(|r| FaultRule::parse(r).expect("a fault rule")).collect();
+    let profile = timeouts.scale(Profile::a2a3()).expect("the fake's timeouts");
     let device = session.open(profile).expect("the fake device");
     let runner = FakeRunner::new(
         Arc::clone(session.control()),
         profile.header(),
         1,
-        RunTimes {
-            device_ns,
-            jitter_ppm: 0,
-        },
+        RunTimes { device_ns, jitter_ppm: 0 },
     )
     .with_faults(&rules)
     .expect("the fake takes the rules");
-    spawn(ServiceConfig::new(profile), move || {
-        Ok::<_, String>((device, runner))
-    })
-    .expect("the lane starts")
+    spawn(ServiceConfig::new(profile), move || Ok::<_, String>((device, runner)))
+        .expect("the lane starts")
 }
 
 /// Submits `runs` runs one after another, each once the previous has its outcome (again, a
@@ -140,19 +121,12 @@ fn a_hung_kernel_through_the_service_ends_at_the_device_op_timeout_with_its_code
     let started = Instant::now();
     let lines = run_in_turn(&lane, 2);
     // The op timeout (1 s on the fake) fires well before the 10 s host deadline.
-    assert!(
-        started.elapsed() < Duration::from_secs(8),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
     assert!(
         lines[0].contains("ACL_ERROR_RT_AICORE_TIMEOUT") && !lines[0].contains("HOST_WAIT"),
         "{lines:?}"
     );
-    assert!(
-        lines[1].ends_with(": ok"),
-        "the device recovered: {lines:?}"
-    );
+    assert!(lines[1].ends_with(": ok"), "the device recovered: {lines:?}");
     let counters = session.control().counters().expect("counters");
     assert_eq!(counters.force_resets, 1, "{counters:?}");
 }
@@ -163,10 +137,7 @@ fn a_poison_through_the_service_recovers_and_the_waiter_binds_again_after_the_fo
     let lane = lane_on_fake(&session, &["exception=507015@run:2"], 100_000);
     let lines = run_in_turn(&lane, 5);
     assert!(lines[0].ends_with(": ok"), "{lines:?}");
-    assert!(
-        lines[1].contains("ACL_ERROR_RT_AICORE_EXCEPTION"),
-        "{lines:?}"
-    );
+    assert!(lines[1].contains("ACL_ERROR_RT_AICORE_EXCEPTION"), "{lines:?}");
     // A waiter still bound to the context before the reset would fail every later wait with
     // 107002 (context null) and poison again.
     for line in &lines[2..] {
@@ -199,20 +170,11 @@ fn no_force_reset_is_made_while_the_waiter_is_inside_a_wait_that_outlives_the_dr
     let second = lane.submit(RunRequest::new()).expect("run 2 accepted");
     for run in [first, second] {
         let outcome = lane.wait(run, GENEROUS).expect("an outcome");
-        assert!(
-            matches!(outcome, Outcome::Run(r) if r.verdict != Verdict::Ok),
-            "{outcome:?}"
-        );
+        assert!(matches!(outcome, Outcome::Run(r) if r.verdict != Verdict::Ok), "{outcome:?}");
     }
     let lines = run_in_turn(&lane, 1);
-    assert!(
-        lines[0].ends_with(": ok"),
-        "the device recovered: {lines:?}"
-    );
-    assert_eq!(
-        session.control().counters().expect("counters").force_resets,
-        1
-    );
+    assert!(lines[0].ends_with(": ok"), "the device recovered: {lines:?}");
+    assert_eq!(session.control().counters().expect("counters").force_resets, 1);
     drop(lane);
     drop(session);
 }

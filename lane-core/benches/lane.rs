@@ -16,9 +16,7 @@ fn main() {
 /// Answers every effect at once with success (`testkit::Succeed`: the status read returns
 /// `clean`; decoding is measured by status-latch's own benchmark); returns the outcomes seen.
 fn answer_all(lane: &mut Lane, now: Timestamp, backend: &mut Succeed) -> u32 {
-    backend
-        .drive(lane, now)
-        .expect("a healthy cycle rejects no event");
+    backend.drive(lane, now).expect("a healthy cycle rejects no event");
     let mut outcomes = 0;
     while let Some(outcome) = lane.poll_outcome() {
         outcomes += u32::from(matches!(outcome, Outcome::Run(_)));
@@ -30,8 +28,7 @@ fn answer_all(lane: &mut Lane, now: Timestamp, backend: &mut Succeed) -> u32 {
 fn warm_lane(profile: Profile) -> (Lane, Succeed) {
     let mut lane = Lane::new(profile);
     let mut backend = Succeed::new();
-    lane.submit(Timestamp(0), RunRequest::new())
-        .expect("accepted");
+    lane.submit(Timestamp(0), RunRequest::new()).expect("accepted");
     answer_all(&mut lane, Timestamp(0), &mut backend);
     (lane, backend)
 }
@@ -39,20 +36,13 @@ fn warm_lane(profile: Profile) -> (Lane, Succeed) {
 /// One run from submit to outcome on a warm lane.
 #[divan::bench(args = ["a2a3", "depth-one"], sample_size = 100, sample_count = 1000)]
 fn full_run_cycle(bencher: divan::Bencher<'_, '_>, profile: &str) {
-    let profile = if profile == "depth-one" {
-        Profile::depth_one()
-    } else {
-        Profile::a2a3()
-    };
+    let profile = if profile == "depth-one" { Profile::depth_one() } else { Profile::a2a3() };
     let (mut lane, mut backend) = warm_lane(profile);
     let mut now = 0u64;
     bencher.bench_local(|| {
         now += 1_000;
         let accepted = lane.submit(Timestamp(now), RunRequest::new()).is_ok();
-        black_box((
-            accepted,
-            answer_all(&mut lane, Timestamp(now), &mut backend),
-        ))
+        black_box((accepted, answer_all(&mut lane, Timestamp(now), &mut backend)))
     });
 }
 

@@ -229,9 +229,7 @@ impl<T: Copy> Peers<T> {
     /// None.
     #[must_use]
     pub const fn new() -> Self {
-        Self {
-            items: [None; PAIR_PEERS],
-        }
+        Self { items: [None; PAIR_PEERS] }
     }
 
     /// Appends `item`; returns `false` (and keeps nothing) when already full.
@@ -295,11 +293,7 @@ mod tests {
     #[test]
     fn time_spans_saturate_instead_of_wrapping() {
         assert_eq!(Timestamp(7).since(Timestamp(3)), 4);
-        assert_eq!(
-            Timestamp(3).since(Timestamp(7)),
-            0,
-            "now never goes backwards"
-        );
+        assert_eq!(Timestamp(3).since(Timestamp(7)), 0, "now never goes backwards");
         assert_eq!(Timestamp(u64::MAX - 1).after_ns(5), Timestamp(u64::MAX));
     }
 
@@ -320,32 +314,17 @@ mod tests {
 
     #[test]
     fn a_smaller_key_precedes_a_run_submitted_earlier_and_nothing_else_reorders() {
-        let keyed = |seq, key| ItemOrder {
-            seq,
-            key: Some(OrderKey(key)),
-        };
+        let keyed = |seq, key| ItemOrder { seq, key: Some(OrderKey(key)) };
         let plain = |seq| ItemOrder { seq, key: None };
-        assert!(
-            keyed(5, 1).may_precede(keyed(3, 2)),
-            "earlier key, later run"
-        );
+        assert!(keyed(5, 1).may_precede(keyed(3, 2)), "earlier key, later run");
         assert!(
             keyed(3, 2).may_precede(keyed(5, 1)),
             "a run already launched stays ahead of a later smaller key"
         );
-        assert!(
-            !keyed(5, 2).may_precede(keyed(3, 1)),
-            "a greater key never passes"
-        );
-        assert!(
-            keyed(3, 2).may_precede(keyed(5, 2)),
-            "equal keys: submission order"
-        );
+        assert!(!keyed(5, 2).may_precede(keyed(3, 1)), "a greater key never passes");
+        assert!(keyed(3, 2).may_precede(keyed(5, 2)), "equal keys: submission order");
         assert!(!keyed(5, 2).may_precede(keyed(3, 2)));
-        assert!(
-            !keyed(5, 1).may_precede(plain(3)),
-            "a keyless run is never passed"
-        );
+        assert!(!keyed(5, 1).may_precede(plain(3)), "a keyless run is never passed");
         assert!(plain(3).may_precede(keyed(5, 1)));
     }
 
@@ -356,13 +335,6 @@ mod tests {
         assert_eq!(RunId(3).to_string(), "run 3");
         assert_eq!(PublicationId(4).to_string(), "publication 4");
         assert_eq!(SlotId(1).to_string(), "slot 1");
-        assert_eq!(
-            Lease {
-                slot: SlotId(1),
-                generation
-            }
-            .to_string(),
-            "slot 1 gen 1"
-        );
+        assert_eq!(Lease { slot: SlotId(1), generation }.to_string(), "slot 1 gen 1");
     }
 }

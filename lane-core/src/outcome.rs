@@ -20,10 +20,7 @@ impl Cause {
     /// Classifies `failure`.
     #[must_use]
     pub fn of(failure: Failure) -> Self {
-        Self {
-            failure,
-            classification: classify(&failure),
-        }
+        Self { failure, classification: classify(&failure) }
     }
 
     /// `RunOnly` or `Poison`.
@@ -66,10 +63,7 @@ impl Cause {
     /// failure that belongs to no run: a publication's upload.
     #[must_use]
     pub const fn detail(&self) -> FailureDetail {
-        FailureDetail {
-            failure: self.failure,
-            status: None,
-        }
+        FailureDetail { failure: self.failure, status: None }
     }
 }
 
@@ -150,8 +144,7 @@ impl RunOutcome {
     /// status was not read.
     #[must_use]
     pub fn overlap(&self) -> Overlap {
-        self.timing
-            .map_or(Overlap::Unknown, |timing| timing.overlap)
+        self.timing.map_or(Overlap::Unknown, |timing| timing.overlap)
     }
 }
 
@@ -211,14 +204,8 @@ impl Outcome {
     #[must_use]
     pub const fn order(&self) -> ItemOrder {
         match self {
-            Self::Run(r) => ItemOrder {
-                seq: r.run.0,
-                key: r.key,
-            },
-            Self::Publication(p) => ItemOrder {
-                seq: p.publication.0,
-                key: None,
-            },
+            Self::Run(r) => ItemOrder { seq: r.run.0, key: r.key },
+            Self::Publication(p) => ItemOrder { seq: p.publication.0, key: None },
         }
     }
 }
@@ -248,10 +235,7 @@ impl Outcome {
     /// spaces). Outcomes without a cause ignore the detail.
     #[must_use]
     pub const fn with_detail<'a>(&'a self, detail: Option<&'a str>) -> WithDetail<'a> {
-        WithDetail {
-            outcome: self,
-            detail,
-        }
+        WithDetail { outcome: self, detail }
     }
 }
 
@@ -290,12 +274,9 @@ impl fmt::Display for Outcome {
                 Verdict::Ok => write!(f, "{}: ok", r.run),
                 Verdict::Cancelled => write!(f, "{}: cancelled", r.run),
                 Verdict::Failed { cause } => write!(f, "{}", cause.line(r.run)),
-                Verdict::Poisoned { cause, origin } => write!(
-                    f,
-                    "{}: poisoned by {origin}: {}",
-                    r.run,
-                    cause.line(*origin)
-                ),
+                Verdict::Poisoned { cause, origin } => {
+                    write!(f, "{}: poisoned by {origin}: {}", r.run, cause.line(*origin))
+                }
             },
             Self::Publication(p) => match &p.result {
                 PublicationResult::Uploaded => write!(f, "{}: uploaded", p.publication),
@@ -303,12 +284,9 @@ impl fmt::Display for Outcome {
                 PublicationResult::Failed { cause } => {
                     write!(f, "{}: upload failed{}", p.publication, cause.detail())
                 }
-                PublicationResult::Poisoned { cause, origin } => write!(
-                    f,
-                    "{}: poisoned by {origin}: {}",
-                    p.publication,
-                    cause.line(*origin)
-                ),
+                PublicationResult::Poisoned { cause, origin } => {
+                    write!(f, "{}: poisoned by {origin}: {}", p.publication, cause.line(*origin))
+                }
             },
         }
     }
@@ -323,10 +301,7 @@ mod tests {
     use super::*;
 
     fn acl(stage: Stage) -> Cause {
-        Cause::of(Failure::Acl {
-            stage,
-            code: AclCode::from_raw(507_015).expect("non-zero"),
-        })
+        Cause::of(Failure::Acl { stage, code: AclCode::from_raw(507_015).expect("non-zero") })
     }
 
     fn run(verdict: Verdict) -> String {
@@ -342,11 +317,8 @@ mod tests {
     }
 
     fn publication(result: PublicationResult) -> String {
-        Outcome::Publication(PublicationOutcome {
-            publication: PublicationId(5),
-            result,
-        })
-        .to_string()
+        Outcome::Publication(PublicationOutcome { publication: PublicationId(5), result })
+            .to_string()
     }
 
     #[test]
@@ -354,21 +326,15 @@ mod tests {
         let outcome = Outcome::Run(RunOutcome {
             run: RunId(5),
             tag: None,
-            verdict: Verdict::Failed {
-                cause: acl(Stage::EventWait),
-            },
+            verdict: Verdict::Failed { cause: acl(Stage::EventWait) },
             timing: None,
             key: None,
             declines: 0,
         });
         assert_eq!(outcome.cause_item(), Some(5));
-        let line = outcome
-            .with_detail(Some("EZ9999: aicore timeout\n  task 3 on stream 7\n"))
-            .to_string();
-        assert_eq!(
-            line,
-            format!("{outcome}; device: EZ9999: aicore timeout task 3 on stream 7")
-        );
+        let line =
+            outcome.with_detail(Some("EZ9999: aicore timeout\n  task 3 on stream 7\n")).to_string();
+        assert_eq!(line, format!("{outcome}; device: EZ9999: aicore timeout task 3 on stream 7"));
         assert_eq!(outcome.with_detail(None).to_string(), outcome.to_string());
     }
 
@@ -376,18 +342,10 @@ mod tests {
     fn a_poisoned_items_detail_belongs_to_its_origin() {
         let poisoned = Outcome::Publication(PublicationOutcome {
             publication: PublicationId(6),
-            result: PublicationResult::Poisoned {
-                cause: acl(Stage::StatusRead),
-                origin: RunId(3),
-            },
+            result: PublicationResult::Poisoned { cause: acl(Stage::StatusRead), origin: RunId(3) },
         });
         assert_eq!(poisoned.cause_item(), Some(3));
-        assert!(
-            poisoned
-                .with_detail(Some("x"))
-                .to_string()
-                .ends_with("; device: x")
-        );
+        assert!(poisoned.with_detail(Some("x")).to_string().ends_with("; device: x"));
     }
 
     #[test]
@@ -413,10 +371,7 @@ mod tests {
         let failed = Verdict::Failed { cause };
         assert!(!failed.is_ok());
         assert_eq!(failed.cause(), Some(&cause));
-        let poisoned = Verdict::Poisoned {
-            cause,
-            origin: RunId(1),
-        };
+        let poisoned = Verdict::Poisoned { cause, origin: RunId(1) };
         assert!(!poisoned.is_ok());
         assert_eq!(poisoned.cause(), Some(&cause));
         assert!(!Verdict::Cancelled.is_ok());
@@ -443,40 +398,25 @@ mod tests {
     #[test]
     fn a_poisoned_run_names_its_origin_and_the_origins_line() {
         let cause = acl(Stage::EventWait);
-        let line = run(Verdict::Poisoned {
-            cause,
-            origin: RunId(3),
-        });
-        assert_eq!(
-            line,
-            format!("run 5: poisoned by run 3: {}", cause.line(RunId(3)))
-        );
+        let line = run(Verdict::Poisoned { cause, origin: RunId(3) });
+        assert_eq!(line, format!("run 5: poisoned by run 3: {}", cause.line(RunId(3))));
     }
 
     #[test]
     fn an_uploaded_publication_reads_uploaded() {
-        assert_eq!(
-            publication(PublicationResult::Uploaded),
-            "publication 5: uploaded"
-        );
+        assert_eq!(publication(PublicationResult::Uploaded), "publication 5: uploaded");
     }
 
     #[test]
     fn a_cancelled_publication_reads_cancelled() {
-        assert_eq!(
-            publication(PublicationResult::Cancelled),
-            "publication 5: cancelled"
-        );
+        assert_eq!(publication(PublicationResult::Cancelled), "publication 5: cancelled");
     }
 
     #[test]
     fn a_failed_upload_reads_as_the_publications_failure_not_a_runs() {
         let cause = acl(Stage::Upload);
         let line = publication(PublicationResult::Failed { cause });
-        assert!(
-            line.starts_with("publication 5: upload failed at upload: ACL 507015 "),
-            "{line}"
-        );
+        assert!(line.starts_with("publication 5: upload failed at upload: ACL 507015 "), "{line}");
         assert!(!line.contains("run 5"), "{line}");
         assert!(line.ends_with(&cause.line(RunId(5))["run 5 failed at upload".len()..]));
     }
@@ -484,13 +424,7 @@ mod tests {
     #[test]
     fn a_poisoned_publication_names_its_origin_and_the_origins_line() {
         let cause = acl(Stage::StatusRead);
-        let line = publication(PublicationResult::Poisoned {
-            cause,
-            origin: RunId(3),
-        });
-        assert_eq!(
-            line,
-            format!("publication 5: poisoned by run 3: {}", cause.line(RunId(3)))
-        );
+        let line = publication(PublicationResult::Poisoned { cause, origin: RunId(3) });
+        assert_eq!(line, format!("publication 5: poisoned by run 3: {}", cause.line(RunId(3))));
     }
 }

@@ -293,10 +293,7 @@ impl Profile {
             return Err(ProfileError::Slots { got: spec.slots });
         }
         if spec.launch_depth == 0 || spec.launch_depth > spec.slots {
-            return Err(ProfileError::Depth {
-                depth: spec.launch_depth,
-                slots: spec.slots,
-            });
+            return Err(ProfileError::Depth { depth: spec.launch_depth, slots: spec.slots });
         }
         if spec.prepare_window == 0 || spec.prepare_window > spec.slots {
             return Err(ProfileError::PrepareWindow {
@@ -311,23 +308,16 @@ impl Profile {
             });
         }
         if spec.verdict == VerdictChannel::StreamSync && spec.launch_depth > 1 {
-            return Err(ProfileError::SyncChannelDepth {
-                depth: spec.launch_depth,
-            });
+            return Err(ProfileError::SyncChannelDepth { depth: spec.launch_depth });
         }
         if spec.finalise == FinaliseOrder::BeforeNextLaunch && spec.launch_depth > 1 {
-            return Err(ProfileError::FinaliseOrderDepth {
-                depth: spec.launch_depth,
-            });
+            return Err(ProfileError::FinaliseOrderDepth { depth: spec.launch_depth });
         }
         if spec.recovery_attempts == 0 {
             return Err(ProfileError::RecoveryAttempts);
         }
-        let launch_depth =
-            LaunchDepth::new(spec.launch_depth).map_err(|_| ProfileError::Depth {
-                depth: spec.launch_depth,
-                slots: spec.slots,
-            })?;
+        let launch_depth = LaunchDepth::new(spec.launch_depth)
+            .map_err(|_| ProfileError::Depth { depth: spec.launch_depth, slots: spec.slots })?;
         Ok(Self {
             name: spec.name,
             slots: spec.slots,
@@ -465,14 +455,8 @@ mod tests {
 
     #[test]
     fn a5_queues_at_depth_two_with_either_runtimes_header() {
-        for header in [
-            HeaderLayout::TensormapAndRingbuffer,
-            HeaderLayout::HostBuildGraph,
-        ] {
-            let spec = ProfileSpec {
-                header,
-                ..Profile::a5().spec()
-            };
+        for header in [HeaderLayout::TensormapAndRingbuffer, HeaderLayout::HostBuildGraph] {
+            let spec = ProfileSpec { header, ..Profile::a5().spec() };
             let profile = Profile::custom(spec).expect("a5 with either header is valid");
             assert_eq!(profile.header(), header);
             assert_eq!(profile.launch_depth().get(), 2, "{header:?} queues on a5");
@@ -485,10 +469,7 @@ mod tests {
         assert_eq!(Profile::a2a3().name(), "a2a3");
         assert_eq!(Profile::a5().name(), "a5");
         assert_eq!(Profile::default_spec().name, "custom");
-        let spec = ProfileSpec {
-            name: "bench",
-            ..Profile::default_spec()
-        };
+        let spec = ProfileSpec { name: "bench", ..Profile::default_spec() };
         assert_eq!(Profile::custom(spec).map(|p| p.name()), Ok("bench"));
         assert_eq!(Profile::a5().spec().name, "a5");
     }
@@ -496,10 +477,7 @@ mod tests {
     #[test]
     fn presets_carry_the_default_timeouts_and_budget() {
         for profile in [Profile::a2a3(), Profile::a5()] {
-            assert_eq!(
-                profile.completion_timeout_ns(),
-                DEFAULT_COMPLETION_TIMEOUT_NS
-            );
+            assert_eq!(profile.completion_timeout_ns(), DEFAULT_COMPLETION_TIMEOUT_NS);
             assert_eq!(profile.device_op_timeout_ns(), DEFAULT_DEVICE_OP_TIMEOUT_NS);
             assert_eq!(profile.drain_timeout_ns(), DEFAULT_DRAIN_TIMEOUT_NS);
             assert_eq!(profile.recovery_attempts(), DEFAULT_RECOVERY_ATTEMPTS);
@@ -508,29 +486,15 @@ mod tests {
 
     #[test]
     fn custom_profile_refuses_depth_above_slots() {
-        let spec = ProfileSpec {
-            slots: 2,
-            launch_depth: 3,
-            ..Profile::default_spec()
-        };
-        assert_eq!(
-            Profile::custom(spec),
-            Err(ProfileError::Depth { depth: 3, slots: 2 })
-        );
+        let spec = ProfileSpec { slots: 2, launch_depth: 3, ..Profile::default_spec() };
+        assert_eq!(Profile::custom(spec), Err(ProfileError::Depth { depth: 3, slots: 2 }));
     }
 
     #[test]
     fn custom_profile_refuses_zero_or_too_many_slots() {
         for slots in [0, MAX_SLOTS + 1] {
-            let spec = ProfileSpec {
-                slots,
-                launch_depth: 1,
-                ..Profile::default_spec()
-            };
-            assert_eq!(
-                Profile::custom(spec),
-                Err(ProfileError::Slots { got: slots })
-            );
+            let spec = ProfileSpec { slots, launch_depth: 1, ..Profile::default_spec() };
+            assert_eq!(Profile::custom(spec), Err(ProfileError::Slots { got: slots }));
         }
     }
 
@@ -541,20 +505,13 @@ mod tests {
             completion_timeout_ns: 50,
             ..Profile::default_spec()
         };
-        assert!(matches!(
-            Profile::custom(spec),
-            Err(ProfileError::Timeouts { .. })
-        ));
+        assert!(matches!(Profile::custom(spec), Err(ProfileError::Timeouts { .. })));
     }
 
     #[test]
     fn custom_profile_refuses_a_prepare_window_of_zero_or_above_the_slots() {
         for window in [0, 3] {
-            let spec = ProfileSpec {
-                slots: 2,
-                prepare_window: window,
-                ..Profile::default_spec()
-            };
+            let spec = ProfileSpec { slots: 2, prepare_window: window, ..Profile::default_spec() };
             assert_eq!(
                 Profile::custom(spec),
                 Err(ProfileError::PrepareWindow { window, slots: 2 })
@@ -564,18 +521,10 @@ mod tests {
 
     #[test]
     fn custom_profile_refuses_finalise_before_the_next_launch_above_depth_one() {
-        let spec = ProfileSpec {
-            finalise: FinaliseOrder::BeforeNextLaunch,
-            ..Profile::default_spec()
-        };
-        assert_eq!(
-            Profile::custom(spec),
-            Err(ProfileError::FinaliseOrderDepth { depth: 2 })
-        );
-        let depth_one = ProfileSpec {
-            launch_depth: 1,
-            ..spec
-        };
+        let spec =
+            ProfileSpec { finalise: FinaliseOrder::BeforeNextLaunch, ..Profile::default_spec() };
+        assert_eq!(Profile::custom(spec), Err(ProfileError::FinaliseOrderDepth { depth: 2 }));
+        let depth_one = ProfileSpec { launch_depth: 1, ..spec };
         assert_eq!(
             Profile::custom(depth_one).map(|p| p.finalise_order()),
             Ok(FinaliseOrder::BeforeNextLaunch)
@@ -617,10 +566,7 @@ mod tests {
 
     #[test]
     fn custom_profile_refuses_zero_recovery_attempts() {
-        let spec = ProfileSpec {
-            recovery_attempts: 0,
-            ..Profile::default_spec()
-        };
+        let spec = ProfileSpec { recovery_attempts: 0, ..Profile::default_spec() };
         assert_eq!(Profile::custom(spec), Err(ProfileError::RecoveryAttempts));
     }
 }

@@ -24,13 +24,8 @@ pub enum PublicationPhase {
 
 impl PublicationPhase {
     /// One value of every phase shape, in life order: the rows of the rendered table.
-    pub const ALL: [Self; 3] = [
-        Self::Waiting,
-        Self::Uploading,
-        Self::Done {
-            result: PublicationResult::Uploaded,
-        },
-    ];
+    pub const ALL: [Self; 3] =
+        [Self::Waiting, Self::Uploading, Self::Done { result: PublicationResult::Uploaded }];
 
     /// Whether the publication has its result.
     #[must_use]
@@ -173,25 +168,14 @@ pub const fn step(
     let next = match (phase, input) {
         (P::Done { .. }, _) => return Err(PublicationRefusal::AlreadyDone),
         (_, I::Abandon(result)) => (P::Done { result }, A::None),
-        (P::Waiting, I::Cancel) => (
-            P::Done {
-                result: PublicationResult::Cancelled,
-            },
-            A::None,
-        ),
+        (P::Waiting, I::Cancel) => (P::Done { result: PublicationResult::Cancelled }, A::None),
         (P::Waiting, I::Upload) => (P::Uploading, A::Upload),
-        (P::Uploading, I::Uploaded) => (
-            P::Done {
-                result: PublicationResult::Uploaded,
-            },
-            A::MarkStale,
-        ),
-        (P::Uploading, I::UploadFailed(cause)) => (
-            P::Done {
-                result: PublicationResult::Failed { cause },
-            },
-            A::MarkStale,
-        ),
+        (P::Uploading, I::Uploaded) => {
+            (P::Done { result: PublicationResult::Uploaded }, A::MarkStale)
+        }
+        (P::Uploading, I::UploadFailed(cause)) => {
+            (P::Done { result: PublicationResult::Failed { cause } }, A::MarkStale)
+        }
         _ => return Err(PublicationRefusal::NotExpected),
     };
     Ok(next)

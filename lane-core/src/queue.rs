@@ -17,10 +17,7 @@ pub(crate) struct Fifo<T, const N: usize> {
 impl<T: Copy, const N: usize> Fifo<T, N> {
     /// An empty queue.
     pub(crate) fn new() -> Self {
-        Self {
-            items: SmallVec::new(),
-            head: 0,
-        }
+        Self { items: SmallVec::new(), head: 0 }
     }
 
     /// Appends `item` at the back.

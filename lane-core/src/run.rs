@@ -143,10 +143,7 @@ pub mod representative {
     /// The verdict a run taken down by another run's poison gets.
     #[must_use]
     pub fn poisoned() -> Verdict {
-        Verdict::Poisoned {
-            cause: poison(),
-            origin: RunId(1),
-        }
+        Verdict::Poisoned { cause: poison(), origin: RunId(1) }
     }
 }
 
@@ -157,52 +154,24 @@ impl RunPhase {
     pub fn all() -> [Self; 17] {
         use representative as rep;
         [
-            Self::Queued {
-                incompatible: false,
-            },
+            Self::Queued { incompatible: false },
             Self::Queued { incompatible: true },
             Self::Preparing { cancel: false },
             Self::Preparing { cancel: true },
-            Self::Prepared {
-                readying_pair: false,
-            },
-            Self::Prepared {
-                readying_pair: true,
-            },
+            Self::Prepared { readying_pair: false },
+            Self::Prepared { readying_pair: true },
             Self::Launching,
             Self::Launched { unfenced: None },
-            Self::Launched {
-                unfenced: Some(rep::UNFENCED),
-            },
-            Self::Awaiting {
-                deadline: rep::DEADLINE,
-                unfenced: None,
-            },
-            Self::Awaiting {
-                deadline: rep::DEADLINE,
-                unfenced: Some(rep::UNFENCED),
-            },
-            Self::Attributing {
-                evidence: rep::RETURNED_EVIDENCE,
-            },
-            Self::ReadingStatus {
-                evidence: rep::EVIDENCE,
-            },
-            Self::Finalising {
-                verdict: Verdict::Ok,
-            },
-            Self::Finalising {
-                verdict: Verdict::Failed {
-                    cause: rep::run_only(),
-                },
-            },
-            Self::Finalising {
-                verdict: Verdict::Cancelled,
-            },
+            Self::Launched { unfenced: Some(rep::UNFENCED) },
+            Self::Awaiting { deadline: rep::DEADLINE, unfenced: None },
+            Self::Awaiting { deadline: rep::DEADLINE, unfenced: Some(rep::UNFENCED) },
+            Self::Attributing { evidence: rep::RETURNED_EVIDENCE },
+            Self::ReadingStatus { evidence: rep::EVIDENCE },
+            Self::Finalising { verdict: Verdict::Ok },
+            Self::Finalising { verdict: Verdict::Failed { cause: rep::run_only() } },
+            Self::Finalising { verdict: Verdict::Cancelled },
             // One row set: `Done` refuses every input whatever its verdict.
-            Self::Done {
-                verdict: Verdict::Ok,
-            },
+            Self::Done { verdict: Verdict::Ok },
         ]
     }
 
@@ -263,13 +232,9 @@ impl RunPhase {
     pub const fn unfenced(self) -> Option<AclCode> {
         match self {
             Self::Launched { unfenced } | Self::Awaiting { unfenced, .. } => unfenced,
-            Self::Attributing {
-                evidence:
-                    Evidence {
-                        boundary: Boundary::Unfenced(code),
-                        ..
-                    },
-            } => Some(code),
+            Self::Attributing { evidence: Evidence { boundary: Boundary::Unfenced(code), .. } } => {
+                Some(code)
+            }
             _ => None,
         }
     }
@@ -496,9 +461,7 @@ impl RunAction {
             Self::ReadCovered => "`ReadRecords` for the runs queued behind",
             Self::ReadStatus => "`ReadStatus`",
             Self::Finalise => match next {
-                RunPhase::Finalising {
-                    verdict: Verdict::Ok,
-                } => "`FinaliseRun` with copy-back",
+                RunPhase::Finalising { verdict: Verdict::Ok } => "`FinaliseRun` with copy-back",
                 _ => "`FinaliseRun`, no copy-back",
             },
             Self::Settle => "none: the verdict is final, the slot is freed",
@@ -552,32 +515,17 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
         }
     };
     // A failure that poisons whatever its class: completion was not proven.
-    let poisoned = |cause: Cause| {
-        (
-            P::Done {
-                verdict: Verdict::Failed { cause },
-            },
-            A::Poison,
-        )
-    };
+    let poisoned = |cause: Cause| (P::Done { verdict: Verdict::Failed { cause } }, A::Poison);
     let next = match (phase, input) {
         (P::Done { .. }, _) => return Err(Refusal::AlreadyDone),
         (_, I::Abandon(verdict)) => (P::Done { verdict }, A::Settle),
 
         (P::Queued { .. }, I::Prepare) => (P::Preparing { cancel: false }, A::Prepare),
-        (P::Queued { .. }, I::Cancel) => (
-            P::Done {
-                verdict: Verdict::Cancelled,
-            },
-            A::Settle,
-        ),
+        (P::Queued { .. }, I::Cancel) => (P::Done { verdict: Verdict::Cancelled }, A::Settle),
 
-        (P::Preparing { cancel: false }, I::Prepared) => (
-            P::Prepared {
-                readying_pair: false,
-            },
-            A::Wait,
-        ),
+        (P::Preparing { cancel: false }, I::Prepared) => {
+            (P::Prepared { readying_pair: false }, A::Wait)
+        }
         (P::Preparing { cancel: false }, I::Incompatible) => {
             (P::Queued { incompatible: true }, A::Wait)
         }
@@ -585,60 +533,35 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
         (P::Preparing { .. }, I::Cancel) => (P::Preparing { cancel: true }, A::Wait),
         // Cancelled while preparing: prepared, it is finalised without copy-back; back
         // incompatible, nothing was touched and it is done.
-        (P::Preparing { cancel: true }, I::Prepared) => (
-            P::Finalising {
-                verdict: Verdict::Cancelled,
-            },
-            A::Finalise,
-        ),
-        (P::Preparing { cancel: true }, I::Incompatible) => (
-            P::Done {
-                verdict: Verdict::Cancelled,
-            },
-            A::Settle,
-        ),
+        (P::Preparing { cancel: true }, I::Prepared) => {
+            (P::Finalising { verdict: Verdict::Cancelled }, A::Finalise)
+        }
+        (P::Preparing { cancel: true }, I::Incompatible) => {
+            (P::Done { verdict: Verdict::Cancelled }, A::Settle)
+        }
         // A failed prepare keeps its own verdict, cancelled or not.
         (P::Preparing { .. }, I::PrepareFailed(cause)) => failed(cause),
 
-        (P::Prepared { .. }, I::ReadyPair) => (
-            P::Prepared {
-                readying_pair: true,
-            },
-            A::Wait,
-        ),
+        (P::Prepared { .. }, I::ReadyPair) => (P::Prepared { readying_pair: true }, A::Wait),
         (P::Prepared { .. }, I::Launch) => (P::Launching, A::Launch),
-        (
-            P::Prepared {
-                readying_pair: true,
-            },
-            I::StreamsFailed(cause),
-        ) => failed(cause),
-        (P::Prepared { .. }, I::Cancel) => (
-            P::Finalising {
-                verdict: Verdict::Cancelled,
-            },
-            A::Finalise,
-        ),
+        (P::Prepared { readying_pair: true }, I::StreamsFailed(cause)) => failed(cause),
+        (P::Prepared { .. }, I::Cancel) => {
+            (P::Finalising { verdict: Verdict::Cancelled }, A::Finalise)
+        }
 
         (P::Launching, I::Launched) => (P::Launched { unfenced: None }, A::Wait),
         // Unfenced (L-5): the kernels may run, and nothing of the run's own can prove them
         // done. It stays on the pair as launched, awaited through the device verdict alone
         // (L-8), and holds back every later launch.
-        (P::Launching, I::LaunchedUnfenced(code)) => (
-            P::Launched {
-                unfenced: Some(code),
-            },
-            A::Wait,
-        ),
+        (P::Launching, I::LaunchedUnfenced(code)) => {
+            (P::Launched { unfenced: Some(code) }, A::Wait)
+        }
         (P::Launching, I::LaunchFailed(cause)) => failed(cause),
         // The runner declined a launch queued behind a run: not a failure, the run waits for
         // the pair to empty. With nothing ahead there is nothing to wait for.
-        (P::Launching, I::LaunchDeclined { queued: true }) => (
-            P::Prepared {
-                readying_pair: false,
-            },
-            A::Defer,
-        ),
+        (P::Launching, I::LaunchDeclined { queued: true }) => {
+            (P::Prepared { readying_pair: false }, A::Defer)
+        }
         (P::Launching, I::LaunchDeclined { queued: false }) => failed(declined_alone()),
 
         (P::Launched { unfenced }, I::Await(deadline)) => {
@@ -661,24 +584,15 @@ pub fn step(phase: RunPhase, input: RunInput) -> Result<(RunPhase, RunAction), R
         // Attributed: another run's code is judged as a clean device verdict (a fenced run
         // goes on to its status read); this run's own poisons.
         (
-            P::Attributing {
-                evidence:
-                    Evidence {
-                        boundary: Boundary::Complete,
-                        ..
-                    },
-            },
+            P::Attributing { evidence: Evidence { boundary: Boundary::Complete, .. } },
             I::Completed(evidence),
         ) => (P::ReadingStatus { evidence }, A::ReadStatus),
         (P::Attributing { .. }, I::CompletedFaulted(cause)) => poisoned(cause),
         (P::Awaiting { .. }, I::DeadlineExpired) => poisoned(Cause::of(Failure::HostWaitTimeout)),
 
-        (P::ReadingStatus { .. }, I::JudgedOk) => (
-            P::Finalising {
-                verdict: Verdict::Ok,
-            },
-            A::Finalise,
-        ),
+        (P::ReadingStatus { .. }, I::JudgedOk) => {
+            (P::Finalising { verdict: Verdict::Ok }, A::Finalise)
+        }
         (P::ReadingStatus { .. }, I::JudgedFailed(cause)) => failed(cause),
         (P::ReadingStatus { .. }, I::StatusReadFailed(cause)) => poisoned(cause),
 

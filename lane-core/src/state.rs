@@ -163,10 +163,7 @@ impl LaneInput {
         Self::FaultNotice,
         Self::LaunchedDone,
         Self::DeviceReset,
-        Self::DestroyFailed {
-            role: Role::Aicore,
-            code: TABLE_DESTROY_CODE,
-        },
+        Self::DestroyFailed { role: Role::Aicore, code: TABLE_DESTROY_CODE },
         Self::StreamsReleased,
         Self::StreamsLeft(TABLE_LEFT),
         Self::RetryTeardown,
@@ -189,10 +186,7 @@ impl LaneInput {
 const TABLE_DESTROY_CODE: AclCode = AclCode::RtParamInvalid;
 
 /// The streams a teardown left, in the table's rows: the AICore stream.
-const TABLE_LEFT: StreamsLeft = StreamsLeft {
-    aicpu: None,
-    aicore: Some(TABLE_DESTROY_CODE),
-};
+const TABLE_LEFT: StreamsLeft = StreamsLeft { aicpu: None, aicore: Some(TABLE_DESTROY_CODE) };
 
 /// What the lane does with a transition of its state, besides changing it: the one value
 /// [`lane_step`] returns with the next state, performed in one place by the lane, and the
@@ -325,11 +319,7 @@ pub fn lane_step(
     use LaneInput as I;
     use LaneState as S;
     use RecoveryStep as R;
-    let recovering = |step, attempt, then| S::Recovering {
-        step,
-        attempt,
-        then,
-    };
+    let recovering = |step, attempt, then| S::Recovering { step, attempt, then };
     let closed = |device_lost, left| S::Closed { device_lost, left };
     let next = match (state, input) {
         (S::Open, I::Submit | I::Publish | I::Idle) => (S::Open, A::None),
@@ -337,38 +327,15 @@ pub fn lane_step(
         (S::Open, I::Poison) => (recovering(R::Quiesce, 1, AfterRecovery::Reopen), A::Quiesce),
 
         // A notice changes the device's standing only where something still trusts it.
-        (S::Open, I::FaultNotice) => (
-            S::Suspect {
-                then: AfterRecovery::Reopen,
-            },
-            A::None,
-        ),
-        (S::Closing, I::FaultNotice) => (
-            S::Suspect {
-                then: AfterRecovery::Close,
-            },
-            A::None,
-        ),
+        (S::Open, I::FaultNotice) => (S::Suspect { then: AfterRecovery::Reopen }, A::None),
+        (S::Closing, I::FaultNotice) => (S::Suspect { then: AfterRecovery::Close }, A::None),
         (S::Suspect { .. }, I::Submit | I::Publish) => return Err(LaneRefusal::Suspect),
         // The close itself waits for the recovery, but a reservation is useless from now on
         // (every later submit is refused): it goes back now, as an open lane's close does.
-        (
-            S::Suspect {
-                then: AfterRecovery::Reopen,
-            },
-            I::Close,
-        ) => (
-            S::Suspect {
-                then: AfterRecovery::Close,
-            },
-            A::ReleaseReservations,
-        ),
-        (
-            S::Suspect {
-                then: AfterRecovery::Close,
-            },
-            I::Close,
-        ) => (state, A::None),
+        (S::Suspect { then: AfterRecovery::Reopen }, I::Close) => {
+            (S::Suspect { then: AfterRecovery::Close }, A::ReleaseReservations)
+        }
+        (S::Suspect { then: AfterRecovery::Close }, I::Close) => (state, A::None),
         (S::Suspect { .. }, I::FaultNotice | I::Idle) => (state, A::None),
         (S::Suspect { then }, I::LaunchedDone | I::Poison) => {
             (recovering(R::Quiesce, 1, then), A::Quiesce)
@@ -382,53 +349,24 @@ pub fn lane_step(
         (S::Recovering { step, attempt, .. }, I::Close) => {
             (recovering(step, attempt, AfterRecovery::Close), A::None)
         }
-        (
-            S::Recovering {
-                step: R::Quiesce,
-                attempt,
-                then,
-            },
-            I::Quiesced,
-        ) => match (recovery, then) {
-            (Recovery::InPlace, _) => (recovering(R::Drain, attempt, then), A::BeginReset),
-            // The runtime resets: nothing is left for the lane to do with the device.
-            (Recovery::Runtime, AfterRecovery::Reopen) => (S::Unusable, A::HandOver),
-            (Recovery::Runtime, AfterRecovery::Close) => {
-                (closed(false, StreamsLeft::NONE), A::HandOver)
+        (S::Recovering { step: R::Quiesce, attempt, then }, I::Quiesced) => {
+            match (recovery, then) {
+                (Recovery::InPlace, _) => (recovering(R::Drain, attempt, then), A::BeginReset),
+                // The runtime resets: nothing is left for the lane to do with the device.
+                (Recovery::Runtime, AfterRecovery::Reopen) => (S::Unusable, A::HandOver),
+                (Recovery::Runtime, AfterRecovery::Close) => {
+                    (closed(false, StreamsLeft::NONE), A::HandOver)
+                }
             }
-        },
-        (
-            S::Recovering {
-                step: R::Drain,
-                attempt,
-                then,
-            },
-            I::Drained,
-        ) => (recovering(R::Reset, attempt, then), A::Reset),
-        (
-            S::Recovering {
-                step: R::Reset,
-                attempt,
-                then,
-            },
-            I::ResetDone,
-        ) => (recovering(R::Probe, attempt, then), A::Probe),
-        (
-            S::Recovering {
-                step: R::Reset,
-                attempt,
-                then,
-            },
-            I::ResetFailed,
-        )
-        | (
-            S::Recovering {
-                step: R::Probe,
-                attempt,
-                then,
-            },
-            I::ProbeFailed,
-        ) => {
+        }
+        (S::Recovering { step: R::Drain, attempt, then }, I::Drained) => {
+            (recovering(R::Reset, attempt, then), A::Reset)
+        }
+        (S::Recovering { step: R::Reset, attempt, then }, I::ResetDone) => {
+            (recovering(R::Probe, attempt, then), A::Probe)
+        }
+        (S::Recovering { step: R::Reset, attempt, then }, I::ResetFailed)
+        | (S::Recovering { step: R::Probe, attempt, then }, I::ProbeFailed) => {
             if attempt < attempts {
                 (recovering(R::Drain, attempt + 1, then), A::Drain)
             } else {
@@ -443,22 +381,12 @@ pub fn lane_step(
         }
         // Confirmed: every handle was abandoned at poison time, so the next launch creates a
         // fresh pair (L-10).
-        (
-            S::Recovering {
-                step: R::Probe,
-                then: AfterRecovery::Reopen,
-                ..
-            },
-            I::ProbePassed,
-        ) => (S::Open, A::AfterReset { recovered: true }),
-        (
-            S::Recovering {
-                step: R::Probe,
-                then: AfterRecovery::Close,
-                ..
-            },
-            I::ProbePassed,
-        ) => (S::Closing, A::AfterReset { recovered: true }),
+        (S::Recovering { step: R::Probe, then: AfterRecovery::Reopen, .. }, I::ProbePassed) => {
+            (S::Open, A::AfterReset { recovered: true })
+        }
+        (S::Recovering { step: R::Probe, then: AfterRecovery::Close, .. }, I::ProbePassed) => {
+            (S::Closing, A::AfterReset { recovered: true })
+        }
 
         (S::Unusable, I::Submit | I::Publish) => return Err(LaneRefusal::Unusable),
         // Every item has its verdict and the handles are the runtime's to reset: closed.
@@ -485,39 +413,13 @@ pub fn lane_step(
             A::TearDown,
         ),
         (S::ReleasingStreams { .. }, I::Close | I::Idle) => (state, A::None),
-        (
-            S::ReleasingStreams {
-                round,
-                rounds,
-                left,
-            },
-            I::DestroyRound,
-        ) if round < rounds => (
-            S::ReleasingStreams {
-                round: round + 1,
-                rounds,
-                left,
-            },
-            A::DestroyRound,
-        ),
+        (S::ReleasingStreams { round, rounds, left }, I::DestroyRound) if round < rounds => {
+            (S::ReleasingStreams { round: round + 1, rounds, left }, A::DestroyRound)
+        }
         // Recorded for the round that follows, or reported as left.
-        (
-            S::ReleasingStreams {
-                round,
-                rounds,
-                mut left,
-            },
-            I::DestroyFailed { role, code },
-        ) => {
+        (S::ReleasingStreams { round, rounds, mut left }, I::DestroyFailed { role, code }) => {
             left.set(role, Some(code));
-            (
-                S::ReleasingStreams {
-                    round,
-                    rounds,
-                    left,
-                },
-                A::None,
-            )
+            (S::ReleasingStreams { round, rounds, left }, A::None)
         }
         (S::ReleasingStreams { .. }, I::StreamsReleased) => {
             (closed(false, StreamsLeft::NONE), A::None)
@@ -527,27 +429,11 @@ pub fn lane_step(
         }
         (S::Closed { .. }, I::Close | I::Idle) => (state, A::None),
         // One more destroy round for the streams left.
-        (
-            S::Closed {
-                device_lost: false,
-                left,
-            },
-            I::RetryTeardown,
-        ) if !left.is_empty() => (
-            S::ReleasingStreams {
-                round: 0,
-                rounds: 1,
-                left,
-            },
-            A::TearDown,
-        ),
+        (S::Closed { device_lost: false, left }, I::RetryTeardown) if !left.is_empty() => {
+            (S::ReleasingStreams { round: 0, rounds: 1, left }, A::TearDown)
+        }
         // A lost device's handles were abandoned with it: there is nothing to destroy again.
-        (
-            S::Closed {
-                device_lost: true, ..
-            },
-            I::RetryTeardown,
-        ) => return Err(LaneRefusal::Lost),
+        (S::Closed { device_lost: true, .. }, I::RetryTeardown) => return Err(LaneRefusal::Lost),
         _ => return Err(LaneRefusal::NotExpected),
     };
     Ok(next)
@@ -564,48 +450,23 @@ pub(crate) fn table_states(attempts: u8) -> Vec<LaneState> {
     for then in [AfterRecovery::Reopen, AfterRecovery::Close] {
         // Only a poison or a notice enters `Quiesce`, and only at the first attempt: a retry starts with
         // nothing out (no run prepares or finalises during a recovery).
-        states.push(LaneState::Recovering {
-            step: RecoveryStep::Quiesce,
-            attempt: 1,
-            then,
-        });
+        states.push(LaneState::Recovering { step: RecoveryStep::Quiesce, attempt: 1, then });
         for attempt in 1..=attempts {
-            for step in [
-                RecoveryStep::Drain,
-                RecoveryStep::Reset,
-                RecoveryStep::Probe,
-            ] {
-                states.push(LaneState::Recovering {
-                    step,
-                    attempt,
-                    then,
-                });
+            for step in [RecoveryStep::Drain, RecoveryStep::Reset, RecoveryStep::Probe] {
+                states.push(LaneState::Recovering { step, attempt, then });
             }
         }
     }
     states.extend([LaneState::Unusable, LaneState::Lost, LaneState::Closing]);
     for rounds in [crate::lane::TEARDOWN_ATTEMPTS, 1] {
         for round in 0..=rounds {
-            states.push(LaneState::ReleasingStreams {
-                round,
-                rounds,
-                left: StreamsLeft::NONE,
-            });
+            states.push(LaneState::ReleasingStreams { round, rounds, left: StreamsLeft::NONE });
         }
     }
     states.extend([
-        LaneState::Closed {
-            device_lost: false,
-            left: StreamsLeft::NONE,
-        },
-        LaneState::Closed {
-            device_lost: false,
-            left: TABLE_LEFT,
-        },
-        LaneState::Closed {
-            device_lost: true,
-            left: StreamsLeft::NONE,
-        },
+        LaneState::Closed { device_lost: false, left: StreamsLeft::NONE },
+        LaneState::Closed { device_lost: false, left: TABLE_LEFT },
+        LaneState::Closed { device_lost: true, left: StreamsLeft::NONE },
     ]);
     states
 }
@@ -625,11 +486,7 @@ impl LaneState {
     #[must_use]
     pub fn label(self) -> String {
         match self {
-            Self::Recovering {
-                step,
-                attempt,
-                then,
-            } => {
+            Self::Recovering { step, attempt, then } => {
                 format!("Recovering({step:?}, attempt {attempt}, then {then:?})")
             }
             Self::Suspect { then } => format!("Suspect(then {then:?})"),
@@ -637,9 +494,7 @@ impl LaneState {
             Self::ReleasingStreams { round, rounds, .. } => {
                 format!("ReleasingStreams(round {round} of {rounds})")
             }
-            Self::Closed {
-                device_lost: true, ..
-            } => "Closed(device lost)".to_owned(),
+            Self::Closed { device_lost: true, .. } => "Closed(device lost)".to_owned(),
             Self::Closed { left, .. } if left.is_empty() => "Closed".to_owned(),
             Self::Closed { .. } => "Closed(streams left)".to_owned(),
             other => format!("{other:?}"),
@@ -710,10 +565,9 @@ fn render_rows(
                     (format!("{} (unchanged)", state_label(next)), "none")
                 }
                 // The values a state holds changed (a failed destroy recorded), not its row.
-                Ok((next, action)) if state_label(next) == state_label(state) => (
-                    format!("{} (value recorded)", state_label(next)),
-                    action.describe(state),
-                ),
+                Ok((next, action)) if state_label(next) == state_label(state) => {
+                    (format!("{} (value recorded)", state_label(next)), action.describe(state))
+                }
                 Ok((next, action)) => {
                     (format!("**{}**", state_label(next)), action.describe(state))
                 }

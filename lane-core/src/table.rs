@@ -21,11 +21,7 @@ pub(crate) fn write_refusals(
     if refused.is_empty() {
         return;
     }
-    let _ = writeln!(
-        out,
-        "| {state} | {REFUSES} | {} | none |",
-        refusals(refused, inputs)
-    );
+    let _ = writeln!(out, "| {state} | {REFUSES} | {} | none |", refusals(refused, inputs));
 }
 
 /// The refused inputs grouped by reason: the reason that refuses the most (the first of
@@ -112,10 +108,7 @@ mod tests {
                 put(
                     state,
                     input,
-                    Cell::Row {
-                        next: next.to_owned(),
-                        effects: effects.to_owned(),
-                    },
+                    Cell::Row { next: next.to_owned(), effects: effects.to_owned() },
                 )?;
                 continue;
             }
@@ -158,9 +151,7 @@ mod tests {
                 return Err(format!("{state} refuses every input but shows {shown}"));
             }
             if !all && shown == 0 {
-                return Err(format!(
-                    "{state} shows no input but refuses every other one"
-                ));
+                return Err(format!("{state} shows no input but refuses every other one"));
             }
             for input in inputs {
                 cells
@@ -198,13 +189,7 @@ mod tests {
                     .remove(&(state_name.clone(), input_name.clone()))
                     .unwrap_or_else(|| panic!("{state_name} x {input_name} is not rendered"));
                 match (step(state, input), cell) {
-                    (
-                        Ok(next),
-                        Cell::Row {
-                            next: shown,
-                            effects,
-                        },
-                    ) => assert!(
+                    (Ok(next), Cell::Row { next: shown, effects }) => assert!(
                         shown.contains(&next) && !effects.is_empty(),
                         "{state_name} x {input_name}: the row shows {shown} | {effects}, the \
                          step leads to {next}"
@@ -283,16 +268,8 @@ mod tests {
         let mut out = String::new();
         write_refusals(&mut out, "S", &[], 3);
         assert_eq!(out, "", "a state that refuses nothing has no refusal row");
-        write_refusals(
-            &mut out,
-            "S",
-            &refused(&[("A", "r1"), ("B", "r2"), ("C", "r1")]),
-            4,
-        );
-        assert_eq!(
-            out,
-            "| S | *refuses* | B: r2. Every other input: r1. | none |\n"
-        );
+        write_refusals(&mut out, "S", &refused(&[("A", "r1"), ("B", "r2"), ("C", "r1")]), 4);
+        assert_eq!(out, "| S | *refuses* | B: r2. Every other input: r1. | none |\n");
         // The usual reason is the one that refuses the most; the first of them on a tie.
         let three = refused(&[("A", "r1"), ("B", "r2"), ("C", "r2"), ("D", "r3")]);
         assert_eq!(refusals(&three, 5), "A: r1. D: r3. Every other input: r2.");

@@ -63,39 +63,20 @@ fn hook_origin(
 impl fmt::Display for Effect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Self::PrepareRun {
-                run,
-                lease,
-                diagnostics,
-            } => write!(
+            Self::PrepareRun { run, lease, diagnostics } => write!(
                 f,
                 "PrepareRun {run} ({lease}){}",
                 if diagnostics { " diagnostics" } else { "" }
             ),
             Self::CreateStream { role } => write!(f, "CreateStream {role:?}"),
-            Self::DestroyStream {
-                role,
-                handle,
-                mode: DestroyMode::Healthy,
-            } => write!(f, "DestroyStream {role:?} h{}", handle.0),
-            Self::DestroyStream {
-                role,
-                handle,
-                mode: DestroyMode::Force,
-            } => write!(f, "DestroyStream {role:?} h{} force", handle.0),
-            Self::LaunchRun {
-                run,
-                lease,
-                aicpu,
-                aicore,
-                after,
-                epoch,
-            } => {
-                write!(
-                    f,
-                    "LaunchRun {run} ({lease}) aicpu h{} aicore h{}",
-                    aicpu.0, aicore.0
-                )?;
+            Self::DestroyStream { role, handle, mode: DestroyMode::Healthy } => {
+                write!(f, "DestroyStream {role:?} h{}", handle.0)
+            }
+            Self::DestroyStream { role, handle, mode: DestroyMode::Force } => {
+                write!(f, "DestroyStream {role:?} h{} force", handle.0)
+            }
+            Self::LaunchRun { run, lease, aicpu, aicore, after, epoch } => {
+                write!(f, "LaunchRun {run} ({lease}) aicpu h{} aicore h{}", aicpu.0, aicore.0)?;
                 for (at, lease) in after.iter().enumerate() {
                     let open = if at == 0 { " after (" } else { ", " };
                     write!(f, "{open}{lease}")?;
@@ -115,39 +96,23 @@ impl fmt::Display for Effect {
                 }
                 Ok(())
             }
-            Self::AwaitCompletion {
-                run,
-                deadline,
-                unfenced,
-                ..
-            } => {
-                write!(
-                    f,
-                    "AwaitCompletion {run} (deadline {} us)",
-                    Micros(deadline.0)
-                )?;
+            Self::AwaitCompletion { run, deadline, unfenced, .. } => {
+                write!(f, "AwaitCompletion {run} (deadline {} us)", Micros(deadline.0))?;
                 match unfenced {
                     Some(code) => write!(f, " unfenced ({})", code.raw()),
                     None => Ok(()),
                 }
             }
             Self::ReadStatus { run, .. } => write!(f, "ReadStatus {run}"),
-            Self::FinaliseRun { run, copy_back, .. } => write!(
-                f,
-                "FinaliseRun {run}{}",
-                if copy_back { " copy-back" } else { "" }
-            ),
+            Self::FinaliseRun { run, copy_back, .. } => {
+                write!(f, "FinaliseRun {run}{}", if copy_back { " copy-back" } else { "" })
+            }
             Self::UploadCode { publication, code } => {
                 write!(f, "UploadCode {publication} code {}", code.0)
             }
-            Self::DrainDevice {
-                attempt,
-                timeout_ns,
-            } => write!(
-                f,
-                "DrainDevice attempt {attempt} (timeout {} ms)",
-                timeout_ns / 1_000_000
-            ),
+            Self::DrainDevice { attempt, timeout_ns } => {
+                write!(f, "DrainDevice attempt {attempt} (timeout {} ms)", timeout_ns / 1_000_000)
+            }
             Self::ForceReset { attempt } => write!(f, "ForceReset attempt {attempt}"),
             Self::Probe { attempt } => write!(f, "Probe attempt {attempt}"),
             Self::Hook(RecoveryHook::OnPoison { origin, cause }) => {
@@ -161,11 +126,7 @@ impl fmt::Display for Effect {
             Self::Hook(RecoveryHook::AfterReset { recovered }) => write!(
                 f,
                 "Hook AfterReset {}",
-                if recovered {
-                    "recovered"
-                } else {
-                    "not recovered"
-                }
+                if recovered { "recovered" } else { "not recovered" }
             ),
             Self::AdoptReset => write!(f, "AdoptReset"),
         }
@@ -269,20 +230,11 @@ impl Succeed {
             Effect::PrepareRun { run, lease, .. } => Event::Prepared { run, lease },
             Effect::CreateStream { role } => {
                 self.last_handle += 1;
-                Event::StreamCreated {
-                    role,
-                    handle: StreamHandle(self.last_handle),
-                }
+                Event::StreamCreated { role, handle: StreamHandle(self.last_handle) }
             }
             Effect::DestroyStream { role, handle, .. } => Event::StreamDestroyed { role, handle },
             Effect::LaunchRun { run, lease, .. } => Event::Launched { run, lease },
-            Effect::AwaitCompletion {
-                run,
-                lease,
-                channel,
-                unfenced,
-                ..
-            } => Event::Completed {
+            Effect::AwaitCompletion { run, lease, channel, unfenced, .. } => Event::Completed {
                 run,
                 lease,
                 evidence: match (unfenced, channel) {

@@ -65,10 +65,7 @@ fn ten_thousand_runs_in_steady_state_allocate_nothing() {
         oks = run_many(&mut lane, &mut now, &mut backend, 10_000);
     });
     assert_eq!(oks, 10_000);
-    assert_eq!(
-        info.count_total, 0,
-        "allocations during 10,000 runs: {info:?}"
-    );
+    assert_eq!(info.count_total, 0, "allocations during 10,000 runs: {info:?}");
 }
 
 #[test]
@@ -127,12 +124,7 @@ struct Workers {
 
 impl Workers {
     fn new() -> Self {
-        Self {
-            held: [None; HELD],
-            backend: Succeed::new(),
-            most_held: 0,
-            oks: 0,
-        }
+        Self { held: [None; HELD], backend: Succeed::new(), most_held: 0, oks: 0 }
     }
 
     /// Takes every effect: answers device effects, holds runner work.
@@ -143,11 +135,7 @@ impl Workers {
                 effect,
                 lane_core::Effect::PrepareRun { .. } | lane_core::Effect::FinaliseRun { .. }
             ) {
-                let free = self
-                    .held
-                    .iter()
-                    .position(Option::is_none)
-                    .expect("one per slot");
+                let free = self.held.iter().position(Option::is_none).expect("one per slot");
                 self.held[free] = Some(effect);
             } else {
                 if let Some(event) = self.backend.answer(effect) {
@@ -196,10 +184,7 @@ impl Workers {
             self.poll(lane, now);
             if full || self.held.iter().flatten().count() >= 2 {
                 // A full lane with nothing held back would never make room: stuck.
-                assert!(
-                    self.answer_late(lane, now) || !full,
-                    "full with nothing out"
-                );
+                assert!(self.answer_late(lane, now) || !full, "full with nothing out");
                 self.poll(lane, now);
             }
         }

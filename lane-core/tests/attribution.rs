@@ -27,10 +27,7 @@ fn error_record() -> Record {
 
 /// A run whose record reports a latched SCOPE_DEADLOCK (its fatal status stays sticky).
 fn latched() -> Evidence {
-    Evidence {
-        record: RecordRead::Read(error_record()),
-        ..Evidence::PUBLISHED_OK
-    }
+    Evidence { record: RecordRead::Read(error_record()), ..Evidence::PUBLISHED_OK }
 }
 
 /// An unpublished run whose synchronize returned these codes.
@@ -56,13 +53,7 @@ fn a_record_error_marks_the_aicpu_stream_which_is_replaced_once_the_queued_run_r
     let r2 = h.run();
     h.take();
     h.complete_with(r1, latched());
-    assert!(matches!(
-        failed(&h, r1),
-        Failure::Record {
-            code: RuntimeCode::ScopeDeadlock,
-            ..
-        }
-    ));
+    assert!(matches!(failed(&h, r1), Failure::Record { code: RuntimeCode::ScopeDeadlock, .. }));
     // Run 3 waits: nothing new joins a stream that holds a sticky code.
     let r3 = h.run();
     let log = h.take();
@@ -74,19 +65,13 @@ fn a_record_error_marks_the_aicpu_stream_which_is_replaced_once_the_queued_run_r
         "CreateStream Aicpu",
         "LaunchRun run 3 (slot 0 gen 3) aicpu h103 aicore h102",
     ];
-    let at: Vec<Option<usize>> = replaced
-        .iter()
-        .map(|want| log.iter().position(|l| l == want))
-        .collect();
+    let at: Vec<Option<usize>> =
+        replaced.iter().map(|want| log.iter().position(|l| l == want)).collect();
     assert!(
         at.iter().all(Option::is_some) && at.windows(2).all(|w| w[0] < w[1]),
         "the AICPU stream alone is replaced, then run 3 launches on the new one: {log:?}"
     );
-    assert_eq!(
-        h.verdict(r2),
-        Some(Verdict::Ok),
-        "queued on it, its own ok record"
-    );
+    assert_eq!(h.verdict(r2), Some(Verdict::Ok), "queued on it, its own ok record");
     h.complete(r3);
     assert_eq!(h.verdict(r3), Some(Verdict::Ok));
     assert_eq!(h.state(), LaneState::Open);
@@ -104,13 +89,7 @@ fn a_code_on_a_marked_stream_is_the_marking_runs_and_fails_an_unpublished_run_on
     h.complete_with(r2, returned(Some(STICKY), None));
     assert!(!common::has(&h.take(), "ReadRecords"));
     let failure = failed(&h, r2);
-    assert_eq!(
-        failure,
-        Failure::NoRecordBesideCode {
-            code: STICKY,
-            left_by: r1.0
-        }
-    );
+    assert_eq!(failure, Failure::NoRecordBesideCode { code: STICKY, left_by: r1.0 });
     let line = lane_core::status_latch::failure_line(r2.0, &failure).to_string();
     assert!(line.contains("run 1's"), "{line}");
     assert_eq!(h.state(), LaneState::Open, "no poison");
@@ -130,17 +109,8 @@ fn a_covered_runs_error_record_explains_the_code_and_both_runs_keep_their_own_ve
     // run 2 and returned its fatal status.
     h.complete_with(r1, returned(Some(STICKY), None));
     let log = h.take();
-    assert!(
-        common::has(&log, "ReadRecords run 1 behind run 2"),
-        "{log:?}"
-    );
-    assert_eq!(
-        failed(&h, r1),
-        Failure::NoRecordBesideCode {
-            code: STICKY,
-            left_by: r2.0
-        }
-    );
+    assert!(common::has(&log, "ReadRecords run 1 behind run 2"), "{log:?}");
+    assert_eq!(failed(&h, r1), Failure::NoRecordBesideCode { code: STICKY, left_by: r2.0 });
     // Run 2's fatal status is on the AICPU stream now: nothing new joins it, even before
     // run 2 retires (a device that refuses an enqueue on a faulted stream would refuse it).
     let r3 = h.run();
@@ -160,20 +130,11 @@ fn an_unexplained_code_poisons_the_awaited_run_and_says_the_run_behind_may_share
     let mut h = Harness::a2a3();
     let r1 = h.run();
     let r2 = h.run();
-    h.fault(Fault::CoveredRecord(
-        r2.0,
-        Record::NeverPublished { stamp: 0 },
-    ));
+    h.fault(Fault::CoveredRecord(r2.0, Record::NeverPublished { stamp: 0 }));
     h.take();
     h.complete_with(r1, returned(None, Some(AclCode::RtAicoreException)));
     let failure = failed(&h, r1);
-    assert_eq!(
-        failure,
-        Failure::Covering {
-            code: AclCode::RtAicoreException,
-            behind: 1
-        }
-    );
+    assert_eq!(failure, Failure::Covering { code: AclCode::RtAicoreException, behind: 1 });
     assert_eq!(failure.stage(), Some(Stage::StreamSync));
     match h.verdict(r2) {
         Some(Verdict::Poisoned { origin, cause }) => {
@@ -215,16 +176,10 @@ fn a_code_with_no_run_launched_behind_and_no_mark_is_the_awaited_runs_own() {
         }
         h.take();
         h.complete_with(r1, returned(Some(STICKY), None));
-        assert!(
-            !common::has(&h.take(), "ReadRecords"),
-            "held behind: {hold_one_behind}"
-        );
+        assert!(!common::has(&h.take(), "ReadRecords"), "held behind: {hold_one_behind}");
         assert_eq!(
             failed(&h, r1),
-            Failure::Acl {
-                stage: Stage::StreamSync,
-                code: STICKY
-            },
+            Failure::Acl { stage: Stage::StreamSync, code: STICKY },
             "held behind: {hold_one_behind}"
         );
     }
@@ -233,16 +188,8 @@ fn a_code_with_no_run_launched_behind_and_no_mark_is_the_awaited_runs_own() {
 #[test]
 fn a_marked_stream_explains_no_aicore_code_and_no_synchronize_timeout() {
     for (aicpu, aicore, charged) in [
-        (
-            Some(STICKY),
-            Some(AclCode::RtAicoreException),
-            AclCode::RtAicoreException,
-        ),
-        (
-            Some(AclCode::RtStreamSyncTimeout),
-            None,
-            AclCode::RtStreamSyncTimeout,
-        ),
+        (Some(STICKY), Some(AclCode::RtAicoreException), AclCode::RtAicoreException),
+        (Some(AclCode::RtStreamSyncTimeout), None, AclCode::RtStreamSyncTimeout),
     ] {
         let mut h = Harness::a2a3();
         let r1 = h.run();
@@ -251,10 +198,7 @@ fn a_marked_stream_explains_no_aicore_code_and_no_synchronize_timeout() {
         h.complete_with(r2, returned(aicpu, aicore));
         let failure = failed(&h, r2);
         assert_eq!(failure.code(), Some(charged.raw()), "{failure:?}");
-        assert_eq!(
-            lane_core::status_latch::classify(&failure).class,
-            Class::Poison
-        );
+        assert_eq!(lane_core::status_latch::classify(&failure).class, Class::Poison);
     }
 }
 
@@ -285,11 +229,8 @@ fn a_completion_replayed_while_its_code_is_attributed_is_rejected_and_changes_no
     lane.submit(now, RunRequest::new()).expect("room");
     pump(&mut lane, &mut awaited);
     let (run, lease) = awaited[0];
-    let completed = Event::Completed {
-        run,
-        lease,
-        evidence: returned(None, Some(AclCode::RtAicoreException)),
-    };
+    let completed =
+        Event::Completed { run, lease, evidence: returned(None, Some(AclCode::RtAicoreException)) };
     lane.handle(now, completed).expect("the await's answer");
     pump(&mut lane, &mut awaited);
     assert!(read_records, "the run behind was covered (L-8a)");

@@ -18,17 +18,11 @@ fn s1_a_prepared_successor_that_fails_after_preparation_cannot_retire_the_live_s
     let mut h = Harness::depth_one();
     let p = h.run();
     let s = h.run();
-    assert!(matches!(
-        h.lane.phase_of(s),
-        Some(RunPhase::Prepared { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(s), Some(RunPhase::Prepared { .. })));
     h.take();
     h.close();
     assert_eq!(h.take(), ["FinaliseRun run 2"]);
-    assert_eq!(
-        h.lane.pair().submissions(),
-        [lane_core::stream_pair::Owner(p.0)]
-    );
+    assert_eq!(h.lane.pair().submissions(), [lane_core::stream_pair::Owner(p.0)]);
     assert!(!h.lane.pair().is_replacement_pending());
     h.complete(p);
     assert_eq!(h.verdict(p), Some(Verdict::Ok));
@@ -42,10 +36,7 @@ fn s1_a_successor_whose_launch_reaches_no_stream_leaves_the_predecessors_stream_
     h.fault(Fault::LaunchFails(2, LaunchStep::Aicore, 107_000));
     let p = h.run();
     h.run();
-    assert_eq!(
-        h.lane.pair().submissions(),
-        [lane_core::stream_pair::Owner(p.0)]
-    );
+    assert_eq!(h.lane.pair().submissions(), [lane_core::stream_pair::Owner(p.0)]);
     assert!(!h.lane.pair().is_replacement_pending());
     h.complete(p);
     assert_eq!(h.lane.pair().created_count(), 1);
@@ -63,14 +54,8 @@ fn s2_publication_while_a_run_is_in_flight_creates_no_stream_at_prepare_and_repl
     h.take();
     h.complete(p);
     let log = h.take();
-    let prepare = log
-        .iter()
-        .position(|l| l.starts_with("PrepareRun run 3"))
-        .unwrap();
-    let destroy = log
-        .iter()
-        .position(|l| l.starts_with("DestroyStream Aicore"))
-        .unwrap();
+    let prepare = log.iter().position(|l| l.starts_with("PrepareRun run 3")).unwrap();
+    let destroy = log.iter().position(|l| l.starts_with("DestroyStream Aicore")).unwrap();
     assert!(prepare < destroy, "{log:?}");
     assert!(
         !log[..prepare].iter().any(|l| l.contains("Stream")),
@@ -95,25 +80,12 @@ fn s3_a_failed_replacement_destroy_keeps_the_stale_handle_and_the_next_launch_de
         Some(Verdict::Failed { cause }) => cause,
         other => panic!("{other:?}"),
     };
-    assert!(matches!(
-        cause.failure,
-        Failure::Acl {
-            stage: Stage::StreamDestroy,
-            ..
-        }
-    ));
-    assert!(
-        h.lane.pair().is_replacement_pending(),
-        "the survivor stays stale: {}",
-        h.lane.pair()
-    );
+    assert!(matches!(cause.failure, Failure::Acl { stage: Stage::StreamDestroy, .. }));
+    assert!(h.lane.pair().is_replacement_pending(), "the survivor stays stale: {}", h.lane.pair());
     h.take();
     let r4 = h.run();
     let log = h.take();
-    assert!(
-        log.contains(&"DestroyStream Aicore h102".to_owned()),
-        "{log:?}"
-    );
+    assert!(log.contains(&"DestroyStream Aicore h102".to_owned()), "{log:?}");
     h.complete(r4);
     assert_eq!(h.verdict(r4), Some(Verdict::Ok));
 }
@@ -157,11 +129,8 @@ fn the_depth_one_and_diagnostics_arms_never_overlap_launches() {
     // is never launched while its predecessor is on the pair.
     for (profile, diagnostics) in [(Profile::depth_one(), false), (Profile::a2a3(), true)] {
         let mut h = Harness::new(profile);
-        let request = if diagnostics {
-            RunRequest::new().with_diagnostics()
-        } else {
-            RunRequest::new()
-        };
+        let request =
+            if diagnostics { RunRequest::new().with_diagnostics() } else { RunRequest::new() };
         for _ in 0..10 {
             while h.lane.pending_items() < 2 {
                 h.submit(request);
@@ -182,23 +151,14 @@ fn poison_is_attributed_to_the_run_that_caused_it() {
     // device code → R1 reports its own failure, R2 is the poison origin.
     let mut h = Harness::a2a3();
     h.fault(Fault::PrepareFails(1, 107_000));
-    h.fault(Fault::FinaliseFails(
-        2,
-        FinaliseFailure::Acl(common::code(507_899)),
-    ));
+    h.fault(Fault::FinaliseFails(2, FinaliseFailure::Acl(common::code(507_899))));
     let r1 = h.run();
     let r2 = h.run();
     h.complete(r2);
     match h.verdict(r1) {
         Some(Verdict::Failed { cause }) => {
             assert_eq!(cause.class(), Class::RunOnly);
-            assert!(matches!(
-                cause.failure,
-                Failure::Acl {
-                    stage: Stage::Prepare,
-                    ..
-                }
-            ));
+            assert!(matches!(cause.failure, Failure::Acl { stage: Stage::Prepare, .. }));
         }
         other => panic!("{other:?}"),
     }
@@ -287,10 +247,7 @@ fn reuse_after_a_run_only_failure_keeps_the_warm_pair() {
     let mut h = Harness::a2a3();
     for i in 0..6 {
         if i % 2 == 0 {
-            h.fault(Fault::Latch(
-                h.lane.pending_items() as u64 + 1 + i,
-                RuntimeCode::InvalidArgs,
-            ));
+            h.fault(Fault::Latch(h.lane.pending_items() as u64 + 1 + i, RuntimeCode::InvalidArgs));
         }
         let run = h.run();
         h.complete(run);

@@ -14,10 +14,7 @@ use lane_core::{
 };
 
 const RUN: RunId = RunId(7);
-const LEASE: Lease = Lease {
-    slot: SlotId(1),
-    generation: Generation(NonZeroU64::MIN),
-};
+const LEASE: Lease = Lease { slot: SlotId(1), generation: Generation(NonZeroU64::MIN) };
 
 fn code() -> AclCode {
     AclCode::from_raw(507_015).expect("non-zero")
@@ -31,25 +28,14 @@ fn layout() -> HeaderLayout {
 fn every_effect_prints_its_trace_line() {
     let cases = [
         (
-            Effect::PrepareRun {
-                run: RUN,
-                lease: LEASE,
-                diagnostics: true,
-            },
+            Effect::PrepareRun { run: RUN, lease: LEASE, diagnostics: true },
             "PrepareRun run 7 (slot 1 gen 1) diagnostics",
         ),
         (
-            Effect::PrepareRun {
-                run: RUN,
-                lease: LEASE,
-                diagnostics: false,
-            },
+            Effect::PrepareRun { run: RUN, lease: LEASE, diagnostics: false },
             "PrepareRun run 7 (slot 1 gen 1)",
         ),
-        (
-            Effect::CreateStream { role: Role::Aicpu },
-            "CreateStream Aicpu",
-        ),
+        (Effect::CreateStream { role: Role::Aicpu }, "CreateStream Aicpu"),
         (
             Effect::DestroyStream {
                 role: Role::Aicore,
@@ -151,14 +137,7 @@ fn every_effect_prints_its_trace_line() {
             },
             "AwaitCompletion run 7 (deadline 12345.678 us) unfenced (107000)",
         ),
-        (
-            Effect::ReadStatus {
-                run: RUN,
-                lease: LEASE,
-                layout: layout(),
-            },
-            "ReadStatus run 7",
-        ),
+        (Effect::ReadStatus { run: RUN, lease: LEASE, layout: layout() }, "ReadStatus run 7"),
         (
             Effect::FinaliseRun {
                 run: RUN,
@@ -178,17 +157,11 @@ fn every_effect_prints_its_trace_line() {
             "FinaliseRun run 7",
         ),
         (
-            Effect::UploadCode {
-                publication: PublicationId(9),
-                code: CodeRef(42),
-            },
+            Effect::UploadCode { publication: PublicationId(9), code: CodeRef(42) },
             "UploadCode publication 9 code 42",
         ),
         (
-            Effect::DrainDevice {
-                attempt: 2,
-                timeout_ns: 5_000_000_000,
-            },
+            Effect::DrainDevice { attempt: 2, timeout_ns: 5_000_000_000 },
             "DrainDevice attempt 2 (timeout 5000 ms)",
         ),
         (Effect::ForceReset { attempt: 1 }, "ForceReset attempt 1"),
@@ -205,86 +178,39 @@ fn every_event_prints_its_trace_line() {
     let acl = format!("{} {}", c.raw(), c.name());
     let status = Status::clean(layout());
     let cases = [
+        (Event::Prepared { run: RUN, lease: LEASE }, "Prepared run 7".to_owned()),
         (
-            Event::Prepared {
-                run: RUN,
-                lease: LEASE,
-            },
-            "Prepared run 7".to_owned(),
-        ),
-        (
-            Event::PrepareIncompatible {
-                run: RUN,
-                lease: LEASE,
-            },
+            Event::PrepareIncompatible { run: RUN, lease: LEASE },
             "PrepareIncompatible run 7".to_owned(),
         ),
         (
-            Event::PrepareFailed {
-                run: RUN,
-                lease: LEASE,
-                code: c.into(),
-            },
+            Event::PrepareFailed { run: RUN, lease: LEASE, code: c.into() },
             format!("PrepareFailed run 7 {acl}"),
         ),
         (
-            Event::StreamCreated {
-                role: Role::Aicpu,
-                handle: StreamHandle(5),
-            },
+            Event::StreamCreated { role: Role::Aicpu, handle: StreamHandle(5) },
             "StreamCreated Aicpu h5".to_owned(),
         ),
         (
-            Event::StreamCreateFailed {
-                role: Role::Aicore,
-                code: c,
-            },
+            Event::StreamCreateFailed { role: Role::Aicore, code: c },
             format!("StreamCreateFailed Aicore {acl}"),
         ),
         (
-            Event::StreamDestroyed {
-                role: Role::Aicore,
-                handle: StreamHandle(6),
-            },
+            Event::StreamDestroyed { role: Role::Aicore, handle: StreamHandle(6) },
             "StreamDestroyed Aicore h6".to_owned(),
         ),
         (
-            Event::StreamDestroyFailed {
-                role: Role::Aicpu,
-                handle: StreamHandle(6),
-                code: c,
-            },
+            Event::StreamDestroyFailed { role: Role::Aicpu, handle: StreamHandle(6), code: c },
             format!("StreamDestroyFailed Aicpu h6 {acl}"),
         ),
+        (Event::Launched { run: RUN, lease: LEASE }, "Launched run 7".to_owned()),
+        (Event::LaunchDeclined { run: RUN, lease: LEASE }, "LaunchDeclined run 7".to_owned()),
         (
-            Event::Launched {
-                run: RUN,
-                lease: LEASE,
-            },
-            "Launched run 7".to_owned(),
-        ),
-        (
-            Event::LaunchDeclined {
-                run: RUN,
-                lease: LEASE,
-            },
-            "LaunchDeclined run 7".to_owned(),
-        ),
-        (
-            Event::LaunchFailed {
-                run: RUN,
-                lease: LEASE,
-                step: LaunchStep::Aicpu,
-                code: c.into(),
-            },
+            Event::LaunchFailed { run: RUN, lease: LEASE, step: LaunchStep::Aicpu, code: c.into() },
             format!("LaunchFailed run 7 at Aicpu {acl}"),
         ),
         (
-            Event::Completed {
-                run: RUN,
-                lease: LEASE,
-                evidence: Evidence::PUBLISHED_OK,
-            },
+            Event::Completed { run: RUN, lease: LEASE, evidence: Evidence::PUBLISHED_OK },
             "Completed run 7".to_owned(),
         ),
         (
@@ -302,11 +228,7 @@ fn every_event_prints_its_trace_line() {
                 .to_owned(),
         ),
         (
-            Event::CompletionFailed {
-                run: RUN,
-                lease: LEASE,
-                code: c,
-            },
+            Event::CompletionFailed { run: RUN, lease: LEASE, code: c },
             format!("CompletionFailed run 7 {acl}"),
         ),
         (
@@ -314,79 +236,29 @@ fn every_event_prints_its_trace_line() {
                 run: RUN,
                 lease: LEASE,
                 status,
-                timing: DeviceTiming {
-                    start_ns: 1_500,
-                    end_ns: 2_000_001,
-                    ..Default::default()
-                },
+                timing: DeviceTiming { start_ns: 1_500, end_ns: 2_000_001, ..Default::default() },
             },
-            format!(
-                "StatusRead run 7 latch {} device 1.500..2000.001 us",
-                status.runtime_status()
-            ),
+            format!("StatusRead run 7 latch {} device 1.500..2000.001 us", status.runtime_status()),
         ),
         (
-            Event::StatusReadFailed {
-                run: RUN,
-                lease: LEASE,
-                code: c,
-            },
+            Event::StatusReadFailed { run: RUN, lease: LEASE, code: c },
             format!("StatusReadFailed run 7 {acl}"),
         ),
+        (Event::Finalised { run: RUN, lease: LEASE }, "Finalised run 7".to_owned()),
         (
-            Event::Finalised {
-                run: RUN,
-                lease: LEASE,
-            },
-            "Finalised run 7".to_owned(),
-        ),
-        (
-            Event::FinaliseFailed {
-                run: RUN,
-                lease: LEASE,
-                failure: FinaliseFailure::Validation,
-            },
+            Event::FinaliseFailed { run: RUN, lease: LEASE, failure: FinaliseFailure::Validation },
             "FinaliseFailed run 7 Validation".to_owned(),
         ),
+        (Event::Uploaded { publication: PublicationId(9) }, "Uploaded publication 9".to_owned()),
         (
-            Event::Uploaded {
-                publication: PublicationId(9),
-            },
-            "Uploaded publication 9".to_owned(),
-        ),
-        (
-            Event::UploadFailed {
-                publication: PublicationId(9),
-                code: c.into(),
-            },
+            Event::UploadFailed { publication: PublicationId(9), code: c.into() },
             format!("UploadFailed publication 9 {acl}"),
         ),
-        (
-            Event::DeviceDrained { attempt: 1 },
-            "DeviceDrained attempt 1".to_owned(),
-        ),
-        (
-            Event::ResetDone { attempt: 2 },
-            "ResetDone attempt 2".to_owned(),
-        ),
-        (
-            Event::ResetFailed {
-                attempt: 2,
-                code: c,
-            },
-            format!("ResetFailed attempt 2 {acl}"),
-        ),
-        (
-            Event::ProbePassed { attempt: 3 },
-            "ProbePassed attempt 3".to_owned(),
-        ),
-        (
-            Event::ProbeFailed {
-                attempt: 3,
-                code: c,
-            },
-            format!("ProbeFailed attempt 3 {acl}"),
-        ),
+        (Event::DeviceDrained { attempt: 1 }, "DeviceDrained attempt 1".to_owned()),
+        (Event::ResetDone { attempt: 2 }, "ResetDone attempt 2".to_owned()),
+        (Event::ResetFailed { attempt: 2, code: c }, format!("ResetFailed attempt 2 {acl}")),
+        (Event::ProbePassed { attempt: 3 }, "ProbePassed attempt 3".to_owned()),
+        (Event::ProbeFailed { attempt: 3, code: c }, format!("ProbeFailed attempt 3 {acl}")),
     ];
     for (event, want) in cases {
         assert_eq!(event.to_string(), want, "{event:?}");

@@ -33,16 +33,9 @@ fn a_clean_kernel_exit_with_a_nonzero_latch_fails_that_run() {
     assert_eq!(cause.class(), Class::RunOnly);
     assert!(matches!(cause.failure, Failure::Latched(l) if l.code == RuntimeCode::InvalidArgs));
     // The outcome names the code, its name and the hint (through status-latch).
-    assert_eq!(
-        (cause.stage(), cause.code(), cause.name()),
-        (None, Some(5), "INVALID_ARGS")
-    );
+    assert_eq!((cause.stage(), cause.code(), cause.name()), (None, Some(5), "INVALID_ARGS"));
     assert_eq!(cause.hint(), RuntimeCode::InvalidArgs.hint());
-    assert!(
-        cause.line(r1).starts_with("run 1 failed: runtime latch"),
-        "{}",
-        cause.line(r1)
-    );
+    assert!(cause.line(r1).starts_with("run 1 failed: runtime latch"), "{}", cause.line(r1));
     assert!(
         h.take().contains(&"FinaliseRun run 1".to_owned()),
         "failed runs are finalised without copy-back"
@@ -56,10 +49,7 @@ fn every_completed_run_has_its_status_header_read_before_its_verdict() {
     h.complete_all();
     let log = h.take();
     for run in runs {
-        let read = log
-            .iter()
-            .position(|l| *l == format!("ReadStatus {run}"))
-            .expect("read");
+        let read = log.iter().position(|l| *l == format!("ReadStatus {run}")).expect("read");
         let fin = log
             .iter()
             .position(|l| l.starts_with(&format!("FinaliseRun {run}")))
@@ -78,10 +68,7 @@ fn a_run_only_failure_lets_the_launched_successor_complete_and_later_submits_suc
     h.fault(Fault::Latch(1, RuntimeCode::ScopeDeadlock));
     let r1 = h.run();
     let r2 = h.run();
-    assert!(matches!(
-        h.lane.phase_of(r2),
-        Some(RunPhase::Launched { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Launched { .. })));
     h.complete(r1);
     h.complete(r2);
     assert_eq!(failed_with(h.verdict(r1)).class(), Class::RunOnly);
@@ -89,11 +76,7 @@ fn a_run_only_failure_lets_the_launched_successor_complete_and_later_submits_suc
     let r3 = h.run();
     h.complete(r3);
     assert_eq!(h.verdict(r3), Some(Verdict::Ok));
-    assert_eq!(
-        h.lane.pair().created_count(),
-        1,
-        "a run-only failure keeps the streams"
-    );
+    assert_eq!(h.lane.pair().created_count(), 1, "a run-only failure keeps the streams");
     assert_eq!(h.state(), LaneState::Open);
 }
 
@@ -108,13 +91,7 @@ fn a_poison_gives_the_origin_its_own_cause_and_the_successor_the_origin_then_reo
     h.complete(r1);
     let origin_cause = failed_with(h.verdict(r1));
     assert_eq!(origin_cause.class(), Class::Poison);
-    assert_eq!(
-        h.verdict(r2),
-        Some(Verdict::Poisoned {
-            cause: origin_cause,
-            origin: r1
-        })
-    );
+    assert_eq!(h.verdict(r2), Some(Verdict::Poisoned { cause: origin_cause, origin: r1 }));
     // Recovery: bounded drain, force reset, probe, bracketed by the runner's hooks (L-24);
     // handles abandoned, never destroyed.
     let log = h.take();
@@ -151,20 +128,13 @@ fn submits_are_refused_while_recovering_with_an_error_naming_the_origin() {
     let (run, lease) = h.complete_unpumped();
     // Answer the status read with the latched header.
     let effect = h.lane.poll_effect().unwrap();
-    let lane_core::Effect::ReadStatus { layout, .. } = effect else {
-        panic!("{effect:?}")
-    };
+    let lane_core::Effect::ReadStatus { layout, .. } = effect else { panic!("{effect:?}") };
     let mut status = lane_core::status_latch::Status::clean(layout);
     status.orch = Some(RuntimeCode::TensorWaitTimeout);
     h.lane
         .handle(
             h.now,
-            lane_core::Event::StatusRead {
-                run,
-                lease,
-                status,
-                timing: Default::default(),
-            },
+            lane_core::Event::StatusRead { run, lease, status, timing: Default::default() },
         )
         .unwrap();
     assert!(matches!(
@@ -216,10 +186,7 @@ fn a_recovery_whose_probe_fails_every_attempt_leaves_the_lane_lost() {
     // A lost lane can still be closed.
     assert_eq!(
         h.close().state,
-        LaneState::Closed {
-            device_lost: true,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: true, left: lane_core::StreamsLeft::NONE }
     );
 }
 
@@ -262,19 +229,10 @@ fn a_launch_that_reached_no_stream_fails_only_that_run_and_withdraws_its_submiss
         h.complete(r1);
         h.verdict(r2)
     }));
-    assert!(matches!(
-        cause.failure,
-        Failure::Launch {
-            progress: LaunchProgress::NotStarted,
-            ..
-        }
-    ));
+    assert!(matches!(cause.failure, Failure::Launch { progress: LaunchProgress::NotStarted, .. }));
     assert_eq!(cause.class(), Class::RunOnly);
     assert_eq!(h.lane.pair().submissions().len(), 0);
-    assert!(
-        !h.lane.pair().is_replacement_pending(),
-        "withdraw marks nothing stale"
-    );
+    assert!(!h.lane.pair().is_replacement_pending(), "withdraw marks nothing stale");
     let r3 = h.run();
     h.complete_all();
     assert_eq!(h.verdict(r3), Some(Verdict::Ok));
@@ -307,17 +265,9 @@ fn a_partial_launch_poisons() {
     h.fault(Fault::LaunchFails(2, LaunchStep::Aicpu, 107_000));
     let r1 = h.run();
     let r2 = h.run();
-    let cause = failed_with(
-        h.verdict(r2)
-            .or(h.lane.poison().map(|p| Verdict::Failed { cause: p.cause })),
-    );
-    assert!(matches!(
-        cause.failure,
-        Failure::Launch {
-            progress: LaunchProgress::Partial,
-            ..
-        }
-    ));
+    let cause =
+        failed_with(h.verdict(r2).or(h.lane.poison().map(|p| Verdict::Failed { cause: p.cause })));
+    assert!(matches!(cause.failure, Failure::Launch { progress: LaunchProgress::Partial, .. }));
     // Run 1 was in flight on the same device: it is taken down too, naming run 2.
     assert!(matches!(h.verdict(r1), Some(Verdict::Poisoned { origin, .. }) if origin == r2));
 }
@@ -330,11 +280,7 @@ fn a_partial_launch_poisons() {
 fn an_event_record_failure_is_awaited_through_the_device_verdict_and_poisons_with_its_code() {
     for (device, stage, want) in [
         (DeviceVerdict::Clean, Stage::EventRecord, 107_000),
-        (
-            DeviceVerdict::Fault(code(507_015)),
-            Stage::StreamSync,
-            507_015,
-        ),
+        (DeviceVerdict::Fault(code(507_015)), Stage::StreamSync, 507_015),
     ] {
         let mut h = Harness::a2a3();
         h.fault(Fault::LaunchFails(1, LaunchStep::RecordEvent, 107_000));
@@ -397,13 +343,7 @@ fn a_completion_wait_error_poisons() {
     let r1 = h.run();
     h.fail_completion(r1, 507_047);
     let cause = failed_with(h.verdict(r1));
-    assert!(matches!(
-        cause.failure,
-        Failure::Acl {
-            stage: Stage::EventWait,
-            ..
-        }
-    ));
+    assert!(matches!(cause.failure, Failure::Acl { stage: Stage::EventWait, .. }));
     assert_eq!(cause.class(), Class::Poison);
 }
 
@@ -422,18 +362,9 @@ fn a_failed_prepare_fails_only_that_run_and_is_finalised() {
     h.fault(Fault::PrepareFails(1, 107_000));
     let r1 = h.run();
     let log = h.take();
-    assert_eq!(
-        log,
-        ["PrepareRun run 1 (slot 0 gen 1)", "FinaliseRun run 1"]
-    );
+    assert_eq!(log, ["PrepareRun run 1 (slot 0 gen 1)", "FinaliseRun run 1"]);
     let cause = failed_with(h.verdict(r1));
-    assert!(matches!(
-        cause.failure,
-        Failure::Acl {
-            stage: Stage::Prepare,
-            ..
-        }
-    ));
+    assert!(matches!(cause.failure, Failure::Acl { stage: Stage::Prepare, .. }));
     let r2 = h.run();
     h.complete(r2);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
@@ -454,10 +385,7 @@ fn a_latched_deadlock_returned_by_prepare_is_terminal_prepared_once_and_poisons_
     let cause = failed_with(h.verdict(r1));
     assert_eq!(
         cause.failure,
-        Failure::Returned {
-            stage: Stage::Prepare,
-            code: RuntimeCode::FlowControlDeadlock,
-        }
+        Failure::Returned { stage: Stage::Prepare, code: RuntimeCode::FlowControlDeadlock }
     );
     assert_eq!(cause.class(), Class::RunOnly);
     let r2 = h.run();
@@ -469,20 +397,14 @@ fn a_latched_deadlock_returned_by_prepare_is_terminal_prepared_once_and_poisons_
 #[test]
 fn a_latch_code_returned_by_finalise_is_the_runtimes_failure_not_a_validation() {
     let mut h = Harness::a2a3();
-    h.fault(Fault::FinaliseFails(
-        1,
-        FinaliseFailure::Runtime(RuntimeCode::ScopeDeadlock),
-    ));
+    h.fault(Fault::FinaliseFails(1, FinaliseFailure::Runtime(RuntimeCode::ScopeDeadlock)));
     let r1 = h.run();
     let r2 = h.run();
     h.complete_all();
     let cause = failed_with(h.verdict(r1));
     assert_eq!(
         cause.failure,
-        Failure::Returned {
-            stage: Stage::CopyBack,
-            code: RuntimeCode::ScopeDeadlock,
-        }
+        Failure::Returned { stage: Stage::CopyBack, code: RuntimeCode::ScopeDeadlock }
     );
     assert_ne!(cause.failure, Failure::CopyBackValidation);
     assert_eq!(cause.class(), Class::RunOnly);
@@ -497,10 +419,7 @@ fn a_latch_code_returned_by_a_launch_is_named_and_the_aicpu_launchs_still_poison
     let cause = failed_with(h.verdict(r1));
     assert_eq!(
         cause.failure,
-        Failure::Returned {
-            stage: Stage::AicoreLaunch,
-            code: RuntimeCode::DepPoolOverflow,
-        }
+        Failure::Returned { stage: Stage::AicoreLaunch, code: RuntimeCode::DepPoolOverflow }
     );
     assert_eq!(cause.class(), Class::RunOnly);
     let mut h = Harness::a2a3();
@@ -508,11 +427,7 @@ fn a_latch_code_returned_by_a_launch_is_named_and_the_aicpu_launchs_still_poison
     let r1 = h.run();
     let cause = failed_with(h.verdict(r1));
     assert_eq!(cause.failure.name(), "DEP_POOL_OVERFLOW");
-    assert_eq!(
-        cause.class(),
-        Class::Poison,
-        "the AICore kernel is orphaned"
-    );
+    assert_eq!(cause.class(), Class::Poison, "the AICore kernel is orphaned");
 }
 
 #[test]
@@ -522,10 +437,7 @@ fn a_copy_back_validation_failure_fails_only_that_run() {
     let r1 = h.run();
     let r2 = h.run();
     h.complete_all();
-    assert_eq!(
-        failed_with(h.verdict(r1)).failure,
-        Failure::CopyBackValidation
-    );
+    assert_eq!(failed_with(h.verdict(r1)).failure, Failure::CopyBackValidation);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
 }
 
@@ -546,22 +458,13 @@ fn a_stream_create_failure_fails_the_run_waiting_to_launch_and_the_next_launch_r
     h.fault(Fault::CreateFails(Role::Aicore, 207_008, 1));
     let r1 = h.run();
     let cause = failed_with(h.verdict(r1));
-    assert!(matches!(
-        cause.failure,
-        Failure::Acl {
-            stage: Stage::StreamCreate,
-            ..
-        }
-    ));
+    assert!(matches!(cause.failure, Failure::Acl { stage: Stage::StreamCreate, .. }));
     assert_eq!(cause.class(), Class::RunOnly);
     h.take();
     let r2 = h.run();
     let log = h.take();
     assert!(common::has(&log, "CreateStream Aicore"), "{log:?}");
-    assert!(
-        !log.iter().any(|l| l == "CreateStream Aicpu"),
-        "the AICPU stream survived: {log:?}"
-    );
+    assert!(!log.iter().any(|l| l == "CreateStream Aicpu"), "the AICPU stream survived: {log:?}");
     h.complete(r2);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
 }
@@ -611,11 +514,7 @@ fn every_terminal_path_releases_the_slot() {
     let r1 = h.run();
     let r2 = h.run();
     h.close();
-    assert_eq!(
-        h.verdict(r2),
-        None,
-        "held behind run 1, which finishes first"
-    );
+    assert_eq!(h.verdict(r2), None, "held behind run 1, which finishes first");
     h.complete(r1);
     assert_eq!(h.verdict(r1), Some(Verdict::Ok));
     assert_eq!(h.verdict(r2), Some(Verdict::Cancelled));
@@ -629,13 +528,7 @@ fn an_upload_failure_reports_its_error_and_never_poisons() {
     let p = h.publish(5);
     match h.publication(p) {
         Some(lane_core::PublicationResult::Failed { cause }) => {
-            assert!(matches!(
-                cause.failure,
-                Failure::Acl {
-                    stage: Stage::Upload,
-                    ..
-                }
-            ))
+            assert!(matches!(cause.failure, Failure::Acl { stage: Stage::Upload, .. }))
         }
         other => panic!("{other:?}"),
     }
@@ -649,19 +542,13 @@ fn a_recovery_that_fails_after_close_ends_closed_and_reports_the_device_lost() {
     h.fault(Fault::ProbeFails(507_899, 3));
     let r1 = h.run();
     h.complete_unpumped();
-    assert!(matches!(
-        h.lane.phase_of(r1),
-        Some(RunPhase::ReadingStatus { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(r1), Some(RunPhase::ReadingStatus { .. })));
     // Close before the status read reveals the poison; recovery then fails every attempt.
     let report = h.close();
     assert!(!report.device_lost);
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: true,
-            left: lane_core::StreamsLeft::NONE,
-        },
+        LaneState::Closed { device_lost: true, left: lane_core::StreamsLeft::NONE },
         "no second close is needed"
     );
     assert!(h.lane.device_lost());

@@ -114,18 +114,14 @@ fn a_create_that_fails_after_the_predecessor_finalised_fails_the_run_waiting_on_
     let n = d.submit();
     let n1 = d.submit();
     d.answer("prepare of N", prepare_of(n), |e| match e {
-        Effect::PrepareRun { run, lease, .. } => Event::PrepareFailed {
-            run,
-            lease,
-            code: AclCode::InvalidParam.into(),
-        },
+        Effect::PrepareRun { run, lease, .. } => {
+            Event::PrepareFailed { run, lease, code: AclCode::InvalidParam.into() }
+        }
         other => panic!("{other:?}"),
     });
     d.answer("prepare of N+1", prepare_of(n1), prepared);
     assert!(
-        d.outstanding
-            .iter()
-            .any(|e| matches!(e, Effect::CreateStream { .. })),
+        d.outstanding.iter().any(|e| matches!(e, Effect::CreateStream { .. })),
         "N+1 waits on the stream creates: {:?}",
         d.outstanding
     );
@@ -134,10 +130,7 @@ fn a_create_that_fails_after_the_predecessor_finalised_fails_the_run_waiting_on_
     d.answer(
         "create",
         |e| matches!(e, Effect::CreateStream { role: Role::Aicpu }),
-        |_| Event::StreamCreateFailed {
-            role: Role::Aicpu,
-            code: AclCode::InvalidParam,
-        },
+        |_| Event::StreamCreateFailed { role: Role::Aicpu, code: AclCode::InvalidParam },
     );
     assert!(
         matches!(d.lane.phase_of(n1), Some(RunPhase::Finalising { .. })),
@@ -147,13 +140,7 @@ fn a_create_that_fails_after_the_predecessor_finalised_fails_the_run_waiting_on_
     match d.verdict(n1) {
         Some(Verdict::Failed { cause }) => {
             assert!(
-                matches!(
-                    cause.failure,
-                    Failure::Acl {
-                        stage: Stage::StreamCreate,
-                        ..
-                    }
-                ),
+                matches!(cause.failure, Failure::Acl { stage: Stage::StreamCreate, .. }),
                 "{cause:?}"
             );
         }
@@ -183,20 +170,15 @@ fn a_poison_leaves_a_finished_run_held_behind_its_predecessor_with_its_own_verdi
         other => panic!("{other:?}"),
     });
     d.answer("finalise of N+1", finalise_of(n1), finalised);
-    assert!(
-        matches!(d.lane.phase_of(n1), Some(RunPhase::Done { .. })),
-        "held behind N"
-    );
+    assert!(matches!(d.lane.phase_of(n1), Some(RunPhase::Done { .. })), "held behind N");
     assert_eq!(d.verdict(n1), None, "its outcome waits for N's");
     d.answer(
         "await of N",
         |e| matches!(e, Effect::AwaitCompletion { .. }),
         |e| match e {
-            Effect::AwaitCompletion { run, lease, .. } => Event::CompletionFailed {
-                run,
-                lease,
-                code: AclCode::RtDeviceTaskAbort,
-            },
+            Effect::AwaitCompletion { run, lease, .. } => {
+                Event::CompletionFailed { run, lease, code: AclCode::RtDeviceTaskAbort }
+            }
             other => panic!("{other:?}"),
         },
     );
@@ -211,10 +193,7 @@ fn a_poison_leaves_a_finished_run_held_behind_its_predecessor_with_its_own_verdi
 /// N+1 failed at launch (run-only), finalised and done, held behind N (still holding its
 /// place in the capacity count, hence the third slot).
 fn held_behind_awaited() -> (Driven, RunId, RunId) {
-    let spec = lane_core::ProfileSpec {
-        slots: 3,
-        ..Profile::a2a3().spec()
-    };
+    let spec = lane_core::ProfileSpec { slots: 3, ..Profile::a2a3().spec() };
     let mut d = Driven::new(Profile::custom(spec).expect("valid"));
     let n = d.submit();
     let n1 = d.submit();
@@ -242,10 +221,7 @@ fn create_pair(d: &mut Driven) {
         d.answer(
             "create",
             move |e| matches!(e, Effect::CreateStream { role: r } if *r == role),
-            move |_| Event::StreamCreated {
-                role,
-                handle: StreamHandle(handle),
-            },
+            move |_| Event::StreamCreated { role, handle: StreamHandle(handle) },
         );
     }
 }
@@ -265,24 +241,14 @@ fn a_run_launches_past_a_finished_run_held_behind_the_awaited_one() {
     let n2 = d.submit();
     d.answer("prepare of N+2", prepare_of(n2), prepared);
     d.answer("launch of N+2", launch_of(n2), launched);
-    assert!(matches!(
-        d.lane.phase_of(n2),
-        Some(RunPhase::Launched { .. })
-    ));
-    assert!(matches!(
-        d.lane.phase_of(n),
-        Some(RunPhase::Awaiting { .. })
-    ));
+    assert!(matches!(d.lane.phase_of(n2), Some(RunPhase::Launched { .. })));
+    assert!(matches!(d.lane.phase_of(n), Some(RunPhase::Awaiting { .. })));
 }
 
 #[test]
 fn a_failure_report_for_a_step_the_run_is_past_is_rejected_and_changes_nothing() {
     let (mut d, n, n1) = held_behind_awaited();
-    let lease = match d
-        .outstanding
-        .iter()
-        .find(|e| matches!(e, Effect::AwaitCompletion { .. }))
-    {
+    let lease = match d.outstanding.iter().find(|e| matches!(e, Effect::AwaitCompletion { .. })) {
         Some(Effect::AwaitCompletion { lease, .. }) => *lease,
         other => panic!("{other:?}"),
     };
@@ -305,18 +271,10 @@ fn a_failure_report_for_a_step_the_run_is_past_is_rejected_and_changes_nothing()
             status.orch = Some(lane_core::status_latch::RuntimeCode::ScopeDeadlock);
             status
         },
-        timing: lane_core::DeviceTiming {
-            start_ns: 1,
-            end_ns: 2,
-            ..Default::default()
-        },
+        timing: lane_core::DeviceTiming { start_ns: 1, end_ns: 2, ..Default::default() },
     };
     assert!(d.lane.handle(T, early_latch).is_err());
-    assert_eq!(
-        d.lane.fingerprint(),
-        before,
-        "a rejected event changed the lane"
-    );
+    assert_eq!(d.lane.fingerprint(), before, "a rejected event changed the lane");
     d.lane.check_invariants().expect("invariants");
     assert!(matches!(d.lane.phase_of(n1), Some(RunPhase::Done { .. })));
 }
@@ -340,18 +298,13 @@ fn poison_a_run(d: &mut Driven) {
         "await",
         |e| matches!(e, Effect::AwaitCompletion { .. }),
         |e| match e {
-            Effect::AwaitCompletion { run, lease, .. } => Event::CompletionFailed {
-                run,
-                lease,
-                code: AclCode::RtDeviceTaskAbort,
-            },
+            Effect::AwaitCompletion { run, lease, .. } => {
+                Event::CompletionFailed { run, lease, code: AclCode::RtDeviceTaskAbort }
+            }
             other => panic!("{other:?}"),
         },
     );
-    assert!(matches!(
-        d.outstanding[..],
-        [Effect::DrainDevice { attempt: 1, .. }]
-    ));
+    assert!(matches!(d.outstanding[..], [Effect::DrainDevice { attempt: 1, .. }]));
 }
 
 #[test]
@@ -369,11 +322,7 @@ fn a_reservation_does_not_survive_a_device_reset() {
         |e| matches!(e, Effect::ForceReset { .. }),
         |_| Event::ResetDone { attempt: 1 },
     );
-    d.answer(
-        "probe",
-        |e| matches!(e, Effect::Probe { .. }),
-        |_| Event::ProbePassed { attempt: 1 },
-    );
+    d.answer("probe", |e| matches!(e, Effect::Probe { .. }), |_| Event::ProbePassed { attempt: 1 });
     assert_eq!(
         d.lane.submit(T, RunRequest::new().on_lease(lease)),
         Err(lane_core::SubmitError::StaleLease { lease })
@@ -401,12 +350,7 @@ fn a_recovery_report_for_another_step_or_attempt_is_rejected() {
         |_| Event::DeviceDrained { attempt: 1 },
     );
     assert!(d.lane.handle(T, Event::ResetDone { attempt: 2 }).is_err());
-    assert!(
-        d.lane
-            .handle(T, Event::DeviceDrained { attempt: 1 })
-            .is_err(),
-        "twice"
-    );
+    assert!(d.lane.handle(T, Event::DeviceDrained { attempt: 1 }).is_err(), "twice");
 }
 
 #[test]
@@ -422,10 +366,7 @@ fn the_device_is_lost_only_when_the_last_attempt_fails() {
         d.answer(
             "reset",
             |e| matches!(e, Effect::ForceReset { .. }),
-            move |_| Event::ResetFailed {
-                attempt,
-                code: AclCode::RtNoDevice,
-            },
+            move |_| Event::ResetFailed { attempt, code: AclCode::RtNoDevice },
         );
         assert_eq!(
             d.lane.device_lost(),
@@ -449,11 +390,7 @@ fn a_passed_probe_reopens_without_losing_the_device() {
         |e| matches!(e, Effect::ForceReset { .. }),
         |_| Event::ResetDone { attempt: 1 },
     );
-    d.answer(
-        "probe",
-        |e| matches!(e, Effect::Probe { .. }),
-        |_| Event::ProbePassed { attempt: 1 },
-    );
+    d.answer("probe", |e| matches!(e, Effect::Probe { .. }), |_| Event::ProbePassed { attempt: 1 });
     assert_eq!(d.lane.state(), lane_core::LaneState::Open);
     assert!(!d.lane.device_lost());
 }
@@ -490,8 +427,5 @@ fn close_drops_the_reservations() {
     let mut d = Driven::new(Profile::a2a3());
     let lease = d.lane.reserve(T).expect("reserved");
     let _ = d.lane.close(T);
-    assert!(
-        d.lane.release(lease).is_err(),
-        "the reservation outlived close"
-    );
+    assert!(d.lane.release(lease).is_err(), "the reservation outlived close");
 }

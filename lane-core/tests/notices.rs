@@ -12,11 +12,7 @@ use lane_core::{
 };
 
 fn notice() -> FaultNotice {
-    FaultNotice {
-        device: 0,
-        stream_id: 3,
-        code: code(507_015),
-    }
+    FaultNotice { device: 0, stream_id: 3, code: code(507_015) }
 }
 
 const RECOVERY: [&str; 5] = [
@@ -41,22 +37,11 @@ fn a_notice_during_queued_runs_lets_them_reach_their_own_verdicts_then_recovers_
     let mut h = Harness::a2a3();
     let r1 = h.run();
     let r2 = h.run();
-    assert!(
-        matches!(h.lane.phase_of(r2), Some(RunPhase::Launched { .. })),
-        "queued behind r1"
-    );
+    assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Launched { .. })), "queued behind r1");
     h.take();
     assert!(h.notice(notice()));
-    assert_eq!(
-        h.state(),
-        LaneState::Suspect {
-            then: AfterRecovery::Reopen
-        }
-    );
-    assert!(
-        h.take().is_empty(),
-        "no recovery while launched runs are out"
-    );
+    assert_eq!(h.state(), LaneState::Suspect { then: AfterRecovery::Reopen });
+    assert!(h.take().is_empty(), "no recovery while launched runs are out");
     // Nothing new is admitted, and the refusal names the notice and says when to retry.
     let refused = h.lane.submit(h.now, RunRequest::new()).unwrap_err();
     assert_eq!(refused, SubmitError::Suspect { notice: notice() });
@@ -73,11 +58,7 @@ fn a_notice_during_queued_runs_lets_them_reach_their_own_verdicts_then_recovers_
     h.complete(r2);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
     let log = h.take();
-    assert_eq!(
-        recovery_in(&log),
-        RECOVERY,
-        "after the last launched run's verdict"
-    );
+    assert_eq!(recovery_in(&log), RECOVERY, "after the last launched run's verdict");
     assert_eq!(log.last().map(String::as_str), RECOVERY.last().copied());
     assert_eq!(h.state(), LaneState::Open, "reopened");
     // Fresh streams at the next launch, and the run succeeds.
@@ -97,10 +78,7 @@ fn a_prepared_run_that_had_not_launched_fails_with_the_notice_and_is_never_launc
     let mut h = Harness::depth_one();
     let r1 = h.run();
     let r2 = h.run();
-    assert!(matches!(
-        h.lane.phase_of(r2),
-        Some(RunPhase::Prepared { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Prepared { .. })));
     h.take();
     h.notice(notice());
     h.complete(r1);
@@ -116,11 +94,7 @@ fn a_prepared_run_that_had_not_launched_fails_with_the_notice_and_is_never_launc
     assert_eq!(cause.stage(), Some(Stage::FaultNotice));
     assert_eq!(cause.code(), Some(507_015));
     assert_eq!(cause.class(), Class::Poison);
-    assert!(
-        cause.line(r2).contains("device fault notice"),
-        "{}",
-        cause.line(r2)
-    );
+    assert!(cause.line(r2).contains("device fault notice"), "{}", cause.line(r2));
     assert_eq!(h.state(), LaneState::Open);
     h.lane.check_invariants().unwrap();
 }
@@ -142,16 +116,9 @@ fn a_notice_while_suspect_recovering_lost_or_closed_changes_nothing() {
     let mut h = Harness::a2a3();
     let r1 = h.run();
     h.notice(notice());
-    let second = FaultNotice {
-        stream_id: 4,
-        ..notice()
-    };
+    let second = FaultNotice { stream_id: 4, ..notice() };
     assert!(!h.notice(second), "already suspect");
-    assert_eq!(
-        h.lane.notice(),
-        Some(notice()),
-        "the first notice is the cause"
-    );
+    assert_eq!(h.lane.notice(), Some(notice()), "the first notice is the cause");
     h.complete(r1);
     assert_eq!(h.state(), LaneState::Open);
 
@@ -166,10 +133,7 @@ fn a_notice_while_suspect_recovering_lost_or_closed_changes_nothing() {
     let closed = h.close();
     assert_eq!(
         closed.state,
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
     assert!(!h.notice(second), "a closed lane is done with the device");
     assert_eq!(h.lane.close_report().notice, Some(notice()));
@@ -204,22 +168,14 @@ fn a_close_while_suspect_recovers_the_device_then_closes() {
     let r1 = h.run();
     h.notice(notice());
     let report = h.close();
-    assert_eq!(
-        report.state,
-        LaneState::Suspect {
-            then: AfterRecovery::Close
-        }
-    );
+    assert_eq!(report.state, LaneState::Suspect { then: AfterRecovery::Close });
     h.take();
     h.complete(r1);
     assert_eq!(h.verdict(r1), Some(Verdict::Ok));
     assert_eq!(recovery_in(&h.take()), RECOVERY);
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
 }
 
@@ -242,13 +198,7 @@ fn while_recovering_after_a_notice_a_submit_is_refused_with_the_notice() {
     let mut h = Harness::a2a3();
     // Hold the drain unanswered: feed the notice without pumping.
     assert!(h.lane.fault_notice(h.now, notice()));
-    assert!(matches!(
-        h.state(),
-        LaneState::Recovering {
-            step: RecoveryStep::Drain,
-            ..
-        }
-    ));
+    assert!(matches!(h.state(), LaneState::Recovering { step: RecoveryStep::Drain, .. }));
     assert_eq!(
         h.lane.submit(h.now, RunRequest::new()),
         Err(SubmitError::Suspect { notice: notice() })
@@ -269,15 +219,10 @@ fn a_close_while_suspect_gives_its_reservations_back_at_once() {
     h.close();
     assert_eq!(
         h.state(),
-        LaneState::Suspect {
-            then: AfterRecovery::Close
-        },
+        LaneState::Suspect { then: AfterRecovery::Close },
         "the close waits for r1's verdict and the recovery"
     );
-    assert_eq!(
-        h.lane.release(lease),
-        Err(lane_core::LeaseError::NotReserved { lease })
-    );
+    assert_eq!(h.lane.release(lease), Err(lane_core::LeaseError::NotReserved { lease }));
     // The recovery and the close then run as before.
     h.complete(r1);
     assert_eq!(recovery_in(&h.take()), RECOVERY);

@@ -12,12 +12,8 @@ const T: Timestamp = Timestamp(0);
 
 /// a2a3 with `slots` slots and a prepare window of `window`.
 fn profile(slots: u8, window: u8) -> Profile {
-    Profile::custom(ProfileSpec {
-        slots,
-        prepare_window: window,
-        ..Profile::a2a3().spec()
-    })
-    .unwrap()
+    Profile::custom(ProfileSpec { slots, prepare_window: window, ..Profile::a2a3().spec() })
+        .unwrap()
 }
 
 /// Takes every effect the lane has, checking the invariants after each poll; the runner's
@@ -34,11 +30,7 @@ fn take(lane: &mut Lane) -> Vec<Effect> {
 }
 
 fn prepares(effects: &[Effect]) -> Vec<Effect> {
-    effects
-        .iter()
-        .copied()
-        .filter(|e| matches!(e, Effect::PrepareRun { .. }))
-        .collect()
+    effects.iter().copied().filter(|e| matches!(e, Effect::PrepareRun { .. })).collect()
 }
 
 fn feed(lane: &mut Lane, event: impl Into<Option<Event>>) {
@@ -104,9 +96,7 @@ fn prepares_start_in_submission_order_behind_a_window_of_two() {
     // Four runs queued behind a window of two: each launch frees a window place, and the
     // runs prepare in submission order whatever order the answers come in.
     let mut lane = Lane::new(profile(4, 2));
-    let runs: Vec<RunId> = (0..4)
-        .map(|_| lane.submit(T, RunRequest::new()).unwrap())
-        .collect();
+    let runs: Vec<RunId> = (0..4).map(|_| lane.submit(T, RunRequest::new()).unwrap()).collect();
     let first = take(&mut lane);
     assert_eq!(prepares(&first).len(), 2, "{first:?}");
     let asked = drive_newest_first_from(&mut lane, first);
@@ -117,9 +107,7 @@ fn prepares_start_in_submission_order_behind_a_window_of_two() {
 #[test]
 fn answers_out_of_order_keep_launch_order_and_outcome_order() {
     let mut lane = Lane::new(profile(4, 2));
-    let runs: Vec<RunId> = (0..4)
-        .map(|_| lane.submit(T, RunRequest::new()).unwrap())
-        .collect();
+    let runs: Vec<RunId> = (0..4).map(|_| lane.submit(T, RunRequest::new()).unwrap()).collect();
     let asked = drive_newest_first(&mut lane);
     let launches: Vec<RunId> = asked
         .iter()
@@ -128,10 +116,7 @@ fn answers_out_of_order_keep_launch_order_and_outcome_order() {
         .collect();
     assert_eq!(launches, runs);
     let outcomes = run_outcomes(&mut lane);
-    assert_eq!(
-        outcomes,
-        runs.iter().map(|&r| (r, Verdict::Ok)).collect::<Vec<_>>()
-    );
+    assert_eq!(outcomes, runs.iter().map(|&r| (r, Verdict::Ok)).collect::<Vec<_>>());
     assert!(lane.is_idle());
     assert_eq!(lane.runner_work_count(), 0);
 }
@@ -144,16 +129,10 @@ fn a_later_run_prepared_first_does_not_launch_before_its_predecessor() {
     let asked = prepares(&take(&mut lane));
     let mut backend = Succeed::new();
     feed(&mut lane, backend.answer(asked[1]));
-    assert!(
-        take(&mut lane).is_empty(),
-        "run 2 prepared must wait for run 1"
-    );
+    assert!(take(&mut lane).is_empty(), "run 2 prepared must wait for run 1");
     feed(&mut lane, backend.answer(asked[0]));
     let next = take(&mut lane);
-    assert!(
-        matches!(next.first(), Some(Effect::CreateStream { .. })),
-        "{next:?}"
-    );
+    assert!(matches!(next.first(), Some(Effect::CreateStream { .. })), "{next:?}");
 }
 
 #[test]
@@ -183,10 +162,7 @@ fn prepare_out_while_run_one_is_awaited() -> (Lane, Effect, Effect) {
     }
     lane.submit(T, RunRequest::new()).unwrap();
     let prepare_2 = take(&mut lane);
-    assert!(
-        matches!(prepare_2[..], [Effect::PrepareRun { .. }]),
-        "{prepare_2:?}"
-    );
+    assert!(matches!(prepare_2[..], [Effect::PrepareRun { .. }]), "{prepare_2:?}");
     (lane, await_1.unwrap(), prepare_2[0])
 }
 
@@ -202,71 +178,34 @@ fn fail_completion(lane: &mut Lane, awaited: Effect) {
 fn poison_with_runner_work_out_waits_for_its_answer_before_draining() {
     let (mut lane, await_1, prepare_2) = prepare_out_while_run_one_is_awaited();
     fail_completion(&mut lane, await_1);
-    assert!(matches!(
-        lane.state(),
-        LaneState::Recovering {
-            step: RecoveryStep::Quiesce,
-            ..
-        }
-    ));
-    assert!(
-        take(&mut lane).is_empty(),
-        "no drain while the prepare is out"
-    );
+    assert!(matches!(lane.state(), LaneState::Recovering { step: RecoveryStep::Quiesce, .. }));
+    assert!(take(&mut lane).is_empty(), "no drain while the prepare is out");
     // Run 1's verdict is delivered at once; run 2's waits for its prepare to answer (L-26:
     // the outcome tells the runtime it may free the run's state).
     let outcomes = run_outcomes(&mut lane);
-    assert_eq!(
-        outcomes.iter().map(|(run, _)| *run).collect::<Vec<_>>(),
-        [RunId(1)]
-    );
+    assert_eq!(outcomes.iter().map(|(run, _)| *run).collect::<Vec<_>>(), [RunId(1)]);
     feed(&mut lane, Succeed::new().answer(prepare_2));
     let outcomes = run_outcomes(&mut lane);
     assert!(
-        matches!(
-            outcomes[..],
-            [(
-                RunId(2),
-                Verdict::Poisoned {
-                    origin: RunId(1),
-                    ..
-                }
-            )]
-        ),
+        matches!(outcomes[..], [(RunId(2), Verdict::Poisoned { origin: RunId(1), .. })]),
         "{outcomes:?}"
     );
     let next = take(&mut lane);
-    assert!(
-        matches!(next[..], [Effect::DrainDevice { attempt: 1, .. }]),
-        "{next:?}"
-    );
+    assert!(matches!(next[..], [Effect::DrainDevice { attempt: 1, .. }]), "{next:?}");
 }
 
 #[test]
 fn an_answer_for_abandoned_runner_work_is_accepted_once_and_a_repeat_is_rejected() {
     let (mut lane, await_1, prepare_2) = prepare_out_while_run_one_is_awaited();
     fail_completion(&mut lane, await_1);
-    let Effect::PrepareRun { run, lease, .. } = prepare_2 else {
-        unreachable!()
-    };
+    let Effect::PrepareRun { run, lease, .. } = prepare_2 else { unreachable!() };
     let rejected = lane.rejected_events();
     let before = lane.fingerprint();
     // Any answer to the prepare is accepted: a failure changes nothing either.
     let code = AclCode::from_raw(507_899).unwrap();
-    feed(
-        &mut lane,
-        Event::PrepareFailed {
-            run,
-            lease,
-            code: code.into(),
-        },
-    );
+    feed(&mut lane, Event::PrepareFailed { run, lease, code: code.into() });
     assert_ne!(lane.fingerprint(), before, "the work is no longer out");
-    assert_eq!(
-        lane.poison().unwrap().origin,
-        RunId(1),
-        "the poison is unchanged"
-    );
+    assert_eq!(lane.poison().unwrap().origin, RunId(1), "the poison is unchanged");
     assert!(lane.handle(T, Event::Prepared { run, lease }).is_err());
     assert_eq!(lane.rejected_events(), rejected + 1);
 }
@@ -287,10 +226,7 @@ fn work_not_yet_taken_at_a_poison_is_dropped_and_does_not_hold_recovery() {
     lane.submit(T, RunRequest::new()).unwrap();
     fail_completion(&mut lane, awaited);
     let next = take(&mut lane);
-    assert!(
-        matches!(next[..], [Effect::DrainDevice { attempt: 1, .. }]),
-        "{next:?}"
-    );
+    assert!(matches!(next[..], [Effect::DrainDevice { attempt: 1, .. }]), "{next:?}");
 }
 
 #[test]
@@ -326,8 +262,7 @@ fn several_prepares_start_in_one_pass_when_the_window_opens() {
     // prepare in the same call.
     let mut lane = Lane::new(profile(3, 2));
     let mut backend = Succeed::new();
-    lane.submit(T, RunRequest::new().with_diagnostics())
-        .unwrap();
+    lane.submit(T, RunRequest::new().with_diagnostics()).unwrap();
     lane.submit(T, RunRequest::new()).unwrap();
     lane.submit(T, RunRequest::new()).unwrap();
     loop {
@@ -339,10 +274,7 @@ fn several_prepares_start_in_one_pass_when_the_window_opens() {
             break;
         }
     }
-    let next: Vec<RunId> = prepares(&take(&mut lane))
-        .iter()
-        .filter_map(Effect::run)
-        .collect();
+    let next: Vec<RunId> = prepares(&take(&mut lane)).iter().filter_map(Effect::run).collect();
     assert_eq!(next, [RunId(2), RunId(3)]);
 }
 
@@ -352,29 +284,17 @@ fn a_successor_whose_prepare_fails_first_is_finalised_and_its_outcome_waits_its_
     lane.submit(T, RunRequest::new()).unwrap();
     lane.submit(T, RunRequest::new()).unwrap();
     let asked = prepares(&take(&mut lane));
-    let Effect::PrepareRun { run, lease, .. } = asked[1] else {
-        unreachable!()
-    };
+    let Effect::PrepareRun { run, lease, .. } = asked[1] else { unreachable!() };
     // A plain ACL code at the prepare stage fails that run only.
     let code = AclCode::from_raw(100_000).unwrap();
-    feed(
-        &mut lane,
-        Event::PrepareFailed {
-            run,
-            lease,
-            code: code.into(),
-        },
-    );
+    feed(&mut lane, Event::PrepareFailed { run, lease, code: code.into() });
     let finalise = take(&mut lane);
     assert!(
         matches!(finalise[..], [Effect::FinaliseRun { run: r, copy_back: false, .. }] if r == run),
         "{finalise:?}"
     );
     feed(&mut lane, Succeed::new().answer(finalise[0]));
-    assert!(
-        run_outcomes(&mut lane).is_empty(),
-        "run 2's outcome waits for run 1's"
-    );
+    assert!(run_outcomes(&mut lane).is_empty(), "run 2's outcome waits for run 1's");
     let asked = drive_newest_first_from(&mut lane, vec![asked[0]]);
     assert!(asked.iter().any(|e| matches!(e, Effect::LaunchRun { .. })));
     let outcomes = run_outcomes(&mut lane);

@@ -20,10 +20,7 @@ fn a_publication_between_runs_waits_for_every_earlier_outcome_then_uploads_and_t
     let p = h.publish(9);
     assert!(h.take().is_empty(), "the upload waits for runs 1 and 2");
     h.complete(r1);
-    assert!(
-        !common::has(&h.take(), "UploadCode"),
-        "run 2 is still in flight"
-    );
+    assert!(!common::has(&h.take(), "UploadCode"), "run 2 is still in flight");
     h.complete(r2);
     assert!(common::has(&h.take(), "UploadCode publication 3"));
     assert_eq!(h.publication(p), Some(PublicationResult::Uploaded));
@@ -58,26 +55,13 @@ fn runs_submitted_after_a_publication_wait_behind_it_and_are_not_prepared_until_
     h.take();
     h.publish(1);
     let r3 = h.run();
-    assert!(
-        h.take().is_empty(),
-        "run 3 is neither prepared nor launched behind the publication"
-    );
-    assert_eq!(
-        h.lane.phase_of(r3),
-        Some(RunPhase::Queued {
-            incompatible: false
-        })
-    );
+    assert!(h.take().is_empty(), "run 3 is neither prepared nor launched behind the publication");
+    assert_eq!(h.lane.phase_of(r3), Some(RunPhase::Queued { incompatible: false }));
     h.complete(r1);
     let log = h.take();
-    let upload = log
-        .iter()
-        .position(|l| l.starts_with("UploadCode publication 2 "))
-        .expect("uploaded");
-    let prepare = log
-        .iter()
-        .position(|l| l.starts_with("PrepareRun run 3"))
-        .expect("prepared");
+    let upload =
+        log.iter().position(|l| l.starts_with("UploadCode publication 2 ")).expect("uploaded");
+    let prepare = log.iter().position(|l| l.starts_with("PrepareRun run 3")).expect("prepared");
     assert!(upload < prepare, "{log:?}");
     h.complete(r3);
     assert_eq!(h.verdict(r3), Some(Verdict::Ok));
@@ -98,10 +82,7 @@ fn a_failed_upload_reports_its_error_and_still_leaves_the_stream_stale() {
     h.complete(r1);
     h.fault(Fault::UploadFails(2, 207_001));
     let p = h.publish(1);
-    assert!(matches!(
-        h.publication(p),
-        Some(PublicationResult::Failed { .. })
-    ));
+    assert!(matches!(h.publication(p), Some(PublicationResult::Failed { .. })));
     assert!(h.lane.pair().is_replacement_pending());
     h.take();
     h.run();
@@ -131,10 +112,7 @@ fn too_many_waiting_publications_are_refused() {
     h.run();
     h.publish(1);
     h.publish(2);
-    assert_eq!(
-        h.lane.publish(h.now, lane_core::CodeRef(3)),
-        Err(PublishError::Full)
-    );
+    assert_eq!(h.lane.publish(h.now, lane_core::CodeRef(3)), Err(PublishError::Full));
 }
 
 #[test]
@@ -143,10 +121,7 @@ fn close_with_runs_in_flight_lets_launched_runs_finish_cancels_the_rest_and_dest
     let mut h = Harness::depth_one();
     let r1 = h.run();
     let r2 = h.run();
-    assert!(matches!(
-        h.lane.phase_of(r2),
-        Some(RunPhase::Prepared { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Prepared { .. })));
     h.take();
     let report = h.close();
     assert_eq!(report.state, LaneState::Closing);
@@ -163,18 +138,12 @@ fn close_with_runs_in_flight_lets_launched_runs_finish_cancels_the_rest_and_dest
     );
     h.complete(r1);
     let log = h.take();
-    assert_eq!(
-        log[log.len() - 2..],
-        ["DestroyStream Aicpu h101", "DestroyStream Aicore h102"]
-    );
+    assert_eq!(log[log.len() - 2..], ["DestroyStream Aicpu h101", "DestroyStream Aicore h102"]);
     assert_eq!(h.verdict(r1), Some(Verdict::Ok));
     assert_eq!(h.verdict(r2), Some(Verdict::Cancelled));
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
     assert!(h.state().is_closed());
 }
@@ -194,10 +163,7 @@ fn close_cancels_queued_runs_and_waiting_publications_which_upload_nothing() {
     assert_eq!(h.outcome_order(), [1, 2, 3]);
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
 }
 
@@ -206,22 +172,15 @@ fn close_while_a_prepare_is_out_cancels_the_run_when_the_prepare_answers() {
     let mut h = Harness::a2a3();
     let run = h.lane.submit(h.now, RunRequest::new()).unwrap();
     let effect = h.lane.poll_effect().unwrap();
-    let lane_core::Effect::PrepareRun { lease, .. } = effect else {
-        panic!("{effect:?}")
-    };
+    let lane_core::Effect::PrepareRun { lease, .. } = effect else { panic!("{effect:?}") };
     h.lane.close(h.now);
-    h.lane
-        .handle(h.now, lane_core::Event::Prepared { run, lease })
-        .unwrap();
+    h.lane.handle(h.now, lane_core::Event::Prepared { run, lease }).unwrap();
     h.pump();
     assert_eq!(h.take(), ["FinaliseRun run 1"]);
     assert_eq!(h.verdict(run), Some(Verdict::Cancelled));
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        },
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE },
         "no stream was ever created, so nothing to destroy"
     );
 }
@@ -236,10 +195,7 @@ fn close_reports_the_poison_if_there_was_one() {
     assert_eq!(report.poison.map(|p| p.origin), Some(r1));
     assert_eq!(
         report.state,
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
 }
 
@@ -257,27 +213,18 @@ fn closed_after_a_run(faults: &[Fault]) -> Harness {
 }
 
 fn destroys(log: &[String], role: &str) -> usize {
-    log.iter()
-        .filter(|l| l.starts_with(&format!("DestroyStream {role}")))
-        .count()
+    log.iter().filter(|l| l.starts_with(&format!("DestroyStream {role}"))).count()
 }
 
 #[test]
 fn a_teardown_destroy_that_fails_is_retried_at_once_and_nothing_is_left_when_the_retry_succeeds() {
     let mut h = closed_after_a_run(&[Fault::DestroyFails(Role::Aicpu, 507_901, 1)]);
     let log = h.take();
-    assert_eq!(
-        destroys(&log, "Aicpu"),
-        2,
-        "the destroy and its retry: {log:?}"
-    );
+    assert_eq!(destroys(&log, "Aicpu"), 2, "the destroy and its retry: {log:?}");
     assert_eq!(destroys(&log, "Aicore"), 1, "{log:?}");
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
     assert!(h.lane.streams_left().is_empty());
     assert_eq!(h.close().streams_left, StreamsLeft::NONE);
@@ -287,19 +234,12 @@ fn a_teardown_destroy_that_fails_is_retried_at_once_and_nothing_is_left_when_the
 fn a_stream_whose_destroy_and_retry_fail_is_left_and_named_in_the_close_report() {
     let mut h = closed_after_a_run(&[Fault::DestroyFails(Role::Aicpu, 507_901, 2)]);
     let log = h.take();
-    assert_eq!(
-        destroys(&log, "Aicpu"),
-        usize::from(TEARDOWN_ATTEMPTS),
-        "{log:?}"
-    );
+    assert_eq!(destroys(&log, "Aicpu"), usize::from(TEARDOWN_ATTEMPTS), "{log:?}");
     assert_eq!(closed_leaving_streams(h.state()), h.lane.streams_left());
     let report = h.close();
     assert_eq!(closed_leaving_streams(report.state), report.streams_left);
     assert_eq!(report.streams_left.aicpu.map(AclCode::raw), Some(507_901));
-    assert_eq!(
-        report.streams_left.aicore, None,
-        "the AICore stream was destroyed"
-    );
+    assert_eq!(report.streams_left.aicore, None, "the AICore stream was destroyed");
     assert_eq!(report.streams_left.count(), 1);
     let failures: Vec<TeardownFailure> = report.streams_left.iter().collect();
     assert_eq!(failures.len(), 1);
@@ -361,26 +301,17 @@ fn retry_teardown_destroys_a_stream_left_once_more_and_clears_it_when_that_succe
         ),
         "one destroy round, emitted at once, for the stream left"
     );
-    assert!(
-        h.lane.streams_left().is_empty(),
-        "not final while it releases"
-    );
+    assert!(h.lane.streams_left().is_empty(), "not final while it releases");
     h.pump();
     let log = h.take();
     assert_eq!(destroys(&log, "Aicpu"), 1, "one more destroy: {log:?}");
     assert_eq!(destroys(&log, "Aicore"), 0, "only the stream left: {log:?}");
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
     assert!(h.lane.streams_left().is_empty());
-    assert!(
-        !h.lane.retry_teardown(now),
-        "nothing left: nothing to retry"
-    );
+    assert!(!h.lane.retry_teardown(now), "nothing left: nothing to retry");
 }
 
 #[test]
@@ -409,10 +340,7 @@ fn retry_teardown_changes_nothing_on_a_lane_that_is_not_closed_or_left_nothing()
     h.close();
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
     h.take();
     assert!(!h.lane.retry_teardown(now), "closed, nothing left");
@@ -437,10 +365,7 @@ fn every_accepted_run_gets_exactly_one_verdict_even_across_poison_and_close() {
     assert_eq!(h.outcome_order(), accepted);
     assert_eq!(
         h.state(),
-        LaneState::Closed {
-            device_lost: false,
-            left: lane_core::StreamsLeft::NONE,
-        }
+        LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE }
     );
 }
 
@@ -448,10 +373,7 @@ fn every_accepted_run_gets_exactly_one_verdict_even_across_poison_and_close() {
 /// device not lost) with at least one stream left.
 fn closed_leaving_streams(state: LaneState) -> StreamsLeft {
     match state {
-        LaneState::Closed {
-            device_lost: false,
-            left,
-        } if !left.is_empty() => left,
+        LaneState::Closed { device_lost: false, left } if !left.is_empty() => left,
         other => panic!("expected closed with streams left, got {other:?}"),
     }
 }

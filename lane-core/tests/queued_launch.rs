@@ -30,14 +30,8 @@ fn a2a3_launches_the_successor_while_the_predecessor_runs_on_the_same_pair() {
             "LaunchRun run 2 (slot 1 gen 2) aicpu h101 aicore h102 after (slot 0 gen 1)"
         ]
     );
-    assert!(matches!(
-        h.lane.phase_of(r1),
-        Some(RunPhase::Awaiting { .. })
-    ));
-    assert!(matches!(
-        h.lane.phase_of(r2),
-        Some(RunPhase::Launched { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(r1), Some(RunPhase::Awaiting { .. })));
+    assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Launched { .. })));
     assert_eq!(h.lane.pair().created_count(), 1);
 
     h.complete(r1);
@@ -50,10 +44,7 @@ fn a2a3_launches_the_successor_while_the_predecessor_runs_on_the_same_pair() {
         ]
     );
     h.complete(r2);
-    assert_eq!(
-        h.take(),
-        ["ReadStatus run 2", "FinaliseRun run 2 copy-back"]
-    );
+    assert_eq!(h.take(), ["ReadStatus run 2", "FinaliseRun run 2 copy-back"]);
     assert_eq!(h.verdict(r1), Some(Verdict::Ok));
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
     assert_eq!(h.lane.pair().created_count(), 1);
@@ -70,10 +61,7 @@ fn a5_prepares_the_successor_but_launches_it_only_after_the_predecessor_retired(
         ["PrepareRun run 2 (slot 1 gen 2)"],
         "prepared while run 1 executes, not launched"
     );
-    assert!(matches!(
-        h.lane.phase_of(r2),
-        Some(RunPhase::Prepared { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Prepared { .. })));
     h.complete(r1);
     // Run 1 retired at completion: run 2 launches on the same pair while run 1's status is read.
     assert_eq!(
@@ -93,21 +81,17 @@ fn a5_prepares_the_successor_but_launches_it_only_after_the_predecessor_retired(
 fn a_launch_names_every_run_still_on_the_pair_newest_first_and_none_once_every_completion_came_back()
  {
     // Depth three, so two runs can be in flight ahead of a launch.
-    let profile = Profile::custom(ProfileSpec {
-        slots: 4,
-        launch_depth: 3,
-        ..Profile::default_spec()
-    })
-    .unwrap();
+    let profile =
+        Profile::custom(ProfileSpec { slots: 4, launch_depth: 3, ..Profile::default_spec() })
+            .unwrap();
     let mut h = Harness::new(profile);
     let r1 = h.run();
     let r2 = h.run();
     let r3 = h.run();
     let log = h.take();
     assert!(
-        log.iter()
-            .any(|l| l.starts_with("LaunchRun run 3 (slot 2 gen 3)")
-                && l.ends_with("after (slot 1 gen 2, slot 0 gen 1)")),
+        log.iter().any(|l| l.starts_with("LaunchRun run 3 (slot 2 gen 3)")
+            && l.ends_with("after (slot 1 gen 2, slot 0 gen 1)")),
         "{log:?}"
     );
     // Run 1 completes while runs 2 and 3 execute: run 4 queues behind run 3, the latest run
@@ -142,25 +126,16 @@ fn a_run_with_diagnostics_is_prepared_and_launched_alone_and_holds_back_its_succ
     let r1 = h.run();
     h.take();
     let diag = h.submit(RunRequest::new().with_diagnostics());
-    assert!(
-        h.take().is_empty(),
-        "a diagnostics run is not even prepared while run 1 is in flight"
-    );
+    assert!(h.take().is_empty(), "a diagnostics run is not even prepared while run 1 is in flight");
     h.complete(r1);
     let log = h.take();
-    assert!(
-        log.contains(&"PrepareRun run 2 (slot 1 gen 2) diagnostics".to_owned()),
-        "{log:?}"
-    );
+    assert!(log.contains(&"PrepareRun run 2 (slot 1 gen 2) diagnostics".to_owned()), "{log:?}");
     assert!(
         log.contains(&"LaunchRun run 2 (slot 1 gen 2) aicpu h101 aicore h102".to_owned()),
         "{log:?}"
     );
     let r3 = h.run();
-    assert!(
-        h.take().is_empty(),
-        "nothing after a diagnostics run starts before its outcome"
-    );
+    assert!(h.take().is_empty(), "nothing after a diagnostics run starts before its outcome");
     h.complete(diag);
     assert!(common::has(&h.take(), "PrepareRun run 3"));
     h.complete(r3);
@@ -187,28 +162,19 @@ fn without_concurrent_prepare_the_successor_is_prepared_only_after_the_predecess
 #[test]
 fn any_depth_up_to_the_slot_count_works_from_the_profile_alone() {
     for (slots, depth) in [(1, 1), (3, 2), (3, 3), (4, 4), (4, 1)] {
-        let profile = Profile::custom(ProfileSpec {
-            slots,
-            launch_depth: depth,
-            ..Profile::default_spec()
-        })
-        .unwrap();
+        let profile =
+            Profile::custom(ProfileSpec { slots, launch_depth: depth, ..Profile::default_spec() })
+                .unwrap();
         let mut h = Harness::new(profile);
         let runs: Vec<_> = (0..slots).map(|_| h.run()).collect();
-        let launched = runs
-            .iter()
-            .filter(|r| h.lane.phase_of(**r).is_some_and(RunPhase::on_pair))
-            .count();
+        let launched =
+            runs.iter().filter(|r| h.lane.phase_of(**r).is_some_and(RunPhase::on_pair)).count();
         assert_eq!(launched, usize::from(depth), "slots {slots} depth {depth}");
         for _ in 0..3 * slots {
             h.complete_all();
         }
         for run in runs {
-            assert_eq!(
-                h.verdict(run),
-                Some(Verdict::Ok),
-                "slots {slots} depth {depth}"
-            );
+            assert_eq!(h.verdict(run), Some(Verdict::Ok), "slots {slots} depth {depth}");
         }
     }
 }
@@ -223,18 +189,9 @@ fn preparation_never_touches_a_stream() {
     h.complete(r1);
     let _r3 = h.run();
     let log = h.take();
-    let prepare = log
-        .iter()
-        .position(|l| l.starts_with("PrepareRun run 3"))
-        .expect("prepared");
-    let destroy = log
-        .iter()
-        .position(|l| l.starts_with("DestroyStream"))
-        .expect("replaced");
-    let launch = log
-        .iter()
-        .position(|l| l.starts_with("LaunchRun run 3"))
-        .expect("launched");
+    let prepare = log.iter().position(|l| l.starts_with("PrepareRun run 3")).expect("prepared");
+    let destroy = log.iter().position(|l| l.starts_with("DestroyStream")).expect("replaced");
+    let launch = log.iter().position(|l| l.starts_with("LaunchRun run 3")).expect("launched");
     assert!(prepare < destroy && destroy < launch, "{log:?}");
 }
 
@@ -248,17 +205,10 @@ fn the_successors_deadline_starts_when_its_predecessor_completes() {
     // A long predecessor: run 1 takes 40 s, close to the 50 s bound.
     h.tick(40_000_000_000);
     h.complete(r1);
-    assert_eq!(
-        h.lane.poll_deadline().map(|d| d.0),
-        Some(40_000_000_000 + timeout)
-    );
+    assert_eq!(h.lane.poll_deadline().map(|d| d.0), Some(40_000_000_000 + timeout));
     h.tick(20_000_000_000);
     h.lane.handle_timeout(h.now);
-    assert_eq!(
-        h.verdict(r2),
-        None,
-        "run 2 did not time out 60 s after its own launch"
-    );
+    assert_eq!(h.verdict(r2), None, "run 2 did not time out 60 s after its own launch");
     h.complete(r2);
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
 }
@@ -291,20 +241,11 @@ fn a_prepared_successor_reported_incompatible_is_prepared_again_after_the_predec
     let r1 = h.run();
     let r2 = h.run();
     assert_eq!(h.take()[5..], ["PrepareRun run 2 (slot 1 gen 2)"]);
-    assert_eq!(
-        h.lane.phase_of(r2),
-        Some(RunPhase::Queued { incompatible: true })
-    );
+    assert_eq!(h.lane.phase_of(r2), Some(RunPhase::Queued { incompatible: true }));
     h.complete(r1);
     let log = h.take();
-    let finalise1 = log
-        .iter()
-        .position(|l| l == "FinaliseRun run 1 copy-back")
-        .unwrap();
-    let prepare2 = log
-        .iter()
-        .position(|l| l == "PrepareRun run 2 (slot 1 gen 2)")
-        .unwrap();
+    let finalise1 = log.iter().position(|l| l == "FinaliseRun run 1 copy-back").unwrap();
+    let prepare2 = log.iter().position(|l| l == "PrepareRun run 2 (slot 1 gen 2)").unwrap();
     assert!(finalise1 < prepare2, "{log:?}");
     assert!(common::has(&log, "LaunchRun run 2"));
     h.complete(r2);

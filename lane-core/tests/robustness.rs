@@ -10,10 +10,7 @@ use lane_core::{Event, EventError, Lease, RunPhase, RunRequest, SubmitError, Ver
 /// The lane's whole state, minus the count of rejected events (which a rejection bumps).
 fn snapshot(h: &Harness) -> String {
     let full = format!("{:?}", h.lane);
-    full.split(", rejected_events")
-        .next()
-        .unwrap_or_default()
-        .to_owned()
+    full.split(", rejected_events").next().unwrap_or_default().to_owned()
 }
 
 #[test]
@@ -21,15 +18,9 @@ fn the_lane_holds_at_most_slots_runs_and_refuses_the_next_with_full() {
     let mut h = Harness::a2a3();
     h.run();
     h.run();
-    assert_eq!(
-        h.lane.submit(h.now, RunRequest::new()),
-        Err(SubmitError::Full { slots: 2 })
-    );
+    assert_eq!(h.lane.submit(h.now, RunRequest::new()), Err(SubmitError::Full { slots: 2 }));
     let err = SubmitError::Full { slots: 2 }.to_string();
-    assert!(
-        err.contains("poll_outcome"),
-        "the error says what to do: {err}"
-    );
+    assert!(err.contains("poll_outcome"), "the error says what to do: {err}");
 }
 
 #[test]
@@ -37,18 +28,11 @@ fn a_finished_run_held_behind_its_predecessor_still_counts_against_capacity() {
     // Run 2 fails to launch at once while run 1 runs: its outcome waits behind run 1's, so
     // the lane never queues finished runs without bound.
     let mut h = Harness::a2a3();
-    h.fault(common::Fault::LaunchFails(
-        2,
-        lane_core::LaunchStep::Aicore,
-        107_000,
-    ));
+    h.fault(common::Fault::LaunchFails(2, lane_core::LaunchStep::Aicore, 107_000));
     let r1 = h.run();
     let r2 = h.run();
     assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Done { .. })));
-    assert!(matches!(
-        h.lane.submit(h.now, RunRequest::new()),
-        Err(SubmitError::Full { .. })
-    ));
+    assert!(matches!(h.lane.submit(h.now, RunRequest::new()), Err(SubmitError::Full { .. })));
     h.complete(r1);
     assert!(h.verdict(r2).is_some());
     h.run();
@@ -58,17 +42,8 @@ fn a_finished_run_held_behind_its_predecessor_still_counts_against_capacity() {
 fn a_tag_equal_to_a_live_runs_is_refused_with_duplicate_run() {
     let mut h = Harness::a2a3();
     let r1 = h.submit(RunRequest::new().tagged(42));
-    let err = h
-        .lane
-        .submit(h.now, RunRequest::new().tagged(42))
-        .unwrap_err();
-    assert_eq!(
-        err,
-        SubmitError::DuplicateRun {
-            tag: lane_core::Tag(42),
-            run: r1
-        }
-    );
+    let err = h.lane.submit(h.now, RunRequest::new().tagged(42)).unwrap_err();
+    assert_eq!(err, SubmitError::DuplicateRun { tag: lane_core::Tag(42), run: r1 });
     h.complete(r1);
     h.submit(RunRequest::new().tagged(42));
 }
@@ -99,23 +74,14 @@ fn a_reservation_counts_against_capacity() {
     let mut h = Harness::a2a3();
     let _lease = h.lane.reserve(h.now).unwrap();
     h.run();
-    assert!(matches!(
-        h.lane.submit(h.now, RunRequest::new()),
-        Err(SubmitError::Full { .. })
-    ));
-    assert!(matches!(
-        h.lane.reserve(h.now),
-        Err(SubmitError::Full { .. })
-    ));
+    assert!(matches!(h.lane.submit(h.now, RunRequest::new()), Err(SubmitError::Full { .. })));
+    assert!(matches!(h.lane.reserve(h.now), Err(SubmitError::Full { .. })));
 }
 
 #[test]
 fn leases_taken_before_a_device_reset_are_stale_after_it() {
     let mut h = Harness::a2a3();
-    h.fault(common::Fault::Latch(
-        1,
-        lane_core::status_latch::RuntimeCode::SchedulerTimeout,
-    ));
+    h.fault(common::Fault::Latch(1, lane_core::status_latch::RuntimeCode::SchedulerTimeout));
     let r1 = h.run();
     let lease = h.lane.reserve(h.now).unwrap();
     h.complete(r1);
@@ -149,33 +115,12 @@ fn an_event_with_a_stale_generation_cannot_finalise_another_runs_slot() {
         generation: lane_core::Generation(core::num::NonZeroU64::new(1).unwrap()),
     };
     let before = snapshot(&h);
-    let err = h
-        .lane
-        .handle(
-            h.now,
-            Event::Finalised {
-                run: r2,
-                lease: old,
-            },
-        )
-        .unwrap_err();
+    let err = h.lane.handle(h.now, Event::Finalised { run: r2, lease: old }).unwrap_err();
     assert!(matches!(err, EventError::StaleLease { .. }), "{err}");
     assert_eq!(snapshot(&h), before, "a rejected event changes nothing");
-    let err = h
-        .lane
-        .handle(
-            h.now,
-            Event::Finalised {
-                run: r1,
-                lease: old,
-            },
-        )
-        .unwrap_err();
+    let err = h.lane.handle(h.now, Event::Finalised { run: r1, lease: old }).unwrap_err();
     assert!(matches!(err, EventError::UnknownRun { .. }), "{err}");
-    assert!(matches!(
-        h.lane.phase_of(r2),
-        Some(RunPhase::Awaiting { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Awaiting { .. })));
 }
 
 #[test]
@@ -185,17 +130,11 @@ fn duplicated_and_unrequested_events_are_rejected_without_change() {
     let lane_core::Effect::PrepareRun { lease, .. } = h.lane.poll_effect().unwrap() else {
         panic!()
     };
-    h.lane
-        .handle(h.now, Event::Prepared { run, lease })
-        .unwrap();
+    h.lane.handle(h.now, Event::Prepared { run, lease }).unwrap();
     let before = snapshot(&h);
     for event in [
         Event::Prepared { run, lease },
-        Event::Completed {
-            run,
-            lease,
-            evidence: lane_core::status_latch::Evidence::PUBLISHED_OK,
-        },
+        Event::Completed { run, lease, evidence: lane_core::status_latch::Evidence::PUBLISHED_OK },
         Event::Launched { run, lease },
         Event::Finalised { run, lease },
         Event::StatusRead {
@@ -204,15 +143,10 @@ fn duplicated_and_unrequested_events_are_rejected_without_change() {
             status: lane_core::status_latch::Status::clean(h.lane.profile().header()),
             timing: Default::default(),
         },
-        Event::Uploaded {
-            publication: lane_core::PublicationId(run.0),
-        },
+        Event::Uploaded { publication: lane_core::PublicationId(run.0) },
         Event::DeviceDrained { attempt: 1 },
         Event::ProbePassed { attempt: 1 },
-        Event::Prepared {
-            run: lane_core::RunId(99),
-            lease,
-        },
+        Event::Prepared { run: lane_core::RunId(99), lease },
     ] {
         let result = h.lane.handle(h.now, event);
         assert!(result.is_err(), "{event:?} was accepted");
@@ -249,10 +183,7 @@ fn out_of_order_completion_is_rejected_and_cannot_strand_the_fifo() {
     let mut h = Harness::a2a3();
     let r1 = h.run();
     let r2 = h.run();
-    assert!(matches!(
-        h.lane.phase_of(r2),
-        Some(RunPhase::Launched { .. })
-    ));
+    assert!(matches!(h.lane.phase_of(r2), Some(RunPhase::Launched { .. })));
     let lease = h.lease(r2);
     let err = h
         .lane
@@ -266,13 +197,7 @@ fn out_of_order_completion_is_rejected_and_cannot_strand_the_fifo() {
         )
         .unwrap_err();
     assert!(
-        matches!(
-            err,
-            EventError::UnexpectedForRun {
-                phase: RunPhase::Launched { .. },
-                ..
-            }
-        ),
+        matches!(err, EventError::UnexpectedForRun { phase: RunPhase::Launched { .. }, .. }),
         "{err}"
     );
     assert_eq!(h.lane.pair().submissions().len(), 2);
@@ -289,13 +214,7 @@ fn spurious_timeouts_are_harmless_and_the_lane_asks_for_each_completion_once() {
     // nothing.
     let mut h = Harness::a2a3();
     let r1 = h.run();
-    assert_eq!(
-        h.take()
-            .iter()
-            .filter(|l| l.starts_with("AwaitCompletion"))
-            .count(),
-        1
-    );
+    assert_eq!(h.take().iter().filter(|l| l.starts_with("AwaitCompletion")).count(), 1);
     let before = snapshot(&h);
     for _ in 0..1000 {
         h.tick(1_000);
@@ -303,11 +222,7 @@ fn spurious_timeouts_are_harmless_and_the_lane_asks_for_each_completion_once() {
     }
     assert_eq!(snapshot(&h), before);
     h.complete(r1);
-    let awaits = h
-        .take()
-        .iter()
-        .filter(|l| l.starts_with("AwaitCompletion"))
-        .count();
+    let awaits = h.take().iter().filter(|l| l.starts_with("AwaitCompletion")).count();
     assert_eq!(awaits, 0, "no second await after the first");
 }
 
@@ -323,9 +238,7 @@ fn a_lease_naming_the_slot_just_past_the_last_is_refused_without_panicking() {
         generation: lane_core::Generation(core::num::NonZeroU64::MIN),
     };
     assert!(lane.release(lease).is_err());
-    let refused = lane.submit(
-        lane_core::Timestamp(0),
-        lane_core::RunRequest::new().on_lease(lease),
-    );
+    let refused =
+        lane.submit(lane_core::Timestamp(0), lane_core::RunRequest::new().on_lease(lease));
     assert_eq!(refused, Err(lane_core::SubmitError::StaleLease { lease }));
 }

@@ -15,22 +15,16 @@ use lane_core::{
 /// a2a3 with three slots: two runs on the pair and one staged beside them.
 fn three_slots() -> Harness {
     Harness::new(
-        Profile::custom(ProfileSpec {
-            slots: 3,
-            ..Profile::a2a3().spec()
-        })
-        .expect("three slots at depth two"),
+        Profile::custom(ProfileSpec { slots: 3, ..Profile::a2a3().spec() })
+            .expect("three slots at depth two"),
     )
 }
 
 /// a2a3 with four slots: two runs on the pair, one staged and one queued.
 fn four_slots() -> Harness {
     Harness::new(
-        Profile::custom(ProfileSpec {
-            slots: 4,
-            ..Profile::a2a3().spec()
-        })
-        .expect("four slots at depth two"),
+        Profile::custom(ProfileSpec { slots: 4, ..Profile::a2a3().spec() })
+            .expect("four slots at depth two"),
     )
 }
 
@@ -48,21 +42,14 @@ fn a_held_run_is_prepared_while_the_first_runs_and_launched_only_after_activate(
     let held = h.submit(RunRequest::new().held());
     let log = h.take();
     assert!(has(&log, "PrepareRun run 2"), "{log:?}");
-    assert!(
-        !has(&log, "LaunchRun run 2"),
-        "a held run never launches: {log:?}"
-    );
+    assert!(!has(&log, "LaunchRun run 2"), "a held run never launches: {log:?}");
     let status = h.lane.run_status(held).expect("pending");
     assert_eq!((status.state, status.held), (RunState::Prepared, true));
 
     h.lane.activate(h.now, held).expect("held");
     h.pump();
     // Queued behind the first run on the pair, as any successor (L-18).
-    assert_eq!(
-        launches(&h.take()),
-        ["LaunchRun run 2"],
-        "activated while the first runs"
-    );
+    assert_eq!(launches(&h.take()), ["LaunchRun run 2"], "activated while the first runs");
     assert!(h.lane.run_status(held).is_some_and(|s| !s.held));
     assert_eq!(
         h.lane.activate(h.now, held),
@@ -79,10 +66,7 @@ fn runs_behind_a_held_run_wait_for_its_activation() {
     let mut h = three_slots();
     let held = h.submit(RunRequest::new().held());
     let behind = h.run();
-    assert!(
-        !has(&h.take(), "LaunchRun"),
-        "nothing launches ahead of the held run (L-2)"
-    );
+    assert!(!has(&h.take(), "LaunchRun"), "nothing launches ahead of the held run (L-2)");
     h.lane.activate(h.now, held).expect("held");
     h.pump();
     assert_eq!(launches(&h.take()), ["LaunchRun run 1", "LaunchRun run 2"]);
@@ -100,11 +84,7 @@ fn an_earlier_key_submitted_later_runs_before_a_staged_unlaunched_successor() {
     let log = h.take();
     // The earlier key prepares in the staged run's place and launches behind the first run.
     assert!(has(&log, "PrepareRun run 3"), "{log:?}");
-    assert_eq!(
-        launches(&log),
-        ["LaunchRun run 1", "LaunchRun run 3"],
-        "{log:?}"
-    );
+    assert_eq!(launches(&log), ["LaunchRun run 1", "LaunchRun run 3"], "{log:?}");
     h.lane.activate(h.now, staged).expect("held");
     h.pump();
     h.complete_all();
@@ -129,11 +109,8 @@ fn an_earlier_key_submitted_later_runs_before_a_staged_unlaunched_successor() {
 #[test]
 fn a_keyed_run_never_passes_a_launched_run_a_keyless_run_or_a_publication() {
     let mut h = Harness::new(
-        Profile::custom(ProfileSpec {
-            slots: 4,
-            ..Profile::depth_one().spec()
-        })
-        .expect("four slots at depth one"),
+        Profile::custom(ProfileSpec { slots: 4, ..Profile::depth_one().spec() })
+            .expect("four slots at depth one"),
     );
     let launched = h.submit(RunRequest::new().keyed(50));
     let keyless = h.submit(RunRequest::new().held());
@@ -159,19 +136,13 @@ fn cancel_of_a_queued_run_makes_it_cancelled_with_no_runner_call() {
     let second = h4.run();
     let staged = h4.submit(RunRequest::new().held());
     let queued = h4.run();
-    assert_eq!(
-        h4.lane.run_status(queued).map(|s| s.state),
-        Some(RunState::Queued)
-    );
+    assert_eq!(h4.lane.run_status(queued).map(|s| s.state), Some(RunState::Queued));
     h4.take();
     h4.lane.cancel(h4.now, queued).expect("queued");
     h4.pump();
     let log = h4.take();
     assert!(!has(&log, "PrepareRun run 4"), "{log:?}");
-    assert!(
-        !has(&log, "FinaliseRun run 4"),
-        "nothing to finalise: {log:?}"
-    );
+    assert!(!has(&log, "FinaliseRun run 4"), "nothing to finalise: {log:?}");
     h4.lane.activate(h4.now, staged).expect("held");
     h4.pump();
     for _ in 0..3 {
@@ -187,17 +158,11 @@ fn cancel_of_a_prepared_run_finalises_it_without_copy_back_and_it_gets_cancelled
     let first = h.run();
     let prepared = h.submit(RunRequest::new().held());
     h.take();
-    h.lane
-        .cancel(h.now, prepared)
-        .expect("prepared, unlaunched");
+    h.lane.cancel(h.now, prepared).expect("prepared, unlaunched");
     h.pump();
     let log = h.take();
     assert_eq!(log, ["FinaliseRun run 2"], "L-7: its events released");
-    assert_eq!(
-        h.lane.cancel(h.now, prepared),
-        Ok(()),
-        "a second cancel changes nothing"
-    );
+    assert_eq!(h.lane.cancel(h.now, prepared), Ok(()), "a second cancel changes nothing");
     h.complete(first);
     assert_eq!(h.verdict(prepared), Some(Verdict::Cancelled));
     assert_eq!(h.outcome_order(), [first.0, prepared.0]);
@@ -207,10 +172,7 @@ fn cancel_of_a_prepared_run_finalises_it_without_copy_back_and_it_gets_cancelled
 fn cancel_of_a_launched_run_is_refused_and_it_gets_its_own_verdict() {
     let mut h = Harness::a2a3();
     let launched = h.run();
-    assert_eq!(
-        h.lane.cancel(h.now, launched),
-        Err(ControlError::Launched { run: launched })
-    );
+    assert_eq!(h.lane.cancel(h.now, launched), Err(ControlError::Launched { run: launched }));
     h.complete(launched);
     assert_eq!(h.verdict(launched), Some(Verdict::Ok));
     assert_eq!(
@@ -218,10 +180,7 @@ fn cancel_of_a_launched_run_is_refused_and_it_gets_its_own_verdict() {
         Err(ControlError::Unknown { item: launched.0 }),
         "delivered"
     );
-    assert_eq!(
-        h.lane.activate(h.now, RunId(99)),
-        Err(ControlError::Unknown { item: 99 })
-    );
+    assert_eq!(h.lane.activate(h.now, RunId(99)), Err(ControlError::Unknown { item: 99 }));
 }
 
 #[test]
@@ -232,12 +191,8 @@ fn cancel_while_the_prepare_is_out_cancels_the_run_when_it_answers() {
         panic!("a prepare");
     };
     h.lane.cancel(h.now, run).expect("preparing");
-    assert_eq!(
-        h.lane.run_status(run).map(|s| s.state),
-        Some(RunState::Preparing)
-    );
-    h.feed(lane_core::Event::Prepared { run, lease })
-        .expect("the prepare's answer");
+    assert_eq!(h.lane.run_status(run).map(|s| s.state), Some(RunState::Preparing));
+    h.feed(lane_core::Event::Prepared { run, lease }).expect("the prepare's answer");
     assert_eq!(h.take(), ["FinaliseRun run 1"]);
     assert_eq!(h.verdict(run), Some(Verdict::Cancelled));
 }
@@ -247,15 +202,10 @@ fn cancel_of_a_waiting_publication_uploads_nothing() {
     let mut h = Harness::a2a3();
     let run = h.run();
     let publication = h.publish(3);
-    h.lane
-        .cancel_publication(h.now, publication)
-        .expect("waiting");
+    h.lane.cancel_publication(h.now, publication).expect("waiting");
     h.complete(run);
     assert!(!has(&h.take(), "UploadCode"));
-    assert_eq!(
-        h.publication(publication),
-        Some(PublicationResult::Cancelled)
-    );
+    assert_eq!(h.publication(publication), Some(PublicationResult::Cancelled));
 }
 
 #[test]
@@ -266,20 +216,12 @@ fn a_declined_queued_launch_launches_once_its_predecessor_retired_and_the_outcom
     let declined = h.run();
     let log = h.take();
     // Asked once behind the first run and declined: not a failure, nothing stale.
-    assert_eq!(
-        launches(&log),
-        ["LaunchRun run 1", "LaunchRun run 2"],
-        "{log:?}"
-    );
+    assert_eq!(launches(&log), ["LaunchRun run 1", "LaunchRun run 2"], "{log:?}");
     assert_eq!(
         h.lane.run_status(declined).map(|s| (s.state, s.declines)),
         Some((RunState::Prepared, 1))
     );
-    assert_eq!(
-        h.lane.pair().submissions().len(),
-        1,
-        "withdrawn from the pair"
-    );
+    assert_eq!(h.lane.pair().submissions().len(), 1, "withdrawn from the pair");
     h.complete(first);
     let log = h.take();
     // Launched again once the first retired, onto an empty pair: no wait on a boundary.
@@ -302,12 +244,7 @@ fn a_declined_launch_with_nothing_ahead_fails_its_run_not_started_and_run_only()
     let log = h.take();
     assert!(has(&log, "FinaliseRun run 1"), "{log:?}");
     let outcome = h.run_outcome(alone).expect("delivered");
-    assert_eq!(
-        outcome.verdict,
-        Verdict::Failed {
-            cause: lane_core::run::declined_alone()
-        }
-    );
+    assert_eq!(outcome.verdict, Verdict::Failed { cause: lane_core::run::declined_alone() });
     assert_eq!(outcome.declines, 1);
     // The lane goes on.
     let next = h.run();
@@ -323,10 +260,7 @@ fn finalise_is_told_the_verdict_it_makes_final() {
     let mut backend = lane_core::testkit::Succeed::new();
     let mut told = Vec::new();
     while let Some(effect) = lane.poll_effect() {
-        if let lane_core::Effect::FinaliseRun {
-            verdict, copy_back, ..
-        } = effect
-        {
+        if let lane_core::Effect::FinaliseRun { verdict, copy_back, .. } = effect {
             told.push((verdict, copy_back));
         }
         // Its AICore launch fails with a bad argument: run-only, not started.
@@ -352,10 +286,7 @@ fn finalise_is_told_the_verdict_it_makes_final() {
     let Some(lane_core::Outcome::Run(outcome)) = lane.poll_outcome() else {
         panic!("an outcome");
     };
-    assert_eq!(
-        (outcome.run, outcome.verdict),
-        (run, Verdict::Failed { cause })
-    );
+    assert_eq!((outcome.run, outcome.verdict), (run, Verdict::Failed { cause }));
 }
 
 #[test]
@@ -376,10 +307,7 @@ fn with_finalise_before_the_next_launch_a_run_launches_only_after_its_predecesso
             .position(|line| line.starts_with(prefix))
             .unwrap_or_else(|| panic!("{prefix}: {log:?}"))
     };
-    assert!(
-        at("PrepareRun run 2") < at("ReadStatus run 1"),
-        "prepare overlaps"
-    );
+    assert!(at("PrepareRun run 2") < at("ReadStatus run 1"), "prepare overlaps");
     assert!(
         at("FinaliseRun run 1") < at("LaunchRun run 2"),
         "finalise(N) before launch(N+1): {log:?}"
@@ -412,10 +340,7 @@ fn a_runtime_epoch_reaches_the_launch_and_zero_a_repeat_or_a_mix_is_refused() {
     );
     assert_eq!(
         h.lane.submit(h.now, RunRequest::new().with_epoch(41)),
-        Err(SubmitError::Epoch {
-            epoch: 41,
-            refusal: EpochRefusal::NotAbove { last: 41 }
-        }),
+        Err(SubmitError::Epoch { epoch: 41, refusal: EpochRefusal::NotAbove { last: 41 } }),
         "a repeat"
     );
     assert_eq!(
@@ -475,15 +400,11 @@ fn a_launch_declined_after_close_is_cancelled_as_close_cancels_what_had_not_laun
     }
     let (run, lease) = held_launch.expect("the second launch is out");
     lane.close(now);
-    lane.handle(now, lane_core::Event::LaunchDeclined { run, lease })
-        .expect("the launch's answer");
+    lane.handle(now, lane_core::Event::LaunchDeclined { run, lease }).expect("the launch's answer");
     assert!(
         matches!(
             lane.poll_effect(),
-            Some(lane_core::Effect::FinaliseRun {
-                verdict: Verdict::Cancelled,
-                ..
-            })
+            Some(lane_core::Effect::FinaliseRun { verdict: Verdict::Cancelled, .. })
         ),
         "finalised as cancelled"
     );
@@ -502,8 +423,7 @@ fn drive_withholding(
         if withhold(&effect) {
             withheld.push(effect);
         } else if let Some(event) = backend.answer(effect) {
-            lane.handle(lane_core::Timestamp(0), event)
-                .expect("answers");
+            lane.handle(lane_core::Timestamp(0), event).expect("answers");
         }
     }
     withheld
@@ -513,19 +433,12 @@ fn drive_withholding(
 fn a_completed_run_waiting_for_its_finalise_is_launched_and_refuses_cancel() {
     let mut lane = lane_core::Lane::new(Profile::a2a3());
     let mut backend = lane_core::testkit::Succeed::new();
-    let run = lane
-        .submit(lane_core::Timestamp(0), RunRequest::new())
-        .expect("open");
+    let run = lane.submit(lane_core::Timestamp(0), RunRequest::new()).expect("open");
     let withheld = drive_withholding(&mut lane, &mut backend, |e| {
         matches!(e, lane_core::Effect::FinaliseRun { .. })
     });
     assert_eq!(withheld.len(), 1, "{withheld:?}");
-    assert_eq!(
-        lane.phase_of(run),
-        Some(lane_core::RunPhase::Finalising {
-            verdict: Verdict::Ok
-        })
-    );
+    assert_eq!(lane.phase_of(run), Some(lane_core::RunPhase::Finalising { verdict: Verdict::Ok }));
     assert_eq!(
         lane.run_status(run).map(|s| s.state),
         Some(RunState::Launched),
@@ -537,8 +450,7 @@ fn a_completed_run_waiting_for_its_finalise_is_launched_and_refuses_cancel() {
         "it has a verdict but is not done: a launched run finishes"
     );
     let event = backend.answer(withheld[0]).expect("the finalise's answer");
-    lane.handle(lane_core::Timestamp(0), event)
-        .expect("answers");
+    lane.handle(lane_core::Timestamp(0), event).expect("answers");
     let Some(lane_core::Outcome::Run(outcome)) = lane.poll_outcome() else {
         panic!("an outcome");
     };
@@ -555,9 +467,7 @@ fn a_cancelled_prepared_run_waiting_for_its_finalise_is_still_prepared() {
     // Its `FinaliseRun` is not answered yet.
     assert_eq!(
         h.lane.phase_of(prepared),
-        Some(lane_core::RunPhase::Finalising {
-            verdict: Verdict::Cancelled
-        })
+        Some(lane_core::RunPhase::Finalising { verdict: Verdict::Cancelled })
     );
     assert_eq!(
         h.lane.run_status(prepared).map(|s| s.state),
@@ -565,10 +475,7 @@ fn a_cancelled_prepared_run_waiting_for_its_finalise_is_still_prepared() {
         "finalising without a launch: still prepared"
     );
     h.pump();
-    assert_eq!(
-        h.lane.run_status(prepared).map(|s| s.state),
-        Some(RunState::Done)
-    );
+    assert_eq!(h.lane.run_status(prepared).map(|s| s.state), Some(RunState::Done));
     h.complete(first);
     assert_eq!(h.verdict(prepared), Some(Verdict::Cancelled));
 }
@@ -576,24 +483,14 @@ fn a_cancelled_prepared_run_waiting_for_its_finalise_is_still_prepared() {
 #[test]
 fn cancel_of_a_run_whose_launch_failed_is_refused_as_finished_with_its_verdict() {
     let mut h = Harness::a2a3();
-    h.fault(Fault::LaunchFails(
-        2,
-        lane_core::LaunchStep::Aicore,
-        107_000,
-    ));
+    h.fault(Fault::LaunchFails(2, lane_core::LaunchStep::Aicore, 107_000));
     let first = h.run();
     let failed = h.run();
     // Done, held behind the first run, which still runs.
-    assert_eq!(
-        h.lane.run_status(failed).map(|s| s.state),
-        Some(RunState::Done)
-    );
+    assert_eq!(h.lane.run_status(failed).map(|s| s.state), Some(RunState::Done));
     assert_eq!(
         h.lane.cancel(h.now, failed),
-        Err(ControlError::Finished {
-            item: failed.0,
-            outcome: "Failed"
-        }),
+        Err(ControlError::Finished { item: failed.0, outcome: "Failed" }),
         "its launch was asked for, but it is done with its own verdict"
     );
     h.complete(first);
@@ -613,8 +510,7 @@ fn cancel_twice_while_the_prepare_is_out_changes_nothing_the_second_time() {
     assert_eq!(h.lane.cancel(h.now, run), Ok(()), "already cancelled");
     assert_eq!(h.lane.fingerprint(), fingerprint, "nothing changed");
     assert!(h.lane.poll_effect().is_none(), "nothing asked");
-    h.feed(lane_core::Event::Prepared { run, lease })
-        .expect("the prepare's answer");
+    h.feed(lane_core::Event::Prepared { run, lease }).expect("the prepare's answer");
     assert_eq!(h.take(), ["FinaliseRun run 1"]);
     assert_eq!(h.verdict(run), Some(Verdict::Cancelled));
 }
@@ -637,33 +533,20 @@ fn a_publication_a_fault_notice_failed_behind_a_run_refuses_cancel_as_finished()
     }));
     h.complete(launched);
     assert_eq!(h.verdict(launched), Some(Verdict::Ok));
-    let Some(PublicationPhase::Done {
-        result: PublicationResult::Failed { cause },
-    }) = h.lane.publication_phase(publication)
+    let Some(PublicationPhase::Done { result: PublicationResult::Failed { cause } }) =
+        h.lane.publication_phase(publication)
     else {
-        panic!(
-            "failed by the notice: {:?}",
-            h.lane.publication_phase(publication)
-        );
+        panic!("failed by the notice: {:?}", h.lane.publication_phase(publication));
     };
-    assert_eq!(
-        cause.stage(),
-        Some(lane_core::status_latch::Stage::FaultNotice)
-    );
+    assert_eq!(cause.stage(), Some(lane_core::status_latch::Stage::FaultNotice));
     assert_eq!(
         h.lane.cancel_publication(h.now, publication),
-        Err(ControlError::Finished {
-            item: publication.0,
-            outcome: "Failed"
-        }),
+        Err(ControlError::Finished { item: publication.0, outcome: "Failed" }),
         "it never uploaded: finished, not uploading"
     );
     assert_eq!(
         h.lane.cancel(h.now, preparing),
-        Err(ControlError::Finished {
-            item: preparing.0,
-            outcome: "Failed"
-        }),
+        Err(ControlError::Finished { item: preparing.0, outcome: "Failed" }),
         "the unlaunched run failed with the notice"
     );
 }
@@ -673,9 +556,7 @@ fn readying_pair_names_the_run_whose_launch_waits_for_the_stream_creates_and_onl
     let mut lane = lane_core::Lane::new(Profile::a2a3());
     let mut backend = lane_core::testkit::Succeed::new();
     assert_eq!(lane.readying_pair(), None);
-    let run = lane
-        .submit(lane_core::Timestamp(0), RunRequest::new())
-        .expect("open");
+    let run = lane.submit(lane_core::Timestamp(0), RunRequest::new()).expect("open");
     let creates = drive_withholding(&mut lane, &mut backend, |e| {
         matches!(e, lane_core::Effect::CreateStream { .. })
     });
@@ -683,39 +564,25 @@ fn readying_pair_names_the_run_whose_launch_waits_for_the_stream_creates_and_onl
     assert_eq!(lane.readying_pair(), Some(run));
     for effect in creates {
         let event = backend.answer(effect).expect("a create's answer");
-        lane.handle(lane_core::Timestamp(0), event)
-            .expect("answers");
+        lane.handle(lane_core::Timestamp(0), event).expect("answers");
     }
     let awaits = drive_withholding(&mut lane, &mut backend, |e| {
         matches!(e, lane_core::Effect::AwaitCompletion { .. })
     });
     assert_eq!(awaits.len(), 1, "{awaits:?}");
-    assert!(
-        lane.run_status(run)
-            .is_some_and(|s| s.state == RunState::Launched)
-    );
-    assert_eq!(
-        lane.readying_pair(),
-        None,
-        "a launched run does not ready the pair"
-    );
+    assert!(lane.run_status(run).is_some_and(|s| s.state == RunState::Launched));
+    assert_eq!(lane.readying_pair(), None, "a launched run does not ready the pair");
 }
 
 #[test]
 fn equal_ordering_keys_keep_submission_order() {
-    let item = |seq, key: Option<u64>| lane_core::ItemOrder {
-        seq,
-        key: key.map(OrderKey),
-    };
+    let item = |seq, key: Option<u64>| lane_core::ItemOrder { seq, key: key.map(OrderKey) };
     assert!(item(1, Some(5)).may_precede(item(2, Some(5))));
     assert!(
         !item(2, Some(5)).may_precede(item(1, Some(5))),
         "an equal key does not place a later run ahead"
     );
-    assert!(
-        item(2, Some(4)).may_precede(item(1, Some(5))),
-        "a smaller key does"
-    );
+    assert!(item(2, Some(4)).may_precede(item(1, Some(5))), "a smaller key does");
     assert!(!item(2, Some(6)).may_precede(item(1, Some(5))));
     assert!(!item(2, None).may_precede(item(1, Some(5))));
     // A strict order: no item stands ahead of itself.
@@ -727,10 +594,7 @@ fn equal_ordering_keys_keep_submission_order() {
 #[test]
 fn an_epoch_refusal_says_why_and_what_to_do() {
     let reasons = [
-        (
-            EpochRefusal::Zero,
-            "0 is what a zeroed record reads as; give a non-zero epoch",
-        ),
+        (EpochRefusal::Zero, "0 is what a zeroed record reads as; give a non-zero epoch"),
         (
             EpochRefusal::NotAbove { last: 41 },
             "not above the last epoch accepted (41), so an earlier run's record could match it; give a larger epoch",
@@ -744,10 +608,7 @@ fn an_epoch_refusal_says_why_and_what_to_do() {
         assert_eq!(refusal.reason(), reason);
     }
     let mut h = Harness::a2a3();
-    let refused = h
-        .lane
-        .submit(h.now, RunRequest::new().with_epoch(0))
-        .unwrap_err();
+    let refused = h.lane.submit(h.now, RunRequest::new().with_epoch(0)).unwrap_err();
     assert_eq!(
         refused.to_string(),
         "epoch 0 refused: 0 is what a zeroed record reads as; give a non-zero epoch"
@@ -759,18 +620,12 @@ fn holds_a_run_only_while_a_held_run_waits_for_activation_without_a_verdict() {
     let mut h = Harness::a2a3();
     assert!(!h.lane.holds_a_run(), "an empty lane holds nothing");
     let first = h.run();
-    assert!(
-        !h.lane.holds_a_run(),
-        "a run not submitted held is not held"
-    );
+    assert!(!h.lane.holds_a_run(), "a run not submitted held is not held");
     let held = h.submit(RunRequest::new().held());
     assert!(h.lane.holds_a_run(), "the held run waits for activate");
     h.lane.activate(h.now, held).expect("held");
     h.pump();
-    assert!(
-        !h.lane.holds_a_run(),
-        "activated and launched: nothing is held"
-    );
+    assert!(!h.lane.holds_a_run(), "activated and launched: nothing is held");
     h.complete(first);
     h.complete(held);
     assert_eq!(h.outcome_order(), [first.0, held.0]);
@@ -790,10 +645,7 @@ fn a_cancelled_held_run_is_no_longer_held_while_a_run_ahead_still_runs() {
         Some(Verdict::Cancelled),
         "still in the FIFO behind the first run, with its verdict"
     );
-    assert!(
-        !h.lane.holds_a_run(),
-        "a held run with a verdict waits for nobody"
-    );
+    assert!(!h.lane.holds_a_run(), "a held run with a verdict waits for nobody");
     h.complete(first);
     assert_eq!(h.outcome_order(), [first.0, held.0]);
 }
@@ -825,26 +677,16 @@ fn an_equal_key_submitted_later_stays_behind_a_staged_unlaunched_run() {
 #[test]
 fn a_smaller_key_never_passes_a_launched_run_with_a_greater_key() {
     let mut h = Harness::new(
-        Profile::custom(ProfileSpec {
-            slots: 4,
-            ..Profile::depth_one().spec()
-        })
-        .expect("four slots at depth one"),
+        Profile::custom(ProfileSpec { slots: 4, ..Profile::depth_one().spec() })
+            .expect("four slots at depth one"),
     );
     let launched = h.submit(RunRequest::new().keyed(50));
-    assert_eq!(
-        h.lane.run_status(launched).map(|s| s.state),
-        Some(RunState::Launched)
-    );
+    assert_eq!(h.lane.run_status(launched).map(|s| s.state), Some(RunState::Launched));
     let late = h.submit(RunRequest::new().keyed(1));
     for _ in 0..3 {
         h.complete_all();
     }
-    assert_eq!(
-        h.outcome_order(),
-        [launched.0, late.0],
-        "the launched run keeps its place"
-    );
+    assert_eq!(h.outcome_order(), [launched.0, late.0], "the launched run keeps its place");
 }
 
 #[test]

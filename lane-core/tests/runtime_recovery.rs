@@ -15,11 +15,8 @@ use lane_core::{
 
 fn runtime_recovery() -> Harness {
     Harness::new(
-        Profile::custom(ProfileSpec {
-            recovery: Recovery::Runtime,
-            ..Profile::a2a3().spec()
-        })
-        .expect("a2a3 with the runtime's recovery"),
+        Profile::custom(ProfileSpec { recovery: Recovery::Runtime, ..Profile::a2a3().spec() })
+            .expect("a2a3 with the runtime's recovery"),
     )
 }
 
@@ -39,10 +36,7 @@ fn a_poison_tells_the_runner_once_and_asks_nothing_of_the_device_until_the_runti
     let log = h.take();
     assert_eq!(
         log,
-        [
-            "ReadStatus run 1",
-            "Hook OnPoison origin run 1 (SCHEDULER_TIMEOUT)"
-        ],
+        ["ReadStatus run 1", "Hook OnPoison origin run 1 (SCHEDULER_TIMEOUT)"],
         "no drain, reset or probe"
     );
     assert_eq!(h.state(), LaneState::Unusable);
@@ -53,10 +47,7 @@ fn a_poison_tells_the_runner_once_and_asks_nothing_of_the_device_until_the_runti
         Some(Verdict::Poisoned { origin, .. }) if origin == r1
     ));
     let refused = h.lane.submit(h.now, RunRequest::new()).unwrap_err();
-    assert!(
-        matches!(refused, SubmitError::Unusable { origin, .. } if origin == r1),
-        "{refused:?}"
-    );
+    assert!(matches!(refused, SubmitError::Unusable { origin, .. } if origin == r1), "{refused:?}");
     assert!(refused.to_string().contains("device_reset"), "{refused}");
     assert!(matches!(
         h.lane.publish(h.now, lane_core::CodeRef(1)),
@@ -74,10 +65,7 @@ fn a_poison_tells_the_runner_once_and_asks_nothing_of_the_device_until_the_runti
     assert_eq!(h.state(), LaneState::Open);
     let r3 = h.run();
     let log = h.take();
-    assert!(
-        log.iter().any(|l| l.starts_with("CreateStream")),
-        "fresh streams: {log:?}"
-    );
+    assert!(log.iter().any(|l| l.starts_with("CreateStream")), "fresh streams: {log:?}");
     h.complete(r3);
     assert_eq!(h.verdict(r3), Some(Verdict::Ok));
 }
@@ -90,32 +78,21 @@ fn the_hand_over_waits_for_runner_work_out_and_each_outcome_for_its_own_callback
     // Run 2's prepare is taken, as by a host worker, and not answered yet.
     h.lane.submit(h.now, RunRequest::new()).unwrap();
     let prepare = h.lane.poll_effect().expect("run 2's prepare");
-    assert!(
-        matches!(prepare, lane_core::Effect::PrepareRun { run: RunId(2), .. }),
-        "{prepare}"
-    );
+    assert!(matches!(prepare, lane_core::Effect::PrepareRun { run: RunId(2), .. }), "{prepare}");
     h.fail_completion(r1, 507_015);
     assert!(
         h.take().iter().all(|l| !l.starts_with("Hook")),
         "no hand-over while the prepare is out"
     );
-    assert!(
-        h.verdict(RunId(2)).is_none(),
-        "L-26: run 2's outcome waits for its prepare to return"
-    );
-    let lane_core::Effect::PrepareRun { run, lease, .. } = prepare else {
-        unreachable!()
-    };
+    assert!(h.verdict(RunId(2)).is_none(), "L-26: run 2's outcome waits for its prepare to return");
+    let lane_core::Effect::PrepareRun { run, lease, .. } = prepare else { unreachable!() };
     h.feed(lane_core::Event::Prepared { run, lease }).unwrap();
     h.pump();
     assert!(matches!(
         h.verdict(RunId(2)),
         Some(Verdict::Poisoned { origin, .. }) if origin == r1
     ));
-    assert_eq!(
-        h.take(),
-        ["Hook OnPoison origin run 1 (ACL_ERROR_RT_AICORE_EXCEPTION)"]
-    );
+    assert_eq!(h.take(), ["Hook OnPoison origin run 1 (ACL_ERROR_RT_AICORE_EXCEPTION)"]);
     assert_eq!(h.state(), LaneState::Unusable);
 }
 
@@ -140,8 +117,7 @@ fn a_fault_notice_hands_the_device_over_once_the_launched_runs_have_their_verdic
         "no origin run: the notice is the cause"
     );
     assert!(
-        log.iter()
-            .all(|l| !l.starts_with("DrainDevice") && !l.starts_with("ForceReset")),
+        log.iter().all(|l| !l.starts_with("DrainDevice") && !l.starts_with("ForceReset")),
         "{log:?}"
     );
     assert_eq!(
@@ -171,15 +147,8 @@ fn a_close_while_unusable_ends_the_lane_without_a_device_call_and_a_late_reset_i
         "no destroy of a stream the runtime will reset: {log:?}"
     );
     let before = h.lane.fingerprint();
-    assert!(matches!(
-        h.lane.device_reset(h.now),
-        Err(DeviceResetError::NotAwaited { .. })
-    ));
-    assert_eq!(
-        h.lane.fingerprint(),
-        before,
-        "a refused report changes nothing"
-    );
+    assert!(matches!(h.lane.device_reset(h.now), Err(DeviceResetError::NotAwaited { .. })));
+    assert_eq!(h.lane.fingerprint(), before, "a refused report changes nothing");
 }
 
 #[test]
@@ -191,10 +160,7 @@ fn a_poison_during_a_close_still_hands_the_device_over_and_closes() {
     h.take();
     h.fail_completion(r1, 507_015);
     let log = h.take();
-    assert_eq!(
-        log,
-        ["Hook OnPoison origin run 1 (ACL_ERROR_RT_AICORE_EXCEPTION)"]
-    );
+    assert_eq!(log, ["Hook OnPoison origin run 1 (ACL_ERROR_RT_AICORE_EXCEPTION)"]);
     assert!(matches!(h.state(), LaneState::Closed { .. }));
 }
 

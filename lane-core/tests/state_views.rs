@@ -27,17 +27,11 @@ fn equal_histories_give_equal_fingerprints_and_any_step_changes_it() {
     let _ = b.poll_effect();
     assert_eq!(a.fingerprint(), b.fingerprint());
     // A rejected event changes nothing, so it does not change the fingerprint either.
-    let stale = Event::Finalised {
-        run: RunId(9),
-        lease: effect_lease(effect),
-    };
+    let stale = Event::Finalised { run: RunId(9), lease: effect_lease(effect) };
     assert!(a.handle(T, stale).is_err());
     assert_eq!(a.rejected_events(), 1);
     assert_eq!(a.fingerprint(), b.fingerprint());
-    assert!(
-        a.fingerprint().as_str().contains("\"a2a3\""),
-        "the text names the profile"
-    );
+    assert!(a.fingerprint().as_str().contains("\"a2a3\""), "the text names the profile");
 }
 
 #[test]
@@ -45,10 +39,7 @@ fn a_publication_is_seen_waiting_then_uploading_then_gone_once_delivered() {
     let mut lane = Lane::new(Profile::a2a3());
     lane.submit(T, RunRequest::new()).unwrap();
     let publication = lane.publish(T, CodeRef(3)).unwrap();
-    assert_eq!(
-        lane.publication_phase(publication),
-        Some(PublicationPhase::Waiting)
-    );
+    assert_eq!(lane.publication_phase(publication), Some(PublicationPhase::Waiting));
     assert_eq!(lane.publication_phase(lane_core::PublicationId(99)), None);
     let mut backend = Succeed::new();
     // Answer everything but the upload: the run finishes, the upload is asked for.
@@ -60,13 +51,9 @@ fn a_publication_is_seen_waiting_then_uploading_then_gone_once_delivered() {
             lane.handle(T, event).unwrap();
         }
     }
-    assert_eq!(
-        lane.publication_phase(publication),
-        Some(PublicationPhase::Uploading)
-    );
+    assert_eq!(lane.publication_phase(publication), Some(PublicationPhase::Uploading));
     let uploaded = backend.answer(upload.expect("an upload"));
-    lane.handle(T, uploaded.expect("an upload is answered"))
-        .unwrap();
+    lane.handle(T, uploaded.expect("an upload is answered")).unwrap();
     assert_eq!(lane.publication_phase(publication), None, "delivered");
 }
 

@@ -16,9 +16,7 @@ use lane_core::state::{
 /// Fails unless the generated doc at `path` (from the workspace root) holds `rendered` below
 /// its header.
 fn assert_committed(path: &str, rendered: &str) {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(path);
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
     let doc = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     let body = doc.split_once("-->\n\n").map_or("", |(_, body)| body);
@@ -48,9 +46,7 @@ fn the_committed_tables_are_the_rendering() {
 fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
     use lane_core::publication::{PublicationAction, step};
     use lane_core::{Cause, PublicationResult};
-    let abandoned = PublicationResult::Failed {
-        cause: lane_core::run::representative::poison(),
-    };
+    let abandoned = PublicationResult::Failed { cause: lane_core::run::representative::poison() };
     let done = |result| PublicationPhase::Done { result };
     for phase in [PublicationPhase::Waiting, PublicationPhase::Uploading] {
         assert_eq!(
@@ -67,20 +63,11 @@ fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
     let cause: Cause = lane_core::run::representative::run_only();
     assert_eq!(
         step(PublicationPhase::Uploading, PublicationInput::Uploaded),
-        Ok((
-            done(PublicationResult::Uploaded),
-            PublicationAction::MarkStale
-        ))
+        Ok((done(PublicationResult::Uploaded), PublicationAction::MarkStale))
     );
     assert_eq!(
-        step(
-            PublicationPhase::Uploading,
-            PublicationInput::UploadFailed(cause)
-        ),
-        Ok((
-            done(PublicationResult::Failed { cause }),
-            PublicationAction::MarkStale
-        ))
+        step(PublicationPhase::Uploading, PublicationInput::UploadFailed(cause)),
+        Ok((done(PublicationResult::Failed { cause }), PublicationAction::MarkStale))
     );
     assert_eq!(
         step(PublicationPhase::Waiting, PublicationInput::Cancel),
@@ -89,10 +76,7 @@ fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
     // An upload in flight finishes: close does not cancel it.
     assert!(step(PublicationPhase::Uploading, PublicationInput::Cancel).is_err());
     for input in PublicationInput::all() {
-        assert!(
-            step(done(PublicationResult::Uploaded), input).is_err(),
-            "{input:?}"
-        );
+        assert!(step(done(PublicationResult::Uploaded), input).is_err(), "{input:?}");
     }
     // No self-loop: every accepted input moves a publication on (the rendered table relies
     // on it and prints no "unchanged" row).
@@ -109,9 +93,7 @@ fn every_publication_phase_is_reachable_and_every_live_one_can_be_abandoned() {
 fn every_phase_is_reachable_from_queued_and_reaches_done() {
     // The table is a connected machine: no dead phase, no phase that cannot finish. Phases
     // are compared by their table label (their shape: the values they hold are data).
-    let queued = RunPhase::Queued {
-        incompatible: false,
-    };
+    let queued = RunPhase::Queued { incompatible: false };
     let mut reached = vec![queued];
     let mut frontier = vec![queued];
     while let Some(phase) = frontier.pop() {
@@ -151,29 +133,21 @@ fn done_refuses_every_input_whatever_its_verdict() {
         lane_core::run::representative::poisoned(),
     ] {
         for input in RunInput::all() {
-            assert!(
-                step(RunPhase::Done { verdict }, input).is_err(),
-                "{input:?}"
-            );
+            assert!(step(RunPhase::Done { verdict }, input).is_err(), "{input:?}");
         }
     }
 }
 
 #[test]
 fn a_failed_finalise_fails_an_ok_run_but_an_earlier_failure_or_a_cancel_stands() {
-    let (run_only, poison) = (
-        lane_core::run::representative::run_only(),
-        lane_core::run::representative::poison(),
-    );
+    let (run_only, poison) =
+        (lane_core::run::representative::run_only(), lane_core::run::representative::poison());
     let earlier = lane_core::Cause::of(lane_core::status_latch::Failure::NoRecord);
     let finalising = |verdict| RunPhase::Finalising { verdict };
     let done = |verdict| RunPhase::Done { verdict };
     for (pending, want) in [
         (Verdict::Ok, Verdict::Failed { cause: run_only }),
-        (
-            Verdict::Failed { cause: earlier },
-            Verdict::Failed { cause: earlier },
-        ),
+        (Verdict::Failed { cause: earlier }, Verdict::Failed { cause: earlier }),
         (Verdict::Cancelled, Verdict::Cancelled),
     ] {
         assert_eq!(
@@ -195,37 +169,14 @@ fn a_failed_finalise_fails_an_ok_run_but_an_earlier_failure_or_a_cancel_stands()
 #[test]
 fn only_the_run_readying_the_pair_fails_with_a_stream_failure() {
     let cause = lane_core::run::representative::run_only();
-    let waiting = step(
-        RunPhase::Prepared {
-            readying_pair: false,
-        },
-        RunInput::ReadyPair,
-    )
-    .unwrap()
-    .0;
-    assert_eq!(
-        waiting,
-        RunPhase::Prepared {
-            readying_pair: true
-        }
-    );
+    let waiting = step(RunPhase::Prepared { readying_pair: false }, RunInput::ReadyPair).unwrap().0;
+    assert_eq!(waiting, RunPhase::Prepared { readying_pair: true });
     assert_eq!(
         step(waiting, RunInput::StreamsFailed(cause)),
-        Ok((
-            RunPhase::Finalising {
-                verdict: Verdict::Failed { cause }
-            },
-            RunAction::Finalise
-        ))
+        Ok((RunPhase::Finalising { verdict: Verdict::Failed { cause } }, RunAction::Finalise))
     );
     assert!(
-        step(
-            RunPhase::Prepared {
-                readying_pair: false
-            },
-            RunInput::StreamsFailed(cause)
-        )
-        .is_err()
+        step(RunPhase::Prepared { readying_pair: false }, RunInput::StreamsFailed(cause)).is_err()
     );
 }
 
@@ -241,68 +192,26 @@ fn the_teardown_records_each_failed_destroy_in_its_state_and_closes_with_the_sur
     let (state, action) = step(state, LaneInput::DestroyRound);
     assert_eq!(action, LaneAction::DestroyRound);
     let code = AclCode::RtParamInvalid;
-    let (state, action) = step(
-        state,
-        LaneInput::DestroyFailed {
-            role: Role::Aicpu,
-            code,
-        },
-    );
+    let (state, action) = step(state, LaneInput::DestroyFailed { role: Role::Aicpu, code });
     assert_eq!(action, LaneAction::None);
-    let left = StreamsLeft {
-        aicpu: Some(code),
-        aicore: None,
-    };
+    let left = StreamsLeft { aicpu: Some(code), aicore: None };
     assert_eq!(
         state,
-        LaneState::ReleasingStreams {
-            round: 1,
-            rounds: lane_core::TEARDOWN_ATTEMPTS,
-            left
-        }
+        LaneState::ReleasingStreams { round: 1, rounds: lane_core::TEARDOWN_ATTEMPTS, left }
     );
     let (closed, _) = step(state, LaneInput::StreamsLeft(left));
-    assert_eq!(
-        closed,
-        LaneState::Closed {
-            device_lost: false,
-            left
-        }
-    );
+    assert_eq!(closed, LaneState::Closed { device_lost: false, left });
     // A retry destroys the survivors once more; with nothing left there is nothing to retry.
     assert_eq!(
         step(closed, LaneInput::RetryTeardown),
-        (
-            LaneState::ReleasingStreams {
-                round: 0,
-                rounds: 1,
-                left
-            },
-            LaneAction::TearDown
-        )
+        (LaneState::ReleasingStreams { round: 0, rounds: 1, left }, LaneAction::TearDown)
     );
-    let released = LaneState::Closed {
-        device_lost: false,
-        left: StreamsLeft::NONE,
-    };
-    assert!(
-        lane_step(
-            released,
-            LaneInput::RetryTeardown,
-            attempts,
-            Recovery::InPlace
-        )
-        .is_err()
-    );
+    let released = LaneState::Closed { device_lost: false, left: StreamsLeft::NONE };
+    assert!(lane_step(released, LaneInput::RetryTeardown, attempts, Recovery::InPlace).is_err());
     // An empty survivor list is not a teardown that left streams.
     assert!(
-        lane_step(
-            state,
-            LaneInput::StreamsLeft(StreamsLeft::NONE),
-            attempts,
-            Recovery::InPlace,
-        )
-        .is_err()
+        lane_step(state, LaneInput::StreamsLeft(StreamsLeft::NONE), attempts, Recovery::InPlace,)
+            .is_err()
     );
 }
 
@@ -312,11 +221,7 @@ fn with_the_runtimes_recovery_a_quiesced_poison_hands_the_device_over_and_only_i
     use lane_core::RecoveryStep as R;
     let attempts = 3;
     let step = |state, input| lane_step(state, input, attempts, Recovery::Runtime);
-    let quiescing = |then| LaneState::Recovering {
-        step: R::Quiesce,
-        attempt: 1,
-        then,
-    };
+    let quiescing = |then| LaneState::Recovering { step: R::Quiesce, attempt: 1, then };
     // No drain, reset or probe: the runner is told once, and the lane waits.
     assert_eq!(
         step(quiescing(AfterRecovery::Reopen), LaneInput::Quiesced),
@@ -326,10 +231,7 @@ fn with_the_runtimes_recovery_a_quiesced_poison_hands_the_device_over_and_only_i
     assert_eq!(
         step(quiescing(AfterRecovery::Close), LaneInput::Quiesced),
         Ok((
-            LaneState::Closed {
-                device_lost: false,
-                left: lane_core::StreamsLeft::NONE
-            },
+            LaneState::Closed { device_lost: false, left: lane_core::StreamsLeft::NONE },
             LaneAction::HandOver
         ))
     );
@@ -356,11 +258,7 @@ fn with_the_runtimes_recovery_a_quiesced_poison_hands_the_device_over_and_only_i
     }
     // The report is refused wherever no reset is awaited, in either setting.
     for recovery in [Recovery::InPlace, Recovery::Runtime] {
-        for state in [
-            LaneState::Open,
-            LaneState::Closing,
-            quiescing(AfterRecovery::Reopen),
-        ] {
+        for state in [LaneState::Open, LaneState::Closing, quiescing(AfterRecovery::Reopen)] {
             assert!(lane_step(state, LaneInput::DeviceReset, attempts, recovery).is_err());
         }
     }
@@ -370,14 +268,10 @@ fn with_the_runtimes_recovery_a_quiesced_poison_hands_the_device_over_and_only_i
 fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
     for attempts in 1..=5u8 {
         for failures in 0..=attempts {
-            let mut state = lane_step(
-                LaneState::Open,
-                LaneInput::Poison,
-                attempts,
-                Recovery::InPlace,
-            )
-            .unwrap()
-            .0;
+            let mut state =
+                lane_step(LaneState::Open, LaneInput::Poison, attempts, Recovery::InPlace)
+                    .unwrap()
+                    .0;
             let mut failed = 0;
             for _ in 0..(3 * usize::from(attempts) + 4) {
                 let input = match state {
@@ -393,15 +287,9 @@ fn recovery_always_ends_open_lost_or_closing_within_the_attempt_budget() {
                     },
                     _ => break,
                 };
-                state = lane_step(state, input, attempts, Recovery::InPlace)
-                    .unwrap()
-                    .0;
+                state = lane_step(state, input, attempts, Recovery::InPlace).unwrap().0;
             }
-            let want = if failures >= attempts {
-                LaneState::Lost
-            } else {
-                LaneState::Open
-            };
+            let want = if failures >= attempts { LaneState::Lost } else { LaneState::Open };
             assert_eq!(state, want, "attempts {attempts} failures {failures}");
         }
     }
@@ -417,9 +305,7 @@ fn entering_each_recovery_step_emits_that_steps_effect_and_nothing_else_does() {
                 continue;
             };
             let want = match next {
-                LaneState::Recovering {
-                    step: R::Quiesce, ..
-                } => LaneAction::Quiesce,
+                LaneState::Recovering { step: R::Quiesce, .. } => LaneAction::Quiesce,
                 _ if state == LaneState::Open && next == LaneState::Closing => {
                     LaneAction::CancelUnlaunched
                 }
@@ -435,31 +321,11 @@ fn entering_each_recovery_step_emits_that_steps_effect_and_nothing_else_does() {
         then: lane_core::AfterRecovery::Reopen,
     };
     for (state, input, want) in [
-        (
-            recovering(R::Quiesce, 1),
-            LaneInput::Quiesced,
-            LaneAction::BeginReset,
-        ),
-        (
-            recovering(R::Drain, 1),
-            LaneInput::Drained,
-            LaneAction::Reset,
-        ),
-        (
-            recovering(R::Reset, 1),
-            LaneInput::ResetDone,
-            LaneAction::Probe,
-        ),
-        (
-            recovering(R::Reset, 1),
-            LaneInput::ResetFailed,
-            LaneAction::Drain,
-        ),
-        (
-            recovering(R::Probe, 1),
-            LaneInput::ProbeFailed,
-            LaneAction::Drain,
-        ),
+        (recovering(R::Quiesce, 1), LaneInput::Quiesced, LaneAction::BeginReset),
+        (recovering(R::Drain, 1), LaneInput::Drained, LaneAction::Reset),
+        (recovering(R::Reset, 1), LaneInput::ResetDone, LaneAction::Probe),
+        (recovering(R::Reset, 1), LaneInput::ResetFailed, LaneAction::Drain),
+        (recovering(R::Probe, 1), LaneInput::ProbeFailed, LaneAction::Drain),
         (
             recovering(R::Probe, 3),
             LaneInput::ProbeFailed,
@@ -471,12 +337,7 @@ fn entering_each_recovery_step_emits_that_steps_effect_and_nothing_else_does() {
             LaneAction::AfterReset { recovered: true },
         ),
     ] {
-        assert_eq!(
-            lane_step(state, input, attempts, Recovery::InPlace)
-                .unwrap()
-                .1,
-            want
-        );
+        assert_eq!(lane_step(state, input, attempts, Recovery::InPlace).unwrap().1, want);
     }
 }
 
@@ -528,12 +389,6 @@ fn the_run_tables_effects_column_matches_what_the_lane_emits() {
     checked.sort_unstable();
     assert_eq!(
         checked,
-        [
-            "AwaitCompletion",
-            "FinaliseRun",
-            "LaunchRun",
-            "PrepareRun",
-            "ReadStatus"
-        ]
+        ["AwaitCompletion", "FinaliseRun", "LaunchRun", "PrepareRun", "ReadStatus"]
     );
 }

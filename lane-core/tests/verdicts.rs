@@ -22,11 +22,7 @@ fn failed(verdict: Option<Verdict>) -> lane_core::Cause {
 const NEVER: RecordRead = RecordRead::Read(Record::NeverPublished { stamp: 0 });
 
 fn unpublished(device: DeviceVerdict) -> Evidence {
-    Evidence {
-        record: NEVER,
-        device: Some(device),
-        ..Evidence::PUBLISHED_OK
-    }
+    Evidence { record: NEVER, device: Some(device), ..Evidence::PUBLISHED_OK }
 }
 
 #[test]
@@ -34,18 +30,12 @@ fn a_device_code_from_the_synchronize_poisons_the_run_and_its_queued_successor()
     let mut h = Harness::a2a3();
     let r1 = h.run();
     let r2 = h.run();
-    h.complete_with(
-        r1,
-        unpublished(DeviceVerdict::Fault(AclCode::RtAicpuException)),
-    );
+    h.complete_with(r1, unpublished(DeviceVerdict::Fault(AclCode::RtAicpuException)));
     let cause = failed(h.verdict(r1));
     assert_eq!(cause.class(), Class::Poison);
     assert_eq!(
         cause.failure,
-        Failure::Acl {
-            stage: Stage::StreamSync,
-            code: AclCode::RtAicpuException
-        }
+        Failure::Acl { stage: Stage::StreamSync, code: AclCode::RtAicpuException }
     );
     // No status read on a faulted device: the poison is decided by the evidence alone.
     assert!(!common::has(&h.take(), "ReadStatus run 1"));
@@ -59,10 +49,7 @@ fn a_device_code_from_the_synchronize_poisons_the_run_and_its_queued_successor()
 fn a_synchronize_timeout_poisons() {
     let mut h = Harness::a2a3();
     let r1 = h.run();
-    h.complete_with(
-        r1,
-        unpublished(DeviceVerdict::Fault(AclCode::RtStreamSyncTimeout)),
-    );
+    h.complete_with(r1, unpublished(DeviceVerdict::Fault(AclCode::RtStreamSyncTimeout)));
     assert_eq!(failed(h.verdict(r1)).class(), Class::Poison);
 }
 
@@ -85,15 +72,10 @@ fn a_record_error_fails_only_its_run_and_the_queued_successor_gets_its_own_ok() 
     assert_eq!(cause.class(), Class::RunOnly);
     assert_eq!(
         cause.failure,
-        Failure::Record {
-            code: RuntimeCode::ScopeDeadlock,
-            source: RecordSource::Header
-        }
+        Failure::Record { code: RuntimeCode::ScopeDeadlock, source: RecordSource::Header }
     );
     assert!(
-        cause
-            .line(r1)
-            .contains("result record error from the status header"),
+        cause.line(r1).contains("result record error from the status header"),
         "{}",
         cause.line(r1)
     );
@@ -128,11 +110,7 @@ fn an_unpublished_record_on_clean_streams_fails_the_run_only_and_is_never_ok() {
     let cause = failed(h.verdict(r1));
     assert_eq!(cause.failure, Failure::NoRecord);
     assert_eq!(cause.class(), Class::RunOnly);
-    assert!(
-        cause.line(r1).contains("no result record"),
-        "{}",
-        cause.line(r1)
-    );
+    assert!(cause.line(r1).contains("no result record"), "{}", cause.line(r1));
     assert_eq!(h.verdict(r2), Some(Verdict::Ok));
 }
 
@@ -160,11 +138,7 @@ fn a_malformed_record_on_clean_streams_fails_the_run_only_saying_what_was_read()
     h.complete_with(r1, evidence);
     let cause = failed(h.verdict(r1));
     assert_eq!(cause.class(), Class::RunOnly);
-    assert!(
-        cause.line(r1).contains("unknown verdict 9"),
-        "{}",
-        cause.line(r1)
-    );
+    assert!(cause.line(r1).contains("unknown verdict 9"), "{}", cause.line(r1));
 }
 
 #[test]
@@ -186,10 +160,7 @@ fn a_failed_record_read_poisons_even_on_clean_streams() {
 fn a_completion_without_the_device_verdict_its_evidence_needs_poisons() {
     let mut h = Harness::a2a3();
     let r1 = h.run();
-    let evidence = Evidence {
-        record: NEVER,
-        ..Evidence::PUBLISHED_OK
-    };
+    let evidence = Evidence { record: NEVER, ..Evidence::PUBLISHED_OK };
     h.complete_with(r1, evidence);
     assert_eq!(failed(h.verdict(r1)).class(), Class::Poison);
 }
@@ -212,13 +183,7 @@ fn the_stream_sync_channel_is_ok_only_on_a_clean_synchronize_and_a_clean_header(
         Failure::Latched(l) if l.code == RuntimeCode::InvalidArgs
     ));
     let r3 = h.run();
-    h.complete_with(
-        r3,
-        Evidence {
-            device: None,
-            ..Evidence::SYNCHRONIZED_CLEAN
-        },
-    );
+    h.complete_with(r3, Evidence { device: None, ..Evidence::SYNCHRONIZED_CLEAN });
     assert_eq!(failed(h.verdict(r3)).class(), Class::Poison);
 }
 
@@ -228,9 +193,7 @@ fn no_path_reports_ok_without_a_published_ok_record() {
         NEVER,
         RecordRead::Read(Record::NeverPublished { stamp: 41 }),
         RecordRead::Read(Record::Malformed(RecordDefect::ZeroEpoch)),
-        RecordRead::Read(Record::Malformed(RecordDefect::PayloadTooLong {
-            bytes: 300,
-        })),
+        RecordRead::Read(Record::Malformed(RecordDefect::PayloadTooLong { bytes: 300 })),
         RecordRead::Read(Record::Error {
             code: RuntimeCode::Unknown(77),
             source: RecordSource::Shutdown,
@@ -240,11 +203,8 @@ fn no_path_reports_ok_without_a_published_ok_record() {
         RecordRead::NotRead,
         RecordRead::Read(Record::Ok),
     ];
-    let devices = [
-        None,
-        Some(DeviceVerdict::Clean),
-        Some(DeviceVerdict::Fault(AclCode::RtAicoreTimeout)),
-    ];
+    let devices =
+        [None, Some(DeviceVerdict::Clean), Some(DeviceVerdict::Fault(AclCode::RtAicoreTimeout))];
     for record in records {
         for device in devices {
             let mut h = Harness::a2a3();

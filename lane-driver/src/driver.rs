@@ -123,11 +123,7 @@ pub struct Report {
 
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}",
-            self.outcome.with_detail(self.device_message.as_deref())
-        )
+        write!(f, "{}", self.outcome.with_detail(self.device_message.as_deref()))
     }
 }
 
@@ -284,10 +280,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             return Ok(Turn::Progress);
         }
         let now = self.executor.now();
-        match self
-            .dispatch
-            .poll(now, Here::Own, &mut self.steps, &mut self.executor)?
-        {
+        match self.dispatch.poll(now, Here::Own, &mut self.steps, &mut self.executor)? {
             Next::WaitHere { ticket, wait } => {
                 let answer = run_device_wait(&mut OnDevice(self.executor.device_mut()), &wait);
                 let now = match answer {
@@ -329,8 +322,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
     /// process's ring since the last step.
     fn take_notices(&mut self) -> Result<(), DriverError> {
         let now = self.executor.now();
-        self.dispatch
-            .take_notices(now, &mut self.steps, &mut self.executor)
+        self.dispatch.take_notices(now, &mut self.steps, &mut self.executor)
     }
 
     /// Executes the effects the dispatch machine gives this thread until it has none left
@@ -339,9 +331,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
         let mut any = false;
         loop {
             let now = self.executor.now();
-            let next = self
-                .dispatch
-                .poll(now, Here::Own, &mut self.steps, &mut self.executor)?;
+            let next = self.dispatch.poll(now, Here::Own, &mut self.steps, &mut self.executor)?;
             let Next::Execute(effect) = next else {
                 break;
             };
@@ -349,8 +339,7 @@ impl<D: Device, R: Runner<D>, O: Observer> Driver<D, R, O> {
             self.execute(effect)?;
         }
         if self.steps.lane().state().is_closed() {
-            self.executor
-                .release_slot_resources(self.steps.observer_mut());
+            self.executor.release_slot_resources(self.steps.observer_mut());
         }
         Ok(any)
     }

@@ -154,11 +154,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 NoticeRead::Lost { .. } => {}
                 NoticeRead::Notice(raw) => {
                     let code = AclCode::from_raw(raw.code).unwrap_or(AclCode::Unknown(raw.code));
-                    let notice = FaultNotice {
-                        device: raw.device,
-                        stream_id: raw.stream_id,
-                        code,
-                    };
+                    let notice = FaultNotice { device: raw.device, stream_id: raw.stream_id, code };
                     if self.device.notice_concerns(&notice) {
                         return Some(notice);
                     }
@@ -218,9 +214,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
         // The runner's text first: a failed callback is the runner's call, and its text is
         // read on this thread when it fails; a device call's failure leaves none there.
-        self.runner
-            .recent_error_message()
-            .or_else(|| self.device.recent_error_message())
+        self.runner.recent_error_message().or_else(|| self.device.recent_error_message())
     }
 
     /// Runs one effect through the device and the runner; returns the answer to it: the
@@ -239,11 +233,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         let mut kept_text = None;
         let (d, r) = (&mut self.device, &mut self.runner);
         let event = match effect {
-            Effect::PrepareRun {
-                run,
-                lease,
-                diagnostics,
-            } => {
+            Effect::PrepareRun { run, lease, diagnostics } => {
                 let result = r.prepare_run(d, run, lease.slot, diagnostics);
                 if result.is_ok() {
                     self.arm_ahead(lease);
@@ -266,22 +256,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                     Err(code) => Event::StreamDestroyFailed { role, handle, code },
                 }
             }
-            Effect::LaunchRun {
-                run,
-                lease,
-                aicpu,
-                aicore,
-                after,
-                epoch,
-            } => {
-                let launch = Launch {
-                    run,
-                    lease,
-                    aicpu,
-                    aicore,
-                    after,
-                    epoch,
-                };
+            Effect::LaunchRun { run, lease, aicpu, aicore, after, epoch } => {
+                let launch = Launch { run, lease, aicpu, aicore, after, epoch };
                 let launched = self.launch(&launch, observer);
                 // A failed arm made at the run's prepare left its text for this answer.
                 kept_text = self.arm_text.take();
@@ -293,30 +269,12 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                         }
                         Event::LaunchDeclined { run, lease }
                     }
-                    Err((step, code)) => Event::LaunchFailed {
-                        run,
-                        lease,
-                        step,
-                        code,
-                    },
+                    Err((step, code)) => Event::LaunchFailed { run, lease, step, code },
                 }
             }
-            Effect::AwaitCompletion {
-                run,
-                lease,
-                channel,
-                sync_bound_ns,
-                unfenced,
-                ..
-            } => {
+            Effect::AwaitCompletion { run, lease, channel, sync_bound_ns, unfenced, .. } => {
                 // The deadline is read from the lane at every wait.
-                self.awaited = Some(Awaited {
-                    run,
-                    lease,
-                    channel,
-                    sync_bound_ns,
-                    unfenced,
-                });
+                self.awaited = Some(Awaited { run, lease, channel, sync_bound_ns, unfenced });
                 return Ok(None);
             }
             Effect::ReadRecords { run, lease, behind } => Event::RecordsRead {
@@ -331,18 +289,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                     .collect(),
             },
             Effect::ReadStatus { run, lease, layout } => {
-                kept_text = self
-                    .readback_text
-                    .get_mut(usize::from(lease.slot.0))
-                    .and_then(Option::take);
+                kept_text =
+                    self.readback_text.get_mut(usize::from(lease.slot.0)).and_then(Option::take);
                 self.read_status(run, lease, layout)?
             }
-            Effect::FinaliseRun {
-                run,
-                lease,
-                verdict,
-                ..
-            } => {
+            Effect::FinaliseRun { run, lease, verdict, .. } => {
                 let result = r.finalise_verdict(d, run, lease.slot, verdict);
                 self.release_events(lease);
                 finalise_answer(run, lease, result)
@@ -351,10 +302,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 Ok(()) => Event::Uploaded { publication },
                 Err(code) => Event::UploadFailed { publication, code },
             },
-            Effect::DrainDevice {
-                attempt,
-                timeout_ns,
-            } => {
+            Effect::DrainDevice { attempt, timeout_ns } => {
                 // Everything in flight was abandoned by the poison.
                 self.awaited = None;
                 drain(&mut OnDevice(d), attempt, timeout_ns)

@@ -30,9 +30,5 @@ pub fn notices_if_made() -> Option<&'static NoticeRing> {
 /// callback may call it. Each lane on `device` whose streams include `stream_id` becomes
 /// suspect at its next step; every other lane ignores it.
 pub fn report_device_fault(device: u32, stream_id: u32, code: i32) {
-    notices().push(RawNotice {
-        device,
-        stream_id,
-        code,
-    });
+    notices().push(RawNotice { device, stream_id, code });
 }

@@ -61,9 +61,7 @@ pub struct NoticeRing<const N: usize = NOTICE_CAPACITY> {
 
 impl<const N: usize> std::fmt::Debug for NoticeRing<N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NoticeRing")
-            .field("written", &self.head())
-            .finish_non_exhaustive()
+        f.debug_struct("NoticeRing").field("written", &self.head()).finish_non_exhaustive()
     }
 }
 
@@ -128,12 +126,8 @@ impl<const N: usize> NoticeRing<N> {
         // The odd stamp is visible before any field changes.
         fence(Ordering::Release);
         let tag = u64::from(low_word(ticket)) << 32;
-        entry
-            .device
-            .store(tag | u64::from(notice.device), Ordering::Relaxed);
-        entry
-            .stream_id
-            .store(tag | u64::from(notice.stream_id), Ordering::Relaxed);
+        entry.device.store(tag | u64::from(notice.device), Ordering::Relaxed);
+        entry.stream_id.store(tag | u64::from(notice.stream_id), Ordering::Relaxed);
         // The code's bits as they are: the sign survives the round trip.
         let code = u32::from_ne_bytes(notice.code.to_ne_bytes());
         entry.code.store(tag | u64::from(code), Ordering::Relaxed);

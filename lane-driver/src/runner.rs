@@ -82,10 +82,7 @@ pub struct Concurrency {
 
 impl Concurrency {
     /// Everything on the lane thread, one prepare at a time (the default).
-    pub const LANE_THREAD: Self = Self {
-        off_lane_thread: false,
-        prepares_at_once: 1,
-    };
+    pub const LANE_THREAD: Self = Self { off_lane_thread: false, prepares_at_once: 1 };
 }
 
 impl Default for Concurrency {
@@ -180,8 +177,7 @@ pub trait Runner<D: Device + ?Sized> {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<AicoreLaunch, ReturnCode> {
-        self.launch_aicore(device, stream, args)
-            .map(|()| AicoreLaunch::Launched)
+        self.launch_aicore(device, stream, args).map(|()| AicoreLaunch::Launched)
     }
 
     /// The run is launched (both kernels accepted): called once, right after its launch; the
@@ -244,16 +240,12 @@ pub(crate) const fn prepare_answer(
     match result {
         Ok(()) => Event::Prepared { run, lease },
         Err(PrepareError::Incompatible) => Event::PrepareIncompatible { run, lease },
-        Err(PrepareError::Failed(code)) => Event::PrepareFailed {
-            run,
-            lease,
-            code: ReturnCode::Acl(code),
-        },
-        Err(PrepareError::Runtime(code)) => Event::PrepareFailed {
-            run,
-            lease,
-            code: ReturnCode::Runtime(code),
-        },
+        Err(PrepareError::Failed(code)) => {
+            Event::PrepareFailed { run, lease, code: ReturnCode::Acl(code) }
+        }
+        Err(PrepareError::Runtime(code)) => {
+            Event::PrepareFailed { run, lease, code: ReturnCode::Runtime(code) }
+        }
     }
 }
 
@@ -265,11 +257,7 @@ pub(crate) const fn finalise_answer(
 ) -> Event {
     match result {
         Ok(()) => Event::Finalised { run, lease },
-        Err(failure) => Event::FinaliseFailed {
-            run,
-            lease,
-            failure,
-        },
+        Err(failure) => Event::FinaliseFailed { run, lease, failure },
     }
 }
 
@@ -277,10 +265,7 @@ pub(crate) const fn finalise_answer(
 /// (`PrepareRun`, `FinaliseRun`).
 #[must_use]
 pub const fn is_host_work(effect: &Effect) -> bool {
-    matches!(
-        effect,
-        Effect::PrepareRun { .. } | Effect::FinaliseRun { .. }
-    )
+    matches!(effect, Effect::PrepareRun { .. } | Effect::FinaliseRun { .. })
 }
 
 /// Runs one piece of runner host work on `worker` and answers it as the
@@ -288,40 +273,20 @@ pub const fn is_host_work(effect: &Effect) -> bool {
 /// effect that is not host work ([`is_host_work`]).
 pub fn run_host_work<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Option<Answer> {
     let event = host_work_event(worker, effect)?;
-    let failed = matches!(
-        event,
-        Event::PrepareFailed { .. } | Event::FinaliseFailed { .. }
-    );
-    let text = if failed {
-        worker.recent_error_message()
-    } else {
-        None
-    };
+    let failed = matches!(event, Event::PrepareFailed { .. } | Event::FinaliseFailed { .. });
+    let text = if failed { worker.recent_error_message() } else { None };
     Some(Answer { event, text })
 }
 
 /// [`run_host_work`]'s calls: the event that answers `effect`.
 fn host_work_event<W: HostWorker + ?Sized>(worker: &mut W, effect: Effect) -> Option<Event> {
     match effect {
-        Effect::PrepareRun {
-            run,
-            lease,
-            diagnostics,
-        } => Some(prepare_answer(
-            run,
-            lease,
-            worker.prepare_run(run, lease.slot, diagnostics),
-        )),
-        Effect::FinaliseRun {
-            run,
-            lease,
-            verdict,
-            ..
-        } => Some(finalise_answer(
-            run,
-            lease,
-            worker.finalise_verdict(run, lease.slot, verdict),
-        )),
+        Effect::PrepareRun { run, lease, diagnostics } => {
+            Some(prepare_answer(run, lease, worker.prepare_run(run, lease.slot, diagnostics)))
+        }
+        Effect::FinaliseRun { run, lease, verdict, .. } => {
+            Some(finalise_answer(run, lease, worker.finalise_verdict(run, lease.slot, verdict)))
+        }
         _ => None,
     }
 }

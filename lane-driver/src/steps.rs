@@ -117,12 +117,7 @@ impl<O: Observer> LaneSteps<O> {
         now: Timestamp,
         notice: FaultNotice,
     ) -> Result<bool, DriverError> {
-        self.command(
-            now,
-            Command::FaultNotice,
-            |lane| lane.fault_notice(now, notice),
-            |_| None,
-        )
+        self.command(now, Command::FaultNotice, |lane| lane.fault_notice(now, notice), |_| None)
     }
 
     /// Tells the lane at `now` that the runtime reset the device ([`Lane::device_reset`],
@@ -131,12 +126,7 @@ impl<O: Observer> LaneSteps<O> {
         &mut self,
         now: Timestamp,
     ) -> Result<Result<(), DeviceResetError>, DriverError> {
-        self.command(
-            now,
-            Command::DeviceReset,
-            |lane| lane.device_reset(now),
-            |_| None,
-        )
+        self.command(now, Command::DeviceReset, |lane| lane.device_reset(now), |_| None)
     }
 
     /// Activates a held run at `now` (`Lane::activate`).
@@ -145,12 +135,7 @@ impl<O: Observer> LaneSteps<O> {
         now: Timestamp,
         run: RunId,
     ) -> Result<Result<(), ControlError>, DriverError> {
-        self.command(
-            now,
-            Command::Activate,
-            |lane| lane.activate(now, run),
-            |_| None,
-        )
+        self.command(now, Command::Activate, |lane| lane.activate(now, run), |_| None)
     }
 
     /// Cancels an unlaunched run (`Lane::cancel`) or a waiting publication
@@ -184,12 +169,7 @@ impl<O: Observer> LaneSteps<O> {
     /// Destroys the streams a closed lane's teardown left once more at `now`
     /// ([`Lane::retry_teardown`]): whether there were any.
     pub fn retry_teardown(&mut self, now: Timestamp) -> Result<bool, DriverError> {
-        self.command(
-            now,
-            Command::RetryTeardown,
-            |lane| lane.retry_teardown(now),
-            |_| None,
-        )
+        self.command(now, Command::RetryTeardown, |lane| lane.retry_teardown(now), |_| None)
     }
 
     /// The one command path: gives the lane `command`, reports it (with the id it
@@ -203,11 +183,7 @@ impl<O: Observer> LaneSteps<O> {
     ) -> Result<T, DriverError> {
         let result = apply(&mut self.lane);
         let accepted = accepted(&result);
-        self.observer.observe(&Observation::Command {
-            now,
-            command,
-            accepted,
-        });
+        self.observer.observe(&Observation::Command { now, command, accepted });
         self.after_step(now)?;
         Ok(result)
     }
@@ -215,10 +191,7 @@ impl<O: Observer> LaneSteps<O> {
     /// The lane's next effect, reported as about to be executed.
     pub fn next_effect(&mut self, now: Timestamp) -> Option<Effect> {
         let effect = self.lane.poll_effect()?;
-        self.observer.observe(&Observation::Effect {
-            now,
-            effect: &effect,
-        });
+        self.observer.observe(&Observation::Effect { now, effect: &effect });
         Some(effect)
     }
 
@@ -235,19 +208,12 @@ impl<O: Observer> LaneSteps<O> {
             None => None,
         });
         let result = self.lane.handle(now, event);
-        self.observer.observe(&Observation::Event {
-            now,
-            event: &event,
-            result: &result,
-        });
+        self.observer.observe(&Observation::Event { now, event: &event, result: &result });
         result.map_err(DriverError::Rejected)?;
         if let (Some(item), Some(text)) = (item, text) {
             // A stream failure the lane failed no run with (a teardown's) explains no outcome.
             let still_waiting = stream_failure(&event)
-                && matches!(
-                    self.lane.phase_of(RunId(item)),
-                    Some(RunPhase::Prepared { .. })
-                );
+                && matches!(self.lane.phase_of(RunId(item)), Some(RunPhase::Prepared { .. }));
             if !still_waiting {
                 self.texts.hold(item, text);
             }
@@ -284,25 +250,16 @@ impl<O: Observer> LaneSteps<O> {
     pub fn settled(&self) -> Result<Turn, DriverError> {
         if self.lane.is_idle()
             || self.lane.holds_a_run()
-            || matches!(
-                self.lane.state(),
-                LaneState::Lost | LaneState::Closed { .. }
-            )
+            || matches!(self.lane.state(), LaneState::Lost | LaneState::Closed { .. })
         {
             return Ok(Turn::Idle);
         }
-        Err(DriverError::Stuck {
-            pending: self.lane.pending_items(),
-            state: self.lane.state(),
-        })
+        Err(DriverError::Stuck { pending: self.lane.pending_items(), state: self.lane.state() })
     }
 
     fn after_step(&mut self, now: Timestamp) -> Result<(), DriverError> {
         while let Some(outcome) = self.lane.poll_outcome() {
-            self.observer.observe(&Observation::Outcome {
-                now,
-                outcome: &outcome,
-            });
+            self.observer.observe(&Observation::Outcome { now, outcome: &outcome });
             let held = self.texts.deliver(&outcome);
             let device_message =
                 if cause_of(&outcome).and_then(Cause::stage) == Some(Stage::FaultNotice) {
@@ -312,10 +269,7 @@ impl<O: Observer> LaneSteps<O> {
                 } else {
                     held
                 };
-            self.outcomes.push_back(Report {
-                outcome,
-                device_message,
-            });
+            self.outcomes.push_back(Report { outcome, device_message });
         }
         // Every item has its outcome: no later outcome can name a held text.
         if self.lane.pending_items() == 0 {
@@ -377,10 +331,7 @@ impl Texts {
 
 /// Whether `event` reports a failed stream create or destroy (it names no item).
 const fn stream_failure(event: &Event) -> bool {
-    matches!(
-        event,
-        Event::StreamCreateFailed { .. } | Event::StreamDestroyFailed { .. }
-    )
+    matches!(event, Event::StreamCreateFailed { .. } | Event::StreamDestroyFailed { .. })
 }
 
 /// The cause an outcome reports, if it has one.

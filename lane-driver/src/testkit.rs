@@ -65,13 +65,7 @@ impl Fail {
     /// Every `call` from the `first`-th on.
     #[must_use]
     pub fn from(call: Call, first: usize, code: i32) -> Self {
-        Self {
-            call,
-            nth: first..usize::MAX,
-            runs: Vec::new(),
-            code,
-            message: None,
-        }
+        Self { call, nth: first..usize::MAX, runs: Vec::new(), code, message: None }
     }
     /// Every `call`.
     #[must_use]
@@ -81,26 +75,17 @@ impl Fail {
     /// The `n`-th `call` only.
     #[must_use]
     pub fn nth(call: Call, n: usize, code: i32) -> Self {
-        Self {
-            nth: n..n + 1,
-            ..Self::every(call, code)
-        }
+        Self { nth: n..n + 1, ..Self::every(call, code) }
     }
     /// Every `call` on the boundary of one of `runs` (waits and looks at it).
     #[must_use]
     pub fn runs(call: Call, runs: &[u64], code: i32) -> Self {
-        Self {
-            runs: runs.to_vec(),
-            ..Self::every(call, code)
-        }
+        Self { runs: runs.to_vec(), ..Self::every(call, code) }
     }
     /// This failure, leaving `text` for `recent_error_message`.
     #[must_use]
     pub fn message(self, text: &str) -> Self {
-        Self {
-            message: Some(text.to_owned()),
-            ..self
-        }
+        Self { message: Some(text.to_owned()), ..self }
     }
 }
 
@@ -140,14 +125,7 @@ impl Stall {
     /// The next `call` stalls `lasts`, then does `then`.
     #[must_use]
     pub const fn new(call: Call, lasts: Duration, then: Then) -> Self {
-        Self {
-            call,
-            lasts,
-            then,
-            started: None,
-            every: false,
-            until: None,
-        }
+        Self { call, lasts, then, started: None, every: false, until: None }
     }
 }
 
@@ -288,11 +266,7 @@ pub struct TestDevice {
 
 impl Default for TestDevice {
     fn default() -> Self {
-        Self {
-            script: Arc::default(),
-            waiter: false,
-            owner: true,
-        }
+        Self { script: Arc::default(), waiter: false, owner: true }
     }
 }
 
@@ -316,11 +290,7 @@ impl TestDevice {
     /// Another handle on this script: the device's waiter (`waiter`), or, for the test to
     /// read, neither the device nor its waiter.
     fn handle(&self, waiter: bool) -> Self {
-        Self {
-            script: Arc::clone(&self.script),
-            waiter,
-            owner: false,
-        }
+        Self { script: Arc::clone(&self.script), waiter, owner: false }
     }
     /// Another handle on this device's script for the test to read.
     #[must_use]
@@ -456,9 +426,7 @@ impl Device for TestDevice {
         })
     }
     fn destroy_stream(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
-        self.plain(Call::DestroyStream, || {
-            format!("destroy_stream s{}", stream.0)
-        })
+        self.plain(Call::DestroyStream, || format!("destroy_stream s{}", stream.0))
     }
     fn destroy_stream_force(&mut self, stream: StreamHandle) -> Result<(), AclCode> {
         let text = || format!("destroy_stream_force s{}", stream.0);
@@ -473,11 +441,7 @@ impl Device for TestDevice {
     }
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
         let mut script = self.script();
-        if let Some(LaunchContext {
-            run,
-            stage: LaunchStage::Kernels,
-        }) = script.context
-        {
+        if let Some(LaunchContext { run, stage: LaunchStage::Kernels }) = script.context {
             script.boundaries.retain(|(e, _)| *e != event);
             script.boundaries.push((event, run));
         }

@@ -100,11 +100,9 @@ impl DeviceWait {
     #[must_use]
     pub const fn bound(&self, issued: Timestamp) -> Timestamp {
         let own = match *self {
-            Self::Completion {
-                deadline,
-                sync_bound_ns,
-                ..
-            } => deadline.0.saturating_add(sync_bound_ns),
+            Self::Completion { deadline, sync_bound_ns, .. } => {
+                deadline.0.saturating_add(sync_bound_ns)
+            }
             Self::Drain { timeout_ns, .. } => issued.0.saturating_add(timeout_ns),
         };
         Timestamp(own.saturating_add(WAITER_GRACE_NS))
@@ -230,11 +228,7 @@ pub fn run_device_wait_as<W: CompletionWaiter + ?Sized>(
 ) -> Wait {
     match wait_event(waiter, wait, reach) {
         Made::Event(event, readback) => {
-            let text = if event_failed(&event) {
-                waiter.recent_error_message()
-            } else {
-                None
-            };
+            let text = if event_failed(&event) { waiter.recent_error_message() } else { None };
             let answer = Answer { event, text };
             match readback {
                 Some(readback) => Wait::Completed { answer, readback },
@@ -298,11 +292,7 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
                     record: RecordRead::NotRead,
                     device: Some(device_verdict(waiter, streams, deadline)),
                 };
-                let event = Event::Completed {
-                    run,
-                    lease,
-                    evidence,
-                };
+                let event = Event::Completed { run, lease, evidence };
                 return Made::Event(event, None);
             } else {
                 match reach {
@@ -340,26 +330,17 @@ fn wait_event<W: CompletionWaiter + ?Sized>(
                 },
                 VerdictChannel::StreamSync => (RecordRead::NotRead, None),
             };
-            let mut evidence = Evidence {
-                channel,
-                boundary: Boundary::Complete,
-                record,
-                device: None,
-            };
+            let mut evidence =
+                Evidence { channel, boundary: Boundary::Complete, record, device: None };
             if needs_device_verdict(&evidence) {
                 evidence.device = Some(device_verdict(waiter, streams, sync_deadline));
             }
-            let event = Event::Completed {
-                run,
-                lease,
-                evidence,
-            };
+            let event = Event::Completed { run, lease, evidence };
             Made::Event(event, readback)
         }
-        DeviceWait::Drain {
-            attempt,
-            timeout_ns,
-        } => Made::Event(drain(waiter, attempt, timeout_ns), None),
+        DeviceWait::Drain { attempt, timeout_ns } => {
+            Made::Event(drain(waiter, attempt, timeout_ns), None)
+        }
     }
 }
 
@@ -387,9 +368,7 @@ fn remaining_ms(deadline: Timestamp, now: Timestamp) -> i32 {
 /// `ns` in the milliseconds ACL takes: rounded up, at least 1 (0 is "refused" for a stream
 /// synchronize), at most `i32::MAX`.
 fn ms(ns: u64) -> i32 {
-    i32::try_from(ns.div_ceil(1_000_000))
-        .unwrap_or(i32::MAX)
-        .max(1)
+    i32::try_from(ns.div_ceil(1_000_000)).unwrap_or(i32::MAX).max(1)
 }
 
 /// The result record's read, right after the boundary: one device-to-host copy, decoded for
@@ -425,15 +404,9 @@ fn read_record_with_status<W: CompletionWaiter + ?Sized>(
         return (RecordRead::Failed(code), None);
     }
     let (status, record) = bytes.split_at(READBACK_BYTES);
-    let mut readback = Readback {
-        lease,
-        bytes: [0; READBACK_BYTES],
-    };
+    let mut readback = Readback { lease, bytes: [0; READBACK_BYTES] };
     readback.bytes.copy_from_slice(status);
-    (
-        RecordRead::Read(decode_record(record, epoch)),
-        Some(readback),
-    )
+    (RecordRead::Read(decode_record(record, epoch)), Some(readback))
 }
 
 /// The device verdict (L-8): a bounded synchronize of the AICPU stream, then the AICore
@@ -451,9 +424,7 @@ fn device_verdict<W: CompletionWaiter + ?Sized>(
         if now >= deadline {
             return Some(timeout);
         }
-        waiter
-            .synchronize_stream(stream, remaining_ms(deadline, now))
-            .err()
+        waiter.synchronize_stream(stream, remaining_ms(deadline, now)).err()
     };
     let aicpu = synchronize(aicpu);
     let aicore = match aicpu {

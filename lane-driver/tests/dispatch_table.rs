@@ -12,9 +12,7 @@ use lane_driver::dispatch::{
 #[test]
 fn the_committed_dispatch_table_is_the_rendering() {
     let path = "docs/state-machines/dispatch.md";
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(path);
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
     let doc = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     let body = doc.split_once("-->\n\n").map_or("", |(_, body)| body);
@@ -44,10 +42,7 @@ enum Shown {
 
 /// Every (setting index, state, input) the rendered table shows, by the names it uses.
 fn shown(table: &str) -> BTreeMap<(usize, String, String), Shown> {
-    let names: Vec<String> = DispatchInput::ALL
-        .iter()
-        .map(|i| format!("{i:?}"))
-        .collect();
+    let names: Vec<String> = DispatchInput::ALL.iter().map(|i| format!("{i:?}")).collect();
     let mut shown = BTreeMap::new();
     let rows = table
         .lines()
@@ -86,10 +81,7 @@ fn shown(table: &str) -> BTreeMap<(usize, String, String), Shown> {
                 let (inputs, reason) = group
                     .split_once(": ")
                     .unwrap_or_else(|| panic!("a refusal without a reason: {row}"));
-                if matches!(
-                    inputs,
-                    "every input" | "every other input" | "Every other input"
-                ) {
+                if matches!(inputs, "every input" | "every other input" | "Every other input") {
                     other = Some(reason);
                     continue;
                 }
@@ -153,10 +145,7 @@ fn without_a_waiter_nothing_is_handed_to_a_waiter_and_no_reset_is_held() {
     for (setting, state, input, next, act) in rows() {
         if !setting.waiter {
             assert!(
-                !matches!(
-                    act,
-                    Act::ToWaiter | Act::Hold | Act::AnswerAtBound | Act::Lose
-                ),
+                !matches!(act, Act::ToWaiter | Act::Hold | Act::AnswerAtBound | Act::Lose),
                 "{setting:?} {state:?} {input:?} -> {act:?}"
             );
             assert_ne!(next, DispatchState::ResetHeld);
@@ -189,18 +178,10 @@ fn a_reset_under_a_wait_is_never_executed_and_a_held_reset_runs_only_once_the_wa
 fn only_a_settled_shut_down_lane_ends_its_thread_and_only_a_stuck_waiter_loses_it() {
     for (setting, state, input, _, act) in rows() {
         if act == Act::Exit {
-            assert_eq!(
-                input,
-                DispatchInput::SettledShutdown,
-                "{setting:?} {state:?}"
-            );
+            assert_eq!(input, DispatchInput::SettledShutdown, "{setting:?} {state:?}");
         }
         if act == Act::Lose {
-            assert_eq!(
-                input,
-                DispatchInput::WaiterPastBound,
-                "{setting:?} {state:?}"
-            );
+            assert_eq!(input, DispatchInput::WaiterPastBound, "{setting:?} {state:?}");
         }
     }
 }
@@ -226,11 +207,7 @@ fn a_bound_submitter_never_makes_a_recovery_call_and_only_the_lanes_own_thread_t
             assert!(setting.waiter, "only a threaded lane has submitters");
         }
         if state == DispatchState::Deferred && next != DispatchState::Deferred {
-            assert_eq!(
-                (input, act),
-                (DispatchInput::Resume, Act::Route),
-                "{setting:?}"
-            );
+            assert_eq!((input, act), (DispatchInput::Resume, Act::Route), "{setting:?}");
         }
         if state == DispatchState::Deferred {
             assert_ne!(act, Act::ToWaiter, "{setting:?} {input:?}");
@@ -242,11 +219,7 @@ fn a_bound_submitter_never_makes_a_recovery_call_and_only_the_lanes_own_thread_t
 fn only_a_wait_out_counts_its_bound_from_the_waiters_start() {
     for (setting, state, input, _, act) in rows() {
         if input == DispatchInput::WaitStarted {
-            assert_eq!(
-                (state, act),
-                (DispatchState::WaitOut, Act::CountFromStart),
-                "{setting:?}"
-            );
+            assert_eq!((state, act), (DispatchState::WaitOut, Act::CountFromStart), "{setting:?}");
         }
     }
 }

@@ -60,8 +60,7 @@ impl Runner<TestDevice> for Kernels {
             self.decline.remove(at);
             return Ok(AicoreLaunch::Declined);
         }
-        self.launch_aicore(d, stream, args)
-            .map(|()| AicoreLaunch::Launched)
+        self.launch_aicore(d, stream, args).map(|()| AicoreLaunch::Launched)
     }
     fn launch_aicore(
         &mut self,
@@ -69,8 +68,7 @@ impl Runner<TestDevice> for Kernels {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        d.script()
-            .note(|| format!("launch_aicore r{} on s{}", args.run.0, stream.0));
+        d.script().note(|| format!("launch_aicore r{} on s{}", args.run.0, stream.0));
         self.launched.push(*args);
         Ok(())
     }
@@ -80,8 +78,7 @@ impl Runner<TestDevice> for Kernels {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        d.script()
-            .note(|| format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
+        d.script().note(|| format!("launch_aicpu r{} on s{}", args.run.0, stream.0));
         // The "kernels" write the run's status header and timing buffer.
         let mut status = Status::clean(HeaderLayout::TensormapAndRingbuffer);
         if let Some((_, code)) = self.latch.iter().find(|(r, _)| *r == args.run.0) {
@@ -121,8 +118,7 @@ impl Runner<TestDevice> for Kernels {
         slot: SlotId,
         _diagnostics: bool,
     ) -> Result<(), PrepareError> {
-        d.script()
-            .note(|| format!("prepare r{} s{}", run.0, slot.0));
+        d.script().note(|| format!("prepare r{} s{}", run.0, slot.0));
         match self.fail_prepare {
             Some(raw) => Err(PrepareError::Failed(code(raw))),
             None => Ok(()),
@@ -136,8 +132,7 @@ impl Runner<TestDevice> for Kernels {
         copy_back: bool,
     ) -> Result<(), FinaliseFailure> {
         let copy_back = if copy_back { " copy-back" } else { "" };
-        d.script()
-            .note(|| format!("finalise r{}{copy_back}", run.0));
+        d.script().note(|| format!("finalise r{}{copy_back}", run.0));
         Ok(())
     }
     fn finalise_verdict(
@@ -163,11 +158,7 @@ fn driver() -> TestDriver {
 }
 
 fn depth_one() -> TestDriver {
-    Driver::new(
-        Profile::depth_one(),
-        TestDevice::default(),
-        Kernels::default(),
-    )
+    Driver::new(Profile::depth_one(), TestDevice::default(), Kernels::default())
 }
 
 /// Submits `runs` runs, each accepted.
@@ -195,9 +186,7 @@ fn reports<O: Observer>(d: &mut TestDriver<O>) -> Vec<Report> {
 
 /// Where `call` stands in `log`.
 fn at(log: &[String], call: &str) -> usize {
-    log.iter()
-        .position(|c| c == call)
-        .unwrap_or_else(|| panic!("no `{call}`: {log:?}"))
+    log.iter().position(|c| c == call).unwrap_or_else(|| panic!("no `{call}`: {log:?}"))
 }
 
 /// Where the first call starting with `prefix` stands in `log`.
@@ -266,10 +255,7 @@ fn a_successors_aicore_kernel_waits_on_its_predecessors_boundary() {
     calls(&mut d);
     submit(&mut d, 1);
     let log = calls(&mut d);
-    assert!(
-        at(&log, "stream_wait_event s2 e3") < at(&log, "launch_aicore r2 on s2"),
-        "{log:?}"
-    );
+    assert!(at(&log, "stream_wait_event s2 e3") < at(&log, "launch_aicore r2 on s2"), "{log:?}");
     let epochs: Vec<u64> = d.runner().launched.iter().map(|a| a.epoch).collect();
     assert!(epochs[0] != 0 && epochs[1] > epochs[0], "{epochs:?}");
 }
@@ -309,10 +295,7 @@ fn a_run_prepared_while_its_predecessor_runs_is_armed_at_prepare_not_on_the_dept
     submit(&mut d, 1);
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
-    let (prepare, launch) = (
-        at(&log, "prepare r3 s0"),
-        at(&log, "launch_aicore r3 on s2"),
-    );
+    let (prepare, launch) = (at(&log, "prepare r3 s0"), at(&log, "launch_aicore r3 on s2"));
     assert_eq!(log[prepare + 1], "memcpy_to_device p5 1104B", "{log:?}");
     // Run 2's completion: its boundary's wait, then its one read; then run 3 launches.
     let completion = at(&log, "synchronize_event e6");
@@ -322,19 +305,10 @@ fn a_run_prepared_while_its_predecessor_runs_is_armed_at_prepare_not_on_the_dept
         ["synchronize_event e6", "memcpy_from_device p8+64 1320B"],
         "no copy to the device between run 2's completion and run 3's launch"
     );
-    assert_eq!(
-        count(&log[prepare + 2..launch], "memcpy_to_device p5"),
-        0,
-        "{log:?}"
-    );
+    assert_eq!(count(&log[prepare + 2..launch], "memcpy_to_device p5"), 0, "{log:?}");
     let reports = reports(&mut d);
     assert_eq!(reports.len(), 3, "{reports:?}");
-    assert!(
-        reports
-            .iter()
-            .all(|r| r.outcome.to_string().ends_with(": ok")),
-        "{reports:?}"
-    );
+    assert!(reports.iter().all(|r| r.outcome.to_string().ends_with(": ok")), "{reports:?}");
 }
 
 /// Decision 0024: an arm made at prepare that failed is reported by the run's launch as the
@@ -346,10 +320,7 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
     // (1 to 4: a slot's first prepare finds no resources), then run 3's arm at its prepare
     // (5).
     let mut d = driver();
-    fail(
-        &mut d,
-        Fail::nth(Call::MemcpyToDevice, 5, 107_000).message("copy 5 failed"),
-    );
+    fail(&mut d, Fail::nth(Call::MemcpyToDevice, 5, 107_000).message("copy 5 failed"));
     submit(&mut d, 2);
     d.run_until_idle().unwrap();
     submit(&mut d, 1);
@@ -377,10 +348,7 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
 
     // The same code failing a launch's own arm: run 1's, copy 2.
     let mut own = driver();
-    fail(
-        &mut own,
-        Fail::nth(Call::MemcpyToDevice, 2, 107_000).message("copy 2 failed"),
-    );
+    fail(&mut own, Fail::nth(Call::MemcpyToDevice, 2, 107_000).message("copy 2 failed"));
     submit(&mut own, 1);
     own.run_until_idle().unwrap();
     let expected = own.poll_report().unwrap().to_string();
@@ -388,10 +356,7 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
         expected.starts_with("run 1 failed at AICore launch (not started): ACL 107000"),
         "{expected}"
     );
-    assert_eq!(
-        failed.replace("run 3", "run 1").replace("copy 5", "copy 2"),
-        expected
-    );
+    assert_eq!(failed.replace("run 3", "run 1").replace("copy 5", "copy 2"), expected);
 
     // The lane goes on: run 4, next on slot 0, arms at its prepare and launches.
     calls(&mut d);
@@ -400,17 +365,10 @@ fn an_arm_made_at_prepare_that_failed_fails_the_runs_launch_as_its_own_arm_would
     let log = calls(&mut d);
     assert_eq!(
         log[..3],
-        [
-            "prepare r4 s0",
-            "memcpy_to_device p5 1104B",
-            "launch_aicore r4 on s2"
-        ],
+        ["prepare r4 s0", "memcpy_to_device p5 1104B", "launch_aicore r4 on s2"],
         "{log:?}"
     );
-    assert!(
-        d.poll_report().unwrap().to_string().ends_with(": ok"),
-        "{log:?}"
-    );
+    assert!(d.poll_report().unwrap().to_string().ends_with(": ok"), "{log:?}");
 }
 
 #[test]
@@ -426,16 +384,10 @@ fn each_slot_keeps_handshake_timing_and_header_in_its_own_allocation_at_the_docu
         .collect();
     assert_eq!(
         regions,
-        [
-            ["p5", "p5+64", "p5+80", "p5+1104"],
-            ["p8", "p8+64", "p8+80", "p8+1104"]
-        ],
+        [["p5", "p5+64", "p5+80", "p5+1104"], ["p8", "p8+64", "p8+80", "p8+1104"]],
         "slot 0 then slot 1"
     );
-    assert_eq!(
-        (TIMING_OFFSET, HEADER_OFFSET, RECORD_OFFSET, SLOT_BYTES),
-        (64, 80, 1104, 1384)
-    );
+    assert_eq!((TIMING_OFFSET, HEADER_OFFSET, RECORD_OFFSET, SLOT_BYTES), (64, 80, 1104, 1384));
 }
 
 #[test]
@@ -449,18 +401,11 @@ fn completion_waits_on_the_boundary_then_reads_timing_header_and_record_in_one_c
     assert_eq!(d.turn().unwrap(), Turn::Progress);
     assert_eq!(
         calls(&mut d),
-        [
-            "synchronize_event e3",
-            "memcpy_from_device p5+64 1320B",
-            "finalise r1 copy-back",
-        ]
+        ["synchronize_event e3", "memcpy_from_device p5+64 1320B", "finalise r1 copy-back",]
     );
     let r = *run_outcome(only(&outcomes(&mut d)).unwrap());
     assert_eq!(r.verdict, Verdict::Ok);
-    assert_eq!(
-        r.timing.map(|t| (t.start_ns, t.end_ns)),
-        Some((900_000, 1_000_000))
-    );
+    assert_eq!(r.timing.map(|t| (t.start_ns, t.end_ns)), Some((900_000, 1_000_000)));
 }
 
 #[test]
@@ -468,9 +413,7 @@ fn a_run_that_publishes_nothing_is_synchronized_and_a_device_code_poisons_it_wit
 {
     let mut d = driver();
     d.runner_mut().silent.push(1);
-    d.device()
-        .script()
-        .fail_next(Call::SynchronizeStream, 507_018);
+    d.device().script().fail_next(Call::SynchronizeStream, 507_018);
     submit(&mut d, 1);
     calls(&mut d);
     d.run_until_idle().unwrap();
@@ -549,16 +492,10 @@ fn the_second_run_in_a_slot_reuses_its_events_and_buffers_and_queues_behind_the_
         "two streams, then two events per slot, once each: {log:?}"
     );
     let third = &log[first(&log, "prepare r3")..];
-    assert_eq!(
-        count(third, "create_") + count(third, "malloc"),
-        0,
-        "{third:?}"
-    );
+    assert_eq!(count(third, "create_") + count(third, "malloc"), 0, "{third:?}");
     d.run_until_idle().unwrap();
     assert!(
-        outcomes(&mut d)
-            .iter()
-            .all(|o| matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok))
+        outcomes(&mut d).iter().all(|o| matches!(o, Outcome::Run(r) if r.verdict == Verdict::Ok))
     );
 }
 
@@ -568,10 +505,7 @@ fn the_status_latch_written_by_the_kernels_reaches_the_verdict() {
     d.runner_mut().latch.push((1, RuntimeCode::InvalidArgs));
     submit(&mut d, 1);
     d.run_until_idle().unwrap();
-    assert!(
-        calls(&mut d).contains(&"finalise r1".to_owned()),
-        "no copy-back for a failed run"
-    );
+    assert!(calls(&mut d).contains(&"finalise r1".to_owned()), "no copy-back for a failed run");
     failed(only(&outcomes(&mut d)));
 }
 
@@ -599,19 +533,12 @@ fn a_failed_wait_drains_force_resets_and_probes_forgetting_handles_without_destr
             "own_probe",
         ]
     );
-    assert_eq!(
-        count(&log, "destroy_event"),
-        0,
-        "dead handles are never destroyed"
-    );
+    assert_eq!(count(&log, "destroy_event"), 0, "dead handles are never destroyed");
     assert_eq!(d.lane().state(), LaneState::Open);
     // The next run gets fresh streams, events and buffers.
     submit(&mut d, 1);
     let log = calls(&mut d);
-    assert_eq!(
-        (count(&log, "create_stream"), count(&log, "create_event")),
-        (2, 2)
-    );
+    assert_eq!((count(&log, "create_stream"), count(&log, "create_event")), (2, 2));
 }
 
 /// L-22: a device the runtime supplies checks its own state after the lane's probe calls; its
@@ -691,14 +618,8 @@ fn a_publication_uploads_between_runs_and_the_next_launch_gets_a_fresh_aicore_st
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
     let (finalise1, upload) = (first(&log, "finalise r1"), at(&log, "upload c7"));
-    let (destroy, launch3) = (
-        at(&log, "destroy_stream s2"),
-        first(&log, "launch_aicore r3"),
-    );
-    assert!(
-        finalise1 < upload && upload < destroy && destroy < launch3,
-        "{log:?}"
-    );
+    let (destroy, launch3) = (at(&log, "destroy_stream s2"), first(&log, "launch_aicore r3"));
+    assert!(finalise1 < upload && upload < destroy && destroy < launch3, "{log:?}");
     assert_eq!(
         count(&log, "destroy_stream_force"),
         0,
@@ -730,10 +651,7 @@ fn a_failed_calls_device_text_reaches_its_runs_outcome_and_the_runs_its_poison_t
     assert_eq!(reports[1].device_message, text, "the origin's text");
     let line = reports[0].to_string();
     assert!(line.starts_with(&reports[0].outcome.to_string()), "{line}");
-    assert!(
-        line.ends_with("; device: EZ9999: AICore exception at task 3"),
-        "{line}"
-    );
+    assert!(line.ends_with("; device: EZ9999: AICore exception at task 3"), "{line}");
 }
 
 #[test]
@@ -772,9 +690,9 @@ struct Seen(Vec<String>);
 impl Observer for Seen {
     fn observe(&mut self, step: &Observation<'_>) {
         match *step {
-            Observation::Command {
-                command, accepted, ..
-            } => self.0.push(format!("{command:?} {accepted:?}")),
+            Observation::Command { command, accepted, .. } => {
+                self.0.push(format!("{command:?} {accepted:?}"))
+            }
             Observation::ReleaseFailed { release, code, .. } => {
                 self.0.push(format!("{release:?} failed {}", code.raw()));
             }
@@ -791,10 +709,7 @@ fn the_observer_sees_each_command_by_its_enum_and_the_id_it_returned() {
     d.run_until_idle().unwrap();
     d.close().unwrap();
     d.run_until_idle().unwrap();
-    assert_eq!(
-        d.observer().0,
-        ["Submit Some(1)", "Publish Some(2)", "Close None"]
-    );
+    assert_eq!(d.observer().0, ["Submit Some(1)", "Publish Some(2)", "Close None"]);
     assert_eq!(Command::Publish.name(), "publish");
 }
 
@@ -832,15 +747,9 @@ fn a_completion_wait_is_bounded_by_the_deadline_the_lane_reports() {
 fn a_decode_failure_keeps_the_typed_decode_error_as_its_source() {
     use lane_core::status_latch::DecodeError;
     use std::error::Error as _;
-    let cause = DecodeError::TooShort {
-        layout: HeaderLayout::TensormapAndRingbuffer,
-        needed: 896,
-        got: 0,
-    };
-    let error = DriverError::Decode {
-        run: RunId(1),
-        source: cause,
-    };
+    let cause =
+        DecodeError::TooShort { layout: HeaderLayout::TensormapAndRingbuffer, needed: 896, got: 0 };
+    let error = DriverError::Decode { run: RunId(1), source: cause };
     let source = error.source().expect("a source");
     assert_eq!(source.downcast_ref::<DecodeError>(), Some(&cause));
 }
@@ -868,10 +777,7 @@ fn a_completion_wait_hands_out_the_awaited_runs_boundary_record_epoch_and_pair_w
     let (steps, mut executor) = awaiting_executor();
     let deadline = steps.deadline().expect("the run's deadline");
     let launched = executor.runner().launched[0];
-    let wait = executor
-        .completion_wait(Some(deadline))
-        .unwrap()
-        .expect("a wait");
+    let wait = executor.completion_wait(Some(deadline)).unwrap().expect("a wait");
     let DeviceWait::Completion {
         run,
         boundary,
@@ -900,10 +806,7 @@ fn a_completion_wait_hands_out_the_awaited_runs_boundary_record_epoch_and_pair_w
     assert_eq!(bound, deadline);
     assert!(!executor.is_awaiting(), "the answer is the waiter's now");
     assert_eq!(executor.completion_wait(Some(deadline)).unwrap(), None);
-    assert!(
-        executor.device().script().calls.is_empty(),
-        "handing a wait out makes no device call"
-    );
+    assert!(executor.device().script().calls.is_empty(), "handing a wait out makes no device call");
 }
 
 #[test]
@@ -916,22 +819,13 @@ fn a_completion_wait_without_a_deadline_forgets_the_awaited_run() {
 #[test]
 fn a_drain_is_a_device_wait_and_abandons_the_await() {
     let (_, mut executor) = awaiting_executor();
-    let drain = Effect::DrainDevice {
-        attempt: 1,
-        timeout_ns: 2_500_000,
-    };
+    let drain = Effect::DrainDevice { attempt: 1, timeout_ns: 2_500_000 };
     assert_eq!(
         executor.device_wait(&drain),
-        Some(DeviceWait::Drain {
-            attempt: 1,
-            timeout_ns: 2_500_000
-        })
+        Some(DeviceWait::Drain { attempt: 1, timeout_ns: 2_500_000 })
     );
     assert!(!executor.is_awaiting());
-    assert_eq!(
-        executor.device_wait(&Effect::ForceReset { attempt: 1 }),
-        None
-    );
+    assert_eq!(executor.device_wait(&Effect::ForceReset { attempt: 1 }), None);
 }
 
 /// A completion waiter on a thread of its own, scripted: what its bind and each wait return,
@@ -961,31 +855,21 @@ impl CompletionWaiter for Scripted {
         Timestamp(self.now)
     }
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.calls
-            .push(format!("synchronize_event e{} {timeout_ms} ms", event.0));
+        self.calls.push(format!("synchronize_event e{} {timeout_ms} ms", event.0));
         self.now += self.takes;
-        self.waits
-            .pop_front()
-            .flatten()
-            .map_or(Ok(()), |raw| Err(code(raw)))
+        self.waits.pop_front().flatten().map_or(Ok(()), |raw| Err(code(raw)))
     }
     fn synchronize_device(&mut self, timeout_ms: i32) -> Result<(), AclCode> {
-        self.calls
-            .push(format!("synchronize_device {timeout_ms} ms"));
+        self.calls.push(format!("synchronize_device {timeout_ms} ms"));
         Err(code(507_046))
     }
     fn synchronize_stream(&mut self, stream: StreamHandle, timeout_ms: i32) -> Result<(), AclCode> {
-        self.calls
-            .push(format!("synchronize_stream s{} {timeout_ms} ms", stream.0));
+        self.calls.push(format!("synchronize_stream s{} {timeout_ms} ms", stream.0));
         self.now += self.takes;
-        self.stream_syncs
-            .pop_front()
-            .flatten()
-            .map_or(Ok(()), |raw| Err(code(raw)))
+        self.stream_syncs.pop_front().flatten().map_or(Ok(()), |raw| Err(code(raw)))
     }
     fn memcpy_from_device(&mut self, dst: &mut [u8], src: DevicePtr) -> Result<(), AclCode> {
-        self.calls
-            .push(format!("memcpy_from_device p{} {}B", src.0, dst.len()));
+        self.calls.push(format!("memcpy_from_device p{} {}B", src.0, dst.len()));
         if let Some(raw) = self.read_fails {
             return Err(code(raw));
         }
@@ -1009,10 +893,7 @@ const FAR: u64 = 5_000_000_000;
 
 fn evidence(answer: &Wait) -> Evidence {
     match answer {
-        Wait::Answered(Answer {
-            event: Event::Completed { evidence, .. },
-            ..
-        }) => *evidence,
+        Wait::Answered(Answer { event: Event::Completed { evidence, .. }, .. }) => *evidence,
         other => panic!("expected Completed, got {other:?}"),
     }
 }
@@ -1055,20 +936,12 @@ fn published_ok() -> Option<[u8; RECORD_BYTES]> {
 #[test]
 fn a_waiter_waits_on_the_boundary_then_reads_the_record_and_a_published_ok_record_needs_no_synchronize()
  {
-    let mut waiter = Scripted {
-        takes: 2_000_000,
-        record: published_ok(),
-        ..Scripted::default()
-    };
+    let mut waiter = Scripted { takes: 2_000_000, record: published_ok(), ..Scripted::default() };
     let answer = run_device_wait(&mut waiter, &completion(10_500_000));
     assert_eq!(evidence(&answer), Evidence::PUBLISHED_OK);
     assert_eq!(
         waiter.calls,
-        [
-            "bind",
-            "synchronize_event e10 11 ms",
-            "memcpy_from_device p1280 280B"
-        ],
+        ["bind", "synchronize_event e10 11 ms", "memcpy_from_device p1280 280B"],
         "one event wait bounded by the deadline (rounded up), one record read, no stream synchronize"
     );
     assert!(!wait_failed(&answer));
@@ -1076,21 +949,13 @@ fn a_waiter_waits_on_the_boundary_then_reads_the_record_and_a_published_ok_recor
 
 #[test]
 fn a_waiter_asked_for_the_status_reads_it_with_the_record_in_one_copy_and_answers_with_its_bytes() {
-    let mut waiter = Scripted {
-        takes: 2_000_000,
-        record: published_ok(),
-        ..Scripted::default()
-    };
+    let mut waiter = Scripted { takes: 2_000_000, record: published_ok(), ..Scripted::default() };
     // The timing buffer sits READBACK_BYTES before the record (the slot layout).
     let at = DevicePtr(0x500 - READBACK_BYTES as u64);
     let answer = run_device_wait(&mut waiter, &completion_with_readback(10_500_000, at));
     assert_eq!(
         waiter.calls,
-        [
-            "bind",
-            "synchronize_event e10 11 ms",
-            &format!("memcpy_from_device p{} 1320B", at.0),
-        ],
+        ["bind", "synchronize_event e10 11 ms", &format!("memcpy_from_device p{} 1320B", at.0),],
         "one copy from the timing buffer through the record's end"
     );
     let Wait::Completed { answer, readback } = answer else {
@@ -1101,24 +966,14 @@ fn a_waiter_asked_for_the_status_reads_it_with_the_record_in_one_copy_and_answer
         Evidence::PUBLISHED_OK,
         "the record is decoded from the copy's tail"
     );
-    assert_eq!(
-        readback.lease,
-        lease(1, 1),
-        "the bytes answer this run only"
-    );
-    assert!(
-        readback.bytes.iter().all(|&b| b == 0xAB),
-        "the status bytes are the copy's head"
-    );
+    assert_eq!(readback.lease, lease(1, 1), "the bytes answer this run only");
+    assert!(readback.bytes.iter().all(|&b| b == 0xAB), "the status bytes are the copy's head");
 }
 
 #[test]
 fn a_failed_copy_of_record_and_status_fails_the_record_read_and_keeps_no_status_bytes() {
-    let mut waiter = Scripted {
-        record: published_ok(),
-        read_fails: Some(507_899),
-        ..Scripted::default()
-    };
+    let mut waiter =
+        Scripted { record: published_ok(), read_fails: Some(507_899), ..Scripted::default() };
     let at = DevicePtr(0x500 - READBACK_BYTES as u64);
     let answer = run_device_wait(&mut waiter, &completion_with_readback(FAR, at));
     assert!(
@@ -1130,14 +985,8 @@ fn a_failed_copy_of_record_and_status_fails_the_record_read_and_keeps_no_status_
 
 #[test]
 fn a_readback_that_does_not_end_at_the_record_is_not_read_and_the_record_is_read_alone() {
-    let mut waiter = Scripted {
-        record: published_ok(),
-        ..Scripted::default()
-    };
-    let answer = run_device_wait(
-        &mut waiter,
-        &completion_with_readback(FAR, DevicePtr(0x100)),
-    );
+    let mut waiter = Scripted { record: published_ok(), ..Scripted::default() };
+    let answer = run_device_wait(&mut waiter, &completion_with_readback(FAR, DevicePtr(0x100)));
     assert!(matches!(answer, Wait::Answered(_)), "{answer:?}");
     assert_eq!(waiter.calls[2], "memcpy_from_device p1280 280B");
 }
@@ -1157,11 +1006,7 @@ fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_o
     bytes.copy_from_slice(&executor.device().script().mem(launched.timing)[..READBACK_BYTES]);
     bytes[..8].copy_from_slice(&5u64.to_le_bytes());
     bytes[8..16].copy_from_slice(&6u64.to_le_bytes());
-    let read = Effect::ReadStatus {
-        run,
-        lease,
-        layout: HeaderLayout::TensormapAndRingbuffer,
-    };
+    let read = Effect::ReadStatus { run, lease, layout: HeaderLayout::TensormapAndRingbuffer };
     let timing_of = |answer: Option<Answer>| match answer.map(|a| a.event) {
         Some(Event::StatusRead { timing, .. }) => (timing.start_ns, timing.end_ns),
         other => panic!("expected StatusRead, got {other:?}"),
@@ -1176,20 +1021,11 @@ fn a_status_read_answers_from_the_bytes_kept_for_its_run_and_copies_for_itself_o
         executor.device().script().calls
     );
     // Kept for another run of the slot (a later generation): never this run's answer.
-    let later = Lease {
-        generation: Generation(lease.generation.0.checked_add(1).unwrap()),
-        ..lease
-    };
-    executor.keep_readback(lane_driver::Readback {
-        lease: later,
-        bytes,
-    });
+    let later =
+        Lease { generation: Generation(lease.generation.0.checked_add(1).unwrap()), ..lease };
+    executor.keep_readback(lane_driver::Readback { lease: later, bytes });
     let copied = executor.execute(read, &mut NoObserver).unwrap();
-    assert_eq!(
-        timing_of(copied),
-        (900_000, 1_000_000),
-        "the device's bytes"
-    );
+    assert_eq!(timing_of(copied), (900_000, 1_000_000), "the device's bytes");
     assert_eq!(
         executor.device().script().calls,
         [format!("memcpy_from_device p5+64 {}B", 16 + 896)]
@@ -1206,16 +1042,10 @@ fn a_record_of_another_epoch_is_never_published_and_the_waiter_synchronizes_aicp
     };
     let answer = run_device_wait(&mut waiter, &completion(10_500_000));
     let got = evidence(&answer);
-    assert_eq!(
-        got.record,
-        RecordRead::Read(Record::NeverPublished { stamp: EPOCH - 1 })
-    );
+    assert_eq!(got.record, RecordRead::Read(Record::NeverPublished { stamp: EPOCH - 1 }));
     assert_eq!(
         got.device,
-        Some(DeviceVerdict::Returned {
-            aicpu: None,
-            aicore: Some(code(507_014))
-        }),
+        Some(DeviceVerdict::Returned { aicpu: None, aicore: Some(code(507_014)) }),
         "what each stream returned, for the lane to attribute"
     );
     assert_eq!(
@@ -1223,10 +1053,7 @@ fn a_record_of_another_epoch_is_never_published_and_the_waiter_synchronizes_aicp
         ["synchronize_stream s1 8 ms", "synchronize_stream s2 6 ms"],
         "AICPU first, each bounded by what is left of the bound from the boundary's completion"
     );
-    assert!(
-        wait_failed(&answer),
-        "a device code's text is worth reading"
-    );
+    assert!(wait_failed(&answer), "a device code's text is worth reading");
 }
 
 #[test]
@@ -1234,20 +1061,13 @@ fn a_record_error_decides_without_a_synchronize_and_a_failed_read_synchronizes()
     let mut waiter = Scripted {
         record: Some(encode_record(
             EPOCH,
-            &RecordWrite::Error {
-                code: 1,
-                source: RecordSource::Header,
-                payload: &[],
-            },
+            &RecordWrite::Error { code: 1, source: RecordSource::Header, payload: &[] },
         )),
         ..Scripted::default()
     };
     assert_eq!(evidence(&waited(&mut waiter)).device, None);
     assert_eq!(count(&waiter.calls, "synchronize_stream"), 0);
-    let mut failing = Scripted {
-        read_fails: Some(507_899),
-        ..Scripted::default()
-    };
+    let mut failing = Scripted { read_fails: Some(507_899), ..Scripted::default() };
     let answer = waited(&mut failing);
     assert_eq!(evidence(&answer).device, Some(DeviceVerdict::Clean));
     assert!(wait_failed(&answer));
@@ -1269,17 +1089,11 @@ fn the_stream_sync_channel_reads_no_record_and_synchronizes_every_run() {
 fn a_device_verdict_past_its_bound_is_the_synchronize_timeout() {
     // The boundary completes at 9 ms: the bound ends at 17 ms, which the AICPU synchronize
     // (9 ms) passes, so the AICore one is not made and reads as the timeout.
-    let mut waiter = Scripted {
-        takes: 9_000_000,
-        ..Scripted::default()
-    };
+    let mut waiter = Scripted { takes: 9_000_000, ..Scripted::default() };
     let answer = run_device_wait(&mut waiter, &completion(10_000_000));
     assert_eq!(
         evidence(&answer).device,
-        Some(DeviceVerdict::Returned {
-            aicpu: None,
-            aicore: Some(code(507_046))
-        })
+        Some(DeviceVerdict::Returned { aicpu: None, aicore: Some(code(507_046)) })
     );
 }
 
@@ -1288,10 +1102,7 @@ fn the_device_verdict_is_bounded_from_the_boundarys_completion_not_by_what_is_le
 {
     // L-8a: the boundary completes at 9 ms of a 10 ms deadline; the synchronize, which also
     // waits for the run queued behind, still gets its whole bound.
-    let mut waiter = Scripted {
-        takes: 9_000_000,
-        ..Scripted::default()
-    };
+    let mut waiter = Scripted { takes: 9_000_000, ..Scripted::default() };
     let mut wait = completion(10_000_000);
     if let DeviceWait::Completion { sync_bound_ns, .. } = &mut wait {
         *sync_bound_ns = 30_000_000;
@@ -1309,10 +1120,8 @@ fn the_device_verdict_is_bounded_from_the_boundarys_completion_not_by_what_is_le
 fn an_aicpu_code_does_not_stop_the_aicore_synchronize_and_an_aicpu_timeout_does() {
     // An AICPU code may be another run's sticky status (L-8a): the AICore stream is asked too.
     for (aicpu, aicore, syncs) in [(507_018, Some(507_015), 2), (507_046, None, 1)] {
-        let mut waiter = Scripted {
-            stream_syncs: [Some(aicpu), aicore].into(),
-            ..Scripted::default()
-        };
+        let mut waiter =
+            Scripted { stream_syncs: [Some(aicpu), aicore].into(), ..Scripted::default() };
         let answer = waited(&mut waiter);
         assert_eq!(
             count(&waiter.calls, "synchronize_stream"),
@@ -1322,10 +1131,7 @@ fn an_aicpu_code_does_not_stop_the_aicore_synchronize_and_an_aicpu_timeout_does(
         );
         assert_eq!(
             evidence(&answer).device,
-            Some(DeviceVerdict::Returned {
-                aicpu: Some(code(aicpu)),
-                aicore: aicore.map(code)
-            })
+            Some(DeviceVerdict::Returned { aicpu: Some(code(aicpu)), aicore: aicore.map(code) })
         );
     }
 }
@@ -1333,10 +1139,7 @@ fn an_aicpu_code_does_not_stop_the_aicore_synchronize_and_an_aicpu_timeout_does(
 #[test]
 fn a_waiters_failed_call_or_timeout_is_the_runs_failed_wait_with_its_code() {
     for code in [507_015, 507_047] {
-        let mut waiter = Scripted {
-            waits: [Some(code)].into(),
-            ..Scripted::default()
-        };
+        let mut waiter = Scripted { waits: [Some(code)].into(), ..Scripted::default() };
         let answer = waited(&mut waiter);
         assert!(
             matches!(answer, Wait::Answered(Answer { event: Event::CompletionFailed { run: RunId(4), code: got, .. }, .. }) if got.raw() == code),
@@ -1348,10 +1151,7 @@ fn a_waiters_failed_call_or_timeout_is_the_runs_failed_wait_with_its_code() {
 
 #[test]
 fn a_waiter_that_cannot_bind_fails_the_wait_with_the_binds_code_and_waits_on_nothing() {
-    let mut waiter = Scripted {
-        bind: Some(107_002),
-        ..Scripted::default()
-    };
+    let mut waiter = Scripted { bind: Some(107_002), ..Scripted::default() };
     let answer = waited(&mut waiter);
     assert!(
         matches!(answer, Wait::Answered(Answer { event: Event::CompletionFailed { code, .. }, .. }) if code.raw() == 107_002),
@@ -1362,31 +1162,18 @@ fn a_waiter_that_cannot_bind_fails_the_wait_with_the_binds_code_and_waits_on_not
 
 #[test]
 fn a_waiter_past_the_deadline_answers_expired_without_a_call() {
-    let mut waiter = Scripted {
-        now: 7_000,
-        ..Scripted::default()
-    };
-    assert_eq!(
-        run_device_wait(&mut waiter, &completion(7_000)),
-        Wait::Expired(Timestamp(7_000))
-    );
+    let mut waiter = Scripted { now: 7_000, ..Scripted::default() };
+    assert_eq!(run_device_wait(&mut waiter, &completion(7_000)), Wait::Expired(Timestamp(7_000)));
     assert_eq!(waiter.calls, ["bind"]);
 }
 
 #[test]
 fn a_waiters_drain_is_answered_whatever_it_returns_and_skipped_when_unbound() {
-    let drain = DeviceWait::Drain {
-        attempt: 2,
-        timeout_ns: 1_500_000,
-    };
-    for (bind, calls) in [
-        (None, &["bind", "synchronize_device 2 ms"][..]),
-        (Some(107_002), &["bind"]),
-    ] {
-        let mut waiter = Scripted {
-            bind,
-            ..Scripted::default()
-        };
+    let drain = DeviceWait::Drain { attempt: 2, timeout_ns: 1_500_000 };
+    for (bind, calls) in
+        [(None, &["bind", "synchronize_device 2 ms"][..]), (Some(107_002), &["bind"])]
+    {
+        let mut waiter = Scripted { bind, ..Scripted::default() };
         assert_eq!(
             run_device_wait(&mut waiter, &drain),
             Wait::Answered(Event::DeviceDrained { attempt: 2 }.into())
@@ -1404,18 +1191,9 @@ fn the_lane_threads_bound_on_a_wait_is_its_own_bound_plus_the_grace_and_then_it_
         "the deadline, then the device verdict's bound from a boundary completed at it"
     );
 
-    assert_eq!(
-        wait.answer_at_bound(Timestamp(10)),
-        Wait::Expired(Timestamp(10))
-    );
-    let drain = DeviceWait::Drain {
-        attempt: 1,
-        timeout_ns: 500,
-    };
-    assert_eq!(
-        drain.bound(Timestamp(100)),
-        Timestamp(600 + WAITER_GRACE_NS)
-    );
+    assert_eq!(wait.answer_at_bound(Timestamp(10)), Wait::Expired(Timestamp(10)));
+    let drain = DeviceWait::Drain { attempt: 1, timeout_ns: 500 };
+    assert_eq!(drain.bound(Timestamp(100)), Timestamp(600 + WAITER_GRACE_NS));
     assert_eq!(
         drain.answer_at_bound(Timestamp(10)),
         Wait::Answered(Event::DeviceDrained { attempt: 1 }.into())
@@ -1425,10 +1203,7 @@ fn the_lane_threads_bound_on_a_wait_is_its_own_bound_plus_the_grace_and_then_it_
 #[test]
 fn the_single_thread_wait_times_out_as_a_failed_wait_with_the_remainder_as_its_bound() {
     let (steps, mut executor) = awaiting_executor();
-    executor
-        .device()
-        .script()
-        .fail_next(Call::SynchronizeEvent, 507_047);
+    executor.device().script().fail_next(Call::SynchronizeEvent, 507_047);
     let wait = executor.wait(steps.deadline()).unwrap();
     assert!(
         matches!(wait, Wait::Answered(Answer { event: Event::CompletionFailed { code, .. }, .. }) if code.raw() == 507_047),
@@ -1505,10 +1280,7 @@ fn threaded(
         if left > 0 && steps.submit(now, RunRequest::new()).unwrap().is_ok() {
             left -= 1;
         }
-        match dispatch
-            .poll(now, Here::Own, &mut steps, &mut executor)
-            .unwrap()
-        {
+        match dispatch.poll(now, Here::Own, &mut steps, &mut executor).unwrap() {
             Next::Execute(effect) => {
                 let answered = match answer(&effect) {
                     Some(given) => Some(given),
@@ -1525,9 +1297,7 @@ fn threaded(
                 // The waiter takes what is offered (the machine withdraws by no longer
                 // offering it).
                 let offered = threads.wait.take().filter(|(ticket, _)| {
-                    dispatch
-                        .offered()
-                        .is_some_and(|(now_offered, _)| now_offered == *ticket)
+                    dispatch.offered().is_some_and(|(now_offered, _)| now_offered == *ticket)
                 });
                 if jobs.is_empty() && offered.is_none() && left == 0 {
                     break;
@@ -1537,9 +1307,7 @@ fn threaded(
                     dispatch.handle_answer(WorkerAnswer::Answered(answered));
                 }
                 if let Some((ticket, wait)) = offered {
-                    dispatch
-                        .handle_wait_started(ticket, executor.now())
-                        .unwrap();
+                    dispatch.handle_wait_started(ticket, executor.now()).unwrap();
                     let device = &mut lane_driver::OnDevice(executor.device_mut());
                     dispatch.handle_waited(ticket, run_device_wait(device, &wait));
                 }
@@ -1553,28 +1321,19 @@ fn threaded(
 
 /// Asserts `report` is an ok run's, with no device text.
 fn ok_without_text(report: &Report) {
-    assert!(
-        matches!(report.outcome, Outcome::Run(r) if r.verdict == Verdict::Ok),
-        "{report}"
-    );
+    assert!(matches!(report.outcome, Outcome::Run(r) if r.verdict == Verdict::Ok), "{report}");
     assert_eq!(report.device_message, None, "a success reads no text");
 }
 
 #[test]
 fn a_workers_failed_prepare_carries_its_text_to_its_runs_outcome_behind_an_earlier_run() {
-    let mut worker = TextWorker {
-        fails: Some(2),
-        text: None,
-    };
+    let mut worker = TextWorker { fails: Some(2), text: None };
     let reports = threaded(3, &mut worker, |_| None);
     assert_eq!(reports.len(), 3, "{reports:?}");
     ok_without_text(&reports[0]);
     let line = reports[1].to_string();
     assert!(line.starts_with("run 2 failed at prepare"), "{line}");
-    assert!(
-        line.ends_with("; device: EZ1001: prepare of run 2 on a worker"),
-        "{line}"
-    );
+    assert!(line.ends_with("; device: EZ1001: prepare of run 2 on a worker"), "{line}");
     ok_without_text(&reports[2]);
 }
 
@@ -1585,10 +1344,7 @@ fn a_failed_stream_creates_text_reaches_the_run_waiting_to_launch_and_no_other()
         Effect::CreateStream { role } if !failed => {
             failed = true;
             Some(Answer {
-                event: Event::StreamCreateFailed {
-                    role,
-                    code: code(207_008),
-                },
+                event: Event::StreamCreateFailed { role, code: code(207_008) },
                 text: Some("EZ9001: no stream resource".to_owned()),
             })
         }
@@ -1602,19 +1358,14 @@ fn a_failed_stream_creates_text_reaches_the_run_waiting_to_launch_and_no_other()
         "{}",
         reports[0]
     );
-    assert_eq!(
-        reports[0].device_message.as_deref(),
-        Some("EZ9001: no stream resource")
-    );
+    assert_eq!(reports[0].device_message.as_deref(), Some("EZ9001: no stream resource"));
     ok_without_text(&reports[1]);
 }
 
 #[test]
 fn copies_on_the_streams_on_a_device_without_pinned_copies_fail_the_first_arm_with_207000() {
-    let spec = lane_core::ProfileSpec {
-        copies: lane_core::CopyPath::OnStream,
-        ..Profile::a2a3().spec()
-    };
+    let spec =
+        lane_core::ProfileSpec { copies: lane_core::CopyPath::OnStream, ..Profile::a2a3().spec() };
     let profile = Profile::custom(spec).unwrap();
     let mut d: TestDriver = Driver::new(profile, TestDevice::default(), Kernels::default());
     submit(&mut d, 1);
@@ -1657,22 +1408,14 @@ fn the_device_is_told_each_stage_of_a_launch_before_its_calls_and_its_end_after_
     let mut d = driver();
     submit(&mut d, 1);
     let log = calls(&mut d);
-    let stage = |stage| {
-        Some(LaunchContext {
-            run: RunId(1),
-            stage,
-        })
-    };
+    let stage = |stage| Some(LaunchContext { run: RunId(1), stage });
     assert_eq!(
         d.device().script().contexts,
         [
             // Before the slot's resources and its arm.
             (at(&log, "create_event -> e3"), stage(LaunchStage::Arm)),
             // Right after the accepted AICore kernel: `core_done` is the run's record.
-            (
-                at(&log, "launch_aicore r1 on s2") + 1,
-                stage(LaunchStage::Kernels)
-            ),
+            (at(&log, "launch_aicore r1 on s2") + 1, stage(LaunchStage::Kernels)),
             // After the boundary, the launch's last call.
             (at(&log, "record_event e3 on s1") + 1, None),
         ]
@@ -1700,9 +1443,7 @@ fn executor_with_launches(
     use lane_core::stream_pair::Role;
     let mut executor = Executor::new(device, kernels);
     for role in [Role::Aicpu, Role::Aicore] {
-        executor
-            .execute(Effect::CreateStream { role }, &mut NoObserver)
-            .unwrap();
+        executor.execute(Effect::CreateStream { role }, &mut NoObserver).unwrap();
     }
     let answers = runs
         .iter()
@@ -1715,11 +1456,7 @@ fn executor_with_launches(
                 after: after.iter().map(|&(s, g)| lease(s, g)).collect(),
                 epoch: None,
             };
-            executor
-                .execute(launch, &mut NoObserver)
-                .unwrap()
-                .unwrap()
-                .event
+            executor.execute(launch, &mut NoObserver).unwrap().unwrap().event
         })
         .collect();
     (executor, answers)
@@ -1734,10 +1471,7 @@ fn executor_with_launches(
 fn a_launch_waits_on_the_newest_predecessor_whose_boundary_was_recorded() {
     // memcpy_to_device calls: run 1's record zeroing and arm (1, 2), run 2's (3, 4).
     let device = TestDevice::default();
-    device
-        .script()
-        .fail
-        .push(Fail::nth(Call::MemcpyToDevice, 4, 107_000));
+    device.script().fail.push(Fail::nth(Call::MemcpyToDevice, 4, 107_000));
     let (executor, answers) = executor_with_launches(
         device,
         Kernels::default(),
@@ -1748,10 +1482,7 @@ fn a_launch_waits_on_the_newest_predecessor_whose_boundary_was_recorded() {
             answers[..],
             [
                 Event::Launched { .. },
-                Event::LaunchFailed {
-                    step: LaunchStep::Arm,
-                    ..
-                },
+                Event::LaunchFailed { step: LaunchStep::Arm, .. },
                 Event::Launched { .. }
             ]
         ),
@@ -1782,21 +1513,14 @@ fn a_failed_core_done_record_poisons_at_once_with_its_own_code_and_launches_no_a
     d.run_until_idle().unwrap();
     let log = calls(&mut d);
     assert_eq!(count(&log, "launch_aicpu r1"), 0, "{log:?}");
-    assert_eq!(
-        count(&log, "synchronize_event"),
-        0,
-        "no wait for an orphaned kernel: {log:?}"
-    );
+    assert_eq!(count(&log, "synchronize_event"), 0, "no wait for an orphaned kernel: {log:?}");
     first(&log, "reset_device_force");
     let cause = failed(outcomes(&mut d).first());
     assert_eq!(cause.code(), Some(107_000), "{cause:?}");
     assert_eq!(cause.class(), Class::Poison);
     assert!(matches!(
         cause.failure,
-        Failure::Launch {
-            progress: lane_core::status_latch::LaunchProgress::Partial,
-            ..
-        }
+        Failure::Launch { progress: lane_core::status_latch::LaunchProgress::Partial, .. }
     ));
 }
 
@@ -1804,26 +1528,16 @@ fn a_failed_core_done_record_poisons_at_once_with_its_own_code_and_launches_no_a
 /// decoded for its own epoch; a lease that is not its slot's last launch is not read.
 #[test]
 fn covered_records_are_read_for_each_runs_own_lease_and_epoch() {
-    let kernels = Kernels {
-        silent: vec![2],
-        ..Kernels::default()
-    };
-    let (mut executor, _) = executor_with_launches(
-        TestDevice::default(),
-        kernels,
-        &[(1, 0, &[]), (2, 1, &[(0, 1)])],
-    );
+    let kernels = Kernels { silent: vec![2], ..Kernels::default() };
+    let (mut executor, _) =
+        executor_with_launches(TestDevice::default(), kernels, &[(1, 0, &[]), (2, 1, &[(0, 1)])]);
     executor.device().script().calls.clear();
     let read = Effect::ReadRecords {
         run: RunId(9),
         lease: lease(3, 9),
-        behind: [
-            (RunId(1), lease(0, 1)),
-            (RunId(2), lease(1, 2)),
-            (RunId(5), lease(1, 5)),
-        ]
-        .into_iter()
-        .collect(),
+        behind: [(RunId(1), lease(0, 1)), (RunId(2), lease(1, 2)), (RunId(5), lease(1, 5))]
+            .into_iter()
+            .collect(),
     };
     let answer = executor.execute(read, &mut NoObserver).unwrap().unwrap();
     let Event::RecordsRead { run, records, .. } = answer.event else {
@@ -1861,16 +1575,10 @@ fn a_declined_queued_launch_is_launched_again_alone_and_the_runner_hears_each_la
     // Run 2's launch, queued behind run 1, was declined; asked again once run 1 retired, it
     // was no longer queued.
     assert_eq!(runner.asked_queued, [(1, false), (2, true), (2, false)]);
-    assert_eq!(
-        runner.on_launched,
-        [1, 2],
-        "on_launched once per launched run"
-    );
+    assert_eq!(runner.on_launched, [1, 2], "on_launched once per launched run");
     assert_eq!(runner.finalised, [(1, Verdict::Ok), (2, Verdict::Ok)]);
-    let declines: Vec<(RunId, u32)> = outcomes(&mut d)
-        .iter()
-        .map(|o| (run_outcome(o).run, run_outcome(o).declines))
-        .collect();
+    let declines: Vec<(RunId, u32)> =
+        outcomes(&mut d).iter().map(|o| (run_outcome(o).run, run_outcome(o).declines)).collect();
     assert_eq!(declines, [(first, 0), (second, 1)]);
 }
 
@@ -1883,15 +1591,9 @@ fn a_declined_launch_with_nothing_ahead_fails_its_run_with_the_reason_in_the_rep
     let report = d.poll_report().expect("its outcome");
     assert_eq!(report.outcome.seq(), run.0);
     let text = report.device_message.expect("the reason");
-    assert!(
-        text.contains("declined a launch with no run ahead"),
-        "{text}"
-    );
+    assert!(text.contains("declined a launch with no run ahead"), "{text}");
     assert!(d.runner_mut().on_launched.is_empty(), "nothing launched");
-    assert!(matches!(
-        d.runner_mut().finalised[..],
-        [(1, Verdict::Failed { .. })]
-    ));
+    assert!(matches!(d.runner_mut().finalised[..], [(1, Verdict::Failed { .. })]));
 }
 
 /// Two runs submitted back to back at depth two, run to idle: each run's outcome, the query
@@ -1921,14 +1623,8 @@ fn a_queued_runs_overlap_is_what_its_look_at_its_predecessors_boundary_found() {
         (Err(507_899), Overlap::Unknown, "query_event e3 -> 507899"),
     ] {
         let (outcomes, log) = queued_pair(&[query]);
-        let [first, second] = outcomes.as_slice() else {
-            panic!("{query:?}: {outcomes:?}")
-        };
-        assert_eq!(
-            run_outcome(first).overlap(),
-            Overlap::NotQueued,
-            "{query:?}"
-        );
+        let [first, second] = outcomes.as_slice() else { panic!("{query:?}: {outcomes:?}") };
+        assert_eq!(run_outcome(first).overlap(), Overlap::NotQueued, "{query:?}");
         assert_eq!(run_outcome(second).overlap(), overlap, "{query:?}");
         assert!(run_outcome(second).verdict.is_ok(), "{query:?}: {second:?}");
         // The look is made right after run 2's AICPU kernel was accepted, at run 1's boundary.
@@ -1975,10 +1671,7 @@ fn event_timestamps_give_a_runs_device_start_before_its_aicore_kernel_and_end_at
     assert_eq!(count(&log, "create_event"), 2 * 3);
     let launch = at(&log, "launch_aicore r2 on s2");
     assert!(log[launch - 1].starts_with("record_event") && log[launch - 1].ends_with("on s2"));
-    assert!(
-        log[launch - 2].starts_with("stream_wait_event s2"),
-        "{log:?}"
-    );
+    assert!(log[launch - 2].starts_with("stream_wait_event s2"), "{log:?}");
     let recorded = d.device().script().recorded_at.clone();
     let outcomes = outcomes(&mut d);
     for outcome in &outcomes {
@@ -1988,9 +1681,7 @@ fn event_timestamps_give_a_runs_device_start_before_its_aicore_kernel_and_end_at
         assert!(timing.start_ns < timing.end_ns, "{timing:?}");
         assert!(recorded.values().any(|&at| at == timing.end_ns));
     }
-    let (first, second) = (
-        run_outcome(&outcomes[0]).timing.unwrap(),
-        run_outcome(&outcomes[1]).timing.unwrap(),
-    );
+    let (first, second) =
+        (run_outcome(&outcomes[0]).timing.unwrap(), run_outcome(&outcomes[1]).timing.unwrap());
     assert!(first.end_ns < second.end_ns);
 }

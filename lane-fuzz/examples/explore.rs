@@ -55,12 +55,7 @@ fn parse(args: &[String]) -> Result<(Vec<Config>, PairConfig), String> {
     }
     let configs = [Chip::A2a3, Chip::DepthOne, Chip::A2a3Window2, Chip::Depth3]
         .into_iter()
-        .map(|chip| Config {
-            runs,
-            publications,
-            reservations,
-            ..Config::test(chip)
-        })
+        .map(|chip| Config { runs, publications, reservations, ..Config::test(chip) })
         .collect();
     Ok((configs, pair))
 }
@@ -83,10 +78,7 @@ fn explore(configs: &[Config], pair_bounds: PairConfig) -> Result<(), String> {
         );
     }
     for depth in 1..=stream_pair::MAX_DEPTH {
-        let config = PairConfig {
-            depth,
-            ..pair_bounds
-        };
+        let config = PairConfig { depth, ..pair_bounds };
         let start = Instant::now();
         let stats = pair::run(config, LIMIT)?;
         println!(
@@ -99,10 +91,7 @@ fn explore(configs: &[Config], pair_bounds: PairConfig) -> Result<(), String> {
     }
     let tables = reached.against_tables();
     if !tables.unlisted.is_empty() {
-        return Err(format!(
-            "reached states no table lists: {:?}",
-            tables.unlisted
-        ));
+        return Err(format!("reached states no table lists: {:?}", tables.unlisted));
     }
     println!("\ntable states never reached: {:?}", tables.unreached);
     Ok(())

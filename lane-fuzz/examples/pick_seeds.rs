@@ -35,9 +35,7 @@ fn main() -> ExitCode {
         eprintln!("no target `{name}`");
         return ExitCode::FAILURE;
     };
-    let seeds_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/seeds")
-        .join(target.name);
+    let seeds_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds").join(target.name);
     let mut candidates = files_in(&seeds_dir);
     for dir in dirs {
         candidates.extend(files_in(Path::new(dir)));
@@ -52,9 +50,7 @@ fn main() -> ExitCode {
         eprintln!("cannot write {}: {e}", seeds_dir.display());
         return ExitCode::FAILURE;
     }
-    let reached = chosen
-        .iter()
-        .fold(Reached::default(), |r, seed| r.union(seed.reached));
+    let reached = chosen.iter().fold(Reached::default(), |r, seed| r.union(seed.reached));
     println!(
         "{}: {} seeds reach {}/{} behaviours; missing {:?}",
         target.name,
@@ -80,11 +76,7 @@ fn files_in(dir: &Path) -> Vec<Vec<u8>> {
     };
     let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
     paths.sort();
-    paths
-        .iter()
-        .filter(|p| p.is_file())
-        .filter_map(|p| fs::read(p).ok())
-        .collect()
+    paths.iter().filter(|p| p.is_file()).filter_map(|p| fs::read(p).ok()).collect()
 }
 
 /// For each behaviour, the shortest input reaching it (the first on a tie), then the input
@@ -113,17 +105,12 @@ fn cover(target: &Target, candidates: Vec<Vec<u8>>) -> Vec<Seed> {
         }
     };
     for (bit, name) in target.behaviours.iter().enumerate() {
-        let shortest = scored
-            .iter()
-            .filter(|(_, r)| r.contains(bit))
-            .min_by_key(|(data, _)| data.len());
+        let shortest =
+            scored.iter().filter(|(_, r)| r.contains(bit)).min_by_key(|(data, _)| data.len());
         add(&mut chosen, shortest, name);
     }
-    let deepest = scored.iter().max_by(|a, b| {
-        a.1.count()
-            .cmp(&b.1.count())
-            .then(b.0.len().cmp(&a.0.len()))
-    });
+    let deepest =
+        scored.iter().max_by(|a, b| a.1.count().cmp(&b.1.count()).then(b.0.len().cmp(&a.0.len())));
     add(&mut chosen, deepest, "deepest");
     chosen
 }
@@ -147,13 +134,7 @@ fn write(dir: &Path, chosen: &[Seed]) -> std::io::Result<()> {
         let slug: String = seed
             .purpose
             .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
-            })
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
             .collect::<String>()
             .split('-')
             .filter(|s| !s.is_empty())

@@ -54,9 +54,7 @@ pub fn run(input: &Input) -> Result<Reached, Finding> {
     let mut model = DispatchModel::new(setting, input.budget.min(32));
     let mut reached = Reached::default();
     for (step, choice) in input.choices.iter().enumerate() {
-        model
-            .check()
-            .map_err(|m| Finding::new(NAME, Some(step), m))?;
+        model.check().map_err(|m| Finding::new(NAME, Some(step), m))?;
         let actions = model.actions();
         if actions.is_empty() {
             break;

@@ -92,11 +92,7 @@ pub struct Finding {
 
 impl Finding {
     pub(crate) fn new(target: &'static str, step: Option<usize>, message: String) -> Self {
-        Self {
-            target,
-            step,
-            message,
-        }
+        Self { target, step, message }
     }
 }
 
@@ -104,11 +100,7 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.step {
             Some(step) => write!(f, "{}: at operation {step}: {}", self.target, self.message),
-            None => write!(
-                f,
-                "{}: after the last operation: {}",
-                self.target, self.message
-            ),
+            None => write!(f, "{}: after the last operation: {}", self.target, self.message),
         }
     }
 }

@@ -264,12 +264,8 @@ pub fn run(input: &Input) -> Result<Reached, Finding> {
     };
     let bytes = region(input, epoch);
     let fail = |message: String| Finding::new(NAME, None, message);
-    let record = check_decode(&bytes, epoch, &mut reached).map_err(|m| {
-        fail(format!(
-            "epoch {epoch}, {} bytes {bytes:?}: {m}",
-            bytes.len()
-        ))
-    })?;
+    let record = check_decode(&bytes, epoch, &mut reached)
+        .map_err(|m| fail(format!("epoch {epoch}, {} bytes {bytes:?}: {m}", bytes.len())))?;
     let evidence = evidence(input, record);
     let header = header(input.header);
     check_judge(&evidence, header, &mut reached)
@@ -280,11 +276,7 @@ pub fn run(input: &Input) -> Result<Reached, Finding> {
 fn region(input: &Input, epoch: u64) -> Vec<u8> {
     let mut bytes = match input.base {
         Base::Ok => encode_record(epoch, &RecordWrite::Ok).to_vec(),
-        Base::Error {
-            code,
-            source,
-            payload,
-        } => {
+        Base::Error { code, source, payload } => {
             let len = usize::from(payload) % 300;
             let mut body: Vec<u8> = input.bytes.iter().copied().take(len).collect();
             body.resize(len, 0);
@@ -314,10 +306,9 @@ fn region(input: &Input, epoch: u64) -> Vec<u8> {
             }
             Override::PayloadBytes(w) => (8, word_bytes(w, &PAYLOAD_BYTES)),
             Override::Verdict(w) => (12, word_bytes(w, &VERDICTS)),
-            Override::Code(w) => (
-                16,
-                word_bytes(w, &CODE_WORDS.map(|c| u32::from_le_bytes(c.to_le_bytes()))),
-            ),
+            Override::Code(w) => {
+                (16, word_bytes(w, &CODE_WORDS.map(|c| u32::from_le_bytes(c.to_le_bytes()))))
+            }
             Override::Source(w) => (20, word_bytes(w, &SOURCES)),
         };
         if let Some(dst) = bytes.get_mut(at..at + word.len()) {
@@ -379,16 +370,10 @@ fn check_decode(bytes: &[u8], epoch: u64, reached: &mut Reached) -> Result<Recor
                 return Err(format!("never published with stamp {stamp}, read {read:?}"));
             }
         }
-        Record::Error {
-            code,
-            source,
-            payload_len,
-        } => {
+        Record::Error { code, source, payload_len } => {
             check_error_round_trip(bytes, epoch, record, payload, reached)?;
             if code.value() == 0 || usize::from(payload_len) > RECORD_PAYLOAD_MAX {
-                return Err(format!(
-                    "error with code {code:?}, {payload_len} payload bytes"
-                ));
+                return Err(format!("error with code {code:?}, {payload_len} payload bytes"));
             }
             if u32_at(bytes, 20) != Some(source.raw()) {
                 return Err(format!("source {source} is not the word read"));
@@ -426,29 +411,15 @@ fn check_error_round_trip(
     payload: &[u8],
     reached: &mut Reached,
 ) -> Result<(), String> {
-    let Record::Error {
-        code,
-        source,
-        payload_len,
-    } = record
-    else {
+    let Record::Error { code, source, payload_len } = record else {
         return Ok(());
     };
-    let again = encode_record(
-        epoch,
-        &RecordWrite::Error {
-            code: code.value(),
-            source,
-            payload,
-        },
-    );
+    let again = encode_record(epoch, &RecordWrite::Error { code: code.value(), source, payload });
     let cut = payload.len() != usize::from(payload_len);
     // A header code written as the runtime status (-code) decodes as the code it negates,
     // so its bytes re-encode positive: compare the fields only when the code was kept.
-    let written = bytes
-        .get(16..20)
-        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map(i32::from_le_bytes);
+    let written =
+        bytes.get(16..20).and_then(|b| <[u8; 4]>::try_from(b).ok()).map(i32::from_le_bytes);
     let negated = written.is_some_and(|raw| raw != code.value());
     if cut {
         reached.insert(B::PayloadCut.bit());
@@ -490,18 +461,15 @@ fn evidence(input: &Input, record: Record) -> Evidence {
             DeviceIn::NotMade => None,
             DeviceIn::Clean => Some(DeviceVerdict::Clean),
             DeviceIn::Fault(i) => Some(DeviceVerdict::Fault(acl(i))),
-            DeviceIn::Returned(i) => Some(DeviceVerdict::Returned {
-                aicpu: Some(acl(i)),
-                aicore: None,
-            }),
-            DeviceIn::LeftBy(i, run) => Some(DeviceVerdict::LeftBy {
-                code: acl(i),
-                left_by: u64::from(run),
-            }),
-            DeviceIn::Covering(i, behind) => Some(DeviceVerdict::Covering {
-                code: acl(i),
-                behind: behind.max(1),
-            }),
+            DeviceIn::Returned(i) => {
+                Some(DeviceVerdict::Returned { aicpu: Some(acl(i)), aicore: None })
+            }
+            DeviceIn::LeftBy(i, run) => {
+                Some(DeviceVerdict::LeftBy { code: acl(i), left_by: u64::from(run) })
+            }
+            DeviceIn::Covering(i, behind) => {
+                Some(DeviceVerdict::Covering { code: acl(i), behind: behind.max(1) })
+            }
         },
     }
 }
@@ -511,11 +479,7 @@ fn header(header: HeaderIn) -> HeaderRead {
         HeaderIn::Unread => HeaderRead::Unread,
         HeaderIn::Clean => HeaderRead::Clean,
         HeaderIn::Latched { sched, code } => HeaderRead::Latched(Latch {
-            source: if sched {
-                LatchSource::Sched
-            } else {
-                LatchSource::Orch
-            },
+            source: if sched { LatchSource::Sched } else { LatchSource::Orch },
             code: RuntimeCode::ALL
                 .get(usize::from(code) % (RuntimeCode::ALL.len() + 1))
                 .copied()
@@ -552,24 +516,15 @@ fn check_judge(
     if let (VerdictChannel::Record, true, RecordRead::Read(Record::Error { code, source, .. })) =
         (evidence.channel, complete, evidence.record)
     {
-        let want = (
-            VerdictRule::RecordError,
-            Judgement::Fail(Failure::Record { code, source }),
-        );
-        let bare = Evidence {
-            device: None,
-            ..*evidence
-        };
+        let want = (VerdictRule::RecordError, Judgement::Fail(Failure::Record { code, source }));
+        let bare = Evidence { device: None, ..*evidence };
         if (rule, judgement) != want || judge(&bare, HeaderRead::Unread) != want {
             return Err(format!("a record error gave {rule} {judgement:?}"));
         }
     }
     // The stream-synchronize channel never reads the record.
     if evidence.channel == VerdictChannel::StreamSync {
-        let unread = Evidence {
-            record: RecordRead::NotRead,
-            ..*evidence
-        };
+        let unread = Evidence { record: RecordRead::NotRead, ..*evidence };
         if judge(&unread, header) != (rule, judgement) {
             return Err("the stream-sync channel's judgement depends on the record".into());
         }
@@ -579,10 +534,8 @@ fn check_judge(
         return Err(format!("needs_device_verdict is not judge asking ({asks})"));
     }
     // Clean, or another run's code, judged as clean (L-8a).
-    let clean = matches!(
-        evidence.device,
-        Some(DeviceVerdict::Clean | DeviceVerdict::LeftBy { .. })
-    );
+    let clean =
+        matches!(evidence.device, Some(DeviceVerdict::Clean | DeviceVerdict::LeftBy { .. }));
     if judgement == Judgement::NeedsHeader && !clean {
         return Err("asked for the header before a clean device verdict".into());
     }
@@ -598,25 +551,15 @@ fn check_failure(failure: &Failure) -> Result<(), String> {
     let c = classify(failure);
     let rule = Rule::of(failure);
     if c.rule != rule || c.class != rule.class() {
-        return Err(format!(
-            "classify({failure:?}) = {c:?}, but the rule is {rule:?}"
-        ));
+        return Err(format!("classify({failure:?}) = {c:?}, but the rule is {rule:?}"));
     }
     if let Failure::Record { code, .. } = *failure {
-        let latched = classify(&Failure::Latched(Latch {
-            source: LatchSource::Orch,
-            code,
-        }));
+        let latched = classify(&Failure::Latched(Latch { source: LatchSource::Orch, code }));
         if latched != c {
-            return Err(format!(
-                "record error {c:?}, the same code latched {latched:?}"
-            ));
+            return Err(format!("record error {c:?}, the same code latched {latched:?}"));
         }
         if matches!(code, RuntimeCode::Unknown(_)) && c.class != Class::Poison {
-            return Err(format!(
-                "unknown record code {code:?} classified {}",
-                c.class
-            ));
+            return Err(format!("unknown record code {code:?} classified {}", c.class));
         }
     }
     let line = failure_line(3, failure).to_string();

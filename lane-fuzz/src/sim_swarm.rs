@@ -75,10 +75,8 @@ impl Input {
         };
         let lifted = self.shape % 4 == 3;
         let runs = 1 + u32::from(self.runs) % MAX_RUNS;
-        let every = |n: u8| Points {
-            every: (n % 8 != 0).then_some(u32::from(n % 8)),
-            at: Vec::new(),
-        };
+        let every =
+            |n: u8| Points { every: (n % 8 != 0).then_some(u32::from(n % 8)), at: Vec::new() };
         let close_after = u32::from(self.close_after) % (runs + 1);
         SimConfig {
             profile,

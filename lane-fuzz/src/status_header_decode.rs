@@ -192,10 +192,9 @@ fn buffer(layout: HeaderLayout, input: &Input) -> Vec<u8> {
         };
         let width = spec.ty.width();
         let le = value.to_le_bytes();
-        if let (Some(dst), Some(src)) = (
-            bytes.get_mut(spec.offset..spec.offset + width),
-            le.get(..width),
-        ) {
+        if let (Some(dst), Some(src)) =
+            (bytes.get_mut(spec.offset..spec.offset + width), le.get(..width))
+        {
             dst.copy_from_slice(src);
         }
     }
@@ -206,11 +205,7 @@ fn check_layout(layout: HeaderLayout, bytes: &[u8], reached: &mut Reached) -> Re
     let size = layout.size();
     let status = match decode(layout, bytes) {
         Err(error) => {
-            let want = DecodeError::TooShort {
-                layout,
-                needed: size,
-                got: bytes.len(),
-            };
+            let want = DecodeError::TooShort { layout, needed: size, got: bytes.len() };
             if bytes.len() >= size || error != want {
                 return Err(format!(
                     "decode refused with {error:?}, expected {want:?} only when short"
@@ -220,10 +215,7 @@ fn check_layout(layout: HeaderLayout, bytes: &[u8], reached: &mut Reached) -> Re
             return Ok(());
         }
         Ok(_) if bytes.len() < size => {
-            return Err(format!(
-                "decode accepted {} bytes, below the size {size}",
-                bytes.len()
-            ));
+            return Err(format!("decode accepted {} bytes, below the size {size}", bytes.len()));
         }
         Ok(status) => status,
     };
@@ -264,25 +256,15 @@ fn check_layout(layout: HeaderLayout, bytes: &[u8], reached: &mut Reached) -> Re
     }
     let mut copy = bytes.to_vec();
     if let Err(e) = encode_into(layout, &status, &mut copy) {
-        return Err(format!(
-            "encode_into refused a buffer of {} bytes: {e}",
-            copy.len()
-        ));
+        return Err(format!("encode_into refused a buffer of {} bytes: {e}", copy.len()));
     }
     if copy != bytes {
         return Err("encode_into of the decoded status changed bytes it should leave alone".into());
     }
     let mut short = vec![0; size - 1];
-    let want = EncodeError::TooShort {
-        layout,
-        needed: size,
-        got: size - 1,
-    };
+    let want = EncodeError::TooShort { layout, needed: size, got: size - 1 };
     if encode_into(layout, &status, &mut short) != Err(want) {
-        return Err(format!(
-            "encode_into into {} bytes did not refuse with {want:?}",
-            size - 1
-        ));
+        return Err(format!("encode_into into {} bytes did not refuse with {want:?}", size - 1));
     }
 
     // The winning latch: the orchestrator's when both are set (SPEC §5.1).
@@ -303,10 +285,7 @@ fn check_layout(layout: HeaderLayout, bytes: &[u8], reached: &mut Reached) -> Re
     }
     let runtime_status = latch.map_or(0, |l| l.code.value().wrapping_neg());
     if status.runtime_status() != runtime_status {
-        return Err(format!(
-            "runtime_status() {} for {latch:?}",
-            status.runtime_status()
-        ));
+        return Err(format!("runtime_status() {} for {latch:?}", status.runtime_status()));
     }
     if let Some(stall) = status.stall {
         match stall.detail {
@@ -375,16 +354,11 @@ fn check_failure(
 fn extra_failure(extra: Extra) -> Option<Failure> {
     match extra {
         Extra::None => None,
-        Extra::Acl { stage, code } => Some(Failure::Acl {
-            stage: pick(&Stage::ALL, stage)?,
-            code: AclCode::from_raw(code)?,
-        }),
+        Extra::Acl { stage, code } => {
+            Some(Failure::Acl { stage: pick(&Stage::ALL, stage)?, code: AclCode::from_raw(code)? })
+        }
         Extra::Launch { partial, code } => Some(Failure::Launch {
-            progress: if partial {
-                LaunchProgress::Partial
-            } else {
-                LaunchProgress::NotStarted
-            },
+            progress: if partial { LaunchProgress::Partial } else { LaunchProgress::NotStarted },
             code: AclCode::from_raw(code)?,
         }),
         Extra::HostWaitTimeout => Some(Failure::HostWaitTimeout),

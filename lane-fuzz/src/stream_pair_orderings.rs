@@ -176,18 +176,13 @@ pub fn run_bytes(data: &[u8]) -> Result<Reached, Finding> {
 pub fn run(input: &Input) -> Result<Reached, Finding> {
     let mut body = Body::new(input.depth);
     for (step, op) in input.ops.iter().enumerate() {
-        body.op(*op)
-            .and_then(|()| body.compare())
-            .map_err(|message| {
-                Finding::new(
-                    NAME,
-                    Some(step),
-                    format!(
-                        "{op:?}: {message}\n  pair:  {}\n  model: {:?}",
-                        body.pair, body.model
-                    ),
-                )
-            })?;
+        body.op(*op).and_then(|()| body.compare()).map_err(|message| {
+            Finding::new(
+                NAME,
+                Some(step),
+                format!("{op:?}: {message}\n  pair:  {}\n  model: {:?}", body.pair, body.model),
+            )
+        })?;
     }
     Ok(body.reached)
 }
@@ -211,21 +206,13 @@ struct ModelStream {
 }
 
 impl ModelStream {
-    const ABSENT: Self = Self {
-        life: Life::Absent,
-        stale: false,
-        unproven: false,
-    };
+    const ABSENT: Self = Self { life: Life::Absent, stale: false, unproven: false };
 
     fn destroy(self, role: Role, h: u64) -> Effect {
         Effect::Destroy {
             role,
             handle: StreamHandle(h),
-            mode: if self.unproven {
-                DestroyMode::Force
-            } else {
-                DestroyMode::Healthy
-            },
+            mode: if self.unproven { DestroyMode::Force } else { DestroyMode::Healthy },
         }
     }
 
@@ -310,10 +297,7 @@ impl Model {
         let [aicpu, aicore] = self.streams;
         match (aicpu.life, aicore.life) {
             (Life::Live(c), Life::Live(a)) if aicpu.usable() && aicore.usable() => {
-                Readiness::Ready {
-                    aicpu: StreamHandle(c),
-                    aicore: StreamHandle(a),
-                }
+                Readiness::Ready { aicpu: StreamHandle(c), aicore: StreamHandle(a) }
             }
             _ if outstanding || !effects.is_empty() => Readiness::Pending(effects),
             _ => Readiness::Draining,
@@ -329,14 +313,10 @@ impl Model {
             refusals.push(SubmitError::ReplacementPending);
         }
         if self.fifo.contains(&owner) {
-            refusals.push(SubmitError::DuplicateOwner {
-                owner: Owner(owner),
-            });
+            refusals.push(SubmitError::DuplicateOwner { owner: Owner(owner) });
         }
         if self.fifo.len() >= self.depth {
-            refusals.push(SubmitError::Full {
-                depth: u8::try_from(self.depth).unwrap_or(u8::MAX),
-            });
+            refusals.push(SubmitError::Full { depth: u8::try_from(self.depth).unwrap_or(u8::MAX) });
         }
         if refusals.is_empty() {
             self.fifo.push(owner);
@@ -352,9 +332,7 @@ impl Model {
                 self.fifo.remove(at);
                 Ok(())
             }
-            None => Err(WithdrawError::NotSubmitted {
-                owner: Owner(owner),
-            }),
+            None => Err(WithdrawError::NotSubmitted { owner: Owner(owner) }),
         }
     }
 
@@ -426,10 +404,7 @@ impl Model {
             refusals.push(Rejection::NoCreateInFlight { role });
         }
         if self.other(role).handle() == Some(handle) {
-            refusals.push(Rejection::HandleInUse {
-                role,
-                handle: StreamHandle(handle),
-            });
+            refusals.push(Rejection::HandleInUse { role, handle: StreamHandle(handle) });
         }
         if !refusals.is_empty() {
             return Err(refusals);
@@ -438,10 +413,7 @@ impl Model {
         if role == Role::Aicore {
             self.created += 1;
         }
-        Ok(StreamResult::Created {
-            role,
-            handle: StreamHandle(handle),
-        })
+        Ok(StreamResult::Created { role, handle: StreamHandle(handle) })
     }
 
     fn create_failed(&mut self, role: Role, code: i32) -> Expected<StreamResult, Rejection> {
@@ -460,10 +432,7 @@ impl Model {
         failed: Option<i32>,
     ) -> Expected<StreamResult, Rejection> {
         if self.stream(role).life != Life::Destroying(handle) {
-            return Err(vec![Rejection::NotBeingDestroyed {
-                role,
-                handle: StreamHandle(handle),
-            }]);
+            return Err(vec![Rejection::NotBeingDestroyed { role, handle: StreamHandle(handle) }]);
         }
         let result = match failed {
             None => {
@@ -476,17 +445,10 @@ impl Model {
                 if let Some(first) = &mut self.teardown {
                     first.get_or_insert(StreamFailure { role, code });
                 }
-                StreamResult::DestroyFailed {
-                    role,
-                    handle: StreamHandle(handle),
-                    code,
-                }
+                StreamResult::DestroyFailed { role, handle: StreamHandle(handle), code }
             }
         };
-        let destroying = self
-            .streams
-            .iter()
-            .any(|s| matches!(s.life, Life::Destroying(_)));
+        let destroying = self.streams.iter().any(|s| matches!(s.life, Life::Destroying(_)));
         match self.teardown {
             Some(first_error) if !destroying => {
                 self.teardown = None;
@@ -499,9 +461,7 @@ impl Model {
     fn destroy_all(&mut self) -> Expected<Effects, Rejection> {
         let mut refusals = Vec::new();
         if !self.fifo.is_empty() {
-            refusals.push(Rejection::SubmissionsQueued {
-                queued: self.fifo.len(),
-            });
+            refusals.push(Rejection::SubmissionsQueued { queued: self.fifo.len() });
         }
         if self.teardown.is_some() {
             refusals.push(Rejection::TeardownInProgress);
@@ -643,9 +603,7 @@ impl Body {
                 let got = self.pair.withdraw(Owner(owner));
                 let want = self.model.withdraw(owner);
                 if got != want {
-                    return Err(format!(
-                        "withdraw(run {owner}): got {got:?}, model {want:?}"
-                    ));
+                    return Err(format!("withdraw(run {owner}): got {got:?}, model {want:?}"));
                 }
                 if got.is_ok() {
                     self.former.push(owner);
@@ -693,18 +651,15 @@ impl Body {
             Op::Created { role, handle } => {
                 let role = role.into();
                 let handle = self.handle_for(role, handle, false);
-                let got = self.pair.handle(stream_pair::Input::Created {
-                    role,
-                    handle: StreamHandle(handle),
-                });
+                let got = self
+                    .pair
+                    .handle(stream_pair::Input::Created { role, handle: StreamHandle(handle) });
                 let want = self.model.created(role, handle);
                 self.result(got, want)
             }
             Op::CreateFailed { role, code } => {
                 let role = role.into();
-                let got = self
-                    .pair
-                    .handle(stream_pair::Input::CreateFailed { role, code });
+                let got = self.pair.handle(stream_pair::Input::CreateFailed { role, code });
                 let want = self.model.create_failed(role, code);
                 self.result(got, want)
             }
@@ -818,15 +773,10 @@ impl Body {
     ) -> Result<(), String> {
         let handle = self.handle_for(role, handle, true);
         let input = match failed {
-            None => stream_pair::Input::Destroyed {
-                role,
-                handle: StreamHandle(handle),
-            },
-            Some(code) => stream_pair::Input::DestroyFailed {
-                role,
-                handle: StreamHandle(handle),
-                code,
-            },
+            None => stream_pair::Input::Destroyed { role, handle: StreamHandle(handle) },
+            Some(code) => {
+                stream_pair::Input::DestroyFailed { role, handle: StreamHandle(handle), code }
+            }
         };
         let got = self.pair.handle(input);
         let want = self.model.destroyed(role, handle, failed);
@@ -851,9 +801,7 @@ impl Body {
                 StreamResult::Destroyed { .. } => B::Destroyed,
                 StreamResult::DestroyFailed { .. } => B::DestroyFailed,
                 StreamResult::TeardownFinished { first_error: None } => B::TeardownClean,
-                StreamResult::TeardownFinished {
-                    first_error: Some(_),
-                } => B::TeardownError,
+                StreamResult::TeardownFinished { first_error: Some(_) } => B::TeardownError,
             }),
             (Err(g), Err(w)) if w.contains(g) => self.reach(match g {
                 Rejection::HandleInUse { .. } => B::HandleInUse,
@@ -872,10 +820,7 @@ impl Body {
         }
         let queued: Vec<u64> = self.pair.submissions().iter().map(|o| o.0).collect();
         if queued != self.model.fifo {
-            return Err(format!(
-                "submissions {queued:?}, model {:?}",
-                self.model.fifo
-            ));
+            return Err(format!("submissions {queued:?}, model {:?}", self.model.fifo));
         }
         for role in Role::ALL {
             let stream = self.model.stream(role);
@@ -898,10 +843,7 @@ impl Body {
             _ => None,
         };
         if self.pair.handles() != handles {
-            return Err(format!(
-                "handles {:?}, model {handles:?}",
-                self.pair.handles()
-            ));
+            return Err(format!("handles {:?}, model {handles:?}", self.pair.handles()));
         }
         let replacement = self.model.teardown.is_none()
             && (self.model.stream(Role::Aicore).stale || self.model.sticky.is_some());
@@ -912,11 +854,7 @@ impl Body {
             ));
         }
         if self.pair.sticky() != self.model.sticky.map(Owner) {
-            return Err(format!(
-                "sticky {:?}, model {:?}",
-                self.pair.sticky(),
-                self.model.sticky
-            ));
+            return Err(format!("sticky {:?}, model {:?}", self.pair.sticky(), self.model.sticky));
         }
         if self.pair.created_count() != self.model.created {
             return Err(format!(

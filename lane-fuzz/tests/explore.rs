@@ -24,32 +24,20 @@ fn test_configs() -> Vec<Config> {
         config(Chip::A2a3Window2, 2, 0),
         // L-24: the runtime's recovery, after a poison or a notice, at any point; its reset
         // reported at any point (refused unless awaited).
-        Config {
-            notices: true,
-            ..config(Chip::RuntimeRecovery, 1, 1)
-        },
+        Config { notices: true, ..config(Chip::RuntimeRecovery, 1, 1) },
         // L-19: one matched fault notice at any point of a run's life, of a publication's,
         // and of a close.
-        Config {
-            notices: true,
-            ..config(Chip::A2a3, 1, 1)
-        },
+        Config { notices: true, ..config(Chip::A2a3, 1, 1) },
         // Run controls (issue 45): a held run with key 1 and a run with key 0 that passes it
         // while it is unlaunched (L-2), activate, cancel of each pending item, and a declined
         // launch at every point.
-        Config {
-            controls: true,
-            ..config(Chip::A2a3, 2, 1)
-        },
+        Config { controls: true, ..config(Chip::A2a3, 2, 1) },
         // Finalise before the next launch: a run launches only once the one ahead finalised
         // (with the narrow answers: it is about order, not about answers).
         config(Chip::FinaliseFirst, 2, 0),
     ];
     for chip in [Chip::A2a3, Chip::DepthOne] {
-        configs.push(Config {
-            reservations: true,
-            ..config(chip, 1, 1)
-        });
+        configs.push(Config { reservations: true, ..config(chip, 1, 1) });
         configs.push(config(chip, 2, 0));
     }
     configs
@@ -74,11 +62,7 @@ const EXPECTED: [(usize, usize, usize); 10] = [
 /// `runs` runs and `publications` publications on `chip`, with a close, and nothing else
 /// offered.
 const fn config(chip: Chip, runs: u8, publications: u8) -> Config {
-    Config {
-        runs,
-        publications,
-        ..Config::test(chip)
-    }
+    Config { runs, publications, ..Config::test(chip) }
 }
 
 /// The table states no step rests in: `ReleasingStreams(round 0 of 1)`, which
@@ -106,17 +90,8 @@ fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() 
             one.stats.transitions,
             one.stats.depth
         );
-        let expected = lane_fuzz::explore::Stats {
-            states,
-            transitions,
-            depth,
-        };
-        assert_eq!(
-            one.stats,
-            expected,
-            "{}: the explored space changed",
-            one.config.rust()
-        );
+        let expected = lane_fuzz::explore::Stats { states, transitions, depth };
+        assert_eq!(one.stats, expected, "{}: the explored space changed", one.config.rust());
     }
     let tables = reached.against_tables();
     println!("table states never reached: {:?}", tables.unreached);
@@ -128,19 +103,10 @@ fn every_ordering_of_answers_within_the_test_bounds_keeps_every_lane_property() 
     assert!(
         rows.iter().all(|r| judged.contains(r)),
         "verdict rows never reached: {:?}",
-        rows.iter()
-            .filter(|r| !judged.contains(r))
-            .collect::<Vec<_>>()
+        rows.iter().filter(|r| !judged.contains(r)).collect::<Vec<_>>()
     );
-    assert_eq!(
-        tables.unreached, EXPECTED_UNREACHED,
-        "table states never reached"
-    );
-    assert!(
-        tables.unlisted.is_empty(),
-        "reached states no table lists: {:?}",
-        tables.unlisted
-    );
+    assert_eq!(tables.unreached, EXPECTED_UNREACHED, "table states never reached");
+    assert!(tables.unlisted.is_empty(), "reached states no table lists: {:?}", tables.unlisted);
 }
 
 /// Depth three (L-5): three runs in flight, so a launch is queued behind two, either of which
@@ -161,20 +127,13 @@ fn the_depth_three_exploration_keeps_every_lane_property_and_reaches_every_run_p
         one.stats.depth
     );
     let tables = one.reached.against_tables();
-    let unreached: Vec<&String> = tables
-        .unreached
-        .iter()
-        .filter(|s| s.starts_with("run phase"))
-        .collect();
+    let unreached: Vec<&String> =
+        tables.unreached.iter().filter(|s| s.starts_with("run phase")).collect();
     assert!(
         unreached.is_empty(),
         "run phases the depth-three exploration never reached: {unreached:?}"
     );
-    let expected = lane_fuzz::explore::Stats {
-        states: 269_979,
-        transitions: 1_993_662,
-        depth: 31,
-    };
+    let expected = lane_fuzz::explore::Stats { states: 269_979, transitions: 1_993_662, depth: 31 };
     assert_eq!(one.stats, expected, "the explored space changed");
 }
 
@@ -190,11 +149,7 @@ fn every_ordering_of_stream_pair_operations_matches_the_reference_model_at_depth
                     "{config:?}: {} states, {} transitions, depth {}",
                     stats.states, stats.transitions, stats.depth
                 );
-                let expected = lane_fuzz::explore::Stats {
-                    states,
-                    transitions,
-                    depth: 23,
-                };
+                let expected = lane_fuzz::explore::Stats { states, transitions, depth: 23 };
                 assert_eq!(stats, expected, "{config:?}: the explored space changed");
             }
             Err(report) => panic!("{report}"),
@@ -228,11 +183,7 @@ impl Model for Counter {
     type Action = u8;
 
     fn actions(&self) -> Vec<u8> {
-        if self.value < 20 {
-            vec![1, 2]
-        } else {
-            Vec::new()
-        }
+        if self.value < 20 { vec![1, 2] } else { Vec::new() }
     }
 
     fn step(&mut self, by: u8) -> Result<(), String> {
@@ -245,11 +196,7 @@ impl Model for Counter {
     }
 
     fn check(&self) -> Result<(), String> {
-        if self.value == self.bad {
-            Err(format!("reached {}", self.bad))
-        } else {
-            Ok(())
-        }
+        if self.value == self.bad { Err(format!("reached {}", self.bad)) } else { Ok(()) }
     }
 
     fn rust(by: u8) -> String {
@@ -266,14 +213,8 @@ fn a_violation_comes_back_with_the_shortest_trace_that_reaches_it_rendered_as_co
     assert_eq!(violation.trace, [1, 2, 2, 2]);
     assert_eq!(violation.message, "reached 7");
     let report = render::<Counter>(violation, "replay(&[", "])");
-    assert!(
-        report.starts_with("reached 7\nshortest trace (4 actions)"),
-        "{report}"
-    );
-    assert!(
-        report.ends_with("replay(&[\n    1,\n    2,\n    2,\n    2,\n])"),
-        "{report}"
-    );
+    assert!(report.starts_with("reached 7\nshortest trace (4 actions)"), "{report}");
+    assert!(report.ends_with("replay(&[\n    1,\n    2,\n    2,\n    2,\n])"), "{report}");
 }
 
 #[test]

@@ -33,11 +33,7 @@ fn an_upload_polled_with_the_outcome_that_unblocks_it_is_not_early() {
         // The final drain answers run 1 to the end; its `Finalised` both delivers its
         // outcome and starts publication 2's upload.
         ops: vec![
-            Op::Submit {
-                tag: None,
-                diagnostics: false,
-                lease: LeasePick::None,
-            },
+            Op::Submit { tag: None, diagnostics: false, lease: LeasePick::None },
             Op::Publish(56),
         ],
     };
@@ -68,15 +64,8 @@ fn a_close_while_suspect_gives_back_the_reservations_it_can_no_longer_use() {
         },
         ops: vec![
             // Run 1 is submitted, and an effect outstanding for it is answered with a failure.
-            Op::Submit {
-                tag: None,
-                diagnostics: false,
-                lease: LeasePick::None,
-            },
-            Op::Answer {
-                effect: 147,
-                reply: Reply::Failure { code: 0, step: 147 },
-            },
+            Op::Submit { tag: None, diagnostics: false, lease: LeasePick::None },
+            Op::Answer { effect: 147, reply: Reply::Failure { code: 0, step: 147 } },
             // A reservation, then a notice: the lane is suspect.
             Op::Reserve,
             Op::Notice(0),

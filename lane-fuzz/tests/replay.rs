@@ -154,10 +154,7 @@ fn smoke(name: &str, seed: u64, cases: usize) {
         }
     }
     let missing = with_seeds.missing(target.behaviours);
-    assert!(
-        missing.is_empty(),
-        "{name}: the smoke run and the seeds never reach {missing:?}"
-    );
+    assert!(missing.is_empty(), "{name}: the smoke run and the seeds never reach {missing:?}");
 }
 
 #[test]

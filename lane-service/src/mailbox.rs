@@ -604,10 +604,7 @@ struct Delivered {
 impl Delivered {
     /// None delivered, with room for `capacity` delivered past the mark.
     fn with_capacity(capacity: usize) -> Self {
-        Self {
-            below: 0,
-            above: Vec::with_capacity(capacity),
-        }
+        Self { below: 0, above: Vec::with_capacity(capacity) }
     }
 
     /// Item `seq` has its outcome.

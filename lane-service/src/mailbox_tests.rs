@@ -44,13 +44,7 @@ fn a_wait_for_an_outcome_the_destroy_took_is_lost_not_already_taken() {
         "{:?}",
         mailbox.wait(2, now)
     );
-    assert!(matches!(
-        mailbox.try_take(2),
-        Some(Err(WaitError::Lost { item: 2, .. }))
-    ));
+    assert!(matches!(mailbox.try_take(2), Some(Err(WaitError::Lost { item: 2, .. }))));
     // The outcome the caller took itself stays taken.
-    assert!(matches!(
-        mailbox.wait(1, now),
-        Err(WaitError::AlreadyTaken { item: 1 })
-    ));
+    assert!(matches!(mailbox.wait(1, now), Err(WaitError::AlreadyTaken { item: 1 })));
 }

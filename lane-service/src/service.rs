@@ -314,10 +314,9 @@ impl Drop for Inner {
 fn sleep_until(ran: Option<Ran>, now: Instant) -> Instant {
     let poll = Duration::from_nanos(NOTICE_POLL_NS);
     let wait = match ran {
-        Some(Ran::Slept {
-            until: Some(until),
-            now: at,
-        }) => Duration::from_nanos(until.since(at)).min(poll),
+        Some(Ran::Slept { until: Some(until), now: at }) => {
+            Duration::from_nanos(until.since(at)).min(poll)
+        }
         _ => poll,
     };
     now.checked_add(wait).unwrap_or(now)

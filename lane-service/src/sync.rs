@@ -10,16 +10,12 @@ pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 /// mailbox's lost cause, so the state behind a poisoned lock stays readable for every
 /// later caller (never a second panic, never a hang).
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Blocks on `condvar` until notified (or spuriously woken).
 pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-    condvar
-        .wait(guard)
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    condvar.wait(guard).unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Blocks on `condvar` until notified, spuriously woken or `deadline`; returns whether the
@@ -33,8 +29,7 @@ pub(crate) fn wait_until<'a, T>(
     if left.is_zero() {
         return (guard, true);
     }
-    let (guard, _) = condvar
-        .wait_timeout(guard, left)
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (guard, _) =
+        condvar.wait_timeout(guard, left).unwrap_or_else(std::sync::PoisonError::into_inner);
     (guard, Instant::now() >= deadline)
 }

@@ -30,10 +30,7 @@ fn run_many(handle: &LaneHandle, runs: u64) {
     let start = Instant::now();
     let (mut submitted, mut done) = (0, 0);
     while done < runs {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "stuck at {done} of {runs}"
-        );
+        assert!(start.elapsed() < Duration::from_secs(60), "stuck at {done} of {runs}");
         if submitted < runs {
             match handle.submit(RunRequest::new()) {
                 Ok(_) => submitted += 1,
@@ -55,10 +52,7 @@ fn two_thousand_runs_with_workers_and_an_outcome_callback_allocate_nothing_on_an
     thread::spawn(|| drop(std::hint::black_box(vec![1u8; 64])))
         .join()
         .expect("the allocating thread");
-    assert!(
-        region.change().allocations >= 1,
-        "the counter sees other threads"
-    );
+    assert!(region.change().allocations >= 1, "the counter sees other threads");
 
     let seen = Arc::new(Seen::default());
     let mut config = ServiceConfig::new(profile());
@@ -74,11 +68,7 @@ fn two_thousand_runs_with_workers_and_an_outcome_callback_allocate_nothing_on_an
         TestDevice::real(),
         HostRunner::off_lane(Arc::clone(&seen)),
         move |index| {
-            Sleepy::new(
-                index as u64 + 1,
-                Duration::from_micros(20),
-                Arc::clone(&worker_seen),
-            )
+            Sleepy::new(index as u64 + 1, Duration::from_micros(20), Arc::clone(&worker_seen))
         },
     );
     // Warm up: streams, slot resources, the queues at their high-water marks.
@@ -95,11 +85,7 @@ fn two_thousand_runs_with_workers_and_an_outcome_callback_allocate_nothing_on_an
         change.allocations + change.reallocations < 20,
         "allocations during 2,000 runs with workers: {change:?}"
     );
-    assert_eq!(
-        seen.on_worker.load(Ordering::SeqCst),
-        2 * 2_200,
-        "the workers did the work"
-    );
+    assert_eq!(seen.on_worker.load(Ordering::SeqCst), 2 * 2_200, "the workers did the work");
     // Polled and shown alike: the callback sees every outcome (the last ones may still be
     // on their way to it).
     drop(handle);

@@ -34,26 +34,17 @@ fn caller_lane(
     config.drive = Drive::Caller;
     let outcome_threads = Arc::clone(&threads);
     config.on_outcome = Some(Box::new(move |_: &Outcome| {
-        outcome_threads
-            .lock()
-            .unwrap()
-            .push(("on_outcome", thread::current().id()));
+        outcome_threads.lock().unwrap().push(("on_outcome", thread::current().id()));
     }));
     let (device, started) = stalled(stall.unwrap_or_default(), Then::TimeOut);
     if stall.is_none() {
         device.script().stalls.clear();
     }
-    let runner = Noting {
-        threads: Some(Arc::clone(&threads)),
-        ..Noting::default()
-    };
+    let runner = Noting { threads: Some(Arc::clone(&threads)), ..Noting::default() };
     let launched = Arc::clone(&runner.launched);
     let make_threads = Arc::clone(&threads);
     let handle = spawn(config, move || {
-        make_threads
-            .lock()
-            .unwrap()
-            .push(("make", thread::current().id()));
+        make_threads.lock().unwrap().push(("make", thread::current().id()));
         Ok::<_, String>((device, runner))
     })
     .expect("the lane starts");
@@ -83,25 +74,11 @@ fn a_lane_the_caller_drives_starts_no_thread_and_runs_every_callback_on_the_call
         run_ok(&handle, GENEROUS);
     }
     #[cfg(target_os = "linux")]
-    assert_eq!(
-        lane_threads(),
-        Vec::<String>::new(),
-        "no thread of the lane's"
-    );
+    assert_eq!(lane_threads(), Vec::<String>::new(), "no thread of the lane's");
     handle.shut_down().expect("from the driving thread");
     let threads = threads.lock().unwrap().clone();
-    for what in [
-        "make",
-        "prepare",
-        "launch_aicore",
-        "launch_aicpu",
-        "finalise",
-        "on_outcome",
-    ] {
-        assert!(
-            threads.iter().any(|&(w, _)| w == what),
-            "{what} never ran: {threads:?}"
-        );
+    for what in ["make", "prepare", "launch_aicore", "launch_aicpu", "finalise", "on_outcome"] {
+        assert!(threads.iter().any(|&(w, _)| w == what), "{what} never ran: {threads:?}");
     }
     for (what, thread) in &threads {
         assert_eq!(*thread, here, "{what} ran on another thread");
@@ -124,10 +101,7 @@ fn a_run_submitted_from_another_thread_while_a_caller_is_inside_the_device_wait_
     let submitted_at = Instant::now();
     let second = handle.submit(RunRequest::new()).expect("accepted");
     let returned = submitted_at.elapsed();
-    assert!(
-        returned < Duration::from_millis(500),
-        "the submit took {returned:?}"
-    );
+    assert!(returned < Duration::from_millis(500), "the submit took {returned:?}");
     let launched_at = launched
         .lock()
         .unwrap()
@@ -136,10 +110,7 @@ fn a_run_submitted_from_another_thread_while_a_caller_is_inside_the_device_wait_
         .map(|&(_, at)| at)
         .expect("run 2 launched inside its submit");
     assert!(launched_at.duration_since(waiting_since) < Duration::from_millis(1500));
-    let first = waiting
-        .join()
-        .expect("the waiting caller")
-        .expect("run 1's outcome");
+    let first = waiting.join().expect("the waiting caller").expect("run 1's outcome");
     assert_ok(&first);
     let second = handle.wait(second, GENEROUS).expect("run 2's outcome");
     assert_ok(&second);
@@ -154,11 +125,7 @@ fn an_expired_wait_leaves_the_run_live_and_a_later_wait_gets_its_outcome() {
         handle.wait(run, Duration::from_millis(100)),
         Err(WaitError::TimedOut { item: run.0 })
     );
-    assert!(
-        start.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        start.elapsed()
-    );
+    assert!(start.elapsed() < Duration::from_millis(500), "{:?}", start.elapsed());
     assert_eq!(handle.poll_outcome(), None, "still running");
     let outcome = handle.wait(run, GENEROUS).expect("its outcome");
     assert_ok(&outcome);
@@ -170,13 +137,8 @@ fn close_finishes_the_launched_run_and_refuses_new_submits_when_the_caller_drive
     let (handle, _, _, _) = caller_lane(Profile::a2a3(), None);
     let run = handle.submit(RunRequest::new()).expect("accepted");
     handle.close().expect("closed");
-    assert_eq!(
-        handle.submit(RunRequest::new()),
-        Err(ServiceError::Submit(SubmitError::Closed))
-    );
-    let outcome = handle
-        .wait(run, GENEROUS)
-        .expect("the launched run's outcome");
+    assert_eq!(handle.submit(RunRequest::new()), Err(ServiceError::Submit(SubmitError::Closed)));
+    let outcome = handle.wait(run, GENEROUS).expect("the launched run's outcome");
     assert_ok(&outcome);
     let shutdown = handle.shut_down().expect("from the caller");
     assert!(shutdown.report.state.is_closed(), "{:?}", shutdown.report);
@@ -200,16 +162,9 @@ fn a_run_that_hung_while_no_call_was_made_is_timed_out_at_the_next_calls() {
             break outcome;
         }
     };
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
+    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
     assert_eq!(outcome.outcome.seq(), run.0);
-    assert!(
-        outcome.to_string().contains("rule=host-wait-timeout"),
-        "{outcome}"
-    );
+    assert!(outcome.to_string().contains("rule=host-wait-timeout"), "{outcome}");
     // The device is recovered at the following calls (each makes the next step of the
     // recovery: the drain, the force reset, the probe), and the lane opens again.
     let mut calls = 0;
@@ -329,10 +284,7 @@ fn two_threads_driving_one_lane_get_every_outcome_once_and_in_order() {
             })
         })
         .collect();
-    let mut all: Vec<u64> = drivers
-        .into_iter()
-        .flat_map(|d| d.join().expect("a driver"))
-        .collect();
+    let mut all: Vec<u64> = drivers.into_iter().flat_map(|d| d.join().expect("a driver")).collect();
     all.sort_unstable();
     assert_eq!(all, (1..=40).collect::<Vec<_>>());
     assert_eq!(handle.poll_outcome(), None);

@@ -299,11 +299,7 @@ fn workers_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
     while let Some(item) = toy.queued.pop_front() {
         cx.dispatch(item);
     }
-    if cx.out() == 0 && cx.shutdown {
-        Flow::Exit
-    } else {
-        Flow::Sleep
-    }
+    if cx.out() == 0 && cx.shutdown { Flow::Exit } else { Flow::Sleep }
 }
 
 fn lane_thread_with_workers(mailbox: &Mailbox<Toy>) {
@@ -326,11 +322,7 @@ fn waiter_body(toy: &mut Toy, cx: &mut Step<'_, Toy>) -> Flow {
             cx.hand_wait(item, item);
         }
     }
-    if toy.awaiting.is_none() && cx.shutdown {
-        Flow::Exit
-    } else {
-        Flow::Sleep
-    }
+    if toy.awaiting.is_none() && cx.shutdown { Flow::Exit } else { Flow::Sleep }
 }
 
 fn lane_thread_with_waiter(mailbox: &Mailbox<Toy>) {
@@ -425,10 +417,7 @@ fn lane_thread_resetting(mailbox: &Mailbox<Toy>, in_call: &AtomicBool) {
             return;
         };
         if reset {
-            assert!(
-                !in_call.load(Ordering::SeqCst),
-                "a force reset under a wait"
-            );
+            assert!(!in_call.load(Ordering::SeqCst), "a force reset under a wait");
             mailbox.lose(LostCause::new("the lane thread ended"));
             return;
         }
@@ -508,15 +497,9 @@ fn the_lane_thread_s_loss_wakes_a_waiter_and_refuses_later_commands() {
         let lane = on_thread(&mailbox, |mailbox| mailbox.lose(LostCause::new("boom")));
         assert_eq!(
             mailbox.wait(item, None),
-            Err(WaitError::Lost {
-                item,
-                cause: LostCause::new("boom"),
-            })
+            Err(WaitError::Lost { item, cause: LostCause::new("boom") })
         );
-        assert_eq!(
-            mailbox.command(true, |_| Ok(((), None))),
-            Err(LostCause::new("boom"))
-        );
+        assert_eq!(mailbox.command(true, |_| Ok(((), None))), Err(LostCause::new("boom")));
         lane.join().expect("the lane thread");
     });
 }
@@ -698,12 +681,9 @@ fn a_force_reset_is_made_only_once_the_waiter_is_out_of_its_call_and_never_lost(
         };
         let lane = {
             let in_call = Arc::clone(&in_call);
-            on_thread(&mailbox, move |mailbox| {
-                lane_thread_resetting(mailbox, &in_call)
-            })
+            on_thread(&mailbox, move |mailbox| lane_thread_resetting(mailbox, &in_call))
         };
-        lane.join()
-            .expect("the lane thread reset, never under a wait");
+        lane.join().expect("the lane thread reset, never under a wait");
         waiter.join().expect("the waiter ended with the loss");
     });
 }

@@ -26,11 +26,7 @@ fn short_profile(drain_ms: u64) -> Profile {
 fn stuck_lane(profile: Profile, stuck: Duration, slow_drain: bool) -> LaneHandle {
     let (device, _) = stalled(stuck, Then::Answer);
     if slow_drain {
-        let drain = Stall::new(
-            Call::SynchronizeDevice,
-            Duration::from_secs(3_600),
-            Then::TimeOut,
-        );
+        let drain = Stall::new(Call::SynchronizeDevice, Duration::from_secs(3_600), Then::TimeOut);
         device.script().stalls.push(drain);
     }
     lane_on(ServiceConfig::new(profile), device, Noting::default())
@@ -53,13 +49,8 @@ fn submit_when_open(handle: &LaneHandle) -> RunId {
 /// Submits run 1 and asserts it ended with a host wait timeout.
 fn first_run_times_out(handle: &LaneHandle) {
     let first = handle.submit(RunRequest::new()).expect("accepted");
-    let first = handle
-        .wait_report(first, GENEROUS)
-        .expect("run 1's outcome");
-    assert!(
-        first.to_string().contains("rule=host-wait-timeout"),
-        "{first}"
-    );
+    let first = handle.wait_report(first, GENEROUS).expect("run 1's outcome");
+    assert!(first.to_string().contains("rule=host-wait-timeout"), "{first}");
 }
 
 /// Issue 44 item 5a. Run 1's wait is stuck until 13.4 s: at its bound (about 6.4 s) the lane
@@ -129,10 +120,7 @@ fn no_force_reset_is_made_on_a_bound_submitting_thread() {
     device.script().fail.push(fault);
     let mut config = ServiceConfig::new(Profile::a2a3());
     config.submitters_bound = true;
-    let runner = Noting {
-        slow_on: Some(SUBMITTER),
-        ..Noting::default()
-    };
+    let runner = Noting { slow_on: Some(SUBMITTER), ..Noting::default() };
     let handle = lane_on(config, device, runner);
     let submitter = {
         let handle = handle.clone();
@@ -178,16 +166,10 @@ fn no_force_reset_is_made_on_a_bound_submitting_thread() {
 fn the_outcome_callback_never_runs_beside_a_force_reset() {
     let device = TestDevice::real();
     let watch = device.watch();
-    let mut reset = Stall::new(
-        Call::ResetDeviceForce,
-        Duration::from_millis(100),
-        Then::Answer,
-    );
+    let mut reset = Stall::new(Call::ResetDeviceForce, Duration::from_millis(100), Then::Answer);
     reset.every = true;
     let mut script = device.script();
-    script
-        .fail
-        .push(Fail::runs(Call::SynchronizeEvent, &[2, 4], 507_015));
+    script.fail.push(Fail::runs(Call::SynchronizeEvent, &[2, 4], 507_015));
     script.stalls.push(reset);
     drop(script);
     let overlaps = Arc::new(Mutex::new(Vec::new()));
@@ -213,13 +195,6 @@ fn the_outcome_callback_never_runs_beside_a_force_reset() {
     let last = submit_when_open(&handle);
     handle.wait(last, GENEROUS).expect("its outcome");
     drop(handle);
-    assert!(
-        watch.script().resets.len() >= 2,
-        "the faults reset the device"
-    );
-    assert_eq!(
-        *overlaps.lock().unwrap(),
-        Vec::<u64>::new(),
-        "outcomes shown beside a force reset"
-    );
+    assert!(watch.script().resets.len() >= 2, "the faults reset the device");
+    assert_eq!(*overlaps.lock().unwrap(), Vec::<u64>::new(), "outcomes shown beside a force reset");
 }

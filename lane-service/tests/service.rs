@@ -25,24 +25,14 @@ fn stalling(lasts: Duration, then: Then) -> (LaneHandle, Receiver<Instant>, Test
     let (device, started) = stalled(lasts, then);
     let (watch, runner) = (device.watch(), Noting::default());
     let config = ServiceConfig::new(Profile::a2a3());
-    (
-        lane_on(config, device, runner.clone()),
-        started,
-        watch,
-        runner,
-    )
+    (lane_on(config, device, runner.clone()), started, watch, runner)
 }
 
 /// When `run` shows up in `times` (polled; `GENEROUS` at most).
 fn when(times: &Times, run: RunId, what: &str) -> Instant {
     let start = Instant::now();
     loop {
-        let found = times
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|(r, _)| *r == run)
-            .map(|p| p.1);
+        let found = times.lock().unwrap().iter().find(|(r, _)| *r == run).map(|p| p.1);
         if let Some(at) = found {
             return at;
         }
@@ -56,11 +46,7 @@ fn collect(handle: &LaneHandle, count: usize) -> Vec<Outcome> {
     let start = Instant::now();
     let mut outcomes = Vec::new();
     while outcomes.len() < count {
-        assert!(
-            start.elapsed() < GENEROUS,
-            "only {} of {count} outcomes",
-            outcomes.len()
-        );
+        assert!(start.elapsed() < GENEROUS, "only {} of {count} outcomes", outcomes.len());
         match handle.poll_outcome() {
             Some(outcome) => outcomes.push(outcome),
             None => thread::sleep(Duration::from_millis(1)),
@@ -73,10 +59,7 @@ fn timed<T>(what: &str, call: impl FnOnce() -> T) -> T {
     let start = Instant::now();
     let result = call();
     let took = start.elapsed();
-    assert!(
-        took < Duration::from_millis(50),
-        "{what} took {took:?} while the device was blocked"
-    );
+    assert!(took < Duration::from_millis(50), "{what} took {took:?} while the device was blocked");
     result
 }
 
@@ -95,12 +78,7 @@ fn submit_poll_and_publish_return_at_once_while_the_waiter_is_blocked_in_a_2s_de
         // Both of a2a3's slots are held: the refusal comes at once too.
         let full = timed("submit", || other.submit(RunRequest::new()));
         assert!(
-            matches!(
-                full,
-                Err(ServiceError::Submit(lane_core::SubmitError::Full {
-                    slots: 2
-                }))
-            ),
+            matches!(full, Err(ServiceError::Submit(lane_core::SubmitError::Full { slots: 2 }))),
             "{full:?}"
         );
         (second, publication, Instant::now())
@@ -141,14 +119,8 @@ fn wait_blocks_only_its_caller_and_takes_each_outcome_once() {
     );
     let outcome = handle.wait(run, GENEROUS).expect("the outcome");
     assert_eq!(outcome.seq(), run.0);
-    assert_eq!(
-        handle.wait(run, GENEROUS),
-        Err(WaitError::AlreadyTaken { item: run.0 })
-    );
-    assert_eq!(
-        handle.wait(RunId(99), GENEROUS),
-        Err(WaitError::Unknown { item: 99 })
-    );
+    assert_eq!(handle.wait(run, GENEROUS), Err(WaitError::AlreadyTaken { item: run.0 }));
+    assert_eq!(handle.wait(RunId(99), GENEROUS), Err(WaitError::Unknown { item: 99 }));
     // A polled outcome is taken too.
     let next = handle.submit(RunRequest::new()).expect("accepted");
     let polled = collect(&handle, 1);
@@ -169,10 +141,7 @@ fn the_callback_sees_every_outcome_in_order_on_a_lane_thread_running_the_steps_w
         log.lock().unwrap().push((name, outcome.seq()));
     }));
     let handle = spawn(config, || {
-        Ok::<_, String>((
-            SharedSim::new(sim(&Profile::a5(), 3, &[])),
-            backend_sim::SimRunner,
-        ))
+        Ok::<_, String>((SharedSim::new(sim(&Profile::a5(), 3, &[])), backend_sim::SimRunner))
     })
     .expect("the lane starts");
     let mut ids = Vec::new();
@@ -239,21 +208,12 @@ fn a_panic_on_the_completion_waiter_wakes_every_waiter_with_the_cause_and_fails_
         }
         other => panic!("expected a lost lane, got {other:?}"),
     }
-    assert!(matches!(
-        handle.submit(RunRequest::new()),
-        Err(ServiceError::Lost(_))
-    ));
-    assert!(matches!(
-        handle.publish(CodeRef(1)),
-        Err(ServiceError::Lost(_))
-    ));
+    assert!(matches!(handle.submit(RunRequest::new()), Err(ServiceError::Lost(_))));
+    assert!(matches!(handle.publish(CodeRef(1)), Err(ServiceError::Lost(_))));
     assert!(matches!(handle.close(), Err(ServiceError::Lost(_))));
     assert_eq!(handle.poll_outcome(), None);
     let cause = handle.lost().expect("lost");
-    assert!(
-        cause.0.contains("panic on the completion waiter"),
-        "{cause}"
-    );
+    assert!(cause.0.contains("panic on the completion waiter"), "{cause}");
     // Dropping it joins a thread that already ended: no hang.
     drop(handle);
 }
@@ -289,10 +249,7 @@ fn close_cancels_queued_runs_at_once_and_later_commands_are_refused() {
         Err(ServiceError::Submit(lane_core::SubmitError::Closed))
     ));
     let outcomes = collect(&handle, 2);
-    assert_eq!(
-        outcomes.iter().map(Outcome::seq).collect::<Vec<_>>(),
-        vec![first.0, second.0]
-    );
+    assert_eq!(outcomes.iter().map(Outcome::seq).collect::<Vec<_>>(), vec![first.0, second.0]);
 }
 
 #[test]
@@ -308,10 +265,7 @@ fn a_run_submitted_during_a_long_completion_wait_is_launched_before_its_predeces
     // thread never sits in the wait (L-16, L-18).
     for (what, at) in [("prepared", prepared_at), ("launched", launched_at)] {
         let late = at.duration_since(submitted_at);
-        assert!(
-            late < Duration::from_millis(500),
-            "{what} {late:?} after its submit"
-        );
+        assert!(late < Duration::from_millis(500), "{what} {late:?} after its submit");
         assert!(at.duration_since(waiting_since) < Duration::from_millis(1500));
     }
     assert_eq!(handle.wait(first, GENEROUS).map(|o| o.seq()), Ok(first.0));
@@ -321,10 +275,7 @@ fn a_run_submitted_during_a_long_completion_wait_is_launched_before_its_predeces
 #[test]
 fn a_device_without_a_completion_waiter_is_refused_at_spawn_with_what_to_do() {
     let device = TestDevice::real();
-    device
-        .script()
-        .fail
-        .push(Fail::every(Call::CompletionWaiter, 207_000));
+    device.script().fail.push(Fail::every(Call::CompletionWaiter, 207_000));
     let refused = spawn(ServiceConfig::new(Profile::a2a3()), move || {
         Ok::<_, String>((device, Noting::default()))
     });
@@ -333,10 +284,7 @@ fn a_device_without_a_completion_waiter_is_refused_at_spawn_with_what_to_do() {
         other => panic!("expected the waiter's refusal, got {other:?}"),
     }
     let text = ServiceError::Waiter("207000".into()).to_string();
-    assert!(
-        text.contains("implement Device::completion_waiter"),
-        "{text}"
-    );
+    assert!(text.contains("implement Device::completion_waiter"), "{text}");
 }
 
 /// The waiter stuck in a call that ignores its timeout: the lane thread answers the wait at
@@ -352,20 +300,12 @@ fn a_run_whose_waiter_never_answers_ends_with_a_host_wait_timeout_and_the_lane_r
     let handle = lane_on(ServiceConfig::new(profile), device, Noting::default());
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let started = Instant::now();
-    let first = handle
-        .wait_report(first, GENEROUS)
-        .expect("run 1's outcome");
+    let first = handle.wait_report(first, GENEROUS).expect("run 1's outcome");
     let took = started.elapsed();
-    assert!(
-        first.to_string().contains("rule=host-wait-timeout"),
-        "{first} (after {took:?})"
-    );
+    assert!(first.to_string().contains("rule=host-wait-timeout"), "{first} (after {took:?})");
     // At the bound (8 s), not when the stuck call returns (10 s).
     let bound = Duration::from_secs(2) + Duration::from_nanos(lane_driver::WAITER_GRACE_NS);
-    assert!(
-        took >= bound && took < Duration::from_millis(9_500),
-        "{took:?}"
-    );
+    assert!(took >= bound && took < Duration::from_millis(9_500), "{took:?}");
     let start = Instant::now();
     let second = loop {
         match handle.submit(RunRequest::new()) {
@@ -398,33 +338,19 @@ fn a_failed_calls_device_text_reaches_the_report_and_a_success_carries_none() {
     let fault =
         Fail::runs(Call::SynchronizeEvent, &[2], 507_015).message("EZ9999: AICore exception");
     device.script().fail.push(fault);
-    let handle = lane_on(
-        ServiceConfig::new(Profile::a2a3()),
-        device,
-        Noting::default(),
-    );
+    let handle = lane_on(ServiceConfig::new(Profile::a2a3()), device, Noting::default());
     let first = handle.submit(RunRequest::new()).expect("accepted");
     let first = handle.wait_report(first, GENEROUS).expect("run 1's report");
     assert_ok(&first.outcome);
     assert_eq!(first.device_message, None, "no call failed for run 1");
     let second = handle.submit(RunRequest::new()).expect("accepted");
-    let second = handle
-        .wait_report(second, GENEROUS)
-        .expect("run 2's report");
+    let second = handle.wait_report(second, GENEROUS).expect("run 2's report");
     assert!(
         matches!(second.outcome, Outcome::Run(r) if matches!(r.verdict, Verdict::Failed { .. })),
         "{second}"
     );
-    assert_eq!(
-        second.device_message.as_deref(),
-        Some("EZ9999: AICore exception")
-    );
-    assert!(
-        second
-            .to_string()
-            .ends_with("; device: EZ9999: AICore exception"),
-        "{second}"
-    );
+    assert_eq!(second.device_message.as_deref(), Some("EZ9999: AICore exception"));
+    assert!(second.to_string().ends_with("; device: EZ9999: AICore exception"), "{second}");
 }
 
 #[test]

@@ -35,17 +35,11 @@ fn one_run_then_shut_down(handle: &LaneHandle) -> lane_core::CloseReport {
     let run = handle.submit(RunRequest::new()).expect("accepted");
     let outcome = handle.wait(run, GENEROUS).expect("its outcome");
     assert_ok(&outcome);
-    handle
-        .shut_down()
-        .expect("not on the lane's own thread")
-        .report
+    handle.shut_down().expect("not on the lane's own thread").report
 }
 
 /// Closed cleanly, with no stream left.
-const CLOSED: LaneState = LaneState::Closed {
-    device_lost: false,
-    left: StreamsLeft::NONE,
-};
+const CLOSED: LaneState = LaneState::Closed { device_lost: false, left: StreamsLeft::NONE };
 
 /// The final report names each stream that survived every destroy, with its last code, and
 /// a second `shut_down` returns the same report. The AICPU stream is the first destroy of the
@@ -54,33 +48,15 @@ const CLOSED: LaneState = LaneState::Closed {
 /// destroyed it.
 #[test]
 fn the_final_report_names_each_stream_left_after_the_shutdowns_last_destroy() {
-    let aicpu_left = StreamsLeft {
-        aicpu: AclCode::from_raw(507_901),
-        aicore: None,
-    };
+    let aicpu_left = StreamsLeft { aicpu: AclCode::from_raw(507_901), aicore: None };
     for (case, fault, left) in [
         ("clean", None, StreamsLeft::NONE),
-        (
-            "every destroy fails",
-            Some("stream-destroy=507901@call:1,3,4"),
-            aicpu_left,
-        ),
-        (
-            "destroyed at last",
-            Some("stream-destroy=507901@call:1,3"),
-            StreamsLeft::NONE,
-        ),
+        ("every destroy fails", Some("stream-destroy=507901@call:1,3,4"), aicpu_left),
+        ("destroyed at last", Some("stream-destroy=507901@call:1,3"), StreamsLeft::NONE),
     ] {
         let handle = lane(fault);
         let report = one_run_then_shut_down(&handle);
-        assert_eq!(
-            report.state,
-            LaneState::Closed {
-                device_lost: false,
-                left
-            },
-            "{case}"
-        );
+        assert_eq!(report.state, LaneState::Closed { device_lost: false, left }, "{case}");
         assert_eq!(report.streams_left, left, "{case}");
         assert!(report.poison.is_none() && !report.device_lost, "{case}");
         if left.aicpu.is_some() {
@@ -96,11 +72,7 @@ fn the_final_report_names_each_stream_left_after_the_shutdowns_last_destroy() {
 fn shut_down_joins_the_lane_with_other_clones_alive_and_they_see_a_lost_lane() {
     let device = TestDevice::real();
     let watch = device.watch();
-    let handle = common::lane_on(
-        ServiceConfig::new(Profile::a2a3()),
-        device,
-        Noting::default(),
-    );
+    let handle = common::lane_on(ServiceConfig::new(Profile::a2a3()), device, Noting::default());
     let clone = handle.clone();
     let run = clone.submit(RunRequest::new()).expect("accepted");
     let report = handle.shut_down().expect("from the test thread").report;
@@ -148,9 +120,7 @@ fn shut_down_from_the_outcome_callback_is_refused_as_its_own_thread_and_shuts_do
     handle.wait(run, GENEROUS).expect("its outcome");
     // The callback sees the outcome after it is delivered: wait for its answer, not the
     // outcome, before the slot is emptied.
-    let answer = answer_rx
-        .recv_timeout(GENEROUS)
-        .expect("the callback answered");
+    let answer = answer_rx.recv_timeout(GENEROUS).expect("the callback answered");
     slot.lock().unwrap().take();
     // The callback's shutdown request stands: this one joins the threads.
     let report = handle.shut_down().expect("from the test thread").report;

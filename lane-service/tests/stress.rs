@@ -52,10 +52,7 @@ struct Submitted {
 }
 
 fn submitter(handle: &LaneHandle, index: u64, stop: &AtomicBool) -> Submitted {
-    let mut submitted = Submitted {
-        accepted: Vec::new(),
-        waited: Vec::new(),
-    };
+    let mut submitted = Submitted { accepted: Vec::new(), waited: Vec::new() };
     'runs: for k in 0..RUNS_PER_SUBMITTER {
         for _ in 0..ATTEMPTS {
             if stop.load(Ordering::Relaxed) {
@@ -136,11 +133,8 @@ fn stress(submitters_bound: bool, drive: Drive) {
     let (done_tx, done_rx) = mpsc::channel();
 
     let poller = {
-        let (handle, stop, submitters_done) = (
-            handle.clone(),
-            Arc::clone(&stop),
-            Arc::clone(&submitters_done),
-        );
+        let (handle, stop, submitters_done) =
+            (handle.clone(), Arc::clone(&stop), Arc::clone(&submitters_done));
         let done_tx = done_tx.clone();
         thread::spawn(move || {
             let mut polled = Vec::new();
@@ -173,11 +167,7 @@ fn stress(submitters_bound: bool, drive: Drive) {
                 match polled_now {
                     Some(outcome) => {
                         if let Some(&last) = polled.last() {
-                            assert!(
-                                outcome.seq() > last,
-                                "polled {} after {last}",
-                                outcome.seq()
-                            );
+                            assert!(outcome.seq() > last, "polled {} after {last}", outcome.seq());
                         }
                         polled.push(outcome.seq());
                         let ok = match outcome {
@@ -244,25 +234,10 @@ fn stress(submitters_bound: bool, drive: Drive) {
         *taken.entry(seq).or_default() += 1;
     }
     accepted.sort_unstable();
-    assert!(
-        accepted.len() >= 100,
-        "only {} items accepted",
-        accepted.len()
-    );
-    let once: Vec<u64> = taken
-        .iter()
-        .filter(|&(_, &n)| n == 1)
-        .map(|(&s, _)| s)
-        .collect();
-    assert_eq!(
-        once, accepted,
-        "every accepted item has exactly one outcome"
-    );
-    assert_eq!(
-        taken.len(),
-        accepted.len(),
-        "no outcome for an item never accepted"
-    );
+    assert!(accepted.len() >= 100, "only {} items accepted", accepted.len());
+    let once: Vec<u64> = taken.iter().filter(|&(_, &n)| n == 1).map(|(&s, _)| s).collect();
+    assert_eq!(once, accepted, "every accepted item has exactly one outcome");
+    assert_eq!(taken.len(), accepted.len(), "no outcome for an item never accepted");
     assert_eq!(handle.lost(), None);
     drop(handle);
 }

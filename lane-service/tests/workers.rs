@@ -32,10 +32,7 @@ fn lane(
     let mut config = ServiceConfig::new(profile());
     config.workers = workers;
     let worker_seen = Arc::clone(&seen);
-    let runner = HostRunner {
-        concurrency,
-        seen: Arc::clone(&seen),
-    };
+    let runner = HostRunner { concurrency, seen: Arc::clone(&seen) };
     let handle = lane_with_workers(config, TestDevice::real(), runner, move |index| {
         let mut worker = Sleepy::new(index as u64 + 1, max_sleep, Arc::clone(&worker_seen));
         worker.panic_on = panic_on;
@@ -61,11 +58,7 @@ fn run_all(handle: &LaneHandle, runs: u64, recovering: bool) -> Vec<Outcome> {
     let start = Instant::now();
     let (mut submitted, mut outcomes) = (0, Vec::new());
     while outcomes.len() < usize::try_from(runs).unwrap() {
-        assert!(
-            start.elapsed() < GENEROUS,
-            "{} of {runs} outcomes: {outcomes:?}",
-            outcomes.len()
-        );
+        assert!(start.elapsed() < GENEROUS, "{} of {runs} outcomes: {outcomes:?}", outcomes.len());
         if submitted < runs {
             match handle.submit(RunRequest::new()) {
                 Ok(_) => submitted += 1,
@@ -95,16 +88,8 @@ fn run_all_ok_in_order(handle: &LaneHandle, runs: u64) {
 fn prepare_and_finalise_run_on_the_workers_and_every_outcome_arrives_in_order() {
     let (handle, seen) = lane(OFF_LANE, 2, Duration::from_micros(100), None, 0);
     run_all_ok_in_order(&handle, 200);
-    assert_eq!(
-        seen.on_lane.load(Ordering::SeqCst),
-        0,
-        "no host work on the lane thread"
-    );
-    assert_eq!(
-        seen.on_worker.load(Ordering::SeqCst),
-        400,
-        "a prepare and a finalise per run"
-    );
+    assert_eq!(seen.on_lane.load(Ordering::SeqCst), 0, "no host work on the lane thread");
+    assert_eq!(seen.on_worker.load(Ordering::SeqCst), 400, "a prepare and a finalise per run");
 }
 
 #[test]
@@ -160,12 +145,7 @@ fn with_synchronous_copies_each_status_read_answers_from_the_waiters_copy_of_the
     .expect("the lane starts");
     run_all_ok_in_order(&handle, 20);
     assert_eq!(
-        watch
-            .script()
-            .calls
-            .iter()
-            .filter(|c| c.starts_with("memcpy_from_device"))
-            .count(),
+        watch.script().calls.iter().filter(|c| c.starts_with("memcpy_from_device")).count(),
         0,
         "no status copy of the executor's own"
     );
@@ -211,10 +191,7 @@ fn a_failing_or_panicking_worker_factory_fails_the_spawn_with_its_index() {
     }
     match spawn(0, true) {
         Err(ServiceError::Worker { index: 0, text }) => {
-            assert!(
-                text.contains("panicked") && text.contains("worker 0 panics"),
-                "{text}"
-            );
+            assert!(text.contains("panicked") && text.contains("worker 0 panics"), "{text}");
         }
         other => panic!("expected worker 0's panic, got {other:?}"),
     }
@@ -223,9 +200,8 @@ fn a_failing_or_panicking_worker_factory_fails_the_spawn_with_its_index() {
 #[test]
 fn a_panicking_worker_loses_the_lane_with_its_cause_and_wakes_the_waiter() {
     let (handle, _) = lane(OFF_LANE, 2, Duration::ZERO, Some(3), 0);
-    let runs: Vec<_> = (0..3)
-        .map(|_| handle.submit(RunRequest::new()).expect("accepted"))
-        .collect();
+    let runs: Vec<_> =
+        (0..3).map(|_| handle.submit(RunRequest::new()).expect("accepted")).collect();
     match handle.wait(runs[2], GENEROUS) {
         Err(WaitError::Lost { cause, .. }) => {
             assert!(cause.0.contains("panic on host worker"), "{cause}");
@@ -233,10 +209,7 @@ fn a_panicking_worker_loses_the_lane_with_its_cause_and_wakes_the_waiter() {
         }
         other => panic!("expected the loss, got {other:?}"),
     }
-    assert!(matches!(
-        handle.submit(RunRequest::new()),
-        Err(ServiceError::Lost(_))
-    ));
+    assert!(matches!(handle.submit(RunRequest::new()), Err(ServiceError::Lost(_))));
 }
 
 /// Stress: two submitters and a poller, workers answering after a seeded random sleep, so
@@ -302,42 +275,19 @@ fn a_poison_with_worker_calls_in_flight_recovers_after_their_answers_and_the_lan
     // service keeps feeding them while recovering, and runs after the recovery succeed.
     let seen = Arc::new(Seen::default());
     let device = TestDevice::real();
-    device
-        .script()
-        .fail
-        .push(Fail::nth(Call::MemcpyFromDevice, 3, 507_015));
+    device.script().fail.push(Fail::nth(Call::MemcpyFromDevice, 3, 507_015));
     let worker_seen = Arc::clone(&seen);
     let runner = HostRunner::off_lane(Arc::clone(&seen));
-    let handle = lane_with_workers(
-        ServiceConfig::new(profile()),
-        device,
-        runner,
-        move |index| {
-            Sleepy::new(
-                index as u64 + 7,
-                Duration::from_millis(2),
-                Arc::clone(&worker_seen),
-            )
-        },
-    );
+    let handle = lane_with_workers(ServiceConfig::new(profile()), device, runner, move |index| {
+        Sleepy::new(index as u64 + 7, Duration::from_millis(2), Arc::clone(&worker_seen))
+    });
     // Keep submitting through the recovery (refused while it recovers) until 20 accepted
     // runs have their outcomes.
     let outcomes = run_all(&handle, 20, true);
-    assert!(
-        handle.lost().is_none(),
-        "the lane is not lost: {:?}",
-        handle.lost()
-    );
+    assert!(handle.lost().is_none(), "the lane is not lost: {:?}", handle.lost());
     let seqs: Vec<u64> = outcomes.iter().map(Outcome::seq).collect();
-    assert_eq!(
-        seqs,
-        (1..=20).collect::<Vec<_>>(),
-        "one outcome per run, in order"
-    );
-    assert!(
-        !outcomes.iter().all(is_ok),
-        "the faulted run (and what it took down) failed"
-    );
+    assert_eq!(seqs, (1..=20).collect::<Vec<_>>(), "one outcome per run, in order");
+    assert!(!outcomes.iter().all(is_ok), "the faulted run (and what it took down) failed");
     assert!(
         outcomes.last().is_some_and(is_ok),
         "runs after the recovery succeed: {:?}",
@@ -377,9 +327,7 @@ struct OpenOnDrop(Arc<(Mutex<bool>, Condvar)>);
 impl Drop for OpenOnDrop {
     fn drop(&mut self) {
         let (open, opened) = &*self.0;
-        *open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        *open.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
         opened.notify_all();
     }
 }
@@ -400,9 +348,8 @@ fn with_only_a_finalise_out_the_lane_thread_feeds_the_next_completion_without_it
     });
     let release = OpenOnDrop(Arc::clone(&gate));
     // Three slots: run 1 finalising, runs 2 and 3 on the pair (depth two), nothing to prepare.
-    let runs: Vec<RunId> = (0..3)
-        .map(|_| handle.submit(RunRequest::new()).expect("a slot is free"))
-        .collect();
+    let runs: Vec<RunId> =
+        (0..3).map(|_| handle.submit(RunRequest::new()).expect("a slot is free")).collect();
     // Both finalises start while the gate holds run 1's answer back: run 2 was completed
     // and read without it. The two workers may report in either order (each wakes when its
     // job is queued; 2 of 300 runs saw run 2's first).
@@ -454,34 +401,15 @@ impl HostWorker for FailsWithText {
 #[test]
 fn a_workers_failed_prepare_or_finalise_carries_its_device_text_into_the_failure_line() {
     let handle = off_lane(TestDevice::real(), |_| FailsWithText { text: None });
-    let runs: Vec<RunId> = (0..3)
-        .map(|_| handle.submit(RunRequest::new()).expect("a slot is free"))
-        .collect();
-    let reports: Vec<_> = runs
-        .iter()
-        .map(|run| handle.wait_report(*run, GENEROUS).expect("an outcome"))
-        .collect();
+    let runs: Vec<RunId> =
+        (0..3).map(|_| handle.submit(RunRequest::new()).expect("a slot is free")).collect();
+    let reports: Vec<_> =
+        runs.iter().map(|run| handle.wait_report(*run, GENEROUS).expect("an outcome")).collect();
     let line = |i: usize| reports[i].to_string();
-    assert!(
-        line(0).starts_with("run 1 failed at prepare"),
-        "{}",
-        line(0)
-    );
-    assert!(
-        line(0).ends_with("; device: EZ1001: prepare of run 1 on a worker"),
-        "{}",
-        line(0)
-    );
-    assert!(
-        line(1).starts_with("run 2 failed at copy-back"),
-        "{}",
-        line(1)
-    );
-    assert!(
-        line(1).ends_with("; device: EZ1002: copy-back of run 2 on a worker"),
-        "{}",
-        line(1)
-    );
+    assert!(line(0).starts_with("run 1 failed at prepare"), "{}", line(0));
+    assert!(line(0).ends_with("; device: EZ1001: prepare of run 1 on a worker"), "{}", line(0));
+    assert!(line(1).starts_with("run 2 failed at copy-back"), "{}", line(1));
+    assert!(line(1).ends_with("; device: EZ1002: copy-back of run 2 on a worker"), "{}", line(1));
     assert!(is_ok(&reports[2].outcome), "{}", line(2));
     assert_eq!(reports[2].device_message, None, "a success reads no text");
 }
@@ -526,16 +454,9 @@ fn an_abandoned_runs_outcome_waits_for_its_prepare_on_a_worker_to_return() {
     // handed out when run 2 is submitted), and its status read fails with an AICore
     // exception: a poison that abandons run 2 inside its prepare.
     let device = TestDevice::real();
-    let stall = Stall::new(
-        Call::SynchronizeEvent,
-        Duration::from_millis(200),
-        Then::Answer,
-    );
+    let stall = Stall::new(Call::SynchronizeEvent, Duration::from_millis(200), Then::Answer);
     device.script().stalls.push(stall);
-    device
-        .script()
-        .fail
-        .push(Fail::nth(Call::MemcpyFromDevice, 1, 507_015));
+    device.script().fail.push(Fail::nth(Call::MemcpyFromDevice, 1, 507_015));
     let worker_returned = Arc::clone(&returned);
     let runner = HostRunner::off_lane(Arc::default());
     let handle = lane_with_workers(config, device, runner, move |_| SlowPrepare {

@@ -48,13 +48,8 @@ pub enum AttributionRule {
 
 impl AttributionRule {
     /// Every row, in the order [`attribute`] tries them.
-    pub const ALL: [Self; 5] = [
-        Self::Timeout,
-        Self::StickyMark,
-        Self::CoveredError,
-        Self::AicoreBeside,
-        Self::Charged,
-    ];
+    pub const ALL: [Self; 5] =
+        [Self::Timeout, Self::StickyMark, Self::CoveredError, Self::AicoreBeside, Self::Charged];
 
     /// The row: its name, the evidence it matches, and what it concludes.
     pub const fn row(self) -> (&'static str, &'static str, &'static str) {
@@ -137,10 +132,9 @@ pub fn attribute(
     };
     let explained = match sticky {
         Some(left_by) => Some((R::StickyMark, left_by)),
-        None => covered
-            .iter()
-            .find(|read| read.reports_error())
-            .map(|read| (R::CoveredError, read.run)),
+        None => {
+            covered.iter().find(|read| read.reports_error()).map(|read| (R::CoveredError, read.run))
+        }
     };
     match (explained, aicore) {
         (Some(_), Some(own)) => (R::AicoreBeside, charge(own)),
@@ -158,10 +152,7 @@ mod tests {
     const STICKY: AclCode = AclCode::RtAicpuException;
 
     fn covered(run: u64, record: Record) -> CoveredRead {
-        CoveredRead {
-            run,
-            record: RecordRead::Read(record),
-        }
+        CoveredRead { run, record: RecordRead::Read(record) }
     }
 
     fn error() -> Record {
@@ -176,32 +167,16 @@ mod tests {
     fn a_sticky_mark_explains_an_aicpu_code_and_names_the_run_that_left_it() {
         assert_eq!(
             attribute(Some(STICKY), None, Some(5), &[]),
-            (
-                AttributionRule::StickyMark,
-                DeviceVerdict::LeftBy {
-                    code: STICKY,
-                    left_by: 5
-                }
-            )
+            (AttributionRule::StickyMark, DeviceVerdict::LeftBy { code: STICKY, left_by: 5 })
         );
     }
 
     #[test]
     fn the_earliest_covered_error_explains_an_aicpu_code() {
-        let reads = [
-            covered(6, Record::Ok),
-            covered(7, error()),
-            covered(8, error()),
-        ];
+        let reads = [covered(6, Record::Ok), covered(7, error()), covered(8, error())];
         assert_eq!(
             attribute(Some(STICKY), None, None, &reads),
-            (
-                AttributionRule::CoveredError,
-                DeviceVerdict::LeftBy {
-                    code: STICKY,
-                    left_by: 7
-                }
-            )
+            (AttributionRule::CoveredError, DeviceVerdict::LeftBy { code: STICKY, left_by: 7 })
         );
     }
 
@@ -210,20 +185,11 @@ mod tests {
         let reads = [covered(6, Record::Ok)];
         assert_eq!(
             attribute(Some(STICKY), None, None, &reads),
-            (
-                AttributionRule::Charged,
-                DeviceVerdict::Covering {
-                    code: STICKY,
-                    behind: 1
-                }
-            )
+            (AttributionRule::Charged, DeviceVerdict::Covering { code: STICKY, behind: 1 })
         );
         assert_eq!(
             attribute(None, Some(AclCode::RtAicoreException), None, &[]),
-            (
-                AttributionRule::Charged,
-                DeviceVerdict::Fault(AclCode::RtAicoreException)
-            )
+            (AttributionRule::Charged, DeviceVerdict::Fault(AclCode::RtAicoreException))
         );
     }
 
@@ -231,10 +197,7 @@ mod tests {
     fn an_aicore_code_beside_an_explained_aicpu_code_is_the_awaited_runs() {
         assert_eq!(
             attribute(Some(STICKY), Some(AclCode::RtAicoreException), Some(5), &[]),
-            (
-                AttributionRule::AicoreBeside,
-                DeviceVerdict::Fault(AclCode::RtAicoreException)
-            )
+            (AttributionRule::AicoreBeside, DeviceVerdict::Fault(AclCode::RtAicoreException))
         );
     }
 
@@ -243,10 +206,7 @@ mod tests {
         let reads = [covered(6, error())];
         assert_eq!(
             attribute(Some(AclCode::RtStreamSyncTimeout), None, Some(4), &reads).1,
-            DeviceVerdict::Covering {
-                code: AclCode::RtStreamSyncTimeout,
-                behind: 1
-            }
+            DeviceVerdict::Covering { code: AclCode::RtStreamSyncTimeout, behind: 1 }
         );
         assert_eq!(
             attribute(None, Some(AclCode::RtStreamSyncTimeout), Some(4), &[]).0,
@@ -258,14 +218,8 @@ mod tests {
     fn an_unpublished_or_unread_covered_record_explains_nothing() {
         let reads = [
             covered(6, Record::NeverPublished { stamp: 0 }),
-            CoveredRead {
-                run: 7,
-                record: RecordRead::Failed(AclCode::RtParamInvalid),
-            },
+            CoveredRead { run: 7, record: RecordRead::Failed(AclCode::RtParamInvalid) },
         ];
-        assert_eq!(
-            attribute(Some(STICKY), None, None, &reads).0,
-            AttributionRule::Charged
-        );
+        assert_eq!(attribute(Some(STICKY), None, None, &reads).0, AttributionRule::Charged);
     }
 }

@@ -24,12 +24,7 @@ const fn row(
     meaning: &'static str,
     hint: &'static str,
 ) -> CodeInfo {
-    CodeInfo {
-        value,
-        name,
-        meaning,
-        hint,
-    }
+    CodeInfo { value, name, meaning, hint }
 }
 
 /// The known code with this value, `unknown(value)` for any other, `None` for 0: both
@@ -410,12 +405,9 @@ impl AclCode {
                 "the stream belongs to another context",
                 CALLER_BUG,
             ),
-            Self::RtInvalidHandle => row(
-                107017,
-                "ACL_ERROR_RT_INVALID_HANDLE",
-                "a stale or invalid handle",
-                CALLER_BUG,
-            ),
+            Self::RtInvalidHandle => {
+                row(107017, "ACL_ERROR_RT_INVALID_HANDLE", "a stale or invalid handle", CALLER_BUG)
+            }
             Self::RtDeviceTaskAbort => row(
                 107022,
                 "ACL_ERROR_RT_DEVICE_TASK_ABORT",
@@ -440,12 +432,9 @@ impl AclCode {
                 "no device is available",
                 "check the device id and that the card is visible and healthy; the device is recovered first",
             ),
-            Self::RtDeviceOom => row(
-                207018,
-                "ACL_ERROR_RT_DEVICE_OOM",
-                "the device is out of memory",
-                SHRINK_MEMORY,
-            ),
+            Self::RtDeviceOom => {
+                row(207018, "ACL_ERROR_RT_DEVICE_OOM", "the device is out of memory", SHRINK_MEMORY)
+            }
             Self::RtInternalError => row(
                 507000,
                 "ACL_ERROR_RT_INTERNAL_ERROR",

@@ -371,24 +371,15 @@ pub struct Status {
 impl Status {
     /// A header with nothing latched, as `decode` returns it for an all-zero header.
     pub fn clean(layout: HeaderLayout) -> Self {
-        Self {
-            stall: layout.has_stall().then(Stall::default),
-            ..Self::default()
-        }
+        Self { stall: layout.has_stall().then(Stall::default), ..Self::default() }
     }
 
     /// The latch that decides the run: `None` when clean; the orchestrator's code wins when
     /// both are set (SPEC §5.1).
     pub const fn latched(&self) -> Option<Latch> {
         match (self.orch, self.sched) {
-            (Some(code), _) => Some(Latch {
-                source: LatchSource::Orch,
-                code,
-            }),
-            (None, Some(code)) => Some(Latch {
-                source: LatchSource::Sched,
-                code,
-            }),
+            (Some(code), _) => Some(Latch { source: LatchSource::Orch, code }),
+            (None, Some(code)) => Some(Latch { source: LatchSource::Sched, code }),
             (None, None) => None,
         }
     }
@@ -442,11 +433,7 @@ pub enum EncodeError {
 /// bytes past the header are ignored, and any code value (negative, garbage) decodes, as
 /// [`RuntimeCode::Unknown`] when it is not a known code.
 pub fn decode(layout: HeaderLayout, bytes: &[u8]) -> Result<Status, DecodeError> {
-    let too_short = DecodeError::TooShort {
-        layout,
-        needed: layout.size(),
-        got: bytes.len(),
-    };
+    let too_short = DecodeError::TooShort { layout, needed: layout.size(), got: bytes.len() };
     if bytes.len() < layout.size() {
         return Err(too_short);
     }
@@ -508,10 +495,7 @@ pub fn decode(layout: HeaderLayout, bytes: &[u8]) -> Result<Status, DecodeError>
 /// The `N` bytes at `offset`; `None` only if the layout table lied about its size (its
 /// fields are checked to fit at compile time).
 fn le_bytes<const N: usize>(bytes: &[u8], offset: usize) -> Option<[u8; N]> {
-    offset
-        .checked_add(N)
-        .and_then(|end| bytes.get(offset..end))
-        .and_then(|b| b.try_into().ok())
+    offset.checked_add(N).and_then(|end| bytes.get(offset..end)).and_then(|b| b.try_into().ok())
 }
 
 /// Writes `status` into `out` at the layout's offsets, leaving every other byte as it
@@ -524,11 +508,7 @@ pub fn encode_into(
     out: &mut [u8],
 ) -> Result<(), EncodeError> {
     let got = out.len();
-    let too_short = EncodeError::TooShort {
-        layout,
-        needed: layout.size(),
-        got,
-    };
+    let too_short = EncodeError::TooShort { layout, needed: layout.size(), got };
     if got < layout.size() {
         return Err(too_short);
     }
@@ -583,10 +563,7 @@ mod tests {
     /// A table of `(offset, type)` fields; which field each is does not matter to
     /// `fields_fit`.
     fn table(fields: &[(usize, FieldType)]) -> Vec<FieldSpec> {
-        fields
-            .iter()
-            .map(|&(offset, ty)| spec(HeaderField::StallCompleted, offset, ty))
-            .collect()
+        fields.iter().map(|&(offset, ty)| spec(HeaderField::StallCompleted, offset, ty)).collect()
     }
 
     #[test]
@@ -660,9 +637,6 @@ mod tests {
         let mut swapped = HBG_FIELDS;
         swapped.swap(0, 2);
         (swapped[0].offset, swapped[2].offset) = (208, 216);
-        assert!(
-            !latch_block_at(&swapped, 208),
-            "orch and sched codes swapped"
-        );
+        assert!(!latch_block_at(&swapped, 208), "orch and sched codes swapped");
     }
 }

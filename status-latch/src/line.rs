@@ -22,11 +22,7 @@ pub struct FailureLine {
 
 /// The log line for a run's failure.
 pub const fn failure_line(run: u64, failure: &Failure) -> FailureLine {
-    FailureLine {
-        run,
-        failure: *failure,
-        status: None,
-    }
+    FailureLine { run, failure: *failure, status: None }
 }
 
 impl FailureLine {
@@ -70,11 +66,7 @@ fn write_stall(f: &mut fmt::Formatter<'_>, stall: &Stall) -> fmt::Result {
 impl fmt::Display for FailureLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "run {} failed", self.run)?;
-        FailureDetail {
-            failure: self.failure,
-            status: self.status,
-        }
-        .fmt(f)
+        FailureDetail { failure: self.failure, status: self.status }.fmt(f)
     }
 }
 
@@ -206,10 +198,6 @@ impl fmt::Display for FailureDetail {
                 code.hint()
             }
         };
-        write!(
-            f,
-            "; class={} rule={}; hint: {hint}",
-            classification.class, classification.rule
-        )
+        write!(f, "; class={} rule={}; hint: {hint}", classification.class, classification.rule)
     }
 }

@@ -72,13 +72,8 @@ impl Stage {
 
     /// The stages whose call is the runtime's (a runner callback), in run order: what they
     /// return may be one of its latch codes, negated ([`Failure::returned`]).
-    pub const RETURNING: [Stage; 5] = [
-        Self::Prepare,
-        Self::AicoreLaunch,
-        Self::AicpuLaunch,
-        Self::CopyBack,
-        Self::Upload,
-    ];
+    pub const RETURNING: [Stage; 5] =
+        [Self::Prepare, Self::AicoreLaunch, Self::AicpuLaunch, Self::CopyBack, Self::Upload];
 
     /// The stage's name in logs and tables.
     pub const fn name(self) -> &'static str {
@@ -220,14 +215,8 @@ impl Failure {
         match code {
             ReturnCode::Runtime(code) => Self::Returned { stage, code },
             ReturnCode::Acl(code) => match stage {
-                Stage::AicoreLaunch => Self::Launch {
-                    progress: LaunchProgress::NotStarted,
-                    code,
-                },
-                Stage::AicpuLaunch => Self::Launch {
-                    progress: LaunchProgress::Partial,
-                    code,
-                },
+                Stage::AicoreLaunch => Self::Launch { progress: LaunchProgress::NotStarted, code },
+                Stage::AicpuLaunch => Self::Launch { progress: LaunchProgress::Partial, code },
                 _ => Self::Acl { stage, code },
             },
         }
@@ -239,10 +228,7 @@ impl Failure {
     pub const fn launch(progress: LaunchProgress, code: ReturnCode) -> Self {
         match code {
             ReturnCode::Acl(code) => Self::Launch { progress, code },
-            ReturnCode::Runtime(code) => Self::Returned {
-                stage: progress.stage(),
-                code,
-            },
+            ReturnCode::Runtime(code) => Self::Returned { stage: progress.stage(), code },
         }
     }
 
@@ -588,19 +574,10 @@ impl Rule {
     pub const fn of(failure: &Failure) -> Rule {
         use RuntimeCode as R;
         match *failure {
-            Failure::Acl {
-                stage: Stage::Upload,
-                ..
-            }
-            | Failure::Returned {
-                stage: Stage::Upload,
-                ..
-            } => Self::UploadFailed,
+            Failure::Acl { stage: Stage::Upload, .. }
+            | Failure::Returned { stage: Stage::Upload, .. } => Self::UploadFailed,
             // The AICore kernel spins with no scheduler to release it, whatever the code (L-5).
-            Failure::Returned {
-                stage: Stage::AicpuLaunch,
-                ..
-            } => Self::LaunchPartial,
+            Failure::Returned { stage: Stage::AicpuLaunch, .. } => Self::LaunchPartial,
             Failure::Latched(Latch { code, .. })
             | Failure::Record { code, .. }
             | Failure::Returned { code, .. } => match code {
@@ -628,14 +605,8 @@ impl Rule {
                 Self::DeviceFault
             }
             Failure::Covering { .. } => Self::DeviceVerdictFailed,
-            Failure::Launch {
-                progress: LaunchProgress::NotStarted,
-                ..
-            } => Self::LaunchNotStarted,
-            Failure::Launch {
-                progress: LaunchProgress::Partial,
-                ..
-            } => Self::LaunchPartial,
+            Failure::Launch { progress: LaunchProgress::NotStarted, .. } => Self::LaunchNotStarted,
+            Failure::Launch { progress: LaunchProgress::Partial, .. } => Self::LaunchPartial,
             Failure::Acl { stage, .. } => match stage {
                 Stage::StreamCreate | Stage::StreamDestroy => Self::LaunchPathStream,
                 Stage::AicoreLaunch => Self::LaunchNotStarted,
@@ -684,11 +655,7 @@ impl fmt::Display for Rule {
 /// Classifies a failure: run-only or poison, with the rule and its reason (SPEC §5.3).
 pub const fn classify(failure: &Failure) -> Classification {
     let rule = Rule::of(failure);
-    Classification {
-        class: rule.class(),
-        reason: rule.reason(),
-        rule,
-    }
+    Classification { class: rule.class(), reason: rule.reason(), rule }
 }
 
 /// Every failure the tables show: every known runtime code latched (and two unknown
@@ -696,18 +663,11 @@ pub const fn classify(failure: &Failure) -> Classification {
 /// progresses, and the two failures without a code. For tables, tests and fuzz seeds.
 pub fn known_failures() -> Vec<Failure> {
     use crate::header::LatchSource;
-    let runtime = RuntimeCode::ALL
-        .into_iter()
-        .chain([RuntimeCode::Unknown(-1), RuntimeCode::Unknown(12)]);
+    let runtime =
+        RuntimeCode::ALL.into_iter().chain([RuntimeCode::Unknown(-1), RuntimeCode::Unknown(12)]);
     let acl = || AclCode::ALL.into_iter().chain([AclCode::Unknown(999_999)]);
-    let mut out: Vec<Failure> = runtime
-        .map(|code| {
-            Failure::Latched(Latch {
-                source: LatchSource::Orch,
-                code,
-            })
-        })
-        .collect();
+    let mut out: Vec<Failure> =
+        runtime.map(|code| Failure::Latched(Latch { source: LatchSource::Orch, code })).collect();
     for stage in Stage::ALL {
         out.extend(acl().map(|code| Failure::Acl { stage, code }));
     }
@@ -715,28 +675,17 @@ pub fn known_failures() -> Vec<Failure> {
         out.extend(acl().map(|code| Failure::Launch { progress, code }));
     }
     out.extend([Failure::HostWaitTimeout, Failure::CopyBackValidation]);
-    out.extend(RecordSource::ALL.into_iter().map(|source| Failure::Record {
-        code: RuntimeCode::ScopeDeadlock,
-        source,
-    }));
+    out.extend(
+        RecordSource::ALL
+            .into_iter()
+            .map(|source| Failure::Record { code: RuntimeCode::ScopeDeadlock, source }),
+    );
     out.extend([
-        Failure::Record {
-            code: RuntimeCode::SchedulerTimeout,
-            source: RecordSource::Header,
-        },
+        Failure::Record { code: RuntimeCode::SchedulerTimeout, source: RecordSource::Header },
         Failure::NoRecord,
-        Failure::NoRecordBesideCode {
-            code: AclCode::RtAicpuException,
-            left_by: 4,
-        },
-        Failure::Covering {
-            code: AclCode::RtAicoreException,
-            behind: 1,
-        },
-        Failure::Covering {
-            code: AclCode::RtStreamSyncTimeout,
-            behind: 2,
-        },
+        Failure::NoRecordBesideCode { code: AclCode::RtAicpuException, left_by: 4 },
+        Failure::Covering { code: AclCode::RtAicoreException, behind: 1 },
+        Failure::Covering { code: AclCode::RtStreamSyncTimeout, behind: 2 },
         Failure::MalformedRecord(RecordDefect::NoVerdict),
     ]);
     // A runtime latch code returned negated by each call of the runtime's: an orchestration

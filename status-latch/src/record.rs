@@ -214,14 +214,9 @@ impl fmt::Display for RecordDefect {
             }
             Self::NoVerdict => f.write_str("published with verdict 0 (none)"),
             Self::UnknownVerdict { raw } => write!(f, "unknown verdict {raw}"),
-            Self::OkWithDetail {
-                code,
-                source,
-                payload,
-            } => write!(
-                f,
-                "verdict ok with code {code}, source {source}, {payload} payload bytes"
-            ),
+            Self::OkWithDetail { code, source, payload } => {
+                write!(f, "verdict ok with code {code}, source {source}, {payload} payload bytes")
+            }
             Self::ErrorWithoutCode => f.write_str("verdict error with code 0"),
             Self::UnknownSource { raw } => write!(f, "verdict error with unknown source {raw}"),
         }
@@ -273,11 +268,7 @@ impl fmt::Display for Record {
             }
             Self::Malformed(defect) => write!(f, "malformed: {defect}"),
             Self::Ok => f.write_str("ok"),
-            Self::Error {
-                code,
-                source,
-                payload_len,
-            } => write!(
+            Self::Error { code, source, payload_len } => write!(
                 f,
                 "error {} ({}) from the {source}, {payload_len} payload bytes",
                 code.value(),
@@ -328,11 +319,7 @@ pub fn decode_record(bytes: &[u8], epoch: u64) -> Record {
     match verdict {
         VERDICT_NONE => Record::Malformed(RecordDefect::NoVerdict),
         VERDICT_OK if code == 0 && source == 0 && payload == 0 => Record::Ok,
-        VERDICT_OK => Record::Malformed(RecordDefect::OkWithDetail {
-            code,
-            source,
-            payload,
-        }),
+        VERDICT_OK => Record::Malformed(RecordDefect::OkWithDetail { code, source, payload }),
         VERDICT_ERROR if code == 0 => Record::Malformed(RecordDefect::ErrorWithoutCode),
         VERDICT_ERROR => match RecordSource::from_raw(source) {
             Some(source) => Record::Error {
@@ -394,11 +381,7 @@ pub fn encode_record(epoch: u64, write: &RecordWrite<'_>) -> [u8; RECORD_BYTES] 
     let mut out = [0; RECORD_BYTES];
     match *write {
         RecordWrite::Ok => put(&mut out, VERDICT_AT, VERDICT_OK.to_le_bytes()),
-        RecordWrite::Error {
-            code,
-            source,
-            payload,
-        } => {
+        RecordWrite::Error { code, source, payload } => {
             let len = payload.len().min(RECORD_PAYLOAD_MAX);
             // At most 256: fits.
             put(&mut out, PAYLOAD_BYTES_AT, (len as u32).to_le_bytes());
@@ -421,55 +404,31 @@ mod tests {
     fn an_ok_record_decodes_only_for_its_own_epoch() {
         let bytes = encode_record(7, &RecordWrite::Ok);
         assert_eq!(decode_record(&bytes, 7), Record::Ok);
-        assert_eq!(
-            decode_record(&bytes, 8),
-            Record::NeverPublished { stamp: 7 }
-        );
+        assert_eq!(decode_record(&bytes, 8), Record::NeverPublished { stamp: 7 });
     }
 
     #[test]
     fn a_header_code_written_as_the_runtime_status_reads_as_its_latch_code() {
-        let write = |code, source| {
-            encode_record(
-                2,
-                &RecordWrite::Error {
-                    code,
-                    source,
-                    payload: &[],
-                },
-            )
-        };
+        let write =
+            |code, source| encode_record(2, &RecordWrite::Error { code, source, payload: &[] });
         let code_of = |bytes: &[u8]| match decode_record(bytes, 2) {
             Record::Error { code, .. } => code,
             other => panic!("{other:?}"),
         };
-        assert_eq!(
-            code_of(&write(-9, RecordSource::Header)),
-            RuntimeCode::ExplicitOrchFatal
-        );
-        assert_eq!(
-            code_of(&write(-9, RecordSource::ThreadReturn)),
-            RuntimeCode::Unknown(-9)
-        );
+        assert_eq!(code_of(&write(-9, RecordSource::Header)), RuntimeCode::ExplicitOrchFatal);
+        assert_eq!(code_of(&write(-9, RecordSource::ThreadReturn)), RuntimeCode::Unknown(-9));
     }
 
     #[test]
     fn a_zeroed_region_is_never_published() {
-        assert_eq!(
-            decode_record(&[0; RECORD_BYTES], 1),
-            Record::NeverPublished { stamp: 0 }
-        );
+        assert_eq!(decode_record(&[0; RECORD_BYTES], 1), Record::NeverPublished { stamp: 0 });
     }
 
     #[test]
     fn an_error_record_keeps_its_code_source_and_payload() {
         let bytes = encode_record(
             3,
-            &RecordWrite::Error {
-                code: 1,
-                source: RecordSource::Header,
-                payload: &[9; 64],
-            },
+            &RecordWrite::Error { code: 1, source: RecordSource::Header, payload: &[9; 64] },
         );
         assert_eq!(
             decode_record(&bytes, 3),
@@ -500,21 +459,14 @@ mod tests {
             decode_record(&bytes, 5),
             Record::Malformed(RecordDefect::PayloadTooLong { bytes: 257 })
         );
-        assert_eq!(
-            decode_record(&bytes, 0),
-            Record::Malformed(RecordDefect::ZeroEpoch)
-        );
+        assert_eq!(decode_record(&bytes, 0), Record::Malformed(RecordDefect::ZeroEpoch));
         assert_eq!(
             decode_record(&bytes[..10], 5),
             Record::Malformed(RecordDefect::Short { len: 10 })
         );
         let mut error = encode_record(
             5,
-            &RecordWrite::Error {
-                code: 2,
-                source: RecordSource::Shutdown,
-                payload: &[],
-            },
+            &RecordWrite::Error { code: 2, source: RecordSource::Shutdown, payload: &[] },
         );
         error[20..24].copy_from_slice(&0_u32.to_le_bytes());
         assert_eq!(
@@ -522,9 +474,6 @@ mod tests {
             Record::Malformed(RecordDefect::UnknownSource { raw: 0 })
         );
         error[16..20].copy_from_slice(&0_i32.to_le_bytes());
-        assert_eq!(
-            decode_record(&error, 5),
-            Record::Malformed(RecordDefect::ErrorWithoutCode)
-        );
+        assert_eq!(decode_record(&error, 5), Record::Malformed(RecordDefect::ErrorWithoutCode));
     }
 }

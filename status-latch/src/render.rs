@@ -41,13 +41,8 @@ fn layout_table_under(h: &str) -> String {
         let _ = writeln!(out, "{h} {} ({} bytes)\n", layout.name(), layout.size());
         out.push_str("| field | offset | type |\n|---|---:|---|\n");
         for spec in layout.fields() {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                spec.field.name(),
-                spec.offset,
-                spec.ty.name()
-            );
+            let _ =
+                writeln!(out, "| {} | {} | {} |", spec.field.name(), spec.offset, spec.ty.name());
         }
         out.push('\n');
     }
@@ -66,15 +61,10 @@ fn code_table_under(h: &str) -> String {
     let _ = writeln!(out, "{h} Runtime latch codes\n");
     out.push_str("`runtime_status = -code`; 0 is the clear latch, not a code.\n\n");
     out.push_str("| code | name | class | meaning | hint |\n|---:|---|---|---|---|\n");
-    for code in RuntimeCode::ALL
-        .into_iter()
-        .chain([RuntimeCode::Unknown(-1)])
-    {
-        let class = classify(&Failure::Latched(crate::Latch {
-            source: crate::LatchSource::Orch,
-            code,
-        }))
-        .class;
+    for code in RuntimeCode::ALL.into_iter().chain([RuntimeCode::Unknown(-1)]) {
+        let class =
+            classify(&Failure::Latched(crate::Latch { source: crate::LatchSource::Orch, code }))
+                .class;
         let value = match code {
             RuntimeCode::Unknown(_) => "other".to_string(),
             known => known.value().to_string(),
@@ -137,9 +127,7 @@ pub fn return_code_table() -> String {
         out.push_str("---|");
     }
     out.push('\n');
-    for raw in [
-        -1, -3, -4, -6, -100, -103, -12, -999, -1000, -1002, 107_000, 507_015, 12,
-    ] {
+    for raw in [-1, -3, -4, -6, -100, -103, -12, -999, -1000, -1002, 107_000, 507_015, 12] {
         let Some(code) = ReturnCode::from_raw(raw) else {
             continue;
         };
@@ -172,13 +160,7 @@ fn classification_table_under(h: &str) -> String {
     out.push_str("Tried in this order; the first that matches decides.\n\n");
     out.push_str("| rule | class | why |\n|---|---|---|\n");
     for rule in Rule::ALL {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} |",
-            rule.name(),
-            rule.class(),
-            cell(rule.reason())
-        );
+        let _ = writeln!(out, "| {} | {} | {} |", rule.name(), rule.class(), cell(rule.reason()));
     }
     let _ = writeln!(out, "\n{h} Every failure\n");
     out.push_str("| failure | stage | code | name | class | rule |\n|---|---|---:|---|---|---|\n");
@@ -190,42 +172,30 @@ fn classification_table_under(h: &str) -> String {
                 latch.code.value().to_string(),
                 latch.code.name(),
             ),
-            Failure::Acl { stage, code } => (
-                "acl",
-                stage.name().to_string(),
-                code.raw().to_string(),
-                code.name(),
-            ),
+            Failure::Acl { stage, code } => {
+                ("acl", stage.name().to_string(), code.raw().to_string(), code.name())
+            }
             Failure::Launch { progress, code } => (
                 "launch",
                 format!("{} ({})", progress.stage().name(), progress.name()),
                 code.raw().to_string(),
                 code.name(),
             ),
-            Failure::HostWaitTimeout => (
-                "host wait timeout",
-                "host wait".to_string(),
-                "-".to_string(),
-                "-",
-            ),
-            Failure::CopyBackValidation => (
-                "copy-back validation",
-                "copy-back".to_string(),
-                "-".to_string(),
-                "-",
-            ),
+            Failure::HostWaitTimeout => {
+                ("host wait timeout", "host wait".to_string(), "-".to_string(), "-")
+            }
+            Failure::CopyBackValidation => {
+                ("copy-back validation", "copy-back".to_string(), "-".to_string(), "-")
+            }
             Failure::Record { code, source } => (
                 "result record",
                 format!("record ({source})"),
                 code.value().to_string(),
                 code.name(),
             ),
-            Failure::NoRecord => (
-                "no result record",
-                "device verdict clean".to_string(),
-                "-".to_string(),
-                "-",
-            ),
+            Failure::NoRecord => {
+                ("no result record", "device verdict clean".to_string(), "-".to_string(), "-")
+            }
             Failure::NoRecordBesideCode { code, left_by } => (
                 "no result record",
                 format!("device verdict: {} left by run {left_by}", code.raw()),
@@ -238,12 +208,9 @@ fn classification_table_under(h: &str) -> String {
                 code.raw().to_string(),
                 code.name(),
             ),
-            Failure::MalformedRecord(_) => (
-                "malformed record",
-                "device verdict clean".to_string(),
-                "-".to_string(),
-                "-",
-            ),
+            Failure::MalformedRecord(_) => {
+                ("malformed record", "device verdict clean".to_string(), "-".to_string(), "-")
+            }
             Failure::Returned { stage, code } => (
                 "returned latch code",
                 format!("{} (returned)", stage.name()),
@@ -252,11 +219,7 @@ fn classification_table_under(h: &str) -> String {
             ),
         };
         let c = classify(&failure);
-        let _ = writeln!(
-            out,
-            "| {kind} | {stage} | {code} | {name} | {} | {} |",
-            c.class, c.rule
-        );
+        let _ = writeln!(out, "| {kind} | {stage} | {code} | {name} | {} | {} |", c.class, c.rule);
     }
     out
 }
@@ -285,16 +248,8 @@ fn decode_examples() -> Vec<(&'static str, Vec<u8>, u64)> {
         },
     );
     vec![
-        (
-            "the host asks with epoch 0, whatever the bytes",
-            ok.to_vec(),
-            0,
-        ),
-        (
-            "fewer than 24 bytes were read (the fixed fields)",
-            ok[..10].to_vec(),
-            e,
-        ),
+        ("the host asks with epoch 0, whatever the bytes", ok.to_vec(), 0),
+        ("fewer than 24 bytes were read (the fixed fields)", ok[..10].to_vec(), e),
         (
             "`published` is not the run's epoch: 0 in a fresh region, or an earlier run's epoch",
             encode_record(e - 1, &RecordWrite::Ok).to_vec(),
@@ -316,21 +271,13 @@ fn decode_examples() -> Vec<(&'static str, Vec<u8>, u64)> {
             with_word(&ok, CODE_AT, u32::from_le_bytes((-9_i32).to_le_bytes())),
             e,
         ),
-        (
-            "`verdict` is 2 and `completion_code` is 0",
-            with_word(&error, CODE_AT, 0),
-            e,
-        ),
+        ("`verdict` is 2 and `completion_code` is 0", with_word(&error, CODE_AT, 0), e),
         (
             "`verdict` is 2, the code is not 0, `code_source` is not 1, 2 or 3",
             with_word(&error, SOURCE_AT, 0),
             e,
         ),
-        (
-            "`verdict` is 2, the code is not 0, `code_source` is 1, 2 or 3",
-            error.to_vec(),
-            e,
-        ),
+        ("`verdict` is 2, the code is not 0, `code_source` is 1, 2 or 3", error.to_vec(), e),
         ("`verdict` is over 2", with_word(&ok, VERDICT_AT, 3), e),
     ]
 }
@@ -344,9 +291,7 @@ fn judgement_text(judgement: Judgement) -> String {
         Judgement::NeedsAttribution => "attribute the code (L-8a)".to_string(),
         Judgement::Fail(failure) => {
             let c = classify(&failure);
-            let at = failure
-                .stage()
-                .map_or(String::new(), |stage| format!(" at {stage}"));
+            let at = failure.stage().map_or(String::new(), |stage| format!(" at {stage}"));
             format!("fail `{}`{at}: {} (`{}`)", failure.name(), c.class, c.rule)
         }
     }
@@ -437,14 +382,8 @@ fn boundaries() -> [(String, Boundary); 3] {
     let unfenced = AclCode::RtParamInvalid;
     [
         ("complete".to_string(), Boundary::Complete),
-        (
-            format!("wait failed ({})", failed.raw()),
-            Boundary::Failed(failed),
-        ),
-        (
-            format!("unfenced ({})", unfenced.raw()),
-            Boundary::Unfenced(unfenced),
-        ),
+        (format!("wait failed ({})", failed.raw()), Boundary::Failed(failed)),
+        (format!("unfenced ({})", unfenced.raw()), Boundary::Unfenced(unfenced)),
     ]
 }
 
@@ -456,24 +395,14 @@ fn records() -> [(String, RecordRead); 6] {
         ("ok".to_string(), RecordRead::Read(Record::Ok)),
         (
             format!("error {} ({})", code.value(), RecordSource::Header),
-            RecordRead::Read(Record::Error {
-                code,
-                source: RecordSource::Header,
-                payload_len: 0,
-            }),
+            RecordRead::Read(Record::Error { code, source: RecordSource::Header, payload_len: 0 }),
         ),
-        (
-            "never published".to_string(),
-            RecordRead::Read(Record::NeverPublished { stamp: 0 }),
-        ),
+        ("never published".to_string(), RecordRead::Read(Record::NeverPublished { stamp: 0 })),
         (
             format!("malformed ({})", malformed.name()),
             RecordRead::Read(Record::Malformed(malformed)),
         ),
-        (
-            format!("read failed ({})", read_failed.raw()),
-            RecordRead::Failed(read_failed),
-        ),
+        (format!("read failed ({})", read_failed.raw()), RecordRead::Failed(read_failed)),
         ("not read".to_string(), RecordRead::NotRead),
     ]
 }
@@ -486,44 +415,23 @@ fn devices() -> [(String, Option<DeviceVerdict>); 6] {
         ("clean".to_string(), Some(DeviceVerdict::Clean)),
         (
             format!("{code} returned, not attributed"),
-            Some(DeviceVerdict::Returned {
-                aicpu: Some(fault),
-                aicore: None,
-            }),
+            Some(DeviceVerdict::Returned { aicpu: Some(fault), aicore: None }),
         ),
-        (
-            format!("{code}, this run's"),
-            Some(DeviceVerdict::Fault(fault)),
-        ),
+        (format!("{code}, this run's"), Some(DeviceVerdict::Fault(fault))),
         (
             format!("{code}, this run's, 1 behind"),
-            Some(DeviceVerdict::Covering {
-                code: fault,
-                behind: 1,
-            }),
+            Some(DeviceVerdict::Covering { code: fault, behind: 1 }),
         ),
-        (
-            format!("{code}, left by run 4"),
-            Some(DeviceVerdict::LeftBy {
-                code: fault,
-                left_by: 4,
-            }),
-        ),
+        (format!("{code}, left by run 4"), Some(DeviceVerdict::LeftBy { code: fault, left_by: 4 })),
     ]
 }
 
 fn headers() -> [(String, HeaderRead); 3] {
-    let latch = Latch {
-        source: LatchSource::Orch,
-        code: RuntimeCode::ExplicitOrchFatal,
-    };
+    let latch = Latch { source: LatchSource::Orch, code: RuntimeCode::ExplicitOrchFatal };
     [
         ("not read".to_string(), HeaderRead::Unread),
         ("clean".to_string(), HeaderRead::Clean),
-        (
-            format!("latched {}", latch.code.value()),
-            HeaderRead::Latched(latch),
-        ),
+        (format!("latched {}", latch.code.value()), HeaderRead::Latched(latch)),
     ]
 }
 
@@ -620,13 +528,7 @@ fn verdict_table_under(h: &str) -> String {
     out.push_str("| # | row | evidence | conclusion |\n|---:|---|---|---|\n");
     for (i, rule) in VerdictRule::ALL.into_iter().enumerate() {
         let (name, evidence, conclusion) = rule.row();
-        let _ = writeln!(
-            out,
-            "| {} | {name} | {} | {} |",
-            i + 1,
-            cell(evidence),
-            cell(conclusion)
-        );
+        let _ = writeln!(out, "| {} | {name} | {} | {} |", i + 1, cell(evidence), cell(conclusion));
     }
     let _ = writeln!(out, "\n{h} Evidence combinations\n");
     out.push_str(
@@ -670,12 +572,7 @@ fn verdict_table_under(h: &str) -> String {
 
 /// An attribution example: the AICPU and AICore streams' codes, the sticky mark, the covered
 /// records.
-type Example = (
-    Option<AclCode>,
-    Option<AclCode>,
-    Option<u64>,
-    Vec<CoveredRead>,
-);
+type Example = (Option<AclCode>, Option<AclCode>, Option<u64>, Vec<CoveredRead>);
 
 /// Markdown: the attribution's rows ([`AttributionRule::ALL`], in the order `attribute`
 /// tries them), then examples computed by `attribute`.
@@ -696,13 +593,7 @@ fn attribution_table_under(h: &str) -> String {
     out.push_str("| # | row | evidence | conclusion |\n|---:|---|---|---|\n");
     for (i, rule) in AttributionRule::ALL.into_iter().enumerate() {
         let (name, evidence, conclusion) = rule.row();
-        let _ = writeln!(
-            out,
-            "| {} | {name} | {} | {} |",
-            i + 1,
-            cell(evidence),
-            cell(conclusion)
-        );
+        let _ = writeln!(out, "| {} | {name} | {} | {} |", i + 1, cell(evidence), cell(conclusion));
     }
     let _ = writeln!(out, "\n{h} Examples\n");
     out.push_str(
@@ -730,12 +621,7 @@ fn attribution_table_under(h: &str) -> String {
         (Some(fatal), None, None, vec![]),
         (Some(fatal), Some(aicore), Some(4), vec![read(6, none)]),
         (None, Some(aicore), None, vec![read(6, none)]),
-        (
-            Some(AclCode::RtStreamSyncTimeout),
-            None,
-            Some(4),
-            vec![read(6, error)],
-        ),
+        (Some(AclCode::RtStreamSyncTimeout), None, Some(4), vec![read(6, error)]),
     ];
     let code = |c: Option<AclCode>| c.map_or_else(|| "clean".to_string(), |c| c.raw().to_string());
     let record = |r: RecordRead| match r {
@@ -745,10 +631,8 @@ fn attribution_table_under(h: &str) -> String {
     };
     for (aicpu, core, sticky, covered) in examples {
         let (rule, verdict) = attribute(aicpu, core, sticky, &covered);
-        let reads: Vec<String> = covered
-            .iter()
-            .map(|c| format!("run {} {}", c.run, record(c.record)))
-            .collect();
+        let reads: Vec<String> =
+            covered.iter().map(|c| format!("run {} {}", c.run, record(c.record))).collect();
         let verdict = match verdict {
             DeviceVerdict::LeftBy { code, left_by } => {
                 format!("`LeftBy` {}: run {left_by}'s", code.raw())
@@ -765,11 +649,7 @@ fn attribution_table_under(h: &str) -> String {
             code(aicpu),
             code(core),
             sticky.map_or_else(|| "none".to_string(), |run| format!("run {run}")),
-            if reads.is_empty() {
-                "none".to_string()
-            } else {
-                reads.join(", ")
-            },
+            if reads.is_empty() { "none".to_string() } else { reads.join(", ") },
         );
     }
     out

@@ -184,12 +184,9 @@ impl fmt::Display for Evidence {
         match self.device {
             None => Ok(()),
             Some(DeviceVerdict::Clean) => f.write_str(" device=clean"),
-            Some(DeviceVerdict::Returned { aicpu, aicore }) => write!(
-                f,
-                " device=returned(aicpu {}, aicore {})",
-                raw(aicpu),
-                raw(aicore)
-            ),
+            Some(DeviceVerdict::Returned { aicpu, aicore }) => {
+                write!(f, " device=returned(aicpu {}, aicore {})", raw(aicpu), raw(aicore))
+            }
             Some(DeviceVerdict::Fault(code)) => write!(f, " device={}", code.raw()),
             Some(DeviceVerdict::Covering { code, behind }) => {
                 write!(f, " device={} covering {behind} behind", code.raw())
@@ -383,18 +380,14 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
             let judgement = match evidence.device {
                 None => Judgement::NeedsDeviceVerdict,
                 Some(DeviceVerdict::Returned { .. }) => Judgement::NeedsAttribution,
-                Some(DeviceVerdict::Fault(device)) => Judgement::Fail(Failure::Acl {
-                    stage: Stage::StreamSync,
-                    code: device,
-                }),
+                Some(DeviceVerdict::Fault(device)) => {
+                    Judgement::Fail(Failure::Acl { stage: Stage::StreamSync, code: device })
+                }
                 Some(DeviceVerdict::Covering { code, behind }) => {
                     Judgement::Fail(Failure::Covering { code, behind })
                 }
                 Some(DeviceVerdict::Clean | DeviceVerdict::LeftBy { .. }) => {
-                    Judgement::Fail(Failure::Acl {
-                        stage: Stage::EventRecord,
-                        code,
-                    })
+                    Judgement::Fail(Failure::Acl { stage: Stage::EventRecord, code })
                 }
             };
             return (R::Unfenced, judgement);
@@ -402,10 +395,7 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
         Boundary::Failed(code) => {
             return (
                 R::BoundaryFailed,
-                Judgement::Fail(Failure::Acl {
-                    stage: Stage::EventWait,
-                    code,
-                }),
+                Judgement::Fail(Failure::Acl { stage: Stage::EventWait, code }),
             );
         }
         Boundary::Complete => {}
@@ -414,10 +404,7 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
     if record_channel {
         match evidence.record {
             RecordRead::Read(Record::Error { code, source, .. }) => {
-                return (
-                    R::RecordError,
-                    Judgement::Fail(Failure::Record { code, source }),
-                );
+                return (R::RecordError, Judgement::Fail(Failure::Record { code, source }));
             }
             RecordRead::Read(Record::Ok) => return (R::RecordOk, Judgement::Ok),
             _ => {}
@@ -429,28 +416,19 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
             return (R::AttributeCode, Judgement::NeedsAttribution);
         }
         Some(DeviceVerdict::Covering { code, behind }) => {
-            return (
-                R::DeviceFault,
-                Judgement::Fail(Failure::Covering { code, behind }),
-            );
+            return (R::DeviceFault, Judgement::Fail(Failure::Covering { code, behind }));
         }
         Some(DeviceVerdict::Fault(code)) => {
             return (
                 R::DeviceFault,
-                Judgement::Fail(Failure::Acl {
-                    stage: Stage::StreamSync,
-                    code,
-                }),
+                Judgement::Fail(Failure::Acl { stage: Stage::StreamSync, code }),
             );
         }
         // Without records no run's error can be known: a code is a code on that channel.
         Some(DeviceVerdict::LeftBy { code, .. }) if !record_channel => {
             return (
                 R::DeviceFault,
-                Judgement::Fail(Failure::Acl {
-                    stage: Stage::StreamSync,
-                    code,
-                }),
+                Judgement::Fail(Failure::Acl { stage: Stage::StreamSync, code }),
             );
         }
         Some(DeviceVerdict::LeftBy { code, left_by }) => Some((code, left_by)),
@@ -459,10 +437,7 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
     if let (true, RecordRead::Failed(code)) = (record_channel, evidence.record) {
         return (
             R::RecordReadFailed,
-            Judgement::Fail(Failure::Acl {
-                stage: Stage::RecordRead,
-                code,
-            }),
+            Judgement::Fail(Failure::Acl { stage: Stage::RecordRead, code }),
         );
     }
     match header {
@@ -476,10 +451,9 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
         return (R::SynchronizedClean, Judgement::Ok);
     }
     match evidence.record {
-        RecordRead::Read(Record::Malformed(defect)) => (
-            R::MalformedRecord,
-            Judgement::Fail(Failure::MalformedRecord(defect)),
-        ),
+        RecordRead::Read(Record::Malformed(defect)) => {
+            (R::MalformedRecord, Judgement::Fail(Failure::MalformedRecord(defect)))
+        }
         _ => match left_by {
             Some((code, left_by)) => (
                 R::NoRecordBesideCode,
@@ -493,10 +467,7 @@ pub const fn judge(evidence: &Evidence, header: HeaderRead) -> (VerdictRule, Jud
 /// Whether the completion waiter must make the device verdict before it answers: the
 /// boundary completed and the record does not decide the run, or the run is unfenced.
 pub const fn needs_device_verdict(evidence: &Evidence) -> bool {
-    matches!(
-        judge(evidence, HeaderRead::Unread).1,
-        Judgement::NeedsDeviceVerdict
-    )
+    matches!(judge(evidence, HeaderRead::Unread).1, Judgement::NeedsDeviceVerdict)
 }
 
 #[cfg(test)]
@@ -508,12 +479,7 @@ mod tests {
     use crate::record::{RecordDefect, RecordSource};
 
     fn record(record: RecordRead, device: Option<DeviceVerdict>) -> Evidence {
-        Evidence {
-            channel: VerdictChannel::Record,
-            boundary: Boundary::Complete,
-            record,
-            device,
-        }
+        Evidence { channel: VerdictChannel::Record, boundary: Boundary::Complete, record, device }
     }
 
     const NEVER: RecordRead = RecordRead::Read(Record::NeverPublished { stamp: 0 });
@@ -531,24 +497,17 @@ mod tests {
     #[test]
     fn a_clean_synchronize_on_an_unpublished_record_fails_the_run_only() {
         let evidence = record(NEVER, Some(DeviceVerdict::Clean));
-        assert_eq!(
-            judge(&evidence, HeaderRead::Unread).1,
-            Judgement::NeedsHeader
-        );
+        assert_eq!(judge(&evidence, HeaderRead::Unread).1, Judgement::NeedsHeader);
         let (rule, judgement) = judge(&evidence, HeaderRead::Clean);
         assert_eq!(rule, VerdictRule::NoRecord);
-        let Judgement::Fail(failure) = judgement else {
-            panic!("{judgement:?}")
-        };
+        let Judgement::Fail(failure) = judgement else { panic!("{judgement:?}") };
         assert_eq!(classify(&failure).class, Class::RunOnly);
     }
 
     #[test]
     fn a_device_code_poisons_and_a_record_error_decides_whatever_else() {
         let fault = record(NEVER, Some(DeviceVerdict::Fault(AclCode::RtAicpuException)));
-        let Judgement::Fail(failure) = judge(&fault, HeaderRead::Unread).1 else {
-            panic!()
-        };
+        let Judgement::Fail(failure) = judge(&fault, HeaderRead::Unread).1 else { panic!() };
         assert_eq!(classify(&failure).class, Class::Poison);
         let error = record(
             RecordRead::Read(Record::Error {
@@ -558,26 +517,18 @@ mod tests {
             }),
             Some(DeviceVerdict::Fault(AclCode::RtAicpuException)),
         );
-        let (rule, Judgement::Fail(failure)) = judge(&error, HeaderRead::Unread) else {
-            panic!()
-        };
+        let (rule, Judgement::Fail(failure)) = judge(&error, HeaderRead::Unread) else { panic!() };
         assert_eq!(rule, VerdictRule::RecordError);
         assert_eq!(classify(&failure).class, Class::RunOnly);
     }
 
     #[test]
     fn the_header_fallback_decides_a_clean_unrecorded_run() {
-        let latch = Latch {
-            source: LatchSource::Orch,
-            code: RuntimeCode::ScopeDeadlock,
-        };
+        let latch = Latch { source: LatchSource::Orch, code: RuntimeCode::ScopeDeadlock };
         let evidence = record(NEVER, Some(DeviceVerdict::Clean));
         assert_eq!(
             judge(&evidence, HeaderRead::Latched(latch)),
-            (
-                VerdictRule::HeaderLatched,
-                Judgement::Fail(Failure::Latched(latch))
-            )
+            (VerdictRule::HeaderLatched, Judgement::Fail(Failure::Latched(latch)))
         );
         assert_eq!(
             judge(&Evidence::SYNCHRONIZED_CLEAN, HeaderRead::Clean),
@@ -587,10 +538,7 @@ mod tests {
             RecordRead::Read(Record::Malformed(RecordDefect::NoVerdict)),
             Some(DeviceVerdict::Clean),
         );
-        assert_eq!(
-            judge(&malformed, HeaderRead::Clean).0,
-            VerdictRule::MalformedRecord
-        );
+        assert_eq!(judge(&malformed, HeaderRead::Clean).0, VerdictRule::MalformedRecord);
     }
 
     #[test]
@@ -632,12 +580,8 @@ mod tests {
             for record in records {
                 for device in devices {
                     for header in headers {
-                        let evidence = Evidence {
-                            channel: VerdictChannel::Record,
-                            boundary,
-                            record,
-                            device,
-                        };
+                        let evidence =
+                            Evidence { channel: VerdictChannel::Record, boundary, record, device };
                         assert_ne!(judge(&evidence, header).1, Judgement::Ok, "{evidence}");
                     }
                 }

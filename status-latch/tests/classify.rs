@@ -6,10 +6,7 @@ use status_latch::{
 };
 
 fn latched(code: RuntimeCode) -> Failure {
-    Failure::Latched(Latch {
-        source: LatchSource::Orch,
-        code,
-    })
+    Failure::Latched(Latch { source: LatchSource::Orch, code })
 }
 
 fn acl(stage: Stage, code: AclCode) -> Failure {
@@ -56,20 +53,14 @@ fn orchestration_and_capacity_latches_fail_only_the_run() {
 
 #[test]
 fn scheduler_and_tensor_wait_timeouts_poison() {
-    for code in [
-        RuntimeCode::SchedulerTimeout,
-        RuntimeCode::TensorWaitTimeout,
-    ] {
+    for code in [RuntimeCode::SchedulerTimeout, RuntimeCode::TensorWaitTimeout] {
         assert_rule(latched(code), Class::Poison, Rule::LatchedTimeout);
     }
 }
 
 #[test]
 fn runtime_internal_latches_poison() {
-    for code in [
-        RuntimeCode::ScopeTasksOverflow,
-        RuntimeCode::AsyncRegistrationFailed,
-    ] {
+    for code in [RuntimeCode::ScopeTasksOverflow, RuntimeCode::AsyncRegistrationFailed] {
         assert_rule(latched(code), Class::Poison, Rule::LatchedRuntimeInternal);
     }
 }
@@ -84,25 +75,17 @@ fn unknown_latched_codes_poison() {
 
 #[test]
 fn the_latch_source_does_not_change_the_class() {
-    for code in RuntimeCode::ALL
-        .into_iter()
-        .chain([RuntimeCode::Unknown(7777)])
-    {
+    for code in RuntimeCode::ALL.into_iter().chain([RuntimeCode::Unknown(7777)]) {
         let orch = classify(&latched(code));
-        let sched = classify(&Failure::Latched(Latch {
-            source: LatchSource::Sched,
-            code,
-        }));
+        let sched = classify(&Failure::Latched(Latch { source: LatchSource::Sched, code }));
         assert_eq!(orch, sched, "{code}");
     }
 }
 
 #[test]
 fn device_fault_codes_poison_at_every_run_and_recovery_stage_and_launch_progress() {
-    let faults = AclCode::ALL
-        .into_iter()
-        .chain([AclCode::Unknown(507_777)])
-        .filter(|c| c.is_device_fault());
+    let faults =
+        AclCode::ALL.into_iter().chain([AclCode::Unknown(507_777)]).filter(|c| c.is_device_fault());
     for code in faults {
         for stage in Stage::ALL.into_iter().filter(|s| *s != Stage::Upload) {
             assert_rule(acl(stage, code), Class::Poison, Rule::DeviceFault);
@@ -117,11 +100,7 @@ fn device_fault_codes_poison_at_every_run_and_recovery_stage_and_launch_progress
 fn memory_exhaustion_at_launch_poisons_but_a_parameter_error_fails_only_the_run() {
     let oom = launch(LaunchProgress::NotStarted, AclCode::RtMemoryAllocation);
     assert_rule(oom, Class::Poison, Rule::DeviceFault);
-    for code in [
-        AclCode::InvalidParam,
-        AclCode::RtParamInvalid,
-        AclCode::Unknown(107_555),
-    ] {
+    for code in [AclCode::InvalidParam, AclCode::RtParamInvalid, AclCode::Unknown(107_555)] {
         assert_rule(
             launch(LaunchProgress::NotStarted, code),
             Class::RunOnly,
@@ -133,20 +112,13 @@ fn memory_exhaustion_at_launch_poisons_but_a_parameter_error_fails_only_the_run(
 #[test]
 fn a_partial_launch_poisons_whatever_the_code() {
     for code in non_fault_codes() {
-        assert_rule(
-            launch(LaunchProgress::Partial, code),
-            Class::Poison,
-            Rule::LaunchPartial,
-        );
+        assert_rule(launch(LaunchProgress::Partial, code), Class::Poison, Rule::LaunchPartial);
     }
 }
 
 #[test]
 fn aicore_and_aicpu_launch_stages_classify_like_not_started_and_partial() {
-    for code in AclCode::ALL
-        .into_iter()
-        .chain([AclCode::Unknown(1), AclCode::Unknown(507_001)])
-    {
+    for code in AclCode::ALL.into_iter().chain([AclCode::Unknown(1), AclCode::Unknown(507_001)]) {
         for progress in LaunchProgress::ALL {
             assert_eq!(
                 classify(&acl(progress.stage(), code)),
@@ -170,22 +142,14 @@ fn stream_create_or_destroy_failure_on_the_launch_path_fails_only_the_run() {
 #[test]
 fn an_event_record_failure_poisons() {
     for code in non_fault_codes() {
-        assert_rule(
-            acl(Stage::EventRecord, code),
-            Class::Poison,
-            Rule::EventRecordFailed,
-        );
+        assert_rule(acl(Stage::EventRecord, code), Class::Poison, Rule::EventRecordFailed);
     }
 }
 
 #[test]
 fn an_event_wait_without_proven_completion_poisons_even_for_stream_not_complete() {
     for code in non_fault_codes() {
-        assert_rule(
-            acl(Stage::EventWait, code),
-            Class::Poison,
-            Rule::EventWaitUnproven,
-        );
+        assert_rule(acl(Stage::EventWait, code), Class::Poison, Rule::EventWaitUnproven);
     }
     assert_rule(
         acl(Stage::EventWait, AclCode::RtStreamNotComplete),
@@ -203,63 +167,31 @@ fn an_event_wait_without_proven_completion_poisons_even_for_stream_not_complete(
 #[test]
 fn stream_not_complete_outside_an_event_wait_follows_the_stage_rule() {
     let code = AclCode::RtStreamNotComplete;
-    assert_rule(
-        acl(Stage::Prepare, code),
-        Class::RunOnly,
-        Rule::PrepareFailed,
-    );
-    assert_rule(
-        acl(Stage::CopyBack, code),
-        Class::RunOnly,
-        Rule::CopyBackFailed,
-    );
-    assert_rule(
-        acl(Stage::StreamDestroy, code),
-        Class::RunOnly,
-        Rule::LaunchPathStream,
-    );
-    assert_rule(
-        acl(Stage::StatusRead, code),
-        Class::Poison,
-        Rule::StatusReadFailed,
-    );
+    assert_rule(acl(Stage::Prepare, code), Class::RunOnly, Rule::PrepareFailed);
+    assert_rule(acl(Stage::CopyBack, code), Class::RunOnly, Rule::CopyBackFailed);
+    assert_rule(acl(Stage::StreamDestroy, code), Class::RunOnly, Rule::LaunchPathStream);
+    assert_rule(acl(Stage::StatusRead, code), Class::Poison, Rule::StatusReadFailed);
 }
 
 #[test]
 fn a_failed_status_read_poisons() {
     for code in non_fault_codes() {
-        assert_rule(
-            acl(Stage::StatusRead, code),
-            Class::Poison,
-            Rule::StatusReadFailed,
-        );
+        assert_rule(acl(Stage::StatusRead, code), Class::Poison, Rule::StatusReadFailed);
     }
 }
 
 #[test]
 fn copy_back_fails_only_the_run_with_a_host_code_and_poisons_with_a_device_code() {
     for code in non_fault_codes() {
-        assert_rule(
-            acl(Stage::CopyBack, code),
-            Class::RunOnly,
-            Rule::CopyBackFailed,
-        );
+        assert_rule(acl(Stage::CopyBack, code), Class::RunOnly, Rule::CopyBackFailed);
     }
-    assert_rule(
-        acl(Stage::CopyBack, AclCode::RtAicoreException),
-        Class::Poison,
-        Rule::DeviceFault,
-    );
+    assert_rule(acl(Stage::CopyBack, AclCode::RtAicoreException), Class::Poison, Rule::DeviceFault);
 }
 
 #[test]
 fn a_failed_prepare_fails_only_the_run() {
     for code in non_fault_codes() {
-        assert_rule(
-            acl(Stage::Prepare, code),
-            Class::RunOnly,
-            Rule::PrepareFailed,
-        );
+        assert_rule(acl(Stage::Prepare, code), Class::RunOnly, Rule::PrepareFailed);
     }
 }
 
@@ -276,30 +208,19 @@ fn any_failure_during_drain_reset_or_probe_poisons() {
 fn an_upload_failure_fails_only_the_publication_even_with_a_device_code() {
     // A publication is a drain barrier with no run in flight: there is no run to name as a
     // poison origin, and the next run's own calls surface a faulted device.
-    for code in AclCode::ALL
-        .into_iter()
-        .chain([AclCode::Unknown(507_777), AclCode::Unknown(1)])
-    {
+    for code in AclCode::ALL.into_iter().chain([AclCode::Unknown(507_777), AclCode::Unknown(1)]) {
         assert_rule(acl(Stage::Upload, code), Class::RunOnly, Rule::UploadFailed);
     }
 }
 
 #[test]
 fn a_host_wait_timeout_poisons() {
-    assert_rule(
-        Failure::HostWaitTimeout,
-        Class::Poison,
-        Rule::HostWaitTimeout,
-    );
+    assert_rule(Failure::HostWaitTimeout, Class::Poison, Rule::HostWaitTimeout);
 }
 
 #[test]
 fn a_copy_back_validation_failure_fails_only_the_run() {
-    assert_rule(
-        Failure::CopyBackValidation,
-        Class::RunOnly,
-        Rule::CopyBackValidation,
-    );
+    assert_rule(Failure::CopyBackValidation, Class::RunOnly, Rule::CopyBackValidation);
 }
 
 #[test]
@@ -333,10 +254,7 @@ fn a_failure_names_its_stage_code_name_and_hint() {
     assert_eq!(latched.stage(), None);
     assert_eq!(latched.code(), Some(5));
     assert_eq!(latched.name(), "INVALID_ARGS");
-    assert_eq!(
-        latched.hint(),
-        status_latch::RuntimeCode::InvalidArgs.hint()
-    );
+    assert_eq!(latched.hint(), status_latch::RuntimeCode::InvalidArgs.hint());
 
     let wait = acl(Stage::EventWait, AclCode::from_raw(507_047).unwrap());
     assert_eq!(wait.stage(), Some(Stage::EventWait));
@@ -349,11 +267,7 @@ fn a_failure_names_its_stage_code_name_and_hint() {
     for codeless in [Failure::HostWaitTimeout, Failure::CopyBackValidation] {
         assert_eq!((codeless.stage(), codeless.code()), (None, None));
         assert!(!codeless.name().is_empty() && !codeless.hint().is_empty());
-        assert!(
-            status_latch::failure_line(1, &codeless)
-                .to_string()
-                .ends_with(codeless.hint())
-        );
+        assert!(status_latch::failure_line(1, &codeless).to_string().ends_with(codeless.hint()));
     }
 }
 
@@ -368,15 +282,8 @@ fn a_record_error_classifies_exactly_as_the_same_code_latched() {
         for source in status_latch::RecordSource::ALL {
             let record = Failure::Record { code, source };
             for latch_source in [LatchSource::Orch, LatchSource::Sched] {
-                let latched = Failure::Latched(Latch {
-                    source: latch_source,
-                    code,
-                });
-                assert_eq!(
-                    classify(&record),
-                    classify(&latched),
-                    "{code} from {source}"
-                );
+                let latched = Failure::Latched(Latch { source: latch_source, code });
+                assert_eq!(classify(&record), classify(&latched), "{code} from {source}");
             }
             assert_eq!(record.code(), Some(code.value()));
             assert_eq!(record.name(), code.name());
@@ -395,19 +302,11 @@ fn no_record_and_a_malformed_record_fail_only_the_run() {
         status_latch::RecordDefect::PayloadTooLong { bytes: 257 },
         status_latch::RecordDefect::NoVerdict,
         status_latch::RecordDefect::UnknownVerdict { raw: u32::MAX },
-        status_latch::RecordDefect::OkWithDetail {
-            code: 1,
-            source: 1,
-            payload: 1,
-        },
+        status_latch::RecordDefect::OkWithDetail { code: 1, source: 1, payload: 1 },
         status_latch::RecordDefect::ErrorWithoutCode,
         status_latch::RecordDefect::UnknownSource { raw: 4 },
     ] {
-        assert_rule(
-            Failure::MalformedRecord(defect),
-            Class::RunOnly,
-            Rule::MalformedRecord,
-        );
+        assert_rule(Failure::MalformedRecord(defect), Class::RunOnly, Rule::MalformedRecord);
     }
     assert_eq!(Failure::NoRecord.code(), None);
     assert_eq!(Failure::NoRecord.name(), "NO_RESULT_RECORD");
@@ -420,20 +319,12 @@ fn a_failed_record_read_or_device_verdict_poisons_at_every_code() {
         assert_rule(
             acl(Stage::RecordRead, code),
             Class::Poison,
-            if device {
-                Rule::DeviceFault
-            } else {
-                Rule::RecordReadFailed
-            },
+            if device { Rule::DeviceFault } else { Rule::RecordReadFailed },
         );
         assert_rule(
             acl(Stage::StreamSync, code),
             Class::Poison,
-            if device {
-                Rule::DeviceFault
-            } else {
-                Rule::DeviceVerdictFailed
-            },
+            if device { Rule::DeviceFault } else { Rule::DeviceVerdictFailed },
         );
     }
 }
@@ -450,9 +341,7 @@ fn every_stage_is_in_stage_all_once() {
 
 /// Every known latch code and two the table does not know.
 fn runtime_codes() -> impl Iterator<Item = RuntimeCode> {
-    RuntimeCode::ALL
-        .into_iter()
-        .chain([RuntimeCode::Unknown(12), RuntimeCode::Unknown(999)])
+    RuntimeCode::ALL.into_iter().chain([RuntimeCode::Unknown(12), RuntimeCode::Unknown(999)])
 }
 
 #[test]
@@ -464,11 +353,7 @@ fn a_returned_latch_code_classifies_as_the_same_code_latched_at_prepare_aicore_l
             let failure = Failure::returned(stage, ReturnCode::Runtime(code));
             assert_eq!(failure, Failure::Returned { stage, code });
             let c = classify(&failure);
-            assert_eq!(
-                (c.class, c.rule),
-                (latched.class, latched.rule),
-                "{failure:?}"
-            );
+            assert_eq!((c.class, c.rule), (latched.class, latched.rule), "{failure:?}");
             assert_eq!(failure.name(), code.name());
             assert_eq!(failure.code(), Some(code.value()));
             assert_eq!(failure.stage(), Some(stage));
@@ -516,14 +401,8 @@ fn a_returned_latch_code_after_the_aicore_kernel_poisons_and_at_an_upload_fails_
 fn a_returned_acl_code_is_the_acl_failure_of_its_stage() {
     for code in AclCode::ALL.into_iter().chain([AclCode::Unknown(-1002)]) {
         let acl_code = ReturnCode::Acl(code);
-        assert_eq!(
-            Failure::returned(Stage::Prepare, acl_code),
-            acl(Stage::Prepare, code)
-        );
-        assert_eq!(
-            Failure::returned(Stage::CopyBack, acl_code),
-            acl(Stage::CopyBack, code)
-        );
+        assert_eq!(Failure::returned(Stage::Prepare, acl_code), acl(Stage::Prepare, code));
+        assert_eq!(Failure::returned(Stage::CopyBack, acl_code), acl(Stage::CopyBack, code));
         assert_eq!(
             Failure::returned(Stage::AicoreLaunch, acl_code),
             launch(LaunchProgress::NotStarted, code)

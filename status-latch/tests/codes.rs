@@ -25,10 +25,7 @@ fn runtime_code_table_has_exactly_the_spec_codes() {
         (103, "ASYNC_REGISTRATION_FAILED"),
         (104, "READY_QUEUE_OVERFLOW"),
     ];
-    let table: Vec<(i32, &str)> = RuntimeCode::ALL
-        .iter()
-        .map(|c| (c.value(), c.name()))
-        .collect();
+    let table: Vec<(i32, &str)> = RuntimeCode::ALL.iter().map(|c| (c.value(), c.name())).collect();
     assert_eq!(table, spec);
 }
 
@@ -79,41 +76,24 @@ fn every_code_has_a_unique_name_and_a_one_line_meaning_and_hint() {
         assert!(names.insert(info.name), "duplicate name {}", info.name);
         for text in [info.meaning, info.hint] {
             assert!(!text.is_empty(), "{} lacks text", info.name);
-            assert!(
-                !text.contains('\n') && !text.contains("  "),
-                "{}: {text:?}",
-                info.name
-            );
+            assert!(!text.contains('\n') && !text.contains("  "), "{}: {text:?}", info.name);
         }
         // The failure line prints the meaning in parentheses; nested ones would blur it.
-        assert!(
-            !info.meaning.contains(['(', ')']),
-            "{}: {}",
-            info.name,
-            info.meaning
-        );
+        assert!(!info.meaning.contains(['(', ')']), "{}: {}", info.name, info.meaning);
     }
 }
 
 #[test]
 fn every_runtime_hint_says_to_run_again() {
     for code in RuntimeCode::ALL {
-        assert!(
-            code.hint().contains("run again"),
-            "{}: {}",
-            code.name(),
-            code.hint()
-        );
+        assert!(code.hint().contains("run again"), "{}: {}", code.name(), code.hint());
     }
 }
 
 #[test]
 fn device_fault_codes_are_507xxx_except_507004_plus_the_memory_and_device_loss_codes() {
-    let faults: Vec<i32> = AclCode::ALL
-        .iter()
-        .filter(|c| c.is_device_fault())
-        .map(|c| c.raw())
-        .collect();
+    let faults: Vec<i32> =
+        AclCode::ALL.iter().filter(|c| c.is_device_fault()).map(|c| c.raw()).collect();
     for code in AclCode::ALL {
         let in_range = (507_000..=507_999).contains(&code.raw()) && code.raw() != 507_004;
         let named_extra = matches!(code.raw(), 107_022 | 207_001 | 207_004 | 207_018);
@@ -133,10 +113,7 @@ fn device_fault_codes_are_507xxx_except_507004_plus_the_memory_and_device_loss_c
 fn display_shows_the_value_and_the_name() {
     assert_eq!(RuntimeCode::InvalidArgs.to_string(), "5 INVALID_ARGS");
     assert_eq!(RuntimeCode::Unknown(-3).to_string(), "-3 UNKNOWN");
-    assert_eq!(
-        AclCode::RtEventSyncTimeout.to_string(),
-        "507047 ACL_ERROR_RT_EVENT_SYNC_TIMEOUT"
-    );
+    assert_eq!(AclCode::RtEventSyncTimeout.to_string(), "507047 ACL_ERROR_RT_EVENT_SYNC_TIMEOUT");
 }
 
 #[test]
@@ -151,10 +128,7 @@ fn a_returned_value_in_the_runtime_band_is_that_latch_code_and_any_other_an_acl_
         assert_eq!(ReturnCode::Runtime(code).raw(), raw);
         assert_eq!(ReturnCode::Runtime(code).name(), code.name());
     }
-    assert_eq!(
-        ReturnCode::check(-4),
-        Err(ReturnCode::Runtime(RuntimeCode::DepPoolOverflow))
-    );
+    assert_eq!(ReturnCode::check(-4), Err(ReturnCode::Runtime(RuntimeCode::DepPoolOverflow)));
     // A value of the band the table does not know is an unknown runtime code, both ends
     // included.
     for raw in [-12, -999, -105] {
@@ -167,30 +141,17 @@ fn a_returned_value_in_the_runtime_band_is_that_latch_code_and_any_other_an_acl_
     // Outside the band: ACL codes, named or not (an embedding's sentinels lie here).
     for raw in [-1000, -1002, -1101, 12, 107_000, 507_015] {
         let code = ReturnCode::from_raw(raw).expect("not success");
-        assert_eq!(
-            code,
-            ReturnCode::Acl(AclCode::from_raw(raw).unwrap()),
-            "{raw}"
-        );
+        assert_eq!(code, ReturnCode::Acl(AclCode::from_raw(raw).unwrap()), "{raw}");
         assert_eq!(code.raw(), raw);
     }
-    assert_eq!(
-        ReturnCode::from(AclCode::RtParamInvalid),
-        ReturnCode::Acl(AclCode::RtParamInvalid)
-    );
+    assert_eq!(ReturnCode::from(AclCode::RtParamInvalid), ReturnCode::Acl(AclCode::RtParamInvalid));
 }
 
 #[test]
 fn a_returned_code_reads_as_the_latched_code_it_negates_or_as_an_acl_code() {
     let latched = ReturnCode::from_raw(-3).expect("a code");
-    assert_eq!(
-        latched.to_string(),
-        "runtime_status=-3 FLOW_CONTROL_DEADLOCK"
-    );
+    assert_eq!(latched.to_string(), "runtime_status=-3 FLOW_CONTROL_DEADLOCK");
     let acl = ReturnCode::from_raw(107_000).expect("a code");
-    assert_eq!(
-        acl.to_string(),
-        format!("ACL {}", AclCode::from_raw(107_000).unwrap())
-    );
+    assert_eq!(acl.to_string(), format!("ACL {}", AclCode::from_raw(107_000).unwrap()));
     assert!(acl.to_string().contains("107000"), "{acl}");
 }

@@ -83,11 +83,7 @@ fn decode_reads_nothing_outside_the_layouts_fields() {
         for spec in layout.fields() {
             buf[spec.offset..spec.offset + spec.ty.width()].fill(0);
         }
-        assert_eq!(
-            decode(layout, &buf).unwrap(),
-            Status::clean(layout),
-            "{layout}"
-        );
+        assert_eq!(decode(layout, &buf).unwrap(), Status::clean(layout), "{layout}");
     }
 }
 
@@ -96,11 +92,7 @@ fn layout_tables_state_the_documented_sizes_and_offsets() {
     assert_eq!(TMR.size(), 896);
     assert_eq!(HBG.size(), 256);
     let offsets = |layout: HeaderLayout| -> Vec<(&str, usize, usize)> {
-        layout
-            .fields()
-            .iter()
-            .map(|f| (f.field.name(), f.offset, f.ty.width()))
-            .collect()
+        layout.fields().iter().map(|f| (f.field.name(), f.offset, f.ty.width())).collect()
     };
     assert_eq!(
         offsets(HBG),
@@ -112,14 +104,10 @@ fn layout_tables_state_the_documented_sizes_and_offsets() {
         ]
     );
     assert_eq!(
-        TMR.field(HeaderField::StallTaskId)
-            .map(|f| (f.offset, f.ty.width())),
+        TMR.field(HeaderField::StallTaskId).map(|f| (f.offset, f.ty.width())),
         Some((832, 8))
     );
-    assert_eq!(
-        TMR.field(HeaderField::StallCore).map(|f| f.offset),
-        Some(840)
-    );
+    assert_eq!(TMR.field(HeaderField::StallCore).map(|f| f.offset), Some(840));
     assert!(TMR.has_stall());
     assert!(!HBG.has_stall());
     assert_eq!(HBG.field(HeaderField::StallDetail), None);
@@ -130,14 +118,7 @@ fn decode_of_a_short_buffer_says_how_many_bytes_are_needed() {
     for layout in HeaderLayout::ALL {
         for len in [0, 1, layout.size() / 2, layout.size() - 1] {
             let err = decode(layout, &vec![0; len]).unwrap_err();
-            assert_eq!(
-                err,
-                DecodeError::TooShort {
-                    layout,
-                    needed: layout.size(),
-                    got: len
-                }
-            );
+            assert_eq!(err, DecodeError::TooShort { layout, needed: layout.size(), got: len });
             let message = err.to_string();
             assert!(message.contains(&layout.size().to_string()), "{message}");
             assert!(message.contains(&format!("got {len}")), "{message}");
@@ -150,10 +131,7 @@ fn a_short_buffer_error_names_the_layout_by_the_runtimes_name() {
     for (layout, name) in [(TMR, "tensormap_and_ringbuffer"), (HBG, "host_build_graph")] {
         assert_eq!(layout.to_string(), name);
         let message = decode(layout, &[]).unwrap_err().to_string();
-        assert!(
-            message.starts_with(&format!("{name} status header")),
-            "{message}"
-        );
+        assert!(message.starts_with(&format!("{name} status header")), "{message}");
     }
 }
 
@@ -183,10 +161,7 @@ fn orch_code_wins_when_both_latches_are_set() {
         let decoded = decode(layout, &encode(layout, &status)).unwrap();
         assert_eq!(
             decoded.latched(),
-            Some(Latch {
-                source: LatchSource::Orch,
-                code: RuntimeCode::InvalidArgs
-            })
+            Some(Latch { source: LatchSource::Orch, code: RuntimeCode::InvalidArgs })
         );
         assert_eq!(decoded.runtime_status(), -5);
     }
@@ -204,10 +179,7 @@ fn sched_code_latches_when_the_orch_latch_is_clear() {
         let decoded = decode(layout, &encode(layout, &status)).unwrap();
         assert_eq!(
             decoded.latched(),
-            Some(Latch {
-                source: LatchSource::Sched,
-                code: RuntimeCode::SchedulerTimeout
-            })
+            Some(Latch { source: LatchSource::Sched, code: RuntimeCode::SchedulerTimeout })
         );
         assert_eq!(decoded.runtime_status(), -100);
     }
@@ -225,12 +197,9 @@ fn an_all_zero_header_is_clean_with_runtime_status_zero() {
 
 #[test]
 fn negative_and_garbage_codes_decode_as_unknown_values() {
-    for (raw, runtime_status) in [
-        (-5, 5),
-        (12, -12),
-        (0x7FFF_FFFF, -0x7FFF_FFFF),
-        (i32::MIN, i32::MIN),
-    ] {
+    for (raw, runtime_status) in
+        [(-5, 5), (12, -12), (0x7FFF_FFFF, -0x7FFF_FFFF), (i32::MIN, i32::MIN)]
+    {
         let mut buf = vec![0u8; 256];
         put(&mut buf, 208, &raw.to_le_bytes());
         put(&mut buf, 216, &raw.to_le_bytes());
@@ -238,11 +207,7 @@ fn negative_and_garbage_codes_decode_as_unknown_values() {
         assert_eq!(status.orch, Some(RuntimeCode::Unknown(raw)));
         assert_eq!(status.sched, Some(RuntimeCode::Unknown(raw)));
         assert_eq!(status.runtime_status(), runtime_status, "raw {raw}");
-        assert_ne!(
-            status.runtime_status(),
-            0,
-            "a garbage code must still read as a failure"
-        );
+        assert_ne!(status.runtime_status(), 0, "a garbage code must still read as a failure");
     }
 }
 
@@ -292,10 +257,7 @@ fn encode_then_decode_gives_back_the_status() {
     ];
     for status in statuses {
         assert_eq!(decode(TMR, &encode(TMR, &status)).unwrap(), status);
-        let hbg = Status {
-            stall: None,
-            ..status
-        };
+        let hbg = Status { stall: None, ..status };
         assert_eq!(decode(HBG, &encode(HBG, &hbg)).unwrap(), hbg);
     }
 }
@@ -320,17 +282,10 @@ fn encode_into_writes_only_the_layouts_fields() {
 fn encode_into_a_short_buffer_is_refused_and_writes_nothing() {
     for layout in HeaderLayout::ALL {
         let mut buf = vec![0xEEu8; layout.size() - 1];
-        let status = Status {
-            orch: Some(RuntimeCode::ScopeDeadlock),
-            ..Status::clean(layout)
-        };
+        let status = Status { orch: Some(RuntimeCode::ScopeDeadlock), ..Status::clean(layout) };
         assert_eq!(
             encode_into(layout, &status, &mut buf),
-            Err(EncodeError::TooShort {
-                layout,
-                needed: layout.size(),
-                got: layout.size() - 1
-            })
+            Err(EncodeError::TooShort { layout, needed: layout.size(), got: layout.size() - 1 })
         );
         assert!(buf.iter().all(|&b| b == 0xEE));
     }
@@ -378,9 +333,8 @@ fn decode_and_use(layout: HeaderLayout, buf: &[u8]) {
                     assert_eq!(runtime_status, latch.code.value().wrapping_neg());
                     let failure = status_latch::Failure::Latched(latch);
                     let _ = status_latch::classify(&failure);
-                    let line = status_latch::failure_line(1, &failure)
-                        .with_status(status)
-                        .to_string();
+                    let line =
+                        status_latch::failure_line(1, &failure).with_status(status).to_string();
                     assert!(!line.contains('\n'), "{line}");
                 }
                 None => assert_eq!(runtime_status, 0),

@@ -9,10 +9,7 @@ use status_latch::{
 fn a_record_error_names_its_source_code_class_and_hint() {
     let line = failure_line(
         4,
-        &Failure::Record {
-            code: RuntimeCode::InvalidArgs,
-            source: RecordSource::Header,
-        },
+        &Failure::Record { code: RuntimeCode::InvalidArgs, source: RecordSource::Header },
     )
     .to_string();
     assert_eq!(
@@ -29,14 +26,8 @@ fn a_record_error_names_its_source_code_class_and_hint() {
 #[test]
 fn a_record_error_prints_the_code_as_read_even_when_unknown() {
     for source in RecordSource::ALL {
-        let line = failure_line(
-            5,
-            &Failure::Record {
-                code: RuntimeCode::Unknown(-9),
-                source,
-            },
-        )
-        .to_string();
+        let line = failure_line(5, &Failure::Record { code: RuntimeCode::Unknown(-9), source })
+            .to_string();
         assert!(
             line.starts_with(&format!(
                 "run 5 failed: result record error from the {source}: completion_code=-9 UNKNOWN"
@@ -63,33 +54,17 @@ fn no_record_says_the_run_did_not_complete_its_normal_path() {
 #[test]
 fn a_malformed_record_says_what_was_read() {
     let cases = [
-        (
-            RecordDefect::ZeroEpoch,
-            "the host asked for epoch 0, which no run has",
-        ),
-        (
-            RecordDefect::Short { len: 10 },
-            "only 10 of 280 bytes were read",
-        ),
-        (
-            RecordDefect::PayloadTooLong { bytes: 257 },
-            "payload_bytes 257 is over 256",
-        ),
+        (RecordDefect::ZeroEpoch, "the host asked for epoch 0, which no run has"),
+        (RecordDefect::Short { len: 10 }, "only 10 of 280 bytes were read"),
+        (RecordDefect::PayloadTooLong { bytes: 257 }, "payload_bytes 257 is over 256"),
         (RecordDefect::NoVerdict, "published with verdict 0 (none)"),
         (RecordDefect::UnknownVerdict { raw: 3 }, "unknown verdict 3"),
         (
-            RecordDefect::OkWithDetail {
-                code: -9,
-                source: 2,
-                payload: 4,
-            },
+            RecordDefect::OkWithDetail { code: -9, source: 2, payload: 4 },
             "verdict ok with code -9, source 2, 4 payload bytes",
         ),
         (RecordDefect::ErrorWithoutCode, "verdict error with code 0"),
-        (
-            RecordDefect::UnknownSource { raw: 4 },
-            "verdict error with unknown source 4",
-        ),
+        (RecordDefect::UnknownSource { raw: 4 }, "verdict error with unknown source 4"),
     ];
     for (defect, said) in cases {
         let failure = Failure::MalformedRecord(defect);
@@ -106,10 +81,8 @@ fn a_malformed_record_says_what_was_read() {
 
 #[test]
 fn record_read_and_device_verdict_failures_name_their_stage() {
-    for (stage, name) in [
-        (Stage::RecordRead, "record read"),
-        (Stage::StreamSync, "device verdict"),
-    ] {
+    for (stage, name) in [(Stage::RecordRead, "record read"), (Stage::StreamSync, "device verdict")]
+    {
         for code in [AclCode::RtParamInvalid, AclCode::RtStreamSyncTimeout] {
             let failure = Failure::Acl { stage, code };
             let c = classify(&failure);
@@ -132,10 +105,7 @@ fn record_read_and_device_verdict_failures_name_their_stage() {
 fn a_returned_latch_code_names_its_stage_and_the_code_as_returned_never_as_an_acl_code() {
     let line = failure_line(
         6,
-        &Failure::Returned {
-            stage: Stage::Prepare,
-            code: RuntimeCode::DepPoolOverflow,
-        },
+        &Failure::Returned { stage: Stage::Prepare, code: RuntimeCode::DepPoolOverflow },
     )
     .to_string();
     assert_eq!(
@@ -149,10 +119,7 @@ fn a_returned_latch_code_names_its_stage_and_the_code_as_returned_never_as_an_ac
     );
     let unknown = failure_line(
         7,
-        &Failure::Returned {
-            stage: Stage::CopyBack,
-            code: RuntimeCode::Unknown(12),
-        },
+        &Failure::Returned { stage: Stage::CopyBack, code: RuntimeCode::Unknown(12) },
     )
     .to_string();
     assert!(
@@ -161,10 +128,7 @@ fn a_returned_latch_code_names_its_stage_and_the_code_as_returned_never_as_an_ac
         ),
         "{unknown}"
     );
-    assert!(
-        unknown.contains("class=poison rule=latched-unknown"),
-        "{unknown}"
-    );
+    assert!(unknown.contains("class=poison rule=latched-unknown"), "{unknown}");
     for line in [line, unknown] {
         assert!(!line.contains("ACL"), "never read as an ACL code: {line}");
     }

@@ -19,22 +19,13 @@ fn ok_bytes() -> [u8; RECORD_BYTES] {
 }
 
 fn error_bytes(code: i32, source: RecordSource, payload: &[u8]) -> [u8; RECORD_BYTES] {
-    encode_record(
-        EPOCH,
-        &RecordWrite::Error {
-            code,
-            source,
-            payload,
-        },
-    )
+    encode_record(EPOCH, &RecordWrite::Error { code, source, payload })
 }
 
 #[test]
 fn the_layout_table_states_the_documented_offsets_and_sizes() {
-    let rows: Vec<(usize, &str, &str)> = RECORD_LAYOUT
-        .iter()
-        .map(|f| (f.offset, f.ty, f.name))
-        .collect();
+    let rows: Vec<(usize, &str, &str)> =
+        RECORD_LAYOUT.iter().map(|f| (f.offset, f.ty, f.name)).collect();
     assert_eq!(
         rows,
         [
@@ -102,11 +93,7 @@ fn a_payload_length_on_an_ok_record_is_malformed_and_over_256_says_so_first() {
     put_u32(&mut bytes, 8, 1);
     assert_eq!(
         decode_record(&bytes, EPOCH),
-        Record::Malformed(RecordDefect::OkWithDetail {
-            code: 0,
-            source: 0,
-            payload: 1
-        })
+        Record::Malformed(RecordDefect::OkWithDetail { code: 0, source: 0, payload: 1 })
     );
     put_u32(&mut bytes, 8, 257);
     assert_eq!(
@@ -119,16 +106,8 @@ fn a_payload_length_on_an_ok_record_is_malformed_and_over_256_says_so_first() {
 fn epoch_zero_is_malformed_whatever_the_bytes() {
     // A zeroed region, and even a record stamped 0 that would otherwise read as ok.
     let stamped_zero = encode_record(0, &RecordWrite::Ok);
-    for bytes in [
-        &[0u8; RECORD_BYTES][..],
-        &stamped_zero[..],
-        &ok_bytes()[..],
-        &[],
-    ] {
-        assert_eq!(
-            decode_record(bytes, 0),
-            Record::Malformed(RecordDefect::ZeroEpoch)
-        );
+    for bytes in [&[0u8; RECORD_BYTES][..], &stamped_zero[..], &ok_bytes()[..], &[]] {
+        assert_eq!(decode_record(bytes, 0), Record::Malformed(RecordDefect::ZeroEpoch));
     }
 }
 
@@ -136,19 +115,11 @@ fn epoch_zero_is_malformed_whatever_the_bytes() {
 fn every_short_read_below_the_fixed_fields_is_malformed_and_24_bytes_suffice() {
     let ok = ok_bytes();
     for len in 0..RECORD_PAYLOAD_OFFSET {
-        let want = Record::Malformed(RecordDefect::Short {
-            len: u16::try_from(len).unwrap(),
-        });
+        let want = Record::Malformed(RecordDefect::Short { len: u16::try_from(len).unwrap() });
         assert_eq!(decode_record(&ok[..len], EPOCH), want, "{len} bytes");
-        assert_eq!(
-            decode_record(&[0u8; RECORD_PAYLOAD_OFFSET][..len], EPOCH),
-            want
-        );
+        assert_eq!(decode_record(&[0u8; RECORD_PAYLOAD_OFFSET][..len], EPOCH), want);
     }
-    assert_eq!(
-        decode_record(&ok[..RECORD_PAYLOAD_OFFSET], EPOCH),
-        Record::Ok
-    );
+    assert_eq!(decode_record(&ok[..RECORD_PAYLOAD_OFFSET], EPOCH), Record::Ok);
 }
 
 #[test]
@@ -162,31 +133,18 @@ fn a_buffer_longer_than_the_region_decodes_from_its_first_bytes() {
 fn a_record_left_by_an_earlier_run_of_the_slot_is_never_published() {
     let earlier = EPOCH - 1;
     let stale_ok = encode_record(earlier, &RecordWrite::Ok);
-    assert_eq!(
-        decode_record(&stale_ok, EPOCH),
-        Record::NeverPublished { stamp: earlier }
-    );
+    assert_eq!(decode_record(&stale_ok, EPOCH), Record::NeverPublished { stamp: earlier });
     let stale_error = encode_record(
         earlier,
-        &RecordWrite::Error {
-            code: 9,
-            source: RecordSource::ThreadReturn,
-            payload: &[],
-        },
+        &RecordWrite::Error { code: 9, source: RecordSource::ThreadReturn, payload: &[] },
     );
-    assert_eq!(
-        decode_record(&stale_error, EPOCH),
-        Record::NeverPublished { stamp: earlier }
-    );
+    assert_eq!(decode_record(&stale_error, EPOCH), Record::NeverPublished { stamp: earlier });
     // A later epoch than the run's is not its own either.
     assert_eq!(
         decode_record(&encode_record(EPOCH + 1, &RecordWrite::Ok), EPOCH),
         Record::NeverPublished { stamp: EPOCH + 1 }
     );
-    assert_eq!(
-        decode_record(&[0u8; RECORD_BYTES], EPOCH),
-        Record::NeverPublished { stamp: 0 }
-    );
+    assert_eq!(decode_record(&[0u8; RECORD_BYTES], EPOCH), Record::NeverPublished { stamp: 0 });
 }
 
 #[test]
@@ -194,10 +152,7 @@ fn an_unpublished_region_is_never_published_whatever_its_other_words_hold() {
     // Garbage in every field but the stamp: the stamp decides first.
     let mut bytes = [0xFFu8; RECORD_BYTES];
     bytes[0..8].copy_from_slice(&0u64.to_le_bytes());
-    assert_eq!(
-        decode_record(&bytes, EPOCH),
-        Record::NeverPublished { stamp: 0 }
-    );
+    assert_eq!(decode_record(&bytes, EPOCH), Record::NeverPublished { stamp: 0 });
 }
 
 #[test]
@@ -206,20 +161,12 @@ fn an_error_record_decodes_with_each_source() {
         let bytes = error_bytes(5, source, &[1, 2, 3]);
         assert_eq!(
             decode_record(&bytes, EPOCH),
-            Record::Error {
-                code: RuntimeCode::InvalidArgs,
-                source,
-                payload_len: 3,
-            },
+            Record::Error { code: RuntimeCode::InvalidArgs, source, payload_len: 3 },
             "{source}"
         );
         assert_eq!(RecordSource::from_raw(source.raw()), Some(source));
     }
-    assert_eq!(
-        RecordSource::ALL.map(RecordSource::raw),
-        [1, 2, 3],
-        "wire values"
-    );
+    assert_eq!(RecordSource::ALL.map(RecordSource::raw), [1, 2, 3], "wire values");
 }
 
 #[test]
@@ -244,10 +191,7 @@ fn an_error_record_without_a_code_is_malformed_whatever_its_source() {
         let mut bytes = error_bytes(5, RecordSource::Header, &[]);
         put_u32(&mut bytes, 16, 0);
         put_u32(&mut bytes, 20, source);
-        assert_eq!(
-            decode_record(&bytes, EPOCH),
-            Record::Malformed(RecordDefect::ErrorWithoutCode)
-        );
+        assert_eq!(decode_record(&bytes, EPOCH), Record::Malformed(RecordDefect::ErrorWithoutCode));
     }
 }
 
@@ -255,10 +199,7 @@ fn an_error_record_without_a_code_is_malformed_whatever_its_source() {
 fn verdict_none_and_unknown_verdicts_are_malformed() {
     let mut bytes = ok_bytes();
     put_u32(&mut bytes, 12, 0);
-    assert_eq!(
-        decode_record(&bytes, EPOCH),
-        Record::Malformed(RecordDefect::NoVerdict)
-    );
+    assert_eq!(decode_record(&bytes, EPOCH), Record::Malformed(RecordDefect::NoVerdict));
     for raw in [3, 4, 0x100, u32::MAX] {
         put_u32(&mut bytes, 12, raw);
         assert_eq!(
@@ -272,28 +213,16 @@ fn verdict_none_and_unknown_verdicts_are_malformed() {
 #[test]
 fn an_ok_record_with_a_code_or_a_source_is_malformed_with_what_was_read() {
     let mut with_code = ok_bytes();
-    put_u32(
-        &mut with_code,
-        16,
-        u32::from_le_bytes((-9i32).to_le_bytes()),
-    );
+    put_u32(&mut with_code, 16, u32::from_le_bytes((-9i32).to_le_bytes()));
     assert_eq!(
         decode_record(&with_code, EPOCH),
-        Record::Malformed(RecordDefect::OkWithDetail {
-            code: -9,
-            source: 0,
-            payload: 0
-        })
+        Record::Malformed(RecordDefect::OkWithDetail { code: -9, source: 0, payload: 0 })
     );
     let mut with_source = ok_bytes();
     put_u32(&mut with_source, 20, 2);
     assert_eq!(
         decode_record(&with_source, EPOCH),
-        Record::Malformed(RecordDefect::OkWithDetail {
-            code: 0,
-            source: 2,
-            payload: 0
-        })
+        Record::Malformed(RecordDefect::OkWithDetail { code: 0, source: 2, payload: 0 })
     );
 }
 
@@ -309,11 +238,7 @@ fn a_record_code_is_kept_as_the_runtime_wrote_it_and_unknown_values_stay_unknown
         let bytes = error_bytes(raw, RecordSource::ThreadReturn, &[]);
         assert_eq!(
             decode_record(&bytes, EPOCH),
-            Record::Error {
-                code: want,
-                source: RecordSource::ThreadReturn,
-                payload_len: 0
-            },
+            Record::Error { code: want, source: RecordSource::ThreadReturn, payload_len: 0 },
             "code {raw}"
         );
     }
@@ -331,11 +256,7 @@ fn encode_then_decode_gives_back_every_error_and_ok() {
                 let bytes = error_bytes(code.value(), source, &payload[..len]);
                 assert_eq!(
                     decode_record(&bytes, EPOCH),
-                    Record::Error {
-                        code,
-                        source,
-                        payload_len: u16::try_from(len).unwrap(),
-                    }
+                    Record::Error { code, source, payload_len: u16::try_from(len).unwrap() }
                 );
                 assert_eq!(record_payload(&bytes), &payload[..len]);
             }
@@ -350,23 +271,14 @@ fn encode_cuts_a_payload_over_256_bytes() {
     let bytes = error_bytes(1, RecordSource::Header, &[3; 300]);
     assert_eq!(&bytes[8..12], &256u32.to_le_bytes());
     assert_eq!(record_payload(&bytes), &[3; 256]);
-    assert!(matches!(
-        decode_record(&bytes, EPOCH),
-        Record::Error {
-            payload_len: 256,
-            ..
-        }
-    ));
+    assert!(matches!(decode_record(&bytes, EPOCH), Record::Error { payload_len: 256, .. }));
 }
 
 #[test]
 fn an_error_write_with_code_zero_does_not_decode_as_an_error() {
     // The writer's contract is a non-zero code; a zero one is caught on the way back.
     let bytes = error_bytes(0, RecordSource::Header, &[]);
-    assert_eq!(
-        decode_record(&bytes, EPOCH),
-        Record::Malformed(RecordDefect::ErrorWithoutCode)
-    );
+    assert_eq!(decode_record(&bytes, EPOCH), Record::Malformed(RecordDefect::ErrorWithoutCode));
 }
 
 #[test]
@@ -376,10 +288,7 @@ fn record_payload_is_capped_at_256_and_at_what_was_read() {
     assert_eq!(record_payload(&bytes).len(), RECORD_PAYLOAD_MAX);
     put_u32(&mut bytes, 8, 100);
     assert_eq!(record_payload(&bytes[..60]), &[5; 36]);
-    assert_eq!(
-        record_payload(&bytes[..RECORD_PAYLOAD_OFFSET]),
-        &[] as &[u8]
-    );
+    assert_eq!(record_payload(&bytes[..RECORD_PAYLOAD_OFFSET]), &[] as &[u8]);
     for len in 0..RECORD_PAYLOAD_OFFSET {
         assert_eq!(record_payload(&bytes[..len]), &[] as &[u8], "{len} bytes");
     }
@@ -392,10 +301,7 @@ fn record_payload_is_capped_at_256_and_at_what_was_read() {
 #[test]
 fn a_record_displays_what_was_read() {
     assert_eq!(Record::Ok.to_string(), "ok");
-    assert_eq!(
-        Record::NeverPublished { stamp: 0 }.to_string(),
-        "never published"
-    );
+    assert_eq!(Record::NeverPublished { stamp: 0 }.to_string(), "never published");
     assert_eq!(
         Record::NeverPublished { stamp: 6 }.to_string(),
         "never published (holds epoch 6 of another run)"
@@ -437,11 +343,7 @@ fn decode_never_panics_and_is_ok_only_for_the_exact_ok_fields() {
         let len = (rng.next() % 300) as usize;
         // Start from an ok record half the time, so its near misses are reached.
         let mut bytes: Vec<u8> = if case % 2 == 0 {
-            ok.iter()
-                .copied()
-                .chain(core::iter::repeat(0))
-                .take(len)
-                .collect()
+            ok.iter().copied().chain(core::iter::repeat(0)).take(len).collect()
         } else {
             (0..len).map(|_| rng.next() as u8).collect()
         };

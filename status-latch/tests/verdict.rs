@@ -31,22 +31,13 @@ fn boundaries() -> Vec<Boundary> {
 /// Every record shape: ok, errors from each source (run-only, poison and unknown codes),
 /// never published (fresh and stale), and one of each defect.
 fn records() -> Vec<Record> {
-    let mut out = vec![
-        Record::Ok,
-        Record::NeverPublished { stamp: 0 },
-        Record::NeverPublished { stamp: 3 },
-    ];
+    let mut out =
+        vec![Record::Ok, Record::NeverPublished { stamp: 0 }, Record::NeverPublished { stamp: 3 }];
     for source in RecordSource::ALL {
-        for code in [
-            RuntimeCode::ScopeDeadlock,
-            RuntimeCode::SchedulerTimeout,
-            RuntimeCode::Unknown(-9),
-        ] {
-            out.push(Record::Error {
-                code,
-                source,
-                payload_len: 64,
-            });
+        for code in
+            [RuntimeCode::ScopeDeadlock, RuntimeCode::SchedulerTimeout, RuntimeCode::Unknown(-9)]
+        {
+            out.push(Record::Error { code, source, payload_len: 64 });
         }
     }
     out.extend(
@@ -56,11 +47,7 @@ fn records() -> Vec<Record> {
             RecordDefect::PayloadTooLong { bytes: 257 },
             RecordDefect::NoVerdict,
             RecordDefect::UnknownVerdict { raw: 3 },
-            RecordDefect::OkWithDetail {
-                code: -9,
-                source: 0,
-                payload: 0,
-            },
+            RecordDefect::OkWithDetail { code: -9, source: 0, payload: 0 },
             RecordDefect::ErrorWithoutCode,
             RecordDefect::UnknownSource { raw: 4 },
         ]
@@ -82,22 +69,10 @@ fn devices() -> Vec<Option<DeviceVerdict>> {
     let sticky = AclCode::RtAicpuException;
     let aicore = AclCode::RtAicoreException;
     out.extend([
-        Some(DeviceVerdict::Returned {
-            aicpu: Some(sticky),
-            aicore: None,
-        }),
-        Some(DeviceVerdict::Returned {
-            aicpu: None,
-            aicore: Some(aicore),
-        }),
-        Some(DeviceVerdict::Covering {
-            code: aicore,
-            behind: 2,
-        }),
-        Some(DeviceVerdict::LeftBy {
-            code: sticky,
-            left_by: 4,
-        }),
+        Some(DeviceVerdict::Returned { aicpu: Some(sticky), aicore: None }),
+        Some(DeviceVerdict::Returned { aicpu: None, aicore: Some(aicore) }),
+        Some(DeviceVerdict::Covering { code: aicore, behind: 2 }),
+        Some(DeviceVerdict::LeftBy { code: sticky, left_by: 4 }),
     ]);
     out
 }
@@ -120,12 +95,7 @@ fn domain() -> Vec<(Evidence, HeaderRead)> {
             for record in record_reads() {
                 for device in devices() {
                     for header in headers() {
-                        let evidence = Evidence {
-                            channel,
-                            boundary,
-                            record,
-                            device,
-                        };
+                        let evidence = Evidence { channel, boundary, record, device };
                         out.push((evidence, header));
                     }
                 }
@@ -169,10 +139,7 @@ fn a_row_fires_only_when_no_earlier_row_matches() {
         let complete = evidence.boundary == Boundary::Complete;
         let record_channel = evidence.channel == VerdictChannel::Record;
         let record_decides = record_channel
-            && matches!(
-                evidence.record,
-                RecordRead::Read(Record::Ok | Record::Error { .. })
-            );
+            && matches!(evidence.record, RecordRead::Read(Record::Ok | Record::Error { .. }));
         let want = match (evidence.boundary, evidence.device, header) {
             (Boundary::Unfenced(_), ..) => VerdictRule::Unfenced,
             (Boundary::Failed(_), ..) => VerdictRule::BoundaryFailed,
@@ -225,14 +192,8 @@ fn no_input_is_ok_on_the_record_channel_unless_its_record_is_published_ok() {
 fn a_completed_run_with_its_own_ok_record_is_ok_without_a_synchronize() {
     for device in devices() {
         for header in headers() {
-            let evidence = Evidence {
-                device,
-                ..Evidence::PUBLISHED_OK
-            };
-            assert_eq!(
-                judge(&evidence, header),
-                (VerdictRule::RecordOk, Judgement::Ok)
-            );
+            let evidence = Evidence { device, ..Evidence::PUBLISHED_OK };
+            assert_eq!(judge(&evidence, header), (VerdictRule::RecordOk, Judgement::Ok));
         }
     }
     assert!(!needs_device_verdict(&Evidence::PUBLISHED_OK));
@@ -247,11 +208,7 @@ fn the_stream_sync_channel_is_ok_only_on_a_clean_device_verdict_and_a_clean_head
         if judge(&evidence, header).1 == Judgement::Ok {
             assert_eq!(
                 (evidence.boundary, evidence.device, header),
-                (
-                    Boundary::Complete,
-                    Some(DeviceVerdict::Clean),
-                    HeaderRead::Clean
-                ),
+                (Boundary::Complete, Some(DeviceVerdict::Clean), HeaderRead::Clean),
                 "{evidence}"
             );
         }
@@ -278,10 +235,7 @@ fn a_record_error_decides_whatever_the_device_verdict_and_the_header() {
                 };
                 assert_eq!(
                     judge(&evidence, header),
-                    (
-                        VerdictRule::RecordError,
-                        Judgement::Fail(Failure::Record { code, source })
-                    ),
+                    (VerdictRule::RecordError, Judgement::Fail(Failure::Record { code, source })),
                     "{evidence} header={header:?}"
                 );
                 assert!(!needs_device_verdict(&evidence));
@@ -297,12 +251,7 @@ fn the_stream_sync_channel_never_reads_the_record() {
             for header in headers() {
                 let at = |record| {
                     judge(
-                        &Evidence {
-                            channel: VerdictChannel::StreamSync,
-                            boundary,
-                            record,
-                            device,
-                        },
+                        &Evidence { channel: VerdictChannel::StreamSync, boundary, record, device },
                         header,
                     )
                 };
@@ -371,10 +320,7 @@ fn a_device_code_fails_at_the_device_verdict_and_poisons() {
     for (evidence, header) in domain() {
         if let (VerdictRule::DeviceFault, judgement) = judge(&evidence, header) {
             let failure = match evidence.device {
-                Some(DeviceVerdict::Fault(code)) => Failure::Acl {
-                    stage: Stage::StreamSync,
-                    code,
-                },
+                Some(DeviceVerdict::Fault(code)) => Failure::Acl { stage: Stage::StreamSync, code },
                 Some(DeviceVerdict::Covering { code, behind }) => {
                     Failure::Covering { code, behind }
                 }
@@ -382,10 +328,7 @@ fn a_device_code_fails_at_the_device_verdict_and_poisons() {
                 Some(DeviceVerdict::LeftBy { code, .. })
                     if evidence.channel == VerdictChannel::StreamSync =>
                 {
-                    Failure::Acl {
-                        stage: Stage::StreamSync,
-                        code,
-                    }
+                    Failure::Acl { stage: Stage::StreamSync, code }
                 }
                 _ => panic!("{evidence}: device-fault without a code charged to the run"),
             };
@@ -480,10 +423,7 @@ fn every_judgement_is_final_once_all_evidence_is_in() {
 
 #[test]
 fn a_latched_header_on_a_clean_unrecorded_run_is_that_latch() {
-    let latch = Latch {
-        source: LatchSource::Sched,
-        code: RuntimeCode::TensorWaitTimeout,
-    };
+    let latch = Latch { source: LatchSource::Sched, code: RuntimeCode::TensorWaitTimeout };
     for channel in VerdictChannel::ALL {
         let evidence = Evidence {
             channel,
@@ -493,10 +433,7 @@ fn a_latched_header_on_a_clean_unrecorded_run_is_that_latch() {
         };
         assert_eq!(
             judge(&evidence, HeaderRead::Latched(latch)),
-            (
-                VerdictRule::HeaderLatched,
-                Judgement::Fail(Failure::Latched(latch))
-            )
+            (VerdictRule::HeaderLatched, Judgement::Fail(Failure::Latched(latch)))
         );
     }
 }
@@ -540,10 +477,7 @@ fn a_returned_code_is_attributed_first_and_another_runs_code_convicts_no_one() {
             );
         }
         if let Some(DeviceVerdict::LeftBy { code, left_by }) = evidence.device {
-            let clean = Evidence {
-                device: Some(DeviceVerdict::Clean),
-                ..evidence
-            };
+            let clean = Evidence { device: Some(DeviceVerdict::Clean), ..evidence };
             let (clean_rule, clean_judgement) = judge(&clean, header);
             if evidence.channel == VerdictChannel::StreamSync {
                 continue;
@@ -571,25 +505,15 @@ fn a_returned_code_is_attributed_first_and_another_runs_code_convicts_no_one() {
 
 #[test]
 fn a_code_charged_with_runs_behind_says_they_may_share_the_cause() {
-    let failure = Failure::Covering {
-        code: AclCode::RtAicoreException,
-        behind: 1,
-    };
+    let failure = Failure::Covering { code: AclCode::RtAicoreException, behind: 1 };
     let line = status_latch::failure_line(5, &failure).to_string();
     assert!(line.contains("at stream synchronize"), "{line}");
     assert!(line.contains("507015"), "{line}");
-    assert!(
-        line.contains("1 run queued behind this one, which may share the cause"),
-        "{line}"
-    );
+    assert!(line.contains("1 run queued behind this one, which may share the cause"), "{line}");
     assert_eq!(classify(&failure).class, Class::Poison);
     assert_eq!(
         classify(&failure).rule,
-        classify(&Failure::Acl {
-            stage: Stage::StreamSync,
-            code: AclCode::RtAicoreException
-        })
-        .rule
+        classify(&Failure::Acl { stage: Stage::StreamSync, code: AclCode::RtAicoreException }).rule
     );
 }
 
@@ -597,27 +521,11 @@ fn a_code_charged_with_runs_behind_says_they_may_share_the_cause() {
 fn a_device_verdicts_code_is_the_aicpu_streams_first_and_none_when_clean() {
     let [a, b] = [AclCode::from_raw(507_015), AclCode::from_raw(507_018)].map(Option::unwrap);
     assert_eq!(DeviceVerdict::Clean.code(), None);
-    let both = DeviceVerdict::Returned {
-        aicpu: Some(a),
-        aicore: Some(b),
-    };
+    let both = DeviceVerdict::Returned { aicpu: Some(a), aicore: Some(b) };
     assert_eq!(both.code(), Some(a), "the AICPU stream's code comes first");
-    let aicore_only = DeviceVerdict::Returned {
-        aicpu: None,
-        aicore: Some(b),
-    };
+    let aicore_only = DeviceVerdict::Returned { aicpu: None, aicore: Some(b) };
     assert_eq!(aicore_only.code(), Some(b));
     assert_eq!(DeviceVerdict::Fault(b).code(), Some(b));
-    assert_eq!(
-        DeviceVerdict::Covering { code: a, behind: 1 }.code(),
-        Some(a)
-    );
-    assert_eq!(
-        DeviceVerdict::LeftBy {
-            code: b,
-            left_by: 5
-        }
-        .code(),
-        Some(b)
-    );
+    assert_eq!(DeviceVerdict::Covering { code: a, behind: 1 }.code(), Some(a));
+    assert_eq!(DeviceVerdict::LeftBy { code: b, left_by: 5 }.code(), Some(b));
 }

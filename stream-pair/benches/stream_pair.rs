@@ -13,18 +13,11 @@ use stream_pair::{
 
 fn warm_pair(depth: u8) -> StreamPair {
     let mut pair = StreamPair::new(LaunchDepth::new(depth).expect("valid depth"));
-    let Readiness::Pending(effects) = pair.ready() else {
-        panic!("a cold pair asks for streams")
-    };
+    let Readiness::Pending(effects) = pair.ready() else { panic!("a cold pair asks for streams") };
     for (i, effect) in effects.into_iter().enumerate() {
-        let stream_pair::Effect::Create { role } = effect else {
-            panic!("{effect:?}")
-        };
+        let stream_pair::Effect::Create { role } = effect else { panic!("{effect:?}") };
         let created = pair
-            .handle(Input::Created {
-                role,
-                handle: StreamHandle(i as u64 + 1),
-            })
+            .handle(Input::Created { role, handle: StreamHandle(i as u64 + 1) })
             .expect("create answered");
         assert!(matches!(created, stream_pair::StreamResult::Created { .. }));
     }

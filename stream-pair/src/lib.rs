@@ -111,19 +111,12 @@ struct Stream {
 }
 
 impl Stream {
-    const ABSENT: Stream = Stream {
-        state: StreamState::Absent,
-        stale_since: None,
-        unproven: false,
-    };
+    const ABSENT: Stream =
+        Stream { state: StreamState::Absent, stale_since: None, unproven: false };
 
     /// How this stream is destroyed.
     fn destroy_mode(self) -> DestroyMode {
-        if self.unproven {
-            DestroyMode::Force
-        } else {
-            DestroyMode::Healthy
-        }
+        if self.unproven { DestroyMode::Force } else { DestroyMode::Healthy }
     }
 
     /// The handle, while the stream exists (live or being destroyed).
@@ -143,10 +136,7 @@ impl Stream {
     }
 
     fn is_outstanding(self) -> bool {
-        matches!(
-            self.state,
-            StreamState::Creating | StreamState::Destroying(_)
-        )
+        matches!(self.state, StreamState::Creating | StreamState::Destroying(_))
     }
 }
 
@@ -298,9 +288,7 @@ impl StreamPair {
     /// are queued, a teardown is in progress, or a stream's result is outstanding.
     pub fn destroy_all_refusal(&self) -> Option<Rejection> {
         if !self.submissions.is_empty() {
-            return Some(Rejection::SubmissionsQueued {
-                queued: self.submissions.len(),
-            });
+            return Some(Rejection::SubmissionsQueued { queued: self.submissions.len() });
         }
         if self.teardown.is_some() {
             return Some(Rejection::TeardownInProgress);
@@ -353,10 +341,7 @@ impl StreamPair {
     /// One stream's lifecycle and staleness.
     pub fn stream(&self, role: Role) -> StreamStatus {
         let stream = self.stream_ref(role);
-        StreamStatus {
-            state: stream.state,
-            stale: stream.stale_since.is_some(),
-        }
+        StreamStatus { state: stream.state, stale: stream.stale_since.is_some() }
     }
 
     /// The launch depth the pair was created with.
@@ -378,10 +363,7 @@ impl StreamPair {
         }
         let queued = &self.submissions;
         if queued.len() > usize::from(depth) {
-            return Err(InvariantViolation::QueueOverDepth {
-                len: queued.len(),
-                depth,
-            });
+            return Err(InvariantViolation::QueueOverDepth { len: queued.len(), depth });
         }
         if queued.spilled() {
             return Err(InvariantViolation::QueueSpilled);
@@ -519,9 +501,7 @@ impl StreamPair {
             return Err(SubmitError::DuplicateOwner { owner });
         }
         if self.submissions.len() >= usize::from(self.depth.get()) {
-            return Err(SubmitError::Full {
-                depth: self.depth.get(),
-            });
+            return Err(SubmitError::Full { depth: self.depth.get() });
         }
         self.submissions.push(owner);
         self.accepted = self.accepted.wrapping_add(1);
@@ -607,9 +587,7 @@ impl StreamPair {
             return Err(Rejection::NotBeingDestroyed { role, handle });
         }
         self.forget(role);
-        Ok(self
-            .finish_teardown()
-            .unwrap_or(StreamResult::Destroyed { role }))
+        Ok(self.finish_teardown().unwrap_or(StreamResult::Destroyed { role }))
     }
 
     /// `DestroyFailed`.
@@ -626,13 +604,9 @@ impl StreamPair {
         // (C++ finding A reused it).
         self.stream_mut(role).state = StreamState::Live(handle);
         if let Some(teardown) = &mut self.teardown {
-            teardown
-                .first_error
-                .get_or_insert(StreamFailure { role, code });
+            teardown.first_error.get_or_insert(StreamFailure { role, code });
         }
-        Ok(self
-            .finish_teardown()
-            .unwrap_or(StreamResult::DestroyFailed { role, handle, code }))
+        Ok(self.finish_teardown().unwrap_or(StreamResult::DestroyFailed { role, handle, code }))
     }
 
     /// `DestroyAll`.
@@ -750,9 +724,7 @@ impl StreamPair {
         }
         self.teardown
             .take()
-            .map(|teardown| StreamResult::TeardownFinished {
-                first_error: teardown.first_error,
-            })
+            .map(|teardown| StreamResult::TeardownFinished { first_error: teardown.first_error })
     }
 }
 

@@ -32,24 +32,14 @@ pub(crate) const DEPTH: u8 = 2;
 /// Readies a cold pair with both creates succeeding.
 pub(crate) const OPEN: &[Input] = &[
     Input::Ready,
-    Input::Created {
-        role: Role::Aicpu,
-        handle: H_AICPU,
-    },
-    Input::Created {
-        role: Role::Aicore,
-        handle: H_AICORE,
-    },
+    Input::Created { role: Role::Aicpu, handle: H_AICPU },
+    Input::Created { role: Role::Aicore, handle: H_AICORE },
 ];
 
 /// Starts a teardown whose AICPU destroy fails.
 const TEARDOWN_AICPU_FAILS: &[Input] = &[
     Input::DestroyAll,
-    Input::DestroyFailed {
-        role: Role::Aicpu,
-        handle: H_AICPU,
-        code: DESTROY_CODE,
-    },
+    Input::DestroyFailed { role: Role::Aicpu, handle: H_AICPU, code: DESTROY_CODE },
 ];
 
 /// A named state of the machine, reached from a cold pair by a list of inputs (so every
@@ -94,13 +84,7 @@ pub(crate) const REPRESENTATIVES: &[Representative] = &[
     Representative {
         name: "unproven idle",
         summary: "A run retired `Unproven`: the AICore stream is stale and may hold stuck or errored work, so the next `ready()` replaces it with a forced destroy.",
-        reached_by: &[
-            OPEN,
-            &[
-                Input::Submit(FRONT),
-                Input::Retire(FRONT, Retirement::Unproven),
-            ],
-        ],
+        reached_by: &[OPEN, &[Input::Submit(FRONT), Input::Retire(FRONT, Retirement::Unproven)]],
     },
     Representative {
         name: "sticky, 1 queued",
@@ -117,25 +101,12 @@ pub(crate) const REPRESENTATIVES: &[Representative] = &[
     Representative {
         name: "sticky idle",
         summary: "The AICPU stream holds a sticky code and nothing is queued: the next `ready()` replaces it with a healthy destroy (its work finished).",
-        reached_by: &[
-            OPEN,
-            &[
-                Input::Submit(FRONT),
-                Input::Retire(FRONT, Retirement::Sticky),
-            ],
-        ],
+        reached_by: &[OPEN, &[Input::Submit(FRONT), Input::Retire(FRONT, Retirement::Sticky)]],
     },
     Representative {
         name: "stale, 2 queued",
         summary: "A publication while two runs are queued: the replacement waits for both retirements (draining).",
-        reached_by: &[
-            OPEN,
-            &[
-                Input::Submit(FRONT),
-                Input::Submit(SECOND),
-                Input::MarkStale,
-            ],
-        ],
+        reached_by: &[OPEN, &[Input::Submit(FRONT), Input::Submit(SECOND), Input::MarkStale]],
     },
     Representative {
         name: "replacement destroying",
@@ -150,10 +121,7 @@ pub(crate) const REPRESENTATIVES: &[Representative] = &[
             &[
                 Input::MarkStale,
                 Input::Ready,
-                Input::Destroyed {
-                    role: Role::Aicore,
-                    handle: H_AICORE,
-                },
+                Input::Destroyed { role: Role::Aicore, handle: H_AICORE },
                 Input::Ready,
             ],
         ],
@@ -163,14 +131,8 @@ pub(crate) const REPRESENTATIVES: &[Representative] = &[
         summary: "The AICPU stream is live, the AICore stream is missing (its create failed, or its stale predecessor was just destroyed): not ready; the next `ready()` creates it.",
         reached_by: &[&[
             Input::Ready,
-            Input::Created {
-                role: Role::Aicpu,
-                handle: H_AICPU,
-            },
-            Input::CreateFailed {
-                role: Role::Aicore,
-                code: CREATE_CODE,
-            },
+            Input::Created { role: Role::Aicpu, handle: H_AICPU },
+            Input::CreateFailed { role: Role::Aicore, code: CREATE_CODE },
         ]],
     },
     Representative {
@@ -178,10 +140,7 @@ pub(crate) const REPRESENTATIVES: &[Representative] = &[
         summary: "A publication arrived while the AICore create was outstanding: the new stream will be stale and replaced before its first submission.",
         reached_by: &[&[
             Input::Ready,
-            Input::Created {
-                role: Role::Aicpu,
-                handle: H_AICPU,
-            },
+            Input::Created { role: Role::Aicpu, handle: H_AICPU },
             Input::MarkStale,
         ]],
     },
@@ -201,10 +160,7 @@ pub(crate) const REPRESENTATIVES: &[Representative] = &[
         reached_by: &[
             OPEN,
             TEARDOWN_AICPU_FAILS,
-            &[Input::Destroyed {
-                role: Role::Aicore,
-                handle: H_AICORE,
-            }],
+            &[Input::Destroyed { role: Role::Aicore, handle: H_AICORE }],
         ],
     },
 ];
@@ -226,48 +182,16 @@ const INPUTS: &[Input] = &[
     Input::Retire(STRANGER, Retirement::Unproven),
     Input::MarkStale,
     Input::MarkSticky(SECOND),
-    Input::Created {
-        role: Role::Aicpu,
-        handle: H_AICPU,
-    },
-    Input::Created {
-        role: Role::Aicore,
-        handle: H_AICORE,
-    },
-    Input::Created {
-        role: Role::Aicore,
-        handle: H_AICPU,
-    },
-    Input::CreateFailed {
-        role: Role::Aicpu,
-        code: CREATE_CODE,
-    },
-    Input::CreateFailed {
-        role: Role::Aicore,
-        code: CREATE_CODE,
-    },
-    Input::Destroyed {
-        role: Role::Aicpu,
-        handle: H_AICPU,
-    },
-    Input::Destroyed {
-        role: Role::Aicore,
-        handle: H_AICORE,
-    },
-    Input::Destroyed {
-        role: Role::Aicore,
-        handle: H_WRONG,
-    },
-    Input::DestroyFailed {
-        role: Role::Aicpu,
-        handle: H_AICPU,
-        code: DESTROY_CODE,
-    },
-    Input::DestroyFailed {
-        role: Role::Aicore,
-        handle: H_AICORE,
-        code: DESTROY_CODE,
-    },
+    Input::Created { role: Role::Aicpu, handle: H_AICPU },
+    Input::Created { role: Role::Aicore, handle: H_AICORE },
+    Input::Created { role: Role::Aicore, handle: H_AICPU },
+    Input::CreateFailed { role: Role::Aicpu, code: CREATE_CODE },
+    Input::CreateFailed { role: Role::Aicore, code: CREATE_CODE },
+    Input::Destroyed { role: Role::Aicpu, handle: H_AICPU },
+    Input::Destroyed { role: Role::Aicore, handle: H_AICORE },
+    Input::Destroyed { role: Role::Aicore, handle: H_WRONG },
+    Input::DestroyFailed { role: Role::Aicpu, handle: H_AICPU, code: DESTROY_CODE },
+    Input::DestroyFailed { role: Role::Aicore, handle: H_AICORE, code: DESTROY_CODE },
     Input::DestroyAll,
     Input::Abandon,
 ];
@@ -335,19 +259,12 @@ pub fn transition_table() -> String {
                 }
             };
             let (reply, effects) = render_step(&step);
-            let next_state = if next == *pair {
-                String::from("unchanged")
-            } else {
-                name_of(&next, &states)
-            };
+            let next_state =
+                if next == *pair { String::from("unchanged") } else { name_of(&next, &states) };
             let _ = writeln!(out, "| {input} | {reply} | {effects} | {next_state} |");
         }
         if !refused.is_empty() {
-            let _ = writeln!(
-                out,
-                "| {REFUSES} | {} | - | unchanged |",
-                refusals(&refused)
-            );
+            let _ = writeln!(out, "| {REFUSES} | {} | - | unchanged |", refusals(&refused));
         }
     }
     out
@@ -401,11 +318,7 @@ fn rejection_kind(rejection: Rejection) -> String {
 
 fn reach(representative: &Representative) -> StreamPair {
     let mut pair = StreamPair::new(LaunchDepth(DEPTH));
-    for input in representative
-        .reached_by
-        .iter()
-        .flat_map(|inputs| inputs.iter())
-    {
+    for input in representative.reached_by.iter().flat_map(|inputs| inputs.iter()) {
         // A refused step would show in the table as a wrong state description.
         let _ = pair.apply(*input);
     }
@@ -415,13 +328,10 @@ fn reach(representative: &Representative) -> StreamPair {
 /// The bold name of the representative with the same description, or the description.
 fn name_of(pair: &StreamPair, states: &[(&Representative, StreamPair)]) -> String {
     let description = pair.to_string();
-    states
-        .iter()
-        .find(|(_, known)| known.to_string() == description)
-        .map_or_else(
-            || format!("`{description}`"),
-            |(representative, _)| format!("**{}**", representative.name),
-        )
+    states.iter().find(|(_, known)| known.to_string() == description).map_or_else(
+        || format!("`{description}`"),
+        |(representative, _)| format!("**{}**", representative.name),
+    )
 }
 
 fn render_step(step: &Step) -> (String, String) {
@@ -459,9 +369,9 @@ fn render_result(result: &StreamResult) -> String {
         StreamResult::TeardownFinished { first_error: None } => {
             String::from("teardown finished, no error")
         }
-        StreamResult::TeardownFinished {
-            first_error: Some(failure),
-        } => format!("teardown finished, first error {failure}"),
+        StreamResult::TeardownFinished { first_error: Some(failure) } => {
+            format!("teardown finished, first error {failure}")
+        }
     }
 }
 
@@ -569,9 +479,7 @@ mod tests {
             let pair = reach(representative);
             for input in INPUTS {
                 let key = (representative.name.to_owned(), input.to_string());
-                let cell = cells
-                    .remove(&key)
-                    .unwrap_or_else(|| panic!("{key:?} is not rendered"));
+                let cell = cells.remove(&key).unwrap_or_else(|| panic!("{key:?} is not rendered"));
                 let want = match pair.clone().apply(*input) {
                     Ok(step) => Cell::Row(render_step(&step).0),
                     Err(rejection) => Cell::Refused(rejection_kind(rejection)),
@@ -607,19 +515,9 @@ mod tests {
                     (
                         Rejection::NotBeingDestroyed { role, handle }
                         | Rejection::HandleInUse { role, handle },
-                        Input::Destroyed {
-                            role: named,
-                            handle: given,
-                        }
-                        | Input::DestroyFailed {
-                            role: named,
-                            handle: given,
-                            ..
-                        }
-                        | Input::Created {
-                            role: named,
-                            handle: given,
-                        },
+                        Input::Destroyed { role: named, handle: given }
+                        | Input::DestroyFailed { role: named, handle: given, .. }
+                        | Input::Created { role: named, handle: given },
                     ) => role == named && handle == given,
                     (Rejection::NotAResult { input: named }, input) => named == input,
                     _ => rejection_kind(rejection) == format!("{rejection:?}"),

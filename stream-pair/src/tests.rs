@@ -25,11 +25,7 @@ fn open(depth: LaunchDepth) -> StreamPair {
 
 #[test]
 fn check_invariants_reports_each_kind_of_corruption() {
-    let stale = |state| Stream {
-        state,
-        stale_since: Some(0),
-        unproven: false,
-    };
+    let stale = |state| Stream { state, stale_since: Some(0), unproven: false };
     let cases: Vec<(&str, StreamPair, InvariantViolation)> = vec![
         (
             "depth 0",
@@ -142,9 +138,7 @@ fn check_invariants_reports_each_kind_of_corruption() {
                 pair.aicore.state = StreamState::Live(StreamHandle(1));
                 pair
             },
-            InvariantViolation::SharedHandle {
-                handle: StreamHandle(1),
-            },
+            InvariantViolation::SharedHandle { handle: StreamHandle(1) },
         ),
         (
             "teardown with a queue",
@@ -196,17 +190,9 @@ fn every_named_table_state_is_reached_without_a_rejection_and_is_distinct() {
     let mut seen: Vec<String> = Vec::new();
     for representative in table::REPRESENTATIVES {
         let mut pair = StreamPair::new(LaunchDepth(table::DEPTH));
-        for input in representative
-            .reached_by
-            .iter()
-            .flat_map(|inputs| inputs.iter())
-        {
+        for input in representative.reached_by.iter().flat_map(|inputs| inputs.iter()) {
             let outcome = pair.apply(*input);
-            assert!(
-                outcome.is_ok(),
-                "{}: {input} was refused: {outcome:?}",
-                representative.name
-            );
+            assert!(outcome.is_ok(), "{}: {input} was refused: {outcome:?}", representative.name);
             assert_eq!(pair.check_invariants(), Ok(()), "{}", representative.name);
         }
         let description = pair.to_string();

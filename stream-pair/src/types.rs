@@ -84,11 +84,7 @@ impl LaunchDepth {
 
     /// A launch depth, refused outside `1..=MAX_DEPTH`.
     pub const fn new(depth: u8) -> Result<Self, DepthError> {
-        if depth >= 1 && depth <= MAX_DEPTH {
-            Ok(Self(depth))
-        } else {
-            Err(DepthError { depth })
-        }
+        if depth >= 1 && depth <= MAX_DEPTH { Ok(Self(depth)) } else { Err(DepthError { depth }) }
     }
 
     /// The depth as a number.
@@ -162,16 +158,12 @@ impl fmt::Display for Effect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Effect::Create { role } => write!(f, "Create {role}"),
-            Effect::Destroy {
-                role,
-                handle,
-                mode: DestroyMode::Healthy,
-            } => write!(f, "Destroy {role} {handle}"),
-            Effect::Destroy {
-                role,
-                handle,
-                mode: DestroyMode::Force,
-            } => write!(f, "Destroy {role} {handle} (force)"),
+            Effect::Destroy { role, handle, mode: DestroyMode::Healthy } => {
+                write!(f, "Destroy {role} {handle}")
+            }
+            Effect::Destroy { role, handle, mode: DestroyMode::Force } => {
+                write!(f, "Destroy {role} {handle} (force)")
+            }
         }
     }
 }

@@ -19,10 +19,7 @@ struct Rig {
 impl Rig {
     fn new(depth: u8) -> Self {
         let depth = LaunchDepth::new(depth).expect("depth in range");
-        Self {
-            pair: StreamPair::new(depth),
-            next_handle: 100,
-        }
+        Self { pair: StreamPair::new(depth), next_handle: 100 }
     }
 
     /// A pair already readied (both streams created once).
@@ -90,10 +87,7 @@ impl Rig {
         let event = match effect {
             Effect::Create { role } => {
                 self.next_handle += 1;
-                Input::Created {
-                    role,
-                    handle: StreamHandle(self.next_handle),
-                }
+                Input::Created { role, handle: StreamHandle(self.next_handle) }
             }
             Effect::Destroy { role, handle, .. } => Input::Destroyed { role, handle },
         };
@@ -142,11 +136,7 @@ impl Rig {
     /// The pair must report the failure, alone or as the teardown's end.
     fn fail_destroy(&mut self, role: Role, handle: StreamHandle) {
         let report = self
-            .event(Input::DestroyFailed {
-                role,
-                handle,
-                code: DESTROY_CODE,
-            })
+            .event(Input::DestroyFailed { role, handle, code: DESTROY_CODE })
             .expect("the pair accepts the answer");
         match report {
             StreamResult::DestroyFailed {
@@ -154,9 +144,7 @@ impl Rig {
                 handle: got_handle,
                 code: DESTROY_CODE,
             } => assert_eq!((got_role, got_handle), (role, handle)),
-            StreamResult::TeardownFinished {
-                first_error: Some(_),
-            } => {}
+            StreamResult::TeardownFinished { first_error: Some(_) } => {}
             other => panic!("a failed destroy of {handle} was reported as {other:?}"),
         }
     }
@@ -191,11 +179,7 @@ impl Rig {
     }
 
     fn queue(&self) -> Vec<u64> {
-        self.pair
-            .submissions()
-            .iter()
-            .map(|owner| owner.0)
-            .collect()
+        self.pair.submissions().iter().map(|owner| owner.0).collect()
     }
 
     fn aicore_state(&self) -> StreamState {
@@ -205,20 +189,12 @@ impl Rig {
 
 /// A healthy destroy (every submission on the stream retired `Complete`).
 fn destroy(role: Role, handle: StreamHandle) -> Effect {
-    Effect::Destroy {
-        role,
-        handle,
-        mode: DestroyMode::Healthy,
-    }
+    Effect::Destroy { role, handle, mode: DestroyMode::Healthy }
 }
 
 /// A forced destroy (a submission on the stream retired `Unproven`).
 fn force_destroy(role: Role, handle: StreamHandle) -> Effect {
-    Effect::Destroy {
-        role,
-        handle,
-        mode: DestroyMode::Force,
-    }
+    Effect::Destroy { role, handle, mode: DestroyMode::Force }
 }
 
 // --- Depth and the FIFO (S-2) ---
@@ -238,10 +214,7 @@ fn first_ready_creates_both_streams_aicpu_first_then_reports_ready() {
     let effects = rig.pending();
     assert_eq!(
         effects.as_slice(),
-        [
-            Effect::Create { role: Role::Aicpu },
-            Effect::Create { role: Role::Aicore }
-        ]
+        [Effect::Create { role: Role::Aicpu }, Effect::Create { role: Role::Aicore }]
     );
     // Results outstanding: ready() asks for nothing more.
     assert_eq!(rig.readiness(), Readiness::Pending(Effects::new()));
@@ -282,11 +255,7 @@ fn submit_before_the_pair_is_ready_is_refused() {
     let effects = rig.pending();
     assert_eq!(rig.submit(1), Err(SubmitError::NotReady));
     rig.succeed(effects[0]);
-    assert_eq!(
-        rig.submit(1),
-        Err(SubmitError::NotReady),
-        "AICore still creating"
-    );
+    assert_eq!(rig.submit(1), Err(SubmitError::NotReady), "AICore still creating");
     rig.succeed(effects[1]);
     rig.submit(1).expect("both streams live");
 }
@@ -295,10 +264,7 @@ fn submit_before_the_pair_is_ready_is_refused() {
 fn submit_refuses_an_owner_already_queued() {
     let (mut rig, _, _) = Rig::ready_pair(2);
     rig.submit(1).expect("first submission");
-    assert_eq!(
-        rig.submit(1),
-        Err(SubmitError::DuplicateOwner { owner: Owner(1) })
-    );
+    assert_eq!(rig.submit(1), Err(SubmitError::DuplicateOwner { owner: Owner(1) }));
     assert_eq!(rig.queue(), [1]);
 }
 
@@ -322,15 +288,9 @@ fn withdraw_removes_a_not_started_submission_from_any_position_without_marking_s
 fn withdraw_of_an_owner_without_a_submission_is_refused() {
     let (mut rig, _, _) = Rig::ready_pair(2);
     rig.submit(1).expect("room");
-    assert_eq!(
-        rig.withdraw(2),
-        Err(WithdrawError::NotSubmitted { owner: Owner(2) })
-    );
+    assert_eq!(rig.withdraw(2), Err(WithdrawError::NotSubmitted { owner: Owner(2) }));
     rig.withdraw(1).expect("queued");
-    assert_eq!(
-        rig.withdraw(1),
-        Err(WithdrawError::NotSubmitted { owner: Owner(1) })
-    );
+    assert_eq!(rig.withdraw(1), Err(WithdrawError::NotSubmitted { owner: Owner(1) }));
 }
 
 // --- Reuse and replacement (S-1, S-4, S-6) ---
@@ -353,10 +313,7 @@ fn publication_when_idle_replaces_only_the_aicore_stream_at_the_next_ready() {
     assert!(rig.pair.is_replacement_pending());
     assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicore, aicore)]);
     let (aicpu_after, aicore_after) = rig.ready();
-    assert_eq!(
-        aicpu_after, aicpu,
-        "the AICPU stream survives a publication"
-    );
+    assert_eq!(aicpu_after, aicpu, "the AICPU stream survives a publication");
     assert_ne!(aicore_after, aicore);
     assert_eq!(rig.pair.created_count(), 2);
     assert!(!rig.pair.is_replacement_pending());
@@ -414,15 +371,9 @@ fn submit_is_refused_while_a_replacement_is_pending_until_it_completes() {
 fn unproven_retirement_at_the_front_schedules_replacement_of_aicore_only() {
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("room");
-    assert_eq!(
-        rig.retire(1, Retirement::Unproven),
-        Retired::ReplacementScheduled
-    );
+    assert_eq!(rig.retire(1, Retirement::Unproven), Retired::ReplacementScheduled);
     assert!(rig.pair.is_replacement_pending());
-    assert_eq!(
-        rig.pending().as_slice(),
-        [force_destroy(Role::Aicore, aicore)]
-    );
+    assert_eq!(rig.pending().as_slice(), [force_destroy(Role::Aicore, aicore)]);
     assert_eq!(rig.ready().0, aicpu, "the AICPU stream survives");
 }
 
@@ -431,17 +382,11 @@ fn unproven_retirement_of_a_successor_waits_for_the_front_before_replacing() {
     let (mut rig, _, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("P");
     rig.submit(2).expect("S");
-    assert_eq!(
-        rig.retire(2, Retirement::Unproven),
-        Retired::ReplacementScheduled
-    );
+    assert_eq!(rig.retire(2, Retirement::Unproven), Retired::ReplacementScheduled);
     assert_eq!(rig.queue(), [1]);
     assert_eq!(rig.readiness(), Readiness::Draining);
     assert_eq!(rig.retire(1, Retirement::Complete), Retired::Kept);
-    assert_eq!(
-        rig.pending().as_slice(),
-        [force_destroy(Role::Aicore, aicore)]
-    );
+    assert_eq!(rig.pending().as_slice(), [force_destroy(Role::Aicore, aicore)]);
 }
 
 #[test]
@@ -450,24 +395,15 @@ fn an_unproven_retirement_after_a_publication_forces_the_replacement() {
     let (mut rig, _, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("room");
     rig.mark_stale();
-    assert_eq!(
-        rig.retire(1, Retirement::Unproven),
-        Retired::ReplacementScheduled
-    );
-    assert_eq!(
-        rig.pending().as_slice(),
-        [force_destroy(Role::Aicore, aicore)]
-    );
+    assert_eq!(rig.retire(1, Retirement::Unproven), Retired::ReplacementScheduled);
+    assert_eq!(rig.pending().as_slice(), [force_destroy(Role::Aicore, aicore)]);
 }
 
 #[test]
 fn the_stream_created_after_a_forced_replacement_is_destroyed_healthy() {
     let (mut rig, _, _) = Rig::ready_pair(2);
     rig.submit(1).expect("room");
-    assert_eq!(
-        rig.retire(1, Retirement::Unproven),
-        Retired::ReplacementScheduled
-    );
+    assert_eq!(rig.retire(1, Retirement::Unproven), Retired::ReplacementScheduled);
     let (_, fresh) = rig.ready();
     rig.mark_stale();
     assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicore, fresh)]);
@@ -477,18 +413,12 @@ fn the_stream_created_after_a_forced_replacement_is_destroyed_healthy() {
 fn the_teardown_forces_an_unproven_stream_and_destroys_the_others_healthy() {
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("room");
-    assert_eq!(
-        rig.retire(1, Retirement::Unproven),
-        Retired::ReplacementScheduled
-    );
+    assert_eq!(rig.retire(1, Retirement::Unproven), Retired::ReplacementScheduled);
     let effects = rig.pair.destroy_all().expect("idle pair");
     rig.check();
     assert_eq!(
         effects.as_slice(),
-        [
-            destroy(Role::Aicpu, aicpu),
-            force_destroy(Role::Aicore, aicore)
-        ]
+        [destroy(Role::Aicpu, aicpu), force_destroy(Role::Aicore, aicore)]
     );
 }
 
@@ -544,18 +474,12 @@ fn an_out_of_order_sticky_retirement_marks_both_streams() {
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("P");
     rig.submit(2).expect("S");
-    assert_eq!(
-        rig.retire(2, Retirement::Sticky),
-        Retired::ConvertedToUnproven
-    );
+    assert_eq!(rig.retire(2, Retirement::Sticky), Retired::ConvertedToUnproven);
     assert_eq!(rig.pair.sticky(), Some(Owner(2)));
     assert_eq!(rig.retire(1, Retirement::Complete), Retired::Kept);
     assert_eq!(
         rig.pending().as_slice(),
-        [
-            destroy(Role::Aicpu, aicpu),
-            force_destroy(Role::Aicore, aicore)
-        ]
+        [destroy(Role::Aicpu, aicpu), force_destroy(Role::Aicore, aicore)]
     );
 }
 
@@ -566,11 +490,7 @@ fn the_first_sticky_code_names_the_stream_and_an_abandon_forgets_it() {
     rig.submit(2).expect("S");
     assert_eq!(rig.retire(1, Retirement::Sticky), Retired::StickyMarked);
     assert_eq!(rig.retire(2, Retirement::Sticky), Retired::StickyMarked);
-    assert_eq!(
-        rig.pair.sticky(),
-        Some(Owner(1)),
-        "the first code is the one returned"
-    );
+    assert_eq!(rig.pair.sticky(), Some(Owner(1)), "the first code is the one returned");
     rig.apply(Input::Abandon).expect("abandon");
     assert_eq!(rig.pair.sticky(), None);
     assert!(!rig.pair.is_replacement_pending());
@@ -605,17 +525,11 @@ fn out_of_order_complete_does_not_leak_its_entry_and_the_pair_is_reusable_after_
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("P");
     rig.submit(2).expect("S");
-    assert_eq!(
-        rig.retire(2, Retirement::Complete),
-        Retired::ConvertedToUnproven
-    );
+    assert_eq!(rig.retire(2, Retirement::Complete), Retired::ConvertedToUnproven);
     assert_eq!(rig.queue(), [1], "the out-of-order entry left the FIFO");
     assert!(rig.pair.is_replacement_pending());
     assert_eq!(rig.retire(1, Retirement::Complete), Retired::Kept);
-    assert_eq!(
-        rig.pending().as_slice(),
-        [force_destroy(Role::Aicore, aicore)]
-    );
+    assert_eq!(rig.pending().as_slice(), [force_destroy(Role::Aicore, aicore)]);
     let (aicpu_after, _) = rig.ready();
     assert_eq!(aicpu_after, aicpu);
     // Full depth is available again: nothing leaked.
@@ -651,17 +565,11 @@ fn a_result_emits_nothing_the_replacement_create_waits_for_the_next_ready() {
     rig.mark_stale();
     rig.pending();
     assert_eq!(
-        rig.event(Input::Destroyed {
-            role: Role::Aicore,
-            handle: aicore
-        }),
+        rig.event(Input::Destroyed { role: Role::Aicore, handle: aicore }),
         Ok(StreamResult::Destroyed { role: Role::Aicore })
     );
     assert_eq!(rig.aicore_state(), StreamState::Absent);
-    assert_eq!(
-        rig.pending().as_slice(),
-        [Effect::Create { role: Role::Aicore }]
-    );
+    assert_eq!(rig.pending().as_slice(), [Effect::Create { role: Role::Aicore }]);
 }
 
 #[test]
@@ -687,25 +595,13 @@ fn failed_stale_destroy_is_reported_keeps_the_handle_and_is_retried() {
     rig.mark_stale();
     assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicore, aicore)]);
     assert_eq!(
-        rig.event(Input::DestroyFailed {
-            role: Role::Aicore,
-            handle: aicore,
-            code: DESTROY_CODE
-        }),
-        Ok(StreamResult::DestroyFailed {
-            role: Role::Aicore,
-            handle: aicore,
-            code: DESTROY_CODE
-        })
+        rig.event(Input::DestroyFailed { role: Role::Aicore, handle: aicore, code: DESTROY_CODE }),
+        Ok(StreamResult::DestroyFailed { role: Role::Aicore, handle: aicore, code: DESTROY_CODE })
     );
     assert_eq!(rig.pair.handles(), Some((aicpu, aicore)), "handle kept");
     assert!(rig.pair.is_replacement_pending(), "still stale");
     assert_eq!(rig.submit(1), Err(SubmitError::ReplacementPending));
-    assert_eq!(
-        rig.pending().as_slice(),
-        [destroy(Role::Aicore, aicore)],
-        "retried"
-    );
+    assert_eq!(rig.pending().as_slice(), [destroy(Role::Aicore, aicore)], "retried");
     rig.succeed(destroy(Role::Aicore, aicore));
     let (_, aicore_after) = rig.ready();
     assert_ne!(aicore_after, aicore);
@@ -717,10 +613,7 @@ fn failed_destroy_after_an_unproven_retirement_never_makes_the_stream_reusable()
     // reused the same handle.
     let (mut rig, _, aicore) = Rig::ready_pair(2);
     rig.submit(1).expect("room");
-    assert_eq!(
-        rig.retire(1, Retirement::Unproven),
-        Retired::ReplacementScheduled
-    );
+    assert_eq!(rig.retire(1, Retirement::Unproven), Retired::ReplacementScheduled);
     rig.pending();
     rig.fail_destroy(Role::Aicore, aicore);
     for _ in 0..3 {
@@ -740,10 +633,7 @@ fn failed_create_leaves_the_pair_not_ready_and_reports_role_and_code() {
     let effects = rig.pending();
     rig.succeed(effects[0]);
     assert_eq!(
-        rig.event(Input::CreateFailed {
-            role: Role::Aicore,
-            code: CREATE_CODE
-        }),
+        rig.event(Input::CreateFailed { role: Role::Aicore, code: CREATE_CODE }),
         Ok(StreamResult::CreateFailed(stream_pair::StreamFailure {
             role: Role::Aicore,
             code: CREATE_CODE
@@ -764,19 +654,10 @@ fn failed_create_is_asked_again_by_the_next_ready_and_the_aicpu_stream_is_kept()
         other => panic!("AICPU not live: {other:?}"),
     };
     assert_eq!(
-        rig.event(Input::CreateFailed {
-            role: Role::Aicore,
-            code: CREATE_CODE,
-        }),
-        Ok(StreamResult::CreateFailed(StreamFailure {
-            role: Role::Aicore,
-            code: CREATE_CODE,
-        }))
+        rig.event(Input::CreateFailed { role: Role::Aicore, code: CREATE_CODE }),
+        Ok(StreamResult::CreateFailed(StreamFailure { role: Role::Aicore, code: CREATE_CODE }))
     );
-    assert_eq!(
-        rig.pending().as_slice(),
-        [Effect::Create { role: Role::Aicore }]
-    );
+    assert_eq!(rig.pending().as_slice(), [Effect::Create { role: Role::Aicore }]);
     rig.succeed(Effect::Create { role: Role::Aicore });
     assert_eq!(rig.ready().0, aicpu);
 }
@@ -788,21 +669,12 @@ fn destroy_all_destroys_both_and_finishes_when_both_results_are_in() {
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     let effects = rig.pair.destroy_all().expect("idle pair");
     rig.check();
-    assert_eq!(
-        effects.as_slice(),
-        [destroy(Role::Aicpu, aicpu), destroy(Role::Aicore, aicore)]
-    );
+    assert_eq!(effects.as_slice(), [destroy(Role::Aicpu, aicpu), destroy(Role::Aicore, aicore)]);
     assert!(!rig.pair.teardown_complete());
     assert_eq!(rig.readiness(), Readiness::Closing);
     assert_eq!(rig.submit(1), Err(SubmitError::NotReady));
-    assert_eq!(
-        rig.answer(effects[0]),
-        StreamResult::Destroyed { role: Role::Aicpu }
-    );
-    assert_eq!(
-        rig.answer(effects[1]),
-        StreamResult::TeardownFinished { first_error: None }
-    );
+    assert_eq!(rig.answer(effects[0]), StreamResult::Destroyed { role: Role::Aicpu });
+    assert_eq!(rig.answer(effects[1]), StreamResult::TeardownFinished { first_error: None });
     assert!(rig.pair.teardown_complete());
     assert_eq!(rig.pair.stream(Role::Aicpu).state, StreamState::Absent);
     assert_eq!(rig.aicore_state(), StreamState::Absent);
@@ -813,28 +685,14 @@ fn destroy_all_with_one_failure_reports_it_once_all_results_are_in_and_keeps_the
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     rig.pair.destroy_all().expect("idle pair");
     assert_eq!(
-        rig.event(Input::DestroyFailed {
-            role: Role::Aicpu,
-            handle: aicpu,
-            code: DESTROY_CODE
-        }),
-        Ok(StreamResult::DestroyFailed {
-            role: Role::Aicpu,
-            handle: aicpu,
-            code: DESTROY_CODE
-        })
+        rig.event(Input::DestroyFailed { role: Role::Aicpu, handle: aicpu, code: DESTROY_CODE }),
+        Ok(StreamResult::DestroyFailed { role: Role::Aicpu, handle: aicpu, code: DESTROY_CODE })
     );
-    assert!(
-        !rig.pair.teardown_complete(),
-        "the AICore result is outstanding"
-    );
+    assert!(!rig.pair.teardown_complete(), "the AICore result is outstanding");
     assert_eq!(
         rig.answer(destroy(Role::Aicore, aicore)),
         StreamResult::TeardownFinished {
-            first_error: Some(stream_pair::StreamFailure {
-                role: Role::Aicpu,
-                code: DESTROY_CODE
-            })
+            first_error: Some(stream_pair::StreamFailure { role: Role::Aicpu, code: DESTROY_CODE })
         }
     );
     let survivor = rig.pair.stream(Role::Aicpu);
@@ -847,20 +705,14 @@ fn teardown_survivor_is_destroyed_before_the_pair_is_reused() {
     let (mut rig, aicpu, aicore) = Rig::ready_pair(2);
     rig.pair.destroy_all().expect("idle pair");
     assert_eq!(
-        rig.event(Input::Destroyed {
-            role: Role::Aicpu,
-            handle: aicpu,
-        }),
+        rig.event(Input::Destroyed { role: Role::Aicpu, handle: aicpu }),
         Ok(StreamResult::Destroyed { role: Role::Aicpu })
     );
     rig.fail_destroy(Role::Aicore, aicore);
     assert!(rig.pair.is_replacement_pending());
     assert_eq!(
         rig.pending().as_slice(),
-        [
-            Effect::Create { role: Role::Aicpu },
-            destroy(Role::Aicore, aicore)
-        ]
+        [Effect::Create { role: Role::Aicpu }, destroy(Role::Aicore, aicore)]
     );
     rig.succeed(Effect::Create { role: Role::Aicpu });
     rig.succeed(destroy(Role::Aicore, aicore));
@@ -873,10 +725,7 @@ fn destroy_all_is_refused_while_submissions_are_queued() {
     let (mut rig, _, _) = Rig::ready_pair(2);
     rig.submit(1).expect("room");
     let before = rig.pair.clone();
-    assert_eq!(
-        rig.pair.destroy_all(),
-        Err(Rejection::SubmissionsQueued { queued: 1 })
-    );
+    assert_eq!(rig.pair.destroy_all(), Err(Rejection::SubmissionsQueued { queued: 1 }));
     assert_eq!(rig.pair, before);
 }
 
@@ -890,10 +739,7 @@ fn destroy_all_is_refused_while_results_are_outstanding() {
     );
     let (mut rig, _, _) = Rig::ready_pair(2);
     rig.pair.destroy_all().expect("idle");
-    assert_eq!(
-        rig.apply(Input::DestroyAll),
-        Err(Rejection::TeardownInProgress)
-    );
+    assert_eq!(rig.apply(Input::DestroyAll), Err(Rejection::TeardownInProgress));
 }
 
 #[test]
@@ -915,10 +761,7 @@ fn abandon_emits_no_destroy_forgets_everything_and_the_next_ready_creates_both_a
     assert!(!rig.pair.is_replacement_pending());
     assert_eq!(
         rig.pending().as_slice(),
-        [
-            Effect::Create { role: Role::Aicpu },
-            Effect::Create { role: Role::Aicore }
-        ]
+        [Effect::Create { role: Role::Aicpu }, Effect::Create { role: Role::Aicore }]
     );
     let (aicpu_after, aicore_after) = rig.ready();
     assert!(aicpu_after != aicpu && aicore_after != aicore);
@@ -932,14 +775,8 @@ fn results_of_effects_emitted_before_an_abandon_are_rejected() {
     rig.pending();
     rig.pair.abandon();
     assert_eq!(
-        rig.event(Input::Destroyed {
-            role: Role::Aicore,
-            handle: aicore
-        }),
-        Err(Rejection::NotBeingDestroyed {
-            role: Role::Aicore,
-            handle: aicore
-        })
+        rig.event(Input::Destroyed { role: Role::Aicore, handle: aicore }),
+        Err(Rejection::NotBeingDestroyed { role: Role::Aicore, handle: aicore })
     );
 }
 
@@ -951,39 +788,20 @@ fn results_that_answer_nothing_are_rejected_without_change() {
     let wrong = StreamHandle(9_999);
     let cases = [
         (
-            Input::Created {
-                role: Role::Aicore,
-                handle: wrong,
-            },
+            Input::Created { role: Role::Aicore, handle: wrong },
             Rejection::NoCreateInFlight { role: Role::Aicore },
         ),
         (
-            Input::CreateFailed {
-                role: Role::Aicpu,
-                code: CREATE_CODE,
-            },
+            Input::CreateFailed { role: Role::Aicpu, code: CREATE_CODE },
             Rejection::NoCreateInFlight { role: Role::Aicpu },
         ),
         (
-            Input::Destroyed {
-                role: Role::Aicore,
-                handle: aicore,
-            },
-            Rejection::NotBeingDestroyed {
-                role: Role::Aicore,
-                handle: aicore,
-            },
+            Input::Destroyed { role: Role::Aicore, handle: aicore },
+            Rejection::NotBeingDestroyed { role: Role::Aicore, handle: aicore },
         ),
         (
-            Input::DestroyFailed {
-                role: Role::Aicpu,
-                handle: aicpu,
-                code: DESTROY_CODE,
-            },
-            Rejection::NotBeingDestroyed {
-                role: Role::Aicpu,
-                handle: aicpu,
-            },
+            Input::DestroyFailed { role: Role::Aicpu, handle: aicpu, code: DESTROY_CODE },
+            Rejection::NotBeingDestroyed { role: Role::Aicpu, handle: aicpu },
         ),
     ];
     for (event, rejection) in cases {
@@ -993,24 +811,12 @@ fn results_that_answer_nothing_are_rejected_without_change() {
     rig.mark_stale();
     rig.pending();
     assert_eq!(
-        rig.event(Input::Destroyed {
-            role: Role::Aicore,
-            handle: wrong
-        }),
-        Err(Rejection::NotBeingDestroyed {
-            role: Role::Aicore,
-            handle: wrong
-        })
+        rig.event(Input::Destroyed { role: Role::Aicore, handle: wrong }),
+        Err(Rejection::NotBeingDestroyed { role: Role::Aicore, handle: wrong })
     );
     assert_eq!(
-        rig.event(Input::Destroyed {
-            role: Role::Aicpu,
-            handle: aicore
-        }),
-        Err(Rejection::NotBeingDestroyed {
-            role: Role::Aicpu,
-            handle: aicore
-        })
+        rig.event(Input::Destroyed { role: Role::Aicpu, handle: aicore }),
+        Err(Rejection::NotBeingDestroyed { role: Role::Aicpu, handle: aicore })
     );
     assert_eq!(rig.aicore_state(), StreamState::Destroying(aicore));
 }
@@ -1018,13 +824,9 @@ fn results_that_answer_nothing_are_rejected_without_change() {
 #[test]
 fn handle_refuses_an_input_that_is_not_a_result_without_change() {
     let (mut rig, _, _) = Rig::ready_pair(2);
-    for input in [
-        Input::Ready,
-        Input::Submit(Owner(1)),
-        Input::MarkStale,
-        Input::DestroyAll,
-        Input::Abandon,
-    ] {
+    for input in
+        [Input::Ready, Input::Submit(Owner(1)), Input::MarkStale, Input::DestroyAll, Input::Abandon]
+    {
         assert_eq!(rig.event(input), Err(Rejection::NotAResult { input }));
     }
     assert!(rig.queue().is_empty());
@@ -1036,24 +838,12 @@ fn created_with_the_other_streams_handle_is_rejected() {
     rig.pending();
     let shared = StreamHandle(7);
     assert_eq!(
-        rig.event(Input::Created {
-            role: Role::Aicpu,
-            handle: shared,
-        }),
-        Ok(StreamResult::Created {
-            role: Role::Aicpu,
-            handle: shared,
-        })
+        rig.event(Input::Created { role: Role::Aicpu, handle: shared }),
+        Ok(StreamResult::Created { role: Role::Aicpu, handle: shared })
     );
     assert_eq!(
-        rig.event(Input::Created {
-            role: Role::Aicore,
-            handle: shared
-        }),
-        Err(Rejection::HandleInUse {
-            role: Role::Aicore,
-            handle: shared
-        })
+        rig.event(Input::Created { role: Role::Aicore, handle: shared }),
+        Err(Rejection::HandleInUse { role: Role::Aicore, handle: shared })
     );
     assert_eq!(rig.aicore_state(), StreamState::Creating);
 }
@@ -1065,11 +855,7 @@ fn created_count_counts_only_aicore_creations() {
     let mut rig = Rig::new(2);
     let effects = rig.pending();
     rig.succeed(effects[0]);
-    assert_eq!(
-        rig.pair.created_count(),
-        0,
-        "an AICPU creation does not count"
-    );
+    assert_eq!(rig.pair.created_count(), 0, "an AICPU creation does not count");
     rig.succeed(effects[1]);
     assert_eq!(rig.pair.created_count(), 1);
     rig.mark_stale();
@@ -1107,10 +893,8 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 =
+            self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         self.0 >> 33
     }
 
@@ -1122,11 +906,7 @@ impl Lcg {
 /// An input that is often the right answer to what is outstanding (so deep states are
 /// reached) and otherwise anything at all.
 fn arbitrary_input(rng: &mut Lcg, pair: &StreamPair, fresh: &mut u64) -> Input {
-    let role = if rng.below(2) == 0 {
-        Role::Aicpu
-    } else {
-        Role::Aicore
-    };
+    let role = if rng.below(2) == 0 { Role::Aicpu } else { Role::Aicore };
     let owner = Owner(rng.below(6));
     let how = match rng.below(6) {
         0 | 1 => Retirement::Unproven,
@@ -1147,10 +927,7 @@ fn arbitrary_input(rng: &mut Lcg, pair: &StreamPair, fresh: &mut u64) -> Input {
             StreamState::Creating if fails => Input::CreateFailed { role, code },
             StreamState::Creating => {
                 *fresh += 1;
-                Input::Created {
-                    role,
-                    handle: StreamHandle(*fresh),
-                }
+                Input::Created { role, handle: StreamHandle(*fresh) }
             }
             StreamState::Destroying(handle) if fails => Input::DestroyFailed { role, handle, code },
             StreamState::Destroying(handle) => Input::Destroyed { role, handle },
@@ -1213,10 +990,7 @@ fn arbitrary_input_sequences_keep_every_invariant() {
         }
     }
     assert!(reached_ready_full, "the generator never filled the FIFO");
-    assert!(
-        reached_teardown_finish,
-        "the generator never finished a teardown"
-    );
+    assert!(reached_teardown_finish, "the generator never finished a teardown");
 }
 
 #[test]
@@ -1281,11 +1055,7 @@ fn exactly_the_four_backend_answers_are_results() {
         Input::Created { role, handle },
         Input::CreateFailed { role, code: -1 },
         Input::Destroyed { role, handle },
-        Input::DestroyFailed {
-            role,
-            handle,
-            code: -1,
-        },
+        Input::DestroyFailed { role, handle, code: -1 },
     ];
     let others = [
         Input::Ready,

@@ -6,9 +6,7 @@
 #[test]
 fn the_committed_transition_table_is_the_rendering() {
     let path = "docs/state-machines/stream-pair.md";
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(path);
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
     let doc = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     let body = doc.split_once("-->\n\n").map_or("", |(_, body)| body);

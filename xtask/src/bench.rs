@@ -122,31 +122,19 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     eprintln!("xtask bench: the simulator sweeps");
     let lane_sim = build_lane_sim(&root)?;
     let sweep = lane_sim_sweep(&lane_sim, &[])?;
-    let jitter = lane_sim_sweep(
-        &lane_sim,
-        &["--jitter-pct", JITTER_PCT, "--points", JITTER_POINTS],
-    )?;
+    let jitter =
+        lane_sim_sweep(&lane_sim, &["--jitter-pct", JITTER_PCT, "--points", JITTER_POINTS])?;
     let previous = lane_sim_sweep(&lane_sim, &PREVIOUS_LAYOUT_COSTS)?;
     let svg = root.join("docs/performance-speedup.svg");
     fs::write(&svg, speedup_svg(&sweep, &jitter)?)
         .map_err(|e| format!("cannot write {}: {e}", svg.display()))?;
-    let micro = Micro {
-        repeat,
-        medians: &medians,
-        instructions: instructions.as_deref(),
-    };
-    perf::record(
-        "bench",
-        data(&micro, &sweep, &jitter, &previous),
-        provenance,
-    )
+    let micro = Micro { repeat, medians: &medians, instructions: instructions.as_deref() };
+    perf::record("bench", data(&micro, &sweep, &jitter, &previous), provenance)
 }
 
 /// Runs a command to completion; its stdout, or an error naming it and its stderr's tail.
 fn output(mut command: Command, what: &str) -> Result<String, String> {
-    let out = command
-        .output()
-        .map_err(|e| format!("could not start {what}: {e}"))?;
+    let out = command.output().map_err(|e| format!("could not start {what}: {e}"))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
@@ -246,20 +234,15 @@ fn parse_duration_ns(text: &str) -> Option<f64> {
 /// Instructions per iteration of each benchmark, from cachegrind (the difference between
 /// two sample sizes, so divan's own work cancels out); `None` without valgrind.
 fn instruction_counts(root: &Path) -> Option<Vec<(String, u64)>> {
-    let valgrind_found = Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let valgrind_found =
+        Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
     if !valgrind_found {
         eprintln!("xtask bench: valgrind not found, no instruction counts");
         return None;
     }
     let mut counts = Vec::new();
     let checked = ("lane-core", "lane", CHECKED_CYCLE);
-    let paths = MICRO
-        .iter()
-        .map(|m| (m.package, m.bench, m.path))
-        .chain([checked]);
+    let paths = MICRO.iter().map(|m| (m.package, m.bench, m.path)).chain([checked]);
     for (package, bench, path) in paths {
         eprintln!("xtask bench: instructions of {path} (cachegrind)");
         let executable = bench_executable(root, package, bench).ok()?;
@@ -339,9 +322,7 @@ fn num(value: &Value, key: &str) -> Result<f64, String> {
 }
 
 fn points(sweep: &Value) -> Result<&Vec<Value>, String> {
-    sweep["points"]
-        .as_array()
-        .ok_or_else(|| "the sweep's JSON has no `points`".to_owned())
+    sweep["points"].as_array().ok_or_else(|| "the sweep's JSON has no `points`".to_owned())
 }
 
 // ----- docs/data/bench.json ---------------------------------------------------------------
@@ -374,10 +355,11 @@ fn worst(rows: &[Value], key: &str) -> Option<(f64, Value)> {
 
 /// The figures as data (docs/data/bench.json): what docs/performance.md's tables show.
 fn data(micro: &Micro<'_>, sweep: &Value, jitter: &Value, previous: &Value) -> Value {
-    let rows = MICRO
-        .iter()
-        .map(|m| (m.path, m.measures, m.target_ns))
-        .chain([(CHECKED_CYCLE, CHECKED_MEASURES, None)]);
+    let rows = MICRO.iter().map(|m| (m.path, m.measures, m.target_ns)).chain([(
+        CHECKED_CYCLE,
+        CHECKED_MEASURES,
+        None,
+    )]);
     let mut cycle = None;
     let micro_rows: Vec<Value> = rows
         .filter_map(|(path, measures, target)| {
@@ -564,9 +546,7 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
     let (x_min, x_max) = measured
         .iter()
         .chain(&jittered)
-        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), (x, _)| {
-            (lo.min(*x), hi.max(*x))
-        });
+        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), (x, _)| (lo.min(*x), hi.max(*x)));
     if !(x_min > 0.0 && x_max > x_min) {
         return Err("the sweep needs at least two device times to plot".to_owned());
     }
@@ -597,9 +577,7 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
         .chain(&curve)
         .chain(&curve3)
         .chain(&offloaded)
-        .fold((1.0_f64, 1.0_f64), |(lo, hi), (_, y)| {
-            (lo.min(*y), hi.max(*y))
-        });
+        .fold((1.0_f64, 1.0_f64), |(lo, hi), (_, y)| (lo.min(*y), hi.max(*y)));
     let y_max = (y_top * 10.0).ceil() / 10.0 + 0.05;
     let y_low = (y_floor * 10.0).floor() / 10.0;
     let (y_min, plot_w, plot_h) = (y_low - 0.05, WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
@@ -609,12 +587,7 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
         pts.iter()
             .enumerate()
             .map(|(i, (x, y))| {
-                format!(
-                    "{}{:.1},{:.1}",
-                    if i == 0 { "M" } else { " L" },
-                    px(*x),
-                    py(*y)
-                )
+                format!("{}{:.1},{:.1}", if i == 0 { "M" } else { " L" }, px(*x), py(*y))
             })
             .collect::<String>()
     };
@@ -631,9 +604,7 @@ fn speedup_svg(sweep: &Value, jitter: &Value) -> Result<String, String> {
         WIDTH / 2.0
     );
     // Grid and tick labels.
-    for x in [
-        10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0,
-    ] {
+    for x in [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0] {
         if x < x_min * 0.999 || x > x_max * 1.001 {
             continue;
         }
@@ -774,10 +745,7 @@ Timer precision: 20 ns
             [
                 ("lane::full_run_cycle::a2a3".to_owned(), 660.9),
                 ("lane::full_run_cycle::depth-one".to_owned(), 1_500.0),
-                (
-                    "lane::full_run_cycle_with_invariant_checks".to_owned(),
-                    750.4
-                ),
+                ("lane::full_run_cycle_with_invariant_checks".to_owned(), 750.4),
             ]
         );
     }
@@ -797,11 +765,7 @@ Timer precision: 20 ns
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("device time per run (us, log scale"));
         assert!(svg.contains("speedup: runs/s ÷ depth-one runs/s"));
-        assert_eq!(
-            svg.matches("<circle").count(),
-            3 + 1,
-            "three points and the legend"
-        );
+        assert_eq!(svg.matches("<circle").count(), 3 + 1, "three points and the legend");
         assert!(svg.contains("stroke-dasharray"), "the model's curve");
         assert_eq!(
             svg.matches("l5,8 l-10,0 z").count(),

@@ -415,9 +415,7 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
                 });
             }
             _ => {
-                return Err(format!(
-                    "fake_bench printed a line it never prints: `{line}`"
-                ));
+                return Err(format!("fake_bench printed a line it never prints: `{line}`"));
             }
         }
     }
@@ -428,11 +426,7 @@ pub(crate) fn parse(output: &str) -> Result<Measured, String> {
 fn over_repeats(cases: &[&LanesCase]) -> Option<(f64, u64, u64)> {
     let medians: Vec<u64> = cases.iter().map(|c| c.median_ns).collect();
     let (min, max) = (*medians.iter().min()?, *medians.iter().max()?);
-    Some((
-        medians.iter().sum::<u64>() as f64 / medians.len() as f64,
-        min,
-        max,
-    ))
+    Some((medians.iter().sum::<u64>() as f64 / medians.len() as f64, min, max))
 }
 
 /// The healthy and the faulty cases' medians against the noise: (healthy mean, faulty mean,
@@ -460,9 +454,7 @@ type SplitPart = (&'static str, fn(&DepthOneSplit) -> u64);
 /// The three parts of a depth-one gap, in order.
 const SPLIT_PARTS: [SplitPart; 3] = [
     ("device end to the AICore launch's start", |s| s.react_ns),
-    ("the launch's calls (to the AICPU launch's return)", |s| {
-        s.launch_ns
-    }),
+    ("the launch's calls (to the AICPU launch's return)", |s| s.launch_ns),
     ("then to the run's device start", |s| s.start_ns),
 ];
 
@@ -486,9 +478,7 @@ impl Measured {
     }
 
     fn split_at(&self, kernel_us: u64, who: &str) -> Option<&DepthOneSplit> {
-        self.splits
-            .iter()
-            .find(|s| s.kernel_us == kernel_us && s.who == who)
+        self.splits.iter().find(|s| s.kernel_us == kernel_us && s.who == who)
     }
 
     fn idle_at(&self, kernel_us: u64) -> Option<&Idle> {
@@ -503,10 +493,8 @@ impl Measured {
         kernel_us: u64,
         setting: Setting,
     ) -> Option<AnchorTargets> {
-        let rounds: Vec<AnchorTargets> = self
-            .rounds()
-            .filter_map(|m| m.anchor_targets_with(kernel_us, setting))
-            .collect();
+        let rounds: Vec<AnchorTargets> =
+            self.rounds().filter_map(|m| m.anchor_targets_with(kernel_us, setting)).collect();
         // The middle round's figure; `None` unless every round has it.
         let middle = |pick: fn(&AnchorTargets) -> Option<AgainstAnchor>,
                       key: fn(&AgainstAnchor) -> f64| {
@@ -523,9 +511,7 @@ impl Measured {
     }
 
     fn anchor(&self, kernel_us: u64, kind: AnchorKind) -> Option<&Anchor> {
-        self.anchors
-            .iter()
-            .find(|a| a.kernel_us == kernel_us && a.kind == kind)
+        self.anchors.iter().find(|a| a.kernel_us == kernel_us && a.kind == kind)
     }
 
     /// The anchors' targets at `kernel_us`, the lane's figures being the documented loop's
@@ -581,9 +567,7 @@ impl Measured {
         let queued = |l| self.arm(kernel_us, l, "depth2").map(|a| a.median_ns);
         let depth_one = |l| self.arm(kernel_us, l, "depth1").map(|a| a.median_ns);
         let up_front = queued('a')?;
-        let anchor = self
-            .anchor(kernel_us, AnchorKind::Queued)
-            .map(|a| a.median_ns);
+        let anchor = self.anchor(kernel_us, AnchorKind::Queued).map(|a| a.median_ns);
         let mut worst = 0;
         for l in ['b', 'c'] {
             let (q, d) = (queued(l)?, depth_one(l)?);
@@ -641,10 +625,7 @@ pub(crate) fn run(runs_asked: Option<u32>) -> Result<Value, String> {
     // The bench on the fake with `args`: its stdout, or why it failed.
     let bench = |lanes: bool, args: &[String]| {
         let mut command = Command::new(&exe);
-        command
-            .args(lanes.then_some("--lanes"))
-            .arg(&fake)
-            .args(args);
+        command.args(lanes.then_some("--lanes")).arg(&fake).args(args);
         let output = command.output();
         let output = output.map_err(|e| format!("could not run {}: {e}", exe.display()));
         output.and_then(succeeded)
@@ -716,10 +697,7 @@ fn compile(scratch: &Path, staticlib: &Path, native: &[String]) -> Result<PathBu
     if output.status.success() {
         Ok(exe)
     } else {
-        Err(format!(
-            "compiling fake_bench.cpp failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ))
+        Err(format!("compiling fake_bench.cpp failed: {}", String::from_utf8_lossy(&output.stderr)))
     }
 }
 

@@ -79,10 +79,8 @@ pub(crate) fn contents(doc: &GeneratedDoc) -> String {
 pub(crate) fn run(mode: Mode) -> Result<(), String> {
     let root = project_root();
     let mut stale = Vec::new();
-    let mut files: Vec<(&str, String)> = generated_docs()
-        .iter()
-        .map(|doc| (doc.path, contents(doc)))
-        .collect();
+    let mut files: Vec<(&str, String)> =
+        generated_docs().iter().map(|doc| (doc.path, contents(doc))).collect();
     let performance = root.join(perf::DOC);
     let performance = fs::read_to_string(&performance)
         .map_err(|e| format!("cannot read {}: {e}", performance.display()))?;

@@ -99,10 +99,7 @@ pub(crate) fn arm_summary(depth: u8, timings: &[lane_core::DeviceTiming]) -> Arm
     use lane_core::{Overlap, TimingSource};
     let mut gaps: Vec<u64> = timings
         .windows(2)
-        .filter(|pair| {
-            pair.iter()
-                .all(|t| t.source == TimingSource::EventTimestamps)
-        })
+        .filter(|pair| pair.iter().all(|t| t.source == TimingSource::EventTimestamps))
         .map(|pair| pair[1].start_ns.saturating_sub(pair[0].end_ns))
         .collect();
     gaps.sort_unstable();
@@ -121,11 +118,7 @@ pub(crate) fn arm_summary(depth: u8, timings: &[lane_core::DeviceTiming]) -> Arm
         median_ns: rank(50),
         p90_ns: rank(90),
         max_ns: gaps.last().copied().unwrap_or(0),
-        proven: timings
-            .iter()
-            .skip(1)
-            .filter(|t| t.overlap == Overlap::Proven)
-            .count(),
+        proven: timings.iter().skip(1).filter(|t| t.overlap == Overlap::Proven).count(),
         queued,
     }
 }
@@ -154,12 +147,7 @@ mod tests {
     use lane_core::{DeviceTiming, Overlap, TimingSource};
 
     fn timed(start_ns: u64, end_ns: u64, overlap: Overlap) -> DeviceTiming {
-        DeviceTiming {
-            start_ns,
-            end_ns,
-            source: TimingSource::EventTimestamps,
-            overlap,
-        }
+        DeviceTiming { start_ns, end_ns, source: TimingSource::EventTimestamps, overlap }
     }
 
     #[test]
@@ -168,11 +156,7 @@ mod tests {
         let mut timings = vec![timed(0, 100, Overlap::NotQueued)];
         for i in 1..=10_u64 {
             let start = timings.last().unwrap().end_ns + 10 * i;
-            let overlap = if i == 4 {
-                Overlap::NotProven
-            } else {
-                Overlap::Proven
-            };
+            let overlap = if i == 4 { Overlap::NotProven } else { Overlap::Proven };
             timings.push(timed(start, start + 100, overlap));
         }
         let arm = arm_summary(2, &timings);
@@ -198,11 +182,7 @@ mod tests {
     fn a_run_started_before_its_predecessor_ended_has_gap_zero_and_a_timing_buffer_run_no_gap() {
         let mut buffer = timed(150, 300, Overlap::Proven);
         buffer.source = TimingSource::TimingBuffer;
-        let timings = [
-            timed(0, 100, Overlap::NotQueued),
-            timed(90, 200, Overlap::Proven),
-            buffer,
-        ];
+        let timings = [timed(0, 100, Overlap::NotQueued), timed(90, 200, Overlap::Proven), buffer];
         let arm = arm_summary(1, &timings);
         assert_eq!((arm.gaps, arm.median_ns, arm.max_ns), (1, 0, 0));
         assert_eq!((arm.proven, arm.queued), (2, 2));
@@ -212,10 +192,7 @@ mod tests {
     #[test]
     fn arguments_name_the_library_and_the_device() {
         let options = parse(&["--lib", "/x/libascendcl.so", "--device", "3"]).unwrap();
-        assert_eq!(
-            options.library,
-            Library::Path(PathBuf::from("/x/libascendcl.so"))
-        );
+        assert_eq!(options.library, Library::Path(PathBuf::from("/x/libascendcl.so")));
         assert_eq!(options.device_id, 3);
         assert_eq!(parse(&[]).unwrap(), CheckOptions::default());
     }
@@ -233,9 +210,6 @@ mod tests {
     #[test]
     fn overlap_arguments_set_the_runs_per_depth_and_the_stand_in_copy() {
         let options = parse(&["--overlap-runs", "50", "--overlap-mib", "64"]).unwrap();
-        assert_eq!(
-            (options.overlap_runs, options.overlap_copy_bytes),
-            (50, 64 << 20)
-        );
+        assert_eq!((options.overlap_runs, options.overlap_copy_bytes), (50, 64 << 20));
     }
 }

@@ -104,11 +104,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
             let prefix = prepare_prefix(&prefix)?;
             let built = build_release()?;
             let tree = install(&prefix, &built)?;
-            println!(
-                "dist: installed run_lane ABI {} into {}",
-                tree.major,
-                tree.prefix.display()
-            );
+            println!("dist: installed run_lane ABI {} into {}", tree.major, tree.prefix.display());
             Ok(())
         }
         Mode::Check => check(),
@@ -121,10 +117,7 @@ fn parse(args: &[&str]) -> Result<Mode, String> {
         ["--prefix"] | ["--prefix", _] => Err(format!("dist: --prefix needs a folder; {USAGE}")),
         ["--check"] => Ok(Mode::Check),
         [] => Err(format!("dist: say where to install; {USAGE}")),
-        other => Err(format!(
-            "dist: unknown arguments `{}`; {USAGE}",
-            other.join(" ")
-        )),
+        other => Err(format!("dist: unknown arguments `{}`; {USAGE}", other.join(" "))),
     }
 }
 
@@ -154,11 +147,7 @@ pub(crate) fn build_release() -> Result<Built, String> {
         "building lane-capi: rustc reported no `native-static-libs` note for librun_lane.a \
          (`--print native-static-libs`), so the system libraries it needs are unknown",
     )?;
-    Ok(Built {
-        staticlib,
-        cdylib,
-        native_static_libs,
-    })
+    Ok(Built { staticlib, cdylib, native_static_libs })
 }
 
 /// Builds acl-fake in release and returns its cdylib's path (the fake libascendcl is never

@@ -149,14 +149,9 @@ pub(crate) fn all_figures() -> Vec<Figures> {
 
 /// `docs/ARCHITECTURE.md` over its word budget, as a line naming the figure.
 pub(crate) fn architecture_over(all: &[Figures]) -> Option<String> {
-    all.iter()
-        .find(|d| d.path == "docs/ARCHITECTURE.md" && d.words > ARCHITECTURE_WORDS)
-        .map(|d| {
-            format!(
-                "{}: {} prose words, over the {ARCHITECTURE_WORDS}-word budget",
-                d.path, d.words
-            )
-        })
+    all.iter().find(|d| d.path == "docs/ARCHITECTURE.md" && d.words > ARCHITECTURE_WORDS).map(|d| {
+        format!("{}: {} prose words, over the {ARCHITECTURE_WORDS}-word budget", d.path, d.words)
+    })
 }
 
 /// Each doc whose median sentence is not under the bound, as a line naming the figure.
@@ -164,10 +159,7 @@ pub(crate) fn medians_over(all: &[Figures]) -> Vec<String> {
     all.iter()
         .filter(|d| d.median >= MEDIAN_SENTENCE)
         .map(|d| {
-            format!(
-                "{}: median sentence {} words, not under {MEDIAN_SENTENCE}",
-                d.path, d.median
-            )
+            format!("{}: median sentence {} words, not under {MEDIAN_SENTENCE}", d.path, d.median)
         })
         .collect()
 }
@@ -195,15 +187,9 @@ pub(crate) fn violations(all: &[Figures]) -> Vec<String> {
 /// is broken.
 pub(crate) fn run() -> Result<(), String> {
     let all = all_figures();
-    println!(
-        "{:<62} {:>6} {:>9} {:>6}",
-        "doc", "words", "sentences", "median"
-    );
+    println!("{:<62} {:>6} {:>9} {:>6}", "doc", "words", "sentences", "median");
     for doc in &all {
-        println!(
-            "{:<62} {:>6} {:>9} {:>6}",
-            doc.path, doc.words, doc.sentences, doc.median
-        );
+        println!("{:<62} {:>6} {:>9} {:>6}", doc.path, doc.words, doc.sentences, doc.median);
     }
     let total: usize = all.iter().map(|d| d.words).sum();
     println!(
@@ -211,11 +197,7 @@ pub(crate) fn run() -> Result<(), String> {
          {ARCHITECTURE_WORDS}; every median under {MEDIAN_SENTENCE}"
     );
     let broken = violations(&all);
-    if broken.is_empty() {
-        Ok(())
-    } else {
-        Err(broken.join("\n"))
-    }
+    if broken.is_empty() { Ok(()) } else { Err(broken.join("\n")) }
 }
 
 #[cfg(test)]

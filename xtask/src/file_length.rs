@@ -72,10 +72,8 @@ mod tests {
         assert!(is_test_file(Path::new("lane-core/src/lane/tests.rs")));
         assert!(is_test_file(Path::new("lane-capi/tests/common/mod.rs")));
         assert!(!is_test_file(Path::new("lane-core/src/run.rs")));
-        let files = [
-            ("a/src/long.rs".to_owned(), MAX_LINES + 1),
-            ("a/src/short.rs".to_owned(), MAX_LINES),
-        ];
+        let files =
+            [("a/src/long.rs".to_owned(), MAX_LINES + 1), ("a/src/short.rs".to_owned(), MAX_LINES)];
         let broken = violations(&files);
         assert_eq!(broken.len(), 1, "{broken:?}");
         assert!(broken[0].starts_with("a/src/long.rs: 1001 lines, over the bound of 1000"));

@@ -86,10 +86,7 @@ fn check_target(root: &Path, target: &str) -> Result<(), String> {
     if known.iter().any(|t| t == target) {
         Ok(())
     } else {
-        Err(format!(
-            "no fuzz target `{target}`; the targets are: {}",
-            known.join(", ")
-        ))
+        Err(format!("no fuzz target `{target}`; the targets are: {}", known.join(", ")))
     }
 }
 
@@ -132,9 +129,8 @@ fn fuzz_target(root: &Path, target: &str, seconds: Option<u64>) -> Result<Report
             }
         }
     }
-    let status = child
-        .wait()
-        .map_err(|e| format!("`cargo fuzz run {target}` did not finish: {e}"))?;
+    let status =
+        child.wait().map_err(|e| format!("`cargo fuzz run {target}` did not finish: {e}"))?;
 
     let mut new_failures = Vec::new();
     for artifact in failures_in(&artifacts) {
@@ -152,12 +148,7 @@ fn fuzz_target(root: &Path, target: &str, seconds: Option<u64>) -> Result<Report
         fs::copy(&artifact, &saved).map_err(|e| format!("cannot copy {from} to {to}: {e}"))?;
         new_failures.push(saved);
     }
-    Ok(Report {
-        target: target.to_owned(),
-        executions,
-        new_failures,
-        success: status.success(),
-    })
+    Ok(Report { target: target.to_owned(), executions, new_failures, success: status.success() })
 }
 
 /// libFuzzer's execution count on one line of its output: `stat::number_of_executed_units: N`
@@ -202,32 +193,20 @@ fn summarise(reports: &[Report]) -> Result<(), String> {
     eprintln!("\nxtask: fuzz summary");
     let mut failed = Vec::new();
     for report in reports {
-        let executions = report
-            .executions
-            .map_or_else(|| "unknown".to_owned(), |n| n.to_string());
+        let executions = report.executions.map_or_else(|| "unknown".to_owned(), |n| n.to_string());
         let found = if report.new_failures.is_empty() {
             "no new crash".to_owned()
         } else {
-            let saved: Vec<String> = report
-                .new_failures
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
+            let saved: Vec<String> =
+                report.new_failures.iter().map(|p| p.display().to_string()).collect();
             format!("NEW CRASH saved to {}", saved.join(", "))
         };
-        eprintln!(
-            "  {:<24} {executions:>12} executions  {found}",
-            report.target
-        );
+        eprintln!("  {:<24} {executions:>12} executions  {found}", report.target);
         if !report.new_failures.is_empty() || !report.success {
             failed.push(report.target.as_str());
         }
     }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(failure_advice(&failed))
-    }
+    if failed.is_empty() { Ok(()) } else { Err(failure_advice(&failed)) }
 }
 
 /// What to do after a failed run. `cargo fuzz fmt` needs `-s none` on stable, like `run`.
@@ -248,10 +227,7 @@ mod tests {
 
     #[test]
     fn executions_are_read_from_libfuzzer_output() {
-        assert_eq!(
-            executions_in("Done 387216 runs in 16 second(s)"),
-            Some(387_216)
-        );
+        assert_eq!(executions_in("Done 387216 runs in 16 second(s)"), Some(387_216));
         assert_eq!(
             executions_in("#840\tNEW    cov: 457 ft: 588 corp: 4/21b lim: 11 exec/s: 0"),
             Some(840)
@@ -260,10 +236,7 @@ mod tests {
             executions_in("#1048576\tpulse  cov: 600 ft: 2000 corp: 90/3Kb"),
             Some(1_048_576)
         );
-        assert_eq!(
-            executions_in("stat::number_of_executed_units: 37"),
-            Some(37)
-        );
+        assert_eq!(executions_in("stat::number_of_executed_units: 37"), Some(37));
         assert_eq!(executions_in("stat::peak_rss_mb: 41"), None);
         assert_eq!(executions_in("INFO: Seed: 2804145855"), None);
         assert_eq!(executions_in("#### end of dictionary"), None);
@@ -273,14 +246,8 @@ mod tests {
     #[test]
     fn the_failure_advice_formats_crashes_without_a_sanitizer_so_it_works_on_stable() {
         let advice = failure_advice(&["lane_sequences"]);
-        assert!(
-            advice.contains("fuzzing failed for lane_sequences:"),
-            "{advice}"
-        );
-        assert!(
-            advice.contains("`cargo fuzz fmt -s none <target> <file>`"),
-            "{advice}"
-        );
+        assert!(advice.contains("fuzzing failed for lane_sequences:"), "{advice}");
+        assert!(advice.contains("`cargo fuzz fmt -s none <target> <file>`"), "{advice}");
     }
 
     #[test]
@@ -301,10 +268,7 @@ mod tests {
         sources.sort();
         let mut declared = names.clone();
         declared.sort();
-        assert_eq!(
-            declared, sources,
-            "fuzz/Cargo.toml and fuzz/fuzz_targets/ disagree"
-        );
+        assert_eq!(declared, sources, "fuzz/Cargo.toml and fuzz/fuzz_targets/ disagree");
         for name in names {
             let seeds = root.join("fuzz/seeds").join(&name);
             let count = fs::read_dir(&seeds).map_or(0, |entries| entries.count());
@@ -316,14 +280,7 @@ mod tests {
     fn new_failures_are_recognised_by_libfuzzers_prefixes() {
         let dir = std::env::temp_dir().join(format!("xtask-fuzz-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        for name in [
-            "crash-1",
-            "oom-2",
-            "timeout-3",
-            "leak-4",
-            "slow-unit-5",
-            "notes.txt",
-        ] {
+        for name in ["crash-1", "oom-2", "timeout-3", "leak-4", "slow-unit-5", "notes.txt"] {
             fs::write(dir.join(name), b"x").unwrap();
         }
         let found: Vec<String> = failures_in(&dir)

@@ -206,11 +206,7 @@ fn release<S: AsRef<std::ffi::OsStr>>(target: &[&str], args: &[S]) -> Command {
 fn run(command: &mut Command, start: &str, what: &str) -> Result<(), String> {
     let status = command.status();
     let status = status.map_err(|e| format!("could not start {start}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{what} failed ({status})"))
-    }
+    if status.success() { Ok(()) } else { Err(format!("{what} failed ({status})")) }
 }
 
 /// Runs `.ci/run`, so `cargo xtask ci` and CI can never disagree.

@@ -191,10 +191,7 @@ mod tests {
     #[test]
     fn no_arguments_mutate_every_pure_crate_against_the_workspace_tests() {
         let options = parse(&[]).unwrap();
-        assert_eq!(
-            options.crates,
-            ["stream-pair", "status-latch", "lane-core", "device-model"]
-        );
+        assert_eq!(options.crates, ["stream-pair", "status-latch", "lane-core", "device-model"]);
         assert_eq!(options.tests, Tests::Workspace);
         assert_eq!(options.timeout_s, DEFAULT_TIMEOUT_S);
         assert_eq!(options.jobs, 1);
@@ -202,9 +199,7 @@ mod tests {
 
     #[test]
     fn a_crate_and_options_are_read_in_any_order() {
-        let args: Vec<&str> = "--timeout 30 status-latch --own-tests --jobs 2"
-            .split(' ')
-            .collect();
+        let args: Vec<&str> = "--timeout 30 status-latch --own-tests --jobs 2".split(' ').collect();
         let options = parse(&args).unwrap();
         assert_eq!(
             options,
@@ -221,10 +216,7 @@ mod tests {
     #[test]
     fn bad_arguments_are_rejected_with_what_is_accepted() {
         let err = parse(&["lane-driver"]).unwrap_err();
-        assert!(
-            err.contains("stream-pair, status-latch, lane-core"),
-            "{err}"
-        );
+        assert!(err.contains("stream-pair, status-latch, lane-core"), "{err}");
         let err = parse(&["lane-core", "stream-pair"]).unwrap_err();
         assert!(err.contains("at most one crate"), "{err}");
         let err = parse(&["--fast"]).unwrap_err();

@@ -21,11 +21,8 @@ type Tables = fn(&Value) -> String;
 
 /// Each data file (docs/data/NAME.json) with the function that renders its tables, in the
 /// doc's order.
-const PARTS: [(&str, Tables); 3] = [
-    ("bench", bench_tables),
-    ("fake-bench", arm_tables),
-    ("capi-bench", capi_tables),
-];
+const PARTS: [(&str, Tables); 3] =
+    [("bench", bench_tables), ("fake-bench", arm_tables), ("capi-bench", capi_tables)];
 
 fn data_path(name: &str) -> PathBuf {
     project_root().join(format!("docs/data/{name}.json"))
@@ -44,10 +41,7 @@ pub(crate) fn provenance(command: &str) -> Value {
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
     };
-    let commit = match (
-        git(&["rev-parse", "--short", "HEAD"]),
-        git(&["status", "--porcelain"]),
-    ) {
+    let commit = match (git(&["rev-parse", "--short", "HEAD"]), git(&["status", "--porcelain"])) {
         (Some(hash), Some(changes)) if !changes.is_empty() => {
             format!("{hash} with uncommitted changes")
         }
@@ -64,9 +58,7 @@ pub(crate) fn provenance(command: &str) -> Value {
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     json!({
         "command": command,
         "commit": commit,
@@ -195,12 +187,9 @@ fn splice(doc: &str, name: &str, text: &str) -> Result<String, String> {
         format!("<!-- docs/data/{name}.json: begin (rendered by `cargo xtask codegen`) -->");
     let end = format!("<!-- docs/data/{name}.json: end -->");
     match (doc.find(&begin), doc.find(&end)) {
-        (Some(start), Some(stop)) if stop > start => Ok(format!(
-            "{}{begin}\n\n{}\n\n{}",
-            &doc[..start],
-            text.trim_end(),
-            &doc[stop..]
-        )),
+        (Some(start), Some(stop)) if stop > start => {
+            Ok(format!("{}{begin}\n\n{}\n\n{}", &doc[..start], text.trim_end(), &doc[stop..]))
+        }
         _ => Err(format!("{DOC} has no region `{begin}` ... `{end}`")),
     }
 }
@@ -214,17 +203,9 @@ type Column = (&'static str, fn(&Value) -> String);
 fn table(rows: &Value, columns: &[Column]) -> String {
     let rows = rows.as_array().map_or(&[][..], Vec::as_slice);
     let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-    let mut out = line(
-        columns
-            .iter()
-            .map(|(h, _)| h.trim_start_matches('>').to_owned())
-            .collect(),
-    );
+    let mut out = line(columns.iter().map(|(h, _)| h.trim_start_matches('>').to_owned()).collect());
     let rule = |(h, _): &Column| if h.starts_with('>') { "---:" } else { ":---" };
-    out += &format!(
-        "|{}|\n",
-        columns.iter().map(rule).collect::<Vec<_>>().join("|")
-    );
+    out += &format!("|{}|\n", columns.iter().map(rule).collect::<Vec<_>>().join("|"));
     for r in rows {
         out += &line(columns.iter().map(|(_, cell)| cell(r)).collect());
     }
@@ -233,14 +214,8 @@ fn table(rows: &Value, columns: &[Column]) -> String {
 
 /// A table of `figures` of one object, a row each: its name and its cell.
 fn pairs(head: [&'static str; 2], data: &Value, figures: &[Column]) -> String {
-    let rows: Vec<Value> = figures
-        .iter()
-        .map(|(name, cell)| json!([name, cell(data)]))
-        .collect();
-    table(
-        &json!(rows),
-        &[(head[0], |r| t(&r[0])), (head[1], |r| t(&r[1]))],
-    )
+    let rows: Vec<Value> = figures.iter().map(|(name, cell)| json!([name, cell(data)])).collect();
+    table(&json!(rows), &[(head[0], |r| t(&r[0])), (head[1], |r| t(&r[1]))])
 }
 
 /// A value as it stands (a number as Rust prints it); `-` where it is null or missing.
@@ -255,14 +230,12 @@ fn t(v: &Value) -> String {
 
 /// A number with `places` decimals; `-` where it is not a number.
 fn f(v: &Value, places: usize) -> String {
-    v.as_f64()
-        .map_or_else(|| "-".to_owned(), |x| format!("{x:.places$}"))
+    v.as_f64().map_or_else(|| "-".to_owned(), |x| format!("{x:.places$}"))
 }
 
 /// A number with its sign and `places` decimals.
 fn signed(v: &Value, places: usize) -> String {
-    v.as_f64()
-        .map_or_else(|| "-".to_owned(), |x| format!("{x:+.places$}"))
+    v.as_f64().map_or_else(|| "-".to_owned(), |x| format!("{x:+.places$}"))
 }
 
 /// A percentage with `places` decimals.
@@ -344,21 +317,13 @@ fn bench_tables(d: &Value) -> String {
         ["one run through the lane", ">value"],
         &d["lane_run"],
         &[
-            ("host time (`lane::full_run_cycle::a2a3`)", |v| {
-                ns(&v["cycle_ns"])
-            }),
+            ("host time (`lane::full_run_cycle::a2a3`)", |v| ns(&v["cycle_ns"])),
             ("one device call (A18), us", |v| f(&v["device_call_us"], 1)),
-            ("the run's share of a device call", |v| {
-                pct(&v["of_device_call_pct"], 1)
-            }),
-            ("host work a run needs in the simulator (`H`), us", |v| {
-                f(&v["h_us"], 1)
-            }),
+            ("the run's share of a device call", |v| pct(&v["of_device_call_pct"], 1)),
+            ("host work a run needs in the simulator (`H`), us", |v| f(&v["h_us"], 1)),
             ("the run's share of `H`", |v| pct(&v["of_h_pct"], 2)),
             ("one lane step (a sixth of a run)", |v| ns(&v["step_ns"])),
-            ("the step's share of a device call", |v| {
-                pct(&v["step_of_device_call_pct"], 2)
-            }),
+            ("the step's share of a device call", |v| pct(&v["step_of_device_call_pct"], 2)),
         ],
     );
     out += "#### The sweep's model\n\n";
@@ -380,12 +345,8 @@ fn bench_tables(d: &Value) -> String {
             ("`finalise`", |m| f(&m["finalise_us"], 1)),
             ("`host_wakeup`", |m| f(&m["wakeup_us"], 1)),
             ("the launch calls in `C`", |m| f(&m["launch_us"], 1)),
-            ("both arms host-bound below (`H1 > D + R`)", |m| {
-                f(&m["both_host_bound_below_us"], 1)
-            }),
-            ("queued host-bound below (`H > D + g`)", |m| {
-                f(&m["queued_host_bound_below_us"], 1)
-            }),
+            ("both arms host-bound below (`H1 > D + R`)", |m| f(&m["both_host_bound_below_us"], 1)),
+            ("queued host-bound below (`H > D + g`)", |m| f(&m["queued_host_bound_below_us"], 1)),
         ],
     );
     out += "#### The sweep: depth one against queued depth two\n\n";
@@ -401,11 +362,7 @@ fn bench_tables(d: &Value) -> String {
             (">queued runs/s", |r| f(&r["two_runs_per_s"], 0)),
             (">ratio", |r| f(&r["ratio"], 3)),
             (">utilisation 1 → 2", |r| {
-                format!(
-                    "{} → {}",
-                    pct(&r["one_util_pct"], 1),
-                    pct(&r["two_util_pct"], 1)
-                )
+                format!("{} → {}", pct(&r["one_util_pct"], 1), pct(&r["two_util_pct"], 1))
             }),
             (">mean gap 1 → 2 (us)", |r| {
                 format!("{} → {}", f(&r["one_gap_us"], 1), f(&r["two_gap_us"], 1))
@@ -523,9 +480,7 @@ pub(crate) fn capi_tables(d: &Value) -> String {
             (">p99 (us)", |r| f(&r["one_p99_us"], 1)),
             (">depth two / depth one", |r| f(&r["ratio"], 2)),
             (">floor: median (us)", |r| f(&r["floor_us"], 1)),
-            (">depth two: submit to launch, median (us)", |r| {
-                f(&r["submit_median_us"], 1)
-            }),
+            (">depth two: submit to launch, median (us)", |r| f(&r["submit_median_us"], 1)),
             (">p99 (us)", |r| f(&r["submit_p99_us"], 1)),
         ],
     );
@@ -537,15 +492,11 @@ pub(crate) fn capi_tables(d: &Value) -> String {
                 Value::Bool(true) => "holds".to_owned(),
                 _ => "missed".to_owned(),
             }),
-            ("each round, of what the target allows", |r| {
-                list(&r["of_target"], |v| f(v, 2))
-            }),
+            ("each round, of what the target allows", |r| list(&r["of_target"], |v| f(v, 2))),
             ("the queued anchor's gap per round (us)", |r| {
                 list(&r["queued_anchor_us"], |v| f(v, 1))
             }),
-            (">the anchors' own queued / depth one", |r| {
-                f(&r["anchors_ratio"], 2)
-            }),
+            (">the anchors' own queued / depth one", |r| f(&r["anchors_ratio"], 2)),
         ],
     );
     out += "#### Beside the hand-written anchors (every round)\n\n";
@@ -561,13 +512,9 @@ pub(crate) fn capi_tables(d: &Value) -> String {
         &[
             (">kernel", kernel),
             ("figure", |r| t(&r["figure"])),
-            ("anchor: median (us)", |r| {
-                list(&r["anchor_us"], |v| f(v, 1))
-            }),
+            ("anchor: median (us)", |r| list(&r["anchor_us"], |v| f(v, 1))),
             ("lane: median (us)", |r| list(&r["lane_us"], |v| f(v, 1))),
-            ("lane / anchor (idle: lane - anchor, us)", |r| {
-                list(&r["against"], |v| against(r, v))
-            }),
+            ("lane / anchor (idle: lane - anchor, us)", |r| list(&r["against"], |v| against(r, v))),
             (">middle round", |r| against(r, &r["middle"])),
             ("target", |r| t(&r["target"])),
             ("met", |r| t(&r["met"])),
@@ -581,9 +528,7 @@ pub(crate) fn capi_tables(d: &Value) -> String {
             (">by (us)", |r| f(&r["by_us"], 1)),
             (">spread over the rounds (us)", |r| f(&r["spread_us"], 1)),
             ("within the spread", |r| t(&r["within_spread"])),
-            (">hand-off loop / depth-one anchor", |r| {
-                f(&r["hand_over"], 2)
-            }),
+            (">hand-off loop / depth-one anchor", |r| f(&r["hand_over"], 2)),
             (">lane / hand-off loop", |r| f(&r["lane_over_hand_off"], 2)),
         ],
     );
@@ -595,9 +540,7 @@ pub(crate) fn capi_tables(d: &Value) -> String {
             (">beyond the 5 us (us)", |r| f(&r["beyond_us"], 1)),
             (">lane: to the AICore launch (us)", |r| f(&r["lane_us"], 1)),
             (">anchor: its arm copy (us)", |r| f(&r["anchor_us"], 1)),
-            (">lane, option off: to the AICore launch (us)", |r| {
-                f(&r["lane_off_us"], 1)
-            }),
+            (">lane, option off: to the AICore launch (us)", |r| f(&r["lane_off_us"], 1)),
         ],
     );
     out += "#### The three targets, the lane's threads beside the caller driving it (the middle round)\n\n";
@@ -623,16 +566,10 @@ pub(crate) fn capi_tables(d: &Value) -> String {
         &[
             (">kernel", kernel),
             ("loop", |r| t(&r["loop"])),
-            (">device end to the AICore launch's start (us)", |r| {
-                f(&r["react_us"], 1)
-            }),
+            (">device end to the AICore launch's start (us)", |r| f(&r["react_us"], 1)),
             (">the launch's calls (us)", |r| f(&r["launch_us"], 1)),
-            (">then to the run's device start (us)", |r| {
-                f(&r["start_us"], 1)
-            }),
-            (">device start to the next run's (us)", |r| {
-                f(&r["period_us"], 1)
-            }),
+            (">then to the run's device start (us)", |r| f(&r["start_us"], 1)),
+            (">device start to the next run's (us)", |r| f(&r["period_us"], 1)),
             (">device span (us)", |r| f(&r["span_us"], 1)),
         ],
     );
@@ -647,9 +584,7 @@ pub(crate) fn capi_tables(d: &Value) -> String {
             (">repeat", |r| t(&r["repeat"])),
             (">devices 0-13: median gap (us)", |r| f(&r["median_us"], 1)),
             (">p99 (us)", |r| f(&r["p99_us"], 1)),
-            (">devices 0-13: runs Ok", |r| {
-                format!("{} / {}", t(&r["ok"]), t(&r["runs"]))
-            }),
+            (">devices 0-13: runs Ok", |r| format!("{} / {}", t(&r["ok"]), t(&r["runs"]))),
             ("device 14 (hung)", |r| outcomes(&r["hung"])),
             ("device 15 (poisoned)", |r| outcomes(&r["poisoned"])),
         ],
@@ -658,26 +593,17 @@ pub(crate) fn capi_tables(d: &Value) -> String {
         ["devices 0-13, over the repeats", ">value"],
         &d["lanes_verdict"],
         &[
-            ("healthy 16: mean of the median gaps (us)", |v| {
-                f(&v["healthy_us"], 2)
-            }),
-            ("beside the faulty 2: mean of the median gaps (us)", |v| {
-                f(&v["faulty_us"], 2)
-            }),
+            ("healthy 16: mean of the median gaps (us)", |v| f(&v["healthy_us"], 2)),
+            ("beside the faulty 2: mean of the median gaps (us)", |v| f(&v["faulty_us"], 2)),
             ("difference (us)", |v| signed(&v["difference_us"], 2)),
-            ("noise: the larger spread of one case (us)", |v| {
-                f(&v["noise_us"], 2)
-            }),
+            ("noise: the larger spread of one case (us)", |v| f(&v["noise_us"], 2)),
             ("repeats of each case", |v| t(&v["repeats"])),
             ("the difference within the noise", |v| t(&v["within"])),
         ],
     );
     let cost = &d["lanes_cost"];
     out += &table(
-        &json!([
-            ["threads", cost["threads"], 0],
-            ["VmRSS (MiB)", cost["rss_mib"], 1]
-        ]),
+        &json!([["threads", cost["threads"], 0], ["VmRSS (MiB)", cost["rss_mib"], 1]]),
         &[
             ("one process of sixteen lanes", |r| t(&r[0])),
             (">before the lanes", |r| f(&r[1][0], usize::from(r[2] == 1))),
@@ -690,21 +616,11 @@ pub(crate) fn capi_tables(d: &Value) -> String {
         ["a lane's share", ">value"],
         cost,
         &[
-            ("threads a lane, once created", |c| {
-                t(&c["threads_per_lane"])
-            }),
-            ("threads named `lane*`, once they ran", |c| {
-                t(&c["lane_threads"])
-            }),
-            ("threads named `fake-acl-*`, once they ran", |c| {
-                t(&c["fake_stream_threads"])
-            }),
-            ("VmRSS a lane, once created (KiB)", |c| {
-                f(&c["per_lane_kib"][0], 0)
-            }),
-            ("VmRSS a lane, once they ran (KiB)", |c| {
-                f(&c["per_lane_kib"][1], 0)
-            }),
+            ("threads a lane, once created", |c| t(&c["threads_per_lane"])),
+            ("threads named `lane*`, once they ran", |c| t(&c["lane_threads"])),
+            ("threads named `fake-acl-*`, once they ran", |c| t(&c["fake_stream_threads"])),
+            ("VmRSS a lane, once created (KiB)", |c| f(&c["per_lane_kib"][0], 0)),
+            ("VmRSS a lane, once they ran (KiB)", |c| f(&c["per_lane_kib"][1], 0)),
         ],
     );
     out
@@ -792,15 +708,8 @@ mod tests {
         let end = "<!-- docs/data/bench.json: end -->";
         let doc = format!("# P\n\nBy hand.\n\n{begin}\n\nold\n\n{end}\n\nAlso by hand.\n");
         let once = splice(&doc, "bench", "new\n").unwrap();
-        assert_eq!(
-            once,
-            format!("# P\n\nBy hand.\n\n{begin}\n\nnew\n\n{end}\n\nAlso by hand.\n")
-        );
-        assert_eq!(
-            splice(&once, "bench", "new").unwrap(),
-            once,
-            "the same text changes nothing"
-        );
+        assert_eq!(once, format!("# P\n\nBy hand.\n\n{begin}\n\nnew\n\n{end}\n\nAlso by hand.\n"));
+        assert_eq!(splice(&once, "bench", "new").unwrap(), once, "the same text changes nothing");
         let missing = splice("# P\n", "bench", "new").unwrap_err();
         assert!(missing.contains("has no region"), "{missing}");
     }
@@ -811,10 +720,7 @@ mod tests {
         let text = to_text(&data);
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), data);
         // One row a line, one setting a line.
-        let rows = [
-            "\n    {\"benchmark\":\"status_latch::decode\",",
-            "\n    \"repeat\": 3\n",
-        ];
+        let rows = ["\n    {\"benchmark\":\"status_latch::decode\",", "\n    \"repeat\": 3\n"];
         crate::testkit::assert_contains(&text, &rows);
     }
 

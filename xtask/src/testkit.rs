@@ -11,12 +11,7 @@ pub(crate) fn workspace_members() -> Vec<String> {
     let start = manifest.find("members = [").expect("a members list");
     let list = &manifest[start..];
     let end = list.find(']').expect("the members list ends");
-    list[..end]
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_owned)
-        .collect()
+    list[..end].split('"').skip(1).step_by(2).map(str::to_owned).collect()
 }
 
 /// The files under `dir` that `keep` takes, sorted, outside `target/` and hidden folders.
@@ -28,10 +23,7 @@ pub(crate) fn files_under(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathB
     entries.sort();
     let mut files = Vec::new();
     for path in entries {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if path.is_dir() {
             if name != "target" && !name.starts_with('.') {
                 files.extend(files_under(&path, keep));

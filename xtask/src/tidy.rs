@@ -37,14 +37,8 @@ mod tests {
         ("std::net", "pure crates do no IO"),
         ("std::process", "pure crates do no IO"),
         ("std::io", "pure crates do no IO"),
-        (
-            "HashMap",
-            "iteration order is random; use BTreeMap or an array",
-        ),
-        (
-            "HashSet",
-            "iteration order is random; use BTreeSet or an array",
-        ),
+        ("HashMap", "iteration order is random; use BTreeMap or an array"),
+        ("HashSet", "iteration order is random; use BTreeSet or an array"),
         ("unsafe", "pure crates are #![forbid(unsafe_code)]"),
     ];
 
@@ -85,16 +79,9 @@ mod tests {
             .iter()
             .flat_map(|krate| files_under(&root.join(krate).join("src"), &is_rust))
             .collect();
-        assert!(
-            !files.is_empty(),
-            "found no source files in the pure crates"
-        );
+        assert!(!files.is_empty(), "found no source files in the pure crates");
         let found = violations(&files, IMPURE);
-        assert!(
-            found.is_empty(),
-            "pure-crate rule broken:\n{}",
-            found.join("\n")
-        );
+        assert!(found.is_empty(), "pure-crate rule broken:\n{}", found.join("\n"));
     }
 
     #[test]
@@ -107,15 +94,9 @@ mod tests {
                 continue;
             }
             let src = root.join(member).join("src");
-            let roots: Vec<PathBuf> = ["lib.rs", "main.rs"]
-                .iter()
-                .map(|f| src.join(f))
-                .filter(|p| p.exists())
-                .collect();
-            assert!(
-                !roots.is_empty(),
-                "{member} has neither src/lib.rs nor src/main.rs"
-            );
+            let roots: Vec<PathBuf> =
+                ["lib.rs", "main.rs"].iter().map(|f| src.join(f)).filter(|p| p.exists()).collect();
+            assert!(!roots.is_empty(), "{member} has neither src/lib.rs nor src/main.rs");
             for file in roots {
                 let text = fs::read_to_string(&file).expect("readable crate root");
                 assert!(
@@ -140,11 +121,7 @@ mod tests {
         }
         assert!(!files.is_empty(), "found no source files in the workspace");
         let found = violations(&files, &[("unsafe", "unsafe lives only in the FFI crates")]);
-        assert!(
-            found.is_empty(),
-            "unsafe outside the FFI crates:\n{}",
-            found.join("\n")
-        );
+        assert!(found.is_empty(), "unsafe outside the FFI crates:\n{}", found.join("\n"));
     }
 
     #[test]
@@ -153,10 +130,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-tidy-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let file = dir.join("probe.rs");
-        let body: String = IMPURE
-            .iter()
-            .map(|(needle, _)| format!("let _ = {needle};\n"))
-            .collect();
+        let body: String =
+            IMPURE.iter().map(|(needle, _)| format!("let _ = {needle};\n")).collect();
         fs::write(
             &file,
             format!("//! doc mentions HashMap but is a comment\n#![forbid(unsafe_code)]\n{body}"),
@@ -171,9 +146,7 @@ mod tests {
             );
         }
         assert!(
-            found
-                .iter()
-                .all(|f| !f.contains("probe.rs:1:") && !f.contains("probe.rs:2:")),
+            found.iter().all(|f| !f.contains("probe.rs:1:") && !f.contains("probe.rs:2:")),
             "{found:?}"
         );
     }
@@ -215,20 +188,11 @@ mod tests {
             ("lane-service", &["lane-core", "lane-driver"]),
             // The device model is pure: status-latch gives it the codes and record format.
             ("device-model", &["status-latch"]),
-            (
-                "backend-sim",
-                &["lane-core", "lane-driver", "status-latch", "device-model"],
-            ),
+            ("backend-sim", &["lane-core", "lane-driver", "status-latch", "device-model"]),
             ("ascend-cl-sys", &[]),
             // The fake's device is the device model; status-latch gives it the codes.
-            (
-                "acl-fake",
-                &["ascend-cl-sys", "status-latch", "device-model"],
-            ),
-            (
-                "backend-acl",
-                &["ascend-cl-sys", "lane-driver", "lane-core"],
-            ),
+            ("acl-fake", &["ascend-cl-sys", "status-latch", "device-model"]),
+            ("backend-acl", &["ascend-cl-sys", "lane-driver", "lane-core"]),
         ];
         let mut broken = Vec::new();
         for (krate, may) in allowed {
@@ -267,14 +231,9 @@ mod tests {
             String::from_utf8_lossy(&output.stderr)
         );
         let tree = String::from_utf8_lossy(&output.stdout);
-        let names: Vec<&str> = tree
-            .lines()
-            .filter_map(|line| line.split_whitespace().next())
-            .collect();
-        assert!(
-            names.contains(&"backend-sim"),
-            "lane-capi's tree has no backend-sim:\n{tree}"
-        );
+        let names: Vec<&str> =
+            tree.lines().filter_map(|line| line.split_whitespace().next()).collect();
+        assert!(names.contains(&"backend-sim"), "lane-capi's tree has no backend-sim:\n{tree}");
         let linked: Vec<&&str> = PARSERS.iter().filter(|p| names.contains(p)).collect();
         assert!(
             linked.is_empty(),
@@ -314,9 +273,7 @@ mod tests {
     /// The section number at the start of `rest`, just after a `§` (`5.3`, `5(c)`; a full
     /// stop that ends the sentence is not part of it), with its length in bytes.
     fn section_number(rest: &str) -> Option<(String, usize)> {
-        let end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
+        let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
         let number = rest[..end].trim_end_matches('.');
         if !number.starts_with(|c: char| c.is_ascii_digit()) {
             return None;
@@ -338,16 +295,11 @@ mod tests {
             return None;
         };
         let number = &rest[2..];
-        let digits = number
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(number.len());
+        let digits = number.find(|c: char| !c.is_ascii_digit()).unwrap_or(number.len());
         if digits == 0 || number[digits..].starts_with(is_word) {
             return None;
         }
-        Some((
-            format!("{}-{}", char::from(*kind), &number[..digits]),
-            2 + digits,
-        ))
+        Some((format!("{}-{}", char::from(*kind), &number[..digits]), 2 + digits))
     }
 
     /// The cited document whose name starts `rest` (`device-truth.md`, `SPEC's`), not a
@@ -394,9 +346,7 @@ mod tests {
     /// The id an entry of docs/rules.md defines: a `### ` heading or a `- **` item that
     /// starts with one (`### L-8 ...`, `### SPEC §5.3 ...`, `- **ascend-cl §2.1** ...`).
     fn entry_id(line: &str) -> Option<String> {
-        let text = line
-            .strip_prefix("### ")
-            .or_else(|| line.strip_prefix("- **"))?;
+        let text = line.strip_prefix("### ").or_else(|| line.strip_prefix("- **"))?;
         let (_, id) = citations(text).into_iter().next()?;
         text.starts_with(&id).then_some(id)
     }
@@ -419,11 +369,7 @@ mod tests {
         for (i, line) in text.lines().enumerate() {
             let line_no = i + 1;
             if let Some(id) = entry_id(line) {
-                entries.push(Entry {
-                    id,
-                    line: line_no,
-                    tests: Vec::new(),
-                });
+                entries.push(Entry { id, line: line_no, tests: Vec::new() });
                 in_list = false;
             } else if line.trim() == "Checked by:" {
                 in_list = true;
@@ -432,9 +378,7 @@ mod tests {
                 match (entries.last_mut(), quoted.split_first()) {
                     (Some(entry), Some((file, tests))) if !tests.is_empty() => {
                         for test in tests {
-                            entry
-                                .tests
-                                .push((line_no, (*file).to_owned(), (*test).to_owned()));
+                            entry.tests.push((line_no, (*file).to_owned(), (*test).to_owned()));
                         }
                     }
                     _ => malformed.push(format!(
@@ -470,11 +414,7 @@ mod tests {
             let ext = path.extension().and_then(|e| e.to_str());
             ext.is_some_and(|e| CITING_EXTENSIONS.contains(&e)) && path != rules_md
         });
-        assert!(
-            files.len() > 100,
-            "found only {} files to scan",
-            files.len()
-        );
+        assert!(files.len() > 100, "found only {} files to scan", files.len());
         let mut cited = 0;
         for file in &files {
             let text =
@@ -493,15 +433,8 @@ mod tests {
                 }
             }
         }
-        assert!(
-            cited > 500,
-            "found only {cited} citations: is the scanner broken?"
-        );
-        assert!(
-            problems.is_empty(),
-            "rule ids without an entry:\n{}",
-            problems.join("\n")
-        );
+        assert!(cited > 500, "found only {cited} citations: is the scanner broken?");
+        assert!(problems.is_empty(), "rule ids without an entry:\n{}", problems.join("\n"));
     }
 
     #[test]
@@ -543,11 +476,7 @@ mod tests {
             }
         }
         assert!(named > 100, "found only {named} tests named in {RULES_MD}");
-        assert!(
-            problems.is_empty(),
-            "{RULES_MD} is out of date:\n{}",
-            problems.join("\n")
-        );
+        assert!(problems.is_empty(), "{RULES_MD} is out of date:\n{}", problems.join("\n"));
     }
 
     #[test]

@@ -4,10 +4,7 @@
 use std::process::Command;
 
 fn xtask(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .output()
-        .expect("xtask runs")
+    Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().expect("xtask runs")
 }
 
 #[test]
@@ -25,11 +22,7 @@ fn device_check_against_the_fake_passes_and_reports_each_check() {
         "4",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     for step in [
         "probe",
         "streams",
@@ -39,10 +32,7 @@ fn device_check_against_the_fake_passes_and_reports_each_check() {
         "force reset then probe",
         "devlib refusal",
     ] {
-        assert!(
-            stdout.contains(&format!("ok    {step}: ")),
-            "{step}: {stdout}"
-        );
+        assert!(stdout.contains(&format!("ok    {step}: ")), "{step}: {stdout}");
     }
     assert!(stdout.contains("skip  kernels: "), "{stdout}");
     // Issue 45 item 7: both arms of the overlap step, in one process, each summarised from
@@ -53,10 +43,7 @@ fn device_check_against_the_fake_passes_and_reports_each_check() {
             "depth {depth}: {stdout}"
         );
     }
-    assert!(
-        stdout.contains("over 19 pairs; overlap proven "),
-        "{stdout}"
-    );
+    assert!(stdout.contains("over 19 pairs; overlap proven "), "{stdout}");
 }
 
 #[test]

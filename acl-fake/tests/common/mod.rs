@@ -57,20 +57,11 @@ impl Held {
 /// under a device wait), with the calling thread bound to device 0; held for the whole test.
 pub fn session() -> (Held, &'static Acl, &'static Control) {
     static SERIAL: Mutex<()> = Mutex::new(());
-    let serial = SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let fake = fake();
     let session = fake.control.session().expect("reset");
     bind(&fake.acl, 0);
-    (
-        Held {
-            session,
-            _serial: serial,
-        },
-        &fake.acl,
-        &fake.control,
-    )
+    (Held { session, _serial: serial }, &fake.acl, &fake.control)
 }
 
 /// [`session`] for a test that makes a force reset under a device wait on purpose (to check
@@ -123,19 +114,9 @@ pub fn from_device(acl: &Acl, src: *const c_void, len: usize) -> Result<Vec<u8>,
     let mut out = vec![0_u8; len];
     // SAFETY: `out` is writable for `len` bytes; the fake checks the device side.
     let code = unsafe {
-        acl.aclrtMemcpy(
-            out.as_mut_ptr().cast(),
-            len,
-            src,
-            len,
-            ACL_MEMCPY_DEVICE_TO_HOST,
-        )
+        acl.aclrtMemcpy(out.as_mut_ptr().cast(), len, src, len, ACL_MEMCPY_DEVICE_TO_HOST)
     };
-    if code == ACL_SUCCESS {
-        Ok(out)
-    } else {
-        Err(code)
-    }
+    if code == ACL_SUCCESS { Ok(out) } else { Err(code) }
 }
 
 pub fn record(acl: &Acl, event: AclrtEvent, stream: AclrtStream) {
@@ -157,11 +138,7 @@ pub fn query(acl: &Acl, event: AclrtEvent) -> Result<i32, AclError> {
     let mut status = -1;
     // SAFETY: `status` is writable.
     let code = unsafe { acl.aclrtQueryEventStatus(event, &mut status) };
-    if code == ACL_SUCCESS {
-        Ok(status)
-    } else {
-        Err(code)
-    }
+    if code == ACL_SUCCESS { Ok(status) } else { Err(code) }
 }
 
 pub fn destroy_stream(acl: &Acl, stream: AclrtStream) -> AclError {
@@ -354,11 +331,7 @@ pub fn force_reset(acl: &Acl, device_id: i32) -> AclError {
 
 /// Force-resets `device_id` and binds the calling thread to it again (asserting both).
 pub fn reset_and_bind(acl: &Acl, device_id: i32) {
-    assert_eq!(
-        force_reset(acl, device_id),
-        ACL_SUCCESS,
-        "reset {device_id}"
-    );
+    assert_eq!(force_reset(acl, device_id), ACL_SUCCESS, "reset {device_id}");
     bind(acl, device_id);
 }
 
@@ -392,11 +365,7 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// How many threads are blocked in an event sync on `device_id` now.
 pub fn blocked_event_syncs(control: &Control, device_id: i32) -> u64 {
-    control
-        .device(device_id)
-        .counters()
-        .expect("counters")
-        .blocked_event_syncs
+    control.device(device_id).counters().expect("counters").blocked_event_syncs
 }
 
 /// A new stream, then a new event (asserting success).

@@ -142,10 +142,7 @@ fn arm(
     depth: u8,
     runs: usize,
 ) -> (AclDevice, CopyKernels, Result<OverlapArm, String>) {
-    let profile = Profile::custom(ProfileSpec {
-        launch_depth: depth,
-        ..profile.spec()
-    });
+    let profile = Profile::custom(ProfileSpec { launch_depth: depth, ..profile.spec() });
     let profile = match profile {
         Ok(profile) => profile,
         Err(e) => return (device, runner, Err(format!("depth {depth}: {e:?}"))),
@@ -178,8 +175,7 @@ fn arm(
             .iter()
             .filter_map(|report| match &report.outcome {
                 Outcome::Run(r) if r.verdict.is_ok() => Some(
-                    r.timing
-                        .ok_or_else(|| format!("depth {depth}: {report} has no device timing")),
+                    r.timing.ok_or_else(|| format!("depth {depth}: {report} has no device timing")),
                 ),
                 Outcome::Run(_) => Some(Err(format!("depth {depth}: {report}"))),
                 _ => None,
@@ -188,10 +184,7 @@ fn arm(
         if timings.len() == runs {
             Ok(OverlapArm { depth, timings })
         } else {
-            Err(format!(
-                "depth {depth}: {} of {runs} runs reported",
-                timings.len()
-            ))
+            Err(format!("depth {depth}: {} of {runs} runs reported", timings.len()))
         }
     });
     (device, runner, result)
@@ -233,13 +226,8 @@ pub(super) fn check_overlap(
             return (d, Verdict::Failed, detail, Vec::new());
         }
     };
-    let mut runner = CopyKernels {
-        layout: profile.header(),
-        src,
-        dst,
-        bytes,
-        staging: HashMap::new(),
-    };
+    let mut runner =
+        CopyKernels { layout: profile.header(), src, dst, bytes, staging: HashMap::new() };
     let mut arms = Vec::new();
     let mut result = Ok(());
     for depth in [1, 2] {
@@ -255,10 +243,7 @@ pub(super) fn check_overlap(
         }
     }
     let freed = runner.free(&mut d);
-    let freed_device = d
-        .free(dst)
-        .and(d.free(src))
-        .map_err(|c| failed(&mut d, "aclrtFree", c));
+    let freed_device = d.free(dst).and(d.free(src)).map_err(|c| failed(&mut d, "aclrtFree", c));
     let (verdict, detail) = match result.and(freed).and(freed_device) {
         Ok(()) => (
             Verdict::Passed,

@@ -79,8 +79,7 @@ pub(super) fn bind_calling_thread(
     resets: &AtomicU64,
 ) -> Result<(), AclError> {
     let code = set_device(acl, device_id, resets);
-    acl.check("aclrtSetDevice", code)
-        .map_err(|source| AclError::SetDevice { device_id, source })
+    acl.check("aclrtSetDevice", code).map_err(|source| AclError::SetDevice { device_id, source })
 }
 
 /// `aclrtSetDevice(device_id)` on the calling thread, its raw code; on success the thread's

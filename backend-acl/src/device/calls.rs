@@ -158,9 +158,7 @@ impl Device for AclDevice {
             },
         )?;
         if unavailable {
-            self.message = Some(format!(
-                "{EVENT_GET_TIMESTAMP} is not in the loaded library"
-            ));
+            self.message = Some(format!("{EVENT_GET_TIMESTAMP} is not in the loaded library"));
             return Err(AclCode::RtFeatureNotSupport);
         }
         // ACL gives microseconds of the device clock.
@@ -231,13 +229,7 @@ impl Device for AclDevice {
             // SAFETY: `dst` is writable for its length; `[src, src + len)` lies inside an
             // allocation live on this device id (looked up).
             |acl, src| unsafe {
-                acl.aclrtMemcpy(
-                    dst.as_mut_ptr().cast(),
-                    len,
-                    src,
-                    len,
-                    ACL_MEMCPY_DEVICE_TO_HOST,
-                )
+                acl.aclrtMemcpy(dst.as_mut_ptr().cast(), len, src, len, ACL_MEMCPY_DEVICE_TO_HOST)
             },
         )
     }
@@ -250,9 +242,7 @@ impl Device for AclDevice {
         let lookup = |id| Ok((issued::stream(id, stream)?, issued::event(id, event)?));
         // SAFETY: a stream and an event (created with ACL_EVENT_SYNC) live on this device id
         // (looked up).
-        self.bound_call_with(lookup, |acl, (s, e)| unsafe {
-            acl.aclrtStreamWaitEvent(s, e)
-        })
+        self.bound_call_with(lookup, |acl, (s, e)| unsafe { acl.aclrtStreamWaitEvent(s, e) })
     }
 
     fn recent_error_message(&mut self) -> Option<String> {
@@ -285,10 +275,8 @@ impl PinnedCopies for AclDevice {
 
     fn free_host(&mut self, ptr: HostPtr) -> Result<(), AclCode> {
         if !self.pinned.contains_key(&ptr.0) {
-            self.message = Some(format!(
-                "{:#x} is not a pinned allocation made since the last reset",
-                ptr.0
-            ));
+            self.message =
+                Some(format!("{:#x} is not a pinned allocation made since the last reset", ptr.0));
             return Err(AclCode::InvalidParam);
         }
         // SAFETY: an allocation this library made since the last reset, not yet freed.

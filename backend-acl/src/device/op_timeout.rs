@@ -39,9 +39,7 @@ impl OpTimeoutLease {
     /// Uses the op timeout in force if it is `timeout_us`, or sets it when none is: the
     /// lease and the value the device accepted (µs).
     pub(super) fn take(acl: &Acl, timeout_us: u64) -> Result<(Self, u64), AclError> {
-        let mut in_force = OP_TIMEOUT
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut in_force = OP_TIMEOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(current) = in_force.as_mut() {
             if current.asked_us != timeout_us {
                 return Err(AclError::OpTimeoutInForce {
@@ -55,29 +53,18 @@ impl OpTimeoutLease {
         let mut actual_us = 0_u64;
         // SAFETY: `actual_us` is a writable u64.
         let code = unsafe { acl.aclrtSetOpExecuteTimeOutV2(timeout_us, &mut actual_us) };
-        acl.check("aclrtSetOpExecuteTimeOutV2", code)
-            .map_err(AclError::SetOpTimeout)?;
+        acl.check("aclrtSetOpExecuteTimeOutV2", code).map_err(AclError::SetOpTimeout)?;
         // The device rounds up to its interval: the rounded value must still be below the
         // host wait (checked by the caller).
-        let actual_us = if actual_us == 0 {
-            timeout_us
-        } else {
-            actual_us
-        };
-        *in_force = Some(OpTimeoutInForce {
-            asked_us: timeout_us,
-            actual_us,
-            users: 1,
-        });
+        let actual_us = if actual_us == 0 { timeout_us } else { actual_us };
+        *in_force = Some(OpTimeoutInForce { asked_us: timeout_us, actual_us, users: 1 });
         Ok((Self, actual_us))
     }
 }
 
 impl Drop for OpTimeoutLease {
     fn drop(&mut self) {
-        let mut in_force = OP_TIMEOUT
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut in_force = OP_TIMEOUT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(current) = in_force.as_mut() {
             current.users = current.users.saturating_sub(1);
             if current.users == 0 {

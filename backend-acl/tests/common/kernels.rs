@@ -37,10 +37,7 @@ pub struct FakeKernels {
 
 impl FakeKernels {
     fn length(&self, run: RunId) -> Duration {
-        self.lengths
-            .iter()
-            .find(|(r, _)| *r == run.0)
-            .map_or(KERNEL, |(_, length)| *length)
+        self.lengths.iter().find(|(r, _)| *r == run.0).map_or(KERNEL, |(_, length)| *length)
     }
 
     fn outcome(&self, run: RunId, engine: u32) -> Kernel {
@@ -94,9 +91,7 @@ impl Runner<AclDevice> for FakeKernels {
         ));
         if let Some((run, code)) = self.fail_core_done {
             if run == args.run.0 {
-                self.control
-                    .fail_call("aclrtRecordEvent", code, 0, 1)
-                    .expect("a fail-call rule");
+                self.control.fail_call("aclrtRecordEvent", code, 0, 1).expect("a fail-call rule");
             }
         }
         launched.map_err(ReturnCode::from)
@@ -212,8 +207,5 @@ pub fn with_spec(
 ) -> AclConfig {
     let mut changed = fake.open().1.spec();
     spec(&mut changed);
-    AclConfig {
-        profile: Some(Profile::custom(changed).expect("a valid profile")),
-        ..config
-    }
+    AclConfig { profile: Some(Profile::custom(changed).expect("a valid profile")), ..config }
 }

@@ -59,17 +59,10 @@ pub fn copy_of_the_fake(name: &str) -> PathBuf {
 /// Takes the fake for this test and resets it (16 devices, "Ascend910B1", nothing alive).
 pub fn fake() -> Fake {
     static SERIAL: Mutex<()> = Mutex::new(());
-    let serial = SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (control, path) = loaded();
     let session = control.session().expect("reset the fake");
-    Fake {
-        session,
-        _serial: serial,
-        control,
-        path: path.clone(),
-    }
+    Fake { session, _serial: serial, control, path: path.clone() }
 }
 
 /// Takes the fake and opens its device 0 with the probed profile (the device goes first).
@@ -87,26 +80,17 @@ impl Fake {
 
     /// A config opening the fake's device 0 with the probed profile.
     pub fn config(&self) -> AclConfig {
-        AclConfig {
-            library: Library::Path(self.path.clone()),
-            ..AclConfig::default()
-        }
+        AclConfig { library: Library::Path(self.path.clone()), ..AclConfig::default() }
     }
 
     /// A config opening the fake's device `device_id` with the probed profile.
     pub fn config_on(&self, device_id: i32) -> AclConfig {
-        AclConfig {
-            device_id,
-            ..self.config()
-        }
+        AclConfig { device_id, ..self.config() }
     }
 
     /// A config opening the fake's device 0 with `profile`.
     pub fn config_with(&self, profile: Profile) -> AclConfig {
-        AclConfig {
-            profile: Some(profile),
-            ..self.config()
-        }
+        AclConfig { profile: Some(profile), ..self.config() }
     }
 
     /// Opens device 0 with the probed profile.
@@ -179,23 +163,11 @@ pub fn launch_run_kernel(
         engine,
         duration,
         outcome,
-        timing: if aicpu {
-            ptr(args.timing)
-        } else {
-            std::ptr::null_mut()
-        },
-        header: if aicpu {
-            ptr(args.status_header)
-        } else {
-            std::ptr::null_mut()
-        },
+        timing: if aicpu { ptr(args.timing) } else { std::ptr::null_mut() },
+        header: if aicpu { ptr(args.status_header) } else { std::ptr::null_mut() },
         header_bytes: if aicpu { header } else { &[] },
         handshake: ptr(args.handshake),
-        record: if aicpu {
-            ptr(args.record)
-        } else {
-            std::ptr::null_mut()
-        },
+        record: if aicpu { ptr(args.record) } else { std::ptr::null_mut() },
         epoch: args.epoch,
     })
 }

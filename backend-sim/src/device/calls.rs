@@ -22,9 +22,7 @@ const MALLOC_ALIGN: u64 = 32;
 
 /// Nanoseconds in `timeout_ms` (`None`: -1, forever).
 fn timeout_ns(timeout_ms: i32) -> Option<u64> {
-    u64::try_from(timeout_ms)
-        .ok()
-        .map(|ms| ms.saturating_mul(1_000_000))
+    u64::try_from(timeout_ms).ok().map(|ms| ms.saturating_mul(1_000_000))
 }
 
 impl SimDevice {
@@ -42,20 +40,14 @@ impl SimDevice {
     /// `aclrtDestroyStream` (`force` false: queued work is a violation) or
     /// `aclrtDestroyStreamForce` (`force` true: queued work is dropped with the stream).
     fn destroy_stream_call(&mut self, stream: StreamHandle, force: bool) -> Result<(), AclCode> {
-        let name = if force {
-            "destroy_stream_force"
-        } else {
-            "destroy_stream"
-        };
+        let name = if force { "destroy_stream_force" } else { "destroy_stream" };
         self.call(
             name,
             Cost::StreamDestroy,
             Named::Run(None),
             |d, start| {
                 let queued = d.model.stream_busy(stream.0) == Some(true);
-                d.model
-                    .destroy_stream(stream.0, start)
-                    .map_err(|e| d.refused(name, e))?;
+                d.model.destroy_stream(stream.0, start).map_err(|e| d.refused(name, e))?;
                 if queued && !force {
                     d.violation(format!(
                         "stream h{} destroyed at {start} ns with queued work",
@@ -256,10 +248,7 @@ impl Device for SimDevice {
                 let drained = if d.model.all_idle() {
                     Some(now)
                 } else {
-                    d.run_until(
-                        Some(now.saturating_add(limit)),
-                        device_model::Device::all_idle,
-                    )
+                    d.run_until(Some(now.saturating_add(limit)), device_model::Device::all_idle)
                 };
                 match drained {
                     Some(t) => {
@@ -354,21 +343,15 @@ impl Device for SimDevice {
         // The "armed" record belongs to the arm, before its run's kernels: no run, and no
         // record fault (those name the run's fence records, as on the synchronous path).
         let armed = self.launch.is_some_and(|c| c.stage == LaunchStage::Arm);
-        let run = self
-            .launch
-            .filter(|c| c.stage == LaunchStage::Kernels)
-            .map(|c| c.run);
+        let run = self.launch.filter(|c| c.stage == LaunchStage::Kernels).map(|c| c.run);
         self.call(
             "record_event",
             Cost::EventRecord,
             Named::Run(run),
             |d, start| {
                 let tag = d.new_tag();
-                let attribution = if armed {
-                    RecordRun::Armed
-                } else {
-                    RecordRun::Known(run.map(|r| r.0))
-                };
+                let attribution =
+                    if armed { RecordRun::Armed } else { RecordRun::Known(run.map(|r| r.0)) };
                 d.model
                     .record_event(event.0, stream.0, attribution, tag, d.host_ns)
                     .map_err(|e| d.refused("record_event", e))?;
@@ -586,9 +569,7 @@ impl Device for SimDevice {
             Cost::WriteH2d,
             Named::Effect,
             |d, _| {
-                d.model
-                    .write(dst.0, src, d.host_ns)
-                    .map_err(|e| d.refused("memcpy_to_device", e))
+                d.model.write(dst.0, src, d.host_ns).map_err(|e| d.refused("memcpy_to_device", e))
             },
             |_| format!("{} B -> {:#x}", src.len(), dst.0),
         )
@@ -607,9 +588,7 @@ impl Device for SimDevice {
                 if let Some(Some(run)) = d.model.slot_read(src.0, len, SlotRead::Header) {
                     d.check_timing_writer(RunId(run));
                 }
-                d.model
-                    .read(dst, src.0, d.host_ns)
-                    .map_err(|e| d.refused("memcpy_from_device", e))
+                d.model.read(dst, src.0, d.host_ns).map_err(|e| d.refused("memcpy_from_device", e))
             },
             |_| format!("{len} B <- {:#x}", src.0),
         )
@@ -674,9 +653,7 @@ impl PinnedCopies for SimDevice {
                 let Some(bytes) = d.host_memory.0.remove(&ptr) else {
                     return Err(d.dead_handle("free_host", "pinned buffer", ptr.0));
                 };
-                let end = ptr
-                    .0
-                    .saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+                let end = ptr.0.saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
                 if d.model.host_in_use(&(ptr.0..end)) {
                     d.violation(format!(
                         "host {:#x} freed while a copy on a stream will still use it",
@@ -696,11 +673,7 @@ impl PinnedCopies for SimDevice {
         len: usize,
         stream: StreamHandle,
     ) -> Result<(), AclCode> {
-        let copy = CopySpec {
-            src: pinned(src.0),
-            dst: Place::Device(dst.0),
-            len,
-        };
+        let copy = CopySpec { src: pinned(src.0), dst: Place::Device(dst.0), len };
         self.copy_call("memcpy_h2d_async", stream, copy, "arm h2d", || {
             format!("{len} B host {:#x} -> {:#x} on h{}", src.0, dst.0, stream.0)
         })
@@ -713,11 +686,7 @@ impl PinnedCopies for SimDevice {
         len: usize,
         stream: StreamHandle,
     ) -> Result<(), AclCode> {
-        let copy = CopySpec {
-            src: Place::Device(src.0),
-            dst: pinned(dst.0),
-            len,
-        };
+        let copy = CopySpec { src: Place::Device(src.0), dst: pinned(dst.0), len };
         self.copy_call("memcpy_d2h_async", stream, copy, "readback d2h", || {
             format!("{len} B {:#x} -> host {:#x} on h{}", src.0, dst.0, stream.0)
         })
@@ -732,10 +701,7 @@ impl PinnedCopies for SimDevice {
     fn read_host(&mut self, dst: &mut [u8], src: HostPtr) -> Result<(), AclCode> {
         // The host sees a copy task's bytes once its clock has passed the task's end.
         self.settle();
-        let bytes = self
-            .host_memory
-            .region(src, dst.len())
-            .ok_or(AclCode::RtParamInvalid)?;
+        let bytes = self.host_memory.region(src, dst.len()).ok_or(AclCode::RtParamInvalid)?;
         dst.copy_from_slice(bytes);
         Ok(())
     }

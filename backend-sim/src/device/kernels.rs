@@ -27,10 +27,7 @@ pub(super) struct PendingCore {
 
 /// The model's key for a run's two kernels.
 const fn key(args: &RunArgs) -> RunKey {
-    RunKey {
-        handshake: args.handshake.0,
-        epoch: args.epoch,
-    }
+    RunKey { handshake: args.handshake.0, epoch: args.epoch }
 }
 
 impl SimDevice {
@@ -61,11 +58,7 @@ impl SimDevice {
         KernelSpec {
             timing: scheduler.then_some(args.timing.0),
             header: scheduler.then_some(args.status_header.0),
-            header_bytes: if scheduler {
-                self.clean_header.clone()
-            } else {
-                Vec::new()
-            },
+            header_bytes: if scheduler { self.clean_header.clone() } else { Vec::new() },
             run: Some(key(args)),
             record: scheduler.then_some(args.record.0),
             epoch: args.epoch,
@@ -234,13 +227,7 @@ impl SimDevice {
         if let Some(task) = self.tasks.get_mut(&pending.tag) {
             task.orphaned = true;
         }
-        self.record_kernel(
-            pending.tag,
-            run,
-            Side::Aicore,
-            pending.stream,
-            pending.enqueued,
-        );
+        self.record_kernel(pending.tag, run, Side::Aicore, pending.stream, pending.enqueued);
     }
 
     /// Device invariants that can be checked at any step (the others are checked where
@@ -256,9 +243,7 @@ impl SimDevice {
             }
         }
         if let Some((ptr, a, b)) = clash {
-            self.violation(format!(
-                "live runs {a} and {b} share the slot buffer {ptr:#x} (L-13)"
-            ));
+            self.violation(format!("live runs {a} and {b} share the slot buffer {ptr:#x} (L-13)"));
         }
     }
 

@@ -146,15 +146,11 @@ impl PinnedHost {
 
 impl HostMemory for PinnedHost {
     fn read(&mut self, addr: u64, len: usize, _pinned: bool) -> Result<Vec<u8>, AclCode> {
-        self.region(HostPtr(addr), len)
-            .map(<[u8]>::to_vec)
-            .ok_or(AclCode::RtParamInvalid)
+        self.region(HostPtr(addr), len).map(<[u8]>::to_vec).ok_or(AclCode::RtParamInvalid)
     }
 
     fn write(&mut self, addr: u64, bytes: &[u8], _pinned: bool) -> Result<(), AclCode> {
-        let out = self
-            .region_mut(HostPtr(addr), bytes.len())
-            .ok_or(AclCode::RtParamInvalid)?;
+        let out = self.region_mut(HostPtr(addr), bytes.len()).ok_or(AclCode::RtParamInvalid)?;
         out.copy_from_slice(bytes);
         Ok(())
     }
@@ -185,10 +181,7 @@ struct TaskTrace {
 impl TaskTrace {
     /// A run's kernel on `side`, not yet recorded.
     fn kernel(run: RunId, side: Side) -> Self {
-        Self {
-            kernel: Some((run, side)),
-            ..Self::default()
-        }
+        Self { kernel: Some((run, side)), ..Self::default() }
     }
 
     /// A kernel's ending as the trace shows it: the run's fate names how it ended.
@@ -397,8 +390,7 @@ impl SimDevice {
         let start = self.host_ns;
         self.spend_ns(self.costs.get(Cost::HostWakeup), run);
         let end = self.host_ns;
-        self.journal
-            .push(|| call_record("wake_up", start..end, run, why.to_owned(), None));
+        self.journal.push(|| call_record("wake_up", start..end, run, why.to_owned(), None));
     }
 
     /// The result record the run's kernels published (stamped with the epoch the run was
@@ -468,9 +460,7 @@ impl SimDevice {
                     }
                     self.patch(tag);
                 }
-                Note::KernelEnded {
-                    tag, at, ending, ..
-                } => {
+                Note::KernelEnded { tag, at, ending, .. } => {
                     let Some(task) = self.tasks.get_mut(&tag) else {
                         continue;
                     };
@@ -484,12 +474,7 @@ impl SimDevice {
                     }
                     self.patch(tag);
                 }
-                Note::TaskRan {
-                    tag,
-                    start,
-                    end,
-                    result,
-                } => {
+                Note::TaskRan { tag, start, end, result } => {
                     if let Some(task) = self.tasks.get_mut(&tag) {
                         task.ran = Some((start, end));
                     }
@@ -501,12 +486,9 @@ impl SimDevice {
                         ));
                     }
                 }
-                Note::KernelWrote {
-                    run,
-                    addr,
-                    len,
-                    landed,
-                } => self.check_kernel_write(run.map(RunId), DevicePtr(addr), len, landed),
+                Note::KernelWrote { run, addr, len, landed } => {
+                    self.check_kernel_write(run.map(RunId), DevicePtr(addr), len, landed)
+                }
                 Note::Published { run, error } => {
                     if let Some(run) = run.map(RunId) {
                         let record = if error {
@@ -589,10 +571,7 @@ impl SimDevice {
     fn fail(&mut self, failure: DeviceFailure) {
         if self.failure.is_none() {
             let at = self.host_ns;
-            self.journal.push(|| Record::Note {
-                at_ns: at,
-                text: failure.to_string(),
-            });
+            self.journal.push(|| Record::Note { at_ns: at, text: failure.to_string() });
             self.failure = Some(failure);
         }
     }

@@ -51,9 +51,7 @@ impl Runner<SimDevice> for SimRunner {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        device
-            .run_launch_aicore(stream, args)
-            .map_err(ReturnCode::from)
+        device.run_launch_aicore(stream, args).map_err(ReturnCode::from)
     }
 
     fn launch_aicpu(
@@ -62,9 +60,7 @@ impl Runner<SimDevice> for SimRunner {
         stream: StreamHandle,
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
-        device
-            .run_launch_aicpu(stream, args)
-            .map_err(ReturnCode::from)
+        device.run_launch_aicpu(stream, args).map_err(ReturnCode::from)
     }
 
     fn finalise_run(

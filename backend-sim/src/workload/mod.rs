@@ -45,9 +45,7 @@ impl ProfileName {
         [Self::A2a3, Self::A5, Self::DepthOne]
             .into_iter()
             .find(|p| p.name() == text)
-            .ok_or_else(|| InputError::UnknownProfile {
-                got: text.to_owned(),
-            })
+            .ok_or_else(|| InputError::UnknownProfile { got: text.to_owned() })
     }
 
     /// The name.
@@ -76,12 +74,8 @@ impl ProfileName {
             (Self::DepthOne, 2) => "depth-one at depth 2",
             _ => "custom depth",
         };
-        Profile::custom(ProfileSpec {
-            name,
-            launch_depth: depth,
-            ..base.spec()
-        })
-        .map_err(|e| InputError::Profile(format!("--depth {depth} for {}: {e}", self.name())))
+        Profile::custom(ProfileSpec { name, launch_depth: depth, ..base.spec() })
+            .map_err(|e| InputError::Profile(format!("--depth {depth} for {}: {e}", self.name())))
     }
 }
 
@@ -187,9 +181,7 @@ impl Workload {
     /// Device time jitter from a percentage.
     pub fn jitter_from_pct(pct: f64) -> Result<u32, InputError> {
         rate_to_ppm(pct / 100.0).ok_or_else(|| {
-            InputError::Workload(format!(
-                "jitter {pct}% is outside 0..=100; give a percentage"
-            ))
+            InputError::Workload(format!("jitter {pct}% is outside 0..=100; give a percentage"))
         })
     }
 }
@@ -339,10 +331,9 @@ impl SimConfig {
                     fmt_us(w.device_ns),
                     fmt_pct(w.jitter_ppm)
                 );
-                for (flag, points) in [
-                    ("publish", &w.publish_after),
-                    ("diagnostics", &w.diagnostics),
-                ] {
+                for (flag, points) in
+                    [("publish", &w.publish_after), ("diagnostics", &w.diagnostics)]
+                {
                     if let Some(n) = points.every {
                         line += &format!(" --{flag}-every {n}");
                     }
@@ -384,8 +375,7 @@ pub const fn copies_name(copies: CopyPath) -> &'static str {
 fn fmt_pct(ppm: u32) -> String {
     let s = format!("{}.{:04}", ppm / 10_000, ppm % 10_000);
     let s = s.trim_end_matches('0');
-    s.strip_suffix('.')
-        .map_or_else(|| s.to_owned(), str::to_owned)
+    s.strip_suffix('.').map_or_else(|| s.to_owned(), str::to_owned)
 }
 
 /// How the lane ended.
@@ -482,9 +472,7 @@ pub struct SimHarness {
 impl SimHarness {
     /// A harness with `workers` virtual host workers (0: none).
     pub const fn new(workers: u8) -> Self {
-        Self {
-            tracks: SimTracks::new(workers),
-        }
+        Self { tracks: SimTracks::new(workers) }
     }
 }
 
@@ -541,10 +529,7 @@ impl<R: Runner<SimDevice>> Harness<SimDevice, R, SimObserver> for SimHarness {
             _ => None,
         };
         broken.map(|what| {
-            Failure::Device(DeviceFailure::Invariant(format!(
-                "run {} {what}",
-                run.run.0
-            )))
+            Failure::Device(DeviceFailure::Invariant(format!("run {} {what}", run.run.0)))
         })
     }
 
@@ -609,10 +594,7 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
         config.cost_table(),
         profile.header(),
         config.seed,
-        RunTimes {
-            device_ns: w.device_ns,
-            jitter_ppm: w.jitter_ppm,
-        },
+        RunTimes { device_ns: w.device_ns, jitter_ppm: w.jitter_ppm },
     )
     .with_trace(config.trace)
     .with_op_timeout(profile.device_op_timeout_ns())
@@ -620,32 +602,17 @@ pub fn run(config: &SimConfig, on_progress: &mut dyn FnMut(u32, u32)) -> Result<
     for rule in &faults {
         device.install(rule.clone());
     }
-    let options = DriveOptions {
-        liveness: config.liveness,
-        repro: config.repro(),
-    };
+    let options = DriveOptions { liveness: config.liveness, repro: config.repro() };
     let (device, outcomes, end, not_accepted, last_run_outcome_ns) = if config.workers > 0 {
         // The runner allows as many prepares at once as the profile's window.
         let runner = OffLaneRunner::new(profile.prepare_window());
-        sim_drive(
-            profile,
-            device,
-            runner,
-            config.workers,
-            w,
-            &options,
-            on_progress,
-        )?
+        sim_drive(profile, device, runner, config.workers, w, &options, on_progress)?
     } else {
         sim_drive(profile, device, SimRunner, 0, w, &options, on_progress)?
     };
     let journal = device.journal();
-    let (runs, summary) = summarise(
-        &outcomes,
-        &journal.host_use(),
-        &journal.worker_use(),
-        last_run_outcome_ns,
-    );
+    let (runs, summary) =
+        summarise(&outcomes, &journal.host_use(), &journal.worker_use(), last_run_outcome_ns);
     Ok(Report {
         profile,
         outcomes,
@@ -679,21 +646,9 @@ fn sim_drive<R: Runner<SimDevice>>(
 ) -> Result<SimDriven, SimError> {
     let observer = SimObserver::new(device.journal());
     let driver = Driver::new(profile, device, runner).with_observer(observer);
-    let driven = drive(
-        driver,
-        w,
-        options,
-        &mut SimHarness::new(workers),
-        on_progress,
-    )?;
+    let driven = drive(driver, w, options, &mut SimHarness::new(workers), on_progress)?;
     let (device, _, _) = driven.driver.into_parts();
-    Ok((
-        device,
-        driven.outcomes,
-        driven.end,
-        driven.not_accepted,
-        driven.last_run_outcome_ns,
-    ))
+    Ok((device, driven.outcomes, driven.end, driven.not_accepted, driven.last_run_outcome_ns))
 }
 
 /// Runs `workload` through `driver` on any backend: keeps the lane full (submit until
@@ -762,11 +717,7 @@ pub fn drive<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>>(
     Ok(Driven {
         driver: runner.driver,
         outcomes: runner.outcomes,
-        end: if runner.was_lost {
-            LaneEnd::Lost
-        } else {
-            LaneEnd::Closed
-        },
+        end: if runner.was_lost { LaneEnd::Lost } else { LaneEnd::Closed },
         not_accepted,
         last_run_outcome_ns: runner.last_run_outcome_ns,
     })

@@ -45,10 +45,7 @@ impl<D: Device, R: Runner<D>, O: Observer, H: Harness<D, R, O>> Drive<'_, D, R, 
     }
 
     pub(super) fn failed(&self, failure: Failure) -> SimError {
-        SimError::Failed {
-            failure: Box::new(failure),
-            repro: self.repro.clone(),
-        }
+        SimError::Failed { failure: Box::new(failure), repro: self.repro.clone() }
     }
 
     /// After every driver call: a driver error or a device failure stops the simulation;
@@ -243,11 +240,6 @@ fn short(ids: &[u64]) -> String {
     if ids.len() <= 12 {
         format!("{ids:?}")
     } else {
-        format!(
-            "{} items from {:?} to {:?}",
-            ids.len(),
-            ids.first(),
-            ids.last()
-        )
+        format!("{} items from {:?} to {:?}", ids.len(), ids.first(), ids.last())
     }
 }

@@ -30,13 +30,7 @@ impl Device {
             if matches!((c.copy.src, c.copy.dst), (Place::Host { .. }, Place::Device(_))));
         s.submitted += 1;
         let seq = s.submitted;
-        s.queue.push_back(Task {
-            seq,
-            enqueued: now,
-            tag,
-            watched,
-            kind,
-        });
+        s.queue.push_back(Task { seq, enqueued: now, tag, watched, kind });
         seq
     }
 
@@ -48,9 +42,7 @@ impl Device {
             TaskKind::Kernel(_) => (t.task_switch, t.kernel_start_latency),
             TaskKind::Record { .. } | TaskKind::Copy(_) => (t.task_switch, 0),
         };
-        s.prev_end
-            .saturating_add(switch)
-            .max(task.enqueued.saturating_add(latency))
+        s.prev_end.saturating_add(switch).max(task.enqueued.saturating_add(latency))
     }
 
     fn next_of(&self, s: &Stream) -> Option<Ns> {
@@ -67,10 +59,7 @@ impl Device {
 
     /// The earliest transition due on any stream, and its stream.
     fn next_transition(&self) -> Option<(Ns, u64)> {
-        self.streams
-            .iter()
-            .filter_map(|(&id, s)| self.next_of(s).map(|t| (t, id)))
-            .min()
+        self.streams.iter().filter_map(|(&id, s)| self.next_of(s).map(|t| (t, id))).min()
     }
 
     /// What stream `id`'s worker should do next.
@@ -107,9 +96,8 @@ impl Device {
         done: impl Fn(&Self) -> bool,
     ) -> Option<Ns> {
         loop {
-            let (t, id) = self
-                .next_transition()
-                .filter(|(t, _)| deadline.is_none_or(|d| *t <= d))?;
+            let (t, id) =
+                self.next_transition().filter(|(t, _)| deadline.is_none_or(|d| *t <= d))?;
             self.step(id, t, host);
             if done(self) {
                 return Some(t);
@@ -142,10 +130,7 @@ impl Device {
             TaskKind::Copy(copy) => {
                 let kib = u64::try_from(copy.copy.len).unwrap_or(u64::MAX) / 1024;
                 let moving = kib.saturating_mul(timing.copy_ns_per_kib);
-                (
-                    working(t.saturating_add(timing.copy_task).saturating_add(moving), t),
-                    None,
-                )
+                (working(t.saturating_add(timing.copy_task).saturating_add(moving), t), None)
             }
             TaskKind::Wait(capture) => match *capture {
                 Capture::Never => (working(t.max(task.enqueued), t), None),
@@ -159,12 +144,7 @@ impl Device {
             TaskKind::Kernel(k) => Some((k.run, k.engine, task.tag)),
             _ => None,
         };
-        s.head = Some(Head {
-            task,
-            start: t,
-            phase,
-            fail,
-        });
+        s.head = Some(Head { task, start: t, phase, fail });
         if let Some((run, engine, tag)) = kernel {
             self.note(|| Note::KernelStarted { tag, at: t });
             self.start_kernel(id, t, run, engine);
@@ -179,10 +159,7 @@ impl Device {
             self.begin_work(id, t);
             return;
         };
-        let partner = self
-            .runs
-            .get(&key)
-            .and_then(|r| r.kernels[engine.partner().index()]);
+        let partner = self.runs.get(&key).and_then(|r| r.kernels[engine.partner().index()]);
         match partner.filter(|p| p.spinning.is_some()) {
             Some(p) => {
                 self.begin_work(p.stream, t);
@@ -194,10 +171,8 @@ impl Device {
                 if let Some(head) = self.streams.get_mut(&id).and_then(|s| s.head.as_mut()) {
                     head.phase = Phase::Spinning { killed_at };
                 }
-                if let Some(k) = self
-                    .runs
-                    .get_mut(&key)
-                    .and_then(|r| r.kernels[engine.index()].as_mut())
+                if let Some(k) =
+                    self.runs.get_mut(&key).and_then(|r| r.kernels[engine.index()].as_mut())
                 {
                     k.spinning = Some(t);
                 }
@@ -215,20 +190,15 @@ impl Device {
             return;
         };
         let end_of = |d: &Self, k: RunKernel| match d.streams.get(&k.stream)?.head.as_ref()?.phase {
-            Phase::Working {
-                end, work_start, ..
-            } if work_start == t => Some(end),
+            Phase::Working { end, work_start, .. } if work_start == t => Some(end),
             _ => None,
         };
         let (Some(core_end), Some(cpu_end)) = (end_of(self, core), end_of(self, cpu)) else {
             return;
         };
         let coupled = core_end.zip(cpu_end).map(|(a, b)| a.max(b));
-        if let Some(Phase::Working { end, .. }) = self
-            .streams
-            .get_mut(&cpu.stream)
-            .and_then(|s| s.head.as_mut())
-            .map(|h| &mut h.phase)
+        if let Some(Phase::Working { end, .. }) =
+            self.streams.get_mut(&cpu.stream).and_then(|s| s.head.as_mut()).map(|h| &mut h.phase)
         {
             *end = coupled;
         }
@@ -245,11 +215,7 @@ impl Device {
             return;
         };
         let (end, ending) = planned_end(spec.outcome, spec.engine, spec.duration, t, op_timeout);
-        head.phase = Phase::Working {
-            end,
-            work_start: t,
-            ending,
-        };
+        head.phase = Phase::Working { end, work_start: t, ending };
         let (run, run_id, engine, timing) = (spec.run, spec.run_id, spec.engine, spec.timing);
         if let Some(k) = run
             .and_then(|key| self.runs.get_mut(&key))
@@ -266,12 +232,7 @@ impl Device {
     fn kernel_write(&mut self, run: Option<u64>, addr: u64, bytes: &[u8]) -> bool {
         let landed = self.memory.write(addr, bytes, run);
         let len = bytes.len();
-        self.note(|| Note::KernelWrote {
-            run,
-            addr,
-            len,
-            landed,
-        });
+        self.note(|| Note::KernelWrote { run, addr, len, landed });
         landed
     }
 
@@ -284,11 +245,7 @@ impl Device {
             return;
         };
         let code = kernel.engine.timeout_code();
-        head.phase = Phase::Working {
-            end: Some(t),
-            work_start: t,
-            ending: Ending::Killed(code),
-        };
+        head.phase = Phase::Working { end: Some(t), work_start: t, ending: Ending::Killed(code) };
         // It never worked: no timing, no header.
         self.end_kernel(id, t, false);
     }
@@ -321,11 +278,9 @@ impl Device {
 
     fn run_copy(&mut self, copy: CopySpec, host: &mut dyn HostMemory) -> Result<(), AclCode> {
         let bytes = match copy.src {
-            Place::Device(addr) => self
-                .memory
-                .bytes(addr, copy.len)
-                .ok_or(AclCode::RtParamInvalid)?
-                .to_vec(),
+            Place::Device(addr) => {
+                self.memory.bytes(addr, copy.len).ok_or(AclCode::RtParamInvalid)?.to_vec()
+            }
             Place::Host { addr, pinned } => host.read(addr, copy.len, pinned)?,
         };
         match copy.dst {
@@ -390,12 +345,8 @@ impl Device {
         let Some(head) = self.streams.get(&id).and_then(|s| s.head.as_ref()) else {
             return;
         };
-        let (
-            TaskKind::Kernel(kernel),
-            Phase::Working {
-                ending, work_start, ..
-            },
-        ) = (&head.task.kind, head.phase)
+        let (TaskKind::Kernel(kernel), Phase::Working { ending, work_start, .. }) =
+            (&head.task.kind, head.phase)
         else {
             return;
         };
@@ -425,12 +376,7 @@ impl Device {
             }
         }
         let work_start = worked.then_some(work_start);
-        self.note(|| Note::KernelEnded {
-            tag,
-            work_start,
-            at: t,
-            ending,
-        });
+        self.note(|| Note::KernelEnded { tag, work_start, at: t, ending });
         let result = match ending {
             Ending::Clean => Ok(()),
             Ending::Fault(code) | Ending::Fatal(code) => Err(code),
@@ -476,11 +422,7 @@ impl Device {
         if let Some(p) = self.streams.get_mut(&partner) {
             p.sticky.get_or_insert((t, code));
         }
-        if mode == OpTimeoutCodeOn::PartnerStream {
-            Ok(())
-        } else {
-            Err(code)
-        }
+        if mode == OpTimeoutCodeOn::PartnerStream { Ok(()) } else { Err(code) }
     }
 
     /// Settles a kernel's ending on its run, publishing the run's record when it is the run's
@@ -498,12 +440,8 @@ impl Device {
         let Some(run) = self.runs.get_mut(&key) else {
             return;
         };
-        run.ends[spec.engine.index()] = Some(Contribution::of(
-            spec.outcome,
-            &spec.header_bytes,
-            ending,
-            aicpu,
-        ));
+        run.ends[spec.engine.index()] =
+            Some(Contribution::of(spec.outcome, &spec.header_bytes, ending, aicpu));
         let both_ended =
             run.kernels.iter().all(Option::is_some) && run.ends.iter().all(Option::is_some);
         if !both_ended {
@@ -549,20 +487,11 @@ impl Device {
         }
         if !matches!(head.task.kind, TaskKind::Kernel(_)) {
             let (tag, start) = (head.task.tag, head.start);
-            self.note(|| Note::TaskRan {
-                tag,
-                start,
-                end: t,
-                result,
-            });
+            self.note(|| Note::TaskRan { tag, start, end: t, result });
         }
     }
 }
 
 const fn working(end: Ns, start: Ns) -> Phase {
-    Phase::Working {
-        end: Some(end),
-        work_start: start,
-        ending: Ending::Clean,
-    }
+    Phase::Working { end: Some(end), work_start: start, ending: Ending::Clean }
 }

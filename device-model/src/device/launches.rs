@@ -40,10 +40,8 @@ impl Device {
             return Err(AclCode::RtParamInvalid.into());
         }
         if let Some(key) = spec.run {
-            let taken = self
-                .runs
-                .get(&key)
-                .is_some_and(|run| run.kernels[spec.engine.index()].is_some());
+            let taken =
+                self.runs.get(&key).is_some_and(|run| run.kernels[spec.engine.index()].is_some());
             if taken {
                 return Err(AclCode::RtParamInvalid.into());
             }
@@ -79,12 +77,8 @@ impl Device {
         if let Some(key) = run {
             let r = self.runs.entry(key).or_default();
             r.id = r.id.or(run_id);
-            r.kernels[engine.index()] = Some(RunKernel {
-                stream,
-                seq,
-                spinning: None,
-                working: false,
-            });
+            r.kernels[engine.index()] =
+                Some(RunKernel { stream, seq, spinning: None, working: false });
             if record.is_some() {
                 r.record = record;
             }
@@ -174,10 +168,6 @@ impl Device {
         if self.semantics.reset_restarts_stream_numbering {
             self.next_stream_number = 1;
         }
-        Ok(Reclaimed {
-            streams,
-            events,
-            allocations,
-        })
+        Ok(Reclaimed { streams, events, allocations })
     }
 }

@@ -40,14 +40,8 @@ impl Device {
     ///
     /// [`Dead::Memory`] when no allocation starts at `base`.
     pub fn free(&mut self, base: u64) -> Result<bool, CallError> {
-        let span = self
-            .memory
-            .span(base)
-            .ok_or(CallError::Dead(Dead::Memory(base)))?;
-        let in_use = self
-            .streams
-            .values()
-            .any(|s| s.tasks().any(|task| task_touches(task, &span)));
+        let span = self.memory.span(base).ok_or(CallError::Dead(Dead::Memory(base)))?;
+        let in_use = self.streams.values().any(|s| s.tasks().any(|task| task_touches(task, &span)));
         self.memory.remove(base);
         Ok(in_use)
     }
@@ -153,16 +147,8 @@ impl Device {
     ///
     /// 107000 when either range is outside one allocation.
     pub fn copy_within(&mut self, dst: u64, src: u64, len: usize) -> Result<(), AclCode> {
-        let bytes = self
-            .memory
-            .bytes(src, len)
-            .ok_or(AclCode::RtParamInvalid)?
-            .to_vec();
-        if self.memory.write(dst, &bytes, None) {
-            Ok(())
-        } else {
-            Err(AclCode::RtParamInvalid)
-        }
+        let bytes = self.memory.bytes(src, len).ok_or(AclCode::RtParamInvalid)?.to_vec();
+        if self.memory.write(dst, &bytes, None) { Ok(()) } else { Err(AclCode::RtParamInvalid) }
     }
 
     // ----- copies on the streams --------------------------------------------------------
@@ -218,13 +204,7 @@ impl Device {
             Some(Injected::Fail(code)) => Some(code),
             _ => None,
         };
-        Ok(self.enqueue(
-            stream,
-            TaskKind::Copy(CopyTask { copy, fail }),
-            tag,
-            watched,
-            now,
-        ))
+        Ok(self.enqueue(stream, TaskKind::Copy(CopyTask { copy, fail }), tag, watched, now))
     }
 
     /// A watched task's own result, once it ran (taken).
@@ -236,10 +216,9 @@ impl Device {
 /// Whether a queued or running task will still use device memory in `span`.
 fn task_touches(task: &Task, span: &core::ops::Range<u64>) -> bool {
     match &task.kind {
-        TaskKind::Kernel(s) => [s.timing, s.header, s.record]
-            .into_iter()
-            .flatten()
-            .any(|at| span.contains(&at)),
+        TaskKind::Kernel(s) => {
+            [s.timing, s.header, s.record].into_iter().flatten().any(|at| span.contains(&at))
+        }
         TaskKind::Copy(copy) => [copy.copy.src, copy.copy.dst]
             .into_iter()
             .any(|place| matches!(place, Place::Device(at) if span.contains(&at))),

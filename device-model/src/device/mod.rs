@@ -299,11 +299,7 @@ enum Phase {
     /// A wait task, until its capture passes.
     Waiting,
     /// Working until `end` (`None`: never).
-    Working {
-        end: Option<Ns>,
-        work_start: Ns,
-        ending: Ending,
-    },
+    Working { end: Option<Ns>, work_start: Ns, ending: Ending },
 }
 
 #[derive(Clone, Debug)]
@@ -530,20 +526,14 @@ impl Device {
         if self.semantics.device_fault_fails_calls {
             return self.fault_now(now);
         }
-        match self
-            .streams
-            .values()
-            .find_map(|s| s.sticky.filter(|(since, _)| *since <= now))
-        {
+        match self.streams.values().find_map(|s| s.sticky.filter(|(since, _)| *since <= now)) {
             Some((_, code)) => Err(code),
             None => Ok(()),
         }
     }
 
     fn stream(&self, id: u64) -> Result<&Stream, CallError> {
-        self.streams
-            .get(&id)
-            .ok_or(CallError::Dead(Dead::Stream(id)))
+        self.streams.get(&id).ok_or(CallError::Dead(Dead::Stream(id)))
     }
 
     /// An enqueue on `id` is refused: the stream holds a sticky code and

@@ -25,14 +25,7 @@ impl Device {
         self.fail_at(Site::StreamCreate, None)?;
         let number = self.next_stream_number;
         self.next_stream_number = number.saturating_add(1);
-        self.streams.insert(
-            id,
-            Stream {
-                number,
-                prev_end: now,
-                ..Stream::default()
-            },
-        );
+        self.streams.insert(id, Stream { number, prev_end: now, ..Stream::default() });
         Ok(number)
     }
 
@@ -67,8 +60,7 @@ impl Device {
             self.note(|| Note::Dropped { tag, at: now });
         }
         // A run with a kernel on this stream can no longer publish.
-        self.runs
-            .retain(|_, run| run.kernels.iter().flatten().all(|k| k.stream != id));
+        self.runs.retain(|_, run| run.kernels.iter().flatten().all(|k| k.stream != id));
         let abort = |capture: &mut Capture| {
             if matches!(*capture, Capture::Pending { stream, .. } if stream == id) {
                 *capture = Capture::Aborted;
@@ -126,9 +118,7 @@ impl Device {
     #[must_use]
     pub fn stream_reached(&self, id: u64, upto: u64) -> bool {
         let legacy = self.semantics.legacy_event_faults;
-        self.streams
-            .get(&id)
-            .is_none_or(|s| s.completed >= upto || (legacy && s.sticky.is_some()))
+        self.streams.get(&id).is_none_or(|s| s.completed >= upto || (legacy && s.sticky.is_some()))
     }
 
     /// Stream `id`'s sticky code as of `now` (`Ok(None)`: clean).
@@ -137,11 +127,7 @@ impl Device {
     ///
     /// A dead stream.
     pub fn stream_sticky(&self, id: u64, now: Ns) -> Result<Option<AclCode>, CallError> {
-        Ok(self
-            .stream(id)?
-            .sticky
-            .filter(|(since, _)| *since <= now)
-            .map(|(_, code)| code))
+        Ok(self.stream(id)?.sticky.filter(|(since, _)| *since <= now).map(|(_, code)| code))
     }
 
     /// Whether every stream is idle (drained, or halted by a fault under the legacy switch).
@@ -155,11 +141,7 @@ impl Device {
     #[must_use]
     pub fn live_counts(&self) -> (u64, u64, u64) {
         let n = |len: usize| u64::try_from(len).unwrap_or(u64::MAX);
-        (
-            n(self.streams.len()),
-            n(self.events.len()),
-            n(self.memory.len()),
-        )
+        (n(self.streams.len()), n(self.events.len()), n(self.memory.len()))
     }
 
     // ----- events -----------------------------------------------------------------------
@@ -172,14 +154,7 @@ impl Device {
     /// The device fault.
     pub fn create_event(&mut self, id: u64, sync: bool, now: Ns) -> Result<(), AclCode> {
         self.fault_now(now)?;
-        self.events.insert(
-            id,
-            Event {
-                capture: Capture::Never,
-                sync,
-                run: None,
-            },
-        );
+        self.events.insert(id, Event { capture: Capture::Never, sync, run: None });
         Ok(())
     }
 
@@ -281,9 +256,9 @@ impl Device {
             Capture::Aborted => EventState::Failed(AclCode::Unknown(STREAM_ABORT)),
             Capture::Pending { stream, .. } => match self.streams.get(&stream) {
                 None => EventState::Failed(AclCode::Unknown(STREAM_ABORT)),
-                Some(s) if self.semantics.legacy_event_faults => s
-                    .sticky
-                    .map_or(EventState::NotReady, |(_, code)| EventState::Failed(code)),
+                Some(s) if self.semantics.legacy_event_faults => {
+                    s.sticky.map_or(EventState::NotReady, |(_, code)| EventState::Failed(code))
+                }
                 Some(_) => EventState::NotReady,
             },
         })

@@ -281,18 +281,12 @@ impl FaultKind {
             .into_iter()
             .chain(Self::MORE)
             .find(|k| k.name() == name)
-            .ok_or_else(|| FaultError::UnknownKind {
-                got: name.to_owned(),
-            })
+            .ok_or_else(|| FaultError::UnknownKind { got: name.to_owned() })
     }
 
     /// Every kind's name, comma-separated (for errors and `--help`).
     pub fn names() -> String {
-        let names: Vec<&str> = Self::ALL
-            .iter()
-            .chain(&Self::MORE)
-            .map(|k| k.name())
-            .collect();
+        let names: Vec<&str> = Self::ALL.iter().chain(&Self::MORE).map(|k| k.name()).collect();
         names.join(", ")
     }
 

@@ -381,11 +381,7 @@ pub fn describe(rules: &[FaultRule]) -> String {
     if rules.is_empty() {
         return "  (no faults)".to_owned();
     }
-    rules
-        .iter()
-        .map(|r| format!("  --fault {r}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    rules.iter().map(|r| format!("  --fault {r}")).collect::<Vec<_>>().join("\n")
 }
 
 /// The installed rules, what each has counted, and the generator their rates draw from.

@@ -23,10 +23,7 @@ impl FaultRule {
                 FaultCode::None
             }
             (CodeKind::None, Some(code)) => {
-                return Err(FaultError::UnexpectedCode {
-                    kind: name,
-                    code: code.to_owned(),
-                });
+                return Err(FaultError::UnexpectedCode { kind: name, code: code.to_owned() });
             }
             (CodeKind::Acl | CodeKind::OptionalAcl, given) => {
                 let value = given.map_or_else(default, str::to_owned);
@@ -56,16 +53,9 @@ impl FaultRule {
                 return Err(FaultError::NotRunBound { kind: name });
             }
             When::Runs(list) | When::Calls(list) if list.is_empty() || list.contains(&0) => {
-                let (what, short) = if matches!(when, When::Runs(_)) {
-                    ("runs", "run")
-                } else {
-                    ("calls", "call")
-                };
-                return Err(FaultError::EmptySelection {
-                    kind: name,
-                    what,
-                    short,
-                });
+                let (what, short) =
+                    if matches!(when, When::Runs(_)) { ("runs", "run") } else { ("calls", "call") };
+                return Err(FaultError::EmptySelection { kind: name, what, short });
             }
             When::CallSpan { first, last }
                 if *first == 0 || last.is_some_and(|last| last < *first) =>
@@ -78,15 +68,7 @@ impl FaultRule {
             }
             _ => {}
         }
-        Ok(Self {
-            kind,
-            code,
-            when,
-            threads: Vec::new(),
-            call: None,
-            engine: None,
-            header: None,
-        })
+        Ok(Self { kind, code, when, threads: Vec::new(), call: None, engine: None, header: None })
     }
 
     /// A `call` rule: calls of `symbol` selected by `when` return `code` (any value, 0
@@ -126,9 +108,7 @@ impl FaultRule {
             (FaultKind::Latch | FaultKind::KernelLatch, FaultCode::Runtime(code)) if is_scheduler_code(code)
         );
         if !scheduler_latch {
-            return Err(FaultError::ThreadsWithoutSchedulerLatch {
-                kind: self.kind.name(),
-            });
+            return Err(FaultError::ThreadsWithoutSchedulerLatch { kind: self.kind.name() });
         }
         let distinct = threads
             .iter()
@@ -151,10 +131,8 @@ impl FaultRule {
         let mut parts = spec.split('/');
         let rule = parts.next().unwrap_or_default();
         let mut parsed = Self::parse_rule(rule)?;
-        let bad = |got: &str| FaultError::BadSelector {
-            spec: spec.to_owned(),
-            got: got.to_owned(),
-        };
+        let bad =
+            |got: &str| FaultError::BadSelector { spec: spec.to_owned(), got: got.to_owned() };
         for qualifier in parts {
             let (what, value) = qualifier.split_once(':').ok_or_else(|| bad(qualifier))?;
             match what {
@@ -234,9 +212,9 @@ impl FaultRule {
             bitmap: if self.threads.is_empty() {
                 1
             } else {
-                self.threads.iter().fold(0, |bits, t| {
-                    bits | 1_u32.checked_shl(u32::from(*t)).unwrap_or(0)
-                })
+                self.threads
+                    .iter()
+                    .fold(0, |bits, t| bits | 1_u32.checked_shl(u32::from(*t)).unwrap_or(0))
             },
         };
         match (self.kind, self.code) {
@@ -333,10 +311,7 @@ fn parse_hex(text: &str) -> Option<Vec<u8>> {
     if text.len() % 2 != 0 {
         return None;
     }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
 /// Whether a runtime code is latched by the schedulers (100 and above, SPEC §5.2) rather
@@ -349,21 +324,16 @@ pub const fn is_scheduler_code(code: RuntimeCode) -> bool {
 fn fmt_rate(ppm: u32) -> String {
     let s = format!("{}.{:06}", u64::from(ppm) / PPM, u64::from(ppm) % PPM);
     let s = s.trim_end_matches('0');
-    s.strip_suffix('.')
-        .map_or_else(|| s.to_owned(), str::to_owned)
+    s.strip_suffix('.').map_or_else(|| s.to_owned(), str::to_owned)
 }
 
 fn parse_list(list: &str) -> Option<Vec<u64>> {
-    list.split(',')
-        .map(|n| n.trim().parse::<u64>().ok())
-        .collect()
+    list.split(',').map(|n| n.trim().parse::<u64>().ok()).collect()
 }
 
 /// Parses a probability (`0.05` or `5%`) into parts per million.
 pub fn parse_rate(text: &str) -> Result<u32, FaultError> {
-    let bad = || FaultError::BadRate {
-        got: text.to_owned(),
-    };
+    let bad = || FaultError::BadRate { got: text.to_owned() };
     let trimmed = text.trim();
     let value: f64 = match trimmed.strip_suffix('%') {
         Some(pct) => pct.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
@@ -393,10 +363,7 @@ fn parse_acl(kind: &'static str, text: &str) -> Result<AclCode, FaultError> {
     if let Ok(value) = text.parse::<i32>() {
         return AclCode::from_raw(value).ok_or_else(bad);
     }
-    AclCode::ALL
-        .into_iter()
-        .find(|c| c.name() == text)
-        .ok_or_else(bad)
+    AclCode::ALL.into_iter().find(|c| c.name() == text).ok_or_else(bad)
 }
 
 fn parse_runtime(kind: &'static str, text: &str) -> Result<RuntimeCode, FaultError> {
@@ -409,8 +376,5 @@ fn parse_runtime(kind: &'static str, text: &str) -> Result<RuntimeCode, FaultErr
     if let Ok(value) = text.parse::<i32>() {
         return RuntimeCode::from_value(value).ok_or_else(bad);
     }
-    RuntimeCode::ALL
-        .into_iter()
-        .find(|c| c.name() == text)
-        .ok_or_else(bad)
+    RuntimeCode::ALL.into_iter().find(|c| c.name() == text).ok_or_else(bad)
 }

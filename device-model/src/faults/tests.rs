@@ -30,9 +30,7 @@ fn codes_parse_by_name_and_default_when_omitted() {
     assert_eq!(rule.code, FaultCode::Acl(AclCode::RtAicoreException));
     assert_eq!(
         FaultRule::parse("rate=5%").unwrap_err(),
-        FaultError::UnknownKind {
-            got: "rate".to_owned()
-        }
+        FaultError::UnknownKind { got: "rate".to_owned() }
     );
 }
 
@@ -108,17 +106,12 @@ fn rates_are_reproducible_per_seed_and_differ_across_seeds() {
     let draws = |seed| {
         let mut faults = Faults::new(seed);
         faults.install(FaultRule::parse("hang@rate:0.5").unwrap());
-        (0..64)
-            .map(|_| faults.decide(Site::Run, Some(1)).is_some())
-            .collect::<Vec<_>>()
+        (0..64).map(|_| faults.decide(Site::Run, Some(1)).is_some()).collect::<Vec<_>>()
     };
     assert_eq!(draws(1), draws(1));
     assert_ne!(draws(1), draws(2));
     let fired = draws(1).into_iter().filter(|f| *f).count();
-    assert!(
-        (16..=48).contains(&fired),
-        "about half of 64 fire, got {fired}"
-    );
+    assert!((16..=48).contains(&fired), "about half of 64 fire, got {fired}");
 }
 
 #[test]

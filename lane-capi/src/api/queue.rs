@@ -90,10 +90,7 @@ pub unsafe extern "C" fn run_lane_publish(
     guard(|| {
         let lane = LANES.get(lane)?;
         non_null(publication_out, "publication_out")?;
-        let publication = lane
-            .handle
-            .publish(CodeRef(code))
-            .map_err(|e| service_error(&e))?;
+        let publication = lane.handle.publish(CodeRef(code)).map_err(|e| service_error(&e))?;
         // SAFETY: checked non-NULL; writable (the caller's contract).
         unsafe { publication_out.write(publication.0) };
         Ok(RunLaneStatus::Ok)
@@ -171,10 +168,7 @@ pub unsafe extern "C" fn run_lane_poll(
         unsafe { sized::write_out(outcome_out, outcome) }?;
         if status == RunLaneStatus::Empty {
             if let Some(cause) = lane.handle.lost() {
-                return Err(Error::new(
-                    RunLaneStatus::Lost,
-                    format!("the lane is lost: {cause}"),
-                ));
+                return Err(Error::new(RunLaneStatus::Lost, format!("the lane is lost: {cause}")));
             }
         }
         Ok(status)

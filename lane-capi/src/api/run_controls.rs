@@ -19,9 +19,7 @@ use super::{LANES, service_error};
 pub extern "C" fn run_lane_activate(lane: *mut RunLane, run: u64) -> RunLaneStatus {
     guard(|| {
         let lane = LANES.get(lane)?;
-        lane.handle
-            .activate(RunId(run))
-            .map_err(|e| service_error(&e))?;
+        lane.handle.activate(RunId(run)).map_err(|e| service_error(&e))?;
         Ok(RunLaneStatus::Ok)
     })
 }

@@ -263,11 +263,7 @@ fn worker_factory(
         mark_callback_thread(serial);
         let binding = binding
             .as_ref()
-            .map(|cell| {
-                cell.get()
-                    .cloned()
-                    .ok_or("the device was not opened before the workers")
-            })
+            .map(|cell| cell.get().cloned().ok_or("the device was not opened before the workers"))
             .transpose()?;
         let worker = CWorker::new(vtable, Arc::clone(&requests), deferred.clone(), binding)
             .map_err(|code| format!("binding the worker to the device failed: {code}"))?;
@@ -290,12 +286,8 @@ mod tests {
                 serial: 1,
             };
             let runner = crate::config::default_config().runner;
-            let config = service_config(
-                Profile::a2a3(),
-                Vtable::new(runner),
-                knobs,
-                &Requests::default(),
-            );
+            let config =
+                service_config(Profile::a2a3(), Vtable::new(runner), knobs, &Requests::default());
             assert_eq!(config.check_invariants, check_invariants);
             assert_eq!(config.submitters_bound, !check_invariants);
             assert_eq!(config.workers, 3);
@@ -305,21 +297,13 @@ mod tests {
 
     #[test]
     fn an_open_refused_for_another_op_timeout_in_force_is_invalid_config() {
-        let raced = backend_acl::AclError::OpTimeoutInForce {
-            asked_us: 300_000,
-            in_force_us: 200_000,
-        };
-        assert_eq!(
-            open_failure_status(&raced),
-            Some(RunLaneStatus::InvalidConfig)
-        );
+        let raced =
+            backend_acl::AclError::OpTimeoutInForce { asked_us: 300_000, in_force_us: 200_000 };
+        assert_eq!(open_failure_status(&raced), Some(RunLaneStatus::InvalidConfig));
         let text = raced.to_string();
         assert!(text.contains("300000") && text.contains("200000"), "{text}");
         assert_eq!(
-            open_failure_status(&backend_acl::AclError::BadDeviceId {
-                device_id: 3,
-                count: 1
-            }),
+            open_failure_status(&backend_acl::AclError::BadDeviceId { device_id: 3, count: 1 }),
             None
         );
     }

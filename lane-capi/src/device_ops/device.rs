@@ -45,19 +45,14 @@ impl TableDevice {
     /// `bind`'s code, with the runtime's text about it.
     pub fn open(ops: DeviceOps, device_id: i32) -> Result<Self, (AclCode, Option<String>)> {
         let mut device = Self {
-            table: TableBinding {
-                ops,
-                domain: Domain::of(ops.0.user, device_id),
-            },
+            table: TableBinding { ops, domain: Domain::of(ops.0.user, device_id) },
             device_id,
             epoch: Instant::now(),
             message: None,
             pinned: BTreeMap::new(),
             stream_ids: StreamIds::default(),
         };
-        device
-            .set_device()
-            .map_err(|code| (code, device.message.take()))?;
+        device.set_device().map_err(|code| (code, device.message.take()))?;
         Ok(device)
     }
 
@@ -319,9 +314,8 @@ impl Device for TableDevice {
         let mut event: *mut c_void = core::ptr::null_mut();
         // SAFETY: the table's entry with its `user` and a writable handle slot.
         self.bound_call(|e| unsafe { (e.create_event)(e.user, &raw mut event) })?;
-        let value = self.new_handle("create_event", event, |issued| {
-            issued.events.contains(&value(event))
-        })?;
+        let value =
+            self.new_handle("create_event", event, |issued| issued.events.contains(&value(event)))?;
         self.table.domain.issued_mut().events.insert(value);
         Ok(EventHandle(value))
     }
@@ -329,9 +323,7 @@ impl Device for TableDevice {
     fn record_event(&mut self, event: EventHandle, stream: StreamHandle) -> Result<(), AclCode> {
         let lookup = |domain: &Domain| Ok((domain.event(event)?, domain.stream(stream)?));
         // SAFETY: the table's entry with its `user`, an event and a stream it holds live.
-        self.bound_call_with(lookup, |e, (ev, s)| unsafe {
-            (e.record_event)(e.user, ev, s)
-        })
+        self.bound_call_with(lookup, |e, (ev, s)| unsafe { (e.record_event)(e.user, ev, s) })
     }
 
     fn synchronize_event(&mut self, event: EventHandle, timeout_ms: i32) -> Result<(), AclCode> {
@@ -397,21 +389,16 @@ impl Device for TableDevice {
         let mut ptr: *mut c_void = core::ptr::null_mut();
         // SAFETY: the table's entry with its `user`, a plain size and a writable pointer slot.
         self.bound_call(|e| unsafe { (e.malloc)(e.user, size, &raw mut ptr) })?;
-        let base = self.new_handle("malloc", ptr, |issued| {
-            // Overlapping a live allocation: the two could not be told apart.
-            let base = value(ptr);
-            let end = base.saturating_add(size as u64);
-            issued
-                .allocations
-                .range(..end)
-                .next_back()
-                .is_some_and(|(&other, &other_size)| other.saturating_add(other_size as u64) > base)
-        })?;
-        self.table
-            .domain
-            .issued_mut()
-            .allocations
-            .insert(base, size);
+        let base =
+            self.new_handle("malloc", ptr, |issued| {
+                // Overlapping a live allocation: the two could not be told apart.
+                let base = value(ptr);
+                let end = base.saturating_add(size as u64);
+                issued.allocations.range(..end).next_back().is_some_and(|(&other, &other_size)| {
+                    other.saturating_add(other_size as u64) > base
+                })
+            })?;
+        self.table.domain.issued_mut().allocations.insert(base, size);
         Ok(DevicePtr(base))
     }
 
@@ -453,19 +440,14 @@ impl Device for TableDevice {
     ) -> Result<(), AclCode> {
         let lookup = |domain: &Domain| Ok((domain.stream(stream)?, domain.event(event)?));
         // SAFETY: the table's entry with its `user`, a stream and an event it holds live.
-        self.bound_call_with(lookup, |e, (s, ev)| unsafe {
-            (e.stream_wait_event)(e.user, s, ev)
-        })
+        self.bound_call_with(lookup, |e, (s, ev)| unsafe { (e.stream_wait_event)(e.user, s, ev) })
     }
 
     /// The runtime's device attributes nothing to runs: ignored.
     fn launch_context(&mut self, _context: Option<LaunchContext>) {}
 
     fn pinned_copies(&mut self) -> Option<&mut dyn PinnedCopies> {
-        self.entries()
-            .pinned
-            .is_some()
-            .then_some(self as &mut dyn PinnedCopies)
+        self.entries().pinned.is_some().then_some(self as &mut dyn PinnedCopies)
     }
 
     fn recent_error_message(&mut self) -> Option<String> {
@@ -474,11 +456,7 @@ impl Device for TableDevice {
 
     /// A waiter sharing this device's table, handles and clock; it binds its own thread.
     fn completion_waiter(&mut self) -> Result<Box<dyn CompletionWaiter + Send>, AclCode> {
-        Ok(Box::new(TableWaiter {
-            table: self.table.clone(),
-            epoch: self.epoch,
-            refused: None,
-        }))
+        Ok(Box::new(TableWaiter { table: self.table.clone(), epoch: self.epoch, refused: None }))
     }
 
     /// A notice concerns the device when it names the config's device id and a stream id

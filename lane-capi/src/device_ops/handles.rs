@@ -98,15 +98,12 @@ impl Domain {
 
 /// Whether `[ptr, ptr + len)` lies inside one allocation of `allocations` (base -> size).
 pub(super) fn inside(allocations: &BTreeMap<u64, usize>, ptr: u64, len: usize) -> bool {
-    allocations
-        .range(..=ptr)
-        .next_back()
-        .is_some_and(|(&base, &size)| {
-            usize::try_from(ptr - base)
-                .ok()
-                .and_then(|offset| offset.checked_add(len))
-                .is_some_and(|end| end <= size)
-        })
+    allocations.range(..=ptr).next_back().is_some_and(|(&base, &size)| {
+        usize::try_from(ptr - base)
+            .ok()
+            .and_then(|offset| offset.checked_add(len))
+            .is_some_and(|end| end <= size)
+    })
 }
 
 /// A handle value as the pointer the table gave (its provenance was exposed when it came in).

@@ -104,8 +104,6 @@ impl CompletionWaiter for TableWaiter {
     }
 
     fn recent_error_message(&mut self) -> Option<String> {
-        self.refused
-            .take()
-            .or_else(|| self.table.recent_error_message())
+        self.refused.take().or_else(|| self.table.recent_error_message())
     }
 }

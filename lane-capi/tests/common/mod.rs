@@ -186,9 +186,7 @@ launch_callbacks!(launch_aicore, launch_aicpu, launch);
 /// A NUL-terminated string buffer of an outcome or a report, as text.
 pub(crate) fn text(buffer: &[core::ffi::c_char]) -> String {
     // SAFETY: the library NUL-terminates every string buffer.
-    unsafe { std::ffi::CStr::from_ptr(buffer.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { std::ffi::CStr::from_ptr(buffer.as_ptr()) }.to_string_lossy().into_owned()
 }
 
 /// The defaults, filled by the library.
@@ -279,9 +277,7 @@ pub(crate) fn fake_config(
 /// The fake is one per process: a test binary's fake-backed tests take it in turn.
 pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The fake to this test alone, reset ([`serial`], then a fresh [`Control::session`]).
@@ -294,10 +290,7 @@ pub(crate) struct Fresh {
 /// [`Fresh`]: the fake to this test alone, reset.
 pub(crate) fn fresh() -> Fresh {
     let serial = serial();
-    Fresh {
-        session: control().session().expect("reset the fake"),
-        _serial: serial,
-    }
+    Fresh { session: control().session().expect("reset the fake"), _serial: serial }
 }
 
 /// The fake reset, with the hardware switch `semantics` (if any) set: a session for one case
@@ -345,9 +338,7 @@ pub(crate) fn try_create(config: &RunLaneConfig) -> Result<*mut RunLane, (RunLan
 /// `run_lane_create` of `config`, which must be refused: the status and its message (a lane
 /// made is destroyed and fails the test).
 pub(crate) fn refusal(config: &RunLaneConfig) -> (RunLaneStatus, String) {
-    try_create(config)
-        .map(destroy)
-        .expect_err("the create was refused")
+    try_create(config).map(destroy).expect_err("the create was refused")
 }
 
 /// `run_lane_destroy`, which must succeed.
@@ -370,9 +361,7 @@ pub(crate) fn destroy_with_report(lane: *mut RunLane) -> RunLaneCloseReport {
 /// The calling thread's last error message.
 pub(crate) fn last_error() -> String {
     // SAFETY: the library returns a NUL-terminated string valid until this thread's next call.
-    unsafe { std::ffi::CStr::from_ptr(run_lane_last_error()) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { std::ffi::CStr::from_ptr(run_lane_last_error()) }.to_string_lossy().into_owned()
 }
 
 /// `run_lane_submit` of an untagged run: its id, or the refusal.
@@ -429,23 +418,12 @@ pub(crate) fn poll(lane: *mut RunLane) -> Result<RunLaneOutcome, RunLaneStatus> 
 /// The outcome is `Ok` (`what` and its line name it otherwise).
 pub(crate) fn assert_ok(what: &str, outcome: &RunLaneOutcome) {
     let id = outcome.id;
-    assert_eq!(
-        outcome.verdict,
-        RunLaneVerdict::Ok,
-        "{what}: run {id}: {}",
-        line(outcome)
-    );
+    assert_eq!(outcome.verdict, RunLaneVerdict::Ok, "{what}: run {id}: {}", line(outcome));
 }
 
 /// The outcome's failure class is `class` (its line names it otherwise).
 pub(crate) fn assert_class(outcome: &RunLaneOutcome, class: RunLaneClass) {
-    assert_eq!(
-        outcome.failure_class,
-        class,
-        "run {}: {}",
-        outcome.id,
-        line(outcome)
-    );
+    assert_eq!(outcome.failure_class, class, "run {}: {}", outcome.id, line(outcome));
 }
 
 /// Every outcome is `Ok`.
@@ -517,11 +495,7 @@ pub(crate) fn assert_ok_in_order(device: i32, outcomes: &[RunLaneOutcome]) {
     assert!(!outcomes.is_empty(), "device {device}: no outcomes");
     let first = outcomes[0].id;
     for (i, outcome) in outcomes.iter().enumerate() {
-        assert_eq!(
-            outcome.id,
-            first + i as u64,
-            "device {device}: outcome {i} out of order"
-        );
+        assert_eq!(outcome.id, first + i as u64, "device {device}: outcome {i} out of order");
         assert_eq!(
             outcome.verdict,
             RunLaneVerdict::Ok,
@@ -548,11 +522,7 @@ pub(crate) fn line(outcome: &RunLaneOutcome) -> String {
 
 /// How many force resets the fake made of `device`.
 pub(crate) fn force_resets(device: i32) -> u64 {
-    control()
-        .device(device)
-        .counters()
-        .expect("counters")
-        .force_resets
+    control().device(device).counters().expect("counters").force_resets
 }
 
 /// Run 1 (whose kernels the lane's `Kernels` make fault) poisons the lane on `device`, and

@@ -130,12 +130,7 @@ impl Forward {
 
     /// `entry` returns `code` without calling the fake, after `skip` calls, `count` times.
     pub(crate) fn fail(&self, entry: Entry, code: i32, skip: u32, count: u32) {
-        lock(&self.faults).push(Fault {
-            entry,
-            code,
-            skip,
-            count,
-        });
+        lock(&self.faults).push(Fault { entry, code, skip, count });
     }
 
     /// The next `create_stream` returns `stream`, a stream the runtime made and keeps: its
@@ -154,16 +149,11 @@ impl Forward {
     fn enter(&self, entry: Entry) -> Option<i32> {
         self.calls[entry as usize].fetch_add(1, Ordering::SeqCst);
         if self.noting.load(Ordering::SeqCst) {
-            let name = std::thread::current()
-                .name()
-                .unwrap_or("unnamed")
-                .to_owned();
+            let name = std::thread::current().name().unwrap_or("unnamed").to_owned();
             lock(&self.threads).push((entry, name));
         }
         let mut faults = lock(&self.faults);
-        let fault = faults
-            .iter_mut()
-            .find(|f| f.entry == entry && f.count > 0)?;
+        let fault = faults.iter_mut().find(|f| f.entry == entry && f.count > 0)?;
         if fault.skip > 0 {
             fault.skip -= 1;
             return None;
@@ -249,9 +239,7 @@ unsafe extern "C" fn destroy_stream(user: *mut c_void, stream: *mut c_void) -> i
 unsafe extern "C" fn destroy_stream_force(user: *mut c_void, stream: *mut c_void) -> i32 {
     forwarded(user, Entry::DestroyStreamForce, |f| {
         // SAFETY: as above.
-        destroy(f, stream, || unsafe {
-            acl().aclrtDestroyStreamForce(stream)
-        })
+        destroy(f, stream, || unsafe { acl().aclrtDestroyStreamForce(stream) })
     })
 }
 

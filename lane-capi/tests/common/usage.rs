@@ -44,9 +44,7 @@ fn status_field(status: &str, field: &str) -> u64 {
 /// The process's [`Usage`] now.
 pub(crate) fn usage() -> Usage {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let fds = std::fs::read_dir("/proc/self/fd")
-        .expect("/proc/self/fd")
-        .count() as u64;
+    let fds = std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count() as u64;
     let (mut lane_threads, mut fake_stream_threads) = (0, 0);
     let mut names = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {

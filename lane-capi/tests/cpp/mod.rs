@@ -14,10 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// sits in its `deps/`.
 pub(crate) fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
 }
 
 /// A fresh temporary folder for one build.
@@ -55,10 +52,7 @@ pub(crate) fn build(out: &Path, cpp: bool) -> cc::Build {
 /// The C++ build of the examples: C++17 under AddressSanitizer.
 pub(crate) fn asan_cpp(out: &Path) -> cc::Build {
     let mut build = build(out, true);
-    build
-        .flag("-std=c++17")
-        .flag("-fsanitize=address")
-        .flag("-fno-omit-frame-pointer");
+    build.flag("-std=c++17").flag("-fsanitize=address").flag("-fno-omit-frame-pointer");
     build
 }
 
@@ -80,10 +74,8 @@ pub(crate) fn build_program_into(name: &str, out: &Path) -> PathBuf {
     // `cargo test` leaves the static library in deps/ (the test's own build of the lib);
     // only `cargo build` copies it up to the profile folder. Prefer deps/: it is the one this
     // very test run built.
-    let candidates = [
-        profile_dir().join("deps/librun_lane.a"),
-        profile_dir().join("librun_lane.a"),
-    ];
+    let candidates =
+        [profile_dir().join("deps/librun_lane.a"), profile_dir().join("librun_lane.a")];
     let staticlib = candidates
         .iter()
         .find(|p| p.is_file())

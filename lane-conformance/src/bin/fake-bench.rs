@@ -50,9 +50,7 @@ fn run() -> Result<(), String> {
                     .ok_or("--device-us takes positive microseconds, e.g. 100,250,1000")?;
             }
             other => {
-                return Err(format!(
-                    "unknown argument `{other}`; use --runs N or --device-us A,B"
-                ));
+                return Err(format!("unknown argument `{other}`; use --runs N or --device-us A,B"));
             }
         }
     }

@@ -497,12 +497,9 @@ impl Lane {
                 self.perform(idx, action);
                 Ok(())
             }
-            Err(refusal) => Err(EventError::UnexpectedForRun {
-                run: r.id,
-                event,
-                phase: r.phase,
-                refusal,
-            }),
+            Err(refusal) => {
+                Err(EventError::UnexpectedForRun { run: r.id, event, phase: r.phase, refusal })
+            }
         }
     }
 
@@ -537,11 +534,7 @@ impl Lane {
             RunAction::Wait => {}
             RunAction::Prepare => {
                 let diagnostics = r.diagnostics;
-                self.emit(Effect::PrepareRun {
-                    run,
-                    lease,
-                    diagnostics,
-                });
+                self.emit(Effect::PrepareRun { run, lease, diagnostics });
             }
             RunAction::Launch => {
                 // The pair answered `Ready` and took the submission: both streams are live.
@@ -566,14 +559,7 @@ impl Lane {
                 r.launched_on = Some(created);
                 // Only a launch queued behind a run may be declined.
                 r.queued_launch = !after.is_empty();
-                self.emit(Effect::LaunchRun {
-                    run,
-                    lease,
-                    aicpu,
-                    aicore,
-                    after,
-                    epoch,
-                });
+                self.emit(Effect::LaunchRun { run, lease, aicpu, aicore, after, epoch });
             }
             RunAction::Defer => {
                 // It reached no kernel: its submission leaves the pair, nothing made stale.
@@ -596,11 +582,9 @@ impl Lane {
                 let behind = self.behind_on_pair(idx);
                 self.emit(Effect::ReadRecords { run, lease, behind });
             }
-            RunAction::ReadStatus => self.emit(Effect::ReadStatus {
-                run,
-                lease,
-                layout: self.profile.header(),
-            }),
+            RunAction::ReadStatus => {
+                self.emit(Effect::ReadStatus { run, lease, layout: self.profile.header() })
+            }
             RunAction::Finalise => {
                 if let RunPhase::Finalising { verdict } = r.phase {
                     self.emit(Effect::FinaliseRun {
@@ -614,10 +598,7 @@ impl Lane {
             // Its events were released by finalisation or abandoned by a reset.
             RunAction::Settle => self.slots.free_if_held(lease, run),
             RunAction::Poison => {
-                if let RunPhase::Done {
-                    verdict: Verdict::Failed { cause },
-                } = r.phase
-                {
+                if let RunPhase::Done { verdict: Verdict::Failed { cause } } = r.phase {
                     self.poison_from(idx, cause);
                 }
             }

@@ -67,29 +67,19 @@ impl Lane {
         // runs with a greater key. Outcomes come in it, and every pending item stands in it
         // behind the last delivered one.
         let outcomes = self.outcomes.as_slice();
-        if outcomes
-            .windows(2)
-            .any(|pair| !pair[0].order().may_precede(pair[1].order()))
-        {
+        if outcomes.windows(2).any(|pair| !pair[0].order().may_precede(pair[1].order())) {
             return Err(V::OutcomesOutOfOrder);
         }
         for (at, item) in self.items.iter().enumerate() {
             let order = item.order();
-            let behind_delivered = self
-                .last_delivered
-                .is_none_or(|last| last.may_precede(order));
-            let behind_earlier = self.items[..at]
-                .iter()
-                .all(|earlier| earlier.order().may_precede(order));
+            let behind_delivered = self.last_delivered.is_none_or(|last| last.may_precede(order));
+            let behind_earlier =
+                self.items[..at].iter().all(|earlier| earlier.order().may_precede(order));
             if !(behind_delivered && behind_earlier) {
                 return Err(V::ItemsOutOfOrder);
             }
         }
-        if self
-            .items
-            .first()
-            .is_some_and(|item| self.deliverable(item))
-        {
+        if self.items.first().is_some_and(|item| self.deliverable(item)) {
             return Err(V::UndeliveredFront);
         }
 
@@ -103,10 +93,7 @@ impl Lane {
                 return Err(V::SlotHolderMismatch { slot, run });
             }
         }
-        if let Some(r) = self
-            .live_runs()
-            .find(|r| !self.slots.is_leased_to(r.lease, r.id))
-        {
+        if let Some(r) = self.live_runs().find(|r| !self.slots.is_leased_to(r.lease, r.id)) {
             return Err(V::RunWithoutSlot { run: r.id });
         }
         if self.slots.room(self.held_runs()).is_none() {
@@ -117,10 +104,7 @@ impl Lane {
         }
 
         // The pair's FIFO is exactly the runs on the pair, in order.
-        let mut on_pair = self
-            .live_runs()
-            .filter(|r| r.phase.on_pair())
-            .map(|r| Owner(r.id.0));
+        let mut on_pair = self.live_runs().filter(|r| r.phase.on_pair()).map(|r| Owner(r.id.0));
         let submissions = self.pair.submissions();
         for owner in submissions {
             if on_pair.next() != Some(*owner) {
@@ -180,8 +164,7 @@ impl Lane {
                         first_on_pair = false;
                     }
                     if let Some(mark) = self.last_publication {
-                        if r.launched_on
-                            .is_some_and(|created| created <= mark.aicore_creations)
+                        if r.launched_on.is_some_and(|created| created <= mark.aicore_creations)
                             && r.id.0 > mark.seq
                         {
                             return Err(V::LaunchedOnStaleAicore {
@@ -205,10 +188,7 @@ impl Lane {
         for effect in self.effects.as_slice() {
             if let Some(run) = effect.run() {
                 if !self.live_runs().any(|r| r.id == run) {
-                    return Err(V::EffectForDoneRun {
-                        effect: effect.name(),
-                        run,
-                    });
+                    return Err(V::EffectForDoneRun { effect: effect.name(), run });
                 }
             }
         }
@@ -258,13 +238,8 @@ impl Lane {
     // nothing on the path that finds none.
     #[allow(clippy::result_large_err)]
     fn check_overlap(&self) -> Result<(), V> {
-        let quiescing = matches!(
-            self.state,
-            LaneState::Recovering {
-                step: RecoveryStep::Quiesce,
-                ..
-            }
-        );
+        let quiescing =
+            matches!(self.state, LaneState::Recovering { step: RecoveryStep::Quiesce, .. });
         // Each run in the window started with fewer than `window` runs in it ahead of it;
         // since then only runs submitted later (placed ahead by an earlier key, L-2) can have
         // joined it there.
@@ -280,11 +255,7 @@ impl Lane {
                 .filter(|earlier| earlier.in_prepare_window() && earlier.id < r.id)
                 .count();
             if runs >= usize::from(window) {
-                return Err(V::PrepareWindowExceeded {
-                    run: r.id,
-                    runs,
-                    window,
-                });
+                return Err(V::PrepareWindowExceeded { run: r.id, runs, window });
             }
         }
         let out = self.runner_work_out();

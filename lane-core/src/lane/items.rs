@@ -48,9 +48,7 @@ impl RunRecord {
             epoch: request.epoch,
             declines: 0,
             queued_launch: false,
-            phase: RunPhase::Queued {
-                incompatible: false,
-            },
+            phase: RunPhase::Queued { incompatible: false },
             timing: None,
             launched_on: None,
         }
@@ -61,10 +59,8 @@ impl RunRecord {
     /// Whether the run counts in the prepare window (L-18): preparing, or prepared and not
     /// launched, unless its launch was declined (it waits for the pair, not for a prepare).
     pub(super) const fn in_prepare_window(&self) -> bool {
-        matches!(
-            self.phase,
-            RunPhase::Preparing { .. } | RunPhase::Prepared { .. }
-        ) && self.declines == 0
+        matches!(self.phase, RunPhase::Preparing { .. } | RunPhase::Prepared { .. })
+            && self.declines == 0
     }
 }
 
@@ -86,14 +82,8 @@ impl Item {
     /// Where the item stands in the lane's order.
     pub(super) const fn order(&self) -> ItemOrder {
         match self {
-            Self::Run(r) => ItemOrder {
-                seq: r.id.0,
-                key: r.key,
-            },
-            Self::Publication(p) => ItemOrder {
-                seq: p.id.0,
-                key: None,
-            },
+            Self::Run(r) => ItemOrder { seq: r.id.0, key: r.key },
+            Self::Publication(p) => ItemOrder { seq: p.id.0, key: None },
         }
     }
 
@@ -126,32 +116,21 @@ impl Lane {
     /// Runs the lane holds: every accepted run whose outcome is not delivered yet, including
     /// finished runs held behind an unfinished predecessor (so the FIFO stays bounded).
     pub(super) fn held_runs(&self) -> usize {
-        self.items
-            .iter()
-            .filter(|i| matches!(i, Item::Run(_)))
-            .count()
+        self.items.iter().filter(|i| matches!(i, Item::Run(_))).count()
     }
 
     /// Publications without their outcome.
     pub(super) fn live_publications(&self) -> usize {
-        self.items
-            .iter()
-            .filter(|i| i.is_live_publication())
-            .count()
+        self.items.iter().filter(|i| i.is_live_publication()).count()
     }
 
     pub(super) fn live_runs(&self) -> impl Iterator<Item = &RunRecord> {
-        self.items
-            .iter()
-            .filter_map(Item::as_run)
-            .filter(|r| !r.phase.is_done())
+        self.items.iter().filter_map(Item::as_run).filter(|r| !r.phase.is_done())
     }
 
     /// The oldest queued run.
     pub(super) fn first_queued(&self) -> Option<usize> {
-        self.items
-            .iter()
-            .position(|i| matches!(i, Item::Run(r) if r.phase.is_queued()))
+        self.items.iter().position(|i| matches!(i, Item::Run(r) if r.phase.is_queued()))
     }
 
     #[inline(always)]
@@ -180,24 +159,14 @@ impl Lane {
         lease: Lease,
         event: &'static str,
     ) -> Result<Option<usize>, EventError> {
-        let Some((idx, live)) = self
-            .items
-            .iter()
-            .enumerate()
-            .find_map(|(idx, item)| match item {
-                Item::Run(r) if r.id == run && !r.phase.is_done() => Some((idx, r.lease)),
-                _ => None,
-            })
-        else {
+        let Some((idx, live)) = self.items.iter().enumerate().find_map(|(idx, item)| match item {
+            Item::Run(r) if r.id == run && !r.phase.is_done() => Some((idx, r.lease)),
+            _ => None,
+        }) else {
             return Ok(None);
         };
         if live != lease {
-            return Err(EventError::StaleLease {
-                run,
-                event,
-                got: lease,
-                live,
-            });
+            return Err(EventError::StaleLease { run, event, got: lease, live });
         }
         Ok(Some(idx))
     }

@@ -179,18 +179,12 @@ impl Lane {
         self.admit(LaneInput::Submit)?;
         self.slots
             .reserve(self.held_runs())
-            .ok_or(SubmitError::Full {
-                slots: self.profile.slots(),
-            })
+            .ok_or(SubmitError::Full { slots: self.profile.slots() })
     }
 
     /// Gives back a reservation that will not be used.
     pub fn release(&mut self, lease: Lease) -> Result<(), LeaseError> {
-        if self.slots.release(lease) {
-            Ok(())
-        } else {
-            Err(LeaseError::NotReserved { lease })
-        }
+        if self.slots.release(lease) { Ok(()) } else { Err(LeaseError::NotReserved { lease }) }
     }
 
     /// Accepts a run (L-1): returns its id, or a typed refusal with nothing accepted.
@@ -208,9 +202,7 @@ impl Lane {
             None => self
                 .slots
                 .reserve(self.held_runs())
-                .ok_or(SubmitError::Full {
-                    slots: self.profile.slots(),
-                })?,
+                .ok_or(SubmitError::Full { slots: self.profile.slots() })?,
         };
         let id = RunId(self.mint_seq());
         self.slots.assign(lease, id);
@@ -219,8 +211,7 @@ impl Lane {
             self.last_epoch = epoch;
         }
         let at = self.place_of(request.key);
-        self.items
-            .insert(at, Item::Run(RunRecord::queued(id, &request, lease)));
+        self.items.insert(at, Item::Run(RunRecord::queued(id, &request, lease)));
         self.accepted += 1;
         self.progress(now);
         Ok(id)
@@ -238,10 +229,7 @@ impl Lane {
         let idx = self.control_index(run)?;
         let r = self.run(idx);
         if let Some(verdict) = r.phase.verdict() {
-            return Err(ControlError::Finished {
-                item: run.0,
-                outcome: verdict.name(),
-            });
+            return Err(ControlError::Finished { item: run.0, outcome: verdict.name() });
         }
         if !r.held {
             return Err(ControlError::NotHeld { run });
@@ -276,10 +264,7 @@ impl Lane {
             Err(_) => match phase.verdict() {
                 Some(crate::outcome::Verdict::Cancelled) => Ok(()),
                 Some(verdict) if r.launched_on.is_none() || phase.is_done() => {
-                    Err(ControlError::Finished {
-                        item: run.0,
-                        outcome: verdict.name(),
-                    })
+                    Err(ControlError::Finished { item: run.0, outcome: verdict.name() })
                 }
                 _ => Err(ControlError::Launched { run }),
             },
@@ -298,9 +283,7 @@ impl Lane {
         now: Timestamp,
         publication: PublicationId,
     ) -> Result<(), ControlError> {
-        let unknown = ControlError::Unknown {
-            item: publication.0,
-        };
+        let unknown = ControlError::Unknown { item: publication.0 };
         let idx = self
             .items
             .iter()
@@ -312,23 +295,15 @@ impl Lane {
                 self.progress(now);
                 Ok(())
             }
-            Some(PublicationPhase::Done {
-                result: PublicationResult::Cancelled,
-            }) => Ok(()),
+            Some(PublicationPhase::Done { result: PublicationResult::Cancelled }) => Ok(()),
             // Taken down with the device before its upload.
-            Some(PublicationPhase::Done {
-                result: PublicationResult::Poisoned { .. },
-            }) => Err(ControlError::Finished {
-                item: publication.0,
-                outcome: "Poisoned",
-            }),
-            Some(PublicationPhase::Done {
-                result: PublicationResult::Failed { cause },
-            }) if cause.stage() == Some(status_latch::Stage::FaultNotice) => {
-                Err(ControlError::Finished {
-                    item: publication.0,
-                    outcome: "Failed",
-                })
+            Some(PublicationPhase::Done { result: PublicationResult::Poisoned { .. } }) => {
+                Err(ControlError::Finished { item: publication.0, outcome: "Poisoned" })
+            }
+            Some(PublicationPhase::Done { result: PublicationResult::Failed { cause } })
+                if cause.stage() == Some(status_latch::Stage::FaultNotice) =>
+            {
+                Err(ControlError::Finished { item: publication.0, outcome: "Failed" })
             }
             Some(PublicationPhase::Uploading | PublicationPhase::Done { .. }) | None => {
                 Err(ControlError::Uploading { publication })
@@ -427,10 +402,7 @@ impl Lane {
                 self.quiesce_if_done();
                 return Ok(());
             }
-            Ok(Applied::NotLive(run)) => EventError::UnknownRun {
-                run,
-                event: event.name(),
-            },
+            Ok(Applied::NotLive(run)) => EventError::UnknownRun { run, event: event.name() },
             Err(error) => error,
         };
         if let Some((slot, work)) = answered {
@@ -463,12 +435,7 @@ impl Lane {
     pub fn poll_effect(&mut self) -> Option<Effect> {
         // Recorded from the queued effect in place, so the effect itself is moved out once
         // (this is the hot path of every run).
-        let Self {
-            effects,
-            runner_work,
-            bug,
-            ..
-        } = self;
+        let Self { effects, runner_work, bug, .. } = self;
         effects.take_inspected(|effect| {
             if let Some(work) = RunnerWork::of_effect(effect) {
                 work::hand_out(runner_work, bug, work);
@@ -526,22 +493,14 @@ impl Lane {
     /// The phase of an accepted run whose outcome has not been delivered yet.
     #[must_use]
     pub fn phase_of(&self, run: RunId) -> Option<RunPhase> {
-        self.items
-            .iter()
-            .filter_map(Item::as_run)
-            .find(|r| r.id == run)
-            .map(|r| r.phase)
+        self.items.iter().filter_map(Item::as_run).find(|r| r.id == run).map(|r| r.phase)
     }
 
     /// Where an accepted run whose outcome has not been delivered yet stands, with its hold,
     /// its declined launches and its ordering key; `None` for any other id.
     #[must_use]
     pub fn run_status(&self, run: RunId) -> Option<RunStatus> {
-        let r = self
-            .items
-            .iter()
-            .filter_map(Item::as_run)
-            .find(|r| r.id == run)?;
+        let r = self.items.iter().filter_map(Item::as_run).find(|r| r.id == run)?;
         let state = match r.phase {
             RunPhase::Queued { .. } => RunState::Queued,
             RunPhase::Preparing { .. } => RunState::Preparing,
@@ -555,12 +514,7 @@ impl Lane {
             | RunPhase::ReadingStatus { .. }
             | RunPhase::Finalising { .. } => RunState::Launched,
         };
-        Some(RunStatus {
-            state,
-            held: r.held,
-            declines: r.declines,
-            key: r.key,
-        })
+        Some(RunStatus { state, held: r.held, declines: r.declines, key: r.key })
     }
 
     /// The run whose launch waits for the pair's stream results (a create, or a replacement
@@ -568,14 +522,7 @@ impl Lane {
     #[must_use]
     pub fn readying_pair(&self) -> Option<RunId> {
         self.items.iter().find_map(|item| match item {
-            Item::Run(r)
-                if r.phase
-                    == (RunPhase::Prepared {
-                        readying_pair: true,
-                    }) =>
-            {
-                Some(r.id)
-            }
+            Item::Run(r) if r.phase == (RunPhase::Prepared { readying_pair: true }) => Some(r.id),
             _ => None,
         })
     }
@@ -600,8 +547,7 @@ impl Lane {
     /// backend.
     #[must_use]
     pub fn holds_a_run(&self) -> bool {
-        self.live_runs()
-            .any(|r| r.held && r.phase.verdict().is_none())
+        self.live_runs().any(|r| r.held && r.phase.verdict().is_none())
     }
 
     /// How many accepted items still wait for their outcome.
@@ -635,14 +581,7 @@ impl Lane {
     /// must be reset outside the lane. Stays true for the lane's life.
     #[must_use]
     pub const fn device_lost(&self) -> bool {
-        matches!(
-            self.state,
-            LaneState::Lost
-                | LaneState::Closed {
-                    device_lost: true,
-                    ..
-                }
-        )
+        matches!(self.state, LaneState::Lost | LaneState::Closed { device_lost: true, .. })
     }
 
     /// A canonical view of the lane's whole state, for model checkers that deduplicate
@@ -755,21 +694,15 @@ impl Lane {
     /// runtime's epoch is non-zero and above the last one accepted, and a lane's runs either
     /// all carry one or none does.
     fn check_epoch(&self, epoch: Option<u64>) -> Result<(), SubmitError> {
-        let refused = |refusal| SubmitError::Epoch {
-            epoch: epoch.unwrap_or(0),
-            refusal,
-        };
-        if self
-            .runner_epochs
-            .is_some_and(|carried| carried != epoch.is_some())
-        {
+        let refused = |refusal| SubmitError::Epoch { epoch: epoch.unwrap_or(0), refusal };
+        if self.runner_epochs.is_some_and(|carried| carried != epoch.is_some()) {
             return Err(refused(EpochRefusal::Mixed));
         }
         match epoch {
             Some(0) => Err(refused(EpochRefusal::Zero)),
-            Some(e) if e <= self.last_epoch => Err(refused(EpochRefusal::NotAbove {
-                last: self.last_epoch,
-            })),
+            Some(e) if e <= self.last_epoch => {
+                Err(refused(EpochRefusal::NotAbove { last: self.last_epoch }))
+            }
             _ => Ok(()),
         }
     }
@@ -788,9 +721,7 @@ impl Lane {
                 r.phase,
                 RunPhase::Queued { .. }
                     | RunPhase::Preparing { .. }
-                    | RunPhase::Prepared {
-                        readying_pair: false
-                    }
+                    | RunPhase::Prepared { readying_pair: false }
             );
             if !(unlaunched && r.key.is_some_and(|k| k > key)) {
                 break;

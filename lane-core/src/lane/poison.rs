@@ -67,8 +67,7 @@ impl Lane {
             let notice = self.notice?;
             return Some((None, notice_cause(notice)));
         }
-        self.poison
-            .map(|poison| (Some(poison.origin), poison.cause))
+        self.poison.map(|poison| (Some(poison.origin), poison.cause))
     }
 
     /// Enters recovery through `input` (a poison, or the end of a suspect state): its action
@@ -87,17 +86,10 @@ impl Lane {
         attempt: u8,
         event: &'static str,
     ) -> Result<(), EventError> {
-        let unexpected = EventError::UnexpectedRecovery {
-            event,
-            attempt,
-            state: self.state,
-        };
+        let unexpected = EventError::UnexpectedRecovery { event, attempt, state: self.state };
         match self.state {
-            LaneState::Recovering {
-                step,
-                attempt: live,
-                ..
-            } if step == expected && live == attempt => {}
+            LaneState::Recovering { step, attempt: live, .. }
+                if step == expected && live == attempt => {}
             _ => return Err(unexpected),
         }
         // A last failed attempt ends in `Lost` or `Closed { device_lost: true }`.
@@ -135,10 +127,8 @@ impl Lane {
                 }
             }
             LaneAction::AdoptReset => self.emit(Effect::AdoptReset),
-            LaneAction::Drain => self.emit(Effect::DrainDevice {
-                attempt,
-                timeout_ns: self.profile.drain_timeout_ns(),
-            }),
+            LaneAction::Drain => self
+                .emit(Effect::DrainDevice { attempt, timeout_ns: self.profile.drain_timeout_ns() }),
             LaneAction::Reset => self.emit(Effect::ForceReset { attempt }),
             LaneAction::Probe => self.emit(Effect::Probe { attempt }),
             LaneAction::TearDown => self.release_streams(),
@@ -149,8 +139,5 @@ impl Lane {
 
 /// The cause a device fault notice gives what it takes down (stage `FaultNotice`, L-19).
 pub(super) fn notice_cause(notice: FaultNotice) -> Cause {
-    Cause::of(Failure::Acl {
-        stage: Stage::FaultNotice,
-        code: notice.code,
-    })
+    Cause::of(Failure::Acl { stage: Stage::FaultNotice, code: notice.code })
 }

@@ -53,21 +53,14 @@ impl Lane {
             | LaneState::Closed { .. } => {}
         }
         debug_assert!(
-            !self
-                .items
-                .first()
-                .is_some_and(|item| self.deliverable(item)),
+            !self.items.first().is_some_and(|item| self.deliverable(item)),
             "a start finished an item"
         );
     }
 
     /// Moves finished items at the front into the outcome queue (L-2, L-14).
     pub(super) fn deliver(&mut self) {
-        while self
-            .items
-            .first()
-            .is_some_and(|item| self.deliverable(item))
-        {
+        while self.items.first().is_some_and(|item| self.deliverable(item)) {
             let item = self.items.remove(0);
             let outcome = match item {
                 Item::Run(r) => Outcome::Run(RunOutcome {
@@ -166,10 +159,8 @@ impl Lane {
     /// earlier run has launched (or never will) and no publication before it is unfinished
     /// (L-2, L-12).
     pub(super) fn next_to_launch(&self) -> Option<(usize, Ahead)> {
-        let idx = self
-            .items
-            .iter()
-            .position(|i| matches!(i, Item::Run(r) if r.phase.is_prepared()))?;
+        let idx =
+            self.items.iter().position(|i| matches!(i, Item::Run(r) if r.phase.is_prepared()))?;
         let ahead = self.ahead_of(idx);
         (!ahead.publication && ahead.all_launched).then_some((idx, ahead))
     }
@@ -178,11 +169,7 @@ impl Lane {
     /// preparing, or prepared and not launched yet. A run whose launch was declined has left
     /// the window (it waits for the pair to empty, not for a prepare).
     pub(super) fn in_prepare_window(&self, idx: usize) -> usize {
-        self.items[..idx]
-            .iter()
-            .filter_map(Item::as_run)
-            .filter(|r| r.in_prepare_window())
-            .count()
+        self.items[..idx].iter().filter_map(Item::as_run).filter(|r| r.in_prepare_window()).count()
     }
 
     /// Prepares the oldest queued run when the profile and its predecessors allow (L-3, §5.4,
@@ -268,10 +255,8 @@ impl Lane {
         if self.live_runs().any(|r| r.phase.is_awaiting()) {
             return false;
         }
-        let Some(idx) = self
-            .items
-            .iter()
-            .position(|i| matches!(i, Item::Run(r) if r.phase.on_pair()))
+        let Some(idx) =
+            self.items.iter().position(|i| matches!(i, Item::Run(r) if r.phase.on_pair()))
         else {
             return false;
         };
@@ -326,11 +311,8 @@ impl Lane {
                 left.set(role, None);
             }
         }
-        let input = if left.is_empty() {
-            LaneInput::StreamsReleased
-        } else {
-            LaneInput::StreamsLeft(left)
-        };
+        let input =
+            if left.is_empty() { LaneInput::StreamsReleased } else { LaneInput::StreamsLeft(left) };
         let _ = self.step_state(input);
     }
 
@@ -394,11 +376,6 @@ pub(super) struct Ahead {
 
 impl Default for Ahead {
     fn default() -> Self {
-        Self {
-            publication: false,
-            live_run: false,
-            all_launched: true,
-            diagnostics: false,
-        }
+        Self { publication: false, live_run: false, all_launched: true, diagnostics: false }
     }
 }

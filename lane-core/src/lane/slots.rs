@@ -35,11 +35,7 @@ pub(super) struct SlotTable {
 impl SlotTable {
     /// `count` free slots.
     pub(super) const fn new(count: u8) -> Self {
-        Self {
-            slots: [SlotState::Free; MAX_SLOTS as usize],
-            count,
-            generations_minted: 0,
-        }
+        Self { slots: [SlotState::Free; MAX_SLOTS as usize], count, generations_minted: 0 }
     }
 
     /// The storage index of `slot`, if it is within the profile.
@@ -67,16 +63,12 @@ impl SlotTable {
         if self.room(held_runs).unwrap_or(0) == 0 {
             return None;
         }
-        let idx = self.slots[..usize::from(self.count)]
-            .iter()
-            .position(|s| *s == SlotState::Free)?;
+        let idx =
+            self.slots[..usize::from(self.count)].iter().position(|s| *s == SlotState::Free)?;
         let generation = Generation(NonZeroU64::new(self.generations_minted + 1)?);
         self.generations_minted += 1;
         self.slots[idx] = SlotState::Reserved(generation);
-        Some(Lease {
-            slot: SlotId(u8::try_from(idx).ok()?),
-            generation,
-        })
+        Some(Lease { slot: SlotId(u8::try_from(idx).ok()?), generation })
     }
 
     /// Whether `lease` is a live reservation.
@@ -95,22 +87,12 @@ impl SlotTable {
 
     /// Leases a reserved slot to `run`.
     pub(super) fn assign(&mut self, lease: Lease, run: RunId) {
-        self.set(
-            lease.slot,
-            SlotState::Leased {
-                generation: lease.generation,
-                run,
-            },
-        );
+        self.set(lease.slot, SlotState::Leased { generation: lease.generation, run });
     }
 
     /// Whether `lease` is leased to `run`.
     pub(super) fn is_leased_to(&self, lease: Lease, run: RunId) -> bool {
-        self.get(lease.slot)
-            == Some(SlotState::Leased {
-                generation: lease.generation,
-                run,
-            })
+        self.get(lease.slot) == Some(SlotState::Leased { generation: lease.generation, run })
     }
 
     /// Frees the slot if `run` still holds it under `lease`.
@@ -136,10 +118,7 @@ impl SlotTable {
 
     /// How many slots are reserved.
     pub(super) fn reserved(&self) -> usize {
-        self.slots
-            .iter()
-            .filter(|s| matches!(s, SlotState::Reserved(_)))
-            .count()
+        self.slots.iter().filter(|s| matches!(s, SlotState::Reserved(_))).count()
     }
 
     /// The slots in use, with their ids.
@@ -171,9 +150,7 @@ impl SlotTable {
                 return Err(InvariantViolation::SlotBeyondProfile { slot });
             }
             let g = generation(state);
-            let shared = self
-                .in_use()
-                .any(|(other, s)| other != slot && generation(s) == g);
+            let shared = self.in_use().any(|(other, s)| other != slot && generation(s) == g);
             if g.is_some_and(|g| g.get() > self.generations_minted) || shared {
                 return Err(InvariantViolation::SlotGeneration { slot });
             }

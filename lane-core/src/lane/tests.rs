@@ -45,30 +45,17 @@ fn a_freed_slot_still_owned_by_a_live_run_is_caught() {
 fn a_slot_leased_to_a_run_that_does_not_hold_it_is_caught() {
     let mut lane = two_in_flight();
     let lease = lane.run(0).lease;
-    lane.slots.corrupt(
-        SlotId(0),
-        SlotState::Leased {
-            generation: lease.generation,
-            run: RunId(2),
-        },
-    );
-    assert_eq!(
-        violation(&lane),
-        V::SlotHolderMismatch {
-            slot: SlotId(0),
-            run: RunId(2)
-        }
-    );
+    lane.slots
+        .corrupt(SlotId(0), SlotState::Leased { generation: lease.generation, run: RunId(2) });
+    assert_eq!(violation(&lane), V::SlotHolderMismatch { slot: SlotId(0), run: RunId(2) });
 }
 
 #[test]
 fn a_slot_beyond_the_profile_in_use_is_caught() {
     let mut lane = Lane::new(Profile::a2a3());
     let slot = SlotId(lane.profile.slots());
-    lane.slots.corrupt(
-        slot,
-        SlotState::Reserved(crate::ids::Generation(core::num::NonZeroU64::MIN)),
-    );
+    lane.slots
+        .corrupt(slot, SlotState::Reserved(crate::ids::Generation(core::num::NonZeroU64::MIN)));
     assert_eq!(violation(&lane), V::SlotBeyondProfile { slot });
 }
 
@@ -92,25 +79,17 @@ fn a_run_on_the_pair_without_a_submission_is_caught() {
 #[test]
 fn a_run_launched_before_its_predecessor_is_caught() {
     let mut lane = two_in_flight();
-    lane.run_mut(0).phase = RunPhase::Prepared {
-        readying_pair: false,
-    };
+    lane.run_mut(0).phase = RunPhase::Prepared { readying_pair: false };
     // The pair still holds run 1's submission, which is the first thing checked.
     assert_eq!(violation(&lane), V::PairSubmissionsDiffer);
     lane.pair.withdraw(Owner(1)).unwrap();
-    assert_eq!(
-        violation(&lane),
-        V::LaunchedBeforePredecessor { run: RunId(2) }
-    );
+    assert_eq!(violation(&lane), V::LaunchedBeforePredecessor { run: RunId(2) });
 }
 
 #[test]
 fn two_awaited_runs_are_caught() {
     let mut lane = two_in_flight();
-    lane.run_mut(1).phase = RunPhase::Awaiting {
-        deadline: Timestamp(1),
-        unfenced: None,
-    };
+    lane.run_mut(1).phase = RunPhase::Awaiting { deadline: Timestamp(1), unfenced: None };
     assert_eq!(violation(&lane), V::AwaitedNotOldest { run: RunId(2) });
 }
 
@@ -118,14 +97,7 @@ fn two_awaited_runs_are_caught() {
 fn a_lost_outcome_is_caught() {
     let mut lane = two_in_flight();
     lane.accepted += 1;
-    assert_eq!(
-        violation(&lane),
-        V::OutcomeCount {
-            accepted: 3,
-            delivered: 0,
-            pending: 2
-        }
-    );
+    assert_eq!(violation(&lane), V::OutcomeCount { accepted: 3, delivered: 0, pending: 2 });
 }
 
 #[test]
@@ -151,16 +123,11 @@ fn outcomes_out_of_order_are_caught() {
 #[test]
 fn a_launch_on_a_stream_made_stale_by_a_publication_is_caught() {
     let mut lane = two_in_flight();
-    lane.last_publication = Some(PublicationMark {
-        seq: 0,
-        aicore_creations: lane.pair.created_count(),
-    });
+    lane.last_publication =
+        Some(PublicationMark { seq: 0, aicore_creations: lane.pair.created_count() });
     assert_eq!(
         violation(&lane),
-        V::LaunchedOnStaleAicore {
-            run: RunId(1),
-            publication: PublicationId(0)
-        }
+        V::LaunchedOnStaleAicore { run: RunId(1), publication: PublicationId(0) }
     );
 }
 
@@ -181,13 +148,7 @@ fn a_pending_effect_for_a_finished_run_is_caught() {
         copy_back: false,
         verdict: Verdict::Cancelled,
     });
-    assert_eq!(
-        violation(&lane),
-        V::EffectForDoneRun {
-            effect: "FinaliseRun",
-            run: RunId(42)
-        }
-    );
+    assert_eq!(violation(&lane), V::EffectForDoneRun { effect: "FinaliseRun", run: RunId(42) });
 }
 
 #[test]
@@ -195,10 +156,7 @@ fn a_refused_lane_decision_is_recorded_and_reported() {
     let mut lane = two_in_flight();
     // Run 2 is launched, not queued: the lane never decides `Prepare` for it.
     assert!(!lane.decide(1, RunInput::Prepare));
-    assert!(matches!(
-        lane.phase_of(RunId(2)),
-        Some(RunPhase::Launched { .. })
-    ));
+    assert!(matches!(lane.phase_of(RunId(2)), Some(RunPhase::Launched { .. })));
     assert_eq!(
         violation(&lane),
         V::StepRefused {
@@ -218,19 +176,12 @@ fn a_completion_retired_out_of_order_is_recorded_and_reported() {
     let lease = lane.run(0).lease;
     lane.handle(
         Timestamp(0),
-        Event::Completed {
-            run: RunId(1),
-            lease,
-            evidence: status_latch::Evidence::PUBLISHED_OK,
-        },
+        Event::Completed { run: RunId(1), lease, evidence: status_latch::Evidence::PUBLISHED_OK },
     )
     .unwrap();
     assert_eq!(
         violation(&lane),
-        V::RetiredOutOfOrder {
-            run: RunId(1),
-            retired: stream_pair::Retired::NotOwner
-        }
+        V::RetiredOutOfOrder { run: RunId(1), retired: stream_pair::Retired::NotOwner }
     );
 }
 
@@ -263,9 +214,7 @@ fn items_out_of_submission_order_are_caught() {
 #[test]
 fn a_finished_item_left_at_the_front_is_caught() {
     let mut lane = two_in_flight();
-    lane.run_mut(0).phase = RunPhase::Done {
-        verdict: Verdict::Ok,
-    };
+    lane.run_mut(0).phase = RunPhase::Done { verdict: Verdict::Ok };
     assert_eq!(violation(&lane), V::UndeliveredFront);
 }
 
@@ -273,13 +222,7 @@ fn a_finished_item_left_at_the_front_is_caught() {
 fn two_slots_sharing_a_generation_are_caught() {
     let mut lane = two_in_flight();
     let generation = lane.run(0).lease.generation;
-    lane.slots.corrupt(
-        SlotId(1),
-        SlotState::Leased {
-            generation,
-            run: RunId(2),
-        },
-    );
+    lane.slots.corrupt(SlotId(1), SlotState::Leased { generation, run: RunId(2) });
     assert_eq!(violation(&lane), V::SlotGeneration { slot: SlotId(0) });
 }
 
@@ -289,9 +232,7 @@ fn more_runs_held_than_slots_is_caught() {
     // A finished run held behind the two in flight: it needs no slot, but it counts.
     let lease = lane.run(1).lease;
     let mut done = RunRecord::queued(RunId(3), &RunRequest::new(), lease);
-    done.phase = RunPhase::Done {
-        verdict: Verdict::Ok,
-    };
+    done.phase = RunPhase::Done { verdict: Verdict::Ok };
     lane.items.push(Item::Run(done));
     lane.accepted += 1;
     assert_eq!(violation(&lane), V::OverCapacity);
@@ -341,17 +282,13 @@ fn a_run_launched_behind_an_unfinished_publication_is_caught() {
     lane.check_invariants().unwrap();
     assert_eq!(
         lane.phase_of(run),
-        Some(RunPhase::Queued {
-            incompatible: false
-        }),
+        Some(RunPhase::Queued { incompatible: false }),
         "waits behind the publication"
     );
     // Launched (its submission since retired) behind the waiting publication.
     let created = lane.pair.created_count();
     let r = lane.run_mut(2);
-    r.phase = RunPhase::Finalising {
-        verdict: Verdict::Ok,
-    };
+    r.phase = RunPhase::Finalising { verdict: Verdict::Ok };
     r.launched_on = Some(created);
     assert_eq!(violation(&lane), V::LaunchedBehindPublication { run });
 }
@@ -360,17 +297,11 @@ fn a_run_launched_behind_an_unfinished_publication_is_caught() {
 fn a_diagnostics_run_launched_next_to_another_is_caught() {
     let mut lane = two_in_flight();
     lane.run_mut(1).diagnostics = true;
-    assert_eq!(
-        violation(&lane),
-        V::LaunchedWithDiagnostics { run: RunId(2) }
-    );
+    assert_eq!(violation(&lane), V::LaunchedWithDiagnostics { run: RunId(2) });
     // A diagnostics run ahead forbids a launch behind it just the same.
     let mut lane = two_in_flight();
     lane.run_mut(0).diagnostics = true;
-    assert_eq!(
-        violation(&lane),
-        V::LaunchedWithDiagnostics { run: RunId(2) }
-    );
+    assert_eq!(violation(&lane), V::LaunchedWithDiagnostics { run: RunId(2) });
 }
 
 #[test]
@@ -398,20 +329,15 @@ fn a_notice_recovery_or_suspicion_without_its_notice_is_caught() {
         attempt: 1,
         then: crate::state::AfterRecovery::Reopen,
     };
-    let suspect = LaneState::Suspect {
-        then: crate::state::AfterRecovery::Reopen,
-    };
+    let suspect = LaneState::Suspect { then: crate::state::AfterRecovery::Reopen };
     for state in [recovering, suspect] {
         for (recovers, held) in [(true, Some(notice)), (true, None), (false, Some(notice))] {
             let mut lane = Lane::new(Profile::a2a3());
             lane.state = state;
             lane.notice_recovery = recovers;
             lane.notice = held;
-            let expected = if recovers && held.is_some() {
-                Ok(())
-            } else {
-                Err(V::RecoveringWithoutPoison)
-            };
+            let expected =
+                if recovers && held.is_some() { Ok(()) } else { Err(V::RecoveringWithoutPoison) };
             assert_eq!(
                 lane.check_invariants(),
                 expected,
@@ -432,15 +358,8 @@ fn a_declined_launch_queued_behind_another_run_is_caught() {
 #[test]
 fn a_closed_or_releasing_lane_with_pending_items_is_caught() {
     for state in [
-        LaneState::Closed {
-            device_lost: false,
-            left: crate::StreamsLeft::NONE,
-        },
-        LaneState::ReleasingStreams {
-            round: 1,
-            rounds: 2,
-            left: crate::StreamsLeft::NONE,
-        },
+        LaneState::Closed { device_lost: false, left: crate::StreamsLeft::NONE },
+        LaneState::ReleasingStreams { round: 1, rounds: 2, left: crate::StreamsLeft::NONE },
     ] {
         let mut lane = two_in_flight();
         lane.state = state;
@@ -466,13 +385,9 @@ fn a_finished_publication_holds_back_no_launch() {
     lane.publish(now, CodeRef(7)).unwrap();
     lane.submit(now, RunRequest::new()).unwrap();
     if let Item::Publication(p) = &mut lane.items[1] {
-        p.phase = PublicationPhase::Done {
-            result: crate::PublicationResult::Cancelled,
-        };
+        p.phase = PublicationPhase::Done { result: crate::PublicationResult::Cancelled };
     }
-    lane.run_mut(2).phase = RunPhase::Finalising {
-        verdict: Verdict::Ok,
-    };
+    lane.run_mut(2).phase = RunPhase::Finalising { verdict: Verdict::Ok };
     // Launched, on the streams run 1 launched on: the launch-order checks apply to it.
     lane.run_mut(2).launched_on = lane.run(0).launched_on;
     assert!(lane.run(2).launched_on.is_some());
@@ -491,15 +406,7 @@ fn poisoned() -> Lane {
     let mut lane = two_in_flight();
     let lease = lane.run(0).lease;
     let code = status_latch::AclCode::from_raw(507_047).unwrap();
-    lane.handle(
-        Timestamp(0),
-        Event::CompletionFailed {
-            run: RunId(1),
-            lease,
-            code,
-        },
-    )
-    .unwrap();
+    lane.handle(Timestamp(0), Event::CompletionFailed { run: RunId(1), lease, code }).unwrap();
     lane.check_invariants().unwrap();
     lane
 }
@@ -541,31 +448,16 @@ fn more_runs_preparing_than_the_window_is_caught() {
     let mut lane = Lane::new(Profile::a2a3());
     lane.submit(Timestamp(0), RunRequest::new()).unwrap();
     lane.submit(Timestamp(0), RunRequest::new()).unwrap();
-    assert_eq!(
-        lane.run(1).phase,
-        RunPhase::Queued {
-            incompatible: false
-        }
-    );
+    assert_eq!(lane.run(1).phase, RunPhase::Queued { incompatible: false });
     lane.run_mut(1).phase = RunPhase::Preparing { cancel: false };
-    assert_eq!(
-        violation(&lane),
-        V::PrepareWindowExceeded {
-            run: RunId(2),
-            runs: 1,
-            window: 1
-        }
-    );
+    assert_eq!(violation(&lane), V::PrepareWindowExceeded { run: RunId(2), runs: 1, window: 1 });
 }
 
 #[test]
 fn an_upload_while_runner_work_is_out_is_caught() {
     let mut lane = Lane::new(Profile::a2a3());
     lane.publish(Timestamp(0), CodeRef(1)).unwrap();
-    assert!(matches!(
-        lane.poll_effect(),
-        Some(Effect::UploadCode { .. })
-    ));
+    assert!(matches!(lane.poll_effect(), Some(Effect::UploadCode { .. })));
     let lease = lane.slots.reserve(0).unwrap();
     lane.runner_work[0] = Some(work(RunId(9), lease, super::work::WorkKind::Finalise));
     assert_eq!(violation(&lane), V::UploadWithRunnerWorkOut);
@@ -576,15 +468,10 @@ fn a_recovery_step_while_runner_work_is_out_is_caught() {
     let mut lane = poisoned();
     assert!(matches!(
         lane.state,
-        LaneState::Recovering {
-            step: crate::state::RecoveryStep::Drain,
-            ..
-        }
+        LaneState::Recovering { step: crate::state::RecoveryStep::Drain, .. }
     ));
-    let lease = Lease {
-        slot: SlotId(0),
-        generation: crate::ids::Generation(core::num::NonZeroU64::MIN),
-    };
+    let lease =
+        Lease { slot: SlotId(0), generation: crate::ids::Generation(core::num::NonZeroU64::MIN) };
     lane.runner_work[0] = Some(work(RunId(1), lease, super::work::WorkKind::Finalise));
     assert_eq!(violation(&lane), V::RecoveryWithRunnerWorkOut);
 }

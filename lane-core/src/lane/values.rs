@@ -36,14 +36,7 @@ impl RunRequest {
     /// A plain request: no tag, no diagnostics, the lane picks the slot.
     #[must_use]
     pub const fn new() -> Self {
-        Self {
-            tag: None,
-            diagnostics: false,
-            lease: None,
-            key: None,
-            held: false,
-            epoch: None,
-        }
+        Self { tag: None, diagnostics: false, lease: None, key: None, held: false, epoch: None }
     }
 
     /// This request with a caller tag.
@@ -180,10 +173,7 @@ pub struct StreamsLeft {
 
 impl StreamsLeft {
     /// No stream left.
-    pub const NONE: Self = Self {
-        aicpu: None,
-        aicore: None,
-    };
+    pub const NONE: Self = Self { aicpu: None, aicore: None };
 
     /// Whether every stream was destroyed (or none was made).
     #[must_use]

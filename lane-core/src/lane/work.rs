@@ -33,16 +33,12 @@ impl RunnerWork {
     #[inline]
     pub(super) const fn of_effect(effect: &Effect) -> Option<Self> {
         match *effect {
-            Effect::PrepareRun { run, lease, .. } => Some(Self {
-                run,
-                lease,
-                kind: WorkKind::Prepare,
-            }),
-            Effect::FinaliseRun { run, lease, .. } => Some(Self {
-                run,
-                lease,
-                kind: WorkKind::Finalise,
-            }),
+            Effect::PrepareRun { run, lease, .. } => {
+                Some(Self { run, lease, kind: WorkKind::Prepare })
+            }
+            Effect::FinaliseRun { run, lease, .. } => {
+                Some(Self { run, lease, kind: WorkKind::Finalise })
+            }
             _ => None,
         }
     }
@@ -52,17 +48,11 @@ impl RunnerWork {
         match *event {
             Event::Prepared { run, lease }
             | Event::PrepareIncompatible { run, lease }
-            | Event::PrepareFailed { run, lease, .. } => Some(Self {
-                run,
-                lease,
-                kind: WorkKind::Prepare,
-            }),
+            | Event::PrepareFailed { run, lease, .. } => {
+                Some(Self { run, lease, kind: WorkKind::Prepare })
+            }
             Event::Finalised { run, lease } | Event::FinaliseFailed { run, lease, .. } => {
-                Some(Self {
-                    run,
-                    lease,
-                    kind: WorkKind::Finalise,
-                })
+                Some(Self { run, lease, kind: WorkKind::Finalise })
             }
             _ => None,
         }
@@ -98,11 +88,7 @@ impl Lane {
         let answer = RunnerWork::of_event(event)?;
         let slot = usize::from(answer.lease.slot.0);
         let entry = self.runner_work.get_mut(slot)?;
-        if *entry == Some(answer) {
-            entry.take().map(|work| (slot, work))
-        } else {
-            None
-        }
+        if *entry == Some(answer) { entry.take().map(|work| (slot, work)) } else { None }
     }
 
     /// Whether any runner work is out.
@@ -121,11 +107,7 @@ impl Lane {
         if self.runner_work_out() {
             return;
         }
-        if let LaneState::Recovering {
-            step: RecoveryStep::Quiesce,
-            ..
-        } = self.state
-        {
+        if let LaneState::Recovering { step: RecoveryStep::Quiesce, .. } = self.state {
             // Its action emits the drain.
             let _ = self.step_state(LaneInput::Quiesced);
         }

@@ -97,11 +97,7 @@ impl Harness {
 
     /// The lease the lane gave `run` (seen in its `PrepareRun`).
     pub fn lease(&self, run: RunId) -> Lease {
-        self.leases
-            .iter()
-            .find(|(r, _)| *r == run)
-            .map(|(_, l)| *l)
-            .expect("run was prepared")
+        self.leases.iter().find(|(r, _)| *r == run).map(|(_, l)| *l).expect("run was prepared")
     }
 
     pub fn a2a3() -> Self {
@@ -124,10 +120,7 @@ impl Harness {
 
     /// Submits and pumps; panics on refusal.
     pub fn submit(&mut self, request: RunRequest) -> RunId {
-        let run = self
-            .lane
-            .submit(self.now, request)
-            .expect("submit accepted");
+        let run = self.lane.submit(self.now, request).expect("submit accepted");
         self.pump();
         run
     }
@@ -137,10 +130,7 @@ impl Harness {
     }
 
     pub fn publish(&mut self, code: u64) -> PublicationId {
-        let publication = self
-            .lane
-            .publish(self.now, CodeRef(code))
-            .expect("publish accepted");
+        let publication = self.lane.publish(self.now, CodeRef(code)).expect("publish accepted");
         self.pump();
         publication
     }
@@ -167,9 +157,7 @@ impl Harness {
     /// Feeds an event directly (for robustness tests); returns whether it was accepted.
     pub fn feed(&mut self, event: Event) -> Result<(), lane_core::EventError> {
         let result = self.lane.handle(self.now, event);
-        self.lane
-            .check_invariants()
-            .expect("invariants after an event");
+        self.lane.check_invariants().expect("invariants after an event");
         self.pump();
         result
     }
@@ -178,15 +166,8 @@ impl Harness {
     /// test latches ([`Fault::Latch`]), no record and a clean device verdict, so the latch
     /// in the status header decides (the header fallback, as a runtime without records).
     pub fn complete(&mut self, run: RunId) {
-        let latched = self
-            .faults
-            .iter()
-            .any(|f| matches!(*f, Fault::Latch(r, _) if r == run.0));
-        let evidence = if latched {
-            HEADER_DECIDES
-        } else {
-            Evidence::PUBLISHED_OK
-        };
+        let latched = self.faults.iter().any(|f| matches!(*f, Fault::Latch(r, _) if r == run.0));
+        let evidence = if latched { HEADER_DECIDES } else { Evidence::PUBLISHED_OK };
         self.complete_with(run, evidence);
     }
 
@@ -199,11 +180,7 @@ impl Harness {
             .position(|(r, _, _)| *r == run)
             .unwrap_or_else(|| panic!("{run} is not awaited; awaiting {:?}", self.awaiting));
         let (run, lease, _) = self.awaiting.remove(idx);
-        self.answer(Event::Completed {
-            run,
-            lease,
-            evidence,
-        });
+        self.answer(Event::Completed { run, lease, evidence });
         self.pump();
     }
 
@@ -212,31 +189,16 @@ impl Harness {
     pub fn complete_unpumped(&mut self) -> (RunId, Lease) {
         let (run, lease, _) = self.awaiting.remove(0);
         self.lane
-            .handle(
-                self.now,
-                Event::Completed {
-                    run,
-                    lease,
-                    evidence: HEADER_DECIDES,
-                },
-            )
+            .handle(self.now, Event::Completed { run, lease, evidence: HEADER_DECIDES })
             .unwrap();
         (run, lease)
     }
 
     /// Answers the held await of `run` with `CompletionFailed`.
     pub fn fail_completion(&mut self, run: RunId, raw: i32) {
-        let idx = self
-            .awaiting
-            .iter()
-            .position(|(r, _, _)| *r == run)
-            .expect("awaited");
+        let idx = self.awaiting.iter().position(|(r, _, _)| *r == run).expect("awaited");
         let (run, lease, _) = self.awaiting.remove(idx);
-        self.answer(Event::CompletionFailed {
-            run,
-            lease,
-            code: code(raw),
-        });
+        self.answer(Event::CompletionFailed { run, lease, code: code(raw) });
         self.pump();
     }
 
@@ -252,9 +214,7 @@ impl Harness {
         let deadline = self.lane.poll_deadline().expect("a deadline");
         self.now = deadline;
         self.lane.handle_timeout(self.now);
-        self.lane
-            .check_invariants()
-            .expect("invariants after a timeout");
+        self.lane.check_invariants().expect("invariants after a timeout");
         self.awaiting.clear();
         self.pump();
     }
@@ -262,9 +222,7 @@ impl Harness {
     /// The verdict of `run`, once delivered.
     pub fn verdict(&self, run: RunId) -> Option<Verdict> {
         self.outcomes.iter().find_map(|o| match o {
-            Outcome::Run(RunOutcome {
-                run: r, verdict, ..
-            }) if *r == run => Some(*verdict),
+            Outcome::Run(RunOutcome { run: r, verdict, .. }) if *r == run => Some(*verdict),
             _ => None,
         })
     }
@@ -307,18 +265,14 @@ impl Harness {
         while let Some(outcome) = self.lane.poll_outcome() {
             self.outcomes.push(outcome);
         }
-        self.lane
-            .check_invariants()
-            .expect("invariants after a pump");
+        self.lane.check_invariants().expect("invariants after a pump");
     }
 
     fn answer(&mut self, event: Event) {
         if let Err(e) = self.lane.handle(self.now, event) {
             self.rejected.push(e.to_string());
         }
-        self.lane
-            .check_invariants()
-            .expect("invariants after an event");
+        self.lane.check_invariants().expect("invariants after an event");
     }
 
     fn take_fault(&mut self, pick: impl Fn(&Fault) -> bool) -> Option<Fault> {
@@ -348,13 +302,7 @@ impl Harness {
     /// The event answering `effect`: the installed fault if one applies, else success
     /// (`testkit::Succeed`); `None` for an await, which the test answers.
     fn respond(&mut self, effect: Effect) -> Option<Event> {
-        if let Effect::AwaitCompletion {
-            run,
-            lease,
-            deadline,
-            ..
-        } = effect
-        {
+        if let Effect::AwaitCompletion { run, lease, deadline, .. } = effect {
             self.awaiting.push((run, lease, deadline));
             return None;
         }
@@ -362,13 +310,7 @@ impl Harness {
             return Some(fault);
         }
         let mut event = self.backend.answer(effect)?;
-        if let Event::StatusRead {
-            run,
-            ref mut status,
-            ref mut timing,
-            ..
-        } = event
-        {
+        if let Event::StatusRead { run, ref mut status, ref mut timing, .. } = event {
             if let Some(Fault::Latch(_, latched)) =
                 self.take_fault(|f| matches!(f, Fault::Latch(r, _) if *r == run.0))
             {
@@ -376,11 +318,7 @@ impl Harness {
             }
             // Device time: each run "ran" 100 us ending at its id's millisecond.
             let end_ns = run.0 * 1_000_000;
-            *timing = DeviceTiming {
-                start_ns: end_ns - 100_000,
-                end_ns,
-                ..Default::default()
-            };
+            *timing = DeviceTiming { start_ns: end_ns - 100_000, end_ns, ..Default::default() };
         }
         Some(event)
     }
@@ -393,11 +331,7 @@ impl Harness {
                 if let Some(Fault::PrepareFails(_, raw)) =
                     self.take_fault(|f| matches!(f, Fault::PrepareFails(r, _) if *r == run.0))
                 {
-                    return Some(Event::PrepareFailed {
-                        run,
-                        lease,
-                        code: returned(raw),
-                    });
+                    return Some(Event::PrepareFailed { run, lease, code: returned(raw) });
                 }
                 let idx = self.faults.iter().position(
                     |f| matches!(f, Fault::PrepareIncompatible(r, n) if *r == run.0 && *n > 0),
@@ -409,17 +343,10 @@ impl Harness {
             }
             Effect::CreateStream { role } => self
                 .use_counted(|f| matches!(f, Fault::CreateFails(r, _, _) if *r == role))
-                .map(|raw| Event::StreamCreateFailed {
-                    role,
-                    code: code(raw),
-                }),
+                .map(|raw| Event::StreamCreateFailed { role, code: code(raw) }),
             Effect::DestroyStream { role, handle, .. } => self
                 .use_counted(|f| matches!(f, Fault::DestroyFails(r, _, _) if *r == role))
-                .map(|raw| Event::StreamDestroyFailed {
-                    role,
-                    handle,
-                    code: code(raw),
-                }),
+                .map(|raw| Event::StreamDestroyFailed { role, handle, code: code(raw) }),
             Effect::LaunchRun { run, lease, .. } => {
                 if let Some(idx) = self
                     .faults
@@ -432,42 +359,34 @@ impl Harness {
                     return Some(Event::LaunchDeclined { run, lease });
                 }
                 match self.take_fault(|f| matches!(f, Fault::LaunchFails(r, _, _) if *r == run.0)) {
-                    Some(Fault::LaunchFails(_, step, raw)) => Some(Event::LaunchFailed {
-                        run,
-                        lease,
-                        step,
-                        code: returned(raw),
-                    }),
+                    Some(Fault::LaunchFails(_, step, raw)) => {
+                        Some(Event::LaunchFailed { run, lease, step, code: returned(raw) })
+                    }
                     _ => None,
                 }
             }
             Effect::ReadStatus { run, lease, .. } => match self
                 .take_fault(|f| matches!(f, Fault::StatusReadFails(r, _) if *r == run.0))
             {
-                Some(Fault::StatusReadFails(_, raw)) => Some(Event::StatusReadFailed {
-                    run,
-                    lease,
-                    code: code(raw),
-                }),
+                Some(Fault::StatusReadFails(_, raw)) => {
+                    Some(Event::StatusReadFailed { run, lease, code: code(raw) })
+                }
                 _ => None,
             },
             Effect::FinaliseRun { run, lease, .. } => {
                 match self.take_fault(|f| matches!(f, Fault::FinaliseFails(r, _) if *r == run.0)) {
-                    Some(Fault::FinaliseFails(_, failure)) => Some(Event::FinaliseFailed {
-                        run,
-                        lease,
-                        failure,
-                    }),
+                    Some(Fault::FinaliseFails(_, failure)) => {
+                        Some(Event::FinaliseFailed { run, lease, failure })
+                    }
                     _ => None,
                 }
             }
             Effect::UploadCode { publication, .. } => match self
                 .take_fault(|f| matches!(f, Fault::UploadFails(p, _) if *p == publication.0))
             {
-                Some(Fault::UploadFails(_, raw)) => Some(Event::UploadFailed {
-                    publication,
-                    code: returned(raw),
-                }),
+                Some(Fault::UploadFails(_, raw)) => {
+                    Some(Event::UploadFailed { publication, code: returned(raw) })
+                }
                 _ => None,
             },
             // Recorded in the log; nothing answers them.
@@ -476,17 +395,11 @@ impl Harness {
                 // A reset kills every outstanding await.
                 self.awaiting.clear();
                 self.use_counted(|f| matches!(f, Fault::ResetFails(..)))
-                    .map(|raw| Event::ResetFailed {
-                        attempt,
-                        code: code(raw),
-                    })
+                    .map(|raw| Event::ResetFailed { attempt, code: code(raw) })
             }
             Effect::Probe { attempt } => self
                 .use_counted(|f| matches!(f, Fault::ProbeFails(..)))
-                .map(|raw| Event::ProbeFailed {
-                    attempt,
-                    code: code(raw),
-                }),
+                .map(|raw| Event::ProbeFailed { attempt, code: code(raw) }),
             Effect::ReadRecords { run, lease, behind } => {
                 let records = behind
                     .iter()
@@ -503,11 +416,7 @@ impl Harness {
                         }
                     })
                     .collect();
-                Some(Event::RecordsRead {
-                    run,
-                    lease,
-                    records,
-                })
+                Some(Event::RecordsRead { run, lease, records })
             }
             Effect::AwaitCompletion { .. } | Effect::DrainDevice { .. } => None,
         }

@@ -347,16 +347,9 @@ impl Dispatch {
     /// Takes `input` through the table.
     fn take(&mut self, input: DispatchInput) -> Result<Act, DriverError> {
         let kind = self.state.kind();
-        debug_assert_eq!(
-            kind, self.row_led_to,
-            "the state moves as its last row said"
-        );
-        let (next, act) =
-            dispatch_step(self.setting, kind, input).map_err(|refusal| DriverError::Dispatch {
-                state: kind,
-                input,
-                refusal,
-            })?;
+        debug_assert_eq!(kind, self.row_led_to, "the state moves as its last row said");
+        let (next, act) = dispatch_step(self.setting, kind, input)
+            .map_err(|refusal| DriverError::Dispatch { state: kind, input, refusal })?;
         if let Some(trail) = &mut self.trail {
             trail.push((kind, input));
         }
@@ -392,10 +385,7 @@ impl Dispatch {
                 refusal: DispatchRefusal::NotExpected,
             });
         };
-        self.waiter = Waiter::Inside {
-            ticket,
-            bound: out.wait.bound(at),
-        };
+        self.waiter = Waiter::Inside { ticket, bound: out.wait.bound(at) };
         self.refresh_timers();
         Ok(())
     }
@@ -451,11 +441,7 @@ impl Dispatch {
             _ => Resume::Start,
         };
         self.refresh_timers();
-        debug_assert_eq!(
-            self.state.kind(),
-            self.row_led_to,
-            "the state moved as its row said"
-        );
+        debug_assert_eq!(self.state.kind(), self.row_led_to, "the state moved as its row said");
         next
     }
 
@@ -520,10 +506,9 @@ impl Dispatch {
         let act = self.take(input)?;
         self.refresh_timers();
         Ok(match (act, self.state) {
-            (Act::WaitHere, State::WaitOut(out)) => Next::WaitHere {
-                ticket: out.ticket,
-                wait: out.wait,
-            },
+            (Act::WaitHere, State::WaitOut(out)) => {
+                Next::WaitHere { ticket: out.ticket, wait: out.wait }
+            }
             (Act::Exit, _) => Next::Exit,
             _ => Next::Sleep(self.timers.next_timeout()),
         })
@@ -645,10 +630,8 @@ impl Dispatch {
     ) -> Result<Option<Next>, DriverError> {
         // Recovery's calls, and the runtime's notifications of it (after `OnPoison` the
         // runtime resets the device itself, L-24), are the lane's own threads' to make.
-        let recovery = matches!(
-            effect,
-            Effect::ForceReset { .. } | Effect::Probe { .. } | Effect::Hook(_)
-        );
+        let recovery =
+            matches!(effect, Effect::ForceReset { .. } | Effect::Probe { .. } | Effect::Hook(_));
         let input = if recovery && here == Here::Submitter && self.setting.waiter {
             DispatchInput::Elsewhere
         } else if is_host_work(&effect) {
@@ -693,10 +676,7 @@ impl Dispatch {
                         refusal: DispatchRefusal::NotExpected,
                     });
                 };
-                self.state = State::ResetHeld(HeldReset {
-                    reset: effect,
-                    bound,
-                });
+                self.state = State::ResetHeld(HeldReset { reset: effect, bound });
                 self.refresh_timers();
                 Some(Next::Sleep(self.timers.next_timeout()))
             }
@@ -713,11 +693,7 @@ impl Dispatch {
     fn hand_wait(&mut self, now: Timestamp, wait: DeviceWait) -> u64 {
         self.tickets += 1;
         let ticket = self.tickets;
-        self.state = State::WaitOut(WaitOut {
-            ticket,
-            wait,
-            handed: now,
-        });
+        self.state = State::WaitOut(WaitOut { ticket, wait, handed: now });
         ticket
     }
 

@@ -16,20 +16,11 @@ pub struct Setting {
 
 impl Setting {
     /// [`Driver::turn`](crate::Driver::turn): no other thread, every wait made here.
-    pub const DRIVER: Self = Self {
-        workers: false,
-        waiter: false,
-    };
+    pub const DRIVER: Self = Self { workers: false, waiter: false };
     /// A threaded lane without host workers: a completion waiter, runner work here.
-    pub const WAITER: Self = Self {
-        workers: false,
-        waiter: true,
-    };
+    pub const WAITER: Self = Self { workers: false, waiter: true };
     /// A threaded lane with host workers and a completion waiter.
-    pub const WORKERS: Self = Self {
-        workers: true,
-        waiter: true,
-    };
+    pub const WORKERS: Self = Self { workers: true, waiter: true };
     /// Every setting, in table order.
     pub const ALL: [Self; 3] = [Self::DRIVER, Self::WAITER, Self::WORKERS];
 
@@ -358,10 +349,8 @@ pub fn dispatch_table() -> String {
     out.push('\n');
     for state in DispatchState::ALL {
         for input in DispatchInput::ALL {
-            let cells: Vec<_> = Setting::ALL
-                .iter()
-                .map(|&setting| dispatch_step(setting, state, input))
-                .collect();
+            let cells: Vec<_> =
+                Setting::ALL.iter().map(|&setting| dispatch_step(setting, state, input)).collect();
             if cells.iter().all(Result::is_err) {
                 continue;
             }

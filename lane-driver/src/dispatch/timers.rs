@@ -61,9 +61,7 @@ impl TimerTable {
     /// Every timer disarmed.
     #[must_use]
     pub const fn new() -> Self {
-        Self {
-            at: [None; Timer::ALL.len()],
-        }
+        Self { at: [None; Timer::ALL.len()] }
     }
 
     /// Arms `timer` for `at` (replacing its deadline).

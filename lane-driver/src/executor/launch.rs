@@ -54,14 +54,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         launch: &Launch,
         observer: &mut O,
     ) -> Result<AicoreLaunch, (LaunchStep, ReturnCode)> {
-        let Launch {
-            run,
-            lease,
-            aicpu,
-            aicore,
-            after,
-            epoch,
-        } = *launch;
+        let Launch { run, lease, aicpu, aicore, after, epoch } = *launch;
         let slot = self
             .slot_resources(lease.slot.0, observer)
             .map_err(|code| (LaunchStep::Arm, code.into()))?;
@@ -74,13 +67,9 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             .iter()
             .filter(|prev| prev.slot != lease.slot)
             .find_map(|prev| {
-                self.slots
-                    .get(usize::from(prev.slot.0))
-                    .copied()
-                    .flatten()
-                    .filter(|slot| {
-                        slot.recorded[0] && slot.launched.is_some_and(|l| l.lease == prev)
-                    })
+                self.slots.get(usize::from(prev.slot.0)).copied().flatten().filter(|slot| {
+                    slot.recorded[0] && slot.launched.is_some_and(|l| l.lease == prev)
+                })
             })
             .map(|prev| prev.boundary());
         let ahead = self
@@ -103,13 +92,11 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
         .map_err(|code| (LaunchStep::Arm, code.into()))?;
         if let Some(boundary) = predecessor {
-            d.stream_wait_event(aicore, boundary)
-                .map_err(|code| (LaunchStep::Arm, code.into()))?;
+            d.stream_wait_event(aicore, boundary).map_err(|code| (LaunchStep::Arm, code.into()))?;
         }
         // Behind the wait, right before the AICore kernel: the run's device start.
         if let Some(started) = slot.started {
-            d.record_event(started, aicore)
-                .map_err(|code| (LaunchStep::Arm, code.into()))?;
+            d.record_event(started, aicore).map_err(|code| (LaunchStep::Arm, code.into()))?;
         }
         let epoch = epoch.unwrap_or_else(next_epoch);
         let args = RunArgs {
@@ -122,28 +109,16 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             epoch,
             queued: !after.is_empty(),
         };
-        let aicore_launch = r
-            .try_launch_aicore(d, aicore, &args)
-            .map_err(|code| (LaunchStep::Aicore, code))?;
+        let aicore_launch =
+            r.try_launch_aicore(d, aicore, &args).map_err(|code| (LaunchStep::Aicore, code))?;
         if aicore_launch == AicoreLaunch::Declined {
             return Ok(AicoreLaunch::Declined);
         }
-        d.launch_context(Some(LaunchContext {
-            run,
-            stage: LaunchStage::Kernels,
-        }));
+        d.launch_context(Some(LaunchContext { run, stage: LaunchStage::Kernels }));
         // From here a kernel is on a stream: a failed record or wait leaves the run unfenced,
         // and its wait is the device verdict on this pair, so the slot keeps the launch.
-        if let Some(slot) = self
-            .slots
-            .get_mut(usize::from(lease.slot.0))
-            .and_then(Option::as_mut)
-        {
-            slot.launched = Some(Launched {
-                lease,
-                epoch,
-                streams: [aicpu, aicore],
-            });
+        if let Some(slot) = self.slots.get_mut(usize::from(lease.slot.0)).and_then(Option::as_mut) {
+            slot.launched = Some(Launched { lease, epoch, streams: [aicpu, aicore] });
             slot.overlap = Overlap::Unknown;
         }
         let (d, r) = (&mut self.device, &mut self.runner);
@@ -151,15 +126,10 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         // launch does (L-5: `Partial`, known now with its own code).
         d.record_event(slot.core_done(), aicore)
             .map_err(|code| (LaunchStep::CoreDone, code.into()))?;
-        r.launch_aicpu(d, aicpu, &args)
-            .map_err(|code| (LaunchStep::Aicpu, code))?;
+        r.launch_aicpu(d, aicpu, &args).map_err(|code| (LaunchStep::Aicpu, code))?;
         // Both kernels are accepted: the proof of overlap, before anything else is enqueued.
         let overlap = overlap_at_launch(d, predecessor);
-        if let Some(slot) = self
-            .slots
-            .get_mut(usize::from(lease.slot.0))
-            .and_then(Option::as_mut)
-        {
+        if let Some(slot) = self.slots.get_mut(usize::from(lease.slot.0)).and_then(Option::as_mut) {
             slot.overlap = overlap;
         }
         // Both kernels are accepted: the run is launched, fenced or not (L-5).
@@ -181,8 +151,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     ) -> Result<(), (LaunchStep, ReturnCode)> {
         let d = &mut self.device;
         let unfenced = |code: AclCode| (LaunchStep::RecordEvent, ReturnCode::from(code));
-        d.stream_wait_event(aicpu, slot.core_done())
-            .map_err(unfenced)?;
+        d.stream_wait_event(aicpu, slot.core_done()).map_err(unfenced)?;
         // A failed readback enqueue is the status read's failure, as with the synchronous
         // read (SPEC §5.3 stages): the run launched, so it is answered after completion.
         let read_failed = slot.pinned.and_then(|pinned| {
@@ -201,11 +170,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
         let d = &mut self.device;
         d.record_event(slot.boundary(), aicpu).map_err(unfenced)?;
-        if let Some(slot) = self
-            .slots
-            .get_mut(usize::from(lease.slot.0))
-            .and_then(Option::as_mut)
-        {
+        if let Some(slot) = self.slots.get_mut(usize::from(lease.slot.0)).and_then(Option::as_mut) {
             slot.recorded = [true; 2];
             if let Some(pinned) = slot.pinned.as_mut() {
                 pinned.read_failed = read_failed;
@@ -228,10 +193,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         }
         let armed = match self.device.memcpy_to_device(resources.handshake(), &ZEROS) {
             Ok(()) => ArmedAhead::Armed,
-            Err(code) => ArmedAhead::Failed {
-                code,
-                text: self.device.recent_error_message(),
-            },
+            Err(code) => ArmedAhead::Failed { code, text: self.device.recent_error_message() },
         };
         if let Some(entry) = self.ahead.get_mut(idx) {
             *entry = Some((lease, armed));

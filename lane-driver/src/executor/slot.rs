@@ -190,11 +190,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// Finalisation releases the slot's completion events for the next run (L-7): they count
     /// as never recorded until the next launch records them.
     pub(super) fn release_events(&mut self, lease: Lease) {
-        if let Some(slot) = self
-            .slots
-            .get_mut(usize::from(lease.slot.0))
-            .and_then(Option::as_mut)
-        {
+        if let Some(slot) = self.slots.get_mut(usize::from(lease.slot.0)).and_then(Option::as_mut) {
             slot.recorded = [false; 2];
         }
         if let Some(kept) = self.kept.get_mut(usize::from(lease.slot.0)) {

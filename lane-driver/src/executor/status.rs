@@ -34,13 +34,8 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
             return status_read(run, lease, layout, &kept.bytes[..len], measured);
         }
         let read = match slot.pinned {
-            None => self
-                .device
-                .memcpy_from_device(&mut self.readback[..len], slot.timing()),
-            Some(Pinned {
-                read_failed: Some(code),
-                ..
-            }) => Err(code),
+            None => self.device.memcpy_from_device(&mut self.readback[..len], slot.timing()),
+            Some(Pinned { read_failed: Some(code), .. }) => Err(code),
             Some(pinned) => self.read_pinned(&slot, pinned, len),
         };
         if let Err(code) = read {
@@ -66,10 +61,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
                 }
             }
         });
-        Measured {
-            overlap: slot.overlap,
-            timestamps,
-        }
+        Measured { overlap: slot.overlap, timestamps }
     }
 
     /// Reads the pinned readback (no device call). One still holding the launch's `0xFF` fill
@@ -143,10 +135,5 @@ fn status_read(
             overlap: measured.overlap,
         },
     };
-    Ok(Event::StatusRead {
-        run,
-        lease,
-        status,
-        timing,
-    })
+    Ok(Event::StatusRead { run, lease, status, timing })
 }

@@ -36,13 +36,7 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
         &mut self,
         deadline: Option<Timestamp>,
     ) -> Result<Option<DeviceWait>, DriverError> {
-        let Some(Awaited {
-            run,
-            lease,
-            channel,
-            sync_bound_ns,
-            unfenced,
-        }) = self.awaited.take()
+        let Some(Awaited { run, lease, channel, sync_bound_ns, unfenced }) = self.awaited.take()
         else {
             return Ok(None);
         };
@@ -77,19 +71,12 @@ impl<D: Device, R: Runner<D>> Executor<D, R> {
     /// `effect` as a [`DeviceWait`] for a completion waiter, if it is one (`DrainDevice`),
     /// with the executor's own part of it done: nothing is awaited after a poison.
     pub fn device_wait(&mut self, effect: &Effect) -> Option<DeviceWait> {
-        let Effect::DrainDevice {
-            attempt,
-            timeout_ns,
-        } = *effect
-        else {
+        let Effect::DrainDevice { attempt, timeout_ns } = *effect else {
             return None;
         };
         // Everything in flight was abandoned by the poison.
         self.awaited = None;
-        Some(DeviceWait::Drain {
-            attempt,
-            timeout_ns,
-        })
+        Some(DeviceWait::Drain { attempt, timeout_ns })
     }
 
     /// Blocks on the awaited run's completion on this thread ([`run_device_wait`] on the

@@ -116,11 +116,7 @@ impl DispatchModel {
         let mut out = Vec::new();
         if self.rerouting {
             // The deferred call taken back is routed before anything else.
-            out.push(if self.in_old_call {
-                I::ResetUnderWait
-            } else {
-                I::Reset
-            });
+            out.push(if self.in_old_call { I::ResetUnderWait } else { I::Reset });
             return out;
         }
         if workers && self.jobs > 0 {
@@ -179,11 +175,7 @@ impl DispatchModel {
                 out.push(I::Await);
             }
             if self.wait == Wait::None {
-                out.push(if waiter && self.in_old_call {
-                    I::ResetUnderWait
-                } else {
-                    I::Reset
-                });
+                out.push(if waiter && self.in_old_call { I::ResetUnderWait } else { I::Reset });
                 // The same recovery call, on a bound submitter's thread.
                 if waiter {
                     out.push(I::Elsewhere);
@@ -198,11 +190,7 @@ impl DispatchModel {
             out.push(I::JobsOut);
         }
         if idle && self.jobs == 0 {
-            out.push(if self.shutdown && self.closed {
-                I::SettledShutdown
-            } else {
-                I::Settled
-            });
+            out.push(if self.shutdown && self.closed { I::SettledShutdown } else { I::Settled });
         }
         out
     }
@@ -350,7 +338,7 @@ impl Model for DispatchModel {
                     && under_wait
                 {
                     return Err(
-                        "a force reset executed while the waiter is inside a call (L-20)".into(),
+                        "a force reset executed while the waiter is inside a call (L-20)".into()
                     );
                 }
                 if input == DispatchInput::Elsewhere && !matches!(act, Act::Defer | Act::Leave) {
@@ -410,10 +398,7 @@ pub fn run(setting: Setting, budget: u8, limit: usize) -> Result<Covered, String
     let stats = explore(DispatchModel::new(setting, budget), limit, |model| {
         for action in model.actions() {
             if let Some((state, input)) = model.row(action) {
-                rows.insert((
-                    index(&DispatchState::ALL, state),
-                    index(&DispatchInput::ALL, input),
-                ));
+                rows.insert((index(&DispatchState::ALL, state), index(&DispatchInput::ALL, input)));
             }
         }
     })

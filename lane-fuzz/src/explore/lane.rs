@@ -253,17 +253,13 @@ impl LaneModel {
     /// a poison it causes must name that run.
     fn run_of(&self, action: Action) -> Option<RunId> {
         match action {
-            Action::Op(Op::Answer { effect, .. }) | Action::AnswerTwice { effect, .. } => self
-                .body
-                .current_effects()
-                .get(usize::from(effect))
-                .and_then(Effect::run),
+            Action::Op(Op::Answer { effect, .. }) | Action::AnswerTwice { effect, .. } => {
+                self.body.current_effects().get(usize::from(effect)).and_then(Effect::run)
+            }
             Action::Op(Op::Expire) => {
                 let deadline = self.body.lane().poll_deadline()?;
                 self.body.current_effects().iter().find_map(|e| match *e {
-                    Effect::AwaitCompletion {
-                        run, deadline: d, ..
-                    } if d == deadline => Some(run),
+                    Effect::AwaitCompletion { run, deadline: d, .. } if d == deadline => Some(run),
                     _ => None,
                 })
             }
@@ -299,27 +295,19 @@ fn rows_of(history: &[Event], at: usize, sticky: Option<u64>) -> Option<VerdictR
     let before = history.get(..at).unwrap_or_default();
     let judged = |run: RunId, evidence: Evidence| {
         let unfenced = before.iter().rev().find_map(|e| match *e {
-            Event::LaunchFailed {
-                run: r,
-                step: LaunchStep::RecordEvent,
-                code,
-                ..
-            } if r == run => Some(code.as_acl()),
+            Event::LaunchFailed { run: r, step: LaunchStep::RecordEvent, code, .. } if r == run => {
+                Some(code.as_acl())
+            }
             _ => None,
         });
         match unfenced {
-            Some(code) => Evidence {
-                boundary: Boundary::Unfenced(code),
-                ..evidence
-            },
+            Some(code) => Evidence { boundary: Boundary::Unfenced(code), ..evidence },
             None => evidence,
         }
     };
     let completed = |run: RunId| {
         before.iter().rev().find_map(|e| match *e {
-            Event::Completed {
-                run: r, evidence, ..
-            } if r == run => Some(evidence),
+            Event::Completed { run: r, evidence, .. } if r == run => Some(evidence),
             _ => None,
         })
     };
@@ -344,15 +332,10 @@ fn rows_of(history: &[Event], at: usize, sticky: Option<u64>) -> Option<VerdictR
         ),
         Event::StatusRead { run, status, .. } => {
             let mut evidence = completed(run)?;
-            if let Some(DeviceVerdict::Returned {
-                aicpu: Some(code), ..
-            }) = evidence.device
-            {
+            if let Some(DeviceVerdict::Returned { aicpu: Some(code), .. }) = evidence.device {
                 evidence.device = Some(DeviceVerdict::LeftBy { code, left_by: 0 });
             }
-            let header = status
-                .latched()
-                .map_or(HeaderRead::Clean, HeaderRead::Latched);
+            let header = status.latched().map_or(HeaderRead::Clean, HeaderRead::Latched);
             (judged(run, evidence), header)
         }
         _ => return None,
@@ -362,10 +345,7 @@ fn rows_of(history: &[Event], at: usize, sticky: Option<u64>) -> Option<VerdictR
 
 /// `rule`'s bit: its place in [`VerdictRule::ALL`].
 fn row_bit(rule: VerdictRule) -> u16 {
-    VerdictRule::ALL
-        .iter()
-        .position(|r| *r == rule)
-        .map_or(0, |at| 1 << at)
+    VerdictRule::ALL.iter().position(|r| *r == rule).map_or(0, |at| 1 << at)
 }
 
 /// The answers offered to `effect`.
@@ -400,10 +380,7 @@ fn replies(effect: &Effect) -> &'static [Reply] {
         // made (`5`: a backend that did not synchronize; poison), and with a code the
         // synchronize returned for the lane to attribute (L-8a): the AICPU stream's (`6`), or
         // the AICore stream's (`7`).
-        Effect::AwaitCompletion {
-            channel: VerdictChannel::Record,
-            ..
-        } => &[
+        Effect::AwaitCompletion { channel: VerdictChannel::Record, .. } => &[
             Reply::Success,
             PLAIN,
             FAULT,
@@ -418,23 +395,14 @@ fn replies(effect: &Effect) -> &'static [Reply] {
         ],
         // The covered runs' records (L-8a): all their own ok, or the first one's an error
         // (`code: 0`) or never published (`1`).
-        Effect::ReadRecords { .. } => &[
-            Reply::Success,
-            Reply::Other { code: 0 },
-            Reply::Other { code: 1 },
-        ],
+        Effect::ReadRecords { .. } => {
+            &[Reply::Success, Reply::Other { code: 0 }, Reply::Other { code: 1 }]
+        }
         // On the stream-synchronize channel: the device verdict clean (success), faulted
         // (`code: 0`) or not made (`1`).
-        Effect::AwaitCompletion {
-            channel: VerdictChannel::StreamSync,
-            ..
-        } => &[
-            Reply::Success,
-            PLAIN,
-            FAULT,
-            Reply::Other { code: 0 },
-            Reply::Other { code: 1 },
-        ],
+        Effect::AwaitCompletion { channel: VerdictChannel::StreamSync, .. } => {
+            &[Reply::Success, PLAIN, FAULT, Reply::Other { code: 0 }, Reply::Other { code: 1 }]
+        }
         Effect::UploadCode { .. } => &[Reply::Success, PLAIN, FAULT],
         Effect::ReadStatus { .. } => &[Reply::Success, PLAIN, OTHER, Reply::Other { code: 7 }],
         Effect::DrainDevice { .. } => &[Reply::Success],
@@ -458,12 +426,9 @@ fn narrow_replies(effect: &Effect) -> &'static [Reply] {
             Reply::Failure { code: 0, step: 0 },
             Reply::Failure { code: 0, step: 3 },
         ],
-        Effect::AwaitCompletion { .. } => &[
-            Reply::Success,
-            PLAIN,
-            Reply::Other { code: 0 },
-            Reply::Other { code: 6 },
-        ],
+        Effect::AwaitCompletion { .. } => {
+            &[Reply::Success, PLAIN, Reply::Other { code: 0 }, Reply::Other { code: 6 }]
+        }
         Effect::ReadRecords { .. } => &[Reply::Success, Reply::Other { code: 0 }],
         Effect::FinaliseRun { .. } => &[Reply::Success, Reply::Other { code: 0 }],
         Effect::CreateStream { .. }
@@ -511,11 +476,7 @@ impl Model for LaneModel {
         let config = self.config;
         let (runs, publications) = self.body.accepted_counts();
         let reserved = self.body.reservations();
-        let submit = |lease| Op::Submit {
-            tag: None,
-            diagnostics: false,
-            lease,
-        };
+        let submit = |lease| Op::Submit { tag: None, diagnostics: false, lease };
         if runs + reserved < usize::from(config.runs) {
             op(submit(LeasePick::None));
             if config.reservations && self.reserves < config.runs {
@@ -530,16 +491,8 @@ impl Model for LaneModel {
             if runs + reserved < usize::from(config.runs) {
                 // A held run with key 1, and a run with key 0, which passes it while it is
                 // unlaunched (L-2).
-                op(Op::SubmitWith {
-                    key: Some(1),
-                    held: true,
-                    epoch: None,
-                });
-                op(Op::SubmitWith {
-                    key: Some(0),
-                    held: false,
-                    epoch: None,
-                });
+                op(Op::SubmitWith { key: Some(1), held: true, epoch: None });
+                op(Op::SubmitWith { key: Some(0), held: false, epoch: None });
             }
             let (cancels, activates) = self.body.control_targets();
             for index in cancels {
@@ -557,10 +510,7 @@ impl Model for LaneModel {
         }
         if config.notices
             && !self.body.noticed()
-            && matches!(
-                self.body.lane().state(),
-                LaneState::Open | LaneState::Closing
-            )
+            && matches!(self.body.lane().state(), LaneState::Open | LaneState::Closing)
         {
             op(Op::Notice(0));
         }
@@ -584,17 +534,11 @@ impl Model for LaneModel {
                 replies(effect)
             };
             for &reply in offered {
-                op(Op::Answer {
-                    effect: effect_index,
-                    reply,
-                });
+                op(Op::Answer { effect: effect_index, reply });
             }
             // Duplicates of the success and the first failure answer.
             for &reply in offered.iter().take(if narrow { 0 } else { 2 }) {
-                twice.push(Action::AnswerTwice {
-                    effect: effect_index,
-                    reply,
-                });
+                twice.push(Action::AnswerTwice { effect: effect_index, reply });
             }
         }
         if self.body.lane().poll_deadline().is_some() {
@@ -689,10 +633,9 @@ impl Model for LaneModel {
         match action {
             Action::Op(op) => format!("Action::Op({})", rust_op(op)),
             Action::AnswerAbandoned(i) => format!("Action::AnswerAbandoned({i})"),
-            Action::AnswerTwice { effect, reply } => format!(
-                "Action::AnswerTwice {{ effect: {effect}, reply: {} }}",
-                rust_reply(reply)
-            ),
+            Action::AnswerTwice { effect, reply } => {
+                format!("Action::AnswerTwice {{ effect: {effect}, reply: {} }}", rust_reply(reply))
+            }
             Action::RetryTeardown => "Action::RetryTeardown".to_owned(),
         }
     }
@@ -709,11 +652,7 @@ fn rust_op(op: Op) -> String {
         }
     };
     match op {
-        Op::Submit {
-            tag,
-            diagnostics,
-            lease: l,
-        } => format!(
+        Op::Submit { tag, diagnostics, lease: l } => format!(
             "Op::Submit {{ tag: {tag:?}, diagnostics: {diagnostics}, lease: {} }}",
             lease(l)
         ),
@@ -721,10 +660,9 @@ fn rust_op(op: Op) -> String {
         Op::Close => "Op::Close".to_owned(),
         Op::Reserve => "Op::Reserve".to_owned(),
         Op::Release(l) => format!("Op::Release({})", lease(l)),
-        Op::Answer { effect, reply } => format!(
-            "Op::Answer {{ effect: {effect}, reply: {} }}",
-            rust_reply(reply)
-        ),
+        Op::Answer { effect, reply } => {
+            format!("Op::Answer {{ effect: {effect}, reply: {} }}", rust_reply(reply))
+        }
         Op::Pump => "Op::Pump".to_owned(),
         Op::PumpDevice => "Op::PumpDevice".to_owned(),
         Op::Forge(forgery) => format!("Op::Forge(Forgery::{forgery:?})"),
@@ -800,26 +738,12 @@ impl Reached {
             ("lane state", &self.lane, lane_state_table()),
         ] {
             let listed = rows(&table);
-            check
-                .unlisted
-                .extend(reached.difference(&listed).map(|s| format!("{name} {s}")));
-            check
-                .unreached
-                .extend(listed.difference(reached).map(|s| format!("{name} {s}")));
+            check.unlisted.extend(reached.difference(&listed).map(|s| format!("{name} {s}")));
+            check.unreached.extend(listed.difference(reached).map(|s| format!("{name} {s}")));
         }
-        let rows: BTreeSet<String> = VerdictRule::ALL
-            .iter()
-            .map(|r| r.name().to_owned())
-            .collect();
-        check.unlisted.extend(
-            self.verdict
-                .difference(&rows)
-                .map(|s| format!("verdict row {s}")),
-        );
-        check.unreached.extend(
-            rows.difference(&self.verdict)
-                .map(|s| format!("verdict row {s}")),
-        );
+        let rows: BTreeSet<String> = VerdictRule::ALL.iter().map(|r| r.name().to_owned()).collect();
+        check.unlisted.extend(self.verdict.difference(&rows).map(|s| format!("verdict row {s}")));
+        check.unreached.extend(rows.difference(&self.verdict).map(|s| format!("verdict row {s}")));
         check
     }
 
@@ -867,11 +791,7 @@ pub fn run(config: Config, limit: usize) -> Result<Explored, String> {
         .filter(|r| rows.get() & row_bit(**r) != 0)
         .map(|r| r.name().to_owned())
         .collect();
-    Ok(Explored {
-        config,
-        stats,
-        reached,
-    })
+    Ok(Explored { config, stats, reached })
 }
 
 /// Explores every configuration in `configs` and merges the table states they reached.
@@ -911,10 +831,8 @@ mod tests {
     fn rows_lists_every_state_of_a_table_those_that_accept_nothing_too() {
         let run: BTreeSet<String> = RunPhase::all().into_iter().map(RunPhase::label).collect();
         assert_eq!(rows(&run_phase_table()), run);
-        let publication: BTreeSet<String> = PublicationPhase::ALL
-            .into_iter()
-            .map(|phase| phase.label().to_owned())
-            .collect();
+        let publication: BTreeSet<String> =
+            PublicationPhase::ALL.into_iter().map(|phase| phase.label().to_owned()).collect();
         assert_eq!(rows(&publication_table()), publication);
         // The lane's states have no public list: every state a row leads to is listed.
         let table = lane_state_table();
@@ -934,11 +852,7 @@ mod tests {
             led_to += 1;
         }
         assert!(led_to > lane.len(), "{led_to} rows");
-        for state in [
-            "Lost",
-            "Closed(device lost)",
-            "ReleasingStreams(round 0 of 1)",
-        ] {
+        for state in ["Lost", "Closed(device lost)", "ReleasingStreams(round 0 of 1)"] {
             assert!(lane.contains(state), "{state} is not listed: {lane:?}");
         }
     }

@@ -155,9 +155,8 @@ pub fn explore<M: Model>(
             if seen.len() > limit {
                 return Err(Failure::TooManyStates { limit });
             }
-            let next_id = u32::try_from(parents.len()).map_err(|_| Failure::TooManyStates {
-                limit: u32::MAX as usize,
-            })?;
+            let next_id = u32::try_from(parents.len())
+                .map_err(|_| Failure::TooManyStates { limit: u32::MAX as usize })?;
             parents.push(Some((id, action)));
             if let Err(message) = next.check() {
                 return Err(fail(trace(&parents, next_id), message));

@@ -34,13 +34,7 @@ impl PairConfig {
     /// The configuration `cargo test` explores at `depth`.
     #[must_use]
     pub const fn test(depth: u8) -> Self {
-        Self {
-            depth,
-            owners: 2,
-            publications: 1,
-            handles: 3,
-            abandons: 1,
-        }
+        Self { depth, owners: 2, publications: 1, handles: 3, abandons: 1 }
     }
 }
 
@@ -49,13 +43,7 @@ impl PairConfig {
     /// test bounds.
     #[must_use]
     pub const fn deep(depth: u8) -> Self {
-        Self {
-            depth,
-            owners: 3,
-            publications: 1,
-            handles: 4,
-            abandons: 1,
-        }
+        Self { depth, owners: 3, publications: 1, handles: 4, abandons: 1 }
     }
 }
 
@@ -123,41 +111,19 @@ impl Model for PairModel {
             };
             // Picks that may hand out a fresh handle are offered while there is room.
             if self.creates < config.handles {
-                ops.push(Op::Created {
-                    role: side,
-                    handle: Pick::Right,
-                });
-                ops.push(Op::Created {
-                    role: side,
-                    handle: Pick::Other,
-                });
+                ops.push(Op::Created { role: side, handle: Pick::Right });
+                ops.push(Op::Created { role: side, handle: Pick::Other });
                 if some {
-                    ops.push(Op::Created {
-                        role: side,
-                        handle: Pick::Earlier(0),
-                    });
+                    ops.push(Op::Created { role: side, handle: Pick::Earlier(0) });
                 }
             }
-            ops.push(Op::CreateFailed {
-                role: side,
-                code: -1,
-            });
+            ops.push(Op::CreateFailed { role: side, code: -1 });
             if room || self.body.holds(role) {
-                ops.push(Op::Destroyed {
-                    role: side,
-                    handle: Pick::Right,
-                });
-                ops.push(Op::DestroyFailed {
-                    role: side,
-                    handle: Pick::Right,
-                    code: -2,
-                });
+                ops.push(Op::Destroyed { role: side, handle: Pick::Right });
+                ops.push(Op::DestroyFailed { role: side, handle: Pick::Right, code: -2 });
             }
             if room {
-                ops.push(Op::Destroyed {
-                    role: side,
-                    handle: Pick::Other,
-                });
+                ops.push(Op::Destroyed { role: side, handle: Pick::Other });
             }
         }
         ops
@@ -177,13 +143,7 @@ impl Model for PairModel {
     }
 
     fn key(&self) -> String {
-        format!(
-            "{}|{}|{}|{}",
-            self.body.key_text(),
-            self.publications,
-            self.abandons,
-            self.creates
-        )
+        format!("{}|{}|{}|{}", self.body.key_text(), self.publications, self.abandons, self.creates)
     }
 
     fn check(&self) -> Result<(), String> {

@@ -12,10 +12,8 @@ use super::{B, Body, Evidence, Kind, Outstanding, is_runner_work};
 impl Body {
     /// Feeds one event and checks the lane accepted exactly what it should.
     pub(super) fn feed(&mut self, event: Event, kind: Kind) -> Result<(), String> {
-        let answers = self
-            .answerable()
-            .into_iter()
-            .find(|&at| answers(&self.outstanding[at].effect, &event));
+        let answers =
+            self.answerable().into_iter().find(|&at| answers(&self.outstanding[at].effect, &event));
         let result = self.lane.handle(self.now, event);
         match (&result, answers) {
             (Ok(()), Some(at)) => {
@@ -25,9 +23,7 @@ impl Body {
                 self.record(event);
             }
             (Ok(()), None) => {
-                return Err(format!(
-                    "accepted {event:?}, which answers no outstanding effect"
-                ));
+                return Err(format!("accepted {event:?}, which answers no outstanding effect"));
             }
             (Err(error), Some(_)) if kind == Kind::Right => {
                 return Err(format!(
@@ -75,9 +71,7 @@ impl Body {
         match event {
             Event::Prepared { .. } | Event::PrepareFailed { .. } => evidence.holds_resources = true,
             Event::PrepareIncompatible { .. } => evidence.holds_resources = false,
-            Event::Completed {
-                evidence: waited, ..
-            } => {
+            Event::Completed { evidence: waited, .. } => {
                 evidence.completed = true;
                 evidence.published_ok = waited.channel == VerdictChannel::Record
                     && waited.record == RecordRead::Read(Record::Ok);
@@ -114,12 +108,8 @@ impl Body {
         // carry a larger id than its successor, L-2).
         let mut named: Vec<(usize, RunId)> = Vec::new();
         for lease in after.iter() {
-            let Some((at, &(r, _, _))) = self
-                .launches
-                .iter()
-                .enumerate()
-                .rev()
-                .find(|(_, (_, l, _))| *l == lease)
+            let Some((at, &(r, _, _))) =
+                self.launches.iter().enumerate().rev().find(|(_, (_, l, _))| *l == lease)
             else {
                 return Err(format!(
                     "{run}'s launch waits on {lease}, a lease no launch was asked for"
@@ -129,17 +119,12 @@ impl Body {
                 return Err(format!("{run}'s launch waits on its own boundary"));
             }
             if named.last().is_some_and(|(newer, _)| *newer <= at) {
-                return Err(format!(
-                    "{run}'s predecessors {after:?} are not newest first"
-                ));
+                return Err(format!("{run}'s predecessors {after:?} are not newest first"));
             }
             named.push((at, r));
         }
-        let launched_at = |r: RunId| {
-            self.launches
-                .iter()
-                .rposition(|(launched, _, _)| *launched == r)
-        };
+        let launched_at =
+            |r: RunId| self.launches.iter().rposition(|(launched, _, _)| *launched == r);
         match (self.on_pair.last(), named.first()) {
             (Some(latest), None) => Err(format!(
                 "{run}'s launch waits on no boundary while {latest} is still in flight"
@@ -198,14 +183,7 @@ impl Body {
                 evidence.prepare_asked = true;
                 again || in_order(&mut self.last_prepare, order, false)
             }
-            Effect::LaunchRun {
-                run,
-                lease,
-                aicpu,
-                aicore,
-                after,
-                epoch,
-            } => {
+            Effect::LaunchRun { run, lease, aicpu, aicore, after, epoch } => {
                 if aicpu == aicore {
                     return Err(format!("{effect:?} launches both kernels on one stream"));
                 }
@@ -234,18 +212,14 @@ impl Body {
                     return Err(format!("{run} asked to finalise twice"));
                 }
                 if copy_back && evidence.clean_status.is_none() {
-                    return Err(format!(
-                        "{run} asked to copy back without a clean status read"
-                    ));
+                    return Err(format!("{run} asked to copy back without a clean status read"));
                 }
                 true
             }
             Effect::UploadCode { publication, .. } => {
                 self.upload_asked.push(publication.0);
-                if let Some(earlier) = self
-                    .accepted
-                    .iter()
-                    .find(|a| a.seq < publication.0 && !a.delivered)
+                if let Some(earlier) =
+                    self.accepted.iter().find(|a| a.seq < publication.0 && !a.delivered)
                 {
                     return Err(format!(
                         "{publication} uploads before item {} has its outcome",
@@ -256,11 +230,7 @@ impl Body {
             }
             _ => true,
         };
-        if ordered {
-            Ok(())
-        } else {
-            Err(format!("{effect:?} is out of the lane's order"))
-        }
+        if ordered { Ok(()) } else { Err(format!("{effect:?} is out of the lane's order")) }
     }
 
     /// The run controls at a launch: a held run is never launched before its activation,
@@ -312,10 +282,7 @@ impl Body {
                     "{run} launched before {r}'s finalise returned (finalise before next launch)"
                 ));
             }
-            if self
-                .evidence
-                .iter()
-                .any(|(r, e)| *r != run && e.finalise_answered && e.launch_asked)
+            if self.evidence.iter().any(|(r, e)| *r != run && e.finalise_answered && e.launch_asked)
             {
                 self.reach(B::FinaliseFirst);
             }
@@ -384,20 +351,17 @@ impl Body {
         // A recovery entered without a new poison was entered from a fault notice (L-19):
         // it takes the unlaunched items down just the same. With the runtime's recovery
         // (L-24) the lane may pass through it within the call: its hand-over says so.
-        let recovering = matches!(
-            self.lane.state(),
-            LaneState::Recovering { .. } | LaneState::Unusable
-        );
+        let recovering =
+            matches!(self.lane.state(), LaneState::Recovering { .. } | LaneState::Unusable);
         taken_down |= recovering && !self.was_recovering;
         // The driver's order: effects, then outcomes (checked below, in that order).
         let mut effects = Vec::new();
         while let Some(effect) = self.lane.poll_effect() {
             effects.push(effect);
         }
-        taken_down |= effects
-            .iter()
-            .any(|e| matches!(e, Effect::Hook(RecoveryHook::OnPoison { .. })))
-            && !self.was_recovering;
+        taken_down |=
+            effects.iter().any(|e| matches!(e, Effect::Hook(RecoveryHook::OnPoison { .. })))
+                && !self.was_recovering;
         if taken_down {
             // Everything asked for before is abandoned with the device.
             self.epoch += 1;
@@ -435,19 +399,14 @@ impl Body {
             if matches!(effect, Effect::Hook(_) | Effect::AdoptReset) {
                 continue;
             }
-            self.outstanding.push(Outstanding {
-                effect,
-                epoch: self.epoch,
-            });
+            self.outstanding.push(Outstanding { effect, epoch: self.epoch });
         }
         if let Some(deadline) = self.lane.poll_deadline() {
             let awaited = self.current().into_iter().any(|at| {
                 matches!(self.outstanding[at].effect, Effect::AwaitCompletion { deadline: d, .. } if d == deadline)
             });
             if !awaited {
-                return Err(format!(
-                    "deadline {deadline} with no outstanding completion await"
-                ));
+                return Err(format!("deadline {deadline} with no outstanding completion await"));
             }
         }
         Ok(())
@@ -462,48 +421,28 @@ fn answers(effect: &Effect, event: &Event) -> bool {
             Effect::PrepareRun { run, lease, .. },
             Event::Prepared { run: r, lease: l }
             | Event::PrepareIncompatible { run: r, lease: l }
-            | Event::PrepareFailed {
-                run: r, lease: l, ..
-            },
+            | Event::PrepareFailed { run: r, lease: l, .. },
         )
         | (
             Effect::LaunchRun { run, lease, .. },
             Event::Launched { run: r, lease: l }
             | Event::LaunchDeclined { run: r, lease: l }
-            | Event::LaunchFailed {
-                run: r, lease: l, ..
-            },
+            | Event::LaunchFailed { run: r, lease: l, .. },
         )
         | (
             Effect::AwaitCompletion { run, lease, .. },
-            Event::Completed {
-                run: r, lease: l, ..
-            }
-            | Event::CompletionFailed {
-                run: r, lease: l, ..
-            },
+            Event::Completed { run: r, lease: l, .. }
+            | Event::CompletionFailed { run: r, lease: l, .. },
         )
-        | (
-            Effect::ReadRecords { run, lease, .. },
-            Event::RecordsRead {
-                run: r, lease: l, ..
-            },
-        )
+        | (Effect::ReadRecords { run, lease, .. }, Event::RecordsRead { run: r, lease: l, .. })
         | (
             Effect::ReadStatus { run, lease, .. },
-            Event::StatusRead {
-                run: r, lease: l, ..
-            }
-            | Event::StatusReadFailed {
-                run: r, lease: l, ..
-            },
+            Event::StatusRead { run: r, lease: l, .. }
+            | Event::StatusReadFailed { run: r, lease: l, .. },
         )
         | (
             Effect::FinaliseRun { run, lease, .. },
-            Event::Finalised { run: r, lease: l }
-            | Event::FinaliseFailed {
-                run: r, lease: l, ..
-            },
+            Event::Finalised { run: r, lease: l } | Event::FinaliseFailed { run: r, lease: l, .. },
         ) => run == r && lease == l,
         (
             Effect::CreateStream { role },
@@ -512,9 +451,7 @@ fn answers(effect: &Effect, event: &Event) -> bool {
         (
             Effect::DestroyStream { role, handle, .. },
             Event::StreamDestroyed { role: r, handle: h }
-            | Event::StreamDestroyFailed {
-                role: r, handle: h, ..
-            },
+            | Event::StreamDestroyFailed { role: r, handle: h, .. },
         ) => role == r && handle == h,
         (
             Effect::UploadCode { publication, .. },

@@ -16,22 +16,15 @@ impl Body {
         let state = self.lane.state();
         let slots = usize::from(self.lane.profile().slots());
         let held = self.undelivered(true) + self.reserved.len();
-        let reservation = request
-            .lease
-            .and_then(|lease| self.reserved.iter().position(|l| *l == lease));
+        let reservation =
+            request.lease.and_then(|lease| self.reserved.iter().position(|l| *l == lease));
         let tag_holder = request.tag.and_then(|tag| {
-            self.accepted
-                .iter()
-                .find(|a| !a.delivered && a.run == Some(Some(tag)))
-                .map(|a| a.seq)
+            self.accepted.iter().find(|a| !a.delivered && a.run == Some(Some(tag))).map(|a| a.seq)
         });
         // The epoch rule (L-8): non-zero, above the last accepted, never mixed.
-        let epoch_refused = self
-            .runner_epochs
-            .is_some_and(|carried| carried != request.epoch.is_some())
-            || request
-                .epoch
-                .is_some_and(|e| e == 0 || e <= self.last_epoch);
+        let epoch_refused =
+            self.runner_epochs.is_some_and(|carried| carried != request.epoch.is_some())
+                || request.epoch.is_some_and(|e| e == 0 || e <= self.last_epoch);
         let result = self.lane.submit(self.now, request);
         match result {
             Ok(run) => {
@@ -134,9 +127,7 @@ impl Body {
                     && tag_holder.is_none()
                     && !epoch_refused
                 {
-                    return Err(format!(
-                        "an open lane with room refused {request:?}: {error:?}"
-                    ));
+                    return Err(format!("an open lane with room refused {request:?}: {error:?}"));
                 }
             }
         }
@@ -157,10 +148,7 @@ impl Body {
             Err(PublishError::Poisoned { .. } | PublishError::Lost { .. })
                 if matches!(state, LaneState::Recovering { .. } | LaneState::Lost) => {}
             Err(PublishError::Suspect { .. })
-                if matches!(
-                    state,
-                    LaneState::Suspect { .. } | LaneState::Recovering { .. }
-                ) => {}
+                if matches!(state, LaneState::Suspect { .. } | LaneState::Recovering { .. }) => {}
             Err(PublishError::LostAfterNotice { .. }) if state == LaneState::Lost => {}
             Err(PublishError::Unusable { .. } | PublishError::UnusableAfterNotice { .. })
                 if state == LaneState::Unusable => {}
@@ -245,10 +233,7 @@ impl Body {
 
     /// Where `run` stands in the lane's order.
     pub(super) fn order_of(&self, run: RunId) -> ItemOrder {
-        ItemOrder {
-            seq: run.0,
-            key: self.accepted_item(run.0).and_then(|a| a.key),
-        }
+        ItemOrder { seq: run.0, key: self.accepted_item(run.0).and_then(|a| a.key) }
     }
 
     /// The accepted item with sequence number `seq`.
@@ -267,11 +252,8 @@ impl Body {
                 .copied()
                 .collect()
         };
-        let (first, second) = if index & 0x80 == 0 {
-            (of(false), of(true))
-        } else {
-            (of(true), of(false))
-        };
+        let (first, second) =
+            if index & 0x80 == 0 { (of(false), of(true)) } else { (of(true), of(false)) };
         pick(&first, index & 0x7F).or_else(|| pick(&second, index & 0x7F))
     }
 
@@ -315,18 +297,14 @@ impl Body {
         let Some(item) = self.pick_item(index, false) else {
             return Ok(());
         };
-        let launched = self
-            .evidence
-            .iter()
-            .any(|(r, e)| r.0 == item.seq && e.launch_asked);
+        let launched = self.evidence.iter().any(|(r, e)| r.0 == item.seq && e.launch_asked);
         let uploading = self.outstanding.iter().any(|o| {
             matches!(o.effect, Effect::UploadCode { publication, .. } if publication.0 == item.seq)
         });
         let result = if item.run.is_some() {
             self.lane.cancel(self.now, RunId(item.seq))
         } else {
-            self.lane
-                .cancel_publication(self.now, PublicationId(item.seq))
+            self.lane.cancel_publication(self.now, PublicationId(item.seq))
         };
         match result {
             Ok(()) => {
@@ -351,10 +329,7 @@ impl Body {
                     ControlError::NotHeld { .. } => false,
                 };
                 if !consistent {
-                    return Err(format!(
-                        "cancel of {} refused: {error} ({item:?})",
-                        item.seq
-                    ));
+                    return Err(format!("cancel of {} refused: {error} ({item:?})", item.seq));
                 }
             }
         }

@@ -15,10 +15,7 @@ impl Body {
     /// The outstanding effects asked for since the last poison, in the order
     /// [`Op::Answer`] indexes them.
     pub(crate) fn current_effects(&self) -> Vec<Effect> {
-        self.answerable()
-            .into_iter()
-            .map(|at| self.outstanding[at].effect)
-            .collect()
+        self.answerable().into_iter().map(|at| self.outstanding[at].effect).collect()
     }
 
     /// How many outstanding effects were asked for before the last poison (abandoned with
@@ -103,16 +100,10 @@ impl Body {
     /// reached, the outcomes already checked, and the event history (the explorer replays
     /// only the event it just fed, in the same action).
     pub(crate) fn key_text(&self) -> String {
-        let outstanding: Vec<(bool, Effect)> = self
-            .outstanding
-            .iter()
-            .map(|o| (o.epoch == self.epoch, o.effect))
-            .collect();
-        let accepted: Vec<(u64, bool, bool, bool)> = self
-            .accepted
-            .iter()
-            .map(|a| (a.seq, a.delivered, a.held, a.cancel_asked))
-            .collect();
+        let outstanding: Vec<(bool, Effect)> =
+            self.outstanding.iter().map(|o| (o.epoch == self.epoch, o.effect)).collect();
+        let accepted: Vec<(u64, bool, bool, bool)> =
+            self.accepted.iter().map(|a| (a.seq, a.delivered, a.held, a.cancel_asked)).collect();
         format!(
             "{}|{}|{outstanding:?}|{:?}|{accepted:?}|{:?}|{:?},{:?},{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}|{:?},{}|{:?}",
             self.lane.fingerprint().as_str(),
@@ -141,9 +132,7 @@ impl Body {
     /// item, and the [`Op::Activate`] index of each pending held run.
     pub(crate) fn control_targets(&self) -> (Vec<u8>, Vec<u8>) {
         let pending: Vec<&Accepted> = self.accepted.iter().filter(|a| !a.delivered).collect();
-        let cancels = (0..pending.len())
-            .filter_map(|at| u8::try_from(at).ok())
-            .collect();
+        let cancels = (0..pending.len()).filter_map(|at| u8::try_from(at).ok()).collect();
         let activates = pending
             .iter()
             .filter(|a| a.run.is_some())
@@ -161,10 +150,6 @@ impl Body {
 
     /// The accepted items without an outcome yet: `(seq, is a run)`, in submission order.
     pub(crate) fn pending_items(&self) -> Vec<(u64, bool)> {
-        self.accepted
-            .iter()
-            .filter(|a| !a.delivered)
-            .map(|a| (a.seq, a.run.is_some()))
-            .collect()
+        self.accepted.iter().filter(|a| !a.delivered).map(|a| (a.seq, a.run.is_some())).collect()
     }
 }

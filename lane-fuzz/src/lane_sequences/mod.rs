@@ -124,11 +124,7 @@ pub fn run(input: &Input) -> Result<Reached, Finding> {
     let mut body = Body::new(input.profile);
     for (step, op) in input.ops.iter().enumerate() {
         body.op(*op).map_err(|message| {
-            Finding::new(
-                NAME,
-                Some(step),
-                format!("{op:?}: {message}\n{}", body.describe()),
-            )
+            Finding::new(NAME, Some(step), format!("{op:?}: {message}\n{}", body.describe()))
         })?;
     }
     body.finish()
@@ -177,10 +173,7 @@ struct Accepted {
 impl Accepted {
     /// Where the item stands in the lane's order.
     const fn order(&self) -> lane_core::ItemOrder {
-        lane_core::ItemOrder {
-            seq: self.seq,
-            key: self.key,
-        }
+        lane_core::ItemOrder { seq: self.seq, key: self.key }
     }
 }
 
@@ -269,11 +262,7 @@ impl Body {
         let spec = ProfileSpec {
             name: "fuzz",
             slots,
-            launch_depth: if profile.finalise_first {
-                1
-            } else {
-                1 + profile.depth % slots
-            },
+            launch_depth: if profile.finalise_first { 1 } else { 1 + profile.depth % slots },
             concurrent_prepare: profile.concurrent_prepare,
             prepare_window: 1 + profile.window % slots,
             copies: lane_core::CopyPath::Sync,
@@ -287,11 +276,7 @@ impl Body {
             device_op_timeout_ns: COMPLETION_TIMEOUT_NS / 2,
             drain_timeout_ns: 1_000,
             recovery_attempts: 1 + profile.attempts % 3,
-            recovery: if profile.runtime_recovery {
-                Recovery::Runtime
-            } else {
-                Recovery::InPlace
-            },
+            recovery: if profile.runtime_recovery { Recovery::Runtime } else { Recovery::InPlace },
             finalise: if profile.finalise_first {
                 FinaliseOrder::BeforeNextLaunch
             } else {
@@ -348,11 +333,8 @@ impl Body {
 
     /// The state a reader of a finding needs.
     pub(crate) fn describe(&self) -> String {
-        let outstanding: Vec<String> = self
-            .outstanding
-            .iter()
-            .map(|o| format!("{:?}@{}", o.effect, o.epoch))
-            .collect();
+        let outstanding: Vec<String> =
+            self.outstanding.iter().map(|o| format!("{:?}@{}", o.effect, o.epoch)).collect();
         format!(
             "  lane: {:?}, {} items pending, pair: {}, deadline {:?}, now {}\n  outstanding (epoch {}): {outstanding:?}\n  accepted: {:?}",
             self.lane.state(),
@@ -361,20 +343,13 @@ impl Body {
             self.lane.poll_deadline(),
             self.now,
             self.epoch,
-            self.accepted
-                .iter()
-                .map(|a| (a.seq, a.delivered))
-                .collect::<Vec<_>>(),
+            self.accepted.iter().map(|a| (a.seq, a.delivered)).collect::<Vec<_>>(),
         )
     }
 
     pub(crate) fn op(&mut self, op: Op) -> Result<(), String> {
         match op {
-            Op::Submit {
-                tag,
-                diagnostics,
-                lease,
-            } => {
+            Op::Submit { tag, diagnostics, lease } => {
                 let request = RunRequest {
                     tag: tag.map(|t| Tag(u64::from(t % 4))),
                     diagnostics,
@@ -456,9 +431,7 @@ impl Body {
 
     /// Indices of the outstanding effects asked for since the last poison.
     pub(crate) fn current(&self) -> Vec<usize> {
-        (0..self.outstanding.len())
-            .filter(|&at| self.outstanding[at].epoch == self.epoch)
-            .collect()
+        (0..self.outstanding.len()).filter(|&at| self.outstanding[at].epoch == self.epoch).collect()
     }
 
     /// Indices of the outstanding effects the lane must accept an answer to: those asked
@@ -476,10 +449,8 @@ impl Body {
     /// Answers with success, up to 64 times, the first answerable effect `wanted` picks.
     fn pump(&mut self, wanted: impl Fn(&Effect) -> bool) -> Result<(), String> {
         for _ in 0..64 {
-            let Some(at) = self
-                .answerable()
-                .into_iter()
-                .find(|&at| wanted(&self.outstanding[at].effect))
+            let Some(at) =
+                self.answerable().into_iter().find(|&at| wanted(&self.outstanding[at].effect))
             else {
                 break;
             };
@@ -503,27 +474,19 @@ impl Body {
     }
 
     fn undelivered(&self, runs: bool) -> usize {
-        self.accepted
-            .iter()
-            .filter(|a| !a.delivered && a.run.is_some() == runs)
-            .count()
+        self.accepted.iter().filter(|a| !a.delivered && a.run.is_some() == runs).count()
     }
 }
 
 /// Whether `effect` is runner work (a prepare or a finalise), which a poison cannot stop:
 /// the lane waits for its answer (L-18).
 const fn is_runner_work(effect: &Effect) -> bool {
-    matches!(
-        effect,
-        Effect::PrepareRun { .. } | Effect::FinaliseRun { .. }
-    )
+    matches!(effect, Effect::PrepareRun { .. } | Effect::FinaliseRun { .. })
 }
 
 /// Whether a poison with this origin and cause was seen.
 fn recorded(poisons: &[lane_core::PoisonRecord], cause: lane_core::Cause, origin: RunId) -> bool {
-    poisons
-        .iter()
-        .any(|p| p.origin == origin && p.cause == cause)
+    poisons.iter().any(|p| p.origin == origin && p.cause == cause)
 }
 
 /// `index % len` into a list of indices.

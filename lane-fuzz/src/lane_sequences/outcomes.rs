@@ -12,24 +12,15 @@ impl Body {
     /// lane's order (L-2: submission order, but for a keyed run placed ahead of keyed runs
     /// with a greater key), consistent with what happened.
     pub(super) fn delivered(&mut self, outcome: Outcome) -> Result<(), String> {
-        let Some(at) = self
-            .accepted
-            .iter()
-            .position(|a| !a.delivered && a.seq == outcome.seq())
+        let Some(at) = self.accepted.iter().position(|a| !a.delivered && a.seq == outcome.seq())
         else {
             return Err(format!(
                 "{outcome} delivered, but it is no accepted item without its outcome"
             ));
         };
-        let order = ItemOrder {
-            seq: outcome.seq(),
-            key: self.accepted[at].key,
-        };
+        let order = ItemOrder { seq: outcome.seq(), key: self.accepted[at].key };
         if outcome.order() != order {
-            return Err(format!(
-                "{outcome} carries {:?}, not {order:?}",
-                outcome.order()
-            ));
+            return Err(format!("{outcome} carries {:?}, not {order:?}", outcome.order()));
         }
         if let Some(behind) = self
             .accepted
@@ -41,11 +32,7 @@ impl Body {
                 behind.seq
             ));
         }
-        if self
-            .accepted
-            .iter()
-            .any(|a| !a.delivered && a.seq < order.seq)
-        {
+        if self.accepted.iter().any(|a| !a.delivered && a.seq < order.seq) {
             self.reach(B::PassedStaged);
         }
         self.accepted[at].delivered = true;
@@ -212,10 +199,7 @@ impl Body {
         self.after_call()?;
         self.answer_everything()?;
         if !self.lane.state().is_closed() {
-            return Err(format!(
-                "close, answered in full, left the lane {:?}",
-                self.lane.state()
-            ));
+            return Err(format!("close, answered in full, left the lane {:?}", self.lane.state()));
         }
         Ok(())
     }
@@ -223,8 +207,7 @@ impl Body {
     fn answer_everything(&mut self) -> Result<(), String> {
         for _ in 0..FINAL_ANSWERS_MAX {
             let epoch = self.epoch;
-            self.outstanding
-                .retain(|o| o.epoch == epoch || is_runner_work(&o.effect));
+            self.outstanding.retain(|o| o.epoch == epoch || is_runner_work(&o.effect));
             let Some(first) = self.outstanding.first() else {
                 // The caller activates what it holds: a held run launches only then.
                 let Some(held) = self.accepted.iter().find(|a| a.held && !a.delivered) else {
@@ -248,8 +231,6 @@ impl Body {
             let (event, kind) = self.reply(first.effect, Reply::Success);
             self.feed(event, kind)?;
         }
-        Err(format!(
-            "livelock: still asking after {FINAL_ANSWERS_MAX} answers"
-        ))
+        Err(format!("livelock: still asking after {FINAL_ANSWERS_MAX} answers"))
     }
 }

@@ -28,24 +28,15 @@ impl Body {
             (Effect::PrepareRun { run, lease, .. }, Reply::Success) => {
                 (Event::Prepared { run, lease }, Kind::Right)
             }
-            (Effect::PrepareRun { run, lease, .. }, Reply::Failure { code: c, .. }) => (
-                Event::PrepareFailed {
-                    run,
-                    lease,
-                    code: code(c).into(),
-                },
-                Kind::Right,
-            ),
+            (Effect::PrepareRun { run, lease, .. }, Reply::Failure { code: c, .. }) => {
+                (Event::PrepareFailed { run, lease, code: code(c).into() }, Kind::Right)
+            }
             (Effect::PrepareRun { run, lease, .. }, Reply::Other { .. }) => {
                 (Event::PrepareIncompatible { run, lease }, Kind::Right)
             }
-            (Effect::CreateStream { role }, Reply::Failure { code: c, .. }) => (
-                Event::StreamCreateFailed {
-                    role,
-                    code: code(c),
-                },
-                Kind::Right,
-            ),
+            (Effect::CreateStream { role }, Reply::Failure { code: c, .. }) => {
+                (Event::StreamCreateFailed { role, code: code(c) }, Kind::Right)
+            }
             (Effect::CreateStream { role }, Reply::Other { .. }) => {
                 let other = match role {
                     Role::Aicpu => Role::Aicore,
@@ -62,76 +53,33 @@ impl Body {
             (Effect::DestroyStream { role, handle, .. }, Reply::Success) => {
                 (Event::StreamDestroyed { role, handle }, Kind::Right)
             }
-            (Effect::DestroyStream { role, handle, .. }, Reply::Failure { code: c, .. }) => (
-                Event::StreamDestroyFailed {
-                    role,
-                    handle,
-                    code: code(c),
-                },
-                Kind::Right,
-            ),
+            (Effect::DestroyStream { role, handle, .. }, Reply::Failure { code: c, .. }) => {
+                (Event::StreamDestroyFailed { role, handle, code: code(c) }, Kind::Right)
+            }
             (Effect::DestroyStream { role, handle, .. }, Reply::Other { .. }) => (
-                Event::StreamDestroyed {
-                    role,
-                    handle: StreamHandle(handle.0.wrapping_add(1)),
-                },
+                Event::StreamDestroyed { role, handle: StreamHandle(handle.0.wrapping_add(1)) },
                 Kind::Wrong,
             ),
             (Effect::LaunchRun { run, lease, .. }, Reply::Success) => {
                 (Event::Launched { run, lease }, Kind::Right)
             }
             (Effect::LaunchRun { run, lease, .. }, Reply::Failure { code: c, step }) => (
-                Event::LaunchFailed {
-                    run,
-                    lease,
-                    step: launch_step(step),
-                    code: code(c).into(),
-                },
+                Event::LaunchFailed { run, lease, step: launch_step(step), code: code(c).into() },
                 Kind::Right,
             ),
             // A launch has no third answer: the step is taken from the code index.
             (Effect::LaunchRun { run, lease, .. }, Reply::Other { code: c }) => (
-                Event::LaunchFailed {
-                    run,
-                    lease,
-                    step: launch_step(c),
-                    code: code(c).into(),
-                },
+                Event::LaunchFailed { run, lease, step: launch_step(c), code: code(c).into() },
                 Kind::Right,
             ),
-            (Effect::AwaitCompletion { run, lease, .. }, Reply::Failure { code: c, .. }) => (
-                Event::CompletionFailed {
-                    run,
-                    lease,
-                    code: code(c),
-                },
+            (Effect::AwaitCompletion { run, lease, .. }, Reply::Failure { code: c, .. }) => {
+                (Event::CompletionFailed { run, lease, code: code(c) }, Kind::Right)
+            }
+            (Effect::AwaitCompletion { run, lease, channel, .. }, Reply::Other { code: c }) => (
+                Event::Completed { run, lease, evidence: completion_evidence(channel, c) },
                 Kind::Right,
             ),
-            (
-                Effect::AwaitCompletion {
-                    run,
-                    lease,
-                    channel,
-                    ..
-                },
-                Reply::Other { code: c },
-            ) => (
-                Event::Completed {
-                    run,
-                    lease,
-                    evidence: completion_evidence(channel, c),
-                },
-                Kind::Right,
-            ),
-            (
-                Effect::AwaitCompletion {
-                    run,
-                    lease,
-                    channel,
-                    ..
-                },
-                _,
-            ) => (
+            (Effect::AwaitCompletion { run, lease, channel, .. }, _) => (
                 Event::Completed {
                     run,
                     lease,
@@ -153,9 +101,9 @@ impl Body {
                         source: RecordSource::Header,
                         payload_len: 0,
                     }),
-                    Reply::Other { code: c } => RecordRead::Read(Record::NeverPublished {
-                        stamp: u64::from(c),
-                    }),
+                    Reply::Other { code: c } => {
+                        RecordRead::Read(Record::NeverPublished { stamp: u64::from(c) })
+                    }
                     Reply::Failure { code: c, .. } => RecordRead::Failed(code(c)),
                     Reply::Success | Reply::Decline => RecordRead::Read(Record::Ok),
                 };
@@ -164,33 +112,17 @@ impl Body {
                     .enumerate()
                     .map(|(at, (covered, _))| CoveredRead {
                         run: covered.0,
-                        record: if at == 0 {
-                            first
-                        } else {
-                            RecordRead::Read(Record::Ok)
-                        },
+                        record: if at == 0 { first } else { RecordRead::Read(Record::Ok) },
                     })
                     .collect();
-                (
-                    Event::RecordsRead {
-                        run,
-                        lease,
-                        records,
-                    },
-                    Kind::Right,
-                )
+                (Event::RecordsRead { run, lease, records }, Kind::Right)
             }
             (Effect::ReadStatus { run, lease, .. }, Reply::Success) => {
                 (self.status_read(run, lease, None), Kind::Right)
             }
-            (Effect::ReadStatus { run, lease, .. }, Reply::Failure { code: c, .. }) => (
-                Event::StatusReadFailed {
-                    run,
-                    lease,
-                    code: code(c),
-                },
-                Kind::Right,
-            ),
+            (Effect::ReadStatus { run, lease, .. }, Reply::Failure { code: c, .. }) => {
+                (Event::StatusReadFailed { run, lease, code: code(c) }, Kind::Right)
+            }
             (Effect::ReadStatus { run, lease, .. }, Reply::Other { code: c }) => {
                 (self.status_read(run, lease, Some(c)), Kind::Right)
             }
@@ -198,49 +130,29 @@ impl Body {
                 (Event::Finalised { run, lease }, Kind::Right)
             }
             (Effect::FinaliseRun { run, lease, .. }, Reply::Failure { code: c, .. }) => (
-                Event::FinaliseFailed {
-                    run,
-                    lease,
-                    failure: FinaliseFailure::Acl(code(c)),
-                },
+                Event::FinaliseFailed { run, lease, failure: FinaliseFailure::Acl(code(c)) },
                 Kind::Right,
             ),
             (Effect::FinaliseRun { run, lease, .. }, Reply::Other { .. }) => (
-                Event::FinaliseFailed {
-                    run,
-                    lease,
-                    failure: FinaliseFailure::Validation,
-                },
+                Event::FinaliseFailed { run, lease, failure: FinaliseFailure::Validation },
                 Kind::Right,
             ),
-            (Effect::UploadCode { publication, .. }, Reply::Failure { code: c, .. }) => (
-                Event::UploadFailed {
-                    publication,
-                    code: code(c).into(),
-                },
-                Kind::Right,
-            ),
+            (Effect::UploadCode { publication, .. }, Reply::Failure { code: c, .. }) => {
+                (Event::UploadFailed { publication, code: code(c).into() }, Kind::Right)
+            }
             (Effect::UploadCode { publication, .. }, _) => {
                 (Event::Uploaded { publication }, Kind::Right)
             }
             (Effect::DrainDevice { attempt, .. }, _) => {
                 (Event::DeviceDrained { attempt }, Kind::Right)
             }
-            (Effect::ForceReset { attempt }, Reply::Failure { code: c, .. }) => (
-                Event::ResetFailed {
-                    attempt,
-                    code: code(c),
-                },
-                Kind::Right,
-            ),
+            (Effect::ForceReset { attempt }, Reply::Failure { code: c, .. }) => {
+                (Event::ResetFailed { attempt, code: code(c) }, Kind::Right)
+            }
             (Effect::ForceReset { attempt }, _) => (Event::ResetDone { attempt }, Kind::Right),
-            (Effect::Probe { attempt }, Reply::Failure { code: c, .. }) => (
-                Event::ProbeFailed {
-                    attempt,
-                    code: code(c),
-                },
-                Kind::Right,
-            ),
+            (Effect::Probe { attempt }, Reply::Failure { code: c, .. }) => {
+                (Event::ProbeFailed { attempt, code: code(c) }, Kind::Right)
+            }
             (Effect::Probe { attempt }, _) => (Event::ProbePassed { attempt }, Kind::Right),
             // Never outstanding (nothing answers them): an event that answers nothing.
             (Effect::Hook(_) | Effect::AdoptReset, _) => {
@@ -251,23 +163,14 @@ impl Body {
 
     fn created(&mut self, role: Role) -> (Event, Kind) {
         self.next_handle += 1;
-        (
-            Event::StreamCreated {
-                role,
-                handle: StreamHandle(self.next_handle),
-            },
-            Kind::Right,
-        )
+        (Event::StreamCreated { role, handle: StreamHandle(self.next_handle) }, Kind::Right)
     }
 
     fn status_read(&self, run: RunId, lease: Lease, latch: Option<u8>) -> Event {
         let mut status = self.layout_clean;
         if let Some(i) = latch {
             let at = usize::from(i) % (RuntimeCode::ALL.len() + 1);
-            let code = RuntimeCode::ALL
-                .get(at)
-                .copied()
-                .unwrap_or(RuntimeCode::Unknown(4242));
+            let code = RuntimeCode::ALL.get(at).copied().unwrap_or(RuntimeCode::Unknown(4242));
             if i % 2 == 0 {
                 status.orch = Some(code);
             } else {
@@ -309,28 +212,18 @@ impl Body {
                 })
             }
             Forgery::UnknownRun(i) => {
-                let delivered: Vec<u64> = self
-                    .accepted
-                    .iter()
-                    .filter(|a| a.delivered)
-                    .map(|a| a.seq)
-                    .collect();
+                let delivered: Vec<u64> =
+                    self.accepted.iter().filter(|a| a.delivered).map(|a| a.seq).collect();
                 let run = match pick(&delivered, i) {
                     Some(seq) if i % 2 == 0 => RunId(seq),
                     _ => RunId(self.accepted.last().map_or(1, |a| a.seq) + 1 + u64::from(i)),
                 };
-                let lease = pick(&self.former_leases, i).unwrap_or(Lease {
-                    slot: SlotId(0),
-                    generation: generation_of(1),
-                });
+                let lease = pick(&self.former_leases, i)
+                    .unwrap_or(Lease { slot: SlotId(0), generation: generation_of(1) });
                 match i % 5 {
                     0 => Event::Prepared { run, lease },
                     1 => Event::Launched { run, lease },
-                    2 => Event::Completed {
-                        run,
-                        lease,
-                        evidence: Waited::PUBLISHED_OK,
-                    },
+                    2 => Event::Completed { run, lease, evidence: Waited::PUBLISHED_OK },
                     3 => self.status_read(run, lease, None),
                     _ => Event::Finalised { run, lease },
                 }
@@ -359,9 +252,7 @@ impl Body {
                 if uploading.contains(&seq) {
                     return Ok(());
                 }
-                Event::Uploaded {
-                    publication: PublicationId(seq),
-                }
+                Event::Uploaded { publication: PublicationId(seq) }
             }
         };
         let rejected_before = self.lane.rejected_events();
@@ -402,58 +293,34 @@ fn completion_evidence(channel: VerdictChannel, c: u8) -> Waited {
             },
         };
     }
-    let never = RecordRead::Read(Record::NeverPublished {
-        stamp: u64::from(c),
-    });
+    let never = RecordRead::Read(Record::NeverPublished { stamp: u64::from(c) });
     let (record, device) = match c % 8 {
         0 => {
             let at = usize::from(c / 8) % (RuntimeCode::ALL.len() + 1);
-            let code = RuntimeCode::ALL
-                .get(at)
-                .copied()
-                .unwrap_or(RuntimeCode::Unknown(4242));
+            let code = RuntimeCode::ALL.get(at).copied().unwrap_or(RuntimeCode::Unknown(4242));
             // The waiter makes no device verdict on an error record: it decides the run.
-            let record = Record::Error {
-                code,
-                source: RecordSource::Header,
-                payload_len: 0,
-            };
+            let record = Record::Error { code, source: RecordSource::Header, payload_len: 0 };
             (RecordRead::Read(record), None)
         }
         1 => (never, Some(DeviceVerdict::Clean)),
         2 => (never, Some(DeviceVerdict::Fault(acl_code(c / 8)))),
-        3 => (
-            RecordRead::Failed(acl_code(c / 8)),
-            Some(DeviceVerdict::Clean),
-        ),
-        4 => (
-            RecordRead::Read(Record::Malformed(record_defect(c / 8))),
-            Some(DeviceVerdict::Clean),
-        ),
+        3 => (RecordRead::Failed(acl_code(c / 8)), Some(DeviceVerdict::Clean)),
+        4 => {
+            (RecordRead::Read(Record::Malformed(record_defect(c / 8))), Some(DeviceVerdict::Clean))
+        }
         // What the synchronize returned, for the lane to attribute (L-8a): the AICPU
         // stream's code (a sticky fatal status reads as 507018), or the AICore stream's.
         6 => (
             never,
-            Some(DeviceVerdict::Returned {
-                aicpu: Some(AclCode::RtAicpuException),
-                aicore: None,
-            }),
+            Some(DeviceVerdict::Returned { aicpu: Some(AclCode::RtAicpuException), aicore: None }),
         ),
         7 => (
             never,
-            Some(DeviceVerdict::Returned {
-                aicpu: None,
-                aicore: Some(AclCode::RtAicoreException),
-            }),
+            Some(DeviceVerdict::Returned { aicpu: None, aicore: Some(AclCode::RtAicoreException) }),
         ),
         _ => (never, None),
     };
-    Waited {
-        channel,
-        boundary: Boundary::Complete,
-        record,
-        device,
-    }
+    Waited { channel, boundary: Boundary::Complete, record, device }
 }
 
 /// A published record's defect, picked by `i % 8`.
@@ -465,11 +332,7 @@ const fn record_defect(i: u8) -> RecordDefect {
         2 => RecordDefect::UnknownVerdict { raw: 3 + raw },
         3 => RecordDefect::ErrorWithoutCode,
         4 => RecordDefect::UnknownSource { raw: 4 + raw },
-        5 => RecordDefect::OkWithDetail {
-            code: -1,
-            source: 0,
-            payload: 0,
-        },
+        5 => RecordDefect::OkWithDetail { code: -1, source: 0, payload: 0 },
         6 => RecordDefect::PayloadTooLong { bytes: 257 + raw },
         _ => RecordDefect::Short { len: 8 },
     }
@@ -478,47 +341,21 @@ const fn record_defect(i: u8) -> RecordDefect {
 /// The ACL code at `i % 26`; the 26th is one no table names.
 fn acl_code(i: u8) -> AclCode {
     let at = usize::from(i) % (AclCode::ALL.len() + 1);
-    AclCode::ALL
-        .get(at)
-        .copied()
-        .unwrap_or(AclCode::Unknown(999_001))
+    AclCode::ALL.get(at).copied().unwrap_or(AclCode::Unknown(999_001))
 }
 
 /// `event` with its lease changed by `f` (events without a lease are returned as they are).
 fn with_lease(event: Event, f: impl Fn(Lease) -> Lease) -> Event {
     match event {
-        Event::Prepared { run, lease } => Event::Prepared {
-            run,
-            lease: f(lease),
-        },
-        Event::Launched { run, lease } => Event::Launched {
-            run,
-            lease: f(lease),
-        },
-        Event::Completed {
-            run,
-            lease,
-            evidence,
-        } => Event::Completed {
-            run,
-            lease: f(lease),
-            evidence,
-        },
-        Event::StatusRead {
-            run,
-            lease,
-            status,
-            timing,
-        } => Event::StatusRead {
-            run,
-            lease: f(lease),
-            status,
-            timing,
-        },
-        Event::Finalised { run, lease } => Event::Finalised {
-            run,
-            lease: f(lease),
-        },
+        Event::Prepared { run, lease } => Event::Prepared { run, lease: f(lease) },
+        Event::Launched { run, lease } => Event::Launched { run, lease: f(lease) },
+        Event::Completed { run, lease, evidence } => {
+            Event::Completed { run, lease: f(lease), evidence }
+        }
+        Event::StatusRead { run, lease, status, timing } => {
+            Event::StatusRead { run, lease: f(lease), status, timing }
+        }
+        Event::Finalised { run, lease } => Event::Finalised { run, lease: f(lease) },
         other => other,
     }
 }

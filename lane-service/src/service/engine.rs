@@ -58,10 +58,7 @@ pub(super) enum Ran {
     /// Another thread runs the steps (or the executor is not in yet).
     Elsewhere,
     /// Ran them to a sleep until work is posted or `until` (device clock, read at `now`).
-    Slept {
-        until: Option<Timestamp>,
-        now: Timestamp,
-    },
+    Slept { until: Option<Timestamp>, now: Timestamp },
     /// Let go of them for the lane's own threads (a recovery call a submitter does not make).
     Left,
     /// Ran them to their end after the shutdown.
@@ -139,9 +136,8 @@ impl<D: Device + Send, R: Runner<D> + Send> RunsSteps for Engine<D, R> {
             },
             (How::Look | How::Due, DeviceWait::Completion { .. }) => Reach::Look,
         };
-        let waited = catch_unwind(AssertUnwindSafe(|| {
-            run_device_wait_as(&mut **waiter, &wait, reach)
-        }));
+        let waited =
+            catch_unwind(AssertUnwindSafe(|| run_device_wait_as(&mut **waiter, &wait, reach)));
         drop(waiter);
         match waited {
             Ok(waited) => self.mailbox.give_waited(ticket, waited),
@@ -264,9 +260,7 @@ impl<D: Device, R: Runner<D>> Engine<D, R> {
             }
             match next {
                 Next::Execute(effect) => {
-                    answer = executor
-                        .execute(effect, &mut NoObserver)
-                        .map_err(|e| lost(&e))?;
+                    answer = executor.execute(effect, &mut NoObserver).map_err(|e| lost(&e))?;
                 }
                 Next::Sleep(until) => {
                     if mailbox.end_steps(false) {
@@ -331,9 +325,6 @@ impl Announcer {
     pub(super) fn new(callback: Option<OutcomeCallback>) -> Self {
         // It swaps buffers with the mailbox's, so it starts at the same size.
         let kept = if callback.is_some() { OUTCOMES_KEPT } else { 0 };
-        Self {
-            callback,
-            shown: VecDeque::with_capacity(kept),
-        }
+        Self { callback, shown: VecDeque::with_capacity(kept) }
     }
 }

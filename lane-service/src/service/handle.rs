@@ -46,9 +46,7 @@ impl LaneHandle {
     ) -> Result<T, LostCause> {
         let inner = &*self.inner;
         let caller = inner.drive == Drive::Caller;
-        let result = self
-            .mailbox()
-            .command(!caller && !inner.steps_here, apply)?;
+        let result = self.mailbox().command(!caller && !inner.steps_here, apply)?;
         // A loss here is the lane's, recorded in the mailbox: the next call reports it.
         if caller {
             let _ = inner.engine.run_steps(Here::Own);
@@ -143,17 +141,15 @@ impl LaneHandle {
     pub fn run_status(&self, run: RunId) -> Option<RunStatus> {
         self.mailbox().status(|shared, ready| {
             shared.steps.lane().run_status(run).or_else(|| {
-                ready
-                    .iter()
-                    .find_map(|report: &Report| match report.outcome {
-                        Outcome::Run(outcome) if outcome.run == run => Some(RunStatus {
-                            state: RunState::Done,
-                            held: false,
-                            declines: outcome.declines,
-                            key: outcome.key,
-                        }),
-                        _ => None,
-                    })
+                ready.iter().find_map(|report: &Report| match report.outcome {
+                    Outcome::Run(outcome) if outcome.run == run => Some(RunStatus {
+                        state: RunState::Done,
+                        held: false,
+                        declines: outcome.declines,
+                        key: outcome.key,
+                    }),
+                    _ => None,
+                })
             })
         })
     }
@@ -242,9 +238,7 @@ impl LaneHandle {
                 continue;
             }
             if passed {
-                return mailbox
-                    .try_take(seq)
-                    .unwrap_or(Err(WaitError::TimedOut { item: seq }));
+                return mailbox.try_take(seq).unwrap_or(Err(WaitError::TimedOut { item: seq }));
             }
             // Another caller is inside the device wait, or the steps are another thread's:
             // sleep until an outcome, the wait's end, the next timer or the deadline.
@@ -282,9 +276,7 @@ impl LaneHandle {
             return Err(ServiceError::OwnThread);
         };
         Ok(Shutdown {
-            report: self
-                .mailbox()
-                .inspect(|shared| shared.steps.lane().close_report()),
+            report: self.mailbox().inspect(|shared| shared.steps.lane().close_report()),
             left,
         })
     }

@@ -69,15 +69,9 @@ where
 
 /// The lane's profile with its prepare window narrowed to what the runner allows.
 fn narrowed(profile: Profile, concurrency: Concurrency) -> Profile {
-    let window = profile
-        .prepare_window()
-        .min(concurrency.prepares_at_once.max(1));
+    let window = profile.prepare_window().min(concurrency.prepares_at_once.max(1));
     // Narrowing a valid window keeps it valid (1..=slots).
-    Profile::custom(ProfileSpec {
-        prepare_window: window,
-        ..profile.spec()
-    })
-    .unwrap_or(profile)
+    Profile::custom(ProfileSpec { prepare_window: window, ..profile.spec() }).unwrap_or(profile)
 }
 
 /// What the lane thread hears from [`start`] once its runner is made: the engine to put its
@@ -103,12 +97,7 @@ fn mailbox_for(
         dispatch: Dispatch::new(setting, notice_poll_ns),
     };
     // Each job is one slot's prepare or finalise: at most one per slot is out.
-    Arc::new(Mailbox::new(
-        shared,
-        announce,
-        usize::from(MAX_SLOTS),
-        OUTCOMES_KEPT,
-    ))
+    Arc::new(Mailbox::new(shared, announce, usize::from(MAX_SLOTS), OUTCOMES_KEPT))
 }
 
 fn start<D, R, F, E>(
@@ -186,9 +175,8 @@ where
         })
         .map_err(|e| ServiceError::Thread(e.to_string()))?;
     let thread_id = thread.thread().id();
-    let made = made_rx
-        .recv()
-        .unwrap_or_else(|_| Err(ServiceError::Make("the lane thread ended".into())));
+    let made =
+        made_rx.recv().unwrap_or_else(|_| Err(ServiceError::Make("the lane thread ended".into())));
     let (concurrency, waiter) = match made {
         Ok(made) => made,
         Err(error) => {
@@ -198,11 +186,7 @@ where
     };
     let make_worker = make_worker.filter(|_| concurrency.off_lane_thread && workers > 0);
     let off_lane = make_worker.is_some();
-    let setting = if off_lane {
-        Setting::WORKERS
-    } else {
-        Setting::WAITER
-    };
+    let setting = if off_lane { Setting::WORKERS } else { Setting::WAITER };
     let mailbox = mailbox_for(
         profile,
         check_invariants,
@@ -234,13 +218,11 @@ where
     let waiter = {
         let engine: Arc<dyn RunsSteps> = Arc::clone(&engine) as Arc<dyn RunsSteps>;
         let mailbox = Arc::clone(&mailbox);
-        thread::Builder::new()
-            .name("lane-waiter".into())
-            .spawn(move || {
-                completion_waiter(&mailbox, &*engine, waiter);
-                // The receiver sees the sender dropped: the waiter has ended.
-                drop(ended_tx);
-            })
+        thread::Builder::new().name("lane-waiter".into()).spawn(move || {
+            completion_waiter(&mailbox, &*engine, waiter);
+            // The receiver sees the sender dropped: the waiter has ended.
+            drop(ended_tx);
+        })
     };
     let waiter = match waiter {
         Ok(waiter) => waiter,
@@ -287,12 +269,7 @@ where
     F: FnOnce() -> Result<(D, R), E> + Send + 'static,
     E: fmt::Display,
 {
-    let ServiceConfig {
-        profile,
-        check_invariants,
-        on_outcome,
-        ..
-    } = config;
+    let ServiceConfig { profile, check_invariants, on_outcome, .. } = config;
     let made = catch_unwind(AssertUnwindSafe(make)).map_err(|payload| {
         ServiceError::Make(format!("panicked: {}", panic_text(payload.as_ref())))
     })?;
@@ -309,11 +286,7 @@ where
     mailbox.callers_wait();
     let engine = Arc::new(Engine {
         mailbox: Arc::clone(&mailbox),
-        executor: Mutex::new(Some(Executor::with_copies(
-            device,
-            runner,
-            profile.copies(),
-        ))),
+        executor: Mutex::new(Some(Executor::with_copies(device, runner, profile.copies()))),
         off_lane: false,
         announcer: Mutex::new(announcer),
         waiter: Some(Mutex::new(waiter)),
@@ -336,9 +309,8 @@ fn with_waiter<D: Device, R, E: fmt::Display>(
     made: Result<(D, R), E>,
 ) -> Result<(D, R, Box<dyn CompletionWaiter + Send>), ServiceError> {
     let (mut device, runner) = made.map_err(|error| ServiceError::Make(error.to_string()))?;
-    let waiter = device
-        .completion_waiter()
-        .map_err(|code| ServiceError::Waiter(code.to_string()))?;
+    let waiter =
+        device.completion_waiter().map_err(|code| ServiceError::Waiter(code.to_string()))?;
     Ok((device, runner, waiter))
 }
 
@@ -366,9 +338,7 @@ fn completion_waiter(
     }));
     if let Err(payload) = result {
         let text = panic_text(payload.as_ref());
-        mailbox.lose(LostCause::new(format!(
-            "panic on the completion waiter: {text}"
-        )));
+        mailbox.lose(LostCause::new(format!("panic on the completion waiter: {text}")));
     }
 }
 
@@ -388,11 +358,8 @@ where
     let mut handles = Vec::with_capacity(count);
     let mut failure = None;
     for index in 0..count {
-        let (engine, make_worker, ready) = (
-            Arc::clone(engine) as Arc<dyn RunsSteps>,
-            Arc::clone(make_worker),
-            ready_tx.clone(),
-        );
+        let (engine, make_worker, ready) =
+            (Arc::clone(engine) as Arc<dyn RunsSteps>, Arc::clone(make_worker), ready_tx.clone());
         let mailbox = Arc::clone(mailbox);
         let spawned = thread::Builder::new()
             .name(format!("lane-worker-{index}"))
@@ -453,10 +420,7 @@ fn host_worker(
             // goes back, so the runner's prepare or finalise still runs, on a bound thread.
             let (answer, bound) = match worker.bind() {
                 // A failed job's text is read on this thread, right after the job.
-                Ok(()) => (
-                    run_host_work(&mut *worker, job).map(WorkerAnswer::Answered),
-                    true,
-                ),
+                Ok(()) => (run_host_work(&mut *worker, job).map(WorkerAnswer::Answered), true),
                 Err(_) => (Some(WorkerAnswer::HandedBack(job)), false),
             };
             if let Some(answer) = answer {
@@ -472,14 +436,10 @@ fn host_worker(
     if let Err(payload) = result {
         let text = panic_text(payload.as_ref());
         if said {
-            mailbox.lose(LostCause::new(format!(
-                "panic on host worker {index}: {text}"
-            )));
+            mailbox.lose(LostCause::new(format!("panic on host worker {index}: {text}")));
         } else {
-            let _ = ready.send(Err(ServiceError::Worker {
-                index,
-                text: format!("panicked: {text}"),
-            }));
+            let _ =
+                ready.send(Err(ServiceError::Worker { index, text: format!("panicked: {text}") }));
         }
     }
 }

@@ -37,10 +37,7 @@ pub struct HostRunner {
 impl HostRunner {
     /// Host work allowed off the lane thread ([`OFF_LANE`]).
     pub fn off_lane(seen: Arc<Seen>) -> Self {
-        Self {
-            concurrency: OFF_LANE,
-            seen,
-        }
+        Self { concurrency: OFF_LANE, seen }
     }
 }
 
@@ -170,12 +167,7 @@ impl HostWorker for Sleepy {
         Ok(())
     }
     fn prepare_run(&mut self, run: RunId, _: SlotId, _: bool) -> Result<(), PrepareError> {
-        assert_ne!(
-            Some(run.0),
-            self.panic_on,
-            "the worker panics on run {}",
-            run.0
-        );
+        assert_ne!(Some(run.0), self.panic_on, "the worker panics on run {}", run.0);
         self.nap();
         Ok(())
     }
@@ -186,7 +178,4 @@ impl HostWorker for Sleepy {
 }
 
 /// Runner work allowed off the lane thread, two prepares at once.
-pub const OFF_LANE: Concurrency = Concurrency {
-    off_lane_thread: true,
-    prepares_at_once: 2,
-};
+pub const OFF_LANE: Concurrency = Concurrency { off_lane_thread: true, prepares_at_once: 2 };

@@ -25,10 +25,7 @@ pub fn sim(profile: &Profile, seed: u64, faults: &[FaultRule]) -> SimDevice {
         Costs::default(),
         profile.header(),
         seed,
-        RunTimes {
-            device_ns: 100_000,
-            jitter_ppm: 200_000,
-        },
+        RunTimes { device_ns: 100_000, jitter_ppm: 200_000 },
     );
     for rule in faults {
         device.install(rule.clone());
@@ -139,10 +136,7 @@ impl Runner<TestDevice> for Noting {
         args: &RunArgs,
     ) -> Result<(), ReturnCode> {
         self.note("launch_aicpu");
-        self.launched
-            .lock()
-            .unwrap()
-            .push((args.run, Instant::now()));
+        self.launched.lock().unwrap().push((args.run, Instant::now()));
         device.complete(args);
         Ok(())
     }

@@ -137,32 +137,17 @@ type Pick = fn(&AnchorTargets) -> Option<AgainstAnchor>;
 /// its target in each setting (`stated`: shown, not judged), and which of a round's targets
 /// it is.
 const FIGURES: [(Option<AnchorKind>, &str, [&str; 3], Pick); 4] = [
-    (
-        Some(AnchorKind::DepthOne),
-        "depth one: gap",
-        ["at most 1.05x"; 3],
-        |t| Some(t.depth_one),
-    ),
-    (
-        Some(AnchorKind::HandOff),
-        "depth one: gap (anchor: the hand-off loop)",
-        ["stated"; 3],
-        |t| t.hand_off,
-    ),
-    (
-        Some(AnchorKind::Queued),
-        "depth two: gap (anchor: queued)",
-        ["at most 1.00x"; 3],
-        |t| Some(t.depth_two),
-    ),
+    (Some(AnchorKind::DepthOne), "depth one: gap", ["at most 1.05x"; 3], |t| Some(t.depth_one)),
+    (Some(AnchorKind::HandOff), "depth one: gap (anchor: the hand-off loop)", ["stated"; 3], |t| {
+        t.hand_off
+    }),
+    (Some(AnchorKind::Queued), "depth two: gap (anchor: queued)", ["at most 1.00x"; 3], |t| {
+        Some(t.depth_two)
+    }),
     (
         None,
         "idle: submit to launch (anchor: the launch's calls)",
-        [
-            "stated (+5 us is the bound and caller-driven target)",
-            "at most +5 us",
-            "at most +5 us",
-        ],
+        ["stated (+5 us is the bound and caller-driven target)", "at most +5 us", "at most +5 us"],
         |t| Some(t.idle),
     ),
 ];
@@ -192,12 +177,8 @@ fn anchor_rows(measured: &Measured) -> Vec<Value> {
             continue;
         }
         let judged = ANCHOR_TARGETS_US.contains(&kernel_us);
-        let hand_off = rounds
-            .iter()
-            .any(|m| m.anchor(kernel_us, AnchorKind::HandOff).is_some());
-        let figures = FIGURES
-            .iter()
-            .flat_map(|&f| Setting::ALL.map(|setting| (f, setting)));
+        let hand_off = rounds.iter().any(|m| m.anchor(kernel_us, AnchorKind::HandOff).is_some());
+        let figures = FIGURES.iter().flat_map(|&f| Setting::ALL.map(|setting| (f, setting)));
         for ((kind, name, targets, pick), setting) in figures {
             let verdict = measured.anchor_verdict_with(kernel_us, setting);
             if (setting != Setting::Off && verdict.is_none())
@@ -267,10 +248,7 @@ fn anchor_rows(measured: &Measured) -> Vec<Value> {
                 ));
             }
         }
-        if rounds
-            .iter()
-            .any(|m| m.split_at(kernel_us, "lane").is_some())
-        {
+        if rounds.iter().any(|m| m.split_at(kernel_us, "lane").is_some()) {
             let parts = SPLIT_PARTS
                 .iter()
                 .map(|part| ("where the gap goes", part))
@@ -303,11 +281,7 @@ fn target_rows(measured: &Measured) -> Vec<Value> {
             |anchor| anchor * DEPTH_ONE_PERCENT as f64 / 100.0,
             |t| Some(t.depth_one),
         ),
-        (
-            "depth two: gap at most the queued anchor's",
-            |anchor| anchor,
-            |t| Some(t.depth_two),
-        ),
+        ("depth two: gap at most the queued anchor's", |anchor| anchor, |t| Some(t.depth_two)),
         (
             "idle: submit to launch within 5 us of the launch's calls",
             |anchor| anchor + IDLE_SLACK_NS as f64,

@@ -18,18 +18,11 @@ const OUTPUT: &str = "floor 300 179 6840 8382\n\
 fn the_loops_target_is_judged_on_the_middle_round_not_the_first() {
     let missed = OUTPUT.replace("b depth2 200 200 8583", "b depth2 200 200 70000");
     let mut measured = parse(&missed).unwrap();
-    assert_eq!(
-        measured.targets_hold(300),
-        Some(false),
-        "one round: its own"
-    );
+    assert_eq!(measured.targets_hold(300), Some(false), "one round: its own");
     measured.more_rounds = vec![parse(OUTPUT).unwrap(), parse(OUTPUT).unwrap()];
     assert_eq!(measured.targets_hold(300), Some(true), "two of three hold");
     assert_eq!(measured.more_rounds.len(), 2);
-    assert_contains(
-        &markdown(&measured),
-        &["| 300 us | holds | 3.78, 0.53, 0.53 | - | - |"],
-    );
+    assert_contains(&markdown(&measured), &["| 300 us | holds | 3.78, 0.53, 0.53 | - | - |"]);
     measured.more_rounds[1] = parse(&missed).unwrap();
     assert_eq!(measured.targets_hold(300), Some(false), "two of three miss");
 }
@@ -102,13 +95,7 @@ fn the_anchors_parse_and_the_lanes_loop_b_is_judged_against_them() {
     let measured = parse(&format!("{OUTPUT}{ANCHORS}")).unwrap();
     let (kernel_us, kind, runs) = (300, AnchorKind::Queued, 200);
     let (median_ns, p99_ns) = (9_000, 20_000);
-    let queued = Anchor {
-        kernel_us,
-        kind,
-        runs,
-        median_ns,
-        p99_ns,
-    };
+    let queued = Anchor { kernel_us, kind, runs, median_ns, p99_ns };
     assert_eq!(measured.anchors[1], queued);
     assert_eq!(measured.idle[0].launches, [8_000, 12_000]);
     // Loop (b): depth one 73.9 us over 70.0 (1.056x, above 1.05x), depth two 8.6 us under
@@ -125,10 +112,7 @@ fn the_anchors_parse_and_the_lanes_loop_b_is_judged_against_them() {
     let late = parse(&format!("{OUTPUT}{late}")).unwrap();
     assert!(!late.anchor_targets(300).unwrap().idle.met);
     // The loops' verdict line shows the anchors' own ratio: 9000 / 70000.
-    assert_contains(
-        &markdown(&measured),
-        &["| 300 us | holds | 0.53 | 9.0 | 0.13 |"],
-    );
+    assert_contains(&markdown(&measured), &["| 300 us | holds | 0.53 | 9.0 | 0.13 |"]);
     // Without the anchors' lines the section has no anchors' rows.
     let without = data(&parse(OUTPUT).unwrap(), 200, None);
     assert_eq!(without["anchors"], json!([]));
@@ -159,20 +143,14 @@ fn the_loops_third_gives_way_to_the_queued_anchors_gap_only_where_that_is_larger
     assert_eq!(close.targets_hold(300), Some(false));
     assert_eq!(close.loop_target_permille(300), Some(1_062));
     // The verdict quotes the bound it allowed.
-    assert_contains(
-        &markdown(&high),
-        &["| 300 us | holds | 0.92 | 20.0 | 0.28 |"],
-    );
+    assert_contains(&markdown(&high), &["| 300 us | holds | 0.92 | 20.0 | 0.28 |"]);
 }
 
 #[test]
 fn each_target_is_judged_on_its_middle_round() {
     let round = |depth_one_anchor: &str, idle_lane: &str| {
         let anchors = ANCHORS
-            .replace(
-                "depth1 200 70000",
-                &format!("depth1 200 {depth_one_anchor}"),
-            )
+            .replace("depth1 200 70000", &format!("depth1 200 {depth_one_anchor}"))
             .replace("idle 300 200 24000", &format!("idle 300 200 {idle_lane}"));
         parse(&format!("{OUTPUT}{anchors}")).unwrap()
     };
@@ -318,15 +296,8 @@ fn where_a_depth_one_gap_goes_is_shown_per_part_and_quoted_for_the_miss() {
     let measured = parse(&format!("{OUTPUT}{ANCHORS}{SPLITS}")).unwrap();
     let (react_ns, launch_ns, start_ns) = (50_000, 17_000, 20_000);
     let (period_ns, span_ns, who) = (381_000, 314_000, "lane".to_owned());
-    let lane = DepthOneSplit {
-        kernel_us: 300,
-        who,
-        react_ns,
-        launch_ns,
-        start_ns,
-        period_ns,
-        span_ns,
-    };
+    let lane =
+        DepthOneSplit { kernel_us: 300, who, react_ns, launch_ns, start_ns, period_ns, span_ns };
     assert_eq!(measured.splits[1], lane);
     assert_contains(
         &markdown(&measured),
@@ -351,13 +322,7 @@ fn the_hand_off_anchor_is_stated_beside_depth_one_and_quoted_for_a_depth_one_mis
     let measured = parse(&format!("{OUTPUT}{ANCHORS}{HAND_OFF}")).unwrap();
     let (kernel_us, kind, runs) = (300, AnchorKind::HandOff, 200);
     let (median_ns, p99_ns) = (77_000, 95_000);
-    let hand_off = Anchor {
-        kernel_us,
-        kind,
-        runs,
-        median_ns,
-        p99_ns,
-    };
+    let hand_off = Anchor { kernel_us, kind, runs, median_ns, p99_ns };
     assert_eq!(measured.anchors[2], hand_off);
     // Loop (b) at depth one, 73.9 us: 1.056x the depth-one anchor (a miss), 0.96x the
     // hand-off loop's 77.0 us, which is 1.10x the depth-one anchor's 70.0.
@@ -378,14 +343,8 @@ fn the_hand_off_anchor_is_stated_beside_depth_one_and_quoted_for_a_depth_one_mis
     );
     // Without its line, no row and no quote.
     let without = markdown(&parse(&format!("{OUTPUT}{ANCHORS}")).unwrap());
-    assert!(
-        !without.contains("(anchor: the hand-off loop)"),
-        "{without}"
-    );
-    assert_contains(
-        &without,
-        &["| 300 us | depth one, option off | 0.4 | 0.0 | no | - | - |"],
-    );
+    assert!(!without.contains("(anchor: the hand-off loop)"), "{without}");
+    assert_contains(&without, &["| 300 us | depth one, option off | 0.4 | 0.0 | no | - | - |"]);
 }
 
 #[test]
@@ -394,10 +353,7 @@ fn a_line_the_bench_never_prints_is_an_error_naming_it() {
         ("arm 300 a", "`arm 300 a`"),
         ("floor x 1 2 3", "not a number"),
         ("lanes sideways 1 1 1 1 1 1", "not a healthy or faulty case"),
-        (
-            "anchor 300 sideways 200 1 2",
-            "not a depth1, queued or handoff anchor",
-        ),
+        ("anchor 300 sideways 200 1 2", "not a depth1, queued or handoff anchor"),
         ("idle 300 80 1 2 3", "never prints"),
         (
             "depth1-split 300 sideways 1 2 3 4 5",

@@ -14,13 +14,9 @@ pub(super) fn soname(major: u32) -> String {
 /// A prefix the generated files can name without quoting: pkg-config splits its flags at
 /// whitespace, and CMake strings treat `"`, `$`, `;` and `\` specially.
 pub(super) fn plain_prefix(prefix: &Path) -> Result<&str, String> {
-    let text = prefix
-        .to_str()
-        .ok_or_else(|| format!("the prefix {} is not UTF-8", prefix.display()))?;
-    match text
-        .chars()
-        .find(|c| c.is_whitespace() || matches!(c, '"' | '$' | ';' | '\\' | '#'))
-    {
+    let text =
+        prefix.to_str().ok_or_else(|| format!("the prefix {} is not UTF-8", prefix.display()))?;
+    match text.chars().find(|c| c.is_whitespace() || matches!(c, '"' | '$' | ';' | '\\' | '#')) {
         Some(c) => Err(format!(
             "the prefix `{text}` holds {c:?}, which run_lane.pc and RunLaneConfig.cmake \
              cannot carry unquoted; choose another folder"

@@ -171,10 +171,7 @@ fn check_stripped(lib: &Path, major: u32) -> Result<(), String> {
     for name in [soname(major), STATICLIB.to_owned()] {
         let installed = lib.join(&name);
         let debug = debug_file(lib, &name);
-        if section_names(&installed)?
-            .iter()
-            .any(|s| s == ".debug_info")
-        {
+        if section_names(&installed)?.iter().any(|s| s == ".debug_info") {
             return Err(format!(
                 "dist --check: step `{step_name}`: {} has a .debug_info section; it should be \
                  stripped",
@@ -187,10 +184,7 @@ fn check_stripped(lib: &Path, major: u32) -> Result<(), String> {
                 debug.display()
             ));
         }
-        println!(
-            "dist --check: {name}: stripped, debug information in {}",
-            debug.display()
-        );
+        println!("dist --check: {name}: stripped, debug information in {}", debug.display());
     }
     for archive in [lib.join(STATICLIB), debug_file(lib, STATICLIB)] {
         if let Some(section) = bitcode_section(&section_names(&archive)?) {
@@ -203,11 +197,8 @@ fn check_stripped(lib: &Path, major: u32) -> Result<(), String> {
     }
     println!("dist --check: {STATICLIB} and its debug file: no bitcode: ok");
     let shared = lib.join(soname(major));
-    let output = binutils(
-        Command::new("readelf")
-            .args(["-W", "-p", ".gnu_debuglink"])
-            .arg(&shared),
-    )?;
+    let output =
+        binutils(Command::new("readelf").args(["-W", "-p", ".gnu_debuglink"]).arg(&shared))?;
     let link = first_string(&String::from_utf8_lossy(&output.stdout));
     let want = format!("{}.debug", soname(major));
     if link.as_deref() != Some(want.as_str()) {
@@ -272,15 +263,8 @@ fn pkg_config_consumer(
 /// link name); one linked statically needs no run_lane at all.
 fn check_linkage(name: &str, exe: &Path, major: u32, shared: bool) -> Result<(), String> {
     let needed = dynamic_section(exe)?.needed;
-    let lane: Vec<&String> = needed
-        .iter()
-        .filter(|n| n.starts_with("librun_lane"))
-        .collect();
-    let want = if shared {
-        soname(major)
-    } else {
-        "no librun_lane".to_owned()
-    };
+    let lane: Vec<&String> = needed.iter().filter(|n| n.starts_with("librun_lane")).collect();
+    let want = if shared { soname(major) } else { "no librun_lane".to_owned() };
     if (shared && lane == [&want]) || (!shared && lane.is_empty()) {
         Ok(())
     } else {

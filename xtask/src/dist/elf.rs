@@ -34,11 +34,10 @@ pub(super) fn parse_dynamic(readelf: &str) -> Dynamic {
 
 /// `readelf -d BINARY`, parsed.
 pub(super) fn dynamic_section(binary: &Path) -> Result<Dynamic, String> {
-    let output = Command::new("readelf")
-        .arg("-d")
-        .arg(binary)
-        .output()
-        .map_err(|e| format!("could not run `readelf -d` (binutils, installed with gcc): {e}"))?;
+    let output =
+        Command::new("readelf").arg("-d").arg(binary).output().map_err(|e| {
+            format!("could not run `readelf -d` (binutils, installed with gcc): {e}")
+        })?;
     if !output.status.success() {
         return Err(format!(
             "`readelf -d {}` failed: {}",
@@ -63,17 +62,13 @@ pub(super) fn parse_section_names(readelf: &str) -> Vec<String> {
 
 /// The first of [`BITCODE_SECTIONS`] among `sections`, if any.
 pub(super) fn bitcode_section(sections: &[String]) -> Option<&'static str> {
-    BITCODE_SECTIONS
-        .into_iter()
-        .find(|bitcode| sections.iter().any(|s| s == bitcode))
+    BITCODE_SECTIONS.into_iter().find(|bitcode| sections.iter().any(|s| s == bitcode))
 }
 
 /// `readelf -S -W FILE`'s section names.
 pub(super) fn section_names(file: &Path) -> Result<Vec<String>, String> {
     let output = binutils(Command::new("readelf").args(["-S", "-W"]).arg(file))?;
-    Ok(parse_section_names(&String::from_utf8_lossy(
-        &output.stdout,
-    )))
+    Ok(parse_section_names(&String::from_utf8_lossy(&output.stdout)))
 }
 
 /// The string at offset 0 of `readelf -p SECTION` output: for `.gnu_debuglink`, the debug

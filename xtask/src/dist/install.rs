@@ -102,11 +102,7 @@ fn objcopy<S: AsRef<std::ffi::OsStr>>(flags: &[S], from: &Path, to: &Path) -> Re
 /// the static one.
 pub(super) fn debug_file(lib: &Path, name: &str) -> PathBuf {
     let debug = lib.join(DEBUG_DIR);
-    if name == STATICLIB {
-        debug.join(name)
-    } else {
-        debug.join(format!("{name}.debug"))
-    }
+    if name == STATICLIB { debug.join(name) } else { debug.join(format!("{name}.debug")) }
 }
 
 /// Installs the shared library `from` as `lib/<name>` without its debug sections, which go
@@ -125,17 +121,9 @@ fn install_shared(from: &Path, lib: &Path, name: &str) -> Result<(), String> {
 /// its debug sections, for its debug file with them, compressed (which the linkers read);
 /// both without the embedded bitcode ([`BITCODE_SECTIONS`]).
 pub(super) fn static_objcopy_flags(debug: bool) -> Vec<String> {
-    let keep_or_strip = if debug {
-        "--compress-debug-sections=zlib"
-    } else {
-        "--strip-debug"
-    };
+    let keep_or_strip = if debug { "--compress-debug-sections=zlib" } else { "--strip-debug" };
     std::iter::once(keep_or_strip.to_owned())
-        .chain(
-            BITCODE_SECTIONS
-                .iter()
-                .map(|section| format!("--remove-section={section}")),
-        )
+        .chain(BITCODE_SECTIONS.iter().map(|section| format!("--remove-section={section}")))
         .collect()
 }
 
@@ -218,8 +206,5 @@ pub(super) fn install(prefix: &Path, built: &Built) -> Result<Tree, String> {
         &cmake_version_file(major, std::mem::size_of::<usize>()),
         &cmake.join("RunLaneConfigVersion.cmake"),
     )?;
-    Ok(Tree {
-        prefix: prefix.to_path_buf(),
-        major,
-    })
+    Ok(Tree { prefix: prefix.to_path_buf(), major })
 }

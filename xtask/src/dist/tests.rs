@@ -15,17 +15,12 @@ use crate::testkit::assert_contains;
 use super::*;
 
 fn flags() -> Vec<String> {
-    ["-ldl", "-lgcc_s", "-lpthread", "-lc"]
-        .map(str::to_owned)
-        .to_vec()
+    ["-ldl", "-lgcc_s", "-lpthread", "-lc"].map(str::to_owned).to_vec()
 }
 
 #[test]
 fn arguments_are_a_prefix_or_check() {
-    assert_eq!(
-        parse(&["--prefix", "/opt/lane"]),
-        Ok(Mode::Install(PathBuf::from("/opt/lane")))
-    );
+    assert_eq!(parse(&["--prefix", "/opt/lane"]), Ok(Mode::Install(PathBuf::from("/opt/lane"))));
     assert_eq!(parse(&["--check"]), Ok(Mode::Check));
     let error = |args: &[&str]| parse(args).unwrap_err();
     assert!(error(&["--prefix"]).contains("needs a folder"));
@@ -36,10 +31,7 @@ fn arguments_are_a_prefix_or_check() {
 
 #[test]
 fn the_major_comes_from_the_header_define() {
-    assert_eq!(
-        abi_major("/* x */\n#define RUN_LANE_ABI_VERSION 7\n#define X 1\n"),
-        Ok(7)
-    );
+    assert_eq!(abi_major("/* x */\n#define RUN_LANE_ABI_VERSION 7\n#define X 1\n"), Ok(7));
     let error = |header| abi_major(header).unwrap_err();
     assert!(error("#define X 1\n").contains("no `#define"));
     assert!(error("#define RUN_LANE_ABI_VERSION two\n").contains("not a version"));
@@ -55,14 +47,8 @@ fn cargo_messages_give_the_artifacts_and_the_native_libraries() {
         r#"{"reason":"compiler-artifact","filenames":["/t/release/librun_lane.so","/t/release/librun_lane.a"]}"#,
         r#"{"reason":"build-finished","success":true}"#,
     ];
-    let messages: Vec<Value> = lines
-        .iter()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(
-        artifact(&messages, STATICLIB),
-        Ok(PathBuf::from("/t/release/librun_lane.a"))
-    );
+    let messages: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(artifact(&messages, STATICLIB), Ok(PathBuf::from("/t/release/librun_lane.a")));
     assert!(artifact(&messages, FAKE_CDYLIB).is_err());
     assert_eq!(
         native_static_libs(&messages),
@@ -110,10 +96,7 @@ Key to Flags:
     assert!(parse_section_names("").is_empty());
 
     let dump = "\nString dump of section '.gnu_debuglink':\n  [     0]  librun_lane.so.3.debug\n  [    18]  Z!x\n\n";
-    assert_eq!(
-        first_string(dump),
-        Some("librun_lane.so.3.debug".to_owned())
-    );
+    assert_eq!(first_string(dump), Some("librun_lane.so.3.debug".to_owned()));
     assert_eq!(first_string("readelf: Warning: no section\n"), None);
 }
 
@@ -132,14 +115,8 @@ fn both_copies_of_the_static_library_lose_the_bitcode_and_only_one_its_debug_sec
     assert!(debug.contains(&"--compress-debug-sections=zlib".to_owned()));
 
     let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    assert_eq!(
-        bitcode_section(&names(&[".text", ".llvmcmd"])),
-        Some(".llvmcmd")
-    );
-    assert_eq!(
-        bitcode_section(&names(&[".llvmbc", ".text"])),
-        Some(".llvmbc")
-    );
+    assert_eq!(bitcode_section(&names(&[".text", ".llvmcmd"])), Some(".llvmcmd"));
+    assert_eq!(bitcode_section(&names(&[".llvmbc", ".text"])), Some(".llvmbc"));
     assert_eq!(bitcode_section(&names(&[".text", ".debug_info"])), None);
 }
 
@@ -150,10 +127,7 @@ fn a_static_library_above_20_mib_fails_the_check_naming_its_size_and_the_bound()
     assert!(check_static_size(12_135_054).is_ok());
     assert!(check_static_size(MAX_STATICLIB_BYTES).is_ok());
     let error = check_static_size(MAX_STATICLIB_BYTES + 1).unwrap_err();
-    assert_contains(
-        &error,
-        &["20971521 bytes", "bound of 20971520 bytes (20 MiB)"],
-    );
+    assert_contains(&error, &["20971521 bytes", "bound of 20971520 bytes (20 MiB)"]);
     // The size before bitcode was removed.
     let error = check_static_size(51_823_094).unwrap_err();
     assert!(error.contains("49.4 MiB"), "{error}");
@@ -166,10 +140,7 @@ fn the_debug_files_lie_in_libs_debug_folder() {
         debug_file(lib, &soname(3)),
         Path::new("/opt/lane/lib/.debug/librun_lane.so.3.debug")
     );
-    assert_eq!(
-        debug_file(lib, STATICLIB),
-        Path::new("/opt/lane/lib/.debug/librun_lane.a")
-    );
+    assert_eq!(debug_file(lib, STATICLIB), Path::new("/opt/lane/lib/.debug/librun_lane.a"));
 }
 
 #[test]
@@ -192,10 +163,7 @@ fn the_cmake_config_names_both_targets_and_the_soname() {
     assert!(config.contains("/lib/librun_lane.a\""));
     assert!(config.contains("INTERFACE_LINK_LIBRARIES \"dl;gcc_s;pthread;c\""));
     assert!(config.contains("set(RunLane_ABI_VERSION 3)"));
-    assert_eq!(
-        cmake_link_items(&["-lm".to_owned(), "-Wl,-x".to_owned()]),
-        "m;-Wl,-x"
-    );
+    assert_eq!(cmake_link_items(&["-lm".to_owned(), "-Wl,-x".to_owned()]), "m;-Wl,-x");
 }
 
 #[test]
@@ -209,10 +177,7 @@ fn the_cmake_version_is_the_major_with_same_major_compatibility() {
 
 #[test]
 fn a_prefix_the_files_cannot_carry_is_refused() {
-    assert_eq!(
-        plain_prefix(Path::new("/opt/run-lane")),
-        Ok("/opt/run-lane")
-    );
+    assert_eq!(plain_prefix(Path::new("/opt/run-lane")), Ok("/opt/run-lane"));
     for bad in ["/opt/run lane", "/opt/a;b", "/opt/$x", "/opt/\"q"] {
         let error = plain_prefix(Path::new(bad)).unwrap_err();
         assert!(error.contains("cannot carry"), "{bad}: {error}");
@@ -226,19 +191,13 @@ fn the_example_and_the_guide_ask_for_the_current_abi_major() {
     let root = project_root();
     let major = abi_major(&fs::read_to_string(root.join(HEADER)).unwrap()).unwrap();
     let want = format!("find_package(RunLane {major} REQUIRED)");
-    for file in [
-        format!("{EXAMPLES}/CMakeLists.txt"),
-        "docs/embedding.md".to_owned(),
-    ] {
+    for file in [format!("{EXAMPLES}/CMakeLists.txt"), "docs/embedding.md".to_owned()] {
         let text = fs::read_to_string(root.join(&file)).unwrap();
         let asks: Vec<&str> = text
             .match_indices("find_package(RunLane ")
             .map(|(at, _)| text[at..].split(')').next().unwrap_or_default())
             .collect();
-        assert!(
-            !asks.is_empty(),
-            "{file} has no find_package(RunLane N ...)"
-        );
+        assert!(!asks.is_empty(), "{file} has no find_package(RunLane N ...)");
         for ask in asks {
             assert!(
                 want.starts_with(ask),
